@@ -1,0 +1,194 @@
+/**
+ * Zod schemas for the A2A 1.0 wire model (ProtoJSON: camelCase names, enums as
+ * strings), spec §5.5 / `lf.a2a.v1` in a2a.proto. Every field the spec marks
+ * optional is optional here, because the @a2a-js/sdk omits empty and default
+ * fields. Unknown fields are stripped (spec §5.7: SHOULD ignore unknown fields).
+ */
+import { z } from 'zod';
+
+/** Task states, in proto order (spec §5.5 TaskState). */
+export const TASK_STATES = [
+  'TASK_STATE_UNSPECIFIED',
+  'TASK_STATE_SUBMITTED',
+  'TASK_STATE_WORKING',
+  'TASK_STATE_COMPLETED',
+  'TASK_STATE_FAILED',
+  'TASK_STATE_CANCELED',
+  'TASK_STATE_INPUT_REQUIRED',
+  'TASK_STATE_REJECTED',
+  'TASK_STATE_AUTH_REQUIRED',
+] as const;
+export const TaskStateSchema = z.enum(TASK_STATES);
+export type TaskState = z.infer<typeof TaskStateSchema>;
+
+/** States after which a task never changes again (spec §3.1.1, "Task Immutability"). */
+export const TERMINAL_TASK_STATES: ReadonlySet<TaskState> = new Set([
+  'TASK_STATE_COMPLETED',
+  'TASK_STATE_FAILED',
+  'TASK_STATE_CANCELED',
+  'TASK_STATE_REJECTED',
+]);
+/** States where the agent waits for the client (spec §3.4, §7.6). */
+export const INTERRUPTED_TASK_STATES: ReadonlySet<TaskState> = new Set([
+  'TASK_STATE_INPUT_REQUIRED',
+  'TASK_STATE_AUTH_REQUIRED',
+]);
+export const isTerminalTaskState = (state: TaskState): boolean => TERMINAL_TASK_STATES.has(state);
+export const isInterruptedTaskState = (state: TaskState): boolean => INTERRUPTED_TASK_STATES.has(state);
+
+export const RoleSchema = z.enum(['ROLE_UNSPECIFIED', 'ROLE_USER', 'ROLE_AGENT']);
+export type Role = z.infer<typeof RoleSchema>;
+
+const MetadataSchema = z.record(z.string(), z.unknown());
+
+/** A Part is a oneof: exactly one of `text`, `raw` (base64), `url`, `data` (spec §5.5 Part). */
+export const PartSchema = z
+  .object({
+    text: z.string().optional(),
+    raw: z.string().optional(),
+    url: z.string().optional(),
+    data: z.unknown().optional(),
+    mediaType: z.string().optional(),
+    filename: z.string().optional(),
+    metadata: MetadataSchema.optional(),
+  })
+  .refine(
+    (part) => [part.text, part.raw, part.url, part.data].filter((value) => value !== undefined).length === 1,
+    { message: 'a Part carries exactly one of text, raw, url or data' },
+  );
+export type Part = z.infer<typeof PartSchema>;
+
+/** Message (spec §5.5). `contextId` and `taskId` are optional on client messages. */
+export const MessageSchema = z.object({
+  messageId: z.string().min(1),
+  contextId: z.string().optional(),
+  taskId: z.string().optional(),
+  role: RoleSchema,
+  parts: z.array(PartSchema),
+  metadata: MetadataSchema.optional(),
+  extensions: z.array(z.string()).optional(),
+  referenceTaskIds: z.array(z.string()).optional(),
+});
+export type Message = z.infer<typeof MessageSchema>;
+
+/** TaskStatus; `timestamp` is ISO 8601 UTC (spec §5.6.1). */
+export const TaskStatusSchema = z.object({
+  state: TaskStateSchema,
+  message: MessageSchema.optional(),
+  timestamp: z.string().optional(),
+});
+export type TaskStatus = z.infer<typeof TaskStatusSchema>;
+
+export const ArtifactSchema = z.object({
+  artifactId: z.string().min(1),
+  name: z.string().optional(),
+  description: z.string().optional(),
+  parts: z.array(PartSchema),
+  metadata: MetadataSchema.optional(),
+  extensions: z.array(z.string()).optional(),
+});
+export type Artifact = z.infer<typeof ArtifactSchema>;
+
+export const TaskSchema = z.object({
+  id: z.string().min(1),
+  contextId: z.string().optional(),
+  status: TaskStatusSchema,
+  artifacts: z.array(ArtifactSchema).optional(),
+  history: z.array(MessageSchema).optional(),
+  metadata: MetadataSchema.optional(),
+});
+export type Task = z.infer<typeof TaskSchema>;
+
+/** 1.0 status update: no `final` flag; the stream closing ends it (spec §5.5, A2A#1308). */
+export const TaskStatusUpdateEventSchema = z.object({
+  taskId: z.string().min(1),
+  // Required by the spec, but agents send "" or omit it (field case R16): events are keyed by taskId.
+  contextId: z.string().optional(),
+  status: TaskStatusSchema,
+  metadata: MetadataSchema.optional(),
+});
+export type TaskStatusUpdateEvent = z.infer<typeof TaskStatusUpdateEventSchema>;
+
+/** `append:true` adds parts to the artifact with the same id; `lastChunk:true` seals it. */
+export const TaskArtifactUpdateEventSchema = z.object({
+  taskId: z.string().min(1),
+  contextId: z.string().optional(),
+  artifact: ArtifactSchema,
+  append: z.boolean().optional(),
+  lastChunk: z.boolean().optional(),
+  metadata: MetadataSchema.optional(),
+});
+export type TaskArtifactUpdateEvent = z.infer<typeof TaskArtifactUpdateEventSchema>;
+
+/** StreamResponse: exactly one member (spec §5.5). Used by streams and push bodies. */
+export const StreamResponseSchema = z.union([
+  z.object({ task: TaskSchema }),
+  z.object({ message: MessageSchema }),
+  z.object({ statusUpdate: TaskStatusUpdateEventSchema }),
+  z.object({ artifactUpdate: TaskArtifactUpdateEventSchema }),
+]);
+export type StreamResponse = z.infer<typeof StreamResponseSchema>;
+
+/** SendMessageResponse: `{task}` or `{message}` (spec §3.1.1). */
+export const SendMessageResponseSchema = z.union([
+  z.object({ task: TaskSchema }),
+  z.object({ message: MessageSchema }),
+]);
+export type SendMessageResponse = z.infer<typeof SendMessageResponseSchema>;
+
+export const AuthenticationInfoSchema = z.object({
+  scheme: z.string(),
+  credentials: z.string().optional(),
+});
+
+/** TaskPushNotificationConfig (spec §4.3.3). `taskId` is left empty inside SendMessageConfiguration. */
+export const TaskPushNotificationConfigSchema = z.object({
+  tenant: z.string().optional(),
+  id: z.string().optional(),
+  taskId: z.string().optional(),
+  url: z.string(),
+  token: z.string().optional(),
+  authentication: AuthenticationInfoSchema.optional(),
+});
+export type TaskPushNotificationConfig = z.infer<typeof TaskPushNotificationConfigSchema>;
+
+export const ListTaskPushNotificationConfigsResponseSchema = z.object({
+  configs: z.array(TaskPushNotificationConfigSchema).optional(),
+  nextPageToken: z.string().optional(),
+});
+
+/** SendMessageConfiguration (spec §3.2.2); `returnImmediately` defaults to false (blocking). */
+export interface SendMessageConfiguration {
+  acceptedOutputModes?: string[];
+  taskPushNotificationConfig?: TaskPushNotificationConfig;
+  historyLength?: number;
+  returnImmediately?: boolean;
+}
+
+/** SendMessageRequest (spec §3.2.1). */
+export interface SendMessageRequest {
+  tenant?: string;
+  message: Message;
+  configuration?: SendMessageConfiguration;
+  metadata?: Record<string, unknown>;
+}
+
+/** ListTasksRequest (spec §3.1.4). `statusTimestampAfter` is ISO 8601; pageSize 1..100. */
+export interface ListTasksRequest {
+  contextId?: string;
+  status?: TaskState;
+  pageSize?: number;
+  pageToken?: string;
+  historyLength?: number;
+  statusTimestampAfter?: string;
+  includeArtifacts?: boolean;
+}
+
+/** ListTasksResponse. `nextPageToken` is required by the spec but missing in some agents (R15): absent = last page. */
+export const ListTasksResponseSchema = z.object({
+  tasks: z.array(TaskSchema),
+  nextPageToken: z.string().optional(),
+  pageSize: z.number().optional(),
+  totalSize: z.number().optional(),
+});
+export type ListTasksResponse = z.infer<typeof ListTasksResponseSchema>;

@@ -1,0 +1,328 @@
+/**
+ * Typed access to the journal. Every state change is one Lua script in
+ * `lua/` (named `<verb>-<key count>.lua`, registered under a versioned name so
+ * two releases can run side by side during a deploy); nothing here
+ * read-modify-writes a row from TypeScript.
+ */
+import { readFileSync } from 'node:fs';
+import type { Redis, Cluster } from 'ioredis';
+import type { Artifact, Message } from '../a2a/schema.ts';
+import { journalKeys, indexMember, parseIndexMember, type JournalKeys } from './keys.ts';
+import { DelegationRecordSchema, parseArtifacts, type DelegationRecord, type DelegationView, type RecordedError } from './record.ts';
+import type { JournalState } from './states.ts';
+import { JournalError, journalErrorFromCode } from './errors.ts';
+
+/** Version of the script set; bump when a script's contract changes. */
+const SCRIPT_VERSION = 'v1';
+const SCRIPTS = {
+  createWorkflow: 4,
+  createIntent: 3,
+  claim: 1,
+  markSending: 1,
+  applyStatus: 2,
+  applyArtifact: 2,
+  releaseForResend: 1,
+  noteNotFound: 1,
+  recordReply: 1,
+  markReplySent: 1,
+} as const;
+type ScriptName = keyof typeof SCRIPTS;
+
+/** A delegation's address. */
+export interface DelegationRef {
+  workflowId: string;
+  delegationId: string;
+}
+
+/** An observed status (or a local outcome) to apply with `applyStatus`. */
+export interface StatusChange {
+  /** Fencing token from `claim` (workers), or undefined for version-checked writers. */
+  fence?: number;
+  /** Compare-and-set on the version the caller read. */
+  expectedVersion?: number;
+  /** `event`: one stream or push event; `snapshot`: a full Task read that replaces state; `outcome`: our own decision. */
+  mode: 'event' | 'snapshot' | 'outcome';
+  state: JournalState;
+  /** ISO 8601 status timestamp as the agent sent it. */
+  statusTimestamp?: string;
+  taskId?: string;
+  contextId?: string;
+  statusMessage?: Message;
+  result?: unknown;
+  error?: RecordedError;
+  /** Snapshot artifacts: replace every stored artifact. Undefined leaves them. */
+  artifacts?: Artifact[];
+}
+
+/** What `applyStatus` did. */
+export type StatusChangeResult =
+  | { applied: true; version: number }
+  | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };
+
+export interface JournalOptions {
+  /** Key prefix; default `da2a`. */
+  prefix?: string;
+  /** How long finished delegations are kept, in ms; default 7 days; 0 keeps them forever. */
+  retentionMs?: number;
+  /** Clock, injectable for tests; default `Date.now`. */
+  now?: () => number;
+}
+
+const scriptSource = (name: ScriptName) =>
+  readFileSync(new URL(`./lua/${name}-${SCRIPTS[name]}.lua`, import.meta.url), 'utf8');
+
+type ScriptCaller = (name: ScriptName, keys: string[], args: (string | number)[]) => Promise<unknown>;
+
+/** Journal over one Redis connection (standalone or Cluster). */
+export class Journal {
+  readonly keys: JournalKeys;
+  readonly retentionMs: number;
+  readonly now: () => number;
+  private readonly call: ScriptCaller;
+
+  constructor(
+    readonly redis: Redis | Cluster,
+    options: JournalOptions = {},
+  ) {
+    this.keys = journalKeys(options.prefix);
+    this.retentionMs = options.retentionMs ?? 7 * 24 * 3600 * 1000;
+    this.now = options.now ?? Date.now;
+    for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
+      const commandName = `da2a_${SCRIPT_VERSION}_${name}`;
+      if (!(commandName in redis)) {
+        redis.defineCommand(commandName, { numberOfKeys: SCRIPTS[name], lua: scriptSource(name) });
+      }
+    }
+    this.call = (name, keys, args) => {
+      const command = (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[
+        `da2a_${SCRIPT_VERSION}_${name}`
+      ]!;
+      return command.call(redis, ...keys, ...args);
+    };
+  }
+
+  private delegationKeys(ref: DelegationRef): [string, string] {
+    return [this.keys.delegation(ref.workflowId, ref.delegationId), this.keys.artifacts(ref.workflowId, ref.delegationId)];
+  }
+
+  /**
+   * Creates a workflow and (optionally) its first delegation's intent, atomically.
+   * The first delegation enters the unfinished index before the script runs.
+   * @returns true if created, false if the workflow already existed (idempotent).
+   */
+  async createWorkflow(workflowId: string, fields: Record<string, string>, first?: Record<string, string>): Promise<boolean> {
+    if (first) await this.scheduleCheck({ workflowId, delegationId: first.delegationId! }, this.now());
+    const created = await this.call(
+      'createWorkflow',
+      [this.keys.workflow(workflowId), first ? this.keys.delegation(workflowId, first.delegationId!) : this.keys.workflow(workflowId), this.delegationListKey(workflowId), this.keys.workflows()],
+      [JSON.stringify({ ...fields, workflowId, version: '1' }), first ? JSON.stringify(first) : '', workflowId],
+    );
+    return created === 1;
+  }
+
+  /**
+   * Journals one more delegation of an existing workflow (next step, re-delegation, compensation).
+   * @returns true if created, false if that delegation already existed.
+   * @throws JournalError WORKFLOW_MISSING or VERSION_CONFLICT (another worker decided first).
+   */
+  async createIntent(
+    workflowId: string,
+    delegation: Record<string, string>,
+    options: { expectedWorkflowVersion?: number; workflowFields?: Record<string, string> } = {},
+  ): Promise<boolean> {
+    const ref = { workflowId, delegationId: delegation.delegationId! };
+    await this.scheduleCheck(ref, this.now());
+    const code = Number(
+      await this.call(
+        'createIntent',
+        [this.keys.workflow(workflowId), this.keys.delegation(workflowId, ref.delegationId), this.delegationListKey(workflowId)],
+        [JSON.stringify(delegation), options.expectedWorkflowVersion ?? '', JSON.stringify(options.workflowFields ?? {})],
+      ),
+    );
+    if (code < 0) throw journalErrorFromCode(code, ref, 'createIntent');
+    return code === 1;
+  }
+
+  /** Key of the list of a workflow's delegation ids, in creation order. */
+  delegationListKey(workflowId: string): string {
+    return `${this.keys.workflow(workflowId)}:delegations`;
+  }
+
+  /** Reads one delegation, or undefined if missing (or expired). */
+  async getDelegation(ref: DelegationRef): Promise<DelegationRecord | undefined> {
+    const hash = await this.redis.hgetall(this.keys.delegation(ref.workflowId, ref.delegationId));
+    if (!hash.delegationId) return undefined;
+    return DelegationRecordSchema.parse(hash);
+  }
+
+  /** Reads one delegation with its artifacts. */
+  async getDelegationView(ref: DelegationRef): Promise<DelegationView | undefined> {
+    const [key, artifactsKey] = this.delegationKeys(ref);
+    const [hash, artifacts] = await Promise.all([this.redis.hgetall(key), this.redis.hgetall(artifactsKey)]);
+    if (!hash.delegationId) return undefined;
+    return { ...DelegationRecordSchema.parse(hash), artifacts: parseArtifacts(artifacts) };
+  }
+
+  /** Delegation ids of a workflow, in creation order. */
+  async delegationIds(workflowId: string): Promise<string[]> {
+    return this.redis.lrange(this.delegationListKey(workflowId), 0, -1);
+  }
+
+  /** Reads the raw workflow hash, or undefined. */
+  async getWorkflowHash(workflowId: string): Promise<Record<string, string> | undefined> {
+    const hash = await this.redis.hgetall(this.keys.workflow(workflowId));
+    return hash.workflowId ? hash : undefined;
+  }
+
+  /** The secret push token of a delegation (never part of the view). */
+  async pushToken(ref: DelegationRef): Promise<string | undefined> {
+    return (await this.redis.hget(this.keys.delegation(ref.workflowId, ref.delegationId), 'pushToken')) || undefined;
+  }
+
+  /**
+   * Takes ownership for one job run; returns the fencing token to pass to later writes.
+   * @throws JournalError DELEGATION_MISSING
+   */
+  async claim(ref: DelegationRef, owner: string): Promise<number> {
+    const fence = Number(await this.call('claim', [this.delegationKeys(ref)[0]], [owner]));
+    if (fence < 0) throw journalErrorFromCode(fence, ref, 'claim');
+    return fence;
+  }
+
+  /**
+   * Marks that SendMessage is about to leave (crash window 1 → 2).
+   * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING
+   */
+  async markSending(ref: DelegationRef, fence: number, agentInterface?: object): Promise<void> {
+    const code = Number(
+      await this.call('markSending', [this.delegationKeys(ref)[0]], [fence, this.now(), agentInterface ? JSON.stringify(agentInterface) : '']),
+    );
+    if (code < 0) throw journalErrorFromCode(code, ref, 'markSending');
+  }
+
+  /**
+   * Applies an observed status or a local outcome, forward only (see applyStatus-2.lua).
+   * Removes a finished delegation from the unfinished index.
+   * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, DELEGATION_MISSING
+   */
+  async applyStatus(ref: DelegationRef, change: StatusChange): Promise<StatusChangeResult> {
+    const timestampMs = change.statusTimestamp ? Date.parse(change.statusTimestamp) : Number.NaN;
+    const artifactArgs: string[] = [];
+    if (change.artifacts) {
+      artifactArgs.push(String(change.artifacts.length));
+      for (const { artifactId, parts, ...meta } of change.artifacts) {
+        artifactArgs.push(artifactId, JSON.stringify(meta), JSON.stringify(parts));
+      }
+    } else artifactArgs.push('');
+    const [code, detail] = (await this.call('applyStatus', this.delegationKeys(ref), [
+      change.fence ?? '',
+      change.expectedVersion ?? '',
+      change.mode,
+      change.state,
+      Number.isNaN(timestampMs) ? '' : timestampMs,
+      change.statusTimestamp ?? '',
+      change.taskId ?? '',
+      change.contextId ?? '',
+      change.statusMessage ? JSON.stringify(change.statusMessage) : '',
+      change.result === undefined ? '' : JSON.stringify(change.result),
+      change.error ? JSON.stringify(change.error) : '',
+      this.now(),
+      this.retentionMs,
+      ...artifactArgs,
+    ])) as [number, string | number];
+    if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
+    if (code === 1) {
+      if (['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST'].includes(change.state)) {
+        await this.removeFromIndex(ref);
+      }
+      return { applied: true, version: Number(detail) };
+    }
+    return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
+  }
+
+  /**
+   * Applies one artifact update (append / replace / seal, see applyArtifact-2.lua).
+   * @returns 'applied', 'sealed' (dropped after the seal) or 'finished'.
+   * @throws JournalError FENCE_LOST, DELEGATION_MISSING
+   */
+  async applyArtifact(
+    ref: DelegationRef,
+    fence: number | undefined,
+    update: { artifact: Artifact; append?: boolean; lastChunk?: boolean },
+  ): Promise<'applied' | 'sealed' | 'finished'> {
+    const { artifactId, parts, ...meta } = update.artifact;
+    const [code, detail] = (await this.call('applyArtifact', this.delegationKeys(ref), [
+      fence ?? '',
+      artifactId,
+      JSON.stringify(meta),
+      JSON.stringify(parts),
+      update.append ? '1' : '0',
+      update.lastChunk ? '1' : '0',
+      this.now(),
+    ])) as [number, string];
+    if (code < 0) throw journalErrorFromCode(code, ref, 'applyArtifact');
+    return detail as 'applied' | 'sealed' | 'finished';
+  }
+
+  /**
+   * Clears the "may have been sent" mark after the reconciler proved the agent never got the message.
+   * @throws JournalError VERSION_CONFLICT, WRONG_STATE, DELEGATION_MISSING
+   */
+  async releaseForResend(ref: DelegationRef, expectedVersion: number, contextRefused = false): Promise<void> {
+    const code = Number(
+      await this.call('releaseForResend', [this.delegationKeys(ref)[0]], [expectedVersion, this.now(), contextRefused ? '1' : '0']),
+    );
+    if (code < 0) throw journalErrorFromCode(code, ref, 'releaseForResend');
+  }
+
+  /** Counts one TaskNotFoundError; returns the count and when the first one was seen (ms). */
+  async noteNotFound(ref: DelegationRef): Promise<{ count: number; firstNotFoundAt: number }> {
+    const [count, first] = (await this.call('noteNotFound', [this.delegationKeys(ref)[0]], [this.now()])) as [number, number];
+    if (count < 0) throw journalErrorFromCode(count, ref, 'noteNotFound');
+    return { count, firstNotFoundAt: first };
+  }
+
+  /**
+   * Journals a reply to the parked question before it is sent.
+   * @returns the reply's messageId and whether it is new (false = this question was already answered).
+   * @throws JournalError WRONG_STATE (not parked), DELEGATION_MISSING
+   */
+  async recordReply(ref: DelegationRef, messageId: string, message: object): Promise<{ messageId: string; created: boolean }> {
+    const [code, id] = (await this.call('recordReply', [this.delegationKeys(ref)[0]], [messageId, JSON.stringify(message), this.now()])) as [
+      number,
+      string,
+    ];
+    if (code < 0) throw journalErrorFromCode(code, ref, 'recordReply');
+    return { messageId: id, created: code === 1 };
+  }
+
+  /** Marks the pending reply delivered. Returns false if it was not pending. */
+  async markReplySent(ref: DelegationRef, fence: number, messageId: string): Promise<boolean> {
+    const code = Number(await this.call('markReplySent', [this.delegationKeys(ref)[0]], [fence, messageId, this.now()]));
+    if (code < 0) throw journalErrorFromCode(code, ref, 'markReplySent');
+    return code === 1;
+  }
+
+  /** Puts (or moves) a delegation in the unfinished index, due at `atMs`. */
+  async scheduleCheck(ref: DelegationRef, atMs: number): Promise<void> {
+    await this.redis.zadd(this.keys.unfinished(), atMs, indexMember(ref.workflowId, ref.delegationId));
+  }
+
+  /** Removes a delegation from the unfinished index. */
+  async removeFromIndex(ref: DelegationRef): Promise<void> {
+    await this.redis.zrem(this.keys.unfinished(), indexMember(ref.workflowId, ref.delegationId));
+  }
+
+  /** Unfinished delegations due at or before `atMs` (all of them with Infinity), at most `limit`. */
+  async dueDelegations(atMs: number, limit: number): Promise<DelegationRef[]> {
+    const members = await this.redis.zrangebyscore(this.keys.unfinished(), '-inf', Number.isFinite(atMs) ? atMs : '+inf', 'LIMIT', 0, limit);
+    return members.map(parseIndexMember);
+  }
+
+  /** Number of unfinished delegations. */
+  async unfinishedCount(): Promise<number> {
+    return this.redis.zcard(this.keys.unfinished());
+  }
+}
+
+export { JournalError };

@@ -1,0 +1,54 @@
+/**
+ * Every Redis key durable-a2a writes comes from here. A workflow's keys share
+ * the hash tag `{wf:<workflowId>}`, so one Lua script can touch all of them and
+ * they live in one Redis Cluster slot. The unfinished index is global and is
+ * never touched inside a workflow's script (it would cross slots); it is kept
+ * "add before create, remove after finish", so a stale entry is harmless and a
+ * missing one cannot happen.
+ */
+
+/** Ids we accept for workflows, steps, delegations and idempotency keys: safe in keys and BullMQ job ids. */
+export const ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
+
+/** Default key prefix. */
+export const DEFAULT_PREFIX = 'da2a';
+
+export interface JournalKeys {
+  /** Workflow hash: definition, state, step cursor. */
+  workflow(workflowId: string): string;
+  /** Delegation hash: one attempt of one step. */
+  delegation(workflowId: string, delegationId: string): string;
+  /** Artifacts of a delegation: hash artifactId → JSON. */
+  artifacts(workflowId: string, delegationId: string): string;
+  /** Per-delegation lease held while a follow stream is open (prevents double subscriptions). */
+  followLease(workflowId: string, delegationId: string): string;
+  /** Sorted set of unfinished delegations, member `workflowId|delegationId`, score = next check time (ms). */
+  unfinished(): string;
+  /** Set of workflow ids, for listing. */
+  workflows(): string;
+  /** Agent registry hash (card URL → normalized card JSON). */
+  agents(): string;
+}
+
+/** Builds the key layout for one prefix (default `da2a`). */
+export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
+  const tag = (workflowId: string) => `${prefix}:{wf:${workflowId}}`;
+  return {
+    workflow: (workflowId) => `${tag(workflowId)}:wf`,
+    delegation: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}`,
+    artifacts: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}:artifacts`,
+    followLease: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}:lease`,
+    unfinished: () => `${prefix}:unfinished`,
+    workflows: () => `${prefix}:workflows`,
+    agents: () => `${prefix}:agents`,
+  };
+}
+
+/** Index member for a delegation. Ids never contain `|` (see ID_PATTERN). */
+export const indexMember = (workflowId: string, delegationId: string): string => `${workflowId}|${delegationId}`;
+
+/** Inverse of `indexMember`. */
+export function parseIndexMember(member: string): { workflowId: string; delegationId: string } {
+  const separator = member.indexOf('|');
+  return { workflowId: member.slice(0, separator), delegationId: member.slice(separator + 1) };
+}

@@ -1,0 +1,37 @@
+--[[
+  Applies one TaskArtifactUpdateEvent (spec §5.5): artifacts are keyed by
+  artifactId; append:true adds the parts (to a new artifact if the id is
+  unknown), otherwise the parts replace; lastChunk:true seals the artifact and
+  any later update to it is dropped (field cases R09, R10).
+  KEYS[1] delegation hash
+  KEYS[2] artifacts hash (fields meta:<id>, parts:<id> (JSON array), order:<id>, sealed:<id>)
+  ARGV[1] fencing token ('' = unfenced)
+  ARGV[2] artifactId
+  ARGV[3] meta JSON (name, description, metadata)
+  ARGV[4] parts JSON array, compact, non-empty
+  ARGV[5] append '1' | '0'
+  ARGV[6] lastChunk '1' | '0'
+  ARGV[7] now (ms)
+  Returns: {1, 'applied'}; {0, 'sealed'} dropped after the seal; {0, 'finished'} the
+           delegation is finished; {-1, 'missing'}; {-2, 'fence'}
+]]
+local finished = { COMPLETED = true, FAILED = true, CANCELED = true, REJECTED = true, AMBIGUOUS = true, LOST = true }
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 'missing'} end
+local row = redis.call('HMGET', KEYS[1], 'fence', 'state')
+if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {-2, 'fence'} end
+if finished[row[2]] then return {0, 'finished'} end
+local id = ARGV[2]
+if redis.call('HGET', KEYS[2], 'sealed:' .. id) == '1' then return {0, 'sealed'} end
+local existing = redis.call('HGET', KEYS[2], 'parts:' .. id)
+local parts = ARGV[4]
+if ARGV[5] == '1' and existing and existing ~= '[]' then
+  parts = string.sub(existing, 1, -2) .. ',' .. string.sub(ARGV[4], 2)
+end
+if not existing then
+  redis.call('HSET', KEYS[2], 'order:' .. id, tostring(redis.call('HLEN', KEYS[2])))
+end
+redis.call('HSET', KEYS[2], 'parts:' .. id, parts, 'meta:' .. id, ARGV[3])
+if ARGV[6] == '1' then redis.call('HSET', KEYS[2], 'sealed:' .. id, '1') end
+redis.call('HSET', KEYS[1], 'updatedAt', ARGV[7])
+redis.call('HINCRBY', KEYS[1], 'version', 1)
+return {1, 'applied'}

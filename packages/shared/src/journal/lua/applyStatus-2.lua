@@ -1,0 +1,80 @@
+--[[
+  The one transition script for task state: applies an observed status (from a
+  stream event, a subscription snapshot, GetTask, ListTasks or a push) or a
+  local outcome, forward only. A finished state never changes again, whatever
+  a stale read or a late event says (field case R12).
+  KEYS[1] delegation hash
+  KEYS[2] artifacts hash
+  ARGV[1]  fencing token ('' = unfenced: reconciler and push, which use ARGV[2])
+  ARGV[2]  expected version ('' = any)
+  ARGV[3]  mode: 'event' | 'snapshot' (replaces state and, if given, artifacts) | 'outcome' (local decision)
+  ARGV[4]  journal state
+  ARGV[5]  status timestamp in ms ('' = unknown)
+  ARGV[6]  status timestamp as sent by the agent ('' = unknown)
+  ARGV[7]  taskId ('' = not given)
+  ARGV[8]  contextId returned by the agent ('' = not given)
+  ARGV[9]  status message JSON ('' = none): the question when the state is parked
+  ARGV[10] result JSON ('' = unchanged)
+  ARGV[11] error JSON ('' = unchanged)
+  ARGV[12] now (ms)
+  ARGV[13] retention of finished records in ms ('0' = keep)
+  ARGV[14] number of snapshot artifacts N ('' = leave artifacts untouched), then N
+           triples artifactId, meta JSON, parts JSON array in ARGV[15..]
+  Returns: {1, version} applied; {0, reason} ignored ('finished', 'stale', 'regress',
+           'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'}
+]]
+local rank = { INTENT = 0, SUBMITTED = 1, WORKING = 2, INPUT_REQUIRED = 2, AUTH_REQUIRED = 2,
+  COMPLETED = 9, FAILED = 9, CANCELED = 9, REJECTED = 9, AMBIGUOUS = 9, LOST = 9 }
+local parked = { INPUT_REQUIRED = true, AUTH_REQUIRED = true }
+
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 'missing'} end
+local row = redis.call('HMGET', KEYS[1], 'fence', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId')
+if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {-2, 'fence'} end
+if ARGV[2] ~= '' and row[2] ~= ARGV[2] then return {-3, 'version'} end
+local current, incoming, mode = row[3], ARGV[4], ARGV[3]
+if rank[current] == 9 then return {0, 'finished'} end
+local knownTask = row[5] or ''
+if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {-5, 'task'} end
+
+local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
+if mode ~= 'outcome' then
+  if currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
+  if rank[incoming] < rank[current] then return {0, 'regress'} end
+  if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) then
+    return {0, 'duplicate'}
+  end
+end
+
+local now = ARGV[12]
+redis.call('HSET', KEYS[1], 'state', incoming, 'updatedAt', now, 'notFoundCount', '0', 'firstNotFoundAt', '')
+if incomingTs then redis.call('HSET', KEYS[1], 'statusTimestampMs', ARGV[5], 'statusTimestamp', ARGV[6]) end
+if ARGV[7] ~= '' and knownTask == '' then redis.call('HSET', KEYS[1], 'taskId', ARGV[7]) end
+if ARGV[8] ~= '' and (row[6] or '') == '' then redis.call('HSET', KEYS[1], 'contextId', ARGV[8]) end
+if parked[incoming] then
+  redis.call('HSET', KEYS[1], 'question', ARGV[9])
+elseif mode ~= 'outcome' or rank[incoming] == 9 then
+  redis.call('HSET', KEYS[1], 'question', '')
+end
+if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'statusMessage', ARGV[9]) end
+if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'result', ARGV[10]) end
+if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[11]) end
+
+if ARGV[14] ~= '' then
+  redis.call('DEL', KEYS[2])
+  local count = tonumber(ARGV[14])
+  for i = 0, count - 1 do
+    local id, meta, parts = ARGV[15 + i * 3], ARGV[16 + i * 3], ARGV[17 + i * 3]
+    redis.call('HSET', KEYS[2], 'meta:' .. id, meta, 'parts:' .. id, parts, 'order:' .. id, tostring(i))
+  end
+end
+
+if rank[incoming] == 9 then
+  redis.call('HSET', KEYS[1], 'finishedAt', now)
+  local retention = tonumber(ARGV[13]) or 0
+  if retention > 0 then
+    redis.call('PEXPIRE', KEYS[1], retention)
+    redis.call('PEXPIRE', KEYS[2], retention)
+  end
+end
+local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+return {1, version}

@@ -1,0 +1,26 @@
+--[[
+  Journals the intent of one more delegation of a workflow (a next step, a
+  re-delegation or a compensation), before any I/O. Idempotent on the
+  delegation id; fenced on the workflow version the caller decided from.
+  KEYS[1] workflow hash
+  KEYS[2] delegation hash
+  KEYS[3] the workflow's delegation list
+  ARGV[1] delegation fields, JSON object of strings
+  ARGV[2] expected workflow version ('' = any)
+  ARGV[3] workflow fields to set alongside, JSON object of strings ('{}' for none)
+  Returns: 1 created, 0 already existed, -1 workflow missing, -3 workflow version mismatch
+]]
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'version') ~= ARGV[2] then return -3 end
+local function hset(key, json)
+  local fields = cjson.decode(json)
+  local flat = {}
+  for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
+  if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
+end
+hset(KEYS[2], ARGV[1])
+redis.call('RPUSH', KEYS[3], cjson.decode(ARGV[1]).delegationId)
+hset(KEYS[1], ARGV[3])
+redis.call('HINCRBY', KEYS[1], 'version', 1)
+return 1

@@ -1,0 +1,22 @@
+--[[
+  Journals a reply to the question a delegation is parked on, before it is
+  sent. Answering the same question twice returns the first reply (harmless).
+  KEYS[1] delegation hash
+  ARGV[1] reply messageId (new)
+  ARGV[2] reply message JSON
+  ARGV[3] now (ms)
+  Returns: {1, messageId} journaled, {0, existingMessageId} already answered,
+           {-1} missing, {-4} not parked on a question
+]]
+if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
+local row = redis.call('HMGET', KEYS[1], 'state', 'statusTimestampMs', 'replyForTimestamp', 'replyMessageId', 'version')
+if row[1] ~= 'INPUT_REQUIRED' and row[1] ~= 'AUTH_REQUIRED' then
+  if row[4] and row[4] ~= '' then return {0, row[4]} end
+  return {-4}
+end
+local question = row[2] or ''
+if row[4] and row[4] ~= '' and row[3] == question then return {0, row[4]} end
+redis.call('HSET', KEYS[1], 'replyMessageId', ARGV[1], 'replyMessage', ARGV[2],
+  'replyForTimestamp', question, 'replyState', 'pending', 'updatedAt', ARGV[3])
+redis.call('HINCRBY', KEYS[1], 'version', 1)
+return {1, ARGV[1]}

@@ -1,0 +1,119 @@
+/**
+ * The journal's view of one delegation attempt, parsed from its Redis hash with
+ * zod (the hash is a boundary: another release may have written it).
+ */
+import { z } from 'zod';
+import { MessageSchema, PartSchema, type Artifact } from '../a2a/schema.ts';
+import { JOURNAL_STATES } from './states.ts';
+
+/** The interface a delegation talks to, chosen from the Agent Card at first send and kept. */
+export const AgentInterfaceRefSchema = z.object({
+  url: z.string(),
+  protocolBinding: z.enum(['JSONRPC', 'HTTP+JSON']),
+  protocolVersion: z.enum(['1.0', '0.3']),
+  tenant: z.string().optional(),
+});
+export type AgentInterfaceRef = z.infer<typeof AgentInterfaceRefSchema>;
+
+/** What we send: parts plus optional metadata and referenced tasks (spec §5.5 Message). */
+export const OutgoingMessageSchema = z.object({
+  parts: z.array(PartSchema).min(1),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+  referenceTaskIds: z.array(z.string()).optional(),
+});
+export type OutgoingMessage = z.infer<typeof OutgoingMessageSchema>;
+
+/** A failure recorded on a delegation: stable code, message, whether retrying could help. */
+export const RecordedErrorSchema = z.object({
+  code: z.string(),
+  message: z.string(),
+  retryable: z.boolean().optional(),
+});
+export type RecordedError = z.infer<typeof RecordedErrorSchema>;
+
+const json = <T extends z.ZodType>(schema: T) =>
+  z.string().transform((text, context) => {
+    try {
+      return schema.parse(JSON.parse(text)) as z.infer<T>;
+    } catch (error) {
+      context.addIssue({ code: 'custom', message: `invalid JSON field: ${String(error)}` });
+      return z.NEVER;
+    }
+  });
+const optionalJson = <T extends z.ZodType>(schema: T) =>
+  z
+    .string()
+    .optional()
+    .transform((text) => (text ? (schema.parse(JSON.parse(text)) as z.infer<T>) : undefined));
+const optionalText = z
+  .string()
+  .optional()
+  .transform((text) => (text ? text : undefined));
+const count = z
+  .string()
+  .optional()
+  .transform((text) => (text ? Number(text) : 0));
+const optionalMs = z
+  .string()
+  .optional()
+  .transform((text) => (text ? Number(text) : undefined));
+
+/** Parses a delegation hash (HGETALL) into a typed record. Throws a ZodError on a corrupt row. */
+export const DelegationRecordSchema = z
+  .object({
+    workflowId: z.string(),
+    delegationId: z.string(),
+    step: z.string(),
+    kind: z.enum(['step', 'compensation']).default('step'),
+    attempt: z.string().transform(Number),
+    agentCardUrl: z.string(),
+    agentInterface: optionalJson(AgentInterfaceRefSchema),
+    messageId: z.string(),
+    requestedContextId: optionalText,
+    contextId: optionalText,
+    contextRefused: optionalText.transform((value) => value === '1'),
+    taskId: optionalText,
+    state: z.enum(JOURNAL_STATES),
+    statusTimestamp: optionalText,
+    statusTimestampMs: optionalMs,
+    question: optionalJson(MessageSchema),
+    statusMessage: optionalJson(MessageSchema),
+    message: json(OutgoingMessageSchema),
+    result: optionalJson(z.unknown()),
+    error: optionalJson(RecordedErrorSchema),
+    push: optionalText.transform((value) => value === '1'),
+    pushToken: optionalText,
+    createdAt: z.string().transform(Number),
+    updatedAt: z.string().transform(Number),
+    sendStartedAt: optionalMs,
+    sendCount: count,
+    resendCount: count,
+    version: z.string().transform(Number),
+    fence: count,
+    notFoundCount: count,
+    firstNotFoundAt: optionalMs,
+    finishedAt: optionalMs,
+    replyMessageId: optionalText,
+    replyMessage: optionalJson(OutgoingMessageSchema),
+    replyState: z.enum(['pending', 'sent']).optional(),
+  })
+  .transform(({ pushToken: _secret, ...record }) => record);
+export type DelegationRecord = z.output<typeof DelegationRecordSchema>;
+
+/** A delegation together with its artifacts (ordered by first appearance). */
+export interface DelegationView extends DelegationRecord {
+  artifacts: Artifact[];
+}
+
+/** Artifacts hash → list, ordered by first appearance. */
+export function parseArtifacts(hash: Record<string, string>): Artifact[] {
+  const ids = Object.keys(hash)
+    .filter((field) => field.startsWith('order:'))
+    .map((field) => field.slice('order:'.length))
+    .sort((a, b) => Number(hash[`order:${a}`]) - Number(hash[`order:${b}`]));
+  return ids.map((artifactId) => {
+    const meta = JSON.parse(hash[`meta:${artifactId}`] ?? '{}') as Omit<Artifact, 'artifactId' | 'parts'>;
+    const parts = JSON.parse(hash[`parts:${artifactId}`] ?? '[]') as Artifact['parts'];
+    return { artifactId, ...meta, parts };
+  });
+}

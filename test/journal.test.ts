@@ -1,0 +1,214 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { Redis } from 'ioredis';
+import { Journal, JournalError } from '@durable-a2a/shared';
+import { useRedisServer } from './harness/redis.ts';
+
+const redisServer = useRedisServer();
+let redis: Redis;
+let journal: Journal;
+let counter = 0;
+let ref: { workflowId: string; delegationId: string };
+
+const intent = (workflowId: string, delegationId = 'main.1') => ({
+  workflowId,
+  delegationId,
+  step: 'main',
+  kind: 'step',
+  attempt: '1',
+  agentCardUrl: 'http://agent.example/.well-known/agent-card.json',
+  messageId: `m-${workflowId}`,
+  requestedContextId: `c-${workflowId}`,
+  state: 'INTENT',
+  message: JSON.stringify({ parts: [{ text: 'book a flight' }] }),
+  createdAt: '1000',
+  updatedAt: '1000',
+  version: '1',
+});
+
+beforeAll(() => {
+  redis = new Redis(redisServer().url);
+});
+afterAll(async () => {
+  await redis.quit();
+});
+beforeEach(async () => {
+  journal = new Journal(redis, { prefix: `t${++counter}`, retentionMs: 60_000 });
+  ref = { workflowId: `wf${counter}`, delegationId: 'main.1' };
+  expect(await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intent(ref.workflowId))).toBe(true);
+});
+
+const refusal = async (promise: Promise<unknown>) => {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  expect(error).toBeInstanceOf(JournalError);
+  return (error as JournalError).code;
+};
+
+describe('createWorkflow / createIntent', () => {
+  it('is idempotent on workflowId and indexes the first intent before any I/O', async () => {
+    expect(await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intent(ref.workflowId))).toBe(false);
+    expect(await journal.delegationIds(ref.workflowId)).toEqual(['main.1']);
+    expect(await journal.dueDelegations(Infinity, 10)).toEqual([ref]);
+    const record = await journal.getDelegation(ref);
+    expect(record).toMatchObject({ state: 'INTENT', messageId: `m-${ref.workflowId}`, version: 1, fence: 0 });
+  });
+
+  it('createIntent: created, existed, workflow missing, version conflict', async () => {
+    expect(await journal.createIntent(ref.workflowId, intent(ref.workflowId, 'main.2'), { expectedWorkflowVersion: 1 })).toBe(true);
+    expect(await journal.createIntent(ref.workflowId, intent(ref.workflowId, 'main.2'))).toBe(false);
+    expect(await refusal(journal.createIntent('nope', intent('nope', 'x.1')))).toBe('DELEGATION_MISSING');
+    expect(await refusal(journal.createIntent(ref.workflowId, intent(ref.workflowId, 'main.3'), { expectedWorkflowVersion: 1 }))).toBe(
+      'VERSION_CONFLICT',
+    );
+    expect(await journal.delegationIds(ref.workflowId)).toEqual(['main.1', 'main.2']);
+  });
+});
+
+describe('claim and fencing', () => {
+  it('each claim bumps the token; an older token is refused everywhere', async () => {
+    const first = await journal.claim(ref, 'worker-a');
+    const second = await journal.claim(ref, 'worker-b');
+    expect(second).toBe(first + 1);
+    expect(await refusal(journal.markSending(ref, first))).toBe('FENCE_LOST');
+    expect(await refusal(journal.applyStatus(ref, { fence: first, mode: 'event', state: 'WORKING', taskId: 'T1' }))).toBe('FENCE_LOST');
+    expect(await refusal(journal.applyArtifact(ref, first, { artifact: { artifactId: 'a1', parts: [{ text: 'x' }] } }))).toBe('FENCE_LOST');
+    expect(await refusal(journal.markReplySent(ref, first, 'r1'))).toBe('FENCE_LOST');
+    expect(await refusal(journal.claim({ ...ref, delegationId: 'none' }, 'w'))).toBe('DELEGATION_MISSING');
+  });
+});
+
+describe('markSending / releaseForResend', () => {
+  it('marks once; a second mark says a send may have happened', async () => {
+    const fence = await journal.claim(ref, 'w');
+    await journal.markSending(ref, fence, { url: 'http://a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+    expect(await refusal(journal.markSending(ref, fence))).toBe('MAY_HAVE_SENT');
+    const record = await journal.getDelegation(ref);
+    expect(record).toMatchObject({ sendCount: 1, agentInterface: { url: 'http://a' } });
+    expect(record!.sendStartedAt).toBeGreaterThan(0);
+    expect(await refusal(journal.releaseForResend(ref, record!.version - 1))).toBe('VERSION_CONFLICT');
+    await journal.releaseForResend(ref, record!.version, true);
+    const released = await journal.getDelegation(ref);
+    expect(released).toMatchObject({ sendStartedAt: undefined, resendCount: 1, contextRefused: true });
+    await journal.markSending(ref, fence);
+  });
+
+  it('refuses to mark or release once a task is known', async () => {
+    const fence = await journal.claim(ref, 'w');
+    await journal.applyStatus(ref, { fence, mode: 'snapshot', state: 'SUBMITTED', taskId: 'T1' });
+    expect(await refusal(journal.markSending(ref, fence))).toBe('WRONG_STATE');
+    const record = await journal.getDelegation(ref);
+    expect(await refusal(journal.releaseForResend(ref, record!.version))).toBe('WRONG_STATE');
+  });
+});
+
+describe('applyStatus', () => {
+  it('moves forward, ignores duplicates, stale reads and regressions; finished never regresses (R12)', async () => {
+    const at = (second: number) => `2026-01-01T10:00:0${second}.000Z`;
+    expect(await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 'T1', contextId: 'srv-1', statusTimestamp: at(1) })).toMatchObject({
+      applied: true,
+    });
+    expect(await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 'T1', statusTimestamp: at(1) })).toEqual({
+      applied: false,
+      reason: 'duplicate',
+    });
+    expect(await journal.applyStatus(ref, { mode: 'event', state: 'SUBMITTED', taskId: 'T1', statusTimestamp: at(2) })).toEqual({
+      applied: false,
+      reason: 'regress',
+    });
+    expect(await journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: 'T1', statusTimestamp: at(5) })).toMatchObject({ applied: true });
+    expect(await journal.dueDelegations(Infinity, 10)).toEqual([]);
+    expect(await journal.applyStatus(ref, { mode: 'snapshot', state: 'WORKING', taskId: 'T1', statusTimestamp: at(1) })).toEqual({
+      applied: false,
+      reason: 'finished',
+    });
+    expect(await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 'T1', statusTimestamp: at(6) })).toEqual({
+      applied: false,
+      reason: 'finished',
+    });
+    const record = await journal.getDelegation(ref);
+    expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1', contextId: 'srv-1' });
+    expect(record!.finishedAt).toBeGreaterThan(0);
+    expect(await redis.pttl(journal.keys.delegation(ref.workflowId, ref.delegationId))).toBeGreaterThan(0);
+  });
+
+  it('ignores an older timestamp within the same rank', async () => {
+    await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T1', statusTimestamp: '2026-01-01T10:00:05Z' });
+    expect(await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 'T1', statusTimestamp: '2026-01-01T10:00:01Z' })).toEqual({
+      applied: false,
+      reason: 'stale',
+    });
+  });
+
+  it('persists the question while parked and clears it when work resumes', async () => {
+    const question = { messageId: 'q1', role: 'ROLE_AGENT' as const, parts: [{ text: 'two rooms or one?' }] };
+    await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T1', statusMessage: question, statusTimestamp: '2026-01-01T10:00:01Z' });
+    expect((await journal.getDelegation(ref))!.question).toEqual(question);
+    await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 'T1', statusTimestamp: '2026-01-01T10:00:02Z' });
+    expect((await journal.getDelegation(ref))!.question).toBeUndefined();
+  });
+
+  it('refuses another task id, a wrong version and a missing row', async () => {
+    await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 'T1' });
+    expect(await refusal(journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: 'T2' }))).toBe('TASK_MISMATCH');
+    expect(await refusal(journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', expectedVersion: 1 }))).toBe('VERSION_CONFLICT');
+    expect(await refusal(journal.applyStatus({ ...ref, delegationId: 'none' }, { mode: 'event', state: 'COMPLETED' }))).toBe('DELEGATION_MISSING');
+  });
+
+  it('a snapshot replaces the artifacts', async () => {
+    await journal.applyArtifact(ref, undefined, { artifact: { artifactId: 'old', parts: [{ text: 'x' }] } });
+    await journal.applyStatus(ref, {
+      mode: 'snapshot',
+      state: 'WORKING',
+      taskId: 'T1',
+      artifacts: [{ artifactId: 'a1', name: 'result', parts: [{ text: 'full' }] }],
+    });
+    expect((await journal.getDelegationView(ref))!.artifacts).toEqual([{ artifactId: 'a1', name: 'result', parts: [{ text: 'full' }] }]);
+  });
+});
+
+describe('applyArtifact (R09, R10)', () => {
+  const text = (t: string) => [{ text: t }];
+  it('replace, append, append to an unknown id, seal, drop after the seal', async () => {
+    const apply = (artifactId: string, t: string, append: boolean, lastChunk: boolean) =>
+      journal.applyArtifact(ref, undefined, { artifact: { artifactId, parts: text(t) }, append, lastChunk });
+    expect(await apply('a1', 'Hel', false, false)).toBe('applied');
+    expect(await apply('a1', 'lo', true, false)).toBe('applied');
+    expect(await apply('a2', 'x', true, false)).toBe('applied');
+    expect(await apply('a1', 'Hello', false, true)).toBe('applied');
+    expect(await apply('a1', '!!', true, false)).toBe('sealed');
+    const view = await journal.getDelegationView(ref);
+    const joined = (id: string) => view!.artifacts.find((a) => a.artifactId === id)!.parts.map((p) => p.text).join('');
+    expect(joined('a1')).toBe('Hello');
+    expect(joined('a2')).toBe('x');
+    expect(view!.artifacts.map((a) => a.artifactId)).toEqual(['a1', 'a2']);
+  });
+
+  it('drops updates to a finished delegation', async () => {
+    await journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: 'T1' });
+    expect(await journal.applyArtifact(ref, undefined, { artifact: { artifactId: 'a1', parts: text('late') } })).toBe('finished');
+  });
+});
+
+describe('noteNotFound / recordReply', () => {
+  it('counts not-found answers and a successful read resets the count', async () => {
+    await journal.applyStatus(ref, { mode: 'event', state: 'SUBMITTED', taskId: 'T1' });
+    expect((await journal.noteNotFound(ref)).count).toBe(1);
+    expect((await journal.noteNotFound(ref)).count).toBe(2);
+    await journal.applyStatus(ref, { mode: 'snapshot', state: 'WORKING', taskId: 'T1' });
+    expect((await journal.getDelegation(ref))!.notFoundCount).toBe(0);
+    expect(await refusal(journal.noteNotFound({ ...ref, delegationId: 'none' }))).toBe('DELEGATION_MISSING');
+  });
+
+  it('journals one reply per question; answering twice is harmless', async () => {
+    expect(await refusal(journal.recordReply(ref, 'r0', { parts: [{ text: 'two' }] }))).toBe('WRONG_STATE');
+    await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T1', statusTimestamp: '2026-01-01T10:00:01Z' });
+    expect(await journal.recordReply(ref, 'r1', { parts: [{ text: 'two' }] })).toEqual({ messageId: 'r1', created: true });
+    expect(await journal.recordReply(ref, 'r2', { parts: [{ text: 'one' }] })).toEqual({ messageId: 'r1', created: false });
+    const fence = await journal.claim(ref, 'w');
+    expect(await journal.markReplySent(ref, fence, 'r1')).toBe(true);
+    expect(await journal.markReplySent(ref, fence, 'r1')).toBe(false);
+    expect(await refusal(journal.recordReply({ ...ref, delegationId: 'none' }, 'r', { parts: [] }))).toBe('DELEGATION_MISSING');
+  });
+});
