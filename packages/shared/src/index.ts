@@ -1,43 +1,5 @@
 // Public surface of @durable-a2a/shared. Names are listed one by one.
-export {
-  TASK_STATES,
-  TERMINAL_TASK_STATES,
-  INTERRUPTED_TASK_STATES,
-  isTerminalTaskState,
-  isInterruptedTaskState,
-  TaskStateSchema,
-  RoleSchema,
-  PartSchema,
-  MessageSchema,
-  TaskStatusSchema,
-  ArtifactSchema,
-  TaskSchema,
-  TaskStatusUpdateEventSchema,
-  TaskArtifactUpdateEventSchema,
-  StreamResponseSchema,
-  SendMessageResponseSchema,
-  TaskPushNotificationConfigSchema,
-  ListTasksResponseSchema,
-} from './a2a/schema.ts';
-export type {
-  TaskState,
-  Role,
-  Part,
-  Message,
-  TaskStatus,
-  Artifact,
-  Task,
-  TaskStatusUpdateEvent,
-  TaskArtifactUpdateEvent,
-  StreamResponse,
-  SendMessageResponse,
-  TaskPushNotificationConfig,
-  SendMessageConfiguration,
-  SendMessageRequest,
-  ListTasksRequest,
-  ListTasksResponse,
-} from './a2a/schema.ts';
-export type { A2ATransport, CallOptions, EventStream, StreamEnd, StreamEvent, ProtocolBinding, ProtocolVersion } from './a2a/transport.ts';
+export * from './a2a/index.ts';
 
 export { Journal } from './journal/journal.ts';
 export type { DelegationRef, StatusChange, StatusChangeResult, JournalOptions } from './journal/journal.ts';
@@ -55,3 +17,35 @@ export {
   parseArtifacts,
 } from './journal/record.ts';
 export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError } from './journal/record.ts';
+export { buildIntent, delegationIdOf } from './journal/intent.ts';
+export type { IntentInput } from './journal/intent.ts';
+export { applyTask, applyStreamResponse } from './journal/observe.ts';
+export type { ObservationResult, ObserveOptions } from './journal/observe.ts';
+export {
+  QUEUE_NAMES,
+  ALL_QUEUES,
+  SendJobSchema,
+  FollowJobSchema,
+  ReconcileJobSchema,
+  VerifyJobSchema,
+  CompensateJobSchema,
+  queuePrefix,
+  jobId,
+} from './queues.ts';
+export type { QueueName, SendJob, FollowJob, ReconcileJob, VerifyJob, CompensateJob } from './queues.ts';
+export {
+  MessageInputSchema,
+  TargetSchema,
+  VerifierRefSchema,
+  CompensationSchema,
+  StepSchema,
+  WorkflowDefinitionSchema,
+  WORKFLOW_STATES,
+} from './workflow.ts';
+export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition, WorkflowState } from './workflow.ts';
+export { createLogger, defaultLoggerOptions, REDACTED_PATHS } from './logger.ts';
+export type { Logger } from './logger.ts';
+export { createMetrics } from './metrics.ts';
+export type { Metrics } from './metrics.ts';
+export { AgentRegistry } from './registry.ts';
+export type { RegisteredAgent } from './registry.ts';

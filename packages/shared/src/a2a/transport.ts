@@ -38,6 +38,8 @@ export interface StreamEvent {
  * - `interrupted`: the last state seen was INPUT_REQUIRED or AUTH_REQUIRED;
  * - `incomplete`: the stream closed before either (including an empty stream, and an
  *   unterminated last event, which is discarded per the SSE standard: field case R04).
+ * A stream that carried only a direct `message` reply (no task) counts as `terminal`
+ * (spec §3.1.2: one message event, then close).
  */
 export interface StreamEnd {
   kind: 'terminal' | 'interrupted' | 'incomplete';

@@ -25,6 +25,8 @@ const SCRIPTS = {
   noteNotFound: 1,
   recordReply: 1,
   markReplySent: 1,
+  updateWorkflow: 1,
+  lease: 1,
 } as const;
 type ScriptName = keyof typeof SCRIPTS;
 
@@ -202,7 +204,6 @@ export class Journal {
 
   /**
    * Applies an observed status or a local outcome, forward only (see applyStatus-2.lua).
-   * Removes a finished delegation from the unfinished index.
    * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, DELEGATION_MISSING
    */
   async applyStatus(ref: DelegationRef, change: StatusChange): Promise<StatusChangeResult> {
@@ -231,12 +232,9 @@ export class Journal {
       ...artifactArgs,
     ])) as [number, string | number];
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
-    if (code === 1) {
-      if (['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST'].includes(change.state)) {
-        await this.removeFromIndex(ref);
-      }
-      return { applied: true, version: Number(detail) };
-    }
+    // A finished delegation stays in the unfinished index until its workflow has
+    // decided what comes next (`removeFromIndex`), so a crash in between is retried.
+    if (code === 1) return { applied: true, version: Number(detail) };
     return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
   }
 
@@ -301,6 +299,32 @@ export class Journal {
     const code = Number(await this.call('markReplySent', [this.delegationKeys(ref)[0]], [fence, messageId, this.now()]));
     if (code < 0) throw journalErrorFromCode(code, ref, 'markReplySent');
     return code === 1;
+  }
+
+  /**
+   * Changes workflow fields, compare-and-set on the version the caller decided from.
+   * @returns the new workflow version.
+   * @throws JournalError VERSION_CONFLICT, WRONG_STATE (workflow finished), DELEGATION_MISSING (no workflow)
+   */
+  async updateWorkflow(workflowId: string, fields: Record<string, string>, expectedVersion?: number): Promise<number> {
+    const code = Number(
+      await this.call('updateWorkflow', [this.keys.workflow(workflowId)], [expectedVersion ?? '', JSON.stringify(fields), this.now(), this.retentionMs]),
+    );
+    if (code < 0) throw journalErrorFromCode(code, { workflowId, delegationId: '' }, 'updateWorkflow');
+    return code;
+  }
+
+  /**
+   * The follow lease of a delegation (one open stream per task across the fleet).
+   * `acquire` returns false when another holder has it; `renew`/`release` only act on our own.
+   */
+  async lease(ref: DelegationRef, op: 'acquire' | 'renew' | 'release', token: string, durationMs = 0): Promise<boolean> {
+    return Number(await this.call('lease', [this.keys.followLease(ref.workflowId, ref.delegationId)], [op, token, durationMs])) === 1;
+  }
+
+  /** True while someone holds the follow lease. */
+  async isFollowed(ref: DelegationRef): Promise<boolean> {
+    return (await this.redis.exists(this.keys.followLease(ref.workflowId, ref.delegationId))) === 1;
   }
 
   /** Puts (or moves) a delegation in the unfinished index, due at `atMs`. */

@@ -96,6 +96,11 @@ export const DelegationRecordSchema = z
     replyMessageId: optionalText,
     replyMessage: optionalJson(OutgoingMessageSchema),
     replyState: z.enum(['pending', 'sent']).optional(),
+    replyForTimestamp: optionalText,
+    effect: z.enum(['present', 'absent', 'unknown']).optional(),
+    evidence: optionalJson(z.unknown()),
+    verifiedAt: optionalMs,
+    verifyAttempts: count,
   })
   .transform(({ pushToken: _secret, ...record }) => record);
 export type DelegationRecord = z.output<typeof DelegationRecordSchema>;

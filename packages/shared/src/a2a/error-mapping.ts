@@ -1,0 +1,128 @@
+/**
+ * Turns what an agent (or a proxy in front of it) answered into a typed
+ * `A2AError`, using the one table in `errors.ts`.
+ */
+import { z } from 'zod';
+import {
+  type A2AError,
+  AuthenticationError,
+  InternalAgentError,
+  ProtocolError,
+  UpstreamError,
+  errorClassForHttpStatus,
+  errorClassForJsonRpcCode,
+  errorClassForReason,
+} from './errors.ts';
+
+/** Characters of an unexpected body kept on the error for logs. */
+export const BODY_EXCERPT_LENGTH = 500;
+
+export const excerpt = (text: string): string =>
+  text.length > BODY_EXCERPT_LENGTH ? `${text.slice(0, BODY_EXCERPT_LENGTH)}…` : text;
+
+const ErrorInfoSchema = z.object({
+  '@type': z.string().optional(),
+  reason: z.string(),
+  domain: z.string().optional(),
+  metadata: z.record(z.string(), z.unknown()).optional(),
+});
+
+/** JSON-RPC `error` member (JSON-RPC 2.0 §5.1; A2A puts ErrorInfo objects in `data`, spec §9.5). */
+export const JsonRpcErrorObjectSchema = z.object({
+  code: z.number().int(),
+  message: z.string().optional(),
+  data: z.unknown().optional(),
+});
+export type JsonRpcErrorObject = z.infer<typeof JsonRpcErrorObjectSchema>;
+
+/** HTTP+JSON error body: a google.rpc.Status inside `error` (spec §11.6). */
+export const HttpErrorBodySchema = z.object({
+  error: z.object({
+    code: z.number().int().optional(),
+    status: z.string().optional(),
+    message: z.string().optional(),
+    details: z.array(z.unknown()).optional(),
+  }),
+});
+
+/** The first `ErrorInfo.reason` found in a `data` / `details` array (or a single object, as 0.3 agents send). */
+export function findErrorInfoReason(details: unknown): string | undefined {
+  const candidates = Array.isArray(details) ? details : [details];
+  for (const candidate of candidates) {
+    const parsed = ErrorInfoSchema.safeParse(candidate);
+    if (parsed.success) return parsed.data.reason;
+  }
+  return undefined;
+}
+
+/**
+ * Maps a JSON-RPC `error` object to a typed error. Order: known JSON-RPC code,
+ * then `ErrorInfo.reason`, then an HTTP status a proxy put into `code`
+ * (field case R08 c: `502` is an `UpstreamError`), then implementation-defined
+ * server errors (-32000..-32099) as `InternalAgentError`; anything else is a
+ * `ProtocolError`. `rawBody` is kept as `cause`.
+ */
+export function errorFromJsonRpc(errorObject: unknown, rawBody: string, httpStatus?: number): A2AError {
+  const parsed = JsonRpcErrorObjectSchema.safeParse(errorObject);
+  if (!parsed.success) {
+    return new ProtocolError('malformed JSON-RPC error object', { cause: rawBody, bodyExcerpt: excerpt(rawBody), httpStatus });
+  }
+  const { code, message = '', data } = parsed.data;
+  const reason = findErrorInfoReason(data);
+  const details = { jsonRpcCode: code, httpStatus, reason, cause: rawBody };
+  const errorClass =
+    errorClassForJsonRpcCode(code) ??
+    (reason === undefined ? undefined : errorClassForReason(reason)) ??
+    (code >= 100 && code <= 599 ? errorClassForHttpStatus(code) : undefined);
+  if (errorClass) return new errorClass(message || undefined, details);
+  if (code <= -32000 && code >= -32099) return new InternalAgentError(message || undefined, details);
+  return new ProtocolError(`unknown JSON-RPC error code ${code}: ${message}`, { ...details, bodyExcerpt: excerpt(rawBody) });
+}
+
+/**
+ * Maps a non-2xx HTTP response to a typed error (spec §11.6). For a JSON error
+ * body, `ErrorInfo.reason` wins over the status because several errors share 400.
+ * A non-JSON body (say, a proxy's HTML page) is an `UpstreamError` for 5xx/408/429,
+ * an `AuthenticationError` for 401/403, and otherwise a `ProtocolError` with an
+ * excerpt: an HTML 404 means a wrong URL, not a missing task.
+ */
+export function errorFromHttp(status: number, contentType: string | undefined, bodyText: string): A2AError {
+  const base = { httpStatus: status, cause: bodyText };
+  if (status === 401 || status === 403) return new AuthenticationError(`HTTP ${status}`, base);
+  const json = isJsonMediaType(contentType) ? tryParseJson(bodyText) : undefined;
+  // A JSON-RPC envelope on an error status (some JSON-RPC servers answer 4xx/5xx with one).
+  if (json !== null && typeof json === 'object' && 'jsonrpc' in json && 'error' in json) {
+    return errorFromJsonRpc((json as { error: unknown }).error, bodyText, status);
+  }
+  const httpBody = HttpErrorBodySchema.safeParse(json);
+  if (httpBody.success) {
+    const { message, details } = httpBody.data.error;
+    const reason = findErrorInfoReason(details);
+    const errorClass = (reason === undefined ? undefined : errorClassForReason(reason)) ?? errorClassForHttpStatus(status);
+    if (errorClass) return new errorClass(message || undefined, { ...base, reason });
+    return new ProtocolError(`HTTP ${status}: ${message ?? ''}`, { ...base, reason, bodyExcerpt: excerpt(bodyText) });
+  }
+  const transient = status >= 500 || status === 408 || status === 429;
+  const Class = transient ? UpstreamError : ProtocolError;
+  return new Class(`HTTP ${status} (${contentType ?? 'no content type'})`, { ...base, bodyExcerpt: excerpt(bodyText) });
+}
+
+/** The media type without parameters, lower-cased: `application/json; charset=utf-8` → `application/json`. */
+export function mediaType(contentType: string | undefined): string {
+  return (contentType ?? '').split(';')[0]!.trim().toLowerCase();
+}
+
+/** `application/json`, `application/a2a+json`, `application/problem+json`, ... */
+export function isJsonMediaType(contentType: string | undefined): boolean {
+  const type = mediaType(contentType);
+  return type === 'application/json' || (type.startsWith('application/') && type.endsWith('+json'));
+}
+
+/** `JSON.parse` that returns `undefined` instead of throwing. */
+export function tryParseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
+}

@@ -1,0 +1,161 @@
+/**
+ * Typed A2A client errors. One table (`A2A_ERROR_TABLE`) maps JSON-RPC codes,
+ * HTTP statuses and `ErrorInfo.reason` strings to classes (spec §3.3.2, §5.4,
+ * §9.5, §11.6). Every error says whether retrying the same call may succeed,
+ * and keeps what the agent sent as `cause`.
+ */
+
+/** Fields every A2A error may carry besides its message. */
+export interface A2AErrorDetails {
+  /** JSON-RPC `error.code` as received. */
+  jsonRpcCode?: number;
+  /** HTTP status of the response. */
+  httpStatus?: number;
+  /** `google.rpc.ErrorInfo.reason`, e.g. `TASK_NOT_FOUND`. */
+  reason?: string;
+  /** What was received (raw body text or the thrown error). */
+  cause?: unknown;
+  /** The first `BODY_EXCERPT_LENGTH` characters of an unexpected body. */
+  bodyExcerpt?: string;
+}
+
+/** Base of every error this client throws. `code` is stable and safe to match on in tests and logs. */
+export class A2AError extends Error {
+  readonly code: string;
+  readonly retryable: boolean;
+  readonly jsonRpcCode?: number;
+  readonly httpStatus?: number;
+  readonly reason?: string;
+  readonly bodyExcerpt?: string;
+
+  constructor(message: string, code: string, retryable: boolean, details: A2AErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = retryable;
+    if (details.jsonRpcCode !== undefined) this.jsonRpcCode = details.jsonRpcCode;
+    if (details.httpStatus !== undefined) this.httpStatus = details.httpStatus;
+    if (details.reason !== undefined) this.reason = details.reason;
+    if (details.bodyExcerpt !== undefined) this.bodyExcerpt = details.bodyExcerpt;
+  }
+}
+
+type Details = A2AErrorDetails;
+
+// A2A errors (spec §5.4). None is retryable: the same request gets the same answer.
+export class TaskNotFoundError extends A2AError {
+  constructor(message = 'Task not found', details?: Details) { super(message, 'TASK_NOT_FOUND', false, details); }
+}
+export class TaskNotCancelableError extends A2AError {
+  constructor(message = 'Task not cancelable', details?: Details) { super(message, 'TASK_NOT_CANCELABLE', false, details); }
+}
+export class PushNotificationNotSupportedError extends A2AError {
+  constructor(message = 'Push notifications not supported', details?: Details) { super(message, 'PUSH_NOTIFICATION_NOT_SUPPORTED', false, details); }
+}
+export class UnsupportedOperationError extends A2AError {
+  constructor(message = 'Unsupported operation', details?: Details) { super(message, 'UNSUPPORTED_OPERATION', false, details); }
+}
+export class ContentTypeNotSupportedError extends A2AError {
+  constructor(message = 'Content type not supported', details?: Details) { super(message, 'CONTENT_TYPE_NOT_SUPPORTED', false, details); }
+}
+export class InvalidAgentResponseError extends A2AError {
+  constructor(message = 'Invalid agent response', details?: Details) { super(message, 'INVALID_AGENT_RESPONSE', false, details); }
+}
+export class ExtendedAgentCardNotConfiguredError extends A2AError {
+  constructor(message = 'Extended agent card not configured', details?: Details) { super(message, 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', false, details); }
+}
+export class ExtensionSupportRequiredError extends A2AError {
+  constructor(message = 'Extension support required', details?: Details) { super(message, 'EXTENSION_SUPPORT_REQUIRED', false, details); }
+}
+export class VersionNotSupportedError extends A2AError {
+  constructor(message = 'Version not supported', details?: Details) { super(message, 'VERSION_NOT_SUPPORTED', false, details); }
+}
+
+// Standard JSON-RPC errors (JSON-RPC 2.0 §5.1).
+export class JsonRpcParseError extends A2AError {
+  constructor(message = 'Parse error', details?: Details) { super(message, 'JSON_RPC_PARSE_ERROR', false, details); }
+}
+export class InvalidRequestError extends A2AError {
+  constructor(message = 'Invalid request', details?: Details) { super(message, 'INVALID_REQUEST', false, details); }
+}
+export class MethodNotFoundError extends A2AError {
+  constructor(message = 'Method not found', details?: Details) { super(message, 'METHOD_NOT_FOUND', false, details); }
+}
+export class InvalidParamsError extends A2AError {
+  constructor(message = 'Invalid params', details?: Details) { super(message, 'INVALID_PARAMS', false, details); }
+}
+/** -32603 (or HTTP 500 with that reason). Retryable: like an HTTP 500 it is often transient; callers cap attempts. */
+export class InternalAgentError extends A2AError {
+  constructor(message = 'Internal error', details?: Details) { super(message, 'INTERNAL_ERROR', true, details); }
+}
+
+// Transport-level errors.
+/** 5xx, 429, 408, or a proxy's HTTP status inside a JSON-RPC envelope (field case R08 c). Retryable. */
+export class UpstreamError extends A2AError {
+  constructor(message = 'Upstream unavailable', details?: Details) { super(message, 'UPSTREAM_ERROR', true, details); }
+}
+/** Connection refused/reset, DNS failure, or our request timeout. Retryable. */
+export class NetworkError extends A2AError {
+  constructor(message = 'Network error', details?: Details) { super(message, 'NETWORK_ERROR', true, details); }
+}
+/** Our idle watchdog closed a stream that sent no bytes for `idleTimeoutMs` (field case R05). Retryable. */
+export class StreamIdleError extends A2AError {
+  constructor(message = 'Stream idle', details?: Details) { super(message, 'STREAM_IDLE', true, details); }
+}
+/** The peer does not speak the protocol: HTML page, non-JSON, wrong content type, oversize event (R08 d). */
+export class ProtocolError extends A2AError {
+  constructor(message = 'Protocol error', details?: Details) { super(message, 'PROTOCOL_ERROR', false, details); }
+}
+/** HTTP 401/403. Not retryable with the same credentials. */
+export class AuthenticationError extends A2AError {
+  constructor(message = 'Authentication failed', details?: Details) { super(message, 'AUTHENTICATION_ERROR', false, details); }
+}
+
+type ErrorClass = new (message?: string, details?: Details) => A2AError;
+
+/** One row per mapped error: how each binding signals it (spec §5.4 table). */
+export interface ErrorTableRow {
+  errorClass: ErrorClass;
+  jsonRpcCode?: number;
+  /** HTTP status used when no `ErrorInfo.reason` is present (several errors share 400, so they have none). */
+  httpStatus?: number;
+  reason?: string;
+}
+
+/** The single source of truth for code/status/reason → class. */
+export const A2A_ERROR_TABLE: readonly ErrorTableRow[] = [
+  { errorClass: TaskNotFoundError, jsonRpcCode: -32001, httpStatus: 404, reason: 'TASK_NOT_FOUND' },
+  { errorClass: TaskNotCancelableError, jsonRpcCode: -32002, reason: 'TASK_NOT_CANCELABLE' },
+  { errorClass: PushNotificationNotSupportedError, jsonRpcCode: -32003, reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED' },
+  { errorClass: UnsupportedOperationError, jsonRpcCode: -32004, reason: 'UNSUPPORTED_OPERATION' },
+  { errorClass: ContentTypeNotSupportedError, jsonRpcCode: -32005, httpStatus: 415, reason: 'CONTENT_TYPE_NOT_SUPPORTED' },
+  { errorClass: InvalidAgentResponseError, jsonRpcCode: -32006, reason: 'INVALID_AGENT_RESPONSE' },
+  { errorClass: ExtendedAgentCardNotConfiguredError, jsonRpcCode: -32007, reason: 'EXTENDED_AGENT_CARD_NOT_CONFIGURED' },
+  { errorClass: ExtensionSupportRequiredError, jsonRpcCode: -32008, reason: 'EXTENSION_SUPPORT_REQUIRED' },
+  { errorClass: VersionNotSupportedError, jsonRpcCode: -32009, reason: 'VERSION_NOT_SUPPORTED' },
+  { errorClass: JsonRpcParseError, jsonRpcCode: -32700, reason: 'PARSE_ERROR' },
+  { errorClass: InvalidRequestError, jsonRpcCode: -32600, httpStatus: 400, reason: 'INVALID_REQUEST' },
+  { errorClass: MethodNotFoundError, jsonRpcCode: -32601, httpStatus: 405, reason: 'METHOD_NOT_FOUND' },
+  { errorClass: InvalidParamsError, jsonRpcCode: -32602, reason: 'INVALID_PARAMS' },
+  { errorClass: InternalAgentError, jsonRpcCode: -32603, reason: 'INTERNAL_ERROR' },
+  { errorClass: AuthenticationError, httpStatus: 401 },
+  { errorClass: AuthenticationError, httpStatus: 403 },
+  { errorClass: UpstreamError, httpStatus: 408 },
+  { errorClass: UpstreamError, httpStatus: 429 },
+];
+
+const byJsonRpcCode = new Map(A2A_ERROR_TABLE.filter((row) => row.jsonRpcCode !== undefined).map((row) => [row.jsonRpcCode, row]));
+const byReason = new Map(A2A_ERROR_TABLE.filter((row) => row.reason !== undefined).map((row) => [row.reason, row]));
+const byHttpStatus = new Map(A2A_ERROR_TABLE.filter((row) => row.httpStatus !== undefined).map((row) => [row.httpStatus, row]));
+
+/** Looks up a class by JSON-RPC code, `ErrorInfo.reason` or HTTP status. */
+export const errorClassForJsonRpcCode = (code: number): ErrorClass | undefined => byJsonRpcCode.get(code)?.errorClass;
+export const errorClassForReason = (reason: string): ErrorClass | undefined => byReason.get(reason)?.errorClass;
+/** 5xx without a reason is an `UpstreamError` (a proxy or an overloaded agent). */
+export const errorClassForHttpStatus = (status: number): ErrorClass | undefined =>
+  byHttpStatus.get(status)?.errorClass ?? (status >= 500 && status <= 599 ? UpstreamError : undefined);
+
+/** `true` when retrying the same call later may succeed. Non-A2A errors are not retryable. */
+export function isRetryable(error: unknown): boolean {
+  return error instanceof A2AError && error.retryable;
+}

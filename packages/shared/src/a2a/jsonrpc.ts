@@ -1,0 +1,153 @@
+/**
+ * A2A 1.0 over JSON-RPC 2.0 (spec §9): every call is a POST of an envelope to
+ * the interface URL with `Content-Type: application/json`; streams answer with
+ * SSE whose `data:` lines are envelopes too (spec §9.4).
+ */
+import { z } from 'zod';
+import { type A2AError, InvalidAgentResponseError, ProtocolError } from './errors.ts';
+import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType } from './error-mapping.ts';
+import { createHttpClient, type HttpClient } from './http.ts';
+import { parseJsonText, requireJsonContentType, validateWith } from './response.ts';
+import {
+  ListTaskPushNotificationConfigsResponseSchema,
+  ListTasksResponseSchema,
+  SendMessageResponseSchema,
+  StreamResponseSchema,
+  TaskPushNotificationConfigSchema,
+  TaskSchema,
+} from './schema.ts';
+import type { SseMessage } from './sse.ts';
+import { followEventStream, type EventStreamOptions } from './stream.ts';
+import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from './transport.ts';
+
+/** JSON-RPC response envelope (JSON-RPC 2.0 §5). `result` and `error` are checked separately. */
+const EnvelopeSchema = z.object({
+  jsonrpc: z.literal('2.0'),
+  id: z.union([z.string(), z.number(), z.null()]).optional(),
+  result: z.unknown().optional(),
+  error: z.unknown().optional(),
+});
+
+/** A2A 1.0 JSON-RPC method names (spec §9.3; identical to the gRPC names). */
+export const JSON_RPC_METHODS = {
+  sendMessage: 'SendMessage',
+  sendStreamingMessage: 'SendStreamingMessage',
+  getTask: 'GetTask',
+  listTasks: 'ListTasks',
+  cancelTask: 'CancelTask',
+  subscribeToTask: 'SubscribeToTask',
+  createTaskPushNotificationConfig: 'CreateTaskPushNotificationConfig',
+  getTaskPushNotificationConfig: 'GetTaskPushNotificationConfig',
+  listTaskPushNotificationConfigs: 'ListTaskPushNotificationConfigs',
+  deleteTaskPushNotificationConfig: 'DeleteTaskPushNotificationConfig',
+} as const;
+
+/**
+ * Decodes a JSON-RPC envelope: an `error` member becomes the typed error (an
+ * error is never an empty success, even with HTTP 200); otherwise `result` is
+ * validated with `schema`.
+ */
+export function decodeJsonRpcEnvelope<Schema extends z.ZodType>(value: unknown, rawBody: string, schema: Schema, what: string, httpStatus?: number): z.output<Schema> {
+  const envelope = validateWith(EnvelopeSchema, value, rawBody, what);
+  if (envelope.error !== undefined && envelope.error !== null) throw errorFromJsonRpc(envelope.error, rawBody, httpStatus);
+  if (!('result' in (value as object))) throw new InvalidAgentResponseError(`${what} has neither result nor error`, { cause: rawBody, bodyExcerpt: excerpt(rawBody) });
+  return validateWith(schema, envelope.result, rawBody, what);
+}
+
+/** One SSE message of a JSON-RPC stream → StreamResponse; `event: error` or an `error` member → typed error (R08 b, c). */
+export function decodeJsonRpcStreamEvent(message: SseMessage): z.output<typeof StreamResponseSchema> {
+  const value = parseJsonText(message.data, 'SSE event data');
+  if (message.event === 'error' && !(typeof value === 'object' && value !== null && 'error' in value)) {
+    throw new ProtocolError('SSE error event without a JSON-RPC error', { cause: message.data, bodyExcerpt: excerpt(message.data) });
+  }
+  return decodeJsonRpcEnvelope(value, message.data, StreamResponseSchema, 'stream event');
+}
+
+/** A non-SSE answer to a JSON-RPC stream request → its typed error (R08 a: HTTP 200 + JSON error envelope). */
+export function decodeJsonRpcStreamError(status: number, contentType: string | undefined, bodyText: string): A2AError {
+  if (status < 200 || status >= 300 || !isJsonMediaType(contentType)) return errorFromHttp(status, contentType, bodyText);
+  const value = parseJsonText(bodyText, 'stream response', status);
+  const error = typeof value === 'object' && value !== null ? (value as { error?: unknown }).error : undefined;
+  if (error !== undefined && error !== null) return errorFromJsonRpc(error, bodyText, status);
+  return new ProtocolError('JSON answer without an error to a streaming call', { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
+}
+
+/** `A2ATransport` over JSON-RPC 2.0, protocol version 1.0. */
+export class JsonRpcTransport implements A2ATransport {
+  readonly binding = 'JSONRPC' as const;
+  readonly protocolVersion = '1.0' as const;
+  readonly url: string;
+  private readonly tenant: string | undefined;
+  private readonly http: HttpClient;
+  private readonly streamOptions: EventStreamOptions;
+  private nextRequestId = 1;
+
+  constructor(agentInterface: AgentInterface, options: TransportOptions = {}) {
+    this.url = agentInterface.url;
+    this.tenant = agentInterface.tenant || undefined;
+    this.http = createHttpClient({ ...options, a2aVersion: this.protocolVersion });
+    this.streamOptions = { idleTimeoutMs: options.idleTimeoutMs, maxEventSizeChars: options.maxEventSizeChars, source: this.url };
+  }
+
+  private envelope(method: string, params: object): string {
+    const withTenant = this.tenant === undefined ? params : { ...params, tenant: this.tenant };
+    return JSON.stringify({ jsonrpc: '2.0', id: this.nextRequestId++, method, params: withTenant });
+  }
+
+  private async call<Schema extends z.ZodType>(method: string, params: object, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
+    const response = await this.http.request({
+      method: 'POST',
+      url: this.url,
+      headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: this.envelope(method, params),
+      signal: options?.signal,
+    });
+    if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText);
+    requireJsonContentType(response.contentType, response.bodyText, response.status, method);
+    const value = parseJsonText(response.bodyText, `${method} response`, response.status);
+    return decodeJsonRpcEnvelope(value, response.bodyText, schema, `${method} response`, response.status);
+  }
+
+  private async *stream(method: string, params: object, options?: CallOptions): EventStream {
+    const response = await this.http.openStream({
+      method: 'POST',
+      url: this.url,
+      headers: { 'content-type': 'application/json' },
+      body: this.envelope(method, params),
+      signal: options?.signal,
+    });
+    return yield* followEventStream(response, decodeJsonRpcStreamEvent, decodeJsonRpcStreamError, { ...this.streamOptions, signal: options?.signal });
+  }
+
+  sendMessage: A2ATransport['sendMessage'] = (request, options) =>
+    this.call(JSON_RPC_METHODS.sendMessage, request, SendMessageResponseSchema, options);
+
+  sendStreamingMessage: A2ATransport['sendStreamingMessage'] = (request, options) =>
+    this.stream(JSON_RPC_METHODS.sendStreamingMessage, request, options);
+
+  getTask: A2ATransport['getTask'] = (params, options) => this.call(JSON_RPC_METHODS.getTask, params, TaskSchema, options);
+
+  listTasks: A2ATransport['listTasks'] = (request, options) =>
+    this.call(JSON_RPC_METHODS.listTasks, request, ListTasksResponseSchema, options);
+
+  cancelTask: A2ATransport['cancelTask'] = (params, options) => this.call(JSON_RPC_METHODS.cancelTask, params, TaskSchema, options);
+
+  subscribeToTask: A2ATransport['subscribeToTask'] = (params, options) =>
+    this.stream(JSON_RPC_METHODS.subscribeToTask, params, options);
+
+  createTaskPushNotificationConfig: A2ATransport['createTaskPushNotificationConfig'] = (config, options) =>
+    this.call(JSON_RPC_METHODS.createTaskPushNotificationConfig, config, TaskPushNotificationConfigSchema, options);
+
+  getTaskPushNotificationConfig: A2ATransport['getTaskPushNotificationConfig'] = (params, options) =>
+    this.call(JSON_RPC_METHODS.getTaskPushNotificationConfig, params, TaskPushNotificationConfigSchema, options);
+
+  listTaskPushNotificationConfigs: A2ATransport['listTaskPushNotificationConfigs'] = async (params, options) => {
+    const result = await this.call(JSON_RPC_METHODS.listTaskPushNotificationConfigs, params, ListTaskPushNotificationConfigsResponseSchema, options);
+    return { configs: result.configs ?? [], ...(result.nextPageToken ? { nextPageToken: result.nextPageToken } : {}) };
+  };
+
+  deleteTaskPushNotificationConfig: A2ATransport['deleteTaskPushNotificationConfig'] = async (params, options) => {
+    // Result is Empty: the SDK sends `"result": null`, others `{}`.
+    await this.call(JSON_RPC_METHODS.deleteTaskPushNotificationConfig, params, z.unknown(), options);
+  };
+}

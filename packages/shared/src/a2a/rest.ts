@@ -1,0 +1,142 @@
+/**
+ * A2A 1.0 over HTTP+JSON (spec §11): resource paths, `application/a2a+json`
+ * bodies (spec §11.1, 1.0.1), errors as google.rpc.Status with ErrorInfo
+ * (spec §11.6), streams as SSE of bare StreamResponse objects (spec §11.7).
+ */
+import { z } from 'zod';
+import { type A2AError, ProtocolError } from './errors.ts';
+import { errorFromHttp, excerpt, findErrorInfoReason, HttpErrorBodySchema, isJsonMediaType, tryParseJson } from './error-mapping.ts';
+import { createHttpClient, type HttpClient, type HttpRequest } from './http.ts';
+import { parseJsonText, requireJsonContentType, validateWith } from './response.ts';
+import {
+  ListTaskPushNotificationConfigsResponseSchema,
+  ListTasksResponseSchema,
+  SendMessageResponseSchema,
+  StreamResponseSchema,
+  TaskPushNotificationConfigSchema,
+  TaskSchema,
+} from './schema.ts';
+import { readBodyText, type SseMessage } from './sse.ts';
+import { followEventStream, type EventStreamOptions } from './stream.ts';
+import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from './transport.ts';
+
+/** Content type of HTTP+JSON bodies (spec §11.1). */
+export const A2A_JSON_CONTENT_TYPE = 'application/a2a+json';
+
+/** One SSE message of a REST stream → StreamResponse; an `{"error":{..}}` body or `event: error` → typed error. */
+export function decodeRestStreamEvent(message: SseMessage): z.output<typeof StreamResponseSchema> {
+  const value = parseJsonText(message.data, 'SSE event data');
+  if (HttpErrorBodySchema.safeParse(value).success) {
+    const status = (value as { error: { code?: unknown } }).error.code;
+    // The SDK sends later errors as `event: error`; the status in the body picks the fallback class.
+    throw errorFromHttp(typeof status === 'number' ? status : 500, 'application/json', message.data);
+  }
+  if (message.event === 'error') {
+    throw new ProtocolError('SSE error event without an error body', { cause: message.data, bodyExcerpt: excerpt(message.data) });
+  }
+  return validateWith(StreamResponseSchema, value, message.data, 'stream event');
+}
+
+/** A non-SSE answer to a REST stream request → its typed error. */
+export function decodeRestStreamError(status: number, contentType: string | undefined, bodyText: string): A2AError {
+  if (status >= 200 && status < 300) {
+    return new ProtocolError('JSON answer to a streaming call', { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
+  }
+  return errorFromHttp(status, contentType, bodyText);
+}
+
+/** Query string from defined values, camelCase names as-is (spec §11.5). */
+function query(params: Record<string, string | number | boolean | undefined>): string {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) if (value !== undefined) search.set(name, String(value));
+  const text = search.toString();
+  return text === '' ? '' : `?${text}`;
+}
+
+const segment = encodeURIComponent;
+
+/** `A2ATransport` over HTTP+JSON/REST, protocol version 1.0. */
+export class RestTransport implements A2ATransport {
+  readonly binding = 'HTTP+JSON' as const;
+  readonly protocolVersion = '1.0' as const;
+  readonly url: string;
+  private readonly base: string;
+  private readonly http: HttpClient;
+  private readonly streamOptions: EventStreamOptions;
+
+  constructor(agentInterface: AgentInterface, options: TransportOptions = {}) {
+    this.url = agentInterface.url;
+    const tenant = agentInterface.tenant || undefined;
+    // Every path may carry a `/{tenant}` prefix; with a tenant it MUST (spec §8.3.2).
+    this.base = agentInterface.url.replace(/\/+$/, '') + (tenant === undefined ? '' : `/${segment(tenant)}`);
+    this.http = createHttpClient({ ...options, a2aVersion: this.protocolVersion });
+    this.streamOptions = { idleTimeoutMs: options.idleTimeoutMs, maxEventSizeChars: options.maxEventSizeChars, source: this.url };
+  }
+
+  private spec(method: HttpRequest['method'], path: string, body: unknown, options?: CallOptions): HttpRequest {
+    return {
+      method,
+      url: this.base + path,
+      headers: body === undefined ? { accept: A2A_JSON_CONTENT_TYPE } : { accept: A2A_JSON_CONTENT_TYPE, 'content-type': A2A_JSON_CONTENT_TYPE },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: options?.signal,
+    };
+  }
+
+  private async call<Schema extends z.ZodType>(method: HttpRequest['method'], path: string, body: unknown, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
+    const what = `${method} ${path}`;
+    const response = await this.http.request(this.spec(method, path, body, options));
+    if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText);
+    if (response.status === 204 || response.bodyText === '') return validateWith(schema, {}, response.bodyText, what);
+    requireJsonContentType(response.contentType, response.bodyText, response.status, what);
+    return validateWith(schema, parseJsonText(response.bodyText, what, response.status), response.bodyText, what);
+  }
+
+  private async *stream(specs: HttpRequest[], options?: CallOptions): EventStream {
+    let response = await this.http.openStream(specs[0]!);
+    // SubscribeToTask: the proto says GET, the spec text POST (A2A#1574). Send POST; on a
+    // 405, or a 404 that is not an A2A error (no ErrorInfo: an unknown route), retry with GET.
+    for (const fallback of specs.slice(1)) {
+      if (response.status !== 404 && response.status !== 405) break;
+      const bodyText = await readBodyText(response.body, this.streamOptions);
+      const reason = isJsonMediaType(response.contentType) ? findErrorInfoReason((tryParseJson(bodyText) as { error?: { details?: unknown } } | undefined)?.error?.details) : undefined;
+      if (response.status === 404 && reason !== undefined) throw errorFromHttp(response.status, response.contentType, bodyText);
+      response = await this.http.openStream(fallback);
+    }
+    return yield* followEventStream(response, decodeRestStreamEvent, decodeRestStreamError, { ...this.streamOptions, signal: options?.signal });
+  }
+
+  sendMessage: A2ATransport['sendMessage'] = (request, options) =>
+    this.call('POST', '/message:send', request, SendMessageResponseSchema, options);
+
+  sendStreamingMessage: A2ATransport['sendStreamingMessage'] = (request, options) =>
+    this.stream([this.spec('POST', '/message:stream', request, options)], options);
+
+  getTask: A2ATransport['getTask'] = ({ id, historyLength }, options) =>
+    this.call('GET', `/tasks/${segment(id)}${query({ historyLength })}`, undefined, TaskSchema, options);
+
+  listTasks: A2ATransport['listTasks'] = (request, options) =>
+    this.call('GET', `/tasks${query({ ...request })}`, undefined, ListTasksResponseSchema, options);
+
+  cancelTask: A2ATransport['cancelTask'] = ({ id, metadata }, options) =>
+    this.call('POST', `/tasks/${segment(id)}:cancel`, metadata === undefined ? {} : { metadata }, TaskSchema, options);
+
+  subscribeToTask: A2ATransport['subscribeToTask'] = ({ id }, options) =>
+    this.stream([this.spec('POST', `/tasks/${segment(id)}:subscribe`, {}, options), this.spec('GET', `/tasks/${segment(id)}:subscribe`, undefined, options)], options);
+
+  createTaskPushNotificationConfig: A2ATransport['createTaskPushNotificationConfig'] = (config, options) =>
+    this.call('POST', `/tasks/${segment(config.taskId)}/pushNotificationConfigs`, config, TaskPushNotificationConfigSchema, options);
+
+  getTaskPushNotificationConfig: A2ATransport['getTaskPushNotificationConfig'] = ({ taskId, id }, options) =>
+    this.call('GET', `/tasks/${segment(taskId)}/pushNotificationConfigs/${segment(id)}`, undefined, TaskPushNotificationConfigSchema, options);
+
+  listTaskPushNotificationConfigs: A2ATransport['listTaskPushNotificationConfigs'] = async ({ taskId, pageSize, pageToken }, options) => {
+    const path = `/tasks/${segment(taskId)}/pushNotificationConfigs${query({ pageSize, pageToken })}`;
+    const result = await this.call('GET', path, undefined, ListTaskPushNotificationConfigsResponseSchema, options);
+    return { configs: result.configs ?? [], ...(result.nextPageToken ? { nextPageToken: result.nextPageToken } : {}) };
+  };
+
+  deleteTaskPushNotificationConfig: A2ATransport['deleteTaskPushNotificationConfig'] = async ({ taskId, id }, options) => {
+    await this.call('DELETE', `/tasks/${segment(taskId)}/pushNotificationConfigs/${segment(id)}`, undefined, z.unknown(), options);
+  };
+}

@@ -1,0 +1,164 @@
+/**
+ * Server-Sent Events reader (WHATWG HTML §9.2 "Server-sent events") over an
+ * undici response body, with an idle watchdog and a size cap. Binding-agnostic:
+ * it yields raw SSE messages; `stream.ts` turns them into A2A events.
+ *
+ * Guarantee: identical bytes give identical messages whatever the chunk
+ * boundaries (inside multi-byte UTF-8 or the BOM) and line endings (LF, CRLF, CR).
+ */
+import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { ProtocolError, StreamIdleError } from './errors.ts';
+import { toNetworkError } from './http.ts';
+
+/** One dispatched SSE event. `lastEventId` is the last `id:` seen on this connection (it persists across events). */
+export interface SseMessage {
+  event?: string;
+  data: string;
+  lastEventId?: string;
+}
+
+/** A response body: bytes, and a way to release the connection early. */
+export type ByteBody = AsyncIterable<Uint8Array> & { destroy?: (error?: Error) => unknown };
+
+export interface SseReaderOptions {
+  /** Longest wait for any byte (events and `:` keep-alive comments both count). 0 disables. Default 60_000. */
+  idleTimeoutMs?: number;
+  /** Largest event, in UTF-16 characters of `data` plus any unterminated line. Default `DEFAULT_MAX_EVENT_SIZE_CHARS`. */
+  maxEventSizeChars?: number;
+  /** Aborts the read; the iteration throws `signal.reason`. */
+  signal?: AbortSignal;
+  /** Label for error messages (usually the URL). */
+  source?: string;
+}
+
+export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
+/**
+ * 8 Mi characters. A2A puts whole artifacts in one event, and a `raw` part is
+ * base64 inline, so events of a few MiB are legitimate; the cap bounds what one
+ * connection can make us buffer (a broken or hostile peer never sending a blank
+ * line) while leaving room for ~6 MiB of binary content per event.
+ */
+export const DEFAULT_MAX_EVENT_SIZE_CHARS = 8 * 1024 * 1024;
+
+/** Waits for the next chunk, at most `idleTimeoutMs`; rejects with `StreamIdleError` or the abort reason. */
+export function nextChunk<T>(
+  iterator: AsyncIterator<T>,
+  idleTimeoutMs: number,
+  signal: AbortSignal | undefined,
+  source: string,
+): Promise<IteratorResult<T>> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = idleTimeoutMs > 0
+      ? setTimeout(() => {
+          cleanup();
+          reject(new StreamIdleError(`no bytes for ${idleTimeoutMs} ms from ${source}`));
+        }, idleTimeoutMs)
+      : undefined;
+    const onAbort = (): void => {
+      cleanup();
+      reject(signal?.reason);
+    };
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    // A late rejection after a timeout/abort lands here and is dropped: no unhandled rejection.
+    iterator.next().then(
+      (result) => { cleanup(); resolve(result); },
+      (error: unknown) => { cleanup(); reject(toNetworkError(error, source, signal)); },
+    );
+  });
+}
+
+/**
+ * Reads SSE messages from `body` until EOF. Comments are skipped (they only
+ * reset the watchdog). An unterminated last event at EOF is discarded, as the
+ * SSE standard requires (field case R04). Throws `StreamIdleError`,
+ * `ProtocolError` (oversize event), `NetworkError`, or the abort reason.
+ * The body is destroyed when the generator finishes or is abandoned.
+ */
+export async function* readServerSentEvents(body: ByteBody, options: SseReaderOptions = {}): AsyncGenerator<SseMessage, void, void> {
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const maxEventSizeChars = options.maxEventSizeChars ?? DEFAULT_MAX_EVENT_SIZE_CHARS;
+  const source = options.source ?? 'stream';
+  const oversize = (): ProtocolError => new ProtocolError(`SSE event larger than ${maxEventSizeChars} characters from ${source}`);
+
+  const queue: SseMessage[] = [];
+  let failure: Error | undefined;
+  let lastEventId: string | undefined;
+  const parser = createParser({
+    maxBufferSize: maxEventSizeChars,
+    onEvent(message: EventSourceMessage) {
+      if (message.data.length > maxEventSizeChars) failure ??= oversize();
+      if (failure) return;
+      if (message.id !== undefined) lastEventId = message.id;
+      queue.push({ ...(message.event === undefined ? {} : { event: message.event }), data: message.data, ...(lastEventId === undefined ? {} : { lastEventId }) });
+    },
+    onError(error) {
+      if (error.type === 'max-buffer-size-exceeded') failure ??= oversize();
+    },
+  });
+
+  // One streaming decoder per connection (R03): a character split across chunks is
+  // held back, never replaced by U+FFFD. ignoreBOM:false lets it strip a leading BOM.
+  const decoder = new TextDecoder('utf-8');
+  let seenText = false;
+  let skipLeadingLineFeed = false;
+  const feed = (decoded: string): void => {
+    let text = decoded;
+    // An empty decode (e.g. only `EF` of a BOM so far) must not reach the parser:
+    // it would use up the parser's first-chunk BOM handling (R03).
+    if (text === '') return;
+    if (!seenText) {
+      seenText = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    // Normalize CRLF and CR to LF ourselves. eventsource-parser holds back a chunk's
+    // trailing CR until the next byte arrives, which would delay (or, at EOF, drop)
+    // an event that a lone CR has already terminated.
+    if (skipLeadingLineFeed && text.startsWith('\n')) text = text.slice(1);
+    skipLeadingLineFeed = text.endsWith('\r');
+    text = text.replace(/\r\n?/g, '\n');
+    if (text !== '') parser.feed(text);
+  };
+
+  const iterator = body[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await nextChunk(iterator, idleTimeoutMs, options.signal, source);
+      if (next.done) break;
+      feed(decoder.decode(next.value, { stream: true }));
+      if (failure) throw failure;
+      while (queue.length > 0) yield queue.shift()!;
+    }
+    feed(decoder.decode());
+    if (failure) throw failure;
+    while (queue.length > 0) yield queue.shift()!;
+    // Whatever the parser still buffers is an unterminated event: discarded (R04).
+  } finally {
+    body.destroy?.();
+  }
+}
+
+/** Reads a whole (small) body as text, keeping at most `limitBytes`, under the same idle watchdog. */
+export async function readBodyText(body: ByteBody, options: SseReaderOptions & { limitBytes?: number } = {}): Promise<string> {
+  const limitBytes = options.limitBytes ?? 64 * 1024;
+  const decoder = new TextDecoder('utf-8');
+  const iterator = body[Symbol.asyncIterator]();
+  let text = '';
+  let bytes = 0;
+  try {
+    for (;;) {
+      const next = await nextChunk(iterator, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, options.signal, options.source ?? 'body');
+      if (next.done) break;
+      bytes += next.value.byteLength;
+      text += decoder.decode(next.value, { stream: true });
+      if (bytes >= limitBytes) break;
+    }
+    return text + decoder.decode();
+  } finally {
+    body.destroy?.();
+  }
+}

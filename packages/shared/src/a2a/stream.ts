@@ -1,0 +1,127 @@
+/**
+ * Opening and following an A2A event stream (spec §3.1.2, §3.1.6, §9.4, §11.7):
+ * branch on Content-Type before parsing (field case R08), decode each SSE
+ * message with the binding's decoder, and report how the stream ended.
+ */
+import { type A2AError, ProtocolError, StreamIdleError } from './errors.ts';
+import { excerpt, mediaType } from './error-mapping.ts';
+import type { HttpStreamResponse } from './http.ts';
+import { isInterruptedTaskState, isTerminalTaskState, type StreamResponse, type TaskState } from './schema.ts';
+import { readBodyText, readServerSentEvents, type SseMessage, type SseReaderOptions } from './sse.ts';
+import type { EventStream, StreamEnd, StreamEvent } from './transport.ts';
+
+/** Turns one SSE message into a `StreamResponse`; throws the typed error an error event carries. */
+export type StreamEventDecoder = (message: SseMessage) => StreamResponse;
+/** Turns a non-SSE answer to a stream request (any status) into the typed error it carries. */
+export type StreamErrorDecoder = (status: number, contentType: string | undefined, bodyText: string) => A2AError;
+
+/** Options of one stream: the SSE reader's (`idleTimeoutMs` default 60_000, size cap, abort signal, source label). */
+export type EventStreamOptions = SseReaderOptions;
+
+/** The task state a stream event reports, if any (artifact updates report none). */
+export function stateOf(response: StreamResponse): TaskState | undefined {
+  if ('task' in response) return response.task.status.state;
+  if ('statusUpdate' in response) return response.statusUpdate.status.state;
+  return undefined;
+}
+
+/** Folds events into a `StreamEnd`. A direct `message` reply with no task counts as terminal (spec §3.1.2: one message, then close). */
+export class StreamEndTracker {
+  private lastState: TaskState | undefined;
+  private lastEventId: string | undefined;
+  private eventCount = 0;
+  private messageReply = false;
+
+  observe(event: StreamEvent): void {
+    this.eventCount++;
+    if (event.eventId !== undefined) this.lastEventId = event.eventId;
+    const state = stateOf(event.response);
+    if (state !== undefined) this.lastState = state;
+    if ('message' in event.response) this.messageReply = true;
+  }
+
+  kind(): StreamEnd['kind'] {
+    if (this.lastState === undefined) return this.messageReply ? 'terminal' : 'incomplete';
+    if (isTerminalTaskState(this.lastState)) return 'terminal';
+    if (isInterruptedTaskState(this.lastState)) return 'interrupted';
+    return 'incomplete';
+  }
+
+  end(): StreamEnd {
+    return {
+      kind: this.kind(),
+      eventCount: this.eventCount,
+      ...(this.lastState === undefined ? {} : { lastState: this.lastState }),
+      ...(this.lastEventId === undefined ? {} : { lastEventId: this.lastEventId }),
+    };
+  }
+}
+
+/**
+ * Follows an opened stream response. Only `text/event-stream` with a 2xx status
+ * is parsed; any other answer is read (up to 64 KiB) and thrown as the typed
+ * error it carries: a JSON error envelope gives its A2A error (R08 a), other
+ * content gives a `ProtocolError` with an excerpt (R08 d). Never an empty success.
+ *
+ * The stream is left to the server to close (spec §11.7: it MAY resend a final
+ * Task after the terminal update). If the idle watchdog fires after a terminal or
+ * interrupted state was seen, the stream ends normally instead of throwing
+ * `StreamIdleError`: nothing more was owed.
+ */
+export async function* followEventStream(
+  response: HttpStreamResponse,
+  decodeEvent: StreamEventDecoder,
+  decodeError: StreamErrorDecoder,
+  options: EventStreamOptions = {},
+): EventStream {
+  const type = mediaType(response.contentType);
+  const isSuccess = response.status >= 200 && response.status < 300;
+  if (!isSuccess || type !== 'text/event-stream') {
+    const bodyText = await readBodyText(response.body, options);
+    if (!isSuccess || type === 'application/json' || type.endsWith('+json')) {
+      throw decodeError(response.status, response.contentType, bodyText);
+    }
+    throw new ProtocolError(`expected text/event-stream, got ${response.contentType ?? 'no content type'}`, {
+      httpStatus: response.status,
+      cause: bodyText,
+      bodyExcerpt: excerpt(bodyText),
+    });
+  }
+
+  const tracker = new StreamEndTracker();
+  try {
+    for await (const message of readServerSentEvents(response.body, options)) {
+      const event: StreamEvent = {
+        response: decodeEvent(message),
+        ...(message.lastEventId === undefined ? {} : { eventId: message.lastEventId }),
+      };
+      tracker.observe(event);
+      yield event;
+    }
+  } catch (error) {
+    if (error instanceof StreamIdleError && tracker.kind() !== 'incomplete') return tracker.end();
+    throw error;
+  }
+  return tracker.end();
+}
+
+/**
+ * Consumes a whole stream, calling `onEvent` for each event (awaited, in order),
+ * and resolves to how it ended. Rejects with whatever the stream or `onEvent` throws.
+ */
+export async function drainStream(
+  stream: EventStream,
+  onEvent: (event: StreamEvent) => void | Promise<void>,
+): Promise<StreamEnd> {
+  try {
+    for (;;) {
+      const next = await stream.next();
+      if (next.done) return next.value;
+      await onEvent(next.value);
+    }
+  } catch (error) {
+    // Release the connection if `onEvent` threw mid-stream (a no-op if the stream threw).
+    await stream.return({ kind: 'incomplete', eventCount: 0 }).catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,48 @@
+/**
+ * Builds the journal row of a new delegation attempt. Ids (messageId,
+ * contextId) are generated here, and the row is written before any I/O.
+ */
+import { randomUUID } from 'node:crypto';
+import type { OutgoingMessage } from './record.ts';
+
+export interface IntentInput {
+  workflowId: string;
+  step: string;
+  attempt: number;
+  kind?: 'step' | 'compensation';
+  agentCardUrl: string;
+  message: OutgoingMessage;
+  /** Register a push notification config for this delegation. */
+  push?: boolean;
+  now: number;
+}
+
+/** Delegation id of a step attempt (`book-hotel.2`) or a compensation (`undo.book-hotel.1`). */
+export const delegationIdOf = (kind: 'step' | 'compensation', step: string, attempt: number): string =>
+  kind === 'step' ? `${step}.${attempt}` : `undo.${step}.${attempt}`;
+
+/** The hash fields of a new INTENT row (all strings, as Redis stores them). */
+export function buildIntent(input: IntentInput): Record<string, string> {
+  const kind = input.kind ?? 'step';
+  const fields: Record<string, string> = {
+    workflowId: input.workflowId,
+    delegationId: delegationIdOf(kind, input.step, input.attempt),
+    step: input.step,
+    kind,
+    attempt: String(input.attempt),
+    agentCardUrl: input.agentCardUrl,
+    messageId: randomUUID(),
+    requestedContextId: randomUUID(),
+    state: 'INTENT',
+    message: JSON.stringify(input.message),
+    createdAt: String(input.now),
+    updatedAt: String(input.now),
+    version: '1',
+    fence: '0',
+  };
+  if (input.push) {
+    fields.push = '1';
+    fields.pushToken = randomUUID();
+  }
+  return fields;
+}

@@ -1,0 +1,27 @@
+--[[
+  Changes a workflow's fields, compare-and-set on its version, and refuses to
+  leave a finished workflow state (COMPLETED, FAILED, COMPENSATED, CANCELED).
+  KEYS[1] workflow hash
+  ARGV[1] expected version ('' = any)
+  ARGV[2] fields JSON object of strings
+  ARGV[3] now (ms)
+  ARGV[4] retention ms for a workflow entering a finished state ('0' = keep)
+  Returns: new version (>= 1); -1 missing; -3 version mismatch; -4 workflow already finished
+]]
+local finished = { COMPLETED = true, FAILED = true, COMPENSATED = true, CANCELED = true }
+if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+local row = redis.call('HMGET', KEYS[1], 'version', 'state')
+if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return -3 end
+if finished[row[2]] then return -4 end
+local fields = cjson.decode(ARGV[2])
+local flat = { 'updatedAt', ARGV[3] }
+for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
+redis.call('HSET', KEYS[1], unpack(flat))
+if fields.state and finished[fields.state] then
+  local retention = tonumber(ARGV[4]) or 0
+  if retention > 0 then
+    redis.call('PEXPIRE', KEYS[1], retention)
+    redis.call('PEXPIRE', KEYS[1] .. ':delegations', retention)
+  end
+end
+return redis.call('HINCRBY', KEYS[1], 'version', 1)

@@ -1,0 +1,99 @@
+/**
+ * Applies what an agent told us (a Task read, a stream event, a push) to the
+ * journal. Shared by the follow, send and reconcile workers and the push
+ * webhook, so every path uses the same forward-only rules. Events are keyed by
+ * taskId: an empty contextId is accepted, a different one is an anomaly that is
+ * reported, not a failure (field case R16).
+ */
+import type { StreamResponse, Task, TaskStatus } from '../a2a/schema.ts';
+import type { DelegationRef, Journal, StatusChangeResult } from './journal.ts';
+import type { DelegationRecord, RecordedError } from './record.ts';
+import { journalStateOf } from './states.ts';
+
+/** What applying one observation did, for logs and metrics. */
+export interface ObservationResult {
+  kind: 'status' | 'artifact' | 'message' | 'ignored';
+  status?: StatusChangeResult;
+  artifact?: 'applied' | 'sealed' | 'finished';
+  /** Set when the event named another context than the task's (R16). */
+  contextAnomaly?: string;
+  /** Set when the event named another task than ours: nothing was applied. */
+  foreignTaskId?: string;
+}
+
+export interface ObserveOptions {
+  /** Fencing token of the job run; undefined for unfenced writers (push, reconcile use versions). */
+  fence?: number;
+  /** Treat a Task as a snapshot that replaces state and artifacts (a subscription's first event, a GetTask). */
+  snapshot?: boolean;
+}
+
+const errorOf = (status: TaskStatus): RecordedError | undefined => {
+  const state = journalStateOf(status.state);
+  if (state !== 'FAILED' && state !== 'REJECTED' && state !== 'CANCELED') return undefined;
+  const text = status.message?.parts.map((part) => part.text ?? '').join(' ').trim();
+  return { code: `TASK_${state}`, message: text || `the agent reported ${state}`, retryable: false };
+};
+
+/** Applies a full Task (snapshot or event). */
+export async function applyTask(
+  journal: Journal,
+  ref: DelegationRef,
+  task: Task,
+  options: ObserveOptions = {},
+): Promise<StatusChangeResult> {
+  return journal.applyStatus(ref, {
+    fence: options.fence,
+    mode: options.snapshot ? 'snapshot' : 'event',
+    state: journalStateOf(task.status.state),
+    statusTimestamp: task.status.timestamp,
+    taskId: task.id,
+    contextId: task.contextId,
+    statusMessage: task.status.message,
+    error: errorOf(task.status),
+    artifacts: options.snapshot ? task.artifacts : undefined,
+  });
+}
+
+/**
+ * Applies one StreamResponse for the delegation whose record is `record`.
+ * Events for another task id are ignored and reported (`foreignTaskId`).
+ */
+export async function applyStreamResponse(
+  journal: Journal,
+  record: Pick<DelegationRecord, 'workflowId' | 'delegationId' | 'taskId' | 'contextId'>,
+  response: StreamResponse,
+  options: ObserveOptions = {},
+): Promise<ObservationResult> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const contextAnomaly = (contextId: string | undefined) =>
+    contextId && record.contextId && contextId !== record.contextId ? contextId : undefined;
+  if ('task' in response) {
+    if (record.taskId && response.task.id !== record.taskId) return { kind: 'ignored', foreignTaskId: response.task.id };
+    return { kind: 'status', status: await applyTask(journal, ref, response.task, options), contextAnomaly: contextAnomaly(response.task.contextId) };
+  }
+  if ('statusUpdate' in response) {
+    const event = response.statusUpdate;
+    if (record.taskId && event.taskId !== record.taskId) return { kind: 'ignored', foreignTaskId: event.taskId };
+    const status = await journal.applyStatus(ref, {
+      fence: options.fence,
+      mode: 'event',
+      state: journalStateOf(event.status.state),
+      statusTimestamp: event.status.timestamp,
+      taskId: event.taskId,
+      // Only a non-empty context is recorded, and only if none is known (R16).
+      contextId: event.contextId || undefined,
+      statusMessage: event.status.message,
+      error: errorOf(event.status),
+    });
+    return { kind: 'status', status, contextAnomaly: contextAnomaly(event.contextId) };
+  }
+  if ('artifactUpdate' in response) {
+    const event = response.artifactUpdate;
+    if (record.taskId && event.taskId !== record.taskId) return { kind: 'ignored', foreignTaskId: event.taskId };
+    const artifact = await journal.applyArtifact(ref, options.fence, event);
+    return { kind: 'artifact', artifact, contextAnomaly: contextAnomaly(event.contextId) };
+  }
+  // A direct Message reply on a task stream carries no state of its own.
+  return { kind: 'message' };
+}

@@ -1,0 +1,62 @@
+/**
+ * prom-client metrics shared by the API and the workers, on an injected
+ * registry. Names follow Prometheus conventions (`_total`, `_seconds`); the
+ * README lists them.
+ */
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+export interface Metrics {
+  registry: Registry;
+  transitions: Counter<'state' | 'source'>;
+  sends: Counter<'kind'>;
+  resends: Counter;
+  adoptions: Counter;
+  resubscriptions: Counter<'reason'>;
+  reconcileRuns: Counter<'outcome'>;
+  reconcileLag: Histogram;
+  openQuestions: Gauge;
+  redelegations: Counter;
+  compensations: Counter<'outcome'>;
+  verifications: Counter<'effect'>;
+  queueDepth: Gauge<'queue' | 'status'>;
+  jobDuration: Histogram<'queue' | 'outcome'>;
+  delegationsByState: Gauge<'state'>;
+  pushes: Counter<'outcome'>;
+  staleObservations: Counter<'reason'>;
+}
+
+/** Creates every metric on `registry` (default: a fresh registry). */
+export function createMetrics(registry: Registry = new Registry()): Metrics {
+  const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
+    new Counter<L>({ name, help, labelNames, registers: [registry] });
+  return {
+    registry,
+    transitions: counter('durable_a2a_transitions_total', 'Journal transitions applied, by new state and source', ['state', 'source']),
+    sends: counter('durable_a2a_sends_total', 'SendMessage calls made (message or reply)', ['kind']),
+    resends: counter('durable_a2a_resends_total', 'SendMessage calls repeated with the same messageId after reconciliation proved the agent never got it'),
+    adoptions: counter('durable_a2a_adoptions_total', 'Tasks adopted by finding our messageId in ListTasks/GetTask history'),
+    resubscriptions: counter('durable_a2a_resubscriptions_total', 'SubscribeToTask calls after the first, by reason', ['reason']),
+    reconcileRuns: counter('durable_a2a_reconcile_runs_total', 'Reconciliations of one delegation, by outcome', ['outcome']),
+    reconcileLag: new Histogram({
+      name: 'durable_a2a_reconcile_lag_seconds',
+      help: 'How late a delegation was checked after it became due',
+      buckets: [0.1, 0.5, 1, 5, 15, 60, 300],
+      registers: [registry],
+    }),
+    openQuestions: new Gauge({ name: 'durable_a2a_open_questions', help: 'Delegations parked on INPUT_REQUIRED or AUTH_REQUIRED', registers: [registry] }),
+    redelegations: counter('durable_a2a_redelegations_total', 'Steps moved to another attempt after a permanent failure'),
+    compensations: counter('durable_a2a_compensations_total', 'Compensations finished, by outcome', ['outcome']),
+    verifications: counter('durable_a2a_verifications_total', 'Verifier results, by effect', ['effect']),
+    queueDepth: new Gauge({ name: 'durable_a2a_queue_jobs', help: 'Jobs per queue and status', labelNames: ['queue', 'status'], registers: [registry] }),
+    jobDuration: new Histogram({
+      name: 'durable_a2a_job_duration_seconds',
+      help: 'Job processing time per queue',
+      labelNames: ['queue', 'outcome'],
+      buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
+      registers: [registry],
+    }),
+    delegationsByState: new Gauge({ name: 'durable_a2a_delegations', help: 'Unfinished delegations by journal state (sampled)', labelNames: ['state'], registers: [registry] }),
+    pushes: counter('durable_a2a_push_notifications_total', 'Push notifications received, by outcome', ['outcome']),
+    staleObservations: counter('durable_a2a_ignored_observations_total', 'Observations the journal ignored (stale, regress, duplicate, finished)', ['reason']),
+  };
+}

@@ -1,0 +1,61 @@
+/**
+ * Queue names and job-data schemas, shared by the producer (which enqueues)
+ * and the workers (which process). Each of send, follow, reconcile, verify and
+ * compensate is its own BullMQ queue, so any worker can take over any duty.
+ */
+import { z } from 'zod';
+import { ID_PATTERN } from './journal/keys.ts';
+
+export const QUEUE_NAMES = {
+  send: 'send',
+  follow: 'follow',
+  reconcile: 'reconcile',
+  verify: 'verify',
+  compensate: 'compensate',
+} as const;
+export type QueueName = keyof typeof QUEUE_NAMES;
+export const ALL_QUEUES = Object.values(QUEUE_NAMES);
+
+const Id = z.string().regex(ID_PATTERN);
+
+/** send: deliver the journaled message (or the journaled reply) of one delegation. */
+export const SendJobSchema = z.object({
+  workflowId: Id,
+  delegationId: Id,
+  kind: z.enum(['message', 'reply']).default('message'),
+});
+export type SendJob = z.infer<typeof SendJobSchema>;
+
+/** follow: subscribe to a delegation's task; `resubscription` counts consecutive resubscriptions (backoff exponent). */
+export const FollowJobSchema = z.object({
+  workflowId: Id,
+  delegationId: Id,
+  resubscription: z.number().int().min(0).default(0),
+});
+export type FollowJob = z.infer<typeof FollowJobSchema>;
+
+/** reconcile: the fixed-id sweep (no ids) or one delegation. */
+export const ReconcileJobSchema = z.object({
+  workflowId: Id.optional(),
+  delegationId: Id.optional(),
+  /** The start-up sweep checks every unfinished delegation, not only due ones. */
+  all: z.boolean().optional(),
+});
+export type ReconcileJob = z.infer<typeof ReconcileJobSchema>;
+
+/** verify: run a step's verifier against the independent read path. */
+export const VerifyJobSchema = z.object({ workflowId: Id, delegationId: Id });
+export type VerifyJob = z.infer<typeof VerifyJobSchema>;
+
+/** compensate: undo the workflow's verified effects, in reverse order. */
+export const CompensateJobSchema = z.object({ workflowId: Id });
+export type CompensateJob = z.infer<typeof CompensateJobSchema>;
+
+/** BullMQ queue prefix for a key prefix: hash-tagged so every queue script stays in one Cluster slot. */
+export const queuePrefix = (prefix: string): string => `{${prefix}}`;
+
+/**
+ * Deterministic job id. BullMQ refuses `:` in custom ids; our ids never contain `|`.
+ * A removed job no longer deduplicates, so processors consult the journal first.
+ */
+export const jobId = (...parts: (string | number)[]): string => parts.join('|');

@@ -1,0 +1,77 @@
+/**
+ * Agent registry in Redis: agents registered by Agent Card URL, with their
+ * normalized card, looked up by skill id and tags for re-delegation.
+ */
+import type { Redis, Cluster } from 'ioredis';
+import { z } from 'zod';
+import type { AgentCard } from './a2a/card.ts';
+import { journalKeys } from './journal/keys.ts';
+
+const RegisteredAgentSchema = z.object({
+  cardUrl: z.string(),
+  registeredAt: z.number(),
+  refreshedAt: z.number(),
+  card: z.object({
+    name: z.string(),
+    description: z.string(),
+    version: z.string(),
+    skills: z.array(z.object({ id: z.string(), name: z.string(), description: z.string(), tags: z.array(z.string()) })),
+    capabilities: z.object({ streaming: z.boolean().optional(), pushNotifications: z.boolean().optional() }),
+    interfaces: z.array(z.object({ url: z.string(), protocolBinding: z.string(), protocolVersion: z.string(), tenant: z.string().optional() })),
+  }),
+});
+/** A registered agent: its card URL and normalized card. */
+export type RegisteredAgent = z.infer<typeof RegisteredAgentSchema>;
+
+export class AgentRegistry {
+  private readonly key: string;
+  constructor(
+    private readonly redis: Redis | Cluster,
+    prefix?: string,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.key = journalKeys(prefix).agents();
+  }
+
+  /** Stores (or refreshes) an agent's validated card. Registration order is kept as preference order. */
+  async register(cardUrl: string, card: AgentCard): Promise<RegisteredAgent> {
+    const existing = await this.get(cardUrl);
+    const agent: RegisteredAgent = {
+      cardUrl,
+      registeredAt: existing?.registeredAt ?? this.now(),
+      refreshedAt: this.now(),
+      card: {
+        name: card.name,
+        description: card.description,
+        version: card.version,
+        skills: card.skills,
+        capabilities: card.capabilities,
+        interfaces: card.interfaces,
+      },
+    };
+    await this.redis.hset(this.key, cardUrl, JSON.stringify(agent));
+    return agent;
+  }
+
+  async get(cardUrl: string): Promise<RegisteredAgent | undefined> {
+    const raw = await this.redis.hget(this.key, cardUrl);
+    return raw ? RegisteredAgentSchema.parse(JSON.parse(raw)) : undefined;
+  }
+
+  /** Every registered agent, in registration order. */
+  async list(): Promise<RegisteredAgent[]> {
+    const all = Object.values(await this.redis.hgetall(this.key)).map((raw) => RegisteredAgentSchema.parse(JSON.parse(raw)));
+    return all.sort((a, b) => a.registeredAt - b.registeredAt || a.cardUrl.localeCompare(b.cardUrl));
+  }
+
+  /** Agents with a skill of this id (and all the given tags), in registration order. */
+  async findBySkill(skillId: string, tags: string[] = []): Promise<RegisteredAgent[]> {
+    return (await this.list()).filter((agent) =>
+      agent.card.skills.some((skill) => skill.id === skillId && tags.every((tag) => skill.tags.includes(tag))),
+    );
+  }
+
+  async remove(cardUrl: string): Promise<void> {
+    await this.redis.hdel(this.key, cardUrl);
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * Workflow definitions: an ordered list of steps, each naming a skill or a
+ * fixed agent, the message to send, and optionally a verifier and a
+ * compensation (declared before the step runs, so a step that fails halfway
+ * still has its undo).
+ */
+import { z } from 'zod';
+import { PartSchema } from './a2a/schema.ts';
+import { ID_PATTERN } from './journal/keys.ts';
+
+const Id = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
+const HttpUrl = z.url({ protocol: /^https?$/ });
+
+/** A message to send: plain text or parts, with optional metadata. */
+export const MessageInputSchema = z.union([
+  z.object({ text: z.string().min(1), metadata: z.record(z.string(), z.unknown()).optional() }),
+  z.object({ parts: z.array(PartSchema).min(1), metadata: z.record(z.string(), z.unknown()).optional() }),
+]);
+export type MessageInput = z.infer<typeof MessageInputSchema>;
+
+/** Where a delegation goes: a fixed agent (its Agent Card URL or base URL) or any registered agent with a skill. */
+export const TargetSchema = z.union([
+  z.object({ agent: HttpUrl, skill: z.string().min(1).optional() }),
+  z.object({ skill: z.string().min(1), tags: z.array(z.string()).optional() }),
+]);
+
+/** A verifier reference: a verifier registered by name in the workers, with parameters. */
+export const VerifierRefSchema = z.object({ name: z.string().min(1), params: z.record(z.string(), z.unknown()).default({}) });
+export type VerifierRef = z.infer<typeof VerifierRefSchema>;
+
+/** A compensation: another A2A delegation, or a handler registered in the workers. */
+export const CompensationSchema = z.union([
+  z.intersection(TargetSchema, z.object({ message: MessageInputSchema, verifier: VerifierRefSchema.optional() })),
+  z.object({ handler: z.string().min(1), params: z.record(z.string(), z.unknown()).default({}) }),
+]);
+export type Compensation = z.infer<typeof CompensationSchema>;
+
+export const StepSchema = z.intersection(
+  TargetSchema,
+  z.object({
+    name: Id,
+    message: MessageInputSchema,
+    /** Register a push notification config for this step's task (the reconciler stays the backstop). */
+    push: z.boolean().optional(),
+    verifier: VerifierRefSchema.optional(),
+    compensation: CompensationSchema.optional(),
+  }),
+);
+export type Step = z.infer<typeof StepSchema>;
+
+/** `startWorkflow` input. `maxAttemptsPerStep` counts attempts across all agents (default 3). */
+export const WorkflowDefinitionSchema = z
+  .object({
+    workflowId: Id,
+    steps: z.array(StepSchema).min(1).max(100),
+    maxAttemptsPerStep: z.number().int().min(1).max(20).default(3),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+  })
+  .refine((definition) => new Set(definition.steps.map((step) => step.name)).size === definition.steps.length, {
+    message: 'step names must be unique',
+    path: ['steps'],
+  });
+export type WorkflowDefinition = z.output<typeof WorkflowDefinitionSchema>;
+
+/** Workflow states. Finished: COMPLETED, FAILED, COMPENSATED, CANCELED. NEEDS_ATTENTION waits for a person. */
+export const WORKFLOW_STATES = ['RUNNING', 'COMPENSATING', 'COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION'] as const;
+export type WorkflowState = (typeof WORKFLOW_STATES)[number];
