@@ -118,7 +118,7 @@ describe('applyStatus', () => {
       reason: 'regress',
     });
     expect(await journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: 'T1', statusTimestamp: at(5) })).toMatchObject({ applied: true });
-    expect(await journal.dueDelegations(Infinity, 10)).toEqual([]);
+    expect(await journal.dueDelegations(Infinity, 10)).toEqual([ref]); // until the workflow has decided
     expect(await journal.applyStatus(ref, { mode: 'snapshot', state: 'WORKING', taskId: 'T1', statusTimestamp: at(1) })).toEqual({
       applied: false,
       reason: 'finished',
@@ -210,5 +210,40 @@ describe('noteNotFound / recordReply', () => {
     expect(await journal.markReplySent(ref, fence, 'r1')).toBe(true);
     expect(await journal.markReplySent(ref, fence, 'r1')).toBe(false);
     expect(await refusal(journal.recordReply({ ...ref, delegationId: 'none' }, 'r', { parts: [] }))).toBe('DELEGATION_MISSING');
+  });
+});
+
+describe('updateWorkflow', () => {
+  it('compare-and-set on version; a finished workflow never changes', async () => {
+    const version = await journal.updateWorkflow(ref.workflowId, { state: 'RUNNING' }, 1);
+    expect(version).toBe(2);
+    expect(await refusal(journal.updateWorkflow(ref.workflowId, { state: 'FAILED' }, 1))).toBe('VERSION_CONFLICT');
+    await journal.updateWorkflow(ref.workflowId, { state: 'COMPLETED' }, version);
+    expect(await refusal(journal.updateWorkflow(ref.workflowId, { state: 'RUNNING' }))).toBe('WRONG_STATE');
+    expect(await refusal(journal.updateWorkflow('none', { state: 'RUNNING' }))).toBe('DELEGATION_MISSING');
+    expect(await redis.pttl(journal.keys.workflow(ref.workflowId))).toBeGreaterThan(0);
+  });
+});
+
+describe('follow lease', () => {
+  it('one holder at a time; renew and release only by the holder', async () => {
+    expect(await journal.lease(ref, 'acquire', 'a', 5_000)).toBe(true);
+    expect(await journal.lease(ref, 'acquire', 'b', 5_000)).toBe(false);
+    expect(await journal.lease(ref, 'acquire', 'a', 5_000)).toBe(true);
+    expect(await journal.lease(ref, 'renew', 'b', 5_000)).toBe(false);
+    expect(await journal.lease(ref, 'release', 'b')).toBe(false);
+    expect(await journal.isFollowed(ref)).toBe(true);
+    expect(await journal.lease(ref, 'renew', 'a', 5_000)).toBe(true);
+    expect(await journal.lease(ref, 'release', 'a')).toBe(true);
+    expect(await journal.isFollowed(ref)).toBe(false);
+  });
+});
+
+describe('recordEffect', () => {
+  it('records once; missing row refused', async () => {
+    expect(await journal.recordEffect(ref, 'present', { status: 'booked' })).toBe(true);
+    expect(await journal.recordEffect(ref, 'absent', {})).toBe(false);
+    expect((await journal.getDelegation(ref))!).toMatchObject({ effect: 'present', evidence: { status: 'booked' } });
+    expect(await refusal(journal.recordEffect({ ...ref, delegationId: 'none' }, 'absent', {}))).toBe('DELEGATION_MISSING');
   });
 });

@@ -31,6 +31,8 @@ export {
   CompensateJobSchema,
   queuePrefix,
   jobId,
+  DEFAULT_JOB_OPTIONS,
+  JOB_RETENTION,
 } from './queues.ts';
 export type { QueueName, SendJob, FollowJob, ReconcileJob, VerifyJob, CompensateJob } from './queues.ts';
 export {

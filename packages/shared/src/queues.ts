@@ -18,11 +18,11 @@ export const ALL_QUEUES = Object.values(QUEUE_NAMES);
 
 const Id = z.string().regex(ID_PATTERN);
 
-/** send: deliver the journaled message (or the journaled reply) of one delegation. */
+/** send: deliver the journaled message, the journaled reply, or a CancelTask, for one delegation. */
 export const SendJobSchema = z.object({
   workflowId: Id,
   delegationId: Id,
-  kind: z.enum(['message', 'reply']).default('message'),
+  kind: z.enum(['message', 'reply', 'cancel']).default('message'),
 });
 export type SendJob = z.infer<typeof SendJobSchema>;
 
@@ -59,3 +59,23 @@ export const queuePrefix = (prefix: string): string => `{${prefix}}`;
  * A removed job no longer deduplicates, so processors consult the journal first.
  */
 export const jobId = (...parts: (string | number)[]): string => parts.join('|');
+
+/**
+ * Default BullMQ job options per queue, used by the producer and the workers
+ * alike. Completed jobs are kept for an hour (Bull Board shows them); every
+ * processor checks the journal first, so a kept job id never blocks work that
+ * the journal says is still to do (ids that may recur carry a time).
+ */
+export const DEFAULT_JOB_OPTIONS = {
+  send: { attempts: 6, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 } },
+  follow: { attempts: 10, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 } },
+  reconcile: { attempts: 3, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 } },
+  verify: { attempts: 8, backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 } },
+  compensate: { attempts: 10, backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 } },
+} as const satisfies Record<QueueName, { attempts: number; backoff: { type: 'exponential'; delay: number; jitter: number } }>;
+
+/** Retention of finished jobs, in BullMQ's terms (seconds for `age`). */
+export const JOB_RETENTION = {
+  removeOnComplete: { age: 3600, count: 1000 },
+  removeOnFail: { age: 7 * 24 * 3600, count: 10_000 },
+} as const;

@@ -1,1 +1,13 @@
-export {};
+// Public surface of @durable-a2a/workers.
+export { startFleet } from './fleet.ts';
+export type { Fleet, StartFleetOptions } from './fleet.ts';
+export { compileFleetOptions } from './options.ts';
+export type { FleetOptions, CompiledFleetOptions } from './options.ts';
+export { decide, failureOf, needsUndo } from './decide.ts';
+export type { Decision, WorkflowSnapshot, AttemptView, PreviousAttempt, CandidateLookup } from './decide.ts';
+export { fullJitterDelayMs, jitteredCheckTime } from './backoff.ts';
+export type { BackoffOptions } from './backoff.ts';
+export type { Verifier, Verification, Effect, VerifierRegistry } from './verifiers.ts';
+export type { CrashPoint, WorkerContext } from './context.ts';
+export { checkPersistence, UnsafePersistenceError } from './persistence.ts';
+export { NoUsableInterfaceError } from './agents.ts';

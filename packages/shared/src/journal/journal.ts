@@ -27,6 +27,7 @@ const SCRIPTS = {
   markReplySent: 1,
   updateWorkflow: 1,
   lease: 1,
+  recordEffect: 1,
 } as const;
 type ScriptName = keyof typeof SCRIPTS;
 
@@ -312,6 +313,16 @@ export class Journal {
     );
     if (code < 0) throw journalErrorFromCode(code, { workflowId, delegationId: '' }, 'updateWorkflow');
     return code;
+  }
+
+  /**
+   * Records a verifier's finding once (see recordEffect-1.lua).
+   * @returns true if recorded, false if an effect was already recorded.
+   */
+  async recordEffect(ref: DelegationRef, effect: 'present' | 'absent' | 'unknown', evidence: unknown): Promise<boolean> {
+    const code = Number(await this.call('recordEffect', [this.delegationKeys(ref)[0]], [effect, JSON.stringify(evidence ?? null), this.now()]));
+    if (code < 0) throw journalErrorFromCode(code, ref, 'recordEffect');
+    return code === 1;
   }
 
   /**

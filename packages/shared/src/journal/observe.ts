@@ -24,6 +24,8 @@ export interface ObservationResult {
 export interface ObserveOptions {
   /** Fencing token of the job run; undefined for unfenced writers (push, reconcile use versions). */
   fence?: number;
+  /** Compare-and-set on the version the caller read (reconciler). */
+  expectedVersion?: number;
   /** Treat a Task as a snapshot that replaces state and artifacts (a subscription's first event, a GetTask). */
   snapshot?: boolean;
 }
@@ -44,6 +46,7 @@ export async function applyTask(
 ): Promise<StatusChangeResult> {
   return journal.applyStatus(ref, {
     fence: options.fence,
+    expectedVersion: options.expectedVersion,
     mode: options.snapshot ? 'snapshot' : 'event',
     state: journalStateOf(task.status.state),
     statusTimestamp: task.status.timestamp,

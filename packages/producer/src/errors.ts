@@ -1,0 +1,35 @@
+/**
+ * Typed producer errors, each with a stable `code` (also used as the
+ * problem+json code by the HTTP service).
+ */
+import type { ZodError } from 'zod';
+
+/** Invalid input: nothing was written. `field` names the offending field (dotted path). */
+export class ProducerInputError extends Error {
+  override readonly name = 'ProducerInputError';
+  readonly code = 'INVALID_INPUT';
+  constructor(
+    message: string,
+    readonly field: string,
+    readonly issues: { field: string; message: string }[] = [{ field, message }],
+  ) {
+    super(message);
+  }
+}
+
+export class NotFoundError extends Error {
+  override readonly name = 'NotFoundError';
+  readonly code = 'NOT_FOUND';
+}
+
+export class NoOpenQuestionError extends Error {
+  override readonly name = 'NoOpenQuestionError';
+  readonly code = 'NO_OPEN_QUESTION';
+}
+
+/** Turns a zod error into a ProducerInputError naming the first bad field. */
+export function fromZodError(error: ZodError): ProducerInputError {
+  const issues = error.issues.map((issue) => ({ field: issue.path.join('.') || '(input)', message: issue.message }));
+  const first = issues[0] ?? { field: '(input)', message: 'invalid input' };
+  return new ProducerInputError(`invalid ${first.field}: ${first.message}`, first.field, issues);
+}

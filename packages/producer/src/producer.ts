@@ -1,0 +1,222 @@
+/**
+ * What a service imports to start and inspect work. Every call validates its
+ * input with zod before anything is written, and writes the journal before it
+ * enqueues: a crash in between leaves a journaled intent that the reconciler
+ * finds and sends.
+ */
+import { randomUUID } from 'node:crypto';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { z } from 'zod';
+import {
+  AgentRegistry,
+  DEFAULT_JOB_OPTIONS,
+  ID_PATTERN,
+  JOB_RETENTION,
+  Journal,
+  JournalError,
+  MessageInputSchema,
+  PartSchema,
+  WorkflowDefinitionSchema,
+  buildIntent,
+  fetchAgentCard,
+  jobId,
+  queuePrefix,
+  type FetchAgentCardOptions,
+  type RegisteredAgent,
+} from '@durable-a2a/shared';
+import { ProducerInputError, NotFoundError, NoOpenQuestionError, fromZodError } from './errors.ts';
+import { workflowView, type WorkflowView, type OpenQuestion } from './view.ts';
+
+export interface ProducerOptions {
+  /** A Redis URL or an ioredis client (not closed by `close()` when passed in). */
+  redis: string | Redis;
+  /** Key prefix shared with the workers. Default `da2a`. */
+  prefix?: string;
+  /** How long finished records are kept. Default 7 days. */
+  retentionMs?: number;
+  /** Options for Agent Card fetches in `registerAgent` (dispatcher, address policy). */
+  cardFetch?: FetchAgentCardOptions;
+}
+
+const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
+const AgentUrl = z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL or agent base URL' });
+
+/** `delegate` input: one message to one agent. */
+export const DelegateInputSchema = z
+  .object({
+    agent: AgentUrl,
+    text: z.string().min(1, 'must not be empty').optional(),
+    parts: z.array(PartSchema).min(1, 'must not be empty').optional(),
+    idempotencyKey: IdempotencyKey.optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+    push: z.boolean().optional(),
+  })
+  .refine((input) => (input.text === undefined) !== (input.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });
+export type DelegateInput = z.input<typeof DelegateInputSchema>;
+
+const ReplySchema = z.union([z.string().min(1, 'must not be empty'), z.object({ parts: z.array(PartSchema).min(1) })]);
+
+export interface Producer {
+  /** Starts (or returns, for the same idempotency key) a single delegation. The id is the workflow id. */
+  delegate(input: DelegateInput): Promise<{ id: string; created: boolean; messageId: string }>;
+  /** Starts a workflow; idempotent on `workflowId`. */
+  startWorkflow(definition: z.input<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean }>;
+  /** The journal view: every step and every attempt. Throws NotFoundError. */
+  get(id: string): Promise<WorkflowView>;
+  /** Open questions (INPUT_REQUIRED / AUTH_REQUIRED) of a workflow. */
+  questions(id: string): Promise<OpenQuestion[]>;
+  /** Answers a parked question on the same task and context. `step` defaults to the one asking. Answering twice is harmless. */
+  reply(id: string, answer: string | { parts: z.infer<typeof PartSchema>[] }, step?: string): Promise<{ messageId: string; created: boolean }>;
+  /** Cancels a workflow: running tasks get CancelTask; verified effects are compensated. */
+  cancel(id: string): Promise<void>;
+  /** Registers (or refreshes) an agent by its Agent Card URL. Throws AgentCardError. */
+  registerAgent(cardUrl: string): Promise<RegisteredAgent>;
+  listAgents(): Promise<RegisteredAgent[]>;
+  /** Workflow ids, optionally by state, paged by `cursor` (opaque). */
+  listWorkflows(options?: { state?: string; cursor?: string; limit?: number }): Promise<{ ids: string[]; cursor?: string }>;
+  journal: Journal;
+  close(): Promise<void>;
+}
+
+/** Creates a producer. Throws nothing until used. */
+export function createProducer(options: ProducerOptions): Producer {
+  const ownsRedis = typeof options.redis === 'string';
+  const redis = typeof options.redis === 'string' ? new Redis(options.redis, { maxRetriesPerRequest: null }) : options.redis;
+  const prefix = options.prefix ?? 'da2a';
+  const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs });
+  const registry = new AgentRegistry(redis, prefix);
+  const queue = (name: 'send' | 'reconcile') =>
+    new Queue(name, { connection: redis, prefix: queuePrefix(prefix), defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
+  const send = queue('send');
+  const reconcile = queue('reconcile');
+
+  async function create(definition: z.output<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean; messageId?: string }> {
+    const workflowId = definition.workflowId;
+    const first = definition.steps[0]!;
+    const firstIntent =
+      'agent' in first && first.agent
+        ? buildIntent({
+            workflowId,
+            step: first.name,
+            attempt: 1,
+            agentCardUrl: first.agent,
+            message: {
+              parts: 'text' in first.message ? [{ text: first.message.text }] : first.message.parts,
+              metadata: { ...(first.message.metadata ?? {}), durableA2a: { workflowId, step: first.name, attempt: 1 } },
+            },
+            push: first.push,
+            now: Date.now(),
+          })
+        : undefined;
+    // The workflow itself is indexed until it finishes, so a crash anywhere is decided again.
+    await journal.scheduleCheck({ workflowId, delegationId: '*' }, Date.now() + 5_000);
+    const created = await journal.createWorkflow(
+      workflowId,
+      { state: 'RUNNING', definition: JSON.stringify(definition), createdAt: String(Date.now()), updatedAt: String(Date.now()) },
+      firstIntent,
+    );
+    if (created && firstIntent) {
+      await send.add('send', { workflowId, delegationId: firstIntent.delegationId, kind: 'message' }, { jobId: jobId('send', workflowId, firstIntent.delegationId!, 0) });
+    } else if (created) {
+      await reconcile.add('delegation', { workflowId, delegationId: '*' }, { jobId: jobId('reconcile', workflowId, 'start') });
+    }
+    const messageId = created ? firstIntent?.messageId : (await journal.getDelegation({ workflowId, delegationId: `${first.name}.1` }))?.messageId;
+    return { id: workflowId, created, messageId };
+  }
+
+  const parse = <T extends z.ZodType>(schema: T, input: unknown): z.output<T> => {
+    const result = schema.safeParse(input);
+    if (!result.success) throw fromZodError(result.error);
+    return result.data;
+  };
+
+  const view = async (id: string) => {
+    const found = await workflowView(journal, id);
+    if (!found) throw new NotFoundError(`workflow ${id} not found`);
+    return found;
+  };
+
+  return {
+    journal,
+    async delegate(input) {
+      const parsed = parse(DelegateInputSchema, input);
+      const message = parsed.text !== undefined ? { text: parsed.text, metadata: parsed.metadata } : { parts: parsed.parts!, metadata: parsed.metadata };
+      const result = await create(
+        parse(WorkflowDefinitionSchema, {
+          workflowId: parsed.idempotencyKey ?? randomUUID(),
+          steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push }],
+          maxAttemptsPerStep: 1,
+        }),
+      );
+      return { id: result.id, created: result.created, messageId: result.messageId ?? '' };
+    },
+    async startWorkflow(definition) {
+      const { id, created } = await create(parse(WorkflowDefinitionSchema, definition));
+      return { id, created };
+    },
+    get: view,
+    async questions(id) {
+      return (await view(id)).openQuestions;
+    },
+    async reply(id, answer, step) {
+      const parsedAnswer = parse(ReplySchema, answer);
+      const current = await view(id);
+      const question = current.openQuestions.find((open) => step === undefined || open.step === step);
+      if (!question) {
+        // Answering twice is harmless: the last reply of that step is returned.
+        const answered = current.steps
+          .filter((candidate) => step === undefined || candidate.name === step)
+          .flatMap((candidate) => candidate.attempts)
+          .reverse()
+          .find((attempt) => attempt.replyMessageId);
+        if (answered) return { messageId: answered.replyMessageId!, created: false };
+        throw new NoOpenQuestionError(`workflow ${id} has no open question${step ? ` on step ${step}` : ''}`);
+      }
+      const parts = typeof parsedAnswer === 'string' ? [{ text: parsedAnswer }] : parsedAnswer.parts;
+      const ref = { workflowId: id, delegationId: question.delegationId };
+      const reply = await journal.recordReply(ref, randomUUID(), { parts });
+      await send.add('send', { ...ref, kind: 'reply' }, { jobId: jobId('reply', id, question.delegationId, reply.messageId) });
+      return reply;
+    },
+    async cancel(id) {
+      const current = await view(id);
+      try {
+        await journal.updateWorkflow(id, { cancelRequested: '1' });
+      } catch (error) {
+        if (error instanceof JournalError && error.code === 'WRONG_STATE') return; // already finished
+        throw error;
+      }
+      for (const step of current.steps) {
+        for (const attempt of step.attempts) {
+          if (!attempt.finished) {
+            await send.add('send', { workflowId: id, delegationId: attempt.delegationId, kind: 'cancel' }, { jobId: jobId('cancel', id, attempt.delegationId) });
+          }
+        }
+      }
+      await reconcile.add('delegation', { workflowId: id, delegationId: '*' }, { jobId: jobId('reconcile', id, 'cancel', Date.now()) });
+    },
+    async registerAgent(cardUrl) {
+      const url = parse(AgentUrl, cardUrl);
+      const card = await fetchAgentCard(url, options.cardFetch ?? {});
+      return registry.register(url, card);
+    },
+    listAgents: () => registry.list(),
+    async listWorkflows(listOptions = {}) {
+      const limit = Math.min(Math.max(listOptions.limit ?? 50, 1), 500);
+      const [cursor, ids] = await redis.sscan(journal.keys.workflows(), listOptions.cursor ?? '0', 'COUNT', limit);
+      let selected = ids;
+      if (listOptions.state) {
+        const states = await Promise.all(ids.map((workflowId) => redis.hget(journal.keys.workflow(workflowId), 'state')));
+        selected = ids.filter((_, index) => states[index] === listOptions.state);
+      }
+      return { ids: selected, cursor: cursor === '0' ? undefined : cursor };
+    },
+    async close() {
+      await Promise.all([send.close(), reconcile.close()]);
+      if (ownsRedis) await redis.quit();
+    },
+  };
+}
+
+export { ProducerInputError, NotFoundError, NoOpenQuestionError, MessageInputSchema };

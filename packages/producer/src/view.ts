@@ -1,0 +1,92 @@
+/**
+ * The journal view of a workflow: every step, every attempt, open questions.
+ */
+import { isFinished, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
+
+/** One attempt of a step (or of its compensation), as journaled. */
+export interface AttemptSummary extends Omit<DelegationView, 'message' | 'replyMessage'> {
+  finished: boolean;
+  /** The text parts of the result: artifacts, or the direct reply message. */
+  resultText?: string;
+}
+
+export interface StepView {
+  name: string;
+  attempts: AttemptSummary[];
+  compensations: AttemptSummary[];
+}
+
+export interface OpenQuestion {
+  step: string;
+  delegationId: string;
+  taskId?: string;
+  contextId?: string;
+  state: 'INPUT_REQUIRED' | 'AUTH_REQUIRED';
+  question?: Message;
+  /** The question's text parts, joined. */
+  text: string;
+  askedAt?: string;
+}
+
+export interface WorkflowView {
+  workflowId: string;
+  state: string;
+  cancelRequested: boolean;
+  failure?: string[];
+  attention?: string;
+  createdAt: number;
+  updatedAt: number;
+  definition: WorkflowDefinition;
+  steps: StepView[];
+  openQuestions: OpenQuestion[];
+}
+
+const textOf = (message?: Message) => message?.parts.map((part) => part.text ?? '').join('') ?? '';
+
+function summarize(view: DelegationView): AttemptSummary {
+  const { message: _message, replyMessage: _reply, ...rest } = view;
+  const fromArtifacts = view.artifacts.flatMap((artifact) => artifact.parts.map((part) => part.text ?? '')).join('');
+  const direct = (view.result as { message?: Message } | undefined)?.message;
+  const resultText = fromArtifacts || (direct ? textOf(direct) : undefined);
+  return { ...rest, finished: isFinished(view.state), ...(resultText ? { resultText } : {}) };
+}
+
+/** Reads a workflow's view, or undefined if it does not exist (or expired). */
+export async function workflowView(journal: Journal, workflowId: string): Promise<WorkflowView | undefined> {
+  const hash = await journal.getWorkflowHash(workflowId);
+  if (!hash) return undefined;
+  const definition = JSON.parse(hash.definition!) as WorkflowDefinition;
+  const ids = await journal.delegationIds(workflowId);
+  const delegations = (await Promise.all(ids.map((delegationId) => journal.getDelegationView({ workflowId, delegationId })))).filter(
+    (delegation): delegation is DelegationView => delegation !== undefined,
+  );
+  const steps = definition.steps.map((step) => ({
+    name: step.name,
+    attempts: delegations.filter((d) => d.kind === 'step' && d.step === step.name).map(summarize),
+    compensations: delegations.filter((d) => d.kind === 'compensation' && d.step === step.name).map(summarize),
+  }));
+  const openQuestions: OpenQuestion[] = delegations
+    .filter((d) => (d.state === 'INPUT_REQUIRED' || d.state === 'AUTH_REQUIRED') && !(d.replyState === 'sent' && d.replyForTimestamp === String(d.statusTimestampMs ?? '')) && !(d.replyState === 'pending'))
+    .map((d) => ({
+      step: d.step,
+      delegationId: d.delegationId,
+      taskId: d.taskId,
+      contextId: d.contextId,
+      state: d.state as OpenQuestion['state'],
+      question: d.question,
+      text: textOf(d.question),
+      askedAt: d.statusTimestamp,
+    }));
+  return {
+    workflowId,
+    state: hash.state!,
+    cancelRequested: hash.cancelRequested === '1',
+    failure: hash.failure ? (JSON.parse(hash.failure) as string[]) : undefined,
+    attention: hash.attention || undefined,
+    createdAt: Number(hash.createdAt),
+    updatedAt: Number(hash.updatedAt),
+    definition,
+    steps,
+    openQuestions,
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * A2A 0.3 over HTTP+JSON (spec v0.3.0 §3.2.3, §3.5.6): `/v1`-prefixed routes,
+ * `application/json` bodies in the 0.3 ProtoJSON shapes (`rest-wire.ts`),
+ * errors as a bare `{code, message, data?}` body with the JSON-RPC code, and SSE
+ * of bare StreamResponse objects (`event: error` for a later failure).
+ * Routes as served by @a2a-js/sdk 0.3.14 and the 1.3.0 `legacyCompat` router.
+ */
+import { z } from 'zod';
+import { type A2AError, ProtocolError, UnsupportedOperationError } from '../errors.ts';
+import { errorFromHttp, excerpt, JsonRpcErrorObjectSchema, tryParseJson } from '../error-mapping.ts';
+import { createHttpClient, type HttpClient, type HttpRequest } from '../http.ts';
+import { parseJsonText, requireJsonContentType, validateWith } from '../response.ts';
+import type { SseMessage } from '../sse.ts';
+import { followEventStream, type EventStreamOptions } from '../stream.ts';
+import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from '../transport.ts';
+import { stopAtFinal } from './final.ts';
+import { A2A_VERSION_V03, errorFromJsonRpcV03 } from './jsonrpc.ts';
+import {
+  ProtoListPushConfigsSchema,
+  ProtoSendResponseSchema,
+  ProtoStreamResponseSchema,
+  ProtoTaskPushConfigSchema,
+  ProtoTaskSchema,
+  protoPushConfig,
+  protoSendRequest,
+  pushConfigName,
+} from './rest-wire.ts';
+
+/** 0.3 REST path prefix (spec v0.3.0 §3.5.6). */
+export const REST_V03_PREFIX = '/v1';
+
+/**
+ * A non-2xx 0.3 REST answer → typed error. The body is `{code, message, data?}`
+ * with a JSON-RPC code (so -32001 with 404 is `TaskNotFoundError`); 401/403 stay
+ * `AuthenticationError`; anything else goes through the 1.0 HTTP mapping.
+ */
+export function errorFromHttpV03(status: number, contentType: string | undefined, bodyText: string): A2AError {
+  const body = status === 401 || status === 403 ? undefined : JsonRpcErrorObjectSchema.safeParse(tryParseJson(bodyText));
+  if (body?.success) return errorFromJsonRpcV03(body.data, bodyText, status);
+  return errorFromHttp(status, contentType, bodyText);
+}
+
+function decodeStreamError(status: number, contentType: string | undefined, bodyText: string): A2AError {
+  if (status >= 200 && status < 300) {
+    return new ProtocolError('JSON answer to a streaming call', { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
+  }
+  return errorFromHttpV03(status, contentType, bodyText);
+}
+
+/** One SSE message → `{response, final}`; `event: error` carries `{code, message}` (status unknown, so 500 decides the fallback). */
+export function decodeRestV03StreamEvent(message: SseMessage): z.output<typeof ProtoStreamResponseSchema> {
+  const value = parseJsonText(message.data, 'SSE event data');
+  if (message.event === 'error') throw errorFromHttpV03(500, 'application/json', message.data);
+  return validateWith(ProtoStreamResponseSchema, value, message.data, 'stream event');
+}
+
+const segment = encodeURIComponent;
+
+/** `A2ATransport` over 0.3 HTTP+JSON. `listTasks` throws `UnsupportedOperationError` (0.3 has no list). */
+export class RestV03Transport implements A2ATransport {
+  readonly binding = 'HTTP+JSON' as const;
+  readonly protocolVersion = '0.3' as const;
+  readonly url: string;
+  private readonly base: string;
+  private readonly http: HttpClient;
+  private readonly streamOptions: EventStreamOptions;
+
+  constructor(agentInterface: AgentInterface, options: TransportOptions = {}) {
+    this.url = agentInterface.url;
+    this.base = agentInterface.url.replace(/\/+$/, '') + REST_V03_PREFIX;
+    this.http = createHttpClient({ ...options, a2aVersion: A2A_VERSION_V03 });
+    this.streamOptions = { idleTimeoutMs: options.idleTimeoutMs, maxEventSizeChars: options.maxEventSizeChars, source: this.url };
+  }
+
+  private spec(method: HttpRequest['method'], path: string, body: unknown, options?: CallOptions): HttpRequest {
+    return {
+      method,
+      url: this.base + path,
+      headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: options?.signal,
+    };
+  }
+
+  private async call<Schema extends z.ZodType>(method: HttpRequest['method'], path: string, body: unknown, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
+    const what = `${method} ${REST_V03_PREFIX}${path}`;
+    const response = await this.http.request(this.spec(method, path, body, options));
+    if (response.status < 200 || response.status >= 300) throw errorFromHttpV03(response.status, response.contentType, response.bodyText);
+    if (response.status === 204 || response.bodyText === '') return validateWith(schema, {}, response.bodyText, what);
+    requireJsonContentType(response.contentType, response.bodyText, response.status, what);
+    return validateWith(schema, parseJsonText(response.bodyText, what, response.status), response.bodyText, what);
+  }
+
+  private async *stream(spec: HttpRequest, options?: CallOptions): EventStream {
+    const response = await this.http.openStream(spec);
+    const state = { final: false };
+    const decode = (message: SseMessage) => {
+      const { response: event, final } = decodeRestV03StreamEvent(message);
+      if (final) state.final = true;
+      return event;
+    };
+    const inner = followEventStream(response, decode, decodeStreamError, { ...this.streamOptions, signal: options?.signal });
+    return yield* stopAtFinal(inner, () => state.final);
+  }
+
+  sendMessage: A2ATransport['sendMessage'] = (request, options) =>
+    this.call('POST', '/message:send', protoSendRequest(request), ProtoSendResponseSchema, options);
+
+  sendStreamingMessage: A2ATransport['sendStreamingMessage'] = (request, options) =>
+    this.stream(this.spec('POST', '/message:stream', protoSendRequest(request), options), options);
+
+  getTask: A2ATransport['getTask'] = ({ id, historyLength }, options) =>
+    this.call('GET', `/tasks/${segment(id)}${historyLength === undefined ? '' : `?historyLength=${historyLength}`}`, undefined, ProtoTaskSchema, options);
+
+  listTasks: A2ATransport['listTasks'] = () =>
+    Promise.reject(new UnsupportedOperationError('A2A 0.3 HTTP+JSON has no task list (spec v0.3.0 §3.5.6)'));
+
+  /** 0.3 cancel takes no body fields; `metadata` has nowhere to go. */
+  cancelTask: A2ATransport['cancelTask'] = ({ id }, options) =>
+    this.call('POST', `/tasks/${segment(id)}:cancel`, {}, ProtoTaskSchema, options);
+
+  subscribeToTask: A2ATransport['subscribeToTask'] = ({ id }, options) =>
+    this.stream(this.spec('POST', `/tasks/${segment(id)}:subscribe`, {}, options), options);
+
+  /**
+   * The body is the `TaskPushNotificationConfig` (`{name, pushNotificationConfig}`,
+   * the proto's `body: "config"` transcoding, as the 1.3.0 compat router reads it)
+   * plus the whole-request fields `parent` / `configId` / `config` that the 0.3.14
+   * SDK reads instead. Each server ignores the other's fields.
+   */
+  createTaskPushNotificationConfig: A2ATransport['createTaskPushNotificationConfig'] = (config, options) => {
+    const taskPushConfig = { name: pushConfigName(config.taskId, config.id), pushNotificationConfig: protoPushConfig(config) };
+    const body = { ...taskPushConfig, parent: `tasks/${config.taskId}`, ...(config.id ? { configId: config.id } : {}), config: taskPushConfig };
+    return this.call('POST', `/tasks/${segment(config.taskId)}/pushNotificationConfigs`, body, ProtoTaskPushConfigSchema, options);
+  };
+
+  getTaskPushNotificationConfig: A2ATransport['getTaskPushNotificationConfig'] = ({ taskId, id }, options) =>
+    this.call('GET', `/tasks/${segment(taskId)}/pushNotificationConfigs/${segment(id)}`, undefined, ProtoTaskPushConfigSchema, options);
+
+  listTaskPushNotificationConfigs: A2ATransport['listTaskPushNotificationConfigs'] = async ({ taskId }, options) => {
+    const result = await this.call('GET', `/tasks/${segment(taskId)}/pushNotificationConfigs`, undefined, ProtoListPushConfigsSchema, options);
+    return { configs: result.configs, ...(result.nextPageToken ? { nextPageToken: result.nextPageToken } : {}) };
+  };
+
+  deleteTaskPushNotificationConfig: A2ATransport['deleteTaskPushNotificationConfig'] = async ({ taskId, id }, options) => {
+    await this.call('DELETE', `/tasks/${segment(taskId)}/pushNotificationConfigs/${segment(id)}`, undefined, z.unknown(), options);
+  };
+}

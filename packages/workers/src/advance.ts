@@ -1,0 +1,155 @@
+/**
+ * Applies `decide` to the journal. Safe to run any number of times from any
+ * worker: intents are idempotent on their delegation id and every workflow
+ * change is compare-and-set on the version the decision was made from.
+ */
+import {
+  AgentRegistry,
+  buildIntent,
+  JournalError,
+  jobId,
+  WorkflowDefinitionSchema,
+  type DelegationRecord,
+  type OutgoingMessage,
+  type Step,
+  type WorkflowDefinition,
+  type WorkflowState,
+} from '@durable-a2a/shared';
+import type { WorkerContext } from './context.ts';
+import { decide, type AttemptView, type Decision, type PreviousAttempt } from './decide.ts';
+
+/** Reads a workflow and all its attempts. */
+export async function loadWorkflow(ctx: WorkerContext, workflowId: string) {
+  const hash = await ctx.journal.getWorkflowHash(workflowId);
+  if (!hash) return undefined;
+  const definition: WorkflowDefinition = WorkflowDefinitionSchema.parse(JSON.parse(hash.definition!));
+  const ids = await ctx.journal.delegationIds(workflowId);
+  const records = (await Promise.all(ids.map((delegationId) => ctx.journal.getDelegation({ workflowId, delegationId })))).filter(
+    (record): record is DelegationRecord => record !== undefined,
+  );
+  return { hash, definition, records, version: Number(hash.version), state: hash.state as WorkflowState };
+}
+
+const toAttempt = (record: DelegationRecord): AttemptView => ({
+  delegationId: record.delegationId,
+  step: record.step,
+  kind: record.kind,
+  attempt: record.attempt,
+  agentCardUrl: record.agentCardUrl,
+  state: record.state,
+  taskId: record.taskId,
+  contextId: record.contextId,
+  error: record.error,
+  effect: record.effect,
+});
+
+/** Candidate agents per step: the fixed agent first, then registered agents with the skill. */
+async function candidateLookup(ctx: WorkerContext, definition: WorkflowDefinition): Promise<(step: Step) => string[]> {
+  const registry = new AgentRegistry(ctx.journal.redis, ctx.options.prefix);
+  const bySkill = new Map<string, string[]>();
+  for (const step of definition.steps) {
+    if (step.skill && !bySkill.has(step.skill)) {
+      const tags = 'tags' in step ? (step.tags ?? []) : [];
+      bySkill.set(step.skill, (await registry.findBySkill(step.skill, tags)).map((agent) => agent.cardUrl));
+    }
+  }
+  return (step) => {
+    const fixed = 'agent' in step && step.agent ? [step.agent] : [];
+    return [...new Set([...fixed, ...(step.skill ? (bySkill.get(step.skill) ?? []) : [])])];
+  };
+}
+
+/** The message of a new attempt: the step's message, plus what earlier attempts learned (issue 5). */
+export function attemptMessage(step: Step, previous: PreviousAttempt[], workflowId: string, attempt: number): OutgoingMessage {
+  const parts = 'text' in step.message ? [{ text: step.message.text }] : step.message.parts;
+  const metadata: Record<string, unknown> = { ...(step.message.metadata ?? {}), durableA2a: { workflowId, step: step.name, attempt } };
+  if (previous.length === 0) return { parts, metadata };
+  const summary = previous.map((entry) => `task ${entry.taskId ?? '(none)'} at ${entry.agentCardUrl} ended ${entry.reason}`).join('; ');
+  (metadata.durableA2a as Record<string, unknown>).previousAttempts = previous.map(({ taskId, agentCardUrl, reason }) => ({ taskId, agentCardUrl, reason }));
+  return {
+    parts: [...parts, { text: `Note: this request was tried before and did not succeed (${summary}). Do not repeat that outcome.` }],
+    metadata,
+  };
+}
+
+/** Decides and applies the next action of a workflow. Returns the decision applied. */
+export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): Promise<Decision> {
+  for (let tries = 0; tries < 5; tries++) {
+    const loaded = await loadWorkflow(ctx, workflowId);
+    if (!loaded) return { kind: 'wait', reason: 'workflow missing' };
+    const decision = decide(
+      {
+        definition: loaded.definition,
+        state: loaded.state,
+        cancelRequested: loaded.hash.cancelRequested === '1',
+        attempts: loaded.records.map(toAttempt),
+      },
+      await candidateLookup(ctx, loaded.definition),
+    );
+    try {
+      await applyDecision(ctx, workflowId, loaded, decision);
+      return decision;
+    } catch (error) {
+      // Another worker changed the workflow first: decide again from what it wrote.
+      if (error instanceof JournalError && (error.code === 'VERSION_CONFLICT' || error.code === 'WRONG_STATE')) continue;
+      throw error;
+    }
+  }
+  return { kind: 'wait', reason: 'contended; the reconciler will decide again' };
+}
+
+async function applyDecision(
+  ctx: WorkerContext,
+  workflowId: string,
+  loaded: NonNullable<Awaited<ReturnType<typeof loadWorkflow>>>,
+  decision: Decision,
+): Promise<void> {
+  const log = ctx.logger.child({ workflowId });
+  const workflowRef = { workflowId, delegationId: '*' };
+  switch (decision.kind) {
+    case 'wait':
+      return;
+    case 'start-attempt': {
+      const step = loaded.definition.steps.find((candidate) => candidate.name === decision.step)!;
+      const intent = buildIntent({
+        workflowId,
+        step: step.name,
+        attempt: decision.attempt,
+        agentCardUrl: decision.agentCardUrl,
+        message: attemptMessage(step, decision.previous, workflowId, decision.attempt),
+        push: step.push,
+        now: ctx.options.now(),
+      });
+      const created = await ctx.journal.createIntent(workflowId, intent, { expectedWorkflowVersion: loaded.version });
+      if (created && decision.attempt > 1) {
+        ctx.metrics.redelegations.inc();
+        log.info({ step: step.name, attempt: decision.attempt, agent: decision.agentCardUrl, previous: decision.previous }, 're-delegating step');
+      }
+      await ctx.queues.send.add('send', { workflowId, delegationId: intent.delegationId, kind: 'message' }, { jobId: jobId('send', workflowId, intent.delegationId!, 0) });
+      return;
+    }
+    case 'complete':
+      await ctx.journal.updateWorkflow(workflowId, { state: 'COMPLETED' }, loaded.version);
+      await ctx.journal.removeFromIndex(workflowRef);
+      log.info('workflow completed');
+      return;
+    case 'fail':
+      await ctx.journal.updateWorkflow(
+        workflowId,
+        { state: loaded.hash.cancelRequested === '1' ? 'CANCELED' : 'FAILED', failure: JSON.stringify(decision.reasons) },
+        loaded.version,
+      );
+      await ctx.journal.removeFromIndex(workflowRef);
+      log.warn({ reasons: decision.reasons }, 'workflow failed');
+      return;
+    case 'compensate':
+      await ctx.journal.updateWorkflow(workflowId, { state: 'COMPENSATING', failure: JSON.stringify([decision.reason]) }, loaded.version);
+      await ctx.queues.compensate.add('compensate', { workflowId }, { jobId: jobId('compensate', workflowId, loaded.version) });
+      log.warn({ reason: decision.reason }, 'workflow compensating');
+      return;
+    case 'needs-attention':
+      await ctx.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention: decision.reason }, loaded.version);
+      log.error({ step: decision.step, reason: decision.reason }, 'workflow needs a person');
+      return;
+  }
+}

@@ -1,0 +1,92 @@
+/**
+ * Resolves a delegation's agent to a transport: fetches and caches the Agent
+ * Card, chooses the interface (first in card order that we support), and
+ * builds one transport per interface with that agent's credentials, so that
+ * sends, reconciliation, resubscription and replies run as one principal.
+ */
+import type { Dispatcher } from 'undici';
+import {
+  createAgentCardCache,
+  createTransport,
+  fetchAgentCard,
+  isInterfaceSupported,
+  type A2ATransport,
+  type AgentCard,
+  type AgentInterfaceRef,
+  type CredentialsProvider,
+} from '@durable-a2a/shared';
+
+export interface AgentDirectoryOptions {
+  /** Credentials per Agent Card URL; undefined = anonymous. */
+  credentials?: (agentCardUrl: string) => CredentialsProvider | undefined;
+  dispatcher?: Dispatcher;
+  requestTimeoutMs: number;
+  streamIdleTimeoutMs: number;
+  /** Card cache lifetime in ms before a revalidation (ETag). */
+  cardMaxAgeMs: number;
+  now: () => number;
+}
+
+/** Raised when an agent has no interface we can speak. Permanent: the step moves to another agent. */
+export class NoUsableInterfaceError extends Error {
+  override readonly name = 'NoUsableInterfaceError';
+  readonly code = 'NO_USABLE_INTERFACE';
+  readonly retryable = false;
+}
+
+export class AgentDirectory {
+  private readonly cardCache = createAgentCardCache();
+  private readonly cards = new Map<string, { card: AgentCard; fetchedAt: number }>();
+  private readonly transports = new Map<string, A2ATransport>();
+
+  constructor(private readonly options: AgentDirectoryOptions) {}
+
+  /** The agent's card, refreshed after `cardMaxAgeMs`. Throws AgentCardError. */
+  async card(agentCardUrl: string): Promise<AgentCard> {
+    const cached = this.cards.get(agentCardUrl);
+    if (cached && this.options.now() - cached.fetchedAt < this.options.cardMaxAgeMs) return cached.card;
+    const card = await fetchAgentCard(agentCardUrl, { dispatcher: this.options.dispatcher, cache: this.cardCache });
+    this.cards.set(agentCardUrl, { card, fetchedAt: this.options.now() });
+    return card;
+  }
+
+  /** The first interface in card order that we speak (spec §8.3). Throws NoUsableInterfaceError. */
+  async chooseInterface(agentCardUrl: string): Promise<AgentInterfaceRef> {
+    const card = await this.card(agentCardUrl);
+    const chosen = card.interfaces.find(isInterfaceSupported);
+    if (!chosen) throw new NoUsableInterfaceError(`no supported interface in the Agent Card at ${agentCardUrl}`);
+    return {
+      url: chosen.url,
+      protocolBinding: chosen.protocolBinding as AgentInterfaceRef['protocolBinding'],
+      protocolVersion: chosen.protocolVersion as AgentInterfaceRef['protocolVersion'],
+      ...(chosen.tenant ? { tenant: chosen.tenant } : {}),
+    };
+  }
+
+  /** The transport for a journaled interface, with the agent's credentials. */
+  transport(agentCardUrl: string, agentInterface: AgentInterfaceRef): A2ATransport {
+    const key = `${agentCardUrl} ${agentInterface.protocolBinding} ${agentInterface.protocolVersion} ${agentInterface.url} ${agentInterface.tenant ?? ''}`;
+    let transport = this.transports.get(key);
+    if (!transport) {
+      transport = createTransport(agentInterface, {
+        credentials: this.options.credentials?.(agentCardUrl),
+        dispatcher: this.options.dispatcher,
+        requestTimeoutMs: this.options.requestTimeoutMs,
+        idleTimeoutMs: this.options.streamIdleTimeoutMs,
+      });
+      this.transports.set(key, transport);
+    }
+    return transport;
+  }
+
+  /** The transport for a delegation: its journaled interface, or the card's choice if none yet. */
+  async transportFor(record: { agentCardUrl: string; agentInterface?: AgentInterfaceRef }): Promise<A2ATransport> {
+    return this.transport(record.agentCardUrl, record.agentInterface ?? (await this.chooseInterface(record.agentCardUrl)));
+  }
+
+  /** Forgets cached transports for an agent (after its credentials changed). */
+  forget(agentCardUrl: string): void {
+    for (const key of this.transports.keys()) if (key.startsWith(`${agentCardUrl} `)) this.transports.delete(key);
+    this.cards.delete(agentCardUrl);
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * Worker configuration from environment variables, parsed once with zod at
+ * start-up (nothing below main.ts reads process.env). Every variable is listed
+ * in README.md.
+ */
+import { z } from 'zod';
+import { bearerToken, type CredentialsProvider } from '@durable-a2a/shared';
+import type { StartFleetOptions } from './fleet.ts';
+
+const Milliseconds = z.coerce.number().int().positive();
+const Flag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
+
+export const WorkerEnvironmentSchema = z.object({
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  DA2A_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('da2a'),
+  DA2A_WEBHOOK_URL: z.url().optional(),
+  DA2A_REQUEST_TIMEOUT_MS: Milliseconds.optional(),
+  DA2A_STREAM_IDLE_TIMEOUT_MS: Milliseconds.optional(),
+  DA2A_RECONCILE_INTERVAL_MS: Milliseconds.optional(),
+  DA2A_PARKED_POLL_MS: Milliseconds.optional(),
+  DA2A_LOCK_DURATION_MS: Milliseconds.optional(),
+  DA2A_STALLED_INTERVAL_MS: Milliseconds.optional(),
+  DA2A_NOT_FOUND_WINDOW_MS: Milliseconds.optional(),
+  DA2A_SEARCH_MARGIN_MS: Milliseconds.optional(),
+  DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
+  DA2A_QUEUES: z.string().optional(),
+  DA2A_STRICT_PERSISTENCE: Flag.default(false),
+  /** JSON object: Agent Card URL → bearer token. */
+  DA2A_AGENT_TOKENS: z
+    .string()
+    .optional()
+    .transform((text) => (text ? z.record(z.string(), z.string()).parse(JSON.parse(text)) : {})),
+  DA2A_DEDUPLICATING_AGENTS: z
+    .string()
+    .optional()
+    .transform((text) => (text ? text.split(',').map((url) => url.trim()).filter(Boolean) : [])),
+  /** Fault injection for tests and the demo; inert unless set. */
+  DA2A_CRASH_AT: z.string().optional(),
+  DA2A_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+export type WorkerEnvironment = z.output<typeof WorkerEnvironmentSchema>;
+
+/** Parses the environment; throws a ZodError naming each bad variable. */
+export function parseWorkerEnvironment(environment: NodeJS.ProcessEnv): WorkerEnvironment {
+  return WorkerEnvironmentSchema.parse(environment);
+}
+
+/** Fleet options from the parsed environment. */
+export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOptions {
+  const tokens = new Map<string, CredentialsProvider>(Object.entries(environment.DA2A_AGENT_TOKENS).map(([url, token]) => [url, bearerToken(token)]));
+  return {
+    redisUrl: environment.REDIS_URL,
+    prefix: environment.DA2A_PREFIX,
+    webhookUrl: environment.DA2A_WEBHOOK_URL,
+    requestTimeoutMs: environment.DA2A_REQUEST_TIMEOUT_MS,
+    streamIdleTimeoutMs: environment.DA2A_STREAM_IDLE_TIMEOUT_MS,
+    reconcileIntervalMs: environment.DA2A_RECONCILE_INTERVAL_MS,
+    parkedPollMs: environment.DA2A_PARKED_POLL_MS,
+    lockDurationMs: environment.DA2A_LOCK_DURATION_MS,
+    stalledIntervalMs: environment.DA2A_STALLED_INTERVAL_MS,
+    notFoundWindowMs: environment.DA2A_NOT_FOUND_WINDOW_MS,
+    searchMarginMs: environment.DA2A_SEARCH_MARGIN_MS,
+    closeTimeoutMs: environment.DA2A_CLOSE_TIMEOUT_MS,
+    strictPersistence: environment.DA2A_STRICT_PERSISTENCE,
+    deduplicatingAgents: environment.DA2A_DEDUPLICATING_AGENTS,
+    crashAt: environment.DA2A_CRASH_AT,
+    credentials: (agentCardUrl) => tokens.get(agentCardUrl),
+    ...(environment.DA2A_QUEUES ? { queues: environment.DA2A_QUEUES.split(',') as StartFleetOptions['queues'] } : {}),
+  };
+}

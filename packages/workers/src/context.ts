@@ -1,0 +1,36 @@
+/**
+ * What every processor receives: injected clients, clock, logger, metrics and
+ * compiled options. No module-level clients anywhere (style rule 1).
+ */
+import type { Queue } from 'bullmq';
+import type { Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
+import type { AgentDirectory } from './agents.ts';
+import type { CompiledFleetOptions } from './options.ts';
+import type { VerifierRegistry } from './verifiers.ts';
+
+/** A named point where a crash changes what recovery must do (crash-point tests). */
+export type CrashPoint =
+  | 'send.after-mark'
+  | 'send.after-request'
+  | 'follow.after-terminal-seen'
+  | 'reconcile.after-search'
+  | 'advance.after-outcome'
+  | 'verify.after-check'
+  | 'compensate.after-intent'
+  | 'compensate.after-request';
+
+export interface WorkerContext {
+  journal: Journal;
+  queues: Record<QueueName, Queue>;
+  agents: AgentDirectory;
+  verifiers: VerifierRegistry;
+  logger: Logger;
+  metrics: Metrics;
+  options: CompiledFleetOptions;
+  /** Identifies this worker process in journal `owner` fields and logs. */
+  workerId: string;
+  /** Aborted when the fleet closes: open streams hand their delegation over and stop. */
+  shutdownSignal: AbortSignal;
+  /** Fault hook: kills the process at the named point when enabled; inert otherwise. */
+  crashPoint(point: CrashPoint): void;
+}

@@ -1,0 +1,139 @@
+/**
+ * What happens next in a workflow: a pure function of the journal (the
+ * workflow definition and every delegation attempt), invoked after each
+ * transition by whichever worker saw it. No I/O here; `advance.ts` applies it.
+ */
+import type { JournalState, Step, WorkflowDefinition, WorkflowState } from '@durable-a2a/shared';
+import type { Effect } from './verifiers.ts';
+
+/** The parts of a delegation record the decision reads. */
+export interface AttemptView {
+  delegationId: string;
+  step: string;
+  kind: 'step' | 'compensation';
+  attempt: number;
+  agentCardUrl: string;
+  state: JournalState;
+  taskId?: string;
+  contextId?: string;
+  error?: { code: string; message: string };
+  effect?: Effect;
+}
+
+export interface WorkflowSnapshot {
+  definition: WorkflowDefinition;
+  state: WorkflowState;
+  cancelRequested: boolean;
+  attempts: AttemptView[];
+}
+
+/** A failed attempt carried into the next one, so the next agent does not repeat it. */
+export interface PreviousAttempt {
+  delegationId: string;
+  agentCardUrl: string;
+  taskId?: string;
+  contextId?: string;
+  reason: string;
+}
+
+export type Decision =
+  | { kind: 'wait'; reason: string }
+  | { kind: 'start-attempt'; step: string; attempt: number; agentCardUrl: string; previous: PreviousAttempt[] }
+  | { kind: 'complete' }
+  | { kind: 'fail'; step?: string; reasons: string[] }
+  | { kind: 'compensate'; reason: string }
+  | { kind: 'needs-attention'; step: string; reason: string };
+
+/** Agent Card URLs that can run a step, best first (registry lookup by skill, done before deciding). */
+export type CandidateLookup = (step: Step) => string[];
+
+const FAILED_STATES: ReadonlySet<JournalState> = new Set(['FAILED', 'REJECTED', 'CANCELED', 'LOST']);
+
+/** Why an attempt counts as failed, or undefined if it did not fail. */
+export function failureOf(attempt: AttemptView, step: Step): string | undefined {
+  if (FAILED_STATES.has(attempt.state)) return `${attempt.state}: ${attempt.error?.message ?? 'no reason given'}`;
+  if (attempt.state === 'COMPLETED' && step.verifier && attempt.effect === 'absent') {
+    return 'COMPLETED without effect: the verifier found nothing';
+  }
+  return undefined;
+}
+
+/** True when a step attempt left an effect that a compensation must undo (verified present, or unknown). */
+export function needsUndo(attempt: AttemptView, step: Step): boolean {
+  if (!step.compensation) return false;
+  if (step.verifier) return attempt.effect === 'present' || attempt.effect === 'unknown';
+  return attempt.state === 'COMPLETED';
+}
+
+/** Decides the next action of a workflow. */
+export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup): Decision {
+  if (snapshot.state !== 'RUNNING') return { kind: 'wait', reason: `workflow is ${snapshot.state}` };
+  const stepAttempts = snapshot.attempts.filter((attempt) => attempt.kind === 'step');
+  const unfinished = stepAttempts.find((attempt) => !['COMPLETED', 'AMBIGUOUS', ...FAILED_STATES].includes(attempt.state));
+  if (snapshot.cancelRequested) {
+    if (unfinished) return { kind: 'wait', reason: `cancel requested; ${unfinished.delegationId} is still running` };
+    return compensateOrFail(snapshot, 'canceled by the user', []);
+  }
+  for (const step of snapshot.definition.steps) {
+    const attempts = stepAttempts.filter((attempt) => attempt.step === step.name).sort((a, b) => a.attempt - b.attempt);
+    const latest = attempts.at(-1);
+    if (!latest) return orCompensate(snapshot, startAttempt(step, 1, [], candidates));
+    if (latest.state === 'AMBIGUOUS') {
+      return { kind: 'needs-attention', step: step.name, reason: `${latest.delegationId} is AMBIGUOUS: a person must decide` };
+    }
+    if (latest.state === 'COMPLETED') {
+      if (step.verifier && latest.effect === undefined) return { kind: 'wait', reason: `${latest.delegationId} awaits verification` };
+      if (step.verifier && latest.effect === 'unknown') {
+        return { kind: 'needs-attention', step: step.name, reason: `${latest.delegationId}: effect could not be verified` };
+      }
+      if (!failureOf(latest, step)) continue;
+    } else if (!FAILED_STATES.has(latest.state)) {
+      return { kind: 'wait', reason: `${latest.delegationId} is ${latest.state}` };
+    }
+    // A FAILED step with a verifier is verified too: it may have done something before failing.
+    if (step.verifier && step.compensation && latest.effect === undefined) {
+      return { kind: 'wait', reason: `${latest.delegationId} failed; awaiting verification of its effect` };
+    }
+    const previous = attempts.map((attempt) => ({ attempt, reason: failureOf(attempt, step) })).filter((entry) => entry.reason);
+    const carried: PreviousAttempt[] = previous.map(({ attempt, reason }) => ({
+      delegationId: attempt.delegationId,
+      agentCardUrl: attempt.agentCardUrl,
+      taskId: attempt.taskId,
+      contextId: attempt.contextId,
+      reason: reason!,
+    }));
+    if (attempts.length >= snapshot.definition.maxAttemptsPerStep) {
+      const reasons = carried.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
+      return compensateOrFail(snapshot, `step ${step.name} exhausted its budget of ${snapshot.definition.maxAttemptsPerStep}`, reasons, step.name);
+    }
+    return orCompensate(snapshot, startAttempt(step, attempts.length + 1, carried, candidates));
+  }
+  return { kind: 'complete' };
+}
+
+/** A step that cannot start fails the workflow, undoing what earlier steps did. */
+function orCompensate(snapshot: WorkflowSnapshot, decision: Decision): Decision {
+  if (decision.kind !== 'fail') return decision;
+  return compensateOrFail(snapshot, decision.reasons.at(-1)!, decision.reasons.slice(0, -1), decision.step);
+}
+
+function startAttempt(step: Step, attempt: number, previous: PreviousAttempt[], candidates: CandidateLookup): Decision {
+  const tried = new Set(previous.map((entry) => entry.agentCardUrl));
+  const all = candidates(step);
+  const lost = previous.at(-1)?.reason.startsWith('LOST');
+  // An agent that forgot a task (LOST) may be tried again; one that refused or failed is not.
+  const next = all.find((url) => !tried.has(url)) ?? (lost ? previous.at(-1)!.agentCardUrl : undefined);
+  if (!next) {
+    const reasons = previous.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
+    return { kind: 'fail', step: step.name, reasons: [...reasons, `no other agent can run step ${step.name}`] };
+  }
+  return { kind: 'start-attempt', step: step.name, attempt, agentCardUrl: next, previous };
+}
+
+function compensateOrFail(snapshot: WorkflowSnapshot, reason: string, reasons: string[], step?: string): Decision {
+  const undo = snapshot.definition.steps.some((definition) =>
+    snapshot.attempts.some((attempt) => attempt.kind === 'step' && attempt.step === definition.name && needsUndo(attempt, definition)),
+  );
+  if (undo) return { kind: 'compensate', reason: [reason, ...reasons].join('; ') };
+  return { kind: 'fail', step, reasons: [reason, ...reasons] };
+}

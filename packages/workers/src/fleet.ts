@@ -1,0 +1,150 @@
+/**
+ * Creates and closes the BullMQ Workers of all five queues and the
+ * reconciler's job scheduler: the one place that owns connections.
+ */
+import { hostname } from 'node:os';
+import { Queue, Worker, type Job, type Processor } from 'bullmq';
+import { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import {
+  ALL_QUEUES,
+  DEFAULT_JOB_OPTIONS,
+  JOB_RETENTION,
+  Journal,
+  createLogger,
+  createMetrics,
+  jobId,
+  queuePrefix,
+  type Logger,
+  type Metrics,
+  type QueueName,
+} from '@durable-a2a/shared';
+import { AgentDirectory } from './agents.ts';
+import type { CrashPoint, WorkerContext } from './context.ts';
+import { compileFleetOptions, type FleetOptions } from './options.ts';
+import { checkPersistence, type PersistenceReport } from './persistence.ts';
+import { processCompensate } from './queues/compensate.ts';
+import { processFollow } from './queues/follow.ts';
+import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
+import { processSend } from './queues/send.ts';
+import { processVerify } from './queues/verify.ts';
+import type { Verifier } from './verifiers.ts';
+
+export interface StartFleetOptions extends FleetOptions {
+  logger?: Logger;
+  /** prom-client registry; default a fresh one. */
+  metricsRegistry?: Registry;
+  /** Verifiers by name (see `verifiers.ts`). */
+  verifiers?: Record<string, Verifier>;
+  /** Queues this process works on; default all five. */
+  queues?: QueueName[];
+  /** Longest graceful close before in-flight jobs are abandoned to the stalled-job check. Default 10_000. */
+  closeTimeoutMs?: number;
+}
+
+export interface Fleet {
+  context: WorkerContext;
+  workers: Worker[];
+  persistence: PersistenceReport;
+  metrics: Metrics;
+  /** Runs one sweep of every unfinished delegation now (as at start-up). */
+  sweepAll(): Promise<void>;
+  /** Graceful, bounded close. */
+  close(): Promise<void>;
+}
+
+const PROCESSORS: Record<QueueName, (job: Job, ctx: WorkerContext) => Promise<string>> = {
+  send: processSend,
+  follow: processFollow,
+  reconcile: processReconcile,
+  verify: processVerify,
+  compensate: processCompensate,
+};
+
+/** Starts the worker fleet of this process. Throws UnsafePersistenceError in strict mode. */
+export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
+  const options = compileFleetOptions(input);
+  const logger = input.logger ?? createLogger();
+  const metrics = createMetrics(input.metricsRegistry ?? new Registry());
+  const workerId = input.workerId ?? `${hostname()}-${process.pid}`;
+  // Workers need maxRetriesPerRequest: null (BullMQ; field case R23); the journal waits out short outages too.
+  const connection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  const journalRedis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
+  const prefix = queuePrefix(options.prefix);
+  const queues = Object.fromEntries(
+    ALL_QUEUES.map((name) => [name, new Queue(name, { connection, prefix, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } })]),
+  ) as Record<QueueName, Queue>;
+  const shutdown = new AbortController();
+  const context: WorkerContext = {
+    shutdownSignal: shutdown.signal,
+    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now }),
+    queues,
+    agents: new AgentDirectory({
+      credentials: input.credentials,
+      dispatcher: input.dispatcher,
+      requestTimeoutMs: options.requestTimeoutMs,
+      streamIdleTimeoutMs: options.streamIdleTimeoutMs,
+      cardMaxAgeMs: 5 * 60_000,
+      now: options.now,
+    }),
+    verifiers: new Map(Object.entries(input.verifiers ?? {})),
+    logger,
+    metrics,
+    options,
+    workerId,
+    crashPoint: (point: CrashPoint) => {
+      if (options.crashAt === point) {
+        logger.fatal({ crashPoint: point }, 'crash point reached: killing this process (fault injection)');
+        process.kill(process.pid, 'SIGKILL');
+      }
+    },
+  };
+  const workers = (input.queues ?? ALL_QUEUES).map((name) => {
+    const processor: Processor = async (job) => {
+      const stopTimer = metrics.jobDuration.startTimer({ queue: name });
+      try {
+        const outcome = await PROCESSORS[name](job, context);
+        stopTimer({ outcome: 'completed' });
+        return outcome;
+      } catch (error) {
+        stopTimer({ outcome: 'failed' });
+        throw error;
+      }
+    };
+    const worker = new Worker(name, processor, {
+      connection,
+      prefix,
+      concurrency: options.concurrency[name],
+      lockDuration: options.lockDurationMs,
+      stalledInterval: options.stalledIntervalMs,
+      ...(name === 'follow' ? { limiter: { max: options.subscribeRateLimit.max, duration: options.subscribeRateLimit.durationMs } } : {}),
+    });
+    worker.on('failed', (job, error) => logger.warn({ queue: name, jobId: job?.id, err: error }, 'job failed'));
+    worker.on('error', (error) => logger.error({ queue: name, err: error }, 'worker error'));
+    return worker;
+  });
+  // One scheduler with a fixed id: restarts and deploys upsert it, never multiply it (R22).
+  await queues.reconcile.upsertJobScheduler(SWEEP_SCHEDULER_ID, { every: options.reconcileIntervalMs }, { name: 'sweep', data: {} });
+  const sweepAll = async () => {
+    await queues.reconcile.add('sweep', { all: true }, { jobId: jobId('startup-sweep', workerId, options.now()) });
+  };
+  await sweepAll();
+  logger.info({ workerId, queues: input.queues ?? ALL_QUEUES, prefix: options.prefix }, 'fleet started');
+  let closing: Promise<void> | undefined;
+  const close = () =>
+    (closing ??= (async () => {
+      const timeout = input.closeTimeoutMs ?? 10_000;
+      // Stop fetching, then end open streams: each hands its delegation to another worker.
+      const graceful = Promise.all(workers.map((worker) => worker.close()));
+      shutdown.abort();
+      const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeout).unref());
+      if ((await Promise.race([graceful, timer])) === 'timeout') {
+        logger.warn({ timeoutMs: timeout }, 'close timed out; abandoning in-flight jobs to the stalled-job check');
+        await Promise.all(workers.map((worker) => worker.close(true)));
+      }
+      await Promise.all(Object.values(queues).map((queue) => queue.close()));
+      await Promise.all([connection.quit().catch(() => undefined), journalRedis.quit().catch(() => undefined)]);
+    })());
+  return { context, workers, persistence, metrics, sweepAll, close };
+}

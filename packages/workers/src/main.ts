@@ -1,0 +1,28 @@
+/**
+ * The `durable-a2a-workers` executable: parse config, start the fleet, close
+ * it gracefully (bounded) on SIGTERM / SIGINT.
+ */
+import { createLogger } from '@durable-a2a/shared';
+import { fleetOptionsFrom, parseWorkerEnvironment } from './config.ts';
+import { startFleet } from './fleet.ts';
+
+const environment = parseWorkerEnvironment(process.env);
+const logger = createLogger({ level: environment.LOG_LEVEL });
+const fleet = await startFleet({ ...fleetOptionsFrom(environment), logger });
+let stopping = false;
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'closing the fleet');
+    fleet.close().then(
+      () => process.exit(0),
+      (error: unknown) => {
+        logger.error({ err: error }, 'close failed');
+        process.exit(1);
+      },
+    );
+  });
+}
+// Tells a parent process (tests, the demo) that the fleet is running.
+process.send?.({ ready: true, workerId: fleet.context.workerId });

@@ -1,0 +1,211 @@
+/**
+ * follow queue: SubscribeToTask (spec §3.1.6). The first event of each
+ * subscription is the authoritative snapshot and replaces local state; later
+ * events are applied forward-only and idempotently. A stream that drops or
+ * closes before a terminal state gets one GetTask, then a delayed
+ * resubscription (full-jitter backoff, capped; the follow queue's BullMQ
+ * limiter caps subscriptions per second fleet-wide). A stream that stops on
+ * INPUT_REQUIRED parks the delegation with its question (no resubscribe).
+ */
+import type { Job } from 'bullmq';
+import {
+  FollowJobSchema,
+  JournalError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+  applyStreamResponse,
+  applyTask,
+  isFinished,
+  isRetryable,
+  jobId,
+  type DelegationRecord,
+  type DelegationRef,
+  type StreamEnd,
+  type StreamResponse,
+} from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import { fullJitterDelayMs, jitteredCheckTime } from '../backoff.ts';
+import { settleDelegation } from '../settle.ts';
+
+export const FOLLOW_QUEUE = 'follow';
+export { FollowJobSchema };
+
+/** True when the delegation waits on a question nobody has answered yet. */
+export function isAwaitingAnswer(record: DelegationRecord): boolean {
+  if (record.state !== 'INPUT_REQUIRED' && record.state !== 'AUTH_REQUIRED') return false;
+  return !(record.replyState === 'sent' && record.replyForTimestamp === String(record.statusTimestampMs ?? ''));
+}
+
+/** Parks a delegation on its question: no stream; the reconciler re-reads it now and then. */
+async function park(ctx: WorkerContext, record: DelegationRecord): Promise<void> {
+  await ctx.journal.scheduleCheck(record, jitteredCheckTime(ctx.options.now(), ctx.options.parkedPollMs));
+  ctx.logger.info({ workflowId: record.workflowId, delegationId: record.delegationId, question: record.question }, 'parked on a question');
+}
+
+/** Enqueues a (re)subscription after `delayMs`. */
+export async function enqueueFollow(ctx: WorkerContext, ref: DelegationRef, resubscription: number, delayMs = 0): Promise<void> {
+  const id = jobId('follow', ref.workflowId, ref.delegationId, resubscription, ctx.options.now());
+  await ctx.queues.follow.add('follow', { ...ref, resubscription }, { jobId: id, delay: delayMs });
+}
+
+/** After an observation outside a stream: settle if finished, park if asking, else follow. */
+export async function afterObservation(ctx: WorkerContext, ref: DelegationRef, resubscription = 0, delayMs = 0): Promise<string> {
+  const record = await ctx.journal.getDelegation(ref);
+  if (!record) return 'missing';
+  if (isFinished(record.state)) {
+    await settleDelegation(ctx, ref, record);
+    return 'finished';
+  }
+  if (isAwaitingAnswer(record)) {
+    await park(ctx, record);
+    return 'parked';
+  }
+  await enqueueFollow(ctx, ref, resubscription, delayMs);
+  return resubscription > 0 ? 'resubscribing' : 'following';
+}
+
+const stateOf = (response: StreamResponse) =>
+  'task' in response ? response.task.status.state : 'statusUpdate' in response ? response.statusUpdate.status.state : undefined;
+
+/** Processes one follow job. */
+export async function processFollow(job: Job, ctx: WorkerContext): Promise<string> {
+  const data = FollowJobSchema.parse(job.data);
+  const ref = { workflowId: data.workflowId, delegationId: data.delegationId };
+  const record = await ctx.journal.getDelegation(ref);
+  if (!record) return 'missing';
+  if (isFinished(record.state)) {
+    await settleDelegation(ctx, ref, record);
+    return 'finished';
+  }
+  if (!record.taskId) return 'no-task';
+  if (record.state === 'INPUT_REQUIRED' && isAwaitingAnswer(record)) {
+    await park(ctx, record);
+    return 'parked';
+  }
+  const token = `${ctx.workerId}/${job.id}`;
+  const leaseMs = ctx.options.lockDurationMs;
+  if (!(await ctx.journal.lease(ref, 'acquire', token, leaseMs))) return 'already-followed';
+  const renew = setInterval(() => void ctx.journal.lease(ref, 'renew', token, leaseMs).catch(() => undefined), leaseMs / 3);
+  try {
+    // Keep the reconciler away while the stream is healthy.
+    await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
+    const fence = await ctx.journal.claim(ref, token);
+    return await followStream(ctx, record, fence, data.resubscription, job);
+  } finally {
+    clearInterval(renew);
+    await ctx.journal.lease(ref, 'release', token).catch(() => undefined);
+  }
+}
+
+async function followStream(ctx: WorkerContext, record: DelegationRecord, fence: number, resubscription: number, job: Job): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const log = ctx.logger.child({ queue: 'follow', workflowId: ref.workflowId, delegationId: ref.delegationId, taskId: record.taskId, jobId: job.id, resubscription });
+  const transport = await ctx.agents.transportFor(record);
+  const controller = new AbortController();
+  const onShutdown = () => controller.abort();
+  ctx.shutdownSignal.addEventListener('abort', onShutdown, { once: true });
+  const stream = transport.subscribeToTask({ id: record.taskId! }, { signal: controller.signal });
+  let end: StreamEnd | undefined;
+  let first = true;
+  let eventCount = 0;
+  try {
+    for (;;) {
+      const next = await stream.next();
+      if (next.done) {
+        end = next.value;
+        break;
+      }
+      eventCount++;
+      const response = next.value.response;
+      const state = stateOf(response);
+      if (state === 'TASK_STATE_COMPLETED' || state === 'TASK_STATE_FAILED' || state === 'TASK_STATE_CANCELED' || state === 'TASK_STATE_REJECTED') {
+        ctx.crashPoint('follow.after-terminal-seen');
+      }
+      const result = await applyStreamResponse(ctx.journal, record, response, { fence, snapshot: first && 'task' in response });
+      first = false;
+      if (result.contextAnomaly) log.warn({ contextId: result.contextAnomaly, recorded: record.contextId }, 'event names another context (kept by taskId)');
+      if (result.foreignTaskId) log.warn({ foreignTaskId: result.foreignTaskId }, 'event for another task ignored');
+      if (result.artifact === 'sealed') log.warn({ event: response }, 'artifact update after lastChunk dropped (agent bug)');
+      if (result.status?.applied === false) ctx.metrics.staleObservations.inc({ reason: result.status.reason });
+      if (result.status?.applied && state) ctx.metrics.transitions.inc({ state, source: 'stream' });
+      if (state === 'TASK_STATE_INPUT_REQUIRED') {
+        const current = await ctx.journal.getDelegation(ref);
+        if (current && isAwaitingAnswer(current)) {
+          // Parked on a question: close our side; a human may take hours.
+          controller.abort();
+          await stream.return(undefined as never).catch(() => undefined);
+          await park(ctx, current);
+          return 'parked';
+        }
+      }
+    }
+  } catch (error) {
+    if (ctx.shutdownSignal.aborted) {
+      // This worker is closing: hand the delegation to another worker at once.
+      await enqueueFollow(ctx, ref, 0);
+      return 'handed-over';
+    }
+    if (error instanceof JournalError && error.code === 'FENCE_LOST') {
+      log.warn('another worker took this delegation over; stopping');
+      return 'fence-lost';
+    }
+    if (error instanceof UnsupportedOperationError || error instanceof TaskNotFoundError) {
+      // Refused, most likely because the task is already terminal (spec §3.1.6): one GetTask, no loop.
+      log.info({ code: (error as { code?: string }).code }, 'subscription refused; reading the task once');
+      return readOnce(ctx, record, fence, resubscription, log);
+    }
+    if (isRetryable(error)) {
+      ctx.metrics.resubscriptions.inc({ reason: (error as { code?: string }).code === 'STREAM_IDLE' ? 'idle' : 'dropped' });
+      log.info({ err: error, eventCount }, 'stream dropped; reading the task before resubscribing');
+      return readOnce(ctx, record, fence, eventCount > 0 ? 0 : resubscription + 1, log);
+    }
+    throw error;
+  } finally {
+    ctx.shutdownSignal.removeEventListener('abort', onShutdown);
+  }
+  const current = await ctx.journal.getDelegation(ref);
+  if (!current) return 'missing';
+  if (isFinished(current.state)) {
+    await settleDelegation(ctx, ref, current);
+    return 'finished';
+  }
+  if (end?.kind === 'interrupted' && isAwaitingAnswer(current)) {
+    await park(ctx, current);
+    return 'parked';
+  }
+  // Ended before a terminal state (a clean close, an unterminated last event, an empty stream: R04).
+  ctx.metrics.resubscriptions.inc({ reason: 'ended' });
+  return readOnce(ctx, current, fence, eventCount > 0 ? 0 : resubscription + 1, log);
+}
+
+/** One GetTask, then: settle, park, or resubscribe with backoff. */
+async function readOnce(
+  ctx: WorkerContext,
+  record: DelegationRecord,
+  fence: number,
+  nextResubscription: number,
+  log: WorkerContext['logger'],
+): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const delay = () => fullJitterDelayMs(nextResubscription, ctx.options.followBackoff);
+  try {
+    const transport = await ctx.agents.transportFor(record);
+    const task = await transport.getTask({ id: record.taskId! });
+    const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true });
+    if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
+  } catch (error) {
+    if (error instanceof JournalError && error.code === 'FENCE_LOST') return 'fence-lost';
+    if (error instanceof TaskNotFoundError) {
+      // Possibly purged or an agent restart: the reconciler decides over a window (R13).
+      const { count } = await ctx.journal.noteNotFound(ref);
+      log.warn({ count }, 'task not found');
+      await ctx.journal.scheduleCheck(ref, ctx.options.now() + ctx.options.notFoundWindowMs / ctx.options.notFoundThreshold);
+      return 'not-found';
+    }
+    if (!isRetryable(error)) throw error;
+    log.warn({ err: error }, 'GetTask failed; resubscribing later');
+    await enqueueFollow(ctx, ref, nextResubscription, delay());
+    return 'resubscribing';
+  }
+  return afterObservation(ctx, ref, nextResubscription, delay());
+}

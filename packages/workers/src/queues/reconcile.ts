@@ -1,0 +1,211 @@
+/**
+ * reconcile queue: at fleet start-up and on a jittered timer (a BullMQ job
+ * scheduler with a fixed id, so restarts and deploys never multiply it: R22),
+ * every unfinished delegation is re-read from its agent, and what the agent
+ * says decides the next action. It never trusts the journal's last state and
+ * is safe to repeat any number of times, from any worker. Writes are
+ * compare-and-set on the version it read.
+ */
+import type { Job } from 'bullmq';
+import {
+  JournalError,
+  ReconcileJobSchema,
+  TaskNotFoundError,
+  applyTask,
+  isFinished,
+  isRetryable,
+  jobId,
+  type DelegationRecord,
+  type DelegationRef,
+} from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import { jitteredCheckTime } from '../backoff.ts';
+import { advanceWorkflow } from '../advance.ts';
+import { settleDelegation } from '../settle.ts';
+import { findTaskByMessageId } from '../search.ts';
+import { afterObservation, enqueueFollow, isAwaitingAnswer } from './follow.ts';
+
+export const RECONCILE_QUEUE = 'reconcile';
+export const SWEEP_SCHEDULER_ID = 'reconcile-sweep';
+export { ReconcileJobSchema };
+
+/** Processes a sweep (no ids) or one delegation. */
+export async function processReconcile(job: Job, ctx: WorkerContext): Promise<string> {
+  const data = ReconcileJobSchema.parse(job.data);
+  if (!data.workflowId || !data.delegationId) return sweep(ctx, data.all === true);
+  const ref = { workflowId: data.workflowId, delegationId: data.delegationId };
+  try {
+    const outcome = await reconcileOne(ctx, ref, job);
+    ctx.metrics.reconcileRuns.inc({ outcome });
+    return outcome;
+  } catch (error) {
+    if (error instanceof JournalError && error.code === 'VERSION_CONFLICT') {
+      // Someone wrote newer information while we read: check again soon.
+      await ctx.journal.scheduleCheck(ref, ctx.options.now() + 1_000);
+      ctx.metrics.reconcileRuns.inc({ outcome: 'conflict' });
+      return 'conflict';
+    }
+    if (isRetryable(error)) {
+      await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
+      ctx.logger.warn({ err: error, ...ref }, 'agent unreachable during reconciliation; will retry');
+      ctx.metrics.reconcileRuns.inc({ outcome: 'unreachable' });
+      return 'unreachable';
+    }
+    throw error;
+  }
+}
+
+/** Enqueues one reconcile job per due delegation and pushes its next check out (per-record jitter). */
+async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
+  const now = ctx.options.now();
+  const due = await ctx.journal.redis.zrangebyscore(ctx.journal.keys.unfinished(), '-inf', all ? '+inf' : now, 'WITHSCORES', 'LIMIT', 0, ctx.options.reconcileBatchSize);
+  let count = 0;
+  for (let index = 0; index < due.length; index += 2) {
+    const member = due[index]!;
+    const separator = member.indexOf('|');
+    const ref = { workflowId: member.slice(0, separator), delegationId: member.slice(separator + 1) };
+    ctx.metrics.reconcileLag.observe(Math.max(0, now - Number(due[index + 1])) / 1000);
+    await ctx.journal.scheduleCheck(ref, jitteredCheckTime(now, ctx.options.reconcileIntervalMs));
+    await ctx.queues.reconcile.add('delegation', ref, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, now) });
+    count++;
+  }
+  return `swept ${count}`;
+}
+
+async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, job: Job): Promise<string> {
+  if (ref.delegationId === '*') {
+    // A workflow waiting for a decision (e.g. its first step's intent is not written yet).
+    const decision = await advanceWorkflow(ctx, ref.workflowId);
+    return `workflow-${decision.kind}`;
+  }
+  const record = await ctx.journal.getDelegation(ref);
+  if (!record) {
+    await ctx.journal.removeFromIndex(ref);
+    return 'expired';
+  }
+  const log = ctx.logger.child({ queue: 'reconcile', ...ref, messageId: record.messageId, taskId: record.taskId, jobId: job.id });
+  if (isFinished(record.state)) {
+    await settleDelegation(ctx, ref, record);
+    return 'settled';
+  }
+  if (record.state === 'INTENT') return reconcileIntent(ctx, record, log);
+  if (await ctx.journal.isFollowed(ref)) return 'followed';
+  return rereadTask(ctx, record, log);
+}
+
+/** No taskId yet: never sent (send it), maybe sent (search, then adopt / resend / AMBIGUOUS). */
+async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  if (record.sendStartedAt === undefined) {
+    // Not sent yet (its send job may have been lost): enqueue it again. A duplicate job is harmless:
+    // the journal's fence and sendStartedAt let only one SendMessage leave.
+    await ctx.queues.send.add('send', { ...ref, kind: 'message' }, { jobId: jobId('send', ref.workflowId, ref.delegationId, record.resendCount, ctx.options.now()) });
+    return 'send-enqueued';
+  }
+  const settlesAt = record.sendStartedAt + ctx.options.sendSettleMs;
+  if (ctx.options.now() < settlesAt) {
+    // The send may still be in flight: searching now could miss it and resend.
+    await ctx.journal.scheduleCheck(ref, settlesAt);
+    await ctx.queues.reconcile.add('delegation', ref, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, settlesAt), delay: settlesAt - ctx.options.now() });
+    return 'send-in-flight';
+  }
+  const transport = await ctx.agents.transportFor(record);
+  const result = await findTaskByMessageId(transport, record, {
+    marginMs: ctx.options.searchMarginMs,
+    maxListTasksCalls: ctx.options.maxListTasksCalls,
+    now: ctx.options.now,
+  });
+  ctx.crashPoint('reconcile.after-search');
+  if (result.kind === 'found') {
+    await applyTask(ctx.journal, ref, result.task, { expectedVersion: record.version, snapshot: true });
+    ctx.metrics.adoptions.inc();
+    log.info({ taskId: result.task.id, state: result.task.status.state }, 'adopted the task found by our messageId');
+    await afterObservation(ctx, ref);
+    return 'adopted';
+  }
+  const deduplicates = ctx.options.deduplicatingAgents.has(record.agentCardUrl);
+  if (result.kind === 'unsupported' && !deduplicates) {
+    return markAmbiguous(ctx, record, 'the agent cannot list tasks, so a send that may have happened cannot be checked', log);
+  }
+  if (result.kind === 'not-found' && (result.inconclusive || result.paginationBroken)) {
+    const why = result.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${result.candidates.join(', ')} have too little history`;
+    return markAmbiguous(ctx, record, `cannot tell whether the agent received our message: ${why}`, log);
+  }
+  if (record.resendCount + 1 >= ctx.options.sendAttempts) {
+    await ctx.journal.applyStatus(ref, {
+      expectedVersion: record.version,
+      mode: 'outcome',
+      state: 'FAILED',
+      error: { code: 'SEND_ATTEMPTS_EXHAUSTED', message: `SendMessage never reached the agent in ${record.resendCount + 1} attempts`, retryable: true },
+    });
+    await settleDelegation(ctx, ref);
+    return 'send-exhausted';
+  }
+  // Proven absent (or the agent deduplicates): resend with the same messageId.
+  await ctx.journal.releaseForResend(ref, record.version, result.kind === 'not-found' && result.contextRefused);
+  await ctx.queues.send.add('send', { ...ref, kind: 'message' }, { jobId: jobId('send', ref.workflowId, ref.delegationId, record.resendCount + 1) });
+  log.info('message never reached the agent; resending with the same messageId');
+  return 'resend';
+}
+
+async function markAmbiguous(ctx: WorkerContext, record: DelegationRecord, reason: string, log: WorkerContext['logger']): Promise<string> {
+  await ctx.journal.applyStatus(record, {
+    expectedVersion: record.version,
+    mode: 'outcome',
+    state: 'AMBIGUOUS',
+    error: { code: 'AMBIGUOUS', message: reason, retryable: false },
+  });
+  log.error({ reason }, 'marked AMBIGUOUS: a person must decide');
+  await settleDelegation(ctx, record);
+  return 'ambiguous';
+}
+
+/** taskId known: GetTask decides: record terminal, keep the question, or reattach. */
+async function rereadTask(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const transport = await ctx.agents.transportFor(record);
+  let task;
+  try {
+    task = await transport.getTask({ id: record.taskId! });
+  } catch (error) {
+    if (!(error instanceof TaskNotFoundError)) throw error;
+    return noteNotFound(ctx, record, log);
+  }
+  const applied = await applyTask(ctx.journal, ref, task, { expectedVersion: record.version, snapshot: true });
+  if (!applied.applied) {
+    ctx.metrics.staleObservations.inc({ reason: applied.reason });
+    if (applied.reason === 'stale' || applied.reason === 'regress') log.info({ state: task.status.state, held: record.state }, 'stale read ignored');
+  }
+  const current = await ctx.journal.getDelegation(ref);
+  if (!current) return 'expired';
+  if (isFinished(current.state)) {
+    await settleDelegation(ctx, ref, current);
+    return 'terminal';
+  }
+  if (isAwaitingAnswer(current)) {
+    await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.parkedPollMs));
+    return 'parked';
+  }
+  await enqueueFollow(ctx, ref, 0);
+  return 'reattached';
+}
+
+/** TaskNotFound for a task we had: LOST only after several answers over a window (R13). */
+async function noteNotFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const { count, firstNotFoundAt } = await ctx.journal.noteNotFound(ref);
+  const windowPassed = ctx.options.now() - firstNotFoundAt >= ctx.options.notFoundWindowMs;
+  if (count < ctx.options.notFoundThreshold || !windowPassed) {
+    log.warn({ count }, 'task not found; asking again later');
+    await ctx.journal.scheduleCheck(ref, ctx.options.now() + Math.ceil(ctx.options.notFoundWindowMs / ctx.options.notFoundThreshold));
+    return 'not-found';
+  }
+  await ctx.journal.applyStatus(ref, {
+    mode: 'outcome',
+    state: 'LOST',
+    error: { code: 'TASK_LOST', message: `the agent denied task ${record.taskId} ${count} times over ${ctx.options.now() - firstNotFoundAt} ms`, retryable: false },
+  });
+  log.error({ count }, 'task LOST');
+  await settleDelegation(ctx, ref);
+  return 'lost';
+}

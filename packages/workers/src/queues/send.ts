@@ -1,0 +1,216 @@
+/**
+ * send queue: delivers a delegation's journaled message with SendMessage
+ * (`returnImmediately: true`, spec §3.2.2) or its journaled reply on the same
+ * task. The journal decides first: a delegation that may already have been
+ * sent is never resent from here; the reconciler asks the agent and decides.
+ */
+import { UnrecoverableError, type Job } from 'bullmq';
+import {
+  A2AError,
+  isFinished,
+  isRetryable,
+  jobId,
+  JournalError,
+  SendJobSchema,
+  applyTask,
+  type DelegationRecord,
+  type Message,
+  type SendMessageRequest,
+} from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import { settleDelegation } from '../settle.ts';
+import { afterObservation } from './follow.ts';
+
+export const SEND_QUEUE = 'send';
+export { SendJobSchema };
+
+/** The wire message of a delegation (spec §5.5 Message): our journaled ids, never new ones. */
+export function outgoingMessage(record: DelegationRecord): Message {
+  return {
+    messageId: record.messageId,
+    role: 'ROLE_USER',
+    parts: record.message.parts,
+    ...(record.contextRefused || !record.requestedContextId ? {} : { contextId: record.requestedContextId }),
+    ...(record.message.metadata ? { metadata: record.message.metadata } : {}),
+    ...(record.message.referenceTaskIds ? { referenceTaskIds: record.message.referenceTaskIds } : {}),
+  };
+}
+
+/** Processes one send job. Returns a short outcome for logs and tests. */
+export async function processSend(job: Job, ctx: WorkerContext): Promise<string> {
+  const data = SendJobSchema.parse(job.data);
+  const ref = { workflowId: data.workflowId, delegationId: data.delegationId };
+  const record = await ctx.journal.getDelegation(ref);
+  if (!record) return 'missing';
+  if (data.kind === 'reply') return sendReply(job, ctx, record);
+  if (data.kind === 'cancel') return cancelTask(ctx, record);
+  if (isFinished(record.state)) {
+    await settleDelegation(ctx, ref, record);
+    return 'already-finished';
+  }
+  if (record.state !== 'INTENT') return 'already-sent';
+  if (record.sendStartedAt !== undefined) {
+    await askReconciler(ctx, record);
+    return 'may-have-sent';
+  }
+  const fence = await ctx.journal.claim(ref, `${ctx.workerId}/send/${job.id}`);
+  const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
+  let agentInterface = record.agentInterface;
+  try {
+    agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl);
+    await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface);
+  } catch (error) {
+    return handleFailure(ctx, record, fence, error, log, job);
+  }
+  ctx.crashPoint('send.after-mark');
+  const transport = ctx.agents.transport(record.agentCardUrl, agentInterface);
+  const request: SendMessageRequest = {
+    message: outgoingMessage(record),
+    configuration: { returnImmediately: true, ...pushConfiguration(ctx, record, await ctx.journal.pushToken(ref)) },
+  };
+  let response;
+  try {
+    ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
+    if (record.resendCount > 0) ctx.metrics.resends.inc();
+    response = await transport.sendMessage(request);
+  } catch (error) {
+    return handleFailure(ctx, record, fence, error, log, job);
+  }
+  ctx.crashPoint('send.after-request');
+  if ('message' in response) {
+    // A direct Message reply completes the delegation (spec §3.1.1).
+    await ctx.journal.applyStatus(ref, { fence, mode: 'outcome', state: 'COMPLETED', result: { message: response.message }, contextId: response.message.contextId });
+    log.info('agent replied with a message');
+    await settleDelegation(ctx, ref);
+    return 'completed-by-message';
+  }
+  await applyTask(ctx.journal, ref, response.task, { fence, snapshot: true });
+  log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
+  await afterObservation(ctx, ref);
+  return 'sent';
+}
+
+/** Registers our webhook for this task when the step asked for push (spec §4.3.3). */
+function pushConfiguration(ctx: WorkerContext, record: DelegationRecord, token: string | undefined) {
+  if (!record.push || !ctx.options.webhookUrl || !token) return {};
+  const url = `${ctx.options.webhookUrl}/${encodeURIComponent(record.workflowId)}/${encodeURIComponent(record.delegationId)}`;
+  return { taskPushNotificationConfig: { url, token } };
+}
+
+async function askReconciler(ctx: WorkerContext, record: DelegationRecord): Promise<void> {
+  const due = (record.sendStartedAt ?? 0) + ctx.options.sendSettleMs;
+  await ctx.journal.scheduleCheck(record, due);
+  await ctx.queues.reconcile.add(
+    'delegation',
+    { workflowId: record.workflowId, delegationId: record.delegationId },
+    { jobId: jobId('reconcile', record.workflowId, record.delegationId, due), delay: Math.max(0, due - ctx.options.now()) },
+  );
+}
+
+/**
+ * A failed send: a lost fence stops quietly; a permanent A2A error records the
+ * step FAILED (the workflow may re-delegate); anything else is retried by
+ * BullMQ, and the retry goes through the reconciler because the message may
+ * have arrived.
+ */
+async function handleFailure(
+  ctx: WorkerContext,
+  record: DelegationRecord,
+  fence: number,
+  error: unknown,
+  log: WorkerContext['logger'],
+  job: Job,
+): Promise<string> {
+  if (error instanceof JournalError) {
+    if (error.code === 'FENCE_LOST') {
+      log.warn('another worker took this delegation over; stopping');
+      return 'fence-lost';
+    }
+    if (error.code === 'MAY_HAVE_SENT') {
+      await askReconciler(ctx, record);
+      return 'may-have-sent';
+    }
+    throw error;
+  }
+  const permanent = (error instanceof A2AError || (error as { retryable?: boolean })?.retryable === false) && !isRetryable(error);
+  const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
+  if (permanent || lastAttempt) {
+    const code = (error as { code?: string }).code ?? 'SEND_FAILED';
+    const message = error instanceof Error ? error.message : String(error);
+    log.warn({ err: error, permanent }, 'send failed; recording the step FAILED');
+    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'FAILED', error: { code, message, retryable: !permanent } });
+    await settleDelegation(ctx, record);
+    if (permanent) throw new UnrecoverableError(message);
+    return 'failed';
+  }
+  log.warn({ err: error }, 'send failed; will retry');
+  throw error;
+}
+
+/** Sends the journaled reply on the same taskId and contextId (spec §3.4 multi-turn). */
+async function sendReply(job: Job, ctx: WorkerContext, record: DelegationRecord): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  if (!record.replyMessageId || record.replyState !== 'pending' || !record.replyMessage || !record.taskId) return 'no-pending-reply';
+  if (isFinished(record.state)) return 'already-finished';
+  const fence = await ctx.journal.claim(ref, `${ctx.workerId}/reply/${job.id}`);
+  const transport = await ctx.agents.transportFor(record);
+  // A retried reply first asks the agent whether the question is still open.
+  if (job.attemptsMade > 0) {
+    const task = await transport.getTask({ id: record.taskId });
+    const stillAsking = task.status.state === 'TASK_STATE_INPUT_REQUIRED' || task.status.state === 'TASK_STATE_AUTH_REQUIRED';
+    if (!stillAsking || (task.status.timestamp && String(Date.parse(task.status.timestamp)) !== record.replyForTimestamp)) {
+      await ctx.journal.markReplySent(ref, fence, record.replyMessageId);
+      await applyTask(ctx.journal, ref, task, { fence, snapshot: true });
+      await afterObservation(ctx, ref);
+      return 'reply-already-delivered';
+    }
+  }
+  const message: Message = {
+    messageId: record.replyMessageId,
+    role: 'ROLE_USER',
+    taskId: record.taskId,
+    ...(record.contextId ? { contextId: record.contextId } : {}),
+    parts: record.replyMessage.parts,
+    ...(record.replyMessage.metadata ? { metadata: record.replyMessage.metadata } : {}),
+  };
+  ctx.metrics.sends.inc({ kind: 'reply' });
+  const response = await transport.sendMessage({ message, configuration: { returnImmediately: true } });
+  await ctx.journal.markReplySent(ref, fence, record.replyMessageId);
+  if ('task' in response) await applyTask(ctx.journal, ref, response.task, { fence, snapshot: true });
+  await afterObservation(ctx, ref);
+  return 'reply-sent';
+}
+
+/**
+ * The user canceled the workflow: CancelTask on a running task (spec §3.1.5).
+ * A terminal task answers TaskNotCancelableError: its outcome is read instead.
+ * A delegation never sent is closed locally as CANCELED.
+ */
+async function cancelTask(ctx: WorkerContext, record: DelegationRecord): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  if (isFinished(record.state)) {
+    await settleDelegation(ctx, ref, record);
+    return 'already-finished';
+  }
+  if (!record.taskId) {
+    if (record.sendStartedAt !== undefined) {
+      // It may have been sent: find it first, then cancel (the reconciler re-enqueues us via advance).
+      await askReconciler(ctx, record);
+      return 'cancel-after-reconcile';
+    }
+    await ctx.journal.applyStatus(ref, { expectedVersion: record.version, mode: 'outcome', state: 'CANCELED', error: { code: 'CANCELED_BEFORE_SEND', message: 'canceled before it was sent' } });
+    await settleDelegation(ctx, ref);
+    return 'canceled-locally';
+  }
+  const transport = await ctx.agents.transportFor(record);
+  let task;
+  try {
+    task = await transport.cancelTask({ id: record.taskId });
+  } catch (error) {
+    if (!(error instanceof A2AError) || isRetryable(error)) throw error;
+    task = await transport.getTask({ id: record.taskId });
+  }
+  await applyTask(ctx.journal, ref, task, { snapshot: true });
+  await afterObservation(ctx, ref);
+  return 'cancel-sent';
+}

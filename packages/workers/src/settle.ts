@@ -1,0 +1,49 @@
+/**
+ * After a delegation reaches a finished state: verify it if its step declares
+ * a verifier, then let the workflow decide, then drop it from the unfinished
+ * index. The index entry is removed last, so a crash anywhere in between is
+ * picked up again by the reconciler (crash windows 4 and 6).
+ */
+import { isFinished, jobId, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
+import type { WorkerContext } from './context.ts';
+import { advanceWorkflow, loadWorkflow } from './advance.ts';
+
+/** Settles a finished delegation; does nothing for an unfinished one. */
+export async function settleDelegation(ctx: WorkerContext, ref: DelegationRef, known?: DelegationRecord): Promise<void> {
+  const record = known ?? (await ctx.journal.getDelegation(ref));
+  if (!record) {
+    await ctx.journal.removeFromIndex(ref);
+    return;
+  }
+  if (!isFinished(record.state)) return;
+  ctx.crashPoint('advance.after-outcome');
+  const workflow = await loadWorkflow(ctx, ref.workflowId);
+  const step = workflow?.definition.steps.find((candidate) => candidate.name === record.step);
+  if (record.kind === 'compensation') {
+    const compensation = step?.compensation;
+    const verifier = compensation && 'verifier' in compensation ? compensation.verifier : undefined;
+    if (needsVerification(record, verifier !== undefined)) {
+      await enqueueVerify(ctx, ref);
+      return;
+    }
+    await ctx.queues.compensate.add('compensate', { workflowId: ref.workflowId }, { jobId: jobId('compensate', ref.workflowId, ref.delegationId, record.version) });
+    await ctx.journal.removeFromIndex(ref);
+    return;
+  }
+  if (step && needsVerification(record, step.verifier !== undefined)) {
+    await enqueueVerify(ctx, ref);
+    return;
+  }
+  await advanceWorkflow(ctx, ref.workflowId);
+  await ctx.journal.removeFromIndex(ref);
+}
+
+/** A finished attempt is verified whatever the agent said, except when nothing was ever sent. */
+function needsVerification(record: DelegationRecord, hasVerifier: boolean): boolean {
+  if (!hasVerifier || record.effect !== undefined) return false;
+  return record.state !== 'AMBIGUOUS';
+}
+
+async function enqueueVerify(ctx: WorkerContext, ref: DelegationRef): Promise<void> {
+  await ctx.queues.verify.add('verify', ref, { jobId: jobId('verify', ref.workflowId, ref.delegationId) });
+}

@@ -1,0 +1,100 @@
+/**
+ * Runs durable-a2a workers for tests: in-process (`startTestFleet`) or as a
+ * separate process that can be SIGKILLed (`spawnWorkerProcess`), with short
+ * timings so recovery paths finish in seconds.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Registry } from 'prom-client';
+import { createLogger } from '@durable-a2a/shared';
+import { startFleet, type Fleet, type StartFleetOptions } from '@durable-a2a/workers';
+
+/** Timings for tests: fast sweeps and settle windows, real mechanisms. */
+export const TEST_TIMINGS = {
+  requestTimeoutMs: 2_000,
+  streamIdleTimeoutMs: 5_000,
+  reconcileIntervalMs: 1_000,
+  parkedPollMs: 2_000,
+  lockDurationMs: 2_000,
+  stalledIntervalMs: 1_000,
+  notFoundWindowMs: 1_000,
+  searchMarginMs: 2_000,
+  followBackoff: { baseMs: 50, capMs: 500 },
+  closeTimeoutMs: 2_000,
+} satisfies Partial<StartFleetOptions>;
+
+/** Starts an in-process fleet with a silent logger and a fresh metrics registry. */
+export async function startTestFleet(options: Partial<StartFleetOptions> & { redisUrl: string; prefix: string }): Promise<Fleet> {
+  return startFleet({
+    ...TEST_TIMINGS,
+    logger: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    metricsRegistry: new Registry(),
+    ...options,
+  });
+}
+
+const MAIN = fileURLToPath(new URL('../../packages/workers/src/main.ts', import.meta.url));
+
+export interface WorkerProcess {
+  child: ChildProcess;
+  /** Resolves when the fleet in the child reports ready. */
+  ready: Promise<void>;
+  /** Resolves with the exit signal or code. */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  kill(signal?: NodeJS.Signals): Promise<void>;
+}
+
+/** Starts `packages/workers/src/main.ts` as a child process with env-based config. */
+export function spawnWorkerProcess(environment: Record<string, string>): WorkerProcess {
+  const child = fork(MAIN, [], {
+    execArgv: ['--import', 'tsx'],
+    env: {
+      PATH: process.env.PATH ?? '',
+      LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+      DA2A_REQUEST_TIMEOUT_MS: String(TEST_TIMINGS.requestTimeoutMs),
+      DA2A_STREAM_IDLE_TIMEOUT_MS: String(TEST_TIMINGS.streamIdleTimeoutMs),
+      DA2A_RECONCILE_INTERVAL_MS: String(TEST_TIMINGS.reconcileIntervalMs),
+      DA2A_PARKED_POLL_MS: String(TEST_TIMINGS.parkedPollMs),
+      DA2A_LOCK_DURATION_MS: String(TEST_TIMINGS.lockDurationMs),
+      DA2A_STALLED_INTERVAL_MS: String(TEST_TIMINGS.stalledIntervalMs),
+      DA2A_NOT_FOUND_WINDOW_MS: String(TEST_TIMINGS.notFoundWindowMs),
+      DA2A_SEARCH_MARGIN_MS: String(TEST_TIMINGS.searchMarginMs),
+      DA2A_CLOSE_TIMEOUT_MS: String(TEST_TIMINGS.closeTimeoutMs),
+      ...environment,
+    },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once('exit', (code, signal) => resolve({ code, signal })),
+  );
+  const ready = new Promise<void>((resolve, reject) => {
+    child.on('message', (message: { ready?: boolean }) => message.ready && resolve());
+    void exited.then(({ code, signal }) => reject(new Error(`worker exited before ready (code ${code}, signal ${signal})`)));
+  });
+  ready.catch(() => undefined);
+  return {
+    child,
+    ready,
+    exited,
+    async kill(signal = 'SIGKILL') {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      await exited;
+    },
+  };
+}
+
+/** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */
+export async function eventually<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 20_000, intervalMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const value = await check();
+      if (value) return value;
+    } catch (error) {
+      last = error;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
+    await new Promise((resolve) => setTimeout(resolve, intervalMs));
+  }
+}
