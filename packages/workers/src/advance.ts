@@ -18,6 +18,8 @@ import {
 import type { WorkerContext } from './context.ts';
 import { decide, type AttemptView, type Decision, type PreviousAttempt } from './decide.ts';
 
+const FINISHED_WORKFLOW_STATES: ReadonlySet<WorkflowState> = new Set(['COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED']);
+
 /** Reads a workflow and all its attempts. */
 export async function loadWorkflow(ctx: WorkerContext, workflowId: string) {
   const hash = await ctx.journal.getWorkflowHash(workflowId);
@@ -76,7 +78,11 @@ export function attemptMessage(step: Step, previous: PreviousAttempt[], workflow
 export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): Promise<Decision> {
   for (let tries = 0; tries < 5; tries++) {
     const loaded = await loadWorkflow(ctx, workflowId);
-    if (!loaded) return { kind: 'wait', reason: 'workflow missing' };
+    if (!loaded || FINISHED_WORKFLOW_STATES.has(loaded.state)) {
+      // Nothing left to decide (or it expired): drop the workflow's index entry.
+      await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
+      return { kind: 'wait', reason: loaded ? `workflow is ${loaded.state}` : 'workflow missing' };
+    }
     const decision = decide(
       {
         definition: loaded.definition,

@@ -36,6 +36,12 @@ export const WorkerEnvironmentSchema = z.object({
     .transform((text) => (text ? text.split(',').map((url) => url.trim()).filter(Boolean) : [])),
   /** Fault injection for tests and the demo; inert unless set. */
   DA2A_CRASH_AT: z.string().optional(),
+  /** Fault injection: `point:ms` blocks the event loop at a point (lost job lock tests). */
+  DA2A_STALL_AT: z
+    .string()
+    .regex(/^[a-z.-]+:\d+$/)
+    .optional()
+    .transform((text) => (text ? { point: text.split(':')[0]!, ms: Number(text.split(':')[1]) } : undefined)),
   DA2A_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -65,6 +71,7 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     strictPersistence: environment.DA2A_STRICT_PERSISTENCE,
     deduplicatingAgents: environment.DA2A_DEDUPLICATING_AGENTS,
     crashAt: environment.DA2A_CRASH_AT,
+    stallAt: environment.DA2A_STALL_AT,
     credentials: (agentCardUrl) => tokens.get(agentCardUrl),
     ...(environment.DA2A_QUEUES ? { queues: environment.DA2A_QUEUES.split(',') as StartFleetOptions['queues'] } : {}),
   };

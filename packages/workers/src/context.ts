@@ -10,6 +10,7 @@ import type { VerifierRegistry } from './verifiers.ts';
 
 /** A named point where a crash changes what recovery must do (crash-point tests). */
 export type CrashPoint =
+  | 'send.after-claim'
   | 'send.after-mark'
   | 'send.after-request'
   | 'follow.after-terminal-seen'
@@ -31,6 +32,6 @@ export interface WorkerContext {
   workerId: string;
   /** Aborted when the fleet closes: open streams hand their delegation over and stop. */
   shutdownSignal: AbortSignal;
-  /** Fault hook: kills the process at the named point when enabled; inert otherwise. */
+  /** Fault hook: kills (or stalls) the process at the named point when enabled; inert otherwise. */
   crashPoint(point: CrashPoint): void;
 }

@@ -56,6 +56,8 @@ export interface FleetOptions {
   strictPersistence?: boolean;
   /** Crash-point fault hook (tests and demo only): the process SIGKILLs itself at this point. */
   crashAt?: string;
+  /** Stall fault hook (tests only): blocks the event loop for `ms` at this point, e.g. to lose a job lock. */
+  stallAt?: { point: string; ms: number };
   /** Worker id; default hostname-pid. */
   workerId?: string;
   now?: () => number;
@@ -87,6 +89,7 @@ export interface CompiledFleetOptions {
   deduplicatingAgents: ReadonlySet<string>;
   strictPersistence: boolean;
   crashAt: string | undefined;
+  stallAt: { point: string; ms: number } | undefined;
   now: () => number;
 }
 
@@ -118,6 +121,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     deduplicatingAgents: new Set(options.deduplicatingAgents ?? []),
     strictPersistence: options.strictPersistence ?? false,
     crashAt: options.crashAt,
+    stallAt: options.stallAt,
     now: options.now ?? Date.now,
   };
 }

@@ -190,13 +190,13 @@ export async function fetchAgentCard(cardOrBaseUrl: string, options: FetchAgentC
   return card;
 }
 
-/** Bindings and versions a caller can speak. Defaults: both 1.0 bindings (extend `versions` once a 0.3 transport is registered). */
+/** Bindings and versions a caller can speak. Defaults: both bindings, 1.0 and 0.3 (the 0.3 adapter in `v03/`). */
 export interface InterfaceSelection {
   bindings?: readonly string[];
   versions?: readonly string[];
 }
 export const DEFAULT_BINDINGS: readonly string[] = ['JSONRPC', 'HTTP+JSON'];
-export const DEFAULT_VERSIONS: readonly string[] = ['1.0'];
+export const DEFAULT_VERSIONS: readonly string[] = ['1.0', '0.3'];
 
 /** The first interface in card order whose binding and version we speak (spec §8.3), or `undefined`. */
 export function selectInterface(card: AgentCard, selection: InterfaceSelection = {}): AgentInterface | undefined {

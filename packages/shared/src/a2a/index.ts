@@ -1,4 +1,4 @@
-/** Public surface of the A2A 1.0 client layer. */
+/** Public surface of the A2A client layer (1.0, plus the 0.3 adapter registered on import). */
 export {
   A2AError,
   type A2AErrorDetails,
@@ -60,6 +60,9 @@ export {
 export { JsonRpcTransport } from './jsonrpc.ts';
 export { RestTransport } from './rest.ts';
 export { type TransportFactory, createTransport, isInterfaceSupported, registerTransport } from './client.ts';
+// Imported for its side effect too: registers the 0.3 transports.
+export { A2A_VERSION_V03, JSON_RPC_METHODS_V03, JsonRpcV03Transport, REST_V03_PREFIX, RestV03Transport } from './v03/index.ts';
+export { normalizePushBody } from './push.ts';
 export type {
   A2ATransport,
   AgentInterface,

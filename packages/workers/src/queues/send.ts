@@ -54,6 +54,7 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
     return 'may-have-sent';
   }
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/send/${job.id}`);
+  ctx.crashPoint('send.after-claim');
   const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   let agentInterface = record.agentInterface;
   try {
