@@ -95,7 +95,8 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
 function pushConfiguration(ctx: WorkerContext, record: DelegationRecord, token: string | undefined) {
   if (!record.push || !ctx.options.webhookUrl || !token) return {};
   const url = `${ctx.options.webhookUrl}/${encodeURIComponent(record.workflowId)}/${encodeURIComponent(record.delegationId)}`;
-  return { taskPushNotificationConfig: { url, token } };
+  // The same per-delegation secret as token and as Bearer credentials: agents send one or the other (R18).
+  return { taskPushNotificationConfig: { url, token, authentication: { scheme: 'Bearer', credentials: token } } };
 }
 
 async function askReconciler(ctx: WorkerContext, record: DelegationRecord): Promise<void> {
