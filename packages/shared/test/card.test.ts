@@ -45,8 +45,8 @@ describe('R20 agent card shapes', () => {
       { url: 'https://c.example/a2a', protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
       { url: 'https://c.example/rest', protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' },
     ]);
-    expect(selectInterface(card)).toBeUndefined(); // no 0.3 transport yet
-    expect(selectInterface(card, { versions: ['1.0', '0.3'] })?.url).toBe('https://c.example/a2a');
+    expect(selectInterface(card)?.url).toBe('https://c.example/a2a'); // 0.3 is a default version
+    expect(selectInterface(card, { versions: ['1.0'] })).toBeUndefined();
   });
 
   it('(c) no interfaces -> rejected with a reason, never an empty URL', () => {
@@ -78,8 +78,9 @@ describe('R20 agent card shapes', () => {
         { url: 'https://i.example/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
       ],
     });
-    expect(selectInterface(card)?.url).toBe('https://i.example/rest');
-    expect(selectInterface(card, { bindings: ['JSONRPC'] })?.url).toBe('https://i.example/rpc');
+    expect(selectInterface(card)?.url).toBe('https://i.example/old'); // first supported in card order, 0.3 included
+    expect(selectInterface(card, { versions: ['1.0'] })?.url).toBe('https://i.example/rest');
+    expect(selectInterface(card, { bindings: ['JSONRPC'], versions: ['1.0'] })?.url).toBe('https://i.example/rpc');
   });
 });
 

@@ -253,6 +253,3 @@ export function sendParamsToV03(request: SendMessageRequest): Record<string, unk
     metadata: request.metadata,
   });
 }
-
-/** 0.3 task states, for tests and callers that read raw 0.3 bodies. */
-export const isTaskStateV03 = (value: unknown): value is TaskStateV03 => (TASK_STATES_V03 as readonly unknown[]).includes(value);
