@@ -7,6 +7,7 @@ import type { Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
 import type { AgentDirectory } from './agents.ts';
 import type { CompiledFleetOptions } from './options.ts';
 import type { VerifierRegistry } from './verifiers.ts';
+import type { CompensationHandler } from './queues/compensate.ts';
 
 /** A named point where a crash changes what recovery must do (crash-point tests). */
 export type CrashPoint =
@@ -25,6 +26,7 @@ export interface WorkerContext {
   queues: Record<QueueName, Queue>;
   agents: AgentDirectory;
   verifiers: VerifierRegistry;
+  compensationHandlers: ReadonlyMap<string, CompensationHandler>;
   logger: Logger;
   metrics: Metrics;
   options: CompiledFleetOptions;

@@ -23,7 +23,7 @@ import { AgentDirectory } from './agents.ts';
 import type { CrashPoint, WorkerContext } from './context.ts';
 import { compileFleetOptions, type FleetOptions } from './options.ts';
 import { checkPersistence, type PersistenceReport } from './persistence.ts';
-import { processCompensate } from './queues/compensate.ts';
+import { processCompensate, type CompensationHandler } from './queues/compensate.ts';
 import { processFollow } from './queues/follow.ts';
 import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
 import { processSend } from './queues/send.ts';
@@ -36,6 +36,8 @@ export interface StartFleetOptions extends FleetOptions {
   metricsRegistry?: Registry;
   /** Verifiers by name (see `verifiers.ts`). */
   verifiers?: Record<string, Verifier>;
+  /** Compensation handlers by name (steps whose compensation is `{ handler }`). */
+  compensationHandlers?: Record<string, CompensationHandler>;
   /** Queues this process works on; default all five. */
   queues?: QueueName[];
   /** Longest graceful close before in-flight jobs are abandoned to the stalled-job check. Default 10_000. */
@@ -89,6 +91,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
       now: options.now,
     }),
     verifiers: new Map(Object.entries(input.verifiers ?? {})),
+    compensationHandlers: new Map(Object.entries(input.compensationHandlers ?? {})),
     logger,
     metrics,
     options,

@@ -13,9 +13,65 @@ export interface Verification {
   evidence: unknown;
 }
 
-/** A verifier plugin. Throwing means "could not check now": the verify job retries with backoff. */
+/**
+ * A verifier plugin. For a step it answers "is the effect there?"; for a
+ * compensation it is given the `original` step attempt and answers "is the
+ * original effect still there?" (absent = the undo worked). Throwing means
+ * "could not check now": the verify job retries with backoff.
+ */
 export interface Verifier {
-  verify(input: { delegation: DelegationView; params: Record<string, unknown> }): Promise<Verification>;
+  verify(input: { delegation: DelegationView; original?: DelegationView; params: Record<string, unknown> }): Promise<Verification>;
 }
 
 export type VerifierRegistry = ReadonlyMap<string, Verifier>;
+
+/** Options of the built-in HTTP verifier. */
+export interface HttpVerifierOptions<T> {
+  /**
+   * URL with placeholders filled from the delegation (URL-encoded): `{messageId}`, `{taskId}`,
+   * `{workflowId}`, `{step}`, `{delegationId}`, for a compensation `{original.messageId}`, `{original.taskId}`,
+   * and `{subjectMessageId}`: the step attempt's messageId (the original's, for a compensation), so one
+   * verifier reads the same record for a step and for its undo.
+   */
+  urlTemplate: string;
+  /** Validates a 2xx JSON body (zod or anything with `parse`). */
+  responseSchema: { parse(value: unknown): T };
+  /** Effect from a validated body. Default: present. */
+  effectOf?: (body: T) => Effect;
+  /** HTTP statuses that mean "absent". Default [404, 410]. */
+  absentStatuses?: number[];
+  /** Extra request headers (e.g. a read-only token for the system of record). */
+  headers?: Record<string, string>;
+  /** Request timeout in ms. Default 10_000. */
+  timeoutMs?: number;
+}
+
+/**
+ * The built-in verifier: an HTTP GET on the user's system of record. 2xx → the
+ * body is validated and mapped to an effect; an absent status → absent; any
+ * other status or a network error throws (the verify job retries, then
+ * records unknown).
+ */
+export function httpVerifier<T>(options: HttpVerifierOptions<T>): Verifier {
+  const absent = new Set(options.absentStatuses ?? [404, 410]);
+  return {
+    async verify({ delegation, original }) {
+      const values: Record<string, string | undefined> = {
+        messageId: delegation.messageId,
+        taskId: delegation.taskId,
+        workflowId: delegation.workflowId,
+        step: delegation.step,
+        delegationId: delegation.delegationId,
+        'original.messageId': original?.messageId,
+        'original.taskId': original?.taskId,
+        subjectMessageId: original?.messageId ?? delegation.messageId,
+      };
+      const url = options.urlTemplate.replace(/\{([a-zA-Z.]+)\}/g, (_, name: string) => encodeURIComponent(values[name] ?? ''));
+      const response = await fetch(url, { headers: options.headers, signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
+      if (absent.has(response.status)) return { effect: 'absent', evidence: { url, status: response.status } };
+      if (!response.ok) throw new Error(`verifier read ${url} answered ${response.status}`);
+      const body = options.responseSchema.parse(await response.json());
+      return { effect: options.effectOf?.(body) ?? 'present', evidence: { url, status: response.status, body } };
+    },
+  };
+}

@@ -23,6 +23,7 @@ import { jitteredCheckTime } from '../backoff.ts';
 import { advanceWorkflow } from '../advance.ts';
 import { settleDelegation } from '../settle.ts';
 import { findTaskByMessageId } from '../search.ts';
+import { HANDLER_PREFIX } from './send.ts';
 import { afterObservation, enqueueFollow, isAwaitingAnswer } from './follow.ts';
 
 export const RECONCILE_QUEUE = 'reconcile';
@@ -108,6 +109,12 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
     await ctx.journal.scheduleCheck(ref, settlesAt);
     await ctx.queues.reconcile.add('delegation', ref, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, settlesAt), delay: settlesAt - ctx.options.now() });
     return 'send-in-flight';
+  }
+  if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) {
+    // Handlers are idempotent on the messageId: run it again.
+    await ctx.journal.releaseForResend(ref, record.version);
+    await ctx.queues.send.add('send', { ...ref, kind: 'message' }, { jobId: jobId('send', ref.workflowId, ref.delegationId, record.resendCount + 1) });
+    return 'handler-rerun';
   }
   const transport = await ctx.agents.transportFor(record);
   const result = await findTaskByMessageId(transport, record, {

@@ -55,6 +55,7 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
   }
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/send/${job.id}`);
   ctx.crashPoint('send.after-claim');
+  if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, fence);
   const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   let agentInterface = record.agentInterface;
   try {
@@ -89,6 +90,34 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
   log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
   await afterObservation(ctx, ref);
   return 'sent';
+}
+
+/** Agent URL of a compensation run by a registered handler instead of an agent. */
+export const HANDLER_PREFIX = 'handler:';
+
+/**
+ * Runs a registered compensation handler (no agent). Journaled like a send:
+ * marked before it runs, so a crash in between goes through the reconciler,
+ * which cannot search a handler and so leaves it AMBIGUOUS for a person; the
+ * handler gets the delegation's messageId as its idempotency key.
+ */
+async function runHandler(ctx: WorkerContext, record: DelegationRecord, fence: number): Promise<string> {
+  const name = record.agentCardUrl.slice(HANDLER_PREFIX.length);
+  const handler = ctx.compensationHandlers.get(name);
+  await ctx.journal.markSending(record, fence);
+  const originalId = record.delegationId.replace(/^undo\./, '');
+  const original = await ctx.journal.getDelegation({ workflowId: record.workflowId, delegationId: originalId });
+  try {
+    if (!handler || !original) throw new Error(handler ? `original delegation ${originalId} is gone` : `no compensation handler named ${name}`);
+    const workflow = await ctx.journal.getWorkflowHash(record.workflowId);
+    const step = workflow ? (JSON.parse(workflow.definition!) as { steps: { name: string; compensation?: { params?: Record<string, unknown> } }[] }).steps.find((candidate) => candidate.name === record.step) : undefined;
+    const { evidence } = await handler({ idempotencyKey: record.messageId, original, params: step?.compensation?.params ?? {} });
+    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'COMPLETED', result: { handler: name, evidence: evidence ?? null } });
+  } catch (error) {
+    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'FAILED', error: { code: 'HANDLER_FAILED', message: error instanceof Error ? error.message : String(error) } });
+  }
+  await settleDelegation(ctx, record);
+  return 'handler-ran';
 }
 
 /** Registers our webhook for this task when the step asked for push (spec §4.3.3). */

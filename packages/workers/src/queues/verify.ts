@@ -40,7 +40,11 @@ export async function processVerify(job: Job, ctx: WorkerContext): Promise<strin
   else if (!verifier) finding = { effect: 'unknown', evidence: `no verifier registered under the name ${reference.name}` };
   else {
     try {
-      finding = await verifier.verify({ delegation, params: reference.params });
+      const original =
+        delegation.kind === 'compensation'
+          ? await ctx.journal.getDelegationView({ workflowId: delegation.workflowId, delegationId: delegation.delegationId.replace(/^undo\./, '') })
+          : undefined;
+      finding = await verifier.verify({ delegation, original, params: reference.params });
     } catch (error) {
       const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
       log.warn({ err: error, lastAttempt }, 'verifier failed');
