@@ -37,7 +37,8 @@ export type FollowJob = z.infer<typeof FollowJobSchema>;
 /** reconcile: the fixed-id sweep (no ids) or one delegation. */
 export const ReconcileJobSchema = z.object({
   workflowId: Id.optional(),
-  delegationId: Id.optional(),
+  /** A delegation id, or `*` for the workflow itself (decide what comes next). */
+  delegationId: z.union([Id, z.literal('*')]).optional(),
   /** The start-up sweep checks every unfinished delegation, not only due ones. */
   all: z.boolean().optional(),
 });
