@@ -6,6 +6,21 @@
 import { z } from 'zod';
 import { bearerToken, type CredentialsProvider } from '@durable-a2a/shared';
 import type { StartFleetOptions } from './fleet.ts';
+import { httpVerifier, type Verifier } from './verifiers.ts';
+
+/**
+ * Built-in HTTP verifiers configured by environment: name → URL template, the
+ * JSON field to read, and the values that mean "present".
+ */
+const HttpVerifierConfigSchema = z.record(
+  z.string(),
+  z.object({
+    urlTemplate: z.string().min(1),
+    effectField: z.string().min(1),
+    presentValues: z.array(z.union([z.string(), z.number(), z.boolean()])).min(1),
+    headers: z.record(z.string(), z.string()).optional(),
+  }),
+);
 
 const Milliseconds = z.coerce.number().int().positive();
 const Flag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
@@ -30,6 +45,11 @@ export const WorkerEnvironmentSchema = z.object({
     .string()
     .optional()
     .transform((text) => (text ? z.record(z.string(), z.string()).parse(JSON.parse(text)) : {})),
+  /** JSON: built-in HTTP verifiers, e.g. {"booking":{"urlTemplate":"http://bookings/b/{subjectMessageId}","effectField":"status","presentValues":["booked"]}}. */
+  DA2A_HTTP_VERIFIERS: z
+    .string()
+    .optional()
+    .transform((text) => (text ? HttpVerifierConfigSchema.parse(JSON.parse(text)) : {})),
   DA2A_DEDUPLICATING_AGENTS: z
     .string()
     .optional()
@@ -39,7 +59,7 @@ export const WorkerEnvironmentSchema = z.object({
   /** Fault injection: `point:ms` blocks the event loop at a point (lost job lock tests). */
   DA2A_STALL_AT: z
     .string()
-    .regex(/^[a-z.-]+:\d+$/)
+    .regex(/^[a-z.@A-Za-z0-9_-]+:\d+$/)
     .optional()
     .transform((text) => (text ? { point: text.split(':')[0]!, ms: Number(text.split(':')[1]) } : undefined)),
   DA2A_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
@@ -55,7 +75,19 @@ export function parseWorkerEnvironment(environment: NodeJS.ProcessEnv): WorkerEn
 /** Fleet options from the parsed environment. */
 export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOptions {
   const tokens = new Map<string, CredentialsProvider>(Object.entries(environment.DA2A_AGENT_TOKENS).map(([url, token]) => [url, bearerToken(token)]));
+  const verifiers: Record<string, Verifier> = Object.fromEntries(
+    Object.entries(environment.DA2A_HTTP_VERIFIERS).map(([name, config]) => [
+      name,
+      httpVerifier({
+        urlTemplate: config.urlTemplate,
+        headers: config.headers,
+        responseSchema: z.record(z.string(), z.unknown()),
+        effectOf: (body) => (config.presentValues.includes(body[config.effectField] as string) ? 'present' : 'absent'),
+      }),
+    ]),
+  );
   return {
+    verifiers,
     redisUrl: environment.REDIS_URL,
     prefix: environment.DA2A_PREFIX,
     webhookUrl: environment.DA2A_WEBHOOK_URL,

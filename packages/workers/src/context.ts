@@ -18,8 +18,7 @@ export type CrashPoint =
   | 'reconcile.after-search'
   | 'advance.after-outcome'
   | 'verify.after-check'
-  | 'compensate.after-intent'
-  | 'compensate.after-request';
+  | 'compensate.after-intent';
 
 export interface WorkerContext {
   journal: Journal;
@@ -34,6 +33,9 @@ export interface WorkerContext {
   workerId: string;
   /** Aborted when the fleet closes: open streams hand their delegation over and stop. */
   shutdownSignal: AbortSignal;
-  /** Fault hook: kills (or stalls) the process at the named point when enabled; inert otherwise. */
-  crashPoint(point: CrashPoint): void;
+  /**
+   * Fault hook: kills (or stalls) the process at the named point when enabled
+   * (`point`, or `point@step` to hit only one step); inert otherwise.
+   */
+  crashPoint(point: CrashPoint, step?: string): void;
 }

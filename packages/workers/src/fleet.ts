@@ -96,15 +96,16 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
     metrics,
     options,
     workerId,
-    crashPoint: (point: CrashPoint) => {
-      if (options.stallAt?.point === point) {
-        logger.warn({ crashPoint: point, ms: options.stallAt.ms }, 'stall point reached: blocking the event loop (fault injection)');
-        const until = Date.now() + options.stallAt.ms;
+    crashPoint: (point: CrashPoint, step?: string) => {
+      const hits = (configured: string | undefined) => configured === point || (step !== undefined && configured === `${point}@${step}`);
+      if (hits(options.stallAt?.point)) {
+        logger.warn({ crashPoint: point, ms: options.stallAt!.ms }, 'stall point reached: blocking the event loop (fault injection)');
+        const until = Date.now() + options.stallAt!.ms;
         while (Date.now() < until) {
           // Busy wait on purpose: nothing else in this process may run (no lock renewal).
         }
       }
-      if (options.crashAt === point) {
+      if (hits(options.crashAt)) {
         logger.fatal({ crashPoint: point }, 'crash point reached: killing this process (fault injection)');
         process.kill(process.pid, 'SIGKILL');
       }

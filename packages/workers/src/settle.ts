@@ -16,7 +16,7 @@ export async function settleDelegation(ctx: WorkerContext, ref: DelegationRef, k
     return;
   }
   if (!isFinished(record.state)) return;
-  ctx.crashPoint('advance.after-outcome');
+  ctx.crashPoint('advance.after-outcome', record.step);
   const workflow = await loadWorkflow(ctx, ref.workflowId);
   const step = workflow?.definition.steps.find((candidate) => candidate.name === record.step);
   if (record.kind === 'compensation') {

@@ -97,7 +97,7 @@ async function startCompensation(ctx: WorkerContext, workflowVersion: number, st
     now: ctx.options.now(),
   });
   const created = await ctx.journal.createIntent(original.workflowId, intent, { expectedWorkflowVersion: workflowVersion });
-  ctx.crashPoint('compensate.after-intent');
+  ctx.crashPoint('compensate.after-intent', step.name);
   const ref = { workflowId: original.workflowId, delegationId: intent.delegationId! };
   if (!created) return;
   log.info({ compensation: ref.delegationId, original: original.delegationId }, 'compensation journaled');

@@ -119,7 +119,7 @@ async function followStream(ctx: WorkerContext, record: DelegationRecord, fence:
       const response = next.value.response;
       const state = stateOf(response);
       if (state === 'TASK_STATE_COMPLETED' || state === 'TASK_STATE_FAILED' || state === 'TASK_STATE_CANCELED' || state === 'TASK_STATE_REJECTED') {
-        ctx.crashPoint('follow.after-terminal-seen');
+        ctx.crashPoint('follow.after-terminal-seen', record.step);
       }
       const result = await applyStreamResponse(ctx.journal, record, response, { fence, snapshot: first && 'task' in response });
       first = false;

@@ -122,7 +122,7 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
     maxListTasksCalls: ctx.options.maxListTasksCalls,
     now: ctx.options.now,
   });
-  ctx.crashPoint('reconcile.after-search');
+  ctx.crashPoint('reconcile.after-search', record.step);
   if (result.kind === 'found') {
     await applyTask(ctx.journal, ref, result.task, { expectedVersion: record.version, snapshot: true });
     ctx.metrics.adoptions.inc();

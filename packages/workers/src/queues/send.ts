@@ -54,7 +54,7 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
     return 'may-have-sent';
   }
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/send/${job.id}`);
-  ctx.crashPoint('send.after-claim');
+  ctx.crashPoint('send.after-claim', record.step);
   if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, fence);
   const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   let agentInterface = record.agentInterface;
@@ -64,7 +64,7 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
   } catch (error) {
     return handleFailure(ctx, record, fence, error, log, job);
   }
-  ctx.crashPoint('send.after-mark');
+  ctx.crashPoint('send.after-mark', record.step);
   const transport = ctx.agents.transport(record.agentCardUrl, agentInterface);
   const request: SendMessageRequest = {
     message: outgoingMessage(record),
@@ -78,7 +78,7 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
   } catch (error) {
     return handleFailure(ctx, record, fence, error, log, job);
   }
-  ctx.crashPoint('send.after-request');
+  ctx.crashPoint('send.after-request', record.step);
   if ('message' in response) {
     // A direct Message reply completes the delegation (spec §3.1.1).
     await ctx.journal.applyStatus(ref, { fence, mode: 'outcome', state: 'COMPLETED', result: { message: response.message }, contextId: response.message.contextId });

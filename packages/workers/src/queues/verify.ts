@@ -52,7 +52,7 @@ export async function processVerify(job: Job, ctx: WorkerContext): Promise<strin
       finding = { effect: 'unknown', evidence: { error: error instanceof Error ? error.message : String(error) } };
     }
   }
-  ctx.crashPoint('verify.after-check');
+  ctx.crashPoint('verify.after-check', delegation.step);
   if (await ctx.journal.recordEffect(data, finding.effect, finding.evidence)) {
     ctx.metrics.verifications.inc({ effect: finding.effect });
     log.info({ effect: finding.effect, evidence: finding.evidence }, 'effect verified');
