@@ -1,0 +1,27 @@
+/**
+ * Service configuration from environment variables, parsed once with zod at
+ * start-up (nothing below main.ts reads process.env).
+ */
+import { z } from 'zod';
+
+const Flag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
+
+export const ServerEnvironmentSchema = z.object({
+  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  DA2A_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('da2a'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(8080),
+  HOST: z.string().min(1).default('0.0.0.0'),
+  /** Comma-separated API tokens; at least one. */
+  DA2A_API_TOKENS: z
+    .string({ error: 'DA2A_API_TOKENS is required (comma-separated API tokens)' })
+    .transform((text) => text.split(',').map((token) => token.trim()).filter(Boolean))
+    .refine((tokens) => tokens.length > 0, 'DA2A_API_TOKENS holds no token'),
+  DA2A_PUSH_ACCEPT_TOKEN_ONLY: Flag.default(false),
+  LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
+});
+export type ServerEnvironment = z.output<typeof ServerEnvironmentSchema>;
+
+/** Parses the environment; throws a ZodError naming each bad variable. */
+export function parseServerEnvironment(environment: NodeJS.ProcessEnv): ServerEnvironment {
+  return ServerEnvironmentSchema.parse(environment);
+}

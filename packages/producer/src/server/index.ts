@@ -1,0 +1,10 @@
+// Public surface of @durable-a2a/producer/server (the HTTP service).
+export { createServer } from './server.ts';
+export type { ApiServer, ServerOptions } from './server.ts';
+// For callers that drive the server with `inject` without depending on fastify.
+export type { InjectOptions, LightMyRequestResponse as InjectResponse } from 'fastify';
+export type { HealthReport } from './routes/ops.ts';
+export { PROBLEMS, PROBLEM_CONTENT_TYPE } from './problem.ts';
+export type { Problem, ProblemCode } from './problem.ts';
+export { ADMIN_BASE_PATH } from './admin.ts';
+export { ADMIN_COOKIE } from './auth.ts';

@@ -1,0 +1,137 @@
+/**
+ * The push webhook (spec §9 / §4.3.3; field cases R17, R18):
+ * `POST /v1/push/:workflowId/:delegationId`, the URL the workers register per
+ * delegation. A push is only a hint: it is applied forward-only and unfenced
+ * (duplicates and late pushes change nothing), then a reconcile job lets the
+ * workers settle or follow the delegation. The reconciler's fallback poll
+ * stays the backstop for agents that push once and never again (R17).
+ *
+ * Authentication runs in `onRequest`, before the body is even read (R18).
+ * The secret is the delegation's push token, sent by the workers both as
+ * `token` and as `Bearer` credentials:
+ * - `Authorization: Bearer <secret>` is accepted;
+ * - `X-A2A-Notification-Token: <secret>` alone only with `acceptTokenOnly`
+ *   (the 0.3 / SDK header; an explicit policy, default off). A present but
+ *   wrong Authorization header is never rescued by the token header.
+ */
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Queue } from 'bullmq';
+import {
+  ID_PATTERN,
+  JournalError,
+  jobId,
+  applyStreamResponse,
+  normalizePushBody,
+  type Journal,
+  type Metrics,
+  type StreamResponse,
+} from '@durable-a2a/shared';
+import { bearerOf, secretEquals } from '../auth.ts';
+import { problem, sendProblem } from '../problem.ts';
+import { PushParamsSchema } from '../schemas.ts';
+
+export interface PushRouteOptions {
+  journal: Journal;
+  reconcile: Queue;
+  metrics: Metrics;
+  /** R18 (b): accept `X-A2A-Notification-Token` without `Authorization`. Default false. */
+  acceptTokenOnly: boolean;
+}
+
+/**
+ * Pushes carry one task event; a 0.3 body is the whole Task with its
+ * artifacts and history, so the limit is above fastify's 1 MiB default.
+ */
+const PUSH_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+
+/** The task a StreamResponse speaks about (a Message may name none). */
+function taskIdOf(response: StreamResponse): string | undefined {
+  if ('task' in response) return response.task.id;
+  if ('statusUpdate' in response) return response.statusUpdate.taskId;
+  if ('artifactUpdate' in response) return response.artifactUpdate.taskId;
+  return response.message.taskId;
+}
+
+export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
+  const { journal, reconcile, metrics } = options;
+  const count = (outcome: string) => metrics.pushes.inc({ outcome });
+
+  async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const { workflowId, delegationId } = request.params as Record<string, string | undefined>;
+    const deny = () => {
+      count('unauthorized');
+      return sendProblem(reply, problem('UNAUTHORIZED', 'push credentials missing or wrong'));
+    };
+    // Unknown delegations, delegations without push and malformed ids all look the same: 401.
+    if (!workflowId || !delegationId || !ID_PATTERN.test(workflowId) || !ID_PATTERN.test(delegationId)) return void (await deny());
+    const secret = await journal.pushToken({ workflowId, delegationId });
+    if (!secret) return void (await deny());
+    const bearer = bearerOf(request);
+    const tokenHeader = request.headers['x-a2a-notification-token'];
+    const authorized =
+      bearer !== undefined
+        ? secretEquals(bearer, secret)
+        : options.acceptTokenOnly && request.headers.authorization === undefined && typeof tokenHeader === 'string' && secretEquals(tokenHeader, secret);
+    if (!authorized) await deny();
+  }
+
+  return async (app) => {
+    app.post(
+      '/push/:workflowId/:delegationId',
+      {
+        onRequest: authenticate,
+        bodyLimit: PUSH_BODY_LIMIT_BYTES,
+        schema: {
+          tags: ['push'],
+          summary: 'Push notification webhook for one delegation (A2A 1.0 StreamResponse or 0.3 Task body)',
+          description: 'Authorization: Bearer <per-delegation push token>. Answers 204; 401 before the body is read when credentials are missing or wrong; 403 when the body names another task.',
+          params: PushParamsSchema,
+        },
+      },
+      async (request, reply) => {
+        const ref = request.params;
+        let response: StreamResponse;
+        try {
+          response = normalizePushBody(request.body);
+        } catch (error) {
+          count('invalid');
+          request.log.warn({ ...ref, err: error }, 'push body is neither a 1.0 StreamResponse nor a 0.3 event');
+          return sendProblem(reply, problem('INVALID_INPUT', 'push body is neither an A2A 1.0 StreamResponse nor a 0.3 event', { field: '(body)' }));
+        }
+        const record = await journal.getDelegation(ref);
+        if (!record) {
+          count('expired');
+          return sendProblem(reply, problem('NOT_FOUND', 'delegation not found'));
+        }
+        const taskId = taskIdOf(response);
+        if (record.taskId && taskId !== undefined && taskId !== record.taskId) {
+          count('foreign-task');
+          request.log.warn({ ...ref, taskId, journaledTaskId: record.taskId }, 'push names another task; nothing applied');
+          return sendProblem(reply, problem('TASK_MISMATCH', `the push names task ${taskId}, not this delegation's task`));
+        }
+        let changed: boolean;
+        try {
+          const result = await applyStreamResponse(journal, record, response, {});
+          changed = result.status?.applied === true || result.artifact === 'applied';
+          if (result.contextAnomaly) request.log.warn({ ...ref, contextId: result.contextAnomaly }, 'push names another context (kept by taskId)');
+        } catch (error) {
+          // The journal saw another task id first (a race with the first SendMessage answer).
+          if (error instanceof JournalError && error.code === 'TASK_MISMATCH') {
+            count('foreign-task');
+            return sendProblem(reply, problem('TASK_MISMATCH', `the push names task ${taskId}, not this delegation's task`));
+          }
+          throw error;
+        }
+        count(changed ? 'applied' : 'duplicate');
+        // Only a push that moved the journal wakes the workers: a flood of duplicates
+        // must not become a flood of GetTask calls (spec §9: receivers SHOULD rate-limit).
+        if (changed) {
+          const { workflowId, delegationId } = ref;
+          await reconcile.add('delegation', { workflowId, delegationId }, { jobId: jobId('reconcile', workflowId, delegationId, 'push', Date.now()) });
+        }
+        return reply.code(204).send();
+      },
+    );
+  };
+}

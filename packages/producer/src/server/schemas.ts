@@ -1,0 +1,35 @@
+/**
+ * Request schemas of the HTTP API. The same zod schemas validate requests
+ * (fastify-type-provider-zod) and generate /openapi.json.
+ */
+import { z } from 'zod';
+import { ID_PATTERN, PartSchema, WORKFLOW_STATES, WorkflowDefinitionSchema } from '@durable-a2a/shared';
+import { DelegateInputSchema } from '../producer.ts';
+
+const Id = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
+
+export { WorkflowDefinitionSchema, DelegateInputSchema };
+
+export const WorkflowParamsSchema = z.object({ id: Id });
+export const StepParamsSchema = z.object({ id: Id, step: Id });
+
+export const ListWorkflowsQuerySchema = z.object({
+  state: z.enum(WORKFLOW_STATES).optional(),
+  /** Opaque cursor from the previous page. */
+  cursor: z.string().regex(/^\d+$/, 'a cursor returned by the previous page').optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+});
+
+export const ReplyBodySchema = z
+  .object({
+    text: z.string().min(1, 'must not be empty').optional(),
+    parts: z.array(PartSchema).min(1, 'must not be empty').optional(),
+  })
+  .refine((body) => (body.text === undefined) !== (body.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });
+
+export const RegisterAgentBodySchema = z.object({ cardUrl: z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL' }) });
+
+export const PushParamsSchema = z.object({ workflowId: Id, delegationId: Id });
+
+/** `{id, created}` of an idempotent create: 201 when created, 200 when it existed. */
+export const CreatedSchema = z.object({ id: z.string(), created: z.boolean(), messageId: z.string().optional() });

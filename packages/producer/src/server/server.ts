@@ -1,0 +1,96 @@
+/**
+ * The HTTP service: the producer API under /v1 (bearer tokens), the push
+ * webhook (its own per-delegation auth), Bull Board under /admin/queues,
+ * metrics, health and the OpenAPI document. `createServer` returns a fastify
+ * instance that is not listening; closing it closes what it created.
+ */
+import fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import fastifySwagger from '@fastify/swagger';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import type { Registry } from 'prom-client';
+import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, queuePrefix, type Logger, type QueueName } from '@durable-a2a/shared';
+import { createProducer, type Producer } from '../producer.ts';
+import { registerAdmin } from './admin.ts';
+import { requireApiToken } from './auth.ts';
+import { problem, problemErrorHandler, sendProblem } from './problem.ts';
+import { opsRoutes, type HealthReport } from './routes/ops.ts';
+import { pushRoutes } from './routes/push.ts';
+import { v1Routes } from './routes/v1.ts';
+
+export interface ServerOptions {
+  /** A producer to serve (not closed by the server). Default: one created on `redisUrl` and `prefix`. */
+  producer?: Producer;
+  redisUrl: string;
+  /** Key prefix shared with the workers. Default `da2a`. */
+  prefix?: string;
+  /** Accepted API tokens (Bearer on /v1 and /admin/queues). At least one. */
+  apiTokens: string[];
+  /** Default: `createLogger()` (JSON lines, secrets redacted). */
+  logger?: Logger;
+  /** Registry for the service's metrics. Default: a fresh one. */
+  metricsRegistry?: Registry;
+  /** R18 (b): accept a push with only `X-A2A-Notification-Token`. Default false. */
+  pushAcceptTokenOnly?: boolean;
+  /** Extra liveness/readiness (e.g. an embedded fleet). Redis reachability is always part of readiness. */
+  health?: () => Promise<HealthReport>;
+}
+
+/** Query parameters whose values never reach a log line. */
+const SECRET_QUERY = /([?&](?:token|access_token)=)[^&]*/gi;
+const logUrl = (url: string) => url.replace(SECRET_QUERY, '$1[redacted]');
+
+/** The fastify instance `createServer` returns (exported so callers need no fastify import). */
+export type ApiServer = FastifyInstance;
+
+export function createServer(options: ServerOptions): ApiServer {
+  const tokens = options.apiTokens.filter((token) => token.length > 0);
+  if (tokens.length === 0) throw new Error('createServer: apiTokens must hold at least one non-empty token');
+  const prefix = options.prefix ?? 'da2a';
+  const logger = options.logger ?? createLogger();
+  const metrics = createMetrics(options.metricsRegistry);
+  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  const producer = options.producer ?? createProducer({ redis, prefix });
+  const queues = Object.fromEntries(
+    ALL_QUEUES.map((name) => [
+      name,
+      new Queue(name, { connection: redis, prefix: queuePrefix(prefix), defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } }),
+    ]),
+  ) as Record<QueueName, Queue>;
+  const queueList = Object.values(queues);
+
+  // Request logging is ours (onResponse below): fastify's default lines would carry
+  // the raw URL, and a header serializer could one day add Authorization.
+  const app = fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
+  app.setValidatorCompiler(validatorCompiler);
+  app.setSerializerCompiler(serializerCompiler);
+  app.setErrorHandler(problemErrorHandler);
+  app.setNotFoundHandler((request, reply) => sendProblem(reply, problem('NOT_FOUND', `no route ${request.method} ${logUrl(request.url.split('?')[0]!)}`)));
+  // A2A webhooks POST `application/a2a+json` (spec §9): parsed as JSON like application/json.
+  app.addContentTypeParser('application/a2a+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  app.addHook('onResponse', async (request, reply) => {
+    request.log.info({ method: request.method, url: logUrl(request.url), statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
+  app.addHook('onClose', async () => {
+    await Promise.all(queueList.map((queue) => queue.close()));
+    if (!options.producer) await producer.close();
+    await redis.quit().catch(() => redis.disconnect());
+  });
+
+  app.register(fastifySwagger, {
+    openapi: {
+      info: { title: 'durable-a2a', description: 'Durable delegations to remote A2A agents', version: '0.1.0' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+    transform: jsonSchemaTransform,
+  });
+  app.register(async (v1) => {
+    v1.addHook('onRequest', requireApiToken(tokens));
+    await v1.register(v1Routes(producer));
+  }, { prefix: '/v1' });
+  app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, acceptTokenOnly: options.pushAcceptTokenOnly ?? false }), { prefix: '/v1' });
+  app.register(async (root) => registerAdmin(root, queueList, tokens));
+  app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health }));
+  return app;
+}

@@ -1,0 +1,90 @@
+/**
+ * Bull Board in a real browser: Debian chromium, headless, via playwright-core.
+ * Skips (with the reason) only when no chromium binary exists.
+ */
+import { accessSync, constants } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ApiServer } from '@durable-a2a/producer/server';
+import { Queue } from 'bullmq';
+import { Redis } from 'ioredis';
+import { chromium, type Browser } from 'playwright-core';
+import { ALL_QUEUES, queuePrefix } from '@durable-a2a/shared';
+import { useRedisServer } from './harness/redis.ts';
+import { TEST_API_TOKEN, startTestServer } from './harness/api-server.ts';
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
+const chromiumMissing = (() => {
+  try {
+    accessSync(CHROMIUM, constants.X_OK);
+    return undefined;
+  } catch {
+    return `no chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`;
+  }
+})();
+if (chromiumMissing) console.warn(`skipping the Bull Board browser test: ${chromiumMissing}`);
+
+const redisServer = useRedisServer();
+const PREFIX = 'board';
+
+describe.skipIf(chromiumMissing !== undefined)('Bull Board at /admin/queues in chromium', () => {
+  let app: ApiServer;
+  let browser: Browser;
+  let baseUrl: string;
+  let redis: Redis;
+
+  beforeAll(async () => {
+    redis = new Redis(redisServer().url, { maxRetriesPerRequest: null });
+    // A few jobs nobody processes, so the queues have something to show.
+    for (const name of ALL_QUEUES) {
+      const queue = new Queue(name, { connection: redis, prefix: queuePrefix(PREFIX) });
+      await queue.add('board-test', { workflowId: `board-${name}`, delegationId: 'main.1' }, { jobId: `board|${name}` });
+      await queue.close();
+    }
+    app = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX });
+    await app.listen({ port: 0, host: '127.0.0.1' });
+    const address = app.server.address();
+    baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+    });
+  });
+  afterAll(async () => {
+    await browser?.close();
+    await app?.close();
+    await redis?.quit();
+  });
+
+  it('without credentials the board answers 401', async () => {
+    const page = await browser.newPage();
+    const response = await page.goto(`${baseUrl}/admin/queues`);
+    expect(response?.status()).toBe(401);
+    await page.close();
+  });
+
+  it('?token= sets the HttpOnly cookie, drops the token from the URL, and the board lists all five queues', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const response = await page.goto(`${baseUrl}/admin/queues?token=${TEST_API_TOKEN}`);
+    expect(response?.status()).toBe(200);
+    expect(page.url()).toBe(`${baseUrl}/admin/queues`);
+    const cookies = await context.cookies();
+    expect(cookies.find((cookie) => cookie.name === 'da2a_admin')).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/admin/queues' });
+    expect(cookies.some((cookie) => cookie.value.includes(TEST_API_TOKEN))).toBe(false);
+    for (const name of ['send', 'follow', 'reconcile', 'verify', 'compensate']) {
+      await page.getByText(name, { exact: true }).first().waitFor({ timeout: 15_000 });
+    }
+    const text = await page.locator('body').innerText();
+    for (const name of ['send', 'follow', 'reconcile', 'verify', 'compensate']) expect(text).toContain(name);
+    await context.close();
+  });
+
+  it('a wrong ?token= is refused and sets no cookie', async () => {
+    const context = await browser.newContext();
+    const page = await context.newPage();
+    const response = await page.goto(`${baseUrl}/admin/queues?token=wrong`);
+    expect(response?.status()).toBe(401);
+    expect(await context.cookies()).toHaveLength(0);
+    await context.close();
+  });
+});

@@ -1,0 +1,23 @@
+/**
+ * Starts the HTTP service for tests: a silent logger, a fresh metrics
+ * registry, one API token; torn down with `close()`.
+ */
+import { Registry } from 'prom-client';
+import { createLogger } from '@durable-a2a/shared';
+import { createServer, type ApiServer, type InjectOptions, type InjectResponse, type ServerOptions } from '@durable-a2a/producer/server';
+
+export const TEST_API_TOKEN = 'test-api-token-0123456789';
+
+export function startTestServer(options: Partial<ServerOptions> & { redisUrl: string; prefix: string }): ApiServer {
+  return createServer({
+    apiTokens: [TEST_API_TOKEN],
+    logger: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
+    metricsRegistry: new Registry(),
+    ...options,
+  });
+}
+
+/** `app.inject` with the test API token as Bearer. */
+export function authorized(app: ApiServer, request: InjectOptions): Promise<InjectResponse> {
+  return app.inject({ ...request, headers: { authorization: `Bearer ${TEST_API_TOKEN}`, ...request.headers } });
+}
