@@ -247,3 +247,15 @@ describe('recordEffect', () => {
     expect(await refusal(journal.recordEffect({ ...ref, delegationId: 'none' }, 'absent', {}))).toBe('DELEGATION_MISSING');
   });
 });
+
+describe('releaseHold', () => {
+  it('releases a held intent once; missing row refused', async () => {
+    await journal.createIntent(ref.workflowId, { ...intent(ref.workflowId, 'car.1'), held: '1' });
+    const held = { workflowId: ref.workflowId, delegationId: 'car.1' };
+    expect((await journal.getDelegation(held))!.held).toBe(true);
+    expect(await journal.releaseHold(held)).toBe(true);
+    expect(await journal.releaseHold(held)).toBe(false);
+    expect((await journal.getDelegation(held))!.held).toBe(false);
+    expect(await refusal(journal.releaseHold({ ...ref, delegationId: 'none' }))).toBe('DELEGATION_MISSING');
+  });
+});

@@ -19,6 +19,7 @@ import {
   PartSchema,
   WorkflowDefinitionSchema,
   buildIntent,
+  dependenciesOf,
   fetchAgentCard,
   jobId,
   queuePrefix,
@@ -91,37 +92,51 @@ export function createProducer(options: ProducerOptions): Producer {
   const send = queue('send');
   const reconcile = queue('reconcile');
 
+  /**
+   * Journals the workflow and the first attempt of every step whose agent is
+   * known now (a fixed agent, or the first registered agent with the skill)
+   * before any I/O. Steps waiting for earlier steps are journaled held.
+   */
   async function create(definition: z.output<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean; messageId?: string }> {
     const workflowId = definition.workflowId;
-    const first = definition.steps[0]!;
-    const firstIntent =
-      'agent' in first && first.agent
-        ? buildIntent({
-            workflowId,
-            step: first.name,
-            attempt: 1,
-            agentCardUrl: first.agent,
-            message: {
-              parts: 'text' in first.message ? [{ text: first.message.text }] : first.message.parts,
-              metadata: { ...(first.message.metadata ?? {}), durableA2a: { workflowId, step: first.name, attempt: 1 } },
-            },
-            push: first.push,
-            now: Date.now(),
-          })
-        : undefined;
+    const now = Date.now();
+    const intents: Record<string, string>[] = [];
+    for (const [index, step] of definition.steps.entries()) {
+      const agent = 'agent' in step && step.agent ? step.agent : (await registry.findBySkill(step.skill!, 'tags' in step ? (step.tags ?? []) : []))[0]?.cardUrl;
+      if (!agent) continue; // the workers decide (and fail the step if no agent has the skill)
+      intents.push(
+        buildIntent({
+          workflowId,
+          step: step.name,
+          attempt: 1,
+          agentCardUrl: agent,
+          message: {
+            parts: 'text' in step.message ? [{ text: step.message.text }] : step.message.parts,
+            metadata: { ...(step.message.metadata ?? {}), durableA2a: { workflowId, step: step.name, attempt: 1 } },
+          },
+          push: step.push,
+          held: dependenciesOf(definition.steps, index).length > 0,
+          now,
+        }),
+      );
+    }
     // The workflow itself is indexed until it finishes, so a crash anywhere is decided again.
-    await journal.scheduleCheck({ workflowId, delegationId: '*' }, Date.now() + 5_000);
+    await journal.scheduleCheck({ workflowId, delegationId: '*' }, now + 5_000);
+    const [first, ...rest] = intents;
     const created = await journal.createWorkflow(
       workflowId,
-      { state: 'RUNNING', definition: JSON.stringify(definition), createdAt: String(Date.now()), updatedAt: String(Date.now()) },
-      firstIntent,
+      { state: 'RUNNING', definition: JSON.stringify(definition), createdAt: String(now), updatedAt: String(now) },
+      first,
     );
-    if (created && firstIntent) {
-      await send.add('send', { workflowId, delegationId: firstIntent.delegationId, kind: 'message' }, { jobId: jobId('send', workflowId, firstIntent.delegationId!, 0) });
-    } else if (created) {
+    if (created) {
+      for (const intent of rest) await journal.createIntent(workflowId, intent);
+      for (const intent of intents.filter((candidate) => candidate.held !== '1')) {
+        await send.add('send', { workflowId, delegationId: intent.delegationId, kind: 'message' }, { jobId: jobId('send', workflowId, intent.delegationId!, 0) });
+      }
       await reconcile.add('delegation', { workflowId, delegationId: '*' }, { jobId: jobId('reconcile', workflowId, 'start') });
     }
-    const messageId = created ? firstIntent?.messageId : (await journal.getDelegation({ workflowId, delegationId: `${first.name}.1` }))?.messageId;
+    const firstStep = definition.steps[0]!.name;
+    const messageId = (await journal.getDelegation({ workflowId, delegationId: `${firstStep}.1` }))?.messageId;
     return { id: workflowId, created, messageId };
   }
 

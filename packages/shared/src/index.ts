@@ -43,6 +43,7 @@ export {
   StepSchema,
   WorkflowDefinitionSchema,
   WORKFLOW_STATES,
+  dependenciesOf,
 } from './workflow.ts';
 export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition, WorkflowState } from './workflow.ts';
 export { createLogger, defaultLoggerOptions, REDACTED_PATHS } from './logger.ts';

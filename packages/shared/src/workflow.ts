@@ -40,6 +40,11 @@ export const StepSchema = z.intersection(
   z.object({
     name: Id,
     message: MessageInputSchema,
+    /**
+     * Steps that must complete first (earlier steps only, so the graph stays acyclic).
+     * Default: the previous step (a plain sequence). `[]` starts the step at once.
+     */
+    after: z.array(Id).optional(),
     /** Register a push notification config for this step's task (the reconciler stays the backstop). */
     push: z.boolean().optional(),
     verifier: VerifierRefSchema.optional(),
@@ -59,7 +64,19 @@ export const WorkflowDefinitionSchema = z
   .refine((definition) => new Set(definition.steps.map((step) => step.name)).size === definition.steps.length, {
     message: 'step names must be unique',
     path: ['steps'],
-  });
+  })
+  .refine(
+    (definition) =>
+      definition.steps.every((step, index) => (step.after ?? []).every((name) => definition.steps.slice(0, index).some((earlier) => earlier.name === name))),
+    { message: '`after` may only name earlier steps', path: ['steps'] },
+  );
+
+/** The steps a step waits for: `after`, or the previous step. */
+export function dependenciesOf(steps: readonly { name: string; after?: string[] }[], index: number): string[] {
+  const step = steps[index]!;
+  if (step.after) return step.after;
+  return index > 0 ? [steps[index - 1]!.name] : [];
+}
 export type WorkflowDefinition = z.output<typeof WorkflowDefinitionSchema>;
 
 /** Workflow states. Finished: COMPLETED, FAILED, COMPENSATED, CANCELED. NEEDS_ATTENTION waits for a person. */

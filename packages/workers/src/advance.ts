@@ -43,6 +43,7 @@ const toAttempt = (record: DelegationRecord): AttemptView => ({
   contextId: record.contextId,
   error: record.error,
   effect: record.effect,
+  held: record.state === 'INTENT' && record.held,
 });
 
 /** Candidate agents per step: the fixed agent first, then registered agents with the skill. */
@@ -74,16 +75,20 @@ export function attemptMessage(step: Step, previous: PreviousAttempt[], workflow
   };
 }
 
-/** Decides and applies the next action of a workflow. Returns the decision applied. */
+/**
+ * Decides and applies the next actions of a workflow until there is nothing
+ * more to do now (several steps may start at once). Returns the last decision.
+ */
 export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): Promise<Decision> {
-  for (let tries = 0; tries < 5; tries++) {
+  let last: Decision = { kind: 'wait', reason: 'not decided' };
+  for (let round = 0; round < 20; round++) {
     const loaded = await loadWorkflow(ctx, workflowId);
     if (!loaded || FINISHED_WORKFLOW_STATES.has(loaded.state)) {
       // Nothing left to decide (or it expired): drop the workflow's index entry.
       await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
       return { kind: 'wait', reason: loaded ? `workflow is ${loaded.state}` : 'workflow missing' };
     }
-    const decision = decide(
+    last = decide(
       {
         definition: loaded.definition,
         state: loaded.state,
@@ -93,15 +98,15 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): P
       await candidateLookup(ctx, loaded.definition),
     );
     try {
-      await applyDecision(ctx, workflowId, loaded, decision);
-      return decision;
+      await applyDecision(ctx, workflowId, loaded, last);
     } catch (error) {
       // Another worker changed the workflow first: decide again from what it wrote.
       if (error instanceof JournalError && (error.code === 'VERSION_CONFLICT' || error.code === 'WRONG_STATE')) continue;
       throw error;
     }
+    if (last.kind !== 'start-attempt' && last.kind !== 'release') return last;
   }
-  return { kind: 'wait', reason: 'contended; the reconciler will decide again' };
+  return last;
 }
 
 async function applyDecision(
@@ -115,6 +120,12 @@ async function applyDecision(
   switch (decision.kind) {
     case 'wait':
       return;
+    case 'release': {
+      await ctx.journal.releaseHold({ workflowId, delegationId: decision.delegationId });
+      await ctx.queues.send.add('send', { workflowId, delegationId: decision.delegationId, kind: 'message' }, { jobId: jobId('send', workflowId, decision.delegationId, 0) });
+      log.info({ step: decision.step }, 'earlier steps done: sending the held intent');
+      return;
+    }
     case 'start-attempt': {
       const step = loaded.definition.steps.find((candidate) => candidate.name === decision.step)!;
       const intent = buildIntent({
@@ -140,6 +151,7 @@ async function applyDecision(
       log.info('workflow completed');
       return;
     case 'fail':
+      await closeHeldIntents(ctx, loaded.records);
       await ctx.journal.updateWorkflow(
         workflowId,
         { state: loaded.hash.cancelRequested === '1' ? 'CANCELED' : 'FAILED', failure: JSON.stringify(decision.reasons) },
@@ -149,6 +161,7 @@ async function applyDecision(
       log.warn({ reasons: decision.reasons }, 'workflow failed');
       return;
     case 'compensate':
+      await closeHeldIntents(ctx, loaded.records);
       await ctx.journal.updateWorkflow(workflowId, { state: 'COMPENSATING', failure: JSON.stringify([decision.reason]) }, loaded.version);
       await ctx.queues.compensate.add('compensate', { workflowId }, { jobId: jobId('compensate', workflowId, loaded.version) });
       log.warn({ reason: decision.reason }, 'workflow compensating');
@@ -157,5 +170,19 @@ async function applyDecision(
       await ctx.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention: decision.reason }, loaded.version);
       log.error({ step: decision.step, reason: decision.reason }, 'workflow needs a person');
       return;
+  }
+}
+
+/** Intents journaled for steps that will now never run are closed as CANCELED (never sent). */
+async function closeHeldIntents(ctx: WorkerContext, records: DelegationRecord[]): Promise<void> {
+  for (const record of records) {
+    if (record.state !== 'INTENT' || !record.held) continue;
+    await ctx.journal.applyStatus(record, {
+      expectedVersion: record.version,
+      mode: 'outcome',
+      state: 'CANCELED',
+      error: { code: 'NEVER_SENT', message: 'the workflow stopped before this step was sent' },
+    });
+    await ctx.journal.removeFromIndex(record);
   }
 }

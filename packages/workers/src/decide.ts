@@ -3,7 +3,7 @@
  * workflow definition and every delegation attempt), invoked after each
  * transition by whichever worker saw it. No I/O here; `advance.ts` applies it.
  */
-import type { JournalState, Step, WorkflowDefinition, WorkflowState } from '@durable-a2a/shared';
+import { dependenciesOf, type JournalState, type Step, type WorkflowDefinition, type WorkflowState } from '@durable-a2a/shared';
 import type { Effect } from './verifiers.ts';
 
 /** The parts of a delegation record the decision reads. */
@@ -18,6 +18,8 @@ export interface AttemptView {
   contextId?: string;
   error?: { code: string; message: string };
   effect?: Effect;
+  /** Journaled at start, waiting for earlier steps. */
+  held?: boolean;
 }
 
 export interface WorkflowSnapshot {
@@ -39,6 +41,7 @@ export interface PreviousAttempt {
 export type Decision =
   | { kind: 'wait'; reason: string }
   | { kind: 'start-attempt'; step: string; attempt: number; agentCardUrl: string; previous: PreviousAttempt[] }
+  | { kind: 'release'; step: string; delegationId: string }
   | { kind: 'complete' }
   | { kind: 'fail'; step?: string; reasons: string[] }
   | { kind: 'compensate'; reason: string }
@@ -65,56 +68,75 @@ export function needsUndo(attempt: AttemptView, step: Step): boolean {
   return attempt.state === 'COMPLETED';
 }
 
-/** Decides the next action of a workflow. */
+/** Decides the next action of a workflow (the first one, in step order; `advance` asks again after applying it). */
 export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup): Decision {
   if (snapshot.state !== 'RUNNING') return { kind: 'wait', reason: `workflow is ${snapshot.state}` };
   const stepAttempts = snapshot.attempts.filter((attempt) => attempt.kind === 'step');
-  const unfinished = stepAttempts.find((attempt) => !['COMPLETED', 'AMBIGUOUS', ...FAILED_STATES].includes(attempt.state));
+  const running = stepAttempts.find((attempt) => !attempt.held && !['COMPLETED', 'AMBIGUOUS', ...FAILED_STATES].includes(attempt.state));
   if (snapshot.cancelRequested) {
-    if (unfinished) return { kind: 'wait', reason: `cancel requested; ${unfinished.delegationId} is still running` };
+    if (running) return { kind: 'wait', reason: `cancel requested; ${running.delegationId} is still running` };
     return compensateOrFail(snapshot, 'canceled by the user', []);
   }
-  for (const step of snapshot.definition.steps) {
+  const steps = snapshot.definition.steps;
+  const done = new Set<string>();
+  let waiting: Decision | undefined;
+  for (const [index, step] of steps.entries()) {
     const attempts = stepAttempts.filter((attempt) => attempt.step === step.name).sort((a, b) => a.attempt - b.attempt);
     const latest = attempts.at(-1);
-    if (!latest) return orCompensate(snapshot, startAttempt(step, 1, [], candidates));
-    if (latest.state === 'AMBIGUOUS') {
-      return { kind: 'needs-attention', step: step.name, reason: `${latest.delegationId} is AMBIGUOUS: a person must decide` };
+    const ready = dependenciesOf(steps, index).every((name) => done.has(name));
+    if (!ready) continue;
+    if (!latest) return orCompensate(snapshot, startAttempt(step, 1, [], candidates), running);
+    if (latest.held) return { kind: 'release', step: step.name, delegationId: latest.delegationId };
+    const outcome = stepOutcome(step, latest);
+    if (outcome === 'done') {
+      done.add(step.name);
+      continue;
     }
-    if (latest.state === 'COMPLETED') {
-      if (step.verifier && latest.effect === undefined) return { kind: 'wait', reason: `${latest.delegationId} awaits verification` };
-      if (step.verifier && latest.effect === 'unknown') {
-        return { kind: 'needs-attention', step: step.name, reason: `${latest.delegationId}: effect could not be verified` };
-      }
-      if (!failureOf(latest, step)) continue;
-    } else if (!FAILED_STATES.has(latest.state)) {
-      return { kind: 'wait', reason: `${latest.delegationId} is ${latest.state}` };
+    if (outcome !== 'failed') {
+      if (outcome.kind !== 'wait') return outcome;
+      waiting ??= outcome;
+      continue;
     }
-    // A FAILED step with a verifier is verified too: it may have done something before failing.
-    if (step.verifier && step.compensation && latest.effect === undefined) {
-      return { kind: 'wait', reason: `${latest.delegationId} failed; awaiting verification of its effect` };
-    }
-    const previous = attempts.map((attempt) => ({ attempt, reason: failureOf(attempt, step) })).filter((entry) => entry.reason);
-    const carried: PreviousAttempt[] = previous.map(({ attempt, reason }) => ({
-      delegationId: attempt.delegationId,
-      agentCardUrl: attempt.agentCardUrl,
-      taskId: attempt.taskId,
-      contextId: attempt.contextId,
-      reason: reason!,
-    }));
+    const carried: PreviousAttempt[] = attempts
+      .map((attempt) => ({ attempt, reason: failureOf(attempt, step) }))
+      .filter((entry) => entry.reason)
+      .map(({ attempt, reason }) => ({
+        delegationId: attempt.delegationId,
+        agentCardUrl: attempt.agentCardUrl,
+        taskId: attempt.taskId,
+        contextId: attempt.contextId,
+        reason: reason!,
+      }));
     if (attempts.length >= snapshot.definition.maxAttemptsPerStep) {
       const reasons = carried.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
-      return compensateOrFail(snapshot, `step ${step.name} exhausted its budget of ${snapshot.definition.maxAttemptsPerStep}`, reasons, step.name);
+      const failed: Decision = { kind: 'fail', step: step.name, reasons: [...reasons, `step ${step.name} exhausted its budget of ${snapshot.definition.maxAttemptsPerStep}`] };
+      return orCompensate(snapshot, failed, running);
     }
-    return orCompensate(snapshot, startAttempt(step, attempts.length + 1, carried, candidates));
+    return orCompensate(snapshot, startAttempt(step, attempts.length + 1, carried, candidates), running);
   }
-  return { kind: 'complete' };
+  if (waiting) return waiting;
+  if (steps.every((step) => done.has(step.name))) return { kind: 'complete' };
+  return { kind: 'wait', reason: 'steps are waiting for earlier steps' };
 }
 
-/** A step that cannot start fails the workflow, undoing what earlier steps did. */
-function orCompensate(snapshot: WorkflowSnapshot, decision: Decision): Decision {
-  if (decision.kind !== 'fail') return decision;
-  return compensateOrFail(snapshot, decision.reasons.at(-1)!, decision.reasons.slice(0, -1), decision.step);
+/** What the latest attempt of a step means for the workflow. */
+function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decision {
+  if (latest.state === 'AMBIGUOUS') {
+    return { kind: 'needs-attention', step: step.name, reason: `${latest.delegationId} is AMBIGUOUS: a person must decide` };
+  }
+  if (latest.state === 'COMPLETED') {
+    if (step.verifier && latest.effect === undefined) return { kind: 'wait', reason: `${latest.delegationId} awaits verification` };
+    if (step.verifier && latest.effect === 'unknown') {
+      return { kind: 'needs-attention', step: step.name, reason: `${latest.delegationId}: effect could not be verified` };
+    }
+    return failureOf(latest, step) ? 'failed' : 'done';
+  }
+  if (!FAILED_STATES.has(latest.state)) return { kind: 'wait', reason: `${latest.delegationId} is ${latest.state}` };
+  // A FAILED step with a verifier is verified too: it may have done something before failing.
+  if (step.verifier && step.compensation && latest.effect === undefined) {
+    return { kind: 'wait', reason: `${latest.delegationId} failed; awaiting verification of its effect` };
+  }
+  return 'failed';
 }
 
 function startAttempt(step: Step, attempt: number, previous: PreviousAttempt[], candidates: CandidateLookup): Decision {
@@ -136,4 +158,14 @@ function compensateOrFail(snapshot: WorkflowSnapshot, reason: string, reasons: s
   );
   if (undo) return { kind: 'compensate', reason: [reason, ...reasons].join('; ') };
   return { kind: 'fail', step, reasons: [reason, ...reasons] };
+}
+
+/**
+ * A step that cannot go on fails the workflow, undoing what the other steps
+ * did, once nothing else is in flight (an effect still being made would be missed).
+ */
+function orCompensate(snapshot: WorkflowSnapshot, decision: Decision, running: AttemptView | undefined): Decision {
+  if (decision.kind !== 'fail') return decision;
+  if (running) return { kind: 'wait', reason: `step ${decision.step} failed; waiting for ${running.delegationId} before undoing` };
+  return compensateOrFail(snapshot, decision.reasons.at(-1)!, decision.reasons.slice(0, -1), decision.step);
 }

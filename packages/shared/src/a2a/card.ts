@@ -6,6 +6,7 @@
  * never stored with an empty URL.
  */
 import { z } from 'zod';
+import { type AddressPolicyOptions, BlockedAddressError, checkUrl, createPolicyDispatcher } from './address-policy.ts';
 import type { CredentialsProvider } from './credentials.ts';
 import { A2AError, AuthenticationError, UpstreamError } from './errors.ts';
 import { excerpt, tryParseJson } from './error-mapping.ts';
@@ -13,8 +14,8 @@ import { createHttpClient } from './http.ts';
 import type { AgentInterface } from './transport.ts';
 import type { Dispatcher } from 'undici';
 
-/** Why a card was rejected: `INVALID_URL`, `REDIRECT`, `HTTP_STATUS`, `NOT_JSON`, `INVALID_CARD`, `NO_USABLE_INTERFACE`. */
-export type AgentCardRejection = 'INVALID_URL' | 'REDIRECT' | 'HTTP_STATUS' | 'NOT_JSON' | 'INVALID_CARD' | 'NO_USABLE_INTERFACE';
+/** Why a card was rejected: `INVALID_URL`, `REDIRECT`, `HTTP_STATUS`, `NOT_JSON`, `INVALID_CARD`, `NO_USABLE_INTERFACE`, `BLOCKED_ADDRESS` (R19). */
+export type AgentCardRejection = 'INVALID_URL' | 'REDIRECT' | 'HTTP_STATUS' | 'NOT_JSON' | 'INVALID_CARD' | 'NO_USABLE_INTERFACE' | 'BLOCKED_ADDRESS';
 
 /** A card we refuse to use. `reason` says why; not retryable (the same card gets the same verdict). */
 export class AgentCardError extends A2AError {
@@ -151,6 +152,14 @@ export interface FetchAgentCardOptions {
   /** Default 30_000. */
   requestTimeoutMs?: number;
   signal?: AbortSignal;
+  /**
+   * Field case R19: the card URL and every interface URL of the card must pass
+   * this policy, else `AgentCardError` `BLOCKED_ADDRESS`. Pass
+   * `dispatcher: createPolicyDispatcher(policy)` too (shared, pooled); without a
+   * dispatcher a policy dispatcher is made for this one fetch. No policy: no
+   * address checks.
+   */
+  addressPolicy?: AddressPolicyOptions;
 }
 
 /** The card URL for `url`: kept if it names a `.json` file, else `{origin}/.well-known/agent-card.json` (RFC 8615). */
@@ -163,11 +172,49 @@ export function agentCardUrl(url: string): string {
 /**
  * Fetches and normalizes an Agent Card (spec §8.2). With a `cache`, sends
  * `If-None-Match` and reuses the cached card on 304. Redirects are not followed
- * (R19). Throws `AgentCardError`, `AuthenticationError` (401/403),
+ * (R19). With `addressPolicy`, the card URL is checked before the fetch and every
+ * interface URL after it, on every call (a cached card too: DNS can change). Throws `AgentCardError`, `AuthenticationError` (401/403),
  * `UpstreamError` (5xx/408/429) or `NetworkError`.
  */
 export async function fetchAgentCard(cardOrBaseUrl: string, options: FetchAgentCardOptions = {}): Promise<AgentCard> {
   const cardUrl = agentCardUrl(cardOrBaseUrl);
+  const policy = options.addressPolicy;
+  if (policy === undefined) return requestCard(cardUrl, options);
+  await checkCardUrl(cardUrl, policy, 'card URL');
+  const ownDispatcher = options.dispatcher ? undefined : createPolicyDispatcher(policy);
+  let card: AgentCard;
+  try {
+    card = await requestCard(cardUrl, { ...options, dispatcher: options.dispatcher ?? ownDispatcher });
+  } catch (error) {
+    const blocked = blockedCause(error);
+    throw blocked ? blockedCardError('card URL', cardUrl, blocked) : error;
+  } finally {
+    await ownDispatcher?.close();
+  }
+  await Promise.all(card.interfaces.map((agentInterface) => checkCardUrl(agentInterface.url, policy, `agent card "${card.name}" interface`)));
+  return card;
+}
+
+function blockedCause(error: unknown): BlockedAddressError | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
+    if (current instanceof BlockedAddressError) return current;
+  }
+  return undefined;
+}
+
+const blockedCardError = (what: string, url: string, blocked: BlockedAddressError): AgentCardError =>
+  new AgentCardError('BLOCKED_ADDRESS', `${what} ${url}: ${blocked.message}`, { cause: blocked });
+
+/** `checkUrl` with a refusal turned into `AgentCardError` `BLOCKED_ADDRESS`; DNS failures stay `NetworkError`. */
+async function checkCardUrl(url: string, policy: AddressPolicyOptions, what: string): Promise<void> {
+  try {
+    await checkUrl(url, policy);
+  } catch (error) {
+    throw error instanceof BlockedAddressError ? blockedCardError(what, url, error) : error;
+  }
+}
+
+async function requestCard(cardUrl: string, options: FetchAgentCardOptions): Promise<AgentCard> {
   const cached = options.cache?.get(cardUrl);
   const http = createHttpClient(options);
   const response = await http.request({

@@ -36,6 +36,17 @@ export {
 } from './credentials.ts';
 export { DEFAULT_REQUEST_TIMEOUT_MS } from './http.ts';
 export {
+  type AddressCategory,
+  type AddressPolicyOptions,
+  BlockedAddressError,
+  type BlockedCategory,
+  type ResolvedAddress,
+  type ValidatedAddress,
+  checkUrl,
+  classifyAddress,
+  createPolicyDispatcher,
+} from './address-policy.ts';
+export {
   DEFAULT_IDLE_TIMEOUT_MS,
   DEFAULT_MAX_EVENT_SIZE_CHARS,
   type SseMessage,

@@ -14,6 +14,8 @@ export interface IntentInput {
   message: OutgoingMessage;
   /** Register a push notification config for this delegation. */
   push?: boolean;
+  /** Journaled now, sent only when released (its step waits for earlier steps). */
+  held?: boolean;
   now: number;
 }
 
@@ -40,6 +42,7 @@ export function buildIntent(input: IntentInput): Record<string, string> {
     version: '1',
     fence: '0',
   };
+  if (input.held) fields.held = '1';
   if (input.push) {
     fields.push = '1';
     fields.pushToken = randomUUID();

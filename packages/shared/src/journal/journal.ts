@@ -28,6 +28,7 @@ const SCRIPTS = {
   updateWorkflow: 1,
   lease: 1,
   recordEffect: 1,
+  releaseHold: 1,
 } as const;
 type ScriptName = keyof typeof SCRIPTS;
 
@@ -313,6 +314,13 @@ export class Journal {
     );
     if (code < 0) throw journalErrorFromCode(code, { workflowId, delegationId: '' }, 'updateWorkflow');
     return code;
+  }
+
+  /** Releases a held intent; returns false if it was not held. */
+  async releaseHold(ref: DelegationRef): Promise<boolean> {
+    const code = Number(await this.call('releaseHold', [this.delegationKeys(ref)[0]], [this.now()]));
+    if (code < 0) throw journalErrorFromCode(code, ref, 'releaseHold');
+    return code === 1;
   }
 
   /**

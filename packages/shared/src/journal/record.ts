@@ -82,6 +82,7 @@ export const DelegationRecordSchema = z
     result: optionalJson(z.unknown()),
     error: optionalJson(RecordedErrorSchema),
     push: optionalText.transform((value) => value === '1'),
+    held: optionalText.transform((value) => value === '1'),
     pushToken: optionalText,
     createdAt: z.string().transform(Number),
     updatedAt: z.string().transform(Number),

@@ -26,6 +26,7 @@ import {
 import type { WorkerContext } from '../context.ts';
 import { fullJitterDelayMs, jitteredCheckTime } from '../backoff.ts';
 import { settleDelegation } from '../settle.ts';
+import { handleTaskNotFound } from '../not-found.ts';
 
 export const FOLLOW_QUEUE = 'follow';
 export { FollowJobSchema };
@@ -195,13 +196,8 @@ async function readOnce(
     if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
   } catch (error) {
     if (error instanceof JournalError && error.code === 'FENCE_LOST') return 'fence-lost';
-    if (error instanceof TaskNotFoundError) {
-      // Possibly purged or an agent restart: the reconciler decides over a window (R13).
-      const { count } = await ctx.journal.noteNotFound(ref);
-      log.warn({ count }, 'task not found');
-      await ctx.journal.scheduleCheck(ref, ctx.options.now() + ctx.options.notFoundWindowMs / ctx.options.notFoundThreshold);
-      return 'not-found';
-    }
+    // Possibly purged or an agent restart: decided over a window, never on one answer (R13).
+    if (error instanceof TaskNotFoundError) return handleTaskNotFound(ctx, record, log);
     if (!isRetryable(error)) throw error;
     log.warn({ err: error }, 'GetTask failed; resubscribing later');
     await enqueueFollow(ctx, ref, nextResubscription, delay());

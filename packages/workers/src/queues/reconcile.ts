@@ -24,6 +24,7 @@ import { advanceWorkflow } from '../advance.ts';
 import { settleDelegation } from '../settle.ts';
 import { findTaskByMessageId } from '../search.ts';
 import { HANDLER_PREFIX } from './send.ts';
+import { handleTaskNotFound } from '../not-found.ts';
 import { afterObservation, enqueueFollow, isAwaitingAnswer } from './follow.ts';
 
 export const RECONCILE_QUEUE = 'reconcile';
@@ -91,12 +92,21 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, job: Job): P
   }
   if (record.state === 'INTENT') return reconcileIntent(ctx, record, log);
   if (await ctx.journal.isFollowed(ref)) return 'followed';
-  return rereadTask(ctx, record, log);
+  // Parked: re-read (the agent may have moved on). Otherwise reattach: the subscription's
+  // first event is the authoritative snapshot, and a refusal means terminal (one GetTask).
+  if (record.state === 'INPUT_REQUIRED' || record.state === 'AUTH_REQUIRED') return rereadTask(ctx, record, log);
+  await enqueueFollow(ctx, ref, 0);
+  return 'reattached';
 }
 
 /** No taskId yet: never sent (send it), maybe sent (search, then adopt / resend / AMBIGUOUS). */
 async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  if (record.held) {
+    // Waiting for earlier steps: the workflow decides when to release it.
+    await advanceWorkflow(ctx, record.workflowId);
+    return 'held';
+  }
   if (record.sendStartedAt === undefined) {
     // Not sent yet (its send job may have been lost): enqueue it again. A duplicate job is harmless:
     // the journal's fence and sendStartedAt let only one SendMessage leave.
@@ -176,7 +186,7 @@ async function rereadTask(ctx: WorkerContext, record: DelegationRecord, log: Wor
     task = await transport.getTask({ id: record.taskId! });
   } catch (error) {
     if (!(error instanceof TaskNotFoundError)) throw error;
-    return noteNotFound(ctx, record, log);
+    return handleTaskNotFound(ctx, record, log);
   }
   const applied = await applyTask(ctx.journal, ref, task, { expectedVersion: record.version, snapshot: true });
   if (!applied.applied) {
@@ -195,24 +205,4 @@ async function rereadTask(ctx: WorkerContext, record: DelegationRecord, log: Wor
   }
   await enqueueFollow(ctx, ref, 0);
   return 'reattached';
-}
-
-/** TaskNotFound for a task we had: LOST only after several answers over a window (R13). */
-async function noteNotFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
-  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  const { count, firstNotFoundAt } = await ctx.journal.noteNotFound(ref);
-  const windowPassed = ctx.options.now() - firstNotFoundAt >= ctx.options.notFoundWindowMs;
-  if (count < ctx.options.notFoundThreshold || !windowPassed) {
-    log.warn({ count }, 'task not found; asking again later');
-    await ctx.journal.scheduleCheck(ref, ctx.options.now() + Math.ceil(ctx.options.notFoundWindowMs / ctx.options.notFoundThreshold));
-    return 'not-found';
-  }
-  await ctx.journal.applyStatus(ref, {
-    mode: 'outcome',
-    state: 'LOST',
-    error: { code: 'TASK_LOST', message: `the agent denied task ${record.taskId} ${count} times over ${ctx.options.now() - firstNotFoundAt} ms`, retryable: false },
-  });
-  log.error({ count }, 'task LOST');
-  await settleDelegation(ctx, ref);
-  return 'lost';
 }

@@ -49,6 +49,7 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
     return 'already-finished';
   }
   if (record.state !== 'INTENT') return 'already-sent';
+  if (record.held) return 'held';
   if (record.sendStartedAt !== undefined) {
     await askReconciler(ctx, record);
     return 'may-have-sent';
