@@ -34,7 +34,7 @@ interface TcpTarget {
   close(): Promise<void>;
 }
 async function startTcpTarget(): Promise<TcpTarget> {
-  const target = { port: 0, connections: 0, close: async () => undefined };
+  const target: TcpTarget = { port: 0, connections: 0, close: async () => undefined };
   const server: Server = createServer((socket) => {
     target.connections++;
     socket.destroy();
@@ -233,7 +233,7 @@ describe('R19 agent card pointing inside our network', () => {
   });
 
   it('pinning: the socket goes to the address the policy checked, not to a second lookup', async () => {
-    const server = track(await startRawServer((_request, response) => response.writeHead(200).end('ok')));
+    const server = track(await startRawServer((_request, response) => void response.writeHead(200).end('ok')));
     const port = new URL(server.url).port;
     const { lookup, calls } = fakeDns({ 'agent.test': [['127.0.0.1']] }); // agent.test exists only in this table
     const dispatcher = track(createPolicyDispatcher({ lookup, allowLoopback: true }));
@@ -245,7 +245,7 @@ describe('R19 agent card pointing inside our network', () => {
   });
 
   it('(5) allowLoopback: a request to a local server on 127.0.0.1 succeeds through the dispatcher', async () => {
-    const server = track(await startRawServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')));
+    const server = track(await startRawServer((_request, response) => void response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}')));
     const http = createHttpClient({ dispatcher: track(createPolicyDispatcher({ allowLoopback: true })) });
     const response = await http.request({ method: 'GET', url: `${server.url}/x` });
     expect(response).toMatchObject({ status: 200, bodyText: '{"ok":true}' });

@@ -39,6 +39,24 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_SEARCH_MARGIN_MS: Milliseconds.optional(),
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
   DA2A_QUEUES: z.string().optional(),
+  /** Per-queue concurrency, e.g. `send=20,follow=500`. */
+  DA2A_CONCURRENCY: z
+    .string()
+    .optional()
+    .transform((text) =>
+      Object.fromEntries(
+        (text ?? '')
+          .split(',')
+          .filter(Boolean)
+          .map((pair) => pair.split('='))
+          .map(([queue, value]) => [z.enum(['send', 'follow', 'reconcile', 'verify', 'compensate']).parse(queue?.trim()), z.coerce.number().int().positive().parse(value)]),
+      ),
+    ),
+  DA2A_SUBSCRIBE_RATE_LIMIT: z
+    .string()
+    .regex(/^\d+\/\d+$/, 'max/durationMs, e.g. 50/1000')
+    .optional()
+    .transform((text) => (text ? { max: Number(text.split('/')[0]), durationMs: Number(text.split('/')[1]) } : undefined)),
   DA2A_STRICT_PERSISTENCE: Flag.default(false),
   /** JSON object: Agent Card URL → bearer token. */
   DA2A_AGENT_TOKENS: z
@@ -100,6 +118,8 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     notFoundWindowMs: environment.DA2A_NOT_FOUND_WINDOW_MS,
     searchMarginMs: environment.DA2A_SEARCH_MARGIN_MS,
     closeTimeoutMs: environment.DA2A_CLOSE_TIMEOUT_MS,
+    concurrency: environment.DA2A_CONCURRENCY,
+    subscribeRateLimit: environment.DA2A_SUBSCRIBE_RATE_LIMIT,
     strictPersistence: environment.DA2A_STRICT_PERSISTENCE,
     deduplicatingAgents: environment.DA2A_DEDUPLICATING_AGENTS,
     crashAt: environment.DA2A_CRASH_AT,

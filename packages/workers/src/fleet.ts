@@ -23,6 +23,7 @@ import { AgentDirectory } from './agents.ts';
 import type { CrashPoint, WorkerContext } from './context.ts';
 import { compileFleetOptions, type FleetOptions } from './options.ts';
 import { checkPersistence, type PersistenceReport } from './persistence.ts';
+import { watchFetchProgress, type FetchProgress, type QueueHealth } from './health.ts';
 import { processCompensate, type CompensationHandler } from './queues/compensate.ts';
 import { processFollow } from './queues/follow.ts';
 import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
@@ -40,6 +41,8 @@ export interface StartFleetOptions extends FleetOptions {
   compensationHandlers?: Record<string, CompensationHandler>;
   /** Queues this process works on; default all five. */
   queues?: QueueName[];
+  /** A worker whose fetch has not returned for this long is not live (R23). Default 30_000. */
+  livenessStaleAfterMs?: number;
   /** Longest graceful close before in-flight jobs are abandoned to the stalled-job check. Default 10_000. */
   closeTimeoutMs?: number;
 }
@@ -49,6 +52,8 @@ export interface Fleet {
   workers: Worker[];
   persistence: PersistenceReport;
   metrics: Metrics;
+  /** Liveness per queue (R23): false when a worker's fetch loop stopped coming back. */
+  health(): { live: boolean; queues: QueueHealth[] };
   /** Runs one sweep of every unfinished delegation now (as at start-up). */
   sweepAll(): Promise<void>;
   /** Graceful, bounded close. */
@@ -111,9 +116,12 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
       }
     },
   };
+  const progress: FetchProgress[] = [];
   const workers = (input.queues ?? ALL_QUEUES).map((name) => {
+    let watch: FetchProgress | undefined;
     const processor: Processor = async (job) => {
       const stopTimer = metrics.jobDuration.startTimer({ queue: name });
+      watch?.jobStarted();
       try {
         const outcome = await PROCESSORS[name](job, context);
         stopTimer({ outcome: 'completed' });
@@ -121,6 +129,8 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
       } catch (error) {
         stopTimer({ outcome: 'failed' });
         throw error;
+      } finally {
+        watch?.jobFinished();
       }
     };
     const worker = new Worker(name, processor, {
@@ -131,6 +141,8 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
       stalledInterval: options.stalledIntervalMs,
       ...(name === 'follow' ? { limiter: { max: options.subscribeRateLimit.max, duration: options.subscribeRateLimit.durationMs } } : {}),
     });
+    watch = watchFetchProgress(worker, name, options.concurrency[name], input.livenessStaleAfterMs ?? 30_000);
+    progress.push(watch);
     worker.on('failed', (job, error) => logger.warn({ queue: name, jobId: job?.id, err: error }, 'job failed'));
     worker.on('error', (error) => logger.error({ queue: name, err: error }, 'worker error'));
     return worker;
@@ -157,5 +169,9 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
       await Promise.all(Object.values(queues).map((queue) => queue.close()));
       await Promise.all([connection.quit().catch(() => undefined), journalRedis.quit().catch(() => undefined)]);
     })());
-  return { context, workers, persistence, metrics, sweepAll, close };
+  const health = () => {
+    const queues = progress.map((watch) => watch.health());
+    return { live: queues.every((queue) => queue.live), queues };
+  };
+  return { context, workers, persistence, metrics, health, sweepAll, close };
 }

@@ -13,3 +13,7 @@ export type { CompensationHandler } from './queues/compensate.ts';
 export type { CrashPoint, WorkerContext } from './context.ts';
 export { checkPersistence, UnsafePersistenceError } from './persistence.ts';
 export { NoUsableInterfaceError } from './agents.ts';
+export { startOpsServer } from './ops-server.ts';
+export { watchFetchProgress } from './health.ts';
+export type { QueueHealth } from './health.ts';
+export { parseWorkerEnvironment, fleetOptionsFrom, WorkerEnvironmentSchema } from './config.ts';

@@ -5,16 +5,19 @@
 import { createLogger } from '@durable-a2a/shared';
 import { fleetOptionsFrom, parseWorkerEnvironment } from './config.ts';
 import { startFleet } from './fleet.ts';
+import { startOpsServer } from './ops-server.ts';
 
 const environment = parseWorkerEnvironment(process.env);
 const logger = createLogger({ level: environment.LOG_LEVEL });
 const fleet = await startFleet({ ...fleetOptionsFrom(environment), logger });
+const opsServer = environment.DA2A_METRICS_PORT === undefined ? undefined : await startOpsServer(fleet, environment.DA2A_METRICS_PORT);
 let stopping = false;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.on(signal, () => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'closing the fleet');
+    opsServer?.close();
     fleet.close().then(
       () => process.exit(0),
       (error: unknown) => {
