@@ -27,8 +27,8 @@ const workers: WorkerProcess[] = [];
 
 const cast = await startTravelCast({ car2: runsSlowly(60_000, 'car reserved') });
 cast.flight.setBehaviour(bookingBehaviour(cast.bookings.url, 'flight', { workMs: 1_500 }));
-const producer = createProducer({ redis: redisUrl, prefix });
-const api = createServer({ redisUrl, prefix, apiTokens: [apiToken], logger: createLogger({ level: 'warn' }), metricsRegistry: new Registry() });
+const producer = createProducer({ redis: redisUrl, addressPolicy: { allowLoopback: true }, prefix });
+const api = createServer({ redisUrl, prefix, addressPolicy: { allowLoopback: true }, apiTokens: [apiToken], logger: createLogger({ level: 'warn' }), metricsRegistry: new Registry() });
 const apiUrl = await api.listen({ port: Number(process.env.PORT ?? (keep ? 8080 : 0)), host: '127.0.0.1' });
 
 const workerEnvironment = (extra: Record<string, string> = {}) => ({
@@ -37,6 +37,8 @@ const workerEnvironment = (extra: Record<string, string> = {}) => ({
   LOG_LEVEL: process.env.LOG_LEVEL ?? 'silent',
   DA2A_HTTP_VERIFIERS: JSON.stringify({ booking: { urlTemplate: `${cast.bookings.url}/bookings/{subjectMessageId}`, effectField: 'status', presentValues: ['booked'] } }),
   DA2A_METRICS_PORT: '0',
+  // The demo agents listen on 127.0.0.1; production keeps the default (public addresses only).
+  DA2A_ALLOW_LOOPBACK: 'true',
   ...extra,
 });
 const startWorker = async (extra: Record<string, string> = {}) => {

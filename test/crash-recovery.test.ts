@@ -33,7 +33,7 @@ afterEach(async () => {
 
 function setUp() {
   const prefix = `crash${++counter}`;
-  producer = createProducer({ redis: redisServer().url, prefix });
+  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
   return prefix;
 }
 

@@ -27,7 +27,7 @@ afterEach(async () => {
 
 async function setUp() {
   const keyPrefix = `core${++prefix}`;
-  producer = createProducer({ redis: redisServer().url, prefix: keyPrefix });
+  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix: keyPrefix });
   fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: keyPrefix });
   return keyPrefix;
 }

@@ -26,7 +26,7 @@ describe('push webhook authentication and task check (R18)', () => {
 
   beforeAll(async () => {
     redis = new Redis(redisServer().url, { maxRetriesPerRequest: null });
-    producer = createProducer({ redis, prefix: PREFIX });
+    producer = createProducer({ redis, prefix: PREFIX, addressPolicy: { allowLoopback: true } });
     app = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX });
     lenient = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, pushAcceptTokenOnly: true });
     reconcile = new Queue('reconcile', { connection: redis, prefix: queuePrefix(PREFIX) });
@@ -183,7 +183,7 @@ describe('push sent once, then never again (R17)', () => {
     await app.listen({ port: 0, host: '127.0.0.1' });
     const address = app.server.address();
     const port = typeof address === 'object' && address ? address.port : 0;
-    producer = createProducer({ redis: redisServer().url, prefix: PREFIX });
+    producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix: PREFIX });
     fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: PREFIX, webhookUrl: `http://127.0.0.1:${port}/v1/push` });
   });
   afterAll(async () => {

@@ -30,7 +30,7 @@ afterEach(async () => {
 
 async function setUp() {
   const prefix = `sagacrash${++counter}`;
-  producer = createProducer({ redis: redisServer().url, prefix });
+  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
   for (const agent of [cast.flight, cast.hotel, cast.car1, cast.car2]) await producer.registerAgent(agent.cardUrl);
   return prefix;
 }

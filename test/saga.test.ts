@@ -32,7 +32,7 @@ afterEach(async () => {
 
 async function setUp() {
   const prefix = `saga${++counter}`;
-  producer = createProducer({ redis: redisServer().url, prefix });
+  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
   for (const agent of [cast.flight, cast.hotel, cast.car1, cast.car2]) await producer.registerAgent(agent.cardUrl);
   fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, verifiers: { booking: bookingVerifier(cast.bookings.url) } });
 }

@@ -13,6 +13,7 @@ export function startTestServer(options: Partial<ServerOptions> & { redisUrl: st
     apiTokens: [TEST_API_TOKEN],
     logger: createLogger({ level: process.env.TEST_LOG_LEVEL ?? 'silent' }),
     metricsRegistry: new Registry(),
+    addressPolicy: { allowLoopback: true },
     ...options,
   });
 }

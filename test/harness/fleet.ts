@@ -21,6 +21,8 @@ export const TEST_TIMINGS = {
   searchMarginMs: 2_000,
   followBackoff: { baseMs: 50, capMs: 500 },
   closeTimeoutMs: 2_000,
+  // Test agents listen on 127.0.0.1.
+  addressPolicy: { allowLoopback: true },
 } satisfies Partial<StartFleetOptions>;
 
 /** Starts an in-process fleet with a silent logger and a fresh metrics registry. */
@@ -60,6 +62,7 @@ export function spawnWorkerProcess(environment: Record<string, string>): WorkerP
       DA2A_NOT_FOUND_WINDOW_MS: String(TEST_TIMINGS.notFoundWindowMs),
       DA2A_SEARCH_MARGIN_MS: String(TEST_TIMINGS.searchMarginMs),
       DA2A_CLOSE_TIMEOUT_MS: String(TEST_TIMINGS.closeTimeoutMs),
+      DA2A_ALLOW_LOOPBACK: 'true',
       ...environment,
     },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],

@@ -23,7 +23,8 @@ import {
   fetchAgentCard,
   jobId,
   queuePrefix,
-  type FetchAgentCardOptions,
+  createPolicyDispatcher,
+  type AddressPolicyOptions,
   type RegisteredAgent,
 } from '@durable-a2a/shared';
 import { ProducerInputError, NotFoundError, NoOpenQuestionError, fromZodError } from './errors.ts';
@@ -36,8 +37,11 @@ export interface ProducerOptions {
   prefix?: string;
   /** How long finished records are kept. Default 7 days. */
   retentionMs?: number;
-  /** Options for Agent Card fetches in `registerAgent` (dispatcher, address policy). */
-  cardFetch?: FetchAgentCardOptions;
+  /**
+   * Which agent addresses `registerAgent` accepts (field case R19). Default: public only; loopback,
+   * private, link-local and metadata addresses are refused, also after redirects and DNS changes.
+   */
+  addressPolicy?: AddressPolicyOptions;
 }
 
 const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
@@ -89,6 +93,7 @@ export function createProducer(options: ProducerOptions): Producer {
   const registry = new AgentRegistry(redis, prefix);
   const queue = (name: 'send' | 'reconcile') =>
     new Queue(name, { connection: redis, prefix: queuePrefix(prefix), defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
+  const cardDispatcher = createPolicyDispatcher(options.addressPolicy ?? {});
   const send = queue('send');
   const reconcile = queue('reconcile');
 
@@ -133,7 +138,10 @@ export function createProducer(options: ProducerOptions): Producer {
       for (const intent of intents.filter((candidate) => candidate.held !== '1')) {
         await send.add('send', { workflowId, delegationId: intent.delegationId, kind: 'message' }, { jobId: jobId('send', workflowId, intent.delegationId!, 0) });
       }
-      await reconcile.add('delegation', { workflowId, delegationId: '*' }, { jobId: jobId('reconcile', workflowId, 'start') });
+      // A step whose agent is not known yet (no registered agent with its skill): let the workers decide now.
+      if (intents.length < definition.steps.length) {
+        await reconcile.add('delegation', { workflowId, delegationId: '*' }, { jobId: jobId('reconcile', workflowId, 'start') });
+      }
     }
     const firstStep = definition.steps[0]!.name;
     const messageId = (await journal.getDelegation({ workflowId, delegationId: `${firstStep}.1` }))?.messageId;
@@ -213,7 +221,7 @@ export function createProducer(options: ProducerOptions): Producer {
     },
     async registerAgent(cardUrl) {
       const url = parse(AgentUrl, cardUrl);
-      const card = await fetchAgentCard(url, options.cardFetch ?? {});
+      const card = await fetchAgentCard(url, { dispatcher: cardDispatcher, addressPolicy: options.addressPolicy ?? {} });
       return registry.register(url, card);
     },
     listAgents: () => registry.list(),
@@ -228,7 +236,7 @@ export function createProducer(options: ProducerOptions): Producer {
       return { ids: selected, cursor: cursor === '0' ? undefined : cursor };
     },
     async close() {
-      await Promise.all([send.close(), reconcile.close()]);
+      await Promise.all([send.close(), reconcile.close(), cardDispatcher.close()]);
       if (ownsRedis) await redis.quit();
     },
   };

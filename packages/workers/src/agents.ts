@@ -12,6 +12,7 @@ import {
   isInterfaceSupported,
   type A2ATransport,
   type AgentCard,
+  type AddressPolicyOptions,
   type AgentInterfaceRef,
   type CredentialsProvider,
 } from '@durable-a2a/shared';
@@ -20,6 +21,8 @@ export interface AgentDirectoryOptions {
   /** Credentials per Agent Card URL; undefined = anonymous. */
   credentials?: (agentCardUrl: string) => CredentialsProvider | undefined;
   dispatcher?: Dispatcher;
+  /** Checked on every card fetch (card URL and each interface URL). */
+  addressPolicy?: AddressPolicyOptions;
   requestTimeoutMs: number;
   streamIdleTimeoutMs: number;
   /** Card cache lifetime in ms before a revalidation (ETag). */
@@ -45,7 +48,7 @@ export class AgentDirectory {
   async card(agentCardUrl: string): Promise<AgentCard> {
     const cached = this.cards.get(agentCardUrl);
     if (cached && this.options.now() - cached.fetchedAt < this.options.cardMaxAgeMs) return cached.card;
-    const card = await fetchAgentCard(agentCardUrl, { dispatcher: this.options.dispatcher, cache: this.cardCache });
+    const card = await fetchAgentCard(agentCardUrl, { dispatcher: this.options.dispatcher, cache: this.cardCache, addressPolicy: this.options.addressPolicy });
     this.cards.set(agentCardUrl, { card, fetchedAt: this.options.now() });
     return card;
   }

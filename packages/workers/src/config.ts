@@ -80,6 +80,13 @@ export const WorkerEnvironmentSchema = z.object({
     .regex(/^[a-z.@A-Za-z0-9_-]+:\d+$/)
     .optional()
     .transform((text) => (text ? { point: text.split(':')[0]!, ms: Number(text.split(':')[1]) } : undefined)),
+  /** Address policy for agent URLs (R19): allow loopback / private / link-local addresses, and hosts always allowed. */
+  DA2A_ALLOW_LOOPBACK: Flag.default(false),
+  DA2A_ALLOW_PRIVATE: Flag.default(false),
+  DA2A_ALLOWED_AGENT_HOSTS: z
+    .string()
+    .optional()
+    .transform((text) => (text ? text.split(',').map((host) => host.trim()).filter(Boolean) : [])),
   DA2A_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
@@ -122,6 +129,7 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     subscribeRateLimit: environment.DA2A_SUBSCRIBE_RATE_LIMIT,
     strictPersistence: environment.DA2A_STRICT_PERSISTENCE,
     deduplicatingAgents: environment.DA2A_DEDUPLICATING_AGENTS,
+    addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
     crashAt: environment.DA2A_CRASH_AT,
     stallAt: environment.DA2A_STALL_AT,
     credentials: (agentCardUrl) => tokens.get(agentCardUrl),

@@ -13,6 +13,7 @@ import {
   Journal,
   createLogger,
   createMetrics,
+  createPolicyDispatcher,
   jobId,
   queuePrefix,
   type Logger,
@@ -83,13 +84,17 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
     ALL_QUEUES.map((name) => [name, new Queue(name, { connection, prefix, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } })]),
   ) as Record<QueueName, Queue>;
   const shutdown = new AbortController();
+  // Every agent connection goes through the address policy, checked again at connection time (R19).
+  const ownDispatcher = input.dispatcher ? undefined : createPolicyDispatcher(input.addressPolicy ?? {});
+  const dispatcher = input.dispatcher ?? ownDispatcher!;
   const context: WorkerContext = {
     shutdownSignal: shutdown.signal,
     journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now }),
     queues,
     agents: new AgentDirectory({
       credentials: input.credentials,
-      dispatcher: input.dispatcher,
+      dispatcher,
+      addressPolicy: input.addressPolicy ?? {},
       requestTimeoutMs: options.requestTimeoutMs,
       streamIdleTimeoutMs: options.streamIdleTimeoutMs,
       cardMaxAgeMs: 5 * 60_000,
@@ -168,6 +173,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
       }
       await Promise.all(Object.values(queues).map((queue) => queue.close()));
       await Promise.all([connection.quit().catch(() => undefined), journalRedis.quit().catch(() => undefined)]);
+      await ownDispatcher?.close().catch(() => undefined);
     })());
   const health = () => {
     const queues = progress.map((watch) => watch.health());

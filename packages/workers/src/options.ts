@@ -3,7 +3,7 @@
  * `CompiledFleetOptions` (durations in …Ms, everything set).
  */
 import type { Dispatcher } from 'undici';
-import type { CredentialsProvider, QueueName } from '@durable-a2a/shared';
+import type { AddressPolicyOptions, CredentialsProvider, QueueName } from '@durable-a2a/shared';
 import type { BackoffOptions } from './backoff.ts';
 
 export interface FleetOptions {
@@ -46,8 +46,13 @@ export interface FleetOptions {
   sendAttempts?: number;
   /** Credentials per Agent Card URL. */
   credentials?: (agentCardUrl: string) => CredentialsProvider | undefined;
-  /** undici dispatcher for every agent call (tests, address policy). */
+  /** undici dispatcher for every agent call. Default: one that enforces `addressPolicy` at connection time. */
   dispatcher?: Dispatcher;
+  /**
+   * Which agent addresses may be reached (field case R19). Default: public addresses only; loopback,
+   * private, link-local and metadata addresses are refused at discovery and at every connection.
+   */
+  addressPolicy?: AddressPolicyOptions;
   /** Webhook URL that agents POST push notifications to (the API's `/v1/push`). Unset = no push. */
   webhookUrl?: string;
   /** Agent Card URLs of agents known to deduplicate SendMessage by messageId (0.3 agents without ListTasks may then be resent). */

@@ -12,6 +12,7 @@ import type { Registry } from 'prom-client';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, queuePrefix, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
+import type { AddressPolicyOptions } from '@durable-a2a/shared';
 import { registerAdmin } from './admin.ts';
 import { requireApiToken } from './auth.ts';
 import { problem, problemErrorHandler, sendProblem } from './problem.ts';
@@ -22,6 +23,8 @@ import { v1Routes } from './routes/v1.ts';
 export interface ServerOptions {
   /** A producer to serve (not closed by the server). Default: one created on `redisUrl` and `prefix`. */
   producer?: Producer;
+  /** Address policy for `POST /v1/agents` (R19) when the server creates its producer. Default: public addresses only. */
+  addressPolicy?: AddressPolicyOptions;
   redisUrl: string;
   /** Key prefix shared with the workers. Default `da2a`. */
   prefix?: string;
@@ -51,7 +54,7 @@ export function createServer(options: ServerOptions): ApiServer {
   const logger = options.logger ?? createLogger();
   const metrics = createMetrics(options.metricsRegistry);
   const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
-  const producer = options.producer ?? createProducer({ redis, prefix });
+  const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy });
   const queues = Object.fromEntries(
     ALL_QUEUES.map((name) => [
       name,

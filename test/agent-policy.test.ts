@@ -1,0 +1,66 @@
+/**
+ * Field case R19 at the product level: the registry never holds, and the
+ * workers never call, an agent whose card or interfaces point inside our
+ * network; the default policy allows public addresses only.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import { useRedisServer } from './harness/redis.ts';
+import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
+import { startRawAgent } from './harness/raw-agent.ts';
+
+const redisServer = useRedisServer();
+let agent: DemoAgentHandle;
+let metadataCard: Awaited<ReturnType<typeof startRawAgent>>;
+
+beforeAll(async () => {
+  agent = await startDemoAgent({ skills: [{ id: 'rent-car', name: 'rent', description: 'rent', tags: [] }] });
+  metadataCard = await startRawAgent((_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' });
+    response.end(
+      JSON.stringify({
+        name: 'B',
+        description: 'points at the metadata service',
+        version: '1.0.0',
+        capabilities: { streaming: true },
+        defaultInputModes: ['text'],
+        defaultOutputModes: ['text'],
+        skills: [{ id: 'rent-car', name: 'rent', description: 'rent', tags: [] }],
+        supportedInterfaces: [{ protocolBinding: 'JSONRPC', url: 'http://169.254.169.254/latest/meta-data/', protocolVersion: '1.0' }],
+      }),
+    );
+  });
+});
+afterAll(async () => {
+  await agent.close();
+  await metadataCard.close();
+});
+
+const producerWith = (allowLoopback: boolean, prefix: string): Producer =>
+  createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback } });
+
+describe('R19: agent URLs are checked against the address policy', () => {
+  it('a card whose interface is the metadata address is rejected and never registered', async () => {
+    const producer = producerWith(true, 'policy1');
+    try {
+      await expect(producer.registerAgent(`${metadataCard.url}/.well-known/agent-card.json`)).rejects.toMatchObject({ reason: 'BLOCKED_ADDRESS' });
+      await producer.registerAgent(agent.cardUrl);
+      expect((await producer.listAgents()).map((registered) => registered.cardUrl)).toEqual([agent.cardUrl]);
+    } finally {
+      await producer.close();
+    }
+  });
+
+  it('the default policy refuses loopback agents, with no request reaching them', async () => {
+    const producer = producerWith(false, 'policy2');
+    const before = agent.httpRequests.length;
+    try {
+      await expect(producer.registerAgent(agent.cardUrl)).rejects.toMatchObject({ reason: 'BLOCKED_ADDRESS' });
+      await expect(producer.registerAgent('file:///etc/passwd')).rejects.toMatchObject({ code: 'INVALID_INPUT' });
+      expect(agent.httpRequests.length).toBe(before);
+      expect(await producer.listAgents()).toEqual([]);
+    } finally {
+      await producer.close();
+    }
+  });
+});
