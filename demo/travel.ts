@@ -60,10 +60,7 @@ try {
 
   // 1. Journal three intents; flight and hotel go out; the worker dies before the hotel's task id is recorded.
   timeline.heading('1. Journal first, then a crash between "sent" and "recorded"');
-  const definition = travelWorkflow('trip');
-  definition.steps[1] = { ...definition.steps[1]!, after: [] } as (typeof definition.steps)[number];
-  (definition.steps[2] as { after?: string[] }).after = ['flight', 'hotel'];
-  await producer.startWorkflow(definition);
+  await producer.startWorkflow(travelWorkflow('trip', { parallelFlightAndHotel: true }));
   const journaled = await get();
   for (const step of journaled.steps) {
     const first = step.attempts[0]!;

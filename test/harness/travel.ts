@@ -85,8 +85,11 @@ export async function startTravelCast(options: { car2?: Behaviour; agent?: Parti
 }
 
 /** The travel workflow definition: flight, hotel, car; each booking step verified and compensated. */
-export function travelWorkflow(workflowId: string, options: { maxAttemptsPerStep?: number } = {}) {
+export function travelWorkflow(workflowId: string, options: { maxAttemptsPerStep?: number; parallelFlightAndHotel?: boolean } = {}) {
   const verifier = { name: 'booking', params: {} };
+  // In parallel: flight and hotel start at once, the car waits for both.
+  const hotelAfter = options.parallelFlightAndHotel ? { after: [] as string[] } : {};
+  const carAfter = options.parallelFlightAndHotel ? { after: ['flight', 'hotel'] } : {};
   return {
     workflowId,
     maxAttemptsPerStep: options.maxAttemptsPerStep ?? 3,
@@ -100,12 +103,13 @@ export function travelWorkflow(workflowId: string, options: { maxAttemptsPerStep
       },
       {
         name: 'hotel',
+        ...hotelAfter,
         skill: 'book-hotel',
         message: { text: 'Book a hotel in Manhattan for 3 nights' },
         verifier,
         compensation: { skill: 'book-hotel', message: { text: 'Cancel the hotel booking' }, verifier },
       },
-      { name: 'car', skill: 'rent-car', message: { text: 'Rent a car at JFK' } },
+      { name: 'car', ...carAfter, skill: 'rent-car', message: { text: 'Rent a car at JFK' } },
     ],
   };
 }

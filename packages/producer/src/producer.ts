@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { z } from 'zod';
 import {
   AgentRegistry,
@@ -24,6 +24,7 @@ import {
   jobId,
   queuePrefix,
   createPolicyDispatcher,
+  createRedisClient,
   type AddressPolicyOptions,
   type RegisteredAgent,
 } from '@durable-a2a/shared';
@@ -31,8 +32,8 @@ import { ProducerInputError, NotFoundError, NoOpenQuestionError, fromZodError } 
 import { workflowView, type WorkflowView, type OpenQuestion } from './view.ts';
 
 export interface ProducerOptions {
-  /** A Redis URL or an ioredis client (not closed by `close()` when passed in). */
-  redis: string | Redis;
+  /** A Redis URL (`redis://…`, or `redis-cluster://host:port,…`) or an ioredis client (not closed by `close()` when passed in). */
+  redis: string | Redis | Cluster;
   /** Key prefix shared with the workers. Default `da2a`. */
   prefix?: string;
   /** How long finished records are kept. Default 7 days. */
@@ -87,7 +88,7 @@ export interface Producer {
 /** Creates a producer. Throws nothing until used. */
 export function createProducer(options: ProducerOptions): Producer {
   const ownsRedis = typeof options.redis === 'string';
-  const redis = typeof options.redis === 'string' ? new Redis(options.redis, { maxRetriesPerRequest: null }) : options.redis;
+  const redis = typeof options.redis === 'string' ? createRedisClient(options.redis) : options.redis;
   const prefix = options.prefix ?? 'da2a';
   const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs });
   const registry = new AgentRegistry(redis, prefix);

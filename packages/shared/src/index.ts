@@ -52,3 +52,4 @@ export { createMetrics } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
 export { AgentRegistry } from './registry.ts';
 export type { RegisteredAgent } from './registry.ts';
+export { createRedisClient, isClusterUrl, CLUSTER_SCHEME } from './redis.ts';

@@ -4,7 +4,6 @@
  */
 import { hostname } from 'node:os';
 import { Queue, Worker, type Job, type Processor } from 'bullmq';
-import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import {
   ALL_QUEUES,
@@ -14,6 +13,7 @@ import {
   createLogger,
   createMetrics,
   createPolicyDispatcher,
+  createRedisClient,
   jobId,
   queuePrefix,
   type Logger,
@@ -76,8 +76,8 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const metrics = createMetrics(input.metricsRegistry ?? new Registry());
   const workerId = input.workerId ?? `${hostname()}-${process.pid}`;
   // Workers need maxRetriesPerRequest: null (BullMQ; field case R23); the journal waits out short outages too.
-  const connection = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
-  const journalRedis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  const connection = createRedisClient(options.redisUrl);
+  const journalRedis = createRedisClient(options.redisUrl);
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(

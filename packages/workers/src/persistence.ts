@@ -4,7 +4,7 @@
  * journal rows under memory pressure. We warn loudly; the strict option
  * refuses to start.
  */
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Logger } from '@durable-a2a/shared';
 
 export interface PersistenceReport {
@@ -20,7 +20,7 @@ export class UnsafePersistenceError extends Error {
   readonly code = 'UNSAFE_PERSISTENCE';
 }
 
-async function configValue(redis: Redis, name: string): Promise<string | undefined> {
+async function configValue(redis: Redis | Cluster, name: string): Promise<string | undefined> {
   try {
     const reply = (await redis.config('GET', name)) as string[];
     return reply[1];
@@ -30,7 +30,7 @@ async function configValue(redis: Redis, name: string): Promise<string | undefin
 }
 
 /** Reads persistence settings; warns, or throws UnsafePersistenceError when `strict`. */
-export async function checkPersistence(redis: Redis, logger: Logger, strict: boolean): Promise<PersistenceReport> {
+export async function checkPersistence(redis: Redis | Cluster, logger: Logger, strict: boolean): Promise<PersistenceReport> {
   const [appendonly, save, policy] = await Promise.all([configValue(redis, 'appendonly'), configValue(redis, 'save'), configValue(redis, 'maxmemory-policy')]);
   const report: PersistenceReport = {
     appendOnly: appendonly === 'yes',

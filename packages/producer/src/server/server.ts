@@ -7,12 +7,10 @@
 import fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import type { Registry } from 'prom-client';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, queuePrefix, type Logger, type QueueName } from '@durable-a2a/shared';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createRedisClient, queuePrefix, type AddressPolicyOptions, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
-import type { AddressPolicyOptions } from '@durable-a2a/shared';
 import { registerAdmin } from './admin.ts';
 import { requireApiToken } from './auth.ts';
 import { problem, problemErrorHandler, sendProblem } from './problem.ts';
@@ -53,7 +51,7 @@ export function createServer(options: ServerOptions): ApiServer {
   const prefix = options.prefix ?? 'da2a';
   const logger = options.logger ?? createLogger();
   const metrics = createMetrics(options.metricsRegistry);
-  const redis = new Redis(options.redisUrl, { maxRetriesPerRequest: null });
+  const redis = createRedisClient(options.redisUrl);
   const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy });
   const queues = Object.fromEntries(
     ALL_QUEUES.map((name) => [

@@ -15,7 +15,7 @@ import { JournalError, journalErrorFromCode } from './errors.ts';
 /** Version of the script set; bump when a script's contract changes. */
 const SCRIPT_VERSION = 'v1';
 const SCRIPTS = {
-  createWorkflow: 4,
+  createWorkflow: 3,
   createIntent: 3,
   claim: 1,
   markSending: 1,
@@ -25,7 +25,7 @@ const SCRIPTS = {
   noteNotFound: 1,
   recordReply: 1,
   markReplySent: 1,
-  updateWorkflow: 1,
+  updateWorkflow: 2,
   lease: 1,
   recordEffect: 1,
   releaseHold: 1,
@@ -116,10 +116,12 @@ export class Journal {
    */
   async createWorkflow(workflowId: string, fields: Record<string, string>, first?: Record<string, string>): Promise<boolean> {
     if (first) await this.scheduleCheck({ workflowId, delegationId: first.delegationId! }, this.now());
+    // The listing set is global (another Cluster slot), so it is written outside the script; SADD is idempotent.
+    await this.redis.sadd(this.keys.workflows(), workflowId);
     const created = await this.call(
       'createWorkflow',
-      [this.keys.workflow(workflowId), first ? this.keys.delegation(workflowId, first.delegationId!) : this.keys.workflow(workflowId), this.delegationListKey(workflowId), this.keys.workflows()],
-      [JSON.stringify({ ...fields, workflowId, version: '1' }), first ? JSON.stringify(first) : '', workflowId],
+      [this.keys.workflow(workflowId), first ? this.keys.delegation(workflowId, first.delegationId!) : this.keys.workflow(workflowId), this.delegationListKey(workflowId)],
+      [JSON.stringify({ ...fields, workflowId, version: '1' }), first ? JSON.stringify(first) : ''],
     );
     return created === 1;
   }
@@ -310,7 +312,7 @@ export class Journal {
    */
   async updateWorkflow(workflowId: string, fields: Record<string, string>, expectedVersion?: number): Promise<number> {
     const code = Number(
-      await this.call('updateWorkflow', [this.keys.workflow(workflowId)], [expectedVersion ?? '', JSON.stringify(fields), this.now(), this.retentionMs]),
+      await this.call('updateWorkflow', [this.keys.workflow(workflowId), this.delegationListKey(workflowId)], [expectedVersion ?? '', JSON.stringify(fields), this.now(), this.retentionMs]),
     );
     if (code < 0) throw journalErrorFromCode(code, { workflowId, delegationId: '' }, 'updateWorkflow');
     return code;

@@ -5,7 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { Queue } from 'bullmq';
-import type { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import type { Metrics } from '@durable-a2a/shared';
 
 export interface HealthReport {
@@ -15,7 +15,7 @@ export interface HealthReport {
 }
 
 export interface OpsRouteOptions {
-  redis: Redis;
+  redis: Redis | Cluster;
   queues: readonly Queue[];
   metrics: Metrics;
   health?: () => Promise<HealthReport>;
@@ -24,7 +24,7 @@ export interface OpsRouteOptions {
 /** A readiness PING slower than this counts as Redis unreachable. */
 const PING_TIMEOUT_MS = 1_000;
 
-async function redisReachable(redis: Redis): Promise<boolean> {
+async function redisReachable(redis: Redis | Cluster): Promise<boolean> {
   let timer: NodeJS.Timeout | undefined;
   const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS)));
   try {

@@ -4,10 +4,8 @@
   KEYS[1] workflow hash
   KEYS[2] first delegation hash (ignored when ARGV[2] is '')
   KEYS[3] the workflow's delegation list
-  KEYS[4] set of all workflow ids
   ARGV[1] workflow fields, JSON object of strings
   ARGV[2] delegation fields, JSON object of strings, or ''
-  ARGV[3] workflow id
   Returns: 1 created, 0 already existed
 ]]
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
@@ -22,5 +20,4 @@ if ARGV[2] ~= '' then
   hset(KEYS[2], ARGV[2])
   redis.call('RPUSH', KEYS[3], cjson.decode(ARGV[2]).delegationId)
 end
-redis.call('SADD', KEYS[4], ARGV[3])
 return 1

@@ -2,6 +2,7 @@
   Changes a workflow's fields, compare-and-set on its version, and refuses to
   leave a finished workflow state (COMPLETED, FAILED, COMPENSATED, CANCELED).
   KEYS[1] workflow hash
+  KEYS[2] the workflow's delegation list (expires with it)
   ARGV[1] expected version ('' = any)
   ARGV[2] fields JSON object of strings
   ARGV[3] now (ms)
@@ -21,7 +22,7 @@ if fields.state and finished[fields.state] then
   local retention = tonumber(ARGV[4]) or 0
   if retention > 0 then
     redis.call('PEXPIRE', KEYS[1], retention)
-    redis.call('PEXPIRE', KEYS[1] .. ':delegations', retention)
+    redis.call('PEXPIRE', KEYS[2], retention)
   end
 end
 return redis.call('HINCRBY', KEYS[1], 'version', 1)
