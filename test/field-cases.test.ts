@@ -704,5 +704,46 @@ describe('R22: repeatable sweeper jobs multiply after restarts or deploys', () =
     expect(agent.count('SubscribeToTask')).toBe(1);
     expect(agent.count('SendMessage')).toBe(1);
     expect((await recordOf(producer, id))!.state).toBe('WORKING');
+    // End the agent first: closing two fleets around an open stream is the next test.
+    await agent.close();
+  });
+
+  it('frequent sweeps while first sends are in flight never discard an agent\'s answer (no AMBIGUOUS for a healthy agent)', async () => {
+    const prefix = newPrefix();
+    // A healthy agent that cannot list tasks (like a 0.3 agent): a discarded SendMessage answer cannot be recovered.
+    const agent = await agentWith({
+      SendMessage: async (params, call) => {
+        await sleep(5);
+        return { result: { task: task(`T${call.count}`, 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'ok' } }) } };
+      },
+    });
+    producer = createProducer({ redis: redisServer().url, prefix });
+    await fleetFor(prefix, { reconcileIntervalMs: 50 });
+    const started = await Promise.all(Array.from({ length: 200 }, (_, index) => producer!.delegate({ agent: agent.cardUrl, text: `job ${index}`, idempotencyKey: `sweep-race-${index}` })));
+    const states = await Promise.all(started.map(async ({ id }) => (await finished(producer!, id, 30_000)).state));
+    expect(states.filter((state) => state !== 'COMPLETED')).toEqual([]);
+    expect(agent.count('SendMessage')).toBe(200);
+  });
+
+  it('closing two fleets that share a followed task: bounded close, no subscription opened by a closing fleet', async () => {
+    const prefix = newPrefix();
+    const seen: Setup['seen'] = {};
+    const agent = await agentWith({
+      SendMessage: accept(seen),
+      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId }))], endAfter: 'hang' }),
+      GetTask: () => ({ result: task('T1', 'WORKING', { contextId: seen.contextId }) }),
+    });
+    producer = createProducer({ redis: redisServer().url, prefix });
+    const options = { reconcileIntervalMs: 60_000, streamIdleTimeoutMs: 8_000, closeTimeoutMs: 2_000 };
+    const first = await fleetFor(prefix, { ...options, workerId: 'fleet-a' });
+    const second = await fleetFor(prefix, { ...options, workerId: 'fleet-b' });
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'long', idempotencyKey: 'r22-close' });
+    await eventually(async () => agent.count('SubscribeToTask') === 1 && (await producer!.journal.isFollowed(ref(id))), 'stream open');
+    const closing = Date.now();
+    fleets.splice(0);
+    await Promise.all([first.close(), second.close()]);
+    const elapsed = Date.now() - closing;
+    expect(agent.calls('SubscribeToTask').filter((call) => call.at >= closing)).toHaveLength(0);
+    expect(elapsed).toBeLessThan(options.closeTimeoutMs + 2_000);
   });
 });

@@ -59,6 +59,8 @@ export interface SeenHttpRequest {
   method: string;
   /** Path and query, e.g. `/a2a/rest/tasks/abc`. */
   url: string;
+  /** The Authorization header, if any (to check which principal called). */
+  authorization?: string;
 }
 
 export interface DemoAgentHandle {
@@ -124,7 +126,7 @@ export async function startDemoAgent(options: DemoAgentOptions = {}): Promise<De
     const requestHandler = countingRequestHandler(sdkHandler, (method) => counts.set(method, (counts.get(method) ?? 0) + 1));
     const app = express();
     app.use((request, _response, next) => {
-      httpRequests.push({ method: request.method, url: request.originalUrl });
+      httpRequests.push({ method: request.method, url: request.originalUrl, authorization: request.headers.authorization });
       next();
     });
     app.use(streamDropper(() => dropLimit, () => droppedStreams++));

@@ -8,6 +8,7 @@ import type { AgentDirectory } from './agents.ts';
 import type { CompiledFleetOptions } from './options.ts';
 import type { VerifierRegistry } from './verifiers.ts';
 import type { CompensationHandler } from './queues/compensate.ts';
+import type { AuthHandler } from './auth.ts';
 
 /** A named point where a crash changes what recovery must do (crash-point tests). */
 export type CrashPoint =
@@ -26,6 +27,8 @@ export interface WorkerContext {
   agents: AgentDirectory;
   verifiers: VerifierRegistry;
   compensationHandlers: ReadonlyMap<string, CompensationHandler>;
+  /** Auth handlers by Agent Card URL (AUTH_REQUIRED). */
+  authHandlers: ReadonlyMap<string, AuthHandler>;
   logger: Logger;
   metrics: Metrics;
   options: CompiledFleetOptions;

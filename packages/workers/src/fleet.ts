@@ -26,6 +26,7 @@ import { compileFleetOptions, type FleetOptions } from './options.ts';
 import { checkPersistence, type PersistenceReport } from './persistence.ts';
 import { watchFetchProgress, type FetchProgress, type QueueHealth } from './health.ts';
 import { processCompensate, type CompensationHandler } from './queues/compensate.ts';
+import type { AuthHandler } from './auth.ts';
 import { processFollow } from './queues/follow.ts';
 import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
 import { processSend } from './queues/send.ts';
@@ -40,6 +41,8 @@ export interface StartFleetOptions extends FleetOptions {
   verifiers?: Record<string, Verifier>;
   /** Compensation handlers by name (steps whose compensation is `{ handler }`). */
   compensationHandlers?: Record<string, CompensationHandler>;
+  /** Auth handlers by Agent Card URL, run when a task asks for AUTH_REQUIRED. */
+  authHandlers?: Record<string, AuthHandler>;
   /** Queues this process works on; default all five. */
   queues?: QueueName[];
   /** A worker whose fetch has not returned for this long is not live (R23). Default 30_000. */
@@ -102,6 +105,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
     }),
     verifiers: new Map(Object.entries(input.verifiers ?? {})),
     compensationHandlers: new Map(Object.entries(input.compensationHandlers ?? {})),
+    authHandlers: new Map(Object.entries(input.authHandlers ?? {})),
     logger,
     metrics,
     options,

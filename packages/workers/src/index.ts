@@ -17,3 +17,4 @@ export { startOpsServer } from './ops-server.ts';
 export { watchFetchProgress } from './health.ts';
 export type { QueueHealth } from './health.ts';
 export { parseWorkerEnvironment, fleetOptionsFrom, WorkerEnvironmentSchema } from './config.ts';
+export type { AuthHandler, AuthHandlerResult } from './auth.ts';

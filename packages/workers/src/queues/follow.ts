@@ -27,6 +27,7 @@ import type { WorkerContext } from '../context.ts';
 import { fullJitterDelayMs, jitteredCheckTime } from '../backoff.ts';
 import { settleDelegation } from '../settle.ts';
 import { handleTaskNotFound } from '../not-found.ts';
+import { handleAuthRequired } from '../auth.ts';
 
 export const FOLLOW_QUEUE = 'follow';
 export { FollowJobSchema };
@@ -85,6 +86,11 @@ export async function processFollow(job: Job, ctx: WorkerContext): Promise<strin
   }
   const token = `${ctx.workerId}/${job.id}`;
   const leaseMs = ctx.options.lockDurationMs;
+  if (ctx.shutdownSignal.aborted) {
+    // This worker is closing: leave the delegation to another one.
+    await enqueueFollow(ctx, ref, data.resubscription);
+    return 'handed-over';
+  }
   if (!(await ctx.journal.lease(ref, 'acquire', token, leaseMs))) return 'already-followed';
   const renew = setInterval(() => void ctx.journal.lease(ref, 'renew', token, leaseMs).catch(() => undefined), leaseMs / 3);
   try {
@@ -103,9 +109,7 @@ async function followStream(ctx: WorkerContext, record: DelegationRecord, fence:
   const log = ctx.logger.child({ queue: 'follow', workflowId: ref.workflowId, delegationId: ref.delegationId, taskId: record.taskId, jobId: job.id, resubscription });
   const transport = await ctx.agents.transportFor(record);
   const controller = new AbortController();
-  const onShutdown = () => controller.abort();
-  ctx.shutdownSignal.addEventListener('abort', onShutdown, { once: true });
-  const stream = transport.subscribeToTask({ id: record.taskId! }, { signal: controller.signal });
+  const stream = transport.subscribeToTask({ id: record.taskId! }, { signal: AbortSignal.any([controller.signal, ctx.shutdownSignal]) });
   let end: StreamEnd | undefined;
   let first = true;
   let eventCount = 0;
@@ -129,6 +133,11 @@ async function followStream(ctx: WorkerContext, record: DelegationRecord, fence:
       if (result.artifact === 'sealed') log.warn({ event: response }, 'artifact update after lastChunk dropped (agent bug)');
       if (result.status?.applied === false) ctx.metrics.staleObservations.inc({ reason: result.status.reason });
       if (result.status?.applied && state) ctx.metrics.transitions.inc({ state, source: 'stream' });
+      if (state === 'TASK_STATE_AUTH_REQUIRED' && result.status?.applied) {
+        // Keep the stream open (the agent may resume on its own); the handler runs beside it.
+        const current = await ctx.journal.getDelegation(ref);
+        if (current) void handleAuthRequired(ctx, current).catch((error: unknown) => log.warn({ err: error }, 'auth handler failed'));
+      }
       if (state === 'TASK_STATE_INPUT_REQUIRED') {
         const current = await ctx.journal.getDelegation(ref);
         if (current && isAwaitingAnswer(current)) {
@@ -161,8 +170,6 @@ async function followStream(ctx: WorkerContext, record: DelegationRecord, fence:
       return readOnce(ctx, record, fence, eventCount > 0 ? 0 : resubscription + 1, log);
     }
     throw error;
-  } finally {
-    ctx.shutdownSignal.removeEventListener('abort', onShutdown);
   }
   const current = await ctx.journal.getDelegation(ref);
   if (!current) return 'missing';

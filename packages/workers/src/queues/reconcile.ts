@@ -25,6 +25,7 @@ import { settleDelegation } from '../settle.ts';
 import { findTaskByMessageId } from '../search.ts';
 import { HANDLER_PREFIX } from './send.ts';
 import { handleTaskNotFound } from '../not-found.ts';
+import { handleAuthRequired } from '../auth.ts';
 import { afterObservation, enqueueFollow, isAwaitingAnswer } from './follow.ts';
 
 export const RECONCILE_QUEUE = 'reconcile';
@@ -106,6 +107,11 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
     // Waiting for earlier steps: the workflow decides when to release it.
     await advanceWorkflow(ctx, record.workflowId);
     return 'held';
+  }
+  if (record.sendStartedAt === undefined && ctx.options.now() - record.updatedAt < ctx.options.sendSettleMs) {
+    // Just journaled (or just released): its send job is on its way; check again later.
+    await ctx.journal.scheduleCheck(ref, record.updatedAt + ctx.options.sendSettleMs);
+    return 'send-pending';
   }
   if (record.sendStartedAt === undefined) {
     // Not sent yet (its send job may have been lost): enqueue it again. A duplicate job is harmless:
@@ -200,6 +206,7 @@ async function rereadTask(ctx: WorkerContext, record: DelegationRecord, log: Wor
     return 'terminal';
   }
   if (isAwaitingAnswer(current)) {
+    await handleAuthRequired(ctx, current);
     await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.parkedPollMs));
     return 'parked';
   }

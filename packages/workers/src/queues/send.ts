@@ -82,12 +82,14 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
   ctx.crashPoint('send.after-request', record.step);
   if ('message' in response) {
     // A direct Message reply completes the delegation (spec §3.1.1).
-    await ctx.journal.applyStatus(ref, { fence, mode: 'outcome', state: 'COMPLETED', result: { message: response.message }, contextId: response.message.contextId });
+    await ctx.journal.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', result: { message: response.message }, contextId: response.message.contextId });
     log.info('agent replied with a message');
     await settleDelegation(ctx, ref);
     return 'completed-by-message';
   }
-  await applyTask(ctx.journal, ref, response.task, { fence, snapshot: true });
+  // Unfenced on purpose: the agent's answer is the truth about this send, so it is recorded even if
+  // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
+  await applyTask(ctx.journal, ref, response.task, { snapshot: true });
   log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
   await afterObservation(ctx, ref);
   return 'sent';

@@ -1,0 +1,39 @@
+/**
+ * AUTH_REQUIRED (spec §7.6): a registered per-agent auth handler may obtain
+ * or refresh credentials (and store them in that agent's credentials
+ * provider) and optionally answer the challenge on the same task. Whether or
+ * not it replies, the delegation keeps being followed, because the agent may
+ * resume on its own once the credential arrives out of band.
+ */
+import type { DelegationRecord, OutgoingMessage } from '@durable-a2a/shared';
+import { jobId } from '@durable-a2a/shared';
+import { randomUUID } from 'node:crypto';
+import type { WorkerContext } from './context.ts';
+
+/** What an auth handler may answer: a reply to send on the same task, or nothing (credentials were updated). */
+export type AuthHandlerResult = { reply?: string | OutgoingMessage['parts'] } | void;
+
+/** A per-agent auth handler. Runs at most once per challenge (per status timestamp). */
+export type AuthHandler = (input: { delegation: DelegationRecord; challenge: string }) => Promise<AuthHandlerResult>;
+
+/** Runs the agent's auth handler for this challenge once, fleet-wide. Returns true if it ran. */
+export async function handleAuthRequired(ctx: WorkerContext, record: DelegationRecord): Promise<boolean> {
+  const handler = ctx.authHandlers.get(record.agentCardUrl);
+  if (!handler || record.state !== 'AUTH_REQUIRED') return false;
+  const onceKey = `${ctx.journal.keys.delegation(record.workflowId, record.delegationId)}:auth:${record.statusTimestampMs ?? record.version}`;
+  if ((await ctx.journal.redis.set(onceKey, ctx.workerId, 'PX', 24 * 3600 * 1000, 'NX')) !== 'OK') return false;
+  const challenge = record.question?.parts.map((part) => part.text ?? '').join('') ?? '';
+  const log = ctx.logger.child({ workflowId: record.workflowId, delegationId: record.delegationId, taskId: record.taskId });
+  const result = await handler({ delegation: record, challenge });
+  // New credentials: rebuild this agent's transports so every later call uses them.
+  ctx.agents.forget(record.agentCardUrl);
+  if (result && result.reply !== undefined) {
+    const parts = typeof result.reply === 'string' ? [{ text: result.reply }] : result.reply;
+    const reply = await ctx.journal.recordReply(record, randomUUID(), { parts });
+    await ctx.queues.send.add('send', { workflowId: record.workflowId, delegationId: record.delegationId, kind: 'reply' }, { jobId: jobId('reply', record.workflowId, record.delegationId, reply.messageId) });
+    log.info('auth handler answered the challenge');
+  } else {
+    log.info('auth handler ran; waiting for the agent to resume');
+  }
+  return true;
+}
