@@ -1,0 +1,120 @@
+/** The workflow decision is a pure function of the journal: tested without Redis. */
+import { describe, expect, it } from 'vitest';
+import { WorkflowDefinitionSchema } from '@durable-a2a/shared';
+import { decide, type AttemptView, type WorkflowSnapshot } from '../src/decide.ts';
+
+const definition = (overrides: object = {}) =>
+  WorkflowDefinitionSchema.parse({
+    workflowId: 'trip',
+    maxAttemptsPerStep: 3,
+    steps: [
+      { name: 'flight', skill: 'book-flight', message: { text: 'fly' }, verifier: { name: 'booking' }, compensation: { skill: 'book-flight', message: { text: 'cancel' } } },
+      { name: 'car', skill: 'rent-car', message: { text: 'car' } },
+    ],
+    ...overrides,
+  });
+const attempt = (step: string, n: number, state: AttemptView['state'], extra: Partial<AttemptView> = {}): AttemptView => ({
+  delegationId: `${step}.${n}`,
+  step,
+  kind: 'step',
+  attempt: n,
+  agentCardUrl: `https://${step}-${n}.example`,
+  state,
+  ...extra,
+});
+const snapshot = (attempts: AttemptView[], extra: Partial<WorkflowSnapshot> = {}): WorkflowSnapshot => ({
+  definition: definition(),
+  state: 'RUNNING',
+  cancelRequested: false,
+  attempts,
+  ...extra,
+});
+const agents = { 'book-flight': ['https://flight-1.example', 'https://flight-2.example'], 'rent-car': ['https://car-1.example', 'https://car-2.example', 'https://car-3.example'] };
+const lookup = (step: { skill?: string }) => agents[step.skill as keyof typeof agents] ?? [];
+
+describe('decide', () => {
+  it('starts the first step with the first agent that has the skill', () => {
+    expect(decide(snapshot([]), lookup)).toMatchObject({ kind: 'start-attempt', step: 'flight', attempt: 1, agentCardUrl: 'https://flight-1.example', previous: [] });
+  });
+
+  it('waits while a step runs, and for verification of a COMPLETED step that declares a verifier', () => {
+    expect(decide(snapshot([attempt('flight', 1, 'WORKING')]), lookup)).toMatchObject({ kind: 'wait' });
+    expect(decide(snapshot([attempt('flight', 1, 'COMPLETED')]), lookup)).toMatchObject({ kind: 'wait', reason: expect.stringContaining('verification') });
+  });
+
+  it('moves on after a verified step; completes when every step is done', () => {
+    const flight = attempt('flight', 1, 'COMPLETED', { effect: 'present' });
+    expect(decide(snapshot([flight]), lookup)).toMatchObject({ kind: 'start-attempt', step: 'car', agentCardUrl: 'https://car-1.example' });
+    expect(decide(snapshot([flight, attempt('car', 1, 'COMPLETED')]), lookup)).toEqual({ kind: 'complete' });
+  });
+
+  it('re-delegates a rejected step to an untried agent, carrying the task and reason forward', () => {
+    const flight = attempt('flight', 1, 'COMPLETED', { effect: 'present' });
+    const rejected = attempt('car', 1, 'REJECTED', { agentCardUrl: 'https://car-1.example', taskId: 'T1', error: { code: 'TASK_REJECTED', message: 'no cars' } });
+    expect(decide(snapshot([flight, rejected]), lookup)).toMatchObject({
+      kind: 'start-attempt',
+      step: 'car',
+      attempt: 2,
+      agentCardUrl: 'https://car-2.example',
+      previous: [{ taskId: 'T1', agentCardUrl: 'https://car-1.example', reason: 'REJECTED: no cars' }],
+    });
+  });
+
+  it('the budget is per step across all agents: 3 failures stop the step and the flight is compensated', () => {
+    const flight = attempt('flight', 1, 'COMPLETED', { effect: 'present' });
+    const cars = [1, 2, 3].map((n) => attempt('car', n, 'FAILED', { agentCardUrl: `https://car-${n}.example`, error: { code: 'TASK_FAILED', message: `broken ${n}` } }));
+    const decision = decide(snapshot([flight, ...cars]), lookup);
+    expect(decision.kind).toBe('compensate');
+    expect(decision.kind === 'compensate' && decision.reason).toContain('exhausted its budget of 3');
+    expect(decision.kind === 'compensate' && decision.reason).toContain('broken 3');
+  });
+
+  it('fails without compensation when nothing needs undoing, and when no agent is left', () => {
+    const verifiedAbsent = attempt('flight', 1, 'COMPLETED', { effect: 'absent', agentCardUrl: 'https://flight-1.example' });
+    const onlyOneAgent = (step: { skill?: string }) => (step.skill === 'book-flight' ? ['https://flight-1.example'] : []);
+    expect(decide(snapshot([verifiedAbsent]), onlyOneAgent)).toMatchObject({ kind: 'fail', step: 'flight' });
+  });
+
+  it('a COMPLETED claim whose effect is absent counts as a failure (re-delegated)', () => {
+    const liar = attempt('flight', 1, 'COMPLETED', { effect: 'absent', agentCardUrl: 'https://flight-1.example' });
+    expect(decide(snapshot([liar]), lookup)).toMatchObject({ kind: 'start-attempt', step: 'flight', attempt: 2, agentCardUrl: 'https://flight-2.example' });
+  });
+
+  it('AMBIGUOUS and unknown effects need a person', () => {
+    expect(decide(snapshot([attempt('flight', 1, 'AMBIGUOUS')]), lookup)).toMatchObject({ kind: 'needs-attention', step: 'flight' });
+    expect(decide(snapshot([attempt('flight', 1, 'COMPLETED', { effect: 'unknown' })]), lookup)).toMatchObject({ kind: 'needs-attention' });
+  });
+
+  it('cancel waits for running attempts, then compensates what has an effect', () => {
+    const flight = attempt('flight', 1, 'COMPLETED', { effect: 'present' });
+    expect(decide(snapshot([flight, attempt('car', 1, 'WORKING')], { cancelRequested: true }), lookup)).toMatchObject({ kind: 'wait' });
+    expect(decide(snapshot([flight, attempt('car', 1, 'CANCELED')], { cancelRequested: true }), lookup)).toMatchObject({ kind: 'compensate' });
+    expect(decide(snapshot([], { cancelRequested: true }), lookup)).toMatchObject({ kind: 'fail' });
+  });
+
+  it('DAG: held intents are released when their steps are done; parallel steps start together', () => {
+    const parallel = definition({
+      steps: [
+        { name: 'flight', skill: 'book-flight', message: { text: 'fly' }, after: [] },
+        { name: 'hotel', skill: 'book-flight', message: { text: 'sleep' }, after: [] },
+        { name: 'car', skill: 'rent-car', message: { text: 'car' }, after: ['flight', 'hotel'] },
+      ],
+    });
+    const held = attempt('car', 1, 'INTENT', { held: true });
+    const running = snapshot([attempt('flight', 1, 'WORKING'), held], { definition: parallel });
+    expect(decide(running, lookup)).toMatchObject({ kind: 'start-attempt', step: 'hotel' });
+    const bothDone = snapshot([attempt('flight', 1, 'COMPLETED'), attempt('hotel', 1, 'COMPLETED'), held], { definition: parallel });
+    expect(decide(bothDone, lookup)).toEqual({ kind: 'release', step: 'car', delegationId: 'car.1' });
+  });
+
+  it('a LOST task may go back to the same agent when no other has the skill', () => {
+    const single = (step: { skill?: string }) => (step.skill === 'book-flight' ? ['https://flight-1.example'] : []);
+    const lost = attempt('flight', 1, 'LOST', { agentCardUrl: 'https://flight-1.example', effect: 'absent', error: { code: 'TASK_LOST', message: 'denied 3 times' } });
+    expect(decide(snapshot([{ ...lost, effect: undefined }]), single)).toMatchObject({ kind: 'wait', reason: expect.stringContaining('verification') });
+    expect(decide(snapshot([lost]), single)).toMatchObject({ kind: 'start-attempt', attempt: 2, agentCardUrl: 'https://flight-1.example' });
+  });
+
+  it('rejects `after` naming a later step (the graph stays acyclic)', () => {
+    expect(() => definition({ steps: [{ name: 'a', skill: 'x', message: { text: 'a' }, after: ['b'] }, { name: 'b', skill: 'x', message: { text: 'b' } }] })).toThrow(/earlier steps/);
+  });
+});
