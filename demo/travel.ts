@@ -169,7 +169,12 @@ try {
   }
   timeline.expect('every messageId was sent exactly once', allOnce);
   const metrics = await fetch(`${apiUrl}/metrics`);
-  timeline.expect('/metrics answers in Prometheus text format', metrics.ok && (await metrics.text()).includes('durable_a2a_queue_jobs'));
+  timeline.expect('API /metrics answers in Prometheus text format', metrics.ok && (await metrics.text()).includes('durable_a2a_queue_jobs'));
+  const workerMetrics = await (await fetch(`http://127.0.0.1:${second.opsPort()}/metrics`)).text();
+  const expected = ['durable_a2a_transitions_total', 'durable_a2a_sends_total', 'durable_a2a_adoptions_total', 'durable_a2a_reconcile_runs_total', 'durable_a2a_redelegations_total', 'durable_a2a_verifications_total', 'durable_a2a_job_duration_seconds'];
+  const missing = expected.filter((name) => !workerMetrics.includes(`${name}{`) && !workerMetrics.includes(`${name} `));
+  timeline.note(`worker /metrics: ${workerMetrics.split('\n').filter((line) => line.startsWith('durable_a2a_adoptions_total') || line.startsWith('durable_a2a_redelegations_total')).join('; ')}`);
+  timeline.expect('worker /metrics holds the documented metrics', missing.length === 0);
   exitCode = timeline.summary() ? 0 : 1;
   if (keep) {
     console.log(`\nAPI:        ${apiUrl}  (Authorization: Bearer ${apiToken})`);

@@ -52,6 +52,10 @@ export interface DemoAgentOptions {
   push?: { timeoutMs?: number; tokenHeaderName?: string };
   /** Listen on this port. Default 0 (any free port). */
   port?: number;
+  /** Bind address. Default 127.0.0.1 (docker compose binds 0.0.0.0). */
+  host?: string;
+  /** Host name written into the card's URLs. Default 127.0.0.1. */
+  publicHost?: string;
 }
 
 /** One HTTP request as it arrived, before the SDK saw it. */
@@ -109,8 +113,8 @@ export async function startDemoAgent(options: DemoAgentOptions = {}): Promise<De
 
   let server: Server = createServer();
   let sockets = trackSockets(server);
-  const port = await listenOnLoopback(server, options.port ?? 0);
-  const baseUrl = `http://127.0.0.1:${port}`;
+  const port = await listenOnLoopback(server, options.port ?? 0, options.host);
+  const baseUrl = `http://${options.publicHost ?? '127.0.0.1'}:${port}`;
   const card = buildCard(baseUrl, options);
 
   const buildApp = (): express.Express => {
@@ -176,7 +180,7 @@ export async function startDemoAgent(options: DemoAgentOptions = {}): Promise<De
       if (restartOptions.forgetTasks ?? true) app = buildApp();
       server = createServer(app);
       sockets = trackSockets(server);
-      await listenOnLoopback(server, port);
+      await listenOnLoopback(server, port, options.host);
       running = true;
     },
     stop: shutDown,

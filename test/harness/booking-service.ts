@@ -44,7 +44,7 @@ export interface BookingServiceHandle {
 }
 
 /** Starts the booking service on 127.0.0.1, port 0. */
-export async function startBookingService(): Promise<BookingServiceHandle> {
+export async function startBookingService(options: { port?: number; host?: string; publicHost?: string } = {}): Promise<BookingServiceHandle> {
   const bookings = new Map<string, Booking>();
   const creates = new Map<string, number>();
   const cancels = new Map<string, number>();
@@ -97,11 +97,11 @@ export async function startBookingService(): Promise<BookingServiceHandle> {
     });
   });
   const sockets = trackSockets(server);
-  const port = await listenOnLoopback(server);
+  const port = await listenOnLoopback(server, options.port ?? 0, options.host);
   let closed = false;
   return {
     port,
-    url: `http://127.0.0.1:${port}`,
+    url: `http://${options.publicHost ?? '127.0.0.1'}:${port}`,
     cancelOrder,
     counts: () => ({ creates: new Map(creates), cancels: new Map(cancels) }),
     booking: (key) => {

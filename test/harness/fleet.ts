@@ -41,6 +41,8 @@ export interface WorkerProcess {
   child: ChildProcess;
   /** Resolves when the fleet in the child reports ready. */
   ready: Promise<void>;
+  /** The child's ops endpoint port (/metrics, /healthz), once ready, when DA2A_METRICS_PORT was set. */
+  opsPort(): number | undefined;
   /** Resolves with the exit signal or code. */
   exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   kill(signal?: NodeJS.Signals): Promise<void>;
@@ -70,14 +72,20 @@ export function spawnWorkerProcess(environment: Record<string, string>): WorkerP
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once('exit', (code, signal) => resolve({ code, signal })),
   );
+  let opsPort: number | undefined;
   const ready = new Promise<void>((resolve, reject) => {
-    child.on('message', (message: { ready?: boolean }) => message.ready && resolve());
+    child.on('message', (message: { ready?: boolean; opsPort?: number }) => {
+      if (!message.ready) return;
+      opsPort = message.opsPort;
+      resolve();
+    });
     void exited.then(({ code, signal }) => reject(new Error(`worker exited before ready (code ${code}, signal ${signal})`)));
   });
   ready.catch(() => undefined);
   return {
     child,
     ready,
+    opsPort: () => opsPort,
     exited,
     async kill(signal = 'SIGKILL') {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);

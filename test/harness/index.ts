@@ -2,7 +2,9 @@
  * Integration test harness: a private redis-server, scripted SDK agents, a raw
  * wire server and a booking system of record, all on 127.0.0.1 and port 0.
  */
-export { resolveRedisServerBinary, startRedisServer, useRedisServer } from './redis.ts';
+export { resolveRedisServerBinary, startRedisServer, testsOnCluster, useRedisServer } from './redis.ts';
+export { startRedisCluster } from './redis-cluster.ts';
+export type { RedisClusterHandle } from './redis-cluster.ts';
 export type { RedisServerHandle, RedisServerOptions } from './redis.ts';
 export { startDemoAgent, useDemoAgent } from './agent.ts';
 export type { DemoAgentBinding, DemoAgentHandle, DemoAgentOptions, DemoAgentSkill, SeenHttpRequest } from './agent.ts';

@@ -41,11 +41,11 @@ export function trackSockets(server: Server): { destroyAll: () => void } {
 }
 
 /** Resolves once `server` listens on `port` (0 = any) at 127.0.0.1; returns the bound port. */
-export async function listenOnLoopback(server: Server, port = 0): Promise<number> {
+export async function listenOnLoopback(server: Server, port = 0, host = '127.0.0.1'): Promise<number> {
   await new Promise<void>((resolve, reject) => {
     const onError = (error: Error): void => reject(error);
     server.once('error', onError);
-    server.listen(port, '127.0.0.1', () => {
+    server.listen(port, host, () => {
       server.off('error', onError);
       resolve();
     });

@@ -66,12 +66,24 @@ export interface TravelCast {
 }
 
 /** Starts the booking service and the four agents. `car2` defaults to rejecting too. */
-export async function startTravelCast(options: { car2?: Behaviour; agent?: Partial<DemoAgentOptions> } = {}): Promise<TravelCast> {
-  const bookings = await startBookingService();
-  const flight = await startDemoAgent({ name: 'Flight agent', skills: [skill('book-flight')], behaviour: bookingBehaviour(bookings.url, 'flight'), ...options.agent });
-  const hotel = await startDemoAgent({ name: 'Hotel agent', skills: [skill('book-hotel')], behaviour: hotelBehaviour(bookings.url), ...options.agent });
-  const car1 = await startDemoAgent({ name: 'Car agent 1', skills: [skill('rent-car')], behaviour: rejects('no cars left at this location'), ...options.agent });
-  const car2 = await startDemoAgent({ name: 'Car agent 2', skills: [skill('rent-car')], behaviour: options.car2 ?? rejects('fleet fully booked'), ...options.agent });
+export interface TravelCastOptions {
+  car2?: Behaviour;
+  agent?: Partial<DemoAgentOptions>;
+  /** Fixed ports (docker compose); default any free port. */
+  ports?: { bookings?: number; flight?: number; hotel?: number; car1?: number; car2?: number };
+  /** Bind address and the host name written into URLs. Default 127.0.0.1. */
+  host?: string;
+  publicHost?: string;
+}
+
+export async function startTravelCast(options: TravelCastOptions = {}): Promise<TravelCast> {
+  const where = { host: options.host, publicHost: options.publicHost };
+  const ports = options.ports ?? {};
+  const bookings = await startBookingService({ port: ports.bookings, ...where });
+  const flight = await startDemoAgent({ name: 'Flight agent', skills: [skill('book-flight')], behaviour: bookingBehaviour(bookings.url, 'flight'), port: ports.flight, ...where, ...options.agent });
+  const hotel = await startDemoAgent({ name: 'Hotel agent', skills: [skill('book-hotel')], behaviour: hotelBehaviour(bookings.url), port: ports.hotel, ...where, ...options.agent });
+  const car1 = await startDemoAgent({ name: 'Car agent 1', skills: [skill('rent-car')], behaviour: rejects('no cars left at this location'), port: ports.car1, ...where, ...options.agent });
+  const car2 = await startDemoAgent({ name: 'Car agent 2', skills: [skill('rent-car')], behaviour: options.car2 ?? rejects('fleet fully booked'), port: ports.car2, ...where, ...options.agent });
   return {
     bookings,
     flight,

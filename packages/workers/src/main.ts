@@ -28,4 +28,5 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   });
 }
 // Tells a parent process (tests, the demo) that the fleet is running.
-process.send?.({ ready: true, workerId: fleet.context.workerId });
+const address = opsServer?.address();
+process.send?.({ ready: true, workerId: fleet.context.workerId, opsPort: typeof address === 'object' && address ? address.port : undefined });

@@ -17,6 +17,13 @@ export const ServerEnvironmentSchema = z.object({
     .transform((text) => text.split(',').map((token) => token.trim()).filter(Boolean))
     .refine((tokens) => tokens.length > 0, 'DA2A_API_TOKENS holds no token'),
   DA2A_PUSH_ACCEPT_TOKEN_ONLY: Flag.default(false),
+  /** Address policy for registered agents (R19): allow loopback / private addresses, hosts always allowed. */
+  DA2A_ALLOW_LOOPBACK: Flag.default(false),
+  DA2A_ALLOW_PRIVATE: Flag.default(false),
+  DA2A_ALLOWED_AGENT_HOSTS: z
+    .string()
+    .optional()
+    .transform((text) => (text ? text.split(',').map((host) => host.trim()).filter(Boolean) : [])),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type ServerEnvironment = z.output<typeof ServerEnvironmentSchema>;

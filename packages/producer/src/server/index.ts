@@ -8,3 +8,4 @@ export { PROBLEMS, PROBLEM_CONTENT_TYPE } from './problem.ts';
 export type { Problem, ProblemCode } from './problem.ts';
 export { ADMIN_BASE_PATH } from './admin.ts';
 export { ADMIN_COOKIE } from './auth.ts';
+export { ServerEnvironmentSchema, parseServerEnvironment } from './config.ts';

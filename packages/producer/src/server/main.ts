@@ -17,6 +17,7 @@ const app = createServer({
   prefix: environment.DA2A_PREFIX,
   apiTokens: environment.DA2A_API_TOKENS,
   pushAcceptTokenOnly: environment.DA2A_PUSH_ACCEPT_TOKEN_ONLY,
+  addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
   logger,
   metricsRegistry,
 });

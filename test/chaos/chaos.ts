@@ -1,0 +1,352 @@
+/**
+ * The chaos run shared by `pnpm chaos` (test/chaos/run.ts, 1,000 workflows)
+ * and its short version in `pnpm test` (test/chaos.test.ts): many workflows
+ * across several worker processes while, at seeded random times, workers are
+ * SIGKILLed, agents cut their streams or restart and forget their tasks, and
+ * Redis (AOF everysec) is restarted. Then, with the fleet quiet, the
+ * invariants of test/harness/invariants.ts are checked, with the one
+ * legitimate kind of duplicate made precise: an agent that restarted and
+ * forgot its tasks between two executions of the same messageId (the
+ * reconciler searched, found nothing, and resent: allowed).
+ */
+import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
+import type { RedisServerHandle } from '../harness/redis.ts';
+import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
+import { completesWith, completionSteps, rejects, type Behaviour } from '../harness/agent-behaviours.ts';
+import { startBookingService, type BookingServiceHandle } from '../harness/booking-service.ts';
+import { spawnWorkerProcess, type WorkerProcess } from '../harness/fleet.ts';
+import { answerQuestions, deliveriesOf, isSettled, stuckIndexEntries, summary, type Delivery } from '../harness/invariants.ts';
+import { bookingBehaviour, hotelBehaviour, travelWorkflow } from '../harness/travel.ts';
+
+/** mulberry32: a small seeded PRNG, so a failing run replays with the same choices (timing still varies). */
+export function mulberry32(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4_294_967_296;
+  };
+}
+
+/** `CHAOS_SEED` if set, else a fresh one (printed by the caller). */
+export const seedFromEnvironment = (): number =>
+  process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) >>> 0 : Math.floor(Math.random() * 2 ** 32) >>> 0;
+
+export type FaultKind = 'kill-worker' | 'drop-streams' | 'agent-forgets' | 'redis-restart';
+
+export interface ChaosOptions {
+  seed: number;
+  workflows: number;
+  /** A single server with AOF; restarted by the `redis-restart` fault when `redisRestarts`. */
+  redis: RedisServerHandle;
+  redisRestarts: boolean;
+  /** Worker processes kept running. Default 3. */
+  workers?: number;
+  /** Workflows in flight at once. Default 40. */
+  inFlight?: number;
+  /** Mean pause between faults (uniform in [0.5, 1.5] × mean). Default 2_000. */
+  faultMeanMs?: number;
+  /** Faults injected first, in this order (so a short run still sees each kind); random ones follow. */
+  faultsFirst?: FaultKind[];
+  /** Share of workflows that are travel sagas (the rest are single delegations). Default 0.5. */
+  tripShare?: number;
+  /** A workflow not settled after this long is a violation. Default 120_000. */
+  workflowTimeoutMs?: number;
+  /** Key prefix. Default `chaos`. */
+  prefix?: string;
+  /** Progress and fault lines. Default: silent. */
+  log?: (line: string) => void;
+}
+
+export interface ChaosReport {
+  seed: number;
+  workflows: number;
+  durationMs: number;
+  /** Final workflow states. */
+  states: Record<string, number>;
+  faults: Record<FaultKind, number>;
+  /** Executions of journaled messages at the agents (all kinds). */
+  executions: number;
+  /** Re-executions excused because the agent forgot its tasks in between. */
+  legitimateDuplicates: number;
+  /** Bookings cancelled by compensation, and the largest cancel count of one booking. */
+  cancels: { bookings: number; maxPerBooking: number };
+  /** Bookings of step attempts left booked in a COMPLETED trip besides the final attempt's (a finding, not an invariant of the brief). */
+  leakedBookings: string[];
+  /** Most frequent NEEDS_ATTENTION / FAILED reasons, for reading the run. */
+  reasons: Record<string, number>;
+  violations: string[];
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+const skill = (id: string) => ({ id, name: id, description: `Can ${id}`, tags: ['travel'] });
+
+/** An agent that logs, per messageId, the restart epoch in which each execution began. */
+interface ChaosAgent {
+  name: string;
+  handle: DemoAgentHandle;
+  epoch: number;
+  executions: Map<string, number[]>;
+}
+
+async function startChaosAgent(name: string, behaviour: Behaviour, skills?: ReturnType<typeof skill>[]): Promise<ChaosAgent> {
+  const agent: ChaosAgent = { name, handle: undefined as unknown as DemoAgentHandle, epoch: 0, executions: new Map() };
+  const recorded: Behaviour = (request) => {
+    const epochs = agent.executions.get(request.messageId) ?? [];
+    epochs.push(agent.epoch);
+    agent.executions.set(request.messageId, epochs);
+    return behaviour(request);
+  };
+  agent.handle = await startDemoAgent({ name, behaviour: recorded, ...(skills ? { skills } : {}) });
+  return agent;
+}
+
+/** Runs the chaos and returns the report; `violations` is empty when every invariant held. */
+export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
+  const random = mulberry32(options.seed);
+  const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
+  const log = options.log ?? (() => undefined);
+  const prefix = options.prefix ?? 'chaos';
+  const workerCount = options.workers ?? 3;
+  const inFlight = options.inFlight ?? 40;
+  const faultMeanMs = options.faultMeanMs ?? 2_000;
+  const tripShare = options.tripShare ?? 0.5;
+  const workflowTimeoutMs = options.workflowTimeoutMs ?? 120_000;
+  const startedAt = Date.now();
+  const violations: string[] = [];
+
+  // The cast: a plain agent for single delegations, the travel agents on a booking service.
+  const bookings: BookingServiceHandle = await startBookingService();
+  const carOutcome = new Map<string, 'book' | 'reject'>();
+  const car2: Behaviour = (request) => {
+    const workflowId = (request.metadata?.durableA2a as { workflowId?: string } | undefined)?.workflowId ?? '';
+    return carOutcome.get(workflowId) === 'book' ? completionSteps('car rented') : [{ state: 'REJECTED', text: 'fleet fully booked' }];
+  };
+  const agents = {
+    plain: await startChaosAgent('plain', completesWith('done', { delayMs: 20 })),
+    flight: await startChaosAgent('flight', bookingBehaviour(bookings.url, 'flight', { workMs: 20 }), [skill('book-flight')]),
+    hotel: await startChaosAgent('hotel', hotelBehaviour(bookings.url), [skill('book-hotel')]),
+    car1: await startChaosAgent('car1', rejects('no cars left at this location'), [skill('rent-car')]),
+    car2: await startChaosAgent('car2', car2, [skill('rent-car')]),
+  };
+  const allAgents = Object.values(agents);
+  const byCard = new Map(allAgents.map((agent) => [agent.handle.cardUrl, agent]));
+
+  const producer: Producer = createProducer({ redis: options.redis.url, addressPolicy: { allowLoopback: true }, prefix });
+  for (const agent of [agents.flight, agents.hotel, agents.car1, agents.car2]) await producer.registerAgent(agent.handle.cardUrl);
+
+  const verifiers = JSON.stringify({ booking: { urlTemplate: `${bookings.url}/bookings/{subjectMessageId}`, effectField: 'status', presentValues: ['booked'] } });
+  const workers: WorkerProcess[] = [];
+  const spawnWorker = () => {
+    const worker = spawnWorkerProcess({
+      REDIS_URL: options.redis.url,
+      DA2A_PREFIX: prefix,
+      DA2A_HTTP_VERIFIERS: verifiers,
+      DA2A_SUBSCRIBE_RATE_LIMIT: '2000/1000',
+    });
+    workers.push(worker);
+    void worker.exited.then(() => workers.splice(workers.indexOf(worker), 1));
+    return worker;
+  };
+  await Promise.all(Array.from({ length: workerCount }, () => spawnWorker().ready));
+
+  // Faults, at seeded random times, until every workflow is settled.
+  const faults: Record<FaultKind, number> = { 'kill-worker': 0, 'drop-streams': 0, 'agent-forgets': 0, 'redis-restart': 0 };
+  const weighted: FaultKind[] = ['kill-worker', 'kill-worker', 'drop-streams', 'drop-streams', 'drop-streams', 'agent-forgets', ...(options.redisRestarts ? (['redis-restart'] as const) : [])];
+  const firstFaults = (options.faultsFirst ?? []).filter((kind) => kind !== 'redis-restart' || options.redisRestarts);
+  let chaosOn = true;
+  const faultLoop = (async () => {
+    while (chaosOn) {
+      await sleep(faultMeanMs * (0.5 + random()));
+      if (!chaosOn) break;
+      const kind = firstFaults.shift() ?? pick(weighted);
+      faults[kind]++;
+      try {
+        if (kind === 'kill-worker') {
+          const victim = workers.length > 0 ? pick(workers) : undefined;
+          log(`fault: SIGKILL worker pid ${victim?.child.pid}`);
+          await victim?.kill('SIGKILL');
+          await sleep(random() * 500);
+          await spawnWorker().ready;
+        } else if (kind === 'drop-streams') {
+          const agent = pick(allAgents);
+          const events = 1 + Math.floor(random() * 3);
+          log(`fault: ${agent.name} cuts streams after ${events} events`);
+          agent.handle.dropStreamsAfter(events);
+          const heal = 500 + random() * 1_500;
+          void sleep(heal).then(() => agent.handle.dropStreamsAfter(undefined));
+        } else if (kind === 'agent-forgets') {
+          const agent = pick(allAgents);
+          log(`fault: ${agent.name} restarts and forgets its tasks`);
+          await agent.handle.restart({ forgetTasks: true });
+          // Executions from now on can no longer be found by a search for an earlier one.
+          agent.epoch++;
+        } else {
+          log('fault: redis restart');
+          await options.redis.restart();
+        }
+      } catch (error) {
+        violations.push(`fault ${kind} could not be injected: ${String(error)}`);
+      }
+    }
+  })();
+
+  // The workload: `inFlight` workflows at a time; questions answered as they come.
+  const kinds = new Map<string, 'single' | 'trip'>();
+  const active = new Map<string, number>();
+  const views = new Map<string, WorkflowView>();
+  let next = 0;
+  let lastProgress = Date.now();
+  const start = async (index: number) => {
+    const trip = random() < tripShare;
+    const id = `${trip ? 'trip' : 'job'}-${options.seed}-${index}`;
+    kinds.set(id, trip ? 'trip' : 'single');
+    for (;;) {
+      try {
+        if (trip) {
+          carOutcome.set(id, random() < 0.5 ? 'book' : 'reject');
+          await producer.startWorkflow(travelWorkflow(id, { parallelFlightAndHotel: random() < 0.3 }));
+        } else {
+          await producer.delegate({ agent: agents.plain.handle.cardUrl, text: `job ${index}`, idempotencyKey: id });
+        }
+        break;
+      } catch (error) {
+        log(`start ${id} failed (${String(error)}); retrying (idempotent)`);
+        await sleep(200);
+      }
+    }
+    active.set(id, Date.now());
+  };
+  while (next < options.workflows || active.size > 0) {
+    while (active.size < inFlight && next < options.workflows) await start(next++);
+    await Promise.all(
+      [...active.entries()].map(async ([id, since]) => {
+        try {
+          const view = await producer.get(id);
+          if (isSettled(view)) {
+            views.set(id, view);
+            active.delete(id);
+            return;
+          }
+          await answerQuestions(producer, view);
+          if (Date.now() - since > workflowTimeoutMs) {
+            violations.push(`${id} not settled after ${workflowTimeoutMs} ms: ${view.state} ${JSON.stringify(summary(view))}`);
+            views.set(id, view);
+            active.delete(id);
+          }
+        } catch {
+          // Redis restarting: read again next round.
+        }
+      }),
+    );
+    if (Date.now() - lastProgress > 10_000) {
+      lastProgress = Date.now();
+      log(`progress: ${views.size}/${options.workflows} settled, ${active.size} in flight, ${workers.length} workers, ${Math.round((Date.now() - startedAt) / 1000)} s`);
+    }
+    await sleep(100);
+  }
+
+  // The fleet goes quiet: no more faults, agents healed, enough workers.
+  chaosOn = false;
+  await faultLoop;
+  for (const agent of allAgents) agent.handle.dropStreamsAfter(undefined);
+  while (workers.length < 2) await spawnWorker().ready;
+  const quietDeadline = Date.now() + 30_000;
+  let stuck = await stuckIndexEntries(producer);
+  while (stuck.length > 0 && Date.now() < quietDeadline) {
+    await sleep(500);
+    stuck = await stuckIndexEntries(producer);
+  }
+  if (stuck.length > 0) violations.push(`unfinished index not drained (only parked records may stay): ${stuck.slice(0, 10).join(', ')}${stuck.length > 10 ? ` … ${stuck.length} in all` : ''}`);
+
+  // No workflow lost: every one re-read, settled.
+  const states: Record<string, number> = {};
+  const reasons: Record<string, number> = {};
+  for (const id of kinds.keys()) {
+    const view = await producer.get(id).catch(() => undefined);
+    if (!view) {
+      violations.push(`workflow ${id} is gone`);
+      continue;
+    }
+    views.set(id, view);
+    states[view.state] = (states[view.state] ?? 0) + 1;
+    if (!isSettled(view)) violations.push(`workflow ${id} ended ${view.state} without a reason: ${JSON.stringify(summary(view))}`);
+    const reason = view.state === 'NEEDS_ATTENTION' ? view.attention : view.state === 'FAILED' ? view.failure?.at(-1) : undefined;
+    if (reason) {
+      const key = `${view.state}: ${reason.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>').replace(/\d+/g, 'N').slice(0, 120)}`;
+      reasons[key] = (reasons[key] ?? 0) + 1;
+    }
+  }
+
+  // No SendMessage executed twice where the agent still had the task.
+  let executions = 0;
+  let legitimateDuplicates = 0;
+  const legitimate = (delivery: Delivery): boolean => {
+    const epochs = byCard.get(delivery.agentCardUrl)?.executions.get(delivery.messageId) ?? [];
+    return epochs.every((epoch, index) => index === 0 || epoch !== epochs[index - 1]);
+  };
+  const allowedCancels = new Map<string, number>();
+  for (const view of views.values()) {
+    const messageIdOf = new Map(view.steps.flatMap((step) => step.attempts.map((attempt) => [attempt.delegationId, attempt.messageId] as const)));
+    for (const delivery of deliveriesOf(view)) {
+      const agent = byCard.get(delivery.agentCardUrl);
+      const count = agent?.executions.get(delivery.messageId)?.length ?? 0;
+      executions += count;
+      if (count > 1) {
+        if (legitimate(delivery)) legitimateDuplicates += count - 1;
+        else violations.push(`${delivery.workflowId}/${delivery.delegationId} ${delivery.kind} ${delivery.messageId} executed ${count} times by ${agent!.name} with no forgetful restart in between (epochs ${agent!.executions.get(delivery.messageId)!.join(',')})`);
+      }
+      if (delivery.kind === 'message' && delivery.delegationId.startsWith('undo.')) {
+        const key = messageIdOf.get(delivery.delegationId.slice('undo.'.length));
+        if (key) allowedCancels.set(key, (allowedCancels.get(key) ?? 0) + Math.max(1, legitimate(delivery) ? count : 1));
+      }
+    }
+    // A compensated trip left no booking of its own behind.
+    if (view.state === 'COMPENSATED') {
+      for (const step of view.steps) {
+        for (const attempt of step.attempts) {
+          const booking = bookings.booking(attempt.messageId);
+          if (booking?.status === 'booked') violations.push(`${view.workflowId} is COMPENSATED but ${attempt.delegationId}'s booking is still booked`);
+        }
+      }
+    }
+  }
+
+  // No compensation run twice (booking service counts).
+  const cancelCounts = bookings.counts().cancels;
+  let maxPerBooking = 0;
+  for (const [key, count] of cancelCounts) {
+    maxPerBooking = Math.max(maxPerBooking, count);
+    if (count > (allowedCancels.get(key) ?? 0)) violations.push(`booking ${key} cancelled ${count} times (allowed ${allowedCancels.get(key) ?? 0})`);
+  }
+
+  // Finding: a completed trip whose earlier attempt also booked (re-delegation after LOST with the effect present).
+  const leakedBookings: string[] = [];
+  for (const view of views.values()) {
+    if (view.state !== 'COMPLETED' || kinds.get(view.workflowId) !== 'trip') continue;
+    for (const step of view.steps) {
+      for (const attempt of step.attempts.slice(0, -1)) {
+        if (bookings.booking(attempt.messageId)?.status === 'booked') leakedBookings.push(`${view.workflowId}/${attempt.delegationId} (${attempt.state}, effect ${attempt.effect})`);
+      }
+    }
+  }
+
+  await Promise.all(workers.slice().map((worker) => worker.kill('SIGTERM')));
+  await producer.close();
+  await Promise.all([...allAgents.map((agent) => agent.handle.close()), bookings.close()]);
+  return {
+    seed: options.seed,
+    workflows: options.workflows,
+    durationMs: Date.now() - startedAt,
+    states,
+    faults,
+    executions,
+    legitimateDuplicates,
+    cancels: { bookings: cancelCounts.size, maxPerBooking },
+    leakedBookings,
+    reasons,
+    violations,
+  };
+}

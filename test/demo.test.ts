@@ -1,0 +1,17 @@
+/** `pnpm demo` is part of `pnpm test`: the travel scenario must print its timeline and exit 0. */
+import { spawn } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { expect, it } from 'vitest';
+
+it('pnpm demo runs the travel scenario green', async () => {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const environment = { ...process.env };
+  delete environment.REDIS_URL; // the demo's embedded redis-server, as a new user runs it
+  const child = spawn(process.execPath, ['--import', 'tsx', 'demo/travel.ts'], { cwd: root, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
+  let output = '';
+  child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
+  expect(output).toContain('hotel: found by our messageId in ListTasks');
+  expect(output).toMatch(/PASS: \d+ expectations held/);
+  expect(code).toBe(0);
+}, 120_000);
