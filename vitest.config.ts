@@ -10,5 +10,9 @@ export default defineConfig({
     pool: 'forks',
     // Integration tests start their own redis-server and agents; two cores.
     maxWorkers: 2,
+    // CI (.ci/run) sets VITEST_JSON_REPORT to a path to get a machine-readable summary.
+    ...(process.env.VITEST_JSON_REPORT
+      ? { reporters: ['default', 'json'], outputFile: { json: process.env.VITEST_JSON_REPORT } }
+      : {}),
   },
 });

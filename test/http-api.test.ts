@@ -195,6 +195,7 @@ describe('operations endpoints', () => {
       expect(response.body).toMatch(new RegExp(`^durable_a2a_queue_jobs\\{queue="${queue}",status="completed"\\} \\d+$`, 'm'));
     }
     expect(response.body).toMatch(/^durable_a2a_queue_jobs\{queue="send",status="completed"\} [1-9]\d*$/m);
+    expect(response.body).toMatch(/^durable_a2a_open_questions \d+$/m);
   });
 
   it('/healthz and /readyz', async () => {

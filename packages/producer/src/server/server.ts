@@ -92,6 +92,6 @@ export function createServer(options: ServerOptions): ApiServer {
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, acceptTokenOnly: options.pushAcceptTokenOnly ?? false }), { prefix: '/v1' });
   app.register(async (root) => registerAdmin(root, queueList, tokens));
-  app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health }));
+  app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal }));
   return app;
 }

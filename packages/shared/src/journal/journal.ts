@@ -371,3 +371,19 @@ export class Journal {
 }
 
 export { JournalError };
+
+/** At most this many unfinished delegations are sampled per scrape (cost grows with unfinished work only). */
+export const STATE_SAMPLE_LIMIT = 10_000;
+
+/**
+ * Counts unfinished delegations by journal state, from the unfinished index
+ * (never from history). Workflow entries (`*`) are skipped.
+ */
+export async function countUnfinishedByState(journal: Journal, limit = STATE_SAMPLE_LIMIT): Promise<Record<string, number>> {
+  const members = await journal.redis.zrange(journal.keys.unfinished(), 0, limit - 1);
+  const refs = members.map(parseIndexMember).filter((ref) => ref.delegationId !== '*');
+  const states = await Promise.all(refs.map((ref) => journal.redis.hget(journal.keys.delegation(ref.workflowId, ref.delegationId), 'state')));
+  const counts: Record<string, number> = {};
+  for (const state of states) if (state) counts[state] = (counts[state] ?? 0) + 1;
+  return counts;
+}

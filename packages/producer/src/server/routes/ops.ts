@@ -6,7 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import type { Metrics } from '@durable-a2a/shared';
+import { countUnfinishedByState, type Journal, type Metrics } from '@durable-a2a/shared';
 
 export interface HealthReport {
   live: boolean;
@@ -16,6 +16,8 @@ export interface HealthReport {
 
 export interface OpsRouteOptions {
   redis: Redis | Cluster;
+  /** For `durable_a2a_delegations{state}` and `durable_a2a_open_questions`, sampled at scrape. */
+  journal?: Journal;
   queues: readonly Queue[];
   metrics: Metrics;
   health?: () => Promise<HealthReport>;
@@ -52,6 +54,12 @@ export function opsRoutes(app: FastifyInstance, options: OpsRouteOptions): void 
   app.get('/metrics', { schema: hide }, async (request, reply) => {
     try {
       await refreshQueueDepth(options.queues, options.metrics);
+      if (options.journal) {
+        const counts = await countUnfinishedByState(options.journal);
+        options.metrics.delegationsByState.reset();
+        for (const [state, value] of Object.entries(counts)) options.metrics.delegationsByState.set({ state }, value);
+        options.metrics.openQuestions.set((counts.INPUT_REQUIRED ?? 0) + (counts.AUTH_REQUIRED ?? 0));
+      }
     } catch (error) {
       // Serve the other metrics with the last known depths rather than fail the scrape.
       request.log.warn({ err: error }, 'could not read queue job counts');
