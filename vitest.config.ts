@@ -8,6 +8,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',
+    setupFiles: ['test/harness/setup.ts'],
     // Integration tests start their own redis-server and agents; two cores.
     maxWorkers: 2,
     // CI (.ci/run) sets VITEST_JSON_REPORT to a path to get a machine-readable summary.

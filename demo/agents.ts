@@ -7,6 +7,9 @@
  */
 import { z } from 'zod';
 import { startTravelCast } from '../test/harness/travel.ts';
+import { quietSdkConsole } from '../test/harness/quiet-sdk.ts';
+
+quietSdkConsole();
 
 const Port = (fallback: number) => z.coerce.number().int().min(0).max(65535).default(fallback);
 const environment = z

@@ -16,6 +16,9 @@ import { runsSlowly } from '../test/harness/agent-behaviours.ts';
 import { spawnWorkerProcess, eventually, type WorkerProcess } from '../test/harness/fleet.ts';
 import { bookingBehaviour, startTravelCast, travelWorkflow } from '../test/harness/travel.ts';
 import { Timeline } from './timeline.ts';
+import { quietSdkConsole } from '../test/harness/quiet-sdk.ts';
+
+quietSdkConsole();
 
 const keep = process.argv.includes('--keep');
 const timeline = new Timeline();

@@ -1,0 +1,74 @@
+/**
+ * `pnpm example`: the producer API in one file. It starts what it needs
+ * (a private redis-server unless REDIS_URL is set, two demo A2A agents and a
+ * worker fleet in this process) so it runs as is; in your service you only
+ * keep the producer part and run the workers separately.
+ */
+import { createProducer } from '@durable-a2a/producer';
+import { startFleet } from '@durable-a2a/workers';
+import { createLogger } from '@durable-a2a/shared';
+import { startRedisServer } from '../test/harness/redis.ts';
+import { startDemoAgent } from '../test/harness/agent.ts';
+import { asksForInput, completionSteps, rejects } from '../test/harness/agent-behaviours.ts';
+import { quietSdkConsole } from '../test/harness/quiet-sdk.ts';
+
+quietSdkConsole();
+
+const redisServer = process.env.REDIS_URL ? undefined : await startRedisServer({ appendOnly: true });
+const redisUrl = process.env.REDIS_URL ?? redisServer!.url;
+const skill = { id: 'book-hotel', name: 'Book a hotel', description: 'Books hotel rooms', tags: ['travel'] };
+const strictHotel = await startDemoAgent({ name: 'Strict hotel', skills: [skill], behaviour: rejects('we only take bookings by phone') });
+const friendlyHotel = await startDemoAgent({
+  name: 'Friendly hotel',
+  skills: [skill],
+  behaviour: asksForInput('two rooms or one?', (answer) => completionSteps(`booked ${answer}`)),
+});
+const addressPolicy = { allowLoopback: true }; // the demo agents listen on 127.0.0.1
+const fleet = await startFleet({ redisUrl, addressPolicy, logger: createLogger({ level: 'warn' }) });
+
+// --- what a service writes -------------------------------------------------
+const producer = createProducer({ redis: redisUrl, addressPolicy });
+
+// 1. One delegation, idempotent on its key: calling it twice never sends twice.
+const single = await producer.delegate({ agent: friendlyHotel.cardUrl, text: 'Book a room in Lisbon', idempotencyKey: 'order-1001' });
+console.log('delegation', single.id, 'messageId', single.messageId);
+
+// 2. A workflow: steps by skill, re-delegated across agents within a budget.
+for (const agent of [strictHotel, friendlyHotel]) await producer.registerAgent(agent.cardUrl);
+await producer.startWorkflow({
+  workflowId: 'trip-2001',
+  maxAttemptsPerStep: 3,
+  steps: [{ name: 'hotel', skill: 'book-hotel', message: { text: 'Book a hotel in Porto' } }],
+});
+
+// 3. Questions are journaled; answer them (same task, same context) whenever you like.
+for (const id of [single.id, 'trip-2001']) {
+  for (;;) {
+    const [question] = await producer.questions(id);
+    if (question) {
+      console.log(`${id}: the agent asks "${question.text}" on task ${question.taskId}`);
+      await producer.reply(id, 'two', question.step);
+      break;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+for (const id of [single.id, 'trip-2001']) {
+  let view = await producer.get(id);
+  while (view.state === 'RUNNING') {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    view = await producer.get(id);
+  }
+  for (const step of view.steps) {
+    for (const attempt of step.attempts) {
+      console.log(`${id} ${attempt.delegationId}: ${attempt.state} at ${attempt.agentCardUrl.split('/')[2]}${attempt.error ? ` (${attempt.error.message})` : ''}${attempt.resultText ? ` → ${attempt.resultText}` : ''}`);
+    }
+  }
+  console.log(`${id}: ${view.state}`);
+}
+// ---------------------------------------------------------------------------
+
+await producer.close();
+await fleet.close();
+await Promise.all([strictHotel.close(), friendlyHotel.close()]);
+await redisServer?.stop();
