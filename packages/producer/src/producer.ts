@@ -89,6 +89,8 @@ export interface Producer {
 export function createProducer(options: ProducerOptions): Producer {
   const ownsRedis = typeof options.redis === 'string';
   const redis = typeof options.redis === 'string' ? createRedisClient(options.redis) : options.redis;
+  // ioredis retries on its own; failed commands reject to the caller, so connection events need no log here.
+  if (ownsRedis) redis.on('error', () => undefined);
   const prefix = options.prefix ?? 'da2a';
   const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs });
   const registry = new AgentRegistry(redis, prefix);

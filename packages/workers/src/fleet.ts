@@ -81,6 +81,14 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   // Workers need maxRetriesPerRequest: null (BullMQ; field case R23); the journal waits out short outages too.
   const connection = createRedisClient(options.redisUrl);
   const journalRedis = createRedisClient(options.redisUrl);
+  // Connection errors repeat every retry during an outage: log the first of each burst, not every one.
+  let lastRedisErrorAt = 0;
+  for (const client of [connection, journalRedis]) {
+    client.on('error', (error: Error) => {
+      if (Date.now() - lastRedisErrorAt > 10_000) logger.warn({ err: error }, 'Redis connection error (retrying)');
+      lastRedisErrorAt = Date.now();
+    });
+  }
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(

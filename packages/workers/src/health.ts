@@ -35,12 +35,11 @@ export function watchFetchProgress(worker: Worker, queue: string, concurrency: n
   const patchable = worker as unknown as Patchable;
   for (const method of ['waitForJob', 'moveToActive'] as const) {
     const original = patchable[method].bind(worker);
+    // Only a fetch that came back from Redis counts: errors during an outage are not progress.
     patchable[method] = async (...args: unknown[]) => {
-      try {
-        return await original(...args);
-      } finally {
-        lastFetchAt = now();
-      }
+      const result = await original(...args);
+      lastFetchAt = now();
+      return result;
     };
   }
   return {
