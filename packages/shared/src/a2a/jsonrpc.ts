@@ -63,12 +63,20 @@ export function decodeJsonRpcStreamEvent(message: SseMessage): z.output<typeof S
   return decodeJsonRpcEnvelope(value, message.data, StreamResponseSchema, 'stream event');
 }
 
-/** A non-SSE answer to a JSON-RPC stream request → its typed error (R08 a: HTTP 200 + JSON error envelope). */
-export function decodeJsonRpcStreamError(status: number, contentType: string | undefined, bodyText: string): A2AError {
+/**
+ * A non-SSE answer to a JSON-RPC stream request → its typed error (R08 a: HTTP 200 + JSON error envelope).
+ * `fromErrorObject` maps the envelope's error (the 0.3 adapter passes its own table).
+ */
+export function decodeJsonRpcStreamError(
+  status: number,
+  contentType: string | undefined,
+  bodyText: string,
+  fromErrorObject: (error: unknown, rawBody: string, httpStatus?: number) => A2AError = errorFromJsonRpc,
+): A2AError {
   if (status < 200 || status >= 300 || !isJsonMediaType(contentType)) return errorFromHttp(status, contentType, bodyText);
   const value = parseJsonText(bodyText, 'stream response', status);
   const error = typeof value === 'object' && value !== null ? (value as { error?: unknown }).error : undefined;
-  if (error !== undefined && error !== null) return errorFromJsonRpc(error, bodyText, status);
+  if (error !== undefined && error !== null) return fromErrorObject(error, bodyText, status);
   return new ProtocolError('JSON answer without an error to a streaming call', { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
 }
 

@@ -38,8 +38,12 @@ export function isAwaitingAnswer(record: DelegationRecord): boolean {
   return !(record.replyState === 'sent' && record.replyForTimestamp === String(record.statusTimestampMs ?? ''));
 }
 
-/** Parks a delegation on its question: no stream; the reconciler re-reads it now and then. */
+/**
+ * Parks a delegation on its question: no stream; the reconciler re-reads it now
+ * and then. An AUTH_REQUIRED challenge first goes to the agent's auth handler, if any.
+ */
 async function park(ctx: WorkerContext, record: DelegationRecord): Promise<void> {
+  await handleAuthRequired(ctx, record);
   await ctx.journal.scheduleCheck(record, jitteredCheckTime(ctx.options.now(), ctx.options.parkedPollMs));
   ctx.logger.info({ workflowId: record.workflowId, delegationId: record.delegationId, question: record.question }, 'parked on a question');
 }

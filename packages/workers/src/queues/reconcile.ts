@@ -25,8 +25,7 @@ import { settleDelegation } from '../settle.ts';
 import { findTaskByMessageId } from '../search.ts';
 import { HANDLER_PREFIX } from './send.ts';
 import { handleTaskNotFound } from '../not-found.ts';
-import { handleAuthRequired } from '../auth.ts';
-import { afterObservation, enqueueFollow, isAwaitingAnswer } from './follow.ts';
+import { afterObservation, enqueueFollow } from './follow.ts';
 
 export const RECONCILE_QUEUE = 'reconcile';
 export const SWEEP_SCHEDULER_ID = 'reconcile-sweep';
@@ -199,17 +198,6 @@ async function rereadTask(ctx: WorkerContext, record: DelegationRecord, log: Wor
     ctx.metrics.staleObservations.inc({ reason: applied.reason });
     if (applied.reason === 'stale' || applied.reason === 'regress') log.info({ state: task.status.state, held: record.state }, 'stale read ignored');
   }
-  const current = await ctx.journal.getDelegation(ref);
-  if (!current) return 'expired';
-  if (isFinished(current.state)) {
-    await settleDelegation(ctx, ref, current);
-    return 'terminal';
-  }
-  if (isAwaitingAnswer(current)) {
-    await handleAuthRequired(ctx, current);
-    await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.parkedPollMs));
-    return 'parked';
-  }
-  await enqueueFollow(ctx, ref, 0);
-  return 'reattached';
+  // Settle a terminal task, keep the question of a parked one, reattach the rest.
+  return afterObservation(ctx, ref);
 }

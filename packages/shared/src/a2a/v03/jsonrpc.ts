@@ -5,10 +5,10 @@
  * header also means 0.3), and which a plain 0.3 server ignores.
  */
 import { z } from 'zod';
-import { type A2AError, ProtocolError, UnsupportedOperationError } from '../errors.ts';
-import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType } from '../error-mapping.ts';
+import { type A2AError, UnsupportedOperationError } from '../errors.ts';
+import { errorFromHttp, errorFromJsonRpc } from '../error-mapping.ts';
 import { createHttpClient, type HttpClient } from '../http.ts';
-import { decodeJsonRpcEnvelope } from '../jsonrpc.ts';
+import { decodeJsonRpcEnvelope, decodeJsonRpcStreamError } from '../jsonrpc.ts';
 import { parseJsonText, requireJsonContentType } from '../response.ts';
 import type { StreamResponse } from '../schema.ts';
 import type { SseMessage } from '../sse.ts';
@@ -68,13 +68,8 @@ export function decodeJsonRpcV03StreamEvent(message: SseMessage): z.output<typeo
   return decodeJsonRpcEnvelope(value, message.data, EventV03Schema, 'stream event');
 }
 
-function decodeStreamError(status: number, contentType: string | undefined, bodyText: string): A2AError {
-  if (status < 200 || status >= 300 || !isJsonMediaType(contentType)) return errorFromHttp(status, contentType, bodyText);
-  const value = parseJsonText(bodyText, 'stream response', status);
-  const error = typeof value === 'object' && value !== null ? (value as { error?: unknown }).error : undefined;
-  if (error !== undefined && error !== null) return errorFromJsonRpcV03(error, bodyText, status);
-  return new ProtocolError('JSON answer without an error to a streaming call', { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
-}
+const decodeStreamError = (status: number, contentType: string | undefined, bodyText: string): A2AError =>
+  decodeJsonRpcStreamError(status, contentType, bodyText, errorFromJsonRpcV03);
 
 /** `A2ATransport` over JSON-RPC 2.0, protocol version 0.3. `listTasks` throws `UnsupportedOperationError`. */
 export class JsonRpcV03Transport implements A2ATransport {
