@@ -49,8 +49,17 @@ export const StepSchema = z.intersection(
     push: z.boolean().optional(),
     verifier: VerifierRefSchema.optional(),
     compensation: CompensationSchema.optional(),
+    /**
+     * A read-only step (a lookup, a quote) has no side effect to verify or undo, so when a send
+     * cannot be proven either way (AMBIGUOUS) it is simply run again as a new attempt
+     * instead of waiting for a person. Incompatible with `verifier` and `compensation`.
+     */
+    readOnly: z.boolean().optional(),
   }),
-);
+).refine((step) => !step.readOnly || (!step.verifier && !step.compensation), {
+  message: 'a readOnly step has no verifier and no compensation',
+  path: ['readOnly'],
+});
 export type Step = z.infer<typeof StepSchema>;
 
 /** `startWorkflow` input. `maxAttemptsPerStep` counts attempts across all agents (default 3). */

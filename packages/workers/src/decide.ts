@@ -55,6 +55,7 @@ const FAILED_STATES: ReadonlySet<JournalState> = new Set(['FAILED', 'REJECTED', 
 /** Why an attempt counts as failed, or undefined if it did not fail. */
 export function failureOf(attempt: AttemptView, step: Step): string | undefined {
   if (FAILED_STATES.has(attempt.state)) return `${attempt.state}: ${attempt.error?.message ?? 'no reason given'}`;
+  if (attempt.state === 'AMBIGUOUS' && step.readOnly) return `AMBIGUOUS (read-only step, run again): ${attempt.error?.message ?? ''}`;
   if (attempt.state === 'COMPLETED' && step.verifier && attempt.effect === 'absent') {
     return 'COMPLETED without effect: the verifier found nothing';
   }
@@ -121,6 +122,7 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
 
 /** What the latest attempt of a step means for the workflow. */
 function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decision {
+  if (latest.state === 'AMBIGUOUS' && step.readOnly) return 'failed';
   if (latest.state === 'AMBIGUOUS') {
     return { kind: 'needs-attention', step: step.name, reason: `${latest.delegationId} is AMBIGUOUS: a person must decide` };
   }
@@ -142,9 +144,11 @@ function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decis
 function startAttempt(step: Step, attempt: number, previous: PreviousAttempt[], candidates: CandidateLookup): Decision {
   const tried = new Set(previous.map((entry) => entry.agentCardUrl));
   const all = candidates(step);
-  const lost = previous.at(-1)?.reason.startsWith('LOST');
-  // An agent that forgot a task (LOST) may be tried again; one that refused or failed is not.
-  const next = all.find((url) => !tried.has(url)) ?? (lost ? previous.at(-1)!.agentCardUrl : undefined);
+  const last = previous.at(-1)?.reason ?? '';
+  // An agent that forgot a task (LOST), or a read-only step we could not prove (AMBIGUOUS),
+  // may go back to the same agent; one that refused or failed does not.
+  const again = last.startsWith('LOST') || last.startsWith('AMBIGUOUS');
+  const next = all.find((url) => !tried.has(url)) ?? (again ? previous.at(-1)!.agentCardUrl : undefined);
   if (!next) {
     const reasons = previous.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
     return { kind: 'fail', step: step.name, reasons: [...reasons, `no other agent can run step ${step.name}`] };

@@ -114,6 +114,15 @@ describe('decide', () => {
     expect(decide(snapshot([lost]), single)).toMatchObject({ kind: 'start-attempt', attempt: 2, agentCardUrl: 'https://flight-1.example' });
   });
 
+  it('a read-only step that ended AMBIGUOUS is simply run again (same agent allowed, budget counted)', () => {
+    const readOnly = definition({ steps: [{ name: 'quote', skill: 'book-flight', message: { text: 'price?' }, readOnly: true }] });
+    const single = () => ['https://flight-1.example'];
+    const ambiguous = attempt('quote', 1, 'AMBIGUOUS', { agentCardUrl: 'https://flight-1.example', error: { code: 'AMBIGUOUS', message: 'history too short' } });
+    expect(decide(snapshot([ambiguous], { definition: readOnly }), lookup)).toMatchObject({ kind: 'start-attempt', step: 'quote', attempt: 2, agentCardUrl: 'https://flight-2.example' });
+    expect(decide(snapshot([ambiguous], { definition: readOnly }), single)).toMatchObject({ kind: 'start-attempt', attempt: 2, agentCardUrl: 'https://flight-1.example' });
+    expect(() => definition({ steps: [{ name: 'quote', skill: 'x', message: { text: 'q' }, readOnly: true, verifier: { name: 'v' } }] })).toThrow(/readOnly/);
+  });
+
   it('rejects `after` naming a later step (the graph stays acyclic)', () => {
     expect(() => definition({ steps: [{ name: 'a', skill: 'x', message: { text: 'a' }, after: ['b'] }, { name: 'b', skill: 'x', message: { text: 'b' } }] })).toThrow(/earlier steps/);
   });
