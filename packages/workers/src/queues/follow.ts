@@ -110,7 +110,7 @@ export async function processFollow(job: Job, ctx: WorkerContext): Promise<strin
 
 async function followStream(ctx: WorkerContext, record: DelegationRecord, fence: number, resubscription: number, job: Job): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  const log = ctx.logger.child({ queue: 'follow', workflowId: ref.workflowId, delegationId: ref.delegationId, taskId: record.taskId, jobId: job.id, resubscription });
+  const log = ctx.logger.child({ queue: 'follow', workflowId: ref.workflowId, step: record.step, delegationId: ref.delegationId, taskId: record.taskId, jobId: job.id, resubscription });
   const transport = await ctx.agents.transportFor(record);
   const controller = new AbortController();
   const stream = transport.subscribeToTask({ id: record.taskId! }, { signal: AbortSignal.any([controller.signal, ctx.shutdownSignal]) });

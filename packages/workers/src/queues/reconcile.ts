@@ -85,7 +85,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, job: Job): P
     await ctx.journal.removeFromIndex(ref);
     return 'expired';
   }
-  const log = ctx.logger.child({ queue: 'reconcile', ...ref, messageId: record.messageId, taskId: record.taskId, jobId: job.id });
+  const log = ctx.logger.child({ queue: 'reconcile', ...ref, step: record.step, messageId: record.messageId, taskId: record.taskId, jobId: job.id });
   if (isFinished(record.state)) {
     await settleDelegation(ctx, ref, record);
     return 'settled';

@@ -57,7 +57,7 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/send/${job.id}`);
   ctx.crashPoint('send.after-claim', record.step);
   if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, fence);
-  const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
+  const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, step: record.step, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   let agentInterface = record.agentInterface;
   try {
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl);

@@ -33,7 +33,7 @@ export async function processVerify(job: Job, ctx: WorkerContext): Promise<strin
     return 'already-verified';
   }
   const reference = await verifierOf(ctx, delegation);
-  const log = ctx.logger.child({ queue: 'verify', ...data, jobId: job.id, attempt: job.attemptsMade });
+  const log = ctx.logger.child({ queue: 'verify', ...data, step: delegation.step, jobId: job.id, attempt: job.attemptsMade });
   let finding: { effect: 'present' | 'absent' | 'unknown'; evidence: unknown };
   const verifier = reference ? ctx.verifiers.get(reference.name) : undefined;
   if (!reference) finding = { effect: 'unknown', evidence: 'no verifier declared' };
