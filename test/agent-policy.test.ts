@@ -8,6 +8,8 @@ import { createProducer, type Producer } from '@durable-a2a/producer';
 import { useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { startRawAgent } from './harness/raw-agent.ts';
+import { eventually, startTestFleet } from './harness/fleet.ts';
+import { AgentRegistry, createRedisClient } from '@durable-a2a/shared';
 
 const redisServer = useRedisServer();
 let agent: DemoAgentHandle;
@@ -61,6 +63,47 @@ describe('R19: agent URLs are checked against the address policy', () => {
       expect(await producer.listAgents()).toEqual([]);
     } finally {
       await producer.close();
+    }
+  });
+});
+
+describe('registered cards are refreshed', () => {
+  it('an agent whose refreshed card now points at a blocked address is marked unavailable and never chosen', async () => {
+    let interfaceUrl = '';
+    const changing = await startRawAgent((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({
+          name: 'C',
+          description: 'changes its card',
+          version: '1.0.0',
+          capabilities: {},
+          defaultInputModes: ['text'],
+          defaultOutputModes: ['text'],
+          skills: [{ id: 'rent-car', name: 'rent', description: 'rent', tags: [] }],
+          supportedInterfaces: [{ protocolBinding: 'JSONRPC', url: interfaceUrl, protocolVersion: '1.0' }],
+        }),
+      );
+    });
+    interfaceUrl = `${changing.url}/a2a/jsonrpc`;
+    const producer = producerWith(true, 'policy3');
+    const redis = createRedisClient(redisServer().url);
+    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: 'policy3', agentRefreshMs: 1 });
+    try {
+      const cardUrl = `${changing.url}/.well-known/agent-card.json`;
+      await producer.registerAgent(cardUrl);
+      const registry = new AgentRegistry(redis, 'policy3');
+      expect((await registry.findBySkill('rent-car')).map((agent) => agent.cardUrl)).toEqual([cardUrl]);
+      interfaceUrl = 'http://169.254.169.254/latest/meta-data/';
+      await fleet.sweepAll();
+      const marked = await eventually(async () => (await registry.get(cardUrl))?.unavailable, 'agent marked unavailable');
+      expect(marked.reason).toContain('BLOCKED_ADDRESS');
+      expect(await registry.findBySkill('rent-car')).toEqual([]);
+    } finally {
+      await fleet.close();
+      await producer.close();
+      await redis.quit();
+      await changing.close();
     }
   });
 });

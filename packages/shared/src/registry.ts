@@ -11,6 +11,8 @@ const RegisteredAgentSchema = z.object({
   cardUrl: z.string(),
   registeredAt: z.number(),
   refreshedAt: z.number(),
+  /** Set when a refresh found the card unusable (blocked address, no interface...): never selected then. */
+  unavailable: z.object({ reason: z.string(), since: z.number() }).optional(),
   card: z.object({
     name: z.string(),
     description: z.string(),
@@ -64,11 +66,18 @@ export class AgentRegistry {
     return all.sort((a, b) => a.registeredAt - b.registeredAt || a.cardUrl.localeCompare(b.cardUrl));
   }
 
-  /** Agents with a skill of this id (and all the given tags), in registration order. */
+  /** Available agents with a skill of this id (and all the given tags), in registration order. */
   async findBySkill(skillId: string, tags: string[] = []): Promise<RegisteredAgent[]> {
-    return (await this.list()).filter((agent) =>
-      agent.card.skills.some((skill) => skill.id === skillId && tags.every((tag) => skill.tags.includes(tag))),
+    return (await this.list()).filter(
+      (agent) => !agent.unavailable && agent.card.skills.some((skill) => skill.id === skillId && tags.every((tag) => skill.tags.includes(tag))),
     );
+  }
+
+  /** Marks an agent unusable (its refreshed card was rejected); it stays listed with the reason. */
+  async markUnavailable(cardUrl: string, reason: string): Promise<void> {
+    const agent = await this.get(cardUrl);
+    if (!agent) return;
+    await this.redis.hset(this.key, cardUrl, JSON.stringify({ ...agent, refreshedAt: this.now(), unavailable: { reason, since: this.now() } }));
   }
 
   async remove(cardUrl: string): Promise<void> {

@@ -8,6 +8,8 @@
  */
 import type { Job } from 'bullmq';
 import {
+  AgentCardError,
+  AgentRegistry,
   JournalError,
   ReconcileJobSchema,
   TaskNotFoundError,
@@ -60,6 +62,7 @@ export async function processReconcile(job: Job, ctx: WorkerContext): Promise<st
 /** Enqueues one reconcile job per due delegation and pushes its next check out (per-record jitter). */
 async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
   const now = ctx.options.now();
+  await refreshAgentCards(ctx).catch((error: unknown) => ctx.logger.warn({ err: error }, 'agent card refresh failed'));
   const due = await ctx.journal.redis.zrangebyscore(ctx.journal.keys.unfinished(), '-inf', all ? '+inf' : now, 'WITHSCORES', 'LIMIT', 0, ctx.options.reconcileBatchSize);
   let count = 0;
   for (let index = 0; index < due.length; index += 2) {
@@ -200,4 +203,26 @@ async function rereadTask(ctx: WorkerContext, record: DelegationRecord, log: Wor
   }
   // Settle a terminal task, keep the question of a parked one, reattach the rest.
   return afterObservation(ctx, ref);
+}
+
+/**
+ * Refreshes registered Agent Cards older than `agentRefreshMs`: a card that is
+ * now rejected (blocked address, no usable interface, invalid) marks the agent
+ * unavailable, so it is never chosen for a step; an unreachable one is kept and
+ * tried again later.
+ */
+async function refreshAgentCards(ctx: WorkerContext): Promise<void> {
+  const registry = new AgentRegistry(ctx.journal.redis, ctx.options.prefix, ctx.options.now);
+  for (const agent of await registry.list()) {
+    if (ctx.options.now() - agent.refreshedAt < ctx.options.agentRefreshMs) continue;
+    ctx.agents.forget(agent.cardUrl);
+    try {
+      await registry.register(agent.cardUrl, await ctx.agents.card(agent.cardUrl));
+    } catch (error) {
+      if (error instanceof AgentCardError && error.reason !== 'HTTP_STATUS') {
+        await registry.markUnavailable(agent.cardUrl, `${error.reason}: ${error.message}`);
+        ctx.logger.warn({ agent: agent.cardUrl, reason: error.reason }, 'agent card rejected on refresh; agent marked unavailable');
+      } else if (!isRetryable(error) && !(error instanceof AgentCardError)) throw error;
+    }
+  }
 }
