@@ -6,9 +6,9 @@ import { accessSync, constants } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
+import type { Cluster, Redis } from 'ioredis';
 import { chromium, type Browser } from 'playwright-core';
-import { ALL_QUEUES, queuePrefix } from '@durable-a2a/shared';
+import { createRedisClient, ALL_QUEUES, queuePrefix } from '@durable-a2a/shared';
 import { useRedisServer } from './harness/redis.ts';
 import { TEST_API_TOKEN, startTestServer } from './harness/api-server.ts';
 
@@ -30,10 +30,10 @@ describe.skipIf(chromiumMissing !== undefined)('Bull Board at /admin/queues in c
   let app: ApiServer;
   let browser: Browser;
   let baseUrl: string;
-  let redis: Redis;
+  let redis: Redis | Cluster;
 
   beforeAll(async () => {
-    redis = new Redis(redisServer().url, { maxRetriesPerRequest: null });
+    redis = createRedisClient(redisServer().url);
     // A few jobs nobody processes, so the queues have something to show.
     for (const name of ALL_QUEUES) {
       const queue = new Queue(name, { connection: redis, prefix: queuePrefix(PREFIX) });

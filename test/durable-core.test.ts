@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
+import { Cluster } from 'ioredis';
+import { createRedisClient } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
@@ -59,7 +60,7 @@ describe('durable delegation', () => {
 
   it('rejects invalid input with a typed error naming the field, writing nothing', async () => {
     const keyPrefix = await setUp();
-    const redis = new Redis(redisServer().url);
+    const redis = createRedisClient(redisServer().url);
     const cases: [object, string][] = [
       [{ text: 'x' }, 'agent'],
       [{ agent: 'ftp://x', text: 'x' }, 'agent'],
@@ -69,7 +70,9 @@ describe('durable delegation', () => {
     for (const [input, field] of cases) {
       await expect(producer.delegate(input as never)).rejects.toMatchObject({ code: 'INVALID_INPUT', field });
     }
-    expect(await redis.keys(`${keyPrefix}:*`)).toEqual([]);
+    // KEYS asks one node; on a cluster, ask every master.
+    const nodes = redis instanceof Cluster ? redis.nodes('master') : [redis];
+    expect((await Promise.all(nodes.map((node) => node.keys(`${keyPrefix}:*`)))).flat()).toEqual([]);
     await redis.quit();
   });
 

@@ -5,9 +5,8 @@
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
 import { createProducer, type Producer } from '@durable-a2a/producer';
-import { queuePrefix, type DelegationView } from '@durable-a2a/shared';
+import { createRedisClient, queuePrefix, type DelegationView } from '@durable-a2a/shared';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
@@ -657,7 +656,7 @@ describe('R16: agent returns a different or empty contextId', () => {
 
 describe('R22: repeatable sweeper jobs multiply after restarts or deploys', () => {
   async function sweepSchedulers(prefix: string) {
-    const connection = new Redis(redisServer().url, { maxRetriesPerRequest: null });
+    const connection = createRedisClient(redisServer().url);
     const queue = new Queue('reconcile', { connection, prefix: queuePrefix(prefix) });
     try {
       const schedulers = await queue.getJobSchedulers();

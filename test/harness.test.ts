@@ -6,6 +6,7 @@
 import { existsSync } from 'node:fs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
+import { createRedisClient } from '@durable-a2a/shared';
 import { SendMessageRequest, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, type Client } from '@a2a-js/sdk/client';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
@@ -74,7 +75,8 @@ describe('redis harness', () => {
   describe('useRedisServer', () => {
     const redis = useRedisServer();
     it('gives a running server inside tests', async () => {
-      const client = new Redis(redis().url);
+      // A single server, or a three-master cluster under DA2A_TEST_REDIS=cluster.
+      const client = createRedisClient(redis().url);
       expect(await client.ping()).toBe('PONG');
       client.disconnect();
     });

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
-import { Journal, JournalError } from '@durable-a2a/shared';
+import type { Cluster, Redis } from 'ioredis';
+import { createRedisClient, Journal, JournalError } from '@durable-a2a/shared';
 import { useRedisServer } from './harness/redis.ts';
 
 const redisServer = useRedisServer();
-let redis: Redis;
+let redis: Redis | Cluster;
 let journal: Journal;
 let counter = 0;
 let ref: { workflowId: string; delegationId: string };
@@ -26,7 +26,7 @@ const intent = (workflowId: string, delegationId = 'main.1') => ({
 });
 
 beforeAll(() => {
-  redis = new Redis(redisServer().url);
+  redis = createRedisClient(redisServer().url);
 });
 afterAll(async () => {
   await redis.quit();
@@ -74,7 +74,7 @@ describe('claim and fencing', () => {
     expect(await refusal(journal.markSending(ref, first))).toBe('FENCE_LOST');
     expect(await refusal(journal.applyStatus(ref, { fence: first, mode: 'event', state: 'WORKING', taskId: 'T1' }))).toBe('FENCE_LOST');
     expect(await refusal(journal.applyArtifact(ref, first, { artifact: { artifactId: 'a1', parts: [{ text: 'x' }] } }))).toBe('FENCE_LOST');
-    expect(await refusal(journal.markReplySent(ref, first, 'r1'))).toBe('FENCE_LOST');
+    expect(await refusal(journal.markReply(ref, first, 'r1', 'sending'))).toBe('FENCE_LOST');
     expect(await refusal(journal.claim({ ...ref, delegationId: 'none' }, 'w'))).toBe('DELEGATION_MISSING');
   });
 });
@@ -130,7 +130,8 @@ describe('applyStatus', () => {
     const record = await journal.getDelegation(ref);
     expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1', contextId: 'srv-1' });
     expect(record!.finishedAt).toBeGreaterThan(0);
-    expect(await redis.pttl(journal.keys.delegation(ref.workflowId, ref.delegationId))).toBeGreaterThan(0);
+    // A finished delegation outlives every later decision about it: it expires with its workflow.
+    expect(await redis.pttl(journal.keys.delegation(ref.workflowId, ref.delegationId))).toBe(-1);
   });
 
   it('ignores an older timestamp within the same rank', async () => {
@@ -185,6 +186,13 @@ describe('applyArtifact (R09, R10)', () => {
     expect(view!.artifacts.map((a) => a.artifactId)).toEqual(['a1', 'a2']);
   });
 
+  it('an empty append only seals (a bare end-of-artifact chunk)', async () => {
+    await journal.applyArtifact(ref, undefined, { artifact: { artifactId: 'a1', parts: text('hello') }, append: false });
+    expect(await journal.applyArtifact(ref, undefined, { artifact: { artifactId: 'a1', parts: [] }, append: true, lastChunk: true })).toBe('applied');
+    expect((await journal.getDelegationView(ref))!.artifacts).toEqual([{ artifactId: 'a1', parts: [{ text: 'hello' }] }]);
+    expect(await journal.applyArtifact(ref, undefined, { artifact: { artifactId: 'a1', parts: text('late') }, append: true })).toBe('sealed');
+  });
+
   it('drops updates to a finished delegation', async () => {
     await journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: 'T1' });
     expect(await journal.applyArtifact(ref, undefined, { artifact: { artifactId: 'a1', parts: text('late') } })).toBe('finished');
@@ -201,14 +209,27 @@ describe('noteNotFound / recordReply', () => {
     expect(await refusal(journal.noteNotFound({ ...ref, delegationId: 'none' }))).toBe('DELEGATION_MISSING');
   });
 
+  it('questions without message id or timestamp still get their own identity (a second question can be answered)', async () => {
+    const ask = (text: string) => journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T1', statusMessage: { messageId: '', role: 'ROLE_AGENT', parts: [{ text }] } as never });
+    await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T1' });
+    expect(await journal.recordReply(ref, 'r1', { parts: [{ text: 'a' }] })).toEqual({ messageId: 'r1', created: true });
+    await journal.applyStatus(ref, { mode: 'snapshot', state: 'WORKING', taskId: 'T1' });
+    await journal.applyStatus(ref, { mode: 'snapshot', state: 'INPUT_REQUIRED', taskId: 'T1' });
+    expect(await journal.recordReply(ref, 'r2', { parts: [{ text: 'b' }] })).toEqual({ messageId: 'r2', created: true });
+    void ask;
+  });
+
   it('journals one reply per question; answering twice is harmless', async () => {
     expect(await refusal(journal.recordReply(ref, 'r0', { parts: [{ text: 'two' }] }))).toBe('WRONG_STATE');
     await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T1', statusTimestamp: '2026-01-01T10:00:01Z' });
     expect(await journal.recordReply(ref, 'r1', { parts: [{ text: 'two' }] })).toEqual({ messageId: 'r1', created: true });
     expect(await journal.recordReply(ref, 'r2', { parts: [{ text: 'one' }] })).toEqual({ messageId: 'r1', created: false });
     const fence = await journal.claim(ref, 'w');
-    expect(await journal.markReplySent(ref, fence, 'r1')).toBe(true);
-    expect(await journal.markReplySent(ref, fence, 'r1')).toBe(false);
+    expect(await journal.markReply(ref, fence, 'r1', 'sending')).toBe(true);
+    expect(await journal.markReply(ref, fence, 'r1', 'sending')).toBe(false);
+    expect(await journal.markReply(ref, fence, 'r1', 'sent')).toBe(true);
+    expect(await journal.markReply(ref, fence, 'r1', 'sent')).toBe(false);
+    expect(await journal.markReply(ref, fence, 'other', 'sent')).toBe(false);
     expect(await refusal(journal.recordReply({ ...ref, delegationId: 'none' }, 'r', { parts: [] }))).toBe('DELEGATION_MISSING');
   });
 });
@@ -222,6 +243,9 @@ describe('updateWorkflow', () => {
     expect(await refusal(journal.updateWorkflow(ref.workflowId, { state: 'RUNNING' }))).toBe('WRONG_STATE');
     expect(await refusal(journal.updateWorkflow('none', { state: 'RUNNING' }))).toBe('DELEGATION_MISSING');
     expect(await redis.pttl(journal.keys.workflow(ref.workflowId))).toBeGreaterThan(0);
+    for (const key of [journal.keys.delegation(ref.workflowId, ref.delegationId), journal.delegationListKey(ref.workflowId)]) {
+      expect(await redis.pttl(key)).toBeGreaterThan(0);
+    }
   });
 });
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { Queue } from 'bullmq';
-import { Redis } from 'ioredis';
-import { applyTask, queuePrefix } from '@durable-a2a/shared';
+import type { Cluster, Redis } from 'ioredis';
+import { createRedisClient, applyTask, queuePrefix } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
@@ -17,7 +17,7 @@ const completedPush = (taskId: string, seconds = 10) => ({ statusUpdate: { taskI
 
 describe('push webhook authentication and task check (R18)', () => {
   const PREFIX = 'r18';
-  let redis: Redis;
+  let redis: Redis | Cluster;
   let producer: Producer;
   let app: ApiServer;
   let lenient: ApiServer;
@@ -25,7 +25,7 @@ describe('push webhook authentication and task check (R18)', () => {
   let n = 0;
 
   beforeAll(async () => {
-    redis = new Redis(redisServer().url, { maxRetriesPerRequest: null });
+    redis = createRedisClient(redisServer().url);
     producer = createProducer({ redis, prefix: PREFIX, addressPolicy: { allowLoopback: true } });
     app = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX });
     lenient = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, pushAcceptTokenOnly: true });

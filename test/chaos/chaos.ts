@@ -44,7 +44,7 @@ export interface ChaosOptions {
   redisRestarts: boolean;
   /** Worker processes kept running. Default 3. */
   workers?: number;
-  /** Workflows in flight at once. Default 40. */
+  /** Workflows in flight at once. Default 60. */
   inFlight?: number;
   /** Mean pause between faults (uniform in [0.5, 1.5] × mean). Default 2_000. */
   faultMeanMs?: number;
@@ -110,7 +110,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const log = options.log ?? (() => undefined);
   const prefix = options.prefix ?? 'chaos';
   const workerCount = options.workers ?? 3;
-  const inFlight = options.inFlight ?? 40;
+  const inFlight = options.inFlight ?? 60;
   const faultMeanMs = options.faultMeanMs ?? 2_000;
   const tripShare = options.tripShare ?? 0.5;
   const workflowTimeoutMs = options.workflowTimeoutMs ?? 120_000;
@@ -122,11 +122,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const carOutcome = new Map<string, 'book' | 'reject'>();
   const car2: Behaviour = (request) => {
     const workflowId = (request.metadata?.durableA2a as { workflowId?: string } | undefined)?.workflowId ?? '';
-    return carOutcome.get(workflowId) === 'book' ? completionSteps('car rented') : [{ state: 'REJECTED', text: 'fleet fully booked' }];
+    return carOutcome.get(workflowId) === 'book' ? [{ state: 'WORKING' }, { delayMs: 200 }, ...completionSteps('car rented')] : [{ state: 'REJECTED', text: 'fleet fully booked' }];
   };
   const agents = {
-    plain: await startChaosAgent('plain', completesWith('done', { delayMs: 20 })),
-    flight: await startChaosAgent('flight', bookingBehaviour(bookings.url, 'flight', { workMs: 20 }), [skill('book-flight')]),
+    // Work long enough (a few hundred ms) that a forgetful restart catches tasks in flight.
+    plain: await startChaosAgent('plain', completesWith('done', { delayMs: 300 })),
+    flight: await startChaosAgent('flight', bookingBehaviour(bookings.url, 'flight', { workMs: 300 }), [skill('book-flight')]),
     hotel: await startChaosAgent('hotel', hotelBehaviour(bookings.url), [skill('book-hotel')]),
     car1: await startChaosAgent('car1', rejects('no cars left at this location'), [skill('rent-car')]),
     car2: await startChaosAgent('car2', car2, [skill('rent-car')]),

@@ -18,7 +18,7 @@ try {
     redis,
     redisRestarts: true,
     workers: Number(process.env.CHAOS_WORKERS ?? 3),
-    inFlight: Number(process.env.CHAOS_IN_FLIGHT ?? 40),
+    inFlight: Number(process.env.CHAOS_IN_FLIGHT ?? 60),
     faultMeanMs: Number(process.env.CHAOS_FAULT_MEAN_MS ?? 1_000),
     log: (line) => console.log(`[${new Date().toISOString().slice(11, 23)}] ${line}`),
   });

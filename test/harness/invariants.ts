@@ -108,6 +108,8 @@ export async function stuckIndexEntries(producer: Producer, workflowIds?: Readon
       stuck.push(`${member} (${record?.state ?? 'missing'})`);
     } else {
       const workflow = await producer.journal.getWorkflowHash(ref.workflowId);
+      // Handed to a person: the workflow stays indexed until someone decides (parked, like a question).
+      if (workflow?.state === 'NEEDS_ATTENTION' && workflow.attention) continue;
       stuck.push(`${member} (workflow ${workflow?.state ?? 'missing'})`);
     }
   }

@@ -1,7 +1,7 @@
 /**
  * The journal view of a workflow: every step, every attempt, open questions.
  */
-import { isFinished, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
+import { isAwaitingAnswer, isFinished, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
 
 /** One attempt of a step (or of its compensation), as journaled. */
 export interface AttemptSummary extends Omit<DelegationView, 'message' | 'replyMessage'> {
@@ -66,7 +66,7 @@ export async function workflowView(journal: Journal, workflowId: string): Promis
     compensations: delegations.filter((d) => d.kind === 'compensation' && d.step === step.name).map(summarize),
   }));
   const openQuestions: OpenQuestion[] = delegations
-    .filter((d) => (d.state === 'INPUT_REQUIRED' || d.state === 'AUTH_REQUIRED') && !(d.replyState === 'sent' && d.replyForTimestamp === String(d.statusTimestampMs ?? '')) && !(d.replyState === 'pending'))
+    .filter((d) => isAwaitingAnswer(d))
     .map((d) => ({
       step: d.step,
       delegationId: d.delegationId,

@@ -15,6 +15,7 @@ export {
   OutgoingMessageSchema,
   RecordedErrorSchema,
   parseArtifacts,
+  isAwaitingAnswer,
 } from './journal/record.ts';
 export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError } from './journal/record.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';

@@ -88,6 +88,13 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
     if (!ready) continue;
     if (!latest) return orCompensate(snapshot, startAttempt(step, 1, [], candidates), running);
     if (latest.held) return { kind: 'release', step: step.name, delegationId: latest.delegationId };
+    // An attempt that failed after its side effect happened (verified present, or unknown) is not
+    // re-delegated: a second agent would do it again. Undo what was done, or ask a person.
+    if (FAILED_STATES.has(latest.state) && (latest.effect === 'present' || latest.effect === 'unknown')) {
+      const reason = `${latest.delegationId} ended ${latest.state} but its effect is ${latest.effect}`;
+      if (!step.compensation) return { kind: 'needs-attention', step: step.name, reason: `${reason} and the step has no compensation` };
+      return orCompensate(snapshot, { kind: 'fail', step: step.name, reasons: [reason] }, running);
+    }
     const outcome = stepOutcome(step, latest);
     if (outcome === 'done') {
       done.add(step.name);

@@ -24,7 +24,7 @@ const SCRIPTS = {
   releaseForResend: 1,
   noteNotFound: 1,
   recordReply: 1,
-  markReplySent: 1,
+  markReply: 1,
   updateWorkflow: 2,
   lease: 1,
   recordEffect: 1,
@@ -232,7 +232,7 @@ export class Journal {
       change.result === undefined ? '' : JSON.stringify(change.result),
       change.error ? JSON.stringify(change.error) : '',
       this.now(),
-      this.retentionMs,
+      change.statusMessage?.messageId ?? change.statusTimestamp ?? '',
       ...artifactArgs,
     ])) as [number, string | number];
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
@@ -298,10 +298,14 @@ export class Journal {
     return { messageId: id, created: code === 1 };
   }
 
-  /** Marks the pending reply delivered. Returns false if it was not pending. */
-  async markReplySent(ref: DelegationRef, fence: number, messageId: string): Promise<boolean> {
-    const code = Number(await this.call('markReplySent', [this.delegationKeys(ref)[0]], [fence, messageId, this.now()]));
-    if (code < 0) throw journalErrorFromCode(code, ref, 'markReplySent');
+  /**
+   * Moves the journaled reply to 'sending' (about to leave) or 'sent' (delivered).
+   * @returns false if it was not in the state before (another run moved it on).
+   * @throws JournalError FENCE_LOST, DELEGATION_MISSING
+   */
+  async markReply(ref: DelegationRef, fence: number, messageId: string, state: 'sending' | 'sent'): Promise<boolean> {
+    const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, this.now(), state]));
+    if (code < 0) throw journalErrorFromCode(code, ref, 'markReply');
     return code === 1;
   }
 

@@ -96,8 +96,11 @@ export const DelegationRecordSchema = z
     finishedAt: optionalMs,
     replyMessageId: optionalText,
     replyMessage: optionalJson(OutgoingMessageSchema),
-    replyState: z.enum(['pending', 'sent']).optional(),
-    replyForTimestamp: optionalText,
+    replyState: z.enum(['pending', 'sending', 'sent']).optional(),
+    /** The question (questionKey) the journaled reply answers. */
+    replyForQuestion: optionalText,
+    /** Identifies the current question: its message id, else its timestamp, else a sequence. */
+    questionKey: optionalText,
     effect: z.enum(['present', 'absent', 'unknown']).optional(),
     evidence: optionalJson(z.unknown()),
     verifiedAt: optionalMs,
@@ -122,4 +125,10 @@ export function parseArtifacts(hash: Record<string, string>): Artifact[] {
     const parts = JSON.parse(hash[`parts:${artifactId}`] ?? '[]') as Artifact['parts'];
     return { artifactId, ...meta, parts };
   });
+}
+
+/** True when a parked delegation's current question has no journaled reply yet. */
+export function isAwaitingAnswer(record: Pick<DelegationRecord, 'state' | 'questionKey' | 'replyForQuestion'>): boolean {
+  if (record.state !== 'INPUT_REQUIRED' && record.state !== 'AUTH_REQUIRED') return false;
+  return record.replyForQuestion === undefined || record.replyForQuestion !== record.questionKey;
 }

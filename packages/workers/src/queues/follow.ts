@@ -16,6 +16,7 @@ import {
   applyStreamResponse,
   applyTask,
   isFinished,
+  isAwaitingAnswer,
   isRetryable,
   jobId,
   type DelegationRecord,
@@ -32,18 +33,27 @@ import { handleAuthRequired } from '../auth.ts';
 export const FOLLOW_QUEUE = 'follow';
 export { FollowJobSchema };
 
-/** True when the delegation waits on a question nobody has answered yet. */
-export function isAwaitingAnswer(record: DelegationRecord): boolean {
+
+/**
+ * True when a parked delegation should not be followed: its question has no
+ * reply yet, or its reply has not been delivered (the reply job re-follows).
+ */
+export function shouldPark(record: DelegationRecord): boolean {
   if (record.state !== 'INPUT_REQUIRED' && record.state !== 'AUTH_REQUIRED') return false;
-  return !(record.replyState === 'sent' && record.replyForTimestamp === String(record.statusTimestampMs ?? ''));
+  return isAwaitingAnswer(record) || record.replyState !== 'sent';
 }
 
 /**
  * Parks a delegation on its question: no stream; the reconciler re-reads it now
- * and then. An AUTH_REQUIRED challenge first goes to the agent's auth handler, if any.
+ * and then. An AUTH_REQUIRED challenge first goes to the agent's auth handler,
+ * and a journaled reply that is not delivered yet is (re)enqueued.
  */
 async function park(ctx: WorkerContext, record: DelegationRecord): Promise<void> {
   await handleAuthRequired(ctx, record);
+  if (!isAwaitingAnswer(record) && record.replyMessageId && record.replyState !== 'sent') {
+    const id = jobId('reply', record.workflowId, record.delegationId, record.replyMessageId, ctx.options.now());
+    await ctx.queues.send.add('send', { workflowId: record.workflowId, delegationId: record.delegationId, kind: 'reply' }, { jobId: id });
+  }
   await ctx.journal.scheduleCheck(record, jitteredCheckTime(ctx.options.now(), ctx.options.parkedPollMs));
   ctx.logger.info({ workflowId: record.workflowId, delegationId: record.delegationId, question: record.question }, 'parked on a question');
 }
@@ -54,7 +64,7 @@ export async function enqueueFollow(ctx: WorkerContext, ref: DelegationRef, resu
   await ctx.queues.follow.add('follow', { ...ref, resubscription }, { jobId: id, delay: delayMs });
 }
 
-/** After an observation outside a stream: settle if finished, park if asking, else follow. */
+/** After an observation outside a stream: settle if finished, cancel if the user asked, park if asking, else follow. */
 export async function afterObservation(ctx: WorkerContext, ref: DelegationRef, resubscription = 0, delayMs = 0): Promise<string> {
   const record = await ctx.journal.getDelegation(ref);
   if (!record) return 'missing';
@@ -62,7 +72,12 @@ export async function afterObservation(ctx: WorkerContext, ref: DelegationRef, r
     await settleDelegation(ctx, ref, record);
     return 'finished';
   }
-  if (isAwaitingAnswer(record)) {
+  if (record.taskId && (await ctx.journal.redis.hget(ctx.journal.keys.workflow(ref.workflowId), 'cancelRequested')) === '1') {
+    // Canceled while this task was being found or sent: CancelTask it now.
+    await ctx.queues.send.add('send', { ...ref, kind: 'cancel' }, { jobId: jobId('cancel', ref.workflowId, ref.delegationId, ctx.options.now()) });
+    return 'canceling';
+  }
+  if (shouldPark(record)) {
     await park(ctx, record);
     return 'parked';
   }
@@ -84,7 +99,7 @@ export async function processFollow(job: Job, ctx: WorkerContext): Promise<strin
     return 'finished';
   }
   if (!record.taskId) return 'no-task';
-  if (record.state === 'INPUT_REQUIRED' && isAwaitingAnswer(record)) {
+  if (record.state === 'INPUT_REQUIRED' && shouldPark(record)) {
     await park(ctx, record);
     return 'parked';
   }
@@ -116,7 +131,8 @@ async function followStream(ctx: WorkerContext, record: DelegationRecord, fence:
   const stream = transport.subscribeToTask({ id: record.taskId! }, { signal: AbortSignal.any([controller.signal, ctx.shutdownSignal]) });
   let end: StreamEnd | undefined;
   let first = true;
-  let eventCount = 0;
+  // Progress = a change after the snapshot; an agent that only ever sends the snapshot and closes backs off.
+  let progressed = false;
   try {
     for (;;) {
       const next = await stream.next();
@@ -124,13 +140,13 @@ async function followStream(ctx: WorkerContext, record: DelegationRecord, fence:
         end = next.value;
         break;
       }
-      eventCount++;
       const response = next.value.response;
       const state = stateOf(response);
       if (state === 'TASK_STATE_COMPLETED' || state === 'TASK_STATE_FAILED' || state === 'TASK_STATE_CANCELED' || state === 'TASK_STATE_REJECTED') {
         ctx.crashPoint('follow.after-terminal-seen', record.step);
       }
       const result = await applyStreamResponse(ctx.journal, record, response, { fence, snapshot: first && 'task' in response });
+      if (!first && (result.status?.applied || result.artifact === 'applied')) progressed = true;
       first = false;
       if (result.contextAnomaly) log.warn({ contextId: result.contextAnomaly, recorded: record.contextId }, 'event names another context (kept by taskId)');
       if (result.foreignTaskId) log.warn({ foreignTaskId: result.foreignTaskId }, 'event for another task ignored');
@@ -144,7 +160,7 @@ async function followStream(ctx: WorkerContext, record: DelegationRecord, fence:
       }
       if (state === 'TASK_STATE_INPUT_REQUIRED') {
         const current = await ctx.journal.getDelegation(ref);
-        if (current && isAwaitingAnswer(current)) {
+        if (current && shouldPark(current)) {
           // Parked on a question: close our side; a human may take hours.
           controller.abort();
           await stream.return(undefined as never).catch(() => undefined);
@@ -170,10 +186,14 @@ async function followStream(ctx: WorkerContext, record: DelegationRecord, fence:
     }
     if (isRetryable(error)) {
       ctx.metrics.resubscriptions.inc({ reason: (error as { code?: string }).code === 'STREAM_IDLE' ? 'idle' : 'dropped' });
-      log.info({ err: error, eventCount }, 'stream dropped; reading the task before resubscribing');
-      return readOnce(ctx, record, fence, eventCount > 0 ? 0 : resubscription + 1, log);
+      log.info({ err: error, progressed }, 'stream dropped; reading the task before resubscribing');
+      return readOnce(ctx, record, fence, progressed ? 0 : resubscription + 1, log);
     }
     throw error;
+  } finally {
+    // Whatever ended the loop, the connection goes with it (no socket left to a fenced-out worker).
+    controller.abort();
+    await stream.return(undefined as never).catch(() => undefined);
   }
   const current = await ctx.journal.getDelegation(ref);
   if (!current) return 'missing';
@@ -181,13 +201,13 @@ async function followStream(ctx: WorkerContext, record: DelegationRecord, fence:
     await settleDelegation(ctx, ref, current);
     return 'finished';
   }
-  if (end?.kind === 'interrupted' && isAwaitingAnswer(current)) {
+  if (end?.kind === 'interrupted' && shouldPark(current)) {
     await park(ctx, current);
     return 'parked';
   }
   // Ended before a terminal state (a clean close, an unterminated last event, an empty stream: R04).
   ctx.metrics.resubscriptions.inc({ reason: 'ended' });
-  return readOnce(ctx, current, fence, eventCount > 0 ? 0 : resubscription + 1, log);
+  return readOnce(ctx, current, fence, progressed ? 0 : resubscription + 1, log);
 }
 
 /** One GetTask, then: settle, park, or resubscribe with backoff. */

@@ -79,6 +79,18 @@ async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
 
 async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, job: Job): Promise<string> {
   if (ref.delegationId === '*') {
+    const workflow = await ctx.journal.getWorkflowHash(ref.workflowId);
+    if (workflow?.state === 'COMPENSATING') {
+      // Its compensate job may have been lost (a crash right after the state change): the
+      // processor works from the journal, so one more job is harmless.
+      await ctx.queues.compensate.add('compensate', { workflowId: ref.workflowId }, { jobId: jobId('compensate', ref.workflowId, 'recover', ctx.options.now()) });
+      return 'workflow-compensating';
+    }
+    if (workflow?.state === 'NEEDS_ATTENTION') {
+      // Waiting for a person: look again rarely.
+      await ctx.journal.scheduleCheck(ref, ctx.options.now() + 3_600_000);
+      return 'workflow-needs-attention';
+    }
     // A workflow waiting for a decision (e.g. its first step's intent is not written yet).
     const decision = await advanceWorkflow(ctx, ref.workflowId);
     return `workflow-${decision.kind}`;

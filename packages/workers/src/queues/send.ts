@@ -7,7 +7,10 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import {
   A2AError,
+  InvalidAgentResponseError,
+  ProtocolError,
   isFinished,
+  isInterruptedTaskState,
   isRetryable,
   jobId,
   JournalError,
@@ -16,6 +19,7 @@ import {
   type DelegationRecord,
   type Message,
   type SendMessageRequest,
+  type Task,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { settleDelegation } from '../settle.ts';
@@ -65,19 +69,28 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
   } catch (error) {
     return handleFailure(ctx, record, fence, error, log, job);
   }
+  const markedAt = ctx.options.now();
   ctx.crashPoint('send.after-mark', record.step);
   const transport = ctx.agents.transport(record.agentCardUrl, agentInterface);
   const request: SendMessageRequest = {
     message: outgoingMessage(record),
     configuration: { returnImmediately: true, ...pushConfiguration(ctx, record, await ctx.journal.pushToken(ref)) },
   };
+  // Crash window 8: a worker that stalled after the mark may find that the reconciler (which waits
+  // sendSettleMs = request timeout + 1 s) already decided. Past the 1 s margin, or with a lost fence,
+  // it must not send: the reconciler owns the delegation now.
+  const current = await ctx.journal.getDelegation(ref);
+  if (current?.fence !== fence || current.sendCount !== record.sendCount + 1 || ctx.options.now() - markedAt > ctx.options.sendSettleMs - ctx.options.requestTimeoutMs) {
+    log.warn('stalled between the mark and the request; leaving the delegation to the reconciler');
+    return 'stalled-before-request';
+  }
   let response;
   try {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
     if (record.resendCount > 0) ctx.metrics.resends.inc();
     response = await transport.sendMessage(request);
   } catch (error) {
-    return handleFailure(ctx, record, fence, error, log, job);
+    return handleFailure(ctx, record, fence, error, log, job, true);
   }
   ctx.crashPoint('send.after-request', record.step);
   if ('message' in response) {
@@ -154,6 +167,7 @@ async function handleFailure(
   error: unknown,
   log: WorkerContext['logger'],
   job: Job,
+  afterMark = false,
 ): Promise<string> {
   if (error instanceof JournalError) {
     if (error.code === 'FENCE_LOST') {
@@ -165,6 +179,14 @@ async function handleFailure(
       return 'may-have-sent';
     }
     throw error;
+  }
+  // An answer we could not read (an HTML page, a body that breaks the schema) does not prove the agent
+  // refused: it may have created the task. Only an explicit refusal is permanent here.
+  const unreadable = error instanceof ProtocolError || error instanceof InvalidAgentResponseError;
+  if (unreadable && afterMark) {
+    log.warn({ err: error }, 'unreadable answer to SendMessage; the reconciler will ask the agent');
+    await askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() });
+    return 'unreadable-answer';
   }
   const permanent = (error instanceof A2AError || (error as { retryable?: boolean })?.retryable === false) && !isRetryable(error);
   const lastAttempt = job.attemptsMade + 1 >= (job.opts.attempts ?? 1);
@@ -181,23 +203,34 @@ async function handleFailure(
   throw error;
 }
 
-/** Sends the journaled reply on the same taskId and contextId (spec §3.4 multi-turn). */
+/** The key a task's current status gives its question (see applyStatus-2.lua). */
+const questionKeyOf = (task: Task): string | undefined => task.status.message?.messageId ?? task.status.timestamp;
+
+/**
+ * Sends the journaled reply on the same taskId and contextId (spec §3.4
+ * multi-turn). The reply is marked 'sending' before it leaves, so a rerun
+ * after a crash or a stall first asks the agent whether the question is still
+ * open, and never answers a newer question with an older reply.
+ */
 async function sendReply(job: Job, ctx: WorkerContext, record: DelegationRecord): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  if (!record.replyMessageId || record.replyState !== 'pending' || !record.replyMessage || !record.taskId) return 'no-pending-reply';
+  if (!record.replyMessageId || !record.replyMessage || !record.taskId || !record.replyState) return 'no-reply';
+  if (record.replyState === 'sent') return 'already-sent';
   if (isFinished(record.state)) return 'already-finished';
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/reply/${job.id}`);
   const transport = await ctx.agents.transportFor(record);
-  // A retried reply first asks the agent whether the question is still open.
-  if (job.attemptsMade > 0) {
+  if (record.replyState === 'sending') {
     const task = await transport.getTask({ id: record.taskId });
-    const stillAsking = task.status.state === 'TASK_STATE_INPUT_REQUIRED' || task.status.state === 'TASK_STATE_AUTH_REQUIRED';
-    if (!stillAsking || (task.status.timestamp && String(Date.parse(task.status.timestamp)) !== record.replyForTimestamp)) {
-      await ctx.journal.markReplySent(ref, fence, record.replyMessageId);
-      await applyTask(ctx.journal, ref, task, { fence, snapshot: true });
+    const key = questionKeyOf(task);
+    const stillAsking = isInterruptedTaskState(task.status.state) && (key === undefined || key === record.replyForQuestion);
+    if (!stillAsking) {
+      await ctx.journal.markReply(ref, fence, record.replyMessageId, 'sent');
+      await applyTask(ctx.journal, ref, task, { snapshot: true });
       await afterObservation(ctx, ref);
       return 'reply-already-delivered';
     }
+  } else if (!(await ctx.journal.markReply(ref, fence, record.replyMessageId, 'sending'))) {
+    return 'reply-moved-on';
   }
   const message: Message = {
     messageId: record.replyMessageId,
@@ -209,8 +242,8 @@ async function sendReply(job: Job, ctx: WorkerContext, record: DelegationRecord)
   };
   ctx.metrics.sends.inc({ kind: 'reply' });
   const response = await transport.sendMessage({ message, configuration: { returnImmediately: true } });
-  await ctx.journal.markReplySent(ref, fence, record.replyMessageId);
-  if ('task' in response) await applyTask(ctx.journal, ref, response.task, { fence, snapshot: true });
+  await ctx.journal.markReply(ref, fence, record.replyMessageId, 'sent');
+  if ('task' in response) await applyTask(ctx.journal, ref, response.task, { snapshot: true });
   await afterObservation(ctx, ref);
   return 'reply-sent';
 }

@@ -8,7 +8,7 @@
   ARGV[1] fencing token ('' = unfenced)
   ARGV[2] artifactId
   ARGV[3] meta JSON (name, description, metadata)
-  ARGV[4] parts JSON array, compact, non-empty
+  ARGV[4] parts JSON array, compact (an empty array appends nothing: a bare seal)
   ARGV[5] append '1' | '0'
   ARGV[6] lastChunk '1' | '0'
   ARGV[7] now (ms)
@@ -24,8 +24,9 @@ local id = ARGV[2]
 if redis.call('HGET', KEYS[2], 'sealed:' .. id) == '1' then return {0, 'sealed'} end
 local existing = redis.call('HGET', KEYS[2], 'parts:' .. id)
 local parts = ARGV[4]
-if ARGV[5] == '1' and existing and existing ~= '[]' then
-  parts = string.sub(existing, 1, -2) .. ',' .. string.sub(ARGV[4], 2)
+if ARGV[5] == '1' and existing then
+  if ARGV[4] == '[]' then parts = existing
+  elseif existing ~= '[]' then parts = string.sub(existing, 1, -2) .. ',' .. string.sub(ARGV[4], 2) end
 end
 if not existing then
   redis.call('HSET', KEYS[2], 'order:' .. id, tostring(redis.call('HLEN', KEYS[2])))

@@ -17,9 +17,13 @@
   ARGV[10] result JSON ('' = unchanged)
   ARGV[11] error JSON ('' = unchanged)
   ARGV[12] now (ms)
-  ARGV[13] retention of finished records in ms ('0' = keep)
+  ARGV[13] question key ('' = unknown): the status message's messageId, else its timestamp;
+           identifies the question a reply answers. Unknown: a new one each time the
+           delegation enters a parked state (questionSeq)
   ARGV[14] number of snapshot artifacts N ('' = leave artifacts untouched), then N
            triples artifactId, meta JSON, parts JSON array in ARGV[15..]
+  Finished rows do not expire here: the whole workflow expires when it finishes
+  (updateWorkflow), so a step's record outlives every later decision about it.
   Returns: {1, version} applied; {0, reason} ignored ('finished', 'stale', 'regress',
            'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'}
 ]]
@@ -28,7 +32,7 @@ local rank = { INTENT = 0, SUBMITTED = 1, WORKING = 2, INPUT_REQUIRED = 2, AUTH_
 local parked = { INPUT_REQUIRED = true, AUTH_REQUIRED = true }
 
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 'missing'} end
-local row = redis.call('HMGET', KEYS[1], 'fence', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId')
+local row = redis.call('HMGET', KEYS[1], 'fence', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId', 'questionKey')
 if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {-2, 'fence'} end
 if ARGV[2] ~= '' and row[2] ~= ARGV[2] then return {-3, 'version'} end
 local current, incoming, mode = row[3], ARGV[4], ARGV[3]
@@ -51,7 +55,12 @@ if incomingTs then redis.call('HSET', KEYS[1], 'statusTimestampMs', ARGV[5], 'st
 if ARGV[7] ~= '' and knownTask == '' then redis.call('HSET', KEYS[1], 'taskId', ARGV[7]) end
 if ARGV[8] ~= '' and (row[6] or '') == '' then redis.call('HSET', KEYS[1], 'contextId', ARGV[8]) end
 if parked[incoming] then
-  redis.call('HSET', KEYS[1], 'question', ARGV[9])
+  local questionKey = ARGV[13]
+  if questionKey == '' then
+    questionKey = row[7] or ''
+    if not parked[current] or questionKey == '' then questionKey = 'seq:' .. redis.call('HINCRBY', KEYS[1], 'questionSeq', 1) end
+  end
+  redis.call('HSET', KEYS[1], 'question', ARGV[9], 'questionKey', questionKey)
 elseif mode ~= 'outcome' or rank[incoming] == 9 then
   redis.call('HSET', KEYS[1], 'question', '')
 end
@@ -68,13 +77,6 @@ if ARGV[14] ~= '' then
   end
 end
 
-if rank[incoming] == 9 then
-  redis.call('HSET', KEYS[1], 'finishedAt', now)
-  local retention = tonumber(ARGV[13]) or 0
-  if retention > 0 then
-    redis.call('PEXPIRE', KEYS[1], retention)
-    redis.call('PEXPIRE', KEYS[2], retention)
-  end
-end
+if rank[incoming] == 9 then redis.call('HSET', KEYS[1], 'finishedAt', now) end
 local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 return {1, version}

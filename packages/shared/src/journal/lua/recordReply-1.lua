@@ -1,6 +1,7 @@
 --[[
   Journals a reply to the question a delegation is parked on, before it is
   sent. Answering the same question twice returns the first reply (harmless).
+  A question is identified by `questionKey` (see applyStatus-2.lua).
   KEYS[1] delegation hash
   ARGV[1] reply messageId (new)
   ARGV[2] reply message JSON
@@ -9,7 +10,7 @@
            {-1} missing, {-4} not parked on a question
 ]]
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
-local row = redis.call('HMGET', KEYS[1], 'state', 'statusTimestampMs', 'replyForTimestamp', 'replyMessageId', 'version')
+local row = redis.call('HMGET', KEYS[1], 'state', 'questionKey', 'replyForQuestion', 'replyMessageId', 'version')
 if row[1] ~= 'INPUT_REQUIRED' and row[1] ~= 'AUTH_REQUIRED' then
   if row[4] and row[4] ~= '' then return {0, row[4]} end
   return {-4}
@@ -17,6 +18,6 @@ end
 local question = row[2] or ''
 if row[4] and row[4] ~= '' and row[3] == question then return {0, row[4]} end
 redis.call('HSET', KEYS[1], 'replyMessageId', ARGV[1], 'replyMessage', ARGV[2],
-  'replyForTimestamp', question, 'replyState', 'pending', 'updatedAt', ARGV[3])
+  'replyForQuestion', question, 'replyState', 'pending', 'updatedAt', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 return {1, ARGV[1]}

@@ -2,7 +2,8 @@
   Changes a workflow's fields, compare-and-set on its version, and refuses to
   leave a finished workflow state (COMPLETED, FAILED, COMPENSATED, CANCELED).
   KEYS[1] workflow hash
-  KEYS[2] the workflow's delegation list (expires with it)
+  KEYS[2] the workflow's delegation list; every delegation row (and its artifacts)
+          listed there expires with the workflow (same hash tag, same slot)
   ARGV[1] expected version ('' = any)
   ARGV[2] fields JSON object of strings
   ARGV[3] now (ms)
@@ -22,6 +23,11 @@ if fields.state and finished[fields.state] then
   local retention = tonumber(ARGV[4]) or 0
   if retention > 0 then
     redis.call('PEXPIRE', KEYS[1], retention)
+    local base = string.sub(KEYS[1], 1, -4) -- '<prefix>:{wf:<id>}' without ':wf'
+    for _, id in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
+      redis.call('PEXPIRE', base .. ':d:' .. id, retention)
+      redis.call('PEXPIRE', base .. ':d:' .. id .. ':artifacts', retention)
+    end
     redis.call('PEXPIRE', KEYS[2], retention)
   end
 end
