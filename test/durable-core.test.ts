@@ -104,3 +104,14 @@ describe('durable delegation', () => {
     }
   });
 });
+
+describe('idempotency conflicts and finished workflows', () => {
+  it('the same key with a different request is refused (nothing written); cancelling a finished workflow says so', async () => {
+    await setUp();
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'first request', idempotencyKey: 'conflict-1' });
+    await expect(producer.delegate({ agent: agent.cardUrl, text: 'another request', idempotencyKey: 'conflict-1' })).rejects.toMatchObject({ code: 'IDEMPOTENCY_CONFLICT' });
+    await eventually(async () => (await producer.get(id)).state === 'COMPLETED', 'completed');
+    expect((await producer.get(id)).steps[0]!.attempts).toHaveLength(1);
+    await expect(producer.cancel(id)).rejects.toMatchObject({ code: 'WORKFLOW_FINISHED' });
+  });
+});

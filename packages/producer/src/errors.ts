@@ -22,6 +22,18 @@ export class NotFoundError extends Error {
   readonly code = 'NOT_FOUND';
 }
 
+/** The idempotency key (or workflowId) is already used for a different request. Nothing was written. */
+export class IdempotencyConflictError extends Error {
+  override readonly name = 'IdempotencyConflictError';
+  readonly code = 'IDEMPOTENCY_CONFLICT';
+}
+
+/** The workflow already finished: there is nothing left to cancel or answer. */
+export class WorkflowFinishedError extends Error {
+  override readonly name = 'WorkflowFinishedError';
+  readonly code = 'WORKFLOW_FINISHED';
+}
+
 export class NoOpenQuestionError extends Error {
   override readonly name = 'NoOpenQuestionError';
   readonly code = 'NO_OPEN_QUESTION';

@@ -28,7 +28,7 @@ import {
   type AddressPolicyOptions,
   type RegisteredAgent,
 } from '@durable-a2a/shared';
-import { ProducerInputError, NotFoundError, NoOpenQuestionError, fromZodError } from './errors.ts';
+import { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConflictError, WorkflowFinishedError, fromZodError } from './errors.ts';
 import { workflowView, type WorkflowView, type OpenQuestion } from './view.ts';
 
 export interface ProducerOptions {
@@ -66,7 +66,7 @@ const ReplySchema = z.union([z.string().min(1, 'must not be empty'), z.object({ 
 export interface Producer {
   /** Starts (or returns, for the same idempotency key) a single delegation. The id is the workflow id. */
   delegate(input: DelegateInput): Promise<{ id: string; created: boolean; messageId: string }>;
-  /** Starts a workflow; idempotent on `workflowId`. */
+  /** Starts a workflow; idempotent on `workflowId` (the same definition again returns it; a different one throws IdempotencyConflictError). */
   startWorkflow(definition: z.input<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean }>;
   /** The journal view: every step and every attempt. Throws NotFoundError. */
   get(id: string): Promise<WorkflowView>;
@@ -74,7 +74,7 @@ export interface Producer {
   questions(id: string): Promise<OpenQuestion[]>;
   /** Answers a parked question on the same task and context. `step` defaults to the one asking. Answering twice is harmless. */
   reply(id: string, answer: string | { parts: z.infer<typeof PartSchema>[] }, step?: string): Promise<{ messageId: string; created: boolean }>;
-  /** Cancels a workflow: running tasks get CancelTask; verified effects are compensated. */
+  /** Cancels a workflow: running tasks get CancelTask; verified effects are compensated. Throws WorkflowFinishedError. */
   cancel(id: string): Promise<void>;
   /** Registers (or refreshes) an agent by its Agent Card URL. Throws AgentCardError. */
   registerAgent(cardUrl: string): Promise<RegisteredAgent>;
@@ -146,6 +146,13 @@ export function createProducer(options: ProducerOptions): Producer {
         await reconcile.add('delegation', { workflowId, delegationId: '*' }, { jobId: jobId('reconcile', workflowId, 'start') });
       }
     }
+    if (!created) {
+      // Same key, different request: refuse rather than silently return the other one.
+      const existing = await journal.getWorkflowHash(workflowId);
+      if (existing && existing.definition !== JSON.stringify(definition)) {
+        throw new IdempotencyConflictError(`${workflowId} is already used by a different workflow or delegation`);
+      }
+    }
     const firstStep = definition.steps[0]!.name;
     const messageId = (await journal.getDelegation({ workflowId, delegationId: `${firstStep}.1` }))?.messageId;
     return { id: workflowId, created, messageId };
@@ -210,7 +217,7 @@ export function createProducer(options: ProducerOptions): Producer {
       try {
         await journal.updateWorkflow(id, { cancelRequested: '1' });
       } catch (error) {
-        if (error instanceof JournalError && error.code === 'WRONG_STATE') return; // already finished
+        if (error instanceof JournalError && error.code === 'WRONG_STATE') throw new WorkflowFinishedError(`workflow ${id} already finished (${current.state})`);
         throw error;
       }
       for (const step of current.steps) {

@@ -42,16 +42,16 @@ describe('R05 idle watchdog', () => {
     expect(elapsedMs).toBeLessThan(2_000);
   });
 
-  it('keep-alives every 50 ms for 1 s reset the watchdog; then COMPLETED -> terminal, 0 errors', async () => {
+  it('keep-alives every 50 ms for 2.5 s reset a 1 s watchdog; then COMPLETED -> terminal, 0 errors', async () => {
     const { url } = await streamServer(async (write) => {
-      for (let elapsed = 0; elapsed < 1_000; elapsed += 50) {
+      for (let elapsed = 0; elapsed < 2_500; elapsed += 50) {
         write(': keepalive\n\n');
         await sleep(50);
       }
       write(ev(SU('COMPLETED')));
       return true;
     });
-    const end = await drainStream(subscribe(url, { idleTimeoutMs: 300 }), () => undefined);
+    const end = await drainStream(subscribe(url, { idleTimeoutMs: 1_000 }), () => undefined);
     expect(end).toEqual({ kind: 'terminal', lastState: 'TASK_STATE_COMPLETED', eventCount: 1 });
   });
 

@@ -158,7 +158,8 @@ async function applyDecision(
         loaded.version,
       );
       await ctx.journal.removeFromIndex(workflowRef);
-      log.warn({ reasons: decision.reasons }, 'workflow failed');
+      if (loaded.hash.cancelRequested === '1') log.info({ reasons: decision.reasons }, 'workflow canceled');
+      else log.warn({ reasons: decision.reasons }, 'workflow failed');
       return;
     case 'compensate':
       await closeHeldIntents(ctx, loaded.records);

@@ -158,7 +158,8 @@ function startAttempt(step: Step, attempt: number, previous: PreviousAttempt[], 
   const next = all.find((url) => !tried.has(url)) ?? (again ? previous.at(-1)!.agentCardUrl : undefined);
   if (!next) {
     const reasons = previous.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
-    return { kind: 'fail', step: step.name, reasons: [...reasons, `no other agent can run step ${step.name}`] };
+    const none = all.length === 0 ? `no available agent has skill ${step.skill ?? '(none)'} for step ${step.name}` : `no other agent can run step ${step.name}`;
+    return { kind: 'fail', step: step.name, reasons: [...reasons, none] };
   }
   return { kind: 'start-attempt', step: step.name, attempt, agentCardUrl: next, previous };
 }

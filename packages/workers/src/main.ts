@@ -7,7 +7,17 @@ import { fleetOptionsFrom, parseWorkerEnvironment } from './config.ts';
 import { startFleet } from './fleet.ts';
 import { startOpsServer } from './ops-server.ts';
 
-const environment = parseWorkerEnvironment(process.env);
+const environment = (() => {
+  try {
+    return parseWorkerEnvironment(process.env);
+  } catch (error) {
+    // One readable line per bad variable instead of a stack trace.
+    const issues = (error as { issues?: { path: PropertyKey[]; message: string }[] }).issues ?? [];
+    for (const issue of issues) console.error(`configuration error: ${issue.path.join('.') || '(environment)'}: ${issue.message}`);
+    if (issues.length === 0) console.error(`configuration error: ${String(error)}`);
+    process.exit(2);
+  }
+})();
 const logger = createLogger({ level: environment.LOG_LEVEL });
 const fleet = await startFleet({ ...fleetOptionsFrom(environment), logger });
 const opsServer = environment.DA2A_METRICS_PORT === undefined ? undefined : await startOpsServer(fleet, environment.DA2A_METRICS_PORT);

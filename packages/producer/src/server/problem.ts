@@ -6,7 +6,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AgentCardError, JournalError } from '@durable-a2a/shared';
-import { NoOpenQuestionError, NotFoundError, ProducerInputError } from '../errors.ts';
+import { IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -17,6 +17,8 @@ export const PROBLEMS = {
   TASK_MISMATCH: { status: 403, title: 'Task does not belong to this delegation' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   NO_OPEN_QUESTION: { status: 409, title: 'No open question' },
+  IDEMPOTENCY_CONFLICT: { status: 409, title: 'Idempotency key already used for another request' },
+  WORKFLOW_FINISHED: { status: 409, title: 'Workflow already finished' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   AGENT_CARD_REJECTED: { status: 422, title: 'Agent Card rejected' },
@@ -60,6 +62,8 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof ProducerInputError) return problem('INVALID_INPUT', error.message, { field: error.field, issues: error.issues });
   if (error instanceof NotFoundError) return problem('NOT_FOUND', error.message);
   if (error instanceof NoOpenQuestionError) return problem('NO_OPEN_QUESTION', error.message);
+  if (error instanceof IdempotencyConflictError) return problem('IDEMPOTENCY_CONFLICT', error.message);
+  if (error instanceof WorkflowFinishedError) return problem('WORKFLOW_FINISHED', error.message);
   if (error instanceof AgentCardError) return problem('AGENT_CARD_REJECTED', error.message, { field: 'cardUrl' });
   if (error instanceof JournalError && error.code === 'DELEGATION_MISSING') return problem('NOT_FOUND', error.message);
   const fastifyError = error as Partial<FastifyError>;
