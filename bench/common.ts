@@ -1,0 +1,172 @@
+/**
+ * What every benchmark shares: the figures it returns, sizes from a scale,
+ * Redis INFO readings, and the bits of fleet and agent plumbing that are the
+ * same everywhere. Benchmarks import the harness modules directly (not
+ * test/harness/index.ts) so that a harness file in progress elsewhere cannot
+ * break them.
+ */
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
+import { Redis } from 'ioredis';
+import { Registry } from 'prom-client';
+import { createLogger } from '@durable-a2a/shared';
+import { startFleet, type Fleet, type StartFleetOptions } from '@durable-a2a/workers';
+import type { DemoAgentHandle } from '../test/harness/agent.ts';
+
+/** One measured number. */
+export interface Figure {
+  metric: string;
+  value: number;
+  unit: string;
+}
+
+/** What a benchmark returns: its figures plus the settings a reader needs to judge them. */
+export interface BenchResult {
+  name: string;
+  title: string;
+  figures: Figure[];
+  /** Sizes and options the run used, and how to read the figures. */
+  notes: string[];
+}
+
+export type Benchmark = (scale: number) => Promise<BenchResult>;
+
+/**
+ * `base × scale`, rounded, never below `min`. Scale 1 is what `pnpm bench`
+ * runs by default (sized for a 2-core box); the smoke test uses ~0.05.
+ */
+export const scaled = (base: number, scale: number, min = 1): number => Math.max(min, Math.round(base * scale));
+
+export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/** Seconds with millisecond resolution, from a `performance.now()` difference. */
+export const seconds = (ms: number): number => Math.round(ms) / 1000;
+
+export const round = (value: number, digits = 2): number => {
+  const factor = 10 ** digits;
+  return Math.round(value * factor) / factor;
+};
+
+/** `INFO <section>` as a flat map of `field → string`. */
+export async function info(redis: Redis, section: string): Promise<Map<string, string>> {
+  const text = await redis.info(section);
+  const fields = new Map<string, string>();
+  for (const line of text.split('\r\n')) {
+    const colon = line.indexOf(':');
+    if (colon > 0 && !line.startsWith('#')) fields.set(line.slice(0, colon), line.slice(colon + 1));
+  }
+  return fields;
+}
+
+/** Calls per command from `INFO commandstats` (`cmdstat_hset:calls=3,…` → `hset → 3`). */
+export async function commandCalls(redis: Redis): Promise<Map<string, number>> {
+  const calls = new Map<string, number>();
+  for (const [field, value] of await info(redis, 'commandstats')) {
+    const match = /calls=(\d+)/.exec(value);
+    if (field.startsWith('cmdstat_') && match) calls.set(field.slice('cmdstat_'.length), Number(match[1]));
+  }
+  return calls;
+}
+
+/** Redis CPU seconds so far (`used_cpu_sys + used_cpu_user`, main thread and children). */
+export async function redisCpuSeconds(redis: Redis): Promise<number> {
+  const cpu = await info(redis, 'cpu');
+  return Number(cpu.get('used_cpu_sys')) + Number(cpu.get('used_cpu_user'));
+}
+
+export async function usedMemory(redis: Redis): Promise<number> {
+  return Number((await info(redis, 'memory')).get('used_memory'));
+}
+
+/** `after − before` per command, dropping commands that did not move. */
+export function callsDelta(before: Map<string, number>, after: Map<string, number>): Map<string, number> {
+  const delta = new Map<string, number>();
+  for (const [command, calls] of after) {
+    const moved = calls - (before.get(command) ?? 0);
+    if (moved > 0) delta.set(command, moved);
+  }
+  return delta;
+}
+
+/** Resident set size of a process in bytes (Linux `/proc/<pid>/status` VmRSS). */
+export function rssBytes(pid: number): number {
+  const match = /VmRSS:\s+(\d+)\s+kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!match) throw new Error(`no VmRSS for pid ${pid}`);
+  return Number(match[1]) * 1024;
+}
+
+/** The worker id a spawned `main.ts` uses (its default, `hostname-pid`). */
+export const spawnedWorkerId = (pid: number): string => `${hostname()}-${pid}`;
+
+/**
+ * Env for `spawnWorkerProcess` in benchmarks. The harness sets a 5 s stream
+ * idle timeout for tests; the SDK agent sends no SSE keep-alives, so a
+ * slow task would be cut and resubscribed every 5 s and pollute every
+ * figure. Benchmarks raise it beyond their own length.
+ */
+export const BENCH_STREAM_IDLE_TIMEOUT_MS = 600_000;
+
+/**
+ * Stops an agent whose executions may still be sleeping (`runsSlowly`):
+ * a restart abandons every execution (`crashAll`), so no timer keeps the
+ * process alive, then the agent stops.
+ */
+export async function stopAgent(agent: DemoAgentHandle): Promise<void> {
+  await agent.restart({ forgetTasks: true });
+  await agent.close();
+}
+
+/** A delegation's journal state and its follow-lease holder (`workerId/jobId`), if any. */
+export interface LeaseAndState {
+  state: string | null;
+  lease: string | null;
+}
+
+/** Reads state and follow-lease holder of many delegations in one pipeline. */
+export async function readLeasesAndStates(
+  redis: Redis,
+  prefix: string,
+  refs: readonly { workflowId: string; delegationId: string }[],
+): Promise<LeaseAndState[]> {
+  const pipeline = redis.pipeline();
+  for (const { workflowId, delegationId } of refs) {
+    const base = `${prefix}:{wf:${workflowId}}:d:${delegationId}`;
+    pipeline.hget(base, 'state');
+    pipeline.get(`${base}:lease`);
+  }
+  const replies = (await pipeline.exec()) ?? [];
+  const result: LeaseAndState[] = [];
+  for (let index = 0; index < refs.length; index++) {
+    result.push({ state: (replies[2 * index]?.[1] as string | null) ?? null, lease: (replies[2 * index + 1]?.[1] as string | null) ?? null });
+  }
+  return result;
+}
+
+export const FINISHED = new Set(['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST']);
+
+/** Runs `task` over `items` with at most `limit` at once. */
+export async function mapLimit<T, R>(items: readonly T[], limit: number, task: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results = new Array<R>(items.length);
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    for (let index = next++; index < items.length; index = next++) results[index] = await task(items[index]!, index);
+  });
+  await Promise.all(lanes);
+  return results;
+}
+
+/**
+ * An in-process fleet with production timings (30 s reconcile interval, 30 s
+ * locks), a silent logger, a fresh metrics registry and loopback agents
+ * allowed. The harness's `startTestFleet` uses 1 s sweeps, which would add
+ * reconcile traffic that production does not have.
+ */
+export async function startBenchFleet(options: Partial<StartFleetOptions> & { redisUrl: string; prefix: string }): Promise<Fleet> {
+  return startFleet({
+    logger: createLogger({ level: process.env.BENCH_LOG_LEVEL ?? 'silent' }),
+    metricsRegistry: new Registry(),
+    addressPolicy: { allowLoopback: true },
+    streamIdleTimeoutMs: BENCH_STREAM_IDLE_TIMEOUT_MS,
+    ...options,
+  });
+}

@@ -1,0 +1,143 @@
+/**
+ * Benchmark 5, footprint: Redis bytes per finished record without artifacts
+ * (MEMORY USAGE over each workflow's journal keys, and the used_memory delta
+ * over K records, which also carries BullMQ's retained jobs), and the RSS of
+ * a spawned worker process holding S concurrent streams (VmRSS from
+ * /proc/<pid>/status).
+ */
+import { Redis } from 'ioredis';
+import { createProducer } from '@durable-a2a/producer';
+import { startRedisServer } from '../test/harness/redis.ts';
+import { startDemoAgent } from '../test/harness/agent.ts';
+import { runsSlowly, type Behaviour } from '../test/harness/agent-behaviours.ts';
+import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
+import { waitForWorkflows } from './throughput.ts';
+import {
+  BENCH_STREAM_IDLE_TIMEOUT_MS,
+  mapLimit,
+  readLeasesAndStates,
+  round,
+  rssBytes,
+  scaled,
+  sleep,
+  spawnedWorkerId,
+  startBenchFleet,
+  stopAgent,
+  usedMemory,
+  type BenchResult,
+} from './common.ts';
+
+/** WORKING, then COMPLETED with a short status message: no artifact rows. */
+const noArtifacts: Behaviour = () => [{ state: 'WORKING' }, { state: 'COMPLETED', text: 'done' }];
+
+export async function run(scale: number): Promise<BenchResult> {
+  const records = scaled(1_000, scale, 10);
+  const streams = scaled(1_000, scale, 10);
+  const bytes = await recordBytes(records);
+  const memory = await workerRss(streams);
+  const mib = (value: number) => round(value / 2 ** 20, 1);
+  return {
+    name: 'footprint',
+    title: 'Footprint: Redis bytes per finished record, worker RSS per stream',
+    figures: [
+      { metric: 'journal keys per finished record (MEMORY USAGE)', value: Math.round(bytes.journalBytesPerRecord), unit: 'bytes' },
+      { metric: '  of which the delegation hash', value: Math.round(bytes.delegationBytesPerRecord), unit: 'bytes' },
+      { metric: 'used_memory delta per record (journal + BullMQ retained jobs)', value: Math.round(bytes.usedMemoryPerRecord), unit: 'bytes' },
+      { metric: 'worker RSS idle', value: mib(memory.idle), unit: 'MiB' },
+      { metric: `worker RSS with ${streams} open streams`, value: mib(memory.loaded), unit: 'MiB' },
+      { metric: 'RSS per open stream', value: Math.round((memory.loaded - memory.idle) / streams), unit: 'bytes' },
+    ],
+    notes: [
+      `Delegation hash encoding: ${bytes.encoding}${bytes.encoding === 'hashtable' ? ' (a field is longer than hash-max-listpack-value, 64 bytes, so Redis cannot use the compact listpack)' : ''}.`,
+      `${records} single-step delegations completed through an in-process fleet (agent: WORKING → COMPLETED, no artifact); MEMORY USAGE … SAMPLES 0 summed over every \`{wf:…}\` key of each workflow (workflow hash, delegation hash, delegation list).`,
+      'used_memory is read before the producer starts and after every workflow finished and the fleet closed; BullMQ keeps up to 1,000 completed jobs per queue for an hour, which this delta includes.',
+      `Worker: spawnWorkerProcess (follow concurrency ${streams + 100}, subscribe limit 1000/1000 ms) following ${streams} tasks of an agent that runs 10 minutes each; RSS read once every stream is open (lease held, state WORKING) after 1 s to settle.`,
+    ],
+  };
+}
+
+async function recordBytes(records: number) {
+  const prefix = 'fp';
+  const redisServer = await startRedisServer();
+  const agent = await startDemoAgent({ behaviour: noArtifacts });
+  const reader = new Redis(redisServer.url);
+  try {
+    const before = await usedMemory(reader);
+    const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
+    const fleet = await startBenchFleet({ redisUrl: redisServer.url, prefix, concurrency: { send: 50, follow: 50 }, subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 } });
+    let ids: string[];
+    try {
+      ids = await mapLimit(Array.from({ length: records }), 50, async (_, index) => (await producer.delegate({ agent: agent.cardUrl, text: `record ${index}`, idempotencyKey: `fp-${index}` })).id);
+      const states = await waitForWorkflows(reader, prefix, ids);
+      if (states.some((state) => state !== 'COMPLETED')) throw new Error(`footprint: not every workflow completed (${states.filter((state) => state !== 'COMPLETED').length} left)`);
+      while ((await reader.zcard(`${prefix}:unfinished`)) > 0) await sleep(50);
+    } finally {
+      await fleet.close();
+      await producer.close();
+    }
+    const after = await usedMemory(reader);
+    let journal = 0;
+    let delegation = 0;
+    for (const id of ids) {
+      const keys = await reader.keys(`${prefix}:{wf:${id}}:*`);
+      for (const key of keys) {
+        const usage = Number(await reader.memory('USAGE', key, 'SAMPLES', 0));
+        journal += usage;
+        if (key.endsWith(':d:main.1')) delegation += usage;
+      }
+    }
+    const encoding = await reader.object('ENCODING', `${prefix}:{wf:${ids[0]}}:d:main.1`);
+    return {
+      journalBytesPerRecord: journal / records,
+      delegationBytesPerRecord: delegation / records,
+      usedMemoryPerRecord: (after - before) / records,
+      encoding: String(encoding),
+    };
+  } finally {
+    reader.disconnect();
+    await stopAgent(agent);
+    await redisServer.stop();
+  }
+}
+
+async function workerRss(streams: number) {
+  const prefix = 'rss';
+  const redisServer = await startRedisServer();
+  const agent = await startDemoAgent({ behaviour: runsSlowly(600_000) });
+  const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
+  const reader = new Redis(redisServer.url);
+  let worker: WorkerProcess | undefined;
+  try {
+    worker = spawnWorkerProcess({
+      REDIS_URL: redisServer.url,
+      DA2A_PREFIX: prefix,
+      DA2A_CONCURRENCY: `follow=${streams + 100}`,
+      DA2A_SUBSCRIBE_RATE_LIMIT: '1000/1000',
+      DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
+    });
+    await worker.ready;
+    const pid = worker.child.pid!;
+    await sleep(1_000);
+    const idle = rssBytes(pid);
+    const refs = await mapLimit(Array.from({ length: streams }), 50, async (_, index) => {
+      const { id } = await producer.delegate({ agent: agent.cardUrl, text: `stream ${index}`, idempotencyKey: `rss-${index}` });
+      return { workflowId: id, delegationId: 'main.1' };
+    });
+    const workerId = spawnedWorkerId(pid);
+    const deadline = Date.now() + 600_000;
+    for (;;) {
+      const rows = await readLeasesAndStates(reader, prefix, refs);
+      if (rows.every((row) => row.lease?.startsWith(`${workerId}/`) && row.state === 'WORKING')) break;
+      if (Date.now() > deadline) throw new Error('footprint: streams never all opened');
+      await sleep(200);
+    }
+    await sleep(1_000);
+    return { idle, loaded: rssBytes(pid) };
+  } finally {
+    await worker?.kill('SIGKILL');
+    reader.disconnect();
+    await producer.close();
+    await stopAgent(agent);
+    await redisServer.stop();
+  }
+}
