@@ -26,11 +26,16 @@ export const SendJobSchema = z.object({
 });
 export type SendJob = z.infer<typeof SendJobSchema>;
 
-/** follow: subscribe to a delegation's task; `resubscription` counts consecutive resubscriptions (backoff exponent). */
+/**
+ * follow: subscribe to a delegation's task. `resubscription` counts consecutive resubscriptions
+ * without progress (backoff exponent); `again` marks any subscription after the first (after a drop,
+ * a clean close, or a reattach), which the fleet-wide resubscription rate limit applies to.
+ */
 export const FollowJobSchema = z.object({
   workflowId: Id,
   delegationId: Id,
   resubscription: z.number().int().min(0).default(0),
+  again: z.boolean().default(false),
 });
 export type FollowJob = z.infer<typeof FollowJobSchema>;
 

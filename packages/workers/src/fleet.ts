@@ -156,7 +156,6 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
       concurrency: options.concurrency[name],
       lockDuration: options.lockDurationMs,
       stalledInterval: options.stalledIntervalMs,
-      ...(name === 'follow' ? { limiter: { max: options.subscribeRateLimit.max, duration: options.subscribeRateLimit.durationMs } } : {}),
     });
     watch = watchFetchProgress(worker, name, options.concurrency[name], input.livenessStaleAfterMs ?? 30_000);
     progress.push(watch);

@@ -19,7 +19,7 @@ export interface FleetOptions {
   streamIdleTimeoutMs?: number;
   /** Resubscription backoff (full jitter). Default base 500, cap 30_000. */
   followBackoff?: Partial<BackoffOptions>;
-  /** Fleet-wide rate limit on subscriptions (BullMQ limiter on the follow queue). Default 50 per 1_000 ms. */
+  /** Fleet-wide rate limit on resubscriptions (every subscription but the first of new work). Default 50 per 1_000 ms. */
   subscribeRateLimit?: { max: number; durationMs: number };
   /** Interval of the reconcile sweep (fixed-id job scheduler). Default 30_000. */
   reconcileIntervalMs?: number;

@@ -29,6 +29,7 @@ const SCRIPTS = {
   lease: 1,
   recordEffect: 1,
   releaseHold: 1,
+  takeToken: 1,
 } as const;
 type ScriptName = keyof typeof SCRIPTS;
 
@@ -320,6 +321,19 @@ export class Journal {
     );
     if (code < 0) throw journalErrorFromCode(code, { workflowId, delegationId: '' }, 'updateWorkflow');
     return code;
+  }
+
+  /**
+   * Takes one token of a fleet-wide rate limit (`name`: at most `max` per `windowMs`).
+   * @returns 0 when taken, else the ms to wait.
+   */
+  async takeToken(name: string, max: number, windowMs: number): Promise<number> {
+    return Number(await this.call('takeToken', [`${this.keys.unfinished()}:rate:${name}`], [max, windowMs]));
+  }
+
+  /** Milliseconds left on a delegation's follow lease (0 when nobody holds it). */
+  async followLeaseRemainingMs(ref: DelegationRef): Promise<number> {
+    return Math.max(0, await this.redis.pttl(this.keys.followLease(ref.workflowId, ref.delegationId)));
   }
 
   /** Releases a held intent; returns false if it was not held. */

@@ -7,7 +7,7 @@
  * limiter caps subscriptions per second fleet-wide). A stream that stops on
  * INPUT_REQUIRED parks the delegation with its question (no resubscribe).
  */
-import type { Job } from 'bullmq';
+import { DelayedError, type Job } from 'bullmq';
 import {
   FollowJobSchema,
   JournalError,
@@ -58,14 +58,14 @@ async function park(ctx: WorkerContext, record: DelegationRecord): Promise<void>
   ctx.logger.info({ workflowId: record.workflowId, delegationId: record.delegationId, question: record.question }, 'parked on a question');
 }
 
-/** Enqueues a (re)subscription after `delayMs`. */
-export async function enqueueFollow(ctx: WorkerContext, ref: DelegationRef, resubscription: number, delayMs = 0): Promise<void> {
+/** Enqueues a subscription after `delayMs`; `again` for any but the first (rate-limited fleet-wide). */
+export async function enqueueFollow(ctx: WorkerContext, ref: DelegationRef, resubscription: number, delayMs = 0, again = true): Promise<void> {
   const id = jobId('follow', ref.workflowId, ref.delegationId, resubscription, ctx.options.now());
-  await ctx.queues.follow.add('follow', { ...ref, resubscription }, { jobId: id, delay: delayMs });
+  await ctx.queues.follow.add('follow', { ...ref, resubscription, again }, { jobId: id, delay: delayMs });
 }
 
 /** After an observation outside a stream: settle if finished, cancel if the user asked, park if asking, else follow. */
-export async function afterObservation(ctx: WorkerContext, ref: DelegationRef, resubscription = 0, delayMs = 0): Promise<string> {
+export async function afterObservation(ctx: WorkerContext, ref: DelegationRef, resubscription = 0, delayMs = 0, again = true): Promise<string> {
   const record = await ctx.journal.getDelegation(ref);
   if (!record) return 'missing';
   if (isFinished(record.state)) {
@@ -81,7 +81,7 @@ export async function afterObservation(ctx: WorkerContext, ref: DelegationRef, r
     await park(ctx, record);
     return 'parked';
   }
-  await enqueueFollow(ctx, ref, resubscription, delayMs);
+  await enqueueFollow(ctx, ref, resubscription, delayMs, again);
   return resubscription > 0 ? 'resubscribing' : 'following';
 }
 
@@ -110,8 +110,20 @@ export async function processFollow(job: Job, ctx: WorkerContext): Promise<strin
     await enqueueFollow(ctx, ref, data.resubscription);
     return 'handed-over';
   }
+  if (data.again) {
+    // Fleet-wide limit on resubscriptions only (a restarted agent is not stormed); first subscriptions of new work are not held back.
+    const waitMs = await ctx.journal.takeToken('resubscribe', ctx.options.subscribeRateLimit.max, ctx.options.subscribeRateLimit.durationMs);
+    if (waitMs > 0) {
+      await job.moveToDelayed(ctx.options.now() + waitMs + Math.floor(Math.random() * ctx.options.subscribeRateLimit.durationMs), job.token);
+      throw new DelayedError();
+    }
+  }
   if (!(await ctx.journal.lease(ref, 'acquire', token, leaseMs))) return 'already-followed';
-  const renew = setInterval(() => void ctx.journal.lease(ref, 'renew', token, leaseMs).catch(() => undefined), leaseMs / 3);
+  // While the stream is healthy, the lease and the reconciler's next check move forward together.
+  const renew = setInterval(() => {
+    void ctx.journal.lease(ref, 'renew', token, leaseMs).catch(() => undefined);
+    void ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
+  }, leaseMs / 3);
   try {
     // Keep the reconciler away while the stream is healthy.
     await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));

@@ -71,7 +71,10 @@ async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
     const ref = { workflowId: member.slice(0, separator), delegationId: member.slice(separator + 1) };
     ctx.metrics.reconcileLag.observe(Math.max(0, now - Number(due[index + 1])) / 1000);
     await ctx.journal.scheduleCheck(ref, jitteredCheckTime(now, ctx.options.reconcileIntervalMs));
-    await ctx.queues.reconcile.add('delegation', ref, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, now) });
+    // One job per record per interval: overlapping sweeps (or a slow fleet) never pile them up.
+    // Finished ones are removed at once, so the id only deduplicates jobs still waiting; the start-up sweep has its own ids.
+    const bucket = all ? `startup-${now}` : Math.floor(now / ctx.options.reconcileIntervalMs);
+    await ctx.queues.reconcile.add('delegation', ref, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'sweep', bucket), removeOnComplete: true });
     count++;
   }
   return `swept ${count}`;
@@ -106,7 +109,12 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, job: Job): P
     return 'settled';
   }
   if (record.state === 'INTENT') return reconcileIntent(ctx, record, log);
-  if (await ctx.journal.isFollowed(ref)) return 'followed';
+  const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
+  if (leaseMs > 0) {
+    // Someone holds the stream (or held it before a crash): look again right after the lease runs out.
+    await ctx.journal.scheduleCheck(ref, ctx.options.now() + leaseMs + Math.floor(Math.random() * 1_000));
+    return 'followed';
+  }
   // Parked: re-read (the agent may have moved on). Otherwise reattach: the subscription's
   // first event is the authoritative snapshot, and a refusal means terminal (one GetTask).
   if (record.state === 'INPUT_REQUIRED' || record.state === 'AUTH_REQUIRED') return rereadTask(ctx, record, log);

@@ -104,7 +104,7 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
   // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
   await applyTask(ctx.journal, ref, response.task, { snapshot: true });
   log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
-  await afterObservation(ctx, ref);
+  await afterObservation(ctx, ref, 0, 0, false); // the first subscription of new work is not rate-limited
   return 'sent';
 }
 
@@ -244,7 +244,7 @@ async function sendReply(job: Job, ctx: WorkerContext, record: DelegationRecord)
   const response = await transport.sendMessage({ message, configuration: { returnImmediately: true } });
   await ctx.journal.markReply(ref, fence, record.replyMessageId, 'sent');
   if ('task' in response) await applyTask(ctx.journal, ref, response.task, { snapshot: true });
-  await afterObservation(ctx, ref);
+  await afterObservation(ctx, ref, 0, 0, false);
   return 'reply-sent';
 }
 
