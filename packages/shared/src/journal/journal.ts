@@ -67,7 +67,7 @@ export type StatusChangeResult =
 export interface JournalOptions {
   /** Key prefix; default `da2a`. */
   prefix?: string;
-  /** How long finished delegations are kept, in ms; default 7 days; 0 keeps them forever. */
+  /** How long a finished workflow (with all its delegations) is kept, in ms; default 7 days; 0 keeps it forever. */
   retentionMs?: number;
   /** Clock, injectable for tests; default `Date.now`. */
   now?: () => number;
