@@ -5,6 +5,9 @@
  */
 import { startRedisServer } from '../harness/redis.ts';
 import { runChaos, seedFromEnvironment } from './chaos.ts';
+import { quietSdkConsole } from '../harness/quiet-sdk.ts';
+
+quietSdkConsole();
 
 const seed = seedFromEnvironment();
 const workflows = Number(process.env.CHAOS_WORKFLOWS ?? 1000);
