@@ -54,3 +54,4 @@ export type { Metrics } from './metrics.ts';
 export { AgentRegistry } from './registry.ts';
 export type { RegisteredAgent } from './registry.ts';
 export { createRedisClient, isClusterUrl, CLUSTER_SCHEME } from './redis.ts';
+export { parseEnvironmentOrExit } from './config.ts';

@@ -38,7 +38,12 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_NOT_FOUND_WINDOW_MS: Milliseconds.optional(),
   DA2A_SEARCH_MARGIN_MS: Milliseconds.optional(),
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
-  DA2A_QUEUES: z.string().optional(),
+  /** Queues this process works on, comma-separated; default all five. */
+  DA2A_QUEUES: z
+    .string()
+    .optional()
+    .transform((text) => (text ? text.split(',').map((queue) => queue.trim()).filter(Boolean) : undefined))
+    .pipe(z.array(z.enum(['send', 'follow', 'reconcile', 'verify', 'compensate'])).min(1).optional()),
   /** Per-queue concurrency, e.g. `send=20,follow=500`. */
   DA2A_CONCURRENCY: z
     .string()
@@ -133,6 +138,6 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     crashAt: environment.DA2A_CRASH_AT,
     stallAt: environment.DA2A_STALL_AT,
     credentials: (agentCardUrl) => tokens.get(agentCardUrl),
-    ...(environment.DA2A_QUEUES ? { queues: environment.DA2A_QUEUES.split(',') as StartFleetOptions['queues'] } : {}),
+    ...(environment.DA2A_QUEUES ? { queues: environment.DA2A_QUEUES } : {}),
   };
 }

@@ -2,22 +2,12 @@
  * The `durable-a2a-workers` executable: parse config, start the fleet, close
  * it gracefully (bounded) on SIGTERM / SIGINT.
  */
-import { createLogger } from '@durable-a2a/shared';
+import { createLogger, parseEnvironmentOrExit } from '@durable-a2a/shared';
 import { fleetOptionsFrom, parseWorkerEnvironment } from './config.ts';
 import { startFleet } from './fleet.ts';
 import { startOpsServer } from './ops-server.ts';
 
-const environment = (() => {
-  try {
-    return parseWorkerEnvironment(process.env);
-  } catch (error) {
-    // One readable line per bad variable instead of a stack trace.
-    const issues = (error as { issues?: { path: PropertyKey[]; message: string }[] }).issues ?? [];
-    for (const issue of issues) console.error(`configuration error: ${issue.path.join('.') || '(environment)'}: ${issue.message}`);
-    if (issues.length === 0) console.error(`configuration error: ${String(error)}`);
-    process.exit(2);
-  }
-})();
+const environment = parseEnvironmentOrExit(parseWorkerEnvironment);
 const logger = createLogger({ level: environment.LOG_LEVEL });
 const fleet = await startFleet({ ...fleetOptionsFrom(environment), logger });
 const opsServer = environment.DA2A_METRICS_PORT === undefined ? undefined : await startOpsServer(fleet, environment.DA2A_METRICS_PORT);

@@ -4,21 +4,11 @@
  * then closes queues and Redis).
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { createLogger } from '@durable-a2a/shared';
+import { createLogger, parseEnvironmentOrExit } from '@durable-a2a/shared';
 import { parseServerEnvironment } from './config.ts';
 import { createServer } from './server.ts';
 
-const environment = (() => {
-  try {
-    return parseServerEnvironment(process.env);
-  } catch (error) {
-    // One readable line per bad variable instead of a stack trace.
-    const issues = (error as { issues?: { path: PropertyKey[]; message: string }[] }).issues ?? [];
-    for (const issue of issues) console.error(`configuration error: ${issue.path.join('.') || '(environment)'}: ${issue.message}`);
-    if (issues.length === 0) console.error(`configuration error: ${String(error)}`);
-    process.exit(2);
-  }
-})();
+const environment = parseEnvironmentOrExit(parseServerEnvironment);
 const logger = createLogger({ level: environment.LOG_LEVEL });
 const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry });
