@@ -77,6 +77,31 @@ describe('crash between send and record, against a 0.3 agent', () => {
     expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'AMBIGUOUS' } });
     expect(view.steps[0]!.attempts[0]!.error!.message).toContain('cannot list tasks');
     expect(sends.get(messageId)).toBe(1);
+    // A person decides: run it again (a new attempt with a new messageId).
+    await producer.resolve(id, 'retry');
+    const retried = await eventually(async () => {
+      const current = await producer.get(id);
+      return current.state === 'COMPLETED' && current;
+    }, 'retried after the decision', 30_000);
+    const [first, second] = retried.steps[0]!.attempts;
+    expect(first).toMatchObject({ state: 'AMBIGUOUS', messageId });
+    expect(second!.state).toBe('COMPLETED');
+    expect(second!.messageId).not.toBe(messageId);
+    expect(sends.get(second!.messageId)).toBe(1);
+    await expect(producer.resolve(id, 'retry')).rejects.toMatchObject({ code: 'WORKFLOW_FINISHED' });
+  });
+
+  it('a person may also abandon an AMBIGUOUS delegation: nothing to undo, so CANCELED', async () => {
+    const { id, prefix } = await crashAfterSend('v03-abandon');
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
+    expect((await finished(id)).state).toBe('NEEDS_ATTENTION');
+    await producer.resolve(id, 'abandon');
+    const view = await eventually(async () => {
+      const current = await producer.get(id);
+      return current.state !== 'RUNNING' && current.state !== 'NEEDS_ATTENTION' && current;
+    }, 'abandoned', 30_000);
+    expect(view.state).toBe('CANCELED');
+    expect(view.steps[0]!.attempts).toHaveLength(1);
   });
 
   it('with the agent configured as deduplicating, the same messageId is resent', async () => {

@@ -76,6 +76,13 @@ export interface Producer {
   reply(id: string, answer: string | { parts: z.infer<typeof PartSchema>[] }, step?: string): Promise<{ messageId: string; created: boolean }>;
   /** Cancels a workflow: running tasks get CancelTask; verified effects are compensated. Throws WorkflowFinishedError. */
   cancel(id: string): Promise<void>;
+  /**
+   * A person's decision on a workflow in NEEDS_ATTENTION. `retry`: every AMBIGUOUS attempt is run
+   * again as a new attempt (new messageId; the person accepts that the agent may have had the first);
+   * `abandon`: stop, compensate what has an effect. Throws NotFoundError, or WorkflowFinishedError when
+   * the workflow is not waiting for a person.
+   */
+  resolve(id: string, action: 'retry' | 'abandon'): Promise<{ state: string }>;
   /** Registers (or refreshes) an agent by its Agent Card URL. Throws AgentCardError. */
   registerAgent(cardUrl: string): Promise<RegisteredAgent>;
   listAgents(): Promise<RegisteredAgent[]>;
@@ -228,6 +235,18 @@ export function createProducer(options: ProducerOptions): Producer {
         }
       }
       await reconcile.add('delegation', { workflowId: id, delegationId: '*' }, { jobId: jobId('reconcile', id, 'cancel', Date.now()) });
+    },
+    async resolve(id, action) {
+      const current = await view(id);
+      if (current.state !== 'NEEDS_ATTENTION') throw new WorkflowFinishedError(`workflow ${id} is ${current.state}, not waiting for a person`);
+      const approvals = Object.fromEntries(
+        current.steps.flatMap((step) => step.attempts).filter((attempt) => attempt.state === 'AMBIGUOUS').map((attempt) => [`retry:${attempt.delegationId}`, '1']),
+      );
+      const fields: Record<string, string> = action === 'retry' ? { state: 'RUNNING', attention: '', ...approvals } : { state: 'RUNNING', attention: '', cancelRequested: '1' };
+      await journal.updateWorkflow(id, fields);
+      await journal.scheduleCheck({ workflowId: id, delegationId: '*' }, Date.now());
+      await reconcile.add('delegation', { workflowId: id, delegationId: '*' }, { jobId: jobId('reconcile', id, 'resolve', Date.now()) });
+      return { state: 'RUNNING' };
     },
     async registerAgent(cardUrl) {
       const url = parse(AgentUrl, cardUrl);

@@ -32,7 +32,8 @@ export async function loadWorkflow(ctx: WorkerContext, workflowId: string) {
   return { hash, definition, records, version: Number(hash.version), state: hash.state as WorkflowState };
 }
 
-const toAttempt = (record: DelegationRecord): AttemptView => ({
+const toAttempt = (record: DelegationRecord, workflow: Record<string, string>): AttemptView => ({
+  retryApproved: workflow[`retry:${record.delegationId}`] === '1',
   delegationId: record.delegationId,
   step: record.step,
   kind: record.kind,
@@ -93,7 +94,7 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): P
         definition: loaded.definition,
         state: loaded.state,
         cancelRequested: loaded.hash.cancelRequested === '1',
-        attempts: loaded.records.map(toAttempt),
+        attempts: loaded.records.map((record) => toAttempt(record, loaded.hash)),
       },
       await candidateLookup(ctx, loaded.definition),
     );

@@ -20,6 +20,8 @@ export interface AttemptView {
   effect?: Effect;
   /** Journaled at start, waiting for earlier steps. */
   held?: boolean;
+  /** A person looked at this AMBIGUOUS attempt and asked to run the step again (`producer.resolve`). */
+  retryApproved?: boolean;
 }
 
 export interface WorkflowSnapshot {
@@ -55,7 +57,9 @@ const FAILED_STATES: ReadonlySet<JournalState> = new Set(['FAILED', 'REJECTED', 
 /** Why an attempt counts as failed, or undefined if it did not fail. */
 export function failureOf(attempt: AttemptView, step: Step): string | undefined {
   if (FAILED_STATES.has(attempt.state)) return `${attempt.state}: ${attempt.error?.message ?? 'no reason given'}`;
-  if (attempt.state === 'AMBIGUOUS' && step.readOnly) return `AMBIGUOUS (read-only step, run again): ${attempt.error?.message ?? ''}`;
+  if (attempt.state === 'AMBIGUOUS' && (step.readOnly || attempt.retryApproved)) {
+    return `AMBIGUOUS (${step.readOnly ? 'read-only step' : 'a person approved'}, run again): ${attempt.error?.message ?? ''}`;
+  }
   if (attempt.state === 'COMPLETED' && step.verifier && attempt.effect === 'absent') {
     return 'COMPLETED without effect: the verifier found nothing';
   }
@@ -115,7 +119,8 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
         contextId: attempt.contextId,
         reason: reason!,
       }));
-    if (attempts.length >= snapshot.definition.maxAttemptsPerStep) {
+    // An attempt a person sent back (AMBIGUOUS, retry approved) does not use up the budget.
+    if (attempts.filter((attempt) => !attempt.retryApproved).length >= snapshot.definition.maxAttemptsPerStep) {
       const reasons = carried.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
       const failed: Decision = { kind: 'fail', step: step.name, reasons: [...reasons, `step ${step.name} exhausted its budget of ${snapshot.definition.maxAttemptsPerStep}`] };
       return orCompensate(snapshot, failed, running);
@@ -129,7 +134,7 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
 
 /** What the latest attempt of a step means for the workflow. */
 function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decision {
-  if (latest.state === 'AMBIGUOUS' && step.readOnly) return 'failed';
+  if (latest.state === 'AMBIGUOUS' && (step.readOnly || latest.retryApproved)) return 'failed';
   if (latest.state === 'AMBIGUOUS') {
     return { kind: 'needs-attention', step: step.name, reason: `${latest.delegationId} is AMBIGUOUS: a person must decide` };
   }

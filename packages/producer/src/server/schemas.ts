@@ -33,3 +33,6 @@ export const PushParamsSchema = z.object({ workflowId: Id, delegationId: Id });
 
 /** `{id, created}` of an idempotent create: 201 when created, 200 when it existed. */
 export const CreatedSchema = z.object({ id: z.string(), created: z.boolean(), messageId: z.string().optional() });
+
+/** `POST /v1/workflows/:id/resolve`: a person's decision on a workflow in NEEDS_ATTENTION. */
+export const ResolveBodySchema = z.object({ action: z.enum(['retry', 'abandon']) });

@@ -64,15 +64,28 @@ export async function enqueueFollow(ctx: WorkerContext, ref: DelegationRef, resu
   await ctx.queues.follow.add('follow', { ...ref, resubscription, again }, { jobId: id, delay: delayMs });
 }
 
+/** How `afterObservation` re-follows a delegation that is still running. */
+export interface FollowPlan {
+  /** Consecutive resubscriptions without progress (backoff exponent). Default 0. */
+  resubscription?: number;
+  /** Delay before subscribing, in ms. Default 0. */
+  delayMs?: number;
+  /** False for the first subscription of new work (not rate-limited). Default true. */
+  again?: boolean;
+  /** False when the caller just sent CancelTask itself (no second cancel). Default true. */
+  cancelIfRequested?: boolean;
+}
+
 /** After an observation outside a stream: settle if finished, cancel if the user asked, park if asking, else follow. */
-export async function afterObservation(ctx: WorkerContext, ref: DelegationRef, resubscription = 0, delayMs = 0, again = true): Promise<string> {
+export async function afterObservation(ctx: WorkerContext, ref: DelegationRef, plan: FollowPlan = {}): Promise<string> {
+  const { resubscription = 0, delayMs = 0, again = true, cancelIfRequested = true } = plan;
   const record = await ctx.journal.getDelegation(ref);
   if (!record) return 'missing';
   if (isFinished(record.state)) {
     await settleDelegation(ctx, ref, record);
     return 'finished';
   }
-  if (record.taskId && (await ctx.journal.redis.hget(ctx.journal.keys.workflow(ref.workflowId), 'cancelRequested')) === '1') {
+  if (cancelIfRequested && record.taskId && (await ctx.journal.redis.hget(ctx.journal.keys.workflow(ref.workflowId), 'cancelRequested')) === '1') {
     // Canceled while this task was being found or sent: CancelTask it now.
     await ctx.queues.send.add('send', { ...ref, kind: 'cancel' }, { jobId: jobId('cancel', ref.workflowId, ref.delegationId, ctx.options.now()) });
     return 'canceling';
@@ -246,5 +259,5 @@ async function readOnce(
     await enqueueFollow(ctx, ref, nextResubscription, delay());
     return 'resubscribing';
   }
-  return afterObservation(ctx, ref, nextResubscription, delay());
+  return afterObservation(ctx, ref, { resubscription: nextResubscription, delayMs: delay() });
 }

@@ -104,7 +104,7 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
   // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
   await applyTask(ctx.journal, ref, response.task, { snapshot: true });
   log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
-  await afterObservation(ctx, ref, 0, 0, false); // the first subscription of new work is not rate-limited
+  await afterObservation(ctx, ref, { again: false }); // the first subscription of new work is not rate-limited
   return 'sent';
 }
 
@@ -244,7 +244,7 @@ async function sendReply(job: Job, ctx: WorkerContext, record: DelegationRecord)
   const response = await transport.sendMessage({ message, configuration: { returnImmediately: true } });
   await ctx.journal.markReply(ref, fence, record.replyMessageId, 'sent');
   if ('task' in response) await applyTask(ctx.journal, ref, response.task, { snapshot: true });
-  await afterObservation(ctx, ref, 0, 0, false);
+  await afterObservation(ctx, ref, { again: false });
   return 'reply-sent';
 }
 
@@ -278,6 +278,7 @@ async function cancelTask(ctx: WorkerContext, record: DelegationRecord): Promise
     task = await transport.getTask({ id: record.taskId });
   }
   await applyTask(ctx.journal, ref, task, { snapshot: true });
-  await afterObservation(ctx, ref);
+  // Keep following until the agent reports the cancellation (it may finish first); no second CancelTask.
+  await afterObservation(ctx, ref, { cancelIfRequested: false });
   return 'cancel-sent';
 }

@@ -11,6 +11,7 @@ import {
   ListWorkflowsQuerySchema,
   RegisterAgentBodySchema,
   ReplyBodySchema,
+  ResolveBodySchema,
   StepParamsSchema,
   WorkflowDefinitionSchema,
   WorkflowParamsSchema,
@@ -71,6 +72,15 @@ export function v1Routes(producer: Producer): FastifyPluginAsyncZod {
       async (request, reply) => {
         await producer.cancel(request.params.id);
         return reply.code(202).send({ id: request.params.id, cancelRequested: true });
+      },
+    );
+
+  app.post(
+      '/workflows/:id/resolve',
+      { schema: { tags: ['workflows'], summary: 'A person decides on a workflow in NEEDS_ATTENTION: retry the AMBIGUOUS attempts, or abandon (compensate)', security, params: WorkflowParamsSchema, body: ResolveBodySchema } },
+      async (request, reply) => {
+        const result = await producer.resolve(request.params.id, request.body.action);
+        return reply.code(202).send({ id: request.params.id, ...result });
       },
     );
 
