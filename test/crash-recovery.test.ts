@@ -43,11 +43,17 @@ const spawn = (prefix: string, environment: Record<string, string> = {}) => {
   return worker;
 };
 
-const completed = (id: string) =>
-  eventually(async () => {
-    const view = await producer.get(id);
-    return view.state === 'COMPLETED' && view;
-  }, `workflow ${id} completed`, 30_000);
+const completed = async (id: string) => {
+  try {
+    return await eventually(async () => {
+      const view = await producer.get(id);
+      return view.state === 'COMPLETED' && view;
+    }, `workflow ${id} completed`, 30_000);
+  } catch (error) {
+    const attempt = (await producer.get(id)).steps[0]!.attempts[0];
+    throw new Error(`${String(error)}; last seen ${JSON.stringify(attempt)}`);
+  }
+};
 
 describe('crash recovery', () => {
   it('killed after the agent accepted SendMessage, before the taskId was recorded: adopted, one SendMessage', async () => {

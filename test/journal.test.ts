@@ -283,3 +283,15 @@ describe('releaseHold', () => {
     expect(await refusal(journal.releaseHold({ ...ref, delegationId: 'none' }))).toBe('DELEGATION_MISSING');
   });
 });
+
+describe('takeToken (fleet-wide smooth rate limit)', () => {
+  it('reserves evenly spaced slots: the first goes now, each next one window/max later', async () => {
+    const waits: number[] = [];
+    for (let index = 0; index < 5; index++) waits.push(await journal.takeToken('test', 2, 1_000));
+    expect(waits[0]).toBe(0);
+    for (let index = 1; index < 5; index++) {
+      expect(waits[index]).toBeGreaterThanOrEqual(index * 500 - 50);
+      expect(waits[index]).toBeLessThanOrEqual(index * 500);
+    }
+  });
+});

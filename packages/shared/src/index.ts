@@ -1,7 +1,7 @@
 // Public surface of @durable-a2a/shared. Names are listed one by one.
 export * from './a2a/index.ts';
 
-export { Journal, countUnfinishedByState, STATE_SAMPLE_LIMIT } from './journal/journal.ts';
+export { Journal, countUnfinishedByState, questionKeyOf, STATE_SAMPLE_LIMIT } from './journal/journal.ts';
 export type { DelegationRef, StatusChange, StatusChangeResult, JournalOptions } from './journal/journal.ts';
 export { JournalError, JOURNAL_ERROR_CODES } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';

@@ -36,6 +36,8 @@ export const FollowJobSchema = z.object({
   delegationId: Id,
   resubscription: z.number().int().min(0).default(0),
   again: z.boolean().default(false),
+  /** The job already waited for its reserved slot of the resubscription rate limit. */
+  slotTaken: z.boolean().default(false),
 });
 export type FollowJob = z.infer<typeof FollowJobSchema>;
 

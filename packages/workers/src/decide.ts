@@ -94,6 +94,11 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
     if (latest.held) return { kind: 'release', step: step.name, delegationId: latest.delegationId };
     // An attempt that failed after its side effect happened (verified present, or unknown) is not
     // re-delegated: a second agent would do it again. Undo what was done, or ask a person.
+    // LOST with its effect verified present: the agent forgot a task that did its work; decide from the effect.
+    if (latest.state === 'LOST' && latest.effect === 'present') {
+      done.add(step.name);
+      continue;
+    }
     if (FAILED_STATES.has(latest.state) && (latest.effect === 'present' || latest.effect === 'unknown')) {
       const reason = `${latest.delegationId} ended ${latest.state} but its effect is ${latest.effect}`;
       if (!step.compensation) return { kind: 'needs-attention', step: step.name, reason: `${reason} and the step has no compensation` };
@@ -147,7 +152,7 @@ function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decis
   }
   if (!FAILED_STATES.has(latest.state)) return { kind: 'wait', reason: `${latest.delegationId} is ${latest.state}` };
   // A FAILED step with a verifier is verified too: it may have done something before failing.
-  if (step.verifier && step.compensation && latest.effect === undefined) {
+  if (step.verifier && latest.effect === undefined) {
     return { kind: 'wait', reason: `${latest.delegationId} failed; awaiting verification of its effect` };
   }
   return 'failed';

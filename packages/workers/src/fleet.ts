@@ -3,7 +3,7 @@
  * reconciler's job scheduler: the one place that owns connections.
  */
 import { hostname } from 'node:os';
-import { Queue, Worker, type Job, type Processor } from 'bullmq';
+import { DelayedError, Queue, Worker, type Job, type Processor } from 'bullmq';
 import { Registry } from 'prom-client';
 import {
   ALL_QUEUES,
@@ -144,7 +144,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
         stopTimer({ outcome: 'completed' });
         return outcome;
       } catch (error) {
-        stopTimer({ outcome: 'failed' });
+        stopTimer({ outcome: error instanceof DelayedError ? 'delayed' : 'failed' });
         throw error;
       } finally {
         watch?.jobFinished();

@@ -12,6 +12,16 @@ import { DelegationRecordSchema, parseArtifacts, type DelegationRecord, type Del
 import type { JournalState } from './states.ts';
 import { JournalError, journalErrorFromCode } from './errors.ts';
 
+/**
+ * Identifies a question: its status message's id, else its timestamp in ms (so "…00Z" and
+ * "…00.000Z" are the same question), else '' (the script then numbers it).
+ */
+export function questionKeyOf(statusMessage: Message | undefined, statusTimestamp: string | undefined): string {
+  if (statusMessage?.messageId) return statusMessage.messageId;
+  const ms = statusTimestamp ? Date.parse(statusTimestamp) : Number.NaN;
+  return Number.isNaN(ms) ? '' : String(ms);
+}
+
 /** Version of the script set; bump when a script's contract changes. */
 const SCRIPT_VERSION = 'v1';
 const SCRIPTS = {
@@ -233,7 +243,7 @@ export class Journal {
       change.result === undefined ? '' : JSON.stringify(change.result),
       change.error ? JSON.stringify(change.error) : '',
       this.now(),
-      change.statusMessage?.messageId ?? change.statusTimestamp ?? '',
+      questionKeyOf(change.statusMessage, change.statusTimestamp),
       ...artifactArgs,
     ])) as [number, string | number];
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
@@ -324,8 +334,9 @@ export class Journal {
   }
 
   /**
-   * Takes one token of a fleet-wide rate limit (`name`: at most `max` per `windowMs`).
-   * @returns 0 when taken, else the ms to wait.
+   * Reserves a slot of a fleet-wide smooth rate limit (`name`: at most `max` per `windowMs`,
+   * spaced evenly). Uses Redis's clock, so every worker agrees.
+   * @returns 0 to go now, else the ms until the reserved slot.
    */
   async takeToken(name: string, max: number, windowMs: number): Promise<number> {
     return Number(await this.call('takeToken', [`${this.keys.unfinished()}:rate:${name}`], [max, windowMs]));

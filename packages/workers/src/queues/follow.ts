@@ -50,7 +50,9 @@ export function shouldPark(record: DelegationRecord): boolean {
  */
 async function park(ctx: WorkerContext, record: DelegationRecord): Promise<void> {
   await handleAuthRequired(ctx, record);
-  if (!isAwaitingAnswer(record) && record.replyMessageId && record.replyState !== 'sent') {
+  // A reply journaled but not sent (its job lost), or stuck 'sending' longer than a request can take.
+  const stuckSending = record.replyState === 'sending' && ctx.options.now() - record.updatedAt > ctx.options.requestTimeoutMs + 1_000;
+  if (!isAwaitingAnswer(record) && record.replyMessageId && (record.replyState === 'pending' || stuckSending)) {
     const id = jobId('reply', record.workflowId, record.delegationId, record.replyMessageId, ctx.options.now());
     await ctx.queues.send.add('send', { workflowId: record.workflowId, delegationId: record.delegationId, kind: 'reply' }, { jobId: id });
   }
@@ -62,6 +64,17 @@ async function park(ctx: WorkerContext, record: DelegationRecord): Promise<void>
 export async function enqueueFollow(ctx: WorkerContext, ref: DelegationRef, resubscription: number, delayMs = 0, again = true): Promise<void> {
   const id = jobId('follow', ref.workflowId, ref.delegationId, resubscription, ctx.options.now());
   await ctx.queues.follow.add('follow', { ...ref, resubscription, again }, { jobId: id, delay: delayMs });
+}
+
+/**
+ * True when the user canceled the (still running) workflow and no CancelTask went out for this
+ * delegation within the last reconcile interval. Compensations are never canceled.
+ */
+async function cancelWanted(ctx: WorkerContext, ref: DelegationRef): Promise<boolean> {
+  const [cancelRequested, state] = await ctx.journal.redis.hmget(ctx.journal.keys.workflow(ref.workflowId), 'cancelRequested', 'state');
+  if (cancelRequested !== '1' || state !== 'RUNNING') return false;
+  const onceKey = `${ctx.journal.keys.delegation(ref.workflowId, ref.delegationId)}:cancel-sent`;
+  return (await ctx.journal.redis.set(onceKey, ctx.workerId, 'PX', ctx.options.reconcileIntervalMs, 'NX')) === 'OK';
 }
 
 /** How `afterObservation` re-follows a delegation that is still running. */
@@ -85,8 +98,8 @@ export async function afterObservation(ctx: WorkerContext, ref: DelegationRef, p
     await settleDelegation(ctx, ref, record);
     return 'finished';
   }
-  if (cancelIfRequested && record.taskId && (await ctx.journal.redis.hget(ctx.journal.keys.workflow(ref.workflowId), 'cancelRequested')) === '1') {
-    // Canceled while this task was being found or sent: CancelTask it now.
+  if (cancelIfRequested && record.kind === 'step' && record.taskId && (await cancelWanted(ctx, ref))) {
+    // Canceled while this task was being found or sent: CancelTask it now (at most once per interval).
     await ctx.queues.send.add('send', { ...ref, kind: 'cancel' }, { jobId: jobId('cancel', ref.workflowId, ref.delegationId, ctx.options.now()) });
     return 'canceling';
   }
@@ -123,37 +136,45 @@ export async function processFollow(job: Job, ctx: WorkerContext): Promise<strin
     await enqueueFollow(ctx, ref, data.resubscription);
     return 'handed-over';
   }
-  if (data.again) {
-    // Fleet-wide limit on resubscriptions only (a restarted agent is not stormed); first subscriptions of new work are not held back.
+  if (data.again && !data.slotTaken) {
+    // Fleet-wide limit on resubscriptions only (a restarted agent is not stormed); first subscriptions of new
+    // work are not held back. The slot is reserved once: the job sleeps until it and then runs without asking again.
     const waitMs = await ctx.journal.takeToken('resubscribe', ctx.options.subscribeRateLimit.max, ctx.options.subscribeRateLimit.durationMs);
     if (waitMs > 0) {
-      await job.moveToDelayed(ctx.options.now() + waitMs + Math.floor(Math.random() * ctx.options.subscribeRateLimit.durationMs), job.token);
+      await job.updateData({ ...data, slotTaken: true });
+      await job.moveToDelayed(Date.now() + waitMs, job.token); // BullMQ measures delays on the real clock
       throw new DelayedError();
     }
   }
   if (!(await ctx.journal.lease(ref, 'acquire', token, leaseMs))) return 'already-followed';
   // While the stream is healthy, the lease and the reconciler's next check move forward together.
+  const lost = new AbortController();
   const renew = setInterval(() => {
-    void ctx.journal.lease(ref, 'renew', token, leaseMs).catch(() => undefined);
-    void ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
+    void ctx.journal.lease(ref, 'renew', token, leaseMs).then(
+      (held) => {
+        if (!held) return lost.abort(); // someone else follows it now: stop this stream
+        return ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
+      },
+      () => undefined,
+    );
   }, leaseMs / 3);
   try {
     // Keep the reconciler away while the stream is healthy.
     await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
     const fence = await ctx.journal.claim(ref, token);
-    return await followStream(ctx, record, fence, data.resubscription, job);
+    return await followStream(ctx, record, fence, data.resubscription, job, lost.signal);
   } finally {
     clearInterval(renew);
     await ctx.journal.lease(ref, 'release', token).catch(() => undefined);
   }
 }
 
-async function followStream(ctx: WorkerContext, record: DelegationRecord, fence: number, resubscription: number, job: Job): Promise<string> {
+async function followStream(ctx: WorkerContext, record: DelegationRecord, fence: number, resubscription: number, job: Job, leaseLost: AbortSignal): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   const log = ctx.logger.child({ queue: 'follow', workflowId: ref.workflowId, step: record.step, delegationId: ref.delegationId, taskId: record.taskId, jobId: job.id, resubscription });
   const transport = await ctx.agents.transportFor(record);
   const controller = new AbortController();
-  const stream = transport.subscribeToTask({ id: record.taskId! }, { signal: AbortSignal.any([controller.signal, ctx.shutdownSignal]) });
+  const stream = transport.subscribeToTask({ id: record.taskId! }, { signal: AbortSignal.any([controller.signal, ctx.shutdownSignal, leaseLost]) });
   let end: StreamEnd | undefined;
   let first = true;
   // Progress = a change after the snapshot; an agent that only ever sends the snapshot and closes backs off.
@@ -195,6 +216,7 @@ async function followStream(ctx: WorkerContext, record: DelegationRecord, fence:
       }
     }
   } catch (error) {
+    if (leaseLost.aborted) return 'lease-lost';
     if (ctx.shutdownSignal.aborted) {
       // This worker is closing: hand the delegation to another worker at once.
       await enqueueFollow(ctx, ref, 0);

@@ -8,6 +8,7 @@
  */
 import type { Job } from 'bullmq';
 import {
+  A2AError,
   AgentCardError,
   AgentRegistry,
   JournalError,
@@ -155,11 +156,18 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
     return 'handler-rerun';
   }
   const transport = await ctx.agents.transportFor(record);
-  const result = await findTaskByMessageId(transport, record, {
-    marginMs: ctx.options.searchMarginMs,
-    maxListTasksCalls: ctx.options.maxListTasksCalls,
-    now: ctx.options.now,
-  });
+  let result;
+  try {
+    result = await findTaskByMessageId(transport, record, {
+      marginMs: ctx.options.searchMarginMs,
+      maxListTasksCalls: ctx.options.maxListTasksCalls,
+      now: ctx.options.now,
+    });
+  } catch (error) {
+    // The agent answers the search with something we cannot use (and retrying will not change it).
+    if (error instanceof A2AError && !isRetryable(error)) return markAmbiguous(ctx, record, `the search for our message failed: ${error.message}`, log);
+    throw error;
+  }
   ctx.crashPoint('reconcile.after-search', record.step);
   if (result.kind === 'found') {
     await applyTask(ctx.journal, ref, result.task, { expectedVersion: record.version, snapshot: true });

@@ -16,10 +16,10 @@ import {
   JournalError,
   SendJobSchema,
   applyTask,
+  questionKeyOf,
   type DelegationRecord,
   type Message,
   type SendMessageRequest,
-  type Task,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { settleDelegation } from '../settle.ts';
@@ -182,7 +182,8 @@ async function handleFailure(
   }
   // An answer we could not read (an HTML page, a body that breaks the schema) does not prove the agent
   // refused: it may have created the task. Only an explicit refusal is permanent here.
-  const unreadable = error instanceof ProtocolError || error instanceof InvalidAgentResponseError;
+  const status = (error as { httpStatus?: number }).httpStatus;
+  const unreadable = (error instanceof ProtocolError || error instanceof InvalidAgentResponseError) && (status === undefined || (status >= 200 && status < 300));
   if (unreadable && afterMark) {
     log.warn({ err: error }, 'unreadable answer to SendMessage; the reconciler will ask the agent');
     await askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() });
@@ -203,8 +204,6 @@ async function handleFailure(
   throw error;
 }
 
-/** The key a task's current status gives its question (see applyStatus-2.lua). */
-const questionKeyOf = (task: Task): string | undefined => task.status.message?.messageId ?? task.status.timestamp;
 
 /**
  * Sends the journaled reply on the same taskId and contextId (spec §3.4
@@ -221,8 +220,8 @@ async function sendReply(job: Job, ctx: WorkerContext, record: DelegationRecord)
   const transport = await ctx.agents.transportFor(record);
   if (record.replyState === 'sending') {
     const task = await transport.getTask({ id: record.taskId });
-    const key = questionKeyOf(task);
-    const stillAsking = isInterruptedTaskState(task.status.state) && (key === undefined || key === record.replyForQuestion);
+    const key = questionKeyOf(task.status.message, task.status.timestamp);
+    const stillAsking = isInterruptedTaskState(task.status.state) && (key === '' || key === record.replyForQuestion);
     if (!stillAsking) {
       await ctx.journal.markReply(ref, fence, record.replyMessageId, 'sent');
       await applyTask(ctx.journal, ref, task, { snapshot: true });

@@ -1,14 +1,17 @@
 --[[
-  A fleet-wide fixed-window rate limit (resubscriptions per window), so a
-  restarted agent is not stormed by every worker at once.
-  KEYS[1] window counter key
+  A fleet-wide smooth rate limit (resubscriptions): each caller reserves the
+  next free slot, spaced window/max apart, so a restarted agent sees an even
+  stream instead of bursts, and every waiting job is delayed once, not woken
+  again and again.
+  KEYS[1] key holding the next free slot (ms since the epoch)
   ARGV[1] max per window
   ARGV[2] window in ms
-  Returns: 0 when a token was taken, else the ms until the window ends
+  Returns: 0 to go now, else the ms to wait for the reserved slot
 ]]
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
-if count <= tonumber(ARGV[1]) then return 0 end
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl < 0 then redis.call('PEXPIRE', KEYS[1], ARGV[2]); ttl = tonumber(ARGV[2]) end
-return ttl
+local time = redis.call('TIME')
+local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
+local spacing = tonumber(ARGV[2]) / tonumber(ARGV[1])
+local slot = tonumber(redis.call('GET', KEYS[1]) or '0')
+if slot < now then slot = now end
+redis.call('SET', KEYS[1], tostring(slot + spacing), 'PX', math.ceil(slot + spacing - now) + 1000)
+return math.floor(slot - now)
