@@ -654,6 +654,44 @@ describe('R16: agent returns a different or empty contextId', () => {
   });
 });
 
+describe('a reply the agent refuses for good', () => {
+  it('opens the question again with the reason; a second answer goes out on the same task', async () => {
+    const { producer: p, agent } = await setUp(
+      () => ({
+        SendMessage: (params, call) => {
+          if (call.count === 1) return { result: { task: task('T4', 'SUBMITTED', { contextId: 'C4', history: [params.message], timestamp: at(0) }) } };
+          if (call.count === 2) return { error: { code: -32602, message: 'answer must be a number of rooms' } };
+          return { result: { task: task('T4', 'WORKING', { contextId: 'C4', timestamp: at(10) }) } };
+        },
+        SubscribeToTask: (_params, call) =>
+          call.count === 1
+            ? { sse: [ev(SU('INPUT_REQUIRED', { taskId: 'T4', contextId: 'C4', timestamp: at(3), message: agentMessage('how many rooms?', { taskId: 'T4' }) }))], endAfter: 'close' }
+            : { sse: [ev(SU('COMPLETED', { taskId: 'T4', contextId: 'C4', timestamp: at(11) }))], endAfter: 'close' },
+        GetTask: () => ({ result: task('T4', 'INPUT_REQUIRED', { contextId: 'C4', timestamp: at(3), message: agentMessage('how many rooms?') }) }),
+      }),
+      { reconcileIntervalMs: 60_000 },
+    );
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'rooms', idempotencyKey: 'refused-reply' });
+    await eventually(async () => (await p.questions(id)).length > 0, 'the question');
+    const first = await p.reply(id, 'a few');
+    const [reopened] = await eventually(async () => {
+      const open = await p.questions(id);
+      return open.length > 0 && open[0]!.previousReplyRefused && open;
+    }, 'the question open again after the refusal');
+    expect(reopened!.previousReplyRefused).toContain('answer must be a number of rooms');
+    const second = await p.reply(id, 'two');
+    expect(second.created).toBe(true);
+    expect(second.messageId).not.toBe(first.messageId);
+    const record = await finished(p, id);
+    expect(record.state).toBe('COMPLETED');
+    const replies = agent.calls('SendMessage').slice(1).map((call) => call.params.message);
+    expect(replies.map((message) => [message.taskId, message.parts[0].text])).toEqual([
+      ['T4', 'a few'],
+      ['T4', 'two'],
+    ]);
+  });
+});
+
 describe('R22: repeatable sweeper jobs multiply after restarts or deploys', () => {
   async function sweepSchedulers(prefix: string) {
     const connection = createRedisClient(redisServer().url);

@@ -26,6 +26,8 @@ export interface OpenQuestion {
   /** The question's text parts, joined. */
   text: string;
   askedAt?: string;
+  /** Why the agent refused the previous answer, if it did. */
+  previousReplyRefused?: string;
 }
 
 export interface WorkflowView {
@@ -76,6 +78,7 @@ export async function workflowView(journal: Journal, workflowId: string): Promis
       question: d.question,
       text: textOf(d.question),
       askedAt: d.statusTimestamp,
+      ...(d.replyState === 'refused' && d.replyError ? { previousReplyRefused: d.replyError } : {}),
     }));
   return {
     workflowId,

@@ -310,12 +310,13 @@ export class Journal {
   }
 
   /**
-   * Moves the journaled reply to 'sending' (about to leave) or 'sent' (delivered).
+   * Moves the journaled reply to 'sending' (about to leave), 'sent' (delivered) or 'refused'
+   * (the agent refused it for good; the question opens again and `reason` is kept as `replyError`).
    * @returns false if it was not in the state before (another run moved it on).
    * @throws JournalError FENCE_LOST, DELEGATION_MISSING
    */
-  async markReply(ref: DelegationRef, fence: number, messageId: string, state: 'sending' | 'sent'): Promise<boolean> {
-    const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, this.now(), state]));
+  async markReply(ref: DelegationRef, fence: number, messageId: string, state: 'sending' | 'sent' | 'refused', reason = ''): Promise<boolean> {
+    const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, this.now(), state, reason]));
     if (code < 0) throw journalErrorFromCode(code, ref, 'markReply');
     return code === 1;
   }

@@ -96,7 +96,9 @@ export const DelegationRecordSchema = z
     finishedAt: optionalMs,
     replyMessageId: optionalText,
     replyMessage: optionalJson(OutgoingMessageSchema),
-    replyState: z.enum(['pending', 'sending', 'sent']).optional(),
+    replyState: z.enum(['pending', 'sending', 'sent', 'refused']).optional(),
+    /** Why the agent refused the last reply (the question is open again). */
+    replyError: optionalText,
     /** The question (questionKey) the journaled reply answers. */
     replyForQuestion: optionalText,
     /** Identifies the current question: its message id, else its timestamp, else a sequence. */

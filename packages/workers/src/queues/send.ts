@@ -214,7 +214,7 @@ async function handleFailure(
 async function sendReply(job: Job, ctx: WorkerContext, record: DelegationRecord): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   if (!record.replyMessageId || !record.replyMessage || !record.taskId || !record.replyState) return 'no-reply';
-  if (record.replyState === 'sent') return 'already-sent';
+  if (record.replyState === 'sent' || record.replyState === 'refused') return `already-${record.replyState}`;
   if (isFinished(record.state)) return 'already-finished';
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/reply/${job.id}`);
   const transport = await ctx.agents.transportFor(record);
@@ -240,7 +240,16 @@ async function sendReply(job: Job, ctx: WorkerContext, record: DelegationRecord)
     ...(record.replyMessage.metadata ? { metadata: record.replyMessage.metadata } : {}),
   };
   ctx.metrics.sends.inc({ kind: 'reply' });
-  const response = await transport.sendMessage({ message, configuration: { returnImmediately: true } });
+  let response;
+  try {
+    response = await transport.sendMessage({ message, configuration: { returnImmediately: true } });
+  } catch (error) {
+    if (!(error instanceof A2AError) || isRetryable(error)) throw error;
+    // Refused for good (e.g. invalid params): open the question again so a person can answer differently.
+    await ctx.journal.markReply(ref, fence, record.replyMessageId, 'refused', error.message);
+    ctx.logger.warn({ workflowId: ref.workflowId, delegationId: ref.delegationId, err: error }, 'the agent refused the reply; the question is open again');
+    return 'reply-refused';
+  }
   await ctx.journal.markReply(ref, fence, record.replyMessageId, 'sent');
   if ('task' in response) await applyTask(ctx.journal, ref, response.task, { snapshot: true });
   await afterObservation(ctx, ref, { again: false });
