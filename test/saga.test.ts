@@ -132,6 +132,24 @@ describe('travel saga', () => {
     }
   });
 
+  it('a step rejected everywhere while another is parked on a question: the parked one is canceled, the workflow ends', async () => {
+    await setUp();
+    const verifier = { name: 'booking', params: {} };
+    const { id } = await producer.startWorkflow({
+      workflowId: 'stuck-question',
+      maxAttemptsPerStep: 2,
+      steps: [
+        { name: 'hotel', after: [], skill: 'book-hotel', message: { text: 'Book a hotel' }, verifier, compensation: { skill: 'book-hotel', message: { text: 'Cancel it' }, verifier } },
+        { name: 'car', after: [], skill: 'rent-car', message: { text: 'Rent a car' } },
+      ],
+    });
+    const view = await until(id, ['FAILED', 'COMPENSATED', 'NEEDS_ATTENTION', 'CANCELED']);
+    expect(attempt(view, 'hotel').state).toBe('CANCELED');
+    expect(view.steps.find((step) => step.name === 'car')!.attempts.map((car) => car.state)).toEqual(['REJECTED', 'REJECTED']);
+    expect(view.state).toBe('FAILED');
+    expect(await producer.questions(id)).toEqual([]);
+  });
+
   it('an agent that claims COMPLETED without booking is caught by verification and the step moves on', async () => {
     await setUp();
     cast.flight.setBehaviour(bookingBehaviour(cast.bookings.url, 'flight', { claimWithoutBooking: true }));

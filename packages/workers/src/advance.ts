@@ -121,6 +121,15 @@ async function applyDecision(
   switch (decision.kind) {
     case 'wait':
       return;
+    case 'cancel-running': {
+      // At most once per reconcile interval per attempt; each ends CANCELED (or finishes first) and settles.
+      const bucket = Math.floor(ctx.options.now() / ctx.options.reconcileIntervalMs);
+      for (const delegationId of decision.delegationIds) {
+        await ctx.queues.send.add('send', { workflowId, delegationId, kind: 'cancel' }, { jobId: jobId('cancel', workflowId, delegationId, 'stop', bucket) });
+      }
+      log.warn({ delegationIds: decision.delegationIds, reason: decision.reason }, 'canceling running steps before compensating');
+      return;
+    }
     case 'release': {
       await ctx.journal.releaseHold({ workflowId, delegationId: decision.delegationId });
       await ctx.queues.send.add('send', { workflowId, delegationId: decision.delegationId, kind: 'message' }, { jobId: jobId('send', workflowId, decision.delegationId, 0) });

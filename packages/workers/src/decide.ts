@@ -44,6 +44,8 @@ export type Decision =
   | { kind: 'wait'; reason: string }
   | { kind: 'start-attempt'; step: string; attempt: number; agentCardUrl: string; previous: PreviousAttempt[] }
   | { kind: 'release'; step: string; delegationId: string }
+  /** A step failed for good: the attempts still running elsewhere are canceled (CancelTask) before undoing. */
+  | { kind: 'cancel-running'; reason: string; delegationIds: string[] }
   | { kind: 'complete' }
   | { kind: 'fail'; step?: string; reasons: string[] }
   | { kind: 'compensate'; reason: string }
@@ -77,7 +79,8 @@ export function needsUndo(attempt: AttemptView, step: Step): boolean {
 export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup): Decision {
   if (snapshot.state !== 'RUNNING') return { kind: 'wait', reason: `workflow is ${snapshot.state}` };
   const stepAttempts = snapshot.attempts.filter((attempt) => attempt.kind === 'step');
-  const running = stepAttempts.find((attempt) => !attempt.held && !['COMPLETED', 'AMBIGUOUS', ...FAILED_STATES].includes(attempt.state));
+  const runningAll = stepAttempts.filter((attempt) => !attempt.held && !['COMPLETED', 'AMBIGUOUS', ...FAILED_STATES].includes(attempt.state));
+  const running = runningAll[0];
   if (snapshot.cancelRequested) {
     if (running) return { kind: 'wait', reason: `cancel requested; ${running.delegationId} is still running` };
     return compensateOrFail(snapshot, 'canceled by the user', []);
@@ -90,7 +93,7 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
     const latest = attempts.at(-1);
     const ready = dependenciesOf(steps, index).every((name) => done.has(name));
     if (!ready) continue;
-    if (!latest) return orCompensate(snapshot, startAttempt(step, 1, [], candidates), running);
+    if (!latest) return orCompensate(snapshot, startAttempt(step, 1, [], candidates), runningAll);
     if (latest.held) return { kind: 'release', step: step.name, delegationId: latest.delegationId };
     // An attempt that failed after its side effect happened (verified present, or unknown) is not
     // re-delegated: a second agent would do it again. Undo what was done, or ask a person.
@@ -102,7 +105,7 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
     if (FAILED_STATES.has(latest.state) && (latest.effect === 'present' || latest.effect === 'unknown')) {
       const reason = `${latest.delegationId} ended ${latest.state} but its effect is ${latest.effect}`;
       if (!step.compensation) return { kind: 'needs-attention', step: step.name, reason: `${reason} and the step has no compensation` };
-      return orCompensate(snapshot, { kind: 'fail', step: step.name, reasons: [reason] }, running);
+      return orCompensate(snapshot, { kind: 'fail', step: step.name, reasons: [reason] }, runningAll);
     }
     const outcome = stepOutcome(step, latest);
     if (outcome === 'done') {
@@ -128,9 +131,9 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
     if (attempts.filter((attempt) => !attempt.retryApproved).length >= snapshot.definition.maxAttemptsPerStep) {
       const reasons = carried.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
       const failed: Decision = { kind: 'fail', step: step.name, reasons: [...reasons, `step ${step.name} exhausted its budget of ${snapshot.definition.maxAttemptsPerStep}`] };
-      return orCompensate(snapshot, failed, running);
+      return orCompensate(snapshot, failed, runningAll);
     }
-    return orCompensate(snapshot, startAttempt(step, attempts.length + 1, carried, candidates), running);
+    return orCompensate(snapshot, startAttempt(step, attempts.length + 1, carried, candidates), runningAll);
   }
   if (waiting) return waiting;
   if (steps.every((step) => done.has(step.name))) return { kind: 'complete' };
@@ -184,10 +187,14 @@ function compensateOrFail(snapshot: WorkflowSnapshot, reason: string, reasons: s
 
 /**
  * A step that cannot go on fails the workflow, undoing what the other steps
- * did, once nothing else is in flight (an effect still being made would be missed).
+ * did, once nothing else is in flight (an effect still being made would be
+ * missed): running attempts are canceled first.
  */
-function orCompensate(snapshot: WorkflowSnapshot, decision: Decision, running: AttemptView | undefined): Decision {
+function orCompensate(snapshot: WorkflowSnapshot, decision: Decision, running: AttemptView[]): Decision {
   if (decision.kind !== 'fail') return decision;
-  if (running) return { kind: 'wait', reason: `step ${decision.step} failed; waiting for ${running.delegationId} before undoing` };
+  if (running.length > 0) {
+    // The workflow cannot finish: stop what still runs (a parked question would otherwise wait for nobody).
+    return { kind: 'cancel-running', reason: `step ${decision.step} failed; canceling the running steps before undoing`, delegationIds: running.map((attempt) => attempt.delegationId) };
+  }
   return compensateOrFail(snapshot, decision.reasons.at(-1)!, decision.reasons.slice(0, -1), decision.step);
 }

@@ -123,6 +123,24 @@ describe('decide', () => {
     expect(() => definition({ steps: [{ name: 'quote', skill: 'x', message: { text: 'q' }, readOnly: true, verifier: { name: 'v' } }] })).toThrow(/readOnly/);
   });
 
+  it('a step that fails for good cancels the steps still running (even one parked on a question) before undoing', () => {
+    const parallel = definition({
+      steps: [
+        { name: 'hotel', skill: 'book-flight', message: { text: 'sleep' }, after: [] },
+        { name: 'car', skill: 'rent-car', message: { text: 'car' }, after: [] },
+      ],
+      maxAttemptsPerStep: 1,
+    });
+    const parked = attempt('hotel', 1, 'INPUT_REQUIRED');
+    const rejected = attempt('car', 1, 'REJECTED', { error: { code: 'TASK_REJECTED', message: 'no cars' } });
+    expect(decide(snapshot([parked, rejected], { definition: parallel }), lookup)).toEqual({
+      kind: 'cancel-running',
+      reason: expect.stringContaining('step car failed'),
+      delegationIds: ['hotel.1'],
+    });
+    expect(decide(snapshot([{ ...parked, state: 'CANCELED' }, rejected], { definition: parallel }), lookup)).toMatchObject({ kind: 'fail' });
+  });
+
   it('rejects `after` naming a later step (the graph stays acyclic)', () => {
     expect(() => definition({ steps: [{ name: 'a', skill: 'x', message: { text: 'a' }, after: ['b'] }, { name: 'b', skill: 'x', message: { text: 'b' } }] })).toThrow(/earlier steps/);
   });
