@@ -676,7 +676,7 @@ describe('a reply the agent refuses for good', () => {
     const first = await p.reply(id, 'a few');
     const [reopened] = await eventually(async () => {
       const open = await p.questions(id);
-      return open.length > 0 && open[0]!.previousReplyRefused && open;
+      return open.length > 0 && open[0]!.previousReplyRefused !== undefined ? open : undefined;
     }, 'the question open again after the refusal');
     expect(reopened!.previousReplyRefused).toContain('answer must be a number of rooms');
     const second = await p.reply(id, 'two');
