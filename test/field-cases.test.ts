@@ -656,6 +656,7 @@ describe('R16: agent returns a different or empty contextId', () => {
 
 describe('a reply the agent refuses for good', () => {
   it('opens the question again with the reason; a second answer goes out on the same task', async () => {
+    const question = agentMessage('how many rooms?', { taskId: 'T4' }); // the same status message in the stream and in GetTask
     const { producer: p, agent } = await setUp(
       () => ({
         SendMessage: (params, call) => {
@@ -665,9 +666,9 @@ describe('a reply the agent refuses for good', () => {
         },
         SubscribeToTask: (_params, call) =>
           call.count === 1
-            ? { sse: [ev(SU('INPUT_REQUIRED', { taskId: 'T4', contextId: 'C4', timestamp: at(3), message: agentMessage('how many rooms?', { taskId: 'T4' }) }))], endAfter: 'close' }
+            ? { sse: [ev(SU('INPUT_REQUIRED', { taskId: 'T4', contextId: 'C4', timestamp: at(3), message: question }))], endAfter: 'close' }
             : { sse: [ev(SU('COMPLETED', { taskId: 'T4', contextId: 'C4', timestamp: at(11) }))], endAfter: 'close' },
-        GetTask: () => ({ result: task('T4', 'INPUT_REQUIRED', { contextId: 'C4', timestamp: at(3), message: agentMessage('how many rooms?') }) }),
+        GetTask: () => ({ result: task('T4', 'INPUT_REQUIRED', { contextId: 'C4', timestamp: at(3), message: question }) }),
       }),
       { reconcileIntervalMs: 60_000 },
     );

@@ -94,6 +94,7 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): P
         definition: loaded.definition,
         state: loaded.state,
         cancelRequested: loaded.hash.cancelRequested === '1',
+        stopping: loaded.hash.stopping ? (JSON.parse(loaded.hash.stopping) as string[]) : undefined,
         attempts: loaded.records.map((record) => toAttempt(record, loaded.hash)),
       },
       await candidateLookup(ctx, loaded.definition),
@@ -122,12 +123,14 @@ async function applyDecision(
     case 'wait':
       return;
     case 'cancel-running': {
-      // At most once per reconcile interval per attempt; each ends CANCELED (or finishes first) and settles.
+      // Journal the stop first (no new attempts from here on), then CancelTask each running attempt:
+      // at most once per reconcile interval each; each ends CANCELED (or finishes first) and settles.
+      await ctx.journal.updateWorkflow(workflowId, { stopping: JSON.stringify(decision.reasons) }, loaded.version);
       const bucket = Math.floor(ctx.options.now() / ctx.options.reconcileIntervalMs);
       for (const delegationId of decision.delegationIds) {
         await ctx.queues.send.add('send', { workflowId, delegationId, kind: 'cancel' }, { jobId: jobId('cancel', workflowId, delegationId, 'stop', bucket) });
       }
-      log.warn({ delegationIds: decision.delegationIds, reason: decision.reason }, 'canceling running steps before compensating');
+      log.warn({ delegationIds: decision.delegationIds, reasons: decision.reasons }, 'a step failed for good: canceling the running steps before compensating');
       return;
     }
     case 'release': {

@@ -28,6 +28,8 @@ export interface WorkflowSnapshot {
   definition: WorkflowDefinition;
   state: WorkflowState;
   cancelRequested: boolean;
+  /** Set once a step failed for good: the workflow is stopping (no new attempts; running ones are canceled). */
+  stopping?: string[];
   attempts: AttemptView[];
 }
 
@@ -44,8 +46,11 @@ export type Decision =
   | { kind: 'wait'; reason: string }
   | { kind: 'start-attempt'; step: string; attempt: number; agentCardUrl: string; previous: PreviousAttempt[] }
   | { kind: 'release'; step: string; delegationId: string }
-  /** A step failed for good: the attempts still running elsewhere are canceled (CancelTask) before undoing. */
-  | { kind: 'cancel-running'; reason: string; delegationIds: string[] }
+  /**
+   * A step failed for good: the workflow is stopping (journaled with `reasons`), and the attempts still
+   * running elsewhere are canceled (CancelTask) before undoing.
+   */
+  | { kind: 'cancel-running'; reasons: string[]; delegationIds: string[] }
   | { kind: 'complete' }
   | { kind: 'fail'; step?: string; reasons: string[] }
   | { kind: 'compensate'; reason: string }
@@ -84,6 +89,11 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
   if (snapshot.cancelRequested) {
     if (running) return { kind: 'wait', reason: `cancel requested; ${running.delegationId} is still running` };
     return compensateOrFail(snapshot, 'canceled by the user', []);
+  }
+  if (snapshot.stopping) {
+    // A step failed for good and the running ones were canceled: start nothing new, undo once they ended.
+    if (running) return { kind: 'wait', reason: `stopping; ${running.delegationId} is still running` };
+    return compensateOrFail(snapshot, snapshot.stopping[0]!, snapshot.stopping.slice(1));
   }
   const steps = snapshot.definition.steps;
   const done = new Set<string>();
@@ -194,7 +204,7 @@ function orCompensate(snapshot: WorkflowSnapshot, decision: Decision, running: A
   if (decision.kind !== 'fail') return decision;
   if (running.length > 0) {
     // The workflow cannot finish: stop what still runs (a parked question would otherwise wait for nobody).
-    return { kind: 'cancel-running', reason: `step ${decision.step} failed; canceling the running steps before undoing`, delegationIds: running.map((attempt) => attempt.delegationId) };
+    return { kind: 'cancel-running', reasons: decision.reasons, delegationIds: running.map((attempt) => attempt.delegationId) };
   }
   return compensateOrFail(snapshot, decision.reasons.at(-1)!, decision.reasons.slice(0, -1), decision.step);
 }

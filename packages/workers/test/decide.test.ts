@@ -133,12 +133,15 @@ describe('decide', () => {
     });
     const parked = attempt('hotel', 1, 'INPUT_REQUIRED');
     const rejected = attempt('car', 1, 'REJECTED', { error: { code: 'TASK_REJECTED', message: 'no cars' } });
-    expect(decide(snapshot([parked, rejected], { definition: parallel }), lookup)).toEqual({
-      kind: 'cancel-running',
-      reason: expect.stringContaining('step car failed'),
-      delegationIds: ['hotel.1'],
-    });
-    expect(decide(snapshot([{ ...parked, state: 'CANCELED' }, rejected], { definition: parallel }), lookup)).toMatchObject({ kind: 'fail' });
+    const decision = decide(snapshot([parked, rejected], { definition: parallel }), lookup);
+    expect(decision).toMatchObject({ kind: 'cancel-running', delegationIds: ['hotel.1'] });
+    const reasons = decision.kind === 'cancel-running' ? decision.reasons : [];
+    expect(reasons.join(' ')).toContain('no cars');
+    // Once stopping is journaled, nothing new starts, even for a step with budget and agents left.
+    const roomy = definition({ steps: parallel.steps, maxAttemptsPerStep: 3 });
+    const canceled = { ...parked, state: 'CANCELED' as const };
+    expect(decide(snapshot([parked, rejected], { definition: roomy, stopping: reasons }), lookup)).toMatchObject({ kind: 'wait' });
+    expect(decide(snapshot([canceled, rejected], { definition: roomy, stopping: reasons }), lookup)).toMatchObject({ kind: 'fail', reasons: expect.arrayContaining([expect.stringContaining('no cars')]) });
   });
 
   it('rejects `after` naming a later step (the graph stays acyclic)', () => {

@@ -339,8 +339,8 @@ export class Journal {
    * spaced evenly). Uses Redis's clock, so every worker agrees.
    * @returns 0 to go now, else the ms until the reserved slot.
    */
-  async takeToken(name: string, max: number, windowMs: number): Promise<number> {
-    return Number(await this.call('takeToken', [`${this.keys.unfinished()}:rate:${name}`], [max, windowMs]));
+  async takeToken(name: string, max: number, windowMs: number, maxWaitMs = 600_000): Promise<number> {
+    return Number(await this.call('takeToken', [`${this.keys.unfinished()}:rate:${name}`], [max, windowMs, maxWaitMs]));
   }
 
   /** Milliseconds left on a delegation's follow lease (0 when nobody holds it). */

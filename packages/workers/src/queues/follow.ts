@@ -67,12 +67,13 @@ export async function enqueueFollow(ctx: WorkerContext, ref: DelegationRef, resu
 }
 
 /**
- * True when the user canceled the (still running) workflow and no CancelTask went out for this
- * delegation within the last reconcile interval. Compensations are never canceled.
+ * True when the user canceled the (still running) workflow, or it is stopping after a step failed for
+ * good, and no CancelTask went out for this delegation within the last reconcile interval.
+ * Compensations are never canceled.
  */
 async function cancelWanted(ctx: WorkerContext, ref: DelegationRef): Promise<boolean> {
-  const [cancelRequested, state] = await ctx.journal.redis.hmget(ctx.journal.keys.workflow(ref.workflowId), 'cancelRequested', 'state');
-  if (cancelRequested !== '1' || state !== 'RUNNING') return false;
+  const [cancelRequested, stopping, state] = await ctx.journal.redis.hmget(ctx.journal.keys.workflow(ref.workflowId), 'cancelRequested', 'stopping', 'state');
+  if ((cancelRequested !== '1' && !stopping) || state !== 'RUNNING') return false;
   const onceKey = `${ctx.journal.keys.delegation(ref.workflowId, ref.delegationId)}:cancel-sent`;
   return (await ctx.journal.redis.set(onceKey, ctx.workerId, 'PX', ctx.options.reconcileIntervalMs, 'NX')) === 'OK';
 }
@@ -141,6 +142,8 @@ export async function processFollow(job: Job, ctx: WorkerContext): Promise<strin
     // work are not held back. The slot is reserved once: the job sleeps until it and then runs without asking again.
     const waitMs = await ctx.journal.takeToken('resubscribe', ctx.options.subscribeRateLimit.max, ctx.options.subscribeRateLimit.durationMs);
     if (waitMs > 0) {
+      // Keep the reconciler from reattaching (and reserving again) while this job waits for its slot.
+      await ctx.journal.scheduleCheck(ref, ctx.options.now() + waitMs + ctx.options.lockDurationMs);
       await job.updateData({ ...data, slotTaken: true });
       await job.moveToDelayed(Date.now() + waitMs, job.token); // BullMQ measures delays on the real clock
       throw new DelayedError();

@@ -7,6 +7,8 @@
 import { UnrecoverableError, type Job } from 'bullmq';
 import {
   A2AError,
+  ContentTypeNotSupportedError,
+  InvalidParamsError,
   InvalidAgentResponseError,
   ProtocolError,
   isFinished,
@@ -244,11 +246,21 @@ async function sendReply(job: Job, ctx: WorkerContext, record: DelegationRecord)
   try {
     response = await transport.sendMessage({ message, configuration: { returnImmediately: true } });
   } catch (error) {
-    if (!(error instanceof A2AError) || isRetryable(error)) throw error;
-    // Refused for good (e.g. invalid params): open the question again so a person can answer differently.
-    await ctx.journal.markReply(ref, fence, record.replyMessageId, 'refused', error.message);
-    ctx.logger.warn({ workflowId: ref.workflowId, delegationId: ref.delegationId, err: error }, 'the agent refused the reply; the question is open again');
-    return 'reply-refused';
+    // Only an explicit refusal of the answer itself reopens the question; anything else is retried, and
+    // the rerun asks the agent first (the reply is 'sending').
+    if (!(error instanceof InvalidParamsError || error instanceof ContentTypeNotSupportedError)) throw error;
+    const task = await transport.getTask({ id: record.taskId });
+    const key = questionKeyOf(task.status.message, task.status.timestamp);
+    if (isInterruptedTaskState(task.status.state) && (key === '' || key === record.replyForQuestion)) {
+      await ctx.journal.markReply(ref, fence, record.replyMessageId, 'refused', error.message);
+      ctx.logger.warn({ workflowId: ref.workflowId, delegationId: ref.delegationId, err: error }, 'the agent refused the reply; the question is open again');
+      return 'reply-refused';
+    }
+    // The agent moved on after all: the reply was taken.
+    await ctx.journal.markReply(ref, fence, record.replyMessageId, 'sent');
+    await applyTask(ctx.journal, ref, task, { snapshot: true });
+    await afterObservation(ctx, ref);
+    return 'reply-already-delivered';
   }
   await ctx.journal.markReply(ref, fence, record.replyMessageId, 'sent');
   if ('task' in response) await applyTask(ctx.journal, ref, response.task, { snapshot: true });
