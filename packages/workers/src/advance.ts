@@ -20,6 +20,12 @@ import { decide, type AttemptView, type Decision, type PreviousAttempt } from '.
 
 const FINISHED_WORKFLOW_STATES: ReadonlySet<WorkflowState> = new Set(['COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED']);
 
+/** Reads only a workflow's definition (one HGET), for callers that need a step's declarations. */
+export async function loadDefinition(ctx: WorkerContext, workflowId: string): Promise<WorkflowDefinition | undefined> {
+  const text = await ctx.journal.redis.hget(ctx.journal.keys.workflow(workflowId), 'definition');
+  return text ? WorkflowDefinitionSchema.parse(JSON.parse(text)) : undefined;
+}
+
 /** Reads a workflow and all its attempts. */
 export async function loadWorkflow(ctx: WorkerContext, workflowId: string) {
   const hash = await ctx.journal.getWorkflowHash(workflowId);

@@ -6,7 +6,7 @@
  */
 import { isFinished, jobId, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from './context.ts';
-import { advanceWorkflow, loadWorkflow } from './advance.ts';
+import { advanceWorkflow, loadDefinition } from './advance.ts';
 
 /** Settles a finished delegation; does nothing for an unfinished one. */
 export async function settleDelegation(ctx: WorkerContext, ref: DelegationRef, known?: DelegationRecord): Promise<void> {
@@ -17,8 +17,8 @@ export async function settleDelegation(ctx: WorkerContext, ref: DelegationRef, k
   }
   if (!isFinished(record.state)) return;
   ctx.crashPoint('advance.after-outcome', record.step);
-  const workflow = await loadWorkflow(ctx, ref.workflowId);
-  const step = workflow?.definition.steps.find((candidate) => candidate.name === record.step);
+  const definition = await loadDefinition(ctx, ref.workflowId);
+  const step = definition?.steps.find((candidate) => candidate.name === record.step);
   if (record.kind === 'compensation') {
     const compensation = step?.compensation;
     const verifier = compensation && 'verifier' in compensation ? compensation.verifier : undefined;

@@ -80,6 +80,33 @@ export function decodeJsonRpcStreamError(
   return new ProtocolError('JSON answer without an error to a streaming call', { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
 }
 
+/**
+ * One JSON-RPC call over HTTP POST: a non-2xx status or a non-JSON answer is a typed error, and so is a
+ * JSON-RPC error returned with HTTP 200 (never an empty success). `prepare` adapts the parsed body
+ * before decoding (the 0.3 adapter drops its free-form error data).
+ */
+export async function postJsonRpc<Schema extends z.ZodType>(
+  http: HttpClient,
+  url: string,
+  method: string,
+  body: string,
+  schema: Schema,
+  options?: CallOptions,
+  prepare: (value: unknown) => unknown = (value) => value,
+): Promise<z.output<Schema>> {
+  const response = await http.request({
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/json', accept: 'application/json' },
+    body,
+    signal: options?.signal,
+  });
+  if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText);
+  requireJsonContentType(response.contentType, response.bodyText, response.status, method);
+  const value = prepare(parseJsonText(response.bodyText, `${method} response`, response.status));
+  return decodeJsonRpcEnvelope(value, response.bodyText, schema, `${method} response`, response.status);
+}
+
 /** `A2ATransport` over JSON-RPC 2.0, protocol version 1.0. */
 export class JsonRpcTransport implements A2ATransport {
   readonly binding = 'JSONRPC' as const;
@@ -102,18 +129,8 @@ export class JsonRpcTransport implements A2ATransport {
     return JSON.stringify({ jsonrpc: '2.0', id: this.nextRequestId++, method, params: withTenant });
   }
 
-  private async call<Schema extends z.ZodType>(method: string, params: object, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
-    const response = await this.http.request({
-      method: 'POST',
-      url: this.url,
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: this.envelope(method, params),
-      signal: options?.signal,
-    });
-    if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText);
-    requireJsonContentType(response.contentType, response.bodyText, response.status, method);
-    const value = parseJsonText(response.bodyText, `${method} response`, response.status);
-    return decodeJsonRpcEnvelope(value, response.bodyText, schema, `${method} response`, response.status);
+  private call<Schema extends z.ZodType>(method: string, params: object, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
+    return postJsonRpc(this.http, this.url, method, this.envelope(method, params), schema, options);
   }
 
   private async *stream(method: string, params: object, options?: CallOptions): EventStream {

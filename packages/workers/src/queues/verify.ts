@@ -9,7 +9,7 @@
 import type { Job } from 'bullmq';
 import { VerifyJobSchema, type DelegationView } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
-import { loadWorkflow } from '../advance.ts';
+import { loadDefinition } from '../advance.ts';
 import { settleDelegation } from '../settle.ts';
 
 export const VERIFY_QUEUE = 'verify';
@@ -17,8 +17,8 @@ export { VerifyJobSchema };
 
 /** The verifier a delegation declares: its step's, or its compensation's. */
 export async function verifierOf(ctx: WorkerContext, delegation: DelegationView) {
-  const workflow = await loadWorkflow(ctx, delegation.workflowId);
-  const step = workflow?.definition.steps.find((candidate) => candidate.name === delegation.step);
+  const definition = await loadDefinition(ctx, delegation.workflowId);
+  const step = definition?.steps.find((candidate) => candidate.name === delegation.step);
   if (!step) return undefined;
   if (delegation.kind === 'step') return step.verifier;
   return step.compensation && 'verifier' in step.compensation ? step.compensation.verifier : undefined;

@@ -6,10 +6,10 @@
  */
 import { z } from 'zod';
 import { type A2AError, UnsupportedOperationError } from '../errors.ts';
-import { errorFromHttp, errorFromJsonRpc } from '../error-mapping.ts';
+import { errorFromJsonRpc } from '../error-mapping.ts';
 import { createHttpClient, type HttpClient } from '../http.ts';
-import { decodeJsonRpcEnvelope, decodeJsonRpcStreamError } from '../jsonrpc.ts';
-import { parseJsonText, requireJsonContentType } from '../response.ts';
+import { decodeJsonRpcEnvelope, decodeJsonRpcStreamError, postJsonRpc } from '../jsonrpc.ts';
+import { parseJsonText } from '../response.ts';
 import type { StreamResponse } from '../schema.ts';
 import type { SseMessage } from '../sse.ts';
 import { followEventStream, type EventStreamOptions } from '../stream.ts';
@@ -90,18 +90,8 @@ export class JsonRpcV03Transport implements A2ATransport {
     return JSON.stringify({ jsonrpc: '2.0', id: this.nextRequestId++, method, params });
   }
 
-  private async call<Schema extends z.ZodType>(method: string, params: object, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
-    const response = await this.http.request({
-      method: 'POST',
-      url: this.url,
-      headers: { 'content-type': 'application/json', accept: 'application/json' },
-      body: this.envelope(method, params),
-      signal: options?.signal,
-    });
-    if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText);
-    requireJsonContentType(response.contentType, response.bodyText, response.status, method);
-    const value = withoutErrorData(parseJsonText(response.bodyText, `${method} response`, response.status));
-    return decodeJsonRpcEnvelope(value, response.bodyText, schema, `${method} response`, response.status);
+  private call<Schema extends z.ZodType>(method: string, params: object, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
+    return postJsonRpc(this.http, this.url, method, this.envelope(method, params), schema, options, withoutErrorData);
   }
 
   private async *stream(method: string, params: object, options?: CallOptions): EventStream {
