@@ -249,6 +249,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     await sleep(100);
   }
 
+  // Every fault asked for first must have happened (a fast run may finish before the last one);
+  // it hits the finished fleet, which must then still settle cleanly.
+  while (firstFaults.length > 0) await sleep(50);
   // The fleet goes quiet: no more faults, agents healed, enough workers.
   chaosOn = false;
   await faultLoop;
