@@ -277,7 +277,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     views.set(id, view);
     states[view.state] = (states[view.state] ?? 0) + 1;
     if (!isSettled(view)) violations.push(`workflow ${id} ended ${view.state} without a reason: ${JSON.stringify(summary(view))}`);
-    const reason = view.state === 'NEEDS_ATTENTION' ? view.attention : view.state === 'FAILED' ? view.failure?.at(-1) : undefined;
+    const reason = view.state === 'NEEDS_ATTENTION' ? view.attention?.message : view.state === 'FAILED' ? view.failure?.at(-1) : undefined;
     if (reason) {
       const key = `${view.state}: ${reason.replace(/[0-9a-f]{8}-[0-9a-f-]{27}/g, '<id>').replace(/\d+/g, 'N').slice(0, 120)}`;
       reasons[key] = (reasons[key] ?? 0) + 1;

@@ -18,15 +18,20 @@ import {
   MessageInputSchema,
   PartSchema,
   WorkflowDefinitionSchema,
+  attemptMessage,
   buildIntent,
-  dependenciesOf,
+  enqueueCancel,
+  enqueueDecide,
+  enqueueReply,
+  enqueueSend,
   fetchAgentCard,
-  jobId,
+  firstAttempts,
   queuePrefix,
   createPolicyDispatcher,
   createRedisClient,
   type AddressPolicyOptions,
   type RegisteredAgent,
+  type Step,
 } from '@durable-a2a/shared';
 import { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConflictError, WorkflowFinishedError, fromZodError } from './errors.ts';
 import { workflowView, type WorkflowView, type OpenQuestion } from './view.ts';
@@ -106,6 +111,7 @@ export function createProducer(options: ProducerOptions): Producer {
   const cardDispatcher = createPolicyDispatcher(options.addressPolicy ?? {});
   const send = queue('send');
   const reconcile = queue('reconcile');
+  const queues = { send, reconcile };
 
   /**
    * Journals the workflow and the first attempt of every step whose agent is
@@ -115,26 +121,15 @@ export function createProducer(options: ProducerOptions): Producer {
   async function create(definition: z.output<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean; messageId?: string }> {
     const workflowId = definition.workflowId;
     const now = Date.now();
-    const intents: Record<string, string>[] = [];
-    for (const [index, step] of definition.steps.entries()) {
-      const agent = 'agent' in step && step.agent ? step.agent : (await registry.findBySkill(step.skill!, 'tags' in step ? (step.tags ?? []) : []))[0]?.cardUrl;
-      if (!agent) continue; // the workers decide (and fail the step if no agent has the skill)
-      intents.push(
-        buildIntent({
-          workflowId,
-          step: step.name,
-          attempt: 1,
-          agentCardUrl: agent,
-          message: {
-            parts: 'text' in step.message ? [{ text: step.message.text }] : step.message.parts,
-            metadata: { ...(step.message.metadata ?? {}), durableA2a: { workflowId, step: step.name, attempt: 1 } },
-          },
-          push: step.push,
-          held: dependenciesOf(definition.steps, index).length > 0,
-          now,
-        }),
-      );
+    // The same decider as the workers' (one decider): a fixed agent first, then registered agents with the skill.
+    const bySkill = new Map<Step, string[]>();
+    for (const step of definition.steps) {
+      if (step.skill) bySkill.set(step, (await registry.findBySkill(step.skill, 'tags' in step ? (step.tags ?? []) : [])).map((agent) => agent.cardUrl));
     }
+    const candidates = (step: Step) => [...new Set([...('agent' in step && step.agent ? [step.agent] : []), ...(bySkill.get(step) ?? [])])];
+    const intents = firstAttempts(definition, candidates).map(({ step, agentCardUrl, held }) =>
+      buildIntent({ workflowId, step: step.name, attempt: 1, agentCardUrl, message: attemptMessage(step, [], workflowId, 1), push: step.push, held, now }),
+    );
     // The workflow itself is indexed until it finishes, so a crash anywhere is decided again.
     await journal.scheduleCheck({ workflowId, delegationId: '*' }, now + 5_000);
     const [first, ...rest] = intents;
@@ -146,17 +141,15 @@ export function createProducer(options: ProducerOptions): Producer {
     if (created) {
       for (const intent of rest) await journal.createIntent(workflowId, intent);
       for (const intent of intents.filter((candidate) => candidate.held !== '1')) {
-        await send.add('send', { workflowId, delegationId: intent.delegationId, kind: 'message' }, { jobId: jobId('send', workflowId, intent.delegationId!, 0) });
+        await enqueueSend(queues, { workflowId, delegationId: intent.delegationId! }, 0);
       }
       // A step whose agent is not known yet (no registered agent with its skill): let the workers decide now.
-      if (intents.length < definition.steps.length) {
-        await reconcile.add('delegation', { workflowId, delegationId: '*' }, { jobId: jobId('reconcile', workflowId, 'start') });
-      }
+      if (intents.length < definition.steps.length) await enqueueDecide(queues, workflowId, { by: 'start' });
     }
     if (!created) {
       // Same key, different request: refuse rather than silently return the other one.
-      const existing = await journal.getWorkflowHash(workflowId);
-      if (existing && existing.definition !== JSON.stringify(definition)) {
+      const existing = await journal.getWorkflow(workflowId);
+      if (existing && existing.definitionText !== JSON.stringify(definition)) {
         throw new IdempotencyConflictError(`${workflowId} is already used by a different workflow or delegation`);
       }
     }
@@ -216,13 +209,13 @@ export function createProducer(options: ProducerOptions): Producer {
       const parts = typeof parsedAnswer === 'string' ? [{ text: parsedAnswer }] : parsedAnswer.parts;
       const ref = { workflowId: id, delegationId: question.delegationId };
       const reply = await journal.recordReply(ref, randomUUID(), { parts });
-      await send.add('send', { ...ref, kind: 'reply' }, { jobId: jobId('reply', id, question.delegationId, reply.messageId) });
+      await enqueueReply(queues, ref, reply.messageId);
       return reply;
     },
     async cancel(id) {
       const current = await view(id);
       try {
-        await journal.updateWorkflow(id, { cancelRequested: '1' });
+        await journal.updateWorkflow(id, { cancelRequested: true });
       } catch (error) {
         if (error instanceof JournalError && error.code === 'WRONG_STATE') throw new WorkflowFinishedError(`workflow ${id} already finished (${current.state})`);
         throw error;
@@ -230,22 +223,21 @@ export function createProducer(options: ProducerOptions): Producer {
       for (const step of current.steps) {
         for (const attempt of step.attempts) {
           if (!attempt.finished) {
-            await send.add('send', { workflowId: id, delegationId: attempt.delegationId, kind: 'cancel' }, { jobId: jobId('cancel', id, attempt.delegationId) });
+            await enqueueCancel(queues, { workflowId: id, delegationId: attempt.delegationId }, { by: 'user' });
           }
         }
       }
-      await reconcile.add('delegation', { workflowId: id, delegationId: '*' }, { jobId: jobId('reconcile', id, 'cancel', Date.now()) });
+      await enqueueDecide(queues, id, { by: 'cancel', at: Date.now() });
     },
     async resolve(id, action) {
       const current = await view(id);
       if (current.state !== 'NEEDS_ATTENTION') throw new WorkflowFinishedError(`workflow ${id} is ${current.state}, not waiting for a person`);
-      const approvals = Object.fromEntries(
-        current.steps.flatMap((step) => step.attempts).filter((attempt) => attempt.state === 'AMBIGUOUS').map((attempt) => [`retry:${attempt.delegationId}`, '1']),
-      );
-      const fields: Record<string, string> = action === 'retry' ? { state: 'RUNNING', attention: '', ...approvals } : { state: 'RUNNING', attention: '', cancelRequested: '1' };
-      await journal.updateWorkflow(id, fields);
+      const ambiguous = current.steps.flatMap((step) => step.attempts).filter((attempt) => attempt.state === 'AMBIGUOUS').map((attempt) => attempt.delegationId);
+      const record = await journal.getWorkflow(id);
+      const approved = [...new Set([...(record?.retryApproved ?? []), ...ambiguous])];
+      await journal.updateWorkflow(id, action === 'retry' ? { state: 'RUNNING', attention: null, retryApproved: approved } : { state: 'RUNNING', attention: null, cancelRequested: true });
       await journal.scheduleCheck({ workflowId: id, delegationId: '*' }, Date.now());
-      await reconcile.add('delegation', { workflowId: id, delegationId: '*' }, { jobId: jobId('reconcile', id, 'resolve', Date.now()) });
+      await enqueueDecide(queues, id, { by: 'resolve', at: Date.now() });
       return { state: 'RUNNING' };
     },
     async registerAgent(cardUrl) {
@@ -256,13 +248,13 @@ export function createProducer(options: ProducerOptions): Producer {
     listAgents: () => registry.list(),
     async listWorkflows(listOptions = {}) {
       const limit = Math.min(Math.max(listOptions.limit ?? 50, 1), 500);
-      const [cursor, ids] = await redis.sscan(journal.keys.workflows(), listOptions.cursor ?? '0', 'COUNT', limit);
+      const { ids, cursor } = await journal.listWorkflowIds(listOptions.cursor, limit);
       let selected = ids;
       if (listOptions.state) {
-        const states = await Promise.all(ids.map((workflowId) => redis.hget(journal.keys.workflow(workflowId), 'state')));
+        const states = await journal.workflowStates(ids);
         selected = ids.filter((_, index) => states[index] === listOptions.state);
       }
-      return { ids: selected, cursor: cursor === '0' ? undefined : cursor };
+      return { ids: selected, cursor };
     },
     async close() {
       await Promise.all([send.close(), reconcile.close(), cardDispatcher.close()]);

@@ -1,7 +1,7 @@
 /**
  * The journal view of a workflow: every step, every attempt, open questions.
  */
-import { isAwaitingAnswer, isFinished, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
+import { isAwaitingAnswer, isFinished, type Attention, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
 
 /** One attempt of a step (or of its compensation), as journaled. */
 export interface AttemptSummary extends Omit<DelegationView, 'message' | 'replyMessage'> {
@@ -35,7 +35,8 @@ export interface WorkflowView {
   state: string;
   cancelRequested: boolean;
   failure?: string[];
-  attention?: string;
+  /** Why a person is needed (NEEDS_ATTENTION): a stable code, a message and the evidence. */
+  attention?: Attention;
   createdAt: number;
   updatedAt: number;
   definition: WorkflowDefinition;
@@ -55,9 +56,9 @@ function summarize(view: DelegationView): AttemptSummary {
 
 /** Reads a workflow's view, or undefined if it does not exist (or expired). */
 export async function workflowView(journal: Journal, workflowId: string): Promise<WorkflowView | undefined> {
-  const hash = await journal.getWorkflowHash(workflowId);
+  const hash = await journal.getWorkflow(workflowId);
   if (!hash) return undefined;
-  const definition = JSON.parse(hash.definition!) as WorkflowDefinition;
+  const definition = hash.definition;
   const ids = await journal.delegationIds(workflowId);
   const delegations = (await Promise.all(ids.map((delegationId) => journal.getDelegationView({ workflowId, delegationId })))).filter(
     (delegation): delegation is DelegationView => delegation !== undefined,
@@ -82,12 +83,12 @@ export async function workflowView(journal: Journal, workflowId: string): Promis
     }));
   return {
     workflowId,
-    state: hash.state!,
-    cancelRequested: hash.cancelRequested === '1',
-    failure: hash.failure ? (JSON.parse(hash.failure) as string[]) : undefined,
-    attention: hash.attention || undefined,
-    createdAt: Number(hash.createdAt),
-    updatedAt: Number(hash.updatedAt),
+    state: hash.state,
+    cancelRequested: hash.cancelRequested,
+    failure: hash.failure,
+    attention: hash.attention,
+    createdAt: hash.createdAt,
+    updatedAt: hash.updatedAt,
     definition,
     steps,
     openQuestions,

@@ -7,8 +7,22 @@ export { JournalError, JOURNAL_ERROR_CODES } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
 export { journalKeys, indexMember, parseIndexMember, ID_PATTERN, DEFAULT_PREFIX } from './journal/keys.ts';
 export type { JournalKeys } from './journal/keys.ts';
-export { JOURNAL_STATES, FINISHED_STATES, PARKED_STATES, isFinished, isParked, journalStateOf, taskStateOf } from './journal/states.ts';
+export {
+  JOURNAL_STATES,
+  FINISHED_STATES,
+  PARKED_STATES,
+  UNSUCCESSFUL_STATES,
+  FINISHED_WORKFLOW_STATES,
+  isFinished,
+  isParked,
+  isUnsuccessful,
+  isWorkflowFinished,
+  journalStateOf,
+  taskStateOf,
+} from './journal/states.ts';
 export type { JournalState } from './journal/states.ts';
+export { AttentionSchema, ATTENTION_CODES, parseWorkflowHash, encodeWorkflowPatch } from './journal/workflow-record.ts';
+export type { Attention, AttentionCode, WorkflowRecord, WorkflowPatch } from './journal/workflow-record.ts';
 export {
   DelegationRecordSchema,
   AgentInterfaceRefSchema,
@@ -36,6 +50,22 @@ export {
   JOB_RETENTION,
 } from './queues.ts';
 export type { QueueName, SendJob, FollowJob, ReconcileJob, VerifyJob, CompensateJob } from './queues.ts';
+export {
+  enqueueSend,
+  enqueueReply,
+  enqueueCancel,
+  enqueueFollow,
+  enqueueReconcile,
+  enqueueDecide,
+  enqueueStartupSweep,
+  enqueueVerify,
+  enqueueCompensate,
+} from './enqueue.ts';
+export type { JobQueue, TypedQueues, CancelOccasion, SubscriptionPlan, ReconcileOccasion, DecideOccasion, CompensateOccasion } from './enqueue.ts';
+export { decide, firstAttempts, classifyFailure, failureOf, needsUndo } from './decide.ts';
+export type { Decision, WorkflowSnapshot, AttemptView, PreviousAttempt, CandidateLookup, FailureKind, FirstAttempt, Effect } from './decide.ts';
+export { attemptMessage } from './attempt-message.ts';
+export type { CarriedAttempt } from './attempt-message.ts';
 export {
   MessageInputSchema,
   TargetSchema,

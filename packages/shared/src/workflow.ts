@@ -88,6 +88,4 @@ export function dependenciesOf(steps: readonly { name: string; after?: string[] 
 }
 export type WorkflowDefinition = z.output<typeof WorkflowDefinitionSchema>;
 
-/** Workflow states. Finished: COMPLETED, FAILED, COMPENSATED, CANCELED. NEEDS_ATTENTION waits for a person. */
-export const WORKFLOW_STATES = ['RUNNING', 'COMPENSATING', 'COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION'] as const;
-export type WorkflowState = (typeof WORKFLOW_STATES)[number];
+export { WORKFLOW_STATES, type WorkflowState } from './journal/states.ts';

@@ -3,12 +3,12 @@
  * compiled options. No module-level clients anywhere (style rule 1).
  */
 import type { Queue } from 'bullmq';
-import type { Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
+import type { AgentRegistry, Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
 import type { AgentDirectory } from './agents.ts';
 import type { CompiledFleetOptions } from './options.ts';
 import type { VerifierRegistry } from './verifiers.ts';
-import type { CompensationHandler } from './queues/compensate.ts';
-import type { AuthHandler } from './auth.ts';
+import type { CompensationHandler } from './delegation/handler.ts';
+import type { AuthHandler } from './delegation/auth.ts';
 
 /** A named point where a crash changes what recovery must do (crash-point tests). */
 export type CrashPoint =
@@ -21,8 +21,25 @@ export type CrashPoint =
   | 'verify.after-check'
   | 'compensate.after-intent';
 
+/** What a processor passes down of its BullMQ job: id (owner tokens, logs) and attempts (the last one records the failure). */
+export interface JobRun {
+  id: string | undefined;
+  attemptsMade: number;
+  /** Attempts BullMQ will make in all (job option `attempts`, default 1). */
+  attempts: number;
+}
+
+/** The `JobRun` of a BullMQ job. */
+export const jobRunOf = (job: { id?: string; attemptsMade: number; opts: { attempts?: number } }): JobRun => ({
+  id: job.id,
+  attemptsMade: job.attemptsMade,
+  attempts: job.opts.attempts ?? 1,
+});
+
 export interface WorkerContext {
+  /** Every Redis read and write goes through the journal (or the agent registry). */
   journal: Journal;
+  registry: AgentRegistry;
   queues: Record<QueueName, Queue>;
   agents: AgentDirectory;
   verifiers: VerifierRegistry;

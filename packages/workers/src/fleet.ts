@@ -7,6 +7,7 @@ import { DelayedError, Queue, Worker, type Job, type Processor } from 'bullmq';
 import { Registry } from 'prom-client';
 import {
   ALL_QUEUES,
+  AgentRegistry,
   DEFAULT_JOB_OPTIONS,
   JOB_RETENTION,
   Journal,
@@ -14,7 +15,7 @@ import {
   createMetrics,
   createPolicyDispatcher,
   createRedisClient,
-  jobId,
+  enqueueStartupSweep,
   queuePrefix,
   type Logger,
   type Metrics,
@@ -25,8 +26,9 @@ import type { CrashPoint, WorkerContext } from './context.ts';
 import { compileFleetOptions, type FleetOptions } from './options.ts';
 import { checkPersistence, type PersistenceReport } from './persistence.ts';
 import { watchFetchProgress, type FetchProgress, type QueueHealth } from './health.ts';
-import { processCompensate, type CompensationHandler } from './queues/compensate.ts';
-import type { AuthHandler } from './auth.ts';
+import { processCompensate } from './queues/compensate.ts';
+import type { CompensationHandler } from './delegation/handler.ts';
+import type { AuthHandler } from './delegation/auth.ts';
 import { processFollow } from './queues/follow.ts';
 import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
 import { processSend } from './queues/send.ts';
@@ -101,6 +103,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const context: WorkerContext = {
     shutdownSignal: shutdown.signal,
     journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now }),
+    registry: new AgentRegistry(journalRedis, options.prefix, options.now),
     queues,
     agents: new AgentDirectory({
       credentials: input.credentials,
@@ -166,7 +169,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   // One scheduler with a fixed id: restarts and deploys upsert it, never multiply it (R22).
   await queues.reconcile.upsertJobScheduler(SWEEP_SCHEDULER_ID, { every: options.reconcileIntervalMs }, { name: 'sweep', data: {} });
   const sweepAll = async () => {
-    await queues.reconcile.add('sweep', { all: true }, { jobId: jobId('startup-sweep', workerId, options.now()) });
+    await enqueueStartupSweep(queues, workerId, options.now());
   };
   await sweepAll();
   logger.info({ workerId, queues: input.queues ?? ALL_QUEUES, prefix: options.prefix }, 'fleet started');

@@ -4,7 +4,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { AddressPolicyOptions, CredentialsProvider, QueueName } from '@durable-a2a/shared';
-import type { BackoffOptions } from './backoff.ts';
+import type { BackoffOptions } from './delegation/backoff.ts';
 
 export interface FleetOptions {
   /** Redis URL, e.g. `redis://127.0.0.1:6379`. */

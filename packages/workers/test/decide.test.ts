@@ -1,7 +1,7 @@
 /** The workflow decision is a pure function of the journal: tested without Redis. */
 import { describe, expect, it } from 'vitest';
 import { WorkflowDefinitionSchema } from '@durable-a2a/shared';
-import { decide, type AttemptView, type WorkflowSnapshot } from '../src/decide.ts';
+import { decide, type AttemptView, type WorkflowSnapshot } from '../src/workflow/decide.ts';
 
 const definition = (overrides: object = {}) =>
   WorkflowDefinitionSchema.parse({

@@ -11,6 +11,8 @@ import { journalKeys, indexMember, parseIndexMember, type JournalKeys } from './
 import { DelegationRecordSchema, parseArtifacts, type DelegationRecord, type DelegationView, type RecordedError } from './record.ts';
 import type { JournalState } from './states.ts';
 import { JournalError, journalErrorFromCode } from './errors.ts';
+import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
+import { WorkflowDefinitionSchema, type WorkflowDefinition } from '../workflow.ts';
 
 /**
  * Identifies a question: its status message's id, else its timestamp in ms (so "…00Z" and
@@ -162,7 +164,7 @@ export class Journal {
 
   /** Key of the list of a workflow's delegation ids, in creation order. */
   delegationListKey(workflowId: string): string {
-    return `${this.keys.workflow(workflowId)}:delegations`;
+    return this.keys.delegationList(workflowId);
   }
 
   /** Reads one delegation, or undefined if missing (or expired). */
@@ -185,10 +187,45 @@ export class Journal {
     return this.redis.lrange(this.delegationListKey(workflowId), 0, -1);
   }
 
-  /** Reads the raw workflow hash, or undefined. */
+  /**
+   * Reads the raw workflow hash, or undefined.
+   * @deprecated read `getWorkflow` (typed); kept for callers on other branches.
+   */
   async getWorkflowHash(workflowId: string): Promise<Record<string, string> | undefined> {
     const hash = await this.redis.hgetall(this.keys.workflow(workflowId));
     return hash.workflowId ? hash : undefined;
+  }
+
+  /** Reads a workflow row, typed, or undefined if missing (or expired). Throws a ZodError on a corrupt row. */
+  async getWorkflow(workflowId: string): Promise<WorkflowRecord | undefined> {
+    const hash = await this.redis.hgetall(this.keys.workflow(workflowId));
+    return hash.workflowId ? parseWorkflowHash(hash) : undefined;
+  }
+
+  /** Reads only a workflow's definition (one HGET), or undefined. */
+  async getWorkflowDefinition(workflowId: string): Promise<WorkflowDefinition | undefined> {
+    const text = await this.redis.hget(this.keys.workflow(workflowId), 'definition');
+    return text ? WorkflowDefinitionSchema.parse(JSON.parse(text)) : undefined;
+  }
+
+  /** Reads one field of many workflows' state (listing by state), in order; undefined for missing ones. */
+  async workflowStates(workflowIds: string[]): Promise<(string | undefined)[]> {
+    const states = await Promise.all(workflowIds.map((workflowId) => this.redis.hget(this.keys.workflow(workflowId), 'state')));
+    return states.map((state) => state ?? undefined);
+  }
+
+  /** One page of workflow ids (SSCAN); `cursor` undefined when done. */
+  async listWorkflowIds(cursor: string | undefined, count: number): Promise<{ ids: string[]; cursor?: string }> {
+    const [next, ids] = await this.redis.sscan(this.keys.workflows(), cursor ?? '0', 'COUNT', count);
+    return { ids, cursor: next === '0' ? undefined : next };
+  }
+
+  /**
+   * Marks a one-time act of a delegation (a CancelTask sent, an auth challenge handled) for `ttlMs`.
+   * @returns true for the first caller in that window, false for every other one (fleet-wide).
+   */
+  async markOnce(ref: DelegationRef, name: string, owner: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(this.keys.once(ref.workflowId, ref.delegationId, name), owner, 'PX', ttlMs, 'NX')) === 'OK';
   }
 
   /** The secret push token of a delegation (never part of the view). */
@@ -326,7 +363,8 @@ export class Journal {
    * @returns the new workflow version.
    * @throws JournalError VERSION_CONFLICT, WRONG_STATE (workflow finished), DELEGATION_MISSING (no workflow)
    */
-  async updateWorkflow(workflowId: string, fields: Record<string, string>, expectedVersion?: number): Promise<number> {
+  async updateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion?: number): Promise<number> {
+    const fields = encodeWorkflowPatch(patch);
     const code = Number(
       await this.call('updateWorkflow', [this.keys.workflow(workflowId), this.delegationListKey(workflowId)], [expectedVersion ?? '', JSON.stringify(fields), this.now(), this.retentionMs]),
     );
@@ -340,7 +378,7 @@ export class Journal {
    * @returns 0 to go now, else the ms until the reserved slot.
    */
   async takeToken(name: string, max: number, windowMs: number, maxWaitMs = 600_000): Promise<number> {
-    return Number(await this.call('takeToken', [`${this.keys.unfinished()}:rate:${name}`], [max, windowMs, maxWaitMs]));
+    return Number(await this.call('takeToken', [this.keys.rateLimit(name)], [max, windowMs, maxWaitMs]));
   }
 
   /** Milliseconds left on a delegation's follow lease (0 when nobody holds it). */
@@ -392,6 +430,14 @@ export class Journal {
   async dueDelegations(atMs: number, limit: number): Promise<DelegationRef[]> {
     const members = await this.redis.zrangebyscore(this.keys.unfinished(), '-inf', Number.isFinite(atMs) ? atMs : '+inf', 'LIMIT', 0, limit);
     return members.map(parseIndexMember);
+  }
+
+  /** Like `dueDelegations`, with each entry's due time (ms). */
+  async dueDelegationsWithTimes(atMs: number, limit: number): Promise<{ ref: DelegationRef; dueAt: number }[]> {
+    const flat = await this.redis.zrangebyscore(this.keys.unfinished(), '-inf', Number.isFinite(atMs) ? atMs : '+inf', 'WITHSCORES', 'LIMIT', 0, limit);
+    const due: { ref: DelegationRef; dueAt: number }[] = [];
+    for (let index = 0; index < flat.length; index += 2) due.push({ ref: parseIndexMember(flat[index]!), dueAt: Number(flat[index + 1]) });
+    return due;
   }
 
   /** Number of unfinished delegations. */

@@ -22,6 +22,12 @@ export interface JournalKeys {
   artifacts(workflowId: string, delegationId: string): string;
   /** Per-delegation lease held while a follow stream is open (prevents double subscriptions). */
   followLease(workflowId: string, delegationId: string): string;
+  /** List of a workflow's delegation ids, in creation order. */
+  delegationList(workflowId: string): string;
+  /** A "do this at most once" marker of a delegation (e.g. `cancel-sent`, `auth:<challenge>`). */
+  once(workflowId: string, delegationId: string, name: string): string;
+  /** Fleet-wide rate limit state (takeToken-1.lua). */
+  rateLimit(name: string): string;
   /** Sorted set of unfinished delegations, member `workflowId|delegationId`, score = next check time (ms). */
   unfinished(): string;
   /** Set of workflow ids, for listing. */
@@ -38,6 +44,9 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     delegation: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}`,
     artifacts: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}:artifacts`,
     followLease: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}:lease`,
+    delegationList: (workflowId) => `${tag(workflowId)}:wf:delegations`,
+    once: (workflowId, delegationId, name) => `${tag(workflowId)}:d:${delegationId}:${name}`,
+    rateLimit: (name) => `${prefix}:unfinished:rate:${name}`,
     unfinished: () => `${prefix}:unfinished`,
     workflows: () => `${prefix}:workflows`,
     agents: () => `${prefix}:agents`,

@@ -32,7 +32,18 @@ export const FINISHED_STATES: ReadonlySet<JournalState> = new Set([
 ]);
 export const PARKED_STATES: ReadonlySet<JournalState> = new Set(['INPUT_REQUIRED', 'AUTH_REQUIRED']);
 
+/** Finished without success: the step may be re-delegated (AMBIGUOUS is finished but needs a person). */
+export const UNSUCCESSFUL_STATES: ReadonlySet<JournalState> = new Set(['FAILED', 'REJECTED', 'CANCELED', 'LOST']);
+
+/** Workflow states. Finished: COMPLETED, FAILED, COMPENSATED, CANCELED. NEEDS_ATTENTION waits for a person. */
+export const WORKFLOW_STATES = ['RUNNING', 'COMPENSATING', 'COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION'] as const;
+export type WorkflowState = (typeof WORKFLOW_STATES)[number];
+/** Workflow states that never change again (updateWorkflow-2.lua keeps the same list). */
+export const FINISHED_WORKFLOW_STATES: ReadonlySet<WorkflowState> = new Set(['COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED']);
+
 export const isFinished = (state: JournalState): boolean => FINISHED_STATES.has(state);
+export const isUnsuccessful = (state: JournalState): boolean => UNSUCCESSFUL_STATES.has(state);
+export const isWorkflowFinished = (state: WorkflowState): boolean => FINISHED_WORKFLOW_STATES.has(state);
 export const isParked = (state: JournalState): boolean => PARKED_STATES.has(state);
 
 /** Maps a wire TaskState to its journal state. UNSPECIFIED is treated as SUBMITTED. */

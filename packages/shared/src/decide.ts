@@ -1,10 +1,26 @@
 /**
- * What happens next in a workflow: a pure function of the journal (the
- * workflow definition and every delegation attempt), invoked after each
- * transition by whichever worker saw it. No I/O here; `advance.ts` applies it.
+ * The one decider: what happens next in a workflow, a pure function of the
+ * journal (the workflow definition and every delegation attempt). The producer
+ * asks it for the first attempts (`firstAttempts`), the workers after each
+ * transition (`decide`, applied by the workers' `workflow/advance.ts`). No I/O
+ * here, and no imports of anything that does I/O (dependency-cruiser rule
+ * `decide-is-pure`).
  */
-import { dependenciesOf, type JournalState, type Step, type WorkflowDefinition, type WorkflowState } from '@durable-a2a/shared';
-import type { Effect } from './verifiers.ts';
+import { dependenciesOf, type Step, type WorkflowDefinition } from './workflow.ts';
+import { UNSUCCESSFUL_STATES, isFinished, type JournalState, type WorkflowState } from './journal/states.ts';
+import type { AttentionCode } from './journal/workflow-record.ts';
+
+/** A verifier's finding about a step's side effect. */
+export type Effect = 'present' | 'absent' | 'unknown';
+
+/**
+ * Why an attempt failed, as a type (never read from the reason's text):
+ * `failed` (refused, failed or canceled by the agent: try another agent), `lost` (the agent forgot the
+ * task: the same agent may be tried again), `ambiguous` (a send that could not be proven, run again by a
+ * read-only step or a person's approval: the same agent may be tried again), `no-effect` (COMPLETED, but
+ * the verifier found nothing).
+ */
+export type FailureKind = 'failed' | 'lost' | 'ambiguous' | 'no-effect';
 
 /** The parts of a delegation record the decision reads. */
 export interface AttemptView {
@@ -40,6 +56,7 @@ export interface PreviousAttempt {
   taskId?: string;
   contextId?: string;
   reason: string;
+  kind: FailureKind;
 }
 
 export type Decision =
@@ -54,23 +71,31 @@ export type Decision =
   | { kind: 'complete' }
   | { kind: 'fail'; step?: string; reasons: string[] }
   | { kind: 'compensate'; reason: string }
-  | { kind: 'needs-attention'; step: string; reason: string };
+  | { kind: 'needs-attention'; step: string; code: AttentionCode; reason: string };
 
 /** Agent Card URLs that can run a step, best first (registry lookup by skill, done before deciding). */
 export type CandidateLookup = (step: Step) => string[];
 
-const FAILED_STATES: ReadonlySet<JournalState> = new Set(['FAILED', 'REJECTED', 'CANCELED', 'LOST']);
+const FAILED_STATES = UNSUCCESSFUL_STATES;
+
+/** How an attempt failed (kind and reason), or undefined if it did not fail. */
+export function classifyFailure(attempt: AttemptView, step: Step): { kind: FailureKind; reason: string } | undefined {
+  if (FAILED_STATES.has(attempt.state)) {
+    return { kind: attempt.state === 'LOST' ? 'lost' : 'failed', reason: `${attempt.state}: ${attempt.error?.message ?? 'no reason given'}` };
+  }
+  if (attempt.state === 'AMBIGUOUS' && (step.readOnly || attempt.retryApproved)) {
+    const reason = `AMBIGUOUS (${step.readOnly ? 'read-only step' : 'a person approved'}, run again): ${attempt.error?.message ?? ''}`;
+    return { kind: 'ambiguous', reason };
+  }
+  if (attempt.state === 'COMPLETED' && step.verifier && attempt.effect === 'absent') {
+    return { kind: 'no-effect', reason: 'COMPLETED without effect: the verifier found nothing' };
+  }
+  return undefined;
+}
 
 /** Why an attempt counts as failed, or undefined if it did not fail. */
 export function failureOf(attempt: AttemptView, step: Step): string | undefined {
-  if (FAILED_STATES.has(attempt.state)) return `${attempt.state}: ${attempt.error?.message ?? 'no reason given'}`;
-  if (attempt.state === 'AMBIGUOUS' && (step.readOnly || attempt.retryApproved)) {
-    return `AMBIGUOUS (${step.readOnly ? 'read-only step' : 'a person approved'}, run again): ${attempt.error?.message ?? ''}`;
-  }
-  if (attempt.state === 'COMPLETED' && step.verifier && attempt.effect === 'absent') {
-    return 'COMPLETED without effect: the verifier found nothing';
-  }
-  return undefined;
+  return classifyFailure(attempt, step)?.reason;
 }
 
 /** True when a step attempt left an effect that a compensation must undo (verified present, or unknown). */
@@ -84,7 +109,7 @@ export function needsUndo(attempt: AttemptView, step: Step): boolean {
 export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup): Decision {
   if (snapshot.state !== 'RUNNING') return { kind: 'wait', reason: `workflow is ${snapshot.state}` };
   const stepAttempts = snapshot.attempts.filter((attempt) => attempt.kind === 'step');
-  const runningAll = stepAttempts.filter((attempt) => !attempt.held && !['COMPLETED', 'AMBIGUOUS', ...FAILED_STATES].includes(attempt.state));
+  const runningAll = stepAttempts.filter((attempt) => !attempt.held && !isFinished(attempt.state));
   const running = runningAll[0];
   if (snapshot.cancelRequested) {
     if (running) return { kind: 'wait', reason: `cancel requested; ${running.delegationId} is still running` };
@@ -114,7 +139,9 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
     }
     if (FAILED_STATES.has(latest.state) && (latest.effect === 'present' || latest.effect === 'unknown')) {
       const reason = `${latest.delegationId} ended ${latest.state} but its effect is ${latest.effect}`;
-      if (!step.compensation) return { kind: 'needs-attention', step: step.name, reason: `${reason} and the step has no compensation` };
+      if (!step.compensation) {
+        return { kind: 'needs-attention', step: step.name, code: 'EFFECT_WITHOUT_COMPENSATION', reason: `${reason} and the step has no compensation` };
+      }
       return orCompensate(snapshot, { kind: 'fail', step: step.name, reasons: [reason] }, runningAll);
     }
     const outcome = stepOutcome(step, latest);
@@ -127,16 +154,11 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
       waiting ??= outcome;
       continue;
     }
-    const carried: PreviousAttempt[] = attempts
-      .map((attempt) => ({ attempt, reason: failureOf(attempt, step) }))
-      .filter((entry) => entry.reason)
-      .map(({ attempt, reason }) => ({
-        delegationId: attempt.delegationId,
-        agentCardUrl: attempt.agentCardUrl,
-        taskId: attempt.taskId,
-        contextId: attempt.contextId,
-        reason: reason!,
-      }));
+    const carried: PreviousAttempt[] = attempts.flatMap((attempt) => {
+      const failure = classifyFailure(attempt, step);
+      if (!failure) return [];
+      return [{ delegationId: attempt.delegationId, agentCardUrl: attempt.agentCardUrl, taskId: attempt.taskId, contextId: attempt.contextId, ...failure }];
+    });
     // An attempt a person sent back (AMBIGUOUS, retry approved) does not use up the budget.
     if (attempts.filter((attempt) => !attempt.retryApproved).length >= snapshot.definition.maxAttemptsPerStep) {
       const reasons = carried.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
@@ -154,12 +176,12 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
 function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decision {
   if (latest.state === 'AMBIGUOUS' && (step.readOnly || latest.retryApproved)) return 'failed';
   if (latest.state === 'AMBIGUOUS') {
-    return { kind: 'needs-attention', step: step.name, reason: `${latest.delegationId} is AMBIGUOUS: a person must decide` };
+    return { kind: 'needs-attention', step: step.name, code: 'AMBIGUOUS_SEND', reason: `${latest.delegationId} is AMBIGUOUS: a person must decide` };
   }
   if (latest.state === 'COMPLETED') {
     if (step.verifier && latest.effect === undefined) return { kind: 'wait', reason: `${latest.delegationId} awaits verification` };
     if (step.verifier && latest.effect === 'unknown') {
-      return { kind: 'needs-attention', step: step.name, reason: `${latest.delegationId}: effect could not be verified` };
+      return { kind: 'needs-attention', step: step.name, code: 'EFFECT_UNKNOWN', reason: `${latest.delegationId}: effect could not be verified` };
     }
     return failureOf(latest, step) ? 'failed' : 'done';
   }
@@ -174,10 +196,10 @@ function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decis
 function startAttempt(step: Step, attempt: number, previous: PreviousAttempt[], candidates: CandidateLookup): Decision {
   const tried = new Set(previous.map((entry) => entry.agentCardUrl));
   const all = candidates(step);
-  const last = previous.at(-1)?.reason ?? '';
+  const last = previous.at(-1)?.kind;
   // An agent that forgot a task (LOST), or a read-only step we could not prove (AMBIGUOUS),
   // may go back to the same agent; one that refused or failed does not.
-  const again = last.startsWith('LOST') || last.startsWith('AMBIGUOUS');
+  const again = last === 'lost' || last === 'ambiguous';
   const next = all.find((url) => !tried.has(url)) ?? (again ? previous.at(-1)!.agentCardUrl : undefined);
   if (!next) {
     const reasons = previous.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
@@ -207,4 +229,24 @@ function orCompensate(snapshot: WorkflowSnapshot, decision: Decision, running: A
     return { kind: 'cancel-running', reasons: decision.reasons, delegationIds: running.map((attempt) => attempt.delegationId) };
   }
   return compensateOrFail(snapshot, decision.reasons.at(-1)!, decision.reasons.slice(0, -1), decision.step);
+}
+
+/** A step's first attempt as the producer journals it at start. */
+export interface FirstAttempt {
+  step: Step;
+  agentCardUrl: string;
+  /** Waits for earlier steps (journaled, not sent, until `decide` releases it). */
+  held: boolean;
+}
+
+/**
+ * The first attempt of every step whose agent is known now (the same choice `decide` makes for an
+ * attempt 1); a step without one is left to the workers, whose `decide` fails it with a reason.
+ */
+export function firstAttempts(definition: WorkflowDefinition, candidates: CandidateLookup): FirstAttempt[] {
+  return definition.steps.flatMap((step, index) => {
+    const decision = startAttempt(step, 1, [], candidates);
+    if (decision.kind !== 'start-attempt') return [];
+    return [{ step, agentCardUrl: decision.agentCardUrl, held: dependenciesOf(definition.steps, index).length > 0 }];
+  });
 }

@@ -5,9 +5,9 @@
  * `notFoundWindowMs`, and only if ListTasks does not show our message either.
  */
 import { applyTask, isRetryable, type DelegationRecord } from '@durable-a2a/shared';
-import type { WorkerContext } from './context.ts';
+import type { WorkerContext } from '../context.ts';
 import { findTaskByMessageId } from './search.ts';
-import { settleDelegation } from './settle.ts';
+import { routeDelegation } from './route.ts';
 
 /** TaskNotFound for a task we had: LOST only after several answers over a window (R13). */
 export async function handleTaskNotFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
@@ -37,6 +37,6 @@ export async function handleTaskNotFound(ctx: WorkerContext, record: DelegationR
     error: { code: 'TASK_LOST', message: `the agent denied task ${record.taskId} ${count} times over ${ctx.options.now() - firstNotFoundAt} ms`, retryable: false },
   });
   log.error({ count }, 'task LOST');
-  await settleDelegation(ctx, ref);
+  await routeDelegation(ctx, ref);
   return 'lost';
 }

@@ -6,9 +6,9 @@
  * resume on its own once the credential arrives out of band.
  */
 import type { DelegationRecord, OutgoingMessage } from '@durable-a2a/shared';
-import { jobId } from '@durable-a2a/shared';
+import { enqueueReply } from '@durable-a2a/shared';
 import { randomUUID } from 'node:crypto';
-import type { WorkerContext } from './context.ts';
+import type { WorkerContext } from '../context.ts';
 
 /** What an auth handler may answer: a reply to send on the same task, or nothing (credentials were updated). */
 export type AuthHandlerResult = { reply?: string | OutgoingMessage['parts'] } | void;
@@ -20,8 +20,7 @@ export type AuthHandler = (input: { delegation: DelegationRecord; challenge: str
 export async function handleAuthRequired(ctx: WorkerContext, record: DelegationRecord): Promise<boolean> {
   const handler = ctx.authHandlers.get(record.agentCardUrl);
   if (!handler || record.state !== 'AUTH_REQUIRED') return false;
-  const onceKey = `${ctx.journal.keys.delegation(record.workflowId, record.delegationId)}:auth:${record.statusTimestampMs ?? record.version}`;
-  if ((await ctx.journal.redis.set(onceKey, ctx.workerId, 'PX', 24 * 3600 * 1000, 'NX')) !== 'OK') return false;
+  if (!(await ctx.journal.markOnce(record, `auth:${record.statusTimestampMs ?? record.version}`, ctx.workerId, 24 * 3600 * 1000))) return false;
   const challenge = record.question?.parts.map((part) => part.text ?? '').join('') ?? '';
   const log = ctx.logger.child({ workflowId: record.workflowId, delegationId: record.delegationId, taskId: record.taskId });
   const result = await handler({ delegation: record, challenge });
@@ -30,7 +29,7 @@ export async function handleAuthRequired(ctx: WorkerContext, record: DelegationR
   if (result && result.reply !== undefined) {
     const parts = typeof result.reply === 'string' ? [{ text: result.reply }] : result.reply;
     const reply = await ctx.journal.recordReply(record, randomUUID(), { parts });
-    await ctx.queues.send.add('send', { workflowId: record.workflowId, delegationId: record.delegationId, kind: 'reply' }, { jobId: jobId('reply', record.workflowId, record.delegationId, reply.messageId) });
+    await enqueueReply(ctx.queues, record, reply.messageId);
     log.info('auth handler answered the challenge');
   } else {
     log.info('auth handler ran; waiting for the agent to resume');

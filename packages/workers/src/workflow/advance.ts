@@ -1,45 +1,57 @@
 /**
- * Applies `decide` to the journal. Safe to run any number of times from any
- * worker: intents are idempotent on their delegation id and every workflow
- * change is compare-and-set on the version the decision was made from.
+ * workflow/advance: applies the decider (`decide`, pure, in shared) to the
+ * journal. Safe to run any number of times from any worker: intents are
+ * idempotent on their delegation id and every workflow change is
+ * compare-and-set on the version the decision was made from. Owns: the
+ * decision after each step outcome, re-delegation (new task, new messageId,
+ * previous task ids and reasons carried), the budget (`maxAttemptsPerStep`),
+ * stopping a failed workflow (CancelTask on running steps) and handing it to
+ * compensation.
  */
 import {
-  AgentRegistry,
-  buildIntent,
   JournalError,
-  jobId,
-  WorkflowDefinitionSchema,
+  attemptMessage,
+  buildIntent,
+  decide,
+  enqueueCancel,
+  enqueueCompensate,
+  enqueueSend,
+  isWorkflowFinished,
+  type Decision,
   type DelegationRecord,
-  type OutgoingMessage,
   type Step,
   type WorkflowDefinition,
-  type WorkflowState,
+  type WorkflowRecord,
 } from '@durable-a2a/shared';
-import type { WorkerContext } from './context.ts';
-import { decide, type AttemptView, type Decision, type PreviousAttempt } from './decide.ts';
+import type { WorkerContext } from '../context.ts';
 
-const FINISHED_WORKFLOW_STATES: ReadonlySet<WorkflowState> = new Set(['COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED']);
+/** A workflow row and all its attempts. */
+export interface LoadedWorkflow {
+  record: WorkflowRecord;
+  definition: WorkflowDefinition;
+  records: DelegationRecord[];
+  version: number;
+  state: WorkflowRecord['state'];
+}
 
 /** Reads only a workflow's definition (one HGET), for callers that need a step's declarations. */
 export async function loadDefinition(ctx: WorkerContext, workflowId: string): Promise<WorkflowDefinition | undefined> {
-  const text = await ctx.journal.redis.hget(ctx.journal.keys.workflow(workflowId), 'definition');
-  return text ? WorkflowDefinitionSchema.parse(JSON.parse(text)) : undefined;
+  return ctx.journal.getWorkflowDefinition(workflowId);
 }
 
 /** Reads a workflow and all its attempts. */
-export async function loadWorkflow(ctx: WorkerContext, workflowId: string) {
-  const hash = await ctx.journal.getWorkflowHash(workflowId);
-  if (!hash) return undefined;
-  const definition: WorkflowDefinition = WorkflowDefinitionSchema.parse(JSON.parse(hash.definition!));
+export async function loadWorkflow(ctx: WorkerContext, workflowId: string): Promise<LoadedWorkflow | undefined> {
+  const record = await ctx.journal.getWorkflow(workflowId);
+  if (!record) return undefined;
   const ids = await ctx.journal.delegationIds(workflowId);
   const records = (await Promise.all(ids.map((delegationId) => ctx.journal.getDelegation({ workflowId, delegationId })))).filter(
-    (record): record is DelegationRecord => record !== undefined,
+    (delegation): delegation is DelegationRecord => delegation !== undefined,
   );
-  return { hash, definition, records, version: Number(hash.version), state: hash.state as WorkflowState };
+  return { record, definition: record.definition, records, version: record.version, state: record.state };
 }
 
-const toAttempt = (record: DelegationRecord, workflow: Record<string, string>): AttemptView => ({
-  retryApproved: workflow[`retry:${record.delegationId}`] === '1',
+const toAttempt = (record: DelegationRecord, workflow: WorkflowRecord) => ({
+  retryApproved: workflow.retryApproved.includes(record.delegationId),
   delegationId: record.delegationId,
   step: record.step,
   kind: record.kind,
@@ -55,30 +67,16 @@ const toAttempt = (record: DelegationRecord, workflow: Record<string, string>): 
 
 /** Candidate agents per step: the fixed agent first, then registered agents with the skill. */
 async function candidateLookup(ctx: WorkerContext, definition: WorkflowDefinition): Promise<(step: Step) => string[]> {
-  const registry = new AgentRegistry(ctx.journal.redis, ctx.options.prefix);
   const bySkill = new Map<string, string[]>();
   for (const step of definition.steps) {
     if (step.skill && !bySkill.has(step.skill)) {
       const tags = 'tags' in step ? (step.tags ?? []) : [];
-      bySkill.set(step.skill, (await registry.findBySkill(step.skill, tags)).map((agent) => agent.cardUrl));
+      bySkill.set(step.skill, (await ctx.registry.findBySkill(step.skill, tags)).map((agent) => agent.cardUrl));
     }
   }
   return (step) => {
     const fixed = 'agent' in step && step.agent ? [step.agent] : [];
     return [...new Set([...fixed, ...(step.skill ? (bySkill.get(step.skill) ?? []) : [])])];
-  };
-}
-
-/** The message of a new attempt: the step's message, plus what earlier attempts learned (issue 5). */
-export function attemptMessage(step: Step, previous: PreviousAttempt[], workflowId: string, attempt: number): OutgoingMessage {
-  const parts = 'text' in step.message ? [{ text: step.message.text }] : step.message.parts;
-  const metadata: Record<string, unknown> = { ...(step.message.metadata ?? {}), durableA2a: { workflowId, step: step.name, attempt } };
-  if (previous.length === 0) return { parts, metadata };
-  const summary = previous.map((entry) => `task ${entry.taskId ?? '(none)'} at ${entry.agentCardUrl} ended ${entry.reason}`).join('; ');
-  (metadata.durableA2a as Record<string, unknown>).previousAttempts = previous.map(({ taskId, agentCardUrl, reason }) => ({ taskId, agentCardUrl, reason }));
-  return {
-    parts: [...parts, { text: `Note: this request was tried before and did not succeed (${summary}). Do not repeat that outcome.` }],
-    metadata,
   };
 }
 
@@ -90,7 +88,7 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): P
   let last: Decision = { kind: 'wait', reason: 'not decided' };
   for (let round = 0; round < 20; round++) {
     const loaded = await loadWorkflow(ctx, workflowId);
-    if (!loaded || FINISHED_WORKFLOW_STATES.has(loaded.state)) {
+    if (!loaded || isWorkflowFinished(loaded.state)) {
       // Nothing left to decide (or it expired): drop the workflow's index entry.
       await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
       return { kind: 'wait', reason: loaded ? `workflow is ${loaded.state}` : 'workflow missing' };
@@ -99,9 +97,9 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): P
       {
         definition: loaded.definition,
         state: loaded.state,
-        cancelRequested: loaded.hash.cancelRequested === '1',
-        stopping: loaded.hash.stopping ? (JSON.parse(loaded.hash.stopping) as string[]) : undefined,
-        attempts: loaded.records.map((record) => toAttempt(record, loaded.hash)),
+        cancelRequested: loaded.record.cancelRequested,
+        stopping: loaded.record.stopping,
+        attempts: loaded.records.map((record) => toAttempt(record, loaded.record)),
       },
       await candidateLookup(ctx, loaded.definition),
     );
@@ -120,7 +118,7 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): P
 async function applyDecision(
   ctx: WorkerContext,
   workflowId: string,
-  loaded: NonNullable<Awaited<ReturnType<typeof loadWorkflow>>>,
+  loaded: LoadedWorkflow,
   decision: Decision,
 ): Promise<void> {
   const log = ctx.logger.child({ workflowId });
@@ -131,17 +129,15 @@ async function applyDecision(
     case 'cancel-running': {
       // Journal the stop first (no new attempts from here on), then CancelTask each running attempt:
       // at most once per reconcile interval each; each ends CANCELED (or finishes first) and settles.
-      await ctx.journal.updateWorkflow(workflowId, { stopping: JSON.stringify(decision.reasons) }, loaded.version);
+      await ctx.journal.updateWorkflow(workflowId, { stopping: decision.reasons }, loaded.version);
       const bucket = Math.floor(ctx.options.now() / ctx.options.reconcileIntervalMs);
-      for (const delegationId of decision.delegationIds) {
-        await ctx.queues.send.add('send', { workflowId, delegationId, kind: 'cancel' }, { jobId: jobId('cancel', workflowId, delegationId, 'stop', bucket) });
-      }
+      for (const delegationId of decision.delegationIds) await enqueueCancel(ctx.queues, { workflowId, delegationId }, { by: 'stop', bucket });
       log.warn({ delegationIds: decision.delegationIds, reasons: decision.reasons }, 'a step failed for good: canceling the running steps before compensating');
       return;
     }
     case 'release': {
       await ctx.journal.releaseHold({ workflowId, delegationId: decision.delegationId });
-      await ctx.queues.send.add('send', { workflowId, delegationId: decision.delegationId, kind: 'message' }, { jobId: jobId('send', workflowId, decision.delegationId, 0) });
+      await enqueueSend(ctx.queues, { workflowId, delegationId: decision.delegationId }, 0);
       log.info({ step: decision.step }, 'earlier steps done: sending the held intent');
       return;
     }
@@ -161,7 +157,7 @@ async function applyDecision(
         ctx.metrics.redelegations.inc();
         log.info({ step: step.name, attempt: decision.attempt, agent: decision.agentCardUrl, previous: decision.previous }, 're-delegating step');
       }
-      await ctx.queues.send.add('send', { workflowId, delegationId: intent.delegationId, kind: 'message' }, { jobId: jobId('send', workflowId, intent.delegationId!, 0) });
+      await enqueueSend(ctx.queues, { workflowId, delegationId: intent.delegationId! }, 0);
       return;
     }
     case 'complete':
@@ -173,21 +169,21 @@ async function applyDecision(
       await closeHeldIntents(ctx, loaded.records);
       await ctx.journal.updateWorkflow(
         workflowId,
-        { state: loaded.hash.cancelRequested === '1' ? 'CANCELED' : 'FAILED', failure: JSON.stringify(decision.reasons) },
+        { state: loaded.record.cancelRequested ? 'CANCELED' : 'FAILED', failure: decision.reasons },
         loaded.version,
       );
       await ctx.journal.removeFromIndex(workflowRef);
-      if (loaded.hash.cancelRequested === '1') log.info({ reasons: decision.reasons }, 'workflow canceled');
+      if (loaded.record.cancelRequested) log.info({ reasons: decision.reasons }, 'workflow canceled');
       else log.warn({ reasons: decision.reasons }, 'workflow failed');
       return;
     case 'compensate':
       await closeHeldIntents(ctx, loaded.records);
-      await ctx.journal.updateWorkflow(workflowId, { state: 'COMPENSATING', failure: JSON.stringify([decision.reason]) }, loaded.version);
-      await ctx.queues.compensate.add('compensate', { workflowId }, { jobId: jobId('compensate', workflowId, loaded.version) });
+      await ctx.journal.updateWorkflow(workflowId, { state: 'COMPENSATING', failure: [decision.reason] }, loaded.version);
+      await enqueueCompensate(ctx.queues, workflowId, { workflowVersion: loaded.version });
       log.warn({ reason: decision.reason }, 'workflow compensating');
       return;
     case 'needs-attention':
-      await ctx.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention: decision.reason }, loaded.version);
+      await ctx.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention: { code: decision.code, message: decision.reason } }, loaded.version);
       log.error({ step: decision.step, reason: decision.reason }, 'workflow needs a person');
       return;
   }

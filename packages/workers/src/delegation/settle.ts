@@ -1,15 +1,16 @@
 /**
  * After a delegation reaches a finished state: verify it if its step declares
- * a verifier, then let the workflow decide, then drop it from the unfinished
- * index. The index entry is removed last, so a crash anywhere in between is
- * picked up again by the reconciler (crash windows 4 and 6).
+ * a verifier, then let the workflow decide (a compensation advances the
+ * compensation chain instead), then drop it from the unfinished index. The
+ * index entry is removed last, so a crash anywhere in between is picked up
+ * again by the reconciler (crash windows 4 and 6). Only `route.ts` calls this.
  */
-import { isFinished, jobId, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
-import type { WorkerContext } from './context.ts';
-import { advanceWorkflow, loadDefinition } from './advance.ts';
+import { enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import { advanceWorkflow, loadDefinition } from '../workflow/advance.ts';
 
 /** Settles a finished delegation; does nothing for an unfinished one. */
-export async function settleDelegation(ctx: WorkerContext, ref: DelegationRef, known?: DelegationRecord): Promise<void> {
+export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: DelegationRecord): Promise<void> {
   const record = known ?? (await ctx.journal.getDelegation(ref));
   if (!record) {
     await ctx.journal.removeFromIndex(ref);
@@ -23,15 +24,15 @@ export async function settleDelegation(ctx: WorkerContext, ref: DelegationRef, k
     const compensation = step?.compensation;
     const verifier = compensation && 'verifier' in compensation ? compensation.verifier : undefined;
     if (needsVerification(record, verifier !== undefined)) {
-      await enqueueVerify(ctx, ref);
+      await enqueueVerify(ctx.queues, ref);
       return;
     }
-    await ctx.queues.compensate.add('compensate', { workflowId: ref.workflowId }, { jobId: jobId('compensate', ref.workflowId, ref.delegationId, record.version) });
+    await enqueueCompensate(ctx.queues, ref.workflowId, { settled: ref.delegationId, version: record.version });
     await ctx.journal.removeFromIndex(ref);
     return;
   }
   if (step && needsVerification(record, step.verifier !== undefined)) {
-    await enqueueVerify(ctx, ref);
+    await enqueueVerify(ctx.queues, ref);
     return;
   }
   await advanceWorkflow(ctx, ref.workflowId);
@@ -44,6 +45,3 @@ function needsVerification(record: DelegationRecord, hasVerifier: boolean): bool
   return record.state !== 'AMBIGUOUS';
 }
 
-async function enqueueVerify(ctx: WorkerContext, ref: DelegationRef): Promise<void> {
-  await ctx.queues.verify.add('verify', ref, { jobId: jobId('verify', ref.workflowId, ref.delegationId) });
-}

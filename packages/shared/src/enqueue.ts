@@ -1,0 +1,132 @@
+/**
+ * One enqueue helper per logical act. Each owns its BullMQ job-id rule (so
+ * the same act enqueued twice in the same occasion is one job) and takes job
+ * data typed by its queue's schema, so a wrong shape fails at compile time.
+ * Job ids are deterministic, but a removed or finished job no longer
+ * deduplicates: every processor looks at the journal first (style rule 4), and
+ * ids that may recur carry an occasion (a time, a version, a bucket).
+ */
+import type { z } from 'zod';
+import {
+  jobId,
+  type CompensateJobSchema,
+  type FollowJobSchema,
+  type QueueName,
+  type ReconcileJobSchema,
+  type SendJobSchema,
+  type VerifyJobSchema,
+} from './queues.ts';
+
+/** The part of a BullMQ `Queue` the helpers use (the producer and the workers pass their queues). */
+export interface JobQueue<Data> {
+  add(name: string, data: Data, options?: { jobId?: string; delay?: number; removeOnComplete?: boolean }): Promise<unknown>;
+}
+
+/** Queues by name, each typed by its job data. */
+export interface TypedQueues {
+  send: JobQueue<z.input<typeof SendJobSchema>>;
+  follow: JobQueue<z.input<typeof FollowJobSchema>>;
+  reconcile: JobQueue<z.input<typeof ReconcileJobSchema>>;
+  verify: JobQueue<z.input<typeof VerifyJobSchema>>;
+  compensate: JobQueue<z.input<typeof CompensateJobSchema>>;
+}
+type Needs<Name extends QueueName> = Pick<TypedQueues, Name>;
+
+interface Ref {
+  workflowId: string;
+  delegationId: string;
+}
+const refOf = ({ workflowId, delegationId }: Ref): Ref => ({ workflowId, delegationId });
+
+/**
+ * Sends a delegation's journaled message. One job per send number (`resendCount`); `requeuedAt` (ms)
+ * when the reconciler re-enqueues a send whose job was lost (the old id may still be kept).
+ */
+export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: number, requeuedAt?: number): Promise<void> {
+  const id = requeuedAt === undefined ? jobId('send', ref.workflowId, ref.delegationId, resendCount) : jobId('send', ref.workflowId, ref.delegationId, resendCount, requeuedAt);
+  await queues.send.add('send', { ...refOf(ref), kind: 'message' }, { jobId: id });
+}
+
+/** Sends a journaled reply (one job per reply messageId; `requeuedAt` when a stuck one is enqueued again). */
+export async function enqueueReply(queues: Needs<'send'>, ref: Ref, replyMessageId: string, requeuedAt?: number): Promise<void> {
+  const parts = requeuedAt === undefined ? [replyMessageId] : [replyMessageId, requeuedAt];
+  await queues.send.add('send', { ...refOf(ref), kind: 'reply' }, { jobId: jobId('reply', ref.workflowId, ref.delegationId, ...parts) });
+}
+
+/**
+ * Why a CancelTask goes out: the user canceled (once per delegation), the workflow is stopping (once per
+ * reconcile-interval `bucket`), or a running task was found after the cancel (`at`, ms).
+ */
+export type CancelOccasion = { by: 'user' } | { by: 'stop'; bucket: number } | { by: 'late'; at: number };
+
+/** CancelTask on a delegation's task (spec §3.1.5). */
+export async function enqueueCancel(queues: Needs<'send'>, ref: Ref, occasion: CancelOccasion): Promise<void> {
+  const suffix = occasion.by === 'user' ? [] : occasion.by === 'stop' ? ['stop', occasion.bucket] : [occasion.at];
+  await queues.send.add('send', { ...refOf(ref), kind: 'cancel' }, { jobId: jobId('cancel', ref.workflowId, ref.delegationId, ...suffix) });
+}
+
+/** A subscription: `resubscription` is the backoff exponent, `again` false only for the first of new work. */
+export interface SubscriptionPlan {
+  resubscription: number;
+  again: boolean;
+  delayMs: number;
+  /** Now, in ms (part of the job id: a delegation is followed many times). */
+  at: number;
+}
+
+/** SubscribeToTask for a delegation (spec §3.1.6). */
+export async function enqueueFollow(queues: Needs<'follow'>, ref: Ref, plan: SubscriptionPlan): Promise<void> {
+  const id = jobId('follow', ref.workflowId, ref.delegationId, plan.resubscription, plan.at);
+  await queues.follow.add('follow', { ...refOf(ref), resubscription: plan.resubscription, again: plan.again }, { jobId: id, delay: plan.delayMs });
+}
+
+/**
+ * Why one delegation is reconciled: it is due at `dueAt` (delayed until then), the sweep found it due
+ * (one job per `bucket`, removed on completion), or a push arrived for it (`at`, ms).
+ */
+export type ReconcileOccasion = { dueAt: number; now: number } | { sweep: string | number } | { push: number };
+
+/** Reconciles one delegation. */
+export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occasion: ReconcileOccasion): Promise<void> {
+  const data = refOf(ref);
+  if ('dueAt' in occasion) {
+    const options = { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, occasion.dueAt), delay: Math.max(0, occasion.dueAt - occasion.now) };
+    await queues.reconcile.add('delegation', data, options);
+  } else if ('sweep' in occasion) {
+    await queues.reconcile.add('delegation', data, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'sweep', occasion.sweep), removeOnComplete: true });
+  } else {
+    await queues.reconcile.add('delegation', data, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'push', occasion.push) });
+  }
+}
+
+/** Why a workflow is decided again outside a transition: at start (a step had no agent), after cancel or resolve (`at`, ms). */
+export type DecideOccasion = { by: 'start' } | { by: 'cancel' | 'resolve'; at: number };
+
+/** Asks the workers to run the decider for a workflow (a reconcile job for `<workflowId>/*`). */
+export async function enqueueDecide(queues: Needs<'reconcile'>, workflowId: string, occasion: DecideOccasion): Promise<void> {
+  const id = occasion.by === 'start' ? jobId('reconcile', workflowId, 'start') : jobId('reconcile', workflowId, occasion.by, occasion.at);
+  await queues.reconcile.add('delegation', { workflowId, delegationId: '*' }, { jobId: id });
+}
+
+/** The sweep of unfinished delegations at fleet start-up (every one, not only due ones). */
+export async function enqueueStartupSweep(queues: Needs<'reconcile'>, workerId: string, at: number): Promise<void> {
+  await queues.reconcile.add('sweep', { all: true }, { jobId: jobId('startup-sweep', workerId, at) });
+}
+
+/** Verifies a finished delegation's effect (once per delegation). */
+export async function enqueueVerify(queues: Needs<'verify'>, ref: Ref): Promise<void> {
+  await queues.verify.add('verify', refOf(ref), { jobId: jobId('verify', ref.workflowId, ref.delegationId) });
+}
+
+/**
+ * Why the compensation chain advances: the workflow entered COMPENSATING (`workflowVersion`), a
+ * compensation settled (its `delegationId` and record `version`), or recovery found it waiting (`at`, ms).
+ */
+export type CompensateOccasion = { workflowVersion: number } | { settled: string; version: number } | { recoverAt: number };
+
+/** Advances a workflow's compensation chain by one step. */
+export async function enqueueCompensate(queues: Needs<'compensate'>, workflowId: string, occasion: CompensateOccasion): Promise<void> {
+  const suffix =
+    'workflowVersion' in occasion ? [occasion.workflowVersion] : 'settled' in occasion ? [occasion.settled, occasion.version] : ['recover', occasion.recoverAt];
+  await queues.compensate.add('compensate', { workflowId }, { jobId: jobId('compensate', workflowId, ...suffix) });
+}

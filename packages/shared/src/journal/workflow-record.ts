@@ -1,0 +1,116 @@
+/**
+ * The journal's view of one workflow, parsed from its Redis hash with zod (the
+ * hash is a boundary: another release may have written it), and the typed
+ * patch `Journal.updateWorkflow` encodes. Nothing outside the journal reads or
+ * writes the hash's fields by name.
+ */
+import { z } from 'zod';
+import { WorkflowDefinitionSchema, type WorkflowDefinition } from '../workflow.ts';
+import { WORKFLOW_STATES, type WorkflowState } from './states.ts';
+
+/** Why a workflow waits for a person: one shape in storage and in the API. */
+export const ATTENTION_CODES = [
+  /** A send may have happened and cannot be proven either way. */
+  'AMBIGUOUS_SEND',
+  /** A step's effect could not be verified. */
+  'EFFECT_UNKNOWN',
+  /** A step failed after its effect happened, and it declares no compensation. */
+  'EFFECT_WITHOUT_COMPENSATION',
+  /** A compensation failed, or completed without undoing the effect. */
+  'COMPENSATION_FAILED',
+  /** Written by an older release as prose. */
+  'UNSPECIFIED',
+] as const;
+export type AttentionCode = (typeof ATTENTION_CODES)[number];
+
+export const AttentionSchema = z.object({
+  code: z.enum(ATTENTION_CODES),
+  message: z.string(),
+  /** The delegation the person should look at, when there is one. */
+  delegationId: z.string().optional(),
+  /** What we know: the delegation's state, error and verifier evidence. */
+  evidence: z.unknown().optional(),
+});
+export type Attention = z.infer<typeof AttentionSchema>;
+
+/** Older rows hold attention as prose, or as `{reason, …}` JSON: both read as one shape. */
+function parseAttention(text: string): Attention {
+  try {
+    const value = JSON.parse(text) as unknown;
+    const parsed = AttentionSchema.safeParse(value);
+    if (parsed.success) return parsed.data;
+    if (value && typeof value === 'object' && 'reason' in value) {
+      const { reason, delegationId, ...evidence } = value as { reason: string; delegationId?: string };
+      return { code: 'COMPENSATION_FAILED', message: String(reason), delegationId, evidence };
+    }
+  } catch {
+    // prose
+  }
+  return { code: 'UNSPECIFIED', message: text };
+}
+
+const stringList = z.array(z.string());
+const optionalList = z
+  .string()
+  .optional()
+  .transform((text) => (text ? stringList.parse(JSON.parse(text)) : undefined));
+
+/** The hash's fixed fields; dynamic `retry:<delegationId>` fields (older rows) are read by `parseWorkflowHash`. */
+const WorkflowHashSchema = z.object({
+  workflowId: z.string(),
+  state: z.enum(WORKFLOW_STATES),
+  definition: z.string().transform((text): WorkflowDefinition => WorkflowDefinitionSchema.parse(JSON.parse(text))),
+  definitionText: z.string(),
+  version: z.string().transform(Number),
+  createdAt: z.string().optional().transform((text) => Number(text ?? 0)),
+  updatedAt: z.string().optional().transform((text) => Number(text ?? 0)),
+  cancelRequested: z
+    .string()
+    .optional()
+    .transform((value) => value === '1'),
+  /** Set once a step failed for good: the reasons; no new attempts, running ones are canceled. */
+  stopping: optionalList,
+  failure: optionalList,
+  attention: z
+    .string()
+    .optional()
+    .transform((text) => (text ? parseAttention(text) : undefined)),
+  /** AMBIGUOUS attempts a person approved to run again (`producer.resolve('retry')`). */
+  retryApproved: optionalList.transform((list) => list ?? []),
+});
+
+/** A workflow row, typed. */
+export type WorkflowRecord = z.output<typeof WorkflowHashSchema>;
+
+/** Parses a workflow hash (HGETALL). Throws a ZodError on a corrupt row. */
+export function parseWorkflowHash(hash: Record<string, string>): WorkflowRecord {
+  const legacyApprovals = Object.keys(hash)
+    .filter((field) => field.startsWith('retry:') && hash[field] === '1')
+    .map((field) => field.slice('retry:'.length));
+  const record = WorkflowHashSchema.parse({ ...hash, definitionText: hash.definition });
+  if (legacyApprovals.length > 0) record.retryApproved = [...new Set([...record.retryApproved, ...legacyApprovals])];
+  return record;
+}
+
+/** A change to a workflow row (compare-and-set in `Journal.updateWorkflow`). `null` clears a field. */
+export interface WorkflowPatch {
+  state?: WorkflowState;
+  cancelRequested?: boolean;
+  stopping?: string[];
+  failure?: string[];
+  attention?: Attention | null;
+  /** Replaces the approved list. */
+  retryApproved?: string[];
+}
+
+/** Encodes a patch as hash fields (what updateWorkflow-2.lua writes). */
+export function encodeWorkflowPatch(patch: WorkflowPatch): Record<string, string> {
+  const fields: Record<string, string> = {};
+  if (patch.state !== undefined) fields.state = patch.state;
+  if (patch.cancelRequested !== undefined) fields.cancelRequested = patch.cancelRequested ? '1' : '';
+  if (patch.stopping !== undefined) fields.stopping = JSON.stringify(patch.stopping);
+  if (patch.failure !== undefined) fields.failure = JSON.stringify(patch.failure);
+  if (patch.attention !== undefined) fields.attention = patch.attention ? JSON.stringify(patch.attention) : '';
+  if (patch.retryApproved !== undefined) fields.retryApproved = JSON.stringify(patch.retryApproved);
+  return fields;
+}

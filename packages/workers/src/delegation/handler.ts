@@ -1,0 +1,44 @@
+/**
+ * Compensations run by a registered handler instead of an agent
+ * (`{ handler: 'name' }`, workers option `compensationHandlers`).
+ */
+import type { DelegationRecord } from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import { routeDelegation } from './route.ts';
+
+/** A handler compensation (no agent): idempotent on `idempotencyKey`. */
+export type CompensationHandler = (input: {
+  idempotencyKey: string;
+  original: DelegationRecord;
+  params: Record<string, unknown>;
+}) => Promise<{ evidence?: unknown }>;
+
+/** Agent URL of a compensation run by a registered handler instead of an agent. */
+export const HANDLER_PREFIX = 'handler:';
+
+/**
+ * Runs a registered compensation handler (no agent). Journaled like a send:
+ * marked before it runs, so a crash in between goes through the reconciler,
+ * which cannot search a handler and so leaves it AMBIGUOUS for a person; the
+ * handler gets the delegation's messageId as its idempotency key.
+ */
+export async function runHandler(ctx: WorkerContext, record: DelegationRecord, fence: number): Promise<string> {
+  const name = record.agentCardUrl.slice(HANDLER_PREFIX.length);
+  const handler = ctx.compensationHandlers.get(name);
+  await ctx.journal.markSending(record, fence);
+  const originalId = record.delegationId.replace(/^undo\./, '');
+  const original = await ctx.journal.getDelegation({ workflowId: record.workflowId, delegationId: originalId });
+  try {
+    if (!handler || !original) throw new Error(handler ? `original delegation ${originalId} is gone` : `no compensation handler named ${name}`);
+    const definition = await ctx.journal.getWorkflowDefinition(record.workflowId);
+    const compensation = definition?.steps.find((candidate) => candidate.name === record.step)?.compensation;
+    const params = compensation && 'handler' in compensation ? compensation.params : {};
+    const { evidence } = await handler({ idempotencyKey: record.messageId, original, params });
+    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'COMPLETED', result: { handler: name, evidence: evidence ?? null } });
+  } catch (error) {
+    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'FAILED', error: { code: 'HANDLER_FAILED', message: error instanceof Error ? error.message : String(error) } });
+  }
+  await routeDelegation(ctx, record);
+  return 'handler-ran';
+}
+

@@ -1,0 +1,33 @@
+/**
+ * Questions (INPUT_REQUIRED / AUTH_REQUIRED, spec §3.4, §7.6): a delegation
+ * whose question has no reply yet, or whose reply is not delivered, is parked:
+ * no stream (a person may take hours); the reconciler re-reads it every
+ * `parkedPollMs` (the agent may resume on its own). An AUTH_REQUIRED challenge
+ * first goes to the agent's auth handler; a journaled reply that was never
+ * delivered is enqueued again. The reply itself is sent by `reply.ts`.
+ */
+import { enqueueReply, isAwaitingAnswer, isParked, type DelegationRecord } from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import { handleAuthRequired } from './auth.ts';
+import { jitteredCheckTime } from './backoff.ts';
+
+/**
+ * True when a parked delegation should not be followed: its question has no
+ * reply yet, or its reply has not been delivered (the reply job re-follows).
+ */
+export function shouldPark(record: DelegationRecord): boolean {
+  if (!isParked(record.state)) return false;
+  return isAwaitingAnswer(record) || record.replyState !== 'sent';
+}
+
+/** Parks a delegation on its question (see the module header). */
+export async function park(ctx: WorkerContext, record: DelegationRecord): Promise<void> {
+  await handleAuthRequired(ctx, record);
+  // A reply journaled but not sent (its job lost), or stuck 'sending' longer than a request can take.
+  const stuckSending = record.replyState === 'sending' && ctx.options.now() - record.updatedAt > ctx.options.requestTimeoutMs + 1_000;
+  if (!isAwaitingAnswer(record) && record.replyMessageId && (record.replyState === 'pending' || stuckSending)) {
+    await enqueueReply(ctx.queues, record, record.replyMessageId, ctx.options.now());
+  }
+  await ctx.journal.scheduleCheck(record, jitteredCheckTime(ctx.options.now(), ctx.options.parkedPollMs));
+  ctx.logger.info({ workflowId: record.workflowId, delegationId: record.delegationId, question: record.question }, 'parked on a question');
+}

@@ -1,0 +1,193 @@
+/**
+ * Reconciliation of one delegation (the reconcile queue's per-delegation job):
+ * it never trusts the journal's last state and is safe to repeat any number of
+ * times, from any worker; writes are compare-and-set on the version it read.
+ *   no taskId, never sent  → send it (again)
+ *   no taskId, maybe sent  → find by messageId (`search.ts`) → adopt | resend same messageId | AMBIGUOUS
+ *   parked                 → GetTask: keep the question, or move on
+ *   running                → reattach (follow); a refusal means terminal (one GetTask)
+ *   TaskNotFound           → `not-found.ts` (LOST only over a window)
+ */
+import {
+  A2AError,
+  JournalError,
+  TaskNotFoundError,
+  applyTask,
+  enqueueReconcile,
+  enqueueSend,
+  isFinished,
+  isParked,
+  isRetryable,
+  type DelegationRecord,
+  type DelegationRef,
+} from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import { jitteredCheckTime } from './backoff.ts';
+import { advanceWorkflow } from '../workflow/advance.ts';
+import { reconcileWorkflow } from '../workflow/recover.ts';
+import { findTaskByMessageId } from './search.ts';
+import { HANDLER_PREFIX } from './handler.ts';
+import { handleTaskNotFound } from './not-found.ts';
+import { followLater, routeDelegation } from './route.ts';
+
+/**
+ * Reconciles one delegation (or, for delegationId `*`, its workflow) from what the agent says now.
+ * A concurrent write or an unreachable agent schedules another check instead of failing.
+ */
+export async function reconcileDelegation(ctx: WorkerContext, ref: DelegationRef, jobId: string | undefined): Promise<string> {
+  try {
+    const outcome = ref.delegationId === '*' ? await reconcileWorkflow(ctx, ref.workflowId) : await reconcileOne(ctx, ref, jobId);
+    ctx.metrics.reconcileRuns.inc({ outcome });
+    return outcome;
+  } catch (error) {
+    if (error instanceof JournalError && error.code === 'VERSION_CONFLICT') {
+      // Someone wrote newer information while we read: check again soon.
+      await ctx.journal.scheduleCheck(ref, ctx.options.now() + 1_000);
+      ctx.metrics.reconcileRuns.inc({ outcome: 'conflict' });
+      return 'conflict';
+    }
+    if (isRetryable(error)) {
+      await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
+      ctx.logger.warn({ err: error, ...ref }, 'agent unreachable during reconciliation; will retry');
+      ctx.metrics.reconcileRuns.inc({ outcome: 'unreachable' });
+      return 'unreachable';
+    }
+    throw error;
+  }
+}
+
+async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: string | undefined): Promise<string> {
+  const record = await ctx.journal.getDelegation(ref);
+  if (!record) {
+    await ctx.journal.removeFromIndex(ref);
+    return 'expired';
+  }
+  const log = ctx.logger.child({ queue: 'reconcile', ...ref, step: record.step, messageId: record.messageId, taskId: record.taskId, jobId });
+  if (isFinished(record.state)) {
+    await routeDelegation(ctx, ref, { known: record });
+    return 'settled';
+  }
+  if (record.state === 'INTENT') return reconcileIntent(ctx, record, log);
+  const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
+  if (leaseMs > 0) {
+    // Someone holds the stream (or held it before a crash): look again right after the lease runs out.
+    await ctx.journal.scheduleCheck(ref, ctx.options.now() + leaseMs + Math.floor(Math.random() * 1_000));
+    return 'followed';
+  }
+  // Parked: re-read (the agent may have moved on). Otherwise reattach: the subscription's
+  // first event is the authoritative snapshot, and a refusal means terminal (one GetTask).
+  if (isParked(record.state)) return rereadTask(ctx, record, log);
+  await followLater(ctx, ref, 0);
+  return 'reattached';
+}
+
+/** No taskId yet: never sent (send it), maybe sent (search, then adopt / resend / AMBIGUOUS). */
+async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  if (record.held) {
+    // Waiting for earlier steps: the workflow decides when to release it.
+    await advanceWorkflow(ctx, record.workflowId);
+    return 'held';
+  }
+  if (record.sendStartedAt === undefined && ctx.options.now() - record.updatedAt < ctx.options.sendSettleMs) {
+    // Just journaled (or just released): its send job is on its way; check again later.
+    await ctx.journal.scheduleCheck(ref, record.updatedAt + ctx.options.sendSettleMs);
+    return 'send-pending';
+  }
+  if (record.sendStartedAt === undefined) {
+    // Not sent yet (its send job may have been lost): enqueue it again. A duplicate job is harmless:
+    // the journal's fence and sendStartedAt let only one SendMessage leave.
+    await enqueueSend(ctx.queues, ref, record.resendCount, ctx.options.now());
+    return 'send-enqueued';
+  }
+  const settlesAt = record.sendStartedAt + ctx.options.sendSettleMs;
+  if (ctx.options.now() < settlesAt) {
+    // The send may still be in flight: searching now could miss it and resend.
+    await ctx.journal.scheduleCheck(ref, settlesAt);
+    await enqueueReconcile(ctx.queues, ref, { dueAt: settlesAt, now: ctx.options.now() });
+    return 'send-in-flight';
+  }
+  if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) {
+    // Handlers are idempotent on the messageId: run it again.
+    await ctx.journal.releaseForResend(ref, record.version);
+    await enqueueSend(ctx.queues, ref, record.resendCount + 1);
+    return 'handler-rerun';
+  }
+  const transport = await ctx.agents.transportFor(record);
+  let result;
+  try {
+    result = await findTaskByMessageId(transport, record, {
+      marginMs: ctx.options.searchMarginMs,
+      maxListTasksCalls: ctx.options.maxListTasksCalls,
+      now: ctx.options.now,
+    });
+  } catch (error) {
+    // The agent answers the search with something we cannot use (and retrying will not change it).
+    if (error instanceof A2AError && !isRetryable(error)) return markAmbiguous(ctx, record, `the search for our message failed: ${error.message}`, log);
+    throw error;
+  }
+  ctx.crashPoint('reconcile.after-search', record.step);
+  if (result.kind === 'found') {
+    await applyTask(ctx.journal, ref, result.task, { expectedVersion: record.version, snapshot: true });
+    ctx.metrics.adoptions.inc();
+    log.info({ taskId: result.task.id, state: result.task.status.state }, 'adopted the task found by our messageId');
+    await routeDelegation(ctx, ref);
+    return 'adopted';
+  }
+  const deduplicates = ctx.options.deduplicatingAgents.has(record.agentCardUrl);
+  if (result.kind === 'unsupported' && !deduplicates) {
+    return markAmbiguous(ctx, record, 'the agent cannot list tasks, so a send that may have happened cannot be checked', log);
+  }
+  if (result.kind === 'not-found' && (result.inconclusive || result.paginationBroken)) {
+    const why = result.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${result.candidates.join(', ')} have too little history`;
+    return markAmbiguous(ctx, record, `cannot tell whether the agent received our message: ${why}`, log);
+  }
+  if (record.resendCount + 1 >= ctx.options.sendAttempts) {
+    await ctx.journal.applyStatus(ref, {
+      expectedVersion: record.version,
+      mode: 'outcome',
+      state: 'FAILED',
+      error: { code: 'SEND_ATTEMPTS_EXHAUSTED', message: `SendMessage never reached the agent in ${record.resendCount + 1} attempts`, retryable: true },
+    });
+    await routeDelegation(ctx, ref);
+    return 'send-exhausted';
+  }
+  // Proven absent (or the agent deduplicates): resend with the same messageId.
+  await ctx.journal.releaseForResend(ref, record.version, result.kind === 'not-found' && result.contextRefused);
+  await enqueueSend(ctx.queues, ref, record.resendCount + 1);
+  log.info('message never reached the agent; resending with the same messageId');
+  return 'resend';
+}
+
+async function markAmbiguous(ctx: WorkerContext, record: DelegationRecord, reason: string, log: WorkerContext['logger']): Promise<string> {
+  await ctx.journal.applyStatus(record, {
+    expectedVersion: record.version,
+    mode: 'outcome',
+    state: 'AMBIGUOUS',
+    error: { code: 'AMBIGUOUS', message: reason, retryable: false },
+  });
+  log.error({ reason }, 'marked AMBIGUOUS: a person must decide');
+  await routeDelegation(ctx, record);
+  return 'ambiguous';
+}
+
+/** taskId known: GetTask decides: record terminal, keep the question, or reattach. */
+async function rereadTask(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const transport = await ctx.agents.transportFor(record);
+  let task;
+  try {
+    task = await transport.getTask({ id: record.taskId! });
+  } catch (error) {
+    if (!(error instanceof TaskNotFoundError)) throw error;
+    return handleTaskNotFound(ctx, record, log);
+  }
+  const applied = await applyTask(ctx.journal, ref, task, { expectedVersion: record.version, snapshot: true });
+  if (!applied.applied) {
+    ctx.metrics.staleObservations.inc({ reason: applied.reason });
+    if (applied.reason === 'stale' || applied.reason === 'regress') log.info({ state: task.status.state, held: record.state }, 'stale read ignored');
+  }
+  // Settle a terminal task, keep the question of a parked one, reattach the rest.
+  return routeDelegation(ctx, ref);
+}
+

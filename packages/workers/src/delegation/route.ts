@@ -1,0 +1,73 @@
+/**
+ * The post-transition router of the delegation state machine: after anything
+ * changed a delegation (a send answer, a stream's end, a GetTask snapshot, a
+ * search result, a push, a reply, a verifier finding, a local outcome), this
+ * one function decides what happens next from the journal alone:
+ *   finished          → settle (verify if declared, then the workflow decides)
+ *   cancel requested  → CancelTask (at most once per reconcile interval)
+ *   asking a question → park (no stream)
+ *   otherwise         → follow (subscribe, after `delayMs`, backoff exponent `resubscription`)
+ * Nothing else decides whether a delegation is "finished enough".
+ */
+import { enqueueCancel, enqueueFollow, isFinished, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import { park, shouldPark } from './park.ts';
+import { settle } from './settle.ts';
+
+/** How `routeDelegation` re-follows a delegation that is still running. */
+export interface RoutePlan {
+  /** Consecutive resubscriptions without progress (backoff exponent). Default 0. */
+  resubscription?: number;
+  /** Delay before subscribing, in ms. Default 0. */
+  delayMs?: number;
+  /** False for the first subscription of new work (not rate-limited). Default true. */
+  again?: boolean;
+  /** False when the caller just sent CancelTask itself (no second cancel). Default true. */
+  cancelIfRequested?: boolean;
+  /** The record the caller just read (saves a read); default: read it now. */
+  known?: DelegationRecord;
+}
+
+/** What the router did. */
+export type Route = 'missing' | 'finished' | 'canceling' | 'parked' | 'following' | 'resubscribing';
+
+/** Routes a delegation after a transition (see the module header). */
+export async function routeDelegation(ctx: WorkerContext, ref: DelegationRef, plan: RoutePlan = {}): Promise<Route> {
+  const { resubscription = 0, delayMs = 0, again = true, cancelIfRequested = true } = plan;
+  const record = plan.known ?? (await ctx.journal.getDelegation(ref));
+  if (!record) {
+    await ctx.journal.removeFromIndex(ref);
+    return 'missing';
+  }
+  if (isFinished(record.state)) {
+    await settle(ctx, ref, record);
+    return 'finished';
+  }
+  if (cancelIfRequested && record.kind === 'step' && record.taskId && (await cancelWanted(ctx, ref))) {
+    // Canceled while this task was being found or sent: CancelTask it now (at most once per interval).
+    await enqueueCancel(ctx.queues, ref, { by: 'late', at: ctx.options.now() });
+    return 'canceling';
+  }
+  if (shouldPark(record)) {
+    await park(ctx, record);
+    return 'parked';
+  }
+  await followLater(ctx, ref, resubscription, delayMs, again);
+  return resubscription > 0 ? 'resubscribing' : 'following';
+}
+
+/** Enqueues a subscription after `delayMs`; `again` for any but the first (rate-limited fleet-wide). */
+export async function followLater(ctx: WorkerContext, ref: DelegationRef, resubscription: number, delayMs = 0, again = true): Promise<void> {
+  await enqueueFollow(ctx.queues, ref, { resubscription, again, delayMs, at: ctx.options.now() });
+}
+
+/**
+ * True when the user canceled the (still running) workflow, or it is stopping after a step failed for
+ * good, and no CancelTask went out for this delegation within the last reconcile interval.
+ * Compensations are never canceled.
+ */
+async function cancelWanted(ctx: WorkerContext, ref: DelegationRef): Promise<boolean> {
+  const workflow = await ctx.journal.getWorkflow(ref.workflowId);
+  if (!workflow || (!workflow.cancelRequested && !workflow.stopping) || workflow.state !== 'RUNNING') return false;
+  return ctx.journal.markOnce(ref, 'cancel-sent', ctx.workerId, ctx.options.reconcileIntervalMs);
+}

@@ -1,0 +1,29 @@
+/**
+ * Reconciliation of a workflow itself (index entry `<workflowId>|*`): a lost
+ * compensate job is enqueued again, a workflow waiting for a person is looked
+ * at rarely, and any other one is decided again from the journal (crash
+ * window 6: exactly one next intent).
+ */
+import { enqueueCompensate } from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import { advanceWorkflow } from './advance.ts';
+
+/** Re-checks one workflow; returns a short outcome for logs and metrics. */
+export async function reconcileWorkflow(ctx: WorkerContext, workflowId: string): Promise<string> {
+  const ref = { workflowId, delegationId: '*' };
+  const workflow = await ctx.journal.getWorkflow(workflowId);
+  if (workflow?.state === 'COMPENSATING') {
+    // Its compensate job may have been lost (a crash right after the state change): the
+    // processor works from the journal, so one more job is harmless.
+    await enqueueCompensate(ctx.queues, workflowId, { recoverAt: ctx.options.now() });
+    return 'workflow-compensating';
+  }
+  if (workflow?.state === 'NEEDS_ATTENTION') {
+    // Waiting for a person: look again rarely.
+    await ctx.journal.scheduleCheck(ref, ctx.options.now() + 3_600_000);
+    return 'workflow-needs-attention';
+  }
+  // A workflow waiting for a decision (e.g. its first step's intent is not written yet).
+  const decision = await advanceWorkflow(ctx, workflowId);
+  return `workflow-${decision.kind}`;
+}

@@ -1,0 +1,58 @@
+/**
+ * workflow/verification: runs a step's verifier (an independent read path, never the
+ * same agent) after the step reaches any outcome: COMPLETED is a claim, FAILED
+ * does not prove nothing happened. The finding (present / absent / unknown,
+ * with evidence) is journaled once; a verifier that keeps failing is retried
+ * with backoff and then recorded as unknown, which the workflow surfaces to a
+ * person instead of guessing.
+ */
+import type { DelegationRef, DelegationView } from '@durable-a2a/shared';
+import type { JobRun, WorkerContext } from '../context.ts';
+import { loadDefinition } from './advance.ts';
+import { routeDelegation } from '../delegation/route.ts';
+
+/** The verifier a delegation declares: its step's, or its compensation's. */
+export async function verifierOf(ctx: WorkerContext, delegation: DelegationView) {
+  const definition = await loadDefinition(ctx, delegation.workflowId);
+  const step = definition?.steps.find((candidate) => candidate.name === delegation.step);
+  if (!step) return undefined;
+  if (delegation.kind === 'step') return step.verifier;
+  return step.compensation && 'verifier' in step.compensation ? step.compensation.verifier : undefined;
+}
+
+/** Verifies a finished delegation's effect once, journals the finding, then routes the delegation on. */
+export async function verifyEffect(ctx: WorkerContext, data: DelegationRef, run: JobRun): Promise<string> {
+  const delegation = await ctx.journal.getDelegationView(data);
+  if (!delegation) return 'missing';
+  if (delegation.effect !== undefined) {
+    await routeDelegation(ctx, data);
+    return 'already-verified';
+  }
+  const reference = await verifierOf(ctx, delegation);
+  const log = ctx.logger.child({ queue: 'verify', ...data, step: delegation.step, jobId: run.id, attempt: run.attemptsMade });
+  let finding: { effect: 'present' | 'absent' | 'unknown'; evidence: unknown };
+  const verifier = reference ? ctx.verifiers.get(reference.name) : undefined;
+  if (!reference) finding = { effect: 'unknown', evidence: 'no verifier declared' };
+  else if (!verifier) finding = { effect: 'unknown', evidence: `no verifier registered under the name ${reference.name}` };
+  else {
+    try {
+      const original =
+        delegation.kind === 'compensation'
+          ? await ctx.journal.getDelegationView({ workflowId: delegation.workflowId, delegationId: delegation.delegationId.replace(/^undo\./, '') })
+          : undefined;
+      finding = await verifier.verify({ delegation, original, params: reference.params });
+    } catch (error) {
+      const lastAttempt = run.attemptsMade + 1 >= run.attempts;
+      log.warn({ err: error, lastAttempt }, 'verifier failed');
+      if (!lastAttempt) throw error;
+      finding = { effect: 'unknown', evidence: { error: error instanceof Error ? error.message : String(error) } };
+    }
+  }
+  ctx.crashPoint('verify.after-check', delegation.step);
+  if (await ctx.journal.recordEffect(data, finding.effect, finding.evidence)) {
+    ctx.metrics.verifications.inc({ effect: finding.effect });
+    log.info({ effect: finding.effect, evidence: finding.evidence }, 'effect verified');
+  }
+  await routeDelegation(ctx, data);
+  return finding.effect;
+}
