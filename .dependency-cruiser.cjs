@@ -1,0 +1,95 @@
+/**
+ * Structure rules, checked by `pnpm lint:structure` (and .ci/run). Each rule
+ * keeps one property of the intended shape (README "How a delegation flows").
+ * @type {import('dependency-cruiser').IConfiguration}
+ */
+module.exports = {
+  forbidden: [
+    {
+      name: 'queues-never-import-queues',
+      comment: 'A queue processor is thin (parse job → delegation/ or workflow/ → return) and imports no other queue module.',
+      severity: 'error',
+      from: { path: '^packages/workers/src/queues/([^/]+)\\.ts$' },
+      to: { path: '^packages/workers/src/queues/', pathNot: '^packages/workers/src/queues/$1\\.ts$' },
+    },
+    {
+      name: 'only-fleet-imports-queues',
+      comment: 'Queue modules are wired by fleet.ts only; the state machine never calls a processor.',
+      severity: 'error',
+      from: { path: '^packages/workers/src/', pathNot: '^packages/workers/src/(fleet|index)\\.ts$|^packages/workers/src/queues/' },
+      to: { path: '^packages/workers/src/queues/' },
+    },
+    {
+      name: 'decide-is-pure',
+      comment: 'The decider (journal in, decision out) reaches no I/O: no Redis, BullMQ, HTTP, node built-ins, journal class or transports.',
+      severity: 'error',
+      from: { path: '^packages/shared/src/(decide|attempt-message)\\.ts$' },
+      to: {
+        reachable: true,
+        path: 'node_modules/(ioredis|bullmq|undici|pino|prom-client)/|^packages/shared/src/(journal/journal|registry|redis|a2a/(http|jsonrpc|rest|client|stream|sse|card))\\.ts$',
+      },
+    },
+    {
+      name: 'decide-imports-no-node-builtins',
+      comment: 'The decider uses no node built-in (fs, net, crypto, timers): it is a pure function.',
+      severity: 'error',
+      from: { path: '^packages/shared/src/(decide|attempt-message)\\.ts$' },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'producer-never-imports-workers',
+      comment: 'The producer (and its HTTP service) imports only shared schemas, queue names and types; never the workers runtime.',
+      severity: 'error',
+      from: { path: '^packages/producer/' },
+      to: { path: '^packages/workers/' },
+    },
+    {
+      name: 'workers-never-import-producer',
+      comment: 'Workers never import the producer or its HTTP service.',
+      severity: 'error',
+      from: { path: '^packages/workers/' },
+      to: { path: '^packages/producer/' },
+    },
+    {
+      name: 'shared-imports-no-package',
+      comment: 'shared is the bottom layer: it imports neither the producer nor the workers.',
+      severity: 'error',
+      from: { path: '^packages/shared/' },
+      to: { path: '^packages/(producer|workers)/' },
+    },
+    {
+      name: 'nothing-imports-tests',
+      comment: 'Product code never imports test code (the demo, examples and benchmarks run the test harness by design).',
+      severity: 'error',
+      from: { path: '^packages/[^/]+/src/' },
+      to: { path: '^test/|^packages/[^/]+/test/' },
+    },
+    {
+      name: 'redis-only-in-journal-and-registry',
+      comment:
+        'Redis is reached only through the journal (and the agent registry); clients are created in one place per process (redis.ts), persistence checks read its config.',
+      severity: 'error',
+      from: {
+        path: '^packages/',
+        pathNot:
+          '^packages/shared/src/(journal/journal|registry|redis)\\.ts$|^packages/producer/src/(producer|server/routes/ops)\\.ts$|^packages/workers/src/persistence\\.ts$|^packages/[^/]+/test/',
+      },
+      to: { path: 'node_modules/ioredis/' },
+    },
+    {
+      name: 'no-circular',
+      comment: 'No runtime import cycles inside the product packages (type-only imports, erased at compile time, may close a loop).',
+      severity: 'error',
+      from: { path: '^packages/[^/]+/src/' },
+      to: { circular: true, viaOnly: { dependencyTypesNot: ['type-only'] } },
+    },
+  ],
+  options: {
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: '(^|/)(dist|coverage)/' },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.base.json' },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'] },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
