@@ -113,6 +113,16 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
     await enqueueSend(ctx.queues, ref, record.resendCount + 1);
     return 'handler-rerun';
   }
+  return findAndDecide(ctx, record, log);
+}
+
+/**
+ * Maybe sent, settled: find our message (crash window 2). Found → adopt (never a second SendMessage);
+ * proven absent (or a deduplicating agent) → resend with the same messageId, within `sendAttempts`;
+ * cannot tell → AMBIGUOUS for a person.
+ */
+async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   const transport = await ctx.agents.transportFor(record);
   let result;
   try {

@@ -141,25 +141,8 @@ async function applyDecision(
       log.info({ step: decision.step }, 'earlier steps done: sending the held intent');
       return;
     }
-    case 'start-attempt': {
-      const step = loaded.definition.steps.find((candidate) => candidate.name === decision.step)!;
-      const intent = buildIntent({
-        workflowId,
-        step: step.name,
-        attempt: decision.attempt,
-        agentCardUrl: decision.agentCardUrl,
-        message: attemptMessage(step, decision.previous, workflowId, decision.attempt),
-        push: step.push,
-        now: ctx.options.now(),
-      });
-      const created = await ctx.journal.createIntent(workflowId, intent, { expectedWorkflowVersion: loaded.version });
-      if (created && decision.attempt > 1) {
-        ctx.metrics.redelegations.inc();
-        log.info({ step: step.name, attempt: decision.attempt, agent: decision.agentCardUrl, previous: decision.previous }, 're-delegating step');
-      }
-      await enqueueSend(ctx.queues, { workflowId, delegationId: intent.delegationId! }, 0);
-      return;
-    }
+    case 'start-attempt':
+      return journalAttempt(ctx, workflowId, loaded, decision);
     case 'complete':
       await ctx.journal.updateWorkflow(workflowId, { state: 'COMPLETED' }, loaded.version);
       await ctx.journal.removeFromIndex(workflowRef);
@@ -187,6 +170,27 @@ async function applyDecision(
       log.error({ step: decision.step, reason: decision.reason }, 'workflow needs a person');
       return;
   }
+}
+
+/** Journals a new attempt of a step (before any I/O), then enqueues its send. */
+async function journalAttempt(ctx: WorkerContext, workflowId: string, loaded: LoadedWorkflow, decision: Extract<Decision, { kind: 'start-attempt' }>): Promise<void> {
+  const log = ctx.logger.child({ workflowId });
+  const step = loaded.definition.steps.find((candidate) => candidate.name === decision.step)!;
+  const intent = buildIntent({
+    workflowId,
+    step: step.name,
+    attempt: decision.attempt,
+    agentCardUrl: decision.agentCardUrl,
+    message: attemptMessage(step, decision.previous, workflowId, decision.attempt),
+    push: step.push,
+    now: ctx.options.now(),
+  });
+  const created = await ctx.journal.createIntent(workflowId, intent, { expectedWorkflowVersion: loaded.version });
+  if (created && decision.attempt > 1) {
+    ctx.metrics.redelegations.inc();
+    log.info({ step: step.name, attempt: decision.attempt, agent: decision.agentCardUrl, previous: decision.previous }, 're-delegating step');
+  }
+  await enqueueSend(ctx.queues, { workflowId, delegationId: intent.delegationId! }, 0);
 }
 
 /** Intents journaled for steps that will now never run are closed as CANCELED (never sent). */
