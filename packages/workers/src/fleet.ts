@@ -23,7 +23,7 @@ import {
 } from '@durable-a2a/shared';
 import { AgentDirectory } from './agents.ts';
 import type { CrashPoint, WorkerContext } from './context.ts';
-import { compileFleetOptions, type FleetOptions } from './options.ts';
+import { compileFleetOptions, type CompiledFleetOptions, type FleetOptions } from './options.ts';
 import { checkPersistence, type PersistenceReport } from './persistence.ts';
 import { watchFetchProgress, type FetchProgress, type QueueHealth } from './health.ts';
 import { processCompensate } from './queues/compensate.ts';
@@ -74,6 +74,66 @@ const PROCESSORS: Record<QueueName, (job: Job, ctx: WorkerContext) => Promise<st
   compensate: processCompensate,
 };
 
+/** The fault hook: stalls or SIGKILLs this process at the configured point (tests and demo only). */
+function crashPointHook(options: CompiledFleetOptions, logger: Logger): WorkerContext['crashPoint'] {
+  return (point: CrashPoint, step?: string) => {
+    const hits = (configured: string | undefined) => configured === point || (step !== undefined && configured === `${point}@${step}`);
+    if (hits(options.stallAt?.point)) {
+      logger.warn({ crashPoint: point, ms: options.stallAt!.ms }, 'stall point reached: blocking the event loop (fault injection)');
+      const until = Date.now() + options.stallAt!.ms;
+      while (Date.now() < until) {
+        // Busy wait on purpose: nothing else in this process may run (no lock renewal).
+      }
+    }
+    if (hits(options.crashAt)) {
+      logger.fatal({ crashPoint: point }, 'crash point reached: killing this process (fault injection)');
+      process.kill(process.pid, 'SIGKILL');
+    }
+  };
+}
+
+/** One BullMQ Worker for `name`, timed and watched for liveness (R23). */
+function startWorker(name: QueueName, context: WorkerContext, connection: ReturnType<typeof createRedisClient>, prefix: string, livenessStaleAfterMs: number): { worker: Worker; watch: FetchProgress } {
+  const { options, metrics, logger } = context;
+  let watch: FetchProgress | undefined;
+  const processor: Processor = async (job) => {
+    const stopTimer = metrics.jobDuration.startTimer({ queue: name });
+    watch?.jobStarted();
+    try {
+      const outcome = await PROCESSORS[name](job, context);
+      stopTimer({ outcome: 'completed' });
+      return outcome;
+    } catch (error) {
+      stopTimer({ outcome: error instanceof DelayedError ? 'delayed' : 'failed' });
+      throw error;
+    } finally {
+      watch?.jobFinished();
+    }
+  };
+  const worker = new Worker(name, processor, {
+    connection,
+    prefix,
+    concurrency: options.concurrency[name],
+    lockDuration: options.lockDurationMs,
+    stalledInterval: options.stalledIntervalMs,
+  });
+  watch = watchFetchProgress(worker, name, options.concurrency[name], livenessStaleAfterMs);
+  worker.on('failed', (job, error) => logger.warn({ queue: name, jobId: job?.id, err: error }, 'job failed'));
+  worker.on('error', (error) => logger.error({ queue: name, err: error }, 'worker error'));
+  return { worker, watch };
+}
+
+/** Connection errors repeat every retry during an outage: log the first of each burst, not every one. */
+function logRedisErrors(clients: ReturnType<typeof createRedisClient>[], logger: Logger): void {
+  let lastRedisErrorAt = 0;
+  for (const client of clients) {
+    client.on('error', (error: Error) => {
+      if (Date.now() - lastRedisErrorAt > 10_000) logger.warn({ err: error }, 'Redis connection error (retrying)');
+      lastRedisErrorAt = Date.now();
+    });
+  }
+}
+
 /** Starts the worker fleet of this process. Throws UnsafePersistenceError in strict mode. */
 export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const options = compileFleetOptions(input);
@@ -83,14 +143,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   // Workers need maxRetriesPerRequest: null (BullMQ; field case R23); the journal waits out short outages too.
   const connection = createRedisClient(options.redisUrl);
   const journalRedis = createRedisClient(options.redisUrl);
-  // Connection errors repeat every retry during an outage: log the first of each burst, not every one.
-  let lastRedisErrorAt = 0;
-  for (const client of [connection, journalRedis]) {
-    client.on('error', (error: Error) => {
-      if (Date.now() - lastRedisErrorAt > 10_000) logger.warn({ err: error }, 'Redis connection error (retrying)');
-      lastRedisErrorAt = Date.now();
-    });
-  }
+  logRedisErrors([connection, journalRedis], logger);
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(
@@ -106,13 +159,8 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
     registry: new AgentRegistry(journalRedis, options.prefix, options.now),
     queues,
     agents: new AgentDirectory({
-      credentials: input.credentials,
-      dispatcher,
-      addressPolicy: input.addressPolicy ?? {},
-      requestTimeoutMs: options.requestTimeoutMs,
-      streamIdleTimeoutMs: options.streamIdleTimeoutMs,
-      cardMaxAgeMs: 5 * 60_000,
-      now: options.now,
+      ...{ credentials: input.credentials, dispatcher, addressPolicy: input.addressPolicy ?? {}, cardMaxAgeMs: 5 * 60_000 },
+      ...{ requestTimeoutMs: options.requestTimeoutMs, streamIdleTimeoutMs: options.streamIdleTimeoutMs, now: options.now },
     }),
     verifiers: new Map(Object.entries(input.verifiers ?? {})),
     compensationHandlers: new Map(Object.entries(input.compensationHandlers ?? {})),
@@ -121,49 +169,12 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
     metrics,
     options,
     workerId,
-    crashPoint: (point: CrashPoint, step?: string) => {
-      const hits = (configured: string | undefined) => configured === point || (step !== undefined && configured === `${point}@${step}`);
-      if (hits(options.stallAt?.point)) {
-        logger.warn({ crashPoint: point, ms: options.stallAt!.ms }, 'stall point reached: blocking the event loop (fault injection)');
-        const until = Date.now() + options.stallAt!.ms;
-        while (Date.now() < until) {
-          // Busy wait on purpose: nothing else in this process may run (no lock renewal).
-        }
-      }
-      if (hits(options.crashAt)) {
-        logger.fatal({ crashPoint: point }, 'crash point reached: killing this process (fault injection)');
-        process.kill(process.pid, 'SIGKILL');
-      }
-    },
+    crashPoint: crashPointHook(options, logger),
   };
   const progress: FetchProgress[] = [];
   const workers = (input.queues ?? ALL_QUEUES).map((name) => {
-    let watch: FetchProgress | undefined;
-    const processor: Processor = async (job) => {
-      const stopTimer = metrics.jobDuration.startTimer({ queue: name });
-      watch?.jobStarted();
-      try {
-        const outcome = await PROCESSORS[name](job, context);
-        stopTimer({ outcome: 'completed' });
-        return outcome;
-      } catch (error) {
-        stopTimer({ outcome: error instanceof DelayedError ? 'delayed' : 'failed' });
-        throw error;
-      } finally {
-        watch?.jobFinished();
-      }
-    };
-    const worker = new Worker(name, processor, {
-      connection,
-      prefix,
-      concurrency: options.concurrency[name],
-      lockDuration: options.lockDurationMs,
-      stalledInterval: options.stalledIntervalMs,
-    });
-    watch = watchFetchProgress(worker, name, options.concurrency[name], input.livenessStaleAfterMs ?? 30_000);
+    const { worker, watch } = startWorker(name, context, connection, prefix, input.livenessStaleAfterMs ?? 30_000);
     progress.push(watch);
-    worker.on('failed', (job, error) => logger.warn({ queue: name, jobId: job?.id, err: error }, 'job failed'));
-    worker.on('error', (error) => logger.error({ queue: name, err: error }, 'worker error'));
     return worker;
   });
   // One scheduler with a fixed id: restarts and deploys upsert it, never multiply it (R22).

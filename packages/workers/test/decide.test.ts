@@ -1,7 +1,7 @@
 /** The workflow decision is a pure function of the journal: tested without Redis. */
 import { describe, expect, it } from 'vitest';
 import { WorkflowDefinitionSchema } from '@durable-a2a/shared';
-import { decide, type AttemptView, type WorkflowSnapshot } from '../src/workflow/decide.ts';
+import { classifyFailure, decide, firstAttempts, type AttemptView, type WorkflowSnapshot } from '../src/workflow/decide.ts';
 
 const definition = (overrides: object = {}) =>
   WorkflowDefinitionSchema.parse({
@@ -146,5 +146,31 @@ describe('decide', () => {
 
   it('rejects `after` naming a later step (the graph stays acyclic)', () => {
     expect(() => definition({ steps: [{ name: 'a', skill: 'x', message: { text: 'a' }, after: ['b'] }, { name: 'b', skill: 'x', message: { text: 'b' } }] })).toThrow(/earlier steps/);
+  });
+
+  it('the producer\'s first attempts come from the same choice as decide\'s attempt 1 (one decider)', () => {
+    const def = definition();
+    const firsts = firstAttempts(def, lookup);
+    expect(firsts.map(({ step, agentCardUrl, held }) => ({ step: step.name, agentCardUrl, held }))).toEqual([
+      { step: 'flight', agentCardUrl: lookup(def.steps[0]!)[0], held: false },
+      { step: 'car', agentCardUrl: lookup(def.steps[1]!)[0], held: true },
+    ]);
+    const decided = decide(snapshot([]), lookup);
+    expect(decided).toMatchObject({ kind: 'start-attempt', step: 'flight', attempt: 1, agentCardUrl: firsts[0]!.agentCardUrl });
+    // A step no agent can run is left to the workers, which fail it with a reason.
+    expect(firstAttempts(def, () => [])).toEqual([]);
+  });
+
+  it('failure kinds are typed, never read from the reason text', () => {
+    const step = definition().steps[0]!;
+    const lying = attempt('flight', 1, 'FAILED', { error: { code: 'X', message: 'LOST: not really' } });
+    expect(classifyFailure(lying, step)).toMatchObject({ kind: 'failed' });
+    expect(classifyFailure(attempt('flight', 1, 'LOST'), step)).toMatchObject({ kind: 'lost' });
+    expect(classifyFailure(attempt('flight', 1, 'COMPLETED', { effect: 'absent' }), step)).toMatchObject({ kind: 'no-effect' });
+    expect(classifyFailure(attempt('flight', 1, 'COMPLETED', { effect: 'present' }), step)).toBeUndefined();
+    // A FAILED attempt whose message starts with "LOST" does not send the step back to the same agent.
+    const only = () => ['https://flight-1.example'];
+    const failedOnce = attempt('flight', 1, 'FAILED', { agentCardUrl: 'https://flight-1.example', effect: 'absent', error: { code: 'X', message: 'LOST: not really' } });
+    expect(decide(snapshot([failedOnce]), only)).toMatchObject({ kind: 'fail' });
   });
 });
