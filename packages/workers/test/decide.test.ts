@@ -168,7 +168,7 @@ describe('decide', () => {
     expect(classifyFailure(attempt('flight', 1, 'LOST'), step)).toMatchObject({ kind: 'lost' });
     expect(classifyFailure(attempt('flight', 1, 'COMPLETED', { effect: 'absent' }), step)).toMatchObject({ kind: 'no-effect' });
     expect(classifyFailure(attempt('flight', 1, 'COMPLETED', { effect: 'present' }), step)).toBeUndefined();
-    // A FAILED attempt whose message starts with "LOST" does not send the step back to the same agent.
+    // A failed (not lost) attempt never goes back to the same agent, whatever its message says.
     const only = () => ['https://flight-1.example'];
     const failedOnce = attempt('flight', 1, 'FAILED', { agentCardUrl: 'https://flight-1.example', effect: 'absent', error: { code: 'X', message: 'LOST: not really' } });
     expect(decide(snapshot([failedOnce]), only)).toMatchObject({ kind: 'fail' });
