@@ -4,6 +4,7 @@
  * from `schema.ts`; a binding normalizes at its own edge.
  */
 import type { Dispatcher } from 'undici';
+import type { A2ALimits } from './limits.ts';
 import type {
   ListTasksRequest,
   ListTasksResponse,
@@ -110,4 +111,6 @@ export interface TransportOptions {
   idleTimeoutMs?: number;
   /** Largest SSE event in characters. Default 8 Mi. */
   maxEventSizeChars?: number;
+  /** Input limits (`limits.ts`): body, SSE event, parts, JSON depth. Default `DEFAULT_A2A_LIMITS`. */
+  limits?: Partial<A2ALimits>;
 }
