@@ -44,6 +44,13 @@ export async function startVoltAgent(): Promise<VoltAgentHandle> {
     void exited.then(() => { clearTimeout(timer); reject(new Error(`VoltAgent exited: ${stderr}`)); });
   });
   const baseUrl = `http://127.0.0.1:${port}`;
+  // `ready` comes before the HTTP server listens: wait for the card (bounded: 300 × 100 ms).
+  for (let attempt = 0; ; attempt++) {
+    const ok = await fetch(`${baseUrl}/.well-known/echo/agent-card.json`).then((response) => response.ok, () => false);
+    if (ok) break;
+    if (attempt >= 300) throw new Error(`VoltAgent card never served: ${stderr}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
   return {
     baseUrl,
     cardUrl: `${baseUrl}/.well-known/echo/agent-card.json`,
