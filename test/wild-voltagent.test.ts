@@ -17,7 +17,13 @@ import {
   fetchAgentCard,
   selectInterface,
 } from '@durable-a2a/shared';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import type { Fleet } from '@durable-a2a/workers';
 import { type VoltAgentHandle, startVoltAgent } from './harness/index.ts';
+import { eventually, startTestFleet } from './harness/fleet.ts';
+import { useRedisServer } from './harness/redis.ts';
+
+const redisServer = useRedisServer();
 
 let volt: VoltAgentHandle;
 let transport: A2ATransport;
@@ -83,4 +89,28 @@ describe('VoltAgent A2A server through our client', () => {
     await expect(drainStream(transport.subscribeToTask({ id: 'no-such-task' }), () => undefined)).rejects.toBeInstanceOf(MethodNotFoundError);
     await expect(transport.listTasks({})).rejects.toBeInstanceOf(UnsupportedOperationError);
   });
+});
+
+describe('a delegation through the fleet to VoltAgent (V1: it completes)', () => {
+  let producer: Producer | undefined;
+  let fleet: Fleet | undefined;
+  afterAll(async () => {
+    await fleet?.close();
+    await producer?.close();
+  });
+
+  it('one delegation "hello" ends COMPLETED with one send, the answer being the final status message', async () => {
+    const prefix = `volt-${Date.now()}`;
+    producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
+    const before = volt.prompts.filter((prompt) => prompt === 'fleet hello').length;
+    const { id } = await producer.delegate({ agent: volt.cardUrl, text: 'fleet hello', idempotencyKey: 'volt-fleet-1' });
+    const view = await eventually(async () => {
+      const current = await producer!.get(id);
+      return current.state !== 'RUNNING' && current;
+    }, 'delegation finished', 30_000);
+    expect(view.state).toBe('COMPLETED');
+    expect(volt.prompts.filter((prompt) => prompt === 'fleet hello').length - before).toBe(1);
+    expect(JSON.stringify(view)).toContain('Volt echo: fleet hello');
+  }, 60_000);
 });
