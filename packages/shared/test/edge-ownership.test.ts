@@ -33,7 +33,8 @@ async function agentWithIds(idFor: (ours: unknown) => unknown): Promise<RawServe
       : /ListTasks/.test(method) ? { tasks: [task] } : task;
     if (result === undefined) {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
-      return response.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: idFor(id), result: method.includes('/') ? task : { task } })}\n\n`);
+      response.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: idFor(id), result: method.includes('/') ? task : { task } })}\n\n`);
+      return;
     }
     response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: idFor(id), result }));
   });

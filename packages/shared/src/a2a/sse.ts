@@ -126,9 +126,10 @@ export async function* readServerSentEvents(body: ByteBody, options: SseReaderOp
 
   // One streaming decoder per connection (R03): a character split across chunks is
   // held back, never replaced by U+FFFD. ignoreBOM:false lets it strip a leading BOM.
+  // Line endings (LF, CRLF, CR, also split across chunks) are the parser's: eventsource-parser 4
+  // dispatches an event ended by a lone CR at once (3.x held a trailing CR back until the next byte).
   const decoder = new TextDecoder('utf-8');
   let seenText = false;
-  let skipLeadingLineFeed = false;
   const feed = (decoded: string): void => {
     let text = decoded;
     // An empty decode (e.g. only `EF` of a BOM so far) must not reach the parser:
@@ -138,12 +139,6 @@ export async function* readServerSentEvents(body: ByteBody, options: SseReaderOp
       seenText = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
-    // Normalize CRLF and CR to LF ourselves. eventsource-parser holds back a chunk's
-    // trailing CR until the next byte arrives, which would delay (or, at EOF, drop)
-    // an event that a lone CR has already terminated.
-    if (skipLeadingLineFeed && text.startsWith('\n')) text = text.slice(1);
-    skipLeadingLineFeed = text.endsWith('\r');
-    text = text.replace(/\r\n?/g, '\n');
     if (text !== '') parser.feed(text);
   };
 
