@@ -5,21 +5,12 @@
  * fields. Unknown fields are stripped (spec §5.7: SHOULD ignore unknown fields).
  */
 import { z } from 'zod';
+import { ROLES, TASK_STATES } from './enums.ts';
 import { partToV1Shape, toBareTask, toWrappedResponse } from './shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from './spelling.ts';
 
-/** Task states, in proto order (spec §5.5 TaskState). */
-export const TASK_STATES = [
-  'TASK_STATE_UNSPECIFIED',
-  'TASK_STATE_SUBMITTED',
-  'TASK_STATE_WORKING',
-  'TASK_STATE_COMPLETED',
-  'TASK_STATE_FAILED',
-  'TASK_STATE_CANCELED',
-  'TASK_STATE_INPUT_REQUIRED',
-  'TASK_STATE_REJECTED',
-  'TASK_STATE_AUTH_REQUIRED',
-] as const;
+/** Task states, in proto order (spec §5.5 TaskState). Kept in `enums.ts` so `spelling.ts` can read them without a cycle. */
+export { TASK_STATES };
 export const TaskStateSchema = z.enum(TASK_STATES);
 export type TaskState = z.infer<typeof TaskStateSchema>;
 
@@ -38,7 +29,7 @@ export const INTERRUPTED_TASK_STATES: ReadonlySet<TaskState> = new Set([
 export const isTerminalTaskState = (state: TaskState): boolean => TERMINAL_TASK_STATES.has(state);
 export const isInterruptedTaskState = (state: TaskState): boolean => INTERRUPTED_TASK_STATES.has(state);
 
-export const RoleSchema = z.enum(['ROLE_UNSPECIFIED', 'ROLE_USER', 'ROLE_AGENT']);
+export const RoleSchema = z.enum(ROLES);
 export type Role = z.infer<typeof RoleSchema>;
 
 const MetadataSchema = z.record(z.string(), z.unknown());

@@ -9,29 +9,16 @@
  * the attempt: the same agent will send the same value again).
  */
 import { z } from 'zod';
+import { ROLES, TASK_STATES } from './enums.ts';
 import type { Role, TaskState } from './schema.ts';
-
-/** 1.0 states in proto order, so a ProtoJSON number `n` is `STATE_BY_NUMBER[n]`. */
-const STATE_BY_NUMBER: readonly TaskState[] = [
-  'TASK_STATE_UNSPECIFIED',
-  'TASK_STATE_SUBMITTED',
-  'TASK_STATE_WORKING',
-  'TASK_STATE_COMPLETED',
-  'TASK_STATE_FAILED',
-  'TASK_STATE_CANCELED',
-  'TASK_STATE_INPUT_REQUIRED',
-  'TASK_STATE_REJECTED',
-  'TASK_STATE_AUTH_REQUIRED',
-];
-const ROLE_BY_NUMBER: readonly Role[] = ['ROLE_UNSPECIFIED', 'ROLE_USER', 'ROLE_AGENT'];
 
 /** Folded spelling (lower case, no separators, no enum prefix) → 1.0 value. */
 const STATE_BY_WORD: ReadonlyMap<string, TaskState> = new Map([
-  ...STATE_BY_NUMBER.map((state) => [fold(state, 'taskstate'), state] as const),
+  ...TASK_STATES.map((state) => [fold(state, 'taskstate'), state] as const),
   ['cancelled', 'TASK_STATE_CANCELED'],
   ['unknown', 'TASK_STATE_UNSPECIFIED'],
 ]);
-const ROLE_BY_WORD: ReadonlyMap<string, Role> = new Map(ROLE_BY_NUMBER.map((role) => [fold(role, 'role'), role] as const));
+const ROLE_BY_WORD: ReadonlyMap<string, Role> = new Map(ROLES.map((role) => [fold(role, 'role'), role] as const));
 
 /** `TASK_STATE_INPUT_REQUIRED`, `input-required`, `Input Required` → `inputrequired` (prefix removed). */
 function fold(value: string, prefix: string): string {
@@ -46,10 +33,10 @@ function fromWire<T>(value: unknown, byNumber: readonly T[], byWord: ReadonlyMap
 }
 
 /** Any known spelling of a task state → the 1.0 value; `undefined` when none explains it. */
-export const taskStateFromWire = (value: unknown): TaskState | undefined => fromWire(value, STATE_BY_NUMBER, STATE_BY_WORD, 'taskstate');
+export const taskStateFromWire = (value: unknown): TaskState | undefined => fromWire(value, TASK_STATES, STATE_BY_WORD, 'taskstate');
 
 /** Any known spelling of a message role (`user`, `ROLE_AGENT`, `Agent`, 2, ...) → the 1.0 value. */
-export const roleFromWire = (value: unknown): Role | undefined => fromWire(value, ROLE_BY_NUMBER, ROLE_BY_WORD, 'role');
+export const roleFromWire = (value: unknown): Role | undefined => fromWire(value, ROLES, ROLE_BY_WORD, 'role');
 
 /** Marker on a zod issue raised for a value no spelling explains; `validateWith` turns it into `UnknownWireValueError`. */
 export const UNKNOWN_WIRE_VALUE = 'unknownWireValue';
