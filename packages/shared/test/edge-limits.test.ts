@@ -11,6 +11,7 @@ import { fetchAgentCard } from '../src/a2a/card.ts';
 import { createTransport } from '../src/a2a/client.ts';
 import { LimitExceededError } from '../src/a2a/errors.ts';
 import { checkJsonDepth, DEFAULT_A2A_LIMITS, resolveLimits } from '../src/a2a/limits.ts';
+import { normalizePushBody } from '../src/a2a/push.ts';
 import { drainStream } from '../src/a2a/stream.ts';
 import { type RawServer, startRawServer } from './helpers/raw-server.ts';
 
@@ -54,6 +55,7 @@ describe('limits stop reading while the bytes arrive', () => {
     expect(error).toMatchObject({ limit: 'agentCardBytes', limitValue: DEFAULT_A2A_LIMITS.agentCardBytes, retryable: false });
     await expect.poll(() => seen.closedAt, { timeout: 5_000 }).toBeDefined();
     expect(seen.closedAt!).toBeLessThan(64 * MiB);
+    if (process.env.EDGE_MEASURE) console.log('MEASURE card closedAt MiB', seen.closedAt! / MiB, 'rss delta MiB', rssMiB() - before);
     expect(rssMiB() - before).toBeLessThan(200);
   });
 
@@ -69,6 +71,7 @@ describe('limits stop reading while the bytes arrive', () => {
     expect(error).toMatchObject({ code: 'LIMIT_EXCEEDED', limit: 'responseBodyBytes', delivery: 'received', retryable: false });
     await expect.poll(() => seen.closedAt, { timeout: 5_000 }).toBeDefined();
     expect(seen.closedAt!).toBeLessThan(48 * MiB);
+    if (process.env.EDGE_MEASURE) console.log('MEASURE answer closedAt MiB', seen.closedAt! / MiB);
   });
 
   it('RT4 variant: a single 50 MB SSE event is refused at 8 MiB (sseEventBytes)', async () => {
@@ -86,6 +89,7 @@ describe('limits stop reading while the bytes arrive', () => {
     expect(error).toMatchObject({ code: 'LIMIT_EXCEEDED', limit: 'sseEventBytes', retryable: false });
     await expect.poll(() => seen.closedAt, { timeout: 5_000 }).toBeDefined();
     expect(seen.closedAt!).toBeLessThan(40 * MiB);
+    if (process.env.EDGE_MEASURE) console.log('MEASURE sse closedAt MiB', seen.closedAt! / MiB);
   });
 });
 
@@ -120,6 +124,9 @@ describe('depth and part counts', () => {
     await expect(createTransport(agentInterface, { limits: { responseBodyBytes: 1_000 } }).getTask({ id: 'T1' })).rejects.toMatchObject({ limit: 'responseBodyBytes', limitValue: 1_000 });
     await expect(createTransport(agentInterface, { limits: { partsPerMessage: 10 } }).getTask({ id: 'T1' })).rejects.toMatchObject({ limit: 'partsPerMessage', limitValue: 10 });
     expect(resolveLimits({ jsonDepth: 8, sseEventBytes: undefined })).toMatchObject({ jsonDepth: 8, sseEventBytes: 8 * MiB });
+    const pushBody = { artifactUpdate: { taskId: 'T1', artifact: { artifactId: 'a1', parts: Array.from({ length: 1_001 }, () => ({ text: 'p' })) } } };
+    expect(() => normalizePushBody(pushBody)).toThrow(LimitExceededError);
+    expect(normalizePushBody(pushBody, { maxParts: 2_000 })).toMatchObject({ artifactUpdate: { taskId: 'T1' } });
   });
 
   it('property: checkJsonDepth refuses exactly the texts nested deeper than the limit', () => {
