@@ -121,3 +121,16 @@ describe('property: one object, any unambiguous wrapping, the same 1.0 reading',
     );
   });
 });
+
+describe('V2: an agent that holds the send until the work is done', () => {
+  it('the request timeout cuts it ("maybe" delivered); a per-call deadline (the attempt\'s) lets it finish', async () => {
+    server = await startRawServer(async (request, response) => {
+      await new Promise((resolve) => setTimeout(resolve, 800));
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: idOf(request.body), result: voltTask('completed') }));
+    });
+    const transport = new JsonRpcV03Transport({ url: server.url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }, { requestTimeoutMs: 300 });
+    await expect(transport.sendMessage({ message })).rejects.toMatchObject({ code: 'NETWORK_ERROR', delivery: 'maybe' });
+    const answer = await transport.sendMessage({ message }, { timeoutMs: 10_000 });
+    expect(answer).toMatchObject({ task: { id: 't1', status: { state: 'TASK_STATE_COMPLETED' } } });
+  });
+});

@@ -32,6 +32,8 @@ export interface HttpRequest {
   headers?: Record<string, string>;
   body?: string;
   signal?: AbortSignal;
+  /** This request's deadline in ms instead of `requestTimeoutMs`; 0 = none (only `signal`). */
+  timeoutMs?: number;
   /** Which byte limit the answer's body is held to. Default `responseBodyBytes`. */
   bodyLimit?: 'responseBodyBytes' | 'agentCardBytes';
 }
@@ -144,8 +146,10 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
 
   return {
     async request(spec) {
-      const timeoutSignal = AbortSignal.timeout(requestTimeoutMs);
-      const signal = spec.signal ? AbortSignal.any([spec.signal, timeoutSignal]) : timeoutSignal;
+      const timeoutMs = spec.timeoutMs ?? requestTimeoutMs;
+      const timeoutSignal = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
+      const signals = [spec.signal, timeoutSignal].filter((candidate): candidate is AbortSignal => candidate !== undefined);
+      const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
       const bodyLimit = spec.bodyLimit ?? 'responseBodyBytes';
       let answered = false;
       try {

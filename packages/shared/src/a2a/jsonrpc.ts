@@ -135,6 +135,7 @@ export async function postJsonRpc<Schema extends z.ZodType>(
     headers: { 'content-type': 'application/json', accept: 'application/json' },
     body: rpc.body,
     signal: options?.signal,
+    ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
   if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText);
   requireJsonContentType(response.contentType, response.bodyText, response.status, method);

@@ -80,6 +80,7 @@ export class RestTransport implements A2ATransport {
       headers: body === undefined ? { accept: A2A_JSON_CONTENT_TYPE } : { accept: A2A_JSON_CONTENT_TYPE, 'content-type': A2A_JSON_CONTENT_TYPE },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: options?.signal,
+      ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     };
   }
 

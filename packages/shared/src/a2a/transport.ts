@@ -25,6 +25,11 @@ export type ProtocolVersion = '1.0' | '0.3';
 export interface CallOptions {
   /** Aborts the request (and, for streams, the connection). */
   signal?: AbortSignal;
+  /**
+   * This call's own deadline in ms, instead of `requestTimeoutMs` (non-stream calls). 0 = none but
+   * `signal`: for an agent that holds a send until the work is done (V2), the attempt's deadline.
+   */
+  timeoutMs?: number;
 }
 
 /** One parsed SSE event. `eventId` is the last SSE `id:` seen on the connection, if any. */

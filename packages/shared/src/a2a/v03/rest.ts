@@ -79,6 +79,7 @@ export class RestV03Transport implements A2ATransport {
       headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: options?.signal,
+      ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     };
   }
 
