@@ -38,3 +38,4 @@ export type { RawAgentHandle, RawAgentHandler, RawRequest } from './raw-agent.ts
 export { book, cancelBooking, startBookingService } from './booking-service.ts';
 export type { Booking, BookingCounts, BookingServiceHandle } from './booking-service.ts';
 export { findFreePort } from './ports.ts';
+export { type VoltAgentHandle, startVoltAgent } from './voltagent-agent.ts';

@@ -106,7 +106,9 @@ export async function startScriptedAgent(initial: ScriptedHandlers): Promise<Scr
       if (closed || response.destroyed) return;
       if (typeof chunk === 'string') {
         // Wait until the chunk is handed to the socket, so a later 'destroy' never swallows it.
-        if (chunk.length > 0) await new Promise<void>((resolve) => response.write(chunk, () => resolve()));
+        // Frames are written with `"id":1`; a JSON-RPC answer carries the request's id (the client checks it).
+        const framed = chunk.replaceAll('"jsonrpc":"2.0","id":1,', `"jsonrpc":"2.0","id":${JSON.stringify(id ?? null)},`);
+        if (framed.length > 0) await new Promise<void>((resolve) => response.write(framed, () => resolve()));
       } else {
         await sleep(chunk.waitMs);
       }

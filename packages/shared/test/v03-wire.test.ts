@@ -1,5 +1,6 @@
 /** The 0.3 adapter's edges: wire conversions both ways, error codes, stream end, push bodies, registration. */
 import type { ServerResponse } from 'node:http';
+import { ProtocolError } from '../src/a2a/errors.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   AgentCardError,
@@ -157,8 +158,9 @@ describe('normalizePushBody', () => {
       .toEqual({ artifactUpdate: { taskId: 't', artifact: { artifactId: 'r', parts: [] } } });
   });
 
-  it('rejects anything else', () => {
-    expect(() => normalizePushBody({ kind: 'task', id: 't', status: { state: 'TASK_STATE_COMPLETED' } })).toThrow(InvalidAgentResponseError);
+  it('reads a 1.0 spelling inside a 0.3 body (R26); rejects anything else', () => {
+    expect(normalizePushBody({ kind: 'task', id: 't', status: { state: 'TASK_STATE_COMPLETED' } })).toEqual({ task: { id: 't', status: { state: 'TASK_STATE_COMPLETED' } } });
+    expect(() => normalizePushBody({ kind: 'task', id: 't', status: { state: 'DONE-ISH' } })).toThrow(ProtocolError);
     expect(() => normalizePushBody({ hello: 1 })).toThrow(InvalidAgentResponseError);
     expect(() => normalizePushBody('x')).toThrow(InvalidAgentResponseError);
   });

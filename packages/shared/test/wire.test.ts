@@ -48,7 +48,7 @@ describe('JSON-RPC transport', () => {
     const { url } = await serve((_request, response) => json(response, 200, answer, contentType));
     const transport = new JsonRpcTransport({ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
     await expect(transport.getTask({ id: 'T1' })).rejects.toBeInstanceOf(InvalidAgentResponseError);
-    answer = { jsonrpc: '2.0', id: 1 };
+    answer = { jsonrpc: '2.0', id: 2 }; // the second request's id
     await expect(transport.getTask({ id: 'T1' })).rejects.toBeInstanceOf(InvalidAgentResponseError);
     contentType = 'text/html';
     await expect(transport.getTask({ id: 'T1' })).rejects.toBeInstanceOf(ProtocolError);

@@ -11,6 +11,7 @@ import type { CredentialsProvider } from './credentials.ts';
 import { A2AError, AuthenticationError, UpstreamError } from './errors.ts';
 import { excerpt, tryParseJson } from './error-mapping.ts';
 import { createHttpClient } from './http.ts';
+import type { A2ALimits } from './limits.ts';
 import type { AgentInterface } from './transport.ts';
 import type { Dispatcher } from 'undici';
 
@@ -160,6 +161,8 @@ export interface FetchAgentCardOptions {
    * address checks.
    */
   addressPolicy?: AddressPolicyOptions;
+  /** Input limits (`limits.ts`): the body is read up to `agentCardBytes` (default 1 MiB), then `LimitExceededError`. */
+  limits?: Partial<A2ALimits>;
 }
 
 /** The card URL for `url`: kept if it names a `.json` file, else `{origin}/.well-known/agent-card.json` (RFC 8615). */
@@ -222,6 +225,7 @@ async function requestCard(cardUrl: string, options: FetchAgentCardOptions): Pro
     url: cardUrl,
     headers: { accept: 'application/json', ...(cached ? { 'if-none-match': cached.etag } : {}) },
     signal: options.signal,
+    bodyLimit: 'agentCardBytes',
   });
   const { status, bodyText } = response;
   if (status === 304 && cached) return cached.card;

@@ -5,7 +5,9 @@
  */
 import { ProtocolError } from './errors.ts';
 import { isHttpUrl } from './card.ts';
+import { withPartLimit } from './bounded-transport.ts';
 import { JsonRpcTransport } from './jsonrpc.ts';
+import { resolveLimits } from './limits.ts';
 import { RestTransport } from './rest.ts';
 import type { A2ATransport, AgentInterface, TransportOptions } from './transport.ts';
 
@@ -30,14 +32,15 @@ export function isInterfaceSupported(agentInterface: AgentInterface): boolean {
 }
 
 /**
- * The transport for `agentInterface`. Throws `ProtocolError` for a non-http(s)
- * URL or a binding/version pair nobody registered.
+ * The transport for `agentInterface`, with every input limit of `options.limits` (`limits.ts`)
+ * enforced. Throws `ProtocolError` (`delivery: 'not-sent'`) for a non-http(s) URL or a
+ * binding/version pair nobody registered.
  */
 export function createTransport(agentInterface: AgentInterface, options: TransportOptions = {}): A2ATransport {
-  if (!isHttpUrl(agentInterface.url)) throw new ProtocolError(`interface URL is not http(s): ${agentInterface.url}`);
+  if (!isHttpUrl(agentInterface.url)) throw new ProtocolError(`interface URL is not http(s): ${agentInterface.url}`, { delivery: 'not-sent' });
   const factory = factories.get(registryKey(agentInterface.protocolBinding, agentInterface.protocolVersion));
   if (!factory) {
-    throw new ProtocolError(`no transport for ${agentInterface.protocolBinding} ${agentInterface.protocolVersion}`);
+    throw new ProtocolError(`no transport for ${agentInterface.protocolBinding} ${agentInterface.protocolVersion}`, { delivery: 'not-sent' });
   }
-  return factory(agentInterface, options);
+  return withPartLimit(factory(agentInterface, options), resolveLimits(options.limits).partsPerMessage);
 }

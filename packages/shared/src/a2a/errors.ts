@@ -5,8 +5,19 @@
  * and keeps what the agent sent as `cause`.
  */
 
+/**
+ * Did the request reach the agent? (issue 12, field case V5)
+ * - `not-sent`: it never left us (connection refused, DNS failure, a blocked address, a request we could not build);
+ * - `maybe`: it may have (a timeout or a reset before any answer);
+ * - `received`: an answer arrived (any HTTP status with a body, a stream that opened): the agent had it.
+ * Only `not-sent` allows "never reached the agent"; an unreadable 200 is `received`.
+ */
+export type Delivery = 'not-sent' | 'maybe' | 'received';
+
 /** Fields every A2A error may carry besides its message. */
 export interface A2AErrorDetails {
+  /** Whether the request reached the agent. Default: `received` when the error carries anything an answer said (status, code, reason, body), else `maybe`. */
+  delivery?: Delivery;
   /** JSON-RPC `error.code` as received. */
   jsonRpcCode?: number;
   /** HTTP status of the response. */
@@ -27,6 +38,8 @@ export class A2AError extends Error {
   readonly httpStatus?: number;
   readonly reason?: string;
   readonly bodyExcerpt?: string;
+  /** Whether the request reached the agent (`Delivery`). Never `not-sent` for an answer that arrived. */
+  readonly delivery: Delivery;
 
   constructor(message: string, code: string, retryable: boolean, details: A2AErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
@@ -37,7 +50,23 @@ export class A2AError extends Error {
     if (details.httpStatus !== undefined) this.httpStatus = details.httpStatus;
     if (details.reason !== undefined) this.reason = details.reason;
     if (details.bodyExcerpt !== undefined) this.bodyExcerpt = details.bodyExcerpt;
+    const answered = [details.httpStatus, details.jsonRpcCode, details.reason, details.bodyExcerpt].some((field) => field !== undefined);
+    this.delivery = details.delivery ?? (answered ? 'received' : 'maybe');
   }
+}
+
+/** What `error` says about delivery: an `A2AError`'s `delivery`, `maybe` for anything else. */
+export const deliveryOf = (error: unknown): Delivery => (error instanceof A2AError ? error.delivery : 'maybe');
+
+/**
+ * Records what we know better about delivery (e.g. a stream had opened: `received`). Never downgrades
+ * `received`. Returns the same error.
+ */
+export function withDelivery<E>(error: E, delivery: Delivery): E {
+  if (error instanceof A2AError && error.delivery !== 'received') {
+    Object.defineProperty(error, 'delivery', { value: delivery, enumerable: true, configurable: true, writable: false });
+  }
+  return error;
 }
 
 type Details = A2AErrorDetails;
@@ -94,7 +123,7 @@ export class InternalAgentError extends A2AError {
 export class UpstreamError extends A2AError {
   constructor(message = 'Upstream unavailable', details?: Details) { super(message, 'UPSTREAM_ERROR', true, details); }
 }
-/** Connection refused/reset, DNS failure, or our request timeout. Retryable. */
+/** Connection refused/reset, DNS failure, or our request timeout. Retryable. `delivery` says whether the request may have left. */
 export class NetworkError extends A2AError {
   constructor(message = 'Network error', details?: Details) { super(message, 'NETWORK_ERROR', true, details); }
 }
@@ -105,6 +134,45 @@ export class StreamIdleError extends A2AError {
 /** The peer does not speak the protocol: HTML page, non-JSON, wrong content type, oversize event (R08 d). */
 export class ProtocolError extends A2AError {
   constructor(message = 'Protocol error', details?: Details) { super(message, 'PROTOCOL_ERROR', false, details); }
+}
+/**
+ * An agent sent a value none of the known spellings explains (a task state, a role; `spelling.ts`, R26).
+ * Permanent for the attempt: the same agent sends the same value again. `field` is the path, `value` an excerpt.
+ */
+export class UnknownWireValueError extends ProtocolError {
+  override readonly code = 'UNKNOWN_WIRE_VALUE' as string;
+  readonly field?: string;
+  readonly value?: string;
+  constructor(message = 'Unknown wire value', details?: Details & { field?: string; value?: string }) {
+    super(message, details);
+    if (details?.field !== undefined) this.field = details.field;
+    if (details?.value !== undefined) this.value = details.value;
+  }
+}
+/** Names of the input limits (`limits.ts`). */
+export type LimitName = 'responseBodyBytes' | 'sseEventBytes' | 'agentCardBytes' | 'partsPerMessage' | 'jsonDepth' | 'artifactBytesPerDelegation';
+/**
+ * An answer went over one of the input limits (`limits.ts`; issue 12 kind 5, RT2/RT4/RT5/RT7). Reading
+ * stopped at the limit. Permanent for the attempt (the agent sends the same answer again); the attempt
+ * may be delegated again elsewhere. `limit` names the limit, `limitValue` its value (bytes, parts or levels).
+ */
+export class LimitExceededError extends ProtocolError {
+  override readonly code = 'LIMIT_EXCEEDED' as string;
+  readonly limit: LimitName;
+  readonly limitValue: number;
+  constructor(limit: LimitName, limitValue: number, message = `${limit} limit of ${limitValue} exceeded`, details?: Details) {
+    super(message, details);
+    this.limit = limit;
+    this.limitValue = limitValue;
+  }
+}
+/**
+ * A JSON-RPC answer that does not carry our request id (JSON-RPC 2.0 §5; issue 12 ownership):
+ * it is not proven to answer our request, so nothing in it is adopted. Permanent for the attempt.
+ */
+export class ResponseIdMismatchError extends ProtocolError {
+  override readonly code = 'RESPONSE_ID_MISMATCH' as string;
+  constructor(message = 'JSON-RPC answer carries another request id', details?: Details) { super(message, details); }
 }
 /** HTTP 401/403. Not retryable with the same credentials. */
 export class AuthenticationError extends A2AError {
@@ -120,28 +188,30 @@ export interface ErrorTableRow {
   /** HTTP status used when no `ErrorInfo.reason` is present (several errors share 400, so they have none). */
   httpStatus?: number;
   reason?: string;
+  /** Every row is an answer the agent sent, so the request reached it (V5): never "not sent". */
+  delivery: Delivery;
 }
 
 /** The single source of truth for code/status/reason → class. */
 export const A2A_ERROR_TABLE: readonly ErrorTableRow[] = [
-  { errorClass: TaskNotFoundError, jsonRpcCode: -32001, httpStatus: 404, reason: 'TASK_NOT_FOUND' },
-  { errorClass: TaskNotCancelableError, jsonRpcCode: -32002, reason: 'TASK_NOT_CANCELABLE' },
-  { errorClass: PushNotificationNotSupportedError, jsonRpcCode: -32003, reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED' },
-  { errorClass: UnsupportedOperationError, jsonRpcCode: -32004, reason: 'UNSUPPORTED_OPERATION' },
-  { errorClass: ContentTypeNotSupportedError, jsonRpcCode: -32005, httpStatus: 415, reason: 'CONTENT_TYPE_NOT_SUPPORTED' },
-  { errorClass: InvalidAgentResponseError, jsonRpcCode: -32006, reason: 'INVALID_AGENT_RESPONSE' },
-  { errorClass: ExtendedAgentCardNotConfiguredError, jsonRpcCode: -32007, reason: 'EXTENDED_AGENT_CARD_NOT_CONFIGURED' },
-  { errorClass: ExtensionSupportRequiredError, jsonRpcCode: -32008, reason: 'EXTENSION_SUPPORT_REQUIRED' },
-  { errorClass: VersionNotSupportedError, jsonRpcCode: -32009, reason: 'VERSION_NOT_SUPPORTED' },
-  { errorClass: JsonRpcParseError, jsonRpcCode: -32700, reason: 'PARSE_ERROR' },
-  { errorClass: InvalidRequestError, jsonRpcCode: -32600, httpStatus: 400, reason: 'INVALID_REQUEST' },
-  { errorClass: MethodNotFoundError, jsonRpcCode: -32601, httpStatus: 405, reason: 'METHOD_NOT_FOUND' },
-  { errorClass: InvalidParamsError, jsonRpcCode: -32602, reason: 'INVALID_PARAMS' },
-  { errorClass: InternalAgentError, jsonRpcCode: -32603, reason: 'INTERNAL_ERROR' },
-  { errorClass: AuthenticationError, httpStatus: 401 },
-  { errorClass: AuthenticationError, httpStatus: 403 },
-  { errorClass: UpstreamError, httpStatus: 408 },
-  { errorClass: UpstreamError, httpStatus: 429 },
+  { errorClass: TaskNotFoundError, jsonRpcCode: -32001, httpStatus: 404, reason: 'TASK_NOT_FOUND', delivery: 'received' },
+  { errorClass: TaskNotCancelableError, jsonRpcCode: -32002, reason: 'TASK_NOT_CANCELABLE', delivery: 'received' },
+  { errorClass: PushNotificationNotSupportedError, jsonRpcCode: -32003, reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED', delivery: 'received' },
+  { errorClass: UnsupportedOperationError, jsonRpcCode: -32004, reason: 'UNSUPPORTED_OPERATION', delivery: 'received' },
+  { errorClass: ContentTypeNotSupportedError, jsonRpcCode: -32005, httpStatus: 415, reason: 'CONTENT_TYPE_NOT_SUPPORTED', delivery: 'received' },
+  { errorClass: InvalidAgentResponseError, jsonRpcCode: -32006, reason: 'INVALID_AGENT_RESPONSE', delivery: 'received' },
+  { errorClass: ExtendedAgentCardNotConfiguredError, jsonRpcCode: -32007, reason: 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', delivery: 'received' },
+  { errorClass: ExtensionSupportRequiredError, jsonRpcCode: -32008, reason: 'EXTENSION_SUPPORT_REQUIRED', delivery: 'received' },
+  { errorClass: VersionNotSupportedError, jsonRpcCode: -32009, reason: 'VERSION_NOT_SUPPORTED', delivery: 'received' },
+  { errorClass: JsonRpcParseError, jsonRpcCode: -32700, reason: 'PARSE_ERROR', delivery: 'received' },
+  { errorClass: InvalidRequestError, jsonRpcCode: -32600, httpStatus: 400, reason: 'INVALID_REQUEST', delivery: 'received' },
+  { errorClass: MethodNotFoundError, jsonRpcCode: -32601, httpStatus: 405, reason: 'METHOD_NOT_FOUND', delivery: 'received' },
+  { errorClass: InvalidParamsError, jsonRpcCode: -32602, reason: 'INVALID_PARAMS', delivery: 'received' },
+  { errorClass: InternalAgentError, jsonRpcCode: -32603, reason: 'INTERNAL_ERROR', delivery: 'received' },
+  { errorClass: AuthenticationError, httpStatus: 401, delivery: 'received' },
+  { errorClass: AuthenticationError, httpStatus: 403, delivery: 'received' },
+  { errorClass: UpstreamError, httpStatus: 408, delivery: 'received' },
+  { errorClass: UpstreamError, httpStatus: 429, delivery: 'received' },
 ];
 
 const byJsonRpcCode = new Map(A2A_ERROR_TABLE.filter((row) => row.jsonRpcCode !== undefined).map((row) => [row.jsonRpcCode, row]));

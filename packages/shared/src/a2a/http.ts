@@ -5,8 +5,10 @@
  * credential headers, and network failures mapped to `NetworkError`.
  */
 import { Agent, type Dispatcher, request } from 'undici';
+import { BlockedAddressError } from './address-policy.ts';
 import type { CredentialsProvider } from './credentials.ts';
-import { A2AError, NetworkError } from './errors.ts';
+import { A2AError, type Delivery, LimitExceededError, NetworkError, withDelivery } from './errors.ts';
+import { type A2ALimits, checkJsonDepth, resolveLimits } from './limits.ts';
 
 /** Options of one HTTP client (one per agent interface). */
 export interface HttpClientOptions {
@@ -18,6 +20,8 @@ export interface HttpClientOptions {
   requestTimeoutMs?: number;
   /** `A2A-Version` header value (`Major.Minor`). Default `'1.0'`. */
   a2aVersion?: string;
+  /** Input limits (`limits.ts`); defaults `DEFAULT_A2A_LIMITS`. */
+  limits?: Partial<A2ALimits>;
 }
 
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
@@ -28,6 +32,10 @@ export interface HttpRequest {
   headers?: Record<string, string>;
   body?: string;
   signal?: AbortSignal;
+  /** This request's deadline in ms instead of `requestTimeoutMs`; 0 = none (only `signal`). */
+  timeoutMs?: number;
+  /** Which byte limit the answer's body is held to. Default `responseBodyBytes`. */
+  bodyLimit?: 'responseBodyBytes' | 'agentCardBytes';
 }
 
 /** A fully read response. */
@@ -47,7 +55,11 @@ export interface HttpStreamResponse {
 }
 
 export interface HttpClient {
-  /** Sends a request and reads the whole body within `requestTimeoutMs`. Throws `NetworkError`, or the caller's abort reason. */
+  /**
+   * Sends a request and reads the whole body within `requestTimeoutMs`, counting bytes as they arrive:
+   * past the body limit it stops reading, closes the connection and throws `LimitExceededError`; a JSON
+   * body nested deeper than `jsonDepth` throws it too. Throws `NetworkError`, or the caller's abort reason.
+   */
   request(spec: HttpRequest): Promise<HttpResponse>;
   /**
    * Sends a request whose body is an SSE stream. undici's `bodyTimeout` is set to
@@ -66,6 +78,9 @@ const NETWORK_ERROR_CODES = new Set([
   'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED',
 ]);
 
+/** Codes raised before a request could leave: the agent never saw it. */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
 function errorCode(error: unknown): string | undefined {
   for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
     const code = (current as { code?: unknown }).code;
@@ -74,15 +89,45 @@ function errorCode(error: unknown): string | undefined {
   return undefined;
 }
 
-/** Maps a thrown transport error: caller abort → its reason; our deadline or a socket failure → `NetworkError`. */
-export function toNetworkError(error: unknown, url: string, callerSignal?: AbortSignal, timeoutSignal?: AbortSignal): unknown {
-  if (error instanceof A2AError) return error;
+/**
+ * Maps a thrown transport error: caller abort → its reason; our deadline or a socket failure → `NetworkError`.
+ * `answered` (the response headers had arrived) makes its `delivery` `received`; otherwise a connect-phase
+ * failure or a blocked address is `not-sent` and anything else `maybe` (V5).
+ */
+export function toNetworkError(error: unknown, url: string, callerSignal?: AbortSignal, timeoutSignal?: AbortSignal, answered = false): unknown {
+  const blocked = error instanceof BlockedAddressError || (error instanceof Error && error.cause instanceof BlockedAddressError);
+  if (error instanceof A2AError) return answered ? withDelivery(error, 'received') : blocked ? withDelivery(error, 'not-sent') : error;
   if (callerSignal?.aborted) return callerSignal.reason;
-  if (timeoutSignal?.aborted) return new NetworkError(`request to ${url} timed out`, { cause: error });
   const code = errorCode(error);
-  if (code !== undefined) return new NetworkError(`${code} on ${url}`, { cause: error });
+  const delivery: Delivery = answered ? 'received' : code !== undefined && NOT_SENT_CODES.has(code) ? 'not-sent' : 'maybe';
+  if (timeoutSignal?.aborted) return new NetworkError(`request to ${url} timed out`, { cause: error, delivery });
+  if (code !== undefined) return new NetworkError(`${code} on ${url}`, { cause: error, delivery });
+  if (blocked) withDelivery((error as Error).cause, 'not-sent');
   return error;
 }
+
+/**
+ * Reads a body as text, counting bytes as they arrive; past `limitBytes` it stops, destroys the body
+ * (closing the connection) and throws `LimitExceededError(limit)`. Never holds more than the limit plus one chunk.
+ */
+export async function readLimitedText(body: Dispatcher.ResponseData['body'], limitBytes: number, limit: 'responseBodyBytes' | 'agentCardBytes', url: string): Promise<string> {
+  const decoder = new TextDecoder('utf-8');
+  const pieces: string[] = [];
+  let bytes = 0;
+  for await (const chunk of body as AsyncIterable<Uint8Array>) {
+    bytes += chunk.byteLength;
+    if (bytes > limitBytes) {
+      body.destroy();
+      throw new LimitExceededError(limit, limitBytes, `answer from ${url} is larger than the ${limit} limit of ${limitBytes} bytes`, { delivery: 'received' });
+    }
+    pieces.push(decoder.decode(chunk, { stream: true }));
+  }
+  pieces.push(decoder.decode());
+  return pieces.join('');
+}
+
+/** `true` when `text` looks like JSON structure (first non-blank character `{` or `[`, after an optional RS). */
+const looksLikeJson = (text: string): boolean => /^[\s\u001e]*[[{]/.test(text.slice(0, 64));
 
 const headerValue = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
 
@@ -92,6 +137,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
   const a2aVersion = options.a2aVersion ?? '1.0';
   const credentials = options.credentials;
+  const limits = resolveLimits(options.limits);
 
   async function buildHeaders(spec: HttpRequest): Promise<Record<string, string>> {
     const credentialHeaders = credentials ? await credentials() : {};
@@ -100,8 +146,12 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
 
   return {
     async request(spec) {
-      const timeoutSignal = AbortSignal.timeout(requestTimeoutMs);
-      const signal = spec.signal ? AbortSignal.any([spec.signal, timeoutSignal]) : timeoutSignal;
+      const timeoutMs = spec.timeoutMs ?? requestTimeoutMs;
+      const timeoutSignal = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
+      const signals = [spec.signal, timeoutSignal].filter((candidate): candidate is AbortSignal => candidate !== undefined);
+      const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+      const bodyLimit = spec.bodyLimit ?? 'responseBodyBytes';
+      let answered = false;
       try {
         const response = await request(spec.url, {
           dispatcher,
@@ -110,7 +160,9 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
           body: spec.body,
           signal,
         });
-        const bodyText = await response.body.text();
+        answered = true;
+        const bodyText = await readLimitedText(response.body, limits[bodyLimit], bodyLimit, spec.url);
+        if (looksLikeJson(bodyText)) checkJsonDepth(bodyText, limits.jsonDepth);
         const headers: Record<string, string> = {};
         for (const [name, value] of Object.entries(response.headers)) {
           const first = headerValue(value);
@@ -118,7 +170,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         }
         return { status: response.statusCode, contentType: headers['content-type'], bodyText, headers };
       } catch (error) {
-        throw toNetworkError(error, spec.url, spec.signal, timeoutSignal);
+        throw toNetworkError(error, spec.url, spec.signal, timeoutSignal, answered);
       }
     },
 

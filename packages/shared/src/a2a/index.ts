@@ -24,7 +24,39 @@ export {
   UpstreamError,
   VersionNotSupportedError,
   isRetryable,
+  type Delivery,
+  deliveryOf,
+  withDelivery,
+  LimitExceededError,
+  type LimitName,
+  ResponseIdMismatchError,
+  UnknownWireValueError,
 } from './errors.ts';
+export {
+  type A2ALimits,
+  A2ALimitsSchema,
+  DEFAULT_A2A_LIMITS,
+  artifactByteSize,
+  checkJsonDepth,
+  checkResponseParts,
+  checkTaskParts,
+  resolveLimits,
+} from './limits.ts';
+export { withPartLimit } from './bounded-transport.ts';
+export { WireRoleSchema, WireTaskStateSchema, roleFromWire, taskStateFromWire } from './spelling.ts';
+export { type EventKind, eventKindOf, toBareTask, toKindTagged, toWrappedResponse } from './shape.ts';
+export {
+  type Ownership,
+  type OwnershipExpectation,
+  type TaskSource,
+  eventContextId,
+  eventNamesTask,
+  eventOwnership,
+  eventTaskId,
+  historyHolds,
+  isTaskOurs,
+  taskOwnership,
+} from './ownership.ts';
 export { errorFromHttp, errorFromJsonRpc } from './error-mapping.ts';
 export {
   type CredentialsProvider,
@@ -34,7 +66,7 @@ export {
   bearerToken,
   refreshingToken,
 } from './credentials.ts';
-export { DEFAULT_REQUEST_TIMEOUT_MS } from './http.ts';
+export { DEFAULT_REQUEST_TIMEOUT_MS, readLimitedText } from './http.ts';
 export {
   type AddressCategory,
   type AddressPolicyOptions,
@@ -68,7 +100,7 @@ export {
   normalizeAgentCard,
   selectInterface,
 } from './card.ts';
-export { JsonRpcTransport } from './jsonrpc.ts';
+export { JsonRpcTransport, type JsonRpcId, checkResponseId } from './jsonrpc.ts';
 export { RestTransport } from './rest.ts';
 export { type TransportFactory, createTransport, isInterfaceSupported, registerTransport } from './client.ts';
 // Imported for its side effect too: registers the 0.3 transports.
@@ -113,6 +145,7 @@ export {
   TaskPushNotificationConfigSchema,
   type TaskPushNotificationConfig,
   TaskSchema,
+  TaskResultSchema,
   type Task,
   TaskStateSchema,
   type TaskState,

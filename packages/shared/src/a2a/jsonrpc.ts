@@ -4,7 +4,7 @@
  * SSE whose `data:` lines are envelopes too (spec §9.4).
  */
 import { z } from 'zod';
-import { type A2AError, InvalidAgentResponseError, ProtocolError } from './errors.ts';
+import { type A2AError, InvalidAgentResponseError, ProtocolError, ResponseIdMismatchError } from './errors.ts';
 import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType } from './error-mapping.ts';
 import { createHttpClient, type HttpClient } from './http.ts';
 import { parseJsonText, requireJsonContentType, validateWith } from './response.ts';
@@ -14,10 +14,10 @@ import {
   SendMessageResponseSchema,
   StreamResponseSchema,
   TaskPushNotificationConfigSchema,
-  TaskSchema,
+  TaskResultSchema,
 } from './schema.ts';
 import type { SseMessage } from './sse.ts';
-import { followEventStream, type EventStreamOptions } from './stream.ts';
+import { followEventStream, streamOptionsOf, type EventStreamOptions } from './stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from './transport.ts';
 
 /** JSON-RPC response envelope (JSON-RPC 2.0 §5). `result` and `error` are checked separately. */
@@ -42,25 +42,47 @@ export const JSON_RPC_METHODS = {
   deleteTaskPushNotificationConfig: 'DeleteTaskPushNotificationConfig',
 } as const;
 
+/** A JSON-RPC request id (JSON-RPC 2.0 §4). */
+export type JsonRpcId = string | number;
+
 /**
- * Decodes a JSON-RPC envelope: an `error` member becomes the typed error (an
- * error is never an empty success, even with HTTP 200); otherwise `result` is
- * validated with `schema`.
+ * Ownership at the transport (issue 12, kind 1): an answer must carry our request id (JSON-RPC 2.0 §5),
+ * compared as text so `1` and `"1"` match. An error may carry `null` or no id (the server could not read
+ * ours: §5.1 parse errors); a result never. Throws `ResponseIdMismatchError` (a `ProtocolError`).
  */
-export function decodeJsonRpcEnvelope<Schema extends z.ZodType>(value: unknown, rawBody: string, schema: Schema, what: string, httpStatus?: number): z.output<Schema> {
+export function checkResponseId(id: unknown, expectedId: JsonRpcId, isError: boolean, rawBody: string, what: string): void {
+  if (isError && (id === null || id === undefined)) return;
+  if ((typeof id === 'string' || typeof id === 'number') && String(id) === String(expectedId)) return;
+  throw new ResponseIdMismatchError(`${what} carries id ${JSON.stringify(id) ?? 'none'}, not our request id ${JSON.stringify(expectedId)}`, {
+    cause: rawBody,
+    bodyExcerpt: excerpt(rawBody),
+  });
+}
+
+/**
+ * Decodes a JSON-RPC envelope: with `expectedId`, the answer must carry it (`checkResponseId`);
+ * an `error` member becomes the typed error (an error is never an empty success, even with
+ * HTTP 200); otherwise `result` is validated with `schema`.
+ */
+export function decodeJsonRpcEnvelope<Schema extends z.ZodType>(value: unknown, rawBody: string, schema: Schema, what: string, httpStatus?: number, expectedId?: JsonRpcId): z.output<Schema> {
   const envelope = validateWith(EnvelopeSchema, value, rawBody, what);
-  if (envelope.error !== undefined && envelope.error !== null) throw errorFromJsonRpc(envelope.error, rawBody, httpStatus);
+  const isError = envelope.error !== undefined && envelope.error !== null;
+  if (expectedId !== undefined) checkResponseId(envelope.id, expectedId, isError, rawBody, what);
+  if (isError) throw errorFromJsonRpc(envelope.error, rawBody, httpStatus);
   if (!('result' in (value as object))) throw new InvalidAgentResponseError(`${what} has neither result nor error`, { cause: rawBody, bodyExcerpt: excerpt(rawBody) });
   return validateWith(schema, envelope.result, rawBody, what);
 }
 
-/** One SSE message of a JSON-RPC stream → StreamResponse; `event: error` or an `error` member → typed error (R08 b, c). */
-export function decodeJsonRpcStreamEvent(message: SseMessage): z.output<typeof StreamResponseSchema> {
+/**
+ * One SSE message of a JSON-RPC stream → StreamResponse; `event: error` or an `error` member → typed
+ * error (R08 b, c). With `expectedId`, every frame must carry our request id (`checkResponseId`).
+ */
+export function decodeJsonRpcStreamEvent(message: SseMessage, expectedId?: JsonRpcId): z.output<typeof StreamResponseSchema> {
   const value = parseJsonText(message.data, 'SSE event data');
   if (message.event === 'error' && !(typeof value === 'object' && value !== null && 'error' in value)) {
     throw new ProtocolError('SSE error event without a JSON-RPC error', { cause: message.data, bodyExcerpt: excerpt(message.data) });
   }
-  return decodeJsonRpcEnvelope(value, message.data, StreamResponseSchema, 'stream event');
+  return decodeJsonRpcEnvelope(value, message.data, StreamResponseSchema, 'stream event', undefined, expectedId);
 }
 
 /**
@@ -80,16 +102,29 @@ export function decodeJsonRpcStreamError(
   return new ProtocolError('JSON answer without an error to a streaming call', { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
 }
 
+/** One JSON-RPC request: its id and its serialized envelope. */
+export interface JsonRpcRequest {
+  id: JsonRpcId;
+  body: string;
+}
+
+/** Builds a request envelope `{jsonrpc, id, method, params}`. */
+export const jsonRpcRequest = (id: JsonRpcId, method: string, params: object): JsonRpcRequest => ({
+  id,
+  body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
+});
+
 /**
  * One JSON-RPC call over HTTP POST: a non-2xx status or a non-JSON answer is a typed error, and so is a
- * JSON-RPC error returned with HTTP 200 (never an empty success). `prepare` adapts the parsed body
- * before decoding (the 0.3 adapter drops its free-form error data).
+ * JSON-RPC error returned with HTTP 200 (never an empty success), and an answer without our request id
+ * (`ResponseIdMismatchError`). `prepare` adapts the parsed body before decoding (the 0.3 adapter drops
+ * its free-form error data).
  */
 export async function postJsonRpc<Schema extends z.ZodType>(
   http: HttpClient,
   url: string,
   method: string,
-  body: string,
+  rpc: JsonRpcRequest,
   schema: Schema,
   options?: CallOptions,
   prepare: (value: unknown) => unknown = (value) => value,
@@ -98,13 +133,14 @@ export async function postJsonRpc<Schema extends z.ZodType>(
     method: 'POST',
     url,
     headers: { 'content-type': 'application/json', accept: 'application/json' },
-    body,
+    body: rpc.body,
     signal: options?.signal,
+    ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
   if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText);
   requireJsonContentType(response.contentType, response.bodyText, response.status, method);
   const value = prepare(parseJsonText(response.bodyText, `${method} response`, response.status));
-  return decodeJsonRpcEnvelope(value, response.bodyText, schema, `${method} response`, response.status);
+  return decodeJsonRpcEnvelope(value, response.bodyText, schema, `${method} response`, response.status, rpc.id);
 }
 
 /** `A2ATransport` over JSON-RPC 2.0, protocol version 1.0. */
@@ -121,12 +157,12 @@ export class JsonRpcTransport implements A2ATransport {
     this.url = agentInterface.url;
     this.tenant = agentInterface.tenant || undefined;
     this.http = createHttpClient({ ...options, a2aVersion: this.protocolVersion });
-    this.streamOptions = { idleTimeoutMs: options.idleTimeoutMs, maxEventSizeChars: options.maxEventSizeChars, source: this.url };
+    this.streamOptions = streamOptionsOf(options, this.url);
   }
 
-  private envelope(method: string, params: object): string {
+  private envelope(method: string, params: object): JsonRpcRequest {
     const withTenant = this.tenant === undefined ? params : { ...params, tenant: this.tenant };
-    return JSON.stringify({ jsonrpc: '2.0', id: this.nextRequestId++, method, params: withTenant });
+    return jsonRpcRequest(this.nextRequestId++, method, withTenant);
   }
 
   private call<Schema extends z.ZodType>(method: string, params: object, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
@@ -134,14 +170,16 @@ export class JsonRpcTransport implements A2ATransport {
   }
 
   private async *stream(method: string, params: object, options?: CallOptions): EventStream {
+    const rpc = this.envelope(method, params);
     const response = await this.http.openStream({
       method: 'POST',
       url: this.url,
       headers: { 'content-type': 'application/json' },
-      body: this.envelope(method, params),
+      body: rpc.body,
       signal: options?.signal,
     });
-    return yield* followEventStream(response, decodeJsonRpcStreamEvent, decodeJsonRpcStreamError, { ...this.streamOptions, signal: options?.signal });
+    const decode = (message: SseMessage) => decodeJsonRpcStreamEvent(message, rpc.id);
+    return yield* followEventStream(response, decode, decodeJsonRpcStreamError, { ...this.streamOptions, signal: options?.signal });
   }
 
   sendMessage: A2ATransport['sendMessage'] = (request, options) =>
@@ -150,12 +188,12 @@ export class JsonRpcTransport implements A2ATransport {
   sendStreamingMessage: A2ATransport['sendStreamingMessage'] = (request, options) =>
     this.stream(JSON_RPC_METHODS.sendStreamingMessage, request, options);
 
-  getTask: A2ATransport['getTask'] = (params, options) => this.call(JSON_RPC_METHODS.getTask, params, TaskSchema, options);
+  getTask: A2ATransport['getTask'] = (params, options) => this.call(JSON_RPC_METHODS.getTask, params, TaskResultSchema, options);
 
   listTasks: A2ATransport['listTasks'] = (request, options) =>
     this.call(JSON_RPC_METHODS.listTasks, request, ListTasksResponseSchema, options);
 
-  cancelTask: A2ATransport['cancelTask'] = (params, options) => this.call(JSON_RPC_METHODS.cancelTask, params, TaskSchema, options);
+  cancelTask: A2ATransport['cancelTask'] = (params, options) => this.call(JSON_RPC_METHODS.cancelTask, params, TaskResultSchema, options);
 
   subscribeToTask: A2ATransport['subscribeToTask'] = (params, options) =>
     this.stream(JSON_RPC_METHODS.subscribeToTask, params, options);

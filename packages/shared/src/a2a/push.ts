@@ -5,6 +5,7 @@
  * the whole Task, `kind:"task"`). One webhook accepts both.
  */
 import { InvalidAgentResponseError } from './errors.ts';
+import { checkResponseParts, DEFAULT_A2A_LIMITS } from './limits.ts';
 import { validateWith } from './response.ts';
 import { type StreamResponse, StreamResponseSchema } from './schema.ts';
 import { EventV03Schema, TaskV03Schema, eventFromV03, taskFromV03 } from './v03/wire.ts';
@@ -12,10 +13,19 @@ import { EventV03Schema, TaskV03Schema, eventFromV03, taskFromV03 } from './v03/
 /**
  * The parsed JSON body of a push notification → a 1.0 StreamResponse. A body
  * with a `kind` member is read as 0.3 (a Task without `kind` too, if its state
- * is a 0.3 state); anything else must be a 1.0 StreamResponse. Throws
- * `InvalidAgentResponseError` for a body that is neither.
+ * is a 0.3 state); anything else must be a 1.0 StreamResponse. States and roles
+ * in any spelling (`spelling.ts`). Throws `InvalidAgentResponseError` for a body
+ * that is neither, `UnknownWireValueError` for a value no spelling explains, and
+ * `LimitExceededError('partsPerMessage')` over `maxParts` (default 1,000). The
+ * caller bounds the body's bytes and checks its depth (`checkJsonDepth`) before `JSON.parse`.
  */
-export function normalizePushBody(body: unknown): StreamResponse {
+export function normalizePushBody(body: unknown, options: { maxParts?: number } = {}): StreamResponse {
+  const response = readPushBody(body);
+  checkResponseParts(response, options.maxParts ?? DEFAULT_A2A_LIMITS.partsPerMessage);
+  return response;
+}
+
+function readPushBody(body: unknown): StreamResponse {
   const raw = JSON.stringify(body) ?? String(body);
   if (typeof body !== 'object' || body === null || Array.isArray(body)) {
     throw new InvalidAgentResponseError('push body is not a JSON object', { cause: raw });

@@ -4,13 +4,20 @@
  * (style rule 8; spec §5.7: unknown fields are ignored, required ones enforced).
  */
 import type { z } from 'zod';
-import { InvalidAgentResponseError, ProtocolError } from './errors.ts';
+import { InvalidAgentResponseError, ProtocolError, UnknownWireValueError } from './errors.ts';
 import { excerpt, isJsonMediaType } from './error-mapping.ts';
+import { UNKNOWN_WIRE_VALUE } from './spelling.ts';
 
-/** Parses JSON text; a body that is not JSON is a `ProtocolError` carrying an excerpt. */
+/** Leading record separators (0x1E, RFC 7464 framing leaking into SSE: V4) and whitespace. */
+const LEADING_RECORD_SEPARATORS = /^[\s\u001e]+/;
+
+/**
+ * Parses JSON text; leading 0x1E record separators and whitespace are tolerated (V4). A body that is
+ * not JSON is a `ProtocolError` carrying an excerpt.
+ */
 export function parseJsonText(text: string, what: string, httpStatus?: number): unknown {
   try {
-    return JSON.parse(text) as unknown;
+    return JSON.parse(text.replace(LEADING_RECORD_SEPARATORS, '')) as unknown;
   } catch (error) {
     throw new ProtocolError(`${what} is not JSON`, { httpStatus, cause: text, bodyExcerpt: excerpt(text) });
   }
@@ -27,10 +34,31 @@ export function requireJsonContentType(contentType: string | undefined, bodyText
   }
 }
 
-/** Validates `value` against `schema`; a mismatch is an `InvalidAgentResponseError` naming the first issues. */
+type Issue = z.core.$ZodIssue;
+
+/** The first issue raised for a value no spelling explains (`spelling.ts`), searching inside union branches. */
+function unknownValueIssue(issues: readonly Issue[]): Issue | undefined {
+  const pending: Issue[] = [...issues];
+  for (let index = 0; index < pending.length && index < 10_000; index++) {
+    const issue = pending[index]!;
+    if (issue.code === 'custom' && (issue.params as Record<string, unknown> | undefined)?.[UNKNOWN_WIRE_VALUE]) return issue;
+    if (issue.code === 'invalid_union') for (const branch of issue.errors) pending.push(...branch);
+  }
+  return undefined;
+}
+
+/**
+ * Validates `value` against `schema`. A value no known spelling explains is an `UnknownWireValueError`
+ * (R26: permanent for the attempt); any other mismatch an `InvalidAgentResponseError` naming the first issues.
+ */
 export function validateWith<Schema extends z.ZodType>(schema: Schema, value: unknown, rawBody: string, what: string): z.output<Schema> {
   const parsed = schema.safeParse(value);
   if (parsed.success) return parsed.data;
+  const unknown = unknownValueIssue(parsed.error.issues);
+  if (unknown) {
+    const field = unknown.path.join('.');
+    throw new UnknownWireValueError(`${what}: ${unknown.message} at ${field || '(root)'}`, { cause: rawBody, bodyExcerpt: excerpt(rawBody), field });
+  }
   const issues = parsed.error.issues
     .slice(0, 3)
     .map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)

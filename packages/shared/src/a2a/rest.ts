@@ -14,10 +14,10 @@ import {
   SendMessageResponseSchema,
   StreamResponseSchema,
   TaskPushNotificationConfigSchema,
-  TaskSchema,
+  TaskResultSchema,
 } from './schema.ts';
 import { readBodyText, type SseMessage } from './sse.ts';
-import { followEventStream, type EventStreamOptions } from './stream.ts';
+import { followEventStream, streamOptionsOf, type EventStreamOptions } from './stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from './transport.ts';
 
 /** Content type of HTTP+JSON bodies (spec §11.1). */
@@ -70,7 +70,7 @@ export class RestTransport implements A2ATransport {
     // Every path may carry a `/{tenant}` prefix; with a tenant it MUST (spec §8.3.2).
     this.base = agentInterface.url.replace(/\/+$/, '') + (tenant === undefined ? '' : `/${segment(tenant)}`);
     this.http = createHttpClient({ ...options, a2aVersion: this.protocolVersion });
-    this.streamOptions = { idleTimeoutMs: options.idleTimeoutMs, maxEventSizeChars: options.maxEventSizeChars, source: this.url };
+    this.streamOptions = streamOptionsOf(options, this.url);
   }
 
   private spec(method: HttpRequest['method'], path: string, body: unknown, options?: CallOptions): HttpRequest {
@@ -80,6 +80,7 @@ export class RestTransport implements A2ATransport {
       headers: body === undefined ? { accept: A2A_JSON_CONTENT_TYPE } : { accept: A2A_JSON_CONTENT_TYPE, 'content-type': A2A_JSON_CONTENT_TYPE },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: options?.signal,
+      ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     };
   }
 
@@ -113,13 +114,13 @@ export class RestTransport implements A2ATransport {
     this.stream([this.spec('POST', '/message:stream', request, options)], options);
 
   getTask: A2ATransport['getTask'] = ({ id, historyLength }, options) =>
-    this.call('GET', `/tasks/${segment(id)}${query({ historyLength })}`, undefined, TaskSchema, options);
+    this.call('GET', `/tasks/${segment(id)}${query({ historyLength })}`, undefined, TaskResultSchema, options);
 
   listTasks: A2ATransport['listTasks'] = (request, options) =>
     this.call('GET', `/tasks${query({ ...request })}`, undefined, ListTasksResponseSchema, options);
 
   cancelTask: A2ATransport['cancelTask'] = ({ id, metadata }, options) =>
-    this.call('POST', `/tasks/${segment(id)}:cancel`, metadata === undefined ? {} : { metadata }, TaskSchema, options);
+    this.call('POST', `/tasks/${segment(id)}:cancel`, metadata === undefined ? {} : { metadata }, TaskResultSchema, options);
 
   subscribeToTask: A2ATransport['subscribeToTask'] = ({ id }, options) =>
     this.stream([this.spec('POST', `/tasks/${segment(id)}:subscribe`, {}, options), this.spec('GET', `/tasks/${segment(id)}:subscribe`, undefined, options)], options);

@@ -5,19 +5,12 @@
  * fields. Unknown fields are stripped (spec §5.7: SHOULD ignore unknown fields).
  */
 import { z } from 'zod';
+import { ROLES, TASK_STATES } from './enums.ts';
+import { partToV1Shape, toBareTask, toWrappedResponse } from './shape.ts';
+import { WireRoleSchema, WireTaskStateSchema } from './spelling.ts';
 
-/** Task states, in proto order (spec §5.5 TaskState). */
-export const TASK_STATES = [
-  'TASK_STATE_UNSPECIFIED',
-  'TASK_STATE_SUBMITTED',
-  'TASK_STATE_WORKING',
-  'TASK_STATE_COMPLETED',
-  'TASK_STATE_FAILED',
-  'TASK_STATE_CANCELED',
-  'TASK_STATE_INPUT_REQUIRED',
-  'TASK_STATE_REJECTED',
-  'TASK_STATE_AUTH_REQUIRED',
-] as const;
+/** Task states, in proto order (spec §5.5 TaskState). Kept in `enums.ts` so `spelling.ts` can read them without a cycle. */
+export { TASK_STATES };
 export const TaskStateSchema = z.enum(TASK_STATES);
 export type TaskState = z.infer<typeof TaskStateSchema>;
 
@@ -36,13 +29,13 @@ export const INTERRUPTED_TASK_STATES: ReadonlySet<TaskState> = new Set([
 export const isTerminalTaskState = (state: TaskState): boolean => TERMINAL_TASK_STATES.has(state);
 export const isInterruptedTaskState = (state: TaskState): boolean => INTERRUPTED_TASK_STATES.has(state);
 
-export const RoleSchema = z.enum(['ROLE_UNSPECIFIED', 'ROLE_USER', 'ROLE_AGENT']);
+export const RoleSchema = z.enum(ROLES);
 export type Role = z.infer<typeof RoleSchema>;
 
 const MetadataSchema = z.record(z.string(), z.unknown());
 
-/** A Part is a oneof: exactly one of `text`, `raw` (base64), `url`, `data` (spec §5.5 Part). */
-export const PartSchema = z
+/** A Part is a oneof: exactly one of `text`, `raw` (base64), `url`, `data` (spec §5.5 Part). A 0.3 `{kind:'file'}` part is read too. */
+export const PartSchema = z.preprocess(partToV1Shape, z
   .object({
     text: z.string().optional(),
     raw: z.string().optional(),
@@ -55,15 +48,15 @@ export const PartSchema = z
   .refine(
     (part) => [part.text, part.raw, part.url, part.data].filter((value) => value !== undefined).length === 1,
     { message: 'a Part carries exactly one of text, raw, url or data' },
-  );
+  ));
 export type Part = z.infer<typeof PartSchema>;
 
-/** Message (spec §5.5). `contextId` and `taskId` are optional on client messages. */
+/** Message (spec §5.5). `contextId` and `taskId` are optional on client messages. `role` in any spelling (`spelling.ts`). */
 export const MessageSchema = z.object({
   messageId: z.string().min(1),
   contextId: z.string().optional(),
   taskId: z.string().optional(),
-  role: RoleSchema,
+  role: WireRoleSchema,
   parts: z.array(PartSchema),
   metadata: MetadataSchema.optional(),
   extensions: z.array(z.string()).optional(),
@@ -71,9 +64,9 @@ export const MessageSchema = z.object({
 });
 export type Message = z.infer<typeof MessageSchema>;
 
-/** TaskStatus; `timestamp` is ISO 8601 UTC (spec §5.6.1). */
+/** TaskStatus; `timestamp` is ISO 8601 UTC (spec §5.6.1). `state` in any spelling agents send (`spelling.ts`, R26). */
 export const TaskStatusSchema = z.object({
-  state: TaskStateSchema,
+  state: WireTaskStateSchema,
   message: MessageSchema.optional(),
   timestamp: z.string().optional(),
 });
@@ -99,6 +92,9 @@ export const TaskSchema = z.object({
 });
 export type Task = z.infer<typeof TaskSchema>;
 
+/** The result of GetTask / CancelTask: a bare Task (spec §3.1.3), or one wrapped as `{task}` by a lenient agent. */
+export const TaskResultSchema = z.preprocess(toBareTask, TaskSchema);
+
 /** 1.0 status update: no `final` flag; the stream closing ends it (spec §5.5, A2A#1308). */
 export const TaskStatusUpdateEventSchema = z.object({
   taskId: z.string().min(1),
@@ -120,20 +116,23 @@ export const TaskArtifactUpdateEventSchema = z.object({
 });
 export type TaskArtifactUpdateEvent = z.infer<typeof TaskArtifactUpdateEventSchema>;
 
-/** StreamResponse: exactly one member (spec §5.5). Used by streams and push bodies. */
-export const StreamResponseSchema = z.union([
+/**
+ * StreamResponse: exactly one member (spec §5.5). Used by streams and push bodies. A bare or
+ * `kind`-tagged Task, Message or update is read as its member (`shape.ts`, V1/V4).
+ */
+export const StreamResponseSchema = z.preprocess(toWrappedResponse, z.union([
   z.object({ task: TaskSchema }),
   z.object({ message: MessageSchema }),
   z.object({ statusUpdate: TaskStatusUpdateEventSchema }),
   z.object({ artifactUpdate: TaskArtifactUpdateEventSchema }),
-]);
+]));
 export type StreamResponse = z.infer<typeof StreamResponseSchema>;
 
-/** SendMessageResponse: `{task}` or `{message}` (spec §3.1.1). */
-export const SendMessageResponseSchema = z.union([
+/** SendMessageResponse: `{task}` or `{message}` (spec §3.1.1); a bare Task or Message is read as its member (V1). */
+export const SendMessageResponseSchema = z.preprocess(toWrappedResponse, z.union([
   z.object({ task: TaskSchema }),
   z.object({ message: MessageSchema }),
-]);
+]));
 export type SendMessageResponse = z.infer<typeof SendMessageResponseSchema>;
 
 export const AuthenticationInfoSchema = z.object({

@@ -7,8 +7,9 @@
  * boundaries (inside multi-byte UTF-8 or the BOM) and line endings (LF, CRLF, CR).
  */
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
-import { ProtocolError, StreamIdleError } from './errors.ts';
+import { LimitExceededError, StreamIdleError } from './errors.ts';
 import { toNetworkError } from './http.ts';
+import { checkJsonDepth, DEFAULT_A2A_LIMITS } from './limits.ts';
 
 /** One dispatched SSE event. `lastEventId` is the last `id:` seen on this connection (it persists across events). */
 export interface SseMessage {
@@ -25,6 +26,10 @@ export interface SseReaderOptions {
   idleTimeoutMs?: number;
   /** Largest event, in UTF-16 characters of `data` plus any unterminated line. Default `DEFAULT_MAX_EVENT_SIZE_CHARS`. */
   maxEventSizeChars?: number;
+  /** Largest event in bytes, counted as they arrive (`limits.ts` `sseEventBytes`). Default 8 MiB. */
+  maxEventBytes?: number;
+  /** Deepest JSON nesting of an event's `data` (`limits.ts` `jsonDepth`). Default 64. */
+  maxJsonDepth?: number;
   /** Aborts the read; the iteration throws `signal.reason`. */
   signal?: AbortSignal;
   /** Label for error messages (usually the URL). */
@@ -76,14 +81,22 @@ export function nextChunk<T>(
  * Reads SSE messages from `body` until EOF. Comments are skipped (they only
  * reset the watchdog). An unterminated last event at EOF is discarded, as the
  * SSE standard requires (field case R04). Throws `StreamIdleError`,
- * `ProtocolError` (oversize event), `NetworkError`, or the abort reason.
+ * `LimitExceededError` (a `ProtocolError`: an event over `maxEventBytes` bytes or
+ * `maxEventSizeChars` characters, or `data` nested deeper than `maxJsonDepth`;
+ * reading stops there and the connection is closed), `NetworkError`, or the abort reason.
  * The body is destroyed when the generator finishes or is abandoned.
  */
 export async function* readServerSentEvents(body: ByteBody, options: SseReaderOptions = {}): AsyncGenerator<SseMessage, void, void> {
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
-  const maxEventSizeChars = options.maxEventSizeChars ?? DEFAULT_MAX_EVENT_SIZE_CHARS;
+  const maxEventBytes = options.maxEventBytes ?? DEFAULT_A2A_LIMITS.sseEventBytes;
+  const maxEventSizeChars = Math.min(options.maxEventSizeChars ?? DEFAULT_MAX_EVENT_SIZE_CHARS, maxEventBytes);
+  const maxJsonDepth = options.maxJsonDepth ?? DEFAULT_A2A_LIMITS.jsonDepth;
   const source = options.source ?? 'stream';
-  const oversize = (): ProtocolError => new ProtocolError(`SSE event larger than ${maxEventSizeChars} characters from ${source}`);
+  const oversize = (): LimitExceededError =>
+    new LimitExceededError('sseEventBytes', maxEventBytes, `SSE event larger than ${maxEventSizeChars} characters or ${maxEventBytes} bytes from ${source}`, { delivery: 'received' });
+  // Bytes received since the last dispatched event: an event ending mid-chunk resets it, so it may
+  // undercount by one chunk; the parser's character cap (≤ the byte cap) backs it up.
+  let pendingBytes = 0;
 
   const queue: SseMessage[] = [];
   let failure: Error | undefined;
@@ -93,8 +106,18 @@ export async function* readServerSentEvents(body: ByteBody, options: SseReaderOp
     onEvent(message: EventSourceMessage) {
       if (message.data.length > maxEventSizeChars) failure ??= oversize();
       if (failure) return;
+      pendingBytes = 0;
+      try {
+        checkJsonDepth(message.data, maxJsonDepth);
+      } catch (error) {
+        failure ??= error as Error;
+        return;
+      }
       if (message.id !== undefined) lastEventId = message.id;
       queue.push({ ...(message.event === undefined ? {} : { event: message.event }), data: message.data, ...(lastEventId === undefined ? {} : { lastEventId }) });
+    },
+    onComment() {
+      pendingBytes = 0;
     },
     onError(error) {
       if (error.type === 'max-buffer-size-exceeded') failure ??= oversize();
@@ -103,9 +126,10 @@ export async function* readServerSentEvents(body: ByteBody, options: SseReaderOp
 
   // One streaming decoder per connection (R03): a character split across chunks is
   // held back, never replaced by U+FFFD. ignoreBOM:false lets it strip a leading BOM.
+  // Line endings (LF, CRLF, CR, also split across chunks) are the parser's: eventsource-parser 4
+  // dispatches an event ended by a lone CR at once (3.x held a trailing CR back until the next byte).
   const decoder = new TextDecoder('utf-8');
   let seenText = false;
-  let skipLeadingLineFeed = false;
   const feed = (decoded: string): void => {
     let text = decoded;
     // An empty decode (e.g. only `EF` of a BOM so far) must not reach the parser:
@@ -115,12 +139,6 @@ export async function* readServerSentEvents(body: ByteBody, options: SseReaderOp
       seenText = true;
       if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
     }
-    // Normalize CRLF and CR to LF ourselves. eventsource-parser holds back a chunk's
-    // trailing CR until the next byte arrives, which would delay (or, at EOF, drop)
-    // an event that a lone CR has already terminated.
-    if (skipLeadingLineFeed && text.startsWith('\n')) text = text.slice(1);
-    skipLeadingLineFeed = text.endsWith('\r');
-    text = text.replace(/\r\n?/g, '\n');
     if (text !== '') parser.feed(text);
   };
 
@@ -129,7 +147,9 @@ export async function* readServerSentEvents(body: ByteBody, options: SseReaderOp
     for (;;) {
       const next = await nextChunk(iterator, idleTimeoutMs, options.signal, source);
       if (next.done) break;
+      pendingBytes += next.value.byteLength;
       feed(decoder.decode(next.value, { stream: true }));
+      if (pendingBytes > maxEventBytes) failure ??= oversize();
       if (failure) throw failure;
       while (queue.length > 0) yield queue.shift()!;
     }

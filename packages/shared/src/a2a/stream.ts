@@ -8,15 +8,28 @@ import { excerpt, mediaType } from './error-mapping.ts';
 import type { HttpStreamResponse } from './http.ts';
 import { isInterruptedTaskState, isTerminalTaskState, type StreamResponse, type TaskState } from './schema.ts';
 import { readBodyText, readServerSentEvents, type SseMessage, type SseReaderOptions } from './sse.ts';
-import type { EventStream, StreamEnd, StreamEvent } from './transport.ts';
+import type { EventStream, StreamEnd, StreamEvent, TransportOptions } from './transport.ts';
+import { resolveLimits } from './limits.ts';
 
 /** Turns one SSE message into a `StreamResponse`; throws the typed error an error event carries. */
 export type StreamEventDecoder = (message: SseMessage) => StreamResponse;
 /** Turns a non-SSE answer to a stream request (any status) into the typed error it carries. */
 export type StreamErrorDecoder = (status: number, contentType: string | undefined, bodyText: string) => A2AError;
 
-/** Options of one stream: the SSE reader's (`idleTimeoutMs` default 60_000, size cap, abort signal, source label). */
+/** Options of one stream: the SSE reader's (`idleTimeoutMs` default 60_000, size caps, abort signal, source label). */
 export type EventStreamOptions = SseReaderOptions;
+
+/** A transport's stream options from its `TransportOptions` (idle watchdog, event size and depth limits). */
+export function streamOptionsOf(options: TransportOptions, source: string): EventStreamOptions {
+  const limits = resolveLimits(options.limits);
+  return {
+    idleTimeoutMs: options.idleTimeoutMs,
+    maxEventSizeChars: options.maxEventSizeChars,
+    maxEventBytes: limits.sseEventBytes,
+    maxJsonDepth: limits.jsonDepth,
+    source,
+  };
+}
 
 /** The task state a stream event reports, if any (artifact updates report none). */
 export function stateOf(response: StreamResponse): TaskState | undefined {

@@ -4,6 +4,7 @@
  * from `schema.ts`; a binding normalizes at its own edge.
  */
 import type { Dispatcher } from 'undici';
+import type { A2ALimits } from './limits.ts';
 import type {
   ListTasksRequest,
   ListTasksResponse,
@@ -24,6 +25,11 @@ export type ProtocolVersion = '1.0' | '0.3';
 export interface CallOptions {
   /** Aborts the request (and, for streams, the connection). */
   signal?: AbortSignal;
+  /**
+   * This call's own deadline in ms, instead of `requestTimeoutMs` (non-stream calls). 0 = none but
+   * `signal`: for an agent that holds a send until the work is done (V2), the attempt's deadline.
+   */
+  timeoutMs?: number;
 }
 
 /** One parsed SSE event. `eventId` is the last SSE `id:` seen on the connection, if any. */
@@ -110,4 +116,6 @@ export interface TransportOptions {
   idleTimeoutMs?: number;
   /** Largest SSE event in characters. Default 8 Mi. */
   maxEventSizeChars?: number;
+  /** Input limits (`limits.ts`): body, SSE event, parts, JSON depth. Default `DEFAULT_A2A_LIMITS`. */
+  limits?: Partial<A2ALimits>;
 }

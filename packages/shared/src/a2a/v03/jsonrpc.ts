@@ -8,11 +8,11 @@ import { z } from 'zod';
 import { type A2AError, UnsupportedOperationError } from '../errors.ts';
 import { errorFromJsonRpc } from '../error-mapping.ts';
 import { createHttpClient, type HttpClient } from '../http.ts';
-import { decodeJsonRpcEnvelope, decodeJsonRpcStreamError, postJsonRpc } from '../jsonrpc.ts';
+import { decodeJsonRpcEnvelope, decodeJsonRpcStreamError, type JsonRpcId, type JsonRpcRequest, jsonRpcRequest, postJsonRpc } from '../jsonrpc.ts';
 import { parseJsonText } from '../response.ts';
 import type { StreamResponse } from '../schema.ts';
 import type { SseMessage } from '../sse.ts';
-import { followEventStream, type EventStreamOptions } from '../stream.ts';
+import { followEventStream, streamOptionsOf, type EventStreamOptions } from '../stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from '../transport.ts';
 import { stopAtFinal } from './final.ts';
 import {
@@ -62,10 +62,10 @@ export function errorFromJsonRpcV03(errorObject: unknown, rawBody: string, httpS
   return errorFromJsonRpc((withoutErrorData({ error: errorObject }) as { error: unknown }).error, rawBody, httpStatus);
 }
 
-/** One SSE message of a 0.3 JSON-RPC stream → the 0.3 event (still unconverted, so `final` can be read). */
-export function decodeJsonRpcV03StreamEvent(message: SseMessage): z.output<typeof EventV03Schema> {
+/** One SSE message of a 0.3 JSON-RPC stream → the 0.3 event (still unconverted, so `final` can be read); with `expectedId`, it must carry our request id. */
+export function decodeJsonRpcV03StreamEvent(message: SseMessage, expectedId?: JsonRpcId): z.output<typeof EventV03Schema> {
   const value = withoutErrorData(parseJsonText(message.data, 'SSE event data'));
-  return decodeJsonRpcEnvelope(value, message.data, EventV03Schema, 'stream event');
+  return decodeJsonRpcEnvelope(value, message.data, EventV03Schema, 'stream event', undefined, expectedId);
 }
 
 const decodeStreamError = (status: number, contentType: string | undefined, bodyText: string): A2AError =>
@@ -83,11 +83,11 @@ export class JsonRpcV03Transport implements A2ATransport {
   constructor(agentInterface: AgentInterface, options: TransportOptions = {}) {
     this.url = agentInterface.url;
     this.http = createHttpClient({ ...options, a2aVersion: A2A_VERSION_V03 });
-    this.streamOptions = { idleTimeoutMs: options.idleTimeoutMs, maxEventSizeChars: options.maxEventSizeChars, source: this.url };
+    this.streamOptions = streamOptionsOf(options, this.url);
   }
 
-  private envelope(method: string, params: object): string {
-    return JSON.stringify({ jsonrpc: '2.0', id: this.nextRequestId++, method, params });
+  private envelope(method: string, params: object): JsonRpcRequest {
+    return jsonRpcRequest(this.nextRequestId++, method, params);
   }
 
   private call<Schema extends z.ZodType>(method: string, params: object, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
@@ -95,16 +95,17 @@ export class JsonRpcV03Transport implements A2ATransport {
   }
 
   private async *stream(method: string, params: object, options?: CallOptions): EventStream {
+    const rpc = this.envelope(method, params);
     const response = await this.http.openStream({
       method: 'POST',
       url: this.url,
       headers: { 'content-type': 'application/json' },
-      body: this.envelope(method, params),
+      body: rpc.body,
       signal: options?.signal,
     });
     const state = { final: false };
     const decode = (message: SseMessage): StreamResponse => {
-      const event = decodeJsonRpcV03StreamEvent(message);
+      const event = decodeJsonRpcV03StreamEvent(message, rpc.id);
       if (isFinalEvent(event)) state.final = true;
       return eventFromV03(event);
     };

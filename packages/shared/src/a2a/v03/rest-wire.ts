@@ -10,6 +10,8 @@
  */
 import { z } from 'zod';
 import type { Message, Part, SendMessageRequest, StreamResponse, TaskPushNotificationConfig, TaskState } from '../schema.ts';
+import { toWrappedResponse } from '../shape.ts';
+import { WireRoleSchema, WireTaskStateSchema } from '../spelling.ts';
 import { partToV03, pushConfigToV03 } from './wire.ts';
 
 const MetadataSchema = z.record(z.string(), z.unknown());
@@ -17,14 +19,8 @@ const MetadataSchema = z.record(z.string(), z.unknown());
 const defined = <T extends object>(value: T): T =>
   Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined)) as T;
 
-const ProtoStateSchema = z
-  .enum([
-    'TASK_STATE_UNSPECIFIED', 'TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED',
-    'TASK_STATE_CANCELLED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_REJECTED', 'TASK_STATE_AUTH_REQUIRED',
-  ])
-  // ProtoJSON omits a zero enum, so an absent state is UNSPECIFIED.
-  .default('TASK_STATE_UNSPECIFIED')
-  .transform((state): TaskState => (state === 'TASK_STATE_CANCELLED' ? 'TASK_STATE_CANCELED' : state));
+/** Any spelling of a state (`TASK_STATE_CANCELLED`, `completed`, ...; `spelling.ts`); ProtoJSON omits a zero enum, so absent is UNSPECIFIED. */
+const ProtoStateSchema = WireTaskStateSchema.optional().transform((state): TaskState => state ?? 'TASK_STATE_UNSPECIFIED');
 
 const ProtoPartSchema = z
   .object({
@@ -47,7 +43,7 @@ const ProtoMessageSchema = z
     messageId: z.string().min(1),
     contextId: z.string().optional(),
     taskId: z.string().optional(),
-    role: z.enum(['ROLE_UNSPECIFIED', 'ROLE_USER', 'ROLE_AGENT']).default('ROLE_UNSPECIFIED'),
+    role: WireRoleSchema.optional().transform((role) => role ?? 'ROLE_UNSPECIFIED'),
     content: z.array(ProtoPartSchema).default([]),
     metadata: MetadataSchema.optional(),
     extensions: z.array(z.string()).optional(),
@@ -94,7 +90,7 @@ const ProtoArtifactUpdateSchema = z.object({
 });
 
 /** 0.3 StreamResponse / SendMessageResponse: one of `task`, `message` (or `msg`), `statusUpdate`, `artifactUpdate`. */
-export const ProtoStreamResponseSchema = z
+export const ProtoStreamResponseSchema = z.preprocess(toWrappedResponse, z
   .object({
     task: ProtoTaskSchema.optional(),
     message: ProtoMessageSchema.optional(),
@@ -113,7 +109,7 @@ export const ProtoStreamResponseSchema = z
     if (value.artifactUpdate) return { response: { artifactUpdate: defined(value.artifactUpdate) }, final: false };
     context.addIssue({ code: 'custom', message: 'expected one of task, message, statusUpdate, artifactUpdate' });
     return z.NEVER;
-  });
+  }));
 
 export const ProtoSendResponseSchema = ProtoStreamResponseSchema.refine(
   ({ response }) => 'task' in response || 'message' in response,

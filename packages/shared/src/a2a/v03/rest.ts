@@ -11,7 +11,7 @@ import { errorFromHttp, excerpt, JsonRpcErrorObjectSchema, tryParseJson } from '
 import { createHttpClient, type HttpClient, type HttpRequest } from '../http.ts';
 import { parseJsonText, requireJsonContentType, validateWith } from '../response.ts';
 import type { SseMessage } from '../sse.ts';
-import { followEventStream, type EventStreamOptions } from '../stream.ts';
+import { followEventStream, streamOptionsOf, type EventStreamOptions } from '../stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from '../transport.ts';
 import { stopAtFinal } from './final.ts';
 import { A2A_VERSION_V03, errorFromJsonRpcV03 } from './jsonrpc.ts';
@@ -69,7 +69,7 @@ export class RestV03Transport implements A2ATransport {
     this.url = agentInterface.url;
     this.base = agentInterface.url.replace(/\/+$/, '') + REST_V03_PREFIX;
     this.http = createHttpClient({ ...options, a2aVersion: A2A_VERSION_V03 });
-    this.streamOptions = { idleTimeoutMs: options.idleTimeoutMs, maxEventSizeChars: options.maxEventSizeChars, source: this.url };
+    this.streamOptions = streamOptionsOf(options, this.url);
   }
 
   private spec(method: HttpRequest['method'], path: string, body: unknown, options?: CallOptions): HttpRequest {
@@ -79,6 +79,7 @@ export class RestV03Transport implements A2ATransport {
       headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: options?.signal,
+      ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     };
   }
 

@@ -17,6 +17,8 @@ import type {
   TaskState,
   TaskStatus,
 } from '../schema.ts';
+import { partToV03Shape, toKindTagged } from '../shape.ts';
+import { WireRoleSchema, WireTaskStateSchema } from '../spelling.ts';
 
 const MetadataSchema = z.record(z.string(), z.unknown());
 
@@ -40,21 +42,27 @@ const STATE_TO_V03 = Object.fromEntries(Object.entries(STATE_TO_V1).map(([v03, v
 export const stateFromV03 = (state: TaskStateV03): TaskState => STATE_TO_V1[state];
 export const stateToV03 = (state: TaskState): TaskStateV03 => STATE_TO_V03[state];
 
+/** A 0.3 state in any spelling agents send (1.0 names, kebab, snake, ...; `spelling.ts`, R26) → the 0.3 value. */
+const WireStateV03Schema = WireTaskStateSchema.transform(stateToV03);
+/** A 0.3 role in any spelling (`user`, `ROLE_AGENT`, ...) → `user` | `agent`; ROLE_UNSPECIFIED reads as `user`. */
+const WireRoleV03Schema = WireRoleSchema.transform((role): 'user' | 'agent' => (role === 'ROLE_AGENT' ? 'agent' : 'user'));
+
 const FileV03Schema = z
   .object({ uri: z.string().optional(), bytes: z.string().optional(), mimeType: z.string().optional(), name: z.string().optional() })
   .refine((file) => (file.uri === undefined) !== (file.bytes === undefined), { message: 'a 0.3 file carries exactly one of uri or bytes' });
 
-export const PartV03Schema = z.discriminatedUnion('kind', [
+/** A 0.3 part; an untagged 1.0 part (`{text}`, `{url}`, ...) is read as its 0.3 twin. */
+export const PartV03Schema = z.preprocess(partToV03Shape, z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('text'), text: z.string(), metadata: MetadataSchema.optional() }),
   z.object({ kind: z.literal('file'), file: FileV03Schema, metadata: MetadataSchema.optional() }),
   z.object({ kind: z.literal('data'), data: z.record(z.string(), z.unknown()), metadata: MetadataSchema.optional() }),
-]);
+]));
 export type PartV03 = z.infer<typeof PartV03Schema>;
 
 export const MessageV03Schema = z.object({
   kind: z.literal('message').optional(),
   messageId: z.string().min(1),
-  role: z.enum(['user', 'agent']),
+  role: WireRoleV03Schema,
   parts: z.array(PartV03Schema),
   contextId: z.string().optional(),
   taskId: z.string().optional(),
@@ -65,7 +73,7 @@ export const MessageV03Schema = z.object({
 export type MessageV03 = z.infer<typeof MessageV03Schema>;
 
 const TaskStatusV03Schema = z.object({
-  state: z.enum(TASK_STATES_V03),
+  state: WireStateV03Schema,
   message: MessageV03Schema.optional(),
   timestamp: z.string().optional(),
 });
@@ -111,20 +119,23 @@ export const ArtifactUpdateV03Schema = z.object({
   metadata: MetadataSchema.optional(),
 });
 
-/** A stream event, a push body, or a `message/send` result: the object itself, told apart by `kind`. */
-export const EventV03Schema = z.discriminatedUnion('kind', [
+/**
+ * A stream event, a push body, or a `message/send` result: the object itself, told apart by `kind`.
+ * An untagged object whose members leave no doubt, or a 1.0 wrapper, is read too (`shape.ts`, V1/V4).
+ */
+export const EventV03Schema = z.preprocess(toKindTagged, z.discriminatedUnion('kind', [
   TaskV03Schema.extend({ kind: z.literal('task') }),
   MessageV03Schema.extend({ kind: z.literal('message') }),
   StatusUpdateV03Schema,
   ArtifactUpdateV03Schema,
-]);
+]));
 export type EventV03 = z.infer<typeof EventV03Schema>;
 
-/** `message/send` result: Task or Message (spec v0.3.0 §7.1). */
-export const SendResultV03Schema = z.discriminatedUnion('kind', [
+/** `message/send` result: Task or Message (spec v0.3.0 §7.1); without `kind` read by its members (V1). */
+export const SendResultV03Schema = z.preprocess(toKindTagged, z.discriminatedUnion('kind', [
   TaskV03Schema.extend({ kind: z.literal('task') }),
   MessageV03Schema.extend({ kind: z.literal('message') }),
-]);
+]));
 
 /** 0.3 PushNotificationConfig (spec v0.3.0 §6.8); `authentication.schemes` is a list. */
 export const PushConfigV03Schema = z.object({
@@ -215,7 +226,7 @@ export function partToV03(part: Part): PartV03 {
   if (part.text !== undefined) return defined({ kind: 'text' as const, text: part.text, metadata });
   if (part.data !== undefined) {
     if (typeof part.data !== 'object' || part.data === null || Array.isArray(part.data)) {
-      throw new InvalidParamsError('a 0.3 data part must be a JSON object (spec v0.3.0 §6.5.3)');
+      throw new InvalidParamsError('a 0.3 data part must be a JSON object (spec v0.3.0 §6.5.3)', { delivery: 'not-sent' });
     }
     return defined({ kind: 'data' as const, data: part.data as Record<string, unknown>, metadata });
   }

@@ -1,0 +1,109 @@
+/**
+ * Input limits: nothing an agent sends is unbounded (issue 12 kind 5; field cases RT2, RT4, RT5, RT7).
+ *
+ * | limit | default | enforced where |
+ * |---|---|---|
+ * | `responseBodyBytes` | 16 MiB | every non-stream answer, counted as bytes arrive (`http.ts`); reading stops at the limit |
+ * | `sseEventBytes` | 8 MiB | one SSE event, counted as bytes arrive (`sse.ts`) |
+ * | `agentCardBytes` | 1 MiB | the Agent Card body (`card.ts`) |
+ * | `partsPerMessage` | 1,000 | parts of one message or artifact, in every answer, event and push body |
+ * | `jsonDepth` | 64 | nesting of any JSON body or event, checked on the text before parsing (no recursion) |
+ * | `artifactBytesPerDelegation` | 16 MiB | artifact bytes summed over chunks and pushes: exported for the journal, which enforces it |
+ *
+ * Going over a limit throws `LimitExceededError` (permanent for the attempt, `limit` names it).
+ */
+import { z } from 'zod';
+import { LimitExceededError, type LimitName } from './errors.ts';
+import type { Artifact, Message, Part, StreamResponse, Task } from './schema.ts';
+
+/** Every input limit (bytes, parts or nesting levels). */
+export type A2ALimits = Readonly<Record<LimitName, number>>;
+
+const MiB = 1024 * 1024;
+
+/** The defaults; each can be overridden (`resolveLimits`, `A2ALimitsSchema` for config). */
+export const DEFAULT_A2A_LIMITS: A2ALimits = Object.freeze({
+  responseBodyBytes: 16 * MiB,
+  sseEventBytes: 8 * MiB,
+  agentCardBytes: 1 * MiB,
+  partsPerMessage: 1_000,
+  jsonDepth: 64,
+  artifactBytesPerDelegation: 16 * MiB,
+});
+
+/** zod schema of a partial override (positive integers), for config parsing. */
+export const A2ALimitsSchema = z
+  .object({
+    responseBodyBytes: z.number().int().positive(),
+    sseEventBytes: z.number().int().positive(),
+    agentCardBytes: z.number().int().positive(),
+    partsPerMessage: z.number().int().positive(),
+    jsonDepth: z.number().int().positive(),
+    artifactBytesPerDelegation: z.number().int().positive(),
+  })
+  .partial();
+
+/** The defaults with `overrides` applied (undefined fields keep the default). */
+export function resolveLimits(overrides: Partial<Record<LimitName, number | undefined>> = {}): A2ALimits {
+  const defined = Object.fromEntries(Object.entries(overrides).filter(([, value]) => value !== undefined));
+  return Object.freeze({ ...DEFAULT_A2A_LIMITS, ...defined });
+}
+
+/**
+ * Throws `LimitExceededError('jsonDepth')` when `text` nests objects/arrays deeper than `maxDepth`.
+ * One linear pass over the characters (strings and escapes skipped), no recursion, so a
+ * 5,000-deep body is refused before `JSON.parse` or anything recursive sees it.
+ */
+export function checkJsonDepth(text: string, maxDepth: number): void {
+  let depth = 0;
+  let inString = false;
+  for (let index = 0; index < text.length; index++) {
+    const code = text.charCodeAt(index);
+    if (inString) {
+      if (code === 0x5c) index++; // backslash: skip the escaped character
+      else if (code === 0x22) inString = false;
+    } else if (code === 0x22) inString = true;
+    else if (code === 0x7b || code === 0x5b) {
+      if (++depth > maxDepth) throw new LimitExceededError('jsonDepth', maxDepth, `JSON nested deeper than ${maxDepth} levels`, { delivery: 'received' });
+    } else if (code === 0x7d || code === 0x5d) depth--;
+  }
+}
+
+function checkParts(parts: readonly Part[] | undefined, maxParts: number, where: string): void {
+  if (parts !== undefined && parts.length > maxParts) {
+    throw new LimitExceededError('partsPerMessage', maxParts, `${where} has ${parts.length} parts, over the limit of ${maxParts}`, { delivery: 'received' });
+  }
+}
+
+const checkMessage = (message: Message | undefined, maxParts: number): void => checkParts(message?.parts, maxParts, `message ${message?.messageId}`);
+const checkArtifact = (artifact: Artifact, maxParts: number): void => checkParts(artifact.parts, maxParts, `artifact ${artifact.artifactId}`);
+
+/** Throws `LimitExceededError('partsPerMessage')` if any message or artifact of `task` has more than `maxParts` parts. */
+export function checkTaskParts(task: Task, maxParts: number): void {
+  checkMessage(task.status.message, maxParts);
+  for (const message of task.history ?? []) checkMessage(message, maxParts);
+  for (const artifact of task.artifacts ?? []) checkArtifact(artifact, maxParts);
+}
+
+/** The same for a StreamResponse or SendMessageResponse (stream events, push bodies, send answers). */
+export function checkResponseParts(response: StreamResponse | { task: Task } | { message: Message }, maxParts: number): void {
+  if ('task' in response) checkTaskParts(response.task, maxParts);
+  else if ('message' in response) checkMessage(response.message, maxParts);
+  else if ('statusUpdate' in response) checkMessage(response.statusUpdate.status.message, maxParts);
+  else if ('artifactUpdate' in response) checkArtifact(response.artifactUpdate.artifact, maxParts);
+}
+
+/**
+ * Bytes an artifact's parts carry, for `artifactBytesPerDelegation`: UTF-8 bytes of `text`,
+ * base64 characters of `raw`, characters of `url`, and of `data` serialized as JSON.
+ */
+export function artifactByteSize(artifact: Pick<Artifact, 'parts'>): number {
+  let bytes = 0;
+  for (const part of artifact.parts) {
+    if (part.text !== undefined) bytes += Buffer.byteLength(part.text, 'utf8');
+    else if (part.raw !== undefined) bytes += part.raw.length;
+    else if (part.url !== undefined) bytes += part.url.length;
+    else if (part.data !== undefined) bytes += Buffer.byteLength(JSON.stringify(part.data) ?? '', 'utf8');
+  }
+  return bytes;
+}

@@ -1,0 +1,99 @@
+/**
+ * Is what an agent said about us? (issue 12, kind 1 "Ownership"; field case RT-ownership.)
+ * Nothing an agent sends is adopted before it is proven ours:
+ * - the answer to our request: JSON-RPC answers must carry our request id (checked in the
+ *   transport, `checkResponseId`; `ResponseIdMismatchError` otherwise);
+ * - about our task: a stream event must name the task we subscribed to (`eventOwnership`);
+ * - in our context, and, when the call cannot tell (a search, a push, a task found rather
+ *   than returned to our own send), holding our messageId in its history (`taskOwnership`).
+ * These are pure checks; the workers call them before journaling anything.
+ */
+import type { Message, StreamResponse, Task } from './schema.ts';
+
+/** What we know about the delegation the answer should belong to. */
+export interface OwnershipExpectation {
+  /** The contextId we journaled for the delegation (sent with the message). */
+  contextId?: string;
+  /** Our message's id (SendMessage `message.messageId`). */
+  messageId?: string;
+  /** The task id we recorded, once known. */
+  taskId?: string;
+}
+
+/** Where the task came from: `answer` = returned to our own SendMessage (request id checked); `found` = a search, a push, anything else. */
+export type TaskSource = 'answer' | 'found';
+
+/** The verdict, with a typed reason when it is not ours (for the journal and the reconciler). */
+export type Ownership =
+  | { ours: true }
+  | { ours: false; reason: 'foreign-task' | 'foreign-context' | 'message-not-in-history' | 'no-task-id'; detail: string };
+
+const notOurs = (reason: Exclude<Ownership, { ours: true }>['reason'], detail: string): Ownership => ({ ours: false, reason, detail });
+
+/** `true` when `history` holds a message with `messageId`. */
+export const historyHolds = (history: readonly Message[] | undefined, messageId: string): boolean =>
+  (history ?? []).some((message) => message.messageId === messageId);
+
+/**
+ * Whether `task` is ours:
+ * - its id, when we recorded one, is that id;
+ * - its contextId, when both sides have one, is ours (an agent that drops contextId is judged by messageId);
+ * - when `source` is `found` (the call cannot tell: search, push), or the task carries no context to
+ *   compare, its history holds our messageId.
+ * A task returned to our own SendMessage in our context is ours without the history (agents may not keep it, spec §3.7).
+ */
+export function taskOwnership(task: Task, expected: OwnershipExpectation, source: TaskSource = 'found'): Ownership {
+  if (expected.taskId !== undefined && task.id !== expected.taskId) return notOurs('foreign-task', `task ${task.id} is not our task ${expected.taskId}`);
+  const contextKnown = expected.contextId !== undefined && task.contextId !== undefined && task.contextId !== '';
+  if (contextKnown && task.contextId !== expected.contextId) return notOurs('foreign-context', `task ${task.id} is in context ${task.contextId}, not ours ${expected.contextId}`);
+  const callTells = source === 'answer' && (contextKnown || expected.taskId !== undefined);
+  if (callTells || expected.messageId === undefined) return { ours: true };
+  if (historyHolds(task.history, expected.messageId)) return { ours: true };
+  return notOurs('message-not-in-history', `task ${task.id} does not hold our message ${expected.messageId} in its history`);
+}
+
+/** Boolean form of `taskOwnership` (see there). */
+export const isTaskOurs = (task: Task, expected: OwnershipExpectation, source: TaskSource = 'found'): boolean =>
+  taskOwnership(task, expected, source).ours;
+
+/** The task id a stream event names, if any (a `message` names it only through `message.taskId`). */
+export function eventTaskId(response: StreamResponse): string | undefined {
+  if ('task' in response) return response.task.id;
+  if ('statusUpdate' in response) return response.statusUpdate.taskId;
+  if ('artifactUpdate' in response) return response.artifactUpdate.taskId;
+  return response.message.taskId || undefined;
+}
+
+/** The contextId a stream event names, if any. */
+export function eventContextId(response: StreamResponse): string | undefined {
+  const value = 'task' in response ? response.task.contextId
+    : 'statusUpdate' in response ? response.statusUpdate.contextId
+    : 'artifactUpdate' in response ? response.artifactUpdate.contextId
+    : response.message.contextId;
+  return value || undefined;
+}
+
+/**
+ * Whether a stream event is about our task. On SubscribeToTask (or a send stream once the task id is
+ * known) pass `taskId`: the event must name exactly it. Before the task id is known (the first events of
+ * SendStreamingMessage) an event naming a context must name ours. An event naming no task (a direct
+ * message reply) is ours only on our own send stream (`taskId` unknown). With a matching task id, the
+ * context is not judged (field case R16: agents send "" or another context on events of our task).
+ */
+export function eventOwnership(response: StreamResponse, expected: OwnershipExpectation): Ownership {
+  const taskId = eventTaskId(response);
+  const contextId = eventContextId(response);
+  if (expected.taskId !== undefined) {
+    if (taskId === undefined) return notOurs('no-task-id', 'event names no task');
+    if (taskId !== expected.taskId) return notOurs('foreign-task', `event names task ${taskId}, not our task ${expected.taskId}`);
+    // The task id was proven ours when recorded; a wrong or empty context on its events is an agent bug (R16).
+    return { ours: true };
+  }
+  if (contextId !== undefined && expected.contextId !== undefined && contextId !== expected.contextId) {
+    return notOurs('foreign-context', `event names context ${contextId}, not ours ${expected.contextId}`);
+  }
+  return { ours: true };
+}
+
+/** Boolean form of `eventOwnership` with a subscribed task id: the event names `taskId`. */
+export const eventNamesTask = (response: StreamResponse, taskId: string): boolean => eventTaskId(response) === taskId;

@@ -1,0 +1,92 @@
+/**
+ * Lenient reading of answer shapes at the edge (issue 12, kind 3; field cases V1, V4).
+ * A2A 1.0 wraps events as `{task}` | `{message}` | `{statusUpdate}` | `{artifactUpdate}`
+ * (spec §5.5 StreamResponse); 0.3 sends the object itself tagged with `kind`
+ * (spec v0.3.0 §6); agents in the wild also send the object with neither (VoltAgent:
+ * a Task without `kind`). When the members leave no doubt, the shape is read as
+ * what it is: `id` + `status` is a Task, `taskId` + `status` a status update,
+ * `taskId` + `artifact` an artifact update, `messageId` + `parts`/`role` a Message.
+ * Anything else is left as it is, for the schema to refuse.
+ */
+
+/** The four kinds of object an A2A answer, stream event or push body can carry. */
+export type EventKind = 'task' | 'message' | 'status-update' | 'artifact-update';
+
+/** The 1.0 StreamResponse member for each kind. */
+export const MEMBER_OF_KIND: Readonly<Record<EventKind, string>> = {
+  task: 'task',
+  message: 'message',
+  'status-update': 'statusUpdate',
+  'artifact-update': 'artifactUpdate',
+};
+const KIND_OF_MEMBER = new Map(Object.entries(MEMBER_OF_KIND).map(([kind, member]) => [member, kind as EventKind]));
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** The kind of a bare (unwrapped) object: its `kind` tag when it is one we know, else from its members. */
+export function eventKindOf(value: unknown): EventKind | undefined {
+  if (!isObject(value)) return undefined;
+  if (typeof value.kind === 'string' && Object.hasOwn(MEMBER_OF_KIND, value.kind)) return value.kind as EventKind;
+  if (typeof value.taskId === 'string' && isObject(value.artifact)) return 'artifact-update';
+  if (typeof value.taskId === 'string' && isObject(value.status)) return 'status-update';
+  if (typeof value.id === 'string' && isObject(value.status)) return 'task';
+  if (typeof value.messageId === 'string' && (Array.isArray(value.parts) || 'role' in value)) return 'message';
+  return undefined;
+}
+
+/** `{member: inner}` when `value` is a 1.0 wrapper with exactly one known member. */
+function wrappedMember(value: unknown): { kind: EventKind; inner: Record<string, unknown> } | undefined {
+  if (!isObject(value)) return undefined;
+  const members = Object.keys(value).filter((key) => KIND_OF_MEMBER.has(key) && isObject(value[key]));
+  if (members.length !== 1) return undefined;
+  return { kind: KIND_OF_MEMBER.get(members[0]!)!, inner: value[members[0]!] as Record<string, unknown> };
+}
+
+/** For 1.0 schemas: a bare or `kind`-tagged object → the 1.0 wrapper; a wrapper stays as it is. */
+export function toWrappedResponse(value: unknown): unknown {
+  if (wrappedMember(value)) return value;
+  const kind = eventKindOf(value);
+  return kind === undefined ? value : { [MEMBER_OF_KIND[kind]]: value };
+}
+
+/** For 0.3 schemas: a 1.0 wrapper or an untagged object → the bare object with its `kind`. */
+export function toKindTagged(value: unknown): unknown {
+  if (!isObject(value)) return value;
+  const wrapped = wrappedMember(value);
+  if (wrapped && !('kind' in value)) return { ...wrapped.inner, kind: eventKindOf(wrapped.inner) ?? wrapped.kind };
+  const kind = eventKindOf(value);
+  return kind === undefined || value.kind === kind ? value : { ...value, kind };
+}
+
+/** A bare Task for GetTask / CancelTask results: unwraps `{task: {...}}` if an agent sent that. */
+export function toBareTask(value: unknown): unknown {
+  const wrapped = wrappedMember(value);
+  return wrapped?.kind === 'task' ? wrapped.inner : value;
+}
+
+/** A 0.3 JSON-RPC part (`{kind:'file', file:{uri|bytes, mimeType, name}}`) read into a 1.0 Part; others unchanged. */
+export function partToV1Shape(value: unknown): unknown {
+  if (!isObject(value) || value.kind !== 'file' || !isObject(value.file)) return value;
+  const { file, kind: _kind, ...rest } = value;
+  const mediaType = file.mimeType ?? file.mediaType ?? rest.mediaType;
+  const filename = file.name ?? rest.filename;
+  return {
+    ...rest,
+    ...(file.uri !== undefined ? { url: file.uri } : { raw: file.bytes }),
+    ...(mediaType === undefined ? {} : { mediaType }),
+    ...(filename === undefined ? {} : { filename }),
+  };
+}
+
+/** A 1.0 part (no `kind`) read into a 0.3 JSON-RPC part; tagged parts unchanged. */
+export function partToV03Shape(value: unknown): unknown {
+  if (!isObject(value) || typeof value.kind === 'string') return value;
+  if (typeof value.text === 'string') return { ...value, kind: 'text' };
+  if (value.data !== undefined) return { ...value, kind: 'data' };
+  if (typeof value.url === 'string' || typeof value.raw === 'string') {
+    const { url, raw, mediaType, filename, ...rest } = value;
+    const file = { ...(url !== undefined ? { uri: url } : { bytes: raw }), ...(mediaType === undefined ? {} : { mimeType: mediaType }), ...(filename === undefined ? {} : { name: filename }) };
+    return { ...rest, kind: 'file', file };
+  }
+  return value;
+}

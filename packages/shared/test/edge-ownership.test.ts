@@ -1,0 +1,161 @@
+/**
+ * Issue 12, kind 1 "ownership" at the transport (RT-ownership) and V5 "delivery": a JSON-RPC answer
+ * must carry our request id (send, get, list, cancel, stream frames; 1.0 and 0.3); tasks and events
+ * are checked with `taskOwnership` / `eventOwnership`; an answer that arrived is never "not sent".
+ */
+import { createServer } from 'node:net';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { errorFromHttp } from '../src/a2a/error-mapping.ts';
+import { deliveryOf, NetworkError, ResponseIdMismatchError, TaskNotFoundError } from '../src/a2a/errors.ts';
+import { JsonRpcTransport } from '../src/a2a/jsonrpc.ts';
+import { eventOwnership, isTaskOurs, taskOwnership } from '../src/a2a/ownership.ts';
+import type { A2ATransport } from '../src/a2a/transport.ts';
+import { drainStream } from '../src/a2a/stream.ts';
+import { JsonRpcV03Transport } from '../src/a2a/v03/jsonrpc.ts';
+import { type RawServer, sleep, startRawServer } from './helpers/raw-server.ts';
+
+let server: RawServer | undefined;
+afterEach(async () => {
+  await server?.close();
+  server = undefined;
+});
+
+const message = { messageId: 'm1', role: 'ROLE_USER' as const, parts: [{ text: 'hi' }] };
+const task = { kind: 'task', id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } };
+
+/** An agent that answers every call correctly except for the JSON-RPC id, which `idFor` picks. */
+async function agentWithIds(idFor: (ours: unknown) => unknown): Promise<RawServer> {
+  return startRawServer((request, response) => {
+    const { id, method } = JSON.parse(request.body) as { id: unknown; method: string };
+    const result = /stream|Streaming|Subscribe|resubscribe/.test(method) ? undefined
+      : /send|SendMessage/.test(method) ? (method === 'SendMessage' ? { task } : task)
+      : /ListTasks/.test(method) ? { tasks: [task] } : task;
+    if (result === undefined) {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: idFor(id), result: method.includes('/') ? task : { task } })}\n\n`);
+      return;
+    }
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: idFor(id), result }));
+  });
+}
+
+function calls(transport: A2ATransport): Record<string, () => Promise<unknown>> {
+  return {
+    send: () => transport.sendMessage({ message }),
+    get: () => transport.getTask({ id: 'T1' }),
+    cancel: () => transport.cancelTask({ id: 'T1' }),
+    ...(transport.protocolVersion === '1.0' ? { list: () => transport.listTasks({}) } : {}),
+    stream: () => drainStream(transport.sendStreamingMessage({ message }), () => undefined),
+    subscribe: () => drainStream(transport.subscribeToTask({ id: 'T1' }), () => undefined),
+  };
+}
+
+const transports = (url: string): A2ATransport[] => [
+  new JsonRpcTransport({ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }),
+  new JsonRpcV03Transport({ url, protocolBinding: 'JSONRPC', protocolVersion: '0.3' }),
+];
+
+describe('JSON-RPC answers must carry our request id', () => {
+  it('our id (also as a string) is accepted on every call, both versions', async () => {
+    server = await agentWithIds((ours) => (typeof ours === 'number' && ours % 2 === 0 ? String(ours) : ours));
+    for (const transport of transports(server.url)) for (const call of Object.values(calls(transport))) await expect(call()).resolves.toBeDefined();
+  });
+
+  it.each([
+    ['another id', (ours: unknown) => (ours as number) + 1000],
+    ['no id', () => undefined],
+    ['a null id on a result', () => null],
+  ])('%s -> ResponseIdMismatchError on send, get, list, cancel and every stream frame (permanent, received)', async (_name, idFor) => {
+    server = await agentWithIds(idFor);
+    for (const transport of transports(server.url)) {
+      for (const [name, call] of Object.entries(calls(transport))) {
+        const error = await call().then(() => undefined, (caught: unknown) => caught);
+        expect(error, `${transport.protocolVersion} ${name}`).toBeInstanceOf(ResponseIdMismatchError);
+        expect(error).toMatchObject({ code: 'RESPONSE_ID_MISMATCH', retryable: false, delivery: 'received' });
+      }
+    }
+  });
+
+  it('an error with a null id (the server could not read ours) keeps its own type', async () => {
+    server = await startRawServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Task not found' } }));
+    });
+    await expect(transports(server.url)[0]!.getTask({ id: 'T1' })).rejects.toBeInstanceOf(TaskNotFoundError);
+  });
+});
+
+describe('taskOwnership / eventOwnership', () => {
+  const ours = { contextId: 'C1', messageId: 'm1' };
+  it('a task in another context is foreign; a found task must hold our messageId; our own answer need not', () => {
+    expect(taskOwnership({ id: 'T9', contextId: 'C9', status: { state: 'TASK_STATE_COMPLETED' } }, ours, 'answer')).toMatchObject({ ours: false, reason: 'foreign-context' });
+    expect(isTaskOurs({ id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } }, ours, 'answer')).toBe(true);
+    expect(taskOwnership({ id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } }, ours, 'found')).toMatchObject({ ours: false, reason: 'message-not-in-history' });
+    expect(isTaskOurs({ id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' }, history: [{ ...message }] }, ours, 'found')).toBe(true);
+    expect(taskOwnership({ id: 'T2', status: { state: 'TASK_STATE_WORKING' }, history: [message] }, { ...ours, taskId: 'T1' })).toMatchObject({ ours: false, reason: 'foreign-task' });
+    // No context on the task and none to prove it by: only our messageId can.
+    expect(isTaskOurs({ id: 'T1', status: { state: 'TASK_STATE_WORKING' } }, ours, 'answer')).toBe(false);
+  });
+
+  it('stream events must name the subscribed task', () => {
+    const update = (taskId: string, contextId?: string) => ({ statusUpdate: { taskId, ...(contextId ? { contextId } : {}), status: { state: 'TASK_STATE_WORKING' as const } } });
+    expect(eventOwnership(update('T1', 'other'), { taskId: 'T1', contextId: 'C1' })).toEqual({ ours: true });
+    expect(eventOwnership(update('T2'), { taskId: 'T1' })).toMatchObject({ ours: false, reason: 'foreign-task' });
+    expect(eventOwnership({ message: { ...message, role: 'ROLE_AGENT' } }, { taskId: 'T1' })).toMatchObject({ ours: false, reason: 'no-task-id' });
+    expect(eventOwnership({ task: { id: 'T7', contextId: 'C7', status: { state: 'TASK_STATE_WORKING' } } }, { contextId: 'C1' })).toMatchObject({ ours: false, reason: 'foreign-context' });
+  });
+
+  it('property: a foreign context or a foreign task id is never ours, whatever the history holds', () => {
+    const id = fc.string({ minLength: 1, maxLength: 6 });
+    fc.assert(
+      fc.property(id, id, id, id, fc.boolean(), fc.constantFrom('answer' as const, 'found' as const), (taskId, contextId, ourTask, ourContext, withHistory, source) => {
+        const candidate = { id: taskId, contextId, status: { state: 'TASK_STATE_COMPLETED' as const }, ...(withHistory ? { history: [message] } : {}) };
+        if (contextId !== ourContext) expect(isTaskOurs(candidate, { contextId: ourContext, messageId: 'm1' }, source)).toBe(false);
+        if (taskId !== ourTask) expect(isTaskOurs(candidate, { taskId: ourTask, contextId, messageId: 'm1' }, source)).toBe(false);
+        if (!withHistory && source === 'found') expect(isTaskOurs(candidate, { contextId, messageId: 'm1' }, source)).toBe(false);
+        const event = { statusUpdate: { taskId, contextId, status: candidate.status } };
+        expect(eventOwnership(event, { taskId: ourTask }).ours).toBe(taskId === ourTask);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
+
+describe('V5: an answer that arrived is never "not sent"', () => {
+  it('property: any HTTP status with any body maps to an error whose delivery is "received"', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 200, max: 599 }), fc.constantFrom('application/json', 'text/html', undefined), fc.string({ maxLength: 200 }), (status, contentType, body) => {
+        expect(errorFromHttp(status, contentType, body).delivery).toBe('received');
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('connection refused -> not-sent; accepted but never answered -> maybe; headers then silence -> received', async () => {
+    const refused = await startRawServer(() => undefined);
+    const refusedUrl = refused.url;
+    await refused.close();
+    const timeout = { requestTimeoutMs: 300 };
+    const refusedError = await new JsonRpcTransport({ url: refusedUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }, timeout).getTask({ id: 'T1' }).catch((error: unknown) => error);
+    expect(refusedError).toBeInstanceOf(NetworkError);
+    expect(deliveryOf(refusedError)).toBe('not-sent');
+
+    const sockets: import('node:net').Socket[] = [];
+    const silent = createServer((socket) => void sockets.push(socket)); // accepts, reads nothing, answers nothing
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    const silentUrl = `http://127.0.0.1:${(silent.address() as { port: number }).port}`;
+    const hung = await new JsonRpcTransport({ url: silentUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }, timeout).sendMessage({ message }).catch((error: unknown) => error);
+    expect(hung).toMatchObject({ code: 'NETWORK_ERROR', delivery: 'maybe' });
+    for (const socket of sockets) socket.destroy();
+    await new Promise<void>((resolve) => silent.close(() => resolve()));
+
+    server = await startRawServer(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('{"jsonrpc":"2.0",');
+      await sleep(2_000);
+      response.end();
+    });
+    const slowBody = await new JsonRpcTransport({ url: server.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }, timeout).sendMessage({ message }).catch((error: unknown) => error);
+    expect(slowBody).toMatchObject({ code: 'NETWORK_ERROR', delivery: 'received' });
+  });
+});
