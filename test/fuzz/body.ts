@@ -56,8 +56,15 @@ export async function writeChunks(response: ServerResponse, chunks: Chunk[]): Pr
       if (remaining > 0) remaining -= piece.length;
       if (piece.length > 0 && !response.write(piece)) {
         const drained = await new Promise<boolean>((resolve) => {
-          response.once('drain', () => resolve(true));
-          response.once('close', () => resolve(false));
+          const settle = (value: boolean) => () => {
+            response.off('drain', onDrain);
+            response.off('close', onClose);
+            resolve(value);
+          };
+          const onDrain = settle(true);
+          const onClose = settle(false);
+          response.once('drain', onDrain);
+          response.once('close', onClose);
         });
         if (!drained) return false;
       }

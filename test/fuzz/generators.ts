@@ -6,10 +6,13 @@
  * smallest behaviour that still breaks an invariant.
  */
 import fc from 'fast-check';
-import { METHODS, STATE_SPELLINGS, type Behaviour, type Deviation, type DeviationKind, type Story } from './grammar.ts';
+import { ALWAYS, METHODS, STATE_SPELLINGS, type Behaviour, type Deviation, type DeviationKind, type Story } from './grammar.ts';
 
 const MEBIBYTE = 1 << 20;
 const FIFTEEN_MINUTES_MS = 15 * 60_000;
+
+/** How many calls a hang or an error lasts: a few (transient), or every call of the run. */
+const TIMES = fc.oneof(fc.integer({ min: 1, max: 3 }), fc.constant(ALWAYS));
 
 type Generator<K extends DeviationKind> = fc.Arbitrary<Extract<Deviation, { kind: K }>>;
 
@@ -63,7 +66,7 @@ export const DEVIATION_GENERATORS: { [K in DeviationKind]: Generator<K> } = {
     code: fc.constantFrom(-32603, -32001, -32004, -32002, -32006, -32009, -32600, -32602, -32000),
     data: fc.constantFrom('none', 'errorInfo', 'object'),
     httpStatus: fc.constantFrom(200, 400, 404, 500),
-    times: fc.integer({ min: 1, max: 3 }),
+    times: TIMES,
   }),
   resultShape: fc.record({ kind: fc.constant('resultShape'), send: fc.constantFrom('bare', 'bareWithKind', 'wrappedWithKind', 'extraFields') }),
   streamShape: fc.record({ kind: fc.constant('streamShape'), events: fc.constantFrom('wholeTasks', 'kindTagged') }),
@@ -73,7 +76,7 @@ export const DEVIATION_GENERATORS: { [K in DeviationKind]: Generator<K> } = {
     kind: fc.constant('hang'),
     site: fc.constantFrom('SubscribeToTask', 'GetTask', 'SendMessage', 'ListTasks', 'AgentCard'),
     phase: fc.constantFrom('beforeHeaders', 'afterHeaders'),
-    times: fc.integer({ min: 1, max: 3 }),
+    times: TIMES,
   }) as Generator<'hang'>,
 };
 

@@ -100,6 +100,27 @@ export function parseKinds(text: string | undefined): DeviationKind[] {
   return names as DeviationKind[];
 }
 
+/** Calls a hang or an error lasts when it lasts for the whole run. */
+export const ALWAYS = 1_000_000;
+
+/**
+ * True when a client that follows the rules can still learn the agent's real outcome despite this
+ * deviation: the value is readable in some accepted form, or another method tells the truth
+ * (ListTasks finds our message, GetTask answers after a broken stream, a transient failure passes).
+ * False for oversized values (the attempt must end with a reason) and for failures that last the whole run.
+ */
+export function isRecoverable(deviation: Deviation): boolean {
+  switch (deviation.kind) {
+    case 'oversized':
+      return false;
+    case 'hang':
+    case 'errorCode':
+      return deviation.times < ALWAYS;
+    default:
+      return true;
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Spellings and clocks: how a deviating agent writes a value.
 

@@ -6,13 +6,14 @@
  */
 import type { DelegationView } from '@durable-a2a/shared';
 import type { AgentCall } from './agent.ts';
-import type { Behaviour } from './grammar.ts';
+import { isRecoverable, type Behaviour } from './grammar.ts';
 import { LIMITS } from './generators.ts';
 import { foreignIds, type AgentTask } from './wire.ts';
 
 export type InvariantName =
   | 'foreign-adopted'
   | 'wrong-outcome'
+  | 'outcome-not-adopted'
   | 'duplicate-send'
   | 'not-settled'
   | 'calls-without-progress'
@@ -55,6 +56,8 @@ export interface RunObservation {
   workflow: { state: string; attention?: string } | undefined;
   /** Settled within the deadline (finished, or NEEDS_ATTENTION with a reason). */
   settled: boolean;
+  /** The run was stopped before its deadline because the calls without progress passed their bound. */
+  stoppedEarly?: boolean;
   deadlineMs: number;
   /** When the journal (delegation version or workflow state) last changed, ms. */
   lastProgressAtMs: number;
@@ -84,11 +87,17 @@ export function checkInvariants(observation: RunObservation, limits: InvariantLi
     }
     overLimit(delegation, add);
   }
+  const recoverable = observation.behaviour.deviations.every(isRecoverable);
+  const outcome = delegation?.state;
+  if (observation.settled && recoverable && agentTask && outcome !== observation.behaviour.story.final) {
+    const reason = delegation?.error ? ` (${delegation.error.code}: ${delegation.error.message.slice(0, 160)})` : '';
+    add('outcome-not-adopted', `the agent's task ended ${observation.behaviour.story.final}, readable despite every deviation; the delegation ended ${outcome ?? 'unjournaled'}${reason}`);
+  }
 
   const duplicates = observation.calls.filter((call) => call.duplicate);
   if (duplicates.length > 0) add('duplicate-send', `${duplicates.length} SendMessage for messageId ${duplicates[0]!.messageId} after the agent had its task (ListTasks could have found it)`);
 
-  if (!observation.settled) {
+  if (!observation.settled && !observation.stoppedEarly) {
     const state = observation.workflow ? `${observation.workflow.state}${observation.workflow.attention ? ` (${observation.workflow.attention})` : ''}` : 'not journaled';
     add('not-settled', `workflow ${state}, delegation ${delegation?.state ?? 'none'} after ${observation.deadlineMs} ms`);
   }

@@ -5,7 +5,7 @@
  *   FUZZ_RUNS       runs before shrinking; default 500
  *   FUZZ_KINDS      comma-separated deviation kinds; default every kind
  *   FUZZ_PER_KIND   1 = one check per kind (FUZZ_RUNS each), then a pass/fail table
- *   FUZZ_DEADLINE_MS  time a delegation has to settle; default 5000
+ *   FUZZ_DEADLINE_MS  time a delegation has to settle; default 6000
  *   FUZZ_TIME_LIMIT_MS  stop generating/shrinking a check after this long; default none
  *   FUZZ_VERBOSE    1 = one line per run
  * Exits 1 when any check failed.
@@ -27,7 +27,7 @@ const verbose = process.env.FUZZ_VERBOSE === '1';
 console.log(`fuzz: FUZZ_SEED=${seed} FUZZ_RUNS=${numRuns} FUZZ_KINDS=${kinds.join(',')}${perKind ? ' FUZZ_PER_KIND=1' : ''}`);
 
 const redis = await startRedisServer();
-const session = await startFuzzSession({ redisUrl: redis.url, deadlineMs: Number(process.env.FUZZ_DEADLINE_MS ?? 5_000) });
+const session = await startFuzzSession({ redisUrl: redis.url, deadlineMs: Number(process.env.FUZZ_DEADLINE_MS ?? 6_000) });
 const groups: DeviationKind[][] = perKind ? kinds.map((kind) => [kind]) : [kinds];
 const results: { kinds: string; passed: boolean; runs: number; seconds: number; report: string }[] = [];
 try {
@@ -43,7 +43,8 @@ try {
       onRun: (behaviour, outcome) => {
         count++;
         if (verbose || outcome.violations.length > 0) {
-          console.log(`  run ${count} ${outcome.elapsedMs} ms ${outcome.violations.length ? `FAIL ${outcome.violations[0]}` : 'ok'} ${JSON.stringify(behaviour.deviations)}`);
+          console.log(`  run ${count} ${outcome.elapsedMs} ms ${outcome.violations.length ? `FAIL ${outcome.violations[0]}` : 'ok'} ${JSON.stringify(behaviour)}`);
+          if (verbose) console.log(`    ${outcome.trace}`);
         }
       },
     });

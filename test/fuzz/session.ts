@@ -32,7 +32,7 @@ export const FUZZ_TIMINGS = {
 
 export interface FuzzSessionOptions {
   redisUrl: string;
-  /** Time a delegation has to settle (finished, or NEEDS_ATTENTION with a reason). Default 5_000 ms. */
+  /** Time a delegation has to settle (finished, or NEEDS_ATTENTION with a reason). Default 6_000 ms. */
   deadlineMs?: number;
   /** Watched after settling, for late agent calls. Default 300 ms. */
   quietMs?: number;
@@ -44,6 +44,8 @@ export interface RunOutcome {
   runId: string;
   violations: Violation[];
   elapsedMs: number;
+  /** The agent calls (site@ms since the run started) and the journal's end state, for reports. */
+  trace: string;
 }
 
 export interface FuzzSession {
@@ -59,7 +61,7 @@ const MAX_SCAN_PAGES = 1_000;
 
 /** Starts the session's fleet and producer on `redisUrl`. */
 export async function startFuzzSession(options: FuzzSessionOptions): Promise<FuzzSession> {
-  const deadlineMs = options.deadlineMs ?? 5_000;
+  const deadlineMs = options.deadlineMs ?? 6_000;
   const quietMs = options.quietMs ?? 300;
   const limits = { ...DEFAULT_LIMITS, ...options.limits };
   const tag = `${process.pid}-${Date.now().toString(36)}`;
@@ -71,6 +73,7 @@ export async function startFuzzSession(options: FuzzSessionOptions): Promise<Fuz
   let fleet: Fleet | undefined;
   let producer: Producer | undefined;
   const baselineRssBytes = process.memoryUsage.rss();
+  let tail: Promise<void> = Promise.resolve();
 
   const startFleet = async () => {
     prefix = `fuzz-${tag}-${++generation}`;
@@ -101,64 +104,89 @@ export async function startFuzzSession(options: FuzzSessionOptions): Promise<Fuz
   return {
     fleetsStarted: () => generation,
     async run(behaviour) {
-      const runId = `${tag}-${++runs}`;
-      const started = Date.now();
-      const agent = await startFuzzAgent(runId, behaviour);
-      const journal = producer!.journal;
-      const ref = { workflowId: `fuzz-${runId}`, delegationId: 'main.1' };
-      let maxRssBytes = process.memoryUsage.rss();
-      let lastProgressAtMs = started;
-      let seen = '';
-      let settled = false;
-      let workflow: RunObservation['workflow'];
+      // Runs never overlap: a run that broke an invariant replaces the fleet the next one uses.
+      const previous = tail;
+      let release = () => undefined as void;
+      tail = new Promise<void>((resolve) => (release = resolve));
+      await previous;
       try {
-        await producer!.delegate({ agent: agent.cardUrl, text: `fuzz ${runId}`, idempotencyKey: ref.workflowId });
-        let settledAt: number | undefined;
-        // Bounded: ends at the deadline, or `quietMs` after settling.
-        for (let polls = 0; polls < (deadlineMs + quietMs) / POLL_MS + 100; polls++) {
-          const now = Date.now();
-          if (settledAt !== undefined ? now - settledAt >= quietMs : now - started >= deadlineMs) break;
-          const [hash, record] = await Promise.all([journal.getWorkflowHash(ref.workflowId), journal.getDelegation(ref)]);
-          workflow = hash ? { state: hash.state ?? '?', ...(hash.attention ? { attention: hash.attention } : {}) } : undefined;
-          const progress = `${workflow?.state}|${record?.state}|${record?.version}`;
-          if (progress !== seen) (seen = progress), (lastProgressAtMs = Date.now());
-          if (settledAt === undefined && workflow && isSettled(workflow)) (settled = true), (settledAt = Date.now());
-          maxRssBytes = Math.max(maxRssBytes, process.memoryUsage.rss());
-          await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-        }
+        return await runOnce(behaviour);
       } finally {
-        await agent.close();
+        release();
       }
-      const delegation: DelegationView | undefined = await journal.getDelegationView(ref);
-      const violations = checkInvariants(
-        {
-          runId,
-          behaviour,
-          agentTask: agent.task(),
-          calls: agent.calls,
-          delegation,
-          workflow,
-          settled,
-          deadlineMs,
-          lastProgressAtMs,
-          maxRssBytes,
-          baselineRssBytes,
-          oversizedKeys: await oversizedKeys(),
-        },
-        limits,
-      );
-      if (violations.length > 0) {
-        await stopFleet();
-        await startFleet();
-      }
-      return { runId, violations, elapsedMs: Date.now() - started };
     },
     async close() {
+      await tail;
       await stopFleet();
       redis.disconnect();
     },
   };
+
+  async function runOnce(behaviour: Behaviour): Promise<RunOutcome> {
+    const runId = `${tag}-${++runs}`;
+    const started = Date.now();
+    const agent = await startFuzzAgent(runId, behaviour);
+    const journal = producer!.journal;
+    const ref = { workflowId: `fuzz-${runId}`, delegationId: 'main.1' };
+    let maxRssBytes = process.memoryUsage.rss();
+    let lastProgressAtMs = started;
+    let seen = '';
+    let settled = false;
+    let stoppedEarly = false;
+    let workflow: RunObservation['workflow'];
+    try {
+      await producer!.delegate({ agent: agent.cardUrl, text: `fuzz ${runId}`, idempotencyKey: ref.workflowId });
+      let settledAt: number | undefined;
+      // Bounded: ends at the deadline, or `quietMs` after settling.
+      for (let polls = 0; polls < (deadlineMs + quietMs) / POLL_MS + 100; polls++) {
+        const now = Date.now();
+        if (settledAt !== undefined ? now - settledAt >= quietMs : now - started >= deadlineMs) break;
+        const [hash, record] = await Promise.all([journal.getWorkflowHash(ref.workflowId), journal.getDelegation(ref)]);
+        workflow = hash ? { state: hash.state ?? '?', ...(hash.attention ? { attention: hash.attention } : {}) } : undefined;
+        const progress = `${workflow?.state}|${record?.state}|${record?.version}`;
+        if (progress !== seen) (seen = progress), (lastProgressAtMs = Date.now());
+        if (settledAt === undefined && workflow && isSettled(workflow)) (settled = true), (settledAt = Date.now());
+        // A livelock is certain once the calls without progress pass their bound: stop early (shrinking runs many of these).
+        if (settledAt === undefined && callsSince(agent.calls, lastProgressAtMs + limits.progressGraceMs) > limits.maxCallsWithoutProgress) {
+          stoppedEarly = true;
+          break;
+        }
+        maxRssBytes = Math.max(maxRssBytes, process.memoryUsage.rss());
+        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+      }
+    } finally {
+      await agent.close();
+    }
+    const delegation: DelegationView | undefined = await journal.getDelegationView(ref);
+    const violations = checkInvariants(
+      {
+        runId,
+        behaviour,
+        agentTask: agent.task(),
+        calls: agent.calls,
+        delegation,
+        workflow,
+        settled,
+        stoppedEarly,
+        deadlineMs,
+        lastProgressAtMs,
+        maxRssBytes,
+        baselineRssBytes,
+        oversizedKeys: await oversizedKeys(),
+      },
+      limits,
+    );
+    if (violations.length > 0) {
+      await stopFleet();
+      await startFleet();
+    }
+    const calls = agent.calls.map((call) => `${call.site}@${call.atMs - started}`).join(' ');
+    const trace = `${calls} → ${workflow?.state ?? 'none'}/${delegation?.state ?? 'none'}${delegation?.error ? ` (${delegation.error.code})` : ''}`;
+    return { runId, violations, elapsedMs: Date.now() - started, trace };
+  }
 }
+
+const callsSince = (calls: readonly { atMs: number }[], sinceMs: number) => calls.filter((call) => call.atMs > sinceMs).length;
 
 /** Finished, or handed to a person with a reason (as test/harness/invariants.ts `isSettled`). */
 const isSettled = (workflow: { state: string; attention?: string }) =>
