@@ -17,7 +17,7 @@ import { startFuzzSession, type FuzzSession } from './fuzz/session.ts';
 import { reorder } from './fuzz/stream.ts';
 
 /** Kinds the product passes at the commit named in docs/conformance-kit.md. */
-export const IN_SUITE_KINDS: readonly DeviationKind[] = ['stateSpelling'];
+export const IN_SUITE_KINDS: readonly DeviationKind[] = ['eventOrder', 'earlyFin', 'resultShape', 'streamShape', 'recordSeparator'];
 
 /** Fixed so the suite is reproducible; FUZZ_SEED overrides (fast-check prints the seed of a failure). */
 const SEED = process.env.FUZZ_SEED ? Number(process.env.FUZZ_SEED) : 20_261_130;
@@ -65,7 +65,7 @@ describe('the invariants', () => {
     behaviour,
     agentTask: { id: 'task-r1', contextId: 'c1', message: { messageId: 'm1' }, createdAtMs: 0, workingAtMs: 0, finalAtMs: 0 },
     calls: [{ site: 'SendMessage', atMs: 0, messageId: 'm1', duplicate: false }],
-    delegation: undefined,
+    delegation: { taskId: 'task-r1', contextId: 'c1', state: 'COMPLETED', artifacts: [{ artifactId: 'a1', parts: [{ text: 'result-r1' }] }] } as unknown as RunObservation['delegation'],
     workflow: { state: 'COMPLETED' },
     settled: true,
     deadlineMs: 1_000,
@@ -82,6 +82,11 @@ describe('the invariants', () => {
     expect(names({ delegation: adopted })).toEqual(['foreign-adopted', 'foreign-adopted', 'wrong-outcome', 'outcome-not-adopted']);
     expect(names({ calls: [...base.calls, { site: 'SendMessage', atMs: 1, messageId: 'm1', duplicate: true }] })).toEqual(['duplicate-send']);
     expect(names({ settled: false, workflow: { state: 'RUNNING' } })).toEqual(['not-settled']);
+    const gaveUp = { taskId: 'task-r1', state: 'AMBIGUOUS', artifacts: [], error: { code: 'AMBIGUOUS', message: 'unreadable' } } as unknown as RunObservation['delegation'];
+    expect(names({ delegation: gaveUp, workflow: { state: 'NEEDS_ATTENTION', attention: 'ambiguous' } })).toEqual(['outcome-not-adopted']);
+    expect(names({ delegation: gaveUp, behaviour: { ...behaviour, deviations: [{ kind: 'oversized', where: 'artifact', shape: 'parts', amount: 1_001 }] } })).toEqual([]);
+    const manyParts = { ...base.delegation!, artifacts: [{ artifactId: 'big', parts: Array.from({ length: 1_001 }, () => ({ text: 'p' })) }] } as RunObservation['delegation'];
+    expect(names({ delegation: manyParts })).toEqual(['over-limit-journaled']);
     expect(names({ calls: Array.from({ length: DEFAULT_LIMITS.maxCallsWithoutProgress + 1 }, () => ({ site: 'GetTask', atMs: 10_000 })) })).toEqual(['calls-without-progress']);
     expect(names({ maxRssBytes: 100 + DEFAULT_LIMITS.rssHeadroomBytes + 1 })).toEqual(['worker-rss']);
     expect(names({ oversizedKeys: [{ key: 'k', bytes: DEFAULT_LIMITS.maxKeyBytes + 1 }] })).toEqual(['redis-key-size']);
