@@ -97,7 +97,7 @@ describe('100 generated deviating agents against one fleet', () => {
   const redisServer = useRedisServer();
   let session: FuzzSession | undefined;
   beforeAll(async () => {
-    session = await startFuzzSession({ redisUrl: redisServer().url, deadlineMs: 4_000, quietMs: 150 });
+    session = await startFuzzSession({ redisUrl: redisServer().url, deadlineMs: 10_000, quietMs: 150 });
   });
   afterAll(async () => {
     await session?.close();
