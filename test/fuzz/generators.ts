@@ -90,7 +90,8 @@ export const storyArbitrary: fc.Arbitrary<Story> = fc.record({
 /** Behaviours with 1 to `maxDeviations` deviations of distinct kinds, drawn from `kinds`. */
 export function behaviourArbitrary(kinds: readonly DeviationKind[], maxDeviations = 2): fc.Arbitrary<Behaviour> {
   if (kinds.length === 0) throw new Error('behaviourArbitrary: no deviation kind selected');
-  const kindSet = fc.uniqueArray(fc.constantFrom(...kinds), { minLength: 1, maxLength: Math.min(maxDeviations, kinds.length) });
-  const deviations = kindSet.chain((chosen) => fc.tuple(...chosen.map((kind) => DEVIATION_GENERATORS[kind] as fc.Arbitrary<Deviation>)));
+  // uniqueArray (not a chain over chosen kinds) so shrinking can drop a whole deviation.
+  const deviation = fc.oneof(...kinds.map((kind) => DEVIATION_GENERATORS[kind] as fc.Arbitrary<Deviation>));
+  const deviations = fc.uniqueArray(deviation, { selector: (value) => value.kind, minLength: 1, maxLength: Math.min(maxDeviations, kinds.length) });
   return fc.record({ story: storyArbitrary, deviations });
 }

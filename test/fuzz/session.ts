@@ -7,11 +7,11 @@
  */
 import type { Redis, Cluster } from 'ioredis';
 import { createProducer, type Producer } from '@durable-a2a/producer';
-import { createRedisClient, type DelegationView } from '@durable-a2a/shared';
+import { createRedisClient, type DelegationView, type Journal } from '@durable-a2a/shared';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { startTestFleet } from '../harness/fleet.ts';
 import { FINISHED_WORKFLOW_STATES } from '../harness/invariants.ts';
-import { startFuzzAgent } from './agent.ts';
+import { startFuzzAgent, type AgentCall } from './agent.ts';
 import type { Behaviour } from './grammar.ts';
 import { checkInvariants, DEFAULT_LIMITS, type InvariantLimits, type RunObservation, type Violation } from './invariants.ts';
 
@@ -128,35 +128,14 @@ export async function startFuzzSession(options: FuzzSessionOptions): Promise<Fuz
     const agent = await startFuzzAgent(runId, behaviour);
     const journal = producer!.journal;
     const ref = { workflowId: `fuzz-${runId}`, delegationId: 'main.1' };
-    let maxRssBytes = process.memoryUsage.rss();
-    let lastProgressAtMs = started;
-    let seen = '';
-    let settled = false;
-    let stoppedEarly = false;
-    let workflow: RunObservation['workflow'];
+    let watched: Watched;
     try {
       await producer!.delegate({ agent: agent.cardUrl, text: `fuzz ${runId}`, idempotencyKey: ref.workflowId });
-      let settledAt: number | undefined;
-      // Bounded: ends at the deadline, or `quietMs` after settling.
-      for (let polls = 0; polls < (deadlineMs + quietMs) / POLL_MS + 100; polls++) {
-        const now = Date.now();
-        if (settledAt !== undefined ? now - settledAt >= quietMs : now - started >= deadlineMs) break;
-        const [hash, record] = await Promise.all([journal.getWorkflowHash(ref.workflowId), journal.getDelegation(ref)]);
-        workflow = hash ? { state: hash.state ?? '?', ...(hash.attention ? { attention: hash.attention } : {}) } : undefined;
-        const progress = `${workflow?.state}|${record?.state}|${record?.version}`;
-        if (progress !== seen) (seen = progress), (lastProgressAtMs = Date.now());
-        if (settledAt === undefined && workflow && isSettled(workflow)) (settled = true), (settledAt = Date.now());
-        // A livelock is certain once the calls without progress pass their bound: stop early (shrinking runs many of these).
-        if (settledAt === undefined && callsSince(agent.calls, lastProgressAtMs + limits.progressGraceMs) > limits.maxCallsWithoutProgress) {
-          stoppedEarly = true;
-          break;
-        }
-        maxRssBytes = Math.max(maxRssBytes, process.memoryUsage.rss());
-        await new Promise((resolve) => setTimeout(resolve, POLL_MS));
-      }
+      watched = await watch({ journal, ref, calls: agent.calls, started, deadlineMs, quietMs, limits });
     } finally {
       await agent.close();
     }
+    const { workflow } = watched;
     const delegation: DelegationView | undefined = await journal.getDelegationView(ref);
     const violations = checkInvariants(
       {
@@ -165,12 +144,8 @@ export async function startFuzzSession(options: FuzzSessionOptions): Promise<Fuz
         agentTask: agent.task(),
         calls: agent.calls,
         delegation,
-        workflow,
-        settled,
-        stoppedEarly,
+        ...watched,
         deadlineMs,
-        lastProgressAtMs,
-        maxRssBytes,
         baselineRssBytes,
         oversizedKeys: await oversizedKeys(),
       },
@@ -184,6 +159,45 @@ export async function startFuzzSession(options: FuzzSessionOptions): Promise<Fuz
     const trace = `${calls} → ${workflow?.state ?? 'none'}/${delegation?.state ?? 'none'}${delegation?.error ? ` (${delegation.error.code})` : ''}`;
     return { runId, violations, elapsedMs: Date.now() - started, trace };
   }
+}
+
+type Watched = Pick<RunObservation, 'workflow' | 'settled' | 'stoppedEarly' | 'lastProgressAtMs' | 'maxRssBytes'>;
+
+interface WatchRequest {
+  journal: Journal;
+  ref: { workflowId: string; delegationId: string };
+  calls: readonly AgentCall[];
+  started: number;
+  deadlineMs: number;
+  quietMs: number;
+  limits: InvariantLimits;
+}
+
+/**
+ * Polls the journal every POLL_MS until the workflow settled and `quietMs` passed, or the deadline passed,
+ * or the agent calls without progress passed their bound (a certain livelock: stopping early keeps shrinking fast).
+ */
+async function watch({ journal, ref, calls, started, deadlineMs, quietMs, limits }: WatchRequest): Promise<Watched> {
+  const watched: Watched = { workflow: undefined, settled: false, stoppedEarly: false, lastProgressAtMs: started, maxRssBytes: process.memoryUsage.rss() };
+  let seen = '';
+  let settledAt: number | undefined;
+  for (let polls = 0; polls < (deadlineMs + quietMs) / POLL_MS + 100; polls++) {
+    const now = Date.now();
+    if (settledAt !== undefined ? now - settledAt >= quietMs : now - started >= deadlineMs) break;
+    const [hash, record] = await Promise.all([journal.getWorkflowHash(ref.workflowId), journal.getDelegation(ref)]);
+    const workflow = hash ? { state: hash.state ?? '?', ...(hash.attention ? { attention: hash.attention } : {}) } : undefined;
+    watched.workflow = workflow;
+    const progress = `${workflow?.state}|${record?.state}|${record?.version}`;
+    if (progress !== seen) (seen = progress), (watched.lastProgressAtMs = Date.now());
+    if (settledAt === undefined && workflow && isSettled(workflow)) (watched.settled = true), (settledAt = Date.now());
+    if (settledAt === undefined && callsSince(calls, watched.lastProgressAtMs + limits.progressGraceMs) > limits.maxCallsWithoutProgress) {
+      watched.stoppedEarly = true;
+      break;
+    }
+    watched.maxRssBytes = Math.max(watched.maxRssBytes, process.memoryUsage.rss());
+    await new Promise((resolve) => setTimeout(resolve, POLL_MS));
+  }
+  return watched;
 }
 
 const callsSince = (calls: readonly { atMs: number }[], sinceMs: number) => calls.filter((call) => call.atMs > sinceMs).length;
