@@ -118,8 +118,9 @@ export function checkInvariants(observation: RunObservation, limits: InvariantLi
 function overLimit(delegation: DelegationView, add: (invariant: InvariantName, evidence: string) => void): void {
   for (const artifact of delegation.artifacts) {
     if (artifact.parts.length > LIMITS.parts) add('over-limit-journaled', `artifact ${artifact.artifactId} holds ${artifact.parts.length} parts`);
-    const depth = jsonDepth(artifact.parts);
-    if (depth > LIMITS.depth + 4) add('over-limit-journaled', `artifact ${artifact.artifactId} nests ${depth} levels`);
+    // parts array → part → its value: two levels above the part's own nesting.
+    const depth = jsonDepth(artifact.parts) - 2;
+    if (depth > LIMITS.depth) add('over-limit-journaled', `artifact ${artifact.artifactId} holds a part nested ${depth} levels`);
   }
 }
 
