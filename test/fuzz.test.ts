@@ -117,5 +117,5 @@ describe('100 generated deviating agents against one fleet', () => {
     expect(finals).toHaveLength(100);
     expect(new Set(finals)).toEqual(new Set(['COMPLETED', 'FAILED', 'REJECTED']));
     expect(session!.fleetsStarted()).toBe(1);
-  }, 240_000);
+  }, 300_000);
 });
