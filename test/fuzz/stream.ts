@@ -1,0 +1,99 @@
+/**
+ * One SSE answer of the fuzz agent (SubscribeToTask or SendStreamingMessage,
+ * spec §3.1.6 and §9.4): the honest event list, then the behaviour's stream
+ * deviations (foreign events, reordering, oversized events, shapes, record
+ * separators, an early FIN, keep-alive-only).
+ */
+import type { ServerResponse } from 'node:http';
+import { chunkBytes, expand, firstHalf, hugeArtifact, writeChunks, type Chunk } from './body.ts';
+import { deviationOf, type Behaviour, type EventOp } from './grammar.ts';
+import { answerId, foreignEvents, shapeEvent, streamEvents, type AgentTask, type StreamPayload } from './wire.ts';
+
+export interface StreamRequest {
+  runId: string;
+  behaviour: Behaviour;
+  task: AgentTask;
+  response: ServerResponse;
+  /** The JSON-RPC id of the request. */
+  id: unknown;
+  /** 1-based count of streams of this method so far (early FIN applies to the first ones). */
+  streamNumber: number;
+  /** Our task as the agent would answer GetTask now. */
+  snapshot: () => Record<string, unknown>;
+  /** True once the agent is closing: keep-alive loops stop. */
+  closed: () => boolean;
+}
+
+/** Upper bound on keep-alive comments per stream (the agent's close ends it sooner). */
+const MAX_KEEP_ALIVES = 10_000;
+
+/** Serves one stream; resolves with the bytes written once it ends (or the client went away). */
+export async function serveStream(request: StreamRequest): Promise<number> {
+  const { behaviour, response } = request;
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+  response.flushHeaders();
+  const frames = framedEvents(request);
+  let bytes = 0;
+  const send = async (chunks: Chunk[]) => {
+    bytes += chunkBytes(chunks);
+    return writeChunks(response, chunks);
+  };
+
+  const keepAlive = deviationOf(behaviour, 'keepAliveOnly');
+  if (keepAlive) {
+    if (keepAlive.afterSnapshot && !(await send(frames[0]!))) return bytes;
+    for (let count = 0; count < MAX_KEEP_ALIVES && !request.closed() && !response.destroyed; count++) {
+      if (!(await send([':\n\n']))) return bytes;
+      await sleep(keepAlive.intervalMs);
+    }
+    return bytes;
+  }
+
+  const earlyFin = deviationOf(behaviour, 'earlyFin');
+  const cut = earlyFin && request.streamNumber <= earlyFin.streams ? earlyFin : undefined;
+  const count = cut ? Math.min(cut.afterEvents, frames.length) : frames.length;
+  for (let index = 0; index < count; index++) {
+    if (!(await send(frames[index]!))) return bytes;
+    if (index === 0) await sleep(Math.max(0, request.task.finalAtMs - Date.now()));
+  }
+  if (cut?.midEvent && count < frames.length) await send([firstHalf(frames[count]!)]);
+  if (!response.destroyed) response.end();
+  return bytes;
+}
+
+/** The events of this stream, deviations applied, each as the bytes of one SSE event. */
+function framedEvents(request: StreamRequest): Chunk[][] {
+  const { runId, behaviour, task } = request;
+  let events: StreamPayload[] = streamEvents(runId, task, behaviour, Date.now());
+  if (deviationOf(behaviour, 'foreignTask')?.where === 'stream') events.splice(1, 0, ...foreignEvents(runId, behaviour));
+  const oversized = deviationOf(behaviour, 'oversized');
+  if (oversized && oversized.where !== 'card' && events.length > 1) {
+    const big = { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: hugeArtifact(oversized), append: false, lastChunk: true } };
+    events.splice(events.length - 1, 0, big);
+  }
+  events = reorder(events, deviationOf(behaviour, 'eventOrder')?.ops ?? []);
+  const separator = deviationOf(behaviour, 'recordSeparator')?.scope;
+  return events.map((payload, index) => {
+    const envelope = { jsonrpc: '2.0', id: answerId(request.id, behaviour, 'SubscribeToTask'), result: shapeEvent(payload, behaviour, request.snapshot) };
+    const prefix = separator === 'all' || (separator === 'first' && index === 0) ? 'data: \x1E' : 'data: ';
+    return [prefix, ...expand(JSON.stringify(envelope), oversized), '\n\n'];
+  });
+}
+
+/** Applies duplicate / drop / swap operations in order; indexes wrap around the current length. */
+export function reorder<T>(events: T[], ops: EventOp[]): T[] {
+  const result = [...events];
+  for (const op of ops) {
+    if (result.length === 0) break;
+    const index = op.index % result.length;
+    if (op.op === 'duplicate') result.splice(index, 0, result[index]!);
+    else if (op.op === 'drop') result.splice(index, 1);
+    else if (op.op === 'swap') {
+      const other = op.with % result.length;
+      [result[index], result[other]] = [result[other]!, result[index]!];
+    }
+  }
+  return result;
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
