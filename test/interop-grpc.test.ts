@@ -1,7 +1,9 @@
 /**
- * Interop matrix, gRPC column: our `GrpcTransport` against @a2a-js/sdk's gRPC
- * servers on port 0, the interface picked from each agent's card (which lists
- * only gRPC). Same scenarios as test/interop.test.ts; results in docs/interop.md.
+ * Interop matrix, gRPC column: our `GrpcTransport` (1.0 and 0.3) against
+ * @a2a-js/sdk's gRPC servers on port 0: sdk 1.3.0 (1.0), sdk 1.3.0 with its 0.3
+ * gRPC service (legacy mode), sdk 0.3.14. The interface is picked from each
+ * agent's card, which lists only gRPC. Same scenarios as test/interop.test.ts;
+ * results in docs/interop.md.
  */
 import { createServer, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
@@ -13,6 +15,7 @@ import {
   type StreamResponse,
   type Task,
   TaskNotFoundError,
+  UnsupportedOperationError,
   bearerToken,
   createTransport,
   drainStream,
@@ -39,7 +42,11 @@ interface Cell {
   start: () => Promise<Handle>;
 }
 
-const CELLS: Cell[] = [{ version: '1.0', sdk: '1.3.0', start: () => startGrpcAgent({ behaviour: scripted }) }];
+const CELLS: Cell[] = [
+  { version: '1.0', sdk: '1.3.0', start: () => startGrpcAgent({ behaviour: scripted }) },
+  { version: '0.3', sdk: '1.3.0 legacyCompat', start: () => startGrpcAgent({ behaviour: scripted, flavour: 'legacyCompat' }) },
+  { version: '0.3', sdk: '0.3.14', start: () => startGrpcAgent({ behaviour: scripted, flavour: 'v03' }) },
+];
 
 const userMessage = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...extra });
 
@@ -89,7 +96,7 @@ for (const cell of CELLS) {
     beforeAll(async () => {
       agent = await cell.start();
       const card = await fetchAgentCard(agent.cardUrl);
-      const agentInterface = selectInterface(card);
+      const agentInterface = selectInterface(card, { bindings: ['GRPC'], versions: [cell.version] });
       expect(agentInterface).toMatchObject({ protocolBinding: 'GRPC', protocolVersion: cell.version });
       transport = createTransport(agentInterface!, { credentials: bearerToken('grpc-secret') });
       expect(transport.binding).toBe('GRPC');
@@ -192,6 +199,10 @@ for (const cell of CELLS) {
         const sent = taskOf(await transport.sendMessage({ message: userMessage('complete') }));
         const listed = await transport.listTasks({ contextId: sent.contextId!, pageSize: 10 });
         expect(listed.tasks.map((task) => task.id)).toEqual([sent.id]);
+      });
+    } else {
+      it(`${name}: listTasks is unsupported (0.3 has no list)`, async () => {
+        await expect(transport.listTasks({})).rejects.toBeInstanceOf(UnsupportedOperationError);
       });
     }
   });

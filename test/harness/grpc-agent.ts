@@ -1,21 +1,33 @@
 /**
- * A scripted @a2a-js/sdk 1.3.0 agent served over gRPC (`@a2a-js/sdk/server/grpc`)
- * on 127.0.0.1, its Agent Card on a plain HTTP port. The card lists only the
- * gRPC interface (`http://127.0.0.1:PORT`, plaintext by scheme), so a client that
- * does not speak gRPC cannot use it. Same behaviours, counters and stream cutting
- * as the HTTP demo agent; `restart` rebinds the same gRPC port.
+ * Scripted A2A agents served over gRPC on 127.0.0.1, their Agent Card on a plain
+ * HTTP port. The card lists only gRPC interfaces (`http://127.0.0.1:PORT`,
+ * plaintext by scheme), so a client that does not speak gRPC cannot use it.
+ * Flavours: `1.0` (@a2a-js/sdk 1.3.0 `server/grpc`), `legacyCompat` (the same
+ * server with the sdk's 0.3 gRPC service beside it, card listing 1.0 and 0.3),
+ * `v03` (@a2a-js/sdk 0.3.14 `server/grpc`, a 0.3 card). Same behaviours and
+ * stream cutting as the HTTP demo agents; `restart` rebinds the same gRPC port.
  */
 import { createServer, type Server as HttpServer } from 'node:http';
-import { Metadata, Server, ServerCredentials, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { Metadata, Server, ServerCredentials, type ServiceDefinition, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { DefaultPushNotificationSender, DefaultRequestHandler, InMemoryPushNotificationStore, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { A2AService, UserBuilder, grpcService } from '@a2a-js/sdk/server/grpc';
+import { LegacyA2AService, legacyGrpcService } from '@a2a-js/sdk/compat/v0_3/server/grpc';
+import { createLegacyAwarePushNotificationSender } from '@a2a-js/sdk/compat/v0_3/server';
+import * as sdkV03 from 'a2a-sdk-v03/server';
+import * as sdkV03Grpc from 'a2a-sdk-v03/server/grpc';
 import type { AgentCard } from '@a2a-js/sdk';
 import { completesWith, type Behaviour } from './agent-behaviours.ts';
 import { ScriptedExecutor, type ReceivedMessage } from './agent-executor.ts';
+import { ScriptedExecutorV03 } from './agent-v03.ts';
 import { countingRequestHandler, type A2AMethod } from './agent-instrumentation.ts';
 import { closeServer, listenOnLoopback, trackSockets } from './ports.ts';
 
+/** Which server: sdk 1.3.0 (1.0), sdk 1.3.0 with its 0.3 gRPC service too, or sdk 0.3.14. */
+export type GrpcAgentFlavour = '1.0' | 'legacyCompat' | 'v03';
+
 export interface GrpcAgentOptions {
+  /** Default '1.0'. */
+  flavour?: GrpcAgentFlavour;
   /** Default `completesWith('done')`. */
   behaviour?: Behaviour;
   /** `capabilities.pushNotifications`, with an in-memory push store. Default true. */
@@ -26,11 +38,13 @@ export interface GrpcAgentHandle {
   /** `http://127.0.0.1:PORT` of the gRPC server. */
   readonly grpcUrl: string;
   readonly cardUrl: string;
+  /** User messages the executor received (flavours '1.0' and 'legacyCompat'; the 0.3.14 executor keeps none). */
   readonly receivedMessages: readonly ReceivedMessage[];
   /** Metadata of every call, in order (lower-case keys). */
   readonly seenMetadata: readonly Record<string, string>[];
   readonly droppedStreams: number;
   setBehaviour(behaviour: Behaviour): void;
+  /** Executor invocations for `messageId` (flavours '1.0' and 'legacyCompat'). */
   sendMessageCount(messageId?: string): number;
   requestCount(method: A2AMethod): number;
   /** End every server stream opened from now on after `events` messages (status OK, no terminal state); undefined = stop. */
@@ -40,7 +54,8 @@ export interface GrpcAgentHandle {
   stop(): Promise<void>;
 }
 
-const STREAM_METHODS = ['sendStreamingMessage', 'subscribeToTask'] as const;
+type Services = [ServiceDefinition, UntypedServiceImplementation][];
+const asImplementation = (service: unknown): UntypedServiceImplementation => service as UntypedServiceImplementation;
 
 function bindServer(server: Server, port: number): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -87,27 +102,49 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
     handler(call);
   };
 
-  const build = (): Server => {
-    const pushStore = pushEnabled ? new InMemoryPushNotificationStore() : undefined;
-    const pushSender = pushStore ? new DefaultPushNotificationSender(pushStore) : undefined;
-    const sdkHandler = new DefaultRequestHandler(card!, new InMemoryTaskStore(), executor, undefined, pushStore, pushSender);
-    const requestHandler = countingRequestHandler(sdkHandler, (method) => counts.set(method, (counts.get(method) ?? 0) + 1));
-    const implementation = grpcService({ requestHandler, userBuilder: UserBuilder.noAuthentication }) as unknown as UntypedServiceImplementation;
-    for (const name of STREAM_METHODS) implementation[name] = droppingStream(implementation[name] as (call: ServerWritableStream<unknown, unknown>) => void);
-    for (const [name, handler] of Object.entries(implementation)) {
-      implementation[name] = (call: { metadata: Metadata }, ...rest: unknown[]) => {
-        seenMetadata.push(Object.fromEntries(Object.entries(call.metadata.getMap()).map(([key, value]) => [key, String(value)])));
-        return (handler as (...args: unknown[]) => unknown)(call, ...rest);
-      };
+  const flavour = options.flavour ?? '1.0';
+  const executorV03 = new ScriptedExecutorV03(options.behaviour ?? completesWith('done'));
+  const count = (method: A2AMethod): void => void counts.set(method, (counts.get(method) ?? 0) + 1);
+
+  const services = (): Services => {
+    if (flavour === 'v03') {
+      const pushStore = new sdkV03.InMemoryPushNotificationStore();
+      const handler = new sdkV03.DefaultRequestHandler(card as never, new sdkV03.InMemoryTaskStore(), executorV03, undefined, pushStore, new sdkV03.DefaultPushNotificationSender(pushStore));
+      const requestHandler = countingRequestHandler(handler, count);
+      return [[sdkV03Grpc.A2AService, asImplementation(sdkV03Grpc.grpcService({ requestHandler, userBuilder: sdkV03Grpc.UserBuilder.noAuthentication }))]];
     }
+    const pushStore = pushEnabled ? new InMemoryPushNotificationStore() : undefined;
+    const pushSender = pushStore ? (flavour === 'legacyCompat' ? createLegacyAwarePushNotificationSender(pushStore) : new DefaultPushNotificationSender(pushStore)) : undefined;
+    const sdkHandler = new DefaultRequestHandler(card!, new InMemoryTaskStore(), executor, undefined, pushStore, pushSender);
+    const requestHandler = countingRequestHandler(sdkHandler, count);
+    const userBuilder = UserBuilder.noAuthentication;
+    const found: Services = [[A2AService, asImplementation(grpcService({ requestHandler, userBuilder }))]];
+    if (flavour === 'legacyCompat') found.push([LegacyA2AService, asImplementation(legacyGrpcService({ requestHandler, userBuilder }))]);
+    return found;
+  };
+
+  /** Wraps every method to record its metadata, and every server-streaming one to be cut by `dropStreamsAfter`. */
+  const instrument = (definition: ServiceDefinition, implementation: UntypedServiceImplementation): UntypedServiceImplementation =>
+    Object.fromEntries(
+      Object.entries(implementation).map(([name, handler]) => {
+        const inner = definition[name]?.responseStream ? droppingStream(handler as (call: ServerWritableStream<unknown, unknown>) => void) : handler;
+        const wrapped = (call: { metadata: Metadata }, ...rest: unknown[]): unknown => {
+          seenMetadata.push(Object.fromEntries(Object.entries(call.metadata.getMap()).map(([key, value]) => [key, String(value)])));
+          return (inner as (...args: unknown[]) => unknown)(call, ...rest);
+        };
+        return [name, wrapped];
+      }),
+    ) as UntypedServiceImplementation;
+
+  const build = (): Server => {
     const server = new Server();
-    server.addService(A2AService, implementation);
+    for (const [definition, implementation] of services()) server.addService(definition, instrument(definition, implementation));
     return server;
   };
 
   let server = new Server();
   grpcPort = await bindServer(server, 0);
-  card = buildCard(`http://127.0.0.1:${grpcPort}`, pushEnabled);
+  card = buildCard(`http://127.0.0.1:${grpcPort}`, pushEnabled, flavour);
   server.forceShutdown();
   server = build();
   await bindServer(server, grpcPort);
@@ -121,7 +158,7 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
     get droppedStreams() {
       return droppedStreams;
     },
-    setBehaviour: (behaviour) => void (executor.behaviour = behaviour),
+    setBehaviour: (behaviour) => void (executor.behaviour = executorV03.behaviour = behaviour),
     sendMessageCount: (messageId) => executor.invocationCount(messageId),
     requestCount: (method) => counts.get(method) ?? 0,
     dropStreamsAfter: (events) => void (dropLimit = events),
@@ -141,11 +178,21 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
   };
 }
 
-function buildCard(grpcUrl: string, pushNotifications: boolean): AgentCard {
+function buildCard(grpcUrl: string, pushNotifications: boolean, flavour: GrpcAgentFlavour): AgentCard {
+  if (flavour === 'v03') {
+    const cardV03 = {
+      name: 'gRPC demo agent 0.3', description: 'A scripted A2A 0.3 agent (sdk 0.3.14) over gRPC', version: '1.0.0', protocolVersion: '0.3.0',
+      url: grpcUrl, preferredTransport: 'GRPC', additionalInterfaces: [{ url: grpcUrl, transport: 'GRPC' }],
+      capabilities: { streaming: true, pushNotifications: true }, defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'],
+      skills: [{ id: 'demo', name: 'Demo', description: 'Does what the test scripted', tags: ['demo'] }],
+    };
+    return cardV03 as unknown as AgentCard;
+  }
+  const versions = flavour === 'legacyCompat' ? ['1.0', '0.3'] : ['1.0'];
   return {
     name: 'gRPC demo agent',
     description: 'A scripted A2A agent served over gRPC',
-    supportedInterfaces: [{ url: grpcUrl, protocolBinding: 'GRPC', tenant: '', protocolVersion: '1.0' }],
+    supportedInterfaces: versions.map((protocolVersion) => ({ url: grpcUrl, protocolBinding: 'GRPC', tenant: '', protocolVersion })),
     provider: undefined,
     version: '1.0.0',
     capabilities: { streaming: true, pushNotifications, extensions: [], extendedAgentCard: false },
