@@ -14,6 +14,7 @@ import {
   type StreamEvent,
   type StreamResponse,
   type Task,
+  InvalidParamsError,
   TaskNotFoundError,
   UnsupportedOperationError,
   bearerToken,
@@ -44,6 +45,7 @@ interface Cell {
 
 const CELLS: Cell[] = [
   { version: '1.0', sdk: '1.3.0', start: () => startGrpcAgent({ behaviour: scripted }) },
+  { version: '1.0', sdk: '1.3.0 legacyCompat', start: () => startGrpcAgent({ behaviour: scripted, flavour: 'legacyCompat' }) },
   { version: '0.3', sdk: '1.3.0 legacyCompat', start: () => startGrpcAgent({ behaviour: scripted, flavour: 'legacyCompat' }) },
   { version: '0.3', sdk: '0.3.14', start: () => startGrpcAgent({ behaviour: scripted, flavour: 'v03' }) },
 ];
@@ -203,6 +205,10 @@ for (const cell of CELLS) {
     } else {
       it(`${name}: listTasks is unsupported (0.3 has no list)`, async () => {
         await expect(transport.listTasks({})).rejects.toBeInstanceOf(UnsupportedOperationError);
+      });
+      it(`${name}: what 0.3 cannot carry is refused before sending (a data part that is not an object)`, async () => {
+        const message: Message = { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: [1, 2] }] };
+        await expect(transport.sendMessage({ message })).rejects.toBeInstanceOf(InvalidParamsError);
       });
     }
   });

@@ -7,7 +7,7 @@
  * and method names (`TaskSubscription`, `ListTaskPushNotificationConfig`); it
  * has no ListTasks. Fields 0.3 lacks (tenant, referenceTaskIds) are not sent.
  */
-import { UnsupportedOperationError } from '../errors.ts';
+import { InvalidParamsError, UnsupportedOperationError } from '../errors.ts';
 import { GRPC_SERVICE_NAMES } from './codec.ts';
 import type { GrpcWireMapping } from './transport.ts';
 
@@ -29,8 +29,9 @@ function partTo03(part: Json): Json {
   const mimeType = part.mediaType;
   if (part.url !== undefined) return { file: defined({ fileWithUri: part.url, mimeType }) };
   if (part.raw !== undefined) return { file: defined({ fileWithBytes: part.raw, mimeType }) };
-  // 0.3 DataPart holds a Struct: a non-object value is wrapped.
-  return { data: { data: isObject(part.data) ? part.data : { value: part.data } } };
+  // 0.3 DataPart holds a Struct: what it cannot carry is refused, not reshaped (as on the other 0.3 bindings).
+  if (!isObject(part.data)) throw new InvalidParamsError('A2A 0.3 cannot carry a data part that is not a JSON object');
+  return { data: { data: part.data } };
 }
 
 function messageTo03(message: Json): Json {
