@@ -42,6 +42,9 @@ export interface GrpcChannelSettings {
   addressPolicy?: AddressPolicyOptions;
 }
 
+/** Distinct checked addresses kept open per interface. */
+const MAX_TARGETS = 4;
+
 /** One `Client` per target address (grpc-js multiplexes calls over its HTTP/2 connection). Close with `close()`. */
 export class GrpcChannelPool {
   private readonly endpoint: GrpcEndpoint;
@@ -74,11 +77,21 @@ export class GrpcChannelPool {
       const channel = secure ? channelCredentials.createSsl() : channelCredentials.createInsecure();
       client = new Client(target, channel, options);
       this.clients.set(target, client);
+      this.closeOldest();
     }
     return client;
   }
 
-  /** Closes every connection; calls in flight are cancelled by grpc-js. */
+  /** A host whose DNS answers keep changing must not pile up channels: the oldest beyond `MAX_TARGETS` is closed. */
+  private closeOldest(): void {
+    for (const [target, client] of this.clients) {
+      if (this.clients.size <= MAX_TARGETS) return;
+      client.close();
+      this.clients.delete(target);
+    }
+  }
+
+  /** Closes every connection: no new call starts on them. */
   close(): void {
     for (const client of this.clients.values()) client.close();
     this.clients.clear();
