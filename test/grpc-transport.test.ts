@@ -71,9 +71,17 @@ beforeAll(async () => {
   );
   url = `http://127.0.0.1:${port}`;
 });
-afterAll(() => server.forceShutdown());
+const opened: GrpcTransport[] = [];
+afterAll(() => {
+  for (const transport of opened) transport.close();
+  server.forceShutdown();
+});
 
-const transportFor = (options: ConstructorParameters<typeof GrpcTransport>[1] = {}) => new GrpcTransport({ url, protocolBinding: 'GRPC', protocolVersion: '1.0' }, options);
+const transportFor = (options: ConstructorParameters<typeof GrpcTransport>[1] = {}, target = url): GrpcTransport => {
+  const transport = new GrpcTransport({ url: target, protocolBinding: 'GRPC', protocolVersion: '1.0' }, options);
+  opened.push(transport);
+  return transport;
+};
 const send = (transport: GrpcTransport) => transport.sendStreamingMessage({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] } });
 const serviceError = (code: status, metadata = new Metadata()): ServiceError => Object.assign(new Error('boom'), { code, details: 'boom', metadata });
 
@@ -201,11 +209,10 @@ describe('gRPC connections', () => {
   it('https to a plaintext server fails transiently (the TLS handshake was attempted), nothing served', async () => {
     let served = 0;
     handlers.getTask = (_call, callback) => (served++, callback(null, encode('Task', task('TASK_STATE_WORKING'))));
-    const tls = new GrpcTransport({ url: url.replace('http:', 'https:'), protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 2_000 });
+    const tls = transportFor({ requestTimeoutMs: 2_000 }, url.replace('http:', 'https:'));
     const error = await tls.getTask({ id: 'x' }).catch((caught: unknown) => caught);
     expect((error as A2AError).retryable).toBe(true);
     expect(served).toBe(0);
-    tls.close();
   });
 
   it('the address policy is applied at connection time: loopback refused unless allowed (own option or the dispatcher\'s)', async () => {
@@ -219,7 +226,7 @@ describe('gRPC connections', () => {
   });
 
   it('connection refused is a retryable UpstreamError', async () => {
-    const closed = new GrpcTransport({ url: 'http://127.0.0.1:1', protocolBinding: 'GRPC', protocolVersion: '1.0' });
+    const closed = transportFor({}, 'http://127.0.0.1:1');
     await expect(closed.getTask({ id: 'x' })).rejects.toBeInstanceOf(UpstreamError);
   });
 });

@@ -25,6 +25,7 @@ import {
   selectInterface,
 } from '../packages/shared/src/a2a/index.ts';
 import { type Behaviour, completionSteps } from './harness/index.ts';
+import type { GrpcTransport } from '../packages/shared/src/a2a/grpc/index.ts';
 import { type GrpcAgentHandle, startGrpcAgent } from './harness/grpc-agent.ts';
 import { closeServer, listenOnLoopback, trackSockets } from './harness/ports.ts';
 
@@ -104,6 +105,7 @@ for (const cell of CELLS) {
       expect(transport.binding).toBe('GRPC');
     });
     afterAll(async () => {
+      (transport as GrpcTransport | undefined)?.close();
       await agent?.stop();
     });
 
@@ -169,6 +171,7 @@ for (const cell of CELLS) {
       // The server keeps a stream of an interrupted task open: the idle watchdog ends it normally, as `interrupted`.
       const watched = createTransport({ url: transport.url, protocolBinding: 'GRPC', protocolVersion: cell.version }, { idleTimeoutMs: 300 });
       const end = await drainStream(watched.subscribeToTask({ id: asked.id }), () => undefined);
+      (watched as GrpcTransport).close();
       expect(end).toMatchObject({ kind: 'interrupted', lastState: 'TASK_STATE_INPUT_REQUIRED' });
       const answered = taskOf(await transport.sendMessage({ message: userMessage('friday', { taskId: asked.id, ...(asked.contextId ? { contextId: asked.contextId } : {}) }) }));
       expect(answered).toMatchObject({ id: asked.id, status: { state: 'TASK_STATE_COMPLETED' } });
