@@ -12,7 +12,6 @@ import {
   A2AError,
   AuthenticationError,
   BlockedAddressError,
-  GRPC_STATUS_TABLE,
   InvalidAgentResponseError,
   NetworkError,
   ProtocolError,
@@ -23,14 +22,13 @@ import {
   UpstreamError,
   createPolicyDispatcher,
   drainStream,
-  errorFromGrpc,
   A2A_ERROR_TABLE,
 } from '../packages/shared/src/a2a/index.ts';
 import { errorClassForReason } from '../packages/shared/src/a2a/errors.ts';
-import { GrpcTransport } from '../packages/shared/src/a2a/grpc/index.ts';
+import { GrpcTransport } from '../packages/shared/src/a2a/grpc/transport.ts';
 import { grpcEndpoint } from '../packages/shared/src/a2a/grpc/channel.ts';
 import { encodeFromJson, messageType } from '../packages/shared/src/a2a/grpc/codec.ts';
-import { GRPC_STATUS_DETAILS_KEY } from '../packages/shared/src/a2a/grpc/status-table.ts';
+import { GRPC_STATUS_DETAILS_KEY, GRPC_STATUS_TABLE, errorFromGrpc } from '../packages/shared/src/a2a/grpc/status-table.ts';
 
 type Unary = (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => void;
 type Streaming = (call: ServerWritableStream<Buffer, Buffer>) => void;
