@@ -73,7 +73,7 @@ const agentMessage = (text: string, taskId: string | undefined, contextId: strin
  * execution, then `finished()`. Cancel publishes `canceled` (final) at once,
  * because `cancelTask` waits for that event on the bus.
  */
-class ScriptedExecutorV03 implements AgentExecutor {
+export class ScriptedExecutorV03 implements AgentExecutor {
   private readonly running = new Map<string, { stopped: boolean; wake?: () => void }>();
 
   constructor(public behaviour: Behaviour) {}

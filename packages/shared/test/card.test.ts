@@ -78,8 +78,9 @@ describe('R20 agent card shapes', () => {
         { url: 'https://i.example/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
       ],
     });
-    expect(selectInterface(card)?.url).toBe('https://i.example/old'); // first supported in card order, 0.3 included
-    expect(selectInterface(card, { versions: ['1.0'] })?.url).toBe('https://i.example/rest');
+    expect(selectInterface(card)?.url).toBe('https://i.example/grpc'); // first supported in card order, gRPC included
+    expect(selectInterface(card, { bindings: ['JSONRPC', 'HTTP+JSON'] })?.url).toBe('https://i.example/old'); // 0.3 included
+    expect(selectInterface(card, { bindings: ['JSONRPC', 'HTTP+JSON'], versions: ['1.0'] })?.url).toBe('https://i.example/rest');
     expect(selectInterface(card, { bindings: ['JSONRPC'], versions: ['1.0'] })?.url).toBe('https://i.example/rpc');
   });
 });

@@ -220,5 +220,14 @@ export function createPolicyDispatcher(options: AddressPolicyOptions = {}, agent
       (error: Error) => callback(error, null),
     );
   };
-  return new Agent({ ...agentOptions, connect });
+  const agent = new Agent({ ...agentOptions, connect });
+  policiesOfDispatchers.set(agent, options);
+  return agent;
+}
+
+const policiesOfDispatchers = new WeakMap<object, AddressPolicyOptions>();
+
+/** The policy a `createPolicyDispatcher` dispatcher enforces, so a binding that does not use undici (gRPC) applies the same one. */
+export function addressPolicyOf(dispatcher: object | undefined): AddressPolicyOptions | undefined {
+  return dispatcher === undefined ? undefined : policiesOfDispatchers.get(dispatcher);
 }

@@ -241,12 +241,12 @@ async function requestCard(cardUrl: string, options: FetchAgentCardOptions): Pro
   return card;
 }
 
-/** Bindings and versions a caller can speak. Defaults: both bindings, 1.0 and 0.3 (the 0.3 adapter in `v03/`). */
+/** Bindings and versions a caller can speak. Defaults: all three bindings (gRPC in `grpc/`), 1.0 and 0.3 (the 0.3 adapter in `v03/`). */
 export interface InterfaceSelection {
   bindings?: readonly string[];
   versions?: readonly string[];
 }
-export const DEFAULT_BINDINGS: readonly string[] = ['JSONRPC', 'HTTP+JSON'];
+export const DEFAULT_BINDINGS: readonly string[] = ['JSONRPC', 'HTTP+JSON', 'GRPC'];
 export const DEFAULT_VERSIONS: readonly string[] = ['1.0', '0.3'];
 
 /** The first interface in card order whose binding and version we speak (spec §8.3), or `undefined`. */

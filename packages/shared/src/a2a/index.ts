@@ -105,6 +105,8 @@ export { RestTransport } from './rest.ts';
 export { type TransportFactory, createTransport, isInterfaceSupported, registerTransport } from './client.ts';
 // Imported for its side effect too: registers the 0.3 transports.
 export { A2A_VERSION_V03, JSON_RPC_METHODS_V03, JsonRpcV03Transport, REST_V03_PREFIX, RestV03Transport } from './v03/index.ts';
+// Imported for its side effect too: registers the gRPC transport.
+export { GrpcTransport, type GrpcTransportOptions } from './grpc/index.ts';
 export { normalizePushBody } from './push.ts';
 export type {
   A2ATransport,

@@ -17,7 +17,7 @@ import type {
 } from './schema.ts';
 
 /** Wire bindings we speak (spec §8.3 AgentInterface.protocolBinding). */
-export type ProtocolBinding = 'JSONRPC' | 'HTTP+JSON';
+export type ProtocolBinding = 'JSONRPC' | 'HTTP+JSON' | 'GRPC';
 /** Protocol versions we speak (`Major.Minor`, spec §3.6). */
 export type ProtocolVersion = '1.0' | '0.3';
 

@@ -9,7 +9,7 @@ import { JOURNAL_STATES } from './states.ts';
 /** The interface a delegation talks to, chosen from the Agent Card at first send and kept. */
 export const AgentInterfaceRefSchema = z.object({
   url: z.string(),
-  protocolBinding: z.enum(['JSONRPC', 'HTTP+JSON']),
+  protocolBinding: z.enum(['JSONRPC', 'HTTP+JSON', 'GRPC']),
   protocolVersion: z.enum(['1.0', '0.3']),
   tenant: z.string().optional(),
 });

@@ -1,0 +1,106 @@
+/**
+ * gRPC status codes → the typed errors of `errors.ts` (spec §5.4 table, §10.6).
+ * An A2A error carries a `google.rpc.ErrorInfo` in the `grpc-status-details-bin`
+ * trailer; its `reason` decides through the one reason table of `errors.ts`.
+ * Without one, the status code decides through `GRPC_STATUS_TABLE` below.
+ */
+import { fromBinary, type DescMessage } from '@bufbuild/protobuf';
+import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
+import {
+  type A2AError,
+  AuthenticationError,
+  InternalAgentError,
+  InvalidParamsError,
+  InvalidRequestError,
+  NetworkError,
+  ProtocolError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+  UpstreamError,
+  errorClassForReason,
+} from '../errors.ts';
+import { messageType } from './codec.ts';
+
+type ErrorClass = new (message?: string, details?: { reason?: string; cause?: unknown }) => A2AError;
+
+/** One row per gRPC status code (gRPC `status.proto`), with why where it is not obvious. */
+export const GRPC_STATUS_TABLE: ReadonlyMap<GrpcStatus, ErrorClass> = new Map<GrpcStatus, ErrorClass>([
+  // Not our abort (that rethrows the caller's reason): a proxy or the server dropped the call. Try again.
+  [GrpcStatus.CANCELLED, NetworkError],
+  // A server that threw without a status: like HTTP 500, often transient; callers cap attempts.
+  [GrpcStatus.UNKNOWN, InternalAgentError],
+  [GrpcStatus.INVALID_ARGUMENT, InvalidParamsError],
+  // Our `requestTimeoutMs` deadline (or the server's): the call may or may not have run. Transient.
+  [GrpcStatus.DEADLINE_EXCEEDED, NetworkError],
+  [GrpcStatus.NOT_FOUND, TaskNotFoundError],
+  [GrpcStatus.ALREADY_EXISTS, InvalidRequestError],
+  [GrpcStatus.PERMISSION_DENIED, AuthenticationError],
+  // Quota or overload, like HTTP 429 (our own size cap is told apart in `errorFromGrpc`).
+  [GrpcStatus.RESOURCE_EXHAUSTED, UpstreamError],
+  // Spec §5.4: several A2A errors share FAILED_PRECONDITION; without an ErrorInfo none can be named.
+  [GrpcStatus.FAILED_PRECONDITION, InvalidRequestError],
+  // A concurrency conflict on the server: retrying later may succeed.
+  [GrpcStatus.ABORTED, UpstreamError],
+  [GrpcStatus.OUT_OF_RANGE, InvalidParamsError],
+  // The method is not served (a server without push, or an older service version).
+  [GrpcStatus.UNIMPLEMENTED, UnsupportedOperationError],
+  [GrpcStatus.INTERNAL, InternalAgentError],
+  // Connection refused or reset, server shutting down, overloaded proxy. Transient.
+  [GrpcStatus.UNAVAILABLE, UpstreamError],
+  [GrpcStatus.DATA_LOSS, InternalAgentError],
+  [GrpcStatus.UNAUTHENTICATED, AuthenticationError],
+]);
+
+/** Trailer carrying a serialized `google.rpc.Status` (gRPC richer error model). */
+export const GRPC_STATUS_DETAILS_KEY = 'grpc-status-details-bin';
+const ERROR_INFO_TYPE_URL = 'type.googleapis.com/google.rpc.ErrorInfo';
+
+let statusType: DescMessage | undefined;
+let errorInfoType: DescMessage | undefined;
+
+/** The `ErrorInfo.reason` in the error's `grpc-status-details-bin` trailer, if any (undecodable details are ignored). */
+export function errorInfoReason(error: Pick<ServiceError, 'metadata'>): string | undefined {
+  const raw = error.metadata?.get(GRPC_STATUS_DETAILS_KEY)[0];
+  if (raw === undefined) return undefined;
+  statusType ??= messageType('google.rpc.Status');
+  errorInfoType ??= messageType('google.rpc.ErrorInfo');
+  try {
+    const status = fromBinary(statusType, typeof raw === 'string' ? Buffer.from(raw, 'binary') : raw) as unknown as {
+      details: { typeUrl: string; value: Uint8Array }[];
+    };
+    for (const detail of status.details) {
+      if (detail.typeUrl !== ERROR_INFO_TYPE_URL) continue;
+      const info = fromBinary(errorInfoType, detail.value) as unknown as { reason: string };
+      if (info.reason) return info.reason;
+    }
+  } catch {
+    return undefined;
+  }
+  return undefined;
+}
+
+/**
+ * grpc-js reports a message over `grpc.max_receive_message_length` as a local
+ * RESOURCE_EXHAUSTED with this text; it is our size cap, not the server's quota.
+ */
+const LOCAL_SIZE_CAP = /^Received message larger than max/;
+
+/**
+ * The typed error for a failed gRPC call: the ErrorInfo reason first (known
+ * reasons only), then the status code. The gRPC error is kept as `cause`.
+ */
+export function errorFromGrpc(error: ServiceError, url: string): A2AError {
+  const reason = errorInfoReason(error);
+  const details = { reason, cause: error };
+  const message = error.details || `gRPC status ${GrpcStatus[error.code] ?? error.code} from ${url}`;
+  if (error.code === GrpcStatus.RESOURCE_EXHAUSTED && LOCAL_SIZE_CAP.test(error.details ?? '')) {
+    return new ProtocolError(`message from ${url} over the size limit: ${error.details}`, details);
+  }
+  const errorClass = (reason === undefined ? undefined : errorClassForReason(reason)) ?? GRPC_STATUS_TABLE.get(error.code);
+  return errorClass ? new errorClass(message, details) : new ProtocolError(`unknown gRPC status ${error.code}: ${message}`, details);
+}
+
+/** `true` for what grpc-js raises for a failed call (a `ServiceError`: numeric `code`, `details`, trailers). */
+export function isServiceError(error: unknown): error is ServiceError {
+  return error instanceof Error && typeof (error as Partial<ServiceError>).code === 'number' && 'details' in error;
+}

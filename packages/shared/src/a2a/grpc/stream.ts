@@ -1,0 +1,65 @@
+/**
+ * Following a gRPC server stream (SendStreamingMessage, SubscribeToTask; spec
+ * §10, §3.1.6) with the same contract as SSE (`stream.ts`): events are decoded
+ * and validated one by one, the same `StreamEndTracker` decides how the stream
+ * ended (terminal / interrupted / incomplete), the same idle watchdog
+ * (`nextChunk`) bounds the wait for the next message, and an idle stream that
+ * already reached a terminal or interrupted state ends normally. A non-OK status
+ * is thrown as the typed error of `status-table.ts`. The size cap is the channel's
+ * `grpc.max_receive_message_length` (see `channel.ts`).
+ */
+import type { ClientReadableStream } from '@grpc/grpc-js';
+import { StreamIdleError } from '../errors.ts';
+import { DEFAULT_IDLE_TIMEOUT_MS, nextChunk } from '../sse.ts';
+import type { StreamResponse } from '../schema.ts';
+import { StreamEndTracker } from '../stream.ts';
+import type { EventStream, StreamEvent } from '../transport.ts';
+import { errorFromGrpc, isServiceError } from './status-table.ts';
+
+export interface GrpcStreamOptions {
+  /** Longest wait for the next message. 0 disables. Default 60_000. */
+  idleTimeoutMs?: number;
+  /** Aborts the call; the iteration throws `signal.reason`. */
+  signal?: AbortSignal;
+  /** Label for error messages (the interface URL). */
+  source: string;
+}
+
+/** The call's messages; a failed status becomes its typed error. */
+async function* messagesOf(call: ClientReadableStream<Buffer>, source: string): AsyncGenerator<Buffer, void, void> {
+  try {
+    for await (const chunk of call) yield chunk as Buffer;
+  } catch (error) {
+    throw isServiceError(error) ? errorFromGrpc(error, source) : error;
+  }
+}
+
+/**
+ * Iterates a started server-streaming call. `decode` turns one message into a
+ * validated `StreamResponse` (and throws the typed error for a bad one). The
+ * call is cancelled when the iteration stops early, fails or is abandoned.
+ */
+export async function* followGrpcStream(
+  call: ClientReadableStream<Buffer>,
+  decode: (bytes: Buffer) => StreamResponse,
+  options: GrpcStreamOptions,
+): EventStream {
+  const tracker = new StreamEndTracker();
+  const messages = messagesOf(call, options.source);
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  try {
+    for (;;) {
+      const next = await nextChunk(messages, idleTimeoutMs, options.signal, options.source);
+      if (next.done) break;
+      const event: StreamEvent = { response: decode(next.value) };
+      tracker.observe(event);
+      yield event;
+    }
+  } catch (error) {
+    if (error instanceof StreamIdleError && tracker.kind() !== 'incomplete') return tracker.end();
+    throw error;
+  } finally {
+    call.cancel();
+  }
+  return tracker.end();
+}

@@ -1,0 +1,207 @@
+/**
+ * Scripted A2A agents served over gRPC on 127.0.0.1, their Agent Card on a plain
+ * HTTP port. The card lists only gRPC interfaces (`http://127.0.0.1:PORT`,
+ * plaintext by scheme), so a client that does not speak gRPC cannot use it.
+ * Flavours: `1.0` (@a2a-js/sdk 1.3.0 `server/grpc`), `legacyCompat` (the same
+ * server with the sdk's 0.3 gRPC service beside it, card listing 1.0 and 0.3),
+ * `v03` (@a2a-js/sdk 0.3.14 `server/grpc`, a 0.3 card). Same behaviours and
+ * stream cutting as the HTTP demo agents; `restart` rebinds the same gRPC port.
+ */
+import { createServer, type Server as HttpServer } from 'node:http';
+import { Metadata, Server, ServerCredentials, type ServiceDefinition, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { DefaultPushNotificationSender, DefaultRequestHandler, InMemoryPushNotificationStore, InMemoryTaskStore } from '@a2a-js/sdk/server';
+import { A2AService, UserBuilder, grpcService } from '@a2a-js/sdk/server/grpc';
+import { LegacyA2AService, legacyGrpcService } from '@a2a-js/sdk/compat/v0_3/server/grpc';
+import { createLegacyAwarePushNotificationSender } from '@a2a-js/sdk/compat/v0_3/server';
+import * as sdkV03 from 'a2a-sdk-v03/server';
+import * as sdkV03Grpc from 'a2a-sdk-v03/server/grpc';
+import type { AgentCard } from '@a2a-js/sdk';
+import { completesWith, type Behaviour } from './agent-behaviours.ts';
+import { ScriptedExecutor, type ReceivedMessage } from './agent-executor.ts';
+import { ScriptedExecutorV03 } from './agent-v03.ts';
+import { countingRequestHandler, type A2AMethod } from './agent-instrumentation.ts';
+import { closeServer, listenOnLoopback, trackSockets } from './ports.ts';
+
+/** Which server: sdk 1.3.0 (1.0), sdk 1.3.0 with its 0.3 gRPC service too, or sdk 0.3.14. */
+export type GrpcAgentFlavour = '1.0' | 'legacyCompat' | 'v03';
+
+export interface GrpcAgentOptions {
+  /** Default '1.0'. */
+  flavour?: GrpcAgentFlavour;
+  /** Default `completesWith('done')`. */
+  behaviour?: Behaviour;
+  /** `capabilities.pushNotifications`, with an in-memory push store. Default true. */
+  pushNotifications?: boolean;
+}
+
+export interface GrpcAgentHandle {
+  /** `http://127.0.0.1:PORT` of the gRPC server. */
+  readonly grpcUrl: string;
+  readonly cardUrl: string;
+  /** User messages the executor received (flavours '1.0' and 'legacyCompat'; the 0.3.14 executor keeps none). */
+  readonly receivedMessages: readonly ReceivedMessage[];
+  /** Metadata of every call, in order (lower-case keys). */
+  readonly seenMetadata: readonly Record<string, string>[];
+  readonly droppedStreams: number;
+  setBehaviour(behaviour: Behaviour): void;
+  /** Executor invocations for `messageId` (flavours '1.0' and 'legacyCompat'). */
+  sendMessageCount(messageId?: string): number;
+  /** A2A calls of `method` seen by the request handler (flavours '1.0' and 'legacyCompat'). */
+  requestCount(method: A2AMethod): number;
+  /** End every server stream opened from now on after `events` messages (status OK, no terminal state); undefined = stop. */
+  dropStreamsAfter(events: number | undefined): void;
+  /** Kills the gRPC server (calls in flight fail), abandons executions, listens again on the same port with empty stores. */
+  restart(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+type Services = [ServiceDefinition, UntypedServiceImplementation][];
+const asImplementation = (service: unknown): UntypedServiceImplementation => service as UntypedServiceImplementation;
+
+function bindServer(server: Server, port: number): Promise<number> {
+  return new Promise((resolve, reject) => {
+    server.bindAsync(`127.0.0.1:${port}`, ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound)));
+  });
+}
+
+/** Starts the agent; resolves once both ports listen. */
+export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<GrpcAgentHandle> {
+  const executor = new ScriptedExecutor(options.behaviour ?? completesWith('done'));
+  const counts = new Map<A2AMethod, number>();
+  const seenMetadata: Record<string, string>[] = [];
+  let dropLimit: number | undefined;
+  let droppedStreams = 0;
+  const pushEnabled = options.pushNotifications ?? true;
+
+  const cardServer: HttpServer = createServer();
+  const cardSockets = trackSockets(cardServer);
+  const cardPort = await listenOnLoopback(cardServer, 0);
+  let grpcPort = 0;
+  let card: AgentCard | undefined;
+  cardServer.on('request', (_request, response) => {
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(card));
+  });
+
+  /** Wraps a server-streaming handler so its stream ends (OK status) after `dropLimit` messages. */
+  const droppingStream = (handler: (call: ServerWritableStream<unknown, unknown>) => void) => (call: ServerWritableStream<unknown, unknown>) => {
+    const allowed = dropLimit;
+    if (allowed !== undefined) {
+      let written = 0;
+      const write = call.write.bind(call) as (chunk: unknown) => boolean;
+      call.write = ((chunk: unknown) => {
+        if (written >= allowed) return true;
+        written++;
+        write(chunk);
+        if (written === allowed) {
+          droppedStreams++;
+          call.end();
+        }
+        return true;
+      }) as typeof call.write;
+      call.end = ((end) => (metadata?: Metadata) => (call.writableEnded ? call : end(metadata)))(call.end.bind(call)) as typeof call.end;
+    }
+    handler(call);
+  };
+
+  const flavour = options.flavour ?? '1.0';
+  const executorV03 = new ScriptedExecutorV03(options.behaviour ?? completesWith('done'));
+  const count = (method: A2AMethod): void => void counts.set(method, (counts.get(method) ?? 0) + 1);
+
+  const services = (): Services => {
+    if (flavour === 'v03') {
+      const pushStore = new sdkV03.InMemoryPushNotificationStore();
+      const handler = new sdkV03.DefaultRequestHandler(card as never, new sdkV03.InMemoryTaskStore(), executorV03, undefined, pushStore, new sdkV03.DefaultPushNotificationSender(pushStore));
+      // Not counted: `countingRequestHandler` is typed for the 1.3.0 handler (counts are read only in 1.0 tests).
+      return [[sdkV03Grpc.A2AService, asImplementation(sdkV03Grpc.grpcService({ requestHandler: handler, userBuilder: sdkV03Grpc.UserBuilder.noAuthentication }))]];
+    }
+    const pushStore = pushEnabled ? new InMemoryPushNotificationStore() : undefined;
+    const pushSender = pushStore ? (flavour === 'legacyCompat' ? createLegacyAwarePushNotificationSender(pushStore) : new DefaultPushNotificationSender(pushStore)) : undefined;
+    const sdkHandler = new DefaultRequestHandler(card!, new InMemoryTaskStore(), executor, undefined, pushStore, pushSender);
+    const requestHandler = countingRequestHandler(sdkHandler, count);
+    const userBuilder = UserBuilder.noAuthentication;
+    const found: Services = [[A2AService, asImplementation(grpcService({ requestHandler, userBuilder }))]];
+    if (flavour === 'legacyCompat') found.push([LegacyA2AService, asImplementation(legacyGrpcService({ requestHandler, userBuilder }))]);
+    return found;
+  };
+
+  /** Wraps every method to record its metadata, and every server-streaming one to be cut by `dropStreamsAfter`. */
+  const instrument = (definition: ServiceDefinition, implementation: UntypedServiceImplementation): UntypedServiceImplementation =>
+    Object.fromEntries(
+      Object.entries(implementation).map(([name, handler]) => {
+        const inner = definition[name]?.responseStream ? droppingStream(handler as (call: ServerWritableStream<unknown, unknown>) => void) : handler;
+        const wrapped = (call: { metadata: Metadata }, ...rest: unknown[]): unknown => {
+          seenMetadata.push(Object.fromEntries(Object.entries(call.metadata.getMap()).map(([key, value]) => [key, String(value)])));
+          return (inner as (...args: unknown[]) => unknown)(call, ...rest);
+        };
+        return [name, wrapped];
+      }),
+    ) as UntypedServiceImplementation;
+
+  const build = (): Server => {
+    const server = new Server();
+    for (const [definition, implementation] of services()) server.addService(definition, instrument(definition, implementation));
+    return server;
+  };
+
+  let server = new Server();
+  grpcPort = await bindServer(server, 0);
+  card = buildCard(`http://127.0.0.1:${grpcPort}`, pushEnabled, flavour);
+  server.forceShutdown();
+  server = build();
+  await bindServer(server, grpcPort);
+  let running = true;
+
+  return {
+    grpcUrl: `http://127.0.0.1:${grpcPort}`,
+    cardUrl: `http://127.0.0.1:${cardPort}/.well-known/agent-card.json`,
+    receivedMessages: executor.received,
+    seenMetadata,
+    get droppedStreams() {
+      return droppedStreams;
+    },
+    setBehaviour: (behaviour) => void (executor.behaviour = executorV03.behaviour = behaviour),
+    sendMessageCount: (messageId) => executor.invocationCount(messageId),
+    requestCount: (method) => counts.get(method) ?? 0,
+    dropStreamsAfter: (events) => void (dropLimit = events),
+    async restart() {
+      server.forceShutdown();
+      executor.crashAll();
+      server = build();
+      await bindServer(server, grpcPort);
+    },
+    async stop() {
+      if (!running) return;
+      running = false;
+      server.forceShutdown();
+      cardSockets.destroyAll();
+      await closeServer(cardServer);
+    },
+  };
+}
+
+function buildCard(grpcUrl: string, pushNotifications: boolean, flavour: GrpcAgentFlavour): AgentCard {
+  if (flavour === 'v03') {
+    const cardV03 = {
+      name: 'gRPC demo agent 0.3', description: 'A scripted A2A 0.3 agent (sdk 0.3.14) over gRPC', version: '1.0.0', protocolVersion: '0.3.0',
+      url: grpcUrl, preferredTransport: 'GRPC', additionalInterfaces: [{ url: grpcUrl, transport: 'GRPC' }],
+      capabilities: { streaming: true, pushNotifications: true }, defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'],
+      skills: [{ id: 'demo', name: 'Demo', description: 'Does what the test scripted', tags: ['demo'] }],
+    };
+    return cardV03 as unknown as AgentCard;
+  }
+  const versions = flavour === 'legacyCompat' ? ['1.0', '0.3'] : ['1.0'];
+  return {
+    name: 'gRPC demo agent',
+    description: 'A scripted A2A agent served over gRPC',
+    supportedInterfaces: versions.map((protocolVersion) => ({ url: grpcUrl, protocolBinding: 'GRPC', tenant: '', protocolVersion })),
+    provider: undefined,
+    version: '1.0.0',
+    capabilities: { streaming: true, pushNotifications, extensions: [], extendedAgentCard: false },
+    securitySchemes: {},
+    securityRequirements: [],
+    defaultInputModes: ['text/plain'],
+    defaultOutputModes: ['text/plain'],
+    skills: [{ id: 'demo', name: 'Demo', description: 'Does what the test scripted', tags: ['demo'], examples: [], inputModes: [], outputModes: [], securityRequirements: [] }],
+    signatures: [],
+  };
+}

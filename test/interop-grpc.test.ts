@@ -1,0 +1,218 @@
+/**
+ * Interop matrix, gRPC column: our `GrpcTransport` (1.0 and 0.3) against
+ * @a2a-js/sdk's gRPC servers on port 0: sdk 1.3.0 (1.0), sdk 1.3.0 with its 0.3
+ * gRPC service (legacy mode), sdk 0.3.14. The interface is picked from each
+ * agent's card, which lists only gRPC. Same scenarios as test/interop.test.ts;
+ * results in docs/interop.md.
+ */
+import { createServer, type Server } from 'node:http';
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  type A2ATransport,
+  type Message,
+  type StreamEvent,
+  type StreamResponse,
+  type Task,
+  InvalidParamsError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+  bearerToken,
+  createTransport,
+  drainStream,
+  fetchAgentCard,
+  normalizePushBody,
+  selectInterface,
+} from '../packages/shared/src/a2a/index.ts';
+import { type Behaviour, completionSteps } from './harness/index.ts';
+import type { GrpcTransport } from '../packages/shared/src/a2a/grpc/index.ts';
+import { type GrpcAgentHandle, startGrpcAgent } from './harness/grpc-agent.ts';
+import { closeServer, listenOnLoopback, trackSockets } from './harness/ports.ts';
+
+const scripted: Behaviour = (request) => {
+  if (request.isFollowUp) return completionSteps(`booked ${request.text}`);
+  if (request.text === 'ask') return [{ state: 'INPUT_REQUIRED', text: 'which day?' }];
+  if (request.text === 'slow') return [{ state: 'WORKING' }, { delayMs: 20_000 }, ...completionSteps('late').slice(1)];
+  if (request.text === 'paced') return [{ state: 'WORKING' }, { delayMs: 300 }, { artifact: { artifactId: 'result', text: 'paced', lastChunk: true } }, { delayMs: 100 }, { state: 'COMPLETED' }];
+  return completionSteps('done');
+};
+
+type Handle = Pick<GrpcAgentHandle, 'cardUrl' | 'dropStreamsAfter' | 'stop' | 'seenMetadata' | 'droppedStreams'>;
+interface Cell {
+  version: '1.0' | '0.3';
+  sdk: string;
+  start: () => Promise<Handle>;
+}
+
+const CELLS: Cell[] = [
+  { version: '1.0', sdk: '1.3.0', start: () => startGrpcAgent({ behaviour: scripted }) },
+  { version: '1.0', sdk: '1.3.0 legacyCompat', start: () => startGrpcAgent({ behaviour: scripted, flavour: 'legacyCompat' }) },
+  { version: '0.3', sdk: '1.3.0 legacyCompat', start: () => startGrpcAgent({ behaviour: scripted, flavour: 'legacyCompat' }) },
+  { version: '0.3', sdk: '0.3.14', start: () => startGrpcAgent({ behaviour: scripted, flavour: 'v03' }) },
+];
+
+const userMessage = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...extra });
+
+function taskOf(result: { task: Task } | { message: Message }): Task {
+  if (!('task' in result)) throw new Error(`expected a task, got ${JSON.stringify(result)}`);
+  return result.task;
+}
+
+async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 5_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error('waitFor: timed out');
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
+
+const artifactText = (task: Task): string => (task.artifacts ?? []).flatMap((artifact) => artifact.parts.map((part) => part.text ?? '')).join('');
+const taskIdOf = (response: StreamResponse): string | undefined =>
+  'task' in response ? response.task.id : 'statusUpdate' in response ? response.statusUpdate.taskId : 'artifactUpdate' in response ? response.artifactUpdate.taskId : undefined;
+const stateOf = (response: StreamResponse): string | undefined =>
+  'task' in response ? response.task.status.state : 'statusUpdate' in response ? response.statusUpdate.status.state : undefined;
+
+/** A raw node:http webhook recording every JSON body POSTed to it. */
+async function startWebhook(): Promise<{ url: string; bodies: unknown[]; close: () => Promise<void> }> {
+  const bodies: unknown[] = [];
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      bodies.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown);
+      response.writeHead(200).end();
+    });
+  });
+  const sockets = trackSockets(server);
+  const port = await listenOnLoopback(server, 0);
+  return { url: `http://127.0.0.1:${port}/webhook`, bodies, close: async () => (sockets.destroyAll(), closeServer(server)) };
+}
+
+for (const cell of CELLS) {
+  const name = `GRPC × ${cell.version} (sdk ${cell.sdk})`;
+  describe(name, () => {
+    let agent: Handle;
+    let transport: A2ATransport;
+
+    beforeAll(async () => {
+      agent = await cell.start();
+      const card = await fetchAgentCard(agent.cardUrl);
+      const agentInterface = selectInterface(card, { bindings: ['GRPC'], versions: [cell.version] });
+      expect(agentInterface).toMatchObject({ protocolBinding: 'GRPC', protocolVersion: cell.version });
+      transport = createTransport(agentInterface!, { credentials: bearerToken('grpc-secret') });
+      expect(transport.binding).toBe('GRPC');
+    });
+    afterAll(async () => {
+      (transport as GrpcTransport | undefined)?.close();
+      await agent?.stop();
+    });
+
+    it(`${name}: send (credentials and A2A-Version travel as call metadata)`, async () => {
+      const sent = taskOf(await transport.sendMessage({ message: userMessage('complete'), configuration: { returnImmediately: true } }));
+      const done = await waitFor(async () => {
+        const task = await transport.getTask({ id: sent.id });
+        return task.status.state === 'TASK_STATE_COMPLETED' ? task : undefined;
+      });
+      expect(artifactText(done)).toBe('done');
+      expect(agent.seenMetadata.at(-1)).toMatchObject({ authorization: 'Bearer grpc-secret', 'a2a-version': cell.version });
+    });
+
+    it(`${name}: stream`, async () => {
+      const events: StreamEvent[] = [];
+      const end = await drainStream(transport.sendStreamingMessage({ message: userMessage('complete') }), (event) => void events.push(event));
+      expect(end).toMatchObject({ kind: 'terminal', lastState: 'TASK_STATE_COMPLETED', eventCount: events.length });
+      expect(events[0]!.response).toHaveProperty('task');
+      const artifacts = events.flatMap((event) => ('artifactUpdate' in event.response ? [event.response.artifactUpdate] : []));
+      expect(artifacts.map((update) => update.artifact.parts[0]?.text)).toEqual(['done']);
+    });
+
+    it(`${name}: resubscribe after a dropped stream`, async () => {
+      agent.dropStreamsAfter(1);
+      const events: StreamEvent[] = [];
+      let firstEnd: unknown;
+      try {
+        firstEnd = await drainStream(transport.sendStreamingMessage({ message: userMessage('paced') }), (event) => void events.push(event));
+      } finally {
+        agent.dropStreamsAfter(undefined);
+      }
+      expect(agent.droppedStreams).toBeGreaterThanOrEqual(1);
+      expect(firstEnd).toMatchObject({ kind: 'incomplete', eventCount: 1 });
+      const taskId = taskIdOf(events[0]!.response)!;
+      const resumed: StreamEvent[] = [];
+      const end = await drainStream(transport.subscribeToTask({ id: taskId }), (event) => void resumed.push(event));
+      expect(end).toMatchObject({ kind: 'terminal', lastState: 'TASK_STATE_COMPLETED' });
+      expect(resumed.every((event) => taskIdOf(event.response) === taskId)).toBe(true);
+      expect(artifactText(await transport.getTask({ id: taskId }))).toBe('paced');
+    });
+
+    it(`${name}: GetTask, and NOT_FOUND is TaskNotFoundError`, async () => {
+      const sent = taskOf(await transport.sendMessage({ message: userMessage('complete') }));
+      expect(sent.status.state).toBe('TASK_STATE_COMPLETED');
+      const task = await transport.getTask({ id: sent.id });
+      expect(task).toMatchObject({ id: sent.id, status: { state: 'TASK_STATE_COMPLETED' } });
+      expect(artifactText(task)).toBe('done');
+      expect(sent.history?.[0]).toMatchObject({ role: 'ROLE_USER', parts: [{ text: 'complete' }] });
+      await expect(transport.getTask({ id: randomUUID() })).rejects.toBeInstanceOf(TaskNotFoundError);
+    });
+
+    it(`${name}: cancel`, async () => {
+      const sent = taskOf(await transport.sendMessage({ message: userMessage('slow'), configuration: { returnImmediately: true } }));
+      const canceled = await transport.cancelTask({ id: sent.id });
+      expect(canceled).toMatchObject({ id: sent.id, status: { state: 'TASK_STATE_CANCELED' } });
+      expect((await transport.getTask({ id: sent.id })).status.state).toBe('TASK_STATE_CANCELED');
+    });
+
+    it(`${name}: input-required, then a follow-up on the same taskId`, async () => {
+      const asked = taskOf(await transport.sendMessage({ message: userMessage('ask') }));
+      expect(asked.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
+      expect(asked.status.message?.parts[0]?.text).toBe('which day?');
+      // The server keeps a stream of an interrupted task open: the idle watchdog ends it normally, as `interrupted`.
+      const watched = createTransport({ url: transport.url, protocolBinding: 'GRPC', protocolVersion: cell.version }, { idleTimeoutMs: 300 });
+      const end = await drainStream(watched.subscribeToTask({ id: asked.id }), () => undefined);
+      (watched as GrpcTransport).close();
+      expect(end).toMatchObject({ kind: 'interrupted', lastState: 'TASK_STATE_INPUT_REQUIRED' });
+      const answered = taskOf(await transport.sendMessage({ message: userMessage('friday', { taskId: asked.id, ...(asked.contextId ? { contextId: asked.contextId } : {}) }) }));
+      expect(answered).toMatchObject({ id: asked.id, status: { state: 'TASK_STATE_COMPLETED' } });
+      expect(artifactText(answered)).toContain('booked friday');
+    });
+
+    it(`${name}: push`, async () => {
+      const webhook = await startWebhook();
+      try {
+        const config = { id: 'cfg-1', url: webhook.url, token: 'push-token' };
+        const sent = taskOf(await transport.sendMessage({ message: userMessage('paced'), configuration: { returnImmediately: true, taskPushNotificationConfig: config } }));
+        const completed = await waitFor(() =>
+          webhook.bodies.map((body) => normalizePushBody(body)).find((response) => taskIdOf(response) === sent.id && stateOf(response) === 'TASK_STATE_COMPLETED'),
+        );
+        expect(taskIdOf(completed)).toBe(sent.id);
+        const listed = await transport.listTaskPushNotificationConfigs({ taskId: sent.id });
+        expect(listed.configs).toEqual([expect.objectContaining({ id: 'cfg-1', url: webhook.url })]);
+        const fetched = await transport.getTaskPushNotificationConfig({ taskId: sent.id, id: 'cfg-1' });
+        expect(fetched).toMatchObject({ id: 'cfg-1', url: webhook.url, token: 'push-token' });
+        await transport.createTaskPushNotificationConfig({ taskId: sent.id, id: 'cfg-2', url: webhook.url });
+        await transport.deleteTaskPushNotificationConfig({ taskId: sent.id, id: 'cfg-1' });
+        expect((await transport.listTaskPushNotificationConfigs({ taskId: sent.id })).configs.map((entry) => entry.id)).toEqual(['cfg-2']);
+      } finally {
+        await webhook.close();
+      }
+    });
+
+    if (cell.version === '1.0') {
+      it(`${name}: listTasks`, async () => {
+        const sent = taskOf(await transport.sendMessage({ message: userMessage('complete') }));
+        const listed = await transport.listTasks({ contextId: sent.contextId!, pageSize: 10 });
+        expect(listed.tasks.map((task) => task.id)).toEqual([sent.id]);
+      });
+    } else {
+      it(`${name}: listTasks is unsupported (0.3 has no list)`, async () => {
+        await expect(transport.listTasks({})).rejects.toBeInstanceOf(UnsupportedOperationError);
+      });
+      it(`${name}: what 0.3 cannot carry is refused before sending (a data part that is not an object)`, async () => {
+        const message: Message = { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ data: [1, 2] }] };
+        await expect(transport.sendMessage({ message })).rejects.toBeInstanceOf(InvalidParamsError);
+      });
+    }
+  });
+}
