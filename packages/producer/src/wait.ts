@@ -89,7 +89,10 @@ export class WorkflowChangeSubscriber {
     subscriber.on('error', () => undefined); // commands reject to the waiter; reconnects are ioredis' job
     subscriber.on('message', (channel: string) => this.#waiters.get(channel)?.forEach((wake) => wake()));
     // Messages published while disconnected are lost: after a reconnect, every waiter reads again.
-    subscriber.on('ready', () => this.#waiters.forEach((waiters) => waiters.forEach((wake) => wake())));
+    let connections = 0;
+    subscriber.on('ready', () => {
+      if (++connections > 1) this.#waiters.forEach((waiters) => waiters.forEach((wake) => wake()));
+    });
     this.#subscriber = subscriber;
     return subscriber;
   }
