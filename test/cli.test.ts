@@ -12,7 +12,7 @@ import { EXIT_CODES, run } from '@durable-a2a/cli';
 import { useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { asksForInput, completesWith, completionSteps } from './harness/agent-behaviours.ts';
-import { eventually, startTestFleet } from './harness/fleet.ts';
+import { SOURCE_EXEC_ARGV, eventually, startTestFleet } from './harness/fleet.ts';
 import { TEST_API_TOKEN, startTestServer } from './harness/api-server.ts';
 
 const redisServer = useRedisServer();
@@ -130,7 +130,7 @@ describe('durable-a2a CLI', () => {
 
   it('the executable passes the exit code to the shell', async () => {
     const main = fileURLToPath(new URL('../packages/cli/src/main.ts', import.meta.url));
-    const child = spawn(process.execPath, ['--import', 'tsx', main, 'show', 'no-such-workflow'], {
+    const child = spawn(process.execPath, [...SOURCE_EXEC_ARGV, main, 'show', 'no-such-workflow'], {
       env: { PATH: process.env.PATH ?? '', DURABLE_A2A_URL: apiUrl, DURABLE_A2A_TOKEN: TEST_API_TOKEN },
       stdio: ['ignore', 'ignore', 'pipe'],
     });
