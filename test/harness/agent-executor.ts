@@ -1,3 +1,2 @@
-/** Moved to @durable-a2a/testing; re-exported so existing imports keep working. */
-export { ScriptedExecutor } from '@durable-a2a/testing';
-export type { ReceivedMessage } from '@durable-a2a/testing';
+/** Moved to @durable-a2a/testing (its whole surface); this path keeps existing imports working. */
+export * from '@durable-a2a/testing';

@@ -1,3 +1,2 @@
-/** Moved to @durable-a2a/testing; re-exported so existing imports keep working. */
-export { countingRequestHandler, streamDropper } from '@durable-a2a/testing';
-export type { A2AMethod } from '@durable-a2a/testing';
+/** Moved to @durable-a2a/testing (its whole surface); this path keeps existing imports working. */
+export * from '@durable-a2a/testing';

@@ -1,2 +1,2 @@
-/** Moved to @durable-a2a/testing; re-exported so existing imports keep working. */
-export { closeServer, findFreePort, listenOnLoopback, trackSockets } from '@durable-a2a/testing';
+/** Moved to @durable-a2a/testing (its whole surface); this path keeps existing imports working. */
+export * from '@durable-a2a/testing';
