@@ -182,4 +182,10 @@ describe('GET /v1/workflows/:id?waitMs=…', () => {
       expect((await authorized(idleApp, { method: 'GET', url: `/v1/workflows/${id}?waitMs=${waitMs}` })).statusCode).toBe(400);
     }
   });
+
+  it('/openapi.json documents waitMs and untilQuestion on GET /v1/workflows/{id}', async () => {
+    const document = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, { get?: { parameters?: { name: string; in: string }[] } }> };
+    const parameters = document.paths['/v1/workflows/{id}']!.get!.parameters!.filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name);
+    expect(parameters.sort()).toEqual(['untilQuestion', 'waitMs']);
+  });
 });
