@@ -1,8 +1,14 @@
+import { defaultClientConditions, defaultServerConditions } from 'vite';
 import { defineConfig } from 'vitest/config';
+
+// Tests run from sources: @durable-a2a/* packages export `./src/*.ts` under this condition, `dist/` otherwise.
+const SOURCE_CONDITION = '@durable-a2a/source';
 
 // One run for the whole workspace: unit tests next to each package, integration
 // tests (real redis-server, real A2A agents) under test/.
 export default defineConfig({
+  resolve: { conditions: [SOURCE_CONDITION, ...defaultClientConditions] },
+  ssr: { resolve: { conditions: [SOURCE_CONDITION, ...defaultServerConditions] } },
   test: {
     include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
     testTimeout: 60_000,

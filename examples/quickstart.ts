@@ -7,10 +7,8 @@
 import { createProducer } from '@durable-a2a/producer';
 import { startFleet } from '@durable-a2a/workers';
 import { createLogger } from '@durable-a2a/shared';
-import { startRedisServer } from '../test/harness/redis.ts';
-import { startDemoAgent } from '../test/harness/agent.ts';
-import { asksForInput, completionSteps, rejects } from '../test/harness/agent-behaviours.ts';
-import { quietSdkConsole } from '../test/harness/quiet-sdk.ts';
+// The test kit: a private redis-server and scriptable A2A agents (use it in your own tests too).
+import { asksForInput, completionSteps, quietSdkConsole, rejects, startDemoAgent, startRedisServer } from '@durable-a2a/testing';
 
 quietSdkConsole();
 
@@ -41,24 +39,17 @@ await producer.startWorkflow({
   steps: [{ name: 'hotel', skill: 'book-hotel', message: { text: 'Book a hotel in Porto' } }],
 });
 
-// 3. Questions are journaled; answer them (same task, same context) whenever you like.
+// 3. Questions are journaled; await one (no polling), answer it on the same task and context.
 for (const id of [single.id, 'trip-2001']) {
-  for (;;) {
-    const [question] = await producer.questions(id);
-    if (question) {
-      console.log(`${id}: the agent asks "${question.text}" on task ${question.taskId}`);
-      await producer.reply(id, 'two', question.step);
-      break;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
+  const { openQuestions: [question] } = await producer.waitFor(id, { untilQuestion: true, timeoutMs: 30_000 });
+  if (question) {
+    console.log(`${id}: the agent asks "${question.text}" on task ${question.taskId}`);
+    await producer.reply(id, 'two', question.step);
   }
 }
+// 4. Await the result: resolves when the workflow is finished or needs a person.
 for (const id of [single.id, 'trip-2001']) {
-  let view = await producer.get(id);
-  while (view.state === 'RUNNING') {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    view = await producer.get(id);
-  }
+  const view = await producer.waitFor(id, { timeoutMs: 30_000 });
   for (const step of view.steps) {
     for (const attempt of step.attempts) {
       console.log(`${id} ${attempt.delegationId}: ${attempt.state} at ${attempt.agentCardUrl.split('/')[2]}${attempt.error ? ` (${attempt.error.message})` : ''}${attempt.resultText ? ` → ${attempt.resultText}` : ''}`);

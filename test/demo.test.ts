@@ -2,12 +2,13 @@
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
+import { SOURCE_EXEC_ARGV } from './harness/fleet.ts';
 
 it('pnpm demo runs the travel scenario green', async () => {
   const root = fileURLToPath(new URL('..', import.meta.url));
   const environment = { ...process.env };
   delete environment.REDIS_URL; // the demo's embedded redis-server, as a new user runs it
-  const child = spawn(process.execPath, ['--import', 'tsx', 'demo/travel.ts'], { cwd: root, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...SOURCE_EXEC_ARGV, 'demo/travel.ts'], { cwd: root, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));

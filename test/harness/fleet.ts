@@ -35,6 +35,12 @@ export async function startTestFleet(options: Partial<StartFleetOptions> & { red
   });
 }
 
+/**
+ * Node flags of a child process that runs TypeScript sources: tsx, and the
+ * condition under which @durable-a2a/* packages export `src/` instead of `dist/`.
+ */
+export const SOURCE_EXEC_ARGV = ['--conditions=@durable-a2a/source', '--import', 'tsx'];
+
 const MAIN = fileURLToPath(new URL('../../packages/workers/src/main.ts', import.meta.url));
 
 export interface WorkerProcess {
@@ -51,7 +57,7 @@ export interface WorkerProcess {
 /** Starts `packages/workers/src/main.ts` as a child process with env-based config. */
 export function spawnWorkerProcess(environment: Record<string, string>): WorkerProcess {
   const child = fork(MAIN, [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: SOURCE_EXEC_ARGV,
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',

@@ -4,3 +4,5 @@ export type { Producer, ProducerOptions, DelegateInput } from './producer.ts';
 export { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConflictError, WorkflowFinishedError, fromZodError } from './errors.ts';
 export { workflowView } from './view.ts';
 export type { WorkflowView, StepView, AttemptSummary, OpenQuestion } from './view.ts';
+export { WaitTimeoutError, SETTLED_WORKFLOW_STATES } from './wait.ts';
+export type { WaitForOptions } from './wait.ts';

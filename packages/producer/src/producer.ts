@@ -35,6 +35,7 @@ import {
 } from '@durable-a2a/shared';
 import { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConflictError, WorkflowFinishedError, fromZodError } from './errors.ts';
 import { workflowView, type WorkflowView, type OpenQuestion } from './view.ts';
+import { WorkflowChangeSubscriber, waitForWorkflow, type WaitForOptions } from './wait.ts';
 
 export interface ProducerOptions {
   /** A Redis URL (`redis://…`, or `redis-cluster://host:port,…`) or an ioredis client (not closed by `close()` when passed in). */
@@ -75,6 +76,13 @@ export interface Producer {
   startWorkflow(definition: z.input<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean }>;
   /** The journal view: every step and every attempt. Throws NotFoundError. */
   get(id: string): Promise<WorkflowView>;
+  /**
+   * Resolves with the view once the workflow is COMPLETED, COMPENSATED, FAILED, CANCELED or
+   * NEEDS_ATTENTION (or, with `untilQuestion`, has an open question). Woken by the journal's
+   * publish, not by polling. Rejects with NotFoundError, WaitTimeoutError (after `timeoutMs`,
+   * carrying the last view) or the signal's abort reason.
+   */
+  waitFor(id: string, options?: WaitForOptions): Promise<WorkflowView>;
   /** Open questions (INPUT_REQUIRED / AUTH_REQUIRED) of a workflow. */
   questions(id: string): Promise<OpenQuestion[]>;
   /** Answers a parked question on the same task and context. `step` defaults to the one asking. Answering twice is harmless. */
@@ -112,6 +120,7 @@ export function createProducer(options: ProducerOptions): Producer {
   const send = queue('send');
   const reconcile = queue('reconcile');
   const queues = { send, reconcile };
+  const changes = new WorkflowChangeSubscriber(redis);
 
   /**
    * Journals the workflow and the first attempt of every step whose agent is
@@ -189,6 +198,7 @@ export function createProducer(options: ProducerOptions): Producer {
       return { id, created };
     },
     get: view,
+    waitFor: (id, waitOptions) => waitForWorkflow(changes, journal, view, id, waitOptions),
     async questions(id) {
       return (await view(id)).openQuestions;
     },
@@ -257,7 +267,7 @@ export function createProducer(options: ProducerOptions): Producer {
       return { ids: selected, cursor };
     },
     async close() {
-      await Promise.all([send.close(), reconcile.close(), cardDispatcher.close()]);
+      await Promise.all([send.close(), reconcile.close(), cardDispatcher.close(), changes.close()]);
       if (ownsRedis) await redis.quit();
     },
   };

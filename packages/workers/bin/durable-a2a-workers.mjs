@@ -1,5 +1,3 @@
 #!/usr/bin/env node
-// Runs the TypeScript sources through tsx's loader (no build step needed).
-import { register } from 'tsx/esm/api';
-register();
-await import('../src/main.ts');
+// The worker fleet: runs the compiled JavaScript (`pnpm build` writes dist/) with plain node.
+await import('../dist/main.js');

@@ -5,6 +5,7 @@
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Producer } from '../../producer.ts';
+import { LongPollQuerySchema, viewAfterWaiting } from '../../wait.ts';
 import {
   CreatedSchema,
   DelegateInputSchema,
@@ -51,8 +52,20 @@ export function v1Routes(producer: Producer): FastifyPluginAsyncZod {
 
     app.get(
       '/workflows/:id',
-      { schema: { tags: ['workflows'], summary: 'The journal view of a workflow: every step and attempt', security, params: WorkflowParamsSchema } },
-      async (request) => producer.get(request.params.id),
+      {
+        schema: {
+          tags: ['workflows'],
+          summary: 'The journal view of a workflow: every step and attempt. With waitMs (capped at 30000), a long poll: answers once the workflow is finished or needs a person (or, with untilQuestion=true, asks a question), else after waitMs',
+          security,
+          params: WorkflowParamsSchema,
+          querystring: LongPollQuerySchema,
+        },
+      },
+      async (request, reply) => {
+        const clientGone = new AbortController();
+        reply.raw.once('close', () => clientGone.abort()); // before the answer: the client left
+        return viewAfterWaiting(producer, request.params.id, request.query, clientGone.signal);
+      },
     );
 
     app.post(

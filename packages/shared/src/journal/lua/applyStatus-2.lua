@@ -24,6 +24,8 @@
            triples artifactId, meta JSON, parts JSON array in ARGV[15..]
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
+  A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
+  the producer's waitFor with untilQuestion).
   Returns: {1, version} applied; {0, reason} ignored ('finished', 'stale', 'regress',
            'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'}
 ]]
@@ -79,4 +81,5 @@ end
 
 if rank[incoming] == 9 then redis.call('HSET', KEYS[1], 'finishedAt', now) end
 local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+if parked[incoming] then redis.call('PUBLISH', string.match(KEYS[1], '^(.*}):d:') .. ':changed', incoming) end
 return {1, version}

@@ -8,6 +8,8 @@
   ARGV[2] fields JSON object of strings
   ARGV[3] now (ms)
   ARGV[4] retention ms for a workflow entering a finished state ('0' = keep)
+  Publishes the new state on '<prefix>:{wf:<id>}:changed' when `state` is among the
+  fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back).
   Returns: new version (>= 1); -1 missing; -3 version mismatch; -4 workflow already finished
 ]]
 local finished = { COMPLETED = true, FAILED = true, COMPENSATED = true, CANCELED = true }
@@ -31,4 +33,6 @@ if fields.state and finished[fields.state] then
     redis.call('PEXPIRE', KEYS[2], retention)
   end
 end
-return redis.call('HINCRBY', KEYS[1], 'version', 1)
+local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+if fields.state then redis.call('PUBLISH', string.sub(KEYS[1], 1, -4) .. ':changed', fields.state) end
+return version

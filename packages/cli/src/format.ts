@@ -1,0 +1,107 @@
+/**
+ * Human-readable output of the CLI: the workflow timeline (`show`), the
+ * workflow table (`list`), questions and agents. `--json` bypasses all of it.
+ */
+
+/** The parts of the API's workflow view the CLI prints (GET /v1/workflows/:id). */
+export interface Attempt {
+  delegationId: string;
+  attempt: number;
+  state: string;
+  agentCardUrl: string;
+  taskId?: string;
+  contextId?: string;
+  createdAt: number;
+  finishedAt?: number;
+  sendCount: number;
+  resendCount: number;
+  resultText?: string;
+  error?: { code?: string; message: string };
+  replyMessageId?: string;
+  replyState?: string;
+  replyError?: string;
+  effect?: string;
+  evidence?: unknown;
+  verifiedAt?: number;
+}
+
+export interface Question {
+  step: string;
+  delegationId: string;
+  taskId?: string;
+  state: string;
+  text: string;
+  askedAt?: string;
+  previousReplyRefused?: string;
+}
+
+export interface WorkflowView {
+  workflowId: string;
+  state: string;
+  cancelRequested: boolean;
+  failure?: string[];
+  attention?: string;
+  createdAt: number;
+  updatedAt: number;
+  steps: { name: string; attempts: Attempt[]; compensations: Attempt[] }[];
+  openQuestions: Question[];
+}
+
+/** A registered agent (GET /v1/agents). */
+export interface Agent {
+  cardUrl: string;
+  card?: { name?: string; skills?: { id: string; name?: string }[] };
+  unavailable?: { reason: string; since: number };
+}
+
+const time = (ms?: number) => (ms ? new Date(ms).toISOString() : '-');
+const hostOf = (url: string) => {
+  try {
+    return new URL(url).host;
+  } catch {
+    return url;
+  }
+};
+
+function attemptLines(attempt: Attempt, label: string): string[] {
+  const lines = [`    ${label} ${attempt.delegationId}  ${attempt.state}  agent ${hostOf(attempt.agentCardUrl)}${attempt.taskId ? `  task ${attempt.taskId}` : ''}`];
+  lines.push(`      started ${time(attempt.createdAt)}  finished ${time(attempt.finishedAt)}  sends ${attempt.sendCount}${attempt.resendCount ? ` (resent ${attempt.resendCount})` : ''}`);
+  if (attempt.resultText) lines.push(`      result: ${attempt.resultText}`);
+  if (attempt.error) lines.push(`      error: ${attempt.error.code ? `${attempt.error.code}: ` : ''}${attempt.error.message}`);
+  if (attempt.replyMessageId) lines.push(`      reply ${attempt.replyMessageId} ${attempt.replyState ?? ''}${attempt.replyError ? ` (refused: ${attempt.replyError})` : ''}`);
+  if (attempt.effect) lines.push(`      effect ${attempt.effect} (verified ${time(attempt.verifiedAt)})${attempt.evidence !== undefined ? `  evidence ${JSON.stringify(attempt.evidence)}` : ''}`);
+  return lines;
+}
+
+/** `show`: the workflow, then per step every attempt and compensation in order, then open questions. */
+export function formatTimeline(view: WorkflowView): string {
+  const lines = [`workflow ${view.workflowId}  ${view.state}${view.cancelRequested ? '  (cancel requested)' : ''}`];
+  lines.push(`  created ${time(view.createdAt)}  updated ${time(view.updatedAt)}`);
+  if (view.attention) lines.push(`  needs attention: ${view.attention}`);
+  if (view.failure?.length) lines.push(`  failure: ${view.failure.join('; ')}`);
+  for (const step of view.steps) {
+    lines.push(`  step ${step.name}`);
+    if (step.attempts.length === 0) lines.push('    (no attempt yet)');
+    for (const attempt of step.attempts) lines.push(...attemptLines(attempt, `attempt ${attempt.attempt}`));
+    for (const compensation of step.compensations) lines.push(...attemptLines(compensation, 'compensation'));
+  }
+  for (const question of view.openQuestions) lines.push(formatQuestion(view.workflowId, question));
+  return lines.join('\n');
+}
+
+/** One open question, with the command that answers it. */
+export function formatQuestion(workflowId: string, question: Question): string {
+  const refused = question.previousReplyRefused ? ` (previous answer refused: ${question.previousReplyRefused})` : '';
+  return `  ? ${workflowId} step ${question.step} ${question.state}: ${question.text || '(no text)'}${refused}\n    answer: durable-a2a reply ${workflowId} ${question.step} "…"`;
+}
+
+/** `list`: one line per workflow. */
+export function formatWorkflowLine(view: WorkflowView): string {
+  const questions = view.openQuestions.length ? `  ${view.openQuestions.length} question(s)` : '';
+  return `${view.workflowId}\t${view.state}\t${view.steps.length} step(s)${questions}`;
+}
+
+export function formatAgent(agent: Agent): string {
+  const skills = (agent.card?.skills ?? []).map((skill) => skill.id).join(',');
+  return `${agent.cardUrl}\t${agent.card?.name ?? ''}\t${skills}${agent.unavailable ? `\tunavailable: ${agent.unavailable.reason}` : ''}`;
+}

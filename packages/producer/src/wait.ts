@@ -1,0 +1,175 @@
+/**
+ * Awaiting a workflow's result without polling. The journal publishes on
+ * `<prefix>:{wf:<id>}:changed` when a workflow changes state (updateWorkflow)
+ * and when a delegation opens a question (applyStatus). A waiter subscribes
+ * first, then reads the journal back, and reads again on every message: a
+ * change between the read and the subscription cannot be missed, and a lost
+ * message (a reconnect) only costs a read, since reconnecting counts as one.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { z } from 'zod';
+import type { Journal } from '@durable-a2a/shared';
+import type { WorkflowView } from './view.ts';
+
+/** States `waitFor` resolves on: the workflow is finished or waits for a person. */
+export const SETTLED_WORKFLOW_STATES: readonly string[] = ['COMPLETED', 'COMPENSATED', 'FAILED', 'CANCELED', 'NEEDS_ATTENTION'];
+
+/** Options of `producer.waitFor`. */
+export interface WaitForOptions {
+  /** Give up after this long (ms): rejects with WaitTimeoutError carrying the last view. Default: no limit. */
+  timeoutMs?: number;
+  /** Abort the wait: rejects with the signal's reason. */
+  signal?: AbortSignal;
+  /** Also resolve as soon as the workflow has an open question (INPUT_REQUIRED / AUTH_REQUIRED). Default false. */
+  untilQuestion?: boolean;
+}
+
+/** `waitFor` ran out of time. `view` is the last view read (still RUNNING or COMPENSATING). */
+export class WaitTimeoutError extends Error {
+  override readonly name = 'WaitTimeoutError';
+  readonly code = 'WAIT_TIMEOUT';
+  constructor(
+    message: string,
+    readonly view: WorkflowView,
+  ) {
+    super(message);
+  }
+}
+
+/** The channel a workflow's changes are published on (same hash tag as its keys). */
+export function workflowChangeChannel(journal: Journal, workflowId: string): string {
+  return `${journal.keys.workflow(workflowId).slice(0, -':wf'.length)}:changed`;
+}
+
+/** True when `waitFor` resolves on this view. */
+export function isSettled(view: WorkflowView, untilQuestion = false): boolean {
+  return SETTLED_WORKFLOW_STATES.includes(view.state) || (untilQuestion && view.openQuestions.length > 0);
+}
+
+type Wake = () => void;
+
+/**
+ * One subscriber connection per producer, shared by every waiter; channels
+ * are subscribed while someone waits on them. Created on first use.
+ */
+export class WorkflowChangeSubscriber {
+  #subscriber: Redis | Cluster | undefined;
+  readonly #waiters = new Map<string, Set<Wake>>();
+
+  constructor(private readonly redis: Redis | Cluster) {}
+
+  /** Subscribes `wake` to `channel`; resolves once Redis confirmed the subscription. Returns the unsubscribe function. */
+  async listen(channel: string, wake: Wake): Promise<() => Promise<void>> {
+    const subscriber = this.#connection();
+    let waiters = this.#waiters.get(channel);
+    if (!waiters) {
+      waiters = new Set();
+      this.#waiters.set(channel, waiters);
+    }
+    waiters.add(wake);
+    await subscriber.subscribe(channel);
+    return async () => {
+      waiters.delete(wake);
+      if (waiters.size > 0 || this.#waiters.get(channel) !== waiters) return;
+      this.#waiters.delete(channel);
+      await subscriber.unsubscribe(channel).catch(() => undefined);
+    };
+  }
+
+  async close(): Promise<void> {
+    const subscriber = this.#subscriber;
+    this.#subscriber = undefined;
+    this.#waiters.clear();
+    if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());
+  }
+
+  #connection(): Redis | Cluster {
+    if (this.#subscriber) return this.#subscriber;
+    const subscriber = this.redis.duplicate();
+    subscriber.on('error', () => undefined); // commands reject to the waiter; reconnects are ioredis' job
+    subscriber.on('message', (channel: string) => this.#waiters.get(channel)?.forEach((wake) => wake()));
+    // Messages published while disconnected are lost: after a reconnect, every waiter reads again.
+    let connections = 0;
+    subscriber.on('ready', () => {
+      if (++connections > 1) this.#waiters.forEach((waiters) => waiters.forEach((wake) => wake()));
+    });
+    this.#subscriber = subscriber;
+    return subscriber;
+  }
+}
+
+/**
+ * Resolves with the workflow's view once it is settled (see SETTLED_WORKFLOW_STATES,
+ * or an open question with `untilQuestion`). Rejects with NotFoundError (from
+ * `read`), WaitTimeoutError, or the abort reason.
+ */
+export async function waitForWorkflow(
+  subscriber: WorkflowChangeSubscriber,
+  journal: Journal,
+  read: (workflowId: string) => Promise<WorkflowView>,
+  workflowId: string,
+  options: WaitForOptions = {},
+): Promise<WorkflowView> {
+  options.signal?.throwIfAborted();
+  let changed = false;
+  let wakeUp: Wake = () => undefined;
+  const unlisten = await subscriber.listen(workflowChangeChannel(journal, workflowId), () => {
+    changed = true;
+    wakeUp();
+  });
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: () => void = () => undefined;
+  const stop = new Promise<'timeout' | 'aborted'>((resolve) => {
+    if (options.timeoutMs !== undefined) timer = setTimeout(() => resolve('timeout'), options.timeoutMs);
+    onAbort = () => resolve('aborted');
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    let view = await read(workflowId);
+    for (;;) {
+      if (isSettled(view, options.untilQuestion)) return view;
+      if (!changed) {
+        const woken = new Promise<'changed'>((resolve) => (wakeUp = () => resolve('changed')));
+        const outcome = await Promise.race([woken, stop]);
+        if (outcome === 'timeout') throw new WaitTimeoutError(`workflow ${workflowId} still ${view.state} after ${options.timeoutMs} ms`, view);
+        if (outcome === 'aborted') throw options.signal!.reason;
+      }
+      changed = false;
+      view = await read(workflowId);
+    }
+  } finally {
+    wakeUp = () => undefined;
+    clearTimeout(timer);
+    options.signal?.removeEventListener('abort', onAbort);
+    await unlisten();
+  }
+}
+
+/** Longest `GET /v1/workflows/:id?waitMs=…` long poll (ms); longer asks are capped to it. */
+export const MAX_LONG_POLL_MS = 30_000;
+
+/** Query of `GET /v1/workflows/:id`: `waitMs` (0 to MAX_LONG_POLL_MS, capped) and `untilQuestion`. */
+export const LongPollQuerySchema = z.object({
+  waitMs: z.coerce.number().int().min(0).transform((ms) => Math.min(ms, MAX_LONG_POLL_MS)).optional(),
+  untilQuestion: z.enum(['true', 'false']).transform((flag) => flag === 'true').optional(),
+});
+
+/**
+ * The long poll: waits up to `waitMs` for the workflow to settle, then returns
+ * the view as it is (settled or not). `signal` ends the wait early (the client left).
+ */
+export async function viewAfterWaiting(
+  producer: { get(id: string): Promise<WorkflowView>; waitFor(id: string, options?: WaitForOptions): Promise<WorkflowView> },
+  workflowId: string,
+  query: z.output<typeof LongPollQuerySchema>,
+  signal?: AbortSignal,
+): Promise<WorkflowView> {
+  if (!query.waitMs) return producer.get(workflowId);
+  try {
+    return await producer.waitFor(workflowId, { timeoutMs: query.waitMs, untilQuestion: query.untilQuestion ?? false, ...(signal ? { signal } : {}) });
+  } catch (error) {
+    if (error instanceof WaitTimeoutError) return error.view;
+    if (signal?.aborted) return producer.get(workflowId);
+    throw error;
+  }
+}

@@ -1,0 +1,94 @@
+/**
+ * What a service gets from npm: `pnpm build`, `pnpm pack` every package, a
+ * scratch service in a temp directory outside the workspace that
+ * `npm install`s the tarballs, type-checks a small TypeScript file with a
+ * standard NodeNext tsconfig (no allowImportingTsExtensions, library .d.ts
+ * checked too), then runs the compiled file with plain `node`: it delegates
+ * to an agent from @durable-a2a/testing and awaits the result with waitFor.
+ * The executables run from the installed tarballs with plain node as well.
+ */
+import { execFile } from 'node:child_process';
+import { mkdtemp, readdir, rm, writeFile, mkdir } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { afterAll, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const root = fileURLToPath(new URL('..', import.meta.url));
+const PACKAGES = ['shared', 'producer', 'workers', 'testing', 'cli'];
+const VERSIONS = { typescript: '5.9.3', '@types/node': '24.19.4' };
+let scratch: string | undefined;
+
+afterAll(async () => {
+  if (scratch) await rm(scratch, { recursive: true, force: true });
+});
+
+const SERVICE = `import { createProducer, WaitTimeoutError } from '@durable-a2a/producer';
+import { startFleet } from '@durable-a2a/workers';
+import { createLogger } from '@durable-a2a/shared';
+import { completesWith, startDemoAgent, startRedisServer, type DemoAgentHandle } from '@durable-a2a/testing';
+
+const redis = await startRedisServer();
+const agent: DemoAgentHandle = await startDemoAgent({ behaviour: completesWith('hello from a packed agent') });
+const addressPolicy = { allowLoopback: true };
+const fleet = await startFleet({ redisUrl: redis.url, addressPolicy, logger: createLogger({ level: 'silent' }) });
+const producer = createProducer({ redis: redis.url, addressPolicy });
+try {
+  const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'hello?', idempotencyKey: 'packed-1' });
+  const view = await producer.waitFor(id, { timeoutMs: 60_000 });
+  const resultText: string | undefined = view.steps[0]?.attempts[0]?.resultText;
+  console.log(JSON.stringify({ state: view.state, resultText, sent: agent.sendMessageCount(), timeoutError: new WaitTimeoutError('x', view).code }));
+} finally {
+  await producer.close();
+  await fleet.close();
+  await agent.close();
+  await redis.stop();
+}
+`;
+
+async function exec(command: string, args: string[], cwd: string, env: Record<string, string> = {}): Promise<{ stdout: string; stderr: string }> {
+  try {
+    return await run(command, args, { cwd, maxBuffer: 32 * 1024 * 1024, env: { ...process.env, npm_config_update_notifier: 'false', ...env } });
+  } catch (error) {
+    const failed = error as { stdout?: string; stderr?: string; message: string };
+    throw new Error(`${command} ${args.join(' ')} failed in ${cwd}: ${failed.message}\n${failed.stdout ?? ''}\n${failed.stderr ?? ''}`);
+  }
+}
+
+it('a scratch service installs the packed tarballs, type-checks with NodeNext and runs with plain node', async () => {
+  await exec('pnpm', ['build'], root);
+  scratch = await mkdtemp(join(tmpdir(), 'durable-a2a-packed-'));
+  const service = scratch;
+  const tarballs = join(service, 'tarballs');
+  await mkdir(tarballs);
+  for (const name of PACKAGES) await exec('pnpm', ['pack', '--pack-destination', tarballs], join(root, 'packages', name));
+  const files = await readdir(tarballs);
+  expect(files).toHaveLength(PACKAGES.length);
+  const local = Object.fromEntries(PACKAGES.map((name) => [`@durable-a2a/${name}`, `file:./tarballs/${files.find((file) => file.startsWith(`durable-a2a-${name}-`))!}`]));
+
+  await mkdir(join(service, 'src'));
+  const manifest = { name: 'scratch-service', private: true, type: 'module', dependencies: local, devDependencies: VERSIONS, overrides: local };
+  await writeFile(join(service, 'package.json'), JSON.stringify(manifest, null, 2));
+  const tsconfig = { compilerOptions: { target: 'ES2022', module: 'NodeNext', strict: true, outDir: 'dist', rootDir: 'src', skipLibCheck: false, types: ['node'] }, include: ['src'] };
+  await writeFile(join(service, 'tsconfig.json'), JSON.stringify(tsconfig, null, 2));
+  await writeFile(join(service, 'src', 'main.ts'), SERVICE);
+  await exec('npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', '--loglevel=error'], service);
+
+  // Only the compiled dist/ is reachable: no tsx, no sources, no .ts import paths.
+  await exec(process.execPath, [join(service, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.json'], service);
+  const { stdout } = await exec(process.execPath, ['dist/main.js'], service);
+  expect(JSON.parse(stdout.trim().split('\n').at(-1)!)).toEqual({ state: 'COMPLETED', resultText: 'hello from a packed agent', sent: 1, timeoutError: 'WAIT_TIMEOUT' });
+
+  // The executables are compiled JavaScript run by plain node.
+  const help = await exec(process.execPath, [join(service, 'node_modules/.bin/durable-a2a'), '--help'], service);
+  expect(help.stdout).toContain('Usage: durable-a2a');
+  // With a bad configuration both load every module, then refuse to start (exit 2) naming the variable.
+  const refusals = { 'durable-a2a-workers': ['DA2A_METRICS_PORT', { DA2A_METRICS_PORT: 'not-a-port' }], 'durable-a2a-api': ['DA2A_API_TOKENS', { DA2A_API_TOKENS: '' }] } as const;
+  for (const [executable, [variable, env]] of Object.entries(refusals)) {
+    const failed = (await exec(process.execPath, [join(service, 'node_modules/.bin', executable)], service, env).catch((error: Error) => error)) as Error;
+    expect(failed.message).toContain(`configuration error: ${variable}`);
+    expect(failed.message).not.toMatch(/ERR_UNKNOWN_FILE_EXTENSION|ERR_MODULE_NOT_FOUND|Cannot find/);
+  }
+}, 600_000);

@@ -1,0 +1,191 @@
+/**
+ * producer.waitFor and GET /v1/workflows/:id?waitMs=…: woken by the journal's
+ * publish (no poll loop), race-free (subscribe, then read back), bounded by
+ * timeoutMs / signal, and the long poll capped.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { createProducer, NotFoundError, WaitTimeoutError, type Producer, type WorkflowView } from '@durable-a2a/producer';
+import type { ApiServer } from '@durable-a2a/producer/server';
+import type { Fleet } from '@durable-a2a/workers';
+import { Redis } from 'ioredis';
+import { WorkflowChangeSubscriber, waitForWorkflow } from '../packages/producer/src/wait.ts';
+import { useRedisServer, testsOnCluster } from './harness/redis.ts';
+import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
+import { asksForInput, completionSteps, runsSlowly } from './harness/agent-behaviours.ts';
+import { startTestFleet } from './harness/fleet.ts';
+import { authorized, startTestServer } from './harness/api-server.ts';
+
+const redisServer = useRedisServer();
+const PREFIX = 'wait';
+const IDLE_PREFIX = 'wait-idle';
+const NOWHERE = 'http://127.0.0.1:9/.well-known/agent-card.json';
+let producer: Producer;
+let idle: Producer;
+let idleApp: ApiServer;
+let fleet: Fleet;
+let app: ApiServer;
+let slow: DemoAgentHandle;
+let asking: DemoAgentHandle;
+let sequence = 0;
+
+beforeAll(async () => {
+  producer = createProducer({ redis: redisServer().url, prefix: PREFIX, addressPolicy: { allowLoopback: true } });
+  slow = await startDemoAgent({ behaviour: runsSlowly(300, 'slow and done') });
+  asking = await startDemoAgent({ behaviour: asksForInput('Which city?', (answer) => completionSteps(`booked ${answer}`)) });
+  fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: PREFIX });
+  app = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX });
+  await app.ready();
+  idle = createProducer({ redis: redisServer().url, prefix: IDLE_PREFIX });
+  idleApp = startTestServer({ redisUrl: redisServer().url, prefix: IDLE_PREFIX });
+  await idleApp.ready();
+});
+afterAll(async () => {
+  await fleet?.close();
+  await app?.close();
+  await producer?.close();
+  await idleApp?.close();
+  await idle?.close();
+  await Promise.all([slow?.close(), asking?.close()]);
+});
+
+/** A RUNNING workflow nobody works on (no fleet runs on IDLE_PREFIX): only the test moves it. */
+async function parkedWorkflow(): Promise<string> {
+  const workflowId = `idle-${++sequence}`;
+  await idle.startWorkflow({ workflowId, steps: [{ name: 'main', agent: NOWHERE, message: { text: 'never sent' } }] });
+  return workflowId;
+}
+
+describe('producer.waitFor', () => {
+  it('resolves with the final view of a delegation the agent completes, the result included', async () => {
+    const { id } = await producer.delegate({ agent: slow.cardUrl, text: 'take your time' });
+    const view = await producer.waitFor(id, { timeoutMs: 30_000 });
+    expect(view.state).toBe('COMPLETED');
+    expect(view.steps[0]!.attempts[0]!.resultText).toBe('slow and done');
+    expect(slow.sendMessageCount()).toBeGreaterThanOrEqual(1);
+  });
+
+  it('untilQuestion resolves on the open question; after the reply it resolves COMPLETED', async () => {
+    const { id } = await producer.delegate({ agent: asking.cardUrl, text: 'book me' });
+    const asked = await producer.waitFor(id, { untilQuestion: true, timeoutMs: 30_000 });
+    expect(asked.state).toBe('RUNNING');
+    expect(asked.openQuestions).toEqual([expect.objectContaining({ step: 'main', text: 'Which city?' })]);
+    await producer.reply(id, 'Porto');
+    const done = await producer.waitFor(id, { timeoutMs: 30_000 });
+    expect(done.state).toBe('COMPLETED');
+    expect(done.steps[0]!.attempts[0]!.resultText).toBe('booked Porto');
+  });
+
+  it('an unknown id rejects with NotFoundError; timeoutMs rejects with WaitTimeoutError carrying the last view', async () => {
+    await expect(producer.waitFor('no-such-workflow', { timeoutMs: 1_000 })).rejects.toBeInstanceOf(NotFoundError);
+    const id = await parkedWorkflow();
+    const error = await idle.waitFor(id, { timeoutMs: 100 }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(WaitTimeoutError);
+    expect((error as WaitTimeoutError).view).toMatchObject({ workflowId: id, state: 'RUNNING' });
+  });
+
+  it('an aborted signal rejects with its reason and leaves no subscription behind', async () => {
+    const id = await parkedWorkflow();
+    const controller = new AbortController();
+    const waiting = idle.waitFor(id, { signal: controller.signal });
+    setTimeout(() => controller.abort(new Error('caller gave up')), 50);
+    await expect(waiting).rejects.toThrow('caller gave up');
+    const probe = new Redis(redisServer().url);
+    const channels = (await probe.pubsub('CHANNELS', `${IDLE_PREFIX}:*`)) as string[];
+    await probe.quit();
+    expect(channels).toEqual([]);
+  });
+
+  it('wakes on the publish, not by polling: one read per change, however long the wait', async () => {
+    const id = await parkedWorkflow();
+    let reads = 0;
+    const counted = (workflowId: string) => {
+      reads++;
+      return idle.get(workflowId);
+    };
+    const base = new Redis(redisServer().url);
+    const subscriber = new WorkflowChangeSubscriber(base);
+    const waiting = waitForWorkflow(subscriber, idle.journal, counted, id, { timeoutMs: 30_000 });
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(reads).toBe(1);
+    await idle.journal.updateWorkflow(id, { state: 'FAILED' });
+    expect((await waiting).state).toBe('FAILED');
+    expect(reads).toBe(2);
+    await subscriber.close();
+    await base.quit();
+  });
+
+  it.skipIf(testsOnCluster())('a change published while the subscriber reconnects is not lost', async () => {
+    const id = await parkedWorkflow();
+    const waiting = idle.waitFor(id, { timeoutMs: 30_000 });
+    const admin = new Redis(redisServer().url);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    await admin.client('KILL', 'TYPE', 'pubsub');
+    await idle.journal.updateWorkflow(id, { state: 'CANCELED' });
+    await admin.quit();
+    expect((await waiting).state).toBe('CANCELED');
+  });
+
+  it('property: whenever the change lands (before the wait, during the read-back, while waiting), waitFor resolves with it', async () => {
+    const base = new Redis(redisServer().url);
+    const subscriber = new WorkflowChangeSubscriber(base);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('COMPLETED', 'COMPENSATED', 'FAILED', 'CANCELED', 'NEEDS_ATTENTION'),
+        fc.constantFrom('before the wait', 'right after the first read', 'while waiting'),
+        fc.integer({ min: 0, max: 30 }),
+        async (finalState, when, delayMs) => {
+          const id = await parkedWorkflow();
+          if (when === 'before the wait') await idle.journal.updateWorkflow(id, { state: finalState });
+          let reads = 0;
+          // 'right after the first read': the read returns a stale RUNNING view, the change lands before the wait starts.
+          const read = async (workflowId: string): Promise<WorkflowView> => {
+            const view = await idle.get(workflowId);
+            if (++reads === 1 && when === 'right after the first read') await idle.journal.updateWorkflow(workflowId, { state: finalState });
+            return view;
+          };
+          const waiting = waitForWorkflow(subscriber, idle.journal, read, id, { timeoutMs: 20_000 });
+          if (when === 'while waiting') setTimeout(() => void idle.journal.updateWorkflow(id, { state: finalState }), delayMs);
+          expect((await waiting).state).toBe(finalState);
+          expect(reads).toBeLessThanOrEqual(2);
+        },
+      ),
+      { numRuns: 20 },
+    );
+    await subscriber.close();
+    await base.quit();
+  });
+});
+
+describe('GET /v1/workflows/:id?waitMs=…', () => {
+  it('answers once the workflow finishes, before waitMs', async () => {
+    const { id } = await producer.delegate({ agent: slow.cardUrl, text: 'long poll me' });
+    const response = await authorized(app, { method: 'GET', url: `/v1/workflows/${id}?waitMs=30000` });
+    expect(response.statusCode).toBe(200);
+    expect(response.json()).toMatchObject({ workflowId: id, state: 'COMPLETED' });
+  });
+
+  it('after waitMs answers with the view as it is; untilQuestion=true answers on the question', async () => {
+    const id = await parkedWorkflow();
+    const still = await authorized(idleApp, { method: 'GET', url: `/v1/workflows/${id}?waitMs=100` });
+    expect(still.json()).toMatchObject({ workflowId: id, state: 'RUNNING' });
+    const { id: askingId } = await producer.delegate({ agent: asking.cardUrl, text: 'ask me' });
+    const asked = await authorized(app, { method: 'GET', url: `/v1/workflows/${askingId}?waitMs=30000&untilQuestion=true` });
+    expect(asked.json()).toMatchObject({ state: 'RUNNING', openQuestions: [{ text: 'Which city?' }] });
+  });
+
+  it('waitMs above the cap is accepted (capped); a negative or non-numeric waitMs is a 400', async () => {
+    const id = await parkedWorkflow();
+    await idle.journal.updateWorkflow(id, { state: 'COMPLETED' });
+    expect((await authorized(idleApp, { method: 'GET', url: `/v1/workflows/${id}?waitMs=86400000` })).json()).toMatchObject({ state: 'COMPLETED' });
+    for (const waitMs of ['-1', 'soon']) {
+      expect((await authorized(idleApp, { method: 'GET', url: `/v1/workflows/${id}?waitMs=${waitMs}` })).statusCode).toBe(400);
+    }
+  });
+
+  it('/openapi.json documents waitMs and untilQuestion on GET /v1/workflows/{id}', async () => {
+    const document = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as { paths: Record<string, { get?: { parameters?: { name: string; in: string }[] } }> };
+    const parameters = document.paths['/v1/workflows/{id}']!.get!.parameters!.filter((parameter) => parameter.in === 'query').map((parameter) => parameter.name);
+    expect(parameters.sort()).toEqual(['untilQuestion', 'waitMs']);
+  });
+});
