@@ -21,6 +21,8 @@ export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessa
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 export type { IntentInput } from './journal/intent.ts';
 export { applyTask, applyStreamResponse } from './journal/observe.ts';
+export { listWorkflowSummaries, listOpenQuestions, allOpenQuestions, workflowSummaries, decodeListingCursor, nextChecks, LISTING_SCAN_LIMIT } from './journal/listing.ts';
+export type { WorkflowSummary, OpenQuestionSummary, WorkflowFilter, Page } from './journal/listing.ts';
 export type { ObservationResult, ObserveOptions } from './journal/observe.ts';
 export {
   QUEUE_NAMES,

@@ -1,6 +1,7 @@
 /**
  * The HTTP service: the producer API under /v1 (bearer tokens), the push
- * webhook (its own per-delegation auth), Bull Board under /admin/queues,
+ * webhook (its own per-delegation auth), Bull Board under /admin/queues, the
+ * page for people under /ui,
  * metrics, health and the OpenAPI document. `createServer` returns a fastify
  * instance that is not listening; closing it closes what it created.
  */
@@ -17,6 +18,7 @@ import { problem, problemErrorHandler, sendProblem } from './problem.ts';
 import { opsRoutes, type HealthReport } from './routes/ops.ts';
 import { pushRoutes } from './routes/push.ts';
 import { v1Routes } from './routes/v1.ts';
+import { registerUi } from './ui/routes.ts';
 
 export interface ServerOptions {
   /** A producer to serve (not closed by the server). Default: one created on `redisUrl` and `prefix`. */
@@ -92,6 +94,7 @@ export function createServer(options: ServerOptions): ApiServer {
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, acceptTokenOnly: options.pushAcceptTokenOnly ?? false }), { prefix: '/v1' });
   app.register(async (root) => registerAdmin(root, queueList, tokens));
+  app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, server: app }));
   app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal }));
   return app;
 }

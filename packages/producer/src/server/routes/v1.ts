@@ -8,7 +8,6 @@ import type { Producer } from '../../producer.ts';
 import {
   CreatedSchema,
   DelegateInputSchema,
-  ListWorkflowsQuerySchema,
   RegisterAgentBodySchema,
   ReplyBodySchema,
   ResolveBodySchema,
@@ -16,6 +15,8 @@ import {
   WorkflowDefinitionSchema,
   WorkflowParamsSchema,
 } from '../schemas.ts';
+import { questionRoutes } from './questions.ts';
+import { summaryRoutes } from './summaries.ts';
 
 const security = [{ bearer: [] }];
 
@@ -43,11 +44,8 @@ export function v1Routes(producer: Producer): FastifyPluginAsyncZod {
       },
     );
 
-    app.get(
-      '/workflows',
-      { schema: { tags: ['workflows'], summary: 'List workflow ids, optionally by state, paged by cursor', security, querystring: ListWorkflowsQuerySchema } },
-      async (request) => producer.listWorkflows(request.query),
-    );
+    await app.register(summaryRoutes(producer.journal));
+    await app.register(questionRoutes(producer.journal));
 
     app.get(
       '/workflows/:id',
