@@ -2,25 +2,16 @@
  * Bull Board in a real browser: Debian chromium, headless, via playwright-core.
  * Skips (with the reason) only when no chromium binary exists.
  */
-import { accessSync, constants } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createRedisClient, ALL_QUEUES, queuePrefix } from '@durable-a2a/shared';
 import { useRedisServer } from './harness/redis.ts';
 import { TEST_API_TOKEN, startTestServer } from './harness/api-server.ts';
+import { chromiumMissing, launchChromium } from './harness/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const chromiumMissing = (() => {
-  try {
-    accessSync(CHROMIUM, constants.X_OK);
-    return undefined;
-  } catch {
-    return `no chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`;
-  }
-})();
 if (chromiumMissing) console.warn(`skipping the Bull Board browser test: ${chromiumMissing}`);
 
 const redisServer = useRedisServer();
@@ -44,10 +35,7 @@ describe.skipIf(chromiumMissing !== undefined)('Bull Board at /admin/queues in c
     await app.listen({ port: 0, host: '127.0.0.1' });
     const address = app.server.address();
     baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();

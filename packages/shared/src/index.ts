@@ -21,7 +21,7 @@ export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessa
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 export type { IntentInput } from './journal/intent.ts';
 export { applyTask, applyStreamResponse } from './journal/observe.ts';
-export { listWorkflowSummaries, listOpenQuestions, allOpenQuestions, workflowSummaries, decodeListingCursor, nextChecks, LISTING_SCAN_LIMIT } from './journal/listing.ts';
+export { listWorkflowSummaries, listOpenQuestions, allOpenQuestions, workflowSummaries, decodeListingCursor, nextChecks, pageByKeyset, LISTING_SCAN_LIMIT } from './journal/listing.ts';
 export type { WorkflowSummary, OpenQuestionSummary, WorkflowFilter, Page } from './journal/listing.ts';
 export type { ObservationResult, ObserveOptions } from './journal/observe.ts';
 export {

@@ -69,8 +69,8 @@ export function decodeListingCursor(cursor: string): { sortKey: number; id: stri
   return match ? { sortKey: Number(match[1]), id: match[2]! } : undefined;
 }
 
-/** Newest first (sortKey descending), then id ascending; keyset page after `cursor`. */
-function pageOf<T>(rows: T[], key: (row: T) => { sortKey: number; id: string }, limit: number, cursor?: string): Page<T> {
+/** Newest first (sortKey descending), then id ascending; the page of `limit` rows after `cursor`. Sorts `rows` in place. */
+export function pageByKeyset<T>(rows: T[], key: (row: T) => { sortKey: number; id: string }, limit: number, cursor?: string): Page<T> {
   const sorted = rows.sort((a, b) => key(b).sortKey - key(a).sortKey || key(a).id.localeCompare(key(b).id));
   const after = cursor ? decodeListingCursor(cursor) : undefined;
   const start = after
@@ -122,7 +122,7 @@ export async function allOpenQuestions(journal: Journal): Promise<OpenQuestionSu
 /** Open questions across workflows, newest first, paged (limit 1..500). */
 export async function listOpenQuestions(journal: Journal, options: { cursor?: string; limit: number }): Promise<Page<OpenQuestionSummary>> {
   const open = await allOpenQuestions(journal);
-  return pageOf(open, (row) => ({ sortKey: row.askedAtMs, id: `${row.workflowId}|${row.delegationId}` }), options.limit, options.cursor);
+  return pageByKeyset(open, (row) => ({ sortKey: row.askedAtMs, id: `${row.workflowId}|${row.delegationId}` }), options.limit, options.cursor);
 }
 
 async function allWorkflowIds(journal: Journal): Promise<string[]> {
@@ -174,7 +174,7 @@ export async function listWorkflowSummaries(journal: Journal, filter: WorkflowFi
         (summary.openQuestions > 0 && open.some((question) => question.workflowId === summary.workflowId && question.state === filter.state))) &&
       (!filter.waiting || summary.waitingFor !== undefined),
   );
-  return pageOf(summaries, (row) => ({ sortKey: row.updatedAt, id: row.workflowId }), options.limit, options.cursor);
+  return pageByKeyset(summaries, (row) => ({ sortKey: row.updatedAt, id: row.workflowId }), options.limit, options.cursor);
 }
 
 /** When the reconciler next looks at each delegation (ms since epoch), from the unfinished index; finished ones are absent. */

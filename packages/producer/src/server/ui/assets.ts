@@ -48,7 +48,8 @@ export const UI_SCRIPT = `'use strict';
     const button = form.querySelector('button[type=submit]');
     if (button) button.disabled = true;
     try {
-      const response = await fetch(form.action, {
+      // getAttribute: an input named "action" shadows form.action.
+      const response = await fetch(form.getAttribute('action'), {
         method: 'POST',
         body: new URLSearchParams(new FormData(form)),
         headers: { 'x-da2a-ui': 'fetch', accept: 'application/json' },
