@@ -52,6 +52,8 @@ export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition,
 export { createLogger, defaultLoggerOptions, REDACTED_PATHS } from './logger.ts';
 export type { Logger } from './logger.ts';
 export { createMetrics } from './metrics.ts';
+export { startTracing, traceContextHeaders, withSpan, delegationSpan, delegationAttributes, annotateActiveSpan, TracingEnvironmentSchema, SPAN_ATTRIBUTES, TRACER_NAME } from './tracing.ts';
+export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
 export type { Metrics } from './metrics.ts';
 export { AgentRegistry } from './registry.ts';
 export type { RegisteredAgent } from './registry.ts';

@@ -3,11 +3,12 @@
  * reconciler's job scheduler: the one place that owns connections.
  */
 import { hostname } from 'node:os';
-import { DelayedError, Queue, Worker, type Job, type Processor } from 'bullmq';
+import { DelayedError, Queue, Worker, type Job, type Processor, type Telemetry } from 'bullmq';
 import { Registry } from 'prom-client';
 import {
   ALL_QUEUES,
   DEFAULT_JOB_OPTIONS,
+  annotateActiveSpan,
   JOB_RETENTION,
   Journal,
   createLogger,
@@ -43,6 +44,8 @@ export interface StartFleetOptions extends FleetOptions {
   compensationHandlers?: Record<string, CompensationHandler>;
   /** Auth handlers by Agent Card URL, run when a task asks for AUTH_REQUIRED. */
   authHandlers?: Record<string, AuthHandler>;
+  /** BullMQ telemetry (`startTracing().telemetry`) for every Queue and Worker; default none (no spans). */
+  telemetry?: Telemetry;
   /** Queues this process works on; default all five. */
   queues?: QueueName[];
   /** A worker whose fetch has not returned for this long is not live (R23). Default 30_000. */
@@ -92,7 +95,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(
-    ALL_QUEUES.map((name) => [name, new Queue(name, { connection, prefix, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } })]),
+    ALL_QUEUES.map((name) => [name, new Queue(name, { connection, prefix, telemetry: input.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } })]),
   ) as Record<QueueName, Queue>;
   const shutdown = new AbortController();
   // Every agent connection goes through the address policy, checked again at connection time (R19).
@@ -139,6 +142,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
     const processor: Processor = async (job) => {
       const stopTimer = metrics.jobDuration.startTimer({ queue: name });
       watch?.jobStarted();
+      annotateActiveSpan(job.data);
       try {
         const outcome = await PROCESSORS[name](job, context);
         stopTimer({ outcome: 'completed' });
@@ -156,6 +160,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
       concurrency: options.concurrency[name],
       lockDuration: options.lockDurationMs,
       stalledInterval: options.stalledIntervalMs,
+      telemetry: input.telemetry,
     });
     watch = watchFetchProgress(worker, name, options.concurrency[name], input.livenessStaleAfterMs ?? 30_000);
     progress.push(watch);

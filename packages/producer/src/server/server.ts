@@ -7,7 +7,7 @@
  */
 import fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
-import { Queue } from 'bullmq';
+import { Queue, type Telemetry } from 'bullmq';
 import type { Registry } from 'prom-client';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createRedisClient, queuePrefix, type AddressPolicyOptions, type Logger, type QueueName } from '@durable-a2a/shared';
@@ -38,6 +38,8 @@ export interface ServerOptions {
   pushAcceptTokenOnly?: boolean;
   /** Extra liveness/readiness (e.g. an embedded fleet). Redis reachability is always part of readiness. */
   health?: () => Promise<HealthReport>;
+  /** BullMQ telemetry (`startTracing().telemetry`) for the server's producer and queues. Default none. */
+  telemetry?: Telemetry;
 }
 
 /** Query parameters whose values never reach a log line. */
@@ -54,11 +56,11 @@ export function createServer(options: ServerOptions): ApiServer {
   const logger = options.logger ?? createLogger();
   const metrics = createMetrics(options.metricsRegistry);
   const redis = createRedisClient(options.redisUrl);
-  const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy });
+  const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry });
   const queues = Object.fromEntries(
     ALL_QUEUES.map((name) => [
       name,
-      new Queue(name, { connection: redis, prefix: queuePrefix(prefix), defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } }),
+      new Queue(name, { connection: redis, prefix: queuePrefix(prefix), telemetry: options.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } }),
     ]),
   ) as Record<QueueName, Queue>;
   const queueList = Object.values(queues);

@@ -5,6 +5,7 @@
  * credential headers, and network failures mapped to `NetworkError`.
  */
 import { Agent, type Dispatcher, request } from 'undici';
+import { traceContextHeaders } from '../tracing.ts';
 import type { CredentialsProvider } from './credentials.ts';
 import { A2AError, NetworkError } from './errors.ts';
 
@@ -95,7 +96,8 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
 
   async function buildHeaders(spec: HttpRequest): Promise<Record<string, string>> {
     const credentialHeaders = credentials ? await credentials() : {};
-    return { ...credentialHeaders, ...spec.headers, 'A2A-Version': a2aVersion };
+    // W3C Trace Context of the active span (the queue job's), when tracing is on.
+    return { ...credentialHeaders, ...spec.headers, ...traceContextHeaders(), 'A2A-Version': a2aVersion };
   }
 
   return {
