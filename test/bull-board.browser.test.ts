@@ -9,7 +9,7 @@ import type { Cluster, Redis } from 'ioredis';
 import type { Browser } from 'playwright-core';
 import { createRedisClient, ALL_QUEUES, queuePrefix } from '@durable-a2a/shared';
 import { useRedisServer } from './harness/redis.ts';
-import { TEST_API_TOKEN, startTestServer } from './harness/api-server.ts';
+import { TEST_API_TOKEN, listenOnLoopback, startTestServer } from './harness/api-server.ts';
 import { chromiumMissing, launchChromium } from './harness/chromium.ts';
 
 if (chromiumMissing) console.warn(`skipping the Bull Board browser test: ${chromiumMissing}`);
@@ -32,9 +32,7 @@ describe.skipIf(chromiumMissing !== undefined)('Bull Board at /admin/queues in c
       await queue.close();
     }
     app = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const address = app.server.address();
-    baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    baseUrl = await listenOnLoopback(app);
     browser = await launchChromium();
   });
   afterAll(async () => {

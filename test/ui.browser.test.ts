@@ -14,7 +14,7 @@ import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
-import { TEST_API_TOKEN, startTestServer } from './harness/api-server.ts';
+import { TEST_API_TOKEN, listenOnLoopback, startTestServer } from './harness/api-server.ts';
 import { chromiumMissing, launchChromium } from './harness/chromium.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { bookingVerifier, startTravelCast, travelWorkflow, type TravelCast } from './harness/travel.ts';
@@ -42,9 +42,7 @@ describe.skipIf(chromiumMissing !== undefined)('/ui in chromium', () => {
     const unsure = { verify: async () => ({ effect: 'unknown' as const, evidence: { ledger: 'offline' } }) };
     fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: PREFIX, verifiers: { booking: bookingVerifier(cast.bookings.url), unsure } });
     app = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, producer });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const address = app.server.address();
-    baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    baseUrl = await listenOnLoopback(app);
     browser = await launchChromium();
   });
   afterAll(async () => {

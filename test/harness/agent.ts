@@ -132,7 +132,7 @@ export async function startDemoAgent(options: DemoAgentOptions = {}): Promise<De
     const requestHandler = countingRequestHandler(sdkHandler, (method) => counts.set(method, (counts.get(method) ?? 0) + 1));
     const app = express();
     app.use((request, _response, next) => {
-      httpRequests.push({ method: request.method, url: request.originalUrl, authorization: request.headers.authorization, traceparent: request.headers.traceparent });
+      httpRequests.push({ method: request.method, url: request.originalUrl, authorization: request.headers.authorization, traceparent: request.header('traceparent') });
       next();
     });
     app.use(streamDropper(() => dropLimit, () => droppedStreams++));
