@@ -62,6 +62,10 @@ describe.skipIf(chromiumMissing !== undefined)('Bull Board at /admin/queues in c
     }
     const text = await page.locator('body').innerText();
     for (const name of ['send', 'follow', 'reconcile', 'verify', 'compensate']) expect(text).toContain(name);
+    // The header links to the page for people (miscLinks may sit behind a menu button).
+    if ((await page.locator('a[href="/ui"]').count()) === 0) await page.locator('header button').last().click();
+    await page.locator('a[href="/ui"]').first().waitFor({ state: 'attached', timeout: 5_000 });
+    expect(await page.locator('a[href="/ui"]').first().innerText()).toContain('Workflows and questions');
     await context.close();
   });
 
