@@ -74,78 +74,86 @@ function crossSite(request: FastifyRequest): boolean {
   }
 }
 
-export async function registerUi(root: FastifyInstance, options: UiOptions): Promise<void> {
-  const { producer, server } = options;
+const HIDDEN = { schema: { hide: true } };
+const HTML = 'text/html; charset=utf-8';
+const invalid = (reply: FastifyReply, what: string) => sendProblem(reply, problem('INVALID_INPUT', `invalid ${what}`));
+
+/** What the pages need: the journal reads and the producer's view. */
+function renderers(producer: Producer) {
   const journal = producer.journal;
-  const token = options.apiTokens[0]!;
-
-  const renderList = async (query: ListQuery): Promise<{ panel: Safe }> => {
-    const [workflows, questions] = await Promise.all([
-      listWorkflowSummaries(journal, { state: query.state, waiting: query.waiting }, { cursor: query.cursor, limit: PAGE_SIZE }),
-      listOpenQuestions(journal, { limit: PAGE_SIZE }),
-    ]);
-    return { panel: listPanel(workflows, questions.items, query) };
+  return {
+    async list(query: ListQuery): Promise<Safe> {
+      const [workflows, questions] = await Promise.all([
+        listWorkflowSummaries(journal, { state: query.state, waiting: query.waiting }, { cursor: query.cursor, limit: PAGE_SIZE }),
+        listOpenQuestions(journal, { limit: PAGE_SIZE }),
+      ]);
+      return listPanel(workflows, questions.items, query);
+    },
+    async workflow(id: string) {
+      const view = await producer.get(id);
+      const ids = view.steps.flatMap((step) => [...step.attempts, ...step.compensations]).map((attempt) => attempt.delegationId);
+      return { view, panel: workflowPanel(view, await nextChecks(journal, id, ids)) };
+    },
   };
-  const renderWorkflow = async (id: string) => {
-    const view = await producer.get(id);
-    const ids = view.steps.flatMap((step) => [...step.attempts, ...step.compensations]).map((attempt) => attempt.delegationId);
-    return { view, panel: workflowPanel(view, await nextChecks(journal, id, ids)) };
-  };
+}
 
-  /** Forwards an action to its /v1 route; a script gets the API's answer, a plain form a redirect. */
+/** GET routes: the pages, their live panels (ETag), the script and the stylesheet. */
+function registerPages(ui: FastifyInstance, render: ReturnType<typeof renderers>): void {
+  ui.get('/assets/ui.js', HIDDEN, async (request, reply) => sendWithEtag(request, reply, UI_SCRIPT, 'text/javascript; charset=utf-8'));
+  ui.get('/assets/ui.css', HIDDEN, async (request, reply) => sendWithEtag(request, reply, UI_STYLE, 'text/css; charset=utf-8'));
+  for (const [path, whole] of [['/', true], ['/panel', false]] as const) {
+    ui.get(path, HIDDEN, async (request, reply) => {
+      const query = parseListQuery(request.query);
+      if (!query) return invalid(reply, 'list filter or cursor');
+      const panel = await render.list(query);
+      return sendWithEtag(request, reply, whole ? listPage(panel, query) : panel.value, HTML);
+    });
+  }
+  for (const [path, whole] of [['/workflows/:id', true], ['/workflows/:id/panel', false]] as const) {
+    ui.get(path, HIDDEN, async (request, reply) => {
+      const params = WorkflowParams.safeParse(request.params);
+      if (!params.success) return invalid(reply, 'workflow id');
+      const { view, panel } = await render.workflow(params.data.id);
+      return sendWithEtag(request, reply, whole ? workflowPage(view, panel) : panel.value, HTML);
+    });
+  }
+}
+
+/** POST routes: each forwards to its /v1 route; a script gets the API's answer, a plain form a redirect back. */
+function registerActions(ui: FastifyInstance, server: FastifyInstance, token: string): void {
   const forward = async (request: FastifyRequest, reply: FastifyReply, url: string, payload: Record<string, string>, back: string) => {
     if (crossSite(request)) return sendProblem(reply, problem('UNAUTHORIZED', 'cross-site form posts are refused'));
     const response = await server.inject({ method: 'POST', url, payload, headers: { authorization: `Bearer ${token}` } });
-    if (request.headers['x-da2a-ui'] === 'fetch') return reply.code(response.statusCode).type(String(response.headers['content-type'] ?? 'application/json')).send(response.body);
-    if (response.statusCode >= 400) return reply.code(response.statusCode).type(String(response.headers['content-type'])).send(response.body);
+    if (request.headers['x-da2a-ui'] === 'fetch' || response.statusCode >= 400) {
+      return reply.code(response.statusCode).type(String(response.headers['content-type'] ?? 'application/json')).send(response.body);
+    }
     return reply.redirect(back, 303);
   };
+  const field = (request: FastifyRequest, name: string) => (request.body as Record<string, string> | undefined)?.[name] ?? '';
+  ui.post('/workflows/:id/steps/:step/reply', HIDDEN, async (request, reply) => {
+    const params = StepParams.safeParse(request.params);
+    if (!params.success) return invalid(reply, 'workflow or step id');
+    const { id, step } = params.data;
+    return forward(request, reply, `/v1/workflows/${id}/steps/${step}/reply`, { text: field(request, 'text') }, `${UI_BASE_PATH}/workflows/${id}`);
+  });
+  ui.post('/workflows/:id/resolve', HIDDEN, async (request, reply) => {
+    const params = WorkflowParams.safeParse(request.params);
+    if (!params.success) return invalid(reply, 'workflow id');
+    const { id } = params.data;
+    return forward(request, reply, `/v1/workflows/${id}/resolve`, { action: field(request, 'action') }, `${UI_BASE_PATH}/workflows/${id}`);
+  });
+}
 
+/** Registers /ui (pages and actions) in its own context with the browser auth hook and a form body parser. */
+export async function registerUi(root: FastifyInstance, options: UiOptions): Promise<void> {
   await root.register(
     async (ui) => {
       ui.addHook('onRequest', browserAuth(options.apiTokens, UI_BASE_PATH));
       ui.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT_BYTES }, (_request, body, done) => {
         done(null, Object.fromEntries(new URLSearchParams(String(body))));
       });
-      const hide = { schema: { hide: true } };
-      const invalid = (reply: FastifyReply, what: string) => sendProblem(reply, problem('INVALID_INPUT', `invalid ${what}`));
-
-      ui.get('/assets/ui.js', hide, async (request, reply) => sendWithEtag(request, reply, UI_SCRIPT, 'text/javascript; charset=utf-8'));
-      ui.get('/assets/ui.css', hide, async (request, reply) => sendWithEtag(request, reply, UI_STYLE, 'text/css; charset=utf-8'));
-      ui.get('/', hide, async (request, reply) => {
-        const query = parseListQuery(request.query);
-        if (!query) return invalid(reply, 'list filter or cursor');
-        return sendWithEtag(request, reply, listPage((await renderList(query)).panel, query), 'text/html; charset=utf-8');
-      });
-      ui.get('/panel', hide, async (request, reply) => {
-        const query = parseListQuery(request.query);
-        if (!query) return invalid(reply, 'list filter or cursor');
-        return sendWithEtag(request, reply, (await renderList(query)).panel.value, 'text/html; charset=utf-8');
-      });
-      ui.get('/workflows/:id', hide, async (request, reply) => {
-        const params = WorkflowParams.safeParse(request.params);
-        if (!params.success) return invalid(reply, 'workflow id');
-        const { view, panel } = await renderWorkflow(params.data.id);
-        return sendWithEtag(request, reply, workflowPage(view, panel), 'text/html; charset=utf-8');
-      });
-      ui.get('/workflows/:id/panel', hide, async (request, reply) => {
-        const params = WorkflowParams.safeParse(request.params);
-        if (!params.success) return invalid(reply, 'workflow id');
-        return sendWithEtag(request, reply, (await renderWorkflow(params.data.id)).panel.value, 'text/html; charset=utf-8');
-      });
-      ui.post('/workflows/:id/steps/:step/reply', hide, async (request, reply) => {
-        const params = StepParams.safeParse(request.params);
-        if (!params.success) return invalid(reply, 'workflow or step id');
-        const { id, step } = params.data;
-        const text = (request.body as Record<string, string> | undefined)?.text ?? '';
-        return forward(request, reply, `/v1/workflows/${id}/steps/${step}/reply`, { text }, `${UI_BASE_PATH}/workflows/${id}`);
-      });
-      ui.post('/workflows/:id/resolve', hide, async (request, reply) => {
-        const params = WorkflowParams.safeParse(request.params);
-        if (!params.success) return invalid(reply, 'workflow id');
-        const action = (request.body as Record<string, string> | undefined)?.action ?? '';
-        return forward(request, reply, `/v1/workflows/${params.data.id}/resolve`, { action }, `${UI_BASE_PATH}/workflows/${params.data.id}`);
-      });
+      registerPages(ui, renderers(options.producer));
+      registerActions(ui, options.server, options.apiTokens[0]!);
     },
     { prefix: UI_BASE_PATH },
   );
