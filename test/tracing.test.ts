@@ -66,7 +66,6 @@ describe('tracing', () => {
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'trace me', idempotencyKey: 'traced-1' });
     await eventually(async () => (await producer.get(id)).state === 'COMPLETED', 'the delegation completed', 30_000);
 
-    const [workerA, workerB] = await Promise.all(workers.map(spansOf));
     const producerSpans = exporter.getFinishedSpans().map(spanRecord);
     const root = producerSpans.find((span) => span.name === 'workflow.start')!;
     expect(root).toBeDefined();
@@ -79,20 +78,26 @@ describe('tracing', () => {
     expect(attempt).toMatchObject({ traceId, parentSpanId: root.spanId });
     expect(attempt.attributes).toMatchObject({ [SPAN_ATTRIBUTES.delegationId]: 'main.1', [SPAN_ATTRIBUTES.step]: 'main', [SPAN_ATTRIBUTES.agentCardUrl]: agent.cardUrl });
 
+    // A job's span ends after its processor returns (after the journal says COMPLETED), so wait until both
+    // job spans are there and every finished span of the trace reaches the producer's root (nothing dangles).
+    const rootOf = (span: SpanRecord, byId: Map<string, SpanRecord>) => {
+      let current: SpanRecord | undefined = span;
+      for (let depth = 0; current?.parentSpanId && depth < 50; depth += 1) current = byId.get(current.parentSpanId);
+      return current;
+    };
+    const { inTrace, byId } = await eventually(async () => {
+      const [workerA, workerB] = await Promise.all(workers.map(spansOf));
+      const spans = [...exporter.getFinishedSpans().map(spanRecord), ...workerA!, ...workerB!].filter((span) => span.traceId === traceId);
+      const index = new Map(spans.map((span) => [span.spanId, span]));
+      const jobs = workerA!.some((span) => span.name === 'process send') && workerB!.some((span) => span.name === 'process follow');
+      return jobs && spans.every((span) => rootOf(span, index)?.spanId === root.spanId) && { inTrace: spans, byId: index };
+    }, 'every span of the trace finished and linked to the root', 15_000, 200);
+
     // BullMQ's job spans: send processed in worker A, follow in worker B, in the same trace.
-    const inTrace = [...producerSpans, ...workerA!, ...workerB!].filter((span) => span.traceId === traceId);
     const processSend = inTrace.find((span) => span.name === 'process send' && span.service === 'worker-a');
     const processFollow = inTrace.find((span) => span.name === 'process follow' && span.service === 'worker-b');
     expect(processSend?.attributes).toMatchObject({ [SPAN_ATTRIBUTES.workflowId]: id, [SPAN_ATTRIBUTES.delegationId]: 'main.1' });
     expect(processFollow?.attributes).toMatchObject({ [SPAN_ATTRIBUTES.workflowId]: id, [SPAN_ATTRIBUTES.delegationId]: 'main.1' });
-
-    // Every span of the trace reaches the producer's root through its parents (nothing dangles).
-    const byId = new Map(inTrace.map((span) => [span.spanId, span]));
-    for (const span of inTrace) {
-      let current: SpanRecord | undefined = span;
-      for (let depth = 0; current?.parentSpanId && depth < 50; depth += 1) current = byId.get(current.parentSpanId);
-      expect(current?.spanId, `${span.name} (${span.service}) reaches the root`).toBe(root.spanId);
-    }
     // process send descends from the attempt's span; process follow descends from process send.
     const ancestors = (span: SpanRecord) => {
       const chain: string[] = [];
