@@ -2,7 +2,7 @@
  * `pnpm demo`: the travel scenario end to end against real A2A agents built on
  * @a2a-js/sdk (flight, hotel, two car agents) and a booking service, with a
  * worker process that is SIGKILLed mid-flight. Prints a timeline and exits 0
- * only if every expectation held. `--keep` leaves the API and Bull Board up.
+ * only if every expectation held. `--keep` leaves the API, Bull Board and /ui up.
  *
  * With no REDIS_URL it starts its own redis-server (AOF on) in a temp dir.
  */
@@ -182,6 +182,7 @@ try {
   if (keep) {
     console.log(`\nAPI:        ${apiUrl}  (Authorization: Bearer ${apiToken})`);
     console.log(`Bull Board: ${apiUrl}/admin/queues?token=${apiToken}`);
+    console.log(`Workflows:  ${apiUrl}/ui?token=${apiToken}  (questions, attention, timelines)`);
     console.log('Press Ctrl+C to stop.');
     await new Promise((resolve) => process.once('SIGINT', resolve));
   }

@@ -2,25 +2,16 @@
  * Bull Board in a real browser: Debian chromium, headless, via playwright-core.
  * Skips (with the reason) only when no chromium binary exists.
  */
-import { accessSync, constants } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { createRedisClient, ALL_QUEUES, queuePrefix } from '@durable-a2a/shared';
 import { useRedisServer } from './harness/redis.ts';
-import { TEST_API_TOKEN, startTestServer } from './harness/api-server.ts';
+import { TEST_API_TOKEN, listenOnLoopback, startTestServer } from './harness/api-server.ts';
+import { chromiumMissing, launchChromium } from './harness/chromium.ts';
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium';
-const chromiumMissing = (() => {
-  try {
-    accessSync(CHROMIUM, constants.X_OK);
-    return undefined;
-  } catch {
-    return `no chromium at ${CHROMIUM} (apt-get install -y chromium, or set CHROMIUM_PATH)`;
-  }
-})();
 if (chromiumMissing) console.warn(`skipping the Bull Board browser test: ${chromiumMissing}`);
 
 const redisServer = useRedisServer();
@@ -41,13 +32,8 @@ describe.skipIf(chromiumMissing !== undefined)('Bull Board at /admin/queues in c
       await queue.close();
     }
     app = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX });
-    await app.listen({ port: 0, host: '127.0.0.1' });
-    const address = app.server.address();
-    baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-    });
+    baseUrl = await listenOnLoopback(app);
+    browser = await launchChromium();
   });
   afterAll(async () => {
     await browser?.close();
@@ -76,6 +62,10 @@ describe.skipIf(chromiumMissing !== undefined)('Bull Board at /admin/queues in c
     }
     const text = await page.locator('body').innerText();
     for (const name of ['send', 'follow', 'reconcile', 'verify', 'compensate']) expect(text).toContain(name);
+    // The header links to the page for people (miscLinks may sit behind a menu button).
+    if ((await page.locator('a[href="/ui"]').count()) === 0) await page.locator('header button').last().click();
+    await page.locator('a[href="/ui"]').first().waitFor({ state: 'attached', timeout: 5_000 });
+    expect(await page.locator('a[href="/ui"]').first().innerText()).toContain('Workflows and questions');
     await context.close();
   });
 

@@ -22,3 +22,10 @@ export function startTestServer(options: Partial<ServerOptions> & { redisUrl: st
 export function authorized(app: ApiServer, request: InjectOptions): Promise<InjectResponse> {
   return app.inject({ ...request, headers: { authorization: `Bearer ${TEST_API_TOKEN}`, ...request.headers } });
 }
+
+/** Listens on a free loopback port; returns the base URL (`http://127.0.0.1:PORT`). */
+export async function listenOnLoopback(app: ApiServer): Promise<string> {
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+}

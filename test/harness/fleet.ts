@@ -54,9 +54,9 @@ export interface WorkerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Starts `packages/workers/src/main.ts` as a child process with env-based config. */
-export function spawnWorkerProcess(environment: Record<string, string>): WorkerProcess {
-  const child = fork(MAIN, [], {
+/** Starts `packages/workers/src/main.ts` (or another `entry` that reports ready the same way) as a child process with env-based config. */
+export function spawnWorkerProcess(environment: Record<string, string>, entry: string = MAIN): WorkerProcess {
+  const child = fork(entry, [], {
     execArgv: SOURCE_EXEC_ARGV,
     env: {
       PATH: process.env.PATH ?? '',

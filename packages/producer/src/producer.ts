@@ -5,7 +5,7 @@
  * finds and sends.
  */
 import { randomUUID } from 'node:crypto';
-import { Queue } from 'bullmq';
+import { Queue, type Telemetry } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
 import { z } from 'zod';
 import {
@@ -29,6 +29,9 @@ import {
   queuePrefix,
   createPolicyDispatcher,
   createRedisClient,
+  delegationSpan,
+  withSpan,
+  SPAN_ATTRIBUTES,
   type AddressPolicyOptions,
   type RegisteredAgent,
   type Step,
@@ -49,6 +52,8 @@ export interface ProducerOptions {
    * private, link-local and metadata addresses are refused, also after redirects and DNS changes.
    */
   addressPolicy?: AddressPolicyOptions;
+  /** BullMQ telemetry (`startTracing().telemetry`): the producer's spans become the parents of the workers'. Default none. */
+  telemetry?: Telemetry;
 }
 
 const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
@@ -115,7 +120,7 @@ export function createProducer(options: ProducerOptions): Producer {
   const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs });
   const registry = new AgentRegistry(redis, prefix);
   const queue = (name: 'send' | 'reconcile') =>
-    new Queue(name, { connection: redis, prefix: queuePrefix(prefix), defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
+    new Queue(name, { connection: redis, prefix: queuePrefix(prefix), telemetry: options.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
   const cardDispatcher = createPolicyDispatcher(options.addressPolicy ?? {});
   const send = queue('send');
   const reconcile = queue('reconcile');
@@ -150,7 +155,9 @@ export function createProducer(options: ProducerOptions): Producer {
     if (created) {
       for (const intent of rest) await journal.createIntent(workflowId, intent);
       for (const intent of intents.filter((candidate) => candidate.held !== '1')) {
-        await enqueueSend(queues, { workflowId, delegationId: intent.delegationId! }, 0);
+        await delegationSpan({ ...intent, workflowId, delegationId: intent.delegationId! }, () =>
+          enqueueSend(queues, { workflowId, delegationId: intent.delegationId! }, 0),
+        );
       }
       // A step whose agent is not known yet (no registered agent with its skill): let the workers decide now.
       if (intents.length < definition.steps.length) await enqueueDecide(queues, workflowId, { by: 'start' });
@@ -184,17 +191,17 @@ export function createProducer(options: ProducerOptions): Producer {
     async delegate(input) {
       const parsed = parse(DelegateInputSchema, input);
       const message = parsed.text !== undefined ? { text: parsed.text, metadata: parsed.metadata } : { parts: parsed.parts!, metadata: parsed.metadata };
-      const result = await create(
-        parse(WorkflowDefinitionSchema, {
-          workflowId: parsed.idempotencyKey ?? randomUUID(),
-          steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push }],
-          maxAttemptsPerStep: 1,
-        }),
-      );
+      const definition = parse(WorkflowDefinitionSchema, {
+        workflowId: parsed.idempotencyKey ?? randomUUID(),
+        steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push }],
+        maxAttemptsPerStep: 1,
+      });
+      const result = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: definition.workflowId }, () => create(definition));
       return { id: result.id, created: result.created, messageId: result.messageId ?? '' };
     },
     async startWorkflow(definition) {
-      const { id, created } = await create(parse(WorkflowDefinitionSchema, definition));
+      const parsed = parse(WorkflowDefinitionSchema, definition);
+      const { id, created } = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: parsed.workflowId }, () => create(parsed));
       return { id, created };
     },
     get: view,
@@ -219,7 +226,9 @@ export function createProducer(options: ProducerOptions): Producer {
       const parts = typeof parsedAnswer === 'string' ? [{ text: parsedAnswer }] : parsedAnswer.parts;
       const ref = { workflowId: id, delegationId: question.delegationId };
       const reply = await journal.recordReply(ref, randomUUID(), { parts });
-      await enqueueReply(queues, ref, reply.messageId);
+      await withSpan('workflow.reply', { [SPAN_ATTRIBUTES.workflowId]: id, [SPAN_ATTRIBUTES.delegationId]: question.delegationId, [SPAN_ATTRIBUTES.messageId]: reply.messageId }, () =>
+        enqueueReply(queues, ref, reply.messageId),
+      );
       return reply;
     },
     async cancel(id) {

@@ -6,9 +6,10 @@
  * change between the read and the subscription cannot be missed, and a lost
  * message (a reconnect) only costs a read, since reconnecting counts as one.
  */
-import type { Cluster, Redis } from 'ioredis';
 import { z } from 'zod';
-import type { Journal } from '@durable-a2a/shared';
+import { type Journal, WorkflowChangeSubscriber, workflowChangeChannel } from '@durable-a2a/shared';
+
+export { WorkflowChangeSubscriber, workflowChangeChannel };
 import type { WorkflowView } from './view.ts';
 
 /** States `waitFor` resolves on: the workflow is finished or waits for a person. */
@@ -36,67 +37,12 @@ export class WaitTimeoutError extends Error {
   }
 }
 
-/** The channel a workflow's changes are published on (same hash tag as its keys). */
-export function workflowChangeChannel(journal: Journal, workflowId: string): string {
-  return `${journal.keys.workflow(workflowId).slice(0, -':wf'.length)}:changed`;
-}
-
 /** True when `waitFor` resolves on this view. */
 export function isSettled(view: WorkflowView, untilQuestion = false): boolean {
   return SETTLED_WORKFLOW_STATES.includes(view.state) || (untilQuestion && view.openQuestions.length > 0);
 }
 
 type Wake = () => void;
-
-/**
- * One subscriber connection per producer, shared by every waiter; channels
- * are subscribed while someone waits on them. Created on first use.
- */
-export class WorkflowChangeSubscriber {
-  #subscriber: Redis | Cluster | undefined;
-  readonly #waiters = new Map<string, Set<Wake>>();
-
-  constructor(private readonly redis: Redis | Cluster) {}
-
-  /** Subscribes `wake` to `channel`; resolves once Redis confirmed the subscription. Returns the unsubscribe function. */
-  async listen(channel: string, wake: Wake): Promise<() => Promise<void>> {
-    const subscriber = this.#connection();
-    let waiters = this.#waiters.get(channel);
-    if (!waiters) {
-      waiters = new Set();
-      this.#waiters.set(channel, waiters);
-    }
-    waiters.add(wake);
-    await subscriber.subscribe(channel);
-    return async () => {
-      waiters.delete(wake);
-      if (waiters.size > 0 || this.#waiters.get(channel) !== waiters) return;
-      this.#waiters.delete(channel);
-      await subscriber.unsubscribe(channel).catch(() => undefined);
-    };
-  }
-
-  async close(): Promise<void> {
-    const subscriber = this.#subscriber;
-    this.#subscriber = undefined;
-    this.#waiters.clear();
-    if (subscriber) await subscriber.quit().catch(() => subscriber.disconnect());
-  }
-
-  #connection(): Redis | Cluster {
-    if (this.#subscriber) return this.#subscriber;
-    const subscriber = this.redis.duplicate();
-    subscriber.on('error', () => undefined); // commands reject to the waiter; reconnects are ioredis' job
-    subscriber.on('message', (channel: string) => this.#waiters.get(channel)?.forEach((wake) => wake()));
-    // Messages published while disconnected are lost: after a reconnect, every waiter reads again.
-    let connections = 0;
-    subscriber.on('ready', () => {
-      if (++connections > 1) this.#waiters.forEach((waiters) => waiters.forEach((wake) => wake()));
-    });
-    this.#subscriber = subscriber;
-    return subscriber;
-  }
-}
 
 /**
  * Resolves with the workflow's view once it is settled (see SETTLED_WORKFLOW_STATES,

@@ -2,6 +2,7 @@
 export * from './a2a/index.ts';
 
 export { Journal, countUnfinishedByState, questionKeyOf, STATE_SAMPLE_LIMIT } from './journal/journal.ts';
+export { WorkflowChangeSubscriber, workflowChangeChannel } from './journal/changes.ts';
 export type { DelegationRef, StatusChange, StatusChangeResult, JournalOptions } from './journal/journal.ts';
 export { JournalError, JOURNAL_ERROR_CODES } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
@@ -35,6 +36,8 @@ export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessa
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 export type { IntentInput } from './journal/intent.ts';
 export { applyTask, applyStreamResponse } from './journal/observe.ts';
+export { listWorkflowSummaries, listOpenQuestions, allOpenQuestions, workflowSummaries, decodeListingCursor, nextChecks, pageByKeyset, LISTING_SCAN_LIMIT } from './journal/listing.ts';
+export type { WorkflowSummary, OpenQuestionSummary, WorkflowFilter, Page } from './journal/listing.ts';
 export type { ObservationResult, ObserveOptions } from './journal/observe.ts';
 export {
   QUEUE_NAMES,
@@ -80,6 +83,8 @@ export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition,
 export { createLogger, defaultLoggerOptions, REDACTED_PATHS } from './logger.ts';
 export type { Logger } from './logger.ts';
 export { createMetrics } from './metrics.ts';
+export { startTracing, traceContextHeaders, withSpan, delegationSpan, delegationAttributes, annotateActiveSpan, TracingEnvironmentSchema, SPAN_ATTRIBUTES, TRACER_NAME } from './tracing.ts';
+export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
 export type { Metrics } from './metrics.ts';
 export { AgentRegistry } from './registry.ts';
 export type { RegisteredAgent } from './registry.ts';

@@ -64,6 +64,8 @@ export interface SeenHttpRequest {
   url: string;
   /** The Authorization header, if any (to check which principal called). */
   authorization?: string;
+  /** The W3C `traceparent` header, if any. */
+  traceparent?: string;
 }
 
 export interface DemoAgentHandle {
@@ -129,7 +131,7 @@ export async function startDemoAgent(options: DemoAgentOptions = {}): Promise<De
     const requestHandler = countingRequestHandler(sdkHandler, (method) => counts.set(method, (counts.get(method) ?? 0) + 1));
     const app = express();
     app.use((request, _response, next) => {
-      httpRequests.push({ method: request.method, url: request.originalUrl, authorization: request.headers.authorization });
+      httpRequests.push({ method: request.method, url: request.originalUrl, authorization: request.headers.authorization, traceparent: request.header('traceparent') });
       next();
     });
     app.use(streamDropper(() => dropLimit, () => droppedStreams++));

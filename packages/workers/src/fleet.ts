@@ -3,12 +3,13 @@
  * reconciler's job scheduler: the one place that owns connections.
  */
 import { hostname } from 'node:os';
-import { DelayedError, Queue, Worker, type Job, type Processor } from 'bullmq';
+import { DelayedError, Queue, Worker, type Job, type Processor, type Telemetry } from 'bullmq';
 import { Registry } from 'prom-client';
 import {
   ALL_QUEUES,
   AgentRegistry,
   DEFAULT_JOB_OPTIONS,
+  annotateActiveSpan,
   JOB_RETENTION,
   Journal,
   createLogger,
@@ -45,6 +46,8 @@ export interface StartFleetOptions extends FleetOptions {
   compensationHandlers?: Record<string, CompensationHandler>;
   /** Auth handlers by Agent Card URL, run when a task asks for AUTH_REQUIRED. */
   authHandlers?: Record<string, AuthHandler>;
+  /** BullMQ telemetry (`startTracing().telemetry`) for every Queue and Worker; default none (no spans). */
+  telemetry?: Telemetry;
   /** Queues this process works on; default all five. */
   queues?: QueueName[];
   /** A worker whose fetch has not returned for this long is not live (R23). Default 30_000. */
@@ -93,12 +96,13 @@ function crashPointHook(options: CompiledFleetOptions, logger: Logger): WorkerCo
 }
 
 /** One BullMQ Worker for `name`, timed and watched for liveness (R23). */
-function startWorker(name: QueueName, context: WorkerContext, connection: ReturnType<typeof createRedisClient>, prefix: string, livenessStaleAfterMs: number): { worker: Worker; watch: FetchProgress } {
+function startWorker(name: QueueName, context: WorkerContext, connection: ReturnType<typeof createRedisClient>, prefix: string, livenessStaleAfterMs: number, telemetry: Telemetry | undefined): { worker: Worker; watch: FetchProgress } {
   const { options, metrics, logger } = context;
   let watch: FetchProgress | undefined;
   const processor: Processor = async (job) => {
     const stopTimer = metrics.jobDuration.startTimer({ queue: name });
     watch?.jobStarted();
+    annotateActiveSpan(job.data);
     try {
       const outcome = await PROCESSORS[name](job, context);
       stopTimer({ outcome: 'completed' });
@@ -116,6 +120,7 @@ function startWorker(name: QueueName, context: WorkerContext, connection: Return
     concurrency: options.concurrency[name],
     lockDuration: options.lockDurationMs,
     stalledInterval: options.stalledIntervalMs,
+    telemetry,
   });
   watch = watchFetchProgress(worker, name, options.concurrency[name], livenessStaleAfterMs);
   worker.on('failed', (job, error) => logger.warn({ queue: name, jobId: job?.id, err: error }, 'job failed'));
@@ -147,7 +152,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(
-    ALL_QUEUES.map((name) => [name, new Queue(name, { connection, prefix, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } })]),
+    ALL_QUEUES.map((name) => [name, new Queue(name, { connection, prefix, telemetry: input.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } })]),
   ) as Record<QueueName, Queue>;
   const shutdown = new AbortController();
   // Every agent connection goes through the address policy, checked again at connection time (R19).
@@ -173,7 +178,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   };
   const progress: FetchProgress[] = [];
   const workers = (input.queues ?? ALL_QUEUES).map((name) => {
-    const { worker, watch } = startWorker(name, context, connection, prefix, input.livenessStaleAfterMs ?? 30_000);
+    const { worker, watch } = startWorker(name, context, connection, prefix, input.livenessStaleAfterMs ?? 30_000, input.telemetry);
     progress.push(watch);
     return worker;
   });

@@ -6,6 +6,6 @@ export type { InjectOptions, LightMyRequestResponse as InjectResponse } from 'fa
 export type { HealthReport } from './routes/ops.ts';
 export { PROBLEMS, PROBLEM_CONTENT_TYPE } from './problem.ts';
 export type { Problem, ProblemCode } from './problem.ts';
-export { ADMIN_BASE_PATH } from './admin.ts';
+export { ADMIN_BASE_PATH, UI_BASE_PATH } from './admin.ts';
 export { ADMIN_COOKIE } from './auth.ts';
 export { ServerEnvironmentSchema, parseServerEnvironment } from './config.ts';

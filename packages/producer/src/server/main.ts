@@ -4,12 +4,14 @@
  * then closes queues and Redis).
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { createLogger, parseEnvironmentOrExit } from '@durable-a2a/shared';
+import { TracingEnvironmentSchema, createLogger, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
 import { parseServerEnvironment } from './config.ts';
 import { createServer } from './server.ts';
 
 const environment = parseEnvironmentOrExit(parseServerEnvironment);
 const logger = createLogger({ level: environment.LOG_LEVEL });
+// OpenTelemetry: off unless the standard OTEL_* variables configure it.
+const tracing = startTracing({ serviceName: 'durable-a2a-api', environment: parseEnvironmentOrExit((variables) => TracingEnvironmentSchema.parse(variables)) });
 const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry });
 const app = createServer({
@@ -20,6 +22,7 @@ const app = createServer({
   addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
   logger,
   metricsRegistry,
+  telemetry: tracing.telemetry,
 });
 await app.listen({ port: environment.PORT, host: environment.HOST });
 
@@ -30,7 +33,7 @@ for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     stopping = true;
     logger.info({ signal }, 'closing the HTTP service');
     app.close().then(
-      () => process.exit(0),
+      () => tracing.shutdown().finally(() => process.exit(0)),
       (error: unknown) => {
         logger.error({ err: error }, 'close failed');
         process.exit(1);

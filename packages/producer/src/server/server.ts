@@ -1,12 +1,13 @@
 /**
  * The HTTP service: the producer API under /v1 (bearer tokens), the push
- * webhook (its own per-delegation auth), Bull Board under /admin/queues,
+ * webhook (its own per-delegation auth), Bull Board under /admin/queues, the
+ * page for people under /ui,
  * metrics, health and the OpenAPI document. `createServer` returns a fastify
  * instance that is not listening; closing it closes what it created.
  */
 import fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger from '@fastify/swagger';
-import { Queue } from 'bullmq';
+import { Queue, type Telemetry } from 'bullmq';
 import type { Registry } from 'prom-client';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createRedisClient, queuePrefix, type AddressPolicyOptions, type Logger, type QueueName } from '@durable-a2a/shared';
@@ -17,6 +18,7 @@ import { problem, problemErrorHandler, sendProblem } from './problem.ts';
 import { opsRoutes, type HealthReport } from './routes/ops.ts';
 import { pushRoutes } from './routes/push.ts';
 import { v1Routes } from './routes/v1.ts';
+import { registerUi } from './ui/routes.ts';
 
 export interface ServerOptions {
   /** A producer to serve (not closed by the server). Default: one created on `redisUrl` and `prefix`. */
@@ -36,6 +38,8 @@ export interface ServerOptions {
   pushAcceptTokenOnly?: boolean;
   /** Extra liveness/readiness (e.g. an embedded fleet). Redis reachability is always part of readiness. */
   health?: () => Promise<HealthReport>;
+  /** BullMQ telemetry (`startTracing().telemetry`) for the server's producer and queues. Default none. */
+  telemetry?: Telemetry;
 }
 
 /** Query parameters whose values never reach a log line. */
@@ -52,11 +56,11 @@ export function createServer(options: ServerOptions): ApiServer {
   const logger = options.logger ?? createLogger();
   const metrics = createMetrics(options.metricsRegistry);
   const redis = createRedisClient(options.redisUrl);
-  const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy });
+  const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry });
   const queues = Object.fromEntries(
     ALL_QUEUES.map((name) => [
       name,
-      new Queue(name, { connection: redis, prefix: queuePrefix(prefix), defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } }),
+      new Queue(name, { connection: redis, prefix: queuePrefix(prefix), telemetry: options.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } }),
     ]),
   ) as Record<QueueName, Queue>;
   const queueList = Object.values(queues);
@@ -92,6 +96,7 @@ export function createServer(options: ServerOptions): ApiServer {
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, acceptTokenOnly: options.pushAcceptTokenOnly ?? false }), { prefix: '/v1' });
   app.register(async (root) => registerAdmin(root, queueList, tokens));
+  app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, server: app }));
   app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal }));
   return app;
 }

@@ -6,6 +6,7 @@
  */
 import { Agent, type Dispatcher, request } from 'undici';
 import { BlockedAddressError } from './address-policy.ts';
+import { traceContextHeaders } from '../tracing.ts';
 import type { CredentialsProvider } from './credentials.ts';
 import { A2AError, type Delivery, LimitExceededError, NetworkError, withDelivery } from './errors.ts';
 import { type A2ALimits, checkJsonDepth, resolveLimits } from './limits.ts';
@@ -141,7 +142,8 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
 
   async function buildHeaders(spec: HttpRequest): Promise<Record<string, string>> {
     const credentialHeaders = credentials ? await credentials() : {};
-    return { ...credentialHeaders, ...spec.headers, 'A2A-Version': a2aVersion };
+    // W3C Trace Context of the active span (the queue job's), when tracing is on.
+    return { ...credentialHeaders, ...spec.headers, ...traceContextHeaders(), 'A2A-Version': a2aVersion };
   }
 
   return {

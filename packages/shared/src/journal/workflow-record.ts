@@ -34,7 +34,7 @@ export const AttentionSchema = z.object({
 export type Attention = z.infer<typeof AttentionSchema>;
 
 /** Older rows hold attention as prose, or as `{reason, …}` JSON: both read as one shape. */
-function parseAttention(text: string): Attention {
+export function parseAttention(text: string): Attention {
   try {
     const value = JSON.parse(text) as unknown;
     const parsed = AttentionSchema.safeParse(value);

@@ -9,7 +9,6 @@ import { LongPollQuerySchema, viewAfterWaiting } from '../../wait.ts';
 import {
   CreatedSchema,
   DelegateInputSchema,
-  ListWorkflowsQuerySchema,
   RegisterAgentBodySchema,
   ReplyBodySchema,
   ResolveBodySchema,
@@ -17,6 +16,8 @@ import {
   WorkflowDefinitionSchema,
   WorkflowParamsSchema,
 } from '../schemas.ts';
+import { questionRoutes } from './questions.ts';
+import { summaryRoutes } from './summaries.ts';
 
 const security = [{ bearer: [] }];
 
@@ -44,11 +45,8 @@ export function v1Routes(producer: Producer): FastifyPluginAsyncZod {
       },
     );
 
-    app.get(
-      '/workflows',
-      { schema: { tags: ['workflows'], summary: 'List workflow ids, optionally by state, paged by cursor', security, querystring: ListWorkflowsQuerySchema } },
-      async (request) => producer.listWorkflows(request.query),
-    );
+    await app.register(summaryRoutes(producer.journal));
+    await app.register(questionRoutes(producer.journal));
 
     app.get(
       '/workflows/:id',

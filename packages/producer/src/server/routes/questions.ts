@@ -1,0 +1,47 @@
+/**
+ * `GET /v1/questions`: the open questions (INPUT_REQUIRED / AUTH_REQUIRED
+ * without a journaled reply) across workflows, newest first, paged. Answer
+ * one with `POST /v1/workflows/:id/steps/:step/reply`.
+ */
+import { z } from 'zod';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { listOpenQuestions, type Journal } from '@durable-a2a/shared';
+import { ListingCursorSchema } from './summaries.ts';
+
+export const QuestionsQuerySchema = z.object({
+  cursor: ListingCursorSchema.optional(),
+  limit: z.coerce.number().int().min(1).max(500).default(50),
+});
+
+export const QuestionSummarySchema = z.object({
+  workflowId: z.string(),
+  step: z.string(),
+  delegationId: z.string(),
+  state: z.enum(['INPUT_REQUIRED', 'AUTH_REQUIRED']),
+  taskId: z.string().optional(),
+  text: z.string(),
+  askedAtMs: z.number(),
+});
+
+export const QuestionsPageSchema = z.object({ questions: z.array(QuestionSummarySchema), cursor: z.string().optional() });
+
+export function questionRoutes(journal: Journal): FastifyPluginAsyncZod {
+  return async (app) => {
+    app.get(
+      '/questions',
+      {
+        schema: {
+          tags: ['workflows'],
+          summary: 'Open questions across workflows, newest first, paged by cursor',
+          security: [{ bearer: [] }],
+          querystring: QuestionsQuerySchema,
+          response: { 200: QuestionsPageSchema },
+        },
+      },
+      async (request) => {
+        const page = await listOpenQuestions(journal, request.query);
+        return { questions: page.items, ...(page.cursor ? { cursor: page.cursor } : {}) };
+      },
+    );
+  };
+}

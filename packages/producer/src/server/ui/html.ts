@@ -1,0 +1,68 @@
+/**
+ * HTML building for /ui: every interpolated value is escaped by `html`
+ * (tagged template) unless it is itself the result of `html` (`Safe`).
+ * Agents' text is shown as text, never as markup.
+ */
+
+/** Markup that is already escaped. */
+export class Safe {
+  constructor(readonly value: string) {}
+  toString(): string {
+    return this.value;
+  }
+}
+
+const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
+
+/** Escapes text for element content and quoted attribute values. */
+export const escapeHtml = (text: string): string => text.replace(/[&<>"']/g, (char) => ESCAPES[char]!);
+
+type Value = string | number | boolean | undefined | null | Safe | readonly Value[];
+
+function render(value: Value): string {
+  if (value === undefined || value === null || value === false) return '';
+  if (value instanceof Safe) return value.value;
+  if (Array.isArray(value)) return value.map(render).join('');
+  return escapeHtml(String(value));
+}
+
+/** Tagged template: `html\`<p>${text}</p>\`` escapes `text`; arrays are joined; undefined/false render nothing. */
+export function html(strings: TemplateStringsArray, ...values: Value[]): Safe {
+  let out = strings[0]!;
+  values.forEach((value, index) => {
+    out += render(value) + strings[index + 1]!;
+  });
+  return new Safe(out);
+}
+
+/** An ISO-8601 time in UTC (`2026-11-30 16:40:12Z`) inside <time>, or a dash. */
+export function time(ms: number | undefined): Safe {
+  if (ms === undefined || !Number.isFinite(ms) || ms <= 0) return html`<span aria-label="none">–</span>`;
+  const iso = new Date(ms).toISOString();
+  return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z')}</time>`;
+}
+
+/** A state badge; the class carries the colour, the text carries the meaning. */
+export const badge = (state: string): Safe => html`<span class="badge badge-${state.toLowerCase().replaceAll('_', '-')}">${state}</span>`;
+
+/** The page shell: one <main>, a skip link, the stylesheet and script (both served by /ui, no CDN). */
+export function page(title: string, body: Safe, options: { live?: string } = {}): string {
+  return html`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${title} · durable-a2a</title>
+<link rel="stylesheet" href="/ui/assets/ui.css">
+<script src="/ui/assets/ui.js" defer></script>
+</head>
+<body${options.live ? new Safe(` data-live="${escapeHtml(options.live)}"`) : ''}>
+<a class="skip" href="#main">Skip to content</a>
+<header class="top"><nav aria-label="Main"><a href="/ui">Workflows</a> <a href="/ui?waiting=true">Waiting for a person</a> <a href="/admin/queues">Queues (Bull Board)</a></nav></header>
+<main id="main">
+${body}
+</main>
+<p id="announcer" class="visually-hidden" aria-live="polite"></p>
+</body>
+</html>`.value;
+}

@@ -1,0 +1,81 @@
+/**
+ * The /ui workflows list: a state filter (including "waiting for a person"),
+ * the open questions across workflows, and workflow summaries newest first,
+ * paged by the listing cursor. `listPanel` is the live part the page polls.
+ */
+import { WORKFLOW_STATES, type OpenQuestionSummary, type Page, type WorkflowSummary } from '@durable-a2a/shared';
+import { badge, html, page, time, type Safe } from './html.ts';
+
+/** The list's filter as the page's query string carries it. */
+export interface ListQuery {
+  state?: string;
+  waiting?: boolean;
+  cursor?: string;
+}
+
+const FILTERS: { value: string; label: string }[] = [
+  { value: '', label: 'All workflows' },
+  { value: 'waiting', label: 'Waiting for a person (questions, needs attention)' },
+  { value: 'INPUT_REQUIRED', label: 'With an open question (INPUT_REQUIRED)' },
+  { value: 'AUTH_REQUIRED', label: 'Waiting for a credential (AUTH_REQUIRED)' },
+  ...WORKFLOW_STATES.map((state) => ({ value: state, label: state })),
+];
+
+const selectedFilter = (query: ListQuery) => (query.waiting ? 'waiting' : (query.state ?? ''));
+
+/** Query string of the list for a filter (and optional cursor). */
+export function listSearch(query: ListQuery): string {
+  const params = new URLSearchParams();
+  if (query.waiting) params.set('waiting', 'true');
+  if (query.state) params.set('state', query.state);
+  if (query.cursor) params.set('cursor', query.cursor);
+  const text = params.toString();
+  return text ? `?${text}` : '';
+}
+
+function questionsSection(questions: OpenQuestionSummary[]): Safe {
+  if (questions.length === 0) return html`<section aria-labelledby="questions-heading"><h2 id="questions-heading">Open questions</h2><p>No agent is waiting for an answer.</p></section>`;
+  return html`<section aria-labelledby="questions-heading"><h2 id="questions-heading">Open questions (${questions.length})</h2>
+<ul class="questions">${questions.map(
+    (question) => html`<li class="question-summary"><a href="/ui/workflows/${encodeURIComponent(question.workflowId)}#question-${question.delegationId}">${question.workflowId} · ${question.step}</a>
+${badge(question.state)} <q>${question.text || '(no text)'}</q> <span class="muted">asked ${time(question.askedAtMs)}</span></li>`,
+  )}</ul></section>`;
+}
+
+function workflowsTable(workflows: Page<WorkflowSummary>, query: ListQuery): Safe {
+  const rows = workflows.items.map(
+    (workflow) => html`<tr>
+<th scope="row"><a href="/ui/workflows/${encodeURIComponent(workflow.workflowId)}">${workflow.workflowId}</a></th>
+<td>${badge(workflow.state)}</td>
+<td>${workflow.waitingFor ? badge(workflow.waitingFor) : ''}${workflow.attention ? html` <span class="muted">${workflow.attention.message}</span>` : ''}</td>
+<td class="number">${workflow.openQuestions}</td>
+<td>${time(workflow.updatedAt)}</td>
+<td>${time(workflow.createdAt)}</td>
+</tr>`,
+  );
+  const next = workflows.cursor ? html`<a rel="next" href="/ui${listSearch({ ...query, cursor: workflows.cursor })}">Next page</a>` : '';
+  const first = query.cursor ? html`<a href="/ui${listSearch({ ...query, cursor: undefined })}">First page</a>` : '';
+  return html`<section aria-labelledby="workflows-heading"><h2 id="workflows-heading">Workflows</h2>
+${rows.length === 0 ? html`<p>No workflow matches.</p>` : html`<table class="workflows"><caption class="visually-hidden">Workflows, newest first</caption>
+<thead><tr><th scope="col">Workflow</th><th scope="col">State</th><th scope="col">Waiting for</th><th scope="col">Open questions</th><th scope="col">Updated (UTC)</th><th scope="col">Created (UTC)</th></tr></thead>
+<tbody>${rows}</tbody></table>`}
+<nav aria-label="Pages" class="pager">${first} ${next}</nav></section>`;
+}
+
+/** The live part of the list page (polled with ETag). */
+export function listPanel(workflows: Page<WorkflowSummary>, questions: OpenQuestionSummary[], query: ListQuery): Safe {
+  return html`${questionsSection(questions)}${workflowsTable(workflows, query)}`;
+}
+
+/** The whole list page. */
+export function listPage(panel: Safe, query: ListQuery): string {
+  const selected = selectedFilter(query);
+  const body = html`<h1>Workflows</h1>
+<form class="filter" method="get" action="/ui">
+<label for="filter">Show</label>
+<select id="filter" name="filter">${FILTERS.map((filter) => html`<option value="${filter.value}"${filter.value === selected ? html` selected` : ''}>${filter.label}</option>`)}</select>
+<button type="submit">Filter</button>
+</form>
+<div id="live">${panel}</div>`;
+  return page('Workflows', body, { live: `/ui/panel${listSearch(query)}` });
+}
