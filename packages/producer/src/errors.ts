@@ -45,3 +45,14 @@ export function fromZodError(error: ZodError): ProducerInputError {
   const first = issues[0] ?? { field: '(input)', message: 'invalid input' };
   return new ProducerInputError(`invalid ${first.field}: ${first.message}`, first.field, issues);
 }
+
+/**
+ * Redis could not be reached or did not answer within the command timeout.
+ * Nothing is queued for later: the call either wrote before failing (a retry
+ * with the same idempotency key is safe) or wrote nothing. Retryable.
+ */
+export class RedisUnavailableError extends Error {
+  override readonly name = 'RedisUnavailableError';
+  readonly code = 'REDIS_UNAVAILABLE';
+  readonly retryable = true;
+}

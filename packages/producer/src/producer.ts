@@ -24,11 +24,12 @@ import {
   jobId,
   queuePrefix,
   createPolicyDispatcher,
-  createRedisClient,
+  createFailFastRedisClient,
+  isRedisUnavailableError,
   type AddressPolicyOptions,
   type RegisteredAgent,
 } from '@durable-a2a/shared';
-import { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConflictError, WorkflowFinishedError, fromZodError } from './errors.ts';
+import { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConflictError, RedisUnavailableError, WorkflowFinishedError, fromZodError } from './errors.ts';
 import { workflowView, type WorkflowView, type OpenQuestion } from './view.ts';
 
 export interface ProducerOptions {
@@ -43,6 +44,12 @@ export interface ProducerOptions {
    * private, link-local and metadata addresses are refused, also after redirects and DNS changes.
    */
   addressPolicy?: AddressPolicyOptions;
+  /**
+   * Fail fast (BullMQ's producer guidance): a Redis command unanswered this long, or any command
+   * while disconnected, rejects with RedisUnavailableError; nothing is replayed later. Only applies
+   * when `redis` is a URL. Default 2_000.
+   */
+  commandTimeoutMs?: number;
 }
 
 const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
@@ -95,8 +102,8 @@ export interface Producer {
 /** Creates a producer. Throws nothing until used. */
 export function createProducer(options: ProducerOptions): Producer {
   const ownsRedis = typeof options.redis === 'string';
-  const redis = typeof options.redis === 'string' ? createRedisClient(options.redis) : options.redis;
-  // ioredis retries on its own; failed commands reject to the caller, so connection events need no log here.
+  const redis = typeof options.redis === 'string' ? createFailFastRedisClient(options.redis, options.commandTimeoutMs) : options.redis;
+  // ioredis reconnects on its own; failed commands reject to the caller, so connection events need no log here.
   if (ownsRedis) redis.on('error', () => undefined);
   const prefix = options.prefix ?? 'da2a';
   const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs });
@@ -106,6 +113,16 @@ export function createProducer(options: ProducerOptions): Producer {
   const cardDispatcher = createPolicyDispatcher(options.addressPolicy ?? {});
   const send = queue('send');
   const reconcile = queue('reconcile');
+  for (const each of [send, reconcile]) each.on('error', () => undefined); // surfaced per call as RedisUnavailableError
+
+  /**
+   * Before any write: refuse at once while the connection is not ready, so no
+   * BullMQ call waits for a reconnect and runs after the caller was told 503.
+   */
+  const ensureConnected = () => {
+    const connected = redis.status === 'ready' || (redis.status === 'connect' && 'nodes' in redis);
+    if (!connected) throw new RedisUnavailableError(`Redis is not connected (${redis.status}); nothing was written`);
+  };
 
   /**
    * Journals the workflow and the first attempt of every step whose agent is
@@ -177,7 +194,7 @@ export function createProducer(options: ProducerOptions): Producer {
     return found;
   };
 
-  return {
+  const producer: Producer = {
     journal,
     async delegate(input) {
       const parsed = parse(DelegateInputSchema, input);
@@ -265,10 +282,33 @@ export function createProducer(options: ProducerOptions): Producer {
       return { ids: selected, cursor: cursor === '0' ? undefined : cursor };
     },
     async close() {
+      if (redis.status !== 'ready') {
+        // Redis down: quit/close would wait for a reconnect that may never come.
+        if (ownsRedis) redis.disconnect();
+        await Promise.all([send.disconnect(), reconcile.disconnect(), cardDispatcher.close()].map((closing) => closing.catch(() => undefined)));
+        return;
+      }
       await Promise.all([send.close(), reconcile.close(), cardDispatcher.close()]);
       if (ownsRedis) await redis.quit();
     },
   };
+  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'listWorkflows'] as const) {
+    producer[name] = failFast(producer[name] as (...args: never[]) => Promise<unknown>, ensureConnected) as never;
+  }
+  return producer;
 }
 
-export { ProducerInputError, NotFoundError, NoOpenQuestionError, MessageInputSchema };
+/** Wraps a producer call: refuses at once while disconnected, and turns connection failures into RedisUnavailableError (cause kept). */
+function failFast<A extends never[], R>(call: (...args: A) => Promise<R>, ensureConnected: () => void): (...args: A) => Promise<R> {
+  return async (...args: A) => {
+    ensureConnected();
+    try {
+      return await call(...args);
+    } catch (error) {
+      if (isRedisUnavailableError(error)) throw new RedisUnavailableError(`Redis unavailable: ${(error as Error).message}`, { cause: error });
+      throw error;
+    }
+  };
+}
+
+export { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError, MessageInputSchema };

@@ -14,7 +14,9 @@ import {
   createMetrics,
   createPolicyDispatcher,
   createRedisClient,
+  isRedisUnavailableError,
   jobId,
+  logRedisConnectionState,
   queuePrefix,
   type Logger,
   type Metrics,
@@ -81,19 +83,15 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   // Workers need maxRetriesPerRequest: null (BullMQ; field case R23); the journal waits out short outages too.
   const connection = createRedisClient(options.redisUrl);
   const journalRedis = createRedisClient(options.redisUrl);
-  // Connection errors repeat every retry during an outage: log the first of each burst, not every one.
-  let lastRedisErrorAt = 0;
-  for (const client of [connection, journalRedis]) {
-    client.on('error', (error: Error) => {
-      if (Date.now() - lastRedisErrorAt > 10_000) logger.warn({ err: error }, 'Redis connection error (retrying)');
-      lastRedisErrorAt = Date.now();
-    });
-  }
+  // An outage is logged as a state change (down / reminder / back), not once per failed command.
+  logRedisConnectionState(logger, connection);
+  journalRedis.on('error', () => undefined);
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(
     ALL_QUEUES.map((name) => [name, new Queue(name, { connection, prefix, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } })]),
   ) as Record<QueueName, Queue>;
+  for (const queue of Object.values(queues)) queue.on('error', () => undefined); // the shared connection reports the outage
   const shutdown = new AbortController();
   // Every agent connection goes through the address policy, checked again at connection time (R19).
   const ownDispatcher = input.dispatcher ? undefined : createPolicyDispatcher(input.addressPolicy ?? {});
@@ -160,7 +158,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
     watch = watchFetchProgress(worker, name, options.concurrency[name], input.livenessStaleAfterMs ?? 30_000);
     progress.push(watch);
     worker.on('failed', (job, error) => logger.warn({ queue: name, jobId: job?.id, err: error }, 'job failed'));
-    worker.on('error', (error) => logger.error({ queue: name, err: error }, 'worker error'));
+    worker.on('error', (error) => (isRedisUnavailableError(error) ? undefined : logger.error({ queue: name, err: error }, 'worker error')));
     return worker;
   });
   // One scheduler with a fixed id: restarts and deploys upsert it, never multiply it (R22).
@@ -181,6 +179,12 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
       if ((await Promise.race([graceful, timer])) === 'timeout') {
         logger.warn({ timeoutMs: timeout }, 'close timed out; abandoning in-flight jobs to the stalled-job check');
         await Promise.all(workers.map((worker) => worker.close(true)));
+      }
+      if (connection.status !== 'ready') {
+        // Redis down: a graceful close would wait for a reconnect that may never come.
+        for (const client of [connection, journalRedis]) client.disconnect();
+        await ownDispatcher?.close().catch(() => undefined);
+        return;
       }
       await Promise.all(Object.values(queues).map((queue) => queue.close()));
       await Promise.all([connection.quit().catch(() => undefined), journalRedis.quit().catch(() => undefined)]);
