@@ -86,7 +86,7 @@ it.skipIf(testsOnCluster())('R30: answers 503 REDIS_UNAVAILABLE fast, replays no
   const [apiExit, workersExit] = await Promise.all([api.exited, workers.exited]);
   expect(Date.now() - signalled).toBeLessThan(CLOSE_TIMEOUT_MS + 1_500); // process start-up of the exit path aside
   for (const [name, process, exit] of [['api', api, apiExit], ['workers', workers, workersExit]] as const) {
-    expect(exit.code, name).not.toBe(0);
+    expect(exit.code, `${name}: ${process.stdoutLines().slice(-6).join('\n')}`).not.toBe(0);
     expect(exit.code, name).not.toBeNull();
     const lines = process.stdoutLines();
     const parsed = lines.map((line, index) => {

@@ -33,8 +33,9 @@ export function exitOnSignals(options: ShutdownOptions): void {
       if (stopping) return;
       stopping = true;
       const redisWasReachable = options.redisReachable();
-      logger.info({ signal, timeoutMs }, 'closing');
-      setTimeout(() => abandon('close timed out'), timeoutMs).unref();
+      logger.info({ signal, timeoutMs, redisReachable: redisWasReachable }, 'closing');
+      // Not unref'd: a close that hangs on a dead socket must still end in this line, not a silent exit 0.
+      setTimeout(() => abandon('close timed out'), timeoutMs);
       options.close().then(
         () => (redisWasReachable ? process.exit(0) : abandon('closed while Redis was unreachable')),
         (error: unknown) => {
