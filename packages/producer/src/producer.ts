@@ -30,6 +30,7 @@ import {
   type RegisteredAgent,
 } from '@durable-a2a/shared';
 import { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConflictError, RedisUnavailableError, WorkflowFinishedError, fromZodError } from './errors.ts';
+import { StrictWorkflowDefinitionSchema } from './definition.ts';
 import { workflowView, type WorkflowView, type OpenQuestion } from './view.ts';
 
 export interface ProducerOptions {
@@ -57,7 +58,7 @@ const AgentUrl = z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL
 
 /** `delegate` input: one message to one agent. */
 export const DelegateInputSchema = z
-  .object({
+  .strictObject({
     agent: AgentUrl,
     text: z.string().min(1, 'must not be empty').optional(),
     parts: z.array(PartSchema).min(1, 'must not be empty').optional(),
@@ -209,7 +210,7 @@ export function createProducer(options: ProducerOptions): Producer {
       return { id: result.id, created: result.created, messageId: result.messageId ?? '' };
     },
     async startWorkflow(definition) {
-      const { id, created } = await create(parse(WorkflowDefinitionSchema, definition));
+      const { id, created } = await create(parse(WorkflowDefinitionSchema, parse(StrictWorkflowDefinitionSchema, definition)));
       return { id, created };
     },
     get: view,
@@ -219,6 +220,7 @@ export function createProducer(options: ProducerOptions): Producer {
     async reply(id, answer, step) {
       const parsedAnswer = parse(ReplySchema, answer);
       const current = await view(id);
+      if (step !== undefined && !current.steps.some((candidate) => candidate.name === step)) throw new NotFoundError(`workflow ${id} has no step ${step}`);
       const question = current.openQuestions.find((open) => step === undefined || open.step === step);
       if (!question) {
         // Answering twice is harmless: the last reply of that step is returned.

@@ -5,8 +5,9 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { AgentCardError, JournalError, isRedisUnavailableError } from '@durable-a2a/shared';
-import { IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, RedisUnavailableError, WorkflowFinishedError } from '../errors.ts';
+import { A2AError, AgentCardError, BlockedAddressError, JournalError, isRedisUnavailableError } from '@durable-a2a/shared';
+import { AgentAddressRefusedError } from './agent-addresses.ts';
+import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, RedisUnavailableError, WorkflowFinishedError } from '../errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -22,6 +23,8 @@ export const PROBLEMS = {
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   AGENT_CARD_REJECTED: { status: 422, title: 'Agent Card rejected' },
+  AGENT_ADDRESS_REFUSED: { status: 422, title: 'Agent address refused by the address policy' },
+  AGENT_CARD_UNREACHABLE: { status: 502, title: 'Agent Card could not be fetched' },
   UNAVAILABLE: { status: 503, title: 'Service unavailable' },
   REDIS_UNAVAILABLE: { status: 503, title: 'Redis unavailable; retry with the same idempotency key' },
   REQUEST_TIMEOUT: { status: 503, title: 'The request did not finish in time; retry with the same idempotency key' },
@@ -60,9 +63,11 @@ const fieldOf = (instancePath: string) => instancePath.replace(/^\//, '').replac
 /** Maps anything thrown by a route (or by fastify before it) to a problem. */
 export function toProblem(error: unknown): Problem {
   if (hasZodFastifySchemaValidationErrors(error)) {
-    const issues = error.validation.map((issue) => ({ field: fieldOf(issue.instancePath), message: issue.message ?? 'invalid' }));
-    const first = issues[0]!;
     const where = (error as FastifyError).validationContext ?? 'body';
+    const issues = describeIssues(
+      error.validation.map((issue) => ({ ...(issue.params as object), code: issue.keyword, path: fieldOf(issue.instancePath) === '(input)' ? [] : fieldOf(issue.instancePath).split('.'), message: issue.message ?? 'invalid' })),
+    );
+    const first = issues[0] ?? { field: '(input)', message: 'invalid' };
     return problem('INVALID_INPUT', `invalid ${where} ${first.field}: ${first.message}`, { field: first.field, issues });
   }
   if (error instanceof ProducerInputError) return problem('INVALID_INPUT', error.message, { field: error.field, issues: error.issues });
@@ -71,6 +76,9 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof IdempotencyConflictError) return problem('IDEMPOTENCY_CONFLICT', error.message);
   if (error instanceof WorkflowFinishedError) return problem('WORKFLOW_FINISHED', error.message);
   if (error instanceof AgentCardError) return problem('AGENT_CARD_REJECTED', error.message, { field: 'cardUrl' });
+  if (error instanceof BlockedAddressError) return problem('AGENT_ADDRESS_REFUSED', `${error.message} (${error.category})`, { field: error instanceof AgentAddressRefusedError ? error.field : 'cardUrl' });
+  // Anything else an agent's host did while we fetched its card (refused, reset, timeout, DNS).
+  if (error instanceof A2AError) return problem('AGENT_CARD_UNREACHABLE', `${error.message}`, { field: 'cardUrl' });
   if (error instanceof JournalError && error.code === 'DELEGATION_MISSING') return problem('NOT_FOUND', error.message);
   if (error instanceof RedisUnavailableError || isRedisUnavailableError(error)) return problem('REDIS_UNAVAILABLE', 'Redis is unreachable; nothing was queued for later. Retry after Retry-After seconds with the same idempotency key.');
   const fastifyError = error as Partial<FastifyError>;

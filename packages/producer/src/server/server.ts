@@ -117,7 +117,7 @@ export function createServer(options: ServerOptions): ApiServer {
   });
   app.register(async (v1) => {
     v1.addHook('onRequest', requireApiToken(tokens));
-    await v1.register(v1Routes(producer));
+    await v1.register(v1Routes(producer, options.addressPolicy ?? {}));
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, acceptTokenOnly: options.pushAcceptTokenOnly ?? false }), { prefix: '/v1' });
   app.register(async (root) => registerAdmin(root, queueList, tokens));

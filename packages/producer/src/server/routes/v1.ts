@@ -4,7 +4,9 @@
  * contract for library callers too).
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { AddressPolicyOptions } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
+import { checkAgentAddresses } from '../agent-addresses.ts';
 import {
   CreatedSchema,
   DelegateInputSchema,
@@ -19,15 +21,18 @@ import {
 
 const security = [{ bearer: [] }];
 
-export function v1Routes(producer: Producer): FastifyPluginAsyncZod {
+/** `addressPolicy`: checked on every fixed agent URL of a request body before anything is written. */
+export function v1Routes(producer: Producer, addressPolicy: AddressPolicyOptions = {}): FastifyPluginAsyncZod {
+  const checkAddresses = async (request: { body: unknown }) => checkAgentAddresses(request.body as Parameters<typeof checkAgentAddresses>[0], addressPolicy);
   return async (app) => {
     app.post(
       '/workflows',
       {
         schema: { tags: ['workflows'], summary: 'Start a workflow (idempotent on workflowId)', security, body: WorkflowDefinitionSchema, response: { 200: CreatedSchema, 201: CreatedSchema } },
+        preHandler: checkAddresses,
       },
       async (request, reply) => {
-        const result = await producer.startWorkflow(request.body);
+        const result = await producer.startWorkflow(request.body as Parameters<Producer['startWorkflow']>[0]);
         return reply.code(result.created ? 201 : 200).send(result);
       },
     );
@@ -36,6 +41,7 @@ export function v1Routes(producer: Producer): FastifyPluginAsyncZod {
       '/delegations',
       {
         schema: { tags: ['workflows'], summary: 'Delegate one message to one agent (idempotent on idempotencyKey)', security, body: DelegateInputSchema, response: { 200: CreatedSchema, 201: CreatedSchema } },
+        preHandler: checkAddresses,
       },
       async (request, reply) => {
         const result = await producer.delegate(request.body);
