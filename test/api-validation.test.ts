@@ -37,7 +37,10 @@ afterAll(async () => {
 });
 
 const post = (app: ApiServer, url: string, payload: unknown) => authorized(app, { method: 'POST', url, payload: payload as object });
-const step = (name: string, extra: object = {}) => ({ name, agent: agent.cardUrl, message: { text: 'hi' }, ...extra });
+/** A step for definitions refused before any agent matters. */
+const step = (name: string, extra: object = {}) => ({ name, agent: 'http://agent.invalid/', message: { text: 'hi' }, ...extra });
+/** A step to the test agent. */
+const liveStep = (name: string) => ({ name, agent: agent.cardUrl, message: { text: 'hi' } });
 
 describe('unknown fields are refused, naming the field', () => {
   it.each([
@@ -117,7 +120,7 @@ describe('RT8: client mistakes are 4xx with a code that says what to fix', () =>
   });
 
   it('a reply to a step that does not exist → 404', async () => {
-    expect((await post(open, '/v1/workflows', { workflowId: 'rt8-reply', steps: [step('ask')] })).statusCode).toBe(201);
+    expect((await post(open, '/v1/workflows', { workflowId: 'rt8-reply', steps: [liveStep('ask')] })).statusCode).toBe(201);
     await eventually(async () => (await authorized(open, { method: 'GET', url: '/v1/workflows/rt8-reply' })).json().openQuestions?.length === 1, 'question open');
     const response = await post(open, '/v1/workflows/rt8-reply/steps/nope/reply', { text: 'Paris' });
     expect(response.statusCode).toBe(404);

@@ -26,6 +26,8 @@ import {
   createPolicyDispatcher,
   createFailFastRedisClient,
   isRedisUnavailableError,
+  waitUntilConnected,
+  DEFAULT_COMMAND_TIMEOUT_MS,
   type AddressPolicyOptions,
   type RegisteredAgent,
 } from '@durable-a2a/shared';
@@ -117,12 +119,14 @@ export function createProducer(options: ProducerOptions): Producer {
   for (const each of [send, reconcile]) each.on('error', () => undefined); // surfaced per call as RedisUnavailableError
 
   /**
-   * Before any write: refuse at once while the connection is not ready, so no
-   * BullMQ call waits for a reconnect and runs after the caller was told 503.
+   * Before any call: wait for the connection at most the command timeout,
+   * then refuse, so no BullMQ call waits for a reconnect and runs after the
+   * caller was told the call failed.
    */
-  const ensureConnected = () => {
-    const connected = redis.status === 'ready' || (redis.status === 'connect' && 'nodes' in redis);
-    if (!connected) throw new RedisUnavailableError(`Redis is not connected (${redis.status}); nothing was written`);
+  const ensureConnected = async () => {
+    if (!(await waitUntilConnected(redis, options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS))) {
+      throw new RedisUnavailableError(`Redis is not connected (${redis.status}); nothing was written`);
+    }
   };
 
   /**
@@ -301,9 +305,9 @@ export function createProducer(options: ProducerOptions): Producer {
 }
 
 /** Wraps a producer call: refuses at once while disconnected, and turns connection failures into RedisUnavailableError (cause kept). */
-function failFast<A extends never[], R>(call: (...args: A) => Promise<R>, ensureConnected: () => void): (...args: A) => Promise<R> {
+function failFast<A extends never[], R>(call: (...args: A) => Promise<R>, ensureConnected: () => Promise<void>): (...args: A) => Promise<R> {
   return async (...args: A) => {
-    ensureConnected();
+    await ensureConnected();
     try {
       return await call(...args);
     } catch (error) {

@@ -53,7 +53,7 @@ export { createMetrics } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
 export { AgentRegistry } from './registry.ts';
 export type { RegisteredAgent } from './registry.ts';
-export { createRedisClient, createFailFastRedisClient, failFastRedisOptions, isRedisUnavailableError, isClusterUrl, CLUSTER_SCHEME, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
+export { createRedisClient, createFailFastRedisClient, failFastRedisOptions, isRedisUnavailableError, isClusterUrl, waitUntilConnected, CLUSTER_SCHEME, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
 export { parseEnvironmentOrExit, RedisUrlSchema, jsonVariable } from './config.ts';
 export { exitOnSignals } from './shutdown.ts';
 export type { ShutdownOptions } from './shutdown.ts';

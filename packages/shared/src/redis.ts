@@ -63,3 +63,21 @@ export function isRedisUnavailableError(error: unknown): boolean {
   if (code !== undefined && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTCONN', 'EHOSTUNREACH'].includes(code)) return true;
   return /enableOfflineQueue|Command timed out|Connection is closed|Stream isn't writeable|Reached the max retries|Connection in subscriber mode/i.test(error.message);
 }
+
+/**
+ * Resolves true once `client` is ready (a Cluster: connected), false after
+ * `waitMs` without it. Never rejects, sends nothing, queues nothing.
+ */
+export async function waitUntilConnected(client: Redis | Cluster, waitMs: number): Promise<boolean> {
+  const connected = () => client.status === 'ready' || (client instanceof Cluster && client.status === 'connect');
+  if (connected()) return true;
+  return new Promise<boolean>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      client.off('ready', done);
+      resolve(connected());
+    };
+    const timer = setTimeout(done, waitMs);
+    client.once('ready', done);
+  });
+}

@@ -8,7 +8,6 @@
  * is safe.
  */
 import type { FastifyInstance } from 'fastify';
-import type { Cluster, Redis } from 'ioredis';
 import { problem, sendProblem } from './problem.ts';
 
 /** Default request deadline: 5 s (issue 13). */
@@ -31,18 +30,4 @@ export function answerWithin(app: FastifyInstance, timeoutMs: number, connected:
     timers.set(request, timer);
   });
   app.addHook('onResponse', async (request) => clearTimeout(timers.get(request)));
-}
-
-/** Resolves when `redis` is ready or after `waitMs`, whichever comes first; never rejects. */
-export async function waitForReady(redis: Redis | Cluster, waitMs: number): Promise<void> {
-  if (redis.status === 'ready') return;
-  await new Promise<void>((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      redis.off('ready', done);
-      resolve();
-    };
-    const timer = setTimeout(done, waitMs);
-    redis.once('ready', done);
-  });
 }

@@ -10,12 +10,12 @@ import { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';
 import type { Cluster, Redis } from 'ioredis';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, type AddressPolicyOptions, type Logger, type QueueName } from '@durable-a2a/shared';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, waitUntilConnected, type AddressPolicyOptions, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
 import { requireApiToken } from './auth.ts';
 import { problem, problemErrorHandler, sendProblem } from './problem.ts';
-import { answerWithin, DEFAULT_REQUEST_TIMEOUT_MS, STARTUP_REDIS_WAIT_MS, waitForReady } from './deadline.ts';
+import { answerWithin, DEFAULT_REQUEST_TIMEOUT_MS, STARTUP_REDIS_WAIT_MS } from './deadline.ts';
 import { opsRoutes, type HealthReport } from './routes/ops.ts';
 import { pushRoutes } from './routes/push.ts';
 import { v1Routes } from './routes/v1.ts';
@@ -93,7 +93,7 @@ export function createServer(options: ServerOptions): ApiServer {
   answerWithin(app, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, () => redis.status === 'ready');
   app.addHook('onReady', async () => {
     // Requests before the first connection would be refused (no offline queue): give Redis a moment.
-    await waitForReady(redis, STARTUP_REDIS_WAIT_MS);
+    await waitUntilConnected(redis, STARTUP_REDIS_WAIT_MS);
   });
   app.addHook('onClose', async () => {
     if (redis.status !== 'ready') {

@@ -92,7 +92,7 @@ export function v1Routes(producer: Producer, addressPolicy: AddressPolicyOptions
 
     app.post(
       '/agents',
-      { schema: { tags: ['agents'], summary: 'Register (or refresh) an agent by its Agent Card URL', security, body: RegisterAgentBodySchema } },
+      { schema: { tags: ['agents'], summary: 'Register (or refresh) an agent by its Agent Card URL', security, body: RegisterAgentBodySchema }, preHandler: checkAddresses },
       async (request, reply) => reply.code(201).send(await producer.registerAgent(request.body.cardUrl)),
     );
 
