@@ -15,6 +15,7 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 export const PROBLEMS = {
   INVALID_INPUT: { status: 400, title: 'Invalid input' },
   UNAUTHORIZED: { status: 401, title: 'Unauthorized' },
+  FORBIDDEN: { status: 403, title: 'Forbidden' },
   TASK_MISMATCH: { status: 403, title: 'Task does not belong to this delegation' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   NO_OPEN_QUESTION: { status: 409, title: 'No open question' },

@@ -44,3 +44,69 @@ export const CreatedSchema = z.object({ id: z.string(), created: z.boolean(), me
 
 /** `POST /v1/workflows/:id/resolve`: a person's decision on a workflow in NEEDS_ATTENTION. */
 export const ResolveBodySchema = z.strictObject({ action: z.enum(['retry', 'abandon']) });
+
+/** RFC 9457 problem details, as every error response carries them (see problem.ts). */
+export const ProblemSchema = z.looseObject({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  code: z.string().describe('Stable code to match on, e.g. INVALID_INPUT, REDIS_UNAVAILABLE'),
+  field: z.string().optional().describe('The offending field, dotted'),
+  issues: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+});
+
+const PROBLEM_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid input (INVALID_INPUT), naming the field',
+  401: 'Missing or wrong credentials (UNAUTHORIZED)',
+  403: 'Forbidden',
+  404: 'Not found (NOT_FOUND)',
+  409: 'Conflict (IDEMPOTENCY_CONFLICT, WORKFLOW_FINISHED, NO_OPEN_QUESTION)',
+  413: 'Body too large (PAYLOAD_TOO_LARGE)',
+  415: 'Unsupported media type',
+  422: 'Agent address refused by the address policy (AGENT_ADDRESS_REFUSED) or Agent Card rejected (AGENT_CARD_REJECTED)',
+  502: 'The Agent Card could not be fetched (AGENT_CARD_UNREACHABLE)',
+  503: 'Redis unavailable (REDIS_UNAVAILABLE) or no answer in time (REQUEST_TIMEOUT); Retry-After says when to retry with the same idempotency key',
+};
+
+/** Problem responses for `statuses` (401 and 503 are added: every /v1 route can answer them). */
+export function problemResponses(...statuses: number[]): Record<number, z.ZodType> {
+  return Object.fromEntries([...new Set([...statuses, 401, 503])].map((status) => [status, ProblemSchema.describe(PROBLEM_DESCRIPTIONS[status] ?? 'Problem')]));
+}
+
+const AttemptSchema = z.looseObject({
+  delegationId: z.string(),
+  step: z.string(),
+  kind: z.enum(['step', 'compensation']),
+  attempt: z.number().int(),
+  state: z.string(),
+  taskId: z.string().optional(),
+  contextId: z.string().optional(),
+  finished: z.boolean(),
+  resultText: z.string().optional().describe('Artifacts text, else the direct reply message, else the final status message'),
+  progress: z.enum(['sending', 'held', 'following', 'polling', 'parked', 'waiting for a person', 'finished']),
+  tries: z.number().int().describe('SendMessage calls made for this attempt'),
+  lastError: z.object({ code: z.string(), message: z.string(), retryable: z.boolean().optional() }).optional(),
+  nextCheckAt: z.string().optional().describe('When the reconciler next checks this attempt (ISO 8601)'),
+});
+
+/** `GET /v1/workflows/:id`: the journal view of a workflow. */
+export const WorkflowViewSchema = z.looseObject({
+  workflowId: z.string(),
+  state: z.string(),
+  cancelRequested: z.boolean(),
+  failure: z.array(z.string()).optional(),
+  attention: z.string().optional(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  definition: z.looseObject({ workflowId: z.string(), steps: z.array(z.looseObject({ name: z.string() })) }),
+  steps: z.array(z.object({ name: z.string(), attempts: z.array(AttemptSchema), compensations: z.array(AttemptSchema) })),
+  openQuestions: z.array(z.looseObject({ step: z.string(), delegationId: z.string(), state: z.enum(['INPUT_REQUIRED', 'AUTH_REQUIRED']), text: z.string() })),
+});
+
+export const WorkflowListSchema = z.object({ ids: z.array(z.string()), cursor: z.string().optional() });
+export const AgentSchema = z.looseObject({ cardUrl: z.string() });
+export const AgentListSchema = z.object({ agents: z.array(AgentSchema) });
+export const ReplyResultSchema = z.object({ messageId: z.string(), created: z.boolean() });
+export const CancelResultSchema = z.object({ id: z.string(), cancelRequested: z.literal(true) });
+export const ResolveResultSchema = z.looseObject({ id: z.string(), state: z.string() });

@@ -110,8 +110,15 @@ export function createServer(options: ServerOptions): ApiServer {
 
   app.register(fastifySwagger, {
     openapi: {
-      info: { title: 'durable-a2a', description: 'Durable delegations to remote A2A agents', version: '0.1.0' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      info: { title: 'durable-a2a', description: 'Durable delegations to remote A2A agents', version: '0.1.0', license: { name: 'UNLICENSED (not licensed for use outside its owner)', url: 'https://docs.npmjs.com/cli/v11/configuring-npm/package-json#license' } },
+      servers: [{ url: '/', description: 'This service (the origin that serves /openapi.json)' }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'An API token (DA2A_API_TOKENS)' },
+          pushToken: { type: 'http', scheme: 'bearer', description: "The delegation's own push token, registered with the agent by the workers (A2A §9)" },
+          notificationToken: { type: 'apiKey', in: 'header', name: 'X-A2A-Notification-Token', description: 'The same push token in the A2A 0.3 header; accepted alone only with DA2A_PUSH_ACCEPT_TOKEN_ONLY' },
+        },
+      },
     },
     transform: jsonSchemaTransform,
   });
@@ -120,7 +127,7 @@ export function createServer(options: ServerOptions): ApiServer {
     await v1.register(v1Routes(producer, options.addressPolicy ?? {}));
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, acceptTokenOnly: options.pushAcceptTokenOnly ?? false }), { prefix: '/v1' });
-  app.register(async (root) => registerAdmin(root, queueList, tokens));
+  app.register(async (root) => registerAdmin(root, queueList, tokens, { readOnly: options.adminReadOnly ?? false }));
   app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal }));
   return app;
 }
