@@ -50,6 +50,7 @@ export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition,
 export { createLogger, defaultLoggerOptions, logRedisConnectionState, REDACTED_PATHS, REDIS_DOWN_REMINDER_MS } from './logger.ts';
 export type { Logger } from './logger.ts';
 export { createMetrics } from './metrics.ts';
+export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
 export { AgentRegistry } from './registry.ts';
 export type { RegisteredAgent } from './registry.ts';

@@ -78,7 +78,7 @@ const PROCESSORS: Record<QueueName, (job: Job, ctx: WorkerContext) => Promise<st
 export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const options = compileFleetOptions(input);
   const logger = input.logger ?? createLogger();
-  const metrics = createMetrics(input.metricsRegistry ?? new Registry());
+  const metrics = createMetrics(input.metricsRegistry ?? new Registry(), 'workers');
   const workerId = input.workerId ?? `${hostname()}-${process.pid}`;
   // Workers need maxRetriesPerRequest: null (BullMQ; field case R23); the journal waits out short outages too.
   const connection = createRedisClient(options.redisUrl);

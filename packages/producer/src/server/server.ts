@@ -65,7 +65,7 @@ export function createServer(options: ServerOptions): ApiServer {
   if (tokens.length === 0) throw new Error('createServer: apiTokens must hold at least one non-empty token');
   const prefix = options.prefix ?? 'da2a';
   const logger = options.logger ?? createLogger();
-  const metrics = createMetrics(options.metricsRegistry);
+  const metrics = createMetrics(options.metricsRegistry, 'api');
   const redis = createFailFastRedisClient(options.redisUrl, options.commandTimeoutMs);
   const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy });
   const queues = Object.fromEntries(
