@@ -7,7 +7,13 @@ import { eventually } from './harness/fleet.ts';
 
 /** Every descendant pid of `pid` (children, grandchildren…). */
 function descendants(pid: number): number[] {
-  const children = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').map((line) => Number(line.trim())).filter((child) => child > 0);
+  let listing = '';
+  try {
+    listing = execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' });
+  } catch {
+    return []; // ps exits 1 when the process has no children
+  }
+  const children = listing.split('\n').map((line) => Number(line.trim())).filter((child) => child > 0);
   return children.flatMap((child) => [child, ...descendants(child)]);
 }
 const alive = (pid: number) => {

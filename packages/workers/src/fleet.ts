@@ -157,7 +157,11 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
     });
     watch = watchFetchProgress(worker, name, options.concurrency[name], input.livenessStaleAfterMs ?? 30_000);
     progress.push(watch);
-    worker.on('failed', (job, error) => logger.warn({ queue: name, jobId: job?.id, err: error }, 'job failed'));
+    // One line per failed attempt; the stack only at debug.
+    worker.on('failed', (job, error) => {
+      logger.warn({ queue: name, jobId: job?.id, reason: error.message, code: (error as { code?: unknown }).code }, 'job failed');
+      logger.debug({ queue: name, jobId: job?.id, err: error }, 'job failed: stack');
+    });
     worker.on('error', (error) => (isRedisUnavailableError(error) ? undefined : logger.error({ queue: name, err: error }, 'worker error')));
     return worker;
   });
