@@ -31,12 +31,12 @@ const write = (server: ApiServer, headers: Record<string, string>) => server.inj
 
 it('a cookie write from another site is 403; from the board itself it goes through', async () => {
   const cookie = await sessionCookie(app);
-  for (const headers of [{}, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'http://evil.example' }, { origin: 'null' }]) {
+  for (const headers of <Record<string, string>[]>[{}, { 'sec-fetch-site': 'cross-site' }, { 'sec-fetch-site': 'same-site' }, { origin: 'http://evil.example' }, { origin: 'null' }]) {
     const response = await write(app, { cookie, ...headers });
     expect(response.statusCode, JSON.stringify(headers)).toBe(403);
     expect(response.json().code).toBe('FORBIDDEN');
   }
-  for (const headers of [{ 'sec-fetch-site': 'same-origin' }, { origin: 'http://board.example' }]) {
+  for (const headers of <Record<string, string>[]>[{ 'sec-fetch-site': 'same-origin' }, { origin: 'http://board.example' }]) {
     expect((await write(app, { cookie, ...headers })).statusCode, JSON.stringify(headers)).toBeLessThan(300);
   }
   expect((await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { cookie } })).statusCode).toBe(200);

@@ -27,7 +27,7 @@ const alive = (pid: number) => {
 
 it('pnpm demo --keep: SIGTERM stops the workers, the agents and redis-server', async () => {
   const root = fileURLToPath(new URL('..', import.meta.url));
-  const environment = { ...process.env, PORT: String(await findFreePort()) };
+  const environment: NodeJS.ProcessEnv = { ...process.env, PORT: String(await findFreePort()) };
   delete environment.REDIS_URL;
   const child = spawn(process.execPath, ['--import', 'tsx', 'demo/travel.ts', '--keep'], { cwd: root, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
