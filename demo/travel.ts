@@ -21,6 +21,27 @@ import { quietSdkConsole } from '../test/harness/quiet-sdk.ts';
 quietSdkConsole();
 
 const keep = process.argv.includes('--keep');
+// SIGTERM as well as Ctrl+C stops everything this process started (workers, agents, redis-server).
+let waitForStop: ((signal: NodeJS.Signals) => void) | undefined;
+let stopRequested = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (waitForStop) return waitForStop(signal);
+    if (stopRequested) return;
+    stopRequested = true;
+    void cleanup().finally(() => process.exit(1));
+  });
+}
+// Whatever happens, no child outlives the demo.
+process.on('exit', () => {
+  try {
+    for (const worker of workers) worker.child.kill('SIGKILL');
+  } catch {
+    // a signal before the workers list existed: nothing was started yet
+  }
+});
+/** How long cleanup may take before the demo exits anyway (children get SIGKILL on exit). */
+const CLEANUP_TIMEOUT_MS = 15_000;
 const timeline = new Timeline();
 const redisServer = process.env.REDIS_URL ? undefined : await startRedisServer({ appendOnly: true });
 const redisUrl = process.env.REDIS_URL ?? redisServer!.url;
@@ -183,16 +204,24 @@ try {
     console.log(`\nAPI:        ${apiUrl}  (Authorization: Bearer ${apiToken})`);
     console.log(`Bull Board: ${apiUrl}/admin/queues?token=${apiToken}`);
     console.log(`Workflows:  ${apiUrl}/ui?token=${apiToken}  (questions, attention, timelines)`);
-    console.log('Press Ctrl+C to stop.');
-    await new Promise((resolve) => process.once('SIGINT', resolve));
+    console.log('Press Ctrl+C (or send SIGTERM) to stop.');
+    await new Promise<NodeJS.Signals>((resolve) => (waitForStop = resolve));
   }
 } catch (error) {
   timeline.fail(error);
 } finally {
-  await Promise.all(workers.map((worker) => worker.kill('SIGTERM')));
-  await api.close();
-  await producer.close();
-  await cast.close();
-  await redisServer?.stop();
+  await cleanup();
 }
 process.exit(exitCode);
+
+/** Stops everything the demo started, once, within CLEANUP_TIMEOUT_MS. */
+async function cleanup(): Promise<void> {
+  const stopAll = async () => {
+    await Promise.all(workers.map((worker) => worker.kill('SIGTERM')));
+    await api.close();
+    await producer.close();
+    await cast.close();
+    await redisServer?.stop();
+  };
+  await Promise.race([stopAll().catch(() => undefined), new Promise((resolve) => setTimeout(resolve, CLEANUP_TIMEOUT_MS).unref())]);
+}

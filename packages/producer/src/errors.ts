@@ -39,9 +39,50 @@ export class NoOpenQuestionError extends Error {
   readonly code = 'NO_OPEN_QUESTION';
 }
 
+/** The parts of a zod issue this module reads (also what fastify-type-provider-zod keeps in `params`). */
+export interface IssueLike {
+  code?: string;
+  path: readonly PropertyKey[];
+  message: string;
+  /** `unrecognized_keys`: the unknown field names. */
+  keys?: readonly string[];
+  /** `invalid_union`: the issues of each alternative. */
+  errors?: readonly (readonly IssueLike[])[];
+}
+
+/**
+ * One `{field, message}` per problem, with dotted full paths. An unknown key
+ * is named by its own path (`steps.0.idempotency_key: unknown field`); a union
+ * that no alternative matched is explained by its closest alternative (fewest issues).
+ */
+export function describeIssues(issues: readonly IssueLike[], base: readonly PropertyKey[] = []): { field: string; message: string }[] {
+  return issues.flatMap((issue) => {
+    const path = [...base, ...issue.path];
+    if (issue.code === 'unrecognized_keys' && issue.keys) {
+      return issue.keys.map((key) => ({ field: [...path, key].map(String).join('.'), message: 'unknown field' }));
+    }
+    if (issue.code === 'invalid_union' && issue.errors && issue.errors.length > 0) {
+      const closest = [...issue.errors].sort((a, b) => a.length - b.length)[0]!;
+      if (closest.length > 0) return describeIssues(closest, path);
+    }
+    return [{ field: path.map(String).join('.') || '(input)', message: issue.message }];
+  });
+}
+
 /** Turns a zod error into a ProducerInputError naming the first bad field. */
 export function fromZodError(error: ZodError): ProducerInputError {
-  const issues = error.issues.map((issue) => ({ field: issue.path.join('.') || '(input)', message: issue.message }));
+  const issues = describeIssues(error.issues as unknown as IssueLike[]);
   const first = issues[0] ?? { field: '(input)', message: 'invalid input' };
   return new ProducerInputError(`invalid ${first.field}: ${first.message}`, first.field, issues);
+}
+
+/**
+ * Redis could not be reached or did not answer within the command timeout.
+ * Nothing is queued for later: the call either wrote before failing (a retry
+ * with the same idempotency key is safe) or wrote nothing. Retryable.
+ */
+export class RedisUnavailableError extends Error {
+  override readonly name = 'RedisUnavailableError';
+  readonly code = 'REDIS_UNAVAILABLE';
+  readonly retryable = true;
 }

@@ -32,11 +32,16 @@ import {
   delegationSpan,
   withSpan,
   SPAN_ATTRIBUTES,
+  createFailFastRedisClient,
+  isRedisUnavailableError,
+  waitUntilConnected,
+  DEFAULT_COMMAND_TIMEOUT_MS,
   type AddressPolicyOptions,
   type RegisteredAgent,
   type Step,
 } from '@durable-a2a/shared';
-import { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConflictError, WorkflowFinishedError, fromZodError } from './errors.ts';
+import { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConflictError, RedisUnavailableError, WorkflowFinishedError, fromZodError } from './errors.ts';
+import { StrictWorkflowDefinitionSchema } from './definition.ts';
 import { workflowView, type WorkflowView, type OpenQuestion } from './view.ts';
 import { WorkflowChangeSubscriber, waitForWorkflow, type WaitForOptions } from './wait.ts';
 
@@ -54,6 +59,12 @@ export interface ProducerOptions {
   addressPolicy?: AddressPolicyOptions;
   /** BullMQ telemetry (`startTracing().telemetry`): the producer's spans become the parents of the workers'. Default none. */
   telemetry?: Telemetry;
+  /**
+   * Fail fast (BullMQ's producer guidance): a Redis command unanswered this long, or any command
+   * while disconnected, rejects with RedisUnavailableError; nothing is replayed later. Only applies
+   * when `redis` is a URL. Default 2_000.
+   */
+  commandTimeoutMs?: number;
 }
 
 const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
@@ -61,7 +72,7 @@ const AgentUrl = z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL
 
 /** `delegate` input: one message to one agent. */
 export const DelegateInputSchema = z
-  .object({
+  .strictObject({
     agent: AgentUrl,
     text: z.string().min(1, 'must not be empty').optional(),
     parts: z.array(PartSchema).min(1, 'must not be empty').optional(),
@@ -113,8 +124,8 @@ export interface Producer {
 /** Creates a producer. Throws nothing until used. */
 export function createProducer(options: ProducerOptions): Producer {
   const ownsRedis = typeof options.redis === 'string';
-  const redis = typeof options.redis === 'string' ? createRedisClient(options.redis) : options.redis;
-  // ioredis retries on its own; failed commands reject to the caller, so connection events need no log here.
+  const redis = typeof options.redis === 'string' ? createFailFastRedisClient(options.redis, options.commandTimeoutMs) : options.redis;
+  // ioredis reconnects on its own; failed commands reject to the caller, so connection events need no log here.
   if (ownsRedis) redis.on('error', () => undefined);
   const prefix = options.prefix ?? 'da2a';
   const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs });
@@ -126,6 +137,18 @@ export function createProducer(options: ProducerOptions): Producer {
   const reconcile = queue('reconcile');
   const queues = { send, reconcile };
   const changes = new WorkflowChangeSubscriber(redis);
+  for (const each of [send, reconcile]) each.on('error', () => undefined); // surfaced per call as RedisUnavailableError
+
+  /**
+   * Before any call: wait for the connection at most the command timeout,
+   * then refuse, so no BullMQ call waits for a reconnect and runs after the
+   * caller was told the call failed.
+   */
+  const ensureConnected = async () => {
+    if (!(await waitUntilConnected(redis, options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS))) {
+      throw new RedisUnavailableError(`Redis is not connected (${redis.status}); nothing was written`);
+    }
+  };
 
   /**
    * Journals the workflow and the first attempt of every step whose agent is
@@ -186,7 +209,7 @@ export function createProducer(options: ProducerOptions): Producer {
     return found;
   };
 
-  return {
+  const producer: Producer = {
     journal,
     async delegate(input) {
       const parsed = parse(DelegateInputSchema, input);
@@ -200,7 +223,7 @@ export function createProducer(options: ProducerOptions): Producer {
       return { id: result.id, created: result.created, messageId: result.messageId ?? '' };
     },
     async startWorkflow(definition) {
-      const parsed = parse(WorkflowDefinitionSchema, definition);
+      const parsed = parse(WorkflowDefinitionSchema, parse(StrictWorkflowDefinitionSchema, definition));
       const { id, created } = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: parsed.workflowId }, () => create(parsed));
       return { id, created };
     },
@@ -212,6 +235,7 @@ export function createProducer(options: ProducerOptions): Producer {
     async reply(id, answer, step) {
       const parsedAnswer = parse(ReplySchema, answer);
       const current = await view(id);
+      if (step !== undefined && !current.steps.some((candidate) => candidate.name === step)) throw new NotFoundError(`workflow ${id} has no step ${step}`);
       const question = current.openQuestions.find((open) => step === undefined || open.step === step);
       if (!question) {
         // Answering twice is harmless: the last reply of that step is returned.
@@ -276,10 +300,33 @@ export function createProducer(options: ProducerOptions): Producer {
       return { ids: selected, cursor };
     },
     async close() {
+      if (redis.status !== 'ready') {
+        // Redis down: quit/close would wait for a reconnect that may never come.
+        if (ownsRedis) redis.disconnect();
+        await Promise.all([send.disconnect(), reconcile.disconnect(), cardDispatcher.close(), changes.close()].map((closing) => closing.catch(() => undefined)));
+        return;
+      }
       await Promise.all([send.close(), reconcile.close(), cardDispatcher.close(), changes.close()]);
       if (ownsRedis) await redis.quit();
     },
   };
+  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'listWorkflows'] as const) {
+    producer[name] = failFast(producer[name] as (...args: never[]) => Promise<unknown>, ensureConnected) as never;
+  }
+  return producer;
 }
 
-export { ProducerInputError, NotFoundError, NoOpenQuestionError, MessageInputSchema };
+/** Wraps a producer call: refuses at once while disconnected, and turns connection failures into RedisUnavailableError (cause kept). */
+function failFast<A extends never[], R>(call: (...args: A) => Promise<R>, ensureConnected: () => Promise<void>): (...args: A) => Promise<R> {
+  return async (...args: A) => {
+    await ensureConnected();
+    try {
+      return await call(...args);
+    } catch (error) {
+      if (isRedisUnavailableError(error)) throw new RedisUnavailableError(`Redis unavailable: ${(error as Error).message}`, { cause: error });
+      throw error;
+    }
+  };
+}
+
+export { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError, MessageInputSchema };

@@ -3,11 +3,31 @@
  */
 import { isAwaitingAnswer, isFinished, type Attention, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
 
+/**
+ * Where an attempt stands, derived from the journal:
+ * - `sending`: journaled, SendMessage not answered yet (no task id);
+ * - `held`: waiting for earlier steps (`after`);
+ * - `following`: a worker holds the stream (follow lease) of its task;
+ * - `polling`: no open stream; the reconciler checks the task at `nextCheckAt`;
+ * - `parked`: the task waits for input that has been answered, the answer is on its way;
+ * - `waiting for a person`: an open question (INPUT_REQUIRED / AUTH_REQUIRED), or AMBIGUOUS;
+ * - `finished`: a terminal state.
+ */
+export type AttemptProgress = 'sending' | 'held' | 'following' | 'polling' | 'parked' | 'waiting for a person' | 'finished';
+
 /** One attempt of a step (or of its compensation), as journaled. */
 export interface AttemptSummary extends Omit<DelegationView, 'message' | 'replyMessage'> {
   finished: boolean;
-  /** The text parts of the result: artifacts, or the direct reply message. */
+  /** The text parts of the result: artifacts, else the direct reply message, else the final status message (V3). */
   resultText?: string;
+  /** Where the attempt stands now (see AttemptProgress). */
+  progress: AttemptProgress;
+  /** SendMessage calls made for this attempt (first send and resends with the same messageId). */
+  tries: number;
+  /** The last classified error journaled for this attempt: stable code, message, retryable. */
+  lastError?: { code: string; message: string; retryable?: boolean };
+  /** When the reconciler next checks this attempt (ISO 8601), while it is unfinished. */
+  nextCheckAt?: string;
 }
 
 export interface StepView {
@@ -46,12 +66,38 @@ export interface WorkflowView {
 
 const textOf = (message?: Message) => message?.parts.map((part) => part.text ?? '').join('') ?? '';
 
-function summarize(view: DelegationView): AttemptSummary {
+/** The attempt's progress from its journal row, its follow lease and the workflow state. */
+function progressOf(view: DelegationView, followed: boolean, workflowState: string): AttemptProgress {
+  if (isFinished(view.state)) return 'finished';
+  if (isAwaitingAnswer(view) || view.state === 'AMBIGUOUS' || (workflowState === 'NEEDS_ATTENTION' && view.error)) return 'waiting for a person';
+  if (view.state === 'INPUT_REQUIRED' || view.state === 'AUTH_REQUIRED') return 'parked';
+  if (view.held) return 'held';
+  if (followed) return 'following';
+  return view.taskId ? 'polling' : 'sending';
+}
+
+interface Observed {
+  followed: boolean;
+  nextCheckAt?: number;
+}
+
+function summarize(view: DelegationView, observed: Observed, workflowState: string): AttemptSummary {
   const { message: _message, replyMessage: _reply, ...rest } = view;
   const fromArtifacts = view.artifacts.flatMap((artifact) => artifact.parts.map((part) => part.text ?? '')).join('');
   const direct = (view.result as { message?: Message } | undefined)?.message;
-  const resultText = fromArtifacts || (direct ? textOf(direct) : undefined);
-  return { ...rest, finished: isFinished(view.state), ...(resultText ? { resultText } : {}) };
+  // V3: a COMPLETED task with no artifacts may carry its answer in the final status message.
+  const finalStatus = view.state === 'COMPLETED' ? textOf(view.statusMessage) : '';
+  const resultText = fromArtifacts || (direct ? textOf(direct) : '') || finalStatus;
+  const finished = isFinished(view.state);
+  return {
+    ...rest,
+    finished,
+    ...(resultText ? { resultText } : {}),
+    progress: progressOf(view, observed.followed, workflowState),
+    tries: view.sendCount,
+    ...(view.error ? { lastError: view.error } : {}),
+    ...(!finished && observed.nextCheckAt !== undefined ? { nextCheckAt: new Date(observed.nextCheckAt).toISOString() } : {}),
+  };
 }
 
 /** Reads a workflow's view, or undefined if it does not exist (or expired). */
@@ -63,10 +109,21 @@ export async function workflowView(journal: Journal, workflowId: string): Promis
   const delegations = (await Promise.all(ids.map((delegationId) => journal.getDelegationView({ workflowId, delegationId })))).filter(
     (delegation): delegation is DelegationView => delegation !== undefined,
   );
+  const observed = new Map(
+    await Promise.all(
+      delegations.map(async (d): Promise<[string, Observed]> => {
+        if (isFinished(d.state)) return [d.delegationId, { followed: false }];
+        const ref = { workflowId, delegationId: d.delegationId };
+        const [followed, nextCheckAt] = await Promise.all([journal.isFollowed(ref), journal.nextCheckAt(ref)]);
+        return [d.delegationId, { followed, nextCheckAt }];
+      }),
+    ),
+  );
+  const summary = (d: DelegationView) => summarize(d, observed.get(d.delegationId) ?? { followed: false }, hash.state!);
   const steps = definition.steps.map((step) => ({
     name: step.name,
-    attempts: delegations.filter((d) => d.kind === 'step' && d.step === step.name).map(summarize),
-    compensations: delegations.filter((d) => d.kind === 'compensation' && d.step === step.name).map(summarize),
+    attempts: delegations.filter((d) => d.kind === 'step' && d.step === step.name).map(summary),
+    compensations: delegations.filter((d) => d.kind === 'compensation' && d.step === step.name).map(summary),
   }));
   const openQuestions: OpenQuestion[] = delegations
     .filter((d) => isAwaitingAnswer(d))

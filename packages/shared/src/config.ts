@@ -3,6 +3,7 @@
  * environment once with a zod-backed parser, and on bad input print one
  * readable line per bad variable and exit with code 2 (no stack trace).
  */
+import { z } from 'zod';
 
 /** Runs `parse(environment)`; on failure prints `configuration error: NAME: message` lines and exits 2. */
 export function parseEnvironmentOrExit<T>(parse: (environment: NodeJS.ProcessEnv) => T, environment: NodeJS.ProcessEnv = process.env): T {
@@ -10,8 +11,32 @@ export function parseEnvironmentOrExit<T>(parse: (environment: NodeJS.ProcessEnv
     return parse(environment);
   } catch (error) {
     const issues = (error as { issues?: { path: PropertyKey[]; message: string }[] }).issues ?? [];
+    // One line per bad variable; the value is not echoed (it may be a secret).
     for (const issue of issues) console.error(`configuration error: ${issue.path.join('.') || '(environment)'}: ${issue.message}`);
     if (issues.length === 0) console.error(`configuration error: ${String(error)}`);
     process.exit(2);
   }
+}
+
+/** `REDIS_URL`: `redis://…`, `rediss://…` or `redis-cluster://host:port,host:port`. */
+export const RedisUrlSchema = z
+  .string()
+  .refine(
+    (text) => (/^redis-cluster:\/\/[^\s,/]+:\d+(,[^\s,/]+:\d+)*$/.test(text) || (/^rediss?:\/\//.test(text) && URL.canParse(text))),
+    'a Redis URL: redis://[user:password@]host:port[/db], rediss://… or redis-cluster://host:port,host:port',
+  );
+
+/**
+ * A JSON-valued variable: parses the text as JSON, then with `schema`; bad
+ * JSON is reported as an issue naming the expected form, never thrown raw.
+ */
+export function jsonVariable<T extends z.ZodType>(schema: T, expected: string) {
+  return z.string().transform((text, context) => {
+    try {
+      return JSON.parse(text) as unknown;
+    } catch (error) {
+      context.addIssue({ code: 'custom', message: `not JSON (${(error as Error).message}); expected ${expected}` });
+      return z.NEVER;
+    }
+  }).pipe(schema);
 }

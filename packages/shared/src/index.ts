@@ -80,13 +80,16 @@ export {
   dependenciesOf,
 } from './workflow.ts';
 export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition, WorkflowState } from './workflow.ts';
-export { createLogger, defaultLoggerOptions, REDACTED_PATHS } from './logger.ts';
+export { createLogger, defaultLoggerOptions, logRedisConnectionState, REDACTED_PATHS, REDIS_DOWN_REMINDER_MS } from './logger.ts';
 export type { Logger } from './logger.ts';
 export { createMetrics } from './metrics.ts';
 export { startTracing, traceContextHeaders, withSpan, delegationSpan, delegationAttributes, annotateActiveSpan, TracingEnvironmentSchema, SPAN_ATTRIBUTES, TRACER_NAME } from './tracing.ts';
 export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
+export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
 export { AgentRegistry } from './registry.ts';
 export type { RegisteredAgent } from './registry.ts';
-export { createRedisClient, isClusterUrl, CLUSTER_SCHEME } from './redis.ts';
-export { parseEnvironmentOrExit } from './config.ts';
+export { createRedisClient, createFailFastRedisClient, failFastRedisOptions, isRedisUnavailableError, isClusterUrl, waitUntilConnected, CLUSTER_SCHEME, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
+export { parseEnvironmentOrExit, RedisUrlSchema, jsonVariable } from './config.ts';
+export { exitOnSignals } from './shutdown.ts';
+export type { ShutdownOptions } from './shutdown.ts';

@@ -3,6 +3,7 @@
  * wherever they appear in a log line (tokens, credentials, Authorization).
  */
 import { pino, type Logger, type LoggerOptions } from 'pino';
+import { isRedisUnavailableError } from './redis.ts';
 
 export type { Logger };
 
@@ -33,4 +34,53 @@ export const defaultLoggerOptions: LoggerOptions = {
 /** Creates the root logger (JSON lines on stdout). `level: 'silent'` for tests. */
 export function createLogger(options: LoggerOptions = {}): Logger {
   return pino({ ...defaultLoggerOptions, ...options });
+}
+
+/** Anything that emits ioredis connection events (a Redis, a Cluster, a BullMQ Queue or Worker). */
+interface ConnectionEvents {
+  on(event: 'error', listener: (error: Error) => void): unknown;
+  on(event: 'ready', listener: () => void): unknown;
+}
+
+/** Default for `logRedisConnectionState`: while Redis stays down, one reminder per this many ms. */
+export const REDIS_DOWN_REMINDER_MS = 30_000;
+
+/**
+ * Turns a Redis outage into state-change log lines instead of one dump per
+ * failed command: `Redis unreachable` on the first error, a reminder every
+ * `reminderMs` while it lasts, `Redis reachable again` on the next `ready`.
+ * Also registers the `error` listeners that keep ioredis from printing
+ * "Unhandled error event" and BullMQ objects from throwing. `extra` (BullMQ
+ * Queues and Workers) only get a listener: their errors count as the same outage.
+ */
+export function logRedisConnectionState(
+  logger: Logger,
+  client: ConnectionEvents,
+  extra: readonly { on(event: 'error', listener: (error: Error) => void): unknown }[] = [],
+  reminderMs: number = REDIS_DOWN_REMINDER_MS,
+  now: () => number = Date.now,
+): void {
+  let downSince: number | undefined;
+  let lastLineAt = 0;
+  const onError = (error: Error) => {
+    const at = now();
+    if (downSince === undefined) {
+      downSince = at;
+      lastLineAt = at;
+      logger.warn({ redis: 'down', reason: error.message }, 'Redis unreachable; retrying');
+      logger.debug({ err: error }, 'Redis connection error');
+    } else if (at - lastLineAt >= reminderMs) {
+      lastLineAt = at;
+      logger.warn({ redis: 'down', downForMs: at - downSince, reason: error.message }, 'Redis still unreachable; retrying');
+    }
+  };
+  client.on('error', onError);
+  for (const emitter of extra) {
+    emitter.on('error', (error: Error) => (isRedisUnavailableError(error) || downSince !== undefined ? onError(error) : logger.error({ err: error }, 'queue error')));
+  }
+  client.on('ready', () => {
+    if (downSince === undefined) return;
+    logger.info({ redis: 'up', downForMs: now() - downSince }, 'Redis reachable again');
+    downSince = undefined;
+  });
 }

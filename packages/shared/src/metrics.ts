@@ -1,7 +1,9 @@
 /**
- * prom-client metrics shared by the API and the workers, on an injected
- * registry. Names follow Prometheus conventions (`_total`, `_seconds`); the
- * README lists them.
+ * prom-client metrics of the API and the workers, on an injected registry.
+ * Each process registers only the metrics its role updates (`MetricsRole`),
+ * so the API no longer exports worker counters stuck at 0; the others are
+ * kept updatable but removed from the registry. Names follow Prometheus
+ * conventions (`_total`, `_seconds`); the README lists them.
  */
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 
@@ -23,10 +25,35 @@ export interface Metrics {
   delegationsByState: Gauge<'state'>;
   pushes: Counter<'outcome'>;
   staleObservations: Counter<'reason'>;
+  /**
+   * End to end: from the delegation's journaled intent to its finished state, by that state.
+   * Workers observe it where a delegation reaches a finished state.
+   */
+  delegationDuration: Histogram<'state'>;
 }
 
-/** Creates every metric on `registry` (default: a fresh registry). */
-export function createMetrics(registry: Registry = new Registry()): Metrics {
+/** Which process registers which metrics: `api` (queue depth, journal samples, pushes), `workers` (the rest), `all`. */
+export type MetricsRole = 'api' | 'workers' | 'all';
+
+/** The metrics the HTTP service updates; every other one belongs to the workers. */
+const API_METRICS: ReadonlySet<keyof Metrics> = new Set(['openQuestions', 'queueDepth', 'delegationsByState', 'pushes']);
+
+/**
+ * Creates every metric on `registry` (default: a fresh registry) and keeps
+ * registered only those of `role` (default `all`).
+ */
+export function createMetrics(registry: Registry = new Registry(), role: MetricsRole = 'all'): Metrics {
+  const metrics = createOn(registry);
+  if (role === 'all') return metrics;
+  for (const [key, metric] of Object.entries(metrics)) {
+    if (key === 'registry' || API_METRICS.has(key as keyof Metrics) === (role === 'api')) continue;
+    // Still updatable (nothing breaks if a shared module touches it), never scraped.
+    registry.removeSingleMetric((metric as unknown as { name: string }).name);
+  }
+  return metrics;
+}
+
+function createOn(registry: Registry): Metrics {
   const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
     new Counter<L>({ name, help, labelNames, registers: [registry] });
   return {
@@ -58,5 +85,12 @@ export function createMetrics(registry: Registry = new Registry()): Metrics {
     delegationsByState: new Gauge({ name: 'durable_a2a_delegations', help: 'Unfinished delegations by journal state (sampled)', labelNames: ['state'], registers: [registry] }),
     pushes: counter('durable_a2a_push_notifications_total', 'Push notifications received, by outcome', ['outcome']),
     staleObservations: counter('durable_a2a_ignored_observations_total', 'Observations the journal ignored (stale, regress, duplicate, finished)', ['reason']),
+    delegationDuration: new Histogram({
+      name: 'durable_a2a_delegation_duration_seconds',
+      help: 'End-to-end delegation time, from the journaled intent to its finished state, by that state',
+      labelNames: ['state'],
+      buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 1800, 7200],
+      registers: [registry],
+    }),
   };
 }

@@ -29,3 +29,55 @@ export function createRedisClient(url: string, options: RedisOptions = {}): Redi
     });
   return new Cluster(nodes, { redisOptions, enableReadyCheck: true });
 }
+
+/** Default for `createFailFastRedisClient`: a command unanswered this long is rejected. */
+export const DEFAULT_COMMAND_TIMEOUT_MS = 2_000;
+
+/**
+ * Connection options for producers (the API and library callers): BullMQ's
+ * guidance is fail fast for producers, blocking settings only for workers.
+ * No offline queue (a command while disconnected is rejected at once and is
+ * never replayed after Redis returns), one retry per command, and a command
+ * timeout for a server that stops answering without closing the socket.
+ */
+export function failFastRedisOptions(commandTimeoutMs: number = DEFAULT_COMMAND_TIMEOUT_MS): RedisOptions {
+  return { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: commandTimeoutMs };
+}
+
+/** A producer's client: `createRedisClient` with `failFastRedisOptions` (also on a Cluster's own queue). */
+export function createFailFastRedisClient(url: string, commandTimeoutMs: number = DEFAULT_COMMAND_TIMEOUT_MS): Redis | Cluster {
+  const client = createRedisClient(url, failFastRedisOptions(commandTimeoutMs));
+  if (client instanceof Cluster) client.options.enableOfflineQueue = false;
+  return client;
+}
+
+/**
+ * True when `error` says Redis could not be reached or did not answer in
+ * time (as opposed to a script or data error): ioredis' offline-queue and
+ * timeout rejections, closed connections, socket errors.
+ */
+export function isRedisUnavailableError(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  if (error.name === 'MaxRetriesPerRequestError') return true;
+  const code = (error as { code?: string }).code;
+  if (code !== undefined && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTCONN', 'EHOSTUNREACH'].includes(code)) return true;
+  return /enableOfflineQueue|Command timed out|Connection is closed|Stream isn't writeable|Reached the max retries|Connection in subscriber mode/i.test(error.message);
+}
+
+/**
+ * Resolves true once `client` is ready (a Cluster: connected), false after
+ * `waitMs` without it. Never rejects, sends nothing, queues nothing.
+ */
+export async function waitUntilConnected(client: Redis | Cluster, waitMs: number): Promise<boolean> {
+  const connected = () => client.status === 'ready' || (client instanceof Cluster && client.status === 'connect');
+  if (connected()) return true;
+  return new Promise<boolean>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      client.off('ready', done);
+      resolve(connected());
+    };
+    const timer = setTimeout(done, waitMs);
+    client.once('ready', done);
+  });
+}

@@ -4,7 +4,7 @@
  * in README.md.
  */
 import { z } from 'zod';
-import { bearerToken, type CredentialsProvider } from '@durable-a2a/shared';
+import { RedisUrlSchema, bearerToken, jsonVariable, type CredentialsProvider, type QueueName } from '@durable-a2a/shared';
 import type { StartFleetOptions } from './fleet.ts';
 import { httpVerifier, type Verifier } from './verifiers.ts';
 
@@ -22,11 +22,11 @@ const HttpVerifierConfigSchema = z.record(
   }),
 );
 
-const Milliseconds = z.coerce.number().int().positive();
-const Flag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
+const Milliseconds = z.coerce.number({ error: 'a whole number of milliseconds' }).int('a whole number of milliseconds').positive('a positive number of milliseconds');
+const Flag = z.enum(['true', 'false', '1', '0'], { error: 'true or false' }).transform((value) => value === 'true' || value === '1');
 
 export const WorkerEnvironmentSchema = z.object({
-  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  REDIS_URL: RedisUrlSchema.default('redis://127.0.0.1:6379'),
   DA2A_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('da2a'),
   DA2A_WEBHOOK_URL: z.url().optional(),
   DA2A_REQUEST_TIMEOUT_MS: Milliseconds.optional(),
@@ -47,15 +47,19 @@ export const WorkerEnvironmentSchema = z.object({
   /** Per-queue concurrency, e.g. `send=20,follow=500`. */
   DA2A_CONCURRENCY: z
     .string()
+    .regex(
+      /^\s*(send|follow|reconcile|verify|compensate)\s*=\s*[1-9]\d*\s*(,\s*(send|follow|reconcile|verify|compensate)\s*=\s*[1-9]\d*\s*)*$/,
+      'queue=count pairs, comma-separated, e.g. send=20,follow=500 (queues: send, follow, reconcile, verify, compensate; counts: positive whole numbers)',
+    )
     .optional()
     .transform((text) =>
       Object.fromEntries(
         (text ?? '')
           .split(',')
           .filter(Boolean)
-          .map((pair) => pair.split('='))
-          .map(([queue, value]) => [z.enum(['send', 'follow', 'reconcile', 'verify', 'compensate']).parse(queue?.trim()), z.coerce.number().int().positive().parse(value)]),
-      ),
+          .map((pair) => pair.split('=').map((part) => part.trim()))
+          .map(([queue, value]) => [queue as QueueName, Number(value)]),
+      ) as Partial<Record<QueueName, number>>,
     ),
   DA2A_SUBSCRIBE_RATE_LIMIT: z
     .string()
@@ -64,15 +68,13 @@ export const WorkerEnvironmentSchema = z.object({
     .transform((text) => (text ? { max: Number(text.split('/')[0]), durationMs: Number(text.split('/')[1]) } : undefined)),
   DA2A_STRICT_PERSISTENCE: Flag.default(false),
   /** JSON object: Agent Card URL → bearer token. */
-  DA2A_AGENT_TOKENS: z
-    .string()
+  DA2A_AGENT_TOKENS: jsonVariable(z.record(z.string(), z.string()), 'a JSON object of Agent Card URL → bearer token, e.g. {"https://agent.example/.well-known/agent-card.json":"token"}')
     .optional()
-    .transform((text) => (text ? z.record(z.string(), z.string()).parse(JSON.parse(text)) : {})),
+    .transform((tokens) => tokens ?? {}),
   /** JSON: built-in HTTP verifiers, e.g. {"booking":{"urlTemplate":"http://bookings/b/{subjectMessageId}","effectField":"status","presentValues":["booked"]}}. */
-  DA2A_HTTP_VERIFIERS: z
-    .string()
+  DA2A_HTTP_VERIFIERS: jsonVariable(HttpVerifierConfigSchema, 'a JSON object of verifier name → {urlTemplate, effectField, presentValues}')
     .optional()
-    .transform((text) => (text ? HttpVerifierConfigSchema.parse(JSON.parse(text)) : {})),
+    .transform((verifiers) => verifiers ?? {}),
   DA2A_DEDUPLICATING_AGENTS: z
     .string()
     .optional()

@@ -17,6 +17,8 @@ import {
   createPolicyDispatcher,
   createRedisClient,
   enqueueStartupSweep,
+  isRedisUnavailableError,
+  logRedisConnectionState,
   queuePrefix,
   type Logger,
   type Metrics,
@@ -123,37 +125,33 @@ function startWorker(name: QueueName, context: WorkerContext, connection: Return
     telemetry,
   });
   watch = watchFetchProgress(worker, name, options.concurrency[name], livenessStaleAfterMs);
-  worker.on('failed', (job, error) => logger.warn({ queue: name, jobId: job?.id, err: error }, 'job failed'));
-  worker.on('error', (error) => logger.error({ queue: name, err: error }, 'worker error'));
+  // One line per failed attempt; the stack only at debug.
+  worker.on('failed', (job, error) => {
+    logger.warn({ queue: name, jobId: job?.id, reason: error.message, code: (error as { code?: unknown }).code }, 'job failed');
+    logger.debug({ queue: name, jobId: job?.id, err: error }, 'job failed: stack');
+  });
+  worker.on('error', (error) => (isRedisUnavailableError(error) ? undefined : logger.error({ queue: name, err: error }, 'worker error')));
   return { worker, watch };
-}
-
-/** Connection errors repeat every retry during an outage: log the first of each burst, not every one. */
-function logRedisErrors(clients: ReturnType<typeof createRedisClient>[], logger: Logger): void {
-  let lastRedisErrorAt = 0;
-  for (const client of clients) {
-    client.on('error', (error: Error) => {
-      if (Date.now() - lastRedisErrorAt > 10_000) logger.warn({ err: error }, 'Redis connection error (retrying)');
-      lastRedisErrorAt = Date.now();
-    });
-  }
 }
 
 /** Starts the worker fleet of this process. Throws UnsafePersistenceError in strict mode. */
 export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const options = compileFleetOptions(input);
   const logger = input.logger ?? createLogger();
-  const metrics = createMetrics(input.metricsRegistry ?? new Registry());
+  const metrics = createMetrics(input.metricsRegistry ?? new Registry(), 'workers');
   const workerId = input.workerId ?? `${hostname()}-${process.pid}`;
   // Workers need maxRetriesPerRequest: null (BullMQ; field case R23); the journal waits out short outages too.
   const connection = createRedisClient(options.redisUrl);
   const journalRedis = createRedisClient(options.redisUrl);
-  logRedisErrors([connection, journalRedis], logger);
+  // An outage is logged as a state change (down / reminder / back), not once per failed command.
+  logRedisConnectionState(logger, connection);
+  journalRedis.on('error', () => undefined);
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(
     ALL_QUEUES.map((name) => [name, new Queue(name, { connection, prefix, telemetry: input.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } })]),
   ) as Record<QueueName, Queue>;
+  for (const queue of Object.values(queues)) queue.on('error', () => undefined); // the shared connection reports the outage
   const shutdown = new AbortController();
   // Every agent connection goes through the address policy, checked again at connection time (R19).
   const ownDispatcher = input.dispatcher ? undefined : createPolicyDispatcher(input.addressPolicy ?? {});
@@ -200,6 +198,12 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
       if ((await Promise.race([graceful, timer])) === 'timeout') {
         logger.warn({ timeoutMs: timeout }, 'close timed out; abandoning in-flight jobs to the stalled-job check');
         await Promise.all(workers.map((worker) => worker.close(true)));
+      }
+      if (connection.status !== 'ready') {
+        // Redis down: a graceful close would wait for a reconnect that may never come.
+        for (const client of [connection, journalRedis]) client.disconnect();
+        await ownDispatcher?.close().catch(() => undefined);
+        return;
       }
       await Promise.all(Object.values(queues).map((queue) => queue.close()));
       await Promise.all([connection.quit().catch(() => undefined), journalRedis.quit().catch(() => undefined)]);

@@ -1,32 +1,44 @@
 /**
  * The `durable-a2a-workers` executable: parse config, start the fleet, close
- * it gracefully (bounded) on SIGTERM / SIGINT.
+ * it on SIGTERM / SIGINT within DA2A_CLOSE_TIMEOUT_MS whatever Redis does.
+ * Past the timeout the process logs one line naming the jobs it abandoned
+ * (the stalled-job check and the reconciler pick them up) and exits 1.
+ * Configuration errors and a strict persistence refusal exit 2 with one line
+ * on stderr, no stack trace.
  */
-import { createLogger, parseEnvironmentOrExit } from '@durable-a2a/shared';
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import { createLogger, exitOnSignals, parseEnvironmentOrExit } from '@durable-a2a/shared';
 import { fleetOptionsFrom, parseWorkerEnvironment } from './config.ts';
-import { startFleet } from './fleet.ts';
+import { startFleet, type Fleet } from './fleet.ts';
 import { startOpsServer } from './ops-server.ts';
+import { UnsafePersistenceError, watchPersistence } from './persistence.ts';
 
 const environment = parseEnvironmentOrExit(parseWorkerEnvironment);
 const logger = createLogger({ level: environment.LOG_LEVEL });
-const fleet = await startFleet({ ...fleetOptionsFrom(environment), logger });
-const opsServer = environment.DA2A_METRICS_PORT === undefined ? undefined : await startOpsServer(fleet, environment.DA2A_METRICS_PORT);
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'closing the fleet');
-    opsServer?.close();
-    fleet.close().then(
-      () => process.exit(0),
-      (error: unknown) => {
-        logger.error({ err: error }, 'close failed');
-        process.exit(1);
-      },
-    );
-  });
+const metricsRegistry = new Registry();
+collectDefaultMetrics({ register: metricsRegistry });
+let fleet: Fleet;
+try {
+  fleet = await startFleet({ ...fleetOptionsFrom(environment), logger, metricsRegistry });
+} catch (error) {
+  if (!(error instanceof UnsafePersistenceError)) throw error;
+  console.error(`configuration error: DA2A_STRICT_PERSISTENCE=true refuses this Redis: ${error.message}`);
+  process.exit(2);
 }
+const persistence = watchPersistence(fleet.context.journal.redis, logger);
+const opsServer = environment.DA2A_METRICS_PORT === undefined ? undefined : await startOpsServer(fleet, environment.DA2A_METRICS_PORT, { persistence });
+exitOnSignals({
+  logger,
+  timeoutMs: environment.DA2A_CLOSE_TIMEOUT_MS,
+  abandoned: () => ({ inFlightJobs: Object.fromEntries(fleet.health().queues.map((queue) => [queue.queue, queue.activeJobs])) }),
+  redisReachable: () => fleet.context.journal.redis.status === 'ready',
+  pickedUpBy: 'the stalled-job check and the reconciler pick them up',
+  async close() {
+    persistence.stop();
+    opsServer?.close();
+    await fleet.close();
+  },
+});
 // Tells a parent process (tests, the demo) that the fleet is running.
 const address = opsServer?.address();
 process.send?.({ ready: true, workerId: fleet.context.workerId, opsPort: typeof address === 'object' && address ? address.port : undefined });

@@ -3,11 +3,22 @@
  * start-up (nothing below main.ts reads process.env).
  */
 import { z } from 'zod';
+import { RedisUrlSchema } from '@durable-a2a/shared';
 
 const Flag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
 
+const Milliseconds = z.coerce.number({ error: 'a whole number of milliseconds' }).int('a whole number of milliseconds').positive('a positive number of milliseconds');
+
 export const ServerEnvironmentSchema = z.object({
-  REDIS_URL: z.string().default('redis://127.0.0.1:6379'),
+  REDIS_URL: RedisUrlSchema.default('redis://127.0.0.1:6379'),
+  /** Every request answered within this; 503 + Retry-After past it (R30). */
+  DA2A_REQUEST_TIMEOUT_MS: Milliseconds.default(5_000),
+  /** Producer fail-fast Redis command timeout. */
+  DA2A_COMMAND_TIMEOUT_MS: Milliseconds.default(2_000),
+  /** SIGTERM: longest graceful close; past it the process exits 1 and says what it abandoned. */
+  DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
+  /** Bull Board: `true` shows queues without retry/remove/promote buttons and refuses every write. */
+  DA2A_ADMIN_READ_ONLY: z.enum(['true', 'false', '1', '0'], { error: 'true or false' }).transform((value) => value === 'true' || value === '1').default(false),
   DA2A_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('da2a'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),

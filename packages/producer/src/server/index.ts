@@ -1,5 +1,5 @@
 // Public surface of @durable-a2a/producer/server (the HTTP service).
-export { createServer } from './server.ts';
+export { createServer, redisStatusOf } from './server.ts';
 export type { ApiServer, ServerOptions } from './server.ts';
 // For callers that drive the server with `inject` without depending on fastify.
 export type { InjectOptions, LightMyRequestResponse as InjectResponse } from 'fastify';

@@ -1,12 +1,14 @@
 /**
  * The `durable-a2a-api` executable: parse config, listen, close gracefully
  * on SIGTERM / SIGINT (fastify stops accepting, finishes in-flight requests,
- * then closes queues and Redis).
+ * then closes queues and Redis). The close is bounded by
+ * DA2A_CLOSE_TIMEOUT_MS whatever Redis does: past it the process logs what
+ * it abandoned and exits 1.
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { TracingEnvironmentSchema, createLogger, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
+import { TracingEnvironmentSchema, createLogger, exitOnSignals, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
 import { parseServerEnvironment } from './config.ts';
-import { createServer } from './server.ts';
+import { createServer, redisStatusOf } from './server.ts';
 
 const environment = parseEnvironmentOrExit(parseServerEnvironment);
 const logger = createLogger({ level: environment.LOG_LEVEL });
@@ -20,24 +22,23 @@ const app = createServer({
   apiTokens: environment.DA2A_API_TOKENS,
   pushAcceptTokenOnly: environment.DA2A_PUSH_ACCEPT_TOKEN_ONLY,
   addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
+  requestTimeoutMs: environment.DA2A_REQUEST_TIMEOUT_MS,
+  commandTimeoutMs: environment.DA2A_COMMAND_TIMEOUT_MS,
+  adminReadOnly: environment.DA2A_ADMIN_READ_ONLY,
   logger,
   metricsRegistry,
   telemetry: tracing.telemetry,
 });
 await app.listen({ port: environment.PORT, host: environment.HOST });
+// Tells a parent process (tests, the demo) where the service listens.
+const address = app.server.address();
+process.send?.({ ready: true, port: typeof address === 'object' && address ? address.port : undefined });
 
-let stopping = false;
-for (const signal of ['SIGTERM', 'SIGINT'] as const) {
-  process.on(signal, () => {
-    if (stopping) return;
-    stopping = true;
-    logger.info({ signal }, 'closing the HTTP service');
-    app.close().then(
-      () => tracing.shutdown().finally(() => process.exit(0)),
-      (error: unknown) => {
-        logger.error({ err: error }, 'close failed');
-        process.exit(1);
-      },
-    );
-  });
-}
+exitOnSignals({
+  logger,
+  timeoutMs: environment.DA2A_CLOSE_TIMEOUT_MS,
+  abandoned: () => ({ openConnections: 'open HTTP requests', redis: 'queue and journal connections' }),
+  redisReachable: () => redisStatusOf(app) === 'ready',
+  pickedUpBy: 'nothing is lost: journal writes are atomic and the workers reconcile',
+  close: () => app.close().then(() => tracing.shutdown()),
+});

@@ -5,8 +5,9 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { AgentCardError, JournalError } from '@durable-a2a/shared';
-import { IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../errors.ts';
+import { A2AError, AgentCardError, BlockedAddressError, JournalError, isRedisUnavailableError } from '@durable-a2a/shared';
+import { AgentAddressRefusedError } from './agent-addresses.ts';
+import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, RedisUnavailableError, WorkflowFinishedError } from '../errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -14,6 +15,7 @@ export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 export const PROBLEMS = {
   INVALID_INPUT: { status: 400, title: 'Invalid input' },
   UNAUTHORIZED: { status: 401, title: 'Unauthorized' },
+  FORBIDDEN: { status: 403, title: 'Forbidden' },
   TASK_MISMATCH: { status: 403, title: 'Task does not belong to this delegation' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   NO_OPEN_QUESTION: { status: 409, title: 'No open question' },
@@ -22,7 +24,11 @@ export const PROBLEMS = {
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   AGENT_CARD_REJECTED: { status: 422, title: 'Agent Card rejected' },
+  AGENT_ADDRESS_REFUSED: { status: 422, title: 'Agent address refused by the address policy' },
+  AGENT_CARD_UNREACHABLE: { status: 502, title: 'Agent Card could not be fetched' },
   UNAVAILABLE: { status: 503, title: 'Service unavailable' },
+  REDIS_UNAVAILABLE: { status: 503, title: 'Redis unavailable; retry with the same idempotency key' },
+  REQUEST_TIMEOUT: { status: 503, title: 'The request did not finish in time; retry with the same idempotency key' },
   INTERNAL: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 export type ProblemCode = keyof typeof PROBLEMS;
@@ -43,8 +49,12 @@ export function problem(code: ProblemCode, detail: string, extra: Pick<Problem, 
   return { type: `urn:durable-a2a:problem:${code.toLowerCase().replaceAll('_', '-')}`, title, status, detail, code, ...extra };
 }
 
+/** `Retry-After` (seconds) on every 503: long enough for a Redis failover or restart. */
+export const RETRY_AFTER_SECONDS = 5;
+
 export function sendProblem(reply: FastifyReply, body: Problem): FastifyReply {
   if (body.code === 'UNAUTHORIZED') reply.header('www-authenticate', 'Bearer');
+  if (body.status === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
   return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body);
 }
 
@@ -54,9 +64,11 @@ const fieldOf = (instancePath: string) => instancePath.replace(/^\//, '').replac
 /** Maps anything thrown by a route (or by fastify before it) to a problem. */
 export function toProblem(error: unknown): Problem {
   if (hasZodFastifySchemaValidationErrors(error)) {
-    const issues = error.validation.map((issue) => ({ field: fieldOf(issue.instancePath), message: issue.message ?? 'invalid' }));
-    const first = issues[0]!;
     const where = (error as FastifyError).validationContext ?? 'body';
+    const issues = describeIssues(
+      error.validation.map((issue) => ({ ...(issue.params as object), code: issue.keyword, path: fieldOf(issue.instancePath) === '(input)' ? [] : fieldOf(issue.instancePath).split('.'), message: issue.message ?? 'invalid' })),
+    );
+    const first = issues[0] ?? { field: '(input)', message: 'invalid' };
     return problem('INVALID_INPUT', `invalid ${where} ${first.field}: ${first.message}`, { field: first.field, issues });
   }
   if (error instanceof ProducerInputError) return problem('INVALID_INPUT', error.message, { field: error.field, issues: error.issues });
@@ -65,7 +77,11 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof IdempotencyConflictError) return problem('IDEMPOTENCY_CONFLICT', error.message);
   if (error instanceof WorkflowFinishedError) return problem('WORKFLOW_FINISHED', error.message);
   if (error instanceof AgentCardError) return problem('AGENT_CARD_REJECTED', error.message, { field: 'cardUrl' });
+  if (error instanceof BlockedAddressError) return problem('AGENT_ADDRESS_REFUSED', `${error.message} (${error.category})`, { field: error instanceof AgentAddressRefusedError ? error.field : 'cardUrl' });
+  // Anything else an agent's host did while we fetched its card (refused, reset, timeout, DNS).
+  if (error instanceof A2AError) return problem('AGENT_CARD_UNREACHABLE', `${error.message}`, { field: 'cardUrl' });
   if (error instanceof JournalError && error.code === 'DELEGATION_MISSING') return problem('NOT_FOUND', error.message);
+  if (error instanceof RedisUnavailableError || isRedisUnavailableError(error)) return problem('REDIS_UNAVAILABLE', 'Redis is unreachable; nothing was queued for later. Retry after Retry-After seconds with the same idempotency key.');
   const fastifyError = error as Partial<FastifyError>;
   // fastify's own client errors (malformed JSON, empty body, size, media type).
   if (fastifyError.statusCode === 413) return problem('PAYLOAD_TOO_LARGE', fastifyError.message ?? 'body too large');
@@ -77,6 +93,8 @@ export function toProblem(error: unknown): Problem {
 /** fastify error handler: problem+json; 5xx are logged with their cause, 4xx are not. */
 export function problemErrorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const body = toProblem(error);
-  if (body.status >= 500) request.log.error({ err: error }, 'request failed');
+  // An outage is logged once as a state change (logRedisConnectionState), not once per request.
+  if (body.code === 'REDIS_UNAVAILABLE') request.log.debug({ err: error }, 'request refused: Redis unavailable');
+  else if (body.status >= 500) request.log.error({ err: error }, 'request failed');
   return sendProblem(reply, body);
 }

@@ -3,7 +3,8 @@
  * (fastify-type-provider-zod) and generate /openapi.json.
  */
 import { z } from 'zod';
-import { ID_PATTERN, PartSchema, WORKFLOW_STATES, WorkflowDefinitionSchema } from '@durable-a2a/shared';
+import { ID_PATTERN, PartSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
+import { StrictWorkflowDefinitionSchema as WorkflowDefinitionSchema } from '../definition.ts';
 import { DelegateInputSchema } from '../producer.ts';
 
 const Id = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
@@ -13,21 +14,28 @@ export { WorkflowDefinitionSchema, DelegateInputSchema };
 export const WorkflowParamsSchema = z.object({ id: Id });
 export const StepParamsSchema = z.object({ id: Id, step: Id });
 
-export const ListWorkflowsQuerySchema = z.object({
+/** Redis SCAN cursors are unsigned 64-bit numbers. */
+const MAX_CURSOR = 2n ** 64n - 1n;
+
+export const ListWorkflowsQuerySchema = z.strictObject({
   state: z.enum(WORKFLOW_STATES).optional(),
   /** Opaque cursor from the previous page. */
-  cursor: z.string().regex(/^\d+$/, 'a cursor returned by the previous page').optional(),
+  cursor: z
+    .string()
+    .regex(/^(0|[1-9]\d{0,19})$/, 'a cursor returned by the previous page')
+    .refine((text) => /^\d{1,20}$/.test(text) && BigInt(text) <= MAX_CURSOR, 'a cursor returned by the previous page (an unsigned 64-bit number)')
+    .optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
 
 export const ReplyBodySchema = z
-  .object({
+  .strictObject({
     text: z.string().min(1, 'must not be empty').optional(),
     parts: z.array(PartSchema).min(1, 'must not be empty').optional(),
   })
   .refine((body) => (body.text === undefined) !== (body.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });
 
-export const RegisterAgentBodySchema = z.object({ cardUrl: z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL' }) });
+export const RegisterAgentBodySchema = z.strictObject({ cardUrl: z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL' }) });
 
 export const PushParamsSchema = z.object({ workflowId: Id, delegationId: Id });
 
@@ -35,4 +43,70 @@ export const PushParamsSchema = z.object({ workflowId: Id, delegationId: Id });
 export const CreatedSchema = z.object({ id: z.string(), created: z.boolean(), messageId: z.string().optional() });
 
 /** `POST /v1/workflows/:id/resolve`: a person's decision on a workflow in NEEDS_ATTENTION. */
-export const ResolveBodySchema = z.object({ action: z.enum(['retry', 'abandon']) });
+export const ResolveBodySchema = z.strictObject({ action: z.enum(['retry', 'abandon']) });
+
+/** RFC 9457 problem details, as every error response carries them (see problem.ts). */
+export const ProblemSchema = z.looseObject({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  code: z.string().describe('Stable code to match on, e.g. INVALID_INPUT, REDIS_UNAVAILABLE'),
+  field: z.string().optional().describe('The offending field, dotted'),
+  issues: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+});
+
+const PROBLEM_DESCRIPTIONS: Record<number, string> = {
+  400: 'Invalid input (INVALID_INPUT), naming the field',
+  401: 'Missing or wrong credentials (UNAUTHORIZED)',
+  403: 'Forbidden',
+  404: 'Not found (NOT_FOUND)',
+  409: 'Conflict (IDEMPOTENCY_CONFLICT, WORKFLOW_FINISHED, NO_OPEN_QUESTION)',
+  413: 'Body too large (PAYLOAD_TOO_LARGE)',
+  415: 'Unsupported media type',
+  422: 'Agent address refused by the address policy (AGENT_ADDRESS_REFUSED) or Agent Card rejected (AGENT_CARD_REJECTED)',
+  502: 'The Agent Card could not be fetched (AGENT_CARD_UNREACHABLE)',
+  503: 'Redis unavailable (REDIS_UNAVAILABLE) or no answer in time (REQUEST_TIMEOUT); Retry-After says when to retry with the same idempotency key',
+};
+
+/** Problem responses for `statuses` (401 and 503 are added: every /v1 route can answer them). */
+export function problemResponses(...statuses: number[]): Record<number, z.ZodType> {
+  return Object.fromEntries([...new Set([...statuses, 401, 503])].map((status) => [status, ProblemSchema.describe(PROBLEM_DESCRIPTIONS[status] ?? 'Problem')]));
+}
+
+const AttemptSchema = z.looseObject({
+  delegationId: z.string(),
+  step: z.string(),
+  kind: z.enum(['step', 'compensation']),
+  attempt: z.number().int(),
+  state: z.string(),
+  taskId: z.string().optional(),
+  contextId: z.string().optional(),
+  finished: z.boolean(),
+  resultText: z.string().optional().describe('Artifacts text, else the direct reply message, else the final status message'),
+  progress: z.enum(['sending', 'held', 'following', 'polling', 'parked', 'waiting for a person', 'finished']),
+  tries: z.number().int().describe('SendMessage calls made for this attempt'),
+  lastError: z.object({ code: z.string(), message: z.string(), retryable: z.boolean().optional() }).optional(),
+  nextCheckAt: z.string().optional().describe('When the reconciler next checks this attempt (ISO 8601)'),
+});
+
+/** `GET /v1/workflows/:id`: the journal view of a workflow. */
+export const WorkflowViewSchema = z.looseObject({
+  workflowId: z.string(),
+  state: z.string(),
+  cancelRequested: z.boolean(),
+  failure: z.array(z.string()).optional(),
+  attention: z.string().optional(),
+  createdAt: z.number(),
+  updatedAt: z.number(),
+  definition: z.looseObject({ workflowId: z.string(), steps: z.array(z.looseObject({ name: z.string() })) }),
+  steps: z.array(z.object({ name: z.string(), attempts: z.array(AttemptSchema), compensations: z.array(AttemptSchema) })),
+  openQuestions: z.array(z.looseObject({ step: z.string(), delegationId: z.string(), state: z.enum(['INPUT_REQUIRED', 'AUTH_REQUIRED']), text: z.string() })),
+});
+
+export const WorkflowListSchema = z.object({ ids: z.array(z.string()), cursor: z.string().optional() });
+export const AgentSchema = z.looseObject({ cardUrl: z.string() });
+export const AgentListSchema = z.object({ agents: z.array(AgentSchema) });
+export const ReplyResultSchema = z.object({ messageId: z.string(), created: z.boolean() });
+export const CancelResultSchema = z.object({ id: z.string(), cancelRequested: z.literal(true) });
+export const ResolveResultSchema = z.looseObject({ id: z.string(), state: z.string() });

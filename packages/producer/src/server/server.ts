@@ -9,12 +9,14 @@ import fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } 
 import fastifySwagger from '@fastify/swagger';
 import { Queue, type Telemetry } from 'bullmq';
 import type { Registry } from 'prom-client';
+
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createRedisClient, queuePrefix, type AddressPolicyOptions, type Logger, type QueueName } from '@durable-a2a/shared';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, waitUntilConnected, type AddressPolicyOptions, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
 import { requireApiToken } from './auth.ts';
 import { problem, problemErrorHandler, sendProblem } from './problem.ts';
+import { answerWithin, DEFAULT_REQUEST_TIMEOUT_MS, STARTUP_REDIS_WAIT_MS } from './deadline.ts';
 import { opsRoutes, type HealthReport } from './routes/ops.ts';
 import { pushRoutes } from './routes/push.ts';
 import { v1Routes } from './routes/v1.ts';
@@ -36,6 +38,12 @@ export interface ServerOptions {
   metricsRegistry?: Registry;
   /** R18 (b): accept a push with only `X-A2A-Notification-Token`. Default false. */
   pushAcceptTokenOnly?: boolean;
+  /** Producer fail-fast command timeout (see ProducerOptions.commandTimeoutMs). Default 2_000. */
+  commandTimeoutMs?: number;
+  /** Every request is answered within this (503 problem+json with Retry-After past it). Default 5_000. */
+  requestTimeoutMs?: number;
+  /** Bull Board without write actions (retry, remove, promote, clean); writes refused with 403. Default false. */
+  adminReadOnly?: boolean;
   /** Extra liveness/readiness (e.g. an embedded fleet). Redis reachability is always part of readiness. */
   health?: () => Promise<HealthReport>;
   /** BullMQ telemetry (`startTracing().telemetry`) for the server's producer and queues. Default none. */
@@ -49,13 +57,20 @@ const logUrl = (url: string) => url.replace(SECRET_QUERY, '$1[redacted]');
 /** The fastify instance `createServer` returns (exported so callers need no fastify import). */
 export type ApiServer = FastifyInstance;
 
+const redisOfServer = new WeakMap<ApiServer, ReturnType<typeof createFailFastRedisClient>>();
+
+/** The connection state of a server's Redis client (`ready` when it answers). */
+export function redisStatusOf(app: ApiServer): string {
+  return redisOfServer.get(app)?.status ?? 'end';
+}
+
 export function createServer(options: ServerOptions): ApiServer {
   const tokens = options.apiTokens.filter((token) => token.length > 0);
   if (tokens.length === 0) throw new Error('createServer: apiTokens must hold at least one non-empty token');
   const prefix = options.prefix ?? 'da2a';
   const logger = options.logger ?? createLogger();
-  const metrics = createMetrics(options.metricsRegistry);
-  const redis = createRedisClient(options.redisUrl);
+  const metrics = createMetrics(options.metricsRegistry, 'api');
+  const redis = createFailFastRedisClient(options.redisUrl, options.commandTimeoutMs);
   const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry });
   const queues = Object.fromEntries(
     ALL_QUEUES.map((name) => [
@@ -64,10 +79,12 @@ export function createServer(options: ServerOptions): ApiServer {
     ]),
   ) as Record<QueueName, Queue>;
   const queueList = Object.values(queues);
+  logRedisConnectionState(logger, redis, queueList);
 
   // Request logging is ours (onResponse below): fastify's default lines would carry
   // the raw URL, and a header serializer could one day add Authorization.
   const app = fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
+  redisOfServer.set(app, redis);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(problemErrorHandler);
@@ -77,7 +94,19 @@ export function createServer(options: ServerOptions): ApiServer {
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ method: request.method, url: logUrl(request.url), statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
+  answerWithin(app, options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, () => redis.status === 'ready');
+  app.addHook('onReady', async () => {
+    // Requests before the first connection would be refused (no offline queue): give Redis a moment.
+    await waitUntilConnected(redis, STARTUP_REDIS_WAIT_MS);
+  });
   app.addHook('onClose', async () => {
+    if (redis.status !== 'ready') {
+      // Redis down: closing gracefully would wait for a reconnect that may never come.
+      await Promise.all(queueList.map((queue) => queue.disconnect().catch(() => undefined)));
+      if (!options.producer) await producer.close();
+      redis.disconnect();
+      return;
+    }
     await Promise.all(queueList.map((queue) => queue.close()));
     if (!options.producer) await producer.close();
     await redis.quit().catch(() => redis.disconnect());
@@ -85,17 +114,24 @@ export function createServer(options: ServerOptions): ApiServer {
 
   app.register(fastifySwagger, {
     openapi: {
-      info: { title: 'durable-a2a', description: 'Durable delegations to remote A2A agents', version: '0.1.0' },
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      info: { title: 'durable-a2a', description: 'Durable delegations to remote A2A agents', version: '0.1.0', license: { name: 'UNLICENSED (not licensed for use outside its owner)', url: 'https://docs.npmjs.com/cli/v11/configuring-npm/package-json#license' } },
+      servers: [{ url: '/', description: 'This service (the origin that serves /openapi.json)' }],
+      components: {
+        securitySchemes: {
+          bearer: { type: 'http', scheme: 'bearer', description: 'An API token (DA2A_API_TOKENS)' },
+          pushToken: { type: 'http', scheme: 'bearer', description: "The delegation's own push token, registered with the agent by the workers (A2A §9)" },
+          notificationToken: { type: 'apiKey', in: 'header', name: 'X-A2A-Notification-Token', description: 'The same push token in the A2A 0.3 header; accepted alone only with DA2A_PUSH_ACCEPT_TOKEN_ONLY' },
+        },
+      },
     },
     transform: jsonSchemaTransform,
   });
   app.register(async (v1) => {
     v1.addHook('onRequest', requireApiToken(tokens));
-    await v1.register(v1Routes(producer));
+    await v1.register(v1Routes(producer, options.addressPolicy ?? {}));
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, acceptTokenOnly: options.pushAcceptTokenOnly ?? false }), { prefix: '/v1' });
-  app.register(async (root) => registerAdmin(root, queueList, tokens));
+  app.register(async (root) => registerAdmin(root, queueList, tokens, { readOnly: options.adminReadOnly ?? false }));
   app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, server: app }));
   app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal }));
   return app;

@@ -7,7 +7,8 @@
  * redirect interceptor is composed here.
  */
 import { lookup as dnsLookup } from 'node:dns/promises';
-import { BlockList, isIP, type LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
 import { Agent, buildConnector } from 'undici';
 import { A2AError, NetworkError } from './errors.ts';
 
@@ -54,65 +55,72 @@ export class BlockedAddressError extends A2AError {
   }
 }
 
-type Family = 'ipv4' | 'ipv6';
-/** Checked in this order, so 169.254.169.254 is `metadata`, not `link-local`. */
-const RANGES: readonly [AddressCategory, Family, string, number][] = [
-  ['metadata', 'ipv4', '169.254.169.254', 32], // AWS, GCP, Azure, OpenStack instance metadata
-  ['metadata', 'ipv4', '100.100.100.200', 32], // Alibaba Cloud instance metadata (inside CGNAT)
-  ['metadata', 'ipv6', 'fd00:ec2::254', 128], // AWS IMDS over IPv6
-  ['unspecified', 'ipv4', '0.0.0.0', 8], // Linux connects 0.0.0.0 to the local host
-  ['unspecified', 'ipv6', '::', 128],
-  ['loopback', 'ipv4', '127.0.0.0', 8],
-  ['loopback', 'ipv6', '::1', 128],
-  ['link-local', 'ipv4', '169.254.0.0', 16],
-  ['link-local', 'ipv6', 'fe80::', 10],
-  ['private', 'ipv4', '10.0.0.0', 8],
-  ['private', 'ipv4', '172.16.0.0', 12],
-  ['private', 'ipv4', '192.168.0.0', 16],
-  ['private', 'ipv4', '100.64.0.0', 10], // CGNAT (RFC 6598): not reachable from the internet
-  ['private', 'ipv6', 'fc00::', 7], // unique local (RFC 4193)
-  ['private', 'ipv6', 'fec0::', 10], // deprecated site-local (RFC 3879)
-  ['multicast', 'ipv4', '224.0.0.0', 4],
-  ['multicast', 'ipv6', 'ff00::', 8],
-  ['reserved', 'ipv4', '240.0.0.0', 4], // includes the 255.255.255.255 broadcast
-];
-const BLOCK_LISTS: readonly [AddressCategory, BlockList][] = [...new Set(RANGES.map(([category]) => category))].map((category) => {
-  const list = new BlockList();
-  for (const [rangeCategory, family, prefix, bits] of RANGES) if (rangeCategory === category) list.addSubnet(prefix, bits, family);
-  return [category, list];
-});
+/**
+ * Instance-metadata endpoints: not IANA special-purpose ranges (169.254.169.254
+ * is link-local, 100.100.100.200 is inside CGNAT), named first so the refusal
+ * says what they are.
+ */
+const METADATA_ADDRESSES = new Set(['169.254.169.254', '100.100.100.200', 'fd00:ec2::254']);
 
-/** The 8 hextets of a valid IPv6 address (an embedded dotted IPv4 tail is allowed). */
-function hextets(ip: string): number[] {
-  let text = ip;
-  const tail = text.slice(text.lastIndexOf(':') + 1);
-  if (tail.includes('.')) {
-    const [a = 0, b = 0, c = 0, d = 0] = tail.split('.').map(Number);
-    text = `${text.slice(0, text.length - tail.length)}${((a << 8) | b).toString(16)}:${((c << 8) | d).toString(16)}`;
+/**
+ * ipaddr.js range names (its tables follow the IANA IPv4 and IPv6
+ * special-purpose address registries) → our categories. Ranges IANA marks
+ * globally reachable (AS112, AMT) count as public; every other special range
+ * is refused by default. Unknown future names fall to `reserved`.
+ */
+const RANGE_CATEGORIES: Record<string, AddressCategory> = {
+  unicast: 'public',
+  as112: 'public',
+  as112v6: 'public',
+  amt: 'public',
+  unspecified: 'unspecified',
+  broadcast: 'reserved',
+  multicast: 'multicast',
+  linkLocal: 'link-local',
+  loopback: 'loopback',
+  carrierGradeNat: 'private', // RFC 6598: not reachable from the internet
+  private: 'private',
+  uniqueLocal: 'private', // RFC 4193
+  deprecatedSiteLocal: 'private', // RFC 3879
+  reserved: 'reserved',
+};
+
+/** IPv6 ranges that carry an IPv4 address: classified by that address (mapped, NAT64 well-known prefix). */
+const EMBEDDING_RANGES = new Set(['ipv4Mapped', 'rfc6052']);
+
+/** RFC 8215 local-use NAT64 prefix: translated to addresses of the local network. */
+const NAT64_LOCAL_USE = ipaddr.parseCIDR('64:ff9b:1::/48') as [ipaddr.IPv6, number];
+/** Only 2000::/3 is allocated as global unicast; IPv6 "unicast" outside it is reserved space. */
+const GLOBAL_UNICAST = ipaddr.parseCIDR('2000::/3') as [ipaddr.IPv6, number];
+
+function classifyIpv4(address: ipaddr.IPv4): AddressCategory {
+  if (METADATA_ADDRESSES.has(address.toString())) return 'metadata';
+  return RANGE_CATEGORIES[address.range()] ?? 'reserved';
+}
+
+function classifyIpv6(address: ipaddr.IPv6): AddressCategory {
+  if (METADATA_ADDRESSES.has(address.toString())) return 'metadata';
+  const range = address.range();
+  if (address.match(NAT64_LOCAL_USE)) return 'private';
+  if (EMBEDDING_RANGES.has(range)) {
+    const parts = address.parts;
+    return classifyIpv4(new ipaddr.IPv4([parts[6]! >> 8, parts[6]! & 0xff, parts[7]! >> 8, parts[7]! & 0xff]));
   }
-  const [head = '', rest] = text.split('::');
-  const parse = (part: string): number[] => (part === '' ? [] : part.split(':').map((group) => Number.parseInt(group, 16)));
-  const left = parse(head);
-  const right = rest === undefined ? [] : parse(rest);
-  return [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+  if (range === 'unicast') return address.match(GLOBAL_UNICAST) ? 'public' : 'reserved';
+  // 6to4, Teredo, SIIT (rfc6145), ORCHID, discard, benchmarking, segment routing…: not an agent's address.
+  return RANGE_CATEGORIES[range] ?? 'reserved';
 }
 
-/** IPv4 carried in an IPv6 address: `::ffff:a.b.c.d` (mapped) and `64:ff9b::a.b.c.d` (NAT64, RFC 6052). */
-function embeddedIpv4(ip: string): string | undefined {
-  const [h0, h1, h2, h3, h4, h5, h6 = 0, h7 = 0] = hextets(ip);
-  const mapped = h0 === 0 && h1 === 0 && h2 === 0 && h3 === 0 && h4 === 0 && h5 === 0xffff;
-  const nat64 = h0 === 0x64 && h1 === 0xff9b && h2 === 0 && h3 === 0 && h4 === 0 && h5 === 0;
-  return mapped || nat64 ? `${h6 >> 8}.${h6 & 0xff}.${h7 >> 8}.${h7 & 0xff}` : undefined;
-}
-
-/** Classifies an IP literal. Throws `TypeError` for a non-IP string. IPv6 zone ids (`%eth0`) are ignored. */
+/**
+ * Classifies an IP literal by ipaddr.js's special-purpose range tables (field
+ * case RT9: every IPv4-in-IPv6 form is classified by the IPv4 it carries).
+ * Throws `TypeError` for a non-IP string. IPv6 zone ids (`%eth0`) are ignored.
+ */
 export function classifyAddress(ip: string): AddressCategory {
   const bare = ip.replace(/^\[|\]$/g, '').replace(/%.*$/, '');
-  const version = isIP(bare);
-  if (version === 0) throw new TypeError(`not an IP address: ${ip}`);
-  const v4 = version === 6 ? embeddedIpv4(bare) : bare;
-  const [address, family]: [string, Family] = v4 === undefined ? [bare, 'ipv6'] : [v4, 'ipv4'];
-  return BLOCK_LISTS.find(([, list]) => list.check(address, family))?.[0] ?? 'public';
+  if (isIP(bare) === 0 || !ipaddr.isValid(bare)) throw new TypeError(`not an IP address: ${ip}`);
+  const address = ipaddr.parse(bare);
+  return address.kind() === 'ipv4' ? classifyIpv4(address as ipaddr.IPv4) : classifyIpv6(address as ipaddr.IPv6);
 }
 
 /** `AddressPolicyOptions` with defaults applied once. */

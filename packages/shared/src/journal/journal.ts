@@ -421,6 +421,12 @@ export class Journal {
     await this.redis.zadd(this.keys.unfinished(), atMs, indexMember(ref.workflowId, ref.delegationId));
   }
 
+  /** When the reconciler next checks a delegation (ms since epoch), or undefined when it is not in the unfinished index. Read-only. */
+  async nextCheckAt(ref: DelegationRef): Promise<number | undefined> {
+    const score = await this.redis.zscore(this.keys.unfinished(), indexMember(ref.workflowId, ref.delegationId));
+    return score === null ? undefined : Number(score);
+  }
+
   /** Removes a delegation from the unfinished index. */
   async removeFromIndex(ref: DelegationRef): Promise<void> {
     await this.redis.zrem(this.keys.unfinished(), indexMember(ref.workflowId, ref.delegationId));

@@ -29,7 +29,8 @@ import {
 } from '@durable-a2a/shared';
 import { bearerOf, secretEquals } from '../auth.ts';
 import { problem, sendProblem } from '../problem.ts';
-import { PushParamsSchema } from '../schemas.ts';
+import { PushParamsSchema, problemResponses } from '../schemas.ts';
+import { z } from 'zod';
 
 export interface PushRouteOptions {
   journal: Journal;
@@ -83,7 +84,10 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
         onRequest: authenticate,
         bodyLimit: PUSH_BODY_LIMIT_BYTES,
         schema: {
+          operationId: 'receivePushNotification',
           tags: ['push'],
+          security: [{ pushToken: [] }, { notificationToken: [] }],
+          response: { 204: z.null().describe('Applied, or a duplicate that changed nothing'), ...problemResponses(400, 403, 404, 413, 415) },
           summary: 'Push notification webhook for one delegation (A2A 1.0 StreamResponse or 0.3 Task body)',
           description: 'Authorization: Bearer <per-delegation push token>. Answers 204; 401 before the body is read when credentials are missing or wrong; 403 when the body names another task.',
           params: PushParamsSchema,
@@ -130,7 +134,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
           const { workflowId, delegationId } = ref;
           await reconcile.add('delegation', { workflowId, delegationId }, { jobId: jobId('reconcile', workflowId, delegationId, 'push', Date.now()) });
         }
-        return reply.code(204).send();
+        return reply.code(204).send(null);
       },
     );
   };

@@ -3,6 +3,7 @@
  * without a journaled reply) across workflows, newest first, paged. Answer
  * one with `POST /v1/workflows/:id/steps/:step/reply`.
  */
+import { problemResponses } from '../schemas.ts';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { listOpenQuestions, type Journal } from '@durable-a2a/shared';
@@ -31,11 +32,12 @@ export function questionRoutes(journal: Journal): FastifyPluginAsyncZod {
       '/questions',
       {
         schema: {
+          operationId: 'listQuestions',
           tags: ['workflows'],
           summary: 'Open questions across workflows, newest first, paged by cursor',
           security: [{ bearer: [] }],
           querystring: QuestionsQuerySchema,
-          response: { 200: QuestionsPageSchema },
+          response: { 200: QuestionsPageSchema, ...problemResponses(400) },
         },
       },
       async (request) => {

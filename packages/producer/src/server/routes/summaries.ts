@@ -4,6 +4,7 @@
  * an opaque keyset cursor. `ids` repeats the page's workflow ids for callers
  * of the earlier id-only listing.
  */
+import { problemResponses } from '../schemas.ts';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { AttentionSchema, WORKFLOW_STATES, decodeListingCursor, listWorkflowSummaries, type Journal } from '@durable-a2a/shared';
@@ -47,11 +48,12 @@ export function summaryRoutes(journal: Journal): FastifyPluginAsyncZod {
       '/workflows',
       {
         schema: {
+          operationId: 'listWorkflows',
           tags: ['workflows'],
           summary: 'Workflow summaries, newest first, by state or waiting for a person, paged by cursor',
           security: [{ bearer: [] }],
           querystring: WorkflowSummariesQuerySchema,
-          response: { 200: WorkflowSummariesSchema },
+          response: { 200: WorkflowSummariesSchema, ...problemResponses(400) },
         },
       },
       async (request) => {

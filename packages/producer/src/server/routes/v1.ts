@@ -1,35 +1,58 @@
 /**
  * /v1: workflows, delegations, replies, cancellation and agents. Bodies are
- * validated by the route schemas, then again by the producer (which is the
- * contract for library callers too).
+ * validated by the route schemas (strict: unknown fields are refused), then
+ * again by the producer (which is the contract for library callers too).
+ * Every route declares its real statuses; 401 and 503 apply to all.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import type { z } from 'zod';
+import type { AddressPolicyOptions } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { LongPollQuerySchema, viewAfterWaiting } from '../../wait.ts';
+import { checkAgentAddresses } from '../agent-addresses.ts';
 import {
+  AgentListSchema,
+  AgentSchema,
+  CancelResultSchema,
   CreatedSchema,
   DelegateInputSchema,
   RegisterAgentBodySchema,
   ReplyBodySchema,
+  ReplyResultSchema,
   ResolveBodySchema,
+  ResolveResultSchema,
   StepParamsSchema,
   WorkflowDefinitionSchema,
   WorkflowParamsSchema,
+  WorkflowViewSchema,
+  problemResponses,
 } from '../schemas.ts';
 import { questionRoutes } from './questions.ts';
 import { summaryRoutes } from './summaries.ts';
 
 const security = [{ bearer: [] }];
+const created = { 200: CreatedSchema.describe('Already existed (same idempotency key, same request)'), 201: CreatedSchema.describe('Created') };
 
-export function v1Routes(producer: Producer): FastifyPluginAsyncZod {
+/** `addressPolicy`: checked on every fixed agent URL of a request body before anything is written. */
+export function v1Routes(producer: Producer, addressPolicy: AddressPolicyOptions = {}): FastifyPluginAsyncZod {
+  const checkAddresses = async (request: { body: unknown }) => checkAgentAddresses(request.body as Parameters<typeof checkAgentAddresses>[0], addressPolicy);
   return async (app) => {
     app.post(
       '/workflows',
       {
-        schema: { tags: ['workflows'], summary: 'Start a workflow (idempotent on workflowId)', security, body: WorkflowDefinitionSchema, response: { 200: CreatedSchema, 201: CreatedSchema } },
+        schema: {
+          operationId: 'startWorkflow',
+          tags: ['workflows'],
+          summary: 'Start a workflow (idempotent on workflowId)',
+          description: 'The definition is checked fully before anything is written: unknown fields, unique step names without ".", "|", ":" or a reserved prefix, `after` naming earlier steps only, at most 100 steps, every agent address.',
+          security,
+          body: WorkflowDefinitionSchema,
+          response: { ...created, ...problemResponses(400, 409, 413, 415, 422) },
+        },
+        preHandler: checkAddresses,
       },
       async (request, reply) => {
-        const result = await producer.startWorkflow(request.body);
+        const result = await producer.startWorkflow(request.body as Parameters<Producer['startWorkflow']>[0]);
         return reply.code(result.created ? 201 : 200).send(result);
       },
     );
@@ -37,7 +60,15 @@ export function v1Routes(producer: Producer): FastifyPluginAsyncZod {
     app.post(
       '/delegations',
       {
-        schema: { tags: ['workflows'], summary: 'Delegate one message to one agent (idempotent on idempotencyKey)', security, body: DelegateInputSchema, response: { 200: CreatedSchema, 201: CreatedSchema } },
+        schema: {
+          operationId: 'delegate',
+          tags: ['workflows'],
+          summary: 'Delegate one message to one agent (idempotent on idempotencyKey)',
+          security,
+          body: DelegateInputSchema,
+          response: { ...created, ...problemResponses(400, 409, 413, 415, 422) },
+        },
+        preHandler: checkAddresses,
       },
       async (request, reply) => {
         const result = await producer.delegate(request.body);
@@ -52,23 +83,36 @@ export function v1Routes(producer: Producer): FastifyPluginAsyncZod {
       '/workflows/:id',
       {
         schema: {
+          operationId: 'getWorkflow',
           tags: ['workflows'],
-          summary: 'The journal view of a workflow: every step and attempt. With waitMs (capped at 30000), a long poll: answers once the workflow is finished or needs a person (or, with untilQuestion=true, asks a question), else after waitMs',
+          summary: 'The journal view of a workflow: every step and attempt, with progress, tries, last error and next check. With waitMs (capped at 30000), a long poll: answers once the workflow is finished or needs a person (or, with untilQuestion=true, asks a question), else after waitMs',
           security,
           params: WorkflowParamsSchema,
           querystring: LongPollQuerySchema,
+          response: { 200: WorkflowViewSchema.describe('The workflow view'), ...problemResponses(400, 404) },
         },
       },
       async (request, reply) => {
         const clientGone = new AbortController();
         reply.raw.once('close', () => clientGone.abort()); // before the answer: the client left
-        return viewAfterWaiting(producer, request.params.id, request.query, clientGone.signal);
+        // The view's own interface has no index signature; the schema is loose on purpose.
+        return (await viewAfterWaiting(producer, request.params.id, request.query, clientGone.signal)) as unknown as z.output<typeof WorkflowViewSchema>;
       },
     );
 
     app.post(
       '/workflows/:id/steps/:step/reply',
-      { schema: { tags: ['workflows'], summary: 'Answer the open question (INPUT_REQUIRED / AUTH_REQUIRED) of a step', security, params: StepParamsSchema, body: ReplyBodySchema } },
+      {
+        schema: {
+          operationId: 'replyToStep',
+          tags: ['workflows'],
+          summary: 'Answer the open question (INPUT_REQUIRED / AUTH_REQUIRED) of a step',
+          security,
+          params: StepParamsSchema,
+          body: ReplyBodySchema,
+          response: { 200: ReplyResultSchema.describe('Already answered: the earlier reply'), 202: ReplyResultSchema.describe('Reply journaled; it is sent on the same task'), ...problemResponses(400, 404, 409) },
+        },
+      },
       async (request, reply) => {
         const { id, step } = request.params;
         const answer = request.body.text ?? { parts: request.body.parts! };
@@ -79,16 +123,35 @@ export function v1Routes(producer: Producer): FastifyPluginAsyncZod {
 
     app.post(
       '/workflows/:id/cancel',
-      { schema: { tags: ['workflows'], summary: 'Cancel a workflow (CancelTask for running tasks, then compensation)', security, params: WorkflowParamsSchema } },
+      {
+        schema: {
+          operationId: 'cancelWorkflow',
+          tags: ['workflows'],
+          summary: 'Cancel a workflow (CancelTask for running tasks, then compensation)',
+          security,
+          params: WorkflowParamsSchema,
+          response: { 202: CancelResultSchema.describe('Cancellation requested'), ...problemResponses(400, 404, 409) },
+        },
+      },
       async (request, reply) => {
         await producer.cancel(request.params.id);
-        return reply.code(202).send({ id: request.params.id, cancelRequested: true });
+        return reply.code(202).send({ id: request.params.id, cancelRequested: true as const });
       },
     );
 
-  app.post(
+    app.post(
       '/workflows/:id/resolve',
-      { schema: { tags: ['workflows'], summary: 'A person decides on a workflow in NEEDS_ATTENTION: retry the AMBIGUOUS attempts, or abandon (compensate)', security, params: WorkflowParamsSchema, body: ResolveBodySchema } },
+      {
+        schema: {
+          operationId: 'resolveWorkflow',
+          tags: ['workflows'],
+          summary: 'A person decides on a workflow in NEEDS_ATTENTION: retry the AMBIGUOUS attempts, or abandon (compensate)',
+          security,
+          params: WorkflowParamsSchema,
+          body: ResolveBodySchema,
+          response: { 202: ResolveResultSchema.describe('Decision recorded; the workflow runs again'), ...problemResponses(400, 404, 409) },
+        },
+      },
       async (request, reply) => {
         const result = await producer.resolve(request.params.id, request.body.action);
         return reply.code(202).send({ id: request.params.id, ...result });
@@ -97,10 +160,24 @@ export function v1Routes(producer: Producer): FastifyPluginAsyncZod {
 
     app.post(
       '/agents',
-      { schema: { tags: ['agents'], summary: 'Register (or refresh) an agent by its Agent Card URL', security, body: RegisterAgentBodySchema } },
+      {
+        schema: {
+          operationId: 'registerAgent',
+          tags: ['agents'],
+          summary: 'Register (or refresh) an agent by its Agent Card URL',
+          security,
+          body: RegisterAgentBodySchema,
+          response: { 201: AgentSchema.describe('Registered'), ...problemResponses(400, 422, 502) },
+        },
+        preHandler: checkAddresses,
+      },
       async (request, reply) => reply.code(201).send(await producer.registerAgent(request.body.cardUrl)),
     );
 
-    app.get('/agents', { schema: { tags: ['agents'], summary: 'Registered agents', security } }, async () => ({ agents: await producer.listAgents() }));
+    app.get(
+      '/agents',
+      { schema: { operationId: 'listAgents', tags: ['agents'], summary: 'Registered agents', security, response: { 200: AgentListSchema.describe('Every registered agent'), ...problemResponses() } } },
+      async () => ({ agents: await producer.listAgents() }),
+    );
   };
 }

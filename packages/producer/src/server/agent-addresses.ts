@@ -1,0 +1,59 @@
+/**
+ * The address policy at request time (issue 13): `POST /v1/delegations` and
+ * `POST /v1/workflows` check every fixed agent URL (steps and compensations)
+ * with the same policy and the same code as `POST /v1/agents`, so a refused address is a 422
+ * with the reason now, not a 201 and a failure later. A host that does not
+ * resolve right now is let through (DNS may be briefly down; the workers
+ * check again at connection time and fail the attempt with the reason).
+ */
+import { BlockedAddressError, NetworkError, checkUrl, type AddressPolicyOptions } from '@durable-a2a/shared';
+
+/** A refused agent URL, naming the request field that holds it. */
+export class AgentAddressRefusedError extends BlockedAddressError {
+  constructor(
+    cause: BlockedAddressError,
+    readonly field: string,
+  ) {
+    super(`${field}: ${cause.message}`, { host: cause.host, category: cause.category, address: cause.address, cause });
+  }
+}
+
+interface StepLike {
+  agent?: string;
+  compensation?: { agent?: string } | object;
+}
+
+/** A delegation, workflow or agent registration body. */
+export interface AgentUrlHolder {
+  cardUrl?: string;
+  agent?: string;
+  steps?: readonly StepLike[];
+}
+
+/** Every fixed agent URL in a delegation or workflow body, with the dotted field that holds it. */
+export function agentUrlsOf(body: AgentUrlHolder): { field: string; url: string }[] {
+  const found: { field: string; url: string }[] = [];
+  if (body.cardUrl) found.push({ field: 'cardUrl', url: body.cardUrl });
+  if (body.agent) found.push({ field: 'agent', url: body.agent });
+  (body.steps ?? []).forEach((step, index) => {
+    if (step.agent) found.push({ field: `steps.${index}.agent`, url: step.agent });
+    const compensation = step.compensation as { agent?: string } | undefined;
+    if (compensation?.agent) found.push({ field: `steps.${index}.compensation.agent`, url: compensation.agent });
+  });
+  return found;
+}
+
+/** Throws AgentAddressRefusedError for the first URL the policy refuses. Distinct URLs are checked once. */
+export async function checkAgentAddresses(body: AgentUrlHolder, policy: AddressPolicyOptions): Promise<void> {
+  const checked = new Set<string>();
+  for (const { field, url } of agentUrlsOf(body)) {
+    if (checked.has(url)) continue;
+    checked.add(url);
+    try {
+      await checkUrl(url, policy);
+    } catch (error) {
+      if (error instanceof BlockedAddressError) throw new AgentAddressRefusedError(error, field);
+      if (!(error instanceof NetworkError)) throw error;
+    }
+  }
+}
