@@ -4,7 +4,7 @@
  * and when a delegation opens a question (applyStatus). One subscriber
  * connection per process is shared by every waiter (`producer.waitFor`).
  */
-import type { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import type { Journal } from './journal.ts';
 
 /** The channel a workflow's changes are published on (same hash tag as its keys). */
@@ -51,7 +51,11 @@ export class WorkflowChangeSubscriber {
 
   #connection(): Redis | Cluster {
     if (this.#subscriber) return this.#subscriber;
-    const subscriber = this.redis.duplicate();
+    // A subscriber may queue its SUBSCRIBE until connected (a fail-fast producer client has no offline
+    // queue); every wait is bounded by its caller (timeoutMs, signal, the API's request timeout).
+    const subscriber = this.redis instanceof Cluster
+      ? this.redis.duplicate(undefined, { enableOfflineQueue: true })
+      : this.redis.duplicate({ enableOfflineQueue: true });
     subscriber.on('error', () => undefined); // commands reject to the waiter; reconnects are ioredis' job
     subscriber.on('message', (channel: string) => this.#waiters.get(channel)?.forEach((wake) => wake()));
     // Messages published while disconnected are lost: after a reconnect, every waiter reads again.
