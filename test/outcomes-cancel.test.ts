@@ -93,3 +93,38 @@ describe('V6: cancel while the send is held', () => {
     expect(view.steps[0]!.compensations[0]!.state).toBe('COMPLETED');
   });
 });
+
+describe('RT1: a step named like a compensation (definition through the producer library, no API check)', () => {
+  it('A receives exactly one CANCEL (for flight), and the workflow is COMPENSATED only because it ran', async () => {
+    const prefix = h.newPrefix();
+    const answer: ScriptedHandler = (params) => {
+      const state = params.message.parts?.[0]?.text === 'REJECT' ? 'REJECTED' : 'COMPLETED';
+      return { result: { task: task(`T-${params.message.messageId}`, state, { contextId: params.message.contextId, history: [params.message], timestamp: h.at(1) }) } };
+    };
+    const a = await h.agentWith({ SendMessage: answer });
+    const b = await h.agentWith({ SendMessage: answer });
+    const p = h.producer(prefix);
+    await h.fleetFor(prefix);
+    const { id } = await p.startWorkflow({
+      workflowId: 'rt1',
+      maxAttemptsPerStep: 1,
+      steps: [
+        { name: 'flight', agent: a.cardUrl, message: { text: 'BOOK flight' }, compensation: { agent: a.cardUrl, message: { text: 'CANCEL' } } },
+        { name: 'undo.flight', agent: a.cardUrl, message: { text: 'BOOK lookalike' } },
+        { name: 'last', agent: b.cardUrl, message: { text: 'REJECT' } },
+      ],
+    });
+    const view = await eventually(async () => {
+      const current = await p.get(id);
+      return !['RUNNING', 'COMPENSATING'].includes(current.state) && current;
+    }, 'workflow settled', 20_000);
+    const texts = a.requests.filter((request) => request.method === 'SendMessage').map((request) => request.params.message.parts[0].text);
+    expect(texts.filter((text) => text === 'CANCEL')).toHaveLength(1);
+    expect(view.state).toBe('COMPENSATED');
+    const flight = view.steps.find((step) => step.name === 'flight')!;
+    expect(flight.compensations).toHaveLength(1);
+    expect(flight.compensations[0]).toMatchObject({ kind: 'compensation', state: 'COMPLETED' });
+    expect(flight.compensations[0]!.delegationId).not.toBe(view.steps.find((step) => step.name === 'undo.flight')!.attempts[0]!.delegationId);
+    expect(view.steps.find((step) => step.name === 'undo.flight')!.compensations).toEqual([]);
+  });
+});
