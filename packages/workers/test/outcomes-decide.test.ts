@@ -4,7 +4,7 @@
  * named like a compensation): pure, no Redis.
  */
 import { describe, expect, it } from 'vitest';
-import { WorkflowDefinitionSchema, delegationIdOf, type DelegationRecord } from '@durable-a2a/shared';
+import { WorkflowDefinitionSchema, delegationIdOf, type DelegationRecord, type Step } from '@durable-a2a/shared';
 import { decide, type AttemptView, type WorkflowSnapshot } from '../src/workflow/decide.ts';
 import { compensationOf, undoPlan } from '../src/workflow/compensation.ts';
 
@@ -28,7 +28,7 @@ const canceled = (definition: WorkflowSnapshot['definition'], attempts: AttemptV
   attempts,
   ...extra,
 });
-const fixed = (step: { agent?: string }) => (step.agent ? [step.agent] : []);
+const fixed = (step: Step) => ('agent' in step && step.agent ? [step.agent] : []);
 const compensation = { agent: A, message: { text: 'CANCEL' } };
 
 describe('R31: a cancel that loses the race to completion', () => {

@@ -33,7 +33,20 @@ const eventArb = fc.record({
   person: fc.constantFrom('retry', 'abandon', 'leave'),
 });
 
-function definitionOf(input: fc.RecordValue<typeof workflowArb>['names'] extends never ? never : { names: string[]; steps: { kind: string; agents: number; afterMask?: number }[]; maxAttemptsPerStep: number }): WorkflowDefinition {
+interface WorkflowInput {
+  names: string[];
+  steps: { kind: string; agents: number; afterMask?: number }[];
+  maxAttemptsPerStep: number;
+}
+interface Event {
+  pick: number;
+  outcome: (typeof OUTCOMES)[number];
+  effect: 'present' | 'absent' | 'unknown';
+  cancel: boolean;
+  person: string;
+}
+
+function definitionOf(input: WorkflowInput): WorkflowDefinition {
   const steps = input.names.map((name, index) => {
     const shape = input.steps[index]!;
     const earlier = input.names.slice(0, index);
@@ -118,7 +131,6 @@ function contradictions(world: World, decision: Decision): string[] {
   return problems;
 }
 
-type Event = fc.RecordValue<typeof eventArb>['pick'] extends number ? { pick: number; outcome: (typeof OUTCOMES)[number]; effect: 'present' | 'absent' | 'unknown'; cancel: boolean; person: string } : never;
 
 /** Plays the workflow: applies each decision, lets one thing happen per `wait`; returns the final decision. */
 function play(world: World, events: Event[], lookup: (step: Step) => string[]): { decision: Decision; problems: string[] } {
@@ -174,7 +186,7 @@ describe('truthful outcomes (property over random workflows)', () => {
           state: 'INTENT',
           held,
         }));
-        const { problems } = play({ definition, attempts, cancelRequested: false }, events as Event[], lookup);
+        const { problems } = play({ definition, attempts, cancelRequested: false }, events, lookup);
         expect(problems).toEqual([]);
       }),
       { numRuns: 2000 },
