@@ -91,7 +91,7 @@ describe('crash between send and record, against a 0.3 agent', () => {
     await expect(producer.resolve(id, 'retry')).rejects.toMatchObject({ code: 'WORKFLOW_FINISHED' });
   });
 
-  it('a person may also abandon an AMBIGUOUS delegation: nothing to undo, so CANCELED', async () => {
+  it('a person may also abandon an AMBIGUOUS delegation: nothing can undo it, so FAILED with the reason (never CANCELED: it may have happened)', async () => {
     const { id, prefix } = await crashAfterSend('v03-abandon');
     fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
     expect((await finished(id)).state).toBe('NEEDS_ATTENTION');
@@ -100,7 +100,8 @@ describe('crash between send and record, against a 0.3 agent', () => {
       const current = await producer.get(id);
       return current.state !== 'RUNNING' && current.state !== 'NEEDS_ATTENTION' && current;
     }, 'abandoned', 30_000);
-    expect(view.state).toBe('CANCELED');
+    expect(view.state).toBe('FAILED');
+    expect(view.failure).toEqual([expect.stringContaining('abandoned by a person (AMBIGUOUS_SEND)')]);
     expect(view.steps[0]!.attempts).toHaveLength(1);
   });
 

@@ -293,7 +293,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   };
   const allowedCancels = new Map<string, number>();
   for (const view of views.values()) {
-    const messageIdOf = new Map(view.steps.flatMap((step) => step.attempts.map((attempt) => [attempt.delegationId, attempt.messageId] as const)));
+    // A compensation (found by kind: the view's `compensations`) undoes the attempt of its step with the same number.
+    const undoneMessageIdOf = new Map(
+      view.steps.flatMap((step) =>
+        step.compensations.map((undo) => [undo.delegationId, step.attempts.find((attempt) => attempt.attempt === undo.attempt)?.messageId] as const),
+      ),
+    );
     for (const delivery of deliveriesOf(view)) {
       const agent = byCard.get(delivery.agentCardUrl);
       const count = agent?.executions.get(delivery.messageId)?.length ?? 0;
@@ -302,8 +307,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
         if (legitimate(delivery)) legitimateDuplicates += count - 1;
         else violations.push(`${delivery.workflowId}/${delivery.delegationId} ${delivery.kind} ${delivery.messageId} executed ${count} times by ${agent!.name} with no forgetful restart in between (epochs ${agent!.executions.get(delivery.messageId)!.join(',')})`);
       }
-      if (delivery.kind === 'message' && delivery.delegationId.startsWith('undo.')) {
-        const key = messageIdOf.get(delivery.delegationId.slice('undo.'.length));
+      if (delivery.kind === 'message' && undoneMessageIdOf.has(delivery.delegationId)) {
+        const key = undoneMessageIdOf.get(delivery.delegationId);
         if (key) allowedCancels.set(key, (allowedCancels.get(key) ?? 0) + Math.max(1, legitimate(delivery) ? count : 1));
       }
     }

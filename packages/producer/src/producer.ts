@@ -278,7 +278,13 @@ export function createProducer(options: ProducerOptions): Producer {
       const ambiguous = current.steps.flatMap((step) => step.attempts).filter((attempt) => attempt.state === 'AMBIGUOUS').map((attempt) => attempt.delegationId);
       const record = await journal.getWorkflow(id);
       const approved = [...new Set([...(record?.retryApproved ?? []), ...ambiguous])];
-      await journal.updateWorkflow(id, action === 'retry' ? { state: 'RUNNING', attention: null, retryApproved: approved } : { state: 'RUNNING', attention: null, cancelRequested: true });
+      // Abandoning stops the workflow as a person's decision: what can be undone is, the rest ends FAILED with
+      // the reason (never CANCELED: the attempt the person looked at may have had an effect).
+      const abandoned = [`abandoned by a person (${current.attention?.code ?? 'UNSPECIFIED'}): ${current.attention?.message ?? 'no reason recorded'}`];
+      await journal.updateWorkflow(
+        id,
+        action === 'retry' ? { state: 'RUNNING', attention: null, retryApproved: approved } : { state: 'RUNNING', attention: null, cancelRequested: true, stopping: abandoned },
+      );
       await journal.scheduleCheck({ workflowId: id, delegationId: '*' }, Date.now());
       await enqueueDecide(queues, id, { by: 'resolve', at: Date.now() });
       return { state: 'RUNNING' };

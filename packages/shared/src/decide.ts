@@ -9,6 +9,9 @@
 import { dependenciesOf, type Step, type WorkflowDefinition } from './workflow.ts';
 import { UNSUCCESSFUL_STATES, isFinished, type JournalState, type WorkflowState } from './journal/states.ts';
 import type { AttentionCode } from './journal/workflow-record.ts';
+import { cancelOutcome, needsUndo, pendingAttempt } from './decide-effects.ts';
+
+export { needsUndo, mayHaveEffect, pendingAttempt } from './decide-effects.ts';
 
 /** A verifier's finding about a step's side effect. */
 export type Effect = 'present' | 'absent' | 'unknown';
@@ -69,9 +72,11 @@ export type Decision =
    */
   | { kind: 'cancel-running'; reasons: string[]; delegationIds: string[] }
   | { kind: 'complete' }
-  | { kind: 'fail'; step?: string; reasons: string[] }
+  /** The workflow ends FAILED, or CANCELED when `canceled` (only when no attempt has or may have an effect). */
+  | { kind: 'fail'; step?: string; reasons: string[]; canceled?: boolean }
   | { kind: 'compensate'; reason: string }
-  | { kind: 'needs-attention'; step: string; code: AttentionCode; reason: string };
+  /** A person decides; `delegationId` and `evidence` name the attempt to look at, when there is one. */
+  | { kind: 'needs-attention'; step: string; code: AttentionCode; reason: string; delegationId?: string; evidence?: Record<string, unknown> };
 
 /** Agent Card URLs that can run a step, best first (registry lookup by skill, done before deciding). */
 export type CandidateLookup = (step: Step) => string[];
@@ -98,26 +103,18 @@ export function failureOf(attempt: AttemptView, step: Step): string | undefined 
   return classifyFailure(attempt, step)?.reason;
 }
 
-/** True when a step attempt left an effect that a compensation must undo (verified present, or unknown). */
-export function needsUndo(attempt: AttemptView, step: Step): boolean {
-  if (!step.compensation) return false;
-  if (step.verifier) return attempt.effect === 'present' || attempt.effect === 'unknown';
-  return attempt.state === 'COMPLETED';
-}
-
 /** Decides the next action of a workflow (the first one, in step order; `advance` asks again after applying it). */
 export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup): Decision {
   if (snapshot.state !== 'RUNNING') return { kind: 'wait', reason: `workflow is ${snapshot.state}` };
   const stepAttempts = snapshot.attempts.filter((attempt) => attempt.kind === 'step');
   const runningAll = stepAttempts.filter((attempt) => !attempt.held && !isFinished(attempt.state));
-  const running = runningAll[0];
-  if (snapshot.cancelRequested) {
-    if (running) return { kind: 'wait', reason: `cancel requested; ${running.delegationId} is still running` };
-    return compensateOrFail(snapshot, 'canceled by the user', []);
-  }
+  // Canceled: the outcome waits for what every attempt did, then never contradicts it (decide-effects.ts).
+  // A stop already decided (a step failed for good, or a person abandoned the workflow) takes precedence.
+  if (snapshot.cancelRequested && !snapshot.stopping) return cancelOutcome(snapshot);
   if (snapshot.stopping) {
-    // A step failed for good and the running ones were canceled: start nothing new, undo once they ended.
-    if (running) return { kind: 'wait', reason: `stopping; ${running.delegationId} is still running` };
+    // Start nothing new, wait for what runs, then undo what can be undone, or FAILED: never CANCELED.
+    const pending = pendingAttempt(snapshot);
+    if (pending) return { kind: 'wait', reason: `stopping; ${pending.delegationId} is ${pending.state}` };
     return compensateOrFail(snapshot, snapshot.stopping[0]!, snapshot.stopping.slice(1));
   }
   const steps = snapshot.definition.steps;
@@ -211,7 +208,7 @@ function startAttempt(step: Step, attempt: number, previous: PreviousAttempt[], 
 
 function compensateOrFail(snapshot: WorkflowSnapshot, reason: string, reasons: string[], step?: string): Decision {
   const undo = snapshot.definition.steps.some((definition) =>
-    snapshot.attempts.some((attempt) => attempt.kind === 'step' && attempt.step === definition.name && needsUndo(attempt, definition)),
+    snapshot.attempts.some((attempt) => attempt.step === definition.name && needsUndo(attempt, definition)),
   );
   if (undo) return { kind: 'compensate', reason: [reason, ...reasons].join('; ') };
   return { kind: 'fail', step, reasons: [reason, ...reasons] };

@@ -65,7 +65,7 @@ export {
   enqueueCompensate,
 } from './enqueue.ts';
 export type { JobQueue, TypedQueues, CancelOccasion, SubscriptionPlan, ReconcileOccasion, DecideOccasion, CompensateOccasion } from './enqueue.ts';
-export { decide, firstAttempts, classifyFailure, failureOf, needsUndo } from './decide.ts';
+export { decide, firstAttempts, classifyFailure, failureOf, needsUndo, mayHaveEffect, pendingAttempt } from './decide.ts';
 export type { Decision, WorkflowSnapshot, AttemptView, PreviousAttempt, CandidateLookup, FailureKind, FirstAttempt, Effect } from './decide.ts';
 export { attemptMessage } from './attempt-message.ts';
 export type { CarriedAttempt } from './attempt-message.ts';

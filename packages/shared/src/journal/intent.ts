@@ -19,9 +19,13 @@ export interface IntentInput {
   now: number;
 }
 
-/** Delegation id of a step attempt (`book-hotel.2`) or a compensation (`undo.book-hotel.1`). */
+/**
+ * Delegation id of a step attempt (`book-hotel.2`) or of the compensation of one (`book-hotel.1.undo`).
+ * The two kinds never collide whatever the step names: a step attempt's id ends in its attempt number, a
+ * compensation's in `.undo`. Nothing reads a delegation's kind from its id: the record's `kind` field says.
+ */
 export const delegationIdOf = (kind: 'step' | 'compensation', step: string, attempt: number): string =>
-  kind === 'step' ? `${step}.${attempt}` : `undo.${step}.${attempt}`;
+  kind === 'step' ? `${step}.${attempt}` : `${step}.${attempt}.undo`;
 
 /** The hash fields of a new INTENT row (all strings, as Redis stores them). */
 export function buildIntent(input: IntentInput): Record<string, string> {

@@ -18,6 +18,8 @@ export const ATTENTION_CODES = [
   'EFFECT_WITHOUT_COMPENSATION',
   /** A compensation failed, or completed without undoing the effect. */
   'COMPENSATION_FAILED',
+  /** The user canceled, but a step had (or may have had) an effect that no compensation can undo. */
+  'CANCEL_LOST_RACE',
   /** Written by an older release as prose. */
   'UNSPECIFIED',
 ] as const;

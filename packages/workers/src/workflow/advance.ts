@@ -152,11 +152,11 @@ async function applyDecision(
       await closeHeldIntents(ctx, loaded.records);
       await ctx.journal.updateWorkflow(
         workflowId,
-        { state: loaded.record.cancelRequested ? 'CANCELED' : 'FAILED', failure: decision.reasons },
+        { state: decision.canceled ? 'CANCELED' : 'FAILED', failure: decision.reasons },
         loaded.version,
       );
       await ctx.journal.removeFromIndex(workflowRef);
-      if (loaded.record.cancelRequested) log.info({ reasons: decision.reasons }, 'workflow canceled');
+      if (decision.canceled) log.info({ reasons: decision.reasons }, 'workflow canceled');
       else log.warn({ reasons: decision.reasons }, 'workflow failed');
       return;
     case 'compensate':
@@ -166,7 +166,11 @@ async function applyDecision(
       log.warn({ reason: decision.reason }, 'workflow compensating');
       return;
     case 'needs-attention':
-      await ctx.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention: { code: decision.code, message: decision.reason } }, loaded.version);
+      await ctx.journal.updateWorkflow(
+        workflowId,
+        { state: 'NEEDS_ATTENTION', attention: { code: decision.code, message: decision.reason, delegationId: decision.delegationId, evidence: decision.evidence } },
+        loaded.version,
+      );
       log.error({ step: decision.step, reason: decision.reason }, 'workflow needs a person');
       return;
   }

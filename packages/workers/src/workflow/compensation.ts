@@ -1,6 +1,6 @@
 /**
  * workflow/compensation: undoes a workflow's effects in reverse order. Each undo is
- * itself a journaled delegation (`undo.<step>.<attempt>`, its own ids),
+ * itself a journaled delegation (kind `compensation`, id `<step>.<attempt>.undo`, its own ids),
  * recovered by the same reconciler after a crash, sent once, and verified in
  * turn. One job advances the chain by one step: it is re-enqueued whenever a
  * compensation settles, so a crash anywhere resumes where the journal says.
@@ -14,16 +14,25 @@ import { HANDLER_PREFIX } from '../delegation/handler.ts';
 
 export type { CompensationHandler } from '../delegation/handler.ts';
 
-/** The attempts to undo, last done first: steps in reverse order, attempts in reverse order. */
-export function undoPlan(steps: Step[], records: DelegationRecord[]): { step: Step; original: DelegationRecord }[] {
+/**
+ * The attempts to undo, last done first: steps in reverse order, attempts in reverse order. `retryApproved`:
+ * AMBIGUOUS attempts a person sent back (they count as without effect, as in `decide`).
+ */
+export function undoPlan(steps: Step[], records: DelegationRecord[], retryApproved: readonly string[] = []): { step: Step; original: DelegationRecord }[] {
   const plan: { step: Step; original: DelegationRecord }[] = [];
   for (const step of [...steps].reverse()) {
     const attempts = records.filter((record) => record.kind === 'step' && record.step === step.name).sort((a, b) => b.attempt - a.attempt);
     for (const original of attempts) {
-      if (needsUndo({ ...original, error: original.error, effect: original.effect }, step)) plan.push({ step, original });
+      const view = { ...original, error: original.error, effect: original.effect, retryApproved: retryApproved.includes(original.delegationId) };
+      if (needsUndo(view, step)) plan.push({ step, original });
     }
   }
   return plan;
+}
+
+/** The compensation journaled for a step attempt, found by its kind, step and attempt (never by its id's spelling). */
+export function compensationOf(records: DelegationRecord[], original: DelegationRecord): DelegationRecord | undefined {
+  return records.find((record) => record.kind === 'compensation' && record.step === original.step && record.attempt === original.attempt);
 }
 
 /**
@@ -34,10 +43,10 @@ export async function advanceCompensation(ctx: WorkerContext, workflowId: string
   const loaded = await loadWorkflow(ctx, workflowId);
   if (!loaded || loaded.state !== 'COMPENSATING') return 'not-compensating';
   const log = ctx.logger.child({ queue: 'compensate', workflowId, jobId });
-  for (const { step, original } of undoPlan(loaded.definition.steps, loaded.records)) {
+  for (const { step, original } of undoPlan(loaded.definition.steps, loaded.records, loaded.record.retryApproved)) {
     const compensation = step.compensation!;
-    const delegationId = delegationIdOf('compensation', step.name, original.attempt);
-    const existing = loaded.records.find((record) => record.delegationId === delegationId);
+    const existing = compensationOf(loaded.records, original);
+    const delegationId = existing?.delegationId ?? delegationIdOf('compensation', step.name, original.attempt);
     if (!existing) {
       await startCompensation(ctx, loaded.version, step, original, log);
       return `started ${delegationId}`;

@@ -6,7 +6,7 @@
  * with backoff and then recorded as unknown, which the workflow surfaces to a
  * person instead of guessing.
  */
-import type { DelegationRef, DelegationView } from '@durable-a2a/shared';
+import { delegationIdOf, type DelegationRef, type DelegationView } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../context.ts';
 import { loadDefinition } from './advance.ts';
 import { routeDelegation } from '../delegation/route.ts';
@@ -38,7 +38,7 @@ export async function verifyEffect(ctx: WorkerContext, data: DelegationRef, run:
     try {
       const original =
         delegation.kind === 'compensation'
-          ? await ctx.journal.getDelegationView({ workflowId: delegation.workflowId, delegationId: delegation.delegationId.replace(/^undo\./, '') })
+          ? await ctx.journal.getDelegationView({ workflowId: delegation.workflowId, delegationId: delegationIdOf('step', delegation.step, delegation.attempt) })
           : undefined;
       finding = await verifier.verify({ delegation, original, params: reference.params });
     } catch (error) {
