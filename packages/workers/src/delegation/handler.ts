@@ -2,7 +2,7 @@
  * Compensations run by a registered handler instead of an agent
  * (`{ handler: 'name' }`, workers option `compensationHandlers`).
  */
-import type { DelegationRecord } from '@durable-a2a/shared';
+import { delegationIdOf, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { routeDelegation } from './route.ts';
 
@@ -26,7 +26,8 @@ export async function runHandler(ctx: WorkerContext, record: DelegationRecord, f
   const name = record.agentCardUrl.slice(HANDLER_PREFIX.length);
   const handler = ctx.compensationHandlers.get(name);
   await ctx.journal.markSending(record, fence);
-  const originalId = record.delegationId.replace(/^undo\./, '');
+  // The step attempt this compensation undoes: found by kind, step and attempt, never by parsing its id.
+  const originalId = delegationIdOf('step', record.step, record.attempt);
   const original = await ctx.journal.getDelegation({ workflowId: record.workflowId, delegationId: originalId });
   try {
     if (!handler || !original) throw new Error(handler ? `original delegation ${originalId} is gone` : `no compensation handler named ${name}`);
