@@ -29,6 +29,7 @@ import {
   queuePrefix,
   createPolicyDispatcher,
   createRedisClient,
+  type A2ALimits,
   type AddressPolicyOptions,
   type RegisteredAgent,
   type Step,
@@ -48,6 +49,8 @@ export interface ProducerOptions {
    * private, link-local and metadata addresses are refused, also after redirects and DNS changes.
    */
   addressPolicy?: AddressPolicyOptions;
+  /** Input limits for the Agent Card fetch of `registerAgent` (`agentCardBytes`, `jsonDepth`; default 1 MiB, 64). */
+  limits?: Partial<A2ALimits>;
 }
 
 const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
@@ -242,7 +245,7 @@ export function createProducer(options: ProducerOptions): Producer {
     },
     async registerAgent(cardUrl) {
       const url = parse(AgentUrl, cardUrl);
-      const card = await fetchAgentCard(url, { dispatcher: cardDispatcher, addressPolicy: options.addressPolicy ?? {} });
+      const card = await fetchAgentCard(url, { dispatcher: cardDispatcher, addressPolicy: options.addressPolicy ?? {}, limits: options.limits });
       return registry.register(url, card);
     },
     listAgents: () => registry.list(),

@@ -18,6 +18,7 @@ const app = createServer({
   apiTokens: environment.DA2A_API_TOKENS,
   pushAcceptTokenOnly: environment.DA2A_PUSH_ACCEPT_TOKEN_ONLY,
   addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
+  limits: environment.DA2A_LIMIT_AGENT_CARD_BYTES ? { agentCardBytes: environment.DA2A_LIMIT_AGENT_CARD_BYTES } : {},
   logger,
   metricsRegistry,
 });

@@ -18,6 +18,7 @@ import {
   isFinished,
   isParked,
   isRetryable,
+  isTaskOurs,
   type DelegationRecord,
   type DelegationRef,
 } from '@durable-a2a/shared';
@@ -28,6 +29,8 @@ import { reconcileWorkflow } from '../workflow/recover.ts';
 import { findTaskByMessageId } from './search.ts';
 import { HANDLER_PREFIX } from './handler.ts';
 import { handleTaskNotFound } from './not-found.ts';
+import { enforceAttemptDeadline } from './deadline.ts';
+import { answerArrived } from './send-errors.ts';
 import { followLater, routeDelegation } from './route.ts';
 
 /**
@@ -67,6 +70,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
     await routeDelegation(ctx, ref, { known: record });
     return 'settled';
   }
+  if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (record.state === 'INTENT') return reconcileIntent(ctx, record, log);
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
   if (leaseMs > 0) {
@@ -99,6 +103,12 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
     // the journal's fence and sendStartedAt let only one SendMessage leave.
     await enqueueSend(ctx.queues, ref, record.resendCount, ctx.options.now());
     return 'send-enqueued';
+  }
+  const heldMs = await ctx.journal.followLeaseRemainingMs(ref);
+  if (heldMs > 0) {
+    // A send job still waits for the answer (an agent that holds the send, V2): look again after its lease.
+    await ctx.journal.scheduleCheck(ref, ctx.options.now() + heldMs + Math.floor(Math.random() * 1_000));
+    return 'send-held';
   }
   const settlesAt = record.sendStartedAt + ctx.options.sendSettleMs;
   if (ctx.options.now() < settlesAt) {
@@ -137,12 +147,19 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
     throw error;
   }
   ctx.crashPoint('reconcile.after-search', record.step);
+  if (result.kind === 'found' && !isTaskOurs(result.task, { contextId: record.contextRefused ? undefined : record.requestedContextId, messageId: record.messageId }, 'found')) {
+    return markAmbiguous(ctx, record, `the search found task ${result.task.id}, which is not provably ours`, log);
+  }
   if (result.kind === 'found') {
     await applyTask(ctx.journal, ref, result.task, { expectedVersion: record.version, snapshot: true });
     ctx.metrics.adoptions.inc();
     log.info({ taskId: result.task.id, state: result.task.status.state }, 'adopted the task found by our messageId');
     await routeDelegation(ctx, ref);
     return 'adopted';
+  }
+  // V5: an answer that arrived means the agent had our message; it is never "never reached the agent".
+  if (answerArrived(record)) {
+    return markAmbiguous(ctx, record, `the agent answered our message (${record.error?.code}) but the task cannot be found by our messageId`, log);
   }
   const deduplicates = ctx.options.deduplicatingAgents.has(record.agentCardUrl);
   if (result.kind === 'unsupported' && !deduplicates) {

@@ -15,6 +15,8 @@ import {
   isRetryable,
   JournalError,
   applyTask,
+  taskOwnership,
+  type Ownership,
   type DelegationRecord,
   type DelegationRef,
   type Message,
@@ -23,6 +25,8 @@ import {
 import type { JobRun, WorkerContext } from '../context.ts';
 import { routeDelegation } from './route.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
+import { attemptTimeLeftMs, enforceAttemptDeadline } from './deadline.ts';
+import { holdingSendLease, isTypedProtocolError, noteSendError, recordedErrorOf } from './send-errors.ts';
 
 /** The wire message of a delegation (spec §5.5 Message): our journaled ids, never new ones. */
 export function outgoingMessage(record: DelegationRecord): Message {
@@ -49,13 +53,14 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     await askReconciler(ctx, record);
     return 'may-have-sent';
   }
+  const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, step: record.step, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
+  if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/send/${job.id}`);
   ctx.crashPoint('send.after-claim', record.step);
   if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, fence);
-  const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, step: record.step, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   let agentInterface = record.agentInterface;
   try {
-    agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl);
+    agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
     await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface);
   } catch (error) {
     return handleFailure(ctx, record, fence, error, log, job);
@@ -75,11 +80,15 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     log.warn('stalled between the mark and the request; leaving the delegation to the reconciler');
     return 'stalled-before-request';
   }
+  const timeLeftMs = await attemptTimeLeftMs(ctx, record);
+  if (timeLeftMs <= 0) return (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log)) ? 'deadline-exceeded' : 'stalled-before-request';
   let response;
   try {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
     if (record.resendCount > 0) ctx.metrics.resends.inc();
-    response = await transport.sendMessage(request);
+    // V2: an agent may hold the send until the work is done; the attempt's deadline bounds it, and the
+    // send lease keeps the reconciler from deciding "may have been sent" while the answer can still come.
+    response = await holdingSendLease(ctx, ref, `${ctx.workerId}/send/${job.id}`, () => transport.sendMessage(request, { timeoutMs: timeLeftMs }));
   } catch (error) {
     return handleFailure(ctx, record, fence, error, log, job, true);
   }
@@ -91,12 +100,29 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     await routeDelegation(ctx, ref);
     return 'completed-by-message';
   }
+  // Ownership (issue 12 kind 1): a task in the answer to our own SendMessage must be in our context.
+  // Without a context of ours to compare, the request id (checked at the edge) is the proof.
+  const contextId = record.contextRefused ? undefined : record.requestedContextId;
+  const ownership = taskOwnership(response.task, { contextId, messageId: contextId ? record.messageId : undefined, taskId: record.taskId }, 'answer');
+  if (!ownership.ours) return refuseForeignAnswer(ctx, record, ownership, log);
   // Unfenced on purpose: the agent's answer is the truth about this send, so it is recorded even if
   // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
   await applyTask(ctx.journal, ref, response.task, { snapshot: true });
   log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
   await routeDelegation(ctx, ref, { again: false }); // the first subscription of new work is not rate-limited
   return 'sent';
+}
+
+/**
+ * A task in the answer to our SendMessage that is not ours (another task, another context): nothing is
+ * adopted; the refusal is journaled as a protocol error (the agent had our message: `received`) and the
+ * reconciler decides from a search (adopt only what holds our messageId in our context).
+ */
+async function refuseForeignAnswer(ctx: WorkerContext, record: DelegationRecord, ownership: Exclude<Ownership, { ours: true }>, log: WorkerContext['logger']): Promise<string> {
+  log.warn({ reason: ownership.reason, detail: ownership.detail }, 'the SendMessage answer names a task that is not ours; the reconciler will search');
+  await noteSendError(ctx, record, { code: 'FOREIGN_TASK', message: `${ownership.reason}: ${ownership.detail}`, retryable: false, delivery: 'received' });
+  await askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() - ctx.options.sendSettleMs });
+  return 'foreign-answer';
 }
 
 /** Registers our webhook for this task when the step asked for push (spec §4.3.3). */
@@ -115,10 +141,11 @@ export async function askReconciler(ctx: WorkerContext, record: DelegationRef & 
 }
 
 /**
- * A failed send: a lost fence stops quietly; a permanent A2A error records the
- * step FAILED (the workflow may re-delegate); anything else is retried by
- * BullMQ, and the retry goes through the reconciler because the message may
- * have arrived.
+ * A failed send: a lost fence stops quietly; a typed protocol error (unknown wire value, another
+ * request id, an input over its limit) ends the attempt FAILED with its code and limit, never a
+ * resend (the workflow may re-delegate); an unreadable answer goes to the reconciler; a permanent
+ * A2A error records the step FAILED; anything else is retried by BullMQ (through the reconciler,
+ * because the message may have arrived). Every journaled error carries `deliveryOf(error)` (V5).
  */
 async function handleFailure(
   ctx: WorkerContext,
@@ -140,26 +167,33 @@ async function handleFailure(
     }
     throw error;
   }
+  const recorded = recordedErrorOf(error, afterMark);
+  if (isTypedProtocolError(error)) {
+    log.warn({ err: error, code: recorded.code, limit: recorded.limit, delivery: recorded.delivery }, 'protocol error on SendMessage; the attempt ends (re-delegable)');
+    await ctx.journal.applyStatus(record, { mode: 'outcome', state: 'FAILED', error: { ...recorded, retryable: false } });
+    await routeDelegation(ctx, record);
+    return 'protocol-error';
+  }
   // An answer we could not read (an HTML page, a body that breaks the schema) does not prove the agent
   // refused: it may have created the task. Only an explicit refusal is permanent here.
   const status = (error as { httpStatus?: number }).httpStatus;
   const unreadable = (error instanceof ProtocolError || error instanceof InvalidAgentResponseError) && (status === undefined || (status >= 200 && status < 300));
   if (unreadable && afterMark) {
-    log.warn({ err: error }, 'unreadable answer to SendMessage; the reconciler will ask the agent');
+    log.warn({ err: error, delivery: recorded.delivery }, 'unreadable answer to SendMessage; the reconciler will ask the agent');
+    await noteSendError(ctx, record, recorded);
     await askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() });
     return 'unreadable-answer';
   }
   const permanent = (error instanceof A2AError || (error as { retryable?: boolean })?.retryable === false) && !isRetryable(error);
   const lastAttempt = job.attemptsMade + 1 >= job.attempts;
   if (permanent || lastAttempt) {
-    const code = (error as { code?: string }).code ?? 'SEND_FAILED';
-    const message = error instanceof Error ? error.message : String(error);
     log.warn({ err: error, permanent }, 'send failed; recording the step FAILED');
-    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'FAILED', error: { code, message, retryable: !permanent } });
+    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'FAILED', error: { ...recorded, retryable: !permanent } });
     await routeDelegation(ctx, record);
-    if (permanent) throw new UnrecoverableError(message);
+    if (permanent) throw new UnrecoverableError(recorded.message);
     return 'failed';
   }
+  if (afterMark) await noteSendError(ctx, record, recorded);
   log.warn({ err: error }, 'send failed; will retry');
   throw error;
 }
