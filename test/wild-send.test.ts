@@ -7,12 +7,14 @@
  * attempt's deadline allows) and RT-deadline (an agent that never answers: DEADLINE_EXCEEDED, the
  * step moves to a second agent).
  */
+import { createServer } from 'node:http';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { startScriptedAgent, task, type ScriptedAgentHandle, type ScriptedHandlers } from './harness/scripted-agent.ts';
+import { closeServer, listenOnLoopback, trackSockets } from './harness/ports.ts';
 
 const redisServer = useRedisServer();
 let producer: Producer | undefined;
@@ -46,6 +48,15 @@ async function finished(id: string, timeoutMs = 30_000): Promise<WorkflowView> {
     const current = await producer!.get(id);
     return current.state !== 'RUNNING' && current;
   }, 'workflow finished', timeoutMs);
+}
+
+/** A server on `port` that accepts every connection, reads the request and never answers. */
+async function startHangingServer(port: number) {
+  const requests: { method: string; url: string }[] = [];
+  const server = createServer((request) => void requests.push({ method: request.method ?? '', url: request.url ?? '' }));
+  const sockets = trackSockets(server);
+  await listenOnLoopback(server, port);
+  return { requests, close: async () => (sockets.destroyAll(), closeServer(server)) };
 }
 
 const messageIds = (agent: ScriptedAgentHandle) => agent.calls('SendMessage').map((call) => call.params.message.messageId as string);
@@ -130,12 +141,19 @@ describe('the send answer', () => {
 });
 
 describe('RT-deadline', () => {
-  it('an agent that accepts connections and never answers: DEADLINE_EXCEEDED journaled, the step re-delegated to a second agent that completes', async () => {
+  it('an agent that accepts connections and never answers (its Agent Card included): DEADLINE_EXCEEDED journaled, the step re-delegated to a second agent that completes', async () => {
+    // Healthy while it is registered, then it accepts every connection and never answers.
     const { agent: hanging, prefix } = await start({ SendMessage: () => ({ hang: true }) }, { attemptDeadlineMs: 60_000 });
     const healthy = await startScriptedAgent({ SendMessage: (params) => ({ result: { task: ours(params, 'COMPLETED', { artifacts: [{ artifactId: 'a1', parts: [{ text: 'done' }] }] }) } }) });
     agents.push(healthy);
     await producer!.registerAgent(hanging.cardUrl);
     await producer!.registerAgent(healthy.cardUrl);
+    const hangingCard = hanging.cardUrl;
+    await hanging.close();
+    // The same address now hangs: a raw server on the hanging agent's port.
+    const port = Number(new URL(hangingCard).port);
+    const hangingAgain = await startHangingServer(port);
+    agents.push({ close: () => hangingAgain.close() } as ScriptedAgentHandle);
     const { id } = await producer!.startWorkflow({
       workflowId: `${prefix}-wf`,
       maxAttemptsPerStep: 3,
@@ -146,7 +164,9 @@ describe('RT-deadline', () => {
     expect(view.state).toBe('COMPLETED');
     const timedOut = attempts.filter((attempt) => attempt.error?.code === 'DEADLINE_EXCEEDED');
     expect(timedOut.length).toBeGreaterThanOrEqual(1);
-    expect(timedOut.every((attempt) => attempt.agentCardUrl === hanging.cardUrl && attempt.state === 'FAILED')).toBe(true);
+    expect(timedOut.every((attempt) => attempt.agentCardUrl === hangingCard && attempt.state === 'FAILED')).toBe(true);
     expect(attempts.at(-1)).toMatchObject({ agentCardUrl: healthy.cardUrl, state: 'COMPLETED' });
+    expect(hangingAgain.requests.length).toBeGreaterThanOrEqual(1); // it was asked (its card), and never answered
+    expect(hangingAgain.requests.every((request) => request.method === 'GET')).toBe(true); // no SendMessage left
   }, 60_000);
 });

@@ -10,7 +10,9 @@
  *
  * Checked here only: by the reconciler on every sweep of an unfinished
  * delegation, and by the send path before the Agent Card fetch and before
- * SendMessage; every agent call of a send is bounded by the time left.
+ * SendMessage; every agent call of a send is bounded by the time left. A send
+ * that may have reached the agent is not abandoned blind: the reconciler
+ * searches first (adopt / AMBIGUOUS), and only a proven absence ends it here.
  * A held step (waiting for earlier steps) is never past its deadline.
  */
 import { isFinished, type DelegationRecord } from '@durable-a2a/shared';
@@ -19,6 +21,10 @@ import { routeDelegation } from './route.ts';
 
 /** Stable code journaled for an attempt past its deadline (permanent for the attempt, re-delegable). */
 export const DEADLINE_EXCEEDED = 'DEADLINE_EXCEEDED';
+
+/** An INTENT whose SendMessage may have left (marked, and not journaled as `not-sent`). */
+const mayHaveReachedAgent = (record: DelegationRecord): boolean =>
+  record.state === 'INTENT' && record.sendStartedAt !== undefined && record.error?.delivery !== 'not-sent';
 
 /** The deadline of an attempt as epoch ms: `createdAt` + the step's (or the fleet's) `attemptDeadlineMs`. */
 export async function attemptDeadlineAt(ctx: WorkerContext, record: DelegationRecord): Promise<number> {
@@ -41,8 +47,16 @@ export async function attemptTimeLeftMs(ctx: WorkerContext, record: DelegationRe
  * `DEADLINE_EXCEEDED` (compare-and-set on the version read) and routes it.
  * @returns true when the attempt was past its deadline (the caller stops), false otherwise.
  */
-export async function enforceAttemptDeadline(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<boolean> {
+export async function enforceAttemptDeadline(
+  ctx: WorkerContext,
+  record: DelegationRecord,
+  log: WorkerContext['logger'],
+  options: { provenAbsent?: boolean } = {},
+): Promise<boolean> {
   if (isFinished(record.state) || record.held) return false;
+  // A send that may have reached the agent is never abandoned blind: the reconciler's search decides
+  // (adopt, AMBIGUOUS, or proven absent: then the deadline applies, `provenAbsent`).
+  if (mayHaveReachedAgent(record) && !options.provenAbsent) return false;
   const deadlineAt = await attemptDeadlineAt(ctx, record);
   const now = ctx.options.now();
   if (now < deadlineAt) return false;

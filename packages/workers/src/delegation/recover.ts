@@ -147,7 +147,8 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
     throw error;
   }
   ctx.crashPoint('reconcile.after-search', record.step);
-  if (result.kind === 'found' && !isTaskOurs(result.task, { contextId: record.contextRefused ? undefined : record.requestedContextId, messageId: record.messageId }, 'found')) {
+  // The search lists our context when the agent honours it; what it returns must hold our messageId.
+  if (result.kind === 'found' && !isTaskOurs(result.task, { messageId: record.messageId }, 'found')) {
     return markAmbiguous(ctx, record, `the search found task ${result.task.id}, which is not provably ours`, log);
   }
   if (result.kind === 'found') {
@@ -179,6 +180,8 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
     await routeDelegation(ctx, ref);
     return 'send-exhausted';
   }
+  // Proven absent (or the agent deduplicates), but past the deadline: the step moves on instead.
+  if (await enforceAttemptDeadline(ctx, record, log, { provenAbsent: true })) return 'deadline-exceeded';
   // Proven absent (or the agent deduplicates): resend with the same messageId.
   await ctx.journal.releaseForResend(ref, record.version, result.kind === 'not-found' && result.contextRefused);
   await enqueueSend(ctx.queues, ref, record.resendCount + 1);

@@ -61,6 +61,7 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
   let agentInterface = record.agentInterface;
   try {
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
+    if ((await attemptTimeLeftMs(ctx, record)) <= 0 && (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log))) return 'deadline-exceeded';
     await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface);
   } catch (error) {
     return handleFailure(ctx, record, fence, error, log, job);
@@ -80,8 +81,7 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     log.warn('stalled between the mark and the request; leaving the delegation to the reconciler');
     return 'stalled-before-request';
   }
-  const timeLeftMs = await attemptTimeLeftMs(ctx, record);
-  if (timeLeftMs <= 0) return (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log)) ? 'deadline-exceeded' : 'stalled-before-request';
+  const timeLeftMs = Math.max(1, await attemptTimeLeftMs(ctx, record));
   let response;
   try {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
@@ -103,7 +103,9 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
   // Ownership (issue 12 kind 1): a task in the answer to our own SendMessage must be in our context.
   // Without a context of ours to compare, the request id (checked at the edge) is the proof.
   const contextId = record.contextRefused ? undefined : record.requestedContextId;
-  const ownership = taskOwnership(response.task, { contextId, messageId: contextId ? record.messageId : undefined, taskId: record.taskId }, 'answer');
+  let ownership = taskOwnership(response.task, { contextId, messageId: contextId ? record.messageId : undefined, taskId: record.taskId }, 'answer');
+  // An agent may replace our context with its own (R16): then its history must hold our messageId.
+  if (!ownership.ours && ownership.reason === 'foreign-context') ownership = taskOwnership(response.task, { messageId: record.messageId, taskId: record.taskId }, 'found');
   if (!ownership.ours) return refuseForeignAnswer(ctx, record, ownership, log);
   // Unfenced on purpose: the agent's answer is the truth about this send, so it is recorded even if
   // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
