@@ -28,6 +28,8 @@ export const FUZZ_TIMINGS = {
   stalledIntervalMs: 1_000,
   closeTimeoutMs: 1_000,
   subscribeRateLimit: { max: 1_000, durationMs: 1_000 },
+  // An attempt ends (DEADLINE_EXCEEDED) well inside the 6 s run deadline: an agent that hangs settles.
+  attemptDeadlineMs: 2_500,
 } satisfies Partial<StartFleetOptions>;
 
 export interface FuzzSessionOptions {

@@ -30,7 +30,7 @@ import { findTaskByMessageId } from './search.ts';
 import { HANDLER_PREFIX } from './handler.ts';
 import { handleTaskNotFound } from './not-found.ts';
 import { enforceAttemptDeadline } from './deadline.ts';
-import { answerArrived } from './send-errors.ts';
+import { unfoundVerdict } from './send-errors.ts';
 import { followLater, routeDelegation } from './route.ts';
 
 /**
@@ -159,17 +159,8 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
     return 'adopted';
   }
   // V5: an answer that arrived means the agent had our message; it is never "never reached the agent".
-  if (answerArrived(record)) {
-    return markAmbiguous(ctx, record, `the agent answered our message (${record.error?.code}) but the task cannot be found by our messageId`, log);
-  }
-  const deduplicates = ctx.options.deduplicatingAgents.has(record.agentCardUrl);
-  if (result.kind === 'unsupported' && !deduplicates) {
-    return markAmbiguous(ctx, record, 'the agent cannot list tasks, so a send that may have happened cannot be checked', log);
-  }
-  if (result.kind === 'not-found' && (result.inconclusive || result.paginationBroken)) {
-    const why = result.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${result.candidates.join(', ')} have too little history`;
-    return markAmbiguous(ctx, record, `cannot tell whether the agent received our message: ${why}`, log);
-  }
+  const verdict = unfoundVerdict({ error: record.error, deduplicates: ctx.options.deduplicatingAgents.has(record.agentCardUrl), search: result });
+  if (!verdict.resend) return markAmbiguous(ctx, record, verdict.reason, log);
   if (record.resendCount + 1 >= ctx.options.sendAttempts) {
     await ctx.journal.applyStatus(ref, {
       expectedVersion: record.version,

@@ -5,8 +5,9 @@
  * that arrived as "never reached the agent". Also the send lease that keeps the
  * reconciler away while an agent holds the send (V2).
  */
-import { LimitExceededError, ProtocolError, deliveryOf, type DelegationRecord, type DelegationRef, type RecordedError } from '@durable-a2a/shared';
+import { LimitExceededError, ProtocolError, deliveryOf, type DelegationRef, type RecordedError } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
+import type { SearchResult } from './search.ts';
 
 /**
  * A protocol error with its own type (`UNKNOWN_WIRE_VALUE`, `RESPONSE_ID_MISMATCH`, `LIMIT_EXCEEDED`, …):
@@ -39,8 +40,26 @@ export async function noteSendError(ctx: WorkerContext, record: DelegationRef, e
   await ctx.journal.applyStatus(record, { expectedVersion: current.version, mode: 'outcome', state: 'INTENT', error: { ...error, delivery } }).catch(() => undefined);
 }
 
-/** `true` when the journaled send error proves an answer arrived for our messageId. */
-export const answerArrived = (record: Pick<DelegationRecord, 'error'>): boolean => record.error?.delivery === 'received';
+/** What the reconciler does with a maybe-sent message the search did not find: resend it, or a person decides. */
+export type UnfoundVerdict = { resend: true } | { resend: false; reason: string };
+
+/**
+ * The one rule for resending the same messageId (V5, crash window 1): never when an answer arrived
+ * (`delivery: received`), whatever the agent is listed as; otherwise only when the search proves the
+ * message absent, or the agent cannot list tasks but deduplicates by messageId.
+ */
+export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boolean; search: Exclude<SearchResult, { kind: 'found' }> }): UnfoundVerdict {
+  const { error, deduplicates, search } = input;
+  if (error?.delivery === 'received') return { resend: false, reason: `the agent answered our message (${error.code}) but the task cannot be found by our messageId` };
+  if (search.kind === 'unsupported') {
+    return deduplicates ? { resend: true } : { resend: false, reason: 'the agent cannot list tasks, so a send that may have happened cannot be checked' };
+  }
+  if (search.inconclusive || search.paginationBroken) {
+    const why = search.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${search.candidates.join(', ')} have too little history`;
+    return { resend: false, reason: `cannot tell whether the agent received our message: ${why}` };
+  }
+  return { resend: true };
+}
 
 /**
  * Runs `call` holding the delegation's lease (renewed every `lockDurationMs / 3`), so the reconciler
