@@ -73,16 +73,29 @@ describe('the send answer', () => {
     expect(JSON.stringify(view)).toContain('Volt echo: go');
   });
 
-  it('an unknown state spelling in the send answer: UNKNOWN_WIRE_VALUE journaled (delivery received), never the same messageId twice', async () => {
+  it('an unknown state spelling in the send answer: never resent, never adopted; no search possible -> AMBIGUOUS for a person (R26), one SendMessage', async () => {
     const { agent, prefix } = await start({ SendMessage: (params) => ({ result: { task: { ...ours(params, 'WORKING'), status: { state: 'TASK_STATE_PONDERING' } } } }) });
     const { id } = await producer!.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `${prefix}-wire` });
     const view = await finished(id);
-    const attempts = view.steps[0]!.attempts;
-    expect(attempts[0]).toMatchObject({ state: 'FAILED', error: { code: 'UNKNOWN_WIRE_VALUE', retryable: false, delivery: 'received' } });
-    // Re-delegation is a new attempt (new messageId); the same message is never resent.
-    const sent = messageIds(agent);
-    expect(new Set(sent).size).toBe(sent.length);
-    expect(sent.length).toBe(attempts.length);
+    expect(view.state).toBe('NEEDS_ATTENTION');
+    const attempt = view.steps[0]!.attempts[0]!;
+    expect(attempt.state).toBe('AMBIGUOUS');
+    expect(attempt.error?.message).toContain('UNKNOWN_WIRE_VALUE');
+    await sleep(1_000);
+    expect(agent.count('SendMessage')).toBe(1);
+  });
+
+  it('an unknown state spelling in the send answer, the task found by our messageId: adopted, one SendMessage', async () => {
+    const { agent, prefix } = await start({
+      SendMessage: (params) => ({ result: { task: { ...ours(params, 'WORKING'), status: { state: 'TASK_STATE_PONDERING' } } } }),
+      ListTasks: () => ({ result: { tasks: [ours(agent.calls('SendMessage')[0]!.params, 'COMPLETED')], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
+      GetTask: () => ({ result: ours(agent.calls('SendMessage')[0]!.params, 'COMPLETED', { artifacts: [{ artifactId: 'a1', parts: [{ text: 'found' }] }] }) }),
+    });
+    const { id } = await producer!.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `${prefix}-wire-found` });
+    const view = await finished(id);
+    expect(view.state).toBe('COMPLETED');
+    expect(view.steps[0]!.attempts[0]).toMatchObject({ taskId: 'T1', error: { code: 'UNKNOWN_WIRE_VALUE', delivery: 'received' } });
+    expect(agent.count('SendMessage')).toBe(1);
   });
 
   it('an answer over a limit (1,001 parts): LIMIT_EXCEEDED with the limit journaled, never a resend', async () => {

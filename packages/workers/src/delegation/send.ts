@@ -9,6 +9,7 @@ import { UnrecoverableError } from 'bullmq';
 import {
   A2AError,
   InvalidAgentResponseError,
+  LimitExceededError,
   ProtocolError,
   enqueueReconcile,
   isFinished,
@@ -143,9 +144,9 @@ export async function askReconciler(ctx: WorkerContext, record: DelegationRef & 
 }
 
 /**
- * A failed send: a lost fence stops quietly; a typed protocol error (unknown wire value, another
- * request id, an input over its limit) ends the attempt FAILED with its code and limit, never a
- * resend (the workflow may re-delegate); an unreadable answer goes to the reconciler; a permanent
+ * A failed send: a lost fence stops quietly; an answer over a limit ends the attempt FAILED with its
+ * code and limit (the workflow may re-delegate); another typed protocol error (another request id,
+ * an unknown wire value) and an unreadable answer go to the reconciler, never a resend; a permanent
  * A2A error records the step FAILED; anything else is retried by BullMQ (through the reconciler,
  * because the message may have arrived). Every journaled error carries `deliveryOf(error)` (V5).
  */
@@ -170,10 +171,20 @@ async function handleFailure(
     throw error;
   }
   const recorded = recordedErrorOf(error, afterMark);
-  if (isTypedProtocolError(error)) {
-    log.warn({ err: error, code: recorded.code, limit: recorded.limit, delivery: recorded.delivery }, 'protocol error on SendMessage; the attempt ends (re-delegable)');
+  if (error instanceof LimitExceededError) {
+    // Over a limit: the agent would send the same again. The attempt ends; the step may go elsewhere.
+    log.warn({ err: error, limit: recorded.limit, delivery: recorded.delivery }, 'SendMessage answer over a limit; the attempt ends (re-delegable)');
     await ctx.journal.applyStatus(record, { mode: 'outcome', state: 'FAILED', error: { ...recorded, retryable: false } });
     await routeDelegation(ctx, record);
+    return 'limit-exceeded';
+  }
+  if (isTypedProtocolError(error) && afterMark) {
+    // Another request id, a value no spelling explains: nothing in the answer is adopted and the same
+    // message is never resent; the reconciler decides from a search (adopt what is provably ours, else
+    // AMBIGUOUS for a person: the answer arrived, so the agent may have acted).
+    log.warn({ err: error, code: recorded.code, delivery: recorded.delivery }, 'protocol error on SendMessage; the reconciler decides from a search');
+    await noteSendError(ctx, record, recorded);
+    await askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() - ctx.options.sendSettleMs });
     return 'protocol-error';
   }
   // An answer we could not read (an HTML page, a body that breaks the schema) does not prove the agent
