@@ -113,4 +113,18 @@ describe('a delegation through the fleet to VoltAgent (V1: it completes)', () =>
     expect(volt.prompts.filter((prompt) => prompt === 'fleet hello').length - before).toBe(1);
     expect(JSON.stringify(view)).toContain('Volt echo: fleet hello');
   }, 60_000);
+
+  it('V2: a slow delegation (the agent holds message/send longer than the request timeout) ends COMPLETED with one send', async () => {
+    // The hold is a parameter (VOLT_SLOW_MS, default 8 s; the field case's 2 minutes: VOLT_SLOW_MS=120000).
+    const holdMs = Number(process.env.VOLT_SLOW_MS ?? 8_000);
+    const before = volt.prompts.filter((prompt) => prompt === `slow:${holdMs} slow hello`).length;
+    const { id } = await producer!.delegate({ agent: volt.cardUrl, text: `slow:${holdMs} slow hello`, idempotencyKey: `volt-slow-${holdMs}` });
+    const view = await eventually(async () => {
+      const current = await producer!.get(id);
+      return current.state !== 'RUNNING' && current;
+    }, 'slow delegation finished', holdMs + 30_000);
+    expect(view.state).toBe('COMPLETED');
+    expect(volt.prompts.filter((prompt) => prompt === `slow:${holdMs} slow hello`).length - before).toBe(1);
+    expect(JSON.stringify(view)).toContain('Volt echo: slow hello');
+  }, 180_000);
 });
