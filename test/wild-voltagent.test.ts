@@ -20,7 +20,7 @@ import {
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { type VoltAgentHandle, startVoltAgent } from './harness/index.ts';
-import { eventually, startTestFleet } from './harness/fleet.ts';
+import { eventually, spawnWorkerProcess, startTestFleet } from './harness/fleet.ts';
 import { useRedisServer } from './harness/redis.ts';
 
 const redisServer = useRedisServer();
@@ -94,6 +94,7 @@ describe('VoltAgent A2A server through our client', () => {
 describe('a delegation through the fleet to VoltAgent (V1: it completes)', () => {
   let producer: Producer | undefined;
   let fleet: Fleet | undefined;
+  let currentPrefix = '';
   afterAll(async () => {
     await fleet?.close();
     await producer?.close();
@@ -101,6 +102,7 @@ describe('a delegation through the fleet to VoltAgent (V1: it completes)', () =>
 
   it('one delegation "hello" ends COMPLETED with one send, the answer being the final status message', async () => {
     const prefix = `volt-${Date.now()}`;
+    currentPrefix = prefix;
     producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
     fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
     const before = volt.prompts.filter((prompt) => prompt === 'fleet hello').length;
@@ -113,4 +115,39 @@ describe('a delegation through the fleet to VoltAgent (V1: it completes)', () =>
     expect(volt.prompts.filter((prompt) => prompt === 'fleet hello').length - before).toBe(1);
     expect(JSON.stringify(view)).toContain('Volt echo: fleet hello');
   }, 60_000);
+
+  it('V2: a slow delegation (the agent holds message/send longer than the request timeout) ends COMPLETED with one send', async () => {
+    // The hold is a parameter (VOLT_SLOW_MS, default 8 s; the field case's 2 minutes: VOLT_SLOW_MS=120000).
+    const holdMs = Number(process.env.VOLT_SLOW_MS ?? 8_000);
+    const before = volt.prompts.filter((prompt) => prompt === `slow:${holdMs} slow hello`).length;
+    const { id } = await producer!.delegate({ agent: volt.cardUrl, text: `slow:${holdMs} slow hello`, idempotencyKey: `volt-slow-${holdMs}` });
+    const view = await eventually(async () => {
+      const current = await producer!.get(id);
+      return current.state !== 'RUNNING' && current;
+    }, 'slow delegation finished', holdMs + 30_000);
+    expect(view.state).toBe('COMPLETED');
+    expect(volt.prompts.filter((prompt) => prompt === `slow:${holdMs} slow hello`).length - before).toBe(1);
+    expect(JSON.stringify(view)).toContain('Volt echo: slow hello');
+  }, 180_000);
+
+  it('a worker SIGKILLed while the agent holds the send: another fleet cannot search (no ListTasks) -> AMBIGUOUS, NEEDS_ATTENTION, never a second send', async () => {
+    await fleet?.close();
+    fleet = undefined;
+    const text = 'slow:3000 kill after send';
+    const before = volt.prompts.filter((prompt) => prompt === text).length;
+    const worker = spawnWorkerProcess({ REDIS_URL: redisServer().url, DA2A_PREFIX: currentPrefix, DA2A_ALLOW_LOOPBACK: 'true' });
+    await worker.ready;
+    const { id } = await producer!.delegate({ agent: volt.cardUrl, text, idempotencyKey: 'volt-kill-after-send' });
+    await eventually(async () => volt.prompts.filter((prompt) => prompt === text).length > before, 'the agent received the message', 15_000);
+    await worker.kill('SIGKILL');
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: currentPrefix });
+    const view = await eventually(async () => {
+      const current = await producer!.get(id);
+      return current.state !== 'RUNNING' && current;
+    }, 'delegation finished', 40_000);
+    expect(view.state).toBe('NEEDS_ATTENTION');
+    expect(view.steps[0]!.attempts[0]!.state).toBe('AMBIGUOUS');
+    await new Promise((resolve) => setTimeout(resolve, 4_000)); // the agent finishes its work meanwhile
+    expect(volt.prompts.filter((prompt) => prompt === text).length - before).toBe(1);
+  }, 90_000);
 });

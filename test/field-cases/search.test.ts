@@ -46,7 +46,8 @@ describe('R14: history trimmed, so our messageId is not visible', () => {
         ListTasks: () => ({ result: { tasks: [trimmedT7(seen.contextId)], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
         GetTask: () => ({ result: trimmedT7(seen.contextId) }),
       }),
-      { requestTimeoutMs: 1_000, reconcileIntervalMs: 60_000 },
+      // V2: a send is held up to the attempt's deadline (not the request timeout); then the search decides.
+      { requestTimeoutMs: 1_000, reconcileIntervalMs: 60_000, attemptDeadlineMs: 3_000 },
     );
     const { id, messageId } = await p.delegate({ agent: agent.cardUrl, text: 'r14', idempotencyKey: 'r14' });
     const record = await finished(p, id, 30_000);

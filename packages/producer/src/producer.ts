@@ -36,6 +36,7 @@ import {
   isRedisUnavailableError,
   waitUntilConnected,
   DEFAULT_COMMAND_TIMEOUT_MS,
+  type A2ALimits,
   type AddressPolicyOptions,
   type RegisteredAgent,
   type Step,
@@ -65,6 +66,8 @@ export interface ProducerOptions {
    * when `redis` is a URL. Default 2_000.
    */
   commandTimeoutMs?: number;
+  /** Input limits for the Agent Card fetch of `registerAgent` (`agentCardBytes`, `jsonDepth`; default 1 MiB, 64). */
+  limits?: Partial<A2ALimits>;
 }
 
 const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
@@ -291,7 +294,7 @@ export function createProducer(options: ProducerOptions): Producer {
     },
     async registerAgent(cardUrl) {
       const url = parse(AgentUrl, cardUrl);
-      const card = await fetchAgentCard(url, { dispatcher: cardDispatcher, addressPolicy: options.addressPolicy ?? {} });
+      const card = await fetchAgentCard(url, { dispatcher: cardDispatcher, addressPolicy: options.addressPolicy ?? {}, limits: options.limits });
       return registry.register(url, card);
     },
     listAgents: () => registry.list(),

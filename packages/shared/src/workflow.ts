@@ -55,6 +55,8 @@ export const StepSchema = z.intersection(
      * instead of waiting for a person. Incompatible with `verifier` and `compensation`.
      */
     readOnly: z.boolean().optional(),
+    /** Overall deadline of each attempt of this step in ms (default: the workers' `attemptDeadlineMs`, 24 h). */
+    attemptDeadlineMs: z.number().int().positive().optional(),
   }),
 ).refine((step) => !step.readOnly || (!step.verifier && !step.compensation), {
   message: 'a readOnly step has no verifier and no compensation',

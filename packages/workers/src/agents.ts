@@ -10,6 +10,7 @@ import {
   createTransport,
   fetchAgentCard,
   isInterfaceSupported,
+  type A2ALimits,
   type A2ATransport,
   type AgentCard,
   type AddressPolicyOptions,
@@ -27,6 +28,8 @@ export interface AgentDirectoryOptions {
   streamIdleTimeoutMs: number;
   /** Card cache lifetime in ms before a revalidation (ETag). */
   cardMaxAgeMs: number;
+  /** Input limits for every answer and Agent Card (partial `A2ALimits`); default `DEFAULT_A2A_LIMITS`. */
+  limits?: Partial<A2ALimits>;
   now: () => number;
 }
 
@@ -44,18 +47,28 @@ export class AgentDirectory {
 
   constructor(private readonly options: AgentDirectoryOptions) {}
 
-  /** The agent's card, refreshed after `cardMaxAgeMs`. Throws AgentCardError. */
-  async card(agentCardUrl: string): Promise<AgentCard> {
+  /**
+   * The agent's card, refreshed after `cardMaxAgeMs`; the fetch lasts at most `timeoutMs` (default
+   * `requestTimeoutMs`: an agent that hangs on its card never holds a send past its deadline).
+   * Throws AgentCardError, LimitExceededError (over `agentCardBytes`), NetworkError.
+   */
+  async card(agentCardUrl: string, timeoutMs = this.options.requestTimeoutMs): Promise<AgentCard> {
     const cached = this.cards.get(agentCardUrl);
     if (cached && this.options.now() - cached.fetchedAt < this.options.cardMaxAgeMs) return cached.card;
-    const card = await fetchAgentCard(agentCardUrl, { dispatcher: this.options.dispatcher, cache: this.cardCache, addressPolicy: this.options.addressPolicy });
+    const card = await fetchAgentCard(agentCardUrl, {
+      dispatcher: this.options.dispatcher,
+      cache: this.cardCache,
+      addressPolicy: this.options.addressPolicy,
+      requestTimeoutMs: Math.max(1, Math.min(timeoutMs, this.options.requestTimeoutMs)),
+      limits: this.options.limits,
+    });
     this.cards.set(agentCardUrl, { card, fetchedAt: this.options.now() });
     return card;
   }
 
-  /** The first interface in card order that we speak (spec §8.3). Throws NoUsableInterfaceError. */
-  async chooseInterface(agentCardUrl: string): Promise<AgentInterfaceRef> {
-    const card = await this.card(agentCardUrl);
+  /** The first interface in card order that we speak (spec §8.3). Throws NoUsableInterfaceError (and see `card`). */
+  async chooseInterface(agentCardUrl: string, timeoutMs?: number): Promise<AgentInterfaceRef> {
+    const card = await this.card(agentCardUrl, timeoutMs);
     const chosen = card.interfaces.find(isInterfaceSupported);
     if (!chosen) throw new NoUsableInterfaceError(`no supported interface in the Agent Card at ${agentCardUrl}`);
     return {
@@ -76,6 +89,7 @@ export class AgentDirectory {
         dispatcher: this.options.dispatcher,
         requestTimeoutMs: this.options.requestTimeoutMs,
         idleTimeoutMs: this.options.streamIdleTimeoutMs,
+        limits: this.options.limits,
       });
       this.transports.set(key, transport);
     }

@@ -4,7 +4,7 @@
  * in README.md.
  */
 import { z } from 'zod';
-import { RedisUrlSchema, bearerToken, jsonVariable, type CredentialsProvider, type QueueName } from '@durable-a2a/shared';
+import { A2ALimitsSchema, RedisUrlSchema, bearerToken, jsonVariable, type CredentialsProvider, type QueueName } from '@durable-a2a/shared';
 import type { StartFleetOptions } from './fleet.ts';
 import { httpVerifier, type Verifier } from './verifiers.ts';
 
@@ -23,6 +23,8 @@ const HttpVerifierConfigSchema = z.record(
 );
 
 const Milliseconds = z.coerce.number({ error: 'a whole number of milliseconds' }).int('a whole number of milliseconds').positive('a positive number of milliseconds');
+/** Bytes, parts or nesting levels (the `DA2A_LIMIT_*` variables). */
+const PositiveCount = z.coerce.number({ error: 'a whole positive number' }).int('a whole positive number').positive('a whole positive number');
 const Flag = z.enum(['true', 'false', '1', '0'], { error: 'true or false' }).transform((value) => value === 'true' || value === '1');
 
 export const WorkerEnvironmentSchema = z.object({
@@ -38,6 +40,13 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_NOT_FOUND_WINDOW_MS: Milliseconds.optional(),
   DA2A_SEARCH_MARGIN_MS: Milliseconds.optional(),
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
+  DA2A_ATTEMPT_DEADLINE_MS: Milliseconds.optional(),
+  DA2A_LIMIT_RESPONSE_BODY_BYTES: PositiveCount.optional(),
+  DA2A_LIMIT_SSE_EVENT_BYTES: PositiveCount.optional(),
+  DA2A_LIMIT_AGENT_CARD_BYTES: PositiveCount.optional(),
+  DA2A_LIMIT_PARTS_PER_MESSAGE: PositiveCount.optional(),
+  DA2A_LIMIT_JSON_DEPTH: PositiveCount.optional(),
+  DA2A_LIMIT_ARTIFACT_BYTES_PER_DELEGATION: PositiveCount.optional(),
   /** Queues this process works on, comma-separated; default all five. */
   DA2A_QUEUES: z
     .string()
@@ -104,6 +113,21 @@ export function parseWorkerEnvironment(environment: NodeJS.ProcessEnv): WorkerEn
   return WorkerEnvironmentSchema.parse(environment);
 }
 
+/** Input limits (`A2ALimits`) from the `DA2A_LIMIT_*` variables; unset ones keep their defaults. */
+export function limitsFrom(environment: WorkerEnvironment): A2ALimitsOverride {
+  const limits = A2ALimitsSchema.parse({
+    responseBodyBytes: environment.DA2A_LIMIT_RESPONSE_BODY_BYTES,
+    sseEventBytes: environment.DA2A_LIMIT_SSE_EVENT_BYTES,
+    agentCardBytes: environment.DA2A_LIMIT_AGENT_CARD_BYTES,
+    partsPerMessage: environment.DA2A_LIMIT_PARTS_PER_MESSAGE,
+    jsonDepth: environment.DA2A_LIMIT_JSON_DEPTH,
+    artifactBytesPerDelegation: environment.DA2A_LIMIT_ARTIFACT_BYTES_PER_DELEGATION,
+  });
+  return Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined));
+}
+
+type A2ALimitsOverride = z.output<typeof A2ALimitsSchema>;
+
 /** Fleet options from the parsed environment. */
 export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOptions {
   const tokens = new Map<string, CredentialsProvider>(Object.entries(environment.DA2A_AGENT_TOKENS).map(([url, token]) => [url, bearerToken(token)]));
@@ -132,6 +156,8 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     notFoundWindowMs: environment.DA2A_NOT_FOUND_WINDOW_MS,
     searchMarginMs: environment.DA2A_SEARCH_MARGIN_MS,
     closeTimeoutMs: environment.DA2A_CLOSE_TIMEOUT_MS,
+    attemptDeadlineMs: environment.DA2A_ATTEMPT_DEADLINE_MS,
+    limits: limitsFrom(environment),
     concurrency: environment.DA2A_CONCURRENCY,
     subscribeRateLimit: environment.DA2A_SUBSCRIBE_RATE_LIMIT,
     strictPersistence: environment.DA2A_STRICT_PERSISTENCE,

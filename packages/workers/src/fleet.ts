@@ -163,7 +163,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
     queues,
     agents: new AgentDirectory({
       ...{ credentials: input.credentials, dispatcher, addressPolicy: input.addressPolicy ?? {}, cardMaxAgeMs: 5 * 60_000 },
-      ...{ requestTimeoutMs: options.requestTimeoutMs, streamIdleTimeoutMs: options.streamIdleTimeoutMs, now: options.now },
+      ...{ requestTimeoutMs: options.requestTimeoutMs, streamIdleTimeoutMs: options.streamIdleTimeoutMs, now: options.now, limits: options.limits },
     }),
     verifiers: new Map(Object.entries(input.verifiers ?? {})),
     compensationHandlers: new Map(Object.entries(input.compensationHandlers ?? {})),

@@ -3,7 +3,7 @@
  * `CompiledFleetOptions` (durations in …Ms, everything set).
  */
 import type { Dispatcher } from 'undici';
-import type { AddressPolicyOptions, CredentialsProvider, QueueName } from '@durable-a2a/shared';
+import type { A2ALimits, AddressPolicyOptions, CredentialsProvider, QueueName } from '@durable-a2a/shared';
 import type { BackoffOptions } from './delegation/backoff.ts';
 
 export interface FleetOptions {
@@ -46,6 +46,10 @@ export interface FleetOptions {
   stalledIntervalMs?: number;
   /** Attempts for transient send failures before the step fails. Default 6. */
   sendAttempts?: number;
+  /** Overall deadline of one delegation attempt in ms (a step's `attemptDeadlineMs` wins). Default 86_400_000 (24 h). */
+  attemptDeadlineMs?: number;
+  /** Input limits for every agent answer and Agent Card (`A2ALimits`, partial). Default `DEFAULT_A2A_LIMITS`. */
+  limits?: Partial<A2ALimits>;
   /** Credentials per Agent Card URL. */
   credentials?: (agentCardUrl: string) => CredentialsProvider | undefined;
   /** undici dispatcher for every agent call. Default: one that enforces `addressPolicy` at connection time. */
@@ -93,6 +97,8 @@ export interface CompiledFleetOptions {
   lockDurationMs: number;
   stalledIntervalMs: number;
   sendAttempts: number;
+  attemptDeadlineMs: number;
+  limits: Partial<A2ALimits>;
   webhookUrl: string | undefined;
   deduplicatingAgents: ReadonlySet<string>;
   strictPersistence: boolean;
@@ -126,6 +132,8 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     lockDurationMs: options.lockDurationMs ?? 30_000,
     stalledIntervalMs: options.stalledIntervalMs ?? 30_000,
     sendAttempts: options.sendAttempts ?? 6,
+    attemptDeadlineMs: options.attemptDeadlineMs ?? 86_400_000,
+    limits: options.limits ?? {},
     webhookUrl: options.webhookUrl,
     deduplicatingAgents: new Set(options.deduplicatingAgents ?? []),
     strictPersistence: options.strictPersistence ?? false,

@@ -35,6 +35,8 @@ export const ServerEnvironmentSchema = z.object({
     .string()
     .optional()
     .transform((text) => (text ? text.split(',').map((host) => host.trim()).filter(Boolean) : [])),
+  /** Largest Agent Card `registerAgent` reads, in bytes (default 1 MiB); see README "Limits and deadlines". */
+  DA2A_LIMIT_AGENT_CARD_BYTES: z.coerce.number().int().positive().optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type ServerEnvironment = z.output<typeof ServerEnvironmentSchema>;

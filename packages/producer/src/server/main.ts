@@ -25,6 +25,7 @@ const app = createServer({
   requestTimeoutMs: environment.DA2A_REQUEST_TIMEOUT_MS,
   commandTimeoutMs: environment.DA2A_COMMAND_TIMEOUT_MS,
   adminReadOnly: environment.DA2A_ADMIN_READ_ONLY,
+  limits: environment.DA2A_LIMIT_AGENT_CARD_BYTES ? { agentCardBytes: environment.DA2A_LIMIT_AGENT_CARD_BYTES } : {},
   logger,
   metricsRegistry,
   telemetry: tracing.telemetry,

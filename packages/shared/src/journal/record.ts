@@ -28,6 +28,10 @@ export const RecordedErrorSchema = z.object({
   code: z.string(),
   message: z.string(),
   retryable: z.boolean().optional(),
+  /** Whether the request reached the agent (`deliveryOf(error)`, V5): only `not-sent` may be resent as "never reached". */
+  delivery: z.enum(['not-sent', 'maybe', 'received']).optional(),
+  /** The input limit that was exceeded (`LimitExceededError.limit`). */
+  limit: z.string().optional(),
 });
 export type RecordedError = z.infer<typeof RecordedErrorSchema>;
 

@@ -18,6 +18,7 @@ import {
   isFinished,
   isParked,
   isRetryable,
+  isTaskOurs,
   type DelegationRecord,
   type DelegationRef,
 } from '@durable-a2a/shared';
@@ -28,6 +29,8 @@ import { reconcileWorkflow } from '../workflow/recover.ts';
 import { findTaskByMessageId } from './search.ts';
 import { HANDLER_PREFIX } from './handler.ts';
 import { handleTaskNotFound } from './not-found.ts';
+import { enforceAttemptDeadline } from './deadline.ts';
+import { unfoundVerdict } from './send-errors.ts';
 import { followLater, routeDelegation } from './route.ts';
 
 /**
@@ -67,6 +70,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
     await routeDelegation(ctx, ref, { known: record });
     return 'settled';
   }
+  if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (record.state === 'INTENT') return reconcileIntent(ctx, record, log);
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
   if (leaseMs > 0) {
@@ -99,6 +103,12 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
     // the journal's fence and sendStartedAt let only one SendMessage leave.
     await enqueueSend(ctx.queues, ref, record.resendCount, ctx.options.now());
     return 'send-enqueued';
+  }
+  const heldMs = await ctx.journal.followLeaseRemainingMs(ref);
+  if (heldMs > 0) {
+    // A send job still waits for the answer (an agent that holds the send, V2): look again after its lease.
+    await ctx.journal.scheduleCheck(ref, ctx.options.now() + heldMs + Math.floor(Math.random() * 1_000));
+    return 'send-held';
   }
   const settlesAt = record.sendStartedAt + ctx.options.sendSettleMs;
   if (ctx.options.now() < settlesAt) {
@@ -137,6 +147,10 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
     throw error;
   }
   ctx.crashPoint('reconcile.after-search', record.step);
+  // The search lists our context when the agent honours it; what it returns must hold our messageId.
+  if (result.kind === 'found' && !isTaskOurs(result.task, { messageId: record.messageId }, 'found')) {
+    return markAmbiguous(ctx, record, `the search found task ${result.task.id}, which is not provably ours`, log);
+  }
   if (result.kind === 'found') {
     await applyTask(ctx.journal, ref, result.task, { expectedVersion: record.version, snapshot: true });
     ctx.metrics.adoptions.inc();
@@ -144,14 +158,9 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
     await routeDelegation(ctx, ref);
     return 'adopted';
   }
-  const deduplicates = ctx.options.deduplicatingAgents.has(record.agentCardUrl);
-  if (result.kind === 'unsupported' && !deduplicates) {
-    return markAmbiguous(ctx, record, 'the agent cannot list tasks, so a send that may have happened cannot be checked', log);
-  }
-  if (result.kind === 'not-found' && (result.inconclusive || result.paginationBroken)) {
-    const why = result.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${result.candidates.join(', ')} have too little history`;
-    return markAmbiguous(ctx, record, `cannot tell whether the agent received our message: ${why}`, log);
-  }
+  // V5: an answer that arrived means the agent had our message; it is never "never reached the agent".
+  const verdict = unfoundVerdict({ error: record.error, deduplicates: ctx.options.deduplicatingAgents.has(record.agentCardUrl), search: result });
+  if (!verdict.resend) return markAmbiguous(ctx, record, verdict.reason, log);
   if (record.resendCount + 1 >= ctx.options.sendAttempts) {
     await ctx.journal.applyStatus(ref, {
       expectedVersion: record.version,
@@ -162,6 +171,8 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
     await routeDelegation(ctx, ref);
     return 'send-exhausted';
   }
+  // Proven absent (or the agent deduplicates), but past the deadline: the step moves on instead.
+  if (await enforceAttemptDeadline(ctx, record, log, { provenAbsent: true })) return 'deadline-exceeded';
   // Proven absent (or the agent deduplicates): resend with the same messageId.
   await ctx.journal.releaseForResend(ref, record.version, result.kind === 'not-found' && result.contextRefused);
   await enqueueSend(ctx.queues, ref, record.resendCount + 1);

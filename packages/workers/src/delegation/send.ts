@@ -9,12 +9,15 @@ import { UnrecoverableError } from 'bullmq';
 import {
   A2AError,
   InvalidAgentResponseError,
+  LimitExceededError,
   ProtocolError,
   enqueueReconcile,
   isFinished,
   isRetryable,
   JournalError,
   applyTask,
+  taskOwnership,
+  type Ownership,
   type DelegationRecord,
   type DelegationRef,
   type Message,
@@ -23,6 +26,8 @@ import {
 import type { JobRun, WorkerContext } from '../context.ts';
 import { routeDelegation } from './route.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
+import { attemptTimeLeftMs, enforceAttemptDeadline } from './deadline.ts';
+import { holdingSendLease, isTypedProtocolError, noteSendError, recordedErrorOf } from './send-errors.ts';
 
 /** The wire message of a delegation (spec §5.5 Message): our journaled ids, never new ones. */
 export function outgoingMessage(record: DelegationRecord): Message {
@@ -49,13 +54,15 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     await askReconciler(ctx, record);
     return 'may-have-sent';
   }
+  const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, step: record.step, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
+  if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/send/${job.id}`);
   ctx.crashPoint('send.after-claim', record.step);
   if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, fence);
-  const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, step: record.step, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   let agentInterface = record.agentInterface;
   try {
-    agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl);
+    agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
+    if ((await attemptTimeLeftMs(ctx, record)) <= 0 && (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log))) return 'deadline-exceeded';
     await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface);
   } catch (error) {
     return handleFailure(ctx, record, fence, error, log, job);
@@ -75,11 +82,14 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     log.warn('stalled between the mark and the request; leaving the delegation to the reconciler');
     return 'stalled-before-request';
   }
+  const timeLeftMs = Math.max(1, await attemptTimeLeftMs(ctx, record));
   let response;
   try {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
     if (record.resendCount > 0) ctx.metrics.resends.inc();
-    response = await transport.sendMessage(request);
+    // V2: an agent may hold the send until the work is done; the attempt's deadline bounds it, and the
+    // send lease keeps the reconciler from deciding "may have been sent" while the answer can still come.
+    response = await holdingSendLease(ctx, ref, `${ctx.workerId}/send/${job.id}`, () => transport.sendMessage(request, { timeoutMs: timeLeftMs }));
   } catch (error) {
     return handleFailure(ctx, record, fence, error, log, job, true);
   }
@@ -91,12 +101,31 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     await routeDelegation(ctx, ref);
     return 'completed-by-message';
   }
+  // Ownership (issue 12 kind 1): a task in the answer to our own SendMessage must be in our context.
+  // Without a context of ours to compare, the request id (checked at the edge) is the proof.
+  const contextId = record.contextRefused ? undefined : record.requestedContextId;
+  let ownership = taskOwnership(response.task, { contextId, messageId: contextId ? record.messageId : undefined, taskId: record.taskId }, 'answer');
+  // An agent may replace our context with its own (R16): then its history must hold our messageId.
+  if (!ownership.ours && ownership.reason === 'foreign-context') ownership = taskOwnership(response.task, { messageId: record.messageId, taskId: record.taskId }, 'found');
+  if (!ownership.ours) return refuseForeignAnswer(ctx, record, ownership, log);
   // Unfenced on purpose: the agent's answer is the truth about this send, so it is recorded even if
   // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
   await applyTask(ctx.journal, ref, response.task, { snapshot: true });
   log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
   await routeDelegation(ctx, ref, { again: false }); // the first subscription of new work is not rate-limited
   return 'sent';
+}
+
+/**
+ * A task in the answer to our SendMessage that is not ours (another task, another context): nothing is
+ * adopted; the refusal is journaled as a protocol error (the agent had our message: `received`) and the
+ * reconciler decides from a search (adopt only what holds our messageId in our context).
+ */
+async function refuseForeignAnswer(ctx: WorkerContext, record: DelegationRecord, ownership: Exclude<Ownership, { ours: true }>, log: WorkerContext['logger']): Promise<string> {
+  log.warn({ reason: ownership.reason, detail: ownership.detail }, 'the SendMessage answer names a task that is not ours; the reconciler will search');
+  await noteSendError(ctx, record, { code: 'FOREIGN_TASK', message: `${ownership.reason}: ${ownership.detail}`, retryable: false, delivery: 'received' });
+  await askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() - ctx.options.sendSettleMs });
+  return 'foreign-answer';
 }
 
 /** Registers our webhook for this task when the step asked for push (spec §4.3.3). */
@@ -115,10 +144,11 @@ export async function askReconciler(ctx: WorkerContext, record: DelegationRef & 
 }
 
 /**
- * A failed send: a lost fence stops quietly; a permanent A2A error records the
- * step FAILED (the workflow may re-delegate); anything else is retried by
- * BullMQ, and the retry goes through the reconciler because the message may
- * have arrived.
+ * A failed send: a lost fence stops quietly; an answer over a limit ends the attempt FAILED with its
+ * code and limit (the workflow may re-delegate); another typed protocol error (another request id,
+ * an unknown wire value) and an unreadable answer go to the reconciler, never a resend; a permanent
+ * A2A error records the step FAILED; anything else is retried by BullMQ (through the reconciler,
+ * because the message may have arrived). Every journaled error carries `deliveryOf(error)` (V5).
  */
 async function handleFailure(
   ctx: WorkerContext,
@@ -140,26 +170,43 @@ async function handleFailure(
     }
     throw error;
   }
+  const recorded = recordedErrorOf(error, afterMark);
+  if (error instanceof LimitExceededError) {
+    // Over a limit: the agent would send the same again. The attempt ends; the step may go elsewhere.
+    log.warn({ err: error, limit: recorded.limit, delivery: recorded.delivery }, 'SendMessage answer over a limit; the attempt ends (re-delegable)');
+    await ctx.journal.applyStatus(record, { mode: 'outcome', state: 'FAILED', error: { ...recorded, retryable: false } });
+    await routeDelegation(ctx, record);
+    return 'limit-exceeded';
+  }
+  if (isTypedProtocolError(error) && afterMark) {
+    // Another request id, a value no spelling explains: nothing in the answer is adopted and the same
+    // message is never resent; the reconciler decides from a search (adopt what is provably ours, else
+    // AMBIGUOUS for a person: the answer arrived, so the agent may have acted).
+    log.warn({ err: error, code: recorded.code, delivery: recorded.delivery }, 'protocol error on SendMessage; the reconciler decides from a search');
+    await noteSendError(ctx, record, recorded);
+    await askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() - ctx.options.sendSettleMs });
+    return 'protocol-error';
+  }
   // An answer we could not read (an HTML page, a body that breaks the schema) does not prove the agent
   // refused: it may have created the task. Only an explicit refusal is permanent here.
   const status = (error as { httpStatus?: number }).httpStatus;
   const unreadable = (error instanceof ProtocolError || error instanceof InvalidAgentResponseError) && (status === undefined || (status >= 200 && status < 300));
   if (unreadable && afterMark) {
-    log.warn({ err: error }, 'unreadable answer to SendMessage; the reconciler will ask the agent');
+    log.warn({ err: error, delivery: recorded.delivery }, 'unreadable answer to SendMessage; the reconciler will ask the agent');
+    await noteSendError(ctx, record, recorded);
     await askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() });
     return 'unreadable-answer';
   }
   const permanent = (error instanceof A2AError || (error as { retryable?: boolean })?.retryable === false) && !isRetryable(error);
   const lastAttempt = job.attemptsMade + 1 >= job.attempts;
   if (permanent || lastAttempt) {
-    const code = (error as { code?: string }).code ?? 'SEND_FAILED';
-    const message = error instanceof Error ? error.message : String(error);
     log.warn({ err: error, permanent }, 'send failed; recording the step FAILED');
-    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'FAILED', error: { code, message, retryable: !permanent } });
+    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'FAILED', error: { ...recorded, retryable: !permanent } });
     await routeDelegation(ctx, record);
-    if (permanent) throw new UnrecoverableError(message);
+    if (permanent) throw new UnrecoverableError(recorded.message);
     return 'failed';
   }
+  if (afterMark) await noteSendError(ctx, record, recorded);
   log.warn({ err: error }, 'send failed; will retry');
   throw error;
 }
