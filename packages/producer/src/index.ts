@@ -2,5 +2,6 @@
 export { createProducer, DelegateInputSchema } from './producer.ts';
 export type { Producer, ProducerOptions, DelegateInput } from './producer.ts';
 export { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConflictError, WorkflowFinishedError, fromZodError } from './errors.ts';
+export { ReplicationTimeoutError } from '@durable-a2a/shared';
 export { workflowView } from './view.ts';
 export type { WorkflowView, StepView, AttemptSummary, OpenQuestion } from './view.ts';

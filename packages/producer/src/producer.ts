@@ -25,6 +25,8 @@ import {
   queuePrefix,
   createPolicyDispatcher,
   createRedisClient,
+  connectionGeneration,
+  type JournalDurability,
   type AddressPolicyOptions,
   type RegisteredAgent,
 } from '@durable-a2a/shared';
@@ -32,7 +34,7 @@ import { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConf
 import { workflowView, type WorkflowView, type OpenQuestion } from './view.ts';
 
 export interface ProducerOptions {
-  /** A Redis URL (`redis://…`, or `redis-cluster://host:port,…`) or an ioredis client (not closed by `close()` when passed in). */
+  /** A Redis URL (`redis://…`, `redis-cluster://host:port,…` or `redis-sentinel://host:port,…/<master name>`) or an ioredis client (not closed by `close()` when passed in). */
   redis: string | Redis | Cluster;
   /** Key prefix shared with the workers. Default `da2a`. */
   prefix?: string;
@@ -43,6 +45,12 @@ export interface ProducerOptions {
    * private, link-local and metadata addresses are refused, also after redirects and DNS changes.
    */
   addressPolicy?: AddressPolicyOptions;
+  /**
+   * Replicas that must acknowledge a new workflow before `delegate` / `startWorkflow` answer (WAIT);
+   * default none. On a timeout they throw `ReplicationTimeoutError` (`REPLICATION_TIMEOUT`, retryable
+   * with the same idempotency key or workflowId).
+   */
+  durability?: JournalDurability;
 }
 
 const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
@@ -99,7 +107,7 @@ export function createProducer(options: ProducerOptions): Producer {
   // ioredis retries on its own; failed commands reject to the caller, so connection events need no log here.
   if (ownsRedis) redis.on('error', () => undefined);
   const prefix = options.prefix ?? 'da2a';
-  const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs });
+  const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs, durability: options.durability });
   const registry = new AgentRegistry(redis, prefix);
   const queue = (name: 'send' | 'reconcile') =>
     new Queue(name, { connection: redis, prefix: queuePrefix(prefix), defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
@@ -115,6 +123,7 @@ export function createProducer(options: ProducerOptions): Producer {
   async function create(definition: z.output<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean; messageId?: string }> {
     const workflowId = definition.workflowId;
     const now = Date.now();
+    const generation = connectionGeneration(redis);
     const intents: Record<string, string>[] = [];
     for (const [index, step] of definition.steps.entries()) {
       const agent = 'agent' in step && step.agent ? step.agent : (await registry.findBySkill(step.skill!, 'tags' in step ? (step.tags ?? []) : []))[0]?.cardUrl;
@@ -162,6 +171,8 @@ export function createProducer(options: ProducerOptions): Producer {
     }
     const firstStep = definition.steps[0]!.name;
     const messageId = (await journal.getDelegation({ workflowId, delegationId: `${firstStep}.1` }))?.messageId;
+    // Acknowledged only once on the replicas (also when it already existed: an earlier call may have timed out here).
+    await journal.awaitReplicas(workflowId, generation);
     return { id: workflowId, created, messageId };
   }
 

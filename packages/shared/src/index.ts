@@ -54,4 +54,8 @@ export type { Metrics } from './metrics.ts';
 export { AgentRegistry } from './registry.ts';
 export type { RegisteredAgent } from './registry.ts';
 export { createRedisClient, isClusterUrl, CLUSTER_SCHEME } from './redis.ts';
+export { createSentinelClient, isSentinelUrl, parseSentinelUrl, sentinelRedisOptions, SENTINEL_SCHEME } from './redis-sentinel.ts';
+export type { SentinelTarget } from './redis-sentinel.ts';
+export { ReplicationTimeoutError, awaitReplicas, connectionGeneration, durabilityFrom, JournalDurabilityEnvironment, NO_DURABILITY } from './journal/durability.ts';
+export type { JournalDurability } from './journal/durability.ts';
 export { parseEnvironmentOrExit } from './config.ts';

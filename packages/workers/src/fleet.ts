@@ -100,7 +100,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const dispatcher = input.dispatcher ?? ownDispatcher!;
   const context: WorkerContext = {
     shutdownSignal: shutdown.signal,
-    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now }),
+    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability }),
     queues,
     agents: new AgentDirectory({
       credentials: input.credentials,

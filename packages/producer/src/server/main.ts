@@ -4,7 +4,7 @@
  * then closes queues and Redis).
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { createLogger, parseEnvironmentOrExit } from '@durable-a2a/shared';
+import { createLogger, durabilityFrom, parseEnvironmentOrExit } from '@durable-a2a/shared';
 import { parseServerEnvironment } from './config.ts';
 import { createServer } from './server.ts';
 
@@ -17,6 +17,7 @@ const app = createServer({
   prefix: environment.DA2A_PREFIX,
   apiTokens: environment.DA2A_API_TOKENS,
   pushAcceptTokenOnly: environment.DA2A_PUSH_ACCEPT_TOKEN_ONLY,
+  durability: durabilityFrom(environment),
   addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
   logger,
   metricsRegistry,

@@ -5,7 +5,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { AgentCardError, JournalError } from '@durable-a2a/shared';
+import { AgentCardError, JournalError, ReplicationTimeoutError } from '@durable-a2a/shared';
 import { IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -23,6 +23,7 @@ export const PROBLEMS = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   AGENT_CARD_REJECTED: { status: 422, title: 'Agent Card rejected' },
   UNAVAILABLE: { status: 503, title: 'Service unavailable' },
+  REPLICATION_TIMEOUT: { status: 503, title: 'Not yet acknowledged by the Redis replicas; retry with the same idempotency key' },
   INTERNAL: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 export type ProblemCode = keyof typeof PROBLEMS;
@@ -65,6 +66,7 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof IdempotencyConflictError) return problem('IDEMPOTENCY_CONFLICT', error.message);
   if (error instanceof WorkflowFinishedError) return problem('WORKFLOW_FINISHED', error.message);
   if (error instanceof AgentCardError) return problem('AGENT_CARD_REJECTED', error.message, { field: 'cardUrl' });
+  if (error instanceof ReplicationTimeoutError) return problem('REPLICATION_TIMEOUT', error.message);
   if (error instanceof JournalError && error.code === 'DELEGATION_MISSING') return problem('NOT_FOUND', error.message);
   const fastifyError = error as Partial<FastifyError>;
   // fastify's own client errors (malformed JSON, empty body, size, media type).

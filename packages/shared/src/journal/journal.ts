@@ -11,6 +11,7 @@ import { journalKeys, indexMember, parseIndexMember, type JournalKeys } from './
 import { DelegationRecordSchema, parseArtifacts, type DelegationRecord, type DelegationView, type RecordedError } from './record.ts';
 import type { JournalState } from './states.ts';
 import { JournalError, journalErrorFromCode } from './errors.ts';
+import { NO_DURABILITY, awaitReplicas, connectionGeneration, type JournalDurability } from './durability.ts';
 
 /**
  * Identifies a question: its status message's id, else its timestamp in ms (so "…00Z" and
@@ -81,6 +82,8 @@ export interface JournalOptions {
   retentionMs?: number;
   /** Clock, injectable for tests; default `Date.now`. */
   now?: () => number;
+  /** Replicas that must acknowledge the critical writes (see durability.ts); default none. */
+  durability?: JournalDurability;
 }
 
 const scriptSource = (name: ScriptName) =>
@@ -93,6 +96,7 @@ export class Journal {
   readonly keys: JournalKeys;
   readonly retentionMs: number;
   readonly now: () => number;
+  readonly durability: JournalDurability;
   private readonly call: ScriptCaller;
 
   constructor(
@@ -102,6 +106,7 @@ export class Journal {
     this.keys = journalKeys(options.prefix);
     this.retentionMs = options.retentionMs ?? 7 * 24 * 3600 * 1000;
     this.now = options.now ?? Date.now;
+    this.durability = options.durability ?? NO_DURABILITY;
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       const commandName = `da2a_${SCRIPT_VERSION}_${name}`;
       if (!(commandName in redis)) {
@@ -211,10 +216,22 @@ export class Journal {
    * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING
    */
   async markSending(ref: DelegationRef, fence: number, agentInterface?: object): Promise<void> {
+    const generation = connectionGeneration(this.redis);
     const code = Number(
       await this.call('markSending', [this.delegationKeys(ref)[0]], [fence, this.now(), agentInterface ? JSON.stringify(agentInterface) : '']),
     );
     if (code < 0) throw journalErrorFromCode(code, ref, 'markSending');
+    await this.awaitReplicas(ref.workflowId, generation);
+  }
+
+  /**
+   * Waits for `durability.replicas` replicas to acknowledge this connection's writes so far (the
+   * workflow's keys and the unfinished index); nothing when the setting is off.
+   * @param generation `connectionGeneration(journal.redis)` taken before the writes.
+   * @throws ReplicationTimeoutError (retryable)
+   */
+  async awaitReplicas(workflowId: string, generation: number): Promise<void> {
+    await awaitReplicas(this.redis, this.durability, [this.keys.workflow(workflowId), this.keys.unfinished()], generation);
   }
 
   /**
