@@ -22,12 +22,14 @@ describe('Sentinel set and replica-acknowledged journal writes', () => {
     redis.on('error', () => undefined);
     clients.push(redis);
     const journal = new Journal(redis, { prefix: 'durable', durability: { replicas: 1, timeoutMs: 300 } });
+    // Where the replica must acknowledge: a timeout a loaded machine cannot miss.
+    const patient = new Journal(redis, { prefix: 'durable', durability: { replicas: 1, timeoutMs: 10_000 } });
     const first = intent('w1');
     const generation = connectionGeneration(redis);
     await journal.createWorkflow('w1', { state: 'RUNNING' }, first);
-    await journal.awaitReplicas('w1', generation);
+    await patient.awaitReplicas('w1', generation);
 
-    sentinelSet().holdReplication(true);
+    await sentinelSet().holdReplication(true);
     try {
       const held = connectionGeneration(redis);
       await journal.createWorkflow('w2', { state: 'RUNNING' }, intent('w2'));
@@ -39,17 +41,17 @@ describe('Sentinel set and replica-acknowledged journal writes', () => {
       const fence = await journal.claim(ref, 'test');
       await expect(journal.markSending(ref, fence)).rejects.toBeInstanceOf(ReplicationTimeoutError);
     } finally {
-      sentinelSet().holdReplication(false);
+      await sentinelSet().holdReplication(false);
     }
-    await journal.awaitReplicas('w2', connectionGeneration(redis));
+    await patient.awaitReplicas('w2', connectionGeneration(redis));
     // Off (the default): no WAIT at all, even with the replica held back.
-    sentinelSet().holdReplication(true);
+    await sentinelSet().holdReplication(true);
     try {
       const plain = new Journal(redis, { prefix: 'durable' });
       await plain.createWorkflow('w3', { state: 'RUNNING' }, intent('w3'));
       await plain.awaitReplicas('w3', connectionGeneration(redis));
     } finally {
-      sentinelSet().holdReplication(false);
+      await sentinelSet().holdReplication(false);
     }
   });
 

@@ -7,7 +7,8 @@
  * primary: the writes held back are what an asynchronous failover loses.
  */
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer, connect, type Server, type Socket } from 'node:net';
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
@@ -25,7 +26,7 @@ export interface SentinelSetHandle {
   /** The primary's port as the Sentinels report it. */
   primaryPort(): Promise<number>;
   /** Keeps the primary → replica stream back (true) or lets it flow (false; what was held is delivered). */
-  holdReplication(hold: boolean): void;
+  holdReplication(hold: boolean): Promise<void>;
   /** SIGKILLs the current primary; what the relay held back is dropped with it. Returns its port. */
   killPrimary(): Promise<number>;
   /** Waits until every Sentinel names a primary other than `oldPort`; returns the new primary's port. */
@@ -38,40 +39,35 @@ export interface SentinelSetHandle {
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
-/** A byte relay 127.0.0.1:port → target whose downstream direction (target → client) can be held back. */
-async function startRelay(targetPort: number): Promise<{ port: number; hold(on: boolean): void; cut(): void; close(): Promise<void> }> {
-  const pairs = new Set<{ client: Socket; upstream: Socket; held: Buffer[] }>();
-  let holding = false;
-  const server: Server = createServer((client) => {
-    const upstream = connect(targetPort, '127.0.0.1');
-    const pair = { client, upstream, held: [] as Buffer[] };
-    pairs.add(pair);
-    client.on('data', (chunk) => upstream.write(chunk));
-    upstream.on('data', (chunk) => (holding ? pair.held.push(chunk) : client.write(chunk)));
-    const end = () => {
-      pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
+/** The relay (test/harness/relay-process.mjs) in its own process: 127.0.0.1:port → target, downstream can be held back. */
+async function startRelay(targetPort: number): Promise<{ port: number; hold(on: boolean): Promise<void>; cut(): Promise<void>; close(): Promise<void> }> {
+  const child: ChildProcess = fork(fileURLToPath(new URL('./relay-process.mjs', import.meta.url)), [String(targetPort)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const port = await new Promise<number>((resolve, reject) => {
+    child.on('message', (message: { listening?: number }) => message.listening && resolve(message.listening));
+    child.once('exit', (code) => reject(new Error(`relay exited (code ${code})`)));
   });
-  const port = await findFreePort();
-  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
+  let nextId = 0;
+  const send = (message: object) =>
+    new Promise<void>((resolve) => {
+      const id = ++nextId;
+      const onMessage = (reply: { done?: number }) => {
+        if (reply.done !== id) return;
+        child.off('message', onMessage);
+        resolve();
+      };
+      child.on('message', onMessage);
+      child.send({ ...message, id });
+    });
   return {
     port,
-    hold(on) {
-      holding = on;
-      if (!on) for (const pair of pairs) for (const chunk of pair.held.splice(0)) pair.client.write(chunk);
+    hold: (on) => send({ hold: on }),
+    cut: () => send({ cut: true }),
+    close: async () => {
+      if (child.exitCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
     },
-    cut() {
-      for (const pair of pairs) {
-        pair.held.length = 0;
-        pair.client.destroy();
-        pair.upstream.destroy();
-      }
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
 
@@ -144,7 +140,7 @@ export async function startSentinelSet(): Promise<SentinelSetHandle> {
     async killPrimary() {
       const port = await masterOf(clients[0]!);
       await servers.get(port)!.kill();
-      relay.cut();
+      await relay.cut();
       return port;
     },
     async awaitPromotion(oldPort, timeoutMs = 30_000) {
@@ -176,7 +172,6 @@ export async function startSentinelSet(): Promise<SentinelSetHandle> {
     async stop() {
       for (const client of clients) client.disconnect();
       await Promise.all(sentinels.map((sentinel) => sentinel.stop()));
-      relay.cut();
       await relay.close();
       await Promise.all([...servers.values()].map((server) => server.stop()));
     },

@@ -318,11 +318,13 @@ export class Journal {
    * @throws JournalError WRONG_STATE (not parked), DELEGATION_MISSING
    */
   async recordReply(ref: DelegationRef, messageId: string, message: object): Promise<{ messageId: string; created: boolean }> {
+    const generation = connectionGeneration(this.redis);
     const [code, id] = (await this.call('recordReply', [this.delegationKeys(ref)[0]], [messageId, JSON.stringify(message), this.now()])) as [
       number,
       string,
     ];
     if (code < 0) throw journalErrorFromCode(code, ref, 'recordReply');
+    await this.awaitReplicas(ref.workflowId, generation); // the producer acknowledges the reply
     return { messageId: id, created: code === 1 };
   }
 
@@ -333,8 +335,10 @@ export class Journal {
    * @throws JournalError FENCE_LOST, DELEGATION_MISSING
    */
   async markReply(ref: DelegationRef, fence: number, messageId: string, state: 'sending' | 'sent' | 'refused', reason = ''): Promise<boolean> {
+    const generation = connectionGeneration(this.redis);
     const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, this.now(), state, reason]));
     if (code < 0) throw journalErrorFromCode(code, ref, 'markReply');
+    if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation); // before the reply leaves
     return code === 1;
   }
 
