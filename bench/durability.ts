@@ -2,12 +2,12 @@
  * Benchmark 6, the cost of the journal's durability setting (WAIT for one replica after the workflow
  * is created, and before each SendMessage leaves): one primary with one replica on loopback, the same
  * workload twice in the same run, rounds alternating off / on so load drifts hit both sides alike:
- * how long `producer.delegate` takes to answer (p50, p99) and the end-to-end throughput (delegate →
+ * one journal write with and without WAIT, one after the other; how long `producer.delegate` takes to answer (p50, p99) and the end-to-end throughput (delegate →
  * send → follow → COMPLETED) at concurrency 50, each side with WAIT and without.
  */
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
-import type { JournalDurability } from '@durable-a2a/shared';
+import { Journal, connectionGeneration, type JournalDurability } from '@durable-a2a/shared';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { startDemoAgent } from '../test/harness/agent.ts';
 import { completesWith } from '../test/harness/agent-behaviours.ts';
@@ -24,6 +24,7 @@ interface Side {
   wallMs: number;
 }
 
+const median = (values: number[]): number => percentile(values, 50);
 const percentile = (values: number[], p: number): number => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
@@ -36,11 +37,17 @@ export async function run(scale: number): Promise<BenchResult> {
   const agent = await startDemoAgent({ behaviour: completesWith('done', { delayMs: 20 }) });
   const sides: Record<'off' | 'on', Side> = { off: { acknowledgeMs: [], delegations: 0, wallMs: 0 }, on: { acknowledgeMs: [], delegations: 0, wallMs: 0 } };
   const probe = new Redis(primary.url);
+  const writes = { off: [] as number[], on: [] as number[] };
   try {
     // Online = past the initial sync (diskless, after repl-diskless-sync-delay): WAIT would time out before.
     while (!/slave0:.*state=online/.test(await probe.info('replication'))) await sleep(50);
-    await round_('off', 'warm', Math.min(20, perRound));
-    await round_('on', 'warm', Math.min(20, perRound));
+    for (let index = 0; index < 2 * ROUNDS; index++) {
+      const mode = index % 2 === 0 ? 'off' : 'on';
+      writes[mode].push(await sequentialWrites(mode, index, scaled(500, scale, 20)));
+    }
+    // Warm-up: a full round per side, unmeasured (the first round pays for JIT and script loading).
+    await round_('off', 'warm', perRound);
+    await round_('on', 'warm', perRound);
     for (let index = 0; index < ROUNDS; index++) {
       for (const mode of index % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
         const result = await round_(mode, `r${index}`, perRound);
@@ -61,6 +68,9 @@ export async function run(scale: number): Promise<BenchResult> {
     name: 'durability',
     title: 'Cost of WAIT for one replica on the critical journal writes',
     figures: [
+      { metric: 'one journal write (createWorkflow), sequential, WAIT off', value: round(median(writes.off), 3), unit: 'ms' },
+      { metric: 'one journal write + WAIT 1, sequential', value: round(median(writes.on), 3), unit: 'ms' },
+      { metric: 'write latency ratio on / off', value: round(median(writes.on) / median(writes.off), 2), unit: '' },
       { metric: 'producer.delegate p50, WAIT off', value: round(p(sides.off, 50), 2), unit: 'ms' },
       { metric: 'producer.delegate p50, WAIT on', value: round(p(sides.on, 50), 2), unit: 'ms' },
       { metric: 'producer.delegate p99, WAIT off', value: round(p(sides.off, 99), 2), unit: 'ms' },
@@ -71,10 +81,30 @@ export async function run(scale: number): Promise<BenchResult> {
       { metric: 'throughput ratio on / off', value: round(throughput(sides.on) / throughput(sides.off), 2), unit: '' },
     ],
     notes: [
-      `${ROUNDS} rounds of ${perRound} delegations per side (alternating order) at concurrency ${CONCURRENCY}, after a warm-up per side; one replica on loopback (no network latency: on a real network each WAIT adds about one round trip to the replica).`,
+      `Journal write: ${scaled(500, scale, 20)} sequential createWorkflow calls per round, ${ROUNDS} rounds per side, median of the round medians: the latency WAIT adds to each critical write.`,
+      `${ROUNDS} rounds of ${perRound} delegations per side (alternating order) at concurrency ${CONCURRENCY}, after a full unmeasured warm-up round per side; one replica on loopback (no network latency: on a real network each WAIT adds about one round trip to the replica).`,
       'WAIT on = producer and workers with durability { replicas: 1, timeoutMs: 1000 }: WAIT after the workflow is created (before delegate answers) and after the mark before SendMessage leaves. Agent works 20 ms.',
     ],
   };
+
+  /** Median ms of one createWorkflow (+ WAIT when on), one after the other on one connection. */
+  async function sequentialWrites(mode: 'off' | 'on', index: number, count: number): Promise<number> {
+    const redis = new Redis(primary.url);
+    const journal = new Journal(redis, { prefix: `writes-${mode}-${index}`, durability: mode === 'on' ? ON : OFF });
+    const took: number[] = [];
+    try {
+      for (let write = 0; write < count; write++) {
+        const at = performance.now();
+        const generation = connectionGeneration(redis);
+        await journal.createWorkflow(`w${write}`, { state: 'RUNNING' });
+        await journal.awaitReplicas(`w${write}`, generation);
+        took.push(performance.now() - at);
+      }
+    } finally {
+      redis.disconnect();
+    }
+    return percentile(took, 50);
+  }
 
   async function round_(mode: 'off' | 'on', tag: string, count: number): Promise<{ acknowledgeMs: number[]; wallMs: number }> {
     const prefix = `durability-${mode}-${tag}`;

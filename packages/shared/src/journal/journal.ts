@@ -213,7 +213,8 @@ export class Journal {
 
   /**
    * Marks that SendMessage is about to leave (crash window 1 → 2).
-   * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING
+   * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING; ReplicationTimeoutError
+   *   (durability on: the mark is written but not proven on the replicas, so nothing may leave)
    */
   async markSending(ref: DelegationRef, fence: number, agentInterface?: object): Promise<void> {
     const generation = connectionGeneration(this.redis);
@@ -315,7 +316,7 @@ export class Journal {
   /**
    * Journals a reply to the parked question before it is sent.
    * @returns the reply's messageId and whether it is new (false = this question was already answered).
-   * @throws JournalError WRONG_STATE (not parked), DELEGATION_MISSING
+   * @throws JournalError WRONG_STATE (not parked), DELEGATION_MISSING; ReplicationTimeoutError (durability on)
    */
   async recordReply(ref: DelegationRef, messageId: string, message: object): Promise<{ messageId: string; created: boolean }> {
     const generation = connectionGeneration(this.redis);
@@ -332,7 +333,7 @@ export class Journal {
    * Moves the journaled reply to 'sending' (about to leave), 'sent' (delivered) or 'refused'
    * (the agent refused it for good; the question opens again and `reason` is kept as `replyError`).
    * @returns false if it was not in the state before (another run moved it on).
-   * @throws JournalError FENCE_LOST, DELEGATION_MISSING
+   * @throws JournalError FENCE_LOST, DELEGATION_MISSING; ReplicationTimeoutError ('sending', durability on)
    */
   async markReply(ref: DelegationRef, fence: number, messageId: string, state: 'sending' | 'sent' | 'refused', reason = ''): Promise<boolean> {
     const generation = connectionGeneration(this.redis);
