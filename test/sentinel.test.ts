@@ -36,10 +36,11 @@ describe('Sentinel set and replica-acknowledged journal writes', () => {
       const error = await journal.awaitReplicas('w2', held).catch((caught: unknown) => caught);
       expect(error).toBeInstanceOf(ReplicationTimeoutError);
       expect(error).toMatchObject({ code: 'REPLICATION_TIMEOUT', retryable: true, acknowledged: 0, required: 1 });
-      // markSending waits too, after its script: the mark is written but the caller is told it is not safe.
+      // markSending checks the replicas first: refused, and the mark is not written (nothing may leave).
       const ref = { workflowId: 'w1', delegationId: first.delegationId! };
       const fence = await journal.claim(ref, 'test');
       await expect(journal.markSending(ref, fence)).rejects.toBeInstanceOf(ReplicationTimeoutError);
+      expect((await journal.getDelegation(ref))?.sendStartedAt).toBeUndefined();
     } finally {
       await sentinelSet().holdReplication(false);
     }

@@ -19,7 +19,7 @@ export interface FailoverChaosOptions {
   awaitReplica: boolean;
   /** How long the replica lags before the kill. Default 800 (under the Sentinels' 1 s down-after). */
   lagMs?: number;
-  /** When the failover starts, in ms after the run (uniform in [0.5, 1.5] ×), and not before every workflow was started. Default 2_000. */
+  /** When the failover starts, in ms after the run (uniform in [0.5, 1.5] ×), and not before half the workflows were started. Default 2_000. */
   failoverAfterMs?: number;
   workflowTimeoutMs?: number;
   /** Share of workflows that are travel sagas (with compensation); the rest are single delegations. Default 0.3. */
@@ -64,7 +64,8 @@ export async function runFailoverChaos(options: FailoverChaosOptions): Promise<C
     randomFaults: [],
     faultsFirst: ['primary-failover'],
     faultMeanMs: options.failoverAfterMs ?? 2_000,
-    faultsAfterStarted: options.workflows,
+    // Half started: the other half is created during the lag and the failover (acknowledged or refused).
+    faultsAfterStarted: Math.floor(options.workflows / 2),
     workers: 2,
     inFlight: options.workflows,
     tripShare: options.tripShare ?? 0.3,

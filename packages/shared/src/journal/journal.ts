@@ -218,6 +218,8 @@ export class Journal {
    */
   async markSending(ref: DelegationRef, fence: number, agentInterface?: object): Promise<void> {
     const generation = connectionGeneration(this.redis);
+    // Replicas behind or gone: refuse before the mark, so a send that cannot leave is not marked as maybe sent.
+    await this.awaitReplicas(ref.workflowId, generation);
     const code = Number(
       await this.call('markSending', [this.delegationKeys(ref)[0]], [fence, this.now(), agentInterface ? JSON.stringify(agentInterface) : '']),
     );

@@ -16,6 +16,7 @@ import {
   isRetryable,
   jobId,
   JournalError,
+  ReplicationTimeoutError,
   SendJobSchema,
   applyTask,
   questionKeyOf,
@@ -69,6 +70,8 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl);
     await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface);
   } catch (error) {
+    // Not on enough replicas: nothing leaves, and a replica outage does not use up the send's attempts.
+    if (error instanceof ReplicationTimeoutError) return askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() }).then(() => 'replicas-behind');
     return handleFailure(ctx, record, fence, error, log, job);
   }
   const markedAt = ctx.options.now();
