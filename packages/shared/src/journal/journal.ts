@@ -339,6 +339,8 @@ export class Journal {
    */
   async markReply(ref: DelegationRef, fence: number, messageId: string, state: 'sending' | 'sent' | 'refused', reason = ''): Promise<boolean> {
     const generation = connectionGeneration(this.redis);
+    // As markSending: replicas behind, no 'sending' mark (a rerun in 'sending' asks the agent, then sends unfenced).
+    if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation);
     const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, this.now(), state, reason]));
     if (code < 0) throw journalErrorFromCode(code, ref, 'markReply');
     if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation); // before the reply leaves
