@@ -169,6 +169,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const weighted: FaultKind[] = options.randomFaults ?? ['kill-worker', 'kill-worker', 'drop-streams', 'drop-streams', 'drop-streams', 'agent-forgets', ...(options.redisRestarts ? (['redis-restart'] as const) : [])];
   const firstFaults = (options.faultsFirst ?? []).filter((kind) => kind !== 'redis-restart' || options.redisRestarts);
   let chaosOn = true;
+  let next = 0; // workflows started so far
   const faultLoop = (async () => {
     while (chaosOn) {
       await sleep(faultMeanMs * (0.5 + random()));
@@ -214,7 +215,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const kinds = new Map<string, 'single' | 'trip'>();
   const active = new Map<string, number>();
   const views = new Map<string, WorkflowView>();
-  let next = 0;
   let lastProgress = Date.now();
   const start = async (index: number) => {
     const trip = random() < tripShare;
