@@ -12,6 +12,32 @@ import { runFailoverChaos } from './failover.ts';
 
 quietSdkConsole();
 
+/** Violations counted by kind (the text before the first workflow-specific detail). */
+function violationKinds(violations: string[]): Record<string, number> {
+  const kinds: Record<string, number> = {};
+  for (const violation of violations) {
+    const kind = /is gone/.test(violation)
+      ? 'acknowledged workflow gone'
+      : /unreadable/.test(violation)
+        ? 'acknowledged workflow unreadable'
+        : /reply .* executed/.test(violation)
+          ? 'reply executed twice'
+          : /executed \d+ times/.test(violation)
+            ? 'message executed twice'
+            : /cancelled \d+ times/.test(violation)
+              ? 'compensation run twice'
+              : /not settled after/.test(violation)
+                ? 'not settled in time (ended later)'
+                : /ended .* without a reason/.test(violation)
+                  ? 'never ended'
+                  : /unfinished index/.test(violation)
+                    ? 'unfinished index not drained'
+                    : 'other';
+    kinds[kind] = (kinds[kind] ?? 0) + 1;
+  }
+  return kinds;
+}
+
 const seed = seedFromEnvironment();
 const workflows = Number(process.env.CHAOS_WORKFLOWS ?? 200);
 const lagMs = Number(process.env.FAILOVER_LAG_MS ?? 800);
@@ -31,6 +57,7 @@ for (const mode of modes) {
     });
     console.log(JSON.stringify({ wait: mode, ...report, violations: report.violations.length }, null, 2));
     for (const violation of report.violations.slice(0, 30)) console.log(`WAIT ${mode} VIOLATION: ${violation}`);
+    console.log(`WAIT ${mode} violations by kind: ${JSON.stringify(violationKinds(report.violations))}`);
     if (mode === 'on' && report.violations.length > 0) failed = true;
     console.log(`WAIT ${mode}: ${report.violations.length} violation(s) in ${Math.round(report.durationMs / 1000)} s`);
   } finally {

@@ -6,7 +6,9 @@
  * `WAIT <replicas> <timeoutMs>`: the write is on at least `replicas` replicas before the caller is
  * answered and before any I/O to the agent. WAIT counts the replicas that acknowledged everything this
  * connection wrote so far, so it must run on the connection that wrote; a reconnect in between (a
- * failover) proves nothing, and counts as not acknowledged.
+ * failover) proves nothing, and counts as not acknowledged. Before a mark that lets a message leave
+ * (`sendStartedAt`, a reply's `sending`) the journal waits once more, so that while the replicas are
+ * behind no mark is written for a message that then cannot leave (it would cost a search and a resend).
  *
  * Not a guarantee against every loss: WAIT does not make Redis strongly consistent (a replica that
  * acknowledged may itself not be the one promoted when there are several; run `replicas` = all of them,
