@@ -2,7 +2,8 @@
  * `pnpm chaos:failover`: the failover chaos (test/chaos/failover.ts) twice, each on a fresh Sentinel set:
  * with the journal's durability setting on (WAIT for one replica; every invariant must hold) and off
  * (what the failover took is printed: the measured cost of not waiting). CHAOS_WORKFLOWS (default 200),
- * CHAOS_SEED to replay, FAILOVER_LAG_MS (default 800), FAILOVER_MODES (`on,off`). Exits 1 if the run
+ * CHAOS_SEED to replay, FAILOVER_LAG_MS (default 800), FAILOVER_MODES (`on,off`), FAILOVER_WORKFLOW_TIMEOUT_MS
+ * (default 180000: a workflow not settled by then is a violation). Exits 1 if the run
  * with WAIT on broke an invariant.
  */
 import { quietSdkConsole } from '../harness/quiet-sdk.ts';
@@ -53,10 +54,13 @@ for (const mode of modes) {
       workflows,
       awaitReplica: mode === 'on',
       lagMs,
+      workflowTimeoutMs: Number(process.env.FAILOVER_WORKFLOW_TIMEOUT_MS ?? 180_000),
       log: (line) => console.log(`[${new Date().toISOString().slice(11, 23)}] WAIT ${mode}: ${line}`),
     });
     console.log(JSON.stringify({ wait: mode, ...report, violations: report.violations.length }, null, 2));
-    for (const violation of report.violations.slice(0, 30)) console.log(`WAIT ${mode} VIOLATION: ${violation}`);
+    // The slow ones last: what was lost or done twice matters first.
+    const ordered = [...report.violations].sort((a, b) => Number(/not settled after/.test(a)) - Number(/not settled after/.test(b)));
+    for (const violation of ordered.slice(0, 30)) console.log(`WAIT ${mode} VIOLATION: ${violation}`);
     console.log(`WAIT ${mode} violations by kind: ${JSON.stringify(violationKinds(report.violations))}`);
     if (mode === 'on' && report.violations.length > 0) failed = true;
     console.log(`WAIT ${mode}: ${report.violations.length} violation(s) in ${Math.round(report.durationMs / 1000)} s`);
