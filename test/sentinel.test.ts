@@ -4,7 +4,8 @@
  * acknowledged (typed, retryable) and accepts it once the replica caught up.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Journal, ReplicationTimeoutError, buildIntent, connectionGeneration, createRedisClient } from '@durable-a2a/shared';
+import { Journal, ReplicationTimeoutError, buildIntent, connectionGeneration, createLogger, createRedisClient } from '@durable-a2a/shared';
+import { createServer } from '@durable-a2a/producer/server';
 import { useSentinelSet } from './harness/sentinel.ts';
 
 const sentinelSet = useSentinelSet();
@@ -53,6 +54,34 @@ describe('Sentinel set and replica-acknowledged journal writes', () => {
       await plain.awaitReplicas('w3', connectionGeneration(redis));
     } finally {
       await sentinelSet().holdReplication(false);
+    }
+  });
+
+  it('HTTP API: a delegation the replica has not acknowledged is a 503 REPLICATION_TIMEOUT; the same request retried is accepted', async () => {
+    const app = createServer({ redisUrl: sentinelSet().url, prefix: 'api', apiTokens: ['t0ken-for-tests'], durability: { replicas: 1, timeoutMs: 300 }, logger: createLogger({ level: 'silent' }) });
+    const request = () =>
+      app.inject({
+        method: 'POST',
+        url: '/v1/delegations',
+        headers: { authorization: 'Bearer t0ken-for-tests' },
+        payload: { agent: 'https://agent.example/.well-known/agent-card.json', text: 'hello', idempotencyKey: 'order-1' },
+      });
+    try {
+      await sentinelSet().holdReplication(true);
+      let refused;
+      try {
+        refused = await request();
+      } finally {
+        await sentinelSet().holdReplication(false);
+      }
+      expect(refused.statusCode).toBe(503);
+      expect(refused.json()).toMatchObject({ code: 'REPLICATION_TIMEOUT' });
+      let accepted = await request();
+      // A loaded machine may need a moment for the replica to catch up on what was held back.
+      for (let attempt = 0; attempt < 20 && accepted.statusCode === 503; attempt++) accepted = await request();
+      expect([200, 201]).toContain(accepted.statusCode);
+    } finally {
+      await app.close();
     }
   });
 
