@@ -14,6 +14,7 @@ import {
   isFinished,
   isRetryable,
   JournalError,
+  ReplicationTimeoutError,
   applyTask,
   type DelegationRecord,
   type DelegationRef,
@@ -58,6 +59,8 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl);
     await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface);
   } catch (error) {
+    // Not on enough replicas: nothing leaves, and a replica outage does not use up the send's attempts.
+    if (error instanceof ReplicationTimeoutError) return askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() }).then(() => 'replicas-behind');
     return handleFailure(ctx, record, fence, error, log, job);
   }
   const markedAt = ctx.options.now();
