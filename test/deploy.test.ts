@@ -96,7 +96,7 @@ describe('deploy/k8s', () => {
     expect(secretsExample).toEqual({ DA2A_API_TOKENS: '' });
     expect(() => ServerEnvironmentSchema.parse({ ...config, DA2A_API_TOKENS: secretsExample.DA2A_API_TOKENS })).toThrow(/no token/);
     expect(readText('../.gitignore').split('\n')).toContain('deploy/k8s/secrets.env');
-    for (const file of [...readdirSync(directory).map((name) => `../deploy/k8s/${name}`), '../docker-compose.yml', '../Dockerfile']) {
+    for (const file of [...readdirSync(directory, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => `${entry.parentPath}/${entry.name}`.replace(/^.*\/deploy\/k8s\//, '../deploy/k8s/')), '../docker-compose.yml', '../Dockerfile']) {
       expect(readText(file)).not.toMatch(/change-me/i);
     }
     const api = find('Deployment', 'durable-a2a-api').spec.template.spec.containers[0];
