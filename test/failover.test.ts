@@ -17,6 +17,7 @@ describe('Redis primary failover (short)', () => {
     console.log(`failover chaos: CHAOS_SEED=${seed}`);
     const report = await runFailoverChaos({ sentinelSet: sentinelSet(), seed, workflows: Number(process.env.FAILOVER_TEST_WORKFLOWS ?? 60), awaitReplica: true, tripShare: 0.1, workflowTimeoutMs: 110_000 });
     console.log(JSON.stringify({ ...report, violations: report.violations.length }));
+    for (const violation of report.violations.slice(0, 20)) console.log(`VIOLATION: ${violation}`);
     expect(report.violations, `replay with CHAOS_SEED=${seed}`).toEqual([]);
     expect(report.faults['primary-failover']).toBe(1);
     expect(report.failover.newPrimary).not.toBe(report.failover.oldPrimary);
