@@ -12,6 +12,7 @@ import { run as redisCost } from '../bench/redis-cost.ts';
 import { run as recovery } from '../bench/recovery.ts';
 import { run as reconnectStorm } from '../bench/reconnect-storm.ts';
 import { run as footprint } from '../bench/footprint.ts';
+import { run as durability } from '../bench/durability.ts';
 
 /** ~20 delegations, 50 streams, 1,000 finished rows. */
 const SMOKE_SCALE = 0.02;
@@ -67,6 +68,14 @@ describe('benchmarks at smoke scale', () => {
     expect(figure(result, 'followed tasks')).toBe(50);
     expect(figure(result, 'subscriptions until all reattached')).toBeGreaterThanOrEqual(50);
     expect(figure(result, 'peak subscriptions')).toBeGreaterThanOrEqual(figure(result, 'uniform average'));
+  }, 300_000);
+
+  it('durability: WAIT on and off measured in the same run; every round drains', async () => {
+    const result = await durability(SMOKE_SCALE);
+    expectWellFormed(result);
+    expect(figure(result, 'one journal write + WAIT 1')).toBeGreaterThan(0);
+    expect(figure(result, 'write latency ratio')).toBeGreaterThan(0);
+    expect(figure(result, 'throughput ratio')).toBeGreaterThan(0);
   }, 300_000);
 
   it('footprint: bytes per record and RSS are positive', async () => {

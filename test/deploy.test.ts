@@ -11,6 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { WorkerEnvironmentSchema } from '@durable-a2a/workers';
 import { ServerEnvironmentSchema } from '@durable-a2a/producer/server';
+import { parseSentinelUrl } from '@durable-a2a/shared';
 
 type Manifest = { apiVersion: string; kind: string; metadata: { name: string }; spec?: any; data?: Record<string, string>; stringData?: Record<string, string> };
 const directory = new URL('../deploy/k8s/', import.meta.url);
@@ -95,7 +96,7 @@ describe('deploy/k8s', () => {
     expect(secretsExample).toEqual({ DA2A_API_TOKENS: '' });
     expect(() => ServerEnvironmentSchema.parse({ ...config, DA2A_API_TOKENS: secretsExample.DA2A_API_TOKENS })).toThrow(/no token/);
     expect(readText('../.gitignore').split('\n')).toContain('deploy/k8s/secrets.env');
-    for (const file of [...readdirSync(directory).map((name) => `../deploy/k8s/${name}`), '../docker-compose.yml', '../Dockerfile']) {
+    for (const file of [...readdirSync(directory, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile()).map((entry) => `${entry.parentPath}/${entry.name}`.replace(/^.*\/deploy\/k8s\//, '../deploy/k8s/')), '../docker-compose.yml', '../Dockerfile']) {
       expect(readText(file)).not.toMatch(/change-me/i);
     }
     const api = find('Deployment', 'durable-a2a-api').spec.template.spec.containers[0];
@@ -157,5 +158,18 @@ describe('docker-compose.yml', () => {
   it('service environments are accepted by the same schemas the processes use', () => {
     expect(() => WorkerEnvironmentSchema.parse(environment('workers'))).not.toThrow();
     expect(() => ServerEnvironmentSchema.parse(environment('api'))).not.toThrow();
+  });
+});
+
+describe('deploy/k8s/sentinel (overlay)', () => {
+  it('points REDIS_URL at the Sentinels and turns the durability setting on; both schemas accept it', () => {
+    const overlay = parseAllDocuments(readFileSync(new URL('sentinel/config.yaml', directory), 'utf8'))[0]!.toJS() as Manifest;
+    const merged = { ...config, ...overlay.data };
+    const workers = WorkerEnvironmentSchema.parse(merged);
+    const server = ServerEnvironmentSchema.parse(merged);
+    expect(parseSentinelUrl(workers.REDIS_URL)).toMatchObject({ name: 'mymaster', sentinels: [{ port: 26379 }, { port: 26379 }, { port: 26379 }] });
+    for (const environment of [workers, server]) expect(environment).toMatchObject({ DA2A_JOURNAL_REPLICAS: 1, DA2A_JOURNAL_WAIT_TIMEOUT_MS: 1000 });
+    // Off by default for a single Redis.
+    expect(WorkerEnvironmentSchema.parse(config).DA2A_JOURNAL_REPLICAS).toBe(0);
   });
 });

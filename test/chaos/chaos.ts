@@ -9,7 +9,7 @@
  * forgot its tasks between two executions of the same messageId (the
  * reconciler searched, found nothing, and resent: allowed).
  */
-import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
+import { createProducer, type Producer, type ProducerOptions, type WorkflowView } from '@durable-a2a/producer';
 import type { RedisServerHandle } from '../harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import { completesWith, completionSteps, rejects, type Behaviour } from '../harness/agent-behaviours.ts';
@@ -34,20 +34,30 @@ export function mulberry32(seed: number): () => number {
 export const seedFromEnvironment = (): number =>
   process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) >>> 0 : Math.floor(Math.random() * 2 ** 32) >>> 0;
 
-export type FaultKind = 'kill-worker' | 'drop-streams' | 'agent-forgets' | 'redis-restart';
+export type FaultKind = 'kill-worker' | 'drop-streams' | 'agent-forgets' | 'redis-restart' | 'primary-failover';
 
 export interface ChaosOptions {
   seed: number;
   workflows: number;
-  /** A single server with AOF; restarted by the `redis-restart` fault when `redisRestarts`. */
-  redis: RedisServerHandle;
+  /** A single server with AOF; restarted by the `redis-restart` fault when `redisRestarts`. Or a Sentinel set's URL. */
+  redis: Pick<RedisServerHandle, 'url' | 'restart'>;
   redisRestarts: boolean;
+  /** The `primary-failover` fault (a Sentinel set): kill the primary, let a replica take over. */
+  failover?: () => Promise<void>;
+  /** Faults drawn at random after `faultsFirst`. Default: worker kills, dropped streams, forgetful agents, Redis restarts. [] = none. */
+  randomFaults?: FaultKind[];
+  /** More environment for the worker processes (e.g. DA2A_JOURNAL_REPLICAS). */
+  workerEnvironment?: Record<string, string>;
+  /** More producer options (e.g. durability). */
+  producerOptions?: Partial<ProducerOptions>;
   /** Worker processes kept running. Default 3. */
   workers?: number;
   /** Workflows in flight at once. Default 60. */
   inFlight?: number;
   /** Mean pause between faults (uniform in [0.5, 1.5] × mean). Default 2_000. */
   faultMeanMs?: number;
+  /** No fault before this many workflows were started (so a fault hits them in flight). Default 0. */
+  faultsAfterStarted?: number;
   /** Faults injected first, in this order (so a short run still sees each kind); random ones follow. */
   faultsFirst?: FaultKind[];
   /** Share of workflows that are travel sagas (the rest are single delegations). Default 0.5. */
@@ -135,7 +145,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const allAgents = Object.values(agents);
   const byCard = new Map(allAgents.map((agent) => [agent.handle.cardUrl, agent]));
 
-  const producer: Producer = createProducer({ redis: options.redis.url, addressPolicy: { allowLoopback: true }, prefix });
+  const producer: Producer = createProducer({ redis: options.redis.url, addressPolicy: { allowLoopback: true }, prefix, ...options.producerOptions });
   for (const agent of [agents.flight, agents.hotel, agents.car1, agents.car2]) await producer.registerAgent(agent.handle.cardUrl);
 
   const verifiers = JSON.stringify({ booking: { urlTemplate: `${bookings.url}/bookings/{subjectMessageId}`, effectField: 'status', presentValues: ['booked'] } });
@@ -146,6 +156,7 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
       DA2A_PREFIX: prefix,
       DA2A_HTTP_VERIFIERS: verifiers,
       DA2A_SUBSCRIBE_RATE_LIMIT: '2000/1000',
+      ...options.workerEnvironment,
     });
     workers.push(worker);
     void worker.exited.then(() => workers.splice(workers.indexOf(worker), 1));
@@ -154,15 +165,18 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   await Promise.all(Array.from({ length: workerCount }, () => spawnWorker().ready));
 
   // Faults, at seeded random times, until every workflow is settled.
-  const faults: Record<FaultKind, number> = { 'kill-worker': 0, 'drop-streams': 0, 'agent-forgets': 0, 'redis-restart': 0 };
-  const weighted: FaultKind[] = ['kill-worker', 'kill-worker', 'drop-streams', 'drop-streams', 'drop-streams', 'agent-forgets', ...(options.redisRestarts ? (['redis-restart'] as const) : [])];
+  const faults: Record<FaultKind, number> = { 'kill-worker': 0, 'drop-streams': 0, 'agent-forgets': 0, 'redis-restart': 0, 'primary-failover': 0 };
+  const weighted: FaultKind[] = options.randomFaults ?? ['kill-worker', 'kill-worker', 'drop-streams', 'drop-streams', 'drop-streams', 'agent-forgets', ...(options.redisRestarts ? (['redis-restart'] as const) : [])];
   const firstFaults = (options.faultsFirst ?? []).filter((kind) => kind !== 'redis-restart' || options.redisRestarts);
   let chaosOn = true;
+  let next = 0; // workflows started so far
   const faultLoop = (async () => {
     while (chaosOn) {
       await sleep(faultMeanMs * (0.5 + random()));
+      while (chaosOn && next < (options.faultsAfterStarted ?? 0)) await sleep(50);
       if (!chaosOn) break;
-      const kind = firstFaults.shift() ?? pick(weighted);
+      const kind = firstFaults.shift() ?? (weighted.length > 0 ? pick(weighted) : undefined);
+      if (kind === undefined) continue;
       faults[kind]++;
       try {
         if (kind === 'kill-worker') {
@@ -184,6 +198,9 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           await agent.handle.restart({ forgetTasks: true });
           // Executions from now on can no longer be found by a search for an earlier one.
           agent.epoch++;
+        } else if (kind === 'primary-failover') {
+          log('fault: Redis primary failover');
+          await options.failover?.();
         } else {
           log('fault: redis restart');
           await options.redis.restart();
@@ -198,7 +215,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const kinds = new Map<string, 'single' | 'trip'>();
   const active = new Map<string, number>();
   const views = new Map<string, WorkflowView>();
-  let next = 0;
   let lastProgress = Date.now();
   const start = async (index: number) => {
     const trip = random() < tripShare;
@@ -237,8 +253,12 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
             views.set(id, view);
             active.delete(id);
           }
-        } catch {
-          // Redis restarting: read again next round.
+        } catch (error) {
+          // Redis restarting: read again next round; a workflow that stays unreadable is a violation.
+          if (Date.now() - since > workflowTimeoutMs) {
+            violations.push(`${id} unreadable after ${workflowTimeoutMs} ms: ${String(error)}`);
+            active.delete(id);
+          }
         }
       }),
     );

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll } from 'vitest';
 import { startRedisServer, type RedisServerHandle, type RedisServerOptions } from '@durable-a2a/testing';
 
-export { resolveRedisServerBinary, startRedisServer } from '@durable-a2a/testing';
+export { resolveRedisServerBinary, startRedisServer, spawnRedisProcess, stopRedisProcess } from '@durable-a2a/testing';
 export type { RedisServerHandle, RedisServerOptions } from '@durable-a2a/testing';
 
 /** True when the suite runs against a local Redis Cluster (`DA2A_TEST_REDIS=cluster`). */

@@ -37,6 +37,8 @@ import {
   waitUntilConnected,
   DEFAULT_COMMAND_TIMEOUT_MS,
   type A2ALimits,
+  connectionGeneration,
+  type JournalDurability,
   type AddressPolicyOptions,
   type RegisteredAgent,
   type Step,
@@ -47,7 +49,7 @@ import { workflowView, type WorkflowView, type OpenQuestion } from './view.ts';
 import { WorkflowChangeSubscriber, waitForWorkflow, type WaitForOptions } from './wait.ts';
 
 export interface ProducerOptions {
-  /** A Redis URL (`redis://…`, or `redis-cluster://host:port,…`) or an ioredis client (not closed by `close()` when passed in). */
+  /** A Redis URL (`redis://…`, `redis-cluster://host:port,…` or `redis-sentinel://host:port,…/<master name>`) or an ioredis client (not closed by `close()` when passed in). */
   redis: string | Redis | Cluster;
   /** Key prefix shared with the workers. Default `da2a`. */
   prefix?: string;
@@ -68,6 +70,12 @@ export interface ProducerOptions {
   commandTimeoutMs?: number;
   /** Input limits for the Agent Card fetch of `registerAgent` (`agentCardBytes`, `jsonDepth`; default 1 MiB, 64). */
   limits?: Partial<A2ALimits>;
+  /**
+   * Replicas that must acknowledge a new workflow before `delegate` / `startWorkflow` answer (WAIT);
+   * default none. On a timeout they throw `ReplicationTimeoutError` (`REPLICATION_TIMEOUT`, retryable
+   * with the same idempotency key or workflowId).
+   */
+  durability?: JournalDurability;
 }
 
 const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
@@ -131,7 +139,7 @@ export function createProducer(options: ProducerOptions): Producer {
   // ioredis reconnects on its own; failed commands reject to the caller, so connection events need no log here.
   if (ownsRedis) redis.on('error', () => undefined);
   const prefix = options.prefix ?? 'da2a';
-  const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs });
+  const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs, durability: options.durability });
   const registry = new AgentRegistry(redis, prefix);
   const queue = (name: 'send' | 'reconcile') =>
     new Queue(name, { connection: redis, prefix: queuePrefix(prefix), telemetry: options.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
@@ -161,6 +169,7 @@ export function createProducer(options: ProducerOptions): Producer {
   async function create(definition: z.output<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean; messageId?: string }> {
     const workflowId = definition.workflowId;
     const now = Date.now();
+    const generation = connectionGeneration(redis);
     // The same decider as the workers' (one decider): a fixed agent first, then registered agents with the skill.
     const bySkill = new Map<Step, string[]>();
     for (const step of definition.steps) {
@@ -197,6 +206,8 @@ export function createProducer(options: ProducerOptions): Producer {
     }
     const firstStep = definition.steps[0]!.name;
     const messageId = (await journal.getDelegation({ workflowId, delegationId: `${firstStep}.1` }))?.messageId;
+    // Acknowledged only once on the replicas (also when it already existed: an earlier call may have timed out here).
+    await journal.awaitReplicas(workflowId, generation);
     return { id: workflowId, created, messageId };
   }
 

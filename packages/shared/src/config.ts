@@ -4,6 +4,7 @@
  * readable line per bad variable and exit with code 2 (no stack trace).
  */
 import { z } from 'zod';
+import { isSentinelUrl, parseSentinelUrl } from './redis-sentinel.ts';
 
 /** Runs `parse(environment)`; on failure prints `configuration error: NAME: message` lines and exits 2. */
 export function parseEnvironmentOrExit<T>(parse: (environment: NodeJS.ProcessEnv) => T, environment: NodeJS.ProcessEnv = process.env): T {
@@ -18,13 +19,25 @@ export function parseEnvironmentOrExit<T>(parse: (environment: NodeJS.ProcessEnv
   }
 }
 
-/** `REDIS_URL`: `redis://…`, `rediss://…` or `redis-cluster://host:port,host:port`. */
+/** `REDIS_URL`: `redis://…`, `rediss://…`, `redis-cluster://host:port,host:port` or `redis-sentinel://host:port,…/<master name>`. */
 export const RedisUrlSchema = z
   .string()
   .refine(
-    (text) => (/^redis-cluster:\/\/[^\s,/]+:\d+(,[^\s,/]+:\d+)*$/.test(text) || (/^rediss?:\/\//.test(text) && URL.canParse(text))),
-    'a Redis URL: redis://[user:password@]host:port[/db], rediss://… or redis-cluster://host:port,host:port',
+    (text) =>
+      /^redis-cluster:\/\/[^\s,/]+:\d+(,[^\s,/]+:\d+)*$/.test(text) ||
+      (/^rediss?:\/\//.test(text) && URL.canParse(text)) ||
+      (isSentinelUrl(text) && sentinelUrlParses(text)),
+    'a Redis URL: redis://[user:password@]host:port[/db], rediss://…, redis-cluster://host:port,host:port or redis-sentinel://host:port,host:port/<master name>',
   );
+
+function sentinelUrlParses(text: string): boolean {
+  try {
+    parseSentinelUrl(text);
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /**
  * A JSON-valued variable: parses the text as JSON, then with `schema`; bad

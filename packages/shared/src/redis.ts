@@ -1,10 +1,12 @@
 /**
  * One place that turns a Redis URL into a client: `redis://` / `rediss://`
  * for a single server, `redis-cluster://host:port,host:port` for a Redis
- * Cluster (seed nodes). Every journal key is hash-tagged per workflow and the
+ * Cluster (seed nodes), `redis-sentinel://host:port,host:port/<master name>`
+ * for a Sentinel-managed primary (see redis-sentinel.ts). Every journal key is hash-tagged per workflow and the
  * queue prefix is hash-tagged, so each Lua script stays in one slot.
  */
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
+import { createSentinelClient, isSentinelUrl } from './redis-sentinel.ts';
 
 export const CLUSTER_SCHEME = 'redis-cluster://';
 
@@ -17,6 +19,7 @@ export const isClusterUrl = (url: string): boolean => url.startsWith(CLUSTER_SCH
  */
 export function createRedisClient(url: string, options: RedisOptions = {}): Redis | Cluster {
   const redisOptions: RedisOptions = { maxRetriesPerRequest: null, ...options };
+  if (isSentinelUrl(url)) return createSentinelClient(url, redisOptions);
   if (!isClusterUrl(url)) return new Redis(url, redisOptions);
   const nodes = url
     .slice(CLUSTER_SCHEME.length)

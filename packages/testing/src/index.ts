@@ -13,7 +13,7 @@
  *   `sendMessageCount`, `requestCount`, `receivedMessages`.
  * - `startRawAgent(handler)`: a plain node:http server for wire-level cases.
  */
-export { resolveRedisServerBinary, startRedisServer } from './redis.ts';
+export { resolveRedisServerBinary, startRedisServer, spawnReady as spawnRedisProcess, terminate as stopRedisProcess } from './redis.ts';
 export type { RedisServerHandle, RedisServerOptions } from './redis.ts';
 export { startDemoAgent } from './agent.ts';
 export type { DemoAgentBinding, DemoAgentHandle, DemoAgentOptions, DemoAgentSkill, SeenHttpRequest } from './agent.ts';

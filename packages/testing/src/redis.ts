@@ -18,6 +18,8 @@ export interface RedisServerOptions {
   appendFsync?: 'always' | 'everysec';
   /** `--save` rule; default '' (no RDB snapshots). */
   save?: string;
+  /** More `redis-server` arguments, e.g. `['--replicaof', '127.0.0.1', '6379']`. Default none. */
+  extraArguments?: string[];
 }
 
 export interface RedisServerHandle {
@@ -129,11 +131,15 @@ function serverArguments(port: number, dir: string, options: RedisServerOptions)
     '--maxmemory-policy', 'noeviction',
     '--daemonize', 'no',
     '--loglevel', 'warning',
+    ...(options.extraArguments ?? []),
   ];
 }
 
-/** Spawns the server and resolves once it answers PING; rejects with its log if it exits first. */
-async function spawnReady(binary: string, args: string[], port: number): Promise<ChildProcess> {
+/**
+ * Spawns `binary args` (a redis-server, or one run as a Sentinel) and resolves once it answers PING on
+ * `port` (within 10 s); rejects with its log if it exits first. The process is SIGKILLed when this process exits.
+ */
+export async function spawnReady(binary: string, args: string[], port: number): Promise<ChildProcess> {
   const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
   liveServers.add(child);
   let log = '';
@@ -182,8 +188,8 @@ function answersPing(port: number): Promise<boolean> {
   });
 }
 
-/** Sends `signal` and waits for the exit; escalates to SIGKILL after STOP_TIMEOUT_MS. */
-async function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
+/** Sends `signal` and waits for the exit; escalates to SIGKILL after 5 s. */
+export async function terminate(child: ChildProcess, signal: NodeJS.Signals): Promise<void> {
   if (child.exitCode !== null || child.signalCode !== null) {
     liveServers.delete(child);
     return;

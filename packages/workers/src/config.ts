@@ -4,7 +4,7 @@
  * in README.md.
  */
 import { z } from 'zod';
-import { A2ALimitsSchema, RedisUrlSchema, bearerToken, jsonVariable, type CredentialsProvider, type QueueName } from '@durable-a2a/shared';
+import { A2ALimitsSchema, JournalDurabilityEnvironment, RedisUrlSchema, bearerToken, durabilityFrom, jsonVariable, type CredentialsProvider, type QueueName } from '@durable-a2a/shared';
 import type { StartFleetOptions } from './fleet.ts';
 import { httpVerifier, type Verifier } from './verifiers.ts';
 
@@ -76,6 +76,7 @@ export const WorkerEnvironmentSchema = z.object({
     .optional()
     .transform((text) => (text ? { max: Number(text.split('/')[0]), durationMs: Number(text.split('/')[1]) } : undefined)),
   DA2A_STRICT_PERSISTENCE: Flag.default(false),
+  ...JournalDurabilityEnvironment,
   /** JSON object: Agent Card URL → bearer token. */
   DA2A_AGENT_TOKENS: jsonVariable(z.record(z.string(), z.string()), 'a JSON object of Agent Card URL → bearer token, e.g. {"https://agent.example/.well-known/agent-card.json":"token"}')
     .optional()
@@ -161,6 +162,7 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     concurrency: environment.DA2A_CONCURRENCY,
     subscribeRateLimit: environment.DA2A_SUBSCRIBE_RATE_LIMIT,
     strictPersistence: environment.DA2A_STRICT_PERSISTENCE,
+    durability: durabilityFrom(environment),
     deduplicatingAgents: environment.DA2A_DEDUPLICATING_AGENTS,
     addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
     crashAt: environment.DA2A_CRASH_AT,

@@ -3,7 +3,7 @@
  * `CompiledFleetOptions` (durations in …Ms, everything set).
  */
 import type { Dispatcher } from 'undici';
-import type { A2ALimits, AddressPolicyOptions, CredentialsProvider, QueueName } from '@durable-a2a/shared';
+import type { A2ALimits, AddressPolicyOptions, CredentialsProvider, JournalDurability, QueueName } from '@durable-a2a/shared';
 import type { BackoffOptions } from './delegation/backoff.ts';
 
 export interface FleetOptions {
@@ -65,6 +65,8 @@ export interface FleetOptions {
   deduplicatingAgents?: string[];
   /** Refuse to start when Redis could lose the journal (no AOF/RDB, evicting policy). Default false (warn). */
   strictPersistence?: boolean;
+  /** Replicas that must acknowledge the mark written before SendMessage leaves (WAIT; see shared journal/durability.ts). Default none. */
+  durability?: JournalDurability;
   /** Crash-point fault hook (tests and demo only): the process SIGKILLs itself at this point. */
   crashAt?: string;
   /** Stall fault hook (tests only): blocks the event loop for `ms` at this point, e.g. to lose a job lock. */

@@ -3,7 +3,7 @@
  * start-up (nothing below main.ts reads process.env).
  */
 import { z } from 'zod';
-import { RedisUrlSchema } from '@durable-a2a/shared';
+import { JournalDurabilityEnvironment, RedisUrlSchema } from '@durable-a2a/shared';
 
 const Flag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
 
@@ -37,6 +37,7 @@ export const ServerEnvironmentSchema = z.object({
     .transform((text) => (text ? text.split(',').map((host) => host.trim()).filter(Boolean) : [])),
   /** Largest Agent Card `registerAgent` reads, in bytes (default 1 MiB); see README "Limits and deadlines". */
   DA2A_LIMIT_AGENT_CARD_BYTES: z.coerce.number().int().positive().optional(),
+  ...JournalDurabilityEnvironment,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type ServerEnvironment = z.output<typeof ServerEnvironmentSchema>;

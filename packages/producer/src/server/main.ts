@@ -6,7 +6,7 @@
  * it abandoned and exits 1.
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { TracingEnvironmentSchema, createLogger, exitOnSignals, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
+import { TracingEnvironmentSchema, createLogger, durabilityFrom, exitOnSignals, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
 import { parseServerEnvironment } from './config.ts';
 import { createServer, redisStatusOf } from './server.ts';
 
@@ -21,6 +21,7 @@ const app = createServer({
   prefix: environment.DA2A_PREFIX,
   apiTokens: environment.DA2A_API_TOKENS,
   pushAcceptTokenOnly: environment.DA2A_PUSH_ACCEPT_TOKEN_ONLY,
+  durability: durabilityFrom(environment),
   addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
   requestTimeoutMs: environment.DA2A_REQUEST_TIMEOUT_MS,
   commandTimeoutMs: environment.DA2A_COMMAND_TIMEOUT_MS,

@@ -5,7 +5,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { A2AError, AgentCardError, BlockedAddressError, JournalError, isRedisUnavailableError } from '@durable-a2a/shared';
+import { A2AError, AgentCardError, BlockedAddressError, JournalError, ReplicationTimeoutError, isRedisUnavailableError } from '@durable-a2a/shared';
 import { AgentAddressRefusedError } from './agent-addresses.ts';
 import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, RedisUnavailableError, WorkflowFinishedError } from '../errors.ts';
 
@@ -29,6 +29,7 @@ export const PROBLEMS = {
   UNAVAILABLE: { status: 503, title: 'Service unavailable' },
   REDIS_UNAVAILABLE: { status: 503, title: 'Redis unavailable; retry with the same idempotency key' },
   REQUEST_TIMEOUT: { status: 503, title: 'The request did not finish in time; retry with the same idempotency key' },
+  REPLICATION_TIMEOUT: { status: 503, title: 'Not yet acknowledged by the Redis replicas; retry with the same idempotency key' },
   INTERNAL: { status: 500, title: 'Internal error' },
 } as const satisfies Record<string, { status: number; title: string }>;
 export type ProblemCode = keyof typeof PROBLEMS;
@@ -80,6 +81,7 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof BlockedAddressError) return problem('AGENT_ADDRESS_REFUSED', `${error.message} (${error.category})`, { field: error instanceof AgentAddressRefusedError ? error.field : 'cardUrl' });
   // Anything else an agent's host did while we fetched its card (refused, reset, timeout, DNS).
   if (error instanceof A2AError) return problem('AGENT_CARD_UNREACHABLE', `${error.message}`, { field: 'cardUrl' });
+  if (error instanceof ReplicationTimeoutError) return problem('REPLICATION_TIMEOUT', error.message);
   if (error instanceof JournalError && error.code === 'DELEGATION_MISSING') return problem('NOT_FOUND', error.message);
   if (error instanceof RedisUnavailableError || isRedisUnavailableError(error)) return problem('REDIS_UNAVAILABLE', 'Redis is unreachable; nothing was queued for later. Retry after Retry-After seconds with the same idempotency key.');
   const fastifyError = error as Partial<FastifyError>;

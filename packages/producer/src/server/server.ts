@@ -11,7 +11,7 @@ import { Queue, type Telemetry } from 'bullmq';
 import type { Registry } from 'prom-client';
 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, waitUntilConnected, type A2ALimits, type AddressPolicyOptions, type Logger, type QueueName } from '@durable-a2a/shared';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, waitUntilConnected, type A2ALimits, type AddressPolicyOptions, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
 import { requireApiToken } from './auth.ts';
@@ -29,6 +29,8 @@ export interface ServerOptions {
   addressPolicy?: AddressPolicyOptions;
   /** Input limits for `POST /v1/agents` card fetches when the server creates its producer (partial `A2ALimits`). */
   limits?: Partial<A2ALimits>;
+  /** Replicas that must acknowledge a new workflow before it is answered (when the server creates its producer). Default none. */
+  durability?: JournalDurability;
   redisUrl: string;
   /** Key prefix shared with the workers. Default `da2a`. */
   prefix?: string;
@@ -73,7 +75,7 @@ export function createServer(options: ServerOptions): ApiServer {
   const logger = options.logger ?? createLogger();
   const metrics = createMetrics(options.metricsRegistry, 'api');
   const redis = createFailFastRedisClient(options.redisUrl, options.commandTimeoutMs);
-  const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry, limits: options.limits });
+  const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry, limits: options.limits, durability: options.durability });
   const queues = Object.fromEntries(
     ALL_QUEUES.map((name) => [
       name,

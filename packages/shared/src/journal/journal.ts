@@ -13,6 +13,7 @@ import type { JournalState } from './states.ts';
 import { JournalError, journalErrorFromCode } from './errors.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
 import { WorkflowDefinitionSchema, type WorkflowDefinition } from '../workflow.ts';
+import { NO_DURABILITY, awaitReplicas, connectionGeneration, type JournalDurability } from './durability.ts';
 
 /**
  * Identifies a question: its status message's id, else its timestamp in ms (so "…00Z" and
@@ -83,6 +84,8 @@ export interface JournalOptions {
   retentionMs?: number;
   /** Clock, injectable for tests; default `Date.now`. */
   now?: () => number;
+  /** Replicas that must acknowledge the critical writes (see durability.ts); default none. */
+  durability?: JournalDurability;
 }
 
 const scriptSource = (name: ScriptName) =>
@@ -95,6 +98,7 @@ export class Journal {
   readonly keys: JournalKeys;
   readonly retentionMs: number;
   readonly now: () => number;
+  readonly durability: JournalDurability;
   private readonly call: ScriptCaller;
 
   constructor(
@@ -104,6 +108,7 @@ export class Journal {
     this.keys = journalKeys(options.prefix);
     this.retentionMs = options.retentionMs ?? 7 * 24 * 3600 * 1000;
     this.now = options.now ?? Date.now;
+    this.durability = options.durability ?? NO_DURABILITY;
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       const commandName = `da2a_${SCRIPT_VERSION}_${name}`;
       if (!(commandName in redis)) {
@@ -245,13 +250,28 @@ export class Journal {
 
   /**
    * Marks that SendMessage is about to leave (crash window 1 → 2).
-   * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING
+   * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING; ReplicationTimeoutError
+   *   (durability on: the mark is written but not proven on the replicas, so nothing may leave)
    */
   async markSending(ref: DelegationRef, fence: number, agentInterface?: object): Promise<void> {
+    const generation = connectionGeneration(this.redis);
+    // Replicas behind or gone: refuse before the mark, so a send that cannot leave is not marked as maybe sent.
+    await this.awaitReplicas(ref.workflowId, generation);
     const code = Number(
       await this.call('markSending', [this.delegationKeys(ref)[0]], [fence, this.now(), agentInterface ? JSON.stringify(agentInterface) : '']),
     );
     if (code < 0) throw journalErrorFromCode(code, ref, 'markSending');
+    await this.awaitReplicas(ref.workflowId, generation);
+  }
+
+  /**
+   * Waits for `durability.replicas` replicas to acknowledge this connection's writes so far (the
+   * workflow's keys and the unfinished index); nothing when the setting is off.
+   * @param generation `connectionGeneration(journal.redis)` taken before the writes.
+   * @throws ReplicationTimeoutError (retryable)
+   */
+  async awaitReplicas(workflowId: string, generation: number): Promise<void> {
+    await awaitReplicas(this.redis, this.durability, [this.keys.workflow(workflowId), this.keys.unfinished()], generation);
   }
 
   /**
@@ -335,14 +355,16 @@ export class Journal {
   /**
    * Journals a reply to the parked question before it is sent.
    * @returns the reply's messageId and whether it is new (false = this question was already answered).
-   * @throws JournalError WRONG_STATE (not parked), DELEGATION_MISSING
+   * @throws JournalError WRONG_STATE (not parked), DELEGATION_MISSING; ReplicationTimeoutError (durability on)
    */
   async recordReply(ref: DelegationRef, messageId: string, message: object): Promise<{ messageId: string; created: boolean }> {
+    const generation = connectionGeneration(this.redis);
     const [code, id] = (await this.call('recordReply', [this.delegationKeys(ref)[0]], [messageId, JSON.stringify(message), this.now()])) as [
       number,
       string,
     ];
     if (code < 0) throw journalErrorFromCode(code, ref, 'recordReply');
+    await this.awaitReplicas(ref.workflowId, generation); // the producer acknowledges the reply
     return { messageId: id, created: code === 1 };
   }
 
@@ -350,11 +372,15 @@ export class Journal {
    * Moves the journaled reply to 'sending' (about to leave), 'sent' (delivered) or 'refused'
    * (the agent refused it for good; the question opens again and `reason` is kept as `replyError`).
    * @returns false if it was not in the state before (another run moved it on).
-   * @throws JournalError FENCE_LOST, DELEGATION_MISSING
+   * @throws JournalError FENCE_LOST, DELEGATION_MISSING; ReplicationTimeoutError ('sending', durability on)
    */
   async markReply(ref: DelegationRef, fence: number, messageId: string, state: 'sending' | 'sent' | 'refused', reason = ''): Promise<boolean> {
+    const generation = connectionGeneration(this.redis);
+    // As markSending: replicas behind, no 'sending' mark (a rerun in 'sending' asks the agent, then sends unfenced).
+    if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation);
     const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, this.now(), state, reason]));
     if (code < 0) throw journalErrorFromCode(code, ref, 'markReply');
+    if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation); // before the reply leaves
     return code === 1;
   }
 

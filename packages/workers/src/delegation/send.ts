@@ -15,6 +15,7 @@ import {
   isFinished,
   isRetryable,
   JournalError,
+  ReplicationTimeoutError,
   applyTask,
   taskOwnership,
   type Ownership,
@@ -65,6 +66,8 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     if ((await attemptTimeLeftMs(ctx, record)) <= 0 && (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log))) return 'deadline-exceeded';
     await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface);
   } catch (error) {
+    // Not on enough replicas: nothing leaves, and a replica outage does not use up the send's attempts.
+    if (error instanceof ReplicationTimeoutError) return askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() }).then(() => 'replicas-behind');
     return handleFailure(ctx, record, fence, error, log, job);
   }
   const markedAt = ctx.options.now();
