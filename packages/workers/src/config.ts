@@ -37,6 +37,12 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_STALLED_INTERVAL_MS: Milliseconds.optional(),
   DA2A_NOT_FOUND_WINDOW_MS: Milliseconds.optional(),
   DA2A_SEARCH_MARGIN_MS: Milliseconds.optional(),
+  /** Progress rule and fairness (README "Progress rule and fairness"). */
+  DA2A_NO_PROGRESS_WINDOW_MS: Milliseconds.optional(),
+  DA2A_SLOW_POLL_AFTER_MS: Milliseconds.optional(),
+  DA2A_SLOW_POLL_MS: Milliseconds.optional(),
+  DA2A_STREAM_QUIET_MS: Milliseconds.optional(),
+  DA2A_FOLLOW_SLOTS_PER_AGENT: z.coerce.number().int().positive().optional(),
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
   /** Queues this process works on, comma-separated; default all five. */
   DA2A_QUEUES: z
@@ -129,6 +135,11 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     stalledIntervalMs: environment.DA2A_STALLED_INTERVAL_MS,
     notFoundWindowMs: environment.DA2A_NOT_FOUND_WINDOW_MS,
     searchMarginMs: environment.DA2A_SEARCH_MARGIN_MS,
+    noProgressWindowMs: environment.DA2A_NO_PROGRESS_WINDOW_MS,
+    slowPollAfterMs: environment.DA2A_SLOW_POLL_AFTER_MS,
+    slowPollMs: environment.DA2A_SLOW_POLL_MS,
+    streamQuietMs: environment.DA2A_STREAM_QUIET_MS,
+    followSlotsPerAgent: environment.DA2A_FOLLOW_SLOTS_PER_AGENT,
     closeTimeoutMs: environment.DA2A_CLOSE_TIMEOUT_MS,
     concurrency: environment.DA2A_CONCURRENCY,
     subscribeRateLimit: environment.DA2A_SUBSCRIBE_RATE_LIMIT,
