@@ -28,6 +28,11 @@ export const FUZZ_TIMINGS = {
   stalledIntervalMs: 1_000,
   closeTimeoutMs: 1_000,
   subscribeRateLimit: { max: 1_000, durationMs: 1_000 },
+  // Progress rule and fairness (README "Progress rule and fairness"), scaled to the fuzz deadline.
+  noProgressWindowMs: 2_000,
+  slowPollAfterMs: 300,
+  slowPollMs: 700,
+  streamQuietMs: 600,
 } satisfies Partial<StartFleetOptions>;
 
 export interface FuzzSessionOptions {
