@@ -30,7 +30,7 @@ export interface FleetOptions {
   slowPollMs?: number;
   /** A stream that carries no event (keep-alives do not count) for this long is handed to polling and releases its slot. Default 300_000. */
   streamQuietMs?: number;
-  /** Follow slots one agent may hold at once in this process (fairness, RT6). Default half the follow concurrency, at least 1. */
+  /** Follow slots one agent may hold at once in this process (fairness, RT6); beyond it only while a tenth of the follow concurrency stays free. Default half the follow concurrency, at least 1. */
   followSlotsPerAgent?: number;
   /** Fleet-wide rate limit on resubscriptions (every subscription but the first of new work). Default 50 per 1_000 ms. */
   subscribeRateLimit?: { max: number; durationMs: number };

@@ -10,7 +10,7 @@
  */
 import { isFinished, type DelegationRecord, type FollowJob } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../context.ts';
-import { fullJitterDelayMs, jitteredCheckTime } from './backoff.ts';
+import { jitteredCheckTime } from './backoff.ts';
 import { followLater, routeDelegation } from './route.ts';
 import { park, shouldPark } from './park.ts';
 import { followStream } from './stream.ts';
@@ -20,12 +20,20 @@ import { readOnce } from './read.ts';
 /** Follow slots held per Agent Card URL, per fleet (this process). */
 const slotsByFleet = new WeakMap<WorkerContext['options'], Map<string, number>>();
 
-/** Takes one of the agent's follow slots; false when the agent holds its whole share. */
+/**
+ * Takes one of the agent's follow slots. Within its share (`followSlotsPerAgent`) always; beyond it only
+ * while more than a tenth of this process's follow concurrency (at least one slot) stays free for other
+ * agents. False when the agent must wait.
+ */
 function takeAgentSlot(ctx: WorkerContext, agent: string): boolean {
   let slots = slotsByFleet.get(ctx.options);
   if (!slots) slotsByFleet.set(ctx.options, (slots = new Map()));
   const held = slots.get(agent) ?? 0;
-  if (held >= ctx.options.followSlotsPerAgent) return false;
+  if (held >= ctx.options.followSlotsPerAgent) {
+    const concurrency = ctx.options.concurrency.follow;
+    const inUse = [...slots.values()].reduce((sum, count) => sum + count, 0);
+    if (concurrency - inUse <= Math.max(1, Math.floor(concurrency / 10))) return false;
+  }
   slots.set(agent, held + 1);
   return true;
 }
@@ -74,7 +82,7 @@ export async function followDelegation(ctx: WorkerContext, data: FollowJob, job:
   const slowPoll = isSlowPolling(record, data.resubscription, ctx.options);
   if (!slowPoll && !takeAgentSlot(ctx, record.agentCardUrl)) {
     // This agent holds its whole share of follow slots: try again later (other agents' work goes first).
-    const delayMs = ctx.options.followBackoff.capMs + fullJitterDelayMs(data.resubscription, ctx.options.followBackoff);
+    const delayMs = ctx.options.followBackoff.baseMs + Math.floor(Math.random() * Math.min(ctx.options.followBackoff.capMs, 5_000));
     await ctx.journal.scheduleCheck(ref, ctx.options.now() + delayMs + ctx.options.reconcileIntervalMs);
     await followLater(ctx, ref, data.resubscription, delayMs);
     return 'agent-share-full';
