@@ -31,6 +31,11 @@ export const FUZZ_TIMINGS = {
   // The attempt deadline (DEADLINE_EXCEEDED) just inside the 6 s run deadline: an agent that hangs settles,
   // and a run the deadline cuts would have been "not settled" anyway (shorter cut healthy runs under load).
   attemptDeadlineMs: 5_500,
+  // Progress rule and fairness (README "Progress rule and fairness"), scaled to the fuzz deadline.
+  noProgressWindowMs: 2_000,
+  slowPollAfterMs: 300,
+  slowPollMs: 700,
+  streamQuietMs: 600,
 } satisfies Partial<StartFleetOptions>;
 
 export interface FuzzSessionOptions {

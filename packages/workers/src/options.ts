@@ -19,6 +19,19 @@ export interface FleetOptions {
   streamIdleTimeoutMs?: number;
   /** Resubscription backoff (full jitter). Default base 500, cap 30_000. */
   followBackoff?: Partial<BackoffOptions>;
+  /**
+   * Progress rule (`delegation/progress.ts`): a delegation whose observations bring nothing new for this long is
+   * journaled AMBIGUOUS (workflow NEEDS_ATTENTION) with the evidence. Default 1_800_000 (30 min).
+   */
+  noProgressWindowMs?: number;
+  /** Progress rule: after this long without progress (or once the backoff reaches its cap) the delegation is slow-polled. Default 60_000. */
+  slowPollAfterMs?: number;
+  /** Progress rule: interval of slow polling (one GetTask, no stream), in ms (+ up to 25 % jitter). Default 60_000. */
+  slowPollMs?: number;
+  /** A stream that carries no event (keep-alives do not count) for this long is handed to polling and releases its slot. Default 300_000. */
+  streamQuietMs?: number;
+  /** Follow slots one agent may hold at once in this process (fairness, RT6); beyond it only while a tenth of the follow concurrency stays free. Default half the follow concurrency, at least 1. */
+  followSlotsPerAgent?: number;
   /** Fleet-wide rate limit on resubscriptions (every subscription but the first of new work). Default 50 per 1_000 ms. */
   subscribeRateLimit?: { max: number; durationMs: number };
   /** Interval of the reconcile sweep (fixed-id job scheduler). Default 30_000. */
@@ -83,6 +96,11 @@ export interface CompiledFleetOptions {
   requestTimeoutMs: number;
   streamIdleTimeoutMs: number;
   followBackoff: BackoffOptions;
+  noProgressWindowMs: number;
+  slowPollAfterMs: number;
+  slowPollMs: number;
+  streamQuietMs: number;
+  followSlotsPerAgent: number;
   subscribeRateLimit: { max: number; durationMs: number };
   reconcileIntervalMs: number;
   reconcileBatchSize: number;
@@ -112,13 +130,19 @@ export interface CompiledFleetOptions {
 /** Applies every default once. */
 export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions {
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
+  const concurrency = { send: 20, follow: 500, reconcile: 20, verify: 10, compensate: 5, ...options.concurrency };
   return {
     redisUrl: options.redisUrl,
     prefix: options.prefix ?? 'da2a',
-    concurrency: { send: 20, follow: 500, reconcile: 20, verify: 10, compensate: 5, ...options.concurrency },
+    concurrency,
     requestTimeoutMs,
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 60_000,
     followBackoff: { baseMs: 500, capMs: 30_000, ...options.followBackoff },
+    noProgressWindowMs: options.noProgressWindowMs ?? 1_800_000,
+    slowPollAfterMs: options.slowPollAfterMs ?? 60_000,
+    slowPollMs: options.slowPollMs ?? 60_000,
+    streamQuietMs: options.streamQuietMs ?? 300_000,
+    followSlotsPerAgent: options.followSlotsPerAgent ?? Math.max(1, Math.floor(concurrency.follow / 2)),
     subscribeRateLimit: options.subscribeRateLimit ?? { max: 50, durationMs: 1_000 },
     reconcileIntervalMs: options.reconcileIntervalMs ?? 30_000,
     reconcileBatchSize: options.reconcileBatchSize ?? 1_000,

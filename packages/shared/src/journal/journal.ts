@@ -36,6 +36,7 @@ const SCRIPTS = {
   applyArtifact: 2,
   releaseForResend: 1,
   noteNotFound: 1,
+  noteNoProgress: 1,
   recordReply: 1,
   markReply: 1,
   updateWorkflow: 2,
@@ -350,6 +351,17 @@ export class Journal {
     const [count, first] = (await this.call('noteNotFound', [this.delegationKeys(ref)[0]], [this.now()])) as [number, number];
     if (count < 0) throw journalErrorFromCode(count, ref, 'noteNotFound');
     return { count, firstNotFoundAt: first };
+  }
+
+  /**
+   * Notes one observation for the progress rule (see noteNoProgress-1.lua): `mark` sums up what the delegation
+   * shows after the observation (a digest); `what` is short evidence text (stored as `noProgressLast`, ≤ 500 chars).
+   * @returns count 0 when the mark changed (progress), else the observations without progress, and since when (ms).
+   */
+  async noteNoProgress(ref: DelegationRef, mark: string, what: string): Promise<{ count: number; since: number }> {
+    const [count, since] = (await this.call('noteNoProgress', [this.delegationKeys(ref)[0]], [mark, this.now(), what.slice(0, 500)])) as [number, number];
+    if (count < 0) throw journalErrorFromCode(count, ref, 'noteNoProgress');
+    return { count, since };
   }
 
   /**

@@ -97,6 +97,11 @@ export const DelegationRecordSchema = z
     fence: count,
     notFoundCount: count,
     firstNotFoundAt: optionalMs,
+    /** Progress rule (workers delegation/progress.ts): the mark, start and count of the current run of observations without progress, and the last one. */
+    noProgressMark: optionalText,
+    noProgressSince: optionalMs,
+    noProgressCount: count,
+    noProgressLast: optionalText,
     finishedAt: optionalMs,
     replyMessageId: optionalText,
     replyMessage: optionalJson(OutgoingMessageSchema),

@@ -2,15 +2,48 @@
  * Follow and resubscribe (spec §3.1.6 SubscribeToTask): one open stream per
  * task across the fleet (the follow lease), a fleet-wide rate limit on
  * resubscriptions (first subscriptions of new work are not held back), and a
- * reconciler kept away while the stream is healthy. The stream itself is
+ * reconciler kept away while the stream is healthy, and a per-agent share of
+ * this process's follow slots (`followSlotsPerAgent`, RT6: one agent cannot
+ * hold all follow capacity). A delegation the progress rule slow-polls is read
+ * with one GetTask instead of a stream (`progress.ts`). The stream itself is
  * `stream.ts`; what follows it is `route.ts`.
  */
-import { isFinished, type FollowJob } from '@durable-a2a/shared';
+import { isFinished, type DelegationRecord, type FollowJob } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../context.ts';
 import { jitteredCheckTime } from './backoff.ts';
 import { followLater, routeDelegation } from './route.ts';
 import { park, shouldPark } from './park.ts';
 import { followStream } from './stream.ts';
+import { isSlowPolling } from './progress.ts';
+import { readOnce } from './read.ts';
+
+/** Follow slots held per Agent Card URL, per fleet (this process). */
+const slotsByFleet = new WeakMap<WorkerContext['options'], Map<string, number>>();
+
+/**
+ * Takes one of the agent's follow slots. Within its share (`followSlotsPerAgent`) always; beyond it only
+ * while more than a tenth of this process's follow concurrency (at least one slot) stays free for other
+ * agents. False when the agent must wait.
+ */
+function takeAgentSlot(ctx: WorkerContext, agent: string): boolean {
+  let slots = slotsByFleet.get(ctx.options);
+  if (!slots) slotsByFleet.set(ctx.options, (slots = new Map()));
+  const held = slots.get(agent) ?? 0;
+  if (held >= ctx.options.followSlotsPerAgent) {
+    const concurrency = ctx.options.concurrency.follow;
+    const inUse = [...slots.values()].reduce((sum, count) => sum + count, 0);
+    if (concurrency - inUse <= Math.max(1, Math.floor(concurrency / 10))) return false;
+  }
+  slots.set(agent, held + 1);
+  return true;
+}
+
+function releaseAgentSlot(ctx: WorkerContext, agent: string): void {
+  const slots = slotsByFleet.get(ctx.options);
+  const held = slots?.get(agent) ?? 0;
+  if (held <= 1) slots?.delete(agent);
+  else slots?.set(agent, held - 1);
+}
 
 /**
  * Follows a delegation's task for one follow job: checks the journal, waits for a resubscription slot
@@ -31,7 +64,6 @@ export async function followDelegation(ctx: WorkerContext, data: FollowJob, job:
     return 'parked';
   }
   const token = `${ctx.workerId}/${job.id}`;
-  const leaseMs = ctx.options.lockDurationMs;
   if (ctx.shutdownSignal.aborted) {
     // This worker is closing: leave the delegation to another one.
     await followLater(ctx, ref, data.resubscription);
@@ -47,7 +79,26 @@ export async function followDelegation(ctx: WorkerContext, data: FollowJob, job:
       return deferUntilSlot(waitMs);
     }
   }
-  if (!(await ctx.journal.lease(ref, 'acquire', token, leaseMs))) return 'already-followed';
+  const slowPoll = isSlowPolling(record, data.resubscription, ctx.options);
+  if (!slowPoll && !takeAgentSlot(ctx, record.agentCardUrl)) {
+    // This agent holds its whole share of follow slots: try again later (other agents' work goes first).
+    const delayMs = ctx.options.followBackoff.baseMs + Math.floor(Math.random() * Math.min(ctx.options.followBackoff.capMs, 5_000));
+    await ctx.journal.scheduleCheck(ref, ctx.options.now() + delayMs + ctx.options.reconcileIntervalMs);
+    await followLater(ctx, ref, data.resubscription, delayMs);
+    return 'agent-share-full';
+  }
+  try {
+    if (!(await ctx.journal.lease(ref, 'acquire', token, ctx.options.lockDurationMs))) return 'already-followed';
+    return await followLeased(ctx, record, token, job, slowPoll);
+  } finally {
+    if (!slowPoll) releaseAgentSlot(ctx, record.agentCardUrl);
+  }
+}
+
+/** Follows (or, when slow-polled, reads once) under the follow lease, renewing it while the stream is healthy. */
+async function followLeased(ctx: WorkerContext, record: DelegationRecord, token: string, job: JobRun, slowPoll: boolean): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const leaseMs = ctx.options.lockDurationMs;
   // While the stream is healthy, the lease and the reconciler's next check move forward together.
   const lost = new AbortController();
   const renew = setInterval(() => {
@@ -60,13 +111,16 @@ export async function followDelegation(ctx: WorkerContext, data: FollowJob, job:
     );
   }, leaseMs / 3);
   try {
+    const fence = await ctx.journal.claim(ref, token);
+    if (slowPoll) {
+      const log = ctx.logger.child({ queue: 'follow', ...ref, taskId: record.taskId, jobId: job.id });
+      return await readOnce(ctx, record, fence, 'slow poll', log);
+    }
     // Keep the reconciler away while the stream is healthy.
     await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
-    const fence = await ctx.journal.claim(ref, token);
-    return await followStream(ctx, record, fence, data.resubscription, job, lost.signal);
+    return await followStream(ctx, record, fence, job, lost.signal);
   } finally {
     clearInterval(renew);
     await ctx.journal.lease(ref, 'release', token).catch(() => undefined);
   }
 }
-

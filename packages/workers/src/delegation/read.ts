@@ -1,38 +1,63 @@
 /**
  * One GetTask on terminal-subscribe or a dropped stream: a subscription
- * refused as terminal (-32004, -32001, an empty stream) or a stream that ended
- * early is read once, never looped; then `route.ts` settles, parks or
- * resubscribes with full-jitter backoff. TaskNotFound goes to `not-found.ts`.
+ * refused as terminal (-32004, -32001, an empty stream), a stream that ended
+ * early, broke the protocol (RT4) or stayed quiet (RT6) is read once, never
+ * looped; then the progress rule (`progress.ts`) settles, parks, resubscribes
+ * with backoff, slow-polls or asks for a person. TaskNotFound goes to
+ * `not-found.ts`.
  */
-import { JournalError, TaskNotFoundError, applyTask, isRetryable, type DelegationRecord } from '@durable-a2a/shared';
+import { A2AError, JournalError, TaskNotFoundError, applyTask, isRetryable, isTerminalTaskState, type DelegationRecord, type ObservationResult } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
-import { fullJitterDelayMs } from './backoff.ts';
 import { handleTaskNotFound } from './not-found.ts';
-import { followLater, routeDelegation } from './route.ts';
+import { afterObservation } from './progress.ts';
 
-/** One GetTask, then: settle, park, or resubscribe with backoff. */
-export async function readOnce(
-  ctx: WorkerContext,
-  record: DelegationRecord,
-  fence: number,
-  nextResubscription: number,
-  log: WorkerContext['logger'],
-): Promise<string> {
+/** Error code of an A2A error (or the error's name), for logs and evidence. */
+export const codeOf = (error: unknown): string =>
+  (error as { code?: unknown }).code !== undefined ? String((error as { code?: unknown }).code) : error instanceof Error ? error.name : 'unknown';
+
+/**
+ * One GetTask, then the progress rule. `why` says what the stream observed before (evidence text).
+ * A GetTask that fails transiently or with a protocol error (an answer we cannot understand) is an
+ * observation without progress, never a retry loop. Only a lost fence and journal errors other than
+ * that are thrown.
+ */
+export async function readOnce(ctx: WorkerContext, record: DelegationRecord, fence: number, why: string, log: WorkerContext['logger']): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  const delay = () => fullJitterDelayMs(nextResubscription, ctx.options.followBackoff);
   try {
     const transport = await ctx.agents.transportFor(record);
     const task = await transport.getTask({ id: record.taskId! });
     const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true });
     if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
+    return await afterObservation(ctx, ref, { what: `${why}; GetTask ${task.status.state}` }, fence);
   } catch (error) {
     if (error instanceof JournalError && error.code === 'FENCE_LOST') return 'fence-lost';
     // Possibly purged or an agent restart: decided over a window, never on one answer (R13).
     if (error instanceof TaskNotFoundError) return handleTaskNotFound(ctx, record, log);
-    if (!isRetryable(error)) throw error;
-    log.warn({ err: error }, 'GetTask failed; resubscribing later');
-    await followLater(ctx, ref, nextResubscription, delay());
-    return 'resubscribing';
+    if (error instanceof JournalError) throw error;
+    const protocolErrorCode = !isRetryable(error) && error instanceof A2AError ? codeOf(error) : undefined;
+    if (!isRetryable(error) && !protocolErrorCode) throw error;
+    log.warn({ err: error }, 'GetTask failed; the progress rule decides when to look again');
+    return afterObservation(ctx, ref, { what: `${why}; GetTask failed: ${codeOf(error)}`, protocolErrorCode }, fence);
   }
-  return routeDelegation(ctx, ref, { resubscription: nextResubscription, delayMs: delay() });
+}
+
+/**
+ * R26: before a COMPLETED status update that brought no artifacts is applied, one GetTask collects them:
+ * a terminal answer about our task is applied as the snapshot (state and artifacts). Returns undefined when
+ * the record already holds artifacts, the answer is not terminal or not about our task, or GetTask fails:
+ * the caller then applies the status update itself.
+ */
+export async function collectBeforeTerminal(ctx: WorkerContext, record: DelegationRecord, fence: number, log: WorkerContext['logger']): Promise<ObservationResult | undefined> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const view = await ctx.journal.getDelegationView(ref);
+  if (!view || view.artifacts.length > 0) return undefined;
+  try {
+    const task = await (await ctx.agents.transportFor(record)).getTask({ id: record.taskId! });
+    if (task.id !== record.taskId || !isTerminalTaskState(task.status.state)) return undefined;
+    return { kind: 'status', status: await applyTask(ctx.journal, ref, task, { fence, snapshot: true }) };
+  } catch (error) {
+    if (error instanceof JournalError) throw error;
+    log.warn({ err: error }, 'GetTask to collect the artifacts of a finished task failed; applying the status update alone');
+    return undefined;
+  }
 }

@@ -1,12 +1,16 @@
 /**
  * One SubscribeToTask stream of a delegation (spec §3.1.6), applied event by
  * event through the journal (`applyStreamResponse`: forward-only, our task id
- * only). Ends in `route.ts` (finished, parked) or `read.ts` (one GetTask).
+ * only). Every `{task}` event is a snapshot (V4). Ends in `route.ts` (finished,
+ * parked) or `read.ts` (one GetTask, then the progress rule): a refusal, a drop,
+ * an early end, a protocol error (bad `data:`, an event over the size cap, an
+ * answer id mismatch, a foreign event: RT4) or a stream that carried no event
+ * for `streamQuietMs` (keep-alives only: RT6) is read once, never resubscribed
+ * in a loop.
  */
 import {
+  A2AError,
   JournalError,
-  TaskNotFoundError,
-  UnsupportedOperationError,
   applyStreamResponse,
   isFinished,
   isRetryable,
@@ -18,7 +22,7 @@ import {
 import type { JobRun, WorkerContext } from '../context.ts';
 import { handleAuthRequired } from './auth.ts';
 import { park, shouldPark } from './park.ts';
-import { readOnce } from './read.ts';
+import { codeOf, collectBeforeTerminal, readOnce } from './read.ts';
 import { followLater, routeDelegation } from './route.ts';
 
 const stateOf = (response: StreamResponse) =>
@@ -27,37 +31,43 @@ const stateOf = (response: StreamResponse) =>
 type Log = WorkerContext['logger'];
 
 /** One subscription being read: what the helpers below share. */
-interface StreamRun {
+export interface StreamRun {
   ctx: WorkerContext;
   record: DelegationRecord;
   fence: number;
-  resubscription: number;
   log: Log;
-  /** A change after the snapshot was applied (resets the backoff exponent). */
-  progressed: boolean;
+  /** An event carried artifacts (a terminal status update then needs no GetTask to collect them, R26). */
+  sawArtifacts: boolean;
+}
+
+/** Thrown inside the loop when an event names another task (RT4: a protocol error, one GetTask). */
+class ForeignEventError extends Error {
+  readonly code = 'FOREIGN_EVENT';
 }
 
 /**
- * Reads one subscription: the first event is the authoritative snapshot (replaces state), later events
- * apply forward-only. Parks on a question; a refusal (-32004, -32001: most likely terminal) or a stream
- * that drops or ends before a terminal state gets one GetTask (`read.ts`), then backoff; progress
- * (a change after the snapshot) resets the backoff exponent.
+ * Reads one subscription: every `{task}` event is a snapshot, other events apply forward-only. Parks on a
+ * question; anything else that ends the stream before a terminal state gets one GetTask (`read.ts`).
  */
-export async function followStream(ctx: WorkerContext, record: DelegationRecord, fence: number, resubscription: number, job: JobRun, leaseLost: AbortSignal): Promise<string> {
-  const log = ctx.logger.child({ queue: 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id, resubscription });
-  const run: StreamRun = { ctx, record, fence, resubscription, log, progressed: false };
+export async function followStream(ctx: WorkerContext, record: DelegationRecord, fence: number, job: JobRun, leaseLost: AbortSignal): Promise<string> {
+  const log = ctx.logger.child({ queue: 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
+  const run: StreamRun = { ctx, record, fence, log, sawArtifacts: false };
   const transport = await ctx.agents.transportFor(record);
   const controller = new AbortController();
-  const stream = transport.subscribeToTask({ id: record.taskId! }, { signal: AbortSignal.any([controller.signal, ctx.shutdownSignal, leaseLost]) });
+  const quiet = new AbortController();
+  let quietTimer = setTimeout(() => quiet.abort(), ctx.options.streamQuietMs);
+  const stream = transport.subscribeToTask({ id: record.taskId! }, { signal: AbortSignal.any([controller.signal, quiet.signal, ctx.shutdownSignal, leaseLost]) });
   let end: StreamEnd | undefined;
   try {
-    for (let first = true; ; first = false) {
+    for (;;) {
       const next = await stream.next();
       if (next.done) {
         end = next.value;
         break;
       }
-      const parkOn = await applyEvent(run, next.value.response, first);
+      clearTimeout(quietTimer);
+      quietTimer = setTimeout(() => quiet.abort(), ctx.options.streamQuietMs);
+      const parkOn = await applyEvent(run, next.value.response);
       if (parkOn) {
         // Parked on a question: close our side; a human may take hours.
         controller.abort();
@@ -68,8 +78,14 @@ export async function followStream(ctx: WorkerContext, record: DelegationRecord,
     }
   } catch (error) {
     if (leaseLost.aborted) return 'lease-lost';
+    if (quiet.signal.aborted && !ctx.shutdownSignal.aborted) {
+      ctx.metrics.resubscriptions.inc({ reason: 'quiet' });
+      log.info({ quietMs: ctx.options.streamQuietMs }, 'stream carried no event for the quiet window; handing over to polling');
+      return readOnce(ctx, record, fence, `stream quiet for ${ctx.options.streamQuietMs} ms`, log);
+    }
     return onStreamError(run, error);
   } finally {
+    clearTimeout(quietTimer);
     // Whatever ended the loop, the connection goes with it (no socket left to a fenced-out worker).
     controller.abort();
     await stream.return(undefined as never).catch(() => undefined);
@@ -78,14 +94,17 @@ export async function followStream(ctx: WorkerContext, record: DelegationRecord,
 }
 
 /** Applies one event through the journal; returns the record to park on when the agent asks a question. */
-async function applyEvent(run: StreamRun, response: StreamResponse, first: boolean): Promise<DelegationRecord | undefined> {
+async function applyEvent(run: StreamRun, response: StreamResponse): Promise<DelegationRecord | undefined> {
   const { ctx, record, log } = run;
   const state = stateOf(response);
   if (state && isTerminalTaskState(state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
-  const result = await applyStreamResponse(ctx.journal, record, response, { fence: run.fence, snapshot: first && 'task' in response });
-  if (!first && (result.status?.applied || result.artifact === 'applied')) run.progressed = true;
+  if ('artifactUpdate' in response || ('task' in response && response.task.artifacts?.length)) run.sawArtifacts = true;
+  // R26: a COMPLETED status update that brought no artifacts: one GetTask collects them first.
+  const collect = 'statusUpdate' in response && state === 'TASK_STATE_COMPLETED' && !run.sawArtifacts;
+  const applied = collect ? await collectBeforeTerminal(ctx, record, run.fence, log) : undefined;
+  const result = applied ?? (await applyStreamResponse(ctx.journal, record, response, { fence: run.fence, snapshot: 'task' in response }));
+  if (result.foreignTaskId) throw new ForeignEventError(`event for task ${result.foreignTaskId} on the stream of ${record.taskId}`);
   if (result.contextAnomaly) log.warn({ contextId: result.contextAnomaly, recorded: record.contextId }, 'event names another context (kept by taskId)');
-  if (result.foreignTaskId) log.warn({ foreignTaskId: result.foreignTaskId }, 'event for another task ignored');
   if (result.artifact === 'sealed') log.warn({ event: response }, 'artifact update after lastChunk dropped (agent bug)');
   if (result.status?.applied === false) ctx.metrics.staleObservations.inc({ reason: result.status.reason });
   if (result.status?.applied && state) ctx.metrics.transitions.inc({ state, source: 'stream' });
@@ -99,9 +118,13 @@ async function applyEvent(run: StreamRun, response: StreamResponse, first: boole
   return current && shouldPark(current) ? current : undefined;
 }
 
-/** A stream that failed: hand over (closing), stop (fenced out), one GetTask (refused or dropped), or rethrow. */
+/**
+ * A stream that failed: hand over (closing), stop (fenced out), else one GetTask: a refusal (most likely
+ * terminal, spec §3.1.6), a drop, or a protocol error (RT4), never a resubscribe loop. Rethrows only
+ * errors that are not the agent's (journal, programming errors).
+ */
 async function onStreamError(run: StreamRun, error: unknown): Promise<string> {
-  const { ctx, record, fence, resubscription, log } = run;
+  const { ctx, record, fence, log } = run;
   if (ctx.shutdownSignal.aborted) {
     // This worker is closing: hand the delegation to another worker at once.
     await followLater(ctx, record, 0);
@@ -111,20 +134,20 @@ async function onStreamError(run: StreamRun, error: unknown): Promise<string> {
     log.warn('another worker took this delegation over; stopping');
     return 'fence-lost';
   }
-  if (error instanceof UnsupportedOperationError || error instanceof TaskNotFoundError) {
-    // Refused, most likely because the task is already terminal (spec §3.1.6): one GetTask, no loop.
-    log.info({ code: (error as { code?: string }).code }, 'subscription refused; reading the task once');
-    return readOnce(ctx, record, fence, resubscription, log);
+  if (!(error instanceof A2AError) && !(error instanceof ForeignEventError)) throw error;
+  const current = await ctx.journal.getDelegation(record);
+  if (current && isFinished(current.state)) {
+    // The stream already brought the outcome: nothing to read.
+    await routeDelegation(ctx, record, { known: current });
+    return 'finished';
   }
-  if (isRetryable(error)) {
-    ctx.metrics.resubscriptions.inc({ reason: (error as { code?: string }).code === 'STREAM_IDLE' ? 'idle' : 'dropped' });
-    log.info({ err: error, progressed: run.progressed }, 'stream dropped; reading the task before resubscribing');
-    return readOnce(ctx, record, fence, run.progressed ? 0 : resubscription + 1, log);
-  }
-  throw error;
+  const code = codeOf(error);
+  ctx.metrics.resubscriptions.inc({ reason: code === 'STREAM_IDLE' ? 'idle' : isRetryable(error) ? 'dropped' : 'protocol' });
+  log.info({ err: error, code }, 'stream ended by an error; reading the task once');
+  return readOnce(ctx, record, fence, `stream ${isRetryable(error) ? 'dropped' : 'refused or broke the protocol'}: ${code}`, log);
 }
 
-/** A stream that ended: route a finished or parked delegation, else one GetTask before resubscribing. */
+/** A stream that ended: route a finished or parked delegation, else one GetTask. */
 async function afterStreamEnd(run: StreamRun, end: StreamEnd | undefined): Promise<string> {
   const { ctx, record } = run;
   const current = await ctx.journal.getDelegation(record);
@@ -139,5 +162,5 @@ async function afterStreamEnd(run: StreamRun, end: StreamEnd | undefined): Promi
   }
   // Ended before a terminal state (a clean close, an unterminated last event, an empty stream: R04).
   ctx.metrics.resubscriptions.inc({ reason: 'ended' });
-  return readOnce(ctx, current, run.fence, run.progressed ? 0 : run.resubscription + 1, run.log);
+  return readOnce(ctx, current, run.fence, `stream ended (${end?.kind ?? 'closed'}) in ${current.state}`, run.log);
 }
