@@ -173,6 +173,8 @@ export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup):
 function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decision {
   if (latest.state === 'AMBIGUOUS' && (step.readOnly || latest.retryApproved)) return 'failed';
   if (latest.state === 'AMBIGUOUS') {
+    const stuck = latest.error?.code === 'NO_PROGRESS' || latest.error?.code === 'PROTOCOL_ERROR' ? latest.error.code : undefined;
+    if (stuck) return { kind: 'needs-attention', step: step.name, code: stuck, reason: `${latest.delegationId}: ${latest.error!.message}` };
     return { kind: 'needs-attention', step: step.name, code: 'AMBIGUOUS_SEND', reason: `${latest.delegationId} is AMBIGUOUS: a person must decide` };
   }
   if (latest.state === 'COMPLETED') {

@@ -85,6 +85,13 @@ describe('decide', () => {
     expect(decide(snapshot([attempt('flight', 1, 'COMPLETED', { effect: 'unknown' })]), lookup)).toMatchObject({ kind: 'needs-attention' });
   });
 
+  it('a delegation stopped by the progress rule needs a person with its own code, not AMBIGUOUS_SEND', () => {
+    const stuck = (code: string) => attempt('flight', 1, 'AMBIGUOUS', { error: { code, message: 'nothing new for 30 min' } });
+    expect(decide(snapshot([stuck('NO_PROGRESS')]), lookup)).toMatchObject({ kind: 'needs-attention', code: 'NO_PROGRESS', reason: expect.stringContaining('nothing new') });
+    expect(decide(snapshot([stuck('PROTOCOL_ERROR')]), lookup)).toMatchObject({ kind: 'needs-attention', code: 'PROTOCOL_ERROR' });
+    expect(decide(snapshot([stuck('AMBIGUOUS')]), lookup)).toMatchObject({ kind: 'needs-attention', code: 'AMBIGUOUS_SEND' });
+  });
+
   it('cancel waits for running attempts, then compensates what has an effect', () => {
     const flight = attempt('flight', 1, 'COMPLETED', { effect: 'present' });
     expect(decide(snapshot([flight, attempt('car', 1, 'WORKING')], { cancelRequested: true }), lookup)).toMatchObject({ kind: 'wait' });
