@@ -35,6 +35,7 @@ export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessa
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 export type { IntentInput } from './journal/intent.ts';
 export { applyTask, applyStreamResponse } from './journal/observe.ts';
+export { parseAgentTimestamp } from './journal/clock.ts';
 export type { ObservationResult, ObserveOptions } from './journal/observe.ts';
 export {
   QUEUE_NAMES,

@@ -11,6 +11,7 @@ import { journalKeys, indexMember, parseIndexMember, type JournalKeys } from './
 import { DelegationRecordSchema, parseArtifacts, type DelegationRecord, type DelegationView, type RecordedError } from './record.ts';
 import type { JournalState } from './states.ts';
 import { JournalError, journalErrorFromCode } from './errors.ts';
+import { parseAgentTimestamp } from './clock.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
 import { WorkflowDefinitionSchema, type WorkflowDefinition } from '../workflow.ts';
 
@@ -20,7 +21,7 @@ import { WorkflowDefinitionSchema, type WorkflowDefinition } from '../workflow.t
  */
 export function questionKeyOf(statusMessage: Message | undefined, statusTimestamp: string | undefined): string {
   if (statusMessage?.messageId) return statusMessage.messageId;
-  const ms = statusTimestamp ? Date.parse(statusTimestamp) : Number.NaN;
+  const ms = parseAgentTimestamp(statusTimestamp);
   return Number.isNaN(ms) ? '' : String(ms);
 }
 
@@ -259,7 +260,7 @@ export class Journal {
    * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, DELEGATION_MISSING
    */
   async applyStatus(ref: DelegationRef, change: StatusChange): Promise<StatusChangeResult> {
-    const timestampMs = change.statusTimestamp ? Date.parse(change.statusTimestamp) : Number.NaN;
+    const timestampMs = parseAgentTimestamp(change.statusTimestamp);
     const artifactArgs: string[] = [];
     if (change.artifacts) {
       artifactArgs.push(String(change.artifacts.length));

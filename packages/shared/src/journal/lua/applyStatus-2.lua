@@ -42,8 +42,10 @@ if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {-5, '
 
 local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
 if mode ~= 'outcome' then
-  if currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
+  -- Clocks (R27): a move forward in state order is never vetoed by a timestamp;
+  -- timestamps only order observations of the same rank.
   if rank[incoming] < rank[current] then return {0, 'regress'} end
+  if rank[incoming] == rank[current] and currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
   if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) then
     return {0, 'duplicate'}
   end
@@ -51,7 +53,8 @@ end
 
 local now = ARGV[12]
 redis.call('HSET', KEYS[1], 'state', incoming, 'updatedAt', now, 'notFoundCount', '0', 'firstNotFoundAt', '')
-if incomingTs then redis.call('HSET', KEYS[1], 'statusTimestampMs', ARGV[5], 'statusTimestamp', ARGV[6]) end
+if incomingTs then redis.call('HSET', KEYS[1], 'statusTimestampMs', ARGV[5], 'statusTimestamp', ARGV[6])
+elseif rank[incoming] ~= rank[current] then redis.call('HSET', KEYS[1], 'statusTimestampMs', '', 'statusTimestamp', '') end
 if ARGV[7] ~= '' and knownTask == '' then redis.call('HSET', KEYS[1], 'taskId', ARGV[7]) end
 if ARGV[8] ~= '' and (row[6] or '') == '' then redis.call('HSET', KEYS[1], 'contextId', ARGV[8]) end
 if parked[incoming] then
