@@ -50,7 +50,8 @@ describe('journal: rank never regresses, the highest observed rank is reached (p
     await fc.assert(
       fc.asyncProperty(fc.array(observation, { minLength: 1, maxLength: 8 }), async (observations) => {
         const workflowId = `wj-clock-${++n}`;
-        await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: 'http://127.0.0.1:9/agent', message: { text: 'go' } }] });
+        // One agent per run: task ids are bound per agent.
+        await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: `http://127.0.0.1:9/${workflowId}`, message: { text: 'go' } }] });
         const ref = { workflowId, delegationId: 'main.1' };
         let highest = 0;
         let previous = 0;

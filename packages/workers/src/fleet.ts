@@ -155,7 +155,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const dispatcher = input.dispatcher ?? ownDispatcher!;
   const context: WorkerContext = {
     shutdownSignal: shutdown.signal,
-    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now }),
+    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, artifactBytesPerDelegation: options.artifactBytesPerDelegation }),
     registry: new AgentRegistry(journalRedis, options.prefix, options.now),
     queues,
     agents: new AgentDirectory({

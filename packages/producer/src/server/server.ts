@@ -9,7 +9,7 @@ import fastifySwagger from '@fastify/swagger';
 import { Queue } from 'bullmq';
 import type { Registry } from 'prom-client';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createRedisClient, queuePrefix, type AddressPolicyOptions, type Logger, type QueueName } from '@durable-a2a/shared';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createRedisClient, queuePrefix, type A2ALimits, type AddressPolicyOptions, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
 import { requireApiToken } from './auth.ts';
@@ -34,6 +34,8 @@ export interface ServerOptions {
   metricsRegistry?: Registry;
   /** R18 (b): accept a push with only `X-A2A-Notification-Token`. Default false. */
   pushAcceptTokenOnly?: boolean;
+  /** Input limits for push bodies (default `DEFAULT_A2A_LIMITS`). */
+  limits?: Partial<A2ALimits>;
   /** Extra liveness/readiness (e.g. an embedded fleet). Redis reachability is always part of readiness. */
   health?: () => Promise<HealthReport>;
 }
@@ -90,7 +92,7 @@ export function createServer(options: ServerOptions): ApiServer {
     v1.addHook('onRequest', requireApiToken(tokens));
     await v1.register(v1Routes(producer));
   }, { prefix: '/v1' });
-  app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, acceptTokenOnly: options.pushAcceptTokenOnly ?? false }), { prefix: '/v1' });
+  app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, acceptTokenOnly: options.pushAcceptTokenOnly ?? false, limits: options.limits }), { prefix: '/v1' });
   app.register(async (root) => registerAdmin(root, queueList, tokens));
   app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal }));
   return app;

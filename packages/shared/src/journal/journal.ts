@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import type { Redis, Cluster } from 'ioredis';
 import type { Artifact, Message } from '../a2a/schema.ts';
+import { DEFAULT_A2A_LIMITS, artifactByteSize } from '../a2a/limits.ts';
 import { journalKeys, indexMember, parseIndexMember, type JournalKeys } from './keys.ts';
 import { DelegationRecordSchema, parseArtifacts, type DelegationRecord, type DelegationView, type RecordedError } from './record.ts';
 import type { JournalState } from './states.ts';
@@ -26,7 +27,7 @@ export function questionKeyOf(statusMessage: Message | undefined, statusTimestam
 }
 
 /** Version of the script set; bump when a script's contract changes. */
-const SCRIPT_VERSION = 'v1';
+const SCRIPT_VERSION = 'v2';
 const SCRIPTS = {
   createWorkflow: 3,
   createIntent: 3,
@@ -43,6 +44,8 @@ const SCRIPTS = {
   recordEffect: 1,
   releaseHold: 1,
   takeToken: 1,
+  bindTask: 1,
+  noteProtocolError: 1,
 } as const;
 type ScriptName = keyof typeof SCRIPTS;
 
@@ -84,6 +87,8 @@ export interface JournalOptions {
   retentionMs?: number;
   /** Clock, injectable for tests; default `Date.now`. */
   now?: () => number;
+  /** Artifact bytes one delegation may hold, summed over chunks and pushes; default 16 MiB (`DEFAULT_A2A_LIMITS`). */
+  artifactBytesPerDelegation?: number;
 }
 
 const scriptSource = (name: ScriptName) =>
@@ -96,6 +101,7 @@ export class Journal {
   readonly keys: JournalKeys;
   readonly retentionMs: number;
   readonly now: () => number;
+  readonly artifactBytesPerDelegation: number;
   private readonly call: ScriptCaller;
 
   constructor(
@@ -105,6 +111,7 @@ export class Journal {
     this.keys = journalKeys(options.prefix);
     this.retentionMs = options.retentionMs ?? 7 * 24 * 3600 * 1000;
     this.now = options.now ?? Date.now;
+    this.artifactBytesPerDelegation = options.artifactBytesPerDelegation ?? DEFAULT_A2A_LIMITS.artifactBytesPerDelegation;
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       const commandName = `da2a_${SCRIPT_VERSION}_${name}`;
       if (!(commandName in redis)) {
@@ -257,18 +264,75 @@ export class Journal {
 
   /**
    * Applies an observed status or a local outcome, forward only (see applyStatus-2.lua).
-   * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, DELEGATION_MISSING
+   * A new task id is bound to this delegation first (`bindTask`).
+   * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, TASK_BOUND_ELSEWHERE, DELEGATION_MISSING
    */
   async applyStatus(ref: DelegationRef, change: StatusChange): Promise<StatusChangeResult> {
+    change = this.withinArtifactLimit(change);
+    let [code, detail] = await this.applyStatusOnce(ref, change, false);
+    if (code === -7) {
+      // A new task id: bind it to this delegation first (at most one delegation per task id).
+      await this.bindTask(ref, String(detail), change.taskId!);
+      [code, detail] = await this.applyStatusOnce(ref, change, true);
+    }
+    if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
+    // A finished delegation stays in the unfinished index until its workflow has
+    // decided what comes next (`removeFromIndex`), so a crash in between is retried.
+    if (code === 1) return { applied: true, version: Number(detail) };
+    return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
+  }
+
+  /**
+   * A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt
+   * instead: FAILED with a permanent LIMIT_EXCEEDED error, nothing of the artifacts stored (RT5).
+   */
+  private withinArtifactLimit(change: StatusChange): StatusChange {
+    if (!change.artifacts) return change;
+    const bytes = change.artifacts.reduce((sum, artifact) => sum + artifactByteSize(artifact), 0);
+    if (bytes <= this.artifactBytesPerDelegation) return change;
+    const message = `artifacts of this delegation would reach ${bytes} bytes, over the limit of ${this.artifactBytesPerDelegation}`;
+    return { fence: change.fence, expectedVersion: change.expectedVersion, mode: 'outcome', state: 'FAILED', taskId: change.taskId, contextId: change.contextId, error: { code: 'LIMIT_EXCEEDED', message, retryable: false } };
+  }
+
+  /**
+   * Binds `taskId` (of the agent at `agentCardUrl`) to this delegation, kept as long as a finished workflow.
+   * @throws JournalError TASK_BOUND_ELSEWHERE when another delegation holds it; that refusal is journaled
+   *   on this delegation as a protocol error and the delegation is handed to the reconciler (due now).
+   */
+  async bindTask(ref: DelegationRef, agentCardUrl: string, taskId: string): Promise<void> {
+    const owner = indexMember(ref.workflowId, ref.delegationId);
+    const ttlMs = this.retentionMs > 0 ? this.retentionMs * 2 : 0;
+    const [bound, holder] = (await this.call('bindTask', [this.keys.taskOwner(agentCardUrl, taskId)], [owner, ttlMs])) as [number, string];
+    if (bound === 1) return;
+    await this.noteProtocolError(ref, {
+      code: 'TASK_BOUND_ELSEWHERE',
+      message: `the agent named task ${taskId}, which belongs to delegation ${holder}`,
+      retryable: false,
+    });
+    throw new JournalError('TASK_BOUND_ELSEWHERE', ref, 'applyStatus');
+  }
+
+  /**
+   * Journals a protocol error an agent caused (state unchanged, see noteProtocolError-1.lua) and
+   * hands the delegation to the reconciler (due now). Returns false when the delegation is finished or missing.
+   */
+  async noteProtocolError(ref: DelegationRef, error: RecordedError): Promise<boolean> {
+    const code = Number(await this.call('noteProtocolError', [this.delegationKeys(ref)[0]], [JSON.stringify(error), this.now()]));
+    if (code === 1) await this.scheduleCheck(ref, this.now());
+    return code === 1;
+  }
+
+  private async applyStatusOnce(ref: DelegationRef, change: StatusChange, taskBound: boolean): Promise<[number, string | number]> {
     const timestampMs = parseAgentTimestamp(change.statusTimestamp);
     const artifactArgs: string[] = [];
     if (change.artifacts) {
-      artifactArgs.push(String(change.artifacts.length));
-      for (const { artifactId, parts, ...meta } of change.artifacts) {
-        artifactArgs.push(artifactId, JSON.stringify(meta), JSON.stringify(parts));
-      }
-    } else artifactArgs.push('');
-    const [code, detail] = (await this.call('applyStatus', this.delegationKeys(ref), [
+      const sizes = change.artifacts.map((artifact) => artifactByteSize(artifact));
+      artifactArgs.push(String(sizes.reduce((sum, size) => sum + size, 0)), String(change.artifacts.length));
+      change.artifacts.forEach(({ artifactId, parts, ...meta }, index) => {
+        artifactArgs.push(artifactId, JSON.stringify(meta), JSON.stringify(parts), String(sizes[index]));
+      });
+    } else artifactArgs.push('', '');
+    return (await this.call('applyStatus', this.delegationKeys(ref), [
       change.fence ?? '',
       change.expectedVersion ?? '',
       change.mode,
@@ -282,19 +346,17 @@ export class Journal {
       change.error ? JSON.stringify(change.error) : '',
       this.now(),
       questionKeyOf(change.statusMessage, change.statusTimestamp),
+      taskBound ? '1' : '',
       ...artifactArgs,
     ])) as [number, string | number];
-    if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
-    // A finished delegation stays in the unfinished index until its workflow has
-    // decided what comes next (`removeFromIndex`), so a crash in between is retried.
-    if (code === 1) return { applied: true, version: Number(detail) };
-    return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
   }
 
   /**
-   * Applies one artifact update (append / replace / seal, see applyArtifact-2.lua).
+   * Applies one artifact update (append / replace / seal, see applyArtifact-2.lua). The delegation's
+   * artifact bytes (artifactByteSize, summed over chunks and pushes) stay within `artifactBytesPerDelegation`.
    * @returns 'applied', 'sealed' (dropped after the seal) or 'finished'.
-   * @throws JournalError FENCE_LOST, DELEGATION_MISSING
+   * @throws JournalError FENCE_LOST, DELEGATION_MISSING; ARTIFACT_LIMIT when this update would pass the
+   *   limit: nothing was stored and the attempt ended FAILED (LIMIT_EXCEEDED, permanent, re-delegable).
    */
   async applyArtifact(
     ref: DelegationRef,
@@ -310,6 +372,8 @@ export class Journal {
       update.append ? '1' : '0',
       update.lastChunk ? '1' : '0',
       this.now(),
+      artifactByteSize(update.artifact),
+      this.artifactBytesPerDelegation,
     ])) as [number, string];
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyArtifact');
     return detail as 'applied' | 'sealed' | 'finished';

@@ -81,6 +81,9 @@ export const DelegationRecordSchema = z
     message: json(OutgoingMessageSchema),
     result: optionalJson(z.unknown()),
     error: optionalJson(RecordedErrorSchema),
+    /** The last protocol error an agent caused without ending the attempt (noteProtocolError-1.lua). */
+    protocolError: optionalJson(RecordedErrorSchema),
+    protocolErrorCount: count,
     push: optionalText.transform((value) => value === '1'),
     held: optionalText.transform((value) => value === '1'),
     pushToken: optionalText,
