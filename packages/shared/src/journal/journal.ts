@@ -414,13 +414,38 @@ export class Journal {
   /**
    * Moves the journaled reply to 'sending' (about to leave), 'sent' (delivered) or 'refused'
    * (the agent refused it for good; the question opens again and `reason` is kept as `replyError`).
-   * @returns false if it was not in the state before (another run moved it on).
+   * 'sending' is a lease owned by `send.token` for `send.leaseMs`: it is taken from 'pending', or from
+   * an expired 'sending' (the taker must then ask the agent before any resend). 'sent' / 'refused'
+   * are accepted with the fencing token or the lease owner's token.
+   * @returns false if it was not in the state before (another run moved it on, or holds a live lease).
    * @throws JournalError FENCE_LOST, DELEGATION_MISSING
    */
-  async markReply(ref: DelegationRef, fence: number, messageId: string, state: 'sending' | 'sent' | 'refused', reason = ''): Promise<boolean> {
-    const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, this.now(), state, reason]));
+  async markReply(
+    ref: DelegationRef,
+    fence: number,
+    messageId: string,
+    state: 'sending' | 'sent' | 'refused',
+    reason = '',
+    send: { token?: string; leaseMs?: number } = {},
+  ): Promise<boolean> {
+    const now = this.now();
+    const until = send.leaseMs === undefined ? '' : now + send.leaseMs;
+    const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, now, state, reason, send.token ?? '', until]));
     if (code < 0) throw journalErrorFromCode(code, ref, 'markReply');
-    return code === 1;
+    return code >= 1;
+  }
+
+  /**
+   * Takes the reply's 'sending' lease for `token` (C1): `taken` from 'pending'; `taken-over` from an
+   * expired lease (the agent may have the reply: ask it before any resend); `busy` when another
+   * worker's lease is live or the reply moved on.
+   * @throws JournalError FENCE_LOST, DELEGATION_MISSING
+   */
+  async takeReplySend(ref: DelegationRef, fence: number, messageId: string, token: string, leaseMs: number): Promise<'taken' | 'taken-over' | 'busy'> {
+    const now = this.now();
+    const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, now, 'sending', '', token, now + leaseMs]));
+    if (code < 0) throw journalErrorFromCode(code, ref, 'markReply');
+    return code === 2 ? 'taken-over' : code === 1 ? 'taken' : 'busy';
   }
 
   /**

@@ -100,6 +100,9 @@ export const DelegationRecordSchema = z
     replyMessageId: optionalText,
     replyMessage: optionalJson(OutgoingMessageSchema),
     replyState: z.enum(['pending', 'sending', 'sent', 'refused']).optional(),
+    /** Owner of the 'sending' lease of the reply (markReply-1.lua), and its deadline (ms). */
+    replySendToken: optionalText,
+    replySendUntil: optionalMs,
     /** Why the agent refused the last reply (the question is open again). */
     replyError: optionalText,
     /** The question (questionKey) the journaled reply answers. */
