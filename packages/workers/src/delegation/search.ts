@@ -69,6 +69,8 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
         // The agent refused our contextId: search by time alone.
         if (error instanceof InvalidParamsError && request.contextId && !pageToken) {
           contextRefused = true;
+          // A context pass has no time bound: the time-bounded passes take over (searchPasses).
+          if (since === undefined) return undefined;
           continue;
         }
         throw error;
