@@ -43,7 +43,8 @@ describe('push webhook authentication and task check (R18)', () => {
   /** A pushed delegation whose SendMessage answered task `taskId` (SUBMITTED), as the send worker journals it; no workers run. */
   async function pushedDelegation(taskId: string | undefined) {
     const workflowId = `r18-${++n}`;
-    await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: 'http://127.0.0.1:9/agent', message: { text: 'go' }, push: true }] });
+    // One agent per delegation: a task id is bound to at most one delegation per agent.
+    await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: `http://127.0.0.1:9/${workflowId}`, message: { text: 'go' }, push: true }] });
     const ref = { workflowId, delegationId: 'main.1' };
     if (taskId) await applyTask(producer.journal, ref, { id: taskId, contextId: 'C1', status: { state: 'TASK_STATE_SUBMITTED', timestamp: at(0) } }, { snapshot: true });
     const secret = (await producer.journal.pushToken(ref))!;
@@ -118,7 +119,8 @@ describe('push webhook authentication and task check (R18)', () => {
     });
     expect(response.statusCode).toBe(403);
     expect(response.json()).toMatchObject({ code: 'TASK_MISMATCH' });
-    expect(await one.record()).toMatchObject({ state: 'SUBMITTED', taskId: 'T1', version: oneBefore.version });
+    // Nothing applied; the refusal is journaled on the delegation as a protocol error (RT-ownership).
+    expect(await one.record()).toMatchObject({ state: 'SUBMITTED', taskId: 'T1', version: oneBefore.version + 1, protocolError: { code: 'PUSH_NOT_OURS' } });
     expect(await two.record()).toMatchObject({ state: 'SUBMITTED', taskId: 'T2', version: twoBefore.version });
     expect(await reconcileJobsFor(one.ref.workflowId)).toHaveLength(0);
   });
@@ -146,7 +148,7 @@ describe('push webhook authentication and task check (R18)', () => {
     expect(await reconcileJobsFor(ref.workflowId)).toHaveLength(1);
   });
 
-  it('a journal without a taskId yet accepts the push and records the task id', async () => {
+  it('a journal without a taskId yet refuses the push (403), journals it and binds nothing (RT-ownership)', async () => {
     const { url, secret, record } = await pushedDelegation(undefined);
     const response = await app.inject({
       method: 'POST',
@@ -154,8 +156,9 @@ describe('push webhook authentication and task check (R18)', () => {
       payload: { task: { id: 'T9', contextId: 'C9', status: { state: 'TASK_STATE_WORKING', timestamp: at(1) } } },
       headers: { authorization: `Bearer ${secret}` },
     });
-    expect(response.statusCode).toBe(204);
-    expect(await record()).toMatchObject({ state: 'WORKING', taskId: 'T9' });
+    expect(response.statusCode).toBe(403);
+    expect(await record()).toMatchObject({ state: 'INTENT', protocolError: { code: 'PUSH_NOT_OURS' } });
+    expect((await record()).taskId).toBeUndefined();
   });
 
   it('a 0.3 whole-Task body is accepted; a body that is neither is a 400 after auth', async () => {

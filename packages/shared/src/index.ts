@@ -38,6 +38,7 @@ export type { IntentInput } from './journal/intent.ts';
 export { applyTask, applyStreamResponse } from './journal/observe.ts';
 export { listWorkflowSummaries, listOpenQuestions, allOpenQuestions, workflowSummaries, decodeListingCursor, nextChecks, pageByKeyset, LISTING_SCAN_LIMIT } from './journal/listing.ts';
 export type { WorkflowSummary, OpenQuestionSummary, WorkflowFilter, Page } from './journal/listing.ts';
+export { parseAgentTimestamp } from './journal/clock.ts';
 export type { ObservationResult, ObserveOptions } from './journal/observe.ts';
 export {
   QUEUE_NAMES,

@@ -158,7 +158,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const dispatcher = input.dispatcher ?? ownDispatcher!;
   const context: WorkerContext = {
     shutdownSignal: shutdown.signal,
-    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability }),
+    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation }),
     registry: new AgentRegistry(journalRedis, options.prefix, options.now),
     queues,
     agents: new AgentDirectory({

@@ -51,6 +51,8 @@ export interface FleetOptions {
   pushFallbackPollMs?: number;
   /** How long finished records are kept. Default 7 days. */
   retentionMs?: number;
+  /** Artifact bytes one delegation may hold, summed over chunks and pushes (RT5/RT7). Default 16 MiB. */
+  artifactBytesPerDelegation?: number;
   /** Registered Agent Cards older than this are fetched again by the sweep. Default 3_600_000 (1 h). */
   agentRefreshMs?: number;
   /** BullMQ lock duration. Default 30_000. */
@@ -113,6 +115,7 @@ export interface CompiledFleetOptions {
   /** A send that started less than this long ago may still be in flight: reconcile waits. */
   sendSettleMs: number;
   retentionMs: number;
+  artifactBytesPerDelegation?: number;
   agentRefreshMs: number;
   lockDurationMs: number;
   stalledIntervalMs: number;
@@ -154,6 +157,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     pushFallbackPollMs: options.pushFallbackPollMs ?? 300_000,
     sendSettleMs: requestTimeoutMs + 1_000,
     retentionMs: options.retentionMs ?? 7 * 24 * 3600 * 1000,
+    artifactBytesPerDelegation: options.artifactBytesPerDelegation,
     agentRefreshMs: options.agentRefreshMs ?? 3_600_000,
     lockDurationMs: options.lockDurationMs ?? 30_000,
     stalledIntervalMs: options.stalledIntervalMs ?? 30_000,

@@ -11,12 +11,17 @@ export const JOURNAL_ERROR_CODES = {
   [-4]: 'WRONG_STATE',
   [-5]: 'TASK_MISMATCH',
   [-6]: 'MAY_HAVE_SENT',
+  [-7]: 'TASK_BOUND_ELSEWHERE',
+  [-8]: 'ARTIFACT_LIMIT',
 } as const;
 export type JournalErrorCode = (typeof JOURNAL_ERROR_CODES)[keyof typeof JOURNAL_ERROR_CODES];
 
 /**
  * A journal transition was refused. `FENCE_LOST` means another worker took the
  * delegation over: the caller must stop without writing anything else.
+ * `TASK_BOUND_ELSEWHERE`: the agent named a task id already bound to another delegation
+ * (journaled on this one as a protocol error; the reconciler decides). `ARTIFACT_LIMIT`:
+ * the delegation's artifacts would exceed `artifactBytesPerDelegation` (the attempt ended).
  */
 export class JournalError extends Error {
   override readonly name = 'JournalError';

@@ -7,10 +7,12 @@
 import { readFileSync } from 'node:fs';
 import type { Redis, Cluster } from 'ioredis';
 import type { Artifact, Message } from '../a2a/schema.ts';
+import { DEFAULT_A2A_LIMITS, artifactByteSize } from '../a2a/limits.ts';
 import { journalKeys, indexMember, parseIndexMember, type JournalKeys } from './keys.ts';
 import { DelegationRecordSchema, parseArtifacts, type DelegationRecord, type DelegationView, type RecordedError } from './record.ts';
 import type { JournalState } from './states.ts';
 import { JournalError, journalErrorFromCode } from './errors.ts';
+import { parseAgentTimestamp } from './clock.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
 import { WorkflowDefinitionSchema, type WorkflowDefinition } from '../workflow.ts';
 import { NO_DURABILITY, awaitReplicas, connectionGeneration, type JournalDurability } from './durability.ts';
@@ -21,12 +23,12 @@ import { NO_DURABILITY, awaitReplicas, connectionGeneration, type JournalDurabil
  */
 export function questionKeyOf(statusMessage: Message | undefined, statusTimestamp: string | undefined): string {
   if (statusMessage?.messageId) return statusMessage.messageId;
-  const ms = statusTimestamp ? Date.parse(statusTimestamp) : Number.NaN;
+  const ms = parseAgentTimestamp(statusTimestamp);
   return Number.isNaN(ms) ? '' : String(ms);
 }
 
 /** Version of the script set; bump when a script's contract changes. */
-const SCRIPT_VERSION = 'v1';
+const SCRIPT_VERSION = 'v2';
 const SCRIPTS = {
   createWorkflow: 3,
   createIntent: 3,
@@ -44,6 +46,8 @@ const SCRIPTS = {
   recordEffect: 1,
   releaseHold: 1,
   takeToken: 1,
+  bindTask: 1,
+  noteProtocolError: 1,
 } as const;
 type ScriptName = keyof typeof SCRIPTS;
 
@@ -87,6 +91,8 @@ export interface JournalOptions {
   now?: () => number;
   /** Replicas that must acknowledge the critical writes (see durability.ts); default none. */
   durability?: JournalDurability;
+  /** Artifact bytes one delegation may hold, summed over chunks and pushes; default 16 MiB (`DEFAULT_A2A_LIMITS`). */
+  artifactBytesPerDelegation?: number;
 }
 
 const scriptSource = (name: ScriptName) =>
@@ -100,6 +106,7 @@ export class Journal {
   readonly retentionMs: number;
   readonly now: () => number;
   readonly durability: JournalDurability;
+  readonly artifactBytesPerDelegation: number;
   private readonly call: ScriptCaller;
 
   constructor(
@@ -110,6 +117,7 @@ export class Journal {
     this.retentionMs = options.retentionMs ?? 7 * 24 * 3600 * 1000;
     this.now = options.now ?? Date.now;
     this.durability = options.durability ?? NO_DURABILITY;
+    this.artifactBytesPerDelegation = options.artifactBytesPerDelegation ?? DEFAULT_A2A_LIMITS.artifactBytesPerDelegation;
     for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
       const commandName = `da2a_${SCRIPT_VERSION}_${name}`;
       if (!(commandName in redis)) {
@@ -277,18 +285,75 @@ export class Journal {
 
   /**
    * Applies an observed status or a local outcome, forward only (see applyStatus-2.lua).
-   * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, DELEGATION_MISSING
+   * A new task id is bound to this delegation first (`bindTask`).
+   * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, TASK_BOUND_ELSEWHERE, DELEGATION_MISSING
    */
   async applyStatus(ref: DelegationRef, change: StatusChange): Promise<StatusChangeResult> {
-    const timestampMs = change.statusTimestamp ? Date.parse(change.statusTimestamp) : Number.NaN;
+    change = this.withinArtifactLimit(change);
+    let [code, detail] = await this.applyStatusOnce(ref, change, false);
+    if (code === -7) {
+      // A new task id: bind it to this delegation first (at most one delegation per task id).
+      await this.bindTask(ref, String(detail), change.taskId!);
+      [code, detail] = await this.applyStatusOnce(ref, change, true);
+    }
+    if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
+    // A finished delegation stays in the unfinished index until its workflow has
+    // decided what comes next (`removeFromIndex`), so a crash in between is retried.
+    if (code === 1) return { applied: true, version: Number(detail) };
+    return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
+  }
+
+  /**
+   * A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt
+   * instead: FAILED with a permanent LIMIT_EXCEEDED error, nothing of the artifacts stored (RT5).
+   */
+  private withinArtifactLimit(change: StatusChange): StatusChange {
+    if (!change.artifacts) return change;
+    const bytes = change.artifacts.reduce((sum, artifact) => sum + artifactByteSize(artifact), 0);
+    if (bytes <= this.artifactBytesPerDelegation) return change;
+    const message = `artifacts of this delegation would reach ${bytes} bytes, over the limit of ${this.artifactBytesPerDelegation}`;
+    return { fence: change.fence, expectedVersion: change.expectedVersion, mode: 'outcome', state: 'FAILED', taskId: change.taskId, contextId: change.contextId, error: { code: 'LIMIT_EXCEEDED', message, retryable: false } };
+  }
+
+  /**
+   * Binds `taskId` (of the agent at `agentCardUrl`) to this delegation, kept as long as a finished workflow.
+   * @throws JournalError TASK_BOUND_ELSEWHERE when another delegation holds it; that refusal is journaled
+   *   on this delegation as a protocol error and the delegation is handed to the reconciler (due now).
+   */
+  async bindTask(ref: DelegationRef, agentCardUrl: string, taskId: string): Promise<void> {
+    const owner = indexMember(ref.workflowId, ref.delegationId);
+    const ttlMs = this.retentionMs > 0 ? this.retentionMs * 2 : 0;
+    const [bound, holder] = (await this.call('bindTask', [this.keys.taskOwner(agentCardUrl, taskId)], [owner, ttlMs])) as [number, string];
+    if (bound === 1) return;
+    await this.noteProtocolError(ref, {
+      code: 'TASK_BOUND_ELSEWHERE',
+      message: `the agent named task ${taskId}, which belongs to delegation ${holder}`,
+      retryable: false,
+    });
+    throw new JournalError('TASK_BOUND_ELSEWHERE', ref, 'applyStatus');
+  }
+
+  /**
+   * Journals a protocol error an agent caused (state unchanged, see noteProtocolError-1.lua) and
+   * hands the delegation to the reconciler (due now). Returns false when the delegation is finished or missing.
+   */
+  async noteProtocolError(ref: DelegationRef, error: RecordedError): Promise<boolean> {
+    const code = Number(await this.call('noteProtocolError', [this.delegationKeys(ref)[0]], [JSON.stringify(error), this.now()]));
+    if (code === 1) await this.scheduleCheck(ref, this.now());
+    return code === 1;
+  }
+
+  private async applyStatusOnce(ref: DelegationRef, change: StatusChange, taskBound: boolean): Promise<[number, string | number]> {
+    const timestampMs = parseAgentTimestamp(change.statusTimestamp);
     const artifactArgs: string[] = [];
     if (change.artifacts) {
-      artifactArgs.push(String(change.artifacts.length));
-      for (const { artifactId, parts, ...meta } of change.artifacts) {
-        artifactArgs.push(artifactId, JSON.stringify(meta), JSON.stringify(parts));
-      }
-    } else artifactArgs.push('');
-    const [code, detail] = (await this.call('applyStatus', this.delegationKeys(ref), [
+      const sizes = change.artifacts.map((artifact) => artifactByteSize(artifact));
+      artifactArgs.push(String(sizes.reduce((sum, size) => sum + size, 0)), String(change.artifacts.length));
+      change.artifacts.forEach(({ artifactId, parts, ...meta }, index) => {
+        artifactArgs.push(artifactId, JSON.stringify(meta), JSON.stringify(parts), String(sizes[index]));
+      });
+    } else artifactArgs.push('', '');
+    return (await this.call('applyStatus', this.delegationKeys(ref), [
       change.fence ?? '',
       change.expectedVersion ?? '',
       change.mode,
@@ -302,19 +367,17 @@ export class Journal {
       change.error ? JSON.stringify(change.error) : '',
       this.now(),
       questionKeyOf(change.statusMessage, change.statusTimestamp),
+      taskBound ? '1' : '',
       ...artifactArgs,
     ])) as [number, string | number];
-    if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
-    // A finished delegation stays in the unfinished index until its workflow has
-    // decided what comes next (`removeFromIndex`), so a crash in between is retried.
-    if (code === 1) return { applied: true, version: Number(detail) };
-    return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
   }
 
   /**
-   * Applies one artifact update (append / replace / seal, see applyArtifact-2.lua).
+   * Applies one artifact update (append / replace / seal, see applyArtifact-2.lua). The delegation's
+   * artifact bytes (artifactByteSize, summed over chunks and pushes) stay within `artifactBytesPerDelegation`.
    * @returns 'applied', 'sealed' (dropped after the seal) or 'finished'.
-   * @throws JournalError FENCE_LOST, DELEGATION_MISSING
+   * @throws JournalError FENCE_LOST, DELEGATION_MISSING; ARTIFACT_LIMIT when this update would pass the
+   *   limit: nothing was stored and the attempt ended FAILED (LIMIT_EXCEEDED, permanent, re-delegable).
    */
   async applyArtifact(
     ref: DelegationRef,
@@ -330,6 +393,8 @@ export class Journal {
       update.append ? '1' : '0',
       update.lastChunk ? '1' : '0',
       this.now(),
+      artifactByteSize(update.artifact),
+      this.artifactBytesPerDelegation,
     ])) as [number, string];
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyArtifact');
     return detail as 'applied' | 'sealed' | 'finished';
@@ -383,17 +448,45 @@ export class Journal {
   /**
    * Moves the journaled reply to 'sending' (about to leave), 'sent' (delivered) or 'refused'
    * (the agent refused it for good; the question opens again and `reason` is kept as `replyError`).
-   * @returns false if it was not in the state before (another run moved it on).
+   * 'sending' is a lease owned by `send.token` for `send.leaseMs`: it is taken from 'pending', or from
+   * an expired 'sending' (the taker must then ask the agent before any resend). 'sent' / 'refused'
+   * are accepted with the fencing token or the lease owner's token.
+   * @returns false if it was not in the state before (another run moved it on, or holds a live lease).
    * @throws JournalError FENCE_LOST, DELEGATION_MISSING; ReplicationTimeoutError ('sending', durability on)
    */
-  async markReply(ref: DelegationRef, fence: number, messageId: string, state: 'sending' | 'sent' | 'refused', reason = ''): Promise<boolean> {
+  async markReply(
+    ref: DelegationRef,
+    fence: number,
+    messageId: string,
+    state: 'sending' | 'sent' | 'refused',
+    reason = '',
+    send: { token?: string; leaseMs?: number } = {},
+  ): Promise<boolean> {
     const generation = connectionGeneration(this.redis);
-    // As markSending: replicas behind, no 'sending' mark (a rerun in 'sending' asks the agent, then sends unfenced).
+    // As markSending: replicas behind, no 'sending' mark (a rerun in 'sending' asks the agent before any resend).
     if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation);
-    const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, this.now(), state, reason]));
+    const now = this.now();
+    const until = send.leaseMs === undefined ? '' : now + send.leaseMs;
+    const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, now, state, reason, send.token ?? '', until]));
     if (code < 0) throw journalErrorFromCode(code, ref, 'markReply');
     if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation); // before the reply leaves
-    return code === 1;
+    return code >= 1;
+  }
+
+  /**
+   * Takes the reply's 'sending' lease for `token` (C1): `taken` from 'pending'; `taken-over` from an
+   * expired lease (the agent may have the reply: ask it before any resend); `busy` when another
+   * worker's lease is live or the reply moved on.
+   * @throws JournalError FENCE_LOST, DELEGATION_MISSING
+   */
+  async takeReplySend(ref: DelegationRef, fence: number, messageId: string, token: string, leaseMs: number): Promise<'taken' | 'taken-over' | 'busy'> {
+    const generation = connectionGeneration(this.redis);
+    await this.awaitReplicas(ref.workflowId, generation);
+    const now = this.now();
+    const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, now, 'sending', '', token, now + leaseMs]));
+    if (code < 0) throw journalErrorFromCode(code, ref, 'markReply');
+    if (code >= 1) await this.awaitReplicas(ref.workflowId, generation); // before the reply leaves
+    return code === 2 ? 'taken-over' : code === 1 ? 'taken' : 'busy';
   }
 
   /**

@@ -7,6 +7,8 @@
  * missing one cannot happen.
  */
 
+import { createHash } from 'node:crypto';
+
 /** Ids we accept for workflows, steps, delegations and idempotency keys: safe in keys and BullMQ job ids. */
 export const ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 
@@ -34,6 +36,8 @@ export interface JournalKeys {
   workflows(): string;
   /** Agent registry hash (card URL → normalized card JSON). */
   agents(): string;
+  /** Which delegation an agent's task id is bound to (`workflowId|delegationId`); one key per agent and task. */
+  taskOwner(agentCardUrl: string, taskId: string): string;
 }
 
 /** Builds the key layout for one prefix (default `da2a`). */
@@ -50,6 +54,8 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     unfinished: () => `${prefix}:unfinished`,
     workflows: () => `${prefix}:workflows`,
     agents: () => `${prefix}:agents`,
+    // Agents choose task ids (any length, any characters): the key holds a digest.
+    taskOwner: (agentCardUrl, taskId) => `${prefix}:task:${createHash('sha256').update(agentCardUrl).update('\n').update(taskId).digest('hex')}`,
   };
 }
 

@@ -85,6 +85,9 @@ export const DelegationRecordSchema = z
     message: json(OutgoingMessageSchema),
     result: optionalJson(z.unknown()),
     error: optionalJson(RecordedErrorSchema),
+    /** The last protocol error an agent caused without ending the attempt (noteProtocolError-1.lua). */
+    protocolError: optionalJson(RecordedErrorSchema),
+    protocolErrorCount: count,
     push: optionalText.transform((value) => value === '1'),
     held: optionalText.transform((value) => value === '1'),
     pushToken: optionalText,
@@ -106,6 +109,9 @@ export const DelegationRecordSchema = z
     replyMessageId: optionalText,
     replyMessage: optionalJson(OutgoingMessageSchema),
     replyState: z.enum(['pending', 'sending', 'sent', 'refused']).optional(),
+    /** Owner of the 'sending' lease of the reply (markReply-1.lua), and its deadline (ms). */
+    replySendToken: optionalText,
+    replySendUntil: optionalMs,
     /** Why the agent refused the last reply (the question is open again). */
     replyError: optionalText,
     /** The question (questionKey) the journaled reply answers. */

@@ -1,8 +1,10 @@
 /**
  * Finds the task an agent created for our messageId when the crash came
  * between "sent" and "recorded". A2A has no messageId filter (spec §3.1.4), so
- * we list tasks in our context since just before the record was created, then
- * read each candidate's full history (never a small historyLength: R14).
+ * we list the tasks of our context (no time bound: the agent's clock need not
+ * agree with ours), or, when the agent refuses or ignores the context filter,
+ * tasks since just before the record was created, widened before concluding;
+ * then read each candidate's full history (never a small historyLength: R14).
  * Pagination is distrusted (R15): a repeated token or page stops the scan,
  * calls are capped, and a second pass restricted to tasks updated since the
  * scan began catches a task that moved pages while we read.
@@ -42,7 +44,8 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   let contextRefused = record.contextRefused;
   const candidates = new Map<string, Task>();
 
-  const pass = async (since: number): Promise<Task | undefined> => {
+  let contextIgnored = false;
+  const pass = async (since: number | undefined): Promise<Task | undefined> => {
     const seenTokens = new Set<string>();
     const seenPages = new Set<string>();
     let pageToken: string | undefined;
@@ -51,8 +54,11 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
         paginationBroken = true;
         return undefined;
       }
-      const request: ListTasksRequest = { statusTimestampAfter: new Date(since).toISOString(), pageSize: 50 };
-      if (!contextRefused && record.requestedContextId) request.contextId = record.requestedContextId;
+      const request: ListTasksRequest = { pageSize: 50 };
+      const byContext = !contextRefused && !contextIgnored && record.requestedContextId;
+      if (byContext) request.contextId = record.requestedContextId;
+      // Clocks (R27): our context bounds the search; a time bound is only used without it.
+      else if (since !== undefined) request.statusTimestampAfter = new Date(since).toISOString();
       if (pageToken) request.pageToken = pageToken;
       calls++;
       let page;
@@ -63,11 +69,15 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
         // The agent refused our contextId: search by time alone.
         if (error instanceof InvalidParamsError && request.contextId && !pageToken) {
           contextRefused = true;
+          // A context pass has no time bound: the time-bounded passes take over (searchPasses).
+          if (since === undefined) return undefined;
           continue;
         }
         throw error;
       }
       for (const task of page.tasks) {
+        // An agent that answers other contexts does not honour the filter: search by time instead.
+        if (byContext && task.contextId && task.contextId !== record.requestedContextId) contextIgnored = true;
         if (holdsMessage(task, record.messageId)) return task;
         candidates.set(task.id, task);
       }
@@ -85,7 +95,7 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   };
 
   try {
-    const found = (await pass(record.createdAt - options.marginMs)) ?? (await pass(scanStart - options.marginMs));
+    const found = await searchPasses(pass, record.createdAt, scanStart, options.marginMs, () => !contextRefused && !contextIgnored && !!record.requestedContextId);
     if (found) return { kind: 'found', task: found };
   } catch (error) {
     if (error instanceof SearchUnsupported) return { kind: 'unsupported' };
@@ -102,3 +112,32 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
 }
 
 class SearchUnsupported extends Error {}
+
+/** How far back a time-bounded search finally widens: agents' clocks may lag ours by this much (ms). */
+export const CLOCK_SKEW_WIDENING_MS = 24 * 3600 * 1000;
+
+/**
+ * Runs the passes of a search. With our context honoured, two passes without a time bound
+ * (the second catches a task that moved pages while we read);
+ * otherwise since just before the record, again since the scan began (tasks that moved
+ * pages), and once more widened by CLOCK_SKEW_WIDENING_MS before concluding "not found",
+ * so an agent whose clock lags ours is still searched (kind "clocks").
+ */
+async function searchPasses(
+  pass: (since: number | undefined) => Promise<Task | undefined>,
+  createdAt: number,
+  scanStart: number,
+  marginMs: number,
+  byContext: () => boolean,
+): Promise<Task | undefined> {
+  if (byContext()) {
+    // The second pass catches a task that moved pages while we read (R15).
+    const found = (await pass(undefined)) ?? (byContext() ? await pass(undefined) : undefined);
+    if (found || byContext()) return found;
+  }
+  return (
+    (await pass(createdAt - marginMs)) ??
+    (await pass(scanStart - marginMs)) ??
+    (await pass(createdAt - marginMs - CLOCK_SKEW_WIDENING_MS))
+  );
+}

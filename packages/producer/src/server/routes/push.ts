@@ -20,9 +20,15 @@ import type { Queue } from 'bullmq';
 import {
   ID_PATTERN,
   JournalError,
+  LimitExceededError,
   jobId,
   applyStreamResponse,
+  checkJsonDepth,
   normalizePushBody,
+  resolveLimits,
+  taskOwnership,
+  type A2ALimits,
+  type DelegationRecord,
   type Journal,
   type Metrics,
   type StreamResponse,
@@ -38,13 +44,31 @@ export interface PushRouteOptions {
   metrics: Metrics;
   /** R18 (b): accept `X-A2A-Notification-Token` without `Authorization`. Default false. */
   acceptTokenOnly: boolean;
+  /** Input limits (default `DEFAULT_A2A_LIMITS`): `jsonDepth`, `partsPerMessage`; the body is bounded by `PUSH_BODY_LIMIT_BYTES`. */
+  limits?: Partial<A2ALimits>;
 }
 
 /**
  * Pushes carry one task event; a 0.3 body is the whole Task with its
  * artifacts and history, so the limit is above fastify's 1 MiB default.
+ * Bytes over it are not read (413).
  */
-const PUSH_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+export const PUSH_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Whether a push may be applied to `record` (issue 12, kind "ownership"): only once we recorded a
+ * task id, only for that task, and a whole Task only in our context. Returns the refusal's reason.
+ */
+function pushRefusal(record: DelegationRecord, response: StreamResponse): string | undefined {
+  const taskId = taskIdOf(response);
+  if (!record.taskId) return `a push for task ${taskId ?? '(none)'} arrived before this delegation recorded its task`;
+  if (taskId !== undefined && taskId !== record.taskId) return `the push names task ${taskId}, not this delegation's task ${record.taskId}`;
+  if ('task' in response) {
+    const ownership = taskOwnership(response.task, { taskId: record.taskId, contextId: record.contextId ?? record.requestedContextId }, 'found');
+    if (!ownership.ours) return ownership.detail;
+  }
+  return undefined;
+}
 
 /** The task a StreamResponse speaks about (a Message may name none). */
 function taskIdOf(response: StreamResponse): string | undefined {
@@ -77,7 +101,21 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
     if (!authorized) await deny();
   }
 
+  const limits = resolveLimits(options.limits);
+  const wakeWorkers = ({ workflowId, delegationId }: { workflowId: string; delegationId: string }) =>
+    reconcile.add('delegation', { workflowId, delegationId }, { jobId: jobId('reconcile', workflowId, delegationId, 'push', Date.now()) });
   return async (app) => {
+    // This plugin's own JSON parser: the nesting is checked on the text before JSON.parse (RT7).
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'string', bodyLimit: PUSH_BODY_LIMIT_BYTES }, (_request, body, done) => {
+      try {
+        checkJsonDepth(String(body), limits.jsonDepth);
+        done(null, JSON.parse(String(body)));
+      } catch (error) {
+        const refused = Object.assign(new Error(error instanceof LimitExceededError ? error.message : 'push body is not JSON'), { statusCode: 400 });
+        done(refused, undefined);
+      }
+    });
     app.post(
       '/push/:workflowId/:delegationId',
       {
@@ -97,7 +135,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
         const ref = request.params;
         let response: StreamResponse;
         try {
-          response = normalizePushBody(request.body);
+          response = normalizePushBody(request.body, { maxParts: limits.partsPerMessage });
         } catch (error) {
           count('invalid');
           request.log.warn({ ...ref, err: error }, 'push body is neither a 1.0 StreamResponse nor a 0.3 event');
@@ -109,10 +147,12 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
           return sendProblem(reply, problem('NOT_FOUND', 'delegation not found'));
         }
         const taskId = taskIdOf(response);
-        if (record.taskId && taskId !== undefined && taskId !== record.taskId) {
+        const refusal = pushRefusal(record, response);
+        if (refusal) {
           count('foreign-task');
-          request.log.warn({ ...ref, taskId, journaledTaskId: record.taskId }, 'push names another task; nothing applied');
-          return sendProblem(reply, problem('TASK_MISMATCH', `the push names task ${taskId}, not this delegation's task`));
+          request.log.warn({ ...ref, taskId, journaledTaskId: record.taskId }, 'push refused; nothing applied');
+          await journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refusal, retryable: false });
+          return sendProblem(reply, problem('TASK_MISMATCH', refusal));
         }
         let changed: boolean;
         try {
@@ -125,16 +165,19 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
             count('foreign-task');
             return sendProblem(reply, problem('TASK_MISMATCH', `the push names task ${taskId}, not this delegation's task`));
           }
+          // Over artifactBytesPerDelegation: nothing stored, the attempt ended FAILED (LIMIT_EXCEEDED); wake the workers.
+          if (error instanceof JournalError && error.code === 'ARTIFACT_LIMIT') {
+            count('limit-exceeded');
+            await wakeWorkers(ref);
+            return sendProblem(reply, problem('PAYLOAD_TOO_LARGE', 'the artifacts of this delegation are over the limit; the attempt ended'));
+          }
           throw error;
         }
         count(changed ? 'applied' : 'duplicate');
         // Only a push that moved the journal wakes the workers: a flood of duplicates
         // must not become a flood of GetTask calls (spec §9: receivers SHOULD rate-limit).
-        if (changed) {
-          const { workflowId, delegationId } = ref;
-          await reconcile.add('delegation', { workflowId, delegationId }, { jobId: jobId('reconcile', workflowId, delegationId, 'push', Date.now()) });
-        }
-        return reply.code(204).send(null);
+        if (changed) await wakeWorkers(ref);
+        return reply.code(204).send();
       },
     );
   };

@@ -12,8 +12,13 @@
   ARGV[5] append '1' | '0'
   ARGV[6] lastChunk '1' | '0'
   ARGV[7] now (ms)
+  ARGV[8] bytes these parts carry (artifactByteSize)
+  ARGV[9] artifactBytesPerDelegation: the limit on the delegation's artifact bytes, summed
+          over chunks and pushes (field 'artifactBytes', per artifact 'bytes:<id>')
+  Over the limit nothing is stored: the attempt ends FAILED with a permanent LIMIT_EXCEEDED
+  error (re-delegable), in this same script (RT5/RT7).
   Returns: {1, 'applied'}; {0, 'sealed'} dropped after the seal; {0, 'finished'} the
-           delegation is finished; {-1, 'missing'}; {-2, 'fence'}
+           delegation is finished; {-1, 'missing'}; {-2, 'fence'}; {-8, 'limit'} the attempt ended
 ]]
 local finished = { COMPLETED = true, FAILED = true, CANCELED = true, REJECTED = true, AMBIGUOUS = true, LOST = true }
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 'missing'} end
@@ -24,10 +29,24 @@ local id = ARGV[2]
 if redis.call('HGET', KEYS[2], 'sealed:' .. id) == '1' then return {0, 'sealed'} end
 local existing = redis.call('HGET', KEYS[2], 'parts:' .. id)
 local parts = ARGV[4]
+local incomingBytes = tonumber(ARGV[8]) or 0
+local storedBytes = tonumber(redis.call('HGET', KEYS[2], 'bytes:' .. id) or '0') or 0
+local artifactBytes = incomingBytes
 if ARGV[5] == '1' and existing then
+  artifactBytes = storedBytes + incomingBytes
   if ARGV[4] == '[]' then parts = existing
   elseif existing ~= '[]' then parts = string.sub(existing, 1, -2) .. ',' .. string.sub(ARGV[4], 2) end
 end
+local total = (tonumber(redis.call('HGET', KEYS[1], 'artifactBytes') or '0') or 0) - storedBytes + artifactBytes
+if total > tonumber(ARGV[9]) then
+  local message = 'artifacts of this delegation would reach ' .. total .. ' bytes, over the limit of ' .. ARGV[9]
+  redis.call('HSET', KEYS[1], 'state', 'FAILED', 'finishedAt', ARGV[7], 'updatedAt', ARGV[7], 'question', '',
+    'error', cjson.encode({ code = 'LIMIT_EXCEEDED', message = message, retryable = false }))
+  redis.call('HINCRBY', KEYS[1], 'version', 1)
+  return {-8, 'limit'}
+end
+redis.call('HSET', KEYS[1], 'artifactBytes', tostring(total))
+redis.call('HSET', KEYS[2], 'bytes:' .. id, tostring(artifactBytes))
 if not existing then
   redis.call('HSET', KEYS[2], 'order:' .. id, tostring(redis.call('HLEN', KEYS[2])))
 end

@@ -20,14 +20,19 @@
   ARGV[13] question key ('' = unknown): the status message's messageId, else its timestamp;
            identifies the question a reply answers. Unknown: a new one each time the
            delegation enters a parked state (questionSeq)
-  ARGV[14] number of snapshot artifacts N ('' = leave artifacts untouched), then N
-           triples artifactId, meta JSON, parts JSON array in ARGV[15..]
+  ARGV[14] '1' when the task id in ARGV[7] is bound to this delegation (bindTask-1.lua);
+           a task id is recorded only then (a task id belongs to at most one delegation)
+  ARGV[15] bytes the snapshot artifacts carry (artifactByteSize summed; checked against the
+           limit by the caller, the journal), kept as 'artifactBytes'
+  ARGV[16] number of snapshot artifacts N ('' = leave artifacts untouched), then N
+           quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[17..]
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
   Returns: {1, version} applied; {0, reason} ignored ('finished', 'stale', 'regress',
-           'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'}
+           'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'};
+           {-7, agentCardUrl}: bind the task id first, then call again with ARGV[14] = '1'
 ]]
 local rank = { INTENT = 0, SUBMITTED = 1, WORKING = 2, INPUT_REQUIRED = 2, AUTH_REQUIRED = 2,
   COMPLETED = 9, FAILED = 9, CANCELED = 9, REJECTED = 9, AMBIGUOUS = 9, LOST = 9 }
@@ -44,16 +49,23 @@ if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {-5, '
 
 local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
 if mode ~= 'outcome' then
-  if currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
+  -- Clocks (R27): a move forward in state order is never vetoed by a timestamp;
+  -- timestamps only order observations of the same rank.
   if rank[incoming] < rank[current] then return {0, 'regress'} end
+  if rank[incoming] == rank[current] and currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
   if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) then
     return {0, 'duplicate'}
   end
 end
 
+if ARGV[7] ~= '' and knownTask == '' and ARGV[14] ~= '1' then
+  return {-7, redis.call('HGET', KEYS[1], 'agentCardUrl') or ''}
+end
+
 local now = ARGV[12]
 redis.call('HSET', KEYS[1], 'state', incoming, 'updatedAt', now, 'notFoundCount', '0', 'firstNotFoundAt', '')
-if incomingTs then redis.call('HSET', KEYS[1], 'statusTimestampMs', ARGV[5], 'statusTimestamp', ARGV[6]) end
+if incomingTs then redis.call('HSET', KEYS[1], 'statusTimestampMs', ARGV[5], 'statusTimestamp', ARGV[6])
+elseif rank[incoming] ~= rank[current] then redis.call('HSET', KEYS[1], 'statusTimestampMs', '', 'statusTimestamp', '') end
 if ARGV[7] ~= '' and knownTask == '' then redis.call('HSET', KEYS[1], 'taskId', ARGV[7]) end
 if ARGV[8] ~= '' and (row[6] or '') == '' then redis.call('HSET', KEYS[1], 'contextId', ARGV[8]) end
 if parked[incoming] then
@@ -70,12 +82,13 @@ if ARGV[9] ~= '' then redis.call('HSET', KEYS[1], 'statusMessage', ARGV[9]) end
 if ARGV[10] ~= '' then redis.call('HSET', KEYS[1], 'result', ARGV[10]) end
 if ARGV[11] ~= '' then redis.call('HSET', KEYS[1], 'error', ARGV[11]) end
 
-if ARGV[14] ~= '' then
+if ARGV[16] ~= '' then
   redis.call('DEL', KEYS[2])
-  local count = tonumber(ARGV[14])
+  redis.call('HSET', KEYS[1], 'artifactBytes', ARGV[15])
+  local count = tonumber(ARGV[16])
   for i = 0, count - 1 do
-    local id, meta, parts = ARGV[15 + i * 3], ARGV[16 + i * 3], ARGV[17 + i * 3]
-    redis.call('HSET', KEYS[2], 'meta:' .. id, meta, 'parts:' .. id, parts, 'order:' .. id, tostring(i))
+    local id, meta, parts, bytes = ARGV[17 + i * 4], ARGV[18 + i * 4], ARGV[19 + i * 4], ARGV[20 + i * 4]
+    redis.call('HSET', KEYS[2], 'meta:' .. id, meta, 'parts:' .. id, parts, 'order:' .. id, tostring(i), 'bytes:' .. id, bytes)
   end
 end
 

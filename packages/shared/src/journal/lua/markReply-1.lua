@@ -1,6 +1,10 @@
 --[[
   Moves the journaled reply forward: 'pending' → 'sending' (about to leave: from
   here on a retry asks the agent before sending again) → 'sent' (delivered).
+  'sending' is a compare-and-set lease (C1: replies at most once): one worker
+  owns it with a token until a deadline; nobody else may send the reply before
+  that deadline, and after it a worker takes the lease over only to ask the
+  agent (GetTask) before any resend. Never two racing sends.
   KEYS[1] delegation hash
   ARGV[1] fencing token
   ARGV[2] reply messageId
@@ -8,15 +12,32 @@
   ARGV[4] new reply state: 'sending' | 'sent' | 'refused' (the agent refused it for good: the
           question opens again for another answer)
   ARGV[5] why it was refused (with 'refused')
-  Returns: 1 marked, 0 not in the state before (already moved on, or replaced),
-           -1 missing, -2 fence mismatch
+  ARGV[6] send token ('' = none): with 'sending' the new owner's token; with 'sent' / 'refused'
+          the owner's token, which is accepted in place of the fencing token
+  ARGV[7] with 'sending': the lease deadline (ms)
+  Returns: 1 marked, 2 'sending' taken over from an expired lease (ask the agent first),
+           0 not in the state before (already moved on, replaced, or another worker's
+           'sending' lease is live), -1 missing, -2 fence mismatch
 ]]
 if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local row = redis.call('HMGET', KEYS[1], 'fence', 'replyMessageId', 'replyState')
-if row[1] ~= ARGV[1] then return -2 end
-local before = ARGV[4] == 'sending' and { pending = true } or { pending = true, sending = true }
-if row[2] ~= ARGV[2] or not before[row[3]] then return 0 end
-redis.call('HSET', KEYS[1], 'replyState', ARGV[4], 'updatedAt', ARGV[3])
-if ARGV[4] == 'refused' then redis.call('HSET', KEYS[1], 'replyForQuestion', '', 'replyError', ARGV[5] or '') end
+local row = redis.call('HMGET', KEYS[1], 'fence', 'replyMessageId', 'replyState', 'replySendToken', 'replySendUntil')
+local token = ARGV[6] or ''
+local ownsSend = token ~= '' and row[4] == token
+if row[1] ~= ARGV[1] and not ownsSend then return -2 end
+if row[2] ~= ARGV[2] then return 0 end
+local now = tonumber(ARGV[3])
+if ARGV[4] == 'sending' then
+  -- Only a lease taker (with a token) takes an expired 'sending' over; a row without a deadline counts as expired.
+  local expired = token ~= '' and row[3] == 'sending' and (tonumber(row[5] or '') or 0) < now
+  if row[3] ~= 'pending' and not expired then return 0 end
+  redis.call('HSET', KEYS[1], 'replyState', 'sending', 'replySendToken', token, 'replySendUntil', ARGV[7] or '', 'updatedAt', ARGV[3])
+  redis.call('HINCRBY', KEYS[1], 'version', 1)
+  if expired then return 2 end
+  return 1
+else
+  if row[3] ~= 'pending' and row[3] ~= 'sending' then return 0 end
+  redis.call('HSET', KEYS[1], 'replyState', ARGV[4], 'updatedAt', ARGV[3])
+  if ARGV[4] == 'refused' then redis.call('HSET', KEYS[1], 'replyForQuestion', '', 'replyError', ARGV[5] or '') end
+end
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 return 1
