@@ -106,7 +106,7 @@ describe('an oversized artifact in a SendMessage answer (real fleet)', () => {
 
   // The edge stops the body at responseBodyBytes; ending the attempt on that LimitExceededError (a permanent
   // protocol error, not "unreadable → reconciler → AMBIGUOUS") is send.ts's rule, branch wild-send. Flip to `it` then.
-  it.fails('RT5: a 50 MB artifact in the SendMessage answer (the edge stops the body): the attempt ends LIMIT_EXCEEDED, nothing stored', async () => {
+  it('RT5: a 50 MB artifact in the SendMessage answer (the edge stops the body): the attempt ends LIMIT_EXCEEDED, nothing stored', async () => {
     const huge = JSON.stringify({ task: task('T1', 'COMPLETED', { contextId: 'C1', artifacts: { a1: 'w'.repeat(50_000_000) } }) });
     agent = await startScriptedAgent({
       SendMessage: () => ({ result: JSON.parse(huge) }),

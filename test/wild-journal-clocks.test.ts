@@ -115,7 +115,7 @@ describe('clocks through a real fleet', () => {
 
   // a1 = "done" is only in GetTask: reading it after a terminal status update that brought no artifacts
   // is the follow rule of branch wild-route (R26 artifacts). Flip to `it` when that lands.
-  it.fails('R27: a1 = "done" from the GetTask after the terminal status update (needs wild-route)', async () => {
+  it('R27: a1 = "done" from the GetTask after the terminal status update', async () => {
     const { record } = await r27();
     expect(record?.artifacts.find((artifact) => artifact.artifactId === 'a1')?.parts[0]).toMatchObject({ text: 'done' });
   });

@@ -177,7 +177,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
         // Only a push that moved the journal wakes the workers: a flood of duplicates
         // must not become a flood of GetTask calls (spec §9: receivers SHOULD rate-limit).
         if (changed) await wakeWorkers(ref);
-        return reply.code(204).send();
+        return reply.code(204).send(null);
       },
     );
   };
