@@ -38,3 +38,25 @@ it('the workers export theirs, the default process metrics and the end-to-end hi
   for (const name of ['durable_a2a_sends_total', 'durable_a2a_job_duration_seconds', 'durable_a2a_delegation_duration_seconds', 'process_cpu_user_seconds_total', 'nodejs_heap_size_used_bytes']) expect(exported).toContain(name);
   for (const name of ['durable_a2a_push_notifications_total', 'durable_a2a_queue_jobs']) expect(exported).not.toContain(name);
 });
+
+it('the end-to-end histogram counts each settled delegation once, by its final state', async () => {
+  const { Registry } = await import('prom-client');
+  const { createProducer } = await import('@durable-a2a/producer');
+  const { startTestFleet, eventually } = await import('./harness/fleet.ts');
+  const { startDemoAgent } = await import('./harness/agent.ts');
+  const agent = await startDemoAgent();
+  const metricsRegistry = new Registry();
+  const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: 'e2e', metricsRegistry });
+  const producer = createProducer({ redis: redisServer().url, prefix: 'e2e', addressPolicy: { allowLoopback: true } });
+  try {
+    const ids = await Promise.all([1, 2].map(async (n) => (await producer.delegate({ agent: agent.cardUrl, text: `hello ${n}` })).id));
+    await eventually(async () => (await Promise.all(ids.map((id) => producer.get(id)))).every((view) => view.state === 'COMPLETED'), 'both delegations COMPLETED', 20_000);
+    // Settling removes the index entry last; let the settle that follows the outcome finish.
+    const count = () => metricsRegistry.getSingleMetricAsString('durable_a2a_delegation_duration_seconds').then((text) => text.match(/_count\{state="COMPLETED"\} (\d+)/)?.[1]);
+    await eventually(async () => (await count()) === '2', 'two observations', 10_000);
+  } finally {
+    await producer.close();
+    await fleet.close();
+    await agent.close();
+  }
+});

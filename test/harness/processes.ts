@@ -5,7 +5,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { TEST_TIMINGS } from './fleet.ts';
+import { SOURCE_EXEC_ARGV, TEST_TIMINGS } from './fleet.ts';
 
 const MAINS = {
   api: fileURLToPath(new URL('../../packages/producer/src/server/main.ts', import.meta.url)),
@@ -27,7 +27,7 @@ export interface ObservedProcess {
 /** Starts one executable with `environment` (PATH and short test timings added) and stdout piped. */
 export function spawnObserved(kind: keyof typeof MAINS, environment: Record<string, string>): ObservedProcess {
   const child = fork(MAINS[kind], [], {
-    execArgv: ['--import', 'tsx'],
+    execArgv: SOURCE_EXEC_ARGV,
     env: { PATH: process.env.PATH ?? '', DA2A_CLOSE_TIMEOUT_MS: String(TEST_TIMINGS.closeTimeoutMs), ...environment },
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });

@@ -7,7 +7,7 @@
  * on stderr, no stack trace.
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { createLogger, exitOnSignals, parseEnvironmentOrExit } from '@durable-a2a/shared';
+import { TracingEnvironmentSchema, createLogger, exitOnSignals, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
 import { fleetOptionsFrom, parseWorkerEnvironment } from './config.ts';
 import { startFleet, type Fleet } from './fleet.ts';
 import { startOpsServer } from './ops-server.ts';
@@ -15,11 +15,13 @@ import { UnsafePersistenceError, watchPersistence } from './persistence.ts';
 
 const environment = parseEnvironmentOrExit(parseWorkerEnvironment);
 const logger = createLogger({ level: environment.LOG_LEVEL });
+// OpenTelemetry: off unless the standard OTEL_* variables configure it (README "Tracing").
+const tracing = startTracing({ serviceName: 'durable-a2a-workers', environment: parseEnvironmentOrExit((variables) => TracingEnvironmentSchema.parse(variables)) });
 const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry });
 let fleet: Fleet;
 try {
-  fleet = await startFleet({ ...fleetOptionsFrom(environment), logger, metricsRegistry });
+  fleet = await startFleet({ ...fleetOptionsFrom(environment), logger, metricsRegistry, telemetry: tracing.telemetry });
 } catch (error) {
   if (!(error instanceof UnsafePersistenceError)) throw error;
   console.error(`configuration error: DA2A_STRICT_PERSISTENCE=true refuses this Redis: ${error.message}`);
@@ -37,6 +39,7 @@ exitOnSignals({
     persistence.stop();
     opsServer?.close();
     await fleet.close();
+    await tracing.shutdown();
   },
 });
 // Tells a parent process (tests, the demo) that the fleet is running.

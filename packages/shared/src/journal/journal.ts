@@ -559,8 +559,9 @@ export class Journal {
   }
 
   /** Removes a delegation from the unfinished index. */
-  async removeFromIndex(ref: DelegationRef): Promise<void> {
-    await this.redis.zrem(this.keys.unfinished(), indexMember(ref.workflowId, ref.delegationId));
+  /** Drops a delegation from the unfinished index; true when this call removed it (false if already gone). */
+  async removeFromIndex(ref: DelegationRef): Promise<boolean> {
+    return (await this.redis.zrem(this.keys.unfinished(), indexMember(ref.workflowId, ref.delegationId))) === 1;
   }
 
   /** Unfinished delegations due at or before `atMs` (all of them with Infinity), at most `limit`. */

@@ -28,7 +28,7 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
       return;
     }
     await enqueueCompensate(ctx.queues, ref.workflowId, { settled: ref.delegationId, version: record.version });
-    await ctx.journal.removeFromIndex(ref);
+    await dropFromIndex(ctx, ref, record);
     return;
   }
   if (step && needsVerification(record, step.verifier !== undefined)) {
@@ -36,7 +36,17 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
     return;
   }
   await advanceWorkflow(ctx, ref.workflowId);
-  await ctx.journal.removeFromIndex(ref);
+  await dropFromIndex(ctx, ref, record);
+}
+
+/**
+ * Last step of settling: drops the index entry. The worker whose removal took it observes the
+ * end-to-end duration (journaled intent → settled, seconds) once per delegation.
+ */
+async function dropFromIndex(ctx: WorkerContext, ref: DelegationRef, record: DelegationRecord): Promise<void> {
+  if (await ctx.journal.removeFromIndex(ref)) {
+    ctx.metrics.delegationDuration.observe({ state: record.state }, Math.max(0, ctx.options.now() - record.createdAt) / 1000);
+  }
 }
 
 /** A finished attempt is verified whatever the agent said, except when nothing was ever sent. */
