@@ -94,8 +94,24 @@ describe('V6: cancel while the send is held', () => {
   });
 });
 
-describe('RT1: a step named like a compensation (definition through the producer library, no API check)', () => {
-  it('A receives exactly one CANCEL (for flight), and the workflow is COMPENSATED only because it ran', async () => {
+describe('RT1: a step named like a compensation', () => {
+  it('a name that could collide with a compensation id is refused by the producer library before anything is written', async () => {
+    const prefix = h.newPrefix();
+    const a = await h.agentWith({});
+    const p = h.producer(prefix);
+    const attempt = p.startWorkflow({
+      workflowId: 'rt1-refused',
+      steps: [
+        { name: 'flight', agent: a.cardUrl, message: { text: 'BOOK flight' }, compensation: { agent: a.cardUrl, message: { text: 'CANCEL' } } },
+        { name: 'undo.flight', agent: a.cardUrl, message: { text: 'BOOK lookalike' } },
+      ],
+    });
+    await expect(attempt).rejects.toMatchObject({ code: 'INVALID_INPUT', message: expect.stringContaining('steps.1.name') });
+    await expect(p.get('rt1-refused')).rejects.toMatchObject({ code: 'NOT_FOUND' });
+    expect(a.requests).toHaveLength(0);
+  });
+
+  it('A receives exactly one CANCEL (for flight), and the workflow is COMPENSATED only because it ran (compensations found by kind)', async () => {
     const prefix = h.newPrefix();
     const answer: ScriptedHandler = (params) => {
       const state = params.message.parts?.[0]?.text === 'REJECT' ? 'REJECTED' : 'COMPLETED';
@@ -110,7 +126,7 @@ describe('RT1: a step named like a compensation (definition through the producer
       maxAttemptsPerStep: 1,
       steps: [
         { name: 'flight', agent: a.cardUrl, message: { text: 'BOOK flight' }, compensation: { agent: a.cardUrl, message: { text: 'CANCEL' } } },
-        { name: 'undo.flight', agent: a.cardUrl, message: { text: 'BOOK lookalike' } },
+        { name: 'flight_undo', agent: a.cardUrl, message: { text: 'BOOK lookalike' } },
         { name: 'last', agent: b.cardUrl, message: { text: 'REJECT' } },
       ],
     });
@@ -124,7 +140,7 @@ describe('RT1: a step named like a compensation (definition through the producer
     const flight = view.steps.find((step) => step.name === 'flight')!;
     expect(flight.compensations).toHaveLength(1);
     expect(flight.compensations[0]).toMatchObject({ kind: 'compensation', state: 'COMPLETED' });
-    expect(flight.compensations[0]!.delegationId).not.toBe(view.steps.find((step) => step.name === 'undo.flight')!.attempts[0]!.delegationId);
-    expect(view.steps.find((step) => step.name === 'undo.flight')!.compensations).toEqual([]);
+    expect(flight.compensations[0]!.delegationId).not.toBe(view.steps.find((step) => step.name === 'flight_undo')!.attempts[0]!.delegationId);
+    expect(view.steps.find((step) => step.name === 'flight_undo')!.compensations).toEqual([]);
   });
 });

@@ -148,7 +148,7 @@ describe.skipIf(chromiumMissing !== undefined)('/ui in chromium', () => {
     const undo = settled.steps[0]!.compensations;
     expect(undo).toHaveLength(1);
     await page.locator('.summary .badge', { hasText: settled.state }).waitFor({ timeout: 15_000 });
-    await page.locator('#attempt-undo\\.flight\\.1').waitFor();
+    await page.locator('#attempt-flight\\.1\\.undo').waitFor();
     // A second decision is refused by the API (same validation), and the page says so.
     const again = await page.evaluate(async (url) => {
       const response = await fetch(url, { method: 'POST', body: new URLSearchParams({ action: 'retry' }), headers: { 'x-da2a-ui': 'fetch' } });

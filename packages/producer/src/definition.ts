@@ -65,6 +65,8 @@ export const StrictStepSchema = z
     verifier: StrictVerifierSchema.optional(),
     compensation: StrictCompensationSchema.optional(),
     readOnly: z.boolean().optional(),
+    /** Overall deadline of each attempt of this step in ms (default: the workers' `attemptDeadlineMs`, 24 h). */
+    attemptDeadlineMs: z.number().int().positive().optional(),
   })
   .refine(...targetRefinement)
   .refine((step) => !step.readOnly || (!step.verifier && !step.compensation), { message: 'a readOnly step has no verifier and no compensation', path: ['readOnly'] });

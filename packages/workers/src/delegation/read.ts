@@ -26,6 +26,8 @@ export async function readOnce(ctx: WorkerContext, record: DelegationRecord, fen
   try {
     const transport = await ctx.agents.transportFor(record);
     const task = await transport.getTask({ id: record.taskId! });
+    // Crash window 4 on this path too: a terminal state seen by GetTask, not yet recorded.
+    if (isTerminalTaskState(task.status.state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
     const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true });
     if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
     return await afterObservation(ctx, ref, { what: `${why}; GetTask ${task.status.state}` }, fence);
