@@ -15,6 +15,7 @@ import {
   decide,
   enqueueCancel,
   enqueueCompensate,
+  delegationSpan,
   enqueueSend,
   isWorkflowFinished,
   type Decision,
@@ -194,7 +195,10 @@ async function journalAttempt(ctx: WorkerContext, workflowId: string, loaded: Lo
     ctx.metrics.redelegations.inc();
     log.info({ step: step.name, attempt: decision.attempt, agent: decision.agentCardUrl, previous: decision.previous }, 're-delegating step');
   }
-  await enqueueSend(ctx.queues, { workflowId, delegationId: intent.delegationId! }, 0);
+  // One span per attempt (README "Tracing"): the send job's spans are its children.
+  await delegationSpan({ workflowId, delegationId: intent.delegationId!, step: step.name, attempt: decision.attempt, kind: 'step', agentCardUrl: decision.agentCardUrl, messageId: intent.messageId }, () =>
+    enqueueSend(ctx.queues, { workflowId, delegationId: intent.delegationId! }, 0),
+  );
 }
 
 /** Intents journaled for steps that will now never run are closed as CANCELED (never sent). */

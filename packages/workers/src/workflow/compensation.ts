@@ -7,7 +7,7 @@
  * A compensation that cannot succeed is surfaced (NEEDS_ATTENTION with state,
  * reason and evidence), never silently dropped.
  */
-import { buildIntent, delegationIdOf, enqueueSend, isUnsuccessful, needsUndo, type DelegationRecord, type Step } from '@durable-a2a/shared';
+import { buildIntent, delegationIdOf, delegationSpan, enqueueSend, isUnsuccessful, needsUndo, type DelegationRecord, type Step } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { loadWorkflow } from './advance.ts';
 import { HANDLER_PREFIX } from '../delegation/handler.ts';
@@ -104,7 +104,7 @@ async function startCompensation(ctx: WorkerContext, workflowVersion: number, st
   if (!created) return;
   log.info({ compensation: ref.delegationId, original: original.delegationId }, 'compensation journaled');
   // A handler compensation goes through the send queue too: delegation/handler.ts runs it, journaled like a send.
-  await enqueueSend(ctx.queues, ref, 0);
+  await delegationSpan({ ...ref, step: step.name, attempt: original.attempt, kind: 'compensation', agentCardUrl, messageId: intent.messageId }, () => enqueueSend(ctx.queues, ref, 0));
 }
 
 async function agentForSkill(ctx: WorkerContext, skill: string): Promise<string> {
