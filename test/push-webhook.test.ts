@@ -219,7 +219,7 @@ describe('push sent once, then never again (R17)', () => {
     const settled = (await producer.journal.getDelegation(ref))!;
 
     // Later the COMPLETED push arrives, twice: 2xx, and not one more transition.
-    const late = { task: { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() } } };
+    const late = { task: { id: 'T1', contextId: agent.contextId, status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() } } };
     for (let attempt = 0; attempt < 2; attempt++) {
       const response = await fetch(config.url, {
         method: 'POST',

@@ -23,7 +23,10 @@ export interface PushOnceAgentHandle {
   close(): Promise<void>;
 }
 
-export async function startPushOnceAgent(taskId = 'T1', contextId = 'C1'): Promise<PushOnceAgentHandle> {
+export async function startPushOnceAgent(taskId = 'T1', defaultContextId = 'C1'): Promise<PushOnceAgentHandle> {
+  // An honest agent: the task lives in the context the client sent (else a new one) and holds its message.
+  let contextId = defaultContextId;
+  let history: unknown[] = [];
   let config: ReturnType<PushOnceAgentHandle['pushConfig']>;
   let completedWith: string | undefined;
   let getTasks = 0;
@@ -32,8 +35,8 @@ export async function startPushOnceAgent(taskId = 'T1', contextId = 'C1'): Promi
   const completedAt = () => new Date(Date.parse(submittedAt) + 1_000).toISOString();
   const task = () =>
     completedWith === undefined
-      ? { id: taskId, contextId, status: { state: getTasks > 0 ? 'TASK_STATE_WORKING' : 'TASK_STATE_SUBMITTED', timestamp: submittedAt } }
-      : { id: taskId, contextId, status: { state: 'TASK_STATE_COMPLETED', timestamp: completedAt() }, artifacts: [{ artifactId: 'result', parts: [{ text: completedWith }] }] };
+      ? { id: taskId, contextId, history, status: { state: getTasks > 0 ? 'TASK_STATE_WORKING' : 'TASK_STATE_SUBMITTED', timestamp: submittedAt } }
+      : { id: taskId, contextId, history, status: { state: 'TASK_STATE_COMPLETED', timestamp: completedAt() }, artifacts: [{ artifactId: 'result', parts: [{ text: completedWith }] }] };
 
   const pushOnce = async () => {
     if (!config) return;
@@ -60,10 +63,14 @@ export async function startPushOnceAgent(taskId = 'T1', contextId = 'C1'): Promi
         skills: [],
       });
     }
-    const call = JSON.parse(body) as { id: number; method: string; params: { configuration?: { taskPushNotificationConfig?: typeof config } } };
+    const call = JSON.parse(body) as { id: number; method: string; params: { message?: { contextId?: string }; configuration?: { taskPushNotificationConfig?: typeof config } } };
     switch (call.method) {
       case 'SendMessage':
         config = call.params.configuration?.taskPushNotificationConfig;
+        if (call.params.message) {
+          contextId = call.params.message.contextId ?? contextId;
+          history = [call.params.message];
+        }
         sendJson(response, jsonRpcResult(call.id, { task: task() }));
         setTimeout(() => void pushOnce().catch(() => pushStatuses.push(0)), 10);
         return;
@@ -81,7 +88,9 @@ export async function startPushOnceAgent(taskId = 'T1', contextId = 'C1'): Promi
     raw,
     cardUrl: `${raw.url}/.well-known/agent-card.json`,
     taskId,
-    contextId,
+    get contextId() {
+      return contextId;
+    },
     pushStatuses,
     pushConfig: () => config,
     getTaskCount: () => getTasks,
