@@ -40,7 +40,8 @@ export interface WorkflowView {
   state: string;
   cancelRequested: boolean;
   failure?: string[];
-  attention?: string;
+  /** Why a person is needed (NEEDS_ATTENTION): the API's one attention shape. */
+  attention?: { code: string; message: string; delegationId?: string; evidence?: unknown };
   createdAt: number;
   updatedAt: number;
   steps: { name: string; attempts: Attempt[]; compensations: Attempt[] }[];
@@ -77,7 +78,10 @@ function attemptLines(attempt: Attempt, label: string): string[] {
 export function formatTimeline(view: WorkflowView): string {
   const lines = [`workflow ${view.workflowId}  ${view.state}${view.cancelRequested ? '  (cancel requested)' : ''}`];
   lines.push(`  created ${time(view.createdAt)}  updated ${time(view.updatedAt)}`);
-  if (view.attention) lines.push(`  needs attention: ${view.attention}`);
+  if (view.attention) {
+    lines.push(`  needs attention: ${view.attention.message} (${view.attention.code})`);
+    if (view.attention.evidence !== undefined) lines.push(`    evidence ${JSON.stringify(view.attention.evidence)}`);
+  }
   if (view.failure?.length) lines.push(`  failure: ${view.failure.join('; ')}`);
   for (const step of view.steps) {
     lines.push(`  step ${step.name}`);
