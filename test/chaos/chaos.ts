@@ -9,6 +9,7 @@
  * forgot its tasks between two executions of the same messageId (the
  * reconciler searched, found nothing, and resent: allowed).
  */
+import { waitUntilConnected } from '@durable-a2a/shared';
 import { createProducer, type Producer, type ProducerOptions, type WorkflowView } from '@durable-a2a/producer';
 import type { RedisServerHandle } from '../harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
@@ -278,6 +279,8 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   for (const agent of allAgents) agent.handle.dropStreamsAfter(undefined);
   while (workers.length < 2) await spawnWorker().ready;
   const quietDeadline = Date.now() + 30_000;
+  // The producer fails fast (no offline queue): after an injected Redis restart, wait for its connection.
+  if (!(await waitUntilConnected(producer.journal.redis, 15_000))) throw new Error('the producer did not reconnect to Redis within 15 s');
   let stuck = await stuckIndexEntries(producer);
   while (stuck.length > 0 && Date.now() < quietDeadline) {
     await sleep(500);
