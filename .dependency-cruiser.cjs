@@ -72,7 +72,7 @@ module.exports = {
       from: {
         path: '^packages/',
         pathNot:
-          '^packages/shared/src/(journal/[^/]+|registry|redis|redis-sentinel)\\.ts$|^packages/producer/src/(producer|server/routes/ops)\\.ts$|^packages/workers/src/persistence\\.ts$|^packages/[^/]+/test/',
+          '^packages/shared/src/(journal/[^/]+|registry|redis|redis-sentinel)\\.ts$|^packages/producer/src/(calls/context|server/routes/ops)\\.ts$|^packages/workers/src/persistence\\.ts$|^packages/[^/]+/test/',
       },
       to: { path: 'node_modules/ioredis/' },
     },
