@@ -29,6 +29,7 @@ const SCRIPTS = {
   bindTask: 1,
   noteProtocolError: 1,
 } as const;
+/** A journal script's verb (its file is `lua/<verb>-<key count>.lua`). */
 export type ScriptName = keyof typeof SCRIPTS;
 
 /** Runs one journal script with its keys and arguments; resolves to the script's reply. */

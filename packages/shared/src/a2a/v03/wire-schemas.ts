@@ -61,12 +61,14 @@ export const MessageV03Schema = z.object({
 });
 export type MessageV03 = z.infer<typeof MessageV03Schema>;
 
+/** 0.3 TaskStatus (spec v0.3.0 §6.2): state in any spelling, optional message and timestamp. */
 export const TaskStatusV03Schema = z.object({
   state: WireStateV03Schema,
   message: MessageV03Schema.optional(),
   timestamp: z.string().optional(),
 });
 
+/** 0.3 Artifact (spec v0.3.0 §6.7). */
 export const ArtifactV03Schema = z.object({
   artifactId: z.string().min(1),
   name: z.string().optional(),
