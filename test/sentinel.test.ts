@@ -1,12 +1,15 @@
 /**
  * The Sentinel harness and the journal's durability setting against it: clients on a
  * `redis-sentinel://` URL follow a promoted replica; WAIT refuses a write the replica has not
- * acknowledged (typed, retryable) and accepts it once the replica caught up.
+ * acknowledged (typed, retryable) and accepts it once the replica caught up; a failover announced
+ * while a client is asking a Sentinel for the primary neither ends the client nor fails what it queued.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Journal, ReplicationTimeoutError, buildIntent, connectionGeneration, createLogger, createRedisClient } from '@durable-a2a/shared';
+import { Redis } from 'ioredis';
+import { Journal, ReplicationTimeoutError, buildIntent, connectionGeneration, createLogger, createRedisClient, waitUntilConnected } from '@durable-a2a/shared';
 import { createServer } from '@durable-a2a/producer/server';
-import { useSentinelSet } from './harness/sentinel.ts';
+import { eventually } from './harness/fleet.ts';
+import { MASTER_NAME, startRelay, useSentinelSet } from './harness/sentinel.ts';
 
 const sentinelSet = useSentinelSet();
 const clients: { quit(): Promise<unknown> }[] = [];
@@ -109,5 +112,53 @@ describe('Sentinel set and replica-acknowledged journal writes', () => {
     expect(again).toBeGreaterThan(generation);
     await journal.createWorkflow('w-after', { state: 'RUNNING' });
     await journal.awaitReplicas('w-after', again);
+  });
+
+  it('+switch-master while a reconnect is asking a Sentinel: the client reconnects to the new primary and its queued command runs (ioredis SentinelConnector race)', async () => {
+    const [first, ...others] = sentinelSet().sentinelPorts;
+    // The client asks the first Sentinel through a relay that can hold the answer back.
+    const relay = await startRelay(first!);
+    const admin = others.map((port) => new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 }));
+    const detectorSubscriptions = async () => {
+      const lists = await Promise.all(admin.map((client) => client.call('CLIENT', 'LIST') as Promise<string>));
+      return lists.map((list) => list.split('\n').filter((line) => / sub=1 /.test(line)).length);
+    };
+    try {
+      const before = await detectorSubscriptions();
+      const url = `redis-sentinel://${[relay.port, ...others].map((port) => `127.0.0.1:${port}`).join(',')}/${MASTER_NAME}`;
+      const redis = createRedisClient(url);
+      redis.on('error', () => undefined);
+      clients.push(redis);
+      await redis.set('queued', '0');
+      // Its failover detector listens for +switch-master on the other two Sentinels.
+      await eventually(async () => (await detectorSubscriptions()).every((count, index) => count > before[index]!), 'the failover detector subscribed', 10_000);
+      await relay.hold(true);
+      const oldPort = await sentinelSet().primaryPort();
+      const primary = new Redis(oldPort, '127.0.0.1', { maxRetriesPerRequest: 1 });
+      try {
+        await primary.client('KILL', 'ID', String(await redis.client('ID')));
+      } finally {
+        primary.disconnect();
+      }
+      // Reconnecting: asking the first Sentinel, whose answer is held.
+      await eventually(async () => redis.status === 'connecting', 'the client asking a Sentinel', 10_000);
+      const queued = redis.incr('queued');
+      // A failover the Sentinels announce meanwhile (retried while they have not yet seen a good replica).
+      await eventually(async () => (await admin[0]!.call('SENTINEL', 'FAILOVER', MASTER_NAME)) === 'OK', 'SENTINEL FAILOVER accepted', 30_000, 200);
+      const newPort = await sentinelSet().awaitPromotion(oldPort);
+      // Every Sentinel names the new primary: the +switch-master messages are out; give them time to arrive.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(redis.status).toBe('connecting');
+      await relay.hold(false);
+      // Before the fix: the queued command rejected with "Connection is closed." and the client ended for good.
+      await expect(queued).resolves.toBe(1);
+      expect(await waitUntilConnected(redis, 10_000)).toBe(true);
+      await eventually(async () => ((await redis.role()) as unknown[])[0] === 'master', 'the client on the new primary', 15_000);
+      expect(Number((await redis.call('CONFIG', 'GET', 'port') as string[])[1])).toBe(newPort);
+      await redis.set('after', '1');
+    } finally {
+      for (const client of admin) client.disconnect();
+      await relay.close();
+    }
   });
 });
