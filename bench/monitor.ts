@@ -31,6 +31,7 @@ const monitor = await new Redis(redisServer.url).monitor();
 const tally = new Map<string, number>();
 const shape = (text: string) =>
   text
+    .replace(/\b(run|warm)-\d+/g, '<wf>')
     .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<id>')
     .replace(/[0-9a-f]{40,64}/g, '<hex>')
     .replace(/\b\d{4,}\b/g, '<n>');
