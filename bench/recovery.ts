@@ -62,8 +62,11 @@ const knob = (name: string, fallback: number): number => {
 export async function run(scale: number): Promise<BenchResult> {
   const inFlight = knob('BENCH_RECOVERY_IN_FLIGHT', scaled(10_000, scale, 10));
   const history = knob('BENCH_RECOVERY_HISTORY', scaled(1_000_000, scale, 1_000));
+  // Each run is printed as it ends: a second run that fails or times out must not hide the first one's figures.
   const empty = await recoveryRun(inFlight, 0);
+  console.log(`  recovery, empty journal: ${JSON.stringify(empty)}`);
   const full = await recoveryRun(inFlight, history);
+  console.log(`  recovery, ${history} finished records: ${JSON.stringify(full)}`);
   const floorSeconds = inFlight / (SUBSCRIBE_RATE.max / (SUBSCRIBE_RATE.durationMs / 1000));
   return {
     name: 'recovery',
