@@ -58,15 +58,22 @@ export async function info(redis: Redis, section: string): Promise<Map<string, s
   return fields;
 }
 
-/** Calls per command from `INFO commandstats` (`cmdstat_hset:calls=3,…` → `hset → 3`). */
-export async function commandCalls(redis: Redis): Promise<Map<string, number>> {
-  const calls = new Map<string, number>();
+/** One number per command from `INFO commandstats` (`cmdstat_hset:calls=3,usec=12,…` → `hset → 3` for `calls`). */
+async function commandStat(redis: Redis, stat: 'calls' | 'usec'): Promise<Map<string, number>> {
+  const values = new Map<string, number>();
+  const pattern = new RegExp(`${stat}=(\\d+)`);
   for (const [field, value] of await info(redis, 'commandstats')) {
-    const match = /calls=(\d+)/.exec(value);
-    if (field.startsWith('cmdstat_') && match) calls.set(field.slice('cmdstat_'.length), Number(match[1]));
+    const match = pattern.exec(value);
+    if (field.startsWith('cmdstat_') && match) values.set(field.slice('cmdstat_'.length), Number(match[1]));
   }
-  return calls;
+  return values;
 }
+
+/** Calls per command from `INFO commandstats`. */
+export const commandCalls = (redis: Redis) => commandStat(redis, 'calls');
+
+/** Microseconds Redis spent executing each command (`INFO commandstats` usec; a script's inner calls are also inside its EVALSHA). */
+export const commandMicros = (redis: Redis) => commandStat(redis, 'usec');
 
 /** Redis CPU seconds so far (`used_cpu_sys + used_cpu_user`, main thread and children). */
 export async function redisCpuSeconds(redis: Redis): Promise<number> {
@@ -169,4 +176,36 @@ export async function startBenchFleet(options: Partial<StartFleetOptions> & { re
     streamIdleTimeoutMs: BENCH_STREAM_IDLE_TIMEOUT_MS,
     ...options,
   });
+}
+
+/** Waits until every workflow has left RUNNING (or 10 minutes pass); returns their states. */
+export async function waitForWorkflows(redis: Redis, prefix: string, ids: readonly string[], timeoutMs = 600_000): Promise<(string | null)[]> {
+  const states = new Array<string | null>(ids.length).fill(null);
+  let open = ids.map((_, index) => index);
+  const deadline = Date.now() + timeoutMs;
+  while (open.length > 0 && Date.now() < deadline) {
+    const pipeline = redis.pipeline();
+    for (const index of open) pipeline.hget(`${prefix}:{wf:${ids[index]}}:wf`, 'state');
+    const replies = (await pipeline.exec()) ?? [];
+    open = open.filter((index, position) => {
+      const state = (replies[position]?.[1] as string | null) ?? null;
+      states[index] = state;
+      return state === null || state === 'RUNNING';
+    });
+    if (open.length > 0) await sleep(100);
+  }
+  return states;
+}
+
+/** Settled delegations so far (all states, and COMPLETED alone), from the fleet's histogram. */
+export async function settledCounts(fleet: Fleet): Promise<{ all: number; completed: number }> {
+  const metric = await fleet.metrics.delegationDuration.get();
+  let all = 0;
+  let completed = 0;
+  for (const sample of metric.values) {
+    if (sample.metricName !== 'durable_a2a_delegation_duration_seconds_count') continue;
+    all += sample.value;
+    if (sample.labels.state === 'COMPLETED') completed += sample.value;
+  }
+  return { all, completed };
 }

@@ -11,7 +11,7 @@ import { startRedisServer } from '../test/harness/redis.ts';
 import { startDemoAgent } from '../test/harness/agent.ts';
 import { runsSlowly, type Behaviour } from '../test/harness/agent-behaviours.ts';
 import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
-import { waitForWorkflows } from './throughput.ts';
+
 import {
   BENCH_STREAM_IDLE_TIMEOUT_MS,
   mapLimit,
@@ -24,6 +24,7 @@ import {
   startBenchFleet,
   stopAgent,
   usedMemory,
+  waitForWorkflows,
   type BenchResult,
 } from './common.ts';
 
@@ -112,6 +113,8 @@ async function workerRss(streams: number) {
       REDIS_URL: redisServer.url,
       DA2A_PREFIX: prefix,
       DA2A_CONCURRENCY: `follow=${streams + 100}`,
+      // One agent holds every stream here: its share is the whole follow concurrency (default: half, 90% at most).
+      DA2A_FOLLOW_SLOTS_PER_AGENT: String(streams + 100),
       DA2A_SUBSCRIBE_RATE_LIMIT: '1000/1000',
       DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
     });

@@ -3,17 +3,19 @@
  * working, the only worker process SIGKILLed, a fresh one started: seconds
  * until every record is reattached (its follow lease is held by the new
  * worker) or terminal. Run twice, side by side: on an empty journal, and with
- * H finished records written straight into the journal (not in the
- * unfinished index, as finished records never are), to show that recovery
- * does not grow with history.
+ * H finished records cloned from a real finished workflow (bench/history.ts;
+ * not in the unfinished index, as finished records never are), to show that
+ * recovery does not grow with history. Knobs: BENCH_RECOVERY_IN_FLIGHT
+ * (default 10,000 × BENCH_SCALE) and BENCH_RECOVERY_HISTORY (default
+ * 1,000,000 × BENCH_SCALE). The agent runs in its own process.
  */
-import { randomUUID } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { createProducer } from '@durable-a2a/producer';
-import { buildIntent, journalKeys } from '@durable-a2a/shared';
+import { createProducer, type Producer } from '@durable-a2a/producer';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { startDemoAgent } from '../test/harness/agent.ts';
-import { runsSlowly } from '../test/harness/agent-behaviours.ts';
+import { completesWith } from '../test/harness/agent-behaviours.ts';
+import { cloneFinishedWorkflow } from './history.ts';
+import { spawnBenchChild } from './processes/ipc.ts';
 import { spawnWorkerProcess, TEST_TIMINGS, type WorkerProcess } from '../test/harness/fleet.ts';
 import {
   BENCH_STREAM_IDLE_TIMEOUT_MS,
@@ -33,9 +35,6 @@ import {
 const PREFIX = 'rec';
 /** Subscriptions per second the fleet may open; the default 50/s would make recovery N/50 s by design. */
 const SUBSCRIBE_RATE = { max: 1_000, durationMs: 1_000 };
-const RETENTION_MS = 7 * 24 * 3600 * 1000;
-/** Records per pipeline when writing history. */
-const FILL_BATCH = 2_000;
 
 interface RecoveryRun {
   inFlight: number;
@@ -49,13 +48,25 @@ interface RecoveryRun {
   reattached: number;
   terminal: number;
   sendMessages: number;
+  /** Setup: seconds from the first delegate until 1,000 (or all, if fewer) and all streams were open on the first worker. */
+  firstThousandSeconds: number;
+  setupSeconds: number;
 }
 
+/** A knob from the environment (a positive integer), else the scaled default. */
+const knob = (name: string, fallback: number): number => {
+  const value = Number(process.env[name]);
+  return Number.isInteger(value) && value > 0 ? value : fallback;
+};
+
 export async function run(scale: number): Promise<BenchResult> {
-  const inFlight = scaled(1_000, scale, 10);
-  const history = scaled(1_000_000, scale, 1_000);
+  const inFlight = knob('BENCH_RECOVERY_IN_FLIGHT', scaled(10_000, scale, 10));
+  const history = knob('BENCH_RECOVERY_HISTORY', scaled(1_000_000, scale, 1_000));
+  // Each run is printed as it ends: a second run that fails or times out must not hide the first one's figures.
   const empty = await recoveryRun(inFlight, 0);
+  console.log(`  recovery, empty journal: ${JSON.stringify(empty)}`);
   const full = await recoveryRun(inFlight, history);
+  console.log(`  recovery, ${history} finished records: ${JSON.stringify(full)}`);
   const floorSeconds = inFlight / (SUBSCRIBE_RATE.max / (SUBSCRIBE_RATE.durationMs / 1000));
   return {
     name: 'recovery',
@@ -70,7 +81,10 @@ export async function run(scale: number): Promise<BenchResult> {
       { metric: `${history} finished: new worker ready → all reattached or terminal`, value: full.fromReadySeconds, unit: 's' },
       { metric: 'reattached or terminal (empty / with history)', value: empty.reattached + empty.terminal, unit: `/ ${full.reattached + full.terminal} of ${inFlight}` },
       { metric: 'SendMessage calls the agent saw (empty / with history)', value: empty.sendMessages, unit: `/ ${full.sendMessages} (one per delegation)` },
-      { metric: 'history fill time (pipelined HSETs)', value: full.fillSeconds, unit: 's' },
+      { metric: `setup: streams opened per second, first ${Math.min(1_000, inFlight)} (empty / with history)`, value: round(Math.min(1_000, inFlight) / empty.firstThousandSeconds, 1), unit: `/ ${round(Math.min(1_000, inFlight) / full.firstThousandSeconds, 1)} 1/s` },
+      { metric: `setup: streams opened per second, all ${inFlight} (empty / with history)`, value: round(inFlight / empty.setupSeconds, 1), unit: `/ ${round(inFlight / full.setupSeconds, 1)} 1/s` },
+      { metric: 'recovery: streams reattached per second (empty / with history)', value: round(inFlight / empty.fromReadySeconds, 1), unit: `/ ${round(inFlight / full.fromReadySeconds, 1)} 1/s` },
+      { metric: 'history fill time (cloned records, pipelined)', value: full.fillSeconds, unit: 's' },
       { metric: 'Redis used_memory with history', value: round(full.usedMemoryBytes / 2 ** 20, 1), unit: 'MiB' },
     ],
     notes: [
@@ -79,14 +93,16 @@ export async function run(scale: number): Promise<BenchResult> {
       `Timings as in the crash tests (lock ${TEST_TIMINGS.lockDurationMs} ms, stalled check ${TEST_TIMINGS.stalledIntervalMs} ms, reconcile sweep ${TEST_TIMINGS.reconcileIntervalMs} ms, reconcile batch 1,000): the dead worker's follow leases must expire before anyone reattaches.`,
       `Subscribe rate limit raised to ${SUBSCRIBE_RATE.max}/${SUBSCRIBE_RATE.durationMs} ms so the figure shows the recovery mechanism; the limiter alone puts a floor of ${round(floorSeconds, 1)} s under it (the reconnect-storm benchmark shows the default 50/s).`,
       'Reattached = the follow lease of the record is held by the new worker (`<workerId>/<jobId>`), polled every 100 ms; terminal = a finished journal state.',
-      'History rows: a COMPLETED delegation hash with a real happy-path row\'s fields (ids varied) and the 7-day retention PEXPIRE, written with pipelined HSETs; none is in the unfinished index.',
+      'History: one real single-step workflow completed through the first worker (agent in this process, 0 ms), then every key of it cloned with same-length ids (bench/history.ts: workflow hash, delegation hash, artifacts, delegation list, task-owner key, workflows-set member; TTLs kept), pipelined; none is in the unfinished index.',
+      'The worker\'s per-agent follow share (DA2A_FOLLOW_SLOTS_PER_AGENT) is set to its whole follow concurrency: one agent holds every stream here, and the default share (90% at most) would leave the last tenth unfollowed.',
+      'Setup and reattach are polled with one pipelined HGET state + GET lease per record, every max(100 ms, in-flight / 20 ms).',
     ],
   };
 }
 
 async function recoveryRun(inFlight: number, history: number): Promise<RecoveryRun> {
   const redisServer = await startRedisServer();
-  const agent = await startDemoAgent({ behaviour: runsSlowly(600_000) });
+  const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: 'slow:600000' });
   const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix: PREFIX });
   const reader = new Redis(redisServer.url);
   const workers: WorkerProcess[] = [];
@@ -94,6 +110,8 @@ async function recoveryRun(inFlight: number, history: number): Promise<RecoveryR
     REDIS_URL: redisServer.url,
     DA2A_PREFIX: PREFIX,
     DA2A_CONCURRENCY: `follow=${inFlight + 100},send=50`,
+    // One agent holds every stream here: its share is the whole follow concurrency (default: half, 90% at most).
+    DA2A_FOLLOW_SLOTS_PER_AGENT: String(inFlight + 100),
     DA2A_SUBSCRIBE_RATE_LIMIT: `${SUBSCRIBE_RATE.max}/${SUBSCRIBE_RATE.durationMs}`,
     DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
   };
@@ -103,20 +121,27 @@ async function recoveryRun(inFlight: number, history: number): Promise<RecoveryR
     return worker;
   };
   try {
-    const fillStarted = performance.now();
-    if (history > 0) await fillHistory(reader, history);
-    const fillSeconds = seconds(performance.now() - fillStarted);
-
+    const { cardUrl } = await agent.ready;
     // The first worker sweeps on the production interval: with 1 s sweeps every healthy stream is re-checked
     // every second, and under CPU contention that reconcile backlog starves the setup (see the report).
     const first = spawn({ DA2A_RECONCILE_INTERVAL_MS: '30000' });
     await first.ready;
     const firstId = spawnedWorkerId(first.child.pid!);
+    const fillStarted = performance.now();
+    if (history > 0) await fillHistory(producer, reader, history);
+    const fillSeconds = seconds(performance.now() - fillStarted);
+
+    const setupStarted = performance.now();
     const refs = await mapLimit(Array.from({ length: inFlight }), 50, async (_, index) => {
-      const { id } = await producer.delegate({ agent: agent.cardUrl, text: `job ${index}`, idempotencyKey: `flight-${index}` });
+      const { id } = await producer.delegate({ agent: cardUrl, text: `job ${index}`, idempotencyKey: `flight-${index}` });
       return { workflowId: id, delegationId: 'main.1' };
     });
-    await waitUntil(reader, refs, (row) => row.lease?.startsWith(`${firstId}/`) === true && row.state === 'WORKING', 120_000, 'all delegations followed');
+    const thousand = Math.min(1_000, inFlight);
+    let firstThousandAt: number | undefined;
+    await waitUntil(reader, refs, (row) => row.lease?.startsWith(`${firstId}/`) === true && row.state === 'WORKING', 600_000, 'all delegations followed', (accepted) => {
+      if (firstThousandAt === undefined && accepted >= thousand) firstThousandAt = performance.now();
+    });
+    const setupDoneAt = performance.now();
 
     await first.kill('SIGKILL');
     const killedAt = performance.now();
@@ -135,29 +160,34 @@ async function recoveryRun(inFlight: number, history: number): Promise<RecoveryR
       fromReadySeconds: seconds(doneAt - readyAt),
       reattached: rows.filter((row) => row.lease?.startsWith(`${secondId}/`)).length,
       terminal: rows.filter((row) => FINISHED.has(row.state ?? '')).length,
-      sendMessages: agent.sendMessageCount(),
+      sendMessages: await agent.call<number>('sendMessageCount'),
+      firstThousandSeconds: seconds((firstThousandAt ?? setupDoneAt) - setupStarted),
+      setupSeconds: seconds(setupDoneAt - setupStarted),
     };
   } finally {
     await Promise.all(workers.map((worker) => worker.kill('SIGKILL')));
     reader.disconnect();
     await producer.close();
-    await stopAgent(agent);
+    await agent.stop();
     await redisServer.stop();
   }
 }
 
-/** Polls every 100 ms until `accept` holds for every ref; returns the last rows. */
+/** Polls until `accept` holds for every ref (every max(100 ms, refs / 20 ms)); returns the last rows. */
 async function waitUntil(
   redis: Redis,
   refs: readonly { workflowId: string; delegationId: string }[],
   accept: (row: { state: string | null; lease: string | null }) => boolean,
   timeoutMs: number,
   what: string,
+  progress: (accepted: number) => void = () => undefined,
 ) {
   const deadline = Date.now() + timeoutMs;
+  const intervalMs = Math.max(100, refs.length / 20);
   for (;;) {
     const rows = await readLeasesAndStates(redis, PREFIX, refs);
     const missing = rows.filter((row) => !accept(row));
+    progress(rows.length - missing.length);
     if (missing.length === 0) return rows;
     if (Date.now() > deadline) {
       const shapes = new Map<string, number>();
@@ -167,56 +197,21 @@ async function waitUntil(
       }
       throw new Error(`recovery: timed out waiting for ${what} (${missing.length} of ${refs.length} missing: ${JSON.stringify(Object.fromEntries(shapes))})`);
     }
-    await sleep(100);
+    await sleep(intervalMs);
   }
 }
 
 /**
- * Writes `count` finished delegation rows straight into the journal: one
- * HSET (a real happy-path row's fields, ids varied) and the retention
- * PEXPIRE per record, pipelined. Nothing goes into the unfinished index.
+ * Writes `count` finished records: one real workflow completed through the
+ * running worker (a 0 ms agent in this process), then cloned (bench/history.ts).
  */
-export async function fillHistory(redis: Redis, count: number, prefix = PREFIX): Promise<void> {
-  const keys = journalKeys(prefix);
-  const template = Object.entries(finishedRow('history-template', Date.now()));
-  const varying = new Set(['workflowId', 'messageId', 'taskId']);
-  for (let start = 0; start < count; start += FILL_BATCH) {
-    const pipeline = redis.pipeline();
-    for (let index = start; index < Math.min(count, start + FILL_BATCH); index++) {
-      const workflowId = `history-${index}`;
-      const args: string[] = [];
-      for (const [field, value] of template) args.push(field, field === 'workflowId' ? workflowId : varying.has(field) ? `${field}-${index}` : value);
-      const key = keys.delegation(workflowId, 'main.1');
-      pipeline.hset(key, ...args).pexpire(key, RETENTION_MS);
-    }
-    await pipeline.exec();
+async function fillHistory(producer: Producer, redis: Redis, count: number): Promise<void> {
+  const fast = await startDemoAgent({ behaviour: completesWith('a finished job') });
+  try {
+    const { id } = await producer.delegate({ agent: fast.cardUrl, text: 'a finished job' });
+    await producer.waitFor(id, { timeoutMs: 60_000 });
+    await cloneFinishedWorkflow(redis, PREFIX, id, count);
+  } finally {
+    await stopAgent(fast);
   }
-}
-
-/** A COMPLETED delegation row with the fields a real happy path leaves (no artifacts). */
-function finishedRow(workflowId: string, now: number): Record<string, string> {
-  const intent = buildIntent({
-    workflowId,
-    step: 'main',
-    attempt: 1,
-    agentCardUrl: 'http://127.0.0.1:9/.well-known/agent-card.json',
-    message: { parts: [{ text: 'a finished job' }], metadata: { durableA2a: { workflowId, step: 'main', attempt: 1 } } },
-    now: now - 60_000,
-  });
-  const timestamp = new Date(now - 1_000).toISOString();
-  return {
-    ...intent,
-    agentInterface: JSON.stringify({ url: 'http://127.0.0.1:9/a2a/jsonrpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }),
-    taskId: randomUUID(),
-    contextId: intent.requestedContextId!,
-    state: 'COMPLETED',
-    statusTimestamp: timestamp,
-    statusTimestampMs: String(now - 1_000),
-    sendStartedAt: String(now - 59_000),
-    sendCount: '1',
-    updatedAt: String(now),
-    finishedAt: String(now),
-    version: '6',
-    fence: '2',
-  };
 }

@@ -12,7 +12,7 @@ import { JOB_RETENTION } from '@durable-a2a/shared';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { startDemoAgent } from '../test/harness/agent.ts';
 import { completesWith } from '../test/harness/agent-behaviours.ts';
-import { callsDelta, commandCalls, mapLimit, redisCpuSeconds, round, scaled, sleep, startBenchFleet, stopAgent, type BenchResult } from './common.ts';
+import { callsDelta, commandCalls, commandMicros, mapLimit, redisCpuSeconds, round, scaled, settledCounts, sleep, startBenchFleet, stopAgent, type BenchResult } from './common.ts';
 
 const CONCURRENCY = 50;
 /** Commands the measurement itself sends (INFO); never part of a delegation's cost. */
@@ -20,8 +20,12 @@ const OWN_COMMANDS = new Set(['info']);
 
 interface Cost {
   commands: number;
+  /** Process CPU of redis-server (INFO cpu) over the run: commands, networking, event loop. */
   cpuSeconds: number;
+  /** Time spent executing commands (INFO commandstats usec, summed); scripts' inner calls are inside their EVALSHA's time. */
+  commandMicros: number;
   byCommand: Map<string, number>;
+  byMicros: Map<string, number>;
 }
 
 export async function run(scale: number): Promise<BenchResult> {
@@ -31,14 +35,14 @@ export async function run(scale: number): Promise<BenchResult> {
   try {
     const durable = await durableCost(redisServer.url, meter, delegations);
     const floor = await bullmqFloor(redisServer.url, meter, delegations);
-    const per = (cost: Cost) => ({ commands: cost.commands / delegations, cpuMs: (cost.cpuSeconds * 1000) / delegations });
+    const per = (cost: Cost) => ({ commands: cost.commands / delegations, cpuMs: (cost.cpuSeconds * 1000) / delegations, commandMicros: cost.commandMicros / delegations });
     const d = per(durable);
     const f = per(floor);
-    const top = (cost: Cost) =>
-      [...cost.byCommand.entries()]
-        .sort((a, b) => b[1] - a[1])
+    const top = (values: Map<string, number>) =>
+      [...values.entries()]
+        .sort((x, y) => y[1] - x[1])
         .slice(0, 8)
-        .map(([command, calls]) => `${command} ${round(calls / delegations, 1)}`)
+        .map(([command, value]) => `${command} ${round(value / delegations, 1)}`)
         .join(', ');
     return {
       name: 'redis-cost',
@@ -47,17 +51,21 @@ export async function run(scale: number): Promise<BenchResult> {
         { metric: 'durable-a2a: Redis commands per delegation', value: round(d.commands, 1), unit: 'commands' },
         { metric: 'BullMQ floor (2 jobs): Redis commands per delegation', value: round(f.commands, 1), unit: 'commands' },
         { metric: 'commands ratio durable / floor', value: round(d.commands / f.commands, 2), unit: '' },
-        { metric: 'durable-a2a: Redis CPU per delegation', value: round(d.cpuMs, 3), unit: 'ms' },
-        { metric: 'BullMQ floor: Redis CPU per delegation', value: round(f.cpuMs, 3), unit: 'ms' },
-        { metric: 'CPU ratio durable / floor', value: round(d.cpuMs / f.cpuMs, 2), unit: '' },
+        { metric: 'durable-a2a: Redis command time per delegation (commandstats usec)', value: round(d.commandMicros, 1), unit: 'µs' },
+        { metric: 'BullMQ floor: Redis command time per delegation (commandstats usec)', value: round(f.commandMicros, 1), unit: 'µs' },
+        { metric: 'durable-a2a: Redis process CPU per delegation (INFO cpu)', value: round(d.cpuMs * 1000, 1), unit: 'µs' },
+        { metric: 'BullMQ floor: Redis process CPU per delegation (INFO cpu)', value: round(f.cpuMs * 1000, 1), unit: 'µs' },
+        { metric: 'CPU ratio durable / floor (INFO cpu)', value: round(d.cpuMs / f.cpuMs, 2), unit: '' },
         { metric: 'delegations measured', value: delegations, unit: 'per side' },
       ],
       notes: [
-        `${delegations} delegations per side at concurrency ${CONCURRENCY}, after an untimed warm-up (scripts loaded); INFO commands excluded; the journal side's own completion polling (ZCARD) subtracted exactly.`,
+        `${delegations} delegations per side at concurrency ${CONCURRENCY}, after an untimed warm-up (scripts loaded); INFO commands excluded. Neither side polls Redis for completion: the durable side counts settled delegations from the fleet's histogram in-process, the floor counts in its worker.`,
+        'Command time = the sum of INFO commandstats usec over every command (an EVALSHA\'s time includes the redis.call inside it, which commandstats also lists on their own: the sum counts script-inner time twice, so it is an upper bound; the EVALSHA time alone is in the per-command line below). Process CPU (used_cpu_user + used_cpu_sys) adds networking and the event loop.',
         'Durable: producer.delegate → send → follow → COMPLETED with an in-process fleet on production timings (the 30 s reconcile sweep and the workers\' idle blocking reads are included, as they are in the floor).',
         `Floor: queue A add → worker A adds to queue B → worker B returns; same retention options (${JSON.stringify(JOB_RETENTION.removeOnComplete)}) and concurrency.`,
-        `Durable top commands per delegation: ${top(durable)}.`,
-        `Floor top commands per delegation: ${top(floor)}.`,
+        `Durable top commands per delegation: ${top(durable.byCommand)}.`,
+        `Floor top commands per delegation: ${top(floor.byCommand)}.`,
+        `Durable command time per delegation (µs): ${top(durable.byMicros)}.`,
         'commandstats counts each EVALSHA and also every redis.call inside the script, so script-internal work is included on both sides.',
       ],
     };
@@ -67,16 +75,20 @@ export async function run(scale: number): Promise<BenchResult> {
   }
 }
 
-async function measure(meter: Redis, work: () => Promise<Map<string, number>>): Promise<Cost> {
+async function measure(meter: Redis, work: () => Promise<void>): Promise<Cost> {
   const before = await commandCalls(meter);
+  const microsBefore = await commandMicros(meter);
   const cpuBefore = await redisCpuSeconds(meter);
-  const own = await work();
+  await work();
   const cpuAfter = await redisCpuSeconds(meter);
   const byCommand = callsDelta(before, await commandCalls(meter));
-  for (const command of OWN_COMMANDS) byCommand.delete(command);
-  for (const [command, calls] of own) byCommand.set(command, (byCommand.get(command) ?? 0) - calls);
-  const commands = [...byCommand.values()].reduce((sum, calls) => sum + calls, 0);
-  return { commands, cpuSeconds: cpuAfter - cpuBefore, byCommand };
+  const byMicros = callsDelta(microsBefore, await commandMicros(meter));
+  for (const command of OWN_COMMANDS) {
+    byCommand.delete(command);
+    byMicros.delete(command);
+  }
+  const sum = (values: Map<string, number>) => [...values.values()].reduce((total, value) => total + value, 0);
+  return { commands: sum(byCommand), cpuSeconds: cpuAfter - cpuBefore, commandMicros: sum(byMicros), byCommand, byMicros };
 }
 
 async function durableCost(redisUrl: string, meter: Redis, delegations: number): Promise<Cost> {
@@ -84,32 +96,22 @@ async function durableCost(redisUrl: string, meter: Redis, delegations: number):
   const agent = await startDemoAgent({ behaviour: completesWith('the result of the delegation', { delayMs: 50 }) });
   const producer = createProducer({ redis: redisUrl, addressPolicy: { allowLoopback: true }, prefix });
   const fleet = await startBenchFleet({ redisUrl, prefix, concurrency: { send: CONCURRENCY, follow: CONCURRENCY }, subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 } });
-  const poller = new Redis(redisUrl);
-  let polls = 0;
-  const drained = async () => {
-    for (;;) {
-      polls++;
-      if ((await poller.zcard(`${prefix}:unfinished`)) === 0) return;
-      await sleep(50);
-    }
-  };
   const batch = async (count: number, tag: string) => {
+    const target = (await settledCounts(fleet)).all + count;
     await mapLimit(Array.from({ length: count }), CONCURRENCY, (_, index) =>
       producer.delegate({ agent: agent.cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }),
     );
-    await drained();
+    const deadline = Date.now() + 600_000;
+    while ((await settledCounts(fleet)).all < target && Date.now() < deadline) await sleep(10);
   };
   try {
     await batch(Math.min(20, delegations), 'warm');
     await sleep(200);
     return await measure(meter, async () => {
-      polls = 0;
       await batch(delegations, 'run');
-      await sleep(100); // let the last job completions be written
-      return new Map([['zcard', polls]]);
+      await sleep(200); // let the last workflow updates and job completions be written
     });
   } finally {
-    poller.disconnect();
     await fleet.close();
     await producer.close();
     await stopAgent(agent);
@@ -134,8 +136,7 @@ async function bullmqFloor(redisUrl: string, meter: Redis, delegations: number):
     await sleep(200);
     return await measure(meter, async () => {
       await batch(delegations);
-      await sleep(100); // let the last completions be written
-      return new Map();
+      await sleep(200); // let the last completions be written
     });
   } finally {
     await Promise.all([workerA.close(), workerB.close()]);

@@ -1,173 +1,134 @@
 /**
- * Benchmark 1, throughput ratio: delegations completed per second through
- * durable-a2a (producer → send → follow → COMPLETED) against the same SDK
- * agent driven directly by the bare `@a2a-js/sdk` client, same concurrency,
- * same run.
- *
- * The bare path is the closest equivalent of ours: `sendMessage` with
- * `returnImmediately: true` (our send job), then `resubscribeTask` until a
- * terminal status (our follow job), `getTask` when the stream is refused or
- * ends early (our readOnce). No journal, no queues.
+ * Benchmark 1, throughput and CPU against the bare @a2a-js/sdk client: the
+ * same SDK agent (own process) driven by the bare client and by durable-a2a
+ * (producer → send → follow → COMPLETED), each side in a process of its own,
+ * in A/B interleaved rounds (the order alternates every round), at agent work
+ * 0 ms and 50 ms and concurrency 50 and 200. Per side: delegations per second
+ * and Node CPU per delegation (process CPU time of that side's process over
+ * the round); ratios durable ÷ bare per round, median reported. Then the
+ * latency durable-a2a adds at concurrency 1 (p50, p95 of end-to-end times,
+ * delegate + waitFor against the bare client's send + subscribe).
  */
-import { randomUUID } from 'node:crypto';
-import { Redis } from 'ioredis';
-import { SendMessageRequest, TaskState, type StreamResponse } from '@a2a-js/sdk';
-import { ClientFactory, type Client } from '@a2a-js/sdk/client';
-import { createProducer } from '@durable-a2a/producer';
+import { loadavg } from 'node:os';
 import { startRedisServer } from '../test/harness/redis.ts';
-import { startDemoAgent } from '../test/harness/agent.ts';
-import { completesWith } from '../test/harness/agent-behaviours.ts';
-import { mapLimit, round, scaled, seconds, sleep, startBenchFleet, stopAgent, type BenchResult } from './common.ts';
+import { round, scaled, type BenchResult, type Figure } from './common.ts';
+import { spawnBenchChild, type BenchChild } from './processes/ipc.ts';
+import type { RoundResult } from './processes/side.ts';
 
-/** The agent works 100 ms per task, so both paths subscribe while the task is WORKING. */
-const WORK_MS = 100;
-const behaviour = () => completesWith('the result of the delegation', { delayMs: WORK_MS });
-const TERMINAL = new Set<TaskState>([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
-/** Large enough never to bind: measures the mechanism, not the fleet's deliberate subscription throttle. */
-const UNTHROTTLED = { max: 1_000_000, durationMs: 1_000 };
+interface AgentReady {
+  cardUrl: string;
+  baseUrl: string;
+}
+
+const ROUNDS = 3;
+const CONFIGS = [
+  { workMs: 50, concurrency: 50 },
+  { workMs: 0, concurrency: 50 },
+  { workMs: 50, concurrency: 200 },
+  { workMs: 0, concurrency: 200 },
+] as const;
+const LATENCY_WORK_MS = [0, 50] as const;
+
+const median = (values: readonly number[]): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  const middle = Math.floor(sorted.length / 2);
+  return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
+};
+const percentile = (values: readonly number[], p: number): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
+};
+const load1 = () => round(loadavg()[0]!, 2);
 
 export async function run(scale: number): Promise<BenchResult> {
-  const delegations = scaled(1_000, scale, 10);
-  const concurrency = Math.min(50, delegations);
-  const throttledDelegations = scaled(250, scale, 10);
-  const warmUp = Math.min(20, delegations);
+  const perRound = scaled(600, scale, 10);
+  const latencyCount = scaled(100, scale, 5);
   const redisServer = await startRedisServer();
+  const agents = new Map<number, BenchChild<AgentReady>>();
+  for (const workMs of new Set([...CONFIGS.map((config) => config.workMs), ...LATENCY_WORK_MS])) {
+    agents.set(workMs, spawnBenchChild<AgentReady>('agent', { BENCH_AGENT_BEHAVIOUR: `completes:${workMs}` }));
+  }
+  const bare = spawnBenchChild('side', { BENCH_SIDE: 'bare' });
+  const durable = spawnBenchChild('side', { BENCH_SIDE: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'tp' });
+  const figures: Figure[] = [];
+  const notes: string[] = [];
+  let totalBare = 0;
+  let totalDurable = 0;
   try {
-    const bare = await bareRun(delegations, concurrency, warmUp);
-    const durable = await durableRun(redisServer.url, 'tp', delegations, concurrency, warmUp, UNTHROTTLED);
-    const throttled = await durableRun(redisServer.url, 'tpd', throttledDelegations, concurrency, warmUp, undefined);
-    return {
-      name: 'throughput',
-      title: 'Throughput: durable-a2a against the bare @a2a-js/sdk client',
-      figures: [
-        { metric: 'bare SDK client: delegations/s', value: round(bare.perSecond, 1), unit: '1/s' },
-        { metric: 'durable-a2a, subscribe limit out of the way: delegations/s', value: round(durable.perSecond, 1), unit: '1/s' },
-        { metric: 'ratio durable / bare', value: round(durable.perSecond / bare.perSecond, 3), unit: '' },
-        { metric: 'durable-a2a, default subscribe limit (50/1000 ms): delegations/s', value: round(throttled.perSecond, 1), unit: '1/s' },
-        { metric: 'ratio durable (default limit) / bare', value: round(throttled.perSecond / bare.perSecond, 3), unit: '' },
-        { metric: 'bare completed', value: bare.completed, unit: `of ${delegations}` },
-        { metric: 'durable completed', value: durable.completed, unit: `of ${delegations}` },
-        { metric: 'durable (default limit) completed', value: throttled.completed, unit: `of ${throttledDelegations}` },
-        { metric: 'bare wall time', value: bare.seconds, unit: 's' },
-        { metric: 'durable wall time', value: durable.seconds, unit: 's' },
-      ],
-      notes: [
-        `${delegations} delegations at concurrency ${concurrency} per path (${warmUp} untimed warm-up each); the default-limit run uses ${throttledDelegations}.`,
-        `Agent: @a2a-js/sdk 1.3.0 server in this process, JSON-RPC, WORKING → ${WORK_MS} ms → artifact → COMPLETED; one fresh agent per path.`,
-        'Bare: ClientFactory client, sendMessage(returnImmediately) then resubscribeTask to a terminal status (getTask if refused or ended early): the closest equivalent of send → follow.',
-        `Durable: createProducer().delegate() for each, an in-process fleet (send and follow concurrency ${concurrency}, production timings), completion read from the workflow hashes every 100 ms.`,
-        'Everything runs in one Node process (agent, client or producer + fleet) beside one redis-server on this 2-core box.',
-      ],
-    };
+    await Promise.all([bare.ready, durable.ready, ...[...agents.values()].map((agent) => agent.ready)]);
+    for (const { workMs, concurrency } of CONFIGS) {
+      const agent = await agents.get(workMs)!.ready;
+      const label = `agent ${workMs} ms, C=${concurrency}`;
+      const load = load1();
+      const input = (tag: string, count: number) => ({ ...agent, count, concurrency, tag: `${workMs}-${concurrency}-${tag}` });
+      await bare.call<RoundResult>('round', input('warm', Math.min(100, perRound)));
+      await durable.call<RoundResult>('round', input('warm', Math.min(100, perRound)));
+      const rounds: { bare: RoundResult; durable: RoundResult }[] = [];
+      for (let index = 0; index < ROUNDS; index++) {
+        const run = (side: BenchChild<unknown>) => side.call<RoundResult>('round', input(`r${index}`, perRound));
+        if (index % 2 === 0) {
+          const b = await run(bare);
+          rounds.push({ bare: b, durable: await run(durable) });
+        } else {
+          const d = await run(durable);
+          rounds.push({ bare: await run(bare), durable: d });
+        }
+      }
+      const rate = (result: RoundResult) => (result.completed / result.elapsedMs) * 1000;
+      const cpuMs = (result: RoundResult) => result.cpuMicros / 1000 / Math.max(1, result.completed);
+      totalBare += rounds.reduce((sum, r) => sum + r.bare.completed, 0);
+      totalDurable += rounds.reduce((sum, r) => sum + r.durable.completed, 0);
+      figures.push(
+        { metric: `${label}: bare delegations/s (median round)`, value: round(median(rounds.map((r) => rate(r.bare))), 1), unit: '1/s' },
+        { metric: `${label}: durable delegations/s (median round)`, value: round(median(rounds.map((r) => rate(r.durable))), 1), unit: '1/s' },
+        { metric: `${label}: throughput ratio durable / bare (median of rounds)`, value: round(median(rounds.map((r) => rate(r.durable) / rate(r.bare))), 3), unit: '' },
+        { metric: `${label}: bare Node CPU per delegation`, value: round(median(rounds.map((r) => cpuMs(r.bare))), 3), unit: 'ms' },
+        { metric: `${label}: durable Node CPU per delegation (producer + fleet)`, value: round(median(rounds.map((r) => cpuMs(r.durable))), 3), unit: 'ms' },
+        { metric: `${label}: CPU ratio durable / bare (median of rounds)`, value: round(median(rounds.map((r) => cpuMs(r.durable) / cpuMs(r.bare))), 2), unit: '' },
+        { metric: `${label}: load average (1 min) at start / end`, value: load, unit: `/ ${load1()}` },
+      );
+      notes.push(
+        `${label}: per-round ratios ${rounds.map((r) => round(rate(r.durable) / rate(r.bare), 2)).join(', ')}; CPU ratios ${rounds.map((r) => round(cpuMs(r.durable) / cpuMs(r.bare), 2)).join(', ')}.`,
+      );
+    }
+    for (const workMs of LATENCY_WORK_MS) {
+      const agent = await agents.get(workMs)!.ready;
+      const load = load1();
+      const bareTimes: number[] = [];
+      const durableTimes: number[] = [];
+      const input = (tag: string) => ({ ...agent, count: latencyCount, concurrency: 1, tag: `lat-${workMs}-${tag}` });
+      await bare.call('latency', input('warm'));
+      await durable.call('latency', input('warm'));
+      for (let index = 0; index < 2; index++) {
+        const order = index % 2 === 0 ? [bare, durable] : [durable, bare];
+        for (const side of order) (side === bare ? bareTimes : durableTimes).push(...(await side.call<number[]>('latency', input(`r${index}`))));
+      }
+      const label = `C=1, agent ${workMs} ms`;
+      figures.push(
+        { metric: `${label}: bare p50 / p95`, value: round(percentile(bareTimes, 50), 2), unit: `/ ${round(percentile(bareTimes, 95), 2)} ms` },
+        { metric: `${label}: durable p50 / p95`, value: round(percentile(durableTimes, 50), 2), unit: `/ ${round(percentile(durableTimes, 95), 2)} ms` },
+        { metric: `${label}: added latency p50`, value: round(percentile(durableTimes, 50) - percentile(bareTimes, 50), 2), unit: 'ms' },
+        { metric: `${label}: added latency p95`, value: round(percentile(durableTimes, 95) - percentile(bareTimes, 95), 2), unit: 'ms' },
+        { metric: `${label}: load average (1 min) at start / end`, value: load, unit: `/ ${load1()}` },
+      );
+    }
+    figures.push({ metric: 'bare completed (all measured rounds)', value: totalBare, unit: `of ${CONFIGS.length * ROUNDS * perRound}` });
+    figures.push({ metric: 'durable completed (all measured rounds)', value: totalDurable, unit: `of ${CONFIGS.length * ROUNDS * perRound}` });
   } finally {
+    await Promise.all([bare.stop(), durable.stop(), ...[...agents.values()].map((agent) => agent.stop())]);
     await redisServer.stop();
   }
+  return {
+    name: 'throughput',
+    title: 'Throughput, Node CPU and added latency: durable-a2a against the bare @a2a-js/sdk client',
+    figures,
+    notes: [
+      `${ROUNDS} measured rounds of ${perRound} delegations per side per setting, A/B interleaved (bare first in even rounds, durable first in odd), after one untimed warm-up round per side; ratios are per round, the median reported.`,
+      'Processes: each agent (@a2a-js/sdk 1.3.0 server, JSON-RPC, WORKING → work → artifact → COMPLETED) in its own process; the bare client in one process; producer + in-process fleet (send and follow concurrency = C, production timings, subscribe limit out of the way) in another; one redis-server. Only one side runs at a time.',
+      'Node CPU per delegation: process.cpuUsage() (user + system) of that side\'s process over the round ÷ delegations completed; the agent\'s CPU is in neither.',
+      'Bare: sendMessage(returnImmediately) then resubscribeTask to a terminal status (getTask if refused or ended early). Durable: delegate() for each at concurrency C, the round ends when the fleet\'s settled-delegation histogram has counted them all (in-process, no Redis polling).',
+      `Added latency: ${latencyCount} sequential delegations per round, 2 interleaved rounds per side after a warm-up; durable = producer.delegate + producer.waitFor (pub/sub wake-up), bare = send + subscribe to terminal. Added = durable − bare at the same percentile.`,
+      ...notes,
+    ],
+  };
 }
-
-interface PathResult {
-  completed: number;
-  seconds: number;
-  perSecond: number;
-}
-
-async function bareRun(delegations: number, concurrency: number, warmUp: number): Promise<PathResult> {
-  const agent = await startDemoAgent({ behaviour: behaviour() });
-  try {
-    const client = await new ClientFactory().createFromUrl(agent.baseUrl);
-    await mapLimit(Array.from({ length: warmUp }), concurrency, () => bareDelegation(client));
-    const started = performance.now();
-    const states = await mapLimit(Array.from({ length: delegations }), concurrency, () => bareDelegation(client));
-    const elapsed = performance.now() - started;
-    const completed = states.filter((state) => state === TaskState.TASK_STATE_COMPLETED).length;
-    return { completed, seconds: seconds(elapsed), perSecond: (completed / elapsed) * 1000 };
-  } finally {
-    await stopAgent(agent);
-  }
-}
-
-/** One delegation with the bare client; returns the final task state. */
-async function bareDelegation(client: Client): Promise<TaskState | undefined> {
-  const request = SendMessageRequest.fromJSON({
-    message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'do the thing' }] },
-    configuration: { acceptedOutputModes: ['text/plain'], returnImmediately: true },
-  });
-  const sent = await client.sendMessage(request);
-  if (!('id' in sent) || !('status' in sent)) return TaskState.TASK_STATE_COMPLETED; // a direct Message reply
-  const taskId = sent.id;
-  let state = sent.status?.state;
-  if (state !== undefined && TERMINAL.has(state)) return state;
-  try {
-    for await (const event of client.resubscribeTask({ id: taskId, tenant: '' })) {
-      state = stateOf(event) ?? state;
-      if (state !== undefined && TERMINAL.has(state)) return state;
-    }
-  } catch {
-    // Refused (already terminal) or dropped: read it once, as our follow job does.
-  }
-  return (await client.getTask({ id: taskId, tenant: '', historyLength: 0 })).status?.state;
-}
-
-function stateOf(event: StreamResponse): TaskState | undefined {
-  const payload = event.payload;
-  if (payload?.$case === 'statusUpdate') return payload.value.status?.state;
-  if (payload?.$case === 'task') return payload.value.status?.state;
-  return undefined;
-}
-
-async function durableRun(
-  redisUrl: string,
-  prefix: string,
-  delegations: number,
-  concurrency: number,
-  warmUp: number,
-  subscribeRateLimit: { max: number; durationMs: number } | undefined,
-): Promise<PathResult> {
-  const agent = await startDemoAgent({ behaviour: behaviour() });
-  const producer = createProducer({ redis: redisUrl, addressPolicy: { allowLoopback: true }, prefix });
-  const fleet = await startBenchFleet({
-    redisUrl,
-    prefix,
-    concurrency: { send: concurrency, follow: concurrency },
-    ...(subscribeRateLimit ? { subscribeRateLimit } : {}),
-  });
-  const reader = new Redis(redisUrl);
-  try {
-    const batch = async (count: number, tag: string): Promise<{ completed: number; elapsedMs: number }> => {
-      const started = performance.now();
-      const ids = await mapLimit(Array.from({ length: count }), concurrency, async (_, index) => {
-        const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` });
-        return id;
-      });
-      const states = await waitForWorkflows(reader, prefix, ids);
-      return { completed: states.filter((state) => state === 'COMPLETED').length, elapsedMs: performance.now() - started };
-    };
-    await batch(warmUp, 'warm');
-    const { completed, elapsedMs } = await batch(delegations, 'run');
-    return { completed, seconds: seconds(elapsedMs), perSecond: (completed / elapsedMs) * 1000 };
-  } finally {
-    reader.disconnect();
-    await fleet.close();
-    await producer.close();
-    await stopAgent(agent);
-  }
-}
-
-/** Waits until every workflow has left RUNNING (or 10 minutes pass); returns their states. */
-export async function waitForWorkflows(redis: Redis, prefix: string, ids: readonly string[], timeoutMs = 600_000): Promise<(string | null)[]> {
-  const states = new Array<string | null>(ids.length).fill(null);
-  let open = ids.map((_, index) => index);
-  const deadline = Date.now() + timeoutMs;
-  while (open.length > 0 && Date.now() < deadline) {
-    const pipeline = redis.pipeline();
-    for (const index of open) pipeline.hget(`${prefix}:{wf:${ids[index]}}:wf`, 'state');
-    const replies = (await pipeline.exec()) ?? [];
-    open = open.filter((index, position) => {
-      const state = (replies[position]?.[1] as string | null) ?? null;
-      states[index] = state;
-      return state === null || state === 'RUNNING';
-    });
-    if (open.length > 0) await sleep(100);
-  }
-  return states;
-}
-

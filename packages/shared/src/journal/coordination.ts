@@ -3,7 +3,9 @@
  * per task across the fleet, lease-1.lua) and a smooth rate limit on Redis's clock (takeToken-1.lua).
  */
 import type { DelegationRef } from './core.ts';
+import { indexMember } from './keys.ts';
 import { JournalReplies } from './replies.ts';
+import { callScriptMany } from './scripts.ts';
 
 /** Journal methods that coordinate workers across the fleet. */
 export class JournalCoordination extends JournalReplies {
@@ -21,6 +23,22 @@ export class JournalCoordination extends JournalReplies {
    */
   async lease(ref: DelegationRef, op: 'acquire' | 'renew' | 'release', token: string, durationMs = 0): Promise<boolean> {
     return Number(await this.call('lease', [this.keys.followLease(ref.workflowId, ref.delegationId)], [op, token, durationMs])) === 1;
+  }
+
+  /**
+   * Renews many follow leases with one round trip (lease-1.lua `renew` each, pipelined) and moves the
+   * reconciler's next check of every lease still ours to `checkAt(ref)` (ms since epoch; one ZADD).
+   * @returns per lease, in order: true while it is still ours, false when lost.
+   */
+  async renewLeases(leases: readonly { ref: DelegationRef; token: string }[], durationMs: number, checkAt: (ref: DelegationRef) => number): Promise<boolean[]> {
+    const calls = leases.map(({ ref, token }) => ({ keys: [this.keys.followLease(ref.workflowId, ref.delegationId)], args: ['renew', token, durationMs] }));
+    const held = (await callScriptMany(this.redis, 'lease', calls)).map((reply) => Number(reply) === 1);
+    const scores: (string | number)[] = [];
+    leases.forEach(({ ref }, index) => {
+      if (held[index]) scores.push(checkAt(ref), indexMember(ref.workflowId, ref.delegationId));
+    });
+    if (scores.length > 0) await this.redis.zadd(this.keys.unfinished(), ...scores);
+    return held;
   }
 
   /** True while someone holds the follow lease. */

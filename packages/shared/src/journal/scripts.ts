@@ -4,7 +4,7 @@
  * during a deploy.
  */
 import { readFileSync } from 'node:fs';
-import type { Redis, Cluster } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 
 /** Version of the script set; bump when a script's contract changes. */
 const SCRIPT_VERSION = 'v2';
@@ -50,4 +50,33 @@ export function defineScripts(redis: Redis | Cluster): ScriptCaller {
     const command = (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[`da2a_${SCRIPT_VERSION}_${name}`]!;
     return command.call(redis, ...keys, ...args);
   };
+}
+
+/** One call of a script in a batch: its keys and arguments. */
+export interface ScriptCall {
+  keys: string[];
+  args: (string | number)[];
+}
+
+/**
+ * Runs one script many times with one round trip: a pipeline on a standalone Redis (one socket write);
+ * on a Cluster the calls go out at once, each to its own slot. Replies in call order.
+ * @throws the first call's error, if any failed.
+ */
+export async function callScriptMany(redis: Redis | Cluster, name: ScriptName, calls: readonly ScriptCall[]): Promise<unknown[]> {
+  const commandName = `da2a_${SCRIPT_VERSION}_${name}`;
+  type Command = (...a: unknown[]) => unknown;
+  if (calls.length === 0) return [];
+  if (redis instanceof Cluster) {
+    const command = (redis as unknown as Record<string, Command>)[commandName]!;
+    return Promise.all(calls.map(({ keys, args }) => command.call(redis, ...keys, ...args)));
+  }
+  const pipeline = redis.pipeline();
+  const command = (pipeline as unknown as Record<string, Command>)[commandName]!;
+  for (const { keys, args } of calls) command.call(pipeline, ...keys, ...args);
+  const replies = (await pipeline.exec()) ?? [];
+  return replies.map(([error, reply]) => {
+    if (error) throw error;
+    return reply;
+  });
 }

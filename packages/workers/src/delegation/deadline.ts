@@ -26,15 +26,31 @@ export const DEADLINE_EXCEEDED = 'DEADLINE_EXCEEDED';
 const mayHaveReachedAgent = (record: DelegationRecord): boolean =>
   record.state === 'INTENT' && record.sendStartedAt !== undefined && record.error?.delivery !== 'not-sent';
 
+/**
+ * A step's `attemptDeadlineMs` by attempt (its messageId: one per attempt, and an attempt's workflow
+ * definition never changes), so that the send path reads and parses the definition once per attempt,
+ * not at every check. Bounded: the oldest entries go first.
+ */
+const stepDeadlines = new Map<string, number | undefined>();
+const STEP_DEADLINES_KEPT = 10_000;
+
 /** The deadline of an attempt as epoch ms: `createdAt` + the step's (or the fleet's) `attemptDeadlineMs`. */
 export async function attemptDeadlineAt(ctx: WorkerContext, record: DelegationRecord): Promise<number> {
   let deadlineMs = ctx.options.attemptDeadlineMs;
   if (record.kind === 'step') {
-    const definition = await ctx.journal.getWorkflowDefinition(record.workflowId).catch(() => undefined);
-    const step = definition?.steps.find((candidate) => candidate.name === record.step);
-    if (step?.attemptDeadlineMs !== undefined) deadlineMs = step.attemptDeadlineMs;
+    const stepDeadlineMs = stepDeadlines.has(record.messageId) ? stepDeadlines.get(record.messageId) : await readStepDeadline(ctx, record);
+    if (stepDeadlineMs !== undefined) deadlineMs = stepDeadlineMs;
   }
   return record.createdAt + deadlineMs;
+}
+
+async function readStepDeadline(ctx: WorkerContext, record: DelegationRecord): Promise<number | undefined> {
+  const definition = await ctx.journal.getWorkflowDefinition(record.workflowId).catch(() => undefined);
+  if (!definition) return undefined; // unreadable now: not remembered, the next check reads again
+  const stepDeadlineMs = definition.steps.find((candidate) => candidate.name === record.step)?.attemptDeadlineMs;
+  if (stepDeadlines.size >= STEP_DEADLINES_KEPT) stepDeadlines.delete(stepDeadlines.keys().next().value!);
+  stepDeadlines.set(record.messageId, stepDeadlineMs);
+  return stepDeadlineMs;
 }
 
 /** Milliseconds left before the attempt's deadline (≤ 0 = past it). */

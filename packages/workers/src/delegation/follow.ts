@@ -15,6 +15,7 @@ import { followLater, routeDelegation } from './route.ts';
 import { park, shouldPark } from './park.ts';
 import { followStream } from './stream.ts';
 import { isSlowPolling } from './progress.ts';
+import { renewWhileHeld } from './lease-renewal.ts';
 import { readOnce } from './read.ts';
 
 /** Follow slots held per Agent Card URL, per fleet (this process). */
@@ -98,18 +99,8 @@ export async function followDelegation(ctx: WorkerContext, data: FollowJob, job:
 /** Follows (or, when slow-polled, reads once) under the follow lease, renewing it while the stream is healthy. */
 async function followLeased(ctx: WorkerContext, record: DelegationRecord, token: string, job: JobRun, slowPoll: boolean): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  const leaseMs = ctx.options.lockDurationMs;
-  // While the stream is healthy, the lease and the reconciler's next check move forward together.
-  const lost = new AbortController();
-  const renew = setInterval(() => {
-    void ctx.journal.lease(ref, 'renew', token, leaseMs).then(
-      (held) => {
-        if (!held) return lost.abort(); // someone else follows it now: stop this stream
-        return ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
-      },
-      () => undefined,
-    );
-  }, leaseMs / 3);
+  // While the stream is healthy, the lease and the reconciler's next check move forward together (one batch per tick).
+  const renewal = renewWhileHeld(ctx, ref, token);
   try {
     const fence = await ctx.journal.claim(ref, token);
     if (slowPoll) {
@@ -118,9 +109,9 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
     }
     // Keep the reconciler away while the stream is healthy.
     await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
-    return await followStream(ctx, record, fence, job, lost.signal);
+    return await followStream(ctx, record, fence, job, renewal.lost);
   } finally {
-    clearInterval(renew);
+    renewal.release();
     await ctx.journal.lease(ref, 'release', token).catch(() => undefined);
   }
 }

@@ -6,7 +6,8 @@
   ARGV[1] owner description (worker id and job id), for operators
   Returns: the new fencing token (>= 1), or -1 if the delegation is missing
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local fence = redis.call('HINCRBY', KEYS[1], 'fence', 1)
-redis.call('HSET', KEYS[1], 'owner', ARGV[1])
+local row = redis.call('HMGET', KEYS[1], 'delegationId', 'fence')
+if not row[1] then return -1 end
+local fence = (tonumber(row[2]) or 0) + 1
+redis.call('HSET', KEYS[1], 'fence', tostring(fence), 'owner', ARGV[1])
 return fence

@@ -8,13 +8,13 @@
   Returns: 1 marked, -1 missing, -2 fence mismatch, -4 not in INTENT,
            -6 a send may already have happened (sendStartedAt set)
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local row = redis.call('HMGET', KEYS[1], 'fence', 'state', 'sendStartedAt')
+local row = redis.call('HMGET', KEYS[1], 'fence', 'state', 'sendStartedAt', 'delegationId', 'sendCount', 'version')
+if not row[4] then return -1 end
 if row[1] ~= ARGV[1] then return -2 end
 if row[2] ~= 'INTENT' then return -4 end
 if row[3] and row[3] ~= '' then return -6 end
-redis.call('HSET', KEYS[1], 'sendStartedAt', ARGV[2], 'updatedAt', ARGV[2])
-if ARGV[3] ~= '' then redis.call('HSET', KEYS[1], 'agentInterface', ARGV[3]) end
-redis.call('HINCRBY', KEYS[1], 'sendCount', 1)
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+local set = { 'sendStartedAt', ARGV[2], 'updatedAt', ARGV[2],
+  'sendCount', tostring((tonumber(row[5]) or 0) + 1), 'version', tostring((tonumber(row[6]) or 0) + 1) }
+if ARGV[3] ~= '' then set[#set + 1] = 'agentInterface'; set[#set + 1] = ARGV[3] end
+redis.call('HSET', KEYS[1], unpack(set))
 return 1

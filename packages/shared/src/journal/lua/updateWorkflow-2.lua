@@ -13,13 +13,15 @@
   Returns: new version (>= 1); -1 missing; -3 version mismatch; -4 workflow already finished
 ]]
 local finished = { COMPLETED = true, FAILED = true, COMPENSATED = true, CANCELED = true }
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-local row = redis.call('HMGET', KEYS[1], 'version', 'state')
+local row = redis.call('HMGET', KEYS[1], 'version', 'state', 'workflowId')
+if not row[3] then return -1 end
 if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return -3 end
 if finished[row[2]] then return -4 end
 local fields = cjson.decode(ARGV[2])
+local version = (tonumber(row[1]) or 0) + 1
 local flat = { 'updatedAt', ARGV[3] }
 for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
+flat[#flat + 1] = 'version'; flat[#flat + 1] = tostring(version)
 redis.call('HSET', KEYS[1], unpack(flat))
 if fields.state and finished[fields.state] then
   local retention = tonumber(ARGV[4]) or 0
@@ -33,6 +35,5 @@ if fields.state and finished[fields.state] then
     redis.call('PEXPIRE', KEYS[2], retention)
   end
 end
-local version = redis.call('HINCRBY', KEYS[1], 'version', 1)
 if fields.state then redis.call('PUBLISH', string.sub(KEYS[1], 1, -4) .. ':changed', fields.state) end
 return version

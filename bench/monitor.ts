@@ -1,0 +1,60 @@
+/**
+ * `pnpm tsx --conditions=@durable-a2a/source bench/monitor.ts [delegations]`:
+ * a profiling aid, not a benchmark. Runs N happy-path delegations (default
+ * 50, concurrency 10; agent 10 ms in its own process) through a producer and
+ * an in-process fleet with Redis MONITOR attached, then prints the commands
+ * per delegation by command and key shape (ids replaced by `<id>`), split into
+ * calls from clients and calls from inside scripts (`lua`). The warm-up and the
+ * idle blocking reads of the workers are included, as in production.
+ */
+import { Redis } from 'ioredis';
+import { createProducer } from '@durable-a2a/producer';
+import { startRedisServer } from '../test/harness/redis.ts';
+import { mapLimit, settledCounts, sleep, startBenchFleet } from './common.ts';
+import { spawnBenchChild } from './processes/ipc.ts';
+
+const delegations = Number(process.argv[2] ?? '50');
+const redisServer = await startRedisServer();
+const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: 'completes:10' });
+const { cardUrl } = await agent.ready;
+const prefix = 'mon';
+const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
+const fleet = await startBenchFleet({ redisUrl: redisServer.url, prefix, concurrency: { send: 10, follow: 10 }, subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 } });
+const run = async (count: number, tag: string) => {
+  const target = (await settledCounts(fleet)).all + count;
+  await mapLimit(Array.from({ length: count }), 10, (_, index) => producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }));
+  while ((await settledCounts(fleet)).all < target) await sleep(10);
+  await sleep(300);
+};
+await run(5, 'warm');
+const monitor = await new Redis(redisServer.url).monitor();
+const tally = new Map<string, number>();
+const shape = (text: string) =>
+  text
+    .replace(/\b(run|warm)-\d+/g, '<wf>')
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<id>')
+    .replace(/[0-9a-f]{40,64}/g, '<hex>')
+    .replace(/\b\d{4,}\b/g, '<n>');
+monitor.on('monitor', (_time: string, args: string[], source: string) => {
+  const command = (args[0] ?? '').toLowerCase();
+  const key = command === 'evalsha' ? `${(args[1] ?? '').slice(0, 8)} ${args[3] ?? ''}` : (args[1] ?? '');
+  const from = source.includes('lua') ? 'lua' : 'client';
+  const line = `${from.padEnd(6)} ${command} ${shape(key)}`;
+  tally.set(line, (tally.get(line) ?? 0) + 1);
+});
+await run(delegations, 'run');
+monitor.disconnect();
+let client = 0;
+let lua = 0;
+for (const [line, count] of [...tally.entries()].sort((a, b) => b[1] - a[1])) {
+  const per = count / delegations;
+  if (line.startsWith('lua')) lua += per;
+  else client += per;
+  if (per >= 0.05) console.log(per.toFixed(2).padStart(7), line);
+}
+console.log(`per delegation: ${client.toFixed(1)} client commands, ${lua.toFixed(1)} inside scripts`);
+await fleet.close();
+await producer.close();
+await agent.stop();
+await redisServer.stop();
+process.exit(0);

@@ -1,0 +1,169 @@
+/**
+ * One measured side of the throughput benchmark in its own process
+ * (`BENCH_SIDE=bare|durable`), so that `process.cpuUsage()` around a round is
+ * that side's CPU alone (the agent runs in bench/processes/agent.ts).
+ *
+ * - bare: the @a2a-js/sdk client: sendMessage(returnImmediately), then
+ *   resubscribeTask to a terminal status (getTask when refused or ended early):
+ *   the closest equivalent of our send → follow, with no journal or queues.
+ * - durable: createProducer().delegate() plus an in-process fleet (send and
+ *   follow concurrency = the round's concurrency, production timings); the
+ *   end of a round is seen in-process from the fleet's settled-delegation
+ *   histogram, so no completion polling touches Redis.
+ *
+ * Calls: `round({ cardUrl, count, concurrency, tag })` → RoundResult;
+ * `latency({ cardUrl, count, tag })` → end-to-end ms per sequential delegation
+ * (durable: delegate + waitFor).
+ */
+import { randomUUID } from 'node:crypto';
+import { SendMessageRequest, TaskState, type StreamResponse } from '@a2a-js/sdk';
+import { ClientFactory, type Client } from '@a2a-js/sdk/client';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import type { Fleet } from '@durable-a2a/workers';
+import { mapLimit, settledCounts, sleep, startBenchFleet } from '../common.ts';
+import { serveCalls } from './ipc.ts';
+
+/** What one measured round reports. */
+export interface RoundResult {
+  completed: number;
+  elapsedMs: number;
+  /** user + system CPU time of this process over the round. */
+  cpuMicros: number;
+}
+
+interface RoundInput {
+  cardUrl: string;
+  baseUrl: string;
+  count: number;
+  concurrency: number;
+  tag: string;
+}
+
+const TERMINAL = new Set<TaskState>([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
+/** Large enough never to bind: measures the mechanism, not the fleet's deliberate subscription throttle. */
+const UNTHROTTLED = { max: 1_000_000, durationMs: 1_000 };
+const cpuNow = () => {
+  const usage = process.cpuUsage();
+  return usage.user + usage.system;
+};
+
+async function measured(work: () => Promise<number>): Promise<RoundResult> {
+  const cpu = cpuNow();
+  const started = performance.now();
+  const completed = await work();
+  return { completed, elapsedMs: performance.now() - started, cpuMicros: cpuNow() - cpu };
+}
+
+function bareSide() {
+  const clients = new Map<string, Promise<Client>>();
+  const clientFor = (baseUrl: string) => {
+    let client = clients.get(baseUrl);
+    if (!client) clients.set(baseUrl, (client = new ClientFactory().createFromUrl(baseUrl)));
+    return client;
+  };
+  return {
+    round: async ({ baseUrl, count, concurrency }: RoundInput) => {
+      const client = await clientFor(baseUrl);
+      return measured(async () => {
+        const states = await mapLimit(Array.from({ length: count }), concurrency, () => bareDelegation(client));
+        return states.filter((state) => state === TaskState.TASK_STATE_COMPLETED).length;
+      });
+    },
+    latency: async ({ baseUrl, count }: RoundInput) => {
+      const client = await clientFor(baseUrl);
+      const durations: number[] = [];
+      for (let index = 0; index < count; index++) {
+        const started = performance.now();
+        await bareDelegation(client);
+        durations.push(performance.now() - started);
+      }
+      return durations;
+    },
+    close: async () => undefined,
+  };
+}
+
+/** One delegation with the bare client; returns the final task state. */
+async function bareDelegation(client: Client): Promise<TaskState | undefined> {
+  const request = SendMessageRequest.fromJSON({
+    message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'do the thing' }] },
+    configuration: { acceptedOutputModes: ['text/plain'], returnImmediately: true },
+  });
+  const sent = await client.sendMessage(request);
+  if (!('id' in sent) || !('status' in sent)) return TaskState.TASK_STATE_COMPLETED; // a direct Message reply
+  const taskId = sent.id;
+  let state = sent.status?.state;
+  if (state !== undefined && TERMINAL.has(state)) return state;
+  try {
+    for await (const event of client.resubscribeTask({ id: taskId, tenant: '' })) {
+      state = stateOf(event) ?? state;
+      if (state !== undefined && TERMINAL.has(state)) return state;
+    }
+  } catch {
+    // Refused (already terminal) or dropped: read it once, as our follow job does.
+  }
+  return (await client.getTask({ id: taskId, tenant: '', historyLength: 0 })).status?.state;
+}
+
+function stateOf(event: StreamResponse): TaskState | undefined {
+  const payload = event.payload;
+  if (payload?.$case === 'statusUpdate') return payload.value.status?.state;
+  if (payload?.$case === 'task') return payload.value.status?.state;
+  return undefined;
+}
+
+function durableSide(redisUrl: string, prefix: string) {
+  const producer: Producer = createProducer({ redis: redisUrl, addressPolicy: { allowLoopback: true }, prefix });
+  let fleet: Fleet | undefined;
+  let fleetConcurrency = 0;
+  const fleetFor = async (concurrency: number) => {
+    if (fleet && fleetConcurrency === concurrency) return fleet;
+    await fleet?.close();
+    fleet = await startBenchFleet({ redisUrl, prefix, concurrency: { send: concurrency, follow: concurrency }, subscribeRateLimit: UNTHROTTLED });
+    fleetConcurrency = concurrency;
+    return fleet;
+  };
+  return {
+    round: async ({ cardUrl, count, concurrency, tag }: RoundInput) => {
+      const running = await fleetFor(concurrency);
+      const before = await settledCounts(running);
+      return measured(async () => {
+        await mapLimit(Array.from({ length: count }), concurrency, (_, index) =>
+          producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }),
+        );
+        const deadline = Date.now() + 600_000;
+        for (;;) {
+          const now = await settledCounts(running);
+          if (now.all - before.all >= count) return now.completed - before.completed;
+          if (Date.now() > deadline) throw new Error(`durable round ${tag}: ${now.all - before.all} of ${count} settled after 10 minutes`);
+          await sleep(5);
+        }
+      });
+    },
+    latency: async ({ cardUrl, count, tag }: RoundInput) => {
+      await fleetFor(fleetConcurrency || 50);
+      const durations: number[] = [];
+      for (let index = 0; index < count; index++) {
+        const started = performance.now();
+        const { id } = await producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` });
+        await producer.waitFor(id, { timeoutMs: 60_000 });
+        durations.push(performance.now() - started);
+      }
+      return durations;
+    },
+    close: async () => {
+      await fleet?.close();
+      await producer.close();
+    },
+  };
+}
+
+const side = process.env.BENCH_SIDE === 'durable' ? durableSide(process.env.REDIS_URL!, process.env.BENCH_PREFIX ?? 'tp') : bareSide();
+serveCalls(
+  { pid: process.pid },
+  {
+    round: (argument) => side.round(argument as RoundInput),
+    latency: (argument) => side.latency(argument as RoundInput),
+  },
+  () => side.close(),
+);
