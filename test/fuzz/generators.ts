@@ -67,6 +67,7 @@ export const DEVIATION_GENERATORS: { [K in DeviationKind]: Generator<K> } = {
     data: fc.constantFrom('none', 'errorInfo', 'object'),
     httpStatus: fc.constantFrom(200, 400, 404, 500),
     times: TIMES,
+    created: fc.boolean(),
   }),
   resultShape: fc.record({ kind: fc.constant('resultShape'), send: fc.constantFrom('bare', 'bareWithKind', 'wrappedWithKind', 'extraFields') }),
   streamShape: fc.record({ kind: fc.constant('streamShape'), events: fc.constantFrom('wholeTasks', 'kindTagged') }),
