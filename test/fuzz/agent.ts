@@ -152,7 +152,7 @@ class FuzzAgentServer {
 
   private async stream(site: 'SubscribeToTask' | 'SendStreamingMessage', id: unknown, response: ServerResponse): Promise<void> {
     const streamNumber = this.perSite.get(site)!;
-    const request = { runId: this.runId, behaviour: this.behaviour, task: this.task!, response, id, streamNumber };
+    const request = { runId: this.runId, behaviour: this.behaviour, task: this.task!, response, id, streamNumber, site };
     this.bytesOut += await serveStream({ ...request, snapshot: () => this.current(), closed: () => this.closed });
   }
 
@@ -234,7 +234,7 @@ class FuzzAgentServer {
       description: oversized ? HUGE_MARK : 'A generated deviating agent',
       version: '1.0.0',
       supportedInterfaces: [{ url: `${this.baseUrl}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-      capabilities: { streaming: true, pushNotifications: false },
+      capabilities: { streaming: this.behaviour.story.streaming === true, pushNotifications: false },
       defaultInputModes: ['text/plain'],
       defaultOutputModes: ['text/plain'],
       skills: [{ id: 'fuzz', name: 'Fuzz', description: 'Deviates', tags: ['fuzz'] }],

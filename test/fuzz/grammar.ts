@@ -49,7 +49,7 @@ export type Deviation =
    * parts or nesting levels, in one stream event only (`streamEvent`) or everywhere our task is shown (`artifact`).
    */
   | { kind: 'oversized'; where: 'card' | 'artifact' | 'streamEvent'; shape: 'bytes' | 'parts' | 'depth'; amount: number }
-  /** The first `times` calls at `site` never answer (before headers) or stop after the headers. */
+  /** The first `times` calls at `site` never answer (before headers) or stop after the headers (a hung send has created the task). */
   | { kind: 'hang'; site: Site; phase: 'beforeHeaders' | 'afterHeaders'; times: number };
 
 export type DeviationKind = Deviation['kind'];
@@ -81,6 +81,8 @@ export interface Story {
   workMs: number;
   /** Artifact chunks streamed before COMPLETED (0 = the answer is only in the final status message, V3). */
   chunks: number;
+  /** The Agent Card declares `capabilities.streaming` (a client may then send with SendStreamingMessage, V2). Default false. */
+  streaming?: boolean;
 }
 
 /** One generated agent behaviour. */

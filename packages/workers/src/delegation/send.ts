@@ -24,6 +24,7 @@ import { attemptTimeLeftMs, enforceAttemptDeadline } from './deadline.ts';
 import { holdingSendLease } from './send-errors.ts';
 import { askReconciler, handleSendFailure, refuseForeignAnswer } from './send-failure.ts';
 import { sendWhileSearching, type HeldSendResult } from './send-held.ts';
+import { sendStreaming } from './send-stream.ts';
 
 export { askReconciler };
 
@@ -64,6 +65,8 @@ interface PreparedSend {
   fence: number;
   agentInterface: AgentInterfaceRef;
   markedAt: number;
+  /** The Agent Card declares `capabilities.streaming`: send with SendStreamingMessage (V2). */
+  streaming: boolean;
 }
 
 /** Claims the delegation, chooses the interface and marks the send (journal first); an outcome string when it stops here. */
@@ -73,9 +76,11 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
   ctx.crashPoint('send.after-claim', record.step);
   if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, fence);
   let agentInterface = record.agentInterface;
+  let streaming = false;
   try {
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
     if ((await attemptTimeLeftMs(ctx, record)) <= 0 && (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log))) return 'deadline-exceeded';
+    streaming = await ctx.agents.card(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record))).then((card) => card.capabilities.streaming === true, () => false);
     await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface);
   } catch (error) {
     // Not on enough replicas: nothing leaves, and a replica outage does not use up the send's attempts.
@@ -83,7 +88,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
     return handleSendFailure(ctx, { record, fence, error, log, job, afterMark: false });
   }
   ctx.crashPoint('send.after-mark', record.step);
-  return { fence, agentInterface, markedAt: ctx.options.now() };
+  return { fence, agentInterface, markedAt: ctx.options.now(), streaming };
 }
 
 /** Sends the marked message and applies the answer (or the task a search found while the send was held). */
@@ -103,6 +108,11 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     return 'stalled-before-request';
   }
   const timeLeftMs = Math.max(1, await attemptTimeLeftMs(ctx, record));
+  if (prepared.streaming) {
+    ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
+    const applyAnswer = (response: SendMessageResponse, route: boolean) => applySendAnswer(ctx, record, response, log, route);
+    return sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer });
+  }
   let result: HeldSendResult;
   try {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
@@ -118,8 +128,11 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
   return result.kind === 'found' ? adoptFound(ctx, record, result.task, log) : applySendAnswer(ctx, record, result.response, log);
 }
 
-/** Applies the answer to our SendMessage: a direct Message completes; a Task is adopted once proven ours. */
-async function applySendAnswer(ctx: WorkerContext, record: DelegationRecord, response: SendMessageResponse, log: Log): Promise<string> {
+/**
+ * Applies the answer to our SendMessage: a direct Message completes; a Task is adopted once proven ours,
+ * then routed (`route`; a streaming send follows its own stream instead).
+ */
+async function applySendAnswer(ctx: WorkerContext, record: DelegationRecord, response: SendMessageResponse, log: Log, route = true): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   if ('message' in response) {
     // A direct Message reply completes the delegation (spec §3.1.1).
@@ -139,7 +152,7 @@ async function applySendAnswer(ctx: WorkerContext, record: DelegationRecord, res
   // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
   await applyTask(ctx.journal, ref, response.task, { snapshot: true });
   log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
-  await routeDelegation(ctx, ref, { again: false }); // the first subscription of new work is not rate-limited
+  if (route) await routeDelegation(ctx, ref, { again: false }); // the first subscription of new work is not rate-limited
   return 'sent';
 }
 
