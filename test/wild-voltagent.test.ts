@@ -105,7 +105,7 @@ describe('a delegation through the fleet to VoltAgent (V1: it completes)', () =>
     currentPrefix = prefix;
     producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
     // The agent has no tasks/resubscribe: once its quiet stream drops, the progress rule polls (slowly after 2 s here).
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, slowPollAfterMs: 2_000, slowPollMs: 1_000 });
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, slowPollAfterMs: 2_000, slowPollMs: 1_000, streamingSends: true });
     const before = volt.prompts.filter((prompt) => prompt === 'fleet hello').length;
     const { id } = await producer.delegate({ agent: volt.cardUrl, text: 'fleet hello', idempotencyKey: 'volt-fleet-1' });
     const view = await eventually(async () => {
@@ -142,13 +142,13 @@ describe('a delegation through the fleet to VoltAgent (V1: it completes)', () =>
     fleet = undefined;
     const text = 'slow:3000 kill after send';
     const before = volt.prompts.filter((prompt) => prompt === text).length;
-    const worker = spawnWorkerProcess({ REDIS_URL: redisServer().url, DA2A_PREFIX: currentPrefix, DA2A_ALLOW_LOOPBACK: 'true' });
+    const worker = spawnWorkerProcess({ REDIS_URL: redisServer().url, DA2A_PREFIX: currentPrefix, DA2A_ALLOW_LOOPBACK: 'true', DA2A_STREAMING_SENDS: 'true' });
     await worker.ready;
     const { id } = await producer!.delegate({ agent: volt.cardUrl, text, idempotencyKey: 'volt-kill-after-send' });
     await eventually(async () => volt.prompts.filter((prompt) => prompt === text).length > before, 'the agent received the message', 15_000);
     await worker.kill('SIGKILL');
     const journaledTaskId = (await producer!.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.taskId;
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: currentPrefix, slowPollAfterMs: 2_000, slowPollMs: 1_000 });
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: currentPrefix, slowPollAfterMs: 2_000, slowPollMs: 1_000, streamingSends: true });
     const view = await eventually(async () => {
       const current = await producer!.get(id);
       return current.state !== 'RUNNING' && current;

@@ -37,6 +37,8 @@ export const FUZZ_TIMINGS = {
   slowPollAfterMs: 300,
   slowPollMs: 700,
   streamQuietMs: 600,
+  // V2: agents whose card declares streaming (story.streaming) get SendStreamingMessage.
+  streamingSends: true,
 } satisfies Partial<StartFleetOptions>;
 
 export interface FuzzSessionOptions {

@@ -10,10 +10,14 @@
  * the stream stays quiet for `streamQuietMs`, our side closes and polling /
  * SubscribeToTask take over, so a send slot is held only while events flow.
  * A first event that is not ours, or a stream that ends or fails before one,
- * is a send failure like any other (`send-failure.ts`: the reconciler searches).
+ * is a send failure like any other (`send-failure.ts`: the reconciler searches),
+ * except a refusal of the method itself (-32601, -32004): then SendMessage.
+ * Enabled by the `streamingSends` option (DA2A_STREAMING_SENDS).
  */
 import {
+  MethodNotFoundError,
   ProtocolError,
+  UnsupportedOperationError,
   StreamIdleError,
   type A2ATransport,
   type DelegationRecord,
@@ -32,6 +36,9 @@ import { handleSendFailure } from './send-failure.ts';
 import { followStream } from './stream.ts';
 
 type Log = WorkerContext['logger'];
+
+/** The outcome when the agent refuses SendStreamingMessage (-32601, -32004: no task created); the caller sends with SendMessage. */
+export const STREAMING_REFUSED = 'streaming-refused';
 
 /** What the send path gives the streaming send. */
 export interface StreamingSend {
@@ -69,6 +76,7 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       outcome = await applyFirstEvent(send, next.value.response);
     } catch (error) {
       await close();
+      if (error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) return STREAMING_REFUSED;
       return handleSendFailure(ctx, { record, fence, error, log, job, afterMark: true });
     }
     const bound = outcome === 'sent' ? await ctx.journal.getDelegation(ref) : undefined;

@@ -24,7 +24,7 @@ import { attemptTimeLeftMs, enforceAttemptDeadline } from './deadline.ts';
 import { holdingSendLease } from './send-errors.ts';
 import { askReconciler, handleSendFailure, refuseForeignAnswer } from './send-failure.ts';
 import { sendWhileSearching, type HeldSendResult } from './send-held.ts';
-import { sendStreaming } from './send-stream.ts';
+import { STREAMING_REFUSED, sendStreaming } from './send-stream.ts';
 
 export { askReconciler };
 
@@ -80,7 +80,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
   try {
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
     if ((await attemptTimeLeftMs(ctx, record)) <= 0 && (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log))) return 'deadline-exceeded';
-    streaming = await ctx.agents.card(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record))).then((card) => card.capabilities.streaming === true, () => false);
+    if (ctx.options.streamingSends) streaming = await ctx.agents.card(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record))).then((card) => card.capabilities.streaming === true, () => false);
     await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface);
   } catch (error) {
     // Not on enough replicas: nothing leaves, and a replica outage does not use up the send's attempts.
@@ -111,7 +111,9 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
   if (prepared.streaming) {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
     const applyAnswer = (response: SendMessageResponse, route: boolean) => applySendAnswer(ctx, record, response, log, route);
-    return sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer });
+    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer });
+    // A card that claims streaming, an agent that refuses it (no task created): the same message goes by SendMessage.
+    if (outcome !== STREAMING_REFUSED) return outcome;
   }
   let result: HeldSendResult;
   try {
