@@ -7,6 +7,9 @@
  *   the same stream followed to the end; no SendMessage;
  * - a worker SIGKILLed while the agent holds the send: another fleet finds the task by our messageId
  *   (ListTasks) and adopts it; never a second SendMessage.
+ * And a send answered with an error (fuzz kind errorCode): an error that may come after the task was
+ * created (-32603, HTTP 500) is resolved by a search for our messageId, never concluded FAILED; a
+ * refusal (-32602) proves no task: FAILED with its code, no search.
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
@@ -124,4 +127,43 @@ describe('V2: an agent that holds the send', () => {
     expect(await taskIdOf(id)).toBe('T-held');
     expect(agent!.count('SendMessage')).toBe(1);
   }, 90_000);
+});
+
+describe('a SendMessage answered with an error', () => {
+  const answeredWith = (error: { code: number; message: string }, createsTask: boolean): ScriptedHandlers => {
+    let message: any;
+    const ours = () => task('T-err', 'COMPLETED', { contextId: message.contextId, history: [message], artifacts: { a1: 'done anyway' } });
+    return {
+      SendMessage: (params) => ((message = createsTask ? params.message : undefined), { error }),
+      ListTasks: () => ({ result: { tasks: message ? [ours()] : [], nextPageToken: '', pageSize: 50, totalSize: message ? 1 : 0 } }),
+      GetTask: () => (message ? { result: ours() } : { error: { code: -32001, message: 'Task not found' } }),
+      SubscribeToTask: () => ({ error: { code: -32004, message: 'Task is in a terminal state' } }),
+    };
+  };
+
+  it('-32603 after the agent created the task: found by our messageId and adopted (COMPLETED), one SendMessage', async () => {
+    const prefix = `wild-held-${++counter}-${Date.now()}`;
+    agent = await startScriptedAgent(answeredWith({ code: -32603, message: 'internal error after accepting' }, true));
+    producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `${prefix}-500` });
+    const view = await finished(id, 30_000);
+    expect(view.state).toBe('COMPLETED');
+    expect(JSON.stringify(view)).toContain('done anyway');
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(agent.count('ListTasks')).toBeGreaterThanOrEqual(1);
+  }, 60_000);
+
+  it('-32602 (a refusal: no task created): FAILED with INVALID_PARAMS at once, no search, one SendMessage', async () => {
+    const prefix = `wild-held-${++counter}-${Date.now()}`;
+    agent = await startScriptedAgent(answeredWith({ code: -32602, message: 'bad params' }, false));
+    producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `${prefix}-refused` });
+    const view = await finished(id, 30_000);
+    expect(view.state).toBe('FAILED');
+    expect(JSON.stringify(view)).toContain('INVALID_PARAMS');
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(agent.count('ListTasks')).toBe(0);
+  }, 60_000);
 });
