@@ -3,7 +3,10 @@
  * delivers a delegation's journaled message with our journaled ids. The
  * journal decides first: a delegation that may already have been sent
  * (`sendStartedAt` set) is never resent from here; the reconciler asks the
- * agent and decides (`recover.ts`). Crash windows 1, 2 and 8.
+ * agent and decides (`recover.ts`). Crash windows 1, 2 and 8. An agent may hold
+ * the send (V2): SendMessage is searched for meanwhile (`send-held.ts`), or,
+ * with `streamingSends` and a streaming card, SendStreamingMessage journals the
+ * task id with the first event (`send-stream.ts`). Failures: `send-failure.ts`.
  */
 import {
   ReplicationTimeoutError,
