@@ -41,12 +41,13 @@ export class NoUsableInterfaceError extends Error {
 }
 
 /**
- * After a failed card fetch, the same error is given back without asking the agent for 1 s, then
- * 2 s, 4 s … up to this cap (ms): however many jobs want an unreachable or hanging agent's card,
- * it is asked about once per window (issue 12 kind 4: agent calls stay bounded without progress).
+ * After a failed card fetch, the same error is given back without asking the agent for one request
+ * timeout (at most 1 s), then twice that, four times … up to this cap (ms): however many jobs want an
+ * unreachable or hanging agent's card, it is asked about once per window (issue 12 kind 4: agent calls
+ * stay bounded without progress).
  */
 export const CARD_RETRY_CAP_MS = 60_000;
-const CARD_RETRY_BASE_MS = 1_000;
+const CARD_RETRY_BASE_MAX_MS = 1_000;
 
 export class AgentDirectory {
   private readonly cardCache = createAgentCardCache();
@@ -89,7 +90,8 @@ export class AgentDirectory {
       });
     } catch (error) {
       const count = (this.cardFailures.get(agentCardUrl)?.count ?? 0) + 1;
-      this.cardFailures.set(agentCardUrl, { error, count, until: this.options.now() + Math.min(CARD_RETRY_BASE_MS * 2 ** (count - 1), CARD_RETRY_CAP_MS) });
+      const baseMs = Math.min(this.options.requestTimeoutMs, CARD_RETRY_BASE_MAX_MS);
+      this.cardFailures.set(agentCardUrl, { error, count, until: this.options.now() + Math.min(baseMs * 2 ** (count - 1), CARD_RETRY_CAP_MS) });
       throw error;
     }
     this.cardFailures.delete(agentCardUrl);

@@ -8,7 +8,7 @@
  * ListTasks read of our task (found by our messageId). TaskNotFound goes to
  * `not-found.ts`.
  */
-import { A2AError, JournalError, ProtocolError, TaskNotFoundError, applyTask, isRetryable, isTerminalTaskState, type DelegationRecord, type ObservationResult, type Task } from '@durable-a2a/shared';
+import { A2AError, JournalError, LimitExceededError, ProtocolError, TaskNotFoundError, applyTask, isRetryable, isTerminalTaskState, type DelegationRecord, type ObservationResult, type Task } from '@durable-a2a/shared';
 import { findTaskByMessageId } from './search.ts';
 import type { WorkerContext } from '../context.ts';
 import { handleTaskNotFound } from './not-found.ts';
@@ -41,7 +41,8 @@ export async function readOnce(ctx: WorkerContext, record: DelegationRecord, fen
     if (!isRetryable(error) && !protocolErrorCode) throw error;
     log.warn({ err: error }, 'GetTask failed; the progress rule decides when to look again');
     // A GetTask answer we cannot use (another request id, another task, a refusal): ListTasks may still show the task.
-    const listed = protocolErrorCode ? await readByList(ctx, record, log) : undefined;
+    // Not an answer over a limit: ListTasks would carry the same task (and the same excess).
+    const listed = protocolErrorCode && !(error instanceof LimitExceededError) ? await readByList(ctx, record, log) : undefined;
     if (listed) return applyRead(ctx, record, fence, listed, `${why}; GetTask failed: ${protocolErrorCode}; ListTasks ${listed.status.state}`);
     return afterObservation(ctx, ref, { what: `${why}; GetTask failed: ${codeOf(error)}`, protocolErrorCode }, fence);
   }

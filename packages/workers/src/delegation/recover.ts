@@ -82,7 +82,8 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   // Parked: re-read (the agent may have moved on). Otherwise reattach: the subscription's
   // first event is the authoritative snapshot, and a refusal means terminal (one GetTask).
   if (isParked(record.state)) return rereadTask(ctx, record, log);
-  await followLater(ctx, ref, 0);
+  // Within a no-progress run the progress rule's count carries over: a slow-polled delegation is read, not resubscribed.
+  await followLater(ctx, ref, record.noProgressSince === undefined ? 0 : record.noProgressCount);
   return 'reattached';
 }
 
