@@ -23,17 +23,17 @@ module.exports = {
       name: 'decide-is-pure',
       comment: 'The decider (journal in, decision out) reaches no I/O: no Redis, BullMQ, HTTP, node built-ins, journal class or transports.',
       severity: 'error',
-      from: { path: '^packages/shared/src/(decide|attempt-message)\\.ts$' },
+      from: { path: '^packages/shared/src/(decide|decide-[a-z]+|attempt-message)\\.ts$' },
       to: {
         reachable: true,
-        path: 'node_modules/(ioredis|bullmq|undici|pino|prom-client)/|^packages/shared/src/(journal/journal|registry|redis|a2a/(http|jsonrpc|rest|client|stream|sse|card))\\.ts$',
+        path: 'node_modules/(ioredis|bullmq|undici|pino|prom-client)/|^packages/shared/src/(journal/(journal|core|scripts|unfinished-index|workflows|delegations|status|replies|coordination)|registry|redis|a2a/(http|jsonrpc|rest|client|stream|sse|card))\\.ts$',
       },
     },
     {
       name: 'decide-imports-no-node-builtins',
       comment: 'The decider uses no node built-in (fs, net, crypto, timers): it is a pure function.',
       severity: 'error',
-      from: { path: '^packages/shared/src/(decide|attempt-message)\\.ts$' },
+      from: { path: '^packages/shared/src/(decide|decide-[a-z]+|attempt-message)\\.ts$' },
       to: { dependencyTypes: ['core'] },
     },
     {
@@ -72,7 +72,7 @@ module.exports = {
       from: {
         path: '^packages/',
         pathNot:
-          '^packages/shared/src/(journal/journal|journal/changes|journal/listing|journal/durability|registry|redis|redis-sentinel)\\.ts$|^packages/producer/src/(producer|server/routes/ops)\\.ts$|^packages/workers/src/persistence\\.ts$|^packages/[^/]+/test/',
+          '^packages/shared/src/(journal/[^/]+|registry|redis|redis-sentinel)\\.ts$|^packages/producer/src/(calls/context|server/routes/ops)\\.ts$|^packages/workers/src/persistence\\.ts$|^packages/[^/]+/test/',
       },
       to: { path: 'node_modules/ioredis/' },
     },

@@ -11,9 +11,7 @@ export default defineConfig({
   ssr: { resolve: { conditions: [SOURCE_CONDITION, ...defaultServerConditions] } },
   test: {
     include: ['packages/*/test/**/*.test.ts', 'test/**/*.test.ts'],
-    // The Sentinel failover chaos run is not yet reliable (a worker can crash on an ioredis
-    // SentinelConnector rejection mid-failover): `pnpm test:failover` runs it on its own.
-    exclude: ['**/node_modules/**', ...(process.env.DA2A_TEST_FAILOVER ? [] : ['test/failover.test.ts'])],
+    exclude: ['**/node_modules/**'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
     pool: 'forks',

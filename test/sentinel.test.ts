@@ -1,12 +1,15 @@
 /**
  * The Sentinel harness and the journal's durability setting against it: clients on a
  * `redis-sentinel://` URL follow a promoted replica; WAIT refuses a write the replica has not
- * acknowledged (typed, retryable) and accepts it once the replica caught up.
+ * acknowledged (typed, retryable) and accepts it once the replica caught up; a failover announced
+ * while a client is asking a Sentinel for the primary neither ends the client nor fails what it queued.
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Journal, ReplicationTimeoutError, buildIntent, connectionGeneration, createLogger, createRedisClient } from '@durable-a2a/shared';
+import { Redis } from 'ioredis';
+import { Journal, ReplicationTimeoutError, buildIntent, connectionGeneration, createLogger, createRedisClient, waitUntilConnected } from '@durable-a2a/shared';
 import { createServer } from '@durable-a2a/producer/server';
-import { useSentinelSet } from './harness/sentinel.ts';
+import { eventually } from './harness/fleet.ts';
+import { MASTER_NAME, startRelay, useSentinelSet } from './harness/sentinel.ts';
 
 const sentinelSet = useSentinelSet();
 const clients: { quit(): Promise<unknown> }[] = [];
@@ -110,4 +113,89 @@ describe('Sentinel set and replica-acknowledged journal writes', () => {
     await journal.createWorkflow('w-after', { state: 'RUNNING' });
     await journal.awaitReplicas('w-after', again);
   });
+
+  it('+switch-master while a reconnect is asking a Sentinel: the client reconnects to the new primary and its queued command runs (ioredis SentinelConnector race)', async () => {
+    const asking = await clientAskingThroughRelay();
+    const admin = asking.others.map((port) => new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 }));
+    const detectorSubscriptions = async () => {
+      const lists = await Promise.all(admin.map((client) => client.call('CLIENT', 'LIST') as Promise<string>));
+      return lists.map((list) => list.split('\n').filter((line) => / sub=1 /.test(line)).length);
+    };
+    try {
+      const before = await detectorSubscriptions();
+      const redis = asking.connect();
+      await redis.set('queued', '0');
+      // Its failover detector listens for +switch-master on the other two Sentinels.
+      await eventually(async () => (await detectorSubscriptions()).every((count, index) => count > before[index]!), 'the failover detector subscribed', 10_000);
+      const oldPort = await asking.reconnectWhileHeld();
+      const queued = redis.incr('queued');
+      // A failover the Sentinels announce meanwhile (retried while they have not yet seen a good replica).
+      await eventually(async () => (await admin[0]!.call('SENTINEL', 'FAILOVER', MASTER_NAME)) === 'OK', 'SENTINEL FAILOVER accepted', 30_000, 200);
+      const newPort = await sentinelSet().awaitPromotion(oldPort);
+      // Every Sentinel names the new primary: the +switch-master messages are out; give them time to arrive.
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(redis.status).toBe('connecting');
+      await asking.relay.hold(false);
+      // Before the fix: the queued command rejected with "Connection is closed." and the client ended for good.
+      await expect(queued).resolves.toBe(1);
+      expect(await waitUntilConnected(redis, 10_000)).toBe(true);
+      await eventually(async () => ((await redis.role()) as unknown[])[0] === 'master', 'the client on the new primary', 15_000);
+      expect(Number(((await redis.call('CONFIG', 'GET', 'port')) as string[])[1])).toBe(newPort);
+      await redis.set('after', '1');
+    } finally {
+      for (const client of admin) client.disconnect();
+      await asking.relay.close();
+    }
+  });
+
+  it('closed by its owner while a reconnect is asking a Sentinel: the client ends once the answer arrives and does not reconnect', async () => {
+    const asking = await clientAskingThroughRelay();
+    try {
+      const redis = asking.connect();
+      await redis.ping();
+      await asking.reconnectWhileHeld();
+      const queued = redis.incr('closed').catch((error: unknown) => error);
+      redis.disconnect();
+      await asking.relay.hold(false);
+      await eventually(async () => redis.status === 'end', 'the client ended', 10_000);
+      expect(String(await queued)).toMatch(/Connection is closed/);
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      expect(redis.status).toBe('end');
+    } finally {
+      await asking.relay.close();
+    }
+  });
 });
+
+/**
+ * A client on the Sentinel set that asks the first Sentinel through a relay that can hold the answer back;
+ * `reconnectWhileHeld` holds it, drops the client's connection from the primary's side and resolves (with
+ * the primary's port) once the client is reconnecting, waiting for that answer.
+ */
+async function clientAskingThroughRelay() {
+  const [first, ...others] = sentinelSet().sentinelPorts;
+  const relay = await startRelay(first!);
+  let redis: ReturnType<typeof createRedisClient> | undefined;
+  return {
+    relay,
+    others,
+    connect() {
+      redis = createRedisClient(`redis-sentinel://${[relay.port, ...others].map((port) => `127.0.0.1:${port}`).join(',')}/${MASTER_NAME}`);
+      redis.on('error', () => undefined);
+      clients.push(redis);
+      return redis;
+    },
+    async reconnectWhileHeld() {
+      await relay.hold(true);
+      const port = await sentinelSet().primaryPort();
+      const primary = new Redis(port, '127.0.0.1', { maxRetriesPerRequest: 1 });
+      try {
+        await primary.client('KILL', 'ID', String(await redis!.client('ID')));
+      } finally {
+        primary.disconnect();
+      }
+      await eventually(async () => redis!.status === 'connecting', 'the client asking a Sentinel', 10_000);
+      return port;
+    },
+  };
+}

@@ -221,11 +221,13 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
     const trip = random() < tripShare;
     const id = `${trip ? 'trip' : 'job'}-${options.seed}-${index}`;
     kinds.set(id, trip ? 'trip' : 'single');
+    // Drawn once: a retry must send the same workflow (a different one under the same id is a conflict).
+    if (trip) carOutcome.set(id, random() < 0.5 ? 'book' : 'reject');
+    const parallelFlightAndHotel = trip && random() < 0.3;
     for (;;) {
       try {
         if (trip) {
-          carOutcome.set(id, random() < 0.5 ? 'book' : 'reject');
-          await producer.startWorkflow(travelWorkflow(id, { parallelFlightAndHotel: random() < 0.3 }));
+          await producer.startWorkflow(travelWorkflow(id, { parallelFlightAndHotel }));
         } else {
           await producer.delegate({ agent: agents.plain.handle.cardUrl, text: `job ${index}`, idempotencyKey: id });
         }

@@ -13,30 +13,32 @@ import { runFailoverChaos } from './failover.ts';
 
 quietSdkConsole();
 
-/** Violations counted by kind (the text before the first workflow-specific detail). */
-function violationKinds(violations: string[]): Record<string, number> {
-  const kinds: Record<string, number> = {};
+/** The kind of a violation (the text before the first workflow-specific detail). */
+function violationKind(violation: string): string {
+  if (/is gone|unreadable/.test(violation)) return 'acknowledged workflow lost';
+  if (/reply .* executed/.test(violation)) return 'reply executed twice';
+  if (/executed \d+ times/.test(violation)) return 'message executed twice';
+  if (/cancelled \d+ times/.test(violation)) return 'compensation run twice';
+  if (/not settled after/.test(violation)) return 'not settled in time (ended later)';
+  if (/ended .* without a reason/.test(violation)) return 'never ended';
+  if (/unfinished index/.test(violation)) return 'unfinished index not drained';
+  return 'other';
+}
+
+/** Violations grouped by kind; a lost workflow counts once (it is both unreadable in the run and gone at the end). */
+function violationsByKind(violations: string[]): Map<string, string[]> {
+  const byKind = new Map<string, string[]>();
+  const lost = new Set<string>();
   for (const violation of violations) {
-    const kind = /is gone/.test(violation)
-      ? 'acknowledged workflow gone'
-      : /unreadable/.test(violation)
-        ? 'acknowledged workflow unreadable'
-        : /reply .* executed/.test(violation)
-          ? 'reply executed twice'
-          : /executed \d+ times/.test(violation)
-            ? 'message executed twice'
-            : /cancelled \d+ times/.test(violation)
-              ? 'compensation run twice'
-              : /not settled after/.test(violation)
-                ? 'not settled in time (ended later)'
-                : /ended .* without a reason/.test(violation)
-                  ? 'never ended'
-                  : /unfinished index/.test(violation)
-                    ? 'unfinished index not drained'
-                    : 'other';
-    kinds[kind] = (kinds[kind] ?? 0) + 1;
+    const kind = violationKind(violation);
+    if (kind === 'acknowledged workflow lost') {
+      const id = /^(?:workflow )?(\S+)/.exec(violation)![1]!;
+      if (lost.has(id)) continue;
+      lost.add(id);
+    }
+    byKind.set(kind, [...(byKind.get(kind) ?? []), violation]);
   }
-  return kinds;
+  return byKind;
 }
 
 const seed = seedFromEnvironment();
@@ -47,6 +49,7 @@ console.log(`chaos:failover: CHAOS_SEED=${seed} CHAOS_WORKFLOWS=${workflows} FAI
 let failed = false;
 for (const mode of modes) {
   const sentinelSet = await startSentinelSet();
+  const refusals: Record<string, number> = {};
   try {
     const report = await runFailoverChaos({
       sentinelSet,
@@ -55,13 +58,21 @@ for (const mode of modes) {
       awaitReplica: mode === 'on',
       lagMs,
       workflowTimeoutMs: Number(process.env.FAILOVER_WORKFLOW_TIMEOUT_MS ?? 180_000),
-      log: (line) => console.log(`[${new Date().toISOString().slice(11, 23)}] WAIT ${mode}: ${line}`),
+      log: (line) => {
+        // Producer calls refused and retried with the same id, by error.
+        const refused = /^start \S+ failed \((\w+)/.exec(line);
+        if (refused) refusals[refused[1]!] = (refusals[refused[1]!] ?? 0) + 1;
+        console.log(`[${new Date().toISOString().slice(11, 23)}] WAIT ${mode}: ${line}`);
+      },
     });
     console.log(JSON.stringify({ wait: mode, ...report, violations: report.violations.length }, null, 2));
-    // The slow ones last: what was lost or done twice matters first.
-    const ordered = [...report.violations].sort((a, b) => Number(/not settled after/.test(a)) - Number(/not settled after/.test(b)));
-    for (const violation of ordered.slice(0, 30)) console.log(`WAIT ${mode} VIOLATION: ${violation}`);
-    console.log(`WAIT ${mode} violations by kind: ${JSON.stringify(violationKinds(report.violations))}`);
+    const byKind = violationsByKind(report.violations);
+    for (const [kind, examples] of byKind) {
+      for (const violation of examples.slice(0, 8)) console.log(`WAIT ${mode} VIOLATION (${kind}): ${violation}`);
+      if (examples.length > 8) console.log(`WAIT ${mode} VIOLATION (${kind}): … ${examples.length - 8} more`);
+    }
+    console.log(`WAIT ${mode} violations by kind: ${JSON.stringify(Object.fromEntries([...byKind].map(([kind, examples]) => [kind, examples.length])))}`);
+    console.log(`WAIT ${mode} producer calls refused and retried, by error: ${JSON.stringify(refusals)}`);
     if (mode === 'on' && report.violations.length > 0) failed = true;
     console.log(`WAIT ${mode}: ${report.violations.length} violation(s) in ${Math.round(report.durationMs / 1000)} s`);
   } finally {

@@ -21,6 +21,8 @@ export const MASTER_NAME = 'da2a';
 export interface SentinelSetHandle {
   /** `redis-sentinel://127.0.0.1:a,127.0.0.1:b,127.0.0.1:c/da2a` */
   readonly url: string;
+  /** The three Sentinels' ports (the order of `url`). */
+  readonly sentinelPorts: readonly number[];
   /** The data nodes, by port (the first one starts as primary). */
   readonly servers: ReadonlyMap<number, RedisServerHandle>;
   /** The primary's port as the Sentinels report it. */
@@ -40,7 +42,7 @@ export interface SentinelSetHandle {
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The relay (test/harness/relay-process.mjs) in its own process: 127.0.0.1:port → target, downstream can be held back. */
-async function startRelay(targetPort: number): Promise<{ port: number; hold(on: boolean): Promise<void>; cut(): Promise<void>; close(): Promise<void> }> {
+export async function startRelay(targetPort: number): Promise<{ port: number; hold(on: boolean): Promise<void>; cut(): Promise<void>; close(): Promise<void> }> {
   const child: ChildProcess = fork(fileURLToPath(new URL('./relay-process.mjs', import.meta.url)), [String(targetPort)], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const port = await new Promise<number>((resolve, reject) => {
     child.on('message', (message: { listening?: number }) => message.listening && resolve(message.listening));
@@ -134,6 +136,7 @@ export async function startSentinelSet(): Promise<SentinelSetHandle> {
   );
   const handle: SentinelSetHandle = {
     url: `redis-sentinel://${sentinels.map((sentinel) => `127.0.0.1:${sentinel.port}`).join(',')}/${MASTER_NAME}`,
+    sentinelPorts: sentinels.map((sentinel) => sentinel.port),
     servers,
     primaryPort: () => masterOf(clients[0]!),
     holdReplication: (hold) => relay.hold(hold),

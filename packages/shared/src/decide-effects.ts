@@ -13,7 +13,7 @@
  */
 import type { Step } from './workflow.ts';
 import { isFinished } from './journal/states.ts';
-import type { AttemptView, Decision, WorkflowSnapshot } from './decide.ts';
+import type { AttemptView, Decision, WorkflowSnapshot } from './decide-types.ts';
 
 /**
  * True when a step attempt had, or may have had, a side effect: a verifier's finding decides when there is

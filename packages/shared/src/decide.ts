@@ -7,79 +7,12 @@
  * `decide-is-pure`).
  */
 import { dependenciesOf, type Step, type WorkflowDefinition } from './workflow.ts';
-import { UNSUCCESSFUL_STATES, isFinished, type JournalState, type WorkflowState } from './journal/states.ts';
-import type { AttentionCode } from './journal/workflow-record.ts';
+import { UNSUCCESSFUL_STATES, isFinished } from './journal/states.ts';
 import { cancelOutcome, needsUndo, pendingAttempt } from './decide-effects.ts';
+import type { AttemptView, CandidateLookup, Decision, FailureKind, FirstAttempt, PreviousAttempt, WorkflowSnapshot } from './decide-types.ts';
 
 export { needsUndo, mayHaveEffect, pendingAttempt } from './decide-effects.ts';
-
-/** A verifier's finding about a step's side effect. */
-export type Effect = 'present' | 'absent' | 'unknown';
-
-/**
- * Why an attempt failed, as a type (never read from the reason's text):
- * `failed` (refused, failed or canceled by the agent: try another agent), `lost` (the agent forgot the
- * task: the same agent may be tried again), `ambiguous` (a send that could not be proven, run again by a
- * read-only step or a person's approval: the same agent may be tried again), `no-effect` (COMPLETED, but
- * the verifier found nothing).
- */
-export type FailureKind = 'failed' | 'lost' | 'ambiguous' | 'no-effect';
-
-/** The parts of a delegation record the decision reads. */
-export interface AttemptView {
-  delegationId: string;
-  step: string;
-  kind: 'step' | 'compensation';
-  attempt: number;
-  agentCardUrl: string;
-  state: JournalState;
-  taskId?: string;
-  contextId?: string;
-  error?: { code: string; message: string };
-  effect?: Effect;
-  /** Journaled at start, waiting for earlier steps. */
-  held?: boolean;
-  /** A person looked at this AMBIGUOUS attempt and asked to run the step again (`producer.resolve`). */
-  retryApproved?: boolean;
-}
-
-export interface WorkflowSnapshot {
-  definition: WorkflowDefinition;
-  state: WorkflowState;
-  cancelRequested: boolean;
-  /** Set once a step failed for good: the workflow is stopping (no new attempts; running ones are canceled). */
-  stopping?: string[];
-  attempts: AttemptView[];
-}
-
-/** A failed attempt carried into the next one, so the next agent does not repeat it. */
-export interface PreviousAttempt {
-  delegationId: string;
-  agentCardUrl: string;
-  taskId?: string;
-  contextId?: string;
-  reason: string;
-  kind: FailureKind;
-}
-
-export type Decision =
-  | { kind: 'wait'; reason: string }
-  | { kind: 'start-attempt'; step: string; attempt: number; agentCardUrl: string; previous: PreviousAttempt[] }
-  | { kind: 'release'; step: string; delegationId: string }
-  /**
-   * A step failed for good: the workflow is stopping (journaled with `reasons`), and the attempts still
-   * running elsewhere are canceled (CancelTask) before undoing.
-   */
-  | { kind: 'cancel-running'; reasons: string[]; delegationIds: string[] }
-  | { kind: 'complete' }
-  /** The workflow ends FAILED, or CANCELED when `canceled` (only when no attempt has or may have an effect). */
-  | { kind: 'fail'; step?: string; reasons: string[]; canceled?: boolean }
-  | { kind: 'compensate'; reason: string }
-  /** A person decides; `delegationId` and `evidence` name the attempt to look at, when there is one. */
-  | { kind: 'needs-attention'; step: string; code: AttentionCode; reason: string; delegationId?: string; evidence?: Record<string, unknown> };
-
-/** Agent Card URLs that can run a step, best first (registry lookup by skill, done before deciding). */
-export type CandidateLookup = (step: Step) => string[];
+export type { AttemptView, CandidateLookup, Decision, Effect, FailureKind, FirstAttempt, PreviousAttempt, WorkflowSnapshot } from './decide-types.ts';
 
 const FAILED_STATES = UNSUCCESSFUL_STATES;
 
@@ -106,67 +39,90 @@ export function failureOf(attempt: AttemptView, step: Step): string | undefined 
 /** Decides the next action of a workflow (the first one, in step order; `advance` asks again after applying it). */
 export function decide(snapshot: WorkflowSnapshot, candidates: CandidateLookup): Decision {
   if (snapshot.state !== 'RUNNING') return { kind: 'wait', reason: `workflow is ${snapshot.state}` };
-  const stepAttempts = snapshot.attempts.filter((attempt) => attempt.kind === 'step');
-  const runningAll = stepAttempts.filter((attempt) => !attempt.held && !isFinished(attempt.state));
   // Canceled: the outcome waits for what every attempt did, then never contradicts it (decide-effects.ts).
   // A stop already decided (a step failed for good, or a person abandoned the workflow) takes precedence.
   if (snapshot.cancelRequested && !snapshot.stopping) return cancelOutcome(snapshot);
-  if (snapshot.stopping) {
-    // Start nothing new, wait for what runs, then undo what can be undone, or FAILED: never CANCELED.
-    const pending = pendingAttempt(snapshot);
-    if (pending) return { kind: 'wait', reason: `stopping; ${pending.delegationId} is ${pending.state}` };
-    return compensateOrFail(snapshot, snapshot.stopping[0]!, snapshot.stopping.slice(1));
-  }
+  if (snapshot.stopping) return stoppingOutcome(snapshot, snapshot.stopping);
+  const stepAttempts = snapshot.attempts.filter((attempt) => attempt.kind === 'step');
+  const rules: StepRules = {
+    snapshot,
+    candidates,
+    stepAttempts,
+    running: stepAttempts.filter((attempt) => !attempt.held && !isFinished(attempt.state)),
+    done: new Set<string>(),
+  };
   const steps = snapshot.definition.steps;
-  const done = new Set<string>();
   let waiting: Decision | undefined;
   for (const [index, step] of steps.entries()) {
-    const attempts = stepAttempts.filter((attempt) => attempt.step === step.name).sort((a, b) => a.attempt - b.attempt);
-    const latest = attempts.at(-1);
-    const ready = dependenciesOf(steps, index).every((name) => done.has(name));
-    if (!ready) continue;
-    if (!latest) return orCompensate(snapshot, startAttempt(step, 1, [], candidates), runningAll);
-    if (latest.held) return { kind: 'release', step: step.name, delegationId: latest.delegationId };
-    // An attempt that failed after its side effect happened (verified present, or unknown) is not
-    // re-delegated: a second agent would do it again. Undo what was done, or ask a person.
-    // LOST with its effect verified present: the agent forgot a task that did its work; decide from the effect.
-    if (latest.state === 'LOST' && latest.effect === 'present') {
-      done.add(step.name);
-      continue;
-    }
-    if (FAILED_STATES.has(latest.state) && (latest.effect === 'present' || latest.effect === 'unknown')) {
-      const reason = `${latest.delegationId} ended ${latest.state} but its effect is ${latest.effect}`;
-      if (!step.compensation) {
-        return { kind: 'needs-attention', step: step.name, code: 'EFFECT_WITHOUT_COMPENSATION', reason: `${reason} and the step has no compensation` };
-      }
-      return orCompensate(snapshot, { kind: 'fail', step: step.name, reasons: [reason] }, runningAll);
-    }
-    const outcome = stepOutcome(step, latest);
-    if (outcome === 'done') {
-      done.add(step.name);
-      continue;
-    }
-    if (outcome !== 'failed') {
-      if (outcome.kind !== 'wait') return outcome;
-      waiting ??= outcome;
-      continue;
-    }
-    const carried: PreviousAttempt[] = attempts.flatMap((attempt) => {
-      const failure = classifyFailure(attempt, step);
-      if (!failure) return [];
-      return [{ delegationId: attempt.delegationId, agentCardUrl: attempt.agentCardUrl, taskId: attempt.taskId, contextId: attempt.contextId, ...failure }];
-    });
-    // An attempt a person sent back (AMBIGUOUS, retry approved) does not use up the budget.
-    if (attempts.filter((attempt) => !attempt.retryApproved).length >= snapshot.definition.maxAttemptsPerStep) {
-      const reasons = carried.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
-      const failed: Decision = { kind: 'fail', step: step.name, reasons: [...reasons, `step ${step.name} exhausted its budget of ${snapshot.definition.maxAttemptsPerStep}`] };
-      return orCompensate(snapshot, failed, runningAll);
-    }
-    return orCompensate(snapshot, startAttempt(step, attempts.length + 1, carried, candidates), runningAll);
+    if (!dependenciesOf(steps, index).every((name) => rules.done.has(name))) continue;
+    const outcome = decideStep(rules, step);
+    if (outcome === 'done') rules.done.add(step.name);
+    else if (outcome.kind === 'wait') waiting ??= outcome;
+    else return outcome;
   }
   if (waiting) return waiting;
-  if (steps.every((step) => done.has(step.name))) return { kind: 'complete' };
+  if (steps.every((step) => rules.done.has(step.name))) return { kind: 'complete' };
   return { kind: 'wait', reason: 'steps are waiting for earlier steps' };
+}
+
+/** What `decide` walks the steps with: the snapshot, its step attempts, those still running, the steps done so far. */
+interface StepRules {
+  snapshot: WorkflowSnapshot;
+  candidates: CandidateLookup;
+  stepAttempts: AttemptView[];
+  running: AttemptView[];
+  done: Set<string>;
+}
+
+/** Stopping: start nothing new, wait for what runs, then undo what can be undone, or FAILED: never CANCELED. */
+function stoppingOutcome(snapshot: WorkflowSnapshot, stopping: string[]): Decision {
+  const pending = pendingAttempt(snapshot);
+  if (pending) return { kind: 'wait', reason: `stopping; ${pending.delegationId} is ${pending.state}` };
+  return compensateOrFail(snapshot, stopping[0]!, stopping.slice(1));
+}
+
+/** One ready step: `done`, a wait (the walk goes on), or the decision to act on. */
+function decideStep(rules: StepRules, step: Step): 'done' | Decision {
+  const attempts = rules.stepAttempts.filter((attempt) => attempt.step === step.name).sort((a, b) => a.attempt - b.attempt);
+  const latest = attempts.at(-1);
+  if (!latest) return orCompensate(rules.snapshot, startAttempt(step, 1, [], rules.candidates), rules.running);
+  if (latest.held) return { kind: 'release', step: step.name, delegationId: latest.delegationId };
+  const effect = effectRule(rules, step, latest);
+  if (effect) return effect;
+  const outcome = stepOutcome(step, latest);
+  return outcome === 'failed' ? nextAttemptOrFail(rules, step, attempts) : outcome;
+}
+
+/**
+ * An attempt that failed after its side effect happened (verified present, or unknown) is not
+ * re-delegated: a second agent would do it again. Undo what was done, or ask a person.
+ * LOST with its effect verified present: the agent forgot a task that did its work; decide from the effect.
+ */
+function effectRule(rules: StepRules, step: Step, latest: AttemptView): 'done' | Decision | undefined {
+  if (latest.state === 'LOST' && latest.effect === 'present') return 'done';
+  if (!FAILED_STATES.has(latest.state) || (latest.effect !== 'present' && latest.effect !== 'unknown')) return undefined;
+  const reason = `${latest.delegationId} ended ${latest.state} but its effect is ${latest.effect}`;
+  if (!step.compensation) {
+    return { kind: 'needs-attention', step: step.name, code: 'EFFECT_WITHOUT_COMPENSATION', reason: `${reason} and the step has no compensation` };
+  }
+  return orCompensate(rules.snapshot, { kind: 'fail', step: step.name, reasons: [reason] }, rules.running);
+}
+
+/** The latest attempt failed: re-delegate with the failures carried, or fail the step when its budget is spent. */
+function nextAttemptOrFail(rules: StepRules, step: Step, attempts: AttemptView[]): Decision {
+  const { snapshot } = rules;
+  const carried: PreviousAttempt[] = attempts.flatMap((attempt) => {
+    const failure = classifyFailure(attempt, step);
+    if (!failure) return [];
+    return [{ delegationId: attempt.delegationId, agentCardUrl: attempt.agentCardUrl, taskId: attempt.taskId, contextId: attempt.contextId, ...failure }];
+  });
+  // An attempt a person sent back (AMBIGUOUS, retry approved) does not use up the budget.
+  if (attempts.filter((attempt) => !attempt.retryApproved).length >= snapshot.definition.maxAttemptsPerStep) {
+    const reasons = carried.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
+    const failed: Decision = { kind: 'fail', step: step.name, reasons: [...reasons, `step ${step.name} exhausted its budget of ${snapshot.definition.maxAttemptsPerStep}`] };
+    return orCompensate(snapshot, failed, rules.running);
+  }
+  return orCompensate(snapshot, startAttempt(step, attempts.length + 1, carried, rules.candidates), rules.running);
 }
 
 /** What the latest attempt of a step means for the workflow. */
@@ -228,14 +184,6 @@ function orCompensate(snapshot: WorkflowSnapshot, decision: Decision, running: A
     return { kind: 'cancel-running', reasons: decision.reasons, delegationIds: running.map((attempt) => attempt.delegationId) };
   }
   return compensateOrFail(snapshot, decision.reasons.at(-1)!, decision.reasons.slice(0, -1), decision.step);
-}
-
-/** A step's first attempt as the producer journals it at start. */
-export interface FirstAttempt {
-  step: Step;
-  agentCardUrl: string;
-  /** Waits for earlier steps (journaled, not sent, until `decide` releases it). */
-  held: boolean;
 }
 
 /**

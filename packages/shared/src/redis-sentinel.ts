@@ -3,14 +3,15 @@
  * names the Sentinels (at least one; list them all) and the monitored master's name. The client asks the
  * Sentinels for the current primary, reconnects to the promoted replica after a failover (ioredis
  * `failoverDetector` listens for `+switch-master` so it does not wait for the dead primary's TCP timeout),
- * and every `duplicate()` (BullMQ's blocking connections) carries the same options, so the producer,
+ * and every `duplicate()` (BullMQ's blocking connections) carries the same options (including the
+ * connector that survives a `+switch-master` mid-reconnect, `FailoverSafeSentinelConnector`), so the producer,
  * the workers, the API and BullMQ all follow the primary.
  *
  * The password (if any) is the data nodes' `requirepass`; Sentinels with their own password take
  * `?sentinelPassword=…`. Durability across a failover is not given by Sentinel (replication is
  * asynchronous); see `journal/durability.ts`.
  */
-import { Redis, type RedisOptions } from 'ioredis';
+import { Redis, SentinelConnector, type RedisOptions, type SentinelConnectionOptions } from 'ioredis';
 import { z } from 'zod';
 
 export const SENTINEL_SCHEME = 'redis-sentinel://';
@@ -79,8 +80,10 @@ export function sentinelRedisOptions(target: SentinelTarget, options: RedisOptio
     ...options,
     sentinels: target.sentinels,
     name: target.name,
-    // Reconnect as soon as the Sentinels announce a new primary.
+    // Reconnect as soon as the Sentinels announce a new primary, with ioredis' Sentinel connector fixed
+    // for an announcement that arrives while a reconnect is asking the Sentinels (FailoverSafeSentinelConnector below).
     failoverDetector: true,
+    Connector: FailoverSafeSentinelConnector,
     ...(target.username ? { username: target.username } : {}),
     ...(target.password ? { password: target.password } : {}),
     ...(target.sentinelPassword ? { sentinelPassword: target.sentinelPassword } : {}),
@@ -91,4 +94,77 @@ export function sentinelRedisOptions(target: SentinelTarget, options: RedisOptio
 /** A client on the Sentinel-managed primary named by `url`. */
 export function createSentinelClient(url: string, options: RedisOptions = {}): Redis {
   return new Redis(sentinelRedisOptions(parseSentinelUrl(url), options));
+}
+
+/*
+ * ioredis' Sentinel connector, made safe for the failover it exists for (ioredis 5.11.1).
+ *
+ * The defect: with `failoverDetector`, the connector subscribes to `+switch-master` on the Sentinels
+ * when a connection comes up, and on that message calls its own `disconnect()` so that ioredis
+ * reconnects to the promoted replica. The detector of the last good connection lives on while the
+ * client, whose primary died, reconnects again and again. If the Sentinels announce the new primary
+ * while one of those reconnects is asking a Sentinel where the primary is (`connectToNext` awaiting
+ * `resolve`), `disconnect()` clears the connector's `connecting` flag, `connectToNext` then throws
+ * `Connection is closed.`, and ioredis treats that as a failed connect: it rejects every queued
+ * command with that error (an unawaited one is an unhandled rejection, which kills a worker process)
+ * and sets the client to `end`, from which it never reconnects (a worker that stays up with a dead
+ * connection). Upstream ioredis has the same code; BullMQ #4378 is the same race reached through its
+ * blocking-connection watchdog.
+ *
+ * The fix: a `disconnect()` while a connect is asking the Sentinels does not abort that connect; the
+ * connect finishes, and the stream it produced is closed at once. ioredis' own close handler then
+ * decides, as for any lost connection: a client being closed by its owner (`quit`/`disconnect()`) ends,
+ * any other (the failover detector, `disconnect(true)`) reconnects and asks the Sentinels again. Nothing
+ * queued is failed. If every Sentinel is unreachable meanwhile, the connector falls back to ioredis'
+ * behaviour (the connect is aborted), so closing a client never waits on a Sentinel that does not answer.
+ */
+
+type ErrorEmitter = (type: string, error: Error) => void;
+type SentinelStream = Awaited<ReturnType<SentinelConnector['connect']>>;
+
+/** ioredis `Connector` for `sentinels` / `name` (every `duplicate()` carries it); see the comment above. */
+export class FailoverSafeSentinelConnector extends SentinelConnector {
+  /** A connect is asking the Sentinels for the primary (no stream of its own yet). */
+  private askingSentinels = false;
+  /** `disconnect()` was called while asking: close the stream the connect produces. */
+  private closeWhenConnected = false;
+
+  /** `options`: ioredis' Sentinel connection options (ioredis passes the client's options). */
+  constructor(options: unknown) {
+    super(options as SentinelConnectionOptions);
+  }
+
+  override connect(eventEmitter: ErrorEmitter): Promise<SentinelStream> {
+    this.askingSentinels = true;
+    this.closeWhenConnected = false;
+    const emit: ErrorEmitter = (type, error) => {
+      // "All sentinels are unreachable": do not keep a client that is being closed waiting for them.
+      if (this.closeWhenConnected && type === 'error') this.connecting = false;
+      eventEmitter(type, error);
+    };
+    return super.connect(emit).then(
+      (stream) => {
+        this.askingSentinels = false;
+        if (this.closeWhenConnected) {
+          this.closeWhenConnected = false;
+          // ioredis sees a destroyed stream and runs its close handler (end or reconnect).
+          stream.destroy();
+        }
+        return stream;
+      },
+      (error: unknown) => {
+        this.askingSentinels = false;
+        this.closeWhenConnected = false;
+        throw error;
+      },
+    );
+  }
+
+  override disconnect(): void {
+    // Ends the previous stream and the previous failover detector's Sentinel connections in any case.
+    super.disconnect();
+    if (!this.askingSentinels) return;
+    this.connecting = true;
+    this.closeWhenConnected = true;
+  }
 }

@@ -6,7 +6,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import express from 'express';
-import type { AgentCard, AgentInterface } from '@a2a-js/sdk';
+import type { AgentCard } from '@a2a-js/sdk';
 import {
   DefaultPushNotificationSender,
   DefaultRequestHandler,
@@ -15,6 +15,7 @@ import {
 } from '@a2a-js/sdk/server';
 import { UserBuilder, agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import { completesWith, type Behaviour } from './agent-behaviours.ts';
+import { buildCard } from './agent-card.ts';
 import { ScriptedExecutor, type ReceivedMessage } from './agent-executor.ts';
 import { countingRequestHandler, streamDropper, type A2AMethod } from './agent-instrumentation.ts';
 import { closeServer, listenOnLoopback, trackSockets } from './ports.ts';
@@ -104,6 +105,76 @@ export interface DemoAgentHandle {
   close(): Promise<void>;
 }
 
+/** What the agent's express app reports to its handle. */
+interface AgentObservers {
+  countCall: (method: A2AMethod) => void;
+  httpRequests: SeenHttpRequest[];
+  /** Events after which SSE responses are cut (`dropStreamsAfter`); undefined = none. */
+  dropLimit: () => number | undefined;
+  onDrop: () => void;
+}
+
+/** The SDK's handlers behind express, with fresh task and push stores (a restart that forgets tasks builds a new one). */
+function buildAgentApp(card: AgentCard, executor: ScriptedExecutor, options: DemoAgentOptions, observers: AgentObservers): express.Express {
+  const pushEnabled = options.pushNotifications ?? true;
+  const pushStore = pushEnabled ? new InMemoryPushNotificationStore() : undefined;
+  const pushSender = pushStore
+    ? new DefaultPushNotificationSender(pushStore, {
+        ...(options.push?.timeoutMs !== undefined ? { timeout: options.push.timeoutMs } : {}),
+        ...(options.push?.tokenHeaderName !== undefined ? { tokenHeaderName: options.push.tokenHeaderName } : {}),
+      })
+    : undefined;
+  const sdkHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor, undefined, pushStore, pushSender);
+  const requestHandler = countingRequestHandler(sdkHandler, observers.countCall);
+  const app = express();
+  app.use((request, _response, next) => {
+    observers.httpRequests.push({ method: request.method, url: request.originalUrl, authorization: request.headers.authorization, traceparent: request.header('traceparent') });
+    next();
+  });
+  app.use(streamDropper(observers.dropLimit, observers.onDrop));
+  app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: requestHandler }));
+  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
+  app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
+  return app;
+}
+
+/** The agent's HTTP server: shut down (every connection cut) and listened again on the same port. */
+class RestartableServer {
+  private server: Server = createServer();
+  private sockets = trackSockets(this.server);
+  private running = true;
+
+  constructor(private readonly host: string | undefined) {}
+
+  /** Listens on `port` (0 = any free one); returns the bound port. */
+  listen(port: number): Promise<number> {
+    return listenOnLoopback(this.server, port, this.host);
+  }
+
+  serve(app: express.Express): void {
+    this.server.on('request', app);
+  }
+
+  /** Cuts all connections and stops listening. Safe to call twice. */
+  async shutDown(): Promise<void> {
+    if (!this.running) return;
+    this.running = false;
+    this.sockets.destroyAll();
+    await closeServer(this.server);
+    // Give in-process clients a turn of the event loop to see the FIN on their
+    // pooled keep-alive sockets, so the next request opens a fresh connection.
+    await new Promise((resolve) => setTimeout(resolve, CLOSE_SETTLE_MS));
+  }
+
+  /** A new server for `app` on the same `port`. */
+  async reopen(app: express.Express, port: number): Promise<void> {
+    this.server = createServer(app);
+    this.sockets = trackSockets(this.server);
+    await listenOnLoopback(this.server, port, this.host);
+    this.running = true;
+  }
+}
+
 /** Starts a scripted SDK agent on 127.0.0.1 and resolves once it listens. */
 export async function startDemoAgent(options: DemoAgentOptions = {}): Promise<DemoAgentHandle> {
   const executor = new ScriptedExecutor(options.behaviour ?? completesWith('done'));
@@ -112,48 +183,19 @@ export async function startDemoAgent(options: DemoAgentOptions = {}): Promise<De
   let dropLimit: number | undefined;
   let droppedStreams = 0;
 
-  let server: Server = createServer();
-  let sockets = trackSockets(server);
-  const port = await listenOnLoopback(server, options.port ?? 0, options.host);
+  const server = new RestartableServer(options.host);
+  const port = await server.listen(options.port ?? 0);
   const baseUrl = `http://${options.publicHost ?? '127.0.0.1'}:${port}`;
   const card = buildCard(baseUrl, options);
-
-  const buildApp = (): express.Express => {
-    const pushEnabled = options.pushNotifications ?? true;
-    const pushStore = pushEnabled ? new InMemoryPushNotificationStore() : undefined;
-    const pushSender = pushStore
-      ? new DefaultPushNotificationSender(pushStore, {
-          ...(options.push?.timeoutMs !== undefined ? { timeout: options.push.timeoutMs } : {}),
-          ...(options.push?.tokenHeaderName !== undefined ? { tokenHeaderName: options.push.tokenHeaderName } : {}),
-        })
-      : undefined;
-    const sdkHandler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor, undefined, pushStore, pushSender);
-    const requestHandler = countingRequestHandler(sdkHandler, (method) => counts.set(method, (counts.get(method) ?? 0) + 1));
-    const app = express();
-    app.use((request, _response, next) => {
-      httpRequests.push({ method: request.method, url: request.originalUrl, authorization: request.headers.authorization, traceparent: request.header('traceparent') });
-      next();
-    });
-    app.use(streamDropper(() => dropLimit, () => droppedStreams++));
-    app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: requestHandler }));
-    app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
-    app.use('/a2a/rest', restHandler({ requestHandler, userBuilder: UserBuilder.noAuthentication }));
-    return app;
+  const observers: AgentObservers = {
+    countCall: (method) => counts.set(method, (counts.get(method) ?? 0) + 1),
+    httpRequests,
+    dropLimit: () => dropLimit,
+    onDrop: () => droppedStreams++,
   };
-
-  let app = buildApp();
-  server.on('request', app);
-  let running = true;
-
-  const shutDown = async (): Promise<void> => {
-    if (!running) return;
-    running = false;
-    sockets.destroyAll();
-    await closeServer(server);
-    // Give in-process clients a turn of the event loop to see the FIN on their
-    // pooled keep-alive sockets, so the next request opens a fresh connection.
-    await new Promise((resolve) => setTimeout(resolve, CLOSE_SETTLE_MS));
-  };
+  let app = buildAgentApp(card, executor, options, observers);
+  server.serve(app);
+  const shutDown = (): Promise<void> => server.shutDown();
 
   return {
     port,
@@ -178,52 +220,10 @@ export async function startDemoAgent(options: DemoAgentOptions = {}): Promise<De
     async restart(restartOptions = {}) {
       await shutDown();
       executor.crashAll();
-      if (restartOptions.forgetTasks ?? true) app = buildApp();
-      server = createServer(app);
-      sockets = trackSockets(server);
-      await listenOnLoopback(server, port, options.host);
-      running = true;
+      if (restartOptions.forgetTasks ?? true) app = buildAgentApp(card, executor, options, observers);
+      await server.reopen(app, port);
     },
     stop: shutDown,
     close: shutDown,
-  };
-}
-
-function buildCard(baseUrl: string, options: DemoAgentOptions): AgentCard {
-  const urls: Record<DemoAgentBinding, string> = { JSONRPC: `${baseUrl}/a2a/jsonrpc`, 'HTTP+JSON': `${baseUrl}/a2a/rest` };
-  const interfaces: AgentInterface[] = (options.bindings ?? ['JSONRPC', 'HTTP+JSON']).map((binding) => ({
-    url: urls[binding],
-    protocolBinding: binding,
-    tenant: '',
-    protocolVersion: '1.0',
-  }));
-  const skills = options.skills ?? [{ id: 'demo', name: 'Demo', description: 'Does what the test scripted', tags: ['demo'] }];
-  return {
-    name: options.name ?? 'Demo agent',
-    description: options.description ?? 'A scripted A2A agent for integration tests',
-    supportedInterfaces: interfaces,
-    provider: undefined,
-    version: '1.0.0',
-    capabilities: {
-      streaming: options.streaming ?? true,
-      pushNotifications: options.pushNotifications ?? true,
-      extensions: [],
-      extendedAgentCard: false,
-    },
-    securitySchemes: {},
-    securityRequirements: [],
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: skills.map((skill) => ({
-      id: skill.id,
-      name: skill.name,
-      description: skill.description,
-      tags: skill.tags,
-      examples: skill.examples ?? [],
-      inputModes: [],
-      outputModes: [],
-      securityRequirements: [],
-    })),
-    signatures: [],
   };
 }

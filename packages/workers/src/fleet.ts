@@ -25,7 +25,8 @@ import {
   type QueueName,
 } from '@durable-a2a/shared';
 import { AgentDirectory } from './agents.ts';
-import type { CrashPoint, WorkerContext } from './context.ts';
+import type { WorkerContext } from './context.ts';
+import { crashPointHook } from './crash-point.ts';
 import { compileFleetOptions, type CompiledFleetOptions, type FleetOptions } from './options.ts';
 import { checkPersistence, type PersistenceReport } from './persistence.ts';
 import { watchFetchProgress, type FetchProgress, type QueueHealth } from './health.ts';
@@ -71,6 +72,8 @@ export interface Fleet {
   close(): Promise<void>;
 }
 
+type RedisClient = ReturnType<typeof createRedisClient>;
+
 const PROCESSORS: Record<QueueName, (job: Job, ctx: WorkerContext) => Promise<string>> = {
   send: processSend,
   follow: processFollow,
@@ -79,26 +82,8 @@ const PROCESSORS: Record<QueueName, (job: Job, ctx: WorkerContext) => Promise<st
   compensate: processCompensate,
 };
 
-/** The fault hook: stalls or SIGKILLs this process at the configured point (tests and demo only). */
-function crashPointHook(options: CompiledFleetOptions, logger: Logger): WorkerContext['crashPoint'] {
-  return (point: CrashPoint, step?: string) => {
-    const hits = (configured: string | undefined) => configured === point || (step !== undefined && configured === `${point}@${step}`);
-    if (hits(options.stallAt?.point)) {
-      logger.warn({ crashPoint: point, ms: options.stallAt!.ms }, 'stall point reached: blocking the event loop (fault injection)');
-      const until = Date.now() + options.stallAt!.ms;
-      while (Date.now() < until) {
-        // Busy wait on purpose: nothing else in this process may run (no lock renewal).
-      }
-    }
-    if (hits(options.crashAt)) {
-      logger.fatal({ crashPoint: point }, 'crash point reached: killing this process (fault injection)');
-      process.kill(process.pid, 'SIGKILL');
-    }
-  };
-}
-
 /** One BullMQ Worker for `name`, timed and watched for liveness (R23). */
-function startWorker(name: QueueName, context: WorkerContext, connection: ReturnType<typeof createRedisClient>, prefix: string, livenessStaleAfterMs: number, telemetry: Telemetry | undefined): { worker: Worker; watch: FetchProgress } {
+function startWorker(name: QueueName, context: WorkerContext, connection: RedisClient, prefix: string, livenessStaleAfterMs: number, telemetry: Telemetry | undefined): { worker: Worker; watch: FetchProgress } {
   const { options, metrics, logger } = context;
   let watch: FetchProgress | undefined;
   const processor: Processor = async (job) => {
@@ -134,6 +119,75 @@ function startWorker(name: QueueName, context: WorkerContext, connection: Return
   return { worker, watch };
 }
 
+/** What `createWorkerContext` wires together besides the caller's options. */
+interface ContextParts {
+  options: CompiledFleetOptions;
+  journalRedis: RedisClient;
+  queues: Record<QueueName, Queue>;
+  /** Every agent connection's dispatcher (the address policy's, R19). */
+  dispatcher: NonNullable<StartFleetOptions['dispatcher']>;
+  shutdownSignal: AbortSignal;
+  logger: Logger;
+  metrics: Metrics;
+  workerId: string;
+}
+
+/** The context every processor gets: journal, registry, queues, agents, handlers, logger, metrics, options. */
+function createWorkerContext(input: StartFleetOptions, parts: ContextParts): WorkerContext {
+  const { options, journalRedis, queues, dispatcher, logger } = parts;
+  return {
+    shutdownSignal: parts.shutdownSignal,
+    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation }),
+    registry: new AgentRegistry(journalRedis, options.prefix, options.now),
+    queues,
+    agents: new AgentDirectory({
+      ...{ credentials: input.credentials, dispatcher, addressPolicy: input.addressPolicy ?? {}, cardMaxAgeMs: 5 * 60_000 },
+      ...{ requestTimeoutMs: options.requestTimeoutMs, streamIdleTimeoutMs: options.streamIdleTimeoutMs, now: options.now, limits: options.limits },
+    }),
+    verifiers: new Map(Object.entries(input.verifiers ?? {})),
+    compensationHandlers: new Map(Object.entries(input.compensationHandlers ?? {})),
+    authHandlers: new Map(Object.entries(input.authHandlers ?? {})),
+    logger,
+    metrics: parts.metrics,
+    options,
+    workerId: parts.workerId,
+    crashPoint: crashPointHook(options, logger),
+  };
+}
+
+/** What a fleet closes, in order: workers (bounded by `timeoutMs`), open streams, queues, connections, its own dispatcher. */
+interface FleetResources {
+  workers: Worker[];
+  shutdown: AbortController;
+  queues: Record<QueueName, Queue>;
+  connection: RedisClient;
+  journalRedis: RedisClient;
+  ownDispatcher: { close(): Promise<void> } | undefined;
+  logger: Logger;
+  timeoutMs: number;
+}
+
+/** Graceful, bounded close of a fleet. */
+async function closeFleet({ workers, shutdown, queues, connection, journalRedis, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
+  // Stop fetching, then end open streams: each hands its delegation to another worker.
+  const graceful = Promise.all(workers.map((worker) => worker.close()));
+  shutdown.abort();
+  const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref());
+  if ((await Promise.race([graceful, timer])) === 'timeout') {
+    logger.warn({ timeoutMs }, 'close timed out; abandoning in-flight jobs to the stalled-job check');
+    await Promise.all(workers.map((worker) => worker.close(true)));
+  }
+  if (connection.status !== 'ready') {
+    // Redis down: a graceful close would wait for a reconnect that may never come.
+    for (const client of [connection, journalRedis]) client.disconnect();
+    await ownDispatcher?.close().catch(() => undefined);
+    return;
+  }
+  await Promise.all(Object.values(queues).map((queue) => queue.close()));
+  await Promise.all([connection.quit().catch(() => undefined), journalRedis.quit().catch(() => undefined)]);
+  await ownDispatcher?.close().catch(() => undefined);
+}
+
 /** Starts the worker fleet of this process. Throws UnsafePersistenceError in strict mode. */
 export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const options = compileFleetOptions(input);
@@ -156,24 +210,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   // Every agent connection goes through the address policy, checked again at connection time (R19).
   const ownDispatcher = input.dispatcher ? undefined : createPolicyDispatcher(input.addressPolicy ?? {});
   const dispatcher = input.dispatcher ?? ownDispatcher!;
-  const context: WorkerContext = {
-    shutdownSignal: shutdown.signal,
-    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation }),
-    registry: new AgentRegistry(journalRedis, options.prefix, options.now),
-    queues,
-    agents: new AgentDirectory({
-      ...{ credentials: input.credentials, dispatcher, addressPolicy: input.addressPolicy ?? {}, cardMaxAgeMs: 5 * 60_000 },
-      ...{ requestTimeoutMs: options.requestTimeoutMs, streamIdleTimeoutMs: options.streamIdleTimeoutMs, now: options.now, limits: options.limits },
-    }),
-    verifiers: new Map(Object.entries(input.verifiers ?? {})),
-    compensationHandlers: new Map(Object.entries(input.compensationHandlers ?? {})),
-    authHandlers: new Map(Object.entries(input.authHandlers ?? {})),
-    logger,
-    metrics,
-    options,
-    workerId,
-    crashPoint: crashPointHook(options, logger),
-  };
+  const context = createWorkerContext(input, { options, journalRedis, queues, dispatcher, shutdownSignal: shutdown.signal, logger, metrics, workerId });
   const progress: FetchProgress[] = [];
   const workers = (input.queues ?? ALL_QUEUES).map((name) => {
     const { worker, watch } = startWorker(name, context, connection, prefix, input.livenessStaleAfterMs ?? 30_000, input.telemetry);
@@ -188,27 +225,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   await sweepAll();
   logger.info({ workerId, queues: input.queues ?? ALL_QUEUES, prefix: options.prefix }, 'fleet started');
   let closing: Promise<void> | undefined;
-  const close = () =>
-    (closing ??= (async () => {
-      const timeout = input.closeTimeoutMs ?? 10_000;
-      // Stop fetching, then end open streams: each hands its delegation to another worker.
-      const graceful = Promise.all(workers.map((worker) => worker.close()));
-      shutdown.abort();
-      const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeout).unref());
-      if ((await Promise.race([graceful, timer])) === 'timeout') {
-        logger.warn({ timeoutMs: timeout }, 'close timed out; abandoning in-flight jobs to the stalled-job check');
-        await Promise.all(workers.map((worker) => worker.close(true)));
-      }
-      if (connection.status !== 'ready') {
-        // Redis down: a graceful close would wait for a reconnect that may never come.
-        for (const client of [connection, journalRedis]) client.disconnect();
-        await ownDispatcher?.close().catch(() => undefined);
-        return;
-      }
-      await Promise.all(Object.values(queues).map((queue) => queue.close()));
-      await Promise.all([connection.quit().catch(() => undefined), journalRedis.quit().catch(() => undefined)]);
-      await ownDispatcher?.close().catch(() => undefined);
-    })());
+  const close = () => (closing ??= closeFleet({ workers, shutdown, queues, connection, journalRedis, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }));
   const health = () => {
     const queues = progress.map((watch) => watch.health());
     return { live: queues.every((queue) => queue.live), queues };

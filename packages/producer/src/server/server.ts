@@ -6,7 +6,7 @@
  * instance that is not listening; closing it closes what it created.
  */
 import fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
-import fastifySwagger from '@fastify/swagger';
+import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { Queue, type Telemetry } from 'bullmq';
 import type { Registry } from 'prom-client';
 
@@ -68,6 +68,46 @@ export function redisStatusOf(app: ApiServer): string {
   return redisOfServer.get(app)?.status ?? 'end';
 }
 
+/** The OpenAPI document's header and security schemes; the paths come from the route schemas. */
+const OPENAPI_OPTIONS: FastifyDynamicSwaggerOptions = {
+  openapi: {
+    info: { title: 'durable-a2a', description: 'Durable delegations to remote A2A agents', version: '0.1.0', license: { name: 'UNLICENSED (not licensed for use outside its owner)', url: 'https://docs.npmjs.com/cli/v11/configuring-npm/package-json#license' } },
+    servers: [{ url: '/', description: 'This service (the origin that serves /openapi.json)' }],
+    components: {
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', description: 'An API token (DA2A_API_TOKENS)' },
+        pushToken: { type: 'http', scheme: 'bearer', description: "The delegation's own push token, registered with the agent by the workers (A2A §9)" },
+        notificationToken: { type: 'apiKey', in: 'header', name: 'X-A2A-Notification-Token', description: 'The same push token in the A2A 0.3 header; accepted alone only with DA2A_PUSH_ACCEPT_TOKEN_ONLY' },
+      },
+    },
+  },
+  transform: jsonSchemaTransform,
+};
+
+/** One BullMQ Queue per queue name on the server's connection (Bull Board and the ops routes read them). */
+function createQueues(redis: ReturnType<typeof createFailFastRedisClient>, prefix: string, telemetry: Telemetry | undefined): Record<QueueName, Queue> {
+  return Object.fromEntries(
+    ALL_QUEUES.map((name) => [
+      name,
+      new Queue(name, { connection: redis, prefix: queuePrefix(prefix), telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } }),
+    ]),
+  ) as Record<QueueName, Queue>;
+}
+
+/** `onClose`: closes the queues, the producer when the server created it (`ownProducer`), then the connection. */
+async function closeCreated(redis: ReturnType<typeof createFailFastRedisClient>, queueList: Queue[], ownProducer: Producer | undefined): Promise<void> {
+  if (redis.status !== 'ready') {
+    // Redis down: closing gracefully would wait for a reconnect that may never come.
+    await Promise.all(queueList.map((queue) => queue.disconnect().catch(() => undefined)));
+    if (ownProducer) await ownProducer.close();
+    redis.disconnect();
+    return;
+  }
+  await Promise.all(queueList.map((queue) => queue.close()));
+  if (ownProducer) await ownProducer.close();
+  await redis.quit().catch(() => redis.disconnect());
+}
+
 export function createServer(options: ServerOptions): ApiServer {
   const tokens = options.apiTokens.filter((token) => token.length > 0);
   if (tokens.length === 0) throw new Error('createServer: apiTokens must hold at least one non-empty token');
@@ -76,12 +116,7 @@ export function createServer(options: ServerOptions): ApiServer {
   const metrics = createMetrics(options.metricsRegistry, 'api');
   const redis = createFailFastRedisClient(options.redisUrl, options.commandTimeoutMs);
   const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry, limits: options.limits, durability: options.durability });
-  const queues = Object.fromEntries(
-    ALL_QUEUES.map((name) => [
-      name,
-      new Queue(name, { connection: redis, prefix: queuePrefix(prefix), telemetry: options.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } }),
-    ]),
-  ) as Record<QueueName, Queue>;
+  const queues = createQueues(redis, prefix, options.telemetry);
   const queueList = Object.values(queues);
   logRedisConnectionState(logger, redis, queueList);
 
@@ -103,33 +138,9 @@ export function createServer(options: ServerOptions): ApiServer {
     // Requests before the first connection would be refused (no offline queue): give Redis a moment.
     await waitUntilConnected(redis, STARTUP_REDIS_WAIT_MS);
   });
-  app.addHook('onClose', async () => {
-    if (redis.status !== 'ready') {
-      // Redis down: closing gracefully would wait for a reconnect that may never come.
-      await Promise.all(queueList.map((queue) => queue.disconnect().catch(() => undefined)));
-      if (!options.producer) await producer.close();
-      redis.disconnect();
-      return;
-    }
-    await Promise.all(queueList.map((queue) => queue.close()));
-    if (!options.producer) await producer.close();
-    await redis.quit().catch(() => redis.disconnect());
-  });
+  app.addHook('onClose', () => closeCreated(redis, queueList, options.producer ? undefined : producer));
 
-  app.register(fastifySwagger, {
-    openapi: {
-      info: { title: 'durable-a2a', description: 'Durable delegations to remote A2A agents', version: '0.1.0', license: { name: 'UNLICENSED (not licensed for use outside its owner)', url: 'https://docs.npmjs.com/cli/v11/configuring-npm/package-json#license' } },
-      servers: [{ url: '/', description: 'This service (the origin that serves /openapi.json)' }],
-      components: {
-        securitySchemes: {
-          bearer: { type: 'http', scheme: 'bearer', description: 'An API token (DA2A_API_TOKENS)' },
-          pushToken: { type: 'http', scheme: 'bearer', description: "The delegation's own push token, registered with the agent by the workers (A2A §9)" },
-          notificationToken: { type: 'apiKey', in: 'header', name: 'X-A2A-Notification-Token', description: 'The same push token in the A2A 0.3 header; accepted alone only with DA2A_PUSH_ACCEPT_TOKEN_ONLY' },
-        },
-      },
-    },
-    transform: jsonSchemaTransform,
-  });
+  app.register(fastifySwagger, OPENAPI_OPTIONS);
   app.register(async (v1) => {
     v1.addHook('onRequest', requireApiToken(tokens));
     await v1.register(v1Routes(producer, options.addressPolicy ?? {}));

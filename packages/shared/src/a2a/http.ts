@@ -132,6 +132,23 @@ const looksLikeJson = (text: string): boolean => /^[\s\u001e]*[[{]/.test(text.sl
 
 const headerValue = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
 
+/** Response headers by lower-case name, the first value of each. */
+function firstHeaderValues(raw: Record<string, string | string[] | undefined>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(raw)) {
+    const first = headerValue(value);
+    if (first !== undefined) headers[name.toLowerCase()] = first;
+  }
+  return headers;
+}
+
+/** The caller's signal joined with a `timeoutMs` timeout (none when `timeoutMs` is 0); the timeout alone too, to tell why it aborted. */
+function requestSignals(callerSignal: AbortSignal | undefined, timeoutMs: number): { signal?: AbortSignal; timeoutSignal?: AbortSignal } {
+  const timeoutSignal = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
+  const signals = [callerSignal, timeoutSignal].filter((candidate): candidate is AbortSignal => candidate !== undefined);
+  return { signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0], timeoutSignal };
+}
+
 /** Builds an `HttpClient`; options get their defaults here, once. */
 export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
   const dispatcher = options.dispatcher ?? defaultDispatcher();
@@ -148,10 +165,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
 
   return {
     async request(spec) {
-      const timeoutMs = spec.timeoutMs ?? requestTimeoutMs;
-      const timeoutSignal = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
-      const signals = [spec.signal, timeoutSignal].filter((candidate): candidate is AbortSignal => candidate !== undefined);
-      const signal = signals.length > 1 ? AbortSignal.any(signals) : signals[0];
+      const { signal, timeoutSignal } = requestSignals(spec.signal, spec.timeoutMs ?? requestTimeoutMs);
       const bodyLimit = spec.bodyLimit ?? 'responseBodyBytes';
       let answered = false;
       try {
@@ -165,11 +179,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         answered = true;
         const bodyText = await readLimitedText(response.body, limits[bodyLimit], bodyLimit, spec.url);
         if (looksLikeJson(bodyText)) checkJsonDepth(bodyText, limits.jsonDepth);
-        const headers: Record<string, string> = {};
-        for (const [name, value] of Object.entries(response.headers)) {
-          const first = headerValue(value);
-          if (first !== undefined) headers[name.toLowerCase()] = first;
-        }
+        const headers = firstHeaderValues(response.headers);
         return { status: response.statusCode, contentType: headers['content-type'], bodyText, headers };
       } catch (error) {
         throw toNetworkError(error, spec.url, spec.signal, timeoutSignal, answered);

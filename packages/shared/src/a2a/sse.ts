@@ -6,7 +6,7 @@
  * Guarantee: identical bytes give identical messages whatever the chunk
  * boundaries (inside multi-byte UTF-8 or the BOM) and line endings (LF, CRLF, CR).
  */
-import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
 import { LimitExceededError, StreamIdleError } from './errors.ts';
 import { toNetworkError } from './http.ts';
 import { checkJsonDepth, DEFAULT_A2A_LIMITS } from './limits.ts';
@@ -77,6 +77,93 @@ export function nextChunk<T>(
   });
 }
 
+/** The limits of one read, defaults applied. */
+interface SseLimits {
+  maxEventBytes: number;
+  /** At most `maxEventBytes`. */
+  maxEventSizeChars: number;
+  maxJsonDepth: number;
+  source: string;
+}
+
+/**
+ * Bytes to SSE messages for one connection: a streaming UTF-8 decoder, the BOM, the parser and the
+ * size and depth caps. After each `chunk` (and `end`), `queue` holds the messages ready to hand out
+ * and `failure` the first error, if any; nothing is parsed after a failure.
+ */
+class SseDecoder {
+  readonly queue: SseMessage[] = [];
+  failure: Error | undefined;
+  // Bytes received since the last dispatched event: an event ending mid-chunk resets it, so it may
+  // undercount by one chunk; the parser's character cap (≤ the byte cap) backs it up.
+  private pendingBytes = 0;
+  private lastEventId: string | undefined;
+  // One streaming decoder per connection (R03): a character split across chunks is
+  // held back, never replaced by U+FFFD. ignoreBOM:false lets it strip a leading BOM.
+  // Line endings (LF, CRLF, CR, also split across chunks) are the parser's: eventsource-parser 4
+  // dispatches an event ended by a lone CR at once (3.x held a trailing CR back until the next byte).
+  private readonly decoder = new TextDecoder('utf-8');
+  private seenText = false;
+  private readonly parser: EventSourceParser;
+
+  constructor(private readonly limits: SseLimits) {
+    this.parser = createParser({
+      maxBufferSize: limits.maxEventSizeChars,
+      onEvent: (message) => this.onEvent(message),
+      onComment: () => {
+        this.pendingBytes = 0;
+      },
+      onError: (error) => {
+        if (error.type === 'max-buffer-size-exceeded') this.failure ??= this.oversize();
+      },
+    });
+  }
+
+  /** Feeds one chunk of the body. */
+  chunk(bytes: Uint8Array): void {
+    this.pendingBytes += bytes.byteLength;
+    this.feed(this.decoder.decode(bytes, { stream: true }));
+    if (this.pendingBytes > this.limits.maxEventBytes) this.failure ??= this.oversize();
+  }
+
+  /** The body ended: flushes the decoder. Whatever the parser still buffers is an unterminated event, discarded (R04). */
+  end(): void {
+    this.feed(this.decoder.decode());
+  }
+
+  private onEvent(message: EventSourceMessage): void {
+    if (message.data.length > this.limits.maxEventSizeChars) this.failure ??= this.oversize();
+    if (this.failure) return;
+    this.pendingBytes = 0;
+    try {
+      checkJsonDepth(message.data, this.limits.maxJsonDepth);
+    } catch (error) {
+      this.failure ??= error as Error;
+      return;
+    }
+    if (message.id !== undefined) this.lastEventId = message.id;
+    const lastEventId = this.lastEventId;
+    this.queue.push({ ...(message.event === undefined ? {} : { event: message.event }), data: message.data, ...(lastEventId === undefined ? {} : { lastEventId }) });
+  }
+
+  private feed(decoded: string): void {
+    let text = decoded;
+    // An empty decode (e.g. only `EF` of a BOM so far) must not reach the parser:
+    // it would use up the parser's first-chunk BOM handling (R03).
+    if (text === '') return;
+    if (!this.seenText) {
+      this.seenText = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    if (text !== '') this.parser.feed(text);
+  }
+
+  private oversize(): LimitExceededError {
+    const { maxEventBytes, maxEventSizeChars, source } = this.limits;
+    return new LimitExceededError('sseEventBytes', maxEventBytes, `SSE event larger than ${maxEventSizeChars} characters or ${maxEventBytes} bytes from ${source}`, { delivery: 'received' });
+  }
+}
+
 /**
  * Reads SSE messages from `body` until EOF. Comments are skipped (they only
  * reset the watchdog). An unterminated last event at EOF is discarded, as the
@@ -89,74 +176,26 @@ export function nextChunk<T>(
 export async function* readServerSentEvents(body: ByteBody, options: SseReaderOptions = {}): AsyncGenerator<SseMessage, void, void> {
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
   const maxEventBytes = options.maxEventBytes ?? DEFAULT_A2A_LIMITS.sseEventBytes;
-  const maxEventSizeChars = Math.min(options.maxEventSizeChars ?? DEFAULT_MAX_EVENT_SIZE_CHARS, maxEventBytes);
-  const maxJsonDepth = options.maxJsonDepth ?? DEFAULT_A2A_LIMITS.jsonDepth;
   const source = options.source ?? 'stream';
-  const oversize = (): LimitExceededError =>
-    new LimitExceededError('sseEventBytes', maxEventBytes, `SSE event larger than ${maxEventSizeChars} characters or ${maxEventBytes} bytes from ${source}`, { delivery: 'received' });
-  // Bytes received since the last dispatched event: an event ending mid-chunk resets it, so it may
-  // undercount by one chunk; the parser's character cap (≤ the byte cap) backs it up.
-  let pendingBytes = 0;
-
-  const queue: SseMessage[] = [];
-  let failure: Error | undefined;
-  let lastEventId: string | undefined;
-  const parser = createParser({
-    maxBufferSize: maxEventSizeChars,
-    onEvent(message: EventSourceMessage) {
-      if (message.data.length > maxEventSizeChars) failure ??= oversize();
-      if (failure) return;
-      pendingBytes = 0;
-      try {
-        checkJsonDepth(message.data, maxJsonDepth);
-      } catch (error) {
-        failure ??= error as Error;
-        return;
-      }
-      if (message.id !== undefined) lastEventId = message.id;
-      queue.push({ ...(message.event === undefined ? {} : { event: message.event }), data: message.data, ...(lastEventId === undefined ? {} : { lastEventId }) });
-    },
-    onComment() {
-      pendingBytes = 0;
-    },
-    onError(error) {
-      if (error.type === 'max-buffer-size-exceeded') failure ??= oversize();
-    },
+  const events = new SseDecoder({
+    maxEventBytes,
+    maxEventSizeChars: Math.min(options.maxEventSizeChars ?? DEFAULT_MAX_EVENT_SIZE_CHARS, maxEventBytes),
+    maxJsonDepth: options.maxJsonDepth ?? DEFAULT_A2A_LIMITS.jsonDepth,
+    source,
   });
-
-  // One streaming decoder per connection (R03): a character split across chunks is
-  // held back, never replaced by U+FFFD. ignoreBOM:false lets it strip a leading BOM.
-  // Line endings (LF, CRLF, CR, also split across chunks) are the parser's: eventsource-parser 4
-  // dispatches an event ended by a lone CR at once (3.x held a trailing CR back until the next byte).
-  const decoder = new TextDecoder('utf-8');
-  let seenText = false;
-  const feed = (decoded: string): void => {
-    let text = decoded;
-    // An empty decode (e.g. only `EF` of a BOM so far) must not reach the parser:
-    // it would use up the parser's first-chunk BOM handling (R03).
-    if (text === '') return;
-    if (!seenText) {
-      seenText = true;
-      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
-    }
-    if (text !== '') parser.feed(text);
-  };
-
+  const { queue } = events;
   const iterator = body[Symbol.asyncIterator]();
   try {
     for (;;) {
       const next = await nextChunk(iterator, idleTimeoutMs, options.signal, source);
       if (next.done) break;
-      pendingBytes += next.value.byteLength;
-      feed(decoder.decode(next.value, { stream: true }));
-      if (pendingBytes > maxEventBytes) failure ??= oversize();
-      if (failure) throw failure;
+      events.chunk(next.value);
+      if (events.failure) throw events.failure;
       while (queue.length > 0) yield queue.shift()!;
     }
-    feed(decoder.decode());
-    if (failure) throw failure;
+    events.end();
+    if (events.failure) throw events.failure;
     while (queue.length > 0) yield queue.shift()!;
-    // Whatever the parser still buffers is an unterminated event: discarded (R04).
   } finally {
     body.destroy?.();
   }

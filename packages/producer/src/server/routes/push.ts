@@ -29,6 +29,7 @@ import {
   taskOwnership,
   type A2ALimits,
   type DelegationRecord,
+  type DelegationRef,
   type Journal,
   type Metrics,
   type StreamResponse,
@@ -78,48 +79,129 @@ function taskIdOf(response: StreamResponse): string | undefined {
   return response.message.taskId;
 }
 
-export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
-  const { journal, reconcile, metrics } = options;
-  const count = (outcome: string) => metrics.pushes.inc({ outcome });
+/** What the push route works with, built once per plugin. */
+interface PushContext {
+  journal: Journal;
+  limits: A2ALimits;
+  /** Counts one push by outcome (`da2a_pushes_total`). */
+  count: (outcome: string) => void;
+  /** A reconcile job for the delegation (the workers settle or follow it). */
+  wakeWorkers: (ref: DelegationRef) => Promise<unknown>;
+}
 
-  async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
+/**
+ * `onRequest`: the delegation's push token as Bearer credentials (or, with `acceptTokenOnly`, as
+ * `X-A2A-Notification-Token` alone); anything else is 401 before the body is read (R18).
+ */
+function pushAuthentication(context: PushContext, acceptTokenOnly: boolean) {
+  return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const { workflowId, delegationId } = request.params as Record<string, string | undefined>;
     const deny = () => {
-      count('unauthorized');
+      context.count('unauthorized');
       return sendProblem(reply, problem('UNAUTHORIZED', 'push credentials missing or wrong'));
     };
     // Unknown delegations, delegations without push and malformed ids all look the same: 401.
     if (!workflowId || !delegationId || !ID_PATTERN.test(workflowId) || !ID_PATTERN.test(delegationId)) return void (await deny());
-    const secret = await journal.pushToken({ workflowId, delegationId });
+    const secret = await context.journal.pushToken({ workflowId, delegationId });
     if (!secret) return void (await deny());
     const bearer = bearerOf(request);
     const tokenHeader = request.headers['x-a2a-notification-token'];
     const authorized =
       bearer !== undefined
         ? secretEquals(bearer, secret)
-        : options.acceptTokenOnly && request.headers.authorization === undefined && typeof tokenHeader === 'string' && secretEquals(tokenHeader, secret);
+        : acceptTokenOnly && request.headers.authorization === undefined && typeof tokenHeader === 'string' && secretEquals(tokenHeader, secret);
     if (!authorized) await deny();
-  }
+  };
+}
 
-  const limits = resolveLimits(options.limits);
-  const wakeWorkers = ({ workflowId, delegationId }: { workflowId: string; delegationId: string }) =>
-    reconcile.add('delegation', { workflowId, delegationId }, { jobId: jobId('reconcile', workflowId, delegationId, 'push', Date.now()) });
+/** Applies one accepted push; answers 204, or the problem when the journal refuses it. */
+async function applyPush(context: PushContext, request: FastifyRequest, reply: FastifyReply, record: DelegationRecord, response: StreamResponse): Promise<FastifyReply> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  let changed: boolean;
+  try {
+    const result = await applyStreamResponse(context.journal, record, response, {});
+    changed = result.status?.applied === true || result.artifact === 'applied';
+    if (result.contextAnomaly) request.log.warn({ ...ref, contextId: result.contextAnomaly }, 'push names another context (kept by taskId)');
+  } catch (error) {
+    // The journal saw another task id first (a race with the first SendMessage answer).
+    if (error instanceof JournalError && error.code === 'TASK_MISMATCH') {
+      context.count('foreign-task');
+      return sendProblem(reply, problem('TASK_MISMATCH', `the push names task ${taskIdOf(response)}, not this delegation's task`));
+    }
+    // Over artifactBytesPerDelegation: nothing stored, the attempt ended FAILED (LIMIT_EXCEEDED); wake the workers.
+    if (error instanceof JournalError && error.code === 'ARTIFACT_LIMIT') {
+      context.count('limit-exceeded');
+      await context.wakeWorkers(ref);
+      return sendProblem(reply, problem('PAYLOAD_TOO_LARGE', 'the artifacts of this delegation are over the limit; the attempt ended'));
+    }
+    throw error;
+  }
+  context.count(changed ? 'applied' : 'duplicate');
+  // Only a push that moved the journal wakes the workers: a flood of duplicates
+  // must not become a flood of GetTask calls (spec §9: receivers SHOULD rate-limit).
+  if (changed) await context.wakeWorkers(ref);
+  return reply.code(204).send(null);
+}
+
+/** The route handler: parse the body, find the delegation, refuse what is not ours, then apply. */
+async function receivePush(context: PushContext, ref: DelegationRef, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  let response: StreamResponse;
+  try {
+    response = normalizePushBody(request.body, { maxParts: context.limits.partsPerMessage });
+  } catch (error) {
+    context.count('invalid');
+    request.log.warn({ ...ref, err: error }, 'push body is neither a 1.0 StreamResponse nor a 0.3 event');
+    return sendProblem(reply, problem('INVALID_INPUT', 'push body is neither an A2A 1.0 StreamResponse nor a 0.3 event', { field: '(body)' }));
+  }
+  const record = await context.journal.getDelegation(ref);
+  if (!record) {
+    context.count('expired');
+    return sendProblem(reply, problem('NOT_FOUND', 'delegation not found'));
+  }
+  const refusal = pushRefusal(record, response);
+  if (refusal) {
+    context.count('foreign-task');
+    request.log.warn({ ...ref, taskId: taskIdOf(response), journaledTaskId: record.taskId }, 'push refused; nothing applied');
+    await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refusal, retryable: false });
+    return sendProblem(reply, problem('TASK_MISMATCH', refusal));
+  }
+  return applyPush(context, request, reply, record, response);
+}
+
+/** This plugin's own JSON parser: the nesting is checked on the text before JSON.parse (RT7). */
+function parseJsonWithinDepth(body: string | Buffer, jsonDepth: number): unknown {
+  try {
+    checkJsonDepth(String(body), jsonDepth);
+    return JSON.parse(String(body));
+  } catch (error) {
+    throw Object.assign(new Error(error instanceof LimitExceededError ? error.message : 'push body is not JSON'), { statusCode: 400 });
+  }
+}
+
+export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
+  const { journal, reconcile, metrics } = options;
+  const context: PushContext = {
+    journal,
+    limits: resolveLimits(options.limits),
+    count: (outcome) => metrics.pushes.inc({ outcome }),
+    wakeWorkers: ({ workflowId, delegationId }) =>
+      reconcile.add('delegation', { workflowId, delegationId }, { jobId: jobId('reconcile', workflowId, delegationId, 'push', Date.now()) }),
+  };
   return async (app) => {
-    // This plugin's own JSON parser: the nesting is checked on the text before JSON.parse (RT7).
     app.removeAllContentTypeParsers();
     app.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'string', bodyLimit: PUSH_BODY_LIMIT_BYTES }, (_request, body, done) => {
+      let parsed: unknown;
       try {
-        checkJsonDepth(String(body), limits.jsonDepth);
-        done(null, JSON.parse(String(body)));
-      } catch (error) {
-        const refused = Object.assign(new Error(error instanceof LimitExceededError ? error.message : 'push body is not JSON'), { statusCode: 400 });
-        done(refused, undefined);
+        parsed = parseJsonWithinDepth(body, context.limits.jsonDepth);
+      } catch (refused) {
+        return done(refused as Error, undefined);
       }
+      done(null, parsed);
     });
     app.post(
       '/push/:workflowId/:delegationId',
       {
-        onRequest: authenticate,
+        onRequest: pushAuthentication(context, options.acceptTokenOnly),
         bodyLimit: PUSH_BODY_LIMIT_BYTES,
         schema: {
           operationId: 'receivePushNotification',
@@ -132,52 +214,8 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
         },
       },
       async (request, reply) => {
-        const ref = request.params;
-        let response: StreamResponse;
-        try {
-          response = normalizePushBody(request.body, { maxParts: limits.partsPerMessage });
-        } catch (error) {
-          count('invalid');
-          request.log.warn({ ...ref, err: error }, 'push body is neither a 1.0 StreamResponse nor a 0.3 event');
-          return sendProblem(reply, problem('INVALID_INPUT', 'push body is neither an A2A 1.0 StreamResponse nor a 0.3 event', { field: '(body)' }));
-        }
-        const record = await journal.getDelegation(ref);
-        if (!record) {
-          count('expired');
-          return sendProblem(reply, problem('NOT_FOUND', 'delegation not found'));
-        }
-        const taskId = taskIdOf(response);
-        const refusal = pushRefusal(record, response);
-        if (refusal) {
-          count('foreign-task');
-          request.log.warn({ ...ref, taskId, journaledTaskId: record.taskId }, 'push refused; nothing applied');
-          await journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refusal, retryable: false });
-          return sendProblem(reply, problem('TASK_MISMATCH', refusal));
-        }
-        let changed: boolean;
-        try {
-          const result = await applyStreamResponse(journal, record, response, {});
-          changed = result.status?.applied === true || result.artifact === 'applied';
-          if (result.contextAnomaly) request.log.warn({ ...ref, contextId: result.contextAnomaly }, 'push names another context (kept by taskId)');
-        } catch (error) {
-          // The journal saw another task id first (a race with the first SendMessage answer).
-          if (error instanceof JournalError && error.code === 'TASK_MISMATCH') {
-            count('foreign-task');
-            return sendProblem(reply, problem('TASK_MISMATCH', `the push names task ${taskId}, not this delegation's task`));
-          }
-          // Over artifactBytesPerDelegation: nothing stored, the attempt ended FAILED (LIMIT_EXCEEDED); wake the workers.
-          if (error instanceof JournalError && error.code === 'ARTIFACT_LIMIT') {
-            count('limit-exceeded');
-            await wakeWorkers(ref);
-            return sendProblem(reply, problem('PAYLOAD_TOO_LARGE', 'the artifacts of this delegation are over the limit; the attempt ended'));
-          }
-          throw error;
-        }
-        count(changed ? 'applied' : 'duplicate');
-        // Only a push that moved the journal wakes the workers: a flood of duplicates
-        // must not become a flood of GetTask calls (spec §9: receivers SHOULD rate-limit).
-        if (changed) await wakeWorkers(ref);
-        return reply.code(204).send(null);
+        await receivePush(context, request.params, request, reply);
+        return reply;
       },
     );
   };

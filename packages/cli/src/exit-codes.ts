@@ -1,0 +1,17 @@
+/** Exit codes of `durable-a2a` (also in the README). */
+export const EXIT_CODES = {
+  /** The command did what was asked. */
+  OK: 0,
+  /** Anything else: the API failed (5xx) or answered something unexpected. */
+  FAILURE: 1,
+  /** Bad usage: unknown command or option, missing argument, or the API refused the input (400, 413, 415, 422). */
+  USAGE: 2,
+  /** The workflow (or step) does not exist (404). */
+  NOT_FOUND: 3,
+  /** Refused in the current state (409): no open question, workflow already finished, not waiting for a person. */
+  CONFLICT: 4,
+  /** No token, or the token is not accepted (401, 403). */
+  UNAUTHORIZED: 5,
+  /** The API cannot be reached (connection refused, DNS, timeout). */
+  UNREACHABLE: 6,
+} as const;

@@ -1,0 +1,129 @@
+/**
+ * What every producer call works with: one Redis connection (owned when given a URL), the journal,
+ * the agent registry, the send and reconcile queues and the change subscriber, created once by
+ * `createProducer`, plus input parsing and the journal view shared by the calls.
+ */
+import { Queue, type Telemetry } from 'bullmq';
+import type { Cluster, Redis } from 'ioredis';
+import type { z } from 'zod';
+import {
+  AgentRegistry,
+  DEFAULT_COMMAND_TIMEOUT_MS,
+  DEFAULT_JOB_OPTIONS,
+  JOB_RETENTION,
+  Journal,
+  createFailFastRedisClient,
+  createPolicyDispatcher,
+  queuePrefix,
+  waitUntilConnected,
+  type A2ALimits,
+  type AddressPolicyOptions,
+  type JournalDurability,
+} from '@durable-a2a/shared';
+import { NotFoundError, RedisUnavailableError, fromZodError } from '../errors.ts';
+import { workflowView, type WorkflowView } from '../view.ts';
+import { WorkflowChangeSubscriber } from '../wait.ts';
+
+export interface ProducerOptions {
+  /** A Redis URL (`redis://…`, `redis-cluster://host:port,…` or `redis-sentinel://host:port,…/<master name>`) or an ioredis client (not closed by `close()` when passed in). */
+  redis: string | Redis | Cluster;
+  /** Key prefix shared with the workers. Default `da2a`. */
+  prefix?: string;
+  /** How long finished records are kept. Default 7 days. */
+  retentionMs?: number;
+  /**
+   * Which agent addresses `registerAgent` accepts (field case R19). Default: public only; loopback,
+   * private, link-local and metadata addresses are refused, also after redirects and DNS changes.
+   */
+  addressPolicy?: AddressPolicyOptions;
+  /** BullMQ telemetry (`startTracing().telemetry`): the producer's spans become the parents of the workers'. Default none. */
+  telemetry?: Telemetry;
+  /**
+   * Fail fast (BullMQ's producer guidance): a Redis command unanswered this long, or any command
+   * while disconnected, rejects with RedisUnavailableError; nothing is replayed later. Only applies
+   * when `redis` is a URL. Default 2_000.
+   */
+  commandTimeoutMs?: number;
+  /** Input limits for the Agent Card fetch of `registerAgent` (`agentCardBytes`, `jsonDepth`; default 1 MiB, 64). */
+  limits?: Partial<A2ALimits>;
+  /**
+   * Replicas that must acknowledge a new workflow before `delegate` / `startWorkflow` answer (WAIT);
+   * default none. On a timeout they throw `ReplicationTimeoutError` (`REPLICATION_TIMEOUT`, retryable
+   * with the same idempotency key or workflowId).
+   */
+  durability?: JournalDurability;
+}
+
+/** The producer's connections and clients; built once by `connectProducer`, closed by `closeProducer`. */
+export interface ProducerContext {
+  options: ProducerOptions;
+  redis: Redis | Cluster;
+  /** True when the producer created `redis` from a URL (and so closes it). */
+  ownsRedis: boolean;
+  journal: Journal;
+  registry: AgentRegistry;
+  queues: { send: Queue; reconcile: Queue };
+  changes: WorkflowChangeSubscriber;
+  cardDispatcher: ReturnType<typeof createPolicyDispatcher>;
+}
+
+/** Creates the producer's clients. Throws nothing: connecting happens on first use. */
+export function connectProducer(options: ProducerOptions): ProducerContext {
+  const ownsRedis = typeof options.redis === 'string';
+  const redis = typeof options.redis === 'string' ? createFailFastRedisClient(options.redis, options.commandTimeoutMs) : options.redis;
+  // ioredis reconnects on its own; failed commands reject to the caller, so connection events need no log here.
+  if (ownsRedis) redis.on('error', () => undefined);
+  const prefix = options.prefix ?? 'da2a';
+  const queue = (name: 'send' | 'reconcile') =>
+    new Queue(name, { connection: redis, prefix: queuePrefix(prefix), telemetry: options.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
+  const queues = { send: queue('send'), reconcile: queue('reconcile') };
+  for (const each of [queues.send, queues.reconcile]) each.on('error', () => undefined); // surfaced per call as RedisUnavailableError
+  return {
+    options,
+    redis,
+    ownsRedis,
+    journal: new Journal(redis, { prefix, retentionMs: options.retentionMs, durability: options.durability }),
+    registry: new AgentRegistry(redis, prefix),
+    queues,
+    changes: new WorkflowChangeSubscriber(redis),
+    cardDispatcher: createPolicyDispatcher(options.addressPolicy ?? {}),
+  };
+}
+
+/**
+ * Before any call: wait for the connection at most the command timeout,
+ * then refuse, so no BullMQ call waits for a reconnect and runs after the
+ * caller was told the call failed.
+ */
+export async function ensureConnected(context: ProducerContext): Promise<void> {
+  if (!(await waitUntilConnected(context.redis, context.options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS))) {
+    throw new RedisUnavailableError(`Redis is not connected (${context.redis.status}); nothing was written`);
+  }
+}
+
+/** Closes the queues, the change subscriber and the card dispatcher, and the connection when owned. */
+export async function closeProducer(context: ProducerContext): Promise<void> {
+  const { redis, ownsRedis, queues, cardDispatcher, changes } = context;
+  if (redis.status !== 'ready') {
+    // Redis down: quit/close would wait for a reconnect that may never come.
+    if (ownsRedis) redis.disconnect();
+    await Promise.all([queues.send.disconnect(), queues.reconcile.disconnect(), cardDispatcher.close(), changes.close()].map((closing) => closing.catch(() => undefined)));
+    return;
+  }
+  await Promise.all([queues.send.close(), queues.reconcile.close(), cardDispatcher.close(), changes.close()]);
+  if (ownsRedis) await redis.quit();
+}
+
+/** Parses a call's input; throws ProducerInputError (nothing written) when it does not fit `schema`. */
+export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.output<T> {
+  const result = schema.safeParse(input);
+  if (!result.success) throw fromZodError(result.error);
+  return result.data;
+}
+
+/** The journal view of a workflow. Throws NotFoundError. */
+export async function readView(context: ProducerContext, id: string): Promise<WorkflowView> {
+  const found = await workflowView(context.journal, id);
+  if (!found) throw new NotFoundError(`workflow ${id} not found`);
+  return found;
+}

@@ -1,0 +1,127 @@
+/**
+ * Starting work: `delegate` (one message to one agent) and `startWorkflow`. Journal first: the
+ * workflow and the first attempt of every step whose agent is known are journaled before any I/O,
+ * then enqueued; a crash in between leaves a journaled intent that the reconciler finds and sends.
+ */
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import {
+  ID_PATTERN,
+  PartSchema,
+  WorkflowDefinitionSchema,
+  SPAN_ATTRIBUTES,
+  attemptMessage,
+  buildIntent,
+  connectionGeneration,
+  delegationSpan,
+  enqueueDecide,
+  enqueueSend,
+  firstAttempts,
+  withSpan,
+  type Step,
+} from '@durable-a2a/shared';
+import { IdempotencyConflictError } from '../errors.ts';
+import { StrictWorkflowDefinitionSchema } from '../definition.ts';
+import { parseInput, type ProducerContext } from './context.ts';
+
+const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
+/** An http(s) Agent Card URL or agent base URL. */
+export const AgentUrl = z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL or agent base URL' });
+
+/** `delegate` input: one message to one agent. */
+export const DelegateInputSchema = z
+  .strictObject({
+    agent: AgentUrl,
+    text: z.string().min(1, 'must not be empty').optional(),
+    parts: z.array(PartSchema).min(1, 'must not be empty').optional(),
+    idempotencyKey: IdempotencyKey.optional(),
+    metadata: z.record(z.string(), z.unknown()).optional(),
+    push: z.boolean().optional(),
+  })
+  .refine((input) => (input.text === undefined) !== (input.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });
+export type DelegateInput = z.input<typeof DelegateInputSchema>;
+
+type Definition = z.output<typeof WorkflowDefinitionSchema>;
+
+/**
+ * The first attempts, from the same decider as the workers' (one decider): a fixed agent first, then
+ * the registered agents with the step's skill. Steps waiting for earlier steps come out held.
+ */
+async function firstIntents(context: ProducerContext, definition: Definition, now: number): Promise<Record<string, string>[]> {
+  const workflowId = definition.workflowId;
+  const bySkill = new Map<Step, string[]>();
+  for (const step of definition.steps) {
+    if (step.skill) bySkill.set(step, (await context.registry.findBySkill(step.skill, 'tags' in step ? (step.tags ?? []) : [])).map((agent) => agent.cardUrl));
+  }
+  const candidates = (step: Step) => [...new Set([...('agent' in step && step.agent ? [step.agent] : []), ...(bySkill.get(step) ?? [])])];
+  return firstAttempts(definition, candidates).map(({ step, agentCardUrl, held }) =>
+    buildIntent({ workflowId, step: step.name, attempt: 1, agentCardUrl, message: attemptMessage(step, [], workflowId, 1), push: step.push, held, now }),
+  );
+}
+
+/** Journals the rest of the first attempts and enqueues the ones not held (only when this call created the workflow). */
+async function sendFirstAttempts(context: ProducerContext, definition: Definition, intents: Record<string, string>[]): Promise<void> {
+  const workflowId = definition.workflowId;
+  for (const intent of intents.slice(1)) await context.journal.createIntent(workflowId, intent);
+  for (const intent of intents.filter((candidate) => candidate.held !== '1')) {
+    await delegationSpan({ ...intent, workflowId, delegationId: intent.delegationId! }, () =>
+      enqueueSend(context.queues, { workflowId, delegationId: intent.delegationId! }, 0),
+    );
+  }
+  // A step whose agent is not known yet (no registered agent with its skill): let the workers decide now.
+  if (intents.length < definition.steps.length) await enqueueDecide(context.queues, workflowId, { by: 'start' });
+}
+
+/**
+ * Journals the workflow and the first attempt of every step whose agent is
+ * known now (a fixed agent, or the first registered agent with the skill)
+ * before any I/O. Steps waiting for earlier steps are journaled held.
+ * @throws IdempotencyConflictError when the workflow id is taken by a different definition.
+ */
+async function create(context: ProducerContext, definition: Definition): Promise<{ id: string; created: boolean; messageId?: string }> {
+  const { journal } = context;
+  const workflowId = definition.workflowId;
+  const now = Date.now();
+  const generation = connectionGeneration(context.redis);
+  const intents = await firstIntents(context, definition, now);
+  // The workflow itself is indexed until it finishes, so a crash anywhere is decided again.
+  await journal.scheduleCheck({ workflowId, delegationId: '*' }, now + 5_000);
+  const created = await journal.createWorkflow(
+    workflowId,
+    { state: 'RUNNING', definition: JSON.stringify(definition), createdAt: String(now), updatedAt: String(now) },
+    intents[0],
+  );
+  if (created) await sendFirstAttempts(context, definition, intents);
+  if (!created) {
+    // Same key, different request: refuse rather than silently return the other one.
+    const existing = await journal.getWorkflow(workflowId);
+    if (existing && existing.definitionText !== JSON.stringify(definition)) {
+      throw new IdempotencyConflictError(`${workflowId} is already used by a different workflow or delegation`);
+    }
+  }
+  const firstStep = definition.steps[0]!.name;
+  const messageId = (await journal.getDelegation({ workflowId, delegationId: `${firstStep}.1` }))?.messageId;
+  // Acknowledged only once on the replicas (also when it already existed: an earlier call may have timed out here).
+  await journal.awaitReplicas(workflowId, generation);
+  return { id: workflowId, created, messageId };
+}
+
+/** `Producer.delegate`: a one-step workflow (max one attempt) whose id is the idempotency key, else a new UUID. */
+export async function delegate(context: ProducerContext, input: DelegateInput): Promise<{ id: string; created: boolean; messageId: string }> {
+  const parsed = parseInput(DelegateInputSchema, input);
+  const message = parsed.text !== undefined ? { text: parsed.text, metadata: parsed.metadata } : { parts: parsed.parts!, metadata: parsed.metadata };
+  const definition = parseInput(WorkflowDefinitionSchema, {
+    workflowId: parsed.idempotencyKey ?? randomUUID(),
+    steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push }],
+    maxAttemptsPerStep: 1,
+  });
+  const result = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: definition.workflowId }, () => create(context, definition));
+  return { id: result.id, created: result.created, messageId: result.messageId ?? '' };
+}
+
+/** `Producer.startWorkflow`: validates strictly, then journals and enqueues the first attempts. */
+export async function startWorkflow(context: ProducerContext, definition: z.input<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean }> {
+  const parsed = parseInput(WorkflowDefinitionSchema, parseInput(StrictWorkflowDefinitionSchema, definition));
+  const { id, created } = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: parsed.workflowId }, () => create(context, parsed));
+  return { id, created };
+}

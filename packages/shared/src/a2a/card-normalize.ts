@@ -1,0 +1,122 @@
+/**
+ * Agent Card shapes (spec §8): accept 1.0 cards (`supportedInterfaces`) and normalize 0.3 cards (root
+ * `url`, `preferredTransport`, `additionalInterfaces`) into one `AgentCard` (field case R20). A card
+ * without a usable http(s) interface is rejected, never stored with an empty URL. No I/O here; the
+ * fetch is card.ts.
+ */
+import { z } from 'zod';
+import { A2AError } from './errors.ts';
+import type { AgentInterface } from './transport.ts';
+
+/** Why a card was rejected: `INVALID_URL`, `REDIRECT`, `HTTP_STATUS`, `NOT_JSON`, `INVALID_CARD`, `NO_USABLE_INTERFACE`, `BLOCKED_ADDRESS` (R19). */
+export type AgentCardRejection = 'INVALID_URL' | 'REDIRECT' | 'HTTP_STATUS' | 'NOT_JSON' | 'INVALID_CARD' | 'NO_USABLE_INTERFACE' | 'BLOCKED_ADDRESS';
+
+/** A card we refuse to use. `reason` says why; not retryable (the same card gets the same verdict). */
+export class AgentCardError extends A2AError {
+  declare readonly reason: AgentCardRejection;
+  constructor(reason: AgentCardRejection, message: string, details: { httpStatus?: number; cause?: unknown; bodyExcerpt?: string } = {}) {
+    super(message, 'AGENT_CARD_ERROR', false, { ...details, reason });
+  }
+}
+
+/** The normalized card every other module uses, whatever the card's protocol version. */
+export interface AgentCard {
+  name: string;
+  description: string;
+  version: string;
+  skills: { id: string; name: string; description: string; tags: string[] }[];
+  capabilities: { streaming?: boolean; pushNotifications?: boolean };
+  /** In card order: the first is the agent's preferred one (spec §8.3). Never empty. */
+  interfaces: AgentInterface[];
+}
+
+const SkillSchema = z.object({
+  id: z.string().min(1),
+  name: z.string().default(''),
+  description: z.string().default(''),
+  tags: z.array(z.string()).default([]),
+});
+
+/** Fields both card generations share; everything not listed is ignored (spec §5.7). */
+const CommonCardSchema = z.object({
+  name: z.string().min(1),
+  description: z.string().default(''),
+  version: z.string().default(''),
+  skills: z.array(z.unknown()).default([]),
+  capabilities: z.object({ streaming: z.boolean().optional(), pushNotifications: z.boolean().optional() }).default({}),
+});
+
+const InterfaceV1Schema = z.object({
+  url: z.string(),
+  protocolBinding: z.string().min(1),
+  protocolVersion: z.string().default('1.0'),
+  tenant: z.string().optional(),
+});
+const CardV1Schema = z.object({ supportedInterfaces: z.array(z.unknown()) });
+
+/** 0.3 card fields (spec v0.3.0 §5.5). */
+const CardV03Schema = z.object({
+  url: z.string(),
+  preferredTransport: z.string().default('JSONRPC'),
+  protocolVersion: z.string().default('0.3'),
+  additionalInterfaces: z.array(z.unknown()).default([]),
+});
+const InterfaceV03Schema = z.object({ url: z.string(), transport: z.string().min(1) });
+
+/** `"0.3.0"` → `'0.3'`, `"1.0"` → `'1.0'`, `"1"` → `'1.0'` (spec §3.6: Major.Minor; patch MUST NOT matter). */
+export function normalizeProtocolVersion(version: string): string {
+  const match = /^\s*v?(\d+)(?:\.(\d+))?/.exec(version);
+  return match ? `${match[1]}.${match[2] ?? '0'}` : version;
+}
+
+/** `true` for an absolute http(s) URL. */
+export function isHttpUrl(url: string): boolean {
+  if (!URL.canParse(url)) return false;
+  const protocol = new URL(url).protocol;
+  return protocol === 'http:' || protocol === 'https:';
+}
+
+function interfacesOf(raw: unknown): AgentInterface[] {
+  const v1 = CardV1Schema.safeParse(raw);
+  if (v1.success && v1.data.supportedInterfaces.length > 0) {
+    return v1.data.supportedInterfaces.flatMap((entry) => {
+      const parsed = InterfaceV1Schema.safeParse(entry);
+      if (!parsed.success) return [];
+      const { url, protocolBinding, protocolVersion, tenant } = parsed.data;
+      return [{ url, protocolBinding, protocolVersion: normalizeProtocolVersion(protocolVersion), ...(tenant ? { tenant } : {}) }];
+    });
+  }
+  const v03 = CardV03Schema.safeParse(raw);
+  if (!v03.success) return [];
+  const protocolVersion = normalizeProtocolVersion(v03.data.protocolVersion);
+  const found = [{ url: v03.data.url, protocolBinding: v03.data.preferredTransport, protocolVersion }];
+  for (const entry of v03.data.additionalInterfaces) {
+    const parsed = InterfaceV03Schema.safeParse(entry);
+    if (!parsed.success) continue;
+    const duplicate = found.some((known) => known.url === parsed.data.url && known.protocolBinding === parsed.data.transport);
+    if (!duplicate) found.push({ url: parsed.data.url, protocolBinding: parsed.data.transport, protocolVersion });
+  }
+  return found;
+}
+
+/**
+ * Normalizes a parsed card (1.0 or 0.3). Interfaces with a non-http(s) or
+ * empty URL are dropped. Throws `AgentCardError` (`INVALID_CARD`,
+ * `NO_USABLE_INTERFACE`).
+ */
+export function normalizeAgentCard(raw: unknown): AgentCard {
+  const common = CommonCardSchema.safeParse(raw);
+  if (!common.success) {
+    throw new AgentCardError('INVALID_CARD', `agent card invalid: ${common.error.issues[0]?.message ?? 'unknown'}`, { cause: raw });
+  }
+  const interfaces = interfacesOf(raw).filter((agentInterface) => isHttpUrl(agentInterface.url));
+  if (interfaces.length === 0) {
+    throw new AgentCardError('NO_USABLE_INTERFACE', `agent card "${common.data.name}" has no http(s) interface`, { cause: raw });
+  }
+  const skills = common.data.skills.flatMap((skill) => {
+    const parsed = SkillSchema.safeParse(skill);
+    return parsed.success ? [parsed.data] : [];
+  });
+  const { name, description, version, capabilities } = common.data;
+  return { name, description, version, skills, capabilities, interfaces };
+}

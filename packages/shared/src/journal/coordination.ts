@@ -1,0 +1,44 @@
+/**
+ * Fleet-wide coordination kept beside the journal: one-time marks, the follow lease (one open stream
+ * per task across the fleet, lease-1.lua) and a smooth rate limit on Redis's clock (takeToken-1.lua).
+ */
+import type { DelegationRef } from './core.ts';
+import { JournalReplies } from './replies.ts';
+
+/** Journal methods that coordinate workers across the fleet. */
+export class JournalCoordination extends JournalReplies {
+  /**
+   * Marks a one-time act of a delegation (a CancelTask sent, an auth challenge handled) for `ttlMs`.
+   * @returns true for the first caller in that window, false for every other one (fleet-wide).
+   */
+  async markOnce(ref: DelegationRef, name: string, owner: string, ttlMs: number): Promise<boolean> {
+    return (await this.redis.set(this.keys.once(ref.workflowId, ref.delegationId, name), owner, 'PX', ttlMs, 'NX')) === 'OK';
+  }
+
+  /**
+   * The follow lease of a delegation (one open stream per task across the fleet).
+   * `acquire` returns false when another holder has it; `renew`/`release` only act on our own.
+   */
+  async lease(ref: DelegationRef, op: 'acquire' | 'renew' | 'release', token: string, durationMs = 0): Promise<boolean> {
+    return Number(await this.call('lease', [this.keys.followLease(ref.workflowId, ref.delegationId)], [op, token, durationMs])) === 1;
+  }
+
+  /** True while someone holds the follow lease. */
+  async isFollowed(ref: DelegationRef): Promise<boolean> {
+    return (await this.redis.exists(this.keys.followLease(ref.workflowId, ref.delegationId))) === 1;
+  }
+
+  /** Milliseconds left on a delegation's follow lease (0 when nobody holds it). */
+  async followLeaseRemainingMs(ref: DelegationRef): Promise<number> {
+    return Math.max(0, await this.redis.pttl(this.keys.followLease(ref.workflowId, ref.delegationId)));
+  }
+
+  /**
+   * Reserves a slot of a fleet-wide smooth rate limit (`name`: at most `max` per `windowMs`,
+   * spaced evenly). Uses Redis's clock, so every worker agrees.
+   * @returns 0 to go now, else the ms until the reserved slot.
+   */
+  async takeToken(name: string, max: number, windowMs: number, maxWaitMs = 600_000): Promise<number> {
+    return Number(await this.call('takeToken', [this.keys.rateLimit(name)], [max, windowMs, maxWaitMs]));
+  }
+}

@@ -1,0 +1,71 @@
+/**
+ * The journal's base: one Redis connection (standalone or Cluster), its keys, options and scripts,
+ * and the replica wait. Each concern (unfinished index, workflows, delegations, status, replies,
+ * coordination) adds its methods on top of this, ending in `Journal` (journal.ts).
+ */
+import type { Redis, Cluster } from 'ioredis';
+import { DEFAULT_A2A_LIMITS } from '../a2a/limits.ts';
+import { journalKeys, type JournalKeys } from './keys.ts';
+import { NO_DURABILITY, awaitReplicas, type JournalDurability } from './durability.ts';
+import { defineScripts, type ScriptCaller } from './scripts.ts';
+
+/** A delegation's address. */
+export interface DelegationRef {
+  workflowId: string;
+  delegationId: string;
+}
+
+export interface JournalOptions {
+  /** Key prefix; default `da2a`. */
+  prefix?: string;
+  /** How long a finished workflow (with all its delegations) is kept, in ms; default 7 days; 0 keeps it forever. */
+  retentionMs?: number;
+  /** Clock, injectable for tests; default `Date.now`. */
+  now?: () => number;
+  /** Replicas that must acknowledge the critical writes (see durability.ts); default none. */
+  durability?: JournalDurability;
+  /** Artifact bytes one delegation may hold, summed over chunks and pushes; default 16 MiB (`DEFAULT_A2A_LIMITS`). */
+  artifactBytesPerDelegation?: number;
+}
+
+/** Connection, keys, options and script caller shared by every part of the journal. */
+export class JournalCore {
+  readonly keys: JournalKeys;
+  readonly retentionMs: number;
+  readonly now: () => number;
+  readonly durability: JournalDurability;
+  readonly artifactBytesPerDelegation: number;
+  protected readonly call: ScriptCaller;
+
+  constructor(
+    readonly redis: Redis | Cluster,
+    options: JournalOptions = {},
+  ) {
+    this.keys = journalKeys(options.prefix);
+    this.retentionMs = options.retentionMs ?? 7 * 24 * 3600 * 1000;
+    this.now = options.now ?? Date.now;
+    this.durability = options.durability ?? NO_DURABILITY;
+    this.artifactBytesPerDelegation = options.artifactBytesPerDelegation ?? DEFAULT_A2A_LIMITS.artifactBytesPerDelegation;
+    this.call = defineScripts(redis);
+  }
+
+  /** The delegation's row key and its artifacts key (the two keys of applyStatus / applyArtifact). */
+  protected delegationKeys(ref: DelegationRef): [string, string] {
+    return [this.keys.delegation(ref.workflowId, ref.delegationId), this.keys.artifacts(ref.workflowId, ref.delegationId)];
+  }
+
+  /** Key of the list of a workflow's delegation ids, in creation order. */
+  delegationListKey(workflowId: string): string {
+    return this.keys.delegationList(workflowId);
+  }
+
+  /**
+   * Waits for `durability.replicas` replicas to acknowledge this connection's writes so far (the
+   * workflow's keys and the unfinished index); nothing when the setting is off.
+   * @param generation `connectionGeneration(journal.redis)` taken before the writes.
+   * @throws ReplicationTimeoutError (retryable)
+   */
+  async awaitReplicas(workflowId: string, generation: number): Promise<void> {
+    await awaitReplicas(this.redis, this.durability, [this.keys.workflow(workflowId), this.keys.unfinished()], generation);
+  }
+}

@@ -1,0 +1,105 @@
+/**
+ * Delegation rows: reads, and the transitions around sending (claim, markSending, releaseForResend)
+ * and the reconciler's bookkeeping (noteNotFound, noteNoProgress, releaseHold, recordEffect). Each
+ * transition is one script (`lua/<verb>-1.lua`); status changes are in status.ts, replies in replies.ts.
+ */
+import { DelegationRecordSchema, parseArtifacts, type DelegationRecord, type DelegationView } from './record.ts';
+import { journalErrorFromCode } from './errors.ts';
+import { connectionGeneration } from './durability.ts';
+import type { DelegationRef } from './core.ts';
+import { JournalWorkflows } from './workflows.ts';
+
+/** Journal methods over delegation rows. */
+export class JournalDelegations extends JournalWorkflows {
+  /** Reads one delegation, or undefined if missing (or expired). */
+  async getDelegation(ref: DelegationRef): Promise<DelegationRecord | undefined> {
+    const hash = await this.redis.hgetall(this.keys.delegation(ref.workflowId, ref.delegationId));
+    if (!hash.delegationId) return undefined;
+    return DelegationRecordSchema.parse(hash);
+  }
+
+  /** Reads one delegation with its artifacts. */
+  async getDelegationView(ref: DelegationRef): Promise<DelegationView | undefined> {
+    const [key, artifactsKey] = this.delegationKeys(ref);
+    const [hash, artifacts] = await Promise.all([this.redis.hgetall(key), this.redis.hgetall(artifactsKey)]);
+    if (!hash.delegationId) return undefined;
+    return { ...DelegationRecordSchema.parse(hash), artifacts: parseArtifacts(artifacts) };
+  }
+
+  /** The secret push token of a delegation (never part of the view). */
+  async pushToken(ref: DelegationRef): Promise<string | undefined> {
+    return (await this.redis.hget(this.keys.delegation(ref.workflowId, ref.delegationId), 'pushToken')) || undefined;
+  }
+
+  /**
+   * Takes ownership for one job run; returns the fencing token to pass to later writes.
+   * @throws JournalError DELEGATION_MISSING
+   */
+  async claim(ref: DelegationRef, owner: string): Promise<number> {
+    const fence = Number(await this.call('claim', [this.delegationKeys(ref)[0]], [owner]));
+    if (fence < 0) throw journalErrorFromCode(fence, ref, 'claim');
+    return fence;
+  }
+
+  /**
+   * Marks that SendMessage is about to leave (crash window 1 → 2).
+   * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING; ReplicationTimeoutError
+   *   (durability on: the mark is written but not proven on the replicas, so nothing may leave)
+   */
+  async markSending(ref: DelegationRef, fence: number, agentInterface?: object): Promise<void> {
+    const generation = connectionGeneration(this.redis);
+    // Replicas behind or gone: refuse before the mark, so a send that cannot leave is not marked as maybe sent.
+    await this.awaitReplicas(ref.workflowId, generation);
+    const code = Number(
+      await this.call('markSending', [this.delegationKeys(ref)[0]], [fence, this.now(), agentInterface ? JSON.stringify(agentInterface) : '']),
+    );
+    if (code < 0) throw journalErrorFromCode(code, ref, 'markSending');
+    await this.awaitReplicas(ref.workflowId, generation);
+  }
+
+  /**
+   * Clears the "may have been sent" mark after the reconciler proved the agent never got the message.
+   * @throws JournalError VERSION_CONFLICT, WRONG_STATE, DELEGATION_MISSING
+   */
+  async releaseForResend(ref: DelegationRef, expectedVersion: number, contextRefused = false): Promise<void> {
+    const code = Number(
+      await this.call('releaseForResend', [this.delegationKeys(ref)[0]], [expectedVersion, this.now(), contextRefused ? '1' : '0']),
+    );
+    if (code < 0) throw journalErrorFromCode(code, ref, 'releaseForResend');
+  }
+
+  /** Counts one TaskNotFoundError; returns the count and when the first one was seen (ms). */
+  async noteNotFound(ref: DelegationRef): Promise<{ count: number; firstNotFoundAt: number }> {
+    const [count, first] = (await this.call('noteNotFound', [this.delegationKeys(ref)[0]], [this.now()])) as [number, number];
+    if (count < 0) throw journalErrorFromCode(count, ref, 'noteNotFound');
+    return { count, firstNotFoundAt: first };
+  }
+
+  /**
+   * Notes one observation for the progress rule (see noteNoProgress-1.lua): `mark` sums up what the delegation
+   * shows after the observation (a digest); `what` is short evidence text (stored as `noProgressLast`, ≤ 500 chars).
+   * @returns count 0 when the mark changed (progress), else the observations without progress, and since when (ms).
+   */
+  async noteNoProgress(ref: DelegationRef, mark: string, what: string): Promise<{ count: number; since: number }> {
+    const [count, since] = (await this.call('noteNoProgress', [this.delegationKeys(ref)[0]], [mark, this.now(), what.slice(0, 500)])) as [number, number];
+    if (count < 0) throw journalErrorFromCode(count, ref, 'noteNoProgress');
+    return { count, since };
+  }
+
+  /** Releases a held intent; returns false if it was not held. */
+  async releaseHold(ref: DelegationRef): Promise<boolean> {
+    const code = Number(await this.call('releaseHold', [this.delegationKeys(ref)[0]], [this.now()]));
+    if (code < 0) throw journalErrorFromCode(code, ref, 'releaseHold');
+    return code === 1;
+  }
+
+  /**
+   * Records a verifier's finding once (see recordEffect-1.lua).
+   * @returns true if recorded, false if an effect was already recorded.
+   */
+  async recordEffect(ref: DelegationRef, effect: 'present' | 'absent' | 'unknown', evidence: unknown): Promise<boolean> {
+    const code = Number(await this.call('recordEffect', [this.delegationKeys(ref)[0]], [effect, JSON.stringify(evidence ?? null), this.now()]));
+    if (code < 0) throw journalErrorFromCode(code, ref, 'recordEffect');
+    return code === 1;
+  }
+}

@@ -1,0 +1,173 @@
+/**
+ * Status and artifact changes of a delegation, forward only (applyStatus-2.lua, applyArtifact-2.lua),
+ * with the task-id binding (bindTask-1.lua) and protocol errors an agent caused (noteProtocolError-1.lua).
+ */
+import type { Artifact, Message } from '../a2a/schema.ts';
+import { artifactByteSize } from '../a2a/limits.ts';
+import { indexMember } from './keys.ts';
+import type { RecordedError } from './record.ts';
+import type { JournalState } from './states.ts';
+import { JournalError, journalErrorFromCode } from './errors.ts';
+import { parseAgentTimestamp } from './clock.ts';
+import type { DelegationRef } from './core.ts';
+import { JournalDelegations } from './delegations.ts';
+
+/**
+ * Identifies a question: its status message's id, else its timestamp in ms (so "…00Z" and
+ * "…00.000Z" are the same question), else '' (the script then numbers it).
+ */
+export function questionKeyOf(statusMessage: Message | undefined, statusTimestamp: string | undefined): string {
+  if (statusMessage?.messageId) return statusMessage.messageId;
+  const ms = parseAgentTimestamp(statusTimestamp);
+  return Number.isNaN(ms) ? '' : String(ms);
+}
+
+/** An observed status (or a local outcome) to apply with `applyStatus`. */
+export interface StatusChange {
+  /** Fencing token from `claim` (workers), or undefined for version-checked writers. */
+  fence?: number;
+  /** Compare-and-set on the version the caller read. */
+  expectedVersion?: number;
+  /** `event`: one stream or push event; `snapshot`: a full Task read that replaces state; `outcome`: our own decision. */
+  mode: 'event' | 'snapshot' | 'outcome';
+  state: JournalState;
+  /** ISO 8601 status timestamp as the agent sent it. */
+  statusTimestamp?: string;
+  taskId?: string;
+  contextId?: string;
+  statusMessage?: Message;
+  result?: unknown;
+  error?: RecordedError;
+  /** Snapshot artifacts: replace every stored artifact. Undefined leaves them. */
+  artifacts?: Artifact[];
+}
+
+/** What `applyStatus` did. */
+export type StatusChangeResult =
+  | { applied: true; version: number }
+  | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };
+
+/** applyStatus-2.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
+function statusArguments(change: StatusChange, nowMs: number, taskBound: boolean): (string | number)[] {
+  const timestampMs = parseAgentTimestamp(change.statusTimestamp);
+  const artifactArgs: string[] = [];
+  if (change.artifacts) {
+    const sizes = change.artifacts.map((artifact) => artifactByteSize(artifact));
+    artifactArgs.push(String(sizes.reduce((sum, size) => sum + size, 0)), String(change.artifacts.length));
+    change.artifacts.forEach(({ artifactId, parts, ...meta }, index) => {
+      artifactArgs.push(artifactId, JSON.stringify(meta), JSON.stringify(parts), String(sizes[index]));
+    });
+  } else artifactArgs.push('', '');
+  return [
+    change.fence ?? '',
+    change.expectedVersion ?? '',
+    change.mode,
+    change.state,
+    Number.isNaN(timestampMs) ? '' : timestampMs,
+    change.statusTimestamp ?? '',
+    change.taskId ?? '',
+    change.contextId ?? '',
+    change.statusMessage ? JSON.stringify(change.statusMessage) : '',
+    change.result === undefined ? '' : JSON.stringify(change.result),
+    change.error ? JSON.stringify(change.error) : '',
+    nowMs,
+    questionKeyOf(change.statusMessage, change.statusTimestamp),
+    taskBound ? '1' : '',
+    ...artifactArgs,
+  ];
+}
+
+/** Journal methods that apply what an agent reported (or our own outcome) to a delegation. */
+export class JournalStatus extends JournalDelegations {
+  /**
+   * Applies an observed status or a local outcome, forward only (see applyStatus-2.lua).
+   * A new task id is bound to this delegation first (`bindTask`).
+   * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, TASK_BOUND_ELSEWHERE, DELEGATION_MISSING
+   */
+  async applyStatus(ref: DelegationRef, change: StatusChange): Promise<StatusChangeResult> {
+    change = this.withinArtifactLimit(change);
+    let [code, detail] = await this.applyStatusOnce(ref, change, false);
+    if (code === -7) {
+      // A new task id: bind it to this delegation first (at most one delegation per task id).
+      await this.bindTask(ref, String(detail), change.taskId!);
+      [code, detail] = await this.applyStatusOnce(ref, change, true);
+    }
+    if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
+    // A finished delegation stays in the unfinished index until its workflow has
+    // decided what comes next (`removeFromIndex`), so a crash in between is retried.
+    if (code === 1) return { applied: true, version: Number(detail) };
+    return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
+  }
+
+  /**
+   * A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt
+   * instead: FAILED with a permanent LIMIT_EXCEEDED error, nothing of the artifacts stored (RT5).
+   */
+  private withinArtifactLimit(change: StatusChange): StatusChange {
+    if (!change.artifacts) return change;
+    const bytes = change.artifacts.reduce((sum, artifact) => sum + artifactByteSize(artifact), 0);
+    if (bytes <= this.artifactBytesPerDelegation) return change;
+    const message = `artifacts of this delegation would reach ${bytes} bytes, over the limit of ${this.artifactBytesPerDelegation}`;
+    return { fence: change.fence, expectedVersion: change.expectedVersion, mode: 'outcome', state: 'FAILED', taskId: change.taskId, contextId: change.contextId, error: { code: 'LIMIT_EXCEEDED', message, retryable: false } };
+  }
+
+  private async applyStatusOnce(ref: DelegationRef, change: StatusChange, taskBound: boolean): Promise<[number, string | number]> {
+    return (await this.call('applyStatus', this.delegationKeys(ref), statusArguments(change, this.now(), taskBound))) as [number, string | number];
+  }
+
+  /**
+   * Binds `taskId` (of the agent at `agentCardUrl`) to this delegation, kept as long as a finished workflow.
+   * @throws JournalError TASK_BOUND_ELSEWHERE when another delegation holds it; that refusal is journaled
+   *   on this delegation as a protocol error and the delegation is handed to the reconciler (due now).
+   */
+  async bindTask(ref: DelegationRef, agentCardUrl: string, taskId: string): Promise<void> {
+    const owner = indexMember(ref.workflowId, ref.delegationId);
+    const ttlMs = this.retentionMs > 0 ? this.retentionMs * 2 : 0;
+    const [bound, holder] = (await this.call('bindTask', [this.keys.taskOwner(agentCardUrl, taskId)], [owner, ttlMs])) as [number, string];
+    if (bound === 1) return;
+    await this.noteProtocolError(ref, {
+      code: 'TASK_BOUND_ELSEWHERE',
+      message: `the agent named task ${taskId}, which belongs to delegation ${holder}`,
+      retryable: false,
+    });
+    throw new JournalError('TASK_BOUND_ELSEWHERE', ref, 'applyStatus');
+  }
+
+  /**
+   * Journals a protocol error an agent caused (state unchanged, see noteProtocolError-1.lua) and
+   * hands the delegation to the reconciler (due now). Returns false when the delegation is finished or missing.
+   */
+  async noteProtocolError(ref: DelegationRef, error: RecordedError): Promise<boolean> {
+    const code = Number(await this.call('noteProtocolError', [this.delegationKeys(ref)[0]], [JSON.stringify(error), this.now()]));
+    if (code === 1) await this.scheduleCheck(ref, this.now());
+    return code === 1;
+  }
+
+  /**
+   * Applies one artifact update (append / replace / seal, see applyArtifact-2.lua). The delegation's
+   * artifact bytes (artifactByteSize, summed over chunks and pushes) stay within `artifactBytesPerDelegation`.
+   * @returns 'applied', 'sealed' (dropped after the seal) or 'finished'.
+   * @throws JournalError FENCE_LOST, DELEGATION_MISSING; ARTIFACT_LIMIT when this update would pass the
+   *   limit: nothing was stored and the attempt ended FAILED (LIMIT_EXCEEDED, permanent, re-delegable).
+   */
+  async applyArtifact(
+    ref: DelegationRef,
+    fence: number | undefined,
+    update: { artifact: Artifact; append?: boolean; lastChunk?: boolean },
+  ): Promise<'applied' | 'sealed' | 'finished'> {
+    const { artifactId, parts, ...meta } = update.artifact;
+    const [code, detail] = (await this.call('applyArtifact', this.delegationKeys(ref), [
+      fence ?? '',
+      artifactId,
+      JSON.stringify(meta),
+      JSON.stringify(parts),
+      update.append ? '1' : '0',
+      update.lastChunk ? '1' : '0',
+      this.now(),
+      artifactByteSize(update.artifact),
+      this.artifactBytesPerDelegation,
+    ])) as [number, string];
+    if (code < 0) throw journalErrorFromCode(code, ref, 'applyArtifact');
+    return detail as 'applied' | 'sealed' | 'finished';
+  }
+}

@@ -1,0 +1,60 @@
+/**
+ * The unfinished index: one sorted set of every delegation not yet settled by its workflow, scored by
+ * when the reconciler should next look at it (ms since epoch). Workflow entries use delegation id `*`.
+ */
+import { indexMember, parseIndexMember } from './keys.ts';
+import { JournalCore, type DelegationRef } from './core.ts';
+
+/** Journal methods over the unfinished index. */
+export class JournalIndex extends JournalCore {
+  /** Puts (or moves) a delegation in the unfinished index, due at `atMs`. */
+  async scheduleCheck(ref: DelegationRef, atMs: number): Promise<void> {
+    await this.redis.zadd(this.keys.unfinished(), atMs, indexMember(ref.workflowId, ref.delegationId));
+  }
+
+  /** When the reconciler next checks a delegation (ms since epoch), or undefined when it is not in the unfinished index. Read-only. */
+  async nextCheckAt(ref: DelegationRef): Promise<number | undefined> {
+    const score = await this.redis.zscore(this.keys.unfinished(), indexMember(ref.workflowId, ref.delegationId));
+    return score === null ? undefined : Number(score);
+  }
+
+  /** Drops a delegation from the unfinished index; true when this call removed it (false if already gone). */
+  async removeFromIndex(ref: DelegationRef): Promise<boolean> {
+    return (await this.redis.zrem(this.keys.unfinished(), indexMember(ref.workflowId, ref.delegationId))) === 1;
+  }
+
+  /** Unfinished delegations due at or before `atMs` (all of them with Infinity), at most `limit`. */
+  async dueDelegations(atMs: number, limit: number): Promise<DelegationRef[]> {
+    const members = await this.redis.zrangebyscore(this.keys.unfinished(), '-inf', Number.isFinite(atMs) ? atMs : '+inf', 'LIMIT', 0, limit);
+    return members.map(parseIndexMember);
+  }
+
+  /** Like `dueDelegations`, with each entry's due time (ms). */
+  async dueDelegationsWithTimes(atMs: number, limit: number): Promise<{ ref: DelegationRef; dueAt: number }[]> {
+    const flat = await this.redis.zrangebyscore(this.keys.unfinished(), '-inf', Number.isFinite(atMs) ? atMs : '+inf', 'WITHSCORES', 'LIMIT', 0, limit);
+    const due: { ref: DelegationRef; dueAt: number }[] = [];
+    for (let index = 0; index < flat.length; index += 2) due.push({ ref: parseIndexMember(flat[index]!), dueAt: Number(flat[index + 1]) });
+    return due;
+  }
+
+  /** Number of unfinished delegations. */
+  async unfinishedCount(): Promise<number> {
+    return this.redis.zcard(this.keys.unfinished());
+  }
+}
+
+/** At most this many unfinished delegations are sampled per scrape (cost grows with unfinished work only). */
+export const STATE_SAMPLE_LIMIT = 10_000;
+
+/**
+ * Counts unfinished delegations by journal state, from the unfinished index
+ * (never from history). Workflow entries (`*`) are skipped.
+ */
+export async function countUnfinishedByState(journal: JournalCore, limit = STATE_SAMPLE_LIMIT): Promise<Record<string, number>> {
+  const members = await journal.redis.zrange(journal.keys.unfinished(), 0, limit - 1);
+  const refs = members.map(parseIndexMember).filter((ref) => ref.delegationId !== '*');
+  const states = await Promise.all(refs.map((ref) => journal.redis.hget(journal.keys.delegation(ref.workflowId, ref.delegationId), 'state')));
+  const counts: Record<string, number> = {};
+  for (const state of states) if (state) counts[state] = (counts[state] ?? 0) + 1;
+  return counts;
+}

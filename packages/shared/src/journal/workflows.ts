@@ -1,0 +1,103 @@
+/**
+ * Workflow rows: creating a workflow with its first intent, journaling later intents, reading the
+ * typed row, and compare-and-set updates (createWorkflow-3.lua, createIntent-3.lua, updateWorkflow-2.lua).
+ */
+import { journalErrorFromCode } from './errors.ts';
+import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
+import { WorkflowDefinitionSchema, type WorkflowDefinition } from '../workflow.ts';
+import { JournalIndex } from './unfinished-index.ts';
+
+/** Journal methods over workflow rows. */
+export class JournalWorkflows extends JournalIndex {
+  /**
+   * Creates a workflow and (optionally) its first delegation's intent, atomically.
+   * The first delegation enters the unfinished index before the script runs.
+   * @returns true if created, false if the workflow already existed (idempotent).
+   */
+  async createWorkflow(workflowId: string, fields: Record<string, string>, first?: Record<string, string>): Promise<boolean> {
+    if (first) await this.scheduleCheck({ workflowId, delegationId: first.delegationId! }, this.now());
+    // The listing set is global (another Cluster slot), so it is written outside the script; SADD is idempotent.
+    await this.redis.sadd(this.keys.workflows(), workflowId);
+    const created = await this.call(
+      'createWorkflow',
+      [this.keys.workflow(workflowId), first ? this.keys.delegation(workflowId, first.delegationId!) : this.keys.workflow(workflowId), this.delegationListKey(workflowId)],
+      [JSON.stringify({ ...fields, workflowId, version: '1' }), first ? JSON.stringify(first) : ''],
+    );
+    return created === 1;
+  }
+
+  /**
+   * Journals one more delegation of an existing workflow (next step, re-delegation, compensation).
+   * @returns true if created, false if that delegation already existed.
+   * @throws JournalError WORKFLOW_MISSING or VERSION_CONFLICT (another worker decided first).
+   */
+  async createIntent(
+    workflowId: string,
+    delegation: Record<string, string>,
+    options: { expectedWorkflowVersion?: number; workflowFields?: Record<string, string> } = {},
+  ): Promise<boolean> {
+    const ref = { workflowId, delegationId: delegation.delegationId! };
+    await this.scheduleCheck(ref, this.now());
+    const code = Number(
+      await this.call(
+        'createIntent',
+        [this.keys.workflow(workflowId), this.keys.delegation(workflowId, ref.delegationId), this.delegationListKey(workflowId)],
+        [JSON.stringify(delegation), options.expectedWorkflowVersion ?? '', JSON.stringify(options.workflowFields ?? {})],
+      ),
+    );
+    if (code < 0) throw journalErrorFromCode(code, ref, 'createIntent');
+    return code === 1;
+  }
+
+  /**
+   * Changes workflow fields, compare-and-set on the version the caller decided from.
+   * @returns the new workflow version.
+   * @throws JournalError VERSION_CONFLICT, WRONG_STATE (workflow finished), DELEGATION_MISSING (no workflow)
+   */
+  async updateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion?: number): Promise<number> {
+    const fields = encodeWorkflowPatch(patch);
+    const code = Number(
+      await this.call('updateWorkflow', [this.keys.workflow(workflowId), this.delegationListKey(workflowId)], [expectedVersion ?? '', JSON.stringify(fields), this.now(), this.retentionMs]),
+    );
+    if (code < 0) throw journalErrorFromCode(code, { workflowId, delegationId: '' }, 'updateWorkflow');
+    return code;
+  }
+
+  /**
+   * Reads the raw workflow hash, or undefined.
+   * @deprecated read `getWorkflow` (typed); kept for callers on other branches.
+   */
+  async getWorkflowHash(workflowId: string): Promise<Record<string, string> | undefined> {
+    const hash = await this.redis.hgetall(this.keys.workflow(workflowId));
+    return hash.workflowId ? hash : undefined;
+  }
+
+  /** Reads a workflow row, typed, or undefined if missing (or expired). Throws a ZodError on a corrupt row. */
+  async getWorkflow(workflowId: string): Promise<WorkflowRecord | undefined> {
+    const hash = await this.redis.hgetall(this.keys.workflow(workflowId));
+    return hash.workflowId ? parseWorkflowHash(hash) : undefined;
+  }
+
+  /** Reads only a workflow's definition (one HGET), or undefined. */
+  async getWorkflowDefinition(workflowId: string): Promise<WorkflowDefinition | undefined> {
+    const text = await this.redis.hget(this.keys.workflow(workflowId), 'definition');
+    return text ? WorkflowDefinitionSchema.parse(JSON.parse(text)) : undefined;
+  }
+
+  /** Reads one field of many workflows' state (listing by state), in order; undefined for missing ones. */
+  async workflowStates(workflowIds: string[]): Promise<(string | undefined)[]> {
+    const states = await Promise.all(workflowIds.map((workflowId) => this.redis.hget(this.keys.workflow(workflowId), 'state')));
+    return states.map((state) => state ?? undefined);
+  }
+
+  /** One page of workflow ids (SSCAN); `cursor` undefined when done. */
+  async listWorkflowIds(cursor: string | undefined, count: number): Promise<{ ids: string[]; cursor?: string }> {
+    const [next, ids] = await this.redis.sscan(this.keys.workflows(), cursor ?? '0', 'COUNT', count);
+    return { ids, cursor: next === '0' ? undefined : next };
+  }
+
+  /** Delegation ids of a workflow, in creation order. */
+  async delegationIds(workflowId: string): Promise<string[]> {
+    return this.redis.lrange(this.delegationListKey(workflowId), 0, -1);
+  }
+}

@@ -1,0 +1,25 @@
+/**
+ * Fault injection for tests and the demo (`DA2A_CRASH_AT`, `DA2A_STALL_AT`): at a named point of the
+ * delegation flow, block the event loop or SIGKILL this process. Off unless configured.
+ */
+import type { Logger } from '@durable-a2a/shared';
+import type { CrashPoint, WorkerContext } from './context.ts';
+import type { CompiledFleetOptions } from './options.ts';
+
+/** The fault hook: stalls or SIGKILLs this process at the configured point (tests and demo only). */
+export function crashPointHook(options: CompiledFleetOptions, logger: Logger): WorkerContext['crashPoint'] {
+  return (point: CrashPoint, step?: string) => {
+    const hits = (configured: string | undefined) => configured === point || (step !== undefined && configured === `${point}@${step}`);
+    if (hits(options.stallAt?.point)) {
+      logger.warn({ crashPoint: point, ms: options.stallAt!.ms }, 'stall point reached: blocking the event loop (fault injection)');
+      const until = Date.now() + options.stallAt!.ms;
+      while (Date.now() < until) {
+        // Busy wait on purpose: nothing else in this process may run (no lock renewal).
+      }
+    }
+    if (hits(options.crashAt)) {
+      logger.fatal({ crashPoint: point }, 'crash point reached: killing this process (fault injection)');
+      process.kill(process.pid, 'SIGKILL');
+    }
+  };
+}
