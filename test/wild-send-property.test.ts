@@ -1,9 +1,11 @@
 /**
  * Properties of the send side (issue 12, one per kind, fast-check):
- * - delivery (V5): whatever error class and delivery, an answer that arrived (`received`) never
- *   leads to a resend of the same messageId, for any search outcome and whether or not the agent
- *   is listed as deduplicating; and a resend only ever follows a proven absence or a deduplicating
- *   agent that cannot be searched;
+ * - delivery (V5): whatever error class and delivery, an unreadable answer that arrived never leads
+ *   to a resend of the same messageId, for any search outcome and whether or not the agent is listed
+ *   as deduplicating; an error answer only when it is retryable and a conclusive search proves that
+ *   no task holds our message; a resend only ever follows a proven absence or a deduplicating agent
+ *   that cannot be searched;
+ * - refusals: only the errors that refuse a request before acting on it prove "no task created";
  * - typed protocol errors: every `ProtocolError` with its own code is permanent for the attempt
  *   (never the reconciler's "maybe sent" path), a plain unreadable answer is not; the journaled
  *   form keeps code, limit and the error's delivery (`not-sent` before the mark).
@@ -14,16 +16,20 @@ import {
   AuthenticationError,
   InternalAgentError,
   InvalidAgentResponseError,
+  InvalidParamsError,
   LimitExceededError,
   NetworkError,
   ProtocolError,
   ResponseIdMismatchError,
+  TaskNotCancelableError,
   TaskNotFoundError,
   UnknownWireValueError,
+  UpstreamError,
+  VersionNotSupportedError,
   deliveryOf,
   type Delivery,
 } from '@durable-a2a/shared';
-import { isTypedProtocolError, recordedErrorOf, unfoundVerdict } from '../packages/workers/src/delegation/send-errors.ts';
+import { isTypedProtocolError, provesNotCreated, recordedErrorOf, unfoundVerdict } from '../packages/workers/src/delegation/send-errors.ts';
 
 const deliveries: Delivery[] = ['not-sent', 'maybe', 'received'];
 const limitNames = ['responseBodyBytes', 'sseEventBytes', 'agentCardBytes', 'partsPerMessage', 'jsonDepth', 'artifactBytesPerDelegation'] as const;
@@ -64,21 +70,38 @@ const searchArbitrary = fc.oneof(
 );
 
 describe('send properties', () => {
-  it('an answer that arrived is never resent, for any error class, search outcome and deduplication setting', () => {
+  it('an answer that arrived is resent only when it was a retryable error and a conclusive search proves no task, for any error class, search outcome and deduplication setting', () => {
     fc.assert(
       fc.property(errorArbitrary, fc.boolean(), fc.boolean(), searchArbitrary, ({ error }, afterMark, deduplicates, search) => {
         const recorded = recordedErrorOf(error, afterMark);
         expect(recorded.delivery).toBe(afterMark ? deliveryOf(error) : 'not-sent');
         const verdict = unfoundVerdict({ error: recorded, deduplicates, search });
-        if (recorded.delivery === 'received') expect(verdict.resend).toBe(false);
-        if (verdict.resend) {
-          expect(recorded.delivery).not.toBe('received');
-          const provenAbsent = search.kind === 'not-found' && !search.inconclusive && !search.paginationBroken;
-          expect(provenAbsent || (search.kind === 'unsupported' && deduplicates)).toBe(true);
-        }
+        const provenAbsent = search.kind === 'not-found' && !search.inconclusive && !search.paginationBroken;
+        // An unreadable answer (V5) is never resent, nor is anything a search cannot prove absent.
+        if (recorded.delivery === 'received' && recorded.answer !== 'error') expect(verdict.resend).toBe(false);
+        if (verdict.resend && recorded.delivery === 'received') expect(recorded.retryable && provenAbsent).toBe(true);
+        if (verdict.resend) expect(provenAbsent || (search.kind === 'unsupported' && deduplicates && recorded.delivery !== 'received')).toBe(true);
+        // A permanent error answer proven to have created nothing ends the attempt with the agent's error.
+        if ('fail' in verdict) expect(recorded.answer === 'error' && !recorded.retryable && provenAbsent).toBe(true);
       }),
       { numRuns: 500 },
     );
+  });
+
+  it('a send error proves that no task was created only when it is a refusal (request errors, validation errors, 401/403, a non-A2A 4xx)', () => {
+    fc.assert(
+      fc.property(errorArbitrary, ({ kind, error }) => {
+        const status = error.httpStatus;
+        const plain4xx = (kind === 'protocol' || kind === 'wire' || kind === 'rpcId' || kind === 'limit') && status !== undefined && status >= 400 && status < 500;
+        expect(provesNotCreated(error)).toBe(kind === 'notFound' || kind === 'auth' || plain4xx);
+      }),
+      { numRuns: 300 },
+    );
+    expect(provesNotCreated(new InvalidParamsError('bad', { jsonRpcCode: -32602 }))).toBe(true);
+    expect(provesNotCreated(new VersionNotSupportedError('1.0?', { jsonRpcCode: -32009 }))).toBe(true);
+    expect(provesNotCreated(new InternalAgentError('later', { jsonRpcCode: -32603, httpStatus: 400 }))).toBe(false);
+    expect(provesNotCreated(new TaskNotCancelableError('odd', { jsonRpcCode: -32002 }))).toBe(false);
+    expect(provesNotCreated(new UpstreamError('502', { httpStatus: 502 }))).toBe(false);
   });
 
   it('typed protocol errors are permanent for the attempt and journal their code and limit; plain unreadable answers go to the reconciler', () => {

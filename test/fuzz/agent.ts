@@ -7,7 +7,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { startRawAgent } from '../harness/raw-agent.ts';
 import { chunkBytes, expand, hugeArtifact, HUGE_MARK, writeChunks, type Chunk } from './body.ts';
-import { deviationOf, readStamp, type Behaviour, type Deviation, type Site } from './grammar.ts';
+import { deviationOf, errorCreatesTask, readStamp, type Behaviour, type Deviation, type Site } from './grammar.ts';
 import { serveStream } from './stream.ts';
 import { answerId, foreignTask, sendResult, stateAt, statusStamp, wireTask, type AgentTask } from './wire.ts';
 
@@ -97,6 +97,7 @@ class FuzzAgentServer {
   }
 
   private async sendMessage(params: any, id: unknown, response: ServerResponse): Promise<void> {
+    if (this.failsWithoutTask('SendMessage')) return void (this.noteSend(params), await this.deviate('SendMessage', response, id));
     const task = this.createTask(params);
     if (await this.deviate('SendMessage', response, id)) return;
     if (params?.configuration?.returnImmediately !== true) await sleep(Math.max(0, task.finalAtMs - Date.now()));
@@ -106,6 +107,7 @@ class FuzzAgentServer {
   }
 
   private async sendStreamingMessage(params: any, id: unknown, response: ServerResponse): Promise<void> {
+    if (this.failsWithoutTask('SendStreamingMessage')) return void (this.noteSend(params), await this.deviate('SendStreamingMessage', response, id));
     this.createTask(params);
     if (await this.deviate('SendStreamingMessage', response, id)) return;
     await this.stream('SendStreamingMessage', id, response);
@@ -150,7 +152,7 @@ class FuzzAgentServer {
 
   private async stream(site: 'SubscribeToTask' | 'SendStreamingMessage', id: unknown, response: ServerResponse): Promise<void> {
     const streamNumber = this.perSite.get(site)!;
-    const request = { runId: this.runId, behaviour: this.behaviour, task: this.task!, response, id, streamNumber };
+    const request = { runId: this.runId, behaviour: this.behaviour, task: this.task!, response, id, streamNumber, site };
     this.bytesOut += await serveStream({ ...request, snapshot: () => this.current(), closed: () => this.closed });
   }
 
@@ -178,12 +180,30 @@ class FuzzAgentServer {
     return true;
   }
 
-  /** The task for the message of this send: a new one, or the one the agent already has (then the call is a duplicate). */
-  private createTask(params: any): AgentTask {
+  /**
+   * True when this call of a send site will answer an error that leaves no task: a refusal code, or
+   * an error the agent raised before accepting the message (`errorCreatesTask`); a hang creates the task.
+   */
+  private failsWithoutTask(site: 'SendMessage' | 'SendStreamingMessage'): boolean {
+    const next = (this.perSite.get(site) ?? 0) + 1;
+    const hang = deviationOf(this.behaviour, 'hang');
+    if (hang?.site === site && next <= hang.times) return false;
+    const failure = deviationOf(this.behaviour, 'errorCode');
+    return failure?.method === site && next <= failure.times && !errorCreatesTask(failure);
+  }
+
+  /** Notes the messageId of this send on its call, and whether the agent already had a task for it (a duplicate delivery). */
+  private noteSend(params: any): { message: Record<string, unknown>; duplicate: boolean } {
     const message = (params?.message ?? {}) as Record<string, unknown>;
     const messageId = String(message.messageId ?? '');
     const duplicate = this.task !== undefined && this.task.message.messageId === messageId;
     Object.assign(this.calls.at(-1)!, { messageId, duplicate });
+    return { message, duplicate };
+  }
+
+  /** The task for the message of this send: a new one, or the one the agent already has (then the call is a duplicate). */
+  private createTask(params: any): AgentTask {
+    const { message, duplicate } = this.noteSend(params);
     if (this.task && duplicate) return this.task;
     const now = Date.now();
     const contextId = typeof message.contextId === 'string' && message.contextId ? message.contextId : `ctx-${this.runId}`;
@@ -214,7 +234,7 @@ class FuzzAgentServer {
       description: oversized ? HUGE_MARK : 'A generated deviating agent',
       version: '1.0.0',
       supportedInterfaces: [{ url: `${this.baseUrl}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-      capabilities: { streaming: true, pushNotifications: false },
+      capabilities: { streaming: this.behaviour.story.streaming === true, pushNotifications: false },
       defaultInputModes: ['text/plain'],
       defaultOutputModes: ['text/plain'],
       skills: [{ id: 'fuzz', name: 'Fuzz', description: 'Deviates', tags: ['fuzz'] }],

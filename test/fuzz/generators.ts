@@ -67,6 +67,7 @@ export const DEVIATION_GENERATORS: { [K in DeviationKind]: Generator<K> } = {
     data: fc.constantFrom('none', 'errorInfo', 'object'),
     httpStatus: fc.constantFrom(200, 400, 404, 500),
     times: TIMES,
+    created: fc.boolean(),
   }),
   resultShape: fc.record({ kind: fc.constant('resultShape'), send: fc.constantFrom('bare', 'bareWithKind', 'wrappedWithKind', 'extraFields') }),
   streamShape: fc.record({ kind: fc.constant('streamShape'), events: fc.constantFrom('wholeTasks', 'kindTagged') }),
@@ -74,7 +75,7 @@ export const DEVIATION_GENERATORS: { [K in DeviationKind]: Generator<K> } = {
   oversized,
   hang: fc.record({
     kind: fc.constant('hang'),
-    site: fc.constantFrom('SubscribeToTask', 'GetTask', 'SendMessage', 'ListTasks', 'AgentCard'),
+    site: fc.constantFrom('SubscribeToTask', 'GetTask', 'SendMessage', 'ListTasks', 'AgentCard', 'SendStreamingMessage'),
     phase: fc.constantFrom('beforeHeaders', 'afterHeaders'),
     times: TIMES,
   }) as Generator<'hang'>,
@@ -85,6 +86,7 @@ export const storyArbitrary: fc.Arbitrary<Story> = fc.record({
   final: fc.constantFrom('COMPLETED', 'FAILED', 'REJECTED'),
   workMs: fc.integer({ min: 0, max: 200 }),
   chunks: fc.integer({ min: 0, max: 3 }),
+  streaming: fc.boolean(),
 });
 
 /** Behaviours with 1 to `maxDeviations` deviations of distinct kinds, drawn from `kinds`. */

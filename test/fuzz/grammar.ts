@@ -32,8 +32,12 @@ export type Deviation =
   | { kind: 'earlyFin'; afterEvents: number; midEvent: boolean; streams: number }
   /** Subscriptions send only SSE comments (`:\n\n`) every `intervalMs`, optionally after the snapshot, and never end. */
   | { kind: 'keepAliveOnly'; afterSnapshot: boolean; intervalMs: number }
-  /** The first `times` calls of `method` answer a JSON-RPC error: code of either version, data shape, HTTP status. */
-  | { kind: 'errorCode'; method: Method; code: number; data: 'errorInfo' | 'object' | 'none'; httpStatus: 200 | 400 | 404 | 500; times: number }
+  /**
+   * The first `times` calls of `method` answer a JSON-RPC error: code of either version, data shape, HTTP status.
+   * On a send, a refusal code (`REFUSAL_CODES`) creates no task; any other code creates it first when `created`
+   * (the agent failed after accepting the message), else not.
+   */
+  | { kind: 'errorCode'; method: Method; code: number; data: 'errorInfo' | 'object' | 'none'; httpStatus: 200 | 400 | 404 | 500; times: number; created: boolean }
   /** The SendMessage result: wrapped `{task}` (1.0) or a bare Task (0.3 shape), with or without `kind`, with extra fields. */
   | { kind: 'resultShape'; send: 'wrapped' | 'bare' | 'bareWithKind' | 'wrappedWithKind' | 'extraFields' }
   /** Stream events: status/artifact updates, whole-Task snapshots only (V4), or 0.3 `kind`-tagged objects. */
@@ -45,7 +49,7 @@ export type Deviation =
    * parts or nesting levels, in one stream event only (`streamEvent`) or everywhere our task is shown (`artifact`).
    */
   | { kind: 'oversized'; where: 'card' | 'artifact' | 'streamEvent'; shape: 'bytes' | 'parts' | 'depth'; amount: number }
-  /** The first `times` calls at `site` never answer (before headers) or stop after the headers. */
+  /** The first `times` calls at `site` never answer (before headers) or stop after the headers (a hung send has created the task). */
   | { kind: 'hang'; site: Site; phase: 'beforeHeaders' | 'afterHeaders'; times: number };
 
 export type DeviationKind = Deviation['kind'];
@@ -77,6 +81,8 @@ export interface Story {
   workMs: number;
   /** Artifact chunks streamed before COMPLETED (0 = the answer is only in the final status message, V3). */
   chunks: number;
+  /** The Agent Card declares `capabilities.streaming` (a client may then send with SendStreamingMessage, V2). Default false. */
+  streaming?: boolean;
 }
 
 /** One generated agent behaviour. */
@@ -99,6 +105,16 @@ export function parseKinds(text: string | undefined): DeviationKind[] {
   }
   return names as DeviationKind[];
 }
+
+/**
+ * Error codes with which an agent refuses a request before acting on it (JSON-RPC 2.0 §5.1 request errors;
+ * the A2A errors of request validation, spec §3.3.2, §3.6, §5.4): an honest agent that answers a send with
+ * one has created no task. Other codes (-32603, -32000..-32099, -32006, -32002) may come after it did.
+ */
+export const REFUSAL_CODES: readonly number[] = [-32700, -32600, -32601, -32602, -32001, -32003, -32004, -32005, -32008, -32009];
+
+/** True when an errorCode deviation on a send leaves the agent with a task for our message. */
+export const errorCreatesTask = (deviation: Extract<Deviation, { kind: 'errorCode' }>): boolean => deviation.created && !REFUSAL_CODES.includes(deviation.code);
 
 /** Calls a hang or an error lasts when it lasts for the whole run. */
 export const ALWAYS = 1_000_000;

@@ -8,11 +8,12 @@
  *   FUZZ_DEADLINE_MS  time a delegation has to settle; default 6000
  *   FUZZ_TIME_LIMIT_MS  stop generating/shrinking a check after this long; default none
  *   FUZZ_VERBOSE    1 = one line per run
+ *   FUZZ_BEHAVIOUR  a behaviour as JSON (a printed counterexample): run it FUZZ_RUNS times (default 1), verbose, no generation
  * Exits 1 when any check failed.
  */
 import { quietSdkConsole } from '../harness/quiet-sdk.ts';
 import { startRedisServer } from '../harness/redis.ts';
-import { parseKinds, type DeviationKind } from './grammar.ts';
+import { parseKinds, type Behaviour, type DeviationKind } from './grammar.ts';
 import { checkConformance, describeFailure } from './property.ts';
 import { startFuzzSession } from './session.ts';
 
@@ -28,6 +29,7 @@ console.log(`fuzz: FUZZ_SEED=${seed} FUZZ_RUNS=${numRuns} FUZZ_KINDS=${kinds.joi
 
 const redis = await startRedisServer();
 const session = await startFuzzSession({ redisUrl: redis.url, deadlineMs: Number(process.env.FUZZ_DEADLINE_MS ?? 6_000) });
+if (process.env.FUZZ_BEHAVIOUR) await replay(JSON.parse(process.env.FUZZ_BEHAVIOUR) as Behaviour, Number(process.env.FUZZ_RUNS ?? 1));
 const groups: DeviationKind[][] = perKind ? kinds.map((kind) => [kind]) : [kinds];
 const results: { kinds: string; passed: boolean; runs: number; seconds: number; report: string }[] = [];
 try {
@@ -62,3 +64,19 @@ for (const result of results) console.log(`  ${result.passed ? 'pass' : 'FAIL'} 
 const failed = results.some((result) => !result.passed);
 console.log(failed ? `fuzz FAILED (replay with FUZZ_SEED=${seed})` : `fuzz passed (FUZZ_SEED=${seed})`);
 process.exit(failed ? 1 : 0);
+
+/** Runs one behaviour `times` times with its trace and violations, then exits (1 when any run failed). */
+async function replay(behaviour: Behaviour, times: number): Promise<never> {
+  let failed = 0;
+  try {
+    for (let run = 1; run <= Math.max(1, Math.min(times, 1_000)); run++) {
+      const outcome = await session.run(behaviour);
+      if (outcome.violations.length > 0) failed++;
+      console.log(`replay ${run}: ${outcome.elapsedMs} ms ${outcome.violations.map((violation) => `${violation.invariant}: ${violation.evidence}`).join('; ') || 'ok'}\n  ${outcome.trace}`);
+    }
+  } finally {
+    await session.close();
+    await redis.stop();
+  }
+  process.exit(failed > 0 ? 1 : 0);
+}

@@ -28,14 +28,17 @@ export const FUZZ_TIMINGS = {
   stalledIntervalMs: 1_000,
   closeTimeoutMs: 1_000,
   subscribeRateLimit: { max: 1_000, durationMs: 1_000 },
-  // The attempt deadline (DEADLINE_EXCEEDED) just inside the 6 s run deadline: an agent that hangs settles,
-  // and a run the deadline cuts would have been "not settled" anyway (shorter cut healthy runs under load).
-  attemptDeadlineMs: 5_500,
+  // The attempt deadline (DEADLINE_EXCEEDED) inside the 6 s run deadline: an agent that hangs settles. A send
+  // that may have reached the agent is ended only after the search that follows its settle window
+  // (sendSettleMs = request timeout + 1 s = 1.4 s here), so the deadline leaves that much (and a sweep) to spare.
+  attemptDeadlineMs: 4_000,
   // Progress rule and fairness (README "Progress rule and fairness"), scaled to the fuzz deadline.
   noProgressWindowMs: 2_000,
   slowPollAfterMs: 300,
   slowPollMs: 700,
   streamQuietMs: 600,
+  // V2: agents whose card declares streaming (story.streaming) get SendStreamingMessage.
+  streamingSends: true,
 } satisfies Partial<StartFleetOptions>;
 
 export interface FuzzSessionOptions {

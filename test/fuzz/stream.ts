@@ -7,7 +7,7 @@
 import type { ServerResponse } from 'node:http';
 import { chunkBytes, expand, firstHalf, hugeArtifact, writeChunks, type Chunk } from './body.ts';
 import { deviationOf, type Behaviour, type EventOp } from './grammar.ts';
-import { answerId, foreignEvents, shapeEvent, streamEvents, type AgentTask, type StreamPayload } from './wire.ts';
+import { answerId, foreignEvents, foreignTask, shapeEvent, streamEvents, type AgentTask, type StreamPayload } from './wire.ts';
 
 export interface StreamRequest {
   runId: string;
@@ -18,6 +18,8 @@ export interface StreamRequest {
   id: unknown;
   /** 1-based count of streams of this method so far (early FIN applies to the first ones). */
   streamNumber: number;
+  /** The method that opened the stream. */
+  site: 'SubscribeToTask' | 'SendStreamingMessage';
   /** Our task as the agent would answer GetTask now. */
   snapshot: () => Record<string, unknown>;
   /** True once the agent is closing: keep-alive loops stop. */
@@ -65,7 +67,10 @@ export async function serveStream(request: StreamRequest): Promise<number> {
 function framedEvents(request: StreamRequest): Chunk[][] {
   const { runId, behaviour, task } = request;
   let events: StreamPayload[] = streamEvents(runId, task, behaviour, Date.now());
-  if (deviationOf(behaviour, 'foreignTask')?.where === 'stream') events.splice(1, 0, ...foreignEvents(runId, behaviour));
+  const foreign = deviationOf(behaviour, 'foreignTask')?.where;
+  if (foreign === 'stream') events.splice(1, 0, ...foreignEvents(runId, behaviour));
+  // The answer to a streaming send opens with another client's task (foreignTask at 'send').
+  if (foreign === 'send' && request.site === 'SendStreamingMessage') events.unshift({ task: foreignTask(runId, behaviour) });
   const oversized = deviationOf(behaviour, 'oversized');
   if (oversized && oversized.where !== 'card' && events.length > 1) {
     const big = { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: hugeArtifact(oversized), append: false, lastChunk: true } };

@@ -40,28 +40,61 @@ export class NoUsableInterfaceError extends Error {
   readonly retryable = false;
 }
 
+/**
+ * After a failed card fetch, the same error is given back without asking the agent for one request
+ * timeout (at most 1 s), then twice that, four times … up to this cap (ms): however many jobs want an
+ * unreachable or hanging agent's card, it is asked about once per window (issue 12 kind 4: agent calls
+ * stay bounded without progress).
+ */
+export const CARD_RETRY_CAP_MS = 60_000;
+const CARD_RETRY_BASE_MAX_MS = 1_000;
+
 export class AgentDirectory {
   private readonly cardCache = createAgentCardCache();
   private readonly cards = new Map<string, { card: AgentCard; fetchedAt: number }>();
+  private readonly cardFailures = new Map<string, { error: unknown; until: number; count: number }>();
+  private readonly cardFetches = new Map<string, Promise<AgentCard>>();
   private readonly transports = new Map<string, A2ATransport>();
 
   constructor(private readonly options: AgentDirectoryOptions) {}
 
   /**
    * The agent's card, refreshed after `cardMaxAgeMs`; the fetch lasts at most `timeoutMs` (default
-   * `requestTimeoutMs`: an agent that hangs on its card never holds a send past its deadline).
+   * `requestTimeoutMs`: an agent that hangs on its card never holds a send past its deadline). A failed
+   * fetch is not repeated for a growing window (`CARD_RETRY_CAP_MS`): the same error is thrown.
    * Throws AgentCardError, LimitExceededError (over `agentCardBytes`), NetworkError.
    */
   async card(agentCardUrl: string, timeoutMs = this.options.requestTimeoutMs): Promise<AgentCard> {
     const cached = this.cards.get(agentCardUrl);
     if (cached && this.options.now() - cached.fetchedAt < this.options.cardMaxAgeMs) return cached.card;
-    const card = await fetchAgentCard(agentCardUrl, {
-      dispatcher: this.options.dispatcher,
-      cache: this.cardCache,
-      addressPolicy: this.options.addressPolicy,
-      requestTimeoutMs: Math.max(1, Math.min(timeoutMs, this.options.requestTimeoutMs)),
-      limits: this.options.limits,
-    });
+    const failed = this.cardFailures.get(agentCardUrl);
+    if (failed && this.options.now() < failed.until) throw failed.error;
+    // One fetch per card at a time: concurrent callers share it (and its failure).
+    let pending = this.cardFetches.get(agentCardUrl);
+    if (!pending) {
+      pending = this.fetchCard(agentCardUrl, timeoutMs).finally(() => this.cardFetches.delete(agentCardUrl));
+      this.cardFetches.set(agentCardUrl, pending);
+    }
+    return pending;
+  }
+
+  private async fetchCard(agentCardUrl: string, timeoutMs: number): Promise<AgentCard> {
+    let card: AgentCard;
+    try {
+      card = await fetchAgentCard(agentCardUrl, {
+        dispatcher: this.options.dispatcher,
+        cache: this.cardCache,
+        addressPolicy: this.options.addressPolicy,
+        requestTimeoutMs: Math.max(1, Math.min(timeoutMs, this.options.requestTimeoutMs)),
+        limits: this.options.limits,
+      });
+    } catch (error) {
+      const count = (this.cardFailures.get(agentCardUrl)?.count ?? 0) + 1;
+      const baseMs = Math.min(this.options.requestTimeoutMs, CARD_RETRY_BASE_MAX_MS);
+      this.cardFailures.set(agentCardUrl, { error, count, until: this.options.now() + Math.min(baseMs * 2 ** (count - 1), CARD_RETRY_CAP_MS) });
+      throw error;
+    }
+    this.cardFailures.delete(agentCardUrl);
     this.cards.set(agentCardUrl, { card, fetchedAt: this.options.now() });
     return card;
   }
@@ -105,5 +138,6 @@ export class AgentDirectory {
   forget(agentCardUrl: string): void {
     for (const key of this.transports.keys()) if (key.startsWith(`${agentCardUrl} `)) this.transports.delete(key);
     this.cards.delete(agentCardUrl);
+    this.cardFailures.delete(agentCardUrl);
   }
 }

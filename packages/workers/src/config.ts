@@ -47,6 +47,8 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_FOLLOW_SLOTS_PER_AGENT: z.coerce.number().int().positive().optional(),
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
   DA2A_ATTEMPT_DEADLINE_MS: Milliseconds.optional(),
+  /** V2: send with SendStreamingMessage to agents whose card declares streaming (README "Agents that hold the send"). */
+  DA2A_STREAMING_SENDS: Flag.optional(),
   DA2A_LIMIT_RESPONSE_BODY_BYTES: PositiveCount.optional(),
   DA2A_LIMIT_SSE_EVENT_BYTES: PositiveCount.optional(),
   DA2A_LIMIT_AGENT_CARD_BYTES: PositiveCount.optional(),
@@ -169,6 +171,7 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     followSlotsPerAgent: environment.DA2A_FOLLOW_SLOTS_PER_AGENT,
     closeTimeoutMs: environment.DA2A_CLOSE_TIMEOUT_MS,
     attemptDeadlineMs: environment.DA2A_ATTEMPT_DEADLINE_MS,
+    streamingSends: environment.DA2A_STREAMING_SENDS,
     limits: limitsFrom(environment),
     concurrency: environment.DA2A_CONCURRENCY,
     subscribeRateLimit: environment.DA2A_SUBSCRIBE_RATE_LIMIT,

@@ -63,6 +63,12 @@ export interface FleetOptions {
   sendAttempts?: number;
   /** Overall deadline of one delegation attempt in ms (a step's `attemptDeadlineMs` wins). Default 86_400_000 (24 h). */
   attemptDeadlineMs?: number;
+  /**
+   * V2: send with SendStreamingMessage to agents whose Agent Card declares `capabilities.streaming`, so the
+   * task id is journaled with the first event and the stream is the follow. Default false (SendMessage;
+   * a held send is searched for meanwhile).
+   */
+  streamingSends?: boolean;
   /** Input limits for every agent answer and Agent Card (`A2ALimits`, partial). Default `DEFAULT_A2A_LIMITS`. */
   limits?: Partial<A2ALimits>;
   /** Credentials per Agent Card URL. */
@@ -121,6 +127,7 @@ export interface CompiledFleetOptions {
   stalledIntervalMs: number;
   sendAttempts: number;
   attemptDeadlineMs: number;
+  streamingSends: boolean;
   limits: Partial<A2ALimits>;
   webhookUrl: string | undefined;
   deduplicatingAgents: ReadonlySet<string>;
@@ -163,6 +170,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     stalledIntervalMs: options.stalledIntervalMs ?? 30_000,
     sendAttempts: options.sendAttempts ?? 6,
     attemptDeadlineMs: options.attemptDeadlineMs ?? 86_400_000,
+    streamingSends: options.streamingSends ?? false,
     limits: options.limits ?? {},
     webhookUrl: options.webhookUrl,
     deduplicatingAgents: new Set(options.deduplicatingAgents ?? []),

@@ -194,7 +194,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
           headers: { accept: 'text/event-stream', ...(await buildHeaders(spec)) },
           body: spec.body,
           signal: spec.signal,
-          headersTimeout: requestTimeoutMs,
+          headersTimeout: spec.timeoutMs ?? requestTimeoutMs, // a held streaming send (V2): up to its own deadline
           bodyTimeout: 0,
         });
         return { status: response.statusCode, contentType: headerValue(response.headers['content-type']), body: response.body };

@@ -17,7 +17,7 @@ import {
   TaskResultSchema,
 } from './schema.ts';
 import type { SseMessage } from './sse.ts';
-import { followEventStream, streamOptionsOf, type EventStreamOptions } from './stream.ts';
+import { followEventStream, streamOptionsOf, type EventStreamOptions, idleOf } from './stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from './transport.ts';
 
 /** JSON-RPC response envelope (JSON-RPC 2.0 §5). `result` and `error` are checked separately. */
@@ -177,9 +177,10 @@ export class JsonRpcTransport implements A2ATransport {
       headers: { 'content-type': 'application/json' },
       body: rpc.body,
       signal: options?.signal,
+      ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });
     const decode = (message: SseMessage) => decodeJsonRpcStreamEvent(message, rpc.id);
-    return yield* followEventStream(response, decode, decodeJsonRpcStreamError, { ...this.streamOptions, signal: options?.signal });
+    return yield* followEventStream(response, decode, decodeJsonRpcStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal });
   }
 
   sendMessage: A2ATransport['sendMessage'] = (request, options) =>

@@ -17,7 +17,7 @@ import {
   TaskResultSchema,
 } from './schema.ts';
 import { readBodyText, type SseMessage } from './sse.ts';
-import { followEventStream, streamOptionsOf, type EventStreamOptions } from './stream.ts';
+import { followEventStream, streamOptionsOf, type EventStreamOptions, idleOf } from './stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from './transport.ts';
 
 /** Content type of HTTP+JSON bodies (spec §11.1). */
@@ -104,7 +104,7 @@ export class RestTransport implements A2ATransport {
       if (response.status === 404 && reason !== undefined) throw errorFromHttp(response.status, response.contentType, bodyText);
       response = await this.http.openStream(fallback);
     }
-    return yield* followEventStream(response, decodeRestStreamEvent, decodeRestStreamError, { ...this.streamOptions, signal: options?.signal });
+    return yield* followEventStream(response, decodeRestStreamEvent, decodeRestStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal });
   }
 
   sendMessage: A2ATransport['sendMessage'] = (request, options) =>

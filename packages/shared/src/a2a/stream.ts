@@ -8,7 +8,7 @@ import { excerpt, mediaType } from './error-mapping.ts';
 import type { HttpStreamResponse } from './http.ts';
 import { isInterruptedTaskState, isTerminalTaskState, type StreamResponse, type TaskState } from './schema.ts';
 import { readBodyText, readServerSentEvents, type SseMessage, type SseReaderOptions } from './sse.ts';
-import type { EventStream, StreamEnd, StreamEvent, TransportOptions } from './transport.ts';
+import type { CallOptions, EventStream, StreamEnd, StreamEvent, TransportOptions } from './transport.ts';
 import { resolveLimits } from './limits.ts';
 
 /** Turns one SSE message into a `StreamResponse`; throws the typed error an error event carries. */
@@ -30,6 +30,10 @@ export function streamOptionsOf(options: TransportOptions, source: string): Even
     source,
   };
 }
+
+/** A call's own idle timeout for its stream (`CallOptions.idleTimeoutMs`), when it gives one. */
+export const idleOf = (options: CallOptions | undefined): { idleTimeoutMs?: number } =>
+  options?.idleTimeoutMs === undefined ? {} : { idleTimeoutMs: options.idleTimeoutMs };
 
 /** The task state a stream event reports, if any (artifact updates report none). */
 export function stateOf(response: StreamResponse): TaskState | undefined {

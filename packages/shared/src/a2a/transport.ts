@@ -26,10 +26,16 @@ export interface CallOptions {
   /** Aborts the request (and, for streams, the connection). */
   signal?: AbortSignal;
   /**
-   * This call's own deadline in ms, instead of `requestTimeoutMs` (non-stream calls). 0 = none but
-   * `signal`: for an agent that holds a send until the work is done (V2), the attempt's deadline.
+   * This call's own deadline in ms, instead of `requestTimeoutMs` (for a stream: how long its headers
+   * may take). 0 = none but `signal`: for an agent that holds a send until the work is done (V2), the
+   * attempt's deadline.
    */
   timeoutMs?: number;
+  /**
+   * Streams: this stream's own idle timeout in ms (no bytes for that long ends it), instead of the
+   * transport's `idleTimeoutMs`: an agent holding a streaming send may stay silent while it works (V2).
+   */
+  idleTimeoutMs?: number;
 }
 
 /** One parsed SSE event. `eventId` is the last SSE `id:` seen on the connection, if any. */

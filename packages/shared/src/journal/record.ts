@@ -32,6 +32,12 @@ export const RecordedErrorSchema = z.object({
   delivery: z.enum(['not-sent', 'maybe', 'received']).optional(),
   /** The input limit that was exceeded (`LimitExceededError.limit`). */
   limit: z.string().optional(),
+  /**
+   * What arrived, when something did: `error` = the agent answered with an error (a JSON-RPC error
+   * object or an HTTP error status), `unreadable` = an answer we could not read. A send that got an
+   * `error` and whose message a conclusive search does not find created nothing (issue 12 kind 3).
+   */
+  answer: z.enum(['error', 'unreadable']).optional(),
 });
 export type RecordedError = z.infer<typeof RecordedErrorSchema>;
 

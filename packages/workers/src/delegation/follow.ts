@@ -26,7 +26,7 @@ const slotsByFleet = new WeakMap<WorkerContext['options'], Map<string, number>>(
  * while more than a tenth of this process's follow concurrency (at least one slot) stays free for other
  * agents. False when the agent must wait.
  */
-function takeAgentSlot(ctx: WorkerContext, agent: string): boolean {
+export function takeAgentSlot(ctx: WorkerContext, agent: string): boolean {
   let slots = slotsByFleet.get(ctx.options);
   if (!slots) slotsByFleet.set(ctx.options, (slots = new Map()));
   const held = slots.get(agent) ?? 0;
@@ -39,7 +39,8 @@ function takeAgentSlot(ctx: WorkerContext, agent: string): boolean {
   return true;
 }
 
-function releaseAgentSlot(ctx: WorkerContext, agent: string): void {
+/** Gives back a slot taken with `takeAgentSlot`. */
+export function releaseAgentSlot(ctx: WorkerContext, agent: string): void {
   const slots = slotsByFleet.get(ctx.options);
   const held = slots?.get(agent) ?? 0;
   if (held <= 1) slots?.delete(agent);

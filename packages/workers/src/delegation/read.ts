@@ -3,10 +3,13 @@
  * refused as terminal (-32004, -32001, an empty stream), a stream that ended
  * early, broke the protocol (RT4) or stayed quiet (RT6) is read once, never
  * looped; then the progress rule (`progress.ts`) settles, parks, resubscribes
- * with backoff, slow-polls or asks for a person. TaskNotFound goes to
+ * with backoff, slow-polls or asks for a person. A GetTask answer that cannot
+ * be used (another request id, another task, a refusal) is replaced by one
+ * ListTasks read of our task (found by our messageId). TaskNotFound goes to
  * `not-found.ts`.
  */
-import { A2AError, JournalError, TaskNotFoundError, applyTask, isRetryable, isTerminalTaskState, type DelegationRecord, type ObservationResult } from '@durable-a2a/shared';
+import { A2AError, JournalError, LimitExceededError, ProtocolError, TaskNotFoundError, applyTask, isRetryable, isTerminalTaskState, type DelegationRecord, type ObservationResult, type Task } from '@durable-a2a/shared';
+import { findTaskByMessageId } from './search.ts';
 import type { WorkerContext } from '../context.ts';
 import { handleTaskNotFound } from './not-found.ts';
 import { afterObservation } from './progress.ts';
@@ -26,11 +29,9 @@ export async function readOnce(ctx: WorkerContext, record: DelegationRecord, fen
   try {
     const transport = await ctx.agents.transportFor(record);
     const task = await transport.getTask({ id: record.taskId! });
-    // Crash window 4 on this path too: a terminal state seen by GetTask, not yet recorded.
-    if (isTerminalTaskState(task.status.state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
-    const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true });
-    if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
-    return await afterObservation(ctx, ref, { what: `${why}; GetTask ${task.status.state}` }, fence);
+    // Ownership (issue 12 kind 1): GetTask must answer about the task we asked for.
+    if (task.id !== record.taskId) throw new ForeignTaskError(`GetTask ${record.taskId} answered task ${task.id}`);
+    return await applyRead(ctx, record, fence, task, `${why}; GetTask ${task.status.state}`);
   } catch (error) {
     if (error instanceof JournalError && error.code === 'FENCE_LOST') return 'fence-lost';
     // Possibly purged or an agent restart: decided over a window, never on one answer (R13).
@@ -39,7 +40,39 @@ export async function readOnce(ctx: WorkerContext, record: DelegationRecord, fen
     const protocolErrorCode = !isRetryable(error) && error instanceof A2AError ? codeOf(error) : undefined;
     if (!isRetryable(error) && !protocolErrorCode) throw error;
     log.warn({ err: error }, 'GetTask failed; the progress rule decides when to look again');
+    // A GetTask answer we cannot use (another request id, another task, a refusal): ListTasks may still show the task.
+    // Not an answer over a limit: ListTasks would carry the same task (and the same excess).
+    const listed = protocolErrorCode && !(error instanceof LimitExceededError) ? await readByList(ctx, record, log) : undefined;
+    if (listed) return applyRead(ctx, record, fence, listed, `${why}; GetTask failed: ${protocolErrorCode}; ListTasks ${listed.status.state}`);
     return afterObservation(ctx, ref, { what: `${why}; GetTask failed: ${codeOf(error)}`, protocolErrorCode }, fence);
+  }
+}
+
+/** A GetTask answer about another task (a protocol error: nothing in it is applied). */
+class ForeignTaskError extends ProtocolError {
+  override readonly code = 'FOREIGN_TASK' as string;
+}
+
+/** Applies a read of our task as the snapshot, then the progress rule. */
+async function applyRead(ctx: WorkerContext, record: DelegationRecord, fence: number, task: Task, what: string): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  // Crash window 4 on this path too: a terminal state seen by a read, not yet recorded.
+  if (isTerminalTaskState(task.status.state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
+  const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true });
+  if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
+  return afterObservation(ctx, ref, { what }, fence);
+}
+
+/** Our task as ListTasks shows it (found by our messageId, artifacts included), when GetTask cannot be used. */
+async function readByList(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<Task | undefined> {
+  try {
+    const transport = await ctx.agents.transportFor(record);
+    const options = { marginMs: ctx.options.searchMarginMs, maxListTasksCalls: ctx.options.maxListTasksCalls, now: ctx.options.now, includeArtifacts: true, readCandidates: false };
+    const result = await findTaskByMessageId(transport, record, options);
+    return result.kind === 'found' && result.task.id === record.taskId ? result.task : undefined;
+  } catch (error) {
+    log.warn({ err: error }, 'ListTasks read after an unusable GetTask failed');
+    return undefined;
   }
 }
 

@@ -21,6 +21,7 @@ import {
   isTaskOurs,
   type DelegationRecord,
   type DelegationRef,
+  type RecordedError,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { jitteredCheckTime } from './backoff.ts';
@@ -81,7 +82,8 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   // Parked: re-read (the agent may have moved on). Otherwise reattach: the subscription's
   // first event is the authoritative snapshot, and a refusal means terminal (one GetTask).
   if (isParked(record.state)) return rereadTask(ctx, record, log);
-  await followLater(ctx, ref, 0);
+  // Within a no-progress run the progress rule's count carries over: a slow-polled delegation is read, not resubscribed.
+  await followLater(ctx, ref, record.noProgressSince === undefined ? 0 : record.noProgressCount);
   return 'reattached';
 }
 
@@ -160,16 +162,12 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
   }
   // V5: an answer that arrived means the agent had our message; it is never "never reached the agent".
   const verdict = unfoundVerdict({ error: record.error, deduplicates: ctx.options.deduplicatingAgents.has(record.agentCardUrl), search: result });
+  if ('fail' in verdict) return failSend(ctx, record, verdict.fail, 'send-refused');
   if (!verdict.resend) return markAmbiguous(ctx, record, verdict.reason, log);
   if (record.resendCount + 1 >= ctx.options.sendAttempts) {
-    await ctx.journal.applyStatus(ref, {
-      expectedVersion: record.version,
-      mode: 'outcome',
-      state: 'FAILED',
-      error: { code: 'SEND_ATTEMPTS_EXHAUSTED', message: `SendMessage never reached the agent in ${record.resendCount + 1} attempts`, retryable: true },
-    });
-    await routeDelegation(ctx, ref);
-    return 'send-exhausted';
+    const answered = record.error?.answer === 'error' ? `; the agent's last answer: ${record.error.code}` : '';
+    const message = `SendMessage created no task at the agent in ${record.resendCount + 1} attempts${answered}`;
+    return failSend(ctx, record, { code: 'SEND_ATTEMPTS_EXHAUSTED', message, retryable: true }, 'send-exhausted');
   }
   // Proven absent (or the agent deduplicates), but past the deadline: the step moves on instead.
   if (await enforceAttemptDeadline(ctx, record, log, { provenAbsent: true })) return 'deadline-exceeded';
@@ -178,6 +176,13 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
   await enqueueSend(ctx.queues, ref, record.resendCount + 1);
   log.info('message never reached the agent; resending with the same messageId');
   return 'resend';
+}
+
+/** Ends a send that created nothing at the agent: FAILED with `error` (compare-and-set on the version read), routed. */
+async function failSend(ctx: WorkerContext, record: DelegationRecord, error: RecordedError, outcome: string): Promise<string> {
+  await ctx.journal.applyStatus(record, { expectedVersion: record.version, mode: 'outcome', state: 'FAILED', error });
+  await routeDelegation(ctx, record);
+  return outcome;
 }
 
 async function markAmbiguous(ctx: WorkerContext, record: DelegationRecord, reason: string, log: WorkerContext['logger']): Promise<string> {

@@ -30,6 +30,10 @@ export interface SearchOptions {
   marginMs: number;
   maxListTasksCalls: number;
   now: () => number;
+  /** Ask ListTasks for artifacts (a read of the task's outcome, not only its identity). Default false. */
+  includeArtifacts?: boolean;
+  /** Read each listed candidate in full with GetTask when none holds our message. Default true. */
+  readCandidates?: boolean;
 }
 
 const holdsMessage = (task: Task, messageId: string) => task.history?.some((message) => message.messageId === messageId) ?? false;
@@ -38,77 +42,103 @@ const tooShortToTell = (task: Task) => !task.history?.some((message) => message.
 
 /** Searches the agent for the task holding `record.messageId`. Throws transport errors other than "unsupported". */
 export async function findTaskByMessageId(transport: A2ATransport, record: DelegationRecord, options: SearchOptions): Promise<SearchResult> {
-  const scanStart = options.now();
-  let calls = 0;
-  let paginationBroken = false;
-  let contextRefused = record.contextRefused;
-  const candidates = new Map<string, Task>();
-
-  let contextIgnored = false;
-  const pass = async (since: number | undefined): Promise<Task | undefined> => {
-    const seenTokens = new Set<string>();
-    const seenPages = new Set<string>();
-    let pageToken: string | undefined;
-    for (;;) {
-      if (calls >= options.maxListTasksCalls) {
-        paginationBroken = true;
-        return undefined;
-      }
-      const request: ListTasksRequest = { pageSize: 50 };
-      const byContext = !contextRefused && !contextIgnored && record.requestedContextId;
-      if (byContext) request.contextId = record.requestedContextId;
-      // Clocks (R27): our context bounds the search; a time bound is only used without it.
-      else if (since !== undefined) request.statusTimestampAfter = new Date(since).toISOString();
-      if (pageToken) request.pageToken = pageToken;
-      calls++;
-      let page;
-      try {
-        page = await transport.listTasks(request);
-      } catch (error) {
-        if ((error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) && calls === 1) throw new SearchUnsupported();
-        // The agent refused our contextId: search by time alone.
-        if (error instanceof InvalidParamsError && request.contextId && !pageToken) {
-          contextRefused = true;
-          // A context pass has no time bound: the time-bounded passes take over (searchPasses).
-          if (since === undefined) return undefined;
-          continue;
-        }
-        throw error;
-      }
-      for (const task of page.tasks) {
-        // An agent that answers other contexts does not honour the filter: search by time instead.
-        if (byContext && task.contextId && task.contextId !== record.requestedContextId) contextIgnored = true;
-        if (holdsMessage(task, record.messageId)) return task;
-        candidates.set(task.id, task);
-      }
-      const pageKey = page.tasks.map((task) => task.id).join(',');
-      const next = page.nextPageToken;
-      if (!next) return undefined;
-      if (seenTokens.has(next) || (pageKey && seenPages.has(pageKey))) {
-        paginationBroken = true;
-        return undefined;
-      }
-      seenTokens.add(next);
-      if (pageKey) seenPages.add(pageKey);
-      pageToken = next;
-    }
-  };
-
+  const scan = new Scan(transport, record, options);
   try {
-    const found = await searchPasses(pass, record.createdAt, scanStart, options.marginMs, () => !contextRefused && !contextIgnored && !!record.requestedContextId);
+    const found = await searchPasses((since) => scan.pass(since), record.createdAt, options.now(), options.marginMs, () => scan.byContext());
     if (found) return { kind: 'found', task: found };
   } catch (error) {
     if (error instanceof SearchUnsupported) return { kind: 'unsupported' };
     throw error;
   }
   let inconclusive = false;
-  for (const candidate of candidates.values()) {
+  for (const candidate of options.readCandidates === false ? [] : scan.candidates.values()) {
     // ListTasks may trim history; read each candidate in full.
     const task = await transport.getTask({ id: candidate.id });
     if (holdsMessage(task, record.messageId)) return { kind: 'found', task };
     if (tooShortToTell(task)) inconclusive = true;
   }
-  return { kind: 'not-found', inconclusive, contextRefused, candidates: [...candidates.keys()], paginationBroken };
+  const { contextRefused, paginationBroken } = scan;
+  return { kind: 'not-found', inconclusive, contextRefused, candidates: [...scan.candidates.keys()], paginationBroken };
+}
+
+/** One search's state across its passes: calls made, what the agent refused or ignored, candidates seen. */
+class Scan {
+  calls = 0;
+  paginationBroken = false;
+  contextRefused: boolean;
+  contextIgnored = false;
+  readonly candidates = new Map<string, Task>();
+
+  constructor(
+    private readonly transport: A2ATransport,
+    private readonly record: DelegationRecord,
+    private readonly options: SearchOptions,
+  ) {
+    this.contextRefused = record.contextRefused;
+  }
+
+  /** True while our context can bound the search (not refused, not ignored by the agent). */
+  byContext(): boolean {
+    return !this.contextRefused && !this.contextIgnored && Boolean(this.record.requestedContextId);
+  }
+
+  /** One pass over the pages: by our context, else (with `since`) by status time. Returns the task holding our message. */
+  async pass(since: number | undefined): Promise<Task | undefined> {
+    const seenTokens = new Set<string>();
+    const seenPages = new Set<string>();
+    let pageToken: string | undefined;
+    for (;;) {
+      if (this.calls >= this.options.maxListTasksCalls) return this.broken();
+      const byContext = this.byContext();
+      const page = await this.list(this.request(byContext, since, pageToken), pageToken);
+      if (page === 'context-refused') {
+        // A context pass has no time bound: the time-bounded passes take over (searchPasses).
+        if (since === undefined) return undefined;
+        continue;
+      }
+      for (const task of page.tasks) {
+        // An agent that answers other contexts does not honour the filter: search by time instead.
+        if (byContext && task.contextId && task.contextId !== this.record.requestedContextId) this.contextIgnored = true;
+        if (holdsMessage(task, this.record.messageId)) return task;
+        this.candidates.set(task.id, task);
+      }
+      const pageKey = page.tasks.map((task) => task.id).join(',');
+      const next = page.nextPageToken;
+      if (!next) return undefined;
+      if (seenTokens.has(next) || (pageKey && seenPages.has(pageKey))) return this.broken();
+      seenTokens.add(next);
+      if (pageKey) seenPages.add(pageKey);
+      pageToken = next;
+    }
+  }
+
+  private request(byContext: boolean, since: number | undefined, pageToken: string | undefined): ListTasksRequest {
+    const request: ListTasksRequest = { pageSize: 50 };
+    if (byContext) request.contextId = this.record.requestedContextId;
+    // Clocks (R27): our context bounds the search; a time bound is only used without it.
+    else if (since !== undefined) request.statusTimestampAfter = new Date(since).toISOString();
+    if (pageToken) request.pageToken = pageToken;
+    if (this.options.includeArtifacts) request.includeArtifacts = true;
+    return request;
+  }
+
+  /** One ListTasks call; `context-refused` when the agent refused our contextId on a first page (then searched by time). */
+  private async list(request: ListTasksRequest, pageToken: string | undefined) {
+    this.calls++;
+    try {
+      return await this.transport.listTasks(request);
+    } catch (error) {
+      if ((error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) && this.calls === 1) throw new SearchUnsupported();
+      if (!(error instanceof InvalidParamsError && request.contextId && !pageToken)) throw error;
+      this.contextRefused = true;
+      return 'context-refused' as const;
+    }
+  }
+
+  private broken(): undefined {
+    this.paginationBroken = true;
+    return undefined;
+  }
 }
 
 class SearchUnsupported extends Error {}

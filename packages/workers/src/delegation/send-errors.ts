@@ -5,7 +5,26 @@
  * that arrived as "never reached the agent". Also the send lease that keeps the
  * reconciler away while an agent holds the send (V2).
  */
-import { LimitExceededError, ProtocolError, deliveryOf, type DelegationRef, type RecordedError } from '@durable-a2a/shared';
+import {
+  A2AError,
+  AuthenticationError,
+  ContentTypeNotSupportedError,
+  ExtensionSupportRequiredError,
+  InvalidParamsError,
+  InvalidRequestError,
+  JsonRpcParseError,
+  LimitExceededError,
+  MethodNotFoundError,
+  ProtocolError,
+  PushNotificationNotSupportedError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+  VersionNotSupportedError,
+  deliveryOf,
+  isRetryable,
+  type DelegationRef,
+  type RecordedError,
+} from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import type { SearchResult } from './search.ts';
 
@@ -17,13 +36,56 @@ import type { SearchResult } from './search.ts';
 export const isTypedProtocolError = (error: unknown): error is ProtocolError =>
   error instanceof ProtocolError && !error.retryable && error.code !== 'PROTOCOL_ERROR';
 
-/** The journal form of a send error: code, message, delivery (`not-sent` before the mark), limit. */
+/**
+ * Errors with which an agent refuses a request before acting on it, so a SendMessage answered with one
+ * created no task: JSON-RPC 2.0 §5.1 request errors (-32700, -32600, -32601, -32602) and the A2A errors
+ * the spec raises while validating a request (spec §3.3.2, §3.6, §5.4: -32001 unknown referenced task,
+ * -32003 push not supported, -32004 unsupported operation or terminal task, -32005 content type,
+ * -32008 required extension, -32009 version), and 401/403. Every other error answer (-32603 and the
+ * server-defined -32000..-32099, -32006, -32002, an unknown code, 5xx, 408, 429) may come after the
+ * agent created the task: the reconciler resolves it by a search for our messageId.
+ */
+const REFUSALS = [
+  JsonRpcParseError,
+  InvalidRequestError,
+  MethodNotFoundError,
+  InvalidParamsError,
+  TaskNotFoundError,
+  PushNotificationNotSupportedError,
+  UnsupportedOperationError,
+  ContentTypeNotSupportedError,
+  ExtensionSupportRequiredError,
+  VersionNotSupportedError,
+  AuthenticationError,
+];
+
+/**
+ * True when a SendMessage error proves the agent created no task (see `REFUSALS`; also an HTTP 4xx
+ * other than 408/429 whose body is not an A2A error, e.g. a wrong URL's page): the attempt ends FAILED.
+ */
+export function provesNotCreated(error: unknown): boolean {
+  if (REFUSALS.some((refusal) => error instanceof refusal)) return true;
+  const status = error instanceof ProtocolError && error.jsonRpcCode === undefined ? error.httpStatus : undefined;
+  return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429;
+}
+
+/** What arrived with a send error: the agent's error answer, an answer we could not read, or nothing. */
+function answerOf(error: unknown): RecordedError['answer'] {
+  if (!(error instanceof A2AError) || error.delivery !== 'received') return undefined;
+  const unreadable = error instanceof ProtocolError && error.jsonRpcCode === undefined && (error.httpStatus === undefined || error.httpStatus < 300);
+  return unreadable || (error.jsonRpcCode === undefined && error.httpStatus === undefined) ? 'unreadable' : 'error';
+}
+
+/** The journal form of a send error: code, message, retryable, delivery (`not-sent` before the mark), what arrived, limit. */
 export function recordedErrorOf(error: unknown, afterMark: boolean): RecordedError & { message: string } {
   const code = (error as { code?: unknown }).code;
+  const answer = afterMark ? answerOf(error) : undefined;
   return {
     code: typeof code === 'string' ? code : 'SEND_FAILED',
     message: error instanceof Error ? error.message : String(error),
+    retryable: isRetryable(error),
     delivery: afterMark ? deliveryOf(error) : 'not-sent',
+    ...(answer ? { answer } : {}),
     ...(error instanceof LimitExceededError ? { limit: error.limit } : {}),
   };
 }
@@ -40,21 +102,28 @@ export async function noteSendError(ctx: WorkerContext, record: DelegationRef, e
   await ctx.journal.applyStatus(record, { expectedVersion: current.version, mode: 'outcome', state: 'INTENT', error: { ...error, delivery } }).catch(() => undefined);
 }
 
-/** What the reconciler does with a maybe-sent message the search did not find: resend it, or a person decides. */
-export type UnfoundVerdict = { resend: true } | { resend: false; reason: string };
+/**
+ * What the reconciler does with a maybe-sent message the search did not find: resend it (same
+ * messageId), end the attempt FAILED with the agent's own error, or a person decides (`reason`).
+ */
+export type UnfoundVerdict = { resend: true } | { resend: false; fail: RecordedError } | { resend: false; reason: string };
 
 /**
- * The one rule for resending the same messageId (V5, crash window 1): never when an answer arrived
- * (`delivery: received`), whatever the agent is listed as; otherwise only when the search proves the
- * message absent, or the agent cannot list tasks but deduplicates by messageId.
+ * The one rule for resending the same messageId (V5, crash window 1). An unreadable answer arrived
+ * (`delivery: received`): never, whatever the agent is listed as. The agent answered an error and a
+ * conclusive search does not find our message: the error created nothing, so a retryable one is
+ * resent and a permanent one ends the attempt. Otherwise only when the search proves the message
+ * absent, or the agent cannot list tasks but deduplicates by messageId.
  */
 export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boolean; search: Exclude<SearchResult, { kind: 'found' }> }): UnfoundVerdict {
   const { error, deduplicates, search } = input;
+  const conclusive = search.kind === 'not-found' && !search.inconclusive && !search.paginationBroken;
+  if (error?.delivery === 'received' && error.answer === 'error' && conclusive) return error.retryable ? { resend: true } : { resend: false, fail: error };
   if (error?.delivery === 'received') return { resend: false, reason: `the agent answered our message (${error.code}) but the task cannot be found by our messageId` };
   if (search.kind === 'unsupported') {
     return deduplicates ? { resend: true } : { resend: false, reason: 'the agent cannot list tasks, so a send that may have happened cannot be checked' };
   }
-  if (search.inconclusive || search.paginationBroken) {
+  if (!conclusive) {
     const why = search.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${search.candidates.join(', ')} have too little history`;
     return { resend: false, reason: `cannot tell whether the agent received our message: ${why}` };
   }
@@ -63,15 +132,19 @@ export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boo
 
 /**
  * Runs `call` holding the delegation's lease (renewed every `lockDurationMs / 3`), so the reconciler
- * does not decide "may have been sent" while an agent holds the send (V2). A crash drops the lease
- * after `lockDurationMs`, and the reconciler takes over as before.
+ * does not decide "may have been sent" while an agent holds the send (V2), and no other worker follows
+ * the task while a streaming send reads it. A crash drops the lease after `lockDurationMs`, and the
+ * reconciler takes over as before; `leaseLost` aborts when a renewal finds the lease taken.
  */
-export async function holdingSendLease<T>(ctx: WorkerContext, ref: DelegationRef, token: string, call: () => Promise<T>): Promise<T> {
+export async function holdingSendLease<T>(ctx: WorkerContext, ref: DelegationRef, token: string, call: (leaseLost: AbortSignal) => Promise<T>): Promise<T> {
   const leaseMs = ctx.options.lockDurationMs;
+  const lost = new AbortController();
   const held = await ctx.journal.lease(ref, 'acquire', token, leaseMs).catch(() => false);
-  const renew = held ? setInterval(() => void ctx.journal.lease(ref, 'renew', token, leaseMs).catch(() => undefined), leaseMs / 3) : undefined;
+  const renew = held
+    ? setInterval(() => void ctx.journal.lease(ref, 'renew', token, leaseMs).then((still) => still || lost.abort(), () => undefined), leaseMs / 3)
+    : undefined;
   try {
-    return await call();
+    return await call(lost.signal);
   } finally {
     clearInterval(renew);
     if (held) await ctx.journal.lease(ref, 'release', token).catch(() => undefined);

@@ -3,32 +3,35 @@
  * delivers a delegation's journaled message with our journaled ids. The
  * journal decides first: a delegation that may already have been sent
  * (`sendStartedAt` set) is never resent from here; the reconciler asks the
- * agent and decides (`recover.ts`). Crash windows 1, 2 and 8.
+ * agent and decides (`recover.ts`). Crash windows 1, 2 and 8. An agent may hold
+ * the send (V2): SendMessage is searched for meanwhile (`send-held.ts`), or,
+ * with `streamingSends` and a streaming card, SendStreamingMessage journals the
+ * task id with the first event (`send-stream.ts`). Failures: `send-failure.ts`.
  */
-import { UnrecoverableError } from 'bullmq';
 import {
-  A2AError,
-  InvalidAgentResponseError,
-  LimitExceededError,
-  ProtocolError,
-  enqueueReconcile,
-  isFinished,
-  isRetryable,
-  JournalError,
   ReplicationTimeoutError,
   applyTask,
+  isFinished,
   taskOwnership,
-  type Ownership,
+  type AgentInterfaceRef,
   type DelegationRecord,
-  type DelegationRef,
   type Message,
   type SendMessageRequest,
+  type SendMessageResponse,
+  type Task,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../context.ts';
 import { routeDelegation } from './route.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
 import { attemptTimeLeftMs, enforceAttemptDeadline } from './deadline.ts';
-import { holdingSendLease, isTypedProtocolError, noteSendError, recordedErrorOf } from './send-errors.ts';
+import { holdingSendLease } from './send-errors.ts';
+import { askReconciler, handleSendFailure, refuseForeignAnswer } from './send-failure.ts';
+import { sendWhileSearching, type HeldSendResult } from './send-held.ts';
+import { STREAMING_REFUSED, sendStreaming } from './send-stream.ts';
+
+export { askReconciler };
+
+type Log = WorkerContext['logger'];
 
 /** The wire message of a delegation (spec §5.5 Message): our journaled ids, never new ones. */
 export function outgoingMessage(record: DelegationRecord): Message {
@@ -44,9 +47,8 @@ export function outgoingMessage(record: DelegationRecord): Message {
 
 /** Sends a delegation's journaled message once. Returns a short outcome for logs and tests. */
 export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, job: JobRun): Promise<string> {
-  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   if (isFinished(record.state)) {
-    await routeDelegation(ctx, ref, { known: record });
+    await routeDelegation(ctx, record, { known: record });
     return 'already-finished';
   }
   if (record.state !== 'INTENT') return 'already-sent';
@@ -55,24 +57,47 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     await askReconciler(ctx, record);
     return 'may-have-sent';
   }
-  const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, step: record.step, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
+  const log = ctx.logger.child({ queue: 'send', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
+  const prepared = await prepareSend(ctx, record, job, log);
+  return typeof prepared === 'string' ? prepared : deliver(ctx, record, job, prepared, log);
+}
+
+/** A send ready to leave: our fence, the interface (journaled by the mark) and when the mark was written. */
+interface PreparedSend {
+  fence: number;
+  agentInterface: AgentInterfaceRef;
+  markedAt: number;
+  /** The Agent Card declares `capabilities.streaming`: send with SendStreamingMessage (V2). */
+  streaming: boolean;
+}
+
+/** Claims the delegation, chooses the interface and marks the send (journal first); an outcome string when it stops here. */
+async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: JobRun, log: Log): Promise<PreparedSend | string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/send/${job.id}`);
   ctx.crashPoint('send.after-claim', record.step);
   if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, fence);
   let agentInterface = record.agentInterface;
+  let streaming = false;
   try {
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
     if ((await attemptTimeLeftMs(ctx, record)) <= 0 && (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log))) return 'deadline-exceeded';
+    if (ctx.options.streamingSends) streaming = await ctx.agents.card(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record))).then((card) => card.capabilities.streaming === true, () => false);
     await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface);
   } catch (error) {
     // Not on enough replicas: nothing leaves, and a replica outage does not use up the send's attempts.
     if (error instanceof ReplicationTimeoutError) return askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() }).then(() => 'replicas-behind');
-    return handleFailure(ctx, record, fence, error, log, job);
+    return handleSendFailure(ctx, { record, fence, error, log, job, afterMark: false });
   }
-  const markedAt = ctx.options.now();
   ctx.crashPoint('send.after-mark', record.step);
-  const transport = ctx.agents.transport(record.agentCardUrl, agentInterface);
+  return { fence, agentInterface, markedAt: ctx.options.now(), streaming };
+}
+
+/** Sends the marked message and applies the answer (or the task a search found while the send was held). */
+async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun, prepared: PreparedSend, log: Log): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const transport = ctx.agents.transport(record.agentCardUrl, prepared.agentInterface);
   const request: SendMessageRequest = {
     message: outgoingMessage(record),
     configuration: { returnImmediately: true, ...pushConfiguration(ctx, record, await ctx.journal.pushToken(ref)) },
@@ -81,22 +106,39 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
   // sendSettleMs = request timeout + 1 s) already decided. Past the 1 s margin, or with a lost fence,
   // it must not send: the reconciler owns the delegation now.
   const current = await ctx.journal.getDelegation(ref);
-  if (current?.fence !== fence || current.sendCount !== record.sendCount + 1 || ctx.options.now() - markedAt > ctx.options.sendSettleMs - ctx.options.requestTimeoutMs) {
+  if (current?.fence !== prepared.fence || current.sendCount !== record.sendCount + 1 || ctx.options.now() - prepared.markedAt > ctx.options.sendSettleMs - ctx.options.requestTimeoutMs) {
     log.warn('stalled between the mark and the request; leaving the delegation to the reconciler');
     return 'stalled-before-request';
   }
   const timeLeftMs = Math.max(1, await attemptTimeLeftMs(ctx, record));
-  let response;
+  if (prepared.streaming) {
+    ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
+    const applyAnswer = (response: SendMessageResponse, route: boolean) => applySendAnswer(ctx, record, response, log, route);
+    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer });
+    // A card that claims streaming, an agent that refuses it (no task created): the same message goes by SendMessage.
+    if (outcome !== STREAMING_REFUSED) return outcome;
+  }
+  let result: HeldSendResult;
   try {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
     if (record.resendCount > 0) ctx.metrics.resends.inc();
-    // V2: an agent may hold the send until the work is done; the attempt's deadline bounds it, and the
-    // send lease keeps the reconciler from deciding "may have been sent" while the answer can still come.
-    response = await holdingSendLease(ctx, ref, `${ctx.workerId}/send/${job.id}`, () => transport.sendMessage(request, { timeoutMs: timeLeftMs }));
+    // V2: an agent may hold the send until the work is done; the attempt's deadline bounds it, the send
+    // lease keeps the reconciler from deciding "may have been sent" while the answer can still come, and
+    // a search may find the task meanwhile (send-held.ts).
+    result = await holdingSendLease(ctx, ref, `${ctx.workerId}/send/${job.id}`, () => sendWhileSearching(ctx, record, transport, request, timeLeftMs));
   } catch (error) {
-    return handleFailure(ctx, record, fence, error, log, job, true);
+    return handleSendFailure(ctx, { record, fence: prepared.fence, error, log, job, afterMark: true });
   }
   ctx.crashPoint('send.after-request', record.step);
+  return result.kind === 'found' ? adoptFound(ctx, record, result.task, log) : applySendAnswer(ctx, record, result.response, log);
+}
+
+/**
+ * Applies the answer to our SendMessage: a direct Message completes; a Task is adopted once proven ours,
+ * then routed (`route`; a streaming send follows its own stream instead).
+ */
+async function applySendAnswer(ctx: WorkerContext, record: DelegationRecord, response: SendMessageResponse, log: Log, route = true): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   if ('message' in response) {
     // A direct Message reply completes the delegation (spec §3.1.1).
     await ctx.journal.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', result: { message: response.message }, contextId: response.message.contextId });
@@ -115,20 +157,17 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
   // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
   await applyTask(ctx.journal, ref, response.task, { snapshot: true });
   log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
-  await routeDelegation(ctx, ref, { again: false }); // the first subscription of new work is not rate-limited
+  if (route) await routeDelegation(ctx, ref, { again: false }); // the first subscription of new work is not rate-limited
   return 'sent';
 }
 
-/**
- * A task in the answer to our SendMessage that is not ours (another task, another context): nothing is
- * adopted; the refusal is journaled as a protocol error (the agent had our message: `received`) and the
- * reconciler decides from a search (adopt only what holds our messageId in our context).
- */
-async function refuseForeignAnswer(ctx: WorkerContext, record: DelegationRecord, ownership: Exclude<Ownership, { ours: true }>, log: WorkerContext['logger']): Promise<string> {
-  log.warn({ reason: ownership.reason, detail: ownership.detail }, 'the SendMessage answer names a task that is not ours; the reconciler will search');
-  await noteSendError(ctx, record, { code: 'FOREIGN_TASK', message: `${ownership.reason}: ${ownership.detail}`, retryable: false, delivery: 'received' });
-  await askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() - ctx.options.sendSettleMs });
-  return 'foreign-answer';
+/** Our task, found by our messageId while the agent held the send (V2): journaled at once, then followed. */
+async function adoptFound(ctx: WorkerContext, record: DelegationRecord, task: Task, log: Log): Promise<string> {
+  await applyTask(ctx.journal, record, task, { snapshot: true });
+  ctx.metrics.adoptions.inc();
+  log.info({ taskId: task.id, state: task.status.state }, 'the agent holds the send; its task was found by our messageId');
+  await routeDelegation(ctx, record, { again: false });
+  return 'found-while-held';
 }
 
 /** Registers our webhook for this task when the step asked for push (spec §4.3.3). */
@@ -137,79 +176,4 @@ function pushConfiguration(ctx: WorkerContext, record: DelegationRecord, token: 
   const url = `${ctx.options.webhookUrl}/${encodeURIComponent(record.workflowId)}/${encodeURIComponent(record.delegationId)}`;
   // The same per-delegation secret as token and as Bearer credentials: agents send one or the other (R18).
   return { taskPushNotificationConfig: { url, token, authentication: { scheme: 'Bearer', credentials: token } } };
-}
-
-/** A send that may have left: the reconciler decides once it has settled (`sendSettleMs` after the mark). */
-export async function askReconciler(ctx: WorkerContext, record: DelegationRef & Pick<DelegationRecord, 'sendStartedAt'>): Promise<void> {
-  const due = (record.sendStartedAt ?? 0) + ctx.options.sendSettleMs;
-  await ctx.journal.scheduleCheck(record, due);
-  await enqueueReconcile(ctx.queues, record, { dueAt: due, now: ctx.options.now() });
-}
-
-/**
- * A failed send: a lost fence stops quietly; an answer over a limit ends the attempt FAILED with its
- * code and limit (the workflow may re-delegate); another typed protocol error (another request id,
- * an unknown wire value) and an unreadable answer go to the reconciler, never a resend; a permanent
- * A2A error records the step FAILED; anything else is retried by BullMQ (through the reconciler,
- * because the message may have arrived). Every journaled error carries `deliveryOf(error)` (V5).
- */
-async function handleFailure(
-  ctx: WorkerContext,
-  record: DelegationRecord,
-  fence: number,
-  error: unknown,
-  log: WorkerContext['logger'],
-  job: JobRun,
-  afterMark = false,
-): Promise<string> {
-  if (error instanceof JournalError) {
-    if (error.code === 'FENCE_LOST') {
-      log.warn('another worker took this delegation over; stopping');
-      return 'fence-lost';
-    }
-    if (error.code === 'MAY_HAVE_SENT') {
-      await askReconciler(ctx, record);
-      return 'may-have-sent';
-    }
-    throw error;
-  }
-  const recorded = recordedErrorOf(error, afterMark);
-  if (error instanceof LimitExceededError) {
-    // Over a limit: the agent would send the same again. The attempt ends; the step may go elsewhere.
-    log.warn({ err: error, limit: recorded.limit, delivery: recorded.delivery }, 'SendMessage answer over a limit; the attempt ends (re-delegable)');
-    await ctx.journal.applyStatus(record, { mode: 'outcome', state: 'FAILED', error: { ...recorded, retryable: false } });
-    await routeDelegation(ctx, record);
-    return 'limit-exceeded';
-  }
-  if (isTypedProtocolError(error) && afterMark) {
-    // Another request id, a value no spelling explains: nothing in the answer is adopted and the same
-    // message is never resent; the reconciler decides from a search (adopt what is provably ours, else
-    // AMBIGUOUS for a person: the answer arrived, so the agent may have acted).
-    log.warn({ err: error, code: recorded.code, delivery: recorded.delivery }, 'protocol error on SendMessage; the reconciler decides from a search');
-    await noteSendError(ctx, record, recorded);
-    await askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() - ctx.options.sendSettleMs });
-    return 'protocol-error';
-  }
-  // An answer we could not read (an HTML page, a body that breaks the schema) does not prove the agent
-  // refused: it may have created the task. Only an explicit refusal is permanent here.
-  const status = (error as { httpStatus?: number }).httpStatus;
-  const unreadable = (error instanceof ProtocolError || error instanceof InvalidAgentResponseError) && (status === undefined || (status >= 200 && status < 300));
-  if (unreadable && afterMark) {
-    log.warn({ err: error, delivery: recorded.delivery }, 'unreadable answer to SendMessage; the reconciler will ask the agent');
-    await noteSendError(ctx, record, recorded);
-    await askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() });
-    return 'unreadable-answer';
-  }
-  const permanent = (error instanceof A2AError || (error as { retryable?: boolean })?.retryable === false) && !isRetryable(error);
-  const lastAttempt = job.attemptsMade + 1 >= job.attempts;
-  if (permanent || lastAttempt) {
-    log.warn({ err: error, permanent }, 'send failed; recording the step FAILED');
-    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'FAILED', error: { ...recorded, retryable: !permanent } });
-    await routeDelegation(ctx, record);
-    if (permanent) throw new UnrecoverableError(recorded.message);
-    return 'failed';
-  }
-  if (afterMark) await noteSendError(ctx, record, recorded);
-  log.warn({ err: error }, 'send failed; will retry');
-  throw error;
 }

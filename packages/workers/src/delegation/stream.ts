@@ -16,6 +16,7 @@ import {
   isRetryable,
   isTerminalTaskState,
   type DelegationRecord,
+  type EventStream,
   type StreamEnd,
   type StreamResponse,
 } from '@durable-a2a/shared';
@@ -48,15 +49,24 @@ class ForeignEventError extends Error {
 /**
  * Reads one subscription: every `{task}` event is a snapshot, other events apply forward-only. Parks on a
  * question; anything else that ends the stream before a terminal state gets one GetTask (`read.ts`).
+ * `open` gives a stream already open (the rest of a streaming send, V2) instead of a SubscribeToTask;
+ * it receives the signal that must close it.
  */
-export async function followStream(ctx: WorkerContext, record: DelegationRecord, fence: number, job: JobRun, leaseLost: AbortSignal): Promise<string> {
-  const log = ctx.logger.child({ queue: 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
+export async function followStream(
+  ctx: WorkerContext,
+  record: DelegationRecord,
+  fence: number,
+  job: JobRun,
+  leaseLost: AbortSignal,
+  open?: (signal: AbortSignal) => EventStream,
+): Promise<string> {
+  const log = ctx.logger.child({ queue: open ? 'send' : 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
   const run: StreamRun = { ctx, record, fence, log, sawArtifacts: false };
-  const transport = await ctx.agents.transportFor(record);
   const controller = new AbortController();
   const quiet = new AbortController();
   let quietTimer = setTimeout(() => quiet.abort(), ctx.options.streamQuietMs);
-  const stream = transport.subscribeToTask({ id: record.taskId! }, { signal: AbortSignal.any([controller.signal, quiet.signal, ctx.shutdownSignal, leaseLost]) });
+  const signal = AbortSignal.any([controller.signal, quiet.signal, ctx.shutdownSignal, leaseLost]);
+  const stream = open ? open(signal) : (await ctx.agents.transportFor(record)).subscribeToTask({ id: record.taskId! }, { signal });
   let end: StreamEnd | undefined;
   try {
     for (;;) {

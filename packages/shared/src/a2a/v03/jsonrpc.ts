@@ -12,7 +12,7 @@ import { decodeJsonRpcEnvelope, decodeJsonRpcStreamError, type JsonRpcId, type J
 import { parseJsonText } from '../response.ts';
 import type { StreamResponse } from '../schema.ts';
 import type { SseMessage } from '../sse.ts';
-import { followEventStream, streamOptionsOf, type EventStreamOptions } from '../stream.ts';
+import { followEventStream, streamOptionsOf, type EventStreamOptions, idleOf } from '../stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from '../transport.ts';
 import { stopAtFinal } from './final.ts';
 import {
@@ -102,6 +102,7 @@ export class JsonRpcV03Transport implements A2ATransport {
       headers: { 'content-type': 'application/json' },
       body: rpc.body,
       signal: options?.signal,
+      ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });
     const state = { final: false };
     const decode = (message: SseMessage): StreamResponse => {
@@ -109,7 +110,7 @@ export class JsonRpcV03Transport implements A2ATransport {
       if (isFinalEvent(event)) state.final = true;
       return eventFromV03(event);
     };
-    const inner = followEventStream(response, decode, decodeStreamError, { ...this.streamOptions, signal: options?.signal });
+    const inner = followEventStream(response, decode, decodeStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal });
     return yield* stopAtFinal(inner, () => state.final);
   }
 

@@ -11,7 +11,7 @@ import { errorFromHttp, excerpt, JsonRpcErrorObjectSchema, tryParseJson } from '
 import { createHttpClient, type HttpClient, type HttpRequest } from '../http.ts';
 import { parseJsonText, requireJsonContentType, validateWith } from '../response.ts';
 import type { SseMessage } from '../sse.ts';
-import { followEventStream, streamOptionsOf, type EventStreamOptions } from '../stream.ts';
+import { followEventStream, streamOptionsOf, type EventStreamOptions, idleOf } from '../stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from '../transport.ts';
 import { stopAtFinal } from './final.ts';
 import { A2A_VERSION_V03, errorFromJsonRpcV03 } from './jsonrpc.ts';
@@ -100,7 +100,7 @@ export class RestV03Transport implements A2ATransport {
       if (final) state.final = true;
       return event;
     };
-    const inner = followEventStream(response, decode, decodeStreamError, { ...this.streamOptions, signal: options?.signal });
+    const inner = followEventStream(response, decode, decodeStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal });
     return yield* stopAtFinal(inner, () => state.final);
   }
 

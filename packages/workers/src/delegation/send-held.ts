@@ -1,0 +1,81 @@
+/**
+ * A SendMessage that the agent may hold until the work is done (field case V2:
+ * agents that ignore `returnImmediately`, spec §3.2.2). The request may last up
+ * to the attempt's deadline; meanwhile, from `requestTimeoutMs` after it left,
+ * the agent is searched for our messageId (`search.ts`, spacing doubling up to
+ * `slowPollMs`). A task found that is provably ours ends the wait: its id is
+ * journaled at once and our side of the held request is dropped, so a held send
+ * occupies its send slot only until the agent shows the task. An agent that
+ * cannot list tasks holds the slot until it answers or the attempt's deadline
+ * (README "Agents that hold the send").
+ */
+import { isRetryable, isTaskOurs, type A2ATransport, type DelegationRecord, type SendMessageRequest, type SendMessageResponse, type Task } from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import { findTaskByMessageId } from './search.ts';
+
+/** The send's outcome: the agent's answer, or our task found by a search while the send was held. */
+export type HeldSendResult = { kind: 'answer'; response: SendMessageResponse } | { kind: 'found'; task: Task };
+
+/** Searches at most this many times while one send is held (then waits for the answer or the deadline). */
+const MAX_SEARCHES_WHILE_HELD = 20;
+
+/**
+ * Sends `request` and, while the answer is held, searches for our task (see the module header).
+ * Rejects with the send's error (never with a search error: those only end the searching).
+ */
+export async function sendWhileSearching(
+  ctx: WorkerContext,
+  record: DelegationRecord,
+  transport: A2ATransport,
+  request: SendMessageRequest,
+  timeoutMs: number,
+): Promise<HeldSendResult> {
+  const send = new AbortController();
+  const searching = new AbortController();
+  const answer = transport.sendMessage(request, { timeoutMs, signal: send.signal }).then((response): HeldSendResult => ({ kind: 'answer', response }));
+  const found = searchWhileHeld(ctx, record, transport, searching.signal).then((task) => (task ? ({ kind: 'found', task } as const) : answer));
+  try {
+    const result = await Promise.race([answer, found]);
+    if (result.kind === 'found') {
+      send.abort();
+      answer.catch(() => undefined);
+    }
+    return result;
+  } finally {
+    searching.abort();
+  }
+}
+
+/** Resolves with our task once a search finds it; undefined when searching stops (aborted, unsupported, failed, capped). */
+async function searchWhileHeld(ctx: WorkerContext, record: DelegationRecord, transport: A2ATransport, stop: AbortSignal): Promise<Task | undefined> {
+  const contextId = record.contextRefused ? undefined : record.requestedContextId;
+  let delayMs = ctx.options.requestTimeoutMs;
+  for (let search = 0; search < MAX_SEARCHES_WHILE_HELD; search++) {
+    if (!(await sleep(delayMs, stop))) return undefined;
+    delayMs = Math.min(delayMs * 2, Math.max(ctx.options.slowPollMs, ctx.options.requestTimeoutMs));
+    try {
+      const result = await findTaskByMessageId(transport, record, { marginMs: ctx.options.searchMarginMs, maxListTasksCalls: ctx.options.maxListTasksCalls, now: ctx.options.now });
+      if (stop.aborted || result.kind === 'unsupported') return undefined;
+      if (result.kind === 'found' && isTaskOurs(result.task, { contextId, messageId: record.messageId }, 'found')) return result.task;
+    } catch (error) {
+      if (!isRetryable(error)) return undefined;
+    }
+  }
+  return undefined;
+}
+
+/** Waits `ms`; false when `signal` aborted first. */
+function sleep(ms: number, signal: AbortSignal): Promise<boolean> {
+  if (signal.aborted) return Promise.resolve(false);
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => {
+      signal.removeEventListener('abort', onAbort);
+      resolve(true);
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      resolve(false);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+  });
+}

@@ -1,0 +1,129 @@
+/**
+ * The streaming send (field case V2; spec §3.1.2 SendStreamingMessage), used for
+ * agents whose Agent Card declares `capabilities.streaming`: the task id arrives
+ * with the first event and is journaled at once (bound to this delegation), so
+ * an agent that holds the work until it is done cannot leave us without a task
+ * id, and a crash after the send recovers by the task id (or, before the first
+ * event, by a search for our messageId) without a second send. The rest of the
+ * stream is then the follow (`stream.ts`), under the delegation's lease, within
+ * the agent's share of follow slots (`followSlotsPerAgent`): beyond it, or when
+ * the stream stays quiet for `streamQuietMs`, our side closes and polling /
+ * SubscribeToTask take over, so a send slot is held only while events flow.
+ * A first event that is not ours, or a stream that ends or fails before one,
+ * is a send failure like any other (`send-failure.ts`: the reconciler searches),
+ * except a refusal of the method itself (-32601, -32004): then SendMessage.
+ * Enabled by the `streamingSends` option (DA2A_STREAMING_SENDS).
+ */
+import {
+  MethodNotFoundError,
+  ProtocolError,
+  UnsupportedOperationError,
+  StreamIdleError,
+  type A2ATransport,
+  type DelegationRecord,
+  type EventStream,
+  type SendMessageRequest,
+  type StreamEnd,
+  type StreamEvent,
+  type SendMessageResponse,
+  type StreamResponse,
+} from '@durable-a2a/shared';
+import type { JobRun, WorkerContext } from '../context.ts';
+import { releaseAgentSlot, takeAgentSlot } from './follow.ts';
+import { routeDelegation } from './route.ts';
+import { holdingSendLease } from './send-errors.ts';
+import { handleSendFailure } from './send-failure.ts';
+import { followStream } from './stream.ts';
+
+type Log = WorkerContext['logger'];
+
+/** The outcome when the agent refuses SendStreamingMessage (-32601, -32004: no task created); the caller sends with SendMessage. */
+export const STREAMING_REFUSED = 'streaming-refused';
+
+/** What the send path gives the streaming send. */
+export interface StreamingSend {
+  record: DelegationRecord;
+  job: JobRun;
+  fence: number;
+  transport: A2ATransport;
+  request: SendMessageRequest;
+  /** The attempt's time left (ms): how long the agent may hold the stream's headers. */
+  timeLeftMs: number;
+  log: Log;
+  /** Applies the first event as the send's answer (a Task or a Message); returns the send's outcome. */
+  applyAnswer: (response: SendMessageResponse, route: boolean) => Promise<string>;
+}
+
+/** Sends with SendStreamingMessage and follows the same stream (see the module header). */
+export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Promise<string> {
+  const { record, job, fence, log } = send;
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  return holdingSendLease(ctx, ref, `${ctx.workerId}/send/${job.id}`, async (leaseLost) => {
+    const controller = new AbortController();
+    const signal = AbortSignal.any([controller.signal, ctx.shutdownSignal, leaseLost]);
+    // Held (V2): the headers may take the attempt's time left, and a silent agent is given the quiet window, not the idle timeout.
+    const idleTimeoutMs = Math.max(ctx.options.streamIdleTimeoutMs, ctx.options.streamQuietMs);
+    const stream = send.transport.sendStreamingMessage(send.request, { signal, timeoutMs: send.timeLeftMs, idleTimeoutMs });
+    const close = async () => {
+      controller.abort();
+      await stream.return(undefined as never).catch(() => undefined);
+    };
+    let outcome: string;
+    try {
+      const next = await firstEvent(ctx, stream, controller);
+      if (next.done) throw new ProtocolError(`the send stream ended (${next.value.kind}) before naming a task`, { delivery: 'received' });
+      ctx.crashPoint('send.after-request', record.step);
+      outcome = await applyFirstEvent(send, next.value.response);
+    } catch (error) {
+      await close();
+      if (error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) return STREAMING_REFUSED;
+      return handleSendFailure(ctx, { record, fence, error, log, job, afterMark: true });
+    }
+    const bound = outcome === 'sent' ? await ctx.journal.getDelegation(ref) : undefined;
+    if (!bound?.taskId || !takeAgentSlot(ctx, record.agentCardUrl)) {
+      await close();
+      if (bound?.taskId) await routeDelegation(ctx, ref, { again: false });
+      return outcome;
+    }
+    try {
+      await followStream(ctx, bound, fence, job, leaseLost, (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream));
+      return 'sent-streaming';
+    } finally {
+      releaseAgentSlot(ctx, record.agentCardUrl);
+      await close();
+    }
+  });
+}
+
+/**
+ * The stream's first event. Once the stream is open, an agent that sends nothing but keep-alives for
+ * `streamQuietMs` (or holds its headers that long) gets no longer: our side closes and the reconciler
+ * searches once the send has settled.
+ */
+async function firstEvent(ctx: WorkerContext, stream: EventStream, controller: AbortController): Promise<IteratorResult<StreamEvent, StreamEnd>> {
+  let quiet = false;
+  const timer = setTimeout(() => ((quiet = true), controller.abort()), ctx.options.streamQuietMs);
+  try {
+    return await stream.next();
+  } catch (error) {
+    if (quiet) throw new StreamIdleError(`the send stream carried no event for ${ctx.options.streamQuietMs} ms`, { delivery: 'maybe', cause: error });
+    throw error;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * The first event is the send's answer: a Task (or a whole-Task event) names our task, a Message is a
+ * direct reply (spec §3.1.2). A status update naming a task is read as that task's snapshot. Anything
+ * else (an artifact before the task) does not name a task we can prove: the reconciler searches.
+ */
+async function applyFirstEvent(send: StreamingSend, response: StreamResponse): Promise<string> {
+  if ('task' in response) return send.applyAnswer({ task: response.task }, false);
+  if ('message' in response) return send.applyAnswer({ message: response.message }, true);
+  if ('statusUpdate' in response) {
+    const { taskId, contextId, status } = response.statusUpdate;
+    return send.applyAnswer({ task: { id: taskId, ...(contextId ? { contextId } : {}), status } }, false);
+  }
+  throw new ProtocolError('the send stream opened with an artifact, not with our task', { delivery: 'received' });
+}
