@@ -33,7 +33,7 @@ import { completesWith, startDemoAgent, startRedisServer, type DemoAgentHandle }
 const redis = await startRedisServer();
 const agent: DemoAgentHandle = await startDemoAgent({ behaviour: completesWith('hello from a packed agent') });
 const addressPolicy = { allowLoopback: true };
-const fleet = await startFleet({ redisUrl: redis.url, addressPolicy, logger: createLogger({ level: 'silent' }) });
+const fleet = await startFleet({ redis: redis.url, addressPolicy, logger: createLogger({ level: 'silent' }) });
 const producer = createProducer({ redis: redis.url, addressPolicy });
 try {
   const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'hello?', idempotencyKey: 'packed-1' });
