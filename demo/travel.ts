@@ -43,7 +43,8 @@ process.on('exit', () => {
 /** How long cleanup may take before the demo exits anyway (children get SIGKILL on exit). */
 const CLEANUP_TIMEOUT_MS = 15_000;
 const timeline = new Timeline();
-const redisServer = process.env.REDIS_URL ? undefined : await startRedisServer({ appendOnly: true });
+// Detached: a Ctrl+C (sent to the whole process group) must not stop Redis before cleanup() closed its clients.
+const redisServer = process.env.REDIS_URL ? undefined : await startRedisServer({ appendOnly: true, detached: true });
 const redisUrl = process.env.REDIS_URL ?? redisServer!.url;
 const prefix = `demo-${Date.now()}`;
 const apiToken = process.env.DA2A_API_TOKENS?.split(',')[0] ?? randomBytes(12).toString('hex');
@@ -204,7 +205,7 @@ try {
     console.log(`\nAPI:        ${apiUrl}  (Authorization: Bearer ${apiToken})`);
     console.log(`Bull Board: ${apiUrl}/admin/queues?token=${apiToken}`);
     console.log(`Workflows:  ${apiUrl}/ui?token=${apiToken}  (questions, attention, timelines)`);
-    console.log('Press Ctrl+C (or send SIGTERM) to stop.');
+    console.log(`Press Ctrl+C, or send SIGTERM to this process (kill ${process.pid}), to stop.`);
     await new Promise<NodeJS.Signals>((resolve) => (waitForStop = resolve));
   }
 } catch (error) {

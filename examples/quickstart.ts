@@ -22,7 +22,7 @@ const friendlyHotel = await startDemoAgent({
   behaviour: asksForInput('two rooms or one?', (answer) => completionSteps(`booked ${answer}`)),
 });
 const addressPolicy = { allowLoopback: true }; // the demo agents listen on 127.0.0.1
-const fleet = await startFleet({ redisUrl, addressPolicy, logger: createLogger({ level: 'warn' }) });
+const fleet = await startFleet({ redis: redisUrl, addressPolicy, logger: createLogger({ level: 'warn' }) });
 
 // --- what a service writes -------------------------------------------------
 const producer = createProducer({ redis: redisUrl, addressPolicy });

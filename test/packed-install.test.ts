@@ -1,5 +1,5 @@
 /**
- * What a service gets from npm: `pnpm build`, `pnpm pack` every package, a
+ * What a service gets from npm: `pnpm build`, `pnpm pack:all` (scripts/pack-all.mjs), a
  * scratch service in a temp directory outside the workspace that
  * `npm install`s the tarballs, type-checks a small TypeScript file with a
  * standard NodeNext tsconfig (no allowImportingTsExtensions, library .d.ts
@@ -33,7 +33,7 @@ import { completesWith, startDemoAgent, startRedisServer, type DemoAgentHandle }
 const redis = await startRedisServer();
 const agent: DemoAgentHandle = await startDemoAgent({ behaviour: completesWith('hello from a packed agent') });
 const addressPolicy = { allowLoopback: true };
-const fleet = await startFleet({ redisUrl: redis.url, addressPolicy, logger: createLogger({ level: 'silent' }) });
+const fleet = await startFleet({ redis: redis.url, addressPolicy, logger: createLogger({ level: 'silent' }) });
 const producer = createProducer({ redis: redis.url, addressPolicy });
 try {
   const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'hello?', idempotencyKey: 'packed-1' });
@@ -63,7 +63,8 @@ it('a scratch service installs the packed tarballs, type-checks with NodeNext an
   const service = scratch;
   const tarballs = join(service, 'tarballs');
   await mkdir(tarballs);
-  for (const name of PACKAGES) await exec('pnpm', ['pack', '--pack-destination', tarballs], join(root, 'packages', name));
+  // The same script the README documents for installing before publication.
+  await exec(process.execPath, [join(root, 'scripts/pack-all.mjs'), tarballs], root);
   const files = await readdir(tarballs);
   expect(files).toHaveLength(PACKAGES.length);
   const local = Object.fromEntries(PACKAGES.map((name) => [`@durable-a2a/${name}`, `file:./tarballs/${files.find((file) => file.startsWith(`durable-a2a-${name}-`))!}`]));

@@ -22,6 +22,7 @@ import {
   task,
   taskEvent,
 } from '../harness/scripted-agent.ts';
+import { eventually } from '../harness/fleet.ts';
 
 const h = useFieldCases();
 
@@ -187,5 +188,30 @@ describe('R10: append:false snapshot after deltas; lastChunk seals', () => {
     expect(artifactText(view, 'a1')).toBe('Hello');
     expect(artifactText(view, 'a2')).toBe('x');
     expect(view.artifacts.map((artifact) => artifact.artifactId)).toEqual(['a1', 'a2']);
+  });
+});
+
+describe('SubscribeToTask refused (-32004, spec §3.1.6): counted by what GetTask then found', () => {
+  it('the task is already COMPLETED: reason "terminal", never "protocol"; COMPLETED once', async () => {
+    const { producer: p, agent, fleet } = await h.setUp((seen) => ({
+      SubscribeToTask: () => ({ error: { code: -32004, message: 'Task T1 is in a terminal state and cannot be subscribed to' } }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'done' } }) }),
+    }));
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'refused-terminal', idempotencyKey: 'refused-terminal' });
+    expect((await finished(p, id)).state).toBe('COMPLETED');
+    expect(agent.count('SubscribeToTask')).toBe(1);
+    expect(await metric(fleet.metrics.resubscriptions, { reason: 'terminal' })).toBe(1);
+    expect(await metric(fleet.metrics.resubscriptions, { reason: 'protocol' })).toBe(0);
+    expect(await terminalTransitions(fleet)).toBe(1);
+  });
+
+  it('the task is still WORKING: the refusal stays a "protocol" error', async () => {
+    const { producer: p, agent, fleet } = await h.setUp((seen) => ({
+      SubscribeToTask: () => ({ error: { code: -32004, message: 'streaming not supported' } }),
+      GetTask: () => ({ result: task('T1', 'WORKING', { contextId: seen.contextId }) }),
+    }));
+    await p.delegate({ agent: agent.cardUrl, text: 'refused-working', idempotencyKey: 'refused-working' });
+    await eventually(async () => (await metric(fleet.metrics.resubscriptions, { reason: 'protocol' })) >= 1, 'a protocol refusal counted', 10_000);
+    expect(await metric(fleet.metrics.resubscriptions, { reason: 'terminal' })).toBe(0);
   });
 });

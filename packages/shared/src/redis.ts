@@ -33,6 +33,21 @@ export function createRedisClient(url: string, options: RedisOptions = {}): Redi
   return new Cluster(nodes, { redisOptions, enableReadyCheck: true });
 }
 
+/** A Redis client as the packages accept it from callers: one server (or Sentinel primary) or a Cluster. */
+export type RedisClient = Redis | Cluster;
+
+/**
+ * A client the caller owns and closes: from a URL (`createRedisClient`), or a
+ * `duplicate()` of a client passed in (never the client itself, which its
+ * owner closes), with `options` applied to the duplicate.
+ */
+export function openRedisClient(source: string | RedisClient, options: RedisOptions = {}): RedisClient {
+  const redisOptions: RedisOptions = { maxRetriesPerRequest: null, ...options };
+  if (typeof source === 'string') return createRedisClient(source, redisOptions);
+  if (source instanceof Cluster) return source.duplicate(undefined, { redisOptions: { ...source.options.redisOptions, ...redisOptions } });
+  return source.duplicate(redisOptions);
+}
+
 /** Default for `createFailFastRedisClient`: a command unanswered this long is rejected. */
 export const DEFAULT_COMMAND_TIMEOUT_MS = 2_000;
 

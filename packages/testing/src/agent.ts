@@ -19,6 +19,7 @@ import { buildCard } from './agent-card.ts';
 import { ScriptedExecutor, type ReceivedMessage } from './agent-executor.ts';
 import { countingRequestHandler, streamDropper, type A2AMethod } from './agent-instrumentation.ts';
 import { closeServer, listenOnLoopback, trackSockets } from './ports.ts';
+import { quietTerminalSubscribeRefusals } from './quiet-sdk.ts';
 
 /** Pause after cutting connections; see `shutDown`. 20 ms is ample on loopback. */
 const CLOSE_SETTLE_MS = 20;
@@ -177,6 +178,7 @@ class RestartableServer {
 
 /** Starts a scripted SDK agent on 127.0.0.1 and resolves once it listens. */
 export async function startDemoAgent(options: DemoAgentOptions = {}): Promise<DemoAgentHandle> {
+  quietTerminalSubscribeRefusals();
   const executor = new ScriptedExecutor(options.behaviour ?? completesWith('done'));
   const counts = new Map<A2AMethod, number>();
   const httpRequests: SeenHttpRequest[] = [];

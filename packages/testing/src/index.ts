@@ -47,4 +47,4 @@ export type { A2AMethod } from './agent-instrumentation.ts';
 export { jsonRpcError, jsonRpcResult, sendJson, sseEvent, sseHeaders, startRawAgent } from './raw-agent.ts';
 export type { RawAgentHandle, RawAgentHandler, RawRequest } from './raw-agent.ts';
 export { closeServer, findFreePort, listenOnLoopback, trackSockets } from './ports.ts';
-export { quietSdkConsole } from './quiet-sdk.ts';
+export { quietSdkConsole, quietTerminalSubscribeRefusals } from './quiet-sdk.ts';

@@ -20,6 +20,11 @@ export interface RedisServerOptions {
   save?: string;
   /** More `redis-server` arguments, e.g. `['--replicaof', '127.0.0.1', '6379']`. Default none. */
   extraArguments?: string[];
+  /**
+   * Run the server in its own process group, so a Ctrl+C or a signal to the caller's group does not stop
+   * it under the caller's feet: the caller stops it with `stop()` after closing its clients. Default false.
+   */
+  detached?: boolean;
 }
 
 export interface RedisServerHandle {
@@ -84,7 +89,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
   for (let attempt = 1; child === undefined; attempt++) {
     port = await findFreePort();
     try {
-      child = await spawnReady(binary, serverArguments(port, dir, options), port);
+      child = await spawnReady(binary, serverArguments(port, dir, options), port, options.detached);
     } catch (error) {
       const portTaken = error instanceof Error && /Address already in use/i.test(error.message);
       if (!portTaken || attempt >= PORT_ATTEMPTS) {
@@ -114,7 +119,7 @@ export async function startRedisServer(options: RedisServerOptions = {}): Promis
       if (stopped) throw new Error('restart() after stop(): the data directory is gone');
       if (child) await terminate(child, 'SIGTERM');
       child = undefined;
-      child = await spawnReady(binary, serverArguments(boundPort, dir, options), boundPort);
+      child = await spawnReady(binary, serverArguments(boundPort, dir, options), boundPort, options.detached);
     },
   };
 }
@@ -138,9 +143,10 @@ function serverArguments(port: number, dir: string, options: RedisServerOptions)
 /**
  * Spawns `binary args` (a redis-server, or one run as a Sentinel) and resolves once it answers PING on
  * `port` (within 10 s); rejects with its log if it exits first. The process is SIGKILLed when this process exits.
+ * `detached`: in its own process group (see `RedisServerOptions.detached`). Default false.
  */
-export async function spawnReady(binary: string, args: string[], port: number): Promise<ChildProcess> {
-  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+export async function spawnReady(binary: string, args: string[], port: number, detached = false): Promise<ChildProcess> {
+  const child = spawn(binary, args, { stdio: ['ignore', 'pipe', 'pipe'], detached });
   liveServers.add(child);
   let log = '';
   const keepLog = (chunk: Buffer): void => {

@@ -153,7 +153,7 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
   );
   return {
     verifiers,
-    redisUrl: environment.REDIS_URL,
+    redis: environment.REDIS_URL,
     prefix: environment.DA2A_PREFIX,
     webhookUrl: environment.DA2A_WEBHOOK_URL,
     requestTimeoutMs: environment.DA2A_REQUEST_TIMEOUT_MS,

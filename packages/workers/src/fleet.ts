@@ -15,7 +15,7 @@ import {
   createLogger,
   createMetrics,
   createPolicyDispatcher,
-  createRedisClient,
+  openRedisClient,
   enqueueStartupSweep,
   isRedisUnavailableError,
   logRedisConnectionState,
@@ -72,7 +72,7 @@ export interface Fleet {
   close(): Promise<void>;
 }
 
-type RedisClient = ReturnType<typeof createRedisClient>;
+type RedisClient = ReturnType<typeof openRedisClient>;
 
 const PROCESSORS: Record<QueueName, (job: Job, ctx: WorkerContext) => Promise<string>> = {
   send: processSend,
@@ -195,8 +195,8 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const metrics = createMetrics(input.metricsRegistry ?? new Registry(), 'workers');
   const workerId = input.workerId ?? `${hostname()}-${process.pid}`;
   // Workers need maxRetriesPerRequest: null (BullMQ; field case R23); the journal waits out short outages too.
-  const connection = createRedisClient(options.redisUrl);
-  const journalRedis = createRedisClient(options.redisUrl);
+  const connection = openRedisClient(options.redis);
+  const journalRedis = openRedisClient(options.redis);
   // An outage is logged as a state change (down / reminder / back), not once per failed command.
   logRedisConnectionState(logger, connection);
   journalRedis.on('error', () => undefined);

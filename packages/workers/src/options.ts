@@ -3,12 +3,19 @@
  * `CompiledFleetOptions` (durations in …Ms, everything set).
  */
 import type { Dispatcher } from 'undici';
-import type { A2ALimits, AddressPolicyOptions, CredentialsProvider, JournalDurability, QueueName } from '@durable-a2a/shared';
+import type { A2ALimits, AddressPolicyOptions, CredentialsProvider, JournalDurability, QueueName, RedisClient } from '@durable-a2a/shared';
 import type { BackoffOptions } from './delegation/backoff.ts';
 
 export interface FleetOptions {
-  /** Redis URL, e.g. `redis://127.0.0.1:6379`. */
-  redisUrl: string;
+  /**
+   * Required (or the deprecated `redisUrl`): a Redis URL (`redis://…`, `redis-cluster://host:port,…` or
+   * `redis-sentinel://host:port,…/<master name>`), as `createProducer`'s `redis`, or an ioredis client: the
+   * fleet then opens its own connections with `duplicate()` (workers need `maxRetriesPerRequest: null`) and
+   * never closes the client passed in. Throws TypeError at start when neither `redis` nor `redisUrl` is set.
+   */
+  redis?: string | RedisClient;
+  /** @deprecated Use `redis` (the same URL). Kept for callers written before 0.3; `redis` wins when both are set. */
+  redisUrl?: string;
   /** Key prefix for the journal and (hash-tagged) the queues. Default `da2a`. */
   prefix?: string;
   /** Jobs processed at once per queue by this process. Defaults: send 20, follow 500, reconcile 20, verify 10, compensate 5. */
@@ -98,7 +105,8 @@ export interface FleetOptions {
 }
 
 export interface CompiledFleetOptions {
-  redisUrl: string;
+  /** `redis`, else the deprecated `redisUrl`. */
+  redis: string | RedisClient;
   prefix: string;
   concurrency: Record<QueueName, number>;
   requestTimeoutMs: number;
@@ -141,8 +149,10 @@ export interface CompiledFleetOptions {
 export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions {
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
   const concurrency = { send: 20, follow: 500, reconcile: 20, verify: 10, compensate: 5, ...options.concurrency };
+  const redis = options.redis ?? options.redisUrl;
+  if (redis === undefined || redis === '') throw new TypeError('startFleet: set `redis` (a Redis URL or an ioredis client)');
   return {
-    redisUrl: options.redisUrl,
+    redis,
     prefix: options.prefix ?? 'da2a',
     concurrency,
     requestTimeoutMs,

@@ -6,7 +6,8 @@
  * an early end, a protocol error (bad `data:`, an event over the size cap, an
  * answer id mismatch, a foreign event: RT4) or a stream that carried no event
  * for `streamQuietMs` (keep-alives only: RT6) is read once, never resubscribed
- * in a loop.
+ * in a loop. `durable_a2a_resubscriptions_total{reason}`: quiet, idle, dropped, ended, protocol, or terminal
+ * (subscription refused and GetTask found the task finished: the normal answer for a terminal task).
  */
 import {
   A2AError,
@@ -152,9 +153,16 @@ async function onStreamError(run: StreamRun, error: unknown): Promise<string> {
     return 'finished';
   }
   const code = codeOf(error);
-  ctx.metrics.resubscriptions.inc({ reason: code === 'STREAM_IDLE' ? 'idle' : isRetryable(error) ? 'dropped' : 'protocol' });
-  log.info({ err: error, code }, 'stream ended by an error; reading the task once');
-  return readOnce(ctx, record, fence, `stream ${isRetryable(error) ? 'dropped' : 'refused or broke the protocol'}: ${code}`, log);
+  const dropped = isRetryable(error);
+  const outcome = await readOnce(ctx, record, fence, `stream ${dropped ? 'dropped' : 'refused or broke the protocol'}: ${code}`, log);
+  // A refusal of a task that GetTask then found finished is the spec's answer for a terminal task (§3.1.6), not a fault.
+  const after = code === 'STREAM_IDLE' || dropped ? undefined : await ctx.journal.getDelegation(record);
+  const reason = code === 'STREAM_IDLE' ? 'idle' : dropped ? 'dropped' : after && isFinished(after.state) ? 'terminal' : 'protocol';
+  ctx.metrics.resubscriptions.inc({ reason });
+  if (reason === 'terminal') log.debug({ code, state: after?.state }, 'subscription refused: the task is already terminal; read it once');
+  else log.info({ code, reason, message: error.message }, 'stream ended by an error; read the task once');
+  log.debug({ err: error }, 'stream error: stack');
+  return outcome;
 }
 
 /** A stream that ended: route a finished or parked delegation, else one GetTask. */
