@@ -3,7 +3,7 @@
  * (fastify-type-provider-zod) and generate /openapi.json.
  */
 import { z } from 'zod';
-import { ID_PATTERN, PartSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
+import { AttentionSchema, ID_PATTERN, PartSchema, RecordedErrorSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
 import { StrictWorkflowDefinitionSchema as WorkflowDefinitionSchema } from '../definition.ts';
 import { DelegateInputSchema } from '../producer.ts';
 
@@ -86,7 +86,7 @@ const AttemptSchema = z.looseObject({
   resultText: z.string().optional().describe('Artifacts text, else the direct reply message, else the final status message'),
   progress: z.enum(['sending', 'held', 'following', 'polling', 'parked', 'waiting for a person', 'finished']),
   tries: z.number().int().describe('SendMessage calls made for this attempt'),
-  lastError: z.object({ code: z.string(), message: z.string(), retryable: z.boolean().optional() }).optional(),
+  lastError: RecordedErrorSchema.describe('The last classified error journaled for this attempt').optional(),
   nextCheckAt: z.string().optional().describe('When the reconciler next checks this attempt (ISO 8601)'),
 });
 
@@ -96,7 +96,7 @@ export const WorkflowViewSchema = z.looseObject({
   state: z.string(),
   cancelRequested: z.boolean(),
   failure: z.array(z.string()).optional(),
-  attention: z.string().optional(),
+  attention: AttentionSchema.describe('Why a person is needed (NEEDS_ATTENTION): stable code, message, the delegation to look at and the evidence').optional(),
   createdAt: z.number(),
   updatedAt: z.number(),
   definition: z.looseObject({ workflowId: z.string(), steps: z.array(z.looseObject({ name: z.string() })) }),
