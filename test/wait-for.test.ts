@@ -174,6 +174,23 @@ describe('GET /v1/workflows/:id?waitMs=…', () => {
     expect(asked.json()).toMatchObject({ state: 'RUNNING', openQuestions: [{ text: 'Which city?' }] });
   });
 
+  it('a long poll longer than the request deadline is answered with the view, not 503 REQUEST_TIMEOUT (deadline = waitMs + the request deadline)', async () => {
+    const shortDeadline = startTestServer({ redisUrl: redisServer().url, prefix: IDLE_PREFIX, requestTimeoutMs: 200 });
+    try {
+      await shortDeadline.ready();
+      const id = await parkedWorkflow();
+      const started = Date.now();
+      const response = await authorized(shortDeadline, { method: 'GET', url: `/v1/workflows/${id}?waitMs=800` });
+      expect(response.statusCode, response.body).toBe(200);
+      expect(response.json()).toMatchObject({ workflowId: id, state: 'RUNNING' });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(790); // it waited the whole waitMs
+      // Without waitMs the normal deadline still applies to the route (a plain read answers well within it).
+      expect((await authorized(shortDeadline, { method: 'GET', url: `/v1/workflows/${id}` })).statusCode).toBe(200);
+    } finally {
+      await shortDeadline.close();
+    }
+  });
+
   it('waitMs above the cap is accepted (capped); a negative or non-numeric waitMs is a 400', async () => {
     const id = await parkedWorkflow();
     await idle.journal.updateWorkflow(id, { state: 'COMPLETED' });

@@ -10,6 +10,7 @@ import type { AddressPolicyOptions } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { LongPollQuerySchema, viewAfterWaiting } from '../../wait.ts';
 import { checkAgentAddresses } from '../agent-addresses.ts';
+import type { DeadlineConfig } from '../deadline.ts';
 import {
   AgentListSchema,
   AgentSchema,
@@ -108,6 +109,8 @@ function workflowViewRoute(app: V1App, producer: Producer): void {
         querystring: LongPollQuerySchema,
         response: { 200: WorkflowViewSchema.describe('The workflow view'), ...problemResponses(400, 404) },
       },
+      // A long poll is answered within its wait plus the normal request deadline (deadline.ts).
+      config: { deadlineExtensionMs: (request) => LongPollQuerySchema.safeParse(request.query).data?.waitMs ?? 0 } satisfies DeadlineConfig,
     },
     async (request, reply) => {
       const clientGone = new AbortController();
