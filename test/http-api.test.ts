@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { defaultLoggerOptions } from '@durable-a2a/shared';
@@ -179,6 +180,14 @@ describe('operations endpoints', () => {
     }
     expect(document.paths['/v1/workflows']!.post).toMatchObject({ requestBody: expect.anything() });
     expect(Object.keys(document.paths).some((path) => path.startsWith('/admin'))).toBe(false);
+  });
+
+  it("/openapi.json carries the producer package's version and licence", async () => {
+    const info = (await app.inject({ method: 'GET', url: '/openapi.json' })).json<{ info: { version: string; license: { name: string } } }>().info;
+    const packageJson = JSON.parse(readFileSync(new URL('../packages/producer/package.json', import.meta.url), 'utf8')) as { version: string; license: string };
+    expect(info.version).toBe(packageJson.version);
+    expect(info.license.name).toBe(packageJson.license);
+    expect(info.license.name).toBe('Apache-2.0');
   });
 
   it('/metrics is Prometheus text with the queue depth of all five queues', async () => {

@@ -5,6 +5,8 @@
  * metrics, health and the OpenAPI document. `createServer` returns a fastify
  * instance that is not listening; closing it closes what it created.
  */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
 import fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { Queue, type Telemetry } from 'bullmq';
@@ -68,10 +70,13 @@ export function redisStatusOf(app: ApiServer): string {
   return redisOfServer.get(app)?.status ?? 'end';
 }
 
+/** The producer package's own version and licence (`src/server` and `dist/server` are both two levels below it). */
+const PACKAGE = z.object({ version: z.string(), license: z.string() }).parse(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')));
+
 /** The OpenAPI document's header and security schemes; the paths come from the route schemas. */
 const OPENAPI_OPTIONS: FastifyDynamicSwaggerOptions = {
   openapi: {
-    info: { title: 'durable-a2a', description: 'Durable delegations to remote A2A agents', version: '0.1.0', license: { name: 'UNLICENSED (not licensed for use outside its owner)', url: 'https://docs.npmjs.com/cli/v11/configuring-npm/package-json#license' } },
+    info: { title: 'durable-a2a', description: 'Durable delegations to remote A2A agents', version: PACKAGE.version, license: { name: PACKAGE.license, url: `https://spdx.org/licenses/${PACKAGE.license}.html` } },
     servers: [{ url: '/', description: 'This service (the origin that serves /openapi.json)' }],
     components: {
       securitySchemes: {
