@@ -119,6 +119,20 @@ describe('RT8: client mistakes are 4xx with a code that says what to fix', () =>
     expect(response.json()).toMatchObject({ code: 'INVALID_INPUT', field: 'cursor' });
   });
 
+  it.each([
+    ['/v1/workflows', { workflowId: 'plain-w', steps: [{ name: 'a', agent: 'http://agent.invalid/', message: { text: 'hi' } }] }],
+    ['/v1/delegations', { agent: 'http://agent.invalid/', text: 'hi', idempotencyKey: 'plain-d' }],
+    ['/v1/agents', { cardUrl: 'http://agent.invalid/' }],
+    ['/v1/workflows/plain-w/steps/a/reply', { text: 'Paris' }],
+    ['/v1/workflows/plain-w/resolve', { action: 'retry' }],
+  ])('a text/plain body on POST %s → 415 UNSUPPORTED_MEDIA_TYPE, nothing written', async (url, body) => {
+    const response = await authorized(open, { method: 'POST', url, payload: JSON.stringify(body), headers: { 'content-type': 'text/plain' } });
+    expect(response.statusCode, response.body).toBe(415);
+    expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(response.json()).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', status: 415 });
+    expect((await authorized(open, { method: 'GET', url: '/v1/workflows/plain-w' })).statusCode).toBe(404);
+  });
+
   it('a reply to a step that does not exist → 404', async () => {
     expect((await post(open, '/v1/workflows', { workflowId: 'rt8-reply', steps: [liveStep('ask')] })).statusCode).toBe(201);
     await eventually(async () => (await authorized(open, { method: 'GET', url: '/v1/workflows/rt8-reply' })).json().openQuestions?.length === 1, 'question open');

@@ -135,6 +135,8 @@ export function createServer(options: ServerOptions): ApiServer {
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problem('NOT_FOUND', `no route ${request.method} ${logUrl(request.url.split('?')[0]!)}`)));
   // A2A webhooks POST `application/a2a+json` (spec §9): parsed as JSON like application/json.
   app.addContentTypeParser('application/a2a+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  // JSON only (and forms on /ui): a text/plain body is 415 UNSUPPORTED_MEDIA_TYPE, never parsed as a string.
+  app.removeContentTypeParser('text/plain');
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ method: request.method, url: logUrl(request.url), statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });
