@@ -119,3 +119,29 @@ describe('every read route serves every view', () => {
     );
   });
 });
+
+describe('POST /v1/workflows/:id/resolve never claims a change that did not happen', () => {
+  const cases = ATTENTION_CODES.flatMap((code) => (['AMBIGUOUS', 'COMPLETED'] as const).flatMap((attemptState) => (['retry', 'abandon'] as const).map((action) => [code, attemptState, action] as const)));
+  it.each(cases)('%s with an attempt %s, %s: 202 and the row changed, or 409 RESOLUTION_NOT_ALLOWED naming the allowed actions and nothing written', async (code, attemptState, action) => {
+    const workflowId = `resolve-${code}-${attemptState}-${action}`.toLowerCase().replaceAll('_', '-');
+    await workflowWith(workflowId, attemptState);
+    await producer.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention: { code, message: 'a person decides', delegationId: 'first.1' }, ...(code === 'CANCEL_LOST_RACE' ? { cancelRequested: true } : {}) });
+    const before = await producer.journal.getWorkflowHash(workflowId);
+    const response = await authorized(app, { method: 'POST', url: `/v1/workflows/${workflowId}/resolve`, payload: { action } });
+    const after = await producer.journal.getWorkflowHash(workflowId);
+    const retryMeansSomething = attemptState === 'AMBIGUOUS' && ['AMBIGUOUS_SEND', 'NO_PROGRESS', 'PROTOCOL_ERROR', 'UNSPECIFIED'].includes(code);
+    if (action === 'abandon' || retryMeansSomething) {
+      expect(response.statusCode, response.body).toBe(202);
+      expect(after!.state).toBe('RUNNING');
+      if (action === 'retry') expect(JSON.parse(after!.retryApproved!)).toEqual(['first.1']);
+      else expect(after!.cancelRequested).toBe('1');
+      return;
+    }
+    expect(response.statusCode, response.body).toBe(409);
+    expect(response.json()).toMatchObject({ code: 'RESOLUTION_NOT_ALLOWED', attentionCode: code, allowedActions: ['abandon'] });
+    expect(after).toEqual(before);
+    const page = await authorized(app, { method: 'GET', url: `/ui/workflows/${workflowId}` });
+    expect(page.body).not.toContain('value="retry"');
+    expect(page.body).toContain('value="abandon"');
+  });
+});

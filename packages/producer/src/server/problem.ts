@@ -7,7 +7,7 @@ import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { A2AError, AgentCardError, BlockedAddressError, JournalError, ReplicationTimeoutError, isRedisUnavailableError } from '@durable-a2a/shared';
 import { AgentAddressRefusedError } from './agent-addresses.ts';
-import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, RedisUnavailableError, WorkflowFinishedError } from '../errors.ts';
+import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, RedisUnavailableError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -21,6 +21,7 @@ export const PROBLEMS = {
   NO_OPEN_QUESTION: { status: 409, title: 'No open question' },
   IDEMPOTENCY_CONFLICT: { status: 409, title: 'Idempotency key already used for another request' },
   WORKFLOW_FINISHED: { status: 409, title: 'Workflow already finished' },
+  RESOLUTION_NOT_ALLOWED: { status: 409, title: 'This decision is not possible for what the workflow needs attention for' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   AGENT_CARD_REJECTED: { status: 422, title: 'Agent Card rejected' },
@@ -43,9 +44,12 @@ export interface Problem {
   field?: string;
   /** Every invalid field, when there are several. */
   issues?: { field: string; message: string }[];
+  /** RESOLUTION_NOT_ALLOWED: the workflow's attention code and the actions `resolve` accepts for it. */
+  attentionCode?: string;
+  allowedActions?: readonly string[];
 }
 
-export function problem(code: ProblemCode, detail: string, extra: Pick<Problem, 'field' | 'issues'> = {}): Problem {
+export function problem(code: ProblemCode, detail: string, extra: Pick<Problem, 'field' | 'issues' | 'attentionCode' | 'allowedActions'> = {}): Problem {
   const { status, title } = PROBLEMS[code];
   return { type: `urn:durable-a2a:problem:${code.toLowerCase().replaceAll('_', '-')}`, title, status, detail, code, ...extra };
 }
@@ -77,6 +81,7 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof NoOpenQuestionError) return problem('NO_OPEN_QUESTION', error.message);
   if (error instanceof IdempotencyConflictError) return problem('IDEMPOTENCY_CONFLICT', error.message);
   if (error instanceof WorkflowFinishedError) return problem('WORKFLOW_FINISHED', error.message);
+  if (error instanceof ResolutionNotAllowedError) return problem('RESOLUTION_NOT_ALLOWED', error.message, { attentionCode: error.attentionCode, allowedActions: error.allowedActions });
   if (error instanceof AgentCardError) return problem('AGENT_CARD_REJECTED', error.message, { field: 'cardUrl' });
   if (error instanceof BlockedAddressError) return problem('AGENT_ADDRESS_REFUSED', `${error.message} (${error.category})`, { field: error instanceof AgentAddressRefusedError ? error.field : 'cardUrl' });
   // Anything else an agent's host did while we fetched its card (refused, reset, timeout, DNS).

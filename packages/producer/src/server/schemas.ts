@@ -54,6 +54,8 @@ export const ProblemSchema = z.looseObject({
   code: z.string().describe('Stable code to match on, e.g. INVALID_INPUT, REDIS_UNAVAILABLE'),
   field: z.string().optional().describe('The offending field, dotted'),
   issues: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+  attentionCode: z.string().optional().describe('RESOLUTION_NOT_ALLOWED: what the workflow needs attention for'),
+  allowedActions: z.array(z.enum(['retry', 'abandon'])).optional().describe('RESOLUTION_NOT_ALLOWED: the decisions possible for that attention code'),
 });
 
 const PROBLEM_DESCRIPTIONS: Record<number, string> = {
@@ -61,7 +63,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   401: 'Missing or wrong credentials (UNAUTHORIZED)',
   403: 'Forbidden',
   404: 'Not found (NOT_FOUND)',
-  409: 'Conflict (IDEMPOTENCY_CONFLICT, WORKFLOW_FINISHED, NO_OPEN_QUESTION)',
+  409: 'Conflict (IDEMPOTENCY_CONFLICT, WORKFLOW_FINISHED, NO_OPEN_QUESTION, RESOLUTION_NOT_ALLOWED with allowedActions)',
   413: 'Body too large (PAYLOAD_TOO_LARGE)',
   415: 'Unsupported media type',
   422: 'Agent address refused by the address policy (AGENT_ADDRESS_REFUSED) or Agent Card rejected (AGENT_CARD_REJECTED)',

@@ -175,7 +175,7 @@ function decisionRoutes(app: V1App, producer: Producer): void {
         security,
         params: WorkflowParamsSchema,
         body: ResolveBodySchema,
-        response: { 202: ResolveResultSchema.describe('Decision recorded; the workflow runs again'), ...problemResponses(400, 404, 409) },
+        response: { 202: ResolveResultSchema.describe('Decision recorded; the workflow runs again'), ...problemResponses(400, 404, 409, 415) },
       },
     },
     async (request, reply) => {
