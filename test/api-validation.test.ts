@@ -133,13 +133,23 @@ describe('RT8: client mistakes are 4xx with a code that says what to fix', () =>
     expect((await authorized(open, { method: 'GET', url: '/v1/workflows/plain-w' })).statusCode).toBe(404);
   });
 
-  it('a reply to a step that does not exist → 404', async () => {
+  it('a reply to a step that does not exist → 404; the same reply again → 200, a different one → 409 NO_OPEN_QUESTION', async () => {
     expect((await post(open, '/v1/workflows', { workflowId: 'rt8-reply', steps: [liveStep('ask')] })).statusCode).toBe(201);
     await eventually(async () => (await authorized(open, { method: 'GET', url: '/v1/workflows/rt8-reply' })).json().openQuestions?.length === 1, 'question open');
     const response = await post(open, '/v1/workflows/rt8-reply/steps/nope/reply', { text: 'Paris' });
     expect(response.statusCode).toBe(404);
     expect(response.json().code).toBe('NOT_FOUND');
-    expect((await post(open, '/v1/workflows/rt8-reply/steps/ask/reply', { text: 'Paris' })).statusCode).toBe(202);
+    const first = await post(open, '/v1/workflows/rt8-reply/steps/ask/reply', { text: 'Paris' });
+    expect(first.statusCode).toBe(202);
+    // The same reply again is harmless (200, the earlier messageId); a different one is refused: the question is answered.
+    const again = await post(open, '/v1/workflows/rt8-reply/steps/ask/reply', { text: 'Paris' });
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toEqual({ messageId: first.json().messageId, created: false });
+    const different = await post(open, '/v1/workflows/rt8-reply/steps/ask/reply', { text: 'Lisbon' });
+    expect(different.statusCode, different.body).toBe(409);
+    expect(different.json()).toMatchObject({ code: 'NO_OPEN_QUESTION' });
+    const differentParts = await post(open, '/v1/workflows/rt8-reply/steps/ask/reply', { parts: [{ text: 'Paris' }, { text: '!' }] });
+    expect(differentParts.statusCode).toBe(409);
   });
 });
 

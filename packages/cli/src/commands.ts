@@ -66,7 +66,7 @@ export function addSteerCommands(program: Command, helpers: CommandHelpers): voi
     .description("answer a step's open question (same task, same context)")
     .action(async (id: string, step: string, text: string, _options: unknown, command: Command) => {
       const result = await callApi<{ messageId: string; created: boolean }>(helpers.api(command), 'POST', `v1/workflows/${encodeURIComponent(id)}/steps/${encodeURIComponent(step)}/reply`, { text });
-      helpers.print(command, result, () => `${result.created ? 'reply journaled' : 'already answered'}: message ${result.messageId}`);
+      helpers.print(command, result, () => `${result.created ? 'reply journaled' : 'already answered with this reply'}: message ${result.messageId}`);
     });
 
   program

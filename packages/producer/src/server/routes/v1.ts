@@ -133,7 +133,7 @@ function replyRoute(app: V1App, producer: Producer): void {
         security,
         params: StepParamsSchema,
         body: ReplyBodySchema,
-        response: { 200: ReplyResultSchema.describe('Already answered: the earlier reply'), 202: ReplyResultSchema.describe('Reply journaled; it is sent on the same task'), ...problemResponses(400, 404, 409) },
+        response: { 200: ReplyResultSchema.describe('The same reply was already journaled: the earlier reply (a different reply to an answered question is 409 NO_OPEN_QUESTION)'), 202: ReplyResultSchema.describe('Reply journaled; it is sent on the same task'), ...problemResponses(400, 404, 409) },
       },
     },
     async (request, reply) => {
