@@ -36,7 +36,7 @@ beforeAll(async () => {
   fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: PREFIX });
   app = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX });
   await app.ready();
-  idle = createProducer({ redis: redisServer().url, prefix: IDLE_PREFIX });
+  idle = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: IDLE_PREFIX });
   idleApp = startTestServer({ redisUrl: redisServer().url, prefix: IDLE_PREFIX });
   await idleApp.ready();
 });

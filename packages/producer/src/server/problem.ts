@@ -6,7 +6,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { A2AError, AgentCardError, BlockedAddressError, JournalError, ReplicationTimeoutError, isRedisUnavailableError } from '@durable-a2a/shared';
-import { AgentAddressRefusedError } from './agent-addresses.ts';
+import { AgentAddressRefusedError } from '../agent-addresses.ts';
 import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, RedisUnavailableError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';

@@ -27,7 +27,7 @@ import { registerUi } from './ui/routes.ts';
 export interface ServerOptions {
   /** A producer to serve (not closed by the server). Default: one created on `redisUrl` and `prefix`. */
   producer?: Producer;
-  /** Address policy for `POST /v1/agents` (R19) when the server creates its producer. Default: public addresses only. */
+  /** Address policy (R19) for `POST /v1/agents` and every agent URL of `/v1/delegations` and `/v1/workflows`, when the server creates its producer (a producer passed in applies its own). Default: public addresses only. */
   addressPolicy?: AddressPolicyOptions;
   /** Input limits for `POST /v1/agents` card fetches when the server creates its producer (partial `A2ALimits`). */
   limits?: Partial<A2ALimits>;

@@ -9,7 +9,7 @@ import type { z } from 'zod';
 import type { AddressPolicyOptions } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { LongPollQuerySchema, viewAfterWaiting } from '../../wait.ts';
-import { checkAgentAddresses } from '../agent-addresses.ts';
+import { checkAgentAddresses } from '../../agent-addresses.ts';
 import type { DeadlineConfig } from '../deadline.ts';
 import {
   AgentListSchema,
@@ -43,7 +43,7 @@ type AddressCheck = (request: { body: unknown }) => Promise<void>;
 export function v1Routes(producer: Producer, addressPolicy: AddressPolicyOptions = {}): FastifyPluginAsyncZod {
   const checkAddresses: AddressCheck = async (request) => checkAgentAddresses(request.body as Parameters<typeof checkAgentAddresses>[0], addressPolicy);
   return async (app) => {
-    startRoutes(app, producer, checkAddresses);
+    startRoutes(app, producer);
     await app.register(summaryRoutes(producer.journal));
     await app.register(questionRoutes(producer.journal));
     workflowViewRoute(app, producer);
@@ -53,8 +53,8 @@ export function v1Routes(producer: Producer, addressPolicy: AddressPolicyOptions
   };
 }
 
-/** POST /workflows and POST /delegations: start work (idempotent). */
-function startRoutes(app: V1App, producer: Producer, checkAddresses: AddressCheck): void {
+/** POST /workflows and POST /delegations: start work (idempotent). The producer checks every agent address (422) before anything is written. */
+function startRoutes(app: V1App, producer: Producer): void {
   app.post(
     '/workflows',
     {
@@ -67,7 +67,6 @@ function startRoutes(app: V1App, producer: Producer, checkAddresses: AddressChec
         body: WorkflowDefinitionSchema,
         response: { ...created, ...problemResponses(400, 409, 413, 415, 422) },
       },
-      preHandler: checkAddresses,
     },
     async (request, reply) => {
       const result = await producer.startWorkflow(request.body as Parameters<Producer['startWorkflow']>[0]);
@@ -86,7 +85,6 @@ function startRoutes(app: V1App, producer: Producer, checkAddresses: AddressChec
         body: DelegateInputSchema,
         response: { ...created, ...problemResponses(400, 409, 413, 415, 422) },
       },
-      preHandler: checkAddresses,
     },
     async (request, reply) => {
       const result = await producer.delegate(request.body);
