@@ -92,6 +92,11 @@ describe('the address policy answers the same on every route, at request time', 
       expect(answer.json().code).toBe('AGENT_ADDRESS_REFUSED');
     }
     expect(answers[0]!.json().field).toBe('agent');
+    for (const answer of answers) {
+      const detail = answer.json().detail as string;
+      expect(detail.match(/\((private|loopback|link-local|metadata|[a-z-]+)\)/g), detail).toHaveLength(1); // the category once
+      expect(detail).not.toMatch(/(\S+) -> \1 /); // no "10.0.0.1 -> 10.0.0.1"
+    }
     expect(answers[1]!.json().field).toBe('steps.0.agent');
     expect((await authorized(strict, { method: 'GET', url: '/v1/workflows/policy-w' })).statusCode).toBe(404);
   });

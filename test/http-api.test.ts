@@ -239,3 +239,21 @@ describe('logging', () => {
     expect(output.toLowerCase()).not.toContain('authorization');
   });
 });
+
+describe('logging an agent fault', () => {
+  it('a 502 AGENT_CARD_UNREACHABLE is one warn line without a stack (the agent is at fault, not the service)', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(chunk.toString()), done()) });
+    const logged = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, logger: pino({ ...defaultLoggerOptions, level: 'trace' }, sink) });
+    await logged.ready();
+    const response = await authorized(logged, { method: 'POST', url: '/v1/agents', payload: { cardUrl: 'http://127.0.0.1:1/' } });
+    await logged.close();
+    expect(response.statusCode).toBe(502);
+    const records = lines.join('').trim().split('\n').map((line) => JSON.parse(line) as { level: number; msg: string; err?: { stack?: string } });
+    const about = records.filter((record) => record.msg !== 'request' && JSON.stringify(record).includes('AGENT_CARD_UNREACHABLE'));
+    expect(about).toHaveLength(1);
+    expect(about[0]!.level).toBe(40); // warn
+    expect(JSON.stringify(records.filter((record) => record.level >= 50))).toBe('[]');
+    expect(JSON.stringify(about[0])).not.toContain('stack');
+  });
+});
