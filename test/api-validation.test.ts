@@ -69,12 +69,28 @@ describe('RT1: workflow definitions are checked fully before anything is written
     ['after naming the step itself', [step('a', { after: ['a'] })], 'steps.0.after.0'],
     ['after naming a step twice', [step('a'), step('b', { after: ['a', 'a'] })], 'steps.1.after.1'],
     ['more than 100 steps', Array.from({ length: 101 }, (_, index) => step(`s${index}`)), 'steps'],
+    ['a step with both skill and agent', [step('a', { skill: 'book-flight' })], 'steps.0.skill'],
+    ['a compensation with both skill and agent', [step('a', { compensation: { agent: 'http://agent.invalid/', skill: 'x', message: { text: 'undo' } } })], 'steps.0.compensation.skill'],
   ])('%s → 400, nothing written', async (name, steps, field) => {
     const workflowId = `rt1-${name.replace(/[^a-z0-9]+/gi, '-')}`.slice(0, 100);
     const response = await post(open, '/v1/workflows', { workflowId, steps });
     expect(response.statusCode, response.body).toBe(400);
     expect(response.json()).toMatchObject({ code: 'INVALID_INPUT', field });
     expect((await authorized(open, { method: 'GET', url: `/v1/workflows/${workflowId}` })).statusCode).toBe(404);
+  });
+});
+
+describe('a verifier the workers do not have', () => {
+  it('the step is refused before anything is sent (no SendMessage), journaled FAILED VERIFIER_UNKNOWN, the workflow FAILED with the reason', async () => {
+    const response = await post(open, '/v1/workflows', { workflowId: 'verifier-nosuch', steps: [{ ...liveStep('a'), verifier: { name: 'nosuch' } }] });
+    expect(response.statusCode, response.body).toBe(201);
+    const view = await eventually(async () => {
+      const current = (await authorized(open, { method: 'GET', url: '/v1/workflows/verifier-nosuch' })).json<{ state: string; steps: { attempts: { state: string; messageId: string; lastError?: { code: string }; effect?: string }[] }[] }>();
+      return ['FAILED', 'NEEDS_ATTENTION', 'COMPLETED'].includes(current.state) && current;
+    }, 'the workflow settled');
+    expect(view.state).toBe('FAILED');
+    expect(view.steps[0]!.attempts).toEqual([expect.objectContaining({ state: 'FAILED', lastError: expect.objectContaining({ code: 'VERIFIER_UNKNOWN' }), effect: 'absent' })]);
+    expect(agent.sendMessageCount(view.steps[0]!.attempts[0]!.messageId)).toBe(0);
   });
 });
 

@@ -28,6 +28,7 @@ import type { JobRun, WorkerContext } from '../context.ts';
 import { routeDelegation } from './route.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
 import { attemptTimeLeftMs, enforceAttemptDeadline } from './deadline.ts';
+import { refuseUnknownVerifier } from './verifier-check.ts';
 import { holdingSendLease, isTypedProtocolError, noteSendError, recordedErrorOf } from './send-errors.ts';
 
 /** The wire message of a delegation (spec §5.5 Message): our journaled ids, never new ones. */
@@ -57,6 +58,7 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
   }
   const log = ctx.logger.child({ queue: 'send', workflowId: ref.workflowId, step: record.step, delegationId: ref.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
+  if (await refuseUnknownVerifier(ctx, record, log)) return 'verifier-unknown';
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/send/${job.id}`);
   ctx.crashPoint('send.after-claim', record.step);
   if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, fence);
