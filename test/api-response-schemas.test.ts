@@ -49,7 +49,7 @@ async function workflowWith(workflowId: string, attemptState?: JournalState): Pr
     taskId: `task-${workflowId}`,
     contextId: `context-${workflowId}`,
     statusTimestamp: new Date().toISOString(),
-    ...(question ? { statusMessage: { kind: 'message', role: 'agent', messageId: 'q-1', parts: [{ text: 'two rooms or one?' }] } } : {}),
+    ...(question ? { statusMessage: { role: 'ROLE_AGENT', messageId: 'q-1', parts: [{ text: 'two rooms or one?' }] } } : {}),
     error: { code: 'LIMIT_EXCEEDED', message: 'over the limit', retryable: false, delivery: 'received', limit: 'responseBodyBytes' },
   } as Parameters<Producer['journal']['applyStatus']>[1]);
 }
@@ -143,5 +143,30 @@ describe('POST /v1/workflows/:id/resolve never claims a change that did not happ
     const page = await authorized(app, { method: 'GET', url: `/ui/workflows/${workflowId}` });
     expect(page.body).not.toContain('value="retry"');
     expect(page.body).toContain('value="abandon"');
+  });
+});
+
+describe("a workflow's updatedAt moves with every change of its attempts' state; the list is newest (updatedAt) first", () => {
+  it('an attempt moving to INPUT_REQUIRED (then COMPLETED) moves updatedAt, and the workflow goes to the top of the list', async () => {
+    await workflowWith('order-older');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await workflowWith('order-newer');
+    const updatedAt = async (id: string) => Number((await producer.journal.getWorkflowHash(id))!.updatedAt);
+    const listed = async () => (await authorized(app, { method: 'GET', url: '/v1/workflows?state=RUNNING&limit=500' })).json<{ ids: string[] }>().ids.filter((id) => id.startsWith('order-'));
+    expect(await listed()).toEqual(['order-newer', 'order-older']);
+    const before = await updatedAt('order-older');
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    const ref = { workflowId: 'order-older', delegationId: 'first.1' };
+    await producer.journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'task-order', contextId: 'context-order', statusMessage: { role: 'ROLE_AGENT', messageId: 'q-order', parts: [{ text: 'which?' }] } } as Parameters<Producer['journal']['applyStatus']>[1]);
+    const asked = await updatedAt('order-older');
+    expect(asked).toBeGreaterThan(before);
+    expect((await producer.get('order-older')).updatedAt).toBe(asked);
+    expect(await listed()).toEqual(['order-older', 'order-newer']);
+    // A re-read that changes nothing does not move it; a new state does.
+    await producer.journal.applyStatus(ref, { mode: 'snapshot', state: 'INPUT_REQUIRED', taskId: 'task-order' } as Parameters<Producer['journal']['applyStatus']>[1]);
+    expect(await updatedAt('order-older')).toBe(asked);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    await producer.journal.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', taskId: 'task-order' } as Parameters<Producer['journal']['applyStatus']>[1]);
+    expect(await updatedAt('order-older')).toBeGreaterThan(asked);
   });
 });

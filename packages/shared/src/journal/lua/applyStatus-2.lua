@@ -28,6 +28,8 @@
            quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[17..]
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
+  A change of state also sets the workflow row's 'updatedAt' (<prefix>:{wf:<id>}:wf, derived
+  from KEYS[1]: same hash tag, same slot).
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
   Returns: {1, version} applied; {0, reason} ignored ('finished', 'stale', 'regress',
@@ -64,6 +66,12 @@ end
 
 local now = ARGV[12]
 redis.call('HSET', KEYS[1], 'state', incoming, 'updatedAt', now, 'notFoundCount', '0', 'firstNotFoundAt', '')
+-- A change of state is a visible change of its workflow: the workflow row's updatedAt moves with it
+-- (list order). Its key is the delegation key's hash-tagged prefix + ':wf' (keys.ts), the same slot.
+if incoming ~= current then
+  local workflowKey = string.match(KEYS[1], '^(.*}):d:') .. ':wf'
+  if redis.call('EXISTS', workflowKey) == 1 then redis.call('HSET', workflowKey, 'updatedAt', now) end
+end
 if incomingTs then redis.call('HSET', KEYS[1], 'statusTimestampMs', ARGV[5], 'statusTimestamp', ARGV[6])
 elseif rank[incoming] ~= rank[current] then redis.call('HSET', KEYS[1], 'statusTimestampMs', '', 'statusTimestamp', '') end
 if ARGV[7] ~= '' and knownTask == '' then redis.call('HSET', KEYS[1], 'taskId', ARGV[7]) end
