@@ -95,6 +95,9 @@ describe('workflows', () => {
 
   it('lists workflows, paged', async () => {
     for (const id of ['list-1', 'list-2', 'list-3']) await authorized(app, { method: 'POST', url: '/v1/workflows', payload: workflow(id) });
+    // The order is updatedAt, which every attempt's change of state moves: a workflow that moves while
+    // being paged goes back to the first page (keyset paging skips no row that did not move). Page once they rest.
+    await eventually(async () => (await Promise.all(['list-1', 'list-2', 'list-3'].map(stateOf))).every((view) => view.state === 'COMPLETED'), 'the three workflows completed');
     const seen = new Set<string>();
     let cursor: string | undefined;
     do {
