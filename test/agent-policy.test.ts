@@ -4,7 +4,7 @@
  * network; the default policy allows public addresses only.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createProducer, type Producer } from '@durable-a2a/producer';
+import { AgentAddressRefusedError, NotFoundError, createProducer, type Producer } from '@durable-a2a/producer';
 import { useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { startRawAgent } from './harness/raw-agent.ts';
@@ -40,6 +40,39 @@ afterAll(async () => {
 
 const producerWith = (allowLoopback: boolean, prefix: string): Producer =>
   createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback } });
+
+describe('R19: the library applies the address policy at delegate / startWorkflow time, as the HTTP API does', () => {
+  it.each([
+    ['the default policy refuses loopback', false, 'http://127.0.0.1:9/'],
+    ['the default policy refuses private', false, 'http://10.0.0.1/'],
+    ['allowLoopback still refuses private', true, 'http://10.0.0.1/'],
+    ['allowLoopback still refuses the metadata address', true, 'http://169.254.169.254/'],
+  ])('%s: delegate throws AgentAddressRefusedError naming the field, nothing written', async (_name, allowLoopback, url) => {
+    const producer = producerWith(allowLoopback, `policy-lib-${allowLoopback}`);
+    try {
+      const refused = await producer.delegate({ agent: url, text: 'hi', idempotencyKey: 'refused-1' }).catch((error: unknown) => error);
+      expect(refused).toBeInstanceOf(AgentAddressRefusedError);
+      expect(refused).toMatchObject({ field: 'agent', reason: 'BLOCKED_ADDRESS' });
+      await expect(producer.get('refused-1')).rejects.toBeInstanceOf(NotFoundError);
+      const step = await producer
+        .startWorkflow({ workflowId: 'refused-2', steps: [{ name: 'a', skill: 'x', message: { text: 'hi' }, compensation: { agent: url, message: { text: 'undo' } } }] })
+        .catch((error: unknown) => error);
+      expect(step).toMatchObject({ field: 'steps.0.compensation.agent' });
+      await expect(producer.get('refused-2')).rejects.toBeInstanceOf(NotFoundError);
+    } finally {
+      await producer.close();
+    }
+  });
+
+  it('allowLoopback accepts a loopback agent', async () => {
+    const producer = producerWith(true, 'policy-lib-ok');
+    try {
+      expect(await producer.delegate({ agent: agent.cardUrl, text: 'hi', idempotencyKey: 'allowed-1' })).toMatchObject({ created: true });
+    } finally {
+      await producer.close();
+    }
+  });
+});
 
 describe('R19: agent URLs are checked against the address policy', () => {
   it('a card whose interface is the metadata address is rejected and never registered', async () => {

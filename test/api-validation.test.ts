@@ -69,12 +69,28 @@ describe('RT1: workflow definitions are checked fully before anything is written
     ['after naming the step itself', [step('a', { after: ['a'] })], 'steps.0.after.0'],
     ['after naming a step twice', [step('a'), step('b', { after: ['a', 'a'] })], 'steps.1.after.1'],
     ['more than 100 steps', Array.from({ length: 101 }, (_, index) => step(`s${index}`)), 'steps'],
+    ['a step with both skill and agent', [step('a', { skill: 'book-flight' })], 'steps.0.skill'],
+    ['a compensation with both skill and agent', [step('a', { compensation: { agent: 'http://agent.invalid/', skill: 'x', message: { text: 'undo' } } })], 'steps.0.compensation.skill'],
   ])('%s → 400, nothing written', async (name, steps, field) => {
     const workflowId = `rt1-${name.replace(/[^a-z0-9]+/gi, '-')}`.slice(0, 100);
     const response = await post(open, '/v1/workflows', { workflowId, steps });
     expect(response.statusCode, response.body).toBe(400);
     expect(response.json()).toMatchObject({ code: 'INVALID_INPUT', field });
     expect((await authorized(open, { method: 'GET', url: `/v1/workflows/${workflowId}` })).statusCode).toBe(404);
+  });
+});
+
+describe('a verifier the workers do not have', () => {
+  it('the step is refused before anything is sent (no SendMessage), journaled FAILED VERIFIER_UNKNOWN, the workflow FAILED with the reason', async () => {
+    const response = await post(open, '/v1/workflows', { workflowId: 'verifier-nosuch', steps: [{ ...liveStep('a'), verifier: { name: 'nosuch' } }] });
+    expect(response.statusCode, response.body).toBe(201);
+    const view = await eventually(async () => {
+      const current = (await authorized(open, { method: 'GET', url: '/v1/workflows/verifier-nosuch' })).json<{ state: string; steps: { attempts: { state: string; messageId: string; lastError?: { code: string }; effect?: string }[] }[] }>();
+      return ['FAILED', 'NEEDS_ATTENTION', 'COMPLETED'].includes(current.state) && current;
+    }, 'the workflow settled');
+    expect(view.state).toBe('FAILED');
+    expect(view.steps[0]!.attempts).toEqual([expect.objectContaining({ state: 'FAILED', lastError: expect.objectContaining({ code: 'VERIFIER_UNKNOWN' }), effect: 'absent' })]);
+    expect(agent.sendMessageCount(view.steps[0]!.attempts[0]!.messageId)).toBe(0);
   });
 });
 
@@ -92,6 +108,11 @@ describe('the address policy answers the same on every route, at request time', 
       expect(answer.json().code).toBe('AGENT_ADDRESS_REFUSED');
     }
     expect(answers[0]!.json().field).toBe('agent');
+    for (const answer of answers) {
+      const detail = answer.json().detail as string;
+      expect(detail.match(/\((private|loopback|link-local|metadata|[a-z-]+)\)/g), detail).toHaveLength(1); // the category once
+      expect(detail).not.toMatch(/(\S+) -> \1 /); // no "10.0.0.1 -> 10.0.0.1"
+    }
     expect(answers[1]!.json().field).toBe('steps.0.agent');
     expect((await authorized(strict, { method: 'GET', url: '/v1/workflows/policy-w' })).statusCode).toBe(404);
   });
@@ -119,13 +140,37 @@ describe('RT8: client mistakes are 4xx with a code that says what to fix', () =>
     expect(response.json()).toMatchObject({ code: 'INVALID_INPUT', field: 'cursor' });
   });
 
-  it('a reply to a step that does not exist → 404', async () => {
+  it.each([
+    ['/v1/workflows', { workflowId: 'plain-w', steps: [{ name: 'a', agent: 'http://agent.invalid/', message: { text: 'hi' } }] }],
+    ['/v1/delegations', { agent: 'http://agent.invalid/', text: 'hi', idempotencyKey: 'plain-d' }],
+    ['/v1/agents', { cardUrl: 'http://agent.invalid/' }],
+    ['/v1/workflows/plain-w/steps/a/reply', { text: 'Paris' }],
+    ['/v1/workflows/plain-w/resolve', { action: 'retry' }],
+  ])('a text/plain body on POST %s → 415 UNSUPPORTED_MEDIA_TYPE, nothing written', async (url, body) => {
+    const response = await authorized(open, { method: 'POST', url, payload: JSON.stringify(body), headers: { 'content-type': 'text/plain' } });
+    expect(response.statusCode, response.body).toBe(415);
+    expect(response.headers['content-type']).toMatch(/^application\/problem\+json/);
+    expect(response.json()).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE', status: 415 });
+    expect((await authorized(open, { method: 'GET', url: '/v1/workflows/plain-w' })).statusCode).toBe(404);
+  });
+
+  it('a reply to a step that does not exist → 404; the same reply again → 200, a different one → 409 NO_OPEN_QUESTION', async () => {
     expect((await post(open, '/v1/workflows', { workflowId: 'rt8-reply', steps: [liveStep('ask')] })).statusCode).toBe(201);
     await eventually(async () => (await authorized(open, { method: 'GET', url: '/v1/workflows/rt8-reply' })).json().openQuestions?.length === 1, 'question open');
     const response = await post(open, '/v1/workflows/rt8-reply/steps/nope/reply', { text: 'Paris' });
     expect(response.statusCode).toBe(404);
     expect(response.json().code).toBe('NOT_FOUND');
-    expect((await post(open, '/v1/workflows/rt8-reply/steps/ask/reply', { text: 'Paris' })).statusCode).toBe(202);
+    const first = await post(open, '/v1/workflows/rt8-reply/steps/ask/reply', { text: 'Paris' });
+    expect(first.statusCode).toBe(202);
+    // The same reply again is harmless (200, the earlier messageId); a different one is refused: the question is answered.
+    const again = await post(open, '/v1/workflows/rt8-reply/steps/ask/reply', { text: 'Paris' });
+    expect(again.statusCode).toBe(200);
+    expect(again.json()).toEqual({ messageId: first.json().messageId, created: false });
+    const different = await post(open, '/v1/workflows/rt8-reply/steps/ask/reply', { text: 'Lisbon' });
+    expect(different.statusCode, different.body).toBe(409);
+    expect(different.json()).toMatchObject({ code: 'NO_OPEN_QUESTION' });
+    const differentParts = await post(open, '/v1/workflows/rt8-reply/steps/ask/reply', { parts: [{ text: 'Paris' }, { text: '!' }] });
+    expect(differentParts.statusCode).toBe(409);
   });
 });
 

@@ -101,7 +101,10 @@ describe('durable-a2a CLI', () => {
     expect(cancel.stderr).toContain('WORKFLOW_FINISHED');
     expect((await cli(['resolve', 'cli-done', 'retry'])).code).toBe(EXIT_CODES.CONFLICT);
     expect((await cli(['reply', 'cli-done', 'main', 'late'])).code).toBe(EXIT_CODES.CONFLICT); // never asked
-    expect((await cli(['reply', 'cli-asks', 'main', 'aisle'])).stdout).toMatch(/^already answered: message /); // answering twice is harmless
+    expect((await cli(['reply', 'cli-asks', 'main', 'aisle'])).stdout).toMatch(/^already answered with this reply: message /); // the same reply twice is harmless
+    const different = await cli(['reply', 'cli-asks', 'main', 'window']);
+    expect(different.code).toBe(EXIT_CODES.CONFLICT); // a different reply to an answered question: refused
+    expect(different.stderr).toContain('NO_OPEN_QUESTION');
   });
 
   it('cancel of a running workflow: cancel requested, the workflow ends CANCELED', async () => {

@@ -87,8 +87,9 @@ describe('durable delegation', () => {
       }, 'open question');
       expect(question!.text).toBe('two rooms or one?');
       const reply = await producer.reply(id, 'two');
-      const again = await producer.reply(id, 'one');
+      const again = await producer.reply(id, 'two'); // the same reply again: harmless, the earlier one
       expect(again).toEqual({ messageId: reply.messageId, created: false });
+      await expect(producer.reply(id, 'one')).rejects.toMatchObject({ code: 'NO_OPEN_QUESTION' }); // a different one: refused
       const done = await eventually(async () => {
         const view = await producer.get(id);
         return view.state === 'COMPLETED' && view;

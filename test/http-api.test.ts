@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
+import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { defaultLoggerOptions } from '@durable-a2a/shared';
@@ -94,6 +95,9 @@ describe('workflows', () => {
 
   it('lists workflows, paged', async () => {
     for (const id of ['list-1', 'list-2', 'list-3']) await authorized(app, { method: 'POST', url: '/v1/workflows', payload: workflow(id) });
+    // The order is updatedAt, which every attempt's change of state moves: a workflow that moves while
+    // being paged goes back to the first page (keyset paging skips no row that did not move). Page once they rest.
+    await eventually(async () => (await Promise.all(['list-1', 'list-2', 'list-3'].map(stateOf))).every((view) => view.state === 'COMPLETED'), 'the three workflows completed');
     const seen = new Set<string>();
     let cursor: string | undefined;
     do {
@@ -181,6 +185,14 @@ describe('operations endpoints', () => {
     expect(Object.keys(document.paths).some((path) => path.startsWith('/admin'))).toBe(false);
   });
 
+  it("/openapi.json carries the producer package's version and licence", async () => {
+    const info = (await app.inject({ method: 'GET', url: '/openapi.json' })).json<{ info: { version: string; license: { name: string } } }>().info;
+    const packageJson = JSON.parse(readFileSync(new URL('../packages/producer/package.json', import.meta.url), 'utf8')) as { version: string; license: string };
+    expect(info.version).toBe(packageJson.version);
+    expect(info.license.name).toBe(packageJson.license);
+    expect(info.license.name).toBe('Apache-2.0');
+  });
+
   it('/metrics is Prometheus text with the queue depth of all five queues', async () => {
     const response = await app.inject({ method: 'GET', url: '/metrics' });
     expect(response.statusCode).toBe(200);
@@ -228,5 +240,23 @@ describe('logging', () => {
     expect(output).not.toContain(TEST_API_TOKEN);
     expect(output).not.toContain('wrong-secret-value');
     expect(output.toLowerCase()).not.toContain('authorization');
+  });
+});
+
+describe('logging an agent fault', () => {
+  it('a 502 AGENT_CARD_UNREACHABLE is one warn line without a stack (the agent is at fault, not the service)', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(chunk.toString()), done()) });
+    const logged = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, logger: pino({ ...defaultLoggerOptions, level: 'trace' }, sink) });
+    await logged.ready();
+    const response = await authorized(logged, { method: 'POST', url: '/v1/agents', payload: { cardUrl: 'http://127.0.0.1:1/' } });
+    await logged.close();
+    expect(response.statusCode).toBe(502);
+    const records = lines.join('').trim().split('\n').map((line) => JSON.parse(line) as { level: number; msg: string; err?: { stack?: string } });
+    const about = records.filter((record) => record.msg !== 'request' && JSON.stringify(record).includes('AGENT_CARD_UNREACHABLE'));
+    expect(about).toHaveLength(1);
+    expect(about[0]!.level).toBe(40); // warn
+    expect(JSON.stringify(records.filter((record) => record.level >= 50))).toBe('[]');
+    expect(JSON.stringify(about[0])).not.toContain('stack');
   });
 });

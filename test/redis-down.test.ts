@@ -64,6 +64,10 @@ it.skipIf(testsOnCluster())('R30: answers 503 REDIS_UNAVAILABLE fast, replays no
     expect(answer.headers.get('content-type')).toMatch(/^application\/problem\+json/);
     expect(answer.headers.get('retry-after')).toMatch(/^\d+$/);
     expect(answer.body).toMatchObject({ status: 503, code: 'REDIS_UNAVAILABLE' });
+    // A write is retried with its idempotency key; a read has none: it says "retry".
+    const advice = `${String(answer.body!.title)} ${String(answer.body!.detail)}`;
+    if (method === 'GET') expect(advice).not.toContain('idempotency key');
+    else expect(advice).toContain('same idempotency key');
   }
   expect((await call('GET', '/metrics')).status).toBe(200);
   await new Promise((resolve) => setTimeout(resolve, 3_000)); // the outage lasts: reconnect attempts pile up

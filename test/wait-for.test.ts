@@ -36,7 +36,7 @@ beforeAll(async () => {
   fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: PREFIX });
   app = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX });
   await app.ready();
-  idle = createProducer({ redis: redisServer().url, prefix: IDLE_PREFIX });
+  idle = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: IDLE_PREFIX });
   idleApp = startTestServer({ redisUrl: redisServer().url, prefix: IDLE_PREFIX });
   await idleApp.ready();
 });
@@ -172,6 +172,23 @@ describe('GET /v1/workflows/:id?waitMs=…', () => {
     const { id: askingId } = await producer.delegate({ agent: asking.cardUrl, text: 'ask me' });
     const asked = await authorized(app, { method: 'GET', url: `/v1/workflows/${askingId}?waitMs=30000&untilQuestion=true` });
     expect(asked.json()).toMatchObject({ state: 'RUNNING', openQuestions: [{ text: 'Which city?' }] });
+  });
+
+  it('a long poll longer than the request deadline is answered with the view, not 503 REQUEST_TIMEOUT (deadline = waitMs + the request deadline)', async () => {
+    const shortDeadline = startTestServer({ redisUrl: redisServer().url, prefix: IDLE_PREFIX, requestTimeoutMs: 200 });
+    try {
+      await shortDeadline.ready();
+      const id = await parkedWorkflow();
+      const started = Date.now();
+      const response = await authorized(shortDeadline, { method: 'GET', url: `/v1/workflows/${id}?waitMs=800` });
+      expect(response.statusCode, response.body).toBe(200);
+      expect(response.json()).toMatchObject({ workflowId: id, state: 'RUNNING' });
+      expect(Date.now() - started).toBeGreaterThanOrEqual(790); // it waited the whole waitMs
+      // Without waitMs the normal deadline still applies to the route (a plain read answers well within it).
+      expect((await authorized(shortDeadline, { method: 'GET', url: `/v1/workflows/${id}` })).statusCode).toBe(200);
+    } finally {
+      await shortDeadline.close();
+    }
   });
 
   it('waitMs above the cap is accepted (capped); a negative or non-numeric waitMs is a 400', async () => {

@@ -34,7 +34,7 @@ async function delegateTo(handlers: Parameters<typeof startScriptedAgent>[0]) {
     SendMessage: (params) => ({ result: { task: task('T1', 'SUBMITTED', { contextId: params.message.contextId, history: [params.message] }) } }),
     ...handlers,
   });
-  producer = createProducer({ redis: redisServer().url, prefix });
+  producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix });
   fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
   const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `${prefix}-1` });
   const view = await eventually(async () => {

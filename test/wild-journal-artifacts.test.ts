@@ -23,7 +23,7 @@ describe('artifact bytes per delegation', () => {
   let redis: Redis | Cluster;
   beforeAll(async () => {
     redis = createRedisClient(redisServer().url);
-    producer = createProducer({ redis: redisServer().url, prefix: 'wj-art' });
+    producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: 'wj-art' });
     app = startTestServer({ redisUrl: redisServer().url, prefix: 'wj-art' });
     await app.ready();
   });
@@ -61,7 +61,7 @@ describe('artifact bytes per delegation', () => {
 
   it('a snapshot holding more than the limit is not stored: the attempt ends LIMIT_EXCEEDED', async () => {
     const journal = new Journal(redis, { prefix: 'wj-art-snap', artifactBytesPerDelegation: 1 * MiB });
-    const small = createProducer({ redis: redisServer().url, prefix: 'wj-art-snap' });
+    const small = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: 'wj-art-snap' });
     try {
       await small.startWorkflow({ workflowId: 'snap', steps: [{ name: 'main', agent: 'http://127.0.0.1:9/snap', message: { text: 'go' } }] });
       const ref = { workflowId: 'snap', delegationId: 'main.1' };

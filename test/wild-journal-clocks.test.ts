@@ -33,7 +33,7 @@ describe('journal: rank never regresses, the highest observed rank is reached (p
   let producer: Producer;
   let n = 0;
   beforeAll(() => {
-    producer = createProducer({ redis: redisServer().url, prefix: 'wj-clock-prop' });
+    producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: 'wj-clock-prop' });
   });
   afterAll(async () => producer?.close());
 
@@ -121,7 +121,7 @@ describe('clocks through a real fleet', () => {
   });
 
   it('RT3 (push): WORKING stamped 2099, then COMPLETED stamped now -> COMPLETED', async () => {
-    producer = createProducer({ redis: redisServer().url, prefix: 'wj-rt3' });
+    producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: 'wj-rt3' });
     app = startTestServer({ redisUrl: redisServer().url, prefix: 'wj-rt3' });
     await producer.startWorkflow({ workflowId: 'rt3', steps: [{ name: 'main', agent: 'http://127.0.0.1:9/agent', message: { text: 'go' }, push: true }] });
     const ref = { workflowId: 'rt3', delegationId: 'main.1' };

@@ -22,7 +22,7 @@ describe('pushes and bindings through the push route', () => {
   let app: ApiServer;
   let n = 0;
   beforeAll(async () => {
-    producer = createProducer({ redis: redisServer().url, prefix: 'wj-own' });
+    producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: 'wj-own' });
     app = startTestServer({ redisUrl: redisServer().url, prefix: 'wj-own' });
     await app.ready();
   });
@@ -95,7 +95,7 @@ describe('property: random interleavings never bind one task id to two delegatio
   let producer: Producer;
   let round = 0;
   beforeAll(() => {
-    producer = createProducer({ redis: redisServer().url, prefix: 'wj-own-prop' });
+    producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: 'wj-own-prop' });
   });
   afterAll(async () => producer?.close());
 

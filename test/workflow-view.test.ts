@@ -23,7 +23,7 @@ beforeAll(async () => {
   agents.asking = await startDemoAgent({ behaviour: asksForInput('Which city?', (answer) => completionSteps(`booked ${answer}`)) });
   agents.failing = await startDemoAgent({ behaviour: fails('no rooms left') });
   agents.slow = await startDemoAgent({ behaviour: runsSlowly(8_000) });
-  producer = createProducer({ redis: redisServer().url, prefix });
+  producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix });
   fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
 });
 afterAll(async () => {

@@ -88,7 +88,7 @@ export async function startFuzzSession(options: FuzzSessionOptions): Promise<Fuz
 
   const startFleet = async () => {
     prefix = `fuzz-${tag}-${++generation}`;
-    producer = createProducer({ redis: options.redisUrl, prefix });
+    producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: options.redisUrl, prefix });
     fleet = await startTestFleet({ redisUrl: options.redisUrl, prefix, ...FUZZ_TIMINGS, ...options.fleetOptions });
   };
   const stopFleet = async () => {

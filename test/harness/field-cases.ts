@@ -94,7 +94,7 @@ export function useFieldCases() {
     return `field${++counter}`;
   };
   const producer = (prefix: string) => {
-    const created = createProducer({ redis: redisServer().url, prefix });
+    const created = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix });
     producers.push(created);
     return created;
   };

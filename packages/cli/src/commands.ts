@@ -31,7 +31,7 @@ interface ListOptions {
 export function addReadCommands(program: Command, helpers: CommandHelpers): void {
   program
     .command('list')
-    .description('list workflows (newest state first is not guaranteed: Redis set order)')
+    .description('list workflows, newest (updatedAt: any change of a step attempt\'s state) first; the API sorts the at most 10,000 workflows one listing reads')
     .addOption(new Option('--state <state>', 'only workflows in this state').choices(['RUNNING', 'COMPENSATING', 'COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION']))
     .option('--waiting', 'only workflows waiting for a person: an open question, or NEEDS_ATTENTION')
     .option('--limit <n>', 'read at most this many workflows', (value) => positiveInteger(value, '--limit'), DEFAULT_LIST_LIMIT)
@@ -66,7 +66,7 @@ export function addSteerCommands(program: Command, helpers: CommandHelpers): voi
     .description("answer a step's open question (same task, same context)")
     .action(async (id: string, step: string, text: string, _options: unknown, command: Command) => {
       const result = await callApi<{ messageId: string; created: boolean }>(helpers.api(command), 'POST', `v1/workflows/${encodeURIComponent(id)}/steps/${encodeURIComponent(step)}/reply`, { text });
-      helpers.print(command, result, () => `${result.created ? 'reply journaled' : 'already answered'}: message ${result.messageId}`);
+      helpers.print(command, result, () => `${result.created ? 'reply journaled' : 'already answered with this reply'}: message ${result.messageId}`);
     });
 
   program

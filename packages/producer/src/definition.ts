@@ -11,6 +11,10 @@
  * - `after` names existing, earlier steps, each at most once and never the
  *   step itself (so the dependency graph has no cycle).
  * - At most MAX_WORKFLOW_STEPS steps.
+ * - A step (and a compensation) names an `agent` or a `skill`, not both.
+ * - Not checked here: verifier names (registered in the workers, which refuse an attempt whose verifier
+ *   they do not have before sending anything: workers/src/delegation/verifier-check.ts) and skills
+ *   (agents may be registered after the workflow starts; a step without one waits, then fails with the reason).
  *
  * The strict schemas here are the request schemas of the HTTP API (and its
  * OpenAPI document); the shared WorkflowDefinitionSchema then gives the
@@ -45,12 +49,16 @@ const StrictVerifierSchema = z.strictObject({ name: z.string().min(1), params: M
 
 const hasTarget = (target: { agent?: string; skill?: string }) => target.agent !== undefined || target.skill !== undefined;
 const targetRefinement = [hasTarget, { message: 'give an agent or a skill', path: ['agent'] }] as [typeof hasTarget, { message: string; path: string[] }];
+/** Both would be ambiguous: the fixed agent always went first and the skill only showed on a re-delegation. */
+const oneTarget = (target: { agent?: string; skill?: string }) => target.agent === undefined || target.skill === undefined;
+const oneTargetRefinement = [oneTarget, { message: 'give an agent or a skill, not both', path: ['skill'] }] as [typeof oneTarget, { message: string; path: string[] }];
 
 const StrictCompensationSchema = z.union([
   z.strictObject({ handler: z.string().min(1), params: Metadata.optional() }),
   z
     .strictObject({ agent: HttpUrl.optional(), skill: z.string().min(1).optional(), tags: z.array(z.string()).optional(), message: StrictMessageSchema, verifier: StrictVerifierSchema.optional() })
-    .refine(...targetRefinement),
+    .refine(...targetRefinement)
+    .refine(...oneTargetRefinement),
 ]);
 
 export const StrictStepSchema = z
@@ -69,6 +77,7 @@ export const StrictStepSchema = z
     attemptDeadlineMs: z.number().int().positive().optional(),
   })
   .refine(...targetRefinement)
+  .refine(...oneTargetRefinement)
   .refine((step) => !step.readOnly || (!step.verifier && !step.compensation), { message: 'a readOnly step has no verifier and no compensation', path: ['readOnly'] });
 
 /** Adds one issue per problem of the step graph: duplicate names, unknown / later / repeated / self `after`. */

@@ -34,6 +34,26 @@ export class WorkflowFinishedError extends Error {
   readonly code = 'WORKFLOW_FINISHED';
 }
 
+/** What `resolve` may do on a workflow in NEEDS_ATTENTION. */
+export type ResolveAction = 'retry' | 'abandon';
+
+/**
+ * `resolve(id, action)` with an action that would change nothing for the workflow's attention code
+ * (e.g. `retry` on CANCEL_LOST_RACE: nothing to send again). Nothing was written; `allowedActions`
+ * names what a person can do instead.
+ */
+export class ResolutionNotAllowedError extends Error {
+  override readonly name = 'ResolutionNotAllowedError';
+  readonly code = 'RESOLUTION_NOT_ALLOWED';
+  constructor(
+    message: string,
+    readonly attentionCode: string,
+    readonly allowedActions: readonly ResolveAction[],
+  ) {
+    super(message);
+  }
+}
+
 export class NoOpenQuestionError extends Error {
   override readonly name = 'NoOpenQuestionError';
   readonly code = 'NO_OPEN_QUESTION';

@@ -35,7 +35,7 @@ export interface Producer {
   waitFor(id: string, options?: WaitForOptions): Promise<WorkflowView>;
   /** Open questions (INPUT_REQUIRED / AUTH_REQUIRED) of a workflow. */
   questions(id: string): Promise<OpenQuestion[]>;
-  /** Answers a parked question on the same task and context. `step` defaults to the one asking. Answering twice is harmless. */
+  /** Answers a parked question on the same task and context. `step` defaults to the one asking. The same reply twice is harmless (`created: false`, the earlier messageId); a different reply to an answered question throws NoOpenQuestionError. */
   reply(id: string, answer: ReplyAnswer, step?: string): Promise<{ messageId: string; created: boolean }>;
   /** Cancels a workflow: running tasks get CancelTask; verified effects are compensated. Throws WorkflowFinishedError. */
   cancel(id: string): Promise<void>;

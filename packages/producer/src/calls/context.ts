@@ -32,8 +32,10 @@ export interface ProducerOptions {
   /** How long finished records are kept. Default 7 days. */
   retentionMs?: number;
   /**
-   * Which agent addresses `registerAgent` accepts (field case R19). Default: public only; loopback,
-   * private, link-local and metadata addresses are refused, also after redirects and DNS changes.
+   * Which agent addresses `registerAgent`, `delegate` and `startWorkflow` accept (field case R19; the
+   * workers apply theirs again at every connection). Default: public only; loopback, private,
+   * link-local and metadata addresses are refused (AgentAddressRefusedError, nothing written), also
+   * after redirects and DNS changes. A host that does not resolve now is let through.
    */
   addressPolicy?: AddressPolicyOptions;
   /** BullMQ telemetry (`startTracing().telemetry`): the producer's spans become the parents of the workers'. Default none. */

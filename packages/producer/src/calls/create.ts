@@ -21,6 +21,7 @@ import {
   type Step,
 } from '@durable-a2a/shared';
 import { IdempotencyConflictError } from '../errors.ts';
+import { checkAgentAddresses } from '../agent-addresses.ts';
 import { StrictWorkflowDefinitionSchema } from '../definition.ts';
 import { parseInput, type ProducerContext } from './context.ts';
 
@@ -106,7 +107,10 @@ async function create(context: ProducerContext, definition: Definition): Promise
   return { id: workflowId, created, messageId };
 }
 
-/** `Producer.delegate`: a one-step workflow (max one attempt) whose id is the idempotency key, else a new UUID. */
+/**
+ * `Producer.delegate`: a one-step workflow (max one attempt) whose id is the idempotency key, else a new UUID.
+ * @throws ProducerInputError, AgentAddressRefusedError (the agent's address is refused by `addressPolicy`, nothing written), IdempotencyConflictError
+ */
 export async function delegate(context: ProducerContext, input: DelegateInput): Promise<{ id: string; created: boolean; messageId: string }> {
   const parsed = parseInput(DelegateInputSchema, input);
   const message = parsed.text !== undefined ? { text: parsed.text, metadata: parsed.metadata } : { parts: parsed.parts!, metadata: parsed.metadata };
@@ -115,13 +119,18 @@ export async function delegate(context: ProducerContext, input: DelegateInput): 
     steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push }],
     maxAttemptsPerStep: 1,
   });
+  await checkAgentAddresses({ agent: parsed.agent }, context.options.addressPolicy ?? {});
   const result = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: definition.workflowId }, () => create(context, definition));
   return { id: result.id, created: result.created, messageId: result.messageId ?? '' };
 }
 
-/** `Producer.startWorkflow`: validates strictly, then journals and enqueues the first attempts. */
+/**
+ * `Producer.startWorkflow`: validates strictly (every fixed agent address under `addressPolicy`), then journals and enqueues the first attempts.
+ * @throws ProducerInputError, AgentAddressRefusedError (`field` names the step), IdempotencyConflictError
+ */
 export async function startWorkflow(context: ProducerContext, definition: z.input<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean }> {
   const parsed = parseInput(WorkflowDefinitionSchema, parseInput(StrictWorkflowDefinitionSchema, definition));
+  await checkAgentAddresses(parsed, context.options.addressPolicy ?? {});
   const { id, created } = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: parsed.workflowId }, () => create(context, parsed));
   return { id, created };
 }

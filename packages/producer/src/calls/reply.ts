@@ -1,10 +1,11 @@
 /**
  * Answering a parked question (INPUT_REQUIRED / AUTH_REQUIRED) on the same task and context: the
- * reply is journaled first, then handed to the workers' reply queue. Answering twice is harmless.
+ * reply is journaled first, then handed to the workers' reply queue. The same reply twice is harmless;
+ * a different reply to an answered question is refused (NO_OPEN_QUESTION).
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { PartSchema, SPAN_ATTRIBUTES, enqueueReply, withSpan } from '@durable-a2a/shared';
+import { PartSchema, SPAN_ATTRIBUTES, enqueueReply, withSpan, type DelegationRef, type Part } from '@durable-a2a/shared';
 import { NoOpenQuestionError, NotFoundError } from '../errors.ts';
 import type { WorkflowView } from '../view.ts';
 import { parseInput, readView, type ProducerContext } from './context.ts';
@@ -15,14 +16,25 @@ const ReplySchema = z.union([z.string().min(1, 'must not be empty'), z.object({ 
 export type ReplyAnswer = string | { parts: z.infer<typeof PartSchema>[] };
 
 /** The last journaled reply of `step` (any step when undefined), for a second answer to a closed question. */
-function lastReply(view: WorkflowView, step: string | undefined): string | undefined {
-  return view.steps
+function lastReply(view: WorkflowView, step: string | undefined): { delegationId: string; messageId: string } | undefined {
+  const attempt = view.steps
     .filter((candidate) => step === undefined || candidate.name === step)
     .flatMap((candidate) => candidate.attempts)
     .reverse()
-    .find((attempt) => attempt.replyMessageId)?.replyMessageId;
+    .find((candidate) => candidate.replyMessageId);
+  return attempt ? { delegationId: attempt.delegationId, messageId: attempt.replyMessageId! } : undefined;
 }
 
+/**
+ * A repeated reply is the same reply (same parts) as the one journaled for that question: it is answered
+ * with the earlier messageId. A different reply to an answered question is refused (NO_OPEN_QUESTION):
+ * replies carry no idempotency key, so the content is what makes a retry a retry.
+ */
+async function repeatedReply(context: ProducerContext, ref: DelegationRef, messageId: string, parts: Part[]): Promise<{ messageId: string; created: false }> {
+  const journaled = await context.journal.getDelegationView(ref);
+  if (journaled?.replyMessageId === messageId && JSON.stringify(journaled.replyMessage?.parts) === JSON.stringify(parts)) return { messageId, created: false };
+  throw new NoOpenQuestionError(`workflow ${ref.workflowId} has no open question on ${ref.delegationId}: it was already answered with a different reply (${messageId})`);
+}
 /**
  * `Producer.reply`: answers the open question of `step` (default: the one asking).
  * @throws ProducerInputError, NotFoundError (no workflow, no such step), NoOpenQuestionError
@@ -32,15 +44,17 @@ export async function replyToQuestion(context: ProducerContext, id: string, answ
   const current = await readView(context, id);
   if (step !== undefined && !current.steps.some((candidate) => candidate.name === step)) throw new NotFoundError(`workflow ${id} has no step ${step}`);
   const question = current.openQuestions.find((open) => step === undefined || open.step === step);
+  const parts: Part[] = typeof parsedAnswer === 'string' ? [{ text: parsedAnswer }] : parsedAnswer.parts;
   if (!question) {
-    // Answering twice is harmless: the last reply of that step is returned.
+    // Sending the same reply twice is harmless: the earlier reply of that step is returned.
     const answered = lastReply(current, step);
-    if (answered) return { messageId: answered, created: false };
+    if (answered) return repeatedReply(context, { workflowId: id, delegationId: answered.delegationId }, answered.messageId, parts);
     throw new NoOpenQuestionError(`workflow ${id} has no open question${step ? ` on step ${step}` : ''}`);
   }
-  const parts = typeof parsedAnswer === 'string' ? [{ text: parsedAnswer }] : parsedAnswer.parts;
   const ref = { workflowId: id, delegationId: question.delegationId };
   const reply = await context.journal.recordReply(ref, randomUUID(), { parts });
+  // Another reply was journaled for this question first (a race): the same reply, or a refusal.
+  if (!reply.created) return repeatedReply(context, ref, reply.messageId, parts);
   await withSpan('workflow.reply', { [SPAN_ATTRIBUTES.workflowId]: id, [SPAN_ATTRIBUTES.delegationId]: question.delegationId, [SPAN_ATTRIBUTES.messageId]: reply.messageId }, () =>
     enqueueReply(context.queues, ref, reply.messageId),
   );

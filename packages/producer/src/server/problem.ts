@@ -6,8 +6,8 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { A2AError, AgentCardError, BlockedAddressError, JournalError, ReplicationTimeoutError, isRedisUnavailableError } from '@durable-a2a/shared';
-import { AgentAddressRefusedError } from './agent-addresses.ts';
-import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, RedisUnavailableError, WorkflowFinishedError } from '../errors.ts';
+import { AgentAddressRefusedError } from '../agent-addresses.ts';
+import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, RedisUnavailableError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -21,6 +21,7 @@ export const PROBLEMS = {
   NO_OPEN_QUESTION: { status: 409, title: 'No open question' },
   IDEMPOTENCY_CONFLICT: { status: 409, title: 'Idempotency key already used for another request' },
   WORKFLOW_FINISHED: { status: 409, title: 'Workflow already finished' },
+  RESOLUTION_NOT_ALLOWED: { status: 409, title: 'This decision is not possible for what the workflow needs attention for' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   AGENT_CARD_REJECTED: { status: 422, title: 'Agent Card rejected' },
@@ -43,9 +44,12 @@ export interface Problem {
   field?: string;
   /** Every invalid field, when there are several. */
   issues?: { field: string; message: string }[];
+  /** RESOLUTION_NOT_ALLOWED: the workflow's attention code and the actions `resolve` accepts for it. */
+  attentionCode?: string;
+  allowedActions?: readonly string[];
 }
 
-export function problem(code: ProblemCode, detail: string, extra: Pick<Problem, 'field' | 'issues'> = {}): Problem {
+export function problem(code: ProblemCode, detail: string, extra: Pick<Problem, 'field' | 'issues' | 'attentionCode' | 'allowedActions'> = {}): Problem {
   const { status, title } = PROBLEMS[code];
   return { type: `urn:durable-a2a:problem:${code.toLowerCase().replaceAll('_', '-')}`, title, status, detail, code, ...extra };
 }
@@ -54,6 +58,7 @@ export function problem(code: ProblemCode, detail: string, extra: Pick<Problem, 
 export const RETRY_AFTER_SECONDS = 5;
 
 export function sendProblem(reply: FastifyReply, body: Problem): FastifyReply {
+  body = withRetryAdvice(body, reply.request.method);
   if (body.code === 'UNAUTHORIZED') reply.header('www-authenticate', 'Bearer');
   if (body.status === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
   return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body);
@@ -77,8 +82,10 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof NoOpenQuestionError) return problem('NO_OPEN_QUESTION', error.message);
   if (error instanceof IdempotencyConflictError) return problem('IDEMPOTENCY_CONFLICT', error.message);
   if (error instanceof WorkflowFinishedError) return problem('WORKFLOW_FINISHED', error.message);
+  if (error instanceof ResolutionNotAllowedError) return problem('RESOLUTION_NOT_ALLOWED', error.message, { attentionCode: error.attentionCode, allowedActions: error.allowedActions });
   if (error instanceof AgentCardError) return problem('AGENT_CARD_REJECTED', error.message, { field: 'cardUrl' });
-  if (error instanceof BlockedAddressError) return problem('AGENT_ADDRESS_REFUSED', `${error.message} (${error.category})`, { field: error instanceof AgentAddressRefusedError ? error.field : 'cardUrl' });
+  // The message names the category already (`blocked address: 10.0.0.1 (private)`).
+  if (error instanceof BlockedAddressError) return problem('AGENT_ADDRESS_REFUSED', error.message, { field: error instanceof AgentAddressRefusedError ? error.field : 'cardUrl' });
   // Anything else an agent's host did while we fetched its card (refused, reset, timeout, DNS).
   if (error instanceof A2AError) return problem('AGENT_CARD_UNREACHABLE', `${error.message}`, { field: 'cardUrl' });
   if (error instanceof ReplicationTimeoutError) return problem('REPLICATION_TIMEOUT', error.message);
@@ -92,11 +99,21 @@ export function toProblem(error: unknown): Problem {
   return problem('INTERNAL', 'internal error');
 }
 
-/** fastify error handler: problem+json; 5xx are logged with their cause, 4xx are not. */
+/**
+ * fastify error handler: problem+json; 5xx are logged with their cause, 4xx are not. An agent's
+ * card that cannot be fetched (502) is the agent's fault, not ours: one warn line without a stack.
+ */
 export function problemErrorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const body = toProblem(error);
   // An outage is logged once as a state change (logRedisConnectionState), not once per request.
   if (body.code === 'REDIS_UNAVAILABLE') request.log.debug({ err: error }, 'request refused: Redis unavailable');
+  else if (body.code === 'AGENT_CARD_UNREACHABLE') request.log.warn({ code: body.code, detail: body.detail }, 'Agent Card could not be fetched');
   else if (body.status >= 500) request.log.error({ err: error }, 'request failed');
   return sendProblem(reply, body);
+}
+
+/** A 503 to a read says "retry"; only a write has an idempotency key to retry with. */
+function withRetryAdvice(body: Problem, method: string): Problem {
+  if (body.status !== 503 || (method !== 'GET' && method !== 'HEAD')) return body;
+  return { ...body, title: body.title.replace('; retry with the same idempotency key', '; retry'), detail: body.detail.replace(/ with the same idempotency key/g, '') };
 }

@@ -3,7 +3,7 @@
  * (fastify-type-provider-zod) and generate /openapi.json.
  */
 import { z } from 'zod';
-import { ID_PATTERN, PartSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
+import { AttentionSchema, ID_PATTERN, PartSchema, RecordedErrorSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
 import { StrictWorkflowDefinitionSchema as WorkflowDefinitionSchema } from '../definition.ts';
 import { DelegateInputSchema } from '../producer.ts';
 
@@ -54,6 +54,8 @@ export const ProblemSchema = z.looseObject({
   code: z.string().describe('Stable code to match on, e.g. INVALID_INPUT, REDIS_UNAVAILABLE'),
   field: z.string().optional().describe('The offending field, dotted'),
   issues: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
+  attentionCode: z.string().optional().describe('RESOLUTION_NOT_ALLOWED: what the workflow needs attention for'),
+  allowedActions: z.array(z.enum(['retry', 'abandon'])).optional().describe('RESOLUTION_NOT_ALLOWED: the decisions possible for that attention code'),
 });
 
 const PROBLEM_DESCRIPTIONS: Record<number, string> = {
@@ -61,7 +63,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   401: 'Missing or wrong credentials (UNAUTHORIZED)',
   403: 'Forbidden',
   404: 'Not found (NOT_FOUND)',
-  409: 'Conflict (IDEMPOTENCY_CONFLICT, WORKFLOW_FINISHED, NO_OPEN_QUESTION)',
+  409: 'Conflict (IDEMPOTENCY_CONFLICT, WORKFLOW_FINISHED, NO_OPEN_QUESTION, RESOLUTION_NOT_ALLOWED with allowedActions)',
   413: 'Body too large (PAYLOAD_TOO_LARGE)',
   415: 'Unsupported media type',
   422: 'Agent address refused by the address policy (AGENT_ADDRESS_REFUSED) or Agent Card rejected (AGENT_CARD_REJECTED)',
@@ -86,7 +88,7 @@ const AttemptSchema = z.looseObject({
   resultText: z.string().optional().describe('Artifacts text, else the direct reply message, else the final status message'),
   progress: z.enum(['sending', 'held', 'following', 'polling', 'parked', 'waiting for a person', 'finished']),
   tries: z.number().int().describe('SendMessage calls made for this attempt'),
-  lastError: z.object({ code: z.string(), message: z.string(), retryable: z.boolean().optional() }).optional(),
+  lastError: RecordedErrorSchema.describe('The last classified error journaled for this attempt').optional(),
   nextCheckAt: z.string().optional().describe('When the reconciler next checks this attempt (ISO 8601)'),
 });
 
@@ -96,7 +98,7 @@ export const WorkflowViewSchema = z.looseObject({
   state: z.string(),
   cancelRequested: z.boolean(),
   failure: z.array(z.string()).optional(),
-  attention: z.string().optional(),
+  attention: AttentionSchema.describe('Why a person is needed (NEEDS_ATTENTION): stable code, message, the delegation to look at and the evidence').optional(),
   createdAt: z.number(),
   updatedAt: z.number(),
   definition: z.looseObject({ workflowId: z.string(), steps: z.array(z.looseObject({ name: z.string() })) }),

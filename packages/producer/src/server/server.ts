@@ -5,6 +5,8 @@
  * metrics, health and the OpenAPI document. `createServer` returns a fastify
  * instance that is not listening; closing it closes what it created.
  */
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
 import fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { Queue, type Telemetry } from 'bullmq';
@@ -25,7 +27,7 @@ import { registerUi } from './ui/routes.ts';
 export interface ServerOptions {
   /** A producer to serve (not closed by the server). Default: one created on `redisUrl` and `prefix`. */
   producer?: Producer;
-  /** Address policy for `POST /v1/agents` (R19) when the server creates its producer. Default: public addresses only. */
+  /** Address policy (R19) for `POST /v1/agents` and every agent URL of `/v1/delegations` and `/v1/workflows`, when the server creates its producer (a producer passed in applies its own). Default: public addresses only. */
   addressPolicy?: AddressPolicyOptions;
   /** Input limits for `POST /v1/agents` card fetches when the server creates its producer (partial `A2ALimits`). */
   limits?: Partial<A2ALimits>;
@@ -68,10 +70,13 @@ export function redisStatusOf(app: ApiServer): string {
   return redisOfServer.get(app)?.status ?? 'end';
 }
 
+/** The producer package's own version and licence (`src/server` and `dist/server` are both two levels below it). */
+const PACKAGE = z.object({ version: z.string(), license: z.string() }).parse(JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')));
+
 /** The OpenAPI document's header and security schemes; the paths come from the route schemas. */
 const OPENAPI_OPTIONS: FastifyDynamicSwaggerOptions = {
   openapi: {
-    info: { title: 'durable-a2a', description: 'Durable delegations to remote A2A agents', version: '0.1.0', license: { name: 'UNLICENSED (not licensed for use outside its owner)', url: 'https://docs.npmjs.com/cli/v11/configuring-npm/package-json#license' } },
+    info: { title: 'durable-a2a', description: 'Durable delegations to remote A2A agents', version: PACKAGE.version, license: { name: PACKAGE.license, url: `https://spdx.org/licenses/${PACKAGE.license}.html` } },
     servers: [{ url: '/', description: 'This service (the origin that serves /openapi.json)' }],
     components: {
       securitySchemes: {
@@ -130,6 +135,8 @@ export function createServer(options: ServerOptions): ApiServer {
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problem('NOT_FOUND', `no route ${request.method} ${logUrl(request.url.split('?')[0]!)}`)));
   // A2A webhooks POST `application/a2a+json` (spec §9): parsed as JSON like application/json.
   app.addContentTypeParser('application/a2a+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  // JSON only (and forms on /ui): a text/plain body is 415 UNSUPPORTED_MEDIA_TYPE, never parsed as a string.
+  app.removeContentTypeParser('text/plain');
   app.addHook('onResponse', async (request, reply) => {
     request.log.info({ method: request.method, url: logUrl(request.url), statusCode: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
   });

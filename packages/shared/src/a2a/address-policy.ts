@@ -155,7 +155,7 @@ async function resolveChecked(policy: CompiledPolicy, host: string): Promise<Val
   return resolved.map(({ address, family }) => {
     const category = classifyAddress(address);
     if (!trusted && category !== 'public' && !policy.allows(category)) {
-      throw new BlockedAddressError(`blocked address: ${bare} -> ${address} (${category})`, { host: bare, category, address });
+      throw new BlockedAddressError(`blocked address: ${bare === address ? bare : `${bare} -> ${address}`} (${category})`, { host: bare, category, address });
     }
     return { address, family, category };
   });

@@ -24,6 +24,7 @@ import type { JobRun, WorkerContext } from '../context.ts';
 import { routeDelegation } from './route.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
 import { attemptTimeLeftMs, enforceAttemptDeadline } from './deadline.ts';
+import { refuseUnknownVerifier } from './verifier-check.ts';
 import { holdingSendLease } from './send-errors.ts';
 import { askReconciler, handleSendFailure, refuseForeignAnswer } from './send-failure.ts';
 import { sendWhileSearching, type HeldSendResult } from './send-held.ts';
@@ -59,6 +60,7 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
   }
   const log = ctx.logger.child({ queue: 'send', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
+  if (await refuseUnknownVerifier(ctx, record, log)) return 'verifier-unknown';
   const prepared = await prepareSend(ctx, record, job, log);
   return typeof prepared === 'string' ? prepared : deliver(ctx, record, job, prepared, log);
 }

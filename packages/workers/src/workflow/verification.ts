@@ -12,7 +12,7 @@ import { loadDefinition } from './advance.ts';
 import { routeDelegation } from '../delegation/route.ts';
 
 /** The verifier a delegation declares: its step's, or its compensation's. */
-export async function verifierOf(ctx: WorkerContext, delegation: DelegationView) {
+export async function verifierOf(ctx: WorkerContext, delegation: Pick<DelegationView, 'workflowId' | 'step' | 'kind'>) {
   const definition = await loadDefinition(ctx, delegation.workflowId);
   const step = definition?.steps.find((candidate) => candidate.name === delegation.step);
   if (!step) return undefined;
@@ -32,7 +32,10 @@ export async function verifyEffect(ctx: WorkerContext, data: DelegationRef, run:
   const log = ctx.logger.child({ queue: 'verify', ...data, step: delegation.step, jobId: run.id, attempt: run.attemptsMade });
   let finding: { effect: 'present' | 'absent' | 'unknown'; evidence: unknown };
   const verifier = reference ? ctx.verifiers.get(reference.name) : undefined;
-  if (!reference) finding = { effect: 'unknown', evidence: 'no verifier declared' };
+  // Our own journal proves it: sendStartedAt is written before any message leaves (an unknown verifier, a
+  // deadline or a refused card ended the attempt first), so there is no effect to look for.
+  if (delegation.sendStartedAt === undefined && delegation.taskId === undefined) finding = { effect: 'absent', evidence: 'nothing was sent (no sendStartedAt, no task id)' };
+  else if (!reference) finding = { effect: 'unknown', evidence: 'no verifier declared' };
   else if (!verifier) finding = { effect: 'unknown', evidence: `no verifier registered under the name ${reference.name}` };
   else {
     try {

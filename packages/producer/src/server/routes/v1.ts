@@ -9,7 +9,8 @@ import type { z } from 'zod';
 import type { AddressPolicyOptions } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { LongPollQuerySchema, viewAfterWaiting } from '../../wait.ts';
-import { checkAgentAddresses } from '../agent-addresses.ts';
+import { checkAgentAddresses } from '../../agent-addresses.ts';
+import type { DeadlineConfig } from '../deadline.ts';
 import {
   AgentListSchema,
   AgentSchema,
@@ -42,7 +43,7 @@ type AddressCheck = (request: { body: unknown }) => Promise<void>;
 export function v1Routes(producer: Producer, addressPolicy: AddressPolicyOptions = {}): FastifyPluginAsyncZod {
   const checkAddresses: AddressCheck = async (request) => checkAgentAddresses(request.body as Parameters<typeof checkAgentAddresses>[0], addressPolicy);
   return async (app) => {
-    startRoutes(app, producer, checkAddresses);
+    startRoutes(app, producer);
     await app.register(summaryRoutes(producer.journal));
     await app.register(questionRoutes(producer.journal));
     workflowViewRoute(app, producer);
@@ -52,8 +53,8 @@ export function v1Routes(producer: Producer, addressPolicy: AddressPolicyOptions
   };
 }
 
-/** POST /workflows and POST /delegations: start work (idempotent). */
-function startRoutes(app: V1App, producer: Producer, checkAddresses: AddressCheck): void {
+/** POST /workflows and POST /delegations: start work (idempotent). The producer checks every agent address (422) before anything is written. */
+function startRoutes(app: V1App, producer: Producer): void {
   app.post(
     '/workflows',
     {
@@ -66,7 +67,6 @@ function startRoutes(app: V1App, producer: Producer, checkAddresses: AddressChec
         body: WorkflowDefinitionSchema,
         response: { ...created, ...problemResponses(400, 409, 413, 415, 422) },
       },
-      preHandler: checkAddresses,
     },
     async (request, reply) => {
       const result = await producer.startWorkflow(request.body as Parameters<Producer['startWorkflow']>[0]);
@@ -85,7 +85,6 @@ function startRoutes(app: V1App, producer: Producer, checkAddresses: AddressChec
         body: DelegateInputSchema,
         response: { ...created, ...problemResponses(400, 409, 413, 415, 422) },
       },
-      preHandler: checkAddresses,
     },
     async (request, reply) => {
       const result = await producer.delegate(request.body);
@@ -108,6 +107,8 @@ function workflowViewRoute(app: V1App, producer: Producer): void {
         querystring: LongPollQuerySchema,
         response: { 200: WorkflowViewSchema.describe('The workflow view'), ...problemResponses(400, 404) },
       },
+      // A long poll is answered within its wait plus the normal request deadline (deadline.ts).
+      config: { deadlineExtensionMs: (request) => LongPollQuerySchema.safeParse(request.query).data?.waitMs ?? 0 } satisfies DeadlineConfig,
     },
     async (request, reply) => {
       const clientGone = new AbortController();
@@ -130,7 +131,7 @@ function replyRoute(app: V1App, producer: Producer): void {
         security,
         params: StepParamsSchema,
         body: ReplyBodySchema,
-        response: { 200: ReplyResultSchema.describe('Already answered: the earlier reply'), 202: ReplyResultSchema.describe('Reply journaled; it is sent on the same task'), ...problemResponses(400, 404, 409) },
+        response: { 200: ReplyResultSchema.describe('The same reply was already journaled: the earlier reply (a different reply to an answered question is 409 NO_OPEN_QUESTION)'), 202: ReplyResultSchema.describe('Reply journaled; it is sent on the same task'), ...problemResponses(400, 404, 409) },
       },
     },
     async (request, reply) => {
@@ -172,7 +173,7 @@ function decisionRoutes(app: V1App, producer: Producer): void {
         security,
         params: WorkflowParamsSchema,
         body: ResolveBodySchema,
-        response: { 202: ResolveResultSchema.describe('Decision recorded; the workflow runs again'), ...problemResponses(400, 404, 409) },
+        response: { 202: ResolveResultSchema.describe('Decision recorded; the workflow runs again'), ...problemResponses(400, 404, 409, 415) },
       },
     },
     async (request, reply) => {

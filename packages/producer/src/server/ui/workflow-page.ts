@@ -7,6 +7,7 @@
  */
 import type { AttemptSummary, OpenQuestion, WorkflowView } from '../../view.ts';
 import { badge, html, page, time, type Safe } from './html.ts';
+import { allowedResolveActions } from '../../calls/cancel.ts';
 
 /** Evidence is shown as JSON, cut to this many characters (the API has all of it). */
 const EVIDENCE_LIMIT = 1_000;
@@ -23,8 +24,8 @@ function attentionSection(view: WorkflowView): Safe {
   return html`<section class="attention" aria-labelledby="attention-heading"><h2 id="attention-heading">A person must decide</h2>
 <p>${view.attention ? `${view.attention.message} (${view.attention.code})` : 'The workflow cannot decide on its own.'}</p>
 ${view.attention?.evidence === undefined ? html`` : html`<pre class="evidence">${json(view.attention.evidence)}</pre>`}
-<form method="post" action="${action}" data-action="resolve"><input type="hidden" name="action" value="retry">
-<button type="submit">Retry</button> <span class="muted">Run the AMBIGUOUS attempts again as new attempts (the agent may have had the first).</span></form>
+${allowedResolveActions(view).includes('retry') ? html`<form method="post" action="${action}" data-action="resolve"><input type="hidden" name="action" value="retry">
+<button type="submit">Retry</button> <span class="muted">Run the AMBIGUOUS attempts again as new attempts (the agent may have had the first).</span></form>` : html``}
 <form method="post" action="${action}" data-action="resolve"><input type="hidden" name="action" value="abandon">
 <button type="submit" class="danger">Abandon</button> <span class="muted">Stop, and undo what has an effect.</span></form>
 </section>`;

@@ -28,6 +28,8 @@
            quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[17..]
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
+  A change of state also sets the workflow row's 'updatedAt' (<prefix>:{wf:<id>}:wf, derived
+  from KEYS[1]: same hash tag, same slot).
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
   Returns: {1, version} applied; {0, reason} ignored ('finished', 'stale', 'regress',
@@ -70,6 +72,12 @@ if incomingTs then put('statusTimestampMs', ARGV[5]); put('statusTimestamp', ARG
 elseif rank[incoming] ~= rank[current] then put('statusTimestampMs', ''); put('statusTimestamp', '') end
 if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end
 if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
+-- A change of state is a visible change of its workflow: the workflow row's updatedAt moves with it
+-- (list order). Its key is the delegation key's hash-tagged prefix + ':wf' (keys.ts), the same slot.
+if incoming ~= current then
+  local workflowKey = string.match(KEYS[1], '^(.*}):d:') .. ':wf'
+  if redis.call('EXISTS', workflowKey) == 1 then redis.call('HSET', workflowKey, 'updatedAt', now) end
+end
 if parked[incoming] then
   local questionKey = ARGV[13]
   if questionKey == '' then

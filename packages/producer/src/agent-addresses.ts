@@ -1,10 +1,11 @@
 /**
- * The address policy at request time (issue 13): `POST /v1/delegations` and
- * `POST /v1/workflows` check every fixed agent URL (steps and compensations)
- * with the same policy and the same code as `POST /v1/agents`, so a refused address is a 422
- * with the reason now, not a 201 and a failure later. A host that does not
- * resolve right now is let through (DNS may be briefly down; the workers
- * check again at connection time and fail the attempt with the reason).
+ * The address policy at request time (issue 13, field case R19): `delegate` and `startWorkflow` (library
+ * and HTTP API alike) check every fixed agent URL (steps and compensations) with the producer's
+ * `addressPolicy`, the policy `registerAgent` and `POST /v1/agents` use, so a refused address is a typed
+ * AgentAddressRefusedError (HTTP 422 AGENT_ADDRESS_REFUSED) now, before anything is written, not an
+ * accepted call and a failure later in the workers. A host that does not resolve right now is let
+ * through (DNS may be briefly down; the workers check again at connection time and fail the attempt
+ * with the reason).
  */
 import { BlockedAddressError, NetworkError, checkUrl, type AddressPolicyOptions } from '@durable-a2a/shared';
 
