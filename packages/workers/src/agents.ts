@@ -6,6 +6,7 @@
  */
 import type { Dispatcher } from 'undici';
 import {
+  NetworkError,
   createAgentCardCache,
   createTransport,
   fetchAgentCard,
@@ -48,6 +49,8 @@ export class NoUsableInterfaceError extends Error {
  */
 export const CARD_RETRY_CAP_MS = 60_000;
 const CARD_RETRY_BASE_MAX_MS = 1_000;
+/** Cards and card failures remembered per worker (oldest forgotten first): agent URLs come from callers. */
+const CARDS_REMEMBERED = 10_000;
 
 export class AgentDirectory {
   private readonly cardCache = createAgentCardCache();
@@ -72,13 +75,15 @@ export class AgentDirectory {
     // One fetch per card at a time: concurrent callers share it (and its failure).
     let pending = this.cardFetches.get(agentCardUrl);
     if (!pending) {
-      pending = this.fetchCard(agentCardUrl, timeoutMs).finally(() => this.cardFetches.delete(agentCardUrl));
+      pending = this.fetchCard(agentCardUrl).finally(() => this.cardFetches.delete(agentCardUrl));
       this.cardFetches.set(agentCardUrl, pending);
     }
-    return pending;
+    // The shared fetch always has the full request timeout, so a caller short on time (its attempt's
+    // time left) gives up alone: its timeout is neither cached as the agent's failure nor shared.
+    return timeoutMs >= this.options.requestTimeoutMs ? pending : waitAtMost(pending, Math.max(1, timeoutMs), agentCardUrl);
   }
 
-  private async fetchCard(agentCardUrl: string, timeoutMs: number): Promise<AgentCard> {
+  private async fetchCard(agentCardUrl: string, timeoutMs = this.options.requestTimeoutMs): Promise<AgentCard> {
     let card: AgentCard;
     try {
       card = await fetchAgentCard(agentCardUrl, {
@@ -91,10 +96,12 @@ export class AgentDirectory {
     } catch (error) {
       const count = (this.cardFailures.get(agentCardUrl)?.count ?? 0) + 1;
       const baseMs = Math.min(this.options.requestTimeoutMs, CARD_RETRY_BASE_MAX_MS);
+      forgetOldestPast(this.cardFailures, CARDS_REMEMBERED);
       this.cardFailures.set(agentCardUrl, { error, count, until: this.options.now() + Math.min(baseMs * 2 ** (count - 1), CARD_RETRY_CAP_MS) });
       throw error;
     }
     this.cardFailures.delete(agentCardUrl);
+    forgetOldestPast(this.cards, CARDS_REMEMBERED);
     this.cards.set(agentCardUrl, { card, fetchedAt: this.options.now() });
     return card;
   }
@@ -139,5 +146,22 @@ export class AgentDirectory {
     for (const key of this.transports.keys()) if (key.startsWith(`${agentCardUrl} `)) this.transports.delete(key);
     this.cards.delete(agentCardUrl);
     this.cardFailures.delete(agentCardUrl);
+  }
+}
+
+/** `pending`, or a NetworkError (delivery `maybe`) after `timeoutMs` for this caller only; `pending` runs on. */
+function waitAtMost(pending: Promise<AgentCard>, timeoutMs: number, agentCardUrl: string): Promise<AgentCard> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new NetworkError(`Agent Card ${agentCardUrl}: no answer within the attempt's time left (${timeoutMs} ms)`)), timeoutMs);
+  });
+  return Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
+}
+
+/** Drops the oldest entries (insertion order) so that one more fits within `limit`. */
+function forgetOldestPast<K, V>(map: Map<K, V>, limit: number): void {
+  for (const key of map.keys()) {
+    if (map.size < limit) return;
+    map.delete(key);
   }
 }

@@ -134,9 +134,10 @@ export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boo
  * Runs `call` holding the delegation's lease (renewed every `lockDurationMs / 3`), so the reconciler
  * does not decide "may have been sent" while an agent holds the send (V2), and no other worker follows
  * the task while a streaming send reads it. A crash drops the lease after `lockDurationMs`, and the
- * reconciler takes over as before; `leaseLost` aborts when a renewal finds the lease taken.
+ * reconciler takes over as before; `leaseLost` aborts when a renewal finds the lease taken; `held` is
+ * false when another holder had the lease at the start (the caller decides whether it may still send).
  */
-export async function holdingSendLease<T>(ctx: WorkerContext, ref: DelegationRef, token: string, call: (leaseLost: AbortSignal) => Promise<T>): Promise<T> {
+export async function holdingSendLease<T>(ctx: WorkerContext, ref: DelegationRef, token: string, call: (leaseLost: AbortSignal, held: boolean) => Promise<T>): Promise<T> {
   const leaseMs = ctx.options.lockDurationMs;
   const lost = new AbortController();
   const held = await ctx.journal.lease(ref, 'acquire', token, leaseMs).catch(() => false);
@@ -144,7 +145,7 @@ export async function holdingSendLease<T>(ctx: WorkerContext, ref: DelegationRef
     ? setInterval(() => void ctx.journal.lease(ref, 'renew', token, leaseMs).then((still) => still || lost.abort(), () => undefined), leaseMs / 3)
     : undefined;
   try {
-    return await call(lost.signal);
+    return await call(lost.signal, held);
   } finally {
     clearInterval(renew);
     if (held) await ctx.journal.lease(ref, 'release', token).catch(() => undefined);

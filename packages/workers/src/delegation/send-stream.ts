@@ -34,11 +34,9 @@ import { routeDelegation } from './route.ts';
 import { holdingSendLease } from './send-errors.ts';
 import { handleSendFailure } from './send-failure.ts';
 import { followStream } from './stream.ts';
+import type { HeldSendResult } from './send-held.ts';
 
 type Log = WorkerContext['logger'];
-
-/** The outcome when the agent refuses SendStreamingMessage (-32601, -32004: no task created); the caller sends with SendMessage. */
-export const STREAMING_REFUSED = 'streaming-refused';
 
 /** What the send path gives the streaming send. */
 export interface StreamingSend {
@@ -52,13 +50,19 @@ export interface StreamingSend {
   log: Log;
   /** Applies the first event as the send's answer (a Task or a Message); returns the send's outcome. */
   applyAnswer: (response: SendMessageResponse, route: boolean) => Promise<string>;
+  /**
+   * Sends the same message with SendMessage when the agent refuses SendStreamingMessage (-32601, -32004:
+   * no task created). Called inside the same send lease, only while it was held throughout, so the
+   * reconciler cannot have searched and resent meanwhile.
+   */
+  fallback: () => Promise<string | HeldSendResult>;
 }
 
 /** Sends with SendStreamingMessage and follows the same stream (see the module header). */
-export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Promise<string> {
+export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Promise<string | HeldSendResult> {
   const { record, job, fence, log } = send;
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  return holdingSendLease(ctx, ref, `${ctx.workerId}/send/${job.id}`, async (leaseLost) => {
+  return holdingSendLease(ctx, ref, `${ctx.workerId}/send/${job.id}`, async (leaseLost, held) => {
     const controller = new AbortController();
     const signal = AbortSignal.any([controller.signal, ctx.shutdownSignal, leaseLost]);
     // Held (V2): the headers may take the attempt's time left, and a silent agent is given the quiet window, not the idle timeout.
@@ -76,7 +80,15 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       outcome = await applyFirstEvent(send, next.value.response);
     } catch (error) {
       await close();
-      if (error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) return STREAMING_REFUSED;
+      if (error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) {
+        // Without the lease held throughout, the reconciler may already have searched (nothing: the
+        // refusal created no task) and resent: it owns the delegation now, so nothing is sent here.
+        if (!held || leaseLost.aborted) {
+          log.warn('streaming send refused after the send lease was lost; leaving the delegation to the reconciler');
+          return 'stalled-before-request';
+        }
+        return send.fallback();
+      }
       return handleSendFailure(ctx, { record, fence, error, log, job, afterMark: true });
     }
     const bound = outcome === 'sent' ? await ctx.journal.getDelegation(ref) : undefined;

@@ -13,6 +13,7 @@ import {
   applyTask,
   isFinished,
   taskOwnership,
+  type A2ATransport,
   type AgentInterfaceRef,
   type DelegationRecord,
   type Message,
@@ -28,7 +29,7 @@ import { refuseUnknownVerifier } from './verifier-check.ts';
 import { holdingSendLease } from './send-errors.ts';
 import { askReconciler, handleSendFailure, refuseForeignAnswer } from './send-failure.ts';
 import { sendWhileSearching, type HeldSendResult } from './send-held.ts';
-import { STREAMING_REFUSED, sendStreaming } from './send-stream.ts';
+import { sendStreaming } from './send-stream.ts';
 
 export { askReconciler };
 
@@ -113,26 +114,50 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     return 'stalled-before-request';
   }
   const timeLeftMs = Math.max(1, await attemptTimeLeftMs(ctx, record));
+  const held: HeldSend = { record, job, fence: prepared.fence, transport, request, log };
   if (prepared.streaming) {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
     const applyAnswer = (response: SendMessageResponse, route: boolean) => applySendAnswer(ctx, record, response, log, route);
-    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer });
-    // A card that claims streaming, an agent that refuses it (no task created): the same message goes by SendMessage.
-    if (outcome !== STREAMING_REFUSED) return outcome;
+    // A card that claims streaming, an agent that refuses it (no task created): the same message goes by
+    // SendMessage inside the same lease, with the time left read again (the refusal may have come late);
+    // its answer is applied once the lease is released, so the follow it routes to is not turned away.
+    const fallback = async () => requestHeld(ctx, held, Math.max(1, await attemptTimeLeftMs(ctx, record)));
+    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer, fallback });
+    return typeof outcome === 'string' ? outcome : applyHeldResult(ctx, held, outcome);
   }
-  let result: HeldSendResult;
+  const result = await holdingSendLease(ctx, ref, `${ctx.workerId}/send/${job.id}`, () => requestHeld(ctx, held, timeLeftMs));
+  return typeof result === 'string' ? result : applyHeldResult(ctx, held, result);
+}
+
+/** What a SendMessage needs once the mark is written and the stall guard passed. */
+interface HeldSend {
+  record: DelegationRecord;
+  job: JobRun;
+  fence: number;
+  transport: A2ATransport;
+  request: SendMessageRequest;
+  log: Log;
+}
+
+/** Sends with SendMessage (the caller holds the send lease): the answer, the task found meanwhile, or the failure's outcome. */
+async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: number): Promise<HeldSendResult | string> {
+  const { record, job, transport, request, log } = send;
   try {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
     if (record.resendCount > 0) ctx.metrics.resends.inc();
     // V2: an agent may hold the send until the work is done; the attempt's deadline bounds it, the send
     // lease keeps the reconciler from deciding "may have been sent" while the answer can still come, and
     // a search may find the task meanwhile (send-held.ts).
-    result = await holdingSendLease(ctx, ref, `${ctx.workerId}/send/${job.id}`, () => sendWhileSearching(ctx, record, transport, request, timeLeftMs));
+    return await sendWhileSearching(ctx, record, transport, request, timeLeftMs);
   } catch (error) {
-    return handleSendFailure(ctx, { record, fence: prepared.fence, error, log, job, afterMark: true });
+    return handleSendFailure(ctx, { record, fence: send.fence, error, log, job, afterMark: true });
   }
-  ctx.crashPoint('send.after-request', record.step);
-  return result.kind === 'found' ? adoptFound(ctx, record, result.task, log) : applySendAnswer(ctx, record, result.response, log);
+}
+
+/** Applies a SendMessage's answer, or the task a search found while the agent held the send. */
+async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldSendResult): Promise<string> {
+  ctx.crashPoint('send.after-request', send.record.step);
+  return result.kind === 'found' ? adoptFound(ctx, send.record, result.task, send.log) : applySendAnswer(ctx, send.record, result.response, send.log);
 }
 
 /**
