@@ -5,7 +5,6 @@
  * agent's card, which lists only gRPC. Same scenarios as test/interop.test.ts;
  * results in docs/interop.md.
  */
-import { createServer, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -24,18 +23,9 @@ import {
   normalizePushBody,
   selectInterface,
 } from '../packages/shared/src/a2a/index.ts';
-import { type Behaviour, completionSteps } from './harness/index.ts';
+import { artifactText, scripted, startWebhook, taskIdOf, taskOf, userMessage, waitFor } from './harness/interop.ts';
 import type { GrpcTransport } from '../packages/shared/src/a2a/grpc/index.ts';
 import { type GrpcAgentHandle, startGrpcAgent } from './harness/grpc-agent.ts';
-import { closeServer, listenOnLoopback, trackSockets } from './harness/ports.ts';
-
-const scripted: Behaviour = (request) => {
-  if (request.isFollowUp) return completionSteps(`booked ${request.text}`);
-  if (request.text === 'ask') return [{ state: 'INPUT_REQUIRED', text: 'which day?' }];
-  if (request.text === 'slow') return [{ state: 'WORKING' }, { delayMs: 20_000 }, ...completionSteps('late').slice(1)];
-  if (request.text === 'paced') return [{ state: 'WORKING' }, { delayMs: 300 }, { artifact: { artifactId: 'result', text: 'paced', lastChunk: true } }, { delayMs: 100 }, { state: 'COMPLETED' }];
-  return completionSteps('done');
-};
 
 type Handle = Pick<GrpcAgentHandle, 'cardUrl' | 'dropStreamsAfter' | 'stop' | 'seenMetadata' | 'droppedStreams'>;
 interface Cell {
@@ -51,44 +41,9 @@ const CELLS: Cell[] = [
   { version: '0.3', sdk: '0.3.14', start: () => startGrpcAgent({ behaviour: scripted, flavour: 'v03' }) },
 ];
 
-const userMessage = (text: string, extra: Partial<Message> = {}): Message => ({ messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...extra });
-
-function taskOf(result: { task: Task } | { message: Message }): Task {
-  if (!('task' in result)) throw new Error(`expected a task, got ${JSON.stringify(result)}`);
-  return result.task;
-}
-
-async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('waitFor: timed out');
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-const artifactText = (task: Task): string => (task.artifacts ?? []).flatMap((artifact) => artifact.parts.map((part) => part.text ?? '')).join('');
-const taskIdOf = (response: StreamResponse): string | undefined =>
-  'task' in response ? response.task.id : 'statusUpdate' in response ? response.statusUpdate.taskId : 'artifactUpdate' in response ? response.artifactUpdate.taskId : undefined;
 const stateOf = (response: StreamResponse): string | undefined =>
   'task' in response ? response.task.status.state : 'statusUpdate' in response ? response.statusUpdate.status.state : undefined;
 
-/** A raw node:http webhook recording every JSON body POSTed to it. */
-async function startWebhook(): Promise<{ url: string; bodies: unknown[]; close: () => Promise<void> }> {
-  const bodies: unknown[] = [];
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      bodies.push(JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown);
-      response.writeHead(200).end();
-    });
-  });
-  const sockets = trackSockets(server);
-  const port = await listenOnLoopback(server, 0);
-  return { url: `http://127.0.0.1:${port}/webhook`, bodies, close: async () => (sockets.destroyAll(), closeServer(server)) };
-}
 
 for (const cell of CELLS) {
   const name = `GRPC × ${cell.version} (sdk ${cell.sdk})`;
@@ -184,7 +139,7 @@ for (const cell of CELLS) {
         const config = { id: 'cfg-1', url: webhook.url, token: 'push-token' };
         const sent = taskOf(await transport.sendMessage({ message: userMessage('paced'), configuration: { returnImmediately: true, taskPushNotificationConfig: config } }));
         const completed = await waitFor(() =>
-          webhook.bodies.map((body) => normalizePushBody(body)).find((response) => taskIdOf(response) === sent.id && stateOf(response) === 'TASK_STATE_COMPLETED'),
+          webhook.bodies.map(({ body }) => normalizePushBody(body)).find((response) => taskIdOf(response) === sent.id && stateOf(response) === 'TASK_STATE_COMPLETED'),
         );
         expect(taskIdOf(completed)).toBe(sent.id);
         const listed = await transport.listTaskPushNotificationConfigs({ taskId: sent.id });

@@ -4,7 +4,6 @@
  * its `legacyCompat` mode) and @a2a-js/sdk 0.3.14. The interface is picked from
  * each agent's card. Results are summarized in docs/interop.md.
  */
-import { createServer, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -21,18 +20,9 @@ import {
   normalizePushBody,
   selectInterface,
 } from '../packages/shared/src/a2a/index.ts';
-import { type Behaviour, completionSteps, startDemoAgent } from './harness/index.ts';
+import { startDemoAgent } from './harness/index.ts';
+import { artifactText, scripted, startWebhook, taskIdOf, taskOf, userMessage, waitFor } from './harness/interop.ts';
 import { type V03AgentHandle, startLegacyCompatAgent, startV03Agent } from './harness/agent-v03.ts';
-import { closeServer, listenOnLoopback, trackSockets } from './harness/ports.ts';
-
-/** One behaviour for every scenario, chosen by the message text. */
-const scripted: Behaviour = (request) => {
-  if (request.isFollowUp) return completionSteps(`booked ${request.text}`);
-  if (request.text === 'ask') return [{ state: 'INPUT_REQUIRED', text: 'which day?' }];
-  if (request.text === 'slow') return [{ state: 'WORKING' }, { delayMs: 20_000 }, ...completionSteps('late').slice(1)];
-  if (request.text === 'paced') return [{ state: 'WORKING' }, { delayMs: 300 }, { artifact: { artifactId: 'result', text: 'paced', lastChunk: true } }, { delayMs: 100 }, { state: 'COMPLETED' }];
-  return completionSteps('done');
-};
 
 type Handle = Pick<V03AgentHandle, 'cardUrl' | 'dropStreamsAfter' | 'stop'> & { readonly droppedStreams: number };
 interface Cell {
@@ -50,47 +40,6 @@ const CELLS: Cell[] = [
   { binding: 'JSONRPC', version: '0.3', sdk: '0.3.14', start: () => startV03Agent({ behaviour: scripted }) },
   { binding: 'HTTP+JSON', version: '0.3', sdk: '0.3.14', start: () => startV03Agent({ behaviour: scripted }) },
 ];
-
-const userMessage = (text: string, extra: Partial<Message> = {}): Message => ({
-  messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }], ...extra,
-});
-
-function taskOf(result: { task: Task } | { message: Message }): Task {
-  if (!('task' in result)) throw new Error(`expected a task, got ${JSON.stringify(result)}`);
-  return result.task;
-}
-
-async function waitFor<T>(probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 5_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error('waitFor: timed out');
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-}
-
-const artifactText = (task: Task): string =>
-  (task.artifacts ?? []).flatMap((artifact) => artifact.parts.map((part) => part.text ?? '')).join('');
-
-const taskIdOf = (response: StreamResponse): string | undefined =>
-  'task' in response ? response.task.id : 'statusUpdate' in response ? response.statusUpdate.taskId : 'artifactUpdate' in response ? response.artifactUpdate.taskId : undefined;
-
-/** A raw node:http webhook: records every JSON body it is POSTed. */
-async function startWebhook(): Promise<{ url: string; bodies: { headers: Record<string, unknown>; body: unknown }[]; close: () => Promise<void> }> {
-  const bodies: { headers: Record<string, unknown>; body: unknown }[] = [];
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on('data', (chunk: Buffer) => chunks.push(chunk));
-    request.on('end', () => {
-      bodies.push({ headers: request.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown });
-      response.writeHead(200).end();
-    });
-  });
-  const sockets = trackSockets(server);
-  const port = await listenOnLoopback(server, 0);
-  return { url: `http://127.0.0.1:${port}/webhook`, bodies, close: async () => (sockets.destroyAll(), closeServer(server)) };
-}
 
 for (const cell of CELLS) {
   const name = `${cell.binding} × ${cell.version} (sdk ${cell.sdk})`;
