@@ -17,6 +17,7 @@
  */
 import { isFinished, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
+import { stepOfAttempt } from './attempt-step.ts';
 import { routeDelegation } from './route.ts';
 
 /** Stable code journaled for an attempt past its deadline (permanent for the attempt, re-delegable). */
@@ -26,31 +27,15 @@ export const DEADLINE_EXCEEDED = 'DEADLINE_EXCEEDED';
 const mayHaveReachedAgent = (record: DelegationRecord): boolean =>
   record.state === 'INTENT' && record.sendStartedAt !== undefined && record.error?.delivery !== 'not-sent';
 
-/**
- * A step's `attemptDeadlineMs` by attempt (its messageId: one per attempt, and an attempt's workflow
- * definition never changes), so that the send path reads and parses the definition once per attempt,
- * not at every check. Bounded: the oldest entries go first.
- */
-const stepDeadlines = new Map<string, number | undefined>();
-const STEP_DEADLINES_KEPT = 10_000;
-
 /** The deadline of an attempt as epoch ms: `createdAt` + the step's (or the fleet's) `attemptDeadlineMs`. */
 export async function attemptDeadlineAt(ctx: WorkerContext, record: DelegationRecord): Promise<number> {
   let deadlineMs = ctx.options.attemptDeadlineMs;
   if (record.kind === 'step') {
-    const stepDeadlineMs = stepDeadlines.has(record.messageId) ? stepDeadlines.get(record.messageId) : await readStepDeadline(ctx, record);
+    const step = await stepOfAttempt(ctx, record);
+    const stepDeadlineMs = step === 'unreadable' ? undefined : step?.attemptDeadlineMs;
     if (stepDeadlineMs !== undefined) deadlineMs = stepDeadlineMs;
   }
   return record.createdAt + deadlineMs;
-}
-
-async function readStepDeadline(ctx: WorkerContext, record: DelegationRecord): Promise<number | undefined> {
-  const definition = await ctx.journal.getWorkflowDefinition(record.workflowId).catch(() => undefined);
-  if (!definition) return undefined; // unreadable now: not remembered, the next check reads again
-  const stepDeadlineMs = definition.steps.find((candidate) => candidate.name === record.step)?.attemptDeadlineMs;
-  if (stepDeadlines.size >= STEP_DEADLINES_KEPT) stepDeadlines.delete(stepDeadlines.keys().next().value!);
-  stepDeadlines.set(record.messageId, stepDeadlineMs);
-  return stepDeadlineMs;
 }
 
 /** Milliseconds left before the attempt's deadline (≤ 0 = past it). */

@@ -9,7 +9,7 @@
  */
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
-import { verifierOf } from '../workflow/verification.ts';
+import { declaredVerifier, stepOfAttempt } from './attempt-step.ts';
 import { routeDelegation } from './route.ts';
 
 /** The error code journaled on an attempt refused for an unknown verifier. */
@@ -20,7 +20,9 @@ export const VERIFIER_UNKNOWN = 'VERIFIER_UNKNOWN';
  * @returns true when refused (the caller sends nothing), false when the verifier is known or none is declared.
  */
 export async function refuseUnknownVerifier(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<boolean> {
-  const reference = await verifierOf(ctx, record);
+  const step = await stepOfAttempt(ctx, record);
+  if (step === 'unreadable' || !step) return false;
+  const reference = declaredVerifier(step, record.kind);
   if (!reference || ctx.verifiers.has(reference.name)) return false;
   const message = `verifier ${reference.name} is not registered in the workers (verifiers option or DA2A_HTTP_VERIFIERS); nothing was sent`;
   const applied = await ctx.journal.applyStatus(record, {

@@ -10,14 +10,13 @@ import { delegationIdOf, type DelegationRef, type DelegationView } from '@durabl
 import type { JobRun, WorkerContext } from '../context.ts';
 import { loadDefinition } from './advance.ts';
 import { routeDelegation } from '../delegation/route.ts';
+import { declaredVerifier } from '../delegation/attempt-step.ts';
 
 /** The verifier a delegation declares: its step's, or its compensation's. */
 export async function verifierOf(ctx: WorkerContext, delegation: Pick<DelegationView, 'workflowId' | 'step' | 'kind'>) {
   const definition = await loadDefinition(ctx, delegation.workflowId);
   const step = definition?.steps.find((candidate) => candidate.name === delegation.step);
-  if (!step) return undefined;
-  if (delegation.kind === 'step') return step.verifier;
-  return step.compensation && 'verifier' in step.compensation ? step.compensation.verifier : undefined;
+  return step ? declaredVerifier(step, delegation.kind) : undefined;
 }
 
 /** Verifies a finished delegation's effect once, journals the finding, then routes the delegation on. */

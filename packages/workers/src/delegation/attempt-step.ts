@@ -1,0 +1,33 @@
+/**
+ * The workflow step an attempt belongs to, read once per attempt: an attempt's workflow definition
+ * never changes, so the send path (attempt deadline, verifier check) parses the definition once per
+ * attempt (its messageId), not at every check. Bounded: the oldest entries go first.
+ */
+import type { DelegationRecord, WorkflowDefinition } from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+
+/** One step of a workflow definition. */
+export type WorkflowStep = WorkflowDefinition['steps'][number];
+
+const stepsByAttempt = new Map<string, WorkflowStep | undefined>();
+const STEPS_KEPT = 10_000;
+
+/**
+ * The attempt's step definition (`undefined` when the workflow has no such step), or `'unreadable'`
+ * when the definition cannot be read now (not remembered: the next call reads again).
+ */
+export async function stepOfAttempt(ctx: WorkerContext, record: Pick<DelegationRecord, 'workflowId' | 'step' | 'messageId'>): Promise<WorkflowStep | undefined | 'unreadable'> {
+  if (stepsByAttempt.has(record.messageId)) return stepsByAttempt.get(record.messageId);
+  const definition = await ctx.journal.getWorkflowDefinition(record.workflowId).catch(() => undefined);
+  if (!definition) return 'unreadable';
+  const step = definition.steps.find((candidate) => candidate.name === record.step);
+  if (stepsByAttempt.size >= STEPS_KEPT) stepsByAttempt.delete(stepsByAttempt.keys().next().value!);
+  stepsByAttempt.set(record.messageId, step);
+  return step;
+}
+
+/** The verifier an attempt of `kind` declares in its step: the step's own, or its compensation's. */
+export function declaredVerifier(step: WorkflowStep, kind: DelegationRecord['kind']) {
+  if (kind === 'step') return step.verifier;
+  return step.compensation && 'verifier' in step.compensation ? step.compensation.verifier : undefined;
+}
