@@ -6,6 +6,7 @@
  * per delegation by command and key shape (ids replaced by `<id>`), split into
  * calls from clients and calls from inside scripts (`lua`). The warm-up and the
  * idle blocking reads of the workers are included, as in production.
+ * `MONITOR_LOCAL_FOLLOW_SLOTS=0` measures with follow jobs only (as before local follows).
  */
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
