@@ -61,12 +61,15 @@ const completed = (id: string) =>
 describe('local follows', () => {
   it('a happy-path delegation is followed in the process that sent it: no follow job, one SendMessage, one SubscribeToTask', async () => {
     const { prefix, agent, followJobs } = await setUp({ behaviour: completesWith('done', { delayMs: 300 }) });
-    await startFleet(prefix);
+    const fleet = await startFleet(prefix);
     const { id, messageId } = await producer!.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'happy' });
     await completed(id);
     expect(await followJobs()).toBe(0);
     expect(agent.sendMessageCount(messageId)).toBe(1);
     expect(agent.requestCount('SubscribeToTask')).toBe(1);
+    // Timed as the follow job was (durable_a2a_job_duration_seconds{queue="follow"}).
+    const followTimings = (await fleet.metrics.jobDuration.get()).values.find((value) => value.metricName?.endsWith('_count') && value.labels.queue === 'follow');
+    expect(followTimings?.value).toBeGreaterThanOrEqual(1);
   });
 
   it('a worker SIGKILLed while following locally: the reconciler of another worker reattaches, one SendMessage', async () => {
