@@ -46,7 +46,7 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_STREAM_QUIET_MS: Milliseconds.optional(),
   DA2A_FOLLOW_SLOTS_PER_AGENT: z.coerce.number().int().positive().optional(),
   /** Follows run in this process outside follow jobs (0: always follow jobs). */
-  DA2A_LOCAL_FOLLOW_SLOTS: z.coerce.number().int().min(0).optional(),
+  DA2A_LOCAL_FOLLOW_SLOTS: z.coerce.number().int('a whole number ≥ 0 (0: always follow jobs)').min(0, 'a whole number ≥ 0 (0: always follow jobs)').optional(),
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
   DA2A_ATTEMPT_DEADLINE_MS: Milliseconds.optional(),
   /** V2: send with SendStreamingMessage to agents whose card declares streaming (README "Agents that hold the send"). */
