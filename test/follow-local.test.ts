@@ -70,6 +70,7 @@ describe('local follows', () => {
     // Timed as the follow job was (durable_a2a_job_duration_seconds{queue="follow"}).
     const followTimings = (await fleet.metrics.jobDuration.get()).values.find((value) => value.metricName?.endsWith('_count') && value.labels.queue === 'follow');
     expect(followTimings?.value).toBeGreaterThanOrEqual(1);
+    expect((await fleet.metrics.localFollows.get()).values[0]!.value).toBe(0);
   });
 
   it('a worker SIGKILLed while following locally: the reconciler of another worker reattaches, one SendMessage', async () => {
@@ -83,7 +84,7 @@ describe('local follows', () => {
     // Followed in the worker itself: no follow job exists to be found stalled.
     expect(await followJobs()).toBe(0);
     await worker.kill();
-    expect((await producer!.journal.getDelegation(ref))!.state).toBe('WORKING');
+    expect(['SUBMITTED', 'WORKING']).toContain((await producer!.journal.getDelegation(ref))!.state);
 
     await startFleet(prefix);
     await completed(id);
@@ -98,6 +99,7 @@ describe('local follows', () => {
     const ref = { workflowId: id, delegationId: 'main.1' };
     await eventually(async () => agent.requestCount('SubscribeToTask') >= 1 && (await producer!.journal.followLeaseRemainingMs(ref)) > 0, 'the stream is open under the lease');
     expect(await followJobs()).toBe(0);
+    expect((await first.metrics.localFollows.get()).values[0]!.value).toBe(1);
     fleets.splice(fleets.indexOf(first), 1);
     await first.close();
     // close() waited for the local follow: it enqueued a follow job (which a closing fleet's follow worker may

@@ -50,8 +50,12 @@ export function createLocalFollows(ctx: WorkerContext): LocalFollows {
   return {
     start(ref, start) {
       if (ctx.shutdownSignal.aborted || running.size >= ctx.options.localFollowSlots) return false;
-      const run: Promise<void> = followHere(ctx, ref, start).finally(() => running.delete(run));
+      const run: Promise<void> = followHere(ctx, ref, start).finally(() => {
+        running.delete(run);
+        ctx.metrics.localFollows.dec();
+      });
       running.add(run);
+      ctx.metrics.localFollows.inc();
       return true;
     },
     running: () => running.size,
