@@ -6,6 +6,7 @@
  * per delegation by command and key shape (ids replaced by `<id>`), split into
  * calls from clients and calls from inside scripts (`lua`). The warm-up and the
  * idle blocking reads of the workers are included, as in production.
+ * `MONITOR_LOCAL_FOLLOW_SLOTS=0` measures with follow jobs only (as before local follows).
  */
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
@@ -19,7 +20,7 @@ const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVI
 const { cardUrl } = await agent.ready;
 const prefix = 'mon';
 const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
-const fleet = await startBenchFleet({ redisUrl: redisServer.url, prefix, concurrency: { send: 10, follow: 10 }, subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 } });
+const fleet = await startBenchFleet({ redisUrl: redisServer.url, prefix, ...(process.env.MONITOR_LOCAL_FOLLOW_SLOTS ? { localFollowSlots: Number(process.env.MONITOR_LOCAL_FOLLOW_SLOTS) } : {}), concurrency: { send: 10, follow: 10 }, subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 } });
 const run = async (count: number, tag: string) => {
   const target = (await settledCounts(fleet)).all + count;
   await mapLimit(Array.from({ length: count }), 10, (_, index) => producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }));

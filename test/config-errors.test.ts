@@ -23,6 +23,8 @@ describe('bad variables', () => {
     ['workers', { DA2A_HTTP_VERIFIERS: 'nope' }, 'DA2A_HTTP_VERIFIERS', 'JSON object'],
     ['workers', { REDIS_URL: 'localhost:6379' }, 'REDIS_URL', 'redis://'],
     ['workers', { DA2A_CLOSE_TIMEOUT_MS: 'soon' }, 'DA2A_CLOSE_TIMEOUT_MS', 'milliseconds'],
+    ['workers', { DA2A_LOCAL_FOLLOW_SLOTS: '-1' }, 'DA2A_LOCAL_FOLLOW_SLOTS', 'whole number ≥ 0'],
+    ['workers', { DA2A_LOCAL_FOLLOW_SLOTS: '2.5' }, 'DA2A_LOCAL_FOLLOW_SLOTS', 'whole number ≥ 0'],
     ['api', { REDIS_URL: 'not a url' }, 'REDIS_URL', 'redis://'],
     ['api', { DA2A_REQUEST_TIMEOUT_MS: '-5' }, 'DA2A_REQUEST_TIMEOUT_MS', 'milliseconds'],
     ['api', { DA2A_ADMIN_READ_ONLY: 'maybe' }, 'DA2A_ADMIN_READ_ONLY', 'true or false'],

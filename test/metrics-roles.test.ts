@@ -29,13 +29,13 @@ const names = (text: string) => new Set(text.split('\n').filter((line) => line.s
 it('the API exports its own metrics only', async () => {
   const exported = names((await app.inject({ method: 'GET', url: '/metrics' })).body);
   for (const name of ['durable_a2a_queue_jobs', 'durable_a2a_delegations', 'durable_a2a_open_questions', 'durable_a2a_push_notifications_total']) expect(exported).toContain(name);
-  for (const name of ['durable_a2a_sends_total', 'durable_a2a_transitions_total', 'durable_a2a_job_duration_seconds', 'durable_a2a_delegation_duration_seconds']) expect(exported).not.toContain(name);
+  for (const name of ['durable_a2a_sends_total', 'durable_a2a_transitions_total', 'durable_a2a_job_duration_seconds', 'durable_a2a_delegation_duration_seconds', 'durable_a2a_local_follows']) expect(exported).not.toContain(name);
 });
 
 it('the workers export theirs, the default process metrics and the end-to-end histogram', async () => {
   const { opsPort } = await workers.ready;
   const exported = names(await (await fetch(`http://127.0.0.1:${opsPort}/metrics`)).text());
-  for (const name of ['durable_a2a_sends_total', 'durable_a2a_job_duration_seconds', 'durable_a2a_delegation_duration_seconds', 'process_cpu_user_seconds_total', 'nodejs_heap_size_used_bytes']) expect(exported).toContain(name);
+  for (const name of ['durable_a2a_sends_total', 'durable_a2a_job_duration_seconds', 'durable_a2a_local_follows', 'durable_a2a_delegation_duration_seconds', 'process_cpu_user_seconds_total', 'nodejs_heap_size_used_bytes']) expect(exported).toContain(name);
   for (const name of ['durable_a2a_push_notifications_total', 'durable_a2a_queue_jobs']) expect(exported).not.toContain(name);
 });
 

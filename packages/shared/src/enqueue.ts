@@ -72,12 +72,15 @@ export interface SubscriptionPlan {
   delayMs: number;
   /** Now, in ms (part of the job id: a delegation is followed many times). */
   at: number;
+  /** The resubscription rate-limit slot is already reserved (the job waits `delayMs` for it, then runs). Default false. */
+  slotTaken?: boolean;
 }
 
 /** SubscribeToTask for a delegation (spec §3.1.6). */
 export async function enqueueFollow(queues: Needs<'follow'>, ref: Ref, plan: SubscriptionPlan): Promise<void> {
   const id = jobId('follow', ref.workflowId, ref.delegationId, plan.resubscription, plan.at);
-  await queues.follow.add('follow', { ...refOf(ref), resubscription: plan.resubscription, again: plan.again }, { jobId: id, delay: plan.delayMs });
+  const data = { ...refOf(ref), resubscription: plan.resubscription, again: plan.again, ...(plan.slotTaken ? { slotTaken: true } : {}) };
+  await queues.follow.add('follow', data, { jobId: id, delay: plan.delayMs });
 }
 
 /**

@@ -22,6 +22,8 @@ export interface Metrics {
   verifications: Counter<'effect'>;
   queueDepth: Gauge<'queue' | 'status'>;
   jobDuration: Histogram<'queue' | 'outcome'>;
+  /** Follows running in this process without a follow job (`delegation/follow-local.ts`); timed in `jobDuration` as queue `follow`. */
+  localFollows: Gauge;
   delegationsByState: Gauge<'state'>;
   pushes: Counter<'outcome'>;
   staleObservations: Counter<'reason'>;
@@ -82,6 +84,7 @@ function createOn(registry: Registry): Metrics {
       buckets: [0.01, 0.05, 0.1, 0.5, 1, 5, 30, 120],
       registers: [registry],
     }),
+    localFollows: new Gauge({ name: 'durable_a2a_local_follows', help: 'Follows running in this process without a follow job', registers: [registry] }),
     delegationsByState: new Gauge({ name: 'durable_a2a_delegations', help: 'Unfinished delegations by journal state (sampled)', labelNames: ['state'], registers: [registry] }),
     pushes: counter('durable_a2a_push_notifications_total', 'Push notifications received, by outcome', ['outcome']),
     staleObservations: counter('durable_a2a_ignored_observations_total', 'Observations the journal ignored (stale, regress, duplicate, finished)', ['reason']),

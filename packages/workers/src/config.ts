@@ -45,6 +45,8 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_SLOW_POLL_MS: Milliseconds.optional(),
   DA2A_STREAM_QUIET_MS: Milliseconds.optional(),
   DA2A_FOLLOW_SLOTS_PER_AGENT: z.coerce.number().int().positive().optional(),
+  /** Follows run in this process outside follow jobs (0: always follow jobs). */
+  DA2A_LOCAL_FOLLOW_SLOTS: z.coerce.number().int('a whole number ≥ 0 (0: always follow jobs)').min(0, 'a whole number ≥ 0 (0: always follow jobs)').optional(),
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
   DA2A_ATTEMPT_DEADLINE_MS: Milliseconds.optional(),
   /** V2: send with SendStreamingMessage to agents whose card declares streaming (README "Agents that hold the send"). */
@@ -169,6 +171,7 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     slowPollMs: environment.DA2A_SLOW_POLL_MS,
     streamQuietMs: environment.DA2A_STREAM_QUIET_MS,
     followSlotsPerAgent: environment.DA2A_FOLLOW_SLOTS_PER_AGENT,
+    localFollowSlots: environment.DA2A_LOCAL_FOLLOW_SLOTS,
     closeTimeoutMs: environment.DA2A_CLOSE_TIMEOUT_MS,
     attemptDeadlineMs: environment.DA2A_ATTEMPT_DEADLINE_MS,
     streamingSends: environment.DA2A_STREAMING_SENDS,

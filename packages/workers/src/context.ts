@@ -3,7 +3,7 @@
  * compiled options. No module-level clients anywhere (style rule 1).
  */
 import type { Queue } from 'bullmq';
-import type { AgentRegistry, Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
+import type { AgentRegistry, DelegationRef, Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
 import type { AgentDirectory } from './agents.ts';
 import type { CompiledFleetOptions } from './options.ts';
 import type { VerifierRegistry } from './verifiers.ts';
@@ -36,6 +36,12 @@ export const jobRunOf = (job: { id?: string; attemptsMade: number; opts: { attem
   attempts: job.opts.attempts ?? 1,
 });
 
+/** A follow to start at once (`route.ts` followLater without delay): backoff exponent, and false for the first subscription of new work. */
+export interface FollowStart {
+  resubscription: number;
+  again: boolean;
+}
+
 export interface WorkerContext {
   /** Every Redis read and write goes through the journal (or the agent registry). */
   journal: Journal;
@@ -53,6 +59,12 @@ export interface WorkerContext {
   workerId: string;
   /** Aborted when the fleet closes: open streams hand their delegation over and stop. */
   shutdownSignal: AbortSignal;
+  /**
+   * Starts a delegation's follow in this process, detached from the caller (`delegation/follow-local.ts`),
+   * when a local follow slot is free and the fleet is not closing. False: the caller enqueues a follow job.
+   * Absent (a context without local follows): always enqueue.
+   */
+  followHere?(ref: DelegationRef, start: FollowStart): boolean;
   /**
    * Fault hook: kills (or stalls) the process at the named point when enabled
    * (`point`, or `point@step` to hit only one step); inert otherwise.

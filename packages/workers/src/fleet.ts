@@ -34,6 +34,7 @@ import { processCompensate } from './queues/compensate.ts';
 import type { CompensationHandler } from './delegation/handler.ts';
 import type { AuthHandler } from './delegation/auth.ts';
 import { processFollow } from './queues/follow.ts';
+import { createLocalFollows, type LocalFollows } from './delegation/follow-local.ts';
 import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
 import { processSend } from './queues/send.ts';
 import { processVerify } from './queues/verify.ts';
@@ -155,9 +156,10 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
   };
 }
 
-/** What a fleet closes, in order: workers (bounded by `timeoutMs`), open streams, queues, connections, its own dispatcher. */
+/** What a fleet closes, in order: workers and local follows (bounded by `timeoutMs`), open streams, queues, connections, its own dispatcher. */
 interface FleetResources {
   workers: Worker[];
+  localFollows: LocalFollows;
   shutdown: AbortController;
   queues: Record<QueueName, Queue>;
   connection: RedisClient;
@@ -168,9 +170,9 @@ interface FleetResources {
 }
 
 /** Graceful, bounded close of a fleet. */
-async function closeFleet({ workers, shutdown, queues, connection, journalRedis, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
-  // Stop fetching, then end open streams: each hands its delegation to another worker.
-  const graceful = Promise.all(workers.map((worker) => worker.close()));
+async function closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
+  // Stop fetching, then end open streams (follow jobs and local follows): each hands its delegation to another worker.
+  const graceful = Promise.all([...workers.map((worker) => worker.close()), localFollows.drain()]);
   shutdown.abort();
   const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref());
   if ((await Promise.race([graceful, timer])) === 'timeout') {
@@ -190,7 +192,9 @@ async function closeFleet({ workers, shutdown, queues, connection, journalRedis,
 
 /** Starts the worker fleet of this process. Throws UnsafePersistenceError in strict mode. */
 export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
-  const options = compileFleetOptions(input);
+  // Local follows only in a process that works on the follow queue (a send-only process enqueues follow jobs).
+  const followsHere = (input.queues ?? ALL_QUEUES).includes('follow');
+  const options = compileFleetOptions(followsHere ? input : { ...input, localFollowSlots: 0 });
   const logger = input.logger ?? createLogger();
   const metrics = createMetrics(input.metricsRegistry ?? new Registry(), 'workers');
   const workerId = input.workerId ?? `${hostname()}-${process.pid}`;
@@ -215,6 +219,8 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const ownDispatcher = input.dispatcher ? undefined : createPolicyDispatcher(input.addressPolicy ?? {});
   const dispatcher = input.dispatcher ?? ownDispatcher!;
   const context = createWorkerContext(input, { options, journalRedis, queues, dispatcher, shutdownSignal: shutdown.signal, logger, metrics, workerId });
+  const localFollows = createLocalFollows(context);
+  context.followHere = localFollows.start;
   const progress: FetchProgress[] = [];
   const workers = (input.queues ?? ALL_QUEUES).map((name) => {
     const { worker, watch } = startWorker(name, context, connection, prefix, input.livenessStaleAfterMs ?? 30_000, input.telemetry);
@@ -229,7 +235,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   await sweepAll();
   logger.info({ workerId, queues: input.queues ?? ALL_QUEUES, prefix: options.prefix }, 'fleet started');
   let closing: Promise<void> | undefined;
-  const close = () => (closing ??= closeFleet({ workers, shutdown, queues, connection, journalRedis, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }));
+  const close = () => (closing ??= closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }));
   const health = () => {
     const queues = progress.map((watch) => watch.health());
     return { live: queues.every((queue) => queue.live), queues };

@@ -39,6 +39,12 @@ export interface FleetOptions {
   streamQuietMs?: number;
   /** Follow slots one agent may hold at once in this process (fairness, RT6); beyond it only while a tenth of the follow concurrency stays free. Default half the follow concurrency, at least 1. */
   followSlotsPerAgent?: number;
+  /**
+   * Follows this process runs itself, detached from the job that routed them, instead of enqueueing a follow job
+   * (`delegation/follow-local.ts`; only when the process works on the follow queue). 0: always follow jobs.
+   * Default the follow concurrency.
+   */
+  localFollowSlots?: number;
   /** Fleet-wide rate limit on resubscriptions (every subscription but the first of new work). Default 50 per 1_000 ms. */
   subscribeRateLimit?: { max: number; durationMs: number };
   /** Interval of the reconcile sweep (fixed-id job scheduler). Default 30_000. */
@@ -117,6 +123,7 @@ export interface CompiledFleetOptions {
   slowPollMs: number;
   streamQuietMs: number;
   followSlotsPerAgent: number;
+  localFollowSlots: number;
   subscribeRateLimit: { max: number; durationMs: number };
   reconcileIntervalMs: number;
   reconcileBatchSize: number;
@@ -151,6 +158,9 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
   const concurrency = { send: 20, follow: 500, reconcile: 20, verify: 10, compensate: 5, ...options.concurrency };
   const redis = options.redis ?? options.redisUrl;
   if (redis === undefined || redis === '') throw new TypeError('startFleet: set `redis` (a Redis URL or an ioredis client)');
+  if (options.localFollowSlots !== undefined && !(Number.isInteger(options.localFollowSlots) && options.localFollowSlots >= 0)) {
+    throw new TypeError(`startFleet: localFollowSlots must be a whole number ≥ 0 (got ${options.localFollowSlots})`);
+  }
   return {
     redis,
     prefix: options.prefix ?? 'da2a',
@@ -163,6 +173,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     slowPollMs: options.slowPollMs ?? 60_000,
     streamQuietMs: options.streamQuietMs ?? 300_000,
     followSlotsPerAgent: options.followSlotsPerAgent ?? Math.max(1, Math.floor(concurrency.follow / 2)),
+    localFollowSlots: options.localFollowSlots ?? concurrency.follow,
     subscribeRateLimit: options.subscribeRateLimit ?? { max: 50, durationMs: 1_000 },
     reconcileIntervalMs: options.reconcileIntervalMs ?? 30_000,
     reconcileBatchSize: options.reconcileBatchSize ?? 1_000,

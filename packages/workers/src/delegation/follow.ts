@@ -48,11 +48,11 @@ export function releaseAgentSlot(ctx: WorkerContext, agent: string): void {
 }
 
 /**
- * Follows a delegation's task for one follow job: checks the journal, waits for a resubscription slot
- * (`deferUntilSlot` re-delays the job and throws), takes the follow lease (one stream per task, fleet-wide),
- * then streams (`stream.ts`).
+ * Follows a delegation's task for one follow job or local follow (`follow-local.ts`): checks the journal, waits
+ * for a resubscription slot (`deferUntilSlot` re-delays the job and throws, or enqueues a follow job delayed by
+ * `waitMs` and returns its outcome), takes the follow lease (one stream per task, fleet-wide), then streams (`stream.ts`).
  */
-export async function followDelegation(ctx: WorkerContext, data: FollowJob, job: JobRun, deferUntilSlot: (waitMs: number) => Promise<never>): Promise<string> {
+export async function followDelegation(ctx: WorkerContext, data: FollowJob, job: JobRun, deferUntilSlot: (waitMs: number) => Promise<string>): Promise<string> {
   const ref = { workflowId: data.workflowId, delegationId: data.delegationId };
   const record = await ctx.journal.getDelegation(ref);
   if (!record) return 'missing';

@@ -19,6 +19,8 @@ import {
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../context.ts';
 import { routeDelegation } from './route.ts';
+import { jitteredCheckTime } from './backoff.ts';
+import { shouldPark } from './park.ts';
 
 /** Another worker holds the reply's live 'sending' lease: never a second racing send; the job retries later. */
 export class ReplyInFlightError extends Error {
@@ -81,7 +83,7 @@ async function settleDelivered(run: ReplyRun, task: Task): Promise<string> {
   const { ctx, ref, fence, record, token } = run;
   await ctx.journal.markReply(ref, fence, record.replyMessageId!, 'sent', '', { token });
   await applyTask(ctx.journal, ref, task, { snapshot: true });
-  await routeDelegation(ctx, ref);
+  await routeAfterReply(run, true);
   return 'reply-already-delivered';
 }
 
@@ -112,6 +114,20 @@ async function deliver(run: ReplyRun): Promise<string> {
   }
   await ctx.journal.markReply(ref, fence, record.replyMessageId!, 'sent', '', { token });
   if ('task' in response) await applyTask(ctx.journal, ref, response.task, { snapshot: true });
-  await routeDelegation(ctx, ref, { again: false });
+  await routeAfterReply(run, false);
   return 'reply-sent';
+}
+
+/**
+ * Routes a delegation whose reply the agent has (`again` false: the first follow after a reply just sent is not
+ * rate-limited). Its follow may run in this process with no job behind it (`follow-local.ts`): the reconciler's
+ * next check, a parked poll away until now, comes back to within a reconcile interval first, so a crash before
+ * that follow takes its lease is found as soon as after a send.
+ */
+async function routeAfterReply({ ctx, ref }: ReplyRun, again: boolean): Promise<void> {
+  const record = await ctx.journal.getDelegation(ref);
+  if (record && !isFinished(record.state) && !shouldPark(record)) {
+    await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
+  }
+  await routeDelegation(ctx, ref, { again, ...(record ? { known: record } : {}) });
 }

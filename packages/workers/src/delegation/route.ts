@@ -6,7 +6,8 @@
  *   finished          → settle (verify if declared, then the workflow decides)
  *   cancel requested  → CancelTask (at most once per reconcile interval)
  *   asking a question → park (no stream)
- *   otherwise         → follow (subscribe, after `delayMs`, backoff exponent `resubscription`)
+ *   otherwise         → follow (subscribe, after `delayMs`, backoff exponent `resubscription`;
+ *                       at once in this process when it has a free local follow slot)
  * Nothing else decides whether a delegation is "finished enough".
  */
 import { enqueueCancel, enqueueFollow, isFinished, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
@@ -56,8 +57,12 @@ export async function routeDelegation(ctx: WorkerContext, ref: DelegationRef, pl
   return resubscription > 0 ? 'resubscribing' : 'following';
 }
 
-/** Enqueues a subscription after `delayMs`; `again` for any but the first (rate-limited fleet-wide). */
+/**
+ * Subscribes after `delayMs`; `again` for any but the first (rate-limited fleet-wide). Without delay the follow
+ * runs in this process when it has a free local follow slot (`follow-local.ts`), else (and after a delay) a follow job.
+ */
 export async function followLater(ctx: WorkerContext, ref: DelegationRef, resubscription: number, delayMs = 0, again = true): Promise<void> {
+  if (delayMs === 0 && ctx.followHere?.({ workflowId: ref.workflowId, delegationId: ref.delegationId }, { resubscription, again })) return;
   await enqueueFollow(ctx.queues, ref, { resubscription, again, delayMs, at: ctx.options.now() });
 }
 

@@ -1,0 +1,87 @@
+/**
+ * Local follows: when the router decides "follow now" (`route.ts` followLater
+ * without delay), the follow runs in the process that decided, detached from
+ * the job that decided it (a send job completes at once and holds no send
+ * slot), instead of costing a follow job (add, fetch, lock, finish, events,
+ * retention: ~35 Redis commands and a queue hop). It is the follow job's own
+ * logic (`followDelegation`: checks, resubscription token, per-agent share,
+ * follow lease renewed by `lease-renewal.ts`, stream, route at the end) under a
+ * `local:<uuid>` run id. Where the job would wait (resubscription slot, agent
+ * share full) or this process cannot take it (all `localFollowSlots` busy, the
+ * fleet closing, no follow queue worked here) a follow job is enqueued as before.
+ *
+ * Durability: a local follow has no job in Redis; its backstop is the journal.
+ * The delegation stays in the unfinished index (it leaves only when settled),
+ * scored by its next check: its creation time, or at most about a reconcile
+ * interval (or `sendSettleMs`) ahead, set by the sweep or the reconciler; a send
+ * never moves it further. So a crash after the send job completed and before the
+ * local follow took the lease leaves a delegation the sweep (start-up, jittered
+ * timer) finds within about a reconcile interval, with no lease: the reconciler
+ * reattaches it. A crash while the follow holds the lease: the lease expires
+ * (`lockDurationMs`, no renewal), the index score is at most one jittered
+ * reconcile interval past the last renewal, and the reconciler looks again right
+ * after the lease runs out. Graceful close aborts `shutdownSignal`: each running
+ * follow hands over (a follow job enqueued, then its lease released, as a follow
+ * job does) and `drain()` waits for all of them before the fleet closes its queues.
+ * A local follow that throws (a journal error) is retried as a follow job,
+ * as BullMQ would retry the job.
+ */
+import { randomUUID } from 'node:crypto';
+import { enqueueFollow, type DelegationRef } from '@durable-a2a/shared';
+import type { FollowStart, WorkerContext } from '../context.ts';
+import { followDelegation } from './follow.ts';
+
+/** Delay before a failed local follow runs again as a follow job (the follow queue's first retry backoff), in ms. */
+const RETRY_DELAY_MS = 1_000;
+
+/** The local follows of one fleet. */
+export interface LocalFollows {
+  /** Starts a follow now, detached, when a slot is free and the fleet is not closing; false: enqueue a follow job. */
+  start(ref: DelegationRef, start: FollowStart): boolean;
+  /** Local follows running now. */
+  running(): number;
+  /** Resolves when every running local follow has ended (after `shutdownSignal` aborted: handed over). */
+  drain(): Promise<void>;
+}
+
+/** Local follows of the fleet behind `ctx`, at most `ctx.options.localFollowSlots` at once (0: never). */
+export function createLocalFollows(ctx: WorkerContext): LocalFollows {
+  const running = new Set<Promise<void>>();
+  return {
+    start(ref, start) {
+      if (ctx.shutdownSignal.aborted || running.size >= ctx.options.localFollowSlots) return false;
+      const run: Promise<void> = followHere(ctx, ref, start).finally(() => {
+        running.delete(run);
+        ctx.metrics.localFollows.dec();
+      });
+      running.add(run);
+      ctx.metrics.localFollows.inc();
+      return true;
+    },
+    running: () => running.size,
+    async drain() {
+      // A follow that ends may start another one before the fleet closes; bounded by the slots, each round ends.
+      while (running.size > 0) await Promise.all([...running]);
+    },
+  };
+}
+
+/** One local follow: `followDelegation` under a local run id, timed like a follow job; a failure becomes a follow job. */
+async function followHere(ctx: WorkerContext, ref: DelegationRef, start: FollowStart): Promise<void> {
+  const run = { id: `local:${randomUUID()}`, attemptsMade: 0, attempts: 1 };
+  const stopTimer = ctx.metrics.jobDuration.startTimer({ queue: 'follow' });
+  const enqueue = (delayMs: number, slotTaken = false) =>
+    enqueueFollow(ctx.queues, ref, { resubscription: start.resubscription, again: start.again, delayMs, at: ctx.options.now(), slotTaken });
+  try {
+    const data = { ...ref, resubscription: start.resubscription, again: start.again, slotTaken: false };
+    // A resubscription whose rate-limit slot is later: the follow job waits for it (delayed, slot reserved).
+    const outcome = await followDelegation(ctx, data, run, async (waitMs) => (await enqueue(waitMs, true), 'deferred-to-job'));
+    stopTimer({ outcome: 'completed' });
+    ctx.logger.debug({ queue: 'follow', ...ref, jobId: run.id, outcome }, 'local follow ended');
+  } catch (error) {
+    stopTimer({ outcome: 'failed' });
+    ctx.logger.warn({ queue: 'follow', ...ref, jobId: run.id, reason: (error as Error).message }, 'local follow failed; retrying as a follow job');
+    // Redis down too: the unfinished index is the backstop (the sweep reattaches it).
+    await enqueue(RETRY_DELAY_MS).catch(() => undefined);
+  }
+}

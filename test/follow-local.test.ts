@@ -1,0 +1,126 @@
+/**
+ * Local follows (issue 16): "follow now" runs in the process that routed it,
+ * with no follow job; the journal is its backstop (a SIGKILLed worker's
+ * delegation is reattached by the reconciler), a graceful close hands it over
+ * as a follow job, and busy local slots fall back to follow jobs.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Queue } from 'bullmq';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import { createRedisClient, queuePrefix, type RedisClient } from '@durable-a2a/shared';
+import type { Fleet } from '@durable-a2a/workers';
+import { useRedisServer } from './harness/redis.ts';
+import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
+import { completesWith, runsSlowly } from './harness/agent-behaviours.ts';
+import { eventually, spawnWorkerProcess, startTestFleet, type WorkerProcess } from './harness/fleet.ts';
+
+const redisServer = useRedisServer({ appendOnly: true });
+let redis: RedisClient;
+let producer: Producer | undefined;
+const fleets: Fleet[] = [];
+const processes: WorkerProcess[] = [];
+const agents: DemoAgentHandle[] = [];
+let counter = 0;
+
+beforeAll(() => {
+  redis = createRedisClient(redisServer().url);
+});
+afterAll(async () => {
+  await redis.quit();
+});
+afterEach(async () => {
+  await Promise.all(fleets.splice(0).map((fleet) => fleet.close()));
+  await Promise.all(processes.splice(0).map((worker) => worker.kill()));
+  await Promise.all(agents.splice(0).map((agent) => agent.close()));
+  await producer?.close();
+  producer = undefined;
+});
+
+async function setUp(behaviour: Parameters<typeof startDemoAgent>[0]) {
+  const prefix = `local${++counter}`;
+  const agent = await startDemoAgent(behaviour);
+  agents.push(agent);
+  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+  const followQueue = new Queue('follow', { connection: redis, prefix: queuePrefix(prefix) });
+  /** Every follow job ever created under this prefix (finished ones are kept for an hour). */
+  const followJobs = async () => Object.values(await followQueue.getJobCounts()).reduce((sum, count) => sum + count, 0);
+  /** Follow jobs waiting to run. */
+  const pendingFollowJobs = async () => followQueue.getJobCountByTypes('wait', 'delayed', 'prioritized');
+  return { prefix, agent, producer, followJobs, pendingFollowJobs };
+}
+
+const startFleet = async (prefix: string, options: Parameters<typeof startTestFleet>[0] extends infer O ? Partial<O> : never = {}) => {
+  const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, ...options });
+  fleets.push(fleet);
+  return fleet;
+};
+
+const completed = (id: string) =>
+  eventually(async () => (await producer!.get(id)).state === 'COMPLETED', `workflow ${id} COMPLETED`, 30_000);
+
+describe('local follows', () => {
+  it('a happy-path delegation is followed in the process that sent it: no follow job, one SendMessage, one SubscribeToTask', async () => {
+    const { prefix, agent, followJobs } = await setUp({ behaviour: completesWith('done', { delayMs: 300 }) });
+    const fleet = await startFleet(prefix);
+    const { id, messageId } = await producer!.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'happy' });
+    await completed(id);
+    expect(await followJobs()).toBe(0);
+    expect(agent.sendMessageCount(messageId)).toBe(1);
+    expect(agent.requestCount('SubscribeToTask')).toBe(1);
+    // Timed as the follow job was (durable_a2a_job_duration_seconds{queue="follow"}).
+    const followTimings = (await fleet.metrics.jobDuration.get()).values.find((value) => value.metricName?.endsWith('_count') && value.labels.queue === 'follow');
+    expect(followTimings?.value).toBeGreaterThanOrEqual(1);
+    expect((await fleet.metrics.localFollows.get()).values[0]!.value).toBe(0);
+  });
+
+  it('a worker SIGKILLed while following locally: the reconciler of another worker reattaches, one SendMessage', async () => {
+    const { prefix, agent, followJobs } = await setUp({ behaviour: runsSlowly(4_000) });
+    const worker = spawnWorkerProcess({ REDIS_URL: redisServer().url, DA2A_PREFIX: prefix });
+    processes.push(worker);
+    await worker.ready;
+    const { id, messageId } = await producer!.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'killed' });
+    const ref = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => agent.requestCount('SubscribeToTask') >= 1 && (await producer!.journal.followLeaseRemainingMs(ref)) > 0, 'the stream is open under the lease');
+    // Followed in the worker itself: no follow job exists to be found stalled.
+    expect(await followJobs()).toBe(0);
+    await worker.kill();
+    expect(['SUBMITTED', 'WORKING']).toContain((await producer!.journal.getDelegation(ref))!.state);
+
+    await startFleet(prefix);
+    await completed(id);
+    expect(agent.sendMessageCount(messageId)).toBe(1);
+    expect(agent.requestCount('SubscribeToTask')).toBeGreaterThanOrEqual(2);
+  });
+
+  it('a graceful close while following locally hands over: a follow job, the lease released, a second fleet finishes it', async () => {
+    const { prefix, agent, followJobs, pendingFollowJobs } = await setUp({ behaviour: runsSlowly(3_000) });
+    const first = await startFleet(prefix);
+    const { id, messageId } = await producer!.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'closed' });
+    const ref = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => agent.requestCount('SubscribeToTask') >= 1 && (await producer!.journal.followLeaseRemainingMs(ref)) > 0, 'the stream is open under the lease');
+    expect(await followJobs()).toBe(0);
+    expect((await first.metrics.localFollows.get()).values[0]!.value).toBe(1);
+    fleets.splice(fleets.indexOf(first), 1);
+    await first.close();
+    // close() waited for the local follow: it enqueued a follow job (which a closing fleet's follow worker may
+    // have fetched once more and handed over again, as for any follow job) and released the lease.
+    expect(await followJobs()).toBeGreaterThanOrEqual(1);
+    expect(await pendingFollowJobs()).toBe(1);
+    expect(await producer!.journal.followLeaseRemainingMs(ref)).toBe(0);
+
+    await startFleet(prefix);
+    await completed(id);
+    expect(agent.sendMessageCount(messageId)).toBe(1);
+  });
+
+  it('with every local follow slot busy, the follow falls back to a follow job', async () => {
+    const { prefix, agent, followJobs } = await setUp({ behaviour: runsSlowly(1_500) });
+    const fleet = await startFleet(prefix, { localFollowSlots: 1 });
+    const sent = await Promise.all([1, 2, 3].map((n) => producer!.delegate({ agent: agent.cardUrl, text: `book ${n}`, idempotencyKey: `busy-${n}` })));
+    await Promise.all(sent.map(({ id }) => completed(id)));
+    for (const { messageId } of sent) expect(agent.sendMessageCount(messageId)).toBe(1);
+    // One local slot for three streams that overlap: at least two went through the follow queue.
+    expect(await followJobs()).toBeGreaterThanOrEqual(2);
+    expect(fleet.context.options.localFollowSlots).toBe(1);
+  });
+});
