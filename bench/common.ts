@@ -197,6 +197,38 @@ export async function waitForWorkflows(redis: Redis, prefix: string, ids: readon
   return states;
 }
 
+/**
+ * Runs `count` delegations through `delegate` with at most `concurrency` of them unsettled at once (enqueued
+ * and not yet settled by the fleet), as the bare client keeps `concurrency` in flight: without the bound, every
+ * delegation would be enqueued at once and the fleet would hold more streams than the concurrency says.
+ * Settlement is read in-process from the fleet's histogram (no Redis polling), every millisecond while a lane
+ * waits. Returns the delegations that settled COMPLETED. Throws after 10 minutes.
+ */
+export async function delegateWithinConcurrency(fleet: Fleet, count: number, concurrency: number, delegate: (index: number) => Promise<unknown>): Promise<number> {
+  const base = await settledCounts(fleet);
+  let started = 0;
+  let settled = { all: 0, completed: 0 };
+  const deadline = Date.now() + 600_000;
+  const refresh = async () => {
+    if (Date.now() > deadline) throw new Error(`bench: ${settled.all} of ${count} delegations settled after 10 minutes`);
+    const now = await settledCounts(fleet);
+    settled = { all: now.all - base.all, completed: now.completed - base.completed };
+  };
+  await mapLimit(Array.from({ length: count }), concurrency, async (_, index) => {
+    while (started - settled.all >= concurrency) {
+      await sleep(1);
+      await refresh();
+    }
+    started++;
+    await delegate(index);
+  });
+  while (settled.all < count) {
+    await sleep(2);
+    await refresh();
+  }
+  return settled.completed;
+}
+
 /** Settled delegations so far (all states, and COMPLETED alone), from the fleet's histogram. */
 export async function settledCounts(fleet: Fleet): Promise<{ all: number; completed: number }> {
   const metric = await fleet.metrics.delegationDuration.get();

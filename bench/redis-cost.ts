@@ -12,7 +12,7 @@ import { JOB_RETENTION } from '@durable-a2a/shared';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { startDemoAgent } from '../test/harness/agent.ts';
 import { completesWith } from '../test/harness/agent-behaviours.ts';
-import { callsDelta, commandCalls, commandMicros, mapLimit, redisCpuSeconds, round, scaled, settledCounts, sleep, startBenchFleet, stopAgent, type BenchResult } from './common.ts';
+import { callsDelta, commandCalls, commandMicros, delegateWithinConcurrency, mapLimit, redisCpuSeconds, round, scaled, sleep, startBenchFleet, stopAgent, type BenchResult } from './common.ts';
 
 const CONCURRENCY = 50;
 /** Commands the measurement itself sends (INFO); never part of a delegation's cost. */
@@ -61,7 +61,7 @@ export async function run(scale: number): Promise<BenchResult> {
       notes: [
         `${delegations} delegations per side at concurrency ${CONCURRENCY}, after an untimed warm-up (scripts loaded); INFO commands excluded. Neither side polls Redis for completion: the durable side counts settled delegations from the fleet's histogram in-process, the floor counts in its worker.`,
         'Command time = the sum of INFO commandstats usec over every command (an EVALSHA\'s time includes the redis.call inside it, which commandstats also lists on their own: the sum counts script-inner time twice, so it is an upper bound; the EVALSHA time alone is in the per-command line below). Process CPU (used_cpu_user + used_cpu_sys) adds networking and the event loop.',
-        'Durable: producer.delegate → send → follow → COMPLETED with an in-process fleet on production timings (the 30 s reconcile sweep and the workers\' idle blocking reads are included, as they are in the floor).',
+        'Durable: producer.delegate → send → follow → COMPLETED with an in-process fleet on production timings, at most 50 delegations unsettled at once (send and follow concurrency 50, the one agent\'s follow share 50) (the 30 s reconcile sweep and the workers\' idle blocking reads are included, as they are in the floor).',
         `Floor: queue A add → worker A adds to queue B → worker B returns; same retention options (${JSON.stringify(JOB_RETENTION.removeOnComplete)}) and concurrency.`,
         `Durable top commands per delegation: ${top(durable.byCommand)}.`,
         `Floor top commands per delegation: ${top(floor.byCommand)}.`,
@@ -95,15 +95,9 @@ async function durableCost(redisUrl: string, meter: Redis, delegations: number):
   const prefix = 'cost';
   const agent = await startDemoAgent({ behaviour: completesWith('the result of the delegation', { delayMs: 50 }) });
   const producer = createProducer({ redis: redisUrl, addressPolicy: { allowLoopback: true }, prefix });
-  const fleet = await startBenchFleet({ redisUrl, prefix, concurrency: { send: CONCURRENCY, follow: CONCURRENCY }, subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 } });
-  const batch = async (count: number, tag: string) => {
-    const target = (await settledCounts(fleet)).all + count;
-    await mapLimit(Array.from({ length: count }), CONCURRENCY, (_, index) =>
-      producer.delegate({ agent: agent.cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }),
-    );
-    const deadline = Date.now() + 600_000;
-    while ((await settledCounts(fleet)).all < target && Date.now() < deadline) await sleep(10);
-  };
+  const fleet = await startBenchFleet({ redisUrl, prefix, concurrency: { send: CONCURRENCY, follow: CONCURRENCY }, followSlotsPerAgent: CONCURRENCY, subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 } });
+  const batch = (count: number, tag: string) =>
+    delegateWithinConcurrency(fleet, count, CONCURRENCY, (index) => producer.delegate({ agent: agent.cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }));
   try {
     await batch(Math.min(20, delegations), 'warm');
     await sleep(200);

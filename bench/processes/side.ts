@@ -20,7 +20,7 @@ import { SendMessageRequest, TaskState, type StreamResponse } from '@a2a-js/sdk'
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
-import { mapLimit, settledCounts, sleep, startBenchFleet } from '../common.ts';
+import { delegateWithinConcurrency, mapLimit, startBenchFleet } from '../common.ts';
 import { serveCalls } from './ipc.ts';
 
 /** What one measured round reports. */
@@ -119,26 +119,17 @@ function durableSide(redisUrl: string, prefix: string) {
   const fleetFor = async (concurrency: number) => {
     if (fleet && fleetConcurrency === concurrency) return fleet;
     await fleet?.close();
-    fleet = await startBenchFleet({ redisUrl, prefix, concurrency: { send: concurrency, follow: concurrency }, subscribeRateLimit: UNTHROTTLED });
+    // One agent holds every stream here: its share is the whole follow concurrency (default: half, 90% at most).
+    fleet = await startBenchFleet({ redisUrl, prefix, concurrency: { send: concurrency, follow: concurrency }, followSlotsPerAgent: concurrency, subscribeRateLimit: UNTHROTTLED });
     fleetConcurrency = concurrency;
     return fleet;
   };
   return {
     round: async ({ cardUrl, count, concurrency, tag }: RoundInput) => {
       const running = await fleetFor(concurrency);
-      const before = await settledCounts(running);
-      return measured(async () => {
-        await mapLimit(Array.from({ length: count }), concurrency, (_, index) =>
-          producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }),
-        );
-        const deadline = Date.now() + 600_000;
-        for (;;) {
-          const now = await settledCounts(running);
-          if (now.all - before.all >= count) return now.completed - before.completed;
-          if (Date.now() > deadline) throw new Error(`durable round ${tag}: ${now.all - before.all} of ${count} settled after 10 minutes`);
-          await sleep(5);
-        }
-      });
+      return measured(() =>
+        delegateWithinConcurrency(running, count, concurrency, (index) => producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` })),
+      );
     },
     latency: async ({ cardUrl, count, tag }: RoundInput) => {
       await fleetFor(fleetConcurrency || 50);
