@@ -1,7 +1,7 @@
 /**
  * `pnpm tsx --conditions=@durable-a2a/source bench/monitor.ts [delegations]`:
  * a profiling aid, not a benchmark. Runs N happy-path delegations (default
- * 50, concurrency 10; agent 10 ms in its own process) through a producer and
+ * 50, at most 10 unsettled at once; agent 10 ms in its own process) through a producer and
  * an in-process fleet with Redis MONITOR attached, then prints the commands
  * per delegation by command and key shape (ids replaced by `<id>`), split into
  * calls from clients and calls from inside scripts (`lua`). The warm-up and the
@@ -11,7 +11,7 @@
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
 import { startRedisServer } from '../test/harness/redis.ts';
-import { mapLimit, settledCounts, sleep, startBenchFleet } from './common.ts';
+import { delegateWithinConcurrency, sleep, startBenchFleet } from './common.ts';
 import { spawnBenchChild } from './processes/ipc.ts';
 
 const delegations = Number(process.argv[2] ?? '50');
@@ -20,11 +20,10 @@ const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVI
 const { cardUrl } = await agent.ready;
 const prefix = 'mon';
 const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
-const fleet = await startBenchFleet({ redisUrl: redisServer.url, prefix, ...(process.env.MONITOR_LOCAL_FOLLOW_SLOTS ? { localFollowSlots: Number(process.env.MONITOR_LOCAL_FOLLOW_SLOTS) } : {}), concurrency: { send: 10, follow: 10 }, subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 } });
+const fleet = await startBenchFleet({ redisUrl: redisServer.url, prefix, ...(process.env.MONITOR_LOCAL_FOLLOW_SLOTS ? { localFollowSlots: Number(process.env.MONITOR_LOCAL_FOLLOW_SLOTS) } : {}), concurrency: { send: 10, follow: 10 }, followSlotsPerAgent: 10, subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 } });
 const run = async (count: number, tag: string) => {
-  const target = (await settledCounts(fleet)).all + count;
-  await mapLimit(Array.from({ length: count }), 10, (_, index) => producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }));
-  while ((await settledCounts(fleet)).all < target) await sleep(10);
+  // At most 10 unsettled at once (the fleet's send and follow concurrency), as in the benchmarks.
+  await delegateWithinConcurrency(fleet, count, 10, (index) => producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }));
   await sleep(300);
 };
 await run(5, 'warm');
