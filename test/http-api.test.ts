@@ -4,7 +4,8 @@ import type { Fleet } from '@durable-a2a/workers';
 import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { defaultLoggerOptions } from '@durable-a2a/shared';
+import { Queue } from 'bullmq';
+import { defaultLoggerOptions, queuePrefix } from '@durable-a2a/shared';
 import { useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { asksForInput, completesWith, completionSteps } from './harness/agent-behaviours.ts';
@@ -194,7 +195,12 @@ describe('operations endpoints', () => {
   });
 
   it('/metrics is Prometheus text with the queue depth of all five queues', async () => {
+    // A job parked an hour ahead (completed jobs are removed at once, so a delayed one is the count to see).
+    const send = new Queue('send', { connection: { url: redisServer().url }, prefix: queuePrefix(PREFIX) });
+    const parked = await send.add('parked', { workflowId: 'metrics-probe', delegationId: 'main.1', kind: 'message' }, { delay: 3_600_000 });
     const response = await app.inject({ method: 'GET', url: '/metrics' });
+    await parked.remove();
+    await send.close();
     expect(response.statusCode).toBe(200);
     expect(response.headers['content-type']).toMatch(/^text\/plain; version=0\.0\.4/);
     const sample = /^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (-?[0-9.]+(e[+-]?[0-9]+)?|NaN|[+-]Inf)( -?[0-9]+)?$/;
@@ -206,7 +212,7 @@ describe('operations endpoints', () => {
     for (const queue of ['send', 'follow', 'reconcile', 'verify', 'compensate']) {
       expect(response.body).toMatch(new RegExp(`^durable_a2a_queue_jobs\\{queue="${queue}",status="completed"\\} \\d+$`, 'm'));
     }
-    expect(response.body).toMatch(/^durable_a2a_queue_jobs\{queue="send",status="completed"\} [1-9]\d*$/m);
+    expect(response.body).toMatch(/^durable_a2a_queue_jobs\{queue="send",status="delayed"\} [1-9]\d*$/m);
     expect(response.body).toMatch(/^durable_a2a_open_questions \d+$/m);
   });
 
