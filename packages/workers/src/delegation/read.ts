@@ -60,7 +60,7 @@ async function applyRead(ctx: WorkerContext, record: DelegationRecord, fence: nu
   if (isTerminalTaskState(task.status.state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
   const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true });
   if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
-  return afterObservation(ctx, ref, { what }, fence);
+  return afterObservation(ctx, ref, { what }, fence, applied.applied ? applied.record : undefined);
 }
 
 /** Our task as ListTasks shows it (found by our messageId, artifacts included), when GetTask cannot be used. */

@@ -7,7 +7,7 @@
  */
 import { enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
-import { advanceWorkflow, loadDefinition } from '../workflow/advance.ts';
+import { advanceWorkflow } from '../workflow/advance.ts';
 
 /** Settles a finished delegation; does nothing for an unfinished one. */
 export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: DelegationRecord): Promise<void> {
@@ -18,8 +18,9 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
   }
   if (!isFinished(record.state)) return;
   ctx.crashPoint('advance.after-outcome', record.step);
-  const definition = await loadDefinition(ctx, ref.workflowId);
-  const step = definition?.steps.find((candidate) => candidate.name === record.step);
+  // One read of the workflow row: its definition here, the row itself for the decision (advanceWorkflow).
+  const workflow = await ctx.journal.getWorkflow(ref.workflowId);
+  const step = workflow?.definition.steps.find((candidate) => candidate.name === record.step);
   if (record.kind === 'compensation') {
     const compensation = step?.compensation;
     const verifier = compensation && 'verifier' in compensation ? compensation.verifier : undefined;
@@ -35,7 +36,7 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
     await enqueueVerify(ctx.queues, ref);
     return;
   }
-  await advanceWorkflow(ctx, ref.workflowId);
+  await advanceWorkflow(ctx, ref.workflowId, { record: workflow, settled: [record] });
   await dropFromIndex(ctx, ref, record);
 }
 

@@ -40,6 +40,8 @@ export interface StreamRun {
   log: Log;
   /** An event carried artifacts (a terminal status update then needs no GetTask to collect them, R26). */
   sawArtifacts: boolean;
+  /** The row as the last applied event wrote it (a finished one is routed without a read). */
+  written?: DelegationRecord;
 }
 
 /** Thrown inside the loop when an event names another task (RT4: a protocol error, one GetTask). */
@@ -119,6 +121,7 @@ async function applyEvent(run: StreamRun, response: StreamResponse): Promise<Del
   if (result.artifact === 'sealed') log.warn({ event: response }, 'artifact update after lastChunk dropped (agent bug)');
   if (result.status?.applied === false) ctx.metrics.staleObservations.inc({ reason: result.status.reason });
   if (result.status?.applied && state) ctx.metrics.transitions.inc({ state, source: 'stream' });
+  if (result.status?.applied) run.written = result.status.record;
   if (state === 'TASK_STATE_AUTH_REQUIRED' && result.status?.applied) {
     // Keep the stream open (the agent may resume on its own); the handler runs beside it.
     const current = await ctx.journal.getDelegation(record);
@@ -168,7 +171,8 @@ async function onStreamError(run: StreamRun, error: unknown): Promise<string> {
 /** A stream that ended: route a finished or parked delegation, else one GetTask. */
 async function afterStreamEnd(run: StreamRun, end: StreamEnd | undefined): Promise<string> {
   const { ctx, record } = run;
-  const current = await ctx.journal.getDelegation(record);
+  // Finished by the stream's last event: as written (a finished row never changes state again).
+  const current = run.written && isFinished(run.written.state) ? run.written : await ctx.journal.getDelegation(record);
   if (!current) return 'missing';
   if (isFinished(current.state)) {
     await routeDelegation(ctx, record, { known: current });

@@ -40,12 +40,20 @@ export async function loadDefinition(ctx: WorkerContext, workflowId: string): Pr
   return ctx.journal.getWorkflowDefinition(workflowId);
 }
 
-/** Reads a workflow and all its attempts. */
-export async function loadWorkflow(ctx: WorkerContext, workflowId: string): Promise<LoadedWorkflow | undefined> {
-  const record = await ctx.journal.getWorkflow(workflowId);
+/** What a caller already read of a workflow (saves those reads): its row, and finished attempts as written. */
+export interface KnownWorkflow {
+  record?: WorkflowRecord;
+  /** Finished attempts only (a finished row changes no more in what the decision reads). */
+  settled?: DelegationRecord[];
+}
+
+/** Reads a workflow and all its attempts (what `known` holds is not read again). */
+export async function loadWorkflow(ctx: WorkerContext, workflowId: string, known: KnownWorkflow = {}): Promise<LoadedWorkflow | undefined> {
+  const record = known.record ?? (await ctx.journal.getWorkflow(workflowId));
   if (!record) return undefined;
   const ids = await ctx.journal.delegationIds(workflowId);
-  const records = (await Promise.all(ids.map((delegationId) => ctx.journal.getDelegation({ workflowId, delegationId })))).filter(
+  const settled = new Map((known.settled ?? []).map((attempt) => [attempt.delegationId, attempt]));
+  const records = (await Promise.all(ids.map((delegationId) => settled.get(delegationId) ?? ctx.journal.getDelegation({ workflowId, delegationId })))).filter(
     (delegation): delegation is DelegationRecord => delegation !== undefined,
   );
   return { record, definition: record.definition, records, version: record.version, state: record.state };
@@ -85,10 +93,11 @@ async function candidateLookup(ctx: WorkerContext, definition: WorkflowDefinitio
  * Decides and applies the next actions of a workflow until there is nothing
  * more to do now (several steps may start at once). Returns the last decision.
  */
-export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): Promise<Decision> {
+export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, known?: KnownWorkflow): Promise<Decision> {
   let last: Decision = { kind: 'wait', reason: 'not decided' };
   for (let round = 0; round < 20; round++) {
-    const loaded = await loadWorkflow(ctx, workflowId);
+    // The first round may decide from what the caller read (the workflow's version is compare-and-set).
+    const loaded = await loadWorkflow(ctx, workflowId, round === 0 ? known : undefined);
     if (!loaded || isWorkflowFinished(loaded.state)) {
       // Nothing left to decide (or it expired): drop the workflow's index entry.
       await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
