@@ -24,7 +24,7 @@ import {
 import type { JobRun, WorkerContext } from '../context.ts';
 import { handleAuthRequired } from './auth.ts';
 import { park, shouldPark } from './park.ts';
-import { codeOf, collectBeforeTerminal, readOnce } from './read.ts';
+import { codeOf, collectBeforeTerminal, readOnce, type ReadSeen } from './read.ts';
 import { followLater, routeDelegation } from './route.ts';
 
 const stateOf = (response: StreamResponse) =>
@@ -149,7 +149,9 @@ async function onStreamError(run: StreamRun, error: unknown): Promise<string> {
     return 'fence-lost';
   }
   if (!(error instanceof A2AError) && !(error instanceof ForeignEventError)) throw error;
-  const current = await ctx.journal.getDelegation(record);
+  // Finished by an event of this stream: route it as written. Otherwise one GetTask reads what the agent has
+  // (a row another writer finished meanwhile stays finished: the read then changes nothing).
+  const current = run.written;
   if (current && isFinished(current.state)) {
     // The stream already brought the outcome: nothing to read.
     await routeDelegation(ctx, record, { known: current });
@@ -157,9 +159,10 @@ async function onStreamError(run: StreamRun, error: unknown): Promise<string> {
   }
   const code = codeOf(error);
   const dropped = isRetryable(error);
-  const outcome = await readOnce(ctx, record, fence, `stream ${dropped ? 'dropped' : 'refused or broke the protocol'}: ${code}`, log);
+  const seen: ReadSeen = {};
+  const outcome = await readOnce(ctx, record, fence, `stream ${dropped ? 'dropped' : 'refused or broke the protocol'}: ${code}`, log, seen);
   // A refusal of a task that GetTask then found finished is the spec's answer for a terminal task (§3.1.6), not a fault.
-  const after = code === 'STREAM_IDLE' || dropped ? undefined : await ctx.journal.getDelegation(record);
+  const after = code === 'STREAM_IDLE' || dropped ? undefined : (seen.written ?? (await ctx.journal.getDelegation(record)));
   const reason = code === 'STREAM_IDLE' ? 'idle' : dropped ? 'dropped' : after && isFinished(after.state) ? 'terminal' : 'protocol';
   ctx.metrics.resubscriptions.inc({ reason });
   if (reason === 'terminal') log.debug({ code, state: after?.state }, 'subscription refused: the task is already terminal; read it once');

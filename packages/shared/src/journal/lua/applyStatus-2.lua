@@ -34,7 +34,8 @@
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
   Returns: {1, version, record, workflow} applied: record = the row as written (flat field/value
-           list), workflow = {state, cancelRequested, stopping} when the state changed, else {}; {0, reason} ignored ('finished', 'stale', 'regress',
+           list), workflow = {state, cancelRequested, stopping} when it changed to an unfinished
+           state, else {}; {0, reason} ignored ('finished', 'stale', 'regress',
            'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'};
            {-7, agentCardUrl}: bind the task id first, then call again with ARGV[14] = '1'
 ]]
@@ -80,13 +81,18 @@ if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end
 if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
 -- A change of state is a visible change of its workflow: the workflow row's updatedAt moves with it
 -- (list order). Its key is the delegation key's hash-tagged prefix + ':wf' (keys.ts), the same slot.
+-- A delegation row exists only with its workflow row (created together, expiring together): a finished
+-- state writes it without a look; an unfinished one reads the flags the router needs (cancel wanted?) first.
 local workflow = {}
 if incoming ~= current then
   local workflowKey = string.match(KEYS[1], '^(.*}):d:') .. ':wf'
-  local flags = redis.call('HMGET', workflowKey, 'state', 'cancelRequested', 'stopping')
-  if flags[1] then
-    redis.call('HSET', workflowKey, 'updatedAt', now)
-    workflow = { flags[1], flags[2] or '', flags[3] or '' }
+  if rank[incoming] == 9 then redis.call('HSET', workflowKey, 'updatedAt', now)
+  else
+    local flags = redis.call('HMGET', workflowKey, 'state', 'cancelRequested', 'stopping')
+    if flags[1] then
+      redis.call('HSET', workflowKey, 'updatedAt', now)
+      workflow = { flags[1], flags[2] or '', flags[3] or '' }
+    end
   end
 end
 if parked[incoming] then
