@@ -6,7 +6,6 @@
  * counts them. BullMQ's keys (`{<prefix>}:…`) are not the journal's. A count, not a time: a change that
  * adds a read or a script call per delegation fails here.
  */
-import { appendFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
@@ -15,8 +14,8 @@ import { useRedisServer, testsOnCluster } from './harness/redis.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 
-/** The journal's commands per happy-path delegation may not exceed this (issue 16 target: ≈25; 75 before). */
-const JOURNAL_COMMANDS_PER_DELEGATION = 52;
+/** The journal's commands per happy-path delegation may not exceed this: 52 measured, half a command of room for a rarer path (bench/monitor.ts: ≈75 before issue 16; target ≈25). */
+const JOURNAL_COMMANDS_PER_DELEGATION = 52.5;
 const DELEGATIONS = 8;
 
 const redisServer = useRedisServer();
@@ -64,7 +63,6 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
       if (!key.startsWith(`${prefix}:`)) return;
       const shape = `${command} ${key.replace(/\{wf:[^}]*\}/, '{wf}').replace(/task:[0-9a-f]+/, 'task:<hex>')}`;
       byShape.set(shape, (byShape.get(shape) ?? 0) + 1);
-      if (process.env.TRACE_COUNT && key.includes('run-0')) appendFileSync(process.env.TRACE_COUNT, `${source.padEnd(20)} ${shape}\n`);
     });
     await delegate(DELEGATIONS, 'run');
     await new Promise((resolve) => setTimeout(resolve, 300));

@@ -36,16 +36,18 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
     await enqueueVerify(ctx.queues, ref);
     return;
   }
-  await advanceWorkflow(ctx, ref.workflowId, { record: workflow, settled: [record] });
-  await dropFromIndex(ctx, ref, record);
+  const decision = await advanceWorkflow(ctx, ref.workflowId, { record: workflow, settled: [record], callerDropsWorkflowEntry: true });
+  // A decision that finished the workflow left its entry `*` to this ZREM.
+  const finishedWorkflow = decision.kind === 'complete' || decision.kind === 'fail';
+  await dropFromIndex(ctx, ref, record, finishedWorkflow ? [{ workflowId: ref.workflowId, delegationId: '*' }] : []);
 }
 
 /**
  * Last step of settling: drops the index entry. The worker whose removal took it observes the
  * end-to-end duration (journaled intent → settled, seconds) once per delegation.
  */
-async function dropFromIndex(ctx: WorkerContext, ref: DelegationRef, record: DelegationRecord): Promise<void> {
-  if (await ctx.journal.removeFromIndex(ref)) {
+async function dropFromIndex(ctx: WorkerContext, ref: DelegationRef, record: DelegationRecord, others: DelegationRef[] = []): Promise<void> {
+  if (await ctx.journal.removeFromIndex(ref, ...others)) {
     ctx.metrics.delegationDuration.observe({ state: record.state }, Math.max(0, ctx.options.now() - record.createdAt) / 1000);
   }
 }

@@ -45,6 +45,11 @@ export interface KnownWorkflow {
   record?: WorkflowRecord;
   /** Finished attempts only (a finished row changes no more in what the decision reads). */
   settled?: DelegationRecord[];
+  /**
+   * The caller drops the workflow's index entry `*` itself, with its own entry in one ZREM, when the
+   * decision finished the workflow (`complete`, `fail`): a crash before that leaves both for the reconciler.
+   */
+  callerDropsWorkflowEntry?: boolean;
 }
 
 /** Reads a workflow and all its attempts (what `known` holds is not read again). */
@@ -114,7 +119,7 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, kn
       await candidateLookup(ctx, loaded.definition),
     );
     try {
-      await applyDecision(ctx, workflowId, loaded, last);
+      await applyDecision(ctx, workflowId, loaded, last, round === 0 && known?.callerDropsWorkflowEntry === true);
     } catch (error) {
       // Another worker changed the workflow first: decide again from what it wrote.
       if (error instanceof JournalError && (error.code === 'VERSION_CONFLICT' || error.code === 'WRONG_STATE')) continue;
@@ -125,14 +130,11 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, kn
   return last;
 }
 
-async function applyDecision(
-  ctx: WorkerContext,
-  workflowId: string,
-  loaded: LoadedWorkflow,
-  decision: Decision,
-): Promise<void> {
+async function applyDecision(ctx: WorkerContext, workflowId: string, loaded: LoadedWorkflow, decision: Decision, callerDropsWorkflowEntry = false): Promise<void> {
   const log = ctx.logger.child({ workflowId });
-  const workflowRef = { workflowId, delegationId: '*' };
+  const dropWorkflowEntry = async () => {
+    if (!callerDropsWorkflowEntry) await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
+  };
   switch (decision.kind) {
     case 'wait':
       return;
@@ -155,7 +157,7 @@ async function applyDecision(
       return journalAttempt(ctx, workflowId, loaded, decision);
     case 'complete':
       await ctx.journal.updateWorkflow(workflowId, { state: 'COMPLETED' }, loaded.version);
-      await ctx.journal.removeFromIndex(workflowRef);
+      await dropWorkflowEntry();
       log.info('workflow completed');
       return;
     case 'fail':
@@ -165,7 +167,7 @@ async function applyDecision(
         { state: decision.canceled ? 'CANCELED' : 'FAILED', failure: decision.reasons },
         loaded.version,
       );
-      await ctx.journal.removeFromIndex(workflowRef);
+      await dropWorkflowEntry();
       if (decision.canceled) log.info({ reasons: decision.reasons }, 'workflow canceled');
       else log.warn({ reasons: decision.reasons }, 'workflow failed');
       return;
