@@ -41,6 +41,8 @@ monitor.on('monitor', (_time: string, args: string[], source: string) => {
   const from = source.includes('lua') ? 'lua' : 'client';
   const line = `${from.padEnd(6)} ${command} ${shape(key)}`;
   tally.set(line, (tally.get(line) ?? 0) + 1);
+  // BENCH_MONITOR_TRACE=1: every command in order (for one or a few delegations).
+  if (process.env.BENCH_MONITOR_TRACE === '1' && !/marker|bzpopmin/.test(line)) console.log('  ', line);
 });
 await run(delegations, 'run');
 monitor.disconnect();

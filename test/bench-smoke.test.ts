@@ -28,7 +28,8 @@ function expectWellFormed(result: BenchResult): void {
   expect(result.figures.length).toBeGreaterThan(0);
   for (const { metric, value } of result.figures) {
     expect(Number.isFinite(value), `${result.name}: ${metric} = ${value}`).toBe(true);
-    expect(value, `${result.name}: ${metric}`).toBeGreaterThanOrEqual(0);
+    // "added latency" is a difference of two percentiles of small samples on a shared box: either sign is well formed.
+    if (!metric.includes('added latency')) expect(value, `${result.name}: ${metric}`).toBeGreaterThanOrEqual(0);
   }
 }
 

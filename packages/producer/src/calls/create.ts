@@ -85,12 +85,12 @@ async function create(context: ProducerContext, definition: Definition): Promise
   const now = Date.now();
   const generation = connectionGeneration(context.redis);
   const intents = await firstIntents(context, definition, now);
-  // The workflow itself is indexed until it finishes, so a crash anywhere is decided again.
-  await journal.scheduleCheck({ workflowId, delegationId: '*' }, now + 5_000);
+  // The workflow itself is indexed until it finishes (entry `*`, with the first intent's), so a crash anywhere is decided again.
   const created = await journal.createWorkflow(
     workflowId,
     { state: 'RUNNING', definition: JSON.stringify(definition), createdAt: String(now), updatedAt: String(now) },
     intents[0],
+    now + 5_000,
   );
   if (created) await sendFirstAttempts(context, definition, intents);
   if (!created) {
@@ -101,7 +101,9 @@ async function create(context: ProducerContext, definition: Definition): Promise
     }
   }
   const firstStep = definition.steps[0]!.name;
-  const messageId = (await journal.getDelegation({ workflowId, delegationId: `${firstStep}.1` }))?.messageId;
+  // Created with its first intent: that intent's messageId, else (it existed) the journaled one.
+  const first = intents[0];
+  const messageId = created && first?.delegationId === `${firstStep}.1` ? first.messageId : (await journal.getDelegation({ workflowId, delegationId: `${firstStep}.1` }))?.messageId;
   // Acknowledged only once on the replicas (also when it already existed: an earlier call may have timed out here).
   await journal.awaitReplicas(workflowId, generation);
   return { id: workflowId, created, messageId };

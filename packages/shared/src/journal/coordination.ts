@@ -22,7 +22,15 @@ export class JournalCoordination extends JournalReplies {
    * `acquire` returns false when another holder has it; `renew`/`release` only act on our own.
    */
   async lease(ref: DelegationRef, op: 'acquire' | 'renew' | 'release', token: string, durationMs = 0): Promise<boolean> {
-    return Number(await this.call('lease', [this.keys.followLease(ref.workflowId, ref.delegationId)], [op, token, durationMs])) === 1;
+    const key = this.keys.followLease(ref.workflowId, ref.delegationId);
+    if (op === 'acquire') {
+      // One command (no script) when the lease is free: SET … NX GET takes it, or answers its holder.
+      const holder = await this.redis.call('SET', key, token, 'NX', 'GET', 'PX', durationMs);
+      if (holder === null) return true;
+      // Already ours (the same holder again): extend it, as lease-1.lua's acquire does.
+      if (holder !== token) return false;
+    }
+    return Number(await this.call('lease', [key], [op, token, durationMs])) === 1;
   }
 
   /**

@@ -28,6 +28,8 @@ export interface ObserveOptions {
   expectedVersion?: number;
   /** Treat a Task as a snapshot that replaces state and artifacts (a subscription's first event, a GetTask). */
   snapshot?: boolean;
+  /** The delegation's Agent Card URL when the caller's record has no task id yet (binds a new one first, see `StatusChange`). */
+  agentCardUrl?: string;
 }
 
 const errorOf = (status: TaskStatus): RecordedError | undefined => {
@@ -55,6 +57,7 @@ export async function applyTask(
     statusMessage: task.status.message,
     error: errorOf(task.status),
     artifacts: options.snapshot ? task.artifacts : undefined,
+    agentCardUrl: options.agentCardUrl,
   });
 }
 

@@ -26,7 +26,6 @@ const SCRIPTS = {
   recordEffect: 1,
   releaseHold: 1,
   takeToken: 1,
-  bindTask: 1,
   noteProtocolError: 1,
 } as const;
 /** A journal script's verb (its file is `lua/<verb>-<key count>.lua`). */

@@ -1,12 +1,12 @@
 /**
  * Status and artifact changes of a delegation, forward only (applyStatus-2.lua, applyArtifact-2.lua),
- * with the task-id binding (bindTask-1.lua) and protocol errors an agent caused (noteProtocolError-1.lua).
+ * with the task-id binding (one SET NX GET, `bindTask`) and protocol errors an agent caused (noteProtocolError-1.lua).
  */
 import type { Artifact, Message } from '../a2a/schema.ts';
 import { artifactByteSize } from '../a2a/limits.ts';
 import { indexMember } from './keys.ts';
-import type { RecordedError } from './record.ts';
-import type { JournalState } from './states.ts';
+import { DelegationRecordSchema, type DelegationRecord, type RecordedError } from './record.ts';
+import type { JournalState, WorkflowState } from './states.ts';
 import { JournalError, journalErrorFromCode } from './errors.ts';
 import { parseAgentTimestamp } from './clock.ts';
 import type { DelegationRef } from './core.ts';
@@ -40,12 +40,37 @@ export interface StatusChange {
   error?: RecordedError;
   /** Snapshot artifacts: replace every stored artifact. Undefined leaves them. */
   artifacts?: Artifact[];
+  /**
+   * The delegation's Agent Card URL, when the caller read a record without a task id: a new `taskId`
+   * is then bound (`bindTask`) before the script runs, instead of after its refusal (one round trip less).
+   */
+  agentCardUrl?: string;
 }
 
-/** What `applyStatus` did. */
+/** The workflow fields the router needs (cancel wanted?), as applyStatus-2.lua read them. */
+export interface WorkflowFlags {
+  state: WorkflowState;
+  cancelRequested: boolean;
+  /** Set when a step failed for good (the reasons). */
+  stopping: boolean;
+}
+
+/**
+ * What `applyStatus` did. Applied: the row as written (`record`, no read needed after it) and, when the
+ * state changed, the workflow's flags (`workflow`).
+ */
 export type StatusChangeResult =
-  | { applied: true; version: number }
+  | { applied: true; version: number; record?: DelegationRecord; workflow?: WorkflowFlags }
   | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };
+
+/** applyStatus-2.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
+function appliedResult(version: number, flat: string[] | undefined, flags: string[] | undefined): StatusChangeResult {
+  const hash: Record<string, string> = {};
+  for (let index = 0; index + 1 < (flat?.length ?? 0); index += 2) hash[flat![index]!] = flat![index + 1]!;
+  const parsed = hash.delegationId ? DelegationRecordSchema.safeParse(hash) : undefined;
+  const workflow = flags?.length === 3 ? { state: flags[0] as WorkflowState, cancelRequested: flags[1] === '1', stopping: Boolean(flags[2]) } : undefined;
+  return { applied: true, version, ...(parsed?.success ? { record: parsed.data } : {}), ...(workflow ? { workflow } : {}) };
+}
 
 /** applyStatus-2.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
 function statusArguments(change: StatusChange, nowMs: number, taskBound: boolean): (string | number)[] {
@@ -86,16 +111,19 @@ export class JournalStatus extends JournalDelegations {
    */
   async applyStatus(ref: DelegationRef, change: StatusChange): Promise<StatusChangeResult> {
     change = this.withinArtifactLimit(change);
-    let [code, detail] = await this.applyStatusOnce(ref, change, false);
+    // The caller saw no task id on the row: bind a new one first (the script would ask for it, -7).
+    const bindFirst = change.taskId !== undefined && change.agentCardUrl !== undefined;
+    if (bindFirst) await this.bindTask(ref, change.agentCardUrl!, change.taskId!);
+    let [code, detail, flat, flags] = await this.applyStatusOnce(ref, change, bindFirst);
     if (code === -7) {
       // A new task id: bind it to this delegation first (at most one delegation per task id).
       await this.bindTask(ref, String(detail), change.taskId!);
-      [code, detail] = await this.applyStatusOnce(ref, change, true);
+      [code, detail, flat, flags] = await this.applyStatusOnce(ref, change, true);
     }
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
     // A finished delegation stays in the unfinished index until its workflow has
     // decided what comes next (`removeFromIndex`), so a crash in between is retried.
-    if (code === 1) return { applied: true, version: Number(detail) };
+    if (code === 1) return appliedResult(Number(detail), flat, flags);
     return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
   }
 
@@ -108,11 +136,11 @@ export class JournalStatus extends JournalDelegations {
     const bytes = change.artifacts.reduce((sum, artifact) => sum + artifactByteSize(artifact), 0);
     if (bytes <= this.artifactBytesPerDelegation) return change;
     const message = `artifacts of this delegation would reach ${bytes} bytes, over the limit of ${this.artifactBytesPerDelegation}`;
-    return { fence: change.fence, expectedVersion: change.expectedVersion, mode: 'outcome', state: 'FAILED', taskId: change.taskId, contextId: change.contextId, error: { code: 'LIMIT_EXCEEDED', message, retryable: false } };
+    return { fence: change.fence, expectedVersion: change.expectedVersion, mode: 'outcome', state: 'FAILED', taskId: change.taskId, contextId: change.contextId, agentCardUrl: change.agentCardUrl, error: { code: 'LIMIT_EXCEEDED', message, retryable: false } };
   }
 
-  private async applyStatusOnce(ref: DelegationRef, change: StatusChange, taskBound: boolean): Promise<[number, string | number]> {
-    return (await this.call('applyStatus', this.delegationKeys(ref), statusArguments(change, this.now(), taskBound))) as [number, string | number];
+  private async applyStatusOnce(ref: DelegationRef, change: StatusChange, taskBound: boolean): Promise<[number, string | number, string[]?, string[]?]> {
+    return (await this.call('applyStatus', this.delegationKeys(ref), statusArguments(change, this.now(), taskBound))) as [number, string | number, string[]?, string[]?];
   }
 
   /**
@@ -123,8 +151,10 @@ export class JournalStatus extends JournalDelegations {
   async bindTask(ref: DelegationRef, agentCardUrl: string, taskId: string): Promise<void> {
     const owner = indexMember(ref.workflowId, ref.delegationId);
     const ttlMs = this.retentionMs > 0 ? this.retentionMs * 2 : 0;
-    const [bound, holder] = (await this.call('bindTask', [this.keys.taskOwner(agentCardUrl, taskId)], [owner, ttlMs])) as [number, string];
-    if (bound === 1) return;
+    // One command (no script): SET … NX GET binds a free task id and answers the holder of a bound one.
+    const key = this.keys.taskOwner(agentCardUrl, taskId);
+    const holder = ttlMs > 0 ? await this.redis.call('SET', key, owner, 'NX', 'GET', 'PX', ttlMs) : await this.redis.call('SET', key, owner, 'NX', 'GET');
+    if (holder === null || holder === owner) return;
     await this.noteProtocolError(ref, {
       code: 'TASK_BOUND_ELSEWHERE',
       message: `the agent named task ${taskId}, which belongs to delegation ${holder}`,

@@ -18,9 +18,13 @@ export class JournalIndex extends JournalCore {
     return score === null ? undefined : Number(score);
   }
 
-  /** Drops a delegation from the unfinished index; true when this call removed it (false if already gone). */
-  async removeFromIndex(ref: DelegationRef): Promise<boolean> {
-    return (await this.redis.zrem(this.keys.unfinished(), indexMember(ref.workflowId, ref.delegationId))) === 1;
+  /**
+   * Drops a delegation (and any `others`, e.g. its workflow's entry `*`, in the same ZREM) from the unfinished
+   * index; true when this call removed at least one of them (false if all were already gone).
+   */
+  async removeFromIndex(ref: DelegationRef, ...others: DelegationRef[]): Promise<boolean> {
+    const members = [ref, ...others].map((entry) => indexMember(entry.workflowId, entry.delegationId));
+    return (await this.redis.zrem(this.keys.unfinished(), ...members)) >= 1;
   }
 
   /** Unfinished delegations due at or before `atMs` (all of them with Infinity), at most `limit`. */

@@ -6,16 +6,21 @@ import { journalErrorFromCode } from './errors.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
 import { WorkflowDefinitionSchema, type WorkflowDefinition } from '../workflow.ts';
 import { JournalIndex } from './unfinished-index.ts';
+import { indexMember } from './keys.ts';
 
 /** Journal methods over workflow rows. */
 export class JournalWorkflows extends JournalIndex {
   /**
    * Creates a workflow and (optionally) its first delegation's intent, atomically.
-   * The first delegation enters the unfinished index before the script runs.
+   * The first delegation (and, with `workflowCheckAtMs`, the workflow's own entry `*`, due then) enters
+   * the unfinished index before the script runs, with one ZADD.
    * @returns true if created, false if the workflow already existed (idempotent).
    */
-  async createWorkflow(workflowId: string, fields: Record<string, string>, first?: Record<string, string>): Promise<boolean> {
-    if (first) await this.scheduleCheck({ workflowId, delegationId: first.delegationId! }, this.now());
+  async createWorkflow(workflowId: string, fields: Record<string, string>, first?: Record<string, string>, workflowCheckAtMs?: number): Promise<boolean> {
+    const entries: (string | number)[] = [];
+    if (workflowCheckAtMs !== undefined) entries.push(workflowCheckAtMs, indexMember(workflowId, '*'));
+    if (first) entries.push(this.now(), indexMember(workflowId, first.delegationId!));
+    if (entries.length > 0) await this.redis.zadd(this.keys.unfinished(), ...entries);
     // The listing set is global (another Cluster slot), so it is written outside the script; SADD is idempotent.
     await this.redis.sadd(this.keys.workflows(), workflowId);
     const created = await this.call(

@@ -24,14 +24,14 @@ export const codeOf = (error: unknown): string =>
  * observation without progress, never a retry loop. Only a lost fence and journal errors other than
  * that are thrown.
  */
-export async function readOnce(ctx: WorkerContext, record: DelegationRecord, fence: number, why: string, log: WorkerContext['logger']): Promise<string> {
+export async function readOnce(ctx: WorkerContext, record: DelegationRecord, fence: number, why: string, log: WorkerContext['logger'], seen: ReadSeen = {}): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   try {
     const transport = await ctx.agents.transportFor(record);
     const task = await transport.getTask({ id: record.taskId! });
     // Ownership (issue 12 kind 1): GetTask must answer about the task we asked for.
     if (task.id !== record.taskId) throw new ForeignTaskError(`GetTask ${record.taskId} answered task ${task.id}`);
-    return await applyRead(ctx, record, fence, task, `${why}; GetTask ${task.status.state}`);
+    return await applyRead(ctx, record, fence, task, `${why}; GetTask ${task.status.state}`, seen);
   } catch (error) {
     if (error instanceof JournalError && error.code === 'FENCE_LOST') return 'fence-lost';
     // Possibly purged or an agent restart: decided over a window, never on one answer (R13).
@@ -48,19 +48,25 @@ export async function readOnce(ctx: WorkerContext, record: DelegationRecord, fen
   }
 }
 
+/** What `readOnce` tells its caller: the row as the GetTask answer's snapshot wrote it (when applied). */
+export interface ReadSeen {
+  written?: DelegationRecord;
+}
+
 /** A GetTask answer about another task (a protocol error: nothing in it is applied). */
 class ForeignTaskError extends ProtocolError {
   override readonly code = 'FOREIGN_TASK' as string;
 }
 
 /** Applies a read of our task as the snapshot, then the progress rule. */
-async function applyRead(ctx: WorkerContext, record: DelegationRecord, fence: number, task: Task, what: string): Promise<string> {
+async function applyRead(ctx: WorkerContext, record: DelegationRecord, fence: number, task: Task, what: string, seen: ReadSeen = {}): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // Crash window 4 on this path too: a terminal state seen by a read, not yet recorded.
   if (isTerminalTaskState(task.status.state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
   const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true });
   if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
-  return afterObservation(ctx, ref, { what }, fence);
+  seen.written = applied.applied ? applied.record : undefined;
+  return afterObservation(ctx, ref, { what }, fence, seen.written);
 }
 
 /** Our task as ListTasks shows it (found by our messageId, artifacts included), when GetTask cannot be used. */

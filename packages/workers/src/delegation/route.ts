@@ -10,7 +10,7 @@
  *                       at once in this process when it has a free local follow slot)
  * Nothing else decides whether a delegation is "finished enough".
  */
-import { enqueueCancel, enqueueFollow, isFinished, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
+import { enqueueCancel, enqueueFollow, isFinished, type DelegationRecord, type DelegationRef, type WorkflowFlags } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { park, shouldPark } from './park.ts';
 import { settle } from './settle.ts';
@@ -27,6 +27,8 @@ export interface RoutePlan {
   cancelIfRequested?: boolean;
   /** The record the caller just read (saves a read); default: read it now. */
   known?: DelegationRecord;
+  /** The workflow's flags the caller's transition returned (saves the cancel check's read); default: read them. */
+  workflow?: WorkflowFlags;
 }
 
 /** What the router did. */
@@ -44,7 +46,7 @@ export async function routeDelegation(ctx: WorkerContext, ref: DelegationRef, pl
     await settle(ctx, ref, record);
     return 'finished';
   }
-  if (cancelIfRequested && record.kind === 'step' && record.taskId && (await cancelWanted(ctx, ref))) {
+  if (cancelIfRequested && record.kind === 'step' && record.taskId && (await cancelWanted(ctx, ref, plan.workflow))) {
     // Canceled while this task was being found or sent: CancelTask it now (at most once per interval).
     await enqueueCancel(ctx.queues, ref, { by: 'late', at: ctx.options.now() });
     return 'canceling';
@@ -71,8 +73,8 @@ export async function followLater(ctx: WorkerContext, ref: DelegationRef, resubs
  * good, and no CancelTask went out for this delegation within the last reconcile interval.
  * Compensations are never canceled.
  */
-async function cancelWanted(ctx: WorkerContext, ref: DelegationRef): Promise<boolean> {
-  const workflow = await ctx.journal.getWorkflow(ref.workflowId);
+async function cancelWanted(ctx: WorkerContext, ref: DelegationRef, known?: WorkflowFlags): Promise<boolean> {
+  const workflow = known ?? (await ctx.journal.getWorkflow(ref.workflowId));
   if (!workflow || (!workflow.cancelRequested && !workflow.stopping) || workflow.state !== 'RUNNING') return false;
   return ctx.journal.markOnce(ref, 'cancel-sent', ctx.workerId, ctx.options.reconcileIntervalMs);
 }

@@ -19,10 +19,11 @@ import {
   type Message,
   type SendMessageRequest,
   type SendMessageResponse,
+  type StatusChangeResult,
   type Task,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../context.ts';
-import { routeDelegation } from './route.ts';
+import { routeDelegation, type RoutePlan } from './route.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
 import { attemptTimeLeftMs, enforceAttemptDeadline } from './deadline.ts';
 import { refuseUnknownVerifier } from './verifier-check.ts';
@@ -103,7 +104,7 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
   const transport = ctx.agents.transport(record.agentCardUrl, prepared.agentInterface);
   const request: SendMessageRequest = {
     message: outgoingMessage(record),
-    configuration: { returnImmediately: true, ...pushConfiguration(ctx, record, await ctx.journal.pushToken(ref)) },
+    configuration: { returnImmediately: true, ...pushConfiguration(ctx, record, record.push && ctx.options.webhookUrl ? await ctx.journal.pushToken(ref) : undefined) },
   };
   // Crash window 8: a worker that stalled after the mark may find that the reconciler (which waits
   // sendSettleMs = request timeout + 1 s) already decided. Past the 1 s margin, or with a lost fence,
@@ -168,9 +169,9 @@ async function applySendAnswer(ctx: WorkerContext, record: DelegationRecord, res
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   if ('message' in response) {
     // A direct Message reply completes the delegation (spec §3.1.1).
-    await ctx.journal.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', result: { message: response.message }, contextId: response.message.contextId });
+    const applied = await ctx.journal.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', result: { message: response.message }, contextId: response.message.contextId });
     log.info('agent replied with a message');
-    await routeDelegation(ctx, ref);
+    await routeDelegation(ctx, ref, knownAfter(applied));
     return 'completed-by-message';
   }
   // Ownership (issue 12 kind 1): a task in the answer to our own SendMessage must be in our context.
@@ -182,19 +183,24 @@ async function applySendAnswer(ctx: WorkerContext, record: DelegationRecord, res
   if (!ownership.ours) return refuseForeignAnswer(ctx, record, ownership, log);
   // Unfenced on purpose: the agent's answer is the truth about this send, so it is recorded even if
   // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
-  await applyTask(ctx.journal, ref, response.task, { snapshot: true });
+  const applied = await applyTask(ctx.journal, ref, response.task, { snapshot: true, agentCardUrl: record.taskId ? undefined : record.agentCardUrl });
   log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
-  if (route) await routeDelegation(ctx, ref, { again: false }); // the first subscription of new work is not rate-limited
+  if (route) await routeDelegation(ctx, ref, { again: false, ...knownAfter(applied) }); // the first subscription of new work is not rate-limited
   return 'sent';
 }
 
 /** Our task, found by our messageId while the agent held the send (V2): journaled at once, then followed. */
 async function adoptFound(ctx: WorkerContext, record: DelegationRecord, task: Task, log: Log): Promise<string> {
-  await applyTask(ctx.journal, record, task, { snapshot: true });
+  const applied = await applyTask(ctx.journal, record, task, { snapshot: true, agentCardUrl: record.taskId ? undefined : record.agentCardUrl });
   ctx.metrics.adoptions.inc();
   log.info({ taskId: task.id, state: task.status.state }, 'the agent holds the send; its task was found by our messageId');
-  await routeDelegation(ctx, record, { again: false });
+  await routeDelegation(ctx, record, { again: false, ...knownAfter(applied) });
   return 'found-while-held';
+}
+
+/** What an applied transition tells the router (the row as written, the workflow's flags): saves its reads. */
+function knownAfter(result: StatusChangeResult): Pick<RoutePlan, 'known' | 'workflow'> {
+  return result.applied ? { known: result.record, workflow: result.workflow } : {};
 }
 
 /** Registers our webhook for this task when the step asked for push (spec §4.3.3). */

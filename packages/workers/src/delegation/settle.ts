@@ -7,7 +7,7 @@
  */
 import { enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
-import { advanceWorkflow, loadDefinition } from '../workflow/advance.ts';
+import { advanceWorkflow } from '../workflow/advance.ts';
 
 /** Settles a finished delegation; does nothing for an unfinished one. */
 export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: DelegationRecord): Promise<void> {
@@ -18,8 +18,9 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
   }
   if (!isFinished(record.state)) return;
   ctx.crashPoint('advance.after-outcome', record.step);
-  const definition = await loadDefinition(ctx, ref.workflowId);
-  const step = definition?.steps.find((candidate) => candidate.name === record.step);
+  // One read of the workflow row: its definition here, the row itself for the decision (advanceWorkflow).
+  const workflow = await ctx.journal.getWorkflow(ref.workflowId);
+  const step = workflow?.definition.steps.find((candidate) => candidate.name === record.step);
   if (record.kind === 'compensation') {
     const compensation = step?.compensation;
     const verifier = compensation && 'verifier' in compensation ? compensation.verifier : undefined;
@@ -35,16 +36,18 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
     await enqueueVerify(ctx.queues, ref);
     return;
   }
-  await advanceWorkflow(ctx, ref.workflowId);
-  await dropFromIndex(ctx, ref, record);
+  const decision = await advanceWorkflow(ctx, ref.workflowId, { record: workflow, settled: [record], callerDropsWorkflowEntry: true });
+  // A decision that finished the workflow left its entry `*` to this ZREM.
+  const finishedWorkflow = decision.kind === 'complete' || decision.kind === 'fail';
+  await dropFromIndex(ctx, ref, record, finishedWorkflow ? [{ workflowId: ref.workflowId, delegationId: '*' }] : []);
 }
 
 /**
  * Last step of settling: drops the index entry. The worker whose removal took it observes the
  * end-to-end duration (journaled intent → settled, seconds) once per delegation.
  */
-async function dropFromIndex(ctx: WorkerContext, ref: DelegationRef, record: DelegationRecord): Promise<void> {
-  if (await ctx.journal.removeFromIndex(ref)) {
+async function dropFromIndex(ctx: WorkerContext, ref: DelegationRef, record: DelegationRecord, others: DelegationRef[] = []): Promise<void> {
+  if (await ctx.journal.removeFromIndex(ref, ...others)) {
     ctx.metrics.delegationDuration.observe({ state: record.state }, Math.max(0, ctx.options.now() - record.createdAt) / 1000);
   }
 }

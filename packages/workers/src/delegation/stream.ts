@@ -24,7 +24,7 @@ import {
 import type { JobRun, WorkerContext } from '../context.ts';
 import { handleAuthRequired } from './auth.ts';
 import { park, shouldPark } from './park.ts';
-import { codeOf, collectBeforeTerminal, readOnce } from './read.ts';
+import { codeOf, collectBeforeTerminal, readOnce, type ReadSeen } from './read.ts';
 import { followLater, routeDelegation } from './route.ts';
 
 const stateOf = (response: StreamResponse) =>
@@ -40,6 +40,8 @@ export interface StreamRun {
   log: Log;
   /** An event carried artifacts (a terminal status update then needs no GetTask to collect them, R26). */
   sawArtifacts: boolean;
+  /** The row as the last applied event wrote it (a finished one is routed without a read). */
+  written?: DelegationRecord;
 }
 
 /** Thrown inside the loop when an event names another task (RT4: a protocol error, one GetTask). */
@@ -119,6 +121,7 @@ async function applyEvent(run: StreamRun, response: StreamResponse): Promise<Del
   if (result.artifact === 'sealed') log.warn({ event: response }, 'artifact update after lastChunk dropped (agent bug)');
   if (result.status?.applied === false) ctx.metrics.staleObservations.inc({ reason: result.status.reason });
   if (result.status?.applied && state) ctx.metrics.transitions.inc({ state, source: 'stream' });
+  if (result.status?.applied) run.written = result.status.record;
   if (state === 'TASK_STATE_AUTH_REQUIRED' && result.status?.applied) {
     // Keep the stream open (the agent may resume on its own); the handler runs beside it.
     const current = await ctx.journal.getDelegation(record);
@@ -146,7 +149,9 @@ async function onStreamError(run: StreamRun, error: unknown): Promise<string> {
     return 'fence-lost';
   }
   if (!(error instanceof A2AError) && !(error instanceof ForeignEventError)) throw error;
-  const current = await ctx.journal.getDelegation(record);
+  // Finished by an event of this stream: route it as written. Otherwise one GetTask reads what the agent has
+  // (a row another writer finished meanwhile stays finished: the read then changes nothing).
+  const current = run.written;
   if (current && isFinished(current.state)) {
     // The stream already brought the outcome: nothing to read.
     await routeDelegation(ctx, record, { known: current });
@@ -154,9 +159,10 @@ async function onStreamError(run: StreamRun, error: unknown): Promise<string> {
   }
   const code = codeOf(error);
   const dropped = isRetryable(error);
-  const outcome = await readOnce(ctx, record, fence, `stream ${dropped ? 'dropped' : 'refused or broke the protocol'}: ${code}`, log);
+  const seen: ReadSeen = {};
+  const outcome = await readOnce(ctx, record, fence, `stream ${dropped ? 'dropped' : 'refused or broke the protocol'}: ${code}`, log, seen);
   // A refusal of a task that GetTask then found finished is the spec's answer for a terminal task (§3.1.6), not a fault.
-  const after = code === 'STREAM_IDLE' || dropped ? undefined : await ctx.journal.getDelegation(record);
+  const after = code === 'STREAM_IDLE' || dropped ? undefined : (seen.written ?? (await ctx.journal.getDelegation(record)));
   const reason = code === 'STREAM_IDLE' ? 'idle' : dropped ? 'dropped' : after && isFinished(after.state) ? 'terminal' : 'protocol';
   ctx.metrics.resubscriptions.inc({ reason });
   if (reason === 'terminal') log.debug({ code, state: after?.state }, 'subscription refused: the task is already terminal; read it once');
@@ -168,7 +174,8 @@ async function onStreamError(run: StreamRun, error: unknown): Promise<string> {
 /** A stream that ended: route a finished or parked delegation, else one GetTask. */
 async function afterStreamEnd(run: StreamRun, end: StreamEnd | undefined): Promise<string> {
   const { ctx, record } = run;
-  const current = await ctx.journal.getDelegation(record);
+  // Finished by the stream's last event: as written (a finished row never changes state again).
+  const current = run.written && isFinished(run.written.state) ? run.written : await ctx.journal.getDelegation(record);
   if (!current) return 'missing';
   if (isFinished(current.state)) {
     await routeDelegation(ctx, record, { known: current });

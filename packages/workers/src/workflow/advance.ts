@@ -40,12 +40,25 @@ export async function loadDefinition(ctx: WorkerContext, workflowId: string): Pr
   return ctx.journal.getWorkflowDefinition(workflowId);
 }
 
-/** Reads a workflow and all its attempts. */
-export async function loadWorkflow(ctx: WorkerContext, workflowId: string): Promise<LoadedWorkflow | undefined> {
-  const record = await ctx.journal.getWorkflow(workflowId);
+/** What a caller already read of a workflow (saves those reads): its row, and finished attempts as written. */
+export interface KnownWorkflow {
+  record?: WorkflowRecord;
+  /** Finished attempts only (a finished row changes no more in what the decision reads). */
+  settled?: DelegationRecord[];
+  /**
+   * The caller drops the workflow's index entry `*` itself, with its own entry in one ZREM, when the
+   * decision finished the workflow (`complete`, `fail`): a crash before that leaves both for the reconciler.
+   */
+  callerDropsWorkflowEntry?: boolean;
+}
+
+/** Reads a workflow and all its attempts (what `known` holds is not read again). */
+export async function loadWorkflow(ctx: WorkerContext, workflowId: string, known: KnownWorkflow = {}): Promise<LoadedWorkflow | undefined> {
+  const record = known.record ?? (await ctx.journal.getWorkflow(workflowId));
   if (!record) return undefined;
   const ids = await ctx.journal.delegationIds(workflowId);
-  const records = (await Promise.all(ids.map((delegationId) => ctx.journal.getDelegation({ workflowId, delegationId })))).filter(
+  const settled = new Map((known.settled ?? []).map((attempt) => [attempt.delegationId, attempt]));
+  const records = (await Promise.all(ids.map((delegationId) => settled.get(delegationId) ?? ctx.journal.getDelegation({ workflowId, delegationId })))).filter(
     (delegation): delegation is DelegationRecord => delegation !== undefined,
   );
   return { record, definition: record.definition, records, version: record.version, state: record.state };
@@ -85,10 +98,11 @@ async function candidateLookup(ctx: WorkerContext, definition: WorkflowDefinitio
  * Decides and applies the next actions of a workflow until there is nothing
  * more to do now (several steps may start at once). Returns the last decision.
  */
-export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): Promise<Decision> {
+export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, known?: KnownWorkflow): Promise<Decision> {
   let last: Decision = { kind: 'wait', reason: 'not decided' };
   for (let round = 0; round < 20; round++) {
-    const loaded = await loadWorkflow(ctx, workflowId);
+    // The first round may decide from what the caller read (the workflow's version is compare-and-set).
+    const loaded = await loadWorkflow(ctx, workflowId, round === 0 ? known : undefined);
     if (!loaded || isWorkflowFinished(loaded.state)) {
       // Nothing left to decide (or it expired): drop the workflow's index entry.
       await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
@@ -105,7 +119,7 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): P
       await candidateLookup(ctx, loaded.definition),
     );
     try {
-      await applyDecision(ctx, workflowId, loaded, last);
+      await applyDecision(ctx, workflowId, loaded, last, round === 0 && known?.callerDropsWorkflowEntry === true);
     } catch (error) {
       // Another worker changed the workflow first: decide again from what it wrote.
       if (error instanceof JournalError && (error.code === 'VERSION_CONFLICT' || error.code === 'WRONG_STATE')) continue;
@@ -116,14 +130,11 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string): P
   return last;
 }
 
-async function applyDecision(
-  ctx: WorkerContext,
-  workflowId: string,
-  loaded: LoadedWorkflow,
-  decision: Decision,
-): Promise<void> {
+async function applyDecision(ctx: WorkerContext, workflowId: string, loaded: LoadedWorkflow, decision: Decision, callerDropsWorkflowEntry = false): Promise<void> {
   const log = ctx.logger.child({ workflowId });
-  const workflowRef = { workflowId, delegationId: '*' };
+  const dropWorkflowEntry = async () => {
+    if (!callerDropsWorkflowEntry) await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
+  };
   switch (decision.kind) {
     case 'wait':
       return;
@@ -146,7 +157,7 @@ async function applyDecision(
       return journalAttempt(ctx, workflowId, loaded, decision);
     case 'complete':
       await ctx.journal.updateWorkflow(workflowId, { state: 'COMPLETED' }, loaded.version);
-      await ctx.journal.removeFromIndex(workflowRef);
+      await dropWorkflowEntry();
       log.info('workflow completed');
       return;
     case 'fail':
@@ -156,7 +167,7 @@ async function applyDecision(
         { state: decision.canceled ? 'CANCELED' : 'FAILED', failure: decision.reasons },
         loaded.version,
       );
-      await ctx.journal.removeFromIndex(workflowRef);
+      await dropWorkflowEntry();
       if (decision.canceled) log.info({ reasons: decision.reasons }, 'workflow canceled');
       else log.warn({ reasons: decision.reasons }, 'workflow failed');
       return;

@@ -20,7 +20,7 @@
   ARGV[13] question key ('' = unknown): the status message's messageId, else its timestamp;
            identifies the question a reply answers. Unknown: a new one each time the
            delegation enters a parked state (questionSeq)
-  ARGV[14] '1' when the task id in ARGV[7] is bound to this delegation (bindTask-1.lua);
+  ARGV[14] '1' when the task id in ARGV[7] is bound to this delegation (Journal.bindTask);
            a task id is recorded only then (a task id belongs to at most one delegation)
   ARGV[15] bytes the snapshot artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
@@ -29,10 +29,13 @@
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
   A change of state also sets the workflow row's 'updatedAt' (<prefix>:{wf:<id>}:wf, derived
-  from KEYS[1]: same hash tag, same slot).
+  from KEYS[1]: same hash tag, same slot), and returns the workflow's state, cancelRequested
+  and stopping read on the way (what the router needs), so the caller reads nothing more.
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
-  Returns: {1, version} applied; {0, reason} ignored ('finished', 'stale', 'regress',
+  Returns: {1, version, record, workflow} applied: record = the row as written (flat field/value
+           list), workflow = {state, cancelRequested, stopping} when it changed to an unfinished
+           state, else {}; {0, reason} ignored ('finished', 'stale', 'regress',
            'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'};
            {-7, agentCardUrl}: bind the task id first, then call again with ARGV[14] = '1'
 ]]
@@ -40,8 +43,12 @@ local rank = { INTENT = 0, SUBMITTED = 1, WORKING = 2, INPUT_REQUIRED = 2, AUTH_
   COMPLETED = 9, FAILED = 9, CANCELED = 9, REJECTED = 9, AMBIGUOUS = 9, LOST = 9 }
 local parked = { INPUT_REQUIRED = true, AUTH_REQUIRED = true }
 
--- One read and one write of the row (every field of the transition in a single HSET): fewer calls, same effect.
-local row = redis.call('HMGET', KEYS[1], 'fence', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId', 'questionKey', 'delegationId')
+-- One read and one write of the row (every field of the transition in a single HSET): fewer calls, same
+-- effect. The whole row is read, so the row as written goes back to the caller (no read after the write).
+local flat = redis.call('HGETALL', KEYS[1])
+local hash = {}
+for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1] end
+local row = { hash.fence, hash.version, hash.state, hash.statusTimestampMs, hash.taskId, hash.contextId, hash.questionKey, hash.delegationId }
 if not row[8] then return {-1, 'missing'} end
 if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {-2, 'fence'} end
 if ARGV[2] ~= '' and row[2] ~= ARGV[2] then return {-3, 'version'} end
@@ -62,7 +69,7 @@ if mode ~= 'outcome' then
 end
 
 if ARGV[7] ~= '' and knownTask == '' and ARGV[14] ~= '1' then
-  return {-7, redis.call('HGET', KEYS[1], 'agentCardUrl') or ''}
+  return {-7, hash.agentCardUrl or ''}
 end
 
 local now = ARGV[12]
@@ -74,15 +81,25 @@ if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end
 if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
 -- A change of state is a visible change of its workflow: the workflow row's updatedAt moves with it
 -- (list order). Its key is the delegation key's hash-tagged prefix + ':wf' (keys.ts), the same slot.
+-- A delegation row exists only with its workflow row (created together, expiring together): a finished
+-- state writes it without a look; an unfinished one reads the flags the router needs (cancel wanted?) first.
+local workflow = {}
 if incoming ~= current then
   local workflowKey = string.match(KEYS[1], '^(.*}):d:') .. ':wf'
-  if redis.call('EXISTS', workflowKey) == 1 then redis.call('HSET', workflowKey, 'updatedAt', now) end
+  if rank[incoming] == 9 then redis.call('HSET', workflowKey, 'updatedAt', now)
+  else
+    local flags = redis.call('HMGET', workflowKey, 'state', 'cancelRequested', 'stopping')
+    if flags[1] then
+      redis.call('HSET', workflowKey, 'updatedAt', now)
+      workflow = { flags[1], flags[2] or '', flags[3] or '' }
+    end
+  end
 end
 if parked[incoming] then
   local questionKey = ARGV[13]
   if questionKey == '' then
     questionKey = row[7] or ''
-    if not parked[current] or questionKey == '' then questionKey = 'seq:' .. redis.call('HINCRBY', KEYS[1], 'questionSeq', 1) end
+    if not parked[current] or questionKey == '' then local seq = redis.call('HINCRBY', KEYS[1], 'questionSeq', 1); hash.questionSeq = tostring(seq); questionKey = 'seq:' .. seq end
   end
   put('question', ARGV[9]); put('questionKey', questionKey)
 elseif mode ~= 'outcome' or rank[incoming] == 9 then
@@ -93,11 +110,12 @@ if ARGV[10] ~= '' then put('result', ARGV[10]) end
 if ARGV[11] ~= '' then put('error', ARGV[11]) end
 
 if ARGV[16] ~= '' then
-  redis.call('DEL', KEYS[2])
+  -- A row without 'artifactBytes' never stored an artifact (applyArtifact and snapshots set it): nothing to replace.
+  if hash.artifactBytes then redis.call('DEL', KEYS[2]) end
   put('artifactBytes', ARGV[15])
   local count = tonumber(ARGV[16])
   -- Artifacts in batches of 100 per HSET (unpack stays far below Lua's stack limit).
-  local flat = {}
+  flat = {}
   for i = 0, count - 1 do
     local id, meta, parts, bytes = ARGV[17 + i * 4], ARGV[18 + i * 4], ARGV[19 + i * 4], ARGV[20 + i * 4]
     for _, item in ipairs({ 'meta:' .. id, meta, 'parts:' .. id, parts, 'order:' .. id, tostring(i), 'bytes:' .. id, bytes }) do flat[#flat + 1] = item end
@@ -111,4 +129,7 @@ local version = (tonumber(row[2]) or 0) + 1
 put('version', tostring(version))
 redis.call('HSET', KEYS[1], unpack(set))
 if parked[incoming] then redis.call('PUBLISH', string.match(KEYS[1], '^(.*}):d:') .. ':changed', incoming) end
-return {1, version}
+for i = 1, #set, 2 do hash[set[i]] = set[i + 1] end
+local written = {}
+for field, value in pairs(hash) do written[#written + 1] = field; written[#written + 1] = value end
+return {1, version, written, workflow}

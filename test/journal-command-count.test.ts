@@ -1,0 +1,76 @@
+/**
+ * Issue 16: the journal's share of the Redis commands a happy-path delegation costs (producer → send →
+ * follow → settle, a real fleet, a real agent, a private redis-server). Counted with MONITOR: every
+ * command on a journal key (`<prefix>:…`: workflow, delegation, artifacts, lease, task binding,
+ * unfinished index, workflow list), each EVALSHA and every redis.call inside it, as INFO commandstats
+ * counts them. BullMQ's keys (`{<prefix>}:…`) are not the journal's. A count, not a time: a change that
+ * adds a read or a script call per delegation fails here.
+ */
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import type { Fleet } from '@durable-a2a/workers';
+import { useRedisServer, testsOnCluster } from './harness/redis.ts';
+import { eventually, startTestFleet } from './harness/fleet.ts';
+import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
+
+/** The journal's commands per happy-path delegation may not exceed this: 52 measured, half a command of room for a rarer path (bench/monitor.ts: ≈75 before issue 16; target ≈25). */
+const JOURNAL_COMMANDS_PER_DELEGATION = 52.5;
+const DELEGATIONS = 8;
+
+const redisServer = useRedisServer();
+let agent: DemoAgentHandle;
+let producer: Producer;
+/** Polls for completion on its own connection, whose reads are not counted. */
+let poller: Producer;
+let fleet: Fleet;
+const prefix = `count-${Date.now()}`;
+
+beforeAll(async () => {
+  agent = await startDemoAgent();
+  producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+  poller = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+  // The reconciler's sweeps are idle work (per interval, not per delegation): kept out of the window.
+  fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: 60_000 });
+});
+
+afterAll(async () => {
+  await fleet?.close();
+  await producer?.close();
+  await poller?.close();
+  await agent?.close();
+});
+
+/** Runs `count` delegations to COMPLETED, one after the other. */
+async function delegate(count: number, tag: string): Promise<void> {
+  for (let index = 0; index < count; index++) {
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` });
+    await eventually(async () => (await poller.get(id)).state === 'COMPLETED', `${id} completed`);
+  }
+}
+
+describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path delegation (issue 16)", () => {
+  it(`a happy-path delegation costs the journal at most ${JOURNAL_COMMANDS_PER_DELEGATION} commands (scripts counted with every call inside)`, async () => {
+    await delegate(2, 'warm'); // scripts loaded, connections open
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    const pollerAddress = /addr=(\S+)/.exec(String(await poller.journal.redis.client('INFO')))![1]!;
+    const monitor = await new Redis(redisServer().url).monitor();
+    const byShape = new Map<string, number>();
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if (source.endsWith(pollerAddress)) return;
+      const command = (args[0] ?? '').toLowerCase();
+      const key = command === 'evalsha' || command === 'eval' ? (args[3] ?? '') : (args[1] ?? '');
+      if (!key.startsWith(`${prefix}:`)) return;
+      const shape = `${command} ${key.replace(/\{wf:[^}]*\}/, '{wf}').replace(/task:[0-9a-f]+/, 'task:<hex>')}`;
+      byShape.set(shape, (byShape.get(shape) ?? 0) + 1);
+    });
+    await delegate(DELEGATIONS, 'run');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    monitor.disconnect();
+    const total = [...byShape.values()].reduce((sum, count) => sum + count, 0);
+    const perDelegation = total / DELEGATIONS;
+    const profile = [...byShape.entries()].sort((a, b) => b[1] - a[1]).map(([shape, count]) => `${(count / DELEGATIONS).toFixed(2)} ${shape}`);
+    expect(byShape.get(`evalsha ${prefix}:{wf}:d:main.1`) ?? 0, profile.join('\n')).toBeGreaterThan(0); // the count saw the journal
+    expect(perDelegation, profile.join('\n')).toBeLessThanOrEqual(JOURNAL_COMMANDS_PER_DELEGATION);
+  });
+});
