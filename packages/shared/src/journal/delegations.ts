@@ -36,8 +36,9 @@ export class JournalDelegations extends JournalWorkflows {
 
   /** The secret push token of a delegation (never part of the view). */
   async pushToken(ref: DelegationRef): Promise<string | undefined> {
-    const token = await this.redis.hget(this.keys.delegation(ref.workflowId, ref.delegationId), 'pushToken');
-    return token || (token === null ? (await this.finishedDelegation(ref))?.hash.pushToken : undefined) || undefined;
+    const [token, delegationId] = await this.redis.hmget(this.keys.delegation(ref.workflowId, ref.delegationId), 'pushToken', 'delegationId');
+    if (delegationId !== null) return token || undefined;
+    return (await this.finishedDelegation(ref))?.hash.pushToken || undefined;
   }
 
   /**
