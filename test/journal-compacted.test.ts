@@ -46,11 +46,11 @@ const intent = (id: string, step: string, attempt = 1) => ({
 });
 
 /** Runs a delegation through send and a stream to COMPLETED, with an artifact in two chunks. */
-async function complete(ref: DelegationRef, taskId: string): Promise<void> {
+async function complete(ref: DelegationRef, taskId: string, firstChunk = 'first '): Promise<void> {
   const fence = await journal.claim(ref, 'worker');
   await journal.markSending(ref, fence, { url: 'http://agent.example/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
   await journal.applyStatus(ref, { fence, mode: 'event', state: 'WORKING', taskId, contextId: `c-${ref.workflowId}`, statusTimestamp: '2026-01-01T00:00:01.000Z' });
-  await journal.applyArtifact(ref, fence, { artifact: { artifactId: `a-${taskId}`, name: 'result', parts: [{ text: 'first ' }] } });
+  await journal.applyArtifact(ref, fence, { artifact: { artifactId: `a-${taskId}`, name: 'result', parts: [{ text: firstChunk }] } });
   await journal.applyArtifact(ref, fence, { artifact: { artifactId: `a-${taskId}`, parts: [{ text: 'second' }] }, append: true, lastChunk: true });
   const statusMessage = { messageId: `s-${taskId}`, contextId: `c-${ref.workflowId}`, taskId, role: 'ROLE_AGENT' as const, parts: [{ text: `done ${taskId}` }] };
   await journal.applyStatus(ref, { fence, mode: 'event', state: 'COMPLETED', taskId, statusTimestamp: '2026-01-01T00:00:02.5+01:00', statusMessage });
@@ -124,7 +124,7 @@ describe('compacted record', () => {
     expect((await journal.getDelegation(ref))?.state).toBe('COMPLETED');
   });
 
-  it('NEEDS_ATTENTION, and a finished state while a delegation still runs, keep the hashes', async () => {
+  it('NEEDS_ATTENTION, a finished state while a delegation still runs, and a record over 1 MiB keep the hashes', async () => {
     await journal.createWorkflow(workflowId, { state: 'RUNNING', definition: definition(workflowId, ['main']), createdAt: '1000' }, intent(workflowId, 'main'));
     const ref = { workflowId, delegationId: 'main.1' };
     await complete(ref, 'T1');
@@ -137,6 +137,16 @@ describe('compacted record', () => {
     await journal.updateWorkflow(running, { state: 'CANCELED' });
     expect(await redis.exists(journal.keys.finished(running))).toBe(0);
     expect(await redis.pttl(journal.keys.delegation(running, 'main.1'))).toBeGreaterThan(50_000);
+
+    // Over 1 MiB of artifacts: the hashes stay (one key stays small), and expire.
+    const large = `${workflowId}-large`;
+    await journal.createWorkflow(large, { state: 'RUNNING', definition: definition(large, ['main']), createdAt: '1000' }, intent(large, 'main'));
+    const largeRef = { workflowId: large, delegationId: 'main.1' };
+    await complete(largeRef, 'T2', 'x'.repeat(1_100_000));
+    await journal.updateWorkflow(large, { state: 'COMPLETED' });
+    expect(await redis.exists(journal.keys.finished(large))).toBe(0);
+    expect((await journal.getDelegationView(largeRef))?.artifacts[0]?.parts[0]?.text).toHaveLength(1_100_000);
+    expect(await redis.pttl(journal.keys.artifacts(large, 'main.1'))).toBeGreaterThan(50_000);
   });
 });
 

@@ -1,6 +1,7 @@
 /**
  * A finished workflow's compacted record (README "Retention and storage"). When a workflow enters
- * COMPLETED, FAILED, COMPENSATED or CANCELED with every delegation final, updateWorkflow-2.lua
+ * COMPLETED, FAILED, COMPENSATED or CANCELED with every delegation final and its record fits in
+ * `COMPACTED_RECORD_LAYOUT.maxBytes` (artifacts included; else its hashes stay), updateWorkflow-2.lua
  * replaces its hashes and its delegation list with one JSON string at `JournalKeys.finished`
  * (same hash tag, same retention):
  *
@@ -68,6 +69,8 @@ export const COMPACTED_RECORD_LAYOUT = {
   times: ['createdAt', 'updatedAt', 'finishedAt', 'verifiedAt', 'statusTimestampMs', 'replySendUntil'],
   /** Counters and flags whose '0' reads as absent. */
   zeroIsAbsent: ['sendCount', 'resendCount', 'protocolErrorCount', 'verifyAttempts', 'contextRefused', 'push', 'held'],
+  /** A workflow is compacted only when its record stays within this many bytes, artifacts included (1 MiB; one key stays small). */
+  maxBytes: 1024 * 1024,
   /** A workflow is compacted only when every delegation is in one of these states (else its hashes expire as they are). */
   finalDelegation: JOURNAL_STATES.filter((state) => ['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST'].includes(state)),
 };

@@ -8,7 +8,8 @@
   ARGV[3] now (ms)
   ARGV[4] retention ms for a workflow entering a finished state ('0' = keep)
   ARGV[5] the compacted record's layout (COMPACTED_RECORD_LAYOUT, JSON), or '' (keep the hashes)
-  A workflow entering a finished state whose delegations are all final is compacted
+  A workflow entering a finished state whose delegations are all final, and whose record fits in
+  the layout's maxBytes (artifacts included), is compacted
   (README "Retention and storage"): its audit fields become one JSON string,
   '<prefix>:{wf:<id>}:done' (layout in compacted-record.ts), and the hashes and the list
   are deleted; with retention on, that key expires after it. Otherwise every key expires.
@@ -93,10 +94,12 @@ local function compact(schema)
     end
   end
   local since = string.match(workflow.createdAt or '', '^%d+$') and tonumber(workflow.createdAt) or nil
-  local delegations = {}
+  local delegations, artifactBytes = {}, 0
   for index, id in ipairs(ids) do
     local d = toFields(redis.call('HGETALL', base .. ':d:' .. id))
     if not schema.finalDelegation[d.state] then return nil end
+    artifactBytes = artifactBytes + (tonumber(d.artifactBytes or '0') or 0)
+    if artifactBytes > schema.maxBytes then return nil end
     slimDelegation(d, workflow, stepAgents)
     local record = encodeFields(d, schema, since)
     local artifacts = toFields(redis.call('HGETALL', base .. ':d:' .. id .. ':artifacts'))
@@ -123,7 +126,9 @@ local function compact(schema)
   workflow.createdAt = nil
   local encoded = encodeFields(workflow, schema, since)
   if createdAt then encoded = '{' .. text(schema.names.createdAt or 'createdAt') .. ':' .. (since and createdAt or text(createdAt)) .. (#encoded > 2 and ',' or '') .. string.sub(encoded, 2) end
-  return '{"workflow":' .. encoded .. ',"delegations":[' .. table.concat(delegations, ',') .. ']}', ids
+  local done = '{"workflow":' .. encoded .. ',"delegations":[' .. table.concat(delegations, ',') .. ']}'
+  if #done > schema.maxBytes then return nil end
+  return done, ids
 end
 
 if fields.state and finished[fields.state] then
@@ -132,7 +137,8 @@ if fields.state and finished[fields.state] then
   if (ARGV[5] or '') ~= '' then
     local given = cjson.decode(ARGV[5])
     done, ids = compact({ names = given.names, json = setOf(given.json), operational = setOf(given.operational),
-      zeroIsAbsent = setOf(given.zeroIsAbsent), times = setOf(given.times), finalDelegation = setOf(given.finalDelegation) })
+      zeroIsAbsent = setOf(given.zeroIsAbsent), times = setOf(given.times), finalDelegation = setOf(given.finalDelegation),
+      maxBytes = tonumber(given.maxBytes) or 0 })
   end
   if done then
     redis.call('SET', base .. ':done', done)
