@@ -58,7 +58,7 @@ async function complete(ref: DelegationRef, taskId: string, firstChunk = 'first 
 
 /** A record without the fields compaction leaves out as operational. */
 const audit = <T extends object>(record: T | undefined) => {
-  const { fence: _fence, notFoundCount: _notFound, sendStartedAt: _sendStarted, ...rest } = record as T & Record<string, unknown>;
+  const { notFoundCount: _notFound, sendStartedAt: _sendStarted, ...rest } = record as T & Record<string, unknown>;
   return rest;
 };
 

@@ -11,9 +11,9 @@
  * under their own name). Fields holding JSON (message, statusMessage, definition, …) are embedded as
  * JSON, digit strings as numbers (times as ms after the workflow's createdAt), every other value as
  * the hash's string. Left out: empty values,
- * counters and flags at '0', operational fields (owner, fence, progress-rule and not-found
+ * counters and flags at '0', operational fields (owner, progress-rule and not-found
  * bookkeeping, artifact byte counts and seals), and what the record implies, which
- * reading restores: the workflowId (it is in the key); a delegation's createdAt when equal to the
+ * reading restores: the workflowId (it is in the key); a delegation's id when it is `<step>.<attempt>`, createdAt when equal to the
  * workflow's, updatedAt when equal to finishedAt, statusTimestampMs (parsed from statusTimestamp),
  * agentCardUrl when it is its step's agent, kind 'step'. The value "=" stands for the record's own
  * value: the definition's workflowId, requestedContextId equal to contextId, a statusMessage's
@@ -62,7 +62,7 @@ export const COMPACTED_RECORD_LAYOUT = {
   json: ['definition', 'stopping', 'failure', 'attention', 'retryApproved', 'agentInterface', 'question', 'statusMessage', 'message', 'result', 'error', 'protocolError', 'replyMessage', 'evidence'],
   /** Bookkeeping of a running workflow: not kept once it finished (the push token is: a late push is still answered 204). */
   operational: [
-    'owner', 'fence', 'notFoundCount', 'firstNotFoundAt', 'sendStartedAt', 'replySendToken', 'replySendUntil',
+    'owner', 'notFoundCount', 'firstNotFoundAt', 'sendStartedAt', 'replySendToken', 'replySendUntil',
     'questionSeq', 'artifactBytes', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast',
   ],
   /** Times (ms) stored as a number of ms after the workflow's createdAt (a string is the hash's own text). */
@@ -114,7 +114,8 @@ function restoreMark(value: unknown, key: string, replacement: unknown): unknown
 
 /** Restores what the compacted delegation left out or marked (see the header). */
 function restoreDelegation(fields: Record<string, unknown>, workflow: Record<string, unknown>, stepAgents: Map<string, string>): Record<string, string> {
-  const record = { ...fields, workflowId: workflow.workflowId };
+  const record: Record<string, unknown> = { ...fields, workflowId: workflow.workflowId };
+  record.delegationId ??= `${String(record.step)}.${String(record.attempt)}`;
   record.createdAt ??= workflow.createdAt;
   const { contextId, taskId, step, attempt } = record as Record<string, string | undefined>;
   record.updatedAt ??= record.finishedAt;
@@ -135,7 +136,7 @@ export function parseCompactedWorkflow(workflowId: string, text: string): Compac
   const createdAtName = COMPACTED_RECORD_LAYOUT.names.createdAt ?? 'createdAt';
   const since = typeof record.workflow[createdAtName] === 'number' ? (record.workflow[createdAtName] as number) : undefined;
   const { [createdAtName]: createdAt, ...rest } = record.workflow;
-  const stored = { ...asHash(rest, since), ...(createdAt === undefined ? {} : { createdAt: String(createdAt) }) };
+  const stored: Record<string, unknown> = { ...asHash(rest, since), ...(createdAt === undefined ? {} : { createdAt: String(createdAt) }) };
   const workflow = { ...stored, workflowId, definition: restoreMark(stored.definition, 'workflowId', workflowId) };
   const definition = z.object({ steps: z.array(z.object({ name: z.string(), agent: z.unknown() })) }).safeParse(workflow.definition);
   const stepAgents = new Map((definition.success ? definition.data.steps : []).flatMap(({ name, agent }) => (typeof agent === 'string' ? [[name, agent] as const] : [])));

@@ -68,6 +68,7 @@ local function setOf(list) local set = {} for _, k in ipairs(list) do set[k] = t
 -- Leaves out (or marks '=') what the rest of the record implies; the reader restores it.
 local function slimDelegation(d, workflow, stepAgents)
   d.workflowId = nil
+  if d.delegationId == (d.step or '') .. '.' .. (d.attempt or '') then d.delegationId = nil end
   if d.createdAt == workflow.createdAt then d.createdAt = nil end
   if d.updatedAt == d.finishedAt then d.updatedAt = nil end
   if (d.statusTimestamp or '') ~= '' then d.statusTimestampMs = nil end
