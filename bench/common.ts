@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
-import { createLogger } from '@durable-a2a/shared';
+import { createLogger, parseCompactedWorkflow } from '@durable-a2a/shared';
 import { startFleet, type Fleet, type StartFleetOptions } from '@durable-a2a/workers';
 import type { DemoAgentHandle } from '../test/harness/agent.ts';
 
@@ -140,12 +140,16 @@ export async function readLeasesAndStates(
     const base = `${prefix}:{wf:${workflowId}}:d:${delegationId}`;
     pipeline.hget(base, 'state');
     pipeline.get(`${base}:lease`);
+    pipeline.get(`${prefix}:{wf:${workflowId}}:done`);
   }
   const replies = (await pipeline.exec()) ?? [];
   const result: LeaseAndState[] = [];
-  for (let index = 0; index < refs.length; index++) {
-    result.push({ state: (replies[2 * index]?.[1] as string | null) ?? null, lease: (replies[2 * index + 1]?.[1] as string | null) ?? null });
-  }
+  refs.forEach(({ workflowId, delegationId }, index) => {
+    // A finished workflow is compacted into one string: its delegations' states are read there.
+    const finished = replies[3 * index + 2]?.[1] as string | null;
+    const compacted = finished ? parseCompactedWorkflow(workflowId, finished).delegations.find(({ hash }) => hash.delegationId === delegationId)?.hash.state : undefined;
+    result.push({ state: (replies[3 * index]?.[1] as string | null) ?? compacted ?? null, lease: (replies[3 * index + 1]?.[1] as string | null) ?? null });
+  });
   return result;
 }
 
@@ -185,10 +189,12 @@ export async function waitForWorkflows(redis: Redis, prefix: string, ids: readon
   const deadline = Date.now() + timeoutMs;
   while (open.length > 0 && Date.now() < deadline) {
     const pipeline = redis.pipeline();
-    for (const index of open) pipeline.hget(`${prefix}:{wf:${ids[index]}}:wf`, 'state');
+    // A finished workflow is compacted into one string (journal/compacted-record.ts): its state is read there.
+    for (const index of open) pipeline.hget(`${prefix}:{wf:${ids[index]}}:wf`, 'state').get(`${prefix}:{wf:${ids[index]}}:done`);
     const replies = (await pipeline.exec()) ?? [];
     open = open.filter((index, position) => {
-      const state = (replies[position]?.[1] as string | null) ?? null;
+      const finished = replies[2 * position + 1]?.[1] as string | null;
+      const state = (replies[2 * position]?.[1] as string | null) ?? (finished ? (parseCompactedWorkflow(ids[index]!, finished).workflow.state ?? null) : null);
       states[index] = state;
       return state === null || state === 'RUNNING';
     });

@@ -42,15 +42,15 @@ export async function run(scale: number): Promise<BenchResult> {
     title: 'Footprint: Redis bytes per finished record, worker RSS per stream',
     figures: [
       { metric: 'journal keys per finished record (MEMORY USAGE)', value: Math.round(bytes.journalBytesPerRecord), unit: 'bytes' },
-      { metric: '  of which the delegation hash', value: Math.round(bytes.delegationBytesPerRecord), unit: 'bytes' },
+      { metric: '  of which the compacted record (`…:done`)', value: Math.round(bytes.compactedBytesPerRecord), unit: 'bytes' },
       { metric: 'used_memory delta per record (journal + BullMQ retained jobs)', value: Math.round(bytes.usedMemoryPerRecord), unit: 'bytes' },
       { metric: 'worker RSS idle', value: mib(memory.idle), unit: 'MiB' },
       { metric: `worker RSS with ${streams} open streams`, value: mib(memory.loaded), unit: 'MiB' },
       { metric: 'RSS per open stream', value: Math.round((memory.loaded - memory.idle) / streams), unit: 'bytes' },
     ],
     notes: [
-      `Delegation hash encoding: ${bytes.encoding}${bytes.encoding === 'hashtable' ? ' (a field is longer than hash-max-listpack-value, 64 bytes, so Redis cannot use the compact listpack)' : ''}.`,
-      `${records} single-step delegations completed through an in-process fleet (agent: WORKING → COMPLETED, no artifact); MEMORY USAGE … SAMPLES 0 summed over every \`{wf:…}\` key of each workflow (workflow hash, delegation hash, delegation list).`,
+      `Encoding of a finished record: ${bytes.encoding} (a finished workflow is compacted into one JSON string, \`…{wf:<id>}:done\`, replacing its hashes and delegation list; layout in packages/shared/src/journal/compacted-record.ts). Before compaction the delegation hash was a hashtable (fields over hash-max-listpack-value, 64 bytes), 3,357 bytes per record in all.`,
+      `${records} single-step delegations completed through an in-process fleet (agent: WORKING → COMPLETED, no artifact); MEMORY USAGE … SAMPLES 0 summed over every \`{wf:…}\` key of each workflow.`,
       'used_memory is read before the producer starts and after every workflow finished and the fleet closed; BullMQ keeps up to 1,000 completed jobs per queue for an hour, which this delta includes.',
       `Worker: spawnWorkerProcess (follow concurrency ${streams + 100}, subscribe limit 1000/1000 ms) following ${streams} tasks of an agent that runs 10 minutes each; RSS read once every stream is open (lease held, state WORKING) after 1 s to settle.`,
     ],
@@ -78,19 +78,19 @@ async function recordBytes(records: number) {
     }
     const after = await usedMemory(reader);
     let journal = 0;
-    let delegation = 0;
+    let compacted = 0;
     for (const id of ids) {
       const keys = await reader.keys(`${prefix}:{wf:${id}}:*`);
       for (const key of keys) {
         const usage = Number(await reader.memory('USAGE', key, 'SAMPLES', 0));
         journal += usage;
-        if (key.endsWith(':d:main.1')) delegation += usage;
+        if (key.endsWith(':done')) compacted += usage;
       }
     }
-    const encoding = await reader.object('ENCODING', `${prefix}:{wf:${ids[0]}}:d:main.1`);
+    const encoding = `${await reader.type(`${prefix}:{wf:${ids[0]}}:done`)}, ${await reader.object('ENCODING', `${prefix}:{wf:${ids[0]}}:done`)}`;
     return {
       journalBytesPerRecord: journal / records,
-      delegationBytesPerRecord: delegation / records,
+      compactedBytesPerRecord: compacted / records,
       usedMemoryPerRecord: (after - before) / records,
       encoding: String(encoding),
     };

@@ -79,6 +79,7 @@ describe('Redis Cluster (three masters)', () => {
       for (const view of views) {
         const keys = [
           producer.journal.keys.workflow(view.workflowId),
+          producer.journal.keys.finished(view.workflowId),
           ...view.steps.flatMap((step) => [...step.attempts, ...step.compensations]).map((attempt) => producer.journal.keys.delegation(view.workflowId, attempt.delegationId)),
         ];
         const keySlots = new Set(await Promise.all(keys.map(async (key) => Number(await client.call('CLUSTER', 'KEYSLOT', key)))));

@@ -8,6 +8,8 @@ export { JournalError, JOURNAL_ERROR_CODES } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
 export { journalKeys, indexMember, parseIndexMember, ID_PATTERN, DEFAULT_PREFIX } from './journal/keys.ts';
 export type { JournalKeys } from './journal/keys.ts';
+export { parseCompactedWorkflow } from './journal/compacted-record.ts';
+export type { CompactedWorkflow } from './journal/compacted-record.ts';
 export {
   JOURNAL_STATES,
   FINISHED_STATES,

@@ -5,6 +5,7 @@
  */
 import { DelegationRecordSchema, parseArtifacts, type DelegationRecord, type DelegationView } from './record.ts';
 import { journalErrorFromCode } from './errors.ts';
+import type { CompactedWorkflow } from './compacted-record.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalWorkflows } from './workflows.ts';
@@ -14,21 +15,30 @@ export class JournalDelegations extends JournalWorkflows {
   /** Reads one delegation, or undefined if missing (or expired). */
   async getDelegation(ref: DelegationRef): Promise<DelegationRecord | undefined> {
     const hash = await this.redis.hgetall(this.keys.delegation(ref.workflowId, ref.delegationId));
-    if (!hash.delegationId) return undefined;
-    return DelegationRecordSchema.parse(hash);
+    if (hash.delegationId) return DelegationRecordSchema.parse(hash);
+    const finished = await this.finishedDelegation(ref);
+    return finished && DelegationRecordSchema.parse(finished.hash);
   }
 
-  /** Reads one delegation with its artifacts. */
+  /** Reads one delegation (live or compacted) with its artifacts. */
   async getDelegationView(ref: DelegationRef): Promise<DelegationView | undefined> {
     const [key, artifactsKey] = this.delegationKeys(ref);
-    const [hash, artifacts] = await Promise.all([this.redis.hgetall(key), this.redis.hgetall(artifactsKey)]);
-    if (!hash.delegationId) return undefined;
-    return { ...DelegationRecordSchema.parse(hash), artifacts: parseArtifacts(artifacts) };
+    const [live, liveArtifacts] = await Promise.all([this.redis.hgetall(key), this.redis.hgetall(artifactsKey)]);
+    const { hash, artifacts } = live.delegationId ? { hash: live, artifacts: liveArtifacts } : ((await this.finishedDelegation(ref)) ?? {});
+    if (!hash?.delegationId) return undefined;
+    return { ...DelegationRecordSchema.parse(hash), artifacts: parseArtifacts(artifacts ?? {}) };
+  }
+
+  /** A delegation's hashes from its workflow's compacted record (compacted-record.ts), or undefined. */
+  private async finishedDelegation(ref: DelegationRef): Promise<CompactedWorkflow['delegations'][number] | undefined> {
+    return (await this.finishedWorkflow(ref.workflowId))?.delegations.find(({ hash }) => hash.delegationId === ref.delegationId);
   }
 
   /** The secret push token of a delegation (never part of the view). */
   async pushToken(ref: DelegationRef): Promise<string | undefined> {
-    return (await this.redis.hget(this.keys.delegation(ref.workflowId, ref.delegationId), 'pushToken')) || undefined;
+    const [token, delegationId] = await this.redis.hmget(this.keys.delegation(ref.workflowId, ref.delegationId), 'pushToken', 'delegationId');
+    if (delegationId !== null) return token || undefined;
+    return (await this.finishedDelegation(ref))?.hash.pushToken || undefined;
   }
 
   /**

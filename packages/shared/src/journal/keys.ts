@@ -26,6 +26,8 @@ export interface JournalKeys {
   followLease(workflowId: string, delegationId: string): string;
   /** List of a workflow's delegation ids, in creation order. */
   delegationList(workflowId: string): string;
+  /** A finished workflow's compacted record, replacing the keys above (string, JSON; compacted-record.ts). */
+  finished(workflowId: string): string;
   /** A "do this at most once" marker of a delegation (e.g. `cancel-sent`, `auth:<challenge>`). */
   once(workflowId: string, delegationId: string, name: string): string;
   /** Fleet-wide rate limit state (takeToken-1.lua). */
@@ -49,6 +51,7 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     artifacts: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}:artifacts`,
     followLease: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}:lease`,
     delegationList: (workflowId) => `${tag(workflowId)}:wf:delegations`,
+    finished: (workflowId) => `${tag(workflowId)}:done`,
     once: (workflowId, delegationId, name) => `${tag(workflowId)}:d:${delegationId}:${name}`,
     rateLimit: (name) => `${prefix}:unfinished:rate:${name}`,
     unfinished: () => `${prefix}:unfinished`,

@@ -143,7 +143,15 @@ export async function workflowSummaries(journal: Journal, ids: readonly string[]
   const questions = open ?? (await allOpenQuestions(journal));
   const byWorkflow = new Map<string, OpenQuestionSummary[]>();
   for (const question of questions) byWorkflow.set(question.workflowId, [...(byWorkflow.get(question.workflowId) ?? []), question]);
-  const rows = await Promise.all(ids.map((id) => journal.redis.hmget(journal.keys.workflow(id), 'state', 'createdAt', 'updatedAt', 'attention')));
+  const fields = ['state', 'createdAt', 'updatedAt', 'attention'] as const;
+  const rows = await Promise.all(
+    ids.map(async (id) => {
+      const live = await journal.redis.hmget(journal.keys.workflow(id), ...fields);
+      if (live[0] !== null) return live;
+      const finished = (await journal.finishedWorkflow(id))?.workflow;
+      return fields.map((field) => finished?.[field] ?? null);
+    }),
+  );
   const summaries: WorkflowSummary[] = [];
   rows.forEach(([state, createdAt, updatedAt, attention], index) => {
     if (!state) return;

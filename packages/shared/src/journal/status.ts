@@ -120,6 +120,8 @@ export class JournalStatus extends JournalDelegations {
       await this.bindTask(ref, String(detail), change.taskId!);
       [code, detail, flat, flags] = await this.applyStatusOnce(ref, change, true);
     }
+    // A finished workflow's delegations live in its compacted record: nothing more applies to them.
+    if (code === -1 && (await this.isCompacted(ref.workflowId))) return { applied: false, reason: 'finished' };
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
     // A finished delegation stays in the unfinished index until its workflow has
     // decided what comes next (`removeFromIndex`), so a crash in between is retried.
@@ -197,6 +199,7 @@ export class JournalStatus extends JournalDelegations {
       artifactByteSize(update.artifact),
       this.artifactBytesPerDelegation,
     ])) as [number, string];
+    if (code === -1 && (await this.isCompacted(ref.workflowId))) return 'finished';
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyArtifact');
     return detail as 'applied' | 'sealed' | 'finished';
   }

@@ -7,6 +7,7 @@ import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type Workfl
 import { WorkflowDefinitionSchema, type WorkflowDefinition } from '../workflow.ts';
 import { JournalIndex } from './unfinished-index.ts';
 import { indexMember } from './keys.ts';
+import { COMPACTED_RECORD_LAYOUT_ARGUMENT, parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
 
 /** Journal methods over workflow rows. */
 export class JournalWorkflows extends JournalIndex {
@@ -62,7 +63,11 @@ export class JournalWorkflows extends JournalIndex {
   async updateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion?: number): Promise<number> {
     const fields = encodeWorkflowPatch(patch);
     const code = Number(
-      await this.call('updateWorkflow', [this.keys.workflow(workflowId), this.delegationListKey(workflowId)], [expectedVersion ?? '', JSON.stringify(fields), this.now(), this.retentionMs]),
+      await this.call(
+        'updateWorkflow',
+        [this.keys.workflow(workflowId), this.delegationListKey(workflowId)],
+        [expectedVersion ?? '', JSON.stringify(fields), this.now(), this.retentionMs, patch.state === undefined ? '' : COMPACTED_RECORD_LAYOUT_ARGUMENT],
+      ),
     );
     if (code < 0) throw journalErrorFromCode(code, { workflowId, delegationId: '' }, 'updateWorkflow');
     return code;
@@ -74,25 +79,40 @@ export class JournalWorkflows extends JournalIndex {
    */
   async getWorkflowHash(workflowId: string): Promise<Record<string, string> | undefined> {
     const hash = await this.redis.hgetall(this.keys.workflow(workflowId));
-    return hash.workflowId ? hash : undefined;
+    return hash.workflowId ? hash : (await this.finishedWorkflow(workflowId))?.workflow;
   }
 
-  /** Reads a workflow row, typed, or undefined if missing (or expired). Throws a ZodError on a corrupt row. */
+  /**
+   * Reads a finished workflow's compacted record (compacted-record.ts; one GET), or undefined when it
+   * is not compacted (still live, or gone). Throws on a corrupt record.
+   */
+  async finishedWorkflow(workflowId: string): Promise<CompactedWorkflow | undefined> {
+    const text = await this.redis.get(this.keys.finished(workflowId));
+    return text ? parseCompactedWorkflow(workflowId, text) : undefined;
+  }
+
+  /** Whether the workflow finished and was compacted (one EXISTS): its delegations take no more transitions. */
+  async isCompacted(workflowId: string): Promise<boolean> {
+    return (await this.redis.exists(this.keys.finished(workflowId))) === 1;
+  }
+
+  /** Reads a workflow row (live or compacted), typed, or undefined if missing (or expired). Throws a ZodError on a corrupt row. */
   async getWorkflow(workflowId: string): Promise<WorkflowRecord | undefined> {
-    const hash = await this.redis.hgetall(this.keys.workflow(workflowId));
-    return hash.workflowId ? parseWorkflowHash(hash) : undefined;
+    const hash = await this.getWorkflowHash(workflowId);
+    return hash ? parseWorkflowHash(hash) : undefined;
   }
 
-  /** Reads only a workflow's definition (one HGET), or undefined. */
+  /** Reads only a workflow's definition (one HGET; one GET more once finished), or undefined. */
   async getWorkflowDefinition(workflowId: string): Promise<WorkflowDefinition | undefined> {
-    const text = await this.redis.hget(this.keys.workflow(workflowId), 'definition');
+    const text = (await this.redis.hget(this.keys.workflow(workflowId), 'definition')) ?? (await this.finishedWorkflow(workflowId))?.workflow.definition;
     return text ? WorkflowDefinitionSchema.parse(JSON.parse(text)) : undefined;
   }
 
   /** Reads one field of many workflows' state (listing by state), in order; undefined for missing ones. */
   async workflowStates(workflowIds: string[]): Promise<(string | undefined)[]> {
-    const states = await Promise.all(workflowIds.map((workflowId) => this.redis.hget(this.keys.workflow(workflowId), 'state')));
-    return states.map((state) => state ?? undefined);
+    return Promise.all(
+      workflowIds.map(async (workflowId) => (await this.redis.hget(this.keys.workflow(workflowId), 'state')) ?? (await this.finishedWorkflow(workflowId))?.workflow.state),
+    );
   }
 
   /** One page of workflow ids (SSCAN); `cursor` undefined when done. */
@@ -103,6 +123,8 @@ export class JournalWorkflows extends JournalIndex {
 
   /** Delegation ids of a workflow, in creation order. */
   async delegationIds(workflowId: string): Promise<string[]> {
-    return this.redis.lrange(this.delegationListKey(workflowId), 0, -1);
+    const ids = await this.redis.lrange(this.delegationListKey(workflowId), 0, -1);
+    if (ids.length > 0) return ids;
+    return (await this.finishedWorkflow(workflowId))?.delegations.map(({ hash }) => hash.delegationId ?? '') ?? [];
   }
 }

@@ -6,9 +6,10 @@
   KEYS[3] the workflow's delegation list
   ARGV[1] workflow fields, JSON object of strings
   ARGV[2] delegation fields, JSON object of strings, or ''
-  Returns: 1 created, 0 already existed
+  Returns: 1 created, 0 already existed (also when finished and compacted to '<prefix>:{wf:<id>}:done')
 ]]
 if redis.call('EXISTS', KEYS[1]) == 1 then return 0 end
+if redis.call('EXISTS', string.sub(KEYS[1], 1, -4) .. ':done') == 1 then return 0 end
 local function hset(key, json)
   local fields = cjson.decode(json)
   local flat = {}

@@ -2,19 +2,28 @@
   Changes a workflow's fields, compare-and-set on its version, and refuses to
   leave a finished workflow state (COMPLETED, FAILED, COMPENSATED, CANCELED).
   KEYS[1] workflow hash
-  KEYS[2] the workflow's delegation list; every delegation row (and its artifacts)
-          listed there expires with the workflow (same hash tag, same slot)
+  KEYS[2] the workflow's delegation list (same hash tag, same slot)
   ARGV[1] expected version ('' = any)
   ARGV[2] fields JSON object of strings
   ARGV[3] now (ms)
   ARGV[4] retention ms for a workflow entering a finished state ('0' = keep)
+  ARGV[5] the compacted record's layout (COMPACTED_RECORD_LAYOUT, JSON), or '' (keep the hashes)
+  A workflow entering a finished state whose delegations are all final, and whose record fits in
+  the layout's maxBytes (artifacts included), is compacted
+  (README "Retention and storage"): its audit fields become one JSON string,
+  '<prefix>:{wf:<id>}:done' (layout in compacted-record.ts), and the hashes and the list
+  are deleted; with retention on, that key expires after it. Otherwise every key expires.
   Publishes the new state on '<prefix>:{wf:<id>}:changed' when `state` is among the
   fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back).
   Returns: new version (>= 1); -1 missing; -3 version mismatch; -4 workflow already finished
 ]]
 local finished = { COMPLETED = true, FAILED = true, COMPENSATED = true, CANCELED = true }
+local base = string.sub(KEYS[1], 1, -4) -- '<prefix>:{wf:<id>}' without ':wf'
 local row = redis.call('HMGET', KEYS[1], 'version', 'state', 'workflowId')
-if not row[3] then return -1 end
+if not row[3] then
+  if redis.call('EXISTS', base .. ':done') == 1 then return -4 end
+  return -1
+end
 if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return -3 end
 if finished[row[2]] then return -4 end
 local fields = cjson.decode(ARGV[2])
@@ -23,11 +32,126 @@ local flat = { 'updatedAt', ARGV[3] }
 for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
 flat[#flat + 1] = 'version'; flat[#flat + 1] = tostring(version)
 redis.call('HSET', KEYS[1], unpack(flat))
+
+-- Compaction (layout and names: compacted-record.ts, passed in ARGV[5] when a state is set).
+local function text(value) return (string.gsub(cjson.encode(value), '\\/', '/')) end
+-- Replaces the first plain occurrence of `from` in `value` by `to`.
+local function replacePlain(value, from, to)
+  local first, last = string.find(value, from, 1, true)
+  if not first then return value end
+  return string.sub(value, 1, first - 1) .. to .. string.sub(value, last + 1)
+end
+-- A JSON text may get '"="' marks only if it had none (so a mark is never the agent's own value).
+local function markable(value) return value ~= nil and value ~= '' and not string.find(value, '"="', 1, true) end
+-- `since` (ms, the workflow's createdAt): time fields are stored as a number of ms after it.
+local function encodeFields(fields, schema, since)
+  local out = {}
+  for k, v in pairs(fields) do
+    if v ~= '' and not schema.operational[k] and not (schema.zeroIsAbsent[k] and v == '0') then
+      local c = string.sub(v, 1, 1)
+      local encoded
+      if since and schema.times[k] and string.match(v, '^%d+$') and #v <= 15 then encoded = string.format('%d', tonumber(v) - since)
+      elseif schema.json[k] and (c == '{' or c == '[') then encoded = v
+      elseif string.match(v, '^[1-9]%d*$') and #v <= 15 then encoded = v
+      else encoded = text(v) end
+      out[#out + 1] = text(schema.names[k] or k) .. ':' .. encoded
+    end
+  end
+  return '{' .. table.concat(out, ',') .. '}'
+end
+local function toFields(flat)
+  local fields = {}
+  for i = 1, #flat, 2 do fields[flat[i]] = flat[i + 1] end
+  return fields
+end
+local function setOf(list) local set = {} for _, k in ipairs(list) do set[k] = true end return set end
+-- Leaves out (or marks '=') what the rest of the record implies; the reader restores it.
+local function slimDelegation(d, workflow, stepAgents)
+  d.workflowId = nil
+  if d.delegationId == (d.step or '') .. '.' .. (d.attempt or '') then d.delegationId = nil end
+  if d.createdAt == workflow.createdAt then d.createdAt = nil end
+  if d.updatedAt == d.finishedAt then d.updatedAt = nil end
+  if (d.statusTimestamp or '') ~= '' then d.statusTimestampMs = nil end
+  if (d.kind or 'step') == 'step' and stepAgents[d.step] == d.agentCardUrl then d.agentCardUrl = nil end
+  if d.kind == 'step' then d.kind = nil end
+  if d.requestedContextId and d.requestedContextId == d.contextId then d.requestedContextId = '=' end
+  if markable(d.statusMessage) then
+    if (d.contextId or '') ~= '' then d.statusMessage = replacePlain(d.statusMessage, '"contextId":' .. text(d.contextId), '"contextId":"="') end
+    if (d.taskId or '') ~= '' then d.statusMessage = replacePlain(d.statusMessage, '"taskId":' .. text(d.taskId), '"taskId":"="') end
+  end
+  if markable(d.message) and d.attempt then
+    local stamp = '{"workflowId":' .. text(row[3]) .. ',"step":' .. text(d.step or '') .. ',"attempt":' .. d.attempt .. '}'
+    d.message = replacePlain(d.message, '"durableA2a":' .. stamp, '"durableA2a":"="')
+  end
+end
+local function compact(schema)
+  local ids = redis.call('LRANGE', KEYS[2], 0, -1)
+  local workflow = toFields(redis.call('HGETALL', KEYS[1]))
+  local stepAgents = {}
+  local ok, definition = pcall(cjson.decode, workflow.definition or '')
+  if ok and type(definition) == 'table' and type(definition.steps) == 'table' then
+    for _, step in ipairs(definition.steps) do
+      if type(step) == 'table' and type(step.name) == 'string' and type(step.agent) == 'string' then stepAgents[step.name] = step.agent end
+    end
+  end
+  local since = string.match(workflow.createdAt or '', '^%d+$') and tonumber(workflow.createdAt) or nil
+  local delegations, artifactBytes = {}, 0
+  for index, id in ipairs(ids) do
+    local d = toFields(redis.call('HGETALL', base .. ':d:' .. id))
+    if not schema.finalDelegation[d.state] then return nil end
+    artifactBytes = artifactBytes + (tonumber(d.artifactBytes or '0') or 0)
+    if artifactBytes > schema.maxBytes then return nil end
+    slimDelegation(d, workflow, stepAgents)
+    local record = encodeFields(d, schema, since)
+    local artifacts = toFields(redis.call('HGETALL', base .. ':d:' .. id .. ':artifacts'))
+    local kept = {}
+    for k, v in pairs(artifacts) do
+      local kind = string.match(k, '^(%a+):')
+      if kind == 'order' or kind == 'meta' or kind == 'parts' then kept[k] = v end
+    end
+    if next(kept) then
+      local parts = {}
+      for k, v in pairs(kept) do
+        local c = string.sub(v, 1, 1)
+        parts[#parts + 1] = text(k) .. ':' .. ((string.match(k, '^order:') or not (c == '{' or c == '[')) and text(v) or v)
+      end
+      record = string.sub(record, 1, -2) .. (#record > 2 and ',' or '') .. text(schema.names.artifacts) .. ':{' .. table.concat(parts, ',') .. '}}'
+    end
+    delegations[index] = record
+  end
+  workflow.workflowId = nil
+  if markable(workflow.definition) then
+    workflow.definition = replacePlain(workflow.definition, '{"workflowId":' .. text(row[3]) .. ',', '{"workflowId":"=",')
+  end
+  local createdAt = workflow.createdAt
+  workflow.createdAt = nil
+  local encoded = encodeFields(workflow, schema, since)
+  if createdAt then encoded = '{' .. text(schema.names.createdAt or 'createdAt') .. ':' .. (since and createdAt or text(createdAt)) .. (#encoded > 2 and ',' or '') .. string.sub(encoded, 2) end
+  local done = '{"workflow":' .. encoded .. ',"delegations":[' .. table.concat(delegations, ',') .. ']}'
+  if #done > schema.maxBytes then return nil end
+  return done, ids
+end
+
 if fields.state and finished[fields.state] then
   local retention = tonumber(ARGV[4]) or 0
-  if retention > 0 then
+  local done, ids
+  if (ARGV[5] or '') ~= '' then
+    local given = cjson.decode(ARGV[5])
+    done, ids = compact({ names = given.names, json = setOf(given.json), operational = setOf(given.operational),
+      zeroIsAbsent = setOf(given.zeroIsAbsent), times = setOf(given.times), finalDelegation = setOf(given.finalDelegation),
+      maxBytes = tonumber(given.maxBytes) or 0 })
+  end
+  if done then
+    redis.call('SET', base .. ':done', done)
+    if retention > 0 then redis.call('PEXPIRE', base .. ':done', retention) end
+    local keys = { KEYS[1], KEYS[2] }
+    for _, id in ipairs(ids) do
+      keys[#keys + 1] = base .. ':d:' .. id
+      keys[#keys + 1] = base .. ':d:' .. id .. ':artifacts'
+    end
+    redis.call('DEL', unpack(keys))
+  elseif retention > 0 then
     redis.call('PEXPIRE', KEYS[1], retention)
-    local base = string.sub(KEYS[1], 1, -4) -- '<prefix>:{wf:<id>}' without ':wf'
     for _, id in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
       redis.call('PEXPIRE', base .. ':d:' .. id, retention)
       redis.call('PEXPIRE', base .. ':d:' .. id .. ':artifacts', retention)
@@ -35,5 +159,5 @@ if fields.state and finished[fields.state] then
     redis.call('PEXPIRE', KEYS[2], retention)
   end
 end
-if fields.state then redis.call('PUBLISH', string.sub(KEYS[1], 1, -4) .. ':changed', fields.state) end
+if fields.state then redis.call('PUBLISH', base .. ':changed', fields.state) end
 return version

@@ -1,0 +1,153 @@
+/**
+ * A finished workflow's compacted record (README "Retention and storage"). When a workflow enters
+ * COMPLETED, FAILED, COMPENSATED or CANCELED with every delegation final and its record fits in
+ * `COMPACTED_RECORD_LAYOUT.maxBytes` (artifacts included; else its hashes stay), updateWorkflow-2.lua
+ * replaces its hashes and its delegation list with one JSON string at `JournalKeys.finished`
+ * (same hash tag, same retention):
+ *
+ *   {"workflow": {<workflow fields>}, "delegations": [{<delegation fields>, "art": {<artifact fields>}}, …]}
+ *
+ * delegations in creation order, fields under the names of `COMPACTED_RECORD_LAYOUT.names` (others
+ * under their own name). Fields holding JSON (message, statusMessage, definition, …) are embedded as
+ * JSON, digit strings as numbers (times as ms after the workflow's createdAt), every other value as
+ * the hash's string. Left out: empty values,
+ * counters and flags at '0', operational fields (owner, progress-rule and not-found
+ * bookkeeping, artifact byte counts and seals), and what the record implies, which
+ * reading restores: the workflowId (it is in the key); a delegation's id when it is `<step>.<attempt>`, createdAt when equal to the
+ * workflow's, updatedAt when equal to finishedAt, statusTimestampMs (parsed from statusTimestamp),
+ * agentCardUrl when it is its step's agent, kind 'step'. The value "=" stands for the record's own
+ * value: the definition's workflowId, requestedContextId equal to contextId, a statusMessage's
+ * contextId and taskId equal to the delegation's, a message's `metadata.durableA2a` stamp (workflowId,
+ * step, attempt). A
+ * JSON text is only marked if it held no "=" string before, so a mark is never an agent's value.
+ * Reading turns the record back into the hashes, so the journal's zod parsers (`parseWorkflowHash`,
+ * `DelegationRecordSchema`, `parseArtifacts`) give the same typed records as before compaction.
+ */
+import { z } from 'zod';
+import { parseAgentTimestamp } from './clock.ts';
+import { JOURNAL_STATES } from './states.ts';
+
+/** What updateWorkflow-2.lua needs to compact (ARGV[5]); one table for the writer and the reader. */
+export const COMPACTED_RECORD_LAYOUT = {
+  /** Stored name of a field (the record stays for the retention period, so short names pay). */
+  names: {
+    workflowId: 'id',
+    delegationId: 'did',
+    state: 'state',
+    definition: 'def',
+    version: 'v',
+    createdAt: 'at',
+    updatedAt: 'upd',
+    finishedAt: 'end',
+    step: 'step',
+    kind: 'kind',
+    attempt: 'try',
+    agentCardUrl: 'card',
+    agentInterface: 'iface',
+    messageId: 'mid',
+    message: 'msg',
+    requestedContextId: 'askCtx',
+    contextId: 'ctx',
+    taskId: 'task',
+    statusTimestamp: 'ts',
+    statusMessage: 'smsg',
+    result: 'res',
+    error: 'err',
+    sendCount: 'sends',
+    resendCount: 'resends',
+    failure: 'fail',
+    artifacts: 'art',
+  } as Record<string, string>,
+  /** Fields whose value is JSON text (embedded as JSON). */
+  json: ['definition', 'stopping', 'failure', 'attention', 'retryApproved', 'agentInterface', 'question', 'statusMessage', 'message', 'result', 'error', 'protocolError', 'replyMessage', 'evidence'],
+  /** Bookkeeping of a running workflow: not kept once it finished (the push token is: a late push is still answered 204). */
+  operational: [
+    'owner', 'notFoundCount', 'firstNotFoundAt', 'sendStartedAt', 'replySendToken', 'replySendUntil',
+    'questionSeq', 'artifactBytes', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast',
+  ],
+  /** Times (ms) stored as a number of ms after the workflow's createdAt (a string is the hash's own text). */
+  times: ['createdAt', 'updatedAt', 'finishedAt', 'verifiedAt', 'statusTimestampMs', 'replySendUntil'],
+  /** Counters and flags whose '0' reads as absent. */
+  zeroIsAbsent: ['sendCount', 'resendCount', 'protocolErrorCount', 'verifyAttempts', 'contextRefused', 'push', 'held'],
+  /** A workflow is compacted only when its record stays within this many bytes, artifacts included (1 MiB; one key stays small). */
+  maxBytes: 1024 * 1024,
+  /** A workflow is compacted only when every delegation is in one of these states (else its hashes expire as they are). */
+  finalDelegation: JOURNAL_STATES.filter((state) => ['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST'].includes(state)),
+};
+
+/** The layout as the script's ARGV[5]. */
+export const COMPACTED_RECORD_LAYOUT_ARGUMENT = JSON.stringify(COMPACTED_RECORD_LAYOUT);
+
+/** A compacted workflow read back as hashes (field → string), delegations in creation order. */
+export interface CompactedWorkflow {
+  workflow: Record<string, string>;
+  delegations: { hash: Record<string, string>; artifacts: Record<string, string> }[];
+}
+
+const FieldsSchema = z.record(z.string(), z.unknown());
+const CompactedSchema = z.object({ workflow: FieldsSchema, delegations: z.array(FieldsSchema) });
+const fullName = new Map(Object.entries(COMPACTED_RECORD_LAYOUT.names).map(([field, name]) => [name, field]));
+const MARK = '=';
+
+const times = new Set(COMPACTED_RECORD_LAYOUT.times);
+
+/** Stored names and values back to hash fields and their text; times are ms after `since` (see `times`). */
+function asHash(fields: Record<string, unknown>, since: number | undefined): Record<string, unknown> {
+  return Object.fromEntries(
+    Object.entries(fields).map(([name, value]) => {
+      const field = fullName.get(name) ?? name;
+      if (typeof value !== 'number') return [field, value];
+      return [field, String(since !== undefined && times.has(field) ? since + value : value)];
+    }),
+  );
+}
+const asText = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value));
+
+/** Replaces every `key: "="` inside a JSON value by `replacement` (at most one exists: see the header). */
+function restoreMark(value: unknown, key: string, replacement: unknown): unknown {
+  if (Array.isArray(value)) return value.map((item) => restoreMark(item, key, replacement));
+  if (!value || typeof value !== 'object') return value;
+  return Object.fromEntries(
+    Object.entries(value).map(([name, inner]) => [name, name === key && inner === MARK ? replacement : restoreMark(inner, key, replacement)]),
+  );
+}
+
+/** Restores what the compacted delegation left out or marked (see the header). */
+function restoreDelegation(fields: Record<string, unknown>, workflow: Record<string, unknown>, stepAgents: Map<string, string>): Record<string, string> {
+  const record: Record<string, unknown> = { ...fields, workflowId: workflow.workflowId };
+  record.delegationId ??= `${String(record.step)}.${String(record.attempt)}`;
+  record.createdAt ??= workflow.createdAt;
+  const { contextId, taskId, step, attempt } = record as Record<string, string | undefined>;
+  record.updatedAt ??= record.finishedAt;
+  if (record.statusTimestampMs === undefined && typeof record.statusTimestamp === 'string') {
+    const ms = parseAgentTimestamp(record.statusTimestamp);
+    if (!Number.isNaN(ms)) record.statusTimestampMs = String(ms);
+  }
+  if (record.agentCardUrl === undefined && (record.kind ?? 'step') === 'step' && step) record.agentCardUrl = stepAgents.get(step);
+  if (record.requestedContextId === MARK) record.requestedContextId = contextId;
+  if (record.statusMessage !== undefined) record.statusMessage = restoreMark(restoreMark(record.statusMessage, 'contextId', contextId), 'taskId', taskId);
+  if (record.message !== undefined) record.message = restoreMark(record.message, 'durableA2a', { workflowId: workflow.workflowId, step, attempt: Number(attempt) });
+  return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined).map(([field, value]) => [field, asText(value)]));
+}
+
+/** Parses workflow `workflowId`'s compacted record (the `finished` key's text) back into hashes. Throws on a corrupt record. */
+export function parseCompactedWorkflow(workflowId: string, text: string): CompactedWorkflow {
+  const record = CompactedSchema.parse(JSON.parse(text));
+  const createdAtName = COMPACTED_RECORD_LAYOUT.names.createdAt ?? 'createdAt';
+  const since = typeof record.workflow[createdAtName] === 'number' ? (record.workflow[createdAtName] as number) : undefined;
+  const { [createdAtName]: createdAt, ...rest } = record.workflow;
+  const stored: Record<string, unknown> = { ...asHash(rest, since), ...(createdAt === undefined ? {} : { createdAt: String(createdAt) }) };
+  const workflow = { ...stored, workflowId, definition: restoreMark(stored.definition, 'workflowId', workflowId) };
+  const definition = z.object({ steps: z.array(z.object({ name: z.string(), agent: z.unknown() })) }).safeParse(workflow.definition);
+  const stepAgents = new Map((definition.success ? definition.data.steps : []).flatMap(({ name, agent }) => (typeof agent === 'string' ? [[name, agent] as const] : [])));
+  return {
+    workflow: Object.fromEntries(Object.entries(workflow).map(([field, value]) => [field, asText(value)])),
+    delegations: record.delegations.map((fields) => {
+      const { artifacts, ...delegation } = asHash(fields, since);
+      return {
+        hash: restoreDelegation(delegation, workflow, stepAgents),
+        artifacts: Object.fromEntries(Object.entries((artifacts ?? {}) as Record<string, unknown>).map(([field, value]) => [field, asText(value)])),
+      };
+    }),
+  };
+}
