@@ -42,8 +42,8 @@ async function setUp(behaviour: Parameters<typeof startDemoAgent>[0]) {
   agents.push(agent);
   producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
   const followQueue = new Queue('follow', { connection: redis, prefix: queuePrefix(prefix) });
-  /** Every follow job ever created under this prefix (finished ones are kept for an hour). */
-  const followJobs = async () => Object.values(await followQueue.getJobCounts()).reduce((sum, count) => sum + count, 0);
+  /** Every follow job ever added under this prefix: BullMQ's job counter (completed jobs are removed at once). */
+  const followJobs = async () => Number((await redis.get(`${queuePrefix(prefix)}:follow:id`)) ?? 0);
   /** Follow jobs waiting to run. */
   const pendingFollowJobs = async () => followQueue.getJobCountByTypes('wait', 'delayed', 'prioritized');
   return { prefix, agent, producer, followJobs, pendingFollowJobs };
