@@ -62,9 +62,14 @@ export function failFastRedisOptions(commandTimeoutMs: number = DEFAULT_COMMAND_
   return { enableOfflineQueue: false, maxRetriesPerRequest: 1, commandTimeout: commandTimeoutMs };
 }
 
-/** A producer's client: `createRedisClient` with `failFastRedisOptions` (also on a Cluster's own queue). */
+/**
+ * A producer's client: `createRedisClient` with `failFastRedisOptions` (also on a Cluster's own queue),
+ * auto-pipelined (ioredis): the commands issued in one event-loop turn leave in one socket write
+ * (issue 16: one write syscall per command). Replies, errors and the command timeout stay per command.
+ * The producer's connection runs no BullMQ worker (whose connections stay plain, bullmq#457).
+ */
 export function createFailFastRedisClient(url: string, commandTimeoutMs: number = DEFAULT_COMMAND_TIMEOUT_MS): Redis | Cluster {
-  const client = createRedisClient(url, failFastRedisOptions(commandTimeoutMs));
+  const client = createRedisClient(url, { ...failFastRedisOptions(commandTimeoutMs), enableAutoPipelining: true });
   if (client instanceof Cluster) client.options.enableOfflineQueue = false;
   return client;
 }
