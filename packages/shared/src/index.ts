@@ -83,7 +83,7 @@ export {
   dependenciesOf,
 } from './workflow.ts';
 export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition, WorkflowState } from './workflow.ts';
-export { createLogger, defaultLoggerOptions, logRedisConnectionState, REDACTED_PATHS, REDIS_DOWN_REMINDER_MS } from './logger.ts';
+export { createLogger, lazyChildLogger, defaultLoggerOptions, logRedisConnectionState, REDACTED_PATHS, REDIS_DOWN_REMINDER_MS } from './logger.ts';
 export type { Logger } from './logger.ts';
 export { createMetrics } from './metrics.ts';
 export { startTracing, traceContextHeaders, withSpan, delegationSpan, delegationAttributes, annotateActiveSpan, TracingEnvironmentSchema, SPAN_ATTRIBUTES, TRACER_NAME } from './tracing.ts';

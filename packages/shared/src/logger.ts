@@ -36,6 +36,26 @@ export function createLogger(options: LoggerOptions = {}): Logger {
   return pino({ ...defaultLoggerOptions, ...options });
 }
 
+const ignoreLine = (): void => undefined;
+
+/**
+ * `logger.child(bindings)`, created on the first line logged at an enabled level (pino copies its
+ * serializers and redaction per child, a cost per job when nothing is logged; issue 16). The lines
+ * are those of the eager child; `bindings` is read once, at that first line. A disabled level's
+ * method is a no-op without creating the child.
+ */
+export function lazyChildLogger(logger: Logger, bindings: Record<string, unknown>): Logger {
+  let child: Logger | undefined;
+  return new Proxy({} as Logger, {
+    get(_target, key) {
+      if (child === undefined && typeof key === 'string' && key in logger.levels.values && !logger.isLevelEnabled(key)) return ignoreLine;
+      child ??= logger.child(bindings);
+      const value: unknown = Reflect.get(child, key, child);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(child) : value;
+    },
+  });
+}
+
 /** Anything that emits ioredis connection events (a Redis, a Cluster, a BullMQ Queue or Worker). */
 interface ConnectionEvents {
   on(event: 'error', listener: (error: Error) => void): unknown;

@@ -6,7 +6,7 @@
  * resume on its own once the credential arrives out of band.
  */
 import type { DelegationRecord, OutgoingMessage } from '@durable-a2a/shared';
-import { enqueueReply } from '@durable-a2a/shared';
+import { enqueueReply, lazyChildLogger } from '@durable-a2a/shared';
 import { randomUUID } from 'node:crypto';
 import type { WorkerContext } from '../context.ts';
 
@@ -22,7 +22,7 @@ export async function handleAuthRequired(ctx: WorkerContext, record: DelegationR
   if (!handler || record.state !== 'AUTH_REQUIRED') return false;
   if (!(await ctx.journal.markOnce(record, `auth:${record.statusTimestampMs ?? record.version}`, ctx.workerId, 24 * 3600 * 1000))) return false;
   const challenge = record.question?.parts.map((part) => part.text ?? '').join('') ?? '';
-  const log = ctx.logger.child({ workflowId: record.workflowId, delegationId: record.delegationId, taskId: record.taskId });
+  const log = lazyChildLogger(ctx.logger, { workflowId: record.workflowId, delegationId: record.delegationId, taskId: record.taskId });
   const result = await handler({ delegation: record, challenge });
   // New credentials: rebuild this agent's transports so every later call uses them.
   ctx.agents.forget(record.agentCardUrl);

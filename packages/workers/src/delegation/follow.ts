@@ -8,7 +8,7 @@
  * with one GetTask instead of a stream (`progress.ts`). The stream itself is
  * `stream.ts`; what follows it is `route.ts`.
  */
-import { isFinished, type DelegationRecord, type FollowJob } from '@durable-a2a/shared';
+import { isFinished, lazyChildLogger, type DelegationRecord, type FollowJob } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../context.ts';
 import { jitteredCheckTime } from './backoff.ts';
 import { followLater, routeDelegation } from './route.ts';
@@ -105,7 +105,7 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
   try {
     const fence = await ctx.journal.claim(ref, token);
     if (slowPoll) {
-      const log = ctx.logger.child({ queue: 'follow', ...ref, taskId: record.taskId, jobId: job.id });
+      const log = lazyChildLogger(ctx.logger, { queue: 'follow', ...ref, taskId: record.taskId, jobId: job.id });
       return await readOnce(ctx, record, fence, 'slow poll', log);
     }
     // Keep the reconciler away while the stream is healthy.

@@ -21,6 +21,7 @@ import {
   type SendMessageResponse,
   type StatusChangeResult,
   type Task,
+  lazyChildLogger,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../context.ts';
 import { routeDelegation, type RoutePlan } from './route.ts';
@@ -60,7 +61,7 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     await askReconciler(ctx, record);
     return 'may-have-sent';
   }
-  const log = ctx.logger.child({ queue: 'send', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
+  const log = lazyChildLogger(ctx.logger, { queue: 'send', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (await refuseUnknownVerifier(ctx, record, log)) return 'verifier-unknown';
   const prepared = await prepareSend(ctx, record, job, log);

@@ -20,8 +20,9 @@ import {
   type EventStream,
   type StreamEnd,
   type StreamResponse,
+  lazyChildLogger,
 } from '@durable-a2a/shared';
-import type { JobRun, WorkerContext } from '../context.ts';
+import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../context.ts';
 import { handleAuthRequired } from './auth.ts';
 import { park, shouldPark } from './park.ts';
 import { codeOf, collectBeforeTerminal, readOnce, type ReadSeen } from './read.ts';
@@ -63,7 +64,7 @@ export async function followStream(
   leaseLost: AbortSignal,
   open?: (signal: AbortSignal) => EventStream,
 ): Promise<string> {
-  const log = ctx.logger.child({ queue: open ? 'send' : 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
+  const log = lazyChildLogger(ctx.logger, { queue: open ? 'send' : 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
   const run: StreamRun = { ctx, record, fence, log, sawArtifacts: false };
   const controller = new AbortController();
   const quiet = new AbortController();
@@ -100,7 +101,7 @@ export async function followStream(
   } finally {
     clearTimeout(quietTimer);
     // Whatever ended the loop, the connection goes with it (no socket left to a fenced-out worker).
-    controller.abort();
+    controller.abort(FINISHED_ABORT_REASON);
     await stream.return(undefined as never).catch(() => undefined);
   }
   return afterStreamEnd(run, end);

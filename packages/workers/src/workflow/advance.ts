@@ -23,6 +23,7 @@ import {
   type Step,
   type WorkflowDefinition,
   type WorkflowRecord,
+  lazyChildLogger,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 
@@ -131,7 +132,7 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, kn
 }
 
 async function applyDecision(ctx: WorkerContext, workflowId: string, loaded: LoadedWorkflow, decision: Decision, callerDropsWorkflowEntry = false): Promise<void> {
-  const log = ctx.logger.child({ workflowId });
+  const log = lazyChildLogger(ctx.logger, { workflowId });
   const dropWorkflowEntry = async () => {
     if (!callerDropsWorkflowEntry) await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
   };
@@ -190,7 +191,7 @@ async function applyDecision(ctx: WorkerContext, workflowId: string, loaded: Loa
 
 /** Journals a new attempt of a step (before any I/O), then enqueues its send. */
 async function journalAttempt(ctx: WorkerContext, workflowId: string, loaded: LoadedWorkflow, decision: Extract<Decision, { kind: 'start-attempt' }>): Promise<void> {
-  const log = ctx.logger.child({ workflowId });
+  const log = lazyChildLogger(ctx.logger, { workflowId });
   const step = loaded.definition.steps.find((candidate) => candidate.name === decision.step)!;
   const intent = buildIntent({
     workflowId,
