@@ -3,7 +3,8 @@
  * and the reconciler's bookkeeping (noteNotFound, noteNoProgress, releaseHold, recordEffect). Each
  * transition is one script (`lua/<verb>-1.lua`); status changes are in status.ts, replies in replies.ts.
  */
-import { DelegationRecordSchema, parseArtifacts, type DelegationRecord, type DelegationView } from './record.ts';
+import { parseArtifacts, type DelegationRecord, type DelegationView } from './record.ts';
+import { parseDelegationHash } from './record-parse.ts';
 import { journalErrorFromCode } from './errors.ts';
 import type { CompactedWorkflow } from './compacted-record.ts';
 import { connectionGeneration } from './durability.ts';
@@ -15,9 +16,9 @@ export class JournalDelegations extends JournalWorkflows {
   /** Reads one delegation, or undefined if missing (or expired). */
   async getDelegation(ref: DelegationRef): Promise<DelegationRecord | undefined> {
     const hash = await this.redis.hgetall(this.keys.delegation(ref.workflowId, ref.delegationId));
-    if (hash.delegationId) return DelegationRecordSchema.parse(hash);
+    if (hash.delegationId) return parseDelegationHash(hash);
     const finished = await this.finishedDelegation(ref);
-    return finished && DelegationRecordSchema.parse(finished.hash);
+    return finished && parseDelegationHash(finished.hash);
   }
 
   /** Reads one delegation (live or compacted) with its artifacts. */
@@ -26,7 +27,7 @@ export class JournalDelegations extends JournalWorkflows {
     const [live, liveArtifacts] = await Promise.all([this.redis.hgetall(key), this.redis.hgetall(artifactsKey)]);
     const { hash, artifacts } = live.delegationId ? { hash: live, artifacts: liveArtifacts } : ((await this.finishedDelegation(ref)) ?? {});
     if (!hash?.delegationId) return undefined;
-    return { ...DelegationRecordSchema.parse(hash), artifacts: parseArtifacts(artifacts ?? {}) };
+    return { ...parseDelegationHash(hash), artifacts: parseArtifacts(artifacts ?? {}) };
   }
 
   /** A delegation's hashes from its workflow's compacted record (compacted-record.ts), or undefined. */

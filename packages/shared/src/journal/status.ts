@@ -5,7 +5,8 @@
 import type { Artifact, Message } from '../a2a/schema.ts';
 import { artifactByteSize } from '../a2a/limits.ts';
 import { indexMember } from './keys.ts';
-import { DelegationRecordSchema, type DelegationRecord, type RecordedError } from './record.ts';
+import type { DelegationRecord, RecordedError } from './record.ts';
+import { parseDelegationHash } from './record-parse.ts';
 import type { JournalState, WorkflowState } from './states.ts';
 import { JournalError, journalErrorFromCode } from './errors.ts';
 import { parseAgentTimestamp } from './clock.ts';
@@ -63,13 +64,22 @@ export type StatusChangeResult =
   | { applied: true; version: number; record?: DelegationRecord; workflow?: WorkflowFlags }
   | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };
 
+/** The typed row, or undefined when it does not parse (the caller reads it again). */
+function parseOrUndefined(hash: Record<string, string>): DelegationRecord | undefined {
+  try {
+    return parseDelegationHash(hash);
+  } catch {
+    return undefined;
+  }
+}
+
 /** applyStatus-2.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
 function appliedResult(version: number, flat: string[] | undefined, flags: string[] | undefined): StatusChangeResult {
   const hash: Record<string, string> = {};
   for (let index = 0; index + 1 < (flat?.length ?? 0); index += 2) hash[flat![index]!] = flat![index + 1]!;
-  const parsed = hash.delegationId ? DelegationRecordSchema.safeParse(hash) : undefined;
+  const parsed = hash.delegationId ? parseOrUndefined(hash) : undefined;
   const workflow = flags?.length === 3 ? { state: flags[0] as WorkflowState, cancelRequested: flags[1] === '1', stopping: Boolean(flags[2]) } : undefined;
-  return { applied: true, version, ...(parsed?.success ? { record: parsed.data } : {}), ...(workflow ? { workflow } : {}) };
+  return { applied: true, version, ...(parsed ? { record: parsed } : {}), ...(workflow ? { workflow } : {}) };
 }
 
 /** applyStatus-2.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */

@@ -1,0 +1,78 @@
+/** parseDelegationHash (the fast path) returns exactly what DelegationRecordSchema.parse returns, and throws its errors. No Redis. */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { DelegationRecordSchema } from '../src/index.ts';
+import { parseDelegationHash } from '../src/journal/record-parse.ts';
+
+const message = JSON.stringify({ parts: [{ text: 'do the thing' }], metadata: { a: 1 } });
+const question = JSON.stringify({ role: 'ROLE_AGENT', messageId: 'q1', parts: [{ text: 'which one?' }] });
+const full: Record<string, string> = {
+  workflowId: 'w1', delegationId: 'step:a:1', step: 'a', kind: 'compensation', attempt: '2', agentCardUrl: 'https://a.example/card',
+  agentInterface: JSON.stringify({ url: 'https://a.example/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }), messageId: 'm1',
+  requestedContextId: 'c1', contextId: 'c1', contextRefused: '1', taskId: 't1', state: 'INPUT_REQUIRED', statusTimestamp: '2026-01-01T00:00:00Z',
+  statusTimestampMs: '1767225600000', question, statusMessage: question, message, result: JSON.stringify({ parts: [{ text: 'done' }] }),
+  error: JSON.stringify({ code: 'X', message: 'x', retryable: true, delivery: 'maybe' }), protocolError: JSON.stringify({ code: 'P', message: 'p' }),
+  protocolErrorCount: '3', push: '1', held: '1', pushToken: 'secret', createdAt: '10', updatedAt: '20', sendStartedAt: '11', sendCount: '1',
+  resendCount: '2', version: '7', fence: '4', notFoundCount: '1', firstNotFoundAt: '15', noProgressMark: 'mk', noProgressSince: '16',
+  noProgressCount: '2', noProgressLast: 'ls', finishedAt: '19', replyMessageId: 'r1', replyMessage: message, replyState: 'sending',
+  replySendToken: 'tok', replySendUntil: '30', replyError: 'no', replyForQuestion: 'q1', questionKey: 'q1', effect: 'present',
+  evidence: JSON.stringify({ id: 9 }), verifiedAt: '21', verifyAttempts: '1', unknownExtra: 'ignored',
+};
+const minimal: Record<string, string> = { workflowId: 'w1', delegationId: 'd', step: 'a', attempt: '1', agentCardUrl: 'u', messageId: 'm', state: 'INTENT', message, createdAt: '1', updatedAt: '1', version: '1' };
+
+/** Both parsers on one hash: equal output (keys, order, undefined-valued keys) or the same error. */
+function expectSame(hash: Record<string, unknown>): void {
+  let expected: unknown;
+  let expectedError: unknown;
+  try {
+    expected = DelegationRecordSchema.parse(hash);
+  } catch (error) {
+    expectedError = error;
+  }
+  if (expectedError) {
+    expect(() => parseDelegationHash(hash)).toThrow();
+    let actualError: unknown;
+    try {
+      parseDelegationHash(hash);
+    } catch (error) {
+      actualError = error;
+    }
+    expect(String(actualError)).toBe(String(expectedError));
+    return;
+  }
+  const actual = parseDelegationHash(hash);
+  expect(actual).toStrictEqual(expected);
+  expect(Object.keys(actual)).toEqual(Object.keys(expected as object));
+}
+
+const variants = ['', 'x', '1', '0', 'step', 'compensation', 'WORKING', 'sent', 'absent', '{', 'null', '{}', '[]', message, question, full.error!, full.agentInterface!];
+
+describe('parseDelegationHash', () => {
+  it('matches the zod schema on a full row, a minimal row and a row whose optional fields are all empty', () => {
+    expectSame(full);
+    expectSame(minimal);
+    expectSame({ ...minimal, ...Object.fromEntries(Object.keys(full).filter((key) => !(key in minimal)).map((key) => [key, ''])) });
+    expect(parseDelegationHash(full)).not.toHaveProperty('pushToken');
+  });
+
+  it('matches the zod schema (output or error) whatever one field holds: absent, empty, a number, any text, JSON', () => {
+    for (const base of [full, minimal]) {
+      for (const key of Object.keys(full)) {
+        const { [key]: _dropped, ...without } = base;
+        expectSame(without);
+        expectSame({ ...base, [key]: 5 });
+        for (const value of variants) expectSame({ ...base, [key]: value });
+      }
+    }
+  });
+
+  it('matches the zod schema on random rows', () => {
+    const keys = Object.keys(full);
+    fc.assert(
+      fc.property(fc.dictionary(fc.constantFrom(...keys), fc.oneof(fc.constantFrom(...variants), fc.string())), fc.constantFrom(full, minimal), (changes, base) => {
+        expectSame({ ...base, ...changes });
+      }),
+      { numRuns: 300 },
+    );
+  });
+});
