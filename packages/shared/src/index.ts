@@ -79,6 +79,7 @@ export {
   CompensationSchema,
   StepSchema,
   WorkflowDefinitionSchema,
+  parseDefinitionText,
   WORKFLOW_STATES,
   dependenciesOf,
 } from './workflow.ts';

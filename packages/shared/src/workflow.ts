@@ -91,3 +91,24 @@ export function dependenciesOf(steps: readonly { name: string; after?: string[] 
 export type WorkflowDefinition = z.output<typeof WorkflowDefinitionSchema>;
 
 export { WORKFLOW_STATES, type WorkflowState } from './journal/states.ts';
+
+const parsedDefinitions = new Map<string, WorkflowDefinition>();
+const DEFINITIONS_KEPT = 10_000;
+const LONGEST_KEPT_DEFINITION = 16_384;
+
+/**
+ * Parses a journaled definition (its JSON text) with `WorkflowDefinitionSchema`. A definition never
+ * changes once its workflow exists, so the parse of a text is kept in-process (up to 10,000 texts of
+ * at most 16,384 characters, the oldest out first; issue 16) and handed out again: callers read it,
+ * never change it. Throws like `WorkflowDefinitionSchema.parse(JSON.parse(text))`; a failure is not kept.
+ */
+export function parseDefinitionText(text: string): WorkflowDefinition {
+  const kept = parsedDefinitions.get(text);
+  if (kept) return kept;
+  const definition = WorkflowDefinitionSchema.parse(JSON.parse(text));
+  if (text.length <= LONGEST_KEPT_DEFINITION) {
+    if (parsedDefinitions.size >= DEFINITIONS_KEPT) parsedDefinitions.delete(parsedDefinitions.keys().next().value!);
+    parsedDefinitions.set(text, definition);
+  }
+  return definition;
+}

@@ -5,7 +5,7 @@
  * writes the hash's fields by name.
  */
 import { z } from 'zod';
-import { WorkflowDefinitionSchema, type WorkflowDefinition } from '../workflow.ts';
+import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import { WORKFLOW_STATES, type WorkflowState } from './states.ts';
 
 /** Why a workflow waits for a person: one shape in storage and in the API. */
@@ -65,7 +65,7 @@ const optionalList = z
 const WorkflowHashSchema = z.object({
   workflowId: z.string(),
   state: z.enum(WORKFLOW_STATES),
-  definition: z.string().transform((text): WorkflowDefinition => WorkflowDefinitionSchema.parse(JSON.parse(text))),
+  definition: z.string().transform((text): WorkflowDefinition => parseDefinitionText(text)),
   definitionText: z.string(),
   version: z.string().transform(Number),
   createdAt: z.string().optional().transform((text) => Number(text ?? 0)),

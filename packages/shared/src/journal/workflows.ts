@@ -4,7 +4,7 @@
  */
 import { journalErrorFromCode } from './errors.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
-import { WorkflowDefinitionSchema, type WorkflowDefinition } from '../workflow.ts';
+import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import { JournalIndex } from './unfinished-index.ts';
 import { indexMember } from './keys.ts';
 import { COMPACTED_RECORD_LAYOUT_ARGUMENT, parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
@@ -105,7 +105,7 @@ export class JournalWorkflows extends JournalIndex {
   /** Reads only a workflow's definition (one HGET; one GET more once finished), or undefined. */
   async getWorkflowDefinition(workflowId: string): Promise<WorkflowDefinition | undefined> {
     const text = (await this.redis.hget(this.keys.workflow(workflowId), 'definition')) ?? (await this.finishedWorkflow(workflowId))?.workflow.definition;
-    return text ? WorkflowDefinitionSchema.parse(JSON.parse(text)) : undefined;
+    return text ? parseDefinitionText(text) : undefined;
   }
 
   /** Reads one field of many workflows' state (listing by state), in order; undefined for missing ones. */
