@@ -51,72 +51,106 @@ function json<T extends z.ZodType>(hash: Hash, key: string, schema: T): z.infer<
   return parsed.data as z.infer<T>;
 }
 
-/** zod's object output rule: a key whose value is undefined is kept only when the input had it. */
-function put(out: Record<string, unknown>, hash: Hash, key: string, value: unknown): void {
-  if (value !== undefined || key in hash) out[key] = value;
-}
+/** How one field is read from the hash (a wrong shape throws NOT_AS_IT_STANDS). */
+type Read = (hash: Hash, key: string) => unknown;
+const required: Read = text;
+const number: Read = (hash, key) => Number(text(hash, key));
+const optionalText: Read = (hash, key) => optional(hash, key) || undefined;
+const optionalMs: Read = (hash, key) => {
+  const value = optional(hash, key);
+  return value ? Number(value) : undefined;
+};
+const count: Read = (hash, key) => {
+  const value = optional(hash, key);
+  return value ? Number(value) : 0;
+};
+const flag: Read = (hash, key) => optional(hash, key) === '1';
+const jsonOf =
+  (schema: z.ZodType): Read =>
+  (hash, key) =>
+    json(hash, key, schema);
+const oneOf =
+  (allowed: ReadonlySet<string>): Read =>
+  (hash, key) =>
+    member(hash, key, allowed);
+const state: Read = (hash, key) => {
+  const value = text(hash, key);
+  if (!STATES.has(value)) throw NOT_AS_IT_STANDS;
+  return value;
+};
+const message: Read = (hash, key) => {
+  const parsed = OutgoingMessageSchema.safeParse(JSON.parse(text(hash, key)));
+  if (!parsed.success) throw NOT_AS_IT_STANDS;
+  return parsed.data;
+};
+/** Checked (a string or absent) and never returned: the secret push token. */
+const secret = 'secret';
 
-const blankless = (value: string | undefined) => (value ? value : undefined);
-const count = (value: string | undefined) => (value ? Number(value) : 0);
-const ms = (value: string | undefined) => (value ? Number(value) : undefined);
+/** DelegationRecordSchema's fields in its order, each with its reading. */
+const FIELDS: readonly (readonly [string, Read | typeof secret])[] = [
+  ['workflowId', required],
+  ['delegationId', required],
+  ['step', required],
+  ['kind', (hash, key) => member(hash, key, KINDS) ?? 'step'],
+  ['attempt', number],
+  ['agentCardUrl', required],
+  ['agentInterface', jsonOf(AgentInterfaceRefSchema)],
+  ['messageId', required],
+  ['requestedContextId', optionalText],
+  ['contextId', optionalText],
+  ['contextRefused', flag],
+  ['taskId', optionalText],
+  ['state', state],
+  ['statusTimestamp', optionalText],
+  ['statusTimestampMs', optionalMs],
+  ['question', jsonOf(MessageSchema)],
+  ['statusMessage', jsonOf(MessageSchema)],
+  ['message', message],
+  ['result', jsonOf(anything)],
+  ['error', jsonOf(RecordedErrorSchema)],
+  ['protocolError', jsonOf(RecordedErrorSchema)],
+  ['protocolErrorCount', count],
+  ['push', flag],
+  ['held', flag],
+  ['pushToken', secret],
+  ['createdAt', number],
+  ['updatedAt', number],
+  ['sendStartedAt', optionalMs],
+  ['sendCount', count],
+  ['resendCount', count],
+  ['version', number],
+  ['fence', count],
+  ['notFoundCount', count],
+  ['firstNotFoundAt', optionalMs],
+  ['noProgressMark', optionalText],
+  ['noProgressSince', optionalMs],
+  ['noProgressCount', count],
+  ['noProgressLast', optionalText],
+  ['finishedAt', optionalMs],
+  ['replyMessageId', optionalText],
+  ['replyMessage', jsonOf(OutgoingMessageSchema)],
+  ['replyState', oneOf(REPLY_STATES)],
+  ['replySendToken', optionalText],
+  ['replySendUntil', optionalMs],
+  ['replyError', optionalText],
+  ['replyForQuestion', optionalText],
+  ['questionKey', optionalText],
+  ['effect', oneOf(EFFECTS)],
+  ['evidence', jsonOf(anything)],
+  ['verifiedAt', optionalMs],
+  ['verifyAttempts', count],
+];
 
 function fastParse(hash: Hash): DelegationRecord {
   const out: Record<string, unknown> = {};
-  out.workflowId = text(hash, 'workflowId');
-  out.delegationId = text(hash, 'delegationId');
-  out.step = text(hash, 'step');
-  out.kind = member(hash, 'kind', KINDS) ?? 'step';
-  out.attempt = Number(text(hash, 'attempt'));
-  out.agentCardUrl = text(hash, 'agentCardUrl');
-  put(out, hash, 'agentInterface', json(hash, 'agentInterface', AgentInterfaceRefSchema));
-  out.messageId = text(hash, 'messageId');
-  put(out, hash, 'requestedContextId', blankless(optional(hash, 'requestedContextId')));
-  put(out, hash, 'contextId', blankless(optional(hash, 'contextId')));
-  out.contextRefused = optional(hash, 'contextRefused') === '1';
-  put(out, hash, 'taskId', blankless(optional(hash, 'taskId')));
-  const state = text(hash, 'state');
-  if (!STATES.has(state)) throw NOT_AS_IT_STANDS;
-  out.state = state;
-  put(out, hash, 'statusTimestamp', blankless(optional(hash, 'statusTimestamp')));
-  put(out, hash, 'statusTimestampMs', ms(optional(hash, 'statusTimestampMs')));
-  put(out, hash, 'question', json(hash, 'question', MessageSchema));
-  put(out, hash, 'statusMessage', json(hash, 'statusMessage', MessageSchema));
-  const message = OutgoingMessageSchema.safeParse(JSON.parse(text(hash, 'message')));
-  if (!message.success) throw NOT_AS_IT_STANDS;
-  out.message = message.data;
-  put(out, hash, 'result', json(hash, 'result', anything));
-  put(out, hash, 'error', json(hash, 'error', RecordedErrorSchema));
-  put(out, hash, 'protocolError', json(hash, 'protocolError', RecordedErrorSchema));
-  out.protocolErrorCount = count(optional(hash, 'protocolErrorCount'));
-  out.push = optional(hash, 'push') === '1';
-  out.held = optional(hash, 'held') === '1';
-  optional(hash, 'pushToken'); // read (a string or absent), never returned
-  out.createdAt = Number(text(hash, 'createdAt'));
-  out.updatedAt = Number(text(hash, 'updatedAt'));
-  put(out, hash, 'sendStartedAt', ms(optional(hash, 'sendStartedAt')));
-  out.sendCount = count(optional(hash, 'sendCount'));
-  out.resendCount = count(optional(hash, 'resendCount'));
-  out.version = Number(text(hash, 'version'));
-  out.fence = count(optional(hash, 'fence'));
-  out.notFoundCount = count(optional(hash, 'notFoundCount'));
-  put(out, hash, 'firstNotFoundAt', ms(optional(hash, 'firstNotFoundAt')));
-  put(out, hash, 'noProgressMark', blankless(optional(hash, 'noProgressMark')));
-  put(out, hash, 'noProgressSince', ms(optional(hash, 'noProgressSince')));
-  out.noProgressCount = count(optional(hash, 'noProgressCount'));
-  put(out, hash, 'noProgressLast', blankless(optional(hash, 'noProgressLast')));
-  put(out, hash, 'finishedAt', ms(optional(hash, 'finishedAt')));
-  put(out, hash, 'replyMessageId', blankless(optional(hash, 'replyMessageId')));
-  put(out, hash, 'replyMessage', json(hash, 'replyMessage', OutgoingMessageSchema));
-  put(out, hash, 'replyState', member(hash, 'replyState', REPLY_STATES));
-  put(out, hash, 'replySendToken', blankless(optional(hash, 'replySendToken')));
-  put(out, hash, 'replySendUntil', ms(optional(hash, 'replySendUntil')));
-  put(out, hash, 'replyError', blankless(optional(hash, 'replyError')));
-  put(out, hash, 'replyForQuestion', blankless(optional(hash, 'replyForQuestion')));
-  put(out, hash, 'questionKey', blankless(optional(hash, 'questionKey')));
-  put(out, hash, 'effect', member(hash, 'effect', EFFECTS));
-  put(out, hash, 'evidence', json(hash, 'evidence', anything));
-  put(out, hash, 'verifiedAt', ms(optional(hash, 'verifiedAt')));
-  out.verifyAttempts = count(optional(hash, 'verifyAttempts'));
+  for (const [key, read] of FIELDS) {
+    if (read === secret) optional(hash, key);
+    // zod's object output rule: a key whose value is undefined is kept only when the input had it.
+    else {
+      const value = read(hash, key);
+      if (value !== undefined || key in hash) out[key] = value;
+    }
+  }
   return out as DelegationRecord;
 }
 
