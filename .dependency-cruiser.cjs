@@ -67,12 +67,12 @@ module.exports = {
     {
       name: 'redis-only-in-journal-and-registry',
       comment:
-        'Redis is reached only through the journal (and the agent registry); clients are created in one place per process (redis.ts), persistence checks read its config.',
+        'Redis is reached only through the journal (and the agent registry); clients are created in one place per process (redis.ts), the start-up checks read its config and version.',
       severity: 'error',
       from: {
         path: '^packages/',
         pathNot:
-          '^packages/shared/src/(journal/[^/]+|registry|redis|redis-sentinel)\\.ts$|^packages/producer/src/(calls/context|server/routes/ops)\\.ts$|^packages/workers/src/persistence\\.ts$|^packages/[^/]+/test/',
+          '^packages/shared/src/(journal/[^/]+|registry|redis|redis-sentinel)\\.ts$|^packages/producer/src/(calls/context|server/routes/ops)\\.ts$|^packages/workers/src/(persistence|redis-version)\\.ts$|^packages/[^/]+/test/',
       },
       to: { path: 'node_modules/ioredis/' },
     },

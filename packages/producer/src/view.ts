@@ -102,13 +102,10 @@ function summarize(view: DelegationView, observed: Observed, workflowState: stri
 
 /** Reads a workflow's view, or undefined if it does not exist (or expired). */
 export async function workflowView(journal: Journal, workflowId: string): Promise<WorkflowView | undefined> {
-  const hash = await journal.getWorkflow(workflowId);
-  if (!hash) return undefined;
+  const snapshot = await journal.getWorkflowSnapshot(workflowId);
+  if (!snapshot) return undefined;
+  const { workflow: hash, delegations } = snapshot;
   const definition = hash.definition;
-  const ids = await journal.delegationIds(workflowId);
-  const delegations = (await Promise.all(ids.map((delegationId) => journal.getDelegationView({ workflowId, delegationId })))).filter(
-    (delegation): delegation is DelegationView => delegation !== undefined,
-  );
   const observed = new Map(
     await Promise.all(
       delegations.map(async (d): Promise<[string, Observed]> => {

@@ -29,6 +29,7 @@ import type { WorkerContext } from './context.ts';
 import { crashPointHook } from './crash-point.ts';
 import { compileFleetOptions, type CompiledFleetOptions, type FleetOptions } from './options.ts';
 import { checkPersistence, type PersistenceReport } from './persistence.ts';
+import { requireRedisVersion } from './redis-version.ts';
 import { watchFetchProgress, type FetchProgress, type QueueHealth } from './health.ts';
 import { processCompensate } from './queues/compensate.ts';
 import type { CompensationHandler } from './delegation/handler.ts';
@@ -208,6 +209,11 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   // An outage is logged as a state change (down / reminder / back), not once per failed command.
   logRedisConnectionState(logger, connection);
   journalRedis.on('error', () => undefined);
+  await requireRedisVersion(journalRedis, logger).catch((error: unknown) => {
+    journalRedis.disconnect();
+    connection.disconnect();
+    throw error;
+  });
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(

@@ -12,6 +12,7 @@ export type { Verifier, Verification, Effect, VerifierRegistry, HttpVerifierOpti
 export type { CompensationHandler } from './delegation/handler.ts';
 export type { CrashPoint, WorkerContext } from './context.ts';
 export { checkPersistence, UnsafePersistenceError } from './persistence.ts';
+export { MINIMUM_REDIS_VERSION, UnsupportedRedisError, isSupportedRedisVersion } from './redis-version.ts';
 export { NoUsableInterfaceError } from './agents.ts';
 export { startOpsServer } from './ops-server.ts';
 export { watchFetchProgress } from './health.ts';

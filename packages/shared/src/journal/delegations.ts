@@ -10,6 +10,7 @@ import type { CompactedWorkflow } from './compacted-record.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalWorkflows } from './workflows.ts';
+import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
 
 /** Journal methods over delegation rows. */
 export class JournalDelegations extends JournalWorkflows {
@@ -28,6 +29,25 @@ export class JournalDelegations extends JournalWorkflows {
     const { hash, artifacts } = live.delegationId ? { hash: live, artifacts: liveArtifacts } : ((await this.finishedDelegation(ref)) ?? {});
     if (!hash?.delegationId) return undefined;
     return { ...parseDelegationHash(hash), artifacts: parseArtifacts(artifacts ?? {}) };
+  }
+
+  /**
+   * A workflow row with every delegation (views, artifacts included) in as few round trips as its form
+   * allows: live, the row and its delegation list together, then the delegations together; finished and
+   * compacted, one GET more for all of it (instead of one per delegation). Undefined when missing (or
+   * expired). Throws a ZodError on a corrupt row.
+   */
+  async getWorkflowSnapshot(workflowId: string): Promise<{ workflow: WorkflowRecord; delegations: DelegationView[] } | undefined> {
+    const [hash, ids] = await Promise.all([this.redis.hgetall(this.keys.workflow(workflowId)), this.redis.lrange(this.delegationListKey(workflowId), 0, -1)]);
+    if (!hash.workflowId) {
+      const finished = await this.finishedWorkflow(workflowId);
+      if (!finished) return undefined;
+      const delegations = finished.delegations.map(({ hash: row, artifacts }) => ({ ...DelegationRecordSchema.parse(row), artifacts: parseArtifacts(artifacts) }));
+      return { workflow: parseWorkflowHash(finished.workflow), delegations };
+    }
+    // A delegation compacted between the two reads is read from the compacted record (getDelegationView).
+    const views = await Promise.all(ids.map((delegationId) => this.getDelegationView({ workflowId, delegationId })));
+    return { workflow: parseWorkflowHash(hash), delegations: views.filter((view): view is DelegationView => view !== undefined) };
   }
 
   /** A delegation's hashes from its workflow's compacted record (compacted-record.ts), or undefined. */

@@ -142,14 +142,18 @@ if fields.state and finished[fields.state] then
       maxBytes = tonumber(given.maxBytes) or 0 })
   end
   if done then
-    redis.call('SET', base .. ':done', done)
-    if retention > 0 then redis.call('PEXPIRE', base .. ':done', retention) end
+    if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
+    else redis.call('SET', base .. ':done', done) end
+    -- DEL in chunks: Lua's unpack takes at most ~8,000 values, and a workflow may hold 4,000 delegations
+    -- (100 steps × 20 attempts, each with a compensation), two keys each.
     local keys = { KEYS[1], KEYS[2] }
     for _, id in ipairs(ids) do
       keys[#keys + 1] = base .. ':d:' .. id
       keys[#keys + 1] = base .. ':d:' .. id .. ':artifacts'
     end
-    redis.call('DEL', unpack(keys))
+    for first = 1, #keys, 1000 do
+      redis.call('DEL', unpack(keys, first, math.min(first + 999, #keys)))
+    end
   elseif retention > 0 then
     redis.call('PEXPIRE', KEYS[1], retention)
     for _, id in ipairs(redis.call('LRANGE', KEYS[2], 0, -1)) do
