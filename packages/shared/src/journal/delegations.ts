@@ -42,7 +42,7 @@ export class JournalDelegations extends JournalWorkflows {
     if (!hash.workflowId) {
       const finished = await this.finishedWorkflow(workflowId);
       if (!finished) return undefined;
-      const delegations = finished.delegations.map(({ hash: row, artifacts }) => ({ ...DelegationRecordSchema.parse(row), artifacts: parseArtifacts(artifacts) }));
+      const delegations = finished.delegations.map(({ hash: row, artifacts }) => ({ ...parseDelegationHash(row), artifacts: parseArtifacts(artifacts) }));
       return { workflow: parseWorkflowHash(finished.workflow), delegations };
     }
     // A delegation compacted between the two reads is read from the compacted record (getDelegationView).
