@@ -48,6 +48,10 @@ function expectSame(hash: Record<string, unknown>): void {
 const variants = ['', 'x', '1', '0', 'step', 'compensation', 'WORKING', 'sent', 'absent', '{', 'null', '{}', '[]', message, question, full.error!, full.agentInterface!];
 
 describe('parseDelegationHash', () => {
+  it('is tested on every field of the schema (a field added there must be added to `full` here, and then to the fast path)', () => {
+    expect(Object.keys(full).filter((key) => key !== 'unknownExtra')).toEqual(Object.keys(DelegationRecordSchema.in.shape));
+  });
+
   it('matches the zod schema on a full row, a minimal row and a row whose optional fields are all empty', () => {
     expectSame(full);
     expectSame(minimal);
