@@ -209,11 +209,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   // An outage is logged as a state change (down / reminder / back), not once per failed command.
   logRedisConnectionState(logger, connection);
   journalRedis.on('error', () => undefined);
-  await requireRedisVersion(journalRedis, logger).catch((error: unknown) => {
-    journalRedis.disconnect();
-    connection.disconnect();
-    throw error;
-  });
+  await requireRedisVersion(journalRedis, logger, [journalRedis, connection]);
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(

@@ -35,10 +35,11 @@ export function isSupportedRedisVersion(version: string): boolean {
 }
 
 /**
- * Reads `redis_version` (INFO server) and throws UnsupportedRedisError when it is older than 7.0. Returns the
+ * Reads `redis_version` (INFO server) and throws UnsupportedRedisError when it is older than 7.0, after
+ * disconnecting `disconnectOnRefusal` (the caller's clients, so a refused start leaves no socket open). Returns the
  * version read, or undefined when INFO is not allowed (managed Redis may rename it): then it warns and goes on.
  */
-export async function requireRedisVersion(redis: Redis | Cluster, logger: Logger): Promise<string | undefined> {
+export async function requireRedisVersion(redis: Redis | Cluster, logger: Logger, disconnectOnRefusal: readonly { disconnect(): void }[] = []): Promise<string | undefined> {
   let version: string | undefined;
   try {
     version = /^redis_version:(.+)$/m.exec(await (redis as Redis).info('server'))?.[1]?.trim();
@@ -50,6 +51,7 @@ export async function requireRedisVersion(redis: Redis | Cluster, logger: Logger
     return undefined;
   }
   if (!isSupportedRedisVersion(version)) {
+    for (const client of disconnectOnRefusal) client.disconnect();
     throw new UnsupportedRedisError(`Redis ${version} is too old: durable-a2a needs Redis ${MINIMUM_REDIS_VERSION} or later (SET … NX GET)`);
   }
   return version;
