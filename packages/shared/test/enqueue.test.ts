@@ -55,6 +55,7 @@ describe('enqueue helpers', () => {
     await enqueueCancel(queues, wide, { by: 'user' });
     await enqueueFollow(queues, wide, { resubscription: 2, again: true, delayMs: 50, at: 99 });
     await enqueueReconcile(queues, wide, { dueAt: 2_000, now: 500 });
+    await enqueueReconcile(queues, wide, { leaseEndsAt: 3_000, now: 500 });
     await enqueueDecide(queues, 'trip', { by: 'start' });
     await enqueueStartupSweep(queues, 'worker-1', 5);
     for (const job of added) {
@@ -63,6 +64,8 @@ describe('enqueue helpers', () => {
     }
     expect(added.find((job) => job.queue === 'follow')?.options).toMatchObject({ delay: 50 });
     expect(added.find((job) => job.queue === 'reconcile' && job.options?.delay !== undefined)?.options?.delay).toBe(1_500);
+    const afterLease = added.find((job) => job.queue === 'reconcile' && (job.data as { afterLease?: boolean }).afterLease === true);
+    expect(afterLease?.options?.delay).toBe(2_500);
   });
 
   it('job ids never contain ":" (refused by BullMQ) and keep the act name first', async () => {
@@ -73,10 +76,11 @@ describe('enqueue helpers', () => {
     await enqueueCompensate(queues, 'trip', { recoverAt: 7 });
     await enqueueReconcile(queues, ref, { sweep: 12 });
     await enqueueReconcile(queues, ref, { push: 13 });
+    await enqueueReconcile(queues, ref, { leaseEndsAt: 14, now: 0 });
     await enqueueCancel(queues, ref, { by: 'stop', bucket: 3 });
     await enqueueCancel(queues, ref, { by: 'late', at: 4 });
     for (const job of added) expect(job.options?.jobId).not.toContain(':');
-    expect(added.map((job) => job.options!.jobId!.split('|')[0])).toEqual(['verify', 'compensate', 'compensate', 'compensate', 'reconcile', 'reconcile', 'cancel', 'cancel']);
+    expect(added.map((job) => job.options!.jobId!.split('|')[0])).toEqual(['verify', 'compensate', 'compensate', 'compensate', 'reconcile', 'reconcile', 'reconcile', 'cancel', 'cancel']);
     expect(new Set(added.map((job) => job.options?.jobId)).size).toBe(added.length);
     expect(added.find((job) => job.options?.jobId?.includes('sweep'))?.options?.removeOnComplete).toBe(true);
   });
