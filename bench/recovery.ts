@@ -34,7 +34,7 @@ import {
 
 const PREFIX = 'rec';
 /** Subscriptions per second the fleet may open; the default 50/s would make recovery N/50 s by design. */
-const SUBSCRIBE_RATE = { max: 1_000, durationMs: 1_000 };
+const SUBSCRIBE_RATE = { max: 10_000, durationMs: 1_000 };
 
 interface RecoveryRun {
   inFlight: number;

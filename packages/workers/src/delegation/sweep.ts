@@ -42,16 +42,15 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
 }
 
 /**
- * Moves the next check of each entry out (one ZADD) and enqueues its reconcile job, delegations before
- * workflow entries (a running workflow only waits; its delegation may need reattaching). One job per record
- * per `bucket`: overlapping sweeps (or a slow fleet) never pile them up. Finished jobs are removed at once, so
- * the id only deduplicates jobs still waiting.
+ * Moves the next check of each entry out (one ZADD) and enqueues its reconcile job; a workflow entry's job
+ * runs after every delegation's (`later`): a running workflow only waits, its delegation may need
+ * reattaching. One job per record per `bucket`: overlapping sweeps (or a slow fleet) never pile them up.
+ * Finished jobs are removed at once, so the id only deduplicates jobs still waiting.
  */
 async function enqueueChecks(ctx: WorkerContext, due: readonly { ref: DelegationRef; dueAt: number }[], now: number, bucket: string | number): Promise<number> {
   for (const { dueAt } of due) ctx.metrics.reconcileLag.observe(Math.max(0, now - dueAt) / 1000);
   await ctx.journal.scheduleChecks(due.map(({ ref }) => ({ ref, atMs: jitteredCheckTime(now, ctx.options.reconcileIntervalMs) })));
-  const ordered = [...due].sort((a, b) => Number(a.ref.delegationId === '*') - Number(b.ref.delegationId === '*'));
-  await Promise.all(ordered.map(({ ref }) => enqueueReconcile(ctx.queues, ref, { sweep: bucket })));
+  await Promise.all(due.map(({ ref }) => enqueueReconcile(ctx.queues, ref, { sweep: bucket, later: ref.delegationId === '*' })));
   return due.length;
 }
 
