@@ -34,7 +34,9 @@ import {
 
 const PREFIX = 'rec';
 /** Subscriptions per second the fleet may open; the default 50/s would make recovery N/50 s by design. */
-const SUBSCRIBE_RATE = { max: 1_000, durationMs: 1_000 };
+const SUBSCRIBE_RATE = { max: 10_000, durationMs: 1_000 };
+/** Reconcile sweep interval of both workers (production's default). */
+const RECONCILE_INTERVAL_MS = 30_000;
 
 interface RecoveryRun {
   inFlight: number;
@@ -88,9 +90,9 @@ export async function run(scale: number): Promise<BenchResult> {
       { metric: 'Redis used_memory with history', value: round(full.usedMemoryBytes / 2 ** 20, 1), unit: 'MiB' },
     ],
     notes: [
-      'The first worker sweeps every 30 s (production) so that setup is not slowed by the reconcile sweep; the fresh one uses the test timings below.',
+      `Both workers sweep on the production interval (${RECONCILE_INTERVAL_MS / 1000} s): recovery must not depend on a short sweep (the fresh worker's start-up sweep and the checks at each dead lease's end do the reattaching), and 1 s sweeps would re-check every workflow every second.`,
       `One worker process (spawnWorkerProcess, follow concurrency ${inFlight + 100}) follows ${inFlight} delegations on an agent that runs 10 minutes per task; it is SIGKILLed, a fresh process started.`,
-      `Timings as in the crash tests (lock ${TEST_TIMINGS.lockDurationMs} ms, stalled check ${TEST_TIMINGS.stalledIntervalMs} ms, reconcile sweep ${TEST_TIMINGS.reconcileIntervalMs} ms, reconcile batch 1,000): the dead worker's follow leases must expire before anyone reattaches.`,
+      `Timings as in the crash tests (lock ${TEST_TIMINGS.lockDurationMs} ms, stalled check ${TEST_TIMINGS.stalledIntervalMs} ms, reconcile batch 1,000): the dead worker's follow leases must expire before anyone reattaches.`,
       `Subscribe rate limit raised to ${SUBSCRIBE_RATE.max}/${SUBSCRIBE_RATE.durationMs} ms so the figure shows the recovery mechanism; the limiter alone puts a floor of ${round(floorSeconds, 1)} s under it (the reconnect-storm benchmark shows the default 50/s).`,
       'Reattached = the follow lease of the record is held by the new worker (`<workerId>/<jobId>`), polled every 100 ms; terminal = a finished journal state.',
       'History: one real single-step workflow completed through the first worker (agent in this process, 0 ms), then every key of it cloned with same-length ids (bench/history.ts: workflow hash, delegation hash, artifacts, delegation list, task-owner key, workflows-set member; TTLs kept), pipelined; none is in the unfinished index.',
@@ -114,17 +116,17 @@ async function recoveryRun(inFlight: number, history: number): Promise<RecoveryR
     DA2A_FOLLOW_SLOTS_PER_AGENT: String(inFlight + 100),
     DA2A_SUBSCRIBE_RATE_LIMIT: `${SUBSCRIBE_RATE.max}/${SUBSCRIBE_RATE.durationMs}`,
     DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
+    // Production's sweep interval for both workers (the harness default is the tests' 1 s).
+    DA2A_RECONCILE_INTERVAL_MS: String(RECONCILE_INTERVAL_MS),
   };
-  const spawn = (extra: Record<string, string> = {}) => {
-    const worker = spawnWorkerProcess({ ...environment, ...extra });
+  const spawn = () => {
+    const worker = spawnWorkerProcess(environment);
     workers.push(worker);
     return worker;
   };
   try {
     const { cardUrl } = await agent.ready;
-    // The first worker sweeps on the production interval: with 1 s sweeps every healthy stream is re-checked
-    // every second, and under CPU contention that reconcile backlog starves the setup (see the report).
-    const first = spawn({ DA2A_RECONCILE_INTERVAL_MS: '30000' });
+    const first = spawn();
     await first.ready;
     const firstId = spawnedWorkerId(first.child.pid!);
     const fillStarted = performance.now();

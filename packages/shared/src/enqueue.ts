@@ -19,7 +19,7 @@ import {
 
 /** The part of a BullMQ `Queue` the helpers use (the producer and the workers pass their queues). */
 export interface JobQueue<Data> {
-  add(name: string, data: Data, options?: { jobId?: string; delay?: number; removeOnComplete?: boolean }): Promise<unknown>;
+  add(name: string, data: Data, options?: { jobId?: string; delay?: number; removeOnComplete?: boolean; priority?: number }): Promise<unknown>;
 }
 
 /** Queues by name, each typed by its job data. */
@@ -84,10 +84,11 @@ export async function enqueueFollow(queues: Needs<'follow'>, ref: Ref, plan: Sub
 }
 
 /**
- * Why one delegation is reconciled: it is due at `dueAt` (delayed until then), the sweep found it due
- * (one job per `bucket`, removed on completion), or a push arrived for it (`at`, ms).
+ * Why one delegation is reconciled: it is due at `dueAt` (delayed until then), its follow lease runs out at
+ * `leaseEndsAt` (delayed until then; job data `afterLease`), the sweep found it due (one job per `bucket`,
+ * removed on completion; `later`: after every job without it, BullMQ priority 1), or a push arrived for it (`at`, ms).
  */
-export type ReconcileOccasion = { dueAt: number; now: number } | { sweep: string | number } | { push: number };
+export type ReconcileOccasion = { dueAt: number; now: number } | { leaseEndsAt: number; now: number } | { sweep: string | number; later?: boolean } | { push: number };
 
 /** Reconciles one delegation. */
 export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occasion: ReconcileOccasion): Promise<void> {
@@ -95,8 +96,12 @@ export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occ
   if ('dueAt' in occasion) {
     const options = { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, occasion.dueAt), delay: Math.max(0, occasion.dueAt - occasion.now) };
     await queues.reconcile.add('delegation', data, options);
+  } else if ('leaseEndsAt' in occasion) {
+    const options = { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'lease', occasion.leaseEndsAt), delay: Math.max(0, occasion.leaseEndsAt - occasion.now) };
+    await queues.reconcile.add('delegation', { ...data, afterLease: true }, options);
   } else if ('sweep' in occasion) {
-    await queues.reconcile.add('delegation', data, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'sweep', occasion.sweep), removeOnComplete: true });
+    const options = { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'sweep', occasion.sweep), removeOnComplete: true };
+    await queues.reconcile.add('delegation', data, occasion.later ? { ...options, priority: 1 } : options);
   } else {
     await queues.reconcile.add('delegation', data, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'push', occasion.push) });
   }

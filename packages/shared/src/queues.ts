@@ -48,6 +48,8 @@ export const ReconcileJobSchema = z.object({
   delegationId: z.union([Id, z.literal('*')]).optional(),
   /** The start-up sweep checks every unfinished delegation, not only due ones. */
   all: z.boolean().optional(),
+  /** A check right after a follow lease runs out: a lease renewed meanwhile only moves the next check (no further job). */
+  afterLease: z.boolean().optional(),
 });
 export type ReconcileJob = z.infer<typeof ReconcileJobSchema>;
 

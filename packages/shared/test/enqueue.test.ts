@@ -20,7 +20,7 @@ interface Added {
   queue: string;
   name: string;
   data: unknown;
-  options?: { jobId?: string; delay?: number; removeOnComplete?: boolean };
+  options?: { jobId?: string; delay?: number; removeOnComplete?: boolean; priority?: number };
 }
 
 function recordingQueues(): { queues: TypedQueues; added: Added[] } {
@@ -55,6 +55,7 @@ describe('enqueue helpers', () => {
     await enqueueCancel(queues, wide, { by: 'user' });
     await enqueueFollow(queues, wide, { resubscription: 2, again: true, delayMs: 50, at: 99 });
     await enqueueReconcile(queues, wide, { dueAt: 2_000, now: 500 });
+    await enqueueReconcile(queues, wide, { leaseEndsAt: 3_000, now: 500 });
     await enqueueDecide(queues, 'trip', { by: 'start' });
     await enqueueStartupSweep(queues, 'worker-1', 5);
     for (const job of added) {
@@ -63,6 +64,8 @@ describe('enqueue helpers', () => {
     }
     expect(added.find((job) => job.queue === 'follow')?.options).toMatchObject({ delay: 50 });
     expect(added.find((job) => job.queue === 'reconcile' && job.options?.delay !== undefined)?.options?.delay).toBe(1_500);
+    const afterLease = added.find((job) => job.queue === 'reconcile' && (job.data as { afterLease?: boolean }).afterLease === true);
+    expect(afterLease?.options?.delay).toBe(2_500);
   });
 
   it('job ids never contain ":" (refused by BullMQ) and keep the act name first', async () => {
@@ -73,10 +76,14 @@ describe('enqueue helpers', () => {
     await enqueueCompensate(queues, 'trip', { recoverAt: 7 });
     await enqueueReconcile(queues, ref, { sweep: 12 });
     await enqueueReconcile(queues, ref, { push: 13 });
+    await enqueueReconcile(queues, ref, { leaseEndsAt: 14, now: 0 });
+    await enqueueReconcile(queues, { workflowId: 'trip', delegationId: '*' }, { sweep: 15, later: true });
     await enqueueCancel(queues, ref, { by: 'stop', bucket: 3 });
     await enqueueCancel(queues, ref, { by: 'late', at: 4 });
     for (const job of added) expect(job.options?.jobId).not.toContain(':');
-    expect(added.map((job) => job.options!.jobId!.split('|')[0])).toEqual(['verify', 'compensate', 'compensate', 'compensate', 'reconcile', 'reconcile', 'cancel', 'cancel']);
+    // A workflow entry found by the sweep runs after the delegations' jobs (BullMQ priority 1); others keep priority 0.
+    expect(added.filter((job) => job.options?.priority !== undefined).map((job) => [(job.data as { delegationId: string }).delegationId, job.options?.priority])).toEqual([['*', 1]]);
+    expect(added.map((job) => job.options!.jobId!.split('|')[0])).toEqual(['verify', 'compensate', 'compensate', 'compensate', 'reconcile', 'reconcile', 'reconcile', 'reconcile', 'cancel', 'cancel']);
     expect(new Set(added.map((job) => job.options?.jobId)).size).toBe(added.length);
     expect(added.find((job) => job.options?.jobId?.includes('sweep'))?.options?.removeOnComplete).toBe(true);
   });

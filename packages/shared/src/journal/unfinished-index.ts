@@ -12,6 +12,12 @@ export class JournalIndex extends JournalCore {
     await this.redis.zadd(this.keys.unfinished(), atMs, indexMember(ref.workflowId, ref.delegationId));
   }
 
+  /** Moves many delegations in the unfinished index at once (one ZADD), each due at its `atMs`. */
+  async scheduleChecks(checks: readonly { ref: DelegationRef; atMs: number }[]): Promise<void> {
+    if (checks.length === 0) return;
+    await this.redis.zadd(this.keys.unfinished(), ...checks.flatMap(({ ref, atMs }) => [atMs, indexMember(ref.workflowId, ref.delegationId)]));
+  }
+
   /** When the reconciler next checks a delegation (ms since epoch), or undefined when it is not in the unfinished index. Read-only. */
   async nextCheckAt(ref: DelegationRef): Promise<number | undefined> {
     const score = await this.redis.zscore(this.keys.unfinished(), indexMember(ref.workflowId, ref.delegationId));
@@ -39,6 +45,18 @@ export class JournalIndex extends JournalCore {
     const due: { ref: DelegationRef; dueAt: number }[] = [];
     for (let index = 0; index < flat.length; index += 2) due.push({ ref: parseIndexMember(flat[index]!), dueAt: Number(flat[index + 1]) });
     return due;
+  }
+
+  /**
+   * One page of every unfinished delegation, in no order (ZSCAN from `cursor`, '0' to start; about `count`
+   * entries): an entry present for the whole scan is returned at least once (maybe twice), whatever scores
+   * move meanwhile. `cursor` '0' in the answer: the scan is complete.
+   */
+  async scanUnfinished(cursor: string, count: number): Promise<{ cursor: string; due: { ref: DelegationRef; dueAt: number }[] }> {
+    const [next, flat] = await this.redis.zscan(this.keys.unfinished(), cursor, 'COUNT', count);
+    const due: { ref: DelegationRef; dueAt: number }[] = [];
+    for (let index = 0; index < flat.length; index += 2) due.push({ ref: parseIndexMember(flat[index]!), dueAt: Number(flat[index + 1]) });
+    return { cursor: next, due };
   }
 
   /** Number of unfinished delegations. */

@@ -34,13 +34,17 @@ import { enforceAttemptDeadline } from './deadline.ts';
 import { unfoundVerdict } from './send-errors.ts';
 import { followLater, routeDelegation } from './route.ts';
 
+/** Spread (ms) of the checks after a follow lease runs out: the records of one dead worker do not all come due at once. */
+const LEASE_JITTER_MS = 500;
+
 /**
  * Reconciles one delegation (or, for delegationId `*`, its workflow) from what the agent says now.
+ * `afterLease`: this is the check enqueued for when a follow lease runs out (see `reconcileOne`).
  * A concurrent write or an unreachable agent schedules another check instead of failing.
  */
-export async function reconcileDelegation(ctx: WorkerContext, ref: DelegationRef, jobId: string | undefined): Promise<string> {
+export async function reconcileDelegation(ctx: WorkerContext, ref: DelegationRef, jobId: string | undefined, afterLease = false): Promise<string> {
   try {
-    const outcome = ref.delegationId === '*' ? await reconcileWorkflow(ctx, ref.workflowId) : await reconcileOne(ctx, ref, jobId);
+    const outcome = ref.delegationId === '*' ? await reconcileWorkflow(ctx, ref.workflowId) : await reconcileOne(ctx, ref, jobId, afterLease);
     ctx.metrics.reconcileRuns.inc({ outcome });
     return outcome;
   } catch (error) {
@@ -60,7 +64,7 @@ export async function reconcileDelegation(ctx: WorkerContext, ref: DelegationRef
   }
 }
 
-async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: string | undefined): Promise<string> {
+async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: string | undefined, afterLease: boolean): Promise<string> {
   const record = await ctx.journal.getDelegation(ref);
   if (!record) {
     await ctx.journal.removeFromIndex(ref);
@@ -74,17 +78,27 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (record.state === 'INTENT') return reconcileIntent(ctx, record, log);
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
-  if (leaseMs > 0) {
-    // Someone holds the stream (or held it before a crash): look again right after the lease runs out.
-    await ctx.journal.scheduleCheck(ref, ctx.options.now() + leaseMs + Math.floor(Math.random() * 1_000));
-    return 'followed';
-  }
+  if (leaseMs > 0) return leaseHeld(ctx, ref, leaseMs, afterLease);
   // Parked: re-read (the agent may have moved on). Otherwise reattach: the subscription's
   // first event is the authoritative snapshot, and a refusal means terminal (one GetTask).
   if (isParked(record.state)) return rereadTask(ctx, record, log);
   // Within a no-progress run the progress rule's count carries over: a slow-polled delegation is read, not resubscribed.
   await followLater(ctx, ref, record.noProgressSince === undefined ? 0 : record.noProgressCount);
   return 'reattached';
+}
+
+/**
+ * Someone holds the stream, or held it before a crash: look again right after the lease runs out, in the
+ * index and with a delayed reconcile job (a dead holder's delegation is reattached when its lease ends, not
+ * a reconcile interval later). A live holder renews: that job (`afterLease`) finds the lease held again and
+ * only moves the next check, so a followed delegation never chains jobs.
+ */
+async function leaseHeld(ctx: WorkerContext, ref: DelegationRef, leaseMs: number, afterLease: boolean): Promise<string> {
+  const now = ctx.options.now();
+  const checkAt = now + leaseMs + Math.floor(Math.random() * LEASE_JITTER_MS);
+  await ctx.journal.scheduleCheck(ref, checkAt);
+  if (!afterLease) await enqueueReconcile(ctx.queues, ref, { leaseEndsAt: checkAt, now });
+  return 'followed';
 }
 
 /** No taskId yet: never sent (send it), maybe sent (search, then adopt / resend / AMBIGUOUS). */

@@ -15,5 +15,5 @@ export { ReconcileJobSchema, SWEEP_SCHEDULER_ID };
 export async function processReconcile(job: Job, ctx: WorkerContext): Promise<string> {
   const data = ReconcileJobSchema.parse(job.data);
   if (!data.workflowId || !data.delegationId) return sweep(ctx, data.all === true);
-  return reconcileDelegation(ctx, { workflowId: data.workflowId, delegationId: data.delegationId }, job.id);
+  return reconcileDelegation(ctx, { workflowId: data.workflowId, delegationId: data.delegationId }, job.id, data.afterLease === true);
 }
