@@ -80,6 +80,9 @@ it.skipIf(testsOnCluster())('R30: answers 503 REDIS_UNAVAILABLE fast, replays no
   const retried = await call('POST', '/v1/delegations', delegation('during-outage'));
   expect(retried.status).toBe(201);
   await eventually(async () => (await call('GET', '/v1/workflows/during-outage')).body?.state === 'COMPLETED', 'retried delegation completed');
+  // The delegation accepted just before the outage may have been caught mid-send by it (then the reconciler
+  // searches and resends its messageId after the restart): it finishes too, and the agent saw each message once.
+  await eventually(async () => (await call('GET', '/v1/workflows/before-outage')).body?.state === 'COMPLETED', 'delegation from before the outage completed');
   expect(agent.receivedMessages).toHaveLength(2);
 
   await redis.kill();
