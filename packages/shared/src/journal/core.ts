@@ -6,7 +6,7 @@
 import type { Redis, Cluster } from 'ioredis';
 import { DEFAULT_A2A_LIMITS } from '../a2a/limits.ts';
 import { journalKeys, type JournalKeys } from './keys.ts';
-import { NO_DURABILITY, awaitReplicas, type JournalDurability } from './durability.ts';
+import { NO_DURABILITY, awaitReplicas, connectionGeneration, type JournalDurability } from './durability.ts';
 import { defineScripts, type ScriptCaller } from './scripts.ts';
 
 /** A delegation's address. */
@@ -57,6 +57,14 @@ export class JournalCore {
   /** Key of the list of a workflow's delegation ids, in creation order. */
   delegationListKey(workflowId: string): string {
     return this.keys.delegationList(workflowId);
+  }
+
+  /**
+   * A mark of this journal's connection, taken before writes that `awaitReplicas` must then find replicated
+   * (a reconnect in between makes that wait fail: the writes may have gone to a lost primary).
+   */
+  replicationMark(): number {
+    return connectionGeneration(this.redis);
   }
 
   /**

@@ -3,7 +3,11 @@
  * a verifier, then let the workflow decide (a compensation advances the
  * compensation chain instead), then drop it from the unfinished index. The
  * index entry is removed last, so a crash anywhere in between is picked up
- * again by the reconciler (crash windows 4 and 6). Only `route.ts` calls this.
+ * again by the reconciler (crash windows 4 and 6); with journal durability
+ * (WAIT) the removal also waits until the replicas hold every write of the
+ * settle before it, so a failover cannot keep the removal and lose the
+ * decision (a finished step under a workflow left RUNNING with no index
+ * entry). Only `route.ts` calls this.
  */
 import { enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
@@ -17,6 +21,7 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
     return;
   }
   if (!isFinished(record.state)) return;
+  const mark = ctx.journal.replicationMark();
   ctx.crashPoint('advance.after-outcome', record.step);
   // One read of the workflow row: its definition here, the row itself for the decision (advanceWorkflow).
   const workflow = await ctx.journal.getWorkflow(ref.workflowId);
@@ -29,7 +34,7 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
       return;
     }
     await enqueueCompensate(ctx.queues, ref.workflowId, { settled: ref.delegationId, version: record.version });
-    await dropFromIndex(ctx, ref, record);
+    await dropFromIndex(ctx, ref, record, mark);
     return;
   }
   if (step && needsVerification(record, step.verifier !== undefined)) {
@@ -39,14 +44,16 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
   const decision = await advanceWorkflow(ctx, ref.workflowId, { record: workflow, settled: [record], callerDropsWorkflowEntry: true });
   // A decision that finished the workflow left its entry `*` to this ZREM.
   const finishedWorkflow = decision.kind === 'complete' || decision.kind === 'fail';
-  await dropFromIndex(ctx, ref, record, finishedWorkflow ? [{ workflowId: ref.workflowId, delegationId: '*' }] : []);
+  await dropFromIndex(ctx, ref, record, mark, finishedWorkflow ? [{ workflowId: ref.workflowId, delegationId: '*' }] : []);
 }
 
 /**
- * Last step of settling: drops the index entry. The worker whose removal took it observes the
+ * Last step of settling: drops the index entry, once the settle's writes since `mark` are on the replicas
+ * (journal durability; nothing to wait for without it). The worker whose removal took it observes the
  * end-to-end duration (journaled intent → settled, seconds) once per delegation.
  */
-async function dropFromIndex(ctx: WorkerContext, ref: DelegationRef, record: DelegationRecord, others: DelegationRef[] = []): Promise<void> {
+async function dropFromIndex(ctx: WorkerContext, ref: DelegationRef, record: DelegationRecord, mark: number, others: DelegationRef[] = []): Promise<void> {
+  await ctx.journal.awaitReplicas(ref.workflowId, mark);
   if (await ctx.journal.removeFromIndex(ref, ...others)) {
     ctx.metrics.delegationDuration.observe({ state: record.state }, Math.max(0, ctx.options.now() - record.createdAt) / 1000);
   }
