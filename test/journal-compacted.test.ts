@@ -124,6 +124,24 @@ describe('compacted record', () => {
     expect((await journal.getDelegation(ref))?.state).toBe('COMPLETED');
   });
 
+  it('a workflow with 4,100 finished delegations (over 8,000 keys, past Lua\'s unpack limit) is compacted and every hash deleted', async () => {
+    await journal.createWorkflow(workflowId, { state: 'RUNNING', definition: definition(workflowId, ['main']), createdAt: '1000' }, intent(workflowId, 'main'));
+    const attempts = Array.from({ length: 4_100 }, (_, index) => index + 1);
+    const slim = (attempt: number) => ({ ...intent(workflowId, 'main', attempt), message: JSON.stringify({ parts: [{ text: 'x' }] }), pushToken: undefined });
+    for (let first = 1; first < attempts.length; first += 200) {
+      await Promise.all(attempts.slice(first, first + 200).map((attempt) => journal.createIntent(workflowId, slim(attempt) as never)));
+    }
+    for (let first = 0; first < attempts.length; first += 200) {
+      await Promise.all(
+        attempts.slice(first, first + 200).map((attempt) => journal.applyStatus({ workflowId, delegationId: `main.${attempt}` }, { mode: 'outcome', state: 'COMPLETED', result: { n: attempt } })),
+      );
+    }
+    await journal.updateWorkflow(workflowId, { state: 'COMPLETED' });
+    expect((await workflowKeys(`cr${counter}`, workflowId)).map(({ key }) => key)).toEqual([journal.keys.finished(workflowId)]);
+    expect((await journal.delegationIds(workflowId)).length).toBe(4_100);
+    expect((await journal.getDelegation({ workflowId, delegationId: 'main.4100' }))?.state).toBe('COMPLETED');
+  }, 120_000);
+
   it('NEEDS_ATTENTION, a finished state while a delegation still runs, and a record over 1 MiB keep the hashes', async () => {
     await journal.createWorkflow(workflowId, { state: 'RUNNING', definition: definition(workflowId, ['main']), createdAt: '1000' }, intent(workflowId, 'main'));
     const ref = { workflowId, delegationId: 'main.1' };
