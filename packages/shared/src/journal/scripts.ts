@@ -7,13 +7,13 @@ import { readFileSync } from 'node:fs';
 import { Cluster, type Redis } from 'ioredis';
 
 /** Version of the script set; bump when a script's contract changes. */
-const SCRIPT_VERSION = 'v2';
+const SCRIPT_VERSION = 'v3';
 /** Each script's name and key count. */
 const SCRIPTS = {
   createWorkflow: 3,
   createIntent: 3,
   claim: 1,
-  markSending: 1,
+  markSending: 2,
   applyStatus: 2,
   applyArtifact: 2,
   releaseForResend: 1,
@@ -23,6 +23,7 @@ const SCRIPTS = {
   markReply: 1,
   updateWorkflow: 2,
   lease: 1,
+  takeFollow: 2,
   recordEffect: 1,
   releaseHold: 1,
   takeToken: 1,

@@ -136,11 +136,18 @@ export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boo
  * the task while a streaming send reads it. A crash drops the lease after `lockDurationMs`, and the
  * reconciler takes over as before; `leaseLost` aborts when a renewal finds the lease taken; `held` is
  * false when another holder had the lease at the start (the caller decides whether it may still send).
+ * `takenByMark`: whether `markSending` already took the lease for `token` (then it is not asked for again).
  */
-export async function holdingSendLease<T>(ctx: WorkerContext, ref: DelegationRef, token: string, call: (leaseLost: AbortSignal, held: boolean) => Promise<T>): Promise<T> {
+export async function holdingSendLease<T>(
+  ctx: WorkerContext,
+  ref: DelegationRef,
+  token: string,
+  call: (leaseLost: AbortSignal, held: boolean) => Promise<T>,
+  takenByMark?: boolean,
+): Promise<T> {
   const leaseMs = ctx.options.lockDurationMs;
   const lost = new AbortController();
-  const held = await ctx.journal.lease(ref, 'acquire', token, leaseMs).catch(() => false);
+  const held = takenByMark ?? (await ctx.journal.lease(ref, 'acquire', token, leaseMs).catch(() => false));
   const renew = held
     ? setInterval(() => void ctx.journal.lease(ref, 'renew', token, leaseMs).then((still) => still || lost.abort(), () => undefined), leaseMs / 3)
     : undefined;
