@@ -155,6 +155,9 @@ export async function holdingSendLease<T>(
     return await call(lost.signal, held);
   } finally {
     clearInterval(renew);
-    if (held) await ctx.journal.lease(ref, 'release', token).catch(() => undefined);
+    // Not waited for: on the journal's one connection the release reaches Redis before anything issued after it
+    // (the answer's transitions, the follow that takes the lease next), and a failed release only lets the lease
+    // run out (lockDurationMs), as when it was waited for and its error dropped.
+    if (held) void ctx.journal.lease(ref, 'release', token).catch(() => undefined);
   }
 }
