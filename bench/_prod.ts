@@ -1,0 +1,15 @@
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
+import { createProducer } from '@durable-a2a/producer';
+import { startRedisServer } from '../test/harness/redis.ts';
+const redisServer = await startRedisServer();
+const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix: 'p' });
+const n = 2000;
+for (let i = 0; i < 300; i++) await producer.delegate({ agent: 'http://127.0.0.1:9/.well-known/agent-card.json', text: 'x', idempotencyKey: `w-${i}` });
+const session = new Session(); session.connect(); await session.post('Profiler.enable'); await session.post('Profiler.start');
+const t0 = performance.now(); const c0 = process.cpuUsage();
+for (let i = 0; i < n; i++) await producer.delegate({ agent: 'http://127.0.0.1:9/.well-known/agent-card.json', text: 'x', idempotencyKey: `r-${i}` });
+const c = process.cpuUsage(c0); const wall = performance.now() - t0;
+const { profile } = await session.post('Profiler.stop'); writeFileSync('/tmp/prof/prod.cpuprofile', JSON.stringify(profile));
+console.log(`delegate C=1: ${(wall / n).toFixed(3)} ms wall, ${((c.user + c.system) / n / 1000).toFixed(3)} ms cpu`);
+await producer.close(); await redisServer.stop(); process.exit(0);
