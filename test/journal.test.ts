@@ -300,6 +300,19 @@ describe('send lease taken by the mark; takeFollow', () => {
   });
 });
 
+describe('scripts run by digest', () => {
+  it('a server that lost its scripts (SCRIPT FLUSH: restarted, failed over) runs them again, one call and in a batch', async () => {
+    await redis.script('FLUSH');
+    expect(await journal.claim(ref, 'after-flush')).toBe(1);
+    await redis.script('FLUSH');
+    expect(await journal.lease(ref, 'acquire', 'holder', 5_000)).toBe(true);
+    await redis.script('FLUSH');
+    expect(await journal.lease(ref, 'renew', 'holder', 5_000)).toBe(true);
+    await redis.script('FLUSH');
+    expect(await journal.renewLeases([{ ref, token: 'holder' }, { ref, token: 'not-the-holder' }], 5_000, () => 1)).toEqual([true, false]);
+  });
+});
+
 describe('recordEffect', () => {
   it('records once; missing row refused', async () => {
     expect(await journal.recordEffect(ref, 'present', { status: 'booked' })).toBe(true);
