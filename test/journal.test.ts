@@ -263,6 +263,56 @@ describe('follow lease', () => {
   });
 });
 
+describe('send lease taken by the mark; takeFollow', () => {
+  it('markSending with a holder token takes the lease in the same script; a lease held elsewhere is reported, the mark still written', async () => {
+    const fence = await journal.claim(ref, 'w/send/1');
+    expect(await journal.markSending(ref, fence, undefined, { token: 'w/send/1', durationMs: 5_000 })).toEqual({ leaseHeld: true });
+    expect(await journal.followLeaseRemainingMs(ref)).toBeGreaterThan(4_000);
+    // Only the holder gives it back; another holder cannot take it meanwhile.
+    expect(await journal.lease(ref, 'acquire', 'someone-else', 5_000)).toBe(false);
+    expect(await journal.lease(ref, 'release', 'w/send/1')).toBe(true);
+
+    const other = { workflowId: ref.workflowId, delegationId: 'main.2' };
+    await journal.createIntent(ref.workflowId, intent(ref.workflowId, 'main.2'));
+    expect(await journal.lease(other, 'acquire', 'follower', 5_000)).toBe(true);
+    const otherFence = await journal.claim(other, 'w/send/2');
+    expect(await journal.markSending(other, otherFence, undefined, { token: 'w/send/2', durationMs: 5_000 })).toEqual({ leaseHeld: false });
+    expect((await journal.getDelegation(other))?.sendStartedAt).toBeTypeOf('number');
+    expect(await journal.lease(other, 'release', 'follower')).toBe(true);
+  });
+
+  it('a refused mark takes no lease', async () => {
+    const fence = await journal.claim(ref, 'w/send/1');
+    expect(await refusal(journal.markSending(ref, fence - 1, undefined, { token: 'w/send/1', durationMs: 5_000 }))).toBe('FENCE_LOST');
+    expect(await journal.isFollowed(ref)).toBe(false);
+  });
+
+  it('takeFollow claims only with the lease: a follow turned away fences nobody out; a missing delegation leaves no lease', async () => {
+    const holderFence = await journal.takeFollow(ref, 'holder', 5_000);
+    expect(holderFence).toBe(1);
+    expect(await journal.takeFollow(ref, 'intruder', 5_000)).toBe(0);
+    expect((await journal.getDelegation(ref))?.fence).toBe(holderFence);
+    // The holder again (a retried start): the lease is extended and the delegation claimed anew.
+    expect(await journal.takeFollow(ref, 'holder', 5_000)).toBe(holderFence + 1);
+    const missing = { workflowId: ref.workflowId, delegationId: 'main.9' };
+    expect(await refusal(journal.takeFollow(missing, 'holder', 5_000))).toBe('DELEGATION_MISSING');
+    expect(await journal.isFollowed(missing)).toBe(false);
+  });
+});
+
+describe('scripts run by digest', () => {
+  it('a server that lost its scripts (SCRIPT FLUSH: restarted, failed over) runs them again, one call and in a batch', async () => {
+    await redis.script('FLUSH');
+    expect(await journal.claim(ref, 'after-flush')).toBe(1);
+    await redis.script('FLUSH');
+    expect(await journal.lease(ref, 'acquire', 'holder', 5_000)).toBe(true);
+    await redis.script('FLUSH');
+    expect(await journal.lease(ref, 'renew', 'holder', 5_000)).toBe(true);
+    await redis.script('FLUSH');
+    expect(await journal.renewLeases([{ ref, token: 'holder' }, { ref, token: 'not-the-holder' }], 5_000, () => 1)).toEqual([true, false]);
+  });
+});
+
 describe('recordEffect', () => {
   it('records once; missing row refused', async () => {
     expect(await journal.recordEffect(ref, 'present', { status: 'booked' })).toBe(true);

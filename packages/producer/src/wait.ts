@@ -71,13 +71,16 @@ export async function waitForWorkflow(
     options.signal?.addEventListener('abort', onAbort, { once: true });
   });
   try {
-    let view = await read(workflowId);
+    let view = await firstView(journal, read, workflowId, options.untilQuestion);
     for (;;) {
-      if (isSettled(view, options.untilQuestion)) return view;
+      if (view && isSettled(view, options.untilQuestion)) return view;
       if (!changed) {
         const woken = new Promise<'changed'>((resolve) => (wakeUp = () => resolve('changed')));
         const outcome = await Promise.race([woken, stop]);
-        if (outcome === 'timeout') throw new WaitTimeoutError(`workflow ${workflowId} still ${view.state} after ${options.timeoutMs} ms`, view);
+        if (outcome === 'timeout') {
+          view ??= await read(workflowId);
+          throw new WaitTimeoutError(`workflow ${workflowId} still ${view.state} after ${options.timeoutMs} ms`, view);
+        }
         if (outcome === 'aborted') throw options.signal!.reason;
       }
       changed = false;
@@ -89,6 +92,19 @@ export async function waitForWorkflow(
     options.signal?.removeEventListener('abort', onAbort);
     await unlisten();
   }
+}
+
+/**
+ * The view to start from, or undefined when the workflow is known to be still running: without
+ * `untilQuestion` its state alone (one HGET) tells, and the whole view (every delegation) is read only
+ * once it is settled. Rejects with NotFoundError (from `read`) when the workflow is missing.
+ */
+async function firstView(journal: Journal, read: (workflowId: string) => Promise<WorkflowView>, workflowId: string, untilQuestion = false): Promise<WorkflowView | undefined> {
+  if (!untilQuestion) {
+    const [state] = await journal.workflowStates([workflowId]);
+    if (state !== undefined && !SETTLED_WORKFLOW_STATES.includes(state)) return undefined;
+  }
+  return read(workflowId);
 }
 
 /** Longest `GET /v1/workflows/:id?waitMs=…` long poll (ms); longer asks are capped to it. */

@@ -3,7 +3,7 @@
  * compiled options. No module-level clients anywhere (style rule 1).
  */
 import type { Queue } from 'bullmq';
-import type { AgentRegistry, DelegationRef, Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
+import type { AgentRegistry, DelegationRecord, DelegationRef, Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
 import type { AgentDirectory } from './agents.ts';
 import type { CompiledFleetOptions } from './options.ts';
 import type { VerifierRegistry } from './verifiers.ts';
@@ -40,6 +40,8 @@ export const jobRunOf = (job: { id?: string; attemptsMade: number; opts: { attem
 export interface FollowStart {
   resubscription: number;
   again: boolean;
+  /** The record as the routing transition wrote or read it (saves the follow's read). */
+  known?: DelegationRecord;
 }
 
 export interface WorkerContext {

@@ -1,10 +1,10 @@
 /**
  * What every producer call works with: one Redis connection (owned when given a URL), the journal,
- * the agent registry, the send and reconcile queues and the change subscriber, created once by
+ * the agent registry, the send and reconcile queues (on a connection of their own) and the change subscriber, created once by
  * `createProducer`, plus input parsing and the journal view shared by the calls.
  */
 import { Queue, type Telemetry } from 'bullmq';
-import type { Cluster, Redis } from 'ioredis';
+import { Cluster, type Redis } from 'ioredis';
 import type { z } from 'zod';
 import {
   AgentRegistry,
@@ -25,7 +25,11 @@ import { workflowView, type WorkflowView } from '../view.ts';
 import { WorkflowChangeSubscriber } from '../wait.ts';
 
 export interface ProducerOptions {
-  /** A Redis URL (`redis://…`, `redis-cluster://host:port,…` or `redis-sentinel://host:port,…/<master name>`) or an ioredis client (not closed by `close()` when passed in). */
+  /**
+   * A Redis URL (`redis://…`, `redis-cluster://host:port,…` or `redis-sentinel://host:port,…/<master name>`) or an
+   * ioredis client (not closed by `close()` when passed in). BullMQ's queues use a duplicate of it (its options, not
+   * auto-pipelined), which the producer opens and closes.
+   */
   redis: string | Redis | Cluster;
   /** Key prefix shared with the workers. Default `da2a`. */
   prefix?: string;
@@ -65,6 +69,8 @@ export interface ProducerContext {
   journal: Journal;
   registry: AgentRegistry;
   queues: { send: Queue; reconcile: Queue };
+  /** BullMQ's connection (`queueConnection`), always owned. */
+  queueRedis: Redis | Cluster;
   changes: WorkflowChangeSubscriber;
   cardDispatcher: ReturnType<typeof createPolicyDispatcher>;
 }
@@ -76,8 +82,9 @@ export function connectProducer(options: ProducerOptions): ProducerContext {
   // ioredis reconnects on its own; failed commands reject to the caller, so connection events need no log here.
   if (ownsRedis) redis.on('error', () => undefined);
   const prefix = options.prefix ?? 'da2a';
+  const queueRedis = queueConnection(redis);
   const queue = (name: 'send' | 'reconcile') =>
-    new Queue(name, { connection: redis, prefix: queuePrefix(prefix), telemetry: options.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
+    new Queue(name, { connection: queueRedis, prefix: queuePrefix(prefix), telemetry: options.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
   const queues = { send: queue('send'), reconcile: queue('reconcile') };
   for (const each of [queues.send, queues.reconcile]) each.on('error', () => undefined); // surfaced per call as RedisUnavailableError
   return {
@@ -87,32 +94,49 @@ export function connectProducer(options: ProducerOptions): ProducerContext {
     journal: new Journal(redis, { prefix, retentionMs: options.retentionMs, durability: options.durability }),
     registry: new AgentRegistry(redis, prefix),
     queues,
+    queueRedis,
     changes: new WorkflowChangeSubscriber(redis),
     cardDispatcher: createPolicyDispatcher(options.addressPolicy ?? {}),
   };
 }
 
 /**
- * Before any call: wait for the connection at most the command timeout,
+ * BullMQ's queues get a connection of their own, a duplicate of `redis` (its options: fail fast when the
+ * producer made it) without auto-pipelining: BullMQ defines its ~70 scripts on the connection it is given,
+ * and an auto-pipelined client copies every defined script onto each batch's pipeline (ioredis' Pipeline
+ * constructor), which was about a third of the producer's CPU per `delegate` (issue 16; `bench/timeline.ts`).
+ */
+function queueConnection(redis: Redis | Cluster): Redis | Cluster {
+  const connection = redis instanceof Cluster ? redis.duplicate(undefined, { enableAutoPipelining: false }) : redis.duplicate({ enableAutoPipelining: false });
+  connection.on('error', () => undefined); // surfaced per call as RedisUnavailableError
+  return connection;
+}
+
+/**
+ * Before any call: wait for the connections at most the command timeout,
  * then refuse, so no BullMQ call waits for a reconnect and runs after the
  * caller was told the call failed.
  */
 export async function ensureConnected(context: ProducerContext): Promise<void> {
-  if (!(await waitUntilConnected(context.redis, context.options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS))) {
-    throw new RedisUnavailableError(`Redis is not connected (${context.redis.status}); nothing was written`);
+  const waitMs = context.options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
+  const [journalReady, queuesReady] = await Promise.all([waitUntilConnected(context.redis, waitMs), waitUntilConnected(context.queueRedis, waitMs)]);
+  if (!journalReady || !queuesReady) {
+    throw new RedisUnavailableError(`Redis is not connected (${context.redis.status}, queues ${context.queueRedis.status}); nothing was written`);
   }
 }
 
-/** Closes the queues, the change subscriber and the card dispatcher, and the connection when owned. */
+/** Closes the queues and their connection, the change subscriber and the card dispatcher, and the connection when owned. */
 export async function closeProducer(context: ProducerContext): Promise<void> {
-  const { redis, ownsRedis, queues, cardDispatcher, changes } = context;
-  if (redis.status !== 'ready') {
+  const { redis, ownsRedis, queues, queueRedis, cardDispatcher, changes } = context;
+  if (redis.status !== 'ready' || queueRedis.status !== 'ready') {
     // Redis down: quit/close would wait for a reconnect that may never come.
     if (ownsRedis) redis.disconnect();
+    queueRedis.disconnect();
     await Promise.all([queues.send.disconnect(), queues.reconcile.disconnect(), cardDispatcher.close(), changes.close()].map((closing) => closing.catch(() => undefined)));
     return;
   }
   await Promise.all([queues.send.close(), queues.reconcile.close(), cardDispatcher.close(), changes.close()]);
+  await queueRedis.quit();
   if (ownsRedis) await redis.quit();
 }
 

@@ -130,6 +130,9 @@ function restoreDelegation(fields: Record<string, unknown>, workflow: Record<str
   return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined).map(([field, value]) => [field, asText(value)]));
 }
 
+/** The part of a definition the compacted rows' agent URLs are restored from (built once: zod schemas cost to build). */
+const DefinitionAgentsSchema = z.object({ steps: z.array(z.object({ name: z.string(), agent: z.unknown() })) });
+
 /** Parses workflow `workflowId`'s compacted record (the `finished` key's text) back into hashes. Throws on a corrupt record. */
 export function parseCompactedWorkflow(workflowId: string, text: string): CompactedWorkflow {
   const record = CompactedSchema.parse(JSON.parse(text));
@@ -138,7 +141,7 @@ export function parseCompactedWorkflow(workflowId: string, text: string): Compac
   const { [createdAtName]: createdAt, ...rest } = record.workflow;
   const stored: Record<string, unknown> = { ...asHash(rest, since), ...(createdAt === undefined ? {} : { createdAt: String(createdAt) }) };
   const workflow = { ...stored, workflowId, definition: restoreMark(stored.definition, 'workflowId', workflowId) };
-  const definition = z.object({ steps: z.array(z.object({ name: z.string(), agent: z.unknown() })) }).safeParse(workflow.definition);
+  const definition = DefinitionAgentsSchema.safeParse(workflow.definition);
   const stepAgents = new Map((definition.success ? definition.data.steps : []).flatMap(({ name, agent }) => (typeof agent === 'string' ? [[name, agent] as const] : [])));
   return {
     workflow: Object.fromEntries(Object.entries(workflow).map(([field, value]) => [field, asText(value)])),

@@ -6,6 +6,7 @@ import type { DelegationRef } from './core.ts';
 import { indexMember } from './keys.ts';
 import { JournalReplies } from './replies.ts';
 import { callScriptMany } from './scripts.ts';
+import { journalErrorFromCode } from './errors.ts';
 
 /** Journal methods that coordinate workers across the fleet. */
 export class JournalCoordination extends JournalReplies {
@@ -31,6 +32,18 @@ export class JournalCoordination extends JournalReplies {
       if (holder !== token) return false;
     }
     return Number(await this.call('lease', [key], [op, token, durationMs])) === 1;
+  }
+
+  /**
+   * Starts a follow (takeFollow-2.lua): takes the follow lease for `durationMs` and, only when it is ours,
+   * claims the delegation in the same script.
+   * @returns the fencing token to pass to later writes, or 0 when another holder has the lease
+   * @throws JournalError DELEGATION_MISSING (no lease is left behind)
+   */
+  async takeFollow(ref: DelegationRef, token: string, durationMs: number): Promise<number> {
+    const fence = Number(await this.call('takeFollow', [this.keys.delegation(ref.workflowId, ref.delegationId), this.keys.followLease(ref.workflowId, ref.delegationId)], [token, durationMs]));
+    if (fence < 0) throw journalErrorFromCode(fence, ref, 'takeFollow');
+    return fence;
   }
 
   /**

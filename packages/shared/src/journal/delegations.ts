@@ -6,7 +6,7 @@
 import { parseArtifacts, type DelegationRecord, type DelegationView } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
 import { journalErrorFromCode } from './errors.ts';
-import type { CompactedWorkflow } from './compacted-record.ts';
+import { parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalWorkflows } from './workflows.ts';
@@ -33,14 +33,19 @@ export class JournalDelegations extends JournalWorkflows {
 
   /**
    * A workflow row with every delegation (views, artifacts included) in as few round trips as its form
-   * allows: live, the row and its delegation list together, then the delegations together; finished and
-   * compacted, one GET more for all of it (instead of one per delegation). Undefined when missing (or
+   * allows: the row, its delegation list and the compacted record together (finished and compacted: that is
+   * all, one round trip), then a live workflow's delegations together. Undefined when missing (or
    * expired). Throws a ZodError on a corrupt row.
    */
   async getWorkflowSnapshot(workflowId: string): Promise<{ workflow: WorkflowRecord; delegations: DelegationView[] } | undefined> {
-    const [hash, ids] = await Promise.all([this.redis.hgetall(this.keys.workflow(workflowId)), this.redis.lrange(this.delegationListKey(workflowId), 0, -1)]);
+    // The compacted record is asked for in the same round trip: a finished workflow is read in one.
+    const [hash, ids, compacted] = await Promise.all([
+      this.redis.hgetall(this.keys.workflow(workflowId)),
+      this.redis.lrange(this.delegationListKey(workflowId), 0, -1),
+      this.redis.get(this.keys.finished(workflowId)),
+    ]);
     if (!hash.workflowId) {
-      const finished = await this.finishedWorkflow(workflowId);
+      const finished = compacted ? parseCompactedWorkflow(workflowId, compacted) : await this.finishedWorkflow(workflowId);
       if (!finished) return undefined;
       const delegations = finished.delegations.map(({ hash: row, artifacts }) => ({ ...parseDelegationHash(row), artifacts: parseArtifacts(artifacts) }));
       return { workflow: parseWorkflowHash(finished.workflow), delegations };
@@ -73,19 +78,27 @@ export class JournalDelegations extends JournalWorkflows {
   }
 
   /**
-   * Marks that SendMessage is about to leave (crash window 1 → 2).
+   * Marks that SendMessage is about to leave (crash window 1 → 2). With `sendLease`, the same script takes the
+   * delegation's lease for `durationMs` (the follow lease's key; see markSending-2.lua), so the reconciler waits
+   * from the mark on.
+   * @returns `leaseHeld`: true when the lease was taken (or none was asked), false when another holder has it
    * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING; ReplicationTimeoutError
    *   (durability on: the mark is written but not proven on the replicas, so nothing may leave)
    */
-  async markSending(ref: DelegationRef, fence: number, agentInterface?: object): Promise<void> {
+  async markSending(ref: DelegationRef, fence: number, agentInterface?: object, sendLease?: { token: string; durationMs: number }): Promise<{ leaseHeld: boolean }> {
     const generation = connectionGeneration(this.redis);
     // Replicas behind or gone: refuse before the mark, so a send that cannot leave is not marked as maybe sent.
     await this.awaitReplicas(ref.workflowId, generation);
     const code = Number(
-      await this.call('markSending', [this.delegationKeys(ref)[0]], [fence, this.now(), agentInterface ? JSON.stringify(agentInterface) : '']),
+      await this.call(
+        'markSending',
+        [this.delegationKeys(ref)[0], this.keys.followLease(ref.workflowId, ref.delegationId)],
+        [fence, this.now(), agentInterface ? JSON.stringify(agentInterface) : '', sendLease?.token ?? '', sendLease?.durationMs ?? 0],
+      ),
     );
     if (code < 0) throw journalErrorFromCode(code, ref, 'markSending');
     await this.awaitReplicas(ref.workflowId, generation);
+    return { leaseHeld: code === 1 };
   }
 
   /**

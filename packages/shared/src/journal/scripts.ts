@@ -1,19 +1,20 @@
 /**
- * The journal's Lua scripts: one per transition, in `lua/<verb>-<key count>.lua`, registered on a
- * connection under a versioned name (`da2a_<version>_<verb>`) so two releases can run side by side
- * during a deploy.
+ * The journal's Lua scripts: one per transition, in `lua/<verb>-<key count>.lua`, run by their SHA1
+ * (EVALSHA; on NOSCRIPT, a fresh or failed-over server, once with EVAL, which caches it there). Two
+ * releases can run side by side during a deploy: each runs its own scripts' texts by their own digests.
+ * The scripts are not defined as ioredis commands: an auto-pipelined client copies every defined command
+ * onto the pipeline of each batch it sends (issue 16).
  */
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Cluster, type Redis } from 'ioredis';
 
-/** Version of the script set; bump when a script's contract changes. */
-const SCRIPT_VERSION = 'v2';
 /** Each script's name and key count. */
 const SCRIPTS = {
   createWorkflow: 3,
   createIntent: 3,
   claim: 1,
-  markSending: 1,
+  markSending: 2,
   applyStatus: 2,
   applyArtifact: 2,
   releaseForResend: 1,
@@ -23,6 +24,7 @@ const SCRIPTS = {
   markReply: 1,
   updateWorkflow: 2,
   lease: 1,
+  takeFollow: 2,
   recordEffect: 1,
   releaseHold: 1,
   takeToken: 1,
@@ -34,20 +36,37 @@ export type ScriptName = keyof typeof SCRIPTS;
 /** Runs one journal script with its keys and arguments; resolves to the script's reply. */
 export type ScriptCaller = (name: ScriptName, keys: string[], args: (string | number)[]) => Promise<unknown>;
 
-const scriptSource = (name: ScriptName) =>
-  readFileSync(new URL(`./lua/${name}-${SCRIPTS[name]}.lua`, import.meta.url), 'utf8');
+/** A script's text and digest, read once per process. */
+interface LoadedScript {
+  lua: string;
+  sha: string;
+}
+const loaded = new Map<ScriptName, LoadedScript>();
 
-/** Registers every script on `redis` (once per connection) and returns the caller. */
-export function defineScripts(redis: Redis | Cluster): ScriptCaller {
-  for (const name of Object.keys(SCRIPTS) as ScriptName[]) {
-    const commandName = `da2a_${SCRIPT_VERSION}_${name}`;
-    if (!(commandName in redis)) {
-      redis.defineCommand(commandName, { numberOfKeys: SCRIPTS[name], lua: scriptSource(name) });
-    }
+function script(name: ScriptName): LoadedScript {
+  let found = loaded.get(name);
+  if (!found) {
+    const lua = readFileSync(new URL(`./lua/${name}-${SCRIPTS[name]}.lua`, import.meta.url), 'utf8');
+    found = { lua, sha: createHash('sha1').update(lua).digest('hex') };
+    loaded.set(name, found);
   }
-  return (name, keys, args) => {
-    const command = (redis as unknown as Record<string, (...a: unknown[]) => Promise<unknown>>)[`da2a_${SCRIPT_VERSION}_${name}`]!;
-    return command.call(redis, ...keys, ...args);
+  return found;
+}
+
+/** True for Redis's NOSCRIPT reply (the server does not hold the script: restarted, failed over, flushed). */
+const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT');
+
+/** Reads every script once (a missing or unreadable file fails here, at start) and returns the caller for `redis`. */
+export function defineScripts(redis: Redis | Cluster): ScriptCaller {
+  for (const name of Object.keys(SCRIPTS) as ScriptName[]) script(name);
+  return async (name, keys, args) => {
+    const { lua, sha } = script(name);
+    try {
+      return await redis.evalsha(sha, keys.length, ...keys, ...args);
+    } catch (error) {
+      if (!isNoScript(error)) throw error;
+      return redis.eval(lua, keys.length, ...keys, ...args);
+    }
   };
 }
 
@@ -59,23 +78,24 @@ export interface ScriptCall {
 
 /**
  * Runs one script many times with one round trip: a pipeline on a standalone Redis (one socket write);
- * on a Cluster the calls go out at once, each to its own slot. Replies in call order.
+ * on a Cluster the calls go out at once, each to its own slot. Replies in call order; a call the server
+ * answered NOSCRIPT runs again with EVAL.
  * @throws the first call's error, if any failed.
  */
 export async function callScriptMany(redis: Redis | Cluster, name: ScriptName, calls: readonly ScriptCall[]): Promise<unknown[]> {
-  const commandName = `da2a_${SCRIPT_VERSION}_${name}`;
-  type Command = (...a: unknown[]) => unknown;
   if (calls.length === 0) return [];
-  if (redis instanceof Cluster) {
-    const command = (redis as unknown as Record<string, Command>)[commandName]!;
-    return Promise.all(calls.map(({ keys, args }) => command.call(redis, ...keys, ...args)));
-  }
+  const call = defineScripts(redis);
+  if (redis instanceof Cluster) return Promise.all(calls.map(({ keys, args }) => call(name, keys, args)));
+  const { lua, sha } = script(name);
   const pipeline = redis.pipeline();
-  const command = (pipeline as unknown as Record<string, Command>)[commandName]!;
-  for (const { keys, args } of calls) command.call(pipeline, ...keys, ...args);
+  for (const { keys, args } of calls) pipeline.evalsha(sha, keys.length, ...keys, ...args);
   const replies = (await pipeline.exec()) ?? [];
-  return replies.map(([error, reply]) => {
-    if (error) throw error;
-    return reply;
-  });
+  return Promise.all(
+    replies.map(async ([error, reply], index) => {
+      if (!error) return reply;
+      if (!isNoScript(error)) throw error;
+      const { keys, args } = calls[index]!;
+      return redis.eval(lua, keys.length, ...keys, ...args);
+    }),
+  );
 }

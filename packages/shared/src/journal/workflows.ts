@@ -21,9 +21,10 @@ export class JournalWorkflows extends JournalIndex {
     const entries: (string | number)[] = [];
     if (workflowCheckAtMs !== undefined) entries.push(workflowCheckAtMs, indexMember(workflowId, '*'));
     if (first) entries.push(this.now(), indexMember(workflowId, first.delegationId!));
-    if (entries.length > 0) await this.redis.zadd(this.keys.unfinished(), ...entries);
-    // The listing set is global (another Cluster slot), so it is written outside the script; SADD is idempotent.
-    await this.redis.sadd(this.keys.workflows(), workflowId);
+    // The index entries before the workflow (a crash in between leaves an entry the sweep drops, never a workflow
+    // nobody looks at again). The listing set is global (another Cluster slot), so it is written outside the
+    // script; SADD is idempotent and goes out with the index entries (one round trip).
+    await Promise.all([entries.length > 0 ? this.redis.zadd(this.keys.unfinished(), ...entries) : undefined, this.redis.sadd(this.keys.workflows(), workflowId)]);
     const created = await this.call(
       'createWorkflow',
       [this.keys.workflow(workflowId), first ? this.keys.delegation(workflowId, first.delegationId!) : this.keys.workflow(workflowId), this.delegationListKey(workflowId)],

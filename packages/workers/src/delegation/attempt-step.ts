@@ -3,7 +3,7 @@
  * never changes, so the send path (attempt deadline, verifier check) parses the definition once per
  * attempt (its messageId), not at every check. Bounded: the oldest entries go first.
  */
-import type { DelegationRecord, WorkflowDefinition } from '@durable-a2a/shared';
+import type { DelegationRecord, DelegationRef, WorkflowDefinition } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 
 /** One step of a workflow definition. */
@@ -20,10 +20,26 @@ export async function stepOfAttempt(ctx: WorkerContext, record: Pick<DelegationR
   if (stepsByAttempt.has(record.messageId)) return stepsByAttempt.get(record.messageId);
   const definition = await ctx.journal.getWorkflowDefinition(record.workflowId).catch(() => undefined);
   if (!definition) return 'unreadable';
+  return rememberStep(record, definition);
+}
+
+/** Finds and remembers the attempt's step in its workflow's definition. */
+function rememberStep(record: Pick<DelegationRecord, 'step' | 'messageId'>, definition: WorkflowDefinition): WorkflowStep | undefined {
   const step = definition.steps.find((candidate) => candidate.name === record.step);
   if (stepsByAttempt.size >= STEPS_KEPT) stepsByAttempt.delete(stepsByAttempt.keys().next().value!);
   stepsByAttempt.set(record.messageId, step);
   return step;
+}
+
+/**
+ * Reads a delegation and, in the same round trip, its workflow's definition, remembering the attempt's step
+ * (the send path asks `stepOfAttempt` next: attempt deadline, verifier check). Undefined when the delegation
+ * is missing. Throws what `getDelegation` throws (a corrupt row); an unreadable definition is read again later.
+ */
+export async function readAttemptWithStep(ctx: WorkerContext, ref: DelegationRef): Promise<DelegationRecord | undefined> {
+  const [record, definition] = await Promise.all([ctx.journal.getDelegation(ref), ctx.journal.getWorkflowDefinition(ref.workflowId).catch(() => undefined)]);
+  if (record && definition && !stepsByAttempt.has(record.messageId)) rememberStep(record, definition);
+  return record;
 }
 
 /** The verifier an attempt of `kind` declares in its step: the step's own, or its compensation's. */

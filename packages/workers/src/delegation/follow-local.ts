@@ -75,7 +75,7 @@ async function followHere(ctx: WorkerContext, ref: DelegationRef, start: FollowS
   try {
     const data = { ...ref, resubscription: start.resubscription, again: start.again, slotTaken: false };
     // A resubscription whose rate-limit slot is later: the follow job waits for it (delayed, slot reserved).
-    const outcome = await followDelegation(ctx, data, run, async (waitMs) => (await enqueue(waitMs, true), 'deferred-to-job'));
+    const outcome = await followDelegation(ctx, data, run, async (waitMs) => (await enqueue(waitMs, true), 'deferred-to-job'), start.known);
     stopTimer({ outcome: 'completed' });
     ctx.logger.debug({ queue: 'follow', ...ref, jobId: run.id, outcome }, 'local follow ended');
   } catch (error) {

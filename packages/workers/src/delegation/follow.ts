@@ -51,10 +51,17 @@ export function releaseAgentSlot(ctx: WorkerContext, agent: string): void {
  * Follows a delegation's task for one follow job or local follow (`follow-local.ts`): checks the journal, waits
  * for a resubscription slot (`deferUntilSlot` re-delays the job and throws, or enqueues a follow job delayed by
  * `waitMs` and returns its outcome), takes the follow lease (one stream per task, fleet-wide), then streams (`stream.ts`).
+ * `known`: the record as the routing transition just wrote it (a local follow; saves the read).
  */
-export async function followDelegation(ctx: WorkerContext, data: FollowJob, job: JobRun, deferUntilSlot: (waitMs: number) => Promise<string>): Promise<string> {
+export async function followDelegation(
+  ctx: WorkerContext,
+  data: FollowJob,
+  job: JobRun,
+  deferUntilSlot: (waitMs: number) => Promise<string>,
+  known?: DelegationRecord,
+): Promise<string> {
   const ref = { workflowId: data.workflowId, delegationId: data.delegationId };
-  const record = await ctx.journal.getDelegation(ref);
+  const record = known ?? (await ctx.journal.getDelegation(ref));
   if (!record) return 'missing';
   if (isFinished(record.state)) {
     await routeDelegation(ctx, ref, { known: record });
@@ -90,27 +97,33 @@ export async function followDelegation(ctx: WorkerContext, data: FollowJob, job:
     return 'agent-share-full';
   }
   try {
-    if (!(await ctx.journal.lease(ref, 'acquire', token, ctx.options.lockDurationMs))) return 'already-followed';
-    return await followLeased(ctx, record, token, job, slowPoll);
+    // The lease and the claim in one script: a follow turned away by the lease fences nobody out.
+    const fence = await ctx.journal.takeFollow(ref, token, ctx.options.lockDurationMs);
+    if (fence === 0) return 'already-followed';
+    return await followLeased(ctx, record, token, job, slowPoll, fence);
   } finally {
     if (!slowPoll) releaseAgentSlot(ctx, record.agentCardUrl);
   }
 }
 
 /** Follows (or, when slow-polled, reads once) under the follow lease, renewing it while the stream is healthy. */
-async function followLeased(ctx: WorkerContext, record: DelegationRecord, token: string, job: JobRun, slowPoll: boolean): Promise<string> {
+async function followLeased(ctx: WorkerContext, record: DelegationRecord, token: string, job: JobRun, slowPoll: boolean, fence: number): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // While the stream is healthy, the lease and the reconciler's next check move forward together (one batch per tick).
   const renewal = renewWhileHeld(ctx, ref, token);
   try {
-    const fence = await ctx.journal.claim(ref, token);
     if (slowPoll) {
       const log = lazyChildLogger(ctx.logger, { queue: 'follow', ...ref, taskId: record.taskId, jobId: job.id });
       return await readOnce(ctx, record, fence, 'slow poll', log);
     }
-    // Keep the reconciler away while the stream is healthy.
-    await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
-    return await followStream(ctx, record, fence, job, renewal.lost);
+    // Keep the reconciler away while the stream is healthy. Sent beside the stream's opening, not before it: on the
+    // journal's one connection it still reaches Redis before anything the stream writes (a settle's index removal).
+    const checked = ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
+    try {
+      return await followStream(ctx, record, fence, job, renewal.lost);
+    } finally {
+      await checked;
+    }
   } finally {
     renewal.release();
     await ctx.journal.lease(ref, 'release', token).catch(() => undefined);

@@ -55,16 +55,17 @@ export async function routeDelegation(ctx: WorkerContext, ref: DelegationRef, pl
     await park(ctx, record);
     return 'parked';
   }
-  await followLater(ctx, ref, resubscription, delayMs, again);
+  await followLater(ctx, ref, resubscription, delayMs, again, record);
   return resubscription > 0 ? 'resubscribing' : 'following';
 }
 
 /**
  * Subscribes after `delayMs`; `again` for any but the first (rate-limited fleet-wide). Without delay the follow
- * runs in this process when it has a free local follow slot (`follow-local.ts`), else (and after a delay) a follow job.
+ * runs in this process when it has a free local follow slot (`follow-local.ts`; `known`, the record just written or
+ * read, saves its read), else (and after a delay) a follow job.
  */
-export async function followLater(ctx: WorkerContext, ref: DelegationRef, resubscription: number, delayMs = 0, again = true): Promise<void> {
-  if (delayMs === 0 && ctx.followHere?.({ workflowId: ref.workflowId, delegationId: ref.delegationId }, { resubscription, again })) return;
+export async function followLater(ctx: WorkerContext, ref: DelegationRef, resubscription: number, delayMs = 0, again = true, known?: DelegationRecord): Promise<void> {
+  if (delayMs === 0 && ctx.followHere?.({ workflowId: ref.workflowId, delegationId: ref.delegationId }, { resubscription, again, ...(known ? { known } : {}) })) return;
   await enqueueFollow(ctx.queues, ref, { resubscription, again, delayMs, at: ctx.options.now() });
 }
 

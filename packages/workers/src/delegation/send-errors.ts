@@ -136,11 +136,18 @@ export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boo
  * the task while a streaming send reads it. A crash drops the lease after `lockDurationMs`, and the
  * reconciler takes over as before; `leaseLost` aborts when a renewal finds the lease taken; `held` is
  * false when another holder had the lease at the start (the caller decides whether it may still send).
+ * `takenByMark`: whether `markSending` already took the lease for `token` (then it is not asked for again).
  */
-export async function holdingSendLease<T>(ctx: WorkerContext, ref: DelegationRef, token: string, call: (leaseLost: AbortSignal, held: boolean) => Promise<T>): Promise<T> {
+export async function holdingSendLease<T>(
+  ctx: WorkerContext,
+  ref: DelegationRef,
+  token: string,
+  call: (leaseLost: AbortSignal, held: boolean) => Promise<T>,
+  takenByMark?: boolean,
+): Promise<T> {
   const leaseMs = ctx.options.lockDurationMs;
   const lost = new AbortController();
-  const held = await ctx.journal.lease(ref, 'acquire', token, leaseMs).catch(() => false);
+  const held = takenByMark ?? (await ctx.journal.lease(ref, 'acquire', token, leaseMs).catch(() => false));
   const renew = held
     ? setInterval(() => void ctx.journal.lease(ref, 'renew', token, leaseMs).then((still) => still || lost.abort(), () => undefined), leaseMs / 3)
     : undefined;
@@ -148,6 +155,9 @@ export async function holdingSendLease<T>(ctx: WorkerContext, ref: DelegationRef
     return await call(lost.signal, held);
   } finally {
     clearInterval(renew);
-    if (held) await ctx.journal.lease(ref, 'release', token).catch(() => undefined);
+    // Not waited for: on the journal's one connection the release reaches Redis before anything issued after it
+    // (the answer's transitions, the follow that takes the lease next), and a failed release only lets the lease
+    // run out (lockDurationMs), as when it was waited for and its error dropped.
+    if (held) void ctx.journal.lease(ref, 'release', token).catch(() => undefined);
   }
 }

@@ -56,6 +56,8 @@ export interface StreamingSend {
    * reconciler cannot have searched and resent meanwhile.
    */
   fallback: () => Promise<string | HeldSendResult>;
+  /** The mark took the send lease (`markSending`); false: another holder has it. */
+  leaseHeld: boolean;
 }
 
 /** Sends with SendStreamingMessage and follows the same stream (see the module header). */
@@ -104,7 +106,7 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       releaseAgentSlot(ctx, record.agentCardUrl);
       await close();
     }
-  });
+  }, send.leaseHeld);
 }
 
 /**

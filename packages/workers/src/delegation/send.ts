@@ -75,6 +75,8 @@ interface PreparedSend {
   markedAt: number;
   /** The Agent Card declares `capabilities.streaming`: send with SendStreamingMessage (V2). */
   streaming: boolean;
+  /** The mark took the send lease (false: another holder has it). */
+  leaseHeld: boolean;
 }
 
 /** Claims the delegation, chooses the interface and marks the send (journal first); an outcome string when it stops here. */
@@ -85,19 +87,28 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
   if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, fence);
   let agentInterface = record.agentInterface;
   let streaming = false;
+  let leaseHeld: boolean;
   try {
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
     if ((await attemptTimeLeftMs(ctx, record)) <= 0 && (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log))) return 'deadline-exceeded';
     if (ctx.options.streamingSends) streaming = await ctx.agents.card(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record))).then((card) => card.capabilities.streaming === true, () => false);
-    await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface);
+    // The send lease is taken by the mark itself: the reconciler waits from here on (no re-read before the request).
+    ({ leaseHeld } = await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface, { token: sendLeaseToken(ctx, job), durationMs: ctx.options.lockDurationMs }));
   } catch (error) {
     // Not on enough replicas: nothing leaves, and a replica outage does not use up the send's attempts.
-    if (error instanceof ReplicationTimeoutError) return askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() }).then(() => 'replicas-behind');
+    if (error instanceof ReplicationTimeoutError) {
+      // The mark (and its send lease) may be written: the lease is given back so the reconciler need not wait for it.
+      await ctx.journal.lease(ref, 'release', sendLeaseToken(ctx, job)).catch(() => undefined);
+      return askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() }).then(() => 'replicas-behind');
+    }
     return handleSendFailure(ctx, { record, fence, error, log, job, afterMark: false });
   }
   ctx.crashPoint('send.after-mark', record.step);
-  return { fence, agentInterface, markedAt: ctx.options.now(), streaming };
+  return { fence, agentInterface, markedAt: ctx.options.now(), streaming, leaseHeld };
 }
+
+/** The send lease's holder token of a send job run. */
+const sendLeaseToken = (ctx: WorkerContext, job: JobRun) => `${ctx.workerId}/send/${job.id}`;
 
 /** Sends the marked message and applies the answer (or the task a search found while the send was held). */
 async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun, prepared: PreparedSend, log: Log): Promise<string> {
@@ -108,10 +119,10 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     configuration: { returnImmediately: true, ...pushConfiguration(ctx, record, record.push && ctx.options.webhookUrl ? await ctx.journal.pushToken(ref) : undefined) },
   };
   // Crash window 8: a worker that stalled after the mark may find that the reconciler (which waits
-  // sendSettleMs = request timeout + 1 s) already decided. Past the 1 s margin, or with a lost fence,
-  // it must not send: the reconciler owns the delegation now.
-  const current = await ctx.journal.getDelegation(ref);
-  if (current?.fence !== prepared.fence || current.sendCount !== record.sendCount + 1 || ctx.options.now() - prepared.markedAt > ctx.options.sendSettleMs - ctx.options.requestTimeoutMs) {
+  // sendSettleMs = request timeout + 1 s) already decided. Past the 1 s margin it must not send: the
+  // reconciler owns the delegation now. Within it nobody else decides: the mark took the send lease in
+  // the same script (a lease held elsewhere: the reconciler also waits sendSettleMs after the mark).
+  if (ctx.options.now() - prepared.markedAt > ctx.options.sendSettleMs - ctx.options.requestTimeoutMs) {
     log.warn('stalled between the mark and the request; leaving the delegation to the reconciler');
     return 'stalled-before-request';
   }
@@ -124,10 +135,10 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     // SendMessage inside the same lease, with the time left read again (the refusal may have come late);
     // its answer is applied once the lease is released, so the follow it routes to is not turned away.
     const fallback = async () => requestHeld(ctx, held, Math.max(1, await attemptTimeLeftMs(ctx, record)));
-    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer, fallback });
+    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer, fallback, leaseHeld: prepared.leaseHeld });
     return typeof outcome === 'string' ? outcome : applyHeldResult(ctx, held, outcome);
   }
-  const result = await holdingSendLease(ctx, ref, `${ctx.workerId}/send/${job.id}`, () => requestHeld(ctx, held, timeLeftMs));
+  const result = await holdingSendLease(ctx, ref, sendLeaseToken(ctx, job), () => requestHeld(ctx, held, timeLeftMs), prepared.leaseHeld);
   return typeof result === 'string' ? result : applyHeldResult(ctx, held, result);
 }
 

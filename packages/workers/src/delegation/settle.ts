@@ -23,8 +23,9 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
   if (!isFinished(record.state)) return;
   const mark = ctx.journal.replicationMark();
   ctx.crashPoint('advance.after-outcome', record.step);
-  // One read of the workflow row: its definition here, the row itself for the decision (advanceWorkflow).
-  const workflow = await ctx.journal.getWorkflow(ref.workflowId);
+  // One read of the workflow row and its delegation ids together: the definition here, the row and the ids
+  // for the decision (advanceWorkflow).
+  const [workflow, delegationIds] = await Promise.all([ctx.journal.getWorkflow(ref.workflowId), ctx.journal.delegationIds(ref.workflowId)]);
   const step = workflow?.definition.steps.find((candidate) => candidate.name === record.step);
   if (record.kind === 'compensation') {
     const compensation = step?.compensation;
@@ -41,7 +42,7 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
     await enqueueVerify(ctx.queues, ref);
     return;
   }
-  const decision = await advanceWorkflow(ctx, ref.workflowId, { record: workflow, settled: [record], callerDropsWorkflowEntry: true });
+  const decision = await advanceWorkflow(ctx, ref.workflowId, { record: workflow, delegationIds, settled: [record], callerDropsWorkflowEntry: true });
   // A decision that finished the workflow left its entry `*` to this ZREM.
   const finishedWorkflow = decision.kind === 'complete' || decision.kind === 'fail';
   await dropFromIndex(ctx, ref, record, mark, finishedWorkflow ? [{ workflowId: ref.workflowId, delegationId: '*' }] : []);

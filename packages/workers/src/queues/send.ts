@@ -10,6 +10,7 @@ import { sendMessage, outgoingMessage } from '../delegation/send.ts';
 import { sendReply } from '../delegation/reply.ts';
 import { cancelTask } from '../delegation/cancel.ts';
 import { HANDLER_PREFIX } from '../delegation/handler.ts';
+import { readAttemptWithStep } from '../delegation/attempt-step.ts';
 
 export const SEND_QUEUE = 'send';
 export { SendJobSchema, outgoingMessage, HANDLER_PREFIX };
@@ -17,7 +18,9 @@ export { SendJobSchema, outgoingMessage, HANDLER_PREFIX };
 /** Processes one send job. Returns a short outcome for logs and tests. */
 export async function processSend(job: Job, ctx: WorkerContext): Promise<string> {
   const data = SendJobSchema.parse(job.data);
-  const record = await ctx.journal.getDelegation({ workflowId: data.workflowId, delegationId: data.delegationId });
+  const ref = { workflowId: data.workflowId, delegationId: data.delegationId };
+  // A message's send reads its step next (deadline, verifier): read with the record, in one round trip.
+  const record = data.kind === 'message' ? await readAttemptWithStep(ctx, ref) : await ctx.journal.getDelegation(ref);
   if (!record) return 'missing';
   if (data.kind === 'reply') return sendReply(ctx, record, jobRunOf(job));
   if (data.kind === 'cancel') return cancelTask(ctx, record);

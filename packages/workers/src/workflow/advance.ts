@@ -44,6 +44,8 @@ export async function loadDefinition(ctx: WorkerContext, workflowId: string): Pr
 /** What a caller already read of a workflow (saves those reads): its row, and finished attempts as written. */
 export interface KnownWorkflow {
   record?: WorkflowRecord;
+  /** The workflow's delegation ids, read with `record` (saves that read). */
+  delegationIds?: string[];
   /** Finished attempts only (a finished row changes no more in what the decision reads). */
   settled?: DelegationRecord[];
   /**
@@ -57,7 +59,7 @@ export interface KnownWorkflow {
 export async function loadWorkflow(ctx: WorkerContext, workflowId: string, known: KnownWorkflow = {}): Promise<LoadedWorkflow | undefined> {
   const record = known.record ?? (await ctx.journal.getWorkflow(workflowId));
   if (!record) return undefined;
-  const ids = await ctx.journal.delegationIds(workflowId);
+  const ids = known.delegationIds ?? (await ctx.journal.delegationIds(workflowId));
   const settled = new Map((known.settled ?? []).map((attempt) => [attempt.delegationId, attempt]));
   const records = (await Promise.all(ids.map((delegationId) => settled.get(delegationId) ?? ctx.journal.getDelegation({ workflowId, delegationId })))).filter(
     (delegation): delegation is DelegationRecord => delegation !== undefined,

@@ -1,12 +1,19 @@
 --[[
   Records that a SendMessage is about to leave. From here on a send may have
   happened, so nobody resends without asking the agent first (reconcile).
+  With a holder token, the same script takes the delegation's lease (the send
+  lease, the follow lease's key): from the mark on, the reconciler sees it held
+  and waits (recover.ts), so no re-read is needed between mark and request.
   KEYS[1] delegation hash
+  KEYS[2] lease key
   ARGV[1] fencing token
   ARGV[2] now (ms)
   ARGV[3] chosen agent interface JSON ('' = unchanged)
-  Returns: 1 marked, -1 missing, -2 fence mismatch, -4 not in INTENT,
-           -6 a send may already have happened (sendStartedAt set)
+  ARGV[4] lease holder token ('' = take no lease)
+  ARGV[5] lease duration (ms)
+  Returns: 1 marked and the lease taken (or none asked), 2 marked but the lease
+           held by another holder, -1 missing, -2 fence mismatch, -4 not in
+           INTENT, -6 a send may already have happened (sendStartedAt set)
 ]]
 local row = redis.call('HMGET', KEYS[1], 'fence', 'state', 'sendStartedAt', 'delegationId', 'sendCount', 'version')
 if not row[4] then return -1 end
@@ -17,4 +24,7 @@ local set = { 'sendStartedAt', ARGV[2], 'updatedAt', ARGV[2],
   'sendCount', tostring((tonumber(row[5]) or 0) + 1), 'version', tostring((tonumber(row[6]) or 0) + 1) }
 if ARGV[3] ~= '' then set[#set + 1] = 'agentInterface'; set[#set + 1] = ARGV[3] end
 redis.call('HSET', KEYS[1], unpack(set))
-return 1
+if ARGV[4] == '' then return 1 end
+if redis.call('SET', KEYS[2], ARGV[4], 'NX', 'PX', ARGV[5]) then return 1 end
+if redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('PEXPIRE', KEYS[2], ARGV[5]); return 1 end
+return 2
