@@ -87,9 +87,9 @@ export function addSteerCommands(program: Command, helpers: CommandHelpers): voi
     });
 }
 
-/** `agents add <cardUrl>`, `agents list`. */
+/** `agents add <cardUrl>`, `agents list` (also `agents` alone). */
 export function addAgentCommands(program: Command, helpers: CommandHelpers): void {
-  const agents = program.command('agents').description('registered agents');
+  const agents = program.command('agents').description('registered agents: list (the default) or add <cardUrl>');
   agents
     .command('add <cardUrl>')
     .description('register (or refresh) an agent by its Agent Card URL')
@@ -98,8 +98,8 @@ export function addAgentCommands(program: Command, helpers: CommandHelpers): voi
       helpers.print(command, agent, () => formatAgent(agent));
     });
   agents
-    .command('list')
-    .description('list registered agents')
+    .command('list', { isDefault: true })
+    .description('list registered agents (the default)')
     .action(async (_options: unknown, command: Command) => {
       const { agents: list } = await callApi<{ agents: Agent[] }>(helpers.api(command), 'GET', 'v1/agents');
       helpers.print(command, list, () => list.map(formatAgent).join('\n') || '(none)');
