@@ -32,7 +32,10 @@ export function addReadCommands(program: Command, helpers: CommandHelpers): void
   program
     .command('list')
     .description('list workflows, newest (updatedAt: any change of a step attempt\'s state) first; the API sorts the at most 10,000 workflows one listing reads')
-    .addOption(new Option('--state <state>', 'only workflows in this state').choices(['RUNNING', 'COMPENSATING', 'COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION']))
+    .addOption(
+      new Option('--state <state>', 'only workflows in this state, or with an open question of this kind (INPUT_REQUIRED, AUTH_REQUIRED)')
+        .choices(['RUNNING', 'COMPENSATING', 'COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION', 'INPUT_REQUIRED', 'AUTH_REQUIRED']),
+    )
     .option('--waiting', 'only workflows waiting for a person: an open question, or NEEDS_ATTENTION')
     .option('--limit <n>', 'read at most this many workflows', (value) => positiveInteger(value, '--limit'), DEFAULT_LIST_LIMIT)
     .action(async (options: ListOptions, command: Command) => {
