@@ -84,6 +84,10 @@ describe('durable-a2a CLI', () => {
     expect(questions).toEqual([expect.objectContaining({ workflowId: 'cli-asks', step: 'main', text: 'Window or aisle?' })]);
     const waiting = await cli(['list', '--waiting']);
     expect(waiting.stdout.trim().split('\n')).toEqual([expect.stringMatching(/^cli-asks\tRUNNING\t1 step\(s\) {2}1 question\(s\)$/)]);
+    // The API's question filters (GET /v1/workflows?state=INPUT_REQUIRED) are CLI choices too.
+    const byQuestion = await cli(['list', '--state', 'INPUT_REQUIRED']);
+    expect(byQuestion).toMatchObject({ code: 0, stdout: waiting.stdout });
+    expect((await cli(['list', '--state', 'AUTH_REQUIRED'])).stdout).toBe('(none)\n');
     expect((await cli(['questions', 'cli-asks'])).stdout).toContain('durable-a2a reply cli-asks main');
     const replied = await cli(['reply', 'cli-asks', 'main', 'aisle']);
     expect(replied.code).toBe(0);

@@ -32,7 +32,10 @@ export function addReadCommands(program: Command, helpers: CommandHelpers): void
   program
     .command('list')
     .description('list workflows, newest (updatedAt: any change of a step attempt\'s state) first; the API sorts the at most 10,000 workflows one listing reads')
-    .addOption(new Option('--state <state>', 'only workflows in this state').choices(['RUNNING', 'COMPENSATING', 'COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION']))
+    .addOption(
+      new Option('--state <state>', 'only workflows in this state, or with an open question of this kind (INPUT_REQUIRED, AUTH_REQUIRED)')
+        .choices(['RUNNING', 'COMPENSATING', 'COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION', 'INPUT_REQUIRED', 'AUTH_REQUIRED']),
+    )
     .option('--waiting', 'only workflows waiting for a person: an open question, or NEEDS_ATTENTION')
     .option('--limit <n>', 'read at most this many workflows', (value) => positiveInteger(value, '--limit'), DEFAULT_LIST_LIMIT)
     .action(async (options: ListOptions, command: Command) => {
@@ -87,9 +90,9 @@ export function addSteerCommands(program: Command, helpers: CommandHelpers): voi
     });
 }
 
-/** `agents add <cardUrl>`, `agents list`. */
+/** `agents add <cardUrl>`, `agents list` (also `agents` alone). */
 export function addAgentCommands(program: Command, helpers: CommandHelpers): void {
-  const agents = program.command('agents').description('registered agents');
+  const agents = program.command('agents').description('registered agents: list (the default) or add <cardUrl>');
   agents
     .command('add <cardUrl>')
     .description('register (or refresh) an agent by its Agent Card URL')
@@ -98,8 +101,8 @@ export function addAgentCommands(program: Command, helpers: CommandHelpers): voi
       helpers.print(command, agent, () => formatAgent(agent));
     });
   agents
-    .command('list')
-    .description('list registered agents')
+    .command('list', { isDefault: true })
+    .description('list registered agents (the default)')
     .action(async (_options: unknown, command: Command) => {
       const { agents: list } = await callApi<{ agents: Agent[] }>(helpers.api(command), 'GET', 'v1/agents');
       helpers.print(command, list, () => list.map(formatAgent).join('\n') || '(none)');

@@ -15,3 +15,15 @@ export const EXIT_CODES = {
   /** The API cannot be reached (connection refused, DNS, timeout). */
   UNREACHABLE: 6,
 } as const;
+
+/** The exit codes as `durable-a2a --help` prints them after the commands (same wording as the README). */
+export const EXIT_CODES_HELP = [
+  'Exit codes:',
+  `  ${EXIT_CODES.OK}  done`,
+  `  ${EXIT_CODES.FAILURE}  other failure (the API failed)`,
+  `  ${EXIT_CODES.USAGE}  bad usage, or input refused (400, 413, 415, 422)`,
+  `  ${EXIT_CODES.NOT_FOUND}  not found (404)`,
+  `  ${EXIT_CODES.CONFLICT}  refused in the current state (409: no open question, workflow finished, not waiting for a person)`,
+  `  ${EXIT_CODES.UNAUTHORIZED}  no or wrong token (401, 403)`,
+  `  ${EXIT_CODES.UNREACHABLE}  the API cannot be reached`,
+].join('\n');

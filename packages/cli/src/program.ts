@@ -6,7 +6,7 @@
 import { Command, CommanderError, Option } from 'commander';
 import { ApiError, ApiUnreachableError, callApi, type ApiClientOptions } from './client.ts';
 import { addAgentCommands, addReadCommands, addSteerCommands, type CommandHelpers } from './commands.ts';
-import { EXIT_CODES } from './exit-codes.ts';
+import { EXIT_CODES, EXIT_CODES_HELP } from './exit-codes.ts';
 import type { WorkflowView } from './format.ts';
 
 export { EXIT_CODES };
@@ -66,7 +66,8 @@ function buildProgram(io: CliIo): Command {
     .option('--json', 'print the API answer as JSON')
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
-    .showHelpAfterError();
+    .showHelpAfterError()
+    .addHelpText('after', `\n${EXIT_CODES_HELP}`);
   const helpers = commandHelpers(io);
   addReadCommands(program, helpers);
   addSteerCommands(program, helpers);

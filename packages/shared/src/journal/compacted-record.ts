@@ -130,8 +130,21 @@ function restoreDelegation(fields: Record<string, unknown>, workflow: Record<str
   return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined).map(([field, value]) => [field, asText(value)]));
 }
 
-/** The part of a definition the compacted rows' agent URLs are restored from (built once: zod schemas cost to build). */
-const DefinitionAgentsSchema = z.object({ steps: z.array(z.object({ name: z.string(), agent: z.unknown() })) });
+const DefinitionStepsSchema = z.object({ steps: z.array(z.unknown()) });
+const FixedAgentStepSchema = z.object({ name: z.string(), agent: z.string() });
+
+/**
+ * Step name → fixed `agent` of every step that has one, step by step as updateWorkflow-2.lua reads them:
+ * a step by `skill` (no `agent`) leaves the others' entries intact.
+ */
+function stepAgentsOf(definition: unknown): Map<string, string> {
+  const parsed = DefinitionStepsSchema.safeParse(definition);
+  const steps = parsed.success ? parsed.data.steps : [];
+  return new Map(steps.flatMap((step) => {
+    const fixed = FixedAgentStepSchema.safeParse(step);
+    return fixed.success ? [[fixed.data.name, fixed.data.agent] as const] : [];
+  }));
+}
 
 /** Parses workflow `workflowId`'s compacted record (the `finished` key's text) back into hashes. Throws on a corrupt record. */
 export function parseCompactedWorkflow(workflowId: string, text: string): CompactedWorkflow {
@@ -141,8 +154,7 @@ export function parseCompactedWorkflow(workflowId: string, text: string): Compac
   const { [createdAtName]: createdAt, ...rest } = record.workflow;
   const stored: Record<string, unknown> = { ...asHash(rest, since), ...(createdAt === undefined ? {} : { createdAt: String(createdAt) }) };
   const workflow = { ...stored, workflowId, definition: restoreMark(stored.definition, 'workflowId', workflowId) };
-  const definition = DefinitionAgentsSchema.safeParse(workflow.definition);
-  const stepAgents = new Map((definition.success ? definition.data.steps : []).flatMap(({ name, agent }) => (typeof agent === 'string' ? [[name, agent] as const] : [])));
+  const stepAgents = stepAgentsOf(workflow.definition);
   return {
     workflow: Object.fromEntries(Object.entries(workflow).map(([field, value]) => [field, asText(value)])),
     delegations: record.delegations.map((fields) => {
