@@ -211,8 +211,8 @@ async function adoptFound(ctx: WorkerContext, record: DelegationRecord, task: Ta
 }
 
 /** What an applied transition tells the router (the row as written, the workflow's flags): saves its reads. */
-function knownAfter(result: StatusChangeResult): Pick<RoutePlan, 'known' | 'workflow'> {
-  return result.applied ? { known: result.record, workflow: result.workflow } : {};
+function knownAfter(result: StatusChangeResult): Pick<RoutePlan, 'known' | 'workflow' | 'finishedWorkflow'> {
+  return result.applied ? { known: result.record, workflow: result.workflow, finishedWorkflow: result.finishedWorkflow } : {};
 }
 
 /** Registers our webhook for this task when the step asked for push (spec §4.3.3). */
