@@ -114,6 +114,24 @@ describe('crash recovery', () => {
     }
   });
 
+  it('a worker stalled between the mark and the request sends nothing and gives the send lease back at once; the reconciler sends once', async () => {
+    const prefix = setUp();
+    // The mark takes the send lease (20 s here); the stall (2.5 s) passes the 1 s margin of crash window 8.
+    const stalled = spawn(prefix, { DA2A_STALL_AT: 'send.after-mark:2500', DA2A_QUEUES: 'send', DA2A_LOCK_DURATION_MS: '20000' });
+    await stalled.ready;
+    const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'stalled-after-mark' });
+    const ref = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => (await producer.journal.getDelegation(ref))?.sendStartedAt !== undefined, 'marked');
+    expect(await producer.journal.followLeaseRemainingMs(ref)).toBeGreaterThan(10_000);
+    // Given back when the stalled worker wakes up and stops, not when its 20 s run out.
+    await eventually(async () => (await producer.journal.followLeaseRemainingMs(ref)) === 0, 'send lease given back', 8_000);
+    expect(agent.sendMessageCount(messageId)).toBe(0);
+    await stalled.kill('SIGKILL'); // it would stall at every send of this delegation again
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, workerId: 'taker' });
+    await completed(id);
+    expect(agent.sendMessageCount(messageId)).toBe(1);
+  });
+
   it('a worker stalled past its job lock: the second takes over, the late writes of the first are refused, one SendMessage', async () => {
     const prefix = setUp();
     const stalled = spawn(prefix, { DA2A_STALL_AT: 'send.after-claim:6000', DA2A_QUEUES: 'send' });

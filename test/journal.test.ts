@@ -169,6 +169,28 @@ describe('applyStatus', () => {
   });
 });
 
+describe('applyStatus: the workflow at finish', () => {
+  it('a finishing transition returns the workflow row and its delegation ids as it read them; an unfinished one does not', async () => {
+    const definition = { workflowId: 'at-finish', steps: [{ name: 'main', agent: 'http://agent.example/.well-known/agent-card.json', message: { text: 'book a flight' } }] };
+    ref = { workflowId: 'at-finish', delegationId: 'main.1' };
+    await journal.createWorkflow(ref.workflowId, { state: 'RUNNING', definition: JSON.stringify(definition), createdAt: '1000', updatedAt: '1000' }, intent(ref.workflowId));
+    await journal.createIntent(ref.workflowId, intent(ref.workflowId, 'main.2'));
+    const working = await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 'T1' });
+    expect(working.applied && working.finishedWorkflow).toBeUndefined();
+    const finished = await journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: 'T1' });
+    if (!finished.applied) throw new Error('not applied');
+    expect(finished.finishedWorkflow?.delegationIds).toEqual(['main.1', 'main.2']);
+    const workflow = await journal.getWorkflow(ref.workflowId);
+    expect(finished.finishedWorkflow?.record).toEqual(workflow);
+    // Ignored (already finished): nothing returned.
+    expect(await journal.applyStatus(ref, { mode: 'event', state: 'FAILED', taskId: 'T1' })).toEqual({ applied: false, reason: 'finished' });
+    // The workflow row gone (expired): nothing to return, the settle reads (and finds nothing).
+    await redis.del(journal.keys.workflow(ref.workflowId));
+    const other = await journal.applyStatus({ workflowId: ref.workflowId, delegationId: 'main.2' }, { mode: 'event', state: 'COMPLETED', taskId: 'T2' });
+    expect(other.applied && other.finishedWorkflow).toBeUndefined();
+  });
+});
+
 describe('applyArtifact (R09, R10)', () => {
   const text = (t: string) => [{ text: t }];
   it('replace, append, append to an unknown id, seal, drop after the seal', async () => {

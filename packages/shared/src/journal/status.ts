@@ -10,6 +10,7 @@ import { parseDelegationHash } from './record-parse.ts';
 import type { JournalState, WorkflowState } from './states.ts';
 import { JournalError, journalErrorFromCode } from './errors.ts';
 import { parseAgentTimestamp } from './clock.ts';
+import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalDelegations } from './delegations.ts';
 
@@ -60,9 +61,18 @@ export interface WorkflowFlags {
  * What `applyStatus` did. Applied: the row as written (`record`, no read needed after it) and, when the
  * state changed, the workflow's flags (`workflow`).
  */
+/** The workflow row and its delegation ids as a delegation's finishing transition read them (what its settle decides from). */
+export interface WorkflowAtFinish {
+  record: WorkflowRecord;
+  delegationIds: string[];
+}
+
 export type StatusChangeResult =
-  | { applied: true; version: number; record?: DelegationRecord; workflow?: WorkflowFlags }
+  | { applied: true; version: number; record?: DelegationRecord; workflow?: WorkflowFlags; finishedWorkflow?: WorkflowAtFinish }
   | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };
+
+/** applyStatus-2.lua's reply: code, version or reason, then (applied) the row, the workflow's flags, the workflow at finish. */
+type ApplyStatusReply = [number, string | number, string[]?, string[]?, ([string[], string[]] | [])?];
 
 /** The typed row, or undefined when it does not parse (the caller reads it again). */
 function parseOrUndefined(hash: Record<string, string>): DelegationRecord | undefined {
@@ -74,12 +84,30 @@ function parseOrUndefined(hash: Record<string, string>): DelegationRecord | unde
 }
 
 /** applyStatus-2.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
-function appliedResult(version: number, flat: string[] | undefined, flags: string[] | undefined): StatusChangeResult {
-  const hash: Record<string, string> = {};
-  for (let index = 0; index + 1 < (flat?.length ?? 0); index += 2) hash[flat![index]!] = flat![index + 1]!;
+function appliedResult(version: number, flat: string[] | undefined, flags: string[] | undefined, finished: [string[], string[]] | [] | undefined): StatusChangeResult {
+  const hash = hashOf(flat ?? []);
   const parsed = hash.delegationId ? parseOrUndefined(hash) : undefined;
   const workflow = flags?.length === 3 ? { state: flags[0] as WorkflowState, cancelRequested: flags[1] === '1', stopping: Boolean(flags[2]) } : undefined;
-  return { applied: true, version, ...(parsed ? { record: parsed } : {}), ...(workflow ? { workflow } : {}) };
+  const finishedWorkflow = finished?.length === 2 ? workflowAtFinish(finished[0], finished[1]) : undefined;
+  return { applied: true, version, ...(parsed ? { record: parsed } : {}), ...(workflow ? { workflow } : {}), ...(finishedWorkflow ? { finishedWorkflow } : {}) };
+}
+
+/** A flat field/value list (HGETALL's reply) as a hash. */
+function hashOf(flat: string[]): Record<string, string> {
+  const hash: Record<string, string> = {};
+  for (let index = 0; index + 1 < flat.length; index += 2) hash[flat[index]!] = flat[index + 1]!;
+  return hash;
+}
+
+/** The workflow as the finishing transition read it; undefined when gone or unreadable (the settle reads it then). */
+function workflowAtFinish(flat: string[], delegationIds: string[]): WorkflowAtFinish | undefined {
+  const hash = hashOf(flat);
+  if (!hash.workflowId) return undefined;
+  try {
+    return { record: parseWorkflowHash(hash), delegationIds };
+  } catch {
+    return undefined;
+  }
 }
 
 /** applyStatus-2.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
@@ -124,18 +152,18 @@ export class JournalStatus extends JournalDelegations {
     // The caller saw no task id on the row: bind a new one first (the script would ask for it, -7).
     const bindFirst = change.taskId !== undefined && change.agentCardUrl !== undefined;
     if (bindFirst) await this.bindTask(ref, change.agentCardUrl!, change.taskId!);
-    let [code, detail, flat, flags] = await this.applyStatusOnce(ref, change, bindFirst);
+    let [code, detail, flat, flags, finished] = await this.applyStatusOnce(ref, change, bindFirst);
     if (code === -7) {
       // A new task id: bind it to this delegation first (at most one delegation per task id).
       await this.bindTask(ref, String(detail), change.taskId!);
-      [code, detail, flat, flags] = await this.applyStatusOnce(ref, change, true);
+      [code, detail, flat, flags, finished] = await this.applyStatusOnce(ref, change, true);
     }
     // A finished workflow's delegations live in its compacted record: nothing more applies to them.
     if (code === -1 && (await this.isCompacted(ref.workflowId))) return { applied: false, reason: 'finished' };
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
     // A finished delegation stays in the unfinished index until its workflow has
     // decided what comes next (`removeFromIndex`), so a crash in between is retried.
-    if (code === 1) return appliedResult(Number(detail), flat, flags);
+    if (code === 1) return appliedResult(Number(detail), flat, flags, finished);
     return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
   }
 
@@ -151,8 +179,8 @@ export class JournalStatus extends JournalDelegations {
     return { fence: change.fence, expectedVersion: change.expectedVersion, mode: 'outcome', state: 'FAILED', taskId: change.taskId, contextId: change.contextId, agentCardUrl: change.agentCardUrl, error: { code: 'LIMIT_EXCEEDED', message, retryable: false } };
   }
 
-  private async applyStatusOnce(ref: DelegationRef, change: StatusChange, taskBound: boolean): Promise<[number, string | number, string[]?, string[]?]> {
-    return (await this.call('applyStatus', this.delegationKeys(ref), statusArguments(change, this.now(), taskBound))) as [number, string | number, string[]?, string[]?];
+  private async applyStatusOnce(ref: DelegationRef, change: StatusChange, taskBound: boolean): Promise<ApplyStatusReply> {
+    return (await this.call('applyStatus', this.delegationKeys(ref), statusArguments(change, this.now(), taskBound))) as ApplyStatusReply;
   }
 
   /**

@@ -16,7 +16,7 @@
  * call per minute after its first minute without progress.
  */
 import { createHash } from 'node:crypto';
-import { isFinished, type DelegationRecord, type DelegationRef, type DelegationView } from '@durable-a2a/shared';
+import { isFinished, type DelegationRecord, type DelegationRef, type DelegationView, type WorkflowAtFinish } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { fullJitterDelayMs } from './backoff.ts';
 import { shouldPark } from './park.ts';
@@ -57,9 +57,16 @@ const backoffAtCap = (count: number, options: WorkerContext['options']) =>
  * in the journal and routes the delegation (follow, backoff, slow poll, or AMBIGUOUS with evidence).
  * @throws JournalError DELEGATION_MISSING only if the row vanished between the read and the note.
  */
-export async function afterObservation(ctx: WorkerContext, ref: DelegationRef, observation: Observation, fence?: number, known?: DelegationRecord): Promise<ProgressStep> {
+export async function afterObservation(
+  ctx: WorkerContext,
+  ref: DelegationRef,
+  observation: Observation,
+  fence?: number,
+  known?: DelegationRecord,
+  finishedWorkflow?: WorkflowAtFinish,
+): Promise<ProgressStep> {
   // A row the observation just finished (or parked) is routed as written: no read, no progress to note.
-  if (known && (isFinished(known.state) || shouldPark(known))) return (await routeDelegation(ctx, ref, { known })) === 'missing' ? 'missing' : 'finished';
+  if (known && (isFinished(known.state) || shouldPark(known))) return (await routeDelegation(ctx, ref, { known, finishedWorkflow })) === 'missing' ? 'missing' : 'finished';
   const record = await ctx.journal.getDelegationView(ref);
   if (!record) return (await routeDelegation(ctx, ref)) === 'missing' ? 'missing' : 'finished';
   if (isFinished(record.state) || shouldPark(record)) return (await routeDelegation(ctx, ref, { known: record })) === 'missing' ? 'missing' : 'finished';

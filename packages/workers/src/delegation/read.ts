@@ -8,7 +8,7 @@
  * ListTasks read of our task (found by our messageId). TaskNotFound goes to
  * `not-found.ts`.
  */
-import { A2AError, JournalError, LimitExceededError, ProtocolError, TaskNotFoundError, applyTask, isRetryable, isTerminalTaskState, type DelegationRecord, type ObservationResult, type Task } from '@durable-a2a/shared';
+import { A2AError, JournalError, LimitExceededError, ProtocolError, TaskNotFoundError, applyTask, isRetryable, isTerminalTaskState, type DelegationRecord, type ObservationResult, type Task, type WorkflowAtFinish } from '@durable-a2a/shared';
 import { findTaskByMessageId } from './search.ts';
 import type { WorkerContext } from '../context.ts';
 import { handleTaskNotFound } from './not-found.ts';
@@ -51,6 +51,8 @@ export async function readOnce(ctx: WorkerContext, record: DelegationRecord, fen
 /** What `readOnce` tells its caller: the row as the GetTask answer's snapshot wrote it (when applied). */
 export interface ReadSeen {
   written?: DelegationRecord;
+  /** The workflow as the read that finished `written` read it. */
+  writtenWorkflow?: WorkflowAtFinish;
 }
 
 /** A GetTask answer about another task (a protocol error: nothing in it is applied). */
@@ -66,7 +68,8 @@ async function applyRead(ctx: WorkerContext, record: DelegationRecord, fence: nu
   const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true });
   if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
   seen.written = applied.applied ? applied.record : undefined;
-  return afterObservation(ctx, ref, { what }, fence, seen.written);
+  seen.writtenWorkflow = applied.applied ? applied.finishedWorkflow : undefined;
+  return afterObservation(ctx, ref, { what }, fence, seen.written, seen.writtenWorkflow);
 }
 
 /** Our task as ListTasks shows it (found by our messageId, artifacts included), when GetTask cannot be used. */

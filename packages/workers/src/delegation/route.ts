@@ -10,7 +10,7 @@
  *                       at once in this process when it has a free local follow slot)
  * Nothing else decides whether a delegation is "finished enough".
  */
-import { enqueueCancel, enqueueFollow, isFinished, type DelegationRecord, type DelegationRef, type WorkflowFlags } from '@durable-a2a/shared';
+import { enqueueCancel, enqueueFollow, isFinished, type DelegationRecord, type DelegationRef, type WorkflowAtFinish, type WorkflowFlags } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { park, shouldPark } from './park.ts';
 import { settle } from './settle.ts';
@@ -29,6 +29,8 @@ export interface RoutePlan {
   known?: DelegationRecord;
   /** The workflow's flags the caller's transition returned (saves the cancel check's read); default: read them. */
   workflow?: WorkflowFlags;
+  /** The workflow as the transition that finished `known` read it (saves the settle's read); default: read it. */
+  finishedWorkflow?: WorkflowAtFinish;
 }
 
 /** What the router did. */
@@ -43,7 +45,7 @@ export async function routeDelegation(ctx: WorkerContext, ref: DelegationRef, pl
     return 'missing';
   }
   if (isFinished(record.state)) {
-    await settle(ctx, ref, record);
+    await settle(ctx, ref, record, plan.known ? plan.finishedWorkflow : undefined);
     return 'finished';
   }
   if (cancelIfRequested && record.kind === 'step' && record.taskId && (await cancelWanted(ctx, ref, plan.workflow))) {

@@ -88,11 +88,14 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
   let agentInterface = record.agentInterface;
   let streaming = false;
   let leaseHeld: boolean;
+  let markedAt = 0;
   try {
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
     if ((await attemptTimeLeftMs(ctx, record)) <= 0 && (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log))) return 'deadline-exceeded';
     if (ctx.options.streamingSends) streaming = await ctx.agents.card(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record))).then((card) => card.capabilities.streaming === true, () => false);
     // The send lease is taken by the mark itself: the reconciler waits from here on (no re-read before the request).
+    // The stall guard counts from just before the mark (its sendStartedAt is no earlier), so a stall anywhere after it counts.
+    markedAt = ctx.options.now();
     ({ leaseHeld } = await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface, { token: sendLeaseToken(ctx, job), durationMs: ctx.options.lockDurationMs }));
   } catch (error) {
     // Not on enough replicas: nothing leaves, and a replica outage does not use up the send's attempts.
@@ -104,7 +107,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
     return handleSendFailure(ctx, { record, fence, error, log, job, afterMark: false });
   }
   ctx.crashPoint('send.after-mark', record.step);
-  return { fence, agentInterface, markedAt: ctx.options.now(), streaming, leaseHeld };
+  return { fence, agentInterface, markedAt, streaming, leaseHeld };
 }
 
 /** The send lease's holder token of a send job run. */
@@ -113,20 +116,18 @@ const sendLeaseToken = (ctx: WorkerContext, job: JobRun) => `${ctx.workerId}/sen
 /** Sends the marked message and applies the answer (or the task a search found while the send was held). */
 async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun, prepared: PreparedSend, log: Log): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  const transport = ctx.agents.transport(record.agentCardUrl, prepared.agentInterface);
-  const request: SendMessageRequest = {
-    message: outgoingMessage(record),
-    configuration: { returnImmediately: true, ...pushConfiguration(ctx, record, record.push && ctx.options.webhookUrl ? await ctx.journal.pushToken(ref) : undefined) },
-  };
-  // Crash window 8: a worker that stalled after the mark may find that the reconciler (which waits
-  // sendSettleMs = request timeout + 1 s) already decided. Past the 1 s margin it must not send: the
-  // reconciler owns the delegation now. Within it nobody else decides: the mark took the send lease in
-  // the same script (a lease held elsewhere: the reconciler also waits sendSettleMs after the mark).
-  if (ctx.options.now() - prepared.markedAt > ctx.options.sendSettleMs - ctx.options.requestTimeoutMs) {
+  // The mark took the send lease: a send that stops before the request gives it back (the reconciler need not wait for it).
+  const releaseSendLease = () => (prepared.leaseHeld ? ctx.journal.lease(ref, 'release', sendLeaseToken(ctx, job)).catch(() => undefined) : undefined);
+  const ready = await requestReady(ctx, record, prepared).catch(async (error: unknown) => {
+    await releaseSendLease();
+    throw error;
+  });
+  if (!ready) {
+    await releaseSendLease();
     log.warn('stalled between the mark and the request; leaving the delegation to the reconciler');
     return 'stalled-before-request';
   }
-  const timeLeftMs = Math.max(1, await attemptTimeLeftMs(ctx, record));
+  const { transport, request, timeLeftMs } = ready;
   const held: HeldSend = { record, job, fence: prepared.fence, transport, request, log };
   if (prepared.streaming) {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
@@ -140,6 +141,24 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
   }
   const result = await holdingSendLease(ctx, ref, sendLeaseToken(ctx, job), () => requestHeld(ctx, held, timeLeftMs), prepared.leaseHeld);
   return typeof result === 'string' ? result : applyHeldResult(ctx, held, result);
+}
+
+/**
+ * The request and the time it may take, or undefined when the worker stalled after the mark. Crash window 8:
+ * a worker that stalled after the mark may find that the reconciler (which waits sendSettleMs = request
+ * timeout + 1 s) already decided. Past the 1 s margin it must not send: the reconciler owns the delegation
+ * now. Within it nobody else decides: the mark took the send lease in the same script (a lease held
+ * elsewhere: the reconciler also waits sendSettleMs after the mark).
+ */
+async function requestReady(ctx: WorkerContext, record: DelegationRecord, prepared: PreparedSend): Promise<{ transport: A2ATransport; request: SendMessageRequest; timeLeftMs: number } | undefined> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const transport = ctx.agents.transport(record.agentCardUrl, prepared.agentInterface);
+  const request: SendMessageRequest = {
+    message: outgoingMessage(record),
+    configuration: { returnImmediately: true, ...pushConfiguration(ctx, record, record.push && ctx.options.webhookUrl ? await ctx.journal.pushToken(ref) : undefined) },
+  };
+  if (ctx.options.now() - prepared.markedAt > ctx.options.sendSettleMs - ctx.options.requestTimeoutMs) return undefined;
+  return { transport, request, timeLeftMs: Math.max(1, await attemptTimeLeftMs(ctx, record)) };
 }
 
 /** What a SendMessage needs once the mark is written and the stall guard passed. */
@@ -211,8 +230,8 @@ async function adoptFound(ctx: WorkerContext, record: DelegationRecord, task: Ta
 }
 
 /** What an applied transition tells the router (the row as written, the workflow's flags): saves its reads. */
-function knownAfter(result: StatusChangeResult): Pick<RoutePlan, 'known' | 'workflow'> {
-  return result.applied ? { known: result.record, workflow: result.workflow } : {};
+function knownAfter(result: StatusChangeResult): Pick<RoutePlan, 'known' | 'workflow' | 'finishedWorkflow'> {
+  return result.applied ? { known: result.record, workflow: result.workflow, finishedWorkflow: result.finishedWorkflow } : {};
 }
 
 /** Registers our webhook for this task when the step asked for push (spec §4.3.3). */

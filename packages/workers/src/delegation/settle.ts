@@ -9,12 +9,15 @@
  * decision (a finished step under a workflow left RUNNING with no index
  * entry). Only `route.ts` calls this.
  */
-import { enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
+import { enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef, type WorkflowAtFinish } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { advanceWorkflow } from '../workflow/advance.ts';
 
-/** Settles a finished delegation; does nothing for an unfinished one. */
-export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: DelegationRecord): Promise<void> {
+/**
+ * Settles a finished delegation; does nothing for an unfinished one. `known`: the row as written; `knownWorkflow`:
+ * the workflow as the transition that finished it read it (the decision is compare-and-set on its version).
+ */
+export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: DelegationRecord, knownWorkflow?: WorkflowAtFinish): Promise<void> {
   const record = known ?? (await ctx.journal.getDelegation(ref));
   if (!record) {
     await ctx.journal.removeFromIndex(ref);
@@ -25,7 +28,9 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
   ctx.crashPoint('advance.after-outcome', record.step);
   // One read of the workflow row and its delegation ids together: the definition here, the row and the ids
   // for the decision (advanceWorkflow).
-  const [workflow, delegationIds] = await Promise.all([ctx.journal.getWorkflow(ref.workflowId), ctx.journal.delegationIds(ref.workflowId)]);
+  const [workflow, delegationIds] = knownWorkflow
+    ? [knownWorkflow.record, knownWorkflow.delegationIds]
+    : await Promise.all([ctx.journal.getWorkflow(ref.workflowId), ctx.journal.delegationIds(ref.workflowId)]);
   const step = workflow?.definition.steps.find((candidate) => candidate.name === record.step);
   if (record.kind === 'compensation') {
     const compensation = step?.compensation;

@@ -20,6 +20,7 @@ import {
   type EventStream,
   type StreamEnd,
   type StreamResponse,
+  type WorkflowAtFinish,
   lazyChildLogger,
 } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../context.ts';
@@ -43,6 +44,8 @@ export interface StreamRun {
   sawArtifacts: boolean;
   /** The row as the last applied event wrote it (a finished one is routed without a read). */
   written?: DelegationRecord;
+  /** The workflow as the event that finished the row read it (the settle reads nothing more). */
+  writtenWorkflow?: WorkflowAtFinish;
 }
 
 /** Thrown inside the loop when an event names another task (RT4: a protocol error, one GetTask). */
@@ -122,7 +125,10 @@ async function applyEvent(run: StreamRun, response: StreamResponse): Promise<Del
   if (result.artifact === 'sealed') log.warn({ event: response }, 'artifact update after lastChunk dropped (agent bug)');
   if (result.status?.applied === false) ctx.metrics.staleObservations.inc({ reason: result.status.reason });
   if (result.status?.applied && state) ctx.metrics.transitions.inc({ state, source: 'stream' });
-  if (result.status?.applied) run.written = result.status.record;
+  if (result.status?.applied) {
+    run.written = result.status.record;
+    run.writtenWorkflow = result.status.finishedWorkflow;
+  }
   if (state === 'TASK_STATE_AUTH_REQUIRED' && result.status?.applied) {
     // Keep the stream open (the agent may resume on its own); the handler runs beside it.
     const current = await ctx.journal.getDelegation(record);
@@ -155,7 +161,7 @@ async function onStreamError(run: StreamRun, error: unknown): Promise<string> {
   const current = run.written;
   if (current && isFinished(current.state)) {
     // The stream already brought the outcome: nothing to read.
-    await routeDelegation(ctx, record, { known: current });
+    await routeDelegation(ctx, record, { known: current, finishedWorkflow: run.writtenWorkflow });
     return 'finished';
   }
   const code = codeOf(error);
@@ -179,7 +185,7 @@ async function afterStreamEnd(run: StreamRun, end: StreamEnd | undefined): Promi
   const current = run.written && isFinished(run.written.state) ? run.written : await ctx.journal.getDelegation(record);
   if (!current) return 'missing';
   if (isFinished(current.state)) {
-    await routeDelegation(ctx, record, { known: current });
+    await routeDelegation(ctx, record, { known: current, ...(current === run.written ? { finishedWorkflow: run.writtenWorkflow } : {}) });
     return 'finished';
   }
   if (end?.kind === 'interrupted' && shouldPark(current)) {

@@ -33,9 +33,10 @@
   and stopping read on the way (what the router needs), so the caller reads nothing more.
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
-  Returns: {1, version, record, workflow} applied: record = the row as written (flat field/value
-           list), workflow = {state, cancelRequested, stopping} when it changed to an unfinished
-           state, else {}; {0, reason} ignored ('finished', 'stale', 'regress',
+  Returns: {1, version, record, workflow, finished} applied: record = the row as written (flat
+           field/value list), workflow = {state, cancelRequested, stopping} when it changed to an
+           unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
+           changed to a finished state (what the settle decides from), else {}; {0, reason} ignored ('finished', 'stale', 'regress',
            'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'};
            {-7, agentCardUrl}: bind the task id first, then call again with ARGV[14] = '1'
 ]]
@@ -84,9 +85,12 @@ if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
 -- A delegation row exists only with its workflow row (created together, expiring together): a finished
 -- state writes it without a look; an unfinished one reads the flags the router needs (cancel wanted?) first.
 local workflow = {}
+local finished = {}
 if incoming ~= current then
   local workflowKey = string.match(KEYS[1], '^(.*}):d:') .. ':wf'
-  if rank[incoming] == 9 then redis.call('HSET', workflowKey, 'updatedAt', now)
+  if rank[incoming] == 9 then
+    redis.call('HSET', workflowKey, 'updatedAt', now)
+    finished = { redis.call('HGETALL', workflowKey), redis.call('LRANGE', workflowKey .. ':delegations', 0, -1) }
   else
     local flags = redis.call('HMGET', workflowKey, 'state', 'cancelRequested', 'stopping')
     if flags[1] then
@@ -132,4 +136,4 @@ if parked[incoming] then redis.call('PUBLISH', string.match(KEYS[1], '^(.*}):d:'
 for i = 1, #set, 2 do hash[set[i]] = set[i + 1] end
 local written = {}
 for field, value in pairs(hash) do written[#written + 1] = field; written[#written + 1] = value end
-return {1, version, written, workflow}
+return {1, version, written, workflow, finished}
