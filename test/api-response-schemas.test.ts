@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ATTENTION_CODES, JOURNAL_STATES, WORKFLOW_STATES, type Attention, type JournalState } from '@durable-a2a/shared';
+import { ATTENTION_CODES, JOURNAL_STATES, WORKFLOW_STATES, buildIntent, type Attention, type JournalState } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { useRedisServer } from './harness/redis.ts';
@@ -143,6 +143,44 @@ describe('POST /v1/workflows/:id/resolve never claims a change that did not happ
     const page = await authorized(app, { method: 'GET', url: `/ui/workflows/${workflowId}` });
     expect(page.body).not.toContain('value="retry"');
     expect(page.body).toContain('value="abandon"');
+  });
+});
+
+describe('POST /v1/workflows/:id/resolve on a failed compensation (COMPENSATION_FAILED naming it)', () => {
+  /** first.1 COMPLETED, its compensation first.1.undo REJECTED, the workflow waiting for a person. */
+  async function compensationFailed(workflowId: string): Promise<void> {
+    await workflowWith(workflowId, 'COMPLETED');
+    const intent = buildIntent({ workflowId, step: 'first', attempt: 1, kind: 'compensation', agentCardUrl: AGENT, message: { parts: [{ text: 'undo one' }] }, now: Date.now() });
+    await producer.journal.createIntent(workflowId, intent);
+    const ref = { workflowId, delegationId: 'first.1.undo' };
+    await producer.journal.applyStatus(ref, { mode: 'outcome', state: 'REJECTED', taskId: `undo-${workflowId}`, error: { code: 'REJECTED', message: 'no such booking' } } as Parameters<Producer['journal']['applyStatus']>[1]);
+    await producer.journal.updateWorkflow(workflowId, { state: 'COMPENSATING', stopping: ['second.1 REJECTED'], failure: ['second.1 REJECTED'] });
+    await producer.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention: { code: 'COMPENSATION_FAILED', message: 'first.1.undo ended REJECTED: no such booking', delegationId: 'first.1.undo' } });
+  }
+
+  it('retry: 202, that compensation sent back (a new one follows), the stop kept; the page offers retry', async () => {
+    await compensationFailed('resolve-undo-retry');
+    const page = await authorized(app, { method: 'GET', url: '/ui/workflows/resolve-undo-retry' });
+    expect(page.body).toContain('value="retry"');
+    const response = await authorized(app, { method: 'POST', url: '/v1/workflows/resolve-undo-retry/resolve', payload: { action: 'retry' } });
+    expect(response.statusCode, response.body).toBe(202);
+    const after = await producer.journal.getWorkflow('resolve-undo-retry');
+    expect(after).toMatchObject({ state: 'RUNNING', retryApproved: ['first.1.undo'], stopping: ['second.1 REJECTED'], abandonedCompensations: [] });
+    expect(after!.attention).toBeUndefined();
+  });
+
+  it('abandon: 202, that compensation given up; a second abandon is 409 WORKFLOW_FINISHED, nothing written', async () => {
+    await compensationFailed('resolve-undo-abandon');
+    const response = await authorized(app, { method: 'POST', url: '/v1/workflows/resolve-undo-abandon/resolve', payload: { action: 'abandon' } });
+    expect(response.statusCode, response.body).toBe(202);
+    const after = await producer.journal.getWorkflow('resolve-undo-abandon');
+    expect(after).toMatchObject({ state: 'RUNNING', cancelRequested: true, abandonedCompensations: ['first.1.undo'], retryApproved: [] });
+    expect(after!.stopping).toEqual(['abandoned by a person (COMPENSATION_FAILED): first.1.undo ended REJECTED: no such booking', 'second.1 REJECTED']);
+    const before = await producer.journal.getWorkflowHash('resolve-undo-abandon');
+    const again = await authorized(app, { method: 'POST', url: '/v1/workflows/resolve-undo-abandon/resolve', payload: { action: 'abandon' } });
+    expect(again.statusCode, again.body).toBe(409);
+    expect(again.json()).toMatchObject({ code: 'WORKFLOW_FINISHED' });
+    expect(await producer.journal.getWorkflowHash('resolve-undo-abandon')).toEqual(before);
   });
 });
 

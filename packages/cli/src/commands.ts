@@ -74,7 +74,7 @@ export function addSteerCommands(program: Command, helpers: CommandHelpers): voi
 
   program
     .command('resolve <id> <action>')
-    .description('decide on a workflow in NEEDS_ATTENTION: retry the ambiguous attempts, or abandon (compensate)')
+    .description('decide on a workflow in NEEDS_ATTENTION: retry (send the ambiguous attempts, or the failed compensation, again), or abandon (undo what can be undone, else FAILED)')
     .action(async (id: string, action: string, _options: unknown, command: Command) => {
       if (action !== 'retry' && action !== 'abandon') program.error(`error: action must be retry or abandon, not '${action}'`, { exitCode: EXIT_CODES.USAGE, code: 'durable-a2a.action' });
       const result = await callApi<{ state: string }>(helpers.api(command), 'POST', `v1/workflows/${encodeURIComponent(id)}/resolve`, { action });

@@ -3,6 +3,7 @@
  * problem+json code by the HTTP service).
  */
 import type { ZodError } from 'zod';
+import type { ResolveAction } from '@durable-a2a/shared';
 
 /** Invalid input: nothing was written. `field` names the offending field (dotted path). */
 export class ProducerInputError extends Error {
@@ -34,8 +35,8 @@ export class WorkflowFinishedError extends Error {
   readonly code = 'WORKFLOW_FINISHED';
 }
 
-/** What `resolve` may do on a workflow in NEEDS_ATTENTION. */
-export type ResolveAction = 'retry' | 'abandon';
+/** What `resolve` may do on a workflow in NEEDS_ATTENTION (`RESOLVE_ACTIONS` per attention code). */
+export type { ResolveAction };
 
 /**
  * `resolve(id, action)` with an action that would change nothing for the workflow's attention code

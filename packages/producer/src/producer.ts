@@ -40,10 +40,13 @@ export interface Producer {
   /** Cancels a workflow: running tasks get CancelTask; verified effects are compensated. Throws WorkflowFinishedError. */
   cancel(id: string): Promise<void>;
   /**
-   * A person's decision on a workflow in NEEDS_ATTENTION. `retry`: every AMBIGUOUS attempt is run
-   * again as a new attempt (new messageId; the person accepts that the agent may have had the first);
-   * `abandon`: stop, compensate what has an effect. Throws NotFoundError, or WorkflowFinishedError when
-   * the workflow is not waiting for a person.
+   * A person's decision on a workflow in NEEDS_ATTENTION; it always ends or moves the workflow, never back
+   * to the same attention. `retry`: every AMBIGUOUS attempt is run again as a new attempt (new messageId;
+   * the person accepts that the agent may have had the first), or for COMPENSATION_FAILED the failed
+   * compensation as a new one; `abandon`: stop, undo what can be undone (a failed compensation is given
+   * up, its effect left in place), else FAILED with the reason. Throws NotFoundError,
+   * WorkflowFinishedError when the workflow is not waiting for a person (e.g. a second abandon), or
+   * ResolutionNotAllowedError (`RESOLVE_ACTIONS`).
    */
   resolve(id: string, action: 'retry' | 'abandon'): Promise<{ state: string }>;
   /** Registers (or refreshes) an agent by its Agent Card URL. Throws AgentCardError. */

@@ -70,6 +70,8 @@ export {
 export type { JobQueue, TypedQueues, CancelOccasion, SubscriptionPlan, ReconcileOccasion, DecideOccasion, CompensateOccasion } from './enqueue.ts';
 export { decide, firstAttempts, classifyFailure, failureOf, needsUndo, mayHaveEffect, pendingAttempt } from './decide.ts';
 export type { Decision, WorkflowSnapshot, AttemptView, PreviousAttempt, CandidateLookup, FailureKind, FirstAttempt, Effect } from './decide.ts';
+export { RESOLVE_ACTIONS, allowedResolveActions, resolutionPatch } from './decide-resolution.ts';
+export type { ResolveAction, ResolutionAttempt, ResolutionWorkflow } from './decide-resolution.ts';
 export { attemptMessage } from './attempt-message.ts';
 export type { CarriedAttempt } from './attempt-message.ts';
 export {

@@ -59,7 +59,7 @@ export const COMPACTED_RECORD_LAYOUT = {
     artifacts: 'art',
   } as Record<string, string>,
   /** Fields whose value is JSON text (embedded as JSON). */
-  json: ['definition', 'stopping', 'failure', 'attention', 'retryApproved', 'agentInterface', 'question', 'statusMessage', 'message', 'result', 'error', 'protocolError', 'replyMessage', 'evidence'],
+  json: ['definition', 'stopping', 'failure', 'attention', 'retryApproved', 'abandonedCompensations', 'agentInterface', 'question', 'statusMessage', 'message', 'result', 'error', 'protocolError', 'replyMessage', 'evidence'],
   /** Bookkeeping of a running workflow: not kept once it finished (the push token is: a late push is still answered 204). */
   operational: [
     'owner', 'notFoundCount', 'firstNotFoundAt', 'sendStartedAt', 'replySendToken', 'replySendUntil',

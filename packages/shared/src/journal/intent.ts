@@ -10,6 +10,8 @@ export interface IntentInput {
   step: string;
   attempt: number;
   kind?: 'step' | 'compensation';
+  /** A compensation's own attempt (1 first; a person's `retry` after it failed starts the next). Default 1. */
+  undoAttempt?: number;
   agentCardUrl: string;
   message: OutgoingMessage;
   /** Register a push notification config for this delegation. */
@@ -20,19 +22,20 @@ export interface IntentInput {
 }
 
 /**
- * Delegation id of a step attempt (`book-hotel.2`) or of the compensation of one (`book-hotel.1.undo`).
- * The two kinds never collide whatever the step names: a step attempt's id ends in its attempt number, a
- * compensation's in `.undo`. Nothing reads a delegation's kind from its id: the record's `kind` field says.
+ * Delegation id of a step attempt (`book-hotel.2`) or of the compensation of one (`book-hotel.1.undo`;
+ * `undoAttempt` n > 1, a compensation a person sent back: `book-hotel.1.undo-2`). The kinds never collide
+ * whatever the step names: a step attempt's id ends in `.<attempt>`, a compensation's in `.undo` or
+ * `.undo-<n>`. Nothing reads a delegation's kind or attempt from its id: the record's fields say.
  */
-export const delegationIdOf = (kind: 'step' | 'compensation', step: string, attempt: number): string =>
-  kind === 'step' ? `${step}.${attempt}` : `${step}.${attempt}.undo`;
+export const delegationIdOf = (kind: 'step' | 'compensation', step: string, attempt: number, undoAttempt = 1): string =>
+  kind === 'step' ? `${step}.${attempt}` : `${step}.${attempt}.undo${undoAttempt > 1 ? `-${undoAttempt}` : ''}`;
 
 /** The hash fields of a new INTENT row (all strings, as Redis stores them). */
 export function buildIntent(input: IntentInput): Record<string, string> {
   const kind = input.kind ?? 'step';
   const fields: Record<string, string> = {
     workflowId: input.workflowId,
-    delegationId: delegationIdOf(kind, input.step, input.attempt),
+    delegationId: delegationIdOf(kind, input.step, input.attempt, input.undoAttempt),
     step: input.step,
     kind,
     attempt: String(input.attempt),

@@ -83,6 +83,8 @@ const WorkflowHashSchema = z.object({
     .transform((text) => (text ? parseAttention(text) : undefined)),
   /** AMBIGUOUS attempts a person approved to run again (`producer.resolve('retry')`). */
   retryApproved: optionalList.transform((list) => list ?? []),
+  /** Failed compensations a person gave up (`producer.resolve('abandon')` on COMPENSATION_FAILED): their effect is left in place. */
+  abandonedCompensations: optionalList.transform((list) => list ?? []),
 });
 
 /** A workflow row, typed. */
@@ -105,8 +107,10 @@ export interface WorkflowPatch {
   stopping?: string[];
   failure?: string[];
   attention?: Attention | null;
-  /** Replaces the approved list. */
+  /** Replaces the approved list (AMBIGUOUS step attempts, or failed compensations, a person sent back). */
   retryApproved?: string[];
+  /** Replaces the list of failed compensations a person gave up. */
+  abandonedCompensations?: string[];
 }
 
 /** Encodes a patch as hash fields (what updateWorkflow-2.lua writes). */
@@ -118,5 +122,6 @@ export function encodeWorkflowPatch(patch: WorkflowPatch): Record<string, string
   if (patch.failure !== undefined) fields.failure = JSON.stringify(patch.failure);
   if (patch.attention !== undefined) fields.attention = patch.attention ? JSON.stringify(patch.attention) : '';
   if (patch.retryApproved !== undefined) fields.retryApproved = JSON.stringify(patch.retryApproved);
+  if (patch.abandonedCompensations !== undefined) fields.abandonedCompensations = JSON.stringify(patch.abandonedCompensations);
   return fields;
 }

@@ -1,78 +1,64 @@
 /**
  * workflow/compensation: undoes a workflow's effects in reverse order. Each undo is
- * itself a journaled delegation (kind `compensation`, id `<step>.<attempt>.undo`, its own ids),
+ * itself a journaled delegation (kind `compensation`, id `<step>.<attempt>.undo`, its own ids;
+ * `.undo-<n>` when a person sent a failed one back), the chain's moves decided in `undo-chain.ts`,
  * recovered by the same reconciler after a crash, sent once, and verified in
  * turn. One job advances the chain by one step: it is re-enqueued whenever a
  * compensation settles, so a crash anywhere resumes where the journal says.
  * A compensation that cannot succeed is surfaced (NEEDS_ATTENTION with state,
- * reason and evidence), never silently dropped.
+ * reason and evidence), never silently dropped; one a person abandoned is skipped and named in the
+ * workflow's failure (FAILED, its effect left in place).
  */
-import { buildIntent, delegationIdOf, delegationSpan, enqueueSend, isUnsuccessful, needsUndo, type DelegationRecord, type Step } from '@durable-a2a/shared';
+import { buildIntent, delegationSpan, enqueueSend, type DelegationRecord, type Step } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { loadWorkflow } from './advance.ts';
 import { HANDLER_PREFIX } from '../delegation/handler.ts';
+import { nextUndo } from './undo-chain.ts';
 
 export type { CompensationHandler } from '../delegation/handler.ts';
+export { undoPlan, compensationOf, nextUndo } from './undo-chain.ts';
 
 /**
- * The attempts to undo, last done first: steps in reverse order, attempts in reverse order. `retryApproved`:
- * AMBIGUOUS attempts a person sent back (they count as without effect, as in `decide`).
- */
-export function undoPlan(steps: Step[], records: DelegationRecord[], retryApproved: readonly string[] = []): { step: Step; original: DelegationRecord }[] {
-  const plan: { step: Step; original: DelegationRecord }[] = [];
-  for (const step of [...steps].reverse()) {
-    const attempts = records.filter((record) => record.kind === 'step' && record.step === step.name).sort((a, b) => b.attempt - a.attempt);
-    for (const original of attempts) {
-      const view = { ...original, error: original.error, effect: original.effect, retryApproved: retryApproved.includes(original.delegationId) };
-      if (needsUndo(view, step)) plan.push({ step, original });
-    }
-  }
-  return plan;
-}
-
-/** The compensation journaled for a step attempt, found by its kind, step and attempt (never by its id's spelling). */
-export function compensationOf(records: DelegationRecord[], original: DelegationRecord): DelegationRecord | undefined {
-  return records.find((record) => record.kind === 'compensation' && record.step === original.step && record.attempt === original.attempt);
-}
-
-/**
- * Advances a COMPENSATING workflow's chain by one undo: starts the next one, waits for one in flight,
- * surfaces a failed one (NEEDS_ATTENTION), or marks the workflow COMPENSATED. Returns a short outcome.
+ * Advances a COMPENSATING workflow's chain by one undo (`nextUndo`): starts the next one, waits for one in
+ * flight, surfaces a failed one (NEEDS_ATTENTION), or ends the workflow: COMPENSATED, or FAILED when a
+ * person left an effect in place (each named in `failure`). Returns a short outcome.
  */
 export async function advanceCompensation(ctx: WorkerContext, workflowId: string, jobId: string | undefined): Promise<string> {
   const loaded = await loadWorkflow(ctx, workflowId);
   if (!loaded || loaded.state !== 'COMPENSATING') return 'not-compensating';
   const log = ctx.logger.child({ queue: 'compensate', workflowId, jobId });
-  for (const { step, original } of undoPlan(loaded.definition.steps, loaded.records, loaded.record.retryApproved)) {
-    const compensation = step.compensation!;
-    const existing = compensationOf(loaded.records, original);
-    const delegationId = existing?.delegationId ?? delegationIdOf('compensation', step.name, original.attempt);
-    if (!existing) {
-      await startCompensation(ctx, loaded.version, step, original, log);
-      return `started ${delegationId}`;
-    }
-    if (existing.state === 'COMPLETED') {
-      const verified = 'verifier' in compensation && compensation.verifier;
-      if (verified && existing.effect === undefined) return `verifying ${delegationId}`;
-      if (verified && existing.effect !== 'absent') {
-        return surface(ctx, workflowId, loaded.version, `${delegationId} completed but the effect of ${original.delegationId} is still ${existing.effect}`, existing, log);
-      }
-      continue; // undone; next one back
-    }
-    if (isUnsuccessful(existing.state) || existing.state === 'AMBIGUOUS') {
+  const move = nextUndo(loaded.definition.steps, loaded.records, loaded.record);
+  switch (move.kind) {
+    case 'start':
+      await startCompensation(ctx, loaded.version, move, log);
+      return `started ${move.delegationId}`;
+    case 'verifying':
+    case 'waiting':
+      return `${move.kind} ${move.delegationId}`;
+    case 'failed':
       ctx.metrics.compensations.inc({ outcome: 'failed' });
-      return surface(ctx, workflowId, loaded.version, `${delegationId} ended ${existing.state}: ${existing.error?.message ?? 'no reason'}`, existing, log);
-    }
-    return `waiting ${delegationId}`; // in flight; its settle re-enqueues this job
+      return surface(ctx, workflowId, loaded.version, move.reason, move.record, log);
+    case 'done':
+      break;
   }
-  await ctx.journal.updateWorkflow(workflowId, { state: 'COMPENSATED' }, loaded.version);
+  if (move.leftInPlace.length > 0) {
+    await ctx.journal.updateWorkflow(workflowId, { state: 'FAILED', failure: [...(loaded.record.failure ?? []), ...move.leftInPlace] }, loaded.version);
+    log.warn({ leftInPlace: move.leftInPlace }, 'compensation ended: effects a person chose to leave in place');
+  } else {
+    await ctx.journal.updateWorkflow(workflowId, { state: 'COMPENSATED' }, loaded.version);
+    log.info('every effect compensated');
+  }
   await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
-  log.info('every effect compensated');
-  return 'compensated';
+  return move.leftInPlace.length > 0 ? 'failed' : 'compensated';
 }
 
 /** Journals the compensation's intent (before any I/O), then sends it or runs its handler. */
-async function startCompensation(ctx: WorkerContext, workflowVersion: number, step: Step, original: DelegationRecord, log: WorkerContext['logger']): Promise<void> {
+async function startCompensation(
+  ctx: WorkerContext,
+  workflowVersion: number,
+  { step, original, undoAttempt }: { step: Step; original: DelegationRecord; undoAttempt: number },
+  log: WorkerContext['logger'],
+): Promise<void> {
   const compensation = step.compensation!;
   const metadata = {
     durableA2a: {
@@ -94,6 +80,7 @@ async function startCompensation(ctx: WorkerContext, workflowVersion: number, st
     step: step.name,
     attempt: original.attempt,
     kind: 'compensation',
+    undoAttempt,
     agentCardUrl,
     message: { parts, metadata: { ...('message' in compensation ? (compensation.message.metadata ?? {}) : {}), ...metadata } },
     now: ctx.options.now(),

@@ -169,7 +169,7 @@ function decisionRoutes(app: V1App, producer: Producer): void {
       schema: {
         operationId: 'resolveWorkflow',
         tags: ['workflows'],
-        summary: 'A person decides on a workflow in NEEDS_ATTENTION: retry the AMBIGUOUS attempts, or abandon (compensate)',
+        summary: 'A person decides on a workflow in NEEDS_ATTENTION: retry (the AMBIGUOUS attempts, or the failed compensation, as new ones), or abandon (undo what can be undone, else FAILED)',
         security,
         params: WorkflowParamsSchema,
         body: ResolveBodySchema,

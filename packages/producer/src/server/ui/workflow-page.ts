@@ -21,13 +21,14 @@ const json = (value: unknown) => {
 function attentionSection(view: WorkflowView): Safe {
   if (view.state !== 'NEEDS_ATTENTION') return html``;
   const action = `${pathOf(view.workflowId)}/resolve`;
+  const compensationFailed = view.attention?.code === 'COMPENSATION_FAILED';
   return html`<section class="attention" aria-labelledby="attention-heading"><h2 id="attention-heading">A person must decide</h2>
 <p>${view.attention ? `${view.attention.message} (${view.attention.code})` : 'The workflow cannot decide on its own.'}</p>
 ${view.attention?.evidence === undefined ? html`` : html`<pre class="evidence">${json(view.attention.evidence)}</pre>`}
 ${allowedResolveActions(view).includes('retry') ? html`<form method="post" action="${action}" data-action="resolve"><input type="hidden" name="action" value="retry">
-<button type="submit">Retry</button> <span class="muted">Run the AMBIGUOUS attempts again as new attempts (the agent may have had the first).</span></form>` : html``}
+<button type="submit">Retry</button> <span class="muted">${compensationFailed ? 'Send the failed compensation again as a new one (e.g. once its agent is fixed).' : 'Run the AMBIGUOUS attempts again as new attempts (the agent may have had the first).'}</span></form>` : html``}
 <form method="post" action="${action}" data-action="resolve"><input type="hidden" name="action" value="abandon">
-<button type="submit" class="danger">Abandon</button> <span class="muted">Stop, and undo what has an effect.</span></form>
+<button type="submit" class="danger">Abandon</button> <span class="muted">${compensationFailed ? 'Give this compensation up: its effect stays; undo the rest, then FAILED.' : 'Stop, and undo what has an effect (else FAILED).'}</span></form>
 </section>`;
 }
 
