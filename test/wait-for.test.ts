@@ -13,7 +13,7 @@ import { WorkflowChangeSubscriber, waitForWorkflow } from '../packages/producer/
 import { useRedisServer, testsOnCluster } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { asksForInput, completionSteps, runsSlowly } from './harness/agent-behaviours.ts';
-import { startTestFleet } from './harness/fleet.ts';
+import { eventually, startTestFleet } from './harness/fleet.ts';
 import { authorized, startTestServer } from './harness/api-server.ts';
 
 const redisServer = useRedisServer();
@@ -114,6 +114,18 @@ describe('producer.waitFor', () => {
     expect(reads).toBe(1);
     await subscriber.close();
     await base.quit();
+  });
+
+  it('a settled wait answers without waiting for its UNSUBSCRIBE, and the channel is still given up', async () => {
+    const id = await parkedWorkflow();
+    await idle.journal.updateWorkflow(id, { state: 'COMPLETED' });
+    expect((await idle.waitFor(id, { timeoutMs: 5_000 })).state).toBe('COMPLETED');
+    const probe = new Redis(redisServer().url);
+    try {
+      await eventually(async () => ((await probe.pubsub('CHANNELS', `${IDLE_PREFIX}:*`)) as string[]).length === 0, 'channel given up');
+    } finally {
+      await probe.quit();
+    }
   });
 
   it.skipIf(testsOnCluster())('a change published while the subscriber reconnects is not lost', async () => {

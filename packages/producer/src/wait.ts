@@ -70,10 +70,14 @@ export async function waitForWorkflow(
     onAbort = () => resolve('aborted');
     options.signal?.addEventListener('abort', onAbort, { once: true });
   });
+  let settled = false;
   try {
     let view = await firstView(journal, read, workflowId, options.untilQuestion);
     for (;;) {
-      if (view && isSettled(view, options.untilQuestion)) return view;
+      if (view && isSettled(view, options.untilQuestion)) {
+        settled = true;
+        return view;
+      }
       if (!changed) {
         const woken = new Promise<'changed'>((resolve) => (wakeUp = () => resolve('changed')));
         const outcome = await Promise.race([woken, stop]);
@@ -90,7 +94,11 @@ export async function waitForWorkflow(
     wakeUp = () => undefined;
     clearTimeout(timer);
     options.signal?.removeEventListener('abort', onAbort);
-    await unlisten();
+    // Settled: the view goes back at once, the UNSUBSCRIBE follows on its own (it never rejects; a later
+    // SUBSCRIBE of the same channel is sent after it on the same connection). Timed out or aborted: the
+    // caller gets control back only once nothing is subscribed for it.
+    if (settled) void unlisten();
+    else await unlisten();
   }
 }
 
