@@ -288,7 +288,10 @@ describe('follow lease', () => {
 describe('send lease taken by the mark; takeFollow', () => {
   it('markSending with a holder token takes the lease in the same script; a lease held elsewhere is reported, the mark still written', async () => {
     const fence = await journal.claim(ref, 'w/send/1');
-    expect(await journal.markSending(ref, fence, undefined, { token: 'w/send/1', durationMs: 5_000 })).toEqual({ leaseHeld: true });
+    const marked = await journal.markSending(ref, fence, undefined, { token: 'w/send/1', durationMs: 5_000 });
+    expect(marked.leaseHeld).toBe(true);
+    // The mark's time as written: where the reconciler's sendSettleMs (and the sender's stall guard) start.
+    expect(marked.sendStartedAt).toBe((await journal.getDelegation(ref))?.sendStartedAt);
     expect(await journal.followLeaseRemainingMs(ref)).toBeGreaterThan(4_000);
     // Only the holder gives it back; another holder cannot take it meanwhile.
     expect(await journal.lease(ref, 'acquire', 'someone-else', 5_000)).toBe(false);
@@ -298,7 +301,7 @@ describe('send lease taken by the mark; takeFollow', () => {
     await journal.createIntent(ref.workflowId, intent(ref.workflowId, 'main.2'));
     expect(await journal.lease(other, 'acquire', 'follower', 5_000)).toBe(true);
     const otherFence = await journal.claim(other, 'w/send/2');
-    expect(await journal.markSending(other, otherFence, undefined, { token: 'w/send/2', durationMs: 5_000 })).toEqual({ leaseHeld: false });
+    expect(await journal.markSending(other, otherFence, undefined, { token: 'w/send/2', durationMs: 5_000 })).toMatchObject({ leaseHeld: false });
     expect((await journal.getDelegation(other))?.sendStartedAt).toBeTypeOf('number');
     expect(await journal.lease(other, 'release', 'follower')).toBe(true);
   });

@@ -57,16 +57,17 @@ export interface WorkflowFlags {
   stopping: boolean;
 }
 
-/**
- * What `applyStatus` did. Applied: the row as written (`record`, no read needed after it) and, when the
- * state changed, the workflow's flags (`workflow`).
- */
 /** The workflow row and its delegation ids as a delegation's finishing transition read them (what its settle decides from). */
 export interface WorkflowAtFinish {
   record: WorkflowRecord;
   delegationIds: string[];
 }
 
+/**
+ * What `applyStatus` did. Applied: the row as written (`record`, no read needed after it) and, when the
+ * state changed, the workflow's flags (`workflow`, to an unfinished state) or the workflow row and its
+ * delegation ids as the script read them (`finishedWorkflow`, to a finished state).
+ */
 export type StatusChangeResult =
   | { applied: true; version: number; record?: DelegationRecord; workflow?: WorkflowFlags; finishedWorkflow?: WorkflowAtFinish }
   | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };

@@ -88,15 +88,18 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
   let agentInterface = record.agentInterface;
   let streaming = false;
   let leaseHeld: boolean;
-  let markedAt = 0;
+  let markedAt: number;
   try {
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
     if ((await attemptTimeLeftMs(ctx, record)) <= 0 && (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log))) return 'deadline-exceeded';
     if (ctx.options.streamingSends) streaming = await ctx.agents.card(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record))).then((card) => card.capabilities.streaming === true, () => false);
     // The send lease is taken by the mark itself: the reconciler waits from here on (no re-read before the request).
-    // The stall guard counts from just before the mark (its sendStartedAt is no earlier), so a stall anywhere after it counts.
-    markedAt = ctx.options.now();
-    ({ leaseHeld } = await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface, { token: sendLeaseToken(ctx, job), durationMs: ctx.options.lockDurationMs }));
+    // The stall guard counts from the mark's sendStartedAt, where the reconciler's sendSettleMs starts: a stall anywhere
+    // after it counts (the WAIT after the mark too), the WAIT before the mark does not (the reconciler waits from the mark).
+    ({ leaseHeld, sendStartedAt: markedAt } = await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface, {
+      token: sendLeaseToken(ctx, job),
+      durationMs: ctx.options.lockDurationMs,
+    }));
   } catch (error) {
     // Not on enough replicas: nothing leaves, and a replica outage does not use up the send's attempts.
     if (error instanceof ReplicationTimeoutError) {
