@@ -357,6 +357,16 @@ describe('releaseHold', () => {
     expect((await journal.getDelegation(held))!.held).toBe(false);
     expect(await refusal(journal.releaseHold({ ...ref, delegationId: 'none' }))).toBe('DELEGATION_MISSING');
   });
+
+  it('compare-and-set on the workflow version the decision was made from: a cancel written since releases nothing', async () => {
+    await journal.createIntent(ref.workflowId, { ...intent(ref.workflowId, 'car.1'), held: '1' });
+    const held = { workflowId: ref.workflowId, delegationId: 'car.1' };
+    const decidedAt = Number(await redis.hget(journal.keys.workflow(ref.workflowId), 'version'));
+    await journal.updateWorkflow(ref.workflowId, { cancelRequested: true });
+    expect(await refusal(journal.releaseHold(held, decidedAt))).toBe('VERSION_CONFLICT');
+    expect((await journal.getDelegation(held))!.held).toBe(true);
+    expect(await journal.releaseHold(held, decidedAt + 1)).toBe(true);
+  });
 });
 
 describe('takeToken (fleet-wide smooth rate limit)', () => {

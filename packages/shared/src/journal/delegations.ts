@@ -138,9 +138,13 @@ export class JournalDelegations extends JournalWorkflows {
     return { count, since };
   }
 
-  /** Releases a held intent; returns false if it was not held. */
-  async releaseHold(ref: DelegationRef): Promise<boolean> {
-    const code = Number(await this.call('releaseHold', [this.delegationKeys(ref)[0]], [this.now()]));
+  /**
+   * Releases a held intent; returns false if it was not held. With `expectedWorkflowVersion`, only while the
+   * workflow row is still at that version (the decision to release was made from it).
+   * @throws JournalError DELEGATION_MISSING, VERSION_CONFLICT (the workflow changed since: decide again)
+   */
+  async releaseHold(ref: DelegationRef, expectedWorkflowVersion?: number): Promise<boolean> {
+    const code = Number(await this.call('releaseHold', [this.delegationKeys(ref)[0]], [this.now(), expectedWorkflowVersion ?? '']));
     if (code < 0) throw journalErrorFromCode(code, ref, 'releaseHold');
     return code === 1;
   }

@@ -55,6 +55,8 @@ const backoffAtCap = (count: number, options: WorkerContext['options']) =>
 /**
  * Applies the rule after one follow cycle (see the module header): reads the record, notes the observation
  * in the journal and routes the delegation (follow, backoff, slow poll, or AMBIGUOUS with evidence).
+ * `known`: the row as the observation wrote it; `finishedWorkflow`: the workflow as the transition that finished
+ * it read it (its settle reads nothing more).
  * @throws JournalError DELEGATION_MISSING only if the row vanished between the read and the note.
  */
 export async function afterObservation(

@@ -157,7 +157,10 @@ export async function holdingSendLease<T>(
     clearInterval(renew);
     // Not waited for: on the journal's one connection the release reaches Redis before anything issued after it
     // (the answer's transitions, the follow that takes the lease next), and a failed release only lets the lease
-    // run out (lockDurationMs), as when it was waited for and its error dropped.
+    // run out (lockDurationMs), as when it was waited for and its error dropped. One exception: a server that
+    // lost its scripts (failover, restart) answers NOSCRIPT and the release goes again with EVAL, after what
+    // followed it; the local follow is then turned away ('already-followed') and the reconciler reattaches the
+    // delegation after the lease's end (no second send, no loss).
     if (held) void ctx.journal.lease(ref, 'release', token).catch(() => undefined);
   }
 }

@@ -160,8 +160,10 @@ async function requestReady(ctx: WorkerContext, record: DelegationRecord, prepar
     message: outgoingMessage(record),
     configuration: { returnImmediately: true, ...pushConfiguration(ctx, record, record.push && ctx.options.webhookUrl ? await ctx.journal.pushToken(ref) : undefined) },
   };
+  // The time left may read the definition: read before the guard, so the guard is the last step before the request.
+  const timeLeftMs = Math.max(1, await attemptTimeLeftMs(ctx, record));
   if (ctx.options.now() - prepared.markedAt > ctx.options.sendSettleMs - ctx.options.requestTimeoutMs) return undefined;
-  return { transport, request, timeLeftMs: Math.max(1, await attemptTimeLeftMs(ctx, record)) };
+  return { transport, request, timeLeftMs };
 }
 
 /** What a SendMessage needs once the mark is written and the stall guard passed. */

@@ -151,7 +151,8 @@ async function applyDecision(ctx: WorkerContext, workflowId: string, loaded: Loa
       return;
     }
     case 'release': {
-      await ctx.journal.releaseHold({ workflowId, delegationId: decision.delegationId });
+      // Compare-and-set on the version the decision was made from (a cancel or stop since: decide again).
+      await ctx.journal.releaseHold({ workflowId, delegationId: decision.delegationId }, loaded.version);
       await enqueueSend(ctx.queues, { workflowId, delegationId: decision.delegationId }, 0);
       log.info({ step: decision.step }, 'earlier steps done: sending the held intent');
       return;
