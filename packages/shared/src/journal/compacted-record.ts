@@ -19,7 +19,9 @@
  * value: the definition's workflowId, requestedContextId equal to contextId, a statusMessage's
  * contextId and taskId equal to the delegation's, a message's `metadata.durableA2a` stamp (workflowId,
  * step, attempt). A
- * JSON text is only marked if it held no "=" string before, so a mark is never an agent's value.
+ * JSON text is only marked if it held no "=" string before; one that did is kept as a string (the
+ * reader restores marks only inside embedded JSON), so a mark is never an agent's value. A mark
+ * replaces a member (`"key":value` after `{` or `,`), never text inside a string or a key.
  * Reading turns the record back into the hashes, so the journal's zod parsers (`parseWorkflowHash`,
  * `DelegationRecordSchema`, `parseArtifacts`) give the same typed records as before compaction.
  */
