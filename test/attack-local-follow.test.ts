@@ -1,0 +1,132 @@
+/**
+ * Attacks on local follows (delegation/follow-local.ts) with hostile agents (scripted raw JSON-RPC agent,
+ * real fleet, private redis-server): whatever the agent's stream does after our task reached a terminal
+ * state, the workflow finishes, with one SendMessage, and its compacted record never changes again.
+ */
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { createRedisClient } from '@durable-a2a/shared';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import type { Fleet } from '@durable-a2a/workers';
+import { useRedisServer } from './harness/redis.ts';
+import { eventually, startTestFleet } from './harness/fleet.ts';
+import { AU, SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type SseWait } from './harness/scripted-agent.ts';
+
+const redisServer = useRedisServer();
+let producer: Producer | undefined;
+let fleet: Fleet | undefined;
+let agent: ScriptedAgentHandle | undefined;
+let counter = 0;
+let client: Redis | undefined;
+/** A plain client of the test's Redis (key listings). */
+const redis = () => (client ??= createRedisClient(redisServer().url) as Redis);
+afterAll(async () => {
+  await client?.quit();
+});
+
+afterEach(async () => {
+  await fleet?.close();
+  await agent?.close();
+  await producer?.close();
+  fleet = undefined;
+  agent = undefined;
+  producer = undefined;
+});
+
+/** Starts agent, producer and fleet under a fresh prefix; the agent answers SendMessage with task T1 in our context. */
+async function setUp(handlers: Parameters<typeof startScriptedAgent>[0], fleetOptions: Partial<Parameters<typeof startTestFleet>[0]> = {}) {
+  const prefix = `attack-local-${++counter}`;
+  agent = await startScriptedAgent({
+    SendMessage: (params) => ({ result: { task: task('T1', 'SUBMITTED', { contextId: params.message.contextId, history: [params.message] }) } }),
+    GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: { a1: 'done' } }) }),
+    ...handlers,
+  });
+  producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix });
+  fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, ...fleetOptions });
+  return { prefix, producer, fleet, agent };
+}
+
+/**
+ * A reconcile interval longer than the test (the workflow's own check, `*`, comes due only with it) and a
+ * lease renewed every second: each renewal moves the delegation's next check at least half an interval
+ * ahead, so only the follow itself can settle the delegation within the test (as in production, where a
+ * lease renewed every 10 s keeps a 30 s reconcile interval away for as long as the stream lives).
+ */
+const RENEWING = { reconcileIntervalMs: 60_000, lockDurationMs: 3_000 };
+
+/** Events every `everyMs` for `count` times (far longer than the test waits), then the stream hangs open. */
+const forever = (event: () => string, everyMs: number, count = 400): (string | SseWait)[] => Array.from({ length: count }, () => [{ waitMs: everyMs }, event()]).flat();
+
+describe('a stream that goes on after our task is terminal', () => {
+  it('late artifacts and status updates every 100 ms after COMPLETED: the workflow still completes, one SendMessage', async () => {
+    const { producer } = await setUp({
+      SubscribeToTask: () => ({
+        sse: [taskEvent(task('T1', 'WORKING')), ev(AU('a1', false, true, 'done')), ev(SU('COMPLETED')), ...forever(() => ev(AU(`late-${Math.random()}`, false, true, 'late')), 100)],
+        endAfter: 'hang',
+      }),
+    }, RENEWING);
+    const { id } = await producer.delegate({ agent: agent!.cardUrl, text: 'go', idempotencyKey: 'late-events' });
+    const view = await eventually(async () => {
+      const current = await producer.get(id);
+      return current.state === 'COMPLETED' && current;
+    }, 'workflow COMPLETED while the agent keeps streaming', 15_000);
+    expect(view.steps[0]!.attempts[0]!.resultText).toBe('done');
+    expect(agent!.count('SendMessage')).toBe(1);
+  }, 30_000);
+});
+
+/** What a hostile agent may send after our task's terminal update, forever. */
+const afterTerminal = (taskId: string, contextId: string) => ({
+  lateArtifact: () => ev(AU(`late-${Math.random()}`, false, true, 'late', { taskId, contextId })),
+  appendToSealed: () => ev(AU('a1', true, true, ' and more', { taskId, contextId })),
+  regress: () => ev(SU('WORKING', { taskId, contextId, timestamp: new Date().toISOString() })),
+  otherTerminal: () => ev(SU('FAILED', { taskId, contextId, timestamp: new Date().toISOString() })),
+  resentTask: () => taskEvent(task(taskId, 'COMPLETED', { contextId, artifacts: { a1: 'changed' } })),
+  foreignTask: () => ev(SU('WORKING', { taskId: 'someone-else', contextId })),
+  keepAlive: () => ': ping\n\n',
+});
+type AfterTerminal = keyof ReturnType<typeof afterTerminal>;
+
+describe('property: whatever follows the terminal update', () => {
+  it('every delegation completes with its own result, one SendMessage each, and its compacted record never changes', async () => {
+    const kinds = Object.keys(afterTerminal('', '')) as AfterTerminal[];
+    const plans = fc.sample(fc.array(fc.constantFrom(...kinds), { minLength: 1, maxLength: 4 }), { numRuns: 12, seed: Number(process.env.FUZZ_SEED ?? 5) });
+    const planOf = new Map<string, AfterTerminal[]>();
+    const { producer, prefix } = await setUp(
+      {
+        SendMessage: (params) => ({ result: { task: task(`T-${params.message.messageId}`, 'SUBMITTED', { contextId: params.message.contextId, history: [params.message] }) } }),
+        SubscribeToTask: (params) => {
+          const [plan, contextId] = [planOf.get(params.id) ?? ['keepAlive' as const], `C-${params.id}`];
+          const events = afterTerminal(params.id, contextId);
+          const final = [taskEvent(task(params.id, 'WORKING', { contextId })), ev(AU('a1', false, true, `done ${params.id}`, { taskId: params.id, contextId })), ev(SU('COMPLETED', { taskId: params.id, contextId }))];
+          return { sse: [...final, ...forever(() => events[plan[Math.floor(Math.random() * plan.length)]!](), 50)], endAfter: 'hang' };
+        },
+        GetTask: (params) => ({ result: task(params.id, 'COMPLETED', { contextId: `C-${params.id}`, artifacts: { a1: `done ${params.id}` } }) }),
+      },
+      RENEWING,
+    );
+    const sent = await Promise.all(
+      plans.map(async (plan, index) => {
+        const created = await producer.delegate({ agent: agent!.cardUrl, text: `go ${index}`, idempotencyKey: `plan-${index}` });
+        planOf.set(`T-${created.messageId}`, plan);
+        return { ...created, plan };
+      }),
+    );
+    for (const { id, messageId, plan } of sent) {
+      const view = await eventually(async () => {
+        const current = await producer.get(id);
+        return current.state === 'COMPLETED' && current;
+      }, `workflow ${id} COMPLETED (after the terminal update: ${plan.join(', ')})`, 15_000);
+      expect(view.steps[0]!.attempts[0]!.resultText).toBe(`done T-${messageId}`);
+      expect(agent!.calls('SendMessage').filter((call) => call.params.message.messageId === messageId)).toHaveLength(1);
+      // Compacted, lease released: one key, and later events (none should come) change nothing.
+      const done = producer.journal.keys.finished(id);
+      await eventually(async () => (await redis().keys(`${prefix}:{wf:${id}}:*`)).join() === done, `only ${done} left`);
+      const text = await redis().get(done);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      expect(await redis().get(done)).toBe(text);
+      expect(await redis().keys(`${prefix}:{wf:${id}}:*`)).toEqual([done]);
+    }
+  }, 60_000);
+});
