@@ -6,7 +6,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import fc from 'fast-check';
-import { createRedisClient, Journal, type Artifact, type DelegationRef, type Message } from '@durable-a2a/shared';
+import { Queue } from 'bullmq';
+import { createProducer } from '@durable-a2a/producer';
+import { applyTask, createRedisClient, Journal, queuePrefix, type Artifact, type DelegationRef, type Message } from '@durable-a2a/shared';
+import { startTestServer } from './harness/api-server.ts';
 import { useRedisServer } from './harness/redis.ts';
 
 const redisServer = useRedisServer();
@@ -16,8 +19,10 @@ let counter = 0;
 let workflowId: string;
 
 const AGENT = 'http://agent.example/.well-known/agent-card.json';
-const definition = (id: string) => JSON.stringify({ workflowId: id, steps: [{ name: 'main', agent: AGENT, message: { text: 'do' } }], maxAttemptsPerStep: 1 });
-const intent = (id: string) => ({
+/** `user`: metadata the user put on the step's message (in the definition and in the message sent). */
+const definition = (id: string, user?: unknown) =>
+  JSON.stringify({ workflowId: id, steps: [{ name: 'main', agent: AGENT, message: { text: 'do', ...(user === undefined ? {} : { metadata: { user } }) } }], maxAttemptsPerStep: 1 });
+const intent = (id: string, user?: unknown) => ({
   workflowId: id,
   delegationId: 'main.1',
   step: 'main',
@@ -27,7 +32,7 @@ const intent = (id: string) => ({
   messageId: 'm-1',
   requestedContextId: `c-${id}`,
   state: 'INTENT',
-  message: JSON.stringify({ parts: [{ text: 'do' }], metadata: { durableA2a: { workflowId: id, step: 'main', attempt: 1 } } }),
+  message: JSON.stringify({ parts: [{ text: 'do' }], metadata: { ...(user === undefined ? {} : { user }), durableA2a: { workflowId: id, step: 'main', attempt: 1 } } }),
   createdAt: '1000',
   updatedAt: '1000',
   version: '1',
@@ -45,8 +50,8 @@ beforeEach(() => {
 });
 
 /** Finishes one delegation with the agent's `statusMessage`, then the workflow; returns the record before and after compaction. */
-async function compactWith(statusMessage: Message, taskId = 'T1', contextId = `c-${workflowId}`, artifacts: Artifact[] = []) {
-  await journal.createWorkflow(workflowId, { state: 'RUNNING', definition: definition(workflowId), createdAt: '1000' }, intent(workflowId));
+async function compactWith(statusMessage: Message, taskId = 'T1', contextId = `c-${workflowId}`, artifacts: Artifact[] = [], user?: unknown) {
+  await journal.createWorkflow(workflowId, { state: 'RUNNING', definition: definition(workflowId, user), createdAt: '1000' }, intent(workflowId, user));
   const ref: DelegationRef = { workflowId, delegationId: 'main.1' };
   const fence = await journal.claim(ref, 'worker');
   await journal.markSending(ref, fence);
@@ -85,15 +90,21 @@ describe('compacted record: an agent\'s own "=" is never taken for a mark', () =
     expect(after.statusMessage?.metadata).toEqual({ taskId: '=', contextId: '=' });
   });
 
-  it('a definition whose step message carries workflowId "=" reads back unchanged', async () => {
+  it('a definition whose step message carries workflowId "=" reads back unchanged, and so do its delegations (agent left out as the step\'s)', async () => {
     const text = JSON.stringify({ workflowId, steps: [{ name: 'main', agent: AGENT, message: { text: 'do', metadata: { workflowId: '=' } } }], maxAttemptsPerStep: 1 });
-    await journal.createWorkflow(workflowId, { state: 'RUNNING', definition: text, createdAt: '1000' });
-    const before = await journal.getWorkflow(workflowId);
+    await journal.createWorkflow(workflowId, { state: 'RUNNING', definition: text, createdAt: '1000' }, intent(workflowId));
+    const ref = { workflowId, delegationId: 'main.1' };
+    await journal.applyStatus(ref, { mode: 'outcome', state: 'CANCELED', error: { code: 'NEVER_SENT', message: 'stopped' } });
+    const before = { workflow: await journal.getWorkflow(workflowId), view: await journal.getDelegationView(ref) };
     await journal.updateWorkflow(workflowId, { state: 'CANCELED' });
     expect(await redis.exists(journal.keys.finished(workflowId))).toBe(1);
-    expect((await journal.getWorkflow(workflowId))?.definition).toEqual(before!.definition);
+    expect((await journal.getWorkflow(workflowId))?.definition).toEqual(before.workflow!.definition);
+    expect(await journal.getDelegationView(ref)).toEqual(before.view);
   });
 });
+
+/** The property's workflow id (each run has its own key prefix): the user's metadata may hold it, as marks would. */
+const PROPERTY_WORKFLOW = 'wf-p';
 
 describe('compacted record: property', () => {
   it('whatever ids, status message, metadata and artifacts an agent sends, the compacted record reads back the same', async () => {
@@ -116,16 +127,66 @@ describe('compacted record: property', () => {
       const artifacts = fc.array(fc.record({ artifactId: text.filter((id) => id.length > 0), parts: fc.array(fc.record({ text }), { minLength: 1, maxLength: 2 }), metadata }, { requiredKeys: ['artifactId', 'parts'] }), {
         maxLength: 2,
       });
-      return fc.record({ taskId: fc.constant(taskId), contextId: fc.constant(contextId), statusMessage, artifacts });
+      // What the user put on the step's message: the same pieces, our workflow id and its marks included.
+      const user = fc.option(fc.dictionary(fc.constantFrom('workflowId', 'durableA2a', 'x"workflowId', '='), fc.oneof(value, fc.constant(PROPERTY_WORKFLOW), fc.constant({ workflowId: PROPERTY_WORKFLOW, step: 'main', attempt: 1 }))), { nil: undefined });
+      return fc.record({ taskId: fc.constant(taskId), contextId: fc.constant(contextId), statusMessage, artifacts, user });
     });
     await fc.assert(
-      fc.asyncProperty(agentInput, async ({ taskId, contextId, statusMessage, artifacts }) => {
+      fc.asyncProperty(agentInput, async ({ taskId, contextId, statusMessage, artifacts, user }) => {
         journal = new Journal(redis, { prefix: `ac${++counter}`, retentionMs: 60_000, now: () => 5_000 });
-        workflowId = `wf-${counter}`;
-        const { before, after } = await compactWith(statusMessage as Message, taskId, contextId, artifacts as Artifact[]);
+        workflowId = PROPERTY_WORKFLOW;
+        const { before, after } = await compactWith(statusMessage as Message, taskId, contextId, artifacts as Artifact[], user);
         expect(after).toEqual(before);
+        expect((await journal.getWorkflow(workflowId))?.definitionText).toBe(definition(workflowId, user));
       }),
       { numRuns: 100, seed: Number(process.env.FUZZ_SEED ?? 7) },
     );
+  });
+});
+
+describe('late pushes for a compacted workflow', () => {
+  it('ours, foreign, regressing, whole-Task and artifact pushes: authenticated, nothing applied, no key recreated, no index entry, no reconcile job', async () => {
+    const prefix = `acpush${++counter}`;
+    const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+    const app = startTestServer({ redisUrl: redisServer().url, prefix });
+    const reconcile = new Queue('reconcile', { connection: redis, prefix: queuePrefix(prefix) });
+    try {
+      await app.ready();
+      const id = `late-push-${counter}`;
+      await producer.startWorkflow({ workflowId: id, steps: [{ name: 'main', agent: `http://127.0.0.1:9/${id}`, message: { text: 'go' }, push: true }] });
+      const ref = { workflowId: id, delegationId: 'main.1' };
+      const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, seconds)).toISOString();
+      await applyTask(producer.journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING', timestamp: at(1) } }, { snapshot: true, agentCardUrl: `http://127.0.0.1:9/${id}` });
+      await applyTask(producer.journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED', timestamp: at(2) }, artifacts: [{ artifactId: 'a1', parts: [{ text: 'done' }] }] }, { snapshot: true });
+      const secret = (await producer.journal.pushToken(ref))!;
+      await producer.journal.updateWorkflow(id, { state: 'COMPLETED' });
+      await redis.zrem(producer.journal.keys.unfinished(), `${id}|main.1`, `${id}|*`);
+      const done = producer.journal.keys.finished(id);
+      const text = await redis.get(done);
+      expect(text).toBeTruthy();
+
+      const pushes = [
+        { artifactUpdate: { taskId: 'T1', contextId: 'C1', artifact: { artifactId: 'late', parts: [{ text: 'late' }] } } },
+        { artifactUpdate: { taskId: 'T1', contextId: 'C1', artifact: { artifactId: 'a1', parts: [{ text: ' more' }] }, append: true } },
+        { statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING', timestamp: at(9) } } },
+        { statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_FAILED', timestamp: at(9) } } },
+        { task: { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED', timestamp: at(9) }, artifacts: [{ artifactId: 'a1', parts: [{ text: 'changed' }] }] } },
+        { statusUpdate: { taskId: 'T2', contextId: 'C1', status: { state: 'TASK_STATE_WORKING', timestamp: at(9) } } },
+      ];
+      const statuses = [];
+      for (const payload of pushes) {
+        const response = await app.inject({ method: 'POST', url: `/v1/push/${id}/main.1`, payload, headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/a2a+json' } });
+        statuses.push(response.statusCode);
+      }
+      expect(statuses).toEqual([204, 204, 204, 204, 204, 403]); // the foreign task: TASK_MISMATCH
+      expect(await redis.keys(`${prefix}:{wf:${id}}:*`)).toEqual([done]);
+      expect(await redis.get(done)).toBe(text);
+      expect(await producer.journal.nextCheckAt(ref)).toBeUndefined();
+      expect((await reconcile.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((job) => job.data.workflowId === id)).toHaveLength(0);
+    } finally {
+      await reconcile.close();
+      await app.close();
+      await producer.close();
+    }
   });
 });

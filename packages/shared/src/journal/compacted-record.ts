@@ -132,6 +132,14 @@ function restoreDelegation(fields: Record<string, unknown>, workflow: Record<str
   return Object.fromEntries(Object.entries(record).filter(([, value]) => value !== undefined).map(([field, value]) => [field, asText(value)]));
 }
 
+function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Parses workflow `workflowId`'s compacted record (the `finished` key's text) back into hashes. Throws on a corrupt record. */
 export function parseCompactedWorkflow(workflowId: string, text: string): CompactedWorkflow {
   const record = CompactedSchema.parse(JSON.parse(text));
@@ -140,7 +148,9 @@ export function parseCompactedWorkflow(workflowId: string, text: string): Compac
   const { [createdAtName]: createdAt, ...rest } = record.workflow;
   const stored: Record<string, unknown> = { ...asHash(rest, since), ...(createdAt === undefined ? {} : { createdAt: String(createdAt) }) };
   const workflow = { ...stored, workflowId, definition: restoreMark(stored.definition, 'workflowId', workflowId) };
-  const definition = z.object({ steps: z.array(z.object({ name: z.string(), agent: z.unknown() })) }).safeParse(workflow.definition);
+  // A definition that held a "=" of its own is stored as its text (not embedded): parse it for the steps' agents too.
+  const definitionValue = typeof workflow.definition === 'string' ? parseJsonOrUndefined(workflow.definition) : workflow.definition;
+  const definition = z.object({ steps: z.array(z.object({ name: z.string(), agent: z.unknown() })) }).safeParse(definitionValue);
   const stepAgents = new Map((definition.success ? definition.data.steps : []).flatMap(({ name, agent }) => (typeof agent === 'string' ? [[name, agent] as const] : [])));
   return {
     workflow: Object.fromEntries(Object.entries(workflow).map(([field, value]) => [field, asText(value)])),

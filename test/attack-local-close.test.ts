@@ -1,0 +1,87 @@
+/**
+ * Attacks on the hand-over of local follows (delegation/follow-local.ts, fleet close) when Redis misbehaves
+ * at the same time: a close while Redis is paused past the close timeout, and a close while Redis is down
+ * (killed, then restarted from its AOF). Every delegation still finishes, with one SendMessage each.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import { createRedisClient, type DelegationRef } from '@durable-a2a/shared';
+import type { Fleet } from '@durable-a2a/workers';
+import { testsOnCluster, useRedisServer } from './harness/redis.ts';
+import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
+import { runsSlowly } from './harness/agent-behaviours.ts';
+import { eventually, startTestFleet } from './harness/fleet.ts';
+
+const redisServer = useRedisServer({ appendOnly: true, appendFsync: 'always' });
+let client: Redis;
+let producer: Producer | undefined;
+let agent: DemoAgentHandle | undefined;
+const fleets: Fleet[] = [];
+let counter = 0;
+
+beforeAll(() => {
+  client = createRedisClient(redisServer().url) as Redis;
+  client.on('error', () => undefined);
+});
+afterAll(async () => {
+  client.disconnect();
+});
+afterEach(async () => {
+  await Promise.all(fleets.splice(0).map((fleet) => fleet.close()));
+  await agent?.close();
+  await producer?.close();
+  agent = undefined;
+  producer = undefined;
+});
+
+/** `count` delegations to a slow agent, each followed locally (its lease held) by a first fleet. */
+async function inFlight(count: number, workMs: number) {
+  const prefix = `attack-close-${++counter}`;
+  agent = await startDemoAgent({ behaviour: runsSlowly(workMs) });
+  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+  const first = await startTestFleet({ redisUrl: redisServer().url, prefix });
+  const sent = await Promise.all(Array.from({ length: count }, (_, index) => producer!.delegate({ agent: agent!.cardUrl, text: `job ${index}`, idempotencyKey: `job-${index}` })));
+  const refs: DelegationRef[] = sent.map(({ id }) => ({ workflowId: id, delegationId: 'main.1' }));
+  await eventually(async () => (await Promise.all(refs.map((ref) => producer!.journal.followLeaseRemainingMs(ref)))).every((ms) => ms > 0), 'every stream open under a lease', 20_000);
+  expect((await first.metrics.localFollows.get()).values[0]!.value).toBe(count);
+  return { prefix, first, sent };
+}
+
+/** A second fleet finishes every delegation; each messageId reached the agent once. */
+async function finishedOnce(prefix: string, sent: { id: string; messageId?: string }[]) {
+  fleets.push(await startTestFleet({ redisUrl: redisServer().url, prefix }));
+  for (const { id } of sent) await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', `workflow ${id} COMPLETED`, 30_000);
+  for (const { messageId } of sent) expect(agent!.sendMessageCount(messageId!)).toBe(1);
+}
+
+describe.skipIf(testsOnCluster())('closing a fleet with local follows while Redis misbehaves', () => {
+  it('Redis paused (CLIENT PAUSE ALL) past the close timeout during the hand-over: every delegation finishes, one SendMessage each', async () => {
+    const { prefix, first, sent } = await inFlight(8, 4_000);
+    await client.call('CLIENT', 'PAUSE', '3000', 'ALL');
+    await first.close();
+    await finishedOnce(prefix, sent);
+  }, 60_000);
+
+  it('Redis refusing every write (OOM) while the tasks finish: local follows fail, their retry jobs cannot be enqueued; once it accepts writes again every delegation finishes, one SendMessage each', async () => {
+    const { first, sent } = await inFlight(8, 1_500);
+    fleets.push(first);
+    await client.config('SET', 'maxmemory', '1');
+    try {
+      // The agent finishes every task meanwhile: each stream's terminal event meets a refused write.
+      await eventually(async () => (await first.metrics.localFollows.get()).values[0]!.value === 0, 'every local follow ended by the refused writes', 20_000);
+    } finally {
+      await client.config('SET', 'maxmemory', '0');
+    }
+    for (const { id } of sent) await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', `workflow ${id} COMPLETED`, 30_000);
+    for (const { messageId } of sent) expect(agent!.sendMessageCount(messageId!)).toBe(1);
+  }, 60_000);
+
+  it('Redis killed during the local follows, the fleet closed meanwhile, Redis restarted from its AOF: every delegation finishes, one SendMessage each', async () => {
+    const { prefix, first, sent } = await inFlight(8, 4_000);
+    await redisServer().kill();
+    await first.close();
+    await redisServer().restart();
+    await finishedOnce(prefix, sent);
+  }, 60_000);
+});
