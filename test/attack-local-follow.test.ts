@@ -6,7 +6,8 @@
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
-import { createRedisClient } from '@durable-a2a/shared';
+import { Queue } from 'bullmq';
+import { createRedisClient, queuePrefix } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
@@ -129,4 +130,28 @@ describe('property: whatever follows the terminal update', () => {
       expect(await redis().keys(`${prefix}:{wf:${id}}:*`)).toEqual([done]);
     }
   }, 60_000);
+});
+
+describe('a GetTask answer about another task', () => {
+  it('while parked on a question: the question stays, the answer is journaled as a protocol error, no reconcile job fails', async () => {
+    const question = { messageId: 'q1', role: 'ROLE_AGENT', parts: [{ text: 'which date?' }] };
+    const { producer, prefix } = await setUp({
+      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'INPUT_REQUIRED', { message: question }))], endAfter: 'close' }),
+      GetTask: () => ({ result: task('T-OTHER', 'WORKING') }),
+    }, { parkedPollMs: 300 });
+    const { id } = await producer.delegate({ agent: agent!.cardUrl, text: 'go', idempotencyKey: 'parked-foreign' });
+    const ref = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => agent!.count('GetTask') >= 3, 'the parked delegation re-read three times', 15_000);
+    const record = await producer.journal.getDelegation(ref);
+    expect(record).toMatchObject({ state: 'INPUT_REQUIRED', taskId: 'T1' });
+    expect(record!.question?.parts[0]?.text).toBe('which date?');
+    expect(record!.protocolError?.code).toBe('FOREIGN_TASK');
+    const reconcile = new Queue('reconcile', { connection: redis(), prefix: queuePrefix(prefix) });
+    try {
+      expect(await reconcile.getJobCountByTypes('failed')).toBe(0);
+      expect(fleet!.metrics).toBeDefined();
+    } finally {
+      await reconcile.close();
+    }
+  }, 30_000);
 });
