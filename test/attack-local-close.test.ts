@@ -6,7 +6,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createProducer, type Producer } from '@durable-a2a/producer';
-import { createRedisClient, type DelegationRef } from '@durable-a2a/shared';
+import { createRedisClient, queuePrefix, type DelegationRef } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { testsOnCluster, useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
@@ -83,5 +83,22 @@ describe.skipIf(testsOnCluster())('closing a fleet with local follows while Redi
     await first.close();
     await redisServer().restart();
     await finishedOnce(prefix, sent);
+  }, 60_000);
+});
+
+describe('a process that does not work the follow queue', () => {
+  it('sends without local follows (follow jobs for a follow-only process); every delegation finishes, one SendMessage each', async () => {
+    const prefix = `attack-close-${++counter}`;
+    agent = await startDemoAgent({ behaviour: runsSlowly(300) });
+    producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    const sender = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['send', 'reconcile', 'verify', 'compensate'] });
+    const follower = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['follow'] });
+    fleets.push(sender, follower);
+    expect(sender.context.options.localFollowSlots).toBe(0);
+    expect(follower.context.options.localFollowSlots).toBeGreaterThan(0);
+    const sent = await Promise.all(Array.from({ length: 6 }, (_, index) => producer!.delegate({ agent: agent!.cardUrl, text: `job ${index}`, idempotencyKey: `split-${index}` })));
+    for (const { id } of sent) await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', `workflow ${id} COMPLETED`, 30_000);
+    for (const { messageId } of sent) expect(agent!.sendMessageCount(messageId)).toBe(1);
+    expect(Number((await client.get(`${queuePrefix(prefix)}:follow:id`)) ?? 0)).toBeGreaterThanOrEqual(6);
   }, 60_000);
 });

@@ -59,14 +59,17 @@ const RENEWING = { reconcileIntervalMs: 60_000, lockDurationMs: 3_000 };
 /** Events every `everyMs` for `count` times (far longer than the test waits), then the stream hangs open. */
 const forever = (event: () => string, everyMs: number, count = 400): (string | SseWait)[] => Array.from({ length: count }, () => [{ waitMs: everyMs }, event()]).flat();
 
-describe('a stream that goes on after our task is terminal', () => {
+describe.each([
+  { slots: 'local follows (default slots)', options: {} },
+  { slots: 'follow jobs only (localFollowSlots 0)', options: { localFollowSlots: 0 } },
+])('a stream that goes on after our task is terminal: $slots', ({ options }) => {
   it('late artifacts and status updates every 100 ms after COMPLETED: the workflow still completes, one SendMessage', async () => {
     const { producer } = await setUp({
       SubscribeToTask: () => ({
         sse: [taskEvent(task('T1', 'WORKING')), ev(AU('a1', false, true, 'done')), ev(SU('COMPLETED')), ...forever(() => ev(AU(`late-${Math.random()}`, false, true, 'late')), 100)],
         endAfter: 'hang',
       }),
-    }, RENEWING);
+    }, { ...RENEWING, ...options });
     const { id } = await producer.delegate({ agent: agent!.cardUrl, text: 'go', idempotencyKey: 'late-events' });
     const view = await eventually(async () => {
       const current = await producer.get(id);
