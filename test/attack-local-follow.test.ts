@@ -136,6 +136,30 @@ describe('property: whatever follows the terminal update', () => {
 });
 
 describe('a GetTask answer about another task', () => {
+  it('to our CancelTask (and the GetTask after its refusal): a protocol error is journaled, nothing applied, no send job fails', async () => {
+    const { producer, prefix } = await setUp({
+      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'WORKING')), ...forever(() => ': ping\n\n', 500, 60)], endAfter: 'hang' }),
+      CancelTask: () => ({ result: task('T-OTHER', 'CANCELED') }),
+      GetTask: () => ({ result: task('T1', 'WORKING') }),
+    });
+    const { id } = await producer.delegate({ agent: agent!.cardUrl, text: 'go', idempotencyKey: 'cancel-foreign' });
+    const ref = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => (await producer.journal.getDelegation(ref))?.state === 'WORKING', 'the task is WORKING');
+    await producer.cancel(id);
+    await eventually(async () => agent!.count('CancelTask') >= 1, 'CancelTask sent', 15_000);
+    const send = new Queue('send', { connection: redis(), prefix: queuePrefix(prefix) });
+    try {
+      const record = await eventually(async () => {
+        const current = await producer.journal.getDelegation(ref);
+        return current?.protocolError && current;
+      }, 'the foreign answer journaled as a protocol error', 10_000);
+      expect(record).toMatchObject({ state: 'WORKING', taskId: 'T1', protocolError: { code: 'FOREIGN_TASK' } });
+      expect(await send.getJobCountByTypes('failed')).toBe(0);
+    } finally {
+      await send.close();
+    }
+  }, 30_000);
+
   it('while parked on a question: the question stays, the answer is journaled as a protocol error, no reconcile job fails', async () => {
     const question = { messageId: 'q1', role: 'ROLE_AGENT', parts: [{ text: 'which date?' }] };
     const { producer, prefix } = await setUp({

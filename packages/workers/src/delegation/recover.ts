@@ -33,6 +33,7 @@ import { handleTaskNotFound } from './not-found.ts';
 import { enforceAttemptDeadline } from './deadline.ts';
 import { unfoundVerdict } from './send-errors.ts';
 import { followLater, routeDelegation } from './route.ts';
+import { isForeignAnswer } from './read.ts';
 
 /** Spread (ms) of the checks after a follow lease runs out: the records of one dead worker do not all come due at once. */
 const LEASE_JITTER_MS = 500;
@@ -222,12 +223,8 @@ async function rereadTask(ctx: WorkerContext, record: DelegationRecord, log: Wor
     if (!(error instanceof TaskNotFoundError)) throw error;
     return handleTaskNotFound(ctx, record, log);
   }
-  if (task.id !== record.taskId) {
-    // Ownership (issue 12 kind 1): an answer about another task is a protocol error, never applied; the question stays.
-    await ctx.journal.noteProtocolError(ref, { code: 'FOREIGN_TASK', message: `GetTask ${record.taskId} answered task ${task.id}`, retryable: false });
-    log.warn({ answered: task.id }, 'GetTask answered about another task; nothing applied');
-    return routeDelegation(ctx, ref);
-  }
+  // An answer about another task is never applied; the question stays.
+  if (await isForeignAnswer(ctx, record, task, 'GetTask')) return routeDelegation(ctx, ref);
   const applied = await applyTask(ctx.journal, ref, task, { expectedVersion: record.version, snapshot: true });
   if (!applied.applied) {
     ctx.metrics.staleObservations.inc({ reason: applied.reason });
