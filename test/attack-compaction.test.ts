@@ -6,11 +6,12 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import fc from 'fast-check';
+import { readFile } from 'node:fs/promises';
 import { Queue } from 'bullmq';
 import { createProducer } from '@durable-a2a/producer';
 import { applyTask, createRedisClient, Journal, queuePrefix, type Artifact, type DelegationRef, type Message } from '@durable-a2a/shared';
 import { startTestServer } from './harness/api-server.ts';
-import { useRedisServer } from './harness/redis.ts';
+import { startRedisServer, useRedisServer } from './harness/redis.ts';
 
 const redisServer = useRedisServer();
 let redis: Redis;
@@ -189,4 +190,34 @@ describe('late pushes for a compacted workflow', () => {
       await producer.close();
     }
   });
+});
+
+describe('a finished workflow far over the compacted record\'s size', () => {
+  it('is left as hashes without building its whole record first: Redis\'s peak memory grows by far less than the record', async () => {
+    const server = await startRedisServer();
+    const client = createRedisClient(server.url) as Redis;
+    try {
+      const big = new Journal(client, { prefix: 'huge', retentionMs: 60_000, now: () => 5_000 });
+      const id = 'wf-huge';
+      await big.createWorkflow(id, { state: 'RUNNING', definition: definition(id), createdAt: '1000' }, intent(id));
+      const refs = Array.from({ length: 12 }, (_, index) => ({ workflowId: id, delegationId: `main.${index + 1}` }));
+      for (const ref of refs.slice(1)) await big.createIntent(id, { ...intent(id), delegationId: ref.delegationId, attempt: ref.delegationId.slice(5) });
+      // An agent's final status message may be as large as one stream event (8 MiB): 4 MiB each here, 48 MiB in all.
+      const text = 'x'.repeat(4 * 1024 * 1024);
+      for (const ref of refs) await big.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', statusMessage: { messageId: 's', role: 'ROLE_AGENT', parts: [{ text }] } });
+      // The server's peak resident memory (Lua's heap is not in INFO's used_memory): VmHWM, in KiB.
+      const pid = Number(/process_id:(\d+)/.exec(await client.info('server'))![1]);
+      const peak = async () => 1024 * Number(/VmHWM:\s+(\d+) kB/.exec(await readFile(`/proc/${pid}/status`, 'utf8'))![1]);
+      const before = await peak();
+      await big.updateWorkflow(id, { state: 'COMPLETED' });
+      expect(await client.exists(big.keys.finished(id))).toBe(0);
+      expect((await big.getDelegation(refs[11]!))?.statusMessage?.parts[0]?.text).toHaveLength(text.length);
+      // Building the whole 48 MiB record (copies, then the join) before finding it too large grew it by ~300 MiB;
+      // now by the encoding of one delegation's record at most (~3 copies of its 4 MiB).
+      expect(await peak()).toBeLessThan(before + 32 * 1024 * 1024);
+    } finally {
+      await client.quit();
+      await server.stop();
+    }
+  }, 60_000);
 });

@@ -9,7 +9,7 @@
   ARGV[4] retention ms for a workflow entering a finished state ('0' = keep)
   ARGV[5] the compacted record's layout (COMPACTED_RECORD_LAYOUT, JSON), or '' (keep the hashes)
   A workflow entering a finished state whose delegations are all final, and whose record fits in
-  the layout's maxBytes (artifacts included), is compacted
+  the layout's maxBytes (artifacts included; given up as soon as the record built so far passes it), is compacted
   (README "Retention and storage"): its audit fields become one JSON string,
   '<prefix>:{wf:<id>}:done' (layout in compacted-record.ts), and the hashes and the list
   are deleted; with retention on, that key expires after it. Otherwise every key expires.
@@ -110,7 +110,8 @@ local function compact(schema)
     end
   end
   local since = string.match(workflow.createdAt or '', '^%d+$') and tonumber(workflow.createdAt) or nil
-  local delegations, artifactBytes = {}, 0
+  -- `size`: bytes of the record so far; past maxBytes it is given up at once (not built whole, then measured).
+  local delegations, artifactBytes, size = {}, 0, 0
   for index, id in ipairs(ids) do
     local d = toFields(redis.call('HGETALL', base .. ':d:' .. id))
     if not schema.finalDelegation[d.state] then return nil end
@@ -131,6 +132,8 @@ local function compact(schema)
       end
       record = string.sub(record, 1, -2) .. (#record > 2 and ',' or '') .. text(schema.names.artifacts) .. ':{' .. table.concat(parts, ',') .. '}}'
     end
+    size = size + #record + 1
+    if size > schema.maxBytes then return nil end
     delegations[index] = record
   end
   workflow.workflowId = nil
