@@ -135,7 +135,38 @@ describe('property: whatever follows the terminal update', () => {
   }, 60_000);
 });
 
-describe('a GetTask answer about another task', () => {
+describe('an answer about another task', () => {
+  it('to our reply (SendMessage on the task): nothing of it applied, a protocol error journaled, the reply job does not fail, the task followed at once', async () => {
+    const question = { messageId: 'q1', role: 'ROLE_AGENT', parts: [{ text: 'which date?' }] };
+    let replied = false;
+    const { producer, prefix } = await setUp(
+      {
+        SendMessage: (params, call) =>
+          call.count === 1
+            ? { result: { task: task('T1', 'SUBMITTED', { contextId: params.message.contextId, history: [params.message] }) } }
+            : ((replied = true), { result: { task: task('T-OTHER', 'WORKING') } }),
+        SubscribeToTask: () => ({ sse: replied ? [taskEvent(task('T1', 'COMPLETED', { artifacts: { a1: 'done' } }))] : [taskEvent(task('T1', 'INPUT_REQUIRED', { message: question }))], endAfter: 'close' }),
+        GetTask: () => ({ result: replied ? task('T1', 'COMPLETED', { artifacts: { a1: 'done' } }) : task('T1', 'INPUT_REQUIRED', { message: question }) }),
+      },
+      // Only the reply's own routing can follow the task within the test: the parked poll is far away.
+      { parkedPollMs: 60_000, reconcileIntervalMs: 60_000 },
+    );
+    const { id } = await producer.delegate({ agent: agent!.cardUrl, text: 'go', idempotencyKey: 'reply-foreign' });
+    await eventually(async () => (await producer.questions(id)).length > 0, 'the question is open');
+    await producer.reply(id, 'monday');
+    const ref = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => (await producer.get(id)).state === 'COMPLETED', 'workflow COMPLETED after the reply', 15_000);
+    expect((await producer.journal.getDelegation(ref))!.protocolError?.code).toBe('FOREIGN_TASK');
+    const send = new Queue('send', { connection: redis(), prefix: queuePrefix(prefix) });
+    try {
+      expect(await send.getJobCountByTypes('failed')).toBe(0);
+    } finally {
+      await send.close();
+    }
+    expect(agent!.count('SendMessage')).toBe(2);
+  }, 30_000);
+
+
   it('to our CancelTask (and the GetTask after its refusal): a protocol error is journaled, nothing applied, no send job fails', async () => {
     const { producer, prefix } = await setUp({
       SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'WORKING')), ...forever(() => ': ping\n\n', 500, 60)], endAfter: 'hang' }),
@@ -160,7 +191,7 @@ describe('a GetTask answer about another task', () => {
     }
   }, 30_000);
 
-  it('while parked on a question: the question stays, the answer is journaled as a protocol error, no reconcile job fails', async () => {
+  it('to GetTask while parked on a question: the question stays, the answer is journaled as a protocol error, no reconcile job fails', async () => {
     const question = { messageId: 'q1', role: 'ROLE_AGENT', parts: [{ text: 'which date?' }] };
     const { producer, prefix } = await setUp({
       SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'INPUT_REQUIRED', { message: question }))], endAfter: 'close' }),
