@@ -213,3 +213,23 @@ describe('an answer about another task', () => {
     }
   }, 30_000);
 });
+
+describe('a compacted workflow delegated again with its idempotency key', () => {
+  it('creates nothing: the same id, its one key unchanged, and the index entries the create wrote ahead are swept away', async () => {
+    const { producer, prefix, fleet } = await setUp({
+      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'COMPLETED', { artifacts: { a1: 'done' } }))], endAfter: 'close' }),
+    });
+    const first = await producer.delegate({ agent: agent!.cardUrl, text: 'go', idempotencyKey: 'again' });
+    const done = producer.journal.keys.finished(first.id);
+    await eventually(async () => (await redis().keys(`${prefix}:{wf:${first.id}}:*`)).join() === done, 'compacted, lease released');
+    const text = await redis().get(done);
+    const again = await producer.delegate({ agent: agent!.cardUrl, text: 'go', idempotencyKey: 'again' });
+    expect(again).toMatchObject({ id: first.id, created: false });
+    await fleet.sweepAll();
+    const ref = { workflowId: first.id, delegationId: 'main.1' };
+    await eventually(async () => (await producer.journal.nextCheckAt(ref)) === undefined && (await producer.journal.nextCheckAt({ ...ref, delegationId: '*' })) === undefined, 'no index entry left');
+    expect(await redis().keys(`${prefix}:{wf:${first.id}}:*`)).toEqual([done]);
+    expect(await redis().get(done)).toBe(text);
+    expect(agent!.count('SendMessage')).toBe(1);
+  }, 30_000);
+});
