@@ -221,3 +221,30 @@ describe('a finished workflow far over the compacted record\'s size', () => {
     }
   }, 60_000);
 });
+
+describe('a workflow that needed attention, was abandoned and compensated', () => {
+  it('reads back the same after compaction: attention cleared, approvals, stopping reasons, failure, the undo and its handler', async () => {
+    await journal.createWorkflow(workflowId, { state: 'RUNNING', definition: definition(workflowId), createdAt: '1000' }, intent(workflowId));
+    const step = { workflowId, delegationId: 'main.1' };
+    await journal.applyStatus(step, { mode: 'outcome', state: 'AMBIGUOUS', error: { code: 'AMBIGUOUS', message: 'cannot tell "=" apart' } });
+    await journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention: { code: 'AMBIGUOUS_SEND', message: 'look', delegationId: 'main.1' } });
+    await journal.updateWorkflow(workflowId, { state: 'RUNNING', attention: null, cancelRequested: true, stopping: ['abandoned by a person (AMBIGUOUS_SEND): look'], retryApproved: ['main.1'] });
+    await journal.recordEffect(step, 'present', { found: 'booking 7', note: '=' });
+    await journal.updateWorkflow(workflowId, { state: 'COMPENSATING', failure: ['abandoned'] });
+    const undo = { ...intent(workflowId), delegationId: 'main.1.undo', kind: 'compensation', agentCardUrl: 'handler:cancel-booking', messageId: 'm-undo', message: JSON.stringify({ parts: [{ text: 'undo' }], metadata: { durableA2a: { workflowId, compensates: { step: 'main', delegationId: 'main.1' } } } }) };
+    await journal.createIntent(workflowId, undo);
+    await journal.applyStatus({ workflowId, delegationId: 'main.1.undo' }, { mode: 'outcome', state: 'COMPLETED', result: { message: { messageId: 'r', role: 'ROLE_AGENT', parts: [{ text: 'undone' }] } } });
+    const refs = [step, { workflowId, delegationId: 'main.1.undo' }];
+    const before = { workflow: await journal.getWorkflow(workflowId), views: await Promise.all(refs.map((ref) => journal.getDelegationView(ref))) };
+    const version = before.workflow!.version;
+    await journal.updateWorkflow(workflowId, { state: 'COMPENSATED' }, version);
+    expect(await redis.exists(journal.keys.finished(workflowId))).toBe(1);
+    expect(await journal.getWorkflow(workflowId)).toEqual({ ...before.workflow, state: 'COMPENSATED', version: version + 1, updatedAt: 5_000 });
+    expect(await journal.delegationIds(workflowId)).toEqual(['main.1', 'main.1.undo']);
+    const strip = <T extends object>(view: T | undefined) => {
+      const { notFoundCount: _a, sendStartedAt: _b, ...rest } = view as T & Record<string, unknown>;
+      return rest;
+    };
+    expect((await Promise.all(refs.map((ref) => journal.getDelegationView(ref)))).map(strip)).toEqual(before.views.map(strip));
+  });
+});
