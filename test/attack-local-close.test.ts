@@ -77,6 +77,17 @@ describe.skipIf(testsOnCluster())('closing a fleet with local follows while Redi
     for (const { messageId } of sent) expect(agent!.sendMessageCount(messageId!)).toBe(1);
   }, 60_000);
 
+  it('Redis paused past every follow lease while two fleets run: each stream continues or is taken over once, one SendMessage and one terminal transition each', async () => {
+    const { prefix, first, sent } = await inFlight(8, 3_000);
+    const second = await startTestFleet({ redisUrl: redisServer().url, prefix });
+    fleets.push(first, second);
+    await client.call('CLIENT', 'PAUSE', '3000', 'ALL');
+    for (const { id } of sent) await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', `workflow ${id} COMPLETED`, 30_000);
+    for (const { messageId } of sent) expect(agent!.sendMessageCount(messageId!)).toBe(1);
+    const terminal = async (fleet: Fleet) => (await fleet.metrics.transitions.get()).values.filter((value) => value.labels.state === 'TASK_STATE_COMPLETED').reduce((sum, value) => sum + value.value, 0);
+    expect((await terminal(first)) + (await terminal(second))).toBe(sent.length);
+  }, 60_000);
+
   it('Redis killed during the local follows, the fleet closed meanwhile, Redis restarted from its AOF: every delegation finishes, one SendMessage each', async () => {
     const { prefix, first, sent } = await inFlight(8, 4_000);
     await redisServer().kill();
