@@ -180,7 +180,7 @@ describe('late pushes for a compacted workflow', () => {
         statuses.push(response.statusCode);
       }
       expect(statuses).toEqual([204, 204, 204, 204, 204, 403]); // the foreign task: TASK_MISMATCH
-      expect(await redis.keys(`${prefix}:{wf:${id}}:*`)).toEqual([done]);
+      expect((await redis.keys(`${prefix}:{wf:${id}}:*`)).sort()).toEqual([done, producer.journal.keys.finishedPushTokens(id)]);
       expect(await redis.get(done)).toBe(text);
       expect(await producer.journal.nextCheckAt(ref)).toBeUndefined();
       expect((await reconcile.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((job) => job.data.workflowId === id)).toHaveLength(0);
@@ -246,5 +246,38 @@ describe('a workflow that needed attention, was abandoned and compensated', () =
       return rest;
     };
     expect((await Promise.all(refs.map((ref) => journal.getDelegationView(ref)))).map(strip)).toEqual(before.views.map(strip));
+  });
+});
+
+describe('pushes with wrong credentials for a compacted workflow', () => {
+  it('cost what they cost before compaction: the token is read, not the whole record (Redis output per push stays small)', async () => {
+    const prefix = `acpushcost${++counter}`;
+    const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+    const app = startTestServer({ redisUrl: redisServer().url, prefix });
+    try {
+      await app.ready();
+      const id = `push-cost-${counter}`;
+      const agentUrl = `http://127.0.0.1:9/${id}`;
+      await producer.startWorkflow({ workflowId: id, steps: [{ name: 'main', agent: agentUrl, message: { text: 'go' }, push: true }] });
+      const ref = { workflowId: id, delegationId: 'main.1' };
+      // A record of about 900 KB (under the 1 MiB the compacted record may take).
+      const statusMessage = { messageId: 'm', role: 'ROLE_AGENT' as const, parts: [{ text: 'y'.repeat(900_000) }] };
+      await applyTask(producer.journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED', message: statusMessage } }, { snapshot: true, agentCardUrl: agentUrl });
+      const secret = (await producer.journal.pushToken(ref))!;
+      await producer.journal.updateWorkflow(id, { state: 'COMPLETED' });
+      expect(await redis.exists(producer.journal.keys.finished(id))).toBe(1);
+      const output = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis.info('stats'))![1]);
+      const push = (authorization: string) =>
+        app.inject({ method: 'POST', url: `/v1/push/${id}/main.1`, payload: { statusUpdate: { taskId: 'T1', status: { state: 'TASK_STATE_WORKING' } } }, headers: { authorization, 'content-type': 'application/json' } });
+      const before = await output();
+      for (let index = 0; index < 20; index++) expect((await push(`Bearer wrong-${index}`)).statusCode).toBe(401);
+      // Twenty refused pushes read a few hundred bytes each (the token), never the 900 KB record (18 MB before).
+      expect((await output()) - before).toBeLessThan(64 * 1024);
+      expect(await producer.journal.pushToken(ref)).toBe(secret);
+      expect((await push(`Bearer ${secret}`)).statusCode).toBe(204);
+    } finally {
+      await app.close();
+      await producer.close();
+    }
   });
 });

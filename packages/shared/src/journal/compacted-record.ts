@@ -3,7 +3,7 @@
  * COMPLETED, FAILED, COMPENSATED or CANCELED with every delegation final and its record fits in
  * `COMPACTED_RECORD_LAYOUT.maxBytes` (artifacts included; else its hashes stay), updateWorkflow-2.lua
  * replaces its hashes and its delegation list with one JSON string at `JournalKeys.finished`
- * (same hash tag, same retention):
+ * (same hash tag, same retention; push tokens also in the hash `JournalKeys.finishedPushTokens`):
  *
  *   {"workflow": {<workflow fields>}, "delegations": [{<delegation fields>, "art": {<artifact fields>}}, …]}
  *

@@ -11,8 +11,10 @@
   A workflow entering a finished state whose delegations are all final, and whose record fits in
   the layout's maxBytes (artifacts included; given up as soon as the record built so far passes it), is compacted
   (README "Retention and storage"): its audit fields become one JSON string,
-  '<prefix>:{wf:<id>}:done' (layout in compacted-record.ts), and the hashes and the list
-  are deleted; with retention on, that key expires after it. Otherwise every key expires.
+  '<prefix>:{wf:<id>}:done' (layout in compacted-record.ts), its push tokens (if any) a hash
+  '<prefix>:{wf:<id>}:push' (delegation id -> token: a push is authenticated without reading the
+  record), and the hashes and the list are deleted; with retention on, both expire after it.
+  Otherwise every key expires.
   Publishes the new state on '<prefix>:{wf:<id>}:changed' when `state` is among the
   fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back).
   Returns: new version (>= 1); -1 missing; -3 version mismatch; -4 workflow already finished
@@ -111,12 +113,14 @@ local function compact(schema)
   end
   local since = string.match(workflow.createdAt or '', '^%d+$') and tonumber(workflow.createdAt) or nil
   -- `size`: bytes of the record so far; past maxBytes it is given up at once (not built whole, then measured).
-  local delegations, artifactBytes, size = {}, 0, 0
+  -- `push`: delegation id, push token, … (the push webhook reads a token without the record).
+  local delegations, artifactBytes, size, push = {}, 0, 0, {}
   for index, id in ipairs(ids) do
     local d = toFields(redis.call('HGETALL', base .. ':d:' .. id))
     if not schema.finalDelegation[d.state] then return nil end
     artifactBytes = artifactBytes + (tonumber(d.artifactBytes or '0') or 0)
     if artifactBytes > schema.maxBytes then return nil end
+    if (d.pushToken or '') ~= '' then push[#push + 1] = id; push[#push + 1] = d.pushToken end
     local record = encodeFields(d, schema, since, slimDelegation(d, workflow, stepAgents))
     local artifacts = toFields(redis.call('HGETALL', base .. ':d:' .. id .. ':artifacts'))
     local kept = {}
@@ -147,21 +151,25 @@ local function compact(schema)
   if createdAt then encoded = '{' .. text(schema.names.createdAt or 'createdAt') .. ':' .. (since and createdAt or text(createdAt)) .. (#encoded > 2 and ',' or '') .. string.sub(encoded, 2) end
   local done = '{"workflow":' .. encoded .. ',"delegations":[' .. table.concat(delegations, ',') .. ']}'
   if #done > schema.maxBytes then return nil end
-  return done, ids
+  return done, ids, push
 end
 
 if fields.state and finished[fields.state] then
   local retention = tonumber(ARGV[4]) or 0
-  local done, ids
+  local done, ids, push
   if (ARGV[5] or '') ~= '' then
     local given = cjson.decode(ARGV[5])
-    done, ids = compact({ names = given.names, json = setOf(given.json), operational = setOf(given.operational),
+    done, ids, push = compact({ names = given.names, json = setOf(given.json), operational = setOf(given.operational),
       zeroIsAbsent = setOf(given.zeroIsAbsent), times = setOf(given.times), finalDelegation = setOf(given.finalDelegation),
       maxBytes = tonumber(given.maxBytes) or 0 })
   end
   if done then
     if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
     else redis.call('SET', base .. ':done', done) end
+    for first = 1, #push, 1000 do
+      redis.call('HSET', base .. ':push', unpack(push, first, math.min(first + 999, #push)))
+    end
+    if #push > 0 and retention > 0 then redis.call('PEXPIRE', base .. ':push', retention) end
     -- DEL in chunks: Lua's unpack takes at most ~8,000 values, and a workflow may hold 4,000 delegations
     -- (100 steps × 20 attempts, each with a compensation), two keys each.
     local keys = { KEYS[1], KEYS[2] }
