@@ -9,7 +9,7 @@ import fc from 'fast-check';
 import { readFile } from 'node:fs/promises';
 import { Queue } from 'bullmq';
 import { createProducer } from '@durable-a2a/producer';
-import { applyTask, createRedisClient, Journal, queuePrefix, type Artifact, type DelegationRef, type Message } from '@durable-a2a/shared';
+import { applyTask, createRedisClient, Journal, parseWorkflowHash, queuePrefix, workflowSummaries, type Artifact, type DelegationRef, type Message } from '@durable-a2a/shared';
 import { startTestServer } from './harness/api-server.ts';
 import { startRedisServer, useRedisServer } from './harness/redis.ts';
 
@@ -129,7 +129,9 @@ describe('compacted record: property', () => {
         maxLength: 2,
       });
       // What the user put on the step's message: the same pieces, our workflow id and its marks included.
-      const user = fc.option(fc.dictionary(fc.constantFrom('workflowId', 'durableA2a', 'x"workflowId', '='), fc.oneof(value, fc.constant(PROPERTY_WORKFLOW), fc.constant({ workflowId: PROPERTY_WORKFLOW, step: 'main', attempt: 1 }))), { nil: undefined });
+      // A long value puts the workflow object past the first read of its row (4 KiB): quotes, braces and escapes across it.
+      const long = fc.constant('{"}\\]'.repeat(1_500));
+      const user = fc.option(fc.dictionary(fc.constantFrom('workflowId', 'durableA2a', 'x"workflowId', '='), fc.oneof(value, long, fc.constant(PROPERTY_WORKFLOW), fc.constant({ workflowId: PROPERTY_WORKFLOW, step: 'main', attempt: 1 }))), { nil: undefined });
       return fc.record({ taskId: fc.constant(taskId), contextId: fc.constant(contextId), statusMessage, artifacts, user });
     });
     await fc.assert(
@@ -139,6 +141,8 @@ describe('compacted record: property', () => {
         const { before, after } = await compactWith(statusMessage as Message, taskId, contextId, artifacts as Artifact[], user);
         expect(after).toEqual(before);
         expect((await journal.getWorkflow(workflowId))?.definitionText).toBe(definition(workflowId, user));
+        // The row read from the start of the record is the row of the whole record.
+        expect(await journal.getWorkflow(workflowId)).toEqual(parseWorkflowHash((await journal.finishedWorkflow(workflowId))!.workflow));
       }),
       { numRuns: 100, seed: Number(process.env.FUZZ_SEED ?? 7) },
     );
@@ -279,5 +283,31 @@ describe('pushes with wrong credentials for a compacted workflow', () => {
       await app.close();
       await producer.close();
     }
+  });
+});
+
+describe('listing compacted workflows', () => {
+  it('reads each workflow\'s row, not its whole record: Redis output stays far below the records\' size; states and summaries as before', async () => {
+    const big = new Journal(redis, { prefix: `aclist${++counter}`, retentionMs: 60_000, now: () => 5_000 });
+    const ids = Array.from({ length: 10 }, (_, index) => `list-${index}`);
+    for (const id of ids) {
+      await big.createWorkflow(id, { state: 'RUNNING', definition: definition(id), createdAt: '1000', updatedAt: '1000' }, intent(id));
+      // 500 KB of artifacts each (the compacted record keeps them): 5 MB in all.
+      await big.applyStatus({ workflowId: id, delegationId: 'main.1' }, { mode: 'snapshot', state: 'COMPLETED', taskId: `T-${id}`, agentCardUrl: AGENT, artifacts: [{ artifactId: 'a1', parts: [{ text: 'z'.repeat(500_000) }] }] });
+    }
+    await big.updateWorkflow(ids[0]!, { state: 'FAILED', failure: ['it broke'] });
+    for (const id of ids.slice(1)) await big.updateWorkflow(id, { state: 'COMPLETED' });
+    for (const id of ids) expect(await redis.exists(big.keys.finished(id))).toBe(1);
+    const output = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis.info('stats'))![1]);
+    const before = await output();
+    const summaries = await workflowSummaries(big, ids, []);
+    const states = await big.workflowStates(ids);
+    const definitionSteps = (await big.getWorkflowDefinition(ids[1]!))?.steps.map((step) => step.name);
+    expect((await output()) - before).toBeLessThan(256 * 1024);
+    expect(summaries.map(({ workflowId, state, createdAt, updatedAt }) => [workflowId, state, createdAt, updatedAt])).toEqual(ids.map((id, index) => [id, index === 0 ? 'FAILED' : 'COMPLETED', 1000, 5_000]));
+    expect(states).toEqual(ids.map((_, index) => (index === 0 ? 'FAILED' : 'COMPLETED')));
+    expect(definitionSteps).toEqual(['main']);
+    // The row read alone is the row of the whole record.
+    for (const id of ids) expect(await big.getWorkflow(id)).toEqual(parseWorkflowHash((await big.finishedWorkflow(id))!.workflow));
   });
 });

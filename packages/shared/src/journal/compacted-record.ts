@@ -163,3 +163,34 @@ export function parseCompactedWorkflow(workflowId: string, text: string): Compac
     }),
   };
 }
+
+/** How a compacted record's text starts (updateWorkflow-2.lua writes the workflow object first). */
+const RECORD_START = '{"workflow":';
+
+/**
+ * Where the workflow object of a compacted record ends in `prefix` (a prefix of the record's text): the index
+ * after its closing brace, or undefined when the prefix does not hold it whole. Lets a reader that needs only
+ * the workflow row (listings, states, the definition) read a few KB instead of the whole record.
+ */
+export function compactedWorkflowEnd(prefix: string): number | undefined {
+  if (!prefix.startsWith(`${RECORD_START}{`)) return undefined;
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  for (let index = RECORD_START.length; index < prefix.length; index++) {
+    const character = prefix[index];
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (character === '\\') escaped = true;
+      else if (character === '"') inString = false;
+    } else if (character === '"') inString = true;
+    else if (character === '{' || character === '[') depth++;
+    else if ((character === '}' || character === ']') && --depth === 0) return index + 1;
+  }
+  return undefined;
+}
+
+/** The workflow row (as a hash) of workflow `workflowId`'s compacted record, from a prefix holding its workflow object (`end`: `compactedWorkflowEnd`). */
+export function parseCompactedWorkflowRow(workflowId: string, prefix: string, end: number): Record<string, string> {
+  return parseCompactedWorkflow(workflowId, `${prefix.slice(0, end)},"delegations":[]}`).workflow;
+}
