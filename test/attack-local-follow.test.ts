@@ -233,3 +233,35 @@ describe('a compacted workflow delegated again with its idempotency key', () => 
     expect(agent!.count('SendMessage')).toBe(1);
   }, 30_000);
 });
+
+describe('a stale index entry of a compacted workflow with many attempts', () => {
+  it('is settled from its row and one attempt: the reconciler never reads the whole record once per attempt', async () => {
+    const { producer, fleet } = await setUp({}, { reconcileIntervalMs: 60_000 });
+    const journal = producer.journal;
+    const id = 'many-attempts';
+    const steps = ['s0', 's1', 's2', 's3', 's4'];
+    const definition = JSON.stringify({ workflowId: id, steps: steps.map((name) => ({ name, agent: agent!.cardUrl, message: { text: 'go' } })), maxAttemptsPerStep: 20 });
+    const attempts = steps.flatMap((step) => Array.from({ length: 20 }, (_, index) => ({ step, attempt: index + 1 })));
+    const intentOf = ({ step, attempt }: { step: string; attempt: number }) => ({
+      ...{ workflowId: id, delegationId: `${step}.${attempt}`, step, kind: 'step', attempt: String(attempt), agentCardUrl: agent!.cardUrl, messageId: `m-${step}-${attempt}` },
+      ...{ state: 'INTENT', message: JSON.stringify({ parts: [{ text: 'go' }] }), createdAt: '1000', updatedAt: '1000', version: '1' },
+    });
+    await journal.createWorkflow(id, { state: 'RUNNING', definition, createdAt: '1000', updatedAt: '1000' }, intentOf(attempts[0]!));
+    for (const attempt of attempts.slice(1)) await journal.createIntent(id, intentOf(attempt));
+    // 100 attempts with 8 KB status messages: a record of about 800 KB.
+    const statusMessage = { messageId: 's', role: 'ROLE_AGENT' as const, parts: [{ text: 'w'.repeat(8_000) }] };
+    for (const { step, attempt } of attempts) await journal.applyStatus({ workflowId: id, delegationId: `${step}.${attempt}` }, { mode: 'outcome', state: attempt === 20 ? 'COMPLETED' : 'FAILED', statusMessage });
+    await journal.updateWorkflow(id, { state: 'COMPLETED' });
+    expect(await redis().exists(journal.keys.finished(id))).toBe(1);
+    await journal.removeFromIndex({ workflowId: id, delegationId: '*' }, ...attempts.map(({ step, attempt }) => ({ workflowId: id, delegationId: `${step}.${attempt}` })));
+    // Entries left behind (a crash between the compaction and the settle's removal, or a create written ahead).
+    const refs = [{ workflowId: id, delegationId: 's4.20' }, { workflowId: id, delegationId: '*' }];
+    for (const ref of refs) await journal.scheduleCheck(ref, Date.now());
+    const output = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis().info('stats'))![1]);
+    const before = await output();
+    await fleet.sweepAll();
+    await eventually(async () => (await Promise.all(refs.map((ref) => journal.nextCheckAt(ref)))).every((at) => at === undefined), 'both entries settled and removed', 20_000);
+    // A few reads of the record at most (the attempt's own), never one per attempt (100 × 800 KB).
+    expect((await output()) - before).toBeLessThan(8 * 1024 * 1024);
+  }, 60_000);
+});
