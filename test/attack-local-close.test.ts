@@ -12,6 +12,7 @@ import { testsOnCluster, useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { runsSlowly } from './harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
+import { startScriptedAgent, task, taskEvent } from './harness/scripted-agent.ts';
 
 const redisServer = useRedisServer({ appendOnly: true, appendFsync: 'always' });
 let client: Redis;
@@ -43,8 +44,9 @@ async function inFlight(count: number, workMs: number) {
   const first = await startTestFleet({ redisUrl: redisServer().url, prefix });
   const sent = await Promise.all(Array.from({ length: count }, (_, index) => producer!.delegate({ agent: agent!.cardUrl, text: `job ${index}`, idempotencyKey: `job-${index}` })));
   const refs: DelegationRef[] = sent.map(({ id }) => ({ workflowId: id, delegationId: 'main.1' }));
+  // Every stream open under a lease, each in a local follow (a lease held during the SendMessage alone is the send's).
+  await eventually(async () => (await first.metrics.localFollows.get()).values[0]!.value === count, 'every delegation followed locally', 20_000);
   await eventually(async () => (await Promise.all(refs.map((ref) => producer!.journal.followLeaseRemainingMs(ref)))).every((ms) => ms > 0), 'every stream open under a lease', 20_000);
-  expect((await first.metrics.localFollows.get()).values[0]!.value).toBe(count);
   return { prefix, first, sent };
 }
 
@@ -88,12 +90,56 @@ describe.skipIf(testsOnCluster())('closing a fleet with local follows while Redi
     expect((await terminal(first)) + (await terminal(second))).toBe(sent.length);
   }, 60_000);
 
+  it('Redis refusing writes while the fleet closes: failed local follows cannot enqueue their retry nor hand over; a second fleet finishes every delegation, one SendMessage each', async () => {
+    const { prefix, first, sent } = await inFlight(8, 1_500);
+    await client.config('SET', 'maxmemory', '1');
+    try {
+      await first.close();
+    } finally {
+      await client.config('SET', 'maxmemory', '0');
+    }
+    await finishedOnce(prefix, sent);
+  }, 60_000);
+
   it('Redis killed during the local follows, the fleet closed meanwhile, Redis restarted from its AOF: every delegation finishes, one SendMessage each', async () => {
     const { prefix, first, sent } = await inFlight(8, 4_000);
     await redisServer().kill();
     await first.close();
     await redisServer().restart();
     await finishedOnce(prefix, sent);
+  }, 60_000);
+});
+
+describe.skipIf(testsOnCluster())('close() with Redis down and a job still running', () => {
+  it('returns within its bound (the job is abandoned to the stalled-job check); after Redis returns the delegation finishes with one SendMessage', async () => {
+    const prefix = `attack-close-${++counter}`;
+    const scripted = await startScriptedAgent({
+      // The agent holds the send (V2): the send job is still active when Redis goes away.
+      SendMessage: async (params) => {
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        return { result: { task: task('T1', 'SUBMITTED', { contextId: params.message.contextId, history: [params.message] }) } };
+      },
+      ListTasks: (params) => ({ result: { tasks: [task('T1', 'COMPLETED', { contextId: params.contextId, history: [{ messageId: sentMessageId, role: 'ROLE_USER', parts: [{ text: 'go' }] }], artifacts: { a1: 'done' } })], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: { a1: 'done' } }) }),
+      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'COMPLETED', { artifacts: { a1: 'done' } }))], endAfter: 'close' }),
+    });
+    let sentMessageId = '';
+    try {
+      producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+      const first = await startTestFleet({ redisUrl: redisServer().url, prefix });
+      const { id, messageId } = await producer.delegate({ agent: scripted.cardUrl, text: 'go', idempotencyKey: 'held-send' });
+      sentMessageId = messageId!;
+      await eventually(async () => scripted.count('SendMessage') === 1, 'the send is held by the agent');
+      await redisServer().kill();
+      const closed = await Promise.race([first.close().then(() => 'closed'), new Promise((resolve) => setTimeout(resolve, 20_000, 'still closing'))]);
+      expect(closed).toBe('closed');
+      await redisServer().restart();
+      fleets.push(await startTestFleet({ redisUrl: redisServer().url, prefix }));
+      await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', 'workflow COMPLETED', 30_000);
+      expect(scripted.count('SendMessage')).toBe(1);
+    } finally {
+      await scripted.close();
+    }
   }, 60_000);
 });
 
