@@ -178,8 +178,7 @@ async function closeFleet({ workers, localFollows, shutdown, queues, connection,
   const within = (promise: Promise<unknown>) => Promise.race([promise, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref())]);
   if ((await within(graceful)) === 'timeout') {
     logger.warn({ timeoutMs }, 'close timed out; abandoning in-flight jobs to the stalled-job check');
-    // BullMQ keeps a worker's first (graceful) close: a forced one only waits for it. Ending the connections ends what it waits for.
-    for (const client of [connection, journalRedis]) client.disconnect();
+    for (const client of [connection, journalRedis]) client.disconnect(); // BullMQ keeps a worker's first (graceful) close: end what it waits for
     await within(Promise.all(workers.map((worker) => worker.close(true))).catch(() => undefined));
     await ownDispatcher?.close().catch(() => undefined);
     return;
