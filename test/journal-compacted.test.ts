@@ -90,8 +90,10 @@ describe('compacted record', () => {
     expect(await journal.updateWorkflow(workflowId, { state: 'COMPLETED' }, version)).toBe(version + 1);
 
     const keys = await workflowKeys(`cr${counter}`, workflowId);
-    expect(keys.map(({ key, type }) => [key, type])).toEqual([[journal.keys.finished(workflowId), 'string']]);
+    // The record, and beside it the push tokens (a push is authenticated without reading the record).
+    expect(keys.map(({ key, type }) => [key, type])).toEqual([[journal.keys.finished(workflowId), 'string'], [journal.keys.finishedPushTokens(workflowId), 'hash']]);
     expect(await redis.pttl(journal.keys.finished(workflowId))).toBeGreaterThan(50_000);
+    expect(await redis.pttl(journal.keys.finishedPushTokens(workflowId))).toBeGreaterThan(50_000);
     expect(await journal.getWorkflow(workflowId)).toEqual({ ...before.workflow, state: 'COMPLETED', version: version + 1, updatedAt: 5_000 });
     expect((await Promise.all(refs.map((ref) => journal.getDelegationView(ref)))).map(audit)).toEqual(before.views.map(audit));
     expect((await Promise.all(refs.map((ref) => journal.getDelegation(ref)))).map(audit)).toEqual(before.records.map(audit));
@@ -119,7 +121,7 @@ describe('compacted record', () => {
     expect(await refusal(journal.createIntent(workflowId, intent(workflowId, 'main', 2)))).toBe('DELEGATION_MISSING');
     expect(await journal.createWorkflow(workflowId, { state: 'RUNNING', definition: definition(workflowId, ['main']) }, intent(workflowId, 'main'))).toBe(false);
 
-    expect((await workflowKeys(`cr${counter}`, workflowId)).map(({ key }) => key)).toEqual([journal.keys.finished(workflowId)]);
+    expect((await workflowKeys(`cr${counter}`, workflowId)).map(({ key }) => key)).toEqual([journal.keys.finished(workflowId), journal.keys.finishedPushTokens(workflowId)]);
     expect(await redis.get(journal.keys.finished(workflowId))).toBe(text);
     expect((await journal.getDelegation(ref))?.state).toBe('COMPLETED');
   });
@@ -137,7 +139,7 @@ describe('compacted record', () => {
       );
     }
     await journal.updateWorkflow(workflowId, { state: 'COMPLETED' });
-    expect((await workflowKeys(`cr${counter}`, workflowId)).map(({ key }) => key)).toEqual([journal.keys.finished(workflowId)]);
+    expect((await workflowKeys(`cr${counter}`, workflowId)).map(({ key }) => key)).toEqual([journal.keys.finished(workflowId), journal.keys.finishedPushTokens(workflowId)]);
     expect((await journal.delegationIds(workflowId)).length).toBe(4_100);
     expect((await journal.getDelegation({ workflowId, delegationId: 'main.4100' }))?.state).toBe('COMPLETED');
   }, 120_000);

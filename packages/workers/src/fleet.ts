@@ -175,10 +175,13 @@ async function closeFleet({ workers, localFollows, shutdown, queues, connection,
   // Stop fetching, then end open streams (follow jobs and local follows): each hands its delegation to another worker.
   const graceful = Promise.all([...workers.map((worker) => worker.close()), localFollows.drain()]);
   shutdown.abort();
-  const timer = new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref());
-  if ((await Promise.race([graceful, timer])) === 'timeout') {
+  const within = (promise: Promise<unknown>) => Promise.race([promise, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref())]);
+  if ((await within(graceful)) === 'timeout') {
     logger.warn({ timeoutMs }, 'close timed out; abandoning in-flight jobs to the stalled-job check');
-    await Promise.all(workers.map((worker) => worker.close(true)));
+    for (const client of [connection, journalRedis]) client.disconnect(); // BullMQ keeps a worker's first (graceful) close: end what it waits for
+    await within(Promise.all(workers.map((worker) => worker.close(true))).catch(() => undefined));
+    await ownDispatcher?.close().catch(() => undefined);
+    return;
   }
   if (connection.status !== 'ready') {
     // Redis down: a graceful close would wait for a reconnect that may never come.

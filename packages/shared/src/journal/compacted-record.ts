@@ -3,7 +3,7 @@
  * COMPLETED, FAILED, COMPENSATED or CANCELED with every delegation final and its record fits in
  * `COMPACTED_RECORD_LAYOUT.maxBytes` (artifacts included; else its hashes stay), updateWorkflow-2.lua
  * replaces its hashes and its delegation list with one JSON string at `JournalKeys.finished`
- * (same hash tag, same retention):
+ * (same hash tag, same retention; push tokens also in the hash `JournalKeys.finishedPushTokens`):
  *
  *   {"workflow": {<workflow fields>}, "delegations": [{<delegation fields>, "art": {<artifact fields>}}, …]}
  *
@@ -19,7 +19,9 @@
  * value: the definition's workflowId, requestedContextId equal to contextId, a statusMessage's
  * contextId and taskId equal to the delegation's, a message's `metadata.durableA2a` stamp (workflowId,
  * step, attempt). A
- * JSON text is only marked if it held no "=" string before, so a mark is never an agent's value.
+ * JSON text is only marked if it held no "=" string before; one that did is kept as a string (the
+ * reader restores marks only inside embedded JSON), so a mark is never an agent's value. A mark
+ * replaces a member (`"key":value` after `{` or `,`), never text inside a string or a key.
  * Reading turns the record back into the hashes, so the journal's zod parsers (`parseWorkflowHash`,
  * `DelegationRecordSchema`, `parseArtifacts`) give the same typed records as before compaction.
  */
@@ -146,6 +148,15 @@ function stepAgentsOf(definition: unknown): Map<string, string> {
   }));
 }
 
+/** JSON text parsed, or undefined when it is not JSON. */
+function parseJsonOrUndefined(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}
+
 /** Parses workflow `workflowId`'s compacted record (the `finished` key's text) back into hashes. Throws on a corrupt record. */
 export function parseCompactedWorkflow(workflowId: string, text: string): CompactedWorkflow {
   const record = CompactedSchema.parse(JSON.parse(text));
@@ -154,7 +165,9 @@ export function parseCompactedWorkflow(workflowId: string, text: string): Compac
   const { [createdAtName]: createdAt, ...rest } = record.workflow;
   const stored: Record<string, unknown> = { ...asHash(rest, since), ...(createdAt === undefined ? {} : { createdAt: String(createdAt) }) };
   const workflow = { ...stored, workflowId, definition: restoreMark(stored.definition, 'workflowId', workflowId) };
-  const stepAgents = stepAgentsOf(workflow.definition);
+  // A definition that held a "=" of its own is stored as its text (not embedded): parse it for the steps' agents too.
+  const definitionValue = typeof workflow.definition === 'string' ? parseJsonOrUndefined(workflow.definition) : workflow.definition;
+  const stepAgents = stepAgentsOf(definitionValue);
   return {
     workflow: Object.fromEntries(Object.entries(workflow).map(([field, value]) => [field, asText(value)])),
     delegations: record.delegations.map((fields) => {
@@ -165,4 +178,35 @@ export function parseCompactedWorkflow(workflowId: string, text: string): Compac
       };
     }),
   };
+}
+
+/** How a compacted record's text starts (updateWorkflow-2.lua writes the workflow object first). */
+const RECORD_START = '{"workflow":';
+
+/**
+ * Where the workflow object of a compacted record ends in `prefix` (a prefix of the record's text): the index
+ * after its closing brace, or undefined when the prefix does not hold it whole. Lets a reader that needs only
+ * the workflow row (listings, states, the definition) read a few KB instead of the whole record.
+ */
+export function compactedWorkflowEnd(prefix: string): number | undefined {
+  if (!prefix.startsWith(`${RECORD_START}{`)) return undefined;
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  for (let index = RECORD_START.length; index < prefix.length; index++) {
+    const character = prefix[index];
+    if (inString) {
+      if (escaped) escaped = false;
+      else if (character === '\\') escaped = true;
+      else if (character === '"') inString = false;
+    } else if (character === '"') inString = true;
+    else if (character === '{' || character === '[') depth++;
+    else if ((character === '}' || character === ']') && --depth === 0) return index + 1;
+  }
+  return undefined;
+}
+
+/** The workflow row (as a hash) of workflow `workflowId`'s compacted record, from a prefix holding its workflow object (`end`: `compactedWorkflowEnd`). */
+export function parseCompactedWorkflowRow(workflowId: string, prefix: string, end: number): Record<string, string> {
+  return parseCompactedWorkflow(workflowId, `${prefix.slice(0, end)},"delegations":[]}`).workflow;
 }

@@ -48,7 +48,8 @@ export class JournalCoordination extends JournalReplies {
 
   /**
    * Renews many follow leases with one round trip (lease-1.lua `renew` each, pipelined) and moves the
-   * reconciler's next check of every lease still ours to `checkAt(ref)` (ms since epoch; one ZADD).
+   * reconciler's next check of every lease still ours to `checkAt(ref)` (ms since epoch; one ZADD XX: a
+   * delegation settled while its stream was closing is not put back in the unfinished index).
    * @returns per lease, in order: true while it is still ours, false when lost.
    */
   async renewLeases(leases: readonly { ref: DelegationRef; token: string }[], durationMs: number, checkAt: (ref: DelegationRef) => number): Promise<boolean[]> {
@@ -58,7 +59,7 @@ export class JournalCoordination extends JournalReplies {
     leases.forEach(({ ref }, index) => {
       if (held[index]) scores.push(checkAt(ref), indexMember(ref.workflowId, ref.delegationId));
     });
-    if (scores.length > 0) await this.redis.zadd(this.keys.unfinished(), ...scores);
+    if (scores.length > 0) await this.redis.zadd(this.keys.unfinished(), 'XX', ...scores);
     return held;
   }
 

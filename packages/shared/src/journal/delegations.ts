@@ -60,11 +60,14 @@ export class JournalDelegations extends JournalWorkflows {
     return (await this.finishedWorkflow(ref.workflowId))?.delegations.find(({ hash }) => hash.delegationId === ref.delegationId);
   }
 
-  /** The secret push token of a delegation (never part of the view). */
+  /**
+   * The secret push token of a delegation (never part of the view). Of a compacted workflow, from its small
+   * token hash, never from the record: a push with wrong credentials costs what it did before compaction.
+   */
   async pushToken(ref: DelegationRef): Promise<string | undefined> {
     const [token, delegationId] = await this.redis.hmget(this.keys.delegation(ref.workflowId, ref.delegationId), 'pushToken', 'delegationId');
     if (delegationId !== null) return token || undefined;
-    return (await this.finishedDelegation(ref))?.hash.pushToken || undefined;
+    return (await this.redis.hget(this.keys.finishedPushTokens(ref.workflowId), ref.delegationId)) || undefined;
   }
 
   /**

@@ -28,6 +28,8 @@ export interface JournalKeys {
   delegationList(workflowId: string): string;
   /** A finished workflow's compacted record, replacing the keys above (string, JSON; compacted-record.ts). */
   finished(workflowId: string): string;
+  /** A compacted workflow's push tokens (hash delegationId → token), beside its record: pushes are authenticated without it. */
+  finishedPushTokens(workflowId: string): string;
   /** A "do this at most once" marker of a delegation (e.g. `cancel-sent`, `auth:<challenge>`). */
   once(workflowId: string, delegationId: string, name: string): string;
   /** Fleet-wide rate limit state (takeToken-1.lua). */
@@ -52,6 +54,7 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     followLease: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}:lease`,
     delegationList: (workflowId) => `${tag(workflowId)}:wf:delegations`,
     finished: (workflowId) => `${tag(workflowId)}:done`,
+    finishedPushTokens: (workflowId) => `${tag(workflowId)}:push`,
     once: (workflowId, delegationId, name) => `${tag(workflowId)}:d:${delegationId}:${name}`,
     rateLimit: (name) => `${prefix}:unfinished:rate:${name}`,
     unfinished: () => `${prefix}:unfinished`,

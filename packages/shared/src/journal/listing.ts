@@ -148,7 +148,7 @@ export async function workflowSummaries(journal: Journal, ids: readonly string[]
     ids.map(async (id) => {
       const live = await journal.redis.hmget(journal.keys.workflow(id), ...fields);
       if (live[0] !== null) return live;
-      const finished = (await journal.finishedWorkflow(id))?.workflow;
+      const finished = await journal.finishedWorkflowRow(id);
       return fields.map((field) => finished?.[field] ?? null);
     }),
   );

@@ -12,10 +12,13 @@ export class JournalIndex extends JournalCore {
     await this.redis.zadd(this.keys.unfinished(), atMs, indexMember(ref.workflowId, ref.delegationId));
   }
 
-  /** Moves many delegations in the unfinished index at once (one ZADD), each due at its `atMs`. */
+  /**
+   * Moves many delegations of the unfinished index at once (one ZADD XX), each due at its `atMs`. Only entries
+   * still there move: one removed meanwhile (settled since it was read) is not put back.
+   */
   async scheduleChecks(checks: readonly { ref: DelegationRef; atMs: number }[]): Promise<void> {
     if (checks.length === 0) return;
-    await this.redis.zadd(this.keys.unfinished(), ...checks.flatMap(({ ref, atMs }) => [atMs, indexMember(ref.workflowId, ref.delegationId)]));
+    await this.redis.zadd(this.keys.unfinished(), 'XX', ...checks.flatMap(({ ref, atMs }) => [atMs, indexMember(ref.workflowId, ref.delegationId)]));
   }
 
   /** When the reconciler next checks a delegation (ms since epoch), or undefined when it is not in the unfinished index. Read-only. */

@@ -7,7 +7,10 @@ import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type Workfl
 import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import { JournalIndex } from './unfinished-index.ts';
 import { indexMember } from './keys.ts';
-import { COMPACTED_RECORD_LAYOUT_ARGUMENT, parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
+import { COMPACTED_RECORD_LAYOUT_ARGUMENT, compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow, type CompactedWorkflow } from './compacted-record.ts';
+
+/** Prefixes of a compacted record read for its workflow row, in bytes (then the whole record). */
+const ROW_READS_BYTES = [4_096, 65_536];
 
 /** Journal methods over workflow rows. */
 export class JournalWorkflows extends JournalIndex {
@@ -80,7 +83,21 @@ export class JournalWorkflows extends JournalIndex {
    */
   async getWorkflowHash(workflowId: string): Promise<Record<string, string> | undefined> {
     const hash = await this.redis.hgetall(this.keys.workflow(workflowId));
-    return hash.workflowId ? hash : (await this.finishedWorkflow(workflowId))?.workflow;
+    return hash.workflowId ? hash : this.finishedWorkflowRow(workflowId);
+  }
+
+  /**
+   * A compacted workflow's row alone (a hash, as `finishedWorkflow(…).workflow`), read from the start of its
+   * record (GETRANGE: the workflow object comes first, a few KB) instead of the whole record (up to 1 MiB).
+   */
+  async finishedWorkflowRow(workflowId: string): Promise<Record<string, string> | undefined> {
+    for (const bytes of ROW_READS_BYTES) {
+      const prefix = await this.redis.getrange(this.keys.finished(workflowId), 0, bytes - 1);
+      if (!prefix) return undefined;
+      const end = compactedWorkflowEnd(prefix);
+      if (end !== undefined) return parseCompactedWorkflowRow(workflowId, prefix, end);
+    }
+    return (await this.finishedWorkflow(workflowId))?.workflow;
   }
 
   /**
@@ -105,14 +122,14 @@ export class JournalWorkflows extends JournalIndex {
 
   /** Reads only a workflow's definition (one HGET; one GET more once finished), or undefined. */
   async getWorkflowDefinition(workflowId: string): Promise<WorkflowDefinition | undefined> {
-    const text = (await this.redis.hget(this.keys.workflow(workflowId), 'definition')) ?? (await this.finishedWorkflow(workflowId))?.workflow.definition;
+    const text = (await this.redis.hget(this.keys.workflow(workflowId), 'definition')) ?? (await this.finishedWorkflowRow(workflowId))?.definition;
     return text ? parseDefinitionText(text) : undefined;
   }
 
   /** Reads one field of many workflows' state (listing by state), in order; undefined for missing ones. */
   async workflowStates(workflowIds: string[]): Promise<(string | undefined)[]> {
     return Promise.all(
-      workflowIds.map(async (workflowId) => (await this.redis.hget(this.keys.workflow(workflowId), 'state')) ?? (await this.finishedWorkflow(workflowId))?.workflow.state),
+      workflowIds.map(async (workflowId) => (await this.redis.hget(this.keys.workflow(workflowId), 'state')) ?? (await this.finishedWorkflowRow(workflowId))?.state),
     );
   }
 

@@ -5,6 +5,7 @@
 import { A2AError, applyTask, isFinished, isRetryable, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { routeDelegation } from './route.ts';
+import { isForeignAnswer } from './read.ts';
 import { askReconciler } from './send.ts';
 
 /**
@@ -35,6 +36,10 @@ export async function cancelTask(ctx: WorkerContext, record: DelegationRecord): 
   } catch (error) {
     if (!(error instanceof A2AError) || isRetryable(error)) throw error;
     task = await transport.getTask({ id: record.taskId });
+  }
+  if (await isForeignAnswer(ctx, record, task, 'CancelTask')) {
+    await routeDelegation(ctx, ref, { cancelIfRequested: false });
+    return 'cancel-answered-foreign';
   }
   await applyTask(ctx.journal, ref, task, { snapshot: true });
   // Keep following until the agent reports the cancellation (it may finish first); no second CancelTask.

@@ -55,6 +55,19 @@ export interface ReadSeen {
   writtenWorkflow?: WorkflowAtFinish;
 }
 
+/**
+ * Ownership (issue 12 kind 1) of an answer to a request about our task (GetTask, CancelTask): one about
+ * another task is a protocol error, journaled (FOREIGN_TASK, the reconciler looks again) and never applied.
+ * @returns true when `task` is not our task (the caller applies nothing of it).
+ */
+export async function isForeignAnswer(ctx: WorkerContext, record: DelegationRecord, task: Task, request: string): Promise<boolean> {
+  if (task.id === record.taskId) return false;
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  await ctx.journal.noteProtocolError(ref, { code: 'FOREIGN_TASK', message: `${request} ${record.taskId} answered task ${task.id}`, retryable: false });
+  ctx.logger.warn({ ...ref, taskId: record.taskId, answered: task.id, request }, 'an answer about another task; nothing applied');
+  return true;
+}
+
 /** A GetTask answer about another task (a protocol error: nothing in it is applied). */
 class ForeignTaskError extends ProtocolError {
   override readonly code = 'FOREIGN_TASK' as string;

@@ -33,6 +33,7 @@ import { handleTaskNotFound } from './not-found.ts';
 import { enforceAttemptDeadline } from './deadline.ts';
 import { unfoundVerdict } from './send-errors.ts';
 import { followLater, routeDelegation } from './route.ts';
+import { isForeignAnswer } from './read.ts';
 
 /** Spread (ms) of the checks after a follow lease runs out: the records of one dead worker do not all come due at once. */
 const LEASE_JITTER_MS = 500;
@@ -222,6 +223,8 @@ async function rereadTask(ctx: WorkerContext, record: DelegationRecord, log: Wor
     if (!(error instanceof TaskNotFoundError)) throw error;
     return handleTaskNotFound(ctx, record, log);
   }
+  // An answer about another task is never applied; the question stays.
+  if (await isForeignAnswer(ctx, record, task, 'GetTask')) return routeDelegation(ctx, ref);
   const applied = await applyTask(ctx.journal, ref, task, { expectedVersion: record.version, snapshot: true });
   if (!applied.applied) {
     ctx.metrics.staleObservations.inc({ reason: applied.reason });

@@ -21,6 +21,7 @@ import type { JobRun, WorkerContext } from '../context.ts';
 import { routeDelegation } from './route.ts';
 import { jitteredCheckTime } from './backoff.ts';
 import { shouldPark } from './park.ts';
+import { isForeignAnswer } from './read.ts';
 
 /** Another worker holds the reply's live 'sending' lease: never a second racing send; the job retries later. */
 export class ReplyInFlightError extends Error {
@@ -72,10 +73,16 @@ export async function sendReply(ctx: WorkerContext, record: DelegationRecord, jo
   const run: ReplyRun = { ctx, ref, fence, record, transport, token };
   if (taken === 'taken-over') {
     // The previous sender's lease expired: the agent may have the reply already. Ask before any resend.
-    const task = await transport.getTask({ id: record.taskId });
-    if (replyDelivered(task, record)) return settleDelivered(run, task);
+    const task = await readOurTask(run);
+    if (task && replyDelivered(task, record)) return settleDelivered(run, task);
   }
   return deliver(run);
+}
+
+/** GetTask of our task; undefined when the answer names another task (journaled as a protocol error: it tells nothing). */
+async function readOurTask({ ctx, record, transport }: ReplyRun): Promise<Task | undefined> {
+  const task = await transport.getTask({ id: record.taskId! });
+  return (await isForeignAnswer(ctx, record, task, 'GetTask')) ? undefined : task;
 }
 
 /** The agent has the reply: journal it sent and apply what the agent says now. */
@@ -106,14 +113,15 @@ async function deliver(run: ReplyRun): Promise<string> {
     // Only an explicit refusal of the answer itself reopens the question; anything else is retried, and
     // the rerun asks the agent first once the lease has expired (the reply is 'sending').
     if (!(error instanceof InvalidParamsError || error instanceof ContentTypeNotSupportedError)) throw error;
-    const task = await transport.getTask({ id: record.taskId! });
-    if (replyDelivered(task, record)) return settleDelivered(run, task);
+    const task = await readOurTask(run);
+    if (task && replyDelivered(task, record)) return settleDelivered(run, task);
     await ctx.journal.markReply(ref, fence, record.replyMessageId!, 'refused', error.message, { token });
     ctx.logger.warn({ workflowId: ref.workflowId, delegationId: ref.delegationId, err: error }, 'the agent refused the reply; the question is open again');
     return 'reply-refused';
   }
   await ctx.journal.markReply(ref, fence, record.replyMessageId!, 'sent', '', { token });
-  if ('task' in response) await applyTask(ctx.journal, ref, response.task, { snapshot: true });
+  // An answer about another task is a protocol error: nothing of it is applied, our task is followed as it is.
+  if ('task' in response && !(await isForeignAnswer(ctx, record, response.task, 'SendMessage'))) await applyTask(ctx.journal, ref, response.task, { snapshot: true });
   await routeAfterReply(run, false);
   return 'reply-sent';
 }

@@ -2,7 +2,9 @@
  * One SubscribeToTask stream of a delegation (spec §3.1.6), applied event by
  * event through the journal (`applyStreamResponse`: forward-only, our task id
  * only). Every `{task}` event is a snapshot (V4). Ends in `route.ts` (finished,
- * parked) or `read.ts` (one GetTask, then the progress rule): a refusal, a drop,
+ * parked; once the row is finished our side closes the stream at once: what an
+ * agent sends after the terminal update changes nothing, and an agent that never
+ * closes must not hold the settle back) or `read.ts` (one GetTask, then the progress rule): a refusal, a drop,
  * an early end, a protocol error (bad `data:`, an event over the size cap, an
  * answer id mismatch, a foreign event: RT4) or a stream that carried no event
  * for `streamQuietMs` (keep-alives only: RT6) is read once, never resubscribed
@@ -46,6 +48,8 @@ export interface StreamRun {
   written?: DelegationRecord;
   /** The workflow as the event that finished the row read it (the settle reads nothing more). */
   writtenWorkflow?: WorkflowAtFinish;
+  /** The row is finished (an event of this stream finished it, or the journal answered "finished"): nothing more applies. */
+  finished?: boolean;
 }
 
 /** Thrown inside the loop when an event names another task (RT4: a protocol error, one GetTask). */
@@ -92,6 +96,9 @@ export async function followStream(
         await park(ctx, parkOn);
         return 'parked';
       }
+      // A finished row takes no more events (a resent final Task, late artifacts: spec §11.7): close our side and
+      // settle now, instead of waiting for an agent that may never close (the lease renewal keeps the reconciler away).
+      if (run.finished) break;
     }
   } catch (error) {
     if (leaseLost.aborted) return 'lease-lost';
@@ -129,6 +136,8 @@ async function applyEvent(run: StreamRun, response: StreamResponse): Promise<Del
     run.written = result.status.record;
     run.writtenWorkflow = result.status.finishedWorkflow;
   }
+  const finishedHere = result.status?.applied === true && state !== undefined && isTerminalTaskState(state);
+  if (finishedHere || (result.status?.applied === false && result.status.reason === 'finished') || result.artifact === 'finished') run.finished = true;
   if (state === 'TASK_STATE_AUTH_REQUIRED' && result.status?.applied) {
     // Keep the stream open (the agent may resume on its own); the handler runs beside it.
     const current = await ctx.journal.getDelegation(record);

@@ -55,10 +55,12 @@ export interface KnownWorkflow {
   callerDropsWorkflowEntry?: boolean;
 }
 
-/** Reads a workflow and all its attempts (what `known` holds is not read again). */
+/** Reads a workflow and all its attempts (what `known` holds is not read again; none of a finished workflow). */
 export async function loadWorkflow(ctx: WorkerContext, workflowId: string, known: KnownWorkflow = {}): Promise<LoadedWorkflow | undefined> {
   const record = known.record ?? (await ctx.journal.getWorkflow(workflowId));
   if (!record) return undefined;
+  // A finished workflow takes no more decisions: its attempts are not read (a compacted one's would each read its whole record).
+  if (isWorkflowFinished(record.state)) return { record, definition: record.definition, records: [], version: record.version, state: record.state };
   const ids = known.delegationIds ?? (await ctx.journal.delegationIds(workflowId));
   const settled = new Map((known.settled ?? []).map((attempt) => [attempt.delegationId, attempt]));
   const records = (await Promise.all(ids.map((delegationId) => settled.get(delegationId) ?? ctx.journal.getDelegation({ workflowId, delegationId })))).filter(

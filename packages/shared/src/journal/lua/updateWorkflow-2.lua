@@ -9,10 +9,12 @@
   ARGV[4] retention ms for a workflow entering a finished state ('0' = keep)
   ARGV[5] the compacted record's layout (COMPACTED_RECORD_LAYOUT, JSON), or '' (keep the hashes)
   A workflow entering a finished state whose delegations are all final, and whose record fits in
-  the layout's maxBytes (artifacts included), is compacted
+  the layout's maxBytes (artifacts included; given up as soon as the record built so far passes it), is compacted
   (README "Retention and storage"): its audit fields become one JSON string,
-  '<prefix>:{wf:<id>}:done' (layout in compacted-record.ts), and the hashes and the list
-  are deleted; with retention on, that key expires after it. Otherwise every key expires.
+  '<prefix>:{wf:<id>}:done' (layout in compacted-record.ts), its push tokens (if any) a hash
+  '<prefix>:{wf:<id>}:push' (delegation id -> token: a push is authenticated without reading the
+  record), and the hashes and the list are deleted; with retention on, both expire after it.
+  Otherwise every key expires.
   Publishes the new state on '<prefix>:{wf:<id>}:changed' when `state` is among the
   fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back).
   Returns: new version (>= 1); -1 missing; -3 version mismatch; -4 workflow already finished
@@ -35,23 +37,36 @@ redis.call('HSET', KEYS[1], unpack(flat))
 
 -- Compaction (layout and names: compacted-record.ts, passed in ARGV[5] when a state is set).
 local function text(value) return (string.gsub(cjson.encode(value), '\\/', '/')) end
--- Replaces the first plain occurrence of `from` in `value` by `to`.
-local function replacePlain(value, from, to)
-  local first, last = string.find(value, from, 1, true)
-  if not first then return value end
-  return string.sub(value, 1, first - 1) .. to .. string.sub(value, last + 1)
+-- Replaces the first occurrence of `from` (a key and its value, '"key":…') in the JSON text `value` that
+-- starts a member (after '{' or ','; inside a string a quote is always escaped, so never after either) by `to`.
+local function replaceMember(value, from, to)
+  local start = 1
+  while true do
+    local first, last = string.find(value, from, start, true)
+    if not first then return value end
+    local before = string.sub(value, first - 1, first - 1)
+    if before == '{' or before == ',' then return string.sub(value, 1, first - 1) .. to .. string.sub(value, last + 1) end
+    start = first + 1
+  end
 end
 -- A JSON text may get '"="' marks only if it had none (so a mark is never the agent's own value).
 local function markable(value) return value ~= nil and value ~= '' and not string.find(value, '"="', 1, true) end
+-- A JSON text that may carry marks but holds '"="' of its own is kept as a string (`plain`): the reader
+-- restores marks only inside embedded JSON, so an agent's own "=" is never taken for one.
+local function plainFields(fields, names)
+  local plain = {}
+  for _, k in ipairs(names) do if fields[k] and fields[k] ~= '' and not markable(fields[k]) then plain[k] = true end end
+  return plain
+end
 -- `since` (ms, the workflow's createdAt): time fields are stored as a number of ms after it.
-local function encodeFields(fields, schema, since)
+local function encodeFields(fields, schema, since, plain)
   local out = {}
   for k, v in pairs(fields) do
     if v ~= '' and not schema.operational[k] and not (schema.zeroIsAbsent[k] and v == '0') then
       local c = string.sub(v, 1, 1)
       local encoded
       if since and schema.times[k] and string.match(v, '^%d+$') and #v <= 15 then encoded = string.format('%d', tonumber(v) - since)
-      elseif schema.json[k] and (c == '{' or c == '[') then encoded = v
+      elseif schema.json[k] and (c == '{' or c == '[') and not plain[k] then encoded = v
       elseif string.match(v, '^[1-9]%d*$') and #v <= 15 then encoded = v
       else encoded = text(v) end
       out[#out + 1] = text(schema.names[k] or k) .. ':' .. encoded
@@ -67,6 +82,7 @@ end
 local function setOf(list) local set = {} for _, k in ipairs(list) do set[k] = true end return set end
 -- Leaves out (or marks '=') what the rest of the record implies; the reader restores it.
 local function slimDelegation(d, workflow, stepAgents)
+  local plain = plainFields(d, { 'statusMessage', 'message' })
   d.workflowId = nil
   if d.delegationId == (d.step or '') .. '.' .. (d.attempt or '') then d.delegationId = nil end
   if d.createdAt == workflow.createdAt then d.createdAt = nil end
@@ -76,13 +92,14 @@ local function slimDelegation(d, workflow, stepAgents)
   if d.kind == 'step' then d.kind = nil end
   if d.requestedContextId and d.requestedContextId == d.contextId then d.requestedContextId = '=' end
   if markable(d.statusMessage) then
-    if (d.contextId or '') ~= '' then d.statusMessage = replacePlain(d.statusMessage, '"contextId":' .. text(d.contextId), '"contextId":"="') end
-    if (d.taskId or '') ~= '' then d.statusMessage = replacePlain(d.statusMessage, '"taskId":' .. text(d.taskId), '"taskId":"="') end
+    if (d.contextId or '') ~= '' then d.statusMessage = replaceMember(d.statusMessage, '"contextId":' .. text(d.contextId), '"contextId":"="') end
+    if (d.taskId or '') ~= '' then d.statusMessage = replaceMember(d.statusMessage, '"taskId":' .. text(d.taskId), '"taskId":"="') end
   end
   if markable(d.message) and d.attempt then
     local stamp = '{"workflowId":' .. text(row[3]) .. ',"step":' .. text(d.step or '') .. ',"attempt":' .. d.attempt .. '}'
-    d.message = replacePlain(d.message, '"durableA2a":' .. stamp, '"durableA2a":"="')
+    d.message = replaceMember(d.message, '"durableA2a":' .. stamp, '"durableA2a":"="')
   end
+  return plain
 end
 local function compact(schema)
   local ids = redis.call('LRANGE', KEYS[2], 0, -1)
@@ -95,14 +112,16 @@ local function compact(schema)
     end
   end
   local since = string.match(workflow.createdAt or '', '^%d+$') and tonumber(workflow.createdAt) or nil
-  local delegations, artifactBytes = {}, 0
+  -- `size`: bytes of the record so far; past maxBytes it is given up at once (not built whole, then measured).
+  -- `push`: delegation id, push token, … (the push webhook reads a token without the record).
+  local delegations, artifactBytes, size, push = {}, 0, 0, {}
   for index, id in ipairs(ids) do
     local d = toFields(redis.call('HGETALL', base .. ':d:' .. id))
     if not schema.finalDelegation[d.state] then return nil end
     artifactBytes = artifactBytes + (tonumber(d.artifactBytes or '0') or 0)
     if artifactBytes > schema.maxBytes then return nil end
-    slimDelegation(d, workflow, stepAgents)
-    local record = encodeFields(d, schema, since)
+    if (d.pushToken or '') ~= '' then push[#push + 1] = id; push[#push + 1] = d.pushToken end
+    local record = encodeFields(d, schema, since, slimDelegation(d, workflow, stepAgents))
     local artifacts = toFields(redis.call('HGETALL', base .. ':d:' .. id .. ':artifacts'))
     local kept = {}
     for k, v in pairs(artifacts) do
@@ -117,33 +136,40 @@ local function compact(schema)
       end
       record = string.sub(record, 1, -2) .. (#record > 2 and ',' or '') .. text(schema.names.artifacts) .. ':{' .. table.concat(parts, ',') .. '}}'
     end
+    size = size + #record + 1
+    if size > schema.maxBytes then return nil end
     delegations[index] = record
   end
   workflow.workflowId = nil
+  local plain = plainFields(workflow, { 'definition' })
   if markable(workflow.definition) then
-    workflow.definition = replacePlain(workflow.definition, '{"workflowId":' .. text(row[3]) .. ',', '{"workflowId":"=",')
+    workflow.definition = replaceMember(workflow.definition, '"workflowId":' .. text(row[3]) .. ',', '"workflowId":"=",')
   end
   local createdAt = workflow.createdAt
   workflow.createdAt = nil
-  local encoded = encodeFields(workflow, schema, since)
+  local encoded = encodeFields(workflow, schema, since, plain)
   if createdAt then encoded = '{' .. text(schema.names.createdAt or 'createdAt') .. ':' .. (since and createdAt or text(createdAt)) .. (#encoded > 2 and ',' or '') .. string.sub(encoded, 2) end
   local done = '{"workflow":' .. encoded .. ',"delegations":[' .. table.concat(delegations, ',') .. ']}'
   if #done > schema.maxBytes then return nil end
-  return done, ids
+  return done, ids, push
 end
 
 if fields.state and finished[fields.state] then
   local retention = tonumber(ARGV[4]) or 0
-  local done, ids
+  local done, ids, push
   if (ARGV[5] or '') ~= '' then
     local given = cjson.decode(ARGV[5])
-    done, ids = compact({ names = given.names, json = setOf(given.json), operational = setOf(given.operational),
+    done, ids, push = compact({ names = given.names, json = setOf(given.json), operational = setOf(given.operational),
       zeroIsAbsent = setOf(given.zeroIsAbsent), times = setOf(given.times), finalDelegation = setOf(given.finalDelegation),
       maxBytes = tonumber(given.maxBytes) or 0 })
   end
   if done then
     if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
     else redis.call('SET', base .. ':done', done) end
+    for first = 1, #push, 1000 do
+      redis.call('HSET', base .. ':push', unpack(push, first, math.min(first + 999, #push)))
+    end
+    if #push > 0 and retention > 0 then redis.call('PEXPIRE', base .. ':push', retention) end
     -- DEL in chunks: Lua's unpack takes at most ~8,000 values, and a workflow may hold 4,000 delegations
     -- (100 steps × 20 attempts, each with a compensation), two keys each.
     local keys = { KEYS[1], KEYS[2] }
