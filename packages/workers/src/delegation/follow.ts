@@ -17,6 +17,7 @@ import { followStream } from './stream.ts';
 import { isSlowPolling } from './progress.ts';
 import { renewWhileHeld } from './lease-renewal.ts';
 import { readOnce } from './read.ts';
+import { leaseHeld } from './recover.ts';
 
 /** Follow slots held per Agent Card URL, per fleet (this process). */
 const slotsByFleet = new WeakMap<WorkerContext['options'], Map<string, number>>();
@@ -90,7 +91,12 @@ export async function followDelegation(ctx: WorkerContext, data: FollowJob, job:
     return 'agent-share-full';
   }
   try {
-    if (!(await ctx.journal.lease(ref, 'acquire', token, ctx.options.lockDurationMs))) return 'already-followed';
+    if (!(await ctx.journal.lease(ref, 'acquire', token, ctx.options.lockDurationMs))) {
+      // Another holder follows it, or did until it died: look again when that lease ends (not only at the index's next check).
+      const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
+      await (leaseMs > 0 ? leaseHeld(ctx, ref, leaseMs) : followLater(ctx, ref, data.resubscription, ctx.options.followBackoff.baseMs));
+      return 'already-followed';
+    }
     return await followLeased(ctx, record, token, job, slowPoll);
   } finally {
     if (!slowPoll) releaseAgentSlot(ctx, record.agentCardUrl);
