@@ -42,10 +42,11 @@ export interface ReconcileCheck {
   /** This is the check enqueued for when a follow lease runs out (see `leaseHeld`). Default false. */
   afterLease?: boolean;
   /**
-   * A batch (`reconcile-batch.ts`) enqueues the checks at the lease ends of its whole batch in one job: a held
-   * lease is handed here (the index entry already moved to `checkAt`, ms) instead of a delayed job of its own.
+   * A batch (`reconcile-batch.ts`) enqueues the checks at the lease ends of its whole batch together: a held
+   * lease is handed here with the time it ends (ms since epoch; the index entry already moved to just after
+   * it) instead of a delayed job of its own.
    */
-  onLeaseHeld?: (ref: DelegationRef, checkAt: number) => void;
+  onLeaseHeld?: (ref: DelegationRef, leaseEndsAt: number) => void;
 }
 
 /**
@@ -109,7 +110,7 @@ export async function leaseHeld(ctx: WorkerContext, ref: DelegationRef, leaseMs:
   const checkAt = now + leaseMs + Math.floor(Math.random() * LEASE_JITTER_MS);
   await ctx.journal.scheduleCheck(ref, checkAt);
   if (check.afterLease) return 'followed';
-  if (check.onLeaseHeld) check.onLeaseHeld(ref, checkAt);
+  if (check.onLeaseHeld) check.onLeaseHeld(ref, now + leaseMs);
   else await enqueueReconcile(ctx.queues, ref, { leaseEndsAt: checkAt, now });
   return 'followed';
 }
