@@ -56,13 +56,27 @@ const stallEventLoop = (ms: number) => Atomics.wait(new Int32Array(new SharedArr
 
 describe('records left with no lease and no job are looked at again within a bounded time', () => {
   it('an event loop stalled past the follow leases: every delegation is followed again at once, not a reconcile interval later', async () => {
-    const { agent, sent, refs } = await setUp(20);
+    const { agent, fleet, sent, refs } = await setUp(20);
+    await eventually(() => allFollowed(refs), 'every stream open under a lease', 20_000);
+
+    stallEventLoop(TEST_TIMINGS.lockDurationMs + 1_500);
+    // The leases ran out during the stall and nobody took them: the next renewal takes them back.
+    await eventually(() => allFollowed(refs), 'every delegation followed again', PICKED_UP_WITHIN_MS, 100);
+    await new Promise((resolve) => setTimeout(resolve, TEST_TIMINGS.lockDurationMs));
+    expect((await leaseHolders(refs)).every((holder) => holder?.startsWith(`${fleet.context.workerId}/`))).toBe(true);
+    for (const { messageId } of sent) expect(agent.sendMessageCount(messageId)).toBe(1);
+  }, 60_000);
+
+  it('leases taken over by a holder that then dies: those streams stop, and each delegation is reattached when that lease ends', async () => {
+    const { agent, fleet, sent, refs } = await setUp(10);
     await eventually(() => allFollowed(refs), 'every stream open under a lease', 20_000);
     const subscriptionsBefore = agent.requestCount('SubscribeToTask');
 
-    stallEventLoop(TEST_TIMINGS.lockDurationMs + 1_500);
-    // The leases ran out during the stall; the next renewal finds them gone and stops those streams.
-    await eventually(async () => agent.requestCount('SubscribeToTask') >= subscriptionsBefore + refs.length && (await allFollowed(refs)), 'every delegation followed again', PICKED_UP_WITHIN_MS, 100);
+    // Another worker took each lease (as after its reconciler saw them run out), then died without following.
+    for (const ref of refs) await redis.set(leaseKey(ref), 'dead-worker/follow-1', 'PX', 1_500);
+    const ours = `${fleet.context.workerId}/`;
+    await eventually(async () => (await leaseHolders(refs)).every((holder) => holder?.startsWith(ours)), 'every delegation reattached by this fleet', PICKED_UP_WITHIN_MS, 100);
+    expect(agent.requestCount('SubscribeToTask')).toBeGreaterThanOrEqual(subscriptionsBefore + refs.length);
     for (const { messageId } of sent) expect(agent.sendMessageCount(messageId)).toBe(1);
   }, 60_000);
 

@@ -7,12 +7,13 @@
  * batch instead of a timer and two round trips per open stream: the cost of
  * 10,000 open streams is one pipeline per tick.
  *
- * A lease found lost is reconciled at once (one batch job per tick): it may
- * have run out because this process was too slow to renew it (an event loop
- * stalled past `lockDurationMs`) with nobody else following, and the record
- * would then wait for its index entry, a reconcile interval away. The
- * reconciler reattaches it if the lease is free, or checks again when the
- * other holder's lease ends.
+ * A lease that ran out before its renewal (this process too slow: an event
+ * loop stalled past `lockDurationMs`) and that nobody took since is taken back
+ * (lease-1.lua `keep`): the stream goes on, as before the stall (the journal's
+ * fence refuses its writes if anyone claimed the delegation meanwhile). A lease
+ * someone else holds is lost: its stream stops, and the record is reconciled
+ * at once (one batch job per tick), never left to its index entry a reconcile
+ * interval away (the reconciler checks again when the other holder's lease ends).
  */
 import { enqueueReconcileBatch, RECONCILE_BATCH_MAX, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
@@ -61,8 +62,10 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   if (leases.length === 0) return;
   let lost: HeldLease[] = [];
   try {
-    const held = await ctx.journal.renewLeases(leases, ctx.options.lockDurationMs, () => jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
-    lost = leases.filter((_, index) => !held[index]);
+    const renewals = await ctx.journal.renewLeases(leases, ctx.options.lockDurationMs, () => jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
+    lost = leases.filter((_, index) => renewals[index] === 'lost');
+    const retaken = renewals.filter((renewal) => renewal === 'retaken').length;
+    if (retaken > 0) ctx.logger.warn({ retaken, lockDurationMs: ctx.options.lockDurationMs }, 'follow leases ran out before their renewal (a stalled event loop); taken back');
   } catch {
     // Redis unreachable for this tick: the next one tries again (as the per-stream timers did).
     return;
