@@ -27,19 +27,23 @@ const variant = (id: string, index: number): string =>
   id.length >= 12 ? id.slice(0, -12) + index.toString(16).padStart(12, '0') : `${id}-${index}`;
 
 async function readTemplate(redis: Redis, prefix: string, workflowId: string): Promise<{ keys: TemplateKey[]; ownerKeys: TemplateKey[] }> {
-  const read = async (key: string): Promise<TemplateKey> => {
+  // A key gone since the listing (a follow lease released as the workflow finished) is not part of the record.
+  const read = async (key: string): Promise<TemplateKey | undefined> => {
     const type = await redis.type(key);
     const ttlMs = await redis.pttl(key);
+    if (type === 'none') return undefined;
     if (type === 'hash') return { key, type, ttlMs, values: Object.entries(await redis.hgetall(key)).flat() };
     if (type === 'list') return { key, type, ttlMs, values: await redis.lrange(key, 0, -1) };
     if (type === 'string') return { key, type, ttlMs, values: [(await redis.get(key)) ?? ''] };
     throw new Error(`history template: unexpected ${type} key ${key}`);
   };
-  const keys = await Promise.all((await redis.keys(`${prefix}:{wf:${workflowId}}:*`)).map(read));
+  // Follow leases are transient (a finished record holds none): never cloned.
+  const listed = (await redis.keys(`${prefix}:{wf:${workflowId}}:*`)).filter((key) => !key.endsWith(':lease'));
+  const keys = (await Promise.all(listed.map(read))).filter((key) => key !== undefined);
   const ownerKeys: TemplateKey[] = [];
   for (const key of await redis.keys(`${prefix}:task:*`)) {
     const owner = await read(key);
-    if (owner.values[0]?.startsWith(`${workflowId}|`)) ownerKeys.push(owner);
+    if (owner?.values[0]?.startsWith(`${workflowId}|`)) ownerKeys.push(owner);
   }
   return { keys, ownerKeys };
 }

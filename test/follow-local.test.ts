@@ -13,7 +13,7 @@ import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { completesWith, runsSlowly } from './harness/agent-behaviours.ts';
-import { eventually, spawnWorkerProcess, startTestFleet, TEST_TIMINGS, type WorkerProcess } from './harness/fleet.ts';
+import { eventually, reconcileOutcomes, spawnWorkerProcess, startTestFleet, TEST_TIMINGS, type WorkerProcess } from './harness/fleet.ts';
 
 const redisServer = useRedisServer({ appendOnly: true });
 /** Longer than the test: only the start-up sweep and the checks at lease end can reattach anything. */
@@ -142,13 +142,6 @@ async function setUpInFlight(prefix: string, count: number) {
 /** The follow lease holders (`<workerId>/<run id>`, or null) of `refs`, read from Redis. */
 const leaseHolders = (refs: readonly DelegationRef[]) => Promise.all(refs.map((ref) => redis.get(producer!.journal.keys.followLease(ref.workflowId, ref.delegationId))));
 
-/** Reconcile runs of `fleet` by outcome. */
-async function reconcileOutcomes(fleet: Fleet): Promise<Record<string, number>> {
-  const outcomes: Record<string, number> = {};
-  for (const value of (await fleet.metrics.reconcileRuns.get()).values) outcomes[String(value.labels.outcome)] = value.value;
-  return outcomes;
-}
-
 /*
  * Recovery after the whole fleet is SIGKILLed (issue 16): a dead worker's delegations are reattached right after
  * their follow leases run out, not a reconcile interval later (a reconcile that finds a lease held also enqueues a
@@ -195,7 +188,8 @@ describe('recovery after the whole fleet is SIGKILLed', () => {
     }, 'every delegation and workflow of the index reconciled', 15_000, 100);
     // Each check enqueued for a lease end finds the lease renewed: it moves the next check and enqueues nothing more.
     const reconcileQueue = new Queue('reconcile', { connection: redis, prefix: queuePrefix(prefix) });
-    const pendingChecks = async () => (await reconcileQueue.getJobs(['wait', 'delayed', 'prioritized', 'active'])).filter((job) => job?.name === 'delegation').length;
+    // A check is a job of its own ('delegation') or a batch of them ('batch': the sweeps' and the lease ends').
+    const pendingChecks = async () => (await reconcileQueue.getJobs(['wait', 'delayed', 'prioritized', 'active'])).filter((job) => job?.name === 'delegation' || job?.name === 'batch').length;
     await eventually(async () => (await pendingChecks()) === 0, 'every check at a lease end ran', 15_000, 100);
     const settled = await reconcileOutcomes(fleet);
     await new Promise((resolve) => setTimeout(resolve, TEST_TIMINGS.lockDurationMs + 1_000));

@@ -283,6 +283,19 @@ describe('follow lease', () => {
     expect(await journal.lease(ref, 'release', 'a')).toBe(true);
     expect(await journal.isFollowed(ref)).toBe(false);
   });
+
+  it('renewLeases: renews a lease still ours, takes back one that ran out, never one someone else holds', async () => {
+    const other = { workflowId: ref.workflowId, delegationId: 'other.1' };
+    const third = { workflowId: ref.workflowId, delegationId: 'third.1' };
+    expect(await journal.lease(ref, 'acquire', 'a', 5_000)).toBe(true);
+    expect(await journal.lease(third, 'acquire', 'b', 5_000)).toBe(true);
+    // `other`: a's lease ran out (nobody holds it); `third`: b holds it.
+    const renewals = await journal.renewLeases([{ ref, token: 'a' }, { ref: other, token: 'a' }, { ref: third, token: 'a' }], 7_000, () => 1);
+    expect(renewals).toEqual(['renewed', 'retaken', 'lost']);
+    expect(await redis.get(journal.keys.followLease(other.workflowId, other.delegationId))).toBe('a');
+    expect(await redis.pttl(journal.keys.followLease(ref.workflowId, ref.delegationId))).toBeGreaterThan(5_000);
+    expect(await redis.get(journal.keys.followLease(third.workflowId, third.delegationId))).toBe('b');
+  });
 });
 
 describe('send lease taken by the mark; takeFollow', () => {

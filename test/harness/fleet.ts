@@ -35,6 +35,13 @@ export async function startTestFleet(options: Partial<StartFleetOptions> & { red
   });
 }
 
+/** Reconcile runs of `fleet` so far, by outcome (`durable_a2a_reconcile_runs_total`). */
+export async function reconcileOutcomes(fleet: Fleet): Promise<Record<string, number>> {
+  const outcomes: Record<string, number> = {};
+  for (const value of (await fleet.metrics.reconcileRuns.get()).values) outcomes[String(value.labels.outcome)] = value.value;
+  return outcomes;
+}
+
 /**
  * Node flags of a child process that runs TypeScript sources: tsx, and the
  * condition under which @durable-a2a/* packages export `src/` instead of `dist/`.

@@ -107,6 +107,32 @@ export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occ
   }
 }
 
+/**
+ * Why a batch of index entries is reconciled in one job (`refs`, at most `RECONCILE_BATCH_MAX`): a sweep found
+ * them (`sweep`: the sweep's occasion, `part`: the batch's number in it; `later`: after every job without it,
+ * BullMQ priority 1), their follow leases run out by `leaseEndsAt` (delayed until then; job data
+ * `afterLease`; `batch`: the id of the batch job that found them held), or a worker found at `lostAt` (ms)
+ * that the leases of its streams were no longer its own (`holder`: that worker's id). Removed on completion.
+ */
+export type ReconcileBatchOccasion =
+  | { sweep: string | number; part: number; later?: boolean }
+  | { leaseEndsAt: number; now: number; batch: string }
+  | { lostAt: number; holder: string; part: number };
+
+/** Reconciles a batch of delegations (or workflow entries `*`) in one job. */
+export async function enqueueReconcileBatch(queues: Needs<'reconcile'>, refs: readonly { workflowId: string; delegationId: string }[], occasion: ReconcileBatchOccasion): Promise<void> {
+  const data = { refs: refs.map(refOf) };
+  if ('sweep' in occasion) {
+    const options = { jobId: jobId('reconcile-batch', 'sweep', occasion.sweep, occasion.part), removeOnComplete: true };
+    await queues.reconcile.add('batch', data, occasion.later ? { ...options, priority: 1 } : options);
+  } else if ('lostAt' in occasion) {
+    await queues.reconcile.add('batch', data, { jobId: jobId('reconcile-batch', 'lost', occasion.holder, occasion.lostAt, occasion.part), removeOnComplete: true });
+  } else {
+    const options = { jobId: jobId('reconcile-batch', 'lease', occasion.batch, occasion.leaseEndsAt), delay: Math.max(0, occasion.leaseEndsAt - occasion.now), removeOnComplete: true };
+    await queues.reconcile.add('batch', { ...data, afterLease: true }, options);
+  }
+}
+
 /** Why a workflow is decided again outside a transition: at start (a step had no agent), after cancel or resolve (`at`, ms). */
 export type DecideOccasion = { by: 'start' } | { by: 'cancel' | 'resolve'; at: number };
 

@@ -48,6 +48,7 @@ export {
   SendJobSchema,
   FollowJobSchema,
   ReconcileJobSchema,
+  RECONCILE_BATCH_MAX,
   VerifyJobSchema,
   CompensateJobSchema,
   queuePrefix,
@@ -62,12 +63,13 @@ export {
   enqueueCancel,
   enqueueFollow,
   enqueueReconcile,
+  enqueueReconcileBatch,
   enqueueDecide,
   enqueueStartupSweep,
   enqueueVerify,
   enqueueCompensate,
 } from './enqueue.ts';
-export type { JobQueue, TypedQueues, CancelOccasion, SubscriptionPlan, ReconcileOccasion, DecideOccasion, CompensateOccasion } from './enqueue.ts';
+export type { JobQueue, TypedQueues, CancelOccasion, SubscriptionPlan, ReconcileOccasion, ReconcileBatchOccasion, DecideOccasion, CompensateOccasion } from './enqueue.ts';
 export { decide, firstAttempts, classifyFailure, failureOf, needsUndo, mayHaveEffect, pendingAttempt } from './decide.ts';
 export type { Decision, WorkflowSnapshot, AttemptView, PreviousAttempt, CandidateLookup, FailureKind, FirstAttempt, Effect } from './decide.ts';
 export { RESOLVE_ACTIONS, allowedResolveActions, resolutionPatch } from './decide-resolution.ts';

@@ -41,11 +41,20 @@ export const FollowJobSchema = z.object({
 });
 export type FollowJob = z.infer<typeof FollowJobSchema>;
 
-/** reconcile: the fixed-id sweep (no ids) or one delegation. */
+/** Index entries one reconcile batch job may carry (the sweeps split larger pages). */
+export const RECONCILE_BATCH_MAX = 1_000;
+
+/** reconcile: the fixed-id sweep (no ids), one delegation, or a batch of them (`refs`). */
 export const ReconcileJobSchema = z.object({
   workflowId: Id.optional(),
   /** A delegation id, or `*` for the workflow itself (decide what comes next). */
   delegationId: z.union([Id, z.literal('*')]).optional(),
+  /** A batch: each entry reconciled as its own job would be, a bounded number at a time. */
+  refs: z
+    .array(z.object({ workflowId: Id, delegationId: z.union([Id, z.literal('*')]) }))
+    .min(1)
+    .max(RECONCILE_BATCH_MAX)
+    .optional(),
   /** The start-up sweep checks every unfinished delegation, not only due ones. */
   all: z.boolean().optional(),
   /** A check right after a follow lease runs out: a lease renewed meanwhile only moves the next check (no further job). */

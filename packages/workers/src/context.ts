@@ -27,6 +27,8 @@ export interface JobRun {
   attemptsMade: number;
   /** Attempts BullMQ will make in all (job option `attempts`, default 1). */
   attempts: number;
+  /** Called when the follow's stream is open (its first event, or its end): local follows pace their openings by it. */
+  opened?: () => void;
 }
 
 /** The `JobRun` of a BullMQ job. */

@@ -8,6 +8,9 @@ import { JournalReplies } from './replies.ts';
 import { callScriptMany } from './scripts.ts';
 import { journalErrorFromCode } from './errors.ts';
 
+/** What renewing one follow lease found (`renewLeases`). */
+export type LeaseRenewal = 'renewed' | 'retaken' | 'lost';
+
 /** Journal methods that coordinate workers across the fleet. */
 export class JournalCoordination extends JournalReplies {
   /**
@@ -47,20 +50,22 @@ export class JournalCoordination extends JournalReplies {
   }
 
   /**
-   * Renews many follow leases with one round trip (lease-1.lua `renew` each, pipelined) and moves the
-   * reconciler's next check of every lease still ours to `checkAt(ref)` (ms since epoch; one ZADD XX: a
-   * delegation settled while its stream was closing is not put back in the unfinished index).
-   * @returns per lease, in order: true while it is still ours, false when lost.
+   * Renews many follow leases of open streams with one round trip (lease-1.lua `keep` each, pipelined: a
+   * lease that ran out and that nobody took since is taken back) and moves the reconciler's next check of
+   * every lease still ours to `checkAt(ref)` (ms since epoch; one ZADD XX: a delegation settled while its
+   * stream was closing is not put back in the unfinished index).
+   * @returns per lease, in order: `renewed`, `retaken` (it had run out), or `lost` (someone else holds it).
    */
-  async renewLeases(leases: readonly { ref: DelegationRef; token: string }[], durationMs: number, checkAt: (ref: DelegationRef) => number): Promise<boolean[]> {
-    const calls = leases.map(({ ref, token }) => ({ keys: [this.keys.followLease(ref.workflowId, ref.delegationId)], args: ['renew', token, durationMs] }));
-    const held = (await callScriptMany(this.redis, 'lease', calls)).map((reply) => Number(reply) === 1);
+  async renewLeases(leases: readonly { ref: DelegationRef; token: string }[], durationMs: number, checkAt: (ref: DelegationRef) => number): Promise<LeaseRenewal[]> {
+    const calls = leases.map(({ ref, token }) => ({ keys: [this.keys.followLease(ref.workflowId, ref.delegationId)], args: ['keep', token, durationMs] }));
+    const renewals = (await callScriptMany(this.redis, 'lease', calls)).map((reply): LeaseRenewal => (Number(reply) === 2 ? 'retaken' : Number(reply) === 1 ? 'renewed' : 'lost'));
+    const held = renewals.map((renewal) => renewal !== 'lost');
     const scores: (string | number)[] = [];
     leases.forEach(({ ref }, index) => {
       if (held[index]) scores.push(checkAt(ref), indexMember(ref.workflowId, ref.delegationId));
     });
     if (scores.length > 0) await this.redis.zadd(this.keys.unfinished(), 'XX', ...scores);
-    return held;
+    return renewals;
   }
 
   /** True while someone holds the follow lease. */

@@ -25,6 +25,16 @@
  * job does) and `drain()` waits for all of them before the fleet closes its queues.
  * A local follow that throws (a journal error) is retried as a follow job,
  * as BullMQ would retry the job.
+ *
+ * Openings are paced: at most `OPENINGS_AT_ONCE` local follows are between
+ * their start and their stream's first event (or end) at once; the others wait
+ * their turn in this process, holding no lease, as a local follow that has not
+ * taken its lease yet (the journal is their backstop, as above). A fresh worker
+ * that reattaches thousands of delegations at once would otherwise open every
+ * stream in one burst, starve its event loop and lose the leases it already holds.
+ * A resubscription whose rate-limit slot is at most `SLOT_WAIT_HERE_MS` away
+ * waits for it here, in its turn, with no lease (a longer wait: a delayed
+ * follow job, as before).
  */
 import { randomUUID } from 'node:crypto';
 import { enqueueFollow, type DelegationRef } from '@durable-a2a/shared';
@@ -33,6 +43,15 @@ import { followDelegation } from './follow.ts';
 
 /** Delay before a failed local follow runs again as a follow job (the follow queue's first retry backoff), in ms. */
 const RETRY_DELAY_MS = 1_000;
+
+/**
+ * Longest wait for a resubscription slot spent in this process, in ms (the slot reserved; `slotTaken` skips
+ * the limiter afterwards): a burst of reattaches ahead of the smooth limit waits a few ms, not a follow job.
+ */
+const SLOT_WAIT_HERE_MS = 1_000;
+
+/** Local follows opening their stream at once (see the module header). */
+export const OPENINGS_AT_ONCE = 200;
 
 /** The local follows of one fleet. */
 export interface LocalFollows {
@@ -47,10 +66,11 @@ export interface LocalFollows {
 /** Local follows of the fleet behind `ctx`, at most `ctx.options.localFollowSlots` at once (0: never). */
 export function createLocalFollows(ctx: WorkerContext): LocalFollows {
   const running = new Set<Promise<void>>();
+  const openings = createTurns(OPENINGS_AT_ONCE);
   return {
     start(ref, start) {
       if (ctx.shutdownSignal.aborted || running.size >= ctx.options.localFollowSlots) return false;
-      const run: Promise<void> = followHere(ctx, ref, start).finally(() => {
+      const run: Promise<void> = openings.take().then((opened) => followHere(ctx, ref, start, opened)).finally(() => {
         running.delete(run);
         ctx.metrics.localFollows.dec();
       });
@@ -66,16 +86,54 @@ export function createLocalFollows(ctx: WorkerContext): LocalFollows {
   };
 }
 
-/** One local follow: `followDelegation` under a local run id, timed like a follow job; a failure becomes a follow job. */
-async function followHere(ctx: WorkerContext, ref: DelegationRef, start: FollowStart): Promise<void> {
-  const run = { id: `local:${randomUUID()}`, attemptsMade: 0, attempts: 1 };
+/**
+ * At most `limit` holders at once, the others served in arrival order: `take()` resolves with the function
+ * that gives the turn back (once, however often it is called).
+ */
+function createTurns(limit: number): { take(): Promise<() => void> } {
+  let free = limit;
+  const waiting: (() => void)[] = [];
+  const giveBack = () => {
+    const next = waiting.shift();
+    if (next) next();
+    else free++;
+  };
+  const turn = () => {
+    let given = false;
+    return () => {
+      if (given) return;
+      given = true;
+      giveBack();
+    };
+  };
+  return {
+    take() {
+      if (free > 0) {
+        free--;
+        return Promise.resolve(turn());
+      }
+      return new Promise((resolve) => waiting.push(() => resolve(turn())));
+    },
+  };
+}
+
+/**
+ * One local follow: `followDelegation` under a local run id, timed like a follow job; a failure becomes a follow job.
+ * `opened` gives the opening turn back: at the stream's first event or end, or when the follow ends without a stream.
+ */
+async function followHere(ctx: WorkerContext, ref: DelegationRef, start: FollowStart, opened: () => void): Promise<void> {
+  const run = { id: `local:${randomUUID()}`, attemptsMade: 0, attempts: 1, opened };
   const stopTimer = ctx.metrics.jobDuration.startTimer({ queue: 'follow' });
   const enqueue = (delayMs: number, slotTaken = false) =>
     enqueueFollow(ctx.queues, ref, { resubscription: start.resubscription, again: start.again, delayMs, at: ctx.options.now(), slotTaken });
   try {
     const data = { ...ref, resubscription: start.resubscription, again: start.again, slotTaken: false };
-    // A resubscription whose rate-limit slot is later: the follow job waits for it (delayed, slot reserved).
-    const outcome = await followDelegation(ctx, data, run, async (waitMs) => (await enqueue(waitMs, true), 'deferred-to-job'), start.known);
+    // A resubscription whose rate-limit slot is later: a short wait here (slot reserved), a longer one in a delayed follow job.
+    const outcome = await followDelegation(ctx, data, run, async (waitMs) => {
+      if (waitMs > SLOT_WAIT_HERE_MS) return (await enqueue(waitMs, true), 'deferred-to-job');
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+      return followDelegation(ctx, { ...data, slotTaken: true }, run, async () => 'slot-taken');
+    }, start.known);
     stopTimer({ outcome: 'completed' });
     ctx.logger.debug({ queue: 'follow', ...ref, jobId: run.id, outcome }, 'local follow ended');
   } catch (error) {
@@ -83,5 +141,7 @@ async function followHere(ctx: WorkerContext, ref: DelegationRef, start: FollowS
     ctx.logger.warn({ queue: 'follow', ...ref, jobId: run.id, reason: (error as Error).message }, 'local follow failed; retrying as a follow job');
     // Redis down too: the unfinished index is the backstop (the sweep reattaches it).
     await enqueue(RETRY_DELAY_MS).catch(() => undefined);
+  } finally {
+    opened();
   }
 }

@@ -17,6 +17,7 @@ import { followStream } from './stream.ts';
 import { isSlowPolling } from './progress.ts';
 import { renewWhileHeld } from './lease-renewal.ts';
 import { readOnce } from './read.ts';
+import { leaseHeld } from './recover.ts';
 
 /** Follow slots held per Agent Card URL, per fleet (this process). */
 const slotsByFleet = new WeakMap<WorkerContext['options'], Map<string, number>>();
@@ -99,7 +100,12 @@ export async function followDelegation(
   try {
     // The lease and the claim in one script: a follow turned away by the lease fences nobody out.
     const fence = await ctx.journal.takeFollow(ref, token, ctx.options.lockDurationMs);
-    if (fence === 0) return 'already-followed';
+    if (fence === 0) {
+      // Another holder follows it, or did until it died: look again when that lease ends (not only at the index's next check).
+      const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
+      await (leaseMs > 0 ? leaseHeld(ctx, ref, leaseMs) : followLater(ctx, ref, data.resubscription, ctx.options.followBackoff.baseMs));
+      return 'already-followed';
+    }
     return await followLeased(ctx, record, token, job, slowPoll, fence);
   } finally {
     if (!slowPoll) releaseAgentSlot(ctx, record.agentCardUrl);

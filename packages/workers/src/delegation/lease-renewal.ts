@@ -6,10 +6,19 @@
  * aborts its stream (someone else follows the task now). One timer and one
  * batch instead of a timer and two round trips per open stream: the cost of
  * 10,000 open streams is one pipeline per tick.
+ *
+ * A lease that ran out before its renewal (this process too slow: an event
+ * loop stalled past `lockDurationMs`) and that nobody took since is taken back
+ * (lease-1.lua `keep`): the stream goes on, as before the stall (the journal's
+ * fence refuses its writes if anyone claimed the delegation meanwhile). A lease
+ * someone else holds is lost: its stream stops, and the record is reconciled
+ * at once (one batch job per tick), never left to its index entry a reconcile
+ * interval away (the reconciler checks again when the other holder's lease ends).
  */
-import type { DelegationRef } from '@durable-a2a/shared';
+import { enqueueReconcileBatch, RECONCILE_BATCH_MAX, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { jitteredCheckTime } from './backoff.ts';
+import { batchesOf } from './reconcile-batch.ts';
 
 interface HeldLease {
   ref: DelegationRef;
@@ -51,12 +60,23 @@ export function renewWhileHeld(ctx: WorkerContext, ref: DelegationRef, token: st
 async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   const leases = [...renewal.held.values()];
   if (leases.length === 0) return;
+  let lost: HeldLease[] = [];
   try {
-    const held = await ctx.journal.renewLeases(leases, ctx.options.lockDurationMs, () => jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
-    held.forEach((ours, index) => {
-      if (!ours) leases[index]!.lost.abort(); // someone else follows it now: stop this stream
-    });
+    const renewals = await ctx.journal.renewLeases(leases, ctx.options.lockDurationMs, () => jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
+    lost = leases.filter((_, index) => renewals[index] === 'lost');
+    const retaken = renewals.filter((renewal) => renewal === 'retaken').length;
+    if (retaken > 0) ctx.logger.warn({ retaken, lockDurationMs: ctx.options.lockDurationMs }, 'follow leases ran out before their renewal (a stalled event loop); taken back');
   } catch {
     // Redis unreachable for this tick: the next one tries again (as the per-stream timers did).
+    return;
   }
+  // Not ours any more: stop these streams, and have the reconciler look at each at once (not those released
+  // meanwhile: a stream that ended gave its lease back during the round trip).
+  const stillRegistered = lost.filter((lease) => renewal.held.get(lease.token) === lease);
+  for (const lease of lost) lease.lost.abort();
+  const lostAt = ctx.options.now();
+  const batches = batchesOf(stillRegistered.map(({ ref }) => ref), RECONCILE_BATCH_MAX);
+  await Promise.all(batches.map((refs, part) => enqueueReconcileBatch(ctx.queues, refs, { lostAt, holder: ctx.workerId, part })))
+    .then(() => batches.length > 0 && ctx.logger.warn({ lost: lost.length }, 'follow leases lost; reconciling them now'))
+    .catch((error: unknown) => ctx.logger.warn({ err: error, lost: lost.length }, 'follow leases lost; their reconcile could not be enqueued (the index entries remain)'));
 }

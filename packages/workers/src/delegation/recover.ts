@@ -38,14 +38,25 @@ import { isForeignAnswer } from './read.ts';
 /** Spread (ms) of the checks after a follow lease runs out: the records of one dead worker do not all come due at once. */
 const LEASE_JITTER_MS = 500;
 
+/** How one reconcile run was asked for. */
+export interface ReconcileCheck {
+  /** This is the check enqueued for when a follow lease runs out (see `leaseHeld`). Default false. */
+  afterLease?: boolean;
+  /**
+   * A batch (`reconcile-batch.ts`) enqueues the checks at the lease ends of its whole batch together: a held
+   * lease is handed here with the time it ends (ms since epoch; the index entry already moved to just after
+   * it) instead of a delayed job of its own.
+   */
+  onLeaseHeld?: (ref: DelegationRef, leaseEndsAt: number) => void;
+}
+
 /**
  * Reconciles one delegation (or, for delegationId `*`, its workflow) from what the agent says now.
- * `afterLease`: this is the check enqueued for when a follow lease runs out (see `reconcileOne`).
  * A concurrent write or an unreachable agent schedules another check instead of failing.
  */
-export async function reconcileDelegation(ctx: WorkerContext, ref: DelegationRef, jobId: string | undefined, afterLease = false): Promise<string> {
+export async function reconcileDelegation(ctx: WorkerContext, ref: DelegationRef, jobId: string | undefined, check: ReconcileCheck = {}): Promise<string> {
   try {
-    const outcome = ref.delegationId === '*' ? await reconcileWorkflow(ctx, ref.workflowId) : await reconcileOne(ctx, ref, jobId, afterLease);
+    const outcome = ref.delegationId === '*' ? await reconcileWorkflow(ctx, ref.workflowId) : await reconcileOne(ctx, ref, jobId, check);
     ctx.metrics.reconcileRuns.inc({ outcome });
     return outcome;
   } catch (error) {
@@ -65,7 +76,7 @@ export async function reconcileDelegation(ctx: WorkerContext, ref: DelegationRef
   }
 }
 
-async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: string | undefined, afterLease: boolean): Promise<string> {
+async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: string | undefined, check: ReconcileCheck): Promise<string> {
   const record = await ctx.journal.getDelegation(ref);
   if (!record) {
     await ctx.journal.removeFromIndex(ref);
@@ -79,7 +90,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (record.state === 'INTENT') return reconcileIntent(ctx, record, log);
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
-  if (leaseMs > 0) return leaseHeld(ctx, ref, leaseMs, afterLease);
+  if (leaseMs > 0) return leaseHeld(ctx, ref, leaseMs, check);
   // Parked: re-read (the agent may have moved on). Otherwise reattach: the subscription's
   // first event is the authoritative snapshot, and a refusal means terminal (one GetTask).
   if (isParked(record.state)) return rereadTask(ctx, record, log);
@@ -89,16 +100,19 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
 }
 
 /**
- * Someone holds the stream, or held it before a crash: look again right after the lease runs out, in the
- * index and with a delayed reconcile job (a dead holder's delegation is reattached when its lease ends, not
- * a reconcile interval later). A live holder renews: that job (`afterLease`) finds the lease held again and
- * only moves the next check, so a followed delegation never chains jobs.
+ * Someone holds the stream, or held it before a crash: look again right after the lease runs out (in
+ * `leaseMs`), in the index and with a delayed reconcile job (a dead holder's delegation is reattached when
+ * its lease ends, not a reconcile interval later). A live holder renews: that job (`afterLease`) finds the
+ * lease held again and only moves the next check, so a followed delegation never chains jobs. Also used by
+ * a follow that finds the lease taken (`follow.ts`).
  */
-async function leaseHeld(ctx: WorkerContext, ref: DelegationRef, leaseMs: number, afterLease: boolean): Promise<string> {
+export async function leaseHeld(ctx: WorkerContext, ref: DelegationRef, leaseMs: number, check: ReconcileCheck = {}): Promise<string> {
   const now = ctx.options.now();
   const checkAt = now + leaseMs + Math.floor(Math.random() * LEASE_JITTER_MS);
   await ctx.journal.scheduleCheck(ref, checkAt);
-  if (!afterLease) await enqueueReconcile(ctx.queues, ref, { leaseEndsAt: checkAt, now });
+  if (check.afterLease) return 'followed';
+  if (check.onLeaseHeld) check.onLeaseHeld(ref, now + leaseMs);
+  else await enqueueReconcile(ctx.queues, ref, { leaseEndsAt: checkAt, now });
   return 'followed';
 }
 

@@ -82,6 +82,7 @@ export async function followStream(
   try {
     for (;;) {
       const next = await stream.next();
+      job.opened?.();
       if (next.done) {
         end = next.value;
         break;

@@ -1,12 +1,14 @@
 /**
  * The reconcile sweep: at fleet start-up (every unfinished delegation) and on a
  * jittered timer (a BullMQ job scheduler with a fixed id, so restarts and
- * deploys never multiply it: R22), one reconcile job per due delegation from
- * the unfinished index; registered Agent Cards are refreshed on the way.
+ * deploys never multiply it: R22), the due entries of the unfinished index go
+ * to reconcile batch jobs (`reconcile-batch.ts`, `REFS_PER_BATCH` entries
+ * each); registered Agent Cards are refreshed on the way.
  */
-import { AgentCardError, enqueueReconcile, isRetryable, type DelegationRef } from '@durable-a2a/shared';
+import { AgentCardError, enqueueReconcileBatch, isRetryable, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { jitteredCheckTime } from './backoff.ts';
+import { batchesOf } from './reconcile-batch.ts';
 
 /** Id of the reconcile queue's job scheduler. */
 export const SWEEP_SCHEDULER_ID = 'reconcile-sweep';
@@ -15,43 +17,62 @@ export const SWEEP_SCHEDULER_ID = 'reconcile-sweep';
 const PAGES_PER_BATCH = 16;
 
 /**
- * Enqueues one reconcile job per due delegation (`reconcileBatchSize` at most) and pushes its next check out
- * (per-record jitter). `all` (start-up): every unfinished delegation, due or not, page by page of
- * `reconcileBatchSize`; the pages are bounded by the index size.
+ * Enqueues the due delegations (`reconcileBatchSize` at most) in reconcile batch jobs and pushes each one's
+ * next check out (per-record jitter). `all` (start-up): every unfinished delegation, due or not, page by page
+ * of `reconcileBatchSize`; the pages are bounded by the index size.
  */
 export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
   const now = ctx.options.now();
   await refreshAgentCards(ctx).catch((error: unknown) => ctx.logger.warn({ err: error }, 'agent card refresh failed'));
   const batch = ctx.options.reconcileBatchSize;
+  const checks = new SweepChecks(ctx, all ? `startup-${now}` : now, now);
   if (!all) {
-    const due = await ctx.journal.dueDelegationsWithTimes(now, batch);
-    return `swept ${await enqueueChecks(ctx, due, now, Math.floor(now / ctx.options.reconcileIntervalMs))}`;
+    await checks.enqueue(await ctx.journal.dueDelegationsWithTimes(now, batch));
+    return `swept ${checks.count}`;
   }
   const maxPages = PAGES_PER_BATCH * (Math.ceil((await ctx.journal.unfinishedCount()) / batch) + 1);
   let cursor = '0';
-  let count = 0;
   for (let page = 0; page < maxPages; page++) {
     const result = await ctx.journal.scanUnfinished(cursor, batch);
-    // An entry may come twice in one scan: the start-up sweep's job ids (`startup-<now>`) make it one job.
-    count += await enqueueChecks(ctx, result.due, now, `startup-${now}`);
+    await checks.enqueue(result.due);
     cursor = result.cursor;
-    if (cursor === '0') return `swept ${count}`;
+    if (cursor === '0') return `swept ${checks.count}`;
   }
-  ctx.logger.warn({ swept: count, maxPages }, 'start-up sweep stopped at its page bound; the timer sweep finds the rest');
-  return `swept ${count} (page bound)`;
+  ctx.logger.warn({ swept: checks.count, maxPages }, 'start-up sweep stopped at its page bound; the timer sweep finds the rest');
+  return `swept ${checks.count} (page bound)`;
 }
 
 /**
- * Moves the next check of each entry out (one ZADD) and enqueues its reconcile job; a workflow entry's job
- * runs after every delegation's (`later`): a running workflow only waits, its delegation may need
- * reattaching. One job per record per `bucket`: overlapping sweeps (or a slow fleet) never pile them up.
- * Finished jobs are removed at once, so the id only deduplicates jobs still waiting.
+ * The checks of one sweep: each page's entries get their next check moved out (one ZADD), then go to batch
+ * jobs; workflow entries' batches run after every delegation's (`later`): a running workflow only waits,
+ * its delegation may need reattaching. Batch job ids carry the sweep's occasion (`startup-<now>`, or the
+ * timer sweep's `now`) and a running part number; an entry a scan returns twice is checked once.
  */
-async function enqueueChecks(ctx: WorkerContext, due: readonly { ref: DelegationRef; dueAt: number }[], now: number, bucket: string | number): Promise<number> {
-  for (const { dueAt } of due) ctx.metrics.reconcileLag.observe(Math.max(0, now - dueAt) / 1000);
-  await ctx.journal.scheduleChecks(due.map(({ ref }) => ({ ref, atMs: jitteredCheckTime(now, ctx.options.reconcileIntervalMs) })));
-  await Promise.all(due.map(({ ref }) => enqueueReconcile(ctx.queues, ref, { sweep: bucket, later: ref.delegationId === '*' })));
-  return due.length;
+class SweepChecks {
+  count = 0;
+  private part = 0;
+  private readonly seen = new Set<string>();
+
+  constructor(
+    private readonly ctx: WorkerContext,
+    private readonly occasion: string | number,
+    private readonly now: number,
+  ) {}
+
+  async enqueue(due: readonly { ref: DelegationRef; dueAt: number }[]): Promise<void> {
+    const { ctx, now } = this;
+    const fresh = due.filter(({ ref }) => {
+      const key = `${ref.workflowId}|${ref.delegationId}`;
+      return !this.seen.has(key) && this.seen.add(key);
+    });
+    for (const { dueAt } of fresh) ctx.metrics.reconcileLag.observe(Math.max(0, now - dueAt) / 1000);
+    await ctx.journal.scheduleChecks(fresh.map(({ ref }) => ({ ref, atMs: jitteredCheckTime(now, ctx.options.reconcileIntervalMs) })));
+    const delegations = fresh.filter(({ ref }) => ref.delegationId !== '*').map(({ ref }) => ref);
+    const workflows = fresh.filter(({ ref }) => ref.delegationId === '*').map(({ ref }) => ref);
+    const jobs = [...batchesOf(delegations).map((refs) => ({ refs, later: false })), ...batchesOf(workflows).map((refs) => ({ refs, later: true }))];
+    await Promise.all(jobs.map(({ refs, later }) => enqueueReconcileBatch(ctx.queues, refs, { sweep: this.occasion, part: this.part++, later })));
+    this.count += fresh.length;
+  }
 }
 
 /**

@@ -1,19 +1,22 @@
 /**
  * reconcile queue: parses the job, then runs the sweep (`delegation/sweep.ts`,
- * no ids) or reconciles one delegation or workflow (`delegation/recover.ts`).
+ * no ids), reconciles a batch of index entries (`delegation/reconcile-batch.ts`),
+ * or one delegation or workflow (`delegation/recover.ts`).
  */
 import type { Job } from 'bullmq';
 import { ReconcileJobSchema } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { reconcileDelegation } from '../delegation/recover.ts';
+import { reconcileBatch } from '../delegation/reconcile-batch.ts';
 import { sweep, SWEEP_SCHEDULER_ID } from '../delegation/sweep.ts';
 
 export const RECONCILE_QUEUE = 'reconcile';
 export { ReconcileJobSchema, SWEEP_SCHEDULER_ID };
 
-/** Processes a sweep (no ids) or one delegation. */
+/** Processes a sweep (no ids), a batch (`refs`) or one delegation. */
 export async function processReconcile(job: Job, ctx: WorkerContext): Promise<string> {
   const data = ReconcileJobSchema.parse(job.data);
+  if (data.refs) return reconcileBatch(ctx, data.refs, job.id, data.afterLease === true);
   if (!data.workflowId || !data.delegationId) return sweep(ctx, data.all === true);
-  return reconcileDelegation(ctx, { workflowId: data.workflowId, delegationId: data.delegationId }, job.id, data.afterLease === true);
+  return reconcileDelegation(ctx, { workflowId: data.workflowId, delegationId: data.delegationId }, job.id, { afterLease: data.afterLease === true });
 }

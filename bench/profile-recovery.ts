@@ -1,0 +1,105 @@
+/**
+ * `pnpm tsx --conditions=@durable-a2a/source bench/profile-recovery.ts [inFlight] [dir]`:
+ * a profiling aid, not a benchmark. Sets up `inFlight` follows (default 2,000) on one worker process, SIGKILLs
+ * it, starts a fresh one under `node --cpu-prof` (profile written to `dir` on its graceful exit), prints how
+ * many records the fresh worker holds every 500 ms and the Redis commands (INFO commandstats) from the kill
+ * to the last reattach, then SIGTERMs the fresh worker so the profile is written.
+ */
+import { Redis } from 'ioredis';
+import { createProducer } from '@durable-a2a/producer';
+import { startRedisServer } from '../test/harness/redis.ts';
+import { spawnWorkerProcess } from '../test/harness/fleet.ts';
+import { readFileSync } from 'node:fs';
+import { BENCH_STREAM_IDLE_TIMEOUT_MS, callsDelta, commandCalls, mapLimit, readLeasesAndStates, redisCpuSeconds, sleep, spawnedWorkerId } from './common.ts';
+import { spawnBenchChild } from './processes/ipc.ts';
+
+const inFlight = Number(process.argv[2] ?? '2000');
+const dir = process.argv[3] ?? '/tmp';
+const prefix = 'profrec';
+const redisServer = await startRedisServer();
+const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: 'slow:600000' });
+const { cardUrl } = await agent.ready;
+const environment = {
+  REDIS_URL: redisServer.url,
+  DA2A_PREFIX: prefix,
+  DA2A_CONCURRENCY: `follow=${inFlight + 100},send=50`,
+  DA2A_FOLLOW_SLOTS_PER_AGENT: String(inFlight + 100),
+  DA2A_SUBSCRIBE_RATE_LIMIT: '10000/1000',
+  DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
+  DA2A_RECONCILE_INTERVAL_MS: '30000',
+};
+const first = spawnWorkerProcess(environment);
+await first.ready;
+const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
+const reader = new Redis(redisServer.url);
+const refs = await mapLimit(Array.from({ length: inFlight }), 50, async (_, index) => {
+  const { id } = await producer.delegate({ agent: cardUrl, text: `job ${index}`, idempotencyKey: `p-${index}` });
+  return { workflowId: id, delegationId: 'main.1' };
+});
+const firstId = spawnedWorkerId(first.child.pid!);
+for (let tick = 0; tick < 600; tick++) {
+  const rows = await readLeasesAndStates(reader, prefix, refs);
+  if (rows.every((row) => row.lease?.startsWith(`${firstId}/`) && row.state === 'WORKING')) break;
+  await sleep(500);
+}
+await first.kill('SIGKILL');
+const killedAt = performance.now();
+const before = await commandCalls(reader);
+const redisCpuBefore = await redisCpuSeconds(reader);
+const agentCpuBefore = cpuSeconds(agent.child.pid!);
+const second = spawnWorkerProcess({ ...environment, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}`, ...(process.env.SECOND_LOG_LEVEL ? { LOG_LEVEL: process.env.SECOND_LOG_LEVEL } : {}) });
+await second.ready;
+console.log(`fresh worker ready after ${((performance.now() - killedAt) / 1000).toFixed(2)} s`);
+const secondId = spawnedWorkerId(second.child.pid!);
+let lastHeld = -1;
+let sameSince = performance.now();
+for (let tick = 0; tick < 600; tick++) {
+  const rows = await readLeasesAndStates(reader, prefix, refs);
+  const held = rows.filter((row) => row.lease?.startsWith(`${secondId}/`)).length;
+  console.log(`${((performance.now() - killedAt) / 1000).toFixed(2)} s after the kill: ${held} reattached`);
+  if (held === inFlight) break;
+  if (held !== lastHeld) [lastHeld, sameSince] = [held, performance.now()];
+  if (performance.now() - sameSince > 10_000) {
+    await diagnose(rows);
+    break;
+  }
+  await sleep(500);
+}
+
+/** Prints what the records not reattached look like: state, lease holder, index score; and the queues. */
+async function diagnose(rows: Awaited<ReturnType<typeof readLeasesAndStates>>) {
+  const shapes = new Map<string, number>();
+  const now = Date.now();
+  for (const [index, row] of rows.entries()) {
+    if (row.lease?.startsWith(`${secondId}/`)) continue;
+    const ref = refs[index]!;
+    const score = await reader.zscore(`${prefix}:unfinished`, `${ref.workflowId}|${ref.delegationId}`);
+    const due = score === null ? 'none' : `${Math.round((Number(score) - now) / 1000)}s`;
+    const shape = `${row.state} lease=${row.lease ? row.lease.split('/')[0] === firstId ? 'dead' : 'other' : 'none'} due=${due}`;
+    shapes.set(shape, (shapes.get(shape) ?? 0) + 1);
+  }
+  console.log('stalled; records not reattached:', JSON.stringify([...shapes].sort((a, b) => b[1] - a[1]).slice(0, 20)));
+  for (const queue of ['follow', 'reconcile', 'send']) {
+    const counts = await Promise.all(['wait', 'active', 'delayed', 'prioritized', 'failed'].map(async (state) => `${state}=${await reader.call(state === 'wait' || state === 'active' ? 'LLEN' : state === 'failed' || state === 'delayed' || state === 'prioritized' ? 'ZCARD' : 'LLEN', `{${prefix}}:${queue}:${state}`)}`));
+    console.log(queue, counts.join(' '));
+  }
+  console.log('unfinished keys sample:', (await reader.keys(`${prefix}:unf*`)).slice(0, 3));
+}
+const cpu = { worker: cpuSeconds(second.child.pid!), agent: cpuSeconds(agent.child.pid!) - agentCpuBefore, redis: (await redisCpuSeconds(reader)) - redisCpuBefore };
+console.log(`CPU seconds kill → all reattached: ${JSON.stringify(cpu)}`);
+const delta = [...callsDelta(before, await commandCalls(reader))].sort((a, b) => b[1] - a[1]);
+const total = delta.reduce((sum, [, calls]) => sum + calls, 0);
+console.log(`Redis commands kill → all reattached: ${total} (${(total / inFlight).toFixed(1)} per record)`);
+console.log(delta.slice(0, 25).map(([name, calls]) => `${name} ${(calls / inFlight).toFixed(2)}`).join(', '));
+await second.kill('SIGTERM');
+reader.disconnect();
+await producer.close();
+await agent.stop();
+await redisServer.stop();
+process.exit(0);
+
+/** User + system CPU seconds of a process so far (Linux /proc/<pid>/stat, 100 ticks per second). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
