@@ -9,9 +9,7 @@
  *   TaskNotFound           → `not-found.ts` (LOST only over a window)
  */
 import {
-  A2AError,
-  JournalError,
-  TaskNotFoundError,
+  A2AError, JournalError, TaskNotFoundError,
   applyTask,
   enqueueReconcile,
   enqueueSend,
