@@ -347,7 +347,7 @@ describe('scripts run by digest', () => {
     await redis.script('FLUSH');
     expect(await journal.lease(ref, 'renew', 'holder', 5_000)).toBe(true);
     await redis.script('FLUSH');
-    expect(await journal.renewLeases([{ ref, token: 'holder' }, { ref, token: 'not-the-holder' }], 5_000, () => 1)).toEqual([true, false]);
+    expect(await journal.renewLeases([{ ref, token: 'holder' }, { ref, token: 'not-the-holder' }], 5_000, () => 1)).toEqual(['renewed', 'lost']);
   });
 });
 
