@@ -7,7 +7,7 @@ import type { Redis, Cluster } from 'ioredis';
 import { DEFAULT_A2A_LIMITS } from '../a2a/limits.ts';
 import { journalKeys, type JournalKeys } from './keys.ts';
 import { NO_DURABILITY, awaitReplicas, connectionGeneration, type JournalDurability } from './durability.ts';
-import { defineScripts, type ScriptCaller } from './scripts.ts';
+import { scriptCaller, type ScriptCaller } from './scripts.ts';
 
 /** A delegation's address. */
 export interface DelegationRef {
@@ -46,7 +46,7 @@ export class JournalCore {
     this.now = options.now ?? Date.now;
     this.durability = options.durability ?? NO_DURABILITY;
     this.artifactBytesPerDelegation = options.artifactBytesPerDelegation ?? DEFAULT_A2A_LIMITS.artifactBytesPerDelegation;
-    this.call = defineScripts(redis);
+    this.call = scriptCaller(redis);
   }
 
   /** The delegation's row key and its artifacts key (the two keys of applyStatus / applyArtifact). */

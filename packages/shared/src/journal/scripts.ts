@@ -56,18 +56,21 @@ function script(name: ScriptName): LoadedScript {
 /** True for Redis's NOSCRIPT reply (the server does not hold the script: restarted, failed over, flushed). */
 const isNoScript = (error: unknown): boolean => error instanceof Error && error.message.startsWith('NOSCRIPT');
 
+/** Runs one script by its digest; on NOSCRIPT once more with its text. */
+async function runScript(redis: Redis | Cluster, name: ScriptName, keys: string[], args: (string | number)[]): Promise<unknown> {
+  const { lua, sha } = script(name);
+  try {
+    return await redis.evalsha(sha, keys.length, ...keys, ...args);
+  } catch (error) {
+    if (!isNoScript(error)) throw error;
+    return redis.eval(lua, keys.length, ...keys, ...args);
+  }
+}
+
 /** Reads every script once (a missing or unreadable file fails here, at start) and returns the caller for `redis`. */
-export function defineScripts(redis: Redis | Cluster): ScriptCaller {
+export function scriptCaller(redis: Redis | Cluster): ScriptCaller {
   for (const name of Object.keys(SCRIPTS) as ScriptName[]) script(name);
-  return async (name, keys, args) => {
-    const { lua, sha } = script(name);
-    try {
-      return await redis.evalsha(sha, keys.length, ...keys, ...args);
-    } catch (error) {
-      if (!isNoScript(error)) throw error;
-      return redis.eval(lua, keys.length, ...keys, ...args);
-    }
-  };
+  return (name, keys, args) => runScript(redis, name, keys, args);
 }
 
 /** One call of a script in a batch: its keys and arguments. */
@@ -84,8 +87,7 @@ export interface ScriptCall {
  */
 export async function callScriptMany(redis: Redis | Cluster, name: ScriptName, calls: readonly ScriptCall[]): Promise<unknown[]> {
   if (calls.length === 0) return [];
-  const call = defineScripts(redis);
-  if (redis instanceof Cluster) return Promise.all(calls.map(({ keys, args }) => call(name, keys, args)));
+  if (redis instanceof Cluster) return Promise.all(calls.map(({ keys, args }) => runScript(redis, name, keys, args)));
   const { lua, sha } = script(name);
   const pipeline = redis.pipeline();
   for (const { keys, args } of calls) pipeline.evalsha(sha, keys.length, ...keys, ...args);

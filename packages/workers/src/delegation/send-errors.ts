@@ -25,7 +25,7 @@ import {
   type DelegationRef,
   type RecordedError,
 } from '@durable-a2a/shared';
-import type { WorkerContext } from '../context.ts';
+import type { JobRun, WorkerContext } from '../context.ts';
 import type { SearchResult } from './search.ts';
 
 /**
@@ -129,6 +129,13 @@ export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boo
   }
   return { resend: true };
 }
+
+/** A send job run's holder token: its claim's owner and its send lease's holder. */
+export const sendRunToken = (ctx: WorkerContext, job: JobRun): string => `${ctx.workerId}/send/${job.id}`;
+
+/** Gives a send run's lease back (a no-op when it is not ours); never rejects. */
+export const releaseSendLease = (ctx: WorkerContext, ref: DelegationRef, job: JobRun): Promise<unknown> =>
+  ctx.journal.lease(ref, 'release', sendRunToken(ctx, job)).catch(() => undefined);
 
 /**
  * Runs `call` holding the delegation's lease (renewed every `lockDurationMs / 3`), so the reconciler

@@ -31,7 +31,7 @@ import {
 import type { JobRun, WorkerContext } from '../context.ts';
 import { releaseAgentSlot, takeAgentSlot } from './follow.ts';
 import { routeDelegation } from './route.ts';
-import { holdingSendLease } from './send-errors.ts';
+import { holdingSendLease, sendRunToken } from './send-errors.ts';
 import { handleSendFailure } from './send-failure.ts';
 import { followStream } from './stream.ts';
 import type { HeldSendResult } from './send-held.ts';
@@ -64,7 +64,7 @@ export interface StreamingSend {
 export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Promise<string | HeldSendResult> {
   const { record, job, fence, log } = send;
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  return holdingSendLease(ctx, ref, `${ctx.workerId}/send/${job.id}`, async (leaseLost, held) => {
+  return holdingSendLease(ctx, ref, sendRunToken(ctx, job), async (leaseLost, held) => {
     const controller = new AbortController();
     const signal = AbortSignal.any([controller.signal, ctx.shutdownSignal, leaseLost]);
     // Held (V2): the headers may take the attempt's time left, and a silent agent is given the quiet window, not the idle timeout.

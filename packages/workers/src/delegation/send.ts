@@ -28,7 +28,7 @@ import { routeDelegation, type RoutePlan } from './route.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
 import { attemptTimeLeftMs, enforceAttemptDeadline } from './deadline.ts';
 import { refuseUnknownVerifier } from './verifier-check.ts';
-import { holdingSendLease } from './send-errors.ts';
+import { holdingSendLease, releaseSendLease, sendRunToken } from './send-errors.ts';
 import { askReconciler, handleSendFailure, refuseForeignAnswer } from './send-failure.ts';
 import { sendWhileSearching, type HeldSendResult } from './send-held.ts';
 import { sendStreaming } from './send-stream.ts';
@@ -82,7 +82,7 @@ interface PreparedSend {
 /** Claims the delegation, chooses the interface and marks the send (journal first); an outcome string when it stops here. */
 async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: JobRun, log: Log): Promise<PreparedSend | string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  const fence = await ctx.journal.claim(ref, `${ctx.workerId}/send/${job.id}`);
+  const fence = await ctx.journal.claim(ref, sendRunToken(ctx, job));
   ctx.crashPoint('send.after-claim', record.step);
   if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, fence);
   let agentInterface = record.agentInterface;
@@ -97,14 +97,14 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
     // The stall guard counts from the mark's sendStartedAt, where the reconciler's sendSettleMs starts: a stall anywhere
     // after it counts (the WAIT after the mark too), the WAIT before the mark does not (the reconciler waits from the mark).
     ({ leaseHeld, sendStartedAt: markedAt } = await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface, {
-      token: sendLeaseToken(ctx, job),
+      token: sendRunToken(ctx, job),
       durationMs: ctx.options.lockDurationMs,
     }));
   } catch (error) {
     // Not on enough replicas: nothing leaves, and a replica outage does not use up the send's attempts.
     if (error instanceof ReplicationTimeoutError) {
       // The mark (and its send lease) may be written: the lease is given back so the reconciler need not wait for it.
-      await ctx.journal.lease(ref, 'release', sendLeaseToken(ctx, job)).catch(() => undefined);
+      await releaseSendLease(ctx, ref, job);
       return askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() }).then(() => 'replicas-behind');
     }
     return handleSendFailure(ctx, { record, fence, error, log, job, afterMark: false });
@@ -113,20 +113,17 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
   return { fence, agentInterface, markedAt, streaming, leaseHeld };
 }
 
-/** The send lease's holder token of a send job run. */
-const sendLeaseToken = (ctx: WorkerContext, job: JobRun) => `${ctx.workerId}/send/${job.id}`;
-
 /** Sends the marked message and applies the answer (or the task a search found while the send was held). */
 async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun, prepared: PreparedSend, log: Log): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // The mark took the send lease: a send that stops before the request gives it back (the reconciler need not wait for it).
-  const releaseSendLease = () => (prepared.leaseHeld ? ctx.journal.lease(ref, 'release', sendLeaseToken(ctx, job)).catch(() => undefined) : undefined);
+  const giveBack = () => (prepared.leaseHeld ? releaseSendLease(ctx, ref, job) : undefined);
   const ready = await requestReady(ctx, record, prepared).catch(async (error: unknown) => {
-    await releaseSendLease();
+    await giveBack();
     throw error;
   });
   if (!ready) {
-    await releaseSendLease();
+    await giveBack();
     log.warn('stalled between the mark and the request; leaving the delegation to the reconciler');
     return 'stalled-before-request';
   }
@@ -142,7 +139,7 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer, fallback, leaseHeld: prepared.leaseHeld });
     return typeof outcome === 'string' ? outcome : applyHeldResult(ctx, held, outcome);
   }
-  const result = await holdingSendLease(ctx, ref, sendLeaseToken(ctx, job), () => requestHeld(ctx, held, timeLeftMs), prepared.leaseHeld);
+  const result = await holdingSendLease(ctx, ref, sendRunToken(ctx, job), () => requestHeld(ctx, held, timeLeftMs), prepared.leaseHeld);
   return typeof result === 'string' ? result : applyHeldResult(ctx, held, result);
 }
 
