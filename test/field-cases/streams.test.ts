@@ -201,6 +201,10 @@ describe('SubscribeToTask refused (-32004, spec §3.1.6): counted by what GetTas
     const { id } = await p.delegate({ agent: agent.cardUrl, text: 'refused-terminal', idempotencyKey: 'refused-terminal' });
     expect((await finished(p, id)).state).toBe('COMPLETED');
     expect(agent.count('SubscribeToTask')).toBe(1);
+    // The refusal is counted once GetTask's answer is applied, which may be after the workflow is read as finished.
+    const counted = async () =>
+      (await metric(fleet.metrics.resubscriptions, { reason: 'terminal' })) + (await metric(fleet.metrics.resubscriptions, { reason: 'protocol' }));
+    await eventually(async () => (await counted()) >= 1, 'the refusal counted', 10_000);
     expect(await metric(fleet.metrics.resubscriptions, { reason: 'terminal' })).toBe(1);
     expect(await metric(fleet.metrics.resubscriptions, { reason: 'protocol' })).toBe(0);
     expect(await terminalTransitions(fleet)).toBe(1);
