@@ -54,11 +54,18 @@ export async function metric(counter: { get(): Promise<{ values: { value: number
 }
 
 const TERMINAL_WIRE = ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'];
-/** Terminal transitions the fleet journaled (metric), summed over the terminal states. */
+/**
+ * Terminal transitions the fleet journaled (metric), summed over the terminal states. The counter moves just after
+ * the journal write a test may already have read, so this waits (at most 2 s) for a first one; a second is never
+ * waited for, so a test expecting 1 still fails on 2.
+ */
 export async function terminalTransitions(fleet: Fleet) {
-  let total = 0;
-  for (const state of TERMINAL_WIRE) total += await metric(fleet.metrics.transitions, { state });
-  return total;
+  const total = async () => {
+    let sum = 0;
+    for (const state of TERMINAL_WIRE) sum += await metric(fleet.metrics.transitions, { state });
+    return sum;
+  };
+  return (await eventually(async () => (await total()) || false, 'a terminal transition counted', 2_000, 10).catch(() => 0)) as number;
 }
 
 /** Writes "SendMessage may have left" into the journal without sending (crash window 2: sent, not recorded). */
