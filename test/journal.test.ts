@@ -338,6 +338,48 @@ describe('send lease taken by the mark; takeFollow', () => {
   });
 });
 
+describe('applyStatus ends a lease in the same script (endsLease)', () => {
+  it("'always' gives the holder's lease back on every outcome, applied or not; never another holder's", async () => {
+    expect(await journal.lease(ref, 'acquire', 'sender', 5_000)).toBe(true);
+    const applied = await journal.applyStatus(ref, { mode: 'snapshot', state: 'WORKING', taskId: 't1', agentCardUrl: 'http://agent.example/card', endsLease: { token: 'sender', when: 'always' } });
+    expect(applied.applied).toBe(true);
+    expect(await journal.isFollowed(ref)).toBe(false);
+    // Not applied (a duplicate): still given back.
+    expect(await journal.lease(ref, 'acquire', 'sender', 5_000)).toBe(true);
+    const duplicate = await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 't1', endsLease: { token: 'sender', when: 'always' } });
+    expect(duplicate).toEqual({ applied: false, reason: 'duplicate' });
+    expect(await journal.isFollowed(ref)).toBe(false);
+    // Refused (another task id: an error): still given back.
+    expect(await journal.lease(ref, 'acquire', 'sender', 5_000)).toBe(true);
+    expect(await refusal(journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 't2', endsLease: { token: 'sender', when: 'always' } }))).toBe('TASK_MISMATCH');
+    expect(await journal.isFollowed(ref)).toBe(false);
+    // Someone else's lease is never touched.
+    expect(await journal.lease(ref, 'acquire', 'follower', 5_000)).toBe(true);
+    await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', statusTimestamp: '2026-01-01T00:00:01Z', taskId: 't1', endsLease: { token: 'sender', when: 'always' } });
+    expect(await journal.followLeaseRemainingMs(ref)).toBeGreaterThan(4_000);
+  });
+
+  it("'finished' keeps the lease while the task works and gives it back when the row is (or already was) finished", async () => {
+    await journal.applyStatus(ref, { mode: 'snapshot', state: 'WORKING', taskId: 't1', agentCardUrl: 'http://agent.example/card' });
+    expect(await journal.lease(ref, 'acquire', 'follower', 5_000)).toBe(true);
+    const ends = { token: 'follower', when: 'finished' as const };
+    await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 't1', endsLease: ends });
+    await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', statusTimestamp: '2026-01-01T00:00:02Z', taskId: 't1', endsLease: ends });
+    expect(await journal.followLeaseRemainingMs(ref)).toBeGreaterThan(4_000);
+    const finished = await journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: 't1', endsLease: ends });
+    expect(finished.applied).toBe(true);
+    expect(await journal.isFollowed(ref)).toBe(false);
+    // A late event for a finished row (not applied): the lease taken meanwhile is given back too.
+    expect(await journal.lease(ref, 'acquire', 'follower', 5_000)).toBe(true);
+    expect(await journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: 't1', endsLease: ends })).toEqual({ applied: false, reason: 'finished' });
+    expect(await journal.isFollowed(ref)).toBe(false);
+    // Another holder's lease stays, finished or not.
+    expect(await journal.lease(ref, 'acquire', 'other', 5_000)).toBe(true);
+    await journal.applyStatus(ref, { mode: 'event', state: 'FAILED', taskId: 't1', endsLease: ends });
+    expect(await journal.followLeaseRemainingMs(ref)).toBeGreaterThan(4_000);
+  });
+});
+
 describe('scripts run by digest', () => {
   it('a server that lost its scripts (SCRIPT FLUSH: restarted, failed over) runs them again, one call and in a batch', async () => {
     await redis.script('FLUSH');

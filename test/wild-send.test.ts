@@ -109,11 +109,15 @@ describe('the send answer', () => {
   });
 
   it('ownership: a foreign task in the send answer is not adopted; one SendMessage; the outcome comes from the search', async () => {
-    const { agent, prefix } = await start({
-      SendMessage: () => ({ result: { task: task('FOREIGN', 'COMPLETED', { contextId: 'someone-elses-context', artifacts: [{ artifactId: 'x', parts: [{ text: 'foreign result' }] }] }) } }),
-      ListTasks: () => ({ result: { tasks: [ours(agents[0]!.calls('SendMessage')[0]!.params, 'COMPLETED', { artifacts: [{ artifactId: 'a1', parts: [{ text: 'ours' }] }] })], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
-      GetTask: () => ({ result: ours(agents[0]!.calls('SendMessage')[0]!.params, 'COMPLETED', { artifacts: [{ artifactId: 'a1', parts: [{ text: 'ours' }] }] }) }),
-    });
+    // Send leases last 120 s here: the search the foreign answer asks for runs at once only if the send gave its lease back first.
+    const { agent, prefix } = await start(
+      {
+        SendMessage: () => ({ result: { task: task('FOREIGN', 'COMPLETED', { contextId: 'someone-elses-context', artifacts: [{ artifactId: 'x', parts: [{ text: 'foreign result' }] }] }) } }),
+        ListTasks: () => ({ result: { tasks: [ours(agents[0]!.calls('SendMessage')[0]!.params, 'COMPLETED', { artifacts: [{ artifactId: 'a1', parts: [{ text: 'ours' }] }] })], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
+        GetTask: () => ({ result: ours(agents[0]!.calls('SendMessage')[0]!.params, 'COMPLETED', { artifacts: [{ artifactId: 'a1', parts: [{ text: 'ours' }] }] }) }),
+      },
+      { lockDurationMs: 120_000 },
+    );
     const { id } = await producer!.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `${prefix}-foreign` });
     const view = await finished(id);
     expect(view.state).toBe('COMPLETED');

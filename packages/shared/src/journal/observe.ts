@@ -6,7 +6,7 @@
  * reported, not a failure (field case R16).
  */
 import type { StreamResponse, Task, TaskStatus } from '../a2a/schema.ts';
-import type { DelegationRef, Journal, StatusChangeResult } from './journal.ts';
+import type { DelegationRef, Journal, StatusChange, StatusChangeResult } from './journal.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { journalStateOf } from './states.ts';
 
@@ -30,6 +30,8 @@ export interface ObserveOptions {
   snapshot?: boolean;
   /** The delegation's Agent Card URL when the caller's record has no task id yet (binds a new one first, see `StatusChange`). */
   agentCardUrl?: string;
+  /** A lease the status change ends (see `StatusChange.endsLease`); artifact updates never end one. */
+  endsLease?: StatusChange['endsLease'];
 }
 
 const errorOf = (status: TaskStatus): RecordedError | undefined => {
@@ -58,6 +60,7 @@ export async function applyTask(
     error: errorOf(task.status),
     artifacts: options.snapshot ? task.artifacts : undefined,
     agentCardUrl: options.agentCardUrl,
+    endsLease: options.endsLease,
   });
 }
 
@@ -91,6 +94,7 @@ export async function applyStreamResponse(
       contextId: event.contextId || undefined,
       statusMessage: event.status.message,
       error: errorOf(event.status),
+      endsLease: options.endsLease,
     });
     return { kind: 'status', status, contextAnomaly: contextAnomaly(event.contextId) };
   }

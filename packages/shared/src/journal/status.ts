@@ -1,5 +1,5 @@
 /**
- * Status and artifact changes of a delegation, forward only (applyStatus-2.lua, applyArtifact-2.lua),
+ * Status and artifact changes of a delegation, forward only (applyStatus-3.lua, applyArtifact-2.lua),
  * with the task-id binding (one SET NX GET, `bindTask`) and protocol errors an agent caused (noteProtocolError-1.lua).
  */
 import type { Artifact, Message } from '../a2a/schema.ts';
@@ -47,9 +47,16 @@ export interface StatusChange {
    * is then bound (`bindTask`) before the script runs, instead of after its refusal (one round trip less).
    */
   agentCardUrl?: string;
+  /**
+   * A lease (send or follow, `lease`) this change ends, released in the same script when `token` holds it:
+   * `always` on every outcome (the send lease, with the send's answer), `finished` only when the delegation is
+   * finished afterwards (the follow lease, at the stream's terminal event). Saves a release round trip. A caller
+   * whose `applyStatus` throws releases it itself (the script may not have run).
+   */
+  endsLease?: { token: string; when: 'always' | 'finished' };
 }
 
-/** The workflow fields the router needs (cancel wanted?), as applyStatus-2.lua read them. */
+/** The workflow fields the router needs (cancel wanted?), as applyStatus-3.lua read them. */
 export interface WorkflowFlags {
   state: WorkflowState;
   cancelRequested: boolean;
@@ -72,7 +79,7 @@ export type StatusChangeResult =
   | { applied: true; version: number; record?: DelegationRecord; workflow?: WorkflowFlags; finishedWorkflow?: WorkflowAtFinish }
   | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };
 
-/** applyStatus-2.lua's reply: code, version or reason, then (applied) the row, the workflow's flags, the workflow at finish. */
+/** applyStatus-3.lua's reply: code, version or reason, then (applied) the row, the workflow's flags, the workflow at finish. */
 type ApplyStatusReply = [number, string | number, string[]?, string[]?, ([string[], string[]] | [])?];
 
 /** The typed row, or undefined when it does not parse (the caller reads it again). */
@@ -84,7 +91,7 @@ function parseOrUndefined(hash: Record<string, string>): DelegationRecord | unde
   }
 }
 
-/** applyStatus-2.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
+/** applyStatus-3.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
 function appliedResult(version: number, flat: string[] | undefined, flags: string[] | undefined, finished: [string[], string[]] | [] | undefined): StatusChangeResult {
   const hash = hashOf(flat ?? []);
   const parsed = hash.delegationId ? parseOrUndefined(hash) : undefined;
@@ -111,7 +118,7 @@ function workflowAtFinish(flat: string[], delegationIds: string[]): WorkflowAtFi
   }
 }
 
-/** applyStatus-2.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
+/** applyStatus-3.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
 function statusArguments(change: StatusChange, nowMs: number, taskBound: boolean): (string | number)[] {
   const timestampMs = parseAgentTimestamp(change.statusTimestamp);
   const artifactArgs: string[] = [];
@@ -137,6 +144,8 @@ function statusArguments(change: StatusChange, nowMs: number, taskBound: boolean
     nowMs,
     questionKeyOf(change.statusMessage, change.statusTimestamp),
     taskBound ? '1' : '',
+    change.endsLease?.token ?? '',
+    change.endsLease?.when ?? '',
     ...artifactArgs,
   ];
 }
@@ -144,7 +153,7 @@ function statusArguments(change: StatusChange, nowMs: number, taskBound: boolean
 /** Journal methods that apply what an agent reported (or our own outcome) to a delegation. */
 export class JournalStatus extends JournalDelegations {
   /**
-   * Applies an observed status or a local outcome, forward only (see applyStatus-2.lua).
+   * Applies an observed status or a local outcome, forward only (see applyStatus-3.lua).
    * A new task id is bound to this delegation first (`bindTask`).
    * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, TASK_BOUND_ELSEWHERE, DELEGATION_MISSING
    */
@@ -177,11 +186,22 @@ export class JournalStatus extends JournalDelegations {
     const bytes = change.artifacts.reduce((sum, artifact) => sum + artifactByteSize(artifact), 0);
     if (bytes <= this.artifactBytesPerDelegation) return change;
     const message = `artifacts of this delegation would reach ${bytes} bytes, over the limit of ${this.artifactBytesPerDelegation}`;
-    return { fence: change.fence, expectedVersion: change.expectedVersion, mode: 'outcome', state: 'FAILED', taskId: change.taskId, contextId: change.contextId, agentCardUrl: change.agentCardUrl, error: { code: 'LIMIT_EXCEEDED', message, retryable: false } };
+    return {
+      fence: change.fence,
+      expectedVersion: change.expectedVersion,
+      mode: 'outcome',
+      state: 'FAILED',
+      taskId: change.taskId,
+      contextId: change.contextId,
+      agentCardUrl: change.agentCardUrl,
+      endsLease: change.endsLease,
+      error: { code: 'LIMIT_EXCEEDED', message, retryable: false },
+    };
   }
 
   private async applyStatusOnce(ref: DelegationRef, change: StatusChange, taskBound: boolean): Promise<ApplyStatusReply> {
-    return (await this.call('applyStatus', this.delegationKeys(ref), statusArguments(change, this.now(), taskBound))) as ApplyStatusReply;
+    const keys = [...this.delegationKeys(ref), this.keys.followLease(ref.workflowId, ref.delegationId)];
+    return (await this.call('applyStatus', keys, statusArguments(change, this.now(), taskBound))) as ApplyStatusReply;
   }
 
   /**

@@ -117,21 +117,30 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // While the stream is healthy, the lease and the reconciler's next check move forward together (one batch per tick).
   const renewal = renewWhileHeld(ctx, ref, token);
+  // The stream's finishing status change releases the lease in its own script: then nothing is renewed or released here.
+  let leaseEnded = false;
+  const lease = {
+    token,
+    ended: () => {
+      leaseEnded = true;
+      renewal.release();
+    },
+  };
   try {
     if (slowPoll) {
       const log = lazyChildLogger(ctx.logger, { queue: 'follow', ...ref, taskId: record.taskId, jobId: job.id });
-      return await readOnce(ctx, record, fence, 'slow poll', log);
+      return await readOnce(ctx, record, fence, 'slow poll', log, { lease });
     }
     // Keep the reconciler away while the stream is healthy. Sent beside the stream's opening, not before it: on the
     // journal's one connection it still reaches Redis before anything the stream writes (a settle's index removal).
     const checked = ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
     try {
-      return await followStream(ctx, record, fence, job, renewal.lost);
+      return await followStream(ctx, record, fence, job, renewal.lost, undefined, lease);
     } finally {
       await checked;
     }
   } finally {
     renewal.release();
-    await ctx.journal.lease(ref, 'release', token).catch(() => undefined);
+    if (!leaseEnded) await ctx.journal.lease(ref, 'release', token).catch(() => undefined);
   }
 }

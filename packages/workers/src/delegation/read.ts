@@ -13,6 +13,7 @@ import { findTaskByMessageId } from './search.ts';
 import type { WorkerContext } from '../context.ts';
 import { handleTaskNotFound } from './not-found.ts';
 import { afterObservation } from './progress.ts';
+import type { StreamLease } from './stream.ts';
 
 /** Error code of an A2A error (or the error's name), for logs and evidence. */
 export const codeOf = (error: unknown): string =>
@@ -43,7 +44,7 @@ export async function readOnce(ctx: WorkerContext, record: DelegationRecord, fen
     // A GetTask answer we cannot use (another request id, another task, a refusal): ListTasks may still show the task.
     // Not an answer over a limit: ListTasks would carry the same task (and the same excess).
     const listed = protocolErrorCode && !(error instanceof LimitExceededError) ? await readByList(ctx, record, log) : undefined;
-    if (listed) return applyRead(ctx, record, fence, listed, `${why}; GetTask failed: ${protocolErrorCode}; ListTasks ${listed.status.state}`);
+    if (listed) return applyRead(ctx, record, fence, listed, `${why}; GetTask failed: ${protocolErrorCode}; ListTasks ${listed.status.state}`, { ...(seen.lease ? { lease: seen.lease } : {}) });
     return afterObservation(ctx, ref, { what: `${why}; GetTask failed: ${codeOf(error)}`, protocolErrorCode }, fence);
   }
 }
@@ -53,6 +54,8 @@ export interface ReadSeen {
   written?: DelegationRecord;
   /** The workflow as the read that finished `written` read it. */
   writtenWorkflow?: WorkflowAtFinish;
+  /** Given by the caller: the follow lease it holds, given back by the snapshot that leaves the row finished (`StreamLease`). */
+  lease?: StreamLease;
 }
 
 /**
@@ -78,7 +81,9 @@ async function applyRead(ctx: WorkerContext, record: DelegationRecord, fence: nu
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // Crash window 4 on this path too: a terminal state seen by a read, not yet recorded.
   if (isTerminalTaskState(task.status.state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
-  const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true });
+  const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true, ...(seen.lease ? { endsLease: { token: seen.lease.token, when: 'finished' } } : {}) });
+  // The snapshot that left the row finished gave the follow lease back in its script.
+  if ((applied.applied && isTerminalTaskState(task.status.state)) || (!applied.applied && applied.reason === 'finished')) seen.lease?.ended();
   if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
   seen.written = applied.applied ? applied.record : undefined;
   seen.writtenWorkflow = applied.applied ? applied.finishedWorkflow : undefined;

@@ -144,6 +144,8 @@ export const releaseSendLease = (ctx: WorkerContext, ref: DelegationRef, job: Jo
  * reconciler takes over as before; `leaseLost` aborts when a renewal finds the lease taken; `held` is
  * false when another holder had the lease at the start (the caller decides whether it may still send).
  * `takenByMark`: whether `markSending` already took the lease for `token` (then it is not asked for again).
+ * `handsOver(result)`: true when the caller gives the lease back with the answer's own transition
+ * (`StatusChange.endsLease`, one round trip less); the caller then owns the release on every path.
  */
 export async function holdingSendLease<T>(
   ctx: WorkerContext,
@@ -151,6 +153,7 @@ export async function holdingSendLease<T>(
   token: string,
   call: (leaseLost: AbortSignal, held: boolean) => Promise<T>,
   takenByMark?: boolean,
+  handsOver?: (result: T) => boolean,
 ): Promise<T> {
   const leaseMs = ctx.options.lockDurationMs;
   const lost = new AbortController();
@@ -158,8 +161,11 @@ export async function holdingSendLease<T>(
   const renew = held
     ? setInterval(() => void ctx.journal.lease(ref, 'renew', token, leaseMs).then((still) => still || lost.abort(), () => undefined), leaseMs / 3)
     : undefined;
+  let handedOver = false;
   try {
-    return await call(lost.signal, held);
+    const result = await call(lost.signal, held);
+    handedOver = held && handsOver?.(result) === true;
+    return result;
   } finally {
     clearInterval(renew);
     // Not waited for: on the journal's one connection the release reaches Redis before anything issued after it
@@ -168,6 +174,6 @@ export async function holdingSendLease<T>(
     // lost its scripts (failover, restart) answers NOSCRIPT and the release goes again with EVAL, after what
     // followed it; the local follow is then turned away ('already-followed') and the reconciler reattaches the
     // delegation after the lease's end (no second send, no loss).
-    if (held) void ctx.journal.lease(ref, 'release', token).catch(() => undefined);
+    if (held && !handedOver) void ctx.journal.lease(ref, 'release', token).catch(() => undefined);
   }
 }

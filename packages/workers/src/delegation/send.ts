@@ -19,6 +19,7 @@ import {
   type Message,
   type SendMessageRequest,
   type SendMessageResponse,
+  type StatusChange,
   type StatusChangeResult,
   type Task,
   lazyChildLogger,
@@ -139,8 +140,10 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer, fallback, leaseHeld: prepared.leaseHeld });
     return typeof outcome === 'string' ? outcome : applyHeldResult(ctx, held, outcome);
   }
-  const result = await holdingSendLease(ctx, ref, sendRunToken(ctx, job), () => requestHeld(ctx, held, timeLeftMs), prepared.leaseHeld);
-  return typeof result === 'string' ? result : applyHeldResult(ctx, held, result);
+  // An answer (or a task found meanwhile) gives the lease back with its own transition (`endsLease`): one round trip less.
+  const result = await holdingSendLease(ctx, ref, sendRunToken(ctx, job), () => requestHeld(ctx, held, timeLeftMs), prepared.leaseHeld, (answer) => typeof answer !== 'string');
+  if (typeof result === 'string') return result;
+  return applyHeldResult(ctx, { ...held, ...(prepared.leaseHeld ? { leaseToken: sendRunToken(ctx, job) } : {}) }, result);
 }
 
 /**
@@ -171,6 +174,8 @@ interface HeldSend {
   transport: A2ATransport;
   request: SendMessageRequest;
   log: Log;
+  /** The send lease this run still holds: the answer's transition gives it back (`endsLease`), or it is released before anything else. */
+  leaseToken?: string;
 }
 
 /** Sends with SendMessage (the caller holds the send lease): the answer, the task found meanwhile, or the failure's outcome. */
@@ -188,21 +193,42 @@ async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: numbe
   }
 }
 
-/** Applies a SendMessage's answer, or the task a search found while the agent held the send. */
+/**
+ * Applies a SendMessage's answer, or the task a search found while the agent held the send. With `leaseToken`,
+ * the send lease is given back by the answer's transition; on any other path (a foreign answer, a journal error
+ * before or in the transition) it is released here, so the reconciler never waits for a lease nobody holds.
+ */
 async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldSendResult): Promise<string> {
   ctx.crashPoint('send.after-request', send.record.step);
-  return result.kind === 'found' ? adoptFound(ctx, send.record, result.task, send.log) : applySendAnswer(ctx, send.record, result.response, send.log);
+  const endsLease = send.leaseToken ? { token: send.leaseToken, when: 'always' as const } : undefined;
+  const release = () => (send.leaseToken ? ctx.journal.lease(send.record, 'release', send.leaseToken).catch(() => undefined) : undefined);
+  try {
+    return result.kind === 'found'
+      ? await adoptFound(ctx, send.record, result.task, send.log, endsLease)
+      : await applySendAnswer(ctx, send.record, result.response, send.log, true, endsLease, release);
+  } catch (error) {
+    await release();
+    throw error;
+  }
 }
 
 /**
  * Applies the answer to our SendMessage: a direct Message completes; a Task is adopted once proven ours,
  * then routed (`route`; a streaming send follows its own stream instead).
  */
-async function applySendAnswer(ctx: WorkerContext, record: DelegationRecord, response: SendMessageResponse, log: Log, route = true): Promise<string> {
+async function applySendAnswer(
+  ctx: WorkerContext,
+  record: DelegationRecord,
+  response: SendMessageResponse,
+  log: Log,
+  route = true,
+  endsLease?: StatusChange['endsLease'],
+  releaseLease?: () => Promise<unknown> | undefined,
+): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   if ('message' in response) {
     // A direct Message reply completes the delegation (spec §3.1.1).
-    const applied = await ctx.journal.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', result: { message: response.message }, contextId: response.message.contextId });
+    const applied = await ctx.journal.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', result: { message: response.message }, contextId: response.message.contextId, ...(endsLease ? { endsLease } : {}) });
     log.info('agent replied with a message');
     await routeDelegation(ctx, ref, knownAfter(applied));
     return 'completed-by-message';
@@ -213,18 +239,22 @@ async function applySendAnswer(ctx: WorkerContext, record: DelegationRecord, res
   let ownership = taskOwnership(response.task, { contextId, messageId: contextId ? record.messageId : undefined, taskId: record.taskId }, 'answer');
   // An agent may replace our context with its own (R16): then its history must hold our messageId.
   if (!ownership.ours && ownership.reason === 'foreign-context') ownership = taskOwnership(response.task, { messageId: record.messageId, taskId: record.taskId }, 'found');
-  if (!ownership.ours) return refuseForeignAnswer(ctx, record, ownership, log);
+  if (!ownership.ours) {
+    // The reconciler searches at once: the lease goes first, so it does not wait for it.
+    await releaseLease?.();
+    return refuseForeignAnswer(ctx, record, ownership, log);
+  }
   // Unfenced on purpose: the agent's answer is the truth about this send, so it is recorded even if
   // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
-  const applied = await applyTask(ctx.journal, ref, response.task, { snapshot: true, agentCardUrl: record.taskId ? undefined : record.agentCardUrl });
+  const applied = await applyTask(ctx.journal, ref, response.task, { snapshot: true, agentCardUrl: record.taskId ? undefined : record.agentCardUrl, ...(endsLease ? { endsLease } : {}) });
   log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
   if (route) await routeDelegation(ctx, ref, { again: false, ...knownAfter(applied) }); // the first subscription of new work is not rate-limited
   return 'sent';
 }
 
 /** Our task, found by our messageId while the agent held the send (V2): journaled at once, then followed. */
-async function adoptFound(ctx: WorkerContext, record: DelegationRecord, task: Task, log: Log): Promise<string> {
-  const applied = await applyTask(ctx.journal, record, task, { snapshot: true, agentCardUrl: record.taskId ? undefined : record.agentCardUrl });
+async function adoptFound(ctx: WorkerContext, record: DelegationRecord, task: Task, log: Log, endsLease?: StatusChange['endsLease']): Promise<string> {
+  const applied = await applyTask(ctx.journal, record, task, { snapshot: true, agentCardUrl: record.taskId ? undefined : record.agentCardUrl, ...(endsLease ? { endsLease } : {}) });
   ctx.metrics.adoptions.inc();
   log.info({ taskId: task.id, state: task.status.state }, 'the agent holds the send; its task was found by our messageId');
   await routeDelegation(ctx, record, { again: false, ...knownAfter(applied) });

@@ -50,6 +50,17 @@ export interface StreamRun {
   writtenWorkflow?: WorkflowAtFinish;
   /** The row is finished (an event of this stream finished it, or the journal answered "finished"): nothing more applies. */
   finished?: boolean;
+  /** The follow lease this stream holds, when the status change that finishes the row may give it back (`StreamLease`). */
+  lease?: StreamLease;
+}
+
+/**
+ * The follow lease a stream holds: the status change that leaves the row finished releases it in the same script
+ * (`StatusChange.endsLease`), then `ended()` is called, so the holder neither renews nor releases it again.
+ */
+export interface StreamLease {
+  token: string;
+  ended(): void;
 }
 
 /** Thrown inside the loop when an event names another task (RT4: a protocol error, one GetTask). */
@@ -70,9 +81,10 @@ export async function followStream(
   job: JobRun,
   leaseLost: AbortSignal,
   open?: (signal: AbortSignal) => EventStream,
+  lease?: StreamLease,
 ): Promise<string> {
   const log = lazyChildLogger(ctx.logger, { queue: open ? 'send' : 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
-  const run: StreamRun = { ctx, record, fence, log, sawArtifacts: false };
+  const run: StreamRun = { ctx, record, fence, log, sawArtifacts: false, ...(lease ? { lease } : {}) };
   const controller = new AbortController();
   const quiet = new AbortController();
   let quietTimer = setTimeout(() => quiet.abort(), ctx.options.streamQuietMs);
@@ -106,7 +118,7 @@ export async function followStream(
     if (quiet.signal.aborted && !ctx.shutdownSignal.aborted) {
       ctx.metrics.resubscriptions.inc({ reason: 'quiet' });
       log.info({ quietMs: ctx.options.streamQuietMs }, 'stream carried no event for the quiet window; handing over to polling');
-      return readOnce(ctx, record, fence, `stream quiet for ${ctx.options.streamQuietMs} ms`, log);
+      return readOnce(ctx, record, fence, `stream quiet for ${ctx.options.streamQuietMs} ms`, log, leaseOf(run));
     }
     return onStreamError(run, error);
   } finally {
@@ -127,7 +139,8 @@ async function applyEvent(run: StreamRun, response: StreamResponse): Promise<Del
   // R26: a COMPLETED status update that brought no artifacts: one GetTask collects them first.
   const collect = 'statusUpdate' in response && state === 'TASK_STATE_COMPLETED' && !run.sawArtifacts;
   const applied = collect ? await collectBeforeTerminal(ctx, record, run.fence, log) : undefined;
-  const result = applied ?? (await applyStreamResponse(ctx.journal, record, response, { fence: run.fence, snapshot: 'task' in response }));
+  const endsLease = run.lease ? { token: run.lease.token, when: 'finished' as const } : undefined;
+  const result = applied ?? (await applyStreamResponse(ctx.journal, record, response, { fence: run.fence, snapshot: 'task' in response, ...(endsLease ? { endsLease } : {}) }));
   if (result.foreignTaskId) throw new ForeignEventError(`event for task ${result.foreignTaskId} on the stream of ${record.taskId}`);
   if (result.contextAnomaly) log.warn({ contextId: result.contextAnomaly, recorded: record.contextId }, 'event names another context (kept by taskId)');
   if (result.artifact === 'sealed') log.warn({ event: response }, 'artifact update after lastChunk dropped (agent bug)');
@@ -138,7 +151,10 @@ async function applyEvent(run: StreamRun, response: StreamResponse): Promise<Del
     run.writtenWorkflow = result.status.finishedWorkflow;
   }
   const finishedHere = result.status?.applied === true && state !== undefined && isTerminalTaskState(state);
-  if (finishedHere || (result.status?.applied === false && result.status.reason === 'finished') || result.artifact === 'finished') run.finished = true;
+  const finishedByStatus = finishedHere || (result.status?.applied === false && result.status.reason === 'finished');
+  // The status change that left the row finished gave the follow lease back in its script (not a GetTask's, R26).
+  if (finishedByStatus && !applied) run.lease?.ended();
+  if (finishedByStatus || result.artifact === 'finished') run.finished = true;
   if (state === 'TASK_STATE_AUTH_REQUIRED' && result.status?.applied) {
     // Keep the stream open (the agent may resume on its own); the handler runs beside it.
     const current = await ctx.journal.getDelegation(record);
@@ -176,7 +192,7 @@ async function onStreamError(run: StreamRun, error: unknown): Promise<string> {
   }
   const code = codeOf(error);
   const dropped = isRetryable(error);
-  const seen: ReadSeen = {};
+  const seen: ReadSeen = leaseOf(run);
   const outcome = await readOnce(ctx, record, fence, `stream ${dropped ? 'dropped' : 'refused or broke the protocol'}: ${code}`, log, seen);
   // A refusal of a task that GetTask then found finished is the spec's answer for a terminal task (§3.1.6), not a fault.
   const after = code === 'STREAM_IDLE' || dropped ? undefined : (seen.written ?? (await ctx.journal.getDelegation(record)));
@@ -204,5 +220,8 @@ async function afterStreamEnd(run: StreamRun, end: StreamEnd | undefined): Promi
   }
   // Ended before a terminal state (a clean close, an unterminated last event, an empty stream: R04).
   ctx.metrics.resubscriptions.inc({ reason: 'ended' });
-  return readOnce(ctx, current, run.fence, `stream ended (${end?.kind ?? 'closed'}) in ${current.state}`, run.log);
+  return readOnce(ctx, current, run.fence, `stream ended (${end?.kind ?? 'closed'}) in ${current.state}`, run.log, leaseOf(run));
 }
+
+/** A read's input: the follow lease its finishing snapshot may give back. */
+const leaseOf = (run: StreamRun): ReadSeen => (run.lease ? { lease: run.lease } : {});

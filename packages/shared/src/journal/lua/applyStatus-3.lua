@@ -1,0 +1,155 @@
+--[[
+  The one transition script for task state: applies an observed status (from a
+  stream event, a subscription snapshot, GetTask, ListTasks or a push) or a
+  local outcome, forward only. A finished state never changes again, whatever
+  a stale read or a late event says (field case R12).
+  KEYS[1] delegation hash
+  KEYS[2] artifacts hash
+  KEYS[3] the delegation's lease (send and follow lease, lease-1.lua; same hash tag, same slot)
+  ARGV[1]  fencing token ('' = unfenced: reconciler and push, which use ARGV[2])
+  ARGV[2]  expected version ('' = any)
+  ARGV[3]  mode: 'event' | 'snapshot' (replaces state and, if given, artifacts) | 'outcome' (local decision)
+  ARGV[4]  journal state
+  ARGV[5]  status timestamp in ms ('' = unknown)
+  ARGV[6]  status timestamp as sent by the agent ('' = unknown)
+  ARGV[7]  taskId ('' = not given)
+  ARGV[8]  contextId returned by the agent ('' = not given)
+  ARGV[9]  status message JSON ('' = none): the question when the state is parked
+  ARGV[10] result JSON ('' = unchanged)
+  ARGV[11] error JSON ('' = unchanged)
+  ARGV[12] now (ms)
+  ARGV[13] question key ('' = unknown): the status message's messageId, else its timestamp;
+           identifies the question a reply answers. Unknown: a new one each time the
+           delegation enters a parked state (questionSeq)
+  ARGV[14] '1' when the task id in ARGV[7] is bound to this delegation (Journal.bindTask);
+           a task id is recorded only then (a task id belongs to at most one delegation)
+  ARGV[15] lease holder token ('' = no lease ends here): the lease in KEYS[3] is released in
+           the same step when this holder has it, on every outcome (ARGV[16] 'always': the send
+           lease, given back with the send's answer) or when the delegation is finished afterwards
+           (ARGV[16] 'finished': the follow lease, at the stream's terminal event; a row already
+           finished or gone counts). One round trip instead of a lease-1.lua release after it.
+  ARGV[16] 'always' | 'finished' (with ARGV[15])
+  ARGV[17] bytes the snapshot artifacts carry (artifactByteSize summed; checked against the
+           limit by the caller, the journal), kept as 'artifactBytes'
+  ARGV[18] number of snapshot artifacts N ('' = leave artifacts untouched), then N
+           quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[19..]
+  Finished rows do not expire here: the whole workflow expires when it finishes
+  (updateWorkflow), so a step's record outlives every later decision about it.
+  A change of state also sets the workflow row's 'updatedAt' (<prefix>:{wf:<id>}:wf, derived
+  from KEYS[1]: same hash tag, same slot), and returns the workflow's state, cancelRequested
+  and stopping read on the way (what the router needs), so the caller reads nothing more.
+  A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
+  the producer's waitFor with untilQuestion).
+  Returns: {1, version, record, workflow, finished} applied: record = the row as written (flat
+           field/value list), workflow = {state, cancelRequested, stopping} when it changed to an
+           unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
+           changed to a finished state (what the settle decides from), else {}; {0, reason} ignored ('finished', 'stale', 'regress',
+           'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'};
+           {-7, agentCardUrl}: bind the task id first, then call again with ARGV[14] = '1'
+]]
+local rank = { INTENT = 0, SUBMITTED = 1, WORKING = 2, INPUT_REQUIRED = 2, AUTH_REQUIRED = 2,
+  COMPLETED = 9, FAILED = 9, CANCELED = 9, REJECTED = 9, AMBIGUOUS = 9, LOST = 9 }
+local parked = { INPUT_REQUIRED = true, AUTH_REQUIRED = true }
+
+local function apply()
+  -- One read and one write of the row (every field of the transition in a single HSET): fewer calls, same
+  -- effect. The whole row is read, so the row as written goes back to the caller (no read after the write).
+  local flat = redis.call('HGETALL', KEYS[1])
+  local hash = {}
+  for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1] end
+  local row = { hash.fence, hash.version, hash.state, hash.statusTimestampMs, hash.taskId, hash.contextId, hash.questionKey, hash.delegationId }
+  if not row[8] then return {-1, 'missing'} end
+  if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {-2, 'fence'} end
+  if ARGV[2] ~= '' and row[2] ~= ARGV[2] then return {-3, 'version'} end
+  local current, incoming, mode = row[3], ARGV[4], ARGV[3]
+  if rank[current] == 9 then return {0, 'finished'} end
+  local knownTask = row[5] or ''
+  if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {-5, 'task'} end
+
+  local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
+  if mode ~= 'outcome' then
+    -- Clocks (R27): a move forward in state order is never vetoed by a timestamp;
+    -- timestamps only order observations of the same rank.
+    if rank[incoming] < rank[current] then return {0, 'regress'} end
+    if rank[incoming] == rank[current] and currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
+    if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) then
+      return {0, 'duplicate'}
+    end
+  end
+
+  if ARGV[7] ~= '' and knownTask == '' and ARGV[14] ~= '1' then
+    return {-7, hash.agentCardUrl or ''}
+  end
+
+  local now = ARGV[12]
+  local set = { 'state', incoming, 'updatedAt', now, 'notFoundCount', '0', 'firstNotFoundAt', '' }
+  local function put(field, value) set[#set + 1] = field; set[#set + 1] = value end
+  if incomingTs then put('statusTimestampMs', ARGV[5]); put('statusTimestamp', ARGV[6])
+  elseif rank[incoming] ~= rank[current] then put('statusTimestampMs', ''); put('statusTimestamp', '') end
+  if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end
+  if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
+  -- A change of state is a visible change of its workflow: the workflow row's updatedAt moves with it
+  -- (list order). Its key is the delegation key's hash-tagged prefix + ':wf' (keys.ts), the same slot.
+  -- A delegation row exists only with its workflow row (created together, expiring together): a finished
+  -- state writes it without a look; an unfinished one reads the flags the router needs (cancel wanted?) first.
+  local workflow = {}
+  local finished = {}
+  if incoming ~= current then
+    local workflowKey = string.match(KEYS[1], '^(.*}):d:') .. ':wf'
+    if rank[incoming] == 9 then
+      redis.call('HSET', workflowKey, 'updatedAt', now)
+      finished = { redis.call('HGETALL', workflowKey), redis.call('LRANGE', workflowKey .. ':delegations', 0, -1) }
+    else
+      local flags = redis.call('HMGET', workflowKey, 'state', 'cancelRequested', 'stopping')
+      if flags[1] then
+        redis.call('HSET', workflowKey, 'updatedAt', now)
+        workflow = { flags[1], flags[2] or '', flags[3] or '' }
+      end
+    end
+  end
+  if parked[incoming] then
+    local questionKey = ARGV[13]
+    if questionKey == '' then
+      questionKey = row[7] or ''
+      if not parked[current] or questionKey == '' then local seq = redis.call('HINCRBY', KEYS[1], 'questionSeq', 1); hash.questionSeq = tostring(seq); questionKey = 'seq:' .. seq end
+    end
+    put('question', ARGV[9]); put('questionKey', questionKey)
+  elseif mode ~= 'outcome' or rank[incoming] == 9 then
+    put('question', '')
+  end
+  if ARGV[9] ~= '' then put('statusMessage', ARGV[9]) end
+  if ARGV[10] ~= '' then put('result', ARGV[10]) end
+  if ARGV[11] ~= '' then put('error', ARGV[11]) end
+
+  if ARGV[18] ~= '' then
+    -- A row without 'artifactBytes' never stored an artifact (applyArtifact and snapshots set it): nothing to replace.
+    if hash.artifactBytes then redis.call('DEL', KEYS[2]) end
+    put('artifactBytes', ARGV[17])
+    local count = tonumber(ARGV[18])
+    -- Artifacts in batches of 100 per HSET (unpack stays far below Lua's stack limit).
+    flat = {}
+    for i = 0, count - 1 do
+      local id, meta, parts, bytes = ARGV[19 + i * 4], ARGV[20 + i * 4], ARGV[21 + i * 4], ARGV[22 + i * 4]
+      for _, item in ipairs({ 'meta:' .. id, meta, 'parts:' .. id, parts, 'order:' .. id, tostring(i), 'bytes:' .. id, bytes }) do flat[#flat + 1] = item end
+      if #flat >= 800 then redis.call('HSET', KEYS[2], unpack(flat)); flat = {} end
+    end
+    if #flat > 0 then redis.call('HSET', KEYS[2], unpack(flat)) end
+  end
+
+  if rank[incoming] == 9 then put('finishedAt', now) end
+  local version = (tonumber(row[2]) or 0) + 1
+  put('version', tostring(version))
+  redis.call('HSET', KEYS[1], unpack(set))
+  if parked[incoming] then redis.call('PUBLISH', string.match(KEYS[1], '^(.*}):d:') .. ':changed', incoming) end
+  for i = 1, #set, 2 do hash[set[i]] = set[i + 1] end
+  local written = {}
+  for field, value in pairs(hash) do written[#written + 1] = field; written[#written + 1] = value end
+  return {1, version, written, workflow, finished}
+end
+
+local reply = apply()
+if ARGV[15] ~= '' then
+  local finishedAfter = (reply[1] == 1 and rank[ARGV[4]] == 9) or (reply[1] == 0 and reply[2] == 'finished') or reply[1] == -1
+  if (ARGV[16] == 'always' or finishedAfter) and redis.call('GET', KEYS[3]) == ARGV[15] then redis.call('DEL', KEYS[3]) end
+end
+return reply
