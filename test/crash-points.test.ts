@@ -31,7 +31,7 @@ interface Scenario {
  * CrashPoint that has no scenario.
  */
 const SCENARIOS = {
-  'send.after-claim': { crashAt: 'send.after-claim@flight', why: 'fenced but nothing sent: the fence is taken over, sent once' },
+  'send.before-mark': { crashAt: 'send.before-mark@flight', why: 'the card read, nothing marked or sent: another worker claims and sends once' },
   'send.after-mark': { crashAt: 'send.after-mark@flight', why: 'crash window 1: marked sending, never left: search finds nothing, resend same messageId once' },
   'send.after-request': { crashAt: 'send.after-request@flight', why: 'crash window 2: the agent accepted, no taskId journaled: adopt by messageId, no second send' },
   'follow.after-terminal-seen': { crashAt: 'follow.after-terminal-seen@flight', why: 'crash window 4: terminal seen, not recorded: re-read, record once' },

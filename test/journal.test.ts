@@ -319,6 +319,27 @@ describe('send lease taken by the mark; takeFollow', () => {
     expect(await journal.lease(other, 'release', 'follower')).toBe(true);
   });
 
+  it('markSending with claim: claims for the holder in the same script, from the fence read; a run that read an older one is refused', async () => {
+    const read = (await journal.getDelegation(ref))!;
+    expect(read.fence).toBe(0);
+    const marked = await journal.markSending(ref, read.fence, undefined, { token: 'w/send/1', durationMs: 5_000, claim: true });
+    expect(marked).toMatchObject({ leaseHeld: true, fence: 1 });
+    expect((await journal.getDelegation(ref))?.fence).toBe(1);
+    expect(await redis.hget(journal.keys.delegation(ref.workflowId, ref.delegationId), 'owner')).toBe('w/send/1');
+    // A fenced write of the claiming run passes; one with the fence read before the claim is refused.
+    expect((await journal.applyStatus(ref, { fence: 1, mode: 'outcome', state: 'INTENT', error: { code: 'X', message: 'x', retryable: true } })).applied).toBe(true);
+    expect(await refusal(journal.applyStatus(ref, { fence: 0, mode: 'outcome', state: 'FAILED' }))).toBe('FENCE_LOST');
+
+    // Two runs that read the same fence: the first to mark claims, the other is refused and marks nothing.
+    const other = { workflowId: ref.workflowId, delegationId: 'main.2' };
+    await journal.createIntent(ref.workflowId, intent(ref.workflowId, 'main.2'));
+    const fenceRead = (await journal.getDelegation(other))!.fence;
+    await journal.markSending(other, fenceRead, undefined, { token: 'w/send/a', durationMs: 5_000, claim: true });
+    expect(await refusal(journal.markSending(other, fenceRead, undefined, { token: 'w/send/b', durationMs: 5_000, claim: true }))).toBe('FENCE_LOST');
+    expect(await journal.getDelegation(other)).toMatchObject({ fence: fenceRead + 1, sendCount: 1 });
+    expect(await redis.hget(journal.keys.delegation(other.workflowId, other.delegationId), 'owner')).toBe('w/send/a');
+  });
+
   it('a refused mark takes no lease', async () => {
     const fence = await journal.claim(ref, 'w/send/1');
     expect(await refusal(journal.markSending(ref, fence - 1, undefined, { token: 'w/send/1', durationMs: 5_000 }))).toBe('FENCE_LOST');

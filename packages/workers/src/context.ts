@@ -12,7 +12,7 @@ import type { AuthHandler } from './delegation/auth.ts';
 
 /** A named point where a crash changes what recovery must do (crash-point tests). */
 export type CrashPoint =
-  | 'send.after-claim'
+  | 'send.before-mark'
   | 'send.after-mark'
   | 'send.after-request'
   | 'follow.after-terminal-seen'

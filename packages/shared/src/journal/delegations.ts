@@ -83,10 +83,12 @@ export class JournalDelegations extends JournalWorkflows {
   /**
    * Marks that SendMessage is about to leave (crash window 1 → 2). With `sendLease`, the same script takes the
    * delegation's lease for `durationMs` (the follow lease's key; see markSending-2.lua), so the reconciler waits
-   * from the mark on.
+   * from the mark on; with `sendLease.claim`, it also claims the delegation for `token` (one round trip instead
+   * of `claim` first): `fence` is then the fencing token the caller read with the record (0: never claimed).
    * @returns `leaseHeld`: true when the lease was taken (or none was asked), false when another holder has it;
    *   `sendStartedAt`: the mark's time as written (ms, the journal's clock), where the reconciler's
-   *   `sendSettleMs` starts counting (after the WAIT before the mark, before the WAIT after it)
+   *   `sendSettleMs` starts counting (after the WAIT before the mark, before the WAIT after it);
+   *   `fence`: the run's fencing token from now on (`fence` + 1 when claimed, else `fence`)
    * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING; ReplicationTimeoutError
    *   (durability on: the mark is written but not proven on the replicas, so nothing may leave)
    */
@@ -94,8 +96,8 @@ export class JournalDelegations extends JournalWorkflows {
     ref: DelegationRef,
     fence: number,
     agentInterface?: object,
-    sendLease?: { token: string; durationMs: number },
-  ): Promise<{ leaseHeld: boolean; sendStartedAt: number }> {
+    sendLease?: { token: string; durationMs: number; claim?: boolean },
+  ): Promise<{ leaseHeld: boolean; sendStartedAt: number; fence: number }> {
     const generation = connectionGeneration(this.redis);
     // Replicas behind or gone: refuse before the mark, so a send that cannot leave is not marked as maybe sent.
     await this.awaitReplicas(ref.workflowId, generation);
@@ -104,12 +106,12 @@ export class JournalDelegations extends JournalWorkflows {
       await this.call(
         'markSending',
         [this.delegationKeys(ref)[0], this.keys.followLease(ref.workflowId, ref.delegationId)],
-        [fence, sendStartedAt, agentInterface ? JSON.stringify(agentInterface) : '', sendLease?.token ?? '', sendLease?.durationMs ?? 0],
+        [fence, sendStartedAt, agentInterface ? JSON.stringify(agentInterface) : '', sendLease?.token ?? '', sendLease?.durationMs ?? 0, sendLease?.claim ? '1' : ''],
       ),
     );
     if (code < 0) throw journalErrorFromCode(code, ref, 'markSending');
     await this.awaitReplicas(ref.workflowId, generation);
-    return { leaseHeld: code === 1, sendStartedAt };
+    return { leaseHeld: code === 1, sendStartedAt, fence: sendLease?.claim ? fence + 1 : fence };
   }
 
   /**

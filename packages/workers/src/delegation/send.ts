@@ -80,12 +80,15 @@ interface PreparedSend {
   leaseHeld: boolean;
 }
 
-/** Claims the delegation, chooses the interface and marks the send (journal first); an outcome string when it stops here. */
+/**
+ * Chooses the interface, then marks the send and claims the delegation in one script (journal first); an outcome
+ * string when it stops here. Until the mark, this run's writes compare with the fencing token it read with the
+ * record: a run that another one claimed meanwhile is refused (FENCE_LOST), as after a claim of its own.
+ */
 async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: JobRun, log: Log): Promise<PreparedSend | string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  const fence = await ctx.journal.claim(ref, sendRunToken(ctx, job));
-  ctx.crashPoint('send.after-claim', record.step);
-  if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, fence);
+  if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) return runHandler(ctx, record, await ctx.journal.claim(ref, sendRunToken(ctx, job)));
+  let fence = record.fence;
   let agentInterface = record.agentInterface;
   let streaming = false;
   let leaseHeld: boolean;
@@ -97,9 +100,11 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
     // The send lease is taken by the mark itself: the reconciler waits from here on (no re-read before the request).
     // The stall guard counts from the mark's sendStartedAt, where the reconciler's sendSettleMs starts: a stall anywhere
     // after it counts (the WAIT after the mark too), the WAIT before the mark does not (the reconciler waits from the mark).
-    ({ leaseHeld, sendStartedAt: markedAt } = await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface, {
+    ctx.crashPoint('send.before-mark', record.step);
+    ({ leaseHeld, sendStartedAt: markedAt, fence } = await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface, {
       token: sendRunToken(ctx, job),
       durationMs: ctx.options.lockDurationMs,
+      claim: true,
     }));
   } catch (error) {
     // Not on enough replicas: nothing leaves, and a replica outage does not use up the send's attempts.

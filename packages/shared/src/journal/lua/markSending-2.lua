@@ -11,18 +11,25 @@
   ARGV[3] chosen agent interface JSON ('' = unchanged)
   ARGV[4] lease holder token ('' = take no lease)
   ARGV[5] lease duration (ms)
+  ARGV[6] '1': the mark also claims the delegation for the holder in ARGV[4] (claim-1.lua in the
+          same step): ARGV[1] is then the fencing token the caller read (0 when never claimed), and
+          the new one is ARGV[1] + 1, recorded with the owner; a run that read an older token is refused
   Returns: 1 marked and the lease taken (or none asked), 2 marked but the lease
            held by another holder, -1 missing, -2 fence mismatch, -4 not in
            INTENT, -6 a send may already have happened (sendStartedAt set)
 ]]
 local row = redis.call('HMGET', KEYS[1], 'fence', 'state', 'sendStartedAt', 'delegationId', 'sendCount', 'version')
 if not row[4] then return -1 end
-if row[1] ~= ARGV[1] then return -2 end
+if (tonumber(row[1]) or 0) ~= tonumber(ARGV[1]) then return -2 end
 if row[2] ~= 'INTENT' then return -4 end
 if row[3] and row[3] ~= '' then return -6 end
 local set = { 'sendStartedAt', ARGV[2], 'updatedAt', ARGV[2],
   'sendCount', tostring((tonumber(row[5]) or 0) + 1), 'version', tostring((tonumber(row[6]) or 0) + 1) }
 if ARGV[3] ~= '' then set[#set + 1] = 'agentInterface'; set[#set + 1] = ARGV[3] end
+if ARGV[6] == '1' then
+  set[#set + 1] = 'fence'; set[#set + 1] = tostring(tonumber(ARGV[1]) + 1)
+  set[#set + 1] = 'owner'; set[#set + 1] = ARGV[4]
+end
 redis.call('HSET', KEYS[1], unpack(set))
 if ARGV[4] == '' then return 1 end
 if redis.call('SET', KEYS[2], ARGV[4], 'NX', 'PX', ARGV[5]) then return 1 end
