@@ -26,14 +26,19 @@ export class JournalWorkflows extends JournalIndex {
     if (first) entries.push(this.now(), indexMember(workflowId, first.delegationId!));
     // The index entries before the workflow (a crash in between leaves an entry the sweep drops, never a workflow
     // nobody looks at again). The listing set is global (another Cluster slot), so it is written outside the
-    // script; SADD is idempotent and goes out with the index entries (one round trip).
-    await Promise.all([entries.length > 0 ? this.redis.zadd(this.keys.unfinished(), ...entries) : undefined, this.redis.sadd(this.keys.workflows(), workflowId)]);
-    const created = await this.call(
+    // script; SADD is idempotent and goes out with the index entries. On one server the script follows them in
+    // the same round trip (one connection: Redis runs them in the order sent, a crash cannot reorder them); on a
+    // Cluster they may live on other nodes, so they are acknowledged first.
+    const indexed = Promise.all([entries.length > 0 ? this.redis.zadd(this.keys.unfinished(), ...entries) : undefined, this.redis.sadd(this.keys.workflows(), workflowId)]);
+    if (this.redis.isCluster) await indexed;
+    const created = this.call(
       'createWorkflow',
       [this.keys.workflow(workflowId), first ? this.keys.delegation(workflowId, first.delegationId!) : this.keys.workflow(workflowId), this.delegationListKey(workflowId)],
       [JSON.stringify({ ...fields, workflowId, version: '1' }), first ? JSON.stringify(first) : ''],
     );
-    return created === 1;
+    // An index write that failed fails the creation (the caller retries with the same id: nothing is created twice).
+    const [, result] = await Promise.all([indexed, created]);
+    return result === 1;
   }
 
   /**
