@@ -81,9 +81,10 @@ async function applyRead(ctx: WorkerContext, record: DelegationRecord, fence: nu
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // Crash window 4 on this path too: a terminal state seen by a read, not yet recorded.
   if (isTerminalTaskState(task.status.state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
-  const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true, ...(seen.lease ? { endsLease: { token: seen.lease.token, when: 'finished' } } : {}) });
+  const ending = seen.lease?.ending();
+  const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true, ...(ending ? { endsLease: ending.endsLease } : {}) });
   // The snapshot that left the row finished gave the follow lease back in its script.
-  if ((applied.applied && isTerminalTaskState(task.status.state)) || (!applied.applied && applied.reason === 'finished')) seen.lease?.ended();
+  if ((applied.applied && isTerminalTaskState(task.status.state)) || (!applied.applied && applied.reason === 'finished')) ending?.ended();
   if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
   seen.written = applied.applied ? applied.record : undefined;
   seen.writtenWorkflow = applied.applied ? applied.finishedWorkflow : undefined;
