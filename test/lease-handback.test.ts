@@ -45,4 +45,23 @@ describe('the follow lease ended by the finishing status change, with a renewal 
     expect(agent.count('SubscribeToTask')).toBe(1);
     expect(agent.count('SendMessage')).toBe(1);
   }, 30_000);
+
+  it('a snapshot over the artifact limit finishes the row (FAILED, LIMIT_EXCEEDED): the stream is closed and settled at once, the lease given back', async () => {
+    // Long idle watchdog and reconcile interval: only the stream's own routing can settle the workflow within the wait below.
+    const { producer: p, agent, fleet } = await h.setUp(
+      (seen) => ({
+        SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId, artifacts: { a1: 'x'.repeat(4_000) } }))], endAfter: 'hang' }),
+      }),
+      { artifactBytesPerDelegation: 1_000, streamIdleTimeoutMs: 60_000, reconcileIntervalMs: 60_000 },
+    );
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'over the limit', idempotencyKey: 'over-limit' });
+    const record = await finished(p, id);
+    expect(record.state).toBe('FAILED');
+    expect(record.error?.code).toBe('LIMIT_EXCEEDED');
+    expect((await workflowSettled(p, id, 10_000)).state).not.toBe('RUNNING');
+    const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
+    await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
+    expect(await pauser.get(p.journal.keys.followLease(id, 'main.1'))).toBeNull();
+    expect(agent.count('SubscribeToTask')).toBe(1);
+  }, 30_000);
 });

@@ -29,7 +29,7 @@ import {
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../context.ts';
 import { handleAuthRequired } from './auth.ts';
 import { park, shouldPark } from './park.ts';
-import { codeOf, collectBeforeTerminal, readOnce, type ReadSeen } from './read.ts';
+import { codeOf, collectBeforeTerminal, leftFinished, readOnce, type ReadSeen } from './read.ts';
 import { followLater, routeDelegation } from './route.ts';
 
 const stateOf = (response: StreamResponse) =>
@@ -152,8 +152,7 @@ async function applyEvent(run: StreamRun, response: StreamResponse): Promise<Del
     run.written = result.status.record;
     run.writtenWorkflow = result.status.finishedWorkflow;
   }
-  const finishedHere = result.status?.applied === true && state !== undefined && isTerminalTaskState(state);
-  const finishedByStatus = finishedHere || (result.status?.applied === false && result.status.reason === 'finished');
+  const finishedByStatus = result.status !== undefined && leftFinished(result.status, state);
   // The status change that left the row finished gave the follow lease back in its script (not a GetTask's, R26).
   if (finishedByStatus) ending?.ended();
   if (finishedByStatus || result.artifact === 'finished') run.finished = true;
