@@ -70,7 +70,9 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   try {
     const renewals = await ctx.journal.renewLeases(leases, ctx.options.lockDurationMs, () => jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
     lost = leases.filter((_, index) => renewals[index] === 'lost');
-    const retaken = renewals.filter((renewal) => renewal === 'retaken').length;
+    // A lease its holder gave back meanwhile (a stream that ended) and that this batch took back is released by that
+    // holder (`issued`): not a stall.
+    const retaken = leases.filter((lease, index) => renewals[index] === 'retaken' && renewal.held.get(lease.token) === lease).length;
     if (retaken > 0) ctx.logger.warn({ retaken, lockDurationMs: ctx.options.lockDurationMs }, 'follow leases ran out before their renewal (a stalled event loop); taken back');
   } catch {
     // Redis unreachable for this tick: the next one tries again (as the per-stream timers did).
