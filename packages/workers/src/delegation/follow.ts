@@ -13,7 +13,7 @@ import type { JobRun, WorkerContext } from '../context.ts';
 import { jitteredCheckTime } from './backoff.ts';
 import { followLater, routeDelegation } from './route.ts';
 import { park, shouldPark } from './park.ts';
-import { followStream } from './stream.ts';
+import { followStream, type StreamLease } from './stream.ts';
 import { isSlowPolling } from './progress.ts';
 import { renewWhileHeld } from './lease-renewal.ts';
 import { readOnce } from './read.ts';
@@ -117,13 +117,19 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // While the stream is healthy, the lease and the reconciler's next check move forward together (one batch per tick).
   const renewal = renewWhileHeld(ctx, ref, token);
-  // The stream's finishing status change releases the lease in its own script: then nothing is renewed or released here.
+  // The stream's finishing status change releases the lease in its own script: then it is no longer renewed, and
+  // released here only when a renewal was issued behind that change (its `keep` may have taken the lease back).
   let leaseEnded = false;
-  const lease = {
-    token,
-    ended: () => {
-      leaseEnded = true;
-      renewal.release();
+  const lease: StreamLease = {
+    ending() {
+      const issuedBefore = renewal.issued();
+      return {
+        endsLease: { token, when: 'finished' },
+        ended() {
+          renewal.release();
+          leaseEnded = renewal.issued() === issuedBefore;
+        },
+      };
     },
   };
   try {

@@ -24,6 +24,8 @@ interface HeldLease {
   ref: DelegationRef;
   token: string;
   lost: AbortController;
+  /** Renewals issued for it so far (counted when the batch is issued, see `renewWhileHeld`'s `issued`). */
+  issued: number;
 }
 
 interface Renewal {
@@ -35,17 +37,19 @@ const renewalsByFleet = new WeakMap<WorkerContext['options'], Renewal>();
 
 /**
  * Registers a follow lease (just acquired with `token`) for renewal until `release()`.
- * `lost` aborts when a renewal finds the lease no longer ours.
+ * `lost` aborts when a renewal finds the lease no longer ours. `issued()`: the renewals issued for it so far; one
+ * issued after a write that gave the lease back reaches Redis after it and may take the lease back (lease-1.lua `keep`).
  */
-export function renewWhileHeld(ctx: WorkerContext, ref: DelegationRef, token: string): { lost: AbortSignal; release(): void } {
+export function renewWhileHeld(ctx: WorkerContext, ref: DelegationRef, token: string): { lost: AbortSignal; release(): void; issued(): number } {
   let renewal = renewalsByFleet.get(ctx.options);
   if (!renewal) renewalsByFleet.set(ctx.options, (renewal = { held: new Map(), timer: undefined }));
-  const lease: HeldLease = { ref, token, lost: new AbortController() };
+  const lease: HeldLease = { ref, token, lost: new AbortController(), issued: 0 };
   renewal.held.set(token, lease);
   const active = renewal;
   active.timer ??= setInterval(() => void renewAll(ctx, active), ctx.options.lockDurationMs / 3);
   return {
     lost: lease.lost.signal,
+    issued: () => lease.issued,
     release() {
       if (active.held.get(token) === lease) active.held.delete(token);
       if (active.held.size === 0 && active.timer) {
@@ -60,11 +64,15 @@ export function renewWhileHeld(ctx: WorkerContext, ref: DelegationRef, token: st
 async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   const leases = [...renewal.held.values()];
   if (leases.length === 0) return;
+  // Counted as the batch is issued (the same turn of the event loop): a write issued before it reaches Redis first.
+  for (const lease of leases) lease.issued++;
   let lost: HeldLease[] = [];
   try {
     const renewals = await ctx.journal.renewLeases(leases, ctx.options.lockDurationMs, () => jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
     lost = leases.filter((_, index) => renewals[index] === 'lost');
-    const retaken = renewals.filter((renewal) => renewal === 'retaken').length;
+    // A lease its holder gave back meanwhile (a stream that ended) and that this batch took back is released by that
+    // holder (`issued`): not a stall.
+    const retaken = leases.filter((lease, index) => renewals[index] === 'retaken' && renewal.held.get(lease.token) === lease).length;
     if (retaken > 0) ctx.logger.warn({ retaken, lockDurationMs: ctx.options.lockDurationMs }, 'follow leases ran out before their renewal (a stalled event loop); taken back');
   } catch {
     // Redis unreachable for this tick: the next one tries again (as the per-stream timers did).

@@ -8,7 +8,23 @@
  * ListTasks read of our task (found by our messageId). TaskNotFound goes to
  * `not-found.ts`.
  */
-import { A2AError, JournalError, LimitExceededError, ProtocolError, TaskNotFoundError, applyTask, isRetryable, isTerminalTaskState, type DelegationRecord, type ObservationResult, type Task, type WorkflowAtFinish } from '@durable-a2a/shared';
+import {
+  A2AError,
+  JournalError,
+  LimitExceededError,
+  ProtocolError,
+  TaskNotFoundError,
+  applyTask,
+  isFinished,
+  isRetryable,
+  isTerminalTaskState,
+  type DelegationRecord,
+  type ObservationResult,
+  type StatusChangeResult,
+  type Task,
+  type TaskState,
+  type WorkflowAtFinish,
+} from '@durable-a2a/shared';
 import { findTaskByMessageId } from './search.ts';
 import type { WorkerContext } from '../context.ts';
 import { handleTaskNotFound } from './not-found.ts';
@@ -81,13 +97,24 @@ async function applyRead(ctx: WorkerContext, record: DelegationRecord, fence: nu
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // Crash window 4 on this path too: a terminal state seen by a read, not yet recorded.
   if (isTerminalTaskState(task.status.state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
-  const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true, ...(seen.lease ? { endsLease: { token: seen.lease.token, when: 'finished' } } : {}) });
+  const ending = seen.lease?.ending();
+  const applied = await applyTask(ctx.journal, ref, task, { fence, snapshot: true, ...(ending ? { endsLease: ending.endsLease } : {}) });
   // The snapshot that left the row finished gave the follow lease back in its script.
-  if ((applied.applied && isTerminalTaskState(task.status.state)) || (!applied.applied && applied.reason === 'finished')) seen.lease?.ended();
+  if (leftFinished(applied, task.status.state)) ending?.ended();
   if (applied.applied) ctx.metrics.transitions.inc({ state: task.status.state, source: 'get-task' });
   seen.written = applied.applied ? applied.record : undefined;
   seen.writtenWorkflow = applied.applied ? applied.finishedWorkflow : undefined;
   return afterObservation(ctx, ref, { what }, fence, seen.written, seen.writtenWorkflow);
+}
+
+/**
+ * Whether a status change left the row finished: it applied a finished state, or found the row finished. The row as
+ * written decides, not the state observed: a snapshot over the artifact limit ends FAILED (LIMIT_EXCEEDED) whatever
+ * state it reported. Exactly when applyStatus-3.lua gives an `endsLease: finished` lease back.
+ */
+export function leftFinished(result: StatusChangeResult, observed: TaskState | undefined): boolean {
+  if (!result.applied) return result.reason === 'finished';
+  return result.record ? isFinished(result.record.state) : observed !== undefined && isTerminalTaskState(observed);
 }
 
 /** Our task as ListTasks shows it (found by our messageId, artifacts included), when GetTask cannot be used. */

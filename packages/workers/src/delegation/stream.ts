@@ -21,6 +21,7 @@ import {
   type DelegationRecord,
   type EventStream,
   type StreamEnd,
+  type StatusChange,
   type StreamResponse,
   type WorkflowAtFinish,
   lazyChildLogger,
@@ -28,7 +29,7 @@ import {
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../context.ts';
 import { handleAuthRequired } from './auth.ts';
 import { park, shouldPark } from './park.ts';
-import { codeOf, collectBeforeTerminal, readOnce, type ReadSeen } from './read.ts';
+import { codeOf, collectBeforeTerminal, leftFinished, readOnce, type ReadSeen } from './read.ts';
 import { followLater, routeDelegation } from './route.ts';
 
 const stateOf = (response: StreamResponse) =>
@@ -56,11 +57,12 @@ export interface StreamRun {
 
 /**
  * The follow lease a stream holds: the status change that leaves the row finished releases it in the same script
- * (`StatusChange.endsLease`), then `ended()` is called, so the holder neither renews nor releases it again.
+ * (`StatusChange.endsLease`). `ending()` is called just before such a change is issued; its `ended()` once the
+ * change left the row finished, so the holder stops renewing it and releases it only if a renewal issued meanwhile
+ * may have taken it back.
  */
 export interface StreamLease {
-  token: string;
-  ended(): void;
+  ending(): { endsLease: NonNullable<StatusChange['endsLease']>; ended(): void };
 }
 
 /** Thrown inside the loop when an event names another task (RT4: a protocol error, one GetTask). */
@@ -139,8 +141,8 @@ async function applyEvent(run: StreamRun, response: StreamResponse): Promise<Del
   // R26: a COMPLETED status update that brought no artifacts: one GetTask collects them first.
   const collect = 'statusUpdate' in response && state === 'TASK_STATE_COMPLETED' && !run.sawArtifacts;
   const applied = collect ? await collectBeforeTerminal(ctx, record, run.fence, log) : undefined;
-  const endsLease = run.lease ? { token: run.lease.token, when: 'finished' as const } : undefined;
-  const result = applied ?? (await applyStreamResponse(ctx.journal, record, response, { fence: run.fence, snapshot: 'task' in response, ...(endsLease ? { endsLease } : {}) }));
+  const ending = applied ? undefined : run.lease?.ending();
+  const result = applied ?? (await applyStreamResponse(ctx.journal, record, response, { fence: run.fence, snapshot: 'task' in response, ...(ending ? { endsLease: ending.endsLease } : {}) }));
   if (result.foreignTaskId) throw new ForeignEventError(`event for task ${result.foreignTaskId} on the stream of ${record.taskId}`);
   if (result.contextAnomaly) log.warn({ contextId: result.contextAnomaly, recorded: record.contextId }, 'event names another context (kept by taskId)');
   if (result.artifact === 'sealed') log.warn({ event: response }, 'artifact update after lastChunk dropped (agent bug)');
@@ -150,10 +152,9 @@ async function applyEvent(run: StreamRun, response: StreamResponse): Promise<Del
     run.written = result.status.record;
     run.writtenWorkflow = result.status.finishedWorkflow;
   }
-  const finishedHere = result.status?.applied === true && state !== undefined && isTerminalTaskState(state);
-  const finishedByStatus = finishedHere || (result.status?.applied === false && result.status.reason === 'finished');
+  const finishedByStatus = result.status !== undefined && leftFinished(result.status, state);
   // The status change that left the row finished gave the follow lease back in its script (not a GetTask's, R26).
-  if (finishedByStatus && !applied) run.lease?.ended();
+  if (finishedByStatus) ending?.ended();
   if (finishedByStatus || result.artifact === 'finished') run.finished = true;
   if (state === 'TASK_STATE_AUTH_REQUIRED' && result.status?.applied) {
     // Keep the stream open (the agent may resume on its own); the handler runs beside it.
