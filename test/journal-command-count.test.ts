@@ -37,8 +37,9 @@ beforeAll(async () => {
   agent = await startDemoAgent();
   producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
   poller = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
-  // The reconciler's sweeps are idle work (per interval, not per delegation): kept out of the window.
-  fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: 60_000 });
+  // The reconciler's sweeps and the follow leases' renewals are idle work (per interval, not per delegation): kept
+  // out of the window (a renewal every 20 s, never during these sub-second streams).
+  fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: 60_000, lockDurationMs: 60_000 });
 });
 
 afterAll(async () => {
