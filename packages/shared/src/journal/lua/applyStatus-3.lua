@@ -27,7 +27,8 @@
            the same step when this holder has it, on every outcome (ARGV[16] 'always': the send
            lease, given back with the send's answer) or when the delegation is finished afterwards
            (ARGV[16] 'finished': the follow lease, at the stream's terminal event; a row already
-           finished or gone counts). One round trip instead of a lease-1.lua release after it.
+           finished or gone counts, and a refused change reads the row's state). One round trip
+           instead of a lease-1.lua release after it. Property: test/journal-lease-ending.test.ts.
   ARGV[16] 'always' | 'finished' (with ARGV[15])
   ARGV[17] bytes the snapshot artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
@@ -149,7 +150,13 @@ end
 
 local reply = apply()
 if ARGV[15] ~= '' then
+  -- Finished afterwards: applied to a finished state, found finished, or gone; a refusal (fence, version, task)
+  -- changed nothing, so the row's own state tells (read only then: never on the paths that know it).
   local finishedAfter = (reply[1] == 1 and rank[ARGV[4]] == 9) or (reply[1] == 0 and reply[2] == 'finished') or reply[1] == -1
+  if not finishedAfter and reply[1] < 0 and ARGV[16] == 'finished' then
+    local state = redis.call('HGET', KEYS[1], 'state')
+    finishedAfter = not state or rank[state] == 9
+  end
   if (ARGV[16] == 'always' or finishedAfter) and redis.call('GET', KEYS[3]) == ARGV[15] then redis.call('DEL', KEYS[3]) end
 end
 return reply

@@ -1,0 +1,105 @@
+/**
+ * Property (issue 16, the kind "a lease ended inside a transition"): whatever the row's state, the change
+ * (mode, state, task id, fence, version) and who holds the delegation's lease, applyStatus with `endsLease`
+ * releases the lease exactly when its holder is the given token and either `always` was asked or the row is
+ * finished after the call (applied to a finished state, already finished, or gone); another holder's lease and a
+ * free lease are never touched; the row itself changes exactly as without `endsLease`. Real Redis, the real scripts.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { Cluster, Redis } from 'ioredis';
+import { createRedisClient, isFinished, Journal, type JournalState, type StatusChange } from '@durable-a2a/shared';
+import { useRedisServer } from './harness/redis.ts';
+
+const redisServer = useRedisServer();
+let redis: Redis | Cluster;
+beforeAll(() => {
+  redis = createRedisClient(redisServer().url);
+});
+afterAll(async () => {
+  await redis.quit();
+});
+
+const STATES: JournalState[] = ['INTENT', 'SUBMITTED', 'WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED', 'COMPLETED', 'FAILED', 'CANCELED', 'REJECTED'];
+const intent = (workflowId: string) => ({
+  workflowId,
+  delegationId: 'main.1',
+  step: 'main',
+  kind: 'step',
+  attempt: '1',
+  agentCardUrl: 'http://agent.example/.well-known/agent-card.json',
+  messageId: `m-${workflowId}`,
+  requestedContextId: `c-${workflowId}`,
+  state: 'INTENT',
+  message: JSON.stringify({ parts: [{ text: 'book a flight' }] }),
+  createdAt: '1000',
+  updatedAt: '1000',
+  version: '1',
+});
+
+const scenario = fc.record({
+  /** The row before: a state reached by a snapshot (INTENT: none), or no row at all. */
+  before: fc.option(fc.constantFrom(...STATES), { nil: undefined }),
+  mode: fc.constantFrom<StatusChange['mode']>('event', 'snapshot', 'outcome'),
+  state: fc.constantFrom(...STATES),
+  taskId: fc.constantFrom('t1', 't2', undefined),
+  staleFence: fc.boolean(),
+  wrongVersion: fc.boolean(),
+  holder: fc.constantFrom('ours', 'other', 'none'),
+  when: fc.constantFrom<'always' | 'finished'>('always', 'finished'),
+  withTimestamp: fc.boolean(),
+});
+
+let counter = 0;
+
+describe('applyStatus endsLease (property, real Redis)', () => {
+  it('releases exactly our lease, exactly when asked or finished, and changes the row as without it', async () => {
+    await fc.assert(
+      fc.asyncProperty(scenario, async (s) => {
+        const prefix = `lease-ending-${++counter}`;
+        // Two journals over two workflows with the same history: one call with endsLease, one without.
+        const journal = new Journal(redis, { prefix, retentionMs: 60_000, now: () => 5_000 });
+        const withLease = { workflowId: `with-${counter}`, delegationId: 'main.1' };
+        const without = { workflowId: `without-${counter}`, delegationId: 'main.1' };
+        // A task id belongs to one delegation: each workflow names its own (the same story told twice).
+        const task = (ref: typeof withLease, id: string) => (ref === without ? `${id}-w` : id);
+        const card = 'http://agent.example/.well-known/agent-card.json';
+        for (const ref of [withLease, without]) {
+          if (s.before === undefined) continue;
+          await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intent(ref.workflowId));
+          const fence = await journal.claim(ref, 'worker');
+          if (s.before !== 'INTENT') await journal.applyStatus(ref, { fence, mode: 'snapshot', state: s.before, taskId: task(ref, 't1'), agentCardUrl: card });
+        }
+        if (s.holder !== 'none') expect(await journal.lease(withLease, 'acquire', s.holder === 'ours' ? 'us' : 'them', 60_000)).toBe(true);
+        const outcome = async (ref: typeof withLease) => {
+          const row = await journal.getDelegation(ref);
+          const change: StatusChange = {
+            ...(row ? { fence: s.staleFence ? row.fence - 1 : row.fence } : {}),
+            ...(row && s.wrongVersion ? { expectedVersion: row.version + 7 } : {}),
+            mode: s.mode,
+            state: s.state,
+            ...(s.taskId ? { taskId: task(ref, s.taskId), agentCardUrl: card } : {}),
+            ...(s.withTimestamp ? { statusTimestamp: '2026-01-01T00:00:00Z' } : {}),
+            ...(ref === withLease ? { endsLease: { token: 'us', when: s.when } } : {}),
+          };
+          return journal.applyStatus(ref, change).then(
+            (result) => ({ result }),
+            (error: unknown) => ({ error: (error as { code?: string }).code ?? String(error) }),
+          );
+        };
+        const a = await outcome(withLease);
+        const b = await outcome(without);
+        const after = await journal.getDelegation(withLease);
+        const finishedAfter = after === undefined || isFinished(after.state);
+        const holderAfter = await redis.get(journal.keys.followLease(withLease.workflowId, withLease.delegationId));
+        const expected = s.holder === 'none' ? null : s.holder === 'other' ? 'them' : s.when === 'always' || finishedAfter ? null : 'us';
+        expect(holderAfter, JSON.stringify({ s, a, after: after?.state })).toBe(expected);
+        // The row changed as without endsLease: same outcome kind, same state.
+        const kind = (o: typeof a) => ('error' in o ? `error ${o.error}` : o.result.applied ? 'applied' : `not ${o.result.reason}`);
+        expect(kind(a), JSON.stringify(s)).toBe(kind(b));
+        expect(after?.state, JSON.stringify(s)).toBe((await journal.getDelegation(without))?.state);
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
