@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Cluster, Redis } from 'ioredis';
 import { createRedisClient, isFinished, Journal, type JournalState, type StatusChange } from '@durable-a2a/shared';
 import { useRedisServer } from './harness/redis.ts';
+import { intentRow } from './harness/journal-rows.ts';
 
 const redisServer = useRedisServer();
 let redis: Redis | Cluster;
@@ -21,21 +22,7 @@ afterAll(async () => {
 });
 
 const STATES: JournalState[] = ['INTENT', 'SUBMITTED', 'WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED', 'COMPLETED', 'FAILED', 'CANCELED', 'REJECTED'];
-const intent = (workflowId: string) => ({
-  workflowId,
-  delegationId: 'main.1',
-  step: 'main',
-  kind: 'step',
-  attempt: '1',
-  agentCardUrl: 'http://agent.example/.well-known/agent-card.json',
-  messageId: `m-${workflowId}`,
-  requestedContextId: `c-${workflowId}`,
-  state: 'INTENT',
-  message: JSON.stringify({ parts: [{ text: 'book a flight' }] }),
-  createdAt: '1000',
-  updatedAt: '1000',
-  version: '1',
-});
+const intent = intentRow;
 
 const scenario = fc.record({
   /** The row before: a state reached by a snapshot (INTENT: none), or no row at all. */

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { Cluster, Redis } from 'ioredis';
 import { createRedisClient, Journal, JournalError } from '@durable-a2a/shared';
 import { useRedisServer } from './harness/redis.ts';
+import { intentRow } from './harness/journal-rows.ts';
 
 const redisServer = useRedisServer();
 let redis: Redis | Cluster;
@@ -9,21 +10,7 @@ let journal: Journal;
 let counter = 0;
 let ref: { workflowId: string; delegationId: string };
 
-const intent = (workflowId: string, delegationId = 'main.1') => ({
-  workflowId,
-  delegationId,
-  step: 'main',
-  kind: 'step',
-  attempt: '1',
-  agentCardUrl: 'http://agent.example/.well-known/agent-card.json',
-  messageId: `m-${workflowId}`,
-  requestedContextId: `c-${workflowId}`,
-  state: 'INTENT',
-  message: JSON.stringify({ parts: [{ text: 'book a flight' }] }),
-  createdAt: '1000',
-  updatedAt: '1000',
-  version: '1',
-});
+const intent = intentRow;
 
 beforeAll(() => {
   redis = createRedisClient(redisServer().url);
