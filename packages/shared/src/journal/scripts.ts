@@ -15,7 +15,7 @@ const SCRIPTS = {
   createIntent: 3,
   claim: 1,
   markSending: 2,
-  applyStatus: 3,
+  applyStatus: 4,
   applyArtifact: 2,
   releaseForResend: 1,
   noteNotFound: 1,

@@ -1,5 +1,5 @@
 /**
- * Status and artifact changes of a delegation, forward only (applyStatus-3.lua, applyArtifact-2.lua),
+ * Status and artifact changes of a delegation, forward only (applyStatus-4.lua, applyArtifact-2.lua),
  * with the task-id binding (one SET NX GET, `bindTask`) and protocol errors an agent caused (noteProtocolError-1.lua).
  */
 import type { Artifact, Message } from '../a2a/schema.ts';
@@ -56,7 +56,7 @@ export interface StatusChange {
   endsLease?: { token: string; when: 'always' | 'finished' };
 }
 
-/** The workflow fields the router needs (cancel wanted?), as applyStatus-3.lua read them. */
+/** The workflow fields the router needs (cancel wanted?), as applyStatus-4.lua read them. */
 export interface WorkflowFlags {
   state: WorkflowState;
   cancelRequested: boolean;
@@ -79,7 +79,7 @@ export type StatusChangeResult =
   | { applied: true; version: number; record?: DelegationRecord; workflow?: WorkflowFlags; finishedWorkflow?: WorkflowAtFinish }
   | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };
 
-/** applyStatus-3.lua's reply: code, version or reason, then (applied) the row, the workflow's flags, the workflow at finish. */
+/** applyStatus-4.lua's reply: code, version or reason, then (applied) the row, the workflow's flags, the workflow at finish. */
 type ApplyStatusReply = [number, string | number, string[]?, string[]?, ([string[], string[]] | [])?];
 
 /** The typed row, or undefined when it does not parse (the caller reads it again). */
@@ -91,7 +91,7 @@ function parseOrUndefined(hash: Record<string, string>): DelegationRecord | unde
   }
 }
 
-/** applyStatus-3.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
+/** applyStatus-4.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
 function appliedResult(version: number, flat: string[] | undefined, flags: string[] | undefined, finished: [string[], string[]] | [] | undefined): StatusChangeResult {
   const hash = hashOf(flat ?? []);
   const parsed = hash.delegationId ? parseOrUndefined(hash) : undefined;
@@ -118,8 +118,14 @@ function workflowAtFinish(flat: string[], delegationIds: string[]): WorkflowAtFi
   }
 }
 
-/** applyStatus-3.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
-function statusArguments(change: StatusChange, nowMs: number, taskBound: boolean): (string | number)[] {
+/**
+ * How a change's new task id is bound (applyStatus-4.lua ARGV[14]): `bound` by the caller first (`bindTask`),
+ * `unbound` (the script asks, -7), or in the script itself, in the owner key `key` (one server only).
+ */
+type TaskBinding = 'bound' | 'unbound' | { key: string; ttlMs: number };
+
+/** applyStatus-4.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
+function statusArguments(change: StatusChange, nowMs: number, taskBinding: TaskBinding): (string | number)[] {
   const timestampMs = parseAgentTimestamp(change.statusTimestamp);
   const artifactArgs: string[] = [];
   if (change.artifacts) {
@@ -143,7 +149,7 @@ function statusArguments(change: StatusChange, nowMs: number, taskBound: boolean
     change.error ? JSON.stringify(change.error) : '',
     nowMs,
     questionKeyOf(change.statusMessage, change.statusTimestamp),
-    taskBound ? '1' : '',
+    taskBinding === 'bound' ? '1' : taskBinding === 'unbound' ? '' : `here:${taskBinding.ttlMs}`,
     change.endsLease?.token ?? '',
     change.endsLease?.when ?? '',
     ...artifactArgs,
@@ -153,20 +159,27 @@ function statusArguments(change: StatusChange, nowMs: number, taskBound: boolean
 /** Journal methods that apply what an agent reported (or our own outcome) to a delegation. */
 export class JournalStatus extends JournalDelegations {
   /**
-   * Applies an observed status or a local outcome, forward only (see applyStatus-3.lua).
-   * A new task id is bound to this delegation first (`bindTask`).
+   * Applies an observed status or a local outcome, forward only (see applyStatus-4.lua).
+   * A new task id is bound to this delegation (`bindTask`'s rule): in the same script on one server, first on a
+   * Cluster (the owner key lives in another slot).
    * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, TASK_BOUND_ELSEWHERE, DELEGATION_MISSING
    */
   async applyStatus(ref: DelegationRef, change: StatusChange): Promise<StatusChangeResult> {
     change = this.withinArtifactLimit(change);
-    // The caller saw no task id on the row: bind a new one first (the script would ask for it, -7).
-    const bindFirst = change.taskId !== undefined && change.agentCardUrl !== undefined;
-    if (bindFirst) await this.bindTask(ref, change.agentCardUrl!, change.taskId!);
-    let [code, detail, flat, flags, finished] = await this.applyStatusOnce(ref, change, bindFirst);
+    // The caller saw no task id on the row: a new one is bound with the change (the script would ask for it, -7).
+    let binding: TaskBinding = 'unbound';
+    if (change.taskId !== undefined && change.agentCardUrl !== undefined) {
+      if (this.redis.isCluster) {
+        await this.bindTask(ref, change.agentCardUrl, change.taskId);
+        binding = 'bound';
+      } else binding = { key: this.keys.taskOwner(change.agentCardUrl, change.taskId), ttlMs: this.taskBindingTtlMs() };
+    }
+    let [code, detail, flat, flags, finished] = await this.applyStatusOnce(ref, change, binding);
+    if (code === -8) await this.refuseBoundElsewhere(ref, change.taskId!, String(detail));
     if (code === -7) {
       // A new task id: bind it to this delegation first (at most one delegation per task id).
       await this.bindTask(ref, String(detail), change.taskId!);
-      [code, detail, flat, flags, finished] = await this.applyStatusOnce(ref, change, true);
+      [code, detail, flat, flags, finished] = await this.applyStatusOnce(ref, change, 'bound');
     }
     // A finished workflow's delegations live in its compacted record: nothing more applies to them.
     if (code === -1 && (await this.isCompacted(ref.workflowId))) return { applied: false, reason: 'finished' };
@@ -199,9 +212,15 @@ export class JournalStatus extends JournalDelegations {
     };
   }
 
-  private async applyStatusOnce(ref: DelegationRef, change: StatusChange, taskBound: boolean): Promise<ApplyStatusReply> {
-    const keys = [...this.delegationKeys(ref), this.keys.followLease(ref.workflowId, ref.delegationId)];
-    return (await this.call('applyStatus', keys, statusArguments(change, this.now(), taskBound))) as ApplyStatusReply;
+  private async applyStatusOnce(ref: DelegationRef, change: StatusChange, binding: TaskBinding): Promise<ApplyStatusReply> {
+    const [row, artifacts] = this.delegationKeys(ref);
+    const keys = [row, artifacts, this.keys.followLease(ref.workflowId, ref.delegationId), typeof binding === 'object' ? binding.key : row];
+    return (await this.call('applyStatus', keys, statusArguments(change, this.now(), binding))) as ApplyStatusReply;
+  }
+
+  /** How long a task id stays bound: twice the retention of a finished workflow (0: kept). */
+  private taskBindingTtlMs(): number {
+    return this.retentionMs > 0 ? this.retentionMs * 2 : 0;
   }
 
   /**
@@ -211,11 +230,16 @@ export class JournalStatus extends JournalDelegations {
    */
   async bindTask(ref: DelegationRef, agentCardUrl: string, taskId: string): Promise<void> {
     const owner = indexMember(ref.workflowId, ref.delegationId);
-    const ttlMs = this.retentionMs > 0 ? this.retentionMs * 2 : 0;
+    const ttlMs = this.taskBindingTtlMs();
     // One command (no script): SET … NX GET binds a free task id and answers the holder of a bound one.
     const key = this.keys.taskOwner(agentCardUrl, taskId);
     const holder = ttlMs > 0 ? await this.redis.call('SET', key, owner, 'NX', 'GET', 'PX', ttlMs) : await this.redis.call('SET', key, owner, 'NX', 'GET');
     if (holder === null || holder === owner) return;
+    await this.refuseBoundElsewhere(ref, taskId, String(holder));
+  }
+
+  /** A task id bound to another delegation: journaled on this one as a protocol error, then TASK_BOUND_ELSEWHERE. */
+  private async refuseBoundElsewhere(ref: DelegationRef, taskId: string, holder: string): Promise<never> {
     await this.noteProtocolError(ref, {
       code: 'TASK_BOUND_ELSEWHERE',
       message: `the agent named task ${taskId}, which belongs to delegation ${holder}`,

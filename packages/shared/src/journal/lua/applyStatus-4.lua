@@ -6,6 +6,8 @@
   KEYS[1] delegation hash
   KEYS[2] artifacts hash
   KEYS[3] the delegation's lease (send and follow lease, lease-1.lua; same hash tag, same slot)
+  KEYS[4] the task id's owner key (Journal.bindTask) when ARGV[14] is 'here:…' (one server only: another
+          Cluster slot); else KEYS[1] again, unused
   ARGV[1]  fencing token ('' = unfenced: reconciler and push, which use ARGV[2])
   ARGV[2]  expected version ('' = any)
   ARGV[3]  mode: 'event' | 'snapshot' (replaces state and, if given, artifacts) | 'outcome' (local decision)
@@ -22,7 +24,9 @@
            identifies the question a reply answers. Unknown: a new one each time the
            delegation enters a parked state (questionSeq)
   ARGV[14] '1' when the task id in ARGV[7] is bound to this delegation (Journal.bindTask);
-           a task id is recorded only then (a task id belongs to at most one delegation)
+           a task id is recorded only then (a task id belongs to at most one delegation);
+           'here:<ttl ms>': a new task id is bound here, in KEYS[4] (SET NX GET, as bindTask; ttl 0 =
+           kept), only when this change records it: one round trip instead of a bind before
   ARGV[15] lease holder token ('' = no lease ends here): the lease in KEYS[3] is released in
            the same step when this holder has it, on every outcome (ARGV[16] 'always': the send
            lease, given back with the send's answer) or when the delegation is finished afterwards
@@ -46,7 +50,8 @@
            unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
            changed to a finished state (what the settle decides from), else {}; {0, reason} ignored ('finished', 'stale', 'regress',
            'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'};
-           {-7, agentCardUrl}: bind the task id first, then call again with ARGV[14] = '1'
+           {-7, agentCardUrl}: bind the task id first, then call again with ARGV[14] = '1';
+           {-8, holder}: the task id is bound to another delegation (ARGV[14] 'here:…'), nothing written
 ]]
 local rank = { INTENT = 0, SUBMITTED = 1, WORKING = 2, INPUT_REQUIRED = 2, AUTH_REQUIRED = 2,
   COMPLETED = 9, FAILED = 9, CANCELED = 9, REJECTED = 9, AMBIGUOUS = 9, LOST = 9 }
@@ -79,7 +84,13 @@ local function apply()
   end
 
   if ARGV[7] ~= '' and knownTask == '' and ARGV[14] ~= '1' then
-    return {-7, hash.agentCardUrl or ''}
+    local ttl = string.match(ARGV[14], '^here:(%d+)$')
+    if not ttl then return {-7, hash.agentCardUrl or ''} end
+    local owner = (hash.workflowId or '') .. '|' .. row[8]
+    local holder
+    if tonumber(ttl) > 0 then holder = redis.call('SET', KEYS[4], owner, 'NX', 'GET', 'PX', ttl)
+    else holder = redis.call('SET', KEYS[4], owner, 'NX', 'GET') end
+    if holder and holder ~= owner then return {-8, holder} end
   end
 
   local now = ARGV[12]
