@@ -72,10 +72,11 @@ describe('local follows', () => {
     expect(await followJobs()).toBe(0);
     expect(agent.sendMessageCount(messageId)).toBe(1);
     expect(agent.requestCount('SubscribeToTask')).toBe(1);
+    // The local follow ends (timed, then counted out) only after its settle has completed the workflow.
+    await eventually(async () => (await fleet.metrics.localFollows.get()).values[0]!.value === 0, 'the local follow ended', 5_000);
     // Timed as the follow job was (durable_a2a_job_duration_seconds{queue="follow"}).
     const followTimings = (await fleet.metrics.jobDuration.get()).values.find((value) => value.metricName?.endsWith('_count') && value.labels.queue === 'follow');
     expect(followTimings?.value).toBeGreaterThanOrEqual(1);
-    expect((await fleet.metrics.localFollows.get()).values[0]!.value).toBe(0);
   });
 
   it('a worker SIGKILLed while following locally: the reconciler of another worker reattaches, one SendMessage', async () => {

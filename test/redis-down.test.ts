@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { startRedisServer, testsOnCluster, type RedisServerHandle } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { completesWith } from './harness/agent-behaviours.ts';
-import { eventually } from './harness/fleet.ts';
+import { eventually, TEST_TIMINGS } from './harness/fleet.ts';
 import { spawnObserved, type ObservedProcess } from './harness/processes.ts';
 import { TEST_API_TOKEN } from './harness/api-server.ts';
 
@@ -28,7 +28,9 @@ beforeAll(async () => {
   agent = await startDemoAgent({ behaviour: completesWith('done') });
   const shared = { REDIS_URL: redis.url, DA2A_PREFIX: 'outage', LOG_LEVEL: 'info', DA2A_ALLOW_LOOPBACK: 'true', DA2A_CLOSE_TIMEOUT_MS: String(CLOSE_TIMEOUT_MS) };
   api = spawnObserved('api', { ...shared, PORT: '0', HOST: '127.0.0.1', DA2A_API_TOKENS: TEST_API_TOKEN });
-  workers = spawnObserved('workers', { ...shared, DA2A_RECONCILE_INTERVAL_MS: '1000' });
+  // A send the outage caught after its mark is left to the reconciler (the stall guard, crash window 8), which
+  // waits sendSettleMs (request timeout + 1 s) from the mark: the test's request timeout keeps that in the wait below.
+  workers = spawnObserved('workers', { ...shared, DA2A_RECONCILE_INTERVAL_MS: '1000', DA2A_REQUEST_TIMEOUT_MS: String(TEST_TIMINGS.requestTimeoutMs) });
   const { port } = await api.ready;
   await workers.ready;
   base = `http://127.0.0.1:${port}`;

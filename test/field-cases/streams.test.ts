@@ -6,6 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import {
   artifactText,
+  counted,
   finished,
   metric,
   recordOf,
@@ -49,9 +50,9 @@ describe('R04: last event not followed by a blank line, then EOF', () => {
     expect(agent.count('SendMessage')).toBe(1);
     expect(agent.count('SubscribeToTask')).toBe(1);
     expect(agent.calls('SendMessage')[0]!.params.message.messageId).toBe(seen.messageId);
-    // Not applied from the stream: the terminal transition came from the GetTask, once.
+    // Not applied from the stream: the terminal transition came from the GetTask, once (counted just after its write).
+    expect(await counted(fleet.metrics.transitions, { state: 'TASK_STATE_COMPLETED', source: 'get-task' })).toBe(1);
     expect(await metric(fleet.metrics.transitions, { state: 'TASK_STATE_COMPLETED', source: 'stream' })).toBe(0);
-    expect(await metric(fleet.metrics.transitions, { state: 'TASK_STATE_COMPLETED', source: 'get-task' })).toBe(1);
     expect(await terminalTransitions(fleet)).toBe(1);
     expect(elapsed).toBeLessThan(5_000);
     expect((await workflowSettled(p, id)).state).toBe('COMPLETED');

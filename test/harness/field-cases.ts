@@ -53,12 +53,17 @@ export async function metric(counter: { get(): Promise<{ values: { value: number
   return values.filter((value) => Object.entries(labels).every(([key, wanted]) => value.labels[key] === wanted)).reduce((sum, value) => sum + value.value, 0);
 }
 
-const TERMINAL_WIRE = ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'];
 /**
- * Terminal transitions the fleet journaled (metric), summed over the terminal states. The counter moves just after
- * the journal write a test may already have read, so this waits (at most 2 s) for a first one; a second is never
- * waited for, so a test expecting 1 still fails on 2.
+ * A counter the fleet moves just after a journal write (or after routing it) that a test may already have read:
+ * waits (at most 2 s) for its first count, then returns the sum as `metric` does. A second count is never waited
+ * for, so a test expecting 1 still fails on 2; one expecting 0 reads `metric` directly.
  */
+export async function counted(counter: Parameters<typeof metric>[0], labels: Record<string, string> = {}) {
+  return (await eventually(async () => (await metric(counter, labels)) || false, 'a first count', 2_000, 10).catch(() => 0)) as number;
+}
+
+const TERMINAL_WIRE = ['TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'];
+/** Terminal transitions the fleet journaled (metric), summed over the terminal states; waits for the first as `counted` does. */
 export async function terminalTransitions(fleet: Fleet) {
   const total = async () => {
     let sum = 0;
