@@ -167,6 +167,11 @@ describe('POST /v1/workflows/:id/resolve on a failed compensation (COMPENSATION_
     const after = await producer.journal.getWorkflow('resolve-undo-retry');
     expect(after).toMatchObject({ state: 'RUNNING', retryApproved: ['first.1.undo'], stopping: ['second.1 REJECTED'], abandonedCompensations: [] });
     expect(after!.attention).toBeUndefined();
+    // The live view shows the decision: in producer.get and, field for field, on every read route.
+    const view = await producer.get('resolve-undo-retry');
+    expect(view).toMatchObject({ retryApproved: ['first.1.undo'] });
+    expect(view.abandonedCompensations).toBeUndefined();
+    await expectEveryRouteServes('resolve-undo-retry');
   });
 
   it('abandon: 202, that compensation given up; a second abandon is 409 WORKFLOW_FINISHED, nothing written', async () => {
@@ -176,6 +181,13 @@ describe('POST /v1/workflows/:id/resolve on a failed compensation (COMPENSATION_
     const after = await producer.journal.getWorkflow('resolve-undo-abandon');
     expect(after).toMatchObject({ state: 'RUNNING', cancelRequested: true, abandonedCompensations: ['first.1.undo'], retryApproved: [] });
     expect(after!.stopping).toEqual(['abandoned by a person (COMPENSATION_FAILED): first.1.undo ended REJECTED: no such booking', 'second.1 REJECTED']);
+    // The live view shows the undo given up: on the workflow and on the compensation's attempt, on every read route and the page.
+    const view = await producer.get('resolve-undo-abandon');
+    expect(view).toMatchObject({ abandonedCompensations: ['first.1.undo'] });
+    expect(view.retryApproved).toBeUndefined();
+    expect(view.steps[0]!.compensations.map((undo) => [undo.delegationId, undo.abandoned])).toEqual([['first.1.undo', true]]);
+    await expectEveryRouteServes('resolve-undo-abandon');
+    expect((await authorized(app, { method: 'GET', url: '/ui/workflows/resolve-undo-abandon' })).body).toContain('given up by a person');
     const before = await producer.journal.getWorkflowHash('resolve-undo-abandon');
     const again = await authorized(app, { method: 'POST', url: '/v1/workflows/resolve-undo-abandon/resolve', payload: { action: 'abandon' } });
     expect(again.statusCode, again.body).toBe(409);

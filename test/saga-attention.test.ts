@@ -3,26 +3,32 @@
  * back to the same attention (the new-user trial's loop: abandon answered RUNNING, then the same
  * NEEDS_ATTENTION again, forever). Real @a2a-js/sdk agents: the flight's undo goes to Car agent 1, which
  * rejects it; then `abandon` (FAILED, the flight knowingly left booked, named in `failure`), or `retry`
- * once the agent is fixed (a new compensation attempt with a new messageId, COMPENSATED).
+ * once the agent is fixed (a new compensation attempt with a new messageId, COMPENSATED). The decision
+ * stays visible once the workflow finished and was compacted: in `producer.get`, the HTTP API's view and
+ * the CLI (`abandonedCompensations` / `retryApproved`).
  */
 import { afterEach, describe, expect, it } from 'vitest';
 import { WorkflowFinishedError, createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
+import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
+import { run } from '@durable-a2a/cli';
 import { useRedisServer } from './harness/redis.ts';
 import { rejects } from './harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { bookingBehaviour } from './harness/travel.ts';
 import { useTravelCast } from './harness/travel-suite.ts';
+import { TEST_API_TOKEN, authorized, listenOnLoopback, startTestServer } from './harness/api-server.ts';
 
 const redisServer = useRedisServer();
 const travel = useTravelCast();
-const running: { producer?: Producer; fleet?: Fleet } = {};
+const running: { producer?: Producer; fleet?: Fleet; app?: ApiServer; apiUrl?: string } = {};
 let counter = 0;
 
 afterEach(async () => {
   await running.fleet?.close();
+  await running.app?.close();
   await running.producer?.close();
-  Object.assign(running, { fleet: undefined, producer: undefined });
+  Object.assign(running, { fleet: undefined, producer: undefined, app: undefined, apiUrl: undefined });
   travel().car1.setBehaviour(rejects('no cars left at this location'));
 });
 
@@ -33,7 +39,34 @@ async function setUp(): Promise<Producer> {
   running.producer = producer;
   for (const agent of [travel().flight, travel().car1, travel().car2]) await producer.registerAgent(agent.cardUrl);
   running.fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
+  running.app = startTestServer({ redisUrl: redisServer().url, prefix, producer });
   return producer;
+}
+
+/** The CLI's `show` of workflow `id` against the running API, human and `--json`. */
+async function cliShow(id: string): Promise<{ text: string; json: WorkflowView }> {
+  running.apiUrl ??= await listenOnLoopback(running.app!);
+  const env = { DURABLE_A2A_URL: running.apiUrl, DURABLE_A2A_TOKEN: TEST_API_TOKEN };
+  const shown = async (argv: string[]) => {
+    let stdout = '';
+    const code = await run(argv, { stdout: (text) => (stdout += text), stderr: () => undefined, env });
+    expect(code).toBe(0);
+    return stdout;
+  };
+  return { text: await shown(['show', id]), json: JSON.parse(await shown(['--json', 'show', id])) as WorkflowView };
+}
+
+/** A finished workflow's view (compacted) carries the person's decision in producer.get, over HTTP and in the CLI. */
+async function expectDecisionShown(producer: Producer, id: string, decision: Pick<WorkflowView, 'retryApproved' | 'abandonedCompensations'>, line: string): Promise<void> {
+  expect(await producer.journal.isCompacted(id)).toBe(true);
+  const view = await producer.get(id);
+  expect({ retryApproved: view.retryApproved, abandonedCompensations: view.abandonedCompensations }).toEqual({ retryApproved: undefined, abandonedCompensations: undefined, ...decision });
+  const response = await authorized(running.app!, { method: 'GET', url: `/v1/workflows/${id}` });
+  expect(response.statusCode, response.body).toBe(200);
+  expect(response.json()).toEqual(JSON.parse(JSON.stringify(view)));
+  const { text, json } = await cliShow(id);
+  expect(text).toContain(line);
+  expect(json).toMatchObject(decision);
 }
 
 /** The trial's workflow: the flight's undo is sent to Car agent 1 (which rejects everything), then the car fails everywhere. */
@@ -88,6 +121,10 @@ describe('a person resolves a failed compensation (COMPENSATION_FAILED)', () => 
     expect(undosSent().length - sentBefore).toBe(1);
     // The journal's workflow row (compacted once finished) keeps which compensation the person gave up.
     expect((await producer.journal.getWorkflow(id))!.abandonedCompensations).toEqual(['flight.1.undo']);
+    // The views show it too, after the workflow finished and was compacted: the undo that will never happen.
+    await expectDecisionShown(producer, id, { abandonedCompensations: ['flight.1.undo'] }, '  compensation given up by a person: flight.1.undo');
+    expect(flightOf(await producer.get(id)).compensations.map((undo) => [undo.delegationId, undo.abandoned])).toEqual([['flight.1.undo', true]]);
+    expect((await cliShow(id)).text).toMatch(/compensation flight\.1\.undo {2}REJECTED[^\n]*\n(?: {6}[^\n]*\n)* {6}given up by a person: this undo will never happen/);
 
     // A second abandon: refused (the workflow is finished), not another round of the loop.
     await expect(producer.resolve(id, 'abandon')).rejects.toBeInstanceOf(WorkflowFinishedError);
@@ -120,6 +157,8 @@ describe('a person resolves a failed compensation (COMPENSATION_FAILED)', () => 
     expect(travel().car1.sendMessageCount(undos[1]!.messageId)).toBe(1);
     expect(travel().flight.sendMessageCount(flight.messageId)).toBe(1);
     expect(travel().bookings.booking(flight.messageId)?.status).toBe('cancelled');
+    await expectDecisionShown(producer, id, { retryApproved: ['flight.1.undo'] }, '  sent again by a person: flight.1.undo');
+    expect(undos.map((undo) => undo.abandoned)).toEqual([undefined, undefined]);
     await expect(producer.resolve(id, 'retry')).rejects.toBeInstanceOf(WorkflowFinishedError);
   });
 });

@@ -23,6 +23,8 @@ export interface Attempt {
   effect?: string;
   evidence?: unknown;
   verifiedAt?: number;
+  /** A compensation a person gave up: its undo will never happen. */
+  abandoned?: boolean;
 }
 
 export interface Question {
@@ -42,6 +44,10 @@ export interface WorkflowView {
   failure?: string[];
   /** Why a person is needed (NEEDS_ATTENTION): the API's one attention shape. */
   attention?: { code: string; message: string; delegationId?: string; evidence?: unknown };
+  /** Delegation ids a person approved to send again (`resolve retry`). */
+  retryApproved?: string[];
+  /** Compensation delegation ids a person gave up (`resolve abandon`): their effect is left in place. */
+  abandonedCompensations?: string[];
   createdAt: number;
   updatedAt: number;
   steps: { name: string; attempts: Attempt[]; compensations: Attempt[] }[];
@@ -70,6 +76,7 @@ function attemptLines(attempt: Attempt, label: string): string[] {
   if (attempt.resultText) lines.push(`      result: ${attempt.resultText}`);
   if (attempt.error) lines.push(`      error: ${attempt.error.code ? `${attempt.error.code}: ` : ''}${attempt.error.message}`);
   if (attempt.replyMessageId) lines.push(`      reply ${attempt.replyMessageId} ${attempt.replyState ?? ''}${attempt.replyError ? ` (refused: ${attempt.replyError})` : ''}`);
+  if (attempt.abandoned) lines.push('      given up by a person: this undo will never happen');
   if (attempt.effect) lines.push(`      effect ${attempt.effect} (verified ${time(attempt.verifiedAt)})${attempt.evidence !== undefined ? `  evidence ${JSON.stringify(attempt.evidence)}` : ''}`);
   return lines;
 }
@@ -83,6 +90,8 @@ export function formatTimeline(view: WorkflowView): string {
     if (view.attention.evidence !== undefined) lines.push(`    evidence ${JSON.stringify(view.attention.evidence)}`);
   }
   if (view.failure?.length) lines.push(`  failure: ${view.failure.join('; ')}`);
+  if (view.abandonedCompensations?.length) lines.push(`  compensation given up by a person: ${view.abandonedCompensations.join(', ')}`);
+  if (view.retryApproved?.length) lines.push(`  sent again by a person: ${view.retryApproved.join(', ')}`);
   for (const step of view.steps) {
     lines.push(`  step ${step.name}`);
     if (step.attempts.length === 0) lines.push('    (no attempt yet)');

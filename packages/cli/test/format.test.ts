@@ -18,3 +18,23 @@ it('show prints NEEDS_ATTENTION with its message, code and evidence', () => {
   expect(text).toContain('evidence {"taskId":"T1"}');
   expect(text).not.toContain('[object Object]');
 });
+
+it("show prints a person's decisions: the compensation given up (also on its attempt) and what was sent again", () => {
+  const undo = { delegationId: 'flight.1.undo', attempt: 1, state: 'REJECTED', agentCardUrl: 'http://car/', createdAt: 0, sendCount: 1, resendCount: 0, abandoned: true };
+  const view: WorkflowView = {
+    workflowId: 'trip-10',
+    state: 'FAILED',
+    cancelRequested: true,
+    abandonedCompensations: ['flight.1.undo'],
+    retryApproved: ['car.1'],
+    createdAt: 0,
+    updatedAt: 0,
+    steps: [{ name: 'flight', attempts: [], compensations: [undo] }],
+    openQuestions: [],
+  };
+  const text = formatTimeline(view);
+  expect(text).toContain('  compensation given up by a person: flight.1.undo');
+  expect(text).toContain('  sent again by a person: car.1');
+  expect(text).toContain('      given up by a person: this undo will never happen');
+  expect(formatTimeline({ ...view, abandonedCompensations: undefined, retryApproved: undefined, steps: [] })).not.toContain('by a person');
+});

@@ -28,6 +28,8 @@ export interface AttemptSummary extends Omit<DelegationView, 'message' | 'replyM
   lastError?: { code: string; message: string; retryable?: boolean };
   /** When the reconciler next checks this attempt (ISO 8601), while it is unfinished. */
   nextCheckAt?: string;
+  /** A compensation a person gave up (`resolve('abandon')` on COMPENSATION_FAILED): its undo will never happen. */
+  abandoned?: true;
 }
 
 export interface StepView {
@@ -57,6 +59,13 @@ export interface WorkflowView {
   failure?: string[];
   /** Why a person is needed (NEEDS_ATTENTION): a stable code, a message and the evidence. */
   attention?: Attention;
+  /**
+   * A person's decisions (`resolve`), from the workflow row; absent when empty. `retryApproved`: attempts a
+   * person approved to send again (AMBIGUOUS step attempts, or failed compensations).
+   */
+  retryApproved?: string[];
+  /** Failed compensations a person gave up (`resolve('abandon')` on COMPENSATION_FAILED): their effect is left in place. */
+  abandonedCompensations?: string[];
   createdAt: number;
   updatedAt: number;
   definition: WorkflowDefinition;
@@ -81,7 +90,7 @@ interface Observed {
   nextCheckAt?: number;
 }
 
-function summarize(view: DelegationView, observed: Observed, workflowState: string): AttemptSummary {
+function summarize(view: DelegationView, observed: Observed, workflowState: string, abandoned: boolean): AttemptSummary {
   const { message: _message, replyMessage: _reply, ...rest } = view;
   const fromArtifacts = view.artifacts.flatMap((artifact) => artifact.parts.map((part) => part.text ?? '')).join('');
   const direct = (view.result as { message?: Message } | undefined)?.message;
@@ -97,6 +106,7 @@ function summarize(view: DelegationView, observed: Observed, workflowState: stri
     tries: view.sendCount,
     ...(view.error ? { lastError: view.error } : {}),
     ...(!finished && observed.nextCheckAt !== undefined ? { nextCheckAt: new Date(observed.nextCheckAt).toISOString() } : {}),
+    ...(abandoned ? { abandoned: true as const } : {}),
   };
 }
 
@@ -116,7 +126,9 @@ export async function workflowView(journal: Journal, workflowId: string): Promis
       }),
     ),
   );
-  const summary = (d: DelegationView) => summarize(d, observed.get(d.delegationId) ?? { followed: false }, hash.state!);
+  const abandoned = new Set(hash.abandonedCompensations);
+  const summary = (d: DelegationView) =>
+    summarize(d, observed.get(d.delegationId) ?? { followed: false }, hash.state!, d.kind === 'compensation' && abandoned.has(d.delegationId));
   const steps = definition.steps.map((step) => ({
     name: step.name,
     attempts: delegations.filter((d) => d.kind === 'step' && d.step === step.name).map(summary),
@@ -141,6 +153,8 @@ export async function workflowView(journal: Journal, workflowId: string): Promis
     cancelRequested: hash.cancelRequested,
     failure: hash.failure,
     attention: hash.attention,
+    ...(hash.retryApproved.length > 0 ? { retryApproved: hash.retryApproved } : {}),
+    ...(hash.abandonedCompensations.length > 0 ? { abandonedCompensations: hash.abandonedCompensations } : {}),
     createdAt: hash.createdAt,
     updatedAt: hash.updatedAt,
     definition,

@@ -90,6 +90,7 @@ const AttemptSchema = z.looseObject({
   tries: z.number().int().describe('SendMessage calls made for this attempt'),
   lastError: RecordedErrorSchema.describe('The last classified error journaled for this attempt').optional(),
   nextCheckAt: z.string().optional().describe('When the reconciler next checks this attempt (ISO 8601)'),
+  abandoned: z.literal(true).optional().describe('A compensation a person gave up (resolve abandon on COMPENSATION_FAILED): its undo will never happen'),
 });
 
 /** `GET /v1/workflows/:id`: the journal view of a workflow. */
@@ -99,6 +100,11 @@ export const WorkflowViewSchema = z.looseObject({
   cancelRequested: z.boolean(),
   failure: z.array(z.string()).optional(),
   attention: AttentionSchema.describe('Why a person is needed (NEEDS_ATTENTION): stable code, message, the delegation to look at and the evidence').optional(),
+  retryApproved: z.array(z.string()).optional().describe('Delegation ids a person approved to send again (resolve retry); absent when none'),
+  abandonedCompensations: z
+    .array(z.string())
+    .optional()
+    .describe('Compensation delegation ids a person gave up (resolve abandon on COMPENSATION_FAILED): their effect is left in place; absent when none'),
   createdAt: z.number(),
   updatedAt: z.number(),
   definition: z.looseObject({ workflowId: z.string(), steps: z.array(z.looseObject({ name: z.string() })) }),

@@ -61,7 +61,7 @@ function attemptRow(attempt: AttemptSummary, previous: AttemptSummary | undefine
 <td class="wrap">${attempt.agentCardUrl}</td>
 <td class="mono">${attempt.taskId ?? '–'}</td>
 <td class="mono">${attempt.messageId}</td>
-<td>${badge(attempt.state)}${attempt.held ? html` <span class="muted">held</span>` : ''}</td>
+<td>${badge(attempt.state)}${attempt.held ? html` <span class="muted">held</span>` : ''}${attempt.abandoned ? html` <span class="error">given up by a person</span>` : ''}</td>
 <td>${attempt.error ? html`<span class="error">${attempt.error.code}: ${attempt.error.message}</span>` : '–'}</td>
 <td class="number">${tries}</td>
 <td>${time(nextCheck)}</td>
