@@ -99,7 +99,9 @@ describe('property: random interleavings never bind one task id to two delegatio
   });
   afterAll(async () => producer?.close());
 
-  const step = fc.record({ delegation: fc.integer({ min: 0, max: 3 }), taskId: fc.constantFrom('T1', 'T2', 'T3'), state: fc.constantFrom('SUBMITTED', 'WORKING', 'COMPLETED'), snapshot: fc.boolean() });
+  // `withCard`: the caller read a row without a task id and passes the Agent Card URL, so a new task id is bound with
+  // the change itself (in applyStatus's script on one server); without it the script asks for a bind first (-7).
+  const step = fc.record({ delegation: fc.integer({ min: 0, max: 3 }), taskId: fc.constantFrom('T1', 'T2', 'T3'), state: fc.constantFrom('SUBMITTED', 'WORKING', 'COMPLETED'), snapshot: fc.boolean(), withCard: fc.boolean() });
 
   it('answers, pushes and reads in any order, with any task ids', async () => {
     await fc.assert(
@@ -113,14 +115,21 @@ describe('property: random interleavings never bind one task id to two delegatio
           workflows.push({ workflowId, delegationId: 'main.1' });
         }
         await Promise.all(
-          steps.map(({ delegation, taskId, state, snapshot }) =>
-            applyTask(producer.journal, workflows[delegation]!, { id: taskId, contextId: 'C1', status: { state: `TASK_STATE_${state}` } as never }, { snapshot }).catch((error: unknown) => {
+          steps.map(({ delegation, taskId, state, snapshot, withCard }) =>
+            applyTask(producer.journal, workflows[delegation]!, { id: taskId, contextId: 'C1', status: { state: `TASK_STATE_${state}` } as never }, { snapshot, ...(withCard ? { agentCardUrl: `http://127.0.0.1:9/round-${round}` } : {}) }).catch((error: unknown) => {
               if (!(error instanceof JournalError) || !['TASK_BOUND_ELSEWHERE', 'TASK_MISMATCH'].includes(error.code)) throw error;
             }),
           ),
         );
-        const taskIds = (await Promise.all(workflows.map((ref) => producer.journal.getDelegation(ref)))).map((record) => record!.taskId).filter(Boolean);
+        const records = await Promise.all(workflows.map((ref) => producer.journal.getDelegation(ref)));
+        const taskIds = records.map((record) => record!.taskId).filter(Boolean);
         expect(new Set(taskIds).size).toBe(taskIds.length);
+        // Every recorded task id is bound to the delegation that recorded it (whichever path bound it).
+        for (const [index, record] of records.entries()) {
+          if (!record?.taskId) continue;
+          const owner = await producer.journal.redis.get(producer.journal.keys.taskOwner(`http://127.0.0.1:9/round-${round}`, record.taskId));
+          expect(owner).toBe(`${workflows[index]!.workflowId}|main.1`);
+        }
       }),
       { numRuns: 40, seed: Number(process.env.FAST_CHECK_SEED ?? 12) },
     );
