@@ -156,6 +156,52 @@ describe('applyStatus', () => {
   });
 });
 
+describe('applyStatus binds a new task id with the change that records it', () => {
+  const card = 'http://agent.example/.well-known/agent-card.json';
+  const owner = (taskId: string) => redis.get(journal.keys.taskOwner(card, taskId));
+
+  it('binds exactly when the change records it: a refused or ignored change binds nothing; bound elsewhere: -8, nothing written', async () => {
+    // Refused (fence) and ignored (finished) changes leave the task id free (on a Cluster it is bound first: another slot).
+    const oneServer = !redis.isCluster;
+    expect(await refusal(journal.applyStatus(ref, { fence: 7, mode: 'snapshot', state: 'SUBMITTED', taskId: 'T1', agentCardUrl: card }))).toBe('FENCE_LOST');
+    if (oneServer) expect(await owner('T1')).toBeNull();
+    const other = { workflowId: ref.workflowId, delegationId: 'main.2' };
+    await journal.createIntent(ref.workflowId, intent(ref.workflowId, 'main.2'));
+    await journal.applyStatus(other, { mode: 'outcome', state: 'FAILED' });
+    expect(await journal.applyStatus(other, { mode: 'snapshot', state: 'SUBMITTED', taskId: 'T2', agentCardUrl: card })).toMatchObject({ applied: false, reason: 'finished' });
+    if (oneServer) expect(await owner('T2')).toBeNull();
+    // Recorded: bound to `workflowId|delegationId` (bindTask's owner), with bindTask's TTL (twice the retention).
+    expect((await journal.applyStatus(ref, { mode: 'snapshot', state: 'SUBMITTED', taskId: 'T1', agentCardUrl: card })).applied).toBe(true);
+    expect(await owner('T1')).toBe(`${ref.workflowId}|main.1`);
+    const ttl = await redis.pttl(journal.keys.taskOwner(card, 'T1'));
+    expect(ttl).toBeGreaterThan(60_000);
+    expect(ttl).toBeLessThanOrEqual(120_000);
+    // Another delegation naming T1: refused, typed, journaled as a protocol error; the row keeps no task id.
+    const third = { workflowId: ref.workflowId, delegationId: 'main.3' };
+    await journal.createIntent(ref.workflowId, intent(ref.workflowId, 'main.3'));
+    expect(await refusal(journal.applyStatus(third, { mode: 'snapshot', state: 'WORKING', taskId: 'T1', agentCardUrl: card }))).toBe('TASK_BOUND_ELSEWHERE');
+    const refused = (await journal.getDelegation(third))!;
+    expect(refused).toMatchObject({ state: 'INTENT', protocolError: { code: 'TASK_BOUND_ELSEWHERE' } });
+    expect(refused.taskId).toBeUndefined();
+    expect(await owner('T1')).toBe(`${ref.workflowId}|main.1`);
+    // A binding made first by bindTask (a Cluster, or an older release mid-deploy) is the same owner: the change applies.
+    await journal.bindTask(third, card, 'T3');
+    expect((await journal.applyStatus(third, { mode: 'snapshot', state: 'WORKING', taskId: 'T3', agentCardUrl: card })).applied).toBe(true);
+  });
+
+  it('bound elsewhere (-8) with a lease: the send lease (always) is given back, a follow lease (finished) is kept', async () => {
+    await journal.applyStatus(ref, { mode: 'snapshot', state: 'SUBMITTED', taskId: 'T1', agentCardUrl: card });
+    const other = { workflowId: ref.workflowId, delegationId: 'main.2' };
+    await journal.createIntent(ref.workflowId, intent(ref.workflowId, 'main.2'));
+    expect(await journal.lease(other, 'acquire', 'holder', 5_000)).toBe(true);
+    expect(await refusal(journal.applyStatus(other, { mode: 'snapshot', state: 'WORKING', taskId: 'T1', agentCardUrl: card, endsLease: { token: 'holder', when: 'finished' } }))).toBe('TASK_BOUND_ELSEWHERE');
+    expect(await journal.followLeaseRemainingMs(other)).toBeGreaterThan(0);
+    expect(await refusal(journal.applyStatus(other, { mode: 'snapshot', state: 'WORKING', taskId: 'T1', agentCardUrl: card, endsLease: { token: 'holder', when: 'always' } }))).toBe('TASK_BOUND_ELSEWHERE');
+    // On one server the script gives it back with the refusal; on a Cluster the bind refuses first and the caller releases.
+    if (!redis.isCluster) expect(await journal.followLeaseRemainingMs(other)).toBe(0);
+  });
+});
+
 describe('applyStatus: the workflow at finish', () => {
   it('a finishing transition returns the workflow row and its delegation ids as it read them; an unfinished one does not', async () => {
     const definition = { workflowId: 'at-finish', steps: [{ name: 'main', agent: 'http://agent.example/.well-known/agent-card.json', message: { text: 'book a flight' } }] };
@@ -325,6 +371,23 @@ describe('send lease taken by the mark; takeFollow', () => {
     expect(await refusal(journal.markSending(other, fenceRead, undefined, { token: 'w/send/b', durationMs: 5_000, claim: true }))).toBe('FENCE_LOST');
     expect(await journal.getDelegation(other)).toMatchObject({ fence: fenceRead + 1, sendCount: 1 });
     expect(await redis.hget(journal.keys.delegation(other.workflowId, other.delegationId), 'owner')).toBe('w/send/a');
+  });
+
+  it('markSending with claim after releaseForResend: the resend run (fresh read) claims; a run that read before the first mark is refused and marks nothing', async () => {
+    const stale = (await journal.getDelegation(ref))!;
+    const first = await journal.markSending(ref, stale.fence, undefined, { token: 'w/send/1', durationMs: 5_000, claim: true });
+    await journal.lease(ref, 'release', 'w/send/1');
+    // The reconciler proved the message absent: the mark is cleared, the fence is not.
+    await journal.releaseForResend(ref, (await journal.getDelegation(ref))!.version);
+    const released = (await journal.getDelegation(ref))!;
+    expect(released).toMatchObject({ sendStartedAt: undefined, fence: first.fence });
+    // A run that read the row before the first mark (a stalled send run) is refused, even though the mark is gone.
+    expect(await refusal(journal.markSending(ref, stale.fence, undefined, { token: 'w/send/stale', durationMs: 5_000, claim: true }))).toBe('FENCE_LOST');
+    expect(await refusal(journal.applyStatus(ref, { fence: stale.fence, mode: 'outcome', state: 'FAILED' }))).toBe('FENCE_LOST');
+    // The resend's run reads the row after the release: its mark passes on the happy path and claims.
+    const resend = await journal.markSending(ref, released.fence, undefined, { token: 'w/send/2', durationMs: 5_000, claim: true });
+    expect(resend).toMatchObject({ leaseHeld: true, fence: first.fence + 1 });
+    expect(await journal.getDelegation(ref)).toMatchObject({ sendCount: 2, resendCount: 1, fence: first.fence + 1 });
   });
 
   it('a refused mark takes no lease', async () => {
