@@ -122,7 +122,7 @@ function workflowAtFinish(flat: string[], delegationIds: string[]): WorkflowAtFi
  * How a change's new task id is bound (applyStatus-4.lua ARGV[14]): `bound` by the caller first (`bindTask`),
  * `unbound` (the script asks, -7), or in the script itself, in the owner key `key` (one server only).
  */
-type TaskBinding = 'bound' | 'unbound' | { key: string; ttlMs: number };
+type TaskBinding = 'bound' | 'unbound' | { key: string; ttlMs: number; owner: string };
 
 /** applyStatus-4.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
 function statusArguments(change: StatusChange, nowMs: number, taskBinding: TaskBinding): (string | number)[] {
@@ -149,7 +149,7 @@ function statusArguments(change: StatusChange, nowMs: number, taskBinding: TaskB
     change.error ? JSON.stringify(change.error) : '',
     nowMs,
     questionKeyOf(change.statusMessage, change.statusTimestamp),
-    taskBinding === 'bound' ? '1' : taskBinding === 'unbound' ? '' : `here:${taskBinding.ttlMs}`,
+    taskBinding === 'bound' ? '1' : taskBinding === 'unbound' ? '' : `here:${taskBinding.ttlMs}:${taskBinding.owner}`,
     change.endsLease?.token ?? '',
     change.endsLease?.when ?? '',
     ...artifactArgs,
@@ -172,7 +172,7 @@ export class JournalStatus extends JournalDelegations {
       if (this.redis.isCluster) {
         await this.bindTask(ref, change.agentCardUrl, change.taskId);
         binding = 'bound';
-      } else binding = { key: this.keys.taskOwner(change.agentCardUrl, change.taskId), ttlMs: this.taskBindingTtlMs() };
+      } else binding = { key: this.keys.taskOwner(change.agentCardUrl, change.taskId), ttlMs: this.taskBindingTtlMs(), owner: indexMember(ref.workflowId, ref.delegationId) };
     }
     let [code, detail, flat, flags, finished] = await this.applyStatusOnce(ref, change, binding);
     if (code === -8) await this.refuseBoundElsewhere(ref, change.taskId!, String(detail));

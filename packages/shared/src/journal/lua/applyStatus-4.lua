@@ -25,8 +25,9 @@
            delegation enters a parked state (questionSeq)
   ARGV[14] '1' when the task id in ARGV[7] is bound to this delegation (Journal.bindTask);
            a task id is recorded only then (a task id belongs to at most one delegation);
-           'here:<ttl ms>': a new task id is bound here, in KEYS[4] (SET NX GET, as bindTask; ttl 0 =
-           kept), only when this change records it: one round trip instead of a bind before
+           'here:<ttl ms>:<owner>': a new task id is bound here to <owner> (indexMember), in KEYS[4]
+           (SET NX GET, as bindTask; ttl 0 = kept), only when this change records it: one round trip
+           instead of a bind before
   ARGV[15] lease holder token ('' = no lease ends here): the lease in KEYS[3] is released in
            the same step when this holder has it, on every outcome (ARGV[16] 'always': the send
            lease, given back with the send's answer) or when the delegation is finished afterwards
@@ -84,9 +85,8 @@ local function apply()
   end
 
   if ARGV[7] ~= '' and knownTask == '' and ARGV[14] ~= '1' then
-    local ttl = string.match(ARGV[14], '^here:(%d+)$')
+    local ttl, owner = string.match(ARGV[14], '^here:(%d+):(.+)$')
     if not ttl then return {-7, hash.agentCardUrl or ''} end
-    local owner = (hash.workflowId or '') .. '|' .. row[8]
     local holder
     if tonumber(ttl) > 0 then holder = redis.call('SET', KEYS[4], owner, 'NX', 'GET', 'PX', ttl)
     else holder = redis.call('SET', KEYS[4], owner, 'NX', 'GET') end
