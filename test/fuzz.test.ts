@@ -64,6 +64,7 @@ describe('the invariants', () => {
     behaviour,
     agentTask: { id: 'task-r1', contextId: 'c1', message: { messageId: 'm1' }, createdAtMs: 0, workingAtMs: 0, finalAtMs: 0 },
     calls: [{ site: 'SendMessage', atMs: 0, messageId: 'm1', duplicate: false }],
+    sendNamedTask: true,
     delegation: { taskId: 'task-r1', contextId: 'c1', state: 'COMPLETED', artifacts: [{ artifactId: 'a1', parts: [{ text: 'result-r1' }] }] } as unknown as RunObservation['delegation'],
     workflow: { state: 'COMPLETED' },
     settled: true,
@@ -84,6 +85,12 @@ describe('the invariants', () => {
     const gaveUp = { taskId: 'task-r1', state: 'AMBIGUOUS', artifacts: [], error: { code: 'AMBIGUOUS', message: 'unreadable' } } as unknown as RunObservation['delegation'];
     expect(names({ delegation: gaveUp, workflow: { state: 'NEEDS_ATTENTION', attention: 'ambiguous' } })).toEqual(['outcome-not-adopted']);
     expect(names({ delegation: gaveUp, behaviour: { ...behaviour, deviations: [{ kind: 'oversized', where: 'artifact', shape: 'parts', amount: 1_001 }] } })).toEqual([]);
+    // Nobody can find the task: no send answer named it and every ListTasks answer is spoilt. With ListTasks usable, or a
+    // send answer that named it, giving up is a breach.
+    const listTasksSpoilt: Behaviour = { ...behaviour, deviations: [{ kind: 'rpcId', method: 'ListTasks', id: 'other', body: 'misrouted' }] };
+    expect(names({ delegation: gaveUp, behaviour: listTasksSpoilt, sendNamedTask: false })).toEqual([]);
+    expect(names({ delegation: gaveUp, behaviour: listTasksSpoilt, sendNamedTask: true })).toEqual(['outcome-not-adopted']);
+    expect(names({ delegation: gaveUp, sendNamedTask: false })).toEqual(['outcome-not-adopted']);
     const manyParts = { ...base.delegation!, artifacts: [{ artifactId: 'big', parts: Array.from({ length: 1_001 }, () => ({ text: 'p' })) }] } as RunObservation['delegation'];
     expect(names({ delegation: manyParts })).toEqual(['over-limit-journaled']);
     expect(names({ calls: Array.from({ length: DEFAULT_LIMITS.maxCallsWithoutProgress + 1 }, () => ({ site: 'GetTask', atMs: 10_000 })) })).toEqual(['calls-without-progress']);

@@ -9,7 +9,13 @@ import { startRawAgent } from '../harness/raw-agent.ts';
 import { chunkBytes, expand, hugeArtifact, HUGE_MARK, writeChunks, type Chunk } from './body.ts';
 import { deviationOf, errorCreatesTask, readStamp, type Behaviour, type Deviation, type Site } from './grammar.ts';
 import { serveStream } from './stream.ts';
-import { answerId, foreignTask, sendResult, stateAt, statusStamp, wireTask, type AgentTask } from './wire.ts';
+import { answerId, foreignTask, sendResult, stateAt, statusStamp, wireTask, type AgentTask, type StreamPayload } from './wire.ts';
+
+/** Whether a stream event carries task `taskId` (a whole task, or a status or artifact update of it). */
+function namesTask(payload: StreamPayload, taskId: string): boolean {
+  const event = payload as { task?: { id?: string }; statusUpdate?: { taskId?: string }; artifactUpdate?: { taskId?: string } };
+  return event.task?.id === taskId || event.statusUpdate?.taskId === taskId || event.artifactUpdate?.taskId === taskId;
+}
 
 /** One call the agent received. */
 export interface AgentCall {
@@ -27,6 +33,8 @@ export interface FuzzAgent {
   task(): AgentTask | undefined;
   /** Bytes written in answers so far. */
   bytesOut(): number;
+  /** An answer to a send (SendMessage, or an event of a SendStreamingMessage stream) named our task with our request id. */
+  sendNamedTask(): boolean;
   close(): Promise<void>;
 }
 
@@ -40,6 +48,7 @@ export async function startFuzzAgent(runId: string, behaviour: Behaviour): Promi
     calls: agent.calls,
     task: () => agent.task,
     bytesOut: () => agent.bytesOut,
+    sendNamedTask: () => agent.sendNamedTask,
     async close() {
       agent.closed = true;
       await raw.close();
@@ -54,6 +63,7 @@ class FuzzAgentServer {
   readonly calls: AgentCall[] = [];
   task: AgentTask | undefined;
   bytesOut = 0;
+  sendNamedTask = false;
   closed = false;
   baseUrl = '';
   private readonly perSite = new Map<string, number>();
@@ -104,6 +114,7 @@ class FuzzAgentServer {
     const foreign = deviationOf(this.behaviour, 'foreignTask')?.where === 'send' || this.misrouted('SendMessage');
     const value = foreign ? foreignTask(this.runId, this.behaviour) : this.current();
     await this.rpc(response, answerId(id, this.behaviour, 'SendMessage'), sendResult(value, this.behaviour));
+    if (!foreign && deviationOf(this.behaviour, 'rpcId')?.method !== 'SendMessage') this.sendNamedTask = true;
   }
 
   private async sendStreamingMessage(params: any, id: unknown, response: ServerResponse): Promise<void> {
@@ -153,7 +164,11 @@ class FuzzAgentServer {
   private async stream(site: 'SubscribeToTask' | 'SendStreamingMessage', id: unknown, response: ServerResponse): Promise<void> {
     const streamNumber = this.perSite.get(site)!;
     const request = { runId: this.runId, behaviour: this.behaviour, task: this.task!, response, id, streamNumber, site };
-    this.bytesOut += await serveStream({ ...request, snapshot: () => this.current(), closed: () => this.closed });
+    // A send stream names our task with any event carrying its id (a task, a status or an artifact update).
+    const onEventSent = (payload: StreamPayload) => {
+      if (site === 'SendStreamingMessage' && namesTask(payload, this.task!.id)) this.sendNamedTask = true;
+    };
+    this.bytesOut += await serveStream({ ...request, snapshot: () => this.current(), closed: () => this.closed, onEventSent });
   }
 
   /** Applies hang and errorCode deviations to this call of `site`; true when it answered (or never will). */

@@ -6,7 +6,7 @@
  */
 import type { DelegationView } from '@durable-a2a/shared';
 import type { AgentCall } from './agent.ts';
-import { isRecoverable, type Behaviour } from './grammar.ts';
+import { deviationOf, isRecoverable, type Behaviour } from './grammar.ts';
 import { LIMITS } from './generators.ts';
 import { foreignIds, type AgentTask } from './wire.ts';
 
@@ -50,6 +50,11 @@ export interface RunObservation {
   /** The agent's task for our message, if a send reached it. */
   agentTask: AgentTask | undefined;
   calls: readonly AgentCall[];
+  /**
+   * An answer to a send named our task (`FuzzAgent.sendNamedTask`). Without it, only ListTasks can find the task
+   * (by our messageId): when every ListTasks answer is unusable too, nobody can read the outcome.
+   */
+  sendNamedTask: boolean;
   /** The delegation at the end (artifacts included), if it was journaled. */
   delegation: DelegationView | undefined;
   /** The workflow's state and attention reason at the end. */
@@ -87,7 +92,10 @@ export function checkInvariants(observation: RunObservation, limits: InvariantLi
     }
     overLimit(delegation, add);
   }
-  const recoverable = observation.behaviour.deviations.every(isRecoverable);
+  // Findable: a send answer named our task, or ListTasks answers with our request id (an rpcId deviation on ListTasks
+  // spoils every one of them), so the search by messageId can find it.
+  const listTasksUsable = deviationOf(observation.behaviour, 'rpcId')?.method !== 'ListTasks';
+  const recoverable = observation.behaviour.deviations.every(isRecoverable) && (observation.sendNamedTask || listTasksUsable);
   const outcome = delegation?.state;
   if (observation.settled && recoverable && agentTask && outcome !== observation.behaviour.story.final) {
     const reason = delegation?.error ? ` (${delegation.error.code}: ${delegation.error.message.slice(0, 160)})` : '';

@@ -153,6 +153,7 @@ export async function startFuzzSession(options: FuzzSessionOptions): Promise<Fuz
         runId,
         behaviour,
         agentTask: agent.task(),
+        sendNamedTask: agent.sendNamedTask(),
         calls: agent.calls,
         delegation,
         ...watched,

@@ -24,6 +24,8 @@ export interface StreamRequest {
   snapshot: () => Record<string, unknown>;
   /** True once the agent is closing: keep-alive loops stop. */
   closed: () => boolean;
+  /** Called with each event once its frame was written whole (what the client could have read). */
+  onEventSent?: (payload: StreamPayload) => void;
 }
 
 /** Upper bound on keep-alive comments per stream (the agent's close ends it sooner). */
@@ -34,7 +36,7 @@ export async function serveStream(request: StreamRequest): Promise<number> {
   const { behaviour, response } = request;
   response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
   response.flushHeaders();
-  const frames = framedEvents(request);
+  const { events, frames } = framedEvents(request);
   let bytes = 0;
   const send = async (chunks: Chunk[]) => {
     bytes += chunkBytes(chunks);
@@ -43,7 +45,10 @@ export async function serveStream(request: StreamRequest): Promise<number> {
 
   const keepAlive = deviationOf(behaviour, 'keepAliveOnly');
   if (keepAlive) {
-    if (keepAlive.afterSnapshot && !(await send(frames[0]!))) return bytes;
+    if (keepAlive.afterSnapshot) {
+      if (!(await send(frames[0]!))) return bytes;
+      request.onEventSent?.(events[0]!);
+    }
     for (let count = 0; count < MAX_KEEP_ALIVES && !request.closed() && !response.destroyed; count++) {
       if (!(await send([':\n\n']))) return bytes;
       await sleep(keepAlive.intervalMs);
@@ -56,6 +61,7 @@ export async function serveStream(request: StreamRequest): Promise<number> {
   const count = cut ? Math.min(cut.afterEvents, frames.length) : frames.length;
   for (let index = 0; index < count; index++) {
     if (!(await send(frames[index]!))) return bytes;
+    request.onEventSent?.(events[index]!);
     if (index === 0) await sleep(Math.max(0, request.task.finalAtMs - Date.now()));
   }
   if (cut?.midEvent && count < frames.length) await send([firstHalf(frames[count]!)]);
@@ -63,8 +69,8 @@ export async function serveStream(request: StreamRequest): Promise<number> {
   return bytes;
 }
 
-/** The events of this stream, deviations applied, each as the bytes of one SSE event. */
-function framedEvents(request: StreamRequest): Chunk[][] {
+/** The events of this stream, deviations applied, and each as the bytes of one SSE event. */
+function framedEvents(request: StreamRequest): { events: StreamPayload[]; frames: Chunk[][] } {
   const { runId, behaviour, task } = request;
   let events: StreamPayload[] = streamEvents(runId, task, behaviour, Date.now());
   const foreign = deviationOf(behaviour, 'foreignTask')?.where;
@@ -78,11 +84,12 @@ function framedEvents(request: StreamRequest): Chunk[][] {
   }
   events = reorder(events, deviationOf(behaviour, 'eventOrder')?.ops ?? []);
   const separator = deviationOf(behaviour, 'recordSeparator')?.scope;
-  return events.map((payload, index) => {
+  const frames = events.map((payload, index) => {
     const envelope = { jsonrpc: '2.0', id: answerId(request.id, behaviour, 'SubscribeToTask'), result: shapeEvent(payload, behaviour, request.snapshot) };
     const prefix = separator === 'all' || (separator === 'first' && index === 0) ? 'data: \x1E' : 'data: ';
     return [prefix, ...expand(JSON.stringify(envelope), oversized), '\n\n'];
   });
+  return { events, frames };
 }
 
 /** Applies duplicate / drop / swap operations in order; indexes wrap around the current length. */
