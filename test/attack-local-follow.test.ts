@@ -3,7 +3,7 @@
  * real fleet, private redis-server): whatever the agent's stream does after our task reached a terminal
  * state, the workflow finishes, with one SendMessage, and its compacted record never changes again.
  */
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { Queue } from 'bullmq';
@@ -11,6 +11,7 @@ import { createRedisClient, queuePrefix } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
+import { closeAfterEach } from './harness/lifecycle.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { AU, SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type SseWait } from './harness/scripted-agent.ts';
 
@@ -26,14 +27,10 @@ afterAll(async () => {
   await client?.quit();
 });
 
-afterEach(async () => {
-  await fleet?.close();
-  await agent?.close();
-  await producer?.close();
-  fleet = undefined;
-  agent = undefined;
-  producer = undefined;
-});
+closeAfterEach(
+  () => ({ fleet, agent, producer }),
+  () => void (fleet = agent = producer = undefined),
+);
 
 /** Starts agent, producer and fleet under a fresh prefix; the agent answers SendMessage with task T1 in our context. */
 async function setUp(handlers: Parameters<typeof startScriptedAgent>[0], fleetOptions: Partial<Parameters<typeof startTestFleet>[0]> = {}) {

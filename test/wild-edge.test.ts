@@ -3,10 +3,11 @@
  * spelling of a state on the stream and in GetTask) and V4 (0x1E before JSON, whole-Task events) end
  * COMPLETED with one SendMessage, now that the edge reads them.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
+import { closeAfterEach } from './harness/lifecycle.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle } from './harness/scripted-agent.ts';
 
@@ -16,14 +17,10 @@ let fleet: Fleet | undefined;
 let agent: ScriptedAgentHandle | undefined;
 let counter = 0;
 
-afterEach(async () => {
-  await fleet?.close();
-  await agent?.close();
-  await producer?.close();
-  fleet = undefined;
-  agent = undefined;
-  producer = undefined;
-});
+closeAfterEach(
+  () => ({ fleet, agent, producer }),
+  () => void (fleet = agent = producer = undefined),
+);
 
 const frame = (result: unknown): string => JSON.stringify({ jsonrpc: '2.0', id: 1, result });
 const completedT1 = { id: 'T1', status: { state: 'completed' }, artifacts: [{ artifactId: 'a1', parts: [{ text: 'done' }] }] };

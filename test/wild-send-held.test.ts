@@ -11,10 +11,11 @@
  * created (-32603, HTTP 500) is resolved by a search for our messageId, never concluded FAILED; a
  * refusal (-32602) proves no task: FAILED with its code, no search.
  */
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
+import { closeAfterEach } from './harness/lifecycle.ts';
 import { eventually, spawnWorkerProcess, startTestFleet } from './harness/fleet.ts';
 import { AU, SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type ScriptedHandlers } from './harness/scripted-agent.ts';
 
@@ -24,14 +25,10 @@ let fleet: Fleet | undefined;
 let agent: ScriptedAgentHandle | undefined;
 let counter = 0;
 
-afterEach(async () => {
-  await fleet?.close();
-  await agent?.close();
-  await producer?.close();
-  fleet = undefined;
-  agent = undefined;
-  producer = undefined;
-});
+closeAfterEach(
+  () => ({ fleet, agent, producer }),
+  () => void (fleet = agent = producer = undefined),
+);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
