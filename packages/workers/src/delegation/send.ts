@@ -137,7 +137,7 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
   const held: HeldSend = { record, job, fence: prepared.fence, transport, request, log };
   if (prepared.streaming) {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
-    const applyAnswer = (response: SendMessageResponse, route: boolean) => applySendAnswer(ctx, record, response, log, route);
+    const applyAnswer = (response: SendMessageResponse, route: boolean) => applySendAnswer(ctx, record, response, log, { route });
     // A card that claims streaming, an agent that refuses it (no task created): the same message goes by
     // SendMessage inside the same lease, with the time left read again (the refusal may have come late);
     // its answer is applied once the lease is released, so the follow it routes to is not turned away.
@@ -210,26 +210,29 @@ async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldS
   try {
     return result.kind === 'found'
       ? await adoptFound(ctx, send.record, result.task, send.log, endsLease)
-      : await applySendAnswer(ctx, send.record, result.response, send.log, true, endsLease, release);
+      : await applySendAnswer(ctx, send.record, result.response, send.log, { ...(endsLease ? { endsLease } : {}), releaseLease: release });
   } catch (error) {
     await release();
     throw error;
   }
 }
 
+/** How a send's answer is applied (`applySendAnswer`). */
+interface AnswerOptions {
+  /** Route after the transition (default true; a streaming send follows its own stream instead). */
+  route?: boolean;
+  /** The send lease the answer's transition gives back (`StatusChange.endsLease`). */
+  endsLease?: StatusChange['endsLease'];
+  /** Gives that lease back on a path without a transition (a foreign answer), before the reconciler is asked. */
+  releaseLease?: () => Promise<unknown> | undefined;
+}
+
 /**
  * Applies the answer to our SendMessage: a direct Message completes; a Task is adopted once proven ours,
- * then routed (`route`; a streaming send follows its own stream instead).
+ * then routed (see `AnswerOptions`).
  */
-async function applySendAnswer(
-  ctx: WorkerContext,
-  record: DelegationRecord,
-  response: SendMessageResponse,
-  log: Log,
-  route = true,
-  endsLease?: StatusChange['endsLease'],
-  releaseLease?: () => Promise<unknown> | undefined,
-): Promise<string> {
+async function applySendAnswer(ctx: WorkerContext, record: DelegationRecord, response: SendMessageResponse, log: Log, options: AnswerOptions = {}): Promise<string> {
+  const { route = true, endsLease, releaseLease } = options;
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   if ('message' in response) {
     // A direct Message reply completes the delegation (spec §3.1.1).
