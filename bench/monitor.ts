@@ -9,25 +9,24 @@
  * `MONITOR_LOCAL_FOLLOW_SLOTS=0` measures with follow jobs only (as before local follows).
  */
 import { Redis } from 'ioredis';
-import { createProducer } from '@durable-a2a/producer';
-import { startRedisServer } from '../test/harness/redis.ts';
-import { delegateWithinConcurrency, sleep, startBenchFleet } from './common.ts';
-import { spawnBenchChild } from './processes/ipc.ts';
+import { delegateWithinConcurrency, sleep } from './common.ts';
+import { startProfilingRig } from './rig.ts';
 
 const delegations = Number(process.argv[2] ?? '50');
-const redisServer = await startRedisServer();
-const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: 'completes:10' });
-const { cardUrl } = await agent.ready;
-const prefix = 'mon';
-const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
-const fleet = await startBenchFleet({ redisUrl: redisServer.url, prefix, ...(process.env.MONITOR_LOCAL_FOLLOW_SLOTS ? { localFollowSlots: Number(process.env.MONITOR_LOCAL_FOLLOW_SLOTS) } : {}), concurrency: { send: 10, follow: 10 }, followSlotsPerAgent: 10, subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 } });
+const rig = await startProfilingRig({
+  prefix: 'mon',
+  agentBehaviour: 'completes:10',
+  concurrency: 10,
+  fleet: process.env.MONITOR_LOCAL_FOLLOW_SLOTS ? { localFollowSlots: Number(process.env.MONITOR_LOCAL_FOLLOW_SLOTS) } : {},
+});
+const { redisUrl, cardUrl, producer, fleet } = rig;
 const run = async (count: number, tag: string) => {
   // At most 10 unsettled at once (the fleet's send and follow concurrency), as in the benchmarks.
   await delegateWithinConcurrency(fleet, count, 10, (index) => producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }));
   await sleep(300);
 };
 await run(5, 'warm');
-const monitor = await new Redis(redisServer.url).monitor();
+const monitor = await new Redis(redisUrl).monitor();
 const tally = new Map<string, number>();
 const shape = (text: string) =>
   text
@@ -55,8 +54,5 @@ for (const [line, count] of [...tally.entries()].sort((a, b) => b[1] - a[1])) {
   if (per >= 0.05) console.log(per.toFixed(2).padStart(7), line);
 }
 console.log(`per delegation: ${client.toFixed(1)} client commands, ${lua.toFixed(1)} inside scripts`);
-await fleet.close();
-await producer.close();
-await agent.stop();
-await redisServer.stop();
+await rig.stop();
 process.exit(0);

@@ -8,26 +8,14 @@
  */
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
-import { createProducer } from '@durable-a2a/producer';
-import { startRedisServer } from '../test/harness/redis.ts';
-import { delegateWithinConcurrency, startBenchFleet } from './common.ts';
-import { spawnBenchChild } from './processes/ipc.ts';
+import { delegateWithinConcurrency } from './common.ts';
+import { startProfilingRig } from './rig.ts';
 
 const CONCURRENCY = 50;
 const delegations = Number(process.argv[2] ?? '2000');
 const profilePath = process.argv[3] ?? '/tmp/durable.cpuprofile';
-const redisServer = await startRedisServer();
-const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: 'completes:0' });
-const { cardUrl } = await agent.ready;
-const prefix = 'profile';
-const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
-const fleet = await startBenchFleet({
-  redisUrl: redisServer.url,
-  prefix,
-  concurrency: { send: CONCURRENCY, follow: CONCURRENCY },
-  followSlotsPerAgent: CONCURRENCY,
-  subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 },
-});
+const rig = await startProfilingRig({ prefix: 'profile', agentBehaviour: 'completes:0', concurrency: CONCURRENCY });
+const { cardUrl, producer, fleet } = rig;
 const run = (count: number, tag: string) =>
   delegateWithinConcurrency(fleet, count, CONCURRENCY, (index) => producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }));
 try {
@@ -46,8 +34,5 @@ try {
   const cpuMs = (cpu.user + cpu.system) / 1000 / delegations;
   console.log(`${delegations} delegations in ${elapsedMs.toFixed(0)} ms: ${((delegations / elapsedMs) * 1000).toFixed(1)}/s, Node CPU ${cpuMs.toFixed(3)} ms per delegation; profile in ${profilePath}`);
 } finally {
-  await fleet.close();
-  await producer.close();
-  await agent.stop();
-  await redisServer.stop();
+  await rig.stop();
 }

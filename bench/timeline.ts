@@ -9,18 +9,12 @@
  * queue hops, HTTP to the agent, wake-ups).
  */
 import { Redis } from 'ioredis';
-import { createProducer } from '@durable-a2a/producer';
-import { startRedisServer } from '../test/harness/redis.ts';
-import { sleep, startBenchFleet } from './common.ts';
-import { spawnBenchChild } from './processes/ipc.ts';
+import { sleep } from './common.ts';
+import { startProfilingRig } from './rig.ts';
 
 const delegations = Number(process.argv[2] ?? '30');
-const redisServer = await startRedisServer();
-const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: 'completes:0' });
-const { cardUrl } = await agent.ready;
-const prefix = 'tl';
-const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
-const fleet = await startBenchFleet({ redisUrl: redisServer.url, prefix, concurrency: { send: 1, follow: 1 }, followSlotsPerAgent: 1, subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 } });
+const rig = await startProfilingRig({ prefix: 'tl', agentBehaviour: 'completes:0', concurrency: 1 });
+const { redisUrl, cardUrl, producer } = rig;
 const once = async (tag: string) => {
   const started = performance.now();
   const { id: workflowId } = await producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: tag });
@@ -29,7 +23,7 @@ const once = async (tag: string) => {
 };
 for (let index = 0; index < 10; index++) await once(`warm-${index}`);
 await sleep(200);
-const monitor = await new Redis(redisServer.url).monitor();
+const monitor = await new Redis(redisUrl).monitor();
 const lines: { at: number; tag: string; line: string }[] = [];
 let current = '';
 monitor.on('monitor', (time: string, args: string[], source: string) => {
@@ -57,8 +51,5 @@ for (const entry of mine) {
   console.log(`${(entry.at - first).toFixed(2).padStart(8)} +${(entry.at - previous).toFixed(2).padStart(6)}  ${entry.line.slice(0, 110)}`);
   previous = entry.at;
 }
-await fleet.close();
-await producer.close();
-await agent.stop();
-await redisServer.stop();
+await rig.stop();
 process.exit(0);
