@@ -1,6 +1,7 @@
 /**
  * Status and artifact changes of a delegation, forward only (applyStatus-4.lua, applyArtifact-2.lua),
- * with the task-id binding (one SET NX GET, `bindTask`) and protocol errors an agent caused (noteProtocolError-1.lua).
+ * with the task-id binding (one SET NX GET: inside applyStatus on one server, `bindTask` on a Cluster) and protocol
+ * errors an agent caused (noteProtocolError-1.lua).
  */
 import type { Artifact, Message } from '../a2a/schema.ts';
 import { artifactByteSize } from '../a2a/limits.ts';
@@ -43,8 +44,9 @@ export interface StatusChange {
   /** Snapshot artifacts: replace every stored artifact. Undefined leaves them. */
   artifacts?: Artifact[];
   /**
-   * The delegation's Agent Card URL, when the caller read a record without a task id: a new `taskId`
-   * is then bound (`bindTask`) before the script runs, instead of after its refusal (one round trip less).
+   * The delegation's Agent Card URL, when the caller read a record without a task id: a new `taskId` is then
+   * bound with the change (inside applyStatus on one server, `bindTask` just before it on a Cluster) instead of
+   * after the script's refusal (-7): one round trip less, or two.
    */
   agentCardUrl?: string;
   /**

@@ -148,7 +148,7 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
   // An answer (or a task found meanwhile) gives the lease back with its own transition (`endsLease`): one round trip less.
   const result = await holdingSendLease(ctx, ref, sendRunToken(ctx, job), () => requestHeld(ctx, held, timeLeftMs), prepared.leaseHeld, (answer) => typeof answer !== 'string');
   if (typeof result === 'string') return result;
-  return applyHeldResult(ctx, { ...held, ...(prepared.leaseHeld ? { leaseToken: sendRunToken(ctx, job) } : {}) }, result);
+  return applyHeldResult(ctx, { ...held, holdsLease: prepared.leaseHeld }, result);
 }
 
 /**
@@ -179,8 +179,8 @@ interface HeldSend {
   transport: A2ATransport;
   request: SendMessageRequest;
   log: Log;
-  /** The send lease this run still holds: the answer's transition gives it back (`endsLease`), or it is released before anything else. */
-  leaseToken?: string;
+  /** This run still holds its send lease: the answer's transition gives it back (`endsLease`), or it is released before anything else. */
+  holdsLease?: boolean;
 }
 
 /** Sends with SendMessage (the caller holds the send lease): the answer, the task found meanwhile, or the failure's outcome. */
@@ -199,14 +199,14 @@ async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: numbe
 }
 
 /**
- * Applies a SendMessage's answer, or the task a search found while the agent held the send. With `leaseToken`,
+ * Applies a SendMessage's answer, or the task a search found while the agent held the send. With `holdsLease`,
  * the send lease is given back by the answer's transition; on any other path (a foreign answer, a journal error
  * before or in the transition) it is released here, so the reconciler never waits for a lease nobody holds.
  */
 async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldSendResult): Promise<string> {
   ctx.crashPoint('send.after-request', send.record.step);
-  const endsLease = send.leaseToken ? { token: send.leaseToken, when: 'always' as const } : undefined;
-  const release = () => (send.leaseToken ? ctx.journal.lease(send.record, 'release', send.leaseToken).catch(() => undefined) : undefined);
+  const endsLease = send.holdsLease ? { token: sendRunToken(ctx, send.job), when: 'always' as const } : undefined;
+  const release = () => (send.holdsLease ? releaseSendLease(ctx, send.record, send.job) : undefined);
   try {
     return result.kind === 'found'
       ? await adoptFound(ctx, send.record, result.task, send.log, endsLease)
