@@ -6,7 +6,8 @@
  * and, where a task id was named, its owner key.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, enqueueSend, indexMember, type RedisClient } from '@durable-a2a/shared';
+import { createRedisClient, enqueueSend, indexMember, Journal, type RedisClient } from '@durable-a2a/shared';
+import { intentRow } from './harness/journal-rows.ts';
 import { finished, metric, recordOf, ref, useFieldCases, workflowSettled } from './harness/field-cases.ts';
 import { SU, agentMessage, ev, task, taskEvent } from './harness/scripted-agent.ts';
 import { eventually } from './harness/fleet.ts';
@@ -152,4 +153,17 @@ describe('attack: the send path', () => {
   it('a stream with a terminal event then a foreign event: settled once, the follow lease gone', async () => {
     await finishingThenMore('foreign', (contextId) => [ev(SU('FAILED', { contextId, taskId: 'OTHER' }))]);
   }, 20_000);
+
+  it('createWorkflow whose index write is refused creates nothing (one server: the entries and the script in one round trip)', async () => {
+    const journal = new Journal(redis, { prefix: 'attack-create', retentionMs: 60_000 });
+    const create = () => journal.createWorkflow('wf-orphan', { state: 'RUNNING', definition: '{}', createdAt: '1', updatedAt: '1' }, intentRow('wf-orphan'), 6_000);
+    // A faulty index (WRONGTYPE): the ZADD is refused while the script, sent behind it, would still run.
+    await redis.set(journal.keys.unfinished(), 'not a sorted set');
+    await expect(create()).rejects.toThrow();
+    await redis.del(journal.keys.unfinished());
+    // Retried with the same id: created now (nothing was before), and indexed; a workflow created by the refused call
+    // would answer 'existed' here, and nothing would ever look at it if the caller did not retry.
+    expect(await create()).toBe(true);
+    expect(await redis.zscore(journal.keys.unfinished(), indexMember('wf-orphan', 'main.1'))).not.toBeNull();
+  });
 });
