@@ -33,7 +33,8 @@ export class JournalWorkflows extends JournalIndex {
     // (ARGV[3]) and creates nothing without it, so a failed creation leaves no workflow the index does not name.
     const indexed = Promise.all([entries.length > 0 ? this.redis.zadd(this.keys.unfinished(), ...entries) : undefined, this.redis.sadd(this.keys.workflows(), workflowId)]);
     if (this.redis.isCluster) await indexed;
-    const checked = !this.redis.isCluster && entries.length > 0 ? String(entries[entries.length - 1]) : '';
+    // The first entry (the workflow's '*' when it has one: not due for a while, so no reconciler drops it meanwhile).
+    const checked = !this.redis.isCluster && entries.length > 0 ? String(entries[1]) : '';
     const workflowKey = this.keys.workflow(workflowId);
     const created = this.call(
       'createWorkflow',
