@@ -154,6 +154,42 @@ describe('attack: the send path', () => {
     await finishingThenMore('foreign', (contextId) => [ev(SU('FAILED', { contextId, taskId: 'OTHER' }))]);
   }, 20_000);
 
+  it('an answer naming a task already COMPLETED: settled once from the answer, the send lease given back, no follow opened', async () => {
+    const { producer: p, agent, fleet } = await h.setUp(
+      () => ({
+        SendMessage: (params) => ({ result: { task: task('T-DONE', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'done' } }) } }),
+      }),
+      QUIET,
+    );
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'done already', idempotencyKey: 'done-already' });
+    expect((await finished(p, id)).state).toBe('COMPLETED');
+    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
+    expect(await p.journal.followLeaseRemainingMs(ref(id))).toBe(0);
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(agent.count('SubscribeToTask')).toBe(0);
+    expect(await metric(fleet.metrics.sends)).toBe(1);
+    expect(await redis.get(p.journal.keys.taskOwner(agent.cardUrl, 'T-DONE'))).toBe(indexMember(id, 'main.1'));
+  }, 20_000);
+
+  it('scripts flushed (NOSCRIPT) just before the stream\'s finishing event: the follow lease is still given back', async () => {
+    const { producer: p, agent, fleet } = await h.setUp(
+      (seen) => ({
+        SubscribeToTask: async () => {
+          await redis.call('SCRIPT', 'FLUSH');
+          return { sse: [taskEvent(task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'done' } }))], endAfter: 'hang' };
+        },
+      }),
+      QUIET,
+    );
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'flush at the end', idempotencyKey: 'flush-end' });
+    expect((await finished(p, id)).state).toBe('COMPLETED');
+    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
+    const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
+    await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
+    expect(await p.journal.followLeaseRemainingMs(ref(id))).toBe(0);
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 20_000);
+
   it('createWorkflow whose index write is refused creates nothing (one server: the entries and the script in one round trip)', async () => {
     const journal = new Journal(redis, { prefix: 'attack-create', retentionMs: 60_000 });
     const create = () => journal.createWorkflow('wf-orphan', { state: 'RUNNING', definition: '{}', createdAt: '1', updatedAt: '1' }, intentRow('wf-orphan'), 6_000);
