@@ -190,6 +190,21 @@ describe('attack: the send path', () => {
     expect(agent.count('SendMessage')).toBe(1);
   }, 20_000);
 
+  it("the in-script task bind with an owner full of ':' and '|' (journal level, ids the producer would refuse): bound whole, idempotent, refused for another", async () => {
+    const journal = new Journal(redis, { prefix: 'attack-bind', retentionMs: 60_000 });
+    const workflowId = `w:${'|:'.repeat(2_000)}here:1:x`;
+    const other = `${workflowId}-other`;
+    for (const id of [workflowId, other]) await journal.createWorkflow(id, { state: 'RUNNING', definition: '{}', createdAt: '1', updatedAt: '1' }, intentRow(id));
+    const agentCardUrl = intentRow(workflowId).agentCardUrl;
+    const change = { mode: 'event' as const, state: 'SUBMITTED' as const, taskId: 'T:|1', agentCardUrl };
+    expect((await journal.applyStatus({ workflowId, delegationId: 'main.1' }, change)).applied).toBe(true);
+    expect(await redis.get(journal.keys.taskOwner(agentCardUrl, 'T:|1'))).toBe(indexMember(workflowId, 'main.1'));
+    expect(await redis.pttl(journal.keys.taskOwner(agentCardUrl, 'T:|1'))).toBeGreaterThan(60_000);
+    await expect(journal.applyStatus({ workflowId: other, delegationId: 'main.1' }, change)).rejects.toMatchObject({ code: 'TASK_BOUND_ELSEWHERE' });
+    expect((await journal.getDelegation({ workflowId: other, delegationId: 'main.1' }))?.taskId).toBeUndefined();
+    expect(await redis.get(journal.keys.taskOwner(agentCardUrl, 'T:|1'))).toBe(indexMember(workflowId, 'main.1'));
+  });
+
   it('createWorkflow whose index write is refused creates nothing (one server: the entries and the script in one round trip)', async () => {
     const journal = new Journal(redis, { prefix: 'attack-create', retentionMs: 60_000 });
     const create = () => journal.createWorkflow('wf-orphan', { state: 'RUNNING', definition: '{}', createdAt: '1', updatedAt: '1' }, intentRow('wf-orphan'), 6_000);
