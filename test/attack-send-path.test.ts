@@ -5,6 +5,7 @@
  * journal, that no lease is left held (`followLeaseRemainingMs` 0: the reconciler would wait `lockDurationMs`)
  * and, where a task id was named, its owner key.
  */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createRedisClient, enqueueSend, indexMember, Journal, type RedisClient } from '@durable-a2a/shared';
 import { intentRow } from './harness/journal-rows.ts';
@@ -204,6 +205,33 @@ describe('attack: the send path', () => {
     expect((await journal.getDelegation({ workflowId: other, delegationId: 'main.1' }))?.taskId).toBeUndefined();
     expect(await redis.get(journal.keys.taskOwner(agentCardUrl, 'T:|1'))).toBe(indexMember(workflowId, 'main.1'));
   });
+
+  it('a renewal issued before the finishing change that meets NOSCRIPT (failover) and goes again with EVAL after it: the lease it takes back is given back', async () => {
+    const applyStatusLua = readFileSync(new URL('../packages/shared/src/journal/lua/applyStatus-4.lua', import.meta.url), 'utf8');
+    const { producer: p, agent, fleet } = await h.setUp(
+      (seen) => ({
+        SubscribeToTask: async () => {
+          // A server that lost its scripts and has only applyStatus again (another worker's EVAL loaded it): the
+          // renewal's EVALSHA is refused (NOSCRIPT) and retried with EVAL; the finishing change's EVALSHA runs.
+          await redis.call('SCRIPT', 'FLUSH');
+          await redis.call('SCRIPT', 'LOAD', applyStatusLua);
+          // Writes wait: a renewal tick (every second) is issued into the pause before the finishing event is sent,
+          // and (most often) none after it before the pause ends: the holder counts no renewal behind its change.
+          await redis.call('CLIENT', 'PAUSE', '1200', 'WRITE');
+          await new Promise((resolve) => setTimeout(resolve, 1_050));
+          return { sse: [taskEvent(task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'done' } }))], endAfter: 'hang' };
+        },
+      }),
+      { lockDurationMs: 3_000, reconcileIntervalMs: 60_000 },
+    );
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'noscript renewal', idempotencyKey: 'noscript-renewal' });
+    expect((await finished(p, id)).state).toBe('COMPLETED');
+    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
+    const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
+    await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
+    const leaseKey = p.journal.keys.followLease(id, 'main.1');
+    expect(await redis.get(leaseKey), `lease held with ${await redis.pttl(leaseKey)} ms left`).toBeNull();
+  }, 20_000);
 
   it('createWorkflow whose index write is refused creates nothing (one server: the entries and the script in one round trip)', async () => {
     const journal = new Journal(redis, { prefix: 'attack-create', retentionMs: 60_000 });
