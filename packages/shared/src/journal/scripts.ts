@@ -11,7 +11,7 @@ import { Cluster, type Redis } from 'ioredis';
 
 /** Each script's name and key count. */
 const SCRIPTS = {
-  createWorkflow: 3,
+  createWorkflow: 4,
   createIntent: 3,
   claim: 1,
   markSending: 2,

@@ -1,6 +1,6 @@
 /**
  * Workflow rows: creating a workflow with its first intent, journaling later intents, reading the
- * typed row, and compare-and-set updates (createWorkflow-3.lua, createIntent-3.lua, updateWorkflow-2.lua).
+ * typed row, and compare-and-set updates (createWorkflow-4.lua, createIntent-3.lua, updateWorkflow-2.lua).
  */
 import { journalErrorFromCode } from './errors.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
@@ -29,15 +29,21 @@ export class JournalWorkflows extends JournalIndex {
     // script; SADD is idempotent and goes out with the index entries. On one server the script follows them in
     // the same round trip (one connection: Redis runs them in the order sent, a crash cannot reorder them); on a
     // Cluster they may live on other nodes, so they are acknowledged first.
+    // A refused ZADD does not stop the script sent behind it: on one server the script checks the entry is there
+    // (ARGV[3]) and creates nothing without it, so a failed creation leaves no workflow the index does not name.
     const indexed = Promise.all([entries.length > 0 ? this.redis.zadd(this.keys.unfinished(), ...entries) : undefined, this.redis.sadd(this.keys.workflows(), workflowId)]);
     if (this.redis.isCluster) await indexed;
+    // The first entry (the workflow's '*' when it has one: not due for a while, so no reconciler drops it meanwhile).
+    const checked = !this.redis.isCluster && entries.length > 0 ? String(entries[1]) : '';
+    const workflowKey = this.keys.workflow(workflowId);
     const created = this.call(
       'createWorkflow',
-      [this.keys.workflow(workflowId), first ? this.keys.delegation(workflowId, first.delegationId!) : this.keys.workflow(workflowId), this.delegationListKey(workflowId)],
-      [JSON.stringify({ ...fields, workflowId, version: '1' }), first ? JSON.stringify(first) : ''],
+      [workflowKey, first ? this.keys.delegation(workflowId, first.delegationId!) : workflowKey, this.delegationListKey(workflowId), checked ? this.keys.unfinished() : workflowKey],
+      [JSON.stringify({ ...fields, workflowId, version: '1' }), first ? JSON.stringify(first) : '', checked],
     );
     // An index write that failed fails the creation (the caller retries with the same id: nothing is created twice).
     const [, result] = await Promise.all([indexed, created]);
+    if (result === -1) throw new Error(`createWorkflow ${workflowId}: its unfinished-index entry is missing (the index write was refused or dropped); nothing created`);
     return result === 1;
   }
 
