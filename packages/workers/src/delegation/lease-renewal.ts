@@ -77,7 +77,8 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
     // Taken back although its holder gave it back meanwhile: a renewal issued before the holder's finishing change that
     // went again with EVAL after it (a server that lost its scripts answered NOSCRIPT) reached Redis after the change's
     // release, which its holder does not know (`issued` counted it before). Given back here, not held for lockDurationMs.
-    const orphaned = leases.filter((lease, index) => renewals[index] === 'retaken' && renewal.held.get(lease.token) !== lease);
+    // Not when the same token holds a lease here again (a rerun of the same job): that lease is its, not an orphan.
+    const orphaned = leases.filter((lease, index) => renewals[index] === 'retaken' && !renewal.held.has(lease.token));
     await Promise.all(orphaned.map(({ ref, token }) => ctx.journal.lease(ref, 'release', token).catch(() => undefined)));
   } catch {
     // Redis unreachable for this tick: the next one tries again (as the per-stream timers did).
