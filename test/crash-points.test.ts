@@ -34,6 +34,10 @@ const SCENARIOS = {
   'send.before-mark': { crashAt: 'send.before-mark@flight', why: 'the card read, nothing marked or sent: another worker claims and sends once' },
   'send.after-mark': { crashAt: 'send.after-mark@flight', why: 'crash window 1: marked sending, never left: search finds nothing, resend same messageId once' },
   'send.after-request': { crashAt: 'send.after-request@flight', why: 'crash window 2: the agent accepted, no taskId journaled: adopt by messageId, no second send' },
+  'follow.before-stream': {
+    crashAt: 'follow.before-stream@flight',
+    why: 'the send answered, its lease handed to the follow, no stream yet: the lease runs out, the reconciler reattaches, one send',
+  },
   'follow.after-terminal-seen': { crashAt: 'follow.after-terminal-seen@flight', why: 'crash window 4: terminal seen, not recorded: re-read, record once' },
   'reconcile.after-search': {
     crashAt: 'send.after-request@flight',

@@ -119,6 +119,29 @@ describe('local follows', () => {
     expect(agent.sendMessageCount(messageId)).toBe(1);
   });
 
+  it('a send lease handed over to a local follow that then cannot start goes back before the follow job runs', async () => {
+    const { prefix, agent, followJobs } = await setUp({ behaviour: completesWith('done', { delayMs: 200 }) });
+    // Leases far longer than the wait below: a lease left held would keep the follow job away for a minute.
+    const fleet = await startFleet(prefix, { lockDurationMs: 60_000 });
+    const context = fleet.context;
+    const tokens: string[] = [];
+    const issue = context.localFollowToken!.bind(context);
+    // A free slot when the answer is journaled (the lease is handed over), none when the router starts the follow.
+    context.localFollowToken = () => {
+      const token = issue();
+      if (token) tokens.push(token);
+      return token;
+    };
+    context.followHere = () => false;
+    const { id, messageId } = await producer!.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'handed-back' });
+    await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', `workflow ${id} COMPLETED`, 10_000);
+    expect(tokens).toHaveLength(1);
+    // At least the router's follow job (a sweep may reattach the delegation as well while no lease is held).
+    expect(await followJobs()).toBeGreaterThanOrEqual(1);
+    expect(agent.sendMessageCount(messageId)).toBe(1);
+    expect(await producer!.journal.followLeaseRemainingMs({ workflowId: id, delegationId: 'main.1' })).toBe(0);
+  });
+
   it('with every local follow slot busy, the follow falls back to a follow job', async () => {
     const { prefix, agent, followJobs } = await setUp({ behaviour: runsSlowly(1_500) });
     const fleet = await startFleet(prefix, { localFollowSlots: 1 });

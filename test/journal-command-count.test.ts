@@ -6,6 +6,8 @@
  * counts them. BullMQ's keys (`{<prefix>}:…`) are not the journal's. A count, not a time: a change that
  * adds a read or a script call per delegation fails here.
  */
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
@@ -15,14 +17,15 @@ import { eventually, startTestFleet } from './harness/fleet.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 
 /**
- * The journal's commands per happy-path delegation may not exceed this: 47 measured (50 before the send's mark
+ * The journal's commands per happy-path delegation may not exceed this: 44 measured (47 before the send's answer
+ * handed its lease to the local follow, which no longer calls takeFollow; 50 before the send's mark
  * also claimed the delegation; 52 before the send's answer and the stream's terminal event gave their lease back
  * in their own applyStatus; 54 before the send lease was
  * taken by the mark and the follow's lease and claim became one script fed the record just written; 52 before
  * finished workflows were compacted into one key), half a command of room for a rarer path (bench/monitor.ts:
  * ≈75 before issue 16).
  */
-const JOURNAL_COMMANDS_PER_DELEGATION = 47.5;
+const JOURNAL_COMMANDS_PER_DELEGATION = 44.5;
 const DELEGATIONS = 8;
 
 const redisServer = useRedisServer();
@@ -64,9 +67,13 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     const pollerAddress = /addr=(\S+)/.exec(String(await poller.journal.redis.client('INFO')))![1]!;
     const monitor = await new Redis(redisServer().url).monitor();
     const byShape = new Map<string, number>();
+    // takeFollow-2.lua by its digest: the send's answer hands its lease to the local follow (`endsLease: handover`).
+    const takeFollowSha = createHash('sha1').update(readFileSync(new URL('../packages/shared/src/journal/lua/takeFollow-2.lua', import.meta.url), 'utf8')).digest('hex');
+    let takeFollows = 0;
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source.endsWith(pollerAddress)) return;
       const command = (args[0] ?? '').toLowerCase();
+      if (command === 'evalsha' && args[1] === takeFollowSha) takeFollows++;
       const key = command === 'evalsha' || command === 'eval' ? (args[3] ?? '') : (args[1] ?? '');
       if (!key.startsWith(`${prefix}:`)) return;
       const shape = `${command} ${key.replace(/\{wf:[^}]*\}/, '{wf}').replace(/task:[0-9a-f]+/, 'task:<hex>')}`;
@@ -82,5 +89,7 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     expect(perDelegation, profile.join('\n')).toBeLessThanOrEqual(JOURNAL_COMMANDS_PER_DELEGATION);
     // Neither lease is released by a call of its own: the send's answer and the terminal event end them in their script.
     expect(byShape.get(`evalsha ${prefix}:{wf}:d:main.1:lease`) ?? 0, profile.join('\n')).toBe(0);
+    // Nor taken by a call of its own: the send's answer hands the send lease to the follow in its script.
+    expect(takeFollows, profile.join('\n')).toBe(0);
   });
 });

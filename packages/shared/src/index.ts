@@ -3,7 +3,7 @@ export * from './a2a/index.ts';
 
 export { Journal, countUnfinishedByState, questionKeyOf, STATE_SAMPLE_LIMIT } from './journal/journal.ts';
 export { WorkflowChangeSubscriber, workflowChangeChannel } from './journal/changes.ts';
-export type { DelegationRef, StatusChange, StatusChangeResult, WorkflowAtFinish, WorkflowFlags, JournalOptions } from './journal/journal.ts';
+export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions } from './journal/journal.ts';
 export { JournalError, JOURNAL_ERROR_CODES } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
 export { journalKeys, indexMember, parseIndexMember, ID_PATTERN, DEFAULT_PREFIX } from './journal/keys.ts';

@@ -3,7 +3,7 @@
  * compiled options. No module-level clients anywhere (style rule 1).
  */
 import type { Queue } from 'bullmq';
-import type { AgentRegistry, DelegationRecord, DelegationRef, Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
+import type { AgentRegistry, DelegationRecord, DelegationRef, FollowLease, Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
 import type { AgentDirectory } from './agents.ts';
 import type { CompiledFleetOptions } from './options.ts';
 import type { VerifierRegistry } from './verifiers.ts';
@@ -15,6 +15,7 @@ export type CrashPoint =
   | 'send.before-mark'
   | 'send.after-mark'
   | 'send.after-request'
+  | 'follow.before-stream'
   | 'follow.after-terminal-seen'
   | 'reconcile.after-search'
   | 'advance.after-outcome'
@@ -44,6 +45,12 @@ export interface FollowStart {
   again: boolean;
   /** The record as the routing transition wrote or read it (saves the follow's read). */
   known?: DelegationRecord;
+  /**
+   * The follow lease the routing transition already took for this follow (a send's answer, `endsLease: handover`,
+   * under a token from `localFollowToken`): the follow takes no lease of its own and gives this one back if it ends
+   * before its stream.
+   */
+  lease?: FollowLease;
 }
 
 export interface WorkerContext {
@@ -69,6 +76,12 @@ export interface WorkerContext {
    * Absent (a context without local follows): always enqueue.
    */
   followHere?(ref: DelegationRef, start: FollowStart): boolean;
+  /**
+   * A follow lease token for a local follow that could start now (a free local follow slot and opening turn, the
+   * fleet not closing): a send's answer hands its send lease over to it (`StatusChange.endsLease` `handover`), so
+   * the follow saves its `takeFollow`. Undefined: no local follow now (the lease is given back as before).
+   */
+  localFollowToken?(): string | undefined;
   /**
    * Fault hook: kills (or stalls) the process at the named point when enabled
    * (`point`, or `point@step` to hit only one step); inert otherwise.

@@ -226,6 +226,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const context = createWorkerContext(input, { options, journalRedis, queues, dispatcher, shutdownSignal: shutdown.signal, logger, metrics, workerId });
   const localFollows = createLocalFollows(context);
   context.followHere = localFollows.start;
+  context.localFollowToken = localFollows.token;
   const progress: FetchProgress[] = [];
   const workers = (input.queues ?? ALL_QUEUES).map((name) => {
     const { worker, watch } = startWorker(name, context, connection, prefix, input.livenessStaleAfterMs ?? 30_000, input.telemetry);

@@ -54,8 +54,17 @@ export interface StatusChange {
    * `always` on every outcome (the send lease, with the send's answer), `finished` only when the delegation is
    * finished afterwards (the follow lease, at the stream's terminal event). Saves a release round trip. A caller
    * whose `applyStatus` throws releases it itself (the script may not have run).
+   * `handover` (the send lease, with the send's answer): the lease passes to the follow token `to` for
+   * `durationMs` with a claim, as `takeFollow` would take it, when the change is applied and leaves the row
+   * unfinished and not parked (`StatusChangeResult.followLease`); else it is released as with `always`.
    */
-  endsLease?: { token: string; when: 'always' | 'finished' };
+  endsLease?: { token: string; when: 'always' | 'finished' } | { token: string; when: 'handover'; to: string; durationMs: number };
+}
+
+/** A follow lease handed over by a status change (`endsLease: handover`): its holder token and the fencing token it claimed. */
+export interface FollowLease {
+  token: string;
+  fence: number;
 }
 
 /** The workflow fields the router needs (cancel wanted?), as applyStatus-4.lua read them. */
@@ -78,11 +87,22 @@ export interface WorkflowAtFinish {
  * delegation ids as the script read them (`finishedWorkflow`, to a finished state).
  */
 export type StatusChangeResult =
-  | { applied: true; version: number; record?: DelegationRecord; workflow?: WorkflowFlags; finishedWorkflow?: WorkflowAtFinish }
+  | {
+      applied: true;
+      version: number;
+      record?: DelegationRecord;
+      workflow?: WorkflowFlags;
+      finishedWorkflow?: WorkflowAtFinish;
+      /** The follow lease this change's `endsLease: handover` passed on: its token and fencing token (`takeFollow`'s). */
+      followLease?: FollowLease;
+    }
   | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };
 
-/** applyStatus-4.lua's reply: code, version or reason, then (applied) the row, the workflow's flags, the workflow at finish. */
-type ApplyStatusReply = [number, string | number, string[]?, string[]?, ([string[], string[]] | [])?];
+/**
+ * applyStatus-4.lua's reply: code, version or reason, then (applied) the row, the workflow's flags, the workflow at
+ * finish, and the follow's fencing token when the send lease was handed over.
+ */
+type ApplyStatusReply = [number, string | number, string[]?, string[]?, ([string[], string[]] | [])?, number?];
 
 /** The typed row, or undefined when it does not parse (the caller reads it again). */
 function parseOrUndefined(hash: Record<string, string>): DelegationRecord | undefined {
@@ -94,12 +114,12 @@ function parseOrUndefined(hash: Record<string, string>): DelegationRecord | unde
 }
 
 /** applyStatus-4.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
-function appliedResult(version: number, flat: string[] | undefined, flags: string[] | undefined, finished: [string[], string[]] | [] | undefined): StatusChangeResult {
+function appliedResult(version: number, flat: string[] | undefined, flags: string[] | undefined, finished: [string[], string[]] | [] | undefined, followLease?: FollowLease): StatusChangeResult {
   const hash = hashOf(flat ?? []);
   const parsed = hash.delegationId ? parseOrUndefined(hash) : undefined;
   const workflow = flags?.length === 3 ? { state: flags[0] as WorkflowState, cancelRequested: flags[1] === '1', stopping: Boolean(flags[2]) } : undefined;
   const finishedWorkflow = finished?.length === 2 ? workflowAtFinish(finished[0], finished[1]) : undefined;
-  return { applied: true, version, ...(parsed ? { record: parsed } : {}), ...(workflow ? { workflow } : {}), ...(finishedWorkflow ? { finishedWorkflow } : {}) };
+  return { applied: true, version, ...(parsed ? { record: parsed } : {}), ...(workflow ? { workflow } : {}), ...(finishedWorkflow ? { finishedWorkflow } : {}), ...(followLease ? { followLease } : {}) };
 }
 
 /** A flat field/value list (HGETALL's reply) as a hash. */
@@ -153,7 +173,7 @@ function statusArguments(change: StatusChange, nowMs: number, taskBinding: TaskB
     questionKeyOf(change.statusMessage, change.statusTimestamp),
     taskBinding === 'bound' ? '1' : taskBinding === 'unbound' ? '' : `here:${taskBinding.ttlMs}:${taskBinding.owner}`,
     change.endsLease?.token ?? '',
-    change.endsLease?.when ?? '',
+    change.endsLease === undefined ? '' : change.endsLease.when === 'handover' ? `handover:${Math.max(1, Math.round(change.endsLease.durationMs))}:${change.endsLease.to}` : change.endsLease.when,
     ...artifactArgs,
   ];
 }
@@ -176,19 +196,22 @@ export class JournalStatus extends JournalDelegations {
         binding = 'bound';
       } else binding = { key: this.keys.taskOwner(change.agentCardUrl, change.taskId), ttlMs: this.taskBindingTtlMs(), owner: indexMember(ref.workflowId, ref.delegationId) };
     }
-    let [code, detail, flat, flags, finished] = await this.applyStatusOnce(ref, change, binding);
+    let [code, detail, flat, flags, finished, followFence] = await this.applyStatusOnce(ref, change, binding);
     if (code === -8) await this.refuseBoundElsewhere(ref, change.taskId!, String(detail));
     if (code === -7) {
       // A new task id: bind it to this delegation first (at most one delegation per task id).
       await this.bindTask(ref, String(detail), change.taskId!);
-      [code, detail, flat, flags, finished] = await this.applyStatusOnce(ref, change, 'bound');
+      [code, detail, flat, flags, finished, followFence] = await this.applyStatusOnce(ref, change, 'bound');
     }
     // A finished workflow's delegations live in its compacted record: nothing more applies to them.
     if (code === -1 && (await this.isCompacted(ref.workflowId))) return { applied: false, reason: 'finished' };
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
     // A finished delegation stays in the unfinished index until its workflow has
     // decided what comes next (`removeFromIndex`), so a crash in between is retried.
-    if (code === 1) return appliedResult(Number(detail), flat, flags, finished);
+    if (code === 1) {
+      const handedTo = change.endsLease?.when === 'handover' && followFence !== undefined ? { token: change.endsLease.to, fence: Number(followFence) } : undefined;
+      return appliedResult(Number(detail), flat, flags, finished, handedTo);
+    }
     return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
   }
 

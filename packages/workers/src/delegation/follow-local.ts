@@ -39,7 +39,7 @@
 import { randomUUID } from 'node:crypto';
 import { enqueueFollow, type DelegationRef } from '@durable-a2a/shared';
 import type { FollowStart, WorkerContext } from '../context.ts';
-import { followDelegation } from './follow.ts';
+import { followDelegation, followToken } from './follow.ts';
 
 /** Delay before a failed local follow runs again as a follow job (the follow queue's first retry backoff), in ms. */
 const RETRY_DELAY_MS = 1_000;
@@ -57,6 +57,8 @@ export const OPENINGS_AT_ONCE = 200;
 export interface LocalFollows {
   /** Starts a follow now, detached, when a slot is free and the fleet is not closing; false: enqueue a follow job. */
   start(ref: DelegationRef, start: FollowStart): boolean;
+  /** A lease token for a local follow that could start now (`WorkerContext.localFollowToken`); undefined: none free. */
+  token(): string | undefined;
   /** Local follows running now. */
   running(): number;
   /** Resolves when every running local follow has ended (after `shutdownSignal` aborted: handed over). */
@@ -78,6 +80,10 @@ export function createLocalFollows(ctx: WorkerContext): LocalFollows {
       ctx.metrics.localFollows.inc();
       return true;
     },
+    token() {
+      if (ctx.shutdownSignal.aborted || running.size >= ctx.options.localFollowSlots || !openings.free()) return undefined;
+      return followToken(ctx, `local:${randomUUID()}`);
+    },
     running: () => running.size,
     async drain() {
       // A follow that ends may start another one before the fleet closes; bounded by the slots, each round ends.
@@ -90,7 +96,7 @@ export function createLocalFollows(ctx: WorkerContext): LocalFollows {
  * At most `limit` holders at once, the others served in arrival order: `take()` resolves with the function
  * that gives the turn back (once, however often it is called).
  */
-function createTurns(limit: number): { take(): Promise<() => void> } {
+function createTurns(limit: number): { take(): Promise<() => void>; free(): boolean } {
   let free = limit;
   const waiting: (() => void)[] = [];
   const giveBack = () => {
@@ -107,6 +113,7 @@ function createTurns(limit: number): { take(): Promise<() => void> } {
     };
   };
   return {
+    free: () => free > 0,
     take() {
       if (free > 0) {
         free--;
@@ -122,7 +129,10 @@ function createTurns(limit: number): { take(): Promise<() => void> } {
  * `opened` gives the opening turn back: at the stream's first event or end, or when the follow ends without a stream.
  */
 async function followHere(ctx: WorkerContext, ref: DelegationRef, start: FollowStart, opened: () => void): Promise<void> {
-  const run = { id: `local:${randomUUID()}`, attemptsMade: 0, attempts: 1, opened };
+  // A lease handed over by the send's answer was taken for this run's token (`token()`): the run id is its own.
+  const handed = start.lease?.token.startsWith(`${ctx.workerId}/`) ? start.lease.token.slice(ctx.workerId.length + 1) : undefined;
+  if (start.lease && !handed) await ctx.journal.lease(ref, 'release', start.lease.token).catch(() => undefined);
+  const run = { id: handed ?? `local:${randomUUID()}`, attemptsMade: 0, attempts: 1, opened };
   const stopTimer = ctx.metrics.jobDuration.startTimer({ queue: 'follow' });
   const enqueue = (delayMs: number, slotTaken = false) =>
     enqueueFollow(ctx.queues, ref, { resubscription: start.resubscription, again: start.again, delayMs, at: ctx.options.now(), slotTaken });
@@ -133,7 +143,7 @@ async function followHere(ctx: WorkerContext, ref: DelegationRef, start: FollowS
       if (waitMs > SLOT_WAIT_HERE_MS) return (await enqueue(waitMs, true), 'deferred-to-job');
       await new Promise((resolve) => setTimeout(resolve, waitMs));
       return followDelegation(ctx, { ...data, slotTaken: true }, run, async () => 'slot-taken');
-    }, start.known);
+    }, start.known, handed ? start.lease : undefined);
     stopTimer({ outcome: 'completed' });
     ctx.logger.debug({ queue: 'follow', ...ref, jobId: run.id, outcome }, 'local follow ended');
   } catch (error) {

@@ -8,7 +8,7 @@
  * with one GetTask instead of a stream (`progress.ts`). The stream itself is
  * `stream.ts`; what follows it is `route.ts`.
  */
-import { isFinished, lazyChildLogger, type DelegationRecord, type FollowJob } from '@durable-a2a/shared';
+import { isFinished, lazyChildLogger, type DelegationRecord, type FollowJob, type FollowLease } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../context.ts';
 import { jitteredCheckTime } from './backoff.ts';
 import { followLater, routeDelegation } from './route.ts';
@@ -48,11 +48,18 @@ export function releaseAgentSlot(ctx: WorkerContext, agent: string): void {
   else slots?.set(agent, held - 1);
 }
 
+/** The follow lease token of a follow job or local follow run `runId` in this process. */
+export function followToken(ctx: WorkerContext, runId: string | undefined): string {
+  return `${ctx.workerId}/${runId}`;
+}
+
 /**
  * Follows a delegation's task for one follow job or local follow (`follow-local.ts`): checks the journal, waits
  * for a resubscription slot (`deferUntilSlot` re-delays the job and throws, or enqueues a follow job delayed by
  * `waitMs` and returns its outcome), takes the follow lease (one stream per task, fleet-wide), then streams (`stream.ts`).
- * `known`: the record as the routing transition just wrote it (a local follow; saves the read).
+ * `known`: the record as the routing transition just wrote it (a local follow; saves the read). `lease`: the follow
+ * lease that transition already took under this run's token (`endsLease: handover`): no `takeFollow`; given back
+ * here when the follow ends before its stream.
  */
 export async function followDelegation(
   ctx: WorkerContext,
@@ -60,6 +67,34 @@ export async function followDelegation(
   job: JobRun,
   deferUntilSlot: (waitMs: number) => Promise<string>,
   known?: DelegationRecord,
+  lease?: FollowLease,
+): Promise<string> {
+  const ref = { workflowId: data.workflowId, delegationId: data.delegationId };
+  if (!lease) return followUnleased(ctx, data, job, deferUntilSlot, known);
+  if (ctx.shutdownSignal.aborted) {
+    // Closing: the lease goes back before the delegation is handed over (the follow job would find it held).
+    await ctx.journal.lease(ref, 'release', lease.token).catch(() => undefined);
+    return followUnleased(ctx, data, job, deferUntilSlot, known);
+  }
+  let streamed = false;
+  try {
+    return await followUnleased(ctx, data, job, deferUntilSlot, known, () => {
+      streamed = true;
+      return lease.fence;
+    });
+  } finally {
+    if (!streamed) await ctx.journal.lease(ref, 'release', lease.token).catch(() => undefined);
+  }
+}
+
+/** `followDelegation`'s checks and lease; `handedFence`: the lease is already ours (no `takeFollow`). */
+async function followUnleased(
+  ctx: WorkerContext,
+  data: FollowJob,
+  job: JobRun,
+  deferUntilSlot: (waitMs: number) => Promise<string>,
+  known: DelegationRecord | undefined,
+  handedFence?: () => number,
 ): Promise<string> {
   const ref = { workflowId: data.workflowId, delegationId: data.delegationId };
   const record = known ?? (await ctx.journal.getDelegation(ref));
@@ -73,7 +108,7 @@ export async function followDelegation(
     await park(ctx, record);
     return 'parked';
   }
-  const token = `${ctx.workerId}/${job.id}`;
+  const token = followToken(ctx, job.id);
   if (ctx.shutdownSignal.aborted) {
     // This worker is closing: leave the delegation to another one.
     await followLater(ctx, ref, data.resubscription);
@@ -99,7 +134,7 @@ export async function followDelegation(
   }
   try {
     // The lease and the claim in one script: a follow turned away by the lease fences nobody out.
-    const fence = await ctx.journal.takeFollow(ref, token, ctx.options.lockDurationMs);
+    const fence = handedFence ? handedFence() : await ctx.journal.takeFollow(ref, token, ctx.options.lockDurationMs);
     if (fence === 0) {
       // Another holder follows it, or did until it died: look again when that lease ends (not only at the index's next check).
       const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
@@ -139,6 +174,7 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
     }
     // Keep the reconciler away while the stream is healthy. Sent beside the stream's opening, not before it: on the
     // journal's one connection it still reaches Redis before anything the stream writes (a settle's index removal).
+    ctx.crashPoint('follow.before-stream', record.step);
     const checked = ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
     try {
       return await followStream(ctx, record, fence, job, renewal.lost, undefined, lease);

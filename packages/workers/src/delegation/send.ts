@@ -205,14 +205,25 @@ async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: numbe
  */
 async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldSendResult): Promise<string> {
   ctx.crashPoint('send.after-request', send.record.step);
-  const endsLease = send.holdsLease ? { token: sendRunToken(ctx, send.job), when: 'always' as const } : undefined;
+  // The lease goes back with the answer's transition; to this process's follow when it can start one now, which
+  // then needs no takeFollow (`handover`: only when the answer leaves the task to be followed).
+  const followToken = send.holdsLease ? ctx.localFollowToken?.() : undefined;
+  const token = sendRunToken(ctx, send.job);
+  const endsLease: StatusChange['endsLease'] = !send.holdsLease
+    ? undefined
+    : followToken
+      ? { token, when: 'handover', to: followToken, durationMs: ctx.options.lockDurationMs }
+      : { token, when: 'always' };
   const release = () => (send.holdsLease ? releaseSendLease(ctx, send.record, send.job) : undefined);
   try {
     return result.kind === 'found'
       ? await adoptFound(ctx, send.record, result.task, send.log, endsLease)
       : await applySendAnswer(ctx, send.record, result.response, send.log, { ...(endsLease ? { endsLease } : {}), releaseLease: release });
   } catch (error) {
+    // The transition may have run (and handed the lease over) before the error: both tokens' leases go back.
+    // Nothing throws once the router passed the lease on to a running follow.
     await release();
+    if (followToken) await ctx.journal.lease(send.record, 'release', followToken).catch(() => undefined);
     throw error;
   }
 }
@@ -256,7 +267,9 @@ async function applySendAnswer(ctx: WorkerContext, record: DelegationRecord, res
   // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
   const applied = await applyTask(ctx.journal, ref, response.task, { snapshot: true, agentCardUrl: record.taskId ? undefined : record.agentCardUrl, ...(endsLease ? { endsLease } : {}) });
   log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
-  if (route) await routeDelegation(ctx, ref, { again: false, ...knownAfter(applied) }); // the first subscription of new work is not rate-limited
+  // The first subscription of new work is not rate-limited. Not routed here: a lease handed over goes back.
+  if (route) await routeDelegation(ctx, ref, { again: false, ...knownAfter(applied) });
+  else if (applied.applied && applied.followLease) await ctx.journal.lease(ref, 'release', applied.followLease.token).catch(() => undefined);
   return 'sent';
 }
 
@@ -269,9 +282,12 @@ async function adoptFound(ctx: WorkerContext, record: DelegationRecord, task: Ta
   return 'found-while-held';
 }
 
-/** What an applied transition tells the router (the row as written, the workflow's flags): saves its reads. */
-function knownAfter(result: StatusChangeResult): Pick<RoutePlan, 'known' | 'workflow' | 'finishedWorkflow'> {
-  return result.applied ? { known: result.record, workflow: result.workflow, finishedWorkflow: result.finishedWorkflow } : {};
+/**
+ * What an applied transition tells the router (the row as written, the workflow's flags, the follow lease it
+ * handed over): saves its reads and the follow's takeFollow.
+ */
+function knownAfter(result: StatusChangeResult): Pick<RoutePlan, 'known' | 'workflow' | 'finishedWorkflow' | 'followLease'> {
+  return result.applied ? { known: result.record, workflow: result.workflow, finishedWorkflow: result.finishedWorkflow, ...(result.followLease ? { followLease: result.followLease } : {}) } : {};
 }
 
 /** Registers our webhook for this task when the step asked for push (spec §4.3.3). */

@@ -34,7 +34,12 @@
            (ARGV[16] 'finished': the follow lease, at the stream's terminal event; a row already
            finished or gone counts, and a refused change reads the row's state). One round trip
            instead of a lease-1.lua release after it. Property: test/journal-lease-ending.test.ts.
-  ARGV[16] 'always' | 'finished' (with ARGV[15])
+  ARGV[16] 'always' | 'finished' (with ARGV[15]) | 'handover:<duration ms>:<follow token>': the send
+           lease passes to the follow of this process, as takeFollow-2.lua would take it (the lease
+           under the follow token for <duration ms>, the fencing token bumped, the owner the follow
+           token), when the change was applied, left the row unfinished and not parked, and ARGV[15]
+           held the lease; on every other outcome it is released as with 'always'. One round trip
+           instead of the follow's takeFollow after it. The reply then carries the new fence (6th).
   ARGV[17] bytes the snapshot artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
   ARGV[18] number of snapshot artifacts N ('' = leave artifacts untouched), then N
@@ -46,10 +51,11 @@
   and stopping read on the way (what the router needs), so the caller reads nothing more.
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
-  Returns: {1, version, record, workflow, finished} applied: record = the row as written (flat
+  Returns: {1, version, record, workflow, finished[, fence]} applied: record = the row as written (flat
            field/value list), workflow = {state, cancelRequested, stopping} when it changed to an
            unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
-           changed to a finished state (what the settle decides from), else {}; {0, reason} ignored ('finished', 'stale', 'regress',
+           changed to a finished state (what the settle decides from), else {}; fence = the follow's fencing
+           token when the send lease was handed over (ARGV[16] 'handover:…'); {0, reason} ignored ('finished', 'stale', 'regress',
            'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'};
            {-7, agentCardUrl}: bind the task id first, then call again with ARGV[14] = '1';
            {-8, holder}: the task id is bound to another delegation (ARGV[14] 'here:…'), nothing written
@@ -160,6 +166,28 @@ local function apply()
 end
 
 local reply = apply()
+local holdMs, followToken = string.match(ARGV[16], '^handover:(%d+):(.+)$')
+if followToken then
+  if redis.call('GET', KEYS[3]) ~= ARGV[15] then return reply end
+  if reply[1] ~= 1 or rank[ARGV[4]] == 9 or parked[ARGV[4]] then
+    redis.call('DEL', KEYS[3])
+    return reply
+  end
+  -- takeFollow-2.lua's lease and claim, for the follow token: the row as returned carries them too.
+  redis.call('SET', KEYS[3], followToken, 'PX', holdMs)
+  local written, fence = reply[3], 1
+  for i = 1, #written, 2 do if written[i] == 'fence' then fence = (tonumber(written[i + 1]) or 0) + 1 end end
+  redis.call('HSET', KEYS[1], 'fence', tostring(fence), 'owner', followToken)
+  local seen = {}
+  for i = 1, #written, 2 do
+    if written[i] == 'fence' then written[i + 1] = tostring(fence); seen.fence = true end
+    if written[i] == 'owner' then written[i + 1] = followToken; seen.owner = true end
+  end
+  if not seen.fence then written[#written + 1] = 'fence'; written[#written + 1] = tostring(fence) end
+  if not seen.owner then written[#written + 1] = 'owner'; written[#written + 1] = followToken end
+  reply[6] = fence
+  return reply
+end
 if ARGV[15] ~= '' then
   -- Finished afterwards: applied to a finished state, found finished, or gone; a refusal (fence, version, task)
   -- changed nothing, so the row's own state tells (read only then: never on the paths that know it).
