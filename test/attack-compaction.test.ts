@@ -1,5 +1,5 @@
 /**
- * Attacks on the compacted record of a finished workflow (journal/compacted-record.ts, updateWorkflow-2.lua):
+ * Attacks on the compacted record of a finished workflow (journal/compacted-record.ts, updateWorkflow-3.lua):
  * whatever an agent puts into what is kept (status message, result, artifacts), the record read back after
  * compaction equals the record before it.
  */

@@ -22,7 +22,7 @@ const SCRIPTS = {
   noteNoProgress: 1,
   recordReply: 1,
   markReply: 1,
-  updateWorkflow: 2,
+  updateWorkflow: 3,
   lease: 1,
   takeFollow: 2,
   recordEffect: 1,

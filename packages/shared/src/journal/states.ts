@@ -38,7 +38,7 @@ export const UNSUCCESSFUL_STATES: ReadonlySet<JournalState> = new Set(['FAILED',
 /** Workflow states. Finished: COMPLETED, FAILED, COMPENSATED, CANCELED. NEEDS_ATTENTION waits for a person. */
 export const WORKFLOW_STATES = ['RUNNING', 'COMPENSATING', 'COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION'] as const;
 export type WorkflowState = (typeof WORKFLOW_STATES)[number];
-/** Workflow states that never change again (updateWorkflow-2.lua keeps the same list). */
+/** Workflow states that never change again (updateWorkflow-3.lua keeps the same list). */
 export const FINISHED_WORKFLOW_STATES: ReadonlySet<WorkflowState> = new Set(['COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED']);
 
 export const isFinished = (state: JournalState): boolean => FINISHED_STATES.has(state);

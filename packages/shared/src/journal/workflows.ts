@@ -1,11 +1,12 @@
 /**
  * Workflow rows: creating a workflow with its first intent, journaling later intents, reading the
- * typed row, and compare-and-set updates (createWorkflow-4.lua, createIntent-3.lua, updateWorkflow-2.lua).
+ * typed row, and compare-and-set updates (createWorkflow-4.lua, createIntent-3.lua, updateWorkflow-3.lua).
  */
 import { journalErrorFromCode } from './errors.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
 import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import { JournalIndex } from './unfinished-index.ts';
+import type { DelegationRef } from './core.ts';
 import { indexMember } from './keys.ts';
 import { COMPACTED_RECORD_LAYOUT_ARGUMENT, compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow, type CompactedWorkflow } from './compacted-record.ts';
 
@@ -76,16 +77,48 @@ export class JournalWorkflows extends JournalIndex {
    * @throws JournalError VERSION_CONFLICT, WRONG_STATE (workflow finished), DELEGATION_MISSING (no workflow)
    */
   async updateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion?: number): Promise<number> {
-    const fields = encodeWorkflowPatch(patch);
-    const code = Number(
-      await this.call(
-        'updateWorkflow',
-        [this.keys.workflow(workflowId), this.delegationListKey(workflowId)],
-        [expectedVersion ?? '', JSON.stringify(fields), this.now(), this.retentionMs, patch.state === undefined ? '' : COMPACTED_RECORD_LAYOUT_ARGUMENT],
-      ),
-    );
+    const code = Number(await this.callUpdateWorkflow(workflowId, patch, expectedVersion, []));
     if (code < 0) throw journalErrorFromCode(code, { workflowId, delegationId: '' }, 'updateWorkflow');
     return code;
+  }
+
+  /**
+   * True when `finishWorkflow` may drop index entries inside its script: one server (the index is another
+   * Cluster slot) and no replicas to wait for (with journal durability the settle waits for the replicas
+   * before it drops an entry: `awaitReplicas`).
+   */
+  get removesIndexWithFinish(): boolean {
+    return !this.redis.isCluster && this.durability.replicas <= 0;
+  }
+
+  /**
+   * `updateWorkflow` to a finished state (`patch.state`) that drops `entries` from the unfinished index in the
+   * same script (updateWorkflow-3.lua ARGV[6..]): the settle of a workflow's last delegation, one round trip
+   * instead of a ZREM after it. Only where `removesIndexWithFinish`; nothing is dropped when the update is refused.
+   * @returns the new version, and whether any of `entries` was in the index (the settle that removed it observes it)
+   * @throws JournalError VERSION_CONFLICT, WRONG_STATE, WORKFLOW_MISSING; Error when not `removesIndexWithFinish`
+   */
+  async finishWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[]): Promise<{ version: number; removedFromIndex: boolean }> {
+    if (!this.removesIndexWithFinish) throw new Error('finishWorkflow: the index entries cannot be dropped in the script here (a Cluster, or journal durability)');
+    const reply = await this.callUpdateWorkflow(workflowId, patch, expectedVersion, entries);
+    if (!Array.isArray(reply)) throw journalErrorFromCode(Number(reply), { workflowId, delegationId: '' }, 'updateWorkflow');
+    return { version: Number(reply[0]), removedFromIndex: Number(reply[1]) > 0 };
+  }
+
+  private callUpdateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[]): Promise<unknown> {
+    const workflowKey = this.keys.workflow(workflowId);
+    return this.call(
+      'updateWorkflow',
+      [workflowKey, this.delegationListKey(workflowId), entries.length > 0 ? this.keys.unfinished() : workflowKey],
+      [
+        expectedVersion ?? '',
+        JSON.stringify(encodeWorkflowPatch(patch)),
+        this.now(),
+        this.retentionMs,
+        patch.state === undefined ? '' : COMPACTED_RECORD_LAYOUT_ARGUMENT,
+        ...entries.map((entry) => indexMember(entry.workflowId, entry.delegationId)),
+      ],
+    );
   }
 
   /**

@@ -47,7 +47,15 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
     await enqueueVerify(ctx.queues, ref);
     return;
   }
-  const decision = await advanceWorkflow(ctx, ref.workflowId, { record: workflow, delegationIds, settled: [record], callerDropsWorkflowEntry: true });
+  // Without replicas to wait for, on one server, a decision that finishes the workflow drops this delegation's
+  // entry and the workflow's `*` in its own script (after every write of the settle: still last).
+  let droppedWithFinish: boolean | undefined;
+  const finishDrops = ctx.journal.removesIndexWithFinish ? { entries: [ref], removed: (any: boolean) => (droppedWithFinish = any) } : undefined;
+  const decision = await advanceWorkflow(ctx, ref.workflowId, { record: workflow, delegationIds, settled: [record], callerDropsWorkflowEntry: true, ...(finishDrops ? { finishDrops } : {}) });
+  if (droppedWithFinish !== undefined) {
+    if (droppedWithFinish) observeSettled(ctx, record);
+    return;
+  }
   // A decision that finished the workflow left its entry `*` to this ZREM.
   const finishedWorkflow = decision.kind === 'complete' || decision.kind === 'fail';
   await dropFromIndex(ctx, ref, record, mark, finishedWorkflow ? [{ workflowId: ref.workflowId, delegationId: '*' }] : []);
@@ -60,9 +68,12 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
  */
 async function dropFromIndex(ctx: WorkerContext, ref: DelegationRef, record: DelegationRecord, mark: number, others: DelegationRef[] = []): Promise<void> {
   await ctx.journal.awaitReplicas(ref.workflowId, mark);
-  if (await ctx.journal.removeFromIndex(ref, ...others)) {
-    ctx.metrics.delegationDuration.observe({ state: record.state }, Math.max(0, ctx.options.now() - record.createdAt) / 1000);
-  }
+  if (await ctx.journal.removeFromIndex(ref, ...others)) observeSettled(ctx, record);
+}
+
+/** The end-to-end duration (journaled intent → settled, seconds), observed once per delegation: by the removal that took its entry. */
+function observeSettled(ctx: WorkerContext, record: DelegationRecord): void {
+  ctx.metrics.delegationDuration.observe({ state: record.state }, Math.max(0, ctx.options.now() - record.createdAt) / 1000);
 }
 
 /** A finished attempt is verified whatever the agent said, except when nothing was ever sent. */

@@ -20,9 +20,11 @@ import {
   isWorkflowFinished,
   type Decision,
   type DelegationRecord,
+  type DelegationRef,
   type Step,
   type WorkflowDefinition,
   type WorkflowRecord,
+  type WorkflowPatch,
   lazyChildLogger,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
@@ -53,6 +55,12 @@ export interface KnownWorkflow {
    * decision finished the workflow (`complete`, `fail`): a crash before that leaves both for the reconciler.
    */
   callerDropsWorkflowEntry?: boolean;
+  /**
+   * Index entries a finishing decision (`complete`, `fail`) of the first round drops in its own transition, the
+   * workflow's `*` with them (`Journal.finishWorkflow`, where `removesIndexWithFinish`): the settle's ZREM, one
+   * round trip less. `removed` is told whether any entry was still there (then the caller does not drop them).
+   */
+  finishDrops?: { entries: DelegationRef[]; removed(any: boolean): void };
 }
 
 /** Reads a workflow and all its attempts (what `known` holds is not read again; none of a finished workflow). */
@@ -124,7 +132,7 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, kn
       await candidateLookup(ctx, loaded.definition),
     );
     try {
-      await applyDecision(ctx, workflowId, loaded, last, round === 0 && known?.callerDropsWorkflowEntry === true);
+      await applyDecision(ctx, workflowId, loaded, last, round === 0 && known?.callerDropsWorkflowEntry === true, round === 0 ? known?.finishDrops : undefined);
     } catch (error) {
       // Another worker changed the workflow first: decide again from what it wrote.
       if (error instanceof JournalError && (error.code === 'VERSION_CONFLICT' || error.code === 'WRONG_STATE')) continue;
@@ -135,10 +143,27 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, kn
   return last;
 }
 
-async function applyDecision(ctx: WorkerContext, workflowId: string, loaded: LoadedWorkflow, decision: Decision, callerDropsWorkflowEntry = false): Promise<void> {
+async function applyDecision(
+  ctx: WorkerContext,
+  workflowId: string,
+  loaded: LoadedWorkflow,
+  decision: Decision,
+  callerDropsWorkflowEntry = false,
+  finishDrops?: KnownWorkflow['finishDrops'],
+): Promise<void> {
   const log = lazyChildLogger(ctx.logger, { workflowId });
   const dropWorkflowEntry = async () => {
     if (!callerDropsWorkflowEntry) await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
+  };
+  // A finished state: with `finishDrops`, the index entries go in the same script (and the caller is told).
+  const finish = async (patch: WorkflowPatch) => {
+    if (finishDrops && ctx.journal.removesIndexWithFinish) {
+      const { removedFromIndex } = await ctx.journal.finishWorkflow(workflowId, patch, loaded.version, [...finishDrops.entries, { workflowId, delegationId: '*' }]);
+      finishDrops.removed(removedFromIndex);
+      return;
+    }
+    await ctx.journal.updateWorkflow(workflowId, patch, loaded.version);
+    await dropWorkflowEntry();
   };
   switch (decision.kind) {
     case 'wait':
@@ -162,18 +187,12 @@ async function applyDecision(ctx: WorkerContext, workflowId: string, loaded: Loa
     case 'start-attempt':
       return journalAttempt(ctx, workflowId, loaded, decision);
     case 'complete':
-      await ctx.journal.updateWorkflow(workflowId, { state: 'COMPLETED' }, loaded.version);
-      await dropWorkflowEntry();
+      await finish({ state: 'COMPLETED' });
       log.info('workflow completed');
       return;
     case 'fail':
       await closeHeldIntents(ctx, loaded.records);
-      await ctx.journal.updateWorkflow(
-        workflowId,
-        { state: decision.canceled ? 'CANCELED' : 'FAILED', failure: decision.reasons },
-        loaded.version,
-      );
-      await dropWorkflowEntry();
+      await finish({ state: decision.canceled ? 'CANCELED' : 'FAILED', failure: decision.reasons });
       if (decision.canceled) log.info({ reasons: decision.reasons }, 'workflow canceled');
       else log.warn({ reasons: decision.reasons }, 'workflow failed');
       return;

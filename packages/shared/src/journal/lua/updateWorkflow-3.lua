@@ -3,11 +3,15 @@
   leave a finished workflow state (COMPLETED, FAILED, COMPENSATED, CANCELED).
   KEYS[1] workflow hash
   KEYS[2] the workflow's delegation list (same hash tag, same slot)
+  KEYS[3] the unfinished index when ARGV[6] names entries (one server only: another Cluster slot); else KEYS[1]
   ARGV[1] expected version ('' = any)
   ARGV[2] fields JSON object of strings
   ARGV[3] now (ms)
   ARGV[4] retention ms for a workflow entering a finished state ('0' = keep)
   ARGV[5] the compacted record's layout (COMPACTED_RECORD_LAYOUT, JSON), or '' (keep the hashes)
+  ARGV[6..] index members (indexMember) removed from KEYS[3] in the same step when the change sets a finished
+          state: the settle of the workflow's last delegation drops its entry and the workflow's '*' with the
+          decision, one round trip instead of a ZREM after it (Journal.updateWorkflow `removeFromIndex`)
   A workflow entering a finished state whose delegations are all final, and whose record fits in
   the layout's maxBytes (artifacts included; given up as soon as the record built so far passes it), is compacted
   (README "Retention and storage"): its audit fields become one JSON string,
@@ -17,7 +21,8 @@
   Otherwise every key expires.
   Publishes the new state on '<prefix>:{wf:<id>}:changed' when `state` is among the
   fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back).
-  Returns: new version (>= 1); -1 missing; -3 version mismatch; -4 workflow already finished
+  Returns: new version (>= 1), or {version, removed} with ARGV[6..] (removed: how many of those entries were
+           there); -1 missing; -3 version mismatch; -4 workflow already finished
 ]]
 local finished = { COMPLETED = true, FAILED = true, COMPENSATED = true, CANCELED = true }
 local base = string.sub(KEYS[1], 1, -4) -- '<prefix>:{wf:<id>}' without ':wf'
@@ -190,4 +195,9 @@ if fields.state and finished[fields.state] then
   end
 end
 if fields.state then redis.call('PUBLISH', base .. ':changed', fields.state) end
+if #ARGV >= 6 then
+  local removed = 0
+  if fields.state and finished[fields.state] then removed = redis.call('ZREM', KEYS[3], unpack(ARGV, 6)) end
+  return { version, removed }
+end
 return version
