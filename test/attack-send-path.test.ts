@@ -1,6 +1,6 @@
 /**
  * Attacks on the send path's one-round-trip changes: the send lease given back by the answer's own transition
- * (applyStatus-4.lua `endsLease`), the mark that claims (markSending-2.lua ARGV[6]) and the task id bound inside
+ * (applyStatus-5.lua `endsLease`), the mark that claims (markSending-2.lua ARGV[6]) and the task id bound inside
  * applyStatus on one server (ARGV[14] 'here:…'). Each case checks what the agent saw (SendMessage count), the
  * journal, that no lease is left held (`followLeaseRemainingMs` 0: the reconciler would wait `lockDurationMs`)
  * and, where a task id was named, its owner key.
@@ -207,7 +207,7 @@ describe('attack: the send path', () => {
   });
 
   it('a renewal issued before the finishing change that meets NOSCRIPT (failover) and goes again with EVAL after it: the lease it takes back is given back', async () => {
-    const applyStatusLua = readFileSync(new URL('../packages/shared/src/journal/lua/applyStatus-4.lua', import.meta.url), 'utf8');
+    const applyStatusLua = readFileSync(new URL('../packages/shared/src/journal/lua/applyStatus-5.lua', import.meta.url), 'utf8');
     const { producer: p, agent, fleet } = await h.setUp(
       (seen) => ({
         SubscribeToTask: async () => {

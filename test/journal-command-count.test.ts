@@ -26,6 +26,12 @@ import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
  * ≈75 before issue 16).
  */
 const JOURNAL_COMMANDS_PER_DELEGATION = 44.5;
+/**
+ * The journal's client commands (scripts and plain commands sent, calls inside scripts not counted) per happy-path
+ * delegation: 9 measured (10 before the handover moved the follow's next check into the send answer's script, 12 before
+ * the handover and the settle's index removal inside updateWorkflow).
+ */
+const JOURNAL_CLIENT_COMMANDS_PER_DELEGATION = 9;
 const DELEGATIONS = 8;
 
 const redisServer = useRedisServer();
@@ -70,6 +76,8 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     // takeFollow-2.lua by its digest: the send's answer hands its lease to the local follow (`endsLease: handover`).
     const takeFollowSha = createHash('sha1').update(readFileSync(new URL('../packages/shared/src/journal/lua/takeFollow-2.lua', import.meta.url), 'utf8')).digest('hex');
     let takeFollows = 0;
+    /** The journal's commands sent by a client (scripts and plain commands; not the calls inside scripts). */
+    const clientShapes = new Map<string, number>();
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source.endsWith(pollerAddress)) return;
       const command = (args[0] ?? '').toLowerCase();
@@ -78,6 +86,7 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
       if (!key.startsWith(`${prefix}:`)) return;
       const shape = `${command} ${key.replace(/\{wf:[^}]*\}/, '{wf}').replace(/task:[0-9a-f]+/, 'task:<hex>')}`;
       byShape.set(shape, (byShape.get(shape) ?? 0) + 1);
+      if (!source.includes('lua')) clientShapes.set(shape, (clientShapes.get(shape) ?? 0) + 1);
     });
     await delegate(DELEGATIONS, 'run');
     await new Promise((resolve) => setTimeout(resolve, 300));
@@ -91,5 +100,9 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     expect(byShape.get(`evalsha ${prefix}:{wf}:d:main.1:lease`) ?? 0, profile.join('\n')).toBe(0);
     // Nor taken by a call of its own: the send's answer hands the send lease to the follow in its script.
     expect(takeFollows, profile.join('\n')).toBe(0);
+    // Round trips the workers and the producer send for the journal (each one a write and a reply to parse).
+    const clientProfile = [...clientShapes.entries()].sort((a, b) => b[1] - a[1]).map(([shape, count]) => `${(count / DELEGATIONS).toFixed(2)} ${shape}`);
+    const clientTotal = [...clientShapes.values()].reduce((sum, count) => sum + count, 0) / DELEGATIONS;
+    expect(clientTotal, clientProfile.join('\n')).toBeLessThanOrEqual(JOURNAL_CLIENT_COMMANDS_PER_DELEGATION);
   });
 });

@@ -96,7 +96,7 @@ async function check(s: Scenario): Promise<void> {
         state: s.state,
         ...(s.taskId ? { taskId: task(ref, s.taskId), agentCardUrl: card } : {}),
         ...(s.withTimestamp ? { statusTimestamp: '2026-01-01T00:00:00Z' } : {}),
-        ...(ref === withLease ? { endsLease: s.when === 'handover' ? { token: 'us', when: s.when, to: 'worker-1/local:follow', durationMs: 30_000 } : { token: 'us', when: s.when } } : {}),
+        ...(ref === withLease ? { endsLease: s.when === 'handover' ? { token: 'us', when: s.when, to: 'worker-1/local:follow', durationMs: 30_000, checkAt: 77_777 } : { token: 'us', when: s.when } } : {}),
       };
       return journal.applyStatus(ref, change).then(
         (result) => ({ result }),
@@ -119,11 +119,15 @@ async function check(s: Scenario): Promise<void> {
       expect(await redis.pttl(leaseKey)).toBeGreaterThan(25_000);
       expect(after!.fence).toBe(other!.fence + 1);
       expect(await redis.hget(journal.keys.delegation(withLease.workflowId, withLease.delegationId), 'owner')).toBe('worker-1/local:follow');
-      expect(a.result.followLease).toEqual({ token: 'worker-1/local:follow', fence: after!.fence });
+      expect(a.result.followLease).toEqual({ token: 'worker-1/local:follow', fence: after!.fence, checkScheduled: !redis.isCluster });
+      // The follow's next check moved with the handover, in the same script (one server; a Cluster's follow moves it).
+      expect(Number(await redis.zscore(journal.keys.unfinished(), `${withLease.workflowId}|main.1`))).toBe(redis.isCluster ? 5_000 : 77_777);
       expect(a.result.record?.fence).toBe(after!.fence);
     } else {
       if ('result' in a && a.result.applied) expect(a.result.followLease).toBeUndefined();
       if (after && other) expect(after.fence).toBe(other.fence);
+      // No handover, no move: the index entry is where createWorkflow put it (none without a row).
+      expect(await redis.zscore(journal.keys.unfinished(), `${withLease.workflowId}|main.1`)).toBe(s.before === undefined ? null : '5000');
     }
     // The row changed as without endsLease: same outcome kind, same state.
     const kind = (o: typeof a) => ('error' in o ? `error ${o.error}` : o.result.applied ? 'applied' : `not ${o.result.reason}`);

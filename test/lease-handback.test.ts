@@ -1,5 +1,5 @@
 /**
- * The follow lease given back by the stream's finishing status change (applyStatus-4.lua, `endsLease`), raced by
+ * The follow lease given back by the stream's finishing status change (applyStatus-5.lua, `endsLease`), raced by
  * the fleet's renewal tick (lease-1.lua `keep`: a lease that ran out and that nobody took since is taken back).
  * A tick issued while that change is on its way reaches Redis after it, finds the lease gone and takes it back:
  * the holder must then give it back itself, or a finished delegation stays "followed" for `lockDurationMs`.

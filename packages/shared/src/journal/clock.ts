@@ -1,6 +1,6 @@
 /**
  * Reading an agent's clock. Agents' clocks are observations, never authorities:
- * a timestamp only orders two observations of the same rank (see applyStatus-4.lua).
+ * a timestamp only orders two observations of the same rank (see applyStatus-5.lua).
  * Older agents write zone-less local times; we read every zone-less ISO 8601
  * date-time as UTC, wherever we parse one (issue 12, kind "clocks").
  */

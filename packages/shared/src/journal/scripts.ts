@@ -15,7 +15,7 @@ const SCRIPTS = {
   createIntent: 3,
   claim: 1,
   markSending: 2,
-  applyStatus: 4,
+  applyStatus: 5,
   applyArtifact: 2,
   releaseForResend: 1,
   noteNotFound: 1,

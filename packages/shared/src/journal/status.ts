@@ -1,5 +1,5 @@
 /**
- * Status and artifact changes of a delegation, forward only (applyStatus-4.lua, applyArtifact-2.lua),
+ * Status and artifact changes of a delegation, forward only (applyStatus-5.lua, applyArtifact-2.lua),
  * with the task-id binding (one SET NX GET: inside applyStatus on one server, `bindTask` on a Cluster) and protocol
  * errors an agent caused (noteProtocolError-1.lua).
  */
@@ -56,18 +56,22 @@ export interface StatusChange {
    * whose `applyStatus` throws releases it itself (the script may not have run).
    * `handover` (the send lease, with the send's answer): the lease passes to the follow token `to` for
    * `durationMs` with a claim, as `takeFollow` would take it, when the change is applied and leaves the row
-   * unfinished and not parked (`StatusChangeResult.followLease`); else it is released as with `always`.
+   * unfinished and not parked (`StatusChangeResult.followLease`); else it is released as with `always`. With
+   * `checkAt` (ms since epoch) the handover also moves the delegation's next check in the unfinished index there,
+   * as the follow's own `scheduleCheck` beside its stream would (one server only: `FollowLease.checkScheduled`).
    */
-  endsLease?: { token: string; when: 'always' | 'finished' } | { token: string; when: 'handover'; to: string; durationMs: number };
+  endsLease?: { token: string; when: 'always' | 'finished' } | { token: string; when: 'handover'; to: string; durationMs: number; checkAt?: number };
 }
 
 /** A follow lease handed over by a status change (`endsLease: handover`): its holder token and the fencing token it claimed. */
 export interface FollowLease {
   token: string;
   fence: number;
+  /** The handover also moved the delegation's next check (`endsLease.checkAt`, one server): the follow need not. */
+  checkScheduled?: boolean;
 }
 
-/** The workflow fields the router needs (cancel wanted?), as applyStatus-4.lua read them. */
+/** The workflow fields the router needs (cancel wanted?), as applyStatus-5.lua read them. */
 export interface WorkflowFlags {
   state: WorkflowState;
   cancelRequested: boolean;
@@ -99,7 +103,7 @@ export type StatusChangeResult =
   | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };
 
 /**
- * applyStatus-4.lua's reply: code, version or reason, then (applied) the row, the workflow's flags, the workflow at
+ * applyStatus-5.lua's reply: code, version or reason, then (applied) the row, the workflow's flags, the workflow at
  * finish, and the follow's fencing token when the send lease was handed over.
  */
 type ApplyStatusReply = [number, string | number, string[]?, string[]?, ([string[], string[]] | [])?, number?];
@@ -113,7 +117,7 @@ function parseOrUndefined(hash: Record<string, string>): DelegationRecord | unde
   }
 }
 
-/** applyStatus-4.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
+/** applyStatus-5.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
 function appliedResult(version: number, flat: string[] | undefined, flags: string[] | undefined, finished: [string[], string[]] | [] | undefined, followLease?: FollowLease): StatusChangeResult {
   const hash = hashOf(flat ?? []);
   const parsed = hash.delegationId ? parseOrUndefined(hash) : undefined;
@@ -141,13 +145,13 @@ function workflowAtFinish(flat: string[], delegationIds: string[]): WorkflowAtFi
 }
 
 /**
- * How a change's new task id is bound (applyStatus-4.lua ARGV[14]): `bound` by the caller first (`bindTask`),
+ * How a change's new task id is bound (applyStatus-5.lua ARGV[14]): `bound` by the caller first (`bindTask`),
  * `unbound` (the script asks, -7), or in the script itself, in the owner key `key` (one server only).
  */
 type TaskBinding = 'bound' | 'unbound' | { key: string; ttlMs: number; owner: string };
 
-/** applyStatus-4.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
-function statusArguments(change: StatusChange, nowMs: number, taskBinding: TaskBinding): (string | number)[] {
+/** applyStatus-5.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
+function statusArguments(change: StatusChange, nowMs: number, taskBinding: TaskBinding, checkHere: boolean): (string | number)[] {
   const timestampMs = parseAgentTimestamp(change.statusTimestamp);
   const artifactArgs: string[] = [];
   if (change.artifacts) {
@@ -173,15 +177,23 @@ function statusArguments(change: StatusChange, nowMs: number, taskBinding: TaskB
     questionKeyOf(change.statusMessage, change.statusTimestamp),
     taskBinding === 'bound' ? '1' : taskBinding === 'unbound' ? '' : `here:${taskBinding.ttlMs}:${taskBinding.owner}`,
     change.endsLease?.token ?? '',
-    change.endsLease === undefined ? '' : change.endsLease.when === 'handover' ? `handover:${Math.max(1, Math.round(change.endsLease.durationMs))}:${change.endsLease.to}` : change.endsLease.when,
+    leaseEnding(change.endsLease, checkHere),
     ...artifactArgs,
   ];
+}
+
+/** applyStatus-5.lua's ARGV[16]; a handover's check time only when the script may write the index (`checkHere`). */
+function leaseEnding(endsLease: StatusChange['endsLease'], checkHere: boolean): string {
+  if (endsLease === undefined) return '';
+  if (endsLease.when !== 'handover') return endsLease.when;
+  const checkAt = checkHere && endsLease.checkAt !== undefined ? String(Math.max(0, Math.round(endsLease.checkAt))) : '';
+  return `handover:${Math.max(1, Math.round(endsLease.durationMs))}:${checkAt}:${endsLease.to}`;
 }
 
 /** Journal methods that apply what an agent reported (or our own outcome) to a delegation. */
 export class JournalStatus extends JournalDelegations {
   /**
-   * Applies an observed status or a local outcome, forward only (see applyStatus-4.lua).
+   * Applies an observed status or a local outcome, forward only (see applyStatus-5.lua).
    * A new task id is bound to this delegation (`bindTask`'s rule): in the same script on one server, first on a
    * Cluster (the owner key lives in another slot).
    * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, TASK_BOUND_ELSEWHERE, DELEGATION_MISSING
@@ -209,7 +221,10 @@ export class JournalStatus extends JournalDelegations {
     // A finished delegation stays in the unfinished index until its workflow has
     // decided what comes next (`removeFromIndex`), so a crash in between is retried.
     if (code === 1) {
-      const handedTo = change.endsLease?.when === 'handover' && followFence !== undefined ? { token: change.endsLease.to, fence: Number(followFence) } : undefined;
+      const handedTo =
+        change.endsLease?.when === 'handover' && followFence !== undefined
+          ? { token: change.endsLease.to, fence: Number(followFence), checkScheduled: change.endsLease.checkAt !== undefined && !this.redis.isCluster }
+          : undefined;
       return appliedResult(Number(detail), flat, flags, finished, handedTo);
     }
     return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
@@ -239,8 +254,10 @@ export class JournalStatus extends JournalDelegations {
 
   private async applyStatusOnce(ref: DelegationRef, change: StatusChange, binding: TaskBinding): Promise<ApplyStatusReply> {
     const [row, artifacts] = this.delegationKeys(ref);
-    const keys = [row, artifacts, this.keys.followLease(ref.workflowId, ref.delegationId), typeof binding === 'object' ? binding.key : row];
-    return (await this.call('applyStatus', keys, statusArguments(change, this.now(), binding))) as ApplyStatusReply;
+    // The index is another Cluster slot: a handover's check is written by the script on one server only.
+    const checkHere = !this.redis.isCluster && change.endsLease?.when === 'handover' && change.endsLease.checkAt !== undefined;
+    const keys = [row, artifacts, this.keys.followLease(ref.workflowId, ref.delegationId), typeof binding === 'object' ? binding.key : row, checkHere ? this.keys.unfinished() : row];
+    return (await this.call('applyStatus', keys, statusArguments(change, this.now(), binding, checkHere))) as ApplyStatusReply;
   }
 
   /** How long a task id stays bound: twice the retention of a finished workflow (0: kept). */

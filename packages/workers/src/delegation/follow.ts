@@ -80,21 +80,21 @@ export async function followDelegation(
   try {
     return await followUnleased(ctx, data, job, deferUntilSlot, known, () => {
       streamed = true;
-      return lease.fence;
+      return lease;
     });
   } finally {
     if (!streamed) await ctx.journal.lease(ref, 'release', lease.token).catch(() => undefined);
   }
 }
 
-/** `followDelegation`'s checks and lease; `handedFence`: the lease is already ours (no `takeFollow`). */
+/** `followDelegation`'s checks and lease; `handed`: the lease is already ours (no `takeFollow`). */
 async function followUnleased(
   ctx: WorkerContext,
   data: FollowJob,
   job: JobRun,
   deferUntilSlot: (waitMs: number) => Promise<string>,
   known: DelegationRecord | undefined,
-  handedFence?: () => number,
+  handed?: () => FollowLease,
 ): Promise<string> {
   const ref = { workflowId: data.workflowId, delegationId: data.delegationId };
   const record = known ?? (await ctx.journal.getDelegation(ref));
@@ -134,21 +134,25 @@ async function followUnleased(
   }
   try {
     // The lease and the claim in one script: a follow turned away by the lease fences nobody out.
-    const fence = handedFence ? handedFence() : await ctx.journal.takeFollow(ref, token, ctx.options.lockDurationMs);
+    const taken = handed?.();
+    const fence = taken ? taken.fence : await ctx.journal.takeFollow(ref, token, ctx.options.lockDurationMs);
     if (fence === 0) {
       // Another holder follows it, or did until it died: look again when that lease ends (not only at the index's next check).
       const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
       await (leaseMs > 0 ? leaseHeld(ctx, ref, leaseMs) : followLater(ctx, ref, data.resubscription, ctx.options.followBackoff.baseMs));
       return 'already-followed';
     }
-    return await followLeased(ctx, record, token, job, slowPoll, fence);
+    return await followLeased(ctx, record, token, job, slowPoll, fence, taken?.checkScheduled === true);
   } finally {
     if (!slowPoll) releaseAgentSlot(ctx, record.agentCardUrl);
   }
 }
 
-/** Follows (or, when slow-polled, reads once) under the follow lease, renewing it while the stream is healthy. */
-async function followLeased(ctx: WorkerContext, record: DelegationRecord, token: string, job: JobRun, slowPoll: boolean, fence: number): Promise<string> {
+/**
+ * Follows (or, when slow-polled, reads once) under the follow lease, renewing it while the stream is healthy.
+ * `checkScheduled`: the handover that gave this follow its lease already moved the reconciler's next check.
+ */
+async function followLeased(ctx: WorkerContext, record: DelegationRecord, token: string, job: JobRun, slowPoll: boolean, fence: number, checkScheduled: boolean): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // While the stream is healthy, the lease and the reconciler's next check move forward together (one batch per tick).
   const renewal = renewWhileHeld(ctx, ref, token);
@@ -174,8 +178,9 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
     }
     // Keep the reconciler away while the stream is healthy. Sent beside the stream's opening, not before it: on the
     // journal's one connection it still reaches Redis before anything the stream writes (a settle's index removal).
+    // A lease handed over by the send's answer came with that check, written in the same script.
     ctx.crashPoint('follow.before-stream', record.step);
-    const checked = ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
+    const checked = checkScheduled ? undefined : ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
     try {
       return await followStream(ctx, record, fence, job, renewal.lost, undefined, lease);
     } finally {

@@ -110,7 +110,7 @@ async function applyRead(ctx: WorkerContext, record: DelegationRecord, fence: nu
 /**
  * Whether a status change left the row finished: it applied a finished state, or found the row finished. The row as
  * written decides, not the state observed: a snapshot over the artifact limit ends FAILED (LIMIT_EXCEEDED) whatever
- * state it reported. Exactly when applyStatus-4.lua gives an `endsLease: finished` lease back.
+ * state it reported. Exactly when applyStatus-5.lua gives an `endsLease: finished` lease back.
  */
 export function leftFinished(result: StatusChangeResult, observed: TaskState | undefined): boolean {
   if (!result.applied) return result.reason === 'finished';

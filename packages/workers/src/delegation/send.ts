@@ -33,6 +33,7 @@ import { holdingSendLease, releaseSendLease, sendRunToken } from './send-errors.
 import { askReconciler, handleSendFailure, refuseForeignAnswer } from './send-failure.ts';
 import { sendWhileSearching, type HeldSendResult } from './send-held.ts';
 import { sendStreaming } from './send-stream.ts';
+import { jitteredCheckTime } from './backoff.ts';
 
 export { askReconciler };
 
@@ -206,13 +207,14 @@ async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: numbe
 async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldSendResult): Promise<string> {
   ctx.crashPoint('send.after-request', send.record.step);
   // The lease goes back with the answer's transition; to this process's follow when it can start one now, which
-  // then needs no takeFollow (`handover`: only when the answer leaves the task to be followed).
+  // then needs no takeFollow (`handover`: only when the answer leaves the task to be followed), nor its own move of
+  // the reconciler's next check (`checkAt`, written by the same script on one server).
   const followToken = send.holdsLease ? ctx.localFollowToken?.() : undefined;
   const token = sendRunToken(ctx, send.job);
   const endsLease: StatusChange['endsLease'] = !send.holdsLease
     ? undefined
     : followToken
-      ? { token, when: 'handover', to: followToken, durationMs: ctx.options.lockDurationMs }
+      ? { token, when: 'handover', to: followToken, durationMs: ctx.options.lockDurationMs, checkAt: jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs) }
       : { token, when: 'always' };
   const release = () => (send.holdsLease ? releaseSendLease(ctx, send.record, send.job) : undefined);
   try {

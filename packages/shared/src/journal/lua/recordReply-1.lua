@@ -1,7 +1,7 @@
 --[[
   Journals a reply to the question a delegation is parked on, before it is
   sent. Answering the same question twice returns the first reply (harmless).
-  A question is identified by `questionKey` (see applyStatus-4.lua).
+  A question is identified by `questionKey` (see applyStatus-5.lua).
   KEYS[1] delegation hash
   ARGV[1] reply messageId (new)
   ARGV[2] reply message JSON

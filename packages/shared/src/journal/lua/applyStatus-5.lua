@@ -8,6 +8,8 @@
   KEYS[3] the delegation's lease (send and follow lease, lease-1.lua; same hash tag, same slot)
   KEYS[4] the task id's owner key (Journal.bindTask) when ARGV[14] is 'here:…' (one server only: another
           Cluster slot); else KEYS[1] again, unused
+  KEYS[5] the unfinished index when ARGV[16] is 'handover:<ms>:<check at>:…' with a check time (one server
+          only: another Cluster slot); else KEYS[1] again, unused
   ARGV[1]  fencing token ('' = unfenced: reconciler and push, which use ARGV[2])
   ARGV[2]  expected version ('' = any)
   ARGV[3]  mode: 'event' | 'snapshot' (replaces state and, if given, artifacts) | 'outcome' (local decision)
@@ -34,12 +36,14 @@
            (ARGV[16] 'finished': the follow lease, at the stream's terminal event; a row already
            finished or gone counts, and a refused change reads the row's state). One round trip
            instead of a lease-1.lua release after it. Property: test/journal-lease-ending.test.ts.
-  ARGV[16] 'always' | 'finished' (with ARGV[15]) | 'handover:<duration ms>:<follow token>': the send
+  ARGV[16] 'always' | 'finished' (with ARGV[15]) | 'handover:<duration ms>:<check at>:<follow token>': the send
            lease passes to the follow of this process, as takeFollow-2.lua would take it (the lease
            under the follow token for <duration ms>, the fencing token bumped, the owner the follow
            token), when the change was applied, left the row unfinished and not parked, and ARGV[15]
            held the lease; on every other outcome it is released as with 'always'. One round trip
-           instead of the follow's takeFollow after it. The reply then carries the new fence (6th).
+           instead of the follow's takeFollow after it. The reply then carries the new fence (6th). With
+           <check at> (ms, '' = none) the delegation's unfinished-index entry (KEYS[5]) is due then, as the
+           follow's own check beside its stream would set it (ZADD): one command less.
   ARGV[17] bytes the snapshot artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
   ARGV[18] number of snapshot artifacts N ('' = leave artifacts untouched), then N
@@ -166,7 +170,7 @@ local function apply()
 end
 
 local reply = apply()
-local holdMs, followToken = string.match(ARGV[16], '^handover:(%d+):(.+)$')
+local holdMs, checkAt, followToken = string.match(ARGV[16], '^handover:(%d+):(%d*):(.+)$')
 if followToken then
   if redis.call('GET', KEYS[3]) ~= ARGV[15] then return reply end
   if reply[1] ~= 1 or rank[ARGV[4]] == 9 or parked[ARGV[4]] then
@@ -178,6 +182,12 @@ if followToken then
   local written, fence = reply[3], 1
   for i = 1, #written, 2 do if written[i] == 'fence' then fence = (tonumber(written[i + 1]) or 0) + 1 end end
   redis.call('HSET', KEYS[1], 'fence', tostring(fence), 'owner', followToken)
+  if checkAt ~= '' then
+    -- The entry's member is indexMember(workflowId, delegationId) (keys.ts), read from the row as written.
+    local ids = {}
+    for i = 1, #written, 2 do ids[written[i]] = written[i + 1] end
+    redis.call('ZADD', KEYS[5], checkAt, ids.workflowId .. '|' .. ids.delegationId)
+  end
   local seen = {}
   for i = 1, #written, 2 do
     if written[i] == 'fence' then written[i + 1] = tostring(fence); seen.fence = true end
