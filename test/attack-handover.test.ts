@@ -1,0 +1,222 @@
+/**
+ * Attacks on the send lease handed straight to the local follow (applyStatus-5.lua ARGV[16] 'handover:…', issue 16)
+ * and on the settle that drops its index entries inside updateWorkflow-3.lua. Each case checks what the agent saw
+ * (SendMessage and SubscribeToTask counts), who holds the delegation's lease (a lease held by nobody makes the
+ * reconciler wait `lockDurationMs`; one held by another holder must keep every other stream away) and the
+ * delegation duration histogram (observed once per settled delegation).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createRedisClient, Journal, type DelegationRecord, type RedisClient, type StatusChange } from '@durable-a2a/shared';
+import type { Fleet } from '@durable-a2a/workers';
+import { intentRow } from './harness/journal-rows.ts';
+import { finished, recordOf, ref, useFieldCases, workflowSettled } from './harness/field-cases.ts';
+import { agentMessage, task, taskEvent } from './harness/scripted-agent.ts';
+import { eventually } from './harness/fleet.ts';
+import { testsOnCluster } from './harness/redis.ts';
+
+const h = useFieldCases();
+/** No periodic reconcile inside a case: what the handover left is what the case sees. */
+const QUIET = { lockDurationMs: 30_000, reconcileIntervalMs: 60_000 };
+let redis: RedisClient;
+
+beforeAll(() => {
+  redis = createRedisClient(h.redisServer().url);
+});
+afterAll(() => redis.quit());
+
+/** Records every token the fleet's `localFollowToken` issued (a token issued: the send's answer asked for a handover). */
+function recordTokens(fleet: Fleet, onIssue?: (token: string) => void): string[] {
+  const tokens: string[] = [];
+  const issue = fleet.context.localFollowToken!.bind(fleet.context);
+  fleet.context.localFollowToken = () => {
+    const token = issue();
+    if (token) {
+      tokens.push(token);
+      onIssue?.(token);
+    }
+    return token;
+  };
+  return tokens;
+}
+
+/** Observations of the delegation duration histogram so far (its `_count`, all states). */
+async function durationsObserved(fleet: Fleet): Promise<number> {
+  const { values } = await fleet.metrics.delegationDuration.get();
+  return values.filter((value) => value.metricName?.endsWith('_count')).reduce((sum, value) => sum + value.value, 0);
+}
+
+const leaseHolder = (p: { journal: Journal }, id: string) => redis.get(p.journal.keys.followLease(id, 'main.1'));
+
+describe('attack: the send lease handed over to the local follow', () => {
+  it('happy path: the follow streams under the handed lease (its token, the fence one past the mark), one SendMessage, one stream, one duration', async () => {
+    const { producer: p, agent, fleet } = await h.setUp(
+      (seen) => ({ SubscribeToTask: () => ({ sse: [{ waitMs: 1_000 }, taskEvent(task('T1', 'COMPLETED', { contextId: seen.contextId }))], endAfter: 'hang' }) }),
+      QUIET,
+    );
+    const tokens = recordTokens(fleet);
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'handover', idempotencyKey: 'handover' });
+    await eventually(async () => agent.count('SubscribeToTask') === 1 || undefined, 'the stream opened', 10_000);
+    expect(tokens).toHaveLength(1);
+    // The mark claimed (fence 1), the handover claimed again for the follow (fence 2), as takeFollow would.
+    expect(await redis.hget(p.journal.keys.delegation(id, 'main.1'), 'owner')).toBe(tokens[0]);
+    expect((await recordOf(p, id))!.fence).toBe(2);
+    expect(await leaseHolder(p, id)).toBe(tokens[0]);
+    // The reconciler's next check moved with the handover (one server), about a reconcile interval ahead.
+    if (!testsOnCluster()) expect(await p.journal.nextCheckAt(ref(id))).toBeGreaterThan(Date.now() + 20_000);
+    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
+    await eventually(async () => (await metricLocalFollows(fleet)) === 0 || undefined, 'the follow ended', 5_000);
+    expect(await leaseHolder(p, id)).toBeNull();
+    expect(await p.journal.nextCheckAt(ref(id))).toBeUndefined();
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(agent.count('SubscribeToTask')).toBe(1);
+    expect(await durationsObserved(fleet)).toBe(1);
+  }, 20_000);
+
+  it('an answer that parks (INPUT_REQUIRED): no handover kept, the lease gone, no stream, parked once', async () => {
+    const { producer: p, agent, fleet } = await h.setUp(
+      () => ({
+        SendMessage: (params) => ({ result: { task: task('T-Q', 'INPUT_REQUIRED', { contextId: params.message.contextId, history: [params.message], message: agentMessage('which date?', { contextId: params.message.contextId }) }) } }),
+      }),
+      QUIET,
+    );
+    const tokens = recordTokens(fleet);
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'parks', idempotencyKey: 'parks' });
+    await eventually(async () => (await recordOf(p, id))?.state === 'INPUT_REQUIRED' || undefined, 'parked', 10_000);
+    await eventually(async () => (await metricLocalFollows(fleet)) === 0, 'no local follow running', 5_000);
+    expect(tokens).toHaveLength(1);
+    expect(await leaseHolder(p, id)).toBeNull();
+    expect(agent.count('SubscribeToTask')).toBe(0);
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 20_000);
+
+  it('a workflow canceled while its send is in flight: the handed lease goes back before the CancelTask, one SendMessage', async () => {
+    let cancel!: () => Promise<void>;
+    const { producer: p, agent, fleet } = await h.setUp(
+      () => ({
+        SendMessage: async (params) => {
+          await cancel();
+          return { result: { task: task('T-C', 'WORKING', { contextId: params.message.contextId, history: [params.message] }) } };
+        },
+        CancelTask: () => ({ result: task('T-C', 'CANCELED') }),
+        SubscribeToTask: () => ({ sse: [], endAfter: 'hang' }),
+        GetTask: () => ({ result: task('T-C', 'CANCELED') }),
+      }),
+      QUIET,
+    );
+    const tokens = recordTokens(fleet);
+    let id = '';
+    cancel = () => p.cancel(id);
+    ({ id } = await p.delegate({ agent: agent.cardUrl, text: 'cancel me', idempotencyKey: 'cancel-me' }));
+    await eventually(async () => agent.count('CancelTask') >= 1, 'CancelTask sent', 10_000);
+    expect(tokens).toHaveLength(1);
+    // The router gave the handed lease back before it enqueued the cancel: nobody holds it for lockDurationMs.
+    const holder = await leaseHolder(p, id);
+    expect(holder === null || holder !== tokens[0]).toBe(true);
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 20_000);
+
+  it('the fleet closing between the handover\'s token and the router: the handed lease goes back, a follow job takes over, one SendMessage', async () => {
+    let closing: Promise<void> | undefined;
+    const { producer: p, agent, fleet, prefix } = await h.setUp(
+      (seen) => ({ SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'COMPLETED', { contextId: seen.contextId }))], endAfter: 'hang' }) }),
+      QUIET,
+    );
+    // close() aborts the shutdown signal at once (then waits for this send job): the lease is handed over by the
+    // answer's script, and the router finds the fleet closing.
+    const tokens = recordTokens(fleet, () => {
+      closing ??= fleet.close();
+    });
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'closing', idempotencyKey: 'closing' });
+    await eventually(async () => closing !== undefined || undefined, 'the answer arrived', 10_000);
+    await closing;
+    expect(tokens).toHaveLength(1);
+    expect((await recordOf(p, id))!.state).toBe('SUBMITTED');
+    expect(await leaseHolder(p, id)).toBeNull();
+    const second = await h.fleetFor(prefix, QUIET);
+    expect((await finished(p, id)).state).toBe('COMPLETED');
+    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
+    expect(agent.count('SendMessage')).toBe(1);
+    await eventually(async () => (await durationsObserved(second)) === 1 || undefined, 'one duration observed', 5_000);
+  }, 20_000);
+
+  it('a journal error after the answer\'s script ran (the handover done): both leases go back, no second SendMessage, the reconciler finishes it', async () => {
+    const { producer: p, agent, fleet } = await h.setUp(
+      (seen) => ({
+        SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'COMPLETED', { contextId: seen.contextId }))], endAfter: 'hang' }),
+        GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: seen.contextId }) }),
+      }),
+      { lockDurationMs: 30_000, reconcileIntervalMs: 1_000 },
+    );
+    const tokens = recordTokens(fleet);
+    const journal = fleet.context.journal;
+    const applyStatus = journal.applyStatus.bind(journal);
+    let thrown = 0;
+    // The reply of the handover's script lost (a connection dropped after the script ran): the caller sees an error.
+    journal.applyStatus = async (target, change: StatusChange) => {
+      const result = await applyStatus(target, change);
+      if (change.endsLease?.when === 'handover' && thrown++ === 0) throw new Error('connection lost after the script ran');
+      return result;
+    };
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'lost reply', idempotencyKey: 'lost-reply' });
+    await eventually(async () => thrown > 0 || undefined, 'the handover ran', 10_000);
+    // Given back at once by the send (its catch), not left to run out for lockDurationMs.
+    await eventually(async () => (await leaseHolder(p, id)) === null || (await leaseHolder(p, id)) !== tokens[0] || undefined, 'the handed lease given back', 3_000);
+    expect((await finished(p, id)).state).toBe('COMPLETED');
+    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 20_000);
+});
+
+/** Local follows running now (the fleet's gauge). */
+async function metricLocalFollows(fleet: Fleet): Promise<number> {
+  return (await fleet.metrics.localFollows.get()).values[0]?.value ?? 0;
+}
+
+describe('attack: the handed lease and the openings queue', () => {
+  it('a follow that waits for its opening turn past the handed lease\'s end never streams while another holder has the lease', async () => {
+    const LEASE_MS = 1_500;
+    const prefix = h.newPrefix();
+    let openGate!: () => void;
+    const gate = new Promise<void>((resolve) => (openGate = resolve));
+    // Another agent whose 200 streams take every opening turn until the gate opens (no first event before it).
+    const slow = await h.agentWith({
+      SubscribeToTask: async () => {
+        await gate;
+        return { sse: [], endAfter: 'close' };
+      },
+    });
+    const agent = await h.agentWith({
+      SendMessage: (params) => ({ result: { task: task('T-MAIN', 'WORKING', { contextId: params.message.contextId, history: [params.message] }) } }),
+      SubscribeToTask: () => ({ sse: [], endAfter: 'hang' }),
+    });
+    const p = h.producer(prefix);
+    const fleet = await h.fleetFor(prefix, { lockDurationMs: LEASE_MS, reconcileIntervalMs: 60_000, requestTimeoutMs: 15_000 });
+    // 200 unfinished delegations of the slow agent, with their task ids (journal level: what earlier sends left).
+    const busy: { ref: { workflowId: string; delegationId: string }; known: DelegationRecord }[] = [];
+    for (let index = 0; index < 200; index++) {
+      const workflowId = `busy-${index}`;
+      await p.journal.createWorkflow(workflowId, { state: 'RUNNING', definition: '{}', createdAt: '1', updatedAt: '1' }, { ...intentRow(workflowId), agentCardUrl: slow.cardUrl });
+      const target = { workflowId, delegationId: 'main.1' };
+      await p.journal.applyStatus(target, { mode: 'event', state: 'WORKING', taskId: `T-${index}`, agentCardUrl: slow.cardUrl });
+      busy.push({ ref: target, known: (await p.journal.getDelegation(target))! });
+    }
+    // Between the token (a free opening turn) and the router's start, the 200 slow follows take every turn.
+    const tokens = recordTokens(fleet, () => {
+      for (const { ref: target, known } of busy) fleet.context.followHere!(target, { resubscription: 0, again: false, known });
+    });
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'waits for a turn', idempotencyKey: 'waits' });
+    await eventually(async () => slow.count('SubscribeToTask') === 200 || undefined, 'every opening turn taken', 10_000);
+    await eventually(async () => (await recordOf(p, id))?.state === 'WORKING' || undefined, 'the answer journaled', 10_000);
+    expect(tokens).toHaveLength(1);
+    // Whatever the follow held while it waited has run out by now; another worker (a reconciler) follows the task.
+    await eventually(async () => (await leaseHolder(p, id)) === null || undefined, 'no lease held', LEASE_MS + 3_000);
+    const other = 'another-worker/reconcile-1';
+    expect(await p.journal.takeFollow(ref(id), other, 30_000)).toBeGreaterThan(0);
+    openGate();
+    // The waiting follow gets its turn: it must find the lease held and open no second stream.
+    await eventually(async () => agent.count('SubscribeToTask') > 0 || undefined, 'a stream opened', 3_000).catch(() => undefined);
+    expect(agent.count('SubscribeToTask'), 'a second stream for a task another holder follows').toBe(0);
+    expect(await leaseHolder(p, id)).toBe(other);
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 30_000);
+});
