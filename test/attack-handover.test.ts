@@ -12,7 +12,6 @@ import { intentRow } from './harness/journal-rows.ts';
 import { finished, recordOf, ref, useFieldCases, workflowSettled } from './harness/field-cases.ts';
 import { agentMessage, task, taskEvent } from './harness/scripted-agent.ts';
 import { eventually } from './harness/fleet.ts';
-import { testsOnCluster } from './harness/redis.ts';
 
 const h = useFieldCases();
 /** No periodic reconcile inside a case: what the handover left is what the case sees. */
@@ -61,8 +60,10 @@ describe('attack: the send lease handed over to the local follow', () => {
     expect(await redis.hget(p.journal.keys.delegation(id, 'main.1'), 'owner')).toBe(tokens[0]);
     expect((await recordOf(p, id))!.fence).toBe(2);
     expect(await leaseHolder(p, id)).toBe(tokens[0]);
-    // The reconciler's next check moved with the handover (one server), about a reconcile interval ahead.
-    if (!testsOnCluster()) expect(await p.journal.nextCheckAt(ref(id))).toBeGreaterThan(Date.now() + 20_000);
+    // A writer with the send's fence (the mark's) is refused now.
+    await expect(p.journal.applyStatus(ref(id), { fence: 1, mode: 'event', state: 'WORKING', statusTimestamp: new Date().toISOString() })).rejects.toMatchObject({ code: 'FENCE_LOST' });
+    // The reconciler's next check moved with the handover (one server; on a Cluster the follow's own ZADD beside its stream).
+    await eventually(async () => ((await p.journal.nextCheckAt(ref(id))) ?? 0) > Date.now() + 20_000 || undefined, 'the next check a reconcile interval ahead', 2_000);
     expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
     await eventually(async () => (await metricLocalFollows(fleet)) === 0 || undefined, 'the follow ended', 5_000);
     expect(await leaseHolder(p, id)).toBeNull();
@@ -112,6 +113,12 @@ describe('attack: the send lease handed over to the local follow', () => {
     // The router gave the handed lease back before it enqueued the cancel: nobody holds it for lockDurationMs.
     const holder = await leaseHolder(p, id);
     expect(holder === null || holder !== tokens[0]).toBe(true);
+    // The task ends CANCELED: the settle's decision finishes the workflow and drops both index entries, observed once.
+    expect((await workflowSettled(p, id)).state).toBe('CANCELED');
+    await eventually(async () => (await durationsObserved(fleet)) >= 1 || undefined, 'a duration observed', 5_000);
+    expect(await p.journal.nextCheckAt(ref(id))).toBeUndefined();
+    expect(await p.journal.nextCheckAt(ref(id, '*'))).toBeUndefined();
+    expect(await durationsObserved(fleet)).toBe(1);
     expect(agent.count('SendMessage')).toBe(1);
   }, 20_000);
 
@@ -164,6 +171,99 @@ describe('attack: the send lease handed over to the local follow', () => {
     expect((await finished(p, id)).state).toBe('COMPLETED');
     expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
     expect(agent.count('SendMessage')).toBe(1);
+  }, 20_000);
+});
+
+describe('attack: handover corners', () => {
+  it('the agent\'s share of follow slots full when the handed follow starts: the lease goes back at once, a delayed follow finishes it', async () => {
+    let release!: () => void;
+    const firstDone = new Promise<void>((resolve) => (release = resolve));
+    const { producer: p, agent, fleet } = await h.setUp(
+      () => ({
+        SendMessage: (params) => ({ result: { task: task(params.message.parts[0].text === 'first' ? 'T-1' : 'T-2', 'WORKING', { contextId: params.message.contextId, history: [params.message] }) } }),
+        SubscribeToTask: async (params) => {
+          if (params.id === 'T-1') await firstDone;
+          return { sse: [taskEvent(task(params.id, 'COMPLETED', { contextId: agent.calls('SendMessage')[0]!.params.message.contextId }))], endAfter: 'hang' };
+        },
+        GetTask: (params) => ({ result: task(params.id, 'WORKING') }),
+      }),
+      // One slot per agent, and no room beyond it (a tenth of 2 rounds up to 1): the second follow must wait.
+      { ...QUIET, concurrency: { follow: 2 }, followSlotsPerAgent: 1, localFollowSlots: 5 },
+    );
+    const tokens = recordTokens(fleet);
+    const first = await p.delegate({ agent: agent.cardUrl, text: 'first', idempotencyKey: 'share-1' });
+    await eventually(async () => agent.count('SubscribeToTask') === 1 || undefined, 'the first stream open', 10_000);
+    const second = await p.delegate({ agent: agent.cardUrl, text: 'second', idempotencyKey: 'share-2' });
+    await eventually(async () => (await recordOf(p, second.id))?.state === 'WORKING' || undefined, 'the second answer journaled', 10_000);
+    expect(tokens).toHaveLength(2);
+    // Turned away by the agent's share: the handed lease is not left to run out (30 s) before the delayed follow.
+    await eventually(async () => (await leaseHolder(p, second.id)) !== tokens[1] || undefined, 'the second lease given back', 3_000);
+    release();
+    expect((await workflowSettled(p, first.id)).state).toBe('COMPLETED');
+    expect((await workflowSettled(p, second.id)).state).toBe('COMPLETED');
+    expect(agent.count('SendMessage')).toBe(2);
+  }, 20_000);
+
+  it('scripts flushed (NOSCRIPT) just before the answer that hands the lease over: the follow streams once, the lease gone at the end', async () => {
+    const { producer: p, agent, fleet } = await h.setUp(
+      (seen) => ({
+        SendMessage: async (params) => {
+          seen.contextId ??= params.message.contextId;
+          await redis.call('SCRIPT', 'FLUSH');
+          return { result: { task: task('T1', 'WORKING', { contextId: params.message.contextId, history: [params.message] }) } };
+        },
+        SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'COMPLETED', { contextId: seen.contextId }))], endAfter: 'hang' }),
+      }),
+      QUIET,
+    );
+    const tokens = recordTokens(fleet);
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'flush', idempotencyKey: 'flush-handover' });
+    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
+    await eventually(async () => (await metricLocalFollows(fleet)) === 0 || undefined, 'the follow ended', 5_000);
+    expect(tokens).toHaveLength(1);
+    expect(await leaseHolder(p, id)).toBeNull();
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(agent.count('SubscribeToTask')).toBe(1);
+    expect(await durationsObserved(fleet)).toBe(1);
+  }, 20_000);
+
+  it('parallel steps finishing at the same moment: each delegation\'s duration observed once, every index entry of the workflow gone', async () => {
+    const WORKFLOWS = 3;
+    let arrived = 0;
+    let go!: () => void;
+    const together = new Promise<void>((resolve) => (go = resolve));
+    const { producer: p, agent, fleet } = await h.setUp(
+      () => ({
+        SendMessage: (params) => ({ result: { task: task(`T-${params.message.messageId}`, 'WORKING', { contextId: params.message.contextId, history: [params.message] }) } }),
+        SubscribeToTask: async (params) => {
+          // Every stream's terminal event leaves at once: the settles of a workflow's two steps race.
+          if (++arrived >= WORKFLOWS * 2) go();
+          await Promise.race([together, new Promise((resolve) => setTimeout(resolve, 5_000))]);
+          const sent = agent.calls('SendMessage').find((call) => `T-${call.params.message.messageId}` === params.id)!;
+          return { sse: [taskEvent(task(params.id, 'COMPLETED', { contextId: sent.params.message.contextId }))], endAfter: 'hang' };
+        },
+      }),
+      QUIET,
+    );
+    const ids: string[] = [];
+    for (let index = 0; index < WORKFLOWS; index++) {
+      const { id } = await p.startWorkflow({
+        workflowId: `parallel-${index}`,
+        steps: [
+          { name: 'a', agent: agent.cardUrl, message: { text: 'a' } },
+          { name: 'b', agent: agent.cardUrl, after: [], message: { text: 'b' } },
+        ],
+      });
+      ids.push(id);
+    }
+    for (const id of ids) expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
+    await eventually(async () => (await durationsObserved(fleet)) >= WORKFLOWS * 2 || undefined, 'every duration observed', 5_000);
+    await eventually(async () => (await metricLocalFollows(fleet)) === 0 || undefined, 'the follows ended', 5_000);
+    expect(await durationsObserved(fleet)).toBe(WORKFLOWS * 2);
+    for (const id of ids) {
+      for (const delegationId of ['a.1', 'b.1', '*']) expect(await p.journal.nextCheckAt(ref(id, delegationId)), `${id}/${delegationId}`).toBeUndefined();
+    }
+    expect(agent.count('SendMessage')).toBe(WORKFLOWS * 2);
   }, 20_000);
 });
 
