@@ -6,7 +6,7 @@
  * delegation duration histogram (observed once per settled delegation).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, Journal, type DelegationRecord, type RedisClient, type StatusChange } from '@durable-a2a/shared';
+import { createRedisClient, enqueueFollow, Journal, type DelegationRecord, type RedisClient, type StatusChange } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { intentRow } from './harness/journal-rows.ts';
 import { finished, recordOf, ref, useFieldCases, workflowSettled } from './harness/field-cases.ts';
@@ -264,6 +264,41 @@ describe('attack: handover corners', () => {
       for (const delegationId of ['a.1', 'b.1', '*']) expect(await p.journal.nextCheckAt(ref(id, delegationId)), `${id}/${delegationId}`).toBeUndefined();
     }
     expect(agent.count('SendMessage')).toBe(WORKFLOWS * 2);
+  }, 20_000);
+});
+
+describe('attack: the settle that finishes the workflow drops the index entries', () => {
+  it('a late second settle of a step already settled, whose decision finishes the workflow: its duration is not observed again', async () => {
+    const { producer: p, agent, fleet } = await h.setUp(
+      () => ({
+        SendMessage: (params) => ({ result: { task: task(`T-${params.message.parts[0].text}`, 'WORKING', { contextId: params.message.contextId, history: [params.message] }) } }),
+        // Step a ends at once; step b's stream stays open (its end is journaled below, as a push would).
+        SubscribeToTask: (params) => (params.id === 'T-a' ? { sse: [taskEvent(task('T-a', 'COMPLETED', { contextId: agent.calls('SendMessage').find((call) => call.params.message.parts[0].text === 'a')!.params.message.contextId }))], endAfter: 'hang' } : { sse: [], endAfter: 'hang' }),
+      }),
+      QUIET,
+    );
+    const { id } = await p.startWorkflow({
+      workflowId: 'late-settle',
+      steps: [
+        { name: 'a', agent: agent.cardUrl, message: { text: 'a' } },
+        { name: 'b', agent: agent.cardUrl, after: [], message: { text: 'b' } },
+      ],
+    });
+    // a settled (the workflow waits for b): its entry taken, its duration observed once.
+    await eventually(async () => (await durationsObserved(fleet)) === 1 || undefined, 'a settled', 10_000);
+    expect(await p.journal.nextCheckAt(ref(id, 'a.1'))).toBeUndefined();
+    await eventually(async () => (await recordOf(p, id, 'b.1'))?.state === 'WORKING' || undefined, 'b followed', 10_000);
+    // b finishes (journaled; its settle not run yet), and a late follow job of a (a stale route) settles a again:
+    // its decision completes the workflow and drops the workflow's entry '*'; a's own entry was gone already.
+    await p.journal.applyStatus(ref(id, 'b.1'), { mode: 'outcome', state: 'COMPLETED' });
+    await enqueueFollow(fleet.context.queues, ref(id, 'a.1'), { resubscription: 0, again: false, delayMs: 0, at: Date.now() });
+    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
+    await eventually(async () => (await p.journal.nextCheckAt(ref(id, '*'))) === undefined || undefined, "the workflow's entry dropped", 5_000);
+    // Then b's own settle (a follow job for it): the one removal that takes b's entry observes b.
+    await enqueueFollow(fleet.context.queues, ref(id, 'b.1'), { resubscription: 0, again: false, delayMs: 0, at: Date.now() });
+    await eventually(async () => (await p.journal.nextCheckAt(ref(id, 'b.1'))) === undefined || undefined, "b's entry dropped", 5_000);
+    await eventually(async () => (await durationsObserved(fleet)) >= 2 || undefined, 'b observed', 5_000);
+    expect(await durationsObserved(fleet), 'durations observed for two delegations').toBe(2);
   }, 20_000);
 });
 
