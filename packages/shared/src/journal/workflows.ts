@@ -95,7 +95,8 @@ export class JournalWorkflows extends JournalIndex {
    * `updateWorkflow` to a finished state (`patch.state`) that drops `entries` from the unfinished index in the
    * same script (updateWorkflow-3.lua ARGV[6..]): the settle of a workflow's last delegation, one round trip
    * instead of a ZREM after it. Only where `removesIndexWithFinish`; nothing is dropped when the update is refused.
-   * @returns the new version, and whether any of `entries` was in the index (the settle that removed it observes it)
+   * @returns the new version, and whether any delegation's entry of `entries` was in the index (the settle that
+   *   removed it observes its duration); a workflow's `*` entry does not count
    * @throws JournalError VERSION_CONFLICT, WRONG_STATE, WORKFLOW_MISSING; Error when not `removesIndexWithFinish`
    */
   async finishWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[]): Promise<{ version: number; removedFromIndex: boolean }> {

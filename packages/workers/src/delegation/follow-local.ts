@@ -29,7 +29,8 @@
  * Openings are paced: at most `OPENINGS_AT_ONCE` local follows are between
  * their start and their stream's first event (or end) at once; the others wait
  * their turn in this process, holding no lease, as a local follow that has not
- * taken its lease yet (the journal is their backstop, as above). A fresh worker
+ * taken its lease yet (the journal is their backstop, as above); a lease a send's
+ * answer handed over is given back when the follow has to wait. A fresh worker
  * that reattaches thousands of delegations at once would otherwise open every
  * stream in one burst, starve its event loop and lose the leases it already holds.
  * A resubscription whose rate-limit slot is at most `SLOT_WAIT_HERE_MS` away
@@ -72,7 +73,12 @@ export function createLocalFollows(ctx: WorkerContext): LocalFollows {
   return {
     start(ref, start) {
       if (ctx.shutdownSignal.aborted || running.size >= ctx.options.localFollowSlots) return false;
-      const run: Promise<void> = openings.take().then((opened) => followHere(ctx, ref, start, opened)).finally(() => {
+      // A lease handed over by the send's answer (`start.lease`) is not held while the follow waits for its opening
+      // turn: unrenewed there it would run out, another holder could take it, and the follow (no takeFollow of its
+      // own) would stream beside that holder. Given back now; the follow takes a lease of its own at its turn.
+      const handBack = start.lease && !openings.free() ? ctx.journal.lease(ref, 'release', start.lease.token).catch(() => undefined) : undefined;
+      const begin: FollowStart = handBack ? { ...start, lease: undefined } : start;
+      const run: Promise<void> = Promise.all([openings.take(), handBack]).then(([opened]) => followHere(ctx, ref, begin, opened)).finally(() => {
         running.delete(run);
         ctx.metrics.localFollows.dec();
       });

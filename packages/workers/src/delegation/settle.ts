@@ -68,7 +68,10 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
  */
 async function dropFromIndex(ctx: WorkerContext, ref: DelegationRef, record: DelegationRecord, mark: number, others: DelegationRef[] = []): Promise<void> {
   await ctx.journal.awaitReplicas(ref.workflowId, mark);
-  if (await ctx.journal.removeFromIndex(ref, ...others)) observeSettled(ctx, record);
+  // Only this delegation's own entry decides the observation: a late second settle of a step settled before may
+  // still find the workflow's `*` there (its decision finished the workflow) and must not observe the step again.
+  const [taken] = await Promise.all([ctx.journal.removeFromIndex(ref), others.length > 0 ? ctx.journal.removeFromIndex(others[0]!, ...others.slice(1)) : undefined]);
+  if (taken) observeSettled(ctx, record);
 }
 
 /** The end-to-end duration (journaled intent → settled, seconds), observed once per delegation: by the removal that took its entry. */

@@ -58,7 +58,8 @@ export interface KnownWorkflow {
   /**
    * Index entries a finishing decision (`complete`, `fail`) of the first round drops in its own transition, the
    * workflow's `*` with them (`Journal.finishWorkflow`, where `removesIndexWithFinish`): the settle's ZREM, one
-   * round trip less. `removed` is told whether any entry was still there (then the caller does not drop them).
+   * round trip less. `removed` is told whether any of `entries` (the `*` not counted) was still there: the caller then
+   * observes the delegation's duration; it drops none of them either way.
    */
   finishDrops?: { entries: DelegationRef[]; removed(any: boolean): void };
 }

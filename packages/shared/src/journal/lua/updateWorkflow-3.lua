@@ -22,7 +22,7 @@
   Publishes the new state on '<prefix>:{wf:<id>}:changed' when `state` is among the
   fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back).
   Returns: new version (>= 1), or {version, removed} with ARGV[6..] (removed: how many of those entries were
-           there); -1 missing; -3 version mismatch; -4 workflow already finished
+           there, a workflow's '*' not counted); -1 missing; -3 version mismatch; -4 workflow already finished
 ]]
 local finished = { COMPLETED = true, FAILED = true, COMPENSATED = true, CANCELED = true }
 local base = string.sub(KEYS[1], 1, -4) -- '<prefix>:{wf:<id>}' without ':wf'
@@ -196,8 +196,15 @@ if fields.state and finished[fields.state] then
 end
 if fields.state then redis.call('PUBLISH', base .. ':changed', fields.state) end
 if #ARGV >= 6 then
+  -- Only delegations' entries count: the settle that took one observes that delegation's duration, once. A
+  -- workflow's '*' (still there when a late second settle of a step settled before finishes the workflow) does not.
   local removed = 0
-  if fields.state and finished[fields.state] then removed = redis.call('ZREM', KEYS[3], unpack(ARGV, 6)) end
+  if fields.state and finished[fields.state] then
+    for i = 6, #ARGV do
+      local taken = redis.call('ZREM', KEYS[3], ARGV[i])
+      if string.sub(ARGV[i], -2) ~= '|*' then removed = removed + taken end
+    end
+  end
   return { version, removed }
 end
 return version
