@@ -9,7 +9,7 @@ import { createProducer, NotFoundError, WaitTimeoutError, type Producer, type Wo
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
 import { Redis } from 'ioredis';
-import { WorkflowChangeSubscriber, waitForWorkflow } from '../packages/producer/src/wait.ts';
+import { WorkflowChangeSubscriber, waitForWorkflow, workflowChangeChannel } from '../packages/producer/src/wait.ts';
 import { useRedisServer, testsOnCluster } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { asksForInput, completionSteps, runsSlowly } from './harness/agent-behaviours.ts';
@@ -114,6 +114,69 @@ describe('producer.waitFor', () => {
     expect(reads).toBe(1);
     await subscriber.close();
     await base.quit();
+  });
+
+  it('a workflow compacted as it finishes publishes its record: the waiter builds the same view from it, with no read of the view', async () => {
+    const { id } = await producer.delegate({ agent: slow.cardUrl, text: 'publish the record', idempotencyKey: `published-${++sequence}` });
+    // What the channel carries, seen by a listener of its own.
+    const listener = new Redis(redisServer().url);
+    const messages: string[] = [];
+    listener.on('message', (_channel: string, message: string) => messages.push(message));
+    await listener.subscribe(workflowChangeChannel(producer.journal, id));
+    // Every read of a whole workflow (row, delegations, record) the producer makes.
+    const journal = producer.journal;
+    const snapshotOf = journal.getWorkflowSnapshot.bind(journal);
+    let snapshotReads = 0;
+    journal.getWorkflowSnapshot = (workflowId: string) => {
+      snapshotReads++;
+      return snapshotOf(workflowId);
+    };
+    try {
+      const view = await producer.waitFor(id, { timeoutMs: 10_000 });
+      expect(view.state).toBe('COMPLETED');
+      // The wait read the state alone while RUNNING, and the view came from the message: no snapshot read.
+      expect(snapshotReads).toBe(0);
+      await eventually(async () => messages.length > 0, 'the finish published');
+      expect(messages.at(-1)!.startsWith('{')).toBe(true);
+      // The same view a read gives (the record as stored under ':done').
+      expect(view).toEqual(await producer.get(id));
+      expect(snapshotReads).toBe(1);
+    } finally {
+      journal.getWorkflowSnapshot = snapshotOf;
+      await listener.quit();
+    }
+  });
+
+  it('the finish publishes the compacted record exactly as stored, a finish left uncompacted its state; a message that is no record is read back', async () => {
+    const listener = new Redis(redisServer().url);
+    const messages = new Map<string, string[]>();
+    listener.on('message', (channel: string, message: string) => messages.set(channel, [...(messages.get(channel) ?? []), message]));
+    try {
+      // Compacted: every delegation final when the workflow finishes.
+      const compacted = await parkedWorkflow();
+      const ref = { workflowId: compacted, delegationId: 'main.1' };
+      await listener.subscribe(workflowChangeChannel(idle.journal, compacted));
+      const fence = await idle.journal.claim(ref, 'test');
+      await idle.journal.applyStatus(ref, { fence, mode: 'outcome', state: 'COMPLETED', result: { text: 'done' } });
+      await idle.journal.updateWorkflow(compacted, { state: 'COMPLETED' });
+      await eventually(async () => (messages.get(workflowChangeChannel(idle.journal, compacted)) ?? []).length > 0, 'published');
+      const record = await idle.journal.redis.get(idle.journal.keys.finished(compacted));
+      expect(messages.get(workflowChangeChannel(idle.journal, compacted))).toEqual([record]);
+      expect(idle.journal.snapshotFromPublished(compacted, record!)).toEqual(await idle.journal.getWorkflowSnapshot(compacted));
+      // Not compacted (its delegation never finished): the state alone, and the view is read.
+      const uncompacted = await parkedWorkflow();
+      await listener.subscribe(workflowChangeChannel(idle.journal, uncompacted));
+      await idle.journal.updateWorkflow(uncompacted, { state: 'FAILED' });
+      await eventually(async () => (messages.get(workflowChangeChannel(idle.journal, uncompacted)) ?? []).length > 0, 'published');
+      expect(messages.get(workflowChangeChannel(idle.journal, uncompacted))).toEqual(['FAILED']);
+      expect(idle.journal.snapshotFromPublished(uncompacted, 'FAILED')).toBeUndefined();
+      // Anything else on the channel (not a record of this workflow) is never taken for its view.
+      for (const other of ['{', '{"workflow":{}}', '{"not":"a record"}', `${record!.slice(0, -5)}`]) {
+        expect(idle.journal.snapshotFromPublished(compacted, other)).toBeUndefined();
+      }
+    } finally {
+      await listener.quit();
+    }
   });
 
   it('a settled wait answers without waiting for its UNSUBSCRIBE, and the channel is still given up', async () => {

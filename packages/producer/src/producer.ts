@@ -61,7 +61,7 @@ export interface Producer {
 /** Creates a producer. Throws nothing until used. */
 export function createProducer(options: ProducerOptions): Producer {
   const context = connectProducer(options);
-  const view = (id: string) => readView(context, id);
+  const view = (id: string, published?: string) => readView(context, id, published);
   const producer: Producer = {
     journal: context.journal,
     delegate: (input) => delegate(context, input),

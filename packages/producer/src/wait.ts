@@ -42,25 +42,27 @@ export function isSettled(view: WorkflowView, untilQuestion = false): boolean {
   return SETTLED_WORKFLOW_STATES.includes(view.state) || (untilQuestion && view.openQuestions.length > 0);
 }
 
-type Wake = () => void;
 
 /**
  * Resolves with the workflow's view once it is settled (see SETTLED_WORKFLOW_STATES,
  * or an open question with `untilQuestion`). Rejects with NotFoundError (from
- * `read`), WaitTimeoutError, or the abort reason.
+ * `read`), WaitTimeoutError, or the abort reason. `read` gets the last message published since the last read
+ * (a finished workflow's compacted record builds the view without a read; undefined after a reconnect).
  */
 export async function waitForWorkflow(
   subscriber: WorkflowChangeSubscriber,
   journal: Journal,
-  read: (workflowId: string) => Promise<WorkflowView>,
+  read: (workflowId: string, published?: string) => Promise<WorkflowView>,
   workflowId: string,
   options: WaitForOptions = {},
 ): Promise<WorkflowView> {
   options.signal?.throwIfAborted();
   let changed = false;
-  let wakeUp: Wake = () => undefined;
-  const unlisten = await subscriber.listen(workflowChangeChannel(journal, workflowId), () => {
+  let published: string | undefined;
+  let wakeUp: () => void = () => undefined;
+  const unlisten = await subscriber.listen(workflowChangeChannel(journal, workflowId), (message) => {
     changed = true;
+    published = message;
     wakeUp();
   });
   let timer: NodeJS.Timeout | undefined;
@@ -88,7 +90,9 @@ export async function waitForWorkflow(
         if (outcome === 'aborted') throw options.signal!.reason;
       }
       changed = false;
-      view = await read(workflowId);
+      const message = published;
+      published = undefined;
+      view = await read(workflowId, message);
     }
   } finally {
     wakeUp = () => undefined;

@@ -147,9 +147,12 @@ export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.ou
   return result.data;
 }
 
-/** The journal view of a workflow. Throws NotFoundError. */
-export async function readView(context: ProducerContext, id: string): Promise<WorkflowView> {
-  const found = await workflowView(context.journal, id);
+/**
+ * The journal view of a workflow; `published`: the message of its change channel that woke a waiter (a compacted
+ * record saves the read). Throws NotFoundError.
+ */
+export async function readView(context: ProducerContext, id: string, published?: string): Promise<WorkflowView> {
+  const found = await workflowView(context.journal, id, published);
   if (!found) throw new NotFoundError(`workflow ${id} not found`);
   return found;
 }

@@ -12,7 +12,8 @@ export function workflowChangeChannel(journal: Journal, workflowId: string): str
   return `${journal.keys.workflow(workflowId).slice(0, -':wf'.length)}:changed`;
 }
 
-type Wake = () => void;
+/** Wakes a waiter; `message`: what was published (a state name, or a finished workflow's compacted record). */
+type Wake = (message?: string) => void;
 
 /**
  * One subscriber connection per producer, shared by every waiter; channels
@@ -57,7 +58,7 @@ export class WorkflowChangeSubscriber {
       ? this.redis.duplicate(undefined, { enableOfflineQueue: true })
       : this.redis.duplicate({ enableOfflineQueue: true });
     subscriber.on('error', () => undefined); // commands reject to the waiter; reconnects are ioredis' job
-    subscriber.on('message', (channel: string) => this.#waiters.get(channel)?.forEach((wake) => wake()));
+    subscriber.on('message', (channel: string, message: string) => this.#waiters.get(channel)?.forEach((wake) => wake(message)));
     // Messages published while disconnected are lost: after a reconnect, every waiter reads again.
     let connections = 0;
     subscriber.on('ready', () => {

@@ -32,6 +32,20 @@ export class JournalDelegations extends JournalWorkflows {
   }
 
   /**
+   * The snapshot of a workflow that was compacted as it finished, from the compacted record its finishing
+   * transition published on its change channel (updateWorkflow-3.lua): no read. Undefined when `published` is
+   * not such a record (a state name) or does not parse: the caller reads (`getWorkflowSnapshot`).
+   */
+  snapshotFromPublished(workflowId: string, published: string): { workflow: WorkflowRecord; delegations: DelegationView[] } | undefined {
+    if (!published.startsWith('{')) return undefined;
+    try {
+      return snapshotOfCompacted(parseCompactedWorkflow(workflowId, published));
+    } catch {
+      return undefined;
+    }
+  }
+
+  /**
    * A workflow row with every delegation (views, artifacts included) in as few round trips as its form
    * allows: the row, its delegation list and the compacted record together (finished and compacted: that is
    * all, one round trip), then a live workflow's delegations together. Undefined when missing (or
@@ -46,9 +60,7 @@ export class JournalDelegations extends JournalWorkflows {
     ]);
     if (!hash.workflowId) {
       const finished = compacted ? parseCompactedWorkflow(workflowId, compacted) : await this.finishedWorkflow(workflowId);
-      if (!finished) return undefined;
-      const delegations = finished.delegations.map(({ hash: row, artifacts }) => ({ ...parseDelegationHash(row), artifacts: parseArtifacts(artifacts) }));
-      return { workflow: parseWorkflowHash(finished.workflow), delegations };
+      return finished ? snapshotOfCompacted(finished) : undefined;
     }
     // A delegation compacted between the two reads is read from the compacted record (getDelegationView).
     const views = await Promise.all(ids.map((delegationId) => this.getDelegationView({ workflowId, delegationId })));
@@ -163,4 +175,10 @@ export class JournalDelegations extends JournalWorkflows {
     if (code < 0) throw journalErrorFromCode(code, ref, 'recordEffect');
     return code === 1;
   }
+}
+
+/** A compacted workflow's typed snapshot: its row and every delegation's view (artifacts parsed). */
+function snapshotOfCompacted(finished: CompactedWorkflow): { workflow: WorkflowRecord; delegations: DelegationView[] } {
+  const delegations = finished.delegations.map(({ hash: row, artifacts }) => ({ ...parseDelegationHash(row), artifacts: parseArtifacts(artifacts) }));
+  return { workflow: parseWorkflowHash(finished.workflow), delegations };
 }

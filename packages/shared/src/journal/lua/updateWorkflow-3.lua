@@ -20,7 +20,9 @@
   record), and the hashes and the list are deleted; with retention on, both expire after it.
   Otherwise every key expires.
   Publishes the new state on '<prefix>:{wf:<id>}:changed' when `state` is among the
-  fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back).
+  fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back); a workflow
+  compacted here publishes its compacted record instead (a JSON object, where a state is a bare name): a waiter
+  builds its view from the message and reads nothing more.
   Returns: new version (>= 1), or {version, removed} with ARGV[6..] (removed: how many of those entries were
            there, a workflow's '*' not counted); -1 missing; -3 version mismatch; -4 workflow already finished
 ]]
@@ -159,6 +161,7 @@ local function compact(schema)
   return done, ids, push
 end
 
+local published = fields.state
 if fields.state and finished[fields.state] then
   local retention = tonumber(ARGV[4]) or 0
   local done, ids, push
@@ -169,6 +172,7 @@ if fields.state and finished[fields.state] then
       maxBytes = tonumber(given.maxBytes) or 0 })
   end
   if done then
+    published = done
     if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
     else redis.call('SET', base .. ':done', done) end
     for first = 1, #push, 1000 do
@@ -194,7 +198,7 @@ if fields.state and finished[fields.state] then
     redis.call('PEXPIRE', KEYS[2], retention)
   end
 end
-if fields.state then redis.call('PUBLISH', base .. ':changed', fields.state) end
+if published then redis.call('PUBLISH', base .. ':changed', published) end
 if #ARGV >= 6 then
   -- Only delegations' entries count: the settle that took one observes that delegation's duration, once. A
   -- workflow's '*' (still there when a late second settle of a step settled before finishes the workflow) does not.
