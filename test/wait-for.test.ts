@@ -116,7 +116,8 @@ describe('producer.waitFor', () => {
     await base.quit();
   });
 
-  it('a workflow compacted as it finishes publishes its record: the waiter builds the same view from it, with no read of the view', async () => {
+  // On a Cluster the finish publishes its state only (PUBLISH reaches every node): the waiter reads the view.
+  it.skipIf(testsOnCluster())('a workflow compacted as it finishes publishes its record: the waiter builds the same view from it, with no read of the view', async () => {
     const { id } = await producer.delegate({ agent: slow.cardUrl, text: 'publish the record', idempotencyKey: `published-${++sequence}` });
     // What the channel carries, seen by a listener of its own.
     const listener = new Redis(redisServer().url);
@@ -161,7 +162,7 @@ describe('producer.waitFor', () => {
       await idle.journal.updateWorkflow(compacted, { state: 'COMPLETED' });
       await eventually(async () => (messages.get(workflowChangeChannel(idle.journal, compacted)) ?? []).length > 0, 'published');
       const record = await idle.journal.redis.get(idle.journal.keys.finished(compacted));
-      expect(messages.get(workflowChangeChannel(idle.journal, compacted))).toEqual([record]);
+      expect(messages.get(workflowChangeChannel(idle.journal, compacted))).toEqual([testsOnCluster() ? 'COMPLETED' : record]);
       expect(idle.journal.snapshotFromPublished(compacted, record!)).toEqual(await idle.journal.getWorkflowSnapshot(compacted));
       // Not compacted (its delegation never finished): the state alone, and the view is read.
       const uncompacted = await parkedWorkflow();

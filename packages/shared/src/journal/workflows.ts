@@ -93,7 +93,7 @@ export class JournalWorkflows extends JournalIndex {
 
   /**
    * `updateWorkflow` to a finished state (`patch.state`) that drops `entries` from the unfinished index in the
-   * same script (updateWorkflow-3.lua ARGV[6..]): the settle of a workflow's last delegation, one round trip
+   * same script (updateWorkflow-3.lua ARGV[7..]): the settle of a workflow's last delegation, one round trip
    * instead of a ZREM after it. Only where `removesIndexWithFinish`; nothing is dropped when the update is refused.
    * @returns the new version, and whether any delegation's entry of `entries` was in the index (the settle that
    *   removed it observes its duration); a workflow's `*` entry does not count
@@ -117,6 +117,8 @@ export class JournalWorkflows extends JournalIndex {
         this.now(),
         this.retentionMs,
         patch.state === undefined ? '' : COMPACTED_RECORD_LAYOUT_ARGUMENT,
+        // The compacted record on the change channel on one server only: a Cluster's PUBLISH goes to every node.
+        this.redis.isCluster ? '' : '1',
         ...entries.map((entry) => indexMember(entry.workflowId, entry.delegationId)),
       ],
     );

@@ -3,13 +3,15 @@
   leave a finished workflow state (COMPLETED, FAILED, COMPENSATED, CANCELED).
   KEYS[1] workflow hash
   KEYS[2] the workflow's delegation list (same hash tag, same slot)
-  KEYS[3] the unfinished index when ARGV[6] names entries (one server only: another Cluster slot); else KEYS[1]
+  KEYS[3] the unfinished index when ARGV[7..] name entries (one server only: another Cluster slot); else KEYS[1]
   ARGV[1] expected version ('' = any)
   ARGV[2] fields JSON object of strings
   ARGV[3] now (ms)
   ARGV[4] retention ms for a workflow entering a finished state ('0' = keep)
   ARGV[5] the compacted record's layout (COMPACTED_RECORD_LAYOUT, JSON), or '' (keep the hashes)
-  ARGV[6..] index members (indexMember) removed from KEYS[3] in the same step when the change sets a finished
+  ARGV[6] '1': a workflow compacted here publishes its compacted record (below); '' the state only (a Cluster,
+          where PUBLISH reaches every node over the cluster bus)
+  ARGV[7..] index members (indexMember) removed from KEYS[3] in the same step when the change sets a finished
           state: the settle of the workflow's last delegation drops its entry and the workflow's '*' with the
           decision, one round trip instead of a ZREM after it (Journal.updateWorkflow `removeFromIndex`)
   A workflow entering a finished state whose delegations are all final, and whose record fits in
@@ -20,10 +22,10 @@
   record), and the hashes and the list are deleted; with retention on, both expire after it.
   Otherwise every key expires.
   Publishes the new state on '<prefix>:{wf:<id>}:changed' when `state` is among the
-  fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back); a workflow
-  compacted here publishes its compacted record instead (a JSON object, where a state is a bare name): a waiter
+  fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back); with ARGV[6] a
+  workflow compacted here publishes its compacted record instead (a JSON object, where a state is a bare name): a waiter
   builds its view from the message and reads nothing more.
-  Returns: new version (>= 1), or {version, removed} with ARGV[6..] (removed: how many of those entries were
+  Returns: new version (>= 1), or {version, removed} with ARGV[7..] (removed: how many of those entries were
            there, a workflow's '*' not counted); -1 missing; -3 version mismatch; -4 workflow already finished
 ]]
 local finished = { COMPLETED = true, FAILED = true, COMPENSATED = true, CANCELED = true }
@@ -172,7 +174,7 @@ if fields.state and finished[fields.state] then
       maxBytes = tonumber(given.maxBytes) or 0 })
   end
   if done then
-    published = done
+    if ARGV[6] == '1' then published = done end
     if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
     else redis.call('SET', base .. ':done', done) end
     for first = 1, #push, 1000 do
@@ -199,12 +201,12 @@ if fields.state and finished[fields.state] then
   end
 end
 if published then redis.call('PUBLISH', base .. ':changed', published) end
-if #ARGV >= 6 then
+if #ARGV >= 7 then
   -- Only delegations' entries count: the settle that took one observes that delegation's duration, once. A
   -- workflow's '*' (still there when a late second settle of a step settled before finishes the workflow) does not.
   local removed = 0
   if fields.state and finished[fields.state] then
-    for i = 6, #ARGV do
+    for i = 7, #ARGV do
       local taken = redis.call('ZREM', KEYS[3], ARGV[i])
       if string.sub(ARGV[i], -2) ~= '|*' then removed = removed + taken end
     end
