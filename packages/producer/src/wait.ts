@@ -42,7 +42,6 @@ export function isSettled(view: WorkflowView, untilQuestion = false): boolean {
   return SETTLED_WORKFLOW_STATES.includes(view.state) || (untilQuestion && view.openQuestions.length > 0);
 }
 
-
 /**
  * Resolves with the workflow's view once it is settled (see SETTLED_WORKFLOW_STATES,
  * or an open question with `untilQuestion`). Rejects with NotFoundError (from
