@@ -14,7 +14,7 @@ import { startProfilingRig } from './rig.ts';
 const CONCURRENCY = 50;
 const delegations = Number(process.argv[2] ?? '2000');
 const profilePath = process.argv[3] ?? '/tmp/durable.cpuprofile';
-const rig = await startProfilingRig({ prefix: 'profile', agentBehaviour: 'completes:0', concurrency: CONCURRENCY });
+const rig = await startProfilingRig({ prefix: 'profile', agentBehaviour: process.env.PROFILE_AGENT_BEHAVIOUR ?? 'completes:0', concurrency: CONCURRENCY });
 const { cardUrl, producer, fleet } = rig;
 const run = (count: number, tag: string) =>
   delegateWithinConcurrency(fleet, count, CONCURRENCY, (index) => producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }));
