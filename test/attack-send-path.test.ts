@@ -7,7 +7,9 @@
  */
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
+import type { Producer } from '@durable-a2a/producer';
 import { enqueueSend, indexMember, Journal } from '@durable-a2a/shared';
+import type { Fleet } from '@durable-a2a/workers';
 import { intentRow } from './harness/journal-rows.ts';
 import { finished, metric, recordOf, ref, useFieldCases, workflowSettled } from './harness/field-cases.ts';
 import { useRedisClient } from './harness/redis.ts';
@@ -36,6 +38,14 @@ const sendJobsIdle = async (queues: { send: { getJobCounts(...states: string[]):
   const counts = await queues.send.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
   return Object.values(counts).every((count) => count === 0);
 };
+
+/** Waits (bounded) until delegation `id` and its workflow are COMPLETED and its follow has ended (no local follow, no follow job active). */
+async function completedAndFollowEnded(p: Producer, fleet: Fleet, id: string): Promise<void> {
+  expect((await finished(p, id)).state).toBe('COMPLETED');
+  expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
+  const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
+  await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
+}
 
 describe('attack: the send path', () => {
   it('two delegations answered with the same task id at the same moment (two workers): one records it, the other is refused, no lease left', async () => {
@@ -133,10 +143,7 @@ describe('attack: the send path', () => {
       QUIET,
     );
     const { id } = await p.delegate({ agent: agent.cardUrl, text: name, idempotencyKey: name });
-    expect((await finished(p, id)).state).toBe('COMPLETED');
-    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
-    const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
-    await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
+    await completedAndFollowEnded(p, fleet, id);
     expect(await p.journal.followLeaseRemainingMs(ref(id))).toBe(0);
     expect(agent.count('SendMessage')).toBe(1);
     expect(agent.count('SubscribeToTask')).toBe(1);
@@ -179,10 +186,7 @@ describe('attack: the send path', () => {
       QUIET,
     );
     const { id } = await p.delegate({ agent: agent.cardUrl, text: 'flush at the end', idempotencyKey: 'flush-end' });
-    expect((await finished(p, id)).state).toBe('COMPLETED');
-    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
-    const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
-    await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
+    await completedAndFollowEnded(p, fleet, id);
     expect(await p.journal.followLeaseRemainingMs(ref(id))).toBe(0);
     expect(agent.count('SendMessage')).toBe(1);
   }, 20_000);
@@ -221,10 +225,7 @@ describe('attack: the send path', () => {
       { lockDurationMs: 3_000, reconcileIntervalMs: 60_000 },
     );
     const { id } = await p.delegate({ agent: agent.cardUrl, text: 'noscript renewal', idempotencyKey: 'noscript-renewal' });
-    expect((await finished(p, id)).state).toBe('COMPLETED');
-    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
-    const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
-    await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
+    await completedAndFollowEnded(p, fleet, id);
     const leaseKey = p.journal.keys.followLease(id, 'main.1');
     expect(await redis().get(leaseKey), `lease held with ${await redis().pttl(leaseKey)} ms left`).toBeNull();
   }, 20_000);
