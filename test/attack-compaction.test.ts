@@ -3,7 +3,7 @@
  * whatever an agent puts into what is kept (status message, result, artifacts), the record read back after
  * compaction equals the record before it.
  */
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { beforeEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import fc from 'fast-check';
 import { readFile } from 'node:fs/promises';
@@ -11,10 +11,10 @@ import { Queue } from 'bullmq';
 import { createProducer } from '@durable-a2a/producer';
 import { applyTask, createRedisClient, Journal, parseWorkflowHash, queuePrefix, workflowSummaries, type Artifact, type DelegationRef, type Message } from '@durable-a2a/shared';
 import { startTestServer } from './harness/api-server.ts';
-import { startRedisServer, useRedisServer } from './harness/redis.ts';
+import { startRedisServer, useRedisClient, useRedisServer } from './harness/redis.ts';
 
 const redisServer = useRedisServer();
-let redis: Redis;
+const redis = useRedisClient<Redis>(redisServer);
 let journal: Journal;
 let counter = 0;
 let workflowId: string;
@@ -39,14 +39,8 @@ const intent = (id: string, user?: unknown) => ({
   version: '1',
 });
 
-beforeAll(() => {
-  redis = createRedisClient(redisServer().url) as Redis;
-});
-afterAll(async () => {
-  await redis.quit();
-});
 beforeEach(() => {
-  journal = new Journal(redis, { prefix: `ac${++counter}`, retentionMs: 60_000, now: () => 5_000 });
+  journal = new Journal(redis(), { prefix: `ac${++counter}`, retentionMs: 60_000, now: () => 5_000 });
   workflowId = `wf-${counter}`;
 });
 
@@ -61,7 +55,7 @@ async function compactWith(statusMessage: Message, taskId = 'T1', contextId = `c
   await journal.applyStatus(ref, { fence, mode: 'event', state: 'COMPLETED', taskId, statusMessage, statusTimestamp: '2026-01-01T00:00:02Z' });
   const before = await journal.getDelegationView(ref);
   await journal.updateWorkflow(workflowId, { state: 'COMPLETED' });
-  expect(await redis.exists(journal.keys.finished(workflowId))).toBe(1);
+  expect(await redis().exists(journal.keys.finished(workflowId))).toBe(1);
   const after = await journal.getDelegationView(ref);
   const { notFoundCount: _a, sendStartedAt: _b, ...beforeAudit } = before!;
   const { notFoundCount: _c, sendStartedAt: _d, ...afterAudit } = after!;
@@ -98,7 +92,7 @@ describe('compacted record: an agent\'s own "=" is never taken for a mark', () =
     await journal.applyStatus(ref, { mode: 'outcome', state: 'CANCELED', error: { code: 'NEVER_SENT', message: 'stopped' } });
     const before = { workflow: await journal.getWorkflow(workflowId), view: await journal.getDelegationView(ref) };
     await journal.updateWorkflow(workflowId, { state: 'CANCELED' });
-    expect(await redis.exists(journal.keys.finished(workflowId))).toBe(1);
+    expect(await redis().exists(journal.keys.finished(workflowId))).toBe(1);
     expect((await journal.getWorkflow(workflowId))?.definition).toEqual(before.workflow!.definition);
     expect(await journal.getDelegationView(ref)).toEqual(before.view);
   });
@@ -136,7 +130,7 @@ describe('compacted record: property', () => {
     });
     await fc.assert(
       fc.asyncProperty(agentInput, async ({ taskId, contextId, statusMessage, artifacts, user }) => {
-        journal = new Journal(redis, { prefix: `ac${++counter}`, retentionMs: 60_000, now: () => 5_000 });
+        journal = new Journal(redis(), { prefix: `ac${++counter}`, retentionMs: 60_000, now: () => 5_000 });
         workflowId = PROPERTY_WORKFLOW;
         const { before, after } = await compactWith(statusMessage as Message, taskId, contextId, artifacts as Artifact[], user);
         expect(after).toEqual(before);
@@ -154,7 +148,7 @@ describe('late pushes for a compacted workflow', () => {
     const prefix = `acpush${++counter}`;
     const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
     const app = startTestServer({ redisUrl: redisServer().url, prefix });
-    const reconcile = new Queue('reconcile', { connection: redis, prefix: queuePrefix(prefix) });
+    const reconcile = new Queue('reconcile', { connection: redis(), prefix: queuePrefix(prefix) });
     try {
       await app.ready();
       const id = `late-push-${counter}`;
@@ -165,9 +159,9 @@ describe('late pushes for a compacted workflow', () => {
       await applyTask(producer.journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED', timestamp: at(2) }, artifacts: [{ artifactId: 'a1', parts: [{ text: 'done' }] }] }, { snapshot: true });
       const secret = (await producer.journal.pushToken(ref))!;
       await producer.journal.updateWorkflow(id, { state: 'COMPLETED' });
-      await redis.zrem(producer.journal.keys.unfinished(), `${id}|main.1`, `${id}|*`);
+      await redis().zrem(producer.journal.keys.unfinished(), `${id}|main.1`, `${id}|*`);
       const done = producer.journal.keys.finished(id);
-      const text = await redis.get(done);
+      const text = await redis().get(done);
       expect(text).toBeTruthy();
 
       const pushes = [
@@ -184,8 +178,8 @@ describe('late pushes for a compacted workflow', () => {
         statuses.push(response.statusCode);
       }
       expect(statuses).toEqual([204, 204, 204, 204, 204, 403]); // the foreign task: TASK_MISMATCH
-      expect((await redis.keys(`${prefix}:{wf:${id}}:*`)).sort()).toEqual([done, producer.journal.keys.finishedPushTokens(id)]);
-      expect(await redis.get(done)).toBe(text);
+      expect((await redis().keys(`${prefix}:{wf:${id}}:*`)).sort()).toEqual([done, producer.journal.keys.finishedPushTokens(id)]);
+      expect(await redis().get(done)).toBe(text);
       expect(await producer.journal.nextCheckAt(ref)).toBeUndefined();
       expect((await reconcile.getJobs(['waiting', 'delayed', 'active', 'completed', 'failed'])).filter((job) => job.data.workflowId === id)).toHaveLength(0);
     } finally {
@@ -242,7 +236,7 @@ describe('a workflow that needed attention, was abandoned and compensated', () =
     const before = { workflow: await journal.getWorkflow(workflowId), views: await Promise.all(refs.map((ref) => journal.getDelegationView(ref))) };
     const version = before.workflow!.version;
     await journal.updateWorkflow(workflowId, { state: 'COMPENSATED' }, version);
-    expect(await redis.exists(journal.keys.finished(workflowId))).toBe(1);
+    expect(await redis().exists(journal.keys.finished(workflowId))).toBe(1);
     expect(await journal.getWorkflow(workflowId)).toEqual({ ...before.workflow, state: 'COMPENSATED', version: version + 1, updatedAt: 5_000 });
     expect(await journal.delegationIds(workflowId)).toEqual(['main.1', 'main.1.undo']);
     const strip = <T extends object>(view: T | undefined) => {
@@ -269,8 +263,8 @@ describe('pushes with wrong credentials for a compacted workflow', () => {
       await applyTask(producer.journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED', message: statusMessage } }, { snapshot: true, agentCardUrl: agentUrl });
       const secret = (await producer.journal.pushToken(ref))!;
       await producer.journal.updateWorkflow(id, { state: 'COMPLETED' });
-      expect(await redis.exists(producer.journal.keys.finished(id))).toBe(1);
-      const output = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis.info('stats'))![1]);
+      expect(await redis().exists(producer.journal.keys.finished(id))).toBe(1);
+      const output = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis().info('stats'))![1]);
       const push = (authorization: string) =>
         app.inject({ method: 'POST', url: `/v1/push/${id}/main.1`, payload: { statusUpdate: { taskId: 'T1', status: { state: 'TASK_STATE_WORKING' } } }, headers: { authorization, 'content-type': 'application/json' } });
       const before = await output();
@@ -288,7 +282,7 @@ describe('pushes with wrong credentials for a compacted workflow', () => {
 
 describe('listing compacted workflows', () => {
   it('reads each workflow\'s row, not its whole record: Redis output stays far below the records\' size; states and summaries as before', async () => {
-    const big = new Journal(redis, { prefix: `aclist${++counter}`, retentionMs: 60_000, now: () => 5_000 });
+    const big = new Journal(redis(), { prefix: `aclist${++counter}`, retentionMs: 60_000, now: () => 5_000 });
     const ids = Array.from({ length: 10 }, (_, index) => `list-${index}`);
     for (const id of ids) {
       await big.createWorkflow(id, { state: 'RUNNING', definition: definition(id), createdAt: '1000', updatedAt: '1000' }, intent(id));
@@ -297,8 +291,8 @@ describe('listing compacted workflows', () => {
     }
     await big.updateWorkflow(ids[0]!, { state: 'FAILED', failure: ['it broke'] });
     for (const id of ids.slice(1)) await big.updateWorkflow(id, { state: 'COMPLETED' });
-    for (const id of ids) expect(await redis.exists(big.keys.finished(id))).toBe(1);
-    const output = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis.info('stats'))![1]);
+    for (const id of ids) expect(await redis().exists(big.keys.finished(id))).toBe(1);
+    const output = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis().info('stats'))![1]);
     const before = await output();
     const summaries = await workflowSummaries(big, ids, []);
     const states = await big.workflowStates(ids);

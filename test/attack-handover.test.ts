@@ -5,23 +5,19 @@
  * reconciler wait `lockDurationMs`; one held by another holder must keep every other stream away) and the
  * delegation duration histogram (observed once per settled delegation).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, enqueueFollow, Journal, type DelegationRecord, type RedisClient, type StatusChange } from '@durable-a2a/shared';
+import { describe, expect, it } from 'vitest';
+import { enqueueFollow, Journal, type DelegationRecord, type StatusChange } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { intentRow } from './harness/journal-rows.ts';
 import { finished, recordOf, ref, useFieldCases, workflowSettled } from './harness/field-cases.ts';
+import { useRedisClient } from './harness/redis.ts';
 import { agentMessage, task, taskEvent } from './harness/scripted-agent.ts';
 import { eventually } from './harness/fleet.ts';
 
 const h = useFieldCases();
 /** No periodic reconcile inside a case: what the handover left is what the case sees. */
 const QUIET = { lockDurationMs: 30_000, reconcileIntervalMs: 60_000 };
-let redis: RedisClient;
-
-beforeAll(() => {
-  redis = createRedisClient(h.redisServer().url);
-});
-afterAll(() => redis.quit());
+const redis = useRedisClient(h.redisServer);
 
 /** Records every token the fleet's `localFollowToken` issued (a token issued: the send's answer asked for a handover). */
 function recordTokens(fleet: Fleet, onIssue?: (token: string) => void): string[] {
@@ -44,7 +40,7 @@ async function durationsObserved(fleet: Fleet): Promise<number> {
   return values.filter((value) => value.metricName?.endsWith('_count')).reduce((sum, value) => sum + value.value, 0);
 }
 
-const leaseHolder = (p: { journal: Journal }, id: string) => redis.get(p.journal.keys.followLease(id, 'main.1'));
+const leaseHolder = (p: { journal: Journal }, id: string) => redis().get(p.journal.keys.followLease(id, 'main.1'));
 
 describe('attack: the send lease handed over to the local follow', () => {
   it('happy path: the follow streams under the handed lease (its token, the fence one past the mark), one SendMessage, one stream, one duration', async () => {
@@ -57,7 +53,7 @@ describe('attack: the send lease handed over to the local follow', () => {
     await eventually(async () => agent.count('SubscribeToTask') === 1 || undefined, 'the stream opened', 10_000);
     expect(tokens).toHaveLength(1);
     // The mark claimed (fence 1), the handover claimed again for the follow (fence 2), as takeFollow would.
-    expect(await redis.hget(p.journal.keys.delegation(id, 'main.1'), 'owner')).toBe(tokens[0]);
+    expect(await redis().hget(p.journal.keys.delegation(id, 'main.1'), 'owner')).toBe(tokens[0]);
     expect((await recordOf(p, id))!.fence).toBe(2);
     expect(await leaseHolder(p, id)).toBe(tokens[0]);
     // A writer with the send's fence (the mark's) is refused now.
@@ -209,7 +205,7 @@ describe('attack: handover corners', () => {
       (seen) => ({
         SendMessage: async (params) => {
           seen.contextId ??= params.message.contextId;
-          await redis.call('SCRIPT', 'FLUSH');
+          await redis().call('SCRIPT', 'FLUSH');
           return { result: { task: task('T1', 'WORKING', { contextId: params.message.contextId, history: [params.message] }) } };
         },
         SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'COMPLETED', { contextId: seen.contextId }))], endAfter: 'hang' }),

@@ -4,25 +4,18 @@
  * before, only moves entries still there: it never puts a settled delegation back (which would cost a
  * reconcile and settle it again, observing its end-to-end duration a second time).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { createRedisClient, Journal } from '@durable-a2a/shared';
-import { useRedisServer } from './harness/redis.ts';
+import { Journal } from '@durable-a2a/shared';
+import { useRedisClient, useRedisServer } from './harness/redis.ts';
 
 const redisServer = useRedisServer();
-let redis: Redis;
+const redis = useRedisClient<Redis>(redisServer);
 let counter = 0;
-
-beforeAll(() => {
-  redis = createRedisClient(redisServer().url) as Redis;
-});
-afterAll(async () => {
-  await redis.quit();
-});
 
 describe('the unfinished index after a settle', () => {
   it('a lease renewal moves the next check of an indexed delegation and never re-adds a settled one', async () => {
-    const journal = new Journal(redis, { prefix: `ai${++counter}` });
+    const journal = new Journal(redis(), { prefix: `ai${++counter}` });
     const live = { workflowId: 'wf-live', delegationId: 'main.1' };
     const settled = { workflowId: 'wf-settled', delegationId: 'main.1' };
     await journal.scheduleCheck(live, 1_000);
@@ -33,7 +26,7 @@ describe('the unfinished index after a settle', () => {
   });
 
   it('a sweep moving the checks it scanned never re-adds an entry removed meanwhile', async () => {
-    const journal = new Journal(redis, { prefix: `ai${++counter}` });
+    const journal = new Journal(redis(), { prefix: `ai${++counter}` });
     const kept = { workflowId: 'wf-kept', delegationId: 'main.1' };
     const removed = { workflowId: 'wf-removed', delegationId: 'main.1' };
     await journal.scheduleCheck(kept, 1_000);

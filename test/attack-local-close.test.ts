@@ -3,31 +3,24 @@
  * at the same time: a close while Redis is paused past the close timeout, and a close while Redis is down
  * (killed, then restarted from its AOF). Every delegation still finishes, with one SendMessage each.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { createProducer, type Producer } from '@durable-a2a/producer';
-import { createRedisClient, queuePrefix, type DelegationRef } from '@durable-a2a/shared';
+import { queuePrefix, type DelegationRef } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
-import { testsOnCluster, useRedisServer } from './harness/redis.ts';
+import { testsOnCluster, useRedisClient, useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { runsSlowly } from './harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { startScriptedAgent, task, taskEvent } from './harness/scripted-agent.ts';
 
 const redisServer = useRedisServer({ appendOnly: true, appendFsync: 'always' });
-let client: Redis;
+const client = useRedisClient<Redis>(redisServer, { close: 'disconnect', ignoreErrors: true });
 let producer: Producer | undefined;
 let agent: DemoAgentHandle | undefined;
 const fleets: Fleet[] = [];
 let counter = 0;
 
-beforeAll(() => {
-  client = createRedisClient(redisServer().url) as Redis;
-  client.on('error', () => undefined);
-});
-afterAll(async () => {
-  client.disconnect();
-});
 afterEach(async () => {
   await Promise.all(fleets.splice(0).map((fleet) => fleet.close()));
   await agent?.close();
@@ -60,7 +53,7 @@ async function finishedOnce(prefix: string, sent: { id: string; messageId?: stri
 describe.skipIf(testsOnCluster())('closing a fleet with local follows while Redis misbehaves', () => {
   it('Redis paused (CLIENT PAUSE ALL) past the close timeout during the hand-over: every delegation finishes, one SendMessage each', async () => {
     const { prefix, first, sent } = await inFlight(8, 4_000);
-    await client.call('CLIENT', 'PAUSE', '3000', 'ALL');
+    await client().call('CLIENT', 'PAUSE', '3000', 'ALL');
     await first.close();
     await finishedOnce(prefix, sent);
   }, 60_000);
@@ -68,12 +61,12 @@ describe.skipIf(testsOnCluster())('closing a fleet with local follows while Redi
   it('Redis refusing every write (OOM) while the tasks finish: local follows fail, their retry jobs cannot be enqueued; once it accepts writes again every delegation finishes, one SendMessage each', async () => {
     const { first, sent } = await inFlight(8, 1_500);
     fleets.push(first);
-    await client.config('SET', 'maxmemory', '1');
+    await client().config('SET', 'maxmemory', '1');
     try {
       // The agent finishes every task meanwhile: each stream's terminal event meets a refused write.
       await eventually(async () => (await first.metrics.localFollows.get()).values[0]!.value === 0, 'every local follow ended by the refused writes', 20_000);
     } finally {
-      await client.config('SET', 'maxmemory', '0');
+      await client().config('SET', 'maxmemory', '0');
     }
     for (const { id } of sent) await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', `workflow ${id} COMPLETED`, 30_000);
     for (const { messageId } of sent) expect(agent!.sendMessageCount(messageId!)).toBe(1);
@@ -83,7 +76,7 @@ describe.skipIf(testsOnCluster())('closing a fleet with local follows while Redi
     const { prefix, first, sent } = await inFlight(8, 3_000);
     const second = await startTestFleet({ redisUrl: redisServer().url, prefix });
     fleets.push(first, second);
-    await client.call('CLIENT', 'PAUSE', '3000', 'ALL');
+    await client().call('CLIENT', 'PAUSE', '3000', 'ALL');
     for (const { id } of sent) await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', `workflow ${id} COMPLETED`, 30_000);
     for (const { messageId } of sent) expect(agent!.sendMessageCount(messageId!)).toBe(1);
     const terminal = async (fleet: Fleet) => (await fleet.metrics.transitions.get()).values.filter((value) => value.labels.state === 'TASK_STATE_COMPLETED').reduce((sum, value) => sum + value.value, 0);
@@ -92,11 +85,11 @@ describe.skipIf(testsOnCluster())('closing a fleet with local follows while Redi
 
   it('Redis refusing writes while the fleet closes: failed local follows cannot enqueue their retry nor hand over; a second fleet finishes every delegation, one SendMessage each', async () => {
     const { prefix, first, sent } = await inFlight(8, 1_500);
-    await client.config('SET', 'maxmemory', '1');
+    await client().config('SET', 'maxmemory', '1');
     try {
       await first.close();
     } finally {
-      await client.config('SET', 'maxmemory', '0');
+      await client().config('SET', 'maxmemory', '0');
     }
     await finishedOnce(prefix, sent);
   }, 60_000);
@@ -156,6 +149,6 @@ describe('a process that does not work the follow queue', () => {
     const sent = await Promise.all(Array.from({ length: 6 }, (_, index) => producer!.delegate({ agent: agent!.cardUrl, text: `job ${index}`, idempotencyKey: `split-${index}` })));
     for (const { id } of sent) await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', `workflow ${id} COMPLETED`, 30_000);
     for (const { messageId } of sent) expect(agent!.sendMessageCount(messageId)).toBe(1);
-    expect(Number((await client.get(`${queuePrefix(prefix)}:follow:id`)) ?? 0)).toBeGreaterThanOrEqual(6);
+    expect(Number((await client().get(`${queuePrefix(prefix)}:follow:id`)) ?? 0)).toBeGreaterThanOrEqual(6);
   }, 60_000);
 });

@@ -3,14 +3,14 @@
  * real fleet, private redis-server): whatever the agent's stream does after our task reached a terminal
  * state, the workflow finishes, with one SendMessage, and its compacted record never changes again.
  */
-import { afterAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
 import { Queue } from 'bullmq';
-import { createRedisClient, queuePrefix } from '@durable-a2a/shared';
+import { queuePrefix } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
-import { useRedisServer } from './harness/redis.ts';
+import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { closeAfterEach } from './harness/lifecycle.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { AU, SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type SseWait } from './harness/scripted-agent.ts';
@@ -20,12 +20,8 @@ let producer: Producer | undefined;
 let fleet: Fleet | undefined;
 let agent: ScriptedAgentHandle | undefined;
 let counter = 0;
-let client: Redis | undefined;
 /** A plain client of the test's Redis (key listings). */
-const redis = () => (client ??= createRedisClient(redisServer().url) as Redis);
-afterAll(async () => {
-  await client?.quit();
-});
+const redis = useRedisClient<Redis>(redisServer);
 
 closeAfterEach(
   () => ({ fleet, agent, producer }),

@@ -6,10 +6,13 @@
  * and, where a task id was named, its owner key.
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, enqueueSend, indexMember, Journal, type RedisClient } from '@durable-a2a/shared';
+import { describe, expect, it } from 'vitest';
+import type { Producer } from '@durable-a2a/producer';
+import { enqueueSend, indexMember, Journal } from '@durable-a2a/shared';
+import type { Fleet } from '@durable-a2a/workers';
 import { intentRow } from './harness/journal-rows.ts';
 import { finished, metric, recordOf, ref, useFieldCases, workflowSettled } from './harness/field-cases.ts';
+import { useRedisClient } from './harness/redis.ts';
 import { SU, agentMessage, ev, task, taskEvent } from './harness/scripted-agent.ts';
 import { eventually } from './harness/fleet.ts';
 
@@ -18,12 +21,7 @@ const h = useFieldCases();
 const LEASE_MS = 30_000;
 /** No periodic reconcile inside a case: what the send path left is what the case sees. */
 const QUIET = { lockDurationMs: LEASE_MS, reconcileIntervalMs: 60_000 };
-let redis: RedisClient;
-
-beforeAll(() => {
-  redis = createRedisClient(h.redisServer().url);
-});
-afterAll(() => redis.quit());
+const redis = useRedisClient(h.redisServer);
 
 /** Resolves once `count` callers have arrived (a bounded barrier for answers that must leave together). */
 function barrier(count: number) {
@@ -40,6 +38,14 @@ const sendJobsIdle = async (queues: { send: { getJobCounts(...states: string[]):
   const counts = await queues.send.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
   return Object.values(counts).every((count) => count === 0);
 };
+
+/** Waits (bounded) until delegation `id` and its workflow are COMPLETED and its follow has ended (no local follow, no follow job active). */
+async function completedAndFollowEnded(p: Producer, fleet: Fleet, id: string): Promise<void> {
+  expect((await finished(p, id)).state).toBe('COMPLETED');
+  expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
+  const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
+  await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
+}
 
 describe('attack: the send path', () => {
   it('two delegations answered with the same task id at the same moment (two workers): one records it, the other is refused, no lease left', async () => {
@@ -66,7 +72,7 @@ describe('attack: the send path', () => {
     expect(refused.state).toBe('INTENT');
     expect(refused.protocolError?.code).toBe('TASK_BOUND_ELSEWHERE');
     expect(await p.journal.followLeaseRemainingMs(ref(refused.workflowId))).toBe(0);
-    expect(await redis.get(p.journal.keys.taskOwner(agent.cardUrl, 'SAME'))).toBe(indexMember(owners[0]!.workflowId, 'main.1'));
+    expect(await redis().get(p.journal.keys.taskOwner(agent.cardUrl, 'SAME'))).toBe(indexMember(owners[0]!.workflowId, 'main.1'));
     expect(agent.count('SendMessage')).toBe(2);
   }, 20_000);
 
@@ -94,7 +100,7 @@ describe('attack: the send path', () => {
     const { producer: p, agent } = await h.setUp(
       () => ({
         SendMessage: async (params) => {
-          await redis.call('SCRIPT', 'FLUSH');
+          await redis().call('SCRIPT', 'FLUSH');
           return { result: { message: agentMessage('done', { contextId: params.message.contextId }) } };
         },
       }),
@@ -122,7 +128,7 @@ describe('attack: the send path', () => {
     expect(await metric(fleet.metrics.sends)).toBe(1);
     expect(agent.count('SendMessage')).toBe(1);
     expect(await p.journal.followLeaseRemainingMs(ref(id))).toBe(0);
-    expect(await redis.get(p.journal.keys.taskOwner(agent.cardUrl, 'T-REJ'))).toBe(indexMember(id, 'main.1'));
+    expect(await redis().get(p.journal.keys.taskOwner(agent.cardUrl, 'T-REJ'))).toBe(indexMember(id, 'main.1'));
   }, 20_000);
 
   /** The stream's finishing status change, then more: the follow ends, the lease is gone, one SubscribeToTask, one terminal transition. */
@@ -137,10 +143,7 @@ describe('attack: the send path', () => {
       QUIET,
     );
     const { id } = await p.delegate({ agent: agent.cardUrl, text: name, idempotencyKey: name });
-    expect((await finished(p, id)).state).toBe('COMPLETED');
-    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
-    const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
-    await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
+    await completedAndFollowEnded(p, fleet, id);
     expect(await p.journal.followLeaseRemainingMs(ref(id))).toBe(0);
     expect(agent.count('SendMessage')).toBe(1);
     expect(agent.count('SubscribeToTask')).toBe(1);
@@ -169,41 +172,38 @@ describe('attack: the send path', () => {
     expect(agent.count('SendMessage')).toBe(1);
     expect(agent.count('SubscribeToTask')).toBe(0);
     expect(await metric(fleet.metrics.sends)).toBe(1);
-    expect(await redis.get(p.journal.keys.taskOwner(agent.cardUrl, 'T-DONE'))).toBe(indexMember(id, 'main.1'));
+    expect(await redis().get(p.journal.keys.taskOwner(agent.cardUrl, 'T-DONE'))).toBe(indexMember(id, 'main.1'));
   }, 20_000);
 
   it('scripts flushed (NOSCRIPT) just before the stream\'s finishing event: the follow lease is still given back', async () => {
     const { producer: p, agent, fleet } = await h.setUp(
       (seen) => ({
         SubscribeToTask: async () => {
-          await redis.call('SCRIPT', 'FLUSH');
+          await redis().call('SCRIPT', 'FLUSH');
           return { sse: [taskEvent(task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'done' } }))], endAfter: 'hang' };
         },
       }),
       QUIET,
     );
     const { id } = await p.delegate({ agent: agent.cardUrl, text: 'flush at the end', idempotencyKey: 'flush-end' });
-    expect((await finished(p, id)).state).toBe('COMPLETED');
-    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
-    const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
-    await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
+    await completedAndFollowEnded(p, fleet, id);
     expect(await p.journal.followLeaseRemainingMs(ref(id))).toBe(0);
     expect(agent.count('SendMessage')).toBe(1);
   }, 20_000);
 
   it("the in-script task bind with an owner full of ':' and '|' (journal level, ids the producer would refuse): bound whole, idempotent, refused for another", async () => {
-    const journal = new Journal(redis, { prefix: 'attack-bind', retentionMs: 60_000 });
+    const journal = new Journal(redis(), { prefix: 'attack-bind', retentionMs: 60_000 });
     const workflowId = `w:${'|:'.repeat(2_000)}here:1:x`;
     const other = `${workflowId}-other`;
     for (const id of [workflowId, other]) await journal.createWorkflow(id, { state: 'RUNNING', definition: '{}', createdAt: '1', updatedAt: '1' }, intentRow(id));
     const agentCardUrl = intentRow(workflowId).agentCardUrl;
     const change = { mode: 'event' as const, state: 'SUBMITTED' as const, taskId: 'T:|1', agentCardUrl };
     expect((await journal.applyStatus({ workflowId, delegationId: 'main.1' }, change)).applied).toBe(true);
-    expect(await redis.get(journal.keys.taskOwner(agentCardUrl, 'T:|1'))).toBe(indexMember(workflowId, 'main.1'));
-    expect(await redis.pttl(journal.keys.taskOwner(agentCardUrl, 'T:|1'))).toBeGreaterThan(60_000);
+    expect(await redis().get(journal.keys.taskOwner(agentCardUrl, 'T:|1'))).toBe(indexMember(workflowId, 'main.1'));
+    expect(await redis().pttl(journal.keys.taskOwner(agentCardUrl, 'T:|1'))).toBeGreaterThan(60_000);
     await expect(journal.applyStatus({ workflowId: other, delegationId: 'main.1' }, change)).rejects.toMatchObject({ code: 'TASK_BOUND_ELSEWHERE' });
     expect((await journal.getDelegation({ workflowId: other, delegationId: 'main.1' }))?.taskId).toBeUndefined();
-    expect(await redis.get(journal.keys.taskOwner(agentCardUrl, 'T:|1'))).toBe(indexMember(workflowId, 'main.1'));
+    expect(await redis().get(journal.keys.taskOwner(agentCardUrl, 'T:|1'))).toBe(indexMember(workflowId, 'main.1'));
   });
 
   it('a renewal issued before the finishing change that meets NOSCRIPT (failover) and goes again with EVAL after it: the lease it takes back is given back', async () => {
@@ -213,11 +213,11 @@ describe('attack: the send path', () => {
         SubscribeToTask: async () => {
           // A server that lost its scripts and has only applyStatus again (another worker's EVAL loaded it): the
           // renewal's EVALSHA is refused (NOSCRIPT) and retried with EVAL; the finishing change's EVALSHA runs.
-          await redis.call('SCRIPT', 'FLUSH');
-          await redis.call('SCRIPT', 'LOAD', applyStatusLua);
+          await redis().call('SCRIPT', 'FLUSH');
+          await redis().call('SCRIPT', 'LOAD', applyStatusLua);
           // Writes wait: a renewal tick (every second) is issued into the pause before the finishing event is sent,
           // and (most often) none after it before the pause ends: the holder counts no renewal behind its change.
-          await redis.call('CLIENT', 'PAUSE', '1200', 'WRITE');
+          await redis().call('CLIENT', 'PAUSE', '1200', 'WRITE');
           await new Promise((resolve) => setTimeout(resolve, 1_050));
           return { sse: [taskEvent(task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'done' } }))], endAfter: 'hang' };
         },
@@ -225,24 +225,21 @@ describe('attack: the send path', () => {
       { lockDurationMs: 3_000, reconcileIntervalMs: 60_000 },
     );
     const { id } = await p.delegate({ agent: agent.cardUrl, text: 'noscript renewal', idempotencyKey: 'noscript-renewal' });
-    expect((await finished(p, id)).state).toBe('COMPLETED');
-    expect((await workflowSettled(p, id)).state).toBe('COMPLETED');
-    const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
-    await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
+    await completedAndFollowEnded(p, fleet, id);
     const leaseKey = p.journal.keys.followLease(id, 'main.1');
-    expect(await redis.get(leaseKey), `lease held with ${await redis.pttl(leaseKey)} ms left`).toBeNull();
+    expect(await redis().get(leaseKey), `lease held with ${await redis().pttl(leaseKey)} ms left`).toBeNull();
   }, 20_000);
 
   it('createWorkflow whose index write is refused creates nothing (one server: the entries and the script in one round trip)', async () => {
-    const journal = new Journal(redis, { prefix: 'attack-create', retentionMs: 60_000 });
+    const journal = new Journal(redis(), { prefix: 'attack-create', retentionMs: 60_000 });
     const create = () => journal.createWorkflow('wf-orphan', { state: 'RUNNING', definition: '{}', createdAt: '1', updatedAt: '1' }, intentRow('wf-orphan'), 6_000);
     // A faulty index (WRONGTYPE): the ZADD is refused while the script, sent behind it, would still run.
-    await redis.set(journal.keys.unfinished(), 'not a sorted set');
+    await redis().set(journal.keys.unfinished(), 'not a sorted set');
     await expect(create()).rejects.toThrow();
-    await redis.del(journal.keys.unfinished());
+    await redis().del(journal.keys.unfinished());
     // Retried with the same id: created now (nothing was before), and indexed; a workflow created by the refused call
     // would answer 'existed' here, and nothing would ever look at it if the caller did not retry.
     expect(await create()).toBe(true);
-    expect(await redis.zscore(journal.keys.unfinished(), indexMember('wf-orphan', 'main.1'))).not.toBeNull();
+    expect(await redis().zscore(journal.keys.unfinished(), indexMember('wf-orphan', 'main.1'))).not.toBeNull();
   });
 });

@@ -5,10 +5,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { Queue } from 'bullmq';
-import type { Cluster, Redis } from 'ioredis';
 import type { Browser } from 'playwright-core';
-import { createRedisClient, ALL_QUEUES, queuePrefix } from '@durable-a2a/shared';
-import { useRedisServer } from './harness/redis.ts';
+import { ALL_QUEUES, queuePrefix } from '@durable-a2a/shared';
+import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { TEST_API_TOKEN, listenOnLoopback, startTestServer } from './harness/api-server.ts';
 import { chromiumMissing, launchChromium } from './harness/chromium.ts';
 
@@ -21,13 +20,12 @@ describe.skipIf(chromiumMissing !== undefined)('Bull Board at /admin/queues in c
   let app: ApiServer;
   let browser: Browser;
   let baseUrl: string;
-  let redis: Redis | Cluster;
+  const redis = useRedisClient(redisServer);
 
   beforeAll(async () => {
-    redis = createRedisClient(redisServer().url);
     // A few jobs nobody processes, so the queues have something to show.
     for (const name of ALL_QUEUES) {
-      const queue = new Queue(name, { connection: redis, prefix: queuePrefix(PREFIX) });
+      const queue = new Queue(name, { connection: redis(), prefix: queuePrefix(PREFIX) });
       await queue.add('board-test', { workflowId: `board-${name}`, delegationId: 'main.1' }, { jobId: `board|${name}` });
       await queue.close();
     }
@@ -38,7 +36,6 @@ describe.skipIf(chromiumMissing !== undefined)('Bull Board at /admin/queues in c
   afterAll(async () => {
     await browser?.close();
     await app?.close();
-    await redis?.quit();
   });
 
   it('without credentials the board answers 401', async () => {

@@ -5,12 +5,12 @@
  * as a follow job, and busy local slots fall back to follow jobs. And recovery
  * after the whole fleet is SIGKILLed (below).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { Queue } from 'bullmq';
 import { createProducer, type Producer } from '@durable-a2a/producer';
-import { createRedisClient, queuePrefix, type DelegationRef, type RedisClient } from '@durable-a2a/shared';
+import { queuePrefix, type DelegationRef } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
-import { useRedisServer } from './harness/redis.ts';
+import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { completesWith, runsSlowly } from './harness/agent-behaviours.ts';
 import { eventually, reconcileOutcomes, spawnWorkerProcess, startTestFleet, TEST_TIMINGS, type WorkerProcess } from './harness/fleet.ts';
@@ -20,19 +20,13 @@ const redisServer = useRedisServer({ appendOnly: true });
 const LONG_INTERVAL_MS = 60_000;
 /** Follow leases (and locks) of the first test: long enough that the fresh fleet's start-up sweep finds them held. */
 const LEASE_MS = 4_000;
-let redis: RedisClient;
+const redis = useRedisClient(redisServer);
 let producer: Producer | undefined;
 const fleets: Fleet[] = [];
 const processes: WorkerProcess[] = [];
 const agents: DemoAgentHandle[] = [];
 let counter = 0;
 
-beforeAll(() => {
-  redis = createRedisClient(redisServer().url);
-});
-afterAll(async () => {
-  await redis.quit();
-});
 afterEach(async () => {
   await Promise.all(fleets.splice(0).map((fleet) => fleet.close()));
   await Promise.all(processes.splice(0).map((worker) => worker.kill()));
@@ -46,9 +40,9 @@ async function setUp(behaviour: Parameters<typeof startDemoAgent>[0]) {
   const agent = await startDemoAgent(behaviour);
   agents.push(agent);
   producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
-  const followQueue = new Queue('follow', { connection: redis, prefix: queuePrefix(prefix) });
+  const followQueue = new Queue('follow', { connection: redis(), prefix: queuePrefix(prefix) });
   /** Every follow job ever added under this prefix: BullMQ's job counter (completed jobs are removed at once). */
-  const followJobs = async () => Number((await redis.get(`${queuePrefix(prefix)}:follow:id`)) ?? 0);
+  const followJobs = async () => Number((await redis().get(`${queuePrefix(prefix)}:follow:id`)) ?? 0);
   /** Follow jobs waiting to run. */
   const pendingFollowJobs = async () => followQueue.getJobCountByTypes('wait', 'delayed', 'prioritized');
   return { prefix, agent, producer, followJobs, pendingFollowJobs };
@@ -164,7 +158,7 @@ async function setUpInFlight(prefix: string, count: number) {
 }
 
 /** The follow lease holders (`<workerId>/<run id>`, or null) of `refs`, read from Redis. */
-const leaseHolders = (refs: readonly DelegationRef[]) => Promise.all(refs.map((ref) => redis.get(producer!.journal.keys.followLease(ref.workflowId, ref.delegationId))));
+const leaseHolders = (refs: readonly DelegationRef[]) => Promise.all(refs.map((ref) => redis().get(producer!.journal.keys.followLease(ref.workflowId, ref.delegationId))));
 
 /*
  * Recovery after the whole fleet is SIGKILLed (issue 16): a dead worker's delegations are reattached right after
@@ -211,7 +205,7 @@ describe('recovery after the whole fleet is SIGKILLed', () => {
       return followed >= 12 && waits >= 12;
     }, 'every delegation and workflow of the index reconciled', 15_000, 100);
     // Each check enqueued for a lease end finds the lease renewed: it moves the next check and enqueues nothing more.
-    const reconcileQueue = new Queue('reconcile', { connection: redis, prefix: queuePrefix(prefix) });
+    const reconcileQueue = new Queue('reconcile', { connection: redis(), prefix: queuePrefix(prefix) });
     // A check is a job of its own ('delegation') or a batch of them ('batch': the sweeps' and the lease ends').
     const pendingChecks = async () => (await reconcileQueue.getJobs(['wait', 'delayed', 'prioritized', 'active'])).filter((job) => job?.name === 'delegation' || job?.name === 'batch').length;
     await eventually(async () => (await pendingChecks()) === 0, 'every check at a lease end ran', 15_000, 100);

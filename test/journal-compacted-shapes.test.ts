@@ -5,14 +5,13 @@
  * read back differently is unreadable (the journal's parser wants agentCardUrl) and breaks every reader of
  * the workflow: the view, the API (500), the CLI, listings and late jobs.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import type { Cluster, Redis } from 'ioredis';
-import { createRedisClient, Journal } from '@durable-a2a/shared';
-import { useRedisServer } from './harness/redis.ts';
+import { Journal } from '@durable-a2a/shared';
+import { useRedisClient, useRedisServer } from './harness/redis.ts';
 
 const redisServer = useRedisServer();
-let redis: Redis | Cluster;
+const redis = useRedisClient(redisServer);
 let journal: Journal;
 let counter = 0;
 
@@ -55,17 +54,13 @@ async function finishAndReadBack(shapes: { shape: StepShape; skillCard: string }
   for (const ref of refs) await journal.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', result: { ok: true } });
   const before = await Promise.all(refs.map((ref) => journal.getDelegation(ref)));
   await journal.updateWorkflow(workflowId, { state: 'COMPLETED' });
-  const compacted = (await redis.exists(journal.keys.finished(workflowId))) === 1;
+  const compacted = (await redis().exists(journal.keys.finished(workflowId))) === 1;
   const after = await Promise.all(refs.map((ref) => journal.getDelegation(ref)));
   return { compacted, before, after, cards };
 }
 
 beforeAll(() => {
-  redis = createRedisClient(redisServer().url);
-  journal = new Journal(redis, { prefix: 'crshape', retentionMs: 60_000, now: () => 5_000 });
-});
-afterAll(async () => {
-  await redis.quit();
+  journal = new Journal(redis(), { prefix: 'crshape', retentionMs: 60_000, now: () => 5_000 });
 });
 
 describe('compacted record: every definition shape', () => {

@@ -5,24 +5,24 @@
  * (NEEDS_ATTENTION) or with a delegation still running keeps its hashes.
  */
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Cluster, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
-import { createRedisClient, Journal, JournalError, type DelegationRef } from '@durable-a2a/shared';
-import { useRedisServer } from './harness/redis.ts';
+import { Journal, JournalError, type DelegationRef } from '@durable-a2a/shared';
+import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 
 const redisServer = useRedisServer();
-let redis: Redis | Cluster;
+const redis = useRedisClient(redisServer);
 let journal: Journal;
 let counter = 0;
 let workflowId: string;
 
 /** Every key of a workflow, with its type and MEMORY USAGE (SAMPLES 0). */
 async function workflowKeys(prefix: string, id: string): Promise<{ key: string; type: string; bytes: number }[]> {
-  const keys = (await (redis as Redis).keys(`${prefix}:{wf:${id}}:*`)).sort();
-  return Promise.all(keys.map(async (key) => ({ key, type: await redis.type(key), bytes: Number(await redis.call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) })));
+  const keys = (await (redis() as Redis).keys(`${prefix}:{wf:${id}}:*`)).sort();
+  return Promise.all(keys.map(async (key) => ({ key, type: await redis().type(key), bytes: Number(await redis().call('MEMORY', 'USAGE', key, 'SAMPLES', '0')) })));
 }
 
 const definition = (id: string, steps: string[]) =>
@@ -62,14 +62,8 @@ const audit = <T extends object>(record: T | undefined) => {
   return rest;
 };
 
-beforeAll(() => {
-  redis = createRedisClient(redisServer().url);
-});
-afterAll(async () => {
-  await redis.quit();
-});
 beforeEach(async () => {
-  journal = new Journal(redis, { prefix: `cr${++counter}`, retentionMs: 60_000, now: () => 5_000 });
+  journal = new Journal(redis(), { prefix: `cr${++counter}`, retentionMs: 60_000, now: () => 5_000 });
   workflowId = `wf-${counter}`;
 });
 
@@ -92,8 +86,8 @@ describe('compacted record', () => {
     const keys = await workflowKeys(`cr${counter}`, workflowId);
     // The record, and beside it the push tokens (a push is authenticated without reading the record).
     expect(keys.map(({ key, type }) => [key, type])).toEqual([[journal.keys.finished(workflowId), 'string'], [journal.keys.finishedPushTokens(workflowId), 'hash']]);
-    expect(await redis.pttl(journal.keys.finished(workflowId))).toBeGreaterThan(50_000);
-    expect(await redis.pttl(journal.keys.finishedPushTokens(workflowId))).toBeGreaterThan(50_000);
+    expect(await redis().pttl(journal.keys.finished(workflowId))).toBeGreaterThan(50_000);
+    expect(await redis().pttl(journal.keys.finishedPushTokens(workflowId))).toBeGreaterThan(50_000);
     expect(await journal.getWorkflow(workflowId)).toEqual({ ...before.workflow, state: 'COMPLETED', version: version + 1, updatedAt: 5_000 });
     expect((await Promise.all(refs.map((ref) => journal.getDelegationView(ref)))).map(audit)).toEqual(before.views.map(audit));
     expect((await Promise.all(refs.map((ref) => journal.getDelegation(ref)))).map(audit)).toEqual(before.records.map(audit));
@@ -110,7 +104,7 @@ describe('compacted record', () => {
     const ref = { workflowId, delegationId: 'main.1' };
     await complete(ref, 'T1');
     await journal.updateWorkflow(workflowId, { state: 'COMPLETED' });
-    const text = await redis.get(journal.keys.finished(workflowId));
+    const text = await redis().get(journal.keys.finished(workflowId));
 
     expect(await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 'T1', statusTimestamp: '2099-01-01T00:00:00Z' })).toEqual({ applied: false, reason: 'finished' });
     expect(await journal.applyStatus(ref, { mode: 'outcome', state: 'FAILED', error: { code: 'X', message: 'late' } })).toEqual({ applied: false, reason: 'finished' });
@@ -122,7 +116,7 @@ describe('compacted record', () => {
     expect(await journal.createWorkflow(workflowId, { state: 'RUNNING', definition: definition(workflowId, ['main']) }, intent(workflowId, 'main'))).toBe(false);
 
     expect((await workflowKeys(`cr${counter}`, workflowId)).map(({ key }) => key)).toEqual([journal.keys.finished(workflowId), journal.keys.finishedPushTokens(workflowId)]);
-    expect(await redis.get(journal.keys.finished(workflowId))).toBe(text);
+    expect(await redis().get(journal.keys.finished(workflowId))).toBe(text);
     expect((await journal.getDelegation(ref))?.state).toBe('COMPLETED');
   });
 
@@ -150,13 +144,13 @@ describe('compacted record', () => {
     await complete(ref, 'T1');
     await journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention: { code: 'EFFECT_UNKNOWN', message: 'look' } });
     expect((await workflowKeys(`cr${counter}`, workflowId)).map(({ type }) => type).sort()).toEqual(['hash', 'hash', 'hash', 'list']);
-    expect(await redis.exists(journal.keys.finished(workflowId))).toBe(0);
+    expect(await redis().exists(journal.keys.finished(workflowId))).toBe(0);
 
     const running = `${workflowId}-running`;
     await journal.createWorkflow(running, { state: 'RUNNING', definition: definition(running, ['main']), createdAt: '1000' }, intent(running, 'main'));
     await journal.updateWorkflow(running, { state: 'CANCELED' });
-    expect(await redis.exists(journal.keys.finished(running))).toBe(0);
-    expect(await redis.pttl(journal.keys.delegation(running, 'main.1'))).toBeGreaterThan(50_000);
+    expect(await redis().exists(journal.keys.finished(running))).toBe(0);
+    expect(await redis().pttl(journal.keys.delegation(running, 'main.1'))).toBeGreaterThan(50_000);
 
     // Over 1 MiB of artifacts: the hashes stay (one key stays small), and expire.
     const large = `${workflowId}-large`;
@@ -164,9 +158,9 @@ describe('compacted record', () => {
     const largeRef = { workflowId: large, delegationId: 'main.1' };
     await complete(largeRef, 'T2', 'x'.repeat(1_100_000));
     await journal.updateWorkflow(large, { state: 'COMPLETED' });
-    expect(await redis.exists(journal.keys.finished(large))).toBe(0);
+    expect(await redis().exists(journal.keys.finished(large))).toBe(0);
     expect((await journal.getDelegationView(largeRef))?.artifacts[0]?.parts[0]?.text).toHaveLength(1_100_000);
-    expect(await redis.pttl(journal.keys.artifacts(large, 'main.1'))).toBeGreaterThan(50_000);
+    expect(await redis().pttl(journal.keys.artifacts(large, 'main.1'))).toBeGreaterThan(50_000);
   });
 });
 

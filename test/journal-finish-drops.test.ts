@@ -6,20 +6,14 @@
  * was there, the workflow's '*' not counted (the settle that removed it observes the delegation's duration once). Real Redis, the real scripts.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Cluster, Redis } from 'ioredis';
-import { createRedisClient, Journal, type WorkflowPatch } from '@durable-a2a/shared';
-import { useRedisServer, testsOnCluster } from './harness/redis.ts';
+import { describe, expect, it } from 'vitest';
+import type { Redis } from 'ioredis';
+import { Journal, type WorkflowPatch } from '@durable-a2a/shared';
+import { useRedisServer, testsOnCluster, useRedisClient } from './harness/redis.ts';
 import { intentRow } from './harness/journal-rows.ts';
 
 const redisServer = useRedisServer();
-let redis: Redis | Cluster;
-beforeAll(() => {
-  redis = createRedisClient(redisServer().url);
-});
-afterAll(async () => {
-  await redis.quit();
-});
+const redis = useRedisClient(redisServer);
 
 const scenario = fc.record({
   /** The workflow before: none, running, or already finished. */
@@ -38,7 +32,7 @@ describe.skipIf(testsOnCluster())('finishWorkflow drops index entries in its scr
     let dropped = 0;
     await fc.assert(
       fc.asyncProperty(scenario, async (s) => {
-        const journal = new Journal(redis, { prefix: `finish-drops-${++counter}`, retentionMs: 60_000, now: () => 5_000 });
+        const journal = new Journal(redis(), { prefix: `finish-drops-${++counter}`, retentionMs: 60_000, now: () => 5_000 });
         expect(journal.removesIndexWithFinish).toBe(true);
         const workflowId = `wf-${counter}`;
         const bystander = { workflowId: `other-${counter}`, delegationId: 'main.1' };
@@ -56,7 +50,7 @@ describe.skipIf(testsOnCluster())('finishWorkflow drops index entries in its scr
         if (s.workflowEntry) await journal.scheduleCheck(entries[1]!, 9_000);
         await journal.scheduleCheck(bystander, 9_000);
         const workflowKey = journal.keys.workflow(workflowId);
-        const version = s.before === 'none' ? undefined : Number(await redis.hget(workflowKey, 'version')) + (s.wrongVersion ? 5 : 0);
+        const version = s.before === 'none' ? undefined : Number(await redis().hget(workflowKey, 'version')) + (s.wrongVersion ? 5 : 0);
         const outcome = await journal.finishWorkflow(workflowId, { state: s.patchState }, version, entries).then(
           (result) => ({ result }),
           (error: unknown) => ({ error: (error as { code?: string }).code ?? String(error) }),
@@ -73,7 +67,7 @@ describe.skipIf(testsOnCluster())('finishWorkflow drops index entries in its scr
           // Only a delegation's entry counts (its settle observes its duration once), never the workflow's '*'.
           expect('result' in outcome && outcome.result.removedFromIndex, context).toBe(s.delegationEntry);
           // Its delegation is not final: the workflow is not compacted, its row says the state.
-          expect(await redis.hget(workflowKey, 'state'), context).toBe(s.patchState);
+          expect(await redis().hget(workflowKey, 'state'), context).toBe(s.patchState);
         } else {
           expect(await inIndex(entries[0]!), context).toBe(s.delegationEntry);
           expect(await inIndex(entries[1]!), context).toBe(s.workflowEntry);

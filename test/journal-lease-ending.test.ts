@@ -10,20 +10,14 @@
  * scripts.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { Cluster, Redis } from 'ioredis';
-import { createRedisClient, isFinished, Journal, type JournalState, type StatusChange } from '@durable-a2a/shared';
-import { useRedisServer } from './harness/redis.ts';
+import { isFinished, Journal, type JournalState, type StatusChange } from '@durable-a2a/shared';
+import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { intentRow } from './harness/journal-rows.ts';
 
 const redisServer = useRedisServer();
-let redis: Redis | Cluster;
-beforeAll(() => {
-  redis = createRedisClient(redisServer().url);
-});
-afterAll(async () => {
-  await redis.quit();
-});
+const redis = useRedisClient(redisServer);
 
 const STATES: JournalState[] = ['INTENT', 'SUBMITTED', 'WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED', 'COMPLETED', 'FAILED', 'CANCELED', 'REJECTED'];
 const intent = intentRow;
@@ -74,7 +68,7 @@ describe('applyStatus endsLease (property, real Redis)', () => {
 async function check(s: Scenario): Promise<void> {
     const prefix = `lease-ending-${++counter}`;
     // Two journals over two workflows with the same history: one call with endsLease, one without.
-    const journal = new Journal(redis, { prefix, retentionMs: 60_000, now: () => 5_000 });
+    const journal = new Journal(redis(), { prefix, retentionMs: 60_000, now: () => 5_000 });
     const withLease = { workflowId: `with-${counter}`, delegationId: 'main.1' };
     const without = { workflowId: `without-${counter}`, delegationId: 'main.1' };
     // A task id belongs to one delegation: each workflow names its own (the same story told twice).
@@ -108,7 +102,7 @@ async function check(s: Scenario): Promise<void> {
     const after = await journal.getDelegation(withLease);
     const finishedAfter = after === undefined || isFinished(after.state);
     const leaseKey = journal.keys.followLease(withLease.workflowId, withLease.delegationId);
-    const holderAfter = await redis.get(leaseKey);
+    const holderAfter = await redis().get(leaseKey);
     const handedOver = s.when === 'handover' && s.holder === 'ours' && 'result' in a && a.result.applied && !finishedAfter && after !== undefined && !['INPUT_REQUIRED', 'AUTH_REQUIRED'].includes(after.state);
     const expected = s.holder === 'none' ? null : s.holder === 'other' ? 'them' : handedOver ? 'worker-1/local:follow' : s.when === 'finished' && !finishedAfter ? 'us' : null;
     expect(holderAfter, JSON.stringify({ s, a, after: after?.state })).toBe(expected);
@@ -116,18 +110,18 @@ async function check(s: Scenario): Promise<void> {
     if (handedOver && 'result' in a && a.result.applied) {
       handovers++;
       // takeFollow's lease and claim: a time to live, the fence one more, the owner the follow token, named in the result.
-      expect(await redis.pttl(leaseKey)).toBeGreaterThan(25_000);
+      expect(await redis().pttl(leaseKey)).toBeGreaterThan(25_000);
       expect(after!.fence).toBe(other!.fence + 1);
-      expect(await redis.hget(journal.keys.delegation(withLease.workflowId, withLease.delegationId), 'owner')).toBe('worker-1/local:follow');
-      expect(a.result.followLease).toEqual({ token: 'worker-1/local:follow', fence: after!.fence, checkScheduled: !redis.isCluster });
+      expect(await redis().hget(journal.keys.delegation(withLease.workflowId, withLease.delegationId), 'owner')).toBe('worker-1/local:follow');
+      expect(a.result.followLease).toEqual({ token: 'worker-1/local:follow', fence: after!.fence, checkScheduled: !redis().isCluster });
       // The follow's next check moved with the handover, in the same script (one server; a Cluster's follow moves it).
-      expect(Number(await redis.zscore(journal.keys.unfinished(), `${withLease.workflowId}|main.1`))).toBe(redis.isCluster ? 5_000 : 77_777);
+      expect(Number(await redis().zscore(journal.keys.unfinished(), `${withLease.workflowId}|main.1`))).toBe(redis().isCluster ? 5_000 : 77_777);
       expect(a.result.record?.fence).toBe(after!.fence);
     } else {
       if ('result' in a && a.result.applied) expect(a.result.followLease).toBeUndefined();
       if (after && other) expect(after.fence).toBe(other.fence);
       // No handover, no move: the index entry is where createWorkflow put it (none without a row).
-      expect(await redis.zscore(journal.keys.unfinished(), `${withLease.workflowId}|main.1`)).toBe(s.before === undefined ? null : '5000');
+      expect(await redis().zscore(journal.keys.unfinished(), `${withLease.workflowId}|main.1`)).toBe(s.before === undefined ? null : '5000');
     }
     // The row changed as without endsLease: same outcome kind, same state.
     const kind = (o: typeof a) => ('error' in o ? `error ${o.error}` : o.result.applied ? 'applied' : `not ${o.result.reason}`);

@@ -1,25 +1,19 @@
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import type { Cluster, Redis } from 'ioredis';
-import { createRedisClient, Journal, JournalError } from '@durable-a2a/shared';
-import { useRedisServer } from './harness/redis.ts';
+import { beforeEach, describe, expect, it } from 'vitest';
+import type { Cluster } from 'ioredis';
+import { Journal, JournalError } from '@durable-a2a/shared';
+import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { intentRow } from './harness/journal-rows.ts';
 
 const redisServer = useRedisServer();
-let redis: Redis | Cluster;
+const redis = useRedisClient(redisServer);
 let journal: Journal;
 let counter = 0;
 let ref: { workflowId: string; delegationId: string };
 
 const intent = intentRow;
 
-beforeAll(() => {
-  redis = createRedisClient(redisServer().url);
-});
-afterAll(async () => {
-  await redis.quit();
-});
 beforeEach(async () => {
-  journal = new Journal(redis, { prefix: `t${++counter}`, retentionMs: 60_000 });
+  journal = new Journal(redis(), { prefix: `t${++counter}`, retentionMs: 60_000 });
   ref = { workflowId: `wf${counter}`, delegationId: 'main.1' };
   expect(await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intent(ref.workflowId))).toBe(true);
 });
@@ -118,7 +112,7 @@ describe('applyStatus', () => {
     expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1', contextId: 'srv-1' });
     expect(record!.finishedAt).toBeGreaterThan(0);
     // A finished delegation outlives every later decision about it: it expires with its workflow.
-    expect(await redis.pttl(journal.keys.delegation(ref.workflowId, ref.delegationId))).toBe(-1);
+    expect(await redis().pttl(journal.keys.delegation(ref.workflowId, ref.delegationId))).toBe(-1);
   });
 
   it('ignores an older timestamp within the same rank', async () => {
@@ -158,11 +152,11 @@ describe('applyStatus', () => {
 
 describe('applyStatus binds a new task id with the change that records it', () => {
   const card = 'http://agent.example/.well-known/agent-card.json';
-  const owner = (taskId: string) => redis.get(journal.keys.taskOwner(card, taskId));
+  const owner = (taskId: string) => redis().get(journal.keys.taskOwner(card, taskId));
 
   it('binds exactly when the change records it: a refused or ignored change binds nothing; bound elsewhere: -8, nothing written', async () => {
     // Refused (fence) and ignored (finished) changes leave the task id free (on a Cluster it is bound first: another slot).
-    const oneServer = !redis.isCluster;
+    const oneServer = !redis().isCluster;
     expect(await refusal(journal.applyStatus(ref, { fence: 7, mode: 'snapshot', state: 'SUBMITTED', taskId: 'T1', agentCardUrl: card }))).toBe('FENCE_LOST');
     if (oneServer) expect(await owner('T1')).toBeNull();
     const other = { workflowId: ref.workflowId, delegationId: 'main.2' };
@@ -173,7 +167,7 @@ describe('applyStatus binds a new task id with the change that records it', () =
     // Recorded: bound to `workflowId|delegationId` (bindTask's owner), with bindTask's TTL (twice the retention).
     expect((await journal.applyStatus(ref, { mode: 'snapshot', state: 'SUBMITTED', taskId: 'T1', agentCardUrl: card })).applied).toBe(true);
     expect(await owner('T1')).toBe(`${ref.workflowId}|main.1`);
-    const ttl = await redis.pttl(journal.keys.taskOwner(card, 'T1'));
+    const ttl = await redis().pttl(journal.keys.taskOwner(card, 'T1'));
     expect(ttl).toBeGreaterThan(60_000);
     expect(ttl).toBeLessThanOrEqual(120_000);
     // Another delegation naming T1: refused, typed, journaled as a protocol error; the row keeps no task id.
@@ -198,7 +192,7 @@ describe('applyStatus binds a new task id with the change that records it', () =
     expect(await journal.followLeaseRemainingMs(other)).toBeGreaterThan(0);
     expect(await refusal(journal.applyStatus(other, { mode: 'snapshot', state: 'WORKING', taskId: 'T1', agentCardUrl: card, endsLease: { token: 'holder', when: 'always' } }))).toBe('TASK_BOUND_ELSEWHERE');
     // On one server the script gives it back with the refusal; on a Cluster the bind refuses first and the caller releases.
-    if (!redis.isCluster) expect(await journal.followLeaseRemainingMs(other)).toBe(0);
+    if (!redis().isCluster) expect(await journal.followLeaseRemainingMs(other)).toBe(0);
   });
 });
 
@@ -218,7 +212,7 @@ describe('applyStatus: the workflow at finish', () => {
     // Ignored (already finished): nothing returned.
     expect(await journal.applyStatus(ref, { mode: 'event', state: 'FAILED', taskId: 'T1' })).toEqual({ applied: false, reason: 'finished' });
     // The workflow row gone (expired): nothing to return, the settle reads (and finds nothing).
-    await redis.del(journal.keys.workflow(ref.workflowId));
+    await redis().del(journal.keys.workflow(ref.workflowId));
     const other = await journal.applyStatus({ workflowId: ref.workflowId, delegationId: 'main.2' }, { mode: 'event', state: 'COMPLETED', taskId: 'T2' });
     expect(other.applied && other.finishedWorkflow).toBeUndefined();
   });
@@ -297,9 +291,9 @@ describe('updateWorkflow', () => {
     await journal.updateWorkflow(ref.workflowId, { state: 'COMPLETED' }, version);
     expect(await refusal(journal.updateWorkflow(ref.workflowId, { state: 'RUNNING' }))).toBe('WRONG_STATE');
     expect(await refusal(journal.updateWorkflow('none', { state: 'RUNNING' }))).toBe('DELEGATION_MISSING');
-    expect(await redis.pttl(journal.keys.workflow(ref.workflowId))).toBeGreaterThan(0);
+    expect(await redis().pttl(journal.keys.workflow(ref.workflowId))).toBeGreaterThan(0);
     for (const key of [journal.keys.delegation(ref.workflowId, ref.delegationId), journal.delegationListKey(ref.workflowId)]) {
-      expect(await redis.pttl(key)).toBeGreaterThan(0);
+      expect(await redis().pttl(key)).toBeGreaterThan(0);
     }
   });
 });
@@ -325,9 +319,9 @@ describe('follow lease', () => {
     // `other`: a's lease ran out (nobody holds it); `third`: b holds it.
     const renewals = await journal.renewLeases([{ ref, token: 'a' }, { ref: other, token: 'a' }, { ref: third, token: 'a' }], 7_000, () => 1);
     expect(renewals).toEqual(['renewed', 'retaken', 'lost']);
-    expect(await redis.get(journal.keys.followLease(other.workflowId, other.delegationId))).toBe('a');
-    expect(await redis.pttl(journal.keys.followLease(ref.workflowId, ref.delegationId))).toBeGreaterThan(5_000);
-    expect(await redis.get(journal.keys.followLease(third.workflowId, third.delegationId))).toBe('b');
+    expect(await redis().get(journal.keys.followLease(other.workflowId, other.delegationId))).toBe('a');
+    expect(await redis().pttl(journal.keys.followLease(ref.workflowId, ref.delegationId))).toBeGreaterThan(5_000);
+    expect(await redis().get(journal.keys.followLease(third.workflowId, third.delegationId))).toBe('b');
   });
 });
 
@@ -358,7 +352,7 @@ describe('send lease taken by the mark; takeFollow', () => {
     const marked = await journal.markSending(ref, read.fence, undefined, { token: 'w/send/1', durationMs: 5_000, claim: true });
     expect(marked).toMatchObject({ leaseHeld: true, fence: 1 });
     expect((await journal.getDelegation(ref))?.fence).toBe(1);
-    expect(await redis.hget(journal.keys.delegation(ref.workflowId, ref.delegationId), 'owner')).toBe('w/send/1');
+    expect(await redis().hget(journal.keys.delegation(ref.workflowId, ref.delegationId), 'owner')).toBe('w/send/1');
     // A fenced write of the claiming run passes; one with the fence read before the claim is refused.
     expect((await journal.applyStatus(ref, { fence: 1, mode: 'outcome', state: 'INTENT', error: { code: 'X', message: 'x', retryable: true } })).applied).toBe(true);
     expect(await refusal(journal.applyStatus(ref, { fence: 0, mode: 'outcome', state: 'FAILED' }))).toBe('FENCE_LOST');
@@ -370,7 +364,7 @@ describe('send lease taken by the mark; takeFollow', () => {
     await journal.markSending(other, fenceRead, undefined, { token: 'w/send/a', durationMs: 5_000, claim: true });
     expect(await refusal(journal.markSending(other, fenceRead, undefined, { token: 'w/send/b', durationMs: 5_000, claim: true }))).toBe('FENCE_LOST');
     expect(await journal.getDelegation(other)).toMatchObject({ fence: fenceRead + 1, sendCount: 1 });
-    expect(await redis.hget(journal.keys.delegation(other.workflowId, other.delegationId), 'owner')).toBe('w/send/a');
+    expect(await redis().hget(journal.keys.delegation(other.workflowId, other.delegationId), 'owner')).toBe('w/send/a');
   });
 
   it('markSending with claim after releaseForResend: the resend run (fresh read) claims; a run that read before the first mark is refused and marks nothing', async () => {
@@ -451,7 +445,7 @@ describe('applyStatus ends a lease in the same script (endsLease)', () => {
   });
 
   it("'finished': a snapshot rewritten to FAILED (over the artifact limit) and a row gone give it back; a refused change keeps it", async () => {
-    const limited = new Journal(redis, { prefix: `t${counter}`, retentionMs: 60_000, artifactBytesPerDelegation: 100 });
+    const limited = new Journal(redis(), { prefix: `t${counter}`, retentionMs: 60_000, artifactBytesPerDelegation: 100 });
     const fence = await limited.claim(ref, 'follower');
     await limited.applyStatus(ref, { fence, mode: 'snapshot', state: 'WORKING', taskId: 't1', agentCardUrl: 'http://agent.example/card' });
     expect(await limited.lease(ref, 'acquire', 'follower', 5_000)).toBe(true);
@@ -466,7 +460,7 @@ describe('applyStatus ends a lease in the same script (endsLease)', () => {
     expect(await limited.isFollowed(ref)).toBe(false);
     // The row gone (expired, not compacted): refused, and the lease given back.
     expect(await limited.lease(ref, 'acquire', 'follower', 5_000)).toBe(true);
-    await redis.del(limited.keys.delegation(ref.workflowId, ref.delegationId));
+    await redis().del(limited.keys.delegation(ref.workflowId, ref.delegationId));
     expect(await refusal(limited.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: 't1', endsLease: ends }))).toBe('DELEGATION_MISSING');
     expect(await limited.isFollowed(ref)).toBe(false);
   });
@@ -474,13 +468,13 @@ describe('applyStatus ends a lease in the same script (endsLease)', () => {
 
 describe('scripts run by digest', () => {
   it('a server that lost its scripts (SCRIPT FLUSH: restarted, failed over) runs them again, one call and in a batch', async () => {
-    await redis.script('FLUSH');
+    await redis().script('FLUSH');
     expect(await journal.claim(ref, 'after-flush')).toBe(1);
-    await redis.script('FLUSH');
+    await redis().script('FLUSH');
     expect(await journal.lease(ref, 'acquire', 'holder', 5_000)).toBe(true);
-    await redis.script('FLUSH');
+    await redis().script('FLUSH');
     expect(await journal.lease(ref, 'renew', 'holder', 5_000)).toBe(true);
-    await redis.script('FLUSH');
+    await redis().script('FLUSH');
     expect(await journal.renewLeases([{ ref, token: 'holder' }, { ref, token: 'not-the-holder' }], 5_000, () => 1)).toEqual(['renewed', 'lost']);
   });
 });
@@ -508,7 +502,7 @@ describe('releaseHold', () => {
   it('compare-and-set on the workflow version the decision was made from: a cancel written since releases nothing', async () => {
     await journal.createIntent(ref.workflowId, { ...intent(ref.workflowId, 'car.1'), held: '1' });
     const held = { workflowId: ref.workflowId, delegationId: 'car.1' };
-    const decidedAt = Number(await redis.hget(journal.keys.workflow(ref.workflowId), 'version'));
+    const decidedAt = Number(await redis().hget(journal.keys.workflow(ref.workflowId), 'version'));
     await journal.updateWorkflow(ref.workflowId, { cancelRequested: true });
     expect(await refusal(journal.releaseHold(held, decidedAt))).toBe('VERSION_CONFLICT');
     expect((await journal.getDelegation(held))!.held).toBe(true);

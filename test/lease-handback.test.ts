@@ -5,9 +5,9 @@
  * the holder must then give it back itself, or a finished delegation stays "followed" for `lockDurationMs`.
  * Redis holds the change (CLIENT PAUSE WRITE) until a renewal tick has certainly been issued behind it.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createRedisClient, type RedisClient } from '@durable-a2a/shared';
+import { describe, expect, it } from 'vitest';
 import { finished, metric, useFieldCases, workflowSettled } from './harness/field-cases.ts';
+import { useRedisClient } from './harness/redis.ts';
 import { task, taskEvent } from './harness/scripted-agent.ts';
 import { eventually } from './harness/fleet.ts';
 
@@ -15,12 +15,7 @@ const h = useFieldCases();
 /** Renewal ticks every LEASE_MS / 3; the pause spans at least two of them. The lease taken back lives LEASE_MS. */
 const LEASE_MS = 3_000;
 const PAUSE_MS = 2_500;
-let pauser: RedisClient;
-
-beforeAll(() => {
-  pauser = createRedisClient(h.redisServer().url);
-});
-afterAll(() => pauser.quit());
+const pauser = useRedisClient(h.redisServer);
 
 describe('the follow lease ended by the finishing status change, with a renewal tick in flight', () => {
   it('a renewal issued behind the finishing change does not leave the finished delegation leased', async () => {
@@ -28,7 +23,7 @@ describe('the follow lease ended by the finishing status change, with a renewal 
       (seen) => ({
         SubscribeToTask: async () => {
           // Writes wait from here on: the finishing change below, then the renewal ticks issued meanwhile.
-          await pauser.call('CLIENT', 'PAUSE', String(PAUSE_MS), 'WRITE');
+          await pauser().call('CLIENT', 'PAUSE', String(PAUSE_MS), 'WRITE');
           return { sse: [taskEvent(task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'done' } }))], endAfter: 'hang' };
         },
       }),
@@ -41,7 +36,7 @@ describe('the follow lease ended by the finishing status change, with a renewal 
     const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
     await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
     const leaseKey = p.journal.keys.followLease(id, 'main.1');
-    expect(await pauser.get(leaseKey), `lease held with ${await pauser.pttl(leaseKey)} ms left`).toBeNull();
+    expect(await pauser().get(leaseKey), `lease held with ${await pauser().pttl(leaseKey)} ms left`).toBeNull();
     expect(agent.count('SubscribeToTask')).toBe(1);
     expect(agent.count('SendMessage')).toBe(1);
   }, 30_000);
@@ -61,7 +56,7 @@ describe('the follow lease ended by the finishing status change, with a renewal 
     expect((await workflowSettled(p, id, 10_000)).state).not.toBe('RUNNING');
     const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
     await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);
-    expect(await pauser.get(p.journal.keys.followLease(id, 'main.1'))).toBeNull();
+    expect(await pauser().get(p.journal.keys.followLease(id, 'main.1'))).toBeNull();
     expect(agent.count('SubscribeToTask')).toBe(1);
   }, 30_000);
 });

@@ -4,12 +4,12 @@
  * lease held by a dead holder stops. Each must be looked at again within a bounded time (its lease's end, or
  * at once), never only at the index's next check a reconcile interval later (60 s here, longer than each test).
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { createProducer, type Producer } from '@durable-a2a/producer';
-import { createRedisClient, type DelegationRef, type RedisClient } from '@durable-a2a/shared';
+import type { DelegationRef } from '@durable-a2a/shared';
 import { followDelegation } from '../packages/workers/src/delegation/follow.ts';
-import { useRedisServer } from './harness/redis.ts';
+import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { startDemoAgent } from './harness/agent.ts';
 import { runsSlowly } from './harness/agent-behaviours.ts';
 import { eventually, reconcileOutcomes, startTestFleet, TEST_TIMINGS } from './harness/fleet.ts';
@@ -19,17 +19,15 @@ const redisServer = useRedisServer();
 const LONG_INTERVAL_MS = 60_000;
 /** Bound on "looked at again": the lease's end plus a few renewal ticks and reconcile hops, far below the interval. */
 const PICKED_UP_WITHIN_MS = TEST_TIMINGS.lockDurationMs + 6_000;
-let redis: RedisClient;
+const redis = useRedisClient(redisServer);
 let producer: Producer;
 /** What each test started, closed after it (last first). */
 const started: { close(): Promise<unknown> }[] = [];
 let counter = 0;
 
 beforeAll(() => {
-  redis = createRedisClient(redisServer().url);
   started.length = 0;
 });
-afterAll(() => redis.quit());
 afterEach(async () => {
   for (const resource of started.splice(0).reverse()) await resource.close();
 });
@@ -48,7 +46,7 @@ async function setUp(count: number, fleetOptions: Parameters<typeof startTestFle
 }
 
 const leaseKey = (ref: DelegationRef) => producer.journal.keys.followLease(ref.workflowId, ref.delegationId);
-const leaseHolders = (refs: readonly DelegationRef[]) => Promise.all(refs.map((ref) => redis.get(leaseKey(ref))));
+const leaseHolders = (refs: readonly DelegationRef[]) => Promise.all(refs.map((ref) => redis().get(leaseKey(ref))));
 const allFollowed = async (refs: readonly DelegationRef[]) => (await leaseHolders(refs)).every((holder) => holder !== null);
 
 /** Blocks this process's event loop (the in-process fleet's and agent's too) for `ms`: no timer, no lease renewal runs. */
@@ -73,7 +71,7 @@ describe('records left with no lease and no job are looked at again within a bou
     const subscriptionsBefore = agent.requestCount('SubscribeToTask');
 
     // Another worker took each lease (as after its reconciler saw them run out), then died without following.
-    for (const ref of refs) await redis.set(leaseKey(ref), 'dead-worker/follow-1', 'PX', 1_500);
+    for (const ref of refs) await redis().set(leaseKey(ref), 'dead-worker/follow-1', 'PX', 1_500);
     const ours = `${fleet.context.workerId}/`;
     await eventually(async () => (await leaseHolders(refs)).every((holder) => holder?.startsWith(ours)), 'every delegation reattached by this fleet', PICKED_UP_WITHIN_MS, 100);
     expect(agent.requestCount('SubscribeToTask')).toBeGreaterThanOrEqual(subscriptionsBefore + refs.length);
@@ -101,7 +99,7 @@ describe('records left with no lease and no job are looked at again within a bou
     const { fleet, refs } = await setUp(1, { queues: ['send', 'reconcile'] });
     const [ref] = refs as [DelegationRef];
     await eventually(async () => (await producer.journal.getDelegation(ref))?.taskId !== undefined, 'the task id journaled');
-    await redis.set(leaseKey(ref), 'dead-worker/follow-1', 'PX', 1_500);
+    await redis().set(leaseKey(ref), 'dead-worker/follow-1', 'PX', 1_500);
     const before = await reconcileOutcomes(fleet);
 
     const run = { id: 'by-hand', attemptsMade: 0, attempts: 1 };

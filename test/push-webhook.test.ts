@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { Queue } from 'bullmq';
-import type { Cluster, Redis } from 'ioredis';
-import { createRedisClient, applyTask, queuePrefix } from '@durable-a2a/shared';
+import { applyTask, queuePrefix } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
-import { useRedisServer } from './harness/redis.ts';
+import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { startTestServer } from './harness/api-server.ts';
 import { startPushOnceAgent, type PushOnceAgentHandle } from './harness/push-once-agent.ts';
@@ -17,7 +16,7 @@ const completedPush = (taskId: string, seconds = 10) => ({ statusUpdate: { taskI
 
 describe('push webhook authentication and task check (R18)', () => {
   const PREFIX = 'r18';
-  let redis: Redis | Cluster;
+  const redis = useRedisClient(redisServer);
   let producer: Producer;
   let app: ApiServer;
   let lenient: ApiServer;
@@ -25,11 +24,10 @@ describe('push webhook authentication and task check (R18)', () => {
   let n = 0;
 
   beforeAll(async () => {
-    redis = createRedisClient(redisServer().url);
-    producer = createProducer({ redis, prefix: PREFIX, addressPolicy: { allowLoopback: true } });
+    producer = createProducer({ redis: redis(), prefix: PREFIX, addressPolicy: { allowLoopback: true } });
     app = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX });
     lenient = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, pushAcceptTokenOnly: true });
-    reconcile = new Queue('reconcile', { connection: redis, prefix: queuePrefix(PREFIX) });
+    reconcile = new Queue('reconcile', { connection: redis(), prefix: queuePrefix(PREFIX) });
     await Promise.all([app.ready(), lenient.ready()]);
   });
   afterAll(async () => {
@@ -37,7 +35,6 @@ describe('push webhook authentication and task check (R18)', () => {
     await lenient?.close();
     await reconcile?.close();
     await producer?.close();
-    await redis?.quit();
   });
 
   /** A pushed delegation whose SendMessage answered task `taskId` (SUBMITTED), as the send worker journals it; no workers run. */

@@ -4,12 +4,11 @@
  * ends FAILED with a permanent LIMIT_EXCEEDED reason (re-delegable). Real redis-server, real push route.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Journal, applyTask, createRedisClient } from '@durable-a2a/shared';
+import { Journal, applyTask } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
-import type { Cluster, Redis } from 'ioredis';
-import { useRedisServer } from './harness/redis.ts';
+import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { startTestServer } from './harness/api-server.ts';
 import { startScriptedAgent, task, type ScriptedAgentHandle } from './harness/scripted-agent.ts';
@@ -20,9 +19,8 @@ const MiB = 1024 * 1024;
 describe('artifact bytes per delegation', () => {
   let producer: Producer;
   let app: ApiServer;
-  let redis: Redis | Cluster;
+  const redis = useRedisClient(redisServer);
   beforeAll(async () => {
-    redis = createRedisClient(redisServer().url);
     producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: 'wj-art' });
     app = startTestServer({ redisUrl: redisServer().url, prefix: 'wj-art' });
     await app.ready();
@@ -30,7 +28,6 @@ describe('artifact bytes per delegation', () => {
   afterAll(async () => {
     await app?.close();
     await producer?.close();
-    await redis?.quit();
   });
 
   it('RT5: ten authorized pushes of a 3.9 MB appended chunk end the attempt LIMIT_EXCEEDED; Redis stays bounded', async () => {
@@ -51,7 +48,7 @@ describe('artifact bytes per delegation', () => {
     expect(record.state).toBe('FAILED');
     expect(record.error).toMatchObject({ code: 'LIMIT_EXCEEDED', retryable: false });
     const artifactsKey = producer.journal.keys.artifacts('rt5', 'main.1');
-    const bytes = Number(await redis.call('MEMORY', 'USAGE', artifactsKey));
+    const bytes = Number(await redis().call('MEMORY', 'USAGE', artifactsKey));
     expect(bytes).toBeGreaterThan(4 * 3_900_000 - 1);
     expect(bytes).toBeLessThan(16 * MiB + 1 * MiB);
     // A FAILED attempt: re-delegable within the step's budget (shared/decide.ts, failure kind 'failed').
@@ -60,7 +57,7 @@ describe('artifact bytes per delegation', () => {
   });
 
   it('a snapshot holding more than the limit is not stored: the attempt ends LIMIT_EXCEEDED', async () => {
-    const journal = new Journal(redis, { prefix: 'wj-art-snap', artifactBytesPerDelegation: 1 * MiB });
+    const journal = new Journal(redis(), { prefix: 'wj-art-snap', artifactBytesPerDelegation: 1 * MiB });
     const small = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: 'wj-art-snap' });
     try {
       await small.startWorkflow({ workflowId: 'snap', steps: [{ name: 'main', agent: 'http://127.0.0.1:9/snap', message: { text: 'go' } }] });

@@ -23,6 +23,18 @@ import {
 const h = useFieldCases();
 
 describe('R22: repeatable sweeper jobs multiply after restarts or deploys', () => {
+  /** A fresh prefix, an agent whose task T1 stays WORKING (its stream hangs open, GetTask answers WORKING) and a producer. */
+  async function setUpWorkingTask() {
+    const prefix = h.newPrefix();
+    const seen: Setup['seen'] = {};
+    const agent = await h.agentWith({
+      SendMessage: h.accept(seen),
+      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId }))], endAfter: 'hang' }),
+      GetTask: () => ({ result: task('T1', 'WORKING', { contextId: seen.contextId }) }),
+    });
+    return { prefix, agent, producer: h.producer(prefix) };
+  }
+
   async function sweepSchedulers(prefix: string) {
     const connection = createRedisClient(h.redisServer().url);
     const queue = new Queue('reconcile', { connection, prefix: queuePrefix(prefix) });
@@ -53,14 +65,7 @@ describe('R22: repeatable sweeper jobs multiply after restarts or deploys', () =
   });
 
   it('two overlapping sweeps on two fleets never open a second subscription for one task', async () => {
-    const prefix = h.newPrefix();
-    const seen: Setup['seen'] = {};
-    const agent = await h.agentWith({
-      SendMessage: h.accept(seen),
-      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId }))], endAfter: 'hang' }),
-      GetTask: () => ({ result: task('T1', 'WORKING', { contextId: seen.contextId }) }),
-    });
-    const producer = h.producer(prefix);
+    const { prefix, agent, producer } = await setUpWorkingTask();
     const first = await h.fleetFor(prefix, { reconcileIntervalMs: 60_000, streamIdleTimeoutMs: 60_000, workerId: 'fleet-a' });
     const second = await h.fleetFor(prefix, { reconcileIntervalMs: 60_000, streamIdleTimeoutMs: 60_000, workerId: 'fleet-b' });
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'long', idempotencyKey: 'r22-long' });
@@ -92,14 +97,7 @@ describe('R22: repeatable sweeper jobs multiply after restarts or deploys', () =
   });
 
   it('closing two fleets that share a followed task: bounded close, no subscription opened by a closing fleet', async () => {
-    const prefix = h.newPrefix();
-    const seen: Setup['seen'] = {};
-    const agent = await h.agentWith({
-      SendMessage: h.accept(seen),
-      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId }))], endAfter: 'hang' }),
-      GetTask: () => ({ result: task('T1', 'WORKING', { contextId: seen.contextId }) }),
-    });
-    const producer = h.producer(prefix);
+    const { prefix, agent, producer } = await setUpWorkingTask();
     const options = { reconcileIntervalMs: 60_000, streamIdleTimeoutMs: 8_000, closeTimeoutMs: 2_000 };
     const first = await h.fleetFor(prefix, { ...options, workerId: 'fleet-a' });
     const second = await h.fleetFor(prefix, { ...options, workerId: 'fleet-b' });

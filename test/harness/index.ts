@@ -4,7 +4,8 @@
  * suite uses: vitest hooks, a Redis Cluster, the booking system of record.
  */
 export * from '@durable-a2a/testing';
-export { testsOnCluster, useRedisServer } from './redis.ts';
+export { testsOnCluster, useRedisClient, useRedisServer } from './redis.ts';
+export type { RedisClientHookOptions } from './redis.ts';
 export { startRedisCluster } from './redis-cluster.ts';
 export type { RedisClusterHandle } from './redis-cluster.ts';
 export { useDemoAgent } from './agent.ts';

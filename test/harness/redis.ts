@@ -3,6 +3,7 @@
  * vitest hooks and the Redis Cluster switch the suite uses.
  */
 import { afterAll, beforeAll } from 'vitest';
+import { createRedisClient, type RedisClient } from '@durable-a2a/shared';
 import { startRedisServer, type RedisServerHandle, type RedisServerOptions } from '@durable-a2a/testing';
 
 export { resolveRedisServerBinary, startRedisServer, spawnRedisProcess, stopRedisProcess } from '@durable-a2a/testing';
@@ -36,3 +37,38 @@ export function useRedisServer(options: RedisServerOptions = {}): () => RedisSer
   };
 }
 
+/** How `useRedisClient` closes its client in `afterAll`. */
+export interface RedisClientHookOptions {
+  /**
+   * `'quit'` (default) sends QUIT and waits for the reply; `'disconnect'` drops the socket at once, for files whose
+   * tests stop or pause Redis, where a QUIT could wait on a server that no longer answers.
+   */
+  close?: 'quit' | 'disconnect';
+  /** Adds a listener that ignores the client's `'error'` events (refused reconnects while a test keeps Redis down). Default false. */
+  ignoreErrors?: boolean;
+}
+
+/**
+ * Vitest helper: one plain client of the suite's Redis for a file (or for the `describe` that calls it). Creates it
+ * with `createRedisClient(server().url)` (its default options) in a `beforeAll`; closes it in an `afterAll` that runs
+ * after the after-hooks registered later in the same scope (vitest's default `sequence.hooks: 'stack'` runs them last
+ * first), so those may still use it. Call it after `useRedisServer` (or pass `useFieldCases().redisServer`): the
+ * server is then up before the client connects and stopped only after it is closed. Returns a getter for the client,
+ * valid inside tests and later hooks; it throws before the `beforeAll` has run. Under `DA2A_TEST_REDIS=cluster` the
+ * client is a Cluster: `Client` only narrows the type (a cast, for files that call single-server commands).
+ */
+export function useRedisClient<Client extends RedisClient = RedisClient>(server: () => { readonly url: string }, options: RedisClientHookOptions = {}): () => Client {
+  let client: RedisClient | undefined;
+  beforeAll(() => {
+    client = createRedisClient(server().url);
+    if (options.ignoreErrors) client.on('error', () => undefined);
+  });
+  afterAll(async () => {
+    if (options.close === 'disconnect') client?.disconnect();
+    else await client?.quit();
+  });
+  return () => {
+    if (!client) throw new Error('useRedisClient: the client is only available inside tests (after beforeAll)');
+    return client as Client;
+  };
+}
