@@ -13,12 +13,11 @@
  */
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { Cluster } from 'ioredis';
-import { createRedisClient, Journal, type JournalState, type StatusChange } from '@durable-a2a/shared';
-import { createProducer, type Producer } from '@durable-a2a/producer';
+import { afterAll, describe, expect, it } from 'vitest';
+import { Journal, type JournalState, type StatusChange } from '@durable-a2a/shared';
+import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
-import { testsOnCluster, useRedisServer } from './harness/redis.ts';
+import { testsOnCluster, useRedisClient, useRedisServer } from './harness/redis.ts';
 import { intentRow } from './harness/journal-rows.ts';
 import { scriptSha } from '../packages/shared/src/journal/scripts.ts';
 import { closeAfterEach } from './harness/lifecycle.ts';
@@ -26,13 +25,7 @@ import { eventually, startTestFleet } from './harness/fleet.ts';
 import { AU, SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type SseWait } from './harness/scripted-agent.ts';
 
 const redisServer = useRedisServer();
-let redis: Redis | Cluster;
-beforeAll(() => {
-  redis = createRedisClient(redisServer().url);
-});
-afterAll(async () => {
-  await redis.quit();
-});
+const redisClient = useRedisClient(redisServer);
 
 const BEFORE: JournalState[] = ['INTENT', 'WORKING', 'INPUT_REQUIRED', 'COMPLETED', 'FAILED'];
 const AFTER: JournalState[] = ['WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED', 'COMPLETED', 'FAILED', 'CANCELED'];
@@ -77,6 +70,7 @@ describe('applyArtifactThenStatus (property, real Redis)', () => {
 /** One scenario told twice: the pair on one workflow, the two calls one after the other on the other. */
 async function check(s: Scenario): Promise<'both ran' | 'refused'> {
   const prefix = `stream-pairs-${++counter}`;
+  const redis = redisClient();
   const journal = new Journal(redis, { prefix, retentionMs: 60_000, now: () => 5_000, artifactBytesPerDelegation: ARTIFACT_LIMIT });
   const paired = { workflowId: `paired-${counter}`, delegationId: 'main.1' };
   const apart = { workflowId: `apart-${counter}`, delegationId: 'main.1' };
@@ -156,11 +150,14 @@ describe.skipIf(testsOnCluster())('a stream whose artifact update and status upd
   );
   afterAll(() => monitorClient?.disconnect());
 
+  const completed = (view: WorkflowView) => view.state === 'COMPLETED';
+  const asking = (view: WorkflowView) => view.openQuestions.length > 0;
+
   /**
    * Runs one delegation against an agent whose SubscribeToTask sends `sse` after the task snapshot; returns the
-   * delegation's row once `done` holds, and the journal scripts called on it, by name.
+   * workflow's view once `done` holds, and the journal scripts called on it, by name.
    */
-  async function run(tag: string, sse: (string | SseWait)[], done: (state: string) => boolean) {
+  async function run(tag: string, sse: (string | SseWait)[], done: (view: WorkflowView) => boolean) {
     const prefix = `stream-pairs-e2e-${tag}-${++counter}`;
     // MONITOR first, while Redis is quiet (ioredis takes replies that race its MONITOR for the command queue's).
     const names = new Map((['applyArtifact', 'applyArtifactThenStatus'] as const).map((name) => [scriptSha(name), name]));
@@ -178,10 +175,10 @@ describe.skipIf(testsOnCluster())('a stream whose artifact update and status upd
     producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix });
     fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: 60_000 });
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: tag });
-    let row: Awaited<ReturnType<typeof producer.get>> | undefined;
+    let row: WorkflowView | undefined;
     await eventually(async () => {
       row = await producer!.get(id);
-      return done(row.state) || done(row.steps[0]?.attempts[0]?.state ?? '');
+      return done(row);
     }, `${tag}: ${id} reached the expected state`);
     monitorClient.disconnect();
     monitorClient = undefined;
@@ -189,7 +186,7 @@ describe.skipIf(testsOnCluster())('a stream whose artifact update and status upd
   }
 
   it('an artifact update and COMPLETED in one chunk: one script call applies both, no applyArtifact of its own', async () => {
-    const { row, attempt, calls, sendMessages, getTasks } = await run('together', [ev(AU('a1', false, true, 'the result')) + ev(SU('COMPLETED'))], (state) => state === 'COMPLETED');
+    const { row, attempt, calls, sendMessages, getTasks } = await run('together', [ev(AU('a1', false, true, 'the result')) + ev(SU('COMPLETED'))], completed);
     expect(row.state).toBe('COMPLETED');
     expect(attempt.resultText).toBe('the result');
     expect(calls.filter((name) => name === 'applyArtifactThenStatus')).toHaveLength(1);
@@ -199,7 +196,7 @@ describe.skipIf(testsOnCluster())('a stream whose artifact update and status upd
   });
 
   it('an artifact update, then COMPLETED 150 ms later: applied one by one', async () => {
-    const { row, attempt, calls } = await run('apart', [ev(AU('a1', false, true, 'the result')), { waitMs: 150 }, ev(SU('COMPLETED'))], (state) => state === 'COMPLETED');
+    const { row, attempt, calls } = await run('apart', [ev(AU('a1', false, true, 'the result')), { waitMs: 150 }, ev(SU('COMPLETED'))], completed);
     expect(row.state).toBe('COMPLETED');
     expect(attempt.resultText).toBe('the result');
     expect(calls.filter((name) => name === 'applyArtifactThenStatus')).toHaveLength(0);
@@ -207,7 +204,7 @@ describe.skipIf(testsOnCluster())('a stream whose artifact update and status upd
   });
 
   it('two chunks of an artifact and COMPLETED in one chunk: the first alone, the second with COMPLETED', async () => {
-    const { row, attempt, calls } = await run('chunks', [ev(AU('a1', false, false, 'part one, ')) + ev(AU('a1', true, true, 'part two')) + ev(SU('COMPLETED'))], (state) => state === 'COMPLETED');
+    const { row, attempt, calls } = await run('chunks', [ev(AU('a1', false, false, 'part one, ')) + ev(AU('a1', true, true, 'part two')) + ev(SU('COMPLETED'))], completed);
     expect(row.state).toBe('COMPLETED');
     expect(attempt.resultText).toBe('part one, part two');
     expect(calls.filter((name) => name === 'applyArtifact')).toHaveLength(1);
@@ -215,7 +212,7 @@ describe.skipIf(testsOnCluster())('a stream whose artifact update and status upd
   });
 
   it('an artifact update with INPUT_REQUIRED behind it: parked on the question, the artifact kept', async () => {
-    const { row, attempt, calls } = await run('question', [ev(AU('a1', false, true, 'a draft')) + ev(SU('INPUT_REQUIRED', { message: { messageId: 'q1', role: 'ROLE_AGENT', parts: [{ text: 'which seat?' }] } }))], (state) => state === 'INPUT_REQUIRED');
+    const { row, attempt, calls } = await run('question', [ev(AU('a1', false, true, 'a draft')) + ev(SU('INPUT_REQUIRED', { message: { messageId: 'q1', role: 'ROLE_AGENT', parts: [{ text: 'which seat?' }] } }))], asking);
     expect(attempt.state).toBe('INPUT_REQUIRED');
     expect(row.openQuestions.map((question) => question.text)).toEqual(['which seat?']);
     expect(attempt.resultText).toBe('a draft');
@@ -223,7 +220,7 @@ describe.skipIf(testsOnCluster())('a stream whose artifact update and status upd
   });
 
   it('an artifact update with a status update for another task behind it: not paired, a protocol error read once', async () => {
-    const { row, calls, getTasks } = await run('foreign', [ev(AU('a1', false, true, 'the result')) + ev(SU('COMPLETED', { taskId: 'T-other' }))], (state) => state === 'COMPLETED');
+    const { row, calls, getTasks } = await run('foreign', [ev(AU('a1', false, true, 'the result')) + ev(SU('COMPLETED', { taskId: 'T-other' }))], completed);
     expect(row.state).toBe('COMPLETED');
     expect(calls.filter((name) => name === 'applyArtifactThenStatus')).toHaveLength(0);
     expect(calls.filter((name) => name === 'applyArtifact')).toHaveLength(1);
