@@ -7,7 +7,7 @@ import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { startBenchFleet } from './common.ts';
-import { spawnBenchChild } from './processes/ipc.ts';
+import { spawnBenchChild, type BenchChild } from './processes/ipc.ts';
 
 /** A running rig; `stop()` closes the fleet, the producer, the agent and Redis, in that order. */
 export interface ProfilingRig {
@@ -15,6 +15,8 @@ export interface ProfilingRig {
   cardUrl: string;
   producer: Producer;
   fleet: Fleet;
+  /** The agent's process: `call('requestCount', method)`, `call('cpuMicros')` (bench/processes/agent.ts). */
+  agent: BenchChild<{ cardUrl: string }>;
   stop(): Promise<void>;
 }
 
@@ -41,6 +43,7 @@ export async function startProfilingRig(options: { prefix: string; agentBehaviou
     cardUrl,
     producer,
     fleet,
+    agent,
     async stop() {
       await fleet.close();
       await producer.close();

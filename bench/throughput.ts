@@ -8,10 +8,15 @@
  * the round); ratios durable ÷ bare per round, median reported. Then the
  * latency durable-a2a adds at concurrency 1 (p50, p95 of end-to-end times,
  * delegate + waitFor against the bare client's send + subscribe).
+ * Machine CPU per delegation: the side's Node CPU plus the agent process's and
+ * redis-server's over the same round. When the machine is the bottleneck (2
+ * cores shared by all three), bare ÷ durable machine CPU is the ceiling of the
+ * throughput ratio: what a cut must reach to move it.
  */
 import { loadavg } from 'node:os';
+import { Redis } from 'ioredis';
 import { startRedisServer } from '../test/harness/redis.ts';
-import { round, scaled, type BenchResult, type Figure } from './common.ts';
+import { redisCpuSeconds, round, scaled, type BenchResult, type Figure } from './common.ts';
 import { spawnBenchChild, type BenchChild } from './processes/ipc.ts';
 import type { RoundResult } from './processes/side.ts';
 
@@ -21,6 +26,12 @@ interface AgentReady {
 }
 
 const ROUNDS = 3;
+
+/** A round with the CPU the agent's process and redis-server spent over it (µs). */
+interface MachineRound extends RoundResult {
+  agentCpuMicros: number;
+  redisCpuMicros: number;
+}
 const CONFIGS = [
   { workMs: 50, concurrency: 50 },
   { workMs: 0, concurrency: 50 },
@@ -50,6 +61,7 @@ export async function run(scale: number): Promise<BenchResult> {
   }
   const bare = spawnBenchChild('side', { BENCH_SIDE: 'bare' });
   const durable = spawnBenchChild('side', { BENCH_SIDE: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'tp' });
+  const admin = new Redis(redisServer.url);
   const figures: Figure[] = [];
   const notes: string[] = [];
   let totalBare = 0;
@@ -63,9 +75,16 @@ export async function run(scale: number): Promise<BenchResult> {
       const input = (tag: string, count: number) => ({ ...agent, count, concurrency, tag: `${workMs}-${concurrency}-${tag}` });
       await bare.call<RoundResult>('round', input('warm', Math.min(100, perRound)));
       await durable.call<RoundResult>('round', input('warm', Math.min(100, perRound)));
-      const rounds: { bare: RoundResult; durable: RoundResult }[] = [];
+      const rounds: { bare: MachineRound; durable: MachineRound }[] = [];
+      const agentChild = agents.get(workMs)!;
       for (let index = 0; index < ROUNDS; index++) {
-        const run = (side: BenchChild<unknown>) => side.call<RoundResult>('round', input(`r${index}`, perRound));
+        // The round, and the CPU the agent and redis-server spent over it.
+        const run = async (side: BenchChild<unknown>): Promise<MachineRound> => {
+          const [agentBefore, redisBefore] = await Promise.all([agentChild.call<number>('cpuMicros'), redisCpuSeconds(admin)]);
+          const result = await side.call<RoundResult>('round', input(`r${index}`, perRound));
+          const [agentAfter, redisAfter] = await Promise.all([agentChild.call<number>('cpuMicros'), redisCpuSeconds(admin)]);
+          return { ...result, agentCpuMicros: agentAfter - agentBefore, redisCpuMicros: (redisAfter - redisBefore) * 1e6 };
+        };
         if (index % 2 === 0) {
           const b = await run(bare);
           rounds.push({ bare: b, durable: await run(durable) });
@@ -76,6 +95,8 @@ export async function run(scale: number): Promise<BenchResult> {
       }
       const rate = (result: RoundResult) => (result.completed / result.elapsedMs) * 1000;
       const cpuMs = (result: RoundResult) => result.cpuMicros / 1000 / Math.max(1, result.completed);
+      const perDelegationMs = (result: MachineRound, micros: number) => micros / 1000 / Math.max(1, result.completed);
+      const machineMs = (result: MachineRound) => perDelegationMs(result, result.cpuMicros + result.agentCpuMicros + result.redisCpuMicros);
       totalBare += rounds.reduce((sum, r) => sum + r.bare.completed, 0);
       totalDurable += rounds.reduce((sum, r) => sum + r.durable.completed, 0);
       figures.push(
@@ -85,6 +106,10 @@ export async function run(scale: number): Promise<BenchResult> {
         { metric: `${label}: bare Node CPU per delegation`, value: round(median(rounds.map((r) => cpuMs(r.bare))), 3), unit: 'ms' },
         { metric: `${label}: durable Node CPU per delegation (producer + fleet)`, value: round(median(rounds.map((r) => cpuMs(r.durable))), 3), unit: 'ms' },
         { metric: `${label}: CPU ratio durable / bare (median of rounds)`, value: round(median(rounds.map((r) => cpuMs(r.durable) / cpuMs(r.bare))), 2), unit: '' },
+        { metric: `${label}: agent CPU per delegation, bare / durable round`, value: round(median(rounds.map((r) => perDelegationMs(r.bare, r.bare.agentCpuMicros))), 3), unit: `/ ${round(median(rounds.map((r) => perDelegationMs(r.durable, r.durable.agentCpuMicros))), 3)} ms` },
+        { metric: `${label}: redis-server CPU per delegation, durable round`, value: round(median(rounds.map((r) => perDelegationMs(r.durable, r.durable.redisCpuMicros))), 3), unit: 'ms' },
+        { metric: `${label}: machine CPU per delegation (side + agent + redis-server), bare / durable`, value: round(median(rounds.map((r) => machineMs(r.bare))), 3), unit: `/ ${round(median(rounds.map((r) => machineMs(r.durable))), 3)} ms` },
+        { metric: `${label}: machine CPU ratio bare / durable (the throughput ratio's ceiling when CPU-bound)`, value: round(median(rounds.map((r) => machineMs(r.bare) / machineMs(r.durable))), 3), unit: '' },
         { metric: `${label}: load average (1 min) at start / end`, value: load, unit: `/ ${load1()}` },
       );
       notes.push(
@@ -115,6 +140,7 @@ export async function run(scale: number): Promise<BenchResult> {
     figures.push({ metric: 'bare completed (all measured rounds)', value: totalBare, unit: `of ${CONFIGS.length * ROUNDS * perRound}` });
     figures.push({ metric: 'durable completed (all measured rounds)', value: totalDurable, unit: `of ${CONFIGS.length * ROUNDS * perRound}` });
   } finally {
+    admin.disconnect();
     await Promise.all([bare.stop(), durable.stop(), ...[...agents.values()].map((agent) => agent.stop())]);
     await redisServer.stop();
   }
@@ -126,6 +152,7 @@ export async function run(scale: number): Promise<BenchResult> {
       `${ROUNDS} measured rounds of ${perRound} delegations per side per setting, A/B interleaved (bare first in even rounds, durable first in odd), after one untimed warm-up round per side; ratios are per round, the median reported.`,
       'Processes: each agent (@a2a-js/sdk 1.3.0 server, JSON-RPC, WORKING → work → artifact → COMPLETED) in its own process; the bare client in one process; producer + in-process fleet (send and follow concurrency = C, production timings, subscribe limit out of the way) in another; one redis-server. Only one side runs at a time.',
       'Node CPU per delegation: process.cpuUsage() (user + system) of that side\'s process over the round ÷ delegations completed; the agent\'s CPU is in neither.',
+      'Machine CPU per delegation: that Node CPU plus the agent process\'s (process.cpuUsage over IPC) and redis-server\'s (INFO cpu used_cpu_user + used_cpu_sys) over the same round. The three share the machine\'s cores, so when it is CPU-bound the throughput ratio cannot pass bare ÷ durable machine CPU.',
       'Bare: sendMessage(returnImmediately) then resubscribeTask to a terminal status (getTask if refused or ended early). Durable: delegate() with at most C delegations unsettled at once (as the bare client keeps C in flight; settlement read in-process from the fleet\'s settled-delegation histogram, no Redis polling); the fleet runs send and follow concurrency C with one agent\'s follow share set to C (the default share, half and at most 90% of the follow slots, is for fleets that serve several agents).',
       `Added latency: ${latencyCount} sequential delegations per round, 2 interleaved rounds per side after a warm-up; durable = producer.delegate + producer.waitFor (pub/sub wake-up), bare = send + subscribe to terminal. Added = durable − bare at the same percentile.`,
       ...notes,

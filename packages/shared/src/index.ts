@@ -37,7 +37,7 @@ export {
 export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError } from './journal/record.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 export type { IntentInput } from './journal/intent.ts';
-export { applyTask, applyStreamResponse } from './journal/observe.ts';
+export { applyTask, applyStreamResponse, applyStreamResponsePair, type ArtifactThenStatus } from './journal/observe.ts';
 export { listWorkflowSummaries, listOpenQuestions, allOpenQuestions, workflowSummaries, decodeListingCursor, nextChecks, pageByKeyset, LISTING_SCAN_LIMIT } from './journal/listing.ts';
 export type { WorkflowSummary, OpenQuestionSummary, WorkflowFilter, Page } from './journal/listing.ts';
 export { parseAgentTimestamp } from './journal/clock.ts';

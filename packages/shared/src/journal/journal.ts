@@ -19,5 +19,5 @@ export class Journal extends JournalCoordination {}
 
 export { JournalError } from './errors.ts';
 export type { DelegationRef, JournalOptions } from './core.ts';
-export { questionKeyOf, type StatusChange, type StatusChangeResult, type FollowLease, type WorkflowAtFinish, type WorkflowFlags } from './status.ts';
+export { questionKeyOf, type ArtifactOutcome, type ArtifactUpdate, type StatusChange, type StatusChangeResult, type FollowLease, type WorkflowAtFinish, type WorkflowFlags } from './status.ts';
 export { countUnfinishedByState, STATE_SAMPLE_LIMIT } from './unfinished-index.ts';

@@ -5,7 +5,7 @@
  * taskId: an empty contextId is accepted, a different one is an anomaly that is
  * reported, not a failure (field case R16).
  */
-import type { StreamResponse, Task, TaskStatus } from '../a2a/schema.ts';
+import type { StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent } from '../a2a/schema.ts';
 import type { DelegationRef, Journal, StatusChange, StatusChangeResult } from './journal.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { journalStateOf } from './states.ts';
@@ -84,18 +84,7 @@ export async function applyStreamResponse(
   if ('statusUpdate' in response) {
     const event = response.statusUpdate;
     if (record.taskId && event.taskId !== record.taskId) return { kind: 'ignored', foreignTaskId: event.taskId };
-    const status = await journal.applyStatus(ref, {
-      fence: options.fence,
-      mode: 'event',
-      state: journalStateOf(event.status.state),
-      statusTimestamp: event.status.timestamp,
-      taskId: event.taskId,
-      // Only a non-empty context is recorded, and only if none is known (R16).
-      contextId: event.contextId || undefined,
-      statusMessage: event.status.message,
-      error: errorOf(event.status),
-      endsLease: options.endsLease,
-    });
+    const status = await journal.applyStatus(ref, statusChangeOf(event, options));
     return { kind: 'status', status, contextAnomaly: contextAnomaly(event.contextId) };
   }
   if ('artifactUpdate' in response) {
@@ -106,4 +95,46 @@ export async function applyStreamResponse(
   }
   // A direct Message reply on a task stream carries no state of its own.
   return { kind: 'message' };
+}
+
+/** The status change a TaskStatusUpdateEvent asks for. */
+function statusChangeOf(event: TaskStatusUpdateEvent, options: ObserveOptions): StatusChange {
+  return {
+    fence: options.fence,
+    mode: 'event',
+    state: journalStateOf(event.status.state),
+    statusTimestamp: event.status.timestamp,
+    taskId: event.taskId,
+    // Only a non-empty context is recorded, and only if none is known (R16).
+    contextId: event.contextId || undefined,
+    statusMessage: event.status.message,
+    error: errorOf(event.status),
+    endsLease: options.endsLease,
+  };
+}
+
+/** A stream's artifact update and the status update that arrived right after it (`applyStreamResponsePair`). */
+export type ArtifactThenStatus = [{ artifactUpdate: TaskArtifactUpdateEvent }, { statusUpdate: TaskStatusUpdateEvent }];
+
+/**
+ * Applies an artifact update and the status update after it in one journal round trip
+ * (`Journal.applyArtifactThenStatus`), for a record that has its task id and events that both name it (a caller
+ * checks that first: a foreign event goes through `applyStreamResponse`, one by one). The results are what
+ * `applyStreamResponse` on each, in order, would give; `options.endsLease` applies to the status change.
+ * @throws JournalError as `applyStreamResponse`
+ */
+export async function applyStreamResponsePair(
+  journal: Journal,
+  record: Pick<DelegationRecord, 'workflowId' | 'delegationId' | 'taskId' | 'contextId'>,
+  [{ artifactUpdate }, { statusUpdate }]: ArtifactThenStatus,
+  options: ObserveOptions = {},
+): Promise<[ObservationResult, ObservationResult]> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const contextAnomaly = (contextId: string | undefined) =>
+    contextId && record.contextId && contextId !== record.contextId ? contextId : undefined;
+  const { artifact, status } = await journal.applyArtifactThenStatus(ref, options.fence, artifactUpdate, statusChangeOf(statusUpdate, options));
+  return [
+    { kind: 'artifact', artifact, contextAnomaly: contextAnomaly(artifactUpdate.contextId) },
+    { kind: 'status', status, contextAnomaly: contextAnomaly(statusUpdate.contextId) },
+  ];
 }

@@ -30,8 +30,17 @@ const SCRIPTS = {
   takeToken: 1,
   noteProtocolError: 1,
 } as const;
-/** A journal script's verb (its file is `lua/<verb>-<key count>.lua`). */
-export type ScriptName = keyof typeof SCRIPTS;
+/**
+ * Scripts composed at load from two of the above (`composedLua`): the first runs, then the second unless the first
+ * refused. `applyArtifactThenStatus`: a stream's artifact update and the status update that came with it, one round
+ * trip instead of two (issue 16). Its digest is that of the composed text, so it changes whenever either part does.
+ */
+const COMPOSED = {
+  applyArtifactThenStatus: ['applyArtifact', 'applyStatus'],
+} as const satisfies Record<string, readonly [keyof typeof SCRIPTS, keyof typeof SCRIPTS]>;
+
+/** A journal script's verb (its file is `lua/<verb>-<key count>.lua`), or a composed script's name. */
+export type ScriptName = keyof typeof SCRIPTS | keyof typeof COMPOSED;
 
 /** Runs one journal script with its keys and arguments; resolves to the script's reply. */
 export type ScriptCaller = (name: ScriptName, keys: string[], args: (string | number)[]) => Promise<unknown>;
@@ -46,11 +55,44 @@ const loaded = new Map<ScriptName, LoadedScript>();
 function script(name: ScriptName): LoadedScript {
   let found = loaded.get(name);
   if (!found) {
-    const lua = readFileSync(new URL(`./lua/${name}-${SCRIPTS[name]}.lua`, import.meta.url), 'utf8');
+    const lua = name in COMPOSED ? composedLua(...COMPOSED[name as keyof typeof COMPOSED]) : readFileSync(new URL(`./lua/${name}-${SCRIPTS[name as keyof typeof SCRIPTS]}.lua`, import.meta.url), 'utf8');
     found = { lua, sha: createHash('sha1').update(lua).digest('hex') };
     loaded.set(name, found);
   }
   return found;
+}
+
+/**
+ * Two scripts as one: each file's text becomes the body of a local function whose parameters shadow KEYS and ARGV
+ * (the scripts declare only locals, so their texts run unchanged inside). Both get the composed script's KEYS (the
+ * first uses a prefix of the second's: they must agree on those keys). ARGV[1] is how many of the following ARGV
+ * are the first's; the rest are the second's. Replies `{first's reply}` when that reply is a refusal (a table whose
+ * first element is a negative code: nothing more runs), else `{first's reply, second's reply}`.
+ */
+function composedLua(first: keyof typeof SCRIPTS, second: keyof typeof SCRIPTS): string {
+  const text = (name: keyof typeof SCRIPTS) => readFileSync(new URL(`./lua/${name}-${SCRIPTS[name]}.lua`, import.meta.url), 'utf8');
+  return [
+    `-- ${first}-${SCRIPTS[first]}.lua, then ${second}-${SCRIPTS[second]}.lua unless the first refused (scripts.ts composedLua).`,
+    'local firstCount = tonumber(ARGV[1])',
+    'local firstArgv, secondArgv = {}, {}',
+    'for i = 2, firstCount + 1 do firstArgv[#firstArgv + 1] = ARGV[i] end',
+    'for i = firstCount + 2, #ARGV do secondArgv[#secondArgv + 1] = ARGV[i] end',
+    'local function first(KEYS, ARGV)',
+    text(first),
+    'end',
+    'local function second(KEYS, ARGV)',
+    text(second),
+    'end',
+    'local firstReply = first(KEYS, firstArgv)',
+    "if type(firstReply) == 'table' and (tonumber(firstReply[1]) or 0) < 0 then return { firstReply } end",
+    'return { firstReply, second(KEYS, secondArgv) }',
+    '',
+  ].join('\n');
+}
+
+/** A journal script's SHA1 digest as EVALSHA names it (tools and tests that count script calls). */
+export function scriptSha(name: ScriptName): string {
+  return script(name).sha;
 }
 
 /** True for Redis's NOSCRIPT reply (the server does not hold the script: restarted, failed over, flushed). */
@@ -69,7 +111,7 @@ async function runScript(redis: Redis | Cluster, name: ScriptName, keys: string[
 
 /** Reads every script once (a missing or unreadable file fails here, at start) and returns the caller for `redis`. */
 export function scriptCaller(redis: Redis | Cluster): ScriptCaller {
-  for (const name of Object.keys(SCRIPTS) as ScriptName[]) script(name);
+  for (const name of [...Object.keys(SCRIPTS), ...Object.keys(COMPOSED)] as ScriptName[]) script(name);
   return (name, keys, args) => runScript(redis, name, keys, args);
 }
 

@@ -117,6 +117,19 @@ function parseOrUndefined(hash: Record<string, string>): DelegationRecord | unde
   }
 }
 
+/** One artifact update as a stream carries it (TaskArtifactUpdateEvent's fields, spec §4.2.2). */
+export interface ArtifactUpdate {
+  artifact: Artifact;
+  append?: boolean;
+  lastChunk?: boolean;
+}
+
+/** What an artifact update did: 'applied', 'sealed' (dropped after the seal) or 'finished' (the delegation is). */
+export type ArtifactOutcome = 'applied' | 'sealed' | 'finished';
+
+/** applyArtifact-2.lua's reply: code and detail. */
+type ApplyArtifactReply = [number, string];
+
 /** applyStatus-5.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
 function appliedResult(version: number, flat: string[] | undefined, flags: string[] | undefined, finished: [string[], string[]] | [] | undefined, followLease?: FollowLease): StatusChangeResult {
   const hash = hashOf(flat ?? []);
@@ -200,15 +213,26 @@ export class JournalStatus extends JournalDelegations {
    */
   async applyStatus(ref: DelegationRef, change: StatusChange): Promise<StatusChangeResult> {
     change = this.withinArtifactLimit(change);
-    // The caller saw no task id on the row: a new one is bound with the change (the script would ask for it, -7).
-    let binding: TaskBinding = 'unbound';
-    if (change.taskId !== undefined && change.agentCardUrl !== undefined) {
-      if (this.redis.isCluster) {
-        await this.bindTask(ref, change.agentCardUrl, change.taskId);
-        binding = 'bound';
-      } else binding = { key: this.keys.taskOwner(change.agentCardUrl, change.taskId), ttlMs: this.taskBindingTtlMs(), owner: indexMember(ref.workflowId, ref.delegationId) };
+    const binding = await this.bindingFor(ref, change);
+    return this.statusResult(ref, change, await this.applyStatusOnce(ref, change, binding));
+  }
+
+  /**
+   * How `change` binds a new task id. The caller saw no task id on the row: a new one is bound with the change (the
+   * script would ask for it, -7): in the script on one server, here first on a Cluster.
+   */
+  private async bindingFor(ref: DelegationRef, change: StatusChange): Promise<TaskBinding> {
+    if (change.taskId === undefined || change.agentCardUrl === undefined) return 'unbound';
+    if (this.redis.isCluster) {
+      await this.bindTask(ref, change.agentCardUrl, change.taskId);
+      return 'bound';
     }
-    let [code, detail, flat, flags, finished, followFence] = await this.applyStatusOnce(ref, change, binding);
+    return { key: this.keys.taskOwner(change.agentCardUrl, change.taskId), ttlMs: this.taskBindingTtlMs(), owner: indexMember(ref.workflowId, ref.delegationId) };
+  }
+
+  /** What applyStatus-5.lua's `reply` to `change` means; binds a task id the script asked for and runs it again. */
+  private async statusResult(ref: DelegationRef, change: StatusChange, reply: ApplyStatusReply): Promise<StatusChangeResult> {
+    let [code, detail, flat, flags, finished, followFence] = reply;
     if (code === -8) await this.refuseBoundElsewhere(ref, change.taskId!, String(detail));
     if (code === -7) {
       // A new task id: bind it to this delegation first (at most one delegation per task id).
@@ -253,11 +277,17 @@ export class JournalStatus extends JournalDelegations {
   }
 
   private async applyStatusOnce(ref: DelegationRef, change: StatusChange, binding: TaskBinding): Promise<ApplyStatusReply> {
+    const { keys, args } = this.statusCall(ref, change, binding);
+    return (await this.call('applyStatus', keys, args)) as ApplyStatusReply;
+  }
+
+  /** applyStatus-5.lua's keys and arguments for `change`. */
+  private statusCall(ref: DelegationRef, change: StatusChange, binding: TaskBinding): { keys: string[]; args: (string | number)[] } {
     const [row, artifacts] = this.delegationKeys(ref);
     // The index is another Cluster slot: a handover's check is written by the script on one server only.
     const checkHere = !this.redis.isCluster && change.endsLease?.when === 'handover' && change.endsLease.checkAt !== undefined;
     const keys = [row, artifacts, this.keys.followLease(ref.workflowId, ref.delegationId), typeof binding === 'object' ? binding.key : row, checkHere ? this.keys.unfinished() : row];
-    return (await this.call('applyStatus', keys, statusArguments(change, this.now(), binding, checkHere))) as ApplyStatusReply;
+    return { keys, args: statusArguments(change, this.now(), binding, checkHere) };
   }
 
   /** How long a task id stays bound: twice the retention of a finished workflow (0: kept). */
@@ -307,13 +337,35 @@ export class JournalStatus extends JournalDelegations {
    * @throws JournalError FENCE_LOST, DELEGATION_MISSING; ARTIFACT_LIMIT when this update would pass the
    *   limit: nothing was stored and the attempt ended FAILED (LIMIT_EXCEEDED, permanent, re-delegable).
    */
-  async applyArtifact(
-    ref: DelegationRef,
-    fence: number | undefined,
-    update: { artifact: Artifact; append?: boolean; lastChunk?: boolean },
-  ): Promise<'applied' | 'sealed' | 'finished'> {
+  async applyArtifact(ref: DelegationRef, fence: number | undefined, update: ArtifactUpdate): Promise<ArtifactOutcome> {
+    return this.artifactResult(ref, (await this.call('applyArtifact', this.delegationKeys(ref), this.artifactArguments(fence, update))) as ApplyArtifactReply);
+  }
+
+  /**
+   * `applyArtifact`, then `applyStatus` with `change`, in one script and one round trip
+   * (`applyArtifactThenStatus`, scripts.ts): for a stream's artifact update and the status update that arrived with
+   * it. The outcome is what the two calls one after the other would give; when the artifact update is refused
+   * (FENCE_LOST, ARTIFACT_LIMIT, missing) the status change does not run and that refusal is thrown, as
+   * `applyArtifact` would. `change` must be fenced like the artifact update and bind no task id (a stream's event
+   * for a row that has its task id; one that binds goes through `applyStatus`).
+   * @throws JournalError as `applyArtifact`, then as `applyStatus`
+   */
+  async applyArtifactThenStatus(ref: DelegationRef, fence: number | undefined, update: ArtifactUpdate, change: StatusChange): Promise<{ artifact: ArtifactOutcome; status: StatusChangeResult }> {
+    if (change.agentCardUrl !== undefined) throw new TypeError('applyArtifactThenStatus: a change that binds a task id goes through applyStatus');
+    change = this.withinArtifactLimit(change);
+    const artifactArguments = this.artifactArguments(fence, update);
+    const { keys, args } = this.statusCall(ref, change, 'unbound');
+    const [artifactReply, statusReply] = (await this.call('applyArtifactThenStatus', keys, [artifactArguments.length, ...artifactArguments, ...args])) as [ApplyArtifactReply, ApplyStatusReply?];
+    const artifact = await this.artifactResult(ref, artifactReply);
+    // The artifact update found the delegation gone with its finished workflow (compacted): the change would find the same.
+    if (statusReply === undefined) return { artifact, status: { applied: false, reason: 'finished' } };
+    return { artifact, status: await this.statusResult(ref, change, statusReply) };
+  }
+
+  /** applyArtifact-2.lua's ARGV for `update`. */
+  private artifactArguments(fence: number | undefined, update: ArtifactUpdate): (string | number)[] {
     const { artifactId, parts, ...meta } = update.artifact;
-    const [code, detail] = (await this.call('applyArtifact', this.delegationKeys(ref), [
+    return [
       fence ?? '',
       artifactId,
       JSON.stringify(meta),
@@ -323,9 +375,13 @@ export class JournalStatus extends JournalDelegations {
       this.now(),
       artifactByteSize(update.artifact),
       this.artifactBytesPerDelegation,
-    ])) as [number, string];
+    ];
+  }
+
+  /** What applyArtifact-2.lua's reply means. */
+  private async artifactResult(ref: DelegationRef, [code, detail]: ApplyArtifactReply): Promise<ArtifactOutcome> {
     if (code === -1 && (await this.isCompacted(ref.workflowId))) return 'finished';
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyArtifact');
-    return detail as 'applied' | 'sealed' | 'finished';
+    return detail as ArtifactOutcome;
   }
 }

@@ -15,14 +15,19 @@ import {
   A2AError,
   JournalError,
   applyStreamResponse,
+  applyStreamResponsePair,
+  type ArtifactThenStatus,
   isFinished,
   isRetryable,
   isTerminalTaskState,
   type DelegationRecord,
   type EventStream,
+  type ObservationResult,
   type StreamEnd,
+  type StreamEvent,
   type StatusChange,
   type StreamResponse,
+  type TaskStatusUpdateEvent,
   type WorkflowAtFinish,
   lazyChildLogger,
 } from '@durable-a2a/shared';
@@ -93,9 +98,12 @@ export async function followStream(
   const signal = AbortSignal.any([controller.signal, quiet.signal, ctx.shutdownSignal, leaseLost]);
   const stream = open ? open(signal) : (await ctx.agents.transportFor(record)).subscribeToTask({ id: record.taskId! }, { signal });
   let end: StreamEnd | undefined;
+  // The event read ahead after an artifact update (`readAhead`), taken by the next turn.
+  let readAheadEvent: Promise<IteratorResult<StreamEvent, StreamEnd>> | undefined;
   try {
     for (;;) {
-      const next = await stream.next();
+      const next = await (readAheadEvent ?? stream.next());
+      readAheadEvent = undefined;
       job.opened?.();
       if (next.done) {
         end = next.value;
@@ -103,7 +111,21 @@ export async function followStream(
       }
       clearTimeout(quietTimer);
       quietTimer = setTimeout(() => quiet.abort(), ctx.options.streamQuietMs);
-      const parkOn = await applyEvent(run, next.value.response);
+      let parkOn: DelegationRecord | undefined;
+      const response = next.value.response;
+      const ahead = 'artifactUpdate' in response ? await readAhead(stream) : undefined;
+      if (ahead?.ready) {
+        const following = ahead.ready;
+        if (!following.done && pairable(record, response, following.value.response)) parkOn = await applyEvents(run, [response, following.value.response]);
+        else {
+          // Not a pair: the event read ahead is the next turn's.
+          readAheadEvent = Promise.resolve(following);
+          parkOn = await applyEvents(run, [response]);
+        }
+      } else {
+        readAheadEvent = ahead?.pending;
+        parkOn = await applyEvents(run, [response]);
+      }
       if (parkOn) {
         // Parked on a question: close our side; a human may take hours.
         controller.abort();
@@ -132,17 +154,69 @@ export async function followStream(
   return afterStreamEnd(run, end);
 }
 
-/** Applies one event through the journal; returns the record to park on when the agent asks a question. */
-async function applyEvent(run: StreamRun, response: StreamResponse): Promise<DelegationRecord | undefined> {
+/**
+ * The next event of `stream`, when it is already there: read from what the stream has buffered before this process
+ * turns to other I/O (an artifact update and the status update an agent sends right after it arrive together).
+ * Otherwise the pending read, for the loop's next turn (it settles, or rejects, there: never unobserved).
+ */
+async function readAhead(stream: EventStream): Promise<{ ready: IteratorResult<StreamEvent, StreamEnd>; pending?: undefined } | { ready?: undefined; pending: Promise<IteratorResult<StreamEvent, StreamEnd>> }> {
+  const pending = stream.next();
+  // A rejection is taken by the next turn's await; this handler only keeps it from being reported as unhandled here.
+  pending.catch(() => undefined);
+  const notYet = new Promise<undefined>((resolve) => setImmediate(resolve, undefined));
+  const ready = await Promise.race([pending, notYet]).catch(() => undefined);
+  return ready ? { ready } : { pending };
+}
+
+/**
+ * An artifact update and the status update after it apply together (`applyStreamResponsePair`, one round trip) when
+ * the row has its task id and both name it; anything else goes one event at a time (a foreign event is a protocol
+ * error there, RT4).
+ */
+function pairable(record: DelegationRecord, first: StreamResponse, second: StreamResponse): second is { statusUpdate: TaskStatusUpdateEvent } {
+  return (
+    record.taskId !== undefined &&
+    'artifactUpdate' in first &&
+    first.artifactUpdate.taskId === record.taskId &&
+    'statusUpdate' in second &&
+    second.statusUpdate.taskId === record.taskId
+  );
+}
+
+/**
+ * Applies one event, or an artifact update and the status update after it (one round trip), through the journal;
+ * returns the record to park on when the agent asks a question.
+ */
+async function applyEvents(run: StreamRun, responses: [StreamResponse] | [StreamResponse, StreamResponse]): Promise<DelegationRecord | undefined> {
+  const { ctx, record, log } = run;
+  const last = responses[responses.length - 1]!;
+  const state = stateOf(last);
+  if (state && isTerminalTaskState(state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
+  for (const response of responses) if ('artifactUpdate' in response || ('task' in response && response.task.artifacts?.length)) run.sawArtifacts = true;
+  // R26: a COMPLETED status update that brought no artifacts: one GetTask collects them first.
+  const collect = 'statusUpdate' in last && state === 'TASK_STATE_COMPLETED' && !run.sawArtifacts;
+  const collected = collect ? await collectBeforeTerminal(ctx, record, run.fence, log) : undefined;
+  if (collected) return absorb(run, last, collected, undefined);
+  const ending = run.lease?.ending();
+  const options = { fence: run.fence, ...(ending ? { endsLease: ending.endsLease } : {}) };
+  const [first, second] = responses;
+  if (second !== undefined) {
+    const [artifactResult, statusResult] = await applyStreamResponsePair(ctx.journal, record, [first, second] as ArtifactThenStatus, options);
+    await absorb(run, first, artifactResult, undefined);
+    // The artifact update found the row finished: the status change changed nothing (one at a time, it would not have been applied).
+    if (run.finished) return undefined;
+    return absorb(run, second, statusResult, ending);
+  }
+  return absorb(run, first, await applyStreamResponse(ctx.journal, record, first, { ...options, snapshot: 'task' in first }), ending);
+}
+
+/**
+ * What one applied event means for the stream: metrics, the row as written, finished (the lease `ending` given back
+ * with it), a question to park on.
+ */
+async function absorb(run: StreamRun, response: StreamResponse, result: ObservationResult, ending: ReturnType<StreamLease['ending']> | undefined): Promise<DelegationRecord | undefined> {
   const { ctx, record, log } = run;
   const state = stateOf(response);
-  if (state && isTerminalTaskState(state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
-  if ('artifactUpdate' in response || ('task' in response && response.task.artifacts?.length)) run.sawArtifacts = true;
-  // R26: a COMPLETED status update that brought no artifacts: one GetTask collects them first.
-  const collect = 'statusUpdate' in response && state === 'TASK_STATE_COMPLETED' && !run.sawArtifacts;
-  const applied = collect ? await collectBeforeTerminal(ctx, record, run.fence, log) : undefined;
-  const ending = applied ? undefined : run.lease?.ending();
-  const result = applied ?? (await applyStreamResponse(ctx.journal, record, response, { fence: run.fence, snapshot: 'task' in response, ...(ending ? { endsLease: ending.endsLease } : {}) }));
   if (result.foreignTaskId) throw new ForeignEventError(`event for task ${result.foreignTaskId} on the stream of ${record.taskId}`);
   if (result.contextAnomaly) log.warn({ contextId: result.contextAnomaly, recorded: record.contextId }, 'event names another context (kept by taskId)');
   if (result.artifact === 'sealed') log.warn({ event: response }, 'artifact update after lastChunk dropped (agent bug)');
