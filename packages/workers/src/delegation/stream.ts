@@ -203,8 +203,12 @@ async function applyEvents(run: StreamRun, responses: [StreamResponse] | [Stream
   if (second !== undefined) {
     const [artifactResult, statusResult] = await applyStreamResponsePair(ctx.journal, record, [first, second] as ArtifactThenStatus, options);
     await absorb(run, first, artifactResult, undefined);
-    // The artifact update found the row finished: the status change changed nothing (one at a time, it would not have been applied).
-    if (run.finished) return undefined;
+    if (run.finished) {
+      // The artifact update found the row finished: the status change was refused, nothing more to absorb (one at a
+      // time it would not have been read), but its script gave the lease back, as a finished row's change does.
+      if (statusResult.status && leftFinished(statusResult.status, stateOf(second))) ending?.ended();
+      return undefined;
+    }
     return absorb(run, second, statusResult, ending);
   }
   return absorb(run, first, await applyStreamResponse(ctx.journal, record, first, { ...options, snapshot: 'task' in first }), ending);
