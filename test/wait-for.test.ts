@@ -118,6 +118,53 @@ describe('producer.waitFor', () => {
     expect(await subscribedChannels(IDLE_PREFIX)).toEqual([]);
   });
 
+  /**
+   * Runs `wait` with a fresh producer (no subscriber connection yet) while every client of the server is paused
+   * (CLIENT PAUSE ALL for `pauseMs`): its SUBSCRIBE cannot be answered before the pause ends. Resolves with what the
+   * wait settled with and whether the pause was over by then (a PING sent at the pause returns only after it).
+   */
+  async function whilePaused(pauseMs: number, wait: (fresh: Producer) => Promise<unknown>): Promise<{ outcome: unknown; pauseWasOver: boolean }> {
+    const fresh = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: IDLE_PREFIX });
+    const admin = createRedisClient(redisServer().url) as Redis;
+    const pinger = createRedisClient(redisServer().url) as Redis;
+    try {
+      await Promise.all([admin.ping(), pinger.ping()]);
+      await admin.call('CLIENT', 'PAUSE', String(pauseMs), 'ALL');
+      let pauseWasOver = false;
+      const over = pinger.ping().then(() => (pauseWasOver = true));
+      const outcome = await wait(fresh).catch((error: unknown) => error);
+      const result = { outcome, pauseWasOver };
+      await over;
+      return result;
+    } finally {
+      await fresh.close();
+      await Promise.all([admin.quit(), pinger.quit()]);
+    }
+  }
+
+  it.skipIf(testsOnCluster())('the signal bounds the subscription too: Redis not answering the SUBSCRIBE, an abort rejects at once', async () => {
+    const id = await parkedWorkflow();
+    const { outcome, pauseWasOver } = await whilePaused(1_500, (fresh) => {
+      const controller = new AbortController();
+      setTimeout(() => controller.abort(new Error('caller gave up')), 100);
+      return fresh.waitFor(id, { signal: controller.signal });
+    });
+    expect(outcome).toBeInstanceOf(Error);
+    expect((outcome as Error).message).toBe('caller gave up');
+    // Before the SUBSCRIBE could be answered: the wait did not sit behind it.
+    expect(pauseWasOver).toBe(false);
+  });
+
+  it.skipIf(testsOnCluster())('timeoutMs bounds the subscription too: Redis not answering the SUBSCRIBE, WaitTimeoutError with the view', async () => {
+    const id = await parkedWorkflow();
+    const { outcome } = await whilePaused(1_000, (fresh) => fresh.waitFor(id, { timeoutMs: 100 }));
+    expect(outcome).toBeInstanceOf(WaitTimeoutError);
+    expect((outcome as WaitTimeoutError).message).toContain('not subscribed to its changes yet');
+    expect((outcome as WaitTimeoutError).view).toMatchObject({ workflowId: id, state: 'RUNNING' });
+    // The late subscription was given up: nothing stays subscribed for it.
+    await eventually(async () => (await subscribedChannels(IDLE_PREFIX)).length === 0, 'the late subscription given up');
+  });
+
   it('wakes on the publish, not by polling: a state read at the start, one view read per change, however long the wait', async () => {
     const id = await parkedWorkflow();
     let reads = 0;

@@ -45,7 +45,8 @@ export function isSettled(view: WorkflowView, untilQuestion = false): boolean {
 /**
  * Resolves with the workflow's view once it is settled (see SETTLED_WORKFLOW_STATES,
  * or an open question with `untilQuestion`). Rejects with NotFoundError (from
- * `read`), WaitTimeoutError, or the abort reason. `read` gets the last message published since the last read
+ * `read`), WaitTimeoutError, or the abort reason; `timeoutMs` and the signal also bound the subscription itself
+ * (Redis unreachable: the SUBSCRIBE waits for a connection). `read` gets the last message published since the last read
  * (a finished workflow's compacted record builds the view without a read; undefined after a reconnect).
  */
 export async function waitForWorkflow(
@@ -59,11 +60,8 @@ export async function waitForWorkflow(
   let changed = false;
   let published: string | undefined;
   let wakeUp: () => void = () => undefined;
-  const unlisten = await subscriber.listen(workflowChangeChannel(journal, workflowId), (message) => {
-    changed = true;
-    published = message;
-    wakeUp();
-  });
+  // The deadline and the signal count from the call, the subscription included: a SUBSCRIBE waits for a connection
+  // (the subscriber queues it while Redis is unreachable), and the caller's bound holds there too.
   let timer: NodeJS.Timeout | undefined;
   let onAbort: () => void = () => undefined;
   const stop = new Promise<'timeout' | 'aborted'>((resolve) => {
@@ -71,8 +69,24 @@ export async function waitForWorkflow(
     onAbort = () => resolve('aborted');
     options.signal?.addEventListener('abort', onAbort, { once: true });
   });
+  const listening = subscriber.listen(workflowChangeChannel(journal, workflowId), (message) => {
+    changed = true;
+    published = message;
+    wakeUp();
+  });
+  let unlisten: (() => Promise<void>) | undefined;
   let settled = false;
   try {
+    const subscribed = await Promise.race([listening, stop]);
+    if (subscribed === 'timeout' || subscribed === 'aborted') {
+      // Not subscribed in time: a subscription that comes later is given up as soon as it does.
+      void listening.then((late) => late(), () => undefined);
+      if (subscribed === 'aborted') throw options.signal!.reason;
+      const view = await read(workflowId);
+      if (isSettled(view, options.untilQuestion)) return view;
+      throw new WaitTimeoutError(`workflow ${workflowId} still ${view.state} after ${options.timeoutMs} ms (not subscribed to its changes yet)`, view);
+    }
+    unlisten = subscribed;
     let view = await firstView(journal, read, workflowId, options.untilQuestion);
     for (;;) {
       if (view && isSettled(view, options.untilQuestion)) {
@@ -100,8 +114,8 @@ export async function waitForWorkflow(
     // Settled: the view goes back at once, the UNSUBSCRIBE follows on its own (it never rejects; a later
     // SUBSCRIBE of the same channel is sent after it on the same connection). Timed out or aborted: the
     // caller gets control back only once nothing is subscribed for it.
-    if (settled) void unlisten();
-    else await unlisten();
+    if (unlisten && settled) void unlisten();
+    else if (unlisten) await unlisten();
   }
 }
 
