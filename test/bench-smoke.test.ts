@@ -44,6 +44,9 @@ describe('benchmarks at smoke scale', () => {
     expect(figure(result, 'agent 0 ms, C=50: CPU ratio')).toBeGreaterThan(0);
     expect(figure(result, 'agent 0 ms, C=50: durable Node CPU per delegation')).toBeGreaterThan(0);
     expect(figure(result, 'C=1, agent 50 ms: durable p50')).toBeGreaterThan(0);
+    const eventLoop = result.figures.find((candidate) => candidate.metric.startsWith('agent 0 ms, C=50: event loop busy'))!;
+    expect(eventLoop.value).toBeGreaterThan(0);
+    expect(eventLoop.value).toBeLessThanOrEqual(1);
   }, 300_000);
 
   it('redis cost: commands and CPU per delegation are positive on both sides', async () => {

@@ -16,6 +16,7 @@
  * (durable: delegate + waitFor).
  */
 import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
 import { SendMessageRequest, TaskState, type StreamResponse } from '@a2a-js/sdk';
 import { ClientFactory, type Client } from '@a2a-js/sdk/client';
 import { createProducer, type Producer } from '@durable-a2a/producer';
@@ -29,6 +30,8 @@ export interface RoundResult {
   elapsedMs: number;
   /** user + system CPU time of this process over the round. */
   cpuMicros: number;
+  /** The share of the round's wall time this process's event loop was busy (0..1; performance.eventLoopUtilization). */
+  eventLoopUtilization: number;
 }
 
 interface RoundInput {
@@ -49,9 +52,11 @@ const cpuNow = () => {
 
 async function measured(work: () => Promise<number>): Promise<RoundResult> {
   const cpu = cpuNow();
+  const loop = performance.eventLoopUtilization();
   const started = performance.now();
   const completed = await work();
-  return { completed, elapsedMs: performance.now() - started, cpuMicros: cpuNow() - cpu };
+  const { utilization } = performance.eventLoopUtilization(loop);
+  return { completed, elapsedMs: performance.now() - started, cpuMicros: cpuNow() - cpu, eventLoopUtilization: utilization };
 }
 
 function bareSide() {
