@@ -357,8 +357,9 @@ export class JournalStatus extends JournalDelegations {
     const { keys, args } = this.statusCall(ref, change, 'unbound');
     const [artifactReply, statusReply] = (await this.call('applyArtifactThenStatus', keys, [artifactArguments.length, ...artifactArguments, ...args])) as [ApplyArtifactReply, ApplyStatusReply?];
     const artifact = await this.artifactResult(ref, artifactReply);
-    // The artifact update found the delegation gone with its finished workflow (compacted): the change would find the same.
-    if (statusReply === undefined) return { artifact, status: { applied: false, reason: 'finished' } };
+    // The artifact update found the delegation gone with its finished workflow (compacted): the composed script stopped
+    // there, so the change runs on its own (it finds the same, and gives back the lease it ends, as one by one).
+    if (statusReply === undefined) return { artifact, status: await this.statusResult(ref, change, await this.applyStatusOnce(ref, change, 'unbound')) };
     return { artifact, status: await this.statusResult(ref, change, statusReply) };
   }
 
