@@ -5,9 +5,8 @@
  * name, BullMQ scripts by their first key) and by plain command. Slowlog durations are Redis's own execution
  * time in µs, without networking.
  */
-import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
+import { scriptNames, scriptSha } from '../packages/shared/src/journal/scripts.ts';
 import { delegateWithinConcurrency, sleep } from './common.ts';
 import { startProfilingRig } from './rig.ts';
 
@@ -16,12 +15,8 @@ const agentBehaviour = process.argv[3] ?? 'completes:10';
 const concurrency = Number(process.argv[4] ?? '10');
 const rig = await startProfilingRig({ prefix: 'cost', agentBehaviour, concurrency });
 const { redisUrl, cardUrl, producer, fleet } = rig;
-const names = new Map<string, string>();
-const luaDirectory = new URL('../packages/shared/src/journal/lua/', import.meta.url);
-for (const file of readdirSync(luaDirectory)) {
-  const lua = readFileSync(new URL(file, luaDirectory), 'utf8');
-  names.set(createHash('sha1').update(lua).digest('hex'), file.replace(/\.lua$/, ''));
-}
+// By the digest the journal runs (a script's text may be written into at load, and composed ones have no file).
+const names = new Map<string, string>(scriptNames().map((name) => [scriptSha(name), name]));
 const run = (count: number, tag: string) =>
   delegateWithinConcurrency(fleet, count, concurrency, (index) => producer.delegate({ agent: cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` }));
 await run(20, 'warm');

@@ -29,7 +29,7 @@ import { z } from 'zod';
 import { parseAgentTimestamp } from './clock.ts';
 import { JOURNAL_STATES } from './states.ts';
 
-/** What updateWorkflow-3.lua needs to compact (ARGV[5]); one table for the writer and the reader. */
+/** What updateWorkflow-3.lua needs to compact (in its text: `compactedRecordLayoutLua`); one table for the writer and the reader. */
 export const COMPACTED_RECORD_LAYOUT = {
   /** Stored name of a field (the record stays for the retention period, so short names pay). */
   names: {
@@ -77,8 +77,22 @@ export const COMPACTED_RECORD_LAYOUT = {
   finalDelegation: JOURNAL_STATES.filter((state) => ['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST'].includes(state)),
 };
 
-/** The layout as the script's ARGV[5]. */
-export const COMPACTED_RECORD_LAYOUT_ARGUMENT = JSON.stringify(COMPACTED_RECORD_LAYOUT);
+/**
+ * The layout as a Lua table constructor, which scripts.ts writes into updateWorkflow-3.lua's text: `names` as is,
+ * every list as a set (name -> true), `maxBytes` a number. Built into the text rather than passed as JSON, it costs
+ * the finishing call no decode (issue 16), and the script's digest changes with it.
+ * @throws Error when a name is not a plain identifier (it is written into Lua source unquoted of escapes)
+ */
+export function compactedRecordLayoutLua(): string {
+  const quoted = (name: string) => {
+    if (!/^[A-Za-z][A-Za-z0-9_]*$/.test(name)) throw new Error(`compacted record layout: '${name}' is not a plain field name`);
+    return `'${name}'`;
+  };
+  const set = (names: readonly string[]) => `{ ${names.map((name) => `[${quoted(name)}] = true`).join(', ')} }`;
+  const { names, json, operational, times, zeroIsAbsent, maxBytes, finalDelegation } = COMPACTED_RECORD_LAYOUT;
+  const stored = Object.entries(names).map(([field, name]) => `[${quoted(field)}] = ${quoted(name)}`);
+  return `{ names = { ${stored.join(', ')} }, json = ${set(json)}, operational = ${set(operational)}, zeroIsAbsent = ${set(zeroIsAbsent)}, times = ${set(times)}, finalDelegation = ${set(finalDelegation)}, maxBytes = ${maxBytes} }`;
+}
 
 /** A compacted workflow read back as hashes (field → string), delegations in creation order. */
 export interface CompactedWorkflow {

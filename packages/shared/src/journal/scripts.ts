@@ -8,6 +8,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Cluster, type Redis } from 'ioredis';
+import { compactedRecordLayoutLua } from './compacted-record.ts';
 
 /** Each script's name and key count. */
 const SCRIPTS = {
@@ -39,6 +40,16 @@ const COMPOSED = {
   applyArtifactThenStatus: ['applyArtifact', 'applyStatus'],
 } as const satisfies Record<string, readonly [keyof typeof SCRIPTS, keyof typeof SCRIPTS]>;
 
+/**
+ * Text written into a script's file text at load: each marker (`{} --[[NAME]]`, a valid empty table until then)
+ * becomes a Lua value built from TypeScript, so one table serves the script and its reader, and the script's
+ * digest changes with it. `updateWorkflow`: the compacted record's layout (compacted-record.ts), a constant the
+ * finishing call would otherwise decode from JSON on every call (issue 16).
+ */
+const WRITTEN_AT_LOAD: Partial<Record<keyof typeof SCRIPTS, Record<string, () => string>>> = {
+  updateWorkflow: { COMPACTED_RECORD_LAYOUT: compactedRecordLayoutLua },
+};
+
 /** A journal script's verb (its file is `lua/<verb>-<key count>.lua`), or a composed script's name. */
 export type ScriptName = keyof typeof SCRIPTS | keyof typeof COMPOSED;
 
@@ -52,10 +63,24 @@ interface LoadedScript {
 }
 const loaded = new Map<ScriptName, LoadedScript>();
 
+/**
+ * A script file's text with `WRITTEN_AT_LOAD` applied.
+ * @throws Error when the file is missing, or a marker is not in it (a renamed marker fails at start, not at its first call)
+ */
+function fileText(name: keyof typeof SCRIPTS): string {
+  let text = readFileSync(new URL(`./lua/${name}-${SCRIPTS[name]}.lua`, import.meta.url), 'utf8');
+  for (const [marker, value] of Object.entries(WRITTEN_AT_LOAD[name] ?? {})) {
+    const placeholder = `{} --[[${marker}]]`;
+    if (!text.includes(placeholder)) throw new Error(`${name}-${SCRIPTS[name]}.lua: no '${placeholder}' to write ${marker} into`);
+    text = text.replace(placeholder, () => value());
+  }
+  return text;
+}
+
 function script(name: ScriptName): LoadedScript {
   let found = loaded.get(name);
   if (!found) {
-    const lua = name in COMPOSED ? composedLua(...COMPOSED[name as keyof typeof COMPOSED]) : readFileSync(new URL(`./lua/${name}-${SCRIPTS[name as keyof typeof SCRIPTS]}.lua`, import.meta.url), 'utf8');
+    const lua = name in COMPOSED ? composedLua(...COMPOSED[name as keyof typeof COMPOSED]) : fileText(name as keyof typeof SCRIPTS);
     found = { lua, sha: createHash('sha1').update(lua).digest('hex') };
     loaded.set(name, found);
   }
@@ -70,7 +95,7 @@ function script(name: ScriptName): LoadedScript {
  * first element is a negative code: nothing more runs), else `{first's reply, second's reply}`.
  */
 function composedLua(first: keyof typeof SCRIPTS, second: keyof typeof SCRIPTS): string {
-  const text = (name: keyof typeof SCRIPTS) => readFileSync(new URL(`./lua/${name}-${SCRIPTS[name]}.lua`, import.meta.url), 'utf8');
+  const text = fileText;
   return [
     `-- ${first}-${SCRIPTS[first]}.lua, then ${second}-${SCRIPTS[second]}.lua unless the first refused (scripts.ts composedLua).`,
     'local firstCount = tonumber(ARGV[1])',
@@ -88,6 +113,11 @@ function composedLua(first: keyof typeof SCRIPTS, second: keyof typeof SCRIPTS):
     'return { firstReply, second(KEYS, secondArgv) }',
     '',
   ].join('\n');
+}
+
+/** Every journal script's name, composed ones included (tools that tell scripts apart by digest). */
+export function scriptNames(): ScriptName[] {
+  return [...Object.keys(SCRIPTS), ...Object.keys(COMPOSED)] as ScriptName[];
 }
 
 /** A journal script's SHA1 digest as EVALSHA names it (tools and tests that count script calls). */
@@ -111,7 +141,7 @@ async function runScript(redis: Redis | Cluster, name: ScriptName, keys: string[
 
 /** Reads every script once (a missing or unreadable file fails here, at start) and returns the caller for `redis`. */
 export function scriptCaller(redis: Redis | Cluster): ScriptCaller {
-  for (const name of [...Object.keys(SCRIPTS), ...Object.keys(COMPOSED)] as ScriptName[]) script(name);
+  for (const name of scriptNames()) script(name);
   return (name, keys, args) => runScript(redis, name, keys, args);
 }
 

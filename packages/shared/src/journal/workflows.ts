@@ -8,7 +8,7 @@ import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import { JournalIndex } from './unfinished-index.ts';
 import type { DelegationRef } from './core.ts';
 import { indexMember } from './keys.ts';
-import { COMPACTED_RECORD_LAYOUT_ARGUMENT, compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow, type CompactedWorkflow } from './compacted-record.ts';
+import { compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow, type CompactedWorkflow } from './compacted-record.ts';
 
 /** Prefixes of a compacted record read for its workflow row, in bytes (then the whole record). */
 const ROW_READS_BYTES = [4_096, 65_536];
@@ -116,7 +116,8 @@ export class JournalWorkflows extends JournalIndex {
         JSON.stringify(encodeWorkflowPatch(patch)),
         this.now(),
         this.retentionMs,
-        patch.state === undefined ? '' : COMPACTED_RECORD_LAYOUT_ARGUMENT,
+        // Compact when a state is set (the script's own layout, compacted-record.ts).
+        patch.state === undefined ? '' : '1',
         // The compacted record on the change channel on one server only: a Cluster's PUBLISH goes to every node.
         this.redis.isCluster ? '' : '1',
         ...entries.map((entry) => indexMember(entry.workflowId, entry.delegationId)),

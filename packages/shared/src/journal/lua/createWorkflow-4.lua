@@ -16,15 +16,16 @@
 -- The live row or its compacted record (one EXISTS of both keys: same hash tag, same slot).
 if redis.call('EXISTS', KEYS[1], string.sub(KEYS[1], 1, -4) .. ':done') > 0 then return 0 end
 if ARGV[3] ~= '' and not redis.call('ZSCORE', KEYS[4], ARGV[3]) then return -1 end
+-- Writes the fields and returns them (each JSON text decoded once).
 local function hset(key, json)
   local fields = cjson.decode(json)
   local flat = {}
   for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
   redis.call('HSET', key, unpack(flat))
+  return fields
 end
 hset(KEYS[1], ARGV[1])
 if ARGV[2] ~= '' then
-  hset(KEYS[2], ARGV[2])
-  redis.call('RPUSH', KEYS[3], cjson.decode(ARGV[2]).delegationId)
+  redis.call('RPUSH', KEYS[3], hset(KEYS[2], ARGV[2]).delegationId)
 end
 return 1

@@ -8,7 +8,7 @@
   ARGV[2] fields JSON object of strings
   ARGV[3] now (ms)
   ARGV[4] retention ms for a workflow entering a finished state ('0' = keep)
-  ARGV[5] the compacted record's layout (COMPACTED_RECORD_LAYOUT, JSON), or '' (keep the hashes)
+  ARGV[5] '1': compact a workflow entering a finished state (layout below), or '' (keep the hashes)
   ARGV[6] '1': a workflow compacted here publishes its compacted record (below); '' the state only (a Cluster,
           where PUBLISH reaches every node over the cluster bus)
   ARGV[7..] index members (indexMember) removed from KEYS[3] in the same step when the change sets a finished
@@ -44,8 +44,14 @@ for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
 flat[#flat + 1] = 'version'; flat[#flat + 1] = tostring(version)
 redis.call('HSET', KEYS[1], unpack(flat))
 
--- Compaction (layout and names: compacted-record.ts, passed in ARGV[5] when a state is set).
-local function text(value) return (string.gsub(cjson.encode(value), '\\/', '/')) end
+-- Compaction (layout and names: compacted-record.ts, written into this text at load by scripts.ts as a table
+-- constructor: no JSON to decode per call).
+-- cjson escapes '/' as '\/'; the record keeps it plain (the find first: most values hold no '/').
+local function text(value)
+  local encoded = cjson.encode(value)
+  if string.find(encoded, '\\/', 1, true) then encoded = string.gsub(encoded, '\\/', '/') end
+  return encoded
+end
 -- Replaces the first occurrence of `from` (a key and its value, '"key":…') in the JSON text `value` that
 -- starts a member (after '{' or ','; inside a string a quote is always escaped, so never after either) by `to`.
 local function replaceMember(value, from, to)
@@ -88,7 +94,6 @@ local function toFields(flat)
   for i = 1, #flat, 2 do fields[flat[i]] = flat[i + 1] end
   return fields
 end
-local function setOf(list) local set = {} for _, k in ipairs(list) do set[k] = true end return set end
 -- Leaves out (or marks '=') what the rest of the record implies; the reader restores it.
 local function slimDelegation(d, workflow, stepAgents)
   local plain = plainFields(d, { 'statusMessage', 'message' })
@@ -168,10 +173,9 @@ if fields.state and finished[fields.state] then
   local retention = tonumber(ARGV[4]) or 0
   local done, ids, push
   if (ARGV[5] or '') ~= '' then
-    local given = cjson.decode(ARGV[5])
-    done, ids, push = compact({ names = given.names, json = setOf(given.json), operational = setOf(given.operational),
-      zeroIsAbsent = setOf(given.zeroIsAbsent), times = setOf(given.times), finalDelegation = setOf(given.finalDelegation),
-      maxBytes = tonumber(given.maxBytes) or 0 })
+    -- names: field -> stored name; json, operational, zeroIsAbsent, times, finalDelegation: sets (name -> true).
+    local schema = {} --[[COMPACTED_RECORD_LAYOUT]]
+    done, ids, push = compact(schema)
   end
   if done then
     if ARGV[6] == '1' then published = done end
