@@ -95,7 +95,6 @@ function script(name: ScriptName): LoadedScript {
  * first element is a negative code: nothing more runs), else `{first's reply, second's reply}`.
  */
 function composedLua(first: keyof typeof SCRIPTS, second: keyof typeof SCRIPTS): string {
-  const text = fileText;
   return [
     `-- ${first}-${SCRIPTS[first]}.lua, then ${second}-${SCRIPTS[second]}.lua unless the first refused (scripts.ts composedLua).`,
     'local firstCount = tonumber(ARGV[1])',
@@ -103,10 +102,10 @@ function composedLua(first: keyof typeof SCRIPTS, second: keyof typeof SCRIPTS):
     'for i = 2, firstCount + 1 do firstArgv[#firstArgv + 1] = ARGV[i] end',
     'for i = firstCount + 2, #ARGV do secondArgv[#secondArgv + 1] = ARGV[i] end',
     'local function first(KEYS, ARGV)',
-    text(first),
+    fileText(first),
     'end',
     'local function second(KEYS, ARGV)',
-    text(second),
+    fileText(second),
     'end',
     'local firstReply = first(KEYS, firstArgv)',
     "if type(firstReply) == 'table' and (tonumber(firstReply[1]) or 0) < 0 then return { firstReply } end",
