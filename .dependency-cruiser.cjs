@@ -1,3 +1,7 @@
+/** Modules that perform I/O (Redis, BullMQ, HTTP, logs, metrics, the journal class, the transports), sources or builds. */
+const IO_MODULES =
+  'node_modules/(ioredis|bullmq|undici|pino|prom-client)/|^packages/shared/(src|dist)/(journal/(journal|core|scripts|unfinished-index|workflows|delegations|status|replies|coordination)|registry|redis|a2a/(http|jsonrpc|rest|client|stream|sse|card))\\.(ts|js)$';
+
 /**
  * Structure rules, checked by `pnpm lint:structure` (and .ci/run). Each rule
  * keeps one property of the intended shape (README "How a delegation flows").
@@ -26,7 +30,7 @@ module.exports = {
       from: { path: '^packages/shared/src/(decide|decide-[a-z]+|attempt-message)\\.ts$' },
       to: {
         reachable: true,
-        path: 'node_modules/(ioredis|bullmq|undici|pino|prom-client)/|^packages/shared/src/(journal/(journal|core|scripts|unfinished-index|workflows|delegations|status|replies|coordination)|registry|redis|a2a/(http|jsonrpc|rest|client|stream|sse|card))\\.ts$',
+        path: IO_MODULES,
       },
     },
     {
@@ -35,6 +39,51 @@ module.exports = {
       severity: 'error',
       from: { path: '^packages/shared/src/(decide|decide-[a-z]+|attempt-message)\\.ts$' },
       to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'delegation-core-is-pure',
+      comment: 'The delegation core (observations, table, next, policy, outcomes) performs no I/O: at run time it imports only itself and @durable-a2a/shared/pure (types from anywhere).',
+      severity: 'error',
+      from: { path: '^packages/workers/src/delegation/core/' },
+      to: { pathNot: '^packages/workers/src/delegation/core/|^packages/shared/(src/pure\\.ts|dist/pure\\.js)$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'shared-pure-reaches-no-io',
+      comment: '@durable-a2a/shared/pure (what the delegation core imports) reaches no Redis, BullMQ, HTTP, logger, metrics or node built-in.',
+      severity: 'error',
+      from: { path: '^packages/shared/(src/pure\\.ts|dist/pure\\.js)$' },
+      to: {
+        reachable: true,
+        path: IO_MODULES,
+      },
+    },
+    {
+      name: 'delegation-core-imports-no-node-builtins',
+      comment: 'The delegation core uses no node built-in (fs, net, crypto, timers): its clock and randomness are injected.',
+      severity: 'error',
+      from: { path: '^packages/workers/src/delegation/core/' },
+      to: { dependencyTypes: ['core'] },
+    },
+    {
+      name: 'only-apply-settles-and-parks',
+      comment: 'settle and park are next steps of the executor: only delegation/apply.ts performs them.',
+      severity: 'error',
+      from: { path: '^packages/workers/src/', pathNot: '^packages/workers/src/delegation/apply\\.ts$' },
+      to: { path: '^packages/workers/src/delegation/(settle|park)\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'only-the-executor-writes',
+      comment: 'delegation/write.ts performs the journal transitions of a step: called by apply.ts (and the workflow decision for its own write-only row).',
+      severity: 'error',
+      from: { path: '^packages/workers/src/', pathNot: '^packages/workers/src/delegation/apply\\.ts$|^packages/workers/src/workflow/advance\\.ts$' },
+      to: { path: '^packages/workers/src/delegation/write\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'io-never-applies',
+      comment: 'delegation/io/ talks to agents and returns observations: it never writes the journal, routes, settles or parks, and runs no process machinery.',
+      severity: 'error',
+      from: { path: '^packages/workers/src/delegation/io/' },
+      to: { path: '^packages/workers/src/(delegation/(apply|write|settle|park|deadline|verifier-check|auth)\\.ts|delegation/runs/|workflow/|queues/)', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'producer-never-imports-workers',

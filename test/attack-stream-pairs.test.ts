@@ -116,9 +116,9 @@ describe.skipIf(testsOnCluster())('hostile streams against the pairing (end to e
     expect((await rig.transitions('TASK_STATE_COMPLETED')) - completedBefore).toBe(outcomes.length);
   }, 240_000);
 
-  it('an artifact over the byte limit with COMPLETED behind it: FAILED LIMIT_EXCEEDED, nothing stored, lease given back', async () => {
-    const outcome = await rig.run('oversize', (ids) => ({ sse: [ev(AU('big', false, true, 'x'.repeat(3_000), ids)) + ev(SU('COMPLETED', ids))] }), (view) => view.state === 'FAILED');
-    expect(outcome.normal).toMatchObject({ state: 'FAILED', errorCode: 'LIMIT_EXCEEDED', artifacts: [] });
+  it('an artifact over the byte limit with COMPLETED behind it: AMBIGUOUS LIMIT_EXCEEDED (a person decides), nothing stored, lease given back', async () => {
+    const outcome = await rig.run('oversize', (ids) => ({ sse: [ev(AU('big', false, true, 'x'.repeat(3_000), ids)) + ev(SU('COMPLETED', ids))] }), (view) => view.state === 'AMBIGUOUS');
+    expect(outcome.normal).toMatchObject({ state: 'AMBIGUOUS', errorCode: 'LIMIT_EXCEEDED', artifacts: [] });
     expect(outcome.artifactBytes).toBeLessThanOrEqual(ARTIFACT_LIMIT);
     expect(outcome.leaseHeld).toBe(false);
     expect(outcome.sendMessages).toBeGreaterThanOrEqual(1);

@@ -444,7 +444,7 @@ describe('applyStatus ends a lease in the same script (endsLease)', () => {
     expect(await journal.followLeaseRemainingMs(ref)).toBeGreaterThan(4_000);
   });
 
-  it("'finished': a snapshot rewritten to FAILED (over the artifact limit) and a row gone give it back; a refused change keeps it", async () => {
+  it("'finished': a snapshot rewritten to AMBIGUOUS (over the artifact limit) and a row gone give it back; a refused change keeps it", async () => {
     const limited = new Journal(redis(), { prefix: `t${counter}`, retentionMs: 60_000, artifactBytesPerDelegation: 100 });
     const fence = await limited.claim(ref, 'follower');
     await limited.applyStatus(ref, { fence, mode: 'snapshot', state: 'WORKING', taskId: 't1', agentCardUrl: 'http://agent.example/card' });
@@ -453,10 +453,10 @@ describe('applyStatus ends a lease in the same script (endsLease)', () => {
     // Fenced out: refused, the row unfinished, the lease kept.
     expect(await refusal(limited.applyStatus(ref, { fence: fence - 1, mode: 'event', state: 'COMPLETED', taskId: 't1', endsLease: ends }))).toBe('FENCE_LOST');
     expect(await limited.followLeaseRemainingMs(ref)).toBeGreaterThan(4_000);
-    // A WORKING snapshot over the limit ends FAILED: the row is finished, the lease given back.
+    // A WORKING snapshot over the limit ends AMBIGUOUS (a person decides, A31): the row is finished, the lease given back.
     const artifacts = [{ artifactId: 'a1', parts: [{ text: 'x'.repeat(1_000) }] }];
     const rewritten = await limited.applyStatus(ref, { fence, mode: 'snapshot', state: 'WORKING', taskId: 't1', artifacts, endsLease: ends });
-    expect(rewritten.applied && rewritten.record?.state).toBe('FAILED');
+    expect(rewritten.applied && rewritten.record?.state).toBe('AMBIGUOUS');
     expect(await limited.isFollowed(ref)).toBe(false);
     // The row gone (expired, not compacted): refused, and the lease given back.
     expect(await limited.lease(ref, 'acquire', 'follower', 5_000)).toBe(true);

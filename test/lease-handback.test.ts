@@ -41,7 +41,7 @@ describe('the follow lease ended by the finishing status change, with a renewal 
     expect(agent.count('SendMessage')).toBe(1);
   }, 30_000);
 
-  it('a snapshot over the artifact limit finishes the row (FAILED, LIMIT_EXCEEDED): the stream is closed and settled at once, the lease given back', async () => {
+  it('a snapshot over the artifact limit finishes the row (AMBIGUOUS, LIMIT_EXCEEDED: the agent produced output, a person decides): the stream is closed and settled at once, the lease given back', async () => {
     // Long idle watchdog and reconcile interval: only the stream's own routing can settle the workflow within the wait below.
     const { producer: p, agent, fleet } = await h.setUp(
       (seen) => ({
@@ -51,8 +51,8 @@ describe('the follow lease ended by the finishing status change, with a renewal 
     );
     const { id } = await p.delegate({ agent: agent.cardUrl, text: 'over the limit', idempotencyKey: 'over-limit' });
     const record = await finished(p, id);
-    expect(record.state).toBe('FAILED');
-    expect(record.error?.code).toBe('LIMIT_EXCEEDED');
+    expect(record.state).toBe('AMBIGUOUS');
+    expect(record.error).toMatchObject({ code: 'LIMIT_EXCEEDED', limit: 'artifactBytesPerDelegation', delivery: 'received' });
     expect((await workflowSettled(p, id, 10_000)).state).not.toBe('RUNNING');
     const followsRunning = async () => (await metric(fleet.metrics.localFollows)) + ((await fleet.context.queues.follow.getJobCounts('active')).active ?? 0);
     await eventually(async () => (await followsRunning()) === 0, 'the follow ended', 10_000);

@@ -8,7 +8,7 @@ import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { DelegationRef } from '@durable-a2a/shared';
-import { followDelegation } from '../packages/workers/src/delegation/follow.ts';
+import { followDelegation } from '../packages/workers/src/delegation/runs/follow.ts';
 import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { startDemoAgent } from './harness/agent.ts';
 import { runsSlowly } from './harness/agent-behaviours.ts';

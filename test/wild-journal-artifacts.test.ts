@@ -1,7 +1,8 @@
 /**
  * Issue 12, kind "bounded inputs" in the journal (RT5/RT7): artifact bytes per delegation, summed over
  * chunks and pushes, stay within `artifactBytesPerDelegation`; over it nothing is stored and the attempt
- * ends FAILED with a permanent LIMIT_EXCEEDED reason (re-delegable). Real redis-server, real push route.
+ * ends AMBIGUOUS with a permanent LIMIT_EXCEEDED reason (the agent produced output: a person decides, A31; FAILED
+ * when the agent itself reported the task FAILED, REJECTED or CANCELED). Real redis-server, real push route.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Journal, applyTask } from '@durable-a2a/shared';
@@ -45,15 +46,16 @@ describe('artifact bytes per delegation', () => {
     expect(statuses.slice(0, 4)).toEqual([204, 204, 204, 204]);
     expect(statuses[4]).toBe(413);
     const record = (await producer.journal.getDelegation(ref))!;
-    expect(record.state).toBe('FAILED');
-    expect(record.error).toMatchObject({ code: 'LIMIT_EXCEEDED', retryable: false });
+    expect(record.state).toBe('AMBIGUOUS');
+    expect(record.error).toMatchObject({ code: 'LIMIT_EXCEEDED', retryable: false, limit: 'artifactBytesPerDelegation', delivery: 'received' });
     const artifactsKey = producer.journal.keys.artifacts('rt5', 'main.1');
     const bytes = Number(await redis().call('MEMORY', 'USAGE', artifactsKey));
     expect(bytes).toBeGreaterThan(4 * 3_900_000 - 1);
     expect(bytes).toBeLessThan(16 * MiB + 1 * MiB);
-    // A FAILED attempt: re-delegable within the step's budget (shared/decide.ts, failure kind 'failed').
+    // The agent produced output, so it may have done the work: never re-delegated blind (A31); a person decides.
     const view = await producer.get('rt5');
-    expect(view.steps[0]?.attempts.at(-1)?.state).toBe('FAILED');
+    expect(view.steps[0]?.attempts.at(-1)?.state).toBe('AMBIGUOUS');
+    expect(view.steps[0]?.attempts).toHaveLength(1);
   });
 
   it('a snapshot holding more than the limit is not stored: the attempt ends LIMIT_EXCEEDED', async () => {
@@ -65,8 +67,13 @@ describe('artifact bytes per delegation', () => {
       const artifacts = [{ artifactId: 'a1', parts: [{ text: 'y'.repeat(2 * MiB) }] }];
       await applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED' }, artifacts }, { snapshot: true });
       const view = (await journal.getDelegationView(ref))!;
-      expect(view).toMatchObject({ state: 'FAILED', taskId: 'T1', error: { code: 'LIMIT_EXCEEDED' } });
+      expect(view).toMatchObject({ state: 'AMBIGUOUS', taskId: 'T1', error: { code: 'LIMIT_EXCEEDED', limit: 'artifactBytesPerDelegation' } });
       expect(view.artifacts).toEqual([]);
+      // The agent itself reported the task FAILED: the attempt stays FAILED (re-delegable), LIMIT_EXCEEDED kept.
+      await small.startWorkflow({ workflowId: 'snap-failed', steps: [{ name: 'main', agent: 'http://127.0.0.1:9/snap', message: { text: 'go' } }] });
+      const failedRef = { workflowId: 'snap-failed', delegationId: 'main.1' };
+      await applyTask(journal, failedRef, { id: 'T2', contextId: 'C2', status: { state: 'TASK_STATE_FAILED' }, artifacts }, { snapshot: true });
+      expect(await journal.getDelegationView(failedRef)).toMatchObject({ state: 'FAILED', error: { code: 'LIMIT_EXCEEDED' }, artifacts: [] });
     } finally {
       await small.close();
     }
@@ -83,7 +90,7 @@ describe('an oversized artifact in a SendMessage answer (real fleet)', () => {
     await producer?.close();
   });
 
-  it('a 2 MiB artifact against a 1 MiB limit: the attempt ends FAILED LIMIT_EXCEEDED, nothing stored', async () => {
+  it('a 2 MiB artifact against a 1 MiB limit: the attempt ends AMBIGUOUS LIMIT_EXCEEDED (a person decides), nothing stored, one SendMessage', async () => {
     agent = await startScriptedAgent({
       SendMessage: (params) => ({ result: { task: task('T1', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'z'.repeat(2 * MiB) } }) } }),
       GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: { a1: 'z'.repeat(2 * MiB) } }) }),
@@ -94,16 +101,17 @@ describe('an oversized artifact in a SendMessage answer (real fleet)', () => {
     const [delegationId] = await producer.journal.delegationIds(id);
     const view = await eventually(async () => {
       const current = await producer!.journal.getDelegationView({ workflowId: id, delegationId: delegationId! });
-      return current?.state === 'FAILED' && current;
+      return current?.state === 'AMBIGUOUS' && current;
     }, 'attempt ended', 15_000);
     expect(view.error).toMatchObject({ code: 'LIMIT_EXCEEDED' });
+    expect(agent.count('SendMessage')).toBe(1);
     expect(view.artifacts).toEqual([]);
     expect(agent.count('SendMessage')).toBe(1);
   });
 
   // The edge stops the body at responseBodyBytes; ending the attempt on that LimitExceededError (a permanent
   // protocol error, not "unreadable → reconciler → AMBIGUOUS") is send.ts's rule, branch wild-send. Flip to `it` then.
-  it('RT5: a 50 MB artifact in the SendMessage answer (the edge stops the body): the attempt ends LIMIT_EXCEEDED, nothing stored', async () => {
+  it('RT5: a 50 MB artifact in the SendMessage answer (the edge stops the body): a person decides (AMBIGUOUS LIMIT_EXCEEDED: it arrived, the work may be done), nothing stored', async () => {
     const huge = JSON.stringify({ task: task('T1', 'COMPLETED', { contextId: 'C1', artifacts: { a1: 'w'.repeat(50_000_000) } }) });
     agent = await startScriptedAgent({
       SendMessage: () => ({ result: JSON.parse(huge) }),
@@ -117,8 +125,8 @@ describe('an oversized artifact in a SendMessage answer (real fleet)', () => {
       const current = await producer!.journal.getDelegationView({ workflowId: id, delegationId: delegationId! });
       return current && ['FAILED', 'AMBIGUOUS', 'COMPLETED'].includes(current.state) && current;
     }, 'attempt ended', 30_000);
-    expect(view.state).toBe('FAILED');
-    expect(view.error).toMatchObject({ code: 'LIMIT_EXCEEDED' });
+    expect(view.state).toBe('AMBIGUOUS');
+    expect(view.error).toMatchObject({ code: 'LIMIT_EXCEEDED', delivery: 'received' });
     expect(view.artifacts).toEqual([]);
     expect(agent.count('SendMessage')).toBe(1);
   });

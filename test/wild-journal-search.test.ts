@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { InvalidParamsError, type A2ATransport, type DelegationRecord, type ListTasksRequest, type Task } from '@durable-a2a/shared';
-import { findTaskByMessageId } from '../packages/workers/src/delegation/search.ts';
+import { findTaskByMessageId } from '../packages/workers/src/delegation/io/search.ts';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 const record = { messageId: 'M1', requestedContextId: 'C1', contextRefused: false, createdAt: NOW - 1_000 } as DelegationRecord;

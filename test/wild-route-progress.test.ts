@@ -89,7 +89,9 @@ describe('the progress rule (property)', () => {
           return current?.state === 'AMBIGUOUS' && current;
         }, `${key} journaled for a person`, SETTINGS.noProgressWindowMs + 8_000, 100);
         expect(record.error?.code).toMatch(/^(NO_PROGRESS|PROTOCOL_ERROR)$/);
-        expect(record.error?.message).toMatch(/no progress for \d+ ms \(since \d{4}-.*\): \d+ observations/);
+        // Either the no-progress window ran out, or (bounded calls) answers we cannot accept came three cycles in a row.
+        expect(record.error?.message).toMatch(/no progress for \d+ ms \(since \d{4}-.*\): \d+ observations|^\d+ reads of task \S+ in a row ended on an answer we cannot accept/);
+        if (record.error?.code === 'NO_PROGRESS') expect(record.error.message).toMatch(/no progress for/);
         expect(record.noProgressCount).toBeGreaterThan(0);
         expect(record.noProgressLast).toBeTruthy();
         await eventually(async () => (await producer.get(id)).state === 'NEEDS_ATTENTION', `${key} workflow NEEDS_ATTENTION`, 5_000);

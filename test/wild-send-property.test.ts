@@ -29,7 +29,7 @@ import {
   deliveryOf,
   type Delivery,
 } from '@durable-a2a/shared';
-import { isTypedProtocolError, provesNotCreated, recordedErrorOf, unfoundVerdict } from '../packages/workers/src/delegation/send-errors.ts';
+import { isTypedProtocolError, provesNotCreated, recordedErrorOf, unfoundVerdict } from '../packages/workers/src/delegation/io/send-errors.ts';
 
 const deliveries: Delivery[] = ['not-sent', 'maybe', 'received'];
 const limitNames = ['responseBodyBytes', 'sseEventBytes', 'agentCardBytes', 'partsPerMessage', 'jsonDepth', 'artifactBytesPerDelegation'] as const;

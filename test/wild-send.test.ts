@@ -98,12 +98,15 @@ describe('the send answer', () => {
     expect(agent.count('SendMessage')).toBe(1);
   });
 
-  it('an answer over a limit (1,001 parts): LIMIT_EXCEEDED with the limit journaled, never a resend', async () => {
+  it('an answer over a limit (1,001 parts): it arrived, so the work may be done: a person decides (LIMIT_EXCEEDED with the limit journaled), never a resend, never another agent (A31)', async () => {
     const parts = Array.from({ length: 1_001 }, (_, index) => ({ text: `p${index}` }));
     const { agent, prefix } = await start({ SendMessage: (params) => ({ result: { task: ours(params, 'COMPLETED', { artifacts: [{ artifactId: 'a1', parts }] }) } }) });
     const { id } = await producer!.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `${prefix}-limit` });
     const view = await finished(id);
-    expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'FAILED', error: { code: 'LIMIT_EXCEEDED', limit: 'partsPerMessage', delivery: 'received' } });
+    expect(view.state).toBe('NEEDS_ATTENTION');
+    expect(view.steps[0]!.attempts).toHaveLength(1);
+    expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED', limit: 'partsPerMessage', delivery: 'received' } });
+    expect(agent.count('SendMessage')).toBe(1);
     const sent = messageIds(agent);
     expect(new Set(sent).size).toBe(sent.length);
   });

@@ -7,8 +7,10 @@ import type { AgentRegistry, DelegationRecord, DelegationRef, FollowLease, Journ
 import type { AgentDirectory } from './agents.ts';
 import type { CompiledFleetOptions } from './options.ts';
 import type { VerifierRegistry } from './verifiers.ts';
-import type { CompensationHandler } from './delegation/handler.ts';
+import type { CompensationHandler } from './delegation/runs/handler.ts';
 import type { AuthHandler } from './delegation/auth.ts';
+import type { Policy } from './delegation/core/policy.ts';
+import type { AgentFollowSlots } from './delegation/runs/follow.ts';
 
 /** A named point where a crash changes what recovery must do (crash-point tests). */
 export type CrashPoint =
@@ -39,7 +41,7 @@ export const jobRunOf = (job: { id?: string; attemptsMade: number; opts: { attem
   attempts: job.opts.attempts ?? 1,
 });
 
-/** A follow to start at once (`route.ts` followLater without delay): backoff exponent, and false for the first subscription of new work. */
+/** A follow to start at once (`apply.ts`, a follow without delay): backoff exponent, and false for the first subscription of new work. */
 export interface FollowStart {
   resubscription: number;
   again: boolean;
@@ -66,6 +68,10 @@ export interface WorkerContext {
   logger: Logger;
   metrics: Metrics;
   options: CompiledFleetOptions;
+  /** The delegation core's numbers and verdicts, with the clock and randomness (`core/policy.ts`). */
+  policy: Policy;
+  /** This process's follow slots per agent (`followSlotsPerAgent`). */
+  followSlots: AgentFollowSlots;
   /** Identifies this worker process in journal `owner` fields and logs. */
   workerId: string;
   /** Aborted when the fleet closes: open streams hand their delegation over and stop. */

@@ -32,10 +32,12 @@ import { checkPersistence, type PersistenceReport } from './persistence.ts';
 import { requireRedisVersion } from './redis-version.ts';
 import { watchFetchProgress, type FetchProgress, type QueueHealth } from './health.ts';
 import { processCompensate } from './queues/compensate.ts';
-import type { CompensationHandler } from './delegation/handler.ts';
+import type { CompensationHandler } from './delegation/runs/handler.ts';
 import type { AuthHandler } from './delegation/auth.ts';
 import { processFollow } from './queues/follow.ts';
-import { createLocalFollows, type LocalFollows } from './delegation/follow-local.ts';
+import { createLocalFollows, type LocalFollows } from './delegation/runs/follow-local.ts';
+import { AgentFollowSlots } from './delegation/runs/follow.ts';
+import { policyOf } from './delegation/core/policy.ts';
 import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
 import { processSend } from './queues/send.ts';
 import { processVerify } from './queues/verify.ts';
@@ -152,6 +154,8 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
     logger,
     metrics: parts.metrics,
     options,
+    policy: policyOf(options),
+    followSlots: new AgentFollowSlots(options.followSlotsPerAgent, options.concurrency.follow),
     workerId: parts.workerId,
     crashPoint: crashPointHook(options, logger),
   };

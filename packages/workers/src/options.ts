@@ -4,7 +4,7 @@
  */
 import type { Dispatcher } from 'undici';
 import type { A2ALimits, AddressPolicyOptions, CredentialsProvider, JournalDurability, QueueName, RedisClient } from '@durable-a2a/shared';
-import type { BackoffOptions } from './delegation/backoff.ts';
+import type { BackoffOptions } from './delegation/core/policy.ts';
 
 export interface FleetOptions {
   /**

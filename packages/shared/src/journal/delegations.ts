@@ -145,14 +145,16 @@ export class JournalDelegations extends JournalWorkflows {
   }
 
   /**
-   * Notes one observation for the progress rule (see noteNoProgress-1.lua): `mark` sums up what the delegation
-   * shows after the observation (a digest); `what` is short evidence text (stored as `noProgressLast`, ≤ 500 chars).
-   * @returns count 0 when the mark changed (progress), else the observations without progress, and since when (ms).
+   * Notes one observation for the progress rule (see noteNoProgress-2.lua): `mark` sums up what the delegation
+   * shows after the observation (a digest); `what` is short evidence text (stored as `noProgressLast`, ≤ 500 chars);
+   * `unacceptable`: the cycle ended on an answer we cannot accept.
+   * @returns count 0 when the mark changed (progress), else the observations without progress; since when (ms); and
+   *   how many cycles in a row ended on an answer we cannot accept (`unacceptableInRow`, this one included).
    */
-  async noteNoProgress(ref: DelegationRef, mark: string, what: string): Promise<{ count: number; since: number }> {
-    const [count, since] = (await this.call('noteNoProgress', [this.delegationKeys(ref)[0]], [mark, this.now(), what.slice(0, 500)])) as [number, number];
+  async noteNoProgress(ref: DelegationRef, mark: string, what: string, unacceptable = false): Promise<{ count: number; since: number; unacceptableInRow: number }> {
+    const [count, since, unacceptableInRow] = (await this.call('noteNoProgress', [this.delegationKeys(ref)[0]], [mark, this.now(), what.slice(0, 500), unacceptable ? '1' : '0'])) as [number, number, number];
     if (count < 0) throw journalErrorFromCode(count, ref, 'noteNoProgress');
-    return { count, since };
+    return { count, since, unacceptableInRow: unacceptableInRow ?? 0 };
   }
 
   /**

@@ -1,5 +1,5 @@
 /**
- * Status and artifact changes of a delegation, forward only (applyStatus-5.lua, applyArtifact-2.lua),
+ * Status and artifact changes of a delegation, forward only (applyStatus-5.lua, applyArtifact-3.lua),
  * with the task-id binding (one SET NX GET: inside applyStatus on one server, `bindTask` on a Cluster) and protocol
  * errors an agent caused (noteProtocolError-1.lua).
  */
@@ -127,7 +127,7 @@ export interface ArtifactUpdate {
 /** What an artifact update did: 'applied', 'sealed' (dropped after the seal) or 'finished' (the delegation is). */
 export type ArtifactOutcome = 'applied' | 'sealed' | 'finished';
 
-/** applyArtifact-2.lua's reply: code and detail. */
+/** applyArtifact-3.lua's reply: code and detail. */
 type ApplyArtifactReply = [number, string];
 
 /** applyStatus-5.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
@@ -255,24 +255,27 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /**
-   * A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt
-   * instead: FAILED with a permanent LIMIT_EXCEEDED error, nothing of the artifacts stored (RT5).
+   * A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead, nothing of
+   * the artifacts stored (RT5), with a permanent LIMIT_EXCEEDED error: AMBIGUOUS (a person decides: the agent may have
+   * done the work, so the step is not re-delegated blind, field case A31), or FAILED when the agent itself reported
+   * the task FAILED, REJECTED or CANCELED.
    */
   private withinArtifactLimit(change: StatusChange): StatusChange {
     if (!change.artifacts) return change;
     const bytes = change.artifacts.reduce((sum, artifact) => sum + artifactByteSize(artifact), 0);
     if (bytes <= this.artifactBytesPerDelegation) return change;
     const message = `artifacts of this delegation would reach ${bytes} bytes, over the limit of ${this.artifactBytesPerDelegation}`;
+    const agentSaysNotDone = change.state === 'FAILED' || change.state === 'REJECTED' || change.state === 'CANCELED';
     return {
       fence: change.fence,
       expectedVersion: change.expectedVersion,
       mode: 'outcome',
-      state: 'FAILED',
+      state: agentSaysNotDone ? 'FAILED' : 'AMBIGUOUS',
       taskId: change.taskId,
       contextId: change.contextId,
       agentCardUrl: change.agentCardUrl,
       endsLease: change.endsLease,
-      error: { code: 'LIMIT_EXCEEDED', message, retryable: false },
+      error: { code: 'LIMIT_EXCEEDED', message, retryable: false, delivery: 'received', limit: 'artifactBytesPerDelegation' },
     };
   }
 
@@ -331,11 +334,11 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /**
-   * Applies one artifact update (append / replace / seal, see applyArtifact-2.lua). The delegation's
+   * Applies one artifact update (append / replace / seal, see applyArtifact-3.lua). The delegation's
    * artifact bytes (artifactByteSize, summed over chunks and pushes) stay within `artifactBytesPerDelegation`.
    * @returns 'applied', 'sealed' (dropped after the seal) or 'finished'.
    * @throws JournalError FENCE_LOST, DELEGATION_MISSING; ARTIFACT_LIMIT when this update would pass the
-   *   limit: nothing was stored and the attempt ended FAILED (LIMIT_EXCEEDED, permanent, re-delegable).
+   *   limit: nothing was stored and the attempt ended AMBIGUOUS (LIMIT_EXCEEDED: a person decides, A31).
    */
   async applyArtifact(ref: DelegationRef, fence: number | undefined, update: ArtifactUpdate): Promise<ArtifactOutcome> {
     return this.artifactResult(ref, (await this.call('applyArtifact', this.delegationKeys(ref), this.artifactArguments(fence, update))) as ApplyArtifactReply);
@@ -363,7 +366,7 @@ export class JournalStatus extends JournalDelegations {
     return { artifact, status: await this.statusResult(ref, change, statusReply) };
   }
 
-  /** applyArtifact-2.lua's ARGV for `update`. */
+  /** applyArtifact-3.lua's ARGV for `update`. */
   private artifactArguments(fence: number | undefined, update: ArtifactUpdate): (string | number)[] {
     const { artifactId, parts, ...meta } = update.artifact;
     return [
@@ -379,7 +382,7 @@ export class JournalStatus extends JournalDelegations {
     ];
   }
 
-  /** What applyArtifact-2.lua's reply means. */
+  /** What applyArtifact-3.lua's reply means. */
   private async artifactResult(ref: DelegationRef, [code, detail]: ApplyArtifactReply): Promise<ArtifactOutcome> {
     if (code === -1 && (await this.isCompacted(ref.workflowId))) return 'finished';
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyArtifact');

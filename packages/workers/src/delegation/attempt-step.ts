@@ -5,6 +5,7 @@
  */
 import type { DelegationRecord, DelegationRef, WorkflowDefinition } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
+import { attemptDeadlineOf } from './core/policy.ts';
 
 /** One step of a workflow definition. */
 export type WorkflowStep = WorkflowDefinition['steps'][number];
@@ -46,4 +47,19 @@ export async function readAttemptWithStep(ctx: WorkerContext, ref: DelegationRef
 export function declaredVerifier(step: WorkflowStep, kind: DelegationRecord['kind']) {
   if (kind === 'step') return step.verifier;
   return step.compensation && 'verifier' in step.compensation ? step.compensation.verifier : undefined;
+}
+
+/**
+ * The deadline of an attempt as epoch ms (`core/policy.ts` attemptDeadlineOf): `createdAt` + the step's
+ * `attemptDeadlineMs`, else the fleet's (`attemptDeadlineMs` option, default 24 h). Compensations use the fleet's.
+ */
+export async function attemptDeadlineAt(ctx: WorkerContext, record: DelegationRecord): Promise<number> {
+  if (record.kind !== 'step') return attemptDeadlineOf(record.createdAt, ctx.options.attemptDeadlineMs, undefined);
+  const step = await stepOfAttempt(ctx, record);
+  return attemptDeadlineOf(record.createdAt, ctx.options.attemptDeadlineMs, step === 'unreadable' ? undefined : step?.attemptDeadlineMs);
+}
+
+/** Milliseconds left before the attempt's deadline (≤ 0 = past it). */
+export async function attemptTimeLeftMs(ctx: WorkerContext, record: DelegationRecord): Promise<number> {
+  return (await attemptDeadlineAt(ctx, record)) - ctx.options.now();
 }

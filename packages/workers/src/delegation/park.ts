@@ -6,21 +6,12 @@
  * first goes to the agent's auth handler; a journaled reply that was never
  * delivered is enqueued again. The reply itself is sent by `reply.ts`.
  */
-import { enqueueReply, isAwaitingAnswer, isParked, type DelegationRecord } from '@durable-a2a/shared';
+import { enqueueReply, isAwaitingAnswer, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { handleAuthRequired } from './auth.ts';
-import { jitteredCheckTime } from './backoff.ts';
+import { jitteredCheckTime } from './core/policy.ts';
 
-/**
- * True when a parked delegation should not be followed: its question has no
- * reply yet, or its reply has not been delivered (the reply job re-follows).
- */
-export function shouldPark(record: DelegationRecord): boolean {
-  if (!isParked(record.state)) return false;
-  return isAwaitingAnswer(record) || record.replyState !== 'sent';
-}
-
-/** Parks a delegation on its question (see the module header). */
+/** Parks a delegation on its question (see the module header). Only `apply.ts` calls this. */
 export async function park(ctx: WorkerContext, record: DelegationRecord): Promise<void> {
   await handleAuthRequired(ctx, record);
   // A reply journaled but not sent (its job lost), or stuck 'sending' longer than a request can take.

@@ -6,7 +6,7 @@ import { advanceCompensation } from '../workflow/compensation.ts';
 
 export const COMPENSATE_QUEUE = 'compensate';
 export { CompensateJobSchema };
-export type { CompensationHandler } from '../delegation/handler.ts';
+export type { CompensationHandler } from '../delegation/runs/handler.ts';
 
 /** Processes one compensate job. */
 export async function processCompensate(job: Job, ctx: WorkerContext): Promise<string> {

@@ -6,7 +6,7 @@
 import { DelayedError, type Job } from 'bullmq';
 import { FollowJobSchema } from '@durable-a2a/shared';
 import { jobRunOf, type WorkerContext } from '../context.ts';
-import { followDelegation } from '../delegation/follow.ts';
+import { followDelegation } from '../delegation/runs/follow.ts';
 
 export const FOLLOW_QUEUE = 'follow';
 export { FollowJobSchema };

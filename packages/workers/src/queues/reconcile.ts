@@ -6,9 +6,9 @@
 import type { Job } from 'bullmq';
 import { ReconcileJobSchema } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
-import { reconcileDelegation } from '../delegation/recover.ts';
-import { reconcileBatch } from '../delegation/reconcile-batch.ts';
-import { sweep, SWEEP_SCHEDULER_ID } from '../delegation/sweep.ts';
+import { reconcileDelegation } from '../delegation/runs/reconcile.ts';
+import { reconcileBatch } from '../delegation/runs/reconcile-batch.ts';
+import { sweep, SWEEP_SCHEDULER_ID } from '../delegation/runs/sweep.ts';
 
 export const RECONCILE_QUEUE = 'reconcile';
 export { ReconcileJobSchema, SWEEP_SCHEDULER_ID };

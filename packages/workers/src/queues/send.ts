@@ -6,10 +6,10 @@
 import type { Job } from 'bullmq';
 import { SendJobSchema } from '@durable-a2a/shared';
 import { jobRunOf, type WorkerContext } from '../context.ts';
-import { sendMessage, outgoingMessage } from '../delegation/send.ts';
-import { sendReply } from '../delegation/reply.ts';
-import { cancelTask } from '../delegation/cancel.ts';
-import { HANDLER_PREFIX } from '../delegation/handler.ts';
+import { sendMessage, outgoingMessage } from '../delegation/runs/send.ts';
+import { sendReply } from '../delegation/runs/reply.ts';
+import { cancelTask } from '../delegation/runs/cancel.ts';
+import { HANDLER_PREFIX } from '../delegation/runs/handler.ts';
 import { readAttemptWithStep } from '../delegation/attempt-step.ts';
 
 export const SEND_QUEUE = 'send';

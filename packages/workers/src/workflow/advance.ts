@@ -27,6 +27,8 @@ import {
   type WorkflowPatch,
   lazyChildLogger,
 } from '@durable-a2a/shared';
+import { transition } from '../delegation/core/transitions.ts';
+import { writeStep } from '../delegation/write.ts';
 import type { WorkerContext } from '../context.ts';
 
 /** A workflow row and all its attempts. */
@@ -242,12 +244,8 @@ async function journalAttempt(ctx: WorkerContext, workflowId: string, loaded: Lo
 async function closeHeldIntents(ctx: WorkerContext, records: DelegationRecord[]): Promise<void> {
   for (const record of records) {
     if (record.state !== 'INTENT' || !record.held) continue;
-    await ctx.journal.applyStatus(record, {
-      expectedVersion: record.version,
-      mode: 'outcome',
-      state: 'CANCELED',
-      error: { code: 'NEVER_SENT', message: 'the workflow stopped before this step was sent' },
-    });
+    // The `workflow-stopped` row: a write and no next (this decision is the settle; nothing else follows).
+    await writeStep(ctx, record, transition(record, { kind: 'workflow-stopped' }, ctx.policy), {}, { kind: 'workflow-stopped' });
     await ctx.journal.removeFromIndex(record);
   }
 }

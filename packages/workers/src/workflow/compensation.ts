@@ -12,10 +12,10 @@
 import { buildIntent, delegationSpan, enqueueSend, type DelegationRecord, type Step } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { loadWorkflow } from './advance.ts';
-import { HANDLER_PREFIX } from '../delegation/handler.ts';
+import { HANDLER_PREFIX } from '../delegation/runs/handler.ts';
 import { nextUndo } from './undo-chain.ts';
 
-export type { CompensationHandler } from '../delegation/handler.ts';
+export type { CompensationHandler } from '../delegation/runs/handler.ts';
 export { undoPlan, compensationOf, nextUndo } from './undo-chain.ts';
 
 /**

@@ -9,7 +9,7 @@
 import { delegationIdOf, type DelegationRef, type DelegationView } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../context.ts';
 import { loadDefinition } from './advance.ts';
-import { routeDelegation } from '../delegation/route.ts';
+import { apply, applyToRef } from '../delegation/apply.ts';
 import { declaredVerifier } from '../delegation/attempt-step.ts';
 
 /** The verifier a delegation declares: its step's, or its compensation's. */
@@ -24,7 +24,7 @@ export async function verifyEffect(ctx: WorkerContext, data: DelegationRef, run:
   const delegation = await ctx.journal.getDelegationView(data);
   if (!delegation) return 'missing';
   if (delegation.effect !== undefined) {
-    await routeDelegation(ctx, data);
+    await applyToRef(ctx, data, { kind: 'row-checked' });
     return 'already-verified';
   }
   const reference = await verifierOf(ctx, delegation);
@@ -51,10 +51,6 @@ export async function verifyEffect(ctx: WorkerContext, data: DelegationRef, run:
     }
   }
   ctx.crashPoint('verify.after-check', delegation.step);
-  if (await ctx.journal.recordEffect(data, finding.effect, finding.evidence)) {
-    ctx.metrics.verifications.inc({ effect: finding.effect });
-    log.info({ effect: finding.effect, evidence: finding.evidence }, 'effect verified');
-  }
-  await routeDelegation(ctx, data);
+  await apply(ctx, delegation, { kind: 'effect-verified', effect: finding.effect, evidence: finding.evidence }, { log, source: 'verify' });
   return finding.effect;
 }

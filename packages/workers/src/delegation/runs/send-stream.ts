@@ -10,7 +10,7 @@
  * the stream stays quiet for `streamQuietMs`, our side closes and polling /
  * SubscribeToTask take over, so a send slot is held only while events flow.
  * A first event that is not ours, or a stream that ends or fails before one,
- * is a send failure like any other (`send-failure.ts`: the reconciler searches),
+ * is a send failure like any other (`send.ts` sendFailed: the reconciler searches),
  * except a refusal of the method itself (-32601, -32004): then SendMessage.
  * Enabled by the `streamingSends` option (DA2A_STREAMING_SENDS).
  */
@@ -28,13 +28,13 @@ import {
   type SendMessageResponse,
   type StreamResponse,
 } from '@durable-a2a/shared';
-import type { JobRun, WorkerContext } from '../context.ts';
-import { releaseAgentSlot, takeAgentSlot } from './follow.ts';
-import { routeDelegation } from './route.ts';
-import { holdingSendLease, sendRunToken } from './send-errors.ts';
-import { handleSendFailure } from './send-failure.ts';
-import { followStream } from './stream.ts';
-import type { HeldSendResult } from './send-held.ts';
+import type { JobRun, WorkerContext } from '../../context.ts';
+import { holdingSendLease, sendRunToken } from '../io/send-errors.ts';
+import type { HeldSendResult } from '../io/send-held.ts';
+import { readStream } from '../io/stream.ts';
+import { apply, type Applied } from '../apply.ts';
+import { streamSink } from './follow.ts';
+import { sendFailed } from './send-failure.ts';
 
 type Log = WorkerContext['logger'];
 
@@ -48,8 +48,8 @@ export interface StreamingSend {
   /** The attempt's time left (ms): how long the agent may hold the stream's headers. */
   timeLeftMs: number;
   log: Log;
-  /** Applies the first event as the send's answer (a Task or a Message); returns the send's outcome. */
-  applyAnswer: (response: SendMessageResponse, route: boolean) => Promise<string>;
+  /** Applies the first event as the send's answer (a Task or a Message): `continue` when the stream is to be followed on. */
+  applyAnswer: (response: SendMessageResponse) => Promise<Applied>;
   /**
    * Sends the same message with SendMessage when the agent refuses SendStreamingMessage (-32601, -32004:
    * no task created). Called inside the same send lease, only while it was held throughout, so the
@@ -74,12 +74,12 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       controller.abort();
       await stream.return(undefined as never).catch(() => undefined);
     };
-    let outcome: string;
+    let answered: Applied;
     try {
       const next = await firstEvent(ctx, stream, controller);
       if (next.done) throw new ProtocolError(`the send stream ended (${next.value.kind}) before naming a task`, { delivery: 'received' });
       ctx.crashPoint('send.after-request', record.step);
-      outcome = await applyFirstEvent(send, next.value.response);
+      answered = await applyFirstEvent(send, next.value.response);
     } catch (error) {
       await close();
       if (error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) {
@@ -91,19 +91,26 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
         }
         return send.fallback();
       }
-      return handleSendFailure(ctx, { record, fence, error, log, job, afterMark: true });
+      return sendFailed(ctx, { record, fence, error, log, job, afterMark: true });
     }
-    const bound = outcome === 'sent' ? await ctx.journal.getDelegation(ref) : undefined;
-    if (!bound?.taskId || !takeAgentSlot(ctx, record.agentCardUrl)) {
+    // Settled (a direct Message, a finished task), parked, or refused as not ours: nothing more to read here.
+    if (answered.next !== 'continue') {
       await close();
-      if (bound?.taskId) await routeDelegation(ctx, ref, { again: false });
-      return outcome;
+      return answered.next === 'ask-reconciler' ? 'foreign-answer' : answered.next === 'settle' ? 'completed' : answered.next;
+    }
+    const bound = answered.record?.taskId ? answered.record : await ctx.journal.getDelegation(ref);
+    if (!bound?.taskId || !ctx.followSlots.take(record.agentCardUrl)) {
+      await close();
+      // Beyond the agent's share of follow slots: our side closes; SubscribeToTask follows the task anew.
+      if (bound?.taskId) await apply(ctx, bound, { kind: 'stream-handed-off', reason: 'agent-share-full' }, { log });
+      return 'sent';
     }
     try {
-      await followStream(ctx, bound, fence, job, leaseLost, (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream));
+      const sink = streamSink(ctx, bound, { fence, log, source: 'stream' });
+      await readStream(ctx, bound, job, leaseLost, sink, (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream));
       return 'sent-streaming';
     } finally {
-      releaseAgentSlot(ctx, record.agentCardUrl);
+      ctx.followSlots.release(record.agentCardUrl);
       await close();
     }
   }, send.leaseHeld);
@@ -132,12 +139,12 @@ async function firstEvent(ctx: WorkerContext, stream: EventStream, controller: A
  * direct reply (spec §3.1.2). A status update naming a task is read as that task's snapshot. Anything
  * else (an artifact before the task) does not name a task we can prove: the reconciler searches.
  */
-async function applyFirstEvent(send: StreamingSend, response: StreamResponse): Promise<string> {
-  if ('task' in response) return send.applyAnswer({ task: response.task }, false);
-  if ('message' in response) return send.applyAnswer({ message: response.message }, true);
+async function applyFirstEvent(send: StreamingSend, response: StreamResponse): Promise<Applied> {
+  if ('task' in response) return send.applyAnswer({ task: response.task });
+  if ('message' in response) return send.applyAnswer({ message: response.message });
   if ('statusUpdate' in response) {
     const { taskId, contextId, status } = response.statusUpdate;
-    return send.applyAnswer({ task: { id: taskId, ...(contextId ? { contextId } : {}), status } }, false);
+    return send.applyAnswer({ task: { id: taskId, ...(contextId ? { contextId } : {}), status } });
   }
   throw new ProtocolError('the send stream opened with an artifact, not with our task', { delivery: 'received' });
 }

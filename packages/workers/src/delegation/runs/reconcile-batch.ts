@@ -17,8 +17,8 @@
  * whole (reconciling is safe to repeat).
  */
 import { enqueueReconcile, enqueueReconcileBatch, RECONCILE_BATCH_MAX, type DelegationRef } from '@durable-a2a/shared';
-import type { WorkerContext } from '../context.ts';
-import { reconcileDelegation } from './recover.ts';
+import type { WorkerContext } from '../../context.ts';
+import { reconcileDelegation } from './reconcile.ts';
 
 /** Index entries per batch job the sweeps enqueue (a fleet spreads the jobs over its workers). */
 export const REFS_PER_BATCH = 100;

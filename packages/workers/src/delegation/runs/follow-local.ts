@@ -39,7 +39,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { enqueueFollow, type DelegationRef } from '@durable-a2a/shared';
-import type { FollowStart, WorkerContext } from '../context.ts';
+import type { FollowStart, WorkerContext } from '../../context.ts';
 import { followDelegation, followToken } from './follow.ts';
 
 /** Delay before a failed local follow runs again as a follow job (the follow queue's first retry backoff), in ms. */

@@ -25,8 +25,8 @@ import {
   type DelegationRef,
   type RecordedError,
 } from '@durable-a2a/shared';
-import type { JobRun, WorkerContext } from '../context.ts';
-import type { SearchResult } from './search.ts';
+import type { JobRun, WorkerContext } from '../../context.ts';
+import type { Delivery, Effect, Observation } from '../core/observation.ts';
 
 /**
  * A protocol error with its own type (`UNKNOWN_WIRE_VALUE`, `RESPONSE_ID_MISMATCH`, `LIMIT_EXCEEDED`, …):
@@ -90,44 +90,30 @@ export function recordedErrorOf(error: unknown, afterMark: boolean): RecordedErr
   };
 }
 
-/**
- * Journals a send error on a delegation that stays INTENT (a local note, no state change): the
- * reconciler reads its `delivery`. A delegation that moved on meanwhile is left alone.
- */
-export async function noteSendError(ctx: WorkerContext, record: DelegationRef, error: RecordedError): Promise<void> {
-  const current = await ctx.journal.getDelegation(record);
-  if (current?.state !== 'INTENT') return;
-  // Never downgrade: once an answer arrived for this messageId, it stays `received`.
-  const delivery = current.error?.delivery === 'received' ? 'received' : error.delivery;
-  await ctx.journal.applyStatus(record, { expectedVersion: current.version, mode: 'outcome', state: 'INTENT', error: { ...error, delivery } }).catch(() => undefined);
-}
+/** The one rule for resending the same messageId lives in the core's policy (`core/policy.ts`). */
+export { unfoundVerdict, type UnfoundVerdict } from '../core/policy.ts';
 
 /**
- * What the reconciler does with a maybe-sent message the search did not find: resend it (same
- * messageId), end the attempt FAILED with the agent's own error, or a person decides (`reason`).
+ * A failed SendMessage as an observation (`send-failed`): delivery (`none` before the mark or for a request that
+ * never left), effect (`none` when the answer proves nothing was created, `provesNotCreated`), whether retrying can
+ * help, whether this was the job's last attempt, and, for an answer over a limit, the limit (delivery `received`).
  */
-export type UnfoundVerdict = { resend: true } | { resend: false; fail: RecordedError } | { resend: false; reason: string };
-
-/**
- * The one rule for resending the same messageId (V5, crash window 1). An unreadable answer arrived
- * (`delivery: received`): never, whatever the agent is listed as. The agent answered an error and a
- * conclusive search does not find our message: the error created nothing, so a retryable one is
- * resent and a permanent one ends the attempt. Otherwise only when the search proves the message
- * absent, or the agent cannot list tasks but deduplicates by messageId.
- */
-export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boolean; search: Exclude<SearchResult, { kind: 'found' }> }): UnfoundVerdict {
-  const { error, deduplicates, search } = input;
-  const conclusive = search.kind === 'not-found' && !search.inconclusive && !search.paginationBroken;
-  if (error?.delivery === 'received' && error.answer === 'error' && conclusive) return error.retryable ? { resend: true } : { resend: false, fail: error };
-  if (error?.delivery === 'received') return { resend: false, reason: `the agent answered our message (${error.code}) but the task cannot be found by our messageId` };
-  if (search.kind === 'unsupported') {
-    return deduplicates ? { resend: true } : { resend: false, reason: 'the agent cannot list tasks, so a send that may have happened cannot be checked' };
-  }
-  if (!conclusive) {
-    const why = search.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${search.candidates.join(', ')} have too little history`;
-    return { resend: false, reason: `cannot tell whether the agent received our message: ${why}` };
-  }
-  return { resend: true };
+export function sendFailureObservation(error: unknown, afterMark: boolean, job: JobRun): Observation {
+  const recorded = recordedErrorOf(error, afterMark);
+  const permanent = (error instanceof A2AError || (error as { retryable?: boolean })?.retryable === false) && !isRetryable(error);
+  const overLimit = error instanceof LimitExceededError;
+  const delivery: Delivery = !afterMark || recorded.delivery === 'not-sent' ? 'none' : overLimit ? 'received' : (recorded.delivery ?? 'maybe');
+  const effect: Effect = delivery === 'none' || provesNotCreated(error) ? 'none' : 'maybe';
+  return {
+    kind: 'send-failed',
+    afterMark,
+    delivery,
+    effect,
+    error: overLimit && afterMark ? { ...recorded, delivery: 'received' } : recorded,
+    permanent,
+    lastAttempt: job.attemptsMade + 1 >= job.attempts,
+    ...(overLimit ? { unacceptable: { code: 'LIMIT_EXCEEDED', message: recorded.message, limit: error.limit } } : {}),
+  };
 }
 
 /** A send job run's holder token: its claim's owner and its send lease's holder. */

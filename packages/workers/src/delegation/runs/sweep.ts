@@ -6,8 +6,8 @@
  * each); registered Agent Cards are refreshed on the way.
  */
 import { AgentCardError, enqueueReconcileBatch, isRetryable, type DelegationRef } from '@durable-a2a/shared';
-import type { WorkerContext } from '../context.ts';
-import { jitteredCheckTime } from './backoff.ts';
+import type { WorkerContext } from '../../context.ts';
+import { jitteredCheckTime } from '../core/policy.ts';
 import { batchesOf } from './reconcile-batch.ts';
 
 /** Id of the reconcile queue's job scheduler. */

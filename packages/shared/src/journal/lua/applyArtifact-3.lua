@@ -15,8 +15,9 @@
   ARGV[8] bytes these parts carry (artifactByteSize)
   ARGV[9] artifactBytesPerDelegation: the limit on the delegation's artifact bytes, summed
           over chunks and pushes (field 'artifactBytes', per artifact 'bytes:<id>')
-  Over the limit nothing is stored: the attempt ends FAILED with a permanent LIMIT_EXCEEDED
-  error (re-delegable), in this same script (RT5/RT7).
+  Over the limit nothing is stored: the attempt ends AMBIGUOUS with a permanent LIMIT_EXCEEDED
+  error, in this same script (RT5/RT7): the agent produced output, so it may have done the work,
+  and the step is not re-delegated blind (field case A31); a person decides.
   Returns: {1, 'applied'}; {0, 'sealed'} dropped after the seal; {0, 'finished'} the
            delegation is finished; {-1, 'missing'}; {-2, 'fence'}; {-8, 'limit'} the attempt ended
 ]]
@@ -40,8 +41,8 @@ end
 local total = (tonumber(redis.call('HGET', KEYS[1], 'artifactBytes') or '0') or 0) - storedBytes + artifactBytes
 if total > tonumber(ARGV[9]) then
   local message = 'artifacts of this delegation would reach ' .. total .. ' bytes, over the limit of ' .. ARGV[9]
-  redis.call('HSET', KEYS[1], 'state', 'FAILED', 'finishedAt', ARGV[7], 'updatedAt', ARGV[7], 'question', '',
-    'error', cjson.encode({ code = 'LIMIT_EXCEEDED', message = message, retryable = false }))
+  redis.call('HSET', KEYS[1], 'state', 'AMBIGUOUS', 'finishedAt', ARGV[7], 'updatedAt', ARGV[7], 'question', '',
+    'error', cjson.encode({ code = 'LIMIT_EXCEEDED', message = message, retryable = false, delivery = 'received', limit = 'artifactBytesPerDelegation' }))
   redis.call('HINCRBY', KEYS[1], 'version', 1)
   return {-8, 'limit'}
 end

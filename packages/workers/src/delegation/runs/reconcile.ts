@@ -6,32 +6,28 @@
  *   no taskId, maybe sent  → find by messageId (`search.ts`) → adopt | resend same messageId | AMBIGUOUS
  *   parked                 → GetTask: keep the question, or move on
  *   running                → reattach (follow); a refusal means terminal (one GetTask)
- *   TaskNotFound           → `not-found.ts` (LOST only over a window)
+ *   TaskNotFound           → the `task-not-found` row (LOST only over a window)
+ * What the agent says is an observation (`io/read.ts`, `io/search.ts`) applied by `apply.ts`.
  */
 import {
-  A2AError, JournalError, TaskNotFoundError,
-  applyTask,
+  JournalError,
   enqueueReconcile,
   enqueueSend,
   isFinished,
   isParked,
   isRetryable,
-  isTaskOurs,
   type DelegationRecord,
   type DelegationRef,
-  type RecordedError,
 } from '@durable-a2a/shared';
-import type { WorkerContext } from '../context.ts';
-import { jitteredCheckTime } from './backoff.ts';
-import { advanceWorkflow } from '../workflow/advance.ts';
-import { reconcileWorkflow } from '../workflow/recover.ts';
-import { findTaskByMessageId } from './search.ts';
+import type { WorkerContext } from '../../context.ts';
+import { jitteredCheckTime } from '../core/policy.ts';
+import { advanceWorkflow } from '../../workflow/advance.ts';
+import { reconcileWorkflow } from '../../workflow/recover.ts';
+import { apply } from '../apply.ts';
+import { readTask } from '../io/read.ts';
+import { searchForMessage } from '../io/search.ts';
 import { HANDLER_PREFIX } from './handler.ts';
-import { handleTaskNotFound } from './not-found.ts';
-import { enforceAttemptDeadline } from './deadline.ts';
-import { unfoundVerdict } from './send-errors.ts';
-import { followLater, routeDelegation } from './route.ts';
-import { isForeignAnswer } from './read.ts';
+import { enforceAttemptDeadline } from '../deadline.ts';
 
 /** Spread (ms) of the checks after a follow lease runs out: the records of one dead worker do not all come due at once. */
 const LEASE_JITTER_MS = 500;
@@ -82,7 +78,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   }
   const log = ctx.logger.child({ queue: 'reconcile', ...ref, step: record.step, messageId: record.messageId, taskId: record.taskId, jobId });
   if (isFinished(record.state)) {
-    await routeDelegation(ctx, ref, { known: record });
+    await apply(ctx, record, { kind: 'row-checked' }, { source: 'reconcile' });
     return 'settled';
   }
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
@@ -93,7 +89,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   // first event is the authoritative snapshot, and a refusal means terminal (one GetTask).
   if (isParked(record.state)) return rereadTask(ctx, record, log);
   // Within a no-progress run the progress rule's count carries over: a slow-polled delegation is read, not resubscribed.
-  await followLater(ctx, ref, record.noProgressSince === undefined ? 0 : record.noProgressCount);
+  await apply(ctx, record, { kind: 'follow-deferred', delayMs: 0, resubscription: record.noProgressSince === undefined ? 0 : record.noProgressCount, reason: 'reattach' }, { source: 'reconcile' });
   return 'reattached';
 }
 
@@ -148,101 +144,31 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
   }
   if (record.agentCardUrl.startsWith(HANDLER_PREFIX)) {
     // Handlers are idempotent on the messageId: run it again.
-    await ctx.journal.releaseForResend(ref, record.version);
-    await enqueueSend(ctx.queues, ref, record.resendCount + 1);
+    await apply(ctx, record, { kind: 'handler-interrupted' }, { source: 'reconcile' });
     return 'handler-rerun';
   }
   return findAndDecide(ctx, record, log);
 }
 
 /**
- * Maybe sent, settled: find our message (crash window 2). Found → adopt (never a second SendMessage);
- * proven absent (or a deduplicating agent) → resend with the same messageId, within `sendAttempts`;
- * cannot tell → AMBIGUOUS for a person.
+ * Maybe sent, settled: find our message (crash window 2) and apply what the search found (the search row): found →
+ * adopt (never a second SendMessage; a ListTasks summary of a finished task is read in full first, A35); proven
+ * absent (or a deduplicating agent) → resend with the same messageId, within `sendAttempts`; cannot tell → AMBIGUOUS.
  */
 async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
-  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  const transport = await ctx.agents.transportFor(record);
-  let result;
-  try {
-    result = await findTaskByMessageId(transport, record, {
-      marginMs: ctx.options.searchMarginMs,
-      maxListTasksCalls: ctx.options.maxListTasksCalls,
-      now: ctx.options.now,
-    });
-  } catch (error) {
-    // The agent answers the search with something we cannot use (and retrying will not change it).
-    if (error instanceof A2AError && !isRetryable(error)) return markAmbiguous(ctx, record, `the search for our message failed: ${error.message}`, log);
-    throw error;
-  }
-  ctx.crashPoint('reconcile.after-search', record.step);
-  // The search lists our context when the agent honours it; what it returns must hold our messageId.
-  if (result.kind === 'found' && !isTaskOurs(result.task, { messageId: record.messageId }, 'found')) {
-    return markAmbiguous(ctx, record, `the search found task ${result.task.id}, which is not provably ours`, log);
-  }
-  if (result.kind === 'found') {
-    await applyTask(ctx.journal, ref, result.task, { expectedVersion: record.version, snapshot: true });
+  const observed = await searchForMessage(ctx, record, 'reconcile', 'reconciling a send that may have happened');
+  const applied = await apply(ctx, record, observed, { log, source: 'reconcile' });
+  if (observed.kind === 'search-result' && observed.finding.kind === 'found' && observed.finding.ownership.kind === 'proven') {
     ctx.metrics.adoptions.inc();
-    log.info({ taskId: result.task.id, state: result.task.status.state }, 'adopted the task found by our messageId');
-    await routeDelegation(ctx, ref);
+    log.info({ taskId: observed.finding.task.id, state: observed.finding.task.status.state }, 'adopted the task found by our messageId');
     return 'adopted';
   }
-  // V5: an answer that arrived means the agent had our message; it is never "never reached the agent".
-  const verdict = unfoundVerdict({ error: record.error, deduplicates: ctx.options.deduplicatingAgents.has(record.agentCardUrl), search: result });
-  if ('fail' in verdict) return failSend(ctx, record, verdict.fail, 'send-refused');
-  if (!verdict.resend) return markAmbiguous(ctx, record, verdict.reason, log);
-  if (record.resendCount + 1 >= ctx.options.sendAttempts) {
-    const answered = record.error?.answer === 'error' ? `; the agent's last answer: ${record.error.code}` : '';
-    const message = `SendMessage created no task at the agent in ${record.resendCount + 1} attempts${answered}`;
-    return failSend(ctx, record, { code: 'SEND_ATTEMPTS_EXHAUSTED', message, retryable: true }, 'send-exhausted');
-  }
-  // Proven absent (or the agent deduplicates), but past the deadline: the step moves on instead.
-  if (await enforceAttemptDeadline(ctx, record, log, { provenAbsent: true })) return 'deadline-exceeded';
-  // Proven absent (or the agent deduplicates): resend with the same messageId.
-  await ctx.journal.releaseForResend(ref, record.version, result.kind === 'not-found' && result.contextRefused);
-  await enqueueSend(ctx.queues, ref, record.resendCount + 1);
-  log.info('message never reached the agent; resending with the same messageId');
-  return 'resend';
+  return applied.next === 'resend' ? 'resend' : applied.next === 'settle' ? 'settled' : applied.next;
 }
 
-/** Ends a send that created nothing at the agent: FAILED with `error` (compare-and-set on the version read), routed. */
-async function failSend(ctx: WorkerContext, record: DelegationRecord, error: RecordedError, outcome: string): Promise<string> {
-  await ctx.journal.applyStatus(record, { expectedVersion: record.version, mode: 'outcome', state: 'FAILED', error });
-  await routeDelegation(ctx, record);
-  return outcome;
-}
-
-async function markAmbiguous(ctx: WorkerContext, record: DelegationRecord, reason: string, log: WorkerContext['logger']): Promise<string> {
-  await ctx.journal.applyStatus(record, {
-    expectedVersion: record.version,
-    mode: 'outcome',
-    state: 'AMBIGUOUS',
-    error: { code: 'AMBIGUOUS', message: reason, retryable: false },
-  });
-  log.error({ reason }, 'marked AMBIGUOUS: a person must decide');
-  await routeDelegation(ctx, record);
-  return 'ambiguous';
-}
-
-/** taskId known: GetTask decides: record terminal, keep the question, or reattach. */
+/** taskId known, parked: GetTask decides: record terminal, keep the question, or reattach (the task-read row). */
 async function rereadTask(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
-  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  const transport = await ctx.agents.transportFor(record);
-  let task;
-  try {
-    task = await transport.getTask({ id: record.taskId! });
-  } catch (error) {
-    if (!(error instanceof TaskNotFoundError)) throw error;
-    return handleTaskNotFound(ctx, record, log);
-  }
-  // An answer about another task is never applied; the question stays.
-  if (await isForeignAnswer(ctx, record, task, 'GetTask')) return routeDelegation(ctx, ref);
-  const applied = await applyTask(ctx.journal, ref, task, { expectedVersion: record.version, snapshot: true });
-  if (!applied.applied) {
-    ctx.metrics.staleObservations.inc({ reason: applied.reason });
-    if (applied.reason === 'stale' || applied.reason === 'regress') log.info({ state: task.status.state, held: record.state }, 'stale read ignored');
-  }
-  // Settle a terminal task, keep the question of a parked one, reattach the rest.
-  return routeDelegation(ctx, ref);
+  const observed = await readTask(ctx, record, { why: 'reconcile re-read of a parked task', cycle: false, log });
+  const applied = await apply(ctx, record, observed, { log, source: 'reconcile' });
+  return applied.next;
 }
-

@@ -6,11 +6,11 @@
  * agent and decides (`recover.ts`). Crash windows 1, 2 and 8. An agent may hold
  * the send (V2): SendMessage is searched for meanwhile (`send-held.ts`), or,
  * with `streamingSends` and a streaming card, SendStreamingMessage journals the
- * task id with the first event (`send-stream.ts`). Failures: `send-failure.ts`.
+ * task id with the first event (`send-stream.ts`). What the agent answered, or how the send failed
+ * (`io/send-errors.ts` sendFailureObservation: delivery, effect, limit), is applied by `apply.ts`.
  */
 import {
   ReplicationTimeoutError,
-  applyTask,
   isFinished,
   taskOwnership,
   type A2ATransport,
@@ -19,23 +19,19 @@ import {
   type Message,
   type SendMessageRequest,
   type SendMessageResponse,
-  type StatusChange,
-  type StatusChangeResult,
-  type Task,
   lazyChildLogger,
 } from '@durable-a2a/shared';
-import type { JobRun, WorkerContext } from '../context.ts';
-import { routeDelegation, type RoutePlan } from './route.ts';
+import type { JobRun, WorkerContext } from '../../context.ts';
+import { apply, type Applied } from '../apply.ts';
+import type { Observation, Ownership } from '../core/observation.ts';
+import { attemptTimeLeftMs } from '../attempt-step.ts';
+import { enforceAttemptDeadline } from '../deadline.ts';
+import { refuseUnknownVerifier } from '../verifier-check.ts';
+import { holdingSendLease, releaseSendLease, sendRunToken } from '../io/send-errors.ts';
+import { sendFailed } from './send-failure.ts';
+import { sendWhileSearching, type HeldSendResult } from '../io/send-held.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
-import { attemptTimeLeftMs, enforceAttemptDeadline } from './deadline.ts';
-import { refuseUnknownVerifier } from './verifier-check.ts';
-import { holdingSendLease, releaseSendLease, sendRunToken } from './send-errors.ts';
-import { askReconciler, handleSendFailure, refuseForeignAnswer } from './send-failure.ts';
-import { sendWhileSearching, type HeldSendResult } from './send-held.ts';
 import { sendStreaming } from './send-stream.ts';
-import { jitteredCheckTime } from './backoff.ts';
-
-export { askReconciler };
 
 type Log = WorkerContext['logger'];
 
@@ -54,13 +50,13 @@ export function outgoingMessage(record: DelegationRecord): Message {
 /** Sends a delegation's journaled message once. Returns a short outcome for logs and tests. */
 export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, job: JobRun): Promise<string> {
   if (isFinished(record.state)) {
-    await routeDelegation(ctx, record, { known: record });
+    await apply(ctx, record, { kind: 'row-checked' });
     return 'already-finished';
   }
   if (record.state !== 'INTENT') return 'already-sent';
   if (record.held) return 'held';
   if (record.sendStartedAt !== undefined) {
-    await askReconciler(ctx, record);
+    await apply(ctx, record, { kind: 'send-in-doubt', reason: 'the send was marked before' });
     return 'may-have-sent';
   }
   const log = lazyChildLogger(ctx.logger, { queue: 'send', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
@@ -112,9 +108,10 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
     if (error instanceof ReplicationTimeoutError) {
       // The mark (and its send lease) may be written: the lease is given back so the reconciler need not wait for it.
       await releaseSendLease(ctx, ref, job);
-      return askReconciler(ctx, { ...record, sendStartedAt: ctx.options.now() }).then(() => 'replicas-behind');
+      await apply(ctx, record, { kind: 'send-in-doubt', since: ctx.options.now(), reason: 'the mark is not confirmed by enough replicas' });
+      return 'replicas-behind';
     }
-    return handleSendFailure(ctx, { record, fence, error, log, job, afterMark: false });
+    return sendFailed(ctx, { record, fence, error, log, job, afterMark: false });
   }
   ctx.crashPoint('send.after-mark', record.step);
   return { fence, agentInterface, markedAt, streaming, leaseHeld };
@@ -138,7 +135,7 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
   const held: HeldSend = { record, job, fence: prepared.fence, transport, request, log };
   if (prepared.streaming) {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
-    const applyAnswer = (response: SendMessageResponse, route: boolean) => applySendAnswer(ctx, record, response, log, { route });
+    const applyAnswer = (response: SendMessageResponse) => apply(ctx, record, answerObservation(record, response, 'stream'), { log, source: 'send' });
     // A card that claims streaming, an agent that refuses it (no task created): the same message goes by
     // SendMessage inside the same lease, with the time left read again (the refusal may have come late);
     // its answer is applied once the lease is released, so the follow it routes to is not turned away.
@@ -195,101 +192,58 @@ async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: numbe
     // a search may find the task meanwhile (send-held.ts).
     return await sendWhileSearching(ctx, record, transport, request, timeLeftMs);
   } catch (error) {
-    return handleSendFailure(ctx, { record, fence: send.fence, error, log, job, afterMark: true });
+    return sendFailed(ctx, { record, fence: send.fence, error, log, job, afterMark: true });
   }
 }
 
 /**
- * Applies a SendMessage's answer, or the task a search found while the agent held the send. With `holdsLease`,
- * the send lease is given back by the answer's transition; on any other path (a foreign answer, a journal error
- * before or in the transition) it is released here, so the reconciler never waits for a lease nobody holds.
+ * Applies a SendMessage's answer, or the task a search found while the agent held the send (V2). With `holdsLease`,
+ * the send lease is ended by the answer's transition (`apply.ts`: given back, or handed to a local follow); on any
+ * other path it is released there, so the reconciler never waits for a lease nobody holds.
  */
 async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldSendResult): Promise<string> {
   ctx.crashPoint('send.after-request', send.record.step);
-  // The lease goes back with the answer's transition; to this process's follow when it can start one now, which
-  // then needs no takeFollow (`handover`: only when the answer leaves the task to be followed), nor its own move of
-  // the reconciler's next check (`checkAt`, written by the same script on one server).
-  const followToken = send.holdsLease ? ctx.localFollowToken?.() : undefined;
-  const token = sendRunToken(ctx, send.job);
-  const endsLease: StatusChange['endsLease'] = !send.holdsLease
-    ? undefined
-    : followToken
-      ? { token, when: 'handover', to: followToken, durationMs: ctx.options.lockDurationMs, checkAt: jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs) }
-      : { token, when: 'always' };
-  const release = () => (send.holdsLease ? releaseSendLease(ctx, send.record, send.job) : undefined);
-  try {
-    return result.kind === 'found'
-      ? await adoptFound(ctx, send.record, result.task, send.log, endsLease)
-      : await applySendAnswer(ctx, send.record, result.response, send.log, { ...(endsLease ? { endsLease } : {}), releaseLease: release });
-  } catch (error) {
-    // The transition may have run (and handed the lease over) before the error: both tokens' leases go back.
-    // Nothing throws once the router passed the lease on to a running follow.
-    await release();
-    if (followToken) await ctx.journal.lease(send.record, 'release', followToken).catch(() => undefined);
-    throw error;
-  }
-}
-
-/** How a send's answer is applied (`applySendAnswer`). */
-interface AnswerOptions {
-  /** Route after the transition (default true; a streaming send follows its own stream instead). */
-  route?: boolean;
-  /** The send lease the answer's transition gives back (`StatusChange.endsLease`). */
-  endsLease?: StatusChange['endsLease'];
-  /** Gives that lease back on a path without a transition (a foreign answer), before the reconciler is asked. */
-  releaseLease?: () => Promise<unknown> | undefined;
+  const sendLease = send.holdsLease ? { token: sendRunToken(ctx, send.job), release: () => releaseSendLease(ctx, send.record, send.job) } : undefined;
+  const observation: Observation =
+    result.kind === 'found'
+      ? { kind: 'send-answered', answer: { task: result.task }, ownership: { kind: 'proven', by: 'message-id' }, via: 'search-while-held' }
+      : answerObservation(send.record, result.response, 'answer');
+  const applied = await apply(ctx, send.record, observation, { log: send.log, source: 'send', ...(sendLease ? { sendLease } : {}) });
+  return outcomeOf(ctx, send.log, observation, applied);
 }
 
 /**
- * Applies the answer to our SendMessage: a direct Message completes; a Task is adopted once proven ours,
- * then routed (see `AnswerOptions`).
+ * The answer to our SendMessage as an observation, with its ownership (issue 12 kind 1): a task in the answer to our
+ * own SendMessage must be in our context; an agent may replace our context with its own (R16), then its history must
+ * hold our messageId. Without a context of ours to compare, the request id (checked at the edge) is the proof.
  */
-async function applySendAnswer(ctx: WorkerContext, record: DelegationRecord, response: SendMessageResponse, log: Log, options: AnswerOptions = {}): Promise<string> {
-  const { route = true, endsLease, releaseLease } = options;
-  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  if ('message' in response) {
-    // A direct Message reply completes the delegation (spec §3.1.1).
-    const applied = await ctx.journal.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', result: { message: response.message }, contextId: response.message.contextId, ...(endsLease ? { endsLease } : {}) });
-    log.info('agent replied with a message');
-    await routeDelegation(ctx, ref, knownAfter(applied));
-    return 'completed-by-message';
-  }
-  // Ownership (issue 12 kind 1): a task in the answer to our own SendMessage must be in our context.
-  // Without a context of ours to compare, the request id (checked at the edge) is the proof.
+export function answerObservation(record: DelegationRecord, response: SendMessageResponse, via: 'answer' | 'stream'): Observation {
+  if ('message' in response) return { kind: 'send-answered', answer: { message: response.message }, ownership: { kind: 'proven', by: 'request-id' }, via };
   const contextId = record.contextRefused ? undefined : record.requestedContextId;
   let ownership = taskOwnership(response.task, { contextId, messageId: contextId ? record.messageId : undefined, taskId: record.taskId }, 'answer');
-  // An agent may replace our context with its own (R16): then its history must hold our messageId.
   if (!ownership.ours && ownership.reason === 'foreign-context') ownership = taskOwnership(response.task, { messageId: record.messageId, taskId: record.taskId }, 'found');
-  if (!ownership.ours) {
-    // The reconciler searches at once: the lease goes first, so it does not wait for it.
-    await releaseLease?.();
-    return refuseForeignAnswer(ctx, record, ownership, log);
+  const proven: Ownership = ownership.ours ? { kind: 'proven', by: contextId ? 'context' : 'request-id' } : { kind: 'disproven', reason: `${ownership.reason}: ${ownership.detail}` };
+  return { kind: 'send-answered', answer: { task: response.task }, ownership: proven, via };
+}
+
+/** A short outcome for logs and tests, and the log line of an applied answer. */
+function outcomeOf(ctx: WorkerContext, log: Log, observation: Observation, applied: Applied): string {
+  if (observation.kind !== 'send-answered') return applied.next;
+  if ('message' in observation.answer) {
+    log.info('agent replied with a message');
+    return 'completed-by-message';
   }
-  // Unfenced on purpose: the agent's answer is the truth about this send, so it is recorded even if
-  // another worker claimed the delegation meanwhile (forward-only rules and the task id check still hold).
-  const applied = await applyTask(ctx.journal, ref, response.task, { snapshot: true, agentCardUrl: record.taskId ? undefined : record.agentCardUrl, ...(endsLease ? { endsLease } : {}) });
-  log.info({ taskId: response.task.id, state: response.task.status.state }, 'task created');
-  // The first subscription of new work is not rate-limited. Not routed here: a lease handed over goes back.
-  if (route) await routeDelegation(ctx, ref, { again: false, ...knownAfter(applied) });
-  else if (applied.applied && applied.followLease) await ctx.journal.lease(ref, 'release', applied.followLease.token).catch(() => undefined);
+  if (observation.ownership.kind === 'disproven') {
+    log.warn({ reason: observation.ownership.reason }, 'the SendMessage answer names a task that is not ours; the reconciler will search');
+    return 'foreign-answer';
+  }
+  if (observation.via === 'search-while-held') {
+    ctx.metrics.adoptions.inc();
+    log.info({ taskId: observation.answer.task.id, state: observation.answer.task.status.state }, 'the agent holds the send; its task was found by our messageId');
+    return 'found-while-held';
+  }
+  log.info({ taskId: observation.answer.task.id, state: observation.answer.task.status.state }, 'task created');
   return 'sent';
-}
-
-/** Our task, found by our messageId while the agent held the send (V2): journaled at once, then followed. */
-async function adoptFound(ctx: WorkerContext, record: DelegationRecord, task: Task, log: Log, endsLease?: StatusChange['endsLease']): Promise<string> {
-  const applied = await applyTask(ctx.journal, record, task, { snapshot: true, agentCardUrl: record.taskId ? undefined : record.agentCardUrl, ...(endsLease ? { endsLease } : {}) });
-  ctx.metrics.adoptions.inc();
-  log.info({ taskId: task.id, state: task.status.state }, 'the agent holds the send; its task was found by our messageId');
-  await routeDelegation(ctx, record, { again: false, ...knownAfter(applied) });
-  return 'found-while-held';
-}
-
-/**
- * What an applied transition tells the router (the row as written, the workflow's flags, the follow lease it
- * handed over): saves its reads and the follow's takeFollow.
- */
-function knownAfter(result: StatusChangeResult): Pick<RoutePlan, 'known' | 'workflow' | 'finishedWorkflow' | 'followLease'> {
-  return result.applied ? { known: result.record, workflow: result.workflow, finishedWorkflow: result.finishedWorkflow, ...(result.followLease ? { followLease: result.followLease } : {}) } : {};
 }
 
 /** Registers our webhook for this task when the step asked for push (spec §4.3.3). */

@@ -16,8 +16,8 @@
  * interval away (the reconciler checks again when the other holder's lease ends).
  */
 import { enqueueReconcileBatch, RECONCILE_BATCH_MAX, type DelegationRef } from '@durable-a2a/shared';
-import type { WorkerContext } from '../context.ts';
-import { jitteredCheckTime } from './backoff.ts';
+import type { WorkerContext } from '../../context.ts';
+import { jitteredCheckTime } from '../core/policy.ts';
 import { batchesOf } from './reconcile-batch.ts';
 
 interface HeldLease {

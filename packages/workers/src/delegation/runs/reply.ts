@@ -7,8 +7,9 @@ import { randomUUID } from 'node:crypto';
 import {
   ContentTypeNotSupportedError,
   InvalidParamsError,
-  applyTask,
+  A2AError,
   isFinished,
+  isRetryable,
   isInterruptedTaskState,
   questionKeyOf,
   type A2ATransport,
@@ -17,11 +18,11 @@ import {
   type Message,
   type Task,
 } from '@durable-a2a/shared';
-import type { JobRun, WorkerContext } from '../context.ts';
-import { routeDelegation } from './route.ts';
-import { jitteredCheckTime } from './backoff.ts';
-import { shouldPark } from './park.ts';
-import { isForeignAnswer } from './read.ts';
+import type { JobRun, WorkerContext } from '../../context.ts';
+import { apply } from '../apply.ts';
+import { jitteredCheckTime, questionOpen } from '../core/policy.ts';
+import type { Observation } from '../core/observation.ts';
+import { readFailure } from '../io/read.ts';
 
 /** Another worker holds the reply's live 'sending' lease: never a second racing send; the job retries later. */
 export class ReplyInFlightError extends Error {
@@ -74,29 +75,34 @@ export async function sendReply(ctx: WorkerContext, record: DelegationRecord, jo
   if (taken === 'taken-over') {
     // The previous sender's lease expired: the agent may have the reply already. Ask before any resend.
     const task = await readOurTask(run);
-    if (task && replyDelivered(task, record)) return settleDelivered(run, task);
+    if (task && replyDelivered(task, record)) return settleDelivered(run, task, 'reply-already-delivered');
   }
   return deliver(run);
 }
 
-/** GetTask of our task; undefined when the answer names another task (journaled as a protocol error: it tells nothing). */
-async function readOurTask({ ctx, record, transport }: ReplyRun): Promise<Task | undefined> {
+/** GetTask of our task; undefined when the answer names another task (it tells nothing about our reply). */
+async function readOurTask({ record, transport }: ReplyRun): Promise<Task | undefined> {
   const task = await transport.getTask({ id: record.taskId! });
-  return (await isForeignAnswer(ctx, record, task, 'GetTask')) ? undefined : task;
+  return task.id === record.taskId ? task : undefined;
 }
 
-/** The agent has the reply: journal it sent and apply what the agent says now. */
-async function settleDelivered(run: ReplyRun, task: Task): Promise<string> {
-  const { ctx, ref, fence, record, token } = run;
-  await ctx.journal.markReply(ref, fence, record.replyMessageId!, 'sent', '', { token });
-  await applyTask(ctx.journal, ref, task, { snapshot: true });
-  await routeAfterReply(run, true);
-  return 'reply-already-delivered';
+/** The agent has the reply: journal it sent and apply what the agent says now (the `reply-delivered` row). */
+async function settleDelivered(run: ReplyRun, task: Task | undefined, outcome: string): Promise<string> {
+  const { ctx, fence, record, token } = run;
+  const ownership = task && task.id !== record.taskId ? ({ kind: 'disproven', reason: `answered task ${task.id}` } as const) : ({ kind: 'proven', by: 'task-id' } as const);
+  const observation: Observation = { kind: 'reply-delivered', replyMessageId: record.replyMessageId!, ownership, ...(task ? { task } : {}) };
+  const applied = await apply(ctx, record, observation, { fence, replyToken: token, source: 'reply' });
+  // A follow that may run in this process with no job behind it: the reconciler's next check, a parked poll away
+  // until now, comes back to within a reconcile interval (a crash before that follow takes its lease is found soon).
+  if (applied.next === 'follow' && applied.record && !questionOpen(applied.record)) {
+    await ctx.journal.scheduleCheck(run.ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
+  }
+  return outcome;
 }
 
 /** Sends the reply once, under our lease. */
 async function deliver(run: ReplyRun): Promise<string> {
-  const { ctx, ref, fence, record, transport, token } = run;
+  const { ctx, fence, record, transport, token } = run;
   const message: Message = {
     messageId: record.replyMessageId!,
     role: 'ROLE_USER',
@@ -110,32 +116,18 @@ async function deliver(run: ReplyRun): Promise<string> {
   try {
     response = await transport.sendMessage({ message, configuration: { returnImmediately: true } });
   } catch (error) {
+    // TaskNotFound: the task is gone (or forgotten): the `task-not-found` row, not a BullMQ retry loop.
+    if (error instanceof A2AError && !isRetryable(error)) {
+      const failed = readFailure(error, 'reply', 'reply refused', false, ctx.logger);
+      if (failed.kind === 'task-not-found') return (await apply(ctx, record, failed, { source: 'reply' }), 'reply-task-not-found');
+    }
     // Only an explicit refusal of the answer itself reopens the question; anything else is retried, and
     // the rerun asks the agent first once the lease has expired (the reply is 'sending').
     if (!(error instanceof InvalidParamsError || error instanceof ContentTypeNotSupportedError)) throw error;
     const task = await readOurTask(run);
-    if (task && replyDelivered(task, record)) return settleDelivered(run, task);
-    await ctx.journal.markReply(ref, fence, record.replyMessageId!, 'refused', error.message, { token });
-    ctx.logger.warn({ workflowId: ref.workflowId, delegationId: ref.delegationId, err: error }, 'the agent refused the reply; the question is open again');
+    if (task && replyDelivered(task, record)) return settleDelivered(run, task, 'reply-already-delivered');
+    await apply(ctx, record, { kind: 'reply-refused', replyMessageId: record.replyMessageId!, message: error.message }, { fence, replyToken: token, source: 'reply' });
     return 'reply-refused';
   }
-  await ctx.journal.markReply(ref, fence, record.replyMessageId!, 'sent', '', { token });
-  // An answer about another task is a protocol error: nothing of it is applied, our task is followed as it is.
-  if ('task' in response && !(await isForeignAnswer(ctx, record, response.task, 'SendMessage'))) await applyTask(ctx.journal, ref, response.task, { snapshot: true });
-  await routeAfterReply(run, false);
-  return 'reply-sent';
-}
-
-/**
- * Routes a delegation whose reply the agent has (`again` false: the first follow after a reply just sent is not
- * rate-limited). Its follow may run in this process with no job behind it (`follow-local.ts`): the reconciler's
- * next check, a parked poll away until now, comes back to within a reconcile interval first, so a crash before
- * that follow takes its lease is found as soon as after a send.
- */
-async function routeAfterReply({ ctx, ref }: ReplyRun, again: boolean): Promise<void> {
-  const record = await ctx.journal.getDelegation(ref);
-  if (record && !isFinished(record.state) && !shouldPark(record)) {
-    await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
-  }
-  await routeDelegation(ctx, ref, { again, ...(record ? { known: record } : {}) });
+  return settleDelivered(run, 'task' in response ? response.task : undefined, 'reply-sent');
 }

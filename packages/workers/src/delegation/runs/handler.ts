@@ -3,8 +3,9 @@
  * (`{ handler: 'name' }`, workers option `compensationHandlers`).
  */
 import { delegationIdOf, type DelegationRecord } from '@durable-a2a/shared';
-import type { WorkerContext } from '../context.ts';
-import { routeDelegation } from './route.ts';
+import type { WorkerContext } from '../../context.ts';
+import { apply } from '../apply.ts';
+import type { Observation } from '../core/observation.ts';
 
 /** A handler compensation (no agent): idempotent on `idempotencyKey`. */
 export type CompensationHandler = (input: {
@@ -29,17 +30,18 @@ export async function runHandler(ctx: WorkerContext, record: DelegationRecord, f
   // The step attempt this compensation undoes: found by kind, step and attempt, never by parsing its id.
   const originalId = delegationIdOf('step', record.step, record.attempt);
   const original = await ctx.journal.getDelegation({ workflowId: record.workflowId, delegationId: originalId });
+  let observation: Observation;
   try {
     if (!handler || !original) throw new Error(handler ? `original delegation ${originalId} is gone` : `no compensation handler named ${name}`);
     const definition = await ctx.journal.getWorkflowDefinition(record.workflowId);
     const compensation = definition?.steps.find((candidate) => candidate.name === record.step)?.compensation;
     const params = compensation && 'handler' in compensation ? compensation.params : {};
     const { evidence } = await handler({ idempotencyKey: record.messageId, original, params });
-    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'COMPLETED', result: { handler: name, evidence: evidence ?? null } });
+    observation = { kind: 'handler-ran', ok: true, handler: name, evidence };
   } catch (error) {
-    await ctx.journal.applyStatus(record, { fence, mode: 'outcome', state: 'FAILED', error: { code: 'HANDLER_FAILED', message: error instanceof Error ? error.message : String(error) } });
+    observation = { kind: 'handler-ran', ok: false, handler: name, message: error instanceof Error ? error.message : String(error) };
   }
-  await routeDelegation(ctx, record);
+  await apply(ctx, record, observation, { fence, source: 'handler' });
   return 'handler-ran';
 }
 

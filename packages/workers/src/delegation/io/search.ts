@@ -10,17 +10,24 @@
  * scan began catches a task that moved pages while we read.
  */
 import {
+  A2AError,
   InvalidParamsError,
   MethodNotFoundError,
   UnsupportedOperationError,
+  isRetryable,
   type A2ATransport,
   type DelegationRecord,
   type ListTasksRequest,
   type Task,
 } from '@durable-a2a/shared';
+import type { WorkerContext } from '../../context.ts';
+import type { Observation, SearchPurpose } from '../core/observation.ts';
+import { attemptDeadlineAt } from '../attempt-step.ts';
+import { codeOf } from './read.ts';
 
+/** What a search returned; `complete`: the task was read with its artifacts (GetTask, or ListTasks with includeArtifacts), not a summary. */
 export type SearchResult =
-  | { kind: 'found'; task: Task }
+  | { kind: 'found'; task: Task; complete: boolean }
   /** No task holds our message; `inconclusive` when a candidate's history was too short to tell. */
   | { kind: 'not-found'; inconclusive: boolean; contextRefused: boolean; candidates: string[]; paginationBroken: boolean }
   /** The agent cannot list tasks (0.3, or no ListTasks support). */
@@ -45,7 +52,8 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   const scan = new Scan(transport, record, options);
   try {
     const found = await searchPasses((since) => scan.pass(since), record.createdAt, options.now(), options.marginMs, () => scan.byContext());
-    if (found) return { kind: 'found', task: found };
+    // A listed task is a summary unless artifacts were asked for (spec §3.1.4: includeArtifacts defaults to false).
+    if (found) return { kind: 'found', task: found, complete: options.includeArtifacts === true };
   } catch (error) {
     if (error instanceof SearchUnsupported) return { kind: 'unsupported' };
     throw error;
@@ -54,7 +62,7 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   for (const candidate of options.readCandidates === false ? [] : scan.candidates.values()) {
     // ListTasks may trim history; read each candidate in full.
     const task = await transport.getTask({ id: candidate.id });
-    if (holdsMessage(task, record.messageId)) return { kind: 'found', task };
+    if (holdsMessage(task, record.messageId)) return { kind: 'found', task, complete: true };
     if (tooShortToTell(task)) inconclusive = true;
   }
   const { contextRefused, paginationBroken } = scan;
@@ -170,4 +178,40 @@ async function searchPasses(
     (await pass(scanStart - marginMs)) ??
     (await pass(createdAt - marginMs - CLOCK_SKEW_WIDENING_MS))
   );
+}
+
+/**
+ * A search for our messageId as an observation (`search-result`): `reconcile` resolves a maybe-sent INTENT (crash
+ * window 2), `lost-check` looks once more before LOST, `read` reads our task by ListTasks (with artifacts) when
+ * GetTask could not be used. An answer the search cannot use is a `failed` finding; a drop is rethrown for a
+ * reconcile or lost-check (the caller's retry looks again later) and a `failed` finding for a read.
+ */
+export async function searchForMessage(ctx: WorkerContext, record: DelegationRecord, purpose: SearchPurpose, why: string): Promise<Observation> {
+  const deduplicates = ctx.options.deduplicatingAgents.has(record.agentCardUrl);
+  const options: SearchOptions = {
+    marginMs: ctx.options.searchMarginMs,
+    maxListTasksCalls: ctx.options.maxListTasksCalls,
+    now: ctx.options.now,
+    ...(purpose === 'read' ? { includeArtifacts: true, readCandidates: false } : {}),
+  };
+  let result: SearchResult;
+  try {
+    const transport = await ctx.agents.transportFor(record);
+    result = await findTaskByMessageId(transport, record, options);
+  } catch (error) {
+    if (purpose !== 'read' && (isRetryable(error) || !(error instanceof A2AError))) throw error;
+    ctx.logger.warn({ workflowId: record.workflowId, delegationId: record.delegationId, err: error, purpose }, 'the search for our message failed');
+    return { kind: 'search-result', purpose, deduplicates, why, finding: { kind: 'failed', error: { code: codeOf(error), message: (error as Error).message } } };
+  }
+  if (purpose === 'reconcile') ctx.crashPoint('reconcile.after-search', record.step);
+  const finding =
+    result.kind === 'found'
+      ? {
+          ...result,
+          // Found by our messageId in its history (list passes and candidate reads both check it).
+          ownership: holdsMessage(result.task, record.messageId) ? ({ kind: 'proven', by: 'message-id' } as const) : ({ kind: 'unknown' } as const),
+        }
+      : result;
+  const deadlineAt = purpose === 'reconcile' ? await attemptDeadlineAt(ctx, record) : undefined;
+  return { kind: 'search-result', purpose, deduplicates, why, finding, ...(deadlineAt !== undefined ? { deadlineAt } : {}) };
 }

@@ -5,47 +5,53 @@
  * reconciler kept away while the stream is healthy, and a per-agent share of
  * this process's follow slots (`followSlotsPerAgent`, RT6: one agent cannot
  * hold all follow capacity). A delegation the progress rule slow-polls is read
- * with one GetTask instead of a stream (`progress.ts`). The stream itself is
- * `stream.ts`; what follows it is `route.ts`.
+ * with one GetTask instead of a stream (`core/policy.ts` isSlowPolling). The
+ * stream itself is `io/stream.ts`; every observation goes to `apply.ts`.
  */
 import { isFinished, lazyChildLogger, type DelegationRecord, type FollowJob, type FollowLease } from '@durable-a2a/shared';
-import type { JobRun, WorkerContext } from '../context.ts';
-import { jitteredCheckTime } from './backoff.ts';
-import { followLater, routeDelegation } from './route.ts';
-import { park, shouldPark } from './park.ts';
-import { followStream, type StreamLease } from './stream.ts';
-import { isSlowPolling } from './progress.ts';
+import type { JobRun, WorkerContext } from '../../context.ts';
+import { apply, type Scope, type StreamLease } from '../apply.ts';
+import { isSlowPolling, jitteredCheckTime, questionOpen } from '../core/policy.ts';
+import type { Observation } from '../core/observation.ts';
+import { readTask } from '../io/read.ts';
+import { readStream, type SinkResult } from '../io/stream.ts';
 import { renewWhileHeld } from './lease-renewal.ts';
-import { readOnce } from './read.ts';
-import { leaseHeld } from './recover.ts';
-
-/** Follow slots held per Agent Card URL, per fleet (this process). */
-const slotsByFleet = new WeakMap<WorkerContext['options'], Map<string, number>>();
+import { leaseHeld } from './reconcile.ts';
 
 /**
- * Takes one of the agent's follow slots. Within its share (`followSlotsPerAgent`) always; beyond it only
- * while more than a tenth of this process's follow concurrency (at least one slot) stays free for other
- * agents. False when the agent must wait.
+ * The follow slots this process holds per Agent Card URL (RT6: one agent cannot hold all follow capacity).
+ * A member of `WorkerContext` (`followSlots`), created in `fleet.ts`.
  */
-export function takeAgentSlot(ctx: WorkerContext, agent: string): boolean {
-  let slots = slotsByFleet.get(ctx.options);
-  if (!slots) slotsByFleet.set(ctx.options, (slots = new Map()));
-  const held = slots.get(agent) ?? 0;
-  if (held >= ctx.options.followSlotsPerAgent) {
-    const concurrency = ctx.options.concurrency.follow;
-    const inUse = [...slots.values()].reduce((sum, count) => sum + count, 0);
-    if (concurrency - inUse <= Math.max(1, Math.floor(concurrency / 10))) return false;
-  }
-  slots.set(agent, held + 1);
-  return true;
-}
+export class AgentFollowSlots {
+  private readonly held = new Map<string, number>();
+  private inUse = 0;
 
-/** Gives back a slot taken with `takeAgentSlot`. */
-export function releaseAgentSlot(ctx: WorkerContext, agent: string): void {
-  const slots = slotsByFleet.get(ctx.options);
-  const held = slots?.get(agent) ?? 0;
-  if (held <= 1) slots?.delete(agent);
-  else slots?.set(agent, held - 1);
+  /** `perAgent`: each agent's share (`followSlotsPerAgent`); `concurrency`: this process's follow concurrency. */
+  constructor(
+    private readonly perAgent: number,
+    private readonly concurrency: number,
+  ) {}
+
+  /**
+   * Takes one of the agent's follow slots. Within its share always; beyond it only while more than a tenth of this
+   * process's follow concurrency (at least one slot) stays free for other agents. False when the agent must wait.
+   */
+  take(agent: string): boolean {
+    const held = this.held.get(agent) ?? 0;
+    if (held >= this.perAgent && this.concurrency - this.inUse <= Math.max(1, Math.floor(this.concurrency / 10))) return false;
+    this.held.set(agent, held + 1);
+    this.inUse++;
+    return true;
+  }
+
+  /** Gives back a slot taken with `take`. */
+  release(agent: string): void {
+    const held = this.held.get(agent) ?? 0;
+    if (held === 0) return;
+    this.inUse--;
+    if (held <= 1) this.held.delete(agent);
+    else this.held.set(agent, held - 1);
+  }
 }
 
 /** The follow lease token of a follow job or local follow run `runId` in this process. */
@@ -100,18 +106,18 @@ async function followUnleased(
   const record = known ?? (await ctx.journal.getDelegation(ref));
   if (!record) return 'missing';
   if (isFinished(record.state)) {
-    await routeDelegation(ctx, ref, { known: record });
+    await apply(ctx, record, { kind: 'row-checked' });
     return 'finished';
   }
   if (!record.taskId) return 'no-task';
-  if (record.state === 'INPUT_REQUIRED' && shouldPark(record)) {
-    await park(ctx, record);
+  if (record.state === 'INPUT_REQUIRED' && questionOpen(record)) {
+    await apply(ctx, record, { kind: 'row-checked' });
     return 'parked';
   }
   const token = followToken(ctx, job.id);
   if (ctx.shutdownSignal.aborted) {
     // This worker is closing: leave the delegation to another one.
-    await followLater(ctx, ref, data.resubscription);
+    await apply(ctx, record, { kind: 'follow-deferred', delayMs: 0, resubscription: data.resubscription, reason: 'closing' });
     return 'handed-over';
   }
   if (data.again && !data.slotTaken) {
@@ -124,12 +130,11 @@ async function followUnleased(
       return deferUntilSlot(waitMs);
     }
   }
-  const slowPoll = isSlowPolling(record, data.resubscription, ctx.options);
-  if (!slowPoll && !takeAgentSlot(ctx, record.agentCardUrl)) {
+  const slowPoll = isSlowPolling(record, data.resubscription, ctx.policy);
+  if (!slowPoll && !ctx.followSlots.take(record.agentCardUrl)) {
     // This agent holds its whole share of follow slots: try again later (other agents' work goes first).
     const delayMs = ctx.options.followBackoff.baseMs + Math.floor(Math.random() * Math.min(ctx.options.followBackoff.capMs, 5_000));
-    await ctx.journal.scheduleCheck(ref, ctx.options.now() + delayMs + ctx.options.reconcileIntervalMs);
-    await followLater(ctx, ref, data.resubscription, delayMs);
+    await apply(ctx, record, { kind: 'follow-deferred', delayMs, resubscription: data.resubscription, reason: 'agent-share-full' });
     return 'agent-share-full';
   }
   try {
@@ -139,12 +144,13 @@ async function followUnleased(
     if (fence === 0) {
       // Another holder follows it, or did until it died: look again when that lease ends (not only at the index's next check).
       const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
-      await (leaseMs > 0 ? leaseHeld(ctx, ref, leaseMs) : followLater(ctx, ref, data.resubscription, ctx.options.followBackoff.baseMs));
+      if (leaseMs > 0) await leaseHeld(ctx, ref, leaseMs);
+      else await apply(ctx, record, { kind: 'follow-deferred', delayMs: ctx.options.followBackoff.baseMs, resubscription: data.resubscription, reason: 'lease-taken' });
       return 'already-followed';
     }
     return await followLeased(ctx, record, token, job, slowPoll, fence, taken?.checkScheduled === true);
   } finally {
-    if (!slowPoll) releaseAgentSlot(ctx, record.agentCardUrl);
+    if (!slowPoll) ctx.followSlots.release(record.agentCardUrl);
   }
 }
 
@@ -172,17 +178,16 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
     },
   };
   try {
-    if (slowPoll) {
-      const log = lazyChildLogger(ctx.logger, { queue: 'follow', ...ref, taskId: record.taskId, jobId: job.id });
-      return await readOnce(ctx, record, fence, 'slow poll', log, { lease });
-    }
+    const log = lazyChildLogger(ctx.logger, { queue: 'follow', ...ref, taskId: record.taskId, jobId: job.id });
+    const scope: Scope = { fence, lease, log, source: 'stream' };
+    if (slowPoll) return (await apply(ctx, record, await readTask(ctx, record, { why: 'slow poll', log }), { ...scope, source: 'get-task' })).next;
     // Keep the reconciler away while the stream is healthy. Sent beside the stream's opening, not before it: on the
     // journal's one connection it still reaches Redis before anything the stream writes (a settle's index removal).
     // A lease handed over by the send's answer came with that check, written in the same script.
     ctx.crashPoint('follow.before-stream', record.step);
     const checked = checkScheduled ? undefined : ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
     try {
-      return await followStream(ctx, record, fence, job, renewal.lost, undefined, lease);
+      return await readStream(ctx, record, job, renewal.lost, streamSink(ctx, record, scope));
     } finally {
       await checked;
     }
@@ -190,4 +195,18 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
     renewal.release();
     if (!leaseEnded) await ctx.journal.lease(ref, 'release', token).catch(() => undefined);
   }
+}
+
+/**
+ * The sink of a stream this run reads: each observation is applied to the row as the last step left it (the row as
+ * the last applied event wrote it; a stream's end reads it again, since another writer may have moved it).
+ */
+export function streamSink(ctx: WorkerContext, record: DelegationRecord, scope: Scope): (observation: Observation) => Promise<SinkResult> {
+  let current = record;
+  return async (observation) => {
+    if (observation.kind === 'stream-ended' && !isFinished(current.state)) current = (await ctx.journal.getDelegation(current)) ?? current;
+    const applied = await apply(ctx, current, observation, observation.kind === 'stream-event' ? scope : { ...scope, source: 'get-task' });
+    if (applied.record) current = applied.record;
+    return applied;
+  };
 }

@@ -10,7 +10,7 @@
  * (README "Agents that hold the send").
  */
 import { isRetryable, isTaskOurs, type A2ATransport, type DelegationRecord, type SendMessageRequest, type SendMessageResponse, type Task } from '@durable-a2a/shared';
-import { FINISHED_ABORT_REASON, type WorkerContext } from '../context.ts';
+import { FINISHED_ABORT_REASON, type WorkerContext } from '../../context.ts';
 import { findTaskByMessageId } from './search.ts';
 
 /** The send's outcome: the agent's answer, or our task found by a search while the send was held. */

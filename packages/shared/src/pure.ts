@@ -1,0 +1,8 @@
+/**
+ * `@durable-a2a/shared/pure`: the vocabulary a pure module needs (journal states, "is a question open", task
+ * state predicates) without the rest of the package (no Redis client, no transports). The workers' delegation
+ * core imports only this and types (dependency-cruiser rule `delegation-core-is-pure`).
+ */
+export { isFinished, isParked, isUnsuccessful, journalStateOf, FINISHED_STATES, PARKED_STATES } from './journal/states.ts';
+export { isAwaitingAnswer } from './journal/record.ts';
+export { isTerminalTaskState, isInterruptedTaskState } from './a2a/schema.ts';

@@ -1,0 +1,300 @@
+/**
+ * The delegation core's one executor: `apply(observation) → journal transition → next`. Every adapter that talks to
+ * an agent (`io/`) and every piece of process machinery (`runs/`) hands what it observed to `apply`; nothing else in
+ * the workers calls the journal's transitions, settles, parks or hands a follow lease over. `apply`:
+ *   1. asks the table (`core/transitions.ts`) for the step: `{ write?, next }`;
+ *   2. performs the write with the guard the row names (the run's fence, the version read, or none), the lease it
+ *      ends (a follow lease given back by the finishing change, a send lease ended or handed over to a local
+ *      follow: only this module knows whether `next` continues in this process), and counts it;
+ *   3. performs `next`: exactly one per step. `route` and `progress` are resolved from the row as written
+ *      (`core/policy.ts` routeOf, progressNext); `read-once` and `search` ask `io/` and apply what it observed,
+ *      so a chain of steps is bounded by the table (a full read never asks for another read).
+ * README "The delegation core" and docs/delegation-core.md describe the table and where a new behaviour goes.
+ */
+import { createHash } from 'node:crypto';
+import {
+  enqueueCancel,
+  enqueueFollow,
+  enqueueReconcile,
+  enqueueSend,
+  isFinished,
+  type DelegationRecord,
+  type DelegationRef,
+  type DelegationView,
+  type FollowLease,
+  type ObservationResult,
+  type WorkflowFlags,
+} from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import type { FollowPlan, Next, NextKind } from './core/next.ts';
+import type { Observation } from './core/observation.ts';
+import { mayWantCancel, progressNext, questionOpen, routeOf } from './core/policy.ts';
+import { transition } from './core/transitions.ts';
+import { NOTHING_WRITTEN, refOf, writeStep, writtenOf, type Scope, type Written } from './write.ts';
+import { handleAuthRequired } from './auth.ts';
+import { readTask } from './io/read.ts';
+import { searchForMessage } from './io/search.ts';
+import { park } from './park.ts';
+import { settle } from './settle.ts';
+
+export { leftFinished, type Scope, type SendLease, type StreamLease } from './write.ts';
+
+/** What `apply` did. */
+export interface Applied {
+  /** The next that was performed last (`continue`: the stream that brought the observation keeps being read). */
+  next: NextKind;
+  /** The row as the step's write left it (when the script returned it). */
+  record?: DelegationRecord;
+  /** Set when a stream event named another task: nothing of it was applied (the stream is a protocol error). */
+  foreignTaskId?: string;
+  /** What the events' write returned (stream events, push). */
+  events?: ObservationResult[];
+}
+
+/**
+ * Applies one observation to a delegation (see the module header). `record`: the row as the caller last read or
+ * wrote it. Throws journal errors (FENCE_LOST, VERSION_CONFLICT, Redis down) and nothing an agent caused.
+ */
+export async function apply(ctx: WorkerContext, record: DelegationRecord, observation: Observation, scope: Scope = {}): Promise<Applied> {
+  const step = transition(record, observation, ctx.policy);
+  const written = await writeStep(ctx, record, step, scope, observation);
+  return performNext(ctx, record, step.next, scope, written, observation);
+}
+
+/** Applies `observation` to the delegation `ref` as it is in the journal now (read first); `missing` when it is gone. */
+export async function applyToRef(ctx: WorkerContext, ref: DelegationRef, observation: Observation, scope: Scope = {}): Promise<Applied | 'missing'> {
+  const record = await ctx.journal.getDelegation(ref);
+  if (!record) {
+    await ctx.journal.removeFromIndex(ref);
+    return 'missing';
+  }
+  return apply(ctx, record, observation, scope);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Next
+
+async function performNext(ctx: WorkerContext, record: DelegationRecord, next: Next, scope: Scope, written: Written, observation: Observation): Promise<Applied> {
+  const ref = refOf(record);
+  const log = scope.log ?? ctx.logger;
+  const done = (kind: NextKind, extra: Partial<Applied> = {}): Applied => ({ next: kind, ...(written.record ? { record: written.record } : {}), ...(written.events ? { events: written.events } : {}), ...extra });
+  // A follow lease handed over by this write (or an earlier one) goes to the follow `route` starts, or back.
+  const followLease = written.followLease ?? scope.followLease;
+  switch (next.kind) {
+    case 'continue':
+      return continueStream(ctx, record, scope, written, done);
+    case 'route':
+      return done(await routeRow(ctx, ref, written.applied ? written.record : undefined, next.plan ?? {}, written, followLease));
+    case 'progress':
+      return done(await progress(ctx, record, scope, written, next));
+    case 'settle':
+      await giveBack(ctx, ref, followLease);
+      await settle(ctx, ref, isFinished(record.state) ? record : undefined);
+      return done('settle');
+    case 'park':
+      await giveBack(ctx, ref, followLease);
+      await park(ctx, written.record ?? record);
+      return done('park');
+    case 'follow':
+      // A delayed follow moves the reconciler's next check past its delay (it is not a lost delegation meanwhile).
+      if ((next.plan.delayMs ?? 0) > 0) await ctx.journal.scheduleCheck(ref, ctx.options.now() + next.plan.delayMs! + ctx.options.reconcileIntervalMs);
+      return done(await follow(ctx, ref, next.plan, written.record ?? record, followLease));
+    case 'slow-poll':
+      await giveBack(ctx, ref, followLease);
+      await ctx.journal.scheduleCheck(ref, ctx.options.now() + next.delayMs + ctx.options.reconcileIntervalMs);
+      return done(await routeRow(ctx, ref, written.record ?? record, { resubscription: next.resubscription, delayMs: next.delayMs }, written, undefined));
+    case 'read-once': {
+      await giveBack(ctx, ref, followLease);
+      const current = written.record ?? record;
+      const observed = await readTask(ctx, current, { why: next.why, ...(next.taskId ? { taskId: next.taskId } : {}), ...(next.refused ? { refused: next.refused } : {}), cycle: next.taskId === undefined && current.taskId !== undefined && cycleOf(observation), ...(scope.log ? { log: scope.log } : {}) });
+      return apply(ctx, current, observed, readScope(scope));
+    }
+    case 'search': {
+      await giveBack(ctx, ref, followLease);
+      const current = written.record ?? record;
+      const observed = await searchForMessage(ctx, current, next.purpose, next.why);
+      return apply(ctx, current, observed, readScope(scope));
+    }
+    case 'ask-reconciler': {
+      await giveBack(ctx, ref, followLease);
+      const dueAt = next.dueAt ?? ctx.options.now();
+      await ctx.journal.scheduleCheck(ref, dueAt);
+      await enqueueReconcile(ctx.queues, ref, { dueAt, now: ctx.options.now() });
+      return done('ask-reconciler');
+    }
+    case 'resend':
+      await enqueueSend(ctx.queues, ref, record.resendCount + 1);
+      log.info({ ...ref, contextRefused: next.contextRefused }, 'our message was proven absent at the agent; resending with the same messageId');
+      return done('resend');
+    case 'needs-person':
+      // Guarded by the run's fence, else by the version the step started from when the step wrote nothing.
+      return done(await needsPerson(ctx, record, next, scope, scope.fence !== undefined ? { fence: scope.fence } : written === NOTHING_WRITTEN ? { expectedVersion: record.version } : {}, followLease));
+    case 'cancel':
+      await giveBack(ctx, ref, followLease);
+      await enqueueCancel(ctx.queues, ref, { by: 'late', at: ctx.options.now() });
+      return done('cancel');
+    case 'check-later':
+      await giveBack(ctx, ref, followLease);
+      await ctx.journal.scheduleCheck(ref, next.atMs);
+      return done('check-later');
+    case 'retry':
+    case 'nothing':
+      await giveBack(ctx, ref, followLease);
+      return done(next.kind);
+  }
+}
+
+/** Whether a read made for this observation is part of a follow cycle (the progress rule applies). */
+const cycleOf = (observation: Observation): boolean =>
+  observation.kind === 'stream-ended' || observation.kind === 'stream-failed' || observation.kind === 'task-read' || observation.kind === 'read-failed' || observation.kind === 'task-not-found' || observation.kind === 'search-result';
+
+/** A read or search made by a step keeps the run's fence and follow lease, not a send lease or handed-over lease. */
+const readScope = (scope: Scope): Scope => ({
+  ...(scope.fence !== undefined ? { fence: scope.fence } : {}),
+  ...(scope.lease ? { lease: scope.lease } : {}),
+  ...(scope.log ? { log: scope.log } : {}),
+  source: 'get-task',
+});
+
+/** The row after stream events (or a streaming send's first answer): settle, park, or keep reading. */
+async function continueStream(ctx: WorkerContext, record: DelegationRecord, scope: Scope, written: Written, done: (kind: NextKind, extra?: Partial<Applied>) => Applied): Promise<Applied> {
+  const ref = refOf(record);
+  if (written.foreignTaskId) return done('continue', { foreignTaskId: written.foreignTaskId });
+  if (written.finished) {
+    // A finished row takes no more events (a resent final Task, late artifacts: spec §11.7): settle now, as written.
+    const known = written.record && isFinished(written.record.state) ? written.record : undefined;
+    await giveBack(ctx, ref, written.followLease);
+    await settle(ctx, ref, known, known ? written.finishedWorkflow : undefined);
+    return done('settle');
+  }
+  if (written.followLease) await giveBack(ctx, ref, written.followLease);
+  if (written.applied && written.state === 'TASK_STATE_AUTH_REQUIRED') {
+    // Keep the stream open (the agent may resume on its own); the handler runs beside it.
+    const current = written.record ?? (await ctx.journal.getDelegation(ref));
+    if (current) void handleAuthRequired(ctx, current).catch((error: unknown) => (scope.log ?? ctx.logger).warn({ err: error }, 'auth handler failed'));
+    return done('continue');
+  }
+  if (written.state === 'TASK_STATE_INPUT_REQUIRED') {
+    const current = await ctx.journal.getDelegation(ref);
+    if (current && questionOpen(current)) {
+      await park(ctx, current);
+      return done('park', { record: current });
+    }
+  }
+  return done('continue');
+}
+
+/** Gives back a follow lease nobody will use (a failed release only lets it run out: `lockDurationMs`). */
+async function giveBack(ctx: WorkerContext, ref: DelegationRef, lease: FollowLease | undefined): Promise<void> {
+  if (lease) await ctx.journal.lease(ref, 'release', lease.token).catch(() => undefined);
+}
+
+/**
+ * Routes a row from what it shows (`routeOf`): settle, CancelTask, park, or follow. `known`: the row as the write
+ * left it (else it is read now); `followLease`: a lease handed over for a local follow, passed on or given back.
+ */
+async function routeRow(ctx: WorkerContext, ref: DelegationRef, known: DelegationRecord | undefined, plan: FollowPlan, written: Written, followLease: FollowLease | undefined): Promise<NextKind> {
+  const record = known ?? (await ctx.journal.getDelegation(ref));
+  if (!record) {
+    await giveBack(ctx, ref, followLease);
+    await ctx.journal.removeFromIndex(ref);
+    return 'nothing';
+  }
+  const cancelWanted = mayWantCancel(record, plan) && (await wantsCancel(ctx, ref, known ? written.workflow : undefined));
+  const next = routeOf(record, plan, cancelWanted);
+  switch (next.kind) {
+    case 'settle':
+      await giveBack(ctx, ref, followLease);
+      await settle(ctx, ref, record, known ? written.finishedWorkflow : undefined);
+      return 'settle';
+    case 'cancel':
+      // Canceled while this task was being found or sent: CancelTask it now (at most once per interval).
+      await giveBack(ctx, ref, followLease);
+      await enqueueCancel(ctx.queues, ref, { by: 'late', at: ctx.options.now() });
+      return 'cancel';
+    case 'park':
+      await giveBack(ctx, ref, followLease);
+      await park(ctx, record);
+      return 'park';
+    default:
+      return follow(ctx, ref, plan, record, followLease);
+  }
+}
+
+/**
+ * Subscribes after `plan.delayMs`; `again` for any but the first (rate-limited fleet-wide). Without delay the follow
+ * runs in this process when it has a free local follow slot (`runs/follow-local.ts`; `known` saves its read; a
+ * handed-over `followLease` saves its takeFollow), else (and after a delay) a follow job.
+ */
+async function follow(ctx: WorkerContext, ref: DelegationRef, plan: FollowPlan, known: DelegationRecord | undefined, followLease: FollowLease | undefined): Promise<NextKind> {
+  const { resubscription = 0, delayMs = 0, again = true } = plan;
+  const target = { workflowId: ref.workflowId, delegationId: ref.delegationId };
+  if (delayMs === 0 && ctx.followHere?.(target, { resubscription, again, ...(known && !isFinished(known.state) ? { known } : {}), ...(followLease ? { lease: followLease } : {}) })) return 'follow';
+  await giveBack(ctx, ref, followLease);
+  await enqueueFollow(ctx.queues, ref, { resubscription, again, delayMs, at: ctx.options.now() });
+  return 'follow';
+}
+
+/**
+ * True when the user canceled the (still running) workflow, or it is stopping after a step failed for good, and no
+ * CancelTask went out for this delegation within the last reconcile interval. Compensations are never canceled.
+ */
+async function wantsCancel(ctx: WorkerContext, ref: DelegationRef, known: WorkflowFlags | undefined): Promise<boolean> {
+  const workflow = known ?? (await ctx.journal.getWorkflow(ref.workflowId));
+  if (!workflow || (!workflow.cancelRequested && !workflow.stopping) || workflow.state !== 'RUNNING') return false;
+  return ctx.journal.markOnce(ref, 'cancel-sent', ctx.workerId, ctx.options.reconcileIntervalMs);
+}
+
+/** A digest of what a delegation shows (the progress rule's mark: state, task, question, status message, artifacts, reply, result). */
+export function progressMark(view: DelegationView): string {
+  const shown = [view.state, view.taskId, view.questionKey, view.statusMessage?.parts, view.artifacts, view.replyState, view.replyMessageId, view.result];
+  return createHash('sha256').update(JSON.stringify(shown)).digest('base64url');
+}
+
+/**
+ * The progress rule after one follow cycle (`core/policy.ts` progressNext): a row the cycle finished or parked is
+ * routed as written; otherwise the cycle is noted (`noteNoProgress`) and the rule decides.
+ */
+async function progress(ctx: WorkerContext, record: DelegationRecord, scope: Scope, written: Written, next: Extract<Next, { kind: 'progress' }>): Promise<NextKind> {
+  const ref = refOf(record);
+  if (written.record && (isFinished(written.record.state) || questionOpen(written.record))) return routeRow(ctx, ref, written.record, {}, written, undefined);
+  const view = await ctx.journal.getDelegationView(ref);
+  if (!view) return routeRow(ctx, ref, undefined, {}, NOTHING_WRITTEN, undefined);
+  if (isFinished(view.state) || questionOpen(view)) return routeRow(ctx, ref, view, {}, NOTHING_WRITTEN, undefined);
+  const run = await ctx.journal.noteNoProgress(ref, progressMark(view), next.what, next.unacceptable !== undefined);
+  const verdict = progressNext(run, next, view, ctx.policy);
+  switch (verdict.kind) {
+    case 'needs-person':
+      (scope.log ?? ctx.logger).error({ ...ref, count: run.count, since: run.since, last: next.what }, 'no progress: needs attention');
+      return needsPerson(ctx, view, verdict, scope, scope.fence !== undefined ? { fence: scope.fence } : {}, undefined);
+    case 'slow-poll':
+      // Slow polling: one GetTask per `slowPollMs` (the follow reads instead of streaming); the reconciler stays away meanwhile.
+      await ctx.journal.scheduleCheck(ref, ctx.options.now() + verdict.delayMs + ctx.options.reconcileIntervalMs);
+      return routeRow(ctx, ref, view, { resubscription: verdict.resubscription, delayMs: verdict.delayMs }, NOTHING_WRITTEN, undefined);
+    case 'follow': {
+      const { resubscription = 0, delayMs = 0 } = verdict.plan;
+      if (resubscription > 0) await ctx.journal.scheduleCheck(ref, ctx.options.now() + delayMs + ctx.options.reconcileIntervalMs);
+      return routeRow(ctx, ref, view, verdict.plan, NOTHING_WRITTEN, undefined);
+    }
+    default:
+      return routeRow(ctx, ref, view, {}, NOTHING_WRITTEN, undefined);
+  }
+}
+
+/** Journals the attempt AMBIGUOUS with the code and evidence (the workflow then needs a person), then routes it (settle). */
+async function needsPerson(
+  ctx: WorkerContext,
+  record: DelegationRecord,
+  next: Extract<Next, { kind: 'needs-person' }>,
+  scope: Scope,
+  guard: { fence?: number; expectedVersion?: number },
+  followLease: FollowLease | undefined,
+): Promise<NextKind> {
+  const ref = refOf(record);
+  await giveBack(ctx, ref, followLease);
+  const error = { code: next.code, message: next.message, retryable: false, ...(next.limit ? { limit: next.limit } : {}), ...(next.delivery ? { delivery: next.delivery } : {}) };
+  const result = await ctx.journal.applyStatus(ref, { ...guard, mode: 'outcome', state: 'AMBIGUOUS', error });
+  if (result.applied) ctx.metrics.transitions.inc({ state: 'AMBIGUOUS', source: scope.source ?? 'outcome' });
+  (scope.log ?? ctx.logger).error({ ...ref, code: next.code, reason: next.message }, 'marked AMBIGUOUS: a person must decide');
+  return routeRow(ctx, ref, result.applied ? result.record : undefined, {}, writtenOf(result, undefined), undefined);
+}

@@ -1,0 +1,61 @@
+/**
+ * What happens after an observation's write: exactly one `Next` per step (`transitions.ts`), performed by
+ * `delegation/apply.ts` and nowhere else. `route` and `progress` are resolved from the row as the write left it
+ * (`routeOf`, `progressNext` in `policy.ts`), so a finished row always settles and a question always parks,
+ * whichever observation wrote them.
+ */
+import type { SearchPurpose, Unacceptable } from './observation.ts';
+import type { OutcomeCode } from './outcomes.ts';
+
+/** How a delegation that is still running is followed again. */
+export interface FollowPlan {
+  /** Consecutive resubscriptions without progress (the backoff exponent). Default 0. */
+  resubscription?: number;
+  /** Delay before subscribing, ms. Default 0. */
+  delayMs?: number;
+  /** False for the first subscription of new work (not rate-limited fleet-wide). Default true. */
+  again?: boolean;
+  /** False when CancelTask was just sent for this task (no second one). Default true. */
+  cancelIfRequested?: boolean;
+}
+
+/** The one thing that happens after a step's write (see the module header). */
+export type Next =
+  /** Decide from the row as written: settle when finished, cancel when wanted, park on a question, else follow. */
+  | { kind: 'route'; plan?: FollowPlan }
+  /** Note the follow cycle (`journal.noteNoProgress`), then the progress rule (`progressNext`) decides. */
+  | { kind: 'progress'; what: string; unacceptable?: { code: string } }
+  /** Settle a finished row (verify, then the workflow decides). */
+  | { kind: 'settle' }
+  /** Park on the open question (no stream). */
+  | { kind: 'park' }
+  /** Subscribe again (here, when a local follow slot is free and there is no delay; else a follow job). */
+  | { kind: 'follow'; plan: FollowPlan }
+  /** One GetTask instead of a stream (the progress rule's slow polling), after `delayMs`. */
+  | { kind: 'slow-poll'; resubscription: number; delayMs: number }
+  /**
+   * Read the task once (GetTask) now; `taskId` when it is not yet the row's (a found task is read in full before it
+   * is adopted); `refused`: the stream event we refused (over a limit) that the read must make up for.
+   */
+  | { kind: 'read-once'; why: string; taskId?: string; refused?: Unacceptable }
+  /** Search for our messageId now. */
+  | { kind: 'search'; purpose: SearchPurpose; why: string }
+  /** Leave a maybe-sent INTENT to the reconciler, once the send has settled (`dueAt`, ms since epoch; undefined: now). */
+  | { kind: 'ask-reconciler'; dueAt?: number }
+  /** Resend with the same messageId (the journal releases the send first). */
+  | { kind: 'resend'; contextRefused: boolean }
+  /** Journal the attempt AMBIGUOUS with `code` (the workflow then needs a person), then settle. */
+  | { kind: 'needs-person'; code: OutcomeCode; message: string; limit?: string; delivery?: 'maybe' | 'received' }
+  /** Enqueue CancelTask for the task (the user canceled the workflow while this task was found or sent). */
+  | { kind: 'cancel' }
+  /** Look again at `atMs` (the unfinished index's next check); nothing else now. */
+  | { kind: 'check-later'; atMs: number }
+  /** The job fails and BullMQ runs it again (a send that never left, within its attempts). */
+  | { kind: 'retry' }
+  /** The stream that brought the observation keeps being read. */
+  | { kind: 'continue' }
+  /** Nothing more (another worker owns the delegation, or nothing changed that needs an act). */
+  | { kind: 'nothing' };
+
+/** The kind names of `Next`. */
+export type NextKind = Next['kind'];

@@ -1,0 +1,157 @@
+/**
+ * Everything the outside world can tell a delegation, as one union (`Observation`). An adapter in `delegation/io/`
+ * talks to an agent (or runs a handler, or reads a clock) and returns one of these; `delegation/apply.ts` feeds it
+ * to the table (`transitions.ts`). An observation carries what it proves as three separate facts, and each row
+ * reads the one it needs (field cases round 3 §A):
+ *   delivery   did the agent get our message?          none | maybe | received
+ *   ownership  is this our task?                        proven (by what) | unknown | disproven
+ *   effect     may the agent have done the work?       none | maybe | done
+ * An answer we cannot read proves delivery, never the absence of effect; absence of evidence is not foreignness.
+ * Pure types: nothing here performs I/O.
+ */
+import type { Message, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
+import type { FollowPlan } from './next.ts';
+
+/** Did the agent get our message? `none`: the request never left (or was refused before it was read). */
+export type Delivery = 'none' | 'maybe' | 'received';
+
+/** Is this our task? Proven by our request id, our messageId in its history, our context, or our task id. */
+export type Ownership =
+  | { kind: 'proven'; by: 'request-id' | 'message-id' | 'context' | 'task-id' | 'stream' }
+  | { kind: 'unknown' }
+  | { kind: 'disproven'; reason: string };
+
+/** May the agent have done the work? `none` only when an answer proves nothing was created. */
+export type Effect = 'none' | 'maybe' | 'done';
+
+/** An answer that arrived but cannot be accepted (over a limit, unreadable, not ours): its code, text and limit. */
+export interface Unacceptable {
+  /** A2A or local code (`LIMIT_EXCEEDED`, `RESPONSE_ID_MISMATCH`, `UNKNOWN_WIRE_VALUE`, …). */
+  code: string;
+  message: string;
+  /** The limit that was exceeded (`LimitExceededError.limit`), when it was a limit. */
+  limit?: string;
+}
+
+/** Which call a TaskNotFound (or a read) answered. */
+export type AgentCall = 'get-task' | 'subscribe' | 'cancel' | 'reply' | 'push' | 'list-tasks';
+
+/** What a search by our messageId found (`io/search.ts`, spec §3.1.4 ListTasks). */
+export type SearchFinding =
+  /** `complete`: the task was read with its artifacts and full history (GetTask, or ListTasks with includeArtifacts). */
+  | { kind: 'found'; task: Task; complete: boolean; ownership: Ownership }
+  | { kind: 'not-found'; inconclusive: boolean; contextRefused: boolean; candidates: string[]; paginationBroken: boolean }
+  | { kind: 'unsupported' }
+  /** The search itself failed with an answer that retrying will not change. */
+  | { kind: 'failed'; error: Unacceptable };
+
+/** Why a search was made: to resolve a maybe-sent INTENT, to check before LOST, or to read a task GetTask could not. */
+export type SearchPurpose = 'reconcile' | 'lost-check' | 'read';
+
+/** Everything the outside world can tell a delegation (see the module header). */
+export type Observation =
+  /** The agent answered our SendMessage (or, while it held the send, a search found our task). */
+  | { kind: 'send-answered'; answer: { message: Message } | { task: Task }; ownership: Ownership; via: 'answer' | 'search-while-held' | 'stream' }
+  /** SendMessage failed. `afterMark`: the request may have left. `provesNotCreated`: the answer is a refusal. */
+  | {
+      kind: 'send-failed';
+      afterMark: boolean;
+      delivery: Delivery;
+      effect: Effect;
+      error: RecordedError;
+      /** Retrying cannot help (an A2A refusal, a typed protocol error). */
+      permanent: boolean;
+      /** This was the job's last attempt (BullMQ `attempts`). */
+      lastAttempt: boolean;
+      /** Set when the answer arrived but exceeded a limit (then delivery is `received`). */
+      unacceptable?: Unacceptable;
+    }
+  /**
+   * A send that may have left and cannot be resolved here (the mark is written, a replica did not confirm it, the
+   * journal refused a second send): the reconciler decides once it has settled (`since`, default the mark's time).
+   */
+  | { kind: 'send-in-doubt'; since?: number; reason: string }
+  /** One stream event, or an artifact update and the status update that arrived with it. */
+  | { kind: 'stream-event'; responses: [StreamResponse] | [StreamResponse, StreamResponse] }
+  /** The stream ended without an error: `how` as the SSE reader saw it (`closed`, `interrupted`, …). */
+  | { kind: 'stream-ended'; how: string }
+  /** The stream failed. `unacceptable`: an event over a limit or unreadable; `retryable`: a drop. */
+  | { kind: 'stream-failed'; code: string; retryable: boolean; unacceptable?: Unacceptable; quiet?: boolean }
+  /**
+   * A read of the task (GetTask, CancelTask's answer, a reply's answer, a listed task). `complete`: read with its
+   * artifacts and history (a ListTasks summary is not); `cycle`: part of a follow cycle (the progress rule applies);
+   * `afterRefused`: the read makes up for a stream event we refused over a limit (A32).
+   */
+  | { kind: 'task-read'; task: Task; call: AgentCall; complete: boolean; ownership: Ownership; why: string; cycle: boolean; afterRefused?: Unacceptable }
+  /** The agent says it has no such task (A2A -32001 TaskNotFoundError), from any call. */
+  | { kind: 'task-not-found'; call: AgentCall }
+  /** A read failed: a drop (`retryable`), or an answer we cannot accept (`unacceptable`). */
+  | { kind: 'read-failed'; call: AgentCall; code: string; retryable: boolean; unacceptable?: Unacceptable; why: string; cycle: boolean }
+  /** A search by our messageId (see `SearchFinding`). `deduplicates`: the agent is listed as deduplicating messageIds; `deadlineAt`: the attempt's deadline (a proven absence past it is not resent). */
+  | { kind: 'search-result'; purpose: SearchPurpose; finding: SearchFinding; deduplicates: boolean; why?: string; deadlineAt?: number }
+  /** The agent has our reply (its answer, or GetTask shows it). `replyMessageId`: the reply journaled. */
+  | { kind: 'reply-delivered'; replyMessageId: string; task?: Task; ownership: Ownership }
+  /** The agent refused our reply (-32602, -32005): the question is open again. */
+  | { kind: 'reply-refused'; replyMessageId: string; message: string }
+  /** CancelTask was answered (or, when refused, GetTask read the task instead). */
+  | { kind: 'cancel-answered'; task: Task; ownership: Ownership }
+  /** The workflow was canceled before this attempt had a task. `mayHaveSent`: the mark is written. */
+  | { kind: 'cancel-before-task'; mayHaveSent: boolean }
+  /** An authorized push notification (spec §4.3.3) carried a task or an event. */
+  | { kind: 'push-received'; responses: [StreamResponse] }
+  /** The attempt passed its deadline (`policy.deadlineAt`). */
+  | { kind: 'deadline-passed'; deadlineAt: number }
+  /** The step declares a verifier this worker does not have (nothing is sent). */
+  | { kind: 'verifier-missing'; verifier: string }
+  /** A compensation handler ran (no agent). */
+  | { kind: 'handler-ran'; ok: true; handler: string; evidence: unknown }
+  | { kind: 'handler-ran'; ok: false; handler: string; message: string }
+  /** A compensation handler's run was interrupted (marked, no outcome): handlers are idempotent on the messageId, so it runs again. */
+  | { kind: 'handler-interrupted' }
+  /** The verifier (an independent read path) found the effect present, absent or unknown. */
+  | { kind: 'effect-verified'; effect: 'present' | 'absent' | 'unknown'; evidence: unknown }
+  /** Our side closed a stream that was still good (the agent's share of follow slots is full): it is followed anew. */
+  | { kind: 'stream-handed-off'; reason: string }
+  /** The journal row was looked at (a reconcile, a follow job, a verifier that found the effect already journaled): nothing new from the agent. */
+  | { kind: 'row-checked'; plan?: FollowPlan }
+  /** A follow must wait (the agent's share of follow slots is full, a lease holder went away): follow again after `delayMs`. */
+  | { kind: 'follow-deferred'; delayMs: number; resubscription: number; reason: string }
+  /** The workflow stopped before this held INTENT was sent (it will never run). */
+  | { kind: 'workflow-stopped' }
+  /** Another worker took the delegation over (fence or lease lost): this run stops. */
+  | { kind: 'lease-lost' }
+  /** This worker is closing: the delegation goes to another one at once. */
+  | { kind: 'closing' };
+
+/** The kind names, for exhaustive tables and tests. */
+export type ObservationKind = Observation['kind'];
+
+/** Every observation kind (the table test walks them all). */
+export const OBSERVATION_KINDS = [
+  'send-answered',
+  'send-failed',
+  'send-in-doubt',
+  'stream-event',
+  'stream-ended',
+  'stream-failed',
+  'task-read',
+  'task-not-found',
+  'read-failed',
+  'search-result',
+  'reply-delivered',
+  'reply-refused',
+  'cancel-answered',
+  'cancel-before-task',
+  'push-received',
+  'deadline-passed',
+  'verifier-missing',
+  'handler-ran',
+  'handler-interrupted',
+  'effect-verified',
+  'row-checked',
+  'follow-deferred',
+  'stream-handed-off',
+  'workflow-stopped',
+  'lease-lost',
+  'closing',
+] as const satisfies readonly ObservationKind[];

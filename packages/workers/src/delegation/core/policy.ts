@@ -1,0 +1,206 @@
+/**
+ * Every number and verdict of the delegation core, once: backoff with full jitter and cap, the progress rule, the
+ * not-found window, deadline arithmetic, "proves nothing was created" (the resend rule), and how a row is routed
+ * after a write. The clock and randomness are injected (`Policy.now`, `Policy.random`), so each verdict is a pure
+ * function and the table test (`transitions.test.ts`) needs no Redis and no timers.
+ */
+import { isAwaitingAnswer, isFinished, isParked } from '@durable-a2a/shared/pure';
+import type { DelegationRecord, RecordedError } from '@durable-a2a/shared';
+import type { FollowPlan, Next } from './next.ts';
+import type { SearchFinding } from './observation.ts';
+
+/** Exponential backoff windows (ms): the first window and the largest. */
+export interface BackoffOptions {
+  /** First window in ms. */
+  baseMs: number;
+  /** Largest window in ms. */
+  capMs: number;
+}
+
+/** The numbers the table reads (from the fleet's compiled options, `policyOf`), with the clock and randomness. */
+export interface Policy {
+  /** Epoch ms. */
+  now(): number;
+  /** Uniform in [0, 1). */
+  random(): number;
+  followBackoff: BackoffOptions;
+  /** A run without progress this long (ms) switches from resubscribing to slow polling. */
+  slowPollAfterMs: number;
+  /** One GetTask per this many ms while slow polling. */
+  slowPollMs: number;
+  /** A run without progress this long (ms) ends the attempt AMBIGUOUS (`NO_PROGRESS`). */
+  noProgressWindowMs: number;
+  /** Consecutive follow cycles that each ended on an answer we cannot accept before a person is asked (bounded calls). */
+  unacceptableAnswerLimit: number;
+  reconcileIntervalMs: number;
+  /** TaskNotFound answers (and the window they must span, ms) before LOST. */
+  notFoundThreshold: number;
+  notFoundWindowMs: number;
+  /** SendMessage attempts (same messageId) before a send that created nothing fails. */
+  sendAttempts: number;
+  /** How long after the mark a send may still be in flight (the reconciler waits that long). */
+  sendSettleMs: number;
+}
+
+/** The fleet's options as a `Policy` (the real clock and Math.random unless the options inject a clock). */
+export function policyOf(options: Omit<Policy, 'random' | 'unacceptableAnswerLimit'> & { unacceptableAnswerLimit?: number }, random: () => number = Math.random): Policy {
+  return {
+    now: options.now,
+    random,
+    followBackoff: options.followBackoff,
+    slowPollAfterMs: options.slowPollAfterMs,
+    slowPollMs: options.slowPollMs,
+    noProgressWindowMs: options.noProgressWindowMs,
+    unacceptableAnswerLimit: options.unacceptableAnswerLimit ?? UNACCEPTABLE_ANSWER_LIMIT,
+    reconcileIntervalMs: options.reconcileIntervalMs,
+    notFoundThreshold: options.notFoundThreshold,
+    notFoundWindowMs: options.notFoundWindowMs,
+    sendAttempts: options.sendAttempts,
+    sendSettleMs: options.sendSettleMs,
+  };
+}
+
+/** Default of `Policy.unacceptableAnswerLimit`: three follow cycles in a row that each end on an answer we cannot accept. */
+export const UNACCEPTABLE_ANSWER_LIMIT = 3;
+
+/**
+ * Delay in ms before retry number `attempt` (0-based), full jitter ("Exponential Backoff And Jitter", AWS
+ * Architecture Blog): random(0, min(cap, base × 2^attempt)). Spreads a fleet's reconnections after an agent restart.
+ */
+export function fullJitterDelayMs(attempt: number, options: BackoffOptions, random: () => number = Math.random): number {
+  const window = Math.min(options.capMs, options.baseMs * 2 ** Math.min(attempt, 30));
+  return Math.floor(random() * window);
+}
+
+/** A time `intervalMs` from `nowMs`, spread over [0.5, 1.5) × interval so per-record checks do not line up. */
+export function jitteredCheckTime(nowMs: number, intervalMs: number, random: () => number = Math.random): number {
+  return nowMs + Math.floor(intervalMs * (0.5 + random()));
+}
+
+/** True when the backoff window for `count` reached its cap. */
+export const backoffAtCap = (count: number, backoff: BackoffOptions): boolean => count > 0 && backoff.baseMs * 2 ** Math.min(count, 30) >= backoff.capMs;
+
+/**
+ * Is a question open? A parked delegation whose question has no reply yet, or whose reply is not delivered:
+ * it is not followed (a person may take hours; the reply job re-follows). The one definition.
+ */
+export function questionOpen(record: Pick<DelegationRecord, 'state' | 'questionKey' | 'replyForQuestion' | 'replyState'>): boolean {
+  if (!isParked(record.state)) return false;
+  return isAwaitingAnswer(record) || record.replyState !== 'sent';
+}
+
+/**
+ * How a row is routed after a write, from the row alone: finished → settle; CancelTask wanted → cancel; a question
+ * open → park; otherwise follow with `plan`. `cancelWanted` is the one fact that needs a read (the workflow's flags).
+ */
+export function routeOf(record: DelegationRecord, plan: FollowPlan, cancelWanted: boolean): Next {
+  if (isFinished(record.state)) return { kind: 'settle' };
+  if (cancelWanted) return { kind: 'cancel' };
+  if (questionOpen(record)) return { kind: 'park' };
+  return { kind: 'follow', plan };
+}
+
+/** True when the router must ask whether CancelTask is wanted (a running step with a task, not told otherwise). */
+export const mayWantCancel = (record: DelegationRecord, plan: FollowPlan): boolean =>
+  plan.cancelIfRequested !== false && record.kind === 'step' && record.taskId !== undefined && !isFinished(record.state);
+
+/** A run of follow cycles without progress as the journal counted it (`journal.noteNoProgress`). */
+export interface NoProgressRun {
+  /** Cycles in the run before this one (0: this cycle brought progress). */
+  count: number;
+  /** When the run began (epoch ms). */
+  since: number;
+  /** Cycles in a row (this one included) that ended on an answer we cannot accept. */
+  unacceptableInRow: number;
+}
+
+/**
+ * The progress rule after one follow cycle (README "No livelock"): progress → follow again after a short jittered
+ * delay; nothing new → resubscribe after full-jitter backoff; backoff at its cap or `slowPollAfterMs` → slow
+ * polling (one GetTask per `slowPollMs`); nothing new for `noProgressWindowMs` → AMBIGUOUS `NO_PROGRESS`. A cycle
+ * that ended on an answer we cannot accept (`unacceptable`) `unacceptableAnswerLimit` times running ends the
+ * attempt at once with `PROTOCOL_ERROR` (bounded calls, never the no-progress window).
+ */
+export function progressNext(run: NoProgressRun, observation: { what: string; unacceptable?: { code: string } }, record: Pick<DelegationRecord, 'taskId' | 'state'>, policy: Policy): Next {
+  const { count, since, unacceptableInRow } = run;
+  if (observation.unacceptable && unacceptableInRow >= policy.unacceptableAnswerLimit) {
+    return {
+      kind: 'needs-person',
+      code: 'PROTOCOL_ERROR',
+      message: `${unacceptableInRow} reads of task ${record.taskId} in a row ended on an answer we cannot accept (last: ${observation.unacceptable.code}; ${observation.what}); state ${record.state}`,
+    };
+  }
+  if (count === 0) return { kind: 'follow', plan: { resubscription: 0, delayMs: fullJitterDelayMs(0, policy.followBackoff, policy.random) } };
+  const elapsedMs = policy.now() - since;
+  if (elapsedMs >= policy.noProgressWindowMs) {
+    const code = observation.unacceptable ? 'PROTOCOL_ERROR' : 'NO_PROGRESS';
+    return {
+      kind: 'needs-person',
+      code,
+      message:
+        `no progress for ${elapsedMs} ms (since ${new Date(since).toISOString()}): ${count + 1} observations of task ${record.taskId} brought nothing new; ` +
+        `last: ${observation.what}${observation.unacceptable ? ` (protocol error ${observation.unacceptable.code})` : ''}; state ${record.state}`,
+    };
+  }
+  if (elapsedMs >= policy.slowPollAfterMs || backoffAtCap(count, policy.followBackoff)) {
+    return { kind: 'slow-poll', resubscription: count, delayMs: Math.floor(policy.slowPollMs * (1 + policy.random() / 4)) };
+  }
+  return { kind: 'follow', plan: { resubscription: count, delayMs: fullJitterDelayMs(count, policy.followBackoff, policy.random) } };
+}
+
+/**
+ * True when a follow job should only read (GetTask), not stream: it was enqueued by the progress rule after
+ * `resubscription` cycles without progress, and the run has lasted `slowPollAfterMs` or its backoff reached the cap.
+ */
+export function isSlowPolling(record: Pick<DelegationRecord, 'noProgressSince'>, resubscription: number, policy: Pick<Policy, 'now' | 'slowPollAfterMs' | 'followBackoff'>): boolean {
+  if (resubscription === 0 || record.noProgressSince === undefined) return false;
+  return policy.now() - record.noProgressSince >= policy.slowPollAfterMs || backoffAtCap(resubscription, policy.followBackoff);
+}
+
+/**
+ * TaskNotFound for a task we had (field case R13: in-memory stores forget on restart, replicas disagree): one
+ * answer decides nothing. `ask-later` until `notFoundThreshold` answers spanning `notFoundWindowMs`, then
+ * `check-list` (is our message visible in ListTasks at all?). Counts as the journal will hold them after this answer.
+ */
+export function notFoundVerdict(record: Pick<DelegationRecord, 'notFoundCount' | 'firstNotFoundAt'>, policy: Policy): { verdict: 'ask-later'; atMs: number; count: number } | { verdict: 'check-list'; count: number; spanMs: number } {
+  const now = policy.now();
+  const count = record.notFoundCount + 1;
+  const first = record.firstNotFoundAt ?? now;
+  if (count < policy.notFoundThreshold || now - first < policy.notFoundWindowMs) {
+    return { verdict: 'ask-later', atMs: now + Math.ceil(policy.notFoundWindowMs / policy.notFoundThreshold), count };
+  }
+  return { verdict: 'check-list', count, spanMs: now - first };
+}
+
+/**
+ * What the reconciler does with a maybe-sent message a search did not find: resend it (same messageId), end the
+ * attempt FAILED with the agent's own error, or a person decides (`reason`). The one rule for resending (V5, crash
+ * window 1): an unreadable answer arrived (`delivery: received`): never. The agent answered an error and a
+ * conclusive search does not find our message: the error created nothing, so a retryable one is resent and a
+ * permanent one ends the attempt. Otherwise only when the search proves the message absent, or the agent cannot
+ * list tasks but deduplicates by messageId.
+ */
+export type UnfoundVerdict = { resend: true } | { resend: false; fail: RecordedError } | { resend: false; reason: string };
+
+/** See `UnfoundVerdict`. */
+export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boolean; search: Exclude<SearchFinding, { kind: 'found' } | { kind: 'failed' }> }): UnfoundVerdict {
+  const { error, deduplicates, search } = input;
+  const conclusive = search.kind === 'not-found' && !search.inconclusive && !search.paginationBroken;
+  if (error?.delivery === 'received' && error.answer === 'error' && conclusive) return error.retryable ? { resend: true } : { resend: false, fail: error };
+  if (error?.delivery === 'received') return { resend: false, reason: `the agent answered our message (${error.code}) but the task cannot be found by our messageId` };
+  if (search.kind === 'unsupported') {
+    return deduplicates ? { resend: true } : { resend: false, reason: 'the agent cannot list tasks, so a send that may have happened cannot be checked' };
+  }
+  if (!conclusive) {
+    const why = search.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${search.candidates.join(', ')} have too little history`;
+    return { resend: false, reason: `cannot tell whether the agent received our message: ${why}` };
+  }
+  return { resend: true };
+}
+
+/** The deadline of an attempt (epoch ms): `createdAt` + the step's `attemptDeadlineMs`, else the fleet's. */
+export const attemptDeadlineOf = (createdAt: number, fleetDeadlineMs: number, stepDeadlineMs: number | undefined): number => createdAt + (stepDeadlineMs ?? fleetDeadlineMs);
+
+/** An INTENT whose SendMessage may have left (marked, and not journaled as `not-sent`): never abandoned blind. */
+export const mayHaveReachedAgent = (record: Pick<DelegationRecord, 'state' | 'sendStartedAt' | 'error'>): boolean =>
+  record.state === 'INTENT' && record.sendStartedAt !== undefined && record.error?.delivery !== 'not-sent';

@@ -1,0 +1,255 @@
+/**
+ * The one table of the delegation core: `(record, observation, policy) → { write?, next }`. Every observation kind
+ * has its row here (the `switch` is exhaustive: the compiler refuses a missing kind), and every row names exactly
+ * one `Next`. `delegation/apply.ts` performs the write (the journal's transition scripts) and then the next.
+ * Pure: no I/O; the clock and randomness come from `policy`.
+ *
+ * The three facts an observation carries are read where they decide (field cases round 3 §A):
+ *   - an answer that arrived but cannot be accepted proves delivery: the attempt is never re-delegated blind
+ *     (a person decides, with the evidence), and never shown as a result-less success;
+ *   - a partial read (a ListTasks summary) identifies a task but never settles it: the outcome comes from a full read;
+ *   - TaskNotFound from any call is one row (a window of answers, then a ListTasks check, then LOST).
+ */
+import { isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
+import type { DelegationRecord, JournalState, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
+import type { Next } from './next.ts';
+import type { Observation, Unacceptable } from './observation.ts';
+import { notFoundVerdict, unfoundVerdict, type Policy } from './policy.ts';
+
+/** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
+export type Guard = 'fence' | 'version' | 'none';
+
+/** What a step writes through the journal (one transition script each). */
+export type Write =
+  /** A full Task read replaces state (and artifacts); `bindAgent`: a first task id is bound to the row's agent. */
+  | { kind: 'snapshot'; task: Task; guard: Guard; bindAgent?: boolean }
+  /** Stream (or push) events, forward only; two events are an artifact update and its status update (one script). */
+  | { kind: 'events'; responses: [StreamResponse] | [StreamResponse, StreamResponse] }
+  /** Our own decision: a local outcome or a state with its reason. */
+  | { kind: 'outcome'; state: JournalState; guard: Guard; error?: RecordedError; result?: unknown; contextId?: string }
+  /** A send error on a row that stays INTENT: the reconciler reads its `delivery` (never downgraded from `received`). */
+  | { kind: 'note-send-error'; error: RecordedError }
+  /** A protocol error an agent caused without ending the attempt. */
+  | { kind: 'note-protocol-error'; error: RecordedError }
+  /** One more TaskNotFound answer (count, first time). */
+  | { kind: 'note-not-found' }
+  /** The send is released so the same messageId goes again. */
+  | { kind: 'release-for-resend'; contextRefused: boolean }
+  /** The reply's fate, under the reply's 'sending' lease (the run's fence and token). */
+  | { kind: 'mark-reply'; replyMessageId: string; replyState: 'sent' | 'refused'; reason: string }
+  /** The verifier's finding, journaled once. */
+  | { kind: 'record-effect'; effect: 'present' | 'absent' | 'unknown'; evidence: unknown };
+
+/** One row's result: the writes (in order; most rows have one or none) and exactly one `Next`. */
+export interface Step {
+  write?: Write | readonly [Write, Write];
+  next: Next;
+}
+
+const route: Next = { kind: 'route' };
+
+/** The answer arrived over a limit: a person decides (the agent may have done the work; re-delegating would do it twice). */
+const overLimit = (unacceptable: Unacceptable, where: string): Next => ({
+  kind: 'needs-person',
+  code: 'LIMIT_EXCEEDED',
+  message: `${where} exceeded the ${unacceptable.limit} limit (${unacceptable.message}); the agent may have done the work, so the step is not re-delegated blind`,
+  delivery: 'received',
+  ...(unacceptable.limit ? { limit: unacceptable.limit } : {}),
+});
+
+/**
+ * The table (see the module header). `record` is the row as last read or written by the caller; the journal's
+ * scripts remain the last word on forward-only rules (a stale `record` can only make a row ask again).
+ */
+export function transition(record: DelegationRecord, observation: Observation, policy: Policy): Step {
+  // A finished row never changes again: whatever arrives, it is (re)settled, once more at most.
+  // (The verifier's finding is the one write a finished row still takes.)
+  if (isFinished(record.state) && observation.kind !== 'lease-lost' && observation.kind !== 'closing' && observation.kind !== 'effect-verified') return { next: { kind: 'settle' } };
+  switch (observation.kind) {
+    case 'send-answered': {
+      const { answer, ownership } = observation;
+      if ('message' in answer) {
+        // A direct Message reply completes the delegation (spec §3.1.1).
+        return { write: { kind: 'outcome', state: 'COMPLETED', guard: 'none', result: { message: answer.message }, ...(answer.message.contextId ? { contextId: answer.message.contextId } : {}) }, next: route };
+      }
+      if (ownership.kind === 'disproven') {
+        // The agent had our message (delivery received); what it names is not ours: a search decides.
+        return {
+          write: { kind: 'note-send-error', error: { code: 'FOREIGN_TASK', message: ownership.reason, retryable: false, delivery: 'received', answer: 'unreadable' } },
+          next: { kind: 'ask-reconciler' },
+        };
+      }
+      // The first subscription of new work is not rate-limited; a streaming send keeps reading its own stream.
+      const next: Next = observation.via === 'stream' ? { kind: 'continue' } : { kind: 'route', plan: { again: false } };
+      return { write: { kind: 'snapshot', task: answer.task, guard: 'none', bindAgent: record.taskId === undefined }, next };
+    }
+    case 'send-failed': {
+      const { afterMark, delivery, error, permanent, lastAttempt, unacceptable } = observation;
+      if (afterMark && unacceptable?.limit && delivery === 'received') {
+        // A31: the answer arrived (delivery) but is over a limit: the agent may have done the work (effect maybe).
+        return { next: overLimit(unacceptable, 'the SendMessage answer') };
+      }
+      if (afterMark && observation.effect !== 'none') {
+        // The agent may have created the task: never FAILED, never resent blind; a search decides.
+        const next: Next = delivery === 'maybe' ? { kind: 'ask-reconciler', dueAt: policy.now() + policy.sendSettleMs } : { kind: 'ask-reconciler' };
+        return { write: { kind: 'note-send-error', error }, next };
+      }
+      // Nothing was created (a refusal after the mark) or nothing left (before it).
+      if (permanent || lastAttempt) return { write: { kind: 'outcome', state: 'FAILED', guard: 'fence', error: { ...error, retryable: !permanent } }, next: route };
+      return afterMark ? { write: { kind: 'note-send-error', error }, next: { kind: 'retry' } } : { next: { kind: 'retry' } };
+    }
+    case 'send-in-doubt':
+      return { next: { kind: 'ask-reconciler', dueAt: (observation.since ?? record.sendStartedAt ?? policy.now()) + policy.sendSettleMs } };
+    case 'stream-event':
+    case 'push-received':
+      // Forward-only events; the stream keeps being read unless the row finished or asks a question (apply decides from the row as written).
+      return { write: { kind: 'events', responses: observation.responses }, next: { kind: 'continue' } };
+    case 'stream-ended':
+      if (observation.how === 'interrupted' && (record.state === 'INPUT_REQUIRED' || record.state === 'AUTH_REQUIRED')) return { next: route };
+      return { next: { kind: 'read-once', why: `stream ended (${observation.how}) in ${record.state}` } };
+    case 'stream-failed': {
+      // A32: an event over a limit was refused: one full read must make up for it (the task-read row decides).
+      if (observation.unacceptable?.limit) return { next: { kind: 'read-once', why: `a stream event was refused: ${observation.unacceptable.message}`, refused: observation.unacceptable } };
+      const why = observation.quiet ? `stream quiet (${observation.code})` : `stream ${observation.retryable ? 'dropped' : 'refused or broke the protocol'}: ${observation.code}`;
+      return { next: { kind: 'read-once', why } };
+    }
+    case 'task-read': {
+      const { task, ownership, complete, call, why, cycle } = observation;
+      if (ownership.kind === 'disproven' || (record.taskId !== undefined && task.id !== record.taskId)) {
+        const error: RecordedError = { code: 'FOREIGN_TASK', message: `${call} about ${record.taskId ?? 'our message'} answered task ${task.id}`, retryable: false };
+        // A follow cycle reads our task by ListTasks instead; elsewhere nothing of it is applied and the row is routed as it is.
+        // (A follow cycle's evidence is the progress rule's note; elsewhere the protocol error is journaled.)
+        if (cycle) return { next: { kind: 'search', purpose: 'read', why: `${why}; ${call} answered another task` } };
+        return { write: { kind: 'note-protocol-error', error }, next: { kind: 'route', plan: { cancelIfRequested: call !== 'cancel' } } };
+      }
+      if (record.taskId === undefined && ownership.kind !== 'proven') {
+        return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `found task ${task.id}, which is not provably ours` } };
+      }
+      // A35: a summary identifies the task; its outcome is read in full before it is journaled.
+      if (!complete && isTerminalTaskState(task.status.state)) return { next: { kind: 'read-once', why: `${why}; a summary of a finished task`, taskId: task.id } };
+      // A32: a finished task read after we refused a stream event over a limit, with no result of its own: the
+      // refused event may have been the result; never shown as a result-less success.
+      const refused = observation.afterRefused;
+      if (refused && isTerminalTaskState(task.status.state) && !(task.artifacts?.length)) return { next: overLimit(refused, `a stream event of task ${task.id} (finished ${task.status.state} without a result of its own)`) };
+      const guard: Guard = cycle ? 'fence' : call === 'cancel' || call === 'reply' ? 'none' : 'version';
+      const write: Write = { kind: 'snapshot', task, guard, ...(record.taskId === undefined ? { bindAgent: true } : {}) };
+      const state = journalStateOf(task.status.state);
+      // (After a refused event the cycle counts as one that ended on an answer we cannot accept: bounded.)
+      if (cycle && !isFinished(state)) return { write, next: { kind: 'progress', what: `${why}; ${call === 'list-tasks' ? 'ListTasks' : 'GetTask'} ${task.status.state}`, ...(refused ? { unacceptable: { code: 'LIMIT_EXCEEDED' } } : {}) } };
+      return { write, next: { kind: 'route', plan: { cancelIfRequested: call !== 'cancel' } } };
+    }
+    case 'task-not-found': {
+      const verdict = notFoundVerdict(record, policy);
+      if (verdict.verdict === 'ask-later') return { write: { kind: 'note-not-found' }, next: { kind: 'check-later', atMs: verdict.atMs } };
+      return { write: { kind: 'note-not-found' }, next: { kind: 'search', purpose: 'lost-check', why: `the agent denied task ${record.taskId} ${verdict.count} times over ${verdict.spanMs} ms` } };
+    }
+    case 'read-failed': {
+      const { unacceptable, why, code, call } = observation;
+      if (unacceptable?.limit) return { next: overLimit(unacceptable, `the ${call} answer`) };
+      // An answer we cannot use (another request id, an unreadable shape): ListTasks may still show our task.
+      if (unacceptable && observation.cycle) return { next: { kind: 'search', purpose: 'read', why: `${why}; ${call} failed: ${code}` } };
+      if (observation.cycle) return { next: { kind: 'progress', what: `${why}; ${call} failed: ${code}` } };
+      // Outside a follow cycle (a reconcile re-read): the row is looked at again at its next check.
+      return { next: { kind: 'check-later', atMs: policy.now() + policy.reconcileIntervalMs } };
+    }
+    case 'search-result':
+      return searchRow(record, observation, policy);
+    case 'reply-delivered':
+      // The reply is journaled sent; what the agent answered with it is applied when it is about our task (never another's).
+      const sent: Write = { kind: 'mark-reply', replyMessageId: observation.replyMessageId, replyState: 'sent', reason: '' };
+      const next: Next = { kind: 'route', plan: { again: false } };
+      if (!observation.task) return { write: sent, next };
+      if (observation.ownership.kind === 'disproven' || observation.task.id !== record.taskId) {
+        // An answer about another task: nothing of it is applied (a protocol error), our task is followed as it is.
+        const error: RecordedError = { code: 'FOREIGN_TASK', message: `the reply on ${record.taskId} was answered with task ${observation.task.id}`, retryable: false };
+        return { write: [sent, { kind: 'note-protocol-error', error }], next };
+      }
+      return { write: [sent, { kind: 'snapshot', task: observation.task, guard: 'none' }], next };
+    case 'reply-refused':
+      // The question is open again: a person answers anew (the row stays parked).
+      return { write: { kind: 'mark-reply', replyMessageId: observation.replyMessageId, replyState: 'refused', reason: observation.message }, next: { kind: 'nothing' } };
+    case 'cancel-answered':
+      if (observation.ownership.kind === 'disproven' || observation.task.id !== record.taskId) {
+        const error: RecordedError = { code: 'FOREIGN_TASK', message: `CancelTask ${record.taskId} answered task ${observation.task.id}`, retryable: false };
+        return { write: { kind: 'note-protocol-error', error }, next: { kind: 'route', plan: { cancelIfRequested: false } } };
+      }
+      // Keep following until the agent reports the cancellation (it may finish first); no second CancelTask.
+      return { write: { kind: 'snapshot', task: observation.task, guard: 'none' }, next: { kind: 'route', plan: { cancelIfRequested: false } } };
+    case 'cancel-before-task':
+      if (observation.mayHaveSent) return { next: { kind: 'ask-reconciler', dueAt: (record.sendStartedAt ?? policy.now()) + policy.sendSettleMs } };
+      return { write: { kind: 'outcome', state: 'CANCELED', guard: 'version', error: { code: 'CANCELED_BEFORE_SEND', message: 'canceled before it was sent' } }, next: route };
+    case 'deadline-passed': {
+      const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled) in state ${record.state}`;
+      return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'DEADLINE_EXCEEDED', message, retryable: false } }, next: route };
+    }
+    case 'verifier-missing': {
+      const message = `verifier ${observation.verifier} is not registered in the workers (verifiers option or DA2A_HTTP_VERIFIERS); nothing was sent`;
+      return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'VERIFIER_UNKNOWN', message, retryable: false, delivery: 'not-sent' } }, next: route };
+    }
+    case 'handler-ran':
+      return observation.ok
+        ? { write: { kind: 'outcome', state: 'COMPLETED', guard: 'fence', result: { handler: observation.handler, evidence: observation.evidence ?? null } }, next: route }
+        : { write: { kind: 'outcome', state: 'FAILED', guard: 'fence', error: { code: 'HANDLER_FAILED', message: observation.message } }, next: route };
+    case 'handler-interrupted':
+      return { write: { kind: 'release-for-resend', contextRefused: false }, next: { kind: 'resend', contextRefused: false } };
+    case 'effect-verified':
+      return { write: { kind: 'record-effect', effect: observation.effect, evidence: observation.evidence }, next: route };
+    case 'row-checked':
+      return { next: { kind: 'route', ...(observation.plan ? { plan: observation.plan } : {}) } };
+    case 'follow-deferred':
+      return { next: { kind: 'follow', plan: { resubscription: observation.resubscription, delayMs: observation.delayMs } } };
+    case 'stream-handed-off':
+      return { next: { kind: 'route', plan: { again: false } } };
+    case 'workflow-stopped':
+      if (record.state !== 'INTENT' || !record.held) return { next: { kind: 'nothing' } };
+      return { write: { kind: 'outcome', state: 'CANCELED', guard: 'version', error: { code: 'NEVER_SENT', message: 'the workflow stopped before this step was sent' } }, next: { kind: 'nothing' } };
+    case 'lease-lost':
+      return { next: { kind: 'nothing' } };
+    case 'closing':
+      // This worker is closing: another one follows at once (a follow job, no delay).
+      return { next: isFinished(record.state) ? { kind: 'nothing' } : { kind: 'follow', plan: {} } };
+  }
+}
+
+/** The search row: adopt, read in full first, resend the same messageId, FAILED with the agent's error, LOST, or a person. */
+function searchRow(record: DelegationRecord, observation: Extract<Observation, { kind: 'search-result' }>, policy: Policy): Step {
+  const { finding, purpose } = observation;
+  if (purpose === 'read') {
+    // GetTask could not be used; ListTasks (with artifacts) showed our task, or nothing usable.
+    if (finding.kind === 'found' && finding.task.id === record.taskId && finding.complete) {
+      return { write: { kind: 'snapshot', task: finding.task, guard: 'fence' }, next: isFinished(journalStateOf(finding.task.status.state)) ? route : { kind: 'progress', what: `${observation.why ?? 'read'}; ListTasks ${finding.task.status.state}` } };
+    }
+    return { next: { kind: 'progress', what: observation.why ?? 'GetTask unusable; ListTasks did not show our task', unacceptable: { code: 'PROTOCOL_ERROR' } } };
+  }
+  if (purpose === 'lost-check') {
+    if (finding.kind === 'found' && finding.task.id === record.taskId) {
+      // Found again: the task is still there. Its outcome from a full read only (A35), then routed as any read.
+      if (!finding.complete && isTerminalTaskState(finding.task.status.state)) return { next: { kind: 'read-once', why: 'found again by ListTasks' } };
+      return { write: { kind: 'snapshot', task: finding.task, guard: 'none' }, next: route };
+    }
+    const message = `${observation.why ?? `the agent denied task ${record.taskId}`}; ListTasks does not show our message either`;
+    return { write: { kind: 'outcome', state: 'LOST', guard: 'none', error: { code: 'TASK_LOST', message, retryable: false } }, next: route };
+  }
+  // purpose 'reconcile': a maybe-sent INTENT (crash window 2).
+  if (finding.kind === 'failed') return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `the search for our message failed: ${finding.error.message}` } };
+  if (finding.kind === 'found') {
+    if (finding.ownership.kind !== 'proven') return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `the search found task ${finding.task.id}, which is not provably ours` } };
+    // A35: a ListTasks summary (no artifacts by the spec's default) identifies the task; a finished one is read in full first.
+    if (!finding.complete && isTerminalTaskState(finding.task.status.state)) return { next: { kind: 'read-once', why: 'adopting a task found by our messageId', taskId: finding.task.id } };
+    return { write: { kind: 'snapshot', task: finding.task, guard: 'version', bindAgent: true }, next: route };
+  }
+  const verdict = unfoundVerdict({ ...(record.error ? { error: record.error } : {}), deduplicates: observation.deduplicates, search: finding });
+  if ('fail' in verdict) return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: verdict.fail }, next: route };
+  if (!verdict.resend) return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: verdict.reason } };
+  if (record.resendCount + 1 >= policy.sendAttempts) {
+    const answered = record.error?.answer === 'error' ? `; the agent's last answer: ${record.error.code}` : '';
+    const message = `SendMessage created no task at the agent in ${record.resendCount + 1} attempts${answered}`;
+    return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'SEND_ATTEMPTS_EXHAUSTED', message, retryable: true } }, next: route };
+  }
+  if (observation.deadlineAt !== undefined && policy.now() >= observation.deadlineAt) {
+    // Proven absent, but past the deadline: the step moves on instead of a resend.
+    const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled); our message was proven absent`;
+    return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'DEADLINE_EXCEEDED', message, retryable: false } }, next: route };
+  }
+  return { write: { kind: 'release-for-resend', contextRefused: finding.kind === 'not-found' && finding.contextRefused }, next: { kind: 'resend', contextRefused: finding.kind === 'not-found' && finding.contextRefused } };
+}

@@ -1,0 +1,58 @@
+/**
+ * Reads of one task (spec §3.1.3 GetTask) as observations: the answer (`task-read`, with its ownership: a GetTask
+ * about the id we asked is about that task, an answer naming another id is disproven), TaskNotFound
+ * (`task-not-found`), or a failure (`read-failed`: a drop is retryable; an answer over a limit, one we cannot parse
+ * or prove ours is `unacceptable`). Never writes the journal, never routes: `apply.ts` does.
+ */
+import { A2AError, JournalError, LimitExceededError, TaskNotFoundError, isRetryable, type DelegationRecord } from '@durable-a2a/shared';
+import type { WorkerContext } from '../../context.ts';
+import type { AgentCall, Observation, Unacceptable } from '../core/observation.ts';
+
+/** Error code of an A2A error (or the error's name), for logs and evidence. */
+export const codeOf = (error: unknown): string =>
+  (error as { code?: unknown }).code !== undefined ? String((error as { code?: unknown }).code) : error instanceof Error ? error.name : 'unknown';
+
+/** How to read: why (evidence text), another task id than the row's (a found task read in full before adoption), part of a follow cycle. */
+export interface ReadRequest {
+  why: string;
+  /** The task to read; default the row's own task. */
+  taskId?: string;
+  /** Part of a follow cycle (the progress rule applies to what it shows). Default true when the row has a task. */
+  cycle?: boolean;
+  /** The stream event we refused (over a limit) that this read makes up for (A32). */
+  refused?: Unacceptable;
+  log?: WorkerContext['logger'];
+}
+
+/**
+ * One GetTask of our task as an observation. Rethrows only what is not the agent's (journal errors, programming
+ * errors); every answer and failure of the agent becomes an observation.
+ */
+export async function readTask(ctx: WorkerContext, record: DelegationRecord, request: ReadRequest): Promise<Observation> {
+  const taskId = request.taskId ?? record.taskId;
+  const cycle = request.cycle ?? (request.taskId === undefined && record.taskId !== undefined);
+  if (!taskId) return { kind: 'read-failed', call: 'get-task', code: 'NO_TASK_ID', retryable: false, why: `${request.why}; no task id to read`, cycle };
+  try {
+    const transport = await ctx.agents.transportFor(record);
+    const task = await transport.getTask({ id: taskId });
+    // Ownership (issue 12 kind 1): GetTask must answer about the task we asked for.
+    const ownership = task.id === taskId ? ({ kind: 'proven', by: 'task-id' } as const) : ({ kind: 'disproven', reason: `GetTask ${taskId} answered task ${task.id}` } as const);
+    return { kind: 'task-read', task, call: 'get-task', complete: true, ownership, why: request.why, cycle, ...(request.refused ? { afterRefused: request.refused } : {}) };
+  } catch (error) {
+    return readFailure(error, 'get-task', request.why, cycle, request.log ?? ctx.logger);
+  }
+}
+
+/**
+ * A failed call about our task as an observation: TaskNotFound from any call is `task-not-found`; an A2A error is
+ * `read-failed` (retryable: a drop; otherwise `unacceptable`). Rethrows journal and programming errors.
+ */
+export function readFailure(error: unknown, call: AgentCall, why: string, cycle: boolean, log: WorkerContext['logger']): Observation {
+  if (error instanceof TaskNotFoundError) return { kind: 'task-not-found', call };
+  if (error instanceof JournalError || !(error instanceof A2AError || isRetryable(error))) throw error;
+  const retryable = isRetryable(error);
+  log.warn({ err: error, call }, retryable ? 'a call about our task failed; looking again later' : 'an answer about our task cannot be used');
+  const code = codeOf(error);
+  const unacceptable: Unacceptable | undefined = retryable ? undefined : { code, message: (error as Error).message, ...(error instanceof LimitExceededError ? { limit: error.limit } : {}) };
+  return { kind: 'read-failed', call, code, retryable, why, cycle, ...(unacceptable ? { unacceptable } : {}) };
+}

@@ -1,0 +1,198 @@
+/**
+ * One stream of a delegation's task (spec §3.1.6 SubscribeToTask, or the rest of a SendStreamingMessage), read event
+ * by event and handed, as observations, to the caller's `sink` (the run applies them: `apply.ts`). Every `{task}`
+ * event is a snapshot (V4). The stream stops when the sink's step does not `continue` (the row finished or asks a
+ * question: once the row is finished our side closes the stream at once, since what an agent sends after the terminal
+ * update changes nothing and an agent that never closes must not hold the settle back). A refusal, a drop, an early
+ * end, a protocol error (bad `data:`, an event over a limit, an answer id mismatch, a foreign event: RT4) or a stream
+ * that carried no event for `streamQuietMs` (keep-alives only: RT6) is one observation (`stream-failed`,
+ * `stream-ended`); the table reads the task once, or, for an event over a limit, ends the attempt. Never writes the
+ * journal, never routes. `durable_a2a_resubscriptions_total{reason}`: quiet, idle, dropped, ended, protocol, or
+ * terminal (subscription refused and GetTask found the task finished: the normal answer for a terminal task).
+ */
+import {
+  A2AError,
+  JournalError,
+  LimitExceededError,
+  isRetryable,
+  isTerminalTaskState,
+  lazyChildLogger,
+  type DelegationRecord,
+  type EventStream,
+  type StreamEnd,
+  type StreamEvent,
+  type StreamResponse,
+  type TaskStatusUpdateEvent,
+} from '@durable-a2a/shared';
+import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
+import type { NextKind } from '../core/next.ts';
+import type { Observation } from '../core/observation.ts';
+import { codeOf } from './read.ts';
+
+/** What the run's sink tells the stream after applying an observation. */
+export interface SinkResult {
+  next: NextKind;
+  record?: DelegationRecord;
+  foreignTaskId?: string;
+}
+
+/** Applies one observation of the stream (the run's `apply`); `continue` keeps the stream open. */
+export type StreamSink = (observation: Observation) => Promise<SinkResult>;
+
+/** Thrown inside the loop when an event names another task (RT4: a protocol error, one GetTask). */
+class ForeignEventError extends Error {
+  readonly code = 'FOREIGN_EVENT';
+}
+
+/**
+ * Reads one stream (see the module header). `open` gives a stream already open (the rest of a streaming send, V2)
+ * instead of a SubscribeToTask; it receives the signal that must close it. Returns the last step's next kind (or
+ * `lease-lost`, `handed-over`). Rethrows only errors that are not the agent's (journal, programming errors).
+ */
+export async function readStream(
+  ctx: WorkerContext,
+  record: DelegationRecord,
+  job: JobRun,
+  leaseLost: AbortSignal,
+  sink: StreamSink,
+  open?: (signal: AbortSignal) => EventStream,
+): Promise<string> {
+  const log = lazyChildLogger(ctx.logger, { queue: open ? 'send' : 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
+  const controller = new AbortController();
+  const quiet = new AbortController();
+  let quietTimer = setTimeout(() => quiet.abort(), ctx.options.streamQuietMs);
+  const signal = AbortSignal.any([controller.signal, quiet.signal, ctx.shutdownSignal, leaseLost]);
+  const stream = open ? open(signal) : (await ctx.agents.transportFor(record)).subscribeToTask({ id: record.taskId! }, { signal });
+  let end: StreamEnd | undefined;
+  let stopped: NextKind | undefined;
+  // An event carried artifacts (a terminal status update then needs no GetTask to collect them, R26).
+  let sawArtifacts = false;
+  // The event read ahead after an artifact update (`readAhead`), taken by the next turn.
+  let readAheadEvent: Promise<IteratorResult<StreamEvent, StreamEnd>> | undefined;
+  try {
+    for (;;) {
+      const next = await (readAheadEvent ?? stream.next());
+      readAheadEvent = undefined;
+      job.opened?.();
+      if (next.done) {
+        end = next.value;
+        break;
+      }
+      clearTimeout(quietTimer);
+      quietTimer = setTimeout(() => quiet.abort(), ctx.options.streamQuietMs);
+      const response = next.value.response;
+      let responses: [StreamResponse] | [StreamResponse, StreamResponse] = [response];
+      const ahead = 'artifactUpdate' in response ? await readAhead(stream) : undefined;
+      if (ahead?.ready) {
+        const following = ahead.ready;
+        if (!following.done && pairable(record, response, following.value.response)) responses = [response, following.value.response];
+        // Not a pair: the event read ahead is the next turn's.
+        else readAheadEvent = Promise.resolve(following);
+      } else readAheadEvent = ahead?.pending;
+      for (const each of responses) if ('artifactUpdate' in each || ('task' in each && each.task.artifacts?.length)) sawArtifacts = true;
+      const last = responses[responses.length - 1]!;
+      // R26: a COMPLETED status update that brought no artifacts: one GetTask collects them first (a full read).
+      const collected = 'statusUpdate' in last && last.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !sawArtifacts ? await collectBeforeTerminal(ctx, record, log) : undefined;
+      const result = await sink(collected ?? { kind: 'stream-event', responses });
+      if (result.foreignTaskId) throw new ForeignEventError(`event for task ${result.foreignTaskId} on the stream of ${record.taskId}`);
+      if (result.next !== 'continue') {
+        // Settled or parked: close our side (a person may take hours; an agent may never close).
+        stopped = result.next;
+        break;
+      }
+    }
+  } catch (error) {
+    if (leaseLost.aborted) return (await sink({ kind: 'lease-lost' }), 'lease-lost');
+    if (quiet.signal.aborted && !ctx.shutdownSignal.aborted) {
+      ctx.metrics.resubscriptions.inc({ reason: 'quiet' });
+      log.info({ quietMs: ctx.options.streamQuietMs }, 'stream carried no event for the quiet window; handing over to polling');
+      return (await sink({ kind: 'stream-failed', code: 'STREAM_QUIET', retryable: true, quiet: true })).next;
+    }
+    return onStreamError(ctx, error, sink, log);
+  } finally {
+    clearTimeout(quietTimer);
+    // Whatever ended the loop, the connection goes with it (no socket left to a fenced-out worker).
+    controller.abort(FINISHED_ABORT_REASON);
+    await stream.return(undefined as never).catch(() => undefined);
+  }
+  if (stopped) return stopped;
+  // Ended before a terminal state (a clean close, an unterminated last event, an empty stream: R04), or interrupted.
+  if (end?.kind !== 'interrupted') ctx.metrics.resubscriptions.inc({ reason: 'ended' });
+  return (await sink({ kind: 'stream-ended', how: end?.kind ?? 'closed' })).next;
+}
+
+/**
+ * A stream that failed: hand over (closing), stop (fenced out), else one observation (`stream-failed`): a refusal
+ * (most likely terminal, spec §3.1.6), a drop, a protocol error (RT4) or an event over a limit.
+ */
+async function onStreamError(ctx: WorkerContext, error: unknown, sink: StreamSink, log: WorkerContext['logger']): Promise<string> {
+  if (ctx.shutdownSignal.aborted) {
+    // This worker is closing: hand the delegation to another worker at once.
+    await sink({ kind: 'closing' });
+    return 'handed-over';
+  }
+  if (error instanceof JournalError && error.code === 'FENCE_LOST') {
+    log.warn('another worker took this delegation over; stopping');
+    await sink({ kind: 'lease-lost' });
+    return 'fence-lost';
+  }
+  if (!(error instanceof A2AError) && !(error instanceof ForeignEventError)) throw error;
+  const code = codeOf(error);
+  const dropped = isRetryable(error);
+  const unacceptable = !dropped ? { code, message: error.message, ...(error instanceof LimitExceededError ? { limit: error.limit } : {}) } : undefined;
+  const result = await sink({ kind: 'stream-failed', code, retryable: dropped, ...(unacceptable ? { unacceptable } : {}) });
+  // A refusal of a task that GetTask then found finished is the spec's answer for a terminal task (§3.1.6), not a fault.
+  const reason = code === 'STREAM_IDLE' ? 'idle' : dropped ? 'dropped' : result.next === 'settle' ? 'terminal' : 'protocol';
+  ctx.metrics.resubscriptions.inc({ reason });
+  if (reason === 'terminal') log.debug({ code }, 'subscription refused: the task is already terminal; read it once');
+  else log.info({ code, reason, message: error.message }, 'stream ended by an error; read the task once');
+  log.debug({ err: error }, 'stream error: stack');
+  return result.next;
+}
+
+/**
+ * The next event of `stream`, when it is already there: read from what the stream has buffered before this process
+ * turns to other I/O (an artifact update and the status update an agent sends right after it arrive together).
+ * Otherwise the pending read, for the loop's next turn (it settles, or rejects, there: never unobserved).
+ */
+async function readAhead(stream: EventStream): Promise<{ ready: IteratorResult<StreamEvent, StreamEnd>; pending?: undefined } | { ready?: undefined; pending: Promise<IteratorResult<StreamEvent, StreamEnd>> }> {
+  const pending = stream.next();
+  // A rejection is taken by the next turn's await; this handler only keeps it from being reported as unhandled here.
+  pending.catch(() => undefined);
+  const notYet = new Promise<undefined>((resolve) => setImmediate(resolve, undefined));
+  const ready = await Promise.race([pending, notYet]).catch(() => undefined);
+  return ready ? { ready } : { pending };
+}
+
+/**
+ * An artifact update and the status update after it apply together (one round trip) when the row has its task id
+ * and both name it; anything else goes one event at a time (a foreign event is a protocol error there, RT4).
+ */
+function pairable(record: DelegationRecord, first: StreamResponse, second: StreamResponse): second is { statusUpdate: TaskStatusUpdateEvent } {
+  return (
+    record.taskId !== undefined &&
+    'artifactUpdate' in first &&
+    first.artifactUpdate.taskId === record.taskId &&
+    'statusUpdate' in second &&
+    second.statusUpdate.taskId === record.taskId
+  );
+}
+
+/**
+ * R26: before a COMPLETED status update that brought no artifacts is applied, one GetTask collects them: a terminal
+ * answer about our task is the observation instead (a full read). Undefined when the record already holds artifacts,
+ * the answer is not terminal or not about our task, or GetTask fails: the status update is applied alone.
+ */
+async function collectBeforeTerminal(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<Observation | undefined> {
+  const view = await ctx.journal.getDelegationView(record);
+  if (!view || view.artifacts.length > 0) return undefined;
+  try {
+    const task = await (await ctx.agents.transportFor(record)).getTask({ id: record.taskId! });
+    if (task.id !== record.taskId || !isTerminalTaskState(task.status.state)) return undefined;
+    return { kind: 'task-read', task, call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why: 'collecting the artifacts of a finished task', cycle: true };
+  } catch (error) {
+    if (error instanceof JournalError) throw error;
+    log.warn({ err: error }, 'GetTask to collect the artifacts of a finished task failed; applying the status update alone');
+    return undefined;
+  }
+}

@@ -1,0 +1,46 @@
+/**
+ * Cancel (spec §3.1.5): CancelTask on a running task; a terminal task's outcome is read instead (a refusal such as
+ * TaskNotCancelableError); a delegation never sent is closed locally as CANCELED; one that may have been sent is
+ * found by the reconciler first. What the agent answers is an observation applied by `apply.ts` (TaskNotFound from
+ * CancelTask or the GetTask after it is the `task-not-found` row, never a BullMQ retry loop).
+ */
+import { A2AError, isFinished, isRetryable, type DelegationRecord } from '@durable-a2a/shared';
+import type { WorkerContext } from '../../context.ts';
+import { apply } from '../apply.ts';
+import type { Observation } from '../core/observation.ts';
+import { readFailure } from '../io/read.ts';
+
+/** The user canceled the workflow: CancelTask on a running task (see the module header). Returns a short outcome. */
+export async function cancelTask(ctx: WorkerContext, record: DelegationRecord): Promise<string> {
+  if (isFinished(record.state)) {
+    await apply(ctx, record, { kind: 'row-checked' });
+    return 'already-finished';
+  }
+  if (!record.taskId) {
+    const applied = await apply(ctx, record, { kind: 'cancel-before-task', mayHaveSent: record.sendStartedAt !== undefined }, { source: 'cancel' });
+    return applied.next === 'ask-reconciler' ? 'cancel-after-reconcile' : applied.next === 'settle' ? 'already-finished' : 'canceled-locally';
+  }
+  const applied = await apply(ctx, record, await cancelObservation(ctx, record), { source: 'cancel' });
+  return applied.next === 'settle' ? 'cancel-finished' : 'cancel-sent';
+}
+
+/** CancelTask's answer (or, when refused, GetTask's) as an observation. Retryable failures are thrown (BullMQ retries). */
+async function cancelObservation(ctx: WorkerContext, record: DelegationRecord): Promise<Observation> {
+  const transport = await ctx.agents.transportFor(record);
+  const ownership = (id: string) => (id === record.taskId ? ({ kind: 'proven', by: 'task-id' } as const) : ({ kind: 'disproven', reason: `CancelTask ${record.taskId} answered task ${id}` } as const));
+  try {
+    const task = await transport.cancelTask({ id: record.taskId! });
+    return { kind: 'cancel-answered', task, ownership: ownership(task.id) };
+  } catch (error) {
+    if (!(error instanceof A2AError) || isRetryable(error)) throw error;
+    const refused = readFailure(error, 'cancel', 'CancelTask refused', false, ctx.logger);
+    if (refused.kind === 'task-not-found') return refused;
+  }
+  try {
+    const task = await transport.getTask({ id: record.taskId! });
+    return { kind: 'cancel-answered', task, ownership: ownership(task.id) };
+  } catch (error) {
+    if (isRetryable(error)) throw error;
+    return readFailure(error, 'cancel', 'GetTask after a refused CancelTask', false, ctx.logger);
+  }
+}

@@ -1,0 +1,61 @@
+/**
+ * What a failed or refused send does next (issue 12 kinds 1, 3, 5; V5; field case A31): the failure becomes an
+ * observation (`io/send-errors.ts` sendFailureObservation: delivery, effect, limit) and `apply.ts` performs its row.
+ * Here only the job mechanics: a retry rethrows the error for BullMQ, a permanent refusal throws UnrecoverableError.
+ */
+import { UnrecoverableError } from 'bullmq';
+import { JournalError, type DelegationRecord } from '@durable-a2a/shared';
+import type { JobRun, WorkerContext } from '../../context.ts';
+import { apply } from '../apply.ts';
+import { sendFailureObservation } from '../io/send-errors.ts';
+
+type Log = WorkerContext['logger'];
+
+/** Where a send failure happened: `afterMark` once the SendMessage may have left. */
+export interface SendFailure {
+  record: DelegationRecord;
+  fence: number;
+  error: unknown;
+  log: Log;
+  job: JobRun;
+  afterMark: boolean;
+}
+
+/**
+ * A failed send (issue 12 kinds 1, 3, 5; V5; field case A31), applied as an observation: before the mark nothing
+ * left (BullMQ retries, or a permanent error ends the attempt FAILED); after it the agent may have our message, so an
+ * answer is never read as "not created" unless it proves it: a refusal ends the attempt FAILED, an answer over a
+ * limit goes to a person (it arrived: the work may be done), everything else goes to the reconciler's search.
+ * Returns a short outcome; throws for a BullMQ retry (the error) or an unrecoverable error.
+ */
+export async function sendFailed(ctx: WorkerContext, failure: SendFailure): Promise<string> {
+  const { record, error, log } = failure;
+  if (error instanceof JournalError) {
+    if (error.code === 'FENCE_LOST') {
+      log.warn('another worker took this delegation over; stopping');
+      return 'fence-lost';
+    }
+    if (error.code !== 'MAY_HAVE_SENT') throw error;
+    await apply(ctx, record, { kind: 'send-in-doubt', reason: 'the journal refused a second send' }, { log });
+    return 'may-have-sent';
+  }
+  const observation = sendFailureObservation(error, failure.afterMark, failure.job);
+  if (observation.kind !== 'send-failed') throw error;
+  const applied = await apply(ctx, record, observation, { fence: failure.fence, log, source: 'send' });
+  const detail = { err: error, code: observation.error.code, delivery: observation.delivery, effect: observation.effect };
+  if (applied.next === 'retry') {
+    log.warn(detail, 'send failed; will retry');
+    throw error;
+  }
+  if (observation.unacceptable?.limit && observation.afterMark) {
+    log.warn({ ...detail, limit: observation.unacceptable.limit }, 'SendMessage answer over a limit: it arrived, so the work may be done; a person decides');
+    return 'limit-exceeded';
+  }
+  if (observation.afterMark && observation.effect !== 'none') {
+    log.warn(detail, 'SendMessage may have created work; the reconciler searches for our messageId');
+    return observation.error.answer === 'error' ? 'error-answer' : observation.error.answer === 'unreadable' ? 'unreadable-answer' : 'no-answer';
+  }
+  log.warn({ ...detail, permanent: observation.permanent }, 'send failed; recording the step FAILED');
+  if (observation.permanent) throw new UnrecoverableError(observation.error.message);
+  return 'failed';
+}

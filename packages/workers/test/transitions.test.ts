@@ -1,0 +1,264 @@
+/**
+ * The delegation core's table (`core/transitions.ts`) without Redis: every (journal state × observation kind) pair
+ * has exactly one next, and the rows that carry the three facts (delivery, ownership, effect) decide by them.
+ * Property tests per kind: whatever the facts, an answer that arrived is never re-delegated blind, a summary never
+ * settles a task, and TaskNotFound from any call is the same row.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { JOURNAL_STATES, type DelegationRecord, type JournalState, type Task, type TaskState } from '@durable-a2a/shared';
+import { OBSERVATION_KINDS, type AgentCall, type Observation, type ObservationKind } from '../src/delegation/core/observation.ts';
+import { OUTCOME_CODES } from '../src/delegation/core/outcomes.ts';
+import { progressNext, routeOf, type Policy } from '../src/delegation/core/policy.ts';
+import { transition, type Step, type Write } from '../src/delegation/core/transitions.ts';
+import type { NextKind } from '../src/delegation/core/next.ts';
+
+const NOW = 1_800_000_000_000;
+const policy: Policy = {
+  now: () => NOW,
+  random: () => 0.5,
+  followBackoff: { baseMs: 500, capMs: 30_000 },
+  slowPollAfterMs: 60_000,
+  slowPollMs: 60_000,
+  noProgressWindowMs: 1_800_000,
+  unacceptableAnswerLimit: 3,
+  reconcileIntervalMs: 30_000,
+  notFoundThreshold: 3,
+  notFoundWindowMs: 30_000,
+  sendAttempts: 3,
+  sendSettleMs: 31_000,
+};
+
+const FINISHED: ReadonlySet<JournalState> = new Set(['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST']);
+
+const recordIn = (state: JournalState, extra: Partial<DelegationRecord> = {}): DelegationRecord =>
+  ({
+    workflowId: 'wf',
+    delegationId: 'main.1',
+    step: 'main',
+    kind: 'step',
+    attempt: 1,
+    agentCardUrl: 'http://127.0.0.1:1/.well-known/agent-card.json',
+    messageId: 'M1',
+    requestedContextId: 'C1',
+    contextRefused: false,
+    state,
+    message: { parts: [{ text: 'book' }] },
+    protocolErrorCount: 0,
+    push: false,
+    held: false,
+    createdAt: NOW - 10_000,
+    updatedAt: NOW - 5_000,
+    sendCount: state === 'INTENT' ? 0 : 1,
+    resendCount: 0,
+    version: 7,
+    fence: 2,
+    notFoundCount: 0,
+    noProgressCount: 0,
+    ...(state === 'INTENT' ? { sendStartedAt: NOW - 40_000 } : { taskId: 'T1', contextId: 'C1', sendStartedAt: NOW - 9_000 }),
+    ...extra,
+  }) as DelegationRecord;
+
+const task = (state: TaskState, extra: Partial<Task> = {}): Task => ({ id: 'T1', contextId: 'C1', status: { state }, history: [{ messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] }], ...extra });
+const limit = { code: 'LIMIT_EXCEEDED', message: 'bodyBytes limit of 8388608 exceeded', limit: 'bodyBytes' };
+
+/** One representative observation per kind: the compiler refuses a kind without one. */
+const SAMPLES: { [K in ObservationKind]: Extract<Observation, { kind: K }> } = {
+  'send-answered': { kind: 'send-answered', answer: { task: task('TASK_STATE_SUBMITTED') }, ownership: { kind: 'proven', by: 'context' }, via: 'answer' },
+  'send-failed': { kind: 'send-failed', afterMark: true, delivery: 'maybe', effect: 'maybe', error: { code: 'SEND_FAILED', message: 'socket hang up', delivery: 'maybe' }, permanent: false, lastAttempt: false },
+  'send-in-doubt': { kind: 'send-in-doubt', reason: 'marked before' },
+  'stream-event': { kind: 'stream-event', responses: [{ statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } } }] },
+  'stream-ended': { kind: 'stream-ended', how: 'closed' },
+  'stream-failed': { kind: 'stream-failed', code: 'STREAM_DROPPED', retryable: true },
+  'task-read': { kind: 'task-read', task: task('TASK_STATE_WORKING'), call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why: 'test', cycle: true },
+  'task-not-found': { kind: 'task-not-found', call: 'get-task' },
+  'read-failed': { kind: 'read-failed', call: 'get-task', code: 'STREAM_DROPPED', retryable: true, why: 'test', cycle: true },
+  'search-result': { kind: 'search-result', purpose: 'reconcile', deduplicates: false, finding: { kind: 'not-found', inconclusive: false, contextRefused: false, candidates: [], paginationBroken: false } },
+  'reply-delivered': { kind: 'reply-delivered', replyMessageId: 'R1', ownership: { kind: 'proven', by: 'task-id' } },
+  'reply-refused': { kind: 'reply-refused', replyMessageId: 'R1', message: 'refused' },
+  'cancel-answered': { kind: 'cancel-answered', task: task('TASK_STATE_CANCELED'), ownership: { kind: 'proven', by: 'task-id' } },
+  'cancel-before-task': { kind: 'cancel-before-task', mayHaveSent: false },
+  'push-received': { kind: 'push-received', responses: [{ task: task('TASK_STATE_WORKING') }] },
+  'deadline-passed': { kind: 'deadline-passed', deadlineAt: NOW - 1 },
+  'verifier-missing': { kind: 'verifier-missing', verifier: 'bookings' },
+  'handler-ran': { kind: 'handler-ran', ok: true, handler: 'refund', evidence: { id: 1 } },
+  'handler-interrupted': { kind: 'handler-interrupted' },
+  'effect-verified': { kind: 'effect-verified', effect: 'present', evidence: { id: 1 } },
+  'row-checked': { kind: 'row-checked' },
+  'follow-deferred': { kind: 'follow-deferred', delayMs: 1_000, resubscription: 2, reason: 'agent-share-full' },
+  'stream-handed-off': { kind: 'stream-handed-off', reason: 'agent-share-full' },
+  'workflow-stopped': { kind: 'workflow-stopped' },
+  'lease-lost': { kind: 'lease-lost' },
+  closing: { kind: 'closing' },
+};
+
+const NEXT_KINDS: readonly NextKind[] = ['route', 'progress', 'settle', 'park', 'follow', 'slow-poll', 'read-once', 'search', 'ask-reconciler', 'resend', 'needs-person', 'cancel', 'check-later', 'retry', 'continue', 'nothing'];
+
+const writesOf = (step: Step): Write[] => (step.write === undefined ? [] : Array.isArray(step.write) ? [...(step.write as Write[])] : [step.write as Write]);
+const outcomeStates = (step: Step) => writesOf(step).flatMap((write) => (write.kind === 'outcome' ? [write.state] : []));
+
+describe('the table: every (journal state × observation kind) pair', () => {
+  it('has a sample for every observation kind', () => {
+    expect(Object.keys(SAMPLES).sort()).toEqual([...OBSERVATION_KINDS].sort());
+  });
+
+  for (const state of JOURNAL_STATES) {
+    for (const kind of OBSERVATION_KINDS) {
+      it(`${state} × ${kind}: exactly one next`, () => {
+        const record = recordIn(state);
+        const step = transition(record, SAMPLES[kind], policy);
+        expect(NEXT_KINDS).toContain(step.next.kind);
+        if (FINISHED.has(state)) {
+          // A finished row never changes again: re-settled at most, the verifier's finding its only write.
+          if (kind === 'lease-lost' || kind === 'closing') expect(step.next.kind).toBe('nothing');
+          else if (kind === 'effect-verified') expect(writesOf(step).map((write) => write.kind)).toEqual(['record-effect']);
+          else expect(step).toEqual({ next: { kind: 'settle' } });
+        }
+        if (step.next.kind === 'needs-person') expect(OUTCOME_CODES).toContain(step.next.code);
+      });
+    }
+  }
+});
+
+describe('rows', () => {
+  it('A31: a SendMessage answer over a limit arrived: a person decides, never FAILED (re-delegable) nor resent', () => {
+    const step = transition(recordIn('INTENT'), { ...SAMPLES['send-failed'], delivery: 'received', effect: 'maybe', error: { code: 'LIMIT_EXCEEDED', message: limit.message, delivery: 'received', limit: 'bodyBytes' }, permanent: true, unacceptable: limit }, policy);
+    expect(step.next).toMatchObject({ kind: 'needs-person', code: 'LIMIT_EXCEEDED', limit: 'bodyBytes', delivery: 'received' });
+    expect(outcomeStates(step)).toEqual([]);
+  });
+
+  it('before the mark, a card over a limit ends the attempt FAILED (nothing left: re-delegable)', () => {
+    const step = transition(recordIn('INTENT', { sendStartedAt: undefined }), { ...SAMPLES['send-failed'], afterMark: false, delivery: 'none', effect: 'none', error: { code: 'LIMIT_EXCEEDED', message: limit.message, delivery: 'not-sent' }, permanent: true, unacceptable: limit }, policy);
+    expect(outcomeStates(step)).toEqual(['FAILED']);
+  });
+
+  it('A32: a stream event over a limit is made up for by one full read; a finished task without a result of its own then goes to a person', () => {
+    const refused = { ...limit, limit: 'sseEventBytes' };
+    const step = transition(recordIn('WORKING'), { kind: 'stream-failed', code: 'LIMIT_EXCEEDED', retryable: false, unacceptable: refused }, policy);
+    expect(step.next).toMatchObject({ kind: 'read-once', refused });
+    const read = (state: TaskState, extra: Partial<Task> = {}) =>
+      transition(recordIn('WORKING'), { kind: 'task-read', task: task(state, extra), call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why: 'x', cycle: true, afterRefused: refused }, policy);
+    // (a) COMPLETED without artifacts: never a result-less success.
+    expect(read('TASK_STATE_COMPLETED').next).toMatchObject({ kind: 'needs-person', code: 'LIMIT_EXCEEDED', limit: 'sseEventBytes' });
+    expect(writesOf(read('TASK_STATE_COMPLETED'))).toEqual([]);
+    // The full read carries the result within our limits: it is the agent's own complete view.
+    expect(writesOf(read('TASK_STATE_COMPLETED', { artifacts: [{ artifactId: 'a1', parts: [{ text: 'done' }] }] }))[0]).toMatchObject({ kind: 'snapshot' });
+    // Still running: the cycle counts as one that ended on an answer we cannot accept (bounded by the progress rule).
+    expect(read('TASK_STATE_WORKING').next).toMatchObject({ kind: 'progress', unacceptable: { code: 'LIMIT_EXCEEDED' } });
+  });
+
+  it('a GetTask answer over a limit ends the attempt at once (the issue\'s 90 s SUBMITTED case)', () => {
+    const step = transition(recordIn('SUBMITTED'), { ...SAMPLES['read-failed'], code: 'LIMIT_EXCEEDED', retryable: false, unacceptable: limit }, policy);
+    expect(step.next).toMatchObject({ kind: 'needs-person', code: 'LIMIT_EXCEEDED' });
+  });
+
+  it('A35: a ListTasks summary of a finished task is read in full before anything is journaled', () => {
+    const summary = task('TASK_STATE_COMPLETED', { artifacts: [] });
+    const step = transition(recordIn('INTENT'), { kind: 'search-result', purpose: 'reconcile', deduplicates: false, finding: { kind: 'found', task: summary, complete: false, ownership: { kind: 'proven', by: 'message-id' } } }, policy);
+    expect(step).toEqual({ next: { kind: 'read-once', why: 'adopting a task found by our messageId', taskId: 'T1' } });
+    const full = transition(recordIn('INTENT'), { kind: 'task-read', task: summary, call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why: 'adopt', cycle: false }, policy);
+    expect(writesOf(full)).toEqual([{ kind: 'snapshot', task: summary, guard: 'version', bindAgent: true }]);
+  });
+
+  it('"found again" before LOST is journaled and routed (never left without a next)', () => {
+    const again = task('TASK_STATE_WORKING');
+    const step = transition(recordIn('WORKING'), { kind: 'search-result', purpose: 'lost-check', deduplicates: false, finding: { kind: 'found', task: again, complete: true, ownership: { kind: 'proven', by: 'message-id' } } }, policy);
+    expect(step).toEqual({ write: { kind: 'snapshot', task: again, guard: 'none' }, next: { kind: 'route' } });
+  });
+
+  it('a foreign send answer is journaled as received (never "not sent") and left to the reconciler', () => {
+    const step = transition(recordIn('INTENT'), { ...SAMPLES['send-answered'], ownership: { kind: 'disproven', reason: 'foreign-context' } }, policy);
+    expect(writesOf(step)[0]).toMatchObject({ kind: 'note-send-error', error: { code: 'FOREIGN_TASK', delivery: 'received' } });
+    expect(step.next.kind).toBe('ask-reconciler');
+  });
+
+  it('an incoming stream event keeps the stream open; a finished row takes no more events', () => {
+    expect(transition(recordIn('WORKING'), SAMPLES['stream-event'], policy).next.kind).toBe('continue');
+    expect(transition(recordIn('COMPLETED'), SAMPLES['stream-event'], policy)).toEqual({ next: { kind: 'settle' } });
+  });
+
+  it('subscribe refused (-32001, -32004: maybe terminal) is one GetTask, not the not-found window', () => {
+    expect(transition(recordIn('WORKING'), { kind: 'stream-failed', code: '-32001', retryable: false, unacceptable: { code: '-32001', message: 'not found' } }, policy).next.kind).toBe('read-once');
+  });
+});
+
+describe('properties per kind', () => {
+  const states = fc.constantFrom(...JOURNAL_STATES.filter((state) => !FINISHED.has(state)));
+  const calls = fc.constantFrom<AgentCall>('get-task', 'subscribe', 'cancel', 'reply', 'push', 'list-tasks');
+
+  it('TaskNotFound from any call is one row: a note, then ask later or search before LOST; never an outcome at once', () => {
+    fc.assert(
+      fc.property(states, calls, fc.nat(10), fc.option(fc.integer({ min: 0, max: 120_000 }), { nil: undefined }), (state, call, count, sinceAgo) => {
+        const record = recordIn(state, { notFoundCount: count, ...(sinceAgo !== undefined ? { firstNotFoundAt: NOW - sinceAgo } : {}) });
+        const step = transition(record, { kind: 'task-not-found', call }, policy);
+        expect(writesOf(step)).toEqual([{ kind: 'note-not-found' }]);
+        expect(['check-later', 'search']).toContain(step.next.kind);
+        const other = transition(record, { kind: 'task-not-found', call: 'get-task' }, policy);
+        expect(step).toEqual(other);
+      }),
+    );
+  });
+
+  it('an answer that arrived (delivery received) with a possible effect is never FAILED, resent or re-delegated blind', () => {
+    fc.assert(
+      fc.property(fc.boolean(), fc.boolean(), fc.option(fc.constantFrom('bodyBytes', 'jsonDepth', 'parts'), { nil: undefined }), (permanent, lastAttempt, overLimit) => {
+        const error = { code: overLimit ? 'LIMIT_EXCEEDED' : 'INTERNAL', message: 'x', delivery: 'received' as const, ...(overLimit ? { limit: overLimit } : {}) };
+        const observation: Observation = { kind: 'send-failed', afterMark: true, delivery: 'received', effect: 'maybe', error, permanent, lastAttempt, ...(overLimit ? { unacceptable: { code: 'LIMIT_EXCEEDED', message: 'x', limit: overLimit } } : {}) };
+        const step = transition(recordIn('INTENT'), observation, policy);
+        expect(outcomeStates(step)).not.toContain('FAILED');
+        expect(['resend', 'retry']).not.toContain(step.next.kind);
+        expect(['needs-person', 'ask-reconciler']).toContain(step.next.kind);
+      }),
+    );
+  });
+
+  it('a read that is not complete never journals a finished state', () => {
+    const terminal = fc.constantFrom<TaskState>('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED');
+    fc.assert(
+      fc.property(states, terminal, calls, fc.boolean(), (state, taskState, call, cycle) => {
+        const step = transition(recordIn(state), { kind: 'task-read', task: task(taskState), call, complete: false, ownership: { kind: 'proven', by: 'message-id' }, why: 'x', cycle }, policy);
+        expect(writesOf(step).filter((write) => write.kind === 'snapshot')).toEqual([]);
+        expect(step.next.kind).toBe('read-once');
+        const search = transition(recordIn('INTENT'), { kind: 'search-result', purpose: 'reconcile', deduplicates: false, finding: { kind: 'found', task: task(taskState), complete: false, ownership: { kind: 'proven', by: 'message-id' } } }, policy);
+        expect(writesOf(search)).toEqual([]);
+      }),
+    );
+  });
+
+  it('an answer over a limit ends in a person with LIMIT_EXCEEDED; a stream event over one in at most one read more', () => {
+    fc.assert(
+      fc.property(states, fc.constantFrom('bodyBytes', 'sseEventBytes', 'jsonDepth', 'parts'), fc.boolean(), (state, limitName, cycle) => {
+        const unacceptable = { code: 'LIMIT_EXCEEDED', message: 'over', limit: limitName };
+        const read = transition(recordIn(state), { kind: 'read-failed', call: 'get-task', code: 'LIMIT_EXCEEDED', retryable: false, unacceptable, why: 'x', cycle }, policy);
+        expect(read.next).toMatchObject({ kind: 'needs-person', code: 'LIMIT_EXCEEDED', limit: limitName });
+        const stream = transition(recordIn(state), { kind: 'stream-failed', code: 'LIMIT_EXCEEDED', retryable: false, unacceptable }, policy);
+        expect(stream.next).toMatchObject({ kind: 'read-once', refused: unacceptable });
+        expect(writesOf(stream)).toEqual([]);
+      }),
+    );
+  });
+
+  it('the progress rule ends a run of unacceptable answers in bounded cycles and never before the window otherwise', () => {
+    fc.assert(
+      fc.property(fc.nat(40), fc.integer({ min: 0, max: 2_000_000 }), fc.nat(6), fc.boolean(), (count, elapsedMs, unacceptableInRow, unacceptable) => {
+        const next = progressNext({ count, since: NOW - elapsedMs, unacceptableInRow: unacceptable ? Math.max(1, unacceptableInRow) : 0 }, { what: 'x', ...(unacceptable ? { unacceptable: { code: 'UNKNOWN_WIRE_VALUE' } } : {}) }, { taskId: 'T1', state: 'WORKING' }, policy);
+        const inRow = unacceptable ? Math.max(1, unacceptableInRow) : 0;
+        if (unacceptable && inRow >= policy.unacceptableAnswerLimit) expect(next).toMatchObject({ kind: 'needs-person', code: 'PROTOCOL_ERROR' });
+        else if (count > 0 && elapsedMs >= policy.noProgressWindowMs) expect(next.kind).toBe('needs-person');
+        else expect(['follow', 'slow-poll']).toContain(next.kind);
+      }),
+    );
+  });
+
+  it('routing from a row alone: finished settles, a wanted cancel cancels, an open question parks, else follow', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...JOURNAL_STATES), fc.boolean(), (state, cancelWanted) => {
+        const next = routeOf(recordIn(state), {}, cancelWanted);
+        if (FINISHED.has(state)) expect(next.kind).toBe('settle');
+        else if (cancelWanted) expect(next.kind).toBe('cancel');
+        else if (state === 'INPUT_REQUIRED' || state === 'AUTH_REQUIRED') expect(next.kind).toBe('park');
+        else expect(next.kind).toBe('follow');
+      }),
+    );
+  });
+});
