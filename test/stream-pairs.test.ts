@@ -1,7 +1,7 @@
 /**
  * Issue 16, the kind "two events that arrived together, applied in one round trip": a stream's artifact update and
  * the status update right behind it go to the journal as one script (`applyArtifactThenStatus`, composed from
- * applyArtifact-3.lua and applyStatus-5.lua).
+ * applyArtifact-2.lua and applyStatus-5.lua).
  * - Property (real Redis, the real scripts): whatever the row (state, task id, a sealed or open artifact), the
  *   artifact update (new or known id, append, last chunk, over the byte limit), the status update (state, our task
  *   or another, a stale fence) and the lease, the pair leaves the row, its artifacts and the lease exactly as

@@ -145,7 +145,7 @@ export class JournalDelegations extends JournalWorkflows {
   }
 
   /**
-   * Notes one observation for the progress rule (see noteNoProgress-2.lua): `mark` sums up what the delegation
+   * Notes one observation for the progress rule (see noteNoProgress-1.lua): `mark` sums up what the delegation
    * shows after the observation (a digest); `what` is short evidence text (stored as `noProgressLast`, ≤ 500 chars);
    * `unacceptable`: the cycle ended on an answer we cannot accept.
    * @returns count 0 when the mark changed (progress), else the observations without progress; since when (ms); and

@@ -1,5 +1,5 @@
 /**
- * Status and artifact changes of a delegation, forward only (applyStatus-5.lua, applyArtifact-3.lua),
+ * Status and artifact changes of a delegation, forward only (applyStatus-5.lua, applyArtifact-2.lua),
  * with the task-id binding (one SET NX GET: inside applyStatus on one server, `bindTask` on a Cluster) and protocol
  * errors an agent caused (noteProtocolError-1.lua).
  */
@@ -127,7 +127,7 @@ export interface ArtifactUpdate {
 /** What an artifact update did: 'applied', 'sealed' (dropped after the seal) or 'finished' (the delegation is). */
 export type ArtifactOutcome = 'applied' | 'sealed' | 'finished';
 
-/** applyArtifact-3.lua's reply: code and detail. */
+/** applyArtifact-2.lua's reply: code and detail. */
 type ApplyArtifactReply = [number, string];
 
 /** applyStatus-5.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
@@ -334,7 +334,7 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /**
-   * Applies one artifact update (append / replace / seal, see applyArtifact-3.lua). The delegation's
+   * Applies one artifact update (append / replace / seal, see applyArtifact-2.lua). The delegation's
    * artifact bytes (artifactByteSize, summed over chunks and pushes) stay within `artifactBytesPerDelegation`.
    * @returns 'applied', 'sealed' (dropped after the seal) or 'finished'.
    * @throws JournalError FENCE_LOST, DELEGATION_MISSING; ARTIFACT_LIMIT when this update would pass the
@@ -366,7 +366,7 @@ export class JournalStatus extends JournalDelegations {
     return { artifact, status: await this.statusResult(ref, change, statusReply) };
   }
 
-  /** applyArtifact-3.lua's ARGV for `update`. */
+  /** applyArtifact-2.lua's ARGV for `update`. */
   private artifactArguments(fence: number | undefined, update: ArtifactUpdate): (string | number)[] {
     const { artifactId, parts, ...meta } = update.artifact;
     return [
@@ -382,7 +382,7 @@ export class JournalStatus extends JournalDelegations {
     ];
   }
 
-  /** What applyArtifact-3.lua's reply means. */
+  /** What applyArtifact-2.lua's reply means. */
   private async artifactResult(ref: DelegationRef, [code, detail]: ApplyArtifactReply): Promise<ArtifactOutcome> {
     if (code === -1 && (await this.isCompacted(ref.workflowId))) return 'finished';
     if (code < 0) throw journalErrorFromCode(code, ref, 'applyArtifact');
