@@ -20,8 +20,8 @@ export interface SseWait {
 }
 
 export type ScriptedAnswer =
-  /** JSON-RPC success with this `result`. */
-  | { result: unknown }
+  /** JSON-RPC success with this `result`; `envelopeId` replaces the request's id in the envelope (`null`: A33). */
+  | { result: unknown; envelopeId?: unknown }
   /** JSON-RPC error envelope (HTTP 200, application/json). */
   | { error: { code: number; message: string; data?: unknown } }
   /**
@@ -97,7 +97,7 @@ export async function startScriptedAgent(initial: ScriptedHandlers): Promise<Scr
 
   const answer = async (response: ServerResponse, id: unknown, reply: ScriptedAnswer) => {
     if ('hang' in reply) return; // never answered; close() destroys the socket
-    if ('result' in reply) return json(response, { jsonrpc: '2.0', id, result: reply.result });
+    if ('result' in reply) return json(response, { jsonrpc: '2.0', id: 'envelopeId' in reply ? reply.envelopeId : id, result: reply.result });
     if ('error' in reply) return json(response, { jsonrpc: '2.0', id, error: reply.error });
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     response.flushHeaders();

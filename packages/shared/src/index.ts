@@ -1,27 +1,23 @@
 // Public surface of @durable-a2a/shared. Names are listed one by one.
 export * from './a2a/index.ts';
 
-export { Journal, countUnfinishedByState, questionKeyOf, STATE_SAMPLE_LIMIT } from './journal/journal.ts';
+export { Journal, countUnfinishedByState, questionKeyOf } from './journal/journal.ts';
 export { WorkflowChangeSubscriber, workflowChangeChannel } from './journal/changes.ts';
 export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions } from './journal/journal.ts';
-export { JournalError, JOURNAL_ERROR_CODES } from './journal/errors.ts';
+export { JournalError } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
-export { journalKeys, indexMember, parseIndexMember, ID_PATTERN, DEFAULT_PREFIX } from './journal/keys.ts';
+export { indexMember, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
 export type { JournalKeys } from './journal/keys.ts';
 export { parseCompactedWorkflow } from './journal/compacted-record.ts';
-export type { CompactedWorkflow } from './journal/compacted-record.ts';
+
 export {
   JOURNAL_STATES,
-  FINISHED_STATES,
-  PARKED_STATES,
-  UNSUCCESSFUL_STATES,
   FINISHED_WORKFLOW_STATES,
   isFinished,
   isParked,
   isUnsuccessful,
   isWorkflowFinished,
   journalStateOf,
-  taskStateOf,
 } from './journal/states.ts';
 export type { JournalState } from './journal/states.ts';
 export { AttentionSchema, ATTENTION_CODES, parseWorkflowHash, encodeWorkflowPatch } from './journal/workflow-record.ts';
@@ -31,17 +27,16 @@ export {
   AgentInterfaceRefSchema,
   OutgoingMessageSchema,
   RecordedErrorSchema,
-  parseArtifacts,
   isAwaitingAnswer,
 } from './journal/record.ts';
 export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError } from './journal/record.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
-export type { IntentInput } from './journal/intent.ts';
+
 export { applyTask, applyStreamResponse, applyStreamResponsePair, type ArtifactThenStatus } from './journal/observe.ts';
-export { listWorkflowSummaries, listOpenQuestions, allOpenQuestions, workflowSummaries, decodeListingCursor, nextChecks, pageByKeyset, LISTING_SCAN_LIMIT } from './journal/listing.ts';
+export { listWorkflowSummaries, listOpenQuestions, workflowSummaries, decodeListingCursor, nextChecks, pageByKeyset } from './journal/listing.ts';
 export type { WorkflowSummary, OpenQuestionSummary, WorkflowFilter, Page } from './journal/listing.ts';
 export { parseAgentTimestamp } from './journal/clock.ts';
-export type { ObservationResult, ObserveOptions } from './journal/observe.ts';
+export type { ObservationResult } from './journal/observe.ts';
 export {
   QUEUE_NAMES,
   ALL_QUEUES,
@@ -69,13 +64,13 @@ export {
   enqueueVerify,
   enqueueCompensate,
 } from './enqueue.ts';
-export type { JobQueue, TypedQueues, CancelOccasion, SubscriptionPlan, ReconcileOccasion, ReconcileBatchOccasion, DecideOccasion, CompensateOccasion } from './enqueue.ts';
-export { decide, firstAttempts, classifyFailure, failureOf, needsUndo, mayHaveEffect, pendingAttempt } from './decide.ts';
+export type { TypedQueues } from './enqueue.ts';
+export { decide, firstAttempts, classifyFailure, failureOf, needsUndo } from './decide.ts';
 export type { Decision, WorkflowSnapshot, AttemptView, PreviousAttempt, CandidateLookup, FailureKind, FirstAttempt, Effect } from './decide.ts';
 export { RESOLVE_ACTIONS, allowedResolveActions, resolutionPatch } from './decide-resolution.ts';
 export type { ResolveAction, ResolutionAttempt, ResolutionWorkflow } from './decide-resolution.ts';
 export { attemptMessage } from './attempt-message.ts';
-export type { CarriedAttempt } from './attempt-message.ts';
+
 export {
   MessageInputSchema,
   TargetSchema,
@@ -85,23 +80,23 @@ export {
   WorkflowDefinitionSchema,
   parseDefinitionText,
   WORKFLOW_STATES,
-  dependenciesOf,
+  declaredVerifier,
 } from './workflow.ts';
 export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition, WorkflowState } from './workflow.ts';
-export { createLogger, lazyChildLogger, defaultLoggerOptions, logRedisConnectionState, REDACTED_PATHS, REDIS_DOWN_REMINDER_MS } from './logger.ts';
+export { createLogger, lazyChildLogger, defaultLoggerOptions, logRedisConnectionState } from './logger.ts';
 export type { Logger } from './logger.ts';
 export { createMetrics } from './metrics.ts';
-export { startTracing, traceContextHeaders, withSpan, delegationSpan, delegationAttributes, annotateActiveSpan, TracingEnvironmentSchema, SPAN_ATTRIBUTES, TRACER_NAME } from './tracing.ts';
+export { startTracing, traceContextHeaders, withSpan, delegationSpan, annotateActiveSpan, TracingEnvironmentSchema, SPAN_ATTRIBUTES } from './tracing.ts';
 export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
 export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
-export { AgentRegistry } from './registry.ts';
-export type { RegisteredAgent } from './registry.ts';
-export { createRedisClient, openRedisClient, createFailFastRedisClient, failFastRedisOptions, isRedisUnavailableError, isClusterUrl, waitUntilConnected, CLUSTER_SCHEME, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
-export { createSentinelClient, isSentinelUrl, parseSentinelUrl, sentinelRedisOptions, SENTINEL_SCHEME } from './redis-sentinel.ts';
+export { AgentRegistry, candidateAgents } from './registry.ts';
+export type { RegisteredAgent, AgentTarget } from './registry.ts';
+export { createRedisClient, openRedisClient, createFailFastRedisClient, isRedisUnavailableError, waitUntilConnected, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
+export { parseSentinelUrl, sentinelRedisOptions } from './redis-sentinel.ts';
 export type { SentinelTarget } from './redis-sentinel.ts';
 export type { RedisClient } from './redis.ts';
-export { ReplicationTimeoutError, awaitReplicas, connectionGeneration, durabilityFrom, JournalDurabilityEnvironment, NO_DURABILITY } from './journal/durability.ts';
+export { ReplicationTimeoutError, awaitReplicas, connectionGeneration, durabilityFrom, JournalDurabilityEnvironment } from './journal/durability.ts';
 export type { JournalDurability } from './journal/durability.ts';
 export { parseEnvironmentOrExit, RedisUrlSchema, jsonVariable } from './config.ts';
 export { exitOnSignals } from './shutdown.ts';

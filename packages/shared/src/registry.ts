@@ -68,9 +68,7 @@ export class AgentRegistry {
 
   /** Available agents with a skill of this id (and all the given tags), in registration order. */
   async findBySkill(skillId: string, tags: string[] = []): Promise<RegisteredAgent[]> {
-    return (await this.list()).filter(
-      (agent) => !agent.unavailable && agent.card.skills.some((skill) => skill.id === skillId && tags.every((tag) => skill.tags.includes(tag))),
-    );
+    return withSkill(await this.list(), skillId, tags);
   }
 
   /** Marks an agent unusable (its refreshed card was rejected); it stays listed with the reason. */
@@ -83,4 +81,27 @@ export class AgentRegistry {
   async remove(cardUrl: string): Promise<void> {
     await this.redis.hdel(this.key, cardUrl);
   }
+}
+
+/** Where a step or a compensation may go: a fixed Agent Card URL, and/or any registered agent with a skill (and every tag). */
+export interface AgentTarget {
+  agent?: string;
+  skill?: string;
+  tags?: string[];
+}
+
+/** The available agents of `registered` with a skill of id `skillId` carrying every tag in `tags`, in their order. */
+function withSkill(registered: readonly RegisteredAgent[], skillId: string, tags: readonly string[]): RegisteredAgent[] {
+  return registered.filter((agent) => !agent.unavailable && agent.card.skills.some((skill) => skill.id === skillId && tags.every((tag) => skill.tags.includes(tag))));
+}
+
+/**
+ * The candidate agents of a target, in the order they are tried: the fixed agent first, then the available
+ * registered agents with the skill and every tag, in registration order (`AgentRegistry.list()`), no agent twice.
+ * The one rule for the producer's first attempts, the workflow's re-delegations and compensations.
+ */
+export function candidateAgents(target: AgentTarget, registered: readonly RegisteredAgent[]): string[] {
+  const fixed = target.agent ? [target.agent] : [];
+  const bySkill = target.skill ? withSkill(registered, target.skill, target.tags ?? []).map((agent) => agent.cardUrl) : [];
+  return [...new Set([...fixed, ...bySkill])];
 }

@@ -112,3 +112,13 @@ export function parseDefinitionText(text: string): WorkflowDefinition {
   }
   return definition;
 }
+
+/**
+ * The verifier an attempt of `kind` declares in its step: the step's own (`step`), or its compensation's
+ * (`compensation`, only a delegation compensation can declare one). The one answer to "does this attempt declare a
+ * verifier" for the send path's check, the settle and the undo chain.
+ */
+export function declaredVerifier(step: Step, kind: 'step' | 'compensation'): VerifierRef | undefined {
+  if (kind === 'step') return step.verifier;
+  return step.compensation && 'verifier' in step.compensation ? step.compensation.verifier : undefined;
+}

@@ -62,18 +62,46 @@ describe('JSON-RPC answers must carry our request id', () => {
     for (const transport of transports(server.url)) for (const call of Object.values(calls(transport))) await expect(call()).resolves.toBeDefined();
   });
 
-  it.each([
-    ['another id', (ours: unknown) => (ours as number) + 1000],
-    ['no id', () => undefined],
-    ['a null id on a result', () => null],
-  ])('%s -> ResponseIdMismatchError on send, get, list, cancel and every stream frame (permanent, received)', async (_name, idFor) => {
-    server = await agentWithIds(idFor);
+  it('another id -> ResponseIdMismatchError on send, get, list, cancel and every stream frame (permanent, received), whatever the content', async () => {
+    server = await agentWithIds((ours) => (ours as number) + 1000);
     for (const transport of transports(server.url)) {
       for (const [name, call] of Object.entries(calls(transport))) {
         const error = await call().then(() => undefined, (caught: unknown) => caught);
         expect(error, `${transport.protocolVersion} ${name}`).toBeInstanceOf(ResponseIdMismatchError);
         expect(error).toMatchObject({ code: 'RESPONSE_ID_MISMATCH', retryable: false, delivery: 'received' });
       }
+    }
+  });
+
+  it.each([
+    ['no id', () => undefined],
+    ['a null id on a result', () => null],
+  ])('%s (A33): weak evidence, the content decides: get and cancel of the task we asked about are accepted; send, list and stream frames whose content proves nothing are refused', async (_name, idFor) => {
+    server = await agentWithIds(idFor);
+    for (const transport of transports(server.url)) {
+      for (const [name, call] of Object.entries(calls(transport))) {
+        const outcome = await call().then((value) => value, (caught: unknown) => caught);
+        if (name === 'get' || name === 'cancel') expect(outcome, `${transport.protocolVersion} ${name}`).toMatchObject({ id: 'T1' });
+        else expect(outcome, `${transport.protocolVersion} ${name}`).toBeInstanceOf(ResponseIdMismatchError);
+      }
+    }
+  });
+
+  it('a null id on a send answer whose history holds our messageId (A33): accepted, both versions; another messageId: refused', async () => {
+    const holding = (messageId: string) => ({ ...task, history: [{ kind: 'message', role: 'ROLE_USER', messageId, parts: [] }] });
+    for (const messageId of ['m1', 'someone-else']) {
+      server = await startRawServer((request, response) => {
+        const { method } = JSON.parse(request.body) as { method: string };
+        const result = method === 'SendMessage' ? { task: holding(messageId) } : { ...holding(messageId), history: [{ kind: 'message', role: 'user', messageId, parts: [] }], status: { state: 'working' } };
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, result }));
+      });
+      for (const transport of transports(server.url)) {
+        const outcome = await transport.sendMessage({ message }).then((value) => value, (caught: unknown) => caught);
+        if (messageId === 'm1') expect(outcome, `${transport.protocolVersion}`).toMatchObject({ task: { id: 'T1' } });
+        else expect(outcome, `${transport.protocolVersion}`).toBeInstanceOf(ResponseIdMismatchError);
+      }
+      await server.close();
+      server = undefined;
     }
   });
 

@@ -11,6 +11,8 @@ import type { CompensationHandler } from './delegation/runs/handler.ts';
 import type { AuthHandler } from './delegation/auth.ts';
 import type { Policy } from './delegation/core/policy.ts';
 import type { AgentFollowSlots } from './delegation/runs/follow.ts';
+import type { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
+import type { AttemptSteps } from './delegation/attempt-step.ts';
 
 /** A named point where a crash changes what recovery must do (crash-point tests). */
 export type CrashPoint =
@@ -72,6 +74,10 @@ export interface WorkerContext {
   policy: Policy;
   /** This process's follow slots per agent (`followSlotsPerAgent`). */
   followSlots: AgentFollowSlots;
+  /** The follow leases this process renews (`runs/lease-renewal.ts`). */
+  leaseRenewals: LeaseRenewals;
+  /** The steps of attempts this process has read (`attempt-step.ts`). */
+  attemptSteps: AttemptSteps;
   /** Identifies this worker process in journal `owner` fields and logs. */
   workerId: string;
   /** Aborted when the fleet closes: open streams hand their delegation over and stop. */

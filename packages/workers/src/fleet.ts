@@ -37,6 +37,8 @@ import type { AuthHandler } from './delegation/auth.ts';
 import { processFollow } from './queues/follow.ts';
 import { createLocalFollows, type LocalFollows } from './delegation/runs/follow-local.ts';
 import { AgentFollowSlots } from './delegation/runs/follow.ts';
+import { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
+import { AttemptSteps } from './delegation/attempt-step.ts';
 import { policyOf } from './delegation/core/policy.ts';
 import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
 import { processSend } from './queues/send.ts';
@@ -156,6 +158,8 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
     options,
     policy: policyOf(options),
     followSlots: new AgentFollowSlots(options.followSlotsPerAgent, options.concurrency.follow),
+    leaseRenewals: new LeaseRenewals(),
+    attemptSteps: new AttemptSteps(),
     workerId: parts.workerId,
     crashPoint: crashPointHook(options, logger),
   };

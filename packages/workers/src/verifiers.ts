@@ -28,7 +28,8 @@ export type VerifierRegistry = ReadonlyMap<string, Verifier>;
 /** Options of the built-in HTTP verifier. */
 export interface HttpVerifierOptions<T> {
   /**
-   * URL with placeholders filled from the delegation (URL-encoded): `{messageId}`, `{taskId}`,
+   * URL with placeholders filled from the delegation, each value one URL-encoded path segment (an empty value, `.`
+   * or `..` is refused: the effect is recorded `unknown` with the reason, nothing is read): `{messageId}`, `{taskId}`,
    * `{workflowId}`, `{step}`, `{delegationId}`, for a compensation `{original.messageId}`, `{original.taskId}`,
    * and `{subjectMessageId}`: the step attempt's messageId (the original's, for a compensation), so one
    * verifier reads the same record for a step and for its undo.
@@ -66,7 +67,18 @@ export function httpVerifier<T>(options: HttpVerifierOptions<T>): Verifier {
         'original.taskId': original?.taskId,
         subjectMessageId: original?.messageId ?? delegation.messageId,
       };
-      const url = options.urlTemplate.replace(/\{([a-zA-Z.]+)\}/g, (_, name: string) => encodeURIComponent(values[name] ?? ''));
+      // A38: each value is one path segment whatever its text: encoded, and refused when empty or a dot segment, so the
+      // agent being verified (which names its task) cannot point the read at another record.
+      const refused = new Set<string>();
+      const url = options.urlTemplate.replace(/\{([a-zA-Z.]+)\}/g, (_, name: string) => {
+        const segment = encodeURIComponent(values[name] ?? '');
+        if (segment === '' || segment === '.' || segment === '..') refused.add(name);
+        return segment;
+      });
+      if (refused.size > 0) {
+        const names = [...refused].map((name) => `{${name}} = ${JSON.stringify(values[name] ?? '')}`).join(', ');
+        return { effect: 'unknown', evidence: { refused: `${names}: not a path segment the verifier may read`, urlTemplate: options.urlTemplate } };
+      }
       const response = await fetch(url, { headers: options.headers, signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
       if (absent.has(response.status)) return { effect: 'absent', evidence: { url, status: response.status } };
       if (!response.ok) throw new Error(`verifier read ${url} answered ${response.status}`);

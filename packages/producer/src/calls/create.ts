@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import {
+  candidateAgents,
   ID_PATTERN,
   PartSchema,
   WorkflowDefinitionSchema,
@@ -50,11 +51,8 @@ type Definition = z.output<typeof WorkflowDefinitionSchema>;
  */
 async function firstIntents(context: ProducerContext, definition: Definition, now: number): Promise<Record<string, string>[]> {
   const workflowId = definition.workflowId;
-  const bySkill = new Map<Step, string[]>();
-  for (const step of definition.steps) {
-    if (step.skill) bySkill.set(step, (await context.registry.findBySkill(step.skill, 'tags' in step ? (step.tags ?? []) : [])).map((agent) => agent.cardUrl));
-  }
-  const candidates = (step: Step) => [...new Set([...('agent' in step && step.agent ? [step.agent] : []), ...(bySkill.get(step) ?? [])])];
+  const registered = definition.steps.some((step) => step.skill) ? await context.registry.list() : [];
+  const candidates = (step: Step) => candidateAgents(step, registered);
   return firstAttempts(definition, candidates).map(({ step, agentCardUrl, held }) =>
     buildIntent({ workflowId, step: step.name, attempt: 1, agentCardUrl, message: attemptMessage(step, [], workflowId, 1), push: step.push, held, now }),
   );

@@ -50,9 +50,13 @@ export type JsonRpcId = string | number;
  * compared as text so `1` and `"1"` match. An error may carry `null` or no id (the server could not read
  * ours: §5.1 parse errors); a result never. Throws `ResponseIdMismatchError` (a `ProtocolError`).
  */
-export function checkResponseId(id: unknown, expectedId: JsonRpcId, isError: boolean, rawBody: string, what: string): void {
+export function checkResponseId(id: unknown, expectedId: JsonRpcId, isError: boolean, rawBody: string, what: string, contentProvesOurs?: () => boolean): void {
   if (isError && (id === null || id === undefined)) return;
   if ((typeof id === 'string' || typeof id === 'number') && String(id) === String(expectedId)) return;
+  // A33: a missing or null id on the answer to a plain HTTP request (one request, one answer) is weak evidence, not
+  // proof of foreignness: the content decides (our messageId in the task's history, the task id we asked about).
+  // Another request's id is still refused, and so is a null id whose content proves nothing.
+  if ((id === null || id === undefined) && contentProvesOurs?.()) return;
   throw new ResponseIdMismatchError(`${what} carries id ${JSON.stringify(id) ?? 'none'}, not our request id ${JSON.stringify(expectedId)}`, {
     cause: rawBody,
     bodyExcerpt: excerpt(rawBody),
@@ -64,10 +68,18 @@ export function checkResponseId(id: unknown, expectedId: JsonRpcId, isError: boo
  * an `error` member becomes the typed error (an error is never an empty success, even with
  * HTTP 200); otherwise `result` is validated with `schema`.
  */
-export function decodeJsonRpcEnvelope<Schema extends z.ZodType>(value: unknown, rawBody: string, schema: Schema, what: string, httpStatus?: number, expectedId?: JsonRpcId): z.output<Schema> {
+export function decodeJsonRpcEnvelope<Schema extends z.ZodType>(
+  value: unknown,
+  rawBody: string,
+  schema: Schema,
+  what: string,
+  httpStatus?: number,
+  expectedId?: JsonRpcId,
+  contentProof?: (result: unknown) => boolean,
+): z.output<Schema> {
   const envelope = validateWith(EnvelopeSchema, value, rawBody, what);
   const isError = envelope.error !== undefined && envelope.error !== null;
-  if (expectedId !== undefined) checkResponseId(envelope.id, expectedId, isError, rawBody, what);
+  if (expectedId !== undefined) checkResponseId(envelope.id, expectedId, isError, rawBody, what, contentProof && (() => contentProof(envelope.result)));
   if (isError) throw errorFromJsonRpc(envelope.error, rawBody, httpStatus);
   if (!('result' in (value as object))) throw new InvalidAgentResponseError(`${what} has neither result nor error`, { cause: rawBody, bodyExcerpt: excerpt(rawBody) });
   return validateWith(schema, envelope.result, rawBody, what);
@@ -102,17 +114,43 @@ export function decodeJsonRpcStreamError(
   return new ProtocolError('JSON answer without an error to a streaming call', { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
 }
 
-/** One JSON-RPC request: its id and its serialized envelope. */
+/** One JSON-RPC request: its id, its serialized envelope, and what in an answer's content proves it answers this request. */
 export interface JsonRpcRequest {
   id: JsonRpcId;
   body: string;
+  /** True when an answer's `result` proves by its content that it is ours (used only when the answer carries no id, A33). */
+  contentProof?: (result: unknown) => boolean;
+}
+
+/** The task in a result: 1.0 `{task}`, or a 0.3 / bare Task. */
+function taskOfResult(result: unknown): { id?: unknown; history?: unknown } | undefined {
+  if (typeof result !== 'object' || result === null) return undefined;
+  const task = 'task' in result ? (result as { task: unknown }).task : result;
+  return typeof task === 'object' && task !== null ? (task as { id?: unknown; history?: unknown }) : undefined;
+}
+
+/**
+ * What proves an answer to a request with these params ours by its content: our messageId in the history of the task
+ * (SendMessage), the task id we asked about (GetTask, CancelTask). Other requests have no content proof.
+ */
+function contentProofOf(params: object): JsonRpcRequest['contentProof'] {
+  const messageId = (params as { message?: { messageId?: unknown } }).message?.messageId;
+  if (typeof messageId === 'string') {
+    return (result) => {
+      const history = taskOfResult(result)?.history;
+      return Array.isArray(history) && history.some((message) => (message as { messageId?: unknown } | null)?.messageId === messageId);
+    };
+  }
+  const taskId = (params as { id?: unknown }).id;
+  if (typeof taskId === 'string' && taskId !== '') return (result) => taskOfResult(result)?.id === taskId;
+  return undefined;
 }
 
 /** Builds a request envelope `{jsonrpc, id, method, params}`. */
-export const jsonRpcRequest = (id: JsonRpcId, method: string, params: object): JsonRpcRequest => ({
-  id,
-  body: JSON.stringify({ jsonrpc: '2.0', id, method, params }),
-});
+export const jsonRpcRequest = (id: JsonRpcId, method: string, params: object): JsonRpcRequest => {
+  const contentProof = contentProofOf(params);
+  return { id, body: JSON.stringify({ jsonrpc: '2.0', id, method, params }), ...(contentProof ? { contentProof } : {}) };
+};
 
 /**
  * One JSON-RPC call over HTTP POST: a non-2xx status or a non-JSON answer is a typed error, and so is a
@@ -140,7 +178,7 @@ export async function postJsonRpc<Schema extends z.ZodType>(
   if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText);
   requireJsonContentType(response.contentType, response.bodyText, response.status, method);
   const value = prepare(parseJsonText(response.bodyText, `${method} response`, response.status));
-  return decodeJsonRpcEnvelope(value, response.bodyText, schema, `${method} response`, response.status, rpc.id);
+  return decodeJsonRpcEnvelope(value, response.bodyText, schema, `${method} response`, response.status, rpc.id, rpc.contentProof);
 }
 
 /** `A2ATransport` over JSON-RPC 2.0, protocol version 1.0. */

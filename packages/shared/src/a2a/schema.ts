@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ROLES, TASK_STATES } from './enums.ts';
-import { partToV1Shape, toBareTask, toWrappedResponse } from './shape.ts';
+import { partToV1Shape, salvageStatusMessage, toBareTask, toWrappedResponse } from './shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from './spelling.ts';
 
 /** Task states, in proto order (spec §5.5 TaskState). Kept in `enums.ts` so `spelling.ts` can read them without a cycle. */
@@ -67,7 +67,8 @@ export type Message = z.infer<typeof MessageSchema>;
 /** TaskStatus; `timestamp` is ISO 8601 UTC (spec §5.6.1). `state` in any spelling agents send (`spelling.ts`, R26). */
 export const TaskStatusSchema = z.object({
   state: WireTaskStateSchema,
-  message: MessageSchema.optional(),
+  // Informational: a bare string is salvaged, an unreadable message dropped; never the whole answer (A37).
+  message: z.preprocess((value) => salvageStatusMessage(value, '1.0'), MessageSchema.optional().catch(undefined)),
   timestamp: z.string().optional(),
 });
 export type TaskStatus = z.infer<typeof TaskStatusSchema>;

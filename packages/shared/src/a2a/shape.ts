@@ -90,3 +90,31 @@ export function partToV03Shape(value: unknown): unknown {
   }
   return value;
 }
+
+/** A short deterministic digest of a text (FNV-1a, 32 bits, hex): a stable id for a message salvaged from it. */
+function textDigest(text: string): string {
+  let hash = 0x811c9dc5;
+  for (let index = 0; index < text.length; index++) {
+    hash ^= text.charCodeAt(index);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash.toString(16).padStart(8, '0');
+}
+
+/**
+ * A37: a `status.message` that is a bare string (0.3 and 1.0 require a Message) is salvaged as an agent message
+ * holding that text (its messageId derived from the text, so the same question keeps its key), marked in its
+ * metadata (`durableA2a.salvaged`). Anything else passes unchanged (the schema decides; an unreadable message is
+ * dropped there, never the whole answer).
+ */
+export function salvageStatusMessage(value: unknown, version: '1.0' | '0.3'): unknown {
+  if (typeof value !== 'string') return value;
+  const part = version === '0.3' ? { kind: 'text', text: value } : { text: value };
+  return {
+    ...(version === '0.3' ? { kind: 'message' } : {}),
+    messageId: `salvaged-${textDigest(value)}`,
+    role: version === '0.3' ? 'agent' : 'ROLE_AGENT',
+    parts: [part],
+    metadata: { durableA2a: { salvaged: 'status.message was a bare string, not a Message' } },
+  };
+}

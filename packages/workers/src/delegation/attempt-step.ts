@@ -10,26 +10,42 @@ import { attemptDeadlineOf } from './core/policy.ts';
 /** One step of a workflow definition. */
 export type WorkflowStep = WorkflowDefinition['steps'][number];
 
-const stepsByAttempt = new Map<string, WorkflowStep | undefined>();
+/** Attempts whose step is remembered at most (the oldest go first). */
 const STEPS_KEPT = 10_000;
+
+/**
+ * The steps of attempts this process has read, by messageId (an attempt's step never changes), at most
+ * `STEPS_KEPT`. A member of `WorkerContext` (`attemptSteps`), created in `fleet.ts`: no module-level state.
+ */
+export class AttemptSteps {
+  private readonly steps = new Map<string, WorkflowStep | undefined>();
+
+  has(messageId: string): boolean {
+    return this.steps.has(messageId);
+  }
+
+  get(messageId: string): WorkflowStep | undefined {
+    return this.steps.get(messageId);
+  }
+
+  /** Finds and remembers the attempt's step in its workflow's definition. */
+  remember(record: Pick<DelegationRecord, 'step' | 'messageId'>, definition: WorkflowDefinition): WorkflowStep | undefined {
+    const step = definition.steps.find((candidate) => candidate.name === record.step);
+    if (this.steps.size >= STEPS_KEPT) this.steps.delete(this.steps.keys().next().value!);
+    this.steps.set(record.messageId, step);
+    return step;
+  }
+}
 
 /**
  * The attempt's step definition (`undefined` when the workflow has no such step), or `'unreadable'`
  * when the definition cannot be read now (not remembered: the next call reads again).
  */
 export async function stepOfAttempt(ctx: WorkerContext, record: Pick<DelegationRecord, 'workflowId' | 'step' | 'messageId'>): Promise<WorkflowStep | undefined | 'unreadable'> {
-  if (stepsByAttempt.has(record.messageId)) return stepsByAttempt.get(record.messageId);
+  if (ctx.attemptSteps.has(record.messageId)) return ctx.attemptSteps.get(record.messageId);
   const definition = await ctx.journal.getWorkflowDefinition(record.workflowId).catch(() => undefined);
   if (!definition) return 'unreadable';
-  return rememberStep(record, definition);
-}
-
-/** Finds and remembers the attempt's step in its workflow's definition. */
-function rememberStep(record: Pick<DelegationRecord, 'step' | 'messageId'>, definition: WorkflowDefinition): WorkflowStep | undefined {
-  const step = definition.steps.find((candidate) => candidate.name === record.step);
-  if (stepsByAttempt.size >= STEPS_KEPT) stepsByAttempt.delete(stepsByAttempt.keys().next().value!);
-  stepsByAttempt.set(record.messageId, step);
-  return step;
+  return ctx.attemptSteps.remember(record, definition);
 }
 
 /**
@@ -39,14 +55,8 @@ function rememberStep(record: Pick<DelegationRecord, 'step' | 'messageId'>, defi
  */
 export async function readAttemptWithStep(ctx: WorkerContext, ref: DelegationRef): Promise<DelegationRecord | undefined> {
   const [record, definition] = await Promise.all([ctx.journal.getDelegation(ref), ctx.journal.getWorkflowDefinition(ref.workflowId).catch(() => undefined)]);
-  if (record && definition && !stepsByAttempt.has(record.messageId)) rememberStep(record, definition);
+  if (record && definition && !ctx.attemptSteps.has(record.messageId)) ctx.attemptSteps.remember(record, definition);
   return record;
-}
-
-/** The verifier an attempt of `kind` declares in its step: the step's own, or its compensation's. */
-export function declaredVerifier(step: WorkflowStep, kind: DelegationRecord['kind']) {
-  if (kind === 'step') return step.verifier;
-  return step.compensation && 'verifier' in step.compensation ? step.compensation.verifier : undefined;
 }
 
 /**

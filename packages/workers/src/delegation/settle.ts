@@ -7,9 +7,9 @@
  * (WAIT) the removal also waits until the replicas hold every write of the
  * settle before it, so a failover cannot keep the removal and lose the
  * decision (a finished step under a workflow left RUNNING with no index
- * entry). Only `route.ts` calls this.
+ * entry). Only `apply.ts` calls this.
  */
-import { enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef, type WorkflowAtFinish } from '@durable-a2a/shared';
+import { declaredVerifier, enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef, type WorkflowAtFinish } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { advanceWorkflow } from '../workflow/advance.ts';
 
@@ -32,9 +32,8 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
     ? [knownWorkflow.record, knownWorkflow.delegationIds]
     : await Promise.all([ctx.journal.getWorkflow(ref.workflowId), ctx.journal.delegationIds(ref.workflowId)]);
   const step = workflow?.definition.steps.find((candidate) => candidate.name === record.step);
+  const verifier = step ? declaredVerifier(step, record.kind) : undefined;
   if (record.kind === 'compensation') {
-    const compensation = step?.compensation;
-    const verifier = compensation && 'verifier' in compensation ? compensation.verifier : undefined;
     if (needsVerification(record, verifier !== undefined)) {
       await enqueueVerify(ctx.queues, ref);
       return;
@@ -43,7 +42,7 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
     await dropFromIndex(ctx, ref, record, mark);
     return;
   }
-  if (step && needsVerification(record, step.verifier !== undefined)) {
+  if (needsVerification(record, verifier !== undefined)) {
     await enqueueVerify(ctx.queues, ref);
     return;
   }

@@ -5,10 +5,10 @@
  * option, DA2A_HTTP_VERIFIERS), in other processes and possibly other releases. The attempt is journaled FAILED
  * `VERIFIER_UNKNOWN` (delivery `not-sent`), so the workflow fails the step with the reason.
  */
-import type { DelegationRecord } from '@durable-a2a/shared';
+import { declaredVerifier, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { apply } from './apply.ts';
-import { declaredVerifier, stepOfAttempt } from './attempt-step.ts';
+import { stepOfAttempt } from './attempt-step.ts';
 
 /**
  * Refuses an unsent attempt whose declared verifier is not registered in this worker.

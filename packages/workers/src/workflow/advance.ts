@@ -9,6 +9,7 @@
  * compensation.
  */
 import {
+  candidateAgents,
   JournalError,
   attemptMessage,
   buildIntent,
@@ -95,19 +96,10 @@ const toAttempt = (record: DelegationRecord, workflow: WorkflowRecord) => ({
   held: record.state === 'INTENT' && record.held,
 });
 
-/** Candidate agents per step: the fixed agent first, then registered agents with the skill. */
+/** Candidate agents per step (`candidateAgents`: the fixed agent first, then registered agents with the skill and its tags). */
 async function candidateLookup(ctx: WorkerContext, definition: WorkflowDefinition): Promise<(step: Step) => string[]> {
-  const bySkill = new Map<string, string[]>();
-  for (const step of definition.steps) {
-    if (step.skill && !bySkill.has(step.skill)) {
-      const tags = 'tags' in step ? (step.tags ?? []) : [];
-      bySkill.set(step.skill, (await ctx.registry.findBySkill(step.skill, tags)).map((agent) => agent.cardUrl));
-    }
-  }
-  return (step) => {
-    const fixed = 'agent' in step && step.agent ? [step.agent] : [];
-    return [...new Set([...fixed, ...(step.skill ? (bySkill.get(step.skill) ?? []) : [])])];
-  };
+  const registered = definition.steps.some((step) => step.skill) ? await ctx.registry.list() : [];
+  return (step) => candidateAgents(step, registered);
 }
 
 /**

@@ -9,7 +9,7 @@
  * reason and evidence), never silently dropped; one a person abandoned is skipped and named in the
  * workflow's failure (FAILED, its effect left in place).
  */
-import { buildIntent, delegationSpan, enqueueSend, type DelegationRecord, type Step } from '@durable-a2a/shared';
+import { buildIntent, candidateAgents, delegationSpan, enqueueSend, type AgentTarget, type DelegationRecord, type Step } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { loadWorkflow } from './advance.ts';
 import { HANDLER_PREFIX } from '../delegation/runs/handler.ts';
@@ -72,7 +72,7 @@ async function startCompensation(
     agentCardUrl = `${HANDLER_PREFIX}${compensation.handler}`;
     parts = [{ text: `handler ${compensation.handler}` }];
   } else {
-    agentCardUrl = 'agent' in compensation && compensation.agent ? compensation.agent : await agentForSkill(ctx, compensation.skill!);
+    agentCardUrl = await compensationAgent(ctx, compensation);
     parts = 'text' in compensation.message ? [{ text: compensation.message.text }] : compensation.message.parts;
   }
   const intent = buildIntent({
@@ -94,10 +94,11 @@ async function startCompensation(
   await delegationSpan({ ...ref, step: step.name, attempt: original.attempt, kind: 'compensation', agentCardUrl, messageId: intent.messageId }, () => enqueueSend(ctx.queues, ref, 0));
 }
 
-async function agentForSkill(ctx: WorkerContext, skill: string): Promise<string> {
-  const [agent] = await ctx.registry.findBySkill(skill);
-  if (!agent) throw new Error(`no registered agent has skill ${skill} for a compensation`);
-  return agent.cardUrl;
+/** The compensation's agent: its fixed agent, else the first registered agent with its skill and tags (`candidateAgents`). */
+async function compensationAgent(ctx: WorkerContext, target: AgentTarget): Promise<string> {
+  const [agent] = candidateAgents(target, target.skill ? await ctx.registry.list() : []);
+  if (!agent) throw new Error(`no registered agent has skill ${target.skill}${target.tags?.length ? ` with tags ${target.tags.join(', ')}` : ''} for a compensation`);
+  return agent;
 }
 
 async function surface(ctx: WorkerContext, workflowId: string, version: number, reason: string, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {

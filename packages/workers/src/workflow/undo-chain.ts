@@ -6,7 +6,7 @@
  * `producer.resolve('abandon')`) is skipped and its original's effect named as left in place: the chain
  * never surfaces the same failed compensation twice.
  */
-import { delegationIdOf, isUnsuccessful, needsUndo, type DelegationRecord, type Step } from '@durable-a2a/shared';
+import { declaredVerifier, delegationIdOf, isUnsuccessful, needsUndo, type DelegationRecord, type Step } from '@durable-a2a/shared';
 
 /**
  * The attempts to undo, last done first: steps in reverse order, attempts in reverse order. `retryApproved`:
@@ -51,7 +51,6 @@ export type UndoMove =
 export function nextUndo(steps: Step[], records: DelegationRecord[], lists: UndoLists): UndoMove {
   const leftInPlace: string[] = [];
   for (const { step, original } of undoPlan(steps, records, lists.retryApproved)) {
-    const compensation = step.compensation!;
     const existing = compensationOf(records, original, lists.retryApproved);
     if (!existing) {
       const undoAttempt = compensationsOf(records, original).length + 1;
@@ -64,7 +63,7 @@ export function nextUndo(steps: Step[], records: DelegationRecord[], lists: Undo
       continue;
     }
     if (existing.state === 'COMPLETED') {
-      const verified = 'verifier' in compensation && compensation.verifier;
+      const verified = declaredVerifier(step, 'compensation') !== undefined;
       if (verified && existing.effect === undefined) return { kind: 'verifying', delegationId };
       if (verified && existing.effect !== 'absent') {
         return { kind: 'failed', reason: `${delegationId} completed but the effect of ${original.delegationId} is still ${existing.effect}`, record: existing };

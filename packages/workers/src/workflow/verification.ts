@@ -6,11 +6,10 @@
  * with backoff and then recorded as unknown, which the workflow surfaces to a
  * person instead of guessing.
  */
-import { delegationIdOf, type DelegationRef, type DelegationView } from '@durable-a2a/shared';
+import { declaredVerifier, delegationIdOf, type DelegationRef, type DelegationView } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../context.ts';
 import { loadDefinition } from './advance.ts';
 import { apply, applyToRef } from '../delegation/apply.ts';
-import { declaredVerifier } from '../delegation/attempt-step.ts';
 
 /** The verifier a delegation declares: its step's, or its compensation's. */
 export async function verifierOf(ctx: WorkerContext, delegation: Pick<DelegationView, 'workflowId' | 'step' | 'kind'>) {

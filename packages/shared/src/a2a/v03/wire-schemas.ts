@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { TaskState } from '../schema.ts';
-import { partToV03Shape, toKindTagged } from '../shape.ts';
+import { partToV03Shape, salvageStatusMessage, toKindTagged } from '../shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from '../spelling.ts';
 
 const MetadataSchema = z.record(z.string(), z.unknown());
@@ -64,7 +64,8 @@ export type MessageV03 = z.infer<typeof MessageV03Schema>;
 /** 0.3 TaskStatus (spec v0.3.0 §6.2): state in any spelling, optional message and timestamp. */
 export const TaskStatusV03Schema = z.object({
   state: WireStateV03Schema,
-  message: MessageV03Schema.optional(),
+  // Informational: a bare string is salvaged, an unreadable message dropped; never the whole answer (A37).
+  message: z.preprocess((value) => salvageStatusMessage(value, '0.3'), MessageV03Schema.optional().catch(undefined)),
   timestamp: z.string().optional(),
 });
 

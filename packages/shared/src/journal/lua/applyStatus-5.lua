@@ -18,7 +18,7 @@
   ARGV[6]  status timestamp as sent by the agent ('' = unknown)
   ARGV[7]  taskId ('' = not given)
   ARGV[8]  contextId returned by the agent ('' = not given)
-  ARGV[9]  status message JSON ('' = none): the question when the state is parked
+  ARGV[9]  status message JSON ('' = none: an agent's status without a message clears the previous one): the question when the state is parked
   ARGV[10] result JSON ('' = unchanged)
   ARGV[11] error JSON ('' = unchanged)
   ARGV[12] now (ms)
@@ -139,7 +139,10 @@ local function apply()
   elseif mode ~= 'outcome' or rank[incoming] == 9 then
     put('question', '')
   end
-  if ARGV[9] ~= '' then put('statusMessage', ARGV[9]) end
+  -- A TaskStatus from the agent is one value (A36): a status without a message clears the previous one. Our own
+  -- outcomes (mode 'outcome') leave it as the agent last sent it.
+  if ARGV[9] ~= '' then put('statusMessage', ARGV[9])
+  elseif mode ~= 'outcome' and hash.statusMessage and hash.statusMessage ~= '' then put('statusMessage', '') end
   if ARGV[10] ~= '' then put('result', ARGV[10]) end
   if ARGV[11] ~= '' then put('error', ARGV[11]) end
 

@@ -46,7 +46,8 @@ class ForeignEventError extends Error {
 
 /**
  * Reads one stream (see the module header). `open` gives a stream already open (the rest of a streaming send, V2)
- * instead of a SubscribeToTask; it receives the signal that must close it. Returns the last step's next kind (or
+ * instead of a SubscribeToTask; it receives the signal that must close it. `atEnd`: events applied once the stream
+ * ended cleanly, before its end is observed (a streaming send's finished first status, A34). Returns the last step's next kind (or
  * `lease-lost`, `handed-over`). Rethrows only errors that are not the agent's (journal, programming errors).
  */
 export async function readStream(
@@ -56,6 +57,7 @@ export async function readStream(
   leaseLost: AbortSignal,
   sink: StreamSink,
   open?: (signal: AbortSignal) => EventStream,
+  atEnd: readonly StreamResponse[] = [],
 ): Promise<string> {
   const log = lazyChildLogger(ctx.logger, { queue: open ? 'send' : 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
   const controller = new AbortController();
@@ -116,6 +118,13 @@ export async function readStream(
     await stream.return(undefined as never).catch(() => undefined);
   }
   if (stopped) return stopped;
+  // Events held back until the stream ended (a streaming send's finished first status, A34): applied now, in order.
+  for (const response of atEnd) {
+    const last = atEnd.at(-1) === response;
+    const collected = last && 'statusUpdate' in response && response.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !sawArtifacts ? await collectBeforeTerminal(ctx, record, log) : undefined;
+    const result = await sink(collected ?? { kind: 'stream-event', responses: [response] });
+    if (result.next !== 'continue') return result.next;
+  }
   // Ended before a terminal state (a clean close, an unterminated last event, an empty stream: R04), or interrupted.
   if (end?.kind !== 'interrupted') ctx.metrics.resubscriptions.inc({ reason: 'ended' });
   return (await sink({ kind: 'stream-ended', how: end?.kind ?? 'closed' })).next;

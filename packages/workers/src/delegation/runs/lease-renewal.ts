@@ -33,7 +33,14 @@ interface Renewal {
   timer: NodeJS.Timeout | undefined;
 }
 
-const renewalsByFleet = new WeakMap<WorkerContext['options'], Renewal>();
+/**
+ * The follow leases this process holds, renewed by one timer. A member of `WorkerContext` (`leaseRenewals`),
+ * created in `fleet.ts`: no module-level state.
+ */
+export class LeaseRenewals {
+  /** @internal The held leases and the timer (one per fleet). */
+  readonly renewal: Renewal = { held: new Map(), timer: undefined };
+}
 
 /**
  * Registers a follow lease (just acquired with `token`) for renewal until `release()`.
@@ -41,8 +48,7 @@ const renewalsByFleet = new WeakMap<WorkerContext['options'], Renewal>();
  * issued after a write that gave the lease back reaches Redis after it and may take the lease back (lease-1.lua `keep`).
  */
 export function renewWhileHeld(ctx: WorkerContext, ref: DelegationRef, token: string): { lost: AbortSignal; release(): void; issued(): number } {
-  let renewal = renewalsByFleet.get(ctx.options);
-  if (!renewal) renewalsByFleet.set(ctx.options, (renewal = { held: new Map(), timer: undefined }));
+  const renewal = ctx.leaseRenewals.renewal;
   const lease: HeldLease = { ref, token, lost: new AbortController(), issued: 0 };
   renewal.held.set(token, lease);
   const active = renewal;

@@ -19,6 +19,7 @@ import {
   ProtocolError,
   UnsupportedOperationError,
   StreamIdleError,
+  isTerminalTaskState,
   type A2ATransport,
   type DelegationRecord,
   type EventStream,
@@ -75,11 +76,16 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       await stream.return(undefined as never).catch(() => undefined);
     };
     let answered: Applied;
+    // A34: a first event that is a finished status update without anything else (a status identifies, it does not
+    // settle): the task is bound SUBMITTED now and that status applied after the rest of the stream (its artifacts).
+    let deferred: StreamResponse | undefined;
     try {
       const next = await firstEvent(ctx, stream, controller);
       if (next.done) throw new ProtocolError(`the send stream ended (${next.value.kind}) before naming a task`, { delivery: 'received' });
       ctx.crashPoint('send.after-request', record.step);
-      answered = await applyFirstEvent(send, next.value.response);
+      const first = next.value.response;
+      if ('statusUpdate' in first && isTerminalTaskState(first.statusUpdate.status.state)) deferred = first;
+      answered = await applyFirstEvent(send, first);
     } catch (error) {
       await close();
       if (error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) {
@@ -107,7 +113,7 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
     }
     try {
       const sink = streamSink(ctx, bound, { fence, log, source: 'stream' });
-      await readStream(ctx, bound, job, leaseLost, sink, (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream));
+      await readStream(ctx, bound, job, leaseLost, sink, (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream), deferred ? [deferred] : []);
       return 'sent-streaming';
     } finally {
       ctx.followSlots.release(record.agentCardUrl);
@@ -144,7 +150,9 @@ async function applyFirstEvent(send: StreamingSend, response: StreamResponse): P
   if ('message' in response) return send.applyAnswer({ message: response.message });
   if ('statusUpdate' in response) {
     const { taskId, contextId, status } = response.statusUpdate;
-    return send.applyAnswer({ task: { id: taskId, ...(contextId ? { contextId } : {}), status } });
+    // A finished status identifies the task; its outcome is applied after the rest of the stream (see `deferred`).
+    const identified = isTerminalTaskState(status.state) ? { state: 'TASK_STATE_SUBMITTED' as const } : status;
+    return send.applyAnswer({ task: { id: taskId, ...(contextId ? { contextId } : {}), status: identified } });
   }
   throw new ProtocolError('the send stream opened with an artifact, not with our task', { delivery: 'received' });
 }

@@ -19,6 +19,7 @@ import {
   type Message,
   type SendMessageRequest,
   type SendMessageResponse,
+  type Task,
   lazyChildLogger,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
@@ -219,11 +220,27 @@ async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldS
  */
 export function answerObservation(record: DelegationRecord, response: SendMessageResponse, via: 'answer' | 'stream'): Observation {
   if ('message' in response) return { kind: 'send-answered', answer: { message: response.message }, ownership: { kind: 'proven', by: 'request-id' }, via };
+  if (via === 'stream') return { kind: 'send-answered', answer: { task: response.task }, ownership: streamOwnership(record, response.task), via };
   const contextId = record.contextRefused ? undefined : record.requestedContextId;
   let ownership = taskOwnership(response.task, { contextId, messageId: contextId ? record.messageId : undefined, taskId: record.taskId }, 'answer');
   if (!ownership.ours && ownership.reason === 'foreign-context') ownership = taskOwnership(response.task, { messageId: record.messageId, taskId: record.taskId }, 'found');
   const proven: Ownership = ownership.ours ? { kind: 'proven', by: contextId ? 'context' : 'request-id' } : { kind: 'disproven', reason: `${ownership.reason}: ${ownership.detail}` };
   return { kind: 'send-answered', answer: { task: response.task }, ownership: proven, via };
+}
+
+/**
+ * Ownership of the first event of a stream we opened (A34): proven by the request that opened it (its frames carry
+ * our request id; a REST or gRPC stream is the answer to our one request), whatever context the agent chose and
+ * though a status update carries no history. Disproven only by positive evidence: another task id than the one we
+ * hold, or a history whose user messages do not include ours. Absence of evidence is not foreignness.
+ */
+function streamOwnership(record: DelegationRecord, task: Task): Ownership {
+  if (record.taskId !== undefined && task.id !== record.taskId) return { kind: 'disproven', reason: `the stream names task ${task.id}, not our task ${record.taskId}` };
+  const userMessages = (task.history ?? []).filter((message) => message.role === 'ROLE_USER');
+  if (userMessages.length > 0 && !userMessages.some((message) => message.messageId === record.messageId)) {
+    return { kind: 'disproven', reason: `task ${task.id} holds user messages, none of them our message ${record.messageId}` };
+  }
+  return { kind: 'proven', by: 'stream' };
 }
 
 /** A short outcome for logs and tests, and the log line of an applied answer. */
