@@ -94,16 +94,18 @@ export function checkResponseParts(response: StreamResponse | { task: Task } | {
 }
 
 /**
- * Bytes an artifact's parts carry, for `artifactBytesPerDelegation`: UTF-8 bytes of `text`,
- * base64 characters of `raw`, characters of `url`, and of `data` serialized as JSON.
+ * An artifact as the journal stores it: its id, its other fields (name, description, metadata, extensions) as JSON,
+ * its parts (with their metadata, filenames, media types) as JSON, and `bytes`, every stored byte of the three (UTF-8),
+ * which is what `artifactBytesPerDelegation` counts (field case B31: metadata, names and ids are stored bytes too).
  */
-export function artifactByteSize(artifact: Pick<Artifact, 'parts'>): number {
-  let bytes = 0;
-  for (const part of artifact.parts) {
-    if (part.text !== undefined) bytes += Buffer.byteLength(part.text, 'utf8');
-    else if (part.raw !== undefined) bytes += part.raw.length;
-    else if (part.url !== undefined) bytes += part.url.length;
-    else if (part.data !== undefined) bytes += Buffer.byteLength(JSON.stringify(part.data) ?? '', 'utf8');
-  }
-  return bytes;
+export function storedArtifact(artifact: Artifact): { artifactId: string; meta: string; parts: string; bytes: number } {
+  const { artifactId, parts, ...meta } = artifact;
+  const metaJson = JSON.stringify(meta);
+  const partsJson = JSON.stringify(parts);
+  return { artifactId, meta: metaJson, parts: partsJson, bytes: Buffer.byteLength(artifactId, 'utf8') + Buffer.byteLength(metaJson, 'utf8') + Buffer.byteLength(partsJson, 'utf8') };
+}
+
+/** Every byte the journal stores for an artifact (`storedArtifact(artifact).bytes`), for `artifactBytesPerDelegation`. */
+export function artifactByteSize(artifact: Artifact): number {
+  return storedArtifact(artifact).bytes;
 }

@@ -4,7 +4,7 @@
  * errors an agent caused (noteProtocolError-1.lua).
  */
 import type { Artifact, Message } from '../a2a/schema.ts';
-import { artifactByteSize } from '../a2a/limits.ts';
+import { artifactByteSize, storedArtifact } from '../a2a/limits.ts';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
@@ -168,11 +168,9 @@ function statusArguments(change: StatusChange, nowMs: number, taskBinding: TaskB
   const timestampMs = parseAgentTimestamp(change.statusTimestamp);
   const artifactArgs: string[] = [];
   if (change.artifacts) {
-    const sizes = change.artifacts.map((artifact) => artifactByteSize(artifact));
-    artifactArgs.push(String(sizes.reduce((sum, size) => sum + size, 0)), String(change.artifacts.length));
-    change.artifacts.forEach(({ artifactId, parts, ...meta }, index) => {
-      artifactArgs.push(artifactId, JSON.stringify(meta), JSON.stringify(parts), String(sizes[index]));
-    });
+    const stored = change.artifacts.map((artifact) => storedArtifact(artifact));
+    artifactArgs.push(String(stored.reduce((sum, artifact) => sum + artifact.bytes, 0)), String(stored.length));
+    for (const { artifactId, meta, parts, bytes } of stored) artifactArgs.push(artifactId, meta, parts, String(bytes));
   } else artifactArgs.push('', '');
   return [
     change.fence ?? '',
@@ -368,18 +366,8 @@ export class JournalStatus extends JournalDelegations {
 
   /** applyArtifact-2.lua's ARGV for `update`. */
   private artifactArguments(fence: number | undefined, update: ArtifactUpdate): (string | number)[] {
-    const { artifactId, parts, ...meta } = update.artifact;
-    return [
-      fence ?? '',
-      artifactId,
-      JSON.stringify(meta),
-      JSON.stringify(parts),
-      update.append ? '1' : '0',
-      update.lastChunk ? '1' : '0',
-      this.now(),
-      artifactByteSize(update.artifact),
-      this.artifactBytesPerDelegation,
-    ];
+    const { artifactId, meta, parts, bytes } = storedArtifact(update.artifact);
+    return [fence ?? '', artifactId, meta, parts, update.append ? '1' : '0', update.lastChunk ? '1' : '0', this.now(), bytes, this.artifactBytesPerDelegation];
   }
 
   /** What applyArtifact-2.lua's reply means. */
