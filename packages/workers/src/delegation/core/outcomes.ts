@@ -35,5 +35,3 @@ export const OUTCOME_CODES = [
 /** A local outcome code (see `OUTCOME_CODES`). */
 export type OutcomeCode = (typeof OUTCOME_CODES)[number];
 
-/** True for a code durable-a2a journals itself (not an agent's error code). */
-export const isOutcomeCode = (code: string): code is OutcomeCode => (OUTCOME_CODES as readonly string[]).includes(code);
