@@ -238,13 +238,66 @@ describe('properties per kind', () => {
     );
   });
 
+  it('an answer we cannot accept is always counted or read another way, in a cycle or not, bound or not (fuzz 271828)', () => {
+    const codes = fc.constantFrom('RESPONSE_ID_MISMATCH', 'UNKNOWN_WIRE_VALUE', 'INVALID_RESPONSE', 'NO_TASK_ID');
+    fc.assert(
+      fc.property(states, calls, codes, fc.boolean(), fc.boolean(), (state, call, code, cycle, bound) => {
+        const record = bound ? recordIn(state) : recordIn('INTENT');
+        const step = transition(record, { kind: 'read-failed', call, code, retryable: false, unacceptable: { code, message: 'x' }, why: 'x', cycle }, policy);
+        // Never a silent re-check: a check-later would ask the same question again and again, uncounted.
+        expect(step.next.kind).not.toBe('check-later');
+        if (step.next.kind === 'progress') expect(step.next.unacceptable).toBeDefined();
+        else expect(step.next).toMatchObject({ kind: 'search', purpose: 'read' });
+        expect(writesOf(step).filter((write) => write.kind === 'snapshot' || write.kind === 'outcome')).toEqual([]);
+      }),
+    );
+  });
+
+  it('a task found by our messageId whose GetTask was unusable is adopted from ListTasks with artifacts, only when proven ours', () => {
+    fc.assert(
+      fc.property(fc.constantFrom<TaskState>('TASK_STATE_COMPLETED', 'TASK_STATE_WORKING', 'TASK_STATE_FAILED'), fc.boolean(), (taskState, proven) => {
+        const ownership = proven ? ({ kind: 'proven', by: 'message-id' } as const) : ({ kind: 'unknown' } as const);
+        const step = transition(recordIn('INTENT'), { kind: 'search-result', purpose: 'read', deduplicates: false, finding: { kind: 'found', task: task(taskState), complete: true, ownership } }, policy);
+        const snapshots = writesOf(step).filter((write) => write.kind === 'snapshot');
+        if (proven) expect(snapshots).toEqual([expect.objectContaining({ kind: 'snapshot', bindAgent: true, guard: 'version' })]);
+        else {
+          expect(snapshots).toEqual([]);
+          expect(step.next).toMatchObject({ kind: 'progress', unacceptable: { code: 'PROTOCOL_ERROR' } });
+        }
+      }),
+    );
+  });
+
+  it('P36: a stream that delivered events makes the read after it a live cycle (the backoff starts again); one that delivered none does not', () => {
+    fc.assert(
+      fc.property(states.filter((state) => state !== 'INPUT_REQUIRED' && state !== 'AUTH_REQUIRED'), fc.nat(5), fc.boolean(), (state, delivered, failed) => {
+        const ended: Observation = failed ? { kind: 'stream-failed', code: 'STREAM_DROPPED', retryable: true, delivered } : { kind: 'stream-ended', how: 'closed', delivered };
+        const step = transition(recordIn(state), ended, policy);
+        expect(step.next).toMatchObject({ kind: 'read-once' });
+        expect(step.next.kind === 'read-once' && step.next.afterLiveStream === true).toBe(delivered > 0);
+        const read = transition(recordIn(state), { kind: 'task-read', task: task('TASK_STATE_WORKING'), call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why: 'x', cycle: true, ...(delivered > 0 ? { afterLiveStream: true } : {}) }, policy);
+        expect(read.next).toMatchObject({ kind: 'progress' });
+        expect(read.next.kind === 'progress' && read.next.live === true).toBe(delivered > 0);
+      }),
+    );
+  });
+
+  it('P36: a live cycle (count 0, the run kept) still ends at the no-progress window, and never slow-polls before it', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 4_000_000 }), (elapsedMs) => {
+        const next = progressNext({ count: 0, since: NOW - elapsedMs, unacceptableInRow: 0 }, { what: 'x' }, { taskId: 'T1', state: 'WORKING' }, policy);
+        expect(next.kind).toBe(elapsedMs >= policy.noProgressWindowMs ? 'needs-person' : 'follow');
+      }),
+    );
+  });
+
   it('the progress rule ends a run of unacceptable answers in bounded cycles and never before the window otherwise', () => {
     fc.assert(
       fc.property(fc.nat(40), fc.integer({ min: 0, max: 2_000_000 }), fc.nat(6), fc.boolean(), (count, elapsedMs, unacceptableInRow, unacceptable) => {
         const next = progressNext({ count, since: NOW - elapsedMs, unacceptableInRow: unacceptable ? Math.max(1, unacceptableInRow) : 0 }, { what: 'x', ...(unacceptable ? { unacceptable: { code: 'UNKNOWN_WIRE_VALUE' } } : {}) }, { taskId: 'T1', state: 'WORKING' }, policy);
         const inRow = unacceptable ? Math.max(1, unacceptableInRow) : 0;
         if (unacceptable && inRow >= policy.unacceptableAnswerLimit) expect(next).toMatchObject({ kind: 'needs-person', code: 'PROTOCOL_ERROR' });
-        else if (count > 0 && elapsedMs >= policy.noProgressWindowMs) expect(next.kind).toBe('needs-person');
+        else if (elapsedMs >= policy.noProgressWindowMs) expect(next.kind).toBe('needs-person');
         else expect(['follow', 'slow-poll']).toContain(next.kind);
       }),
     );

@@ -147,12 +147,15 @@ export class JournalDelegations extends JournalWorkflows {
   /**
    * Notes one observation for the progress rule (see noteNoProgress-1.lua): `mark` sums up what the delegation
    * shows after the observation (a digest); `what` is short evidence text (stored as `noProgressLast`, ≤ 500 chars);
-   * `unacceptable`: the cycle ended on an answer we cannot accept.
+   * `unacceptable`: the cycle ended on an answer we cannot accept; `live`: the cycle's stream delivered events before
+   * it ended (P36: the count, and with it the follow's backoff, starts again; the run's start is kept, so the
+   * no-progress window still bounds an agent that repeats the same events on stream after stream).
    * @returns count 0 when the mark changed (progress), else the observations without progress; since when (ms); and
    *   how many cycles in a row ended on an answer we cannot accept (`unacceptableInRow`, this one included).
    */
-  async noteNoProgress(ref: DelegationRef, mark: string, what: string, unacceptable = false): Promise<{ count: number; since: number; unacceptableInRow: number }> {
-    const [count, since, unacceptableInRow] = (await this.call('noteNoProgress', [this.delegationKeys(ref)[0]], [mark, this.now(), what.slice(0, 500), unacceptable ? '1' : '0'])) as [number, number, number];
+  async noteNoProgress(ref: DelegationRef, mark: string, what: string, unacceptable = false, live = false): Promise<{ count: number; since: number; unacceptableInRow: number }> {
+    const argv = [mark, this.now(), what.slice(0, 500), unacceptable ? '1' : '0', live ? '1' : '0'];
+    const [count, since, unacceptableInRow] = (await this.call('noteNoProgress', [this.delegationKeys(ref)[0]], argv)) as [number, number, number];
     if (count < 0) throw journalErrorFromCode(count, ref, 'noteNoProgress');
     return { count, since, unacceptableInRow: unacceptableInRow ?? 0 };
   }

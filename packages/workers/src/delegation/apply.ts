@@ -106,7 +106,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
     case 'read-once': {
       await giveBack(ctx, ref, followLease);
       const current = written.record ?? record;
-      const observed = await readTask(ctx, current, { why: next.why, ...(next.taskId ? { taskId: next.taskId } : {}), ...(next.refused ? { refused: next.refused } : {}), cycle: next.taskId === undefined && current.taskId !== undefined && cycleOf(observation), ...(scope.log ? { log: scope.log } : {}) });
+      const observed = await readTask(ctx, current, { why: next.why, ...(next.taskId ? { taskId: next.taskId } : {}), ...(next.refused ? { refused: next.refused } : {}), ...(next.afterLiveStream ? { afterLiveStream: true } : {}), cycle: next.taskId === undefined && current.taskId !== undefined && cycleOf(observation), ...(scope.log ? { log: scope.log } : {}) });
       return apply(ctx, current, observed, readScope(scope));
     }
     case 'search': {
@@ -261,7 +261,7 @@ async function progress(ctx: WorkerContext, record: DelegationRecord, scope: Sco
   const view = await ctx.journal.getDelegationView(ref);
   if (!view) return routeRow(ctx, ref, undefined, {}, NOTHING_WRITTEN, undefined);
   if (isFinished(view.state) || questionOpen(view)) return routeRow(ctx, ref, view, {}, NOTHING_WRITTEN, undefined);
-  const run = await ctx.journal.noteNoProgress(ref, progressMark(view), next.what, next.unacceptable !== undefined);
+  const run = await ctx.journal.noteNoProgress(ref, progressMark(view), next.what, next.unacceptable !== undefined, next.live === true);
   const verdict = progressNext(run, next, view, ctx.policy);
   switch (verdict.kind) {
     case 'needs-person':

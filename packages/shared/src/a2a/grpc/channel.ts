@@ -72,6 +72,9 @@ export class GrpcChannelPool {
       const options: ChannelOptions = {
         'grpc.max_receive_message_length': this.settings.maxMessageBytes,
         'grpc.default_authority': authority,
+        // P35: no transparent retry below the journal. grpc-js replays a call whose stream the server refused
+        // (REFUSED_STREAM, "never processed"), which for SendMessage can create a second task; every retry is ours.
+        'grpc.enable_retries': 0,
         ...(secure && isIP(host) === 0 ? { 'grpc.ssl_target_name_override': host } : {}),
       };
       const channel = secure ? channelCredentials.createSsl() : channelCredentials.createInsecure();

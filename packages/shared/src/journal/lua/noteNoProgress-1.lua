@@ -13,6 +13,9 @@
   ARGV[2] now (ms)
   ARGV[3] what was observed (evidence, short text)
   ARGV[4] '1' when the cycle ended on an answer we cannot accept, else '0'
+  ARGV[5] '1' when the cycle's stream delivered events before it ended (P36): the count starts again (the
+          follow's backoff), the run's start is kept (what the delegation shows did not change: the no-progress
+          window still bounds an agent that repeats itself on stream after stream)
   Returns: {count, since, unacceptable in a row}, or {-1, 0, 0} if missing
 ]]
 if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0, 0} end
@@ -23,6 +26,10 @@ if row[1] ~= ARGV[1] or not row[2] or row[2] == '' then
   if ARGV[4] == '1' then unacceptable = 1 end
   redis.call('HSET', KEYS[1], 'noProgressMark', ARGV[1], 'noProgressSince', ARGV[2], 'noProgressCount', '0', 'noProgressLast', ARGV[3], 'noProgressUnacceptable', unacceptable)
   return {0, tonumber(ARGV[2]), unacceptable}
+end
+if ARGV[5] == '1' then
+  redis.call('HSET', KEYS[1], 'noProgressCount', '0', 'noProgressLast', ARGV[3], 'noProgressUnacceptable', unacceptable)
+  return {0, tonumber(row[2]), unacceptable}
 end
 local count = redis.call('HINCRBY', KEYS[1], 'noProgressCount', 1)
 redis.call('HSET', KEYS[1], 'noProgressLast', ARGV[3], 'noProgressUnacceptable', unacceptable)

@@ -23,8 +23,11 @@ export interface FollowPlan {
 export type Next =
   /** Decide from the row as written: settle when finished, cancel when wanted, park on a question, else follow. */
   | { kind: 'route'; plan?: FollowPlan }
-  /** Note the follow cycle (`journal.noteNoProgress`), then the progress rule (`progressNext`) decides. */
-  | { kind: 'progress'; what: string; unacceptable?: { code: string } }
+  /**
+   * Note the follow cycle (`journal.noteNoProgress`), then the progress rule (`progressNext`) decides. `live`: the
+   * cycle's stream delivered events before it ended (P36: a fresh run, whatever the events showed).
+   */
+  | { kind: 'progress'; what: string; unacceptable?: { code: string }; live?: boolean }
   /** Settle a finished row (verify, then the workflow decides). */
   | { kind: 'settle' }
   /** Park on the open question (no stream). */
@@ -35,9 +38,10 @@ export type Next =
   | { kind: 'slow-poll'; resubscription: number; delayMs: number }
   /**
    * Read the task once (GetTask) now; `taskId` when it is not yet the row's (a found task is read in full before it
-   * is adopted); `refused`: the stream event we refused (over a limit) that the read must make up for.
+   * is adopted); `refused`: the stream event we refused (over a limit) that the read must make up for; `afterLiveStream`:
+   * the stream before it delivered events (P36).
    */
-  | { kind: 'read-once'; why: string; taskId?: string; refused?: Unacceptable }
+  | { kind: 'read-once'; why: string; taskId?: string; refused?: Unacceptable; afterLiveStream?: boolean }
   /** Search for our messageId now. */
   | { kind: 'search'; purpose: SearchPurpose; why: string }
   /** Leave a maybe-sent INTENT to the reconciler, once the send has settled (`dueAt`, ms since epoch; undefined: now). */

@@ -73,20 +73,24 @@ export type Observation =
   | { kind: 'send-in-doubt'; since?: number; reason: string }
   /** One stream event, or an artifact update and the status update that arrived with it. */
   | { kind: 'stream-event'; responses: [StreamResponse] | [StreamResponse, StreamResponse] }
-  /** The stream ended without an error: `how` as the SSE reader saw it (`closed`, `interrupted`, …). */
-  | { kind: 'stream-ended'; how: string }
-  /** The stream failed. `unacceptable`: an event over a limit or unreadable; `retryable`: a drop. */
-  | { kind: 'stream-failed'; code: string; retryable: boolean; unacceptable?: Unacceptable; quiet?: boolean }
+  /**
+   * The stream ended without an error: `how` as the SSE reader saw it (`closed`, `interrupted`, …); `delivered`: the
+   * updates (status, artifact, message) it delivered before it ended, task snapshots not counted (P36: a stream that
+   * delivered updates is not "no progress"; default 0).
+   */
+  | { kind: 'stream-ended'; how: string; delivered?: number }
+  /** The stream failed. `unacceptable`: an event over a limit or unreadable; `retryable`: a drop; `delivered` as for `stream-ended`. */
+  | { kind: 'stream-failed'; code: string; retryable: boolean; unacceptable?: Unacceptable; quiet?: boolean; delivered?: number }
   /**
    * A read of the task (GetTask, CancelTask's answer, a reply's answer, a listed task). `complete`: read with its
    * artifacts and history (a ListTasks summary is not); `cycle`: part of a follow cycle (the progress rule applies);
    * `afterRefused`: the read makes up for a stream event we refused over a limit (A32).
    */
-  | { kind: 'task-read'; task: Task; call: AgentCall; complete: boolean; ownership: Ownership; why: string; cycle: boolean; afterRefused?: Unacceptable }
+  | { kind: 'task-read'; task: Task; call: AgentCall; complete: boolean; ownership: Ownership; why: string; cycle: boolean; afterRefused?: Unacceptable; afterLiveStream?: boolean }
   /** The agent says it has no such task (A2A -32001 TaskNotFoundError), from any call. */
   | { kind: 'task-not-found'; call: AgentCall }
   /** A read failed: a drop (`retryable`), or an answer we cannot accept (`unacceptable`). */
-  | { kind: 'read-failed'; call: AgentCall; code: string; retryable: boolean; unacceptable?: Unacceptable; why: string; cycle: boolean }
+  | { kind: 'read-failed'; call: AgentCall; code: string; retryable: boolean; unacceptable?: Unacceptable; why: string; cycle: boolean; afterLiveStream?: boolean }
   /** A search by our messageId (see `SearchFinding`). `deduplicates`: the agent is listed as deduplicating messageIds; `deadlineAt`: the attempt's deadline (a proven absence past it is not resent). */
   | { kind: 'search-result'; purpose: SearchPurpose; finding: SearchFinding; deduplicates: boolean; why?: string; deadlineAt?: number }
   /** The agent has our reply (its answer, or GetTask shows it). `replyMessageId`: the reply journaled. */

@@ -127,10 +127,10 @@ export function progressNext(run: NoProgressRun, observation: { what: string; un
     return {
       kind: 'needs-person',
       code: 'PROTOCOL_ERROR',
-      message: `${unacceptableInRow} reads of task ${record.taskId} in a row ended on an answer we cannot accept (last: ${observation.unacceptable.code}; ${observation.what}); state ${record.state}`,
+      message: `${unacceptableInRow} reads of ${record.taskId ? `task ${record.taskId}` : 'the task found by our messageId'} in a row ended on an answer we cannot accept (last: ${observation.unacceptable.code}; ${observation.what}); state ${record.state}`,
     };
   }
-  if (count === 0) return { kind: 'follow', plan: { resubscription: 0, delayMs: fullJitterDelayMs(0, policy.followBackoff, policy.random) } };
+  // (count 0 after a cycle whose stream delivered events keeps the run's start: P36, the window still applies.)
   const elapsedMs = policy.now() - since;
   if (elapsedMs >= policy.noProgressWindowMs) {
     const code = observation.unacceptable ? 'PROTOCOL_ERROR' : 'NO_PROGRESS';
@@ -142,6 +142,7 @@ export function progressNext(run: NoProgressRun, observation: { what: string; un
         `last: ${observation.what}${observation.unacceptable ? ` (protocol error ${observation.unacceptable.code})` : ''}; state ${record.state}`,
     };
   }
+  if (count === 0) return { kind: 'follow', plan: { resubscription: 0, delayMs: fullJitterDelayMs(0, policy.followBackoff, policy.random) } };
   if (elapsedMs >= policy.slowPollAfterMs || backoffAtCap(count, policy.followBackoff)) {
     return { kind: 'slow-poll', resubscription: count, delayMs: Math.floor(policy.slowPollMs * (1 + policy.random() / 4)) };
   }

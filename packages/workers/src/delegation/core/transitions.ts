@@ -57,6 +57,9 @@ const overLimit = (unacceptable: Unacceptable, where: string): Next => ({
   ...(unacceptable.limit ? { limit: unacceptable.limit } : {}),
 });
 
+/** P36: the stream delivered events before it ended: the read after it starts a fresh no-progress run. */
+const live = (observation: { delivered?: number }): { afterLiveStream?: true } => ((observation.delivered ?? 0) > 0 ? { afterLiveStream: true } : {});
+
 /**
  * The table (see the module header). `record` is the row as last read or written by the caller; the journal's
  * scripts remain the last word on forward-only rules (a stale `record` can only make a row ask again).
@@ -106,20 +109,20 @@ export function transition(record: DelegationRecord, observation: Observation, p
       return { write: { kind: 'events', responses: observation.responses }, next: { kind: 'continue' } };
     case 'stream-ended':
       if (observation.how === 'interrupted' && (record.state === 'INPUT_REQUIRED' || record.state === 'AUTH_REQUIRED')) return { next: route };
-      return { next: { kind: 'read-once', why: `stream ended (${observation.how}) in ${record.state}` } };
+      return { next: { kind: 'read-once', why: `stream ended (${observation.how}) in ${record.state}`, ...live(observation) } };
     case 'stream-failed': {
       // A32: an event over a limit was refused: one full read must make up for it (the task-read row decides).
       if (observation.unacceptable?.limit) return { next: { kind: 'read-once', why: `a stream event was refused: ${observation.unacceptable.message}`, refused: observation.unacceptable } };
       const why = observation.quiet ? `stream quiet (${observation.code})` : `stream ${observation.retryable ? 'dropped' : 'refused or broke the protocol'}: ${observation.code}`;
-      return { next: { kind: 'read-once', why } };
+      return { next: { kind: 'read-once', why, ...live(observation) } };
     }
     case 'task-read': {
-      const { task, ownership, complete, call, why, cycle } = observation;
+      const { task, ownership, complete, call, why, cycle, afterLiveStream } = observation;
       if (ownership.kind === 'disproven' || (record.taskId !== undefined && task.id !== record.taskId)) {
         const error: RecordedError = { code: 'FOREIGN_TASK', message: `${call} about ${record.taskId ?? 'our message'} answered task ${task.id}`, retryable: false };
         // A follow cycle reads our task by ListTasks instead; elsewhere nothing of it is applied and the row is routed as it is.
         // (A follow cycle's evidence is the progress rule's note; elsewhere the protocol error is journaled.)
-        if (cycle) return { next: { kind: 'search', purpose: 'read', why: `${why}; ${call} answered another task` } };
+        if (cycle || record.taskId === undefined) return { next: { kind: 'search', purpose: 'read', why: `${why}; ${call} answered another task` } };
         return { write: { kind: 'note-protocol-error', error }, next: { kind: 'route', plan: { cancelIfRequested: call !== 'cancel' } } };
       }
       if (record.taskId === undefined && ownership.kind !== 'proven') {
@@ -135,7 +138,10 @@ export function transition(record: DelegationRecord, observation: Observation, p
       const write: Write = { kind: 'snapshot', task, guard, ...(record.taskId === undefined ? { bindAgent: true } : {}) };
       const state = journalStateOf(task.status.state);
       // (After a refused event the cycle counts as one that ended on an answer we cannot accept: bounded.)
-      if (cycle && !isFinished(state)) return { write, next: { kind: 'progress', what: `${why}; ${call === 'list-tasks' ? 'ListTasks' : 'GetTask'} ${task.status.state}`, ...(refused ? { unacceptable: { code: 'LIMIT_EXCEEDED' } } : {}) } };
+      if (cycle && !isFinished(state)) {
+        const what = `${why}; ${call === 'list-tasks' ? 'ListTasks' : 'GetTask'} ${task.status.state}`;
+        return { write, next: { kind: 'progress', what, ...(refused ? { unacceptable: { code: 'LIMIT_EXCEEDED' } } : {}), ...(afterLiveStream && !refused ? { live: true } : {}) } };
+      }
       return { write, next: { kind: 'route', plan: { cancelIfRequested: call !== 'cancel' } } };
     }
     case 'task-not-found': {
@@ -146,10 +152,16 @@ export function transition(record: DelegationRecord, observation: Observation, p
     case 'read-failed': {
       const { unacceptable, why, code, call } = observation;
       if (unacceptable?.limit) return { next: overLimit(unacceptable, `the ${call} answer`) };
-      // An answer we cannot use (another request id, an unreadable shape): ListTasks may still show our task.
-      if (unacceptable && observation.cycle) return { next: { kind: 'search', purpose: 'read', why: `${why}; ${call} failed: ${code}` } };
-      if (observation.cycle) return { next: { kind: 'progress', what: `${why}; ${call} failed: ${code}` } };
-      // Outside a follow cycle (a reconcile re-read): the row is looked at again at its next check.
+      // An answer we cannot use (another request id, an unreadable shape): ListTasks may still show our task (in a
+      // follow cycle, or reading a task found by our messageId before adopting it).
+      if (unacceptable && (observation.cycle || record.taskId === undefined)) return { next: { kind: 'search', purpose: 'read', why: `${why}; ${call} failed: ${code}` } };
+      // Counted by the progress rule in a cycle or not (a task found by our messageId whose full read we cannot use,
+      // a parked re-read): an answer we can never accept ends in bounded calls, never in an endless re-check.
+      if (observation.cycle || unacceptable) {
+        const counted = unacceptable ? { unacceptable: { code } } : observation.afterLiveStream ? { live: true } : {};
+        return { next: { kind: 'progress', what: `${why}; ${call} failed: ${code}`, ...counted } };
+      }
+      // A drop outside a follow cycle (a reconcile re-read): the row is looked at again at its next check.
       return { next: { kind: 'check-later', atMs: policy.now() + policy.reconcileIntervalMs } };
     }
     case 'search-result':
@@ -216,8 +228,11 @@ function searchRow(record: DelegationRecord, observation: Extract<Observation, {
   const { finding, purpose } = observation;
   if (purpose === 'read') {
     // GetTask could not be used; ListTasks (with artifacts) showed our task, or nothing usable.
-    if (finding.kind === 'found' && finding.task.id === record.taskId && finding.complete) {
-      return { write: { kind: 'snapshot', task: finding.task, guard: 'fence' }, next: isFinished(journalStateOf(finding.task.status.state)) ? route : { kind: 'progress', what: `${observation.why ?? 'read'}; ListTasks ${finding.task.status.state}` } };
+    // Ours: our bound task, or (not yet bound: a task found by our messageId whose GetTask we could not use) proven by our messageId.
+    const ours = finding.kind === 'found' && (record.taskId !== undefined ? finding.task.id === record.taskId : finding.ownership.kind === 'proven');
+    if (finding.kind === 'found' && ours && finding.complete) {
+      const write: Write = record.taskId === undefined ? { kind: 'snapshot', task: finding.task, guard: 'version', bindAgent: true } : { kind: 'snapshot', task: finding.task, guard: 'fence' };
+      return { write, next: isFinished(journalStateOf(finding.task.status.state)) ? route : { kind: 'progress', what: `${observation.why ?? 'read'}; ListTasks ${finding.task.status.state}` } };
     }
     return { next: { kind: 'progress', what: observation.why ?? 'GetTask unusable; ListTasks did not show our task', unacceptable: { code: 'PROTOCOL_ERROR' } } };
   }

@@ -21,6 +21,8 @@ export interface ReadRequest {
   cycle?: boolean;
   /** The stream event we refused (over a limit) that this read makes up for (A32). */
   refused?: Unacceptable;
+  /** The stream before this read delivered events (P36). */
+  afterLiveStream?: boolean;
   log?: WorkerContext['logger'];
 }
 
@@ -37,9 +39,11 @@ export async function readTask(ctx: WorkerContext, record: DelegationRecord, req
     const task = await transport.getTask({ id: taskId });
     // Ownership (issue 12 kind 1): GetTask must answer about the task we asked for.
     const ownership = task.id === taskId ? ({ kind: 'proven', by: 'task-id' } as const) : ({ kind: 'disproven', reason: `GetTask ${taskId} answered task ${task.id}` } as const);
-    return { kind: 'task-read', task, call: 'get-task', complete: true, ownership, why: request.why, cycle, ...(request.refused ? { afterRefused: request.refused } : {}) };
+    const live = request.afterLiveStream ? { afterLiveStream: true } : {};
+    return { kind: 'task-read', task, call: 'get-task', complete: true, ownership, why: request.why, cycle, ...(request.refused ? { afterRefused: request.refused } : {}), ...live };
   } catch (error) {
-    return readFailure(error, 'get-task', request.why, cycle, request.log ?? ctx.logger);
+    const failed = readFailure(error, 'get-task', request.why, cycle, request.log ?? ctx.logger);
+    return failed.kind === 'read-failed' && request.afterLiveStream ? { ...failed, afterLiveStream: true } : failed;
   }
 }
 

@@ -69,6 +69,9 @@ export async function readStream(
   let stopped: NextKind | undefined;
   // An event carried artifacts (a terminal status update then needs no GetTask to collect them, R26).
   let sawArtifacts = false;
+  // Updates this stream delivered beyond the task snapshot SubscribeToTask sends first (spec §3.1.6). P36: a stream
+  // that delivered updates before it ended is not "no progress"; a snapshot-only stream proves nothing new.
+  let delivered = 0;
   // The event read ahead after an artifact update (`readAhead`), taken by the next turn.
   let readAheadEvent: Promise<IteratorResult<StreamEvent, StreamEnd>> | undefined;
   try {
@@ -96,6 +99,7 @@ export async function readStream(
       // R26: a COMPLETED status update that brought no artifacts: one GetTask collects them first (a full read).
       const collected = 'statusUpdate' in last && last.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !sawArtifacts ? await collectBeforeTerminal(ctx, record, log) : undefined;
       const result = await sink(collected ?? { kind: 'stream-event', responses });
+      if (responses.some((each) => !('task' in each))) delivered++;
       if (result.foreignTaskId) throw new ForeignEventError(`event for task ${result.foreignTaskId} on the stream of ${record.taskId}`);
       if (result.next !== 'continue') {
         // Settled or parked: close our side (a person may take hours; an agent may never close).
@@ -108,9 +112,9 @@ export async function readStream(
     if (quiet.signal.aborted && !ctx.shutdownSignal.aborted) {
       ctx.metrics.resubscriptions.inc({ reason: 'quiet' });
       log.info({ quietMs: ctx.options.streamQuietMs }, 'stream carried no event for the quiet window; handing over to polling');
-      return (await sink({ kind: 'stream-failed', code: 'STREAM_QUIET', retryable: true, quiet: true })).next;
+      return (await sink({ kind: 'stream-failed', code: 'STREAM_QUIET', retryable: true, quiet: true, delivered })).next;
     }
-    return onStreamError(ctx, error, sink, log);
+    return onStreamError(ctx, error, sink, log, delivered);
   } finally {
     clearTimeout(quietTimer);
     // Whatever ended the loop, the connection goes with it (no socket left to a fenced-out worker).
@@ -127,14 +131,14 @@ export async function readStream(
   }
   // Ended before a terminal state (a clean close, an unterminated last event, an empty stream: R04), or interrupted.
   if (end?.kind !== 'interrupted') ctx.metrics.resubscriptions.inc({ reason: 'ended' });
-  return (await sink({ kind: 'stream-ended', how: end?.kind ?? 'closed' })).next;
+  return (await sink({ kind: 'stream-ended', how: end?.kind ?? 'closed', delivered })).next;
 }
 
 /**
  * A stream that failed: hand over (closing), stop (fenced out), else one observation (`stream-failed`): a refusal
  * (most likely terminal, spec §3.1.6), a drop, a protocol error (RT4) or an event over a limit.
  */
-async function onStreamError(ctx: WorkerContext, error: unknown, sink: StreamSink, log: WorkerContext['logger']): Promise<string> {
+async function onStreamError(ctx: WorkerContext, error: unknown, sink: StreamSink, log: WorkerContext['logger'], delivered: number): Promise<string> {
   if (ctx.shutdownSignal.aborted) {
     // This worker is closing: hand the delegation to another worker at once.
     await sink({ kind: 'closing' });
@@ -149,7 +153,7 @@ async function onStreamError(ctx: WorkerContext, error: unknown, sink: StreamSin
   const code = codeOf(error);
   const dropped = isRetryable(error);
   const unacceptable = !dropped ? { code, message: error.message, ...(error instanceof LimitExceededError ? { limit: error.limit } : {}) } : undefined;
-  const result = await sink({ kind: 'stream-failed', code, retryable: dropped, ...(unacceptable ? { unacceptable } : {}) });
+  const result = await sink({ kind: 'stream-failed', code, retryable: dropped, delivered, ...(unacceptable ? { unacceptable } : {}) });
   // A refusal of a task that GetTask then found finished is the spec's answer for a terminal task (§3.1.6), not a fault.
   const reason = code === 'STREAM_IDLE' ? 'idle' : dropped ? 'dropped' : result.next === 'settle' ? 'terminal' : 'protocol';
   ctx.metrics.resubscriptions.inc({ reason });

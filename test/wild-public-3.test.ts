@@ -1,0 +1,43 @@
+/**
+ * Field cases round 3, §F (../shared/cases/field-reports-3.md): public reports P32–P37 against the delegation core.
+ * Real redis-server, real fleet, scripted raw JSON-RPC agents (exact bytes). P35 (gRPC transparent retries) is in
+ * test/grpc-no-replay.test.ts; the kinds' properties are in packages/workers/test/transitions.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { finished, recordOf, useFieldCases, viewOf, type Setup } from './harness/field-cases.ts';
+import { SU, ev, task, type ScriptedHandlers } from './harness/scripted-agent.ts';
+import { eventually } from './harness/fleet.ts';
+
+const h = useFieldCases();
+
+async function start(handlers: (seen: Setup['seen']) => ScriptedHandlers, fleetOptions: Parameters<typeof h.setUp>[1] = {}) {
+  const setup = await h.setUp(handlers, fleetOptions);
+  const { id } = await setup.producer.delegate({ agent: setup.agent.cardUrl, text: 'go', idempotencyKey: `${setup.prefix}-1` });
+  await eventually(async () => (await recordOf(setup.producer, id)) !== undefined, 'journaled');
+  return { ...setup, id };
+}
+
+describe('P36: routine connection recycling is not "no progress"', () => {
+  it('eight streams each cut after one identical WORKING event, then COMPLETED: the follow keeps resubscribing at once, never drops to slow polling', async () => {
+    const cuts = 8;
+    const { producer: p, agent, id } = await start(
+      (seen) => {
+        let subscribes = 0;
+        const done = () => subscribes > cuts;
+        const finishedTask = () => task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'booked' } });
+        return {
+          SubscribeToTask: (_params, call) =>
+            (subscribes = call.count) <= cuts ? { sse: [ev(SU('WORKING', { contextId: seen.contextId }))], endAfter: 'close' } : { sse: [ev(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: finishedTask() } }))] },
+          GetTask: () => ({ result: done() ? finishedTask() : task('T1', 'WORKING', { contextId: seen.contextId }) }),
+        };
+      },
+      // The backoff reaches its cap after two cycles without progress; slow polling would then read once a minute.
+      { followBackoff: { baseMs: 100, capMs: 400 }, slowPollMs: 60_000, slowPollAfterMs: 60_000, streamQuietMs: 60_000 },
+    );
+    const record = await finished(p, id, 30_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(agent.count('SubscribeToTask')).toBe(cuts + 1);
+    expect((await viewOf(p, id)).artifacts.map((artifact) => artifact.artifactId)).toEqual(['a1']);
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 60_000);
+});
