@@ -4,7 +4,7 @@
  * test/grpc-no-replay.test.ts; the kinds' properties are in packages/workers/test/transitions.test.ts.
  */
 import { describe, expect, it } from 'vitest';
-import { finished, recordOf, useFieldCases, viewOf, type Setup } from './harness/field-cases.ts';
+import { finished, markSentNotRecorded, recordOf, useFieldCases, viewOf, type Setup } from './harness/field-cases.ts';
 import { SU, ev, task, type ScriptedHandlers } from './harness/scripted-agent.ts';
 import { eventually } from './harness/fleet.ts';
 
@@ -39,5 +39,26 @@ describe('P36: routine connection recycling is not "no progress"', () => {
     expect(agent.count('SubscribeToTask')).toBe(cuts + 1);
     expect((await viewOf(p, id)).artifacts.map((artifact) => artifact.artifactId)).toEqual(['a1']);
     expect(agent.count('SendMessage')).toBe(1);
+  }, 60_000);
+});
+
+describe('P32: a ListTasks that always answers HTTP 500', () => {
+  it('the crash between send and record: the search is retried in bounded rounds, then AMBIGUOUS SEARCH_UNAVAILABLE; never resent', async () => {
+    const agent = await h.agentWith({
+      ListTasks: () => ({ http: { status: 500, body: JSON.stringify({ error: { code: 500, status: 'INTERNAL', message: 'list tasks not implemented' } }) } }),
+    });
+    const prefix = h.newPrefix();
+    const producer = h.producer(prefix);
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: 'p32' });
+    await markSentNotRecorded(producer, id, agent);
+    await h.fleetFor(prefix, { reconcileIntervalMs: 300, sendSettleMs: 100 });
+    const record = await finished(producer, id, 40_000);
+    expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'SEARCH_UNAVAILABLE' } });
+    expect(record.error?.message).toMatch(/3 searches for our message in a row failed .*UPSTREAM_ERROR: list tasks not implemented/);
+    expect(agent.count('SendMessage')).toBe(0);
+    // Bounded: three rounds in a row (each one search's passes), not a retry for ever.
+    const listed = agent.count('ListTasks');
+    expect(listed).toBeGreaterThanOrEqual(3);
+    expect(listed).toBeLessThanOrEqual(12);
   }, 60_000);
 });

@@ -30,7 +30,9 @@ export type ScriptedAnswer =
    */
   | { sse: string | (string | SseWait)[]; endAfter?: 'close' | 'destroy' | 'hang' }
   /** Never answer (the client's request timeout decides). The socket is destroyed on `close()`. */
-  | { hang: true };
+  | { hang: true }
+  /** A plain HTTP answer: this status, body and headers (default content-type application/json). */
+  | { http: { status: number; body: string; headers?: Record<string, string> } };
 
 export interface ScriptedCall {
   /** 1-based count of calls of this method so far, this one included. */
@@ -97,6 +99,10 @@ export async function startScriptedAgent(initial: ScriptedHandlers): Promise<Scr
 
   const answer = async (response: ServerResponse, id: unknown, reply: ScriptedAnswer) => {
     if ('hang' in reply) return; // never answered; close() destroys the socket
+    if ('http' in reply) {
+      response.writeHead(reply.http.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(reply.http.body), ...reply.http.headers });
+      return response.end(reply.http.body);
+    }
     if ('result' in reply) return json(response, { jsonrpc: '2.0', id: 'envelopeId' in reply ? reply.envelopeId : id, result: reply.result });
     if ('error' in reply) return json(response, { jsonrpc: '2.0', id, error: reply.error });
     response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });

@@ -291,6 +291,20 @@ describe('properties per kind', () => {
     );
   });
 
+  it('P32: a failed search proves no absence: never LOST, never a resend; a drop or 5xx is a counted round, a refusal a person at once', () => {
+    fc.assert(
+      fc.property(fc.constantFrom('reconcile', 'lost-check') , fc.boolean(), fc.constantFrom('UPSTREAM_ERROR', 'NETWORK_ERROR', 'INTERNAL_ERROR'), (purpose, retryable, code) => {
+        const record = purpose === 'reconcile' ? recordIn('INTENT') : recordIn('WORKING');
+        const step = transition(record, { kind: 'search-result', purpose, deduplicates: false, finding: { kind: 'failed', error: { code, message: 'boom' }, retryable } }, policy);
+        expect(writesOf(step)).toEqual([]);
+        if (retryable) expect(step.next).toMatchObject({ kind: 'progress', unacceptable: { code, outcome: 'SEARCH_UNAVAILABLE' } });
+        else expect(step.next).toMatchObject({ kind: 'needs-person', code: 'SEARCH_UNAVAILABLE' });
+        const ended = progressNext({ count: 2, since: NOW - 1_000, unacceptableInRow: policy.unacceptableAnswerLimit }, { what: 'x', unacceptable: { code, outcome: 'SEARCH_UNAVAILABLE' } }, record, policy);
+        expect(ended).toMatchObject({ kind: 'needs-person', code: 'SEARCH_UNAVAILABLE' });
+      }),
+    );
+  });
+
   it('the progress rule ends a run of unacceptable answers in bounded cycles and never before the window otherwise', () => {
     fc.assert(
       fc.property(fc.nat(40), fc.integer({ min: 0, max: 2_000_000 }), fc.nat(6), fc.boolean(), (count, elapsedMs, unacceptableInRow, unacceptable) => {

@@ -42,8 +42,8 @@ export type SearchFinding =
   | { kind: 'found'; task: Task; complete: boolean; ownership: Ownership }
   | { kind: 'not-found'; inconclusive: boolean; contextRefused: boolean; candidates: string[]; paginationBroken: boolean }
   | { kind: 'unsupported' }
-  /** The search itself failed with an answer that retrying will not change. */
-  | { kind: 'failed'; error: Unacceptable };
+  /** The search itself failed: `retryable` a drop or an overloaded agent (HTTP 5xx), else an answer retrying will not change. */
+  | { kind: 'failed'; error: Unacceptable; retryable: boolean };
 
 /** Why a search was made: to resolve a maybe-sent INTENT, to check before LOST, or to read a task GetTask could not. */
 export type SearchPurpose = 'reconcile' | 'lost-check' | 'read';

@@ -18,6 +18,8 @@ export const OUTCOME_CODES = [
   'LIMIT_EXCEEDED',
   /** A send that may have happened cannot be proven either way: a person decides. */
   'AMBIGUOUS',
+  /** The search for our message failed round after round (P32: ListTasks answering HTTP 500): a person decides. */
+  'SEARCH_UNAVAILABLE',
   /** The step declares a verifier this worker does not have; nothing was sent. */
   'VERIFIER_UNKNOWN',
   /** A compensation handler threw. */

@@ -8,6 +8,7 @@ import { isAwaitingAnswer, isFinished, isParked } from '@durable-a2a/shared/pure
 import type { DelegationRecord, RecordedError } from '@durable-a2a/shared';
 import type { FollowPlan, Next } from './next.ts';
 import type { SearchFinding } from './observation.ts';
+import type { OutcomeCode } from './outcomes.ts';
 
 /** Exponential backoff windows (ms): the first window and the largest. */
 export interface BackoffOptions {
@@ -121,19 +122,22 @@ export interface NoProgressRun {
  * that ended on an answer we cannot accept (`unacceptable`) `unacceptableAnswerLimit` times running ends the
  * attempt at once with `PROTOCOL_ERROR` (bounded calls, never the no-progress window).
  */
-export function progressNext(run: NoProgressRun, observation: { what: string; unacceptable?: { code: string } }, record: Pick<DelegationRecord, 'taskId' | 'state'>, policy: Policy): Next {
+export function progressNext(run: NoProgressRun, observation: { what: string; unacceptable?: { code: string; outcome?: OutcomeCode } }, record: Pick<DelegationRecord, 'taskId' | 'state'>, policy: Policy): Next {
   const { count, since, unacceptableInRow } = run;
   if (observation.unacceptable && unacceptableInRow >= policy.unacceptableAnswerLimit) {
     return {
       kind: 'needs-person',
-      code: 'PROTOCOL_ERROR',
-      message: `${unacceptableInRow} reads of ${record.taskId ? `task ${record.taskId}` : 'the task found by our messageId'} in a row ended on an answer we cannot accept (last: ${observation.unacceptable.code}; ${observation.what}); state ${record.state}`,
+      code: observation.unacceptable.outcome ?? 'PROTOCOL_ERROR',
+      message:
+        observation.unacceptable.outcome === 'SEARCH_UNAVAILABLE'
+          ? `${unacceptableInRow} searches for our message in a row failed (last: ${observation.what}); state ${record.state}`
+          : `${unacceptableInRow} reads of ${record.taskId ? `task ${record.taskId}` : 'the task found by our messageId'} in a row ended on an answer we cannot accept (last: ${observation.unacceptable.code}; ${observation.what}); state ${record.state}`,
     };
   }
   // (count 0 after a cycle whose stream delivered events keeps the run's start: P36, the window still applies.)
   const elapsedMs = policy.now() - since;
   if (elapsedMs >= policy.noProgressWindowMs) {
-    const code = observation.unacceptable ? 'PROTOCOL_ERROR' : 'NO_PROGRESS';
+    const code = observation.unacceptable ? (observation.unacceptable.outcome ?? 'PROTOCOL_ERROR') : 'NO_PROGRESS';
     return {
       kind: 'needs-person',
       code,

@@ -13,7 +13,7 @@
 import { isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
 import type { DelegationRecord, JournalState, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
-import type { Observation, Unacceptable } from './observation.ts';
+import type { Observation, SearchFinding, Unacceptable } from './observation.ts';
 import { notFoundVerdict, unfoundVerdict, type Policy } from './policy.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
@@ -223,6 +223,16 @@ export function transition(record: DelegationRecord, observation: Observation, p
   }
 }
 
+/**
+ * A search for our message that failed (P32): a drop or HTTP 5xx is one counted round (the progress rule ends
+ * `unacceptableAnswerLimit` rounds in a row with SEARCH_UNAVAILABLE, never a retry for ever); a refusal retrying
+ * will not change ends with a person at once. Either way nothing is resent: the send may have happened.
+ */
+function searchFailed(finding: Extract<SearchFinding, { kind: 'failed' }>, why: string): Step {
+  if (!finding.retryable) return { next: { kind: 'needs-person', code: 'SEARCH_UNAVAILABLE', message: `${why}: the search for our message failed: ${finding.error.message}` } };
+  return { next: { kind: 'progress', what: `${why}: the search for our message failed (${finding.error.code}: ${finding.error.message})`, unacceptable: { code: finding.error.code, outcome: 'SEARCH_UNAVAILABLE' } } };
+}
+
 /** The search row: adopt, read in full first, resend the same messageId, FAILED with the agent's error, LOST, or a person. */
 function searchRow(record: DelegationRecord, observation: Extract<Observation, { kind: 'search-result' }>, policy: Policy): Step {
   const { finding, purpose } = observation;
@@ -242,11 +252,13 @@ function searchRow(record: DelegationRecord, observation: Extract<Observation, {
       if (!finding.complete && isTerminalTaskState(finding.task.status.state)) return { next: { kind: 'read-once', why: 'found again by ListTasks' } };
       return { write: { kind: 'snapshot', task: finding.task, guard: 'none' }, next: route };
     }
+    // A search that failed proves no absence: never LOST on it; bounded rounds, then a person (P32).
+    if (finding.kind === 'failed') return searchFailed(finding, observation.why ?? 'checking before LOST');
     const message = `${observation.why ?? `the agent denied task ${record.taskId}`}; ListTasks does not show our message either`;
     return { write: { kind: 'outcome', state: 'LOST', guard: 'none', error: { code: 'TASK_LOST', message, retryable: false } }, next: route };
   }
   // purpose 'reconcile': a maybe-sent INTENT (crash window 2).
-  if (finding.kind === 'failed') return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `the search for our message failed: ${finding.error.message}` } };
+  if (finding.kind === 'failed') return searchFailed(finding, observation.why ?? 'reconciling a send that may have happened');
   if (finding.kind === 'found') {
     if (finding.ownership.kind !== 'proven') return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `the search found task ${finding.task.id}, which is not provably ours` } };
     // A35: a ListTasks summary (no artifacts by the spec's default) identifies the task; a finished one is read in full first.

@@ -183,8 +183,8 @@ async function searchPasses(
 /**
  * A search for our messageId as an observation (`search-result`): `reconcile` resolves a maybe-sent INTENT (crash
  * window 2), `lost-check` looks once more before LOST, `read` reads our task by ListTasks (with artifacts) when
- * GetTask could not be used. An answer the search cannot use is a `failed` finding; a drop is rethrown for a
- * reconcile or lost-check (the caller's retry looks again later) and a `failed` finding for a read.
+ * GetTask could not be used. Every agent failure is a `failed` finding (`retryable`: a drop or HTTP 5xx); the table
+ * bounds the rounds (P32). Rethrows only journal and programming errors.
  */
 export async function searchForMessage(ctx: WorkerContext, record: DelegationRecord, purpose: SearchPurpose, why: string): Promise<Observation> {
   const deduplicates = ctx.options.deduplicatingAgents.has(record.agentCardUrl);
@@ -199,9 +199,10 @@ export async function searchForMessage(ctx: WorkerContext, record: DelegationRec
     const transport = await ctx.agents.transportFor(record);
     result = await findTaskByMessageId(transport, record, options);
   } catch (error) {
-    if (purpose !== 'read' && (isRetryable(error) || !(error instanceof A2AError))) throw error;
+    // Journal and programming errors are not the agent's; every agent failure is an observation (P32: bounded rounds).
+    if (!(error instanceof A2AError)) throw error;
     ctx.logger.warn({ workflowId: record.workflowId, delegationId: record.delegationId, err: error, purpose }, 'the search for our message failed');
-    return { kind: 'search-result', purpose, deduplicates, why, finding: { kind: 'failed', error: { code: codeOf(error), message: (error as Error).message } } };
+    return { kind: 'search-result', purpose, deduplicates, why, finding: { kind: 'failed', error: { code: codeOf(error), message: error.message }, retryable: isRetryable(error) } };
   }
   if (purpose === 'reconcile') ctx.crashPoint('reconcile.after-search', record.step);
   const finding =
