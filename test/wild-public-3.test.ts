@@ -51,7 +51,7 @@ describe('P32: a ListTasks that always answers HTTP 500', () => {
     const producer = h.producer(prefix);
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: 'p32' });
     await markSentNotRecorded(producer, id, agent);
-    await h.fleetFor(prefix, { reconcileIntervalMs: 300, sendSettleMs: 100 });
+    await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
     const record = await finished(producer, id, 40_000);
     expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'SEARCH_UNAVAILABLE' } });
     expect(record.error?.message).toMatch(/3 searches for our message in a row failed .*UPSTREAM_ERROR: list tasks not implemented/);
