@@ -62,3 +62,33 @@ describe('P32: a ListTasks that always answers HTTP 500', () => {
     expect(listed).toBeLessThanOrEqual(12);
   }, 60_000);
 });
+
+describe('P33: an agent that re-issues AUTH_REQUIRED for ever', () => {
+  it('the stream repeats AUTH_REQUIRED with a fresh timestamp: the auth handler runs 3 times, then AMBIGUOUS AUTH with the challenge (workflow NEEDS_ATTENTION AUTH), never FAILED, never re-delegated', async () => {
+    const challenge = 'sign in at https://idp.example/device';
+    const seen: Setup['seen'] = {};
+    const askAgain = (index: number) =>
+      ev(SU('AUTH_REQUIRED', { contextId: seen.contextId, timestamp: new Date(Date.UTC(2026, 0, 1, 10, 0, index)).toISOString(), message: { messageId: `auth-${index}`, role: 'ROLE_AGENT', parts: [{ text: challenge }] } }));
+    const agent = await h.agentWith({
+      SendMessage: h.accept(seen),
+      SubscribeToTask: () => ({ sse: Array.from({ length: 60 }, (_, index) => [askAgain(index), { waitMs: 150 }]).flat(), endAfter: 'hang' }),
+      GetTask: () => ({ result: task('T1', 'AUTH_REQUIRED', { contextId: seen.contextId, message: { messageId: 'auth-x', role: 'ROLE_AGENT', parts: [{ text: challenge }] } }) }),
+    });
+    const prefix = h.newPrefix();
+    const producer = h.producer(prefix);
+    const runs: string[] = [];
+    await h.fleetFor(prefix, { authHandlers: { [agent.cardUrl]: async (input) => void runs.push(input.challenge) } });
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'pay', idempotencyKey: 'p33' });
+    const record = await finished(producer, id, 30_000);
+    expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'AUTH' } });
+    expect(record.error?.message).toContain(challenge);
+    expect(runs).toEqual([challenge, challenge, challenge]);
+    const view = await eventually(async () => {
+      const workflow = await producer.get(id);
+      return workflow.state === 'NEEDS_ATTENTION' && workflow;
+    }, 'NEEDS_ATTENTION');
+    expect(view.attention).toMatchObject({ code: 'AUTH' });
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(agent.count('CancelTask')).toBe(0);
+  }, 60_000);
+});

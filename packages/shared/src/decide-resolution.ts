@@ -24,6 +24,8 @@ export type ResolveAction = 'retry' | 'abandon';
 export const RESOLVE_ACTIONS: Readonly<Record<AttentionCode, readonly ResolveAction[]>> = {
   AMBIGUOUS_SEND: ['retry', 'abandon'],
   NO_PROGRESS: ['retry', 'abandon'],
+  AUTH: ['retry', 'abandon'],
+  SEARCH_UNAVAILABLE: ['retry', 'abandon'],
   PROTOCOL_ERROR: ['retry', 'abandon'],
   UNSPECIFIED: ['retry', 'abandon'],
   EFFECT_UNKNOWN: ['abandon'],

@@ -129,7 +129,8 @@ function nextAttemptOrFail(rules: StepRules, step: Step, attempts: AttemptView[]
 function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decision {
   if (latest.state === 'AMBIGUOUS' && (step.readOnly || latest.retryApproved)) return 'failed';
   if (latest.state === 'AMBIGUOUS') {
-    const stuck = latest.error?.code === 'NO_PROGRESS' || latest.error?.code === 'PROTOCOL_ERROR' ? latest.error.code : undefined;
+    const code = latest.error?.code;
+    const stuck = code === 'NO_PROGRESS' || code === 'PROTOCOL_ERROR' || code === 'AUTH' || code === 'SEARCH_UNAVAILABLE' ? code : undefined;
     if (stuck) return { kind: 'needs-attention', step: step.name, code: stuck, reason: `${latest.delegationId}: ${latest.error!.message}` };
     return { kind: 'needs-attention', step: step.name, code: 'AMBIGUOUS_SEND', reason: `${latest.delegationId} is AMBIGUOUS: a person must decide` };
   }

@@ -64,6 +64,7 @@ const limit = { code: 'LIMIT_EXCEEDED', message: 'bodyBytes limit of 8388608 exc
 
 /** One representative observation per kind: the compiler refuses a kind without one. */
 const SAMPLES: { [K in ObservationKind]: Extract<Observation, { kind: K }> } = {
+  'auth-exhausted': { kind: 'auth-exhausted', rounds: 3, challenge: 'sign in at https://example.test/login' },
   'send-answered': { kind: 'send-answered', answer: { task: task('TASK_STATE_SUBMITTED') }, ownership: { kind: 'proven', by: 'context' }, via: 'answer' },
   'send-failed': { kind: 'send-failed', afterMark: true, delivery: 'maybe', effect: 'maybe', error: { code: 'SEND_FAILED', message: 'socket hang up', delivery: 'maybe' }, permanent: false, lastAttempt: false },
   'send-in-doubt': { kind: 'send-in-doubt', reason: 'marked before' },

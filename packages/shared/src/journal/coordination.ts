@@ -22,6 +22,17 @@ export class JournalCoordination extends JournalReplies {
   }
 
   /**
+   * Counts one more round of a repeated act of a delegation (an auth handler run, a credential refresh) within
+   * `ttlMs` of the first, fleet-wide (INCR, and PEXPIRE set only on the first). Bounds what an agent can make us repeat.
+   * @returns the rounds so far, this one included (1 for the first).
+   */
+  async countRound(ref: DelegationRef, name: string, ttlMs: number): Promise<number> {
+    const key = this.keys.once(ref.workflowId, ref.delegationId, `rounds:${name}`);
+    const replies = await this.redis.multi().incr(key).pexpire(key, ttlMs, 'NX').exec();
+    return Number(replies?.[0]?.[1] ?? 0);
+  }
+
+  /**
    * The follow lease of a delegation (one open stream per task across the fleet).
    * `acquire` returns false when another holder has it; `renew`/`release` only act on our own.
    */

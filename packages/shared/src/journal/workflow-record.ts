@@ -24,6 +24,10 @@ export const ATTENTION_CODES = [
   'NO_PROGRESS',
   /** An agent kept answering what cannot be understood; a person decides. */
   'PROTOCOL_ERROR',
+  /** An agent kept refusing our credentials, or asked for them again and again (P33, P34); a person decides. */
+  'AUTH',
+  /** The search for a message that may have been sent kept failing (P32); a person decides. */
+  'SEARCH_UNAVAILABLE',
   /** Written by an older release as prose. */
   'UNSPECIFIED',
 ] as const;

@@ -93,8 +93,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       return done('settle');
     case 'park':
       await giveBack(ctx, ref, followLease);
-      await park(ctx, written.record ?? record);
-      return done('park');
+      return done(await parkRow(ctx, written.record ?? record, scope));
     case 'follow':
       // A delayed follow moves the reconciler's next check past its delay (it is not a lost delegation meanwhile).
       if ((next.plan.delayMs ?? 0) > 0) await ctx.journal.scheduleCheck(ref, ctx.options.now() + next.plan.delayMs! + ctx.options.reconcileIntervalMs);
@@ -171,17 +170,32 @@ async function continueStream(ctx: WorkerContext, record: DelegationRecord, scop
   if (written.applied && written.state === 'TASK_STATE_AUTH_REQUIRED') {
     // Keep the stream open (the agent may resume on its own); the handler runs beside it.
     const current = written.record ?? (await ctx.journal.getDelegation(ref));
-    if (current) void handleAuthRequired(ctx, current).catch((error: unknown) => (scope.log ?? ctx.logger).warn({ err: error }, 'auth handler failed'));
+    if (current) void authThen(ctx, current, scope).catch((error: unknown) => (scope.log ?? ctx.logger).warn({ err: error }, 'auth handler failed'));
     return done('continue');
   }
   if (written.state === 'TASK_STATE_INPUT_REQUIRED') {
     const current = await ctx.journal.getDelegation(ref);
-    if (current && questionOpen(current)) {
-      await park(ctx, current);
-      return done('park', { record: current });
-    }
+    if (current && questionOpen(current)) return done(await parkRow(ctx, current, scope), { record: current });
   }
   return done('continue');
+}
+
+/**
+ * The agent's auth handler for an AUTH_REQUIRED row (spec §7.6), then what it found: its rounds used up (P33) is
+ * the `auth-exhausted` observation, applied here. Returns that observation's next kind, or undefined.
+ */
+async function authThen(ctx: WorkerContext, record: DelegationRecord, scope: Scope): Promise<NextKind | undefined> {
+  const handled = await handleAuthRequired(ctx, record);
+  if (handled.kind !== 'exhausted') return undefined;
+  return (await apply(ctx, record, { kind: 'auth-exhausted', rounds: handled.rounds, challenge: handled.challenge }, { ...(scope.log ? { log: scope.log } : {}), source: 'auth' })).next;
+}
+
+/** Parks a row on its open question, its auth handler first (which may end the attempt with a person: P33). */
+async function parkRow(ctx: WorkerContext, record: DelegationRecord, scope: Scope): Promise<NextKind> {
+  const ended = await authThen(ctx, record, scope);
+  if (ended) return ended;
+  await park(ctx, record);
+  return 'park';
 }
 
 /** Gives back a follow lease nobody will use (a failed release only lets it run out: `lockDurationMs`). */
@@ -214,8 +228,7 @@ async function routeRow(ctx: WorkerContext, ref: DelegationRef, known: Delegatio
       return 'cancel';
     case 'park':
       await giveBack(ctx, ref, followLease);
-      await park(ctx, record);
-      return 'park';
+      return parkRow(ctx, record, {});
     default:
       return follow(ctx, ref, plan, record, followLease);
   }

@@ -13,15 +13,30 @@ import type { WorkerContext } from '../context.ts';
 /** What an auth handler may answer: a reply to send on the same task, or nothing (credentials were updated). */
 export type AuthHandlerResult = { reply?: string | OutgoingMessage['parts'] } | void;
 
-/** A per-agent auth handler. Runs at most once per challenge (per status timestamp). */
+/**
+ * A per-agent auth handler. Runs at most once per challenge (per status timestamp), and at most
+ * `AUTH_HANDLER_ROUNDS` times per delegation attempt (P33: an agent that re-issues AUTH_REQUIRED for ever).
+ */
 export type AuthHandler = (input: { delegation: DelegationRecord; challenge: string }) => Promise<AuthHandlerResult>;
 
-/** Runs the agent's auth handler for this challenge once, fleet-wide. Returns true if it ran. */
-export async function handleAuthRequired(ctx: WorkerContext, record: DelegationRecord): Promise<boolean> {
+/** Auth handler runs per delegation attempt before a person decides (P33). */
+export const AUTH_HANDLER_ROUNDS = 3;
+const DAY_MS = 24 * 3600 * 1000;
+
+/** What `handleAuthRequired` did: ran the handler, had nothing to do, or found its rounds used up (`challenge`: the agent's text). */
+export type AuthHandling = { kind: 'ran' } | { kind: 'skipped' } | { kind: 'exhausted'; rounds: number; challenge: string };
+
+/**
+ * Runs the agent's auth handler for this challenge once, fleet-wide, within `AUTH_HANDLER_ROUNDS` per attempt.
+ * Never writes the journal's state: `exhausted` is an observation for the executor (`auth-exhausted`).
+ */
+export async function handleAuthRequired(ctx: WorkerContext, record: DelegationRecord): Promise<AuthHandling> {
   const handler = ctx.authHandlers.get(record.agentCardUrl);
-  if (!handler || record.state !== 'AUTH_REQUIRED') return false;
-  if (!(await ctx.journal.markOnce(record, `auth:${record.statusTimestampMs ?? record.version}`, ctx.workerId, 24 * 3600 * 1000))) return false;
+  if (!handler || record.state !== 'AUTH_REQUIRED') return { kind: 'skipped' };
+  if (!(await ctx.journal.markOnce(record, `auth:${record.statusTimestampMs ?? record.version}`, ctx.workerId, DAY_MS))) return { kind: 'skipped' };
   const challenge = record.question?.parts.map((part) => part.text ?? '').join('') ?? '';
+  const rounds = await ctx.journal.countRound(record, 'auth-handler', DAY_MS);
+  if (rounds > AUTH_HANDLER_ROUNDS) return { kind: 'exhausted', rounds: rounds - 1, challenge: challenge.slice(0, 500) };
   const log = lazyChildLogger(ctx.logger, { workflowId: record.workflowId, delegationId: record.delegationId, taskId: record.taskId });
   const result = await handler({ delegation: record, challenge });
   // New credentials: rebuild this agent's transports so every later call uses them.
@@ -34,5 +49,5 @@ export async function handleAuthRequired(ctx: WorkerContext, record: DelegationR
   } else {
     log.info('auth handler ran; waiting for the agent to resume');
   }
-  return true;
+  return { kind: 'ran' };
 }

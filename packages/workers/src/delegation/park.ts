@@ -8,12 +8,10 @@
  */
 import { enqueueReply, isAwaitingAnswer, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
-import { handleAuthRequired } from './auth.ts';
 import { jitteredCheckTime } from './core/policy.ts';
 
 /** Parks a delegation on its question (see the module header). Only `apply.ts` calls this. */
 export async function park(ctx: WorkerContext, record: DelegationRecord): Promise<void> {
-  await handleAuthRequired(ctx, record);
   // A reply journaled but not sent (its job lost), or stuck 'sending' longer than a request can take.
   const stuckSending = record.replyState === 'sending' && ctx.options.now() - record.updatedAt > ctx.options.requestTimeoutMs + 1_000;
   if (!isAwaitingAnswer(record) && record.replyMessageId && (record.replyState === 'pending' || stuckSending)) {

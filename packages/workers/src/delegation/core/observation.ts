@@ -122,6 +122,8 @@ export type Observation =
   | { kind: 'follow-deferred'; delayMs: number; resubscription: number; reason: string }
   /** The workflow stopped before this held INTENT was sent (it will never run). */
   | { kind: 'workflow-stopped' }
+  /** The agent's auth handler ran its rounds and the agent asks again (P33): `challenge` is the agent's text. */
+  | { kind: 'auth-exhausted'; rounds: number; challenge: string }
   /** Another worker took the delegation over (fence or lease lost): this run stops. */
   | { kind: 'lease-lost' }
   /** This worker is closing: the delegation goes to another one at once. */
@@ -156,6 +158,7 @@ export const OBSERVATION_KINDS = [
   'follow-deferred',
   'stream-handed-off',
   'workflow-stopped',
+  'auth-exhausted',
   'lease-lost',
   'closing',
 ] as const satisfies readonly ObservationKind[];

@@ -20,6 +20,8 @@ export const OUTCOME_CODES = [
   'AMBIGUOUS',
   /** The search for our message failed round after round (P32: ListTasks answering HTTP 500): a person decides. */
   'SEARCH_UNAVAILABLE',
+  /** The agent asked for credentials again and again, or refused ours round after round (P33, P34): a person decides. */
+  'AUTH',
   /** The step declares a verifier this worker does not have; nothing was sent. */
   'VERIFIER_UNKNOWN',
   /** A compensation handler threw. */

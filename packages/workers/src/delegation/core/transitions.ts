@@ -215,6 +215,16 @@ export function transition(record: DelegationRecord, observation: Observation, p
     case 'workflow-stopped':
       if (record.state !== 'INTENT' || !record.held) return { next: { kind: 'nothing' } };
       return { write: { kind: 'outcome', state: 'CANCELED', guard: 'version', error: { code: 'NEVER_SENT', message: 'the workflow stopped before this step was sent' } }, next: { kind: 'nothing' } };
+    case 'auth-exhausted':
+      // P33: never FAILED by us, never re-delegated: the agent's task is left as it is, a person decides.
+      return {
+        next: {
+          kind: 'needs-person',
+          code: 'AUTH',
+          message: `the agent asked for authentication again after ${observation.rounds} runs of its auth handler: ${observation.challenge || '(no challenge text)'}`,
+          delivery: 'received',
+        },
+      };
     case 'lease-lost':
       return { next: { kind: 'nothing' } };
     case 'closing':
