@@ -92,3 +92,46 @@ describe('P33: an agent that re-issues AUTH_REQUIRED for ever', () => {
     expect(agent.count('CancelTask')).toBe(0);
   }, 60_000);
 });
+
+describe('P34: our token rotates while a task runs', () => {
+  const refuse = { http: { status: 401, body: JSON.stringify({ error: 'invalid_token' }), headers: { 'www-authenticate': 'Bearer error="invalid_token"' } } };
+
+  async function run(tokens: (call: number) => string, sendAttempts: number) {
+    const seen: Setup['seen'] = {};
+    const accept = h.accept(seen);
+    const agent = await h.agentWith({
+      SendMessage: (params, call) => (call.headers.authorization === 'Bearer tok-2' ? accept(params, call) : refuse),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'booked' } }) }),
+      SubscribeToTask: () => ({ sse: [ev(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'booked' } }) } }))] }),
+    });
+    const prefix = h.newPrefix();
+    const producer = h.producer(prefix);
+    let asked = 0;
+    await h.fleetFor(prefix, { sendAttempts, followBackoff: { baseMs: 50, capMs: 200 }, credentials: () => async () => ({ authorization: `Bearer ${tokens(++asked)}` }) });
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: `p34-${prefix}` });
+    const record = await finished(producer, id, 30_000);
+    const messageIds = new Set(agent.calls('SendMessage').map((request) => request.params.message.messageId));
+    return { agent, producer, id, record, messageIds };
+  }
+
+  it("(b') a SendMessage made with the stale token gets 401: the provider is asked again and the same messageId resent; COMPLETED", async () => {
+    const { agent, record, messageIds } = await run((call) => (call === 1 ? 'tok-1' : 'tok-2'), 6);
+    expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
+    expect(agent.count('SendMessage')).toBe(2);
+    expect(messageIds.size).toBe(1);
+  }, 60_000);
+
+  it('(c) the provider keeps returning the refused token: bounded rounds, then AMBIGUOUS AUTH (NEEDS_ATTENTION AUTH); one messageId, no other agent', async () => {
+    const { agent, producer, id, record, messageIds } = await run(() => 'tok-1', 3);
+    expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'AUTH' } });
+    expect(record.error?.message).toContain('refused our credentials on 3 SendMessage attempts');
+    expect(agent.count('SendMessage')).toBe(3);
+    expect(messageIds.size).toBe(1);
+    const view = await eventually(async () => {
+      const workflow = await producer.get(id);
+      return workflow.state === 'NEEDS_ATTENTION' && workflow;
+    }, 'NEEDS_ATTENTION');
+    expect(view.attention).toMatchObject({ code: 'AUTH' });
+    expect(view.steps[0]!.attempts).toHaveLength(1);
+  }, 60_000);
+});

@@ -39,6 +39,8 @@ export interface ScriptedCall {
   count: number;
   /** The JSON-RPC request id. */
   id: unknown;
+  /** The request's HTTP headers (e.g. `authorization`). */
+  headers: IncomingMessage['headers'];
 }
 
 export type ScriptedHandler = (params: any, call: ScriptedCall) => ScriptedAnswer | Promise<ScriptedAnswer>;
@@ -153,7 +155,7 @@ export async function startScriptedAgent(initial: ScriptedHandlers): Promise<Scr
       counts.set(method, count);
       const handler = handlers[method as ScriptedMethod];
       Promise.resolve()
-        .then(() => (handler ? handler(envelope.params ?? {}, { count, id: envelope.id }) : { error: { code: -32601, message: `Method not found: ${method}` } }))
+        .then(() => (handler ? handler(envelope.params ?? {}, { count, id: envelope.id, headers: request.headers }) : { error: { code: -32601, message: `Method not found: ${method}` } }))
         .then((reply) => answer(response, envelope.id ?? null, reply))
         .catch((error: unknown) => {
           if (!response.headersSent) json(response, { jsonrpc: '2.0', id: envelope.id ?? null, error: { code: -32603, message: String(error) } });

@@ -42,9 +42,9 @@ const refOf = ({ workflowId, delegationId }: Ref): Ref => ({ workflowId, delegat
  * Sends a delegation's journaled message. One job per send number (`resendCount`); `requeuedAt` (ms)
  * when the reconciler re-enqueues a send whose job was lost (the old id may still be kept).
  */
-export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: number, requeuedAt?: number): Promise<void> {
+export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: number, requeuedAt?: number, delayMs = 0): Promise<void> {
   const id = requeuedAt === undefined ? jobId('send', ref.workflowId, ref.delegationId, resendCount) : jobId('send', ref.workflowId, ref.delegationId, resendCount, requeuedAt);
-  await queues.send.add('send', { ...refOf(ref), kind: 'message' }, { jobId: id });
+  await queues.send.add('send', { ...refOf(ref), kind: 'message' }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }
 
 /** Sends a journaled reply (one job per reply messageId; `requeuedAt` when a stuck one is enqueued again). */

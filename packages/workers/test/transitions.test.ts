@@ -306,6 +306,22 @@ describe('properties per kind', () => {
     );
   });
 
+  it('P34: credentials refused on SendMessage are never FAILED nor another agent: the same messageId is resent with backoff, then AUTH', () => {
+    fc.assert(
+      fc.property(fc.nat(8), fc.boolean(), (resendCount, lastAttempt) => {
+        const record = recordIn('INTENT', { resendCount });
+        const error = { code: 'AUTHENTICATION', message: 'HTTP 401', retryable: false, delivery: 'received' as const, answer: 'error' as const };
+        const step = transition(record, { kind: 'send-failed', afterMark: true, delivery: 'received', effect: 'none', error, permanent: false, lastAttempt, credentialsRefused: true }, policy);
+        expect(writesOf(step).filter((write) => write.kind === 'outcome')).toEqual([]);
+        if (resendCount + 1 >= policy.sendAttempts) expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AUTH' });
+        else {
+          expect(step.next).toMatchObject({ kind: 'resend', contextRefused: false });
+          expect(writesOf(step)).toEqual([{ kind: 'release-for-resend', contextRefused: false }]);
+        }
+      }),
+    );
+  });
+
   it('the progress rule ends a run of unacceptable answers in bounded cycles and never before the window otherwise', () => {
     fc.assert(
       fc.property(fc.nat(40), fc.integer({ min: 0, max: 2_000_000 }), fc.nat(6), fc.boolean(), (count, elapsedMs, unacceptableInRow, unacceptable) => {

@@ -190,33 +190,53 @@ export interface ErrorTableRow {
   reason?: string;
   /** Every row is an answer the agent sent, so the request reached it (V5): never "not sent". */
   delivery: Delivery;
+  /**
+   * What a SendMessage answered with this error proves about its effect: `none`, the agent refused the request
+   * before acting on it (JSON-RPC 2.0 §5.1 request errors, the A2A errors raised while validating a request, spec
+   * §3.3.2, §3.6, §5.4, and 401/403), so no task was created; `maybe`, it may come after the task was created
+   * (-32603, -32002, -32006, 408, 429): a search for our messageId decides.
+   */
+  effect: 'none' | 'maybe';
 }
 
 /** The single source of truth for code/status/reason → class. */
 export const A2A_ERROR_TABLE: readonly ErrorTableRow[] = [
-  { errorClass: TaskNotFoundError, jsonRpcCode: -32001, httpStatus: 404, reason: 'TASK_NOT_FOUND', delivery: 'received' },
-  { errorClass: TaskNotCancelableError, jsonRpcCode: -32002, reason: 'TASK_NOT_CANCELABLE', delivery: 'received' },
-  { errorClass: PushNotificationNotSupportedError, jsonRpcCode: -32003, reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED', delivery: 'received' },
-  { errorClass: UnsupportedOperationError, jsonRpcCode: -32004, reason: 'UNSUPPORTED_OPERATION', delivery: 'received' },
-  { errorClass: ContentTypeNotSupportedError, jsonRpcCode: -32005, httpStatus: 415, reason: 'CONTENT_TYPE_NOT_SUPPORTED', delivery: 'received' },
-  { errorClass: InvalidAgentResponseError, jsonRpcCode: -32006, reason: 'INVALID_AGENT_RESPONSE', delivery: 'received' },
-  { errorClass: ExtendedAgentCardNotConfiguredError, jsonRpcCode: -32007, reason: 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', delivery: 'received' },
-  { errorClass: ExtensionSupportRequiredError, jsonRpcCode: -32008, reason: 'EXTENSION_SUPPORT_REQUIRED', delivery: 'received' },
-  { errorClass: VersionNotSupportedError, jsonRpcCode: -32009, reason: 'VERSION_NOT_SUPPORTED', delivery: 'received' },
-  { errorClass: JsonRpcParseError, jsonRpcCode: -32700, reason: 'PARSE_ERROR', delivery: 'received' },
-  { errorClass: InvalidRequestError, jsonRpcCode: -32600, httpStatus: 400, reason: 'INVALID_REQUEST', delivery: 'received' },
-  { errorClass: MethodNotFoundError, jsonRpcCode: -32601, httpStatus: 405, reason: 'METHOD_NOT_FOUND', delivery: 'received' },
-  { errorClass: InvalidParamsError, jsonRpcCode: -32602, reason: 'INVALID_PARAMS', delivery: 'received' },
-  { errorClass: InternalAgentError, jsonRpcCode: -32603, reason: 'INTERNAL_ERROR', delivery: 'received' },
-  { errorClass: AuthenticationError, httpStatus: 401, delivery: 'received' },
-  { errorClass: AuthenticationError, httpStatus: 403, delivery: 'received' },
-  { errorClass: UpstreamError, httpStatus: 408, delivery: 'received' },
-  { errorClass: UpstreamError, httpStatus: 429, delivery: 'received' },
+  { errorClass: TaskNotFoundError, jsonRpcCode: -32001, httpStatus: 404, reason: 'TASK_NOT_FOUND', delivery: 'received', effect: 'none' },
+  { errorClass: TaskNotCancelableError, jsonRpcCode: -32002, reason: 'TASK_NOT_CANCELABLE', delivery: 'received', effect: 'maybe' },
+  { errorClass: PushNotificationNotSupportedError, jsonRpcCode: -32003, reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED', delivery: 'received', effect: 'none' },
+  { errorClass: UnsupportedOperationError, jsonRpcCode: -32004, reason: 'UNSUPPORTED_OPERATION', delivery: 'received', effect: 'none' },
+  { errorClass: ContentTypeNotSupportedError, jsonRpcCode: -32005, httpStatus: 415, reason: 'CONTENT_TYPE_NOT_SUPPORTED', delivery: 'received', effect: 'none' },
+  { errorClass: InvalidAgentResponseError, jsonRpcCode: -32006, reason: 'INVALID_AGENT_RESPONSE', delivery: 'received', effect: 'maybe' },
+  { errorClass: ExtendedAgentCardNotConfiguredError, jsonRpcCode: -32007, reason: 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', delivery: 'received', effect: 'maybe' },
+  { errorClass: ExtensionSupportRequiredError, jsonRpcCode: -32008, reason: 'EXTENSION_SUPPORT_REQUIRED', delivery: 'received', effect: 'none' },
+  { errorClass: VersionNotSupportedError, jsonRpcCode: -32009, reason: 'VERSION_NOT_SUPPORTED', delivery: 'received', effect: 'none' },
+  { errorClass: JsonRpcParseError, jsonRpcCode: -32700, reason: 'PARSE_ERROR', delivery: 'received', effect: 'none' },
+  { errorClass: InvalidRequestError, jsonRpcCode: -32600, httpStatus: 400, reason: 'INVALID_REQUEST', delivery: 'received', effect: 'none' },
+  { errorClass: MethodNotFoundError, jsonRpcCode: -32601, httpStatus: 405, reason: 'METHOD_NOT_FOUND', delivery: 'received', effect: 'none' },
+  { errorClass: InvalidParamsError, jsonRpcCode: -32602, reason: 'INVALID_PARAMS', delivery: 'received', effect: 'none' },
+  { errorClass: InternalAgentError, jsonRpcCode: -32603, reason: 'INTERNAL_ERROR', delivery: 'received', effect: 'maybe' },
+  { errorClass: AuthenticationError, httpStatus: 401, delivery: 'received', effect: 'none' },
+  { errorClass: AuthenticationError, httpStatus: 403, delivery: 'received', effect: 'none' },
+  { errorClass: UpstreamError, httpStatus: 408, delivery: 'received', effect: 'maybe' },
+  { errorClass: UpstreamError, httpStatus: 429, delivery: 'received', effect: 'maybe' },
 ];
 
 const byJsonRpcCode = new Map(A2A_ERROR_TABLE.filter((row) => row.jsonRpcCode !== undefined).map((row) => [row.jsonRpcCode, row]));
 const byReason = new Map(A2A_ERROR_TABLE.filter((row) => row.reason !== undefined).map((row) => [row.reason, row]));
 const byHttpStatus = new Map(A2A_ERROR_TABLE.filter((row) => row.httpStatus !== undefined).map((row) => [row.httpStatus, row]));
+
+const refusals = [...new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'none').map((row) => row.errorClass))];
+
+/**
+ * What a failed SendMessage proves about its effect (the table's `effect` column): `none` when the error is a
+ * refusal (also an HTTP 4xx other than 408/429 whose body is not an A2A error, e.g. a wrong URL's page), else
+ * `maybe`. A drop, a timeout or an unreadable answer is `maybe`: the agent may have created the task.
+ */
+export function sendEffectOf(error: unknown): 'none' | 'maybe' {
+  if (refusals.some((refusal) => error instanceof refusal)) return 'none';
+  const status = error instanceof ProtocolError && error.jsonRpcCode === undefined ? error.httpStatus : undefined;
+  return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429 ? 'none' : 'maybe';
+}
 
 /** Looks up a class by JSON-RPC code, `ErrorInfo.reason` or HTTP status. */
 export const errorClassForJsonRpcCode = (code: number): ErrorClass | undefined => byJsonRpcCode.get(code)?.errorClass;

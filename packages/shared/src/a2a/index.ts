@@ -24,6 +24,7 @@ export {
   isRetryable,
   type Delivery,
   deliveryOf,
+  sendEffectOf,
   LimitExceededError,
   type LimitName,
   ResponseIdMismatchError,

@@ -122,7 +122,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       return done('ask-reconciler');
     }
     case 'resend':
-      await enqueueSend(ctx.queues, ref, record.resendCount + 1);
+      await enqueueSend(ctx.queues, ref, record.resendCount + 1, undefined, next.delayMs ?? 0);
       log.info({ ...ref, contextRefused: next.contextRefused }, 'our message was proven absent at the agent; resending with the same messageId');
       return done('resend');
     case 'needs-person':

@@ -152,9 +152,17 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       (scope.log ?? ctx.logger).warn({ ...ref, count, call: observation.kind === 'task-not-found' ? observation.call : undefined }, 'the agent says it has no such task');
       return NOTHING_WRITTEN;
     }
-    case 'release-for-resend':
-      await ctx.journal.releaseForResend(ref, record.version, write.contextRefused);
+    case 'release-for-resend': {
+      // A send run (it holds the fence) releases the row as its own mark left it; anyone else from the row it decided on.
+      let expectedVersion = record.version;
+      if (scope.fence !== undefined) {
+        const current = await ctx.journal.getDelegation(ref);
+        if (!current || current.fence !== scope.fence) return NOTHING_WRITTEN;
+        expectedVersion = current.version;
+      }
+      await ctx.journal.releaseForResend(ref, expectedVersion, write.contextRefused);
       return NOTHING_WRITTEN;
+    }
     case 'mark-reply':
       await ctx.journal.markReply(ref, scope.fence ?? 0, write.replyMessageId, write.replyState, write.reason, scope.replyToken ? { token: scope.replyToken } : {});
       if (write.replyState === 'refused') (scope.log ?? ctx.logger).warn({ ...ref, reason: write.reason }, 'the agent refused the reply; the question is open again');

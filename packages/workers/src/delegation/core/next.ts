@@ -46,8 +46,8 @@ export type Next =
   | { kind: 'search'; purpose: SearchPurpose; why: string }
   /** Leave a maybe-sent INTENT to the reconciler, once the send has settled (`dueAt`, ms since epoch; undefined: now). */
   | { kind: 'ask-reconciler'; dueAt?: number }
-  /** Resend with the same messageId (the journal releases the send first). */
-  | { kind: 'resend'; contextRefused: boolean }
+  /** Resend with the same messageId (the journal releases the send first), after `delayMs` (default 0). */
+  | { kind: 'resend'; contextRefused: boolean; delayMs?: number }
   /** Journal the attempt AMBIGUOUS with `code` (the workflow then needs a person), then settle. */
   | { kind: 'needs-person'; code: OutcomeCode; message: string; limit?: string; delivery?: 'maybe' | 'received' }
   /** Enqueue CancelTask for the task (the user canceled the workflow while this task was found or sent). */

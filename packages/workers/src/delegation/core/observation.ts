@@ -31,6 +31,8 @@ export interface Unacceptable {
   message: string;
   /** The limit that was exceeded (`LimitExceededError.limit`), when it was a limit. */
   limit?: string;
+  /** The outcome code when rounds of this answer end with a person (`AUTH`: our credentials refused, P34). Default PROTOCOL_ERROR. */
+  outcome?: 'AUTH';
 }
 
 /** Which call a TaskNotFound (or a read) answered. */
@@ -65,6 +67,8 @@ export type Observation =
       lastAttempt: boolean;
       /** Set when the answer arrived but exceeded a limit (then delivery is `received`). */
       unacceptable?: Unacceptable;
+      /** The agent refused our credentials (HTTP 401/403, P34): nothing was created; fresh credentials may pass. */
+      credentialsRefused?: boolean;
     }
   /**
    * A send that may have left and cannot be resolved here (the mark is written, a replica did not confirm it, the

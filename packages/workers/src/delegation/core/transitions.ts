@@ -14,7 +14,7 @@ import { isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/sh
 import type { DelegationRecord, JournalState, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { Observation, SearchFinding, Unacceptable } from './observation.ts';
-import { notFoundVerdict, unfoundVerdict, type Policy } from './policy.ts';
+import { fullJitterDelayMs, notFoundVerdict, unfoundVerdict, type Policy } from './policy.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
 export type Guard = 'fence' | 'version' | 'none';
@@ -92,6 +92,16 @@ export function transition(record: DelegationRecord, observation: Observation, p
         // A31: the answer arrived (delivery) but is over a limit: the agent may have done the work (effect maybe).
         return { next: overLimit(unacceptable, 'the SendMessage answer') };
       }
+      if (afterMark && observation.credentialsRefused) {
+        // P34: a 401/403 proves nothing was created. Credentials are asked per request: the same messageId is resent
+        // in bounded rounds with backoff; then a person (AUTH), the agent's task untouched, no other agent picked.
+        if (record.resendCount + 1 >= policy.sendAttempts) {
+          const message = `the agent refused our credentials on ${record.resendCount + 1} SendMessage attempts (last: ${error.message}); nothing was created`;
+          return { next: { kind: 'needs-person', code: 'AUTH', message, delivery: 'received' } };
+        }
+        const delayMs = fullJitterDelayMs(record.resendCount + 1, policy.followBackoff, policy.random);
+        return { write: { kind: 'release-for-resend', contextRefused: false }, next: { kind: 'resend', contextRefused: false, delayMs } };
+      }
       if (afterMark && observation.effect !== 'none') {
         // The agent may have created the task: never FAILED, never resent blind; a search decides.
         const next: Next = delivery === 'maybe' ? { kind: 'ask-reconciler', dueAt: policy.now() + policy.sendSettleMs } : { kind: 'ask-reconciler' };
@@ -154,6 +164,8 @@ export function transition(record: DelegationRecord, observation: Observation, p
       if (unacceptable?.limit) return { next: overLimit(unacceptable, `the ${call} answer`) };
       // An answer we cannot use (another request id, an unreadable shape): ListTasks may still show our task (in a
       // follow cycle, or reading a task found by our messageId before adopting it).
+      // Our credentials refused (P34): counted rounds (credentials are asked per request), then a person with AUTH.
+      if (unacceptable?.outcome === 'AUTH') return { next: { kind: 'progress', what: `${why}; ${call} refused our credentials: ${unacceptable.message}`, unacceptable: { code, outcome: 'AUTH' } } };
       if (unacceptable && (observation.cycle || record.taskId === undefined)) return { next: { kind: 'search', purpose: 'read', why: `${why}; ${call} failed: ${code}` } };
       // Counted by the progress rule in a cycle or not (a task found by our messageId whose full read we cannot use,
       // a parked re-read): an answer we can never accept ends in bounded calls, never in an endless re-check.

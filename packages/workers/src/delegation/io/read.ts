@@ -4,7 +4,7 @@
  * (`task-not-found`), or a failure (`read-failed`: a drop is retryable; an answer over a limit, one we cannot parse
  * or prove ours is `unacceptable`). Never writes the journal, never routes: `apply.ts` does.
  */
-import { A2AError, JournalError, LimitExceededError, TaskNotFoundError, isRetryable, type DelegationRecord } from '@durable-a2a/shared';
+import { A2AError, AuthenticationError, JournalError, LimitExceededError, TaskNotFoundError, isRetryable, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import type { AgentCall, Observation, Unacceptable } from '../core/observation.ts';
 
@@ -57,6 +57,8 @@ export function readFailure(error: unknown, call: AgentCall, why: string, cycle:
   const retryable = isRetryable(error);
   log.warn({ err: error, call }, retryable ? 'a call about our task failed; looking again later' : 'an answer about our task cannot be used');
   const code = codeOf(error);
-  const unacceptable: Unacceptable | undefined = retryable ? undefined : { code, message: (error as Error).message, ...(error instanceof LimitExceededError ? { limit: error.limit } : {}) };
+  const unacceptable: Unacceptable | undefined = retryable
+    ? undefined
+    : { code, message: (error as Error).message, ...(error instanceof LimitExceededError ? { limit: error.limit } : {}), ...(error instanceof AuthenticationError ? { outcome: 'AUTH' as const } : {}) };
   return { kind: 'read-failed', call, code, retryable, why, cycle, ...(unacceptable ? { unacceptable } : {}) };
 }

@@ -8,19 +8,10 @@
 import {
   A2AError,
   AuthenticationError,
-  ContentTypeNotSupportedError,
-  ExtensionSupportRequiredError,
-  InvalidParamsError,
-  InvalidRequestError,
-  JsonRpcParseError,
   LimitExceededError,
-  MethodNotFoundError,
   ProtocolError,
-  PushNotificationNotSupportedError,
-  TaskNotFoundError,
-  UnsupportedOperationError,
-  VersionNotSupportedError,
   deliveryOf,
+  sendEffectOf,
   isRetryable,
   type DelegationRef,
   type RecordedError,
@@ -37,37 +28,10 @@ export const isTypedProtocolError = (error: unknown): error is ProtocolError =>
   error instanceof ProtocolError && !error.retryable && error.code !== 'PROTOCOL_ERROR';
 
 /**
- * Errors with which an agent refuses a request before acting on it, so a SendMessage answered with one
- * created no task: JSON-RPC 2.0 §5.1 request errors (-32700, -32600, -32601, -32602) and the A2A errors
- * the spec raises while validating a request (spec §3.3.2, §3.6, §5.4: -32001 unknown referenced task,
- * -32003 push not supported, -32004 unsupported operation or terminal task, -32005 content type,
- * -32008 required extension, -32009 version), and 401/403. Every other error answer (-32603 and the
- * server-defined -32000..-32099, -32006, -32002, an unknown code, 5xx, 408, 429) may come after the
- * agent created the task: the reconciler resolves it by a search for our messageId.
+ * True when a SendMessage error proves the agent created no task: the A2A error table's `effect` column
+ * (`sendEffectOf` in `@durable-a2a/shared`: refusals, 401/403, a plain HTTP 4xx other than 408/429).
  */
-const REFUSALS = [
-  JsonRpcParseError,
-  InvalidRequestError,
-  MethodNotFoundError,
-  InvalidParamsError,
-  TaskNotFoundError,
-  PushNotificationNotSupportedError,
-  UnsupportedOperationError,
-  ContentTypeNotSupportedError,
-  ExtensionSupportRequiredError,
-  VersionNotSupportedError,
-  AuthenticationError,
-];
-
-/**
- * True when a SendMessage error proves the agent created no task (see `REFUSALS`; also an HTTP 4xx
- * other than 408/429 whose body is not an A2A error, e.g. a wrong URL's page): the attempt ends FAILED.
- */
-export function provesNotCreated(error: unknown): boolean {
-  if (REFUSALS.some((refusal) => error instanceof refusal)) return true;
-  const status = error instanceof ProtocolError && error.jsonRpcCode === undefined ? error.httpStatus : undefined;
-  return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429;
-}
+export const provesNotCreated = (error: unknown): boolean => sendEffectOf(error) === 'none';
 
 /** What arrived with a send error: the agent's error answer, an answer we could not read, or nothing. */
 function answerOf(error: unknown): RecordedError['answer'] {
@@ -100,7 +64,9 @@ export { unfoundVerdict, type UnfoundVerdict } from '../core/policy.ts';
  */
 export function sendFailureObservation(error: unknown, afterMark: boolean, job: JobRun): Observation {
   const recorded = recordedErrorOf(error, afterMark);
-  const permanent = (error instanceof A2AError || (error as { retryable?: boolean })?.retryable === false) && !isRetryable(error);
+  // P34: credentials refused after the request left are asked again (per request) and the same messageId resent.
+  const credentialsRefused = afterMark && error instanceof AuthenticationError;
+  const permanent = !credentialsRefused && (error instanceof A2AError || (error as { retryable?: boolean })?.retryable === false) && !isRetryable(error);
   const overLimit = error instanceof LimitExceededError;
   const delivery: Delivery = !afterMark || recorded.delivery === 'not-sent' ? 'none' : overLimit ? 'received' : (recorded.delivery ?? 'maybe');
   const effect: Effect = delivery === 'none' || provesNotCreated(error) ? 'none' : 'maybe';
@@ -113,6 +79,7 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
     permanent,
     lastAttempt: job.attemptsMade + 1 >= job.attempts,
     ...(overLimit ? { unacceptable: { code: 'LIMIT_EXCEEDED', message: recorded.message, limit: error.limit } } : {}),
+    ...(credentialsRefused ? { credentialsRefused } : {}),
   };
 }
 

@@ -47,6 +47,10 @@ export async function sendFailed(ctx: WorkerContext, failure: SendFailure): Prom
     log.warn(detail, 'send failed; will retry');
     throw error;
   }
+  if (observation.credentialsRefused) {
+    log.warn(detail, applied.next === 'resend' ? 'the agent refused our credentials; nothing was created: resending the same messageId with fresh credentials' : 'the agent kept refusing our credentials; a person decides');
+    return applied.next === 'resend' ? 'credentials-refused-resend' : 'credentials-refused';
+  }
   if (observation.unacceptable?.limit && observation.afterMark) {
     log.warn({ ...detail, limit: observation.unacceptable.limit }, 'SendMessage answer over a limit: it arrived, so the work may be done; a person decides');
     return 'limit-exceeded';
