@@ -4,6 +4,7 @@
  * compensation (declared before the step runs, so a step that fails halfway
  * still has its undo).
  */
+import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { PartSchema } from './a2a/schema.ts';
 import { ID_PATTERN } from './journal/keys.ts';
@@ -92,14 +93,15 @@ export type WorkflowDefinition = z.output<typeof WorkflowDefinitionSchema>;
 
 export { WORKFLOW_STATES, type WorkflowState } from './journal/states.ts';
 
-const parsedDefinitions = new Map<string, WorkflowDefinition>();
-const DEFINITIONS_KEPT = 10_000;
+/** Byte budget of the parsed definitions kept in-process (B32): the text as key plus its parse, about three times the text. */
+const DEFINITION_CACHE_BYTES = 32 * 1024 * 1024;
 const LONGEST_KEPT_DEFINITION = 16_384;
+const parsedDefinitions = new LRUCache<string, WorkflowDefinition>({ maxSize: DEFINITION_CACHE_BYTES, sizeCalculation: (_definition, text) => Math.max(1, text.length * 3) });
 
 /**
  * Parses a journaled definition (its JSON text) with `WorkflowDefinitionSchema`. A definition never
- * changes once its workflow exists, so the parse of a text is kept in-process (up to 10,000 texts of
- * at most 16,384 characters, the oldest out first; issue 16) and handed out again: callers read it,
+ * changes once its workflow exists, so the parse of a text is kept in-process (texts of at most 16,384
+ * characters within a 32 MiB budget, the least recently used out first; issues 16, B32) and handed out again: callers read it,
  * never change it. Throws like `WorkflowDefinitionSchema.parse(JSON.parse(text))`; a failure is not kept.
  */
 export function parseDefinitionText(text: string): WorkflowDefinition {
@@ -107,7 +109,6 @@ export function parseDefinitionText(text: string): WorkflowDefinition {
   if (kept) return kept;
   const definition = WorkflowDefinitionSchema.parse(JSON.parse(text));
   if (text.length <= LONGEST_KEPT_DEFINITION) {
-    if (parsedDefinitions.size >= DEFINITIONS_KEPT) parsedDefinitions.delete(parsedDefinitions.keys().next().value!);
     parsedDefinitions.set(text, definition);
   }
   return definition;

@@ -5,6 +5,7 @@
  * sends, reconciliation, resubscription and replies run as one principal.
  */
 import type { Dispatcher } from 'undici';
+import { LRUCache } from 'lru-cache';
 import {
   NetworkError,
   createAgentCardCache,
@@ -32,7 +33,22 @@ export interface AgentDirectoryOptions {
   /** Input limits for every answer and Agent Card (partial `A2ALimits`); default `DEFAULT_A2A_LIMITS`. */
   limits?: Partial<A2ALimits>;
   now: () => number;
+  /**
+   * Byte budget of the cards this worker remembers (the parsed cards and the ETag cache, each): card URLs come from
+   * callers and cards from agents, so the budget is in bytes, not entries (B32). Default `CARD_CACHE_BYTES`.
+   */
+  cardCacheBytes?: number;
 }
+
+/** Default `AgentDirectoryOptions.cardCacheBytes`: 32 MiB (32 cards at the 1 MiB card limit, thousands of usual ones). */
+export const CARD_CACHE_BYTES = 32 * 1024 * 1024;
+/** Transports kept per worker (least recently used closed first): one per agent interface in use. */
+export const TRANSPORTS_KEPT = 1_000;
+/** Byte budget of remembered card failures (each holds what the agent answered, up to a card's size). */
+const CARD_FAILURE_BYTES = 8 * 1024 * 1024;
+
+/** Bytes a value takes as JSON (UTF-8), the measure of every cache budget here. */
+const jsonBytes = (value: unknown): number => Buffer.byteLength(JSON.stringify(value) ?? '');
 
 /** Raised when an agent has no interface we can speak. Permanent: the step moves to another agent. */
 export class NoUsableInterfaceError extends Error {
@@ -49,17 +65,25 @@ export class NoUsableInterfaceError extends Error {
  */
 export const CARD_RETRY_CAP_MS = 60_000;
 const CARD_RETRY_BASE_MAX_MS = 1_000;
-/** Cards and card failures remembered per worker (oldest forgotten first): agent URLs come from callers. */
-const CARDS_REMEMBERED = 10_000;
-
 export class AgentDirectory {
-  private readonly cardCache = createAgentCardCache();
-  private readonly cards = new Map<string, { card: AgentCard; fetchedAt: number }>();
-  private readonly cardFailures = new Map<string, { error: unknown; until: number; count: number }>();
+  private readonly cardCache: ReturnType<typeof createAgentCardCache>;
+  private readonly cards: LRUCache<string, { card: AgentCard; fetchedAt: number; bytes: number }>;
+  private readonly cardFailures = new LRUCache<string, { error: unknown; until: number; count: number; bytes: number }>({
+    maxSize: CARD_FAILURE_BYTES,
+    sizeCalculation: (entry) => entry.bytes,
+  });
   private readonly cardFetches = new Map<string, Promise<AgentCard>>();
-  private readonly transports = new Map<string, A2ATransport>();
+  private readonly transports = new LRUCache<string, A2ATransport>({
+    max: TRANSPORTS_KEPT,
+    // A transport evicted is closed (a gRPC channel holds a connection); an HTTP one shares the fleet's dispatcher.
+    dispose: (transport) => (transport as { close?: () => void }).close?.(),
+  });
 
-  constructor(private readonly options: AgentDirectoryOptions) {}
+  constructor(private readonly options: AgentDirectoryOptions) {
+    const maxSize = Math.max(1, options.cardCacheBytes ?? CARD_CACHE_BYTES);
+    this.cardCache = createAgentCardCache({ maxBytes: maxSize });
+    this.cards = new LRUCache({ maxSize, sizeCalculation: (entry) => Math.max(1, entry.bytes) });
+  }
 
   /**
    * The agent's card, refreshed after `cardMaxAgeMs`; the fetch lasts at most `timeoutMs` (default
@@ -96,13 +120,12 @@ export class AgentDirectory {
     } catch (error) {
       const count = (this.cardFailures.get(agentCardUrl)?.count ?? 0) + 1;
       const baseMs = Math.min(this.options.requestTimeoutMs, CARD_RETRY_BASE_MAX_MS);
-      forgetOldestPast(this.cardFailures, CARDS_REMEMBERED);
-      this.cardFailures.set(agentCardUrl, { error, count, until: this.options.now() + Math.min(baseMs * 2 ** (count - 1), CARD_RETRY_CAP_MS) });
+      const bytes = 256 + String((error as Error)?.message ?? '').length + String((error as { cause?: unknown })?.cause ?? '').length;
+      this.cardFailures.set(agentCardUrl, { error, count, bytes, until: this.options.now() + Math.min(baseMs * 2 ** (count - 1), CARD_RETRY_CAP_MS) });
       throw error;
     }
     this.cardFailures.delete(agentCardUrl);
-    forgetOldestPast(this.cards, CARDS_REMEMBERED);
-    this.cards.set(agentCardUrl, { card, fetchedAt: this.options.now() });
+    this.cards.set(agentCardUrl, { card, fetchedAt: this.options.now(), bytes: jsonBytes(card) });
     return card;
   }
 
@@ -143,7 +166,7 @@ export class AgentDirectory {
 
   /** Forgets cached transports for an agent (after its credentials changed). */
   forget(agentCardUrl: string): void {
-    for (const key of this.transports.keys()) if (key.startsWith(`${agentCardUrl} `)) this.transports.delete(key);
+    for (const key of [...this.transports.keys()]) if (key.startsWith(`${agentCardUrl} `)) this.transports.delete(key);
     this.cards.delete(agentCardUrl);
     this.cardFailures.delete(agentCardUrl);
   }
@@ -158,10 +181,3 @@ function waitAtMost(pending: Promise<AgentCard>, timeoutMs: number, agentCardUrl
   return Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Drops the oldest entries (insertion order) so that one more fits within `limit`. */
-function forgetOldestPast<K, V>(map: Map<K, V>, limit: number): void {
-  for (const key of map.keys()) {
-    if (map.size < limit) return;
-    map.delete(key);
-  }
-}

@@ -3,6 +3,7 @@
  * ETag revalidation and the address policy (R19), normalize it (1.0 or 0.3,
  * card-normalize.ts, R20), and pick the interface we speak (§8.3).
  */
+import { LRUCache } from 'lru-cache';
 import { type AddressPolicyOptions, BlockedAddressError, checkUrl, createPolicyDispatcher } from './address-policy.ts';
 import { AgentCardError, isHttpUrl, normalizeAgentCard, type AgentCard } from './card-normalize.ts';
 import type { CredentialsProvider } from './credentials.ts';
@@ -28,9 +29,18 @@ export interface AgentCardCache {
   get(cardUrl: string): CachedAgentCard | undefined;
   set(cardUrl: string, entry: CachedAgentCard): void;
 }
-/** An in-memory `AgentCardCache`. */
-export function createAgentCardCache(): AgentCardCache {
-  const entries = new Map<string, CachedAgentCard>();
+/** Default byte budget of `createAgentCardCache`: 32 MiB of cards (as JSON), least recently used forgotten first. */
+export const AGENT_CARD_CACHE_BYTES = 32 * 1024 * 1024;
+
+/**
+ * An in-memory `AgentCardCache` within `maxBytes` (default `AGENT_CARD_CACHE_BYTES`), measured as each card's JSON
+ * bytes plus its ETag: card URLs come from callers, so the bound is in bytes, not entries (B32).
+ */
+export function createAgentCardCache(options: { maxBytes?: number } = {}): AgentCardCache {
+  const entries = new LRUCache<string, CachedAgentCard>({
+    maxSize: Math.max(1, options.maxBytes ?? AGENT_CARD_CACHE_BYTES),
+    sizeCalculation: (entry) => Math.max(1, Buffer.byteLength(JSON.stringify(entry.card)) + entry.etag.length),
+  });
   return { get: (cardUrl) => entries.get(cardUrl), set: (cardUrl, entry) => void entries.set(cardUrl, entry) };
 }
 
