@@ -6,7 +6,9 @@
 import { describe, expect, it } from 'vitest';
 import { finished, markSentNotRecorded, recordOf, useFieldCases, viewOf, type Setup } from './harness/field-cases.ts';
 import { SU, ev, task, type ScriptedHandlers } from './harness/scripted-agent.ts';
+import { createServer } from 'node:http';
 import { eventually } from './harness/fleet.ts';
+import { closeServer, listenOnLoopback } from './harness/ports.ts';
 
 const h = useFieldCases();
 
@@ -133,5 +135,43 @@ describe('P34: our token rotates while a task runs', () => {
     }, 'NEEDS_ATTENTION');
     expect(view.attention).toMatchObject({ code: 'AUTH' });
     expect(view.steps[0]!.attempts).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('P37: a 1.0 interface that answers -32009', () => {
+  it('the card lists it first and another interface we speak second: one SendMessage on each, the same messageId, COMPLETED on the second', async () => {
+    const seen: Setup['seen'] = {};
+    const refusing = await h.agentWith({ SendMessage: () => ({ error: { code: -32009, message: 'Version not supported' } }), GetTask: () => ({ error: { code: -32009, message: 'Version not supported' } }) });
+    const accept = h.accept(seen);
+    const finishedTask = () => task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'booked' } });
+    const working = await h.agentWith({ SendMessage: (params, call) => (accept(params, call), { result: { task: { ...finishedTask(), history: [params.message] } } }), GetTask: () => ({ result: finishedTask() }) });
+    const cards = createServer((_request, response) => {
+      const card = {
+        name: 'two interfaces', description: 'the first refuses our version', version: '1',
+        supportedInterfaces: [
+          { url: refusing.rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+          { url: working.rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+        ],
+        capabilities: { streaming: false }, defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'],
+        skills: [{ id: 's', name: 's', description: 's', tags: [] }],
+      };
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(JSON.stringify(card));
+    });
+    const port = await listenOnLoopback(cards);
+    try {
+      const prefix = h.newPrefix();
+      const producer = h.producer(prefix);
+      await h.fleetFor(prefix);
+      const { id } = await producer.delegate({ agent: `http://127.0.0.1:${port}/.well-known/agent-card.json`, text: 'book', idempotencyKey: 'p37' });
+      const record = await finished(producer, id, 30_000);
+      expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
+      expect(record.agentInterface?.url).toBe(working.rpcUrl);
+      expect(refusing.count('SendMessage')).toBe(1);
+      expect(working.count('SendMessage')).toBe(1);
+      expect(working.calls('SendMessage')[0]!.params.message.messageId).toBe(refusing.calls('SendMessage')[0]!.params.message.messageId);
+    } finally {
+      await closeServer(cards);
+    }
   }, 60_000);
 });

@@ -134,12 +134,20 @@ export class AgentDirectory {
     const card = await this.card(agentCardUrl, timeoutMs);
     const chosen = card.interfaces.find(isInterfaceSupported);
     if (!chosen) throw new NoUsableInterfaceError(`no supported interface in the Agent Card at ${agentCardUrl}`);
-    return {
-      url: chosen.url,
-      protocolBinding: chosen.protocolBinding as AgentInterfaceRef['protocolBinding'],
-      protocolVersion: chosen.protocolVersion as AgentInterfaceRef['protocolVersion'],
-      ...(chosen.tenant ? { tenant: chosen.tenant } : {}),
-    };
+    return refOf(chosen);
+  }
+
+  /**
+   * The first interface we speak that the card lists after `current` (P37: the next one to try after `current`
+   * refused our protocol version), or undefined. Card order, forward only. Throws like `card`.
+   */
+  async interfaceAfter(agentCardUrl: string, current: AgentInterfaceRef): Promise<AgentInterfaceRef | undefined> {
+    const card = await this.card(agentCardUrl);
+    const same = (candidate: { url: string; protocolBinding: string; protocolVersion: string }) =>
+      candidate.url === current.url && candidate.protocolBinding === current.protocolBinding && candidate.protocolVersion === current.protocolVersion;
+    const at = card.interfaces.findIndex(same);
+    const next = at < 0 ? undefined : card.interfaces.slice(at + 1).find((candidate) => isInterfaceSupported(candidate) && !same(candidate));
+    return next ? refOf(next) : undefined;
   }
 
   /** The transport for a journaled interface, with the agent's credentials. */
@@ -171,6 +179,14 @@ export class AgentDirectory {
     this.cardFailures.delete(agentCardUrl);
   }
 }
+
+/** The journal's form of a card interface. */
+const refOf = (chosen: AgentCard['interfaces'][number]): AgentInterfaceRef => ({
+  url: chosen.url,
+  protocolBinding: chosen.protocolBinding as AgentInterfaceRef['protocolBinding'],
+  protocolVersion: chosen.protocolVersion as AgentInterfaceRef['protocolVersion'],
+  ...(chosen.tenant ? { tenant: chosen.tenant } : {}),
+});
 
 /** `pending`, or a NetworkError (delivery `maybe`) after `timeoutMs` for this caller only; `pending` runs on. */
 function waitAtMost(pending: Promise<AgentCard>, timeoutMs: number, agentCardUrl: string): Promise<AgentCard> {

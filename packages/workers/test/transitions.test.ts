@@ -322,6 +322,20 @@ describe('properties per kind', () => {
     );
   });
 
+  it('P37: -32009 with a next interface on the card resends the same messageId there (within sendAttempts); without one it ends FAILED', () => {
+    const next = { url: 'http://127.0.0.1:2/a2a', protocolBinding: 'JSONRPC', protocolVersion: '0.3' } as const;
+    fc.assert(
+      fc.property(fc.nat(8), fc.boolean(), (resendCount, hasNext) => {
+        const error = { code: 'VERSION_NOT_SUPPORTED', message: '-32009', retryable: false, delivery: 'received' as const, answer: 'error' as const };
+        const step = transition(recordIn('INTENT', { resendCount }), { kind: 'send-failed', afterMark: true, delivery: 'received', effect: 'none', error, permanent: true, lastAttempt: false, ...(hasNext ? { nextInterface: next } : {}) }, policy);
+        if (hasNext && resendCount + 1 < policy.sendAttempts) {
+          expect(step.next).toMatchObject({ kind: 'resend' });
+          expect(writesOf(step)).toEqual([{ kind: 'release-for-resend', contextRefused: false, agentInterface: next }]);
+        } else expect(writesOf(step)).toEqual([expect.objectContaining({ kind: 'outcome', state: 'FAILED' })]);
+      }),
+    );
+  });
+
   it('the progress rule ends a run of unacceptable answers in bounded cycles and never before the window otherwise', () => {
     fc.assert(
       fc.property(fc.nat(40), fc.integer({ min: 0, max: 2_000_000 }), fc.nat(6), fc.boolean(), (count, elapsedMs, unacceptableInRow, unacceptable) => {

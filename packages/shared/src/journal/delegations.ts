@@ -128,11 +128,12 @@ export class JournalDelegations extends JournalWorkflows {
 
   /**
    * Clears the "may have been sent" mark after the reconciler proved the agent never got the message.
+   * `agentInterface`: resend on this interface instead of the journaled one (P37).
    * @throws JournalError VERSION_CONFLICT, WRONG_STATE, DELEGATION_MISSING
    */
-  async releaseForResend(ref: DelegationRef, expectedVersion: number, contextRefused = false): Promise<void> {
+  async releaseForResend(ref: DelegationRef, expectedVersion: number, contextRefused = false, agentInterface?: object): Promise<void> {
     const code = Number(
-      await this.call('releaseForResend', [this.delegationKeys(ref)[0]], [expectedVersion, this.now(), contextRefused ? '1' : '0']),
+      await this.call('releaseForResend', [this.delegationKeys(ref)[0]], [expectedVersion, this.now(), contextRefused ? '1' : '0', agentInterface ? JSON.stringify(agentInterface) : '']),
     );
     if (code < 0) throw journalErrorFromCode(code, ref, 'releaseForResend');
   }

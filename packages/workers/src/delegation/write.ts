@@ -160,7 +160,7 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
         if (!current || current.fence !== scope.fence) return NOTHING_WRITTEN;
         expectedVersion = current.version;
       }
-      await ctx.journal.releaseForResend(ref, expectedVersion, write.contextRefused);
+      await ctx.journal.releaseForResend(ref, expectedVersion, write.contextRefused, write.agentInterface);
       return NOTHING_WRITTEN;
     }
     case 'mark-reply':

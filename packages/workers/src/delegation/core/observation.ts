@@ -9,7 +9,7 @@
  * An answer we cannot read proves delivery, never the absence of effect; absence of evidence is not foreignness.
  * Pure types: nothing here performs I/O.
  */
-import type { Message, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
+import type { AgentInterfaceRef, Message, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
 import type { FollowPlan } from './next.ts';
 
 /** Did the agent get our message? `none`: the request never left (or was refused before it was read). */
@@ -69,6 +69,8 @@ export type Observation =
       unacceptable?: Unacceptable;
       /** The agent refused our credentials (HTTP 401/403, P34): nothing was created; fresh credentials may pass. */
       credentialsRefused?: boolean;
+      /** The interface refused our protocol version (-32009, P37) and the card lists this one after it: try it. */
+      nextInterface?: AgentInterfaceRef;
     }
   /**
    * A send that may have left and cannot be resolved here (the mark is written, a replica did not confirm it, the

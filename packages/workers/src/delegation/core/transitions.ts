@@ -11,7 +11,7 @@
  *   - TaskNotFound from any call is one row (a window of answers, then a ListTasks check, then LOST).
  */
 import { isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
-import type { DelegationRecord, JournalState, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
+import type { AgentInterfaceRef, DelegationRecord, JournalState, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { Observation, SearchFinding, Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, notFoundVerdict, unfoundVerdict, type Policy } from './policy.ts';
@@ -33,8 +33,8 @@ export type Write =
   | { kind: 'note-protocol-error'; error: RecordedError }
   /** One more TaskNotFound answer (count, first time). */
   | { kind: 'note-not-found' }
-  /** The send is released so the same messageId goes again. */
-  | { kind: 'release-for-resend'; contextRefused: boolean }
+  /** The send is released so the same messageId goes again (on `agentInterface` when given: P37). */
+  | { kind: 'release-for-resend'; contextRefused: boolean; agentInterface?: AgentInterfaceRef }
   /** The reply's fate, under the reply's 'sending' lease (the run's fence and token). */
   | { kind: 'mark-reply'; replyMessageId: string; replyState: 'sent' | 'refused'; reason: string }
   /** The verifier's finding, journaled once. */
@@ -101,6 +101,11 @@ export function transition(record: DelegationRecord, observation: Observation, p
         }
         const delayMs = fullJitterDelayMs(record.resendCount + 1, policy.followBackoff, policy.random);
         return { write: { kind: 'release-for-resend', contextRefused: false }, next: { kind: 'resend', contextRefused: false, delayMs } };
+      }
+      if (afterMark && observation.nextInterface && record.resendCount + 1 < policy.sendAttempts) {
+        // P37: -32009 proves nothing was created; the card lists another interface we speak after this one: one try
+        // there with the same messageId (card order, forward only: bounded by the card's interfaces).
+        return { write: { kind: 'release-for-resend', contextRefused: false, agentInterface: observation.nextInterface }, next: { kind: 'resend', contextRefused: false } };
       }
       if (afterMark && observation.effect !== 'none') {
         // The agent may have created the task: never FAILED, never resent blind; a search decides.

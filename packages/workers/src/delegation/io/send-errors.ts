@@ -13,6 +13,7 @@ import {
   deliveryOf,
   sendEffectOf,
   isRetryable,
+  type AgentInterfaceRef,
   type DelegationRef,
   type RecordedError,
 } from '@durable-a2a/shared';
@@ -62,7 +63,7 @@ export { unfoundVerdict, type UnfoundVerdict } from '../core/policy.ts';
  * never left), effect (`none` when the answer proves nothing was created, `provesNotCreated`), whether retrying can
  * help, whether this was the job's last attempt, and, for an answer over a limit, the limit (delivery `received`).
  */
-export function sendFailureObservation(error: unknown, afterMark: boolean, job: JobRun): Observation {
+export function sendFailureObservation(error: unknown, afterMark: boolean, job: JobRun, nextInterface?: AgentInterfaceRef): Observation {
   const recorded = recordedErrorOf(error, afterMark);
   // P34: credentials refused after the request left are asked again (per request) and the same messageId resent.
   const credentialsRefused = afterMark && error instanceof AuthenticationError;
@@ -80,6 +81,7 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
     lastAttempt: job.attemptsMade + 1 >= job.attempts,
     ...(overLimit ? { unacceptable: { code: 'LIMIT_EXCEEDED', message: recorded.message, limit: error.limit } } : {}),
     ...(credentialsRefused ? { credentialsRefused } : {}),
+    ...(nextInterface && afterMark ? { nextInterface } : {}),
   };
 }
 

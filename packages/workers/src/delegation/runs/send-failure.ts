@@ -4,7 +4,7 @@
  * Here only the job mechanics: a retry rethrows the error for BullMQ, a permanent refusal throws UnrecoverableError.
  */
 import { UnrecoverableError } from 'bullmq';
-import { JournalError, type DelegationRecord } from '@durable-a2a/shared';
+import { JournalError, VersionNotSupportedError, type AgentInterfaceRef, type DelegationRecord } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';
 import { sendFailureObservation } from '../io/send-errors.ts';
@@ -39,13 +39,17 @@ export async function sendFailed(ctx: WorkerContext, failure: SendFailure): Prom
     await apply(ctx, record, { kind: 'send-in-doubt', reason: 'the journal refused a second send' }, { log });
     return 'may-have-sent';
   }
-  const observation = sendFailureObservation(error, failure.afterMark, failure.job);
+  const observation = sendFailureObservation(error, failure.afterMark, failure.job, failure.afterMark ? await interfaceAfterRefusal(ctx, record, error) : undefined);
   if (observation.kind !== 'send-failed') throw error;
   const applied = await apply(ctx, record, observation, { fence: failure.fence, log, source: 'send' });
   const detail = { err: error, code: observation.error.code, delivery: observation.delivery, effect: observation.effect };
   if (applied.next === 'retry') {
     log.warn(detail, 'send failed; will retry');
     throw error;
+  }
+  if (applied.next === 'resend' && observation.nextInterface) {
+    log.warn({ ...detail, next: observation.nextInterface }, 'the interface refused our protocol version; nothing was created: the same messageId goes to the next interface the card lists');
+    return 'version-refused-next-interface';
   }
   if (observation.credentialsRefused) {
     log.warn(detail, applied.next === 'resend' ? 'the agent refused our credentials; nothing was created: resending the same messageId with fresh credentials' : 'the agent kept refusing our credentials; a person decides');
@@ -62,4 +66,15 @@ export async function sendFailed(ctx: WorkerContext, failure: SendFailure): Prom
   log.warn({ ...detail, permanent: observation.permanent }, 'send failed; recording the step FAILED');
   if (observation.permanent) throw new UnrecoverableError(observation.error.message);
   return 'failed';
+}
+
+/**
+ * P37: after an interface answered -32009 (our protocol version refused: nothing was created), the next interface
+ * the card lists that we speak, read from the card the send used; undefined when there is none or the card fails.
+ */
+async function interfaceAfterRefusal(ctx: WorkerContext, record: DelegationRecord, error: unknown): Promise<AgentInterfaceRef | undefined> {
+  if (!(error instanceof VersionNotSupportedError)) return undefined;
+  const journaled = (await ctx.journal.getDelegation(record))?.agentInterface ?? record.agentInterface;
+  if (!journaled) return undefined;
+  return ctx.agents.interfaceAfter(record.agentCardUrl, journaled).catch(() => undefined);
 }
