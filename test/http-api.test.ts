@@ -114,6 +114,23 @@ describe('workflows', () => {
   });
 });
 
+describe('F34: deep JSON at the API is a 400, at the depth the workers accept back', () => {
+  /** A delegation body whose metadata nests `depth` objects (written as text: no recursion on our side). */
+  const body = (idempotencyKey: string, depth: number) =>
+    `{"agent":${JSON.stringify(agent.cardUrl)},"text":"deep","idempotencyKey":"${idempotencyKey}","metadata":${'{"a":'.repeat(depth)}"leaf"${'}'.repeat(depth)}}`;
+  it.each([5_000, 59])('metadata nested %i deep: 400 with the limit named, nothing journaled', async (depth) => {
+    const idempotencyKey = `api-deep-${depth}`;
+    const response = await authorized(app, { method: 'POST', url: '/v1/delegations', headers: { 'content-type': 'application/json' }, payload: body(idempotencyKey, depth) });
+    expect(response.statusCode, response.body).toBe(400);
+    expect(response.json()).toMatchObject({ code: 'INVALID_INPUT', detail: 'JSON nested deeper than 59 levels' });
+    expect((await authorized(app, { method: 'GET', url: `/v1/workflows/${idempotencyKey}` })).statusCode).toBe(404);
+  });
+  it("metadata nested 40 deep is accepted (an agent's echo of it stays within the workers' 64)", async () => {
+    const response = await authorized(app, { method: 'POST', url: '/v1/delegations', headers: { 'content-type': 'application/json' }, payload: body('api-deep-40', 40) });
+    expect(response.statusCode, response.body).toBeLessThan(300);
+  });
+});
+
 describe('delegations through the API, with a running fleet', () => {
   it('a delegation reaches COMPLETED', async () => {
     const created = await authorized(app, { method: 'POST', url: '/v1/delegations', payload: { agent: agent.cardUrl, text: 'say hello', idempotencyKey: 'api-deleg-1' } });

@@ -13,9 +13,10 @@ import { Queue, type Telemetry } from 'bullmq';
 import type { Registry } from 'prom-client';
 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, waitUntilConnected, type A2ALimits, type AddressPolicyOptions, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, resolveLimits, waitUntilConnected, type A2ALimits, type AddressPolicyOptions, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
+import { apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';
 import { requireApiToken } from './auth.ts';
 import { problem, problemErrorHandler, sendProblem } from './problem.ts';
 import { answerWithin, DEFAULT_REQUEST_TIMEOUT_MS, STARTUP_REDIS_WAIT_MS } from './deadline.ts';
@@ -133,8 +134,10 @@ export function createServer(options: ServerOptions): ApiServer {
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(problemErrorHandler);
   app.setNotFoundHandler((request, reply) => sendProblem(reply, problem('NOT_FOUND', `no route ${request.method} ${logUrl(request.url.split('?')[0]!)}`)));
-  // A2A webhooks POST `application/a2a+json` (spec §9): parsed as JSON like application/json.
-  app.addContentTypeParser('application/a2a+json', { parseAs: 'string' }, app.getDefaultJsonParser('error', 'error'));
+  // JSON bodies within the depth the workers accept back (F34: 400, never a 500); A2A webhooks POST
+  // `application/a2a+json` (spec §9): parsed like application/json.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'string' }, depthCheckedJsonParser(apiBodyDepth(resolveLimits(options.limits).jsonDepth)));
   // JSON only (and forms on /ui): a text/plain body is 415 UNSUPPORTED_MEDIA_TYPE, never parsed as a string.
   app.removeContentTypeParser('text/plain');
   app.addHook('onResponse', async (request, reply) => {

@@ -20,10 +20,8 @@ import type { Queue } from 'bullmq';
 import {
   ID_PATTERN,
   JournalError,
-  LimitExceededError,
   jobId,
   applyStreamResponse,
-  checkJsonDepth,
   normalizePushBody,
   resolveLimits,
   taskOwnership,
@@ -35,6 +33,7 @@ import {
   type StreamResponse,
 } from '@durable-a2a/shared';
 import { bearerOf, secretEquals } from '../auth.ts';
+import { depthCheckedJsonParser } from '../json-body.ts';
 import { problem, sendProblem } from '../problem.ts';
 import { PushParamsSchema, problemResponses } from '../schemas.ts';
 import { z } from 'zod';
@@ -168,16 +167,6 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
   return applyPush(context, request, reply, record, response);
 }
 
-/** This plugin's own JSON parser: the nesting is checked on the text before JSON.parse (RT7). */
-function parseJsonWithinDepth(body: string | Buffer, jsonDepth: number): unknown {
-  try {
-    checkJsonDepth(String(body), jsonDepth);
-    return JSON.parse(String(body));
-  } catch (error) {
-    throw Object.assign(new Error(error instanceof LimitExceededError ? error.message : 'push body is not JSON'), { statusCode: 400 });
-  }
-}
-
 export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
   const { journal, reconcile, metrics } = options;
   const context: PushContext = {
@@ -189,15 +178,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
   };
   return async (app) => {
     app.removeAllContentTypeParsers();
-    app.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'string', bodyLimit: PUSH_BODY_LIMIT_BYTES }, (_request, body, done) => {
-      let parsed: unknown;
-      try {
-        parsed = parseJsonWithinDepth(body, context.limits.jsonDepth);
-      } catch (refused) {
-        return done(refused as Error, undefined);
-      }
-      done(null, parsed);
-    });
+    app.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'string', bodyLimit: PUSH_BODY_LIMIT_BYTES }, depthCheckedJsonParser(context.limits.jsonDepth, 'push body'));
     app.post(
       '/push/:workflowId/:delegationId',
       {

@@ -1,0 +1,42 @@
+/**
+ * The API's one JSON body parser: nesting is checked on the text before `JSON.parse` (RT7, F34), against the same
+ * `jsonDepth` the workers accept back from agents (default 64), so a body the workers would refuse in an agent's
+ * echo of our message is refused here, with 400, before anything is journaled; never a 500 from a deep value.
+ */
+import { LimitExceededError, checkJsonDepth } from '@durable-a2a/shared';
+
+/**
+ * Levels an agent's answer adds around what we sent, beyond our own body's one: JSON-RPC `result`, `task`,
+ * `history`, the array, the message, then our `metadata` (6), against our body's 1. The API accepts bodies nested
+ * at most `jsonDepth - ECHO_DEPTH_MARGIN` levels, so the deepest echo of our message stays within `jsonDepth`.
+ */
+export const ECHO_DEPTH_MARGIN = 5;
+
+/** The deepest API body accepted for a workers' `jsonDepth` (default 64 → 59). */
+export const apiBodyDepth = (jsonDepth: number): number => Math.max(8, jsonDepth - ECHO_DEPTH_MARGIN);
+
+/**
+ * Parses `body` as JSON within `jsonDepth` levels of nesting. Throws an error with `statusCode` 400 (the problem
+ * handler's `BAD_REQUEST`): the limit's message when it is too deep, `<what> is not JSON` otherwise.
+ */
+export function parseJsonWithinDepth(body: string | Buffer, jsonDepth: number, what = 'body'): unknown {
+  try {
+    checkJsonDepth(String(body), jsonDepth);
+    return JSON.parse(String(body));
+  } catch (error) {
+    throw Object.assign(new Error(error instanceof LimitExceededError ? error.message : `${what} is not JSON`), { statusCode: 400 });
+  }
+}
+
+/** A fastify content-type parser (`parseAs: 'string'`) that parses with `parseJsonWithinDepth`. */
+export const depthCheckedJsonParser =
+  (jsonDepth: number, what?: string) =>
+  (_request: unknown, body: string | Buffer, done: (error: Error | null, value?: unknown) => void): void => {
+    let parsed: unknown;
+    try {
+      parsed = parseJsonWithinDepth(body, jsonDepth, what);
+    } catch (refused) {
+      return done(refused as Error, undefined);
+    }
+    done(null, parsed);
+  };
