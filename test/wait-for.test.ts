@@ -222,25 +222,40 @@ describe('producer.waitFor', () => {
 
   it('the finish publishes the compacted record exactly as stored, a finish left uncompacted its state; a message that is no record is read back', async () => {
     const listener = createRedisClient(redisServer().url);
+    const publisher = createRedisClient(redisServer().url);
+    const PROBE = 'probe: the listener hears this channel';
     const messages = new Map<string, string[]>();
-    listener.on('message', (channel: string, message: string) => messages.set(channel, [...(messages.get(channel) ?? []), message]));
+    const heard = new Set<string>();
+    listener.on('message', (channel: string, message: string) => {
+      if (message !== PROBE) messages.set(channel, [...(messages.get(channel) ?? []), message]);
+      else heard.add(channel);
+    });
+    // Subscribed, and proven to hear the channel (a probe published and received) before the change is made:
+    // a loaded machine must not turn a listener still connecting into a "lost" publish.
+    const subscribe = async (channel: string) => {
+      await listener.subscribe(channel);
+      await eventually(async () => {
+        await publisher.publish(channel, PROBE);
+        return heard.has(channel);
+      }, `listening on ${channel}`, 30_000, 200);
+    };
     try {
       // Compacted: every delegation final when the workflow finishes.
       const compacted = await parkedWorkflow();
       const ref = { workflowId: compacted, delegationId: 'main.1' };
-      await listener.subscribe(workflowChangeChannel(idle.journal, compacted));
+      await subscribe(workflowChangeChannel(idle.journal, compacted));
       const fence = await idle.journal.claim(ref, 'test');
       await idle.journal.applyStatus(ref, { fence, mode: 'outcome', state: 'COMPLETED', result: { text: 'done' } });
       await idle.journal.updateWorkflow(compacted, { state: 'COMPLETED' });
-      await eventually(async () => (messages.get(workflowChangeChannel(idle.journal, compacted)) ?? []).length > 0, 'published');
+      await eventually(async () => (messages.get(workflowChangeChannel(idle.journal, compacted)) ?? []).length > 0, 'published', 30_000);
       const record = await idle.journal.redis.get(idle.journal.keys.finished(compacted));
       expect(messages.get(workflowChangeChannel(idle.journal, compacted))).toEqual([testsOnCluster() ? 'COMPLETED' : record]);
       expect(idle.journal.snapshotFromPublished(compacted, record!)).toEqual(await idle.journal.getWorkflowSnapshot(compacted));
       // Not compacted (its delegation never finished): the state alone, and the view is read.
       const uncompacted = await parkedWorkflow();
-      await listener.subscribe(workflowChangeChannel(idle.journal, uncompacted));
+      await subscribe(workflowChangeChannel(idle.journal, uncompacted));
       await idle.journal.updateWorkflow(uncompacted, { state: 'FAILED' });
-      await eventually(async () => (messages.get(workflowChangeChannel(idle.journal, uncompacted)) ?? []).length > 0, 'published');
+      await eventually(async () => (messages.get(workflowChangeChannel(idle.journal, uncompacted)) ?? []).length > 0, 'published', 30_000);
       expect(messages.get(workflowChangeChannel(idle.journal, uncompacted))).toEqual(['FAILED']);
       expect(idle.journal.snapshotFromPublished(uncompacted, 'FAILED')).toBeUndefined();
       // Anything else on the channel (not a record of this workflow) is never taken for its view.
@@ -248,7 +263,7 @@ describe('producer.waitFor', () => {
         expect(idle.journal.snapshotFromPublished(compacted, other)).toBeUndefined();
       }
     } finally {
-      await listener.quit();
+      await Promise.all([listener.quit(), publisher.quit()]);
     }
   });
 
