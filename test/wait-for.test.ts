@@ -192,6 +192,8 @@ describe('producer.waitFor', () => {
     const listener = createRedisClient(redisServer().url);
     const messages: string[] = [];
     listener.on('message', (_channel: string, message: string) => messages.push(message));
+    // Connected before subscribing (see the test below: ioredis's ready check must not be overtaken).
+    await (listener as Redis).ping();
     await listener.subscribe(workflowChangeChannel(producer.journal, id));
     // Every read of a whole workflow (row, delegations, record) the producer makes.
     const journal = producer.journal;
@@ -233,6 +235,9 @@ describe('producer.waitFor', () => {
     // Subscribed, and proven to hear the channel (a probe published and received) before the change is made:
     // a loaded machine must not turn a listener still connecting into a "lost" publish.
     const subscribe = async (channel: string) => {
+      // Connected first: ioredis runs its ready check (INFO) on connect, and a SUBSCRIBE that overtakes it makes the
+      // check fail and the client reconnect, losing whatever is published meanwhile (pub/sub is at most once).
+      await (listener as Redis).ping();
       await listener.subscribe(channel);
       await eventually(async () => {
         await publisher.publish(channel, PROBE);
