@@ -153,7 +153,7 @@ describe('POST /v1/workflows/:id/resolve on a failed compensation (COMPENSATION_
     const intent = buildIntent({ workflowId, step: 'first', attempt: 1, kind: 'compensation', agentCardUrl: AGENT, message: { parts: [{ text: 'undo one' }] }, now: Date.now() });
     await producer.journal.createIntent(workflowId, intent);
     const ref = { workflowId, delegationId: 'first.1.undo' };
-    await producer.journal.applyStatus(ref, { mode: 'outcome', state: 'REJECTED', taskId: `undo-${workflowId}`, error: { code: 'REJECTED', message: 'no such booking' } } as Parameters<Producer['journal']['applyStatus']>[1]);
+    await producer.journal.applyStatus(ref, { mode: 'outcome', state: 'REJECTED', taskId: `undo-${workflowId}`, error: { code: 'TASK_REJECTED', message: 'no such booking' } } as Parameters<Producer['journal']['applyStatus']>[1]);
     await producer.journal.updateWorkflow(workflowId, { state: 'COMPENSATING', stopping: ['second.1 REJECTED'], failure: ['second.1 REJECTED'] });
     await producer.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention: { code: 'COMPENSATION_FAILED', message: 'first.1.undo ended REJECTED: no such booking', delegationId: 'first.1.undo' } });
   }

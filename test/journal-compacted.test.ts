@@ -107,7 +107,7 @@ describe('compacted record', () => {
     const text = await redis().get(journal.keys.finished(workflowId));
 
     expect(await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 'T1', statusTimestamp: '2099-01-01T00:00:00Z' })).toEqual({ applied: false, reason: 'finished' });
-    expect(await journal.applyStatus(ref, { mode: 'outcome', state: 'FAILED', error: { code: 'X', message: 'late' } })).toEqual({ applied: false, reason: 'finished' });
+    expect(await journal.applyStatus(ref, { mode: 'outcome', state: 'FAILED', error: { code: 'INTERNAL_ERROR', message: 'late' } })).toEqual({ applied: false, reason: 'finished' });
     expect(await journal.applyArtifact(ref, undefined, { artifact: { artifactId: 'late', parts: [{ text: 'x' }] } })).toBe('finished');
     const refusal = (promise: Promise<unknown>) => promise.then(() => 'accepted', (error: unknown) => (error instanceof JournalError ? error.code : String(error)));
     expect(await refusal(journal.claim(ref, 'late-worker'))).toBe('DELEGATION_MISSING');

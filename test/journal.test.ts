@@ -354,7 +354,7 @@ describe('send lease taken by the mark; takeFollow', () => {
     expect((await journal.getDelegation(ref))?.fence).toBe(1);
     expect(await redis().hget(journal.keys.delegation(ref.workflowId, ref.delegationId), 'owner')).toBe('w/send/1');
     // A fenced write of the claiming run passes; one with the fence read before the claim is refused.
-    expect((await journal.applyStatus(ref, { fence: 1, mode: 'outcome', state: 'INTENT', error: { code: 'X', message: 'x', retryable: true } })).applied).toBe(true);
+    expect((await journal.applyStatus(ref, { fence: 1, mode: 'outcome', state: 'INTENT', error: { code: 'INTERNAL_ERROR', message: 'x', retryable: true } })).applied).toBe(true);
     expect(await refusal(journal.applyStatus(ref, { fence: 0, mode: 'outcome', state: 'FAILED' }))).toBe('FENCE_LOST');
 
     // Two runs that read the same fence: the first to mark claims, the other is refused and marks nothing.

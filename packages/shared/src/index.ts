@@ -30,6 +30,8 @@ export {
   isAwaitingAnswer,
 } from './journal/record.ts';
 export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError } from './journal/record.ts';
+export { OUTCOME_CODES, RECORDED_ERROR_CODES, isRecordedErrorCode, recordedErrorCodeOf } from './journal/error-codes.ts';
+export type { OutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 
 export { applyTask, applyStreamResponse, applyStreamResponsePair, type ArtifactThenStatus } from './journal/observe.ts';

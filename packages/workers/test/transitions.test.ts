@@ -60,7 +60,7 @@ const recordIn = (state: JournalState, extra: Partial<DelegationRecord> = {}): D
   }) as DelegationRecord;
 
 const task = (state: TaskState, extra: Partial<Task> = {}): Task => ({ id: 'T1', contextId: 'C1', status: { state }, history: [{ messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] }], ...extra });
-const limit = { code: 'LIMIT_EXCEEDED', message: 'bodyBytes limit of 8388608 exceeded', limit: 'bodyBytes' };
+const limit = { code: 'LIMIT_EXCEEDED' as const, message: 'bodyBytes limit of 8388608 exceeded', limit: 'bodyBytes' };
 
 /** One representative observation per kind: the compiler refuses a kind without one. */
 const SAMPLES: { [K in ObservationKind]: Extract<Observation, { kind: K }> } = {
@@ -70,10 +70,10 @@ const SAMPLES: { [K in ObservationKind]: Extract<Observation, { kind: K }> } = {
   'send-in-doubt': { kind: 'send-in-doubt', reason: 'marked before' },
   'stream-event': { kind: 'stream-event', responses: [{ statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } } }] },
   'stream-ended': { kind: 'stream-ended', how: 'closed' },
-  'stream-failed': { kind: 'stream-failed', code: 'STREAM_DROPPED', retryable: true },
+  'stream-failed': { kind: 'stream-failed', code: 'NETWORK_ERROR', retryable: true },
   'task-read': { kind: 'task-read', task: task('TASK_STATE_WORKING'), call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why: 'test', cycle: true },
   'task-not-found': { kind: 'task-not-found', call: 'get-task' },
-  'read-failed': { kind: 'read-failed', call: 'get-task', code: 'STREAM_DROPPED', retryable: true, why: 'test', cycle: true },
+  'read-failed': { kind: 'read-failed', call: 'get-task', code: 'NETWORK_ERROR', retryable: true, why: 'test', cycle: true },
   'search-result': { kind: 'search-result', purpose: 'reconcile', deduplicates: false, finding: { kind: 'not-found', inconclusive: false, contextRefused: false, candidates: [], paginationBroken: false } },
   'reply-delivered': { kind: 'reply-delivered', replyMessageId: 'R1', ownership: { kind: 'proven', by: 'task-id' } },
   'reply-refused': { kind: 'reply-refused', replyMessageId: 'R1', message: 'refused' },
@@ -179,7 +179,7 @@ describe('rows', () => {
   });
 
   it('subscribe refused (-32001, -32004: maybe terminal) is one GetTask, not the not-found window', () => {
-    expect(transition(recordIn('WORKING'), { kind: 'stream-failed', code: '-32001', retryable: false, unacceptable: { code: '-32001', message: 'not found' } }, policy).next.kind).toBe('read-once');
+    expect(transition(recordIn('WORKING'), { kind: 'stream-failed', code: 'TASK_NOT_FOUND', retryable: false, unacceptable: { code: 'TASK_NOT_FOUND', message: 'not found' } }, policy).next.kind).toBe('read-once');
   });
 });
 
@@ -203,8 +203,8 @@ describe('properties per kind', () => {
   it('an answer that arrived (delivery received) with a possible effect is never FAILED, resent or re-delegated blind', () => {
     fc.assert(
       fc.property(fc.boolean(), fc.boolean(), fc.option(fc.constantFrom('bodyBytes', 'jsonDepth', 'parts'), { nil: undefined }), (permanent, lastAttempt, overLimit) => {
-        const error = { code: overLimit ? 'LIMIT_EXCEEDED' : 'INTERNAL', message: 'x', delivery: 'received' as const, ...(overLimit ? { limit: overLimit } : {}) };
-        const observation: Observation = { kind: 'send-failed', afterMark: true, delivery: 'received', effect: 'maybe', error, permanent, lastAttempt, ...(overLimit ? { unacceptable: { code: 'LIMIT_EXCEEDED', message: 'x', limit: overLimit } } : {}) };
+        const error = { code: overLimit ? ('LIMIT_EXCEEDED' as const) : ('INTERNAL_ERROR' as const), message: 'x', delivery: 'received' as const, ...(overLimit ? { limit: overLimit } : {}) };
+        const observation: Observation = { kind: 'send-failed', afterMark: true, delivery: 'received', effect: 'maybe', error, permanent, lastAttempt, ...(overLimit ? { unacceptable: { code: 'LIMIT_EXCEEDED' as const, message: 'x', limit: overLimit } } : {}) };
         const step = transition(recordIn('INTENT'), observation, policy);
         expect(outcomeStates(step)).not.toContain('FAILED');
         expect(['resend', 'retry']).not.toContain(step.next.kind);
@@ -229,7 +229,7 @@ describe('properties per kind', () => {
   it('an answer over a limit ends in a person with LIMIT_EXCEEDED; a stream event over one in at most one read more', () => {
     fc.assert(
       fc.property(states, fc.constantFrom('bodyBytes', 'sseEventBytes', 'jsonDepth', 'parts'), fc.boolean(), (state, limitName, cycle) => {
-        const unacceptable = { code: 'LIMIT_EXCEEDED', message: 'over', limit: limitName };
+        const unacceptable = { code: 'LIMIT_EXCEEDED' as const, message: 'over', limit: limitName };
         const read = transition(recordIn(state), { kind: 'read-failed', call: 'get-task', code: 'LIMIT_EXCEEDED', retryable: false, unacceptable, why: 'x', cycle }, policy);
         expect(read.next).toMatchObject({ kind: 'needs-person', code: 'LIMIT_EXCEEDED', limit: limitName });
         const stream = transition(recordIn(state), { kind: 'stream-failed', code: 'LIMIT_EXCEEDED', retryable: false, unacceptable }, policy);
@@ -240,7 +240,7 @@ describe('properties per kind', () => {
   });
 
   it('an answer we cannot accept is always counted or read another way, in a cycle or not, bound or not (fuzz 271828)', () => {
-    const codes = fc.constantFrom('RESPONSE_ID_MISMATCH', 'UNKNOWN_WIRE_VALUE', 'INVALID_RESPONSE', 'NO_TASK_ID');
+    const codes = fc.constantFrom('RESPONSE_ID_MISMATCH', 'UNKNOWN_WIRE_VALUE', 'INVALID_AGENT_RESPONSE', 'NO_TASK_ID', 'PROTOCOL_ERROR', 'UNEXPECTED_ERROR');
     fc.assert(
       fc.property(states, calls, codes, fc.boolean(), fc.boolean(), (state, call, code, cycle, bound) => {
         const record = bound ? recordIn(state) : recordIn('INTENT');
@@ -272,7 +272,7 @@ describe('properties per kind', () => {
   it('P36: a stream that delivered events makes the read after it a live cycle (the backoff starts again); one that delivered none does not', () => {
     fc.assert(
       fc.property(states.filter((state) => state !== 'INPUT_REQUIRED' && state !== 'AUTH_REQUIRED'), fc.nat(5), fc.boolean(), (state, delivered, failed) => {
-        const ended: Observation = failed ? { kind: 'stream-failed', code: 'STREAM_DROPPED', retryable: true, delivered } : { kind: 'stream-ended', how: 'closed', delivered };
+        const ended: Observation = failed ? { kind: 'stream-failed', code: 'NETWORK_ERROR', retryable: true, delivered } : { kind: 'stream-ended', how: 'closed', delivered };
         const step = transition(recordIn(state), ended, policy);
         expect(step.next).toMatchObject({ kind: 'read-once' });
         expect(step.next.kind === 'read-once' && step.next.afterLiveStream === true).toBe(delivered > 0);
@@ -310,7 +310,7 @@ describe('properties per kind', () => {
     fc.assert(
       fc.property(fc.nat(8), fc.boolean(), (resendCount, lastAttempt) => {
         const record = recordIn('INTENT', { resendCount });
-        const error = { code: 'AUTHENTICATION', message: 'HTTP 401', retryable: false, delivery: 'received' as const, answer: 'error' as const };
+        const error = { code: 'AUTHENTICATION_ERROR' as const, message: 'HTTP 401', retryable: false, delivery: 'received' as const, answer: 'error' as const };
         const step = transition(record, { kind: 'send-failed', afterMark: true, delivery: 'received', effect: 'none', error, permanent: false, lastAttempt, credentialsRefused: true }, policy);
         expect(writesOf(step).filter((write) => write.kind === 'outcome')).toEqual([]);
         if (resendCount + 1 >= policy.sendAttempts) expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AUTH' });
@@ -326,7 +326,7 @@ describe('properties per kind', () => {
     const next = { url: 'http://127.0.0.1:2/a2a', protocolBinding: 'JSONRPC', protocolVersion: '0.3' } as const;
     fc.assert(
       fc.property(fc.nat(8), fc.boolean(), (resendCount, hasNext) => {
-        const error = { code: 'VERSION_NOT_SUPPORTED', message: '-32009', retryable: false, delivery: 'received' as const, answer: 'error' as const };
+        const error = { code: 'VERSION_NOT_SUPPORTED' as const, message: '-32009', retryable: false, delivery: 'received' as const, answer: 'error' as const };
         const step = transition(recordIn('INTENT', { resendCount }), { kind: 'send-failed', afterMark: true, delivery: 'received', effect: 'none', error, permanent: true, lastAttempt: false, ...(hasNext ? { nextInterface: next } : {}) }, policy);
         if (hasNext && resendCount + 1 < policy.sendAttempts) {
           expect(step.next).toMatchObject({ kind: 'resend' });

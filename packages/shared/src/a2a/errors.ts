@@ -30,9 +30,43 @@ export interface A2AErrorDetails {
   bodyExcerpt?: string;
 }
 
+/**
+ * Every `code` an error of this client carries: the A2A errors (spec §5.4), the JSON-RPC 2.0 errors (§5.1), and this
+ * client's own (transport, stream, protocol, limits, Agent Card, address policy). One list, so a code is spelled once.
+ */
+export const A2A_CLIENT_ERROR_CODES = [
+  'TASK_NOT_FOUND',
+  'TASK_NOT_CANCELABLE',
+  'PUSH_NOTIFICATION_NOT_SUPPORTED',
+  'UNSUPPORTED_OPERATION',
+  'CONTENT_TYPE_NOT_SUPPORTED',
+  'INVALID_AGENT_RESPONSE',
+  'EXTENDED_AGENT_CARD_NOT_CONFIGURED',
+  'EXTENSION_SUPPORT_REQUIRED',
+  'VERSION_NOT_SUPPORTED',
+  'JSON_RPC_PARSE_ERROR',
+  'INVALID_REQUEST',
+  'METHOD_NOT_FOUND',
+  'INVALID_PARAMS',
+  'INTERNAL_ERROR',
+  'UPSTREAM_ERROR',
+  'NETWORK_ERROR',
+  'STREAM_IDLE',
+  'PROTOCOL_ERROR',
+  'UNKNOWN_WIRE_VALUE',
+  'LIMIT_EXCEEDED',
+  'RESPONSE_ID_MISMATCH',
+  'AUTHENTICATION_ERROR',
+  'AGENT_CARD_ERROR',
+  'BLOCKED_ADDRESS',
+] as const;
+
+/** A code of `A2A_CLIENT_ERROR_CODES`. */
+export type A2AClientErrorCode = (typeof A2A_CLIENT_ERROR_CODES)[number];
+
 /** Base of every error this client throws. `code` is stable and safe to match on in tests and logs. */
 export class A2AError extends Error {
-  readonly code: string;
+  readonly code: A2AClientErrorCode;
   readonly retryable: boolean;
   readonly jsonRpcCode?: number;
   readonly httpStatus?: number;
@@ -41,7 +75,7 @@ export class A2AError extends Error {
   /** Whether the request reached the agent (`Delivery`). Never `not-sent` for an answer that arrived. */
   readonly delivery: Delivery;
 
-  constructor(message: string, code: string, retryable: boolean, details: A2AErrorDetails = {}) {
+  constructor(message: string, code: A2AClientErrorCode, retryable: boolean, details: A2AErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.name = new.target.name;
     this.code = code;
@@ -140,7 +174,7 @@ export class ProtocolError extends A2AError {
  * Permanent for the attempt: the same agent sends the same value again. `field` is the path, `value` an excerpt.
  */
 export class UnknownWireValueError extends ProtocolError {
-  override readonly code = 'UNKNOWN_WIRE_VALUE' as string;
+  override readonly code: A2AClientErrorCode = 'UNKNOWN_WIRE_VALUE';
   readonly field?: string;
   readonly value?: string;
   constructor(message = 'Unknown wire value', details?: Details & { field?: string; value?: string }) {
@@ -157,7 +191,7 @@ export type LimitName = 'responseBodyBytes' | 'sseEventBytes' | 'agentCardBytes'
  * may be delegated again elsewhere. `limit` names the limit, `limitValue` its value (bytes, parts or levels).
  */
 export class LimitExceededError extends ProtocolError {
-  override readonly code = 'LIMIT_EXCEEDED' as string;
+  override readonly code: A2AClientErrorCode = 'LIMIT_EXCEEDED';
   readonly limit: LimitName;
   readonly limitValue: number;
   constructor(limit: LimitName, limitValue: number, message = `${limit} limit of ${limitValue} exceeded`, details?: Details) {
@@ -171,7 +205,7 @@ export class LimitExceededError extends ProtocolError {
  * it is not proven to answer our request, so nothing in it is adopted. Permanent for the attempt.
  */
 export class ResponseIdMismatchError extends ProtocolError {
-  override readonly code = 'RESPONSE_ID_MISMATCH' as string;
+  override readonly code: A2AClientErrorCode = 'RESPONSE_ID_MISMATCH';
   constructor(message = 'JSON-RPC answer carries another request id', details?: Details) { super(message, details); }
 }
 /** HTTP 401/403. Not retryable with the same credentials. */

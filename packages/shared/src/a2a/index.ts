@@ -2,6 +2,8 @@
 export {
   A2AError,
   A2A_ERROR_TABLE,
+  A2A_CLIENT_ERROR_CODES,
+  type A2AClientErrorCode,
   AuthenticationError,
   ContentTypeNotSupportedError,
   ExtendedAgentCardNotConfiguredError,

@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { MessageSchema, PartSchema, type Artifact } from '../a2a/schema.ts';
 import { JOURNAL_STATES } from './states.ts';
+import { RECORDED_ERROR_CODES } from './error-codes.ts';
 
 /** The interface a delegation talks to, chosen from the Agent Card at first send and kept. */
 export const AgentInterfaceRefSchema = z.object({
@@ -23,9 +24,12 @@ export const OutgoingMessageSchema = z.object({
 });
 export type OutgoingMessage = z.infer<typeof OutgoingMessageSchema>;
 
-/** A failure recorded on a delegation: stable code, message, whether retrying could help. */
+/**
+ * A failure recorded on a delegation: stable code (one of `RECORDED_ERROR_CODES`; a code another release wrote that
+ * this one does not know reads as `UNRECOGNIZED`), message, whether retrying could help.
+ */
 export const RecordedErrorSchema = z.object({
-  code: z.string(),
+  code: z.enum(RECORDED_ERROR_CODES).catch('UNRECOGNIZED'),
   message: z.string(),
   retryable: z.boolean().optional(),
   /** Whether the request reached the agent (`deliveryOf(error)`, V5): only `not-sent` may be resent as "never reached". */

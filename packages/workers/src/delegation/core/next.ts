@@ -6,6 +6,7 @@
  */
 import type { SearchPurpose, Unacceptable } from './observation.ts';
 import type { OutcomeCode } from './outcomes.ts';
+import type { RecordedErrorCode } from '@durable-a2a/shared';
 
 /** How a delegation that is still running is followed again. */
 export interface FollowPlan {
@@ -27,7 +28,7 @@ export type Next =
    * Note the follow cycle (`journal.noteNoProgress`), then the progress rule (`progressNext`) decides. `live`: the
    * cycle's stream delivered events before it ended (P36: a fresh run, whatever the events showed).
    */
-  | { kind: 'progress'; what: string; unacceptable?: { code: string; outcome?: OutcomeCode }; live?: boolean }
+  | { kind: 'progress'; what: string; unacceptable?: { code: RecordedErrorCode; outcome?: OutcomeCode }; live?: boolean }
   /** Settle a finished row (verify, then the workflow decides). */
   | { kind: 'settle' }
   /** Park on the open question (no stream). */

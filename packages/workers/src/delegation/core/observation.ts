@@ -9,7 +9,7 @@
  * An answer we cannot read proves delivery, never the absence of effect; absence of evidence is not foreignness.
  * Pure types: nothing here performs I/O.
  */
-import type { AgentInterfaceRef, Message, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
+import type { AgentInterfaceRef, Message, RecordedError, RecordedErrorCode, StreamResponse, Task } from '@durable-a2a/shared';
 import type { FollowPlan } from './next.ts';
 
 /** Did the agent get our message? `none`: the request never left (or was refused before it was read). */
@@ -27,7 +27,7 @@ export type Effect = 'none' | 'maybe' | 'done';
 /** An answer that arrived but cannot be accepted (over a limit, unreadable, not ours): its code, text and limit. */
 export interface Unacceptable {
   /** A2A or local code (`LIMIT_EXCEEDED`, `RESPONSE_ID_MISMATCH`, `UNKNOWN_WIRE_VALUE`, …). */
-  code: string;
+  code: RecordedErrorCode;
   message: string;
   /** The limit that was exceeded (`LimitExceededError.limit`), when it was a limit. */
   limit?: string;
@@ -86,7 +86,7 @@ export type Observation =
    */
   | { kind: 'stream-ended'; how: string; delivered?: number }
   /** The stream failed. `unacceptable`: an event over a limit or unreadable; `retryable`: a drop; `delivered` as for `stream-ended`. */
-  | { kind: 'stream-failed'; code: string; retryable: boolean; unacceptable?: Unacceptable; quiet?: boolean; delivered?: number }
+  | { kind: 'stream-failed'; code: RecordedErrorCode; retryable: boolean; unacceptable?: Unacceptable; quiet?: boolean; delivered?: number }
   /**
    * A read of the task (GetTask, CancelTask's answer, a reply's answer, a listed task). `complete`: read with its
    * artifacts and history (a ListTasks summary is not); `cycle`: part of a follow cycle (the progress rule applies);
@@ -96,7 +96,7 @@ export type Observation =
   /** The agent says it has no such task (A2A -32001 TaskNotFoundError), from any call. */
   | { kind: 'task-not-found'; call: AgentCall }
   /** A read failed: a drop (`retryable`), or an answer we cannot accept (`unacceptable`). */
-  | { kind: 'read-failed'; call: AgentCall; code: string; retryable: boolean; unacceptable?: Unacceptable; why: string; cycle: boolean; afterLiveStream?: boolean }
+  | { kind: 'read-failed'; call: AgentCall; code: RecordedErrorCode; retryable: boolean; unacceptable?: Unacceptable; why: string; cycle: boolean; afterLiveStream?: boolean }
   /** A search by our messageId (see `SearchFinding`). `deduplicates`: the agent is listed as deduplicating messageIds; `deadlineAt`: the attempt's deadline (a proven absence past it is not resent). */
   | { kind: 'search-result'; purpose: SearchPurpose; finding: SearchFinding; deduplicates: boolean; why?: string; deadlineAt?: number }
   /** The agent has our reply (its answer, or GetTask shows it). `replyMessageId`: the reply journaled. */

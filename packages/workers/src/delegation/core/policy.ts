@@ -9,6 +9,7 @@ import type { DelegationRecord, RecordedError } from '@durable-a2a/shared';
 import type { FollowPlan, Next } from './next.ts';
 import type { SearchFinding } from './observation.ts';
 import type { OutcomeCode } from './outcomes.ts';
+import type { RecordedErrorCode } from '@durable-a2a/shared';
 
 /** Exponential backoff windows (ms): the first window and the largest. */
 export interface BackoffOptions {
@@ -122,7 +123,7 @@ export interface NoProgressRun {
  * that ended on an answer we cannot accept (`unacceptable`) `unacceptableAnswerLimit` times running ends the
  * attempt at once with `PROTOCOL_ERROR` (bounded calls, never the no-progress window).
  */
-export function progressNext(run: NoProgressRun, observation: { what: string; unacceptable?: { code: string; outcome?: OutcomeCode } }, record: Pick<DelegationRecord, 'taskId' | 'state'>, policy: Policy): Next {
+export function progressNext(run: NoProgressRun, observation: { what: string; unacceptable?: { code: RecordedErrorCode; outcome?: OutcomeCode } }, record: Pick<DelegationRecord, 'taskId' | 'state'>, policy: Policy): Next {
   const { count, since, unacceptableInRow } = run;
   if (observation.unacceptable && unacceptableInRow >= policy.unacceptableAnswerLimit) {
     return {

@@ -4,13 +4,12 @@
  * (`task-not-found`), or a failure (`read-failed`: a drop is retryable; an answer over a limit, one we cannot parse
  * or prove ours is `unacceptable`). Never writes the journal, never routes: `apply.ts` does.
  */
-import { A2AError, AuthenticationError, JournalError, LimitExceededError, TaskNotFoundError, isRetryable, type DelegationRecord } from '@durable-a2a/shared';
+import { A2AError, AuthenticationError, JournalError, LimitExceededError, TaskNotFoundError, isRetryable, recordedErrorCodeOf, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import type { AgentCall, Observation, Unacceptable } from '../core/observation.ts';
 
-/** Error code of an A2A error (or the error's name), for logs and evidence. */
-export const codeOf = (error: unknown): string =>
-  (error as { code?: unknown }).code !== undefined ? String((error as { code?: unknown }).code) : error instanceof Error ? error.name : 'unknown';
+/** The journal code of a failed call's error (`recordedErrorCodeOf`: an A2A client code, else `UNEXPECTED_ERROR`). */
+export const codeOf = recordedErrorCodeOf;
 
 /** How to read: why (evidence text), another task id than the row's (a found task read in full before adoption), part of a follow cycle. */
 export interface ReadRequest {

@@ -13,6 +13,7 @@ import {
   deliveryOf,
   sendEffectOf,
   isRetryable,
+  recordedErrorCodeOf,
   type AgentInterfaceRef,
   type DelegationRef,
   type RecordedError,
@@ -43,10 +44,10 @@ function answerOf(error: unknown): RecordedError['answer'] {
 
 /** The journal form of a send error: code, message, retryable, delivery (`not-sent` before the mark), what arrived, limit. */
 export function recordedErrorOf(error: unknown, afterMark: boolean): RecordedError & { message: string } {
-  const code = (error as { code?: unknown }).code;
+  const code = recordedErrorCodeOf(error);
   const answer = afterMark ? answerOf(error) : undefined;
   return {
-    code: typeof code === 'string' ? code : 'SEND_FAILED',
+    code: code === 'UNEXPECTED_ERROR' ? 'SEND_FAILED' : code,
     message: error instanceof Error ? error.message : String(error),
     retryable: isRetryable(error),
     delivery: afterMark ? deliveryOf(error) : 'not-sent',

@@ -1,0 +1,82 @@
+/**
+ * Every `code` a `RecordedError` may carry, as one const list: the outcome codes the delegation core journals on its
+ * own account, the codes of the A2A client's errors (`A2A_CLIENT_ERROR_CODES`: the agent's A2A and JSON-RPC errors,
+ * transport, stream, limits), the agent's own terminal states, and the few codes the journal and the workers' calls
+ * write. A writer can only journal a code of this list (the compiler refuses another); a reader of a record written
+ * by another release maps an unknown code to `UNRECOGNIZED` (the message keeps the text).
+ */
+import { A2A_CLIENT_ERROR_CODES } from '../a2a/errors.ts';
+
+/** The local outcome codes: what the delegation core concludes on its own account. */
+export const OUTCOME_CODES = [
+  /** The attempt passed its deadline (`attemptDeadlineMs` after it was journaled): re-delegable. */
+  'DEADLINE_EXCEEDED',
+  /** The agent denied a task it once had, over the not-found window: decide from verified effects. */
+  'TASK_LOST',
+  /** Follow cycles brought nothing new for the no-progress window: a person decides. */
+  'NO_PROGRESS',
+  /** The agent answered, again and again, with something we cannot read or prove ours: a person decides. */
+  'PROTOCOL_ERROR',
+  /** An answer (or event) arrived over one of our byte / count / depth limits; `RecordedError.limit` names it. */
+  'LIMIT_EXCEEDED',
+  /** A send that may have happened cannot be proven either way: a person decides. */
+  'AMBIGUOUS',
+  /** The search for our message failed round after round (ListTasks answering HTTP 500): a person decides. */
+  'SEARCH_UNAVAILABLE',
+  /** The agent asked for credentials again and again, or refused ours round after round: a person decides. */
+  'AUTH',
+  /** The step declares a verifier this worker does not have; nothing was sent. */
+  'VERIFIER_UNKNOWN',
+  /** A compensation handler threw. */
+  'HANDLER_FAILED',
+  /** The workflow stopped before this held attempt was sent (it will never run). */
+  'NEVER_SENT',
+  /** The workflow was canceled before this attempt was sent. */
+  'CANCELED_BEFORE_SEND',
+  /** Every resend of the same messageId created nothing at the agent. */
+  'SEND_ATTEMPTS_EXHAUSTED',
+  /** An answer about another task (nothing of it applied). */
+  'FOREIGN_TASK',
+] as const;
+
+/** A local outcome code (see `OUTCOME_CODES`). */
+export type OutcomeCode = (typeof OUTCOME_CODES)[number];
+
+/** The agent's own terminal verdicts, journaled as `TASK_<state>` with the status message as the reason. */
+export const AGENT_STATE_CODES = ['TASK_FAILED', 'TASK_REJECTED', 'TASK_CANCELED'] as const;
+
+/**
+ * Codes of failed calls that are neither A2A client errors nor outcomes: a send that failed with something that is
+ * not an A2A error (`SEND_FAILED`), a stream with no bytes for the quiet window (`STREAM_QUIET`), an event about
+ * another task on our stream (`FOREIGN_EVENT`), a read with no task id (`NO_TASK_ID`), a task the journal found bound
+ * to another id (`TASK_BOUND_ELSEWHERE`), a push about a task that is not ours (`PUSH_NOT_OURS`), an error of no known kind (`UNEXPECTED_ERROR`), and a code another release
+ * wrote that this one does not know (`UNRECOGNIZED`).
+ */
+export const CALL_ERROR_CODES = ['SEND_FAILED', 'STREAM_QUIET', 'FOREIGN_EVENT', 'NO_TASK_ID', 'TASK_BOUND_ELSEWHERE', 'PUSH_NOT_OURS', 'UNEXPECTED_ERROR', 'UNRECOGNIZED'] as const;
+
+/** Every code a `RecordedError` may carry (see the module header). */
+export const RECORDED_ERROR_CODES = [...new Set([...OUTCOME_CODES, ...A2A_CLIENT_ERROR_CODES, ...AGENT_STATE_CODES, ...CALL_ERROR_CODES])] as [
+  RecordedErrorCode,
+  ...RecordedErrorCode[],
+];
+
+/** A code of `RECORDED_ERROR_CODES`. */
+export type RecordedErrorCode =
+  | OutcomeCode
+  | (typeof A2A_CLIENT_ERROR_CODES)[number]
+  | (typeof AGENT_STATE_CODES)[number]
+  | (typeof CALL_ERROR_CODES)[number];
+
+const known = new Set<string>(RECORDED_ERROR_CODES);
+
+/** True when `code` is one of `RECORDED_ERROR_CODES`. */
+export const isRecordedErrorCode = (code: unknown): code is RecordedErrorCode => typeof code === 'string' && known.has(code);
+
+/**
+ * The journal code of a thrown error: its own `code` when it is one of ours (every A2A client error, and the workers'
+ * typed errors), `UNEXPECTED_ERROR` for anything else (a Node or library error; its text stays in the message).
+ */
+export const recordedErrorCodeOf = (error: unknown): RecordedErrorCode => {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return isRecordedErrorCode(code) ? code : 'UNEXPECTED_ERROR';
+};
