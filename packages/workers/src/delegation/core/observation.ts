@@ -54,7 +54,7 @@ export type SearchPurpose = 'reconcile' | 'lost-check' | 'read';
 export type Observation =
   /** The agent answered our SendMessage (or, while it held the send, a search found our task). */
   | { kind: 'send-answered'; answer: { message: Message } | { task: Task }; ownership: Ownership; via: 'answer' | 'search-while-held' | 'stream' }
-  /** SendMessage failed. `afterMark`: the request may have left. `provesNotCreated`: the answer is a refusal. */
+  /** SendMessage failed. `afterMark`: the request may have left. `effect: 'none'`: the answer is a refusal (the A2A error table's `effect` column). */
   | {
       kind: 'send-failed';
       afterMark: boolean;

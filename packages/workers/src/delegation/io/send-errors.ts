@@ -29,12 +29,6 @@ import type { Delivery, Effect, Observation } from '../core/observation.ts';
 export const isTypedProtocolError = (error: unknown): error is ProtocolError =>
   error instanceof ProtocolError && !error.retryable && error.code !== 'PROTOCOL_ERROR';
 
-/**
- * True when a SendMessage error proves the agent created no task: the A2A error table's `effect` column
- * (`sendEffectOf` in `@durable-a2a/shared`: refusals, 401/403, a plain HTTP 4xx other than 408/429).
- */
-export const provesNotCreated = (error: unknown): boolean => sendEffectOf(error) === 'none';
-
 /** What arrived with a send error: the agent's error answer, an answer we could not read, or nothing. */
 function answerOf(error: unknown): RecordedError['answer'] {
   if (!(error instanceof A2AError) || error.delivery !== 'received') return undefined;
@@ -61,7 +55,7 @@ export { unfoundVerdict, type UnfoundVerdict } from '../core/policy.ts';
 
 /**
  * A failed SendMessage as an observation (`send-failed`): delivery (`none` before the mark or for a request that
- * never left), effect (`none` when the answer proves nothing was created, `provesNotCreated`), whether retrying can
+ * never left), effect (`none` when the answer proves nothing was created: the A2A error table's `effect` column, `sendEffectOf`), whether retrying can
  * help, whether this was the job's last attempt, and, for an answer over a limit, the limit (delivery `received`).
  */
 export function sendFailureObservation(error: unknown, afterMark: boolean, job: JobRun, nextInterface?: AgentInterfaceRef): Observation {
@@ -71,7 +65,7 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
   const permanent = !credentialsRefused && (error instanceof A2AError || (error as { retryable?: boolean })?.retryable === false) && !isRetryable(error);
   const overLimit = error instanceof LimitExceededError;
   const delivery: Delivery = !afterMark || recorded.delivery === 'not-sent' ? 'none' : overLimit ? 'received' : (recorded.delivery ?? 'maybe');
-  const effect: Effect = delivery === 'none' || provesNotCreated(error) ? 'none' : 'maybe';
+  const effect: Effect = delivery === 'none' ? 'none' : sendEffectOf(error);
   return {
     kind: 'send-failed',
     afterMark,
