@@ -13,7 +13,7 @@ import { once } from 'node:events';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { connect, type Socket } from 'node:net';
 import { Redis } from 'ioredis';
-import { scriptCaller, scriptNames, scriptSha, type ScriptName } from '../packages/shared/src/journal/scripts.ts';
+import { rawScriptCaller, scriptNames, scriptSha, type ScriptName } from '../packages/shared/src/journal/scripts.ts';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { delegateWithinConcurrency, sleep } from './common.ts';
 import { startProfilingRig } from './rig.ts';
@@ -119,7 +119,7 @@ async function replay(file: string, workflows: number, rounds: number): Promise<
   const traces = JSON.parse(readFileSync(file, 'utf8')) as Trace[];
   const server = await startRedisServer();
   const redis = new Redis(server.url);
-  const call = scriptCaller(redis);
+  const call = rawScriptCaller(redis);
   const byDigest = new Map(scriptNames().map((name) => [scriptSha(name), name]));
   const run = async (round: number) => {
     for (let index = 0; index < workflows; index++) {

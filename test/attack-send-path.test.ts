@@ -5,7 +5,7 @@
  * journal, that no lease is left held (`followLeaseRemainingMs` 0: the reconciler would wait `lockDurationMs`)
  * and, where a task id was named, its owner key.
  */
-import { readFileSync } from 'node:fs';
+import { scriptText } from '../packages/shared/src/journal/scripts.ts';
 import { describe, expect, it } from 'vitest';
 import type { Producer } from '@durable-a2a/producer';
 import { enqueueSend, indexMember, Journal } from '@durable-a2a/shared';
@@ -207,7 +207,7 @@ describe('attack: the send path', () => {
   });
 
   it('a renewal issued before the finishing change that meets NOSCRIPT (failover) and goes again with EVAL after it: the lease it takes back is given back', async () => {
-    const applyStatusLua = readFileSync(new URL('../packages/shared/src/journal/lua/applyStatus-5.lua', import.meta.url), 'utf8');
+    const applyStatusLua = scriptText('applyStatus');
     const { producer: p, agent, fleet } = await h.setUp(
       (seen) => ({
         SubscribeToTask: async () => {

@@ -521,3 +521,18 @@ describe('takeToken (fleet-wide smooth rate limit)', () => {
     }
   });
 });
+
+describe('countRound (countRound-1.lua)', () => {
+  it('counts the rounds of an act within a window that starts at the first round and is never extended', async () => {
+    expect(await journal.countRound(ref, 'auth', 60_000)).toBe(1);
+    const key = journal.keys.once(ref.workflowId, ref.delegationId, 'rounds:auth');
+    const firstTtl = await redis().pttl(key);
+    expect(firstTtl).toBeGreaterThan(0);
+    expect(firstTtl).toBeLessThanOrEqual(60_000);
+    expect(await journal.countRound(ref, 'auth', 600_000)).toBe(2);
+    expect(await redis().pttl(key)).toBeLessThanOrEqual(60_000);
+    expect(await journal.countRound(ref, 'other', 60_000)).toBe(1);
+    await redis().del(key);
+    expect(await journal.countRound(ref, 'auth', 60_000)).toBe(1);
+  });
+});

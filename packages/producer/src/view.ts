@@ -1,7 +1,7 @@
 /**
  * The journal view of a workflow: every step, every attempt, open questions.
  */
-import { isAwaitingAnswer, isFinished, type Attention, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
+import { isAwaitingAnswer, isFinished, isParked, type Attention, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
 
 /**
  * Where an attempt stands, derived from the journal:
@@ -79,7 +79,7 @@ const textOf = (message?: Message) => message?.parts.map((part) => part.text ?? 
 function progressOf(view: DelegationView, followed: boolean, workflowState: string): AttemptProgress {
   if (isFinished(view.state)) return 'finished';
   if (isAwaitingAnswer(view) || view.state === 'AMBIGUOUS' || (workflowState === 'NEEDS_ATTENTION' && view.error)) return 'waiting for a person';
-  if (view.state === 'INPUT_REQUIRED' || view.state === 'AUTH_REQUIRED') return 'parked';
+  if (isParked(view.state)) return 'parked';
   if (view.held) return 'held';
   if (followed) return 'following';
   return view.taskId ? 'polling' : 'sending';

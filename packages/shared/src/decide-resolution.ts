@@ -12,6 +12,7 @@
  */
 import type { Attention, AttentionCode, WorkflowPatch } from './journal/workflow-record.ts';
 import type { Effect } from './decide-types.ts';
+import { FINISHED_STATES, type JournalState } from './journal/states.ts';
 
 /** What `resolve` may do on a workflow in NEEDS_ATTENTION. */
 export type ResolveAction = 'retry' | 'abandon';
@@ -51,7 +52,6 @@ export interface ResolutionWorkflow {
   abandonedCompensations?: readonly string[];
 }
 
-const FINISHED = new Set(['COMPLETED', 'FAILED', 'REJECTED', 'CANCELED', 'LOST', 'AMBIGUOUS']);
 
 /**
  * The compensations the attention is about: the one it names; else (an older row, or `named` false: a
@@ -59,7 +59,7 @@ const FINISHED = new Set(['COMPLETED', 'FAILED', 'REJECTED', 'CANCELED', 'LOST',
  */
 function failedCompensations(workflow: ResolutionWorkflow, attempts: readonly ResolutionAttempt[], named = true): string[] {
   const given = new Set([...(workflow.retryApproved ?? []), ...(workflow.abandonedCompensations ?? [])]);
-  const open = attempts.filter((attempt) => attempt.kind === 'compensation' && FINISHED.has(attempt.state) && !given.has(attempt.delegationId));
+  const open = attempts.filter((attempt) => attempt.kind === 'compensation' && FINISHED_STATES.has(attempt.state as JournalState) && !given.has(attempt.delegationId));
   const found = open.find((attempt) => attempt.delegationId === workflow.attention?.delegationId);
   if (found) return [found.delegationId];
   if (named && workflow.attention?.delegationId) return [];

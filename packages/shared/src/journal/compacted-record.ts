@@ -27,7 +27,7 @@
  */
 import { z } from 'zod';
 import { parseAgentTimestamp } from './clock.ts';
-import { JOURNAL_STATES } from './states.ts';
+import { FINISHED_STATES, JOURNAL_STATES } from './states.ts';
 
 /** What updateWorkflow-3.lua needs to compact (in its text: `compactedRecordLayoutLua`); one table for the writer and the reader. */
 export const COMPACTED_RECORD_LAYOUT = {
@@ -74,7 +74,7 @@ export const COMPACTED_RECORD_LAYOUT = {
   /** A workflow is compacted only when its record stays within this many bytes, artifacts included (1 MiB; one key stays small). */
   maxBytes: 1024 * 1024,
   /** A workflow is compacted only when every delegation is in one of these states (else its hashes expire as they are). */
-  finalDelegation: JOURNAL_STATES.filter((state) => ['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST'].includes(state)),
+  finalDelegation: JOURNAL_STATES.filter((state) => FINISHED_STATES.has(state)),
 };
 
 /**

@@ -5,11 +5,38 @@
 import type { DelegationRef } from './core.ts';
 import { indexMember } from './keys.ts';
 import { JournalReplies } from './replies.ts';
-import { callScriptMany } from './scripts.ts';
-import { journalErrorFromCode } from './errors.ts';
+import { callScriptMany, defineScript, integerReply, outcomeDecoder, fenceDecoder } from './scripts.ts';
+import { unlessRefused } from './errors.ts';
 
 /** What renewing one follow lease found (`renewLeases`). */
 export type LeaseRenewal = 'renewed' | 'retaken' | 'lost';
+
+/** lease-1.lua: 'done', 'taken back' (keep: it had run out) or 'not ours' (held by someone else). */
+const leaseScript = defineScript({
+  name: 'lease',
+  keys: ['lease'],
+  encode: (input: { op: 'acquire' | 'renew' | 'keep' | 'release'; token: string; durationMs: number }) => [input.op, input.token, input.durationMs],
+  decode: outcomeDecoder({ 1: 'done', 2: 'taken back', 0: 'not ours' }),
+});
+
+/** takeFollow-2.lua: the new fencing token, or 0 when another holder has the lease. */
+const takeFollowScript = defineScript({
+  name: 'takeFollow',
+  keys: ['delegation', 'lease'],
+  encode: (input: { token: string; durationMs: number }) => [input.token, input.durationMs],
+  decode: fenceDecoder,
+});
+
+/** countRound-1.lua: the rounds so far, this one included. */
+const countRoundScript = defineScript({ name: 'countRound', keys: ['rounds'], encode: (ttlMs: number) => [ttlMs], decode: integerReply });
+
+/** takeToken-1.lua: 0 to go now, else the ms to wait for the reserved slot. */
+const takeTokenScript = defineScript({
+  name: 'takeToken',
+  keys: ['slot'],
+  encode: (input: { max: number; windowMs: number; maxWaitMs: number }) => [input.max, input.windowMs, input.maxWaitMs],
+  decode: integerReply,
+});
 
 /** Journal methods that coordinate workers across the fleet. */
 export class JournalCoordination extends JournalReplies {
@@ -23,13 +50,13 @@ export class JournalCoordination extends JournalReplies {
 
   /**
    * Counts one more round of a repeated act of a delegation (an auth handler run, a credential refresh) within
-   * `ttlMs` of the first, fleet-wide (INCR, and PEXPIRE set only on the first). Bounds what an agent can make us repeat.
+   * `ttlMs` of the first, fleet-wide (countRound-1.lua: INCR, and PEXPIRE set only on the first). Bounds what an agent
+   * can make us repeat.
    * @returns the rounds so far, this one included (1 for the first).
    */
   async countRound(ref: DelegationRef, name: string, ttlMs: number): Promise<number> {
     const key = this.keys.once(ref.workflowId, ref.delegationId, `rounds:${name}`);
-    const replies = await this.redis.multi().incr(key).pexpire(key, ttlMs, 'NX').exec();
-    return Number(replies?.[0]?.[1] ?? 0);
+    return this.call(countRoundScript, { rounds: key }, ttlMs);
   }
 
   /**
@@ -45,7 +72,7 @@ export class JournalCoordination extends JournalReplies {
       // Already ours (the same holder again): extend it, as lease-1.lua's acquire does.
       if (holder !== token) return false;
     }
-    return Number(await this.call('lease', [key], [op, token, durationMs])) === 1;
+    return (await this.call(leaseScript, { lease: key }, { op, token, durationMs })) === 'done';
   }
 
   /**
@@ -55,9 +82,8 @@ export class JournalCoordination extends JournalReplies {
    * @throws JournalError DELEGATION_MISSING (no lease is left behind)
    */
   async takeFollow(ref: DelegationRef, token: string, durationMs: number): Promise<number> {
-    const fence = Number(await this.call('takeFollow', [this.keys.delegation(ref.workflowId, ref.delegationId), this.keys.followLease(ref.workflowId, ref.delegationId)], [token, durationMs]));
-    if (fence < 0) throw journalErrorFromCode(fence, ref, 'takeFollow');
-    return fence;
+    const keys = { delegation: this.keys.delegation(ref.workflowId, ref.delegationId), lease: this.keys.followLease(ref.workflowId, ref.delegationId) };
+    return unlessRefused(await this.call(takeFollowScript, keys, { token, durationMs }), ref, 'takeFollow').fence;
   }
 
   /**
@@ -68,8 +94,8 @@ export class JournalCoordination extends JournalReplies {
    * @returns per lease, in order: `renewed`, `retaken` (it had run out), or `lost` (someone else holds it).
    */
   async renewLeases(leases: readonly { ref: DelegationRef; token: string }[], durationMs: number, checkAt: (ref: DelegationRef) => number): Promise<LeaseRenewal[]> {
-    const calls = leases.map(({ ref, token }) => ({ keys: [this.keys.followLease(ref.workflowId, ref.delegationId)], args: ['keep', token, durationMs] }));
-    const renewals = (await callScriptMany(this.redis, 'lease', calls)).map((reply): LeaseRenewal => (Number(reply) === 2 ? 'retaken' : Number(reply) === 1 ? 'renewed' : 'lost'));
+    const calls = leases.map(({ ref, token }) => ({ keys: { lease: this.keys.followLease(ref.workflowId, ref.delegationId) }, input: { op: 'keep' as const, token, durationMs } }));
+    const renewals = (await callScriptMany(this.redis, leaseScript, calls)).map((reply): LeaseRenewal => (reply === 'taken back' ? 'retaken' : reply === 'done' ? 'renewed' : 'lost'));
     const held = renewals.map((renewal) => renewal !== 'lost');
     const scores: (string | number)[] = [];
     leases.forEach(({ ref }, index) => {
@@ -95,6 +121,6 @@ export class JournalCoordination extends JournalReplies {
    * @returns 0 to go now, else the ms until the reserved slot.
    */
   async takeToken(name: string, max: number, windowMs: number, maxWaitMs = 600_000): Promise<number> {
-    return Number(await this.call('takeToken', [this.keys.rateLimit(name)], [max, windowMs, maxWaitMs]));
+    return this.call(takeTokenScript, { slot: this.keys.rateLimit(name) }, { max, windowMs, maxWaitMs });
   }
 }

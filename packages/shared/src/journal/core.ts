@@ -7,7 +7,7 @@ import type { Redis, Cluster } from 'ioredis';
 import { DEFAULT_A2A_LIMITS } from '../a2a/limits.ts';
 import { journalKeys, type JournalKeys } from './keys.ts';
 import { NO_DURABILITY, awaitReplicas, connectionGeneration, type JournalDurability } from './durability.ts';
-import { scriptCaller, type ScriptCaller } from './scripts.ts';
+import { callScript, type JournalScript } from './scripts.ts';
 
 /** A delegation's address. */
 export interface DelegationRef {
@@ -35,7 +35,6 @@ export class JournalCore {
   readonly now: () => number;
   readonly durability: JournalDurability;
   readonly artifactBytesPerDelegation: number;
-  protected readonly call: ScriptCaller;
 
   constructor(
     readonly redis: Redis | Cluster,
@@ -46,7 +45,11 @@ export class JournalCore {
     this.now = options.now ?? Date.now;
     this.durability = options.durability ?? NO_DURABILITY;
     this.artifactBytesPerDelegation = options.artifactBytesPerDelegation ?? DEFAULT_A2A_LIMITS.artifactBytesPerDelegation;
-    this.call = scriptCaller(redis);
+  }
+
+  /** Runs a journal script (`defineScript`) with its keys by name and typed input; resolves to its decoded result. */
+  protected call<Key extends string, Input, Result>(script: JournalScript<Key, Input, Result>, keys: Readonly<Record<Key, string>>, input: Input): Promise<Result> {
+    return callScript(this.redis, script, keys, input);
   }
 
   /** The delegation's row key and its artifacts key (the two keys of applyStatus / applyArtifact). */

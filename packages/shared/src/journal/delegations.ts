@@ -5,12 +5,96 @@
  */
 import { parseArtifacts, type DelegationRecord, type DelegationView } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
-import { journalErrorFromCode } from './errors.ts';
+import { unlessRefused } from './errors.ts';
+import { arrayReply, defineScript, fenceDecoder, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
 import { parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalWorkflows } from './workflows.ts';
 import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
+
+/** claim-1.lua: the new fencing token. */
+const claimScript = defineScript({ name: 'claim', keys: ['delegation'], encode: (owner: string) => [owner], decode: fenceDecoder });
+
+/** markSending-2.lua (see its header): `leaseHeld` false when another holder has the lease. */
+const markSendingScript = defineScript({
+  name: 'markSending',
+  keys: ['delegation', 'lease'],
+  encode: (input: { fence: number; nowMs: number; agentInterface?: object; leaseToken: string; leaseMs: number; claim: boolean }) => [
+    input.fence,
+    input.nowMs,
+    input.agentInterface ? JSON.stringify(input.agentInterface) : '',
+    input.leaseToken,
+    input.leaseMs,
+    input.claim ? '1' : '',
+  ],
+  decode: outcomeDecoder({ 1: 'lease held', 2: 'lease elsewhere' }),
+});
+
+/** releaseForResend-1.lua: compare-and-set on the version the reconciler read. */
+const releaseForResendScript = defineScript({
+  name: 'releaseForResend',
+  keys: ['delegation'],
+  encode: (input: { expectedVersion: number; nowMs: number; contextRefused: boolean; agentInterface?: object }) => [
+    input.expectedVersion,
+    input.nowMs,
+    input.contextRefused ? '1' : '0',
+    input.agentInterface ? JSON.stringify(input.agentInterface) : '',
+  ],
+  decode: outcomeDecoder({ 1: 'released' }),
+});
+
+/** A reply `{count, …}` whose first element is a count or a negative code, as integers. */
+function countsReply(reply: unknown, script: string, length: number): number[] | Refused {
+  const values = arrayReply(reply, script).map((value) => integerReply(value, script));
+  if (values[0]! < 0) return refusal(values[0]!, script);
+  if (values.length < length) throw new ScriptReplyError(script, reply);
+  return values;
+}
+
+/** noteNotFound-1.lua: the count and when the first one was seen (ms). */
+const noteNotFoundScript = defineScript({
+  name: 'noteNotFound',
+  keys: ['delegation'],
+  encode: (nowMs: number) => [nowMs],
+  decode: (reply, script) => {
+    const counts = countsReply(reply, script, 2);
+    return Array.isArray(counts) ? { count: counts[0]!, firstNotFoundAt: counts[1]! } : counts;
+  },
+});
+
+/** noteNoProgress-1.lua (see its header). */
+const noteNoProgressScript = defineScript({
+  name: 'noteNoProgress',
+  keys: ['delegation'],
+  encode: (input: { mark: string; nowMs: number; what: string; unacceptable: boolean; live: boolean }) => [
+    input.mark,
+    input.nowMs,
+    input.what,
+    input.unacceptable ? '1' : '0',
+    input.live ? '1' : '0',
+  ],
+  decode: (reply, script) => {
+    const counts = countsReply(reply, script, 3);
+    return Array.isArray(counts) ? { count: counts[0]!, since: counts[1]!, unacceptableInRow: counts[2]! } : counts;
+  },
+});
+
+/** releaseHold-1.lua: compare-and-set on the workflow's version when one is given. */
+const releaseHoldScript = defineScript({
+  name: 'releaseHold',
+  keys: ['delegation'],
+  encode: (input: { nowMs: number; expectedWorkflowVersion?: number }) => [input.nowMs, input.expectedWorkflowVersion ?? ''],
+  decode: outcomeDecoder({ 1: 'released', 0: 'not held' }),
+});
+
+/** recordEffect-1.lua: a verifier's finding, once. */
+const recordEffectScript = defineScript({
+  name: 'recordEffect',
+  keys: ['delegation'],
+  encode: (input: { effect: 'present' | 'absent' | 'unknown'; evidence: unknown; nowMs: number }) => [input.effect, JSON.stringify(input.evidence ?? null), input.nowMs],
+  decode: outcomeDecoder({ 1: 'recorded', 0: 'already recorded' }),
+});
 
 /** Journal methods over delegation rows. */
 export class JournalDelegations extends JournalWorkflows {
@@ -87,9 +171,7 @@ export class JournalDelegations extends JournalWorkflows {
    * @throws JournalError DELEGATION_MISSING
    */
   async claim(ref: DelegationRef, owner: string): Promise<number> {
-    const fence = Number(await this.call('claim', [this.delegationKeys(ref)[0]], [owner]));
-    if (fence < 0) throw journalErrorFromCode(fence, ref, 'claim');
-    return fence;
+    return unlessRefused(await this.call(claimScript, { delegation: this.delegationKeys(ref)[0] }, owner), ref, 'claim').fence;
   }
 
   /**
@@ -114,16 +196,14 @@ export class JournalDelegations extends JournalWorkflows {
     // Replicas behind or gone: refuse before the mark, so a send that cannot leave is not marked as maybe sent.
     await this.awaitReplicas(ref.workflowId, generation);
     const sendStartedAt = this.now();
-    const code = Number(
-      await this.call(
-        'markSending',
-        [this.delegationKeys(ref)[0], this.keys.followLease(ref.workflowId, ref.delegationId)],
-        [fence, sendStartedAt, agentInterface ? JSON.stringify(agentInterface) : '', sendLease?.token ?? '', sendLease?.durationMs ?? 0, sendLease?.claim ? '1' : ''],
-      ),
+    const marked = await this.call(
+      markSendingScript,
+      { delegation: this.delegationKeys(ref)[0], lease: this.keys.followLease(ref.workflowId, ref.delegationId) },
+      { fence, nowMs: sendStartedAt, agentInterface, leaseToken: sendLease?.token ?? '', leaseMs: sendLease?.durationMs ?? 0, claim: sendLease?.claim ?? false },
     );
-    if (code < 0) throw journalErrorFromCode(code, ref, 'markSending');
+    const leaseHeld = unlessRefused(marked, ref, 'markSending') === 'lease held';
     await this.awaitReplicas(ref.workflowId, generation);
-    return { leaseHeld: code === 1, sendStartedAt, fence: sendLease?.claim ? fence + 1 : fence };
+    return { leaseHeld, sendStartedAt, fence: sendLease?.claim ? fence + 1 : fence };
   }
 
   /**
@@ -132,17 +212,13 @@ export class JournalDelegations extends JournalWorkflows {
    * @throws JournalError VERSION_CONFLICT, WRONG_STATE, DELEGATION_MISSING
    */
   async releaseForResend(ref: DelegationRef, expectedVersion: number, contextRefused = false, agentInterface?: object): Promise<void> {
-    const code = Number(
-      await this.call('releaseForResend', [this.delegationKeys(ref)[0]], [expectedVersion, this.now(), contextRefused ? '1' : '0', agentInterface ? JSON.stringify(agentInterface) : '']),
-    );
-    if (code < 0) throw journalErrorFromCode(code, ref, 'releaseForResend');
+    const released = await this.call(releaseForResendScript, { delegation: this.delegationKeys(ref)[0] }, { expectedVersion, nowMs: this.now(), contextRefused, agentInterface });
+    unlessRefused(released, ref, 'releaseForResend');
   }
 
   /** Counts one TaskNotFoundError; returns the count and when the first one was seen (ms). */
   async noteNotFound(ref: DelegationRef): Promise<{ count: number; firstNotFoundAt: number }> {
-    const [count, first] = (await this.call('noteNotFound', [this.delegationKeys(ref)[0]], [this.now()])) as [number, number];
-    if (count < 0) throw journalErrorFromCode(count, ref, 'noteNotFound');
-    return { count, firstNotFoundAt: first };
+    return unlessRefused(await this.call(noteNotFoundScript, { delegation: this.delegationKeys(ref)[0] }, this.now()), ref, 'noteNotFound');
   }
 
   /**
@@ -155,10 +231,8 @@ export class JournalDelegations extends JournalWorkflows {
    *   how many cycles in a row ended on an answer we cannot accept (`unacceptableInRow`, this one included).
    */
   async noteNoProgress(ref: DelegationRef, mark: string, what: string, unacceptable = false, live = false): Promise<{ count: number; since: number; unacceptableInRow: number }> {
-    const argv = [mark, this.now(), what.slice(0, 500), unacceptable ? '1' : '0', live ? '1' : '0'];
-    const [count, since, unacceptableInRow] = (await this.call('noteNoProgress', [this.delegationKeys(ref)[0]], argv)) as [number, number, number];
-    if (count < 0) throw journalErrorFromCode(count, ref, 'noteNoProgress');
-    return { count, since, unacceptableInRow: unacceptableInRow ?? 0 };
+    const input = { mark, nowMs: this.now(), what: what.slice(0, 500), unacceptable, live };
+    return unlessRefused(await this.call(noteNoProgressScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'noteNoProgress');
   }
 
   /**
@@ -167,9 +241,8 @@ export class JournalDelegations extends JournalWorkflows {
    * @throws JournalError DELEGATION_MISSING, VERSION_CONFLICT (the workflow changed since: decide again)
    */
   async releaseHold(ref: DelegationRef, expectedWorkflowVersion?: number): Promise<boolean> {
-    const code = Number(await this.call('releaseHold', [this.delegationKeys(ref)[0]], [this.now(), expectedWorkflowVersion ?? '']));
-    if (code < 0) throw journalErrorFromCode(code, ref, 'releaseHold');
-    return code === 1;
+    const released = await this.call(releaseHoldScript, { delegation: this.delegationKeys(ref)[0] }, { nowMs: this.now(), expectedWorkflowVersion });
+    return unlessRefused(released, ref, 'releaseHold') === 'released';
   }
 
   /**
@@ -177,9 +250,8 @@ export class JournalDelegations extends JournalWorkflows {
    * @returns true if recorded, false if an effect was already recorded.
    */
   async recordEffect(ref: DelegationRef, effect: 'present' | 'absent' | 'unknown', evidence: unknown): Promise<boolean> {
-    const code = Number(await this.call('recordEffect', [this.delegationKeys(ref)[0]], [effect, JSON.stringify(evidence ?? null), this.now()]));
-    if (code < 0) throw journalErrorFromCode(code, ref, 'recordEffect');
-    return code === 1;
+    const recorded = await this.call(recordEffectScript, { delegation: this.delegationKeys(ref)[0] }, { effect, evidence, nowMs: this.now() });
+    return unlessRefused(recorded, ref, 'recordEffect') === 'recorded';
   }
 }
 

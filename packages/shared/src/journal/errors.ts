@@ -1,20 +1,13 @@
 /**
- * Journal script return codes → typed errors, in one table (the BullMQ
- * `error-code.ts` pattern). Each carries a stable `code` that tests match.
+ * Journal refusals as typed errors. The codes and their meanings are one table, `SCRIPT_CODES` (script-codes.ts);
+ * each script's `defineScript` decoder names the code it got, and the journal method throws it as a `JournalError`
+ * with a stable `code` that tests match.
  */
+import type { ScriptCode } from './script-codes.ts';
+import type { Refused } from './scripts.ts';
 
-/** Negative script codes and what they mean. */
-export const JOURNAL_ERROR_CODES = {
-  [-1]: 'DELEGATION_MISSING',
-  [-2]: 'FENCE_LOST',
-  [-3]: 'VERSION_CONFLICT',
-  [-4]: 'WRONG_STATE',
-  [-5]: 'TASK_MISMATCH',
-  [-6]: 'MAY_HAVE_SENT',
-  [-7]: 'TASK_BOUND_ELSEWHERE',
-  [-8]: 'ARTIFACT_LIMIT',
-} as const;
-export type JournalErrorCode = (typeof JOURNAL_ERROR_CODES)[keyof typeof JOURNAL_ERROR_CODES];
+/** A refusal a journal method throws (every script code but the two the journal handles itself). */
+export type JournalErrorCode = Exclude<ScriptCode, 'TASK_NOT_BOUND' | 'INDEX_ENTRY_MISSING'>;
 
 /**
  * A journal transition was refused. `FENCE_LOST` means another worker took the
@@ -34,9 +27,16 @@ export class JournalError extends Error {
   }
 }
 
-/** Builds the error for a negative script code. */
-export function journalErrorFromCode(code: number, ref: { workflowId: string; delegationId: string }, operation: string): JournalError {
-  const name = JOURNAL_ERROR_CODES[code as keyof typeof JOURNAL_ERROR_CODES];
-  if (!name) throw new Error(`unknown journal script code ${code} from ${operation}`);
-  return new JournalError(name, ref, operation);
+/** Codes the journal handles itself, never thrown as a `JournalError`. */
+const HANDLED: ReadonlySet<ScriptCode> = new Set(['TASK_NOT_BOUND', 'INDEX_ENTRY_MISSING']);
+
+/**
+ * `result` unless it is a refusal, which is thrown as a `JournalError` for `operation` on `ref`.
+ * @throws JournalError; Error for a code the journal handles itself (its caller should have)
+ */
+export function unlessRefused<Result>(result: Result | Refused, ref: { workflowId: string; delegationId: string }, operation: string): Exclude<Result, Refused> {
+  if (typeof result !== 'object' || result === null || !('refused' in result)) return result as Exclude<Result, Refused>;
+  const { refused } = result as Refused;
+  if (HANDLED.has(refused)) throw new Error(`${operation}: ${refused} reached the caller`);
+  throw new JournalError(refused as JournalErrorCode, ref, operation);
 }

@@ -2,10 +2,43 @@
  * Replies to a parked question (INPUT_REQUIRED / AUTH_REQUIRED): journaled before they are sent
  * (recordReply-1.lua), then moved through 'sending' (a lease), 'sent' or 'refused' (markReply-1.lua).
  */
-import { journalErrorFromCode } from './errors.ts';
+import { unlessRefused } from './errors.ts';
+import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, stringReply } from './scripts.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalStatus } from './status.ts';
+
+/** recordReply-1.lua: the reply's messageId, and whether this call journaled it (false: the question was answered). */
+const recordReplyScript = defineScript({
+  name: 'recordReply',
+  keys: ['delegation'],
+  encode: (input: { messageId: string; message: object; nowMs: number }) => [input.messageId, JSON.stringify(input.message), input.nowMs],
+  decode: (reply, script) => {
+    const [code, messageId] = arrayReply(reply, script);
+    const value = integerReply(code, script);
+    return value < 0 ? refusal(value, script) : { messageId: stringReply(messageId, script), created: value === 1 };
+  },
+});
+
+/** markReply-1.lua's input (see its header). */
+interface MarkReplyInput {
+  fence: number;
+  messageId: string;
+  nowMs: number;
+  state: 'sending' | 'sent' | 'refused';
+  reason: string;
+  sendToken: string;
+  /** With 'sending': the lease deadline (ms); '' none. */
+  sendUntil: number | '';
+}
+
+/** markReply-1.lua: 'marked', 'taken over' (from an expired 'sending' lease) or 'unchanged' (not in the state before). */
+const markReplyScript = defineScript({
+  name: 'markReply',
+  keys: ['delegation'],
+  encode: (input: MarkReplyInput) => [input.fence, input.messageId, input.nowMs, input.state, input.reason, input.sendToken, input.sendUntil],
+  decode: outcomeDecoder({ 1: 'marked', 2: 'taken over', 0: 'unchanged' }),
+});
 
 /** Journal methods over the replies to a delegation's questions. */
 export class JournalReplies extends JournalStatus {
@@ -16,13 +49,9 @@ export class JournalReplies extends JournalStatus {
    */
   async recordReply(ref: DelegationRef, messageId: string, message: object): Promise<{ messageId: string; created: boolean }> {
     const generation = connectionGeneration(this.redis);
-    const [code, id] = (await this.call('recordReply', [this.delegationKeys(ref)[0]], [messageId, JSON.stringify(message), this.now()])) as [
-      number,
-      string,
-    ];
-    if (code < 0) throw journalErrorFromCode(code, ref, 'recordReply');
+    const recorded = unlessRefused(await this.call(recordReplyScript, { delegation: this.delegationKeys(ref)[0] }, { messageId, message, nowMs: this.now() }), ref, 'recordReply');
     await this.awaitReplicas(ref.workflowId, generation); // the producer acknowledges the reply
-    return { messageId: id, created: code === 1 };
+    return recorded;
   }
 
   /**
@@ -46,11 +75,11 @@ export class JournalReplies extends JournalStatus {
     // As markSending: replicas behind, no 'sending' mark (a rerun in 'sending' asks the agent before any resend).
     if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation);
     const now = this.now();
-    const until = send.leaseMs === undefined ? '' : now + send.leaseMs;
-    const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, now, state, reason, send.token ?? '', until]));
-    if (code < 0) throw journalErrorFromCode(code, ref, 'markReply');
+    const until: number | '' = send.leaseMs === undefined ? '' : now + send.leaseMs;
+    const input = { fence, messageId, nowMs: now, state, reason, sendToken: send.token ?? '', sendUntil: until };
+    const marked = unlessRefused(await this.call(markReplyScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'markReply');
     if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation); // before the reply leaves
-    return code >= 1;
+    return marked !== 'unchanged';
   }
 
   /**
@@ -63,9 +92,9 @@ export class JournalReplies extends JournalStatus {
     const generation = connectionGeneration(this.redis);
     await this.awaitReplicas(ref.workflowId, generation);
     const now = this.now();
-    const code = Number(await this.call('markReply', [this.delegationKeys(ref)[0]], [fence, messageId, now, 'sending', '', token, now + leaseMs]));
-    if (code < 0) throw journalErrorFromCode(code, ref, 'markReply');
-    if (code >= 1) await this.awaitReplicas(ref.workflowId, generation); // before the reply leaves
-    return code === 2 ? 'taken-over' : code === 1 ? 'taken' : 'busy';
+    const input = { fence, messageId, nowMs: now, state: 'sending' as const, reason: '', sendToken: token, sendUntil: now + leaseMs };
+    const marked = unlessRefused(await this.call(markReplyScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'markReply');
+    if (marked !== 'unchanged') await this.awaitReplicas(ref.workflowId, generation); // before the reply leaves
+    return marked === 'taken over' ? 'taken-over' : marked === 'marked' ? 'taken' : 'busy';
   }
 }

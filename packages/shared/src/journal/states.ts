@@ -32,13 +32,22 @@ export const FINISHED_STATES: ReadonlySet<JournalState> = new Set([
 ]);
 export const PARKED_STATES: ReadonlySet<JournalState> = new Set(['INPUT_REQUIRED', 'AUTH_REQUIRED']);
 
+/**
+ * Order of journal states for "forward only" (applyStatus-5.lua): an observed status never moves a record to a
+ * lower rank; within one rank only a later status timestamp wins. Working and parked share a rank (an agent moves
+ * between them freely); every finished state has the top rank, so nothing leaves one.
+ */
+export const JOURNAL_STATE_RANK: Readonly<Record<JournalState, number>> = Object.fromEntries(
+  JOURNAL_STATES.map((state) => [state, FINISHED_STATES.has(state) ? 9 : state === 'INTENT' ? 0 : state === 'SUBMITTED' ? 1 : 2]),
+) as Record<JournalState, number>;
+
 /** Finished without success: the step may be re-delegated (AMBIGUOUS is finished but needs a person). */
 export const UNSUCCESSFUL_STATES: ReadonlySet<JournalState> = new Set(['FAILED', 'REJECTED', 'CANCELED', 'LOST']);
 
 /** Workflow states. Finished: COMPLETED, FAILED, COMPENSATED, CANCELED. NEEDS_ATTENTION waits for a person. */
 export const WORKFLOW_STATES = ['RUNNING', 'COMPENSATING', 'COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION'] as const;
 export type WorkflowState = (typeof WORKFLOW_STATES)[number];
-/** Workflow states that never change again (updateWorkflow-3.lua keeps the same list). */
+/** Workflow states that never change again (the scripts read this set from their generated prelude, script-codes.ts). */
 export const FINISHED_WORKFLOW_STATES: ReadonlySet<WorkflowState> = new Set(['COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED']);
 
 export const isFinished = (state: JournalState): boolean => FINISHED_STATES.has(state);

@@ -4,26 +4,28 @@
  * errors an agent caused (noteProtocolError-1.lua).
  */
 import type { Artifact, Message } from '../a2a/schema.ts';
-import { artifactByteSize, storedArtifact } from '../a2a/limits.ts';
+import { artifactByteSize } from '../a2a/limits.ts';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
 import type { JournalState, WorkflowState } from './states.ts';
-import { JournalError, journalErrorFromCode } from './errors.ts';
-import { parseAgentTimestamp } from './clock.ts';
+import { JournalError, unlessRefused } from './errors.ts';
 import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalDelegations } from './delegations.ts';
+import { isRefused, type Refused } from './scripts.ts';
+import {
+  applyArtifactScript,
+  applyArtifactThenStatusScript,
+  applyStatusScript,
+  noteProtocolErrorScript,
+  type ApplyStatusOutcome,
+  type ArtifactOutcome,
+  type ArtifactUpdate,
+  type TaskBinding,
+} from './status-scripts.ts';
 
-/**
- * Identifies a question: its status message's id, else its timestamp in ms (so "…00Z" and
- * "…00.000Z" are the same question), else '' (the script then numbers it).
- */
-export function questionKeyOf(statusMessage: Message | undefined, statusTimestamp: string | undefined): string {
-  if (statusMessage?.messageId) return statusMessage.messageId;
-  const ms = parseAgentTimestamp(statusTimestamp);
-  return Number.isNaN(ms) ? '' : String(ms);
-}
+export { questionKeyOf, type ArtifactOutcome, type ArtifactUpdate } from './status-scripts.ts';
 
 /** An observed status (or a local outcome) to apply with `applyStatus`. */
 export interface StatusChange {
@@ -46,7 +48,7 @@ export interface StatusChange {
   /**
    * The delegation's Agent Card URL, when the caller read a record without a task id: a new `taskId` is then
    * bound with the change (inside applyStatus on one server, `bindTask` just before it on a Cluster) instead of
-   * after the script's refusal (-7): one round trip less, or two.
+   * after the script's refusal (TASK_NOT_BOUND): one round trip less, or two.
    */
   agentCardUrl?: string;
   /**
@@ -102,12 +104,6 @@ export type StatusChangeResult =
     }
   | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };
 
-/**
- * applyStatus-5.lua's reply: code, version or reason, then (applied) the row, the workflow's flags, the workflow at
- * finish, and the follow's fencing token when the send lease was handed over.
- */
-type ApplyStatusReply = [number, string | number, string[]?, string[]?, ([string[], string[]] | [])?, number?];
-
 /** The typed row, or undefined when it does not parse (the caller reads it again). */
 function parseOrUndefined(hash: Record<string, string>): DelegationRecord | undefined {
   try {
@@ -117,88 +113,22 @@ function parseOrUndefined(hash: Record<string, string>): DelegationRecord | unde
   }
 }
 
-/** One artifact update as a stream carries it (TaskArtifactUpdateEvent's fields, spec §4.2.2). */
-export interface ArtifactUpdate {
-  artifact: Artifact;
-  append?: boolean;
-  lastChunk?: boolean;
-}
-
-/** What an artifact update did: 'applied', 'sealed' (dropped after the seal) or 'finished' (the delegation is). */
-export type ArtifactOutcome = 'applied' | 'sealed' | 'finished';
-
-/** applyArtifact-2.lua's reply: code and detail. */
-type ApplyArtifactReply = [number, string];
-
-/** applyStatus-5.lua's reply for an applied change: the flat row and the workflow's flags ({} unread). */
-function appliedResult(version: number, flat: string[] | undefined, flags: string[] | undefined, finished: [string[], string[]] | [] | undefined, followLease?: FollowLease): StatusChangeResult {
-  const hash = hashOf(flat ?? []);
-  const parsed = hash.delegationId ? parseOrUndefined(hash) : undefined;
-  const workflow = flags?.length === 3 ? { state: flags[0] as WorkflowState, cancelRequested: flags[1] === '1', stopping: Boolean(flags[2]) } : undefined;
-  const finishedWorkflow = finished?.length === 2 ? workflowAtFinish(finished[0], finished[1]) : undefined;
-  return { applied: true, version, ...(parsed ? { record: parsed } : {}), ...(workflow ? { workflow } : {}), ...(finishedWorkflow ? { finishedWorkflow } : {}), ...(followLease ? { followLease } : {}) };
-}
-
-/** A flat field/value list (HGETALL's reply) as a hash. */
-function hashOf(flat: string[]): Record<string, string> {
-  const hash: Record<string, string> = {};
-  for (let index = 0; index + 1 < flat.length; index += 2) hash[flat[index]!] = flat[index + 1]!;
-  return hash;
+/** An applied change as `StatusChangeResult`: the typed row (when it parses), the workflow's flags or the workflow at finish. */
+function appliedResult(outcome: Extract<ApplyStatusOutcome, { applied: true }>, followLease?: FollowLease): StatusChangeResult {
+  const parsed = outcome.row.delegationId ? parseOrUndefined(outcome.row) : undefined;
+  const workflow = outcome.flags ? { state: outcome.flags[0] as WorkflowState, cancelRequested: outcome.flags[1] === '1', stopping: Boolean(outcome.flags[2]) } : undefined;
+  const finishedWorkflow = outcome.finished ? workflowAtFinish(outcome.finished.workflow, outcome.finished.delegationIds) : undefined;
+  return { applied: true, version: outcome.version, ...(parsed ? { record: parsed } : {}), ...(workflow ? { workflow } : {}), ...(finishedWorkflow ? { finishedWorkflow } : {}), ...(followLease ? { followLease } : {}) };
 }
 
 /** The workflow as the finishing transition read it; undefined when gone or unreadable (the settle reads it then). */
-function workflowAtFinish(flat: string[], delegationIds: string[]): WorkflowAtFinish | undefined {
-  const hash = hashOf(flat);
+function workflowAtFinish(hash: Record<string, string>, delegationIds: string[]): WorkflowAtFinish | undefined {
   if (!hash.workflowId) return undefined;
   try {
     return { record: parseWorkflowHash(hash), delegationIds };
   } catch {
     return undefined;
   }
-}
-
-/**
- * How a change's new task id is bound (applyStatus-5.lua ARGV[14]): `bound` by the caller first (`bindTask`),
- * `unbound` (the script asks, -7), or in the script itself, in the owner key `key` (one server only).
- */
-type TaskBinding = 'bound' | 'unbound' | { key: string; ttlMs: number; owner: string };
-
-/** applyStatus-5.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
-function statusArguments(change: StatusChange, nowMs: number, taskBinding: TaskBinding, checkHere: boolean): (string | number)[] {
-  const timestampMs = parseAgentTimestamp(change.statusTimestamp);
-  const artifactArgs: string[] = [];
-  if (change.artifacts) {
-    const stored = change.artifacts.map((artifact) => storedArtifact(artifact));
-    artifactArgs.push(String(stored.reduce((sum, artifact) => sum + artifact.bytes, 0)), String(stored.length));
-    for (const { artifactId, meta, parts, bytes } of stored) artifactArgs.push(artifactId, meta, parts, String(bytes));
-  } else artifactArgs.push('', '');
-  return [
-    change.fence ?? '',
-    change.expectedVersion ?? '',
-    change.mode,
-    change.state,
-    Number.isNaN(timestampMs) ? '' : timestampMs,
-    change.statusTimestamp ?? '',
-    change.taskId ?? '',
-    change.contextId ?? '',
-    change.statusMessage ? JSON.stringify(change.statusMessage) : '',
-    change.result === undefined ? '' : JSON.stringify(change.result),
-    change.error ? JSON.stringify(change.error) : '',
-    nowMs,
-    questionKeyOf(change.statusMessage, change.statusTimestamp),
-    taskBinding === 'bound' ? '1' : taskBinding === 'unbound' ? '' : `here:${taskBinding.ttlMs}:${taskBinding.owner}`,
-    change.endsLease?.token ?? '',
-    leaseEnding(change.endsLease, checkHere),
-    ...artifactArgs,
-  ];
-}
-
-/** applyStatus-5.lua's ARGV[16]; a handover's check time only when the script may write the index (`checkHere`). */
-function leaseEnding(endsLease: StatusChange['endsLease'], checkHere: boolean): string {
-  if (endsLease === undefined) return '';
-  if (endsLease.when !== 'handover') return endsLease.when;
-  const checkAt = checkHere && endsLease.checkAt !== undefined ? String(Math.max(0, Math.round(endsLease.checkAt))) : '';
-  return `handover:${Math.max(1, Math.round(endsLease.durationMs))}:${checkAt}:${endsLease.to}`;
 }
 
 /** Journal methods that apply what an agent reported (or our own outcome) to a delegation. */
@@ -217,7 +147,7 @@ export class JournalStatus extends JournalDelegations {
 
   /**
    * How `change` binds a new task id. The caller saw no task id on the row: a new one is bound with the change (the
-   * script would ask for it, -7): in the script on one server, here first on a Cluster.
+   * script would ask for it, TASK_NOT_BOUND): in the script on one server, here first on a Cluster.
    */
   private async bindingFor(ref: DelegationRef, change: StatusChange): Promise<TaskBinding> {
     if (change.taskId === undefined || change.agentCardUrl === undefined) return 'unbound';
@@ -228,28 +158,25 @@ export class JournalStatus extends JournalDelegations {
     return { key: this.keys.taskOwner(change.agentCardUrl, change.taskId), ttlMs: this.taskBindingTtlMs(), owner: indexMember(ref.workflowId, ref.delegationId) };
   }
 
-  /** What applyStatus-5.lua's `reply` to `change` means; binds a task id the script asked for and runs it again. */
-  private async statusResult(ref: DelegationRef, change: StatusChange, reply: ApplyStatusReply): Promise<StatusChangeResult> {
-    let [code, detail, flat, flags, finished, followFence] = reply;
-    if (code === -8) await this.refuseBoundElsewhere(ref, change.taskId!, String(detail));
-    if (code === -7) {
+  /** What applyStatus-5.lua's `outcome` for `change` means; binds a task id the script asked for and runs it again. */
+  private async statusResult(ref: DelegationRef, change: StatusChange, outcome: ApplyStatusOutcome): Promise<StatusChangeResult> {
+    if (isRefused(outcome) && outcome.refused === 'TASK_BOUND_ELSEWHERE') await this.refuseBoundElsewhere(ref, change.taskId!, outcome.detail);
+    if (isRefused(outcome) && outcome.refused === 'TASK_NOT_BOUND') {
       // A new task id: bind it to this delegation first (at most one delegation per task id).
-      await this.bindTask(ref, String(detail), change.taskId!);
-      [code, detail, flat, flags, finished, followFence] = await this.applyStatusOnce(ref, change, 'bound');
+      await this.bindTask(ref, outcome.detail, change.taskId!);
+      outcome = await this.applyStatusOnce(ref, change, 'bound');
     }
     // A finished workflow's delegations live in its compacted record: nothing more applies to them.
-    if (code === -1 && (await this.isCompacted(ref.workflowId))) return { applied: false, reason: 'finished' };
-    if (code < 0) throw journalErrorFromCode(code, ref, 'applyStatus');
+    if (isRefused(outcome) && outcome.refused === 'DELEGATION_MISSING' && (await this.isCompacted(ref.workflowId))) return { applied: false, reason: 'finished' };
+    const decided = unlessRefused(outcome, ref, 'applyStatus');
+    if (!decided.applied) return decided;
     // A finished delegation stays in the unfinished index until its workflow has
     // decided what comes next (`removeFromIndex`), so a crash in between is retried.
-    if (code === 1) {
-      const handedTo =
-        change.endsLease?.when === 'handover' && followFence !== undefined
-          ? { token: change.endsLease.to, fence: Number(followFence), checkScheduled: change.endsLease.checkAt !== undefined && !this.redis.isCluster }
-          : undefined;
-      return appliedResult(Number(detail), flat, flags, finished, handedTo);
-    }
-    return { applied: false, reason: detail as 'finished' | 'stale' | 'regress' | 'duplicate' };
+    const handedTo =
+      change.endsLease?.when === 'handover' && decided.followFence !== undefined
+        ? { token: change.endsLease.to, fence: decided.followFence, checkScheduled: change.endsLease.checkAt !== undefined && !this.redis.isCluster }
+        : undefined;
+    return appliedResult(decided, handedTo);
   }
 
   /**
@@ -277,18 +204,24 @@ export class JournalStatus extends JournalDelegations {
     };
   }
 
-  private async applyStatusOnce(ref: DelegationRef, change: StatusChange, binding: TaskBinding): Promise<ApplyStatusReply> {
-    const { keys, args } = this.statusCall(ref, change, binding);
-    return (await this.call('applyStatus', keys, args)) as ApplyStatusReply;
+  private applyStatusOnce(ref: DelegationRef, change: StatusChange, binding: TaskBinding): Promise<ApplyStatusOutcome> {
+    const { keys, input } = this.statusCall(ref, change, binding);
+    return this.call(applyStatusScript, keys, input);
   }
 
-  /** applyStatus-5.lua's keys and arguments for `change`. */
-  private statusCall(ref: DelegationRef, change: StatusChange, binding: TaskBinding): { keys: string[]; args: (string | number)[] } {
+  /** applyStatus-5.lua's keys and input for `change`. */
+  private statusCall(ref: DelegationRef, change: StatusChange, binding: TaskBinding) {
     const [row, artifacts] = this.delegationKeys(ref);
     // The index is another Cluster slot: a handover's check is written by the script on one server only.
     const checkHere = !this.redis.isCluster && change.endsLease?.when === 'handover' && change.endsLease.checkAt !== undefined;
-    const keys = [row, artifacts, this.keys.followLease(ref.workflowId, ref.delegationId), typeof binding === 'object' ? binding.key : row, checkHere ? this.keys.unfinished() : row];
-    return { keys, args: statusArguments(change, this.now(), binding, checkHere) };
+    const keys = {
+      delegation: row,
+      artifacts,
+      lease: this.keys.followLease(ref.workflowId, ref.delegationId),
+      taskOwner: typeof binding === 'object' ? binding.key : row,
+      index: checkHere ? this.keys.unfinished() : row,
+    };
+    return { keys, input: { change, nowMs: this.now(), binding, checkHere } };
   }
 
   /** How long a task id stays bound: twice the retention of a finished workflow (0: kept). */
@@ -326,9 +259,9 @@ export class JournalStatus extends JournalDelegations {
    * hands the delegation to the reconciler (due now). Returns false when the delegation is finished or missing.
    */
   async noteProtocolError(ref: DelegationRef, error: RecordedError): Promise<boolean> {
-    const code = Number(await this.call('noteProtocolError', [this.delegationKeys(ref)[0]], [JSON.stringify(error), this.now()]));
-    if (code === 1) await this.scheduleCheck(ref, this.now());
-    return code === 1;
+    const noted = await this.call(noteProtocolErrorScript, { delegation: this.delegationKeys(ref)[0] }, { error, nowMs: this.now() });
+    if (noted === 'journaled') await this.scheduleCheck(ref, this.now());
+    return noted === 'journaled';
   }
 
   /**
@@ -339,7 +272,8 @@ export class JournalStatus extends JournalDelegations {
    *   limit: nothing was stored and the attempt ended AMBIGUOUS (LIMIT_EXCEEDED: a person decides, A31).
    */
   async applyArtifact(ref: DelegationRef, fence: number | undefined, update: ArtifactUpdate): Promise<ArtifactOutcome> {
-    return this.artifactResult(ref, (await this.call('applyArtifact', this.delegationKeys(ref), this.artifactArguments(fence, update))) as ApplyArtifactReply);
+    const [delegation, artifacts] = this.delegationKeys(ref);
+    return this.artifactResult(ref, await this.call(applyArtifactScript, { delegation, artifacts }, this.artifactInput(fence, update)));
   }
 
   /**
@@ -354,9 +288,8 @@ export class JournalStatus extends JournalDelegations {
   async applyArtifactThenStatus(ref: DelegationRef, fence: number | undefined, update: ArtifactUpdate, change: StatusChange): Promise<{ artifact: ArtifactOutcome; status: StatusChangeResult }> {
     if (change.agentCardUrl !== undefined) throw new TypeError('applyArtifactThenStatus: a change that binds a task id goes through applyStatus');
     change = this.withinArtifactLimit(change);
-    const artifactArguments = this.artifactArguments(fence, update);
-    const { keys, args } = this.statusCall(ref, change, 'unbound');
-    const [artifactReply, statusReply] = (await this.call('applyArtifactThenStatus', keys, [artifactArguments.length, ...artifactArguments, ...args])) as [ApplyArtifactReply, ApplyStatusReply?];
+    const { keys, input } = this.statusCall(ref, change, 'unbound');
+    const { artifact: artifactReply, status: statusReply } = await this.call(applyArtifactThenStatusScript, keys, { artifact: this.artifactInput(fence, update), status: input });
     const artifact = await this.artifactResult(ref, artifactReply);
     // The artifact update found the delegation gone with its finished workflow (compacted): the composed script stopped
     // there, so the change runs on its own (it finds the same, and gives back the lease it ends, as one by one).
@@ -364,16 +297,14 @@ export class JournalStatus extends JournalDelegations {
     return { artifact, status: await this.statusResult(ref, change, statusReply) };
   }
 
-  /** applyArtifact-2.lua's ARGV for `update`. */
-  private artifactArguments(fence: number | undefined, update: ArtifactUpdate): (string | number)[] {
-    const { artifactId, meta, parts, bytes } = storedArtifact(update.artifact);
-    return [fence ?? '', artifactId, meta, parts, update.append ? '1' : '0', update.lastChunk ? '1' : '0', this.now(), bytes, this.artifactBytesPerDelegation];
+  /** applyArtifact-2.lua's input for `update`. */
+  private artifactInput(fence: number | undefined, update: ArtifactUpdate) {
+    return { fence, update, nowMs: this.now(), artifactBytesPerDelegation: this.artifactBytesPerDelegation };
   }
 
-  /** What applyArtifact-2.lua's reply means. */
-  private async artifactResult(ref: DelegationRef, [code, detail]: ApplyArtifactReply): Promise<ArtifactOutcome> {
-    if (code === -1 && (await this.isCompacted(ref.workflowId))) return 'finished';
-    if (code < 0) throw journalErrorFromCode(code, ref, 'applyArtifact');
-    return detail as ArtifactOutcome;
+  /** What applyArtifact-2.lua's decoded reply means. */
+  private async artifactResult(ref: DelegationRef, outcome: ArtifactOutcome | Refused): Promise<ArtifactOutcome> {
+    if (isRefused(outcome) && outcome.refused === 'DELEGATION_MISSING' && (await this.isCompacted(ref.workflowId))) return 'finished';
+    return unlessRefused(outcome, ref, 'applyArtifact');
   }
 }

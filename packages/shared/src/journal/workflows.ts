@@ -2,7 +2,8 @@
  * Workflow rows: creating a workflow with its first intent, journaling later intents, reading the
  * typed row, and compare-and-set updates (createWorkflow-4.lua, createIntent-3.lua, updateWorkflow-3.lua).
  */
-import { journalErrorFromCode } from './errors.ts';
+import { unlessRefused } from './errors.ts';
+import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refusal } from './scripts.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
 import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import { JournalIndex } from './unfinished-index.ts';
@@ -12,6 +13,64 @@ import { compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow
 
 /** Prefixes of a compacted record read for its workflow row, in bytes (then the whole record). */
 const ROW_READS_BYTES = [4_096, 65_536];
+
+/** createWorkflow-4.lua: the workflow's fields, its first delegation's ('' = none), the index member it checks ('' = none). */
+const createWorkflowScript = defineScript({
+  name: 'createWorkflow',
+  keys: ['workflow', 'firstDelegation', 'delegationList', 'index'],
+  encode: (input: { workflow: Record<string, string>; first?: Record<string, string>; checkedMember: string }) => [
+    JSON.stringify(input.workflow),
+    input.first ? JSON.stringify(input.first) : '',
+    input.checkedMember,
+  ],
+  decode: outcomeDecoder({ 1: 'created', 0: 'exists' }),
+});
+
+/** createIntent-3.lua: one more delegation of a workflow, fenced on the workflow version. */
+const createIntentScript = defineScript({
+  name: 'createIntent',
+  keys: ['workflow', 'delegation', 'delegationList'],
+  encode: (input: { delegation: Record<string, string>; expectedWorkflowVersion?: number; workflowFields: Record<string, string> }) => [
+    JSON.stringify(input.delegation),
+    input.expectedWorkflowVersion ?? '',
+    JSON.stringify(input.workflowFields),
+  ],
+  decode: outcomeDecoder({ 1: 'created', 0: 'exists' }),
+});
+
+/** updateWorkflow-3.lua's input (see its header); `removeFromIndex`: index members dropped when it finishes. */
+interface UpdateWorkflowInput {
+  expectedVersion?: number;
+  fields: Record<string, string>;
+  nowMs: number;
+  retentionMs: number;
+  compact: boolean;
+  publishRecord: boolean;
+  removeFromIndex: readonly string[];
+}
+
+/** updateWorkflow-3.lua: the new version, and with index members how many delegation entries it removed. */
+const updateWorkflowScript = defineScript({
+  name: 'updateWorkflow',
+  keys: ['workflow', 'delegationList', 'index'],
+  encode: (input: UpdateWorkflowInput) => [
+    input.expectedVersion ?? '',
+    JSON.stringify(input.fields),
+    input.nowMs,
+    input.retentionMs,
+    input.compact ? '1' : '',
+    input.publishRecord ? '1' : '',
+    ...input.removeFromIndex,
+  ],
+  decode: (reply, script) => {
+    if (Array.isArray(reply)) {
+      const [version, removed] = arrayReply(reply, script);
+      return { version: integerReply(version, script), removedFromIndex: integerReply(removed, script) };
+    }
+    const version = integerReply(reply, script);
+    return version < 0 ? refusal(version, script) : { version, removedFromIndex: 0 };
+  },
+});
 
 /** Journal methods over workflow rows. */
 export class JournalWorkflows extends JournalIndex {
@@ -38,14 +97,19 @@ export class JournalWorkflows extends JournalIndex {
     const checked = !this.redis.isCluster && entries.length > 0 ? String(entries[1]) : '';
     const workflowKey = this.keys.workflow(workflowId);
     const created = this.call(
-      'createWorkflow',
-      [workflowKey, first ? this.keys.delegation(workflowId, first.delegationId!) : workflowKey, this.delegationListKey(workflowId), checked ? this.keys.unfinished() : workflowKey],
-      [JSON.stringify({ ...fields, workflowId, version: '1' }), first ? JSON.stringify(first) : '', checked],
+      createWorkflowScript,
+      {
+        workflow: workflowKey,
+        firstDelegation: first ? this.keys.delegation(workflowId, first.delegationId!) : workflowKey,
+        delegationList: this.delegationListKey(workflowId),
+        index: checked ? this.keys.unfinished() : workflowKey,
+      },
+      { workflow: { ...fields, workflowId, version: '1' }, first, checkedMember: checked },
     );
     // An index write that failed fails the creation (the caller retries with the same id: nothing is created twice).
     const [, result] = await Promise.all([indexed, created]);
-    if (result === -1) throw new Error(`createWorkflow ${workflowId}: its unfinished-index entry is missing (the index write was refused or dropped); nothing created`);
-    return result === 1;
+    if (isRefused(result)) throw new Error(`createWorkflow ${workflowId}: its unfinished-index entry is missing (the index write was refused or dropped); nothing created`);
+    return result === 'created';
   }
 
   /**
@@ -60,15 +124,12 @@ export class JournalWorkflows extends JournalIndex {
   ): Promise<boolean> {
     const ref = { workflowId, delegationId: delegation.delegationId! };
     await this.scheduleCheck(ref, this.now());
-    const code = Number(
-      await this.call(
-        'createIntent',
-        [this.keys.workflow(workflowId), this.keys.delegation(workflowId, ref.delegationId), this.delegationListKey(workflowId)],
-        [JSON.stringify(delegation), options.expectedWorkflowVersion ?? '', JSON.stringify(options.workflowFields ?? {})],
-      ),
+    const result = await this.call(
+      createIntentScript,
+      { workflow: this.keys.workflow(workflowId), delegation: this.keys.delegation(workflowId, ref.delegationId), delegationList: this.delegationListKey(workflowId) },
+      { delegation, expectedWorkflowVersion: options.expectedWorkflowVersion, workflowFields: options.workflowFields ?? {} },
     );
-    if (code < 0) throw journalErrorFromCode(code, ref, 'createIntent');
-    return code === 1;
+    return unlessRefused(result, ref, 'createIntent') === 'created';
   }
 
   /**
@@ -77,9 +138,7 @@ export class JournalWorkflows extends JournalIndex {
    * @throws JournalError VERSION_CONFLICT, WRONG_STATE (workflow finished), DELEGATION_MISSING (no workflow)
    */
   async updateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion?: number): Promise<number> {
-    const code = Number(await this.callUpdateWorkflow(workflowId, patch, expectedVersion, []));
-    if (code < 0) throw journalErrorFromCode(code, { workflowId, delegationId: '' }, 'updateWorkflow');
-    return code;
+    return unlessRefused(await this.callUpdateWorkflow(workflowId, patch, expectedVersion, []), { workflowId, delegationId: '' }, 'updateWorkflow').version;
   }
 
   /**
@@ -101,27 +160,26 @@ export class JournalWorkflows extends JournalIndex {
    */
   async finishWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[]): Promise<{ version: number; removedFromIndex: boolean }> {
     if (!this.removesIndexWithFinish) throw new Error('finishWorkflow: the index entries cannot be dropped in the script here (a Cluster, or journal durability)');
-    const reply = await this.callUpdateWorkflow(workflowId, patch, expectedVersion, entries);
-    if (!Array.isArray(reply)) throw journalErrorFromCode(Number(reply), { workflowId, delegationId: '' }, 'updateWorkflow');
-    return { version: Number(reply[0]), removedFromIndex: Number(reply[1]) > 0 };
+    const { version, removedFromIndex } = unlessRefused(await this.callUpdateWorkflow(workflowId, patch, expectedVersion, entries), { workflowId, delegationId: '' }, 'updateWorkflow');
+    return { version, removedFromIndex: removedFromIndex > 0 };
   }
 
-  private callUpdateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[]): Promise<unknown> {
+  private callUpdateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[]) {
     const workflowKey = this.keys.workflow(workflowId);
     return this.call(
-      'updateWorkflow',
-      [workflowKey, this.delegationListKey(workflowId), entries.length > 0 ? this.keys.unfinished() : workflowKey],
-      [
-        expectedVersion ?? '',
-        JSON.stringify(encodeWorkflowPatch(patch)),
-        this.now(),
-        this.retentionMs,
+      updateWorkflowScript,
+      { workflow: workflowKey, delegationList: this.delegationListKey(workflowId), index: entries.length > 0 ? this.keys.unfinished() : workflowKey },
+      {
+        expectedVersion,
+        fields: encodeWorkflowPatch(patch),
+        nowMs: this.now(),
+        retentionMs: this.retentionMs,
         // Compact when a state is set (the script's own layout, compacted-record.ts).
-        patch.state === undefined ? '' : '1',
+        compact: patch.state !== undefined,
         // The compacted record on the change channel on one server only: a Cluster's PUBLISH goes to every node.
-        this.redis.isCluster ? '' : '1',
-        ...entries.map((entry) => indexMember(entry.workflowId, entry.delegationId)),
-      ],
+        publishRecord: !this.redis.isCluster,
+        removeFromIndex: entries.map((entry) => indexMember(entry.workflowId, entry.delegationId)),
+      },
     );
   }
 

@@ -19,13 +19,14 @@
   error, in this same script (RT5/RT7): the agent produced output, so it may have done the work,
   and the step is not re-delegated blind (field case A31); a person decides.
   Returns: {1, 'applied'}; {0, 'sealed'} dropped after the seal; {0, 'finished'} the
-           delegation is finished; {-1, 'missing'}; {-2, 'fence'}; {-8, 'limit'} the attempt ended
+           delegation is finished; {DELEGATION_MISSING, 'missing'}; {FENCE_LOST, 'fence'}; {ARTIFACT_LIMIT, 'limit'} the
+           attempt ended (codes: script-codes.ts)
 ]]
-local finished = { COMPLETED = true, FAILED = true, CANCELED = true, REJECTED = true, AMBIGUOUS = true, LOST = true }
-if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 'missing'} end
+--- @include "prelude"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {CODE.DELEGATION_MISSING, 'missing'} end
 local row = redis.call('HMGET', KEYS[1], 'fence', 'state')
-if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {-2, 'fence'} end
-if finished[row[2]] then return {0, 'finished'} end
+if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {CODE.FENCE_LOST, 'fence'} end
+if FINISHED[row[2]] then return {0, 'finished'} end
 local id = ARGV[2]
 if redis.call('HGET', KEYS[2], 'sealed:' .. id) == '1' then return {0, 'sealed'} end
 local existing = redis.call('HGET', KEYS[2], 'parts:' .. id)
@@ -44,7 +45,7 @@ if total > tonumber(ARGV[9]) then
   redis.call('HSET', KEYS[1], 'state', 'AMBIGUOUS', 'finishedAt', ARGV[7], 'updatedAt', ARGV[7], 'question', '',
     'error', cjson.encode({ code = 'LIMIT_EXCEEDED', message = message, retryable = false, delivery = 'received', limit = 'artifactBytesPerDelegation' }))
   redis.call('HINCRBY', KEYS[1], 'version', 1)
-  return {-8, 'limit'}
+  return {CODE.ARTIFACT_LIMIT, 'limit'}
 end
 redis.call('HSET', KEYS[1], 'artifactBytes', tostring(total))
 redis.call('HSET', KEYS[2], 'bytes:' .. id, tostring(artifactBytes))

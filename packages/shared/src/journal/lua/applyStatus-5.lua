@@ -60,13 +60,19 @@
            unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
            changed to a finished state (what the settle decides from), else {}; fence = the follow's fencing
            token when the send lease was handed over (ARGV[16] 'handover:…'); {0, reason} ignored ('finished', 'stale', 'regress',
-           'duplicate'); {-1,'missing'}, {-2,'fence'}, {-3,'version'}, {-5,'task'};
-           {-7, agentCardUrl}: bind the task id first, then call again with ARGV[14] = '1';
-           {-8, holder}: the task id is bound to another delegation (ARGV[14] 'here:…'), nothing written
+           'duplicate'); {DELEGATION_MISSING,'missing'}, {FENCE_LOST,'fence'}, {VERSION_CONFLICT,'version'},
+           {TASK_MISMATCH,'task'}; {TASK_NOT_BOUND, agentCardUrl}: bind the task id first, then call again with
+           ARGV[14] = '1'; {TASK_BOUND_ELSEWHERE, holder}: the task id is bound to another delegation (ARGV[14]
+           'here:…'), nothing written (codes: script-codes.ts)
+  Side jobs are includes (lua/includes/): bindTaskHere, touchWorkflow, replaceArtifacts, publishChange (in
+  workflowKeys), endLease.
 ]]
-local rank = { INTENT = 0, SUBMITTED = 1, WORKING = 2, INPUT_REQUIRED = 2, AUTH_REQUIRED = 2,
-  COMPLETED = 9, FAILED = 9, CANCELED = 9, REJECTED = 9, AMBIGUOUS = 9, LOST = 9 }
-local parked = { INPUT_REQUIRED = true, AUTH_REQUIRED = true }
+--- @include "prelude"
+--- @include "workflowKeys"
+--- @include "bindTaskHere"
+--- @include "touchWorkflow"
+--- @include "replaceArtifacts"
+--- @include "endLease"
 
 local function apply()
   -- One read and one write of the row (every field of the transition in a single HSET): fewer calls, same
@@ -75,68 +81,47 @@ local function apply()
   local hash = {}
   for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1] end
   local row = { hash.fence, hash.version, hash.state, hash.statusTimestampMs, hash.taskId, hash.contextId, hash.questionKey, hash.delegationId }
-  if not row[8] then return {-1, 'missing'} end
-  if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {-2, 'fence'} end
-  if ARGV[2] ~= '' and row[2] ~= ARGV[2] then return {-3, 'version'} end
+  if not row[8] then return {CODE.DELEGATION_MISSING, 'missing'} end
+  if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {CODE.FENCE_LOST, 'fence'} end
+  if ARGV[2] ~= '' and row[2] ~= ARGV[2] then return {CODE.VERSION_CONFLICT, 'version'} end
   local current, incoming, mode = row[3], ARGV[4], ARGV[3]
-  if rank[current] == 9 then return {0, 'finished'} end
+  if FINISHED[current] then return {0, 'finished'} end
   local knownTask = row[5] or ''
-  if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {-5, 'task'} end
+  if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {CODE.TASK_MISMATCH, 'task'} end
 
   local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
   if mode ~= 'outcome' then
     -- Clocks (R27): a move forward in state order is never vetoed by a timestamp;
     -- timestamps only order observations of the same rank.
-    if rank[incoming] < rank[current] then return {0, 'regress'} end
-    if rank[incoming] == rank[current] and currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
+    if RANK[incoming] < RANK[current] then return {0, 'regress'} end
+    if RANK[incoming] == RANK[current] and currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
     if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) then
       return {0, 'duplicate'}
     end
   end
 
   if ARGV[7] ~= '' and knownTask == '' and ARGV[14] ~= '1' then
-    local ttl, owner = string.match(ARGV[14], '^here:(%d+):(.+)$')
-    if not ttl then return {-7, hash.agentCardUrl or ''} end
-    local holder
-    if tonumber(ttl) > 0 then holder = redis.call('SET', KEYS[4], owner, 'NX', 'GET', 'PX', ttl)
-    else holder = redis.call('SET', KEYS[4], owner, 'NX', 'GET') end
-    if holder and holder ~= owner then return {-8, holder} end
+    local refused = bindTaskHere(KEYS[4], ARGV[14], hash.agentCardUrl)
+    if refused then return refused end
   end
 
   local now = ARGV[12]
   local set = { 'state', incoming, 'updatedAt', now, 'notFoundCount', '0', 'firstNotFoundAt', '' }
   local function put(field, value) set[#set + 1] = field; set[#set + 1] = value end
   if incomingTs then put('statusTimestampMs', ARGV[5]); put('statusTimestamp', ARGV[6])
-  elseif rank[incoming] ~= rank[current] then put('statusTimestampMs', ''); put('statusTimestamp', '') end
+  elseif RANK[incoming] ~= RANK[current] then put('statusTimestampMs', ''); put('statusTimestamp', '') end
   if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end
   if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
-  -- A change of state is a visible change of its workflow: the workflow row's updatedAt moves with it
-  -- (list order). Its key is the delegation key's hash-tagged prefix + ':wf' (keys.ts), the same slot.
-  -- A delegation row exists only with its workflow row (created together, expiring together): a finished
-  -- state writes it without a look; an unfinished one reads the flags the router needs (cancel wanted?) first.
-  local workflow = {}
-  local finished = {}
-  if incoming ~= current then
-    local workflowKey = string.match(KEYS[1], '^(.*}):d:') .. ':wf'
-    if rank[incoming] == 9 then
-      redis.call('HSET', workflowKey, 'updatedAt', now)
-      finished = { redis.call('HGETALL', workflowKey), redis.call('LRANGE', workflowKey .. ':delegations', 0, -1) }
-    else
-      local flags = redis.call('HMGET', workflowKey, 'state', 'cancelRequested', 'stopping')
-      if flags[1] then
-        redis.call('HSET', workflowKey, 'updatedAt', now)
-        workflow = { flags[1], flags[2] or '', flags[3] or '' }
-      end
-    end
-  end
-  if parked[incoming] then
+  local workflow, finished = {}, {}
+  if incoming ~= current then workflow, finished = touchWorkflow(KEYS[1], FINISHED[incoming], now) end
+  if PARKED[incoming] then
     local questionKey = ARGV[13]
     if questionKey == '' then
       questionKey = row[7] or ''
-      if not parked[current] or questionKey == '' then local seq = redis.call('HINCRBY', KEYS[1], 'questionSeq', 1); hash.questionSeq = tostring(seq); questionKey = 'seq:' .. seq end
+      if not PARKED[current] or questionKey == '' then local seq = redis.call('HINCRBY', KEYS[1], 'questionSeq', 1); hash.questionSeq = tostring(seq); questionKey = 'seq:' .. seq end
     end
     put('question', ARGV[9]); put('questionKey', questionKey)
-  elseif mode ~= 'outcome' or rank[incoming] == 9 then
+  elseif mode ~= 'outcome' or FINISHED[incoming] then
     put('question', '')
   end
   -- A TaskStatus from the agent is one value (A36): a status without a message clears the previous one. Our own
@@ -147,25 +132,15 @@ local function apply()
   if ARGV[11] ~= '' then put('error', ARGV[11]) end
 
   if ARGV[18] ~= '' then
-    -- A row without 'artifactBytes' never stored an artifact (applyArtifact and snapshots set it): nothing to replace.
-    if hash.artifactBytes then redis.call('DEL', KEYS[2]) end
+    replaceArtifacts(KEYS[2], hash.artifactBytes ~= nil, 19, tonumber(ARGV[18]))
     put('artifactBytes', ARGV[17])
-    local count = tonumber(ARGV[18])
-    -- Artifacts in batches of 100 per HSET (unpack stays far below Lua's stack limit).
-    flat = {}
-    for i = 0, count - 1 do
-      local id, meta, parts, bytes = ARGV[19 + i * 4], ARGV[20 + i * 4], ARGV[21 + i * 4], ARGV[22 + i * 4]
-      for _, item in ipairs({ 'meta:' .. id, meta, 'parts:' .. id, parts, 'order:' .. id, tostring(i), 'bytes:' .. id, bytes }) do flat[#flat + 1] = item end
-      if #flat >= 800 then redis.call('HSET', KEYS[2], unpack(flat)); flat = {} end
-    end
-    if #flat > 0 then redis.call('HSET', KEYS[2], unpack(flat)) end
   end
 
-  if rank[incoming] == 9 then put('finishedAt', now) end
+  if FINISHED[incoming] then put('finishedAt', now) end
   local version = (tonumber(row[2]) or 0) + 1
   put('version', tostring(version))
   redis.call('HSET', KEYS[1], unpack(set))
-  if parked[incoming] then redis.call('PUBLISH', string.match(KEYS[1], '^(.*}):d:') .. ':changed', incoming) end
+  if PARKED[incoming] then publishChange(workflowBaseOf(KEYS[1]), incoming) end
   for i = 1, #set, 2 do hash[set[i]] = set[i + 1] end
   local written = {}
   for field, value in pairs(hash) do written[#written + 1] = field; written[#written + 1] = value end
@@ -173,42 +148,5 @@ local function apply()
 end
 
 local reply = apply()
-local holdMs, checkAt, followToken = string.match(ARGV[16], '^handover:(%d+):(%d*):(.+)$')
-if followToken then
-  if redis.call('GET', KEYS[3]) ~= ARGV[15] then return reply end
-  if reply[1] ~= 1 or rank[ARGV[4]] == 9 or parked[ARGV[4]] then
-    redis.call('DEL', KEYS[3])
-    return reply
-  end
-  -- takeFollow-2.lua's lease and claim, for the follow token: the row as returned carries them too.
-  redis.call('SET', KEYS[3], followToken, 'PX', holdMs)
-  local written, fence = reply[3], 1
-  for i = 1, #written, 2 do if written[i] == 'fence' then fence = (tonumber(written[i + 1]) or 0) + 1 end end
-  redis.call('HSET', KEYS[1], 'fence', tostring(fence), 'owner', followToken)
-  if checkAt ~= '' then
-    -- The entry's member is indexMember(workflowId, delegationId) (keys.ts), read from the row as written.
-    local ids = {}
-    for i = 1, #written, 2 do ids[written[i]] = written[i + 1] end
-    redis.call('ZADD', KEYS[5], checkAt, ids.workflowId .. '|' .. ids.delegationId)
-  end
-  local seen = {}
-  for i = 1, #written, 2 do
-    if written[i] == 'fence' then written[i + 1] = tostring(fence); seen.fence = true end
-    if written[i] == 'owner' then written[i + 1] = followToken; seen.owner = true end
-  end
-  if not seen.fence then written[#written + 1] = 'fence'; written[#written + 1] = tostring(fence) end
-  if not seen.owner then written[#written + 1] = 'owner'; written[#written + 1] = followToken end
-  reply[6] = fence
-  return reply
-end
-if ARGV[15] ~= '' then
-  -- Finished afterwards: applied to a finished state, found finished, or gone; a refusal (fence, version, task)
-  -- changed nothing, so the row's own state tells (read only then: never on the paths that know it).
-  local finishedAfter = (reply[1] == 1 and rank[ARGV[4]] == 9) or (reply[1] == 0 and reply[2] == 'finished') or reply[1] == -1
-  if not finishedAfter and reply[1] < 0 and ARGV[16] == 'finished' then
-    local state = redis.call('HGET', KEYS[1], 'state')
-    finishedAfter = not state or rank[state] == 9
-  end
-  if (ARGV[16] == 'always' or finishedAfter) and redis.call('GET', KEYS[3]) == ARGV[15] then redis.call('DEL', KEYS[3]) end
-end
+endLease(reply, KEYS[1], KEYS[3], KEYS[5], ARGV[15], ARGV[16], ARGV[4])
 return reply

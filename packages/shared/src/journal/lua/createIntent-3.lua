@@ -8,11 +8,12 @@
   ARGV[1] delegation fields, JSON object of strings
   ARGV[2] expected workflow version ('' = any)
   ARGV[3] workflow fields to set alongside, JSON object of strings ('{}' for none)
-  Returns: 1 created, 0 already existed, -1 workflow missing, -3 workflow version mismatch
+  Returns: 1 created, 0 already existed, DELEGATION_MISSING (the workflow's row), VERSION_CONFLICT (the workflow's)
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+--- @include "prelude"
+if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
-if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'version') ~= ARGV[2] then return -3 end
+if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'version') ~= ARGV[2] then return CODE.VERSION_CONFLICT end
 local function hset(key, json)
   local fields = cjson.decode(json)
   local flat = {}

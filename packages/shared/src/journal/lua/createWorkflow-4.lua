@@ -11,11 +11,12 @@
           Cluster the entries are acknowledged before this script). Missing (that ZADD was refused, or the entry
           was dropped since): nothing is created, so no workflow exists that the index does not name
   Returns: 1 created, 0 already existed (also when finished and compacted to '<prefix>:{wf:<id>}:done'),
-           -1 the index entry in ARGV[3] is missing, nothing created
+           INDEX_ENTRY_MISSING the index entry in ARGV[3] is missing, nothing created
 ]]
+--- @include "prelude"
 -- The live row or its compacted record (one EXISTS of both keys: same hash tag, same slot).
 if redis.call('EXISTS', KEYS[1], string.sub(KEYS[1], 1, -4) .. ':done') > 0 then return 0 end
-if ARGV[3] ~= '' and not redis.call('ZSCORE', KEYS[4], ARGV[3]) then return -1 end
+if ARGV[3] ~= '' and not redis.call('ZSCORE', KEYS[4], ARGV[3]) then return CODE.INDEX_ENTRY_MISSING end
 -- Writes the fields and returns them (each JSON text decoded once).
 local function hset(key, json)
   local fields = cjson.decode(json)

@@ -17,13 +17,14 @@
   ARGV[7] with 'sending': the lease deadline (ms)
   Returns: 1 marked, 2 'sending' taken over from an expired lease (ask the agent first),
            0 not in the state before (already moved on, replaced, or another worker's
-           'sending' lease is live), -1 missing, -2 fence mismatch
+           'sending' lease is live), DELEGATION_MISSING, FENCE_LOST
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+--- @include "prelude"
+if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
 local row = redis.call('HMGET', KEYS[1], 'fence', 'replyMessageId', 'replyState', 'replySendToken', 'replySendUntil')
 local token = ARGV[6] or ''
 local ownsSend = token ~= '' and row[4] == token
-if row[1] ~= ARGV[1] and not ownsSend then return -2 end
+if row[1] ~= ARGV[1] and not ownsSend then return CODE.FENCE_LOST end
 if row[2] ~= ARGV[2] then return 0 end
 local now = tonumber(ARGV[3])
 if ARGV[4] == 'sending' then

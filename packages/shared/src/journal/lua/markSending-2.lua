@@ -15,14 +15,15 @@
           same step): ARGV[1] is then the fencing token the caller read (0 when never claimed), and
           the new one is ARGV[1] + 1, recorded with the owner; a run that read an older token is refused
   Returns: 1 marked and the lease taken (or none asked), 2 marked but the lease
-           held by another holder, -1 missing, -2 fence mismatch, -4 not in
-           INTENT, -6 a send may already have happened (sendStartedAt set)
+           held by another holder, DELEGATION_MISSING, FENCE_LOST, WRONG_STATE not in
+           INTENT, MAY_HAVE_SENT a send may already have happened (sendStartedAt set)
 ]]
+--- @include "prelude"
 local row = redis.call('HMGET', KEYS[1], 'fence', 'state', 'sendStartedAt', 'delegationId', 'sendCount', 'version')
-if not row[4] then return -1 end
-if (tonumber(row[1]) or 0) ~= tonumber(ARGV[1]) then return -2 end
-if row[2] ~= 'INTENT' then return -4 end
-if row[3] and row[3] ~= '' then return -6 end
+if not row[4] then return CODE.DELEGATION_MISSING end
+if (tonumber(row[1]) or 0) ~= tonumber(ARGV[1]) then return CODE.FENCE_LOST end
+if row[2] ~= 'INTENT' then return CODE.WRONG_STATE end
+if row[3] and row[3] ~= '' then return CODE.MAY_HAVE_SENT end
 local set = { 'sendStartedAt', ARGV[2], 'updatedAt', ARGV[2],
   'sendCount', tostring((tonumber(row[5]) or 0) + 1), 'version', tostring((tonumber(row[6]) or 0) + 1) }
 if ARGV[3] ~= '' then set[#set + 1] = 'agentInterface'; set[#set + 1] = ARGV[3] end

@@ -16,9 +16,10 @@
   ARGV[5] '1' when the cycle's stream delivered events before it ended (P36): the count starts again (the
           follow's backoff), the run's start is kept (what the delegation shows did not change: the no-progress
           window still bounds an agent that repeats itself on stream after stream)
-  Returns: {count, since, unacceptable in a row}, or {-1, 0, 0} if missing
+  Returns: {count, since, unacceptable in a row}, or {DELEGATION_MISSING, 0, 0} if missing
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0, 0} end
+--- @include "prelude"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {CODE.DELEGATION_MISSING, 0, 0} end
 local row = redis.call('HMGET', KEYS[1], 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressUnacceptable')
 local unacceptable = 0
 if ARGV[4] == '1' then unacceptable = (tonumber(row[4]) or 0) + 1 end

@@ -3,9 +3,10 @@
   caller marks LOST only after several answers over a window, never on one.
   KEYS[1] delegation hash
   ARGV[1] now (ms)
-  Returns: {count, firstNotFoundAt}, or {-1, 0} if missing
+  Returns: {count, firstNotFoundAt}, or {DELEGATION_MISSING, 0} if missing
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then return {-1, 0} end
+--- @include "prelude"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {CODE.DELEGATION_MISSING, 0} end
 local count = redis.call('HINCRBY', KEYS[1], 'notFoundCount', 1)
 local first = redis.call('HGET', KEYS[1], 'firstNotFoundAt')
 if not first or first == '' then

@@ -5,11 +5,11 @@
   KEYS[1] delegation hash
   ARGV[1] error JSON {code, message, retryable}
   ARGV[2] now (ms)
-  Returns: 1 journaled; 0 finished; -1 missing
+  Returns: 1 journaled; 0 finished; DELEGATION_MISSING
 ]]
-local finished = { COMPLETED = true, FAILED = true, CANCELED = true, REJECTED = true, AMBIGUOUS = true, LOST = true }
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
-if finished[redis.call('HGET', KEYS[1], 'state')] then return 0 end
+--- @include "prelude"
+if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
+if FINISHED[redis.call('HGET', KEYS[1], 'state')] then return 0 end
 redis.call('HSET', KEYS[1], 'protocolError', ARGV[1], 'updatedAt', ARGV[2])
 redis.call('HINCRBY', KEYS[1], 'protocolErrorCount', 1)
 redis.call('HINCRBY', KEYS[1], 'version', 1)

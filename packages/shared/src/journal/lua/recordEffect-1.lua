@@ -6,9 +6,10 @@
   ARGV[1] effect: 'present' | 'absent' | 'unknown'
   ARGV[2] evidence JSON
   ARGV[3] now (ms)
-  Returns: 1 recorded, 0 already recorded, -1 missing
+  Returns: 1 recorded, 0 already recorded, DELEGATION_MISSING
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+--- @include "prelude"
+if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
 local effect = redis.call('HGET', KEYS[1], 'effect')
 if effect and effect ~= '' then return 0 end
 redis.call('HSET', KEYS[1], 'effect', ARGV[1], 'evidence', ARGV[2], 'verifiedAt', ARGV[3], 'updatedAt', ARGV[3])

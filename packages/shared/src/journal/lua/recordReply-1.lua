@@ -7,13 +7,14 @@
   ARGV[2] reply message JSON
   ARGV[3] now (ms)
   Returns: {1, messageId} journaled, {0, existingMessageId} already answered,
-           {-1} missing, {-4} not parked on a question
+           {DELEGATION_MISSING}, {WRONG_STATE} not parked on a question
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then return {-1} end
+--- @include "prelude"
+if redis.call('EXISTS', KEYS[1]) == 0 then return {CODE.DELEGATION_MISSING} end
 local row = redis.call('HMGET', KEYS[1], 'state', 'questionKey', 'replyForQuestion', 'replyMessageId', 'version')
-if row[1] ~= 'INPUT_REQUIRED' and row[1] ~= 'AUTH_REQUIRED' then
+if not PARKED[row[1]] then
   if row[4] and row[4] ~= '' then return {0, row[4]} end
-  return {-4}
+  return {CODE.WRONG_STATE}
 end
 local question = row[2] or ''
 if row[4] and row[4] ~= '' and row[3] == question then return {0, row[4]} end

@@ -7,12 +7,13 @@
   ARGV[3] '1' if the agent refused our contextId (resend without it), else '0'
   ARGV[4] the interface to resend on (JSON, P37: the next one the card lists after one that refused our
           version), or '' to keep the journaled one
-  Returns: 1 released, -1 missing, -3 version mismatch, -4 not in INTENT or task known
+  Returns: 1 released, DELEGATION_MISSING, VERSION_CONFLICT, WRONG_STATE not in INTENT or task known
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+--- @include "prelude"
+if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
 local row = redis.call('HMGET', KEYS[1], 'version', 'state', 'taskId')
-if row[1] ~= ARGV[1] then return -3 end
-if row[2] ~= 'INTENT' or (row[3] and row[3] ~= '') then return -4 end
+if row[1] ~= ARGV[1] then return CODE.VERSION_CONFLICT end
+if row[2] ~= 'INTENT' or (row[3] and row[3] ~= '') then return CODE.WRONG_STATE end
 redis.call('HSET', KEYS[1], 'sendStartedAt', '', 'updatedAt', ARGV[2])
 if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'contextRefused', '1') end
 if ARGV[4] and ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'agentInterface', ARGV[4]) end

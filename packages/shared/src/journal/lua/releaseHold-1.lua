@@ -6,12 +6,13 @@
   KEYS[1] delegation hash (its workflow row is the same hash-tagged prefix + ':wf', the same slot)
   ARGV[1] now (ms)
   ARGV[2] expected workflow version ('' = unchecked)
-  Returns: 1 released, 0 not held (already released), -1 missing, -3 workflow version mismatch
+  Returns: 1 released, 0 not held (already released), DELEGATION_MISSING, VERSION_CONFLICT (the workflow's)
 ]]
-if redis.call('EXISTS', KEYS[1]) == 0 then return -1 end
+--- @include "prelude"
+if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
 if ARGV[2] ~= '' then
   local workflowKey = string.match(KEYS[1], '^(.*}):d:') .. ':wf'
-  if redis.call('HGET', workflowKey, 'version') ~= ARGV[2] then return -3 end
+  if redis.call('HGET', workflowKey, 'version') ~= ARGV[2] then return CODE.VERSION_CONFLICT end
 end
 if redis.call('HGET', KEYS[1], 'held') ~= '1' then return 0 end
 redis.call('HSET', KEYS[1], 'held', '0', 'updatedAt', ARGV[1])

@@ -1,0 +1,166 @@
+-- Compaction of a workflow entering a finished state (README "Retention and storage"; used by updateWorkflow-3.lua):
+-- when its delegations are all final and its record fits in the layout's maxBytes (artifacts included; given up as
+-- soon as the record built so far passes it), its audit fields become one JSON string, '<prefix>:{wf:<id>}:done'
+-- (layout in compacted-record.ts), its push tokens (if any) a hash '<prefix>:{wf:<id>}:push' (delegation id ->
+-- token: a push is authenticated without reading the record), and the hashes and the list are deleted; with
+-- retention on, both expire after it. Otherwise every key expires.
+-- The layout and names: compacted-record.ts, written into this text at load by scripts.ts as a table constructor
+-- (no JSON to decode per call).
+-- cjson escapes '/' as '\/'; the record keeps it plain (the find first: most values hold no '/').
+local function text(value)
+  local encoded = cjson.encode(value)
+  if string.find(encoded, '\\/', 1, true) then encoded = string.gsub(encoded, '\\/', '/') end
+  return encoded
+end
+-- Replaces the first occurrence of `from` (a key and its value, '"key":…') in the JSON text `value` that
+-- starts a member (after '{' or ','; inside a string a quote is always escaped, so never after either) by `to`.
+local function replaceMember(value, from, to)
+  local start = 1
+  while true do
+    local first, last = string.find(value, from, start, true)
+    if not first then return value end
+    local before = string.sub(value, first - 1, first - 1)
+    if before == '{' or before == ',' then return string.sub(value, 1, first - 1) .. to .. string.sub(value, last + 1) end
+    start = first + 1
+  end
+end
+-- A JSON text may get '"="' marks only if it had none (so a mark is never the agent's own value).
+local function markable(value) return value ~= nil and value ~= '' and not string.find(value, '"="', 1, true) end
+-- A JSON text that may carry marks but holds '"="' of its own is kept as a string (`plain`): the reader
+-- restores marks only inside embedded JSON, so an agent's own "=" is never taken for one.
+local function plainFields(fields, names)
+  local plain = {}
+  for _, k in ipairs(names) do if fields[k] and fields[k] ~= '' and not markable(fields[k]) then plain[k] = true end end
+  return plain
+end
+-- `since` (ms, the workflow's createdAt): time fields are stored as a number of ms after it.
+local function encodeFields(fields, schema, since, plain)
+  local out = {}
+  for k, v in pairs(fields) do
+    if v ~= '' and not schema.operational[k] and not (schema.zeroIsAbsent[k] and v == '0') then
+      local c = string.sub(v, 1, 1)
+      local encoded
+      if since and schema.times[k] and string.match(v, '^%d+$') and #v <= 15 then encoded = string.format('%d', tonumber(v) - since)
+      elseif schema.json[k] and (c == '{' or c == '[') and not plain[k] then encoded = v
+      elseif string.match(v, '^[1-9]%d*$') and #v <= 15 then encoded = v
+      else encoded = text(v) end
+      out[#out + 1] = text(schema.names[k] or k) .. ':' .. encoded
+    end
+  end
+  return '{' .. table.concat(out, ',') .. '}'
+end
+local function toFields(flat)
+  local fields = {}
+  for i = 1, #flat, 2 do fields[flat[i]] = flat[i + 1] end
+  return fields
+end
+-- Leaves out (or marks '=') what the rest of the record implies; the reader restores it.
+local function slimDelegation(d, workflow, stepAgents, workflowId)
+  local plain = plainFields(d, { 'statusMessage', 'message' })
+  d.workflowId = nil
+  if d.delegationId == (d.step or '') .. '.' .. (d.attempt or '') then d.delegationId = nil end
+  if d.createdAt == workflow.createdAt then d.createdAt = nil end
+  if d.updatedAt == d.finishedAt then d.updatedAt = nil end
+  if (d.statusTimestamp or '') ~= '' then d.statusTimestampMs = nil end
+  if (d.kind or 'step') == 'step' and stepAgents[d.step] == d.agentCardUrl then d.agentCardUrl = nil end
+  if d.kind == 'step' then d.kind = nil end
+  if d.requestedContextId and d.requestedContextId == d.contextId then d.requestedContextId = '=' end
+  if markable(d.statusMessage) then
+    if (d.contextId or '') ~= '' then d.statusMessage = replaceMember(d.statusMessage, '"contextId":' .. text(d.contextId), '"contextId":"="') end
+    if (d.taskId or '') ~= '' then d.statusMessage = replaceMember(d.statusMessage, '"taskId":' .. text(d.taskId), '"taskId":"="') end
+  end
+  if markable(d.message) and d.attempt then
+    local stamp = '{"workflowId":' .. text(workflowId) .. ',"step":' .. text(d.step or '') .. ',"attempt":' .. d.attempt .. '}'
+    d.message = replaceMember(d.message, '"durableA2a":' .. stamp, '"durableA2a":"="')
+  end
+  return plain
+end
+local function compact(schema, workflowKey, listKey, base, workflowId)
+  local ids = redis.call('LRANGE', listKey, 0, -1)
+  local workflow = toFields(redis.call('HGETALL', workflowKey))
+  local stepAgents = {}
+  local ok, definition = pcall(cjson.decode, workflow.definition or '')
+  if ok and type(definition) == 'table' and type(definition.steps) == 'table' then
+    for _, step in ipairs(definition.steps) do
+      if type(step) == 'table' and type(step.name) == 'string' and type(step.agent) == 'string' then stepAgents[step.name] = step.agent end
+    end
+  end
+  local since = string.match(workflow.createdAt or '', '^%d+$') and tonumber(workflow.createdAt) or nil
+  -- `size`: bytes of the record so far; past maxBytes it is given up at once (not built whole, then measured).
+  -- `push`: delegation id, push token, … (the push webhook reads a token without the record).
+  local delegations, artifactBytes, size, push = {}, 0, 0, {}
+  for index, id in ipairs(ids) do
+    local d = toFields(redis.call('HGETALL', base .. ':d:' .. id))
+    if not schema.finalDelegation[d.state] then return nil end
+    artifactBytes = artifactBytes + (tonumber(d.artifactBytes or '0') or 0)
+    if artifactBytes > schema.maxBytes then return nil end
+    if (d.pushToken or '') ~= '' then push[#push + 1] = id; push[#push + 1] = d.pushToken end
+    local record = encodeFields(d, schema, since, slimDelegation(d, workflow, stepAgents, workflowId))
+    local artifacts = toFields(redis.call('HGETALL', base .. ':d:' .. id .. ':artifacts'))
+    local kept = {}
+    for k, v in pairs(artifacts) do
+      local kind = string.match(k, '^(%a+):')
+      if kind == 'order' or kind == 'meta' or kind == 'parts' then kept[k] = v end
+    end
+    if next(kept) then
+      local parts = {}
+      for k, v in pairs(kept) do
+        local c = string.sub(v, 1, 1)
+        parts[#parts + 1] = text(k) .. ':' .. ((string.match(k, '^order:') or not (c == '{' or c == '[')) and text(v) or v)
+      end
+      record = string.sub(record, 1, -2) .. (#record > 2 and ',' or '') .. text(schema.names.artifacts) .. ':{' .. table.concat(parts, ',') .. '}}'
+    end
+    size = size + #record + 1
+    if size > schema.maxBytes then return nil end
+    delegations[index] = record
+  end
+  workflow.workflowId = nil
+  local plain = plainFields(workflow, { 'definition' })
+  if markable(workflow.definition) then
+    workflow.definition = replaceMember(workflow.definition, '"workflowId":' .. text(workflowId) .. ',', '"workflowId":"=",')
+  end
+  local createdAt = workflow.createdAt
+  workflow.createdAt = nil
+  local encoded = encodeFields(workflow, schema, since, plain)
+  if createdAt then encoded = '{' .. text(schema.names.createdAt or 'createdAt') .. ':' .. (since and createdAt or text(createdAt)) .. (#encoded > 2 and ',' or '') .. string.sub(encoded, 2) end
+  local done = '{"workflow":' .. encoded .. ',"delegations":[' .. table.concat(delegations, ',') .. ']}'
+  if #done > schema.maxBytes then return nil end
+  return done, ids, push
+end
+
+-- Stores a finished workflow (`finishWorkflowKeys`): compacted when `compactIt` and `compact` succeeds (returns the
+-- compacted record), else its keys expire after `retention` ms (0 = kept; returns nil).
+local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retention, compactIt)
+  local done, ids, push
+  if compactIt then
+    -- names: field -> stored name; json, operational, zeroIsAbsent, times, finalDelegation: sets (name -> true).
+    local schema = {} --[[COMPACTED_RECORD_LAYOUT]]
+    done, ids, push = compact(schema, workflowKey, listKey, base, workflowId)
+  end
+  if done then
+    if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
+    else redis.call('SET', base .. ':done', done) end
+    for first = 1, #push, 1000 do
+      redis.call('HSET', base .. ':push', unpack(push, first, math.min(first + 999, #push)))
+    end
+    if #push > 0 and retention > 0 then redis.call('PEXPIRE', base .. ':push', retention) end
+    -- DEL in chunks: Lua's unpack takes at most ~8,000 values, and a workflow may hold 4,000 delegations
+    -- (100 steps × 20 attempts, each with a compensation), two keys each.
+    local keys = { workflowKey, listKey }
+    for _, id in ipairs(ids) do
+      keys[#keys + 1] = base .. ':d:' .. id
+      keys[#keys + 1] = base .. ':d:' .. id .. ':artifacts'
+    end
+    for first = 1, #keys, 1000 do
+      redis.call('DEL', unpack(keys, first, math.min(first + 999, #keys)))
+    end
+  elseif retention > 0 then
+    redis.call('PEXPIRE', workflowKey, retention)
+    for _, id in ipairs(redis.call('LRANGE', listKey, 0, -1)) do
+      redis.call('PEXPIRE', base .. ':d:' .. id, retention)
+      redis.call('PEXPIRE', base .. ':d:' .. id .. ':artifacts', retention)
+    end
+    redis.call('PEXPIRE', listKey, retention)
+  end
+  return done
+end

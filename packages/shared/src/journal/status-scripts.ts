@@ -1,0 +1,192 @@
+/**
+ * The status and artifact scripts declared (`defineScript`): applyStatus-5.lua, applyArtifact-2.lua, the two composed
+ * (`applyArtifactThenStatus`), and noteProtocolError-1.lua: how a change becomes ARGV, and what each reply means.
+ */
+import type { Artifact, Message } from '../a2a/schema.ts';
+import { storedArtifact } from '../a2a/limits.ts';
+import type { RecordedError } from './record.ts';
+import type { StatusChange } from './status.ts';
+import { parseAgentTimestamp } from './clock.ts';
+import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, ScriptReplyError, stringReply, type Refused } from './scripts.ts';
+
+/**
+ * Identifies a question: its status message's id, else its timestamp in ms (so "…00Z" and
+ * "…00.000Z" are the same question), else '' (the script then numbers it).
+ */
+export function questionKeyOf(statusMessage: Message | undefined, statusTimestamp: string | undefined): string {
+  if (statusMessage?.messageId) return statusMessage.messageId;
+  const ms = parseAgentTimestamp(statusTimestamp);
+  return Number.isNaN(ms) ? '' : String(ms);
+}
+
+/**
+ * How a change's new task id is bound (applyStatus-5.lua ARGV[14]): `bound` by the caller first (`bindTask`),
+ * `unbound` (the script asks: TASK_NOT_BOUND), or in the script itself, in the owner key `key` (one server only).
+ */
+export type TaskBinding = 'bound' | 'unbound' | { key: string; ttlMs: number; owner: string };
+
+/** applyStatus-5.lua's input: the change, the journal's clock, the binding, and whether the script writes a handover's check. */
+export interface ApplyStatusInput {
+  change: StatusChange;
+  nowMs: number;
+  binding: TaskBinding;
+  checkHere: boolean;
+}
+
+/** applyStatus-5.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
+function statusArguments({ change, nowMs, binding, checkHere }: ApplyStatusInput): (string | number)[] {
+  const timestampMs = parseAgentTimestamp(change.statusTimestamp);
+  const artifactArgs: string[] = [];
+  if (change.artifacts) {
+    const stored = change.artifacts.map((artifact) => storedArtifact(artifact));
+    artifactArgs.push(String(stored.reduce((sum, artifact) => sum + artifact.bytes, 0)), String(stored.length));
+    for (const { artifactId, meta, parts, bytes } of stored) artifactArgs.push(artifactId, meta, parts, String(bytes));
+  } else artifactArgs.push('', '');
+  return [
+    change.fence ?? '',
+    change.expectedVersion ?? '',
+    change.mode,
+    change.state,
+    Number.isNaN(timestampMs) ? '' : timestampMs,
+    change.statusTimestamp ?? '',
+    change.taskId ?? '',
+    change.contextId ?? '',
+    change.statusMessage ? JSON.stringify(change.statusMessage) : '',
+    change.result === undefined ? '' : JSON.stringify(change.result),
+    change.error ? JSON.stringify(change.error) : '',
+    nowMs,
+    questionKeyOf(change.statusMessage, change.statusTimestamp),
+    binding === 'bound' ? '1' : binding === 'unbound' ? '' : `here:${binding.ttlMs}:${binding.owner}`,
+    change.endsLease?.token ?? '',
+    leaseEnding(change.endsLease, checkHere),
+    ...artifactArgs,
+  ];
+}
+
+/** applyStatus-5.lua's ARGV[16]; a handover's check time only when the script may write the index (`checkHere`). */
+function leaseEnding(endsLease: StatusChange['endsLease'], checkHere: boolean): string {
+  if (endsLease === undefined) return '';
+  if (endsLease.when !== 'handover') return endsLease.when;
+  const checkAt = checkHere && endsLease.checkAt !== undefined ? String(Math.max(0, Math.round(endsLease.checkAt))) : '';
+  return `handover:${Math.max(1, Math.round(endsLease.durationMs))}:${checkAt}:${endsLease.to}`;
+}
+
+/** Why a status change was not applied (applyStatus-5.lua `{0, reason}`). */
+export type IgnoredReason = 'finished' | 'stale' | 'regress' | 'duplicate';
+const IGNORED_REASONS: ReadonlySet<string> = new Set<IgnoredReason>(['finished', 'stale', 'regress', 'duplicate']);
+
+/**
+ * applyStatus-5.lua's reply, decoded. Applied: the row as written; `flags` (state, cancelRequested, stopping) when it
+ * changed to an unfinished state and the workflow row was there; `finished` (the workflow row and its delegation ids)
+ * when it changed to a finished state; `followFence` when the send lease was handed to the follow.
+ */
+export type ApplyStatusOutcome =
+  | {
+      applied: true;
+      version: number;
+      row: Record<string, string>;
+      flags?: readonly [state: string, cancelRequested: string, stopping: string];
+      finished?: { workflow: Record<string, string>; delegationIds: string[] };
+      followFence?: number;
+    }
+  | { applied: false; reason: IgnoredReason }
+  | Refused;
+
+/** A flat field/value list (HGETALL's reply) as a hash. */
+function hashOf(flat: unknown[], script: string): Record<string, string> {
+  const hash: Record<string, string> = {};
+  for (let index = 0; index + 1 < flat.length; index += 2) hash[stringReply(flat[index], script)] = stringReply(flat[index + 1], script);
+  return hash;
+}
+
+function decodeApplyStatus(reply: unknown, script: string): ApplyStatusOutcome {
+  const [codeReply, detail, row, flags, finished, followFence] = arrayReply(reply, script);
+  const code = integerReply(codeReply, script);
+  if (code < 0) return refusal(code, script, detail);
+  if (code === 0) {
+    const reason = stringReply(detail, script);
+    if (!IGNORED_REASONS.has(reason)) throw new ScriptReplyError(script, reply);
+    return { applied: false, reason: reason as IgnoredReason };
+  }
+  const flagList = arrayReply(flags ?? [], script).map((flag) => stringReply(flag, script));
+  const finishedList = arrayReply(finished ?? [], script);
+  return {
+    applied: true,
+    version: integerReply(detail, script),
+    row: hashOf(arrayReply(row ?? [], script), script),
+    ...(flagList.length === 3 ? { flags: [flagList[0]!, flagList[1]!, flagList[2]!] as const } : {}),
+    ...(finishedList.length === 2
+      ? { finished: { workflow: hashOf(arrayReply(finishedList[0], script), script), delegationIds: arrayReply(finishedList[1], script).map((id) => stringReply(id, script)) } }
+      : {}),
+    ...(followFence === undefined ? {} : { followFence: integerReply(followFence, script) }),
+  };
+}
+
+/** applyStatus-5.lua's keys (see its header). */
+const STATUS_KEYS = ['delegation', 'artifacts', 'lease', 'taskOwner', 'index'] as const;
+
+/** applyStatus-5.lua: one observed status or local outcome, forward only. */
+export const applyStatusScript = defineScript({ name: 'applyStatus', keys: STATUS_KEYS, encode: statusArguments, decode: decodeApplyStatus });
+
+/** What an artifact update did: 'applied', 'sealed' (dropped after the seal) or 'finished' (the delegation is). */
+export type ArtifactOutcome = 'applied' | 'sealed' | 'finished';
+
+/** One artifact update as a stream carries it (TaskArtifactUpdateEvent's fields, spec §4.2.2). */
+export interface ArtifactUpdate {
+  artifact: Artifact;
+  append?: boolean;
+  lastChunk?: boolean;
+}
+
+/** applyArtifact-2.lua's input: the update, the journal's clock and the delegation's artifact byte limit. */
+export interface ApplyArtifactInput {
+  fence: number | undefined;
+  update: ArtifactUpdate;
+  nowMs: number;
+  artifactBytesPerDelegation: number;
+}
+
+/** applyArtifact-2.lua's ARGV for one update. */
+function artifactArguments({ fence, update, nowMs, artifactBytesPerDelegation }: ApplyArtifactInput): (string | number)[] {
+  const { artifactId, meta, parts, bytes } = storedArtifact(update.artifact);
+  return [fence ?? '', artifactId, meta, parts, update.append ? '1' : '0', update.lastChunk ? '1' : '0', nowMs, bytes, artifactBytesPerDelegation];
+}
+
+const ARTIFACT_OUTCOMES: ReadonlySet<string> = new Set<ArtifactOutcome>(['applied', 'sealed', 'finished']);
+
+function decodeApplyArtifact(reply: unknown, script: string): ArtifactOutcome | Refused {
+  const [codeReply, detail] = arrayReply(reply, script);
+  const code = integerReply(codeReply, script);
+  if (code < 0) return refusal(code, script, detail);
+  const outcome = stringReply(detail, script);
+  if (!ARTIFACT_OUTCOMES.has(outcome)) throw new ScriptReplyError(script, reply);
+  return outcome as ArtifactOutcome;
+}
+
+/** applyArtifact-2.lua: one artifact update (append, replace, seal). */
+export const applyArtifactScript = defineScript({ name: 'applyArtifact', keys: ['delegation', 'artifacts'], encode: artifactArguments, decode: decodeApplyArtifact });
+
+/**
+ * `applyArtifactThenStatus` (scripts.ts composes it): the artifact update, then the status change unless the update was
+ * refused (`status` then absent).
+ */
+export const applyArtifactThenStatusScript = defineScript({
+  name: 'applyArtifactThenStatus',
+  keys: STATUS_KEYS,
+  encode: (input: { artifact: ApplyArtifactInput; status: ApplyStatusInput }) => {
+    const first = artifactArguments(input.artifact);
+    return [first.length, ...first, ...statusArguments(input.status)];
+  },
+  decode: (reply, script): { artifact: ArtifactOutcome | Refused; status?: ApplyStatusOutcome } => {
+    const [artifact, status] = arrayReply(reply, script);
+    return { artifact: decodeApplyArtifact(artifact, script), ...(status === undefined ? {} : { status: decodeApplyStatus(status, script) }) };
+  },
+});
+
+/** noteProtocolError-1.lua: 'journaled', or 'finished' (the delegation is: left alone). */
+export const noteProtocolErrorScript = defineScript({
+  name: 'noteProtocolError',
+  keys: ['delegation'],
+  encode: (input: { error: RecordedError; nowMs: number }) => [JSON.stringify(input.error), input.nowMs],
+  decode: outcomeDecoder({ 1: 'journaled', 0: 'finished' }),
+});
