@@ -28,8 +28,12 @@ import {
   VersionNotSupportedError,
   deliveryOf,
   type Delivery,
+  sendEffectOf,
 } from '@durable-a2a/shared';
-import { isTypedProtocolError, provesNotCreated, recordedErrorOf, unfoundVerdict } from '../packages/workers/src/delegation/io/send-errors.ts';
+import { isTypedProtocolError, recordedErrorOf, unfoundVerdict } from '../packages/workers/src/delegation/io/send-errors.ts';
+
+/** True when a SendMessage error proves the agent created no task (the A2A error table's effect column). */
+const provesNotCreated = (error: unknown): boolean => sendEffectOf(error) === 'none';
 
 const deliveries: Delivery[] = ['not-sent', 'maybe', 'received'];
 const limitNames = ['responseBodyBytes', 'sseEventBytes', 'agentCardBytes', 'partsPerMessage', 'jsonDepth', 'artifactBytesPerDelegation'] as const;
