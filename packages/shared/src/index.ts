@@ -29,7 +29,7 @@ export {
   RecordedErrorSchema,
   isAwaitingAnswer,
 } from './journal/record.ts';
-export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError } from './journal/record.ts';
+export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError, PushConfigState } from './journal/record.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 
 export { applyTask, applyStreamResponse, applyStreamResponsePair, type ArtifactThenStatus } from './journal/observe.ts';

@@ -3,7 +3,7 @@
  * and the reconciler's bookkeeping (noteNotFound, noteNoProgress, releaseHold, recordEffect). Each
  * transition is one script (`lua/<verb>-1.lua`); status changes are in status.ts, replies in replies.ts.
  */
-import { parseArtifacts, type DelegationRecord, type DelegationView } from './record.ts';
+import { parseArtifacts, type DelegationRecord, type DelegationView, type PushConfigState } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
 import { journalErrorFromCode } from './errors.ts';
 import { parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
@@ -80,6 +80,21 @@ export class JournalDelegations extends JournalWorkflows {
     const [token, delegationId] = await this.redis.hmget(this.keys.delegation(ref.workflowId, ref.delegationId), 'pushToken', 'delegationId');
     if (delegationId !== null) return token || undefined;
     return (await this.redis.hget(this.keys.finishedPushTokens(ref.workflowId), ref.delegationId)) || undefined;
+  }
+
+  /**
+   * Journals one step of the delegation's push notification config life cycle (notePushConfig-1.lua):
+   * compare-and-set from `from` (`undefined`: not checked yet; `'any'`: any state but `to`) to `to`, with the
+   * config id the agent knows (omitted: the journaled one is kept). `deleted` is final. The row's version is
+   * not bumped (no transition reads these fields).
+   * @returns true when written; false when the state was not `from` (another worker moved it)
+   * @throws JournalError DELEGATION_MISSING
+   */
+  async notePushConfig(ref: DelegationRef, from: PushConfigState | undefined | 'any', to: PushConfigState, configId?: string): Promise<boolean> {
+    const expected = from === 'any' ? '*' : (from ?? '');
+    const code = Number(await this.call('notePushConfig', [this.delegationKeys(ref)[0]], [expected, to, configId ?? '']));
+    if (code < 0) throw journalErrorFromCode(code, ref, 'notePushConfig');
+    return code === 1;
   }
 
   /**

@@ -30,6 +30,7 @@ const SCRIPTS = {
   releaseHold: 1,
   takeToken: 1,
   noteProtocolError: 1,
+  notePushConfig: 1,
 } as const;
 /**
  * Scripts composed at load from two of the above (`composedLua`): the first runs, then the second unless the first
