@@ -79,6 +79,13 @@ module.exports = {
       to: { path: '^packages/workers/src/delegation/write\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
+      name: 'only-the-executor-registers-push',
+      comment: 'The push config life cycle (delegation/push-registration.ts) is a side duty of the executor: registered after a step\'s write (apply.ts), deleted when the row settles (settle.ts).',
+      severity: 'error',
+      from: { path: '^packages/workers/src/', pathNot: '^packages/workers/src/delegation/(apply|settle)\\.ts$' },
+      to: { path: '^packages/workers/src/delegation/push-registration\\.ts$', dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'io-never-applies',
       comment: 'delegation/io/ talks to agents and returns observations: it never writes the journal, routes, settles or parks, and runs no process machinery.',
       severity: 'error',

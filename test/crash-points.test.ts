@@ -47,7 +47,12 @@ const SCENARIOS = {
   'advance.after-outcome': { crashAt: 'advance.after-outcome@flight', why: 'crash window 6: outcome recorded, next intent not written: decide again, one next intent' },
   'verify.after-check': { crashAt: 'verify.after-check@flight', why: 'verifier ran, finding not journaled: verify again, record once' },
   'compensate.after-intent': { crashAt: 'compensate.after-intent@hotel', why: 'crash window 7: undo journaled, not sent: send it once, still in reverse order' },
-} satisfies Record<CrashPoint, Scenario>;
+} satisfies Partial<Record<CrashPoint, Scenario>>;
+
+/** Crash points the travel saga cannot reach (it registers no push config), each with the test that covers it. */
+const COVERED_ELSEWHERE = {
+  'push.after-create': 'test/push-lifecycle.test.ts, P31 (c): killed after Create, before the id was journaled',
+} satisfies Partial<Record<CrashPoint, string>>;
 
 /** The union's members, read from the source (the type has no runtime list). */
 function crashPointsInSource(): string[] {
@@ -103,7 +108,7 @@ async function crashed(worker: WorkerProcess, producer: Producer, workflowId: st
 
 describe('crash points', () => {
   it('covers every member of the CrashPoint union in packages/workers/src/context.ts', () => {
-    expect(Object.keys(SCENARIOS).sort()).toEqual(crashPointsInSource());
+    expect([...Object.keys(SCENARIOS), ...Object.keys(COVERED_ELSEWHERE)].sort()).toEqual(crashPointsInSource());
   });
 
   for (const [point, scenario] of Object.entries(SCENARIOS) as [CrashPoint, Scenario][]) {

@@ -29,7 +29,7 @@ export {
   RecordedErrorSchema,
   isAwaitingAnswer,
 } from './journal/record.ts';
-export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError } from './journal/record.ts';
+export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError, PushConfigState } from './journal/record.ts';
 export { OUTCOME_CODES, RECORDED_ERROR_CODES, isRecordedErrorCode, recordedErrorCodeOf } from './journal/error-codes.ts';
 export type { OutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';

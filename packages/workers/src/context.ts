@@ -19,6 +19,7 @@ export type CrashPoint =
   | 'send.before-mark'
   | 'send.after-mark'
   | 'send.after-request'
+  | 'push.after-create'
   | 'follow.before-stream'
   | 'follow.after-terminal-seen'
   | 'reconcile.after-search'

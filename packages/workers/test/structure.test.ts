@@ -31,6 +31,15 @@ describe('one executor', () => {
     expect(codeLines(readFileSync(join(SOURCE, 'delegation/write.ts'), 'utf8')).some((line) => TRANSITIONS.test(line))).toBe(true);
   });
 
+  it('only the push config life cycle (delegation/push-registration.ts) journals push config steps', () => {
+    const callers = sources(SOURCE)
+      .map((path) => relative(SOURCE, path))
+      .filter((file) => file !== 'delegation/push-registration.ts')
+      .flatMap((file) => codeLines(readFileSync(join(SOURCE, file), 'utf8')).filter((line) => /\bnotePushConfig\s*\(/.test(line)).map((line) => `${file}: ${line.trim()}`));
+    expect(callers).toEqual([]);
+    expect(codeLines(readFileSync(join(SOURCE, 'delegation/push-registration.ts'), 'utf8')).some((line) => /\bnotePushConfig\s*\(/.test(line))).toBe(true);
+  });
+
   it('no module but the executor (apply.ts, write.ts) calls a journal transition', () => {
     const callers = sources(SOURCE)
       .map((path) => relative(SOURCE, path))

@@ -27,7 +27,6 @@ export const ServerEnvironmentSchema = z.object({
     .string({ error: 'DA2A_API_TOKENS is required (comma-separated API tokens)' })
     .transform((text) => text.split(',').map((token) => token.trim()).filter(Boolean))
     .refine((tokens) => tokens.length > 0, 'DA2A_API_TOKENS holds no token'),
-  DA2A_PUSH_ACCEPT_TOKEN_ONLY: Flag.default(false),
   /** Address policy for registered agents (R19): allow loopback / private addresses, hosts always allowed. */
   DA2A_ALLOW_LOOPBACK: Flag.default(false),
   DA2A_ALLOW_PRIVATE: Flag.default(false),

@@ -20,7 +20,6 @@ const app = createServer({
   redisUrl: environment.REDIS_URL,
   prefix: environment.DA2A_PREFIX,
   apiTokens: environment.DA2A_API_TOKENS,
-  pushAcceptTokenOnly: environment.DA2A_PUSH_ACCEPT_TOKEN_ONLY,
   durability: durabilityFrom(environment),
   addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
   requestTimeoutMs: environment.DA2A_REQUEST_TIMEOUT_MS,

@@ -43,8 +43,6 @@ export interface ServerOptions {
   logger?: Logger;
   /** Registry for the service's metrics. Default: a fresh one. */
   metricsRegistry?: Registry;
-  /** R18 (b): accept a push with only `X-A2A-Notification-Token`. Default false. */
-  pushAcceptTokenOnly?: boolean;
   /** Producer fail-fast command timeout (see ProducerOptions.commandTimeoutMs). Default 2_000. */
   commandTimeoutMs?: number;
   /** Every request is answered within this (503 problem+json with Retry-After past it). Default 5_000. */
@@ -83,7 +81,7 @@ const OPENAPI_OPTIONS: FastifyDynamicSwaggerOptions = {
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', description: 'An API token (DA2A_API_TOKENS)' },
         pushToken: { type: 'http', scheme: 'bearer', description: "The delegation's own push token, registered with the agent by the workers (A2A §9)" },
-        notificationToken: { type: 'apiKey', in: 'header', name: 'X-A2A-Notification-Token', description: 'The same push token in the A2A 0.3 header; accepted alone only with DA2A_PUSH_ACCEPT_TOKEN_ONLY' },
+        notificationToken: { type: 'apiKey', in: 'header', name: 'X-A2A-Notification-Token', description: 'The same push token in the A2A header the SDKs send when the config has no authentication; accepted alone (without Authorization)' },
       },
     },
   },
@@ -155,7 +153,7 @@ export function createServer(options: ServerOptions): ApiServer {
     v1.addHook('onRequest', requireApiToken(tokens));
     await v1.register(v1Routes(producer, options.addressPolicy ?? {}));
   }, { prefix: '/v1' });
-  app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, acceptTokenOnly: options.pushAcceptTokenOnly ?? false, limits: options.limits }), { prefix: '/v1' });
+  app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, limits: options.limits }), { prefix: '/v1' });
   app.register(async (root) => registerAdmin(root, queueList, tokens, { readOnly: options.adminReadOnly ?? false }));
   app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, server: app }));
   app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal }));

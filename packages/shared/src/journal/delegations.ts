@@ -3,7 +3,7 @@
  * and the reconciler's bookkeeping (noteNotFound, noteNoProgress, releaseHold, recordEffect). Each
  * transition is one script (`lua/<verb>-1.lua`); status changes are in status.ts, replies in replies.ts.
  */
-import { parseArtifacts, type DelegationRecord, type DelegationView } from './record.ts';
+import { parseArtifacts, type DelegationRecord, type DelegationView, type PushConfigState } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, fenceDecoder, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
@@ -96,6 +96,14 @@ const recordEffectScript = defineScript({
   decode: outcomeDecoder({ 1: 'recorded', 0: 'already recorded' }),
 });
 
+/** notePushConfig-1.lua: one compare-and-set step of the push config life cycle. */
+const notePushConfigScript = defineScript({
+  name: 'notePushConfig',
+  keys: ['delegation'],
+  encode: (input: { expected: string; to: PushConfigState; configId: string }) => [input.expected, input.to, input.configId],
+  decode: outcomeDecoder({ 1: 'written', 0: 'not expected' }),
+});
+
 /** Journal methods over delegation rows. */
 export class JournalDelegations extends JournalWorkflows {
   /** Reads one delegation, or undefined if missing (or expired). */
@@ -164,6 +172,20 @@ export class JournalDelegations extends JournalWorkflows {
     const [token, delegationId] = await this.redis.hmget(this.keys.delegation(ref.workflowId, ref.delegationId), 'pushToken', 'delegationId');
     if (delegationId !== null) return token || undefined;
     return (await this.redis.hget(this.keys.finishedPushTokens(ref.workflowId), ref.delegationId)) || undefined;
+  }
+
+  /**
+   * Journals one step of the delegation's push notification config life cycle (notePushConfig-1.lua):
+   * compare-and-set from `from` (`undefined`: not checked yet; `'any'`: any state but `to`) to `to`, with the
+   * config id the agent knows (omitted: the journaled one is kept). `deleted` is final. The row's version is
+   * not bumped (no transition reads these fields).
+   * @returns true when written; false when the state was not `from` (another worker moved it)
+   * @throws JournalError DELEGATION_MISSING
+   */
+  async notePushConfig(ref: DelegationRef, from: PushConfigState | undefined | 'any', to: PushConfigState, configId?: string): Promise<boolean> {
+    const expected = from === 'any' ? '*' : (from ?? '');
+    const noted = await this.call(notePushConfigScript, { delegation: this.delegationKeys(ref)[0] }, { expected, to, configId: configId ?? '' });
+    return unlessRefused(noted, ref, 'notePushConfig') === 'written';
   }
 
   /**

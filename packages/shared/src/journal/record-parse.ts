@@ -8,12 +8,13 @@
 import { z } from 'zod';
 import { MessageSchema } from '../a2a/schema.ts';
 import { JOURNAL_STATES } from './states.ts';
-import { AgentInterfaceRefSchema, DelegationRecordSchema, OutgoingMessageSchema, RecordedErrorSchema, type DelegationRecord } from './record.ts';
+import { AgentInterfaceRefSchema, DelegationRecordSchema, PUSH_CONFIG_STATES, OutgoingMessageSchema, RecordedErrorSchema, type DelegationRecord } from './record.ts';
 
 const STATES: ReadonlySet<string> = new Set(JOURNAL_STATES);
 const KINDS: ReadonlySet<string> = new Set(['step', 'compensation']);
 const REPLY_STATES: ReadonlySet<string> = new Set(['pending', 'sending', 'sent', 'refused']);
 const EFFECTS: ReadonlySet<string> = new Set(['present', 'absent', 'unknown']);
+const PUSH_STATES: ReadonlySet<string> = new Set(PUSH_CONFIG_STATES);
 const anything = z.unknown();
 
 /** Thrown inside the fast path only: the row takes the zod path. */
@@ -113,6 +114,8 @@ const FIELDS: readonly (readonly [string, Read | typeof secret])[] = [
   ['push', flag],
   ['held', flag],
   ['pushToken', secret],
+  ['pushConfigId', optionalText],
+  ['pushConfigState', oneOf(PUSH_STATES)],
   ['createdAt', number],
   ['updatedAt', number],
   ['sendStartedAt', optionalMs],

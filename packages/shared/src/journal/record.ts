@@ -8,6 +8,15 @@ import { JOURNAL_STATES } from './states.ts';
 import { RECORDED_ERROR_CODES } from './error-codes.ts';
 
 /** The interface a delegation talks to, chosen from the Agent Card at first send and kept. */
+/**
+ * Where a delegation's push notification config life cycle stands (README "Push notifications"): `creating`
+ * (our config id journaled, Create may have left), `registered` (the agent listed or created it), `unconfirmed`
+ * (the check or Create failed without proof either way), `refused` (the agent refused Create: nothing registered),
+ * `deleted` (the one Delete at the end was claimed). Absent: not checked yet.
+ */
+export const PUSH_CONFIG_STATES = ['creating', 'registered', 'unconfirmed', 'refused', 'deleted'] as const;
+export type PushConfigState = (typeof PUSH_CONFIG_STATES)[number];
+
 export const AgentInterfaceRefSchema = z.object({
   url: z.string(),
   protocolBinding: z.enum(['JSONRPC', 'HTTP+JSON', 'GRPC']),
@@ -101,6 +110,10 @@ export const DelegationRecordSchema = z
     push: optionalText.transform((value) => value === '1'),
     held: optionalText.transform((value) => value === '1'),
     pushToken: optionalText,
+    /** The push notification config id the agent knows for our task: ours, or the one it assigned (notePushConfig-1.lua). */
+    pushConfigId: optionalText,
+    /** Where the push notification config life cycle stands (notePushConfig-1.lua); absent: not checked yet. */
+    pushConfigState: z.enum(PUSH_CONFIG_STATES).optional(),
     createdAt: z.string().transform(Number),
     updatedAt: z.string().transform(Number),
     sendStartedAt: optionalMs,

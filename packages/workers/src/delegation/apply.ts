@@ -35,6 +35,7 @@ import { handleAuthRequired } from './auth.ts';
 import { readTask } from './io/read.ts';
 import { searchForMessage } from './io/search.ts';
 import { park } from './park.ts';
+import { registerPushConfig, wantsPushRegistration } from './push-registration.ts';
 import { settle } from './settle.ts';
 
 export { leftFinished, type Scope, type SendLease, type StreamLease } from './write.ts';
@@ -58,7 +59,12 @@ export interface Applied {
 export async function apply(ctx: WorkerContext, record: DelegationRecord, observation: Observation, scope: Scope = {}): Promise<Applied> {
   const step = transition(record, observation, ctx.policy);
   const written = await writeStep(ctx, record, step, scope, observation);
-  return performNext(ctx, record, step.next, scope, written, observation);
+  // A side duty once the task is bound: the push config is checked (and created) before the next step runs, so a
+  // Delete at the end (settle) never overtakes it in this process; the row handed on carries what it journaled.
+  const current = written.record ?? record;
+  const registered = wantsPushRegistration(ctx, current) ? await registerPushConfig(ctx, current, scope.log) : undefined;
+  if (registered && written.record) return performNext(ctx, record, step.next, scope, { ...written, record: { ...written.record, ...registered } }, observation);
+  return performNext(ctx, registered ? { ...record, ...registered } : record, step.next, scope, written, observation);
 }
 
 /** Applies `observation` to the delegation `ref` as it is in the journal now (read first); `missing` when it is gone. */

@@ -7,11 +7,12 @@
  * (WAIT) the removal also waits until the replicas hold every write of the
  * settle before it, so a failover cannot keep the removal and lose the
  * decision (a finished step under a workflow left RUNNING with no index
- * entry). Only `apply.ts` calls this.
+ * entry). The push config's one Delete comes first (`push-registration.ts`). Only `apply.ts` calls this.
  */
 import { declaredVerifier, enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef, type WorkflowAtFinish } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { advanceWorkflow } from '../workflow/advance.ts';
+import { endPushConfig } from './push-registration.ts';
 
 /**
  * Settles a finished delegation; does nothing for an unfinished one. `known`: the row as written; `knownWorkflow`:
@@ -24,6 +25,8 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
     return;
   }
   if (!isFinished(record.state)) return;
+  // The one Delete of our push config, before the workflow decides (a finishing decision may compact the row).
+  await endPushConfig(ctx, record);
   const mark = ctx.journal.replicationMark();
   ctx.crashPoint('advance.after-outcome', record.step);
   // One read of the workflow row and its delegation ids together: the definition here, the row and the ids

@@ -7,12 +7,14 @@
  * stays the backstop for agents that push once and never again (R17).
  *
  * Authentication runs in `onRequest`, before the body is even read (R18).
- * The secret is the delegation's push token, sent by the workers both as
- * `token` and as `Bearer` credentials:
+ * The secret is the delegation's push token, journaled with its intent and
+ * registered by the workers both as the config's `token` and as `Bearer`
+ * credentials; agents send one or the other (spec §9: the SDK sends
+ * `X-A2A-Notification-Token` only when the config has no authentication):
  * - `Authorization: Bearer <secret>` is accepted;
- * - `X-A2A-Notification-Token: <secret>` alone only with `acceptTokenOnly`
- *   (the 0.3 / SDK header; an explicit policy, default off). A present but
- *   wrong Authorization header is never rescued by the token header.
+ * - `X-A2A-Notification-Token: <secret>` alone (no Authorization header) is
+ *   accepted. A present but wrong Authorization header is never rescued by
+ *   the token header. Both compare in constant time.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
@@ -42,8 +44,6 @@ export interface PushRouteOptions {
   journal: Journal;
   reconcile: Queue;
   metrics: Metrics;
-  /** R18 (b): accept `X-A2A-Notification-Token` without `Authorization`. Default false. */
-  acceptTokenOnly: boolean;
   /** Input limits (default `DEFAULT_A2A_LIMITS`): `jsonDepth`, `partsPerMessage`; the body is bounded by `PUSH_BODY_LIMIT_BYTES`. */
   limits?: Partial<A2ALimits>;
 }
@@ -89,10 +89,10 @@ interface PushContext {
 }
 
 /**
- * `onRequest`: the delegation's push token as Bearer credentials (or, with `acceptTokenOnly`, as
- * `X-A2A-Notification-Token` alone); anything else is 401 before the body is read (R18).
+ * `onRequest`: the delegation's push token as Bearer credentials, or as `X-A2A-Notification-Token` without an
+ * Authorization header; anything else is 401 before the body is read (R18).
  */
-function pushAuthentication(context: PushContext, acceptTokenOnly: boolean) {
+function pushAuthentication(context: PushContext) {
   return async function authenticate(request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const { workflowId, delegationId } = request.params as Record<string, string | undefined>;
     const deny = () => {
@@ -108,7 +108,7 @@ function pushAuthentication(context: PushContext, acceptTokenOnly: boolean) {
     const authorized =
       bearer !== undefined
         ? secretEquals(bearer, secret)
-        : acceptTokenOnly && request.headers.authorization === undefined && typeof tokenHeader === 'string' && secretEquals(tokenHeader, secret);
+        : request.headers.authorization === undefined && typeof tokenHeader === 'string' && secretEquals(tokenHeader, secret);
     if (!authorized) await deny();
   };
 }
@@ -182,7 +182,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
     app.post(
       '/push/:workflowId/:delegationId',
       {
-        onRequest: pushAuthentication(context, options.acceptTokenOnly),
+        onRequest: pushAuthentication(context),
         bodyLimit: PUSH_BODY_LIMIT_BYTES,
         schema: {
           operationId: 'receivePushNotification',
@@ -190,7 +190,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
           security: [{ pushToken: [] }, { notificationToken: [] }],
           response: { 204: z.null().describe('Applied, or a duplicate that changed nothing'), ...problemResponses(400, 403, 404, 413, 415) },
           summary: 'Push notification webhook for one delegation (A2A 1.0 StreamResponse or 0.3 Task body)',
-          description: 'Authorization: Bearer <per-delegation push token>. Answers 204; 401 before the body is read when credentials are missing or wrong; 403 when the body names another task.',
+          description: 'Authorization: Bearer <per-delegation push token>, or X-A2A-Notification-Token: <the same token> without Authorization. Answers 204; 401 before the body is read when credentials are missing or wrong; 403 when the body names another task.',
           params: PushParamsSchema,
         },
       },

@@ -33,6 +33,7 @@ import { sendFailed } from './send-failure.ts';
 import { sendWhileSearching, type HeldSendResult } from '../io/send-held.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
 import { sendStreaming } from './send-stream.ts';
+import { pushConfigOf, wantedPushConfig } from '../io/push-config.ts';
 
 type Log = WorkerContext['logger'];
 
@@ -263,10 +264,11 @@ function outcomeOf(ctx: WorkerContext, log: Log, observation: Observation, appli
   return 'sent';
 }
 
-/** Registers our webhook for this task when the step asked for push (spec §4.3.3). */
+/**
+ * Registers our webhook inline when the step asked for push (spec §3.2.2, §4.3.3): our config id and the token
+ * journaled with the intent. `delegation/push-registration.ts` checks it once the task is bound and deletes it at the end.
+ */
 function pushConfiguration(ctx: WorkerContext, record: DelegationRecord, token: string | undefined) {
   if (!record.push || !ctx.options.webhookUrl || !token) return {};
-  const url = `${ctx.options.webhookUrl}/${encodeURIComponent(record.workflowId)}/${encodeURIComponent(record.delegationId)}`;
-  // The same per-delegation secret as token and as Bearer credentials: agents send one or the other (R18).
-  return { taskPushNotificationConfig: { url, token, authentication: { scheme: 'Bearer', credentials: token } } };
+  return { taskPushNotificationConfig: pushConfigOf(wantedPushConfig(ctx.options.webhookUrl, record, token)) };
 }

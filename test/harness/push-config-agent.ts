@@ -1,0 +1,165 @@
+/**
+ * A raw JSON-RPC 1.0 agent with a scripted push notification config store (P31): what it does with the inline
+ * config of SendMessage, how it keys configs, how it lists them, which config calls fail. SendMessage answers a
+ * SUBMITTED task; SubscribeToTask is refused (UnsupportedOperation), so GetTask (polling) always ends the
+ * delegation, whatever push does. `complete()` makes GetTask answer COMPLETED and pushes the completion to every
+ * stored config with the `X-A2A-Notification-Token` header alone (what the SDK sends without authentication).
+ */
+import { randomUUID } from 'node:crypto';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { jsonRpcError, jsonRpcResult, sendJson, startRawAgent, type RawAgentHandle } from './raw-agent.ts';
+
+/** A config as the agent stores and lists it. */
+export interface StoredPushConfig {
+  id: string;
+  taskId: string;
+  url: string;
+  token?: string;
+  authentication?: { scheme: string; credentials?: string };
+}
+
+export interface PushConfigAgentBehaviour {
+  /** Stores the inline config of SendMessage (else drops it, as some agents do). Default true. */
+  keepsInline?: boolean;
+  /** `id-or-task`: keyed by `id || taskId` (a second config with our id replaces the first); `task`: ids ignored, keyed by the task id. Default `id-or-task`. */
+  keysBy?: 'id-or-task' | 'task';
+  /** Lists configs with `taskId: ""` (as the inline config was sent). Default false. */
+  listsEmptyTaskId?: boolean;
+  /** Create assigns an id of its own, ignoring ours. Default false. */
+  createAssignsId?: boolean;
+  /** These config calls answer a JSON-RPC error (-32603). */
+  failing?: readonly ('list' | 'create' | 'delete')[];
+  /** Create is refused with -32003 (push not supported for this task) instead of -32603 when it fails. */
+  refusesCreate?: boolean;
+  /** Forgets the task's configs when the task completes (a later Delete finds nothing and answers `{}`). Default false. */
+  dropsConfigsOnCompletion?: boolean;
+}
+
+export interface PushConfigAgentHandle {
+  readonly raw: RawAgentHandle;
+  readonly cardUrl: string;
+  readonly taskId: string;
+  /** The configs the agent holds now. */
+  configs(): StoredPushConfig[];
+  /** The most configs the agent held at any time. */
+  maxConfigs(): number;
+  /** Config calls in order: method, params, and whether the task was complete when it came. */
+  readonly calls: readonly { method: string; params: Record<string, unknown>; afterCompletion: boolean }[];
+  /** HTTP statuses our webhook answered to the agent's pushes. */
+  readonly pushStatuses: readonly number[];
+  /** From now on GetTask answers COMPLETED; pushes the completion to every stored config. */
+  complete(text: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+const CONFIG_METHODS = new Set(['CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig']);
+
+export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour = {}, taskId = 'T1'): Promise<PushConfigAgentHandle> {
+  const { keepsInline = true, keysBy = 'id-or-task', listsEmptyTaskId = false, createAssignsId = false, failing = [], refusesCreate = false, dropsConfigsOnCompletion = false } = behaviour;
+  const store = new Map<string, StoredPushConfig>();
+  const calls: { method: string; params: Record<string, unknown>; afterCompletion: boolean }[] = [];
+  const pushStatuses: number[] = [];
+  let maxConfigs = 0;
+  let contextId = 'C1';
+  let history: unknown[] = [];
+  let completedWith: string | undefined;
+  const submittedAt = new Date().toISOString();
+
+  const keep = (config: Omit<StoredPushConfig, 'id'> & { id?: string }) => {
+    const id = keysBy === 'task' ? taskId : config.id || taskId;
+    const stored = { ...config, id };
+    store.set(id, stored);
+    maxConfigs = Math.max(maxConfigs, store.size);
+    return stored;
+  };
+  const listed = (config: StoredPushConfig) => ({ ...config, taskId: listsEmptyTaskId ? '' : config.taskId });
+  const task = () =>
+    completedWith === undefined
+      ? { id: taskId, contextId, history, status: { state: 'TASK_STATE_WORKING', timestamp: submittedAt } }
+      : { id: taskId, contextId, history, status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date(Date.parse(submittedAt) + 1_000).toISOString() }, artifacts: [{ artifactId: 'result', parts: [{ text: completedWith }] }] };
+
+  const configCall = (method: string, params: Record<string, unknown>): { result: unknown } | { error: [number, string] } => {
+    const fails = (call: 'list' | 'create' | 'delete') => failing.includes(call);
+    switch (method) {
+      case 'ListTaskPushNotificationConfigs':
+        if (fails('list')) return { error: [-32603, 'listing configs failed'] };
+        return { result: { configs: [...store.values()].map(listed) } };
+      case 'CreateTaskPushNotificationConfig': {
+        if (fails('create')) return { error: refusesCreate ? [-32003, 'push notifications are not supported for this task'] : [-32603, 'creating the config failed'] };
+        const config = params as unknown as StoredPushConfig;
+        return { result: listed(keep({ ...config, id: createAssignsId ? randomUUID() : config.id })) };
+      }
+      case 'GetTaskPushNotificationConfig': {
+        const found = store.get(String(params.id));
+        return found ? { result: listed(found) } : { error: [-32001, 'config not found'] };
+      }
+      default:
+        if (fails('delete')) return { error: [-32603, 'deleting the config failed'] };
+        store.delete(String(params.id));
+        return { result: {} };
+    }
+  };
+
+  const raw = await startRawAgent((request: IncomingMessage, response: ServerResponse, body: string) => {
+    if (request.method === 'GET' && request.url === '/.well-known/agent-card.json') {
+      return sendJson(response, {
+        name: 'Push config agent',
+        description: 'A scripted push notification config store (P31)',
+        version: '1.0.0',
+        supportedInterfaces: [{ url: `${raw.url}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+        capabilities: { streaming: true, pushNotifications: true },
+        defaultInputModes: ['text/plain'],
+        defaultOutputModes: ['text/plain'],
+        skills: [],
+      });
+    }
+    const call = JSON.parse(body) as { id: number; method: string; params: Record<string, unknown> & { message?: { contextId?: string }; configuration?: { taskPushNotificationConfig?: StoredPushConfig } } };
+    if (CONFIG_METHODS.has(call.method)) {
+      calls.push({ method: call.method, params: call.params, afterCompletion: completedWith !== undefined });
+      const answer = configCall(call.method, call.params);
+      return sendJson(response, 'result' in answer ? jsonRpcResult(call.id, answer.result) : jsonRpcError(call.id, ...answer.error));
+    }
+    switch (call.method) {
+      case 'SendMessage': {
+        if (call.params.message) {
+          contextId = call.params.message.contextId ?? contextId;
+          history = [call.params.message];
+        }
+        const inline = call.params.configuration?.taskPushNotificationConfig;
+        if (inline && keepsInline) keep({ ...inline, taskId: '' });
+        return sendJson(response, jsonRpcResult(call.id, { task: { ...task(), status: { state: 'TASK_STATE_SUBMITTED', timestamp: submittedAt } } }));
+      }
+      case 'GetTask':
+        return sendJson(response, jsonRpcResult(call.id, task()));
+      case 'SubscribeToTask':
+        return sendJson(response, jsonRpcError(call.id, -32004, 'streaming is not offered for this task'));
+      default:
+        return sendJson(response, jsonRpcError(call.id, -32601, `method ${call.method} not found`));
+    }
+  });
+
+  return {
+    raw,
+    cardUrl: `${raw.url}/.well-known/agent-card.json`,
+    taskId,
+    configs: () => [...store.values()],
+    maxConfigs: () => maxConfigs,
+    calls,
+    pushStatuses,
+    async complete(text) {
+      completedWith = text;
+      const completed = { task: task() };
+      const targets = [...store.values()];
+      if (dropsConfigsOnCompletion) store.clear();
+      for (const config of targets) {
+        const response = await fetch(config.url, {
+          method: 'POST',
+          headers: { 'content-type': 'application/a2a+json', ...(config.token ? { 'x-a2a-notification-token': config.token } : {}) },
+          body: JSON.stringify(completed),
+        }).catch(() => undefined);
+        pushStatuses.push(response?.status ?? 0);
+      }
+    },
+    close: () => raw.close(),
+  };
+}
