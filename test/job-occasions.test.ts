@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { Queue, Worker, type Job } from 'bullmq';
-import { DEFAULT_JOB_OPTIONS, JOB_RETENTION, enqueueCancel, enqueueVerify } from '@durable-a2a/shared';
+import { DEFAULT_JOB_OPTIONS, JOB_RETENTION, createRedisClient, enqueueCancel, enqueueVerify } from '@durable-a2a/shared';
 import { eventually } from './harness/fleet.ts';
 import { recordOf, useFieldCases } from './harness/field-cases.ts';
 import { task, taskEvent } from './harness/scripted-agent.ts';
@@ -71,7 +71,7 @@ describe('P39: a fixed job id swallows a later request', () => {
    * occasion 2 is a new job that waits to run.
    */
   async function occasionsOnARealQueue(name: 'send' | 'verify', add: (queues: Record<typeof name, Queue>, occasion: number) => Promise<void>): Promise<void> {
-    const connection = { url: h.redisServer().url, maxRetriesPerRequest: null };
+    const connection = createRedisClient(h.redisServer().url);
     const prefix = `{occasions-${name}-${Date.now()}}`;
     const queue = new Queue(name, { connection, prefix, defaultJobOptions: { attempts: 1, ...JOB_RETENTION } });
     const worker = new Worker(name, async () => {
@@ -90,6 +90,7 @@ describe('P39: a fixed job id swallows a later request', () => {
       await worker.close();
       await queue.obliterate({ force: true });
       await queue.close();
+      await connection.quit();
     }
   }
 
