@@ -67,7 +67,7 @@ export function createProducer(options: ProducerOptions): Producer {
     delegate: (input) => delegate(context, input),
     startWorkflow: (definition) => startWorkflow(context, definition),
     get: view,
-    waitFor: (id, waitOptions) => waitForWorkflow(context.changes, context.journal, view, id, waitOptions),
+    waitFor: (id, waitOptions) => waitForWorkflow(context.changes, context.journal, view, id, waitOptions, () => ensureConnected(context)),
     questions: async (id) => (await view(id)).openQuestions,
     reply: (id, answer, step) => replyToQuestion(context, id, answer, step),
     cancel: (id) => cancelWorkflow(context, id),

@@ -48,6 +48,9 @@ export function isSettled(view: WorkflowView, untilQuestion = false): boolean {
  * `read`), WaitTimeoutError, or the abort reason; `timeoutMs` and the signal also bound the subscription itself
  * (Redis unreachable: the SUBSCRIBE waits for a connection). `read` gets the last message published since the last read
  * (a finished workflow's compacted record builds the view without a read; undefined after a reconnect).
+ * `connected` resolves once the journal's connection can take the first read (rejects when it cannot: that
+ * error is the wait's); it runs alongside the subscription, within `timeoutMs` and the signal.
+ * Concurrent first waits share the subscriber's one connection attempt (WorkflowChangeSubscriber).
  */
 export async function waitForWorkflow(
   subscriber: WorkflowChangeSubscriber,
@@ -55,6 +58,7 @@ export async function waitForWorkflow(
   read: (workflowId: string, published?: string) => Promise<WorkflowView>,
   workflowId: string,
   options: WaitForOptions = {},
+  connected: () => Promise<void> = async () => undefined,
 ): Promise<WorkflowView> {
   options.signal?.throwIfAborted();
   let changed = false;
@@ -74,13 +78,21 @@ export async function waitForWorkflow(
     published = message;
     wakeUp();
   });
+  // Subscribed, and the journal's connection ready for the first read (a fresh producer's may still be connecting).
+  const ready = Promise.all([listening, connected()]).then(
+    ([unlisten]) => unlisten,
+    (error: unknown) => {
+      void listening.then((late) => late(), () => undefined);
+      throw error;
+    },
+  );
   let unlisten: (() => Promise<void>) | undefined;
   let settled = false;
   try {
-    const subscribed = await Promise.race([listening, stop]);
+    const subscribed = await Promise.race([ready, stop]);
     if (subscribed === 'timeout' || subscribed === 'aborted') {
       // Not subscribed in time: a subscription that comes later is given up as soon as it does.
-      void listening.then((late) => late(), () => undefined);
+      void ready.then((late) => late(), () => undefined);
       if (subscribed === 'aborted') throw options.signal!.reason;
       const view = await read(workflowId);
       if (isSettled(view, options.untilQuestion)) return view;

@@ -54,14 +54,16 @@ export async function enqueueReply(queues: Needs<'send'>, ref: Ref, replyMessage
 }
 
 /**
- * Why a CancelTask goes out: the user canceled (once per delegation), the workflow is stopping (once per
- * reconcile-interval `bucket`), or a running task was found after the cancel (`at`, ms).
+ * Why a CancelTask goes out: a user's cancel request (`request`: the workflow version that request wrote, so
+ * the same request added twice is one job, and a later request is a job of its own even while an earlier
+ * one's failed job is kept), the workflow is stopping (once per reconcile-interval `bucket`), or a running
+ * task was found after the cancel (`at`, ms).
  */
-export type CancelOccasion = { by: 'user' } | { by: 'stop'; bucket: number } | { by: 'late'; at: number };
+export type CancelOccasion = { by: 'user'; request: number } | { by: 'stop'; bucket: number } | { by: 'late'; at: number };
 
 /** CancelTask on a delegation's task (spec §3.1.5). */
 export async function enqueueCancel(queues: Needs<'send'>, ref: Ref, occasion: CancelOccasion): Promise<void> {
-  const suffix = occasion.by === 'user' ? [] : occasion.by === 'stop' ? ['stop', occasion.bucket] : [occasion.at];
+  const suffix = occasion.by === 'user' ? ['user', occasion.request] : occasion.by === 'stop' ? ['stop', occasion.bucket] : [occasion.at];
   await queues.send.add('send', { ...refOf(ref), kind: 'cancel' }, { jobId: jobId('cancel', ref.workflowId, ref.delegationId, ...suffix) });
 }
 
@@ -147,9 +149,20 @@ export async function enqueueStartupSweep(queues: Needs<'reconcile'>, workerId: 
   await queues.reconcile.add('sweep', { all: true }, { jobId: jobId('startup-sweep', workerId, at) });
 }
 
-/** Verifies a finished delegation's effect (once per delegation). */
-export async function enqueueVerify(queues: Needs<'verify'>, ref: Ref): Promise<void> {
-  await queues.verify.add('verify', refOf(ref), { jobId: jobId('verify', ref.workflowId, ref.delegationId) });
+/**
+ * Why a finished delegation's effect is verified: its settle asked, at most once per reconcile-interval `bucket`
+ * (`floor(now / reconcileIntervalMs)`). Settles of one interval (the finishing transition, a reconcile of the
+ * same row) are one job; a later settle (the reconciler finding the row still unverified) is a job of its own,
+ * even while an earlier one's failed job is kept. The processor reads the journal first: a finding already
+ * journaled ends the job.
+ */
+export interface VerifyOccasion {
+  bucket: number;
+}
+
+/** Verifies a finished delegation's effect. */
+export async function enqueueVerify(queues: Needs<'verify'>, ref: Ref, occasion: VerifyOccasion): Promise<void> {
+  await queues.verify.add('verify', refOf(ref), { jobId: jobId('verify', ref.workflowId, ref.delegationId, occasion.bucket) });
 }
 
 /**

@@ -52,7 +52,7 @@ describe('enqueue helpers', () => {
     const wide = { ...ref, state: 'WORKING', version: 3 };
     await enqueueSend(queues, wide, 0);
     await enqueueReply(queues, wide, 'reply-1');
-    await enqueueCancel(queues, wide, { by: 'user' });
+    await enqueueCancel(queues, wide, { by: 'user', request: 2 });
     await enqueueFollow(queues, wide, { resubscription: 2, again: true, delayMs: 50, at: 99 });
     await enqueueReconcile(queues, wide, { dueAt: 2_000, now: 500 });
     await enqueueReconcile(queues, wide, { leaseEndsAt: 3_000, now: 500 });
@@ -70,7 +70,7 @@ describe('enqueue helpers', () => {
 
   it('job ids never contain ":" (refused by BullMQ) and keep the act name first', async () => {
     const { queues, added } = recordingQueues();
-    await enqueueVerify(queues, ref);
+    await enqueueVerify(queues, ref, { bucket: 1 });
     await enqueueCompensate(queues, 'trip', { workflowVersion: 4 });
     await enqueueCompensate(queues, 'trip', { settled: 'undo.main.1', version: 2 });
     await enqueueCompensate(queues, 'trip', { recoverAt: 7 });

@@ -18,13 +18,17 @@ import { readView, type ProducerContext } from './context.ts';
 import type { WorkflowView } from '../view.ts';
 
 /**
- * `Producer.cancel`: marks the workflow cancel-requested, sends CancelTask to every unfinished attempt.
+ * `Producer.cancel`: marks the workflow cancel-requested, sends CancelTask to every unfinished attempt. Every
+ * call is a request of its own: a second cancel sends CancelTask again (the A2A spec makes a repeated
+ * CancelTask harmless), even when the first one's job used all its attempts and failed.
  * @throws NotFoundError, WorkflowFinishedError (already finished)
  */
 export async function cancelWorkflow(context: ProducerContext, id: string): Promise<void> {
   const current = await readView(context, id);
+  // The version this request writes names it: each request's CancelTask jobs are its own (enqueueCancel).
+  let request: number;
   try {
-    await context.journal.updateWorkflow(id, { cancelRequested: true });
+    request = await context.journal.updateWorkflow(id, { cancelRequested: true });
   } catch (error) {
     if (error instanceof JournalError && error.code === 'WRONG_STATE') throw new WorkflowFinishedError(`workflow ${id} already finished (${current.state})`);
     throw error;
@@ -32,7 +36,7 @@ export async function cancelWorkflow(context: ProducerContext, id: string): Prom
   for (const step of current.steps) {
     for (const attempt of step.attempts) {
       if (!attempt.finished) {
-        await enqueueCancel(context.queues, { workflowId: id, delegationId: attempt.delegationId }, { by: 'user' });
+        await enqueueCancel(context.queues, { workflowId: id, delegationId: attempt.delegationId }, { by: 'user', request });
       }
     }
   }

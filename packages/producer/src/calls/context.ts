@@ -113,13 +113,33 @@ function queueConnection(redis: Redis | Cluster): Redis | Cluster {
 }
 
 /**
+ * Resolves true once the journal's client takes commands, false after `waitMs`. A Cluster counts as connected
+ * (`waitUntilConnected`) from its 'connect', but without an offline queue it refuses every command until 'ready'
+ * (a fresh producer's first call would fail): it is waited for too, within the same `waitMs`.
+ */
+async function takesCommands(client: Redis | Cluster, waitMs: number): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
+  if (!(await waitUntilConnected(client, waitMs))) return false;
+  if (client.status === 'ready') return true;
+  return new Promise<boolean>((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      client.off('ready', done);
+      resolve(client.status === 'ready');
+    };
+    const timer = setTimeout(done, Math.max(0, deadline - Date.now()));
+    client.once('ready', done);
+  });
+}
+
+/**
  * Before any call: wait for the connections at most the command timeout,
  * then refuse, so no BullMQ call waits for a reconnect and runs after the
  * caller was told the call failed.
  */
 export async function ensureConnected(context: ProducerContext): Promise<void> {
   const waitMs = context.options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
-  const [journalReady, queuesReady] = await Promise.all([waitUntilConnected(context.redis, waitMs), waitUntilConnected(context.queueRedis, waitMs)]);
+  const [journalReady, queuesReady] = await Promise.all([takesCommands(context.redis, waitMs), waitUntilConnected(context.queueRedis, waitMs)]);
   if (!journalReady || !queuesReady) {
     throw new RedisUnavailableError(`Redis is not connected (${context.redis.status}, queues ${context.queueRedis.status}); nothing was written`);
   }

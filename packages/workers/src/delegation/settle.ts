@@ -38,7 +38,7 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
   const verifier = step ? declaredVerifier(step, record.kind) : undefined;
   if (record.kind === 'compensation') {
     if (needsVerification(record, verifier !== undefined)) {
-      await enqueueVerify(ctx.queues, ref);
+      await enqueueVerify(ctx.queues, ref, verifyOccasion(ctx));
       return;
     }
     await enqueueCompensate(ctx.queues, ref.workflowId, { settled: ref.delegationId, version: record.version });
@@ -46,7 +46,7 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
     return;
   }
   if (needsVerification(record, verifier !== undefined)) {
-    await enqueueVerify(ctx.queues, ref);
+    await enqueueVerify(ctx.queues, ref, verifyOccasion(ctx));
     return;
   }
   // Without replicas to wait for, on one server, a decision that finishes the workflow drops this delegation's
@@ -62,6 +62,9 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
   const finishedWorkflow = decision.kind === 'complete' || decision.kind === 'fail';
   await dropFromIndex(ctx, ref, record, mark, finishedWorkflow ? [{ workflowId: ref.workflowId, delegationId: '*' }] : []);
 }
+
+/** The verify job's occasion: this reconcile interval (a later settle of a row still unverified is a job of its own). */
+const verifyOccasion = (ctx: WorkerContext) => ({ bucket: Math.floor(ctx.options.now() / ctx.options.reconcileIntervalMs) });
 
 /**
  * Last step of settling: drops the index entry, once the settle's writes since `mark` are on the replicas
