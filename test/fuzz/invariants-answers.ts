@@ -34,9 +34,10 @@ export function checkAnswerInvariants(observation: RunObservation, add: Add): vo
     if (delegation.state === 'COMPLETED' && hasResult && !readsHideResult && !journaled.includes(resultText(runId))) {
       add('completed-without-result', `journaled COMPLETED without the agent's result ${resultText(runId)} (${delegation.artifacts.length} artifacts)`);
     }
-    if (delegation.state === story.final && !delegation.error) {
+    // A journaled status message is the last status's (an agent's FAILED may carry its text as the error instead).
+    const text = delegation.statusMessage ? messageText(delegation.statusMessage) : undefined;
+    if (delegation.state === story.final && (text !== undefined || !delegation.error)) {
       const expected = finalStatusText(runId, behaviour);
-      const text = delegation.statusMessage ? messageText(delegation.statusMessage) : undefined;
       if (text !== expected) add('stale-status-message', `journaled status message ${JSON.stringify(text?.slice(0, 80))}, the agent's last status carried ${JSON.stringify(expected?.slice(0, 80))}`);
     }
     if (AGENT_FAILURES.has(delegation.state) && delegation.error && observation.agentTask && delegation.state !== story.final) {
