@@ -1,5 +1,5 @@
 /**
- * The variant-agent fuzzer inside `pnpm test` (issue 12): 100 generated
+ * The variant-agent fuzzer inside `pnpm test`: 100 generated
  * deviating agents against one fleet on one private redis-server, over the
  * deviation kinds the product passes (IN_SUITE_KINDS: all of them since
  * issue 12's last kinds landed; docs/conformance-kit.md "Known failures").
@@ -8,9 +8,10 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { useRedisServer } from './harness/redis.ts';
-import { DEVIATION_KINDS, parseKinds, spellState, stamp, readStamp, type Behaviour, type DeviationKind } from './fuzz/grammar.ts';
+import { ALWAYS, ARTIFACT_BUDGET_BYTES, DEVIATION_KINDS, parseKinds, spellState, stamp, readStamp, type Behaviour, type DeviationKind } from './fuzz/grammar.ts';
 import { behaviourArbitrary } from './fuzz/generators.ts';
 import { checkInvariants, DEFAULT_LIMITS, type RunObservation } from './fuzz/invariants.ts';
+import { SETTLE_AFTER_FINAL_MS } from './fuzz/invariants-answers.ts';
 import { conformanceParameters, conformanceProperty } from './fuzz/property.ts';
 import { startFuzzSession, type FuzzSession } from './fuzz/session.ts';
 import { reorder } from './fuzz/stream.ts';
@@ -92,10 +93,34 @@ describe('the invariants', () => {
     expect(names({ delegation: gaveUp, behaviour: listTasksSpoilt, sendNamedTask: true })).toEqual(['outcome-not-adopted']);
     expect(names({ delegation: gaveUp, sendNamedTask: false })).toEqual(['outcome-not-adopted']);
     const manyParts = { ...base.delegation!, artifacts: [{ artifactId: 'big', parts: Array.from({ length: 1_001 }, () => ({ text: 'p' })) }] } as RunObservation['delegation'];
-    expect(names({ delegation: manyParts })).toEqual(['over-limit-journaled']);
+    expect(names({ delegation: manyParts })).toEqual(['over-limit-journaled', 'completed-without-result']);
     expect(names({ calls: Array.from({ length: DEFAULT_LIMITS.maxCallsWithoutProgress + 1 }, () => ({ site: 'GetTask', atMs: 10_000 })) })).toEqual(['calls-without-progress']);
     expect(names({ maxRssBytes: 100 + DEFAULT_LIMITS.rssHeadroomBytes + 1 })).toEqual(['worker-rss']);
     expect(names({ oversizedKeys: [{ key: 'k', bytes: DEFAULT_LIMITS.maxKeyBytes + 1 }] })).toEqual(['redis-key-size']);
+  });
+
+  it('flag the breaches of what an answer proves', () => {
+    const view = (fields: Record<string, unknown>) => ({ ...base.delegation!, ...fields }) as unknown as RunObservation['delegation'];
+    expect(names({ delegation: view({ artifacts: [] }) })).toEqual(['completed-without-result']);
+    const failedStory: Behaviour = { story: { final: 'FAILED', workMs: 0, chunks: 0 }, deviations: [] };
+    const message = (text: string) => ({ messageId: 'x', role: 'ROLE_AGENT', parts: [{ text }] });
+    expect(names({ behaviour: failedStory, delegation: view({ state: 'FAILED', artifacts: [], statusMessage: message('failed-r1') }) })).toEqual([]);
+    expect(names({ behaviour: failedStory, delegation: view({ state: 'FAILED', artifacts: [], statusMessage: message('Generating response...') }) })).toEqual(['stale-status-message']);
+    const limitFailed = view({ state: 'FAILED', artifacts: [], error: { code: 'LIMIT_EXCEEDED', message: 'over' } });
+    expect(names({ delegation: limitFailed, workflow: { state: 'FAILED' } })).toEqual(['outcome-not-adopted', 'failed-after-delivery']);
+    const big = [{ artifactId: 'm', metadata: { blob: 'm'.repeat(ARTIFACT_BUDGET_BYTES) }, parts: [{ text: 'result-r1' }] }];
+    expect(names({ delegation: view({ artifacts: big }) })).toEqual(['artifact-budget']);
+    const overLimit: Behaviour = { ...behaviour, deviations: [{ kind: 'overLimitAnswer', path: 'send', shape: 'parts', amount: 1_001 }] };
+    expect(names({ behaviour: overLimit, delegation: view({ state: 'AMBIGUOUS', artifacts: [], error: { code: 'PROTOCOL_ERROR', message: 'x' } }) })).toEqual(['limit-not-journaled']);
+    expect(names({ behaviour: overLimit, delegation: view({ state: 'AMBIGUOUS', artifacts: [], error: { code: 'LIMIT_EXCEEDED', message: 'x' } }) })).toEqual([]);
+    const nullId: Behaviour = { ...behaviour, deviations: [{ kind: 'envelopeId', site: 'SendMessage', id: 'null' }] };
+    expect(names({ behaviour: nullId, calls: [...base.calls, { site: 'ListTasks', atMs: 0 }] })).toEqual(['content-proof-ignored']);
+    expect(names({ authHandlerRuns: 4 })).toEqual(['auth-handler-unbounded']);
+    const forever: Behaviour = { ...behaviour, deviations: [{ kind: 'authChallenges', times: ALWAYS, intervalMs: 100 }] };
+    expect(names({ behaviour: forever, delegation: view({ state: 'AMBIGUOUS', artifacts: [], error: { code: 'NO_PROGRESS', message: 'x' } }) })).toEqual(['auth-not-journaled']);
+    const recycling: Behaviour = { ...behaviour, deviations: [{ kind: 'recycling', workMs: 1_000, updateEveryMs: 100, cutAfterUpdates: 1 }] };
+    expect(names({ behaviour: recycling, settledAtMs: SETTLE_AFTER_FINAL_MS + 1 })).toEqual(['slow-after-final']);
+    expect(names({ behaviour: recycling, settledAtMs: 200 })).toEqual([]);
   });
 });
 
@@ -108,6 +133,13 @@ describe('100 generated deviating agents against one fleet', () => {
   afterAll(async () => {
     await session?.close();
   });
+
+  it('A35 (held send): a task found by a ListTasks summary while the send is held is read in full before it is journaled', async () => {
+    const heldSummary: Behaviour = { story: { final: 'COMPLETED', workMs: 0, chunks: 1 }, deviations: [{ kind: 'listSummary', lostSend: 'beforeHeaders', includeArtifacts: 'ignored' }] };
+    const outcome = await session!.run(heldSummary);
+    expect(outcome.violations).toEqual([]);
+    expect(outcome.trace).toMatch(/ListTasks@\d+ GetTask@\d+/);
+  }, 60_000);
 
   it(`break no invariant (kinds: ${IN_SUITE_KINDS.join(', ')})`, async () => {
     const finals: string[] = [];

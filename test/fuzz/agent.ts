@@ -7,9 +7,12 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { startRawAgent } from '../harness/raw-agent.ts';
 import { chunkBytes, expand, hugeArtifact, HUGE_MARK, writeChunks, type Chunk } from './body.ts';
-import { deviationOf, errorCreatesTask, readStamp, type Behaviour, type Deviation, type Site } from './grammar.ts';
+import { decoyTask, timeline } from './answers.ts';
+import { declaresStreaming, deviationOf, errorCreatesTask, readStamp, type Behaviour, type Deviation, type Site } from './grammar.ts';
 import { serveStream } from './stream.ts';
-import { answerId, foreignTask, sendResult, stateAt, statusStamp, wireTask, type AgentTask, type StreamPayload } from './wire.ts';
+import { answerId, foreignTask, sendResult, speller, stateAt, statusStamp, wireTask, type AgentTask, type StreamPayload } from './wire.ts';
+
+type Oversized = Extract<Deviation, { kind: 'oversized' }>;
 
 /** Whether a stream event carries task `taskId` (a whole task, or a status or artifact update of it). */
 function namesTask(payload: StreamPayload, taskId: string): boolean {
@@ -35,6 +38,8 @@ export interface FuzzAgent {
   bytesOut(): number;
   /** An answer to a send (SendMessage, or an event of a SendStreamingMessage stream) named our task with our request id. */
   sendNamedTask(): boolean;
+  /** An answer over a limit (overLimitAnswer) was written whole: the client had it and had to refuse it. */
+  overLimitDelivered(): boolean;
   close(): Promise<void>;
 }
 
@@ -49,6 +54,7 @@ export async function startFuzzAgent(runId: string, behaviour: Behaviour): Promi
     task: () => agent.task,
     bytesOut: () => agent.bytesOut,
     sendNamedTask: () => agent.sendNamedTask,
+    overLimitDelivered: () => agent.overLimitDelivered,
     async close() {
       agent.closed = true;
       await raw.close();
@@ -64,6 +70,7 @@ class FuzzAgentServer {
   task: AgentTask | undefined;
   bytesOut = 0;
   sendNamedTask = false;
+  overLimitDelivered = false;
   closed = false;
   baseUrl = '';
   private readonly perSite = new Map<string, number>();
@@ -111,10 +118,13 @@ class FuzzAgentServer {
     const task = this.createTask(params);
     if (await this.deviate('SendMessage', response, id)) return;
     if (params?.configuration?.returnImmediately !== true) await sleep(Math.max(0, task.finalAtMs - Date.now()));
-    const foreign = deviationOf(this.behaviour, 'foreignTask')?.where === 'send' || this.misrouted('SendMessage');
-    const value = foreign ? foreignTask(this.runId, this.behaviour) : this.current();
-    await this.rpc(response, answerId(id, this.behaviour, 'SendMessage'), sendResult(value, this.behaviour));
-    if (!foreign && deviationOf(this.behaviour, 'rpcId')?.method !== 'SendMessage') this.sendNamedTask = true;
+    const foreign = deviationOf(this.behaviour, 'foreignTask')?.where === 'send' || this.misrouted('SendMessage') || this.decoyAt('SendMessage');
+    const huge = this.overLimitAt('send') && this.perSite.get('SendMessage') === 1 ? this.overLimitValue() : undefined;
+    const value = this.decoyAt('SendMessage') ? this.decoy() : foreign ? foreignTask(this.runId, this.behaviour) : this.sendAnswer(huge);
+    await this.rpc(response, answerId(id, this.behaviour, 'SendMessage'), sendResult(value, this.behaviour), huge);
+    if (huge) this.overLimitDelivered = !response.destroyed;
+    const ownId = deviationOf(this.behaviour, 'rpcId')?.method !== 'SendMessage' && deviationOf(this.behaviour, 'envelopeId')?.site !== 'SendMessage';
+    if (!foreign && ownId) this.sendNamedTask = true;
   }
 
   private async sendStreamingMessage(params: any, id: unknown, response: ServerResponse): Promise<void> {
@@ -129,7 +139,9 @@ class FuzzAgentServer {
     const foreign = deviationOf(this.behaviour, 'foreignTask')?.where === 'getTask' || this.misrouted('GetTask');
     if (foreign) return this.rpc(response, answerId(id, this.behaviour, 'GetTask'), foreignTask(this.runId, this.behaviour));
     if (!this.task || params?.id !== this.task.id) return this.rpcError(response, id, -32001, 'Task not found');
-    await this.rpc(response, answerId(id, this.behaviour, 'GetTask'), this.current());
+    if (this.decoyAt('GetTask')) return this.rpc(response, answerId(id, this.behaviour, 'GetTask'), this.decoy());
+    const huge = this.overLimitAt('followAndRead') ? this.overLimitValue() : undefined;
+    await this.rpc(response, answerId(id, this.behaviour, 'GetTask'), this.read(huge), huge);
   }
 
   /** ListTasks (spec §3.1.4): our task when in the asked context and stamped at or after the bound (agent clock). */
@@ -142,15 +154,18 @@ class FuzzAgentServer {
     if (task && !misrouted && (ignoresContext || !params?.contextId || params.contextId === task.contextId)) {
       const stamped = readStamp(statusStamp(task, this.behaviour, stateAt(task, this.behaviour, Date.now())));
       const after = params?.statusTimestampAfter ? Date.parse(params.statusTimestampAfter) : Number.NaN;
-      if (Number.isNaN(after) || Number.isNaN(stamped) || stamped >= after) tasks.push(this.current());
+      if (Number.isNaN(after) || Number.isNaN(stamped) || stamped >= after) tasks.push(this.summary(params));
     }
-    await this.rpc(response, answerId(id, this.behaviour, 'ListTasks'), { tasks, nextPageToken: '', pageSize: 50, totalSize: tasks.length });
+    const huge = this.overLimitAt('followAndRead') ? this.overLimitValue() : undefined;
+    await this.rpc(response, answerId(id, this.behaviour, 'ListTasks'), { tasks, nextPageToken: '', pageSize: 50, totalSize: tasks.length }, huge);
   }
 
   private async subscribeToTask(params: any, id: unknown, response: ServerResponse): Promise<void> {
     if (await this.deviate('SubscribeToTask', response, id)) return;
     if (!this.task || params?.id !== this.task.id) return this.rpcError(response, id, -32001, 'Task not found');
-    if (this.finished()) return this.rpcError(response, id, -32004, 'Task is in a terminal state');
+    // An agent whose streams carry an answer over a limit serves them for a finished task too (the client must meet it).
+    const replays = this.overLimitAt('follow') || this.overLimitAt('followAndRead');
+    if (this.finished() && !replays) return this.rpcError(response, id, -32004, 'Task is in a terminal state');
     await this.stream('SubscribeToTask', id, response);
   }
 
@@ -166,7 +181,9 @@ class FuzzAgentServer {
     const request = { runId: this.runId, behaviour: this.behaviour, task: this.task!, response, id, streamNumber, site };
     // A send stream names our task with any event carrying its id (a task, a status or an artifact update).
     const onEventSent = (payload: StreamPayload) => {
-      if (site === 'SendStreamingMessage' && namesTask(payload, this.task!.id)) this.sendNamedTask = true;
+      const ownId = deviationOf(this.behaviour, 'envelopeId')?.site !== site;
+      if (site === 'SendStreamingMessage' && ownId && namesTask(payload, this.task!.id)) this.sendNamedTask = true;
+      if ('artifactUpdate' in payload && (payload.artifactUpdate.artifact as { artifactId?: string }).artifactId === 'big') this.overLimitDelivered = true;
     };
     this.bytesOut += await serveStream({ ...request, snapshot: () => this.current(), closed: () => this.closed, onEventSent });
   }
@@ -175,8 +192,8 @@ class FuzzAgentServer {
   private async deviate(site: Site, response: ServerResponse, id: unknown): Promise<boolean> {
     const count = (this.perSite.get(site) ?? 0) + 1;
     this.perSite.set(site, count);
-    const hang = deviationOf(this.behaviour, 'hang');
-    if (hang && hang.site === site && count <= hang.times) {
+    const hang = this.hangAt(site);
+    if (hang && count <= hang.times) {
       if (hang.phase === 'afterHeaders') {
         const streaming = site === 'SubscribeToTask' || site === 'SendStreamingMessage';
         response.writeHead(200, { 'content-type': streaming ? 'text/event-stream' : 'application/json' });
@@ -201,8 +218,8 @@ class FuzzAgentServer {
    */
   private failsWithoutTask(site: 'SendMessage' | 'SendStreamingMessage'): boolean {
     const next = (this.perSite.get(site) ?? 0) + 1;
-    const hang = deviationOf(this.behaviour, 'hang');
-    if (hang?.site === site && next <= hang.times) return false;
+    const hang = this.hangAt(site);
+    if (hang && next <= hang.times) return false;
     const failure = deviationOf(this.behaviour, 'errorCode');
     return failure?.method === site && next <= failure.times && !errorCreatesTask(failure);
   }
@@ -222,9 +239,64 @@ class FuzzAgentServer {
     if (this.task && duplicate) return this.task;
     const now = Date.now();
     const contextId = typeof message.contextId === 'string' && message.contextId ? message.contextId : `ctx-${this.runId}`;
-    const { workMs } = this.behaviour.story;
-    this.task = { id: `task-${this.runId}`, contextId, message, createdAtMs: now, workingAtMs: now + Math.floor(workMs / 2), finalAtMs: now + workMs };
+    this.task = { id: `task-${this.runId}`, contextId, message, createdAtMs: now, ...timeline(this.behaviour, now) };
     return this.task;
+  }
+
+  /** The hang at `site`: the hang deviation, or the first send lost after it created the task (listSummary). */
+  private hangAt(site: Site): { phase: 'beforeHeaders' | 'afterHeaders'; times: number } | undefined {
+    const hang = deviationOf(this.behaviour, 'hang');
+    if (hang?.site === site) return hang;
+    const summary = deviationOf(this.behaviour, 'listSummary');
+    if (summary && (site === 'SendMessage' || site === 'SendStreamingMessage')) return { phase: summary.lostSend, times: 1 };
+    return undefined;
+  }
+
+  private decoyAt(site: 'SendMessage' | 'GetTask'): boolean {
+    const envelope = deviationOf(this.behaviour, 'envelopeId');
+    return envelope?.site === site && envelope.id === 'other';
+  }
+
+  private decoy(): Record<string, unknown> {
+    return decoyTask(this.runId, this.task!, speller(this.behaviour)('FAILED'));
+  }
+
+  private overLimitAt(path: 'send' | 'follow' | 'followAndRead'): boolean {
+    return deviationOf(this.behaviour, 'overLimitAnswer')?.path === path;
+  }
+
+  /** The answer over a limit, in the `oversized` form body.ts expands. */
+  private overLimitValue(): Oversized {
+    const answer = deviationOf(this.behaviour, 'overLimitAnswer')!;
+    return { kind: 'oversized', where: 'artifact', shape: answer.shape, amount: answer.amount };
+  }
+
+  /**
+   * Our task as the answer to a send: with the value over a limit on the send path; an agent whose streams carry
+   * one answers sends WORKING at most (the outcome is met on the follow path).
+   */
+  private sendAnswer(huge: Oversized | undefined): Record<string, unknown> {
+    const follows = this.overLimitAt('follow') || this.overLimitAt('followAndRead');
+    const state = stateAt(this.task!, this.behaviour, Date.now());
+    const value = follows && state !== 'SUBMITTED' ? wireTask(this.runId, this.task!, this.behaviour, 'WORKING') : this.current();
+    if (huge) value.artifacts = [...((value.artifacts as unknown[] | undefined) ?? []), hugeArtifact(huge)];
+    return value;
+  }
+
+  /** Our task as a full read (GetTask) shows it: without artifacts on the `follow` path, with the value over a limit on `followAndRead`. */
+  private read(huge: Oversized | undefined): Record<string, unknown> {
+    const value = this.current();
+    if (this.overLimitAt('follow')) delete value.artifacts;
+    if (huge && value.artifacts) value.artifacts = [...(value.artifacts as unknown[]), hugeArtifact(huge)];
+    return value;
+  }
+
+  /** Our task in a ListTasks answer: a full read, or a summary without artifacts (listSummary, unless `includeArtifacts` is honoured and asked). */
+  private summary(params: any): Record<string, unknown> {
+    const value = this.read(this.overLimitAt('followAndRead') ? this.overLimitValue() : undefined);
+    const summary = deviationOf(this.behaviour, 'listSummary');
+    if (summary && !(summary.includeArtifacts === 'honoured' && params?.includeArtifacts === true)) delete value.artifacts;
+    return value;
   }
 
   /** Our task in its state now, with the oversized artifact when the behaviour has one there. */
@@ -249,7 +321,7 @@ class FuzzAgentServer {
       description: oversized ? HUGE_MARK : 'A generated deviating agent',
       version: '1.0.0',
       supportedInterfaces: [{ url: `${this.baseUrl}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-      capabilities: { streaming: this.behaviour.story.streaming === true, pushNotifications: false },
+      capabilities: { streaming: declaresStreaming(this.behaviour), pushNotifications: false },
       defaultInputModes: ['text/plain'],
       defaultOutputModes: ['text/plain'],
       skills: [{ id: 'fuzz', name: 'Fuzz', description: 'Deviates', tags: ['fuzz'] }],
@@ -262,8 +334,8 @@ class FuzzAgentServer {
     if (await writeChunks(response, chunks)) response.end();
   }
 
-  private rpc(response: ServerResponse, id: unknown, result: unknown): Promise<void> {
-    return this.write(response, 200, 'application/json', expand(JSON.stringify({ jsonrpc: '2.0', id, result }), this.oversized));
+  private rpc(response: ServerResponse, id: unknown, result: unknown, huge: Oversized | undefined = this.oversized): Promise<void> {
+    return this.write(response, 200, 'application/json', expand(JSON.stringify({ jsonrpc: '2.0', id, result }), huge));
   }
 
   private rpcError(response: ServerResponse, id: unknown, code: number, message: string, status = 200, data?: unknown): Promise<void> {

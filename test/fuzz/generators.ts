@@ -6,7 +6,7 @@
  * smallest behaviour that still breaks an invariant.
  */
 import fc from 'fast-check';
-import { ALWAYS, METHODS, STATE_SPELLINGS, type Behaviour, type Deviation, type DeviationKind, type Story } from './grammar.ts';
+import { ALWAYS, ARTIFACT_BUDGET_BYTES, METHODS, STATE_SPELLINGS, type Behaviour, type Deviation, type DeviationKind, type Story } from './grammar.ts';
 
 const MEBIBYTE = 1 << 20;
 const FIFTEEN_MINUTES_MS = 15 * 60_000;
@@ -30,6 +30,21 @@ const oversized: Generator<'oversized'> = fc.oneof(
   fc.record({ kind: fc.constant('oversized'), where: fc.constantFrom('streamEvent', 'artifact'), shape: fc.constant('parts'), amount: fc.integer({ min: LIMITS.parts + 1, max: 5_000 }) }),
   fc.record({ kind: fc.constant('oversized'), where: fc.constantFrom('streamEvent', 'artifact'), shape: fc.constant('depth'), amount: fc.integer({ min: LIMITS.depth + 1, max: 5_000 }) }),
 ) as Generator<'oversized'>;
+
+const overLimitAnswer: Generator<'overLimitAnswer'> = fc.oneof(
+  fc.record({ kind: fc.constant('overLimitAnswer'), path: fc.constantFrom('send', 'follow', 'followAndRead'), shape: fc.constant('parts'), amount: fc.integer({ min: LIMITS.parts + 1, max: 3_000 }) }),
+  fc.record({ kind: fc.constant('overLimitAnswer'), path: fc.constantFrom('send', 'follow', 'followAndRead'), shape: fc.constant('depth'), amount: fc.integer({ min: LIMITS.depth + 1, max: 2_000 }) }),
+  fc.record({ kind: fc.constant('overLimitAnswer'), path: fc.constant('send'), shape: fc.constant('bytes'), amount: fc.integer({ min: LIMITS.bodyBytes + 1, max: LIMITS.bodyBytes + MEBIBYTE }) }),
+  fc.record({ kind: fc.constant('overLimitAnswer'), path: fc.constantFrom('follow', 'followAndRead'), shape: fc.constant('bytes'), amount: fc.integer({ min: LIMITS.eventBytes + 1, max: LIMITS.eventBytes + MEBIBYTE }) }),
+) as Generator<'overLimitAnswer'>;
+
+/** Metadata bytes well under the artifact budget (must be kept) or over it (must be refused with a reason). */
+const artifactMetadata: Generator<'artifactMetadata'> = fc.record({
+  kind: fc.constant('artifactMetadata'),
+  where: fc.constantFrom('metadata', 'name', 'description', 'partMetadata'),
+  artifacts: fc.integer({ min: 1, max: 6 }),
+  bytes: fc.oneof(fc.integer({ min: 1, max: 256 * 1024 }), fc.integer({ min: ARTIFACT_BUDGET_BYTES + 1, max: ARTIFACT_BUDGET_BYTES + MEBIBYTE })),
+}) as Generator<'artifactMetadata'>;
 
 /** One generator per deviation kind. */
 export const DEVIATION_GENERATORS: { [K in DeviationKind]: Generator<K> } = {
@@ -79,6 +94,25 @@ export const DEVIATION_GENERATORS: { [K in DeviationKind]: Generator<K> } = {
     phase: fc.constantFrom('beforeHeaders', 'afterHeaders'),
     times: TIMES,
   }) as Generator<'hang'>,
+  envelopeId: fc.record({
+    kind: fc.constant('envelopeId'),
+    site: fc.constantFrom('SendMessage', 'GetTask', 'SendStreamingMessage', 'SubscribeToTask'),
+    id: fc.constantFrom('null', 'missing', 'other'),
+  }),
+  statusFirst: fc.record({ kind: fc.constant('statusFirst'), site: fc.constantFrom('SendStreamingMessage', 'SubscribeToTask'), context: fc.constantFrom('ours', 'omitted') }),
+  listSummary: fc.record({ kind: fc.constant('listSummary'), lostSend: fc.constantFrom('beforeHeaders', 'afterHeaders'), includeArtifacts: fc.constantFrom('ignored', 'honoured') }),
+  statusMessages: fc.record({ kind: fc.constant('statusMessages'), progress: fc.integer({ min: 1, max: 3 }), bareLast: fc.boolean() }),
+  bareMessage: fc.record({ kind: fc.constant('bareMessage'), on: fc.constantFrom('final', 'every'), text: fc.constantFrom('plain', 'unicode', 'long') }),
+  artifactMetadata,
+  overLimitAnswer,
+  authChallenges: fc.record({ kind: fc.constant('authChallenges'), times: fc.oneof(fc.integer({ min: 1, max: 2 }), fc.constant(ALWAYS)), intervalMs: fc.integer({ min: 60, max: 200 }) }),
+  // Work shorter than the fuzz no-progress window (2 s): cuts that keep delivering must never end the attempt.
+  recycling: fc.record({
+    kind: fc.constant('recycling'),
+    workMs: fc.integer({ min: 600, max: 1_600 }),
+    updateEveryMs: fc.integer({ min: 60, max: 200 }),
+    cutAfterUpdates: fc.integer({ min: 1, max: 3 }),
+  }),
 };
 
 /** The honest story: how the task ends, how long it works, how many artifact chunks. */

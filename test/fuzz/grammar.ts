@@ -50,7 +50,38 @@ export type Deviation =
    */
   | { kind: 'oversized'; where: 'card' | 'artifact' | 'streamEvent'; shape: 'bytes' | 'parts' | 'depth'; amount: number }
   /** The first `times` calls at `site` never answer (before headers) or stop after the headers (a hung send has created the task). */
-  | { kind: 'hang'; site: Site; phase: 'beforeHeaders' | 'afterHeaders'; times: number };
+  | { kind: 'hang'; site: Site; phase: 'beforeHeaders' | 'afterHeaders'; times: number }
+  /**
+   * Every answer at `site` carries envelope id `null` or none, its content ours (our messageId in history, our
+   * context: ownership proven by content); or (`other`) another request's id on a decoy task that claims our
+   * context and messageId under another task id (the envelope disproves it: never adopted).
+   */
+  | { kind: 'envelopeId'; site: 'SendMessage' | 'GetTask' | 'SendStreamingMessage' | 'SubscribeToTask'; id: 'null' | 'missing' | 'other' }
+  /** Streams at `site` open with a status update (no task snapshot, no history), its context ours or omitted; frames carry our request id. */
+  | { kind: 'statusFirst'; site: 'SendStreamingMessage' | 'SubscribeToTask'; context: 'ours' | 'omitted' }
+  /**
+   * ListTasks answers summaries (no artifacts; `honoured`: unless `includeArtifacts` is true), and the first send's
+   * answer is lost after the task was created (never answered, or cut after the headers), so only a search finds it.
+   */
+  | { kind: 'listSummary'; lostSend: 'beforeHeaders' | 'afterHeaders'; includeArtifacts: 'ignored' | 'honoured' }
+  /** `progress` WORKING statuses carry a message, then (`bareLast`: one more WORKING and) the final status carries none. */
+  | { kind: 'statusMessages'; progress: number; bareLast: boolean }
+  /** `status.message` is a bare string (the 0.3 schema wants a Message) on the final status or on every status. */
+  | { kind: 'bareMessage'; on: 'final' | 'every'; text: 'plain' | 'unicode' | 'long' }
+  /**
+   * A COMPLETED task carries `artifacts` extra artifacts whose parts are empty text and whose `bytes` (in total) sit in
+   * artifact metadata, name, description or part metadata: every stored byte counts against the artifact budget.
+   */
+  | { kind: 'artifactMetadata'; where: 'metadata' | 'name' | 'description' | 'partMetadata'; artifacts: number; bytes: number }
+  /**
+   * An answer over a limit (`shape`, `amount` as in `oversized`): the first send's answer (`send`, in any state); every
+   * stream with reads showing the task without artifacts (`follow`); or streams and reads alike (`followAndRead`).
+   */
+  | { kind: 'overLimitAnswer'; path: 'send' | 'follow' | 'followAndRead'; shape: 'bytes' | 'parts' | 'depth'; amount: number }
+  /** From WORKING on the task asks AUTH_REQUIRED again every `intervalMs` (a fresh timestamp and sign-in text), `times` times, then ends. */
+  | { kind: 'authChallenges'; times: number; intervalMs: number }
+  /** The task works `workMs`, WORKING again every `updateEveryMs`; every stream is cut after `cutAfterUpdates` delivered updates. */
+  | { kind: 'recycling'; workMs: number; updateEveryMs: number; cutAfterUpdates: number };
 
 export type DeviationKind = Deviation['kind'];
 
@@ -71,6 +102,15 @@ export const DEVIATION_KINDS = [
   'recordSeparator',
   'oversized',
   'hang',
+  'envelopeId',
+  'statusFirst',
+  'listSummary',
+  'statusMessages',
+  'bareMessage',
+  'artifactMetadata',
+  'overLimitAnswer',
+  'authChallenges',
+  'recycling',
 ] as const satisfies readonly DeviationKind[];
 
 /** The honest part of a behaviour: how the task ends and how long it works. */
@@ -119,6 +159,13 @@ export const errorCreatesTask = (deviation: Extract<Deviation, { kind: 'errorCod
 /** Calls a hang or an error lasts when it lasts for the whole run. */
 export const ALWAYS = 1_000_000;
 
+/** The fuzz fleet's `artifactBytesPerDelegation` (FUZZ_TIMINGS): small, so metadata over it costs little to send. */
+export const ARTIFACT_BUDGET_BYTES = 2 * (1 << 20);
+
+/** The card declares streaming: the story says so, or a kind that needs a streaming send. */
+export const declaresStreaming = (behaviour: Behaviour): boolean =>
+  behaviour.story.streaming === true || deviationOf(behaviour, 'statusFirst')?.site === 'SendStreamingMessage' || deviationOf(behaviour, 'envelopeId')?.site === 'SendStreamingMessage';
+
 /**
  * True when a client that follows the rules can still learn the agent's real outcome despite this
  * deviation: the value is readable in some accepted form, or another method tells the truth
@@ -128,7 +175,12 @@ export const ALWAYS = 1_000_000;
 export function isRecoverable(deviation: Deviation): boolean {
   switch (deviation.kind) {
     case 'oversized':
+    case 'overLimitAnswer':
       return false;
+    case 'artifactMetadata':
+      return deviation.bytes <= ARTIFACT_BUDGET_BYTES / 2;
+    case 'authChallenges':
+      return deviation.times < ALWAYS;
     case 'hang':
     case 'errorCode':
       return deviation.times < ALWAYS;
@@ -140,7 +192,7 @@ export function isRecoverable(deviation: Deviation): boolean {
 // ---------------------------------------------------------------------------
 // Spellings and clocks: how a deviating agent writes a value.
 
-export type TaskStateName = 'SUBMITTED' | 'WORKING' | 'COMPLETED' | 'FAILED' | 'CANCELED' | 'REJECTED' | 'INPUT_REQUIRED';
+export type TaskStateName = 'SUBMITTED' | 'WORKING' | 'COMPLETED' | 'FAILED' | 'CANCELED' | 'REJECTED' | 'INPUT_REQUIRED' | 'AUTH_REQUIRED';
 
 /** Writes `state` in `style`: proto `TASK_STATE_INPUT_REQUIRED`, v03 `input-required`, upperSnake `INPUT_REQUIRED`, … */
 export function spellState(state: TaskStateName, style: StateSpelling): string {

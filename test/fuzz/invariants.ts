@@ -8,6 +8,7 @@ import type { DelegationView } from '@durable-a2a/shared';
 import type { AgentCall } from './agent.ts';
 import { deviationOf, isRecoverable, type Behaviour } from './grammar.ts';
 import { LIMITS } from './generators.ts';
+import { checkAnswerInvariants } from './invariants-answers.ts';
 import { foreignIds, type AgentTask } from './wire.ts';
 
 export type InvariantName =
@@ -19,7 +20,16 @@ export type InvariantName =
   | 'calls-without-progress'
   | 'worker-rss'
   | 'redis-key-size'
-  | 'over-limit-journaled';
+  | 'over-limit-journaled'
+  | 'completed-without-result'
+  | 'stale-status-message'
+  | 'failed-after-delivery'
+  | 'artifact-budget'
+  | 'limit-not-journaled'
+  | 'content-proof-ignored'
+  | 'auth-handler-unbounded'
+  | 'auth-not-journaled'
+  | 'slow-after-final';
 
 export interface Violation {
   invariant: InvariantName;
@@ -61,6 +71,12 @@ export interface RunObservation {
   workflow: { state: string; attention?: string } | undefined;
   /** Settled within the deadline (finished, or NEEDS_ATTENTION with a reason). */
   settled: boolean;
+  /** An answer over a limit (overLimitAnswer) reached the client whole. */
+  overLimitDelivered?: boolean;
+  /** Runs of the agent's auth handler during the run. */
+  authHandlerRuns?: number;
+  /** When the workflow was first seen settled, ms. */
+  settledAtMs?: number;
   /** The run was stopped before its deadline because the calls without progress passed their bound. */
   stoppedEarly?: boolean;
   deadlineMs: number;
@@ -115,6 +131,8 @@ export function checkInvariants(observation: RunObservation, limits: InvariantLi
   if (late.length > limits.maxCallsWithoutProgress) {
     add('calls-without-progress', `${late.length} agent calls after the journal stopped changing (${summarizeSites(late)})`);
   }
+
+  checkAnswerInvariants(observation, add);
 
   const growth = observation.maxRssBytes - observation.baselineRssBytes;
   if (growth > limits.rssHeadroomBytes) add('worker-rss', `RSS ${mib(observation.maxRssBytes)} MiB, ${mib(growth)} MiB over the baseline`);

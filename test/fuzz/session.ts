@@ -8,11 +8,11 @@
 import type { Redis, Cluster } from 'ioredis';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { createRedisClient, type DelegationView, type Journal } from '@durable-a2a/shared';
-import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
+import type { AuthHandler, Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { startTestFleet } from '../harness/fleet.ts';
 import { FINISHED_WORKFLOW_STATES } from '../harness/invariants.ts';
 import { startFuzzAgent, type AgentCall } from './agent.ts';
-import type { Behaviour } from './grammar.ts';
+import { ARTIFACT_BUDGET_BYTES, type Behaviour } from './grammar.ts';
 import { checkInvariants, DEFAULT_LIMITS, type InvariantLimits, type RunObservation, type Violation } from './invariants.ts';
 
 /** Short timings (packages/workers/src/options.ts) so a run takes well under a second where the product allows. */
@@ -39,6 +39,8 @@ export const FUZZ_TIMINGS = {
   streamQuietMs: 600,
   // V2: agents whose card declares streaming (story.streaming) get SendStreamingMessage.
   streamingSends: true,
+  // Small, so metadata-heavy artifacts over it (artifactMetadata) cost little to send.
+  artifactBytesPerDelegation: ARTIFACT_BUDGET_BYTES,
 } satisfies Partial<StartFleetOptions>;
 
 export interface FuzzSessionOptions {
@@ -140,10 +142,15 @@ export async function startFuzzSession(options: FuzzSessionOptions): Promise<Fuz
     const journal = producer!.journal;
     const ref = { workflowId: `fuzz-${runId}`, delegationId: 'main.1' };
     let watched: Watched;
+    // The agent's auth handler (credentials refreshed, no reply): counted, so the product's bound on it is checked.
+    let authHandlerRuns = 0;
+    const authHandlers = fleet!.context.authHandlers as Map<string, AuthHandler>;
+    authHandlers.set(agent.cardUrl, async () => void authHandlerRuns++);
     try {
       await producer!.delegate({ agent: agent.cardUrl, text: `fuzz ${runId}`, idempotencyKey: ref.workflowId });
       watched = await watch({ journal, ref, calls: agent.calls, started, deadlineMs, quietMs, limits });
     } finally {
+      authHandlers.delete(agent.cardUrl);
       await agent.close();
     }
     const { workflow } = watched;
@@ -154,6 +161,8 @@ export async function startFuzzSession(options: FuzzSessionOptions): Promise<Fuz
         behaviour,
         agentTask: agent.task(),
         sendNamedTask: agent.sendNamedTask(),
+        overLimitDelivered: agent.overLimitDelivered(),
+        authHandlerRuns,
         calls: agent.calls,
         delegation,
         ...watched,
@@ -173,7 +182,7 @@ export async function startFuzzSession(options: FuzzSessionOptions): Promise<Fuz
   }
 }
 
-type Watched = Pick<RunObservation, 'workflow' | 'settled' | 'stoppedEarly' | 'lastProgressAtMs' | 'maxRssBytes'>;
+type Watched = Pick<RunObservation, 'workflow' | 'settled' | 'settledAtMs' | 'stoppedEarly' | 'lastProgressAtMs' | 'maxRssBytes'>;
 
 interface WatchRequest {
   journal: Journal;
@@ -201,7 +210,7 @@ async function watch({ journal, ref, calls, started, deadlineMs, quietMs, limits
     watched.workflow = workflow;
     const progress = `${workflow?.state}|${record?.state}|${record?.version}`;
     if (progress !== seen) (seen = progress), (watched.lastProgressAtMs = Date.now());
-    if (settledAt === undefined && workflow && isSettled(workflow)) (watched.settled = true), (settledAt = Date.now());
+    if (settledAt === undefined && workflow && isSettled(workflow)) (watched.settled = true), (settledAt = watched.settledAtMs = Date.now());
     if (settledAt === undefined && callsSince(calls, watched.lastProgressAtMs + limits.progressGraceMs) > limits.maxCallsWithoutProgress) {
       watched.stoppedEarly = true;
       break;

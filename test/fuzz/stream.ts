@@ -6,8 +6,11 @@
  */
 import type { ServerResponse } from 'node:http';
 import { chunkBytes, expand, firstHalf, hugeArtifact, writeChunks, type Chunk } from './body.ts';
-import { deviationOf, type Behaviour, type EventOp } from './grammar.ts';
-import { answerId, foreignEvents, foreignTask, shapeEvent, streamEvents, type AgentTask, type StreamPayload } from './wire.ts';
+import { deviationOf, type Behaviour, type Deviation, type EventOp } from './grammar.ts';
+
+type Oversized = Extract<Deviation, { kind: 'oversized' }>;
+import { decoyTask, type Timed } from './answers.ts';
+import { answerId, foreignEvents, foreignTask, shapeEvent, speller, streamEvents, type AgentTask, type StreamPayload } from './wire.ts';
 
 export interface StreamRequest {
   runId: string;
@@ -47,7 +50,7 @@ export async function serveStream(request: StreamRequest): Promise<number> {
   if (keepAlive) {
     if (keepAlive.afterSnapshot) {
       if (!(await send(frames[0]!))) return bytes;
-      request.onEventSent?.(events[0]!);
+      request.onEventSent?.(events[0]!.payload);
     }
     for (let count = 0; count < MAX_KEEP_ALIVES && !request.closed() && !response.destroyed; count++) {
       if (!(await send([':\n\n']))) return bytes;
@@ -58,38 +61,56 @@ export async function serveStream(request: StreamRequest): Promise<number> {
 
   const earlyFin = deviationOf(behaviour, 'earlyFin');
   const cut = earlyFin && request.streamNumber <= earlyFin.streams ? earlyFin : undefined;
-  const count = cut ? Math.min(cut.afterEvents, frames.length) : frames.length;
+  // Connection recycling: the snapshot and `cutAfterUpdates` updates, then the connection ends.
+  const recycling = deviationOf(behaviour, 'recycling');
+  const limit = cut ? cut.afterEvents : recycling ? 1 + recycling.cutAfterUpdates : frames.length;
+  const count = Math.min(limit, frames.length);
   for (let index = 0; index < count; index++) {
-    if (!(await send(frames[index]!))) return bytes;
-    request.onEventSent?.(events[index]!);
-    if (index === 0) await sleep(Math.max(0, request.task.finalAtMs - Date.now()));
+    await sleep(Math.max(0, events[index]!.atMs - Date.now()));
+    if (request.closed() || !(await send(frames[index]!))) return bytes;
+    request.onEventSent?.(events[index]!.payload);
   }
   if (cut?.midEvent && count < frames.length) await send([firstHalf(frames[count]!)]);
   if (!response.destroyed) response.end();
   return bytes;
 }
 
-/** The events of this stream, deviations applied, and each as the bytes of one SSE event. */
-function framedEvents(request: StreamRequest): { events: StreamPayload[]; frames: Chunk[][] } {
+/** The events of this stream (each with the instant it is due), deviations applied, and each as the bytes of one SSE event. */
+function framedEvents(request: StreamRequest): { events: Timed<StreamPayload>[]; frames: Chunk[][] } {
   const { runId, behaviour, task } = request;
-  let events: StreamPayload[] = streamEvents(runId, task, behaviour, Date.now());
+  const now = Date.now();
+  let events = streamEvents(runId, task, behaviour, now);
+  const at = (payload: StreamPayload): Timed<StreamPayload> => ({ atMs: now, payload });
   const foreign = deviationOf(behaviour, 'foreignTask')?.where;
-  if (foreign === 'stream') events.splice(1, 0, ...foreignEvents(runId, behaviour));
+  if (foreign === 'stream') events.splice(1, 0, ...foreignEvents(runId, behaviour).map(at));
   // The answer to a streaming send opens with another client's task (foreignTask at 'send').
-  if (foreign === 'send' && request.site === 'SendStreamingMessage') events.unshift({ task: foreignTask(runId, behaviour) });
-  const oversized = deviationOf(behaviour, 'oversized');
-  if (oversized && oversized.where !== 'card' && events.length > 1) {
-    const big = { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: hugeArtifact(oversized), append: false, lastChunk: true } };
-    events.splice(events.length - 1, 0, big);
+  if (foreign === 'send' && request.site === 'SendStreamingMessage') events.unshift(at({ task: foreignTask(runId, behaviour) }));
+  // Another request's id on this stream: its first event is a decoy claiming our context and message.
+  const envelope = deviationOf(behaviour, 'envelopeId');
+  if (envelope?.site === request.site && envelope.id === 'other') events.unshift(at({ task: decoyTask(runId, task, speller(behaviour)('FAILED')) }));
+  const huge = hugeOf(behaviour, request);
+  if (huge && (events.length > 1 || deviationOf(behaviour, 'overLimitAnswer'))) {
+    const big = { artifactUpdate: { taskId: task.id, contextId: task.contextId, artifact: hugeArtifact(huge), append: false, lastChunk: true } };
+    // Before the final status; after a finished task's snapshot when that is all the stream has.
+    events.splice(Math.max(1, events.length - 1), 0, { atMs: events.at(-1)!.atMs, payload: big });
   }
   events = reorder(events, deviationOf(behaviour, 'eventOrder')?.ops ?? []);
   const separator = deviationOf(behaviour, 'recordSeparator')?.scope;
-  const frames = events.map((payload, index) => {
-    const envelope = { jsonrpc: '2.0', id: answerId(request.id, behaviour, 'SubscribeToTask'), result: shapeEvent(payload, behaviour, request.snapshot) };
+  const frames = events.map(({ payload }, index) => {
+    const envelope = { jsonrpc: '2.0', id: answerId(request.id, behaviour, request.site), result: shapeEvent(payload, behaviour, request.snapshot) };
     const prefix = separator === 'all' || (separator === 'first' && index === 0) ? 'data: \x1E' : 'data: ';
-    return [prefix, ...expand(JSON.stringify(envelope), oversized), '\n\n'];
+    return [prefix, ...expand(JSON.stringify(envelope), huge), '\n\n'];
   });
   return { events, frames };
+}
+
+/** The over-limit value this stream carries: `oversized` off the card, or an answer over a limit on the follow path (or a send stream's first answer). */
+function hugeOf(behaviour: Behaviour, request: StreamRequest): Oversized | undefined {
+  const oversized = deviationOf(behaviour, 'oversized');
+  if (oversized && oversized.where !== 'card') return oversized;
+  const answer = deviationOf(behaviour, 'overLimitAnswer');
+  if (!answer || (answer.path === 'send' && (request.site !== 'SendStreamingMessage' || request.streamNumber > 1))) return undefined;
+  return { kind: 'oversized', where: 'streamEvent', shape: answer.shape, amount: answer.amount };
 }
 
 /** Applies duplicate / drop / swap operations in order; indexes wrap around the current length. */

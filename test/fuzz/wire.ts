@@ -3,6 +3,7 @@
  * truth), and that truth written as a deviating agent writes it (spellings,
  * clocks, shapes). Pure functions; test/fuzz/agent.ts does the I/O.
  */
+import { challengeText, finalStatusText, type Timed, latestChallenge, metadataArtifacts, middleState, progressText, statusMessageValue, timedStatuses } from './answers.ts';
 import { deviationOf, spellState, stamp, type Behaviour, type TaskStateName } from './grammar.ts';
 
 /** The agent's task for our message: ids, and when (our clock, ms) each state begins. */
@@ -25,7 +26,7 @@ export const resultText = (runId: string) => `result-${runId}`;
 /** The task's state at `nowMs` (our clock). */
 export function stateAt(task: AgentTask, behaviour: Behaviour, nowMs: number): TaskStateName {
   if (nowMs >= task.finalAtMs) return behaviour.story.final;
-  return nowMs >= task.workingAtMs ? 'WORKING' : 'SUBMITTED';
+  return nowMs >= task.workingAtMs ? middleState(behaviour) : 'SUBMITTED';
 }
 
 /** Writes states in the behaviour's spelling styles, in turn (proto when none). */
@@ -36,9 +37,10 @@ export function speller(behaviour: Behaviour): (state: TaskStateName) => string 
 }
 
 /** The status timestamp of `state` as the agent writes it (R27: a terminal stamped before WORKING when asked). */
-export function statusStamp(task: AgentTask, behaviour: Behaviour, state: TaskStateName): string | undefined {
+export function statusStamp(task: AgentTask, behaviour: Behaviour, state: TaskStateName, nowMs = Date.now()): string | undefined {
   const clock = deviationOf(behaviour, 'clock');
-  const at = state === 'SUBMITTED' ? task.createdAtMs : state === 'WORKING' ? task.workingAtMs : task.finalAtMs;
+  const middle = state === 'AUTH_REQUIRED' ? latestChallenge(behaviour, task.workingAtMs, nowMs).atMs : deviationOf(behaviour, 'recycling') ? Math.min(nowMs, task.finalAtMs) : task.workingAtMs;
+  const at = state === 'SUBMITTED' ? task.createdAtMs : state === 'WORKING' || state === 'AUTH_REQUIRED' ? middle : task.finalAtMs;
   const shifted = clock?.terminalBeforeWorking && state === behaviour.story.final ? task.workingAtMs - 2_000 : at;
   return stamp(shifted, clock);
 }
@@ -52,15 +54,30 @@ const agentMessage = (runId: string, text: string, task: AgentTask) => ({
 });
 
 /** Our task as a Task object (spec §5.5) in `state`, as this agent writes it. */
-export function wireTask(runId: string, task: AgentTask, behaviour: Behaviour, state: TaskStateName, spell = speller(behaviour)): Record<string, unknown> {
-  const status: Record<string, unknown> = { state: spell(state) };
-  const timestamp = statusStamp(task, behaviour, state);
-  if (timestamp) status.timestamp = timestamp;
-  const finalText = behaviour.story.final === 'COMPLETED' ? resultText(runId) : `${behaviour.story.final.toLowerCase()}-${runId}`;
-  if (state === behaviour.story.final && (behaviour.story.chunks === 0 || state !== 'COMPLETED')) status.message = agentMessage(runId, finalText, task);
-  const value: Record<string, unknown> = { id: task.id, contextId: task.contextId, status, history: [task.message] };
-  if (state === 'COMPLETED' && behaviour.story.chunks > 0) value.artifacts = [{ artifactId: 'a1', parts: [{ text: resultText(runId) }] }];
+export function wireTask(runId: string, task: AgentTask, behaviour: Behaviour, state: TaskStateName, spell = speller(behaviour), nowMs = Date.now()): Record<string, unknown> {
+  const value: Record<string, unknown> = { id: task.id, contextId: task.contextId, status: wireStatus(runId, task, behaviour, state, spell, nowMs), history: [task.message] };
+  const artifacts = state === 'COMPLETED' && behaviour.story.chunks > 0 ? [{ artifactId: 'a1', parts: [{ text: resultText(runId) }] }] : [];
+  if (state === 'COMPLETED') artifacts.push(...(metadataArtifacts(behaviour) as typeof artifacts));
+  if (artifacts.length > 0) value.artifacts = artifacts;
   return value;
+}
+
+/** The text of the message of a status in `state` at `nowMs`, or undefined when that status carries none. */
+function statusText(runId: string, task: AgentTask, behaviour: Behaviour, state: TaskStateName, nowMs: number): string | undefined {
+  if (state === behaviour.story.final) return finalStatusText(runId, behaviour);
+  if (state === 'AUTH_REQUIRED') return challengeText(runId, latestChallenge(behaviour, task.workingAtMs, nowMs).round);
+  const progress = deviationOf(behaviour, 'statusMessages');
+  if (state === 'WORKING' && progress) return progress.bareLast ? undefined : progressText(runId, progress.progress);
+  return deviationOf(behaviour, 'bareMessage')?.on === 'every' ? `${state.toLowerCase()}-${runId}` : undefined;
+}
+
+/** A TaskStatus (spec §5.5) in `state` as this agent writes it: spelled, stamped, with its message (or none). */
+export function wireStatus(runId: string, task: AgentTask, behaviour: Behaviour, state: TaskStateName, spell = speller(behaviour), nowMs = Date.now(), text = statusText(runId, task, behaviour, state, nowMs)): Record<string, unknown> {
+  const status: Record<string, unknown> = { state: spell(state) };
+  const timestamp = statusStamp(task, behaviour, state, nowMs);
+  if (timestamp) status.timestamp = timestamp;
+  if (text !== undefined) status.message = statusMessageValue(behaviour, state, text, agentMessage(runId, text, task));
+  return status;
 }
 
 /** Another client's task: other id, other context, a FAILED state and a foreign artifact. */
@@ -82,28 +99,44 @@ export type StreamPayload = { task: Record<string, unknown> } | { statusUpdate: 
  * The events a subscription opened at `nowMs` carries: the snapshot, then
  * WORKING (when still SUBMITTED), the artifact chunks and the terminal status.
  */
-export function streamEvents(runId: string, task: AgentTask, behaviour: Behaviour, nowMs: number): StreamPayload[] {
+export function streamEvents(runId: string, task: AgentTask, behaviour: Behaviour, nowMs: number): Timed<StreamPayload>[] {
   const spell = speller(behaviour);
   const current = stateAt(task, behaviour, nowMs);
-  const events: StreamPayload[] = [{ task: wireTask(runId, task, behaviour, current, spell) }];
-  if (current === behaviour.story.final) return events;
   const ids = { taskId: task.id, contextId: task.contextId };
-  if (current === 'SUBMITTED') events.push({ statusUpdate: { ...ids, status: withStamp({ state: spell('WORKING') }, statusStamp(task, behaviour, 'WORKING')) } });
+  const status = (state: TaskStateName, at: number, text?: string) => ({ statusUpdate: { ...ids, status: wireStatus(runId, task, behaviour, state, spell, at, text) } });
+  const first: StreamPayload = deviationOf(behaviour, 'statusFirst') ? statusFirstEvent(status(current, nowMs).statusUpdate, behaviour) : { task: wireTask(runId, task, behaviour, current, spell, nowMs) };
+  const events: Timed<StreamPayload>[] = [{ atMs: nowMs, payload: first }];
+  const timed = timedStatuses(behaviour, task, nowMs);
+  if (timed.length > 0) return [...events, ...timed.map(({ atMs, payload }) => ({ atMs, payload: status(payload, atMs) }))];
+  if (current === behaviour.story.final) return events;
+  const later = (payload: StreamPayload) => events.push({ atMs: task.finalAtMs, payload });
+  const progress = deviationOf(behaviour, 'statusMessages');
+  if (current === 'SUBMITTED' && !progress) later(status('WORKING', task.workingAtMs));
+  for (let index = 1; index <= (progress?.progress ?? 0); index++) later(status('WORKING', task.workingAtMs, progressText(runId, index)));
+  if (progress?.bareLast) later(status('WORKING', task.workingAtMs, undefined));
   const { final, chunks } = behaviour.story;
   if (final === 'COMPLETED') {
     const text = resultText(runId);
     const size = Math.ceil(text.length / Math.max(1, chunks));
     for (let index = 0; index < chunks; index++) {
       const part = text.slice(index * size, (index + 1) * size);
-      events.push({ artifactUpdate: { ...ids, artifact: { artifactId: 'a1', parts: [{ text: part }] }, append: index > 0, lastChunk: index === chunks - 1 } });
+      later({ artifactUpdate: { ...ids, artifact: { artifactId: 'a1', parts: [{ text: part }] }, append: index > 0, lastChunk: index === chunks - 1 } });
     }
+    for (const artifact of metadataArtifacts(behaviour)) later({ artifactUpdate: { ...ids, artifact, append: false, lastChunk: true } });
   }
-  const finalTask = wireTask(runId, task, behaviour, final, spell);
-  events.push({ statusUpdate: { ...ids, status: finalTask.status } });
+  later(status(final, task.finalAtMs));
   return events;
 }
 
-const withStamp = (status: Record<string, unknown>, timestamp: string | undefined) => (timestamp ? { ...status, timestamp } : status);
+/** The first event of a status-first stream: our task's status update without history, its context ours or omitted. */
+function statusFirstEvent(update: Record<string, unknown>, behaviour: Behaviour): StreamPayload {
+  if (deviationOf(behaviour, 'statusFirst')?.context === 'omitted') {
+    const { contextId: _omitted, ...rest } = update;
+    return { statusUpdate: rest };
+  }
+  return { statusUpdate: update };
+}
+
 
 /** Events naming another task (foreignTask at 'stream'): its FAILED status and its artifact. */
 export function foreignEvents(runId: string, behaviour: Behaviour): StreamPayload[] {
@@ -145,6 +178,8 @@ export function sendResult(value: Record<string, unknown>, behaviour: Behaviour)
 
 /** The JSON-RPC id the agent answers with, for a request id (rpcId deviation at `method`, else the request's). */
 export function answerId(requestId: unknown, behaviour: Behaviour, method: string): unknown {
+  const envelope = deviationOf(behaviour, 'envelopeId');
+  if (envelope?.site === method) return envelope.id === 'null' ? null : envelope.id === 'missing' ? undefined : otherId(requestId);
   const deviation = deviationOf(behaviour, 'rpcId');
   if (!deviation || deviation.method !== method) return requestId ?? null;
   switch (deviation.id) {
@@ -153,8 +188,11 @@ export function answerId(requestId: unknown, behaviour: Behaviour, method: strin
     case 'null':
       return null;
     case 'other':
-      return typeof requestId === 'number' ? requestId + 1000 : `other-${String(requestId)}`;
+      return otherId(requestId);
     case 'stringified':
       return typeof requestId === 'number' ? String(requestId) : `${String(requestId)} `;
   }
 }
+
+/** Another request's id (of the same type as ours). */
+const otherId = (requestId: unknown): unknown => (typeof requestId === 'number' ? requestId + 1000 : `other-${String(requestId)}`);

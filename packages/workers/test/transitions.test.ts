@@ -167,6 +167,17 @@ describe('rows', () => {
     expect(step).toEqual({ write: { kind: 'snapshot', task: again, guard: 'none' }, next: { kind: 'route' } });
   });
 
+  it('A35 (held send): a ListTasks summary of a finished task found while the send was held is read in full before anything is journaled', () => {
+    const finished = task('TASK_STATE_COMPLETED');
+    const held = { kind: 'send-answered', answer: { task: finished }, ownership: { kind: 'proven', by: 'message-id' }, via: 'search-while-held' } as const;
+    expect(transition(recordIn('INTENT'), { ...held, summary: true }, policy)).toEqual({
+      next: { kind: 'read-once', why: 'a summary of a finished task found by our messageId while the send was held', taskId: finished.id },
+    });
+    // A full read, or a summary of a task still working, is journaled at once.
+    expect(writesOf(transition(recordIn('INTENT'), { ...held, summary: false }, policy))[0]).toMatchObject({ kind: 'snapshot', task: finished });
+    expect(writesOf(transition(recordIn('INTENT'), { ...held, answer: { task: task('TASK_STATE_WORKING') }, summary: true }, policy))[0]).toMatchObject({ kind: 'snapshot' });
+  });
+
   it('a foreign send answer is journaled as received (never "not sent") and left to the reconciler', () => {
     const step = transition(recordIn('INTENT'), { ...SAMPLES['send-answered'], ownership: { kind: 'disproven', reason: 'foreign-context' } }, policy);
     expect(writesOf(step)[0]).toMatchObject({ kind: 'note-send-error', error: { code: 'FOREIGN_TASK', delivery: 'received' } });

@@ -52,8 +52,11 @@ export type SearchPurpose = 'reconcile' | 'lost-check' | 'read';
 
 /** Everything the outside world can tell a delegation (see the module header). */
 export type Observation =
-  /** The agent answered our SendMessage (or, while it held the send, a search found our task). */
-  | { kind: 'send-answered'; answer: { message: Message } | { task: Task }; ownership: Ownership; via: 'answer' | 'search-while-held' | 'stream' }
+  /**
+   * The agent answered our SendMessage (or, while it held the send, a search found our task). `summary`: the task is a
+   * ListTasks summary (no artifacts by the spec's default), not the agent's answer or a full read.
+   */
+  | { kind: 'send-answered'; answer: { message: Message } | { task: Task }; ownership: Ownership; via: 'answer' | 'search-while-held' | 'stream'; summary?: boolean }
   /** SendMessage failed. `afterMark`: the request may have left. `effect: 'none'`: the answer is a refusal (the A2A error table's `effect` column). */
   | {
       kind: 'send-failed';

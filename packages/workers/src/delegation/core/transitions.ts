@@ -82,6 +82,10 @@ export function transition(record: DelegationRecord, observation: Observation, p
           next: { kind: 'ask-reconciler' },
         };
       }
+      // A35: a summary found while the send was held identifies the task; a finished one is read in full first.
+      if (observation.summary && isTerminalTaskState(answer.task.status.state)) {
+        return { next: { kind: 'read-once', why: 'a summary of a finished task found by our messageId while the send was held', taskId: answer.task.id } };
+      }
       // The first subscription of new work is not rate-limited; a streaming send keeps reading its own stream.
       const next: Next = observation.via === 'stream' ? { kind: 'continue' } : { kind: 'route', plan: { again: false } };
       return { write: { kind: 'snapshot', task: answer.task, guard: 'none', bindAgent: record.taskId === undefined }, next };

@@ -14,7 +14,7 @@ import { FINISHED_ABORT_REASON, type WorkerContext } from '../../context.ts';
 import { findTaskByMessageId } from './search.ts';
 
 /** The send's outcome: the agent's answer, or our task found by a search while the send was held. */
-export type HeldSendResult = { kind: 'answer'; response: SendMessageResponse } | { kind: 'found'; task: Task };
+export type HeldSendResult = { kind: 'answer'; response: SendMessageResponse } | { kind: 'found'; task: Task; complete: boolean };
 
 /** Searches at most this many times while one send is held (then waits for the answer or the deadline). */
 const MAX_SEARCHES_WHILE_HELD = 20;
@@ -33,7 +33,7 @@ export async function sendWhileSearching(
   const send = new AbortController();
   const searching = new AbortController();
   const answer = transport.sendMessage(request, { timeoutMs, signal: send.signal }).then((response): HeldSendResult => ({ kind: 'answer', response }));
-  const found = searchWhileHeld(ctx, record, transport, searching.signal).then((task) => (task ? ({ kind: 'found', task } as const) : answer));
+  const found = searchWhileHeld(ctx, record, transport, searching.signal).then((hit) => (hit ? ({ kind: 'found', ...hit } as const) : answer));
   try {
     const result = await Promise.race([answer, found]);
     if (result.kind === 'found') {
@@ -46,8 +46,8 @@ export async function sendWhileSearching(
   }
 }
 
-/** Resolves with our task once a search finds it; undefined when searching stops (aborted, unsupported, failed, capped). */
-async function searchWhileHeld(ctx: WorkerContext, record: DelegationRecord, transport: A2ATransport, stop: AbortSignal): Promise<Task | undefined> {
+/** Resolves with our task (`complete`: read in full, not a summary) once a search finds it; undefined when searching stops (aborted, unsupported, failed, capped). */
+async function searchWhileHeld(ctx: WorkerContext, record: DelegationRecord, transport: A2ATransport, stop: AbortSignal): Promise<{ task: Task; complete: boolean } | undefined> {
   const contextId = record.contextRefused ? undefined : record.requestedContextId;
   let delayMs = ctx.options.requestTimeoutMs;
   for (let search = 0; search < MAX_SEARCHES_WHILE_HELD; search++) {
@@ -56,7 +56,7 @@ async function searchWhileHeld(ctx: WorkerContext, record: DelegationRecord, tra
     try {
       const result = await findTaskByMessageId(transport, record, { marginMs: ctx.options.searchMarginMs, maxListTasksCalls: ctx.options.maxListTasksCalls, now: ctx.options.now });
       if (stop.aborted || result.kind === 'unsupported') return undefined;
-      if (result.kind === 'found' && isTaskOurs(result.task, { contextId, messageId: record.messageId }, 'found')) return result.task;
+      if (result.kind === 'found' && isTaskOurs(result.task, { contextId, messageId: record.messageId }, 'found')) return { task: result.task, complete: result.complete };
     } catch (error) {
       if (!isRetryable(error)) return undefined;
     }

@@ -208,7 +208,7 @@ async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldS
   const sendLease = send.holdsLease ? { token: sendRunToken(ctx, send.job), release: () => releaseSendLease(ctx, send.record, send.job) } : undefined;
   const observation: Observation =
     result.kind === 'found'
-      ? { kind: 'send-answered', answer: { task: result.task }, ownership: { kind: 'proven', by: 'message-id' }, via: 'search-while-held' }
+      ? { kind: 'send-answered', answer: { task: result.task }, ownership: { kind: 'proven', by: 'message-id' }, via: 'search-while-held', summary: !result.complete }
       : answerObservation(send.record, result.response, 'answer');
   const applied = await apply(ctx, send.record, observation, { log: send.log, source: 'send', ...(sendLease ? { sendLease } : {}) });
   return outcomeOf(ctx, send.log, observation, applied);
