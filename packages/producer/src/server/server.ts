@@ -13,7 +13,7 @@ import { Queue, type Telemetry } from 'bullmq';
 import type { Registry } from 'prom-client';
 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, resolveLimits, waitUntilConnected, type A2ALimits, type AddressPolicyOptions, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, corruptRecordReporter, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, resolveLimits, waitUntilConnected, type A2ALimits, type AddressPolicyOptions, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
 import { apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';
@@ -121,7 +121,9 @@ export function createServer(options: ServerOptions): ApiServer {
   const logger = options.logger ?? createLogger();
   const metrics = createMetrics(options.metricsRegistry, 'api');
   const redis = createFailFastRedisClient(options.redisUrl, options.commandTimeoutMs);
-  const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry, limits: options.limits, durability: options.durability });
+  const onCorruptRecord = corruptRecordReporter({ logger, counter: metrics.corruptRecords });
+  const producer =
+    options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry, limits: options.limits, durability: options.durability, onCorruptRecord });
   const queues = createQueues(redis, prefix, options.telemetry);
   const queueList = Object.values(queues);
   logRedisConnectionState(logger, redis, queueList);
