@@ -24,6 +24,8 @@ import { opsRoutes, type HealthReport } from './routes/ops.ts';
 import { pushRoutes } from './routes/push.ts';
 import { v1Routes } from './routes/v1.ts';
 import { registerUi } from './ui/routes.ts';
+import { registerSecurityHeaders } from './security-headers.ts';
+import { logUrl } from './log-url.ts';
 
 export interface ServerOptions {
   /** A producer to serve (not closed by the server). Default: one created on `redisUrl` and `prefix`. */
@@ -57,9 +59,6 @@ export interface ServerOptions {
   telemetry?: Telemetry;
 }
 
-/** Query parameters whose values never reach a log line. */
-const SECRET_QUERY = /([?&](?:token|access_token)=)[^&]*/gi;
-const logUrl = (url: string) => url.replace(SECRET_QUERY, '$1[redacted]');
 
 /** The fastify instance `createServer` returns (exported so callers need no fastify import). */
 export type ApiServer = FastifyInstance;
@@ -152,6 +151,7 @@ export function createServer(options: ServerOptions): ApiServer {
   });
   app.addHook('onClose', () => closeCreated(redis, queueList, options.producer ? undefined : producer));
 
+  registerSecurityHeaders(app);
   app.register(fastifySwagger, OPENAPI_OPTIONS);
   app.register(async (v1) => {
     v1.addHook('onRequest', requireApiToken(tokens));
