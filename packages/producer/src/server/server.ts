@@ -16,7 +16,7 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fast
 import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, corruptRecordReporter, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, resolveLimits, waitUntilConnected, type A2ALimits, type AddressPolicyOptions, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
-import { apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';
+import { API_BODY_LIMIT_BYTES, apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';
 import { requireApiToken } from './auth.ts';
 import { problem, problemErrorHandler, sendProblem } from './problem.ts';
 import { answerWithin, DEFAULT_REQUEST_TIMEOUT_MS, STARTUP_REDIS_WAIT_MS } from './deadline.ts';
@@ -26,6 +26,7 @@ import { v1Routes } from './routes/v1.ts';
 import { registerUi } from './ui/routes.ts';
 import { registerSecurityHeaders } from './security-headers.ts';
 import { logUrl } from './log-url.ts';
+import { boundConnections, fastifyHttpOptions, resolveHttpLimits, type HttpLimits } from './http-limits.ts';
 
 export interface ServerOptions {
   /** A producer to serve (not closed by the server). Default: one created on `redisUrl` and `prefix`. */
@@ -53,6 +54,8 @@ export interface ServerOptions {
   requestTimeoutMs?: number;
   /** Bull Board without write actions (retry, remove, promote, clean); writes refused with 403. Default false. */
   adminReadOnly?: boolean;
+  /** Connection bounds: headers, body and keep-alive timeouts, connections overall and per client address (`DEFAULT_HTTP_LIMITS`). */
+  httpLimits?: Partial<HttpLimits>;
   /** Extra liveness/readiness (e.g. an embedded fleet). Redis reachability is always part of readiness. */
   health?: () => Promise<HealthReport>;
   /** BullMQ telemetry (`startTracing().telemetry`) for the server's producer and queues. Default none. */
@@ -129,7 +132,14 @@ export function createServer(options: ServerOptions): ApiServer {
 
   // Request logging is ours (onResponse below): fastify's default lines would carry
   // the raw URL, and a header serializer could one day add Authorization.
-  const app = fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
+  const httpLimits = resolveHttpLimits(options.httpLimits);
+  const app = fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: API_BODY_LIMIT_BYTES,
+    ...fastifyHttpOptions(httpLimits),
+  });
+  boundConnections(app.server, httpLimits);
   redisOfServer.set(app, redis);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
