@@ -12,6 +12,7 @@ import { AgentRegistry, Journal, createLogger } from '@durable-a2a/shared';
 import { authorized, startTestServer } from './harness/api-server.ts';
 import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { intentRow } from './harness/journal-rows.ts';
+import { eventually, reconcileOutcomes, startTestFleet } from './harness/fleet.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient<Redis>(redisServer);
@@ -195,5 +196,30 @@ describe('F32: one corrupt record takes a listing down', () => {
       ),
       { numRuns: 15 },
     );
+  });
+});
+
+describe('F32 (c): a corrupt delegation in the reconciler', () => {
+  it('the start-up sweep skips it (outcome corrupt, counted, logged once) and reconciles the good ones beside it; the fleet keeps running', async () => {
+    const prefix = `corrupt-fleet${++counter}`;
+    const journal = new Journal(redis(), { prefix, retentionMs: 600_000 });
+    // Three INTENT rows of an agent that cannot be reached, one of them corrupt: the start-up sweep puts them in one batch.
+    for (const id of ['good-1', 'bad-1', 'good-2']) await seedWorkflow(journal, id, false);
+    const badKey = journal.keys.delegation('bad-1', 'main.1');
+    await redis().hset(badKey, 'state', 'NOT-A-STATE');
+    const lines: Record<string, unknown>[] = [];
+    const sink = new Writable({ write: (chunk, _encoding, done) => void (lines.push(JSON.parse(String(chunk)) as Record<string, unknown>), done()) });
+    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, logger: createLogger({ level: 'info' }, sink), addressPolicy: { allowLoopback: true } });
+    try {
+      await eventually(async () => ((await reconcileOutcomes(fleet)).corrupt ?? 0) >= 1, 'the corrupt delegation reconciled as corrupt');
+      // The good ones beside it in the batch were reconciled too (whatever their outcome: the agent does not exist).
+      await eventually(async () => Object.entries(await reconcileOutcomes(fleet)).some(([outcome, count]) => outcome !== 'corrupt' && count >= 2), 'the good delegations reconciled');
+      expect(Number((await fleet.metrics.corruptRecords.get()).values.find((value) => value.labels.kind === 'delegation')?.value ?? 0)).toBeGreaterThanOrEqual(1);
+      expect(lines.filter((line) => line.code === 'CORRUPT_RECORD' && line.key === badKey)).toHaveLength(1);
+      // Still in the index for a person, checked again later, never dropped.
+      expect(await redis().zscore(journal.keys.unfinished(), 'bad-1|main.1')).not.toBeNull();
+    } finally {
+      await fleet.close();
+    }
   });
 });
