@@ -9,7 +9,7 @@ import type { Browser } from 'playwright-core';
 import { ALL_QUEUES, queuePrefix } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { TEST_API_TOKEN, listenOnLoopback, startTestServer } from './harness/api-server.ts';
-import { chromiumMissing, launchChromium } from './harness/chromium.ts';
+import { chromiumMissing, launchChromium, watchContentSecurityPolicy } from './harness/chromium.ts';
 
 if (chromiumMissing) console.warn(`skipping the Bull Board browser test: ${chromiumMissing}`);
 
@@ -48,8 +48,11 @@ describe.skipIf(chromiumMissing !== undefined)('Bull Board at /admin/queues in c
   it('?token= sets the HttpOnly cookie, drops the token from the URL, and the board lists all five queues', async () => {
     const context = await browser.newContext();
     const page = await context.newPage();
+    const cspViolations: string[] = [];
+    watchContentSecurityPolicy(page, cspViolations);
     const response = await page.goto(`${baseUrl}/admin/queues?token=${TEST_API_TOKEN}`);
     expect(response?.status()).toBe(200);
+    expect(response?.headers()['content-security-policy']).toContain("frame-ancestors 'none'");
     expect(page.url()).toBe(`${baseUrl}/admin/queues`);
     const cookies = await context.cookies();
     expect(cookies.find((cookie) => cookie.name === 'da2a_admin')).toMatchObject({ httpOnly: true, sameSite: 'Strict', path: '/admin/queues' });
@@ -63,6 +66,8 @@ describe.skipIf(chromiumMissing !== undefined)('Bull Board at /admin/queues in c
     if ((await page.locator('a[href="/ui"]').count()) === 0) await page.locator('header button').last().click();
     await page.locator('a[href="/ui"]').first().waitFor({ state: 'attached', timeout: 5_000 });
     expect(await page.locator('a[href="/ui"]').first().innerText()).toContain('Workflows and questions');
+    // F35: the board works under its Content-Security-Policy.
+    expect(cspViolations).toEqual([]);
     await context.close();
   });
 

@@ -15,7 +15,7 @@ import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
 import { TEST_API_TOKEN, listenOnLoopback, startTestServer } from './harness/api-server.ts';
-import { chromiumMissing, launchChromium } from './harness/chromium.ts';
+import { chromiumMissing, launchChromium, watchContentSecurityPolicy } from './harness/chromium.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { bookingVerifier, startTravelCast, travelWorkflow, type TravelCast } from './harness/travel.ts';
 
@@ -56,11 +56,15 @@ describe.skipIf(chromiumMissing !== undefined)('/ui in chromium', () => {
   const signedIn = async (): Promise<Page> => {
     const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
     const page = await context.newPage();
+    watchContentSecurityPolicy(page, cspViolations);
     const response = await page.goto(`${baseUrl}/ui?token=${TEST_API_TOKEN}`);
     expect(response?.status()).toBe(200);
     expect(page.url()).toBe(`${baseUrl}/ui`);
     return page;
   };
+  /** What the pages' Content-Security-Policy refused (F35: the policy must leave the pages working). */
+  const cspViolations: string[] = [];
+  afterAll(() => expect(cspViolations).toEqual([]));
 
   it('without credentials /ui answers 401', async () => {
     const page = await browser.newPage();

@@ -24,3 +24,10 @@ export function launchChromium(): Promise<Browser> {
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
   });
 }
+
+/** Collects into `violations` every console message of `page` saying the Content-Security-Policy refused something. */
+export function watchContentSecurityPolicy(page: { on(event: 'console', listener: (message: { text(): string }) => void): unknown }, violations: string[]): void {
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) violations.push(message.text());
+  });
+}

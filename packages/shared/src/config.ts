@@ -12,9 +12,10 @@ export function parseEnvironmentOrExit<T>(parse: (environment: NodeJS.ProcessEnv
     return parse(environment);
   } catch (error) {
     const issues = (error as { issues?: { path: PropertyKey[]; message: string }[] }).issues ?? [];
-    // One line per bad variable; the value is not echoed (it may be a secret).
+    // One line per bad variable; the value is never echoed (it may be a secret): messages are the schemas' own
+    // words, and an error that is not a schema's issue is named by its class only.
     for (const issue of issues) console.error(`configuration error: ${issue.path.join('.') || '(environment)'}: ${issue.message}`);
-    if (issues.length === 0) console.error(`configuration error: ${String(error)}`);
+    if (issues.length === 0) console.error(`configuration error: ${error instanceof Error ? error.name : 'invalid'} (the value is not shown: it may be a secret)`);
     process.exit(2);
   }
 }
@@ -41,14 +42,16 @@ function sentinelUrlParses(text: string): boolean {
 
 /**
  * A JSON-valued variable: parses the text as JSON, then with `schema`; bad
- * JSON is reported as an issue naming the expected form, never thrown raw.
+ * JSON is reported as an issue naming the expected form, never thrown raw and
+ * never quoting the text (`JSON.parse`'s message does: these variables hold
+ * tokens and credentials).
  */
 export function jsonVariable<T extends z.ZodType>(schema: T, expected: string) {
   return z.string().transform((text, context) => {
     try {
       return JSON.parse(text) as unknown;
-    } catch (error) {
-      context.addIssue({ code: 'custom', message: `not JSON (${(error as Error).message}); expected ${expected}` });
+    } catch {
+      context.addIssue({ code: 'custom', message: `not JSON (${text.length} characters; the value is not shown); expected ${expected}` });
       return z.NEVER;
     }
   }).pipe(schema);

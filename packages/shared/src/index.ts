@@ -6,6 +6,8 @@ export { WorkflowChangeSubscriber, workflowChangeChannel } from './journal/chang
 export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions } from './journal/journal.ts';
 export { JournalError } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
+export { CorruptRecordError, corruptRecordReporter, parseRecordAt, skipCorrupt, LOGGED_CORRUPT_KEYS } from './journal/corrupt.ts';
+export type { CorruptRecordHandler, CorruptRecordKind } from './journal/corrupt.ts';
 export { indexMember, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
 export type { JournalKeys } from './journal/keys.ts';
 export { parseCompactedWorkflow } from './journal/compacted-record.ts';
@@ -35,6 +37,7 @@ export type { OutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 
 export { applyTask, applyStreamResponse, applyStreamResponsePair, type ArtifactThenStatus } from './journal/observe.ts';
+export type { CorruptListing } from './journal/listing.ts';
 export { listWorkflowSummaries, listOpenQuestions, workflowSummaries, decodeListingCursor, nextChecks, pageByKeyset } from './journal/listing.ts';
 export type { WorkflowSummary, OpenQuestionSummary, WorkflowFilter, Page } from './journal/listing.ts';
 export { parseAgentTimestamp } from './journal/clock.ts';
@@ -93,7 +96,7 @@ export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput }
 export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
 export { AgentRegistry, candidateAgents } from './registry.ts';
-export type { RegisteredAgent, AgentTarget } from './registry.ts';
+export type { RegisteredAgent, AgentTarget, AgentRegistryOptions } from './registry.ts';
 export { createRedisClient, openRedisClient, createFailFastRedisClient, isRedisUnavailableError, waitUntilConnected, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
 export { parseSentinelUrl, sentinelRedisOptions } from './redis-sentinel.ts';
 export type { SentinelTarget } from './redis-sentinel.ts';

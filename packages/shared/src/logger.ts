@@ -31,9 +31,9 @@ export const defaultLoggerOptions: LoggerOptions = {
   timestamp: pino.stdTimeFunctions.isoTime,
 };
 
-/** Creates the root logger (JSON lines on stdout). `level: 'silent'` for tests. */
-export function createLogger(options: LoggerOptions = {}): Logger {
-  return pino({ ...defaultLoggerOptions, ...options });
+/** Creates the root logger (JSON lines on stdout, or on `destination`). `level: 'silent'` for tests. */
+export function createLogger(options: LoggerOptions = {}, destination?: pino.DestinationStream): Logger {
+  return destination ? pino({ ...defaultLoggerOptions, ...options }, destination) : pino({ ...defaultLoggerOptions, ...options });
 }
 
 const ignoreLine = (): void => undefined;

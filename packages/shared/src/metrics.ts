@@ -32,6 +32,8 @@ export interface Metrics {
    * Workers observe it where a delegation reaches a finished state.
    */
   delegationDuration: Histogram<'state'>;
+  /** Records a reader skipped (or a single read refused) because they do not parse, by kind (`journal/corrupt.ts`); both roles. */
+  corruptRecords: Counter<'kind'>;
 }
 
 /** Which process registers which metrics: `api` (queue depth, journal samples, pushes), `workers` (the rest), `all`. */
@@ -39,6 +41,8 @@ export type MetricsRole = 'api' | 'workers' | 'all';
 
 /** The metrics the HTTP service updates; every other one belongs to the workers. */
 const API_METRICS: ReadonlySet<keyof Metrics> = new Set(['openQuestions', 'queueDepth', 'delegationsByState', 'pushes']);
+/** The metrics both roles update. */
+const SHARED_METRICS: ReadonlySet<keyof Metrics> = new Set(['corruptRecords']);
 
 /**
  * Creates every metric on `registry` (default: a fresh registry) and keeps
@@ -48,7 +52,7 @@ export function createMetrics(registry: Registry = new Registry(), role: Metrics
   const metrics = createOn(registry);
   if (role === 'all') return metrics;
   for (const [key, metric] of Object.entries(metrics)) {
-    if (key === 'registry' || API_METRICS.has(key as keyof Metrics) === (role === 'api')) continue;
+    if (key === 'registry' || SHARED_METRICS.has(key as keyof Metrics) || API_METRICS.has(key as keyof Metrics) === (role === 'api')) continue;
     // Still updatable (nothing breaks if a shared module touches it), never scraped.
     registry.removeSingleMetric((metric as unknown as { name: string }).name);
   }
@@ -88,6 +92,7 @@ function createOn(registry: Registry): Metrics {
     delegationsByState: new Gauge({ name: 'durable_a2a_delegations', help: 'Unfinished delegations by journal state (sampled)', labelNames: ['state'], registers: [registry] }),
     pushes: counter('durable_a2a_push_notifications_total', 'Push notifications received, by outcome', ['outcome']),
     staleObservations: counter('durable_a2a_ignored_observations_total', 'Observations the journal ignored (stale, regress, duplicate, finished)', ['reason']),
+    corruptRecords: counter('durable_a2a_corrupt_records_total', 'Records skipped or refused because they do not parse, by kind (workflow, delegation, agent)', ['kind']),
     delegationDuration: new Histogram({
       name: 'durable_a2a_delegation_duration_seconds',
       help: 'End-to-end delegation time, from the journaled intent to its finished state, by that state',

@@ -6,6 +6,7 @@ import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
 import type { AgentCard } from './a2a/card.ts';
 import { journalKeys } from './journal/keys.ts';
+import { CorruptRecordError, parseRecordAt, skipCorrupt, type CorruptRecordHandler } from './journal/corrupt.ts';
 
 const RegisteredAgentSchema = z.object({
   cardUrl: z.string(),
@@ -25,19 +26,36 @@ const RegisteredAgentSchema = z.object({
 /** A registered agent: its card URL and normalized card. */
 export type RegisteredAgent = z.infer<typeof RegisteredAgentSchema>;
 
+/** Options of an `AgentRegistry`. */
+export interface AgentRegistryOptions {
+  /** Key prefix; default `da2a`. */
+  prefix?: string;
+  /** Clock; default `Date.now`. */
+  now?: () => number;
+  /** Told of every registry entry that does not parse (`corruptRecordReporter`); default nothing. */
+  onCorruptRecord?: CorruptRecordHandler;
+}
+
 export class AgentRegistry {
   private readonly key: string;
+  private readonly now: () => number;
+  private readonly onCorruptRecord: CorruptRecordHandler;
+
+  /** `new AgentRegistry(redis, options)`; `new AgentRegistry(redis, prefix, now)` is the earlier form. */
   constructor(
     private readonly redis: Redis | Cluster,
-    prefix?: string,
-    private readonly now: () => number = Date.now,
+    options: AgentRegistryOptions | string = {},
+    now?: () => number,
   ) {
-    this.key = journalKeys(prefix).agents();
+    const resolved = typeof options === 'string' ? { prefix: options, now } : { ...options, now: options.now ?? now };
+    this.key = journalKeys(resolved.prefix).agents();
+    this.now = resolved.now ?? Date.now;
+    this.onCorruptRecord = resolved.onCorruptRecord ?? (() => undefined);
   }
 
-  /** Stores (or refreshes) an agent's validated card. Registration order is kept as preference order. */
+  /** Stores (or refreshes) an agent's validated card. Registration order is kept as preference order; a corrupt entry is replaced. */
   async register(cardUrl: string, card: AgentCard): Promise<RegisteredAgent> {
-    const existing = await this.get(cardUrl);
+    const existing = await skipCorrupt(this.get(cardUrl));
     const agent: RegisteredAgent = {
       cardUrl,
       registeredAt: existing?.registeredAt ?? this.now(),
@@ -55,15 +73,32 @@ export class AgentRegistry {
     return agent;
   }
 
+  /** One registered agent, or undefined. Throws CorruptRecordError (reported) when its entry does not parse. */
   async get(cardUrl: string): Promise<RegisteredAgent | undefined> {
     const raw = await this.redis.hget(this.key, cardUrl);
-    return raw ? RegisteredAgentSchema.parse(JSON.parse(raw)) : undefined;
+    if (!raw) return undefined;
+    const parsed = this.parseEntry(cardUrl, raw);
+    if (parsed instanceof CorruptRecordError) throw parsed;
+    return parsed;
   }
 
-  /** Every registered agent, in registration order. */
+  /** Every registered agent, in registration order. An entry that does not parse is left out (and reported): one bad entry never fails the list. */
   async list(): Promise<RegisteredAgent[]> {
-    const all = Object.values(await this.redis.hgetall(this.key)).map((raw) => RegisteredAgentSchema.parse(JSON.parse(raw)));
+    const all = Object.entries(await this.redis.hgetall(this.key)).flatMap(([cardUrl, raw]) => {
+      const parsed = this.parseEntry(cardUrl, raw);
+      return parsed instanceof CorruptRecordError ? [] : [parsed];
+    });
     return all.sort((a, b) => a.registeredAt - b.registeredAt || a.cardUrl.localeCompare(b.cardUrl));
+  }
+
+  /** The entry of `cardUrl` parsed, or its CorruptRecordError (already reported); the key names the field after `#`. */
+  private parseEntry(cardUrl: string, raw: string): RegisteredAgent | CorruptRecordError {
+    try {
+      return parseRecordAt('agent', `${this.key}#${cardUrl}`, () => RegisteredAgentSchema.parse(JSON.parse(raw)));
+    } catch (error) {
+      this.onCorruptRecord(error as CorruptRecordError);
+      return error as CorruptRecordError;
+    }
   }
 
   /** Available agents with a skill of this id (and all the given tags), in registration order. */
@@ -73,7 +108,7 @@ export class AgentRegistry {
 
   /** Marks an agent unusable (its refreshed card was rejected); it stays listed with the reason. */
   async markUnavailable(cardUrl: string, reason: string): Promise<void> {
-    const agent = await this.get(cardUrl);
+    const agent = await skipCorrupt(this.get(cardUrl));
     if (!agent) return;
     await this.redis.hset(this.key, cardUrl, JSON.stringify({ ...agent, refreshedAt: this.now(), unavailable: { reason, since: this.now() } }));
   }

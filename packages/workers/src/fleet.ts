@@ -12,6 +12,7 @@ import {
   annotateActiveSpan,
   JOB_RETENTION,
   Journal,
+  corruptRecordReporter,
   createLogger,
   createMetrics,
   createPolicyDispatcher,
@@ -141,10 +142,11 @@ interface ContextParts {
 /** The context every processor gets: journal, registry, queues, agents, handlers, logger, metrics, options. */
 function createWorkerContext(input: StartFleetOptions, parts: ContextParts): WorkerContext {
   const { options, journalRedis, queues, dispatcher, logger } = parts;
+  const onCorruptRecord = corruptRecordReporter({ logger, counter: parts.metrics.corruptRecords });
   return {
     shutdownSignal: parts.shutdownSignal,
-    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation }),
-    registry: new AgentRegistry(journalRedis, options.prefix, options.now),
+    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation, onCorruptRecord }),
+    registry: new AgentRegistry(journalRedis, { prefix: options.prefix, now: options.now, onCorruptRecord }),
     queues,
     agents: new AgentDirectory({
       ...{ credentials: input.credentials, dispatcher, addressPolicy: input.addressPolicy ?? {}, cardMaxAgeMs: 5 * 60_000 },

@@ -18,6 +18,7 @@ import {
   waitUntilConnected,
   type A2ALimits,
   type AddressPolicyOptions,
+  type CorruptRecordHandler,
   type JournalDurability,
 } from '@durable-a2a/shared';
 import { NotFoundError, RedisUnavailableError, fromZodError } from '../errors.ts';
@@ -58,6 +59,8 @@ export interface ProducerOptions {
    * with the same idempotency key or workflowId).
    */
   durability?: JournalDurability;
+  /** Told of every corrupt record a listing skipped or a read refused (`corruptRecordReporter(...)`: metric, one log line per key). Default nothing. */
+  onCorruptRecord?: CorruptRecordHandler;
 }
 
 /** The producer's connections and clients; built once by `connectProducer`, closed by `closeProducer`. */
@@ -91,8 +94,8 @@ export function connectProducer(options: ProducerOptions): ProducerContext {
     options,
     redis,
     ownsRedis,
-    journal: new Journal(redis, { prefix, retentionMs: options.retentionMs, durability: options.durability }),
-    registry: new AgentRegistry(redis, prefix),
+    journal: new Journal(redis, { prefix, retentionMs: options.retentionMs, durability: options.durability, onCorruptRecord: options.onCorruptRecord }),
+    registry: new AgentRegistry(redis, { prefix, onCorruptRecord: options.onCorruptRecord }),
     queues,
     queueRedis,
     changes: new WorkflowChangeSubscriber(redis),

@@ -4,8 +4,11 @@
  */
 import { z } from 'zod';
 import { JournalDurabilityEnvironment, RedisUrlSchema } from '@durable-a2a/shared';
+import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits.ts';
 
 const Flag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
+
+const Count = z.coerce.number({ error: 'a whole positive number' }).int('a whole positive number').positive('a whole positive number');
 
 const Milliseconds = z.coerce.number({ error: 'a whole number of milliseconds' }).int('a whole number of milliseconds').positive('a positive number of milliseconds');
 
@@ -17,6 +20,16 @@ export const ServerEnvironmentSchema = z.object({
   DA2A_COMMAND_TIMEOUT_MS: Milliseconds.default(2_000),
   /** SIGTERM: longest graceful close; past it the process exits 1 and says what it abandoned. */
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
+  /** Connection bounds (http-limits.ts; README "HTTP settings"): request headers complete within this, default 10 s. */
+  DA2A_HTTP_HEADERS_TIMEOUT_MS: Milliseconds.default(DEFAULT_HTTP_LIMITS.headersTimeoutMs),
+  /** The whole request (headers and body) received within this, default 30 s. */
+  DA2A_HTTP_BODY_TIMEOUT_MS: Milliseconds.default(DEFAULT_HTTP_LIMITS.bodyTimeoutMs),
+  /** An idle keep-alive connection is closed after this, default 5 s. */
+  DA2A_HTTP_KEEP_ALIVE_TIMEOUT_MS: Milliseconds.default(DEFAULT_HTTP_LIMITS.keepAliveTimeoutMs),
+  /** Open connections overall, default 2,000. */
+  DA2A_HTTP_MAX_CONNECTIONS: Count.default(DEFAULT_HTTP_LIMITS.maxConnections),
+  /** Open connections from one client address, default 200. */
+  DA2A_HTTP_MAX_CONNECTIONS_PER_ADDRESS: Count.default(DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress),
   /** Bull Board: `true` shows queues without retry/remove/promote buttons and refuses every write. */
   DA2A_ADMIN_READ_ONLY: z.enum(['true', 'false', '1', '0'], { error: 'true or false' }).transform((value) => value === 'true' || value === '1').default(false),
   DA2A_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('da2a'),
@@ -44,4 +57,15 @@ export type ServerEnvironment = z.output<typeof ServerEnvironmentSchema>;
 /** Parses the environment; throws a ZodError naming each bad variable. */
 export function parseServerEnvironment(environment: NodeJS.ProcessEnv): ServerEnvironment {
   return ServerEnvironmentSchema.parse(environment);
+}
+
+/** The connection bounds the environment sets (`ServerOptions.httpLimits`). */
+export function httpLimitsFrom(environment: ServerEnvironment): HttpLimits {
+  return {
+    headersTimeoutMs: environment.DA2A_HTTP_HEADERS_TIMEOUT_MS,
+    bodyTimeoutMs: environment.DA2A_HTTP_BODY_TIMEOUT_MS,
+    keepAliveTimeoutMs: environment.DA2A_HTTP_KEEP_ALIVE_TIMEOUT_MS,
+    maxConnections: environment.DA2A_HTTP_MAX_CONNECTIONS,
+    maxConnectionsPerAddress: environment.DA2A_HTTP_MAX_CONNECTIONS_PER_ADDRESS,
+  };
 }

@@ -8,4 +8,5 @@ export { PROBLEMS, PROBLEM_CONTENT_TYPE } from './problem.ts';
 export type { Problem, ProblemCode } from './problem.ts';
 export { ADMIN_BASE_PATH, UI_BASE_PATH } from './admin.ts';
 export { ADMIN_COOKIE } from './auth.ts';
-export { ServerEnvironmentSchema, parseServerEnvironment } from './config.ts';
+export { ServerEnvironmentSchema, parseServerEnvironment, httpLimitsFrom } from './config.ts';
+export { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits.ts';

@@ -12,6 +12,12 @@ import { LimitExceededError, checkJsonDepth } from '@durable-a2a/shared';
  */
 export const ECHO_DEPTH_MARGIN = 5;
 
+/**
+ * The largest API body, in bytes (1 MiB; 413 PAYLOAD_TOO_LARGE past it). Well within what the workers read back in
+ * an agent's echo of our message: an SSE event (`sseEventBytes`, 8 MiB) and an answer (`responseBodyBytes`, 16 MiB).
+ */
+export const API_BODY_LIMIT_BYTES = 1024 * 1024;
+
 /** The deepest API body accepted for a workers' `jsonDepth` (default 64 → 59). */
 export const apiBodyDepth = (jsonDepth: number): number => Math.max(8, jsonDepth - ECHO_DEPTH_MARGIN);
 

@@ -7,7 +7,7 @@
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { TracingEnvironmentSchema, createLogger, durabilityFrom, exitOnSignals, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
-import { parseServerEnvironment } from './config.ts';
+import { httpLimitsFrom, parseServerEnvironment } from './config.ts';
 import { createServer, redisStatusOf } from './server.ts';
 
 const environment = parseEnvironmentOrExit(parseServerEnvironment);
@@ -23,6 +23,7 @@ const app = createServer({
   durability: durabilityFrom(environment),
   addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
   requestTimeoutMs: environment.DA2A_REQUEST_TIMEOUT_MS,
+  httpLimits: httpLimitsFrom(environment),
   commandTimeoutMs: environment.DA2A_COMMAND_TIMEOUT_MS,
   adminReadOnly: environment.DA2A_ADMIN_READ_ONLY,
   limits: environment.DA2A_LIMIT_AGENT_CARD_BYTES ? { agentCardBytes: environment.DA2A_LIMIT_AGENT_CARD_BYTES } : {},

@@ -5,7 +5,7 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { A2AError, AgentCardError, BlockedAddressError, JournalError, ReplicationTimeoutError, isRedisUnavailableError } from '@durable-a2a/shared';
+import { A2AError, AgentCardError, BlockedAddressError, CorruptRecordError, JournalError, ReplicationTimeoutError, isRedisUnavailableError } from '@durable-a2a/shared';
 import { AgentAddressRefusedError } from '../agent-addresses.ts';
 import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, RedisUnavailableError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
 
@@ -26,6 +26,8 @@ export const PROBLEMS = {
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   AGENT_CARD_REJECTED: { status: 422, title: 'Agent Card rejected' },
   AGENT_ADDRESS_REFUSED: { status: 422, title: 'Agent address refused by the address policy' },
+  /** A stored record does not parse: retrying cannot help, a person must inspect the key (the detail names it). Not 500: the service works, one record does not. */
+  CORRUPT_RECORD: { status: 422, title: 'The stored record does not parse' },
   AGENT_CARD_UNREACHABLE: { status: 502, title: 'Agent Card could not be fetched' },
   UNAVAILABLE: { status: 503, title: 'Service unavailable' },
   REDIS_UNAVAILABLE: { status: 503, title: 'Redis unavailable; retry with the same idempotency key' },
@@ -47,9 +49,11 @@ export interface Problem {
   /** RESOLUTION_NOT_ALLOWED: the workflow's attention code and the actions `resolve` accepts for it. */
   attentionCode?: string;
   allowedActions?: readonly string[];
+  /** CORRUPT_RECORD: the Redis key of the record that does not parse. */
+  key?: string;
 }
 
-export function problem(code: ProblemCode, detail: string, extra: Pick<Problem, 'field' | 'issues' | 'attentionCode' | 'allowedActions'> = {}): Problem {
+export function problem(code: ProblemCode, detail: string, extra: Pick<Problem, 'field' | 'issues' | 'attentionCode' | 'allowedActions' | 'key'> = {}): Problem {
   const { status, title } = PROBLEMS[code];
   return { type: `urn:durable-a2a:problem:${code.toLowerCase().replaceAll('_', '-')}`, title, status, detail, code, ...extra };
 }
@@ -88,6 +92,7 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof BlockedAddressError) return problem('AGENT_ADDRESS_REFUSED', error.message, { field: error instanceof AgentAddressRefusedError ? error.field : 'cardUrl' });
   // Anything else an agent's host did while we fetched its card (refused, reset, timeout, DNS).
   if (error instanceof A2AError) return problem('AGENT_CARD_UNREACHABLE', `${error.message}`, { field: 'cardUrl' });
+  if (error instanceof CorruptRecordError) return problem('CORRUPT_RECORD', `${error.message}; it stays in Redis for a person to inspect or delete`, { key: error.key });
   if (error instanceof ReplicationTimeoutError) return problem('REPLICATION_TIMEOUT', error.message);
   if (error instanceof JournalError && error.code === 'DELEGATION_MISSING') return problem('NOT_FOUND', error.message);
   if (error instanceof RedisUnavailableError || isRedisUnavailableError(error)) return problem('REDIS_UNAVAILABLE', 'Redis is unreachable; nothing was queued for later. Retry after Retry-After seconds with the same idempotency key.');

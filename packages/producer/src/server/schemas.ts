@@ -66,7 +66,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   409: 'Conflict (IDEMPOTENCY_CONFLICT, WORKFLOW_FINISHED, NO_OPEN_QUESTION, RESOLUTION_NOT_ALLOWED with allowedActions)',
   413: 'Body too large (PAYLOAD_TOO_LARGE)',
   415: 'Unsupported media type',
-  422: 'Agent address refused by the address policy (AGENT_ADDRESS_REFUSED) or Agent Card rejected (AGENT_CARD_REJECTED)',
+  422: 'Agent address refused by the address policy (AGENT_ADDRESS_REFUSED), Agent Card rejected (AGENT_CARD_REJECTED), or a stored record that does not parse (CORRUPT_RECORD, naming its `key`)',
   502: 'The Agent Card could not be fetched (AGENT_CARD_UNREACHABLE)',
   503: 'Redis unavailable (REDIS_UNAVAILABLE) or no answer in time (REQUEST_TIMEOUT); Retry-After says when to retry with the same idempotency key',
 };

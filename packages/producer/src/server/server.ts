@@ -13,10 +13,10 @@ import { Queue, type Telemetry } from 'bullmq';
 import type { Registry } from 'prom-client';
 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, resolveLimits, waitUntilConnected, type A2ALimits, type AddressPolicyOptions, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, corruptRecordReporter, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, resolveLimits, waitUntilConnected, type A2ALimits, type AddressPolicyOptions, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
-import { apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';
+import { API_BODY_LIMIT_BYTES, apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';
 import { requireApiToken } from './auth.ts';
 import { problem, problemErrorHandler, sendProblem } from './problem.ts';
 import { answerWithin, DEFAULT_REQUEST_TIMEOUT_MS, STARTUP_REDIS_WAIT_MS } from './deadline.ts';
@@ -24,6 +24,9 @@ import { opsRoutes, type HealthReport } from './routes/ops.ts';
 import { pushRoutes } from './routes/push.ts';
 import { v1Routes } from './routes/v1.ts';
 import { registerUi } from './ui/routes.ts';
+import { registerSecurityHeaders } from './security-headers.ts';
+import { logUrl } from './log-url.ts';
+import { boundConnections, fastifyHttpOptions, resolveHttpLimits, type HttpLimits } from './http-limits.ts';
 
 export interface ServerOptions {
   /** A producer to serve (not closed by the server). Default: one created on `redisUrl` and `prefix`. */
@@ -49,15 +52,14 @@ export interface ServerOptions {
   requestTimeoutMs?: number;
   /** Bull Board without write actions (retry, remove, promote, clean); writes refused with 403. Default false. */
   adminReadOnly?: boolean;
+  /** Connection bounds: headers, body and keep-alive timeouts, connections overall and per client address (`DEFAULT_HTTP_LIMITS`). */
+  httpLimits?: Partial<HttpLimits>;
   /** Extra liveness/readiness (e.g. an embedded fleet). Redis reachability is always part of readiness. */
   health?: () => Promise<HealthReport>;
   /** BullMQ telemetry (`startTracing().telemetry`) for the server's producer and queues. Default none. */
   telemetry?: Telemetry;
 }
 
-/** Query parameters whose values never reach a log line. */
-const SECRET_QUERY = /([?&](?:token|access_token)=)[^&]*/gi;
-const logUrl = (url: string) => url.replace(SECRET_QUERY, '$1[redacted]');
 
 /** The fastify instance `createServer` returns (exported so callers need no fastify import). */
 export type ApiServer = FastifyInstance;
@@ -119,14 +121,23 @@ export function createServer(options: ServerOptions): ApiServer {
   const logger = options.logger ?? createLogger();
   const metrics = createMetrics(options.metricsRegistry, 'api');
   const redis = createFailFastRedisClient(options.redisUrl, options.commandTimeoutMs);
-  const producer = options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry, limits: options.limits, durability: options.durability });
+  const onCorruptRecord = corruptRecordReporter({ logger, counter: metrics.corruptRecords });
+  const producer =
+    options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry, limits: options.limits, durability: options.durability, onCorruptRecord });
   const queues = createQueues(redis, prefix, options.telemetry);
   const queueList = Object.values(queues);
   logRedisConnectionState(logger, redis, queueList);
 
   // Request logging is ours (onResponse below): fastify's default lines would carry
   // the raw URL, and a header serializer could one day add Authorization.
-  const app = fastify({ loggerInstance: logger as FastifyBaseLogger, logController: new LogController({ disableRequestLogging: true }) });
+  const httpLimits = resolveHttpLimits(options.httpLimits);
+  const app = fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: API_BODY_LIMIT_BYTES,
+    ...fastifyHttpOptions(httpLimits),
+  });
+  boundConnections(app.server, httpLimits);
   redisOfServer.set(app, redis);
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
@@ -148,6 +159,7 @@ export function createServer(options: ServerOptions): ApiServer {
   });
   app.addHook('onClose', () => closeCreated(redis, queueList, options.producer ? undefined : producer));
 
+  registerSecurityHeaders(app);
   app.register(fastifySwagger, OPENAPI_OPTIONS);
   app.register(async (v1) => {
     v1.addHook('onRequest', requireApiToken(tokens));

@@ -8,6 +8,7 @@ import { DEFAULT_A2A_LIMITS } from '../a2a/limits.ts';
 import { journalKeys, type JournalKeys } from './keys.ts';
 import { NO_DURABILITY, awaitReplicas, connectionGeneration, type JournalDurability } from './durability.ts';
 import { callScript, type JournalScript } from './scripts.ts';
+import { parseRecordAt, type CorruptRecordError, type CorruptRecordHandler, type CorruptRecordKind } from './corrupt.ts';
 
 /** A delegation's address. */
 export interface DelegationRef {
@@ -26,6 +27,8 @@ export interface JournalOptions {
   durability?: JournalDurability;
   /** Artifact bytes one delegation may hold, summed over chunks and pushes; default 16 MiB (`DEFAULT_A2A_LIMITS`). */
   artifactBytesPerDelegation?: number;
+  /** Told of every corrupt record a listing skipped or a read refused (`corruptRecordReporter`: metric, one log line per key); default nothing. */
+  onCorruptRecord?: CorruptRecordHandler;
 }
 
 /** Connection, keys, options and script caller shared by every part of the journal. */
@@ -35,6 +38,7 @@ export class JournalCore {
   readonly now: () => number;
   readonly durability: JournalDurability;
   readonly artifactBytesPerDelegation: number;
+  private readonly onCorruptRecord: CorruptRecordHandler;
 
   constructor(
     readonly redis: Redis | Cluster,
@@ -45,11 +49,30 @@ export class JournalCore {
     this.now = options.now ?? Date.now;
     this.durability = options.durability ?? NO_DURABILITY;
     this.artifactBytesPerDelegation = options.artifactBytesPerDelegation ?? DEFAULT_A2A_LIMITS.artifactBytesPerDelegation;
+    this.onCorruptRecord = options.onCorruptRecord ?? (() => undefined);
   }
 
   /** Runs a journal script (`defineScript`) with its keys by name and typed input; resolves to its decoded result. */
   protected call<Key extends string, Input, Result>(script: JournalScript<Key, Input, Result>, keys: Readonly<Record<Key, string>>, input: Input): Promise<Result> {
     return callScript(this.redis, script, keys, input);
+  }
+
+  /** Reports a corrupt record (a listing that skips it, or a read that refuses it) to `onCorruptRecord`. */
+  reportCorrupt(error: CorruptRecordError): void {
+    this.onCorruptRecord(error);
+  }
+
+  /**
+   * Runs `parse` on the record at `key`; a failure is reported and thrown as `CorruptRecordError` (the typed
+   * problem `CORRUPT_RECORD`), so a single read names the key and a listing can skip the record.
+   */
+  protected parseAt<T>(kind: CorruptRecordKind, key: string, parse: () => T): T {
+    try {
+      return parseRecordAt(kind, key, parse);
+    } catch (error) {
+      this.reportCorrupt(error as CorruptRecordError);
+      throw error;
+    }
   }
 
   /** The delegation's row key and its artifacts key (the two keys of applyStatus / applyArtifact). */

@@ -109,9 +109,15 @@ export class JournalDelegations extends JournalWorkflows {
   /** Reads one delegation, or undefined if missing (or expired). */
   async getDelegation(ref: DelegationRef): Promise<DelegationRecord | undefined> {
     const hash = await this.redis.hgetall(this.keys.delegation(ref.workflowId, ref.delegationId));
-    if (hash.delegationId) return parseDelegationHash(hash);
+    if (hash.delegationId) return this.parseDelegationRow(ref, hash, false);
     const finished = await this.finishedDelegation(ref);
-    return finished && parseDelegationHash(finished.hash);
+    return finished && this.parseDelegationRow(ref, finished.hash, true);
+  }
+
+  /** `parseDelegationHash`, a failure reported and thrown as CorruptRecordError naming the row's key (`compacted`: the workflow's record). */
+  private parseDelegationRow(ref: DelegationRef, hash: Record<string, string>, compacted: boolean): DelegationRecord {
+    const key = compacted ? this.keys.finished(ref.workflowId) : this.keys.delegation(ref.workflowId, ref.delegationId);
+    return this.parseAt(compacted ? 'workflow' : 'delegation', key, () => parseDelegationHash(hash));
   }
 
   /** Reads one delegation (live or compacted) with its artifacts. */
@@ -120,7 +126,10 @@ export class JournalDelegations extends JournalWorkflows {
     const [live, liveArtifacts] = await Promise.all([this.redis.hgetall(key), this.redis.hgetall(artifactsKey)]);
     const { hash, artifacts } = live.delegationId ? { hash: live, artifacts: liveArtifacts } : ((await this.finishedDelegation(ref)) ?? {});
     if (!hash?.delegationId) return undefined;
-    return { ...parseDelegationHash(hash), artifacts: parseArtifacts(artifacts ?? {}) };
+    const compacted = !live.delegationId;
+    const record = this.parseDelegationRow(ref, hash, compacted);
+    const where = compacted ? this.keys.finished(ref.workflowId) : artifactsKey;
+    return { ...record, artifacts: this.parseAt(compacted ? 'workflow' : 'delegation', where, () => parseArtifacts(artifacts ?? {})) };
   }
 
   /**
@@ -141,7 +150,7 @@ export class JournalDelegations extends JournalWorkflows {
    * A workflow row with every delegation (views, artifacts included) in as few round trips as its form
    * allows: the row, its delegation list and the compacted record together (finished and compacted: that is
    * all, one round trip), then a live workflow's delegations together. Undefined when missing (or
-   * expired). Throws a ZodError on a corrupt row.
+   * expired). Throws CorruptRecordError on a corrupt row.
    */
   async getWorkflowSnapshot(workflowId: string): Promise<{ workflow: WorkflowRecord; delegations: DelegationView[] } | undefined> {
     // The compacted record is asked for in the same round trip: a finished workflow is read in one.
@@ -151,12 +160,12 @@ export class JournalDelegations extends JournalWorkflows {
       this.redis.get(this.keys.finished(workflowId)),
     ]);
     if (!hash.workflowId) {
-      const finished = compacted ? parseCompactedWorkflow(workflowId, compacted) : await this.finishedWorkflow(workflowId);
-      return finished ? snapshotOfCompacted(finished) : undefined;
+      const finished = compacted ? this.parseCompacted(workflowId, compacted) : await this.finishedWorkflow(workflowId);
+      return finished ? this.parseAt('workflow', this.keys.finished(workflowId), () => snapshotOfCompacted(finished)) : undefined;
     }
     // A delegation compacted between the two reads is read from the compacted record (getDelegationView).
     const views = await Promise.all(ids.map((delegationId) => this.getDelegationView({ workflowId, delegationId })));
-    return { workflow: parseWorkflowHash(hash), delegations: views.filter((view): view is DelegationView => view !== undefined) };
+    return { workflow: this.parseWorkflowRow(workflowId, hash), delegations: views.filter((view): view is DelegationView => view !== undefined) };
   }
 
   /** A delegation's hashes from its workflow's compacted record (compacted-record.ts), or undefined. */

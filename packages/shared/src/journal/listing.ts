@@ -8,11 +8,16 @@
  * bounded by LISTING_SCAN_LIMIT workflows (the journal's retention keeps the
  * set small; a sorted index by updatedAt would lift the bound, see README).
  *
+ * A record that does not parse is left out and named (`corrupt`), never a failed listing.
+ *
  * Paging is by keyset (the cursor names the last row's sort key), so rows
  * changing between two pages never repeat a row and never skip one that did
  * not move.
  */
-import { type Attention, parseAttention } from './workflow-record.ts';
+import { z } from 'zod';
+import { type Attention, StoredMs, parseAttention } from './workflow-record.ts';
+import { WORKFLOW_STATES } from './states.ts';
+import { CorruptRecordError } from './corrupt.ts';
 import { MessageSchema } from '../a2a/schema.ts';
 import type { Journal } from './journal.ts';
 import { indexMember, parseIndexMember } from './keys.ts';
@@ -138,37 +143,64 @@ async function allWorkflowIds(journal: Journal): Promise<string[]> {
   return [...new Set(ids)].slice(0, LISTING_SCAN_LIMIT);
 }
 
-/** Summaries of one set of workflow ids (missing or expired ones are left out). */
-export async function workflowSummaries(journal: Journal, ids: readonly string[], open?: OpenQuestionSummary[]): Promise<WorkflowSummary[]> {
+/** The fields of a workflow row a summary shows, as stored (a hash's text); anything else makes the row corrupt. */
+const SummaryRowSchema = z.object({ state: z.enum(WORKFLOW_STATES), createdAt: StoredMs, updatedAt: StoredMs, attention: z.string().optional() });
+
+/** A workflow listed as corrupt: its id and the key of the record that does not parse. */
+export interface CorruptListing {
+  workflowId: string;
+  key: string;
+  code: 'CORRUPT_RECORD';
+}
+
+/**
+ * The summary row of one workflow: undefined when it is missing (or expired). Throws CorruptRecordError (reported
+ * to the journal's handler) when its row, live or compacted, does not parse.
+ */
+async function summaryRow(journal: Journal, id: string): Promise<z.output<typeof SummaryRowSchema> | undefined> {
+  const fields = ['state', 'createdAt', 'updatedAt', 'attention', 'workflowId'] as const;
+  const live = await journal.redis.hmget(journal.keys.workflow(id), ...fields);
+  // A live row is there when it holds a state or its id (a row with its id but no state is corrupt, not gone).
+  const isLive = live[0] !== null || live[4] !== null;
+  const [key, row] = isLive ? [journal.keys.workflow(id), live] : [journal.keys.finished(id), await journal.finishedWorkflowRow(id).then((finished) => finished && fields.map((field) => finished[field] ?? null))];
+  if (!row) return undefined;
+  const [state, createdAt, updatedAt, attention] = row.map((value) => value ?? undefined);
+  const parsed = SummaryRowSchema.safeParse({ state, createdAt, updatedAt, attention: attention || undefined });
+  if (parsed.success) return parsed.data;
+  const error = new CorruptRecordError('workflow', key, { cause: parsed.error });
+  journal.reportCorrupt(error);
+  throw error;
+}
+
+/**
+ * Summaries of one set of workflow ids (missing or expired ones are left out). A workflow whose record does not
+ * parse is left out of `summaries` and named in `corrupt` (reported once, when it was read): one bad record never
+ * fails the listing.
+ */
+export async function workflowSummaries(journal: Journal, ids: readonly string[], open?: OpenQuestionSummary[]): Promise<{ summaries: WorkflowSummary[]; corrupt: CorruptListing[] }> {
   const questions = open ?? (await allOpenQuestions(journal));
   const byWorkflow = new Map<string, OpenQuestionSummary[]>();
   for (const question of questions) byWorkflow.set(question.workflowId, [...(byWorkflow.get(question.workflowId) ?? []), question]);
-  const fields = ['state', 'createdAt', 'updatedAt', 'attention'] as const;
-  const rows = await Promise.all(
-    ids.map(async (id) => {
-      const live = await journal.redis.hmget(journal.keys.workflow(id), ...fields);
-      if (live[0] !== null) return live;
-      const finished = await journal.finishedWorkflowRow(id);
-      return fields.map((field) => finished?.[field] ?? null);
-    }),
-  );
+  const rows = await Promise.all(ids.map((id) => summaryRow(journal, id).catch((error: unknown) => (error instanceof CorruptRecordError ? error : Promise.reject(error)))));
   const summaries: WorkflowSummary[] = [];
-  rows.forEach(([state, createdAt, updatedAt, attention], index) => {
-    if (!state) return;
+  const corrupt: CorruptListing[] = [];
+  rows.forEach((row, index) => {
     const workflowId = ids[index]!;
+    if (row instanceof CorruptRecordError) return void corrupt.push({ workflowId, key: row.key, code: row.code });
+    if (!row) return;
     const asked = byWorkflow.get(workflowId) ?? [];
-    const waitingFor = WAITING_WORKFLOW_STATES.has(state) ? 'NEEDS_ATTENTION' : asked[0]?.state;
+    const waitingFor = WAITING_WORKFLOW_STATES.has(row.state) ? 'NEEDS_ATTENTION' : asked[0]?.state;
     summaries.push({
       workflowId,
-      state,
-      createdAt: Number(createdAt),
-      updatedAt: Number(updatedAt),
+      state: row.state,
+      createdAt: row.createdAt,
+      updatedAt: row.updatedAt,
       openQuestions: asked.length,
       ...(waitingFor ? { waitingFor } : {}),
-      ...(attention ? { attention: parseAttention(attention) } : {}),
+      ...(row.attention ? { attention: parseAttention(row.attention) } : {}),
     });
   });
-  return summaries;
+  return { summaries, corrupt };
 }
 
 /**
@@ -176,15 +208,20 @@ export async function workflowSummaries(journal: Journal, ids: readonly string[]
  * state, or INPUT_REQUIRED / AUTH_REQUIRED for workflows with such an open question; `waiting`
  * keeps only those waiting for a person (an open question, or NEEDS_ATTENTION).
  */
-export async function listWorkflowSummaries(journal: Journal, filter: WorkflowFilter, options: { cursor?: string; limit: number }): Promise<Page<WorkflowSummary>> {
+export async function listWorkflowSummaries(
+  journal: Journal,
+  filter: WorkflowFilter,
+  options: { cursor?: string; limit: number },
+): Promise<Page<WorkflowSummary> & { corrupt: CorruptListing[] }> {
   const [ids, open] = await Promise.all([allWorkflowIds(journal), allOpenQuestions(journal)]);
-  const summaries = (await workflowSummaries(journal, ids, open)).filter(
+  const listed = await workflowSummaries(journal, ids, open);
+  const summaries = listed.summaries.filter(
     (summary) =>
       (filter.state === undefined || summary.state === filter.state || summary.waitingFor === filter.state ||
         (summary.openQuestions > 0 && open.some((question) => question.workflowId === summary.workflowId && question.state === filter.state))) &&
       (!filter.waiting || summary.waitingFor !== undefined),
   );
-  return pageByKeyset(summaries, (row) => ({ sortKey: row.updatedAt, id: row.workflowId }), options.limit, options.cursor);
+  return { ...pageByKeyset(summaries, (row) => ({ sortKey: row.updatedAt, id: row.workflowId }), options.limit, options.cursor), corrupt: listed.corrupt };
 }
 
 /** When the reconciler next looks at each delegation (ms since epoch), from the unfinished index; finished ones are absent. */

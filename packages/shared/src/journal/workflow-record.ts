@@ -59,6 +59,9 @@ export function parseAttention(text: string): Attention {
   return { code: 'UNSPECIFIED', message: text };
 }
 
+/** Milliseconds since epoch as a hash stores them (digits); absent reads as 0; anything else makes the row corrupt. */
+export const StoredMs = z.string().regex(/^\d{1,16}$/).optional().transform((text) => Number(text ?? 0));
+
 const stringList = z.array(z.string());
 const optionalList = z
   .string()
@@ -72,8 +75,8 @@ const WorkflowHashSchema = z.object({
   definition: z.string().transform((text): WorkflowDefinition => parseDefinitionText(text)),
   definitionText: z.string(),
   version: z.string().transform(Number),
-  createdAt: z.string().optional().transform((text) => Number(text ?? 0)),
-  updatedAt: z.string().optional().transform((text) => Number(text ?? 0)),
+  createdAt: StoredMs,
+  updatedAt: StoredMs,
   cancelRequested: z
     .string()
     .optional()

@@ -7,6 +7,7 @@ import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refu
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
 import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import { JournalIndex } from './unfinished-index.ts';
+import { skipCorrupt } from './corrupt.ts';
 import type { DelegationRef } from './core.ts';
 import { indexMember } from './keys.ts';
 import { compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow, type CompactedWorkflow } from './compacted-record.ts';
@@ -201,18 +202,23 @@ export class JournalWorkflows extends JournalIndex {
       const prefix = await this.redis.getrange(this.keys.finished(workflowId), 0, bytes - 1);
       if (!prefix) return undefined;
       const end = compactedWorkflowEnd(prefix);
-      if (end !== undefined) return parseCompactedWorkflowRow(workflowId, prefix, end);
+      if (end !== undefined) return this.parseAt('workflow', this.keys.finished(workflowId), () => parseCompactedWorkflowRow(workflowId, prefix, end));
     }
     return (await this.finishedWorkflow(workflowId))?.workflow;
   }
 
   /**
    * Reads a finished workflow's compacted record (compacted-record.ts; one GET), or undefined when it
-   * is not compacted (still live, or gone). Throws on a corrupt record.
+   * is not compacted (still live, or gone). Throws CorruptRecordError on a corrupt record.
    */
   async finishedWorkflow(workflowId: string): Promise<CompactedWorkflow | undefined> {
     const text = await this.redis.get(this.keys.finished(workflowId));
-    return text ? parseCompactedWorkflow(workflowId, text) : undefined;
+    return text ? this.parseCompacted(workflowId, text) : undefined;
+  }
+
+  /** `parseCompactedWorkflow`, a failure reported and thrown as CorruptRecordError naming the record's key. */
+  protected parseCompacted(workflowId: string, text: string): CompactedWorkflow {
+    return this.parseAt('workflow', this.keys.finished(workflowId), () => parseCompactedWorkflow(workflowId, text));
   }
 
   /** Whether the workflow finished and was compacted (one EXISTS): its delegations take no more transitions. */
@@ -220,22 +226,30 @@ export class JournalWorkflows extends JournalIndex {
     return (await this.redis.exists(this.keys.finished(workflowId))) === 1;
   }
 
-  /** Reads a workflow row (live or compacted), typed, or undefined if missing (or expired). Throws a ZodError on a corrupt row. */
+  /** Reads a workflow row (live or compacted), typed, or undefined if missing (or expired). Throws CorruptRecordError on a corrupt row. */
   async getWorkflow(workflowId: string): Promise<WorkflowRecord | undefined> {
     const hash = await this.getWorkflowHash(workflowId);
-    return hash ? parseWorkflowHash(hash) : undefined;
+    return hash ? this.parseWorkflowRow(workflowId, hash) : undefined;
+  }
+
+  /** `parseWorkflowHash`, a failure reported and thrown as CorruptRecordError naming the workflow's key. */
+  protected parseWorkflowRow(workflowId: string, hash: Record<string, string>): WorkflowRecord {
+    return this.parseAt('workflow', this.keys.workflow(workflowId), () => parseWorkflowHash(hash));
   }
 
   /** Reads only a workflow's definition (one HGET; one GET more once finished), or undefined. */
   async getWorkflowDefinition(workflowId: string): Promise<WorkflowDefinition | undefined> {
     const text = (await this.redis.hget(this.keys.workflow(workflowId), 'definition')) ?? (await this.finishedWorkflowRow(workflowId))?.definition;
-    return text ? parseDefinitionText(text) : undefined;
+    return text ? this.parseAt('workflow', this.keys.workflow(workflowId), () => parseDefinitionText(text)) : undefined;
   }
 
-  /** Reads one field of many workflows' state (listing by state), in order; undefined for missing ones. */
+  /**
+   * Reads one field of many workflows' state (listing by state), in order; undefined for missing ones and for
+   * compacted records that do not parse (reported to `onCorruptRecord`, never a failed listing).
+   */
   async workflowStates(workflowIds: string[]): Promise<(string | undefined)[]> {
     return Promise.all(
-      workflowIds.map(async (workflowId) => (await this.redis.hget(this.keys.workflow(workflowId), 'state')) ?? (await this.finishedWorkflowRow(workflowId))?.state),
+      workflowIds.map(async (workflowId) => (await this.redis.hget(this.keys.workflow(workflowId), 'state')) ?? (await skipCorrupt(this.finishedWorkflowRow(workflowId)))?.state),
     );
   }
 

@@ -1,7 +1,8 @@
 /**
  * `GET /v1/workflows`: workflow summaries (id, state, createdAt, updatedAt,
  * open question count, what a person is needed for), newest first, paged by
- * an opaque keyset cursor. `ids` repeats the page's workflow ids for callers
+ * an opaque keyset cursor; workflows whose record does not parse are named in
+ * `corrupt` instead of failing the listing. `ids` repeats the page's workflow ids for callers
  * of the earlier id-only listing.
  */
 import { problemResponses } from '../schemas.ts';
@@ -40,6 +41,8 @@ export const WorkflowSummariesSchema = z.object({
   workflows: z.array(WorkflowSummarySchema),
   ids: z.array(z.string()),
   cursor: z.string().optional(),
+  /** Workflows left out because their record does not parse: the key to inspect; their own view answers `CORRUPT_RECORD`. */
+  corrupt: z.array(z.object({ workflowId: z.string(), key: z.string(), code: z.literal('CORRUPT_RECORD') })).optional(),
 });
 
 export function summaryRoutes(journal: Journal): FastifyPluginAsyncZod {
@@ -59,7 +62,12 @@ export function summaryRoutes(journal: Journal): FastifyPluginAsyncZod {
       async (request) => {
         const { state, waiting, cursor, limit } = request.query;
         const page = await listWorkflowSummaries(journal, { state, waiting }, { cursor, limit });
-        return { workflows: page.items, ids: page.items.map((item) => item.workflowId), ...(page.cursor ? { cursor: page.cursor } : {}) };
+        return {
+          workflows: page.items,
+          ids: page.items.map((item) => item.workflowId),
+          ...(page.cursor ? { cursor: page.cursor } : {}),
+          ...(page.corrupt.length > 0 ? { corrupt: page.corrupt } : {}),
+        };
       },
     );
   };

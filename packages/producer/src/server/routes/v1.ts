@@ -105,7 +105,7 @@ function workflowViewRoute(app: V1App, producer: Producer): void {
         security,
         params: WorkflowParamsSchema,
         querystring: LongPollQuerySchema,
-        response: { 200: WorkflowViewSchema.describe('The workflow view'), ...problemResponses(400, 404) },
+        response: { 200: WorkflowViewSchema.describe('The workflow view'), ...problemResponses(400, 404, 422) },
       },
       // A long poll is answered within its wait plus the normal request deadline (deadline.ts).
       config: { deadlineExtensionMs: (request) => LongPollQuerySchema.safeParse(request.query).data?.waitMs ?? 0 } satisfies DeadlineConfig,
@@ -131,7 +131,7 @@ function replyRoute(app: V1App, producer: Producer): void {
         security,
         params: StepParamsSchema,
         body: ReplyBodySchema,
-        response: { 200: ReplyResultSchema.describe('The same reply was already journaled: the earlier reply (a different reply to an answered question is 409 NO_OPEN_QUESTION)'), 202: ReplyResultSchema.describe('Reply journaled; it is sent on the same task'), ...problemResponses(400, 404, 409) },
+        response: { 200: ReplyResultSchema.describe('The same reply was already journaled: the earlier reply (a different reply to an answered question is 409 NO_OPEN_QUESTION)'), 202: ReplyResultSchema.describe('Reply journaled; it is sent on the same task'), ...problemResponses(400, 404, 409, 422) },
       },
     },
     async (request, reply) => {
@@ -154,7 +154,7 @@ function decisionRoutes(app: V1App, producer: Producer): void {
         summary: 'Cancel a workflow (CancelTask for running tasks, then compensation)',
         security,
         params: WorkflowParamsSchema,
-        response: { 202: CancelResultSchema.describe('Cancellation requested'), ...problemResponses(400, 404, 409) },
+        response: { 202: CancelResultSchema.describe('Cancellation requested'), ...problemResponses(400, 404, 409, 422) },
       },
     },
     async (request, reply) => {
@@ -173,7 +173,7 @@ function decisionRoutes(app: V1App, producer: Producer): void {
         security,
         params: WorkflowParamsSchema,
         body: ResolveBodySchema,
-        response: { 202: ResolveResultSchema.describe('Decision recorded; the workflow runs again'), ...problemResponses(400, 404, 409, 415) },
+        response: { 202: ResolveResultSchema.describe('Decision recorded; the workflow runs again'), ...problemResponses(400, 404, 409, 415, 422) },
       },
     },
     async (request, reply) => {

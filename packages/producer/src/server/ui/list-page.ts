@@ -3,7 +3,7 @@
  * the open questions across workflows, and workflow summaries newest first,
  * paged by the listing cursor. `listPanel` is the live part the page polls.
  */
-import { WORKFLOW_STATES, type OpenQuestionSummary, type Page, type WorkflowSummary } from '@durable-a2a/shared';
+import { WORKFLOW_STATES, type CorruptListing, type OpenQuestionSummary, type Page, type WorkflowSummary } from '@durable-a2a/shared';
 import { badge, html, page, time, type Safe } from './html.ts';
 
 /** The list's filter as the page's query string carries it. */
@@ -42,6 +42,14 @@ ${badge(question.state)} <q>${question.text || '(no text)'}</q> <span class="mut
   )}</ul></section>`;
 }
 
+/** Workflows left out because their record does not parse: named with the key a person should inspect. */
+function corruptSection(corrupt: readonly CorruptListing[]): Safe {
+  if (corrupt.length === 0) return html``;
+  return html`<section aria-labelledby="corrupt-heading" class="corrupt"><h2 id="corrupt-heading">Unreadable records (${corrupt.length})</h2>
+<p>These workflows are left out of the list: their record in Redis does not parse (CORRUPT_RECORD).</p>
+<ul>${corrupt.map((entry) => html`<li>${entry.workflowId}: <code>${entry.key}</code></li>`)}</ul></section>`;
+}
+
 function workflowsTable(workflows: Page<WorkflowSummary>, query: ListQuery): Safe {
   const rows = workflows.items.map(
     (workflow) => html`<tr>
@@ -63,8 +71,8 @@ ${rows.length === 0 ? html`<p>No workflow matches.</p>` : html`<table class="wor
 }
 
 /** The live part of the list page (polled with ETag). */
-export function listPanel(workflows: Page<WorkflowSummary>, questions: OpenQuestionSummary[], query: ListQuery): Safe {
-  return html`${questionsSection(questions)}${workflowsTable(workflows, query)}`;
+export function listPanel(workflows: Page<WorkflowSummary> & { corrupt?: readonly CorruptListing[] }, questions: OpenQuestionSummary[], query: ListQuery): Safe {
+  return html`${questionsSection(questions)}${workflowsTable(workflows, query)}${corruptSection(workflows.corrupt ?? [])}`;
 }
 
 /** The whole list page. */

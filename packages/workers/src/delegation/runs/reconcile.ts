@@ -7,9 +7,11 @@
  *   parked                 → GetTask: keep the question, or move on
  *   running                → reattach (follow); a refusal means terminal (one GetTask)
  *   TaskNotFound           → the `task-not-found` row (LOST only over a window)
+ *   a record that does not parse → skipped (reported), checked again a reconcile interval later
  * What the agent says is an observation (`io/read.ts`, `io/search.ts`) applied by `apply.ts`.
  */
 import {
+  CorruptRecordError,
   JournalError,
   enqueueReconcile,
   enqueueSend,
@@ -54,6 +56,13 @@ export async function reconcileDelegation(ctx: WorkerContext, ref: DelegationRef
     ctx.metrics.reconcileRuns.inc({ outcome });
     return outcome;
   } catch (error) {
+    if (error instanceof CorruptRecordError) {
+      // Reported where it was parsed (metric, one log line per key). The record stays for a person to inspect;
+      // it is looked at again a reconcile interval later, never retried in a loop and never the batch's failure.
+      await ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
+      ctx.metrics.reconcileRuns.inc({ outcome: 'corrupt' });
+      return 'corrupt';
+    }
     if (error instanceof JournalError && error.code === 'VERSION_CONFLICT') {
       // Someone wrote newer information while we read: check again soon.
       await ctx.journal.scheduleCheck(ref, ctx.options.now() + 1_000);
