@@ -1,0 +1,153 @@
+/**
+ * The workers' backoff while Redis is up but will not take their commands: a server at maxmemory with
+ * noeviction (OOM), a replica (READONLY), a failed save (MISCONF), too few replicas (NOREPLICAS), slots in motion
+ * (MOVED/ASK/TRYAGAIN/CLUSTERDOWN), or a script that cannot be loaded (NOSCRIPT after ioredis' own EVAL resend).
+ *
+ * Why at the connection: a lost connection is already backed off by ioredis (commands wait in its offline queue
+ * while it reconnects on `redisReconnectDelayMs`), but a refusing server answers at once, and BullMQ's fetch loop
+ * retries a refused fetch without any delay (its retry delay applies only to connection errors): two workers sent
+ * thousands of refused commands per second. The gate makes a refusal behave like a lost connection for every
+ * caller of the guarded clients (BullMQ's Queues and Workers, the journal, the registry) without each of them
+ * knowing: on a refusal the gate closes for `redisBackoffMs(round)` (exponential, equal jitter, capped), commands
+ * issued meanwhile wait in order, and are sent when it opens; the next refusal closes it for the next round.
+ * Order on a connection is kept (a MULTI … EXEC issued in one turn stays together), nothing is dropped, and a
+ * held command is never sent twice.
+ *
+ * One episode, two log lines: `Redis refusing commands; backing off` (warn) at the first refusal, `Redis taking
+ * commands again` (info) at the first success that follows a quiet period (`quietMs` after the gate opened with
+ * no refusal since), with the episode's kind, refusal count and length. Reads answered during an OOM episode do
+ * not end it: they are answered within the same round trip as the refused writes, inside the quiet period.
+ *
+ * `unreachable` is not gated (ioredis' reconnect backoff, logged by `logRedisConnectionState`), nor `other`.
+ */
+import type { Command } from 'ioredis';
+import type { Logger } from './logger.ts';
+import { redisErrorKind, type RedisErrorKind } from './redis-errors.ts';
+import type { RedisClient } from './redis.ts';
+
+/** First backoff round's ceiling (ms). */
+export const REDIS_BACKOFF_BASE_MS = 100;
+/** Every round's ceiling (ms): a refusing server is asked again at least this often (half of it at the soonest). */
+export const REDIS_BACKOFF_CAP_MS = 5_000;
+
+/**
+ * Delay before attempt `round` (1-based), ms: equal jitter over an exponential ceiling,
+ * `ceiling / 2 + random() * ceiling / 2` with `ceiling = min(capMs, baseMs * 2^(round - 1))`.
+ */
+export function redisBackoffMs(round: number, random: () => number = Math.random, baseMs: number = REDIS_BACKOFF_BASE_MS, capMs: number = REDIS_BACKOFF_CAP_MS): number {
+  const ceiling = Math.min(capMs, baseMs * 2 ** Math.min(Math.max(round, 1) - 1, 30));
+  return Math.round(ceiling / 2 + random() * (ceiling / 2));
+}
+
+/** The kinds the gate backs off on. */
+const GATED_KINDS: ReadonlySet<RedisErrorKind> = new Set(['refusing-writes', 'moving', 'script-missing']);
+
+export interface RedisRefusalGateOptions {
+  logger: Logger;
+  /** Default `Math.random`. */
+  random?: () => number;
+  /** Default `Date.now`. */
+  now?: () => number;
+  /** See `redisBackoffMs`. Defaults `REDIS_BACKOFF_BASE_MS`, `REDIS_BACKOFF_CAP_MS`. */
+  baseMs?: number;
+  capMs?: number;
+  /** How long after opening with no refusal a success ends the episode (ms). Default 250. */
+  quietMs?: number;
+  /** Called once per refused command (a metric). */
+  onRefusal?: (kind: RedisErrorKind) => void;
+}
+
+type SendCommand = (command: Command, ...rest: unknown[]) => unknown;
+
+interface Episode {
+  kind: RedisErrorKind;
+  since: number;
+  refusals: number;
+  reason: string;
+}
+
+/** A shared gate for the clients of one process that talk to one Redis (see the module comment). */
+export class RedisRefusalGate {
+  readonly #options: Required<Omit<RedisRefusalGateOptions, 'onRefusal'>> & Pick<RedisRefusalGateOptions, 'onRefusal'>;
+  #held: (() => void)[] = [];
+  #closed = false;
+  #timer: NodeJS.Timeout | undefined;
+  #round = 0;
+  #openedAt = 0;
+  #lastRefusalAt = 0;
+  #episode: Episode | undefined;
+  #ended = false;
+
+  constructor(options: RedisRefusalGateOptions) {
+    this.#options = { random: Math.random, now: Date.now, baseMs: REDIS_BACKOFF_BASE_MS, capMs: REDIS_BACKOFF_CAP_MS, quietMs: 250, ...options };
+  }
+
+  /** The episode under way, if any (kind, since when, refusals so far). */
+  get episode(): Readonly<Episode> | undefined {
+    return this.#episode;
+  }
+
+  /** Routes every command of `client` through the gate (its own `sendCommand`; `duplicate()`s are not guarded). */
+  guard(client: RedisClient): void {
+    const target = client as unknown as { sendCommand: SendCommand };
+    const send = target.sendCommand.bind(client) as SendCommand;
+    target.sendCommand = (command, ...rest) => {
+      this.#watch(command);
+      if (!this.#closed) return send(command, ...rest);
+      this.#held.push(() => void send(command, ...rest));
+      return command.promise;
+    };
+  }
+
+  /** Opens the gate for good (sends what it holds): call before closing the guarded clients. */
+  end(): void {
+    this.#ended = true;
+    this.#open();
+  }
+
+  #watch(command: Command): void {
+    command.promise.then(
+      () => this.#succeeded(),
+      (error: unknown) => this.#failed(error),
+    );
+  }
+
+  #succeeded(): void {
+    const episode = this.#episode;
+    if (!episode || this.#closed) return;
+    const now = this.#options.now();
+    if (this.#lastRefusalAt > this.#openedAt || now - this.#openedAt < this.#options.quietMs) return;
+    this.#episode = undefined;
+    this.#round = 0;
+    this.#options.logger.info({ redis: 'taking-commands', kind: episode.kind, refusals: episode.refusals, refusingForMs: now - episode.since }, 'Redis taking commands again');
+  }
+
+  #failed(error: unknown): void {
+    const kind = redisErrorKind(error);
+    if (!GATED_KINDS.has(kind)) return;
+    const now = this.#options.now();
+    this.#lastRefusalAt = now;
+    this.#options.onRefusal?.(kind);
+    const reason = error instanceof Error ? error.message.slice(0, 200) : String(error);
+    if (!this.#episode) {
+      this.#episode = { kind, since: now, refusals: 0, reason };
+      this.#options.logger.warn({ redis: 'refusing', kind, reason }, 'Redis refusing commands; backing off');
+    }
+    this.#episode.refusals++;
+    if (this.#closed || this.#ended) return;
+    this.#round++;
+    this.#closed = true;
+    this.#timer = setTimeout(() => this.#open(), redisBackoffMs(this.#round, this.#options.random, this.#options.baseMs, this.#options.capMs));
+    this.#timer.unref();
+  }
+
+  #open(): void {
+    clearTimeout(this.#timer);
+    this.#timer = undefined;
+    this.#closed = false;
+    this.#openedAt = this.#options.now();
+    const held = this.#held;
+    this.#held = [];
+    for (const send of held) send();
+  }
+}
