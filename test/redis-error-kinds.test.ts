@@ -24,6 +24,7 @@ const SEEN: [Error, RedisErrorKind][] = [
   [reply('UNBLOCKED force unblock from blocking operation, instance state changed (master -> replica?)'), 'refusing-writes'],
   [reply("ERR Error running script (call to f_c1e4): @user_script:1: @user_script: 1: -OOM command not allowed when used memory > 'maxmemory'."), 'refusing-writes'],
   [reply('ERR Error running script (call to f_c1e4): @user_script:1: -READONLY You can\'t write against a read only replica.'), 'refusing-writes'],
+  [new Error("Failed to add repeatable job for next iteration: OOM command not allowed when used memory > 'maxmemory'. script: 4da2, on @user_script:311."), 'refusing-writes'],
   [reply('MOVED 3999 127.0.0.1:6381'), 'moving'],
   [reply('ASK 3999 127.0.0.1:6381'), 'moving'],
   [reply('TRYAGAIN Multiple keys request during rehashing of slot'), 'moving'],
@@ -123,7 +124,7 @@ function fakeConnection(answer: (name: string) => Error | 'OK') {
     let resolve!: (value: unknown) => void;
     let reject!: (error: Error) => void;
     const promise = new Promise((ok, fail) => ((resolve = ok), (reject = fail)));
-    return (client.sendCommand as (command: unknown) => Promise<unknown>)({ name, resolve, reject, promise }).catch((error: unknown) => error);
+    return (client.sendCommand as (command: unknown) => Promise<unknown>)({ name, resolve, reject, promise });
   };
   return { client: client as unknown as RedisClient, sent, send };
 }
@@ -131,36 +132,42 @@ function fakeConnection(answer: (name: string) => Error | 'OK') {
 describe('RedisRefusalGate', () => {
   it('a caller that retries a refused command at once is held to one command per backoff round; one line per episode', async () => {
     let refusing = true;
-    const connection = fakeConnection((name) => (refusing && name === 'evalsha' ? reply("OOM command not allowed when used memory > 'maxmemory'.") : 'OK'));
+    // Reads are answered while writes are refused: only the probe's SET proves the episode over.
+    const connection = fakeConnection((name) => (refusing && (name === 'evalsha' || name === 'set') ? reply("OOM command not allowed when used memory > 'maxmemory'.") : 'OK'));
     const lines: { msg: string; kind?: string }[] = [];
     const logger = createLogger({ level: 'info' });
     for (const level of ['warn', 'info'] as const) logger[level] = ((fields: { kind?: string }, msg: string) => void lines.push({ ...fields, msg })) as never;
-    const gate = new RedisRefusalGate({ logger, baseMs: 20, capMs: 40, quietMs: 10 });
+    const gate = new RedisRefusalGate({ logger, baseMs: 20, capMs: 40, probe: () => connection.send('set') });
     gate.guard(connection.client);
     const started = Date.now();
     // A hot loop like BullMQ's fetch on a refused script: send again as soon as the answer comes.
-    while (Date.now() - started < 400) await connection.send('evalsha');
+    while (Date.now() - started < 400) {
+      await connection.send('evalsha').catch(() => undefined);
+      await connection.send('get');
+    }
     const elapsed = Date.now() - started;
-    // Without the gate this loop sends one command per event-loop turn (thousands in 400 ms).
-    expect(connection.sent.length).toBeLessThanOrEqual(Math.ceil(elapsed / 10) + 2);
+    // Without the gate this loop sends two commands per event-loop turn (thousands in 400 ms); with it, each
+    // round (at least 10 ms) lets through the held command, the probe and the read after it.
+    expect(connection.sent.length).toBeLessThanOrEqual(3 * (Math.ceil(elapsed / 10) + 2));
     expect(lines.filter((line) => line.msg.startsWith('Redis refusing'))).toHaveLength(1);
     refusing = false;
     const recoveredBy = Date.now();
-    while (!lines.some((line) => line.msg.startsWith('Redis taking')) && Date.now() - recoveredBy < 2_000) await connection.send('evalsha');
+    while (!lines.some((line) => line.msg.startsWith('Redis taking')) && Date.now() - recoveredBy < 2_000) await connection.send('get');
     expect(lines.map((line) => line.msg)).toEqual(['Redis refusing commands; backing off', 'Redis taking commands again']);
     expect(gate.episode).toBeUndefined();
   });
 
   it('keeps the order of held commands and sends each once; end() releases what it holds', async () => {
     const connection = fakeConnection((name) => (name === 'first' ? reply('READONLY You can\'t write against a read only replica.') : 'OK'));
-    const gate = new RedisRefusalGate({ logger: createLogger({ level: 'silent' }), baseMs: 60_000, capMs: 60_000 });
+    const gate = new RedisRefusalGate({ logger: createLogger({ level: 'silent' }), baseMs: 60_000, capMs: 60_000, probe: () => connection.send('probe') });
     gate.guard(connection.client);
-    await connection.send('first');
+    await connection.send('first').catch(() => undefined);
     const held = ['multi', 'set', 'exec'].map((name) => connection.send(name));
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(connection.sent).toEqual(['first']);
     gate.end();
     await Promise.all(held);
     expect(connection.sent).toEqual(['first', 'multi', 'set', 'exec']);
+    expect(gate.episode).toMatchObject({ kind: 'refusing-writes', refusals: 1 });
   });
 });

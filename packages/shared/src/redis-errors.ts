@@ -7,12 +7,12 @@
  * | `unreachable`     | ECONNREFUSED/ECONNRESET…, `Connection is closed.`, MaxRetriesPerRequestError, `Command timed out`, offline queue off, LOADING, BUSY, MASTERDOWN, `All sentinels are unreachable` | 503 REDIS_UNAVAILABLE | ioredis reconnect backoff (jittered) |
  * | `refusing-writes` | OOM (maxmemory, noeviction), READONLY (a replica), MISCONF (a failed RDB save), NOREPLICAS (min-replicas-to-write), BullMQ's `UNBLOCKED … (master -> replica?)` | 503 REDIS_REFUSING_WRITES | refusal gate (redis-refusal-gate.ts) |
  * | `moving`          | MOVED, ASK, TRYAGAIN, CLUSTERDOWN, ioredis' `Too many Cluster redirections`, `Failed to refresh slots cache` | 503 REDIS_UNAVAILABLE | refusal gate |
- * | `script-missing`  | NOSCRIPT that reached a caller (ioredis resends a script as EVAL on NOSCRIPT first) | 503 REDIS_UNAVAILABLE | refusal gate |
+ * | `script-missing`  | NOSCRIPT (ioredis loads the script and resends it at once, on the command it hit) | 503 REDIS_UNAVAILABLE | ioredis' immediate resend |
  * | `other`           | anything else: a script's own error, WRONGTYPE, a bug                          | its own code or 500 | the caller's error path |
  *
  * A reply error raised inside a Lua script keeps its prefix in Redis 7 (`OOM command not allowed … script: <sha>,
- * on @user_script:1.`); Redis 6 wraps it (`ERR Error running script (call to f_<sha>): @user_script:1: -OOM …`),
- * so a prefix after `-` inside an `ERR Error running script` text counts too. The `cause` chain is followed (a
+ * on @user_script:1.`); Redis 6 wraps it (`ERR Error running script (call to f_<sha>): @user_script:1: -OOM …`) and
+ * BullMQ prefixes some (`Failed to add repeatable job for next iteration: OOM …`), so a prefix after `: ` counts too. The `cause` chain is followed (a
  * typed error that wraps a Redis error keeps its kind), at most `CAUSE_DEPTH` links deep.
  */
 
@@ -52,9 +52,11 @@ const MOVING_TEXT = /Too many Cluster redirections|Failed to refresh slots cache
 /** How many `cause` links `redisErrorKind` follows. */
 const CAUSE_DEPTH = 5;
 
-const PREFIX_PATTERN = new RegExp(`^(${Object.keys(REDIS_REPLY_PREFIXES).join('|')})\\b`);
-/** Redis 6's wrapping of an error raised in a script: `… @user_script:1: -OOM …`. */
-const SCRIPT_WRAPPED_PATTERN = new RegExp(`^ERR Error running script.*?-(${Object.keys(REDIS_REPLY_PREFIXES).join('|')})\\b`, 's');
+/**
+ * A reply prefix at the start, or after `: ` (optionally `: -`): Redis 6's wrapping inside a script (`… @user_script:1:
+ * -OOM …`) and BullMQ's own (`Failed to add repeatable job for next iteration: OOM …`).
+ */
+const PREFIX_PATTERN = new RegExp(`(?:^|:\\s-?)(${Object.keys(REDIS_REPLY_PREFIXES).join('|')})\\b`);
 
 /** The kind of one error, without following its cause. */
 function kindOf(error: Error): RedisErrorKind {
@@ -62,7 +64,7 @@ function kindOf(error: Error): RedisErrorKind {
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return 'unreachable';
   const message = typeof error.message === 'string' ? error.message : '';
-  const prefix = PREFIX_PATTERN.exec(message)?.[1] ?? SCRIPT_WRAPPED_PATTERN.exec(message)?.[1];
+  const prefix = PREFIX_PATTERN.exec(message)?.[1];
   if (prefix !== undefined) return REDIS_REPLY_PREFIXES[prefix]!;
   if (UNREACHABLE_TEXT.test(message)) return 'unreachable';
   if (MOVING_TEXT.test(message)) return 'moving';
@@ -102,7 +104,7 @@ export const isRedisUnavailableError = (error: unknown): boolean => redisErrorKi
  */
 export function reconnectOnRedisError(error: Error): false | 1 | 2 {
   const message = typeof error?.message === 'string' ? error.message : '';
-  if (/^READONLY\b/.test(message) || /^ERR Error running script.*?-READONLY\b/s.test(message)) return 2;
+  if (/^READONLY\b/.test(message) || /^ERR Error running script.*?: -READONLY\b/s.test(message)) return 2;
   if (/^UNBLOCKED\b/.test(message)) return 1;
   return false;
 }

@@ -1,7 +1,8 @@
 /**
  * The workers' backoff while Redis is up but will not take their commands: a server at maxmemory with
  * noeviction (OOM), a replica (READONLY), a failed save (MISCONF), too few replicas (NOREPLICAS), slots in motion
- * (MOVED/ASK/TRYAGAIN/CLUSTERDOWN), or a script that cannot be loaded (NOSCRIPT after ioredis' own EVAL resend).
+ * (MOVED/ASK/TRYAGAIN/CLUSTERDOWN; a Cluster client answers these itself and rejects only once its redirections
+ * are exhausted).
  *
  * Why at the connection: a lost connection is already backed off by ioredis (commands wait in its offline queue
  * while it reconnects on `redisReconnectDelayMs`), but a refusing server answers at once, and BullMQ's fetch loop
@@ -14,11 +15,14 @@
  * held command is never sent twice.
  *
  * One episode, two log lines: `Redis refusing commands; backing off` (warn) at the first refusal, `Redis taking
- * commands again` (info) at the first success that follows a quiet period (`quietMs` after the gate opened with
- * no refusal since), with the episode's kind, refusal count and length. Reads answered during an OOM episode do
- * not end it: they are answered within the same round trip as the refused writes, inside the quiet period.
+ * commands again` (info) when it ends, with the episode's kind, refusal count and length. The end is proven by
+ * `probe` (the journal's `probeWrites`, one short-lived SET), sent each time the gate opens during an episode:
+ * not by any success, since reads (and some scripts) are answered while writes are refused.
  *
- * `unreachable` is not gated (ioredis' reconnect backoff, logged by `logRedisConnectionState`), nor `other`.
+ * Not gated: `unreachable` (ioredis' reconnect backoff, logged by `logRedisConnectionState`), `script-missing`
+ * (a NOSCRIPT is answered on the command it hit, inside ioredis, which loads the script and sends it again at
+ * once: the only useful answer, and a routine one after a restart or a SCRIPT FLUSH; holding commands on it
+ * would delay every first script call), and `other`.
  */
 import type { Command } from 'ioredis';
 import type { Logger } from './logger.ts';
@@ -40,7 +44,7 @@ export function redisBackoffMs(round: number, random: () => number = Math.random
 }
 
 /** The kinds the gate backs off on. */
-const GATED_KINDS: ReadonlySet<RedisErrorKind> = new Set(['refusing-writes', 'moving', 'script-missing']);
+const GATED_KINDS: ReadonlySet<RedisErrorKind> = new Set(['refusing-writes', 'moving']);
 
 export interface RedisRefusalGateOptions {
   logger: Logger;
@@ -51,8 +55,8 @@ export interface RedisRefusalGateOptions {
   /** See `redisBackoffMs`. Defaults `REDIS_BACKOFF_BASE_MS`, `REDIS_BACKOFF_CAP_MS`. */
   baseMs?: number;
   capMs?: number;
-  /** How long after opening with no refusal a success ends the episode (ms). Default 250. */
-  quietMs?: number;
+  /** A write that proves the server takes writes again (resolves) or refuses it (rejects); sent through a guarded client. */
+  probe: () => Promise<unknown>;
   /** Called once per refused command (a metric). */
   onRefusal?: (kind: RedisErrorKind) => void;
 }
@@ -73,13 +77,11 @@ export class RedisRefusalGate {
   #closed = false;
   #timer: NodeJS.Timeout | undefined;
   #round = 0;
-  #openedAt = 0;
-  #lastRefusalAt = 0;
   #episode: Episode | undefined;
   #ended = false;
 
   constructor(options: RedisRefusalGateOptions) {
-    this.#options = { random: Math.random, now: Date.now, baseMs: REDIS_BACKOFF_BASE_MS, capMs: REDIS_BACKOFF_CAP_MS, quietMs: 250, ...options };
+    this.#options = { random: Math.random, now: Date.now, baseMs: REDIS_BACKOFF_BASE_MS, capMs: REDIS_BACKOFF_CAP_MS, ...options };
   }
 
   /** The episode under way, if any (kind, since when, refusals so far). */
@@ -106,27 +108,22 @@ export class RedisRefusalGate {
   }
 
   #watch(command: Command): void {
-    command.promise.then(
-      () => this.#succeeded(),
-      (error: unknown) => this.#failed(error),
-    );
+    command.promise.then(undefined, (error: unknown) => this.#failed(error));
   }
 
-  #succeeded(): void {
+  /** The probe went through: the episode is over. */
+  #recovered(): void {
     const episode = this.#episode;
     if (!episode || this.#closed) return;
-    const now = this.#options.now();
-    if (this.#lastRefusalAt > this.#openedAt || now - this.#openedAt < this.#options.quietMs) return;
     this.#episode = undefined;
     this.#round = 0;
-    this.#options.logger.info({ redis: 'taking-commands', kind: episode.kind, refusals: episode.refusals, refusingForMs: now - episode.since }, 'Redis taking commands again');
+    this.#options.logger.info({ redis: 'taking-commands', kind: episode.kind, refusals: episode.refusals, refusingForMs: this.#options.now() - episode.since }, 'Redis taking commands again');
   }
 
   #failed(error: unknown): void {
     const kind = redisErrorKind(error);
     if (!GATED_KINDS.has(kind)) return;
     const now = this.#options.now();
-    this.#lastRefusalAt = now;
     this.#options.onRefusal?.(kind);
     const reason = error instanceof Error ? error.message.slice(0, 200) : String(error);
     if (!this.#episode) {
@@ -145,7 +142,18 @@ export class RedisRefusalGate {
     clearTimeout(this.#timer);
     this.#timer = undefined;
     this.#closed = false;
-    this.#openedAt = this.#options.now();
+    if (this.#episode && !this.#ended) {
+      // Ahead of what was held; a refusal of it counts like any other (and closes the gate again).
+      this.#options.probe().then(
+        () => this.#recovered(),
+        // Refused: the gate is closed again (#failed). Lost on the way (a reconnect): probe again after a round.
+        (error: unknown) => {
+          if (GATED_KINDS.has(redisErrorKind(error)) || this.#closed || this.#ended) return;
+          this.#timer = setTimeout(() => this.#open(), redisBackoffMs(this.#round, this.#options.random, this.#options.baseMs, this.#options.capMs));
+          this.#timer.unref();
+        },
+      );
+    }
     const held = this.#held;
     this.#held = [];
     for (const send of held) send();

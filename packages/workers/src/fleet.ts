@@ -225,10 +225,6 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   // An outage is logged as a state change (down / reminder / back), not once per failed command.
   logRedisConnectionState(logger, connection);
   journalRedis.on('error', () => undefined);
-  // A server that is up but refuses (OOM, READONLY, …) is backed off like a lost connection, for every caller of both.
-  const refusalGate = new RedisRefusalGate({ logger, onRefusal: (kind) => metrics.redisRefusals.inc({ kind }) });
-  refusalGate.guard(connection);
-  refusalGate.guard(journalRedis);
   await requireRedisVersion(journalRedis, logger, [journalRedis, connection]);
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
@@ -241,6 +237,10 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const ownDispatcher = input.dispatcher ? undefined : createPolicyDispatcher(input.addressPolicy ?? {});
   const dispatcher = input.dispatcher ?? ownDispatcher!;
   const context = createWorkerContext(input, { options, journalRedis, queues, dispatcher, shutdownSignal: shutdown.signal, logger, metrics, workerId });
+  // A server that is up but refuses (OOM, READONLY, …) is backed off like a lost connection, for every caller of both.
+  const refusalGate = new RedisRefusalGate({ logger, probe: () => context.journal.probeWrites(), onRefusal: (kind) => metrics.redisRefusals.inc({ kind }) });
+  refusalGate.guard(connection);
+  refusalGate.guard(journalRedis);
   const localFollows = createLocalFollows(context);
   context.followHere = localFollows.start;
   context.localFollowToken = localFollows.token;
