@@ -69,7 +69,7 @@ async function commandsSoFar(): Promise<number> {
   const text = await admin.info('commandstats');
   let total = 0;
   for (const [, name, calls, rejected] of text.matchAll(/^cmdstat_([^:]+):calls=(\d+).*?rejected_calls=(\d+)/gm)) {
-    if (name === 'info' || name.startsWith('config')) continue;
+    if (name === undefined || name === 'info' || name.startsWith('config')) continue;
     total += Number(calls) + Number(rejected);
   }
   return total;
