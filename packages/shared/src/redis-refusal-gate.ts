@@ -24,7 +24,6 @@
  * once: the only useful answer, and a routine one after a restart or a SCRIPT FLUSH; holding commands on it
  * would delay every first script call), and `other`.
  */
-import type { Command } from 'ioredis';
 import type { Logger } from './logger.ts';
 import { redisErrorKind, type RedisErrorKind } from './redis-errors.ts';
 import type { RedisClient } from './redis.ts';
@@ -61,6 +60,10 @@ export interface RedisRefusalGateOptions {
   onRefusal?: (kind: RedisErrorKind) => void;
 }
 
+/** What the gate needs of an ioredis `Command`: its reply. */
+interface Command {
+  promise: Promise<unknown>;
+}
 type SendCommand = (command: Command, ...rest: unknown[]) => unknown;
 
 interface Episode {
