@@ -9,6 +9,7 @@
  * forgot its tasks between two executions of the same messageId (the
  * reconciler searched, found nothing, and resent: allowed).
  */
+import { Redis } from 'ioredis';
 import { waitUntilConnected } from '@durable-a2a/shared';
 import { createProducer, type Producer, type ProducerOptions, type WorkflowView } from '@durable-a2a/producer';
 import type { RedisServerHandle } from '../harness/redis.ts';
@@ -35,7 +36,7 @@ export function mulberry32(seed: number): () => number {
 export const seedFromEnvironment = (): number =>
   process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) >>> 0 : Math.floor(Math.random() * 2 ** 32) >>> 0;
 
-export type FaultKind = 'kill-worker' | 'drop-streams' | 'agent-forgets' | 'redis-restart' | 'primary-failover';
+export type FaultKind = 'kill-worker' | 'drop-streams' | 'agent-forgets' | 'redis-restart' | 'primary-failover' | 'redis-oom' | 'redis-readonly';
 
 export interface ChaosOptions {
   seed: number;
@@ -43,6 +44,13 @@ export interface ChaosOptions {
   /** A single server with AOF; restarted by the `redis-restart` fault when `redisRestarts`. Or a Sentinel set's URL. */
   redis: Pick<RedisServerHandle, 'url' | 'restart'>;
   redisRestarts: boolean;
+  /**
+   * The `redis-oom` and `redis-readonly` faults on the single server (Redis up but refusing writes, then taking
+   * them again): a window of 0.5–2.5 s at `maxmemory` below the memory in use (noeviction), or as a replica of a
+   * closed port (`REPLICAOF 127.0.0.1 1`: READONLY on every write, the data kept), undone with `maxmemory 0` /
+   * `REPLICAOF NO ONE`. Default false.
+   */
+  redisRefusals?: boolean;
   /** The `primary-failover` fault (a Sentinel set): kill the primary, let a replica take over. */
   failover?: () => Promise<void>;
   /** Faults drawn at random after `faultsFirst`. Default: worker kills, dropped streams, forgetful agents, Redis restarts. [] = none. */
@@ -115,6 +123,26 @@ async function startChaosAgent(name: string, behaviour: Behaviour, skills?: Retu
 }
 
 /** Runs the chaos and returns the report; `violations` is empty when every invariant held. */
+/** A window in which the server at `url` refuses writes (OOM or READONLY), then takes them again (always undone). */
+async function refuseWritesFor(url: string, kind: 'redis-oom' | 'redis-readonly', windowMs: number): Promise<void> {
+  const admin = new Redis(url, { maxRetriesPerRequest: 3 });
+  admin.on('error', () => undefined);
+  try {
+    if (kind === 'redis-oom') {
+      const used = Number(/used_memory:(\d+)/.exec(await admin.info('memory'))?.[1] ?? 0);
+      await admin.config('SET', 'maxmemory', String(Math.max(1, Math.floor(used / 2))));
+    } else {
+      await admin.replicaof('127.0.0.1', '1');
+    }
+    await sleep(windowMs);
+  } finally {
+    // Undone whatever happened above (a restart in between resets both anyway).
+    await admin.config('SET', 'maxmemory', '0').catch(() => undefined);
+    if (kind === 'redis-readonly') await admin.replicaof('NO', 'ONE').catch(() => undefined);
+    admin.disconnect();
+  }
+}
+
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const random = mulberry32(options.seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
@@ -166,9 +194,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   await Promise.all(Array.from({ length: workerCount }, () => spawnWorker().ready));
 
   // Faults, at seeded random times, until every workflow is settled.
-  const faults: Record<FaultKind, number> = { 'kill-worker': 0, 'drop-streams': 0, 'agent-forgets': 0, 'redis-restart': 0, 'primary-failover': 0 };
-  const weighted: FaultKind[] = options.randomFaults ?? ['kill-worker', 'kill-worker', 'drop-streams', 'drop-streams', 'drop-streams', 'agent-forgets', ...(options.redisRestarts ? (['redis-restart'] as const) : [])];
-  const firstFaults = (options.faultsFirst ?? []).filter((kind) => kind !== 'redis-restart' || options.redisRestarts);
+  const faults: Record<FaultKind, number> = { 'kill-worker': 0, 'drop-streams': 0, 'agent-forgets': 0, 'redis-restart': 0, 'primary-failover': 0, 'redis-oom': 0, 'redis-readonly': 0 };
+  const refusals = ['redis-oom', 'redis-readonly'] as const;
+  const weighted: FaultKind[] = options.randomFaults ?? ['kill-worker', 'kill-worker', 'drop-streams', 'drop-streams', 'drop-streams', 'agent-forgets', ...(options.redisRestarts ? (['redis-restart'] as const) : []), ...(options.redisRefusals ? refusals : [])];
+  const firstFaults = (options.faultsFirst ?? []).filter((kind) => (kind !== 'redis-restart' || options.redisRestarts) && (!(refusals as readonly string[]).includes(kind) || options.redisRefusals));
   let chaosOn = true;
   let next = 0; // workflows started so far
   const faultLoop = (async () => {
@@ -199,6 +228,10 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           await agent.handle.restart({ forgetTasks: true });
           // Executions from now on can no longer be found by a search for an earlier one.
           agent.epoch++;
+        } else if (kind === 'redis-oom' || kind === 'redis-readonly') {
+          const windowMs = 500 + random() * 2_000;
+          log(`fault: Redis refuses writes (${kind === 'redis-oom' ? 'maxmemory below used memory' : 'turned replica'}) for ${Math.round(windowMs)} ms`);
+          await refuseWritesFor(options.redis.url, kind, windowMs);
         } else if (kind === 'primary-failover') {
           log('fault: Redis primary failover');
           await options.failover?.();

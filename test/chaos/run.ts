@@ -1,6 +1,7 @@
 /**
  * `pnpm chaos`: the full chaos run (CHAOS_WORKFLOWS, default 1000; CHAOS_SEED
- * to replay; CHAOS_WORKERS, CHAOS_IN_FLIGHT, CHAOS_FAULT_MEAN_MS to tune).
+ * to replay; CHAOS_WORKERS, CHAOS_IN_FLIGHT, CHAOS_FAULT_MEAN_MS to tune; CHAOS_REDIS_REFUSALS=0 leaves out
+ * the OOM windows and READONLY flips).
  * Prints the seed first and the report last; exits 1 on any violation.
  */
 import { startRedisServer } from '../harness/redis.ts';
@@ -20,6 +21,8 @@ try {
     workflows,
     redis,
     redisRestarts: true,
+    // Redis up but refusing writes: OOM windows and READONLY flips (CHAOS_REDIS_REFUSALS=0 to leave them out).
+    redisRefusals: process.env.CHAOS_REDIS_REFUSALS !== '0',
     workers: Number(process.env.CHAOS_WORKERS ?? 3),
     inFlight: Number(process.env.CHAOS_IN_FLIGHT ?? 60),
     faultMeanMs: Number(process.env.CHAOS_FAULT_MEAN_MS ?? 1_000),

@@ -3,7 +3,7 @@
  * problem+json code by the HTTP service).
  */
 import type { ZodError } from 'zod';
-import type { ResolveAction } from '@durable-a2a/shared';
+import { redisErrorKind, type RedisErrorKind, type ResolveAction } from '@durable-a2a/shared';
 
 /** Invalid input: nothing was written. `field` names the offending field (dotted path). */
 export class ProducerInputError extends Error {
@@ -98,7 +98,8 @@ export function fromZodError(error: ZodError): ProducerInputError {
 }
 
 /**
- * Redis could not be reached or did not answer within the command timeout.
+ * Redis could not be reached or did not answer within the command timeout (`kind` `unreachable`), or its
+ * slots were moving or a script could not be loaded (`moving`, `script-missing`; see `redisErrorKind`).
  * Nothing is queued for later: the call either wrote before failing (a retry
  * with the same idempotency key is safe) or wrote nothing. Retryable.
  */
@@ -106,4 +107,36 @@ export class RedisUnavailableError extends Error {
   override readonly name = 'RedisUnavailableError';
   readonly code = 'REDIS_UNAVAILABLE';
   readonly retryable = true;
+  constructor(
+    message: string,
+    options?: ErrorOptions,
+    readonly kind: Exclude<RedisErrorKind, 'refusing-writes' | 'other'> = 'unreachable',
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * Redis answered but refused the write (`kind` `refusing-writes`: OOM at maxmemory with noeviction, READONLY on
+ * a replica, MISCONF after a failed save, NOREPLICAS). A refused command did not run, so nothing of it is
+ * written; an earlier command of the same call may have been (a retry with the same idempotency key is safe).
+ * Retryable once the server takes writes again.
+ */
+export class RedisRefusingWritesError extends Error {
+  override readonly name = 'RedisRefusingWritesError';
+  readonly code = 'REDIS_REFUSING_WRITES';
+  readonly retryable = true;
+}
+
+/**
+ * The typed producer error for a Redis error of any kind but `other` (cause kept), or undefined for `other`
+ * (and for an error already typed here). One rule for every producer call (`redisErrorKind` decides).
+ */
+export function producerErrorOfRedis(error: unknown): RedisUnavailableError | RedisRefusingWritesError | undefined {
+  if (error instanceof RedisUnavailableError || error instanceof RedisRefusingWritesError) return undefined;
+  const kind = redisErrorKind(error);
+  const reason = error instanceof Error ? error.message : String(error);
+  if (kind === 'other') return undefined;
+  if (kind === 'refusing-writes') return new RedisRefusingWritesError(`Redis refusing writes: ${reason}`, { cause: error });
+  return new RedisUnavailableError(`Redis unavailable (${kind}): ${reason}`, { cause: error }, kind);
 }

@@ -9,8 +9,8 @@
  * context.ts (connections, input parsing, the view).
  */
 import type { z } from 'zod';
-import { MessageInputSchema, isRedisUnavailableError, type Journal, type RegisteredAgent, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
-import { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError } from './errors.ts';
+import { MessageInputSchema, type Journal, type RegisteredAgent, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
+import { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, producerErrorOfRedis } from './errors.ts';
 import type { WorkflowView, OpenQuestion } from './view.ts';
 import { waitForWorkflow, type WaitForOptions } from './wait.ts';
 import { closeProducer, connectProducer, ensureConnected, readView, type ProducerOptions } from './calls/context.ts';
@@ -83,18 +83,20 @@ export function createProducer(options: ProducerOptions): Producer {
   return producer;
 }
 
-/** Wraps a producer call: refuses at once while disconnected, and turns connection failures into RedisUnavailableError (cause kept). */
+/**
+ * Wraps a producer call: refuses at once while disconnected, and turns Redis errors into typed ones by kind
+ * (`producerErrorOfRedis`: RedisRefusingWritesError, RedisUnavailableError; cause kept).
+ */
 function failFast<A extends never[], R>(call: (...args: A) => Promise<R>, ensureConnected: () => Promise<void>): (...args: A) => Promise<R> {
   return async (...args: A) => {
     await ensureConnected();
     try {
       return await call(...args);
     } catch (error) {
-      if (isRedisUnavailableError(error)) throw new RedisUnavailableError(`Redis unavailable: ${(error as Error).message}`, { cause: error });
-      throw error;
+      throw producerErrorOfRedis(error) ?? error;
     }
   };
 }
 
 export { DelegateInputSchema, type DelegateInput, type ProducerOptions };
-export { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError, MessageInputSchema };
+export { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, MessageInputSchema };

@@ -3,7 +3,7 @@
  * wherever they appear in a log line (tokens, credentials, Authorization).
  */
 import { pino, type Logger, type LoggerOptions } from 'pino';
-import { isRedisUnavailableError } from './redis.ts';
+import { redisErrorKind } from './redis-errors.ts';
 
 export type { Logger };
 
@@ -96,7 +96,13 @@ export function logRedisConnectionState(
   };
   client.on('error', onError);
   for (const emitter of extra) {
-    emitter.on('error', (error: Error) => (isRedisUnavailableError(error) || downSince !== undefined ? onError(error) : logger.error({ err: error }, 'queue error')));
+    emitter.on('error', (error: Error) => {
+      const kind = redisErrorKind(error);
+      if (kind === 'unreachable' || downSince !== undefined) onError(error);
+      // Refused or redirected while up: the command's caller gets it (a 503, a backed-off worker), not a line per error.
+      else if (kind !== 'other') logger.debug({ err: error, kind }, 'queue error: Redis refusing or moving');
+      else logger.error({ err: error }, 'queue error');
+    });
   }
   client.on('ready', () => {
     if (downSince === undefined) return;

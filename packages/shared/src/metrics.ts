@@ -27,6 +27,8 @@ export interface Metrics {
   delegationsByState: Gauge<'state'>;
   pushes: Counter<'outcome'>;
   staleObservations: Counter<'reason'>;
+  /** Commands Redis refused or redirected while up (`RedisRefusalGate`), by `redisErrorKind`. */
+  redisRefusals: Counter<'kind'>;
   /**
    * End to end: from the delegation's journaled intent to its finished state, by that state.
    * Workers observe it where a delegation reaches a finished state.
@@ -93,6 +95,7 @@ function createOn(registry: Registry): Metrics {
     pushes: counter('durable_a2a_push_notifications_total', 'Push notifications received, by outcome', ['outcome']),
     staleObservations: counter('durable_a2a_ignored_observations_total', 'Observations the journal ignored (stale, regress, duplicate, finished)', ['reason']),
     corruptRecords: counter('durable_a2a_corrupt_records_total', 'Records skipped or refused because they do not parse, by kind (workflow, delegation, agent)', ['kind']),
+    redisRefusals: counter('durable_a2a_redis_refusals_total', 'Commands Redis refused while up (OOM, READONLY, MISCONF, NOREPLICAS, moved slots, missing scripts), by kind; the workers back off on each', ['kind']),
     delegationDuration: new Histogram({
       name: 'durable_a2a_delegation_duration_seconds',
       help: 'End-to-end delegation time, from the journaled intent to its finished state, by that state',

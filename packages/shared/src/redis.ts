@@ -7,18 +7,36 @@
  */
 import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import { createSentinelClient, isSentinelUrl } from './redis-sentinel.ts';
+import { reconnectOnRedisError } from './redis-errors.ts';
+import { redisBackoffMs } from './redis-refusal-gate.ts';
+
+export { isRedisUnavailableError } from './redis-errors.ts';
+
+/** Longest pause between two reconnect attempts to an unreachable Redis (ms). */
+export const REDIS_RECONNECT_CAP_MS = 2_000;
+
+/**
+ * ioredis `retryStrategy` of every connection the product creates: the delay before reconnect attempt `times`
+ * (ms), exponential from 100 ms with equal jitter, capped at `REDIS_RECONNECT_CAP_MS` (so a fleet that lost Redis
+ * does not reconnect in lock step). Never gives up (`maxRetriesPerRequest` decides what a command waits for).
+ */
+export const redisReconnectDelayMs = (times: number): number => redisBackoffMs(times, Math.random, 100, REDIS_RECONNECT_CAP_MS);
+
+/**
+ * Options every connection gets unless the caller overrides them: `maxRetriesPerRequest: null` (BullMQ requires
+ * it for workers, field case R23, and the journal waits out short outages too), the jittered reconnect delay, and
+ * `reconnectOnRedisError` (a primary demoted without closing its sockets: READONLY reconnects; see redis-errors.ts).
+ */
+export const BASE_REDIS_OPTIONS: RedisOptions = { maxRetriesPerRequest: null, retryStrategy: redisReconnectDelayMs, reconnectOnError: reconnectOnRedisError };
 
 export const CLUSTER_SCHEME = 'redis-cluster://';
 
 /** True when the URL names a Redis Cluster. */
 export const isClusterUrl = (url: string): boolean => url.startsWith(CLUSTER_SCHEME);
 
-/**
- * Creates a client. `maxRetriesPerRequest: null` by default: BullMQ requires it
- * for workers (field case R23) and the journal waits out short outages too.
- */
+/** Creates a client with `BASE_REDIS_OPTIONS` under `options`. */
 export function createRedisClient(url: string, options: RedisOptions = {}): Redis | Cluster {
-  const redisOptions: RedisOptions = { maxRetriesPerRequest: null, ...options };
+  const redisOptions: RedisOptions = { ...BASE_REDIS_OPTIONS, ...options };
   if (isSentinelUrl(url)) return createSentinelClient(url, redisOptions);
   if (!isClusterUrl(url)) return new Redis(url, redisOptions);
   const nodes = url
@@ -39,11 +57,14 @@ export type RedisClient = Redis | Cluster;
 /**
  * A client the caller owns and closes: from a URL (`createRedisClient`), or a
  * `duplicate()` of a client passed in (never the client itself, which its
- * owner closes), with `options` applied to the duplicate.
+ * owner closes), with `maxRetriesPerRequest: null`, `reconnectOnRedisError` (unless the client has its own
+ * rule) and `options` applied to the duplicate.
  */
 export function openRedisClient(source: string | RedisClient, options: RedisOptions = {}): RedisClient {
-  const redisOptions: RedisOptions = { maxRetriesPerRequest: null, ...options };
-  if (typeof source === 'string') return createRedisClient(source, redisOptions);
+  if (typeof source === 'string') return createRedisClient(source, options);
+  // A caller's client keeps its own reconnect delay; it gains READONLY reconnects unless it chose its own rule.
+  const own = source instanceof Cluster ? source.options.redisOptions : source.options;
+  const redisOptions: RedisOptions = { maxRetriesPerRequest: null, reconnectOnError: own?.reconnectOnError ?? reconnectOnRedisError, ...options };
   if (source instanceof Cluster) return source.duplicate(undefined, { redisOptions: { ...source.options.redisOptions, ...redisOptions } });
   return source.duplicate(redisOptions);
 }
@@ -72,19 +93,6 @@ export function createFailFastRedisClient(url: string, commandTimeoutMs: number 
   const client = createRedisClient(url, { ...failFastRedisOptions(commandTimeoutMs), enableAutoPipelining: true });
   if (client instanceof Cluster) client.options.enableOfflineQueue = false;
   return client;
-}
-
-/**
- * True when `error` says Redis could not be reached or did not answer in
- * time (as opposed to a script or data error): ioredis' offline-queue and
- * timeout rejections, closed connections, socket errors.
- */
-export function isRedisUnavailableError(error: unknown): boolean {
-  if (!(error instanceof Error)) return false;
-  if (error.name === 'MaxRetriesPerRequestError') return true;
-  const code = (error as { code?: string }).code;
-  if (code !== undefined && ['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EPIPE', 'ENOTCONN', 'EHOSTUNREACH'].includes(code)) return true;
-  return /enableOfflineQueue|Command timed out|Connection is closed|Stream isn't writeable|Reached the max retries|Connection in subscriber mode/i.test(error.message);
 }
 
 /**

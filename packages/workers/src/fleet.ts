@@ -18,8 +18,9 @@ import {
   createPolicyDispatcher,
   openRedisClient,
   enqueueStartupSweep,
-  isRedisUnavailableError,
   logRedisConnectionState,
+  redisErrorKind,
+  RedisRefusalGate,
   queuePrefix,
   type Logger,
   type Metrics,
@@ -122,7 +123,8 @@ function startWorker(name: QueueName, context: WorkerContext, connection: RedisC
     logger.warn({ queue: name, jobId: job?.id, reason: error.message, code: (error as { code?: unknown }).code }, 'job failed');
     logger.debug({ queue: name, jobId: job?.id, err: error }, 'job failed: stack');
   });
-  worker.on('error', (error) => (isRedisUnavailableError(error) ? undefined : logger.error({ queue: name, err: error }, 'worker error')));
+  // A Redis outage or refusal is logged once per episode (logRedisConnectionState, RedisRefusalGate), not per command.
+  worker.on('error', (error) => (redisErrorKind(error) !== 'other' ? undefined : logger.error({ queue: name, err: error }, 'worker error')));
   return { worker, watch };
 }
 
@@ -175,13 +177,16 @@ interface FleetResources {
   queues: Record<QueueName, Queue>;
   connection: RedisClient;
   journalRedis: RedisClient;
+  refusalGate: RedisRefusalGate;
   ownDispatcher: { close(): Promise<void> } | undefined;
   logger: Logger;
   timeoutMs: number;
 }
 
 /** Graceful, bounded close of a fleet. */
-async function closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
+async function closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
+  // Nothing waits on a refusal backoff any more: what the close sends goes out (or fails) now.
+  refusalGate.end();
   // Stop fetching, then end open streams (follow jobs and local follows): each hands its delegation to another worker.
   const graceful = Promise.all([...workers.map((worker) => worker.close()), localFollows.drain()]);
   shutdown.abort();
@@ -234,6 +239,10 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const ownDispatcher = input.dispatcher ? undefined : createPolicyDispatcher(input.addressPolicy ?? {});
   const dispatcher = input.dispatcher ?? ownDispatcher!;
   const context = createWorkerContext(input, { options, journalRedis, queues, dispatcher, shutdownSignal: shutdown.signal, logger, metrics, workerId });
+  // A server that is up but refuses (OOM, READONLY, …) is backed off like a lost connection, for every caller of both.
+  const refusalGate = new RedisRefusalGate({ logger, probe: () => context.journal.probeWrites(), onRefusal: (kind) => metrics.redisRefusals.inc({ kind }) });
+  refusalGate.guard(connection);
+  refusalGate.guard(journalRedis);
   const localFollows = createLocalFollows(context);
   context.followHere = localFollows.start;
   context.localFollowToken = localFollows.token;
@@ -251,7 +260,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   await sweepAll();
   logger.info({ workerId, queues: input.queues ?? ALL_QUEUES, prefix: options.prefix }, 'fleet started');
   let closing: Promise<void> | undefined;
-  const close = () => (closing ??= closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }));
+  const close = () => (closing ??= closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }));
   const health = () => {
     const queues = progress.map((watch) => watch.health());
     return { live: queues.every((queue) => queue.live), queues };

@@ -5,9 +5,10 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { A2AError, AgentCardError, BlockedAddressError, CorruptRecordError, JournalError, ReplicationTimeoutError, isRedisUnavailableError } from '@durable-a2a/shared';
+import { A2AError, AgentCardError, BlockedAddressError, CorruptRecordError, JournalError, ReplicationTimeoutError } from '@durable-a2a/shared';
 import { AgentAddressRefusedError } from '../agent-addresses.ts';
-import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, RedisUnavailableError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
+import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
+import { redisProblemOf } from './redis-problem.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -31,6 +32,7 @@ export const PROBLEMS = {
   AGENT_CARD_UNREACHABLE: { status: 502, title: 'Agent Card could not be fetched' },
   UNAVAILABLE: { status: 503, title: 'Service unavailable' },
   REDIS_UNAVAILABLE: { status: 503, title: 'Redis unavailable; retry with the same idempotency key' },
+  REDIS_REFUSING_WRITES: { status: 503, title: 'Redis refusing writes; retry with the same idempotency key' },
   REQUEST_TIMEOUT: { status: 503, title: 'The request did not finish in time; retry with the same idempotency key' },
   REPLICATION_TIMEOUT: { status: 503, title: 'Not yet acknowledged by the Redis replicas; retry with the same idempotency key' },
   INTERNAL: { status: 500, title: 'Internal error' },
@@ -95,7 +97,8 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof CorruptRecordError) return problem('CORRUPT_RECORD', `${error.message}; it stays in Redis for a person to inspect or delete`, { key: error.key });
   if (error instanceof ReplicationTimeoutError) return problem('REPLICATION_TIMEOUT', error.message);
   if (error instanceof JournalError && error.code === 'DELEGATION_MISSING') return problem('NOT_FOUND', error.message);
-  if (error instanceof RedisUnavailableError || isRedisUnavailableError(error)) return problem('REDIS_UNAVAILABLE', 'Redis is unreachable; nothing was queued for later. Retry after Retry-After seconds with the same idempotency key.');
+  const redisProblem = redisProblemOf(error);
+  if (redisProblem) return problem(redisProblem.code, redisProblem.detail);
   const fastifyError = error as Partial<FastifyError>;
   // fastify's own client errors (malformed JSON, empty body, size, media type).
   if (fastifyError.statusCode === 413) return problem('PAYLOAD_TOO_LARGE', fastifyError.message ?? 'body too large');
@@ -110,8 +113,8 @@ export function toProblem(error: unknown): Problem {
  */
 export function problemErrorHandler(error: unknown, request: FastifyRequest, reply: FastifyReply): FastifyReply {
   const body = toProblem(error);
-  // An outage is logged once as a state change (logRedisConnectionState), not once per request.
-  if (body.code === 'REDIS_UNAVAILABLE') request.log.debug({ err: error }, 'request refused: Redis unavailable');
+  // An outage is logged once as a state change (logRedisConnectionState, readiness), not once per request.
+  if (body.code === 'REDIS_UNAVAILABLE' || body.code === 'REDIS_REFUSING_WRITES') request.log.debug({ err: error, code: body.code }, 'request refused: Redis unavailable or refusing writes');
   else if (body.code === 'AGENT_CARD_UNREACHABLE') request.log.warn({ code: body.code, detail: body.detail }, 'Agent Card could not be fetched');
   else if (body.status >= 500) request.log.error({ err: error }, 'request failed');
   return sendProblem(reply, body);

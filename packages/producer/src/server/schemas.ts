@@ -68,7 +68,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   415: 'Unsupported media type',
   422: 'Agent address refused by the address policy (AGENT_ADDRESS_REFUSED), Agent Card rejected (AGENT_CARD_REJECTED), or a stored record that does not parse (CORRUPT_RECORD, naming its `key`)',
   502: 'The Agent Card could not be fetched (AGENT_CARD_UNREACHABLE)',
-  503: 'Redis unavailable (REDIS_UNAVAILABLE) or no answer in time (REQUEST_TIMEOUT); Retry-After says when to retry with the same idempotency key',
+  503: 'Redis unavailable (REDIS_UNAVAILABLE), Redis refusing writes (REDIS_REFUSING_WRITES) or no answer in time (REQUEST_TIMEOUT); Retry-After says when to retry with the same idempotency key',
 };
 
 /** Problem responses for `statuses` (401 and 503 are added: every /v1 route can answer them). */

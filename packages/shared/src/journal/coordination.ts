@@ -49,6 +49,15 @@ export class JournalCoordination extends JournalReplies {
   }
 
   /**
+   * Readiness: proves Redis takes writes now with one `SET <prefix>:write-probe 1 PX ttlMs` (a few bytes, gone
+   * after `ttlMs`; default 10 s). On a Cluster it proves the probe key's node only.
+   * @throws what Redis answers (OOM, READONLY, MISCONF, NOREPLICAS, a lost connection): classify with `redisErrorKind`
+   */
+  async probeWrites(ttlMs = 10_000): Promise<void> {
+    await this.redis.set(this.keys.writeProbe(), '1', 'PX', ttlMs);
+  }
+
+  /**
    * Counts one more round of a repeated act of a delegation (an auth handler run, a credential refresh) within
    * `ttlMs` of the first, fleet-wide (countRound-1.lua: INCR, and PEXPIRE set only on the first). Bounds what an agent
    * can make us repeat.

@@ -42,6 +42,8 @@ export interface JournalKeys {
   agents(): string;
   /** Which delegation an agent's task id is bound to (`workflowId|delegationId`); one key per agent and task. */
   taskOwner(agentCardUrl: string, taskId: string): string;
+  /** The readiness probe's short-lived key (string `1` with a TTL; `Journal.probeWrites`). */
+  writeProbe(): string;
 }
 
 /** Builds the key layout for one prefix (default `da2a`). */
@@ -62,6 +64,7 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     agents: () => `${prefix}:agents`,
     // Agents choose task ids (any length, any characters): the key holds a digest.
     taskOwner: (agentCardUrl, taskId) => `${prefix}:task:${createHash('sha256').update(agentCardUrl).update('\n').update(taskId).digest('hex')}`,
+    writeProbe: () => `${prefix}:write-probe`,
   };
 }
 

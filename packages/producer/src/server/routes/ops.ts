@@ -1,12 +1,18 @@
 /**
  * Operations endpoints, unauthenticated (network policy protects them):
  * `/metrics` (Prometheus text; queue depth gauges refreshed at scrape),
- * `/healthz` (liveness), `/readyz` (Redis reachable), `/openapi.json`.
+ * `/healthz` (liveness), `/readyz` (Redis reachable and taking writes), `/openapi.json`.
+ *
+ * Readiness asks Redis on every call rather than remembering the last error a request saw: with a journal, one
+ * write of a short-lived key (`Journal.probeWrites`), so a server at maxmemory (OOM), a replica behind the
+ * service's address (READONLY), a failed save (MISCONF) or too few replicas (NOREPLICAS) make `/readyz` 503 at
+ * once and 200 again as soon as a write goes through; without a journal, a PING. `redisKind` in the body names
+ * what Redis answered (`redisErrorKind`: `unreachable`, `refusing-writes`, …), absent when ready.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import { countUnfinishedByState, type Journal, type Metrics } from '@durable-a2a/shared';
+import { countUnfinishedByState, redisErrorKind, type Journal, type Metrics, type RedisErrorKind } from '@durable-a2a/shared';
 
 export interface HealthReport {
   live: boolean;
@@ -23,16 +29,22 @@ export interface OpsRouteOptions {
   health?: () => Promise<HealthReport>;
 }
 
-/** A readiness PING slower than this counts as Redis unreachable. */
-const PING_TIMEOUT_MS = 1_000;
+/** A readiness probe slower than this counts as Redis unreachable. */
+const PROBE_TIMEOUT_MS = 1_000;
 
-async function redisReachable(redis: Redis | Cluster): Promise<boolean> {
+/** What readiness found: undefined when Redis answered and took the write, else the kind of what it answered. */
+async function redisNotReady(redis: Redis | Cluster, journal: Journal | undefined): Promise<RedisErrorKind | undefined> {
   let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), PING_TIMEOUT_MS)));
+  const timeout = new Promise<RedisErrorKind>((resolve) => (timer = setTimeout(() => resolve('unreachable'), PROBE_TIMEOUT_MS)));
+  const probe = async (): Promise<RedisErrorKind | undefined> => {
+    if (journal) await journal.probeWrites();
+    else if ((await redis.ping()) !== 'PONG') return 'other';
+    return undefined;
+  };
   try {
-    return await Promise.race([redis.ping().then((answer) => answer === 'PONG'), timeout]);
-  } catch {
-    return false;
+    return await Promise.race([probe(), timeout]);
+  } catch (error) {
+    return redisErrorKind(error);
   } finally {
     clearTimeout(timer);
   }
@@ -73,9 +85,10 @@ export function opsRoutes(app: FastifyInstance, options: OpsRouteOptions): void 
   });
 
   app.get('/readyz', { schema: hide }, async (_request, reply) => {
-    const [redis, report] = await Promise.all([redisReachable(options.redis), options.health ? options.health() : Promise.resolve(undefined)]);
+    const [redisKind, report] = await Promise.all([redisNotReady(options.redis, options.journal), options.health ? options.health() : Promise.resolve(undefined)]);
+    const redis = redisKind === undefined;
     const ready = redis && (report?.ready ?? true);
-    return reply.code(ready ? 200 : 503).send({ ready, redis, details: report?.details });
+    return reply.code(ready ? 200 : 503).send({ ready, redis, ...(redisKind ? { redisKind } : {}), details: report?.details });
   });
 
   app.get('/openapi.json', { schema: hide }, async () => app.swagger());
