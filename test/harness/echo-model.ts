@@ -35,18 +35,24 @@ async function answerFor(prefix: string, text: string, signal: AbortSignal | und
 const usage = { inputTokens: { total: 1, noCache: 1, cacheRead: 0, cacheWrite: 0 }, outputTokens: { total: 1, text: 1, reasoning: 0 } };
 const finishReason = { unified: 'stop', raw: 'stop' };
 
-/** The echo model: answers `<prefix><text>`; `onPrompt` hears each text it is asked, before it answers. */
-export function echoModel(prefix: string, onPrompt: (text: string) => void): MockLanguageModelV3 {
+/**
+ * The echo model: answers `<prefix><text>`; `onPrompt` hears each text it is asked, before it answers,
+ * and `onAnswer` each text it answered (a run that was not aborted).
+ */
+export function echoModel(prefix: string, onPrompt: (text: string) => void, onAnswer: (text: string) => void = () => undefined): MockLanguageModelV3 {
   return new MockLanguageModelV3({
     doGenerate: (async (options: { prompt: Prompt; abortSignal?: AbortSignal }) => {
       const text = lastUserText(options.prompt);
       onPrompt(text);
-      return { content: [{ type: 'text', text: await answerFor(prefix, text, options.abortSignal) }], finishReason, usage, warnings: [] };
+      const answer = await answerFor(prefix, text, options.abortSignal);
+      onAnswer(text);
+      return { content: [{ type: 'text', text: answer }], finishReason, usage, warnings: [] };
     }) as never,
     doStream: (async (options: { prompt: Prompt; abortSignal?: AbortSignal }) => {
       const text = lastUserText(options.prompt);
       onPrompt(text);
       const answer = await answerFor(prefix, text, options.abortSignal);
+      onAnswer(text);
       const parts = [
         { type: 'stream-start', warnings: [] },
         { type: 'text-start', id: 't' },

@@ -18,6 +18,8 @@ export interface MastraAgentHandle {
   rpcUrl: string;
   /** Texts the mock model was asked to answer, in order (one per run of the agent). */
   prompts: string[];
+  /** Texts the mock model answered, in order: runs that were not aborted. */
+  answered: string[];
   /** JSON-RPC requests the A2A route received, in order (counted before Mastra handles them). */
   requests: MastraRequestReport[];
   /** How many message/send or message/stream requests carried `messageId`. */
@@ -33,9 +35,11 @@ export interface MastraAgentHandle {
 export async function startMastraAgent(): Promise<MastraAgentHandle> {
   const port = await findFreePort();
   const prompts: string[] = [];
+  const answered: string[] = [];
   const requests: MastraRequestReport[] = [];
   const child = await startAgentProcess('Mastra', ENTRY, port, { MASTRA_TELEMETRY_DISABLED: '1' }, (message) => {
     if (typeof message.prompt === 'string') prompts.push(message.prompt);
+    if (typeof message.answered === 'string') answered.push(message.answered);
     if (message.request) requests.push(message.request as MastraRequestReport);
   });
   const baseUrl = `http://127.0.0.1:${port}`;
@@ -45,6 +49,7 @@ export async function startMastraAgent(): Promise<MastraAgentHandle> {
     cardUrl: `${baseUrl}/api/.well-known/echo/agent-card.json`,
     rpcUrl: `${baseUrl}/api/a2a/echo`,
     prompts,
+    answered,
     requests,
     sendsOf: (messageId) => requests.filter((request) => isSend(request) && request.messageId === messageId).length,
     close: () => child.close(),

@@ -7,7 +7,7 @@
  * `fail: <text>` makes the model throw, so Mastra marks the task failed; `hold:<ms> <text>` holds
  * Mastra's HTTP answer `<ms>` (a Hono middleware) after Mastra has created the task.
  * Started in a child process by `startMastraAgent` (`mastra-agent.ts`), which reads the IPC reports:
- * `{ready}`, every prompt the model was asked, and every JSON-RPC request the A2A route received
+ * `{ready}`, every prompt the model was asked and every one it answered, and every JSON-RPC request the A2A route received
  * (method and message id, counted by a Hono middleware in front of Mastra's routes).
  * Card at `/api/.well-known/echo/agent-card.json`, JSON-RPC at `/api/a2a/echo`.
  */
@@ -47,11 +47,11 @@ function firstText(body: unknown): string {
 /**
  * Child-process entry (`mastra.ts serve <port>`): one echo agent on a Mastra instance, mounted with
  * `MastraServer` on a Hono app (default `/api` prefix) listening on 127.0.0.1:`port`. Reports `{ready}`
- * once listening, `{prompt}` per model call and `{request}` per JSON-RPC request to the A2A route.
+ * once listening, `{prompt}` per model call, `{answered}` per run not aborted and `{request}` per JSON-RPC request to the A2A route.
  */
 async function serve(port: number): Promise<void> {
   const report = (message: unknown) => process.send?.(message);
-  const echo = new Agent({ id: 'echo', name: 'echo', instructions: 'Echo the user.', model: echoModel('Mastra echo: ', (text) => report({ prompt: text })) as never });
+  const echo = new Agent({ id: 'echo', name: 'echo', instructions: 'Echo the user.', model: echoModel('Mastra echo: ', (text) => report({ prompt: text }), (text) => report({ answered: text })) as never });
   const mastra = new Mastra({ agents: { echo } });
   const app = new Hono<{ Bindings: HonoBindings; Variables: HonoVariables }>();
   // Counts what reached the agent before Mastra's routes see it (reads a clone, so the body stays
