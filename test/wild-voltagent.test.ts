@@ -5,40 +5,27 @@
  * whole-Task snapshots without `final` (V4) and carries the task id on the first event (V2: streaming
  * send), GetTask and CancelTask work, and what it does not offer fails with a typed error.
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import {
   type A2ATransport,
   type StreamEvent,
   MethodNotFoundError,
   TaskNotFoundError,
   UnsupportedOperationError,
-  createTransport,
   drainStream,
-  fetchAgentCard,
-  selectInterface,
 } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { type VoltAgentHandle, startVoltAgent } from './harness/index.ts';
 import { eventually, spawnWorkerProcess, startTestFleet } from './harness/fleet.ts';
 import { useRedisServer } from './harness/redis.ts';
+import { textOf, useWildAgent, wildMessage as message } from './harness/wild-agent.ts';
 
 const redisServer = useRedisServer();
 
 let volt: VoltAgentHandle;
 let transport: A2ATransport;
-
-beforeAll(async () => {
-  volt = await startVoltAgent();
-  const card = await fetchAgentCard(volt.cardUrl);
-  const agentInterface = selectInterface(card);
-  expect(agentInterface).toEqual({ url: volt.rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '0.3' });
-  transport = createTransport(agentInterface!);
-}, 90_000);
-afterAll(async () => volt?.close());
-
-const message = (text: string, messageId: string) => ({ messageId, contextId: `ctx-${messageId}`, role: 'ROLE_USER' as const, parts: [{ text }] });
-const textOf = (parts: readonly { text?: string }[] | undefined): string => (parts ?? []).map((part) => part.text ?? '').join('');
+useWildAgent(startVoltAgent, (started) => ({ agent: volt, transport } = started));
 
 describe('VoltAgent A2A server through our client', () => {
   it('V1 + V3: message/send answers a Task without kind; COMPLETED, the answer in the final status message; history holds our messageId', async () => {

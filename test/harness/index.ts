@@ -13,3 +13,4 @@ export { book, cancelBooking, startBookingService } from './booking-service.ts';
 export type { Booking, BookingCounts, BookingServiceHandle } from './booking-service.ts';
 export { findFreePort } from './ports.ts';
 export { type VoltAgentHandle, startVoltAgent } from './voltagent-agent.ts';
+export { type MastraAgentHandle, startMastraAgent } from './mastra-agent.ts';
