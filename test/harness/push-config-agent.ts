@@ -2,8 +2,9 @@
  * A raw JSON-RPC 1.0 agent with a scripted push notification config store (P31): what it does with the inline
  * config of SendMessage, how it keys configs, how it lists them, which config calls fail. SendMessage answers a
  * SUBMITTED task; SubscribeToTask is refused (UnsupportedOperation), so GetTask (polling) always ends the
- * delegation, whatever push does. `complete()` makes GetTask answer COMPLETED and pushes the completion to every
- * stored config with the `X-A2A-Notification-Token` header alone (what the SDK sends without authentication).
+ * delegation, whatever push does. `complete()` makes GetTask answer COMPLETED (now, or once polling is released)
+ * and pushes the completion (the whole Task with its artifact, or its status update alone) to every stored config
+ * with the `X-A2A-Notification-Token` header alone (what the SDK sends without authentication).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
@@ -47,8 +48,19 @@ export interface PushConfigAgentHandle {
   readonly calls: readonly { method: string; params: Record<string, unknown>; afterCompletion: boolean }[];
   /** HTTP statuses our webhook answered to the agent's pushes. */
   readonly pushStatuses: readonly number[];
-  /** From now on GetTask answers COMPLETED; pushes the completion to every stored config. */
-  complete(text: string): Promise<void>;
+  /**
+   * The task completes with one artifact (id `result`) holding `text`; the completion is pushed to every stored
+   * config (`pushCompletion`): the whole Task with its artifact (`push: 'task'`, default), its status update alone
+   * (`'status'`), or not now (`'none'`). GetTask answers COMPLETED from now on, or, with `polling: 'held'`, WORKING
+   * until `releasePolling()` (the push is then what settles the delegation, if anything).
+   */
+  complete(text: string, options?: { push?: 'task' | 'status' | 'none'; polling?: 'now' | 'held' }): Promise<void>;
+  /** Pushes the completion (after `complete`) to every stored config: the whole Task, or its status update alone. */
+  pushCompletion(kind: 'task' | 'status'): Promise<void>;
+  /** GetTask answers the completion from now on (after `complete(…, { polling: 'held' })`). */
+  releasePolling(): void;
+  /** GetTask calls so far. */
+  getTaskCount(): number;
   close(): Promise<void>;
 }
 
@@ -63,6 +75,8 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
   let contextId = 'C1';
   let history: unknown[] = [];
   let completedWith: string | undefined;
+  let pollingHeld = false;
+  let getTasks = 0;
   const submittedAt = new Date().toISOString();
 
   const keep = (config: Omit<StoredPushConfig, 'id'> & { id?: string }) => {
@@ -73,8 +87,8 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
     return stored;
   };
   const listed = (config: StoredPushConfig) => ({ ...config, taskId: listsEmptyTaskId ? '' : config.taskId });
-  const task = () =>
-    completedWith === undefined
+  const task = (asPolled = false) =>
+    completedWith === undefined || (asPolled && pollingHeld)
       ? { id: taskId, contextId, history, status: { state: 'TASK_STATE_WORKING', timestamp: submittedAt } }
       : { id: taskId, contextId, history, status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date(Date.parse(submittedAt) + 1_000).toISOString() }, artifacts: [{ artifactId: 'result', parts: [{ text: completedWith }] }] };
 
@@ -130,7 +144,8 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
         return sendJson(response, jsonRpcResult(call.id, { task: { ...task(), status: { state: 'TASK_STATE_SUBMITTED', timestamp: submittedAt } } }));
       }
       case 'GetTask':
-        return sendJson(response, jsonRpcResult(call.id, task()));
+        getTasks++;
+        return sendJson(response, jsonRpcResult(call.id, task(true)));
       case 'SubscribeToTask':
         return sendJson(response, jsonRpcError(call.id, -32004, 'streaming is not offered for this task'));
       default:
@@ -138,7 +153,7 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
     }
   });
 
-  return {
+  const handle: PushConfigAgentHandle = {
     raw,
     cardUrl: `${raw.url}/.well-known/agent-card.json`,
     taskId,
@@ -146,9 +161,14 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
     maxConfigs: () => maxConfigs,
     calls,
     pushStatuses,
-    async complete(text) {
+    async complete(text, { push = 'task', polling = 'now' } = {}) {
       completedWith = text;
-      const completed = { task: task() };
+      pollingHeld = polling === 'held';
+      if (push !== 'none') await handle.pushCompletion(push);
+    },
+    async pushCompletion(kind) {
+      const finished = task();
+      const completed = kind === 'task' ? { task: finished } : { statusUpdate: { taskId, contextId, status: finished.status } };
       const targets = [...store.values()];
       if (dropsConfigsOnCompletion) store.clear();
       for (const config of targets) {
@@ -160,6 +180,11 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
         pushStatuses.push(response?.status ?? 0);
       }
     },
+    releasePolling: () => {
+      pollingHeld = false;
+    },
+    getTaskCount: () => getTasks,
     close: () => raw.close(),
   };
+  return handle;
 }
