@@ -7,45 +7,19 @@
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ApiServer } from '@durable-a2a/producer/server';
-import { createProducer, type Producer } from '@durable-a2a/producer';
-import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
 import { eventually, spawnWorkerProcess, startTestFleet } from './harness/fleet.ts';
-import { listenOnLoopback, startTestServer } from './harness/api-server.ts';
+import { completedView, delegatePushed, startPushStack, type PushStack } from './harness/push-stack.ts';
 import { startPushConfigAgent, type PushConfigAgentBehaviour, type PushConfigAgentHandle } from './harness/push-config-agent.ts';
 
 const redisServer = useRedisServer({ appendOnly: true });
 
-/** An API server (the webhook), a producer and, unless `workers: false`, an in-process fleet on one prefix. */
-async function stack(prefix: string, workers = true) {
-  const app = startTestServer({ redisUrl: redisServer().url, prefix });
-  const webhookUrl = `${await listenOnLoopback(app)}/v1/push`;
-  const producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
-  const fleet: Fleet | undefined = workers ? await startTestFleet({ redisUrl: redisServer().url, prefix, webhookUrl }) : undefined;
-  return {
-    app,
-    producer,
-    fleet,
-    webhookUrl,
-    async close() {
-      await fleet?.close();
-      await app.close();
-      await producer.close();
-    },
-  };
-}
-type Stack = Awaited<ReturnType<typeof stack>>;
+const stack = (prefix: string, workers = true) => startPushStack(redisServer().url, prefix, workers);
+type Stack = PushStack;
 
 const configCalls = (agent: PushConfigAgentHandle, method: string) => agent.calls.filter((call) => call.method === `${method}TaskPushNotificationConfig${method === 'List' ? 's' : ''}`);
 
-/** Starts one pushed delegation at `agent`; resolves with its ref and a reader of its row. */
-async function delegate(env: Stack, agent: PushConfigAgentHandle, workflowId: string) {
-  await env.producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'go' }, push: true }] });
-  const ref = { workflowId, delegationId: 'main.1' };
-  const record = async () => (await env.producer.journal.getDelegation(ref))!;
-  return { ref, record };
-}
+const delegate = (env: Stack, agent: PushConfigAgentHandle, workflowId: string) => delegatePushed(env, agent.cardUrl, workflowId);
 
 /** Waits until the registration was decided (anything but not checked yet, or creating). */
 const registrationDecided = (record: () => Promise<{ pushConfigState?: string }>) =>
@@ -53,12 +27,6 @@ const registrationDecided = (record: () => Promise<{ pushConfigState?: string }>
     const state = (await record()).pushConfigState;
     return state !== undefined && state !== 'creating' && state;
   }, 'push config registration decided');
-
-const completedView = (env: Stack, workflowId: string) =>
-  eventually(async () => {
-    const view = await env.producer.get(workflowId);
-    return view.state === 'COMPLETED' && view;
-  }, `workflow ${workflowId} completed`, 30_000);
 
 describe('push config life cycle (P31)', () => {
   let env: Stack;
@@ -88,7 +56,7 @@ describe('push config life cycle (P31)', () => {
       await agent.complete('pushed');
       expect(agent.pushStatuses).toEqual([204]);
       const view = await completedView(env, ref.workflowId);
-      expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'COMPLETED' });
+      expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'COMPLETED', resultText: 'pushed', artifacts: [expect.objectContaining({ artifactId: 'result' })] });
       await eventually(async () => (await record()).pushConfigState === 'deleted' && configCalls(agent, 'Delete').length === 1, 'one Delete');
       expect(configCalls(agent, 'Delete').map((call) => [call.params.id, call.afterCompletion])).toEqual([[row.pushConfigId, true]]);
       expect(agent.configs()).toEqual([]);

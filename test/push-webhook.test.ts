@@ -12,7 +12,12 @@ import { startPushOnceAgent, type PushOnceAgentHandle } from './harness/push-onc
 const redisServer = useRedisServer();
 
 const at = (seconds: number) => new Date(Date.UTC(2026, 0, 1, 0, 0, seconds)).toISOString();
-const completedPush = (taskId: string, seconds = 10) => ({ statusUpdate: { taskId, contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED', timestamp: at(seconds) } } });
+/** A whole COMPLETED Task with its result: a full read, it settles the row. */
+const completedPush = (taskId: string, seconds = 10) => ({
+  task: { id: taskId, contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED', timestamp: at(seconds) }, artifacts: [{ artifactId: 'result', parts: [{ text: 'done' }] }] },
+});
+/** A COMPLETED status update: it never carries the result, so it is read in full before anything settles. */
+const completedStatusPush = (taskId: string, seconds = 10) => ({ statusUpdate: { taskId, contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED', timestamp: at(seconds) } } });
 
 describe('push webhook authentication and task check (R18)', () => {
   const PREFIX = 'r18';
@@ -128,6 +133,8 @@ describe('push webhook authentication and task check (R18)', () => {
     expect(first.statusCode).toBe(204);
     const applied = await record();
     expect(applied).toMatchObject({ state: 'COMPLETED', version: before.version + 1 });
+    // The result came with the status, in the same transition.
+    expect((await producer.journal.getDelegationView(ref))!.artifacts).toEqual([expect.objectContaining({ artifactId: 'result', parts: [{ text: 'done' }] })]);
     const duplicate = await app.inject({ method: 'POST', url, payload: completedPush('T1'), headers });
     expect(duplicate.statusCode).toBe(204);
     expect((await record()).version).toBe(applied.version);
@@ -139,6 +146,23 @@ describe('push webhook authentication and task check (R18)', () => {
     expect(await pushCount(app, 'duplicate')).toBe(duplicatesBefore + 2);
     // The applied push woke the workers once; the duplicates did not.
     expect(await reconcileJobsFor(ref.workflowId)).toHaveLength(1);
+  });
+
+  it('a COMPLETED status update, or a COMPLETED Task without artifacts, settles nothing: 204, the row unchanged, one reconcile to read the task in full', async () => {
+    const { url, secret, record, ref } = await pushedDelegation('T1');
+    const before = await record();
+    const readsBefore = await pushCount(app, 'read-in-full');
+    const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/a2a+json' };
+    for (let push = 0; push < 3; push++) {
+      const response = await app.inject({ method: 'POST', url, payload: completedStatusPush('T1'), headers });
+      expect(response.statusCode).toBe(204);
+    }
+    const trimmed = await app.inject({ method: 'POST', url, payload: { task: { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED', timestamp: at(11) } } }, headers });
+    expect(trimmed.statusCode).toBe(204);
+    expect(await record()).toMatchObject({ state: 'SUBMITTED', version: before.version });
+    expect(await pushCount(app, 'read-in-full')).toBe(readsBefore + 4);
+    // The same pushed completion while its read waits is one job (one GetTask, not one per push).
+    expect((await reconcileJobsFor(ref.workflowId)).map((job) => job.id).sort()).toEqual([`reconcile|${ref.workflowId}|main.1|pushed-completion|${Date.parse(at(10))}`, `reconcile|${ref.workflowId}|main.1|pushed-completion|${Date.parse(at(11))}`]);
   });
 
   it('a journal without a taskId yet refuses the push (403), journals it and binds nothing (RT-ownership)', async () => {

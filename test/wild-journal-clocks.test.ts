@@ -131,7 +131,9 @@ describe('clocks through a real fleet', () => {
       app!.inject({ method: 'POST', url: '/v1/push/rt3/main.1', headers, payload: { statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state, timestamp } } } });
     expect((await push('TASK_STATE_WORKING', '2099-01-01T00:00:00Z')).statusCode).toBe(204);
     expect((await producer.journal.getDelegation(ref))!.state).toBe('WORKING');
-    expect((await push('TASK_STATE_COMPLETED', new Date().toISOString())).statusCode).toBe(204);
+    // A completion settles from a push only with its result (a whole Task with artifacts): a status update is read in full first.
+    const completed = { task: { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() }, artifacts: [{ artifactId: 'a', parts: [{ text: 'ok' }] }] } };
+    expect((await app!.inject({ method: 'POST', url: '/v1/push/rt3/main.1', headers, payload: completed })).statusCode).toBe(204);
     expect((await producer.journal.getDelegation(ref))!.state).toBe('COMPLETED');
   });
 });

@@ -64,7 +64,7 @@ describe('pushes and bindings through the push route', () => {
     expect((await push({ task: { id: taskId, contextId: 'C-other', status: { state: 'TASK_STATE_COMPLETED' } } })).statusCode).toBe(403);
     const after = await record();
     expect(after).toMatchObject({ state: 'SUBMITTED', taskId, protocolErrorCount: 2 });
-    expect((await push({ task: { id: taskId, contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED' } } })).statusCode).toBe(204);
+    expect((await push({ task: { id: taskId, contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED' }, artifacts: [{ artifactId: 'a', parts: [{ text: 'ok' }] }] } })).statusCode).toBe(204);
     expect((await record()).state).toBe('COMPLETED');
   });
 

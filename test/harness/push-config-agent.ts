@@ -1,13 +1,14 @@
 /**
  * A raw JSON-RPC 1.0 agent with a scripted push notification config store (P31): what it does with the inline
  * config of SendMessage, how it keys configs, how it lists them, which config calls fail. SendMessage answers a
- * SUBMITTED task; SubscribeToTask is refused (UnsupportedOperation), so GetTask (polling) always ends the
- * delegation, whatever push does. `complete()` makes GetTask answer COMPLETED and pushes the completion to every
- * stored config with the `X-A2A-Notification-Token` header alone (what the SDK sends without authentication).
+ * SUBMITTED task (or, `completesOnSend`, the finished task); SubscribeToTask is refused (UnsupportedOperation), so
+ * GetTask (polling) always ends the delegation, whatever push does (or, `streamsSnapshot`, answers one snapshot). `complete()` makes GetTask answer COMPLETED (now, or once polling is released)
+ * and pushes the completion (the whole Task with its artifact, or its status update alone) to every stored config
+ * with the `X-A2A-Notification-Token` header alone (what the SDK sends without authentication).
  */
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { jsonRpcError, jsonRpcResult, sendJson, startRawAgent, type RawAgentHandle } from './raw-agent.ts';
+import { jsonRpcError, jsonRpcResult, sendJson, sseEvent, sseHeaders, startRawAgent, type RawAgentHandle } from './raw-agent.ts';
 
 /** A config as the agent stores and lists it. */
 export interface StoredPushConfig {
@@ -33,6 +34,17 @@ export interface PushConfigAgentBehaviour {
   refusesCreate?: boolean;
   /** Forgets the task's configs when the task completes (a later Delete finds nothing and answers `{}`). Default false. */
   dropsConfigsOnCompletion?: boolean;
+  /**
+   * SubscribeToTask answers one Task snapshot (as GetTask would) and ends the stream, instead of being refused: the
+   * stream's snapshot is then what the workers read. Default false.
+   */
+  streamsSnapshot?: boolean;
+  /**
+   * SendMessage answers the task COMPLETED with one artifact holding `text` (the send's answer settles the
+   * delegation); `push` sends the completion to the inline config first (`before-answer`: awaited before the answer
+   * leaves; `with-answer`: not awaited), as the whole Task or its status update.
+   */
+  completesOnSend?: { text: string; push?: { kind: 'task' | 'status'; order: 'before-answer' | 'with-answer' } };
 }
 
 export interface PushConfigAgentHandle {
@@ -47,22 +59,40 @@ export interface PushConfigAgentHandle {
   readonly calls: readonly { method: string; params: Record<string, unknown>; afterCompletion: boolean }[];
   /** HTTP statuses our webhook answered to the agent's pushes. */
   readonly pushStatuses: readonly number[];
-  /** From now on GetTask answers COMPLETED; pushes the completion to every stored config. */
-  complete(text: string): Promise<void>;
+  /**
+   * The task completes with one artifact (id `result`) holding `text`; the completion is pushed to every stored
+   * config (`pushCompletion`): the whole Task with its artifact (`push: 'task'`, default), its status update alone
+   * (`'status'`), or not now (`'none'`). GetTask answers COMPLETED from now on, or, with `polling: 'held'`, WORKING
+   * until `releasePolling()` (the push is then what settles the delegation, if anything).
+   */
+  complete(text: string, options?: { push?: 'task' | 'status' | 'none'; polling?: 'now' | 'held' }): Promise<void>;
+  /**
+   * Pushes the completion (after `complete`) to every stored config: the whole Task, or its status update alone.
+   * `late`: also to the configs Delete removed (a push queued before the Delete, delivered after it).
+   */
+  pushCompletion(kind: 'task' | 'status', options?: { late?: boolean }): Promise<void>;
+  /** GetTask answers the completion from now on (after `complete(…, { polling: 'held' })`). */
+  releasePolling(): void;
+  /** Reads so far: GetTask calls and (with `streamsSnapshot`) subscriptions. */
+  readCount(): number;
   close(): Promise<void>;
 }
 
 const CONFIG_METHODS = new Set(['CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig']);
 
 export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour = {}, taskId = 'T1'): Promise<PushConfigAgentHandle> {
-  const { keepsInline = true, keysBy = 'id-or-task', listsEmptyTaskId = false, createAssignsId = false, failing = [], refusesCreate = false, dropsConfigsOnCompletion = false } = behaviour;
+  const { keepsInline = true, keysBy = 'id-or-task', listsEmptyTaskId = false, createAssignsId = false, failing = [], refusesCreate = false, dropsConfigsOnCompletion = false, streamsSnapshot = false, completesOnSend } = behaviour;
   const store = new Map<string, StoredPushConfig>();
+  const deleted: StoredPushConfig[] = [];
   const calls: { method: string; params: Record<string, unknown>; afterCompletion: boolean }[] = [];
   const pushStatuses: number[] = [];
   let maxConfigs = 0;
   let contextId = 'C1';
   let history: unknown[] = [];
   let completedWith: string | undefined;
+  let pollingHeld = false;
+  let getTasks = 0;
+  let subscribes = 0;
   const submittedAt = new Date().toISOString();
 
   const keep = (config: Omit<StoredPushConfig, 'id'> & { id?: string }) => {
@@ -73,8 +103,8 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
     return stored;
   };
   const listed = (config: StoredPushConfig) => ({ ...config, taskId: listsEmptyTaskId ? '' : config.taskId });
-  const task = () =>
-    completedWith === undefined
+  const task = (asPolled = false) =>
+    completedWith === undefined || (asPolled && pollingHeld)
       ? { id: taskId, contextId, history, status: { state: 'TASK_STATE_WORKING', timestamp: submittedAt } }
       : { id: taskId, contextId, history, status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date(Date.parse(submittedAt) + 1_000).toISOString() }, artifacts: [{ artifactId: 'result', parts: [{ text: completedWith }] }] };
 
@@ -95,12 +125,13 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
       }
       default:
         if (fails('delete')) return { error: [-32603, 'deleting the config failed'] };
+        if (store.has(String(params.id))) deleted.push(store.get(String(params.id))!);
         store.delete(String(params.id));
         return { result: {} };
     }
   };
 
-  const raw = await startRawAgent((request: IncomingMessage, response: ServerResponse, body: string) => {
+  const raw = await startRawAgent(async (request: IncomingMessage, response: ServerResponse, body: string) => {
     if (request.method === 'GET' && request.url === '/.well-known/agent-card.json') {
       return sendJson(response, {
         name: 'Push config agent',
@@ -127,18 +158,29 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
         }
         const inline = call.params.configuration?.taskPushNotificationConfig;
         if (inline && keepsInline) keep({ ...inline, taskId: '' });
+        if (completesOnSend) {
+          completedWith = completesOnSend.text;
+          const { push } = completesOnSend;
+          if (push?.order === 'before-answer') await handle.pushCompletion(push.kind);
+          if (push?.order === 'with-answer') void handle.pushCompletion(push.kind);
+          return sendJson(response, jsonRpcResult(call.id, { task: task() }));
+        }
         return sendJson(response, jsonRpcResult(call.id, { task: { ...task(), status: { state: 'TASK_STATE_SUBMITTED', timestamp: submittedAt } } }));
       }
       case 'GetTask':
-        return sendJson(response, jsonRpcResult(call.id, task()));
+        getTasks++;
+        return sendJson(response, jsonRpcResult(call.id, task(true)));
       case 'SubscribeToTask':
-        return sendJson(response, jsonRpcError(call.id, -32004, 'streaming is not offered for this task'));
+        if (!streamsSnapshot) return sendJson(response, jsonRpcError(call.id, -32004, 'streaming is not offered for this task'));
+        subscribes++;
+        sseHeaders(response);
+        return void response.end(sseEvent(jsonRpcResult(call.id, { task: task(true) })));
       default:
         return sendJson(response, jsonRpcError(call.id, -32601, `method ${call.method} not found`));
     }
   });
 
-  return {
+  const handle: PushConfigAgentHandle = {
     raw,
     cardUrl: `${raw.url}/.well-known/agent-card.json`,
     taskId,
@@ -146,10 +188,15 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
     maxConfigs: () => maxConfigs,
     calls,
     pushStatuses,
-    async complete(text) {
+    async complete(text, { push = 'task', polling = 'now' } = {}) {
       completedWith = text;
-      const completed = { task: task() };
-      const targets = [...store.values()];
+      pollingHeld = polling === 'held';
+      if (push !== 'none') await handle.pushCompletion(push);
+    },
+    async pushCompletion(kind, { late = false } = {}) {
+      const finished = task();
+      const completed = kind === 'task' ? { task: finished } : { statusUpdate: { taskId, contextId, status: finished.status } };
+      const targets = [...store.values(), ...(late ? deleted : [])];
       if (dropsConfigsOnCompletion) store.clear();
       for (const config of targets) {
         const response = await fetch(config.url, {
@@ -160,6 +207,11 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
         pushStatuses.push(response?.status ?? 0);
       }
     },
+    releasePolling: () => {
+      pollingHeld = false;
+    },
+    readCount: () => getTasks + subscribes,
     close: () => raw.close(),
   };
+  return handle;
 }

@@ -88,9 +88,16 @@ export async function enqueueFollow(queues: Needs<'follow'>, ref: Ref, plan: Sub
 /**
  * Why one delegation is reconciled: it is due at `dueAt` (delayed until then), its follow lease runs out at
  * `leaseEndsAt` (delayed until then; job data `afterLease`), the sweep found it due (one job per `bucket`,
- * removed on completion; `later`: after every job without it, BullMQ priority 1), or a push arrived for it (`at`, ms).
+ * removed on completion; `later`: after every job without it, BullMQ priority 1), a push moved it (`push`: when, ms), or a
+ * push reported its completion without the result (`pushedCompletion`: the pushed status timestamp, ms; 0 when it
+ * has none): the same completion pushed again while its read waits is one job, not one GetTask per push.
  */
-export type ReconcileOccasion = { dueAt: number; now: number } | { leaseEndsAt: number; now: number } | { sweep: string | number; later?: boolean } | { push: number };
+export type ReconcileOccasion =
+  | { dueAt: number; now: number }
+  | { leaseEndsAt: number; now: number }
+  | { sweep: string | number; later?: boolean }
+  | { push: number }
+  | { pushedCompletion: number };
 
 /** Reconciles one delegation. */
 export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occasion: ReconcileOccasion): Promise<void> {
@@ -104,8 +111,10 @@ export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occ
   } else if ('sweep' in occasion) {
     const options = { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'sweep', occasion.sweep), removeOnComplete: true };
     await queues.reconcile.add('delegation', data, occasion.later ? { ...options, priority: 1 } : options);
-  } else {
+  } else if ('push' in occasion) {
     await queues.reconcile.add('delegation', data, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'push', occasion.push) });
+  } else {
+    await queues.reconcile.add('delegation', data, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'pushed-completion', occasion.pushedCompletion) });
   }
 }
 

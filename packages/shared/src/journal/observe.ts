@@ -26,7 +26,7 @@ export interface ObserveOptions {
   fence?: number;
   /** Compare-and-set on the version the caller read (reconciler). */
   expectedVersion?: number;
-  /** Treat a Task as a snapshot that replaces state and artifacts (a subscription's first event, a GetTask). */
+  /** Treat a Task as a snapshot that replaces state even when it equals the row's (a subscription's first event, a GetTask); a Task's artifacts are stored either way. */
   snapshot?: boolean;
   /** The delegation's Agent Card URL when the caller's record has no task id yet (binds a new one first, see `StatusChange`). */
   agentCardUrl?: string;
@@ -41,7 +41,13 @@ const errorOf = (status: TaskStatus): RecordedError | undefined => {
   return { code: `TASK_${state}`, message: text || `the agent reported ${state}`, retryable: false };
 };
 
-/** Applies a full Task (snapshot or event). */
+/**
+ * Applies a full Task (snapshot or event: a GetTask, a SendMessage answer, a stream's Task, ListTasks with artifacts,
+ * a push). A Task is the task as the agent holds it, so its artifacts (when it carries the field, even `[]`) replace
+ * the stored ones in the same transition as its status: a finished Task settles the row with its result, never
+ * before it. `snapshot` decides only whether an equal status is applied again (snapshot) or a duplicate (event).
+ * A ListTasks summary is no full Task: it never settles a row (the delegation core reads it in full first).
+ */
 export async function applyTask(
   journal: Journal,
   ref: DelegationRef,
@@ -58,7 +64,7 @@ export async function applyTask(
     contextId: task.contextId,
     statusMessage: task.status.message,
     error: errorOf(task.status),
-    artifacts: options.snapshot ? task.artifacts : undefined,
+    artifacts: task.artifacts,
     agentCardUrl: options.agentCardUrl,
     endsLease: options.endsLease,
   });

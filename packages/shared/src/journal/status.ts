@@ -43,7 +43,7 @@ export interface StatusChange {
   statusMessage?: Message;
   result?: unknown;
   error?: RecordedError;
-  /** Snapshot artifacts: replace every stored artifact. Undefined leaves them. */
+  /** A full Task's artifacts (snapshot or event): replace every stored artifact, in this same transition. Undefined leaves them. */
   artifacts?: Artifact[];
   /**
    * The delegation's Agent Card URL, when the caller read a record without a task id: a new `taskId` is then

@@ -3,7 +3,10 @@
  * `POST /v1/push/:workflowId/:delegationId`, the URL the workers register per
  * delegation. A push is only a hint: it is applied forward-only and unfenced
  * (duplicates and late pushes change nothing), then a reconcile job lets the
- * workers settle or follow the delegation. The reconciler's fallback poll
+ * workers settle or follow the delegation. A whole Task settles the row with
+ * its artifacts in one transition; a completion pushed without its result (a
+ * status update, a Task without artifacts) is not applied: the workers read
+ * the task in full first (a partial read never settles). The reconciler's fallback poll
  * stays the backstop for agents that push once and never again (R17).
  *
  * Authentication runs in `onRequest`, before the body is even read (R18).
@@ -22,8 +25,9 @@ import type { Queue } from 'bullmq';
 import {
   ID_PATTERN,
   JournalError,
-  jobId,
   applyStreamResponse,
+  enqueueReconcile,
+  isFinished,
   normalizePushBody,
   resolveLimits,
   taskOwnership,
@@ -78,14 +82,27 @@ function taskIdOf(response: StreamResponse): string | undefined {
   return response.message.taskId;
 }
 
+/**
+ * Whether a push would settle the row COMPLETED without the result: a status update (it never carries artifacts),
+ * or a Task without artifacts (agents that push a trimmed Task). A full read settles, a partial one never does
+ * (docs/delegation-core.md): such a push is not applied; the workers read the task in full (GetTask) instead, as
+ * a stream's COMPLETED status update without artifacts is read in full first. A pushed Task with artifacts is a
+ * full read and settles the row with them, in one transition (`applyTask`).
+ */
+function isCompletionWithoutResult(response: StreamResponse): boolean {
+  if ('statusUpdate' in response) return response.statusUpdate.status.state === 'TASK_STATE_COMPLETED';
+  if ('task' in response) return response.task.status.state === 'TASK_STATE_COMPLETED' && !response.task.artifacts?.length;
+  return false;
+}
+
 /** What the push route works with, built once per plugin. */
 interface PushContext {
   journal: Journal;
   limits: A2ALimits;
   /** Counts one push by outcome (`da2a_pushes_total`). */
   count: (outcome: string) => void;
-  /** A reconcile job for the delegation (the workers settle or follow it). */
-  wakeWorkers: (ref: DelegationRef) => Promise<unknown>;
+  /** A reconcile job for the delegation (the workers settle or follow it); `readFor`: the status timestamp (ms, 0: none) of a pushed completion to read in full. */
+  wakeWorkers: (ref: DelegationRef, readFor?: number) => Promise<unknown>;
 }
 
 /**
@@ -164,7 +181,19 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refusal, retryable: false });
     return sendProblem(reply, problem('TASK_MISMATCH', refusal));
   }
+  if (!isFinished(record.state) && isCompletionWithoutResult(response)) {
+    context.count('read-in-full');
+    await context.wakeWorkers(ref, pushedTimestampMs(response));
+    return reply.code(204).send(null);
+  }
   return applyPush(context, request, reply, record, response);
+}
+
+/** The pushed status's timestamp in ms (0 when it has none or it does not parse). */
+function pushedTimestampMs(response: StreamResponse): number {
+  const status = 'task' in response ? response.task.status : 'statusUpdate' in response ? response.statusUpdate.status : undefined;
+  const ms = status?.timestamp ? Date.parse(status.timestamp) : Number.NaN;
+  return Number.isFinite(ms) ? ms : 0;
 }
 
 export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
@@ -173,8 +202,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
     journal,
     limits: resolveLimits(options.limits),
     count: (outcome) => metrics.pushes.inc({ outcome }),
-    wakeWorkers: ({ workflowId, delegationId }) =>
-      reconcile.add('delegation', { workflowId, delegationId }, { jobId: jobId('reconcile', workflowId, delegationId, 'push', Date.now()) }),
+    wakeWorkers: (ref, readFor) => enqueueReconcile({ reconcile }, ref, readFor === undefined ? { push: Date.now() } : { pushedCompletion: readFor }),
   };
   return async (app) => {
     app.removeAllContentTypeParsers();

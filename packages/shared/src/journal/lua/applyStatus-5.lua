@@ -12,7 +12,7 @@
           only: another Cluster slot); else KEYS[1] again, unused
   ARGV[1]  fencing token ('' = unfenced: reconciler and push, which use ARGV[2])
   ARGV[2]  expected version ('' = any)
-  ARGV[3]  mode: 'event' | 'snapshot' (replaces state and, if given, artifacts) | 'outcome' (local decision)
+  ARGV[3]  mode: 'event' | 'snapshot' (replaces state, even an equal one) | 'outcome' (local decision)
   ARGV[4]  journal state
   ARGV[5]  status timestamp in ms ('' = unknown)
   ARGV[6]  status timestamp as sent by the agent ('' = unknown)
@@ -44,10 +44,12 @@
            instead of the follow's takeFollow after it. The reply then carries the new fence (6th). With
            <check at> (ms, '' = none) the delegation's unfinished-index entry (KEYS[5]) is due then, as the
            follow's own check beside its stream would set it (ZADD): one command less.
-  ARGV[17] bytes the snapshot artifacts carry (artifactByteSize summed; checked against the
+  ARGV[17] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
-  ARGV[18] number of snapshot artifacts N ('' = leave artifacts untouched), then N
-           quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[19..]
+  ARGV[18] number of the Task's artifacts N ('' = leave artifacts untouched), then N
+           quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[19..]. Any mode: a full Task
+           (snapshot or pushed event) stores its artifacts in the transition that applies its status, so a
+           finished row always holds the result the Task carried
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
   A change of state also sets the workflow row's 'updatedAt' (<prefix>:{wf:<id>}:wf, derived
