@@ -1,0 +1,213 @@
+/**
+ * Attack: what each answer proves (delivery, ownership, effect), tried with inputs of the kinds of field cases A31–A38
+ * and P31–P37 (../shared/cases/field-reports-3.md) that the case tests do not use. Real redis-server, real fleet,
+ * scripted raw JSON-RPC agents (exact bytes); the push webhook through the real HTTP service. The kinds' unit rows
+ * are in packages/workers/test/transitions.test.ts and packages/shared/test.
+ */
+import { describe, expect, it } from 'vitest';
+import { z } from 'zod';
+import { createServer } from 'node:http';
+import { httpVerifier } from '@durable-a2a/workers';
+import type { DelegationView } from '@durable-a2a/shared';
+import { artifactText, finished, markSentNotRecorded, recordOf, useFieldCases, viewOf, workflowSettled, type Setup } from './harness/field-cases.ts';
+import { SU, ev, task, taskEvent, type ScriptedHandler, type ScriptedHandlers } from './harness/scripted-agent.ts';
+import { eventually } from './harness/fleet.ts';
+import { closeServer, listenOnLoopback } from './harness/ports.ts';
+import { startTestServer } from './harness/api-server.ts';
+
+const h = useFieldCases();
+
+/** A task that holds our message in its history (content proof of ownership). */
+const ours = (params: { message: { messageId: string; contextId?: string } }, state: string, extra: Parameters<typeof task>[2] = {}) =>
+  task('T1', state, { contextId: params.message.contextId, history: [params.message], ...extra });
+
+async function start(handlers: (seen: Setup['seen']) => ScriptedHandlers, fleetOptions: Parameters<typeof h.setUp>[1] = {}) {
+  const setup = await h.setUp(handlers, fleetOptions);
+  const { id } = await setup.producer.delegate({ agent: setup.agent.cardUrl, text: 'go', idempotencyKey: `${setup.prefix}-1` });
+  await eventually(async () => (await recordOf(setup.producer, id)) !== undefined, 'journaled');
+  return { ...setup, id };
+}
+
+describe('attack: a refusal that does not prove nothing was created', () => {
+  const conflicts: [string, (bookings: string[]) => ScriptedHandler][] = [
+    ['HTTP 409 with a plain JSON body', (bookings) => (params) => (bookings.push(params.message.messageId), { http: { status: 409, body: JSON.stringify({ error: 'a task for this message already exists' }) } })],
+    [
+      'HTTP 409 with a google.rpc.Status body (ALREADY_EXISTS)',
+      (bookings) => (params) => (bookings.push(params.message.messageId), { http: { status: 409, body: JSON.stringify({ error: { code: 409, status: 'ALREADY_EXISTS', message: 'duplicate message' } }) } }),
+    ],
+  ];
+  for (const [name, answer] of conflicts) {
+    it(`${name} after the agent took the message: never FAILED and re-delegated (one booking); the search adopts the task`, async () => {
+      const prefix = h.newPrefix();
+      const bookings: string[] = [];
+      // Two agents with the skill, each taking the message, then answering the conflict; each lists the task it made.
+      const agentTakingTheMessage = () => {
+        let messageId = '';
+        const history = () => [{ messageId, role: 'ROLE_USER', parts: [{ text: 'book' }] }];
+        return h.agentWith({
+          SendMessage: (params, call) => ((messageId = params.message.messageId), answer(bookings)(params, call)),
+          ListTasks: (params) => ({ result: { tasks: messageId ? [task('T1', 'COMPLETED', { contextId: params.contextId, history: history(), artifacts: { a1: 'booked' } })] : [], nextPageToken: '', pageSize: 50, totalSize: messageId ? 1 : 0 } }),
+          GetTask: () => ({ result: task('T1', 'COMPLETED', { history: history(), artifacts: { a1: 'booked' } }) }),
+          SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'COMPLETED', { history: history(), artifacts: { a1: 'booked' } }))] }),
+        });
+      };
+      const first = await agentTakingTheMessage();
+      const second = await agentTakingTheMessage();
+      const producer = h.producer(prefix);
+      await producer.registerAgent(first.cardUrl);
+      await producer.registerAgent(second.cardUrl);
+      await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
+      await producer.startWorkflow({ workflowId: `conflict-${prefix}`, maxAttemptsPerStep: 2, steps: [{ name: 'hotel', skill: 'scripted', message: { text: 'book' } }] });
+      const view = await workflowSettled(producer, `conflict-${prefix}`, 30_000);
+      expect(bookings).toHaveLength(1);
+      expect(first.count('SendMessage') + second.count('SendMessage')).toBe(1);
+      expect(view.steps[0]!.attempts).toHaveLength(1);
+      expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'COMPLETED' });
+    }, 45_000);
+  }
+});
+
+describe('attack: an informational field that does not parse (A37 kind)', () => {
+  const variants: [string, (params: any) => Record<string, unknown>][] = [
+    ['status.timestamp as epoch seconds (a number)', (params) => ({ ...ours(params, 'COMPLETED', { artifacts: { a1: 'booked' } }), status: { state: 'TASK_STATE_COMPLETED', timestamp: 1_767_225_600 } })],
+    ['a history entry without parts', (params) => ours(params, 'COMPLETED', { artifacts: { a1: 'booked' }, history: [params.message, { messageId: 'agent-1', role: 'ROLE_AGENT', content: 'thinking' }] })],
+    ['status.message as a number', (params) => ({ ...ours(params, 'COMPLETED', { artifacts: { a1: 'booked' } }), status: { state: 'TASK_STATE_COMPLETED', message: 42 } })],
+    ['status.message as an object without parts', (params) => ({ ...ours(params, 'COMPLETED', { artifacts: { a1: 'booked' } }), status: { state: 'TASK_STATE_COMPLETED', message: { messageId: 'm', role: 'ROLE_AGENT' } } })],
+    ['status.message as an array', (params) => ({ ...ours(params, 'COMPLETED', { artifacts: { a1: 'booked' } }), status: { state: 'TASK_STATE_COMPLETED', message: ['done'] } })],
+  ];
+  for (const [name, answer] of variants) {
+    it(`SendMessage answers COMPLETED with ${name}: COMPLETED with the artifact, one SendMessage`, async () => {
+      const { producer: p, agent, id } = await start(() => ({ SendMessage: (params) => ({ result: { task: answer(params) } }) }));
+      const record = await finished(p, id, 20_000);
+      expect(record.state).toBe('COMPLETED');
+      expect(artifactText(await viewOf(p, id), 'a1')).toBe('booked');
+      expect(agent.count('SendMessage')).toBe(1);
+    });
+  }
+});
+
+describe('attack: "id": null on every method (A33 kind)', () => {
+  it('ListTasks answers with "id": null after a crash between send and record: the task holding our message is adopted, never SEARCH_UNAVAILABLE', async () => {
+    const prefix = h.newPrefix();
+    let messageId = '';
+    const history = () => [{ messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] }];
+    const agent = await h.agentWith({
+      ListTasks: (params) => ({ envelopeId: null, result: { tasks: [task('T1', 'WORKING', { contextId: params.contextId, history: history() })], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
+      GetTask: () => ({ envelopeId: null, result: task('T1', 'COMPLETED', { history: history(), artifacts: { a1: 'the booking' } }) }),
+      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'COMPLETED', { history: history(), artifacts: { a1: 'the booking' } }))] }),
+    });
+    const producer = h.producer(prefix);
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: 'null-list' });
+    messageId = (await recordOf(producer, id))!.messageId;
+    await markSentNotRecorded(producer, id, agent);
+    await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
+    const record = await finished(producer, id, 30_000);
+    expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
+    expect(artifactText(await viewOf(producer, id), 'a1')).toBe('the booking');
+    expect(agent.count('SendMessage')).toBe(0);
+  }, 45_000);
+
+  it('ListTasks answers with another request\'s id: nothing adopted from it (refused, a person decides), never resent', async () => {
+    const prefix = h.newPrefix();
+    let messageId = '';
+    const agent = await h.agentWith({
+      ListTasks: (params) => ({ envelopeId: 987_654, result: { tasks: [task('T1', 'WORKING', { contextId: params.contextId, history: [{ messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] }] })], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
+    });
+    const producer = h.producer(prefix);
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: 'other-list' });
+    messageId = (await recordOf(producer, id))!.messageId;
+    await markSentNotRecorded(producer, id, agent);
+    await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
+    const record = await finished(producer, id, 30_000);
+    expect(record.state).toBe('AMBIGUOUS');
+    expect(record.taskId).toBeUndefined();
+    expect(agent.count('SendMessage')).toBe(0);
+  }, 45_000);
+});
+
+describe('attack: a status-only finish without a full read (A35 kind)', () => {
+  it('a push of a status-only COMPLETED (the artifact push was lost): the task is read in full, never settled without its result', async () => {
+    const prefix = h.newPrefix();
+    const seen: Setup['seen'] = {};
+    let done = false;
+    const finishedTask = () => task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'the booking' } });
+    const agent = await h.agentWith({
+      SendMessage: h.accept(seen),
+      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId }))], endAfter: 'hang' }),
+      GetTask: () => ({ result: done ? finishedTask() : task('T1', 'WORKING', { contextId: seen.contextId }) }),
+    });
+    const producer = h.producer(prefix);
+    const app = startTestServer({ redisUrl: h.redisServer().url, prefix });
+    try {
+      await app.ready();
+      await h.fleetFor(prefix, { streamQuietMs: 120_000 });
+      await producer.startWorkflow({ workflowId: 'push-status', steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'go' }, push: true }] });
+      const ref = { workflowId: 'push-status', delegationId: 'main.1' };
+      await eventually(async () => agent.count('SubscribeToTask') > 0 && (await producer.journal.getDelegation(ref))?.taskId === 'T1', 'followed');
+      const secret = (await producer.journal.pushToken(ref))!;
+      done = true;
+      const push = await app.inject({
+        method: 'POST',
+        url: '/v1/push/push-status/main.1',
+        headers: { 'content-type': 'application/a2a+json', authorization: `Bearer ${secret}` },
+        payload: JSON.stringify({ statusUpdate: { taskId: 'T1', contextId: seen.contextId, status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date().toISOString() } } }),
+      });
+      expect(push.statusCode).toBe(204);
+      const record = await finished(producer, 'push-status', 30_000);
+      expect(record.state).toBe('COMPLETED');
+      expect(artifactText(await viewOf(producer, 'push-status'), 'a1')).toBe('the booking');
+    } finally {
+      await app.close();
+    }
+  }, 45_000);
+
+  it('SendStreamingMessage answers only a status-only COMPLETED and ends (no Task, no artifact events): read in full before it settles', async () => {
+    const { producer: p, agent, id } = await start(
+      (seen) => ({
+        SendStreamingMessage: (params) => ((seen.contextId = params.message.contextId), { sse: [ev(SU('COMPLETED', { contextId: params.message.contextId }))] }),
+        GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'the result' } }) }),
+      }),
+      { streamingSends: true },
+    );
+    const record = await finished(p, id, 20_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(artifactText(await viewOf(p, id), 'a1')).toBe('the result');
+    expect(agent.count('SendStreamingMessage') + agent.count('SendMessage')).toBe(1);
+  });
+});
+
+describe('attack: credential refusals in other shapes (P34 kind)', () => {
+  it('SendMessage answered HTTP 403 with an ErrorInfo body: never FAILED; asked again, then AMBIGUOUS AUTH; no other agent', async () => {
+    const { producer: p, agent, id } = await start(() => ({
+      SendMessage: () => ({ http: { status: 403, body: JSON.stringify({ error: { code: 403, status: 'PERMISSION_DENIED', message: 'token expired', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TOKEN_EXPIRED', domain: 'a2a' }] } }) } }),
+    }), { followBackoff: { baseMs: 50, capMs: 200 } });
+    const record = await finished(p, id, 30_000);
+    expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'AUTH' } });
+    expect(agent.count('SendMessage')).toBeGreaterThan(1);
+  }, 45_000);
+});
+
+describe('attack: verifier template values with encoded dot segments (A38 kind)', () => {
+  it('"%2e%2e", ".%2E", "..\\\\", "..?x", "..#x", "%2E%2E%2Fadmin": each one encoded path segment, never a path the agent chose', async () => {
+    const paths: string[] = [];
+    const server = createServer((request, response) => {
+      paths.push(request.url ?? '');
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"x"}');
+    });
+    const port = await listenOnLoopback(server);
+    try {
+      const verifier = httpVerifier({ urlTemplate: `http://127.0.0.1:${port}/api/bookings/{taskId}`, responseSchema: z.object({ id: z.string() }) });
+      const delegation = (taskId: string) => ({ workflowId: 'wf', delegationId: 'main.1', step: 'main', messageId: 'M1', taskId }) as unknown as DelegationView;
+      for (const taskId of ['%2e%2e', '.%2E', '..\\', '..?x', '..#x', '%2E%2E%2Fadmin']) {
+        paths.length = 0;
+        const finding = await verifier.verify({ delegation: delegation(taskId), original: undefined, params: {} });
+        if (finding.effect === 'unknown') continue;
+        expect(paths, taskId).toHaveLength(1);
+        expect(paths[0]!.startsWith('/api/bookings/'), `${taskId} → ${paths[0]}`).toBe(true);
+        expect(decodeURIComponent(paths[0]!.slice('/api/bookings/'.length)), taskId).toBe(taskId);
+      }
+    } finally {
+      await closeServer(server);
+    }
+  });
+});
