@@ -3,6 +3,7 @@ export {
   A2AError,
   A2A_ERROR_TABLE,
   AuthenticationError,
+  ConflictError,
   ContentTypeNotSupportedError,
   ExtendedAgentCardNotConfiguredError,
   ExtensionSupportRequiredError,
