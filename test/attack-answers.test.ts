@@ -107,6 +107,23 @@ describe('attack: "id": null on every method (A33 kind)', () => {
     expect(agent.count('SendMessage')).toBe(0);
   }, 45_000);
 
+  it('SubscribeToTask frames with "id": null naming our task (GetTask lags at WORKING): the events are applied, COMPLETED with the artifact from the stream', async () => {
+    const nullId = (payload: string) => ev(payload.replace('"id":1,', '"id":null,'));
+    const { producer: p, id } = await start((seen) => ({
+      SubscribeToTask: () => ({
+        sse: [
+          nullId(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: task('T1', 'WORKING', { contextId: seen.contextId }) } })),
+          nullId(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { artifactUpdate: { taskId: 'T1', contextId: seen.contextId, artifact: { artifactId: 'a1', parts: [{ text: 'streamed' }] }, lastChunk: true } } })),
+          nullId(SU('COMPLETED', { contextId: seen.contextId })),
+        ],
+      }),
+      GetTask: () => ({ result: task('T1', 'WORKING', { contextId: seen.contextId }) }),
+    }), { followBackoff: { baseMs: 200, capMs: 1_000 }, slowPollAfterMs: 60_000, slowPollMs: 60_000 });
+    const record = await finished(p, id, 20_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(artifactText(await viewOf(p, id), 'a1')).toBe('streamed');
+  }, 30_000);
+
   it('ListTasks answers with another request\'s id: nothing adopted from it (refused, a person decides), never resent', async () => {
     const prefix = h.newPrefix();
     let messageId = '';

@@ -76,14 +76,37 @@ describe('JSON-RPC answers must carry our request id', () => {
   it.each([
     ['no id', () => undefined],
     ['a null id on a result', () => null],
-  ])('%s (A33): weak evidence, the content decides: get and cancel of the task we asked about are accepted; send, list and stream frames whose content proves nothing are refused', async (_name, idFor) => {
+  ])('%s (A33): weak evidence, the content decides: get, cancel and subscribe frames of the task we asked about, a list of tasks are accepted; send and send-stream frames whose content proves nothing are refused', async (_name, idFor) => {
     server = await agentWithIds(idFor);
     for (const transport of transports(server.url)) {
       for (const [name, call] of Object.entries(calls(transport))) {
-        const outcome = await call().then((value) => value, (caught: unknown) => caught);
-        if (name === 'get' || name === 'cancel') expect(outcome, `${transport.protocolVersion} ${name}`).toMatchObject({ id: 'T1' });
-        else expect(outcome, `${transport.protocolVersion} ${name}`).toBeInstanceOf(ResponseIdMismatchError);
+        const outcome = await call().then((value) => value ?? 'ok', (caught: unknown) => caught);
+        if (name === 'send' || name === 'stream') expect(outcome, `${transport.protocolVersion} ${name}`).toBeInstanceOf(ResponseIdMismatchError);
+        else expect(outcome, `${transport.protocolVersion} ${name}`).not.toBeInstanceOf(Error);
       }
+    }
+  });
+
+  it('a null id on ListTasks: a page listing tasks in the context we asked for is accepted; an empty page, or one listing another context, is refused', async () => {
+    const listing = (tasks: unknown[]) => startRawServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, result: { tasks } })));
+    for (const [tasks, accepted] of [[[task], true], [[], false], [[{ ...task, contextId: 'C2' }], false], [[task, { ...task, id: 'T2', contextId: 'C9' }], false]] as const) {
+      server = await listing([...tasks]);
+      const outcome = await transports(server.url)[0]!.listTasks({ contextId: 'C1' }).then((value) => value, (caught: unknown) => caught);
+      if (accepted) expect(outcome).toMatchObject({ tasks: [{ id: 'T1' }] });
+      else expect(outcome, JSON.stringify(tasks)).toBeInstanceOf(ResponseIdMismatchError);
+      await server.close();
+      server = undefined;
+    }
+  });
+
+  it('a null id on subscribe frames naming another task than the one we asked about: refused (both versions)', async () => {
+    server = await startRawServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: null, result: { statusUpdate: { taskId: 'T2', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } }, kind: 'status-update', taskId: 'T2', status: { state: 'working' } } })}\n\n`);
+    });
+    for (const transport of transports(server.url)) {
+      const outcome = await drainStream(transport.subscribeToTask({ id: 'T1' }), () => undefined).then(() => 'ok', (caught: unknown) => caught);
+      expect(outcome, transport.protocolVersion).toBeInstanceOf(ResponseIdMismatchError);
     }
   });
 
