@@ -38,12 +38,14 @@ describe('push webhook authentication and task check (R18)', () => {
   });
 
   /** A pushed delegation whose SendMessage answered task `taskId` (SUBMITTED), as the send worker journals it; no workers run. */
-  async function pushedDelegation(taskId: string | undefined) {
+  async function pushedDelegation(taskId: string | undefined, withResult = true) {
     const workflowId = `r18-${++n}`;
     // One agent per delegation: a task id is bound to at most one delegation per agent.
     await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: `http://127.0.0.1:9/${workflowId}`, message: { text: 'go' }, push: true }] });
     const ref = { workflowId, delegationId: 'main.1' };
-    if (taskId) await applyTask(producer.journal, ref, { id: taskId, contextId: 'C1', status: { state: 'TASK_STATE_SUBMITTED', timestamp: at(0) } }, { snapshot: true });
+    // The task already has its result: a COMPLETED status update then needs no full read first (see the read-first test).
+    const artifacts = withResult ? [{ artifactId: 'a1', parts: [{ text: 'the result' }] }] : [];
+    if (taskId) await applyTask(producer.journal, ref, { id: taskId, contextId: 'C1', status: { state: 'TASK_STATE_SUBMITTED', timestamp: at(0) }, artifacts }, { snapshot: true });
     const secret = (await producer.journal.pushToken(ref))!;
     expect(secret).toBeTruthy();
     const url = `/v1/push/${workflowId}/main.1`;
@@ -143,6 +145,19 @@ describe('push webhook authentication and task check (R18)', () => {
     expect(await pushCount(app, 'duplicate')).toBe(duplicatesBefore + 2);
     // The applied push woke the workers once; the duplicates did not.
     expect(await reconcileJobsFor(ref.workflowId)).toHaveLength(1);
+  });
+
+  it('a status-only COMPLETED while the journal holds no artifact: 204, not applied, the workers woken once to read the task in full (a flood is one read)', async () => {
+    const { url, secret, record, ref } = await pushedDelegation('T1', false);
+    const before = await record();
+    const headers = { authorization: `Bearer ${secret}`, 'content-type': 'application/a2a+json' };
+    for (let attempt = 0; attempt < 3; attempt++) expect((await app.inject({ method: 'POST', url, payload: completedPush('T1', 10 + attempt), headers })).statusCode).toBe(204);
+    expect(await record()).toMatchObject({ state: 'SUBMITTED', version: before.version });
+    expect(await pushCount(app, 'read-first')).toBeGreaterThanOrEqual(3);
+    expect(await reconcileJobsFor(ref.workflowId)).toHaveLength(1);
+    // Any other push is applied as it is.
+    expect((await app.inject({ method: 'POST', url, payload: { statusUpdate: { taskId: 'T1', status: { state: 'TASK_STATE_WORKING', timestamp: at(20) } } }, headers })).statusCode).toBe(204);
+    expect((await record()).state).toBe('WORKING');
   });
 
   it('a journal without a taskId yet refuses the push (403), journals it and binds nothing (RT-ownership)', async () => {

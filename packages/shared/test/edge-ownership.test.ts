@@ -88,7 +88,10 @@ describe('JSON-RPC answers must carry our request id', () => {
   });
 
   it('a null id on ListTasks: a page listing tasks in the context we asked for is accepted; an empty page, or one listing another context, is refused', async () => {
-    const listing = (tasks: unknown[]) => startRawServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, result: { tasks } })));
+    const listing = (tasks: unknown[]) =>
+      startRawServer((_request, response) => {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, result: { tasks } }));
+      });
     for (const [tasks, accepted] of [[[task], true], [[], false], [[{ ...task, contextId: 'C2' }], false], [[task, { ...task, id: 'T2', contextId: 'C9' }], false]] as const) {
       server = await listing([...tasks]);
       const outcome = await transports(server.url)[0]!.listTasks({ contextId: 'C1' }).then((value) => value, (caught: unknown) => caught);

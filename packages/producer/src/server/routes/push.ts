@@ -20,6 +20,7 @@ import type { Queue } from 'bullmq';
 import {
   ID_PATTERN,
   JournalError,
+  isFinished,
   jobId,
   applyStreamResponse,
   normalizePushBody,
@@ -78,6 +79,17 @@ function taskIdOf(response: StreamResponse): string | undefined {
   return response.message.taskId;
 }
 
+/**
+ * True for a status update to COMPLETED while the journal holds no artifact of the delegation: like a COMPLETED
+ * status update on a stream that brought no artifacts, it is not applied before one GetTask reads the task in full
+ * (the workers, woken, do that read). Any other push (a Task, an artifact, another state) is applied as it is.
+ */
+async function finishesWithoutResult(context: PushContext, ref: DelegationRef, response: StreamResponse): Promise<boolean> {
+  if (!('statusUpdate' in response) || response.statusUpdate.status.state !== 'TASK_STATE_COMPLETED') return false;
+  const view = await context.journal.getDelegationView(ref);
+  return view !== undefined && !isFinished(view.state) && view.artifacts.length === 0;
+}
+
 /** What the push route works with, built once per plugin. */
 interface PushContext {
   journal: Journal;
@@ -86,6 +98,8 @@ interface PushContext {
   count: (outcome: string) => void;
   /** A reconcile job for the delegation (the workers settle or follow it). */
   wakeWorkers: (ref: DelegationRef) => Promise<unknown>;
+  /** The same, once per delegation (a fixed job id): a flood of the same hint is one read. */
+  wakeWorkersOnce: (ref: DelegationRef) => Promise<unknown>;
 }
 
 /**
@@ -164,6 +178,13 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refusal, retryable: false });
     return sendProblem(reply, problem('TASK_MISMATCH', refusal));
   }
+  if (await finishesWithoutResult(context, ref, response)) {
+    // A status update identifies the finish; the outcome comes from a full read (a finished row takes no more
+    // artifacts, so applying it would settle without a result an artifact push we lost, or refused, carried).
+    context.count('read-first');
+    await context.wakeWorkersOnce(ref);
+    return reply.code(204).send(null);
+  }
   return applyPush(context, request, reply, record, response);
 }
 
@@ -175,6 +196,8 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
     count: (outcome) => metrics.pushes.inc({ outcome }),
     wakeWorkers: ({ workflowId, delegationId }) =>
       reconcile.add('delegation', { workflowId, delegationId }, { jobId: jobId('reconcile', workflowId, delegationId, 'push', Date.now()) }),
+    wakeWorkersOnce: ({ workflowId, delegationId }) =>
+      reconcile.add('delegation', { workflowId, delegationId }, { jobId: jobId('reconcile', workflowId, delegationId, 'push', 'read-first') }),
   };
   return async (app) => {
     app.removeAllContentTypeParsers();
