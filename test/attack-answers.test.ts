@@ -157,7 +157,8 @@ describe('attack: a status-only finish without a full read (A35 kind)', () => {
     const app = startTestServer({ redisUrl: h.redisServer().url, prefix });
     try {
       await app.ready();
-      await h.fleetFor(prefix, { streamQuietMs: 120_000 });
+      // The stream stays silent: the push is the first word of the finish; polling reads it after the quiet window.
+      await h.fleetFor(prefix, { streamQuietMs: 3_000 });
       await producer.startWorkflow({ workflowId: 'push-status', steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'go' }, push: true }] });
       const ref = { workflowId: 'push-status', delegationId: 'main.1' };
       await eventually(async () => agent.count('SubscribeToTask') > 0 && (await producer.journal.getDelegation(ref))?.taskId === 'T1', 'followed');
@@ -178,10 +179,24 @@ describe('attack: a status-only finish without a full read (A35 kind)', () => {
     }
   }, 45_000);
 
+  it('SubscribeToTask: WORKING, then a status-only COMPLETED; the GetTask that collects the artifacts answers 503 once: read again, never settled without its result', async () => {
+    const { producer: p, agent, id } = await start((seen) => {
+      const finishedTask = () => task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'the result' } });
+      return {
+        SubscribeToTask: (_params, call) => ({ sse: call.count === 1 ? [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId })), ev(SU('COMPLETED', { contextId: seen.contextId }))] : [taskEvent(finishedTask())] }),
+        GetTask: (_params, call) => (call.count === 1 ? { http: { status: 503, body: '<html>busy</html>', headers: { 'content-type': 'text/html' } } } : { result: finishedTask() }),
+      };
+    }, { followBackoff: { baseMs: 100, capMs: 400 } });
+    const record = await finished(p, id, 20_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(artifactText(await viewOf(p, id), 'a1')).toBe('the result');
+    expect(agent.count('SendMessage')).toBe(1);
+  });
+
   it('SendStreamingMessage answers only a status-only COMPLETED and ends (no Task, no artifact events): read in full before it settles', async () => {
     const { producer: p, agent, id } = await start(
       (seen) => ({
-        SendStreamingMessage: (params) => ((seen.contextId = params.message.contextId), { sse: [ev(SU('COMPLETED', { contextId: params.message.contextId }))] }),
+        SendStreamingMessage: (params: { message: { contextId?: string } }) => ((seen.contextId = params.message.contextId), { sse: [ev(SU('COMPLETED', { contextId: params.message.contextId }))] }),
         GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'the result' } }) }),
       }),
       { streamingSends: true },

@@ -27,7 +27,7 @@ import {
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
 import type { NextKind } from '../core/next.ts';
 import type { Observation } from '../core/observation.ts';
-import { codeOf } from './read.ts';
+import { codeOf, readFailure } from './read.ts';
 
 /** What the run's sink tells the stream after applying an observation. */
 export interface SinkResult {
@@ -194,7 +194,9 @@ function pairable(record: DelegationRecord, first: StreamResponse, second: Strea
 /**
  * R26: before a COMPLETED status update that brought no artifacts is applied, one GetTask collects them: a terminal
  * answer about our task is the observation instead (a full read). Undefined when the record already holds artifacts,
- * the answer is not terminal or not about our task, or GetTask fails: the status update is applied alone.
+ * or the answer is not terminal or not about our task: the status update is applied alone. A GetTask that fails is
+ * its `read-failed` (or `task-not-found`) observation: the status update is not applied (a finished row takes no
+ * more artifacts; settling now would show a result-less success), the follow reads the task again.
  */
 async function collectBeforeTerminal(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<Observation | undefined> {
   const view = await ctx.journal.getDelegationView(record);
@@ -205,7 +207,9 @@ async function collectBeforeTerminal(ctx: WorkerContext, record: DelegationRecor
     return { kind: 'task-read', task, call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why: 'collecting the artifacts of a finished task', cycle: true };
   } catch (error) {
     if (error instanceof JournalError) throw error;
-    log.warn({ err: error }, 'GetTask to collect the artifacts of a finished task failed; applying the status update alone');
-    return undefined;
+    const why = 'collecting the artifacts of a finished task';
+    if (error instanceof A2AError || isRetryable(error)) return readFailure(error, 'get-task', why, true, log);
+    log.warn({ err: error }, 'GetTask to collect the artifacts of a finished task failed; reading it again');
+    return { kind: 'read-failed', call: 'get-task', code: codeOf(error), retryable: true, why, cycle: true };
   }
 }
