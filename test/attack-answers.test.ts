@@ -243,3 +243,107 @@ describe('attack: verifier template values with encoded dot segments (A38 kind)'
     }
   });
 });
+
+describe('attack: credentials refused in other shapes and on other calls (P34 kind)', () => {
+  it('SendMessage answered by a JSON-RPC error carrying HTTP 401 as its code (HTTP 200): never FAILED; AMBIGUOUS AUTH after the rounds', async () => {
+    const { producer: p, agent, id } = await start(() => ({ SendMessage: () => ({ error: { code: 401, message: 'Unauthorized' } }) }), { followBackoff: { baseMs: 50, capMs: 200 } });
+    const record = await finished(p, id, 30_000);
+    expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'AUTH' } });
+    expect(agent.count('SendMessage')).toBeGreaterThan(1);
+  }, 45_000);
+
+  it('GetTask answers 401 mid-follow (the stream closes without a finish): AMBIGUOUS AUTH in bounded calls, not the no-progress window', async () => {
+    const { producer: p, agent, id } = await start(
+      (seen) => ({
+        SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId }))] }),
+        GetTask: () => ({ http: { status: 401, body: JSON.stringify({ error: 'invalid_token' }), headers: { 'www-authenticate': 'Bearer error="invalid_token"' } } }),
+      }),
+      { followBackoff: { baseMs: 50, capMs: 200 }, slowPollMs: 500, slowPollAfterMs: 1_000 },
+    );
+    const record = await finished(p, id, 30_000);
+    expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'AUTH' } });
+    expect(agent.count('GetTask')).toBeLessThanOrEqual(6);
+  }, 45_000);
+
+  it('SubscribeToTask answers 401, GetTask works and shows COMPLETED: COMPLETED with the artifact', async () => {
+    const { producer: p, id } = await start((seen) => ({
+      SubscribeToTask: () => ({ http: { status: 401, body: JSON.stringify({ error: 'invalid_token' }) } }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'done' } }) }),
+    }));
+    const record = await finished(p, id, 20_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(artifactText(await viewOf(p, id), 'a1')).toBe('done');
+  });
+});
+
+describe('attack: a search that cannot be read (P32 kind)', () => {
+  const listings: [string, ScriptedHandler][] = [
+    ['HTTP 502 (an HTML page)', () => ({ http: { status: 502, body: '<html>Bad Gateway</html>', headers: { 'content-type': 'text/html' } } })],
+    ['HTTP 503 with a JSON-RPC envelope', () => ({ http: { status: 503, body: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32603, message: 'overloaded' } }) } })],
+    ['HTTP 504, no body', () => ({ http: { status: 504, body: '' } })],
+    ['HTTP 200 with garbage', () => ({ http: { status: 200, body: 'tasks: none' } })],
+    ['a page whose task history is over the parts limit', (params) => ({ result: { tasks: [task('T1', 'WORKING', { contextId: params.contextId, history: [{ messageId: 'x', role: 'ROLE_USER', parts: Array.from({ length: 1_001 }, (_, index) => ({ text: `p${index}` })) }] })], nextPageToken: '', pageSize: 50, totalSize: 1 } })],
+  ];
+  for (const [name, listTasks] of listings) {
+    it(`ListTasks answers ${name} after a crash between send and record: AMBIGUOUS in bounded rounds, never resent`, async () => {
+      const agent = await h.agentWith({ ListTasks: listTasks });
+      const prefix = h.newPrefix();
+      const producer = h.producer(prefix);
+      const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `list-${prefix}` });
+      await markSentNotRecorded(producer, id, agent);
+      await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
+      const record = await finished(producer, id, 40_000);
+      expect(record.state).toBe('AMBIGUOUS');
+      expect(agent.count('SendMessage')).toBe(0);
+      expect(agent.count('ListTasks')).toBeLessThanOrEqual(12);
+    }, 60_000);
+  }
+});
+
+describe('attack: answers over a limit on the other paths (A31/A32 kind)', () => {
+  it('SendStreamingMessage whose first event is over sseEventBytes (9 MiB): AMBIGUOUS LIMIT_EXCEEDED, one send, the step not re-delegated', async () => {
+    const huge = 'x'.repeat(9 * 1024 * 1024);
+    const setup = await h.setUp(() => ({
+      SendStreamingMessage: (params: { message: { messageId: string; contextId?: string } }) => ({ sse: [ev(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: ours(params, 'COMPLETED', { artifacts: { a1: huge } }) } }))] }),
+    }), { streamingSends: true });
+    await setup.producer.startWorkflow({ workflowId: 'stream-big', maxAttemptsPerStep: 2, steps: [{ name: 'main', agent: setup.agent.cardUrl, message: { text: 'go' } }] });
+    const view = await workflowSettled(setup.producer, 'stream-big', 30_000);
+    expect(view.steps[0]!.attempts).toHaveLength(1);
+    expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED' } });
+    expect(setup.agent.count('SendStreamingMessage') + setup.agent.count('SendMessage')).toBe(1);
+  }, 45_000);
+
+  it('GetTask after a stream closed answers a finished task whose artifact is over the parts limit: AMBIGUOUS LIMIT_EXCEEDED at once', async () => {
+    const parts = Array.from({ length: 1_001 }, (_, index) => ({ text: `p${index}` }));
+    const { producer: p, agent, id } = await start((seen) => ({
+      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId }))] }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: [{ artifactId: 'big', parts }] }) }),
+    }));
+    const record = await finished(p, id, 20_000);
+    expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED', limit: 'partsPerMessage' } });
+    expect(agent.count('GetTask')).toBe(1);
+  });
+});
+
+describe('attack: the follow rate of an agent that recycles after one update (P36 kind)', () => {
+  it('each stream delivers one identical WORKING and closes, for ever: past slowPollAfterMs it is resubscribed within the backoff cap, not at once (bounded calls), then COMPLETED when it finishes', async () => {
+    let done = false;
+    const { producer: p, agent, id } = await start(
+      (seen) => ({
+        SubscribeToTask: () => ({ sse: done ? [taskEvent(task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'done' } }))] : [ev(SU('WORKING', { contextId: seen.contextId }))] }),
+        GetTask: () => ({ result: task('T1', done ? 'COMPLETED' : 'WORKING', { contextId: seen.contextId, ...(done ? { artifacts: { a1: 'done' } } : {}) }) }),
+      }),
+      { followBackoff: { baseMs: 100, capMs: 2_000 }, slowPollAfterMs: 2_000 },
+    );
+    await eventually(async () => agent.count('SubscribeToTask') > 0, 'followed');
+    // Past slowPollAfterMs (2 s) of nothing new, then 8 s counted: at most ~one cycle (a SubscribeToTask and a GetTask) per second.
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    const before = agent.count('SubscribeToTask') + agent.count('GetTask');
+    await new Promise((resolve) => setTimeout(resolve, 8_000));
+    const calls = agent.count('SubscribeToTask') + agent.count('GetTask') - before;
+    expect(calls).toBeGreaterThan(0);
+    expect(calls).toBeLessThanOrEqual(30);
+    done = true;
+    expect((await finished(p, id, 20_000)).state).toBe('COMPLETED');
+  }, 45_000);
+});
