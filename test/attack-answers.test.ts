@@ -87,6 +87,36 @@ describe('attack: an informational field that does not parse (A37 kind)', () => 
 });
 
 describe('attack: "id": null on every method (A33 kind)', () => {
+  it('SendMessage answers a direct Message in our context with "id": null: COMPLETED with its text, one SendMessage', async () => {
+    const { producer: p, agent, id } = await start(() => ({
+      SendMessage: (params) => ({ envelopeId: null, result: { message: { messageId: 'r1', role: 'ROLE_AGENT', contextId: params.message.contextId, parts: [{ text: 'hello back' }] } } }),
+    }));
+    const record = await finished(p, id, 30_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(JSON.stringify(await viewOf(p, id))).toContain('hello back');
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 45_000);
+
+  it('SendMessage answers a COMPLETED Task in our context without history (spec §3.7 allows it) with "id": null: COMPLETED with its artifact, one SendMessage', async () => {
+    const { producer: p, agent, id } = await start(() => ({
+      SendMessage: (params) => ({ envelopeId: null, result: { task: task('T1', 'COMPLETED', { contextId: params.message.contextId, artifacts: { a1: 'booked' } }) } }),
+      GetTask: (params) => ({ envelopeId: null, result: task('T1', 'COMPLETED', { contextId: params.contextId, artifacts: { a1: 'booked' } }) }),
+    }));
+    const record = await finished(p, id, 30_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(artifactText(await viewOf(p, id), 'a1')).toBe('booked');
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 45_000);
+
+  it('SendMessage answers a Message naming another context with "id": null: nothing adopted (never COMPLETED from it)', async () => {
+    const { producer: p, agent, id } = await start(() => ({
+      SendMessage: () => ({ envelopeId: null, result: { message: { messageId: 'r1', role: 'ROLE_AGENT', contextId: 'someone-else', parts: [{ text: 'not yours' }] } } }),
+    }));
+    const record = await finished(p, id, 30_000);
+    expect(record.state).not.toBe('COMPLETED');
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 45_000);
+
   it('ListTasks answers with "id": null after a crash between send and record: the task holding our message is adopted, never SEARCH_UNAVAILABLE', async () => {
     const prefix = h.newPrefix();
     let messageId = '';

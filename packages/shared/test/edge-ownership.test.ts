@@ -131,6 +131,28 @@ describe('JSON-RPC answers must carry our request id', () => {
     }
   });
 
+  it('a null id on a send answer in the context we sent (a Message, or a Task without history): accepted, both versions; another context, or none sent: refused', async () => {
+    const answers = [
+      { contextId: 'C1', result: (version: string) => (version === '1.0' ? { message: { messageId: 'r1', role: 'ROLE_AGENT', contextId: 'C1', parts: [] } } : { kind: 'message', messageId: 'r1', role: 'agent', contextId: 'C1', parts: [] }), accepted: true },
+      { contextId: 'C1', result: (version: string) => (version === '1.0' ? { task: { ...task, contextId: 'C1' } } : { ...task, status: { state: 'working' } }), accepted: true },
+      { contextId: 'C1', result: (version: string) => (version === '1.0' ? { message: { messageId: 'r1', role: 'ROLE_AGENT', contextId: 'C2', parts: [] } } : { kind: 'message', messageId: 'r1', role: 'agent', contextId: 'C2', parts: [] }), accepted: false },
+      { contextId: undefined, result: (version: string) => (version === '1.0' ? { task } : { ...task, status: { state: 'working' } }), accepted: false },
+    ];
+    for (const { contextId, result, accepted } of answers) {
+      server = await startRawServer((request, response) => {
+        const version = JSON.parse(request.body).method === 'SendMessage' ? '1.0' : '0.3';
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, result: result(version) }));
+      });
+      for (const transport of transports(server.url)) {
+        const outcome = await transport.sendMessage({ message: { ...message, ...(contextId ? { contextId } : {}) } }).then((value) => value, (caught: unknown) => caught);
+        if (accepted) expect(outcome, `${transport.protocolVersion} ${JSON.stringify(result(transport.protocolVersion))}`).not.toBeInstanceOf(Error);
+        else expect(outcome, `${transport.protocolVersion} ${JSON.stringify(result(transport.protocolVersion))}`).toBeInstanceOf(ResponseIdMismatchError);
+      }
+      await server.close();
+      server = undefined;
+    }
+  });
+
   it('an error with a null id (the server could not read ours) keeps its own type', async () => {
     server = await startRawServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Task not found' } }));

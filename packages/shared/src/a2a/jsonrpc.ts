@@ -129,6 +129,13 @@ function taskOfResult(result: unknown): { id?: unknown; history?: unknown } | un
   return typeof task === 'object' && task !== null ? (task as { id?: unknown; history?: unknown }) : undefined;
 }
 
+/** The Task or Message a send result carries: 1.0 `{task}` / `{message}`, or a bare (0.3, kind-tagged) one. */
+function messageOrTaskOfResult(result: unknown): { history?: unknown; contextId?: unknown } | undefined {
+  if (typeof result !== 'object' || result === null) return undefined;
+  const inner = 'message' in result ? (result as { message: unknown }).message : taskOfResult(result);
+  return typeof inner === 'object' && inner !== null ? (inner as { history?: unknown; contextId?: unknown }) : undefined;
+}
+
 /** The task id a result names: a Task's id (1.0 `{task}`, bare, 0.3), or a stream event's `taskId` (1.0 updates, 0.3 events). */
 function taskIdOfResult(result: unknown): unknown {
   if (typeof result !== 'object' || result === null) return undefined;
@@ -137,8 +144,8 @@ function taskIdOfResult(result: unknown): unknown {
 }
 
 /**
- * What proves an answer to a request with these params ours by its content: our messageId in the history of the task
- * (SendMessage), the task id we asked about (GetTask, CancelTask, and each frame of SubscribeToTask), a ListTasks page
+ * What proves an answer to a request with these params ours by its content: our messageId in the history of the task,
+ * or the context we sent on the Task or Message answered (SendMessage), the task id we asked about (GetTask, CancelTask, and each frame of SubscribeToTask), a ListTasks page
  * that lists tasks, each in the context we asked for (an empty page proves nothing). Other requests have no content proof.
  */
 function contentProofOf(method: string, params: object): JsonRpcRequest['contentProof'] {
@@ -149,11 +156,14 @@ function contentProofOf(method: string, params: object): JsonRpcRequest['content
       return Array.isArray(tasks) && tasks.length > 0 && tasks.every((task) => contextId === undefined || (task as { contextId?: unknown } | null)?.contextId === contextId);
     };
   }
-  const messageId = (params as { message?: { messageId?: unknown } }).message?.messageId;
+  const { messageId, contextId } = (params as { message?: { messageId?: unknown; contextId?: unknown } }).message ?? {};
   if (typeof messageId === 'string') {
     return (result) => {
-      const history = taskOfResult(result)?.history;
-      return Array.isArray(history) && history.some((message) => (message as { messageId?: unknown } | null)?.messageId === messageId);
+      const answered = messageOrTaskOfResult(result);
+      const history = answered?.history;
+      if (Array.isArray(history) && history.some((message) => (message as { messageId?: unknown } | null)?.messageId === messageId)) return true;
+      // Our context (a fresh one per delegation, sent with the message) on the Task or Message answered.
+      return typeof contextId === 'string' && contextId !== '' && answered?.contextId === contextId;
     };
   }
   const taskId = (params as { id?: unknown }).id;
