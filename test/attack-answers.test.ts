@@ -377,3 +377,47 @@ describe('attack: the follow rate of an agent that recycles after one update (P3
     expect((await finished(p, id, 20_000)).state).toBe('COMPLETED');
   }, 45_000);
 });
+
+describe('attack: TaskNotFound in other shapes (one row from any call)', () => {
+  const shapes: [string, ScriptedHandler][] = [
+    ['HTTP 404 with a google.rpc.Status body (ErrorInfo TASK_NOT_FOUND)', () => ({ http: { status: 404, body: JSON.stringify({ error: { code: 404, status: 'NOT_FOUND', message: 'no such task', details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' }] } }) } })],
+    ['-32001 with "id": null', () => ({ error: { code: -32001, message: 'Task not found' } })],
+    ['-32001 carried in an HTTP 404 JSON-RPC envelope', () => ({ http: { status: 404, body: JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Task not found' } }) } })],
+  ];
+  for (const [name, notFound] of shapes) {
+    it(`GetTask and SubscribeToTask answer ${name}: noted over the window, one ListTasks check, then LOST (never the no-progress window)`, async () => {
+      const { producer: p, agent, id } = await start(() => ({
+        SubscribeToTask: notFound,
+        GetTask: notFound,
+        ListTasks: () => ({ result: { tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 } }),
+      }), { notFoundWindowMs: 1_000, notFoundThreshold: 3, reconcileIntervalMs: 500 });
+      const record = await finished(p, id, 30_000);
+      expect(record).toMatchObject({ state: 'LOST', error: { code: 'TASK_LOST' } });
+      expect(agent.count('ListTasks')).toBeGreaterThanOrEqual(1);
+      expect(agent.count('SendMessage')).toBe(1);
+    }, 45_000);
+  }
+});
+
+describe('attack: a reply answered over a limit (A31 kind on the reply path)', () => {
+  it('the reply\'s answer is a 17 MiB task and GetTask shows it too: one reply sent, AMBIGUOUS LIMIT_EXCEEDED in bounded time, never the question reopened', async () => {
+    const huge = 'x'.repeat(17 * 1024 * 1024);
+    const question = { messageId: 'q1', role: 'ROLE_AGENT', parts: [{ text: 'two rooms or one?' }] };
+    const replies: string[] = [];
+    const { producer: p, agent, id } = await start((seen) => ({
+      SendMessage: (params) => {
+        if (params.message.taskId !== 'T1') return h.accept(seen)(params, { count: 1, id: 1, headers: {} });
+        replies.push(params.message.messageId);
+        return { result: { task: task('T1', 'COMPLETED', { contextId: seen.contextId, history: [params.message], artifacts: { a1: huge } }) } };
+      },
+      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, message: question }))], endAfter: 'hang' }),
+      GetTask: () => ({ result: replies.length > 0 ? task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: huge } }) : task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, message: question }) }),
+    }));
+    await eventually(async () => (await p.get(id)).openQuestions.length === 1, 'parked on the question', 15_000);
+    await p.reply(id, 'one');
+    const record = await finished(p, id, 40_000);
+    expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED' } });
+    expect(replies).toHaveLength(1);
+    expect(agent.count('GetTask')).toBeLessThanOrEqual(6);
+  }, 60_000);
+});
