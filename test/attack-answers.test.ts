@@ -5,14 +5,9 @@
  * are in packages/workers/test/transitions.test.ts and packages/shared/test.
  */
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
-import { createServer } from 'node:http';
-import { httpVerifier } from '@durable-a2a/workers';
-import type { DelegationView } from '@durable-a2a/shared';
 import { artifactText, finished, markSentNotRecorded, recordOf, useFieldCases, viewOf, workflowSettled, type Setup } from './harness/field-cases.ts';
-import { SU, ev, task, taskEvent, type ScriptedHandler, type ScriptedHandlers } from './harness/scripted-agent.ts';
+import { SU, ev, task, taskEvent, type ScriptedAgentHandle, type ScriptedHandler, type ScriptedHandlers } from './harness/scripted-agent.ts';
 import { eventually } from './harness/fleet.ts';
-import { closeServer, listenOnLoopback } from './harness/ports.ts';
 import { startTestServer } from './harness/api-server.ts';
 
 const h = useFieldCases();
@@ -21,11 +16,17 @@ const h = useFieldCases();
 const ours = (params: { message: { messageId: string; contextId?: string } }, state: string, extra: Parameters<typeof task>[2] = {}) =>
   task('T1', state, { contextId: params.message.contextId, history: [params.message], ...extra });
 
-async function start(handlers: (seen: Setup['seen']) => ScriptedHandlers, fleetOptions: Parameters<typeof h.setUp>[1] = {}) {
-  const setup = await h.setUp(handlers, fleetOptions);
-  const { id } = await setup.producer.delegate({ agent: setup.agent.cardUrl, text: 'go', idempotencyKey: `${setup.prefix}-1` });
-  await eventually(async () => (await recordOf(setup.producer, id)) !== undefined, 'journaled');
-  return { ...setup, id };
+const start = h.setUpAndDelegate;
+
+/** Crash window 2: journaled and marked sent, never recorded; then a fleet whose reconciler searches for our message. */
+async function sentNotRecorded(agent: ScriptedAgentHandle, onMessageId: (messageId: string) => void = () => undefined) {
+  const prefix = h.newPrefix();
+  const producer = h.producer(prefix);
+  const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `crash-${prefix}` });
+  onMessageId((await recordOf(producer, id))!.messageId);
+  await markSentNotRecorded(producer, id, agent);
+  await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
+  return { producer, id };
 }
 
 describe('attack: a refusal that does not prove nothing was created', () => {
@@ -118,7 +119,6 @@ describe('attack: "id": null on every method (A33 kind)', () => {
   }, 45_000);
 
   it('ListTasks answers with "id": null after a crash between send and record: the task holding our message is adopted, never SEARCH_UNAVAILABLE', async () => {
-    const prefix = h.newPrefix();
     let messageId = '';
     const history = () => [{ messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] }];
     const agent = await h.agentWith({
@@ -126,11 +126,7 @@ describe('attack: "id": null on every method (A33 kind)', () => {
       GetTask: () => ({ envelopeId: null, result: task('T1', 'COMPLETED', { history: history(), artifacts: { a1: 'the booking' } }) }),
       SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'COMPLETED', { history: history(), artifacts: { a1: 'the booking' } }))] }),
     });
-    const producer = h.producer(prefix);
-    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: 'null-list' });
-    messageId = (await recordOf(producer, id))!.messageId;
-    await markSentNotRecorded(producer, id, agent);
-    await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
+    const { producer, id } = await sentNotRecorded(agent, (ours) => (messageId = ours));
     const record = await finished(producer, id, 30_000);
     expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
     expect(artifactText(await viewOf(producer, id), 'a1')).toBe('the booking');
@@ -155,16 +151,11 @@ describe('attack: "id": null on every method (A33 kind)', () => {
   }, 30_000);
 
   it('ListTasks answers with another request\'s id: nothing adopted from it (refused, a person decides), never resent', async () => {
-    const prefix = h.newPrefix();
     let messageId = '';
     const agent = await h.agentWith({
       ListTasks: (params) => ({ envelopeId: 987_654, result: { tasks: [task('T1', 'WORKING', { contextId: params.contextId, history: [{ messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] }] })], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
     });
-    const producer = h.producer(prefix);
-    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: 'other-list' });
-    messageId = (await recordOf(producer, id))!.messageId;
-    await markSentNotRecorded(producer, id, agent);
-    await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
+    const { producer, id } = await sentNotRecorded(agent, (ours) => (messageId = ours));
     const record = await finished(producer, id, 30_000);
     expect(record.state).toBe('AMBIGUOUS');
     expect(record.taskId).toBeUndefined();
@@ -249,31 +240,6 @@ describe('attack: credential refusals in other shapes (P34 kind)', () => {
   }, 45_000);
 });
 
-describe('attack: verifier template values with encoded dot segments (A38 kind)', () => {
-  it('"%2e%2e", ".%2E", "..\\\\", "..?x", "..#x", "%2E%2E%2Fadmin": each one encoded path segment, never a path the agent chose', async () => {
-    const paths: string[] = [];
-    const server = createServer((request, response) => {
-      paths.push(request.url ?? '');
-      response.writeHead(200, { 'content-type': 'application/json' }).end('{"id":"x"}');
-    });
-    const port = await listenOnLoopback(server);
-    try {
-      const verifier = httpVerifier({ urlTemplate: `http://127.0.0.1:${port}/api/bookings/{taskId}`, responseSchema: z.object({ id: z.string() }) });
-      const delegation = (taskId: string) => ({ workflowId: 'wf', delegationId: 'main.1', step: 'main', messageId: 'M1', taskId }) as unknown as DelegationView;
-      for (const taskId of ['%2e%2e', '.%2E', '..\\', '..?x', '..#x', '%2E%2E%2Fadmin']) {
-        paths.length = 0;
-        const finding = await verifier.verify({ delegation: delegation(taskId), original: undefined, params: {} });
-        if (finding.effect === 'unknown') continue;
-        expect(paths, taskId).toHaveLength(1);
-        expect(paths[0]!.startsWith('/api/bookings/'), `${taskId} → ${paths[0]}`).toBe(true);
-        expect(decodeURIComponent(paths[0]!.slice('/api/bookings/'.length)), taskId).toBe(taskId);
-      }
-    } finally {
-      await closeServer(server);
-    }
-  });
-});
-
 describe('attack: credentials refused in other shapes and on other calls (P34 kind)', () => {
   it('SendMessage answered by a JSON-RPC error carrying HTTP 401 as its code (HTTP 200): never FAILED; AMBIGUOUS AUTH after the rounds', async () => {
     const { producer: p, agent, id } = await start(() => ({ SendMessage: () => ({ error: { code: 401, message: 'Unauthorized' } }) }), { followBackoff: { baseMs: 50, capMs: 200 } });
@@ -317,11 +283,7 @@ describe('attack: a search that cannot be read (P32 kind)', () => {
   for (const [name, listTasks] of listings) {
     it(`ListTasks answers ${name} after a crash between send and record: AMBIGUOUS in bounded rounds, never resent`, async () => {
       const agent = await h.agentWith({ ListTasks: listTasks });
-      const prefix = h.newPrefix();
-      const producer = h.producer(prefix);
-      const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `list-${prefix}` });
-      await markSentNotRecorded(producer, id, agent);
-      await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
+      const { producer, id } = await sentNotRecorded(agent);
       const record = await finished(producer, id, 40_000);
       expect(record.state).toBe('AMBIGUOUS');
       expect(agent.count('SendMessage')).toBe(0);
