@@ -4,7 +4,12 @@
  * scripted raw JSON-RPC agents (exact bytes); the push webhook through the real HTTP service. The kinds' unit rows
  * are in packages/workers/test/transitions.test.ts and packages/shared/test.
  */
+import http2 from 'node:http2';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { A2AError, sendEffectOf } from '../packages/shared/src/a2a/index.ts';
+import { GrpcTransport } from '../packages/shared/src/a2a/grpc/transport.ts';
 import { artifactText, finished, markSentNotRecorded, recordOf, useFieldCases, viewOf, workflowSettled, type Setup } from './harness/field-cases.ts';
 import { SU, ev, task, taskEvent, type ScriptedAgentHandle, type ScriptedHandler, type ScriptedHandlers } from './harness/scripted-agent.ts';
 import { eventually } from './harness/fleet.ts';
@@ -382,4 +387,45 @@ describe('attack: a reply answered over a limit (A31 kind on the reply path)', (
     expect(replies).toHaveLength(1);
     expect(agent.count('GetTask')).toBeLessThanOrEqual(6);
   }, 60_000);
+});
+
+describe('attack: gRPC statuses on SendMessage (raw node:http2 agent)', () => {
+  /** An h2c agent that reads the request, then ends the call with `grpc-status` and no message. */
+  async function grpcAgentAnswering(status: number) {
+    const server = http2.createServer();
+    const paths: string[] = [];
+    server.on('stream', (stream, headers) => {
+      paths.push(String(headers[':path']));
+      stream.on('error', () => undefined);
+      stream.on('data', () => undefined);
+      stream.on('end', () => {
+        stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+        stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': String(status), 'grpc-message': 'refused' }));
+        stream.end();
+      });
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, paths, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
+  }
+
+  it.each([
+    ['UNAUTHENTICATED', 16, 'AUTHENTICATION_ERROR', 'none'],
+    ['PERMISSION_DENIED', 7, 'AUTHENTICATION_ERROR', 'none'],
+    ['ALREADY_EXISTS (a task for our message may exist)', 6, 'CONFLICT', 'maybe'],
+    ['UNAVAILABLE', 14, 'UPSTREAM_ERROR', 'maybe'],
+  ] as const)('%s: one request, typed %s, effect %s', async (_name, status, code, effect) => {
+    const agent = await grpcAgentAnswering(status);
+    const transport = new GrpcTransport({ url: agent.url, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000 });
+    try {
+      const error = await transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] } }).then(() => undefined, (caught: unknown) => caught);
+      expect(error).toBeInstanceOf(A2AError);
+      expect((error as A2AError).code).toBe(code);
+      expect(sendEffectOf(error)).toBe(effect);
+      expect(agent.paths.filter((path) => path.endsWith('/SendMessage'))).toHaveLength(1);
+    } finally {
+      transport.close();
+      await agent.close();
+    }
+  });
 });
