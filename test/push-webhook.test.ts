@@ -40,12 +40,14 @@ describe('push webhook authentication and task check (R18)', () => {
   });
 
   /** A pushed delegation whose SendMessage answered task `taskId` (SUBMITTED), as the send worker journals it; no workers run. */
-  async function pushedDelegation(taskId: string | undefined) {
+  async function pushedDelegation(taskId: string | undefined, withResult = true) {
     const workflowId = `r18-${++n}`;
     // One agent per delegation: a task id is bound to at most one delegation per agent.
     await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: `http://127.0.0.1:9/${workflowId}`, message: { text: 'go' }, push: true }] });
     const ref = { workflowId, delegationId: 'main.1' };
-    if (taskId) await applyTask(producer.journal, ref, { id: taskId, contextId: 'C1', status: { state: 'TASK_STATE_SUBMITTED', timestamp: at(0) } }, { snapshot: true });
+    // The task already has its result: a COMPLETED status update then needs no full read first (see the read-first test).
+    const artifacts = withResult ? [{ artifactId: 'a1', parts: [{ text: 'the result' }] }] : [];
+    if (taskId) await applyTask(producer.journal, ref, { id: taskId, contextId: 'C1', status: { state: 'TASK_STATE_SUBMITTED', timestamp: at(0) }, artifacts }, { snapshot: true });
     const secret = (await producer.journal.pushToken(ref))!;
     expect(secret).toBeTruthy();
     const url = `/v1/push/${workflowId}/main.1`;

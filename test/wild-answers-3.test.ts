@@ -186,6 +186,12 @@ describe('A38: the verifier cannot be pointed elsewhere by the agent it verifies
       const found = await verifier.verify({ delegation: delegation('a/../b'), original: undefined, params: {} });
       expect(found.effect).toBe('present');
       expect(paths).toEqual(['/api/bookings/a%2F..%2Fb']);
+      // Encoded dot segments, backslashes, a query or a fragment: still the one segment, whatever the URL parser does.
+      for (const taskId of ['%2e%2e', '.%2E', '..\\', '..?x', '..#x', '%2E%2E%2Fadmin']) {
+        paths.length = 0;
+        expect((await verifier.verify({ delegation: delegation(taskId), original: undefined, params: {} })).effect, taskId).toBe('present');
+        expect(paths.map((path) => decodeURIComponent(path.slice('/api/bookings/'.length))), taskId).toEqual([taskId]);
+      }
     } finally {
       await closeServer(server);
     }

@@ -125,7 +125,8 @@ describe('clocks through a real fleet', () => {
     app = startTestServer({ redisUrl: redisServer().url, prefix: 'wj-rt3' });
     await producer.startWorkflow({ workflowId: 'rt3', steps: [{ name: 'main', agent: 'http://127.0.0.1:9/agent', message: { text: 'go' }, push: true }] });
     const ref = { workflowId: 'rt3', delegationId: 'main.1' };
-    await applyTask(producer.journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_SUBMITTED' } }, { snapshot: true });
+    // With its result already journaled (a COMPLETED status push without one waits for a full read).
+    await applyTask(producer.journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_SUBMITTED' }, artifacts: [{ artifactId: 'a1', parts: [{ text: 'done' }] }] }, { snapshot: true });
     const headers = { authorization: `Bearer ${(await producer.journal.pushToken(ref))!}` };
     const push = (state: string, timestamp: string) =>
       app!.inject({ method: 'POST', url: '/v1/push/rt3/main.1', headers, payload: { statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state, timestamp } } } });

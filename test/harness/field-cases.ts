@@ -142,5 +142,12 @@ export function useFieldCases() {
     const fleet = await fleetFor(prefix, fleetOptions);
     return { prefix, producer: created, agent, fleet, seen };
   };
-  return { redisServer, at, newPrefix, producer, agentWith, fleetFor, accept, setUp, closeFleetsAndProducers, counter: () => counter };
+  /** `setUp`, then one delegation to the agent (journaled before it returns): its workflow id is `id`. */
+  const setUpAndDelegate = async (handlers: (seen: Setup['seen']) => ScriptedHandlers, fleetOptions: Partial<StartFleetOptions> = {}) => {
+    const setup = await setUp(handlers, fleetOptions);
+    const { id } = await setup.producer.delegate({ agent: setup.agent.cardUrl, text: 'go', idempotencyKey: `${setup.prefix}-1` });
+    await eventually(async () => (await setup.producer.journal.getDelegation(ref(id))) !== undefined, 'journaled');
+    return { ...setup, id };
+  };
+  return { redisServer, at, newPrefix, producer, agentWith, fleetFor, accept, setUp, setUpAndDelegate, closeFleetsAndProducers, counter: () => counter };
 }

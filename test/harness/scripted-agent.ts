@@ -12,7 +12,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { closeServer, listenOnLoopback, trackSockets } from './ports.ts';
 
-export type ScriptedMethod = 'SendMessage' | 'GetTask' | 'ListTasks' | 'SubscribeToTask' | 'CancelTask';
+export type ScriptedMethod = 'SendMessage' | 'SendStreamingMessage' | 'GetTask' | 'ListTasks' | 'SubscribeToTask' | 'CancelTask';
 
 /** A wait inside an SSE script: `{ waitMs }` pauses before the next chunk. */
 export interface SseWait {

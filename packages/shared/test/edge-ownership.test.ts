@@ -76,14 +76,40 @@ describe('JSON-RPC answers must carry our request id', () => {
   it.each([
     ['no id', () => undefined],
     ['a null id on a result', () => null],
-  ])('%s (A33): weak evidence, the content decides: get and cancel of the task we asked about are accepted; send, list and stream frames whose content proves nothing are refused', async (_name, idFor) => {
+  ])('%s (A33): weak evidence, the content decides: get, cancel and subscribe frames of the task we asked about, a list of tasks are accepted; send and send-stream frames whose content proves nothing are refused', async (_name, idFor) => {
     server = await agentWithIds(idFor);
     for (const transport of transports(server.url)) {
       for (const [name, call] of Object.entries(calls(transport))) {
-        const outcome = await call().then((value) => value, (caught: unknown) => caught);
-        if (name === 'get' || name === 'cancel') expect(outcome, `${transport.protocolVersion} ${name}`).toMatchObject({ id: 'T1' });
-        else expect(outcome, `${transport.protocolVersion} ${name}`).toBeInstanceOf(ResponseIdMismatchError);
+        const outcome = await call().then((value) => value ?? 'ok', (caught: unknown) => caught);
+        if (name === 'send' || name === 'stream') expect(outcome, `${transport.protocolVersion} ${name}`).toBeInstanceOf(ResponseIdMismatchError);
+        else expect(outcome, `${transport.protocolVersion} ${name}`).not.toBeInstanceOf(Error);
       }
+    }
+  });
+
+  it('a null id on ListTasks: a page listing tasks in the context we asked for is accepted; an empty page, or one listing another context, is refused', async () => {
+    const listing = (tasks: unknown[]) =>
+      startRawServer((_request, response) => {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, result: { tasks } }));
+      });
+    for (const [tasks, accepted] of [[[task], true], [[], false], [[{ ...task, contextId: 'C2' }], false], [[task, { ...task, id: 'T2', contextId: 'C9' }], false]] as const) {
+      server = await listing([...tasks]);
+      const outcome = await transports(server.url)[0]!.listTasks({ contextId: 'C1' }).then((value) => value, (caught: unknown) => caught);
+      if (accepted) expect(outcome).toMatchObject({ tasks: [{ id: 'T1' }] });
+      else expect(outcome, JSON.stringify(tasks)).toBeInstanceOf(ResponseIdMismatchError);
+      await server.close();
+      server = undefined;
+    }
+  });
+
+  it('a null id on subscribe frames naming another task than the one we asked about: refused (both versions)', async () => {
+    server = await startRawServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end(`data: ${JSON.stringify({ jsonrpc: '2.0', id: null, result: { statusUpdate: { taskId: 'T2', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } }, kind: 'status-update', taskId: 'T2', status: { state: 'working' } } })}\n\n`);
+    });
+    for (const transport of transports(server.url)) {
+      const outcome = await drainStream(transport.subscribeToTask({ id: 'T1' }), () => undefined).then(() => 'ok', (caught: unknown) => caught);
+      expect(outcome, transport.protocolVersion).toBeInstanceOf(ResponseIdMismatchError);
     }
   });
 
@@ -99,6 +125,28 @@ describe('JSON-RPC answers must carry our request id', () => {
         const outcome = await transport.sendMessage({ message }).then((value) => value, (caught: unknown) => caught);
         if (messageId === 'm1') expect(outcome, `${transport.protocolVersion}`).toMatchObject({ task: { id: 'T1' } });
         else expect(outcome, `${transport.protocolVersion}`).toBeInstanceOf(ResponseIdMismatchError);
+      }
+      await server.close();
+      server = undefined;
+    }
+  });
+
+  it('a null id on a send answer in the context we sent (a Message, or a Task without history): accepted, both versions; another context, or none sent: refused', async () => {
+    const answers = [
+      { contextId: 'C1', result: (version: string) => (version === '1.0' ? { message: { messageId: 'r1', role: 'ROLE_AGENT', contextId: 'C1', parts: [] } } : { kind: 'message', messageId: 'r1', role: 'agent', contextId: 'C1', parts: [] }), accepted: true },
+      { contextId: 'C1', result: (version: string) => (version === '1.0' ? { task: { ...task, contextId: 'C1' } } : { ...task, status: { state: 'working' } }), accepted: true },
+      { contextId: 'C1', result: (version: string) => (version === '1.0' ? { message: { messageId: 'r1', role: 'ROLE_AGENT', contextId: 'C2', parts: [] } } : { kind: 'message', messageId: 'r1', role: 'agent', contextId: 'C2', parts: [] }), accepted: false },
+      { contextId: undefined, result: (version: string) => (version === '1.0' ? { task } : { ...task, status: { state: 'working' } }), accepted: false },
+    ];
+    for (const { contextId, result, accepted } of answers) {
+      server = await startRawServer((request, response) => {
+        const version = JSON.parse(request.body).method === 'SendMessage' ? '1.0' : '0.3';
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, result: result(version) }));
+      });
+      for (const transport of transports(server.url)) {
+        const outcome = await transport.sendMessage({ message: { ...message, ...(contextId ? { contextId } : {}) } }).then((value) => value, (caught: unknown) => caught);
+        if (accepted) expect(outcome, `${transport.protocolVersion} ${JSON.stringify(result(transport.protocolVersion))}`).not.toBeInstanceOf(Error);
+        else expect(outcome, `${transport.protocolVersion} ${JSON.stringify(result(transport.protocolVersion))}`).toBeInstanceOf(ResponseIdMismatchError);
       }
       await server.close();
       server = undefined;

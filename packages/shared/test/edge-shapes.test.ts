@@ -134,3 +134,32 @@ describe('V2: an agent that holds the send until the work is done', () => {
     expect(answer).toMatchObject({ task: { id: 't1', status: { state: 'TASK_STATE_COMPLETED' } } });
   });
 });
+
+describe('property: an informational field that does not parse never rejects the whole answer (A37 kind)', () => {
+  // Anything an agent may put where a status timestamp or a history entry belongs.
+  const junk = fc.oneof(fc.integer(), fc.double(), fc.boolean(), fc.constant(null), fc.array(fc.jsonValue({ maxDepth: 2 }), { maxLength: 3 }), fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 2 })));
+  const ourMessage = { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'go' }] };
+
+  it('1.0 and 0.3: the task reads with its state and artifacts; unreadable history entries are dropped, readable ones kept', () => {
+    fc.assert(
+      fc.property(junk, fc.array(junk, { maxLength: 3 }), (timestamp, entries) => {
+        const value = { id: 't1', contextId: 'c1', status: { state: 'TASK_STATE_COMPLETED', timestamp }, history: [...entries, ourMessage], artifacts: [{ artifactId: 'a1', parts: [{ text: 'done' }] }] };
+        const parsed = SendMessageResponseSchema.parse({ task: value });
+        expect('task' in parsed && parsed.task.status.state).toBe('TASK_STATE_COMPLETED');
+        const task = (parsed as { task: { history?: { messageId: string }[]; artifacts?: unknown[]; status: { timestamp?: unknown } } }).task;
+        expect(task.history?.some((message) => message.messageId === 'M1')).toBe(true);
+        expect(task.artifacts).toHaveLength(1);
+        expect(task.status.timestamp === undefined || typeof task.status.timestamp === 'string').toBe(true);
+        const v03 = EventV03Schema.parse({ kind: 'task', id: 't1', contextId: 'c1', status: { state: 'completed', timestamp }, history: [...entries, { kind: 'message', messageId: 'M1', role: 'user', parts: [{ kind: 'text', text: 'go' }] }] });
+        expect((v03 as { history?: { messageId: string }[] }).history?.some((message) => message.messageId === 'M1')).toBe(true);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('a number timestamp is that instant (epoch seconds or milliseconds)', () => {
+    const read = (timestamp: number) => (SendMessageResponseSchema.parse({ task: { id: 't1', status: { state: 'TASK_STATE_WORKING', timestamp } } }) as { task: { status: { timestamp?: string } } }).task.status.timestamp;
+    expect(read(1_767_225_600)).toBe('2026-01-01T00:00:00.000Z');
+    expect(read(1_767_225_600_000)).toBe('2026-01-01T00:00:00.000Z');
+  });
+});

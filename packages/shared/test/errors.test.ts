@@ -21,7 +21,11 @@ import {
   UpstreamError,
   VersionNotSupportedError,
   isRetryable,
+  sendEffectOf,
+  ConflictError,
 } from '../src/a2a/errors.ts';
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import { GRPC_STATUS_TABLE } from '../src/a2a/grpc/status-table.ts';
 
 const A2A_ROWS = [
   [-32001, 404, 'TASK_NOT_FOUND', TaskNotFoundError],
@@ -114,5 +118,30 @@ describe('errorFromHttp', () => {
     expect(error.code).toBe('TASK_NOT_FOUND');
     expect(error.name).toBe('TaskNotFoundError');
     expect(isRetryable(new Error('x'))).toBe(false);
+  });
+});
+
+describe('sendEffectOf: a conflict never proves nothing was created', () => {
+  it('HTTP 409 (any body), a google.rpc.Status ALREADY_EXISTS, JSON-RPC code 409, gRPC ALREADY_EXISTS: effect maybe (ConflictError when the body is an error)', () => {
+    for (const body of [JSON.stringify({ error: 'a task for this message already exists' }), '<h1>Conflict</h1>']) expect(sendEffectOf(errorFromHttp(409, 'application/json', body))).toBe('maybe');
+    const answers = [
+      errorFromHttp(409, 'application/json', JSON.stringify({ error: { code: 409, status: 'ALREADY_EXISTS', message: 'duplicate' } })),
+      errorFromHttp(400, 'application/json', JSON.stringify({ error: { code: 400, message: 'duplicate', details: errorInfo('ALREADY_EXISTS') } })),
+      errorFromJsonRpc({ code: 409, message: 'duplicate message' }, '{}'),
+    ];
+    for (const error of answers) {
+      expect(error, error.message).toBeInstanceOf(ConflictError);
+      expect(sendEffectOf(error), error.message).toBe('maybe');
+      expect(isRetryable(error)).toBe(false);
+    }
+    const Grpc = GRPC_STATUS_TABLE.get(GrpcStatus.ALREADY_EXISTS)!;
+    expect(sendEffectOf(new Grpc('exists'))).toBe('maybe');
+  });
+
+  it('every other plain 4xx still proves nothing was created, and 408 / 429 do not', () => {
+    for (let status = 400; status < 500; status++) {
+      const error = errorFromHttp(status, 'text/html', '<h1>no</h1>');
+      expect(sendEffectOf(error), String(status)).toBe([408, 409, 429].includes(status) ? 'maybe' : 'none');
+    }
   });
 });

@@ -303,6 +303,18 @@ describe('properties per kind', () => {
     );
   });
 
+  it('P36 follow rate: a live cycle that showed nothing new for slowPollAfterMs resubscribes within the cap window, never at once; before that, at once', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: policy.noProgressWindowMs - 1 }), fc.double({ min: 0, max: 0.999, noNaN: true }), (elapsedMs, draw) => {
+        const next = progressNext({ count: 0, since: NOW - elapsedMs, unacceptableInRow: 0 }, { what: 'x' }, { taskId: 'T1', state: 'WORKING' }, { ...policy, random: () => draw });
+        expect(next.kind).toBe('follow');
+        const delayMs = next.kind === 'follow' ? (next.plan.delayMs ?? 0) : -1;
+        const window = elapsedMs >= policy.slowPollAfterMs ? policy.followBackoff.capMs : policy.followBackoff.baseMs;
+        expect(delayMs).toBe(Math.floor(draw * window));
+      }),
+    );
+  });
+
   it('P32: a failed search proves no absence: never LOST, never a resend; a drop or 5xx is a counted round, a refusal a person at once', () => {
     fc.assert(
       fc.property(fc.constantFrom('reconcile', 'lost-check') , fc.boolean(), fc.constantFrom('UPSTREAM_ERROR', 'NETWORK_ERROR', 'INTERNAL_ERROR'), (purpose, retryable, code) => {

@@ -50,6 +50,7 @@ export const A2A_CLIENT_ERROR_CODES = [
   'INVALID_PARAMS',
   'INTERNAL_ERROR',
   'UPSTREAM_ERROR',
+  'CONFLICT',
   'NETWORK_ERROR',
   'STREAM_IDLE',
   'PROTOCOL_ERROR',
@@ -208,6 +209,13 @@ export class ResponseIdMismatchError extends ProtocolError {
   override readonly code: A2AClientErrorCode = 'RESPONSE_ID_MISMATCH';
   constructor(message = 'JSON-RPC answer carries another request id', details?: Details) { super(message, details); }
 }
+/**
+ * HTTP 409 or gRPC ALREADY_EXISTS: the request conflicts with something the agent already holds (a task for our
+ * messageId, say). Not retryable; never proof that nothing was created (the conflict may be with our own task).
+ */
+export class ConflictError extends A2AError {
+  constructor(message = 'Conflict', details?: Details) { super(message, 'CONFLICT', false, details); }
+}
 /** HTTP 401/403. Not retryable with the same credentials. */
 export class AuthenticationError extends A2AError {
   constructor(message = 'Authentication failed', details?: Details) { super(message, 'AUTHENTICATION_ERROR', false, details); }
@@ -228,7 +236,7 @@ export interface ErrorTableRow {
    * What a SendMessage answered with this error proves about its effect: `none`, the agent refused the request
    * before acting on it (JSON-RPC 2.0 §5.1 request errors, the A2A errors raised while validating a request, spec
    * §3.3.2, §3.6, §5.4, and 401/403), so no task was created; `maybe`, it may come after the task was created
-   * (-32603, -32002, -32006, 408, 429): a search for our messageId decides.
+   * (-32603, -32002, -32006, 408, 409 / ALREADY_EXISTS, 429): a search for our messageId decides.
    */
   effect: 'none' | 'maybe';
 }
@@ -251,6 +259,7 @@ export const A2A_ERROR_TABLE: readonly ErrorTableRow[] = [
   { errorClass: InternalAgentError, jsonRpcCode: -32603, reason: 'INTERNAL_ERROR', delivery: 'received', effect: 'maybe' },
   { errorClass: AuthenticationError, httpStatus: 401, delivery: 'received', effect: 'none' },
   { errorClass: AuthenticationError, httpStatus: 403, delivery: 'received', effect: 'none' },
+  { errorClass: ConflictError, httpStatus: 409, reason: 'ALREADY_EXISTS', delivery: 'received', effect: 'maybe' },
   { errorClass: UpstreamError, httpStatus: 408, delivery: 'received', effect: 'maybe' },
   { errorClass: UpstreamError, httpStatus: 429, delivery: 'received', effect: 'maybe' },
 ];
@@ -260,16 +269,19 @@ const byReason = new Map(A2A_ERROR_TABLE.filter((row) => row.reason !== undefine
 const byHttpStatus = new Map(A2A_ERROR_TABLE.filter((row) => row.httpStatus !== undefined).map((row) => [row.httpStatus, row]));
 
 const refusals = [...new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'none').map((row) => row.errorClass))];
+/** HTTP statuses whose row says the work may have been done (408, 409, 429). */
+const maybeStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'maybe' && row.httpStatus !== undefined).map((row) => row.httpStatus));
 
 /**
  * What a failed SendMessage proves about its effect (the table's `effect` column): `none` when the error is a
- * refusal (also an HTTP 4xx other than 408/429 whose body is not an A2A error, e.g. a wrong URL's page), else
- * `maybe`. A drop, a timeout or an unreadable answer is `maybe`: the agent may have created the task.
+ * refusal (also an HTTP 4xx whose body is not an A2A error, e.g. a wrong URL's page, unless the table's row for
+ * that status says `maybe`: 408, 409, 429), else `maybe`. A drop, a timeout or an unreadable answer is `maybe`:
+ * the agent may have created the task.
  */
 export function sendEffectOf(error: unknown): 'none' | 'maybe' {
   if (refusals.some((refusal) => error instanceof refusal)) return 'none';
   const status = error instanceof ProtocolError && error.jsonRpcCode === undefined ? error.httpStatus : undefined;
-  return status !== undefined && status >= 400 && status < 500 && status !== 408 && status !== 429 ? 'none' : 'maybe';
+  return status !== undefined && status >= 400 && status < 500 && !maybeStatuses.has(status) ? 'none' : 'maybe';
 }
 
 /** Looks up a class by JSON-RPC code, `ErrorInfo.reason` or HTTP status. */

@@ -5,6 +5,7 @@ export {
   A2A_CLIENT_ERROR_CODES,
   type A2AClientErrorCode,
   AuthenticationError,
+  ConflictError,
   ContentTypeNotSupportedError,
   ExtendedAgentCardNotConfiguredError,
   ExtensionSupportRequiredError,

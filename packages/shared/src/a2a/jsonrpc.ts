@@ -89,12 +89,12 @@ export function decodeJsonRpcEnvelope<Schema extends z.ZodType>(
  * One SSE message of a JSON-RPC stream → StreamResponse; `event: error` or an `error` member → typed
  * error (R08 b, c). With `expectedId`, every frame must carry our request id (`checkResponseId`).
  */
-export function decodeJsonRpcStreamEvent(message: SseMessage, expectedId?: JsonRpcId): z.output<typeof StreamResponseSchema> {
+export function decodeJsonRpcStreamEvent(message: SseMessage, expectedId?: JsonRpcId, contentProof?: JsonRpcRequest['contentProof']): z.output<typeof StreamResponseSchema> {
   const value = parseJsonText(message.data, 'SSE event data');
   if (message.event === 'error' && !(typeof value === 'object' && value !== null && 'error' in value)) {
     throw new ProtocolError('SSE error event without a JSON-RPC error', { cause: message.data, bodyExcerpt: excerpt(message.data) });
   }
-  return decodeJsonRpcEnvelope(value, message.data, StreamResponseSchema, 'stream event', undefined, expectedId);
+  return decodeJsonRpcEnvelope(value, message.data, StreamResponseSchema, 'stream event', undefined, expectedId, contentProof);
 }
 
 /**
@@ -129,26 +129,51 @@ function taskOfResult(result: unknown): { id?: unknown; history?: unknown } | un
   return typeof task === 'object' && task !== null ? (task as { id?: unknown; history?: unknown }) : undefined;
 }
 
+/** The Task or Message a send result carries: 1.0 `{task}` / `{message}`, or a bare (0.3, kind-tagged) one. */
+function messageOrTaskOfResult(result: unknown): { history?: unknown; contextId?: unknown } | undefined {
+  if (typeof result !== 'object' || result === null) return undefined;
+  const inner = 'message' in result ? (result as { message: unknown }).message : taskOfResult(result);
+  return typeof inner === 'object' && inner !== null ? (inner as { history?: unknown; contextId?: unknown }) : undefined;
+}
+
+/** The task id a result names: a Task's id (1.0 `{task}`, bare, 0.3), or a stream event's `taskId` (1.0 updates, 0.3 events). */
+function taskIdOfResult(result: unknown): unknown {
+  if (typeof result !== 'object' || result === null) return undefined;
+  const value = result as { statusUpdate?: { taskId?: unknown }; artifactUpdate?: { taskId?: unknown }; taskId?: unknown };
+  return value.statusUpdate?.taskId ?? value.artifactUpdate?.taskId ?? value.taskId ?? taskOfResult(result)?.id;
+}
+
 /**
- * What proves an answer to a request with these params ours by its content: our messageId in the history of the task
- * (SendMessage), the task id we asked about (GetTask, CancelTask). Other requests have no content proof.
+ * What proves an answer to a request with these params ours by its content: our messageId in the history of the task,
+ * or the context we sent on the Task or Message answered (SendMessage), the task id we asked about (GetTask, CancelTask, and each frame of SubscribeToTask), a ListTasks page
+ * that lists tasks, each in the context we asked for (an empty page proves nothing). Other requests have no content proof.
  */
-function contentProofOf(params: object): JsonRpcRequest['contentProof'] {
-  const messageId = (params as { message?: { messageId?: unknown } }).message?.messageId;
+function contentProofOf(method: string, params: object): JsonRpcRequest['contentProof'] {
+  if (method === JSON_RPC_METHODS.listTasks) {
+    const contextId = (params as { contextId?: unknown }).contextId;
+    return (result) => {
+      const tasks = (result as { tasks?: unknown } | null)?.tasks;
+      return Array.isArray(tasks) && tasks.length > 0 && tasks.every((task) => contextId === undefined || (task as { contextId?: unknown } | null)?.contextId === contextId);
+    };
+  }
+  const { messageId, contextId } = (params as { message?: { messageId?: unknown; contextId?: unknown } }).message ?? {};
   if (typeof messageId === 'string') {
     return (result) => {
-      const history = taskOfResult(result)?.history;
-      return Array.isArray(history) && history.some((message) => (message as { messageId?: unknown } | null)?.messageId === messageId);
+      const answered = messageOrTaskOfResult(result);
+      const history = answered?.history;
+      if (Array.isArray(history) && history.some((message) => (message as { messageId?: unknown } | null)?.messageId === messageId)) return true;
+      // Our context (a fresh one per delegation, sent with the message) on the Task or Message answered.
+      return typeof contextId === 'string' && contextId !== '' && answered?.contextId === contextId;
     };
   }
   const taskId = (params as { id?: unknown }).id;
-  if (typeof taskId === 'string' && taskId !== '') return (result) => taskOfResult(result)?.id === taskId;
+  if (typeof taskId === 'string' && taskId !== '') return (result) => taskIdOfResult(result) === taskId;
   return undefined;
 }
 
 /** Builds a request envelope `{jsonrpc, id, method, params}`. */
 export const jsonRpcRequest = (id: JsonRpcId, method: string, params: object): JsonRpcRequest => {
-  const contentProof = contentProofOf(params);
+  const contentProof = contentProofOf(method, params);
   return { id, body: JSON.stringify({ jsonrpc: '2.0', id, method, params }), ...(contentProof ? { contentProof } : {}) };
 };
 
@@ -217,7 +242,7 @@ export class JsonRpcTransport implements A2ATransport {
       signal: options?.signal,
       ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });
-    const decode = (message: SseMessage) => decodeJsonRpcStreamEvent(message, rpc.id);
+    const decode = (message: SseMessage) => decodeJsonRpcStreamEvent(message, rpc.id, rpc.contentProof);
     return yield* followEventStream(response, decode, decodeJsonRpcStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal });
   }
 

@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ROLES, TASK_STATES } from './enums.ts';
-import { partToV1Shape, salvageStatusMessage, toBareTask, toWrappedResponse } from './shape.ts';
+import { partToV1Shape, readableEntries, salvageStatusMessage, salvageTimestamp, toBareTask, toWrappedResponse } from './shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from './spelling.ts';
 
 /** Task states, in proto order (spec §5.5 TaskState). Kept in `enums.ts` so `spelling.ts` can read them without a cycle. */
@@ -69,7 +69,7 @@ export const TaskStatusSchema = z.object({
   state: WireTaskStateSchema,
   // Informational: a bare string is salvaged, an unreadable message dropped; never the whole answer (A37).
   message: z.preprocess((value) => salvageStatusMessage(value, '1.0'), MessageSchema.optional().catch(undefined)),
-  timestamp: z.string().optional(),
+  timestamp: z.preprocess(salvageTimestamp, z.string().optional()),
 });
 export type TaskStatus = z.infer<typeof TaskStatusSchema>;
 
@@ -88,7 +88,8 @@ export const TaskSchema = z.object({
   contextId: z.string().optional(),
   status: TaskStatusSchema,
   artifacts: z.array(ArtifactSchema).optional(),
-  history: z.array(MessageSchema).optional(),
+  // Informational: an entry that does not parse is dropped, never the whole answer.
+  history: z.preprocess((value) => readableEntries(value, (entry) => MessageSchema.safeParse(entry).success), z.array(MessageSchema).optional()),
   metadata: MetadataSchema.optional(),
 });
 export type Task = z.infer<typeof TaskSchema>;

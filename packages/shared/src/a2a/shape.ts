@@ -118,3 +118,24 @@ export function salvageStatusMessage(value: unknown, version: '1.0' | '0.3'): un
     metadata: { durableA2a: { salvaged: 'status.message was a bare string, not a Message' } },
   };
 }
+
+/**
+ * A `status.timestamp` an agent sent as a number (epoch seconds below 10^11, else epoch milliseconds) is read as
+ * that instant in ISO 8601; any other non-string is dropped (informational, never the whole answer: the A37 kind).
+ * A string passes unchanged.
+ */
+export function salvageTimestamp(value: unknown): unknown {
+  if (typeof value === 'string' || value === undefined) return value;
+  if (typeof value !== 'number' || !Number.isFinite(value)) return undefined;
+  const date = new Date(value < 1e11 ? value * 1000 : value);
+  return Number.isNaN(date.getTime()) ? undefined : date.toISOString();
+}
+
+/**
+ * The entries of an informational list (a task's `history`) that `readable` accepts; an entry that does not parse is
+ * dropped, never the whole answer (the A37 kind). Dropping can only lose evidence (our messageId in the history),
+ * never make a task ours. A non-array passes unchanged (the schema decides).
+ */
+export function readableEntries(value: unknown, readable: (entry: unknown) => boolean): unknown {
+  return Array.isArray(value) ? value.filter(readable) : value;
+}

@@ -9,6 +9,7 @@ import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import {
   type A2AError,
   AuthenticationError,
+  ConflictError,
   InternalAgentError,
   InvalidParamsError,
   InvalidRequestError,
@@ -33,7 +34,8 @@ export const GRPC_STATUS_TABLE: ReadonlyMap<GrpcStatus, ErrorClass> = new Map<Gr
   // Our `requestTimeoutMs` deadline (or the server's): the call may or may not have run. Transient.
   [GrpcStatus.DEADLINE_EXCEEDED, NetworkError],
   [GrpcStatus.NOT_FOUND, TaskNotFoundError],
-  [GrpcStatus.ALREADY_EXISTS, InvalidRequestError],
+  // Conflicts with something the agent holds (a task for our messageId, say): never proof nothing was created.
+  [GrpcStatus.ALREADY_EXISTS, ConflictError],
   [GrpcStatus.PERMISSION_DENIED, AuthenticationError],
   // Quota or overload, like HTTP 429 (our own size cap is told apart in `errorFromGrpc`).
   [GrpcStatus.RESOURCE_EXHAUSTED, UpstreamError],

@@ -63,9 +63,9 @@ export function errorFromJsonRpcV03(errorObject: unknown, rawBody: string, httpS
 }
 
 /** One SSE message of a 0.3 JSON-RPC stream → the 0.3 event (still unconverted, so `final` can be read); with `expectedId`, it must carry our request id. */
-export function decodeJsonRpcV03StreamEvent(message: SseMessage, expectedId?: JsonRpcId): z.output<typeof EventV03Schema> {
+export function decodeJsonRpcV03StreamEvent(message: SseMessage, expectedId?: JsonRpcId, contentProof?: JsonRpcRequest['contentProof']): z.output<typeof EventV03Schema> {
   const value = withoutErrorData(parseJsonText(message.data, 'SSE event data'));
-  return decodeJsonRpcEnvelope(value, message.data, EventV03Schema, 'stream event', undefined, expectedId);
+  return decodeJsonRpcEnvelope(value, message.data, EventV03Schema, 'stream event', undefined, expectedId, contentProof);
 }
 
 const decodeStreamError = (status: number, contentType: string | undefined, bodyText: string): A2AError =>
@@ -106,7 +106,7 @@ export class JsonRpcV03Transport implements A2ATransport {
     });
     const state = { final: false };
     const decode = (message: SseMessage): StreamResponse => {
-      const event = decodeJsonRpcV03StreamEvent(message, rpc.id);
+      const event = decodeJsonRpcV03StreamEvent(message, rpc.id, rpc.contentProof);
       if (isFinalEvent(event)) state.final = true;
       return eventFromV03(event);
     };

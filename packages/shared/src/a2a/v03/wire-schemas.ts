@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { TaskState } from '../schema.ts';
-import { partToV03Shape, salvageStatusMessage, toKindTagged } from '../shape.ts';
+import { partToV03Shape, readableEntries, salvageStatusMessage, salvageTimestamp, toKindTagged } from '../shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from '../spelling.ts';
 
 const MetadataSchema = z.record(z.string(), z.unknown());
@@ -66,7 +66,7 @@ export const TaskStatusV03Schema = z.object({
   state: WireStateV03Schema,
   // Informational: a bare string is salvaged, an unreadable message dropped; never the whole answer (A37).
   message: z.preprocess((value) => salvageStatusMessage(value, '0.3'), MessageV03Schema.optional().catch(undefined)),
-  timestamp: z.string().optional(),
+  timestamp: z.preprocess(salvageTimestamp, z.string().optional()),
 });
 
 /** 0.3 Artifact (spec v0.3.0 §6.7). */
@@ -86,7 +86,8 @@ export const TaskV03Schema = z.object({
   contextId: z.string().optional(),
   status: TaskStatusV03Schema,
   artifacts: z.array(ArtifactV03Schema).optional(),
-  history: z.array(MessageV03Schema).optional(),
+  // Informational: an entry that does not parse is dropped, never the whole answer.
+  history: z.preprocess((value) => readableEntries(value, (entry) => MessageV03Schema.safeParse(entry).success), z.array(MessageV03Schema).optional()),
   metadata: MetadataSchema.optional(),
 });
 export type TaskV03 = z.infer<typeof TaskV03Schema>;

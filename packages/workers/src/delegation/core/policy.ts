@@ -118,7 +118,8 @@ export interface NoProgressRun {
 
 /**
  * The progress rule after one follow cycle (README "No livelock"): progress → follow again after a short jittered
- * delay; nothing new → resubscribe after full-jitter backoff; backoff at its cap or `slowPollAfterMs` → slow
+ * delay (a live stream that showed nothing new for `slowPollAfterMs`: within the backoff's cap window); nothing new →
+ * resubscribe after full-jitter backoff; backoff at its cap or `slowPollAfterMs` → slow
  * polling (one GetTask per `slowPollMs`); nothing new for `noProgressWindowMs` → AMBIGUOUS `NO_PROGRESS`. A cycle
  * that ended on an answer we cannot accept (`unacceptable`) `unacceptableAnswerLimit` times running ends the
  * attempt at once with `PROTOCOL_ERROR` (bounded calls, never the no-progress window).
@@ -147,7 +148,14 @@ export function progressNext(run: NoProgressRun, observation: { what: string; un
         `last: ${observation.what}${observation.unacceptable ? ` (protocol error ${observation.unacceptable.code})` : ''}; state ${record.state}`,
     };
   }
-  if (count === 0) return { kind: 'follow', plan: { resubscription: 0, delayMs: fullJitterDelayMs(0, policy.followBackoff, policy.random) } };
+  if (count === 0) {
+    // A cycle that brought progress starts a fresh run (elapsed 0): follow again at once. A live stream that showed
+    // nothing new keeps the run's start (P36): past `slowPollAfterMs` of that, an agent that recycles its stream
+    // after every update is resubscribed within the backoff's cap window (full jitter), not at once, so its
+    // follow rate stays bounded; it is still followed on streams (never slow-polled) until the no-progress window.
+    const attempt = elapsedMs >= policy.slowPollAfterMs ? Number.POSITIVE_INFINITY : 0;
+    return { kind: 'follow', plan: { resubscription: 0, delayMs: fullJitterDelayMs(attempt, policy.followBackoff, policy.random) } };
+  }
   if (elapsedMs >= policy.slowPollAfterMs || backoffAtCap(count, policy.followBackoff)) {
     return { kind: 'slow-poll', resubscription: count, delayMs: Math.floor(policy.slowPollMs * (1 + policy.random() / 4)) };
   }

@@ -14,6 +14,8 @@ import {
   A2AError,
   JournalError,
   LimitExceededError,
+  MethodNotFoundError,
+  UnsupportedOperationError,
   isRetryable,
   isTerminalTaskState,
   lazyChildLogger,
@@ -27,7 +29,7 @@ import {
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
 import type { NextKind } from '../core/next.ts';
 import type { Observation } from '../core/observation.ts';
-import { codeOf } from './read.ts';
+import { codeOf, readFailure } from './read.ts';
 
 /** What the run's sink tells the stream after applying an observation. */
 export interface SinkResult {
@@ -194,18 +196,27 @@ function pairable(record: DelegationRecord, first: StreamResponse, second: Strea
 /**
  * R26: before a COMPLETED status update that brought no artifacts is applied, one GetTask collects them: a terminal
  * answer about our task is the observation instead (a full read). Undefined when the record already holds artifacts,
- * the answer is not terminal or not about our task, or GetTask fails: the status update is applied alone.
+ * the answer is not terminal or not about our task (a stale read: the stream's COMPLETED stands, field case R12), or
+ * the agent cannot be read (no GetTask: -32601, UnsupportedOperation): the status update is applied alone. Any other
+ * failure is its observation (`read-failed`, `task-not-found`): the status update is not applied (a finished row
+ * takes no more artifacts; settling now would show a result-less success) and the follow reads the task again.
  */
 async function collectBeforeTerminal(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<Observation | undefined> {
   const view = await ctx.journal.getDelegationView(record);
   if (!view || view.artifacts.length > 0) return undefined;
+  const why = 'collecting the artifacts of a finished task';
   try {
     const task = await (await ctx.agents.transportFor(record)).getTask({ id: record.taskId! });
     if (task.id !== record.taskId || !isTerminalTaskState(task.status.state)) return undefined;
-    return { kind: 'task-read', task, call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why: 'collecting the artifacts of a finished task', cycle: true };
+    return { kind: 'task-read', task, call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why, cycle: true };
   } catch (error) {
     if (error instanceof JournalError) throw error;
-    log.warn({ err: error }, 'GetTask to collect the artifacts of a finished task failed; applying the status update alone');
-    return undefined;
+    if (error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) {
+      log.warn({ err: error }, 'the agent cannot be read with GetTask; applying the status update alone');
+      return undefined;
+    }
+    if (error instanceof A2AError || isRetryable(error)) return readFailure(error, 'get-task', why, true, log);
+    log.warn({ err: error }, 'GetTask to collect the artifacts of a finished task failed; reading it again');
+    return { kind: 'read-failed', call: 'get-task', code: codeOf(error), retryable: true, why, cycle: true };
   }
 }
