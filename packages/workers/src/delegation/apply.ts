@@ -29,7 +29,7 @@ import type { WorkerContext } from '../context.ts';
 import type { FollowPlan, Next, NextKind } from './core/next.ts';
 import type { Observation } from './core/observation.ts';
 import { mayWantCancel, progressNext, questionOpen, routeOf } from './core/policy.ts';
-import { transition } from './core/transitions.ts';
+import { transition, type Step } from './core/transitions.ts';
 import { NOTHING_WRITTEN, refOf, writeStep, writtenOf, type Scope, type Written } from './write.ts';
 import { handleAuthRequired } from './auth.ts';
 import { readTask } from './io/read.ts';
@@ -59,12 +59,26 @@ export interface Applied {
 export async function apply(ctx: WorkerContext, record: DelegationRecord, observation: Observation, scope: Scope = {}): Promise<Applied> {
   const step = transition(record, observation, ctx.policy);
   const written = await writeStep(ctx, record, step, scope, observation);
+  if (written.applied && isAdoption(step, observation)) ctx.metrics.adoptions.inc();
   // A side duty once the task is bound: the push config is checked (and created) before the next step runs, so a
   // Delete at the end (settle) never overtakes it in this process; the row handed on carries what it journaled.
   const current = written.record ?? record;
   const registered = wantsPushRegistration(ctx, current) ? await registerPushConfig(ctx, current, scope.log) : undefined;
   if (registered && written.record) return performNext(ctx, record, step.next, scope, { ...written, record: { ...written.record, ...registered } }, observation);
   return performNext(ctx, registered ? { ...record, ...registered } : record, step.next, scope, written, observation);
+}
+
+/**
+ * True when the step bound a task we did not learn from our own SendMessage's answer: one found by our messageId
+ * (the reconciler's search, a search while the agent held the send) or read in full after such a search. Counted
+ * once, here, only when the write applied (two reconcilers finding the same task adopt it once).
+ */
+function isAdoption(step: Step, observation: Observation): boolean {
+  const write = step.write;
+  if (write === undefined || Array.isArray(write)) return false;
+  const single = write as Exclude<Step['write'], undefined | readonly unknown[]>;
+  if (single.kind !== 'snapshot' || !single.bindAgent) return false;
+  return observation.kind === 'search-result' || observation.kind === 'task-read' || (observation.kind === 'send-answered' && observation.via === 'search-while-held');
 }
 
 /** Applies `observation` to the delegation `ref` as it is in the journal now (read first); `missing` when it is gone. */

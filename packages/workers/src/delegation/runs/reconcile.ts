@@ -168,7 +168,6 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
   const observed = await searchForMessage(ctx, record, 'reconcile', 'reconciling a send that may have happened');
   const applied = await apply(ctx, record, observed, { log, source: 'reconcile' });
   if (observed.kind === 'search-result' && observed.finding.kind === 'found' && observed.finding.ownership.kind === 'proven') {
-    ctx.metrics.adoptions.inc();
     log.info({ taskId: observed.finding.task.id, state: observed.finding.task.status.state }, 'adopted the task found by our messageId');
     return 'adopted';
   }

@@ -256,7 +256,6 @@ function outcomeOf(ctx: WorkerContext, log: Log, observation: Observation, appli
     return 'foreign-answer';
   }
   if (observation.via === 'search-while-held') {
-    ctx.metrics.adoptions.inc();
     log.info({ taskId: observation.answer.task.id, state: observation.answer.task.status.state }, 'the agent holds the send; its task was found by our messageId');
     return 'found-while-held';
   }
