@@ -4,6 +4,7 @@
  * (docs/field-cases.md says what each proves); the case's "Expected" is the assertion.
  */
 import { describe, expect, it } from 'vitest';
+import { STALE_READ_REREADS } from '../../packages/workers/src/delegation/core/policy.ts';
 import { eventually } from '../harness/fleet.ts';
 import {
   NOT_FOUND,
@@ -48,8 +49,8 @@ describe('R12: reads older than what the stream said', () => {
     const after = (await recordOf(p, id))!;
     expect(after.state).toBe('COMPLETED');
     expect(after.statusTimestamp).toBe(h.at(5));
-    // The stale read did happen (after the drop) and was ignored.
-    expect(agent.count('GetTask')).toBe(1);
+    // The stale read did happen (after the drop), was asked again a bounded number of times, and was ignored.
+    expect(agent.count('GetTask')).toBe(1 + STALE_READ_REREADS);
     expect(await metric(fleet.metrics.transitions, { source: 'get-task' })).toBe(0);
     expect(agent.count('SubscribeToTask')).toBe(1);
     expect(agent.count('SendMessage')).toBe(1);
@@ -57,6 +58,25 @@ describe('R12: reads older than what the stream said', () => {
     expect(await metric(fleet.metrics.transitions, { state: 'TASK_STATE_WORKING' })).toBe(0);
     expect(await metric(fleet.metrics.redelegations)).toBe(0);
     expect((await p.get(id)).state).toBe('COMPLETED');
+  });
+
+  it('A2A #373 kind: stream COMPLETED without artifacts, GetTask answers WORKING (no timestamp) before its store catches up: read again, COMPLETED with the result', async () => {
+    const { producer: p, agent } = await h.setUp(
+      (seen) => ({
+        SubscribeToTask: () => ({ sse: [ev(SU('WORKING', { contextId: seen.contextId, timestamp: h.at(1) })), ev(SU('COMPLETED', { contextId: seen.contextId, timestamp: h.at(5) }))], endAfter: 'close' }),
+        GetTask: (_params, call) =>
+          call.count === 1
+            ? { result: task('T1', 'WORKING', { contextId: seen.contextId }) }
+            : { result: task('T1', 'COMPLETED', { contextId: seen.contextId, timestamp: h.at(5), artifacts: { a1: 'the booking' } }) },
+      }),
+      { reconcileIntervalMs: 60_000 },
+    );
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'r12-lag', idempotencyKey: 'r12-lag' });
+    const record = await finished(p, id);
+    expect(record.state).toBe('COMPLETED');
+    expect(artifactText(await viewOf(p, id), 'a1')).toBe('the booking');
+    expect(agent.count('GetTask')).toBe(2);
+    expect(agent.count('SendMessage')).toBe(1);
   });
 
   it('a stale GetTask snapshot applied to a COMPLETED record is ignored ("finished"), terminal states never regress', async () => {

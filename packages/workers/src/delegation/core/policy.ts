@@ -44,6 +44,18 @@ export interface Policy {
   sendSettleMs: number;
 }
 
+/**
+ * Re-reads of a full read that is older than the stream's COMPLETED status update it should complete (the agent's
+ * store updated after the event was sent: GetTask still answers WORKING): at most this many more GetTask calls,
+ * then the stream's status stands alone (terminal states never regress).
+ */
+export const STALE_READ_REREADS = 2;
+
+/** Delay before re-read `index` (0-based) of a stale full read, ms: full jitter over 250 ms × 4^index (≤ 250, ≤ 1,000). */
+export function staleReadDelayMs(index: number, policy: Pick<Policy, 'random'>): number {
+  return Math.round(policy.random() * 250 * 4 ** index);
+}
+
 /** The fleet's options as a `Policy` (the real clock and Math.random unless the options inject a clock). */
 export function policyOf(options: Omit<Policy, 'random' | 'unacceptableAnswerLimit'> & { unacceptableAnswerLimit?: number }, random: () => number = Math.random): Policy {
   return {

@@ -10,6 +10,7 @@
  * journal, never routes. `durable_a2a_resubscriptions_total{reason}`: quiet, idle, dropped, ended, protocol, or
  * terminal (subscription refused and GetTask found the task finished: the normal answer for a terminal task).
  */
+import { setTimeout as delay } from 'node:timers/promises';
 import {
   A2AError,
   JournalError,
@@ -29,6 +30,7 @@ import {
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
 import type { NextKind } from '../core/next.ts';
 import type { Observation } from '../core/observation.ts';
+import { STALE_READ_REREADS, staleReadDelayMs } from '../core/policy.ts';
 import { codeOf, readFailure } from './read.ts';
 
 /** What the run's sink tells the stream after applying an observation. */
@@ -195,8 +197,9 @@ function pairable(record: DelegationRecord, first: StreamResponse, second: Strea
 
 /**
  * R26: before a COMPLETED status update that brought no artifacts is applied, one GetTask collects them: a terminal
- * answer about our task is the observation instead (a full read). Undefined when the record already holds artifacts,
- * the answer is not terminal or not about our task (a stale read: the stream's COMPLETED stands, field case R12), or
+ * answer about our task is the observation instead (a full read). An answer older than the stream (not terminal) is
+ * read again, at most `STALE_READ_REREADS` times with jittered delays (`staleReadDelayMs`). Undefined when the record
+ * already holds artifacts, the answers stay older or are not about our task (the stream's COMPLETED stands, R12), or
  * the agent cannot be read (no GetTask: -32601, UnsupportedOperation): the status update is applied alone. Any other
  * failure is its observation (`read-failed`, `task-not-found`): the status update is not applied (a finished row
  * takes no more artifacts; settling now would show a result-less success) and the follow reads the task again.
@@ -206,9 +209,18 @@ async function collectBeforeTerminal(ctx: WorkerContext, record: DelegationRecor
   if (!view || view.artifacts.length > 0) return undefined;
   const why = 'collecting the artifacts of a finished task';
   try {
-    const task = await (await ctx.agents.transportFor(record)).getTask({ id: record.taskId! });
-    if (task.id !== record.taskId || !isTerminalTaskState(task.status.state)) return undefined;
-    return { kind: 'task-read', task, call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why, cycle: true };
+    const transport = await ctx.agents.transportFor(record);
+    for (let reread = 0; ; reread++) {
+      const task = await transport.getTask({ id: record.taskId! });
+      if (task.id !== record.taskId) return undefined;
+      if (isTerminalTaskState(task.status.state)) return { kind: 'task-read', task, call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why, cycle: true };
+      // Older than the stream's COMPLETED (a store updated after the event was sent): read again, a bounded number of times.
+      if (reread >= STALE_READ_REREADS || ctx.shutdownSignal.aborted) {
+        log.warn({ state: task.status.state, reads: reread + 1 }, 'GetTask still answers an older state than the stream said; applying the stream\'s status update alone');
+        return undefined;
+      }
+      await delay(staleReadDelayMs(reread, ctx.policy), undefined, { signal: ctx.shutdownSignal }).catch(() => undefined);
+    }
   } catch (error) {
     if (error instanceof JournalError) throw error;
     if (error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) {
