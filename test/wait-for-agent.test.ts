@@ -20,6 +20,7 @@ const redisServer = useRedisServer();
 const prefix = 'wait-agent';
 /** How long the agent stays down (the field case's 40 s, scaled down). */
 const DOWN_MS = 8_000;
+const LATE_SKILL = { id: 'late-skill', name: 'late skill', description: 'books late', tags: [] };
 let fleet: Fleet;
 let app: ApiServer;
 let producer: Producer;
@@ -111,8 +112,8 @@ it('N31: an agent that starts 8 s after the create: COMPLETED once it is up, one
 }, 120_000);
 
 it('unreachableForMs elapsed: FAILED AGENT_UNREACHABLE, the step goes to another agent with the skill, which runs it once', async () => {
-  const down = await startDemoAgent({ skills: [{ id: 'late-skill', name: 'late skill' }] });
-  const up = await startDemoAgent({ skills: [{ id: 'late-skill', name: 'late skill' }] });
+  const down = await startDemoAgent({ skills: [LATE_SKILL] });
+  const up = await startDemoAgent({ skills: [LATE_SKILL] });
   agents.push(down, up);
   const first = await producer.registerAgent(down.cardUrl);
   // Registration order decides the first candidate: the second agent is registered a millisecond later at least.
