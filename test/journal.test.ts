@@ -84,6 +84,33 @@ describe('markSending / releaseForResend', () => {
   });
 });
 
+describe('noteUnreachable (noteUnreachable-1.lua)', () => {
+  const error = { code: 'NETWORK_ERROR' as const, message: 'ECONNREFUSED on http://127.0.0.1:9/', retryable: true, delivery: 'not-sent' as const };
+  it('an unmarked try: counted, since kept from the first, next try journaled; a marked row is refused (MAY_HAVE_SENT)', async () => {
+    const before = (await journal.getDelegation(ref))!;
+    const first = await journal.noteUnreachable(ref, before.fence, { error, nextTryAt: 5_000_000, marked: false });
+    expect(first).toMatchObject({ version: before.version + 1, unreachableCount: 1 });
+    const second = await journal.noteUnreachable(ref, before.fence, { error, nextTryAt: 6_000_000, marked: false });
+    expect(second).toMatchObject({ version: before.version + 2, unreachableCount: 2, unreachableSince: first.unreachableSince });
+    expect(await journal.getDelegation(ref)).toMatchObject({ state: 'INTENT', unreachableCount: 2, unsentTries: 2, nextTryAt: 6_000_000, error });
+    await journal.markSending(ref, before.fence);
+    expect(await refusal(journal.noteUnreachable(ref, before.fence, { error, nextTryAt: 7_000_000, marked: false }))).toBe('MAY_HAVE_SENT');
+  });
+  it('a marked try whose SendMessage never left clears the mark (the next try may send); fence, state and row are checked', async () => {
+    const fence = (await journal.getDelegation(ref))!.fence;
+    await journal.markSending(ref, fence);
+    await journal.noteUnreachable(ref, fence, { error, nextTryAt: 5_000_000, marked: true });
+    const record = (await journal.getDelegation(ref))!;
+    expect(record).toMatchObject({ unreachableCount: 1, unsentTries: 0, sendCount: 1 });
+    expect(record.sendStartedAt).toBeUndefined();
+    await journal.markSending(ref, fence);
+    expect(await refusal(journal.noteUnreachable(ref, fence + 1, { error, nextTryAt: 5_000_000, marked: true }))).toBe('FENCE_LOST');
+    await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 'T1' });
+    expect(await refusal(journal.noteUnreachable(ref, fence, { error, nextTryAt: 5_000_000, marked: true }))).toBe('WRONG_STATE');
+    expect(await refusal(journal.noteUnreachable({ ...ref, delegationId: 'none' }, 0, { error, nextTryAt: 5_000_000, marked: true }))).toBe('DELEGATION_MISSING');
+  });
+});
+
 describe('applyStatus', () => {
   it('moves forward, ignores duplicates, stale reads and regressions; finished never regresses (R12)', async () => {
     const at = (second: number) => `2026-01-01T10:00:0${second}.000Z`;

@@ -15,6 +15,14 @@ export interface Attempt {
   finishedAt?: number;
   sendCount: number;
   resendCount: number;
+  /** Tries: SendMessage calls plus tries that ended before one could be made (the Agent Card could not be fetched). */
+  tries?: number;
+  /** `waiting for the agent` while the agent cannot be reached (the API's `AttemptProgress`). */
+  progress?: string;
+  /** The next try while waiting for the agent (ISO 8601). */
+  nextTryAt?: string;
+  /** Since when the agent could not be reached (ISO 8601). */
+  unreachableSince?: string;
   resultText?: string;
   error?: { code?: string; message: string };
   replyMessageId?: string;
@@ -72,9 +80,10 @@ const hostOf = (url: string) => {
 
 function attemptLines(attempt: Attempt, label: string): string[] {
   const lines = [`    ${label} ${attempt.delegationId}  ${attempt.state}  agent ${hostOf(attempt.agentCardUrl)}${attempt.taskId ? `  task ${attempt.taskId}` : ''}`];
-  lines.push(`      started ${time(attempt.createdAt)}  finished ${time(attempt.finishedAt)}  sends ${attempt.sendCount}${attempt.resendCount ? ` (resent ${attempt.resendCount})` : ''}`);
+  lines.push(`      started ${time(attempt.createdAt)}  finished ${time(attempt.finishedAt)}  tries ${attempt.tries ?? attempt.sendCount}${attempt.resendCount ? ` (resent ${attempt.resendCount})` : ''}`);
   if (attempt.resultText) lines.push(`      result: ${attempt.resultText}`);
-  if (attempt.error) lines.push(`      error: ${attempt.error.code ? `${attempt.error.code}: ` : ''}${attempt.error.message}`);
+  if (attempt.error) lines.push(`      ${attempt.finishedAt ? 'error' : 'last error'}: ${attempt.error.code ? `${attempt.error.code}: ` : ''}${attempt.error.message}`);
+  if (attempt.nextTryAt) lines.push(`      waiting for the agent${attempt.unreachableSince ? ` (unreachable since ${attempt.unreachableSince})` : ''}: next try ${attempt.nextTryAt}`);
   if (attempt.replyMessageId) lines.push(`      reply ${attempt.replyMessageId} ${attempt.replyState ?? ''}${attempt.replyError ? ` (refused: ${attempt.replyError})` : ''}`);
   if (attempt.abandoned) lines.push('      given up by a person: this undo will never happen');
   if (attempt.effect) lines.push(`      effect ${attempt.effect} (verified ${time(attempt.verifiedAt)})${attempt.evidence !== undefined ? `  evidence ${JSON.stringify(attempt.evidence)}` : ''}`);

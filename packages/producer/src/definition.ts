@@ -75,6 +75,8 @@ export const StrictStepSchema = z
     readOnly: z.boolean().optional(),
     /** Overall deadline of each attempt of this step in ms (default: the workers' `attemptDeadlineMs`, 24 h). */
     attemptDeadlineMs: z.number().int().positive().optional(),
+    /** How long (ms) an attempt waits for an agent that cannot be reached before it ends FAILED `AGENT_UNREACHABLE` (default: the attempt deadline). */
+    unreachableForMs: z.number().int().positive().optional(),
   })
   .refine(...targetRefinement)
   .refine(...oneTargetRefinement)

@@ -6,6 +6,7 @@ import { isAwaitingAnswer, isFinished, isParked, type Attention, type Delegation
 /**
  * Where an attempt stands, derived from the journal:
  * - `sending`: journaled, SendMessage not answered yet (no task id);
+ * - `waiting for the agent`: the agent could not be reached and nothing was sent; the next try is at `nextTryAt`;
  * - `held`: waiting for earlier steps (`after`);
  * - `following`: a worker holds the stream (follow lease) of its task;
  * - `polling`: no open stream; the reconciler checks the task at `nextCheckAt`;
@@ -13,19 +14,29 @@ import { isAwaitingAnswer, isFinished, isParked, type Attention, type Delegation
  * - `waiting for a person`: an open question (INPUT_REQUIRED / AUTH_REQUIRED), or AMBIGUOUS;
  * - `finished`: a terminal state.
  */
-export type AttemptProgress = 'sending' | 'held' | 'following' | 'polling' | 'parked' | 'waiting for a person' | 'finished';
+export type AttemptProgress = 'sending' | 'waiting for the agent' | 'held' | 'following' | 'polling' | 'parked' | 'waiting for a person' | 'finished';
 
 /** One attempt of a step (or of its compensation), as journaled. */
-export interface AttemptSummary extends Omit<DelegationView, 'message' | 'replyMessage'> {
+export interface AttemptSummary extends Omit<DelegationView, 'message' | 'replyMessage' | 'nextTryAt' | 'unreachableSince'> {
   finished: boolean;
   /** The text parts of the result: artifacts, else the direct reply message, else the final status message (V3). */
   resultText?: string;
   /** Where the attempt stands now (see AttemptProgress). */
   progress: AttemptProgress;
-  /** SendMessage calls made for this attempt (first send and resends with the same messageId). */
+  /**
+   * Tries of this attempt: SendMessage calls made (first send and resends with the same messageId), plus tries that
+   * ended before one could be made (the agent's Agent Card could not be fetched).
+   */
   tries: number;
-  /** The last classified error journaled for this attempt: stable code, message, retryable. */
-  lastError?: { code: string; message: string; retryable?: boolean };
+  /** The last classified error journaled for this attempt: stable code, message, retryable, delivery. */
+  lastError?: { code: string; message: string; retryable?: boolean; delivery?: string };
+  /**
+   * While the attempt waits for an agent that could not be reached (progress `waiting for the agent`): when the next
+   * try is due (ISO 8601, always in the future; once due, the try is under way and progress is `sending`).
+   */
+  nextTryAt?: string;
+  /** Since when the agent could not be reached (ISO 8601): the first try of this attempt that failed to reach it. */
+  unreachableSince?: string;
   /** When the reconciler next checks this attempt (ISO 8601), while it is unfinished. */
   nextCheckAt?: string;
   /** A compensation a person gave up (`resolve('abandon')` on COMPENSATION_FAILED): its undo will never happen. */
@@ -76,22 +87,27 @@ export interface WorkflowView {
 const textOf = (message?: Message) => message?.parts.map((part) => part.text ?? '').join('') ?? '';
 
 /** The attempt's progress from its journal row, its follow lease and the workflow state. */
-function progressOf(view: DelegationView, followed: boolean, workflowState: string): AttemptProgress {
+function progressOf(view: DelegationView, followed: boolean, workflowState: string, nowMs: number): AttemptProgress {
   if (isFinished(view.state)) return 'finished';
   if (isAwaitingAnswer(view) || view.state === 'AMBIGUOUS' || (workflowState === 'NEEDS_ATTENTION' && view.error)) return 'waiting for a person';
   if (isParked(view.state)) return 'parked';
   if (view.held) return 'held';
   if (followed) return 'following';
+  if (waitingForAgent(view, nowMs)) return 'waiting for the agent';
   return view.taskId ? 'polling' : 'sending';
 }
+
+/** An INTENT waiting for its next try after its agent could not be reached (the try is not due yet). */
+const waitingForAgent = (view: DelegationView, nowMs: number): boolean =>
+  view.state === 'INTENT' && view.taskId === undefined && view.sendStartedAt === undefined && view.nextTryAt !== undefined && view.nextTryAt > nowMs;
 
 interface Observed {
   followed: boolean;
   nextCheckAt?: number;
 }
 
-function summarize(view: DelegationView, observed: Observed, workflowState: string, abandoned: boolean): AttemptSummary {
-  const { message: _message, replyMessage: _reply, ...rest } = view;
+function summarize(view: DelegationView, observed: Observed, workflowState: string, abandoned: boolean, nowMs: number): AttemptSummary {
+  const { message: _message, replyMessage: _reply, nextTryAt, unreachableSince, ...rest } = view;
   const fromArtifacts = view.artifacts.flatMap((artifact) => artifact.parts.map((part) => part.text ?? '')).join('');
   const direct = (view.result as { message?: Message } | undefined)?.message;
   // V3: a COMPLETED task with no artifacts may carry its answer in the final status message.
@@ -102,9 +118,11 @@ function summarize(view: DelegationView, observed: Observed, workflowState: stri
     ...rest,
     finished,
     ...(resultText ? { resultText } : {}),
-    progress: progressOf(view, observed.followed, workflowState),
-    tries: view.sendCount,
+    progress: progressOf(view, observed.followed, workflowState, nowMs),
+    tries: view.sendCount + view.unsentTries,
     ...(view.error ? { lastError: view.error } : {}),
+    ...(waitingForAgent(view, nowMs) ? { nextTryAt: new Date(nextTryAt!).toISOString() } : {}),
+    ...(!finished && unreachableSince !== undefined && view.state === 'INTENT' ? { unreachableSince: new Date(unreachableSince).toISOString() } : {}),
     ...(!finished && observed.nextCheckAt !== undefined ? { nextCheckAt: new Date(observed.nextCheckAt).toISOString() } : {}),
     ...(abandoned ? { abandoned: true as const } : {}),
   };
@@ -115,7 +133,7 @@ function summarize(view: DelegationView, observed: Observed, workflowState: stri
  * waiter on the workflow's change channel; when it is the compacted record of the workflow's finish
  * (updateWorkflow-3.lua), the view is built from it and nothing is read.
  */
-export async function workflowView(journal: Journal, workflowId: string, published?: string): Promise<WorkflowView | undefined> {
+export async function workflowView(journal: Journal, workflowId: string, published?: string, nowMs = Date.now()): Promise<WorkflowView | undefined> {
   const snapshot = (published === undefined ? undefined : journal.snapshotFromPublished(workflowId, published)) ?? (await journal.getWorkflowSnapshot(workflowId));
   if (!snapshot) return undefined;
   const { workflow: hash, delegations } = snapshot;
@@ -132,7 +150,7 @@ export async function workflowView(journal: Journal, workflowId: string, publish
   );
   const abandoned = new Set(hash.abandonedCompensations);
   const summary = (d: DelegationView) =>
-    summarize(d, observed.get(d.delegationId) ?? { followed: false }, hash.state!, d.kind === 'compensation' && abandoned.has(d.delegationId));
+    summarize(d, observed.get(d.delegationId) ?? { followed: false }, hash.state!, d.kind === 'compensation' && abandoned.has(d.delegationId), nowMs);
   const steps = definition.steps.map((step) => ({
     name: step.name,
     attempts: delegations.filter((d) => d.kind === 'step' && d.step === step.name).map(summary),

@@ -47,6 +47,15 @@ export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: 
   await queues.send.add('send', { ...refOf(ref), kind: 'message' }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }
 
+/**
+ * The next try of a send that found its agent unreachable (nothing was sent), after `delayMs`: one job per try of
+ * each send number (`resendCount`), the try identified by its journaled time (`tryAt`, ms since epoch).
+ */
+export async function enqueueSendTry(queues: Needs<'send'>, ref: Ref, resendCount: number, tryAt: number, delayMs: number): Promise<void> {
+  const id = jobId('send', ref.workflowId, ref.delegationId, resendCount, 'try', tryAt);
+  await queues.send.add('send', { ...refOf(ref), kind: 'message' }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
+}
+
 /** Sends a journaled reply (one job per reply messageId; `requeuedAt` when a stuck one is enqueued again). */
 export async function enqueueReply(queues: Needs<'send'>, ref: Ref, replyMessageId: string, requeuedAt?: number): Promise<void> {
   const parts = requeuedAt === undefined ? [replyMessageId] : [replyMessageId, requeuedAt];

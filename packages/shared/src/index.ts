@@ -59,6 +59,7 @@ export {
 export type { QueueName, SendJob, FollowJob, ReconcileJob, VerifyJob, CompensateJob } from './queues.ts';
 export {
   enqueueSend,
+  enqueueSendTry,
   enqueueReply,
   enqueueCancel,
   enqueueFollow,

@@ -58,6 +58,13 @@ export const StepSchema = z.intersection(
     readOnly: z.boolean().optional(),
     /** Overall deadline of each attempt of this step in ms (default: the workers' `attemptDeadlineMs`, 24 h). */
     attemptDeadlineMs: z.number().int().positive().optional(),
+    /**
+     * How long (ms) an attempt of this step waits for an agent that cannot be reached (connection refused, DNS
+     * failure, its Agent Card unavailable: nothing was sent) before it ends FAILED `AGENT_UNREACHABLE` and the step
+     * goes to another agent with its skill (within `maxAttemptsPerStep`). Counted from the first failed try.
+     * Default: the attempt deadline (`attemptDeadlineMs`).
+     */
+    unreachableForMs: z.number().int().positive().optional(),
   }),
 ).refine((step) => !step.readOnly || (!step.verifier && !step.compensation), {
   message: 'a readOnly step has no verifier and no compensation',

@@ -60,10 +60,12 @@ export class NoUsableInterfaceError extends Error {
 /**
  * After a failed card fetch, the same error is given back without asking the agent for one request
  * timeout (at most 1 s), then twice that, four times … up to this cap (ms): however many jobs want an
- * unreachable or hanging agent's card, it is asked about once per window (issue 12 kind 4: agent calls
- * stay bounded without progress).
+ * unreachable or hanging agent's card, it is asked about once per window (agent calls stay bounded
+ * without progress). Short: when to try again is the send's own wait (the delegation core's backoff for
+ * an unreachable agent); this window only folds the tries of many delegations into one fetch, so an agent
+ * back from a restart is seen within it.
  */
-export const CARD_RETRY_CAP_MS = 60_000;
+export const CARD_RETRY_CAP_MS = 5_000;
 const CARD_RETRY_BASE_MAX_MS = 1_000;
 export class AgentDirectory {
   private readonly cardCache: ReturnType<typeof createAgentCardCache>;

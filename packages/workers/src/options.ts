@@ -27,6 +27,11 @@ export interface FleetOptions {
   /** Resubscription backoff (full jitter). Default base 500, cap 30_000. */
   followBackoff?: Partial<BackoffOptions>;
   /**
+   * Tries of a send whose agent cannot be reached (connection refused, DNS, its Agent Card unavailable: nothing sent):
+   * full-jitter backoff until the step's `unreachableForMs` or the attempt deadline. Default base 1_000, cap 30_000.
+   */
+  unreachableBackoff?: Partial<BackoffOptions>;
+  /**
    * Progress rule (`delegation/progress.ts`): a delegation whose observations bring nothing new for this long is
    * journaled AMBIGUOUS (workflow NEEDS_ATTENTION) with the evidence. Default 1_800_000 (30 min).
    */
@@ -118,6 +123,7 @@ export interface CompiledFleetOptions {
   requestTimeoutMs: number;
   streamIdleTimeoutMs: number;
   followBackoff: BackoffOptions;
+  unreachableBackoff: BackoffOptions;
   noProgressWindowMs: number;
   slowPollAfterMs: number;
   slowPollMs: number;
@@ -168,6 +174,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     requestTimeoutMs,
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 60_000,
     followBackoff: { baseMs: 500, capMs: 30_000, ...options.followBackoff },
+    unreachableBackoff: { baseMs: 1_000, capMs: 30_000, ...options.unreachableBackoff },
     noProgressWindowMs: options.noProgressWindowMs ?? 1_800_000,
     slowPollAfterMs: options.slowPollAfterMs ?? 60_000,
     slowPollMs: options.slowPollMs ?? 60_000,

@@ -18,6 +18,7 @@ const policy: Policy = {
   now: () => NOW,
   random: () => 0.5,
   followBackoff: { baseMs: 500, capMs: 30_000 },
+  unreachableBackoff: { baseMs: 1_000, capMs: 30_000 },
   slowPollAfterMs: 60_000,
   slowPollMs: 60_000,
   noProgressWindowMs: 1_800_000,
@@ -51,6 +52,8 @@ const recordIn = (state: JournalState, extra: Partial<DelegationRecord> = {}): D
     updatedAt: NOW - 5_000,
     sendCount: state === 'INTENT' ? 0 : 1,
     resendCount: 0,
+    unreachableCount: 0,
+    unsentTries: 0,
     version: 7,
     fence: 2,
     notFoundCount: 0,
@@ -379,6 +382,72 @@ describe('properties per kind', () => {
         else if (cancelWanted) expect(next.kind).toBe('cancel');
         else if (state === 'INPUT_REQUIRED' || state === 'AUTH_REQUIRED') expect(next.kind).toBe('park');
         else expect(next.kind).toBe('follow');
+      }),
+    );
+  });
+});
+
+describe('N31: waiting for an agent that cannot be reached (nothing was created)', () => {
+  const refused = { code: 'NETWORK_ERROR' as const, message: 'ECONNREFUSED on http://127.0.0.1:7203/', retryable: true, delivery: 'not-sent' as const };
+  const notSent = (afterMark: boolean, unreachable: { deadlineAt: number; unreachableForMs?: number }): Observation => ({
+    kind: 'send-failed', afterMark, delivery: 'none', effect: 'none', error: refused, permanent: false, lastAttempt: false, unreachable,
+  });
+  const waiting = (extra: Partial<DelegationRecord> = {}) => recordIn('INTENT', { sendStartedAt: undefined, ...extra });
+
+  it('a refused card fetch (before the mark) waits: the error and the next try journaled, the next try a delayed send', () => {
+    const step = transition(waiting(), notSent(false, { deadlineAt: NOW + 86_400_000 }), policy);
+    expect(step.write).toEqual({ kind: 'note-unreachable', error: refused, nextTryAt: NOW + 500, marked: false });
+    expect(step.next).toEqual({ kind: 'send-later', atMs: NOW + 500 });
+  });
+
+  it('a SendMessage that never left (after the mark) waits too and clears its mark; the next try never passes the bound', () => {
+    const step = transition(waiting({ unreachableCount: 9, unreachableSince: NOW - 10_000 }), notSent(true, { deadlineAt: NOW + 86_400_000, unreachableForMs: 12_000 }), policy);
+    expect(step.write).toMatchObject({ kind: 'note-unreachable', marked: true, nextTryAt: NOW + 2_000 });
+    expect(step.next).toEqual({ kind: 'send-later', atMs: NOW + 2_000 });
+  });
+
+  it('unreachableForMs elapsed: FAILED AGENT_UNREACHABLE, re-delegable (nothing was sent)', () => {
+    const step = transition(waiting({ unreachableCount: 5, unreachableSince: NOW - 8_000 }), notSent(false, { deadlineAt: NOW + 86_400_000, unreachableForMs: 8_000 }), policy);
+    expect(step.write).toMatchObject({ kind: 'outcome', state: 'FAILED', error: { code: 'AGENT_UNREACHABLE', retryable: true, delivery: 'not-sent' } });
+    expect(step.next).toEqual({ kind: 'route' });
+  });
+
+  it('the attempt deadline while waiting: FAILED AGENT_UNREACHABLE (not DEADLINE_EXCEEDED); a row never tried keeps DEADLINE_EXCEEDED', () => {
+    const step = transition(waiting({ unreachableCount: 3, unreachableSince: NOW - 60_000, error: refused }), { kind: 'deadline-passed', deadlineAt: NOW - 1 }, policy);
+    expect(step.write).toMatchObject({ kind: 'outcome', state: 'FAILED', error: { code: 'AGENT_UNREACHABLE', delivery: 'not-sent' } });
+    expect(transition(waiting(), { kind: 'deadline-passed', deadlineAt: NOW - 1 }, policy).write).toMatchObject({ error: { code: 'DEADLINE_EXCEEDED' } });
+  });
+
+  it('property: any not-sent error at any try count waits within [0, cap] and never FAILED before its bound; FAILED AGENT_UNREACHABLE at it', () => {
+    const bound = fc.record({ deadlineIn: fc.integer({ min: -5_000, max: 200_000 }), unreachableForMs: fc.option(fc.integer({ min: 1, max: 200_000 }), { nil: undefined }) });
+    fc.assert(
+      fc.property(fc.nat(200), fc.option(fc.integer({ min: 0, max: 300_000 }), { nil: undefined }), fc.boolean(), bound, fc.double({ min: 0, max: 0.999_999, noNaN: true }), (count, sinceAgo, afterMark, { deadlineIn, unreachableForMs }, random) => {
+        const record = waiting({ unreachableCount: count, ...(sinceAgo !== undefined ? { unreachableSince: NOW - sinceAgo } : {}) });
+        const bounds = { deadlineAt: NOW + deadlineIn, ...(unreachableForMs !== undefined ? { unreachableForMs } : {}) };
+        const step = transition(record, notSent(afterMark, bounds), { ...policy, random: () => random });
+        const giveUpAt = Math.min(bounds.deadlineAt, unreachableForMs === undefined ? Infinity : NOW - (sinceAgo ?? 0) + unreachableForMs);
+        if (NOW < giveUpAt) {
+          expect(outcomeStates(step)).toEqual([]);
+          expect(step.next.kind).toBe('send-later');
+          const { nextTryAt } = step.write as Extract<Write, { kind: 'note-unreachable' }>;
+          expect(nextTryAt - NOW).toBeGreaterThanOrEqual(0);
+          expect(nextTryAt - NOW).toBeLessThanOrEqual(policy.unreachableBackoff.capMs);
+          expect(nextTryAt).toBeLessThanOrEqual(giveUpAt);
+          expect(step.next).toEqual({ kind: 'send-later', atMs: nextTryAt });
+        } else {
+          expect(step.write).toMatchObject({ kind: 'outcome', state: 'FAILED', error: { code: 'AGENT_UNREACHABLE', retryable: true } });
+        }
+      }),
+    );
+  });
+
+  it('property: a try that may have been delivered and may have created work is never waited on nor resent, whatever its bounds', () => {
+    fc.assert(
+      fc.property(fc.constantFrom('maybe' as const, 'received' as const), fc.constant('maybe' as const), fc.boolean(), fc.nat(50), (delivery, effect, lastAttempt, count) => {
+        const observation: Observation = { ...notSent(true, { deadlineAt: NOW + 60_000 }), delivery, effect, lastAttempt, error: { ...refused, delivery } } as Observation;
+        const step = transition(waiting({ unreachableCount: count }), observation, policy);
+        expect(writesOf(step).map((write) => write.kind)).not.toContain('note-unreachable');
+        expect(['send-later', 'retry', 'resend']).not.toContain(step.next.kind);
       }),
     );
   });

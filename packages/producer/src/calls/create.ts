@@ -39,6 +39,8 @@ export const DelegateInputSchema = z
     idempotencyKey: IdempotencyKey.optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
     push: z.boolean().optional(),
+    /** How long (ms) to wait for the agent while it cannot be reached before the delegation ends FAILED `AGENT_UNREACHABLE`. Default: the attempt deadline. */
+    unreachableForMs: z.number().int().positive().optional(),
   })
   .refine((input) => (input.text === undefined) !== (input.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });
 export type DelegateInput = z.input<typeof DelegateInputSchema>;
@@ -116,7 +118,7 @@ export async function delegate(context: ProducerContext, input: DelegateInput): 
   const message = parsed.text !== undefined ? { text: parsed.text, metadata: parsed.metadata } : { parts: parsed.parts!, metadata: parsed.metadata };
   const definition = parseInput(WorkflowDefinitionSchema, {
     workflowId: parsed.idempotencyKey ?? randomUUID(),
-    steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push }],
+    steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push, ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}) }],
     maxAttemptsPerStep: 1,
   });
   await checkAgentAddresses({ agent: parsed.agent }, context.options.addressPolicy ?? {});

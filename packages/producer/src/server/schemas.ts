@@ -86,9 +86,14 @@ const AttemptSchema = z.looseObject({
   contextId: z.string().optional(),
   finished: z.boolean(),
   resultText: z.string().optional().describe('Artifacts text, else the direct reply message, else the final status message'),
-  progress: z.enum(['sending', 'held', 'following', 'polling', 'parked', 'waiting for a person', 'finished']),
-  tries: z.number().int().describe('SendMessage calls made for this attempt'),
+  progress: z.enum(['sending', 'waiting for the agent', 'held', 'following', 'polling', 'parked', 'waiting for a person', 'finished']),
+  tries: z.number().int().describe('Tries of this attempt: SendMessage calls made, plus tries that ended before one could be made (the Agent Card could not be fetched)'),
   lastError: RecordedErrorSchema.describe('The last classified error journaled for this attempt').optional(),
+  nextTryAt: z
+    .string()
+    .optional()
+    .describe('While the attempt waits for an agent that could not be reached (progress "waiting for the agent"): when the next try is due (ISO 8601, in the future)'),
+  unreachableSince: z.string().optional().describe('Since when the agent of this unfinished attempt could not be reached (ISO 8601)'),
   nextCheckAt: z.string().optional().describe('When the reconciler next checks this attempt (ISO 8601)'),
   abandoned: z.literal(true).optional().describe('A compensation a person gave up (resolve abandon on COMPENSATION_FAILED): its undo will never happen'),
 });

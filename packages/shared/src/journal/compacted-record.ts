@@ -66,11 +66,12 @@ export const COMPACTED_RECORD_LAYOUT = {
   operational: [
     'owner', 'notFoundCount', 'firstNotFoundAt', 'sendStartedAt', 'replySendToken', 'replySendUntil',
     'questionSeq', 'artifactBytes', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable',
+    'unreachableSince', 'nextTryAt',
   ],
   /** Times (ms) stored as a number of ms after the workflow's createdAt (a string is the hash's own text). */
   times: ['createdAt', 'updatedAt', 'finishedAt', 'verifiedAt', 'statusTimestampMs', 'replySendUntil'],
   /** Counters and flags whose '0' reads as absent. */
-  zeroIsAbsent: ['sendCount', 'resendCount', 'protocolErrorCount', 'verifyAttempts', 'contextRefused', 'push', 'held'],
+  zeroIsAbsent: ['sendCount', 'resendCount', 'unreachableCount', 'unsentTries', 'protocolErrorCount', 'verifyAttempts', 'contextRefused', 'push', 'held'],
   /** A workflow is compacted only when its record stays within this many bytes, artifacts included (1 MiB; one key stays small). */
   maxBytes: 1024 * 1024,
   /** A workflow is compacted only when every delegation is in one of these states (else its hashes expire as they are). */

@@ -3,7 +3,7 @@
  * and the reconciler's bookkeeping (noteNotFound, noteNoProgress, releaseHold, recordEffect). Each
  * transition is one script (`lua/<verb>-1.lua`); status changes are in status.ts, replies in replies.ts.
  */
-import { parseArtifacts, type DelegationRecord, type DelegationView, type PushConfigState } from './record.ts';
+import { parseArtifacts, type DelegationRecord, type DelegationView, type PushConfigState, type RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, fenceDecoder, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
@@ -60,6 +60,23 @@ const noteNotFoundScript = defineScript({
   decode: (reply, script) => {
     const counts = countsReply(reply, script, 2);
     return Array.isArray(counts) ? { count: counts[0]!, firstNotFoundAt: counts[1]! } : counts;
+  },
+});
+
+/** noteUnreachable-1.lua (see its header): the row's new version, its unreachable count and since when (ms). */
+const noteUnreachableScript = defineScript({
+  name: 'noteUnreachable',
+  keys: ['delegation'],
+  encode: (input: { fence: number; nowMs: number; nextTryAt: number; error: RecordedError; marked: boolean }) => [
+    input.fence,
+    input.nowMs,
+    input.nextTryAt,
+    JSON.stringify(input.error),
+    input.marked ? '1' : '0',
+  ],
+  decode: (reply, script) => {
+    const counts = countsReply(reply, script, 3);
+    return Array.isArray(counts) ? { version: counts[0]!, unreachableCount: counts[1]!, unreachableSince: counts[2]! } : counts;
   },
 });
 
@@ -245,6 +262,20 @@ export class JournalDelegations extends JournalWorkflows {
   async releaseForResend(ref: DelegationRef, expectedVersion: number, contextRefused = false, agentInterface?: object): Promise<void> {
     const released = await this.call(releaseForResendScript, { delegation: this.delegationKeys(ref)[0] }, { expectedVersion, nowMs: this.now(), contextRefused, agentInterface });
     unlessRefused(released, ref, 'releaseForResend');
+  }
+
+  /**
+   * Journals a try that could not reach the agent and created nothing (noteUnreachable-1.lua): the attempt stays
+   * INTENT with the error, one more unreachable try, since when, and the next try at `nextTryAt` (ms). `marked`: the
+   * try had written the send mark (its SendMessage never left): the mark is cleared, so the next try sends again.
+   * Compare-and-set on the send run's fencing token.
+   * @returns the row's new version, its unreachable tries so far and since when (ms)
+   * @throws JournalError FENCE_LOST, WRONG_STATE (not INTENT, or a task is bound), MAY_HAVE_SENT (an unmarked try on a
+   *   marked row), DELEGATION_MISSING
+   */
+  async noteUnreachable(ref: DelegationRef, fence: number, input: { error: RecordedError; nextTryAt: number; marked: boolean }): Promise<{ version: number; unreachableCount: number; unreachableSince: number }> {
+    const noted = await this.call(noteUnreachableScript, { delegation: this.delegationKeys(ref)[0] }, { fence, nowMs: this.now(), ...input });
+    return unlessRefused(noted, ref, 'noteUnreachable');
   }
 
   /** Counts one TaskNotFoundError; returns the count and when the first one was seen (ms). */

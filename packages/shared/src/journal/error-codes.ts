@@ -37,6 +37,11 @@ export const OUTCOME_CODES = [
   'SEND_ATTEMPTS_EXHAUSTED',
   /** An answer about another task (nothing of it applied). */
   'FOREIGN_TASK',
+  /**
+   * The agent could not be reached (connection refused, DNS, its Agent Card unavailable) for the step's
+   * `unreachableForMs` or until the attempt deadline: nothing was sent, so the step may go to another agent.
+   */
+  'AGENT_UNREACHABLE',
 ] as const;
 
 /** A local outcome code (see `OUTCOME_CODES`). */

@@ -119,6 +119,15 @@ export const DelegationRecordSchema = z
     sendStartedAt: optionalMs,
     sendCount: count,
     resendCount: count,
+    /**
+     * Waiting for an agent that cannot be reached (noteUnreachable-1.lua): tries that found it unreachable (the
+     * backoff exponent), tries among them that ended before a SendMessage was made (its Agent Card could not be
+     * fetched), when the first one failed (ms) and when the next try is due (ms).
+     */
+    unreachableCount: count,
+    unsentTries: count,
+    unreachableSince: optionalMs,
+    nextTryAt: optionalMs,
     version: z.string().transform(Number),
     fence: count,
     notFoundCount: count,

@@ -17,6 +17,7 @@ import {
   enqueueFollow,
   enqueueReconcile,
   enqueueSend,
+  enqueueSendTry,
   isFinished,
   type DelegationRecord,
   type DelegationRef,
@@ -152,6 +153,13 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       await giveBack(ctx, ref, followLease);
       await enqueueCancel(ctx.queues, ref, { by: 'late', at: ctx.options.now() });
       return done('cancel');
+    case 'send-later':
+      // Written by this run (else another run owns the row): the reconciler's check moves past the try, then the try.
+      await giveBack(ctx, ref, followLease);
+      if (!written.applied) return done('nothing');
+      await ctx.journal.scheduleCheck(ref, next.atMs + ctx.options.sendSettleMs);
+      await enqueueSendTry(ctx.queues, ref, record.resendCount, next.atMs, Math.max(0, next.atMs - ctx.options.now()));
+      return done('send-later');
     case 'check-later':
       await giveBack(ctx, ref, followLease);
       await ctx.journal.scheduleCheck(ref, next.atMs);

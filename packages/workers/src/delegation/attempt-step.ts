@@ -5,6 +5,7 @@
  */
 import type { DelegationRecord, DelegationRef, WorkflowDefinition } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
+import type { UnreachableBounds } from './core/observation.ts';
 import { attemptDeadlineOf } from './core/policy.ts';
 
 /** One step of a workflow definition. */
@@ -67,6 +68,17 @@ export async function attemptDeadlineAt(ctx: WorkerContext, record: DelegationRe
   if (record.kind !== 'step') return attemptDeadlineOf(record.createdAt, ctx.options.attemptDeadlineMs, undefined);
   const step = await stepOfAttempt(ctx, record);
   return attemptDeadlineOf(record.createdAt, ctx.options.attemptDeadlineMs, step === 'unreadable' ? undefined : step?.attemptDeadlineMs);
+}
+
+/**
+ * How long the attempt may wait for an agent that cannot be reached: its deadline (`attemptDeadlineAt`) and its
+ * step's `unreachableForMs` (none for a compensation, or when the definition cannot be read now).
+ */
+export async function unreachableBoundsOf(ctx: WorkerContext, record: DelegationRecord): Promise<UnreachableBounds> {
+  const deadlineAt = await attemptDeadlineAt(ctx, record);
+  const step = record.kind === 'step' ? await stepOfAttempt(ctx, record) : undefined;
+  const unreachableForMs = step === 'unreadable' ? undefined : step?.unreachableForMs;
+  return { deadlineAt, ...(unreachableForMs !== undefined ? { unreachableForMs } : {}) };
 }
 
 /** Milliseconds left before the attempt's deadline (≤ 0 = past it). */

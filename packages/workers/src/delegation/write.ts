@@ -6,6 +6,7 @@
  * settles nothing) calls it; nothing else in the workers calls a journal transition.
  */
 import {
+  JournalError,
   applyStreamResponse,
   applyStreamResponsePair,
   applyTask,
@@ -142,6 +143,16 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
         .applyStatus(ref, { expectedVersion: current.version, mode: 'outcome', state: 'INTENT', error: { ...write.error, ...(delivery ? { delivery } : {}) } })
         .catch(() => undefined);
       return result ? writtenOf(result, undefined) : NOTHING_WRITTEN;
+    }
+    case 'note-unreachable': {
+      // Only the send run that tried writes it (its fence); a run fenced out meanwhile writes nothing and stops.
+      if (scope.fence === undefined) return NOTHING_WRITTEN;
+      const input = { error: write.error, nextTryAt: write.nextTryAt, marked: write.marked };
+      const noted = await ctx.journal.noteUnreachable(ref, scope.fence, input).catch((error: unknown) => {
+        if (error instanceof JournalError && error.code !== 'DELEGATION_MISSING') return undefined;
+        throw error;
+      });
+      return noted ? { applied: true, finished: false, version: noted.version } : NOTHING_WRITTEN;
     }
     case 'note-protocol-error':
       await ctx.journal.noteProtocolError(ref, write.error);

@@ -55,22 +55,21 @@ function questionsSection(view: WorkflowView): Safe {
 const reasonOf = (attempt: AttemptSummary) => `${attempt.delegationId} ended ${attempt.state}${attempt.error ? `: ${attempt.error.message}` : ''}`;
 
 function attemptRow(attempt: AttemptSummary, previous: AttemptSummary | undefined, nextCheck: number | undefined): Safe {
-  const tries = attempt.sendCount + attempt.resendCount;
   return html`<tr id="attempt-${attempt.delegationId}">
 <th scope="row">${attempt.delegationId}${previous ? html`<div class="redelegation">re-delegated: ${reasonOf(previous)}</div>` : ''}</th>
 <td class="wrap">${attempt.agentCardUrl}</td>
 <td class="mono">${attempt.taskId ?? '–'}</td>
 <td class="mono">${attempt.messageId}</td>
-<td>${badge(attempt.state)}${attempt.held ? html` <span class="muted">held</span>` : ''}${attempt.abandoned ? html` <span class="error">given up by a person</span>` : ''}</td>
+<td>${badge(attempt.state)}${attempt.held ? html` <span class="muted">held</span>` : ''}${attempt.progress === 'waiting for the agent' ? html` <span class="muted">waiting for the agent${attempt.unreachableSince ? html` (unreachable since ${attempt.unreachableSince})` : ''}</span>` : ''}${attempt.abandoned ? html` <span class="error">given up by a person</span>` : ''}</td>
 <td>${attempt.error ? html`<span class="error">${attempt.error.code}: ${attempt.error.message}</span>` : '–'}</td>
-<td class="number">${tries}</td>
-<td>${time(nextCheck)}</td>
+<td class="number">${attempt.tries}</td>
+<td>${attempt.nextTryAt ? html`next try ${attempt.nextTryAt}` : time(nextCheck)}</td>
 <td>${attempt.effect ? html`${badge(attempt.effect)} <code class="evidence">${json(attempt.evidence)}</code> ${time(attempt.verifiedAt)}` : '–'}</td>
 <td class="wrap">${attempt.resultText ?? ''}</td>
 </tr>`;
 }
 
-const ATTEMPT_HEADERS = ['Attempt', 'Agent', 'Task id', 'messageId', 'State', 'Last error', 'Tries', 'Next check (UTC)', 'Verification', 'Result'];
+const ATTEMPT_HEADERS = ['Attempt', 'Agent', 'Task id', 'messageId', 'State', 'Last error', 'Tries', 'Next check or try (UTC)', 'Verification', 'Result'];
 
 function attemptsTable(caption: string, attempts: AttemptSummary[], nextChecks: ReadonlyMap<string, number>, redelegations: boolean): Safe {
   if (attempts.length === 0) return html``;

@@ -55,7 +55,12 @@ export type Next =
   | { kind: 'cancel' }
   /** Look again at `atMs` (the unfinished index's next check); nothing else now. */
   | { kind: 'check-later'; atMs: number }
-  /** The job fails and BullMQ runs it again (a send that never left, within its attempts). */
+  /**
+   * The agent could not be reached and nothing was sent: the next try of the same message at `atMs` (ms since
+   * epoch; the wait's backoff, `core/policy.ts` unreachableVerdict), the reconciler's check moved past it.
+   */
+  | { kind: 'send-later'; atMs: number }
+  /** The job fails and BullMQ runs it again (a send that never left for a reason other than the agent, within its attempts). */
   | { kind: 'retry' }
   /** The stream that brought the observation keeps being read. */
   | { kind: 'continue' }

@@ -35,6 +35,16 @@ export interface Unacceptable {
   outcome?: 'AUTH';
 }
 
+/**
+ * How long an attempt may wait for an agent that cannot be reached (`core/policy.ts` unreachableVerdict): until the
+ * attempt deadline (`deadlineAt`, ms since epoch), or `unreachableForMs` after its first unreachable try if sooner.
+ */
+export interface UnreachableBounds {
+  deadlineAt: number;
+  /** The step's `unreachableForMs`; undefined: the attempt deadline alone. */
+  unreachableForMs?: number;
+}
+
 /** Which call a TaskNotFound (or a read) answered. */
 export type AgentCall = 'get-task' | 'subscribe' | 'cancel' | 'reply' | 'push' | 'list-tasks';
 
@@ -74,6 +84,11 @@ export type Observation =
       credentialsRefused?: boolean;
       /** The interface refused our protocol version (-32009, P37) and the card lists this one after it: try it. */
       nextInterface?: AgentInterfaceRef;
+      /**
+       * The agent could not be reached and nothing was created (delivery `none`: connection refused, DNS failure, its
+       * Agent Card unavailable, a request that never left), so the attempt may wait for it within these bounds.
+       */
+      unreachable?: UnreachableBounds;
     }
   /**
    * A send that may have left and cannot be resolved here (the mark is written, a replica did not confirm it, the

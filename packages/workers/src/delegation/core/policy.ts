@@ -7,7 +7,7 @@
 import { isAwaitingAnswer, isFinished, isParked } from '@durable-a2a/shared/pure';
 import type { DelegationRecord, RecordedError } from '@durable-a2a/shared';
 import type { FollowPlan, Next } from './next.ts';
-import type { SearchFinding } from './observation.ts';
+import type { SearchFinding, UnreachableBounds } from './observation.ts';
 import type { OutcomeCode } from './outcomes.ts';
 import type { RecordedErrorCode } from '@durable-a2a/shared';
 
@@ -26,6 +26,8 @@ export interface Policy {
   /** Uniform in [0, 1). */
   random(): number;
   followBackoff: BackoffOptions;
+  /** Tries of a send whose agent cannot be reached (full jitter; the exponent is the attempt's unreachable tries). */
+  unreachableBackoff: BackoffOptions;
   /** A run without progress this long (ms) switches from resubscribing to slow polling. */
   slowPollAfterMs: number;
   /** One GetTask per this many ms while slow polling. */
@@ -62,6 +64,7 @@ export function policyOf(options: Omit<Policy, 'random' | 'unacceptableAnswerLim
     now: options.now,
     random,
     followBackoff: options.followBackoff,
+    unreachableBackoff: options.unreachableBackoff,
     slowPollAfterMs: options.slowPollAfterMs,
     slowPollMs: options.slowPollMs,
     noProgressWindowMs: options.noProgressWindowMs,
@@ -230,3 +233,34 @@ export const attemptDeadlineOf = (createdAt: number, fleetDeadlineMs: number, st
 /** An INTENT whose SendMessage may have left (marked, and not journaled as `not-sent`): never abandoned blind. */
 export const mayHaveReachedAgent = (record: Pick<DelegationRecord, 'state' | 'sendStartedAt' | 'error'>): boolean =>
   record.state === 'INTENT' && record.sendStartedAt !== undefined && record.error?.delivery !== 'not-sent';
+
+/** What an attempt does after a try that could not reach its agent (`unreachableVerdict`). */
+export type UnreachableVerdict = { verdict: 'wait'; nextTryAt: number } | { verdict: 'give-up'; message: string };
+
+/**
+ * Waiting for an agent that cannot be reached, when the try proves nothing was created (connection refused, DNS
+ * failure, its Agent Card unavailable): a deploy or restart of the agent must not end the work. The attempt waits
+ * until `giveUpAt`: the attempt deadline, or `unreachableForMs` after its first unreachable try if sooner. Before it,
+ * the next try comes after full-jitter backoff (`unreachableBackoff`, exponent the tries so far), never later than
+ * `giveUpAt` (the last try is at it); at or past it, `give-up` (FAILED `AGENT_UNREACHABLE`: nothing was sent, so
+ * the step may go to another agent). `lastError`: the failed try's message, for the give-up's text.
+ */
+export function unreachableVerdict(
+  record: Pick<DelegationRecord, 'unreachableCount' | 'unreachableSince'>,
+  bounds: UnreachableBounds,
+  lastError: string,
+  policy: Pick<Policy, 'now' | 'random' | 'unreachableBackoff'>,
+): UnreachableVerdict {
+  const now = policy.now();
+  const since = record.unreachableSince ?? now;
+  const giveUpAt = Math.min(bounds.deadlineAt, bounds.unreachableForMs === undefined ? Infinity : since + bounds.unreachableForMs);
+  if (now >= giveUpAt) {
+    const bound = giveUpAt === bounds.deadlineAt ? 'until the attempt deadline' : `for the step's unreachableForMs (${bounds.unreachableForMs} ms)`;
+    return {
+      verdict: 'give-up',
+      message: `the agent could not be reached ${bound}: ${record.unreachableCount + 1} tries over ${now - since} ms since ${new Date(since).toISOString()} (last: ${lastError}); nothing was sent`,
+    };
+  }
+  const delayMs = fullJitterDelayMs(record.unreachableCount, policy.unreachableBackoff, policy.random);
+  return { verdict: 'wait', nextTryAt: Math.min(now + delayMs, giveUpAt) };
+}

@@ -14,7 +14,7 @@ import { isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/sh
 import type { AgentInterfaceRef, DelegationRecord, JournalState, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { Observation, SearchFinding, Unacceptable } from './observation.ts';
-import { fullJitterDelayMs, notFoundVerdict, unfoundVerdict, type Policy } from './policy.ts';
+import { fullJitterDelayMs, notFoundVerdict, unfoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
 export type Guard = 'fence' | 'version' | 'none';
@@ -29,6 +29,8 @@ export type Write =
   | { kind: 'outcome'; state: JournalState; guard: Guard; error?: RecordedError; result?: unknown; contextId?: string }
   /** A send error on a row that stays INTENT: the reconciler reads its `delivery` (never downgraded from `received`). */
   | { kind: 'note-send-error'; error: RecordedError }
+  /** A try that could not reach the agent (nothing created): the row waits for `nextTryAt`; `marked`: the try's send mark is cleared. */
+  | { kind: 'note-unreachable'; error: RecordedError; nextTryAt: number; marked: boolean }
   /** A protocol error an agent caused without ending the attempt. */
   | { kind: 'note-protocol-error'; error: RecordedError }
   /** One more TaskNotFound answer (count, first time). */
@@ -110,6 +112,10 @@ export function transition(record: DelegationRecord, observation: Observation, p
         // P37: -32009 proves nothing was created; the card lists another interface we speak after this one: one try
         // there with the same messageId (card order, forward only: bounded by the card's interfaces).
         return { write: { kind: 'release-for-resend', contextRefused: false, agentInterface: observation.nextInterface }, next: { kind: 'resend', contextRefused: false } };
+      }
+      if (observation.unreachable && delivery === 'none' && observation.effect === 'none' && !permanent && record.state === 'INTENT' && record.taskId === undefined) {
+        // The agent could not be reached and nothing was created: the attempt waits for it (a restart is not a failure).
+        return waitForAgent(record, observation, policy);
       }
       if (afterMark && observation.effect !== 'none') {
         // The agent may have created the task: never FAILED, never resent blind; a search decides.
@@ -212,6 +218,11 @@ export function transition(record: DelegationRecord, observation: Observation, p
       if (observation.mayHaveSent) return { next: { kind: 'ask-reconciler', dueAt: (record.sendStartedAt ?? policy.now()) + policy.sendSettleMs } };
       return { write: { kind: 'outcome', state: 'CANCELED', guard: 'version', error: { code: 'CANCELED_BEFORE_SEND', message: 'canceled before it was sent' } }, next: route };
     case 'deadline-passed': {
+      if (record.state === 'INTENT' && record.unreachableCount > 0 && record.sendStartedAt === undefined) {
+        // The attempt was waiting for an agent that could not be reached: nothing was sent, say so.
+        const message = `the agent could not be reached until the attempt deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled): ${record.unreachableCount} tries (last: ${record.error?.message ?? 'unknown'}); nothing was sent`;
+        return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'AGENT_UNREACHABLE', message, retryable: true, delivery: 'not-sent' } }, next: route };
+      }
       const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled) in state ${record.state}`;
       return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'DEADLINE_EXCEEDED', message, retryable: false } }, next: route };
     }
@@ -252,6 +263,21 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // This worker is closing: another one follows at once (a follow job, no delay).
       return { next: isFinished(record.state) ? { kind: 'nothing' } : { kind: 'follow', plan: {} } };
   }
+}
+
+/**
+ * A try that could not reach the agent and created nothing (`unreachableVerdict`): wait for the next try (journaled,
+ * so every view shows the error, the tries and the next try), or, past the step's bound, FAILED `AGENT_UNREACHABLE`
+ * (nothing was sent: the step may go to another agent).
+ */
+function waitForAgent(record: DelegationRecord, observation: Extract<Observation, { kind: 'send-failed' }>, policy: Policy): Step {
+  const { error, afterMark } = observation;
+  const verdict = unreachableVerdict(record, observation.unreachable!, error.message, policy);
+  if (verdict.verdict === 'give-up') {
+    return { write: { kind: 'outcome', state: 'FAILED', guard: 'fence', error: { code: 'AGENT_UNREACHABLE', message: verdict.message, retryable: true, delivery: 'not-sent' } }, next: route };
+  }
+  const noted: RecordedError = { ...error, retryable: true, delivery: 'not-sent' };
+  return { write: { kind: 'note-unreachable', error: noted, nextTryAt: verdict.nextTryAt, marked: afterMark }, next: { kind: 'send-later', atMs: verdict.nextTryAt } };
 }
 
 /**

@@ -19,7 +19,7 @@ import {
   type RecordedError,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
-import type { Delivery, Effect, Observation } from '../core/observation.ts';
+import type { Delivery, Effect, Observation, UnreachableBounds } from '../core/observation.ts';
 
 /**
  * A protocol error with its own type (`UNKNOWN_WIRE_VALUE`, `RESPONSE_ID_MISMATCH`, `LIMIT_EXCEEDED`, …):
@@ -54,11 +54,21 @@ export function recordedErrorOf(error: unknown, afterMark: boolean): RecordedErr
 export { unfoundVerdict, type UnfoundVerdict } from '../core/policy.ts';
 
 /**
+ * True when a failed try proves the agent could not be reached and nothing was created: a retryable A2A error
+ * (a connection refused, a DNS failure, a connect timeout; before the mark, the Agent Card's fetch failing with a
+ * 5xx, a timeout or a refusal) whose request never reached the agent (`delivery` none: before the mark, or
+ * `not-sent`). A blocked address or a card we cannot use is permanent; anything that is not an A2A error (a Redis
+ * error) is not the agent's.
+ */
+export const provesUnreachable = (error: unknown, delivery: Delivery): boolean => delivery === 'none' && error instanceof A2AError && isRetryable(error);
+
+/**
  * A failed SendMessage as an observation (`send-failed`): delivery (`none` before the mark or for a request that
  * never left), effect (`none` when the answer proves nothing was created: the A2A error table's `effect` column, `sendEffectOf`), whether retrying can
  * help, whether this was the job's last attempt, and, for an answer over a limit, the limit (delivery `received`).
+ * `unreachable`: the attempt's wait bounds, attached when the error proves the agent unreachable (`provesUnreachable`).
  */
-export function sendFailureObservation(error: unknown, afterMark: boolean, job: JobRun, nextInterface?: AgentInterfaceRef): Observation {
+export function sendFailureObservation(error: unknown, afterMark: boolean, job: JobRun, nextInterface?: AgentInterfaceRef, unreachable?: UnreachableBounds): Observation {
   const recorded = recordedErrorOf(error, afterMark);
   // P34: credentials refused after the request left are asked again (per request) and the same messageId resent.
   const credentialsRefused = afterMark && error instanceof AuthenticationError;
@@ -77,6 +87,7 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
     ...(overLimit ? { unacceptable: { code: 'LIMIT_EXCEEDED', message: recorded.message, limit: error.limit } } : {}),
     ...(credentialsRefused ? { credentialsRefused } : {}),
     ...(nextInterface && afterMark ? { nextInterface } : {}),
+    ...(unreachable && provesUnreachable(error, delivery) ? { unreachable } : {}),
   };
 }
 

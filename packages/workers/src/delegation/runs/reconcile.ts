@@ -132,6 +132,11 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
     await ctx.journal.scheduleCheck(ref, record.updatedAt + ctx.options.sendSettleMs);
     return 'send-pending';
   }
+  if (record.sendStartedAt === undefined && record.nextTryAt !== undefined && ctx.options.now() < record.nextTryAt + ctx.options.sendSettleMs) {
+    // Waiting for an agent that could not be reached: its next try is a delayed send job; look again after it.
+    await ctx.journal.scheduleCheck(ref, record.nextTryAt + ctx.options.sendSettleMs);
+    return 'waiting-for-agent';
+  }
   if (record.sendStartedAt === undefined) {
     // Not sent yet (its send job may have been lost): enqueue it again. A duplicate job is harmless:
     // the journal's fence and sendStartedAt let only one SendMessage leave.

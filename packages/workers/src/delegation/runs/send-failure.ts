@@ -4,10 +4,11 @@
  * Here only the job mechanics: a retry rethrows the error for BullMQ, a permanent refusal throws UnrecoverableError.
  */
 import { UnrecoverableError } from 'bullmq';
-import { JournalError, VersionNotSupportedError, type AgentInterfaceRef, type DelegationRecord } from '@durable-a2a/shared';
+import { JournalError, VersionNotSupportedError, isRetryable, type AgentInterfaceRef, type DelegationRecord } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';
 import { sendFailureObservation } from '../io/send-errors.ts';
+import { unreachableBoundsOf } from '../attempt-step.ts';
 
 type Log = WorkerContext['logger'];
 
@@ -39,10 +40,13 @@ export async function sendFailed(ctx: WorkerContext, failure: SendFailure): Prom
     await apply(ctx, record, { kind: 'send-in-doubt', reason: 'the journal refused a second send' }, { log });
     return 'may-have-sent';
   }
-  const observation = sendFailureObservation(error, failure.afterMark, failure.job, failure.afterMark ? await interfaceAfterRefusal(ctx, record, error) : undefined);
+  const nextInterface = failure.afterMark ? await interfaceAfterRefusal(ctx, record, error) : undefined;
+  const bounds = isRetryable(error) ? await unreachableBoundsOf(ctx, record) : undefined;
+  const observation = sendFailureObservation(error, failure.afterMark, failure.job, nextInterface, bounds);
   if (observation.kind !== 'send-failed') throw error;
   const applied = await apply(ctx, record, observation, { fence: failure.fence, log, source: 'send' });
   const detail = { err: error, code: observation.error.code, delivery: observation.delivery, effect: observation.effect };
+  if (observation.unreachable) return unreachableOutcome(log, detail, applied.next, observation.afterMark);
   if (applied.next === 'retry') {
     log.warn(detail, 'send failed; will retry');
     throw error;
@@ -65,6 +69,18 @@ export async function sendFailed(ctx: WorkerContext, failure: SendFailure): Prom
   }
   log.warn({ ...detail, permanent: observation.permanent }, 'send failed; recording the step FAILED');
   if (observation.permanent) throw new UnrecoverableError(observation.error.message);
+  return 'failed';
+}
+
+/** The log line and outcome of a try that found the agent unreachable (nothing sent): waiting, given up, or fenced out. */
+function unreachableOutcome(log: Log, detail: Record<string, unknown>, next: string, afterMark: boolean): string {
+  const where = afterMark ? 'SendMessage never left' : 'the Agent Card could not be fetched';
+  if (next === 'send-later') {
+    log.warn(detail, `the agent cannot be reached (${where}); nothing was sent: waiting for the next try`);
+    return 'agent-unreachable';
+  }
+  if (next === 'nothing') return 'fence-lost';
+  log.warn(detail, `the agent could not be reached within the attempt's bound (${where}); recording the step FAILED AGENT_UNREACHABLE`);
   return 'failed';
 }
 
