@@ -52,11 +52,11 @@ export function agentRoutes(producer: Producer, checkAddresses: (request: { body
             summary: disabled ? 'Disable an agent: never picked for a skill; delegations bound to it go on' : 'Enable a disabled agent',
             security,
             params: AgentParamsSchema,
-            ...(disabled ? { body: DisableAgentBodySchema.optional() } : {}),
+            ...(disabled ? { body: DisableAgentBodySchema.nullish() } : {}),
             response: { 200: AgentSchema, ...problemResponses(400, 404) },
           },
         },
-        async (request) => producer.setAgentDisabled(request.params.id, disabled, (request.body as { reason?: string } | undefined)?.reason),
+        async (request) => producer.setAgentDisabled(request.params.id, disabled, (request.body as { reason?: string } | null | undefined)?.reason),
       );
     }
 
