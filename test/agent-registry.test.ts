@@ -182,6 +182,13 @@ describe('health: last card fetch, last error, success rate', () => {
       }, 'the worker recorded its failed card fetch');
       expect(afterWorker).toMatchObject({ lastCardFetchOk: false, lastError: { kind: 'card' } });
       expect(afterWorker.health.successes).toBe(1);
+      // /ui shows the same: the status, the success rate, the failed card fetch and the error.
+      const page = await authorized(server, { method: 'GET', url: '/ui/agents' });
+      expect(page.statusCode).toBe(200);
+      expect(page.body).toContain(afterWorker.id);
+      expect(page.body).toContain(`${Math.round(afterWorker.health.successRate! * 100)}% of ${afterWorker.health.calls}`);
+      expect(page.body).toMatch(/failed<\/span>/);
+      expect(page.body).toContain(`card: ${afterWorker.lastError!.message.replaceAll('&', '&amp;').replaceAll('<', '&lt;').replaceAll('>', '&gt;').replaceAll('"', '&quot;').replaceAll("'", '&#39;')}`);
       expect(Date.parse(afterWorker.lastCardFetchAt!)).toBeGreaterThanOrEqual(Date.parse(afterRegistration!.lastCardFetchAt!));
     } finally {
       await down.close();
