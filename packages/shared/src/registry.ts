@@ -83,7 +83,7 @@ export class AgentRegistry {
    */
   async register(cardUrl: string, card: AgentCard): Promise<RegisteredAgent> {
     const key = normalizeAgentCardUrl(cardUrl);
-    await this.list(); // merges entries stored under other spellings first
+    if (!(await this.redis.hexists(this.keys.agents, key))) await this.list(); // merges entries stored under other spellings first
     const existing = await skipCorrupt(this.get(key));
     const stored = {
       cardUrl: key,
