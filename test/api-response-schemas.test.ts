@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ATTENTION_CODES, JOURNAL_STATES, WORKFLOW_STATES, buildIntent, type Attention, type JournalState } from '@durable-a2a/shared';
+import { ATTENTION_CODES, AgentRegistry, JOURNAL_STATES, WORKFLOW_STATES, buildIntent, type Attention, type JournalState } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { useRedisServer } from './harness/redis.ts';
@@ -218,5 +218,30 @@ describe("a workflow's updatedAt moves with every change of its attempts' state;
     await new Promise((resolve) => setTimeout(resolve, 5));
     await producer.journal.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', taskId: 'task-order' } as Parameters<Producer['journal']['applyStatus']>[1]);
     expect(await updatedAt('order-older')).toBeGreaterThan(asked);
+  });
+});
+
+describe('the agent routes serve every agent view', () => {
+  it('active, disabled (with and without a reason), unavailable, with and without health: GET /v1/agents and /v1/agents/:id are the views, field for field', async () => {
+    const registry = new AgentRegistry(producer.journal.redis, { prefix: PREFIX });
+    const card = { name: 'Agent', description: '', version: '1', skills: [{ id: 'book', name: 'Book', description: '', tags: ['x'] }], capabilities: { streaming: true }, interfaces: [{ url: 'http://127.0.0.1:9/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] };
+    const urls = ['http://127.0.0.1:9/', 'http://127.0.0.1:10/', 'http://127.0.0.1:11/', 'http://127.0.0.1:12/'];
+    for (const url of urls) await registry.register(url, card);
+    await registry.setDisabled(urls[1]!, true, 'maintenance');
+    await registry.setDisabled(urls[2]!, true);
+    await registry.markUnavailable(urls[3]!, 'NO_USABLE_INTERFACE: none');
+    await registry.recordCall(urls[0]!, { kind: 'card' });
+    await registry.recordCall(urls[0]!, { kind: 'send', error: 'ECONNREFUSED' });
+    await registry.recordCall(urls[1]!, { kind: 'card', error: 'HTTP 503' });
+    const views = JSON.parse(JSON.stringify(await producer.listAgents()));
+    expect(views).toHaveLength(4);
+    const listed = await authorized(app, { method: 'GET', url: '/v1/agents' });
+    expect(listed.statusCode, listed.body).toBe(200);
+    expect(listed.json()).toEqual({ agents: views });
+    for (const view of views) {
+      const one = await authorized(app, { method: 'GET', url: `/v1/agents/${view.id}` });
+      expect(one.statusCode, one.body).toBe(200);
+      expect(one.json()).toEqual(view);
+    }
   });
 });

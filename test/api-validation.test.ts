@@ -184,6 +184,10 @@ describe('no input produces a 5xx', () => {
     ['POST', '/v1/workflows/nope/cancel'],
     ['GET', '/v1/workflows'],
     ['GET', '/v1/agents'],
+    ['GET', '/v1/agents/nope'],
+    ['POST', '/v1/agents/0123456789abcdef/disable'],
+    ['POST', `/v1/agents/${encodeURIComponent('http://127.0.0.1:9/')}/enable`],
+    ['DELETE', '/v1/agents/0123456789abcdef'],
   ] as const;
   const segment = fc.oneof(fc.string({ maxLength: 20 }), fc.constantFrom('..', '%00', '%ZZ', 'x'.repeat(300), '99999999999999999999999', '-1'));
 

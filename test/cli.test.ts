@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
 import { EXIT_CODES, run } from '@durable-a2a/cli';
+import { agentIdOf } from '@durable-a2a/shared';
 import { useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { asksForInput, completesWith, completionSteps } from './harness/agent-behaviours.ts';
@@ -16,6 +17,7 @@ import { SOURCE_EXEC_ARGV, eventually, startTestFleet } from './harness/fleet.ts
 import { TEST_API_TOKEN, startTestServer } from './harness/api-server.ts';
 
 const redisServer = useRedisServer();
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const PREFIX = 'cli';
 let app: ApiServer;
 let fleet: Fleet;
@@ -57,10 +59,31 @@ describe('durable-a2a CLI', () => {
   it('agents add and agents list (human and --json)', async () => {
     const added = await cli(['agents', 'add', done.cardUrl]);
     expect(added).toMatchObject({ code: 0, stderr: '' });
-    expect(added.stdout).toBe(`${done.cardUrl}\tDone agent\tfinish\n`);
+    const id = agentIdOf(done.cardUrl);
+    expect(added.stdout).toMatch(new RegExp(`^${id}\tactive\tDone agent\t${escapeRegExp(done.cardUrl)}\tfinish\thealth 100% of 1\tcard \\d{4}-\\d\\d-\\d\\dT[^\t]+Z\n$`));
     const listed = await cli(['--json', 'agents', 'list']);
     expect(listed.code).toBe(0);
-    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ cardUrl: done.cardUrl, card: expect.objectContaining({ name: 'Done agent' }) })]);
+    expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id, cardUrl: done.cardUrl, status: 'active', card: expect.objectContaining({ name: 'Done agent' }) })]);
+  });
+
+  it('finding 3: agents add by another spelling refreshes the one agent; agents disable, enable and remove (by id or card URL)', async () => {
+    const id = agentIdOf(done.cardUrl);
+    for (const spelling of [done.baseUrl, `${done.baseUrl}/`, done.cardUrl.replace('http://', 'HTTP://')]) expect((await cli(['agents', 'add', spelling])).code).toBe(0);
+    expect(JSON.parse((await cli(['--json', 'agents'])).stdout).map((agent: { id: string }) => agent.id)).toEqual([id]);
+
+    const disabled = await cli(['agents', 'disable', id, '--reason', 'flaky since the deploy']);
+    expect(disabled).toMatchObject({ code: 0, stderr: '' });
+    expect(disabled.stdout).toContain(`${id}\tdisabled\t`);
+    expect(disabled.stdout).toContain('flaky since the deploy');
+    expect((await cli(['agents', 'list'])).stdout).toMatch(/\tdisabled\t.*never picked for a skill/);
+    expect((await cli(['agents', 'enable', `${done.baseUrl}/`])).stdout).toContain(`${id}\tactive\t`);
+
+    const removed = await cli(['agents', 'remove', done.baseUrl]);
+    expect(removed).toMatchObject({ code: 0, stdout: `${id}\t${done.cardUrl}\tremoved\n` });
+    expect((await cli(['agents', 'list'])).stdout).toBe('(none)\n');
+    const again = await cli(['agents', 'remove', id]);
+    expect(again.code).toBe(EXIT_CODES.NOT_FOUND);
+    expect(again.stderr).toContain('no registered agent');
   });
 
   it('show --wait: the timeline of a completed workflow, its result and the attempt', async () => {

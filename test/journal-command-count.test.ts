@@ -34,6 +34,13 @@ const JOURNAL_COMMANDS_PER_DELEGATION = 45.5;
  * the handover and the settle's index removal inside updateWorkflow).
  */
 const JOURNAL_CLIENT_COMMANDS_PER_DELEGATION = 9;
+/**
+ * The agent registry's share (`<prefix>:agents…`, counted apart from the journal's): one script call per SendMessage
+ * (recordAgentCall-1.lua: EVALSHA, HGET, HSET) for the agent's health; the card is cached, so no card fetch is recorded
+ * per delegation.
+ */
+const REGISTRY_COMMANDS_PER_DELEGATION = 3;
+const REGISTRY_CLIENT_COMMANDS_PER_DELEGATION = 1;
 const DELEGATIONS = 8;
 
 const redisServer = useRedisServer();
@@ -47,6 +54,7 @@ const prefix = `count-${Date.now()}`;
 beforeAll(async () => {
   agent = await startDemoAgent();
   producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+  await producer.registerAgent(agent.cardUrl); // a registered agent: its health is written per SendMessage
   poller = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
   // The reconciler's sweeps and the follow leases' renewals are idle work (per interval, not per delegation): kept
   // out of the window (a renewal every 20 s, never during these sub-second streams).
@@ -80,11 +88,18 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     let takeFollows = 0;
     /** The journal's commands sent by a client (scripts and plain commands; not the calls inside scripts). */
     const clientShapes = new Map<string, number>();
+    let registryCommands = 0;
+    let registryClientCommands = 0;
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source.endsWith(pollerAddress)) return;
       const command = (args[0] ?? '').toLowerCase();
       if (command === 'evalsha' && args[1] === takeFollowSha) takeFollows++;
       const key = command === 'evalsha' || command === 'eval' ? (args[3] ?? '') : (args[1] ?? '');
+      if (key.startsWith(`${prefix}:agents`)) {
+        registryCommands++;
+        if (!source.includes('lua')) registryClientCommands++;
+        return;
+      }
       if (!key.startsWith(`${prefix}:`)) return;
       const shape = `${command} ${key.replace(/\{wf:[^}]*\}/, '{wf}').replace(/task:[0-9a-f]+/, 'task:<hex>')}`;
       byShape.set(shape, (byShape.get(shape) ?? 0) + 1);
@@ -106,5 +121,9 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     const clientProfile = [...clientShapes.entries()].sort((a, b) => b[1] - a[1]).map(([shape, count]) => `${(count / DELEGATIONS).toFixed(2)} ${shape}`);
     const clientTotal = [...clientShapes.values()].reduce((sum, count) => sum + count, 0) / DELEGATIONS;
     expect(clientTotal, clientProfile.join('\n')).toBeLessThanOrEqual(JOURNAL_CLIENT_COMMANDS_PER_DELEGATION);
+    // The registry's: the health of the agent, one script call per SendMessage.
+    expect(registryCommands / DELEGATIONS).toBeGreaterThan(0);
+    expect(registryCommands / DELEGATIONS).toBeLessThanOrEqual(REGISTRY_COMMANDS_PER_DELEGATION);
+    expect(registryClientCommands / DELEGATIONS).toBeLessThanOrEqual(REGISTRY_CLIENT_COMMANDS_PER_DELEGATION);
   });
 });

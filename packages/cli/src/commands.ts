@@ -1,6 +1,6 @@
 /**
  * The commands of `durable-a2a`, one function per group: reading workflows (list, show, questions),
- * steering them (reply, resolve, cancel) and the agent registry (agents add, agents list).
+ * steering them (reply, resolve, cancel) and the agent registry (agents add, list, disable, enable, remove).
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ApiError, callApi, type ApiClientOptions } from './client.ts';
@@ -90,22 +90,48 @@ export function addSteerCommands(program: Command, helpers: CommandHelpers): voi
     });
 }
 
-/** `agents add <cardUrl>`, `agents list` (also `agents` alone). */
+/**
+ * `agents add <cardUrl>`, `agents list` (also `agents` alone), `agents disable <agent> [--reason]`, `agents enable
+ * <agent>`, `agents remove <agent>`: `<agent>` is the id `agents list` shows or a card URL in any spelling.
+ */
 export function addAgentCommands(program: Command, helpers: CommandHelpers): void {
-  const agents = program.command('agents').description('registered agents: list (the default) or add <cardUrl>');
+  const agents = program.command('agents').description('registered agents: list (the default), add <cardUrl>, disable|enable|remove <agent>');
+  const agentPath = (agent: string) => `v1/agents/${encodeURIComponent(agent)}`;
   agents
     .command('add <cardUrl>')
-    .description('register (or refresh) an agent by its Agent Card URL')
+    .description('register (or refresh) an agent by its Agent Card URL or base URL; another spelling of a registered URL refreshes that agent')
     .action(async (cardUrl: string, _options: unknown, command: Command) => {
       const agent = await callApi<Agent>(helpers.api(command), 'POST', 'v1/agents', { cardUrl });
       helpers.print(command, agent, () => formatAgent(agent));
     });
   agents
     .command('list', { isDefault: true })
-    .description('list registered agents (the default)')
+    .description('list registered agents with status, health and last card fetch (the default)')
     .action(async (_options: unknown, command: Command) => {
       const { agents: list } = await callApi<{ agents: Agent[] }>(helpers.api(command), 'GET', 'v1/agents');
       helpers.print(command, list, () => list.map(formatAgent).join('\n') || '(none)');
+    });
+  agents
+    .command('disable <agent>')
+    .description('disable an agent (id or card URL): never picked for a skill; delegations bound to it go on')
+    .option('--reason <text>', 'why, shown with the agent')
+    .action(async (agent: string, options: { reason?: string }, command: Command) => {
+      const view = await callApi<Agent>(helpers.api(command), 'POST', `${agentPath(agent)}/disable`, options.reason ? { reason: options.reason } : {});
+      helpers.print(command, view, () => formatAgent(view));
+    });
+  agents
+    .command('enable <agent>')
+    .description('enable a disabled agent (id or card URL)')
+    .action(async (agent: string, _options: unknown, command: Command) => {
+      const view = await callApi<Agent>(helpers.api(command), 'POST', `${agentPath(agent)}/enable`);
+      helpers.print(command, view, () => formatAgent(view));
+    });
+  agents
+    .command('remove <agent>')
+    .description('remove an agent (id or card URL); delegations bound to it go on')
+    .action(async (agent: string, _options: unknown, command: Command) => {
+      const removed = await callApi<{ id: string; cardUrl: string }>(helpers.api(command), 'DELETE', agentPath(agent));
+      helpers.print(command, removed, () => `${removed.id}\t${removed.cardUrl}\tremoved`);
     });
 }
 

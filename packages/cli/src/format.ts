@@ -62,11 +62,17 @@ export interface WorkflowView {
   openQuestions: Question[];
 }
 
-/** A registered agent (GET /v1/agents). */
+/** A registered agent (GET /v1/agents; instants ISO 8601, null when never). */
 export interface Agent {
+  id: string;
   cardUrl: string;
   card?: { name?: string; skills?: { id: string; name?: string }[] };
-  unavailable?: { reason: string; since: number };
+  status: 'active' | 'disabled' | 'unavailable';
+  statusReason: string | null;
+  lastCardFetchAt: string | null;
+  lastCardFetchOk: boolean | null;
+  lastError: { kind: string; message: string; at: string } | null;
+  health: { window: number; calls: number; successes: number; successRate: number | null };
 }
 
 const time = (ms?: number) => (ms ? new Date(ms).toISOString() : '-');
@@ -123,7 +129,18 @@ export function formatWorkflowLine(view: WorkflowView): string {
   return `${view.workflowId}\t${view.state}\t${view.steps.length} step(s)${questions}`;
 }
 
+/**
+ * `agents list` / `add` / `disable` / `enable`: one line per agent, tab-separated: id, status, name, card URL, skill
+ * ids, health (`<percent>% of <calls>` over the last calls, `-` before any), the last card fetch, then the reason it is
+ * not picked and the last error when there are.
+ */
 export function formatAgent(agent: Agent): string {
-  const skills = (agent.card?.skills ?? []).map((skill) => skill.id).join(',');
-  return `${agent.cardUrl}\t${agent.card?.name ?? ''}\t${skills}${agent.unavailable ? `\tunavailable: ${agent.unavailable.reason}` : ''}`;
+  const skills = (agent.card?.skills ?? []).map((skill) => skill.id).join(',') || '-';
+  const { successRate, calls } = agent.health;
+  const health = successRate === null ? 'health -' : `health ${Math.round(successRate * 100)}% of ${calls}`;
+  const fetched = `card ${agent.lastCardFetchAt ?? 'never fetched'}${agent.lastCardFetchOk === false ? ' (failed)' : ''}`;
+  const columns = [agent.id, agent.status, agent.card?.name ?? '', agent.cardUrl, skills, health, fetched];
+  if (agent.statusReason) columns.push(agent.statusReason);
+  if (agent.lastError) columns.push(`last error ${agent.lastError.at} ${agent.lastError.kind}: ${agent.lastError.message.slice(0, 200)}`);
+  return columns.join('\t');
 }

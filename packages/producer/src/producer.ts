@@ -9,7 +9,7 @@
  * context.ts (connections, input parsing, the view).
  */
 import type { z } from 'zod';
-import { MessageInputSchema, type Journal, type RegisteredAgent, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
+import { MessageInputSchema, type AgentView, type Journal, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
 import { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, producerErrorOfRedis } from './errors.ts';
 import type { WorkflowView, OpenQuestion } from './view.ts';
 import { waitForWorkflow, type WaitForOptions } from './wait.ts';
@@ -17,7 +17,7 @@ import { closeProducer, connectProducer, ensureConnected, readView, type Produce
 import { DelegateInputSchema, delegate, startWorkflow, type DelegateInput } from './calls/create.ts';
 import { replyToQuestion, type ReplyAnswer } from './calls/reply.ts';
 import { cancelWorkflow, resolveAttention } from './calls/cancel.ts';
-import { listWorkflows, registerAgent } from './calls/read.ts';
+import { getAgent, listWorkflows, registerAgent, removeAgent, setAgentDisabled } from './calls/read.ts';
 
 export interface Producer {
   /** Starts (or returns, for the same idempotency key) a single delegation. The id is the workflow id. */
@@ -49,9 +49,19 @@ export interface Producer {
    * ResolutionNotAllowedError (`RESOLVE_ACTIONS`).
    */
   resolve(id: string, action: 'retry' | 'abandon'): Promise<{ state: string }>;
-  /** Registers (or refreshes) an agent by its Agent Card URL. Throws AgentCardError. */
-  registerAgent(cardUrl: string): Promise<RegisteredAgent>;
-  listAgents(): Promise<RegisteredAgent[]>;
+  /**
+   * Registers (or refreshes) an agent by its Agent Card URL, keyed by the normalized URL (`normalizeAgentCardUrl`):
+   * another spelling of a registered agent's URL refreshes that one entry. Throws AgentCardError.
+   */
+  registerAgent(cardUrl: string): Promise<AgentView>;
+  /** Every registered agent with its id, status (active, disabled, unavailable) and health, in preference order. */
+  listAgents(): Promise<AgentView[]>;
+  /** One agent's view by id or card URL (any spelling). Throws NotFoundError. */
+  getAgent(idOrCardUrl: string): Promise<AgentView>;
+  /** Disables (never a candidate for a skill; bound delegations go on) or enables an agent by id or card URL. Throws NotFoundError. */
+  setAgentDisabled(idOrCardUrl: string, disabled: boolean, reason?: string): Promise<AgentView>;
+  /** Removes an agent by id or card URL (its card, mark and health; bound delegations go on). Throws NotFoundError. */
+  removeAgent(idOrCardUrl: string): Promise<{ id: string; cardUrl: string }>;
   /** Workflow ids, optionally by state, paged by `cursor` (opaque). */
   listWorkflows(options?: { state?: string; cursor?: string; limit?: number }): Promise<{ ids: string[]; cursor?: string }>;
   journal: Journal;
@@ -73,11 +83,14 @@ export function createProducer(options: ProducerOptions): Producer {
     cancel: (id) => cancelWorkflow(context, id),
     resolve: (id, action) => resolveAttention(context, id, action),
     registerAgent: (cardUrl) => registerAgent(context, cardUrl),
-    listAgents: () => context.registry.list(),
+    listAgents: () => context.registry.views(),
+    getAgent: (idOrCardUrl) => getAgent(context, idOrCardUrl),
+    setAgentDisabled: (idOrCardUrl, disabled, reason) => setAgentDisabled(context, idOrCardUrl, disabled, reason),
+    removeAgent: (idOrCardUrl) => removeAgent(context, idOrCardUrl),
     listWorkflows: (listOptions) => listWorkflows(context, listOptions),
     close: () => closeProducer(context),
   };
-  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'listWorkflows'] as const) {
+  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'removeAgent', 'listWorkflows'] as const) {
     producer[name] = failFast(producer[name] as (...args: never[]) => Promise<unknown>, () => ensureConnected(context)) as never;
   }
   return producer;

@@ -7,6 +7,7 @@
  * `decide-is-pure`).
  */
 import { dependenciesOf, type Step, type WorkflowDefinition } from './workflow.ts';
+import { agentKeyOf } from './a2a/card-url.ts';
 import { UNSUCCESSFUL_STATES, isFinished } from './journal/states.ts';
 import { cancelOutcome, needsUndo, pendingAttempt } from './decide-effects.ts';
 import type { AttemptView, CandidateLookup, Decision, FailureKind, FirstAttempt, PreviousAttempt, WorkflowSnapshot } from './decide-types.ts';
@@ -150,13 +151,14 @@ function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decis
 }
 
 function startAttempt(step: Step, attempt: number, previous: PreviousAttempt[], candidates: CandidateLookup): Decision {
-  const tried = new Set(previous.map((entry) => entry.agentCardUrl));
+  // Tried agents by identity (`agentKeyOf`), not by spelling: another spelling of a tried agent is that agent.
+  const tried = new Set(previous.map((entry) => agentKeyOf(entry.agentCardUrl)));
   const all = candidates(step);
   const last = previous.at(-1)?.kind;
   // An agent that forgot a task (LOST), or a read-only step we could not prove (AMBIGUOUS),
   // may go back to the same agent; one that refused or failed does not.
   const again = last === 'lost' || last === 'ambiguous';
-  const next = all.find((url) => !tried.has(url)) ?? (again ? previous.at(-1)!.agentCardUrl : undefined);
+  const next = all.find((url) => !tried.has(agentKeyOf(url))) ?? (again ? previous.at(-1)!.agentCardUrl : undefined);
   if (!next) {
     const reasons = previous.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
     const none = all.length === 0 ? `no available agent has skill ${step.skill ?? '(none)'} for step ${step.name}` : `no other agent can run step ${step.name}`;

@@ -1,30 +1,31 @@
 /**
- * Agent registry in Redis: agents registered by Agent Card URL, with their
- * normalized card, looked up by skill id and tags for re-delegation.
+ * Agent registry in Redis: agents registered by Agent Card URL, with their normalized card, looked up by skill id
+ * and tags for re-delegation. Keyed by the normalized card URL (`normalizeAgentCardUrl`): any spelling of one card
+ * URL is one agent. Three hashes, each with one writer: the cards (registration and refresh), the operator's
+ * disabled marks, and each agent's health (recordAgentCall-1.lua, from card fetches and SendMessages).
+ * With the journal, the only module that touches Redis.
  */
 import type { Redis, Cluster } from 'ioredis';
-import { z } from 'zod';
-import type { AgentCard } from './a2a/card.ts';
+import { normalizeAgentCardUrl, type AgentCard } from './a2a/card.ts';
+import { agentKeyOf, isHttpUrl } from './a2a/card-url.ts';
 import { journalKeys } from './journal/keys.ts';
+import { callScript, defineScript, outcomeDecoder } from './journal/scripts.ts';
 import { CorruptRecordError, parseRecordAt, skipCorrupt, type CorruptRecordHandler } from './journal/corrupt.ts';
+import {
+  AGENT_ERROR_CHARS,
+  AgentHealthSchema,
+  DisabledSchema,
+  HEALTH_WINDOW_CALLS,
+  RegisteredAgentSchema,
+  agentIdOf,
+  agentView,
+  mergeSpellings,
+  type AgentHealthRecord,
+  type AgentView,
+  type RegisteredAgent,
+} from './registry-view.ts';
 
-const RegisteredAgentSchema = z.object({
-  cardUrl: z.string(),
-  registeredAt: z.number(),
-  refreshedAt: z.number(),
-  /** Set when a refresh found the card unusable (blocked address, no interface...): never selected then. */
-  unavailable: z.object({ reason: z.string(), since: z.number() }).optional(),
-  card: z.object({
-    name: z.string(),
-    description: z.string(),
-    version: z.string(),
-    skills: z.array(z.object({ id: z.string(), name: z.string(), description: z.string(), tags: z.array(z.string()) })),
-    capabilities: z.object({ streaming: z.boolean().optional(), pushNotifications: z.boolean().optional() }),
-    interfaces: z.array(z.object({ url: z.string(), protocolBinding: z.string(), protocolVersion: z.string(), tenant: z.string().optional() })),
-  }),
-});
-/** A registered agent: its card URL and normalized card. */
-export type RegisteredAgent = z.infer<typeof RegisteredAgentSchema>;
+export { agentIdOf, HEALTH_WINDOW_CALLS, type AgentView, type AgentStatus, type RegisteredAgent } from './registry-view.ts';
 
 /** Options of an `AgentRegistry`. */
 export interface AgentRegistryOptions {
@@ -36,8 +37,29 @@ export interface AgentRegistryOptions {
   onCorruptRecord?: CorruptRecordHandler;
 }
 
+/** One call to an agent, for its health: a card fetch or a SendMessage, and the error when it failed. */
+export interface AgentCall {
+  kind: 'card' | 'send';
+  /** The error's text (cut to `AGENT_ERROR_CHARS`); absent for a success. */
+  error?: string;
+}
+
+const recordAgentCall = defineScript({
+  name: 'recordAgentCall',
+  keys: ['health'],
+  encode: (input: { cardUrl: string; call: AgentCall; now: number }) => [
+    input.cardUrl,
+    input.call.error === undefined ? '1' : '0',
+    input.call.kind,
+    input.now,
+    (input.call.error ?? '').slice(0, AGENT_ERROR_CHARS),
+    HEALTH_WINDOW_CALLS,
+  ],
+  decode: outcomeDecoder({ 0: 'unregistered', 1: 'recorded' } as const),
+});
+
 export class AgentRegistry {
-  private readonly key: string;
+  private readonly keys: { agents: string; health: string; disabled: string };
   private readonly now: () => number;
   private readonly onCorruptRecord: CorruptRecordHandler;
 
@@ -48,56 +70,97 @@ export class AgentRegistry {
     now?: () => number,
   ) {
     const resolved = typeof options === 'string' ? { prefix: options, now } : { ...options, now: options.now ?? now };
-    this.key = journalKeys(resolved.prefix).agents();
+    const keys = journalKeys(resolved.prefix);
+    this.keys = { agents: keys.agents(), health: keys.agentHealth(), disabled: keys.agentsDisabled() };
     this.now = resolved.now ?? Date.now;
     this.onCorruptRecord = resolved.onCorruptRecord ?? (() => undefined);
   }
 
-  /** Stores (or refreshes) an agent's validated card. Registration order is kept as preference order; a corrupt entry is replaced. */
+  /**
+   * Stores (or refreshes) an agent's validated card under its normalized card URL: another spelling of a registered
+   * card URL refreshes that one entry. Registration order is kept as preference order; a corrupt entry is replaced;
+   * an operator's disabled mark stays. Throws AgentCardError `INVALID_URL` for a card URL that is not http(s).
+   */
   async register(cardUrl: string, card: AgentCard): Promise<RegisteredAgent> {
-    const existing = await skipCorrupt(this.get(cardUrl));
-    const agent: RegisteredAgent = {
-      cardUrl,
+    const key = normalizeAgentCardUrl(cardUrl);
+    if (!(await this.redis.hexists(this.keys.agents, key))) await this.list(); // merges entries stored under other spellings first
+    const existing = await skipCorrupt(this.get(key));
+    const stored = {
+      cardUrl: key,
       registeredAt: existing?.registeredAt ?? this.now(),
       refreshedAt: this.now(),
-      card: {
-        name: card.name,
-        description: card.description,
-        version: card.version,
-        skills: card.skills,
-        capabilities: card.capabilities,
-        interfaces: card.interfaces,
-      },
+      card: { name: card.name, description: card.description, version: card.version, skills: card.skills, capabilities: card.capabilities, interfaces: card.interfaces },
     };
-    await this.redis.hset(this.key, cardUrl, JSON.stringify(agent));
-    return agent;
+    await this.redis.hset(this.keys.agents, key, JSON.stringify(stored));
+    await this.redis.hsetnx(this.keys.health, key, '{}');
+    return { ...stored, ...(existing?.disabled ? { disabled: existing.disabled } : {}) };
   }
 
-  /** One registered agent, or undefined. Throws CorruptRecordError (reported) when its entry does not parse. */
-  async get(cardUrl: string): Promise<RegisteredAgent | undefined> {
-    const raw = await this.redis.hget(this.key, cardUrl);
-    if (!raw) return undefined;
-    const parsed = this.parseEntry(cardUrl, raw);
+  /** One registered agent by card URL (any spelling) or id, or undefined. Throws CorruptRecordError (reported) when its entry does not parse. */
+  async get(cardUrlOrId: string): Promise<RegisteredAgent | undefined> {
+    if (!isHttpUrl(cardUrlOrId)) return (await this.list()).find((agent) => agentIdOf(agent.cardUrl) === cardUrlOrId);
+    const key = normalizeAgentCardUrl(cardUrlOrId);
+    const [raw, disabled] = [await this.redis.hget(this.keys.agents, key), await this.redis.hget(this.keys.disabled, key)];
+    if (!raw) return (await this.list()).find((agent) => agent.cardUrl === key); // perhaps stored under another spelling
+    const parsed = this.parseEntry(key, raw);
     if (parsed instanceof CorruptRecordError) throw parsed;
-    return parsed;
+    return withDisabled(parsed, disabled);
   }
 
-  /** Every registered agent, in registration order. An entry that does not parse is left out (and reported): one bad entry never fails the list. */
+  /**
+   * Every registered agent, in registration order. An entry that does not parse is left out (and reported): one bad
+   * entry never fails the list. Entries stored under other spellings of one card URL are merged on the way
+   * (`mergeSpellings`) and written back under the normalized URL.
+   */
   async list(): Promise<RegisteredAgent[]> {
-    const all = Object.entries(await this.redis.hgetall(this.key)).flatMap(([cardUrl, raw]) => {
-      const parsed = this.parseEntry(cardUrl, raw);
-      return parsed instanceof CorruptRecordError ? [] : [parsed];
+    const [rawAgents, rawDisabled] = [await this.redis.hgetall(this.keys.agents), await this.redis.hgetall(this.keys.disabled)];
+    let entries = Object.entries(rawAgents).flatMap(([field, raw]) => {
+      const parsed = this.parseEntry(field, raw);
+      return parsed instanceof CorruptRecordError ? [] : [[field, parsed] as const];
     });
-    return all.sort((a, b) => a.registeredAt - b.registeredAt || a.cardUrl.localeCompare(b.cardUrl));
+    const merges = mergeSpellings(entries);
+    if (merges.length > 0) {
+      await this.writeMerges(merges);
+      const stale = new Set(merges.flatMap((merge) => merge.stale));
+      entries = [...entries.filter(([field]) => !stale.has(field) && !merges.some((merge) => merge.key === field)), ...merges.map((merge) => [merge.key, merge.merged] as const)];
+    }
+    return entries
+      .map(([field, agent]) => withDisabled({ ...agent, cardUrl: field }, rawDisabled[field]))
+      .sort((a, b) => a.registeredAt - b.registeredAt || a.cardUrl.localeCompare(b.cardUrl));
   }
 
-  /** The entry of `cardUrl` parsed, or its CorruptRecordError (already reported); the key names the field after `#`. */
-  private parseEntry(cardUrl: string, raw: string): RegisteredAgent | CorruptRecordError {
+  /** Every registered agent with its status and health (`AgentView`), in registration order. */
+  async views(): Promise<AgentView[]> {
+    const agents = await this.list();
+    const health = await this.redis.hgetall(this.keys.health);
+    return agents.map((agent) => agentView(agent, healthOf(health[agent.cardUrl])));
+  }
+
+  /** One agent's view by card URL (any spelling) or id, or undefined. */
+  async view(cardUrlOrId: string): Promise<AgentView | undefined> {
+    const agent = await this.get(cardUrlOrId);
+    if (!agent) return undefined;
+    return agentView(agent, healthOf((await this.redis.hget(this.keys.health, agent.cardUrl)) ?? undefined));
+  }
+
+  /** The entry of `field` parsed, or its CorruptRecordError (already reported); the key names the field after `#`. */
+  private parseEntry(field: string, raw: string): RegisteredAgent | CorruptRecordError {
     try {
-      return parseRecordAt('agent', `${this.key}#${cardUrl}`, () => RegisteredAgentSchema.parse(JSON.parse(raw)));
+      return parseRecordAt('agent', `${this.keys.agents}#${field}`, () => RegisteredAgentSchema.omit({ disabled: true }).parse(JSON.parse(raw)));
     } catch (error) {
       this.onCorruptRecord(error as CorruptRecordError);
       return error as CorruptRecordError;
+    }
+  }
+
+  /** Writes merged entries under their normalized URL and deletes the other spellings (one MULTI per agent). */
+  private async writeMerges(merges: ReturnType<typeof mergeSpellings>): Promise<void> {
+    for (const { key, merged, stale } of merges) {
+      const { disabled: _disabled, ...stored } = merged;
+      const transaction = this.redis.multi().hset(this.keys.agents, key, JSON.stringify(stored));
+      if (stale.length > 0) transaction.hdel(this.keys.agents, ...stale);
+      await transaction.exec();
+      await this.redis.hsetnx(this.keys.health, key, '{}');
     }
   }
 
@@ -110,11 +173,66 @@ export class AgentRegistry {
   async markUnavailable(cardUrl: string, reason: string): Promise<void> {
     const agent = await skipCorrupt(this.get(cardUrl));
     if (!agent) return;
-    await this.redis.hset(this.key, cardUrl, JSON.stringify({ ...agent, refreshedAt: this.now(), unavailable: { reason, since: this.now() } }));
+    const { disabled: _disabled, ...stored } = agent;
+    await this.redis.hset(this.keys.agents, agent.cardUrl, JSON.stringify({ ...stored, refreshedAt: this.now(), unavailable: { reason, since: this.now() } }));
   }
 
-  async remove(cardUrl: string): Promise<void> {
-    await this.redis.hdel(this.key, cardUrl);
+  /**
+   * Disables (`disabled: true`, with an optional reason) or enables an agent by card URL or id: a disabled agent is
+   * never a candidate for a skill (`candidateAgents`); delegations already bound to it go on. Returns its view, or
+   * undefined when no such agent is registered.
+   */
+  async setDisabled(cardUrlOrId: string, disabled: boolean, reason?: string): Promise<AgentView | undefined> {
+    const agent = await skipCorrupt(this.get(cardUrlOrId));
+    if (!agent) return undefined;
+    if (disabled) await this.redis.hset(this.keys.disabled, agent.cardUrl, JSON.stringify({ since: agent.disabled?.since ?? this.now(), ...(reason ? { reason } : {}) }));
+    else await this.redis.hdel(this.keys.disabled, agent.cardUrl);
+    return this.view(agent.cardUrl);
+  }
+
+  /**
+   * Removes an agent by card URL (any spelling) or id: its card, disabled mark and health. Delegations already bound
+   * to it go on (they name its card URL). A corrupt entry is removed by card URL. Returns the normalized card URL
+   * removed, or undefined when no such agent was registered.
+   */
+  async remove(cardUrlOrId: string): Promise<string | undefined> {
+    if (isHttpUrl(cardUrlOrId)) await this.list(); // merges entries stored under other spellings first
+    const key = isHttpUrl(cardUrlOrId) ? normalizeAgentCardUrl(cardUrlOrId) : (await skipCorrupt(this.get(cardUrlOrId)))?.cardUrl;
+    if (!key) return undefined;
+    const [removed] = [await this.redis.hdel(this.keys.agents, key), await this.redis.hdel(this.keys.disabled, key), await this.redis.hdel(this.keys.health, key)];
+    return removed > 0 ? key : undefined;
+  }
+
+  /**
+   * Records one call to the agent at `cardUrl` (any spelling) for its health: one script call (recordAgentCall-1.lua),
+   * nothing written for an agent that is not registered. Resolves to whether it was recorded. Throws on Redis errors.
+   */
+  async recordCall(cardUrl: string, call: AgentCall): Promise<'recorded' | 'unregistered'> {
+    if (!isHttpUrl(cardUrl)) return 'unregistered';
+    const result = await callScript(this.redis, recordAgentCall, { health: this.keys.health }, { cardUrl: agentKeyOf(cardUrl), call, now: this.now() });
+    return result === 'recorded' ? 'recorded' : 'unregistered';
+  }
+}
+
+/** `agent` with the operator's disabled mark (raw JSON from the disabled hash; one that does not parse counts as disabled now). */
+function withDisabled(agent: RegisteredAgent, raw: string | null | undefined): RegisteredAgent {
+  const { disabled: _ignored, ...stored } = agent;
+  if (!raw) return stored;
+  const parsed = DisabledSchema.safeParse(safeJson(raw));
+  return { ...stored, disabled: parsed.success ? parsed.data : { since: 0 } };
+}
+
+function healthOf(raw: string | undefined): AgentHealthRecord | undefined {
+  if (raw === undefined) return undefined;
+  const parsed = AgentHealthSchema.safeParse(safeJson(raw));
+  return parsed.success ? parsed.data : undefined;
+}
+
+function safeJson(raw: string): unknown {
+  try {
+    return JSON.parse(raw);
+  } catch {
+    return undefined;
   }
 }
 
@@ -125,18 +243,28 @@ export interface AgentTarget {
   tags?: string[];
 }
 
-/** The available agents of `registered` with a skill of id `skillId` carrying every tag in `tags`, in their order. */
+/** The selectable agents of `registered` (neither disabled nor unavailable) with a skill of id `skillId` carrying every tag in `tags`, in their order. */
 function withSkill(registered: readonly RegisteredAgent[], skillId: string, tags: readonly string[]): RegisteredAgent[] {
-  return registered.filter((agent) => !agent.unavailable && agent.card.skills.some((skill) => skill.id === skillId && tags.every((tag) => skill.tags.includes(tag))));
+  return registered.filter(
+    (agent) => !agent.unavailable && !agent.disabled && agent.card.skills.some((skill) => skill.id === skillId && tags.every((tag) => skill.tags.includes(tag))),
+  );
 }
 
 /**
- * The candidate agents of a target, in the order they are tried: the fixed agent first, then the available
- * registered agents with the skill and every tag, in registration order (`AgentRegistry.list()`), no agent twice.
- * The one rule for the producer's first attempts, the workflow's re-delegations and compensations.
+ * The candidate agents of a target, in the order they are tried: the fixed agent first (as spelled: an operator's
+ * disabled mark does not override an explicit choice), then the selectable registered agents with the skill and
+ * every tag, in registration order (`AgentRegistry.list()`), no agent twice: two spellings of one card URL
+ * (`agentKeyOf`) are one agent. The one rule for the producer's first attempts, the workflow's re-delegations and
+ * compensations.
  */
 export function candidateAgents(target: AgentTarget, registered: readonly RegisteredAgent[]): string[] {
-  const fixed = target.agent ? [target.agent] : [];
-  const bySkill = target.skill ? withSkill(registered, target.skill, target.tags ?? []).map((agent) => agent.cardUrl) : [];
-  return [...new Set([...fixed, ...bySkill])];
+  const chosen: string[] = target.agent ? [target.agent] : [];
+  const seen = new Set(chosen.map(agentKeyOf));
+  for (const agent of target.skill ? withSkill(registered, target.skill, target.tags ?? []) : []) {
+    const key = agentKeyOf(agent.cardUrl);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    chosen.push(agent.cardUrl);
+  }
+  return chosen;
 }

@@ -16,6 +16,7 @@ import {
   type A2ATransport,
   type AgentCard,
   type AddressPolicyOptions,
+  type AgentCall,
   type AgentInterfaceRef,
   type CredentialsProvider,
 } from '@durable-a2a/shared';
@@ -38,6 +39,11 @@ export interface AgentDirectoryOptions {
    * callers and cards from agents, so the budget is in bytes, not entries (B32). Default `CARD_CACHE_BYTES`.
    */
   cardCacheBytes?: number;
+  /**
+   * Told of every card fetch (a cached card is no fetch) and every SendMessage, with the error when it failed (a
+   * SendMessage we aborted ourselves is not told): the registry's health of the agent. Must not throw; default nothing.
+   */
+  onAgentCall?: (agentCardUrl: string, call: AgentCall) => void;
 }
 
 /** Default `AgentDirectoryOptions.cardCacheBytes`: 32 MiB (32 cards at the 1 MiB card limit, thousands of usual ones). */
@@ -124,8 +130,10 @@ export class AgentDirectory {
       const baseMs = Math.min(this.options.requestTimeoutMs, CARD_RETRY_BASE_MAX_MS);
       const bytes = 256 + String((error as Error)?.message ?? '').length + String((error as { cause?: unknown })?.cause ?? '').length;
       this.cardFailures.set(agentCardUrl, { error, count, bytes, until: this.options.now() + Math.min(baseMs * 2 ** (count - 1), CARD_RETRY_CAP_MS) });
+      this.options.onAgentCall?.(agentCardUrl, { kind: 'card', error: errorText(error) });
       throw error;
     }
+    this.options.onAgentCall?.(agentCardUrl, { kind: 'card' });
     this.cardFailures.delete(agentCardUrl);
     this.cards.set(agentCardUrl, { card, fetchedAt: this.options.now(), bytes: jsonBytes(card) });
     return card;
@@ -164,6 +172,8 @@ export class AgentDirectory {
         idleTimeoutMs: this.options.streamIdleTimeoutMs,
         limits: this.options.limits,
       });
+      const onAgentCall = this.options.onAgentCall;
+      if (onAgentCall) transport = withObservedSends(transport, (call) => onAgentCall(agentCardUrl, call));
       this.transports.set(key, transport);
     }
     return transport;
@@ -180,6 +190,33 @@ export class AgentDirectory {
     this.cards.delete(agentCardUrl);
     this.cardFailures.delete(agentCardUrl);
   }
+}
+
+/** An error's text for the registry's health (its message; the registry bounds its length). */
+const errorText = (error: unknown): string => (error instanceof Error ? error.message : String(error));
+
+/**
+ * `transport` with each SendMessage's outcome told to `observe` (success, or the error it rejected with); a send
+ * aborted by its own signal (we stopped waiting) tells nothing. Every other member is the transport's own.
+ */
+function withObservedSends(transport: A2ATransport, observe: (call: AgentCall) => void): A2ATransport {
+  const sendMessage: A2ATransport['sendMessage'] = async (request, callOptions) => {
+    try {
+      const response = await transport.sendMessage(request, callOptions);
+      observe({ kind: 'send' });
+      return response;
+    } catch (error) {
+      if (!callOptions?.signal?.aborted) observe({ kind: 'send', error: errorText(error) });
+      throw error;
+    }
+  };
+  return new Proxy(transport, {
+    get: (target, property) => {
+      if (property === 'sendMessage') return sendMessage;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+    },
+  });
 }
 
 /** The journal's form of a card interface. */

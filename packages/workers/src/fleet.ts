@@ -8,6 +8,7 @@ import { Registry } from 'prom-client';
 import {
   ALL_QUEUES,
   AgentRegistry,
+  type AgentCall,
   DEFAULT_JOB_OPTIONS,
   annotateActiveSpan,
   JOB_RETENTION,
@@ -145,13 +146,17 @@ interface ContextParts {
 function createWorkerContext(input: StartFleetOptions, parts: ContextParts): WorkerContext {
   const { options, journalRedis, queues, dispatcher, logger } = parts;
   const onCorruptRecord = corruptRecordReporter({ logger, counter: parts.metrics.corruptRecords });
+  const registry = new AgentRegistry(journalRedis, { prefix: options.prefix, now: options.now, onCorruptRecord });
+  // An agent's health is told, not awaited: a send never waits for it, and a failed write costs only that entry.
+  const onAgentCall = (agentCardUrl: string, call: AgentCall) =>
+    void registry.recordCall(agentCardUrl, call).catch((error: unknown) => logger.debug({ err: error, agent: agentCardUrl }, 'agent health not recorded'));
   return {
     shutdownSignal: parts.shutdownSignal,
     journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation, onCorruptRecord }),
-    registry: new AgentRegistry(journalRedis, { prefix: options.prefix, now: options.now, onCorruptRecord }),
+    registry,
     queues,
     agents: new AgentDirectory({
-      ...{ credentials: input.credentials, dispatcher, addressPolicy: input.addressPolicy ?? {}, cardMaxAgeMs: 5 * 60_000 },
+      ...{ credentials: input.credentials, dispatcher, addressPolicy: input.addressPolicy ?? {}, cardMaxAgeMs: 5 * 60_000, onAgentCall },
       ...{ requestTimeoutMs: options.requestTimeoutMs, streamIdleTimeoutMs: options.streamIdleTimeoutMs, now: options.now, limits: options.limits },
     }),
     verifiers: new Map(Object.entries(input.verifiers ?? {})),

@@ -118,8 +118,38 @@ export const WorkflowViewSchema = z.looseObject({
 });
 
 export const WorkflowListSchema = z.object({ ids: z.array(z.string()), cursor: z.string().optional() });
-export const AgentSchema = z.looseObject({ cardUrl: z.string() });
+const Instant = z.iso.datetime().describe('ISO 8601 instant');
+export const AgentSchema = z
+  .object({
+    id: z.string().describe('Stable id: the first 16 hex digits of the SHA-256 of the normalized card URL'),
+    cardUrl: z.string().describe('The normalized Agent Card URL (any spelling of it names this agent)'),
+    card: z.looseObject({ name: z.string(), description: z.string(), version: z.string(), skills: z.array(z.looseObject({ id: z.string() })), capabilities: z.looseObject({}), interfaces: z.array(z.looseObject({ url: z.string() })) }),
+    status: z.enum(['active', 'disabled', 'unavailable']).describe('Only active agents are picked for a skill; delegations already bound to an agent go on'),
+    statusReason: z.string().nullable().describe('Why the agent is not picked for a skill; null when active'),
+    registeredAt: Instant,
+    refreshedAt: Instant.describe('When the registered card was last written'),
+    disabled: z.object({ since: Instant, reason: z.string().nullable() }).nullable(),
+    unavailable: z.object({ reason: z.string(), since: Instant }).nullable(),
+    lastCardFetchAt: Instant.nullable().describe('The last card fetch (a worker or registration), null when none recorded'),
+    lastCardFetchOk: z.boolean().nullable(),
+    lastSuccessAt: Instant.nullable(),
+    lastError: z.object({ kind: z.enum(['card', 'send']), message: z.string(), at: Instant }).nullable(),
+    health: z
+      .object({ window: z.number().int(), calls: z.number().int(), successes: z.number().int(), successRate: z.number().min(0).max(1).nullable() })
+      .describe('Success rate over the last `window` calls (card fetches and SendMessages); null before any call'),
+  })
+  .describe('A registered agent');
 export const AgentListSchema = z.object({ agents: z.array(AgentSchema) });
+/** An agent by its id (`AgentSchema.id`) or its card URL (URL-encoded, any spelling). */
+export const AgentParamsSchema = z.object({
+  id: z
+    .string()
+    .max(2048)
+    .refine((value) => /^[0-9a-f]{16}$/.test(value) || URL.canParse(value), 'an agent id (16 hex digits) or an http(s) Agent Card URL')
+    .describe('Agent id, or its card URL URL-encoded'),
+});
+export const DisableAgentBodySchema = z.strictObject({ reason: z.string().max(500).optional().describe('Shown with the agent while it is disabled') });
+export const AgentRemovedSchema = z.object({ id: z.string(), cardUrl: z.string(), removed: z.literal(true) });
 export const ReplyResultSchema = z.object({ messageId: z.string(), created: z.boolean() });
 export const CancelResultSchema = z.object({ id: z.string(), cancelRequested: z.literal(true) });
 export const ResolveResultSchema = z.looseObject({ id: z.string(), state: z.string() });

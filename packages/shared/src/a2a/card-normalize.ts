@@ -7,6 +7,9 @@
 import { z } from 'zod';
 import { A2AError } from './errors.ts';
 import type { AgentInterface } from './transport.ts';
+import { cardUrlOf, isHttpUrl } from './card-url.ts';
+
+export { AGENT_CARD_PATH, agentKeyOf, isHttpUrl } from './card-url.ts';
 
 /** Why a card was rejected: `INVALID_URL`, `REDIRECT`, `HTTP_STATUS`, `NOT_JSON`, `INVALID_CARD`, `NO_USABLE_INTERFACE`, `BLOCKED_ADDRESS` (R19). */
 export type AgentCardRejection = 'INVALID_URL' | 'REDIRECT' | 'HTTP_STATUS' | 'NOT_JSON' | 'INVALID_CARD' | 'NO_USABLE_INTERFACE' | 'BLOCKED_ADDRESS';
@@ -69,11 +72,14 @@ export function normalizeProtocolVersion(version: string): string {
   return match ? `${match[1]}.${match[2] ?? '0'}` : version;
 }
 
-/** `true` for an absolute http(s) URL. */
-export function isHttpUrl(url: string): boolean {
-  if (!URL.canParse(url)) return false;
-  const protocol = new URL(url).protocol;
-  return protocol === 'http:' || protocol === 'https:';
+
+/**
+ * The one spelling of an agent's card URL (`cardUrlOf`, card-url.ts: what the registry keys agents by, what a card
+ * fetch asks for). Throws AgentCardError `INVALID_URL` for anything but an absolute http(s) URL.
+ */
+export function normalizeAgentCardUrl(url: string): string {
+  if (!isHttpUrl(url)) throw new AgentCardError('INVALID_URL', `not an http(s) URL: ${url}`);
+  return cardUrlOf(new URL(url));
 }
 
 function interfacesOf(raw: unknown): AgentInterface[] {

@@ -5,7 +5,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { type AddressPolicyOptions, BlockedAddressError, checkUrl, createPolicyDispatcher } from './address-policy.ts';
-import { AgentCardError, isHttpUrl, normalizeAgentCard, type AgentCard } from './card-normalize.ts';
+import { AgentCardError, normalizeAgentCard, normalizeAgentCardUrl, type AgentCard } from './card-normalize.ts';
 import type { CredentialsProvider } from './credentials.ts';
 import { AuthenticationError, UpstreamError } from './errors.ts';
 import { excerpt, tryParseJson } from './error-mapping.ts';
@@ -14,10 +14,17 @@ import type { A2ALimits } from './limits.ts';
 import type { AgentInterface } from './transport.ts';
 import type { Dispatcher } from 'undici';
 
-/** Where an agent publishes its card, under its origin (spec §8.2, RFC 8615 well-known URI). */
-export const AGENT_CARD_PATH = '/.well-known/agent-card.json';
-
-export { AgentCardError, isHttpUrl, normalizeAgentCard, normalizeProtocolVersion, type AgentCard, type AgentCardRejection } from './card-normalize.ts';
+export {
+  AGENT_CARD_PATH,
+  AgentCardError,
+  agentKeyOf,
+  isHttpUrl,
+  normalizeAgentCard,
+  normalizeAgentCardUrl,
+  normalizeProtocolVersion,
+  type AgentCard,
+  type AgentCardRejection,
+} from './card-normalize.ts';
 
 /** A cached card and the ETag it came with. */
 export interface CachedAgentCard {
@@ -63,13 +70,6 @@ export interface FetchAgentCardOptions {
   limits?: Partial<A2ALimits>;
 }
 
-/** The card URL for `url`: kept if it names a `.json` file, else `{origin}/.well-known/agent-card.json` (RFC 8615). */
-export function agentCardUrl(url: string): string {
-  if (!isHttpUrl(url)) throw new AgentCardError('INVALID_URL', `not an http(s) URL: ${url}`);
-  const parsed = new URL(url);
-  return parsed.pathname.endsWith('.json') ? parsed.href : new URL(AGENT_CARD_PATH, parsed.origin).href;
-}
-
 /**
  * Fetches and normalizes an Agent Card (spec §8.2). With a `cache`, sends
  * `If-None-Match` and reuses the cached card on 304. Redirects are not followed
@@ -78,7 +78,7 @@ export function agentCardUrl(url: string): string {
  * `UpstreamError` (5xx/408/429) or `NetworkError`.
  */
 export async function fetchAgentCard(cardOrBaseUrl: string, options: FetchAgentCardOptions = {}): Promise<AgentCard> {
-  const cardUrl = agentCardUrl(cardOrBaseUrl);
+  const cardUrl = normalizeAgentCardUrl(cardOrBaseUrl);
   const policy = options.addressPolicy;
   if (policy === undefined) return requestCard(cardUrl, options);
   await checkCardUrl(cardUrl, policy, 'card URL');

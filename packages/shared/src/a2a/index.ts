@@ -76,7 +76,10 @@ export {
 export { drainStream } from './stream.ts';
 export {
   type AgentCard,
+  AGENT_CARD_PATH,
   AgentCardError,
+  agentKeyOf,
+  normalizeAgentCardUrl,
   type FetchAgentCardOptions,
   createAgentCardCache,
   fetchAgentCard,

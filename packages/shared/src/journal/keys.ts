@@ -38,8 +38,12 @@ export interface JournalKeys {
   unfinished(): string;
   /** Set of workflow ids, for listing. */
   workflows(): string;
-  /** Agent registry hash (card URL → normalized card JSON). */
+  /** Agent registry hash (normalized card URL, `normalizeAgentCardUrl` → registered agent JSON; registry.ts). */
   agents(): string;
+  /** The registry's health of each agent: hash normalized card URL → JSON (recordAgentCall-1.lua). */
+  agentHealth(): string;
+  /** Agents an operator disabled: hash normalized card URL → JSON `{ since, reason? }`. */
+  agentsDisabled(): string;
   /** Which delegation an agent's task id is bound to (`workflowId|delegationId`); one key per agent and task. */
   taskOwner(agentCardUrl: string, taskId: string): string;
   /** The readiness probe's short-lived key (string `1` with a TTL; `Journal.probeWrites`). */
@@ -62,6 +66,8 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     unfinished: () => `${prefix}:unfinished`,
     workflows: () => `${prefix}:workflows`,
     agents: () => `${prefix}:agents`,
+    agentHealth: () => `${prefix}:agents:health`,
+    agentsDisabled: () => `${prefix}:agents:disabled`,
     // Agents choose task ids (any length, any characters): the key holds a digest.
     taskOwner: (agentCardUrl, taskId) => `${prefix}:task:${createHash('sha256').update(agentCardUrl).update('\n').update(taskId).digest('hex')}`,
     writeProbe: () => `${prefix}:write-probe`,

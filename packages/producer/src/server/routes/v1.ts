@@ -12,12 +12,9 @@ import { LongPollQuerySchema, viewAfterWaiting } from '../../wait.ts';
 import { checkAgentAddresses } from '../../agent-addresses.ts';
 import type { DeadlineConfig } from '../deadline.ts';
 import {
-  AgentListSchema,
-  AgentSchema,
   CancelResultSchema,
   CreatedSchema,
   DelegateInputSchema,
-  RegisterAgentBodySchema,
   ReplyBodySchema,
   ReplyResultSchema,
   ResolveBodySchema,
@@ -28,6 +25,7 @@ import {
   WorkflowViewSchema,
   problemResponses,
 } from '../schemas.ts';
+import { agentRoutes } from './agents.ts';
 import { questionRoutes } from './questions.ts';
 import { summaryRoutes } from './summaries.ts';
 
@@ -49,7 +47,7 @@ export function v1Routes(producer: Producer, addressPolicy: AddressPolicyOptions
     workflowViewRoute(app, producer);
     replyRoute(app, producer);
     decisionRoutes(app, producer);
-    agentRoutes(app, producer, checkAddresses);
+    await app.register(agentRoutes(producer, checkAddresses));
   };
 }
 
@@ -180,30 +178,5 @@ function decisionRoutes(app: V1App, producer: Producer): void {
       const result = await producer.resolve(request.params.id, request.body.action);
       return reply.code(202).send({ id: request.params.id, ...result });
     },
-  );
-}
-
-/** POST /agents and GET /agents: the agent registry. */
-function agentRoutes(app: V1App, producer: Producer, checkAddresses: AddressCheck): void {
-  app.post(
-    '/agents',
-    {
-      schema: {
-        operationId: 'registerAgent',
-        tags: ['agents'],
-        summary: 'Register (or refresh) an agent by its Agent Card URL',
-        security,
-        body: RegisterAgentBodySchema,
-        response: { 201: AgentSchema.describe('Registered'), ...problemResponses(400, 422, 502) },
-      },
-      preHandler: checkAddresses,
-    },
-    async (request, reply) => reply.code(201).send(await producer.registerAgent(request.body.cardUrl)),
-  );
-
-  app.get(
-    '/agents',
-    { schema: { operationId: 'listAgents', tags: ['agents'], summary: 'Registered agents', security, response: { 200: AgentListSchema.describe('Every registered agent'), ...problemResponses() } } },
-    async () => ({ agents: await producer.listAgents() }),
   );
 }

@@ -58,7 +58,7 @@ export function page(title: string, body: Safe, options: { live?: string } = {})
 </head>
 <body${options.live ? new Safe(` data-live="${escapeHtml(options.live)}"`) : ''}>
 <a class="skip" href="#main">Skip to content</a>
-<header class="top"><nav aria-label="Main"><a href="/ui">Workflows</a> <a href="/ui?waiting=true">Waiting for a person</a> <a href="/admin/queues">Queues (Bull Board)</a></nav></header>
+<header class="top"><nav aria-label="Main"><a href="/ui">Workflows</a> <a href="/ui?waiting=true">Waiting for a person</a> <a href="/ui/agents">Agents</a> <a href="/admin/queues">Queues (Bull Board)</a></nav></header>
 <main id="main">
 ${body}
 </main>

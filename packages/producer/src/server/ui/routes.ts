@@ -19,6 +19,7 @@ import { problem, sendProblem } from '../problem.ts';
 import { ListingCursorSchema, WORKFLOW_FILTER_STATES } from '../routes/summaries.ts';
 import { UI_SCRIPT, UI_STYLE } from './assets.ts';
 import type { Safe } from './html.ts';
+import { agentsPage, agentsPanel } from './agents-page.ts';
 import { listPage, listPanel, type ListQuery } from './list-page.ts';
 import { workflowPage, workflowPanel } from './workflow-page.ts';
 
@@ -89,6 +90,9 @@ function renderers(producer: Producer) {
       ]);
       return listPanel(workflows, questions.items, query);
     },
+    async agents(): Promise<Safe> {
+      return agentsPanel(await producer.listAgents());
+    },
     async workflow(id: string) {
       const view = await producer.get(id);
       const ids = view.steps.flatMap((step) => [...step.attempts, ...step.compensations]).map((attempt) => attempt.delegationId);
@@ -107,6 +111,12 @@ function registerPages(ui: FastifyInstance, render: ReturnType<typeof renderers>
       if (!query) return invalid(reply, 'list filter or cursor');
       const panel = await render.list(query);
       return sendWithEtag(request, reply, whole ? listPage(panel, query) : panel.value, HTML);
+    });
+  }
+  for (const [path, whole] of [['/agents', true], ['/agents/panel', false]] as const) {
+    ui.get(path, HIDDEN, async (request, reply) => {
+      const panel = await render.agents();
+      return sendWithEtag(request, reply, whole ? agentsPage(panel) : panel.value, HTML);
     });
   }
   for (const [path, whole] of [['/workflows/:id', true], ['/workflows/:id/panel', false]] as const) {
