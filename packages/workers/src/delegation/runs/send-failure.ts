@@ -41,6 +41,7 @@ export async function sendFailed(ctx: WorkerContext, failure: SendFailure): Prom
   }
   const observation = sendFailureObservation(error, failure.afterMark, failure.job, failure.afterMark ? await interfaceAfterRefusal(ctx, record, error) : undefined);
   if (observation.kind !== 'send-failed') throw error;
+  ctx.metrics.sendErrors.inc({ code: observation.error.code, agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
   const applied = await apply(ctx, record, observation, { fence: failure.fence, log, source: 'send' });
   const detail = { err: error, code: observation.error.code, delivery: observation.delivery, effect: observation.effect };
   if (applied.next === 'retry') {
