@@ -271,7 +271,10 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   let closing: Promise<void> | undefined;
   const close = () => {
     clearInterval(labelTimer);
-    return (closing ??= closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }));
+    closing ??= closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }).then(() =>
+      logger.info({ workerId }, 'fleet closed'),
+    );
+    return closing;
   };
   const health = () => {
     const queues = progress.map((watch) => watch.health());
