@@ -1,7 +1,7 @@
 /**
  * Issue 31, finding 7 (logs): one info line per transition that matters, nothing per poll. A question parked for
  * several polls is logged "parked on a question" once; the start-up sweep logs its count once; a close logs
- * "fleet closed".
+ * "fleet closed". A `waitFor` that times out on it says what it waited for and that the workflow waits for an answer.
  */
 import { Writable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -48,6 +48,11 @@ it('a question open over several polls is logged once; the start-up sweep once; 
   const reads = agent.requestCount('GetTask');
   await eventually(async () => agent.requestCount('GetTask') >= reads + POLLS, `${POLLS} parked polls`, 30_000);
   expect(logged('parked on a question')).toBe(1);
+  // Finding 7 (waitFor): a timeout names what it waited for and why the workflow is not there.
+  await expect(producer.waitFor(id, { timeoutMs: 200 })).rejects.toMatchObject({
+    code: 'WAIT_TIMEOUT',
+    message: `waited 200 ms for workflow ${id} to finish or need a person; it is RUNNING, waiting for an answer to its question (reply, or waitFor with untilQuestion)`,
+  });
   await producer.reply(id, 'tomorrow');
   expect((await producer.waitFor(id, { timeoutMs: 30_000 })).state).toBe('COMPLETED');
   expect(logged('parked on a question')).toBe(1);
