@@ -25,6 +25,8 @@ describe('bad variables', () => {
     ['workers', { DA2A_CLOSE_TIMEOUT_MS: 'soon' }, 'DA2A_CLOSE_TIMEOUT_MS', 'milliseconds'],
     ['workers', { DA2A_LOCAL_FOLLOW_SLOTS: '-1' }, 'DA2A_LOCAL_FOLLOW_SLOTS', 'whole number ≥ 0'],
     ['workers', { DA2A_LOCAL_FOLLOW_SLOTS: '2.5' }, 'DA2A_LOCAL_FOLLOW_SLOTS', 'whole number ≥ 0'],
+    ['workers', { DA2A_METRICS_PORT: 'not-a-port' }, 'DA2A_METRICS_PORT', 'a port number, 0 to 65535'],
+    ['workers', { DA2A_METRICS_PORT: '70000' }, 'DA2A_METRICS_PORT', 'a port number, 0 to 65535'],
     ['api', { REDIS_URL: 'not a url' }, 'REDIS_URL', 'redis://'],
     ['api', { DA2A_REQUEST_TIMEOUT_MS: '-5' }, 'DA2A_REQUEST_TIMEOUT_MS', 'milliseconds'],
     ['api', { DA2A_ADMIN_READ_ONLY: 'maybe' }, 'DA2A_ADMIN_READ_ONLY', 'true or false'],

@@ -161,6 +161,29 @@ describe('docker-compose.yml', () => {
   });
 });
 
+describe('deploy/k8s/monitoring (overlay): the one scrape set-up', () => {
+  const overlay = new URL('monitoring/', directory);
+  const podMonitor = parseAllDocuments(readFileSync(new URL('podmonitor.yaml', overlay), 'utf8'))[0]!.toJS() as Manifest;
+  const overlayKustomization = parseAllDocuments(readFileSync(new URL('kustomization.yaml', overlay), 'utf8'))[0]!.toJS() as { resources: string[] };
+
+  it('one PodMonitor scrapes /metrics of the API and the workers on ports their containers name; the workers bind beyond loopback', () => {
+    expect(overlayKustomization.resources).toEqual(['../', 'podmonitor.yaml']);
+    expect(podMonitor).toMatchObject({ apiVersion: 'monitoring.coreos.com/v1', kind: 'PodMonitor' });
+    const [selector] = podMonitor.spec.selector.matchExpressions as { key: string; operator: string; values: string[] }[];
+    for (const name of ['durable-a2a-api', 'durable-a2a-workers']) {
+      const pod = find('Deployment', name).spec.template;
+      expect(selector!.operator).toBe('In');
+      expect(selector!.values).toContain(pod.metadata.labels[selector!.key]);
+      const ports = (pod.spec.containers[0].ports as { name: string }[]).map((port) => port.name);
+      const endpoints = (podMonitor.spec.podMetricsEndpoints as { port: string; path: string }[]).filter((endpoint) => ports.includes(endpoint.port));
+      expect(endpoints.map((endpoint) => endpoint.path), name).toEqual(['/metrics']);
+    }
+    // The workers' ops endpoint binds loopback by default: the manifests open it to the pod network.
+    expect(WorkerEnvironmentSchema.parse(config).DA2A_METRICS_HOST).toBe('0.0.0.0');
+    expect(WorkerEnvironmentSchema.parse({}).DA2A_METRICS_HOST).toBe('127.0.0.1');
+  });
+});
+
 describe('deploy/k8s/sentinel (overlay)', () => {
   it('points REDIS_URL at the Sentinels and turns the durability setting on; both schemas accept it', () => {
     const overlay = parseAllDocuments(readFileSync(new URL('sentinel/config.yaml', directory), 'utf8'))[0]!.toJS() as Manifest;

@@ -227,7 +227,9 @@ describe('operations endpoints', () => {
       else expect(line).toMatch(sample);
     }
     for (const queue of ['send', 'follow', 'reconcile', 'verify', 'compensate']) {
-      expect(response.body).toMatch(new RegExp(`^durable_a2a_queue_jobs\\{queue="${queue}",status="completed"\\} \\d+$`, 'm'));
+      expect(response.body).toMatch(new RegExp(`^durable_a2a_queue_jobs\\{queue="${queue}",status="waiting"\\} \\d+$`, 'm'));
+      // Jobs are removed on completion: a `completed` series would always be 0.
+      expect(response.body).not.toContain(`durable_a2a_queue_jobs{queue="${queue}",status="completed"}`);
     }
     expect(response.body).toMatch(/^durable_a2a_queue_jobs\{queue="send",status="delayed"\} [1-9]\d*$/m);
     expect(response.body).toMatch(/^durable_a2a_open_questions \d+$/m);

@@ -52,7 +52,7 @@ it('the end-to-end histogram counts each settled delegation once, by its final s
     const ids = await Promise.all([1, 2].map(async (n) => (await producer.delegate({ agent: agent.cardUrl, text: `hello ${n}` })).id));
     await eventually(async () => (await Promise.all(ids.map((id) => producer.get(id)))).every((view) => view.state === 'COMPLETED'), 'both delegations COMPLETED', 20_000);
     // Settling removes the index entry last; let the settle that follows the outcome finish.
-    const count = () => metricsRegistry.getSingleMetricAsString('durable_a2a_delegation_duration_seconds').then((text) => text.match(/_count\{state="COMPLETED"\} (\d+)/)?.[1]);
+    const count = () => metricsRegistry.getSingleMetricAsString('durable_a2a_delegation_duration_seconds').then((text) => text.match(/_count\{state="COMPLETED",agent="other"\} (\d+)/)?.[1]);
     await eventually(async () => (await count()) === '2', 'two observations', 10_000);
   } finally {
     await producer.close();

@@ -96,7 +96,7 @@ export async function waitForWorkflow(
       if (subscribed === 'aborted') throw options.signal!.reason;
       const view = await read(workflowId);
       if (isSettled(view, options.untilQuestion)) return view;
-      throw new WaitTimeoutError(`workflow ${workflowId} still ${view.state} after ${options.timeoutMs} ms (not subscribed to its changes yet)`, view);
+      throw new WaitTimeoutError(`${timeoutMessage(workflowId, view, options)} (not subscribed to its changes yet)`, view);
     }
     unlisten = subscribed;
     let view = await firstView(journal, read, workflowId, options.untilQuestion);
@@ -110,7 +110,7 @@ export async function waitForWorkflow(
         const outcome = await Promise.race([woken, stop]);
         if (outcome === 'timeout') {
           view ??= await read(workflowId);
-          throw new WaitTimeoutError(`workflow ${workflowId} still ${view.state} after ${options.timeoutMs} ms`, view);
+          throw new WaitTimeoutError(timeoutMessage(workflowId, view, options), view);
         }
         if (outcome === 'aborted') throw options.signal!.reason;
       }
@@ -129,6 +129,16 @@ export async function waitForWorkflow(
     if (unlisten && settled) void unlisten();
     else if (unlisten) await unlisten();
   }
+}
+
+/**
+ * What `waitFor` waited for and what the workflow does instead, e.g. "waited 5000 ms for workflow w1 to finish or
+ * need a person; it is RUNNING, waiting for an answer to its question (reply, or waitFor with untilQuestion)".
+ */
+export function timeoutMessage(workflowId: string, view: WorkflowView, options: Pick<WaitForOptions, 'timeoutMs' | 'untilQuestion'>): string {
+  const wanted = options.untilQuestion ? 'to finish, need a person or ask a question' : 'to finish or need a person';
+  const doing = view.openQuestions.length > 0 ? ', waiting for an answer to its question (reply, or waitFor with untilQuestion)' : view.state === 'COMPENSATING' ? ', undoing the steps done' : ', its steps still working';
+  return `waited ${options.timeoutMs} ms for workflow ${workflowId} ${wanted}; it is ${view.state}${doing}`;
 }
 
 /**

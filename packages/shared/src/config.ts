@@ -20,6 +20,40 @@ export function parseEnvironmentOrExit<T>(parse: (environment: NodeJS.ProcessEnv
   }
 }
 
+/** Where a server binds, named by the settings that choose it (for `listenOrExit`'s line). */
+export interface ListenSetting {
+  /** The variable of the port, e.g. `DA2A_METRICS_PORT`. */
+  portSetting: string;
+  /** The variable of the address, e.g. `DA2A_METRICS_HOST`. */
+  hostSetting: string;
+  port: number;
+  host: string;
+}
+
+/** What to do about a bind error, by its Node error code. */
+const LISTEN_ADVICE: Record<string, (where: ListenSetting) => string> = {
+  EADDRINUSE: (where) => `the port is taken (another process, or a second worker on this host): stop it or set ${where.portSetting} to a free port (0: any)`,
+  EACCES: (where) => `not allowed to bind this port (ports below 1024 need privileges): set ${where.portSetting} to a port of 1024 or more`,
+  EADDRNOTAVAIL: (where) => `no interface of this host has that address: set ${where.hostSetting} to one of its addresses (127.0.0.1, 0.0.0.0 for all)`,
+  ENOTFOUND: (where) => `the name does not resolve: set ${where.hostSetting} to an address of this host (127.0.0.1, 0.0.0.0 for all)`,
+};
+
+/**
+ * Awaits `listen()`; a bind error (port taken, no permission, no such address) prints one line
+ * `configuration error: PORT_SETTING=port on host: what to do` on stderr and exits 2, before anything else starts.
+ * Any other error is rethrown.
+ */
+export async function listenOrExit<T>(listen: () => Promise<T>, where: ListenSetting): Promise<T> {
+  try {
+    return await listen();
+  } catch (error) {
+    const advice = LISTEN_ADVICE[String((error as { code?: unknown }).code)];
+    if (!advice) throw error;
+    console.error(`configuration error: ${where.portSetting}=${where.port} on ${where.host}: ${advice(where)}`);
+    process.exit(2);
+  }
+}
+
 /** `REDIS_URL`: `redis://…`, `rediss://…`, `redis-cluster://host:port,host:port` or `redis-sentinel://host:port,…/<master name>`. */
 export const RedisUrlSchema = z
   .string()

@@ -3,17 +3,21 @@
  * Each process registers only the metrics its role updates (`MetricsRole`),
  * so the API no longer exports worker counters stuck at 0; the others are
  * kept updatable but removed from the registry. Names follow Prometheus
- * conventions (`_total`, `_seconds`); the README lists them.
+ * conventions (`_total`, `_seconds`); the README lists them. The per-delegation
+ * metrics carry a bounded `agent` label (`metrics-agent-label.ts`): registered
+ * agents by card name, everything else `other`.
  */
+import { createHash, timingSafeEqual } from 'node:crypto';
 import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { AgentLabels } from './metrics-agent-label.ts';
 
 export interface Metrics {
   registry: Registry;
-  transitions: Counter<'state' | 'source'>;
-  sends: Counter<'kind'>;
+  transitions: Counter<'state' | 'source' | 'agent'>;
+  sends: Counter<'kind' | 'agent'>;
   resends: Counter;
   adoptions: Counter;
-  resubscriptions: Counter<'reason'>;
+  resubscriptions: Counter<'reason' | 'agent'>;
   reconcileRuns: Counter<'outcome'>;
   reconcileLag: Histogram;
   openQuestions: Gauge;
@@ -33,14 +37,28 @@ export interface Metrics {
    * End to end: from the delegation's journaled intent to its finished state, by that state.
    * Workers observe it where a delegation reaches a finished state.
    */
-  delegationDuration: Histogram<'state'>;
+  delegationDuration: Histogram<'state' | 'agent'>;
   /** Records a reader skipped (or a single read refused) because they do not parse, by kind (`journal/corrupt.ts`); both roles. */
   corruptRecords: Counter<'kind'>;
+  /** Workflows that reached a finished state (COMPLETED, COMPENSATED, FAILED, CANCELED), by that state; workers. */
+  workflowsFinished: Counter<'state'>;
+  /** Failed sends by the journaled error code (one of `RECORDED_ERROR_CODES`) and `agent` label; workers. */
+  sendErrors: Counter<'code' | 'agent'>;
+  /** The bounded `agent` label of the per-delegation metrics (`AgentLabels.of(agentCardUrl)`); not a metric. */
+  agentLabels: AgentLabels;
 }
 
 /** Which process registers which metrics: `api` (queue depth, journal samples, pushes), `workers` (the rest), `all`. */
 export type MetricsRole = 'api' | 'workers' | 'all';
 
+/**
+ * The job statuses `durable_a2a_queue_jobs` reports. Not `completed` (jobs are removed on completion: always 0) nor
+ * `waiting-children` (no job has children): a series that is always 0 answers nothing.
+ */
+export const QUEUE_JOB_STATUSES = ['waiting', 'prioritized', 'active', 'delayed', 'failed'] as const;
+
+/** Fields of `Metrics` that are not prom-client metrics. */
+const NOT_METRICS: ReadonlySet<keyof Metrics> = new Set(['registry', 'agentLabels']);
 /** The metrics the HTTP service updates; every other one belongs to the workers. */
 const API_METRICS: ReadonlySet<keyof Metrics> = new Set(['openQuestions', 'queueDepth', 'delegationsByState', 'pushes']);
 /** The metrics both roles update. */
@@ -50,27 +68,28 @@ const SHARED_METRICS: ReadonlySet<keyof Metrics> = new Set(['corruptRecords']);
  * Creates every metric on `registry` (default: a fresh registry) and keeps
  * registered only those of `role` (default `all`).
  */
-export function createMetrics(registry: Registry = new Registry(), role: MetricsRole = 'all'): Metrics {
-  const metrics = createOn(registry);
+export function createMetrics(registry: Registry = new Registry(), role: MetricsRole = 'all', agentLabels: AgentLabels = new AgentLabels()): Metrics {
+  const metrics = createOn(registry, agentLabels);
   if (role === 'all') return metrics;
   for (const [key, metric] of Object.entries(metrics)) {
-    if (key === 'registry' || SHARED_METRICS.has(key as keyof Metrics) || API_METRICS.has(key as keyof Metrics) === (role === 'api')) continue;
+    if (NOT_METRICS.has(key as keyof Metrics) || SHARED_METRICS.has(key as keyof Metrics) || API_METRICS.has(key as keyof Metrics) === (role === 'api')) continue;
     // Still updatable (nothing breaks if a shared module touches it), never scraped.
     registry.removeSingleMetric((metric as unknown as { name: string }).name);
   }
   return metrics;
 }
 
-function createOn(registry: Registry): Metrics {
+function createOn(registry: Registry, agentLabels: AgentLabels): Metrics {
   const counter = <L extends string>(name: string, help: string, labelNames: L[] = []) =>
     new Counter<L>({ name, help, labelNames, registers: [registry] });
   return {
     registry,
-    transitions: counter('durable_a2a_transitions_total', 'Journal transitions applied, by new state and source', ['state', 'source']),
-    sends: counter('durable_a2a_sends_total', 'SendMessage calls made (message or reply)', ['kind']),
+    agentLabels,
+    transitions: counter('durable_a2a_transitions_total', 'Journal transitions applied, by new state, source and agent', ['state', 'source', 'agent']),
+    sends: counter('durable_a2a_sends_total', 'SendMessage calls made (message, resend or reply), by agent', ['kind', 'agent']),
     resends: counter('durable_a2a_resends_total', 'SendMessage calls repeated with the same messageId after reconciliation proved the agent never got it'),
     adoptions: counter('durable_a2a_adoptions_total', 'Tasks adopted by finding our messageId in ListTasks/GetTask history'),
-    resubscriptions: counter('durable_a2a_resubscriptions_total', 'SubscribeToTask calls after the first, by reason', ['reason']),
+    resubscriptions: counter('durable_a2a_resubscriptions_total', 'SubscribeToTask calls after the first, by reason and agent', ['reason', 'agent']),
     reconcileRuns: counter('durable_a2a_reconcile_runs_total', 'Reconciliations of one delegation, by outcome', ['outcome']),
     reconcileLag: new Histogram({
       name: 'durable_a2a_reconcile_lag_seconds',
@@ -98,10 +117,24 @@ function createOn(registry: Registry): Metrics {
     redisRefusals: counter('durable_a2a_redis_refusals_total', 'Commands Redis refused while up (OOM, READONLY, MISCONF, NOREPLICAS, moved slots, missing scripts), by kind; the workers back off on each', ['kind']),
     delegationDuration: new Histogram({
       name: 'durable_a2a_delegation_duration_seconds',
-      help: 'End-to-end delegation time, from the journaled intent to its finished state, by that state',
-      labelNames: ['state'],
+      help: 'End-to-end delegation time, from the journaled intent to its finished state, by that state and agent',
+      labelNames: ['state', 'agent'],
       buckets: [0.1, 0.5, 1, 5, 15, 60, 300, 1800, 7200],
       registers: [registry],
     }),
+    workflowsFinished: counter('durable_a2a_workflows_finished_total', 'Workflows that reached a finished state (COMPLETED, COMPENSATED, FAILED, CANCELED), by that state', ['state']),
+    sendErrors: counter('durable_a2a_send_errors_total', 'Failed sends, by the journaled error code and agent', ['code', 'agent']),
   };
+}
+
+/**
+ * True when `authorization` (an HTTP Authorization header) carries `Bearer <token>`, or when no token is configured
+ * (`/metrics` open). Compared in constant time over SHA-256 digests (lengths never leak).
+ */
+export function metricsRequestAllowed(authorization: string | undefined, token: string | undefined): boolean {
+  if (!token) return true;
+  const presented = /^Bearer (.+)$/i.exec(authorization ?? '')?.[1];
+  if (presented === undefined) return false;
+  const digest = (text: string) => createHash('sha256').update(text).digest();
+  return timingSafeEqual(digest(presented), digest(token));
 }

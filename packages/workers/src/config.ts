@@ -114,7 +114,11 @@ export const WorkerEnvironmentSchema = z.object({
     .string()
     .optional()
     .transform((text) => (text ? text.split(',').map((host) => host.trim()).filter(Boolean) : [])),
-  DA2A_METRICS_PORT: z.coerce.number().int().min(0).max(65535).optional(),
+  DA2A_METRICS_PORT: z.coerce.number({ error: 'a port number, 0 to 65535 (0: any free port)' }).int('a port number, 0 to 65535 (0: any free port)').min(0, 'a port number, 0 to 65535 (0: any free port)').max(65535, 'a port number, 0 to 65535 (0: any free port)').optional(),
+  /** Address the ops endpoint binds (README "Observability"): loopback unless set, e.g. `0.0.0.0` in a pod Prometheus scrapes. */
+  DA2A_METRICS_HOST: z.string().min(1, 'an address of this host, e.g. 127.0.0.1 or 0.0.0.0').default('127.0.0.1'),
+  /** Bearer token `/metrics` requires; unset: open. */
+  DA2A_METRICS_TOKEN: z.string().min(1, 'a token (unset the variable to leave /metrics open)').optional(),
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 export type WorkerEnvironment = z.output<typeof WorkerEnvironmentSchema>;

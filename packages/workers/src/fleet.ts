@@ -6,6 +6,7 @@ import { hostname } from 'node:os';
 import { DelayedError, Queue, Worker, type Job, type Processor, type Telemetry } from 'bullmq';
 import { Registry } from 'prom-client';
 import {
+  AGENT_LABEL_REFRESH_MS,
   ALL_QUEUES,
   AgentRegistry,
   type AgentCall,
@@ -66,6 +67,8 @@ export interface StartFleetOptions extends FleetOptions {
   livenessStaleAfterMs?: number;
   /** Longest graceful close before in-flight jobs are abandoned to the stalled-job check. Default 10_000. */
   closeTimeoutMs?: number;
+  /** How often the metrics' `agent` labels are re-read from the registry (ms). Default `AGENT_LABEL_REFRESH_MS` (30 s). */
+  agentLabelRefreshMs?: number;
 }
 
 export interface Fleet {
@@ -77,6 +80,8 @@ export interface Fleet {
   health(): { live: boolean; queues: QueueHealth[] };
   /** Runs one sweep of every unfinished delegation now (as at start-up). */
   sweepAll(): Promise<void>;
+  /** Re-reads the registry for the metrics' `agent` labels now (as every `agentLabelRefreshMs`). Never rejects. */
+  refreshAgentLabels(): Promise<void>;
   /** Graceful, bounded close. */
   close(): Promise<void>;
 }
@@ -251,6 +256,10 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const localFollows = createLocalFollows(context);
   context.followHere = localFollows.start;
   context.localFollowToken = localFollows.token;
+  // The metrics' agent labels: read before the first job, then every agentLabelRefreshMs (a failed read keeps the last).
+  const refreshAgentLabels = () => context.registry.list().then((agents) => metrics.agentLabels.update(agents), () => undefined);
+  await refreshAgentLabels();
+  const labelTimer = setInterval(() => void refreshAgentLabels(), input.agentLabelRefreshMs ?? AGENT_LABEL_REFRESH_MS).unref();
   const progress: FetchProgress[] = [];
   const workers = (input.queues ?? ALL_QUEUES).map((name) => {
     const { worker, watch } = startWorker(name, context, connection, prefix, input.livenessStaleAfterMs ?? 30_000, input.telemetry);
@@ -265,10 +274,16 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   await sweepAll();
   logger.info({ workerId, queues: input.queues ?? ALL_QUEUES, prefix: options.prefix }, 'fleet started');
   let closing: Promise<void> | undefined;
-  const close = () => (closing ??= closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }));
+  const close = () => {
+    clearInterval(labelTimer);
+    closing ??= closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }).then(() =>
+      logger.info({ workerId }, 'fleet closed'),
+    );
+    return closing;
+  };
   const health = () => {
     const queues = progress.map((watch) => watch.health());
     return { live: queues.every((queue) => queue.live), queues };
   };
-  return { context, workers, persistence, metrics, health, sweepAll, close };
+  return { context, workers, persistence, metrics, health, sweepAll, refreshAgentLabels, close };
 }

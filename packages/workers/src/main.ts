@@ -3,22 +3,35 @@
  * it on SIGTERM / SIGINT within DA2A_CLOSE_TIMEOUT_MS whatever Redis does.
  * Past the timeout the process logs one line naming the jobs it abandoned
  * (the stalled-job check and the reconciler pick them up) and exits 1.
- * Configuration errors and a strict persistence refusal exit 2 with one line
- * on stderr, no stack trace.
+ * Configuration errors, an ops port it cannot bind (DA2A_METRICS_PORT taken)
+ * and a strict persistence refusal exit 2 with one line on stderr, no stack
+ * trace, before any job is taken.
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { TracingEnvironmentSchema, createLogger, exitOnSignals, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
+import { TracingEnvironmentSchema, createLogger, exitOnSignals, listenOrExit, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
 import { fleetOptionsFrom, parseWorkerEnvironment } from './config.ts';
 import { startFleet, type Fleet } from './fleet.ts';
-import { startOpsServer } from './ops-server.ts';
+import { bindOpsServer } from './ops-server.ts';
 import { UnsafePersistenceError, watchPersistence } from './persistence.ts';
 
 const environment = parseEnvironmentOrExit(parseWorkerEnvironment);
 const logger = createLogger({ level: environment.LOG_LEVEL });
-// OpenTelemetry: off unless the standard OTEL_* variables configure it (README "Tracing").
-const tracing = startTracing({ serviceName: 'durable-a2a-workers', environment: parseEnvironmentOrExit((variables) => TracingEnvironmentSchema.parse(variables)) });
 const metricsRegistry = new Registry();
 collectDefaultMetrics({ register: metricsRegistry });
+// The ops port is bound before the fleet starts: a taken port is one line and exit 2, before any job is taken.
+const metricsPort = environment.DA2A_METRICS_PORT;
+const host = environment.DA2A_METRICS_HOST;
+const opsServer =
+  metricsPort === undefined
+    ? undefined
+    : await listenOrExit(() => bindOpsServer(metricsPort, { host, token: environment.DA2A_METRICS_TOKEN, registry: metricsRegistry }), {
+        portSetting: 'DA2A_METRICS_PORT',
+        hostSetting: 'DA2A_METRICS_HOST',
+        port: metricsPort,
+        host,
+      });
+// OpenTelemetry: off unless the standard OTEL_* variables configure it (README "Tracing").
+const tracing = startTracing({ serviceName: 'durable-a2a-workers', environment: parseEnvironmentOrExit((variables) => TracingEnvironmentSchema.parse(variables)) });
 let fleet: Fleet;
 try {
   fleet = await startFleet({ ...fleetOptionsFrom(environment), logger, metricsRegistry, telemetry: tracing.telemetry });
@@ -28,7 +41,7 @@ try {
   process.exit(2);
 }
 const persistence = watchPersistence(fleet.context.journal.redis, logger);
-const opsServer = environment.DA2A_METRICS_PORT === undefined ? undefined : await startOpsServer(fleet, environment.DA2A_METRICS_PORT, { persistence });
+opsServer?.serve(fleet, persistence);
 exitOnSignals({
   logger,
   timeoutMs: environment.DA2A_CLOSE_TIMEOUT_MS,
@@ -37,11 +50,11 @@ exitOnSignals({
   pickedUpBy: 'the stalled-job check and the reconciler pick them up',
   async close() {
     persistence.stop();
-    opsServer?.close();
+    opsServer?.server.close();
     await fleet.close();
     await tracing.shutdown();
   },
 });
 // Tells a parent process (tests, the demo) that the fleet is running.
-const address = opsServer?.address();
+const address = opsServer?.server.address();
 process.send?.({ ready: true, workerId: fleet.context.workerId, opsPort: typeof address === 'object' && address ? address.port : undefined });

@@ -61,7 +61,15 @@ export interface ProducerOptions {
   durability?: JournalDurability;
   /** Told of every corrupt record a listing skipped or a read refused (`corruptRecordReporter(...)`: metric, one log line per key). Default nothing. */
   onCorruptRecord?: CorruptRecordHandler;
+  /**
+   * Longest `close()` (ms). Past it every connection the producer owns is dropped and `close()` resolves, whatever
+   * Redis does (a QUIT to an unreachable server never answers). Default 10_000.
+   */
+  closeTimeoutMs?: number;
 }
+
+/** Default of `ProducerOptions.closeTimeoutMs`. */
+export const DEFAULT_PRODUCER_CLOSE_TIMEOUT_MS = 10_000;
 
 /** The producer's connections and clients; built once by `connectProducer`, closed by `closeProducer`. */
 export interface ProducerContext {
@@ -148,19 +156,46 @@ export async function ensureConnected(context: ProducerContext): Promise<void> {
   }
 }
 
-/** Closes the queues and their connection, the change subscriber and the card dispatcher, and the connection when owned. */
+/**
+ * Closes the queues and their connection, the change subscriber and the card dispatcher, and the connection when
+ * owned. Resolves within `closeTimeoutMs` (default 10 s): with Redis down the connections are dropped at once, and
+ * a graceful close that Redis stops answering half-way is cut off by dropping them at the bound.
+ */
 export async function closeProducer(context: ProducerContext): Promise<void> {
+  const timeoutMs = context.options.closeTimeoutMs ?? DEFAULT_PRODUCER_CLOSE_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const bound = new Promise<'timeout'>((resolve) => (timer = setTimeout(() => resolve('timeout'), timeoutMs)));
+  try {
+    if ((await Promise.race([closeConnections(context), bound])) === 'timeout') dropConnections(context);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** Drops the sockets without a QUIT: nothing waits for a server that may not answer. */
+function dropConnections({ redis, ownsRedis, queueRedis }: ProducerContext): void {
+  if (ownsRedis) redis.disconnect();
+  queueRedis.disconnect();
+}
+
+async function closeConnections(context: ProducerContext): Promise<void> {
   const { redis, ownsRedis, queues, queueRedis, cardDispatcher, changes } = context;
   if (redis.status !== 'ready' || queueRedis.status !== 'ready') {
-    // Redis down: quit/close would wait for a reconnect that may never come.
-    if (ownsRedis) redis.disconnect();
-    queueRedis.disconnect();
-    await Promise.all([queues.send.disconnect(), queues.reconcile.disconnect(), cardDispatcher.close(), changes.close()].map((closing) => closing.catch(() => undefined)));
+    // Redis down: quit would wait for a reconnect that may never come. BullMQ's `Queue.disconnect()` first awaits
+    // the queue's initialisation, which waits for a ready connection; `close()` on a connection that is not ready
+    // (and not the queue's own) only marks the queue closed.
+    dropConnections(context);
+    await Promise.all([queues.send.close(), queues.reconcile.close(), cardDispatcher.close(), changes.close()].map((closing) => closing.catch(() => undefined)));
     return;
   }
-  await Promise.all([queues.send.close(), queues.reconcile.close(), cardDispatcher.close(), changes.close()]);
-  await queueRedis.quit();
-  if (ownsRedis) await redis.quit();
+  try {
+    await Promise.all([queues.send.close(), queues.reconcile.close(), cardDispatcher.close(), changes.close()]);
+    await queueRedis.quit();
+    if (ownsRedis) await redis.quit();
+  } catch {
+    // Redis went away during the close (a QUIT refused by a closed stream): nothing is left to say to it.
+    dropConnections(context);
+  }
 }
 
 /** Parses a call's input; throws ProducerInputError (nothing written) when it does not fit `schema`. */

@@ -40,6 +40,8 @@ export const ServerEnvironmentSchema = z.object({
     .string({ error: 'DA2A_API_TOKENS is required (comma-separated API tokens)' })
     .transform((text) => text.split(',').map((token) => token.trim()).filter(Boolean))
     .refine((tokens) => tokens.length > 0, 'DA2A_API_TOKENS holds no token'),
+  /** Bearer token `GET /metrics` requires (README "Observability"); unset: open (the probes always are). */
+  DA2A_METRICS_TOKEN: z.string().min(1, 'a token (unset the variable to leave /metrics open)').optional(),
   /** Address policy for registered agents (R19): allow loopback / private addresses, hosts always allowed. */
   DA2A_ALLOW_LOOPBACK: Flag.default(false),
   DA2A_ALLOW_PRIVATE: Flag.default(false),

@@ -6,7 +6,7 @@
  * it abandoned and exits 1.
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { TracingEnvironmentSchema, createLogger, durabilityFrom, exitOnSignals, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
+import { TracingEnvironmentSchema, createLogger, durabilityFrom, exitOnSignals, listenOrExit, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
 import { httpLimitsFrom, parseServerEnvironment } from './config.ts';
 import { createServer, redisStatusOf } from './server.ts';
 
@@ -29,9 +29,10 @@ const app = createServer({
   limits: environment.DA2A_LIMIT_AGENT_CARD_BYTES ? { agentCardBytes: environment.DA2A_LIMIT_AGENT_CARD_BYTES } : {},
   logger,
   metricsRegistry,
+  metricsToken: environment.DA2A_METRICS_TOKEN,
   telemetry: tracing.telemetry,
 });
-await app.listen({ port: environment.PORT, host: environment.HOST });
+await listenOrExit(() => app.listen({ port: environment.PORT, host: environment.HOST }), { portSetting: 'PORT', hostSetting: 'HOST', port: environment.PORT, host: environment.HOST });
 // Tells a parent process (tests, the demo) where the service listens.
 const address = app.server.address();
 process.send?.({ ready: true, port: typeof address === 'object' && address ? address.port : undefined });

@@ -46,6 +46,8 @@ export interface ServerOptions {
   logger?: Logger;
   /** Registry for the service's metrics. Default: a fresh one. */
   metricsRegistry?: Registry;
+  /** Bearer token `GET /metrics` requires (401 without it). Default none: open, like the probes. */
+  metricsToken?: string;
   /** Producer fail-fast command timeout (see ProducerOptions.commandTimeoutMs). Default 2_000. */
   commandTimeoutMs?: number;
   /** Every request is answered within this (503 problem+json with Retry-After past it). Default 5_000. */
@@ -168,6 +170,6 @@ export function createServer(options: ServerOptions): ApiServer {
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, limits: options.limits }), { prefix: '/v1' });
   app.register(async (root) => registerAdmin(root, queueList, tokens, { readOnly: options.adminReadOnly ?? false }));
   app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, server: app }));
-  app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal }));
+  app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal, metricsToken: options.metricsToken }));
   return app;
 }

@@ -105,7 +105,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
     case 'continue':
       return continueStream(ctx, record, scope, written, done);
     case 'route':
-      return done(await routeRow(ctx, ref, written.applied ? written.record : undefined, next.plan ?? {}, written, followLease));
+      return done(await routeRow(ctx, ref, written.applied ? written.record : undefined, next.plan ?? {}, written, followLease, record));
     case 'progress':
       return done(await progress(ctx, record, scope, written, next));
     case 'settle':
@@ -114,7 +114,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       return done('settle');
     case 'park':
       await giveBack(ctx, ref, followLease);
-      return done(await parkRow(ctx, written.record ?? record, scope));
+      return done(await parkRow(ctx, written.record ?? record, scope, record));
     case 'follow':
       // A delayed follow moves the reconciler's next check past its delay (it is not a lost delegation meanwhile).
       if ((next.plan.delayMs ?? 0) > 0) await ctx.journal.scheduleCheck(ref, ctx.options.now() + next.plan.delayMs! + ctx.options.reconcileIntervalMs);
@@ -122,7 +122,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
     case 'slow-poll':
       await giveBack(ctx, ref, followLease);
       await ctx.journal.scheduleCheck(ref, ctx.options.now() + next.delayMs + ctx.options.reconcileIntervalMs);
-      return done(await routeRow(ctx, ref, written.record ?? record, { resubscription: next.resubscription, delayMs: next.delayMs }, written, undefined));
+      return done(await routeRow(ctx, ref, written.record ?? record, { resubscription: next.resubscription, delayMs: next.delayMs }, written, undefined, record));
     case 'read-once': {
       await giveBack(ctx, ref, followLease);
       const current = written.record ?? record;
@@ -203,7 +203,7 @@ async function continueStream(ctx: WorkerContext, record: DelegationRecord, scop
   }
   if (written.state === 'TASK_STATE_INPUT_REQUIRED') {
     const current = await ctx.journal.getDelegation(ref);
-    if (current && questionOpen(current)) return done(await parkRow(ctx, current, scope), { record: current });
+    if (current && questionOpen(current)) return done(await parkRow(ctx, current, scope, record), { record: current });
   }
   return done('continue');
 }
@@ -218,11 +218,15 @@ async function authThen(ctx: WorkerContext, record: DelegationRecord, scope: Sco
   return (await apply(ctx, record, { kind: 'auth-exhausted', rounds: handled.rounds, challenge: handled.challenge }, { ...(scope.log ? { log: scope.log } : {}), source: 'auth' })).next;
 }
 
-/** Parks a row on its open question, its auth handler first (which may end the attempt with a person: P33). */
-async function parkRow(ctx: WorkerContext, record: DelegationRecord, scope: Scope): Promise<NextKind> {
+/**
+ * Parks a row on its open question, its auth handler first (which may end the attempt with a person: P33).
+ * `before`: the row as the observation found it; when it was already parked on the same question, this is a
+ * re-read (`park` logs the question once, not every poll).
+ */
+async function parkRow(ctx: WorkerContext, record: DelegationRecord, scope: Scope, before: DelegationRecord | undefined): Promise<NextKind> {
   const ended = await authThen(ctx, record, scope);
   if (ended) return ended;
-  await park(ctx, record);
+  await park(ctx, record, before === undefined || before.state !== record.state || before.questionKey !== record.questionKey);
   return 'park';
 }
 
@@ -233,9 +237,18 @@ async function giveBack(ctx: WorkerContext, ref: DelegationRef, lease: FollowLea
 
 /**
  * Routes a row from what it shows (`routeOf`): settle, CancelTask, park, or follow. `known`: the row as the write
- * left it (else it is read now); `followLease`: a lease handed over for a local follow, passed on or given back.
+ * left it (else it is read now); `followLease`: a lease handed over for a local follow, passed on or given back;
+ * `before`: the row as the observation found it (a park of a question already parked is not logged again).
  */
-async function routeRow(ctx: WorkerContext, ref: DelegationRef, known: DelegationRecord | undefined, plan: FollowPlan, written: Written, followLease: FollowLease | undefined): Promise<NextKind> {
+async function routeRow(
+  ctx: WorkerContext,
+  ref: DelegationRef,
+  known: DelegationRecord | undefined,
+  plan: FollowPlan,
+  written: Written,
+  followLease: FollowLease | undefined,
+  before?: DelegationRecord,
+): Promise<NextKind> {
   const record = known ?? (await ctx.journal.getDelegation(ref));
   if (!record) {
     await giveBack(ctx, ref, followLease);
@@ -256,7 +269,7 @@ async function routeRow(ctx: WorkerContext, ref: DelegationRef, known: Delegatio
       return 'cancel';
     case 'park':
       await giveBack(ctx, ref, followLease);
-      return parkRow(ctx, record, {});
+      return parkRow(ctx, record, {}, before);
     default:
       return follow(ctx, ref, plan, record, followLease);
   }
@@ -298,10 +311,10 @@ export function progressMark(view: DelegationView): string {
  */
 async function progress(ctx: WorkerContext, record: DelegationRecord, scope: Scope, written: Written, next: Extract<Next, { kind: 'progress' }>): Promise<NextKind> {
   const ref = refOf(record);
-  if (written.record && (isFinished(written.record.state) || questionOpen(written.record))) return routeRow(ctx, ref, written.record, {}, written, undefined);
+  if (written.record && (isFinished(written.record.state) || questionOpen(written.record))) return routeRow(ctx, ref, written.record, {}, written, undefined, record);
   const view = await ctx.journal.getDelegationView(ref);
-  if (!view) return routeRow(ctx, ref, undefined, {}, NOTHING_WRITTEN, undefined);
-  if (isFinished(view.state) || questionOpen(view)) return routeRow(ctx, ref, view, {}, NOTHING_WRITTEN, undefined);
+  if (!view) return routeRow(ctx, ref, undefined, {}, NOTHING_WRITTEN, undefined, record);
+  if (isFinished(view.state) || questionOpen(view)) return routeRow(ctx, ref, view, {}, NOTHING_WRITTEN, undefined, record);
   const run = await ctx.journal.noteNoProgress(ref, progressMark(view), next.what, next.unacceptable !== undefined, next.live === true);
   const verdict = progressNext(run, next, view, ctx.policy);
   switch (verdict.kind) {
@@ -311,14 +324,14 @@ async function progress(ctx: WorkerContext, record: DelegationRecord, scope: Sco
     case 'slow-poll':
       // Slow polling: one GetTask per `slowPollMs` (the follow reads instead of streaming); the reconciler stays away meanwhile.
       await ctx.journal.scheduleCheck(ref, ctx.options.now() + verdict.delayMs + ctx.options.reconcileIntervalMs);
-      return routeRow(ctx, ref, view, { resubscription: verdict.resubscription, delayMs: verdict.delayMs }, NOTHING_WRITTEN, undefined);
+      return routeRow(ctx, ref, view, { resubscription: verdict.resubscription, delayMs: verdict.delayMs }, NOTHING_WRITTEN, undefined, record);
     case 'follow': {
       const { resubscription = 0, delayMs = 0 } = verdict.plan;
       if (resubscription > 0) await ctx.journal.scheduleCheck(ref, ctx.options.now() + delayMs + ctx.options.reconcileIntervalMs);
-      return routeRow(ctx, ref, view, verdict.plan, NOTHING_WRITTEN, undefined);
+      return routeRow(ctx, ref, view, verdict.plan, NOTHING_WRITTEN, undefined, record);
     }
     default:
-      return routeRow(ctx, ref, view, {}, NOTHING_WRITTEN, undefined);
+      return routeRow(ctx, ref, view, {}, NOTHING_WRITTEN, undefined, record);
   }
 }
 
@@ -335,7 +348,7 @@ async function needsPerson(
   await giveBack(ctx, ref, followLease);
   const error = { code: next.code, message: next.message, retryable: false, ...(next.limit ? { limit: next.limit } : {}), ...(next.delivery ? { delivery: next.delivery } : {}) };
   const result = await ctx.journal.applyStatus(ref, { ...guard, mode: 'outcome', state: 'AMBIGUOUS', error });
-  if (result.applied) ctx.metrics.transitions.inc({ state: 'AMBIGUOUS', source: scope.source ?? 'outcome' });
+  if (result.applied) ctx.metrics.transitions.inc({ state: 'AMBIGUOUS', source: scope.source ?? 'outcome', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
   (scope.log ?? ctx.logger).error({ ...ref, code: next.code, reason: next.message }, 'marked AMBIGUOUS: a person must decide');
   return routeRow(ctx, ref, result.applied ? result.record : undefined, {}, writtenOf(result, undefined), undefined);
 }

@@ -10,13 +10,19 @@ import { enqueueReply, isAwaitingAnswer, type DelegationRecord } from '@durable-
 import type { WorkerContext } from '../context.ts';
 import { jitteredCheckTime } from './core/policy.ts';
 
-/** Parks a delegation on its question (see the module header). Only `apply.ts` calls this. */
-export async function park(ctx: WorkerContext, record: DelegationRecord): Promise<void> {
+/**
+ * Parks a delegation on its question (see the module header). Only `apply.ts` calls this. `asked`: the observation
+ * just journaled the question (one info line then); a re-read of a row already parked logs at debug only, so a
+ * question open for hours is not logged every `parkedPollMs`.
+ */
+export async function park(ctx: WorkerContext, record: DelegationRecord, asked: boolean): Promise<void> {
   // A reply journaled but not sent (its job lost), or stuck 'sending' longer than a request can take.
   const stuckSending = record.replyState === 'sending' && ctx.options.now() - record.updatedAt > ctx.options.requestTimeoutMs + 1_000;
   if (!isAwaitingAnswer(record) && record.replyMessageId && (record.replyState === 'pending' || stuckSending)) {
     await enqueueReply(ctx.queues, record, record.replyMessageId, ctx.options.now());
   }
   await ctx.journal.scheduleCheck(record, jitteredCheckTime(ctx.options.now(), ctx.options.parkedPollMs));
-  ctx.logger.info({ workflowId: record.workflowId, delegationId: record.delegationId, question: record.question }, 'parked on a question');
+  const line = { workflowId: record.workflowId, delegationId: record.delegationId, question: record.question };
+  if (asked) ctx.logger.info(line, 'parked on a question');
+  else ctx.logger.debug(line, 'still parked on a question');
 }

@@ -81,7 +81,7 @@ async function dropFromIndex(ctx: WorkerContext, ref: DelegationRef, record: Del
 
 /** The end-to-end duration (journaled intent → settled, seconds), observed once per delegation: by the removal that took its entry. */
 function observeSettled(ctx: WorkerContext, record: DelegationRecord): void {
-  ctx.metrics.delegationDuration.observe({ state: record.state }, Math.max(0, ctx.options.now() - record.createdAt) / 1000);
+  ctx.metrics.delegationDuration.observe({ state: record.state, agent: ctx.metrics.agentLabels.of(record.agentCardUrl) }, Math.max(0, ctx.options.now() - record.createdAt) / 1000);
 }
 
 /** A finished attempt is verified whatever the agent said, except when nothing was ever sent. */

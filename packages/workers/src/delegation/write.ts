@@ -116,7 +116,7 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       if (isTerminalTaskState(state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
       const options = { ...guardOf(write.guard, record, scope), snapshot: true, ...(write.bindAgent ? { agentCardUrl: record.agentCardUrl } : {}) };
       const result = await withEndingLease(ctx, ref, scope, observation, sendLease, (endsLease) => applyTask(ctx.journal, ref, write.task, { ...options, ...(endsLease ? { endsLease } : {}) }), state);
-      countChange(ctx, result, state, scope.source ?? 'get-task');
+      countChange(ctx, result, state, scope.source ?? 'get-task', record);
       return writtenOf(result, state);
     }
     case 'outcome': {
@@ -129,7 +129,7 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
         ...(write.contextId ? { contextId: write.contextId } : {}),
       };
       const result = await withEndingLease(ctx, ref, scope, observation, sendLease, (endsLease) => ctx.journal.applyStatus(ref, { ...change, ...(endsLease ? { endsLease } : {}) }), undefined);
-      if (result.applied) ctx.metrics.transitions.inc({ state: write.state, source: scope.source ?? 'outcome' });
+      if (result.applied) ctx.metrics.transitions.inc({ state: write.state, source: scope.source ?? 'outcome', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
       return { ...writtenOf(result, undefined), finished: isFinished(write.state) && (result.applied || result.reason === 'finished') };
     }
     case 'events':
@@ -274,7 +274,7 @@ function noteEvent(ctx: WorkerContext, log: Log, record: DelegationRecord, respo
   if (result.contextAnomaly) log.warn({ contextId: result.contextAnomaly, recorded: record.contextId }, 'event names another context (kept by taskId)');
   if (result.artifact === 'sealed') log.warn({ artifactId: 'artifactUpdate' in response ? response.artifactUpdate.artifact.artifactId : undefined }, 'artifact update after lastChunk dropped (agent bug)');
   if (result.status?.applied === false) ctx.metrics.staleObservations.inc({ reason: result.status.reason });
-  if (result.status?.applied && state) ctx.metrics.transitions.inc({ state, source: 'stream' });
+  if (result.status?.applied && state) ctx.metrics.transitions.inc({ state, source: 'stream', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
 }
 
 const stateOf = (response: StreamResponse): TaskState | undefined =>
@@ -290,8 +290,8 @@ export function leftFinished(result: StatusChangeResult, observed: TaskState | u
   return result.record ? isFinished(result.record.state) : observed !== undefined && isTerminalTaskState(observed);
 }
 
-function countChange(ctx: WorkerContext, result: StatusChangeResult, state: TaskState, source: string): void {
-  if (result.applied) ctx.metrics.transitions.inc({ state, source });
+function countChange(ctx: WorkerContext, result: StatusChangeResult, state: TaskState, source: string, record: DelegationRecord): void {
+  if (result.applied) ctx.metrics.transitions.inc({ state, source, agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
   else ctx.metrics.staleObservations.inc({ reason: result.reason });
 }
 

@@ -26,6 +26,7 @@ import {
   type WorkflowDefinition,
   type WorkflowRecord,
   type WorkflowPatch,
+  type WorkflowState,
   lazyChildLogger,
 } from '@durable-a2a/shared';
 import { transition } from '../delegation/core/transitions.ts';
@@ -151,13 +152,16 @@ async function applyDecision(
     if (!callerDropsWorkflowEntry) await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
   };
   // A finished state: with `finishDrops`, the index entries go in the same script (and the caller is told).
-  const finish = async (patch: WorkflowPatch) => {
+  // Counted once: the write is compare-and-set on the version the decision read (a conflict throws first).
+  const finish = async (patch: WorkflowPatch & { state: WorkflowState }) => {
     if (finishDrops && ctx.journal.removesIndexWithFinish) {
       const { removedFromIndex } = await ctx.journal.finishWorkflow(workflowId, patch, loaded.version, [...finishDrops.entries, { workflowId, delegationId: '*' }]);
+      ctx.metrics.workflowsFinished.inc({ state: patch.state });
       finishDrops.removed(removedFromIndex);
       return;
     }
     await ctx.journal.updateWorkflow(workflowId, patch, loaded.version);
+    ctx.metrics.workflowsFinished.inc({ state: patch.state });
     await dropWorkflowEntry();
   };
   switch (decision.kind) {

@@ -43,9 +43,11 @@ export async function advanceCompensation(ctx: WorkerContext, workflowId: string
   }
   if (move.leftInPlace.length > 0) {
     await ctx.journal.updateWorkflow(workflowId, { state: 'FAILED', failure: [...(loaded.record.failure ?? []), ...move.leftInPlace] }, loaded.version);
+    ctx.metrics.workflowsFinished.inc({ state: 'FAILED' });
     log.warn({ leftInPlace: move.leftInPlace }, 'compensation ended: effects a person chose to leave in place');
   } else {
     await ctx.journal.updateWorkflow(workflowId, { state: 'COMPENSATED' }, loaded.version);
+    ctx.metrics.workflowsFinished.inc({ state: 'COMPENSATED' });
     log.info('every effect compensated');
   }
   await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });

@@ -1,6 +1,7 @@
 /**
- * Operations endpoints, unauthenticated (network policy protects them):
- * `/metrics` (Prometheus text; queue depth gauges refreshed at scrape),
+ * Operations endpoints, outside the API tokens (network policy protects them):
+ * `/metrics` (Prometheus text; queue depth gauges refreshed at scrape; with a `metricsToken`, only for
+ * `Authorization: Bearer <token>`),
  * `/healthz` (liveness), `/readyz` (Redis reachable and taking writes), `/openapi.json`.
  *
  * Readiness asks Redis on every call rather than remembering the last error a request saw: with a journal, one
@@ -12,7 +13,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Queue } from 'bullmq';
 import type { Cluster, Redis } from 'ioredis';
-import { countUnfinishedByState, redisErrorKind, type Journal, type Metrics, type RedisErrorKind } from '@durable-a2a/shared';
+import { QUEUE_JOB_STATUSES, countUnfinishedByState, metricsRequestAllowed, redisErrorKind, type Journal, type Metrics, type RedisErrorKind } from '@durable-a2a/shared';
 
 export interface HealthReport {
   live: boolean;
@@ -27,6 +28,8 @@ export interface OpsRouteOptions {
   queues: readonly Queue[];
   metrics: Metrics;
   health?: () => Promise<HealthReport>;
+  /** Bearer token `/metrics` requires; undefined: open. */
+  metricsToken?: string;
 }
 
 /** A readiness probe slower than this counts as Redis unreachable. */
@@ -50,11 +53,11 @@ async function redisNotReady(redis: Redis | Cluster, journal: Journal | undefine
   }
 }
 
-/** Sets `durable_a2a_queue_jobs{queue,status}` from BullMQ's job counts of every queue. */
+/** Sets `durable_a2a_queue_jobs{queue,status}` from BullMQ's job counts of every queue, for `QUEUE_JOB_STATUSES` only. */
 async function refreshQueueDepth(queues: readonly Queue[], metrics: Metrics): Promise<void> {
   await Promise.all(
     queues.map(async (queue) => {
-      const counts = await queue.getJobCounts();
+      const counts = await queue.getJobCounts(...QUEUE_JOB_STATUSES);
       for (const [status, value] of Object.entries(counts)) metrics.queueDepth.set({ queue: queue.name, status }, value);
     }),
   );
@@ -64,6 +67,9 @@ export function opsRoutes(app: FastifyInstance, options: OpsRouteOptions): void 
   const hide = { hide: true };
 
   app.get('/metrics', { schema: hide }, async (request, reply) => {
+    if (!metricsRequestAllowed(request.headers.authorization, options.metricsToken)) {
+      return reply.code(401).header('www-authenticate', 'Bearer').send({ error: 'this endpoint needs Authorization: Bearer <DA2A_METRICS_TOKEN>' });
+    }
     try {
       await refreshQueueDepth(options.queues, options.metrics);
       if (options.journal) {

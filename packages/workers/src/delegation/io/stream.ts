@@ -114,11 +114,11 @@ export async function readStream(
   } catch (error) {
     if (leaseLost.aborted) return (await sink({ kind: 'lease-lost' }), 'lease-lost');
     if (quiet.signal.aborted && !ctx.shutdownSignal.aborted) {
-      ctx.metrics.resubscriptions.inc({ reason: 'quiet' });
+      ctx.metrics.resubscriptions.inc({ reason: 'quiet', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
       log.info({ quietMs: ctx.options.streamQuietMs }, 'stream carried no event for the quiet window; handing over to polling');
       return (await sink({ kind: 'stream-failed', code: 'STREAM_QUIET', retryable: true, quiet: true, delivered })).next;
     }
-    return onStreamError(ctx, error, sink, log, delivered);
+    return onStreamError(ctx, error, sink, log, delivered, ctx.metrics.agentLabels.of(record.agentCardUrl));
   } finally {
     clearTimeout(quietTimer);
     // Whatever ended the loop, the connection goes with it (no socket left to a fenced-out worker).
@@ -134,7 +134,7 @@ export async function readStream(
     if (result.next !== 'continue') return result.next;
   }
   // Ended before a terminal state (a clean close, an unterminated last event, an empty stream: R04), or interrupted.
-  if (end?.kind !== 'interrupted') ctx.metrics.resubscriptions.inc({ reason: 'ended' });
+  if (end?.kind !== 'interrupted') ctx.metrics.resubscriptions.inc({ reason: 'ended', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
   return (await sink({ kind: 'stream-ended', how: end?.kind ?? 'closed', delivered })).next;
 }
 
@@ -142,7 +142,7 @@ export async function readStream(
  * A stream that failed: hand over (closing), stop (fenced out), else one observation (`stream-failed`): a refusal
  * (most likely terminal, spec §3.1.6), a drop, a protocol error (RT4) or an event over a limit.
  */
-async function onStreamError(ctx: WorkerContext, error: unknown, sink: StreamSink, log: WorkerContext['logger'], delivered: number): Promise<string> {
+async function onStreamError(ctx: WorkerContext, error: unknown, sink: StreamSink, log: WorkerContext['logger'], delivered: number, agent: string): Promise<string> {
   if (ctx.shutdownSignal.aborted) {
     // This worker is closing: hand the delegation to another worker at once.
     await sink({ kind: 'closing' });
@@ -160,7 +160,7 @@ async function onStreamError(ctx: WorkerContext, error: unknown, sink: StreamSin
   const result = await sink({ kind: 'stream-failed', code, retryable: dropped, delivered, ...(unacceptable ? { unacceptable } : {}) });
   // A refusal of a task that GetTask then found finished is the spec's answer for a terminal task (§3.1.6), not a fault.
   const reason = code === 'STREAM_IDLE' ? 'idle' : dropped ? 'dropped' : result.next === 'settle' ? 'terminal' : 'protocol';
-  ctx.metrics.resubscriptions.inc({ reason });
+  ctx.metrics.resubscriptions.inc({ reason, agent });
   if (reason === 'terminal') log.debug({ code }, 'subscription refused: the task is already terminal; read it once');
   else log.info({ code, reason, message: error.message }, 'stream ended by an error; read the task once');
   log.debug({ err: error }, 'stream error: stack');

@@ -99,6 +99,9 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   if (isParked(record.state)) return rereadTask(ctx, record, log);
   // Within a no-progress run the progress rule's count carries over: a slow-polled delegation is read, not resubscribed.
   await apply(ctx, record, { kind: 'follow-deferred', delayMs: 0, resubscription: record.noProgressSince === undefined ? 0 : record.noProgressCount, reason: 'reattach' }, { source: 'reconcile' });
+  // One line when a task nobody followed is taken up again; a slow-polled one comes back every poll (debug).
+  if (record.noProgressSince === undefined) log.info({ state: record.state }, 'reattached: nobody was following this task; following it again');
+  else log.debug({ state: record.state }, 'slow poll: reading the task again');
   return 'reattached';
 }
 

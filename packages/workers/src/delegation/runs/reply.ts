@@ -111,7 +111,7 @@ async function deliver(run: ReplyRun): Promise<string> {
     parts: record.replyMessage!.parts,
     ...(record.replyMessage!.metadata ? { metadata: record.replyMessage!.metadata } : {}),
   };
-  ctx.metrics.sends.inc({ kind: 'reply' });
+  ctx.metrics.sends.inc({ kind: 'reply', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
   let response;
   try {
     response = await transport.sendMessage({ message, configuration: { returnImmediately: true } });

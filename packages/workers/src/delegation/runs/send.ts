@@ -136,7 +136,7 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
   const { transport, request, timeLeftMs } = ready;
   const held: HeldSend = { record, job, fence: prepared.fence, transport, request, log };
   if (prepared.streaming) {
-    ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
+    ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
     const applyAnswer = (response: SendMessageResponse) => apply(ctx, record, answerObservation(record, response, 'stream'), { log, source: 'send' });
     // A card that claims streaming, an agent that refuses it (no task created): the same message goes by
     // SendMessage inside the same lease, with the time left read again (the refusal may have come late);
@@ -187,7 +187,7 @@ interface HeldSend {
 async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: number): Promise<HeldSendResult | string> {
   const { record, job, transport, request, log } = send;
   try {
-    ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message' });
+    ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
     if (record.resendCount > 0) ctx.metrics.resends.inc();
     // V2: an agent may hold the send until the work is done; the attempt's deadline bounds it, the send
     // lease keeps the reconciler from deciding "may have been sent" while the answer can still come, and

@@ -28,6 +28,8 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
   const checks = new SweepChecks(ctx, all ? `startup-${now}` : now, now);
   if (!all) {
     await checks.enqueue(await ctx.journal.dueDelegationsWithTimes(now, batch));
+    // Every reconcile interval: the count at debug only (a parked delegation is due every poll).
+    ctx.logger.debug({ swept: checks.count }, 'sweep');
     return `swept ${checks.count}`;
   }
   const maxPages = PAGES_PER_BATCH * (Math.ceil((await ctx.journal.unfinishedCount()) / batch) + 1);
@@ -36,7 +38,10 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
     const result = await ctx.journal.scanUnfinished(cursor, batch);
     await checks.enqueue(result.due);
     cursor = result.cursor;
-    if (cursor === '0') return `swept ${checks.count}`;
+    if (cursor === '0') {
+      ctx.logger.info({ swept: checks.count }, 'start-up sweep: every unfinished delegation and workflow enqueued for a check');
+      return `swept ${checks.count}`;
+    }
   }
   ctx.logger.warn({ swept: checks.count, maxPages }, 'start-up sweep stopped at its page bound; the timer sweep finds the rest');
   return `swept ${checks.count} (page bound)`;
