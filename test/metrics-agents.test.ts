@@ -5,6 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { AgentLabels, OTHER_AGENT_LABEL, RECORDED_ERROR_CODES, createMetrics } from '@durable-a2a/shared';
+import { cardUrlOf } from '../packages/shared/src/a2a/card-url.ts';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import fc from 'fast-check';
@@ -133,10 +134,18 @@ describe('AgentLabels (property)', () => {
           const values = new Set([...agents.map((agent) => agent.cardUrl), ...urls].map((url) => labels.of(url)));
           expect(values.size).toBeLessThanOrEqual(limit + 1);
           for (const value of values) expect(value.length).toBeLessThanOrEqual(64);
-          for (const url of urls) if (!agents.some((agent) => agent.cardUrl === url)) expect(labels.of(url)).toBe(OTHER_AGENT_LABEL);
+          const spelling = (url: string) => cardUrlOf(new URL(url));
+          for (const url of urls) if (!agents.some((agent) => spelling(agent.cardUrl) === spelling(url))) expect(labels.of(url)).toBe(OTHER_AGENT_LABEL);
         },
       ),
     );
+  });
+
+  it('a delegation that names a registered agent by another spelling (base URL, trailing slash, case) gets its name', () => {
+    const labels = new AgentLabels();
+    labels.update([{ cardUrl: 'http://127.0.0.1:7202/.well-known/agent-card.json', card: { name: 'Hotels' } }]);
+    for (const url of ['http://127.0.0.1:7202', 'http://127.0.0.1:7202/', 'HTTP://127.0.0.1:7202/.well-known/agent-card.json', 'http://127.0.0.1:7202/.well-known/agent-card.json']) expect(labels.of(url)).toBe('Hotels');
+    expect(labels.of('http://127.0.0.1:7203/')).toBe(OTHER_AGENT_LABEL);
   });
 
   it('a metric labelled through AgentLabels on a fresh registry', async () => {
