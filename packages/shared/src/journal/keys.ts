@@ -36,8 +36,15 @@ export interface JournalKeys {
   rateLimit(name: string): string;
   /** Sorted set of unfinished delegations, member `workflowId|delegationId`, score = next check time (ms). */
   unfinished(): string;
-  /** Set of workflow ids, for listing. */
+  /**
+   * Set of workflow ids, for listing, written by releases before the search index (kept to read what they wrote;
+   * nothing writes it any more).
+   */
   workflows(): string;
+  /** The search index: lexicographic sorted set of workflow ids and metadata pairs (search-index.ts). */
+  search(): string;
+  /** Sorted set of workflow ids by the time of their last workflow-level change, ms (search-index.ts). */
+  updated(): string;
   /** Agent registry hash (card URL → normalized card JSON). */
   agents(): string;
   /** Which delegation an agent's task id is bound to (`workflowId|delegationId`); one key per agent and task. */
@@ -61,6 +68,8 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     rateLimit: (name) => `${prefix}:unfinished:rate:${name}`,
     unfinished: () => `${prefix}:unfinished`,
     workflows: () => `${prefix}:workflows`,
+    search: () => `${prefix}:search`,
+    updated: () => `${prefix}:updated`,
     agents: () => `${prefix}:agents`,
     // Agents choose task ids (any length, any characters): the key holds a digest.
     taskOwner: (agentCardUrl, taskId) => `${prefix}:task:${createHash('sha256').update(agentCardUrl).update('\n').update(taskId).digest('hex')}`,
