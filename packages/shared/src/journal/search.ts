@@ -2,8 +2,8 @@
  * Finding workflows for people and bulk actions: a filter (state, waiting for a person, attention code, agent,
  * metadata `key=value`, id prefix, created range) answered through the search index (search-index.ts), never a scan.
  *
- * One index drives a search, the narrowest the filter names: a metadata pair (its workflows by id), else the id
- * prefix (by id), else the updated index (newest change first). Its candidates are read in batches; each candidate's
+ * One index drives a search, the narrowest the filter names: of its metadata pairs (each pair's workflows, by id)
+ * and id prefix (by id), the one with the fewest entries; else the updated index (newest change first). Its candidates are read in batches; each candidate's
  * row decides (an index entry proposes, the row disposes), so the answer is exactly the workflows whose rows match.
  * A call reads at most SEARCH_CANDIDATE_LIMIT candidates: a page may hold fewer rows than `limit` and still carry a
  * cursor (the position of the last candidate read); callers continue while a cursor is returned. The cost of a page
@@ -186,11 +186,29 @@ async function updatedBatch(journal: Journal, after: { sortKey: number; id: stri
   return [...ties.slice(0, count), ...older];
 }
 
-/** The index that drives a search of `filter` (see the module comment). */
-function batchesOf(journal: Journal, filter: WorkflowFilter): (after: { sortKey: number; id: string } | undefined, count: number) => Promise<Batch> {
+/** How a search reads its candidates: the next batch after a position, and the driver's number a cursor carries. */
+interface Driver {
+  next: (after: { sortKey: number; id: string } | undefined, count: number) => Promise<Batch>;
+  /** The position's sort key in a cursor: the updated index's score, or a lexicographic driver's number. */
+  sortKeyOf: (entry: { sortKey: number; id: string }) => number;
+}
+
+/**
+ * The index that drives a search of `filter` (see the module comment): of its metadata pairs (key order) and id
+ * prefix, the one with the fewest entries (one ZLEXCOUNT each, first page only: a cursor names the one chosen, so
+ * every page reads the same), else the updated index.
+ */
+async function driverOf(journal: Journal, filter: WorkflowFilter, cursor: { sortKey: number } | undefined): Promise<Driver> {
   const pairs = Object.entries(filter.metadata ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  const driver = pairs[0] ? metadataDriver(`${pairs[0][0]}=${pairs[0][1]}`) : filter.idPrefix !== undefined ? idPrefixDriver(filter.idPrefix) : undefined;
-  return driver ? (after, count) => lexBatch(journal, driver, after?.id, count) : (after, count) => updatedBatch(journal, after, count);
+  const lex: LexDriver[] = [...pairs.map(([key, value]) => metadataDriver(`${key}=${value}`)), ...(filter.idPrefix !== undefined ? [idPrefixDriver(filter.idPrefix)] : [])];
+  if (lex.length === 0) return { next: (after, count) => updatedBatch(journal, after, count), sortKeyOf: (entry) => entry.sortKey };
+  let chosen = cursor && cursor.sortKey < lex.length ? cursor.sortKey : 0;
+  if (!cursor && lex.length > 1) {
+    const sizes = await Promise.all(lex.map((driver) => journal.redis.zlexcount(journal.keys.search(), driver.range().min, driver.range().max)));
+    chosen = sizes.indexOf(Math.min(...sizes));
+  }
+  const driver = lex[chosen]!;
+  return { next: (after, count) => lexBatch(journal, driver, after?.id, count), sortKeyOf: () => chosen };
 }
 
 /**
@@ -200,8 +218,9 @@ function batchesOf(journal: Journal, filter: WorkflowFilter): (after: { sortKey:
  * whose record expired are removed from the index on the way (one server; on a Cluster `pruneSearchIndex` does it).
  */
 export async function searchWorkflows(journal: Journal, filter: WorkflowFilter, options: { cursor?: string; limit: number }): Promise<Page<WorkflowSummary> & { corrupt: CorruptListing[] }> {
-  const nextBatch = batchesOf(journal, filter);
   let after = options.cursor ? decodeListingCursor(options.cursor) : undefined;
+  const driver = await driverOf(journal, filter, after);
+  const nextBatch = driver.next;
   const items: WorkflowSummary[] = [];
   const corrupt: CorruptListing[] = [];
   const gone: string[] = [];
@@ -231,7 +250,7 @@ export async function searchWorkflows(journal: Journal, filter: WorkflowFilter, 
   }
   if (gone.length > 0 && !journal.redis.isCluster) await removeFromSearchIndex(journal.redis, { search: journal.keys.search(), updated: journal.keys.updated() }, gone);
   const more = after !== undefined && (await nextBatch(after, 1)).length > 0;
-  return { items, ...(more && after ? { cursor: encodeListingCursor(after.sortKey, after.id) } : {}), corrupt };
+  return { items, ...(more && after ? { cursor: encodeListingCursor(driver.sortKeyOf(after), after.id) } : {}), corrupt };
 }
 
 /**
