@@ -146,3 +146,33 @@ describe('bulk commands (CLI)', () => {
     expect((await cli(['workflows', 'resolve', '--where', 'state=NEEDS_ATTENTION'])).code).toBe(2);
   });
 });
+
+describe('bulk actions in /ui', () => {
+  it('the form previews a dry run (nothing changes), then Confirm cancels exactly the matching workflows', async () => {
+    const matching = ['ui-bulk-z-1', 'ui-bulk-z-2'];
+    await workingDelegations(matching, { desk: 'z' });
+    await workingDelegations(['ui-bulk-w-1'], { desk: 'w' });
+    const headers = { authorization: `Bearer ${TEST_API_TOKEN}` };
+    const form = await app.inject({ method: 'GET', url: '/ui/bulk', headers });
+    expect(form.statusCode).toBe(200);
+    expect(form.body).toContain('Preview (dry run)');
+
+    const preview = await app.inject({ method: 'GET', url: `/ui/bulk?preview=1&action=cancel&meta=${encodeURIComponent('desk=z')}`, headers });
+    expect(preview.statusCode).toBe(200);
+    expect(preview.body).toContain('Dry run: 2 would change, 0 skipped');
+    for (const id of matching) expect(preview.body).toContain(`/ui/workflows/${id}`);
+    expect(preview.body).not.toContain('ui-bulk-w-1');
+    expect(preview.body).toContain('Confirm: cancel 2 workflow(s)');
+    for (const id of matching) expect((await producer.get(id)).cancelRequested).toBe(false);
+
+    const confirmed = await app.inject({ method: 'POST', url: '/ui/bulk', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded' }, payload: new URLSearchParams({ action: 'cancel', meta: 'desk=z' }).toString() });
+    expect(confirmed.statusCode).toBe(200);
+    expect(confirmed.body).toContain('Done: 2 changed, 0 skipped');
+    for (const id of matching) await eventually(async () => (await producer.get(id)).state === 'CANCELED', `${id} CANCELED`, 20_000);
+    expect((await producer.get('ui-bulk-w-1')).state).toBe('RUNNING');
+
+    const crossSite = await app.inject({ method: 'POST', url: '/ui/bulk', headers: { ...headers, 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'cross-site' }, payload: 'action=cancel&meta=desk%3Dw' });
+    expect(crossSite.statusCode).toBe(401);
+    expect((await producer.get('ui-bulk-w-1')).cancelRequested).toBe(false);
+  }, 90_000);
+});

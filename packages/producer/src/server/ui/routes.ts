@@ -21,6 +21,7 @@ import { UI_SCRIPT, UI_STYLE } from './assets.ts';
 import type { Safe } from './html.ts';
 import { listPage, listPanel, type ListQuery } from './list-page.ts';
 import { workflowPage, workflowPanel } from './workflow-page.ts';
+import { registerBulkUi } from './bulk-page.ts';
 
 export interface UiOptions {
   producer: Producer;
@@ -154,6 +155,7 @@ export async function registerUi(root: FastifyInstance, options: UiOptions): Pro
       });
       registerPages(ui, renderers(options.producer));
       registerActions(ui, options.server, options.apiTokens[0]!);
+      registerBulkUi(ui, options.server, options.apiTokens[0]!, crossSite);
     },
     { prefix: UI_BASE_PATH },
   );
