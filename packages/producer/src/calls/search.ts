@@ -14,7 +14,6 @@ const MetadataValue = z
   .string()
   .min(1)
   .max(SEARCH_METADATA_LIMITS.valueChars)
-  // eslint-disable-next-line no-control-regex
   .regex(/^[^\u0000-\u001f\u007f]*$/, 'no control characters');
 
 /** An instant: ISO 8601 with a zone (`2026-05-01T12:00:00Z`). */

@@ -4,8 +4,8 @@
  *
  * Open questions come from the unfinished index (a parked delegation is never
  * finished), so finding them costs one read per unfinished delegation, not
- * per workflow ever run. The workflow list is a search (search.ts) through the
- * updated index: a page costs the rows it reads, whatever the number of workflows.
+ * per workflow ever run. The workflow list is a search (search.ts `listWorkflowSummaries`)
+ * through the updated index: a page costs the rows it reads, whatever the number of workflows.
  *
  * A record that does not parse is left out and named (`corrupt`), never a failed listing.
  *
@@ -17,9 +17,6 @@ import type { Attention } from './workflow-record.ts';
 import { MessageSchema } from '../a2a/schema.ts';
 import type { Journal } from './journal.ts';
 import { indexMember, parseIndexMember } from './keys.ts';
-import { searchWorkflows, type WorkflowFilter } from './search.ts';
-
-export type { WorkflowFilter };
 
 /** At most this many unfinished delegations are read for one listing of open questions. */
 export const LISTING_SCAN_LIMIT = 10_000;
@@ -133,18 +130,6 @@ export interface CorruptListing {
   workflowId: string;
   key: string;
   code: 'CORRUPT_RECORD';
-}
-
-/**
- * Workflow summaries, newest (the updated index: a workflow's last workflow-level change) first, paged (limit
- * 1..500): `searchWorkflows` with `filter` (search.ts), which bounds what one call reads.
- */
-export async function listWorkflowSummaries(
-  journal: Journal,
-  filter: WorkflowFilter,
-  options: { cursor?: string; limit: number },
-): Promise<Page<WorkflowSummary> & { corrupt: CorruptListing[] }> {
-  return searchWorkflows(journal, filter, options);
 }
 
 /** When the reconciler next looks at each delegation (ms since epoch), from the unfinished index; finished ones are absent. */

@@ -27,7 +27,6 @@ export const SEARCH_METADATA_LIMITS = Object.freeze({ pairs: 16, keyChars: 64, v
 
 /** A metadata key that can be searched: safe in an index member and in a `meta.<key>=<value>` filter. */
 export const SEARCH_METADATA_KEY = /^[A-Za-z0-9._-]{1,64}$/;
-// eslint-disable-next-line no-control-regex
 const CONTROL = /[\u0000-\u001f\u007f]/;
 
 /** A metadata value as indexed: its text (a number or boolean as JSON writes it), or undefined when it is not indexed. */

@@ -267,3 +267,15 @@ export async function pruneSearchIndex(journal: Journal, limit = 500): Promise<n
   await removeFromSearchIndex(journal.redis, { search: journal.keys.search(), updated: journal.keys.updated() }, gone);
   return gone.length;
 }
+
+/**
+ * Workflow summaries, newest (the updated index: a workflow's last workflow-level change) first, paged (limit
+ * 1..500): `searchWorkflows` with `filter` (search.ts), which bounds what one call reads.
+ */
+export async function listWorkflowSummaries(
+  journal: Journal,
+  filter: WorkflowFilter,
+  options: { cursor?: string; limit: number },
+): Promise<Page<WorkflowSummary> & { corrupt: CorruptListing[] }> {
+  return searchWorkflows(journal, filter, options);
+}
