@@ -114,6 +114,23 @@ describe('bulk cancel by metadata filter (API)', () => {
   }, 60_000);
 });
 
+describe('search (API)', () => {
+  it('GET /v1/workflows by metadata pairs, id prefix and created range; a malformed pair or instant is a 400 naming it', async () => {
+    await workingDelegations(['find-1', 'find-2'], { project: 'atlas', tier: 'gold' });
+    await workingDelegations(['find-3'], { project: 'atlas', tier: 'silver' });
+    const ids = async (query: string) => (await api<{ ids: string[] }>('GET', `/v1/workflows?${query}`)).json.ids;
+    expect(await ids('meta=project%3Datlas')).toEqual(['find-1', 'find-2', 'find-3']);
+    expect(await ids('meta=project%3Datlas&meta=tier%3Dgold')).toEqual(['find-1', 'find-2']);
+    expect(await ids('idPrefix=find-&meta=tier%3Dsilver')).toEqual(['find-3']);
+    expect(await ids('idPrefix=find-&state=RUNNING&createdAfter=2000-01-01T00:00:00Z')).toEqual(['find-1', 'find-2', 'find-3']);
+    expect(await ids('idPrefix=find-&createdBefore=2000-01-01T00:00:00Z')).toEqual([]);
+    const badPair = await api<{ code: string; field?: string }>('GET', '/v1/workflows?meta=no%20pair');
+    expect(badPair.status).toBe(400);
+    expect(badPair.json.code).toBe('INVALID_INPUT');
+    expect((await api<{ code: string }>('GET', '/v1/workflows?createdAfter=yesterday')).status).toBe(400);
+  }, 60_000);
+});
+
 describe('bulk commands (CLI)', () => {
   it('workflows cancel --where meta.k=v --dry-run lists, changes nothing; without --dry-run cancels exactly those', async () => {
     const matching = ['cli-bulk-x-1', 'cli-bulk-x-2'];

@@ -13,7 +13,7 @@ import { z } from 'zod';
 import { parseAttention, StoredMs } from './workflow-record.ts';
 import { FINISHED_WORKFLOW_STATES, WORKFLOW_STATES } from './states.ts';
 import { CorruptRecordError } from './corrupt.ts';
-import { parseDefinitionText } from '../workflow.ts';
+import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import type { Journal } from './journal.ts';
 import { decodeListingCursor, encodeListingCursor, openQuestionOf, OPEN_QUESTION_FIELDS, type CorruptListing, type OpenQuestionSummary, type Page, type WorkflowSummary } from './listing.ts';
 import { idPrefixDriver, indexedValue, metadataDriver, removeFromSearchIndex, searchableMetadata, type LexDriver } from './search-index.ts';
@@ -59,6 +59,16 @@ const FINISHED = new Set<string>(FINISHED_WORKFLOW_STATES);
 /** Agent Card URL or base URL compared by one form: no trailing `/`, no card path. */
 const agentForm = (url: string) => url.replace(/\/\.well-known\/agent(-card)?\.json$/, '').replace(/\/+$/, '');
 
+/** A row's definition, or undefined when it has none or it does not parse (such a row matches no metadata or agent). */
+function definitionOf(row: CandidateRow): WorkflowDefinition | undefined {
+  if (!row.definition) return undefined;
+  try {
+    return parseDefinitionText(row.definition);
+  } catch {
+    return undefined;
+  }
+}
+
 /** A candidate's row: undefined when gone (expired); CorruptRecordError when it does not parse. */
 async function candidateRow(journal: Journal, id: string): Promise<CandidateRow | undefined | CorruptRecordError> {
   const fields = ['state', 'createdAt', 'updatedAt', 'attention', 'definition', 'workflowId'] as const;
@@ -91,7 +101,8 @@ function rowMatches(id: string, row: CandidateRow, filter: WorkflowFilter): bool
   if (filter.attentionCode !== undefined && (!row.attention || parseAttention(row.attention).code !== filter.attentionCode)) return false;
   const pairs = Object.entries(filter.metadata ?? {});
   if (pairs.length > 0) {
-    const metadata = row.definition ? searchableMetadata(parseDefinitionText(row.definition)) : undefined;
+    const definition = definitionOf(row);
+    const metadata = definition ? searchableMetadata(definition) : undefined;
     if (!pairs.every(([key, value]) => metadata !== undefined && Object.hasOwn(metadata, key) && indexedValue(metadata[key]) === value)) return false;
   }
   return true;
@@ -120,7 +131,7 @@ async function summaryIfMatching(journal: Journal, id: string, row: CandidateRow
   if (filter.waiting && waitingFor === undefined) return undefined;
   if (filter.agent !== undefined) {
     const wanted = agentForm(filter.agent);
-    const fixed = row.definition ? parseDefinitionText(row.definition).steps.flatMap((step) => ['agent' in step ? step.agent : undefined, step.compensation && 'agent' in step.compensation ? step.compensation.agent : undefined]) : [];
+    const fixed = (definitionOf(row)?.steps ?? []).flatMap((step) => ['agent' in step ? step.agent : undefined, step.compensation && 'agent' in step.compensation ? step.compensation.agent : undefined]);
     if (![...fixed, ...agents].some((agent) => agent !== undefined && agentForm(agent) === wanted)) return undefined;
   }
   return {
