@@ -124,6 +124,10 @@ describe('search (API)', () => {
     expect(await ids('idPrefix=find-&meta=tier%3Dsilver')).toEqual(['find-3']);
     expect(await ids('idPrefix=find-&state=RUNNING&createdAfter=2000-01-01T00:00:00Z')).toEqual(['find-1', 'find-2', 'find-3']);
     expect(await ids('idPrefix=find-&createdBefore=2000-01-01T00:00:00Z')).toEqual([]);
+    // The agent by its card URL or its base URL (the form it was given in does not matter); another agent: none.
+    expect(await ids(`idPrefix=find-&agent=${encodeURIComponent(agent.cardUrl)}`)).toEqual(['find-1', 'find-2', 'find-3']);
+    expect(await ids(`idPrefix=find-&agent=${encodeURIComponent(new URL(agent.cardUrl).origin + '/')}`)).toEqual(['find-1', 'find-2', 'find-3']);
+    expect(await ids('idPrefix=find-&agent=http%3A%2F%2Fother.example%2F')).toEqual([]);
     const badPair = await api<{ code: string; field?: string }>('GET', '/v1/workflows?meta=no%20pair');
     expect(badPair.status).toBe(400);
     expect(badPair.json.code).toBe('INVALID_INPUT');
