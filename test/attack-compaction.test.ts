@@ -1,5 +1,5 @@
 /**
- * Attacks on the compacted record of a finished workflow (journal/compacted-record.ts, updateWorkflow-3.lua):
+ * Attacks on the compacted record of a finished workflow (journal/compacted-record.ts, updateWorkflow-4.lua):
  * whatever an agent puts into what is kept (status message, result, artifacts), the record read back after
  * compaction equals the record before it.
  */
@@ -294,7 +294,7 @@ describe('listing compacted workflows', () => {
     for (const id of ids) expect(await redis().exists(big.keys.finished(id))).toBe(1);
     const output = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis().info('stats'))![1]);
     const before = await output();
-    const { summaries } = await workflowSummaries(big, ids, []);
+    const { summaries } = await workflowSummaries(big, ids);
     const states = await big.workflowStates(ids);
     const definitionSteps = (await big.getWorkflowDefinition(ids[1]!))?.steps.map((step) => step.name);
     expect((await output()) - before).toBeLessThan(256 * 1024);

@@ -27,13 +27,13 @@ import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
  * finished workflows were compacted into one key), half a command of room for a rarer path (bench/monitor.ts:
  * ≈75 before issue 16).
  */
-const JOURNAL_COMMANDS_PER_DELEGATION = 45.5;
+const JOURNAL_COMMANDS_PER_DELEGATION = 46.5;
 /**
  * The journal's client commands (scripts and plain commands sent, calls inside scripts not counted) per happy-path
- * delegation: 9 measured (10 before the handover moved the follow's next check into the send answer's script, 12 before
+ * delegation: 7 measured (9 before the create script wrote the unfinished and search indexes itself; 10 before the handover moved the follow's next check into the send answer's script, 12 before
  * the handover and the settle's index removal inside updateWorkflow).
  */
-const JOURNAL_CLIENT_COMMANDS_PER_DELEGATION = 9;
+const JOURNAL_CLIENT_COMMANDS_PER_DELEGATION = 7;
 /**
  * The agent registry's share (`<prefix>:agents…`, counted apart from the journal's): one script call per SendMessage
  * (recordAgentCall-1.lua: EVALSHA, HGET, HSET) for the agent's health; the card is cached, so no card fetch is recorded

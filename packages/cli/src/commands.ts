@@ -31,7 +31,7 @@ interface ListOptions {
 export function addReadCommands(program: Command, helpers: CommandHelpers): void {
   program
     .command('list')
-    .description('list workflows, newest (updatedAt: any change of a step attempt\'s state) first; the API sorts the at most 10,000 workflows one listing reads')
+    .description('list workflows, newest (a workflow transition or a new question) first, through the search index (see also: workflows search)')
     .addOption(
       new Option('--state <state>', 'only workflows in this state, or with an open question of this kind (INPUT_REQUIRED, AUTH_REQUIRED)')
         .choices(['RUNNING', 'COMPENSATING', 'COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION', 'INPUT_REQUIRED', 'AUTH_REQUIRED']),

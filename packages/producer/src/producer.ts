@@ -9,7 +9,7 @@
  * context.ts (connections, input parsing, the view).
  */
 import type { z } from 'zod';
-import { MessageInputSchema, type AgentView, type Journal, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
+import { MessageInputSchema, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema, type WorkflowSummary } from '@durable-a2a/shared';
 import { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, producerErrorOfRedis } from './errors.ts';
 import type { WorkflowView, OpenQuestion } from './view.ts';
 import { waitForWorkflow, type WaitForOptions } from './wait.ts';
@@ -18,6 +18,8 @@ import { DelegateInputSchema, delegate, startWorkflow, type DelegateInput } from
 import { replyToQuestion, type ReplyAnswer } from './calls/reply.ts';
 import { cancelWorkflow, resolveAttention } from './calls/cancel.ts';
 import { getAgent, listWorkflows, registerAgent, removeAgent, setAgentDisabled } from './calls/read.ts';
+import { searchWorkflowSummaries, type WorkflowFilterInput } from './calls/search.ts';
+import { bulkAct, type BulkAction, type BulkInput, type BulkResult } from './calls/bulk.ts';
 
 export interface Producer {
   /** Starts (or returns, for the same idempotency key) a single delegation. The id is the workflow id. */
@@ -64,6 +66,18 @@ export interface Producer {
   removeAgent(idOrCardUrl: string): Promise<{ id: string; cardUrl: string }>;
   /** Workflow ids, optionally by state, paged by `cursor` (opaque). */
   listWorkflows(options?: { state?: string; cursor?: string; limit?: number }): Promise<{ ids: string[]; cursor?: string }>;
+  /**
+   * Workflow summaries matching `filter` (state, waiting, attention code, agent, metadata pairs, id prefix, created
+   * range) through the search index, one page (limit ≤ 500); a page may hold fewer rows and still return a cursor.
+   * Throws ProducerInputError.
+   */
+  search(filter: WorkflowFilterInput, options?: { cursor?: string; limit?: number }): Promise<Page<WorkflowSummary>>;
+  /**
+   * Cancels, resolves or retries one page (≤ 500) of the workflows a filter matches, each through `cancel` /
+   * `resolve`; `dryRun` writes nothing. Per workflow: done (or would), or skipped with the code of why not.
+   * Throws ProducerInputError (an empty filter; resolve without `resolution`).
+   */
+  bulk(action: BulkAction, input: BulkInput): Promise<BulkResult>;
   journal: Journal;
   close(): Promise<void>;
 }
@@ -88,9 +102,11 @@ export function createProducer(options: ProducerOptions): Producer {
     setAgentDisabled: (idOrCardUrl, disabled, reason) => setAgentDisabled(context, idOrCardUrl, disabled, reason),
     removeAgent: (idOrCardUrl) => removeAgent(context, idOrCardUrl),
     listWorkflows: (listOptions) => listWorkflows(context, listOptions),
+    search: (filter, searchOptions) => searchWorkflowSummaries(context, filter, searchOptions),
+    bulk: (action, input) => bulkAct(context, action, input),
     close: () => closeProducer(context),
   };
-  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'removeAgent', 'listWorkflows'] as const) {
+  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'removeAgent', 'listWorkflows', 'search', 'bulk'] as const) {
     producer[name] = failFast(producer[name] as (...args: never[]) => Promise<unknown>, () => ensureConnected(context)) as never;
   }
   return producer;

@@ -131,7 +131,7 @@ function summarize(view: DelegationView, observed: Observed, workflowState: stri
 /**
  * Reads a workflow's view, or undefined if it does not exist (or expired). `published`: the message that woke a
  * waiter on the workflow's change channel; when it is the compacted record of the workflow's finish
- * (updateWorkflow-3.lua), the view is built from it and nothing is read.
+ * (updateWorkflow-4.lua), the view is built from it and nothing is read.
  */
 export async function workflowView(journal: Journal, workflowId: string, published?: string, nowMs = Date.now()): Promise<WorkflowView | undefined> {
   const snapshot = (published === undefined ? undefined : journal.snapshotFromPublished(workflowId, published)) ?? (await journal.getWorkflowSnapshot(workflowId));

@@ -38,8 +38,11 @@ export { buildIntent, delegationIdOf } from './journal/intent.ts';
 
 export { applyTask, applyStreamResponse, applyStreamResponsePair, type ArtifactThenStatus } from './journal/observe.ts';
 export type { CorruptListing } from './journal/listing.ts';
-export { listWorkflowSummaries, listOpenQuestions, workflowSummaries, decodeListingCursor, nextChecks, pageByKeyset } from './journal/listing.ts';
-export type { WorkflowSummary, OpenQuestionSummary, WorkflowFilter, Page } from './journal/listing.ts';
+export { listOpenQuestions, decodeListingCursor, nextChecks, pageByKeyset } from './journal/listing.ts';
+export type { WorkflowSummary, OpenQuestionSummary, Page } from './journal/listing.ts';
+export { searchWorkflows, listWorkflowSummaries, pruneSearchIndex, workflowSummaries, SEARCH_CANDIDATE_LIMIT } from './journal/search.ts';
+export type { WorkflowFilter } from './journal/search.ts';
+export { indexedPairs, indexedValue, searchableMetadata, SEARCH_METADATA_KEY, SEARCH_METADATA_LIMITS } from './journal/search-index.ts';
 export { parseAgentTimestamp } from './journal/clock.ts';
 export type { ObservationResult } from './journal/observe.ts';
 export {

@@ -18,6 +18,7 @@ import {
   enqueueDecide,
   enqueueSend,
   firstAttempts,
+  searchableMetadata,
   withSpan,
   type Step,
 } from '@durable-a2a/shared';
@@ -76,7 +77,8 @@ async function sendFirstAttempts(context: ProducerContext, definition: Definitio
 /**
  * Journals the workflow and the first attempt of every step whose agent is
  * known now (a fixed agent, or the first registered agent with the skill)
- * before any I/O. Steps waiting for earlier steps are journaled held.
+ * before any I/O. Steps waiting for earlier steps are journaled held. The search index finds it by its metadata
+ * (`searchableMetadata`).
  * @throws IdempotencyConflictError when the workflow id is taken by a different definition.
  */
 async function create(context: ProducerContext, definition: Definition): Promise<{ id: string; created: boolean; messageId?: string }> {
@@ -91,6 +93,7 @@ async function create(context: ProducerContext, definition: Definition): Promise
     { state: 'RUNNING', definition: JSON.stringify(definition), createdAt: String(now), updatedAt: String(now) },
     intents[0],
     now + 5_000,
+    searchableMetadata(definition),
   );
   if (created) await sendFirstAttempts(context, definition, intents);
   if (!created) {

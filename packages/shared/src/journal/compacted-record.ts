@@ -1,7 +1,7 @@
 /**
  * A finished workflow's compacted record (README "Retention and storage"). When a workflow enters
  * COMPLETED, FAILED, COMPENSATED or CANCELED with every delegation final and its record fits in
- * `COMPACTED_RECORD_LAYOUT.maxBytes` (artifacts included; else its hashes stay), updateWorkflow-3.lua
+ * `COMPACTED_RECORD_LAYOUT.maxBytes` (artifacts included; else its hashes stay), updateWorkflow-4.lua
  * replaces its hashes and its delegation list with one JSON string at `JournalKeys.finished`
  * (same hash tag, same retention; push tokens also in the hash `JournalKeys.finishedPushTokens`):
  *
@@ -29,7 +29,7 @@ import { z } from 'zod';
 import { parseAgentTimestamp } from './clock.ts';
 import { FINISHED_STATES, JOURNAL_STATES } from './states.ts';
 
-/** What updateWorkflow-3.lua needs to compact (in its text: `compactedRecordLayoutLua`); one table for the writer and the reader. */
+/** What updateWorkflow-4.lua needs to compact (in its text: `compactedRecordLayoutLua`); one table for the writer and the reader. */
 export const COMPACTED_RECORD_LAYOUT = {
   /** Stored name of a field (the record stays for the retention period, so short names pay). */
   names: {
@@ -79,7 +79,7 @@ export const COMPACTED_RECORD_LAYOUT = {
 };
 
 /**
- * The layout as a Lua table constructor, which scripts.ts writes into updateWorkflow-3.lua's text: `names` as is,
+ * The layout as a Lua table constructor, which scripts.ts writes into updateWorkflow-4.lua's text: `names` as is,
  * every list as a set (name -> true), `maxBytes` a number. Built into the text rather than passed as JSON, it costs
  * the finishing call no decode (issue 16), and the script's digest changes with it.
  * @throws Error when a name is not a plain identifier (it is written into Lua source unquoted of escapes)
@@ -151,7 +151,7 @@ const DefinitionStepsSchema = z.object({ steps: z.array(z.unknown()) });
 const FixedAgentStepSchema = z.object({ name: z.string(), agent: z.string() });
 
 /**
- * Step name → fixed `agent` of every step that has one, step by step as updateWorkflow-3.lua reads them:
+ * Step name → fixed `agent` of every step that has one, step by step as updateWorkflow-4.lua reads them:
  * a step by `skill` (no `agent`) leaves the others' entries intact.
  */
 function stepAgentsOf(definition: unknown): Map<string, string> {
@@ -195,7 +195,7 @@ export function parseCompactedWorkflow(workflowId: string, text: string): Compac
   };
 }
 
-/** How a compacted record's text starts (updateWorkflow-3.lua writes the workflow object first). */
+/** How a compacted record's text starts (updateWorkflow-4.lua writes the workflow object first). */
 const RECORD_START = '{"workflow":';
 
 /**

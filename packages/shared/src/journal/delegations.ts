@@ -151,7 +151,7 @@ export class JournalDelegations extends JournalWorkflows {
 
   /**
    * The snapshot of a workflow that was compacted as it finished, from the compacted record its finishing
-   * transition published on its change channel (updateWorkflow-3.lua): no read. Undefined when `published` is
+   * transition published on its change channel (updateWorkflow-4.lua): no read. Undefined when `published` is
    * not such a record (a state name) or does not parse: the caller reads (`getWorkflowSnapshot`).
    */
   snapshotFromPublished(workflowId: string, published: string): { workflow: WorkflowRecord; delegations: DelegationView[] } | undefined {

@@ -6,8 +6,8 @@
 import type { ScriptCode } from './script-codes.ts';
 import type { Refused } from './scripts.ts';
 
-/** A refusal a journal method throws (every script code but the two the journal handles itself). */
-export type JournalErrorCode = Exclude<ScriptCode, 'TASK_NOT_BOUND' | 'INDEX_ENTRY_MISSING'>;
+/** A refusal a journal method throws (every script code but the one the journal handles itself). */
+export type JournalErrorCode = Exclude<ScriptCode, 'TASK_NOT_BOUND'>;
 
 /**
  * A journal transition was refused. `FENCE_LOST` means another worker took the
@@ -28,7 +28,7 @@ export class JournalError extends Error {
 }
 
 /** Codes the journal handles itself, never thrown as a `JournalError`. */
-const HANDLED: ReadonlySet<ScriptCode> = new Set(['TASK_NOT_BOUND', 'INDEX_ENTRY_MISSING']);
+const HANDLED: ReadonlySet<ScriptCode> = new Set(['TASK_NOT_BOUND']);
 
 /**
  * `result` unless it is a refusal, which is thrown as a `JournalError` for `operation` on `ref`.

@@ -36,8 +36,15 @@ export interface JournalKeys {
   rateLimit(name: string): string;
   /** Sorted set of unfinished delegations, member `workflowId|delegationId`, score = next check time (ms). */
   unfinished(): string;
-  /** Set of workflow ids, for listing. */
+  /**
+   * Set of workflow ids, for listing, written by releases before the search index (kept to read what they wrote;
+   * nothing writes it any more).
+   */
   workflows(): string;
+  /** The search index: lexicographic sorted set of workflow ids and metadata pairs (search-index.ts). */
+  search(): string;
+  /** Sorted set of workflow ids by the time of their last workflow-level change, ms (search-index.ts). */
+  updated(): string;
   /** Agent registry hash (normalized card URL, `normalizeAgentCardUrl` → registered agent JSON; registry.ts). */
   agents(): string;
   /** The registry's health of each agent: hash normalized card URL → JSON (recordAgentCall-1.lua). */
@@ -65,6 +72,8 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     rateLimit: (name) => `${prefix}:unfinished:rate:${name}`,
     unfinished: () => `${prefix}:unfinished`,
     workflows: () => `${prefix}:workflows`,
+    search: () => `${prefix}:search`,
+    updated: () => `${prefix}:updated`,
     agents: () => `${prefix}:agents`,
     agentHealth: () => `${prefix}:agents:health`,
     agentsDisabled: () => `${prefix}:agents:disabled`,

@@ -4,9 +4,8 @@
  *
  * Open questions come from the unfinished index (a parked delegation is never
  * finished), so finding them costs one read per unfinished delegation, not
- * per workflow ever run. The workflow list reads the workflow id set; it is
- * bounded by LISTING_SCAN_LIMIT workflows (the journal's retention keeps the
- * set small; a sorted index by updatedAt would lift the bound, see README).
+ * per workflow ever run. The workflow list is a search (search.ts `listWorkflowSummaries`)
+ * through the updated index: a page costs the rows it reads, whatever the number of workflows.
  *
  * A record that does not parse is left out and named (`corrupt`), never a failed listing.
  *
@@ -14,19 +13,15 @@
  * changing between two pages never repeat a row and never skip one that did
  * not move.
  */
-import { z } from 'zod';
-import { type Attention, StoredMs, parseAttention } from './workflow-record.ts';
-import { WORKFLOW_STATES } from './states.ts';
-import { CorruptRecordError } from './corrupt.ts';
+import type { Attention } from './workflow-record.ts';
 import { MessageSchema } from '../a2a/schema.ts';
 import type { Journal } from './journal.ts';
 import { indexMember, parseIndexMember } from './keys.ts';
 
-/** At most this many workflows (or unfinished delegations) are read for one listing. */
+/** At most this many unfinished delegations are read for one listing of open questions. */
 export const LISTING_SCAN_LIMIT = 10_000;
 /** Question text is cut to this many characters in listings (the workflow view has all of it). */
 const QUESTION_TEXT_LIMIT = 2_000;
-const WAITING_WORKFLOW_STATES = new Set(['NEEDS_ATTENTION']);
 
 /** One open question: a parked delegation (INPUT_REQUIRED / AUTH_REQUIRED) whose question has no journaled reply. */
 export interface OpenQuestionSummary {
@@ -61,13 +56,8 @@ export interface Page<T> {
   cursor?: string;
 }
 
-/** Filter of `listWorkflowSummaries`: a workflow state, a question state, and/or only those waiting for a person. */
-export interface WorkflowFilter {
-  state?: string;
-  waiting?: boolean;
-}
-
-const encodeCursor = (sortKey: number, id: string) => Buffer.from(`${sortKey}|${id}`, 'utf8').toString('base64url');
+/** A keyset cursor naming a row's sort key and id (opaque to callers: base64url). */
+export const encodeListingCursor = (sortKey: number, id: string): string => Buffer.from(`${sortKey}|${id}`, 'utf8').toString('base64url');
 
 /** Decodes a keyset cursor; undefined when malformed (the caller answers 400). */
 export function decodeListingCursor(cursor: string): { sortKey: number; id: string } | undefined {
@@ -88,7 +78,7 @@ export function pageByKeyset<T>(rows: T[], key: (row: T) => { sortKey: number; i
     : sorted;
   const items = start.slice(0, limit);
   const last = items.at(-1);
-  return start.length > limit && last ? { items, cursor: encodeCursor(key(last).sortKey, key(last).id) } : { items };
+  return start.length > limit && last ? { items, cursor: encodeListingCursor(key(last).sortKey, key(last).id) } : { items };
 }
 
 const textOf = (raw: string | null): string => {
@@ -101,29 +91,32 @@ const textOf = (raw: string | null): string => {
   }
 };
 
+/** The delegation fields an open question is read from (`openQuestionOf`), in this order. */
+export const OPEN_QUESTION_FIELDS = ['state', 'step', 'taskId', 'question', 'questionKey', 'replyForQuestion', 'statusTimestampMs', 'updatedAt'] as const;
+
+/** The open question of one delegation from its OPEN_QUESTION_FIELDS, or undefined when it has none. */
+export function openQuestionOf(ref: { workflowId: string; delegationId: string }, fields: readonly (string | null)[]): OpenQuestionSummary | undefined {
+  const [state, step, taskId, question, questionKey, replyForQuestion, statusTimestampMs, updatedAt] = fields;
+  if (state !== 'INPUT_REQUIRED' && state !== 'AUTH_REQUIRED') return undefined;
+  // Same rule as isAwaitingAnswer: a journaled reply to this very question closes it.
+  if (replyForQuestion && replyForQuestion === questionKey) return undefined;
+  return {
+    workflowId: ref.workflowId,
+    delegationId: ref.delegationId,
+    step: step ?? '',
+    state,
+    ...(taskId ? { taskId } : {}),
+    text: textOf(question ?? null),
+    askedAtMs: Number(statusTimestampMs || updatedAt || 0),
+  };
+}
+
 /** Every open question, read from the unfinished index (bounded by LISTING_SCAN_LIMIT entries). */
 export async function allOpenQuestions(journal: Journal): Promise<OpenQuestionSummary[]> {
   const members = await journal.redis.zrange(journal.keys.unfinished(), 0, LISTING_SCAN_LIMIT - 1);
   const refs = members.map(parseIndexMember).filter((ref) => ref.delegationId !== '*');
-  const fields = ['state', 'step', 'taskId', 'question', 'questionKey', 'replyForQuestion', 'statusTimestampMs', 'updatedAt'] as const;
-  const rows = await Promise.all(refs.map((ref) => journal.redis.hmget(journal.keys.delegation(ref.workflowId, ref.delegationId), ...fields)));
-  const open: OpenQuestionSummary[] = [];
-  rows.forEach(([state, step, taskId, question, questionKey, replyForQuestion, statusTimestampMs, updatedAt], index) => {
-    if (state !== 'INPUT_REQUIRED' && state !== 'AUTH_REQUIRED') return;
-    // Same rule as isAwaitingAnswer: a journaled reply to this very question closes it.
-    if (replyForQuestion && replyForQuestion === questionKey) return;
-    const ref = refs[index]!;
-    open.push({
-      workflowId: ref.workflowId,
-      delegationId: ref.delegationId,
-      step: step ?? '',
-      state,
-      ...(taskId ? { taskId } : {}),
-      text: textOf(question ?? null),
-      askedAtMs: Number(statusTimestampMs || updatedAt || 0),
-    });
-  });
-  return open;
+  const rows = await Promise.all(refs.map((ref) => journal.redis.hmget(journal.keys.delegation(ref.workflowId, ref.delegationId), ...OPEN_QUESTION_FIELDS)));
+  return rows.flatMap((row, index) => openQuestionOf(refs[index]!, row) ?? []);
 }
 
 /** Open questions across workflows, newest first, paged (limit 1..500). */
@@ -132,96 +125,11 @@ export async function listOpenQuestions(journal: Journal, options: { cursor?: st
   return pageByKeyset(open, (row) => ({ sortKey: row.askedAtMs, id: `${row.workflowId}|${row.delegationId}` }), options.limit, options.cursor);
 }
 
-async function allWorkflowIds(journal: Journal): Promise<string[]> {
-  const ids: string[] = [];
-  let cursor = '0';
-  do {
-    const [next, batch] = await journal.redis.sscan(journal.keys.workflows(), cursor, 'COUNT', 1_000);
-    ids.push(...batch);
-    cursor = next;
-  } while (cursor !== '0' && ids.length < LISTING_SCAN_LIMIT);
-  return [...new Set(ids)].slice(0, LISTING_SCAN_LIMIT);
-}
-
-/** The fields of a workflow row a summary shows, as stored (a hash's text); anything else makes the row corrupt. */
-const SummaryRowSchema = z.object({ state: z.enum(WORKFLOW_STATES), createdAt: StoredMs, updatedAt: StoredMs, attention: z.string().optional() });
-
 /** A workflow listed as corrupt: its id and the key of the record that does not parse. */
 export interface CorruptListing {
   workflowId: string;
   key: string;
   code: 'CORRUPT_RECORD';
-}
-
-/**
- * The summary row of one workflow: undefined when it is missing (or expired). Throws CorruptRecordError (reported
- * to the journal's handler) when its row, live or compacted, does not parse.
- */
-async function summaryRow(journal: Journal, id: string): Promise<z.output<typeof SummaryRowSchema> | undefined> {
-  const fields = ['state', 'createdAt', 'updatedAt', 'attention', 'workflowId'] as const;
-  const live = await journal.redis.hmget(journal.keys.workflow(id), ...fields);
-  // A live row is there when it holds a state or its id (a row with its id but no state is corrupt, not gone).
-  const isLive = live[0] !== null || live[4] !== null;
-  const [key, row] = isLive ? [journal.keys.workflow(id), live] : [journal.keys.finished(id), await journal.finishedWorkflowRow(id).then((finished) => finished && fields.map((field) => finished[field] ?? null))];
-  if (!row) return undefined;
-  const [state, createdAt, updatedAt, attention] = row.map((value) => value ?? undefined);
-  const parsed = SummaryRowSchema.safeParse({ state, createdAt, updatedAt, attention: attention || undefined });
-  if (parsed.success) return parsed.data;
-  const error = new CorruptRecordError('workflow', key, { cause: parsed.error });
-  journal.reportCorrupt(error);
-  throw error;
-}
-
-/**
- * Summaries of one set of workflow ids (missing or expired ones are left out). A workflow whose record does not
- * parse is left out of `summaries` and named in `corrupt` (reported once, when it was read): one bad record never
- * fails the listing.
- */
-export async function workflowSummaries(journal: Journal, ids: readonly string[], open?: OpenQuestionSummary[]): Promise<{ summaries: WorkflowSummary[]; corrupt: CorruptListing[] }> {
-  const questions = open ?? (await allOpenQuestions(journal));
-  const byWorkflow = new Map<string, OpenQuestionSummary[]>();
-  for (const question of questions) byWorkflow.set(question.workflowId, [...(byWorkflow.get(question.workflowId) ?? []), question]);
-  const rows = await Promise.all(ids.map((id) => summaryRow(journal, id).catch((error: unknown) => (error instanceof CorruptRecordError ? error : Promise.reject(error)))));
-  const summaries: WorkflowSummary[] = [];
-  const corrupt: CorruptListing[] = [];
-  rows.forEach((row, index) => {
-    const workflowId = ids[index]!;
-    if (row instanceof CorruptRecordError) return void corrupt.push({ workflowId, key: row.key, code: row.code });
-    if (!row) return;
-    const asked = byWorkflow.get(workflowId) ?? [];
-    const waitingFor = WAITING_WORKFLOW_STATES.has(row.state) ? 'NEEDS_ATTENTION' : asked[0]?.state;
-    summaries.push({
-      workflowId,
-      state: row.state,
-      createdAt: row.createdAt,
-      updatedAt: row.updatedAt,
-      openQuestions: asked.length,
-      ...(waitingFor ? { waitingFor } : {}),
-      ...(row.attention ? { attention: parseAttention(row.attention) } : {}),
-    });
-  });
-  return { summaries, corrupt };
-}
-
-/**
- * Workflow summaries, newest (updatedAt) first, paged (limit 1..500). `state` matches a workflow
- * state, or INPUT_REQUIRED / AUTH_REQUIRED for workflows with such an open question; `waiting`
- * keeps only those waiting for a person (an open question, or NEEDS_ATTENTION).
- */
-export async function listWorkflowSummaries(
-  journal: Journal,
-  filter: WorkflowFilter,
-  options: { cursor?: string; limit: number },
-): Promise<Page<WorkflowSummary> & { corrupt: CorruptListing[] }> {
-  const [ids, open] = await Promise.all([allWorkflowIds(journal), allOpenQuestions(journal)]);
-  const listed = await workflowSummaries(journal, ids, open);
-  const summaries = listed.summaries.filter(
-    (summary) =>
-      (filter.state === undefined || summary.state === filter.state || summary.waitingFor === filter.state ||
-        (summary.openQuestions > 0 && open.some((question) => question.workflowId === summary.workflowId && question.state === filter.state))) &&
-      (!filter.waiting || summary.waitingFor !== undefined),
-  );
-  return { ...pageByKeyset(summaries, (row) => ({ sortKey: row.updatedAt, id: row.workflowId }), options.limit, options.cursor), corrupt: listed.corrupt };
 }
 
 /** When the reconciler next looks at each delegation (ms since epoch), from the unfinished index; finished ones are absent. */

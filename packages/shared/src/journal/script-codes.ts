@@ -30,8 +30,6 @@ export const SCRIPT_CODES = {
   ARTIFACT_LIMIT: -8,
   /** A new task id is not bound yet: bind it (`bindTask`) and call again (the detail is the Agent Card URL). Never thrown. */
   TASK_NOT_BOUND: -9,
-  /** The unfinished-index entry the caller wrote just before is missing: nothing was created. */
-  INDEX_ENTRY_MISSING: -10,
 } as const;
 
 /** A refusal's name (`SCRIPT_CODES`). */

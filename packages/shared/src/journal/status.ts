@@ -8,7 +8,7 @@ import { artifactByteSize } from '../a2a/limits.ts';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
-import type { JournalState, WorkflowState } from './states.ts';
+import { PARKED_STATES, type JournalState, type WorkflowState } from './states.ts';
 import { JournalError, unlessRefused } from './errors.ts';
 import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
 import type { DelegationRef } from './core.ts';
@@ -170,6 +170,11 @@ export class JournalStatus extends JournalDelegations {
     if (isRefused(outcome) && outcome.refused === 'DELEGATION_MISSING' && (await this.isCompacted(ref.workflowId))) return { applied: false, reason: 'finished' };
     const decided = unlessRefused(outcome, ref, 'applyStatus');
     if (!decided.applied) return decided;
+    // A new question moves its workflow to the top of the list (the updated index, search-index.ts): one ZADD on
+    // this rarer path, where every status script would pay one on the happy path.
+    if (decided.row.state !== undefined && PARKED_STATES.has(decided.row.state as JournalState)) {
+      await this.redis.zadd(this.keys.updated(), 'GT', Number(decided.row.updatedAt) || this.now(), ref.workflowId);
+    }
     // A finished delegation stays in the unfinished index until its workflow has
     // decided what comes next (`removeFromIndex`), so a crash in between is retried.
     const handedTo =

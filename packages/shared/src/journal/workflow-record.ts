@@ -120,7 +120,7 @@ export interface WorkflowPatch {
   abandonedCompensations?: string[];
 }
 
-/** Encodes a patch as hash fields (what updateWorkflow-3.lua writes). */
+/** Encodes a patch as hash fields (what updateWorkflow-4.lua writes). */
 export function encodeWorkflowPatch(patch: WorkflowPatch): Record<string, string> {
   const fields: Record<string, string> = {};
   if (patch.state !== undefined) fields.state = patch.state;

@@ -1,6 +1,6 @@
 /**
  * Workflow rows: creating a workflow with its first intent, journaling later intents, reading the
- * typed row, and compare-and-set updates (createWorkflow-4.lua, createIntent-3.lua, updateWorkflow-3.lua).
+ * typed row, and compare-and-set updates (createWorkflow-6.lua, createIntent-3.lua, updateWorkflow-4.lua).
  */
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refusal } from './scripts.ts';
@@ -10,19 +10,21 @@ import { JournalIndex } from './unfinished-index.ts';
 import { skipCorrupt } from './corrupt.ts';
 import type { DelegationRef } from './core.ts';
 import { indexMember } from './keys.ts';
+import { indexedPairs, searchMembers } from './search-index.ts';
 import { compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow, type CompactedWorkflow } from './compacted-record.ts';
 
 /** Prefixes of a compacted record read for its workflow row, in bytes (then the whole record). */
 const ROW_READS_BYTES = [4_096, 65_536];
 
-/** createWorkflow-4.lua: the workflow's fields, its first delegation's ('' = none), the index member it checks ('' = none). */
+/** createWorkflow-6.lua: the workflow's fields, its first delegation's, and the index entries it writes (on one server). */
 const createWorkflowScript = defineScript({
   name: 'createWorkflow',
-  keys: ['workflow', 'firstDelegation', 'delegationList', 'index'],
-  encode: (input: { workflow: Record<string, string>; first?: Record<string, string>; checkedMember: string }) => [
+  keys: ['workflow', 'firstDelegation', 'delegationList', 'unfinished', 'search', 'updated'],
+  encode: (input: { workflow: Record<string, string>; first?: Record<string, string>; unfinished: (string | number)[]; search: string[] }) => [
     JSON.stringify(input.workflow),
     input.first ? JSON.stringify(input.first) : '',
-    input.checkedMember,
+    input.unfinished.length > 0 ? JSON.stringify(input.unfinished) : '',
+    input.search.length > 0 ? JSON.stringify(input.search) : '',
   ],
   decode: outcomeDecoder({ 1: 'created', 0: 'exists' }),
 });
@@ -39,7 +41,7 @@ const createIntentScript = defineScript({
   decode: outcomeDecoder({ 1: 'created', 0: 'exists' }),
 });
 
-/** updateWorkflow-3.lua's input (see its header); `removeFromIndex`: index members dropped when it finishes. */
+/** updateWorkflow-4.lua's input (see its header); `removeFromIndex`: index members dropped when it finishes. */
 interface UpdateWorkflowInput {
   expectedVersion?: number;
   fields: Record<string, string>;
@@ -50,10 +52,10 @@ interface UpdateWorkflowInput {
   removeFromIndex: readonly string[];
 }
 
-/** updateWorkflow-3.lua: the new version, and with index members how many delegation entries it removed. */
+/** updateWorkflow-4.lua: the new version, and with index members how many delegation entries it removed. */
 const updateWorkflowScript = defineScript({
   name: 'updateWorkflow',
-  keys: ['workflow', 'delegationList', 'index'],
+  keys: ['workflow', 'delegationList', 'index', 'updated'],
   encode: (input: UpdateWorkflowInput) => [
     input.expectedVersion ?? '',
     JSON.stringify(input.fields),
@@ -76,41 +78,49 @@ const updateWorkflowScript = defineScript({
 /** Journal methods over workflow rows. */
 export class JournalWorkflows extends JournalIndex {
   /**
-   * Creates a workflow and (optionally) its first delegation's intent, atomically.
-   * The first delegation (and, with `workflowCheckAtMs`, the workflow's own entry `*`, due then) enters
-   * the unfinished index before the script runs, with one ZADD.
-   * @returns true if created, false if the workflow already existed (idempotent).
+   * Creates a workflow and (optionally) its first delegation's intent, atomically, with its index entries: the first
+   * delegation (and, with `workflowCheckAtMs`, the workflow's own entry `*`, due then) in the unfinished index, and
+   * the workflow in the search index with its `metadata` pairs (search-index.ts, bounded by SEARCH_METADATA_LIMITS).
+   * On one server the script writes them with the workflow; on a Cluster (the indexes live in other slots) they are
+   * written and acknowledged just before it (a crash in between leaves entries the sweep and searches drop, never a
+   * workflow nobody looks at again).
+   * @returns true if created, false if the workflow already existed (idempotent: nothing written)
    */
-  async createWorkflow(workflowId: string, fields: Record<string, string>, first?: Record<string, string>, workflowCheckAtMs?: number): Promise<boolean> {
-    const entries: (string | number)[] = [];
-    if (workflowCheckAtMs !== undefined) entries.push(workflowCheckAtMs, indexMember(workflowId, '*'));
-    if (first) entries.push(this.now(), indexMember(workflowId, first.delegationId!));
-    // The index entries before the workflow (a crash in between leaves an entry the sweep drops, never a workflow
-    // nobody looks at again). The listing set is global (another Cluster slot), so it is written outside the
-    // script; SADD is idempotent and goes out with the index entries. On one server the script follows them in
-    // the same round trip (one connection: Redis runs them in the order sent, a crash cannot reorder them); on a
-    // Cluster they may live on other nodes, so they are acknowledged first.
-    // A refused ZADD does not stop the script sent behind it: on one server the script checks the entry is there
-    // (ARGV[3]) and creates nothing without it, so a failed creation leaves no workflow the index does not name.
-    const indexed = Promise.all([entries.length > 0 ? this.redis.zadd(this.keys.unfinished(), ...entries) : undefined, this.redis.sadd(this.keys.workflows(), workflowId)]);
-    if (this.redis.isCluster) await indexed;
-    // The first entry (the workflow's '*' when it has one: not due for a while, so no reconciler drops it meanwhile).
-    const checked = !this.redis.isCluster && entries.length > 0 ? String(entries[1]) : '';
+  async createWorkflow(
+    workflowId: string,
+    fields: Record<string, string>,
+    first?: Record<string, string>,
+    workflowCheckAtMs?: number,
+    metadata?: Readonly<Record<string, unknown>>,
+  ): Promise<boolean> {
+    const unfinished: (string | number)[] = [];
+    if (workflowCheckAtMs !== undefined) unfinished.push(workflowCheckAtMs, indexMember(workflowId, '*'));
+    if (first) unfinished.push(this.now(), indexMember(workflowId, first.delegationId!));
+    const search = searchMembers(workflowId, indexedPairs(metadata));
+    const updatedAt = Number(fields.updatedAt ?? this.now());
+    const workflow = { ...fields, workflowId, version: '1', updatedAt: String(updatedAt) };
+    if (this.redis.isCluster) {
+      await Promise.all([
+        unfinished.length > 0 ? this.redis.zadd(this.keys.unfinished(), ...unfinished) : undefined,
+        this.redis.zadd(this.keys.search(), ...search.flatMap((member) => [0, member])),
+        this.redis.zadd(this.keys.updated(), updatedAt, workflowId),
+      ]);
+    }
     const workflowKey = this.keys.workflow(workflowId);
-    const created = this.call(
+    const here = !this.redis.isCluster;
+    const result = await this.call(
       createWorkflowScript,
       {
         workflow: workflowKey,
         firstDelegation: first ? this.keys.delegation(workflowId, first.delegationId!) : workflowKey,
         delegationList: this.delegationListKey(workflowId),
-        index: checked ? this.keys.unfinished() : workflowKey,
+        unfinished: here && unfinished.length > 0 ? this.keys.unfinished() : workflowKey,
+        search: here ? this.keys.search() : workflowKey,
+        updated: here ? this.keys.updated() : workflowKey,
       },
-      { workflow: { ...fields, workflowId, version: '1' }, first, checkedMember: checked },
+      { workflow, first, unfinished: here ? unfinished : [], search: here ? search : [] },
     );
-    // An index write that failed fails the creation (the caller retries with the same id: nothing is created twice).
-    const [, result] = await Promise.all([indexed, created]);
-    if (isRefused(result)) throw new Error(`createWorkflow ${workflowId}: its unfinished-index entry is missing (the index write was refused or dropped); nothing created`);
-    return result === 'created';
+    return unlessRefused(result, { workflowId, delegationId: '' }, 'createWorkflow') === 'created';
   }
 
   /**
@@ -153,7 +163,7 @@ export class JournalWorkflows extends JournalIndex {
 
   /**
    * `updateWorkflow` to a finished state (`patch.state`) that drops `entries` from the unfinished index in the
-   * same script (updateWorkflow-3.lua ARGV[7..]): the settle of a workflow's last delegation, one round trip
+   * same script (updateWorkflow-4.lua ARGV[7..]): the settle of a workflow's last delegation, one round trip
    * instead of a ZREM after it. Only where `removesIndexWithFinish`; nothing is dropped when the update is refused.
    * @returns the new version, and whether any delegation's entry of `entries` was in the index (the settle that
    *   removed it observes its duration); a workflow's `*` entry does not count
@@ -165,15 +175,22 @@ export class JournalWorkflows extends JournalIndex {
     return { version, removedFromIndex: removedFromIndex > 0 };
   }
 
-  private callUpdateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[]) {
+  /** updateWorkflow-4.lua; on a Cluster the updated index (another slot) is moved after the script, when it wrote. */
+  private async callUpdateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[]) {
     const workflowKey = this.keys.workflow(workflowId);
-    return this.call(
+    const nowMs = this.now();
+    const result = await this.call(
       updateWorkflowScript,
-      { workflow: workflowKey, delegationList: this.delegationListKey(workflowId), index: entries.length > 0 ? this.keys.unfinished() : workflowKey },
+      {
+        workflow: workflowKey,
+        delegationList: this.delegationListKey(workflowId),
+        index: entries.length > 0 ? this.keys.unfinished() : workflowKey,
+        updated: this.redis.isCluster ? workflowKey : this.keys.updated(),
+      },
       {
         expectedVersion,
         fields: encodeWorkflowPatch(patch),
-        nowMs: this.now(),
+        nowMs,
         retentionMs: this.retentionMs,
         // Compact when a state is set (the script's own layout, compacted-record.ts).
         compact: patch.state !== undefined,
@@ -182,6 +199,8 @@ export class JournalWorkflows extends JournalIndex {
         removeFromIndex: entries.map((entry) => indexMember(entry.workflowId, entry.delegationId)),
       },
     );
+    if (this.redis.isCluster && !isRefused(result)) await this.redis.zadd(this.keys.updated(), 'GT', nowMs, workflowId);
+    return result;
   }
 
   /**
@@ -253,10 +272,10 @@ export class JournalWorkflows extends JournalIndex {
     );
   }
 
-  /** One page of workflow ids (SSCAN); `cursor` undefined when done. */
+  /** One page of workflow ids in no order (ZSCAN of the updated index, about `count`); `cursor` undefined when done. */
   async listWorkflowIds(cursor: string | undefined, count: number): Promise<{ ids: string[]; cursor?: string }> {
-    const [next, ids] = await this.redis.sscan(this.keys.workflows(), cursor ?? '0', 'COUNT', count);
-    return { ids, cursor: next === '0' ? undefined : next };
+    const [next, flat] = await this.redis.zscan(this.keys.updated(), cursor ?? '0', 'COUNT', count);
+    return { ids: flat.filter((_, index) => index % 2 === 0), cursor: next === '0' ? undefined : next };
   }
 
   /** Delegation ids of a workflow, in creation order. */

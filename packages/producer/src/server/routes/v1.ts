@@ -28,6 +28,7 @@ import {
 import { agentRoutes } from './agents.ts';
 import { questionRoutes } from './questions.ts';
 import { summaryRoutes } from './summaries.ts';
+import { bulkRoutes } from './bulk.ts';
 
 const security = [{ bearer: [] }];
 const created = { 200: CreatedSchema.describe('Already existed (same idempotency key, same request)'), 201: CreatedSchema.describe('Created') };
@@ -44,6 +45,7 @@ export function v1Routes(producer: Producer, addressPolicy: AddressPolicyOptions
     startRoutes(app, producer);
     await app.register(summaryRoutes(producer.journal));
     await app.register(questionRoutes(producer.journal));
+    await app.register(bulkRoutes(producer));
     workflowViewRoute(app, producer);
     replyRoute(app, producer);
     decisionRoutes(app, producer);

@@ -79,6 +79,7 @@ export function listPanel(workflows: Page<WorkflowSummary> & { corrupt?: readonl
 export function listPage(panel: Safe, query: ListQuery): string {
   const selected = selectedFilter(query);
   const body = html`<h1>Workflows</h1>
+<p><a href="/ui/bulk">Act on many workflows: cancel, resolve or retry by filter (dry run first)</a></p>
 <form class="filter" method="get" action="/ui">
 <label for="filter">Show</label>
 <select id="filter" name="filter">${FILTERS.map((filter) => html`<option value="${filter.value}"${filter.value === selected ? html` selected` : ''}>${filter.label}</option>`)}</select>

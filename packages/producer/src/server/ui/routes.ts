@@ -22,6 +22,7 @@ import type { Safe } from './html.ts';
 import { agentsPage, agentsPanel } from './agents-page.ts';
 import { listPage, listPanel, type ListQuery } from './list-page.ts';
 import { workflowPage, workflowPanel } from './workflow-page.ts';
+import { registerBulkUi } from './bulk-page.ts';
 
 export interface UiOptions {
   producer: Producer;
@@ -164,6 +165,7 @@ export async function registerUi(root: FastifyInstance, options: UiOptions): Pro
       });
       registerPages(ui, renderers(options.producer));
       registerActions(ui, options.server, options.apiTokens[0]!);
+      registerBulkUi(ui, options.server, options.apiTokens[0]!, crossSite);
     },
     { prefix: UI_BASE_PATH },
   );

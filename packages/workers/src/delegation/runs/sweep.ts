@@ -3,9 +3,10 @@
  * jittered timer (a BullMQ job scheduler with a fixed id, so restarts and
  * deploys never multiply it: R22), the due entries of the unfinished index go
  * to reconcile batch jobs (`reconcile-batch.ts`, `REFS_PER_BATCH` entries
- * each); registered Agent Cards are refreshed on the way.
+ * each); registered Agent Cards are refreshed on the way, and the timer sweep
+ * drops the search index entries of workflows whose record expired.
  */
-import { AgentCardError, enqueueReconcileBatch, isRetryable, type DelegationRef } from '@durable-a2a/shared';
+import { AgentCardError, enqueueReconcileBatch, isRetryable, pruneSearchIndex, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { jitteredCheckTime } from '../core/policy.ts';
 import { batchesOf } from './reconcile-batch.ts';
@@ -30,6 +31,8 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
     await checks.enqueue(await ctx.journal.dueDelegationsWithTimes(now, batch));
     // Every reconcile interval: the count at debug only (a parked delegation is due every poll).
     ctx.logger.debug({ swept: checks.count }, 'sweep');
+    // The search index forgets workflows whose record expired (a few hundred per sweep, oldest first).
+    await pruneSearchIndex(ctx.journal).catch((error: unknown) => ctx.logger.warn({ err: error }, 'search index prune failed; the next sweep tries again'));
     return `swept ${checks.count}`;
   }
   const maxPages = PAGES_PER_BATCH * (Math.ceil((await ctx.journal.unfinishedCount()) / batch) + 1);

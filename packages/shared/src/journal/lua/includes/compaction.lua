@@ -1,4 +1,4 @@
--- Compaction of a workflow entering a finished state (README "Retention and storage"; used by updateWorkflow-3.lua):
+-- Compaction of a workflow entering a finished state (README "Retention and storage"; used by updateWorkflow-4.lua):
 -- when its delegations are all final and its record fits in the layout's maxBytes (artifacts included; given up as
 -- soon as the record built so far passes it), its audit fields become one JSON string, '<prefix>:{wf:<id>}:done'
 -- (layout in compacted-record.ts), its push tokens (if any) a hash '<prefix>:{wf:<id>}:push' (delegation id ->

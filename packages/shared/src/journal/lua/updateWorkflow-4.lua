@@ -4,6 +4,8 @@
   KEYS[1] workflow hash
   KEYS[2] the workflow's delegation list (same hash tag, same slot)
   KEYS[3] the unfinished index when ARGV[7..] name entries (one server only: another Cluster slot); else KEYS[1]
+  KEYS[4] the updated index (search-index.ts), the workflow scored ARGV[3] there (one server only: another Cluster
+          slot, where the caller moves it after this script); else KEYS[1]
   ARGV[1] expected version ('' = any)
   ARGV[2] fields JSON object of strings
   ARGV[3] now (ms)
@@ -40,6 +42,7 @@ local flat = { 'updatedAt', ARGV[3] }
 for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
 flat[#flat + 1] = 'version'; flat[#flat + 1] = tostring(version)
 redis.call('HSET', KEYS[1], unpack(flat))
+if KEYS[4] ~= KEYS[1] then redis.call('ZADD', KEYS[4], 'GT', ARGV[3], row[3]) end
 
 local published = fields.state
 if fields.state and FINISHED_WORKFLOW[fields.state] then
