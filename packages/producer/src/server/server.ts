@@ -167,7 +167,7 @@ export function createServer(options: ServerOptions): ApiServer {
     await v1.register(v1Routes(producer, options.addressPolicy ?? {}));
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, limits: options.limits }), { prefix: '/v1' });
-  app.register(frontDoorRoutes({ producer, apiTokens: tokens }));
+  app.register(frontDoorRoutes({ producer, apiTokens: tokens, jsonDepth: apiBodyDepth(resolveLimits(options.limits).jsonDepth) }));
   app.register(async (root) => registerAdmin(root, queueList, tokens, { readOnly: options.adminReadOnly ?? false }));
   app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, server: app }));
   app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal }));

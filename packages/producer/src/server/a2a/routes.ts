@@ -15,6 +15,7 @@ import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/serve
 import type { Producer } from '../../producer.ts';
 import { bearerOf, oneOf } from '../auth.ts';
 import { problem, sendProblem } from '../problem.ts';
+import { parseJsonWithinDepth } from '../json-body.ts';
 import { FrontDoorCaller, principalOf } from './caller.ts';
 import { FRONT_DOOR_PATH, availableAgents, frontDoorCard } from './card.ts';
 import { FrontDoorRequestHandler, type FrontDoorTarget } from './handler.ts';
@@ -28,6 +29,8 @@ export interface FrontDoorOptions {
   blockingWaitMs?: number;
   /** Attempts of a task sent by skill, across the agents with the skill. Default 3. */
   skillAttempts?: number;
+  /** Deepest JSON body accepted (as on /v1: `apiBodyDepth`). */
+  jsonDepth: number;
 }
 
 const CARD_SUFFIX = '/.well-known/agent-card.json';
@@ -97,6 +100,15 @@ export function frontDoorRoutes(options: FrontDoorOptions) {
     const methods = ['GET', 'POST', 'DELETE'];
     app.route({ method: 'GET', url: CARD_SUFFIX, handler: handOver });
     await app.register(async (scope) => {
+      // HTTP+JSON sends CancelTask and SubscribeToTask as POSTs that may carry no body at all.
+      scope.removeContentTypeParser(['application/json', 'application/a2a+json']);
+      scope.addContentTypeParser(['application/json', 'application/a2a+json'], { parseAs: 'string' }, (_request, body, done) => {
+        try {
+          done(null, String(body).trim() === '' ? undefined : parseJsonWithinDepth(body, options.jsonDepth));
+        } catch (refused) {
+          done(refused as Error, undefined);
+        }
+      });
       scope.addHook('onRequest', async (request, reply) => {
         if (request.method === 'GET' && request.url.split('?')[0]!.endsWith(CARD_SUFFIX)) return;
         if (!oneOf(bearerOf(request), options.apiTokens)) await sendProblem(reply, problem('UNAUTHORIZED', 'a valid API token is required as Authorization: Bearer <token>'));
