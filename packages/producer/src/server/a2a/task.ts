@@ -63,7 +63,12 @@ function statusOf(view: WorkflowView, contextId: string): { state: TaskState; me
     const parts = question.question?.parts ?? [{ text: question.text }];
     return { state, message: agentMessage(contextId, view.workflowId, question.question?.messageId ?? `${view.workflowId}-question`, parts), timestamp: question.askedAt ?? updated };
   }
-  // RUNNING, COMPENSATING, NEEDS_ATTENTION (a person decides; the caller waits): working once an agent has the task.
+  if (view.state === 'NEEDS_ATTENTION') {
+    // An operator decides (retry or abandon); to the caller the task is still being worked on, and the status says why.
+    const why = view.attention ? `waiting for an operator: ${view.attention.message}` : 'waiting for an operator';
+    return { state: TaskState.TASK_STATE_WORKING, message: agentMessage(contextId, view.workflowId, `${view.workflowId}-attention`, [{ text: why }]), timestamp: updated };
+  }
+  // RUNNING, COMPENSATING: working once an agent has (or had) the task.
   const started = view.steps.some((step) => step.attempts.some((candidate) => candidate.taskId !== undefined || candidate.finished));
   return { state: started || view.cancelRequested ? TaskState.TASK_STATE_WORKING : TaskState.TASK_STATE_SUBMITTED, timestamp: updated };
 }
