@@ -2,7 +2,8 @@
  * The front door's guarantees with processes dying under a stock `@a2a-js/sdk` 1.3.0 caller: the worker
  * process SIGKILLed mid-task still completes the caller's task with one SendMessage at the agent; the API
  * process SIGKILLed mid-stream and started again: the caller resubscribes, gets the snapshot first, then
- * the rest of the task.
+ * the rest of the task; the remote agent restarted with its tasks forgotten: the caller keeps its task id and
+ * the core re-delegates.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
@@ -15,7 +16,7 @@ import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { runsSlowly } from './harness/agent-behaviours.ts';
 import { eventually, spawnWorkerProcess, startTestFleet } from './harness/fleet.ts';
 import { spawnObserved, type ObservedProcess } from './harness/processes.ts';
-import { TEST_API_TOKEN, listenOnLoopback, startTestServer } from './harness/api-server.ts';
+import { TEST_API_TOKEN, authorized, listenOnLoopback, startTestServer } from './harness/api-server.ts';
 import { bearerFetch, frontDoorClient } from './harness/front-door.ts';
 
 const redisServer = useRedisServer();
@@ -119,5 +120,46 @@ describe('the API process SIGKILLed mid-stream', () => {
     expect(received(text)).toBe(1);
     await api.kill('SIGKILL');
     api = undefined;
+  }, 90_000);
+});
+
+describe('the remote agent restarted with its tasks forgotten', () => {
+  const prefix = 'fd-agent-restart';
+  let app: ApiServer;
+  let fleet: Fleet;
+
+  afterAll(async () => {
+    await fleet?.close();
+    await app?.close();
+  });
+
+  it.each([
+    ['by skill', ''],
+    ['to the named agent', '/a2a/agents/Slow%20agent/'],
+  ])('%s: the caller keeps its task id; the forgotten attempt is LOST and a new attempt completes it', async (_name, path) => {
+    if (!app) {
+      app = startTestServer({ redisUrl: redisServer().url, prefix });
+      await listenOnLoopback(app);
+      fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
+    }
+    const address = app.server.address();
+    const baseUrl = `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
+    await register(baseUrl);
+    const client = await frontDoorClient(`${baseUrl}${path}`, 'HTTP+JSON');
+    const text = `survive the agent ${randomUUID()}`;
+    const started = (await client.sendMessage(SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration: { returnImmediately: true }, metadata: { skill: 'slow-work' } }))) as Task;
+    await eventually(async () => received(text) === 1, 'the agent has the task');
+    await slow.restart({ forgetTasks: true });
+    const ended = await eventually(async () => {
+      const task = await client.getTask({ tenant: '', id: started.id });
+      return [TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED].includes(task.status!.state) && task;
+    }, 'the task ends for the caller', 60_000);
+    // Same task id for the caller; behind it, the attempt the agent forgot is LOST and a new one (new messageId) completed.
+    expect(ended.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(finalText(ended)).toBe('finished anyway');
+    const view = (await authorized(app, { method: 'GET', url: `/v1/workflows/${started.id}` })).json() as { steps: { attempts: { state: string; messageId: string }[] }[] };
+    const attempts = view.steps[0]!.attempts;
+    expect(attempts.map((attempt) => attempt.state)).toEqual(['LOST', 'COMPLETED']);
+    expect(attempts.map((attempt) => slow.sendMessageCount(attempt.messageId))).toEqual([1, 1]);
   }, 90_000);
 });

@@ -42,8 +42,11 @@ export interface FrontDoorHandlerOptions {
   target: FrontDoorTarget;
   /** Longest wait of a blocking SendMessage before it answers with the task as it is (ms). */
   blockingWaitMs: number;
-  /** Attempts of a skill step across the registered agents with the skill (re-delegation budget). */
-  skillAttempts: number;
+  /**
+   * Attempts of a task (the re-delegation budget): by skill across the registered agents with it; to a named
+   * agent only that agent again, and only after it forgot the task (LOST), never after a refusal.
+   */
+  attempts: number;
 }
 
 /** Message parts a caller sends: at least one, each in the journal's part shape (what the workers send on). */
@@ -162,7 +165,7 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
     await this.options.producer.startWorkflow({
       workflowId: taskId,
       steps: [{ name: 'main', ...target, message: { parts: parsed.data, ...(message.metadata ? { metadata: message.metadata } : {}) } }],
-      maxAttemptsPerStep: 'agent' in target ? 1 : this.options.skillAttempts,
+      maxAttemptsPerStep: this.options.attempts,
       metadata: { frontDoor: { principal: caller.principal, messageId: message.messageId, contextId: message.contextId || taskId } },
     });
     return taskId;

@@ -16,6 +16,7 @@ import type { Producer } from '../../producer.ts';
 import { bearerOf, oneOf } from '../auth.ts';
 import { problem, sendProblem } from '../problem.ts';
 import { parseJsonWithinDepth } from '../json-body.ts';
+import { logUrl } from '../log-url.ts';
 import { FrontDoorCaller, principalOf } from './caller.ts';
 import { FRONT_DOOR_PATH, availableAgents, frontDoorCard } from './card.ts';
 import { FrontDoorRequestHandler, type FrontDoorTarget } from './handler.ts';
@@ -27,8 +28,8 @@ export interface FrontDoorOptions {
   apiTokens: readonly string[];
   /** Longest wait of a blocking SendMessage (ms). Default 30_000 (the long poll's cap). */
   blockingWaitMs?: number;
-  /** Attempts of a task sent by skill, across the agents with the skill. Default 3. */
-  skillAttempts?: number;
+  /** Attempts of a task (`FrontDoorHandlerOptions.attempts`). Default 3. */
+  attempts?: number;
   /** Deepest JSON body accepted (as on /v1: `apiBodyDepth`). */
   jsonDepth: number;
 }
@@ -50,7 +51,7 @@ function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingM
     let handler = transports.get(key);
     if (!handler) {
       if (transports.size >= MAX_CACHED_AGENTS) transports.clear();
-      const requestHandler = new FrontDoorRequestHandler({ producer, target, blockingWaitMs: options.blockingWaitMs ?? 30_000, skillAttempts: options.skillAttempts ?? 3 });
+      const requestHandler = new FrontDoorRequestHandler({ producer, target, blockingWaitMs: options.blockingWaitMs ?? 30_000, attempts: options.attempts ?? 3 });
       const jsonRpc = jsonRpcHandler({ requestHandler, userBuilder, legacyCompat: { enabled: true } });
       const rest = restHandler({ requestHandler, userBuilder });
       handler = (request, response, next) => (request.method === 'POST' && request.path === '/' ? jsonRpc : rest)(request, response, next);
@@ -74,6 +75,8 @@ function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingM
   };
   const app = express();
   app.disable('x-powered-by');
+  // Express's own error pages (a body it cannot route) carry no stack trace.
+  app.set('env', 'production');
   app.use(CARD_SUFFIX, card(undefined));
   app.use(`${FRONT_DOOR_PATH}/agents/:name${CARD_SUFFIX}`, (request, response, next) => card(String(request.params.name))(request, response, next));
   app.use(`${FRONT_DOOR_PATH}/agents/:name`, (request, response, next) => transportsOf({ kind: 'agent', name: String(request.params.name) })(request, response, next));
@@ -94,6 +97,8 @@ export function frontDoorRoutes(options: FrontDoorOptions) {
       reply.raw.once('close', () => left.abort());
       disconnected.set(raw, left.signal);
       for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
+      // A hijacked reply skips fastify's onResponse hook: the request line is logged here instead.
+      reply.raw.once('finish', () => request.log.info({ method: request.method, url: logUrl(request.url), statusCode: reply.raw.statusCode, ms: Math.round(reply.elapsedTime) }, 'request'));
       reply.hijack();
       expressApp(raw as express.Request, reply.raw as express.Response);
     };
