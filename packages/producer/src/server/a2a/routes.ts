@@ -103,7 +103,9 @@ export function frontDoorRoutes(options: FrontDoorOptions) {
       expressApp(raw as express.Request, reply.raw as express.Response);
     };
     const methods = ['GET', 'POST', 'DELETE'];
-    app.route({ method: 'GET', url: CARD_SUFFIX, handler: handOver });
+    // The A2A surface is described by the Agent Card and the A2A specification, not by the OpenAPI document.
+    const schema = { hide: true };
+    app.route({ method: 'GET', url: CARD_SUFFIX, schema, handler: handOver });
     await app.register(async (scope) => {
       // HTTP+JSON sends CancelTask and SubscribeToTask as POSTs that may carry no body at all.
       scope.removeContentTypeParser(['application/json', 'application/a2a+json']);
@@ -118,8 +120,8 @@ export function frontDoorRoutes(options: FrontDoorOptions) {
         if (request.method === 'GET' && request.url.split('?')[0]!.endsWith(CARD_SUFFIX)) return;
         if (!oneOf(bearerOf(request), options.apiTokens)) await sendProblem(reply, problem('UNAUTHORIZED', 'a valid API token is required as Authorization: Bearer <token>'));
       });
-      scope.route({ method: methods, url: FRONT_DOOR_PATH, handler: handOver });
-      scope.route({ method: methods, url: `${FRONT_DOOR_PATH}/*`, handler: handOver });
+      scope.route({ method: methods, url: FRONT_DOOR_PATH, schema, handler: handOver });
+      scope.route({ method: methods, url: `${FRONT_DOOR_PATH}/*`, schema, handler: handOver });
     });
   };
 }
