@@ -1,18 +1,21 @@
-/** `pnpm demo` is part of `pnpm test`: the travel scenario must print its timeline and exit 0. */
+/** `pnpm demo` and `pnpm demo:front-door` are part of `pnpm test`: each scenario must print its timeline and exit 0. */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
 import { SOURCE_EXEC_ARGV } from './harness/fleet.ts';
 
-it('pnpm demo runs the travel scenario green', async () => {
+it.each([
+  ['pnpm demo runs the travel scenario green', 'demo/travel.ts', 'hotel: found by our messageId in ListTasks'],
+  ['pnpm demo:front-door runs the orchestrator as a plain A2A client green', 'demo/travel-front-door.ts', 'the flight agent saw exactly 1 SendMessage'],
+])('%s', async (_name, script, milestone) => {
   const root = fileURLToPath(new URL('..', import.meta.url));
   const environment = { ...process.env };
   delete environment.REDIS_URL; // the demo's embedded redis-server, as a new user runs it
-  const child = spawn(process.execPath, [...SOURCE_EXEC_ARGV, 'demo/travel.ts'], { cwd: root, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [...SOURCE_EXEC_ARGV, script], { cwd: root, env: environment, stdio: ['ignore', 'pipe', 'pipe'] });
   let output = '';
   child.stdout.on('data', (chunk: Buffer) => (output += chunk.toString()));
   const code = await new Promise<number | null>((resolve) => child.once('exit', resolve));
-  expect(output).toContain('hotel: found by our messageId in ListTasks');
+  expect(output).toContain(milestone);
   expect(output).toMatch(/PASS: \d+ expectations held/);
   // Issue 31 finding 7: the exactly-once table counts every attempt of the history, the canceled car attempt too
   // (it was sent once, then CancelTask'd; the compacted record no longer carries its send mark).

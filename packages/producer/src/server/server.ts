@@ -24,6 +24,7 @@ import { opsRoutes, type HealthReport } from './routes/ops.ts';
 import { pushRoutes } from './routes/push.ts';
 import { v1Routes } from './routes/v1.ts';
 import { registerUi } from './ui/routes.ts';
+import { frontDoorRoutes } from './a2a/routes.ts';
 import { registerSecurityHeaders } from './security-headers.ts';
 import { logUrl } from './log-url.ts';
 import { boundConnections, fastifyHttpOptions, resolveHttpLimits, type HttpLimits } from './http-limits.ts';
@@ -168,6 +169,7 @@ export function createServer(options: ServerOptions): ApiServer {
     await v1.register(v1Routes(producer, options.addressPolicy ?? {}));
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, limits: options.limits }), { prefix: '/v1' });
+  app.register(frontDoorRoutes({ producer, apiTokens: tokens, jsonDepth: apiBodyDepth(resolveLimits(options.limits).jsonDepth) }));
   app.register(async (root) => registerAdmin(root, queueList, tokens, { readOnly: options.adminReadOnly ?? false }));
   app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, server: app }));
   app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal, metricsToken: options.metricsToken }));

@@ -1,0 +1,54 @@
+/**
+ * Who calls the front door and which tasks are theirs. A caller is identified by its API token (the
+ * principal); the token itself is never stored, only a digest. A front task's id is derived from the
+ * principal and the caller's messageId, so the same SendMessage sent twice by the same caller names the
+ * same journaled workflow (the producer's idempotency key), and a task id tells whose it is.
+ */
+import { createHash } from 'node:crypto';
+import type { User } from '@a2a-js/sdk/server';
+
+/** Hex characters of the principal digest in a task id (64 bits: collisions between tokens are not a concern). */
+const PRINCIPAL_HEX = 16;
+/** Hex characters of the messageId digest (128 bits): any messageId the caller picks fits `ID_PATTERN`. */
+const MESSAGE_HEX = 32;
+
+const sha256 = (text: string) => createHash('sha256').update(text, 'utf8').digest('hex');
+
+/** The principal of an API token: a digest that names the caller without revealing the token. */
+export function principalOf(apiToken: string): string {
+  return sha256(`durable-a2a front door principal:${apiToken}`).slice(0, PRINCIPAL_HEX);
+}
+
+/** The front task id (the workflow id) of `messageId` sent by `principal`: `a2a-<principal>-<digest>`, 53 characters. */
+export function frontTaskId(principal: string, messageId: string): string {
+  return `${taskIdPrefix(principal)}${sha256(messageId).slice(0, MESSAGE_HEX)}`;
+}
+
+/** The prefix every task id of `principal` starts with. */
+export function taskIdPrefix(principal: string): string {
+  return `a2a-${principal}-`;
+}
+
+/** True when `taskId` is a front task of `principal` (any other id, another caller's included, is "not found"). */
+export function isTaskOf(principal: string, taskId: string): boolean {
+  return taskId.startsWith(taskIdPrefix(principal)) && taskId.length === taskIdPrefix(principal).length + MESSAGE_HEX;
+}
+
+/**
+ * The authenticated caller of one request (the SDK's `User`): its principal, and a signal that aborts
+ * when the caller's connection closes (a blocking send or a stream stops waiting then).
+ */
+export class FrontDoorCaller implements User {
+  constructor(
+    readonly principal: string,
+    readonly disconnected: AbortSignal,
+  ) {}
+
+  get isAuthenticated(): boolean {
+    return true;
+  }
+
+  get userName(): string {
+    return this.principal;
+  }
+}

@@ -1,0 +1,272 @@
+/**
+ * The front door's A2A request handler (the SDK's `A2ARequestHandler`): every A2A operation as a call on the
+ * producer, so the SDK's transports do the wire format and validation and the journal does the rest.
+ *
+ * - SendMessage creates a journaled workflow of one step (to a registered agent with the skill, re-delegated
+ *   within its attempts; or to one named agent) whose id is derived from the caller's principal and
+ *   messageId: the same message sent twice is one workflow and one remote SendMessage. A message naming a
+ *   `taskId` answers that task's open question (`producer.reply`). A blocking send (the default) is answered
+ *   when the task ends or waits for the caller, or after `blockingWaitMs` with the task as it is then.
+ * - GetTask, ListTasks, CancelTask, SubscribeToTask read and act on the caller's own tasks only; another
+ *   caller's task is "not found".
+ * - Push notification configs are not supported (the card says `pushNotifications: false`).
+ */
+import { z } from 'zod';
+import type { AgentCard, CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, Message, SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
+import { TaskState } from '@a2a-js/sdk';
+import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import {
+  ExtendedAgentCardNotConfiguredError,
+  PushNotificationNotSupportedError,
+  RequestMalformedError,
+  TaskNotCancelableError,
+  TaskNotFoundError,
+  UnsupportedOperationError,
+} from '@a2a-js/sdk/errors';
+import { PartSchema, type RegisteredAgent } from '@durable-a2a/shared';
+import type { Producer } from '../../producer.ts';
+import { IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../../errors.ts';
+import { AgentAddressRefusedError } from '../../agent-addresses.ts';
+import { WaitTimeoutError } from '../../wait.ts';
+import { FrontDoorCaller, frontTaskId, isTaskOf } from './caller.ts';
+import { TERMINAL_TASK_STATES, frontTask, messageJson } from './task.ts';
+import { taskEvents } from './events.ts';
+import { availableAgents, frontDoorCard } from './card.ts';
+
+/** Where a front door sends: any registered agent with the skill the caller names, or one named agent. */
+export type FrontDoorTarget = { kind: 'skill' } | { kind: 'agent'; name: string };
+
+/** Options of a `FrontDoorRequestHandler`. */
+export interface FrontDoorHandlerOptions {
+  producer: Producer;
+  target: FrontDoorTarget;
+  /** Longest wait of a blocking SendMessage before it answers with the task as it is (ms). */
+  blockingWaitMs: number;
+  /**
+   * Attempts of a task (the re-delegation budget): by skill across the registered agents with it; to a named
+   * agent only that agent again, and only after it forgot the task (LOST), never after a refusal.
+   */
+  attempts: number;
+}
+
+/** Message parts a caller sends: at least one, each in the journal's part shape (what the workers send on). */
+const CallerPartsSchema = z.array(PartSchema).min(1, 'a message needs at least one part');
+/** The key of the request (or message) metadata naming the skill at the front door's root. */
+export const SKILL_METADATA_KEY = 'skill';
+/** Largest ListTasks page; default 50. */
+const MAX_PAGE_SIZE = 100;
+/** Workflow ids read per listing round, and rounds per ListTasks call (bounds one call's work). */
+const LISTING_BATCH = 500;
+const LISTING_ROUNDS = 20;
+
+/** The caller of a request (set by the front door's user builder); anything else is refused. */
+function callerOf(context: ServerCallContext): FrontDoorCaller {
+  const user = context.user;
+  if (!(user instanceof FrontDoorCaller)) throw new UnsupportedOperationError('the front door needs an authenticated caller');
+  return user;
+}
+
+/** The producer's typed errors as A2A errors (spec §3.3.2); anything else goes through as it is. */
+function asA2AError(error: unknown): unknown {
+  if (error instanceof NotFoundError) return new TaskNotFoundError(error.message);
+  if (error instanceof WorkflowFinishedError) return new TaskNotCancelableError(error.message);
+  if (error instanceof ProducerInputError || error instanceof IdempotencyConflictError || error instanceof AgentAddressRefusedError) return new RequestMalformedError(error.message);
+  return error;
+}
+
+/** Runs `call`, turning the producer's errors into A2A errors. */
+async function translated<T>(call: () => Promise<T>): Promise<T> {
+  try {
+    return await call();
+  } catch (error) {
+    throw asA2AError(error);
+  }
+}
+
+export class FrontDoorRequestHandler implements A2ARequestHandler {
+  constructor(private readonly options: FrontDoorHandlerOptions) {}
+
+  /** The card the SDK's transports check the requested protocol version against (interfaces only matter there). */
+  async getAgentCard(): Promise<AgentCard> {
+    return frontDoorCard('', []);
+  }
+
+  async getAuthenticatedExtendedAgentCard(): Promise<AgentCard> {
+    throw new ExtendedAgentCardNotConfiguredError('the front door has no extended card');
+  }
+
+  async sendMessage(params: SendMessageRequest, context: ServerCallContext): Promise<Task> {
+    const caller = callerOf(context);
+    const taskId = await translated(() => this.accept(params, caller));
+    const historyLength = params.configuration?.historyLength;
+    if (params.configuration?.returnImmediately) return translated(async () => frontTask(await this.options.producer.get(taskId), historyLength));
+    return translated(async () => frontTask(await this.waitForCaller(taskId, caller.disconnected), historyLength));
+  }
+
+  async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const caller = callerOf(context);
+    const taskId = await translated(() => this.accept(params, caller));
+    yield* this.events(taskId, caller);
+  }
+
+  async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
+    const taskId = this.ownTask(params.id, callerOf(context));
+    return translated(async () => frontTask(await this.options.producer.get(taskId), params.historyLength));
+  }
+
+  async listTasks(params: ListTasksRequest, context: ServerCallContext): Promise<ListTasksResponse> {
+    return translated(() => this.list(params, callerOf(context)));
+  }
+
+  async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
+    const taskId = this.ownTask(params.id, callerOf(context));
+    return translated(async () => {
+      await this.options.producer.cancel(taskId);
+      return frontTask(await this.options.producer.get(taskId));
+    });
+  }
+
+  async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const caller = callerOf(context);
+    yield* this.events(this.ownTask(params.id, caller), caller);
+  }
+
+  async createTaskPushNotificationConfig(): Promise<never> {
+    throw new PushNotificationNotSupportedError('the front door does not deliver push notifications; use SubscribeToTask or GetTask');
+  }
+
+  async getTaskPushNotificationConfig(): Promise<never> {
+    return this.createTaskPushNotificationConfig();
+  }
+
+  async listTaskPushNotificationConfigs(): Promise<never> {
+    return this.createTaskPushNotificationConfig();
+  }
+
+  async deleteTaskPushNotificationConfig(): Promise<void> {
+    await this.createTaskPushNotificationConfig();
+  }
+
+  /** `taskId` when it is one of the caller's tasks; TaskNotFoundError otherwise (whoever else's it is). */
+  private ownTask(taskId: string, caller: FrontDoorCaller): string {
+    if (!isTaskOf(caller.principal, taskId)) throw new TaskNotFoundError(`task ${taskId} not found`);
+    return taskId;
+  }
+
+  /** Journals the message: a new task, or the answer to the open question of the task it names. Returns the task id. */
+  private async accept(params: SendMessageRequest, caller: FrontDoorCaller): Promise<string> {
+    const message = params.message;
+    if (!message) throw new RequestMalformedError('SendMessage needs a message');
+    const parsed = CallerPartsSchema.safeParse((messageJson(message) as { parts?: unknown }).parts);
+    if (!parsed.success) throw new RequestMalformedError(`message.parts: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`);
+    if (message.taskId) return this.answer(this.ownTask(message.taskId, caller), parsed.data);
+    const taskId = frontTaskId(caller.principal, message.messageId);
+    const target = await this.targetOf(params, message);
+    await this.options.producer.startWorkflow({
+      workflowId: taskId,
+      steps: [{ name: 'main', ...target, message: { parts: parsed.data, ...(message.metadata ? { metadata: message.metadata } : {}) } }],
+      maxAttemptsPerStep: this.options.attempts,
+      metadata: { frontDoor: { principal: caller.principal, messageId: message.messageId, contextId: message.contextId || taskId } },
+    });
+    return taskId;
+  }
+
+  /** The caller's follow-up on a task: the reply to its open question. */
+  private async answer(taskId: string, parts: z.infer<typeof CallerPartsSchema>): Promise<string> {
+    try {
+      await this.options.producer.reply(taskId, { parts });
+    } catch (error) {
+      if (!(error instanceof NoOpenQuestionError)) throw error;
+      const state = frontTask(await this.options.producer.get(taskId)).status?.state;
+      const why = state !== undefined && TERMINAL_TASK_STATES.has(state) ? 'it is finished' : 'it is not waiting for input';
+      throw new UnsupportedOperationError(`task ${taskId} takes no follow-up message: ${why}`);
+    }
+    return taskId;
+  }
+
+  /** The step's target: the named agent, or the skill the caller names (the only one registered when it names none). */
+  private async targetOf(params: SendMessageRequest, message: Message): Promise<{ agent: string } | { skill: string }> {
+    const agents = availableAgents(await this.options.producer.listAgents());
+    const target = this.options.target;
+    if (target.kind === 'agent') {
+      const agent = agents.find((candidate) => candidate.card.name === target.name);
+      if (!agent) throw new TaskNotFoundError(`no registered agent named ${target.name}`);
+      return { agent: agent.cardUrl };
+    }
+    const skills = [...new Set(agents.flatMap((agent: RegisteredAgent) => agent.card.skills.map((skill) => skill.id)))];
+    const named = params.metadata?.[SKILL_METADATA_KEY] ?? message.metadata?.[SKILL_METADATA_KEY];
+    if (named === undefined && skills.length === 1) return { skill: skills[0]! };
+    if (typeof named !== 'string' || !skills.includes(named)) {
+      throw new RequestMalformedError(`name a registered skill in metadata.${SKILL_METADATA_KEY} (one of: ${skills.join(', ') || 'none registered'})`);
+    }
+    return { skill: named };
+  }
+
+  /** The task once it ends or waits for the caller, or as it is after `blockingWaitMs` (or when the caller leaves). */
+  private async waitForCaller(taskId: string, disconnected: AbortSignal) {
+    try {
+      return await this.options.producer.waitFor(taskId, { untilQuestion: true, timeoutMs: this.options.blockingWaitMs, signal: disconnected });
+    } catch (error) {
+      if (error instanceof WaitTimeoutError) return error.view;
+      if (disconnected.aborted) return this.options.producer.get(taskId);
+      throw error;
+    }
+  }
+
+  private async *events(taskId: string, caller: FrontDoorCaller): AsyncGenerator<StreamResponse, void, undefined> {
+    try {
+      yield* taskEvents(this.options.producer, taskId, caller.disconnected);
+    } catch (error) {
+      throw asA2AError(error);
+    }
+  }
+
+  /**
+   * One page of the caller's tasks (spec §3.1.4): filtered by contextId, status and statusTimestampAfter,
+   * newest update first within the page. The page token is the listing cursor and the number of the
+   * caller's ids already returned from that listing batch; `totalSize` counts the tasks of this page.
+   */
+  private async list(params: ListTasksRequest, caller: FrontDoorCaller): Promise<ListTasksResponse> {
+    const pageSize = Math.min(Math.max(params.pageSize ?? 50, 1), MAX_PAGE_SIZE);
+    const token = /^(\d+)\.(\d+)$/.exec(params.pageToken ?? '');
+    if (params.pageToken && !token) throw new RequestMalformedError('pageToken is not one this service issued');
+    let cursor = token && token[1] !== '0' ? token[1] : undefined;
+    let skip = token ? Number(token[2]) : 0;
+    const after = params.statusTimestampAfter ? Date.parse(params.statusTimestampAfter) : undefined;
+    const tasks: Task[] = [];
+    let nextPageToken = '';
+    for (let round = 0; round < LISTING_ROUNDS; round++) {
+      const batch = await this.options.producer.listWorkflows({ cursor, limit: LISTING_BATCH });
+      const own = batch.ids.filter((id) => isTaskOf(caller.principal, id)).sort();
+      for (let index = skip; index < own.length; index++) {
+        if (tasks.length === pageSize) {
+          nextPageToken = `${cursor ?? '0'}.${index}`;
+          break;
+        }
+        const task = await this.listed(own[index]!, params, after);
+        if (task) tasks.push(task);
+      }
+      if (nextPageToken || !batch.cursor) break;
+      cursor = batch.cursor;
+      skip = 0;
+      if (round === LISTING_ROUNDS - 1) nextPageToken = `${cursor}.0`;
+    }
+    tasks.sort((a, b) => (b.status?.timestamp ?? '').localeCompare(a.status?.timestamp ?? ''));
+    return { tasks, nextPageToken, pageSize, totalSize: tasks.length };
+  }
+
+  /** The task of `taskId` as ListTasks returns it, or undefined when a filter leaves it out (or it expired meanwhile). */
+  private async listed(taskId: string, params: ListTasksRequest, afterMs: number | undefined): Promise<Task | undefined> {
+    let task: Task;
+    try {
+      task = frontTask(await this.options.producer.get(taskId), params.historyLength ?? 0);
+    } catch (error) {
+      if (error instanceof NotFoundError) return undefined;
+      throw error;
+    }
+    if (params.contextId && task.contextId !== params.contextId) return undefined;
+    if (params.status !== undefined && params.status !== TaskState.TASK_STATE_UNSPECIFIED && task.status?.state !== params.status) return undefined;
+    if (afterMs !== undefined && !(Date.parse(task.status?.timestamp ?? '') > afterMs)) return undefined;
+    return params.includeArtifacts ? task : { ...task, artifacts: [] };
+  }
+}
