@@ -5,7 +5,7 @@
  * the API's bearer tokens as the security scheme, streaming, and no push notifications.
  */
 import { AgentCard } from '@a2a-js/sdk';
-import type { RegisteredAgent } from '@durable-a2a/shared';
+import type { AgentView } from '@durable-a2a/shared';
 
 /** Where the front door speaks A2A (JSON-RPC POSTs here; HTTP+JSON paths hang below it). */
 export const FRONT_DOOR_PATH = '/a2a';
@@ -19,13 +19,13 @@ const INTERFACES = [
   { protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
 ] as const;
 
-/** Registered agents a front door may send to: usable ones (a refresh found nothing wrong with their card). */
-export function availableAgents(agents: readonly RegisteredAgent[]): RegisteredAgent[] {
-  return agents.filter((agent) => !agent.unavailable);
+/** Registered agents a front door may send to: active ones (not disabled by an operator, nothing wrong with their card). */
+export function availableAgents(agents: readonly AgentView[]): AgentView[] {
+  return agents.filter((agent) => agent.status === 'active');
 }
 
 /** Skills of `agents`, each id once (the first registered agent's description wins). */
-function skillsOf(agents: readonly RegisteredAgent[]): object[] {
+function skillsOf(agents: readonly AgentView[]): object[] {
   const seen = new Map<string, object>();
   for (const agent of agents) {
     for (const skill of agent.card.skills) {
@@ -40,7 +40,7 @@ function skillsOf(agents: readonly RegisteredAgent[]): object[] {
  * `<baseUrl>/a2a/agents/<name>/.well-known/agent-card.json` (that agent). `baseUrl`: the origin callers
  * reach this service at, without a trailing slash.
  */
-export function frontDoorCard(baseUrl: string, agents: readonly RegisteredAgent[], agent?: RegisteredAgent): AgentCard {
+export function frontDoorCard(baseUrl: string, agents: readonly AgentView[], agent?: AgentView): AgentCard {
   const url = `${baseUrl}${agent ? agentPath(agent.card.name) : FRONT_DOOR_PATH}`;
   return AgentCard.fromJSON({
     name: agent ? agent.card.name : 'durable-a2a',

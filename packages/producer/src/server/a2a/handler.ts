@@ -23,7 +23,7 @@ import {
   TaskNotFoundError,
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
-import { PartSchema, type RegisteredAgent } from '@durable-a2a/shared';
+import { PartSchema, type AgentView } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../../errors.ts';
 import { AgentAddressRefusedError } from '../../agent-addresses.ts';
@@ -193,7 +193,7 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
       if (!agent) throw new TaskNotFoundError(`no registered agent named ${target.name}`);
       return { agent: agent.cardUrl };
     }
-    const skills = [...new Set(agents.flatMap((agent: RegisteredAgent) => agent.card.skills.map((skill) => skill.id)))];
+    const skills = [...new Set(agents.flatMap((agent: AgentView) => agent.card.skills.map((skill) => skill.id)))];
     const named = params.metadata?.[SKILL_METADATA_KEY] ?? message.metadata?.[SKILL_METADATA_KEY];
     if (named === undefined && skills.length === 1) return { skill: skills[0]! };
     if (typeof named !== 'string' || !skills.includes(named)) {
