@@ -28,7 +28,7 @@ import type { Producer } from '../../producer.ts';
 import { IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../../errors.ts';
 import { AgentAddressRefusedError } from '../../agent-addresses.ts';
 import { WaitTimeoutError } from '../../wait.ts';
-import { FrontDoorCaller, frontTaskId, isTaskOf } from './caller.ts';
+import { FrontDoorCaller, frontTaskId, isTaskOf, taskIdPrefix } from './caller.ts';
 import { TERMINAL_TASK_STATES, frontTask, messageJson } from './task.ts';
 import { taskEvents } from './events.ts';
 import { availableAgents, frontDoorCard } from './card.ts';
@@ -55,8 +55,7 @@ const CallerPartsSchema = z.array(PartSchema).min(1, 'a message needs at least o
 export const SKILL_METADATA_KEY = 'skill';
 /** Largest ListTasks page; default 50. */
 const MAX_PAGE_SIZE = 100;
-/** Workflow ids read per listing round, and rounds per ListTasks call (bounds one call's work). */
-const LISTING_BATCH = 500;
+/** Search pages read per ListTasks call (bounds one call's work when filters leave tasks out). */
 const LISTING_ROUNDS = 20;
 
 /** The caller of a request (set by the front door's user builder); anything else is refused. */
@@ -222,37 +221,27 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
   }
 
   /**
-   * One page of the caller's tasks (spec §3.1.4): filtered by contextId, status and statusTimestampAfter,
-   * newest update first within the page. The page token is the listing cursor and the number of the
-   * caller's ids already returned from that listing batch; `totalSize` counts the tasks of this page.
+   * One page of the caller's tasks (spec §3.1.4): found through the search index by the caller's task id prefix
+   * (`taskIdPrefix`: no scan of other callers' workflows), filtered by contextId, status and statusTimestampAfter,
+   * newest update first within the page. The page token is the search's cursor; `totalSize` counts this page.
    */
   private async list(params: ListTasksRequest, caller: FrontDoorCaller): Promise<ListTasksResponse> {
     const pageSize = Math.min(Math.max(params.pageSize ?? 50, 1), MAX_PAGE_SIZE);
-    const token = /^(\d+)\.(\d+)$/.exec(params.pageToken ?? '');
-    if (params.pageToken && !token) throw new RequestMalformedError('pageToken is not one this service issued');
-    let cursor = token && token[1] !== '0' ? token[1] : undefined;
-    let skip = token ? Number(token[2]) : 0;
     const after = params.statusTimestampAfter ? Date.parse(params.statusTimestampAfter) : undefined;
     const tasks: Task[] = [];
-    let nextPageToken = '';
-    for (let round = 0; round < LISTING_ROUNDS; round++) {
-      const batch = await this.options.producer.listWorkflows({ cursor, limit: LISTING_BATCH });
-      const own = batch.ids.filter((id) => isTaskOf(caller.principal, id)).sort();
-      for (let index = skip; index < own.length; index++) {
-        if (tasks.length === pageSize) {
-          nextPageToken = `${cursor ?? '0'}.${index}`;
-          break;
-        }
-        const task = await this.listed(own[index]!, params, after);
+    let cursor = params.pageToken || undefined;
+    for (let round = 0; round < LISTING_ROUNDS && tasks.length < pageSize; round++) {
+      const page = await this.options.producer.search({ idPrefix: taskIdPrefix(caller.principal) }, { ...(cursor ? { cursor } : {}), limit: pageSize - tasks.length });
+      for (const summary of page.items) {
+        if (!isTaskOf(caller.principal, summary.workflowId)) continue;
+        const task = await this.listed(summary.workflowId, params, after);
         if (task) tasks.push(task);
       }
-      if (nextPageToken || !batch.cursor) break;
-      cursor = batch.cursor;
-      skip = 0;
-      if (round === LISTING_ROUNDS - 1) nextPageToken = `${cursor}.0`;
+      cursor = page.cursor;
+      if (!cursor) break;
     }
     tasks.sort((a, b) => (b.status?.timestamp ?? '').localeCompare(a.status?.timestamp ?? ''));
-    return { tasks, nextPageToken, pageSize, totalSize: tasks.length };
+    return { tasks, nextPageToken: cursor ?? '', pageSize, totalSize: tasks.length };
   }
 
   /** The task of `taskId` as ListTasks returns it, or undefined when a filter leaves it out (or it expired meanwhile). */
