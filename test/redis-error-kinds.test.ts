@@ -31,6 +31,9 @@ const SEEN: [Error, RedisErrorKind][] = [
   [reply('TRYAGAIN Multiple keys request during rehashing of slot'), 'moving'],
   [reply('CLUSTERDOWN The cluster is down'), 'moving'],
   [new Error('Too many Cluster redirections. Last error: ReplyError: TRYAGAIN Multiple keys request during rehashing of slot'), 'moving'],
+  // Seen during a live reshard (cluster-reshard.test.ts): an EVALSHA sent on to the importing master after ASK.
+  [new Error('Too many Cluster redirections. Last error: ReplyError: NOSCRIPT No matching script. Please use EVAL.'), 'moving'],
+  [new Error('Too many Cluster redirections. Last error: ReplyError: ASK 11627 127.0.0.1:46005'), 'moving'],
   [new Error('Failed to refresh slots cache.'), 'moving'],
   [reply('NOSCRIPT No matching script. Please use EVAL.'), 'script-missing'],
   [new Error('Connection is closed.'), 'unreachable'],
@@ -77,6 +80,16 @@ describe('redisErrorKind', () => {
         expect(redisErrorKind(reply(text))).toBe(REDIS_REPLY_PREFIXES[prefix]);
       }),
       { numRuns: 500 },
+    );
+  });
+
+  it("property: ioredis' exhausted Cluster redirections are moving whatever reply it names last", () => {
+    const prefixes = Object.keys(REDIS_REPLY_PREFIXES);
+    fc.assert(
+      fc.property(fc.constantFrom(...prefixes), fc.string({ maxLength: 80 }), (prefix, rest) => {
+        expect(redisErrorKind(new Error(`Too many Cluster redirections. Last error: ReplyError: ${prefix} ${rest}`))).toBe('moving');
+      }),
+      { numRuns: 200 },
     );
   });
 

@@ -10,9 +10,10 @@
  * reconciler searched, found nothing, and resent: allowed).
  */
 import { Redis } from 'ioredis';
-import { waitUntilConnected } from '@durable-a2a/shared';
+import { queuePrefix, waitUntilConnected } from '@durable-a2a/shared';
 import { createProducer, type Producer, type ProducerOptions, type WorkflowView } from '@durable-a2a/producer';
 import type { RedisServerHandle } from '../harness/redis.ts';
+import { keySlot, migrateSlot, type RedisClusterHandle } from '../harness/redis-cluster.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import { completesWith, completionSteps, rejects, type Behaviour } from '../harness/agent-behaviours.ts';
 import { startBookingService, type BookingServiceHandle } from '../harness/booking-service.ts';
@@ -36,7 +37,7 @@ export function mulberry32(seed: number): () => number {
 export const seedFromEnvironment = (): number =>
   process.env.CHAOS_SEED ? Number(process.env.CHAOS_SEED) >>> 0 : Math.floor(Math.random() * 2 ** 32) >>> 0;
 
-export type FaultKind = 'kill-worker' | 'drop-streams' | 'agent-forgets' | 'redis-restart' | 'primary-failover' | 'redis-oom' | 'redis-readonly';
+export type FaultKind = 'kill-worker' | 'drop-streams' | 'agent-forgets' | 'redis-restart' | 'primary-failover' | 'redis-oom' | 'redis-readonly' | 'slot-migration';
 
 export interface ChaosOptions {
   seed: number;
@@ -51,6 +52,14 @@ export interface ChaosOptions {
    * `REPLICAOF NO ONE`. Default false.
    */
   redisRefusals?: boolean;
+  /**
+   * A Redis Cluster (`redis.url` is its `redis-cluster://` URL): adds the `slot-migration` fault (the hash slot of a
+   * random in-flight workflow's keys, or one time in three of the queues' prefix, moves to another master while in
+   * use and back again: `migrateSlot`, keys in batches of 5 (the queues': 20), the slot half moved for 0.1–0.5 s
+   * after each step).
+   * `redis-oom` then hits one master at random (`redis-readonly` is left out: a cluster node refuses REPLICAOF).
+   */
+  cluster?: Pick<RedisClusterHandle, 'ports'>;
   /** The `primary-failover` fault (a Sentinel set): kill the primary, let a replica take over. */
   failover?: () => Promise<void>;
   /** Faults drawn at random after `faultsFirst`. Default: worker kills, dropped streams, forgetful agents, Redis restarts. [] = none. */
@@ -122,8 +131,7 @@ async function startChaosAgent(name: string, behaviour: Behaviour, skills?: Retu
   return agent;
 }
 
-/** Runs the chaos and returns the report; `violations` is empty when every invariant held. */
-/** A window in which the server at `url` refuses writes (OOM or READONLY), then takes them again (always undone). */
+/** A window in which the server at `url` (one server, never a cluster URL) refuses writes (OOM or READONLY), then takes them again (always undone). */
 async function refuseWritesFor(url: string, kind: 'redis-oom' | 'redis-readonly', windowMs: number): Promise<void> {
   const admin = new Redis(url, { maxRetriesPerRequest: 3 });
   admin.on('error', () => undefined);
@@ -143,6 +151,7 @@ async function refuseWritesFor(url: string, kind: 'redis-oom' | 'redis-readonly'
   }
 }
 
+/** Runs the chaos and returns the report; `violations` is empty when every invariant held. */
 export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   const random = mulberry32(options.seed);
   const pick = <T>(items: readonly T[]): T => items[Math.floor(random() * items.length)]!;
@@ -193,11 +202,20 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   };
   await Promise.all(Array.from({ length: workerCount }, () => spawnWorker().ready));
 
+  // The workload's workflows: kind by id, and those in flight (id -> started at, ms); a slot migration picks one.
+  const kinds = new Map<string, 'single' | 'trip'>();
+  const active = new Map<string, number>();
+
   // Faults, at seeded random times, until every workflow is settled.
-  const faults: Record<FaultKind, number> = { 'kill-worker': 0, 'drop-streams': 0, 'agent-forgets': 0, 'redis-restart': 0, 'primary-failover': 0, 'redis-oom': 0, 'redis-readonly': 0 };
-  const refusals = ['redis-oom', 'redis-readonly'] as const;
-  const weighted: FaultKind[] = options.randomFaults ?? ['kill-worker', 'kill-worker', 'drop-streams', 'drop-streams', 'drop-streams', 'agent-forgets', ...(options.redisRestarts ? (['redis-restart'] as const) : []), ...(options.redisRefusals ? refusals : [])];
-  const firstFaults = (options.faultsFirst ?? []).filter((kind) => (kind !== 'redis-restart' || options.redisRestarts) && (!(refusals as readonly string[]).includes(kind) || options.redisRefusals));
+  const faults: Record<FaultKind, number> = { 'kill-worker': 0, 'drop-streams': 0, 'agent-forgets': 0, 'redis-restart': 0, 'primary-failover': 0, 'redis-oom': 0, 'redis-readonly': 0, 'slot-migration': 0 };
+  const cluster = options.cluster;
+  // A cluster node refuses REPLICAOF: on a cluster, OOM windows only.
+  const refusals: readonly FaultKind[] = options.redisRefusals ? (cluster ? ['redis-oom'] : ['redis-oom', 'redis-readonly']) : [];
+  const migrations: readonly FaultKind[] = cluster ? ['slot-migration', 'slot-migration'] : [];
+  const weighted: FaultKind[] = options.randomFaults ?? ['kill-worker', 'kill-worker', 'drop-streams', 'drop-streams', 'drop-streams', 'agent-forgets', ...(options.redisRestarts ? (['redis-restart'] as const) : []), ...refusals, ...migrations];
+  const applicable = (kind: FaultKind): boolean =>
+    (kind !== 'redis-restart' || options.redisRestarts) && ((kind !== 'redis-oom' && kind !== 'redis-readonly') || refusals.includes(kind)) && (kind !== 'slot-migration' || cluster !== undefined);
+  const firstFaults = (options.faultsFirst ?? []).filter(applicable);
   let chaosOn = true;
   let next = 0; // workflows started so far
   const faultLoop = (async () => {
@@ -230,8 +248,22 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
           agent.epoch++;
         } else if (kind === 'redis-oom' || kind === 'redis-readonly') {
           const windowMs = 500 + random() * 2_000;
-          log(`fault: Redis refuses writes (${kind === 'redis-oom' ? 'maxmemory below used memory' : 'turned replica'}) for ${Math.round(windowMs)} ms`);
-          await refuseWritesFor(options.redis.url, kind, windowMs);
+          // On a cluster, one master at random.
+          const url = cluster ? `redis://127.0.0.1:${pick(cluster.ports)}` : options.redis.url;
+          log(`fault: Redis ${cluster ? `${url} ` : ''}refuses writes (${kind === 'redis-oom' ? 'maxmemory below used memory' : 'turned replica'}) for ${Math.round(windowMs)} ms`);
+          await refuseWritesFor(url, kind, windowMs);
+        } else if (kind === 'slot-migration') {
+          if (!cluster) throw new Error('a slot migration needs a cluster (ChaosOptions.cluster)');
+          const inFlightIds = [...active.keys()];
+          const workflowId = inFlightIds.length > 0 && random() >= 1 / 3 ? pick(inFlightIds) : undefined;
+          const key = workflowId ? producer.journal.keys.workflow(workflowId) : queuePrefix(prefix);
+          const slot = await keySlot(cluster, key);
+          const pauseMs = 100 + Math.round(random() * 400);
+          // A workflow's slot holds a handful of keys; the queues' slot one hash per job waiting, delayed or failed.
+          const batchSize = workflowId ? 5 : 20;
+          const there = await migrateSlot(cluster, slot, { batchSize, pauseMs });
+          const back = await migrateSlot(cluster, slot, { batchSize, pauseMs, toPort: there.fromPort });
+          log(`fault: slot ${slot} (${workflowId ? `workflow ${workflowId}` : 'the queues'}) moved ${there.fromPort} -> ${there.toPort} -> ${back.toPort} (${there.keysMoved} and ${back.keysMoved} keys, half moved ${pauseMs} ms per step)`);
         } else if (kind === 'primary-failover') {
           log('fault: Redis primary failover');
           await options.failover?.();
@@ -246,8 +278,6 @@ export async function runChaos(options: ChaosOptions): Promise<ChaosReport> {
   })();
 
   // The workload: `inFlight` workflows at a time; questions answered as they come.
-  const kinds = new Map<string, 'single' | 'trip'>();
-  const active = new Map<string, number>();
   const views = new Map<string, WorkflowView>();
   let lastProgress = Date.now();
   const start = async (index: number) => {

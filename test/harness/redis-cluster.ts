@@ -11,6 +11,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
+import { Redis } from 'ioredis';
 import { resolveRedisServerBinary, type RedisServerHandle } from './redis.ts';
 import { findFreePort } from './ports.ts';
 
@@ -155,4 +156,118 @@ export async function startRedisCluster(): Promise<RedisClusterHandle> {
     kill: refuse('kill'),
     restart: refuse('restart'),
   };
+}
+
+/** Hash slots in a Redis Cluster (fixed by the protocol). */
+const SLOT_COUNT = 16_384;
+/** Longest a slot's keys may take to move, in MIGRATE batches (a bound on the loop, not an expectation). */
+const MIGRATION_BATCH_LIMIT = 10_000;
+/** MIGRATE's own timeout per batch (ms). */
+const MIGRATE_TIMEOUT_MS = 5_000;
+
+/** Options of `migrateSlot`. */
+export interface SlotMigrationOptions {
+  /** The master that takes the slot (client port). Default: the next master after the owner, in `ports` order. */
+  toPort?: number;
+  /** Keys per `MIGRATE … KEYS`. Default 10. */
+  batchSize?: number;
+  /**
+   * Pause (ms) after IMPORTING/MIGRATING are set and after each batch: how long the slot stays half moved, its
+   * keys split between two masters (clients get ASK and TRYAGAIN meanwhile). Default 0.
+   */
+  pauseMs?: number;
+  /** Awaited once, after the first batch moved (or at once when the slot holds no key): the slot is half moved. */
+  onSplit?: () => Promise<void> | void;
+}
+
+/** What `migrateSlot` did. */
+export interface SlotMigration {
+  slot: number;
+  fromPort: number;
+  toPort: number;
+  /** Keys moved with MIGRATE (keys created on the target meanwhile, after an ASK, are not counted). */
+  keysMoved: number;
+  batches: number;
+}
+
+/** One plain (non-cluster) admin connection to each master, by port; `close()` ends them all. */
+function adminConnections(ports: readonly number[]): { node(port: number): Redis; close(): void } {
+  const nodes = new Map(ports.map((port) => [port, new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 3, lazyConnect: false })]));
+  for (const node of nodes.values()) node.on('error', () => undefined);
+  return {
+    node(port) {
+      const node = nodes.get(port);
+      if (!node) throw new Error(`redis cluster: no master on port ${port}`);
+      return node;
+    },
+    close() {
+      for (const node of nodes.values()) node.disconnect();
+    },
+  };
+}
+
+/** The hash slot of `key` (`CLUSTER KEYSLOT`, asked of the first master). */
+export async function keySlot(cluster: Pick<RedisClusterHandle, 'ports'>, key: string): Promise<number> {
+  return Number(await cli(cluster.ports[0]!, 'CLUSTER', 'KEYSLOT', key));
+}
+
+/** The client port of the master that owns `slot`, as the master on `askPort` (default the first) sees it (`CLUSTER SLOTS`). */
+export async function slotOwnerPort(cluster: Pick<RedisClusterHandle, 'ports'>, slot: number, askPort: number = cluster.ports[0]!): Promise<number> {
+  const admin = adminConnections([askPort]);
+  try {
+    const ranges = (await admin.node(askPort).call('CLUSTER', 'SLOTS')) as [number, number, [string, number, string]][];
+    const owner = ranges.find(([from, to]) => slot >= from && slot <= to);
+    if (!owner) throw new Error(`redis cluster: slot ${slot} has no owner`);
+    return Number(owner[2][1]);
+  } finally {
+    admin.close();
+  }
+}
+
+/**
+ * Moves one hash slot, with its keys, to another master while clients keep using it: the protocol of
+ * `redis-cli --cluster reshard` (which cannot pick a slot), by hand. `CLUSTER SETSLOT <slot> IMPORTING <from>` on
+ * the target, `MIGRATING <to>` on the owner, then `MIGRATE … KEYS …` in batches of `CLUSTER GETKEYSINSLOT` until
+ * the owner holds none, then `CLUSTER SETSLOT <slot> NODE <to>` on the target, the owner and the other masters, in
+ * that order. Throws on any refused step (the slot may then stay half moved: the cluster is the test's own).
+ */
+export async function migrateSlot(cluster: Pick<RedisClusterHandle, 'ports'>, slot: number, options: SlotMigrationOptions = {}): Promise<SlotMigration> {
+  if (!Number.isInteger(slot) || slot < 0 || slot >= SLOT_COUNT) throw new Error(`redis cluster: no slot ${slot}`);
+  const fromPort = await slotOwnerPort(cluster, slot);
+  const toPort = options.toPort ?? cluster.ports[(cluster.ports.indexOf(fromPort) + 1) % cluster.ports.length]!;
+  if (toPort === fromPort) throw new Error(`redis cluster: slot ${slot} is already on ${toPort}`);
+  const batchSize = options.batchSize ?? 10;
+  const pause = () => (options.pauseMs ? new Promise((resolve) => setTimeout(resolve, options.pauseMs)) : Promise.resolve());
+  const admin = adminConnections(cluster.ports);
+  try {
+    const source = admin.node(fromPort);
+    const target = admin.node(toPort);
+    const fromId = String(await source.call('CLUSTER', 'MYID'));
+    const toId = String(await target.call('CLUSTER', 'MYID'));
+    await target.call('CLUSTER', 'SETSLOT', slot, 'IMPORTING', fromId);
+    await source.call('CLUSTER', 'SETSLOT', slot, 'MIGRATING', toId);
+    await pause();
+    let keysMoved = 0;
+    let batches = 0;
+    let split = false;
+    for (; batches < MIGRATION_BATCH_LIMIT; batches++) {
+      const keys = (await source.call('CLUSTER', 'GETKEYSINSLOT', slot, batchSize)) as string[];
+      if (keys.length === 0) break;
+      await source.call('MIGRATE', '127.0.0.1', toPort, '', 0, MIGRATE_TIMEOUT_MS, 'KEYS', ...keys);
+      keysMoved += keys.length;
+      if (!split) {
+        split = true;
+        await options.onSplit?.();
+      }
+      await pause();
+    }
+    if (batches === MIGRATION_BATCH_LIMIT) throw new Error(`redis cluster: slot ${slot} still holds keys after ${batches} batches`);
+    if (!split) await options.onSplit?.();
+    for (const port of [toPort, fromPort, ...cluster.ports.filter((port) => port !== toPort && port !== fromPort)]) {
+      await admin.node(port).call('CLUSTER', 'SETSLOT', slot, 'NODE', toId);
+    }
+    return { slot, fromPort, toPort, keysMoved, batches };
+  } finally {
+    admin.close();
+  }
 }

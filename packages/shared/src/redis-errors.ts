@@ -6,7 +6,7 @@
  * |-------------------|-------------------------------------------------------------------------------|--------------|----------------------------|
  * | `unreachable`     | ECONNREFUSED/ECONNRESET…, `Connection is closed.`, MaxRetriesPerRequestError, `Command timed out`, offline queue off, LOADING, BUSY, MASTERDOWN, `All sentinels are unreachable` | 503 REDIS_UNAVAILABLE | ioredis reconnect backoff (jittered) |
  * | `refusing-writes` | OOM (maxmemory, noeviction), READONLY (a replica), MISCONF (a failed RDB save), NOREPLICAS (min-replicas-to-write), BullMQ's `UNBLOCKED … (master -> replica?)` | 503 REDIS_REFUSING_WRITES | refusal gate (redis-refusal-gate.ts) |
- * | `moving`          | MOVED, ASK, TRYAGAIN, CLUSTERDOWN, ioredis' `Too many Cluster redirections`, `Failed to refresh slots cache` | 503 REDIS_UNAVAILABLE | refusal gate |
+ * | `moving`          | MOVED, ASK, TRYAGAIN, CLUSTERDOWN, ioredis' `Too many Cluster redirections` (whatever its `Last error`), `Failed to refresh slots cache` | 503 REDIS_UNAVAILABLE | refusal gate |
  * | `script-missing`  | NOSCRIPT (ioredis loads the script and resends it at once, on the command it hit) | 503 REDIS_UNAVAILABLE | ioredis' immediate resend |
  * | `other`           | anything else: a script's own error, WRONGTYPE, a bug                          | its own code or 500 | the caller's error path |
  *
@@ -47,7 +47,7 @@ const UNREACHABLE_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'E
 /** ioredis' and BullMQ's own texts for a connection that is gone, not there yet, or silent. */
 const UNREACHABLE_TEXT = /enableOfflineQueue|Command timed out|Connection is closed|Stream isn't writeable|Reached the max retries|Connection in subscriber mode|All sentinels are unreachable|None of startup nodes is available/i;
 
-/** ioredis Cluster texts for slots in motion (its own redirection retries exhausted). */
+/** ioredis Cluster texts for slots in motion (its own redirection retries exhausted), whatever reply it names last. */
 const MOVING_TEXT = /Too many Cluster redirections|Failed to refresh slots cache/i;
 
 /** How many `cause` links `redisErrorKind` follows. */
@@ -65,10 +65,12 @@ function kindOf(error: Error): RedisErrorKind {
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string' && UNREACHABLE_CODES.has(code)) return 'unreachable';
   const message = typeof error.message === 'string' ? error.message : '';
+  // Before the prefixes: ioredis names the last reply it got (`… Last error: ReplyError: NOSCRIPT …`), but every
+  // earlier one was a redirection (a NOSCRIPT or OOM reply is handed back at once unless it is the last allowed try).
+  if (MOVING_TEXT.test(message)) return 'moving';
   const prefix = PREFIX_PATTERN.exec(message)?.[1];
   if (prefix !== undefined) return REDIS_REPLY_PREFIXES[prefix]!;
   if (UNREACHABLE_TEXT.test(message)) return 'unreachable';
-  if (MOVING_TEXT.test(message)) return 'moving';
   return 'other';
 }
 
