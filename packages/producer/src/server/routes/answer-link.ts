@@ -79,7 +79,11 @@ ${error ? html`<p class="error" role="alert">${error}</p>` : ''}
 
 const refusal = (reply: FastifyReply, checked: Extract<Checked, { open: false }>) => page(reply, checked.status, checked.title, html`<p role="alert">${checked.detail}</p>`);
 
-const tokenOf = (request: FastifyRequest): string => (request.params as { token?: string }).token ?? '';
+/**
+ * The token: the rest of the path after `/answer/` (a wildcard, not a `:token` parameter, whose length the router
+ * caps at 100 characters; `verifyAnswerLink` caps it at `ANSWER_LINK_TOKEN_MAX_LENGTH`).
+ */
+const tokenOf = (request: FastifyRequest): string => (request.params as { '*'?: string })['*'] ?? '';
 
 async function answer(options: AnswerLinkRouteOptions, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const checked = await check(options, tokenOf(request));
@@ -102,16 +106,16 @@ async function answer(options: AnswerLinkRouteOptions, request: FastifyRequest, 
   return page(reply, 200, 'Answer sent', html`<p role="status">Thank you: your answer was recorded and is on its way. You can close this page.</p>`);
 }
 
-/** Registers GET and POST `/answer/:token` in their own context (with a form body parser). */
+/** Registers GET and POST `/answer/<token>` in their own context (with a form body parser). */
 export function answerLinkRoutes(options: AnswerLinkRouteOptions): FastifyPluginAsync {
   return async (app: FastifyInstance) => {
     app.addContentTypeParser('application/x-www-form-urlencoded', { parseAs: 'string', bodyLimit: FORM_BODY_LIMIT_BYTES }, (_request, body, done) => {
       done(null, Object.fromEntries(new URLSearchParams(String(body))));
     });
-    app.get('/answer/:token', HIDDEN, async (request, reply) => {
+    app.get('/answer/*', HIDDEN, async (request, reply) => {
       const checked = await check(options, tokenOf(request));
       return checked.open ? form(reply, checked) : refusal(reply, checked);
     });
-    app.post('/answer/:token', HIDDEN, async (request, reply) => answer(options, request, reply));
+    app.post('/answer/*', HIDDEN, async (request, reply) => answer(options, request, reply));
   };
 }
