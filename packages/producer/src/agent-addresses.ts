@@ -29,6 +29,8 @@ export interface AgentUrlHolder {
   cardUrl?: string;
   agent?: string;
   steps?: readonly StepLike[];
+  /** A workflow's notification receiver: checked like an agent (the workers connect to it the same way). */
+  notify?: { url?: string };
 }
 
 /** Every fixed agent URL in a delegation or workflow body, with the dotted field that holds it. */
@@ -36,6 +38,7 @@ export function agentUrlsOf(body: AgentUrlHolder): { field: string; url: string 
   const found: { field: string; url: string }[] = [];
   if (body.cardUrl) found.push({ field: 'cardUrl', url: body.cardUrl });
   if (body.agent) found.push({ field: 'agent', url: body.agent });
+  if (body.notify?.url) found.push({ field: 'notify.url', url: body.notify.url });
   (body.steps ?? []).forEach((step, index) => {
     if (step.agent) found.push({ field: `steps.${index}.agent`, url: step.agent });
     const compensation = step.compensation as { agent?: string } | undefined;

@@ -104,6 +104,9 @@ function checkStepGraph(steps: readonly { name: string; after?: string[] }[], co
   });
 }
 
+/** Where a workflow's notifications go (README "Notifications"). */
+export const StrictNotifyTargetSchema = z.strictObject({ url: HttpUrl });
+
 /** `POST /v1/workflows` body and `startWorkflow` input, checked fully. */
 export const StrictWorkflowDefinitionSchema = z
   .strictObject({
@@ -111,5 +114,6 @@ export const StrictWorkflowDefinitionSchema = z
     steps: z.array(StrictStepSchema).min(1, 'at least one step').max(MAX_WORKFLOW_STEPS, `at most ${MAX_WORKFLOW_STEPS} steps`),
     maxAttemptsPerStep: z.number().int().min(1).max(20).optional(),
     metadata: Metadata.optional(),
+    notify: StrictNotifyTargetSchema.optional(),
   })
   .superRefine((definition, context) => checkStepGraph(definition.steps, context));

@@ -1,7 +1,7 @@
 /**
  * The journal view of a workflow: every step, every attempt, open questions.
  */
-import { isAwaitingAnswer, isFinished, isParked, type Attention, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
+import { answerLinkFor, isAwaitingAnswer, isFinished, isParked, type AnswerLink, type Attention, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
 
 /**
  * Where an attempt stands, derived from the journal:
@@ -61,7 +61,19 @@ export interface OpenQuestion {
   askedAt?: string;
   /** Why the agent refused the previous answer, if it did. */
   previousReplyRefused?: string;
+  /** The question's signed answer link (a person answers without an API token), when links are configured. */
+  answerLink?: AnswerLink;
 }
+
+/** What signs answer links (`ProducerOptions.answerLinks`): the HMAC key, the HTTP service's public URL, the links' life (ms). */
+export interface AnswerLinkSettings {
+  secret: string;
+  baseUrl: string;
+  ttlMs?: number;
+}
+
+/** Default life of an answer link from when its question was asked: 7 days (as the workers'). */
+export const DEFAULT_ANSWER_LINK_TTL_MS = 7 * 24 * 3600 * 1000;
 
 export interface WorkflowView {
   workflowId: string;
@@ -133,7 +145,7 @@ function summarize(view: DelegationView, observed: Observed, workflowState: stri
  * waiter on the workflow's change channel; when it is the compacted record of the workflow's finish
  * (updateWorkflow-4.lua), the view is built from it and nothing is read.
  */
-export async function workflowView(journal: Journal, workflowId: string, published?: string, nowMs = Date.now()): Promise<WorkflowView | undefined> {
+export async function workflowView(journal: Journal, workflowId: string, published?: string, nowMs = Date.now(), links?: AnswerLinkSettings): Promise<WorkflowView | undefined> {
   const snapshot = (published === undefined ? undefined : journal.snapshotFromPublished(workflowId, published)) ?? (await journal.getWorkflowSnapshot(workflowId));
   if (!snapshot) return undefined;
   const { workflow: hash, delegations } = snapshot;
@@ -168,6 +180,7 @@ export async function workflowView(journal: Journal, workflowId: string, publish
       text: textOf(d.question),
       askedAt: d.statusTimestamp,
       ...(d.replyState === 'refused' && d.replyError ? { previousReplyRefused: d.replyError } : {}),
+      ...(links && d.questionKey ? { answerLink: linkOf(links, d, d.questionKey) } : {}),
     }));
   return {
     workflowId,
@@ -183,4 +196,10 @@ export async function workflowView(journal: Journal, workflowId: string, publish
     steps,
     openQuestions,
   };
+}
+
+/** The open question's link, as the workers put it in `question.opened` (the same question and asked-at time). */
+function linkOf(links: AnswerLinkSettings, d: DelegationView, questionKey: string): AnswerLink {
+  const settings = { secret: links.secret, baseUrl: links.baseUrl, ttlMs: links.ttlMs ?? DEFAULT_ANSWER_LINK_TTL_MS };
+  return answerLinkFor(settings, { workflowId: d.workflowId, delegationId: d.delegationId, questionKey, askedAtMs: d.statusTimestampMs ?? d.updatedAt });
 }

@@ -11,6 +11,7 @@ import {
   jobId,
   type CompensateJobSchema,
   type FollowJobSchema,
+  type NotifyJobSchema,
   type QueueName,
   type ReconcileJobSchema,
   type SendJobSchema,
@@ -19,7 +20,11 @@ import {
 
 /** The part of a BullMQ `Queue` the helpers use (the producer and the workers pass their queues). */
 export interface JobQueue<Data> {
-  add(name: string, data: Data, options?: { jobId?: string; delay?: number; removeOnComplete?: boolean; priority?: number }): Promise<unknown>;
+  add(
+    name: string,
+    data: Data,
+    options?: { jobId?: string; delay?: number; removeOnComplete?: boolean; priority?: number; attempts?: number; backoff?: { type: 'exponential'; delay: number; jitter: number } },
+  ): Promise<unknown>;
 }
 
 /** Queues by name, each typed by its job data. */
@@ -29,6 +34,7 @@ export interface TypedQueues {
   reconcile: JobQueue<z.input<typeof ReconcileJobSchema>>;
   verify: JobQueue<z.input<typeof VerifyJobSchema>>;
   compensate: JobQueue<z.input<typeof CompensateJobSchema>>;
+  notify: JobQueue<z.input<typeof NotifyJobSchema>>;
 }
 type Needs<Name extends QueueName> = Pick<TypedQueues, Name>;
 
@@ -194,4 +200,20 @@ export async function enqueueCompensate(queues: Needs<'compensate'>, workflowId:
   const suffix =
     'workflowVersion' in occasion ? [occasion.workflowVersion] : 'settled' in occasion ? [occasion.settled, occasion.version] : ['recover', occasion.recoverAt];
   await queues.compensate.add('compensate', { workflowId }, { jobId: jobId('compensate', workflowId, ...suffix) });
+}
+
+/** How a notification is retried: BullMQ attempts in all, and the first backoff (ms, doubling, jittered by half). */
+export interface NotifyRetry {
+  attempts: number;
+  backoffMs: number;
+}
+
+/**
+ * Delivers a notification event to its receiver: one job per event id (the event's own stable id, so the same
+ * occasion emitted twice while its job is kept is one job; once removed, the notify processor's journal check ends
+ * the repeat). `retry` overrides the queue's default attempts and backoff.
+ */
+export async function enqueueNotification(queues: Needs<'notify'>, job: z.input<typeof NotifyJobSchema>, retry?: NotifyRetry): Promise<void> {
+  const options = retry ? { attempts: retry.attempts, backoff: { type: 'exponential' as const, delay: retry.backoffMs, jitter: 0.5 } } : {};
+  await queues.notify.add('notify', job, { jobId: jobId('notify', job.event.id), ...options });
 }

@@ -54,12 +54,26 @@ export {
   RECONCILE_BATCH_MAX,
   VerifyJobSchema,
   CompensateJobSchema,
+  NotifyJobSchema,
   queuePrefix,
   jobId,
   DEFAULT_JOB_OPTIONS,
   JOB_RETENTION,
 } from './queues.ts';
-export type { QueueName, SendJob, FollowJob, ReconcileJob, VerifyJob, CompensateJob } from './queues.ts';
+export type { QueueName, SendJob, FollowJob, ReconcileJob, VerifyJob, CompensateJob, NotifyJob } from './queues.ts';
+export { NOTIFICATION_KINDS, NOTIFICATION_DATA_MAX_BYTES, NotificationEventSchema, notificationEventId, notificationEventOf } from './notify/event.ts';
+export type { NotificationEvent, NotificationInput, NotificationKind } from './notify/event.ts';
+export {
+  ANSWER_LINK_SECRET_MIN_LENGTH,
+  ANSWER_LINK_TOKEN_MAX_LENGTH,
+  answerLinkFor,
+  answerLinkId,
+  answerLinkUrl,
+  signAnswerLink,
+  verifyAnswerLink,
+} from './notify/answer-link.ts';
+export type { AnswerLink, AnswerLinkClaim, AnswerLinkRefusal } from './notify/answer-link.ts';
+export { NOTIFICATION_STAGES, type NotificationEntry, type NotificationStage } from './journal/journal.ts';
 export {
   enqueueSend,
   enqueueSendTry,
@@ -72,8 +86,9 @@ export {
   enqueueStartupSweep,
   enqueueVerify,
   enqueueCompensate,
+  enqueueNotification,
 } from './enqueue.ts';
-export type { TypedQueues } from './enqueue.ts';
+export type { TypedQueues, NotifyRetry } from './enqueue.ts';
 export { decide, firstAttempts, classifyFailure, failureOf, needsUndo } from './decide.ts';
 export type { Decision, WorkflowSnapshot, AttemptView, PreviousAttempt, CandidateLookup, FailureKind, FirstAttempt, Effect } from './decide.ts';
 export { RESOLVE_ACTIONS, allowedResolveActions, resolutionPatch } from './decide-resolution.ts';
@@ -87,11 +102,12 @@ export {
   CompensationSchema,
   StepSchema,
   WorkflowDefinitionSchema,
+  NotifyTargetSchema,
   parseDefinitionText,
   WORKFLOW_STATES,
   declaredVerifier,
 } from './workflow.ts';
-export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition, WorkflowState } from './workflow.ts';
+export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition, WorkflowState, NotifyTarget } from './workflow.ts';
 export { createLogger, lazyChildLogger, defaultLoggerOptions, logRedisConnectionState } from './logger.ts';
 export type { Logger } from './logger.ts';
 export { QUEUE_JOB_STATUSES, createMetrics, metricsRequestAllowed } from './metrics.ts';

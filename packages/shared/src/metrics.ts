@@ -44,6 +44,11 @@ export interface Metrics {
   workflowsFinished: Counter<'state'>;
   /** Failed sends by the journaled error code (one of `RECORDED_ERROR_CODES`) and `agent` label; workers. */
   sendErrors: Counter<'code' | 'agent'>;
+  /**
+   * Notification deliveries by event kind and outcome: `delivered` (2xx), `retried` (a failed try with tries left),
+   * `failed` (tries used up: the event waits in the notify queue's failed set), `skipped` (journaled delivered already), `not-enqueued` (the emit's enqueue failed: logged); workers.
+   */
+  notifications: Counter<'kind' | 'outcome'>;
   /** The bounded `agent` label of the per-delegation metrics (`AgentLabels.of(agentCardUrl)`); not a metric. */
   agentLabels: AgentLabels;
 }
@@ -124,6 +129,7 @@ function createOn(registry: Registry, agentLabels: AgentLabels): Metrics {
     }),
     workflowsFinished: counter('durable_a2a_workflows_finished_total', 'Workflows that reached a finished state (COMPLETED, COMPENSATED, FAILED, CANCELED), by that state', ['state']),
     sendErrors: counter('durable_a2a_send_errors_total', 'Failed sends, by the journaled error code and agent', ['code', 'agent']),
+    notifications: counter('durable_a2a_notifications_total', 'Notification deliveries by event kind and outcome (delivered, retried, failed, skipped, not-enqueued)', ['kind', 'outcome']),
   };
 }
 

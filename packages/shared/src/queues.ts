@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ID_PATTERN } from './journal/keys.ts';
+import { NotificationEventSchema } from './notify/event.ts';
 
 export const QUEUE_NAMES = {
   send: 'send',
@@ -12,6 +13,7 @@ export const QUEUE_NAMES = {
   reconcile: 'reconcile',
   verify: 'verify',
   compensate: 'compensate',
+  notify: 'notify',
 } as const;
 export type QueueName = keyof typeof QUEUE_NAMES;
 export const ALL_QUEUES = Object.values(QUEUE_NAMES);
@@ -70,6 +72,13 @@ export type VerifyJob = z.infer<typeof VerifyJobSchema>;
 export const CompensateJobSchema = z.object({ workflowId: Id });
 export type CompensateJob = z.infer<typeof CompensateJobSchema>;
 
+/**
+ * notify: deliver one notification event to one receiver (workers `notify/`). The event travels whole in the job, so
+ * every retry sends the same body; `url` is the receiver chosen when the event was emitted.
+ */
+export const NotifyJobSchema = z.object({ event: NotificationEventSchema, url: z.url({ protocol: /^https?$/ }) });
+export type NotifyJob = z.infer<typeof NotifyJobSchema>;
+
 /** BullMQ queue prefix for a key prefix: hash-tagged so every queue script stays in one Cluster slot. */
 export const queuePrefix = (prefix: string): string => `{${prefix}}`;
 
@@ -91,6 +100,9 @@ export const DEFAULT_JOB_OPTIONS = {
   reconcile: { attempts: 3, backoff: { type: 'exponential', delay: 1_000, jitter: 0.5 } },
   verify: { attempts: 8, backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 } },
   compensate: { attempts: 10, backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 } },
+  // A receiver down for about an hour loses nothing (2 s doubling, capped by attempts: 12 tries over ~1.1 h), then
+  // the event stays in the failed set (kept a week, JOB_RETENTION) and counts in `durable_a2a_notifications_total`.
+  notify: { attempts: 12, backoff: { type: 'exponential', delay: 2_000, jitter: 0.5 } },
 } as const satisfies Record<QueueName, { attempts: number; backoff: { type: 'exponential'; delay: number; jitter: number } }>;
 
 /**

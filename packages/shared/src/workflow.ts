@@ -12,6 +12,10 @@ import { ID_PATTERN } from './journal/keys.ts';
 const Id = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
 const HttpUrl = z.url({ protocol: /^https?$/ });
 
+/** A notification receiver: the http(s) URL the signed events are POSTed to. */
+export const NotifyTargetSchema = z.object({ url: HttpUrl });
+export type NotifyTarget = z.infer<typeof NotifyTargetSchema>;
+
 /** A message to send: plain text or parts, with optional metadata. */
 export const MessageInputSchema = z.union([
   z.object({ text: z.string().min(1), metadata: z.record(z.string(), z.unknown()).optional() }),
@@ -79,6 +83,11 @@ export const WorkflowDefinitionSchema = z
     steps: z.array(StepSchema).min(1).max(100),
     maxAttemptsPerStep: z.number().int().min(1).max(20).default(3),
     metadata: z.record(z.string(), z.unknown()).optional(),
+    /**
+     * Where this workflow's notifications go (README "Notifications"): replaces the fleet-wide `DA2A_NOTIFY_URL`
+     * for this workflow. The URL passes the same address policy as agents.
+     */
+    notify: NotifyTargetSchema.optional(),
   })
   .refine((definition) => new Set(definition.steps.map((step) => step.name)).size === definition.steps.length, {
     message: 'step names must be unique',

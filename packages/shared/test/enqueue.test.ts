@@ -20,7 +20,7 @@ interface Added {
   queue: string;
   name: string;
   data: unknown;
-  options?: { jobId?: string; delay?: number; removeOnComplete?: boolean; priority?: number };
+  options?: { jobId?: string; delay?: number; removeOnComplete?: boolean; priority?: number; attempts?: number };
 }
 
 function recordingQueues(): { queues: TypedQueues; added: Added[] } {
@@ -30,7 +30,7 @@ function recordingQueues(): { queues: TypedQueues; added: Added[] } {
       added.push({ queue: name, name: jobName, data, options });
     },
   });
-  return { queues: { send: queue('send'), follow: queue('follow'), reconcile: queue('reconcile'), verify: queue('verify'), compensate: queue('compensate') }, added };
+  return { queues: { send: queue('send'), follow: queue('follow'), reconcile: queue('reconcile'), verify: queue('verify'), compensate: queue('compensate'), notify: queue('notify') }, added };
 }
 
 const ref = { workflowId: 'trip', delegationId: 'main.1' };

@@ -31,6 +31,17 @@ export const WorkerEnvironmentSchema = z.object({
   REDIS_URL: RedisUrlSchema.default('redis://127.0.0.1:6379'),
   DA2A_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('da2a'),
   DA2A_WEBHOOK_URL: z.url().optional(),
+  /** Outbound notifications (README "Notifications"): the fleet-wide receiver and the Standard Webhooks secret. */
+  DA2A_NOTIFY_URL: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }).optional(),
+  DA2A_NOTIFY_SECRET: z
+    .string()
+    .regex(/^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/, 'whsec_ followed by base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)')
+    .optional(),
+  DA2A_NOTIFY_ATTEMPTS: z.coerce.number({ error: 'a whole number of tries, 1 to 50' }).int().min(1).max(50).optional(),
+  /** Signed answer links (README "Signed answer links"): the HMAC key (as the HTTP service's) and the service's public URL. */
+  DA2A_LINK_SECRET: z.string().min(32, 'at least 32 characters, e.g. $(openssl rand -base64 32)').optional(),
+  DA2A_PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'the http(s) base URL of the HTTP service, e.g. https://durable-a2a.example' }).optional(),
+  DA2A_ANSWER_LINK_TTL_MS: Milliseconds.optional(),
   DA2A_REQUEST_TIMEOUT_MS: Milliseconds.optional(),
   DA2A_STREAM_IDLE_TIMEOUT_MS: Milliseconds.optional(),
   DA2A_RECONCILE_INTERVAL_MS: Milliseconds.optional(),
@@ -57,18 +68,18 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_LIMIT_PARTS_PER_MESSAGE: PositiveCount.optional(),
   DA2A_LIMIT_JSON_DEPTH: PositiveCount.optional(),
   DA2A_LIMIT_ARTIFACT_BYTES_PER_DELEGATION: PositiveCount.optional(),
-  /** Queues this process works on, comma-separated; default all five. */
+  /** Queues this process works on, comma-separated; default all six. */
   DA2A_QUEUES: z
     .string()
     .optional()
     .transform((text) => (text ? text.split(',').map((queue) => queue.trim()).filter(Boolean) : undefined))
-    .pipe(z.array(z.enum(['send', 'follow', 'reconcile', 'verify', 'compensate'])).min(1).optional()),
+    .pipe(z.array(z.enum(['send', 'follow', 'reconcile', 'verify', 'compensate', 'notify'])).min(1).optional()),
   /** Per-queue concurrency, e.g. `send=20,follow=500`. */
   DA2A_CONCURRENCY: z
     .string()
     .regex(
-      /^\s*(send|follow|reconcile|verify|compensate)\s*=\s*[1-9]\d*\s*(,\s*(send|follow|reconcile|verify|compensate)\s*=\s*[1-9]\d*\s*)*$/,
-      'queue=count pairs, comma-separated, e.g. send=20,follow=500 (queues: send, follow, reconcile, verify, compensate; counts: positive whole numbers)',
+      /^\s*(send|follow|reconcile|verify|compensate|notify)\s*=\s*[1-9]\d*\s*(,\s*(send|follow|reconcile|verify|compensate|notify)\s*=\s*[1-9]\d*\s*)*$/,
+      'queue=count pairs, comma-separated, e.g. send=20,follow=500 (queues: send, follow, reconcile, verify, compensate, notify; counts: positive whole numbers)',
     )
     .optional()
     .transform((text) =>
@@ -162,6 +173,14 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     redis: environment.REDIS_URL,
     prefix: environment.DA2A_PREFIX,
     webhookUrl: environment.DA2A_WEBHOOK_URL,
+    notify: {
+      url: environment.DA2A_NOTIFY_URL,
+      secret: environment.DA2A_NOTIFY_SECRET,
+      ...(environment.DA2A_NOTIFY_ATTEMPTS ? { retry: { attempts: environment.DA2A_NOTIFY_ATTEMPTS } } : {}),
+    },
+    ...(environment.DA2A_LINK_SECRET && environment.DA2A_PUBLIC_URL
+      ? { answerLinks: { secret: environment.DA2A_LINK_SECRET, baseUrl: environment.DA2A_PUBLIC_URL, ...(environment.DA2A_ANSWER_LINK_TTL_MS ? { ttlMs: environment.DA2A_ANSWER_LINK_TTL_MS } : {}) } }
+      : {}),
     requestTimeoutMs: environment.DA2A_REQUEST_TIMEOUT_MS,
     streamIdleTimeoutMs: environment.DA2A_STREAM_IDLE_TIMEOUT_MS,
     reconcileIntervalMs: environment.DA2A_RECONCILE_INTERVAL_MS,

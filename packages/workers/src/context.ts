@@ -3,6 +3,7 @@
  * compiled options. No module-level clients anywhere (style rule 1).
  */
 import type { Queue } from 'bullmq';
+import type { Dispatcher } from 'undici';
 import type { AgentRegistry, DelegationRecord, DelegationRef, FollowLease, Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
 import type { AgentDirectory } from './agents.ts';
 import type { CompiledFleetOptions } from './options.ts';
@@ -64,6 +65,8 @@ export interface WorkerContext {
   registry: AgentRegistry;
   queues: Record<QueueName, Queue>;
   agents: AgentDirectory;
+  /** The dispatcher of every outbound connection (agents and notification receivers): the address policy's. */
+  dispatcher: Dispatcher;
   verifiers: VerifierRegistry;
   compensationHandlers: ReadonlyMap<string, CompensationHandler>;
   /** Auth handlers by Agent Card URL (AUTH_REQUIRED). */

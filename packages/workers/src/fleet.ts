@@ -1,5 +1,5 @@
 /**
- * Creates and closes the BullMQ Workers of all five queues and the
+ * Creates and closes the BullMQ Workers of all six queues and the
  * reconciler's job scheduler: the one place that owns connections.
  */
 import { hostname } from 'node:os';
@@ -47,6 +47,7 @@ import { policyOf } from './delegation/core/policy.ts';
 import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
 import { processSend } from './queues/send.ts';
 import { processVerify } from './queues/verify.ts';
+import { processNotify } from './queues/notify.ts';
 import type { Verifier } from './verifiers.ts';
 
 export interface StartFleetOptions extends FleetOptions {
@@ -61,7 +62,7 @@ export interface StartFleetOptions extends FleetOptions {
   authHandlers?: Record<string, AuthHandler>;
   /** BullMQ telemetry (`startTracing().telemetry`) for every Queue and Worker; default none (no spans). */
   telemetry?: Telemetry;
-  /** Queues this process works on; default all five. */
+  /** Queues this process works on; default all six. */
   queues?: QueueName[];
   /** A worker whose fetch has not returned for this long is not live (R23). Default 30_000. */
   livenessStaleAfterMs?: number;
@@ -94,6 +95,7 @@ const PROCESSORS: Record<QueueName, (job: Job, ctx: WorkerContext) => Promise<st
   reconcile: processReconcile,
   verify: processVerify,
   compensate: processCompensate,
+  notify: processNotify,
 };
 
 /** One BullMQ Worker for `name`, timed and watched for liveness (R23). */
@@ -160,6 +162,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
     journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation, onCorruptRecord }),
     registry,
     queues,
+    dispatcher,
     agents: new AgentDirectory({
       ...{ credentials: input.credentials, dispatcher, addressPolicy: input.addressPolicy ?? {}, cardMaxAgeMs: 5 * 60_000, onAgentCall },
       ...{ requestTimeoutMs: options.requestTimeoutMs, streamIdleTimeoutMs: options.streamIdleTimeoutMs, now: options.now, limits: options.limits },

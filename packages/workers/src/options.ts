@@ -3,7 +3,7 @@
  * `CompiledFleetOptions` (durations in …Ms, everything set).
  */
 import type { Dispatcher } from 'undici';
-import type { A2ALimits, AddressPolicyOptions, CredentialsProvider, JournalDurability, QueueName, RedisClient } from '@durable-a2a/shared';
+import { ANSWER_LINK_SECRET_MIN_LENGTH, DEFAULT_JOB_OPTIONS, type A2ALimits, type AddressPolicyOptions, type CredentialsProvider, type JournalDurability, type NotifyRetry, type QueueName, type RedisClient } from '@durable-a2a/shared';
 import type { BackoffOptions } from './delegation/core/policy.ts';
 
 export interface FleetOptions {
@@ -18,7 +18,7 @@ export interface FleetOptions {
   redisUrl?: string;
   /** Key prefix for the journal and (hash-tagged) the queues. Default `da2a`. */
   prefix?: string;
-  /** Jobs processed at once per queue by this process. Defaults: send 20, follow 500, reconcile 20, verify 10, compensate 5. */
+  /** Jobs processed at once per queue by this process. Defaults: send 20, follow 500, reconcile 20, verify 10, compensate 5, notify 10. */
   concurrency?: Partial<Record<QueueName, number>>;
   /** Deadline of one non-stream A2A call. Default 30_000. */
   requestTimeoutMs?: number;
@@ -100,6 +100,10 @@ export interface FleetOptions {
   addressPolicy?: AddressPolicyOptions;
   /** Webhook URL that agents POST push notifications to (the API's `/v1/push`). Unset = no push. */
   webhookUrl?: string;
+  /** Outbound notifications to people's tooling (README "Notifications", `notify/`). Default off. */
+  notify?: NotifyOptions;
+  /** Signed answer links in `question.opened` notifications (README "Signed answer links"). Default none. */
+  answerLinks?: AnswerLinkOptions;
   /** Agent Card URLs of agents known to deduplicate SendMessage by messageId (0.3 agents without ListTasks may then be resent). */
   deduplicatingAgents?: string[];
   /** Refuse to start when Redis could lose the journal (no AOF/RDB, evicting policy). Default false (warn). */
@@ -113,6 +117,31 @@ export interface FleetOptions {
   /** Worker id; default hostname-pid. */
   workerId?: string;
   now?: () => number;
+}
+
+/** Outbound notifications (`notify/`): where to, how they are signed, how they are retried. */
+export interface NotifyOptions {
+  /** Fleet-wide receiver (`DA2A_NOTIFY_URL`); a workflow's `notify.url` replaces it for that workflow. Default none. */
+  url?: string;
+  /**
+   * Standard Webhooks signing secret (`DA2A_NOTIFY_SECRET`, `whsec_` and base64 of 24 to 64 random bytes). Without
+   * it no event is emitted (an unsigned event would be worthless to a receiver that checks).
+   */
+  secret?: string;
+  /** Tries in all and the first backoff (ms, doubling, jittered by half). Default 12 tries from 2_000 ms (about an hour). */
+  retry?: Partial<NotifyRetry>;
+  /** Deadline of one delivery (ms), headers and body. Default 10_000. */
+  requestTimeoutMs?: number;
+}
+
+/** Signed answer links (`notify/` puts them in `question.opened`; the HTTP service serves `/answer/<token>`). */
+export interface AnswerLinkOptions {
+  /** HMAC-SHA256 key (`DA2A_LINK_SECRET`): at least 32 characters, the same in the HTTP service. */
+  secret: string;
+  /** The HTTP service's public base URL (`DA2A_PUBLIC_URL`), e.g. `https://durable-a2a.example`. */
+  baseUrl: string;
+  /** How long a link stays valid after its question was asked (ms). Default 7 days. */
+  ttlMs?: number;
 }
 
 export interface CompiledFleetOptions {
@@ -151,6 +180,8 @@ export interface CompiledFleetOptions {
   streamingSends: boolean;
   limits: Partial<A2ALimits>;
   webhookUrl: string | undefined;
+  notify: { url: string | undefined; secret: string | undefined; retry: NotifyRetry; requestTimeoutMs: number };
+  answerLinks: Required<AnswerLinkOptions> | undefined;
   deduplicatingAgents: ReadonlySet<string>;
   strictPersistence: boolean;
   crashAt: string | undefined;
@@ -161,12 +192,13 @@ export interface CompiledFleetOptions {
 /** Applies every default once. */
 export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions {
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
-  const concurrency = { send: 20, follow: 500, reconcile: 20, verify: 10, compensate: 5, ...options.concurrency };
+  const concurrency = { send: 20, follow: 500, reconcile: 20, verify: 10, compensate: 5, notify: 10, ...options.concurrency };
   const redis = options.redis ?? options.redisUrl;
   if (redis === undefined || redis === '') throw new TypeError('startFleet: set `redis` (a Redis URL or an ioredis client)');
   if (options.localFollowSlots !== undefined && !(Number.isInteger(options.localFollowSlots) && options.localFollowSlots >= 0)) {
     throw new TypeError(`startFleet: localFollowSlots must be a whole number ≥ 0 (got ${options.localFollowSlots})`);
   }
+  if (options.answerLinks && options.answerLinks.secret.length < ANSWER_LINK_SECRET_MIN_LENGTH) throw new TypeError(`startFleet: answerLinks.secret must be at least ${ANSWER_LINK_SECRET_MIN_LENGTH} characters`);
   return {
     redis,
     prefix: options.prefix ?? 'da2a',
@@ -201,6 +233,13 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     streamingSends: options.streamingSends ?? false,
     limits: options.limits ?? {},
     webhookUrl: options.webhookUrl,
+    notify: {
+      url: options.notify?.url,
+      secret: options.notify?.secret,
+      retry: { attempts: DEFAULT_JOB_OPTIONS.notify.attempts, backoffMs: DEFAULT_JOB_OPTIONS.notify.backoff.delay, ...options.notify?.retry },
+      requestTimeoutMs: options.notify?.requestTimeoutMs ?? 10_000,
+    },
+    answerLinks: options.answerLinks ? { ttlMs: 7 * 24 * 3600 * 1000, ...options.answerLinks } : undefined,
     deduplicatingAgents: new Set(options.deduplicatingAgents ?? []),
     strictPersistence: options.strictPersistence ?? false,
     crashAt: options.crashAt,

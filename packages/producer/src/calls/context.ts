@@ -22,7 +22,7 @@ import {
   type JournalDurability,
 } from '@durable-a2a/shared';
 import { NotFoundError, RedisUnavailableError, fromZodError } from '../errors.ts';
-import { workflowView, type WorkflowView } from '../view.ts';
+import { workflowView, type AnswerLinkSettings, type WorkflowView } from '../view.ts';
 import { WorkflowChangeSubscriber } from '../wait.ts';
 
 export interface ProducerOptions {
@@ -34,6 +34,11 @@ export interface ProducerOptions {
   redis: string | Redis | Cluster;
   /** Key prefix shared with the workers. Default `da2a`. */
   prefix?: string;
+  /**
+   * Signed answer links in the view of each open question (README "Signed answer links"): the same `secret`
+   * (`DA2A_LINK_SECRET`, at least 32 characters) and `baseUrl` (`DA2A_PUBLIC_URL`) as the workers'. Default none.
+   */
+  answerLinks?: AnswerLinkSettings;
   /** How long finished records are kept. Default 7 days. */
   retentionMs?: number;
   /**
@@ -210,7 +215,7 @@ export function parseInput<T extends z.ZodType>(schema: T, input: unknown): z.ou
  * record saves the read). Throws NotFoundError.
  */
 export async function readView(context: ProducerContext, id: string, published?: string): Promise<WorkflowView> {
-  const found = await workflowView(context.journal, id, published);
+  const found = await workflowView(context.journal, id, published, Date.now(), context.options.answerLinks);
   if (!found) throw new NotFoundError(`workflow ${id} not found`);
   return found;
 }

@@ -24,7 +24,7 @@ import {
 } from '@durable-a2a/shared';
 import { IdempotencyConflictError } from '../errors.ts';
 import { checkAgentAddresses } from '../agent-addresses.ts';
-import { StrictWorkflowDefinitionSchema } from '../definition.ts';
+import { StrictNotifyTargetSchema, StrictWorkflowDefinitionSchema } from '../definition.ts';
 import { parseInput, type ProducerContext } from './context.ts';
 
 const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
@@ -40,6 +40,8 @@ export const DelegateInputSchema = z
     idempotencyKey: IdempotencyKey.optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
     push: z.boolean().optional(),
+    /** Where this delegation's notifications go (README "Notifications"); default the fleet-wide `DA2A_NOTIFY_URL`. */
+    notify: StrictNotifyTargetSchema.optional(),
     /** How long (ms) to wait for the agent while it cannot be reached before the delegation ends FAILED `AGENT_UNREACHABLE`. Default: the attempt deadline. */
     unreachableForMs: z.number().int().positive().optional(),
   })
@@ -123,8 +125,9 @@ export async function delegate(context: ProducerContext, input: DelegateInput): 
     workflowId: parsed.idempotencyKey ?? randomUUID(),
     steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push, ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}) }],
     maxAttemptsPerStep: 1,
+    ...(parsed.notify ? { notify: parsed.notify } : {}),
   });
-  await checkAgentAddresses({ agent: parsed.agent }, context.options.addressPolicy ?? {});
+  await checkAgentAddresses({ agent: parsed.agent, ...(parsed.notify ? { notify: parsed.notify } : {}) }, context.options.addressPolicy ?? {});
   const result = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: definition.workflowId }, () => create(context, definition));
   return { id: result.id, created: result.created, messageId: result.messageId ?? '' };
 }

@@ -51,6 +51,10 @@ export const ServerEnvironmentSchema = z.object({
     .transform((text) => (text ? text.split(',').map((host) => host.trim()).filter(Boolean) : [])),
   /** Largest Agent Card `registerAgent` reads, in bytes (default 1 MiB); see README "Limits and deadlines". */
   DA2A_LIMIT_AGENT_CARD_BYTES: z.coerce.number().int().positive().optional(),
+  /** Signed answer links (README "Signed answer links"): the HMAC key (as the workers') and this service's public URL. */
+  DA2A_LINK_SECRET: z.string().min(32, 'at least 32 characters, e.g. $(openssl rand -base64 32)').optional(),
+  DA2A_PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'the http(s) base URL of this service, e.g. https://durable-a2a.example' }).optional(),
+  DA2A_ANSWER_LINK_TTL_MS: z.coerce.number().int().positive().optional(),
   ...JournalDurabilityEnvironment,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });

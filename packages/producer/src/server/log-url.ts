@@ -17,8 +17,15 @@ function decodedName(raw: string): string | undefined {
   }
 }
 
-/** `url` (path and query, as in the request line) with every query parameter outside the allowlist redacted. */
+/** A path whose last segment is a secret (a signed answer link's token): logged as `[redacted]`. */
+const SECRET_PATH = /^(\/answer\/)[^/?]*/;
+
+/**
+ * `url` (path and query, as in the request line) with every query parameter outside the allowlist redacted, and
+ * the token of an answer link (`/answer/<token>`) too.
+ */
 export function logUrl(url: string): string {
+  url = url.replace(SECRET_PATH, '$1[redacted]');
   const start = url.indexOf('?');
   if (start < 0) return url;
   const parameters = url

@@ -31,6 +31,9 @@ const app = createServer({
   metricsRegistry,
   metricsToken: environment.DA2A_METRICS_TOKEN,
   telemetry: tracing.telemetry,
+  ...(environment.DA2A_LINK_SECRET
+    ? { answerLinks: { secret: environment.DA2A_LINK_SECRET, baseUrl: environment.DA2A_PUBLIC_URL ?? `http://${environment.HOST}:${environment.PORT}`, ttlMs: environment.DA2A_ANSWER_LINK_TTL_MS } }
+    : {}),
 });
 await listenOrExit(() => app.listen({ port: environment.PORT, host: environment.HOST }), { portSetting: 'PORT', hostSetting: 'HOST', port: environment.PORT, host: environment.HOST });
 // Tells a parent process (tests, the demo) where the service listens.

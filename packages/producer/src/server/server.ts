@@ -23,6 +23,8 @@ import { answerWithin, DEFAULT_REQUEST_TIMEOUT_MS, STARTUP_REDIS_WAIT_MS } from 
 import { opsRoutes, type HealthReport } from './routes/ops.ts';
 import { pushRoutes } from './routes/push.ts';
 import { v1Routes } from './routes/v1.ts';
+import { answerLinkRoutes } from './routes/answer-link.ts';
+import type { AnswerLinkSettings } from '../view.ts';
 import { registerUi } from './ui/routes.ts';
 import { frontDoorRoutes } from './a2a/routes.ts';
 import { registerSecurityHeaders } from './security-headers.ts';
@@ -61,6 +63,11 @@ export interface ServerOptions {
   health?: () => Promise<HealthReport>;
   /** BullMQ telemetry (`startTracing().telemetry`) for the server's producer and queues. Default none. */
   telemetry?: Telemetry;
+  /**
+   * Signed answer links (README "Signed answer links"): serves `/answer/<token>` and, when the server creates its
+   * producer, shows each open question's link in the view. Default none (no route).
+   */
+  answerLinks?: AnswerLinkSettings;
 }
 
 
@@ -126,7 +133,8 @@ export function createServer(options: ServerOptions): ApiServer {
   const redis = createFailFastRedisClient(options.redisUrl, options.commandTimeoutMs);
   const onCorruptRecord = corruptRecordReporter({ logger, counter: metrics.corruptRecords });
   const producer =
-    options.producer ?? createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry, limits: options.limits, durability: options.durability, onCorruptRecord });
+    options.producer ??
+    createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry, limits: options.limits, durability: options.durability, onCorruptRecord, answerLinks: options.answerLinks });
   const queues = createQueues(redis, prefix, options.telemetry);
   const queueList = Object.values(queues);
   logRedisConnectionState(logger, redis, queueList);
@@ -172,6 +180,7 @@ export function createServer(options: ServerOptions): ApiServer {
   app.register(frontDoorRoutes({ producer, apiTokens: tokens, jsonDepth: apiBodyDepth(resolveLimits(options.limits).jsonDepth) }));
   app.register(async (root) => registerAdmin(root, queueList, tokens, { readOnly: options.adminReadOnly ?? false }));
   app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, server: app }));
+  if (options.answerLinks) app.register(answerLinkRoutes({ journal: producer.journal, queues, links: options.answerLinks }));
   app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal, metricsToken: options.metricsToken }));
   return app;
 }

@@ -11,13 +11,15 @@
  * - status.ts: status and artifact changes (applyStatus, applyArtifact, bindTask, noteProtocolError)
  * - replies.ts: replies to questions (recordReply, markReply, takeReplySend)
  * - coordination.ts: one-time marks, the follow lease, the fleet-wide rate limit
+ * - notifications.ts: outbound notification events and how far each got
  */
-import { JournalCoordination } from './coordination.ts';
+import { JournalNotifications } from './notifications.ts';
 
 /** Journal over one Redis connection (standalone or Cluster): `new Journal(redis, options?)`. */
-export class Journal extends JournalCoordination {}
+export class Journal extends JournalNotifications {}
 
 export { JournalError } from './errors.ts';
 export type { DelegationRef, JournalOptions } from './core.ts';
 export { questionKeyOf, type ArtifactOutcome, type ArtifactUpdate, type StatusChange, type StatusChangeResult, type FollowLease, type WorkflowAtFinish, type WorkflowFlags } from './status.ts';
 export { countUnfinishedByState, STATE_SAMPLE_LIMIT } from './unfinished-index.ts';
+export { NOTIFICATION_STAGES, type NotificationEntry, type NotificationStage } from './notifications.ts';

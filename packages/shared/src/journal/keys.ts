@@ -30,6 +30,8 @@ export interface JournalKeys {
   finished(workflowId: string): string;
   /** A compacted workflow's push tokens (hash delegationId → token), beside its record: pushes are authenticated without it. */
   finishedPushTokens(workflowId: string): string;
+  /** Notification events of a workflow and how far each got: hash event id → JSON (recordNotification-1.lua). */
+  notifications(workflowId: string): string;
   /** A "do this at most once" marker of a delegation (e.g. `cancel-sent`, `auth:<challenge>`). */
   once(workflowId: string, delegationId: string, name: string): string;
   /** Fleet-wide rate limit state (takeToken-1.lua). */
@@ -68,6 +70,7 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     delegationList: (workflowId) => `${tag(workflowId)}:wf:delegations`,
     finished: (workflowId) => `${tag(workflowId)}:done`,
     finishedPushTokens: (workflowId) => `${tag(workflowId)}:push`,
+    notifications: (workflowId) => `${tag(workflowId)}:notify`,
     once: (workflowId, delegationId, name) => `${tag(workflowId)}:d:${delegationId}:${name}`,
     rateLimit: (name) => `${prefix}:unfinished:rate:${name}`,
     unfinished: () => `${prefix}:unfinished`,

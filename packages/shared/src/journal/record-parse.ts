@@ -141,6 +141,7 @@ const FIELDS: readonly (readonly [string, Read | typeof secret])[] = [
   ['replySendUntil', optionalMs],
   ['replyError', optionalText],
   ['replyForQuestion', optionalText],
+  ['replyBy', optionalText],
   ['questionKey', optionalText],
   ['effect', oneOf(EFFECTS)],
   ['evidence', jsonOf(anything)],

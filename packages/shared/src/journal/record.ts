@@ -148,6 +148,8 @@ export const DelegationRecordSchema = z
     replyError: optionalText,
     /** The question (questionKey) the journaled reply answers. */
     replyForQuestion: optionalText,
+    /** Who gave the journaled reply, when known: `link <id>` for a signed answer link (answerByLink-1.lua). */
+    replyBy: optionalText,
     /** Identifies the current question: its message id, else its timestamp, else a sequence. */
     questionKey: optionalText,
     effect: z.enum(['present', 'absent', 'unknown']).optional(),

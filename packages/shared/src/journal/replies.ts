@@ -20,6 +20,20 @@ const recordReplyScript = defineScript({
   },
 });
 
+/** answerByLink-1.lua: the reply's messageId, and whether this call journaled it (false: the question was answered). */
+const answerByLinkScript = defineScript({
+  name: 'answerByLink',
+  keys: ['delegation'],
+  encode: (input: { questionKey: string; linkId: string; messageId: string; message: object; nowMs: number }) => [
+    input.questionKey,
+    input.linkId,
+    input.messageId,
+    JSON.stringify(input.message),
+    input.nowMs,
+  ],
+  decode: recordReplyScript.decode,
+});
+
 /** markReply-1.lua's input (see its header). */
 interface MarkReplyInput {
   fence: number;
@@ -51,6 +65,20 @@ export class JournalReplies extends JournalStatus {
     const generation = connectionGeneration(this.redis);
     const recorded = unlessRefused(await this.call(recordReplyScript, { delegation: this.delegationKeys(ref)[0] }, { messageId, message, nowMs: this.now() }), ref, 'recordReply');
     await this.awaitReplicas(ref.workflowId, generation); // the producer acknowledges the reply
+    return recorded;
+  }
+
+  /**
+   * Journals the answer given through a signed answer link (answerByLink-1.lua): single use, on the question the
+   * link names, recorded as answered by `link <linkId>`.
+   * @returns the reply's messageId and whether it is new (false: this question already has a reply: the link is used)
+   * @throws JournalError WRONG_STATE (not parked on that question: closed), DELEGATION_MISSING; ReplicationTimeoutError
+   */
+  async answerByLink(ref: DelegationRef, link: { questionKey: string; linkId: string }, messageId: string, message: object): Promise<{ messageId: string; created: boolean }> {
+    const generation = connectionGeneration(this.redis);
+    const input = { questionKey: link.questionKey, linkId: link.linkId, messageId, message, nowMs: this.now() };
+    const recorded = unlessRefused(await this.call(answerByLinkScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'answerByLink');
+    await this.awaitReplicas(ref.workflowId, generation);
     return recorded;
   }
 

@@ -9,6 +9,7 @@
 import { enqueueReply, isAwaitingAnswer, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { jitteredCheckTime } from './core/policy.ts';
+import { notifyQuestionOpened } from '../notify/question.ts';
 
 /**
  * Parks a delegation on its question (see the module header). Only `apply.ts` calls this. `asked`: the observation
@@ -25,4 +26,5 @@ export async function park(ctx: WorkerContext, record: DelegationRecord, asked: 
   const line = { workflowId: record.workflowId, delegationId: record.delegationId, question: record.question };
   if (asked) ctx.logger.info(line, 'parked on a question');
   else ctx.logger.debug(line, 'still parked on a question');
+  await notifyQuestionOpened(ctx, record, asked);
 }

@@ -32,6 +32,7 @@ import {
 import { transition } from '../delegation/core/transitions.ts';
 import { writeStep } from '../delegation/write.ts';
 import type { WorkerContext } from '../context.ts';
+import { notifyAttentionNeeded, notifyWorkflowFinished } from '../notify/workflow.ts';
 
 /** A workflow row and all its attempts. */
 export interface LoadedWorkflow {
@@ -158,11 +159,12 @@ async function applyDecision(
       const { removedFromIndex } = await ctx.journal.finishWorkflow(workflowId, patch, loaded.version, [...finishDrops.entries, { workflowId, delegationId: '*' }]);
       ctx.metrics.workflowsFinished.inc({ state: patch.state });
       finishDrops.removed(removedFromIndex);
-      return;
+    } else {
+      await ctx.journal.updateWorkflow(workflowId, patch, loaded.version);
+      ctx.metrics.workflowsFinished.inc({ state: patch.state });
+      await dropWorkflowEntry();
     }
-    await ctx.journal.updateWorkflow(workflowId, patch, loaded.version);
-    ctx.metrics.workflowsFinished.inc({ state: patch.state });
-    await dropWorkflowEntry();
+    await notifyWorkflowFinished(ctx, workflowId, patch.state, patch.failure ?? undefined, loaded.definition);
   };
   switch (decision.kind) {
     case 'wait':
@@ -201,14 +203,13 @@ async function applyDecision(
       await enqueueCompensate(ctx.queues, workflowId, { workflowVersion: loaded.version });
       log.warn({ reason: decision.reason }, 'workflow compensating');
       return;
-    case 'needs-attention':
-      await ctx.journal.updateWorkflow(
-        workflowId,
-        { state: 'NEEDS_ATTENTION', attention: { code: decision.code, message: decision.reason, delegationId: decision.delegationId, evidence: decision.evidence } },
-        loaded.version,
-      );
+    case 'needs-attention': {
+      const attention = { code: decision.code, message: decision.reason, delegationId: decision.delegationId, evidence: decision.evidence };
+      await ctx.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention }, loaded.version);
       log.error({ step: decision.step, reason: decision.reason }, 'workflow needs a person');
+      await notifyAttentionNeeded(ctx, workflowId, loaded.version, attention, loaded.definition);
       return;
+    }
   }
 }
 

@@ -14,6 +14,7 @@ import type { WorkerContext } from '../context.ts';
 import { loadWorkflow } from './advance.ts';
 import { HANDLER_PREFIX } from '../delegation/runs/handler.ts';
 import { nextUndo } from './undo-chain.ts';
+import { notifyAttentionNeeded, notifyWorkflowFinished } from '../notify/workflow.ts';
 
 export type { CompensationHandler } from '../delegation/runs/handler.ts';
 export { undoPlan, compensationOf, nextUndo } from './undo-chain.ts';
@@ -42,12 +43,15 @@ export async function advanceCompensation(ctx: WorkerContext, workflowId: string
       break;
   }
   if (move.leftInPlace.length > 0) {
-    await ctx.journal.updateWorkflow(workflowId, { state: 'FAILED', failure: [...(loaded.record.failure ?? []), ...move.leftInPlace] }, loaded.version);
+    const failure = [...(loaded.record.failure ?? []), ...move.leftInPlace];
+    await ctx.journal.updateWorkflow(workflowId, { state: 'FAILED', failure }, loaded.version);
     ctx.metrics.workflowsFinished.inc({ state: 'FAILED' });
+    await notifyWorkflowFinished(ctx, workflowId, 'FAILED', failure, loaded.definition);
     log.warn({ leftInPlace: move.leftInPlace }, 'compensation ended: effects a person chose to leave in place');
   } else {
     await ctx.journal.updateWorkflow(workflowId, { state: 'COMPENSATED' }, loaded.version);
     ctx.metrics.workflowsFinished.inc({ state: 'COMPENSATED' });
+    await notifyWorkflowFinished(ctx, workflowId, 'COMPENSATED', loaded.record.failure, loaded.definition);
     log.info('every effect compensated');
   }
   await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
@@ -107,5 +111,6 @@ async function surface(ctx: WorkerContext, workflowId: string, version: number, 
   const attention = { code: 'COMPENSATION_FAILED' as const, message: reason, delegationId: record.delegationId, evidence: { state: record.state, error: record.error, evidence: record.evidence } };
   await ctx.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention }, version);
   log.error({ reason, delegationId: record.delegationId }, 'compensation needs a person');
+  await notifyAttentionNeeded(ctx, workflowId, version, attention);
   return 'needs-attention';
 }

@@ -1,0 +1,50 @@
+/**
+ * `question.opened`: a parked delegation's question waits for a person. Emitted when the question is journaled and
+ * parked (`park.ts`), and again on a later re-read if it was never journaled as emitted (a crash in between): the
+ * event id is the question's (`questionKey`), so both are one event. With answer links configured the event carries
+ * the question's signed link (the same one the API view shows).
+ */
+import { answerLinkFor, isAwaitingAnswer, type DelegationRecord, type NotificationInput } from '@durable-a2a/shared';
+import { emitNotification, notificationMissing, type NotifyContext } from './emit.ts';
+
+/** Longest question text carried in the event (characters): the link and the API show it all. */
+const QUESTION_TEXT_MAX = 4_096;
+
+/** The text parts of a question, joined, cut at `QUESTION_TEXT_MAX`. */
+function questionText(record: DelegationRecord): string {
+  const parts = record.question?.parts ?? record.statusMessage?.parts ?? [];
+  const text = parts.map((part) => ('text' in part && typeof part.text === 'string' ? part.text : '')).filter(Boolean).join('\n');
+  return text.length > QUESTION_TEXT_MAX ? `${text.slice(0, QUESTION_TEXT_MAX)}…` : text;
+}
+
+/** The `question.opened` event of a parked row (its occasion: the question key). */
+export function questionOpened(ctx: NotifyContext, record: DelegationRecord & { questionKey: string }): NotificationInput {
+  const links = ctx.options.answerLinks;
+  const askedAtMs = record.statusTimestampMs ?? record.updatedAt;
+  const link = links ? answerLinkFor(links, { workflowId: record.workflowId, delegationId: record.delegationId, questionKey: record.questionKey, askedAtMs }) : undefined;
+  return {
+    kind: 'question.opened',
+    workflowId: record.workflowId,
+    delegationId: record.delegationId,
+    occasion: record.questionKey,
+    data: {
+      step: record.step,
+      state: record.state,
+      questionKey: record.questionKey,
+      question: questionText(record),
+      askedAt: new Date(askedAtMs).toISOString(),
+      ...(link ? { answerLink: link } : {}),
+    },
+  };
+}
+
+/**
+ * Emits `question.opened` for a row parked on a question nobody answered yet: at once when `asked` (the observation
+ * just journaled it), else only when the journal has no record of it (one read). Never rejects.
+ */
+export async function notifyQuestionOpened(ctx: NotifyContext, record: DelegationRecord, asked: boolean): Promise<void> {
+  if (!isAwaitingAnswer(record) || !record.questionKey) return;
+  const input = questionOpened(ctx, { ...record, questionKey: record.questionKey });
+  const missing = asked || (await notificationMissing(ctx, input).catch(() => false));
+  if (missing) await emitNotification(ctx, input);
+}
