@@ -6,6 +6,7 @@
  * Raw node:http agent (scripted SSE bytes), real fleet, private redis-server.
  * - Cases: a chunk repeated, dropped, swapped: the journaled artifact is the agent's full read, one GetTask.
  * - Property: any duplicate / drop / swap of the chunks: the journaled artifact is the full read, one GetTask.
+ * - A resubscription after a stream that dropped mid-chunks: the finished status from the full read.
  * - A plain stream (one artifact update, not appended): journaled as streamed, no GetTask.
  * - GetTask fails, or carries no artifacts: COMPLETED with the streamed chunks kept, one SendMessage.
  */
@@ -27,14 +28,16 @@ type ChunkOp = { op: 'duplicate'; index: number } | { op: 'drop'; index: number 
 
 /** What each delegation's agent does, by its message text. */
 interface Story {
-  /** The SSE events after the WORKING snapshot (each a JSON-RPC envelope string). */
-  events: (taskId: string) => string[];
+  /** The SSE events after the WORKING snapshot (each a JSON-RPC envelope string) of the task's `subscription`th stream (1-based). */
+  events: (taskId: string, subscription: number) => string[];
+  /** How the `subscription`th stream ends (default: it stays open). */
+  endAfter?: (subscription: number) => 'destroy' | 'hang';
   /** The GetTask answer (default: COMPLETED with the full text). */
   getTask?: (taskId: string) => ScriptedAnswer;
 }
 
 /** The chunk events with `ops` applied in order (indexes wrap around the current length), then COMPLETED. */
-export function chunkEvents(ops: readonly ChunkOp[]): (taskId: string) => string[] {
+function chunkEvents(ops: readonly ChunkOp[]): (taskId: string) => string[] {
   return (taskId) => {
     const events = CHUNKS.map((text, index) => AU('a1', index > 0, index === CHUNKS.length - 1, text, { taskId }));
     for (const op of ops) {
@@ -58,6 +61,8 @@ describe.skipIf(testsOnCluster())('a stream that repeats, drops or reorders appe
   let producer: Producer;
   let fleet: Fleet;
   const stories = new Map<string, Story>();
+  /** SubscribeToTask calls so far, by task id. */
+  const subscriptions = new Map<string, number>();
   let counter = 0;
 
   beforeAll(async () => {
@@ -70,8 +75,11 @@ describe.skipIf(testsOnCluster())('a stream that repeats, drops or reorders appe
       },
       SubscribeToTask: (params) => {
         const taskId = String(params.id);
+        const subscription = (subscriptions.get(taskId) ?? 0) + 1;
+        subscriptions.set(taskId, subscription);
+        const story = storyOf(taskId);
         // Everything in one write: the repeated, dropped or swapped chunks arrive as a proxy would pass them on.
-        return { sse: [taskEvent(task(taskId, 'WORKING')), { waitMs: 30 }, storyOf(taskId).events(taskId).map(ev).join('')], endAfter: 'hang' };
+        return { sse: [taskEvent(task(taskId, 'WORKING')), { waitMs: 30 }, story.events(taskId, subscription).map(ev).join(''), { waitMs: 30 }], endAfter: story.endAfter?.(subscription) ?? 'hang' };
       },
       GetTask: (params) => (storyOf(String(params.id)).getTask ?? fullRead)(String(params.id)),
     });
@@ -133,6 +141,19 @@ describe.skipIf(testsOnCluster())('a stream that repeats, drops or reorders appe
       { numRuns: 12 },
     );
   }, 120_000);
+
+  it('a resubscription after a stream that dropped mid-chunks: its finished status is journaled from the full read, not the chunks the first stream left', async () => {
+    const { view, attempt, getTasks } = await run({
+      // The first stream: two chunks, one repeated, then the connection drops; the second: COMPLETED alone.
+      events: (taskId, subscription) => (subscription === 1 ? chunkEvents([{ op: 'duplicate', index: 1 }])(taskId).slice(0, 3) : [SU('COMPLETED', { taskId })]),
+      endAfter: (subscription) => (subscription === 1 ? 'destroy' : 'hang'),
+      // GetTask after the drop shows the task still working (no artifacts yet); after the end, the full read.
+      getTask: (taskId) => ({ result: subscriptions.get(taskId) === 1 ? task(taskId, 'WORKING') : task(taskId, 'COMPLETED', { artifacts: { a1: FULL_TEXT } }) }),
+    });
+    expect(view.state).toBe('COMPLETED');
+    expect(attempt.resultText).toBe(FULL_TEXT);
+    expect(getTasks).toBe(2);
+  });
 
   it('a plain stream (one artifact update, not appended): journaled as streamed, no GetTask', async () => {
     const { view, attempt, getTasks } = await run({ events: (taskId) => [AU('a1', false, true, 'the result', { taskId }), SU('COMPLETED', { taskId })] });
