@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Cluster } from 'ioredis';
 import { Journal, JournalError } from '@durable-a2a/shared';
@@ -140,6 +141,26 @@ describe('applyStatus', () => {
     expect(record!.finishedAt).toBeGreaterThan(0);
     // A finished delegation outlives every later decision about it: it expires with its workflow.
     expect(await redis().pttl(journal.keys.delegation(ref.workflowId, ref.delegationId))).toBe(-1);
+  });
+
+  it('the same state without a newer timestamp: a duplicate only with the same message; a new message (another challenge) replaces the status (property)', async () => {
+    const challenge = (text: string) => ({ messageId: `m-${text}`, role: 'ROLE_AGENT' as const, parts: [{ text }] });
+    const texts = fc.constantFrom('sign in', 'sign in again', 'sign in once more');
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('WORKING', 'AUTH_REQUIRED', 'INPUT_REQUIRED') as fc.Arbitrary<'WORKING' | 'AUTH_REQUIRED' | 'INPUT_REQUIRED'>, texts, texts, fc.boolean(), async (state, first, second, timestamped) => {
+        const target = { workflowId: `dup-${++counter}`, delegationId: 'main.1' };
+        await journal.createWorkflow(target.workflowId, { state: 'RUNNING' }, intentRow(target.workflowId));
+        const statusTimestamp = timestamped ? { statusTimestamp: '2026-01-01T10:00:01.000Z' } : {};
+        expect(await journal.applyStatus(target, { mode: 'event', state, taskId: `T-${counter}`, agentCardUrl: 'http://agent.example/card', statusMessage: challenge(first), ...statusTimestamp })).toMatchObject({ applied: true });
+        const again = await journal.applyStatus(target, { mode: 'event', state, taskId: `T-${counter}`, statusMessage: challenge(second), ...statusTimestamp });
+        if (first === second) expect(again).toEqual({ applied: false, reason: 'duplicate' });
+        else {
+          expect(again).toMatchObject({ applied: true });
+          expect((await journal.getDelegationView(target))!.statusMessage?.parts[0]?.text).toBe(second);
+        }
+      }),
+      { numRuns: 30 },
+    );
   });
 
   it('ignores an older timestamp within the same rank', async () => {

@@ -30,11 +30,8 @@ export function checkAnswerInvariants(observation: RunObservation, add: Add): vo
     const journaled = journaledText(delegation);
     // The agent's full read holds the result: the follow path's reads hide it unless an answer over a limit showed it.
     const readsHideResult = deviationOf(behaviour, 'overLimitAnswer')?.path === 'follow' && !observation.overLimitDelivered;
-    // Known: a stream that repeats, drops or swaps an appended chunk leaves the journaled text unlike the agent's full
-    // read (A2A events carry no sequence number; only a full read after the end would tell). Not checked until decided.
-    const chunksReordered = deviationOf(behaviour, 'eventOrder') !== undefined;
     const hasResult = story.final === 'COMPLETED' && (story.chunks > 0 || finalStatusText(runId, behaviour)?.includes(resultText(runId)) === true);
-    if (delegation.state === 'COMPLETED' && hasResult && !readsHideResult && !chunksReordered && !journaled.includes(resultText(runId))) {
+    if (delegation.state === 'COMPLETED' && hasResult && !readsHideResult && !journaled.includes(resultText(runId))) {
       add('completed-without-result', `journaled COMPLETED without the agent's result ${resultText(runId)} (${delegation.artifacts.length} artifacts)`);
     }
     // A journaled status message is the last status's (an agent's FAILED may carry its text as the error instead).

@@ -6,7 +6,7 @@
  * (the reference the pairing must match).
  */
 import { Redis } from 'ioredis';
-import { Journal, applyStreamResponse, applyTask, isFinished, type DelegationView } from '@durable-a2a/shared';
+import { Journal, applyStreamResponse, applyTask, isFinished, isTerminalTaskState, type DelegationView } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { artifactByteSize } from '../../packages/shared/src/a2a/limits.ts';
@@ -74,8 +74,8 @@ let references = 0;
 
 /**
  * The attempt as the subscription's WORKING snapshot, then `events` (wire JSON-RPC envelopes, as `SU`/`AU` write them),
- * applied one at a time through `applyStreamResponse` leave it (a COMPLETED status update after no artifacts takes the
- * agent's GetTask answer instead, R26). As on a stream, nothing applies after the row is
+ * applied one at a time through `applyStreamResponse` leave it (a COMPLETED status update after no artifacts, or a
+ * finished status update after appended chunks, takes the agent's GetTask answer instead: R26, a partial view). As on a stream, nothing applies after the row is
  * finished, after an event the journal refuses (over the artifact limit), and after a protocol error (an event that does
  * not parse, or names another task); then, with `readAtEnd` and the row unfinished, the agent's GetTask answer (COMPLETED,
  * `readAnswer`, as `PairRig`'s agent gives it) applies as a snapshot.
@@ -96,6 +96,8 @@ export async function oneByOne(redis: Redis, events: (ids: Ids) => string[], opt
     return 'task' in answer ? answer.task : undefined;
   };
   let sawArtifacts = false;
+  // Appended chunks make the streamed artifacts a partial view: a finished status after them takes the full read instead.
+  let partial = false;
   for (const payload of [snapshot, ...events(ids)]) {
     let response;
     try {
@@ -104,6 +106,13 @@ export async function oneByOne(redis: Redis, events: (ids: Ids) => string[], opt
       break;
     }
     if ('artifactUpdate' in response || ('task' in response && response.task.artifacts?.length)) sawArtifacts = true;
+    if ('artifactUpdate' in response && response.artifactUpdate.taskId === ids.taskId && (response.artifactUpdate.append === true || response.artifactUpdate.lastChunk === false)) partial = true;
+    else if ('task' in response && response.task.artifacts?.length) partial = false;
+    // After appended chunks, a finished status is journaled from the agent's GetTask answer (no artifacts: the streamed ones stay).
+    if (partial && 'statusUpdate' in response && response.statusUpdate.taskId === ids.taskId && isTerminalTaskState(response.statusUpdate.status.state)) {
+      await applyTask(journal, ref, readAnswerTask()!, { fence, snapshot: true });
+      break;
+    }
     // R26: a COMPLETED status update after no artifacts, on a row holding none: the GetTask answer applies instead.
     const collect = 'statusUpdate' in response && response.statusUpdate.taskId === ids.taskId && response.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !sawArtifacts;
     if (collect && (await journal.getDelegationView(ref))!.artifacts.length === 0) {
@@ -216,10 +225,10 @@ export class PairRig {
     return outcomes;
   }
 
-  /** `durable_a2a_transitions_total{state, source: stream}` of the rig's fleet so far. */
+  /** `durable_a2a_transitions_total{state, source: stream or get-task}` of the rig's fleet so far (a finished status after appended chunks comes from the full read). */
   async transitions(state: string): Promise<number> {
     const values = (await this.fleet.metrics.transitions.get()).values;
-    return values.filter((value) => value.labels.state === state && value.labels.source === 'stream').reduce((sum, value) => sum + value.value, 0);
+    return values.filter((value) => value.labels.state === state && (value.labels.source === 'stream' || value.labels.source === 'get-task')).reduce((sum, value) => sum + value.value, 0);
   }
 
   async close(): Promise<void> {

@@ -153,6 +153,46 @@ describe('JSON-RPC answers must carry our request id', () => {
     }
   });
 
+  it('A33 on a stream: SendStreamingMessage frames with a null or missing id are ours once a frame proved the stream ours by its content; another id never (property, both versions)', async () => {
+    type FrameId = 'ours' | 'null' | 'missing' | 'other';
+    let story: { proves: boolean; ids: FrameId[] } = { proves: true, ids: [] };
+    server = await startRawServer((request, response) => {
+      const { id } = JSON.parse(request.body) as { id: number; method: string };
+      const v03 = !request.body.includes('"SendStreamingMessage"');
+      const history = [{ kind: 'message', role: v03 ? 'user' : 'ROLE_USER', messageId: story.proves ? 'm1' : 'someone-else', parts: [] }];
+      const first = { ...task, history, ...(v03 ? { status: { state: 'working' } } : {}) };
+      const update = v03 ? { kind: 'status-update', taskId: 'T1', contextId: 'C1', status: { state: 'working' }, final: false } : { statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } } };
+      const frames = story.ids.map((frameId, index) => {
+        const envelope: Record<string, unknown> = { jsonrpc: '2.0', result: index === 0 ? (v03 ? first : { task: first }) : update };
+        if (frameId !== 'missing') envelope.id = frameId === 'ours' ? id : frameId === 'null' ? null : id + 1000;
+        return `data: ${JSON.stringify(envelope)}\n\n`;
+      });
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end(frames.join(''));
+    });
+    const url = server.url;
+    await fc.assert(
+      fc.asyncProperty(fc.boolean(), fc.array(fc.constantFrom<FrameId>('ours', 'null', 'missing', 'other'), { minLength: 1, maxLength: 5 }), async (proves, ids) => {
+        story = { proves, ids };
+        // Expected: frames pass while each carries our id, or no id with the stream proven (this frame's content or an earlier frame).
+        let expected = 0;
+        for (const [index, frameId] of ids.entries()) {
+          const proven = expected > 0 || (index === 0 && proves);
+          if (frameId === 'ours' || ((frameId === 'null' || frameId === 'missing') && proven)) expected++;
+          else break;
+        }
+        for (const transport of transports(url)) {
+          let received = 0;
+          const outcome = await drainStream(transport.sendStreamingMessage({ message }), () => void received++).then(() => undefined, (caught: unknown) => caught);
+          expect(received, `${transport.protocolVersion} ${JSON.stringify({ proves, ids })}`).toBe(expected);
+          if (expected < ids.length) expect(outcome).toBeInstanceOf(ResponseIdMismatchError);
+          else expect(outcome).toBeUndefined();
+        }
+      }),
+      { numRuns: 40 },
+    );
+  });
+
   it('an error with a null id (the server could not read ours) keeps its own type', async () => {
     server = await startRawServer((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'Task not found' } }));

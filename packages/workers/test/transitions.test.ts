@@ -6,7 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { JOURNAL_STATES, type DelegationRecord, type JournalState, type Task, type TaskState } from '@durable-a2a/shared';
+import { JOURNAL_STATES, isTerminalTaskState, type DelegationRecord, type JournalState, type Task, type TaskState } from '@durable-a2a/shared';
 import { OBSERVATION_KINDS, type AgentCall, type Observation, type ObservationKind } from '../src/delegation/core/observation.ts';
 import { OUTCOME_CODES } from '../src/delegation/core/outcomes.ts';
 import { progressNext, routeOf, type Policy } from '../src/delegation/core/policy.ts';
@@ -192,6 +192,32 @@ describe('rows', () => {
     expect(transition(recordIn('COMPLETED'), SAMPLES['stream-event'], policy)).toEqual({ next: { kind: 'settle' } });
   });
 
+  it('a stream of appended chunks that finishes: the chunk is journaled, the finished status waits for one full read whose artifacts replace the streamed ones', () => {
+    const chunk = { artifactUpdate: { taskId: 'T1', contextId: 'C1', artifact: { artifactId: 'a1', parts: [{ text: 'lo' }] }, append: true, lastChunk: true } };
+    const completed = { statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED' as const } } };
+    const step = transition(recordIn('WORKING'), { kind: 'stream-event', responses: [chunk, completed], partialArtifacts: 'appended' }, policy);
+    expect(writesOf(step)).toEqual([{ kind: 'events', responses: [chunk] }]);
+    expect(step.next).toMatchObject({ kind: 'read-once', heldBack: { responses: [completed], partialArtifacts: 'appended' } });
+    const heldBack = { responses: [completed] as [typeof completed], partialArtifacts: 'appended' as const };
+    const whole = task('TASK_STATE_COMPLETED', { artifacts: [{ artifactId: 'a1', parts: [{ text: 'hello' }] }] });
+    const read = transition(recordIn('WORKING'), { kind: 'task-read', task: whole, call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why: 'x', cycle: true, heldBack }, policy);
+    expect(read).toEqual({ write: { kind: 'snapshot', task: whole, guard: 'fence' }, next: { kind: 'route' } });
+    // GetTask without artifacts: the streamed ones are kept (a snapshot without artifacts replaces none), with a warning.
+    const bare = transition(recordIn('WORKING'), { kind: 'task-read', task: task('TASK_STATE_COMPLETED'), call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why: 'x', cycle: true, heldBack }, policy);
+    expect(writesOf(bare)).toEqual([{ kind: 'snapshot', task: task('TASK_STATE_COMPLETED'), guard: 'fence' }]);
+    expect(bare.warning).toMatch(/no artifacts/);
+    // The full read failed: the held-back status is journaled as streamed, with a warning (the result is not lost).
+    const failed = transition(recordIn('WORKING'), { kind: 'read-failed', call: 'get-task', code: 'NETWORK_ERROR', retryable: true, why: 'x', cycle: true, heldBack }, policy);
+    expect(failed).toMatchObject({ write: { kind: 'events', responses: [completed] }, next: { kind: 'route' }, warning: expect.stringMatching(/as streamed/) });
+    // GetTask unusable: ListTasks with artifacts reads it instead.
+    const unusable = transition(recordIn('WORKING'), { kind: 'read-failed', call: 'get-task', code: 'UNKNOWN_WIRE_VALUE', retryable: false, unacceptable: { code: 'UNKNOWN_WIRE_VALUE', message: 'x' }, why: 'x', cycle: true, heldBack }, policy);
+    expect(unusable.next).toMatchObject({ kind: 'search', purpose: 'read', heldBack });
+    const listed = transition(recordIn('WORKING'), { kind: 'search-result', purpose: 'read', deduplicates: false, finding: { kind: 'found', task: whole, complete: true, ownership: { kind: 'proven', by: 'message-id' } }, heldBack }, policy);
+    expect(writesOf(listed)).toEqual([{ kind: 'snapshot', task: whole, guard: 'fence' }]);
+    // A plain stream (no appended chunk) journals its finished status at once.
+    expect(transition(recordIn('WORKING'), { kind: 'stream-event', responses: [chunk, completed] }, policy)).toEqual({ write: { kind: 'events', responses: [chunk, completed] }, next: { kind: 'continue' } });
+  });
+
   it('subscribe refused (-32001, -32004: maybe terminal) is one GetTask, not the not-found window', () => {
     expect(transition(recordIn('WORKING'), { kind: 'stream-failed', code: 'TASK_NOT_FOUND', retryable: false, unacceptable: { code: 'TASK_NOT_FOUND', message: 'not found' } }, policy).next.kind).toBe('read-once');
   });
@@ -236,6 +262,58 @@ describe('properties per kind', () => {
         expect(step.next.kind).toBe('read-once');
         const search = transition(recordIn('INTENT'), { kind: 'search-result', purpose: 'reconcile', deduplicates: false, finding: { kind: 'found', task: task(taskState), complete: false, ownership: { kind: 'proven', by: 'message-id' } } }, policy);
         expect(writesOf(search)).toEqual([]);
+      }),
+    );
+  });
+
+  it('a stream whose artifacts are a partial view never journals a finished status from the stream alone; the full read decides, and the status is never lost', () => {
+    const terminal = fc.constantFrom<TaskState>('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED');
+    const anyState = fc.constantFrom<TaskState>('TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_INPUT_REQUIRED');
+    const reads = fc.oneof(
+      fc.record({ kind: fc.constant('task-read' as const), state: anyState, artifacts: fc.boolean(), foreign: fc.boolean() }),
+      fc.record({ kind: fc.constant('read-failed' as const), retryable: fc.boolean(), overLimit: fc.boolean() }),
+      fc.record({ kind: fc.constant('task-not-found' as const) }),
+      fc.record({ kind: fc.constant('search-result' as const), found: fc.boolean(), complete: fc.boolean() }),
+    );
+    fc.assert(
+      fc.property(states.filter((state) => state !== 'INTENT'), terminal, fc.boolean(), fc.constantFrom('appended' as const, 'resubscribed' as const), reads, (state, taskState, paired, partialArtifacts, read) => {
+        const chunk = { artifactUpdate: { taskId: 'T1', contextId: 'C1', artifact: { artifactId: 'a1', parts: [{ text: 'x' }] }, append: true } };
+        const status = { statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state: taskState } } };
+        const streamed = transition(recordIn(state), { kind: 'stream-event', responses: paired ? [chunk, status] : [status], partialArtifacts }, policy);
+        // Nothing but the artifact update is journaled from the stream; one full read holds the status.
+        expect(writesOf(streamed)).toEqual(paired ? [{ kind: 'events', responses: [chunk] }] : []);
+        expect(streamed.next).toEqual({ kind: 'read-once', why: expect.any(String), heldBack: { responses: [status], partialArtifacts } });
+        const heldBack = { responses: [status] as [typeof status], partialArtifacts };
+        const full = (state: TaskState, artifacts: boolean, id = 'T1') => task(state, { id, ...(artifacts ? { artifacts: [{ artifactId: 'a1', parts: [{ text: 'whole' }] }] } : {}) });
+        const observation: Observation =
+          read.kind === 'task-read'
+            ? { kind: 'task-read', task: full(read.state, read.artifacts, read.foreign ? 'T9' : 'T1'), call: 'get-task', complete: true, ownership: read.foreign ? { kind: 'disproven', reason: 'x' } : { kind: 'proven', by: 'task-id' }, why: 'x', cycle: true, heldBack }
+            : read.kind === 'read-failed'
+              ? { kind: 'read-failed', call: 'get-task', code: 'NETWORK_ERROR', retryable: read.retryable, why: 'x', cycle: true, heldBack, ...(read.overLimit ? { unacceptable: limit } : {}) }
+              : read.kind === 'task-not-found'
+                ? { kind: 'task-not-found', call: 'get-task', heldBack }
+                : { kind: 'search-result', purpose: 'read', deduplicates: false, finding: read.found ? { kind: 'found', task: full('TASK_STATE_COMPLETED', true), complete: read.complete, ownership: { kind: 'proven', by: 'message-id' } } : { kind: 'unsupported' }, heldBack };
+        const step = transition(recordIn(state), observation, policy);
+        const writes = writesOf(step);
+        if (step.next.kind === 'search') {
+          // GetTask unusable: ListTasks reads it, the status still held.
+          expect(writes).toEqual([]);
+          expect(step.next.heldBack).toEqual(heldBack);
+          return;
+        }
+        expect(step.next).toEqual({ kind: 'route' });
+        expect(writes).toHaveLength(1);
+        const [write] = writes;
+        if (write!.kind === 'snapshot') {
+          // Only a finished task of ours read in full; its artifacts replace the streamed ones, none keeps them (warned).
+          expect(write!.task.id).toBe('T1');
+          expect(isTerminalTaskState(write!.task.status.state)).toBe(true);
+          if (!write!.task.artifacts?.length) expect(step.warning).toBeDefined();
+        } else {
+          // Anything else: the held-back status as streamed, with a warning.
+          expect(write).toEqual({ kind: 'events', responses: [status] });
+          expect(step.warning).toBeDefined();
+        }
       }),
     );
   });

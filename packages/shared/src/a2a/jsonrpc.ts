@@ -87,14 +87,32 @@ export function decodeJsonRpcEnvelope<Schema extends z.ZodType>(
 
 /**
  * One SSE message of a JSON-RPC stream → StreamResponse; `event: error` or an `error` member → typed
- * error (R08 b, c). With `expectedId`, every frame must carry our request id (`checkResponseId`).
+ * error (R08 b, c). With `expectedId`, every frame must carry our request id (`checkResponseId`; a null or missing
+ * id passes when `contentProof` proves the frame ours, see `streamFrameProof`).
  */
-export function decodeJsonRpcStreamEvent(message: SseMessage, expectedId?: JsonRpcId, contentProof?: JsonRpcRequest['contentProof']): z.output<typeof StreamResponseSchema> {
+export function decodeJsonRpcStreamEvent(message: SseMessage, expectedId?: JsonRpcId, contentProof?: (result: unknown) => boolean): z.output<typeof StreamResponseSchema> {
   const value = parseJsonText(message.data, 'SSE event data');
   if (message.event === 'error' && !(typeof value === 'object' && value !== null && 'error' in value)) {
     throw new ProtocolError('SSE error event without a JSON-RPC error', { cause: message.data, bodyExcerpt: excerpt(message.data) });
   }
   return decodeJsonRpcEnvelope(value, message.data, StreamResponseSchema, 'stream event', undefined, expectedId, contentProof);
+}
+
+/**
+ * The content proof of one response stream's frames (a null or missing id on a stream, as on a plain answer, is weak
+ * evidence, not foreignness): a frame whose content proves it answers `rpc` (our messageId in the task's history, the
+ * task id we asked about), or any frame after one this stream already proved ours (one request, one response stream;
+ * every event's task is still checked against ours by the follower). Another request's id is refused whatever the
+ * content. `accepted()` is called with each frame decoded.
+ */
+export function streamFrameProof(rpc: JsonRpcRequest): { proof: (result: unknown) => boolean; accepted(): void } {
+  let proven = false;
+  return {
+    proof: (result) => proven || rpc.contentProof?.(result) === true,
+    accepted() {
+      proven = true;
+    },
+  };
 }
 
 /**
@@ -242,7 +260,12 @@ export class JsonRpcTransport implements A2ATransport {
       signal: options?.signal,
       ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });
-    const decode = (message: SseMessage) => decodeJsonRpcStreamEvent(message, rpc.id, rpc.contentProof);
+    const frames = streamFrameProof(rpc);
+    const decode = (message: SseMessage) => {
+      const event = decodeJsonRpcStreamEvent(message, rpc.id, frames.proof);
+      frames.accepted();
+      return event;
+    };
     return yield* followEventStream(response, decode, decodeJsonRpcStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal });
   }
 

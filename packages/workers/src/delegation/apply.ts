@@ -28,7 +28,7 @@ import {
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import type { FollowPlan, Next, NextKind } from './core/next.ts';
-import type { Observation } from './core/observation.ts';
+import type { HeldBack, Observation } from './core/observation.ts';
 import { mayWantCancel, progressNext, questionOpen, routeOf } from './core/policy.ts';
 import { transition, type Step } from './core/transitions.ts';
 import { NOTHING_WRITTEN, refOf, writeStep, writtenOf, type Scope, type Written } from './write.ts';
@@ -61,6 +61,7 @@ export async function apply(ctx: WorkerContext, record: DelegationRecord, observ
   const step = transition(record, observation, ctx.policy);
   const written = await writeStep(ctx, record, step, scope, observation);
   if (written.applied && isAdoption(step, observation)) ctx.metrics.adoptions.inc();
+  if (step.warning) (scope.log ?? ctx.logger).warn({ ...refOf(record), taskId: record.taskId, reason: step.warning }, 'a result kept from a partial view');
   // A side duty once the task is bound: the push config is checked (and created) before the next step runs, so a
   // Delete at the end (settle) never overtakes it in this process; the row handed on carries what it journaled.
   const current = written.record ?? record;
@@ -126,14 +127,16 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
     case 'read-once': {
       await giveBack(ctx, ref, followLease);
       const current = written.record ?? record;
-      const observed = await readTask(ctx, current, { why: next.why, ...(next.taskId ? { taskId: next.taskId } : {}), ...(next.refused ? { refused: next.refused } : {}), ...(next.afterLiveStream ? { afterLiveStream: true } : {}), cycle: next.taskId === undefined && current.taskId !== undefined && cycleOf(observation), ...(scope.log ? { log: scope.log } : {}) });
-      return apply(ctx, current, observed, readScope(scope));
+      // A read that decides about a stream's held-back finished status is part of that stream's follow (its fence).
+      const cycle = next.taskId === undefined && current.taskId !== undefined && (cycleOf(observation) || next.heldBack !== undefined);
+      const observed = await readTask(ctx, current, { why: next.why, ...(next.taskId ? { taskId: next.taskId } : {}), ...(next.refused ? { refused: next.refused } : {}), ...(next.afterLiveStream ? { afterLiveStream: true } : {}), cycle, ...(scope.log ? { log: scope.log } : {}) });
+      return apply(ctx, current, withHeldBack(observed, next.heldBack), readScope(scope));
     }
     case 'search': {
       await giveBack(ctx, ref, followLease);
       const current = written.record ?? record;
       const observed = await searchForMessage(ctx, current, next.purpose, next.why);
-      return apply(ctx, current, observed, readScope(scope));
+      return apply(ctx, current, withHeldBack(observed, next.heldBack), readScope(scope));
     }
     case 'ask-reconciler': {
       await giveBack(ctx, ref, followLease);
@@ -169,6 +172,12 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       await giveBack(ctx, ref, followLease);
       return done(next.kind);
   }
+}
+
+/** A read's or search's observation carrying the stream's held-back finished status it decides about (when there is one). */
+function withHeldBack(observed: Observation, heldBack: HeldBack | undefined): Observation {
+  if (!heldBack) return observed;
+  return observed.kind === 'task-read' || observed.kind === 'read-failed' || observed.kind === 'task-not-found' || observed.kind === 'search-result' ? { ...observed, heldBack } : observed;
 }
 
 /** Whether a read made for this observation is part of a follow cycle (the progress rule applies). */

@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { type A2AError, UnsupportedOperationError } from '../errors.ts';
 import { errorFromJsonRpc } from '../error-mapping.ts';
 import { createHttpClient, type HttpClient } from '../http.ts';
-import { decodeJsonRpcEnvelope, decodeJsonRpcStreamError, type JsonRpcId, type JsonRpcRequest, jsonRpcRequest, postJsonRpc } from '../jsonrpc.ts';
+import { decodeJsonRpcEnvelope, decodeJsonRpcStreamError, type JsonRpcId, type JsonRpcRequest, jsonRpcRequest, postJsonRpc, streamFrameProof } from '../jsonrpc.ts';
 import { parseJsonText } from '../response.ts';
 import type { StreamResponse } from '../schema.ts';
 import type { SseMessage } from '../sse.ts';
@@ -63,7 +63,7 @@ export function errorFromJsonRpcV03(errorObject: unknown, rawBody: string, httpS
 }
 
 /** One SSE message of a 0.3 JSON-RPC stream → the 0.3 event (still unconverted, so `final` can be read); with `expectedId`, it must carry our request id. */
-export function decodeJsonRpcV03StreamEvent(message: SseMessage, expectedId?: JsonRpcId, contentProof?: JsonRpcRequest['contentProof']): z.output<typeof EventV03Schema> {
+export function decodeJsonRpcV03StreamEvent(message: SseMessage, expectedId?: JsonRpcId, contentProof?: (result: unknown) => boolean): z.output<typeof EventV03Schema> {
   const value = withoutErrorData(parseJsonText(message.data, 'SSE event data'));
   return decodeJsonRpcEnvelope(value, message.data, EventV03Schema, 'stream event', undefined, expectedId, contentProof);
 }
@@ -105,8 +105,10 @@ export class JsonRpcV03Transport implements A2ATransport {
       ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
     });
     const state = { final: false };
+    const frames = streamFrameProof(rpc);
     const decode = (message: SseMessage): StreamResponse => {
-      const event = decodeJsonRpcV03StreamEvent(message, rpc.id, rpc.contentProof);
+      const event = decodeJsonRpcV03StreamEvent(message, rpc.id, frames.proof);
+      frames.accepted();
       if (isFinalEvent(event)) state.final = true;
       return eventFromV03(event);
     };

@@ -97,7 +97,9 @@ local function apply()
     -- timestamps only order observations of the same rank.
     if RANK[incoming] < RANK[current] then return {0, 'regress'} end
     if RANK[incoming] == RANK[current] and currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
-    if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) then
+    -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
+    -- (another question, another challenge) replaces the status whole even without a timestamp.
+    if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and ARGV[9] == (hash.statusMessage or '') then
       return {0, 'duplicate'}
     end
   end

@@ -4,7 +4,7 @@
  * (`routeOf`, `progressNext` in `policy.ts`), so a finished row always settles and a question always parks,
  * whichever observation wrote them.
  */
-import type { SearchPurpose, Unacceptable } from './observation.ts';
+import type { HeldBack, SearchPurpose, Unacceptable } from './observation.ts';
 import type { OutcomeCode } from './outcomes.ts';
 import type { RecordedErrorCode } from '@durable-a2a/shared';
 
@@ -40,11 +40,12 @@ export type Next =
   /**
    * Read the task once (GetTask) now; `taskId` when it is not yet the row's (a found task is read in full before it
    * is adopted); `refused`: the stream event we refused (over a limit) that the read must make up for; `afterLiveStream`:
-   * the stream before it delivered events (P36).
+   * the stream before it delivered events (P36); `heldBack`: the stream's finished status this full read decides about
+   * (the read's observation carries it to the table).
    */
-  | { kind: 'read-once'; why: string; taskId?: string; refused?: Unacceptable; afterLiveStream?: boolean }
-  /** Search for our messageId now. */
-  | { kind: 'search'; purpose: SearchPurpose; why: string }
+  | { kind: 'read-once'; why: string; taskId?: string; refused?: Unacceptable; afterLiveStream?: boolean; heldBack?: HeldBack }
+  /** Search for our messageId now; `heldBack` as for `read-once` (ListTasks with artifacts where GetTask was unusable). */
+  | { kind: 'search'; purpose: SearchPurpose; why: string; heldBack?: HeldBack }
   /** Leave a maybe-sent INTENT to the reconciler, once the send has settled (`dueAt`, ms since epoch; undefined: now). */
   | { kind: 'ask-reconciler'; dueAt?: number }
   /** Resend with the same messageId (the journal releases the send first), after `delayMs` (default 0). */

@@ -60,6 +60,25 @@ export type SearchFinding =
 /** Why a search was made: to resolve a maybe-sent INTENT, to check before LOST, or to read a task GetTask could not. */
 export type SearchPurpose = 'reconcile' | 'lost-check' | 'read';
 
+/**
+ * Why the artifacts a stream delivered are a partial view of the task's (A2A stream events carry no sequence number,
+ * so a repeated, dropped or reordered chunk cannot be told from the stream): `appended` the stream delivered a chunk
+ * to append (`append: true`) or one announcing more (`lastChunk: false`); `resubscribed` an earlier stream of the task
+ * ended before its finished status (chunks it journaled may be repeated or missing). A Task event carrying artifacts
+ * (a whole view) clears it until the next such chunk.
+ */
+export type PartialArtifacts = 'appended' | 'resubscribed';
+
+/**
+ * A stream's finished status, held back until a full read of the task (the stream's artifacts were a partial view):
+ * the read's artifacts replace the streamed ones; when the read fails or shows no finished task with artifacts,
+ * this status is journaled as streamed (the streamed artifacts kept, with a warning).
+ */
+export interface HeldBack {
+  responses: [StreamResponse];
+  partialArtifacts: PartialArtifacts;
+}
+
 /** Everything the outside world can tell a delegation (see the module header). */
 export type Observation =
   /**
@@ -95,8 +114,12 @@ export type Observation =
    * journal refused a second send): the reconciler decides once it has settled (`since`, default the mark's time).
    */
   | { kind: 'send-in-doubt'; since?: number; reason: string }
-  /** One stream event, or an artifact update and the status update that arrived with it. */
-  | { kind: 'stream-event'; responses: [StreamResponse] | [StreamResponse, StreamResponse] }
+  /**
+   * One stream event, or an artifact update and the status update that arrived with it. `partialArtifacts`: the
+   * artifacts streamed so far are a partial view (see `PartialArtifacts`), so a finished status is not journaled
+   * from the stream alone.
+   */
+  | { kind: 'stream-event'; responses: [StreamResponse] | [StreamResponse, StreamResponse]; partialArtifacts?: PartialArtifacts }
   /**
    * The stream ended without an error: `how` as the SSE reader saw it (`closed`, `interrupted`, …); `delivered`: the
    * updates (status, artifact, message) it delivered before it ended, task snapshots not counted (P36: a stream that
@@ -110,13 +133,13 @@ export type Observation =
    * artifacts and history (a ListTasks summary is not); `cycle`: part of a follow cycle (the progress rule applies);
    * `afterRefused`: the read makes up for a stream event we refused over a limit (A32).
    */
-  | { kind: 'task-read'; task: Task; call: AgentCall; complete: boolean; ownership: Ownership; why: string; cycle: boolean; afterRefused?: Unacceptable; afterLiveStream?: boolean }
+  | { kind: 'task-read'; task: Task; call: AgentCall; complete: boolean; ownership: Ownership; why: string; cycle: boolean; afterRefused?: Unacceptable; afterLiveStream?: boolean; heldBack?: HeldBack }
   /** The agent says it has no such task (A2A -32001 TaskNotFoundError), from any call. */
-  | { kind: 'task-not-found'; call: AgentCall }
+  | { kind: 'task-not-found'; call: AgentCall; heldBack?: HeldBack }
   /** A read failed: a drop (`retryable`), or an answer we cannot accept (`unacceptable`). */
-  | { kind: 'read-failed'; call: AgentCall; code: RecordedErrorCode; retryable: boolean; unacceptable?: Unacceptable; why: string; cycle: boolean; afterLiveStream?: boolean }
+  | { kind: 'read-failed'; call: AgentCall; code: RecordedErrorCode; retryable: boolean; unacceptable?: Unacceptable; why: string; cycle: boolean; afterLiveStream?: boolean; heldBack?: HeldBack }
   /** A search by our messageId (see `SearchFinding`). `deduplicates`: the agent is listed as deduplicating messageIds; `deadlineAt`: the attempt's deadline (a proven absence past it is not resent). */
-  | { kind: 'search-result'; purpose: SearchPurpose; finding: SearchFinding; deduplicates: boolean; why?: string; deadlineAt?: number }
+  | { kind: 'search-result'; purpose: SearchPurpose; finding: SearchFinding; deduplicates: boolean; why?: string; deadlineAt?: number; heldBack?: HeldBack }
   /** The agent has our reply (its answer, or GetTask shows it). `replyMessageId`: the reply journaled. */
   | { kind: 'reply-delivered'; replyMessageId: string; task?: Task; ownership: Ownership }
   /** The agent refused our reply (-32602, -32005): the question is open again. */

@@ -7,13 +7,14 @@
  * The three facts an observation carries are read where they decide (field cases round 3 §A):
  *   - an answer that arrived but cannot be accepted proves delivery: the attempt is never re-delegated blind
  *     (a person decides, with the evidence), and never shown as a result-less success;
- *   - a partial read (a ListTasks summary) identifies a task but never settles it: the outcome comes from a full read;
+ *   - a partial read (a ListTasks summary, a stream of appended chunks) identifies a task but never settles it: the
+ *     outcome comes from a full read;
  *   - TaskNotFound from any call is one row (a window of answers, then a ListTasks check, then LOST).
  */
 import { isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
-import type { Observation, SearchFinding, Unacceptable } from './observation.ts';
+import type { HeldBack, Observation, SearchFinding, Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, notFoundVerdict, unfoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
@@ -42,10 +43,14 @@ export type Write =
   /** The verifier's finding, journaled once. */
   | { kind: 'record-effect'; effect: 'present' | 'absent' | 'unknown'; evidence: unknown };
 
-/** One row's result: the writes (in order; most rows have one or none) and exactly one `Next`. */
+/**
+ * One row's result: the writes (in order; most rows have one or none) and exactly one `Next`. `warning`: what the
+ * executor logs as a warning with the write (a result kept from a partial view).
+ */
 export interface Step {
   write?: Write | readonly [Write, Write];
   next: Next;
+  warning?: string;
 }
 
 const route: Next = { kind: 'route' };
@@ -70,6 +75,7 @@ export function transition(record: DelegationRecord, observation: Observation, p
   // A finished row never changes again: whatever arrives, it is (re)settled, once more at most.
   // (The verifier's finding is the one write a finished row still takes.)
   if (isFinished(record.state) && observation.kind !== 'lease-lost' && observation.kind !== 'closing' && observation.kind !== 'effect-verified') return { next: { kind: 'settle' } };
+  if ('heldBack' in observation && observation.heldBack) return afterPartialStream(record, observation, observation.heldBack);
   switch (observation.kind) {
     case 'send-answered': {
       const { answer, ownership } = observation;
@@ -128,7 +134,18 @@ export function transition(record: DelegationRecord, observation: Observation, p
     }
     case 'send-in-doubt':
       return { next: { kind: 'ask-reconciler', dueAt: (observation.since ?? record.sendStartedAt ?? policy.now()) + policy.sendSettleMs } };
-    case 'stream-event':
+    case 'stream-event': {
+      // A finished status after a partial view of the artifacts: the artifact update before it is journaled, the
+      // status is held back for one full read (whose artifacts replace the streamed ones).
+      const [first, second] = observation.responses;
+      const status = second ?? first;
+      if (observation.partialArtifacts && 'statusUpdate' in status && isTerminalTaskState(status.statusUpdate.status.state)) {
+        const heldBack: HeldBack = { responses: [status], partialArtifacts: observation.partialArtifacts };
+        const why = `stream finished ${status.statusUpdate.status.state} after ${observation.partialArtifacts === 'appended' ? 'appended chunks' : 'a resubscription'}: its artifacts are a partial view`;
+        return { ...(second ? { write: { kind: 'events', responses: [first] } } : {}), next: { kind: 'read-once', why, heldBack } };
+      }
+      return { write: { kind: 'events', responses: observation.responses }, next: { kind: 'continue' } };
+    }
     case 'push-received':
       // Forward-only events; the stream keeps being read unless the row finished or asks a question (apply decides from the row as written).
       return { write: { kind: 'events', responses: observation.responses }, next: { kind: 'continue' } };
@@ -278,6 +295,44 @@ function waitForAgent(record: DelegationRecord, observation: Extract<Observation
   }
   const noted: RecordedError = { ...error, retryable: true, delivery: 'not-sent' };
   return { write: { kind: 'note-unreachable', error: noted, nextTryAt: verdict.nextTryAt, marked: afterMark }, next: { kind: 'send-later', atMs: verdict.nextTryAt } };
+}
+
+/**
+ * The full read after a stream whose artifacts were a partial view (its finished status `heldBack`): a finished task
+ * of ours read in full is journaled as read (its artifacts replace the streamed ones; without artifacts of its own
+ * the streamed ones are kept, with a warning). A GetTask answer about another task or one we cannot use is made up
+ * for by ListTasks with artifacts. Anything else (a failed read, a task not found, an unfinished task, no usable
+ * search) journals the held-back status as streamed, with a warning: the result is never lost to the read.
+ */
+function afterPartialStream(record: DelegationRecord, observation: Observation, heldBack: HeldBack): Step {
+  const why = `${heldBack.partialArtifacts === 'appended' ? 'a stream of appended chunks' : 'a resubscribed stream'} finished`;
+  const keepStreamed = (reason: string): Step => ({
+    write: { kind: 'events', responses: heldBack.responses },
+    next: route,
+    warning: `${why}, and ${reason}: its finished status and artifacts are journaled as streamed (chunks may be repeated, missing or out of order)`,
+  });
+  let task: Task | undefined;
+  if (observation.kind === 'task-read') {
+    const foreign = observation.ownership.kind === 'disproven' || observation.task.id !== record.taskId;
+    if (foreign) return { next: { kind: 'search', purpose: 'read', why: `${observation.why}; ${observation.call} answered another task`, heldBack } };
+    task = observation.task;
+  } else if (observation.kind === 'read-failed') {
+    if (observation.unacceptable && !observation.unacceptable.limit && observation.unacceptable.outcome !== 'AUTH') {
+      return { next: { kind: 'search', purpose: 'read', why: `${observation.why}; ${observation.call} failed: ${observation.code}`, heldBack } };
+    }
+    return keepStreamed(`the full read failed (${observation.code})`);
+  } else if (observation.kind === 'search-result') {
+    const { finding } = observation;
+    if (finding.kind === 'found' && finding.complete && finding.task.id === record.taskId) task = finding.task;
+    else return keepStreamed('neither GetTask nor ListTasks gave a full read of our task');
+  } else {
+    return keepStreamed(`the full read found no task (${observation.kind})`);
+  }
+  if (!isTerminalTaskState(task.status.state)) return keepStreamed(`the full read shows it ${task.status.state}`);
+  if (task.artifacts?.length) return { write: { kind: 'snapshot', task, guard: 'fence' }, next: route };
+  // Without artifacts of its own the read replaces none: the streamed ones stay.
+  const { artifacts: _none, ...withoutArtifacts } = task;
+  return { write: { kind: 'snapshot', task: withoutArtifacts, guard: 'fence' }, next: route, warning: `${why}, and the full read carries no artifacts: the streamed artifacts are kept (chunks may be repeated, missing or out of order)` };
 }
 
 /**

@@ -29,7 +29,7 @@ import {
 } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
 import type { NextKind } from '../core/next.ts';
-import type { Observation } from '../core/observation.ts';
+import type { Observation, PartialArtifacts } from '../core/observation.ts';
 import { STALE_READ_REREADS, staleReadDelayMs } from '../core/policy.ts';
 import { codeOf, readFailure } from './read.ts';
 
@@ -48,21 +48,23 @@ class ForeignEventError extends Error {
   readonly code = 'FOREIGN_EVENT';
 }
 
+/** Where a stream comes from (all optional: a SubscribeToTask of a first subscription). */
+export interface StreamSource {
+  /** A stream already open (the rest of a streaming send, V2) instead of a SubscribeToTask; it receives the signal that must close it. */
+  open?: (signal: AbortSignal) => EventStream;
+  /** Events applied once the stream ended cleanly, before its end is observed (a streaming send's finished first status, A34). */
+  atEnd?: readonly StreamResponse[];
+  /** An earlier stream of the task ended before its finished status: the artifacts journaled so far are a partial view. */
+  resubscribed?: boolean;
+}
+
 /**
- * Reads one stream (see the module header). `open` gives a stream already open (the rest of a streaming send, V2)
- * instead of a SubscribeToTask; it receives the signal that must close it. `atEnd`: events applied once the stream
- * ended cleanly, before its end is observed (a streaming send's finished first status, A34). Returns the last step's next kind (or
- * `lease-lost`, `handed-over`). Rethrows only errors that are not the agent's (journal, programming errors).
+ * Reads one stream (see the module header and `StreamSource`). Every stream event observed says whether the artifacts
+ * streamed so far are a partial view (`PartialArtifacts`). Returns the last step's next kind (or `lease-lost`,
+ * `handed-over`). Rethrows only errors that are not the agent's (journal, programming errors).
  */
-export async function readStream(
-  ctx: WorkerContext,
-  record: DelegationRecord,
-  job: JobRun,
-  leaseLost: AbortSignal,
-  sink: StreamSink,
-  open?: (signal: AbortSignal) => EventStream,
-  atEnd: readonly StreamResponse[] = [],
-): Promise<string> {
+export async function readStream(ctx: WorkerContext, record: DelegationRecord, job: JobRun, leaseLost: AbortSignal, sink: StreamSink, source: StreamSource = {}): Promise<string> {
+  const { open, atEnd = [] } = source;
   const log = lazyChildLogger(ctx.logger, { queue: open ? 'send' : 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
   const controller = new AbortController();
   const quiet = new AbortController();
@@ -76,6 +78,13 @@ export async function readStream(
   // Updates this stream delivered beyond the task snapshot SubscribeToTask sends first (spec §3.1.6). P36: a stream
   // that delivered updates before it ended is not "no progress"; a snapshot-only stream proves nothing new.
   let delivered = 0;
+  // Whether the artifacts streamed so far are a partial view (a finished status then waits for one full read).
+  let partial: PartialArtifacts | undefined = source.resubscribed ? 'resubscribed' : undefined;
+  const seen = (response: StreamResponse): void => {
+    if ('artifactUpdate' in response && (response.artifactUpdate.append === true || response.artifactUpdate.lastChunk === false)) partial = 'appended';
+    else if ('task' in response && response.task.artifacts?.length) partial = undefined;
+  };
+  const event = (responses: [StreamResponse] | [StreamResponse, StreamResponse]): Observation => ({ kind: 'stream-event', responses, ...(partial ? { partialArtifacts: partial } : {}) });
   // The event read ahead after an artifact update (`readAhead`), taken by the next turn.
   let readAheadEvent: Promise<IteratorResult<StreamEvent, StreamEnd>> | undefined;
   try {
@@ -98,11 +107,14 @@ export async function readStream(
         // Not a pair: the event read ahead is the next turn's.
         else readAheadEvent = Promise.resolve(following);
       } else readAheadEvent = ahead?.pending;
-      for (const each of responses) if ('artifactUpdate' in each || ('task' in each && each.task.artifacts?.length)) sawArtifacts = true;
+      for (const each of responses) {
+        if ('artifactUpdate' in each || ('task' in each && each.task.artifacts?.length)) sawArtifacts = true;
+        seen(each);
+      }
       const last = responses[responses.length - 1]!;
       // R26: a COMPLETED status update that brought no artifacts: one GetTask collects them first (a full read).
       const collected = 'statusUpdate' in last && last.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !sawArtifacts ? await collectBeforeTerminal(ctx, record, log) : undefined;
-      const result = await sink(collected ?? { kind: 'stream-event', responses });
+      const result = await sink(collected ?? event(responses));
       if (responses.some((each) => !('task' in each))) delivered++;
       if (result.foreignTaskId) throw new ForeignEventError(`event for task ${result.foreignTaskId} on the stream of ${record.taskId}`);
       if (result.next !== 'continue') {
@@ -130,7 +142,8 @@ export async function readStream(
   for (const response of atEnd) {
     const last = atEnd.at(-1) === response;
     const collected = last && 'statusUpdate' in response && response.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !sawArtifacts ? await collectBeforeTerminal(ctx, record, log) : undefined;
-    const result = await sink(collected ?? { kind: 'stream-event', responses: [response] });
+    seen(response);
+    const result = await sink(collected ?? event([response]));
     if (result.next !== 'continue') return result.next;
   }
   // Ended before a terminal state (a clean close, an unterminated last event, an empty stream: R04), or interrupted.

@@ -148,7 +148,7 @@ async function followUnleased(
       else await apply(ctx, record, { kind: 'follow-deferred', delayMs: ctx.options.followBackoff.baseMs, resubscription: data.resubscription, reason: 'lease-taken' });
       return 'already-followed';
     }
-    return await followLeased(ctx, record, token, job, slowPoll, fence, taken?.checkScheduled === true);
+    return await followLeased(ctx, record, token, job, slowPoll, fence, taken?.checkScheduled === true, data.again);
   } finally {
     if (!slowPoll) ctx.followSlots.release(record.agentCardUrl);
   }
@@ -156,9 +156,10 @@ async function followUnleased(
 
 /**
  * Follows (or, when slow-polled, reads once) under the follow lease, renewing it while the stream is healthy.
- * `checkScheduled`: the handover that gave this follow its lease already moved the reconciler's next check.
+ * `checkScheduled`: the handover that gave this follow its lease already moved the reconciler's next check;
+ * `resubscribed`: not the first subscription of the task (an earlier stream ended before its finished status).
  */
-async function followLeased(ctx: WorkerContext, record: DelegationRecord, token: string, job: JobRun, slowPoll: boolean, fence: number, checkScheduled: boolean): Promise<string> {
+async function followLeased(ctx: WorkerContext, record: DelegationRecord, token: string, job: JobRun, slowPoll: boolean, fence: number, checkScheduled: boolean, resubscribed: boolean): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // While the stream is healthy, the lease and the reconciler's next check move forward together (one batch per tick).
   const renewal = renewWhileHeld(ctx, ref, token);
@@ -187,7 +188,7 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
     ctx.crashPoint('follow.before-stream', record.step);
     const checked = checkScheduled ? undefined : ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
     try {
-      return await readStream(ctx, record, job, renewal.lost, streamSink(ctx, record, scope));
+      return await readStream(ctx, record, job, renewal.lost, streamSink(ctx, record, scope), { resubscribed });
     } finally {
       await checked;
     }

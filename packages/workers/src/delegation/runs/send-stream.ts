@@ -113,7 +113,7 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
     }
     try {
       const sink = streamSink(ctx, bound, { fence, log, source: 'stream' });
-      await readStream(ctx, bound, job, leaseLost, sink, (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream), deferred ? [deferred] : []);
+      await readStream(ctx, bound, job, leaseLost, sink, { open: (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream), atEnd: deferred ? [deferred] : [] });
       return 'sent-streaming';
     } finally {
       ctx.followSlots.release(record.agentCardUrl);
