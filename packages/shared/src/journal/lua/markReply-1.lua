@@ -15,11 +15,14 @@
   ARGV[6] send token ('' = none): with 'sending' the new owner's token; with 'sent' / 'refused'
           the owner's token, which is accepted in place of the fencing token
   ARGV[7] with 'sending': the lease deadline (ms)
+  ARGV[8] with 'refused': the refusal's history entry (history.ts `historyEntryText`; '' none), appended when marked
   Returns: 1 marked, 2 'sending' taken over from an expired lease (ask the agent first),
            0 not in the state before (already moved on, replaced, or another worker's
            'sending' lease is live), DELEGATION_MISSING, FENCE_LOST
 ]]
 --- @include "prelude"
+--- @include "workflowKeys"
+--- @include "history"
 if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
 local row = redis.call('HMGET', KEYS[1], 'fence', 'replyMessageId', 'replyState', 'replySendToken', 'replySendUntil')
 local token = ARGV[6] or ''
@@ -38,7 +41,10 @@ if ARGV[4] == 'sending' then
 else
   if row[3] ~= 'pending' and row[3] ~= 'sending' then return 0 end
   redis.call('HSET', KEYS[1], 'replyState', ARGV[4], 'updatedAt', ARGV[3])
-  if ARGV[4] == 'refused' then redis.call('HSET', KEYS[1], 'replyForQuestion', '', 'replyError', ARGV[5] or '') end
+  if ARGV[4] == 'refused' then
+    redis.call('HSET', KEYS[1], 'replyForQuestion', '', 'replyError', ARGV[5] or '')
+    appendHistory(workflowBaseOf(KEYS[1]), ARGV[8])
+  end
 end
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 return 1
