@@ -81,6 +81,19 @@ describe('the history is written by the transition scripts', () => {
     expect(times).toEqual([...times].sort((a, b) => a - b));
   });
 
+  it('an answer delivered replaces the status that asked: a row finished by our own outcome does not show the question', async () => {
+    const ref = await start('w-status');
+    await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T-status', statusMessage: question('How many people?', 'q1') });
+    await journal.recordReply(ref, 'r1', { parts: [{ text: 'six' }] }, 'token a');
+    const fence = await journal.claim(ref, 'worker');
+    expect(await journal.markReply(ref, fence, 'r1', 'sent')).toBe(true);
+    await journal.applyStatus(ref, { mode: 'outcome', state: 'CANCELED', error: { code: 'CANCELED_BY_USER', message: 'canceled' } as never });
+    const record = (await journal.getDelegation(ref))!;
+    expect(record.state).toBe('CANCELED');
+    expect(record.statusMessage).toBeUndefined();
+    expect((await journal.getWorkflowSnapshot('w-status'))!.history.entries[0]).toMatchObject({ kind: 'question', message: { parts: [{ text: 'How many people?' }] } });
+  });
+
   it('nothing is appended once the workflow row is gone (no orphan list)', async () => {
     const ref = await start('w2');
     await (redis() as Redis).del(`${prefix}:{wf:w2}:wf`);

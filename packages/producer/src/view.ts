@@ -2,6 +2,7 @@
  * The journal view of a workflow: every step, every attempt, open questions.
  */
 import { isAwaitingAnswer, isFinished, isParked, type Attention, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
+import { historyView, type HistoryEntryView } from './history-view.ts';
 
 /**
  * Where an attempt stands, derived from the journal:
@@ -82,6 +83,12 @@ export interface WorkflowView {
   definition: WorkflowDefinition;
   steps: StepView[];
   openQuestions: OpenQuestion[];
+  /**
+   * What happened, oldest first (README "History"): questions with the request they belong to, answers with who and
+   * when, refused answers, cancels, resolutions, re-delegations with their reasons, verifications with their
+   * evidence, compensations; every `at` ISO 8601. A first `dropped` entry says how many older ones the bounds dropped.
+   */
+  history: HistoryEntryView[];
 }
 
 const textOf = (message?: Message) => message?.parts.map((part) => part.text ?? '').join('') ?? '';
@@ -136,7 +143,7 @@ function summarize(view: DelegationView, observed: Observed, workflowState: stri
 export async function workflowView(journal: Journal, workflowId: string, published?: string, nowMs = Date.now()): Promise<WorkflowView | undefined> {
   const snapshot = (published === undefined ? undefined : journal.snapshotFromPublished(workflowId, published)) ?? (await journal.getWorkflowSnapshot(workflowId));
   if (!snapshot) return undefined;
-  const { workflow: hash, delegations } = snapshot;
+  const { workflow: hash, delegations, history } = snapshot;
   const definition = hash.definition;
   const observed = new Map(
     await Promise.all(
@@ -182,5 +189,6 @@ export async function workflowView(journal: Journal, workflowId: string, publish
     definition,
     steps,
     openQuestions,
+    history: historyView(history, delegations, hash.createdAt),
   };
 }

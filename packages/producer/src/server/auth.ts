@@ -6,6 +6,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { problem, sendProblem } from './problem.ts';
+import { UI_FORWARD_HEADER, recordCaller, tokenNameOf, type NamedToken } from './callers.ts';
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
@@ -29,12 +30,19 @@ export function bearerOf(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
-/** onRequest hook for /v1: a configured API token as Bearer, else 401 problem+json. */
-export function requireApiToken(apiTokens: readonly string[]) {
+/**
+ * onRequest hook for /v1: a configured API token as Bearer, else 401 problem+json. The request's caller
+ * (`callerOf`) is `token <name>`, or `session <name>` when /ui forwards a signed-in person's action (the header
+ * `UI_FORWARD_HEADER`: a channel label only, the name is the token's).
+ */
+export function requireApiToken(apiTokens: readonly NamedToken[]) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if (!oneOf(bearerOf(request), apiTokens)) {
+    const name = tokenNameOf(bearerOf(request), apiTokens);
+    if (name === undefined) {
       await sendProblem(reply, problem('UNAUTHORIZED', 'a valid API token is required as Authorization: Bearer <token>'));
+      return;
     }
+    recordCaller(request, `${request.headers[UI_FORWARD_HEADER] === 'session' ? 'session' : 'token'} ${name}`);
   };
 }
 
@@ -57,11 +65,18 @@ export function adminSessionValue(token: string, lifetimeMs: number, now: number
 
 /** True when `value` is an unexpired session made with one of `tokens` (at most `lifetimeMs` ahead). */
 export function isValidAdminSession(value: string | undefined, tokens: readonly string[], lifetimeMs: number, now: number = Date.now()): boolean {
+  return sessionTokenOf(value, tokens, lifetimeMs, now) !== undefined;
+}
+
+/** The token of `tokens` an unexpired session `value` was made with (compared with every one), or undefined. */
+export function sessionTokenOf(value: string | undefined, tokens: readonly string[], lifetimeMs: number, now: number = Date.now()): string | undefined {
   const match = value === undefined ? null : /^(\d{1,15})\.([A-Za-z0-9_-]{43})$/.exec(value);
-  if (!match) return false;
+  if (!match) return undefined;
   const expiresAtMs = Number(match[1]);
-  if (expiresAtMs <= now || expiresAtMs > now + lifetimeMs) return false;
-  return oneOf(match[2], tokens.map((token) => sessionMac(token, expiresAtMs)));
+  if (expiresAtMs <= now || expiresAtMs > now + lifetimeMs) return undefined;
+  let found: string | undefined;
+  for (const token of tokens) if (secretEquals(match[2]!, sessionMac(token, expiresAtMs)) && found === undefined) found = token;
+  return found;
 }
 
 /** The value of one cookie from the Cookie header, or undefined. */
