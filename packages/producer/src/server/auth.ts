@@ -4,9 +4,7 @@
  * and `timingSafeEqual` never throws on a length mismatch.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { problem, sendProblem } from './problem.ts';
-import { UI_FORWARD_HEADER, recordCaller, tokenNameOf, type NamedToken } from './callers.ts';
+import type { FastifyRequest } from 'fastify';
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
@@ -28,22 +26,6 @@ export function bearerOf(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   const match = typeof header === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(header) : null;
   return match?.[1];
-}
-
-/**
- * onRequest hook for /v1: a configured API token as Bearer, else 401 problem+json. The request's caller
- * (`callerOf`) is `token <name>`, or `session <name>` when /ui forwards a signed-in person's action (the header
- * `UI_FORWARD_HEADER`: a channel label only, the name is the token's).
- */
-export function requireApiToken(apiTokens: readonly NamedToken[]) {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    const name = tokenNameOf(bearerOf(request), apiTokens);
-    if (name === undefined) {
-      await sendProblem(reply, problem('UNAUTHORIZED', 'a valid API token is required as Authorization: Bearer <token>'));
-      return;
-    }
-    recordCaller(request, `${request.headers[UI_FORWARD_HEADER] === 'session' ? 'session' : 'token'} ${name}`);
-  };
 }
 
 /**

@@ -5,8 +5,9 @@
  * token away). The name, never the token, is what the journal keeps.
  */
 import { createHash } from 'node:crypto';
-import type { FastifyRequest } from 'fastify';
-import { secretEquals } from './auth.ts';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { bearerOf, secretEquals } from './auth.ts';
+import { problem, sendProblem } from './problem.ts';
 
 /** An accepted API token and its name. */
 export interface NamedToken {
@@ -56,3 +57,19 @@ export function recordCaller(request: FastifyRequest, caller: string): void {
 
 /** Who made `request` (`token <name>` or `session <name>`), once the auth hook ran; undefined before. */
 export const callerOf = (request: FastifyRequest): string | undefined => callers.get(request);
+
+/**
+ * onRequest hook for /v1: a configured API token as Bearer, else 401 problem+json. The request's caller
+ * (`callerOf`) is `token <name>`, or `session <name>` when /ui forwards a signed-in person's action (the header
+ * `UI_FORWARD_HEADER`: a channel label only, the name is the token's).
+ */
+export function requireApiToken(apiTokens: readonly NamedToken[]) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
+    const name = tokenNameOf(bearerOf(request), apiTokens);
+    if (name === undefined) {
+      await sendProblem(reply, problem('UNAUTHORIZED', 'a valid API token is required as Authorization: Bearer <token>'));
+      return;
+    }
+    recordCaller(request, `${request.headers[UI_FORWARD_HEADER] === 'session' ? 'session' : 'token'} ${name}`);
+  };
+}

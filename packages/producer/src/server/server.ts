@@ -17,8 +17,7 @@ import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, corruptRecordReporter, 
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
 import { API_BODY_LIMIT_BYTES, apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';
-import { requireApiToken } from './auth.ts';
-import { parseApiTokens } from './callers.ts';
+import { parseApiTokens, requireApiToken } from './callers.ts';
 import { problem, problemErrorHandler, sendProblem } from './problem.ts';
 import { answerWithin, DEFAULT_REQUEST_TIMEOUT_MS, STARTUP_REDIS_WAIT_MS } from './deadline.ts';
 import { opsRoutes, type HealthReport } from './routes/ops.ts';
