@@ -64,6 +64,8 @@ describe('signed answer links', () => {
       return current.state === 'COMPLETED' && current;
     }, 'completed after the linked answer');
     expect(view.steps[0].attempts[0].replyBy).toBe(`link ${link.id}`);
+    // The workflow's history keeps the answer with who gave it (the link), as for an answer through the API.
+    expect(view.history).toContainEqual(expect.objectContaining({ kind: 'answer', by: `link ${link.id}`, text: 'Lyon-by-link' }));
     expect(answersSeen('Lyon-by-link')).toBe(1);
 
     expect((await answerVia(link.path, 'Lyon-by-link')).statusCode).toBe(410);

@@ -60,6 +60,17 @@ export interface WorkflowView {
   updatedAt: number;
   steps: { name: string; attempts: Attempt[]; compensations: Attempt[] }[];
   openQuestions: Question[];
+  /** What happened, oldest first (README "History"): each entry's time (ISO 8601) and one-line summary. */
+  history?: HistoryEntry[];
+}
+
+/** One history entry of the view (the fields the CLI prints). */
+export interface HistoryEntry {
+  kind: string;
+  at: string;
+  summary: string;
+  delegationId?: string;
+  messageId?: string;
 }
 
 /** A registered agent (GET /v1/agents; instants ISO 8601, null when never). */
@@ -84,20 +95,23 @@ const hostOf = (url: string) => {
   }
 };
 
-function attemptLines(attempt: Attempt, label: string): string[] {
+/** `answered`: reply messageIds the history shows with their text and who (the bare reply line is left out for them). */
+function attemptLines(attempt: Attempt, label: string, answered: ReadonlySet<string>): string[] {
   const lines = [`    ${label} ${attempt.delegationId}  ${attempt.state}  agent ${hostOf(attempt.agentCardUrl)}${attempt.taskId ? `  task ${attempt.taskId}` : ''}`];
   lines.push(`      started ${time(attempt.createdAt)}  finished ${time(attempt.finishedAt)}  tries ${attempt.tries ?? attempt.sendCount}${attempt.resendCount ? ` (resent ${attempt.resendCount})` : ''}`);
   if (attempt.resultText) lines.push(`      result: ${attempt.resultText}`);
   if (attempt.error) lines.push(`      ${attempt.finishedAt ? 'error' : 'last error'}: ${attempt.error.code ? `${attempt.error.code}: ` : ''}${attempt.error.message}`);
   if (attempt.nextTryAt) lines.push(`      waiting for the agent${attempt.unreachableSince ? ` (unreachable since ${attempt.unreachableSince})` : ''}: next try ${attempt.nextTryAt}`);
-  if (attempt.replyMessageId) lines.push(`      reply ${attempt.replyMessageId} ${attempt.replyState ?? ''}${attempt.replyError ? ` (refused: ${attempt.replyError})` : ''}`);
+  if (attempt.replyMessageId && (!answered.has(attempt.replyMessageId) || attempt.replyError)) lines.push(`      reply ${attempt.replyMessageId} ${attempt.replyState ?? ''}${attempt.replyError ? ` (refused: ${attempt.replyError})` : ''}`);
   if (attempt.abandoned) lines.push('      given up by a person: this undo will never happen');
   if (attempt.effect) lines.push(`      effect ${attempt.effect} (verified ${time(attempt.verifiedAt)})${attempt.evidence !== undefined ? `  evidence ${JSON.stringify(attempt.evidence)}` : ''}`);
   return lines;
 }
 
-/** `show`: the workflow, then per step every attempt and compensation in order, then open questions. */
+/** `show`: the workflow, per step every attempt and compensation in order, open questions, then the history: what happened, when, by whom. */
 export function formatTimeline(view: WorkflowView): string {
+  const history = view.history ?? [];
+  const answered = new Set(history.filter((entry) => entry.kind === 'answer' && entry.messageId).map((entry) => entry.messageId!));
   const lines = [`workflow ${view.workflowId}  ${view.state}${view.cancelRequested ? '  (cancel requested)' : ''}`];
   lines.push(`  created ${time(view.createdAt)}  updated ${time(view.updatedAt)}`);
   if (view.attention) {
@@ -110,10 +124,11 @@ export function formatTimeline(view: WorkflowView): string {
   for (const step of view.steps) {
     lines.push(`  step ${step.name}`);
     if (step.attempts.length === 0) lines.push('    (no attempt yet)');
-    for (const attempt of step.attempts) lines.push(...attemptLines(attempt, `attempt ${attempt.attempt}`));
-    for (const compensation of step.compensations) lines.push(...attemptLines(compensation, 'compensation'));
+    for (const attempt of step.attempts) lines.push(...attemptLines(attempt, `attempt ${attempt.attempt}`, answered));
+    for (const compensation of step.compensations) lines.push(...attemptLines(compensation, 'compensation', answered));
   }
   for (const question of view.openQuestions) lines.push(formatQuestion(view.workflowId, question));
+  if (history.length > 0) lines.push('  history', ...history.map((entry) => `    ${entry.at}  ${entry.summary}`));
   return lines.join('\n');
 }
 

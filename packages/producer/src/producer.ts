@@ -15,7 +15,7 @@ import type { WorkflowView, OpenQuestion } from './view.ts';
 import { waitForWorkflow, type WaitForOptions } from './wait.ts';
 import { closeProducer, connectProducer, ensureConnected, readView, type ProducerOptions } from './calls/context.ts';
 import { DelegateInputSchema, delegate, startWorkflow, type DelegateInput } from './calls/create.ts';
-import { replyToQuestion, type ReplyAnswer } from './calls/reply.ts';
+import { replyToQuestion, type ActorOptions, type ReplyAnswer } from './calls/reply.ts';
 import { cancelWorkflow, resolveAttention } from './calls/cancel.ts';
 import { getAgent, listWorkflows, registerAgent, removeAgent, setAgentDisabled } from './calls/read.ts';
 import { searchWorkflowSummaries, type WorkflowFilterInput } from './calls/search.ts';
@@ -37,10 +37,14 @@ export interface Producer {
   waitFor(id: string, options?: WaitForOptions): Promise<WorkflowView>;
   /** Open questions (INPUT_REQUIRED / AUTH_REQUIRED) of a workflow. */
   questions(id: string): Promise<OpenQuestion[]>;
-  /** Answers a parked question on the same task and context. `step` defaults to the one asking. The same reply twice is harmless (`created: false`, the earlier messageId); a different reply to an answered question throws NoOpenQuestionError. */
-  reply(id: string, answer: ReplyAnswer, step?: string): Promise<{ messageId: string; created: boolean }>;
-  /** Cancels a workflow: running tasks get CancelTask; verified effects are compensated. Throws WorkflowFinishedError. */
-  cancel(id: string): Promise<void>;
+  /**
+   * Answers a parked question on the same task and context. `step` defaults to the one asking. The same reply twice is
+   * harmless (`created: false`, the earlier messageId); a different reply to an answered question throws
+   * NoOpenQuestionError. `options.by`: who answered, kept in the workflow's history (README "History").
+   */
+  reply(id: string, answer: ReplyAnswer, step?: string, options?: ActorOptions): Promise<{ messageId: string; created: boolean }>;
+  /** Cancels a workflow: running tasks get CancelTask; verified effects are compensated. `options.by`: who asked (history). Throws WorkflowFinishedError. */
+  cancel(id: string, options?: ActorOptions): Promise<void>;
   /**
    * A person's decision on a workflow in NEEDS_ATTENTION; it always ends or moves the workflow, never back
    * to the same attention. `retry`: every AMBIGUOUS attempt is run again as a new attempt (new messageId;
@@ -48,9 +52,9 @@ export interface Producer {
    * compensation as a new one; `abandon`: stop, undo what can be undone (a failed compensation is given
    * up, its effect left in place), else FAILED with the reason. Throws NotFoundError,
    * WorkflowFinishedError when the workflow is not waiting for a person (e.g. a second abandon), or
-   * ResolutionNotAllowedError (`RESOLVE_ACTIONS`).
+   * ResolutionNotAllowedError (`RESOLVE_ACTIONS`). `options.by`: who decided (history).
    */
-  resolve(id: string, action: 'retry' | 'abandon'): Promise<{ state: string }>;
+  resolve(id: string, action: 'retry' | 'abandon', options?: ActorOptions): Promise<{ state: string }>;
   /**
    * Registers (or refreshes) an agent by its Agent Card URL, keyed by the normalized URL (`normalizeAgentCardUrl`):
    * another spelling of a registered agent's URL refreshes that one entry. Throws AgentCardError.
@@ -77,7 +81,7 @@ export interface Producer {
    * `resolve`; `dryRun` writes nothing. Per workflow: done (or would), or skipped with the code of why not.
    * Throws ProducerInputError (an empty filter; resolve without `resolution`).
    */
-  bulk(action: BulkAction, input: BulkInput): Promise<BulkResult>;
+  bulk(action: BulkAction, input: BulkInput, options?: ActorOptions): Promise<BulkResult>;
   journal: Journal;
   close(): Promise<void>;
 }
@@ -93,9 +97,9 @@ export function createProducer(options: ProducerOptions): Producer {
     get: view,
     waitFor: (id, waitOptions) => waitForWorkflow(context.changes, context.journal, view, id, waitOptions, () => ensureConnected(context)),
     questions: async (id) => (await view(id)).openQuestions,
-    reply: (id, answer, step) => replyToQuestion(context, id, answer, step),
-    cancel: (id) => cancelWorkflow(context, id),
-    resolve: (id, action) => resolveAttention(context, id, action),
+    reply: (id, answer, step, actor) => replyToQuestion(context, id, answer, step, actor),
+    cancel: (id, actor) => cancelWorkflow(context, id, actor),
+    resolve: (id, action, actor) => resolveAttention(context, id, action, actor),
     registerAgent: (cardUrl) => registerAgent(context, cardUrl),
     listAgents: () => context.registry.views(),
     getAgent: (idOrCardUrl) => getAgent(context, idOrCardUrl),
@@ -103,7 +107,7 @@ export function createProducer(options: ProducerOptions): Producer {
     removeAgent: (idOrCardUrl) => removeAgent(context, idOrCardUrl),
     listWorkflows: (listOptions) => listWorkflows(context, listOptions),
     search: (filter, searchOptions) => searchWorkflowSummaries(context, filter, searchOptions),
-    bulk: (action, input) => bulkAct(context, action, input),
+    bulk: (action, input, actor) => bulkAct(context, action, input, actor),
     close: () => closeProducer(context),
   };
   for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'removeAgent', 'listWorkflows', 'search', 'bulk'] as const) {

@@ -2,6 +2,7 @@
  * The journal view of a workflow: every step, every attempt, open questions.
  */
 import { answerLinkFor, isAwaitingAnswer, isFinished, isParked, type AnswerLink, type Attention, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
+import { historyView, type HistoryEntryView } from './history-view.ts';
 
 /**
  * Where an attempt stands, derived from the journal:
@@ -94,6 +95,12 @@ export interface WorkflowView {
   definition: WorkflowDefinition;
   steps: StepView[];
   openQuestions: OpenQuestion[];
+  /**
+   * What happened, oldest first (README "History"): questions with the request they belong to, answers with who and
+   * when, refused answers, cancels, resolutions, re-delegations with their reasons, verifications with their
+   * evidence, compensations; every `at` ISO 8601. A first `dropped` entry says how many older ones the bounds dropped.
+   */
+  history: HistoryEntryView[];
 }
 
 const textOf = (message?: Message) => message?.parts.map((part) => part.text ?? '').join('') ?? '';
@@ -148,7 +155,7 @@ function summarize(view: DelegationView, observed: Observed, workflowState: stri
 export async function workflowView(journal: Journal, workflowId: string, published?: string, nowMs = Date.now(), links?: AnswerLinkSettings): Promise<WorkflowView | undefined> {
   const snapshot = (published === undefined ? undefined : journal.snapshotFromPublished(workflowId, published)) ?? (await journal.getWorkflowSnapshot(workflowId));
   if (!snapshot) return undefined;
-  const { workflow: hash, delegations } = snapshot;
+  const { workflow: hash, delegations, history } = snapshot;
   const definition = hash.definition;
   const observed = new Map(
     await Promise.all(
@@ -195,6 +202,7 @@ export async function workflowView(journal: Journal, workflowId: string, publish
     definition,
     steps,
     openQuestions,
+    history: historyView(history, delegations, hash.createdAt),
   };
 }
 

@@ -52,6 +52,7 @@ function view(state: string, fields: { attempts?: AttemptSummary[]; question?: O
     } as WorkflowView['definition'],
     steps: [{ name: 'main', attempts: fields.attempts ?? [], compensations: [] }],
     openQuestions: fields.question ? [fields.question] : [],
+    history: [],
   };
 }
 

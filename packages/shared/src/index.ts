@@ -11,6 +11,18 @@ export type { CorruptRecordHandler, CorruptRecordKind } from './journal/corrupt.
 export { indexMember, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
 export type { JournalKeys } from './journal/keys.ts';
 export { parseCompactedWorkflow } from './journal/compacted-record.ts';
+export {
+  HISTORY_LIMITS,
+  HISTORY_ENTRY_SCHEMAS,
+  ActorSchema,
+  cutText,
+  historyEntryText,
+  parseHistory,
+  parseHistoryEntry,
+  partsText,
+} from './journal/history.ts';
+export type { History, HistoryEntry, HistoryEntryInput, KnownHistoryEntry, UnknownHistoryEntry } from './journal/history.ts';
+export type { WorkflowRecordSnapshot } from './journal/delegations.ts';
 
 export {
   JOURNAL_STATES,

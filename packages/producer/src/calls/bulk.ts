@@ -9,6 +9,7 @@ import { z } from 'zod';
 import { searchWorkflows, FINISHED_WORKFLOW_STATES, type WorkflowSummary } from '@durable-a2a/shared';
 import { NotFoundError, ProducerInputError, ResolutionNotAllowedError, WorkflowFinishedError, type ResolveAction } from '../errors.ts';
 import { allowedResolveActions, cancelWorkflow, resolveAttention } from './cancel.ts';
+import type { ActorOptions } from './reply.ts';
 import { parseInput, readView, type ProducerContext } from './context.ts';
 import { WorkflowFilterSchema, journalFilter, namesACriterion } from './search.ts';
 
@@ -69,14 +70,14 @@ async function wouldDo(context: ProducerContext, summary: WorkflowSummary, resol
 }
 
 /** The real call for one workflow; a typed refusal becomes `skipped` with its code, anything else is thrown. */
-async function act(context: ProducerContext, summary: WorkflowSummary, resolution: ResolveAction | undefined): Promise<BulkItem> {
+async function act(context: ProducerContext, summary: WorkflowSummary, resolution: ResolveAction | undefined, actor: ActorOptions): Promise<BulkItem> {
   try {
     if (!resolution) {
-      await cancelWorkflow(context, summary.workflowId);
+      await cancelWorkflow(context, summary.workflowId, actor);
       return { workflowId: summary.workflowId, state: summary.state, outcome: 'done' };
     }
     if (summary.state !== 'NEEDS_ATTENTION') return skipped(summary, 'NOT_WAITING', `${summary.state}, not waiting for a person`);
-    const { state } = await resolveAttention(context, summary.workflowId, resolution);
+    const { state } = await resolveAttention(context, summary.workflowId, resolution, actor);
     return { workflowId: summary.workflowId, state: summary.state, outcome: 'done', resultState: state };
   } catch (error) {
     if (error instanceof ResolutionNotAllowedError) return skipped(summary, error.code, error.message, { allowedActions: [...error.allowedActions] });
@@ -87,11 +88,11 @@ async function act(context: ProducerContext, summary: WorkflowSummary, resolutio
 
 /**
  * `Producer.bulk`: `action` on one page of the workflows `filter` matches (`limit` ≤ 500), each through the
- * single-workflow call; with `dryRun` nothing is written. Continue with the answer's `cursor`.
+ * single-workflow call (`actor`: who acts, kept in each workflow's history); with `dryRun` nothing is written. Continue with the answer's `cursor`.
  * @throws ProducerInputError (an empty filter, `resolve` without `resolution`), Redis errors (what was done before
  *   stays done: calling again skips it, e.g. WORKFLOW_FINISHED, or repeats a harmless CancelTask)
  */
-export async function bulkAct(context: ProducerContext, action: BulkAction, input: BulkInput): Promise<BulkResult> {
+export async function bulkAct(context: ProducerContext, action: BulkAction, input: BulkInput, actor: ActorOptions = {}): Promise<BulkResult> {
   const parsed = parseInput(BulkInputSchema, input);
   if (action === 'resolve' && !parsed.resolution) throw new ProducerInputError('resolve needs a resolution: retry or abandon', 'resolution');
   const resolution: ResolveAction | undefined = action === 'retry' ? 'retry' : action === 'resolve' ? parsed.resolution : undefined;
@@ -99,7 +100,7 @@ export async function bulkAct(context: ProducerContext, action: BulkAction, inpu
   const items: BulkItem[] = [];
   for (let start = 0; start < page.items.length; start += CONCURRENCY) {
     const chunk = page.items.slice(start, start + CONCURRENCY);
-    items.push(...(await Promise.all(chunk.map((summary) => (parsed.dryRun ? wouldDo(context, summary, resolution) : act(context, summary, resolution))))));
+    items.push(...(await Promise.all(chunk.map((summary) => (parsed.dryRun ? wouldDo(context, summary, resolution) : act(context, summary, resolution, actor))))));
   }
   return { action, dryRun: parsed.dryRun, items, ...(page.cursor ? { cursor: page.cursor } : {}) };
 }

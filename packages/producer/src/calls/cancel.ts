@@ -4,6 +4,7 @@
  * `decide-resolution.ts`). Both journal the request on the workflow row first, then let the workers decide.
  */
 import {
+  ActorSchema,
   JournalError,
   RESOLVE_ACTIONS,
   allowedResolveActions as allowedFor,
@@ -14,21 +15,24 @@ import {
   type ResolutionWorkflow,
 } from '@durable-a2a/shared';
 import { ResolutionNotAllowedError, WorkflowFinishedError, type ResolveAction } from '../errors.ts';
-import { readView, type ProducerContext } from './context.ts';
+import { parseInput, readView, type ProducerContext } from './context.ts';
+import type { ActorOptions } from './reply.ts';
 import type { WorkflowView } from '../view.ts';
 
 /**
  * `Producer.cancel`: marks the workflow cancel-requested, sends CancelTask to every unfinished attempt. Every
  * call is a request of its own: a second cancel sends CancelTask again (the A2A spec makes a repeated
- * CancelTask harmless), even when the first one's job used all its attempts and failed.
- * @throws NotFoundError, WorkflowFinishedError (already finished)
+ * CancelTask harmless), even when the first one's job used all its attempts and failed. Each request is kept in the
+ * workflow's history with `by` (who asked).
+ * @throws NotFoundError, WorkflowFinishedError (already finished), ProducerInputError (`by` too long)
  */
-export async function cancelWorkflow(context: ProducerContext, id: string): Promise<void> {
+export async function cancelWorkflow(context: ProducerContext, id: string, options: ActorOptions = {}): Promise<void> {
+  const by = parseInput(ActorSchema.optional(), options.by);
   const current = await readView(context, id);
   // The version this request writes names it: each request's CancelTask jobs are its own (enqueueCancel).
   let request: number;
   try {
-    request = await context.journal.updateWorkflow(id, { cancelRequested: true });
+    request = await context.journal.updateWorkflow(id, { cancelRequested: true }, undefined, { kind: 'cancel', at: 0, ...(by ? { by } : {}) });
   } catch (error) {
     if (error instanceof JournalError && error.code === 'WRONG_STATE') throw new WorkflowFinishedError(`workflow ${id} already finished (${current.state})`);
     throw error;
@@ -67,9 +71,11 @@ export function allowedResolveActions(view: WorkflowView, lists: Partial<Pick<Re
  * @throws NotFoundError, WorkflowFinishedError (not waiting for a person, e.g. a second abandon),
  *   ResolutionNotAllowedError (the action is not in RESOLVE_ACTIONS for the attention code, or `retry`
  *   with nothing to send again: nothing is written, the answer never claims a change that did not happen)
+ *   The decision is kept in the workflow's history with its attention code and `by`.
  */
-export async function resolveAttention(context: ProducerContext, id: string, action: ResolveAction): Promise<{ state: string }> {
+export async function resolveAttention(context: ProducerContext, id: string, action: ResolveAction, options: ActorOptions = {}): Promise<{ state: string }> {
   const { journal } = context;
+  const by = parseInput(ActorSchema.optional(), options.by);
   const ROUNDS = 4;
   for (let round = 1; round <= ROUNDS; round++) {
     const current = await readView(context, id);
@@ -88,7 +94,8 @@ export async function resolveAttention(context: ProducerContext, id: string, act
       throw new ResolutionNotAllowedError(`workflow ${id} needs attention (${attentionCode}): ${action} is not possible (${why}); allowed: ${allowed.join(', ')}`, attentionCode, allowed);
     }
     try {
-      await journal.updateWorkflow(id, resolutionPatch(workflow, attempts, action), record.version);
+      const history = { kind: 'resolution' as const, at: 0, action, code: attentionCode, ...(by ? { by } : {}) };
+      await journal.updateWorkflow(id, resolutionPatch(workflow, attempts, action), record.version, history);
     } catch (error) {
       // Changed between the read and the write (a worker, or another person's decision): read again.
       if (error instanceof JournalError && error.code === 'VERSION_CONFLICT' && round < ROUNDS) continue;

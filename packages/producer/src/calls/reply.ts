@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { PartSchema, SPAN_ATTRIBUTES, enqueueReply, withSpan, type DelegationRef, type Part } from '@durable-a2a/shared';
+import { ActorSchema, PartSchema, SPAN_ATTRIBUTES, enqueueReply, withSpan, type DelegationRef, type Part } from '@durable-a2a/shared';
 import { NoOpenQuestionError, NotFoundError } from '../errors.ts';
 import type { WorkflowView } from '../view.ts';
 import { parseInput, readView, type ProducerContext } from './context.ts';
@@ -35,11 +35,18 @@ async function repeatedReply(context: ProducerContext, ref: DelegationRef, messa
   if (journaled?.replyMessageId === messageId && JSON.stringify(journaled.replyMessage?.parts) === JSON.stringify(parts)) return { messageId, created: false };
   throw new NoOpenQuestionError(`workflow ${ref.workflowId} has no open question on ${ref.delegationId}: it was already answered with a different reply (${messageId})`);
 }
+/** Who acts, kept in the workflow's history (`token <name>`, `session <name>`, `link <id>`; at most 200 characters). */
+export interface ActorOptions {
+  by?: string;
+}
+
 /**
- * `Producer.reply`: answers the open question of `step` (default: the one asking).
+ * `Producer.reply`: answers the open question of `step` (default: the one asking); `by` is kept with the answer in
+ * the workflow's history.
  * @throws ProducerInputError, NotFoundError (no workflow, no such step), NoOpenQuestionError
  */
-export async function replyToQuestion(context: ProducerContext, id: string, answer: ReplyAnswer, step?: string): Promise<{ messageId: string; created: boolean }> {
+export async function replyToQuestion(context: ProducerContext, id: string, answer: ReplyAnswer, step?: string, options: ActorOptions = {}): Promise<{ messageId: string; created: boolean }> {
+  const by = parseInput(ActorSchema.optional(), options.by);
   const parsedAnswer = parseInput(ReplySchema, answer);
   const current = await readView(context, id);
   if (step !== undefined && !current.steps.some((candidate) => candidate.name === step)) throw new NotFoundError(`workflow ${id} has no step ${step}`);
@@ -52,7 +59,7 @@ export async function replyToQuestion(context: ProducerContext, id: string, answ
     throw new NoOpenQuestionError(`workflow ${id} has no open question${step ? ` on step ${step}` : ''}`);
   }
   const ref = { workflowId: id, delegationId: question.delegationId };
-  const reply = await context.journal.recordReply(ref, randomUUID(), { parts });
+  const reply = await context.journal.recordReply(ref, randomUUID(), { parts }, by);
   // Another reply was journaled for this question first (a race): the same reply, or a refusal.
   if (!reply.created) return repeatedReply(context, ref, reply.messageId, parts);
   await withSpan('workflow.reply', { [SPAN_ATTRIBUTES.workflowId]: id, [SPAN_ATTRIBUTES.delegationId]: question.delegationId, [SPAN_ATTRIBUTES.messageId]: reply.messageId }, () =>

@@ -4,8 +4,7 @@
  * and `timingSafeEqual` never throws on a length mismatch.
  */
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
-import type { FastifyReply, FastifyRequest } from 'fastify';
-import { problem, sendProblem } from './problem.ts';
+import type { FastifyRequest } from 'fastify';
 
 const digest = (value: string) => createHash('sha256').update(value, 'utf8').digest();
 
@@ -29,15 +28,6 @@ export function bearerOf(request: FastifyRequest): string | undefined {
   return match?.[1];
 }
 
-/** onRequest hook for /v1: a configured API token as Bearer, else 401 problem+json. */
-export function requireApiToken(apiTokens: readonly string[]) {
-  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
-    if (!oneOf(bearerOf(request), apiTokens)) {
-      await sendProblem(reply, problem('UNAUTHORIZED', 'a valid API token is required as Authorization: Bearer <token>'));
-    }
-  };
-}
-
 /**
  * Browser access to /admin/queues: `?token=<API token>` once sets this
  * HttpOnly cookie, a session that expires server-side: its value is
@@ -57,11 +47,18 @@ export function adminSessionValue(token: string, lifetimeMs: number, now: number
 
 /** True when `value` is an unexpired session made with one of `tokens` (at most `lifetimeMs` ahead). */
 export function isValidAdminSession(value: string | undefined, tokens: readonly string[], lifetimeMs: number, now: number = Date.now()): boolean {
+  return sessionTokenOf(value, tokens, lifetimeMs, now) !== undefined;
+}
+
+/** The token of `tokens` an unexpired session `value` was made with (compared with every one), or undefined. */
+export function sessionTokenOf(value: string | undefined, tokens: readonly string[], lifetimeMs: number, now: number = Date.now()): string | undefined {
   const match = value === undefined ? null : /^(\d{1,15})\.([A-Za-z0-9_-]{43})$/.exec(value);
-  if (!match) return false;
+  if (!match) return undefined;
   const expiresAtMs = Number(match[1]);
-  if (expiresAtMs <= now || expiresAtMs > now + lifetimeMs) return false;
-  return oneOf(match[2], tokens.map((token) => sessionMac(token, expiresAtMs)));
+  if (expiresAtMs <= now || expiresAtMs > now + lifetimeMs) return undefined;
+  let found: string | undefined;
+  for (const token of tokens) if (secretEquals(match[2]!, sessionMac(token, expiresAtMs)) && found === undefined) found = token;
+  return found;
 }
 
 /** The value of one cookie from the Cookie header, or undefined. */

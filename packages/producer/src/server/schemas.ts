@@ -99,6 +99,18 @@ const AttemptSchema = z.looseObject({
 });
 
 /** `GET /v1/workflows/:id`: the journal view of a workflow. */
+/** One history entry of a workflow view (history-view.ts; README "History"); the stored entry's other fields come along. */
+export const HistoryEntrySchema = z.looseObject({
+  kind: z.string().describe('question, answer, answer-refused, cancel, resolution, redelegation, verification, compensation, dropped (n older entries dropped), or a kind a later release writes'),
+  at: z.iso.datetime().describe('When it was journaled (ISO 8601)'),
+  delegationId: z.string().optional(),
+  step: z.string().optional(),
+  text: z.string().optional().describe("A question's or an answer's text; a refused answer's reason; a dropped marker's sentence"),
+  by: z.string().optional().describe('Who acted: token <name>, session <name>, link <id>, or what a library caller passed'),
+  request: z.object({ messageId: z.string(), text: z.string() }).optional().describe('A question: the request it belongs to (the attempt\'s messageId and text)'),
+  summary: z.string().describe('One line a person reads: what happened, to which attempt, by whom'),
+});
+
 export const WorkflowViewSchema = z.looseObject({
   workflowId: z.string(),
   state: z.string(),
@@ -115,6 +127,7 @@ export const WorkflowViewSchema = z.looseObject({
   definition: z.looseObject({ workflowId: z.string(), steps: z.array(z.looseObject({ name: z.string() })) }),
   steps: z.array(z.object({ name: z.string(), attempts: z.array(AttemptSchema), compensations: z.array(AttemptSchema) })),
   openQuestions: z.array(z.looseObject({ step: z.string(), delegationId: z.string(), state: z.enum(['INPUT_REQUIRED', 'AUTH_REQUIRED']), text: z.string() })),
+  history: z.array(HistoryEntrySchema).describe('What happened, oldest first, bounded (README "History")'),
 });
 
 export const WorkflowListSchema = z.object({ ids: z.array(z.string()), cursor: z.string().optional() });

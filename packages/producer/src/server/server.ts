@@ -17,7 +17,7 @@ import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, corruptRecordReporter, 
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
 import { API_BODY_LIMIT_BYTES, apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';
-import { requireApiToken } from './auth.ts';
+import { parseApiTokens, requireApiToken } from './callers.ts';
 import { problem, problemErrorHandler, sendProblem } from './problem.ts';
 import { answerWithin, DEFAULT_REQUEST_TIMEOUT_MS, STARTUP_REDIS_WAIT_MS } from './deadline.ts';
 import { opsRoutes, type HealthReport } from './routes/ops.ts';
@@ -43,7 +43,7 @@ export interface ServerOptions {
   redisUrl: string;
   /** Key prefix shared with the workers. Default `da2a`. */
   prefix?: string;
-  /** Accepted API tokens (Bearer on /v1 and /admin/queues). At least one. */
+  /** Accepted API tokens (Bearer on /v1 and /admin/queues), each `name:token` or a bare token (callers.ts). At least one. */
   apiTokens: string[];
   /** Default: `createLogger()` (JSON lines, secrets redacted). */
   logger?: Logger;
@@ -125,7 +125,8 @@ async function closeCreated(redis: ReturnType<typeof createFailFastRedisClient>,
 }
 
 export function createServer(options: ServerOptions): ApiServer {
-  const tokens = options.apiTokens.filter((token) => token.length > 0);
+  const namedTokens = parseApiTokens(options.apiTokens);
+  const tokens = namedTokens.map(({ token }) => token);
   if (tokens.length === 0) throw new Error('createServer: apiTokens must hold at least one non-empty token');
   const prefix = options.prefix ?? 'da2a';
   const logger = options.logger ?? createLogger();
@@ -173,7 +174,7 @@ export function createServer(options: ServerOptions): ApiServer {
   registerSecurityHeaders(app);
   app.register(fastifySwagger, OPENAPI_OPTIONS);
   app.register(async (v1) => {
-    v1.addHook('onRequest', requireApiToken(tokens));
+    v1.addHook('onRequest', requireApiToken(namedTokens));
     await v1.register(v1Routes(producer, options.addressPolicy ?? {}));
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, limits: options.limits }), { prefix: '/v1' });

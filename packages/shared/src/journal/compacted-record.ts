@@ -5,8 +5,9 @@
  * replaces its hashes and its delegation list with one JSON string at `JournalKeys.finished`
  * (same hash tag, same retention; push tokens also in the hash `JournalKeys.finishedPushTokens`):
  *
- *   {"workflow": {<workflow fields>}, "delegations": [{<delegation fields>, "art": {<artifact fields>}}, …]}
+ *   {"workflow": {<workflow fields>}, "delegations": [{<delegation fields>, "art": {<artifact fields>}}, …], "history": [<entry>, …]}
  *
+ * history (history.ts) only when the workflow has one: its list's entry texts as they were, byte for byte;
  * delegations in creation order, fields under the names of `COMPACTED_RECORD_LAYOUT.names` (others
  * under their own name). Fields holding JSON (message, statusMessage, definition, …) are embedded as
  * JSON, digit strings as numbers (times as ms after the workflow's createdAt), every other value as
@@ -66,7 +67,7 @@ export const COMPACTED_RECORD_LAYOUT = {
   operational: [
     'owner', 'notFoundCount', 'firstNotFoundAt', 'sendStartedAt', 'replySendToken', 'replySendUntil',
     'questionSeq', 'artifactBytes', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable',
-    'unreachableSince', 'nextTryAt',
+    'unreachableSince', 'nextTryAt', 'historyBytes',
   ],
   /** Times (ms) stored as a number of ms after the workflow's createdAt (a string is the hash's own text). */
   times: ['createdAt', 'updatedAt', 'finishedAt', 'verifiedAt', 'statusTimestampMs', 'replySendUntil'],
@@ -95,14 +96,15 @@ export function compactedRecordLayoutLua(): string {
   return `{ names = { ${stored.join(', ')} }, json = ${set(json)}, operational = ${set(operational)}, zeroIsAbsent = ${set(zeroIsAbsent)}, times = ${set(times)}, finalDelegation = ${set(finalDelegation)}, maxBytes = ${maxBytes} }`;
 }
 
-/** A compacted workflow read back as hashes (field → string), delegations in creation order. */
+/** A compacted workflow read back as hashes (field → string), delegations in creation order, history entries as parsed JSON (history.ts). */
 export interface CompactedWorkflow {
   workflow: Record<string, string>;
   delegations: { hash: Record<string, string>; artifacts: Record<string, string> }[];
+  history: unknown[];
 }
 
 const FieldsSchema = z.record(z.string(), z.unknown());
-const CompactedSchema = z.object({ workflow: FieldsSchema, delegations: z.array(FieldsSchema) });
+const CompactedSchema = z.object({ workflow: FieldsSchema, delegations: z.array(FieldsSchema), history: z.array(z.unknown()).optional() });
 const fullName = new Map(Object.entries(COMPACTED_RECORD_LAYOUT.names).map(([field, name]) => [name, field]));
 const MARK = '=';
 
@@ -192,6 +194,7 @@ export function parseCompactedWorkflow(workflowId: string, text: string): Compac
         artifacts: Object.fromEntries(Object.entries((artifacts ?? {}) as Record<string, unknown>).map(([field, value]) => [field, asText(value)])),
       };
     }),
+    history: record.history ?? [],
   };
 }
 

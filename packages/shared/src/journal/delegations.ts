@@ -12,6 +12,14 @@ import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalWorkflows } from './workflows.ts';
 import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
+import { historyArgument, parseHistory, type History, type HistoryEntryInput } from './history.ts';
+
+/** A workflow row with every delegation (views, artifacts included) and its history (history.ts). */
+export interface WorkflowRecordSnapshot {
+  workflow: WorkflowRecord;
+  delegations: DelegationView[];
+  history: History;
+}
 
 /** claim-1.lua: the new fencing token. */
 const claimScript = defineScript({ name: 'claim', keys: ['delegation'], encode: (owner: string) => [owner], decode: fenceDecoder });
@@ -109,7 +117,12 @@ const releaseHoldScript = defineScript({
 const recordEffectScript = defineScript({
   name: 'recordEffect',
   keys: ['delegation'],
-  encode: (input: { effect: 'present' | 'absent' | 'unknown'; evidence: unknown; nowMs: number }) => [input.effect, JSON.stringify(input.evidence ?? null), input.nowMs],
+  encode: (input: { effect: 'present' | 'absent' | 'unknown'; evidence: unknown; nowMs: number; history: HistoryEntryInput }) => [
+    input.effect,
+    JSON.stringify(input.evidence ?? null),
+    input.nowMs,
+    historyArgument(input.history),
+  ],
   decode: outcomeDecoder({ 1: 'recorded', 0: 'already recorded' }),
 });
 
@@ -154,7 +167,7 @@ export class JournalDelegations extends JournalWorkflows {
    * transition published on its change channel (updateWorkflow-4.lua): no read. Undefined when `published` is
    * not such a record (a state name) or does not parse: the caller reads (`getWorkflowSnapshot`).
    */
-  snapshotFromPublished(workflowId: string, published: string): { workflow: WorkflowRecord; delegations: DelegationView[] } | undefined {
+  snapshotFromPublished(workflowId: string, published: string): WorkflowRecordSnapshot | undefined {
     if (!published.startsWith('{')) return undefined;
     try {
       return snapshotOfCompacted(parseCompactedWorkflow(workflowId, published));
@@ -169,12 +182,13 @@ export class JournalDelegations extends JournalWorkflows {
    * all, one round trip), then a live workflow's delegations together. Undefined when missing (or
    * expired). Throws CorruptRecordError on a corrupt row.
    */
-  async getWorkflowSnapshot(workflowId: string): Promise<{ workflow: WorkflowRecord; delegations: DelegationView[] } | undefined> {
+  async getWorkflowSnapshot(workflowId: string): Promise<WorkflowRecordSnapshot | undefined> {
     // The compacted record is asked for in the same round trip: a finished workflow is read in one.
-    const [hash, ids, compacted] = await Promise.all([
+    const [hash, ids, compacted, history] = await Promise.all([
       this.redis.hgetall(this.keys.workflow(workflowId)),
       this.redis.lrange(this.delegationListKey(workflowId), 0, -1),
       this.redis.get(this.keys.finished(workflowId)),
+      this.redis.lrange(this.keys.history(workflowId), 0, -1),
     ]);
     if (!hash.workflowId) {
       const finished = compacted ? this.parseCompacted(workflowId, compacted) : await this.finishedWorkflow(workflowId);
@@ -182,7 +196,8 @@ export class JournalDelegations extends JournalWorkflows {
     }
     // A delegation compacted between the two reads is read from the compacted record (getDelegationView).
     const views = await Promise.all(ids.map((delegationId) => this.getDelegationView({ workflowId, delegationId })));
-    return { workflow: this.parseWorkflowRow(workflowId, hash), delegations: views.filter((view): view is DelegationView => view !== undefined) };
+    const workflow = this.parseWorkflowRow(workflowId, hash);
+    return { workflow, delegations: views.filter((view): view is DelegationView => view !== undefined), history: parseHistory(history, workflow.historyDropped) };
   }
 
   /** A delegation's hashes from its workflow's compacted record (compacted-record.ts), or undefined. */
@@ -308,17 +323,20 @@ export class JournalDelegations extends JournalWorkflows {
   }
 
   /**
-   * Records a verifier's finding once (see recordEffect-1.lua).
+   * Records a verifier's finding once (see recordEffect-1.lua), with its history entry (the finding and its evidence).
    * @returns true if recorded, false if an effect was already recorded.
    */
-  async recordEffect(ref: DelegationRef, effect: 'present' | 'absent' | 'unknown', evidence: unknown): Promise<boolean> {
-    const recorded = await this.call(recordEffectScript, { delegation: this.delegationKeys(ref)[0] }, { effect, evidence, nowMs: this.now() });
+  async recordEffect(ref: DelegationRef, effect: 'present' | 'absent' | 'unknown', evidence: unknown, step?: string): Promise<boolean> {
+    const nowMs = this.now();
+    const history: HistoryEntryInput = { kind: 'verification', at: nowMs, delegationId: ref.delegationId, ...(step ? { step } : {}), effect, evidence };
+    const recorded = await this.call(recordEffectScript, { delegation: this.delegationKeys(ref)[0] }, { effect, evidence, nowMs, history });
     return unlessRefused(recorded, ref, 'recordEffect') === 'recorded';
   }
 }
 
 /** A compacted workflow's typed snapshot: its row and every delegation's view (artifacts parsed). */
-function snapshotOfCompacted(finished: CompactedWorkflow): { workflow: WorkflowRecord; delegations: DelegationView[] } {
+function snapshotOfCompacted(finished: CompactedWorkflow): WorkflowRecordSnapshot {
   const delegations = finished.delegations.map(({ hash: row, artifacts }) => ({ ...parseDelegationHash(row), artifacts: parseArtifacts(artifacts) }));
-  return { workflow: parseWorkflowHash(finished.workflow), delegations };
+  const workflow = parseWorkflowHash(finished.workflow);
+  return { workflow, delegations, history: parseHistory(finished.history, workflow.historyDropped) };
 }

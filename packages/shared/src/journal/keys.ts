@@ -26,6 +26,8 @@ export interface JournalKeys {
   followLease(workflowId: string, delegationId: string): string;
   /** List of a workflow's delegation ids, in creation order. */
   delegationList(workflowId: string): string;
+  /** A workflow's history: list of JSON entries, oldest first, bounded (history.ts; lua/includes/history.lua). */
+  history(workflowId: string): string;
   /** A finished workflow's compacted record, replacing the keys above (string, JSON; compacted-record.ts). */
   finished(workflowId: string): string;
   /** A compacted workflow's push tokens (hash delegationId → token), beside its record: pushes are authenticated without it. */
@@ -68,6 +70,7 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     artifacts: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}:artifacts`,
     followLease: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}:lease`,
     delegationList: (workflowId) => `${tag(workflowId)}:wf:delegations`,
+    history: (workflowId) => `${tag(workflowId)}:history`,
     finished: (workflowId) => `${tag(workflowId)}:done`,
     finishedPushTokens: (workflowId) => `${tag(workflowId)}:push`,
     notifications: (workflowId) => `${tag(workflowId)}:notify`,

@@ -6,13 +6,15 @@ import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, stringReply } from './scripts.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
+import type { Part } from '../a2a/schema.ts';
 import { JournalStatus } from './status.ts';
+import { historyArgument, type HistoryEntryInput } from './history.ts';
 
 /** recordReply-1.lua: the reply's messageId, and whether this call journaled it (false: the question was answered). */
 const recordReplyScript = defineScript({
   name: 'recordReply',
   keys: ['delegation'],
-  encode: (input: { messageId: string; message: object; nowMs: number }) => [input.messageId, JSON.stringify(input.message), input.nowMs],
+  encode: (input: { messageId: string; message: object; nowMs: number; history?: HistoryEntryInput }) => [input.messageId, JSON.stringify(input.message), input.nowMs, historyArgument(input.history)],
   decode: (reply, script) => {
     const [code, messageId] = arrayReply(reply, script);
     const value = integerReply(code, script);
@@ -24,12 +26,13 @@ const recordReplyScript = defineScript({
 const answerByLinkScript = defineScript({
   name: 'answerByLink',
   keys: ['delegation'],
-  encode: (input: { questionKey: string; linkId: string; messageId: string; message: object; nowMs: number }) => [
+  encode: (input: { questionKey: string; linkId: string; messageId: string; message: object; nowMs: number; history?: HistoryEntryInput }) => [
     input.questionKey,
     input.linkId,
     input.messageId,
     JSON.stringify(input.message),
     input.nowMs,
+    historyArgument(input.history),
   ],
   decode: recordReplyScript.decode,
 });
@@ -44,26 +47,31 @@ interface MarkReplyInput {
   sendToken: string;
   /** With 'sending': the lease deadline (ms); '' none. */
   sendUntil: number | '';
+  /** With 'refused': the refusal's history entry. */
+  history?: HistoryEntryInput;
 }
 
 /** markReply-1.lua: 'marked', 'taken over' (from an expired 'sending' lease) or 'unchanged' (not in the state before). */
 const markReplyScript = defineScript({
   name: 'markReply',
   keys: ['delegation'],
-  encode: (input: MarkReplyInput) => [input.fence, input.messageId, input.nowMs, input.state, input.reason, input.sendToken, input.sendUntil],
+  encode: (input: MarkReplyInput) => [input.fence, input.messageId, input.nowMs, input.state, input.reason, input.sendToken, input.sendUntil, historyArgument(input.history)],
   decode: outcomeDecoder({ 1: 'marked', 2: 'taken over', 0: 'unchanged' }),
 });
 
 /** Journal methods over the replies to a delegation's questions. */
 export class JournalReplies extends JournalStatus {
   /**
-   * Journals a reply to the parked question before it is sent.
+   * Journals a reply to the parked question before it is sent, and (when new) its history entry: its parts, when,
+   * and `by` (who answered: `token <name>`, `session <name>`, `link <id>`; history.ts `ActorSchema`).
    * @returns the reply's messageId and whether it is new (false = this question was already answered).
    * @throws JournalError WRONG_STATE (not parked), DELEGATION_MISSING; ReplicationTimeoutError (durability on)
    */
-  async recordReply(ref: DelegationRef, messageId: string, message: object): Promise<{ messageId: string; created: boolean }> {
+  async recordReply(ref: DelegationRef, messageId: string, message: { parts: Part[] }, by?: string): Promise<{ messageId: string; created: boolean }> {
     const generation = connectionGeneration(this.redis);
-    const recorded = unlessRefused(await this.call(recordReplyScript, { delegation: this.delegationKeys(ref)[0] }, { messageId, message, nowMs: this.now() }), ref, 'recordReply');
+    const nowMs = this.now();
+    const history: HistoryEntryInput = { kind: 'answer', at: nowMs, delegationId: ref.delegationId, messageId, parts: message.parts, ...(by ? { by } : {}) };
+    const recorded = unlessRefused(await this.call(recordReplyScript, { delegation: this.delegationKeys(ref)[0] }, { messageId, message, nowMs, history }), ref, 'recordReply');
     await this.awaitReplicas(ref.workflowId, generation); // the producer acknowledges the reply
     return recorded;
   }
@@ -76,7 +84,10 @@ export class JournalReplies extends JournalStatus {
    */
   async answerByLink(ref: DelegationRef, link: { questionKey: string; linkId: string }, messageId: string, message: object): Promise<{ messageId: string; created: boolean }> {
     const generation = connectionGeneration(this.redis);
-    const input = { questionKey: link.questionKey, linkId: link.linkId, messageId, message, nowMs: this.now() };
+    const nowMs = this.now();
+    const parts = (message as { parts?: Part[] }).parts ?? [];
+    const history: HistoryEntryInput = { kind: 'answer', at: nowMs, delegationId: ref.delegationId, messageId, parts, by: `link ${link.linkId}` };
+    const input = { questionKey: link.questionKey, linkId: link.linkId, messageId, message, nowMs, history };
     const recorded = unlessRefused(await this.call(answerByLinkScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'answerByLink');
     await this.awaitReplicas(ref.workflowId, generation);
     return recorded;
@@ -104,7 +115,8 @@ export class JournalReplies extends JournalStatus {
     if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation);
     const now = this.now();
     const until: number | '' = send.leaseMs === undefined ? '' : now + send.leaseMs;
-    const input = { fence, messageId, nowMs: now, state, reason, sendToken: send.token ?? '', sendUntil: until };
+    const history: HistoryEntryInput | undefined = state === 'refused' ? { kind: 'answer-refused', at: now, delegationId: ref.delegationId, messageId, reason } : undefined;
+    const input = { fence, messageId, nowMs: now, state, reason, sendToken: send.token ?? '', sendUntil: until, history };
     const marked = unlessRefused(await this.call(markReplyScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'markReply');
     if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation); // before the reply leaves
     return marked !== 'unchanged';

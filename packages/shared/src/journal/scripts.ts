@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { Cluster, type Redis } from 'ioredis';
 import { compactedRecordLayoutLua } from './compacted-record.ts';
+import { historyLimitsLua } from './history.ts';
 import { luaPrelude, scriptCodeName, type ScriptCode } from './script-codes.ts';
 
 const LUA_DIRECTORY = new URL('./lua/', import.meta.url);
@@ -37,10 +38,12 @@ const COMPOSED: Readonly<Record<string, readonly [string, string]>> = {
  * Values written into a script's text at load: each marker (`{} --[[NAME]]`, a valid empty table until then)
  * becomes a Lua value built from TypeScript, so one table serves the script and its reader, and the script's
  * digest changes with it. `COMPACTED_RECORD_LAYOUT`: the compacted record's layout (compacted-record.ts), a constant
- * the finishing call would otherwise decode from JSON on every call (issue 16).
+ * the finishing call would otherwise decode from JSON on every call (issue 16). `HISTORY_LIMITS`: a workflow
+ * history's bounds (history.ts), for lua/includes/history.lua.
  */
 const WRITTEN_AT_LOAD: Readonly<Record<string, () => string>> = {
   COMPACTED_RECORD_LAYOUT: compactedRecordLayoutLua,
+  HISTORY_LIMITS: historyLimitsLua,
 };
 
 /** Generated includes (any other include is a file in `lua/includes/`). */

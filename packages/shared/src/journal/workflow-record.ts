@@ -92,6 +92,11 @@ const WorkflowHashSchema = z.object({
   retryApproved: optionalList.transform((list) => list ?? []),
   /** Failed compensations a person gave up (`producer.resolve('abandon')` on COMPENSATION_FAILED): their effect is left in place. */
   abandonedCompensations: optionalList.transform((list) => list ?? []),
+  /** History entries the bounds dropped, oldest first (history.ts; lua/includes/history.lua). */
+  historyDropped: z
+    .string()
+    .optional()
+    .transform((text) => (text ? Number(text) : 0)),
 });
 
 /** A workflow row, typed. */

@@ -11,6 +11,7 @@ import { skipCorrupt } from './corrupt.ts';
 import type { DelegationRef } from './core.ts';
 import { indexMember } from './keys.ts';
 import { indexedPairs, searchMembers } from './search-index.ts';
+import { historyArgument, type HistoryEntryInput } from './history.ts';
 import { compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow, type CompactedWorkflow } from './compacted-record.ts';
 
 /** Prefixes of a compacted record read for its workflow row, in bytes (then the whole record). */
@@ -33,10 +34,11 @@ const createWorkflowScript = defineScript({
 const createIntentScript = defineScript({
   name: 'createIntent',
   keys: ['workflow', 'delegation', 'delegationList'],
-  encode: (input: { delegation: Record<string, string>; expectedWorkflowVersion?: number; workflowFields: Record<string, string> }) => [
+  encode: (input: { delegation: Record<string, string>; expectedWorkflowVersion?: number; workflowFields: Record<string, string>; history?: HistoryEntryInput }) => [
     JSON.stringify(input.delegation),
     input.expectedWorkflowVersion ?? '',
     JSON.stringify(input.workflowFields),
+    historyArgument(input.history),
   ],
   decode: outcomeDecoder({ 1: 'created', 0: 'exists' }),
 });
@@ -49,6 +51,7 @@ interface UpdateWorkflowInput {
   retentionMs: number;
   compact: boolean;
   publishRecord: boolean;
+  history?: HistoryEntryInput;
   removeFromIndex: readonly string[];
 }
 
@@ -63,6 +66,7 @@ const updateWorkflowScript = defineScript({
     input.retentionMs,
     input.compact ? '1' : '',
     input.publishRecord ? '1' : '',
+    historyArgument(input.history),
     ...input.removeFromIndex,
   ],
   decode: (reply, script) => {
@@ -124,32 +128,34 @@ export class JournalWorkflows extends JournalIndex {
   }
 
   /**
-   * Journals one more delegation of an existing workflow (next step, re-delegation, compensation).
+   * Journals one more delegation of an existing workflow (next step, re-delegation, compensation); `history`: its
+   * history entry (a re-delegation with its reasons, a compensation), appended when it is created.
    * @returns true if created, false if that delegation already existed.
    * @throws JournalError WORKFLOW_MISSING or VERSION_CONFLICT (another worker decided first).
    */
   async createIntent(
     workflowId: string,
     delegation: Record<string, string>,
-    options: { expectedWorkflowVersion?: number; workflowFields?: Record<string, string> } = {},
+    options: { expectedWorkflowVersion?: number; workflowFields?: Record<string, string>; history?: HistoryEntryInput } = {},
   ): Promise<boolean> {
     const ref = { workflowId, delegationId: delegation.delegationId! };
     await this.scheduleCheck(ref, this.now());
     const result = await this.call(
       createIntentScript,
       { workflow: this.keys.workflow(workflowId), delegation: this.keys.delegation(workflowId, ref.delegationId), delegationList: this.delegationListKey(workflowId) },
-      { delegation, expectedWorkflowVersion: options.expectedWorkflowVersion, workflowFields: options.workflowFields ?? {} },
+      { delegation, expectedWorkflowVersion: options.expectedWorkflowVersion, workflowFields: options.workflowFields ?? {}, history: options.history },
     );
     return unlessRefused(result, ref, 'createIntent') === 'created';
   }
 
   /**
-   * Changes workflow fields, compare-and-set on the version the caller decided from.
+   * Changes workflow fields, compare-and-set on the version the caller decided from. `history`: the change's history
+   * entry (a cancel, a resolution, with who asked; `at` is set to the write's time), appended in the same script.
    * @returns the new workflow version.
    * @throws JournalError VERSION_CONFLICT, WRONG_STATE (workflow finished), DELEGATION_MISSING (no workflow)
    */
-  async updateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion?: number): Promise<number> {
-    return unlessRefused(await this.callUpdateWorkflow(workflowId, patch, expectedVersion, []), { workflowId, delegationId: '' }, 'updateWorkflow').version;
+  async updateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion?: number, history?: HistoryEntryInput): Promise<number> {
+    return unlessRefused(await this.callUpdateWorkflow(workflowId, patch, expectedVersion, [], history), { workflowId, delegationId: '' }, 'updateWorkflow').version;
   }
 
   /**
@@ -176,7 +182,7 @@ export class JournalWorkflows extends JournalIndex {
   }
 
   /** updateWorkflow-4.lua; on a Cluster the updated index (another slot) is moved after the script, when it wrote. */
-  private async callUpdateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[]) {
+  private async callUpdateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[], history?: HistoryEntryInput) {
     const workflowKey = this.keys.workflow(workflowId);
     const nowMs = this.now();
     const result = await this.call(
@@ -196,6 +202,7 @@ export class JournalWorkflows extends JournalIndex {
         compact: patch.state !== undefined,
         // The compacted record on the change channel on one server only: a Cluster's PUBLISH goes to every node.
         publishRecord: !this.redis.isCluster,
+        history: history ? { ...history, at: nowMs } : undefined,
         removeFromIndex: entries.map((entry) => indexMember(entry.workflowId, entry.delegationId)),
       },
     );

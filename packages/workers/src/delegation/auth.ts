@@ -43,7 +43,7 @@ export async function handleAuthRequired(ctx: WorkerContext, record: DelegationR
   ctx.agents.forget(record.agentCardUrl);
   if (result && result.reply !== undefined) {
     const parts = typeof result.reply === 'string' ? [{ text: result.reply }] : result.reply;
-    const reply = await ctx.journal.recordReply(record, randomUUID(), { parts });
+    const reply = await ctx.journal.recordReply(record, randomUUID(), { parts }, 'auth handler');
     await enqueueReply(ctx.queues, record, reply.messageId);
     log.info('auth handler answered the challenge');
   } else {

@@ -179,7 +179,7 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       if (write.replyState === 'refused') (scope.log ?? ctx.logger).warn({ ...ref, reason: write.reason }, 'the agent refused the reply; the question is open again');
       return NOTHING_WRITTEN;
     case 'record-effect': {
-      if (await ctx.journal.recordEffect(ref, write.effect, write.evidence)) {
+      if (await ctx.journal.recordEffect(ref, write.effect, write.evidence, record.step)) {
         ctx.metrics.verifications.inc({ effect: write.effect });
         (scope.log ?? ctx.logger).info({ ...ref, effect: write.effect, evidence: write.evidence }, 'effect verified');
       }

@@ -22,6 +22,7 @@ import {
   type Decision,
   type DelegationRecord,
   type DelegationRef,
+  type HistoryEntryInput,
   type Step,
   type WorkflowDefinition,
   type WorkflowRecord,
@@ -226,7 +227,20 @@ async function journalAttempt(ctx: WorkerContext, workflowId: string, loaded: Lo
     push: step.push,
     now: ctx.options.now(),
   });
-  const created = await ctx.journal.createIntent(workflowId, intent, { expectedWorkflowVersion: loaded.version });
+  // A re-delegation keeps why in the workflow's history: each failed attempt before it and its reason.
+  const history: HistoryEntryInput | undefined =
+    decision.attempt > 1
+      ? {
+          kind: 'redelegation',
+          at: ctx.options.now(),
+          delegationId: intent.delegationId!,
+          step: step.name,
+          attempt: decision.attempt,
+          agentCardUrl: decision.agentCardUrl,
+          previous: decision.previous.map(({ delegationId, agentCardUrl, taskId, reason }) => ({ delegationId, agentCardUrl, ...(taskId ? { taskId } : {}), reason })),
+        }
+      : undefined;
+  const created = await ctx.journal.createIntent(workflowId, intent, { expectedWorkflowVersion: loaded.version, history });
   if (created && decision.attempt > 1) {
     ctx.metrics.redelegations.inc();
     log.info({ step: step.name, attempt: decision.attempt, agent: decision.agentCardUrl, previous: decision.previous }, 're-delegating step');

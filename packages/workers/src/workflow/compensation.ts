@@ -9,7 +9,7 @@
  * reason and evidence), never silently dropped; one a person abandoned is skipped and named in the
  * workflow's failure (FAILED, its effect left in place).
  */
-import { buildIntent, candidateAgents, delegationSpan, enqueueSend, type AgentTarget, type DelegationRecord, type Step } from '@durable-a2a/shared';
+import { buildIntent, candidateAgents, delegationSpan, enqueueSend, type AgentTarget, type DelegationRecord, type HistoryEntryInput, type Step } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { loadWorkflow } from './advance.ts';
 import { HANDLER_PREFIX } from '../delegation/runs/handler.ts';
@@ -91,7 +91,8 @@ async function startCompensation(
     message: { parts, metadata: { ...('message' in compensation ? (compensation.message.metadata ?? {}) : {}), ...metadata } },
     now: ctx.options.now(),
   });
-  const created = await ctx.journal.createIntent(original.workflowId, intent, { expectedWorkflowVersion: workflowVersion });
+  const history: HistoryEntryInput = { kind: 'compensation', at: ctx.options.now(), delegationId: intent.delegationId!, step: step.name, compensates: original.delegationId, agentCardUrl };
+  const created = await ctx.journal.createIntent(original.workflowId, intent, { expectedWorkflowVersion: workflowVersion, history });
   ctx.crashPoint('compensate.after-intent', step.name);
   const ref = { workflowId: original.workflowId, delegationId: intent.delegationId! };
   if (!created) return;

@@ -4,6 +4,7 @@
  * writes nothing. Not under `/v1/workflows/…`: there `bulk` would shadow a workflow named `bulk`.
  */
 import { z } from 'zod';
+import { callerOf } from '../callers.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Producer } from '../../producer.ts';
 import { BULK_ACTIONS, BulkInputSchema, type BulkItem } from '../../calls/bulk.ts';
@@ -49,7 +50,7 @@ export function bulkRoutes(producer: Producer): FastifyPluginAsyncZod {
           response: { 200: BulkResultSchema.describe('What was done (or would be) per workflow'), ...problemResponses(400, 413, 415) },
         },
       },
-      async (request) => producer.bulk(request.params.action, request.body),
+      async (request) => producer.bulk(request.params.action, request.body, { by: callerOf(request) }),
     );
   };
 }

@@ -26,6 +26,7 @@ import {
   problemResponses,
 } from '../schemas.ts';
 import { agentRoutes } from './agents.ts';
+import { callerOf } from '../callers.ts';
 import { questionRoutes } from './questions.ts';
 import { summaryRoutes } from './summaries.ts';
 import { bulkRoutes } from './bulk.ts';
@@ -137,7 +138,7 @@ function replyRoute(app: V1App, producer: Producer): void {
     async (request, reply) => {
       const { id, step } = request.params;
       const answer = request.body.text ?? { parts: request.body.parts! };
-      const result = await producer.reply(id, answer, step);
+      const result = await producer.reply(id, answer, step, { by: callerOf(request) });
       return reply.code(result.created ? 202 : 200).send(result);
     },
   );
@@ -158,7 +159,7 @@ function decisionRoutes(app: V1App, producer: Producer): void {
       },
     },
     async (request, reply) => {
-      await producer.cancel(request.params.id);
+      await producer.cancel(request.params.id, { by: callerOf(request) });
       return reply.code(202).send({ id: request.params.id, cancelRequested: true as const });
     },
   );
@@ -177,7 +178,7 @@ function decisionRoutes(app: V1App, producer: Producer): void {
       },
     },
     async (request, reply) => {
-      const result = await producer.resolve(request.params.id, request.body.action);
+      const result = await producer.resolve(request.params.id, request.body.action, { by: callerOf(request) });
       return reply.code(202).send({ id: request.params.id, ...result });
     },
   );

@@ -14,7 +14,9 @@ import { z } from 'zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ID_PATTERN, listOpenQuestions, listWorkflowSummaries, nextChecks } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
-import { UI_BASE_PATH, browserAuth } from '../admin.ts';
+import { ADMIN_SESSION_MS, UI_BASE_PATH, browserAuth } from '../admin.ts';
+import { ADMIN_COOKIE, bearerOf, cookieOf, oneOf, sessionTokenOf } from '../auth.ts';
+import { UI_FORWARD_HEADER } from '../callers.ts';
 import { problem, sendProblem } from '../problem.ts';
 import { ListingCursorSchema, WORKFLOW_FILTER_STATES } from '../routes/summaries.ts';
 import { UI_SCRIPT, UI_STYLE } from './assets.ts';
@@ -130,11 +132,22 @@ function registerPages(ui: FastifyInstance, render: ReturnType<typeof renderers>
   }
 }
 
+/**
+ * The headers an action is forwarded to /v1 with: the person's own token (their Bearer, or the one their session was
+ * made with), so the workflow's history names them (`token <name>`, or `session <name>` through the session).
+ */
+function forwardHeaders(request: FastifyRequest, tokens: readonly string[]): Record<string, string> {
+  const bearer = bearerOf(request);
+  if (bearer !== undefined && oneOf(bearer, tokens)) return { authorization: `Bearer ${bearer}` };
+  const session = sessionTokenOf(cookieOf(request, ADMIN_COOKIE), tokens, ADMIN_SESSION_MS);
+  return { authorization: `Bearer ${session ?? tokens[0]!}`, [UI_FORWARD_HEADER]: 'session' };
+}
+
 /** POST routes: each forwards to its /v1 route; a script gets the API's answer, a plain form a redirect back. */
-function registerActions(ui: FastifyInstance, server: FastifyInstance, token: string): void {
+function registerActions(ui: FastifyInstance, server: FastifyInstance, tokens: readonly string[]): void {
   const forward = async (request: FastifyRequest, reply: FastifyReply, url: string, payload: Record<string, string>, back: string) => {
     if (crossSite(request)) return sendProblem(reply, problem('UNAUTHORIZED', 'cross-site form posts are refused'));
-    const response = await server.inject({ method: 'POST', url, payload, headers: { authorization: `Bearer ${token}` } });
+    const response = await server.inject({ method: 'POST', url, payload, headers: forwardHeaders(request, tokens) });
     if (request.headers['x-da2a-ui'] === 'fetch' || response.statusCode >= 400) {
       return reply.code(response.statusCode).type(String(response.headers['content-type'] ?? 'application/json')).send(response.body);
     }
@@ -164,7 +177,7 @@ export async function registerUi(root: FastifyInstance, options: UiOptions): Pro
         done(null, Object.fromEntries(new URLSearchParams(String(body))));
       });
       registerPages(ui, renderers(options.producer));
-      registerActions(ui, options.server, options.apiTokens[0]!);
+      registerActions(ui, options.server, options.apiTokens);
       registerBulkUi(ui, options.server, options.apiTokens[0]!, crossSite);
     },
     { prefix: UI_BASE_PATH },

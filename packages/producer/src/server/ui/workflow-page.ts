@@ -8,6 +8,7 @@
 import type { AttemptSummary, OpenQuestion, WorkflowView } from '../../view.ts';
 import { badge, html, page, time, type Safe } from './html.ts';
 import { allowedResolveActions } from '../../calls/cancel.ts';
+import { historySection } from './history-section.ts';
 
 /** Evidence is shown as JSON, cut to this many characters (the API has all of it). */
 const EVIDENCE_LIMIT = 1_000;
@@ -109,7 +110,7 @@ function timelineSection(view: WorkflowView): Safe {
 export function workflowPanel(view: WorkflowView, nextChecks: ReadonlyMap<string, number>): Safe {
   return html`<p class="summary">State ${badge(view.state)}${view.cancelRequested ? html` <span class="muted">cancel requested</span>` : ''} · updated ${time(view.updatedAt)} · started ${time(view.createdAt)}</p>
 ${view.failure?.length ? html`<div class="failure"><h2>Why it failed</h2><ul>${view.failure.map((reason) => html`<li>${reason}</li>`)}</ul></div>` : ''}
-${attentionSection(view)}${questionsSection(view)}${stepsSection(view, nextChecks)}${compensationsSection(view, nextChecks)}${timelineSection(view)}`;
+${attentionSection(view)}${questionsSection(view)}${stepsSection(view, nextChecks)}${compensationsSection(view, nextChecks)}${timelineSection(view)}${historySection(view)}`;
 }
 
 /** The whole workflow page. */

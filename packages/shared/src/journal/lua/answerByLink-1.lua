@@ -11,10 +11,13 @@
   ARGV[3] reply messageId (new)
   ARGV[4] reply message JSON
   ARGV[5] now (ms)
+  ARGV[6] the answer's history entry (history.ts `historyEntryText`; '' none), appended when journaled here
   Returns: {1, messageId} journaled, {0, existingMessageId} this question was already answered (the link is used),
            {DELEGATION_MISSING}, {WRONG_STATE} not parked on this question (closed)
 ]]
 --- @include "prelude"
+--- @include "workflowKeys"
+--- @include "history"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {CODE.DELEGATION_MISSING} end
 local row = redis.call('HMGET', KEYS[1], 'state', 'questionKey', 'replyForQuestion', 'replyMessageId')
 if row[3] == ARGV[1] and row[4] and row[4] ~= '' then return {0, row[4]} end
@@ -22,4 +25,5 @@ if not PARKED[row[1]] or (row[2] or '') ~= ARGV[1] then return {CODE.WRONG_STATE
 redis.call('HSET', KEYS[1], 'replyMessageId', ARGV[3], 'replyMessage', ARGV[4],
   'replyForQuestion', ARGV[1], 'replyState', 'pending', 'replyBy', 'link ' .. ARGV[2], 'updatedAt', ARGV[5])
 redis.call('HINCRBY', KEYS[1], 'version', 1)
+appendHistory(workflowBaseOf(KEYS[1]), ARGV[6])
 return {1, ARGV[3]}

@@ -66,8 +66,11 @@
            {TASK_MISMATCH,'task'}; {TASK_NOT_BOUND, agentCardUrl}: bind the task id first, then call again with
            ARGV[14] = '1'; {TASK_BOUND_ELSEWHERE, holder}: the task id is bound to another delegation (ARGV[14]
            'here:…'), nothing written (codes: script-codes.ts)
+  A new question (entering a parked state, or a parked row asked under another question key) is appended to the
+  workflow's history (lua/includes/history.lua) with its message: the row's question is replaced by the next status,
+  the history keeps it.
   Side jobs are includes (lua/includes/): bindTaskHere, touchWorkflow, replaceArtifacts, publishChange (in
-  workflowKeys), endLease.
+  workflowKeys), endLease, history.
 ]]
 --- @include "prelude"
 --- @include "workflowKeys"
@@ -75,6 +78,7 @@
 --- @include "touchWorkflow"
 --- @include "replaceArtifacts"
 --- @include "endLease"
+--- @include "history"
 
 local function apply()
   -- One read and one write of the row (every field of the transition in a single HSET): fewer calls, same
@@ -125,6 +129,9 @@ local function apply()
       if not PARKED[current] or questionKey == '' then local seq = redis.call('HINCRBY', KEYS[1], 'questionSeq', 1); hash.questionSeq = tostring(seq); questionKey = 'seq:' .. seq end
     end
     put('question', ARGV[9]); put('questionKey', questionKey)
+    if not PARKED[current] or questionKey ~= (row[7] or '') then
+      appendHistory(workflowBaseOf(KEYS[1]), questionEntry(now, row[8], hash.step or '', incoming, ARGV[9]))
+    end
   elseif mode ~= 'outcome' or FINISHED[incoming] then
     put('question', '')
   end

@@ -8,9 +8,12 @@
   ARGV[1] delegation fields, JSON object of strings
   ARGV[2] expected workflow version ('' = any)
   ARGV[3] workflow fields to set alongside, JSON object of strings ('{}' for none)
+  ARGV[4] the intent's history entry (a re-delegation or a compensation: history.ts `historyEntryText`; '' none),
+          appended when created
   Returns: 1 created, 0 already existed, DELEGATION_MISSING (the workflow's row), VERSION_CONFLICT (the workflow's)
 ]]
 --- @include "prelude"
+--- @include "history"
 if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
 if redis.call('EXISTS', KEYS[2]) == 1 then return 0 end
 if ARGV[2] ~= '' and redis.call('HGET', KEYS[1], 'version') ~= ARGV[2] then return CODE.VERSION_CONFLICT end
@@ -24,4 +27,5 @@ hset(KEYS[2], ARGV[1])
 redis.call('RPUSH', KEYS[3], cjson.decode(ARGV[1]).delegationId)
 hset(KEYS[1], ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'version', 1)
+appendHistory(string.sub(KEYS[1], 1, -4), ARGV[4])
 return 1

@@ -9,19 +9,22 @@
   ARGV[1] fencing token
   ARGV[2] reply messageId
   ARGV[3] now (ms)
-  ARGV[4] new reply state: 'sending' | 'sent' | 'refused' (the agent refused it for good: the
-          question opens again for another answer)
+  ARGV[4] new reply state: 'sending' | 'sent' (delivered: a status message that is the question is cleared) |
+          'refused' (the agent refused it for good: the question opens again for another answer)
   ARGV[5] why it was refused (with 'refused')
   ARGV[6] send token ('' = none): with 'sending' the new owner's token; with 'sent' / 'refused'
           the owner's token, which is accepted in place of the fencing token
   ARGV[7] with 'sending': the lease deadline (ms)
+  ARGV[8] with 'refused': the refusal's history entry (history.ts `historyEntryText`; '' none), appended when marked
   Returns: 1 marked, 2 'sending' taken over from an expired lease (ask the agent first),
            0 not in the state before (already moved on, replaced, or another worker's
            'sending' lease is live), DELEGATION_MISSING, FENCE_LOST
 ]]
 --- @include "prelude"
+--- @include "workflowKeys"
+--- @include "history"
 if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
-local row = redis.call('HMGET', KEYS[1], 'fence', 'replyMessageId', 'replyState', 'replySendToken', 'replySendUntil')
+local row = redis.call('HMGET', KEYS[1], 'fence', 'replyMessageId', 'replyState', 'replySendToken', 'replySendUntil', 'statusMessage', 'question')
 local token = ARGV[6] or ''
 local ownsSend = token ~= '' and row[4] == token
 if row[1] ~= ARGV[1] and not ownsSend then return CODE.FENCE_LOST end
@@ -38,7 +41,13 @@ if ARGV[4] == 'sending' then
 else
   if row[3] ~= 'pending' and row[3] ~= 'sending' then return 0 end
   redis.call('HSET', KEYS[1], 'replyState', ARGV[4], 'updatedAt', ARGV[3])
-  if ARGV[4] == 'refused' then redis.call('HSET', KEYS[1], 'replyForQuestion', '', 'replyError', ARGV[5] or '') end
+  -- Delivered: the status that asked is over (a status is replaced by the next one; the history keeps the question),
+  -- so a row that finishes before the agent sends another status does not show the question as its last word.
+  if ARGV[4] == 'sent' and row[6] and row[6] ~= '' and row[6] == row[7] then redis.call('HSET', KEYS[1], 'statusMessage', '') end
+  if ARGV[4] == 'refused' then
+    redis.call('HSET', KEYS[1], 'replyForQuestion', '', 'replyError', ARGV[5] or '')
+    appendHistory(workflowBaseOf(KEYS[1]), ARGV[8])
+  end
 end
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 return 1

@@ -6,10 +6,13 @@
   ARGV[1] reply messageId (new)
   ARGV[2] reply message JSON
   ARGV[3] now (ms)
+  ARGV[4] the answer's history entry (history.ts `historyEntryText`; '' none), appended when journaled here
   Returns: {1, messageId} journaled, {0, existingMessageId} already answered,
            {DELEGATION_MISSING}, {WRONG_STATE} not parked on a question
 ]]
 --- @include "prelude"
+--- @include "workflowKeys"
+--- @include "history"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {CODE.DELEGATION_MISSING} end
 local row = redis.call('HMGET', KEYS[1], 'state', 'questionKey', 'replyForQuestion', 'replyMessageId', 'version')
 if not PARKED[row[1]] then
@@ -21,4 +24,5 @@ if row[4] and row[4] ~= '' and row[3] == question then return {0, row[4]} end
 redis.call('HSET', KEYS[1], 'replyMessageId', ARGV[1], 'replyMessage', ARGV[2],
   'replyForQuestion', question, 'replyState', 'pending', 'updatedAt', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'version', 1)
+appendHistory(workflowBaseOf(KEYS[1]), ARGV[4])
 return {1, ARGV[1]}

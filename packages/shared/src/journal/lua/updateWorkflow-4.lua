@@ -13,7 +13,9 @@
   ARGV[5] '1': compact a workflow entering a finished state (lua/includes/compaction.lua), or '' (keep the hashes)
   ARGV[6] '1': a workflow compacted here publishes its compacted record; '' the state only (a Cluster,
           where PUBLISH reaches every node over the cluster bus)
-  ARGV[7..] index members (indexMember) removed from KEYS[3] in the same step when the change sets a finished
+  ARGV[7] the change's history entry (a cancel, a resolution: history.ts `historyEntryText`; '' none), appended
+          when the change is written, before a finishing change compacts the workflow
+  ARGV[8..] index members (indexMember) removed from KEYS[3] in the same step when the change sets a finished
           state: the settle of the workflow's last delegation drops its entry and the workflow's '*' with the
           decision, one round trip instead of a ZREM after it (Journal.updateWorkflow `removeFromIndex`)
   A workflow entering a finished state is compacted, or its keys expire: lua/includes/compaction.lua.
@@ -21,13 +23,14 @@
   fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back); with ARGV[6] a
   workflow compacted here publishes its compacted record instead (a JSON object, where a state is a bare name): a waiter
   builds its view from the message and reads nothing more.
-  Returns: new version (>= 1), or {version, removed} with ARGV[7..] (removed: how many of those entries were
+  Returns: new version (>= 1), or {version, removed} with ARGV[8..] (removed: how many of those entries were
            there, a workflow's '*' not counted); DELEGATION_MISSING (no workflow row); VERSION_CONFLICT;
            WRONG_STATE the workflow already finished (codes: script-codes.ts)
 ]]
 --- @include "prelude"
 --- @include "workflowKeys"
 --- @include "compaction"
+--- @include "history"
 local base = string.sub(KEYS[1], 1, -4) -- '<prefix>:{wf:<id>}' without ':wf'
 local row = redis.call('HMGET', KEYS[1], 'version', 'state', 'workflowId')
 if not row[3] then
@@ -43,6 +46,7 @@ for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
 flat[#flat + 1] = 'version'; flat[#flat + 1] = tostring(version)
 redis.call('HSET', KEYS[1], unpack(flat))
 if KEYS[4] ~= KEYS[1] then redis.call('ZADD', KEYS[4], 'GT', ARGV[3], row[3]) end
+appendHistory(base, ARGV[7])
 
 local published = fields.state
 if fields.state and FINISHED_WORKFLOW[fields.state] then
@@ -50,12 +54,12 @@ if fields.state and FINISHED_WORKFLOW[fields.state] then
   if done and ARGV[6] == '1' then published = done end
 end
 if published then publishChange(base, published) end
-if #ARGV >= 7 then
+if #ARGV >= 8 then
   -- Only delegations' entries count: the settle that took one observes that delegation's duration, once. A
   -- workflow's '*' (still there when a late second settle of a step settled before finishes the workflow) does not.
   local removed = 0
   if fields.state and FINISHED_WORKFLOW[fields.state] then
-    for i = 7, #ARGV do
+    for i = 8, #ARGV do
       local taken = redis.call('ZREM', KEYS[3], ARGV[i])
       if string.sub(ARGV[i], -2) ~= '|*' then removed = removed + taken end
     end

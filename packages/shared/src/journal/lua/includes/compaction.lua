@@ -1,6 +1,7 @@
 -- Compaction of a workflow entering a finished state (README "Retention and storage"; used by updateWorkflow-4.lua):
--- when its delegations are all final and its record fits in the layout's maxBytes (artifacts included; given up as
--- soon as the record built so far passes it), its audit fields become one JSON string, '<prefix>:{wf:<id>}:done'
+-- when its delegations are all final and its record fits in the layout's maxBytes (artifacts and history included;
+-- given up as soon as the record built so far passes it), its audit fields and its history (the list's entry texts
+-- byte for byte, `"history":[…]` after the delegations) become one JSON string, '<prefix>:{wf:<id>}:done'
 -- (layout in compacted-record.ts), its push tokens (if any) a hash '<prefix>:{wf:<id>}:push' (delegation id ->
 -- token: a push is authenticated without reading the record), and the hashes and the list are deleted; with
 -- retention on, both expire after it. Otherwise every key expires.
@@ -115,6 +116,7 @@ local function compact(schema, workflowKey, listKey, base, workflowId)
     delegations[index] = record
   end
   workflow.workflowId = nil
+  local historyBytes = workflow.historyBytes or ''
   local plain = plainFields(workflow, { 'definition' })
   if markable(workflow.definition) then
     workflow.definition = replaceMember(workflow.definition, '"workflowId":' .. text(workflowId) .. ',', '"workflowId":"=",')
@@ -123,7 +125,13 @@ local function compact(schema, workflowKey, listKey, base, workflowId)
   workflow.createdAt = nil
   local encoded = encodeFields(workflow, schema, since, plain)
   if createdAt then encoded = '{' .. text(schema.names.createdAt or 'createdAt') .. ':' .. (since and createdAt or text(createdAt)) .. (#encoded > 2 and ',' or '') .. string.sub(encoded, 2) end
-  local done = '{"workflow":' .. encoded .. ',"delegations":[' .. table.concat(delegations, ',') .. ']}'
+  -- The history list is read only when the row says it holds entries (lua/includes/history.lua 'historyBytes').
+  local history = ''
+  if historyBytes ~= '' and historyBytes ~= '0' then
+    local entries = redis.call('LRANGE', base .. ':history', 0, -1)
+    if #entries > 0 then history = ',"history":[' .. table.concat(entries, ',') .. ']' end
+  end
+  local done = '{"workflow":' .. encoded .. ',"delegations":[' .. table.concat(delegations, ',') .. ']' .. history .. '}'
   if #done > schema.maxBytes then return nil end
   return done, ids, push
 end
@@ -146,7 +154,7 @@ local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retent
     if #push > 0 and retention > 0 then redis.call('PEXPIRE', base .. ':push', retention) end
     -- DEL in chunks: Lua's unpack takes at most ~8,000 values, and a workflow may hold 4,000 delegations
     -- (100 steps × 20 attempts, each with a compensation), two keys each.
-    local keys = { workflowKey, listKey }
+    local keys = { workflowKey, listKey, base .. ':history' }
     for _, id in ipairs(ids) do
       keys[#keys + 1] = base .. ':d:' .. id
       keys[#keys + 1] = base .. ':d:' .. id .. ':artifacts'
@@ -161,6 +169,7 @@ local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retent
       redis.call('PEXPIRE', base .. ':d:' .. id .. ':artifacts', retention)
     end
     redis.call('PEXPIRE', listKey, retention)
+    redis.call('PEXPIRE', base .. ':history', retention)
   end
   return done
 end

@@ -1,0 +1,103 @@
+/**
+ * A workflow's history as the views give it (API, CLI, /ui, `waitFor`): the journal's entries (shared
+ * journal/history.ts) with every time ISO 8601, the text of questions and answers, the step of each attempt, and for
+ * a question the request it belongs to (the attempt's messageId and text). Entries the bounds dropped are one
+ * `dropped` entry first ("n entries dropped").
+ */
+import { partsText, type DelegationView, type History, type HistoryEntry } from '@durable-a2a/shared';
+
+/** A history entry's view fields; fields beyond these are the stored entry's own (`message`, `parts`, `evidence`, `previous`, …). */
+interface HistoryEntryFields {
+  /** `question`, `answer`, `answer-refused`, `cancel`, `resolution`, `redelegation`, `verification`, `compensation`, `dropped`, or a kind a later release writes. */
+  kind: string;
+  /** When it was journaled (ISO 8601). */
+  at: string;
+  delegationId?: string;
+  step?: string;
+  /** A question's or an answer's text parts joined; a refused answer's reason; a dropped marker's sentence. */
+  text?: string;
+  /** Who acted: `token <name>`, `session <name>`, `link <id>`, or what a library caller passed. */
+  by?: string;
+  /** A question's request: the attempt's messageId and text (what was asked of the agent). */
+  request?: { messageId: string; text: string };
+  [field: string]: unknown;
+}
+
+/** One history entry in a view. */
+export interface HistoryEntryView extends HistoryEntryFields {
+  /** One line a person reads (the CLI's and /ui's timeline): what happened, to which attempt, by whom. */
+  summary: string;
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** The text an entry carries, by kind (undefined when it has none). */
+function textOf(entry: HistoryEntry): string | undefined {
+  const stored = entry as Record<string, unknown>;
+  if (entry.kind === 'question') {
+    const message = stored.message as { parts?: Parameters<typeof partsText>[0] } | undefined;
+    return message?.parts ? partsText(message.parts) : undefined;
+  }
+  if (entry.kind === 'answer' && Array.isArray(stored.parts)) return partsText(stored.parts as Parameters<typeof partsText>[0]);
+  if (entry.kind === 'answer-refused' && typeof stored.reason === 'string') return stored.reason;
+  return undefined;
+}
+
+/** Text on one line, at most `length` characters. */
+const line = (text: string, length = 300) => {
+  const flat = text.replace(/\s+/g, ' ').trim();
+  return flat.length > length ? `${flat.slice(0, length - 1)}…` : flat;
+};
+const quoted = (text: string | undefined) => (text ? `: "${line(text)}"` : '');
+const byWhom = (by: unknown) => (typeof by === 'string' ? ` by ${by}` : '');
+
+/** The one-line summary of an entry (its view fields: `text`, `step`, `request` filled in). */
+function summaryOf(entry: HistoryEntryFields): string {
+  const attempt = entry.delegationId ?? '';
+  switch (entry.kind) {
+    case 'question':
+      return `${attempt} asked (${String(entry.state)})${quoted(entry.text)}${entry.request ? ` — request: "${line(entry.request.text, 120)}"` : ''}`;
+    case 'answer':
+      return `${attempt} answered${byWhom(entry.by)}${quoted(entry.text)}`;
+    case 'answer-refused':
+      return `${attempt}: the agent refused answer ${String(entry.messageId)}${quoted(entry.text)}`;
+    case 'cancel':
+      return `cancel requested${byWhom(entry.by)}`;
+    case 'resolution':
+      return `resolved ${String(entry.action)}${entry.code ? ` (${String(entry.code)})` : ''}${byWhom(entry.by)}`;
+    case 'redelegation': {
+      const previous = Array.isArray(entry.previous) ? (entry.previous as { delegationId?: string; reason?: string }[]) : [];
+      return `step ${entry.step ?? ''} re-delegated as ${attempt}: ${previous.map((item) => `${item.delegationId ?? ''} ${line(item.reason ?? '', 200)}`).join('; ')}`;
+    }
+    case 'verification':
+      return `${attempt} verified: effect ${String(entry.effect)}${entry.evidence === undefined ? '' : ` (evidence ${line(JSON.stringify(entry.evidence) ?? '', 200)})`}`;
+    case 'compensation':
+      return `compensation ${attempt} journaled for ${String(entry.compensates)}`;
+    case 'dropped':
+      return entry.text ?? 'older entries dropped';
+    default:
+      return `${entry.kind}${attempt ? ` ${attempt}` : ''}${byWhom(entry.by)}${quoted(entry.text)}`;
+  }
+}
+
+/** `history` as a view, `delegations` giving each attempt's step and request; `createdAtMs` dates a dropped marker when nothing else does. */
+export function historyView(history: History, delegations: readonly DelegationView[], createdAtMs: number): HistoryEntryView[] {
+  const byId = new Map(delegations.map((delegation) => [delegation.delegationId, delegation]));
+  const entries = history.entries.map((entry): HistoryEntryView => {
+    const { delegationId, step } = entry as { delegationId?: unknown; step?: unknown };
+    const attempt = typeof delegationId === 'string' ? byId.get(delegationId) : undefined;
+    const text = textOf(entry);
+    const view: HistoryEntryFields = {
+      ...entry,
+      at: iso(entry.at),
+      ...(attempt && step === undefined ? { step: attempt.step } : {}),
+      ...(text !== undefined ? { text } : {}),
+      ...(entry.kind === 'question' && attempt ? { request: { messageId: attempt.messageId, text: partsText(attempt.message.parts) } } : {}),
+    };
+    return { ...view, summary: summaryOf(view) };
+  });
+  if (history.dropped === 0) return entries;
+  const text = `${history.dropped} ${history.dropped === 1 ? 'entry' : 'entries'} dropped`;
+  const marker: HistoryEntryView = { kind: 'dropped', at: entries[0]?.at ?? iso(createdAtMs), count: history.dropped, text, summary: `${text} (older history beyond its bounds)` };
+  return [marker, ...entries];
+}
