@@ -6,12 +6,11 @@
  * answers are the API's; a page covers one call (at most 100 workflows here), Continue takes the next.
  */
 import { z } from 'zod';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import { ATTENTION_CODES } from '@durable-a2a/shared';
 import { BULK_ACTIONS, type BulkResult } from '../../calls/bulk.ts';
 import { WORKFLOW_FILTER_STATES } from '../../calls/search.ts';
 import { badge, html, page, type Safe } from './html.ts';
-import { problem, sendProblem } from '../problem.ts';
 
 /** Workflows per bulk call from the page. */
 const PAGE_LIMIT = 100;
@@ -80,7 +79,7 @@ ${confirm}${next}</section>`;
 }
 
 /** Registers GET /bulk (form and dry run) and POST /bulk (the real call) on the /ui context. */
-export function registerBulkUi(ui: FastifyInstance, server: FastifyInstance, token: string, crossSite: (request: FastifyRequest) => boolean): void {
+export function registerBulkUi(ui: FastifyInstance, server: FastifyInstance, token: string): void {
   const call = async (reply: FastifyReply, form: Form, dryRun: boolean) => {
     const payload = { filter: filterOf(form), dryRun, limit: PAGE_LIMIT, ...(form.cursor ? { cursor: form.cursor } : {}), ...(form.resolution ? { resolution: form.resolution } : {}) };
     const response = await server.inject({ method: 'POST', url: `/v1/bulk/workflows/${form.action}`, payload, headers: { authorization: `Bearer ${token}` } });
@@ -96,7 +95,6 @@ export function registerBulkUi(ui: FastifyInstance, server: FastifyInstance, tok
     return call(reply, form.data, true);
   });
   ui.post('/bulk', { schema: { hide: true } }, async (request, reply) => {
-    if (crossSite(request)) return sendProblem(reply, problem('UNAUTHORIZED', 'cross-site form posts are refused'));
     const form = FormSchema.safeParse(request.body ?? {});
     if (!form.success) return reply.code(400).type('text/html; charset=utf-8').send(page('Bulk actions', html`<h1>Act on many workflows</h1><p role="alert">Invalid form.</p>`));
     return call(reply, form.data, false);
