@@ -25,10 +25,9 @@ export function safeNext(next: unknown): string {
   return typeof next === 'string' && next.length <= 2_048 && NEXT_PATH.test(next) && !next.includes('//') ? next : '/ui';
 }
 
-/** The sign-in page; `message` is shown visibly above the form (signed out, token not accepted). */
+/** The sign-in page; `message` is shown visibly in the page's notice above the form (signed out, token not accepted). */
 export function signInPage(options: { next?: string; message?: string; refused?: boolean } = {}): string {
   const body = html`<h1>Sign in</h1>
-${options.message ? html`<p class="notice${options.refused ? ' notice-refused' : ''}" role="${options.refused ? 'alert' : 'status'}">${options.message}</p>` : ''}
 <form class="sign-in" method="post" action="/ui/sign-in">
 <input type="hidden" name="next" value="${safeNext(options.next)}">
 <label for="token">API token</label>
@@ -36,7 +35,7 @@ ${options.message ? html`<p class="notice${options.refused ? ' notice-refused' :
 <p class="muted">One of the service's API tokens (<code>DA2A_API_TOKENS</code>). It is checked once; the browser then keeps a session cookie (HttpOnly), never the token.</p>
 <button type="submit">Sign in</button>
 </form>`;
-  return page('Sign in', body, { signedIn: false });
+  return page('Sign in', body, { signedIn: false, notice: options.message, noticeRefused: options.refused });
 }
 
 const SignInForm = z.object({ token: z.string().max(4_096).default(''), next: z.string().max(2_048).optional() });

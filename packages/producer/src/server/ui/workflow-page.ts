@@ -37,14 +37,18 @@ const pathOf = (workflowId: string) => `/ui/workflows/${encodeURIComponent(workf
 /** A person's words for what a question waits for. */
 export const waitingForText = (state: string): string => ({ INPUT_REQUIRED: 'an answer', AUTH_REQUIRED: 'a credential', NEEDS_ATTENTION: 'a decision' })[state] ?? state;
 
+/** The agent's card name, or undefined when the registry does not know the URL. */
+function agentName(url: string, names: ReadonlyMap<string, string>): string | undefined {
+  try {
+    return names.get(normalizeAgentCardUrl(url));
+  } catch {
+    return undefined;
+  }
+}
+
 /** The agent's card name (its URL as a tooltip and below), or the URL when the registry does not know it. */
 function agentLabel(url: string, names: ReadonlyMap<string, string>): Safe {
-  let name: string | undefined;
-  try {
-    name = names.get(normalizeAgentCardUrl(url));
-  } catch {
-    name = undefined;
-  }
+  const name = agentName(url, names);
   return name ? html`<span title="${url}">${name}</span><br><span class="muted mono">${url}</span>` : html`<span class="mono">${url}</span>`;
 }
 
@@ -154,11 +158,11 @@ function compensationsSection(view: WorkflowView, parts: WorkflowPanelParts): Sa
 }
 
 /** Every dated event of the workflow, oldest first. */
-function timelineSection(view: WorkflowView): Safe {
+function timelineSection(view: WorkflowView, names: ReadonlyMap<string, string>): Safe {
   const events: { at: number; text: string }[] = [{ at: view.createdAt, text: 'workflow started' }];
   for (const attempt of view.steps.flatMap((step) => [...step.attempts, ...step.compensations])) {
     const what = attempt.kind === 'compensation' ? `compensation ${attempt.delegationId}` : `attempt ${attempt.delegationId}`;
-    events.push({ at: attempt.createdAt, text: `${what} journaled (agent ${attempt.agentCardUrl})` });
+    events.push({ at: attempt.createdAt, text: `${what} journaled (agent ${agentName(attempt.agentCardUrl, names) ?? attempt.agentCardUrl})` });
     if (attempt.statusTimestampMs) events.push({ at: attempt.statusTimestampMs, text: `${what}: agent reported ${attempt.state}` });
     if (attempt.finishedAt) events.push({ at: attempt.finishedAt, text: `${what} finished ${attempt.state}` });
     if (attempt.verifiedAt) events.push({ at: attempt.verifiedAt, text: `${what} verified: effect ${attempt.effect}` });
@@ -176,7 +180,7 @@ function summaryLine(view: WorkflowView): Safe {
 
 /** The live part of the workflow page (polled with ETag), from one view. */
 export function workflowPanel(view: WorkflowView, parts: WorkflowPanelParts): Safe {
-  return html`${outcomeSection(view)}${summaryLine(view)}${cancelSection(view)}${attentionSection(view)}${questionsSection(view)}${stepsSection(view, parts)}${compensationsSection(view, parts)}${parts.history ?? ''}${timelineSection(view)}`;
+  return html`${outcomeSection(view)}${summaryLine(view)}${cancelSection(view)}${attentionSection(view)}${questionsSection(view)}${stepsSection(view, parts)}${compensationsSection(view, parts)}${parts.history ?? ''}${timelineSection(view, parts.agentNames)}`;
 }
 
 /** The whole workflow page; `notice`: the confirmation (or refusal) of the action that led here (a post without script). */
