@@ -171,7 +171,7 @@ describe('/ui over HTTP: signing in', () => {
   });
 
   it('sign-in and sign-out from another site are refused (403); sign-out ends the session', async () => {
-    for (const headers of [{ 'sec-fetch-site': 'cross-site' }, { origin: 'https://evil.example' }, {}]) {
+    for (const headers of <Record<string, string>[]>[{ 'sec-fetch-site': 'cross-site' }, { origin: 'https://evil.example' }, {}]) {
       const login = await app.inject({ method: 'POST', url: '/ui/sign-in', ...form({ token: TEST_API_TOKEN }, headers) });
       expect(login.statusCode, JSON.stringify(headers)).toBe(403);
       expect(login.headers['set-cookie']).toBeUndefined();

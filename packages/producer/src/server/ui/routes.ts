@@ -26,7 +26,7 @@ import { agentsPage, agentsPanel } from './agents-page.ts';
 import { isSearch, listPage, listPanel, type ListQuery } from './list-page.ts';
 import { DONE_NOTICES, workflowPage, workflowPanel, type DoneAction } from './workflow-page.ts';
 import { registerBulkUi } from './bulk-page.ts';
-import { registerSignIn } from './sign-in-page.ts';
+import { registerSignIn } from './sign-in-routes.ts';
 
 export interface UiOptions {
   producer: Producer;
