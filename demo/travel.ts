@@ -205,8 +205,8 @@ try {
   exitCode = timeline.summary() ? 0 : 1;
   if (keep) {
     console.log(`\nAPI:        ${apiUrl}  (Authorization: Bearer ${apiToken})`);
-    console.log(`Bull Board: ${apiUrl}/admin/queues?token=${apiToken}`);
-    console.log(`Workflows:  ${apiUrl}/ui?token=${apiToken}  (questions, attention, timelines)`);
+    console.log(`Workflows:  ${apiUrl}/ui  (questions, attention, timelines; sign in with the API token ${apiToken})`);
+    console.log(`Bull Board: ${apiUrl}/admin/queues  (the same sign-in)`);
     console.log(`Press Ctrl+C, or send SIGTERM to this process (kill ${process.pid}), to stop.`);
     await new Promise<NodeJS.Signals>((resolve) => (waitForStop = resolve));
   }

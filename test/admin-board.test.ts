@@ -6,7 +6,7 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { useRedisServer } from './harness/redis.ts';
-import { TEST_API_TOKEN, startTestServer } from './harness/api-server.ts';
+import { TEST_API_TOKEN, signIn, startTestServer } from './harness/api-server.ts';
 
 const redisServer = useRedisServer();
 let app: ApiServer;
@@ -22,11 +22,7 @@ afterAll(async () => {
   await readOnly?.close();
 });
 
-async function sessionCookie(server: ApiServer): Promise<string> {
-  const login = await server.inject({ method: 'GET', url: `/admin/queues?token=${TEST_API_TOKEN}` });
-  expect(login.statusCode).toBe(303);
-  return String(login.headers['set-cookie']).split(';')[0]!;
-}
+const sessionCookie = (server: ApiServer) => signIn(server);
 const write = (server: ApiServer, headers: Record<string, string>) => server.inject({ method: 'PUT', url: '/admin/queues/api/queues/send/retry/failed', headers: { host: 'board.example', ...headers } });
 
 it('a cookie write from another site is 403; from the board itself it goes through', async () => {
@@ -47,9 +43,9 @@ it('a Bearer client writes without browser headers (no cookie rides along)', asy
 });
 
 it('the session expires server-side, whatever the browser keeps', async () => {
-  const expired = `da2a_admin=${Date.now() - 1_000}.${'A'.repeat(43)}`;
+  const expired = `da2a_session=${Date.now() - 1_000}.${'B'.repeat(22)}.${'A'.repeat(43)}`;
   expect((await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { cookie: expired } })).statusCode).toBe(401);
-  const forged = `da2a_admin=${Date.now() + 60_000}.${'A'.repeat(43)}`;
+  const forged = `da2a_session=${Date.now() + 60_000}.${'B'.repeat(22)}.${'A'.repeat(43)}`;
   expect((await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { cookie: forged } })).statusCode).toBe(401);
 });
 

@@ -10,7 +10,7 @@ import { useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { asksForInput, completesWith, completionSteps } from './harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
-import { TEST_API_TOKEN, authorized, startTestServer } from './harness/api-server.ts';
+import { TEST_API_TOKEN, authorized, signIn, startTestServer } from './harness/api-server.ts';
 
 const redisServer = useRedisServer();
 const PREFIX = 'api';
@@ -258,6 +258,7 @@ describe('logging', () => {
     await authorized(logged, { method: 'GET', url: '/v1/workflows' });
     await logged.inject({ method: 'GET', url: '/v1/workflows', headers: { authorization: 'Bearer wrong-secret-value' } });
     await logged.inject({ method: 'GET', url: `/admin/queues?token=${TEST_API_TOKEN}` });
+    await signIn(logged); // the token in a form body is never logged either
     await logged.close();
     const output = lines.join('');
     expect(output).toContain('/v1/workflows');

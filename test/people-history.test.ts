@@ -13,7 +13,7 @@ import { useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { asksForInput, completionSteps } from './harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
-import { startTestServer } from './harness/api-server.ts';
+import { signIn, startTestServer } from './harness/api-server.ts';
 import { bookingVerifier, startTravelCast, travelWorkflow, type TravelCast } from './harness/travel.ts';
 
 const redisServer = useRedisServer();
@@ -91,8 +91,7 @@ describe('N32: the answer is in the record', () => {
 
   it('an answer from /ui with a session records the session and its token name', async () => {
     const id = await delegateAndWaitForQuestion('ui-session');
-    const login = await app.inject({ method: 'GET', url: `/ui?token=${BOB}` });
-    const cookie = [login.headers['set-cookie']].flat().map(String)[0]!.split(';')[0]!;
+    const cookie = await signIn(app, BOB);
     const posted = await app.inject({ method: 'POST', url: `/ui/workflows/${id}/steps/main/reply`, payload: 'text=two+people', headers: { cookie, 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' } });
     expect(posted.statusCode).toBe(303);
     await eventually(async () => (await viewOf(id)).state === 'COMPLETED', `${id} completed`);

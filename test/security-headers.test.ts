@@ -28,6 +28,8 @@ afterAll(async () => {
 
 function expectFramingAndTypeProtection(headers: Record<string, unknown>, url: string): void {
   const policy = String(headers['content-security-policy'] ?? '');
+  // Nothing from another origin: every fetch directive names this origin (and data:) only.
+  expect(policy, url).not.toMatch(/https?:/);
   expect(policy, url).toMatch(/(^|;)\s*frame-ancestors 'none'/);
   expect(policy, url).toMatch(/(^|;)\s*script-src 'self'(;|$)/);
   expect(headers['x-frame-options'], url).toBe('DENY');
@@ -49,6 +51,9 @@ describe('F35: pages without framing and content-type protection', () => {
     expect(board.statusCode).toBe(200);
     expect(board.headers['content-type']).toMatch(/text\/html/);
     expectFramingAndTypeProtection(board.headers, '/admin/queues');
+    // The page names nothing outside the deployment (its Google Fonts link is dropped) and links to /ui.
+    expect(board.body).not.toMatch(/(?:src|href)="https?:/);
+    expect(board.body).toContain('<a id="da2a-ui-link" href="/ui"');
     const assets = [...board.body.matchAll(/(?:src|href)="(static\/[^"]+)"/g)].map((match) => `/admin/queues/${match[1]}`);
     expect(assets.length).toBeGreaterThan(1);
     for (const url of assets) {
@@ -58,8 +63,8 @@ describe('F35: pages without framing and content-type protection', () => {
     }
   });
 
-  it('the login redirect, a refusal and a missing page carry them too', async () => {
-    for (const [url, status] of [['/ui?token=wrong', 401], ['/admin/queues', 401], ['/ui/nowhere', 404]] as const) {
+  it('the sign-in form, the redirect away from a URL token, a refusal and a missing page carry them too', async () => {
+    for (const [url, status] of [['/ui?token=wrong', 303], ['/ui/sign-in', 200], ['/admin/queues', 401], ['/ui/nowhere', 404]] as const) {
       const response = await app.inject({ method: 'GET', url });
       expect(response.statusCode, url).toBe(status);
       expectFramingAndTypeProtection(response.headers, url);

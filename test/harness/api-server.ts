@@ -29,3 +29,18 @@ export async function listenOnLoopback(app: ApiServer): Promise<string> {
   const address = app.server.address();
   return `http://127.0.0.1:${typeof address === 'object' && address ? address.port : 0}`;
 }
+
+/**
+ * Signs in with the /ui form (the token posted once, as a browser on the same origin does) and returns the
+ * `Cookie` header value of the session it sets.
+ */
+export async function signIn(app: ApiServer, token = TEST_API_TOKEN): Promise<string> {
+  const response = await app.inject({
+    method: 'POST',
+    url: '/ui/sign-in',
+    payload: new URLSearchParams({ token, next: '/ui' }).toString(),
+    headers: { 'content-type': 'application/x-www-form-urlencoded', 'sec-fetch-site': 'same-origin' },
+  });
+  if (response.statusCode !== 303) throw new Error(`sign-in answered ${response.statusCode}: ${response.body.slice(0, 200)}`);
+  return String([response.headers['set-cookie']].flat()[0]).split(';')[0]!;
+}

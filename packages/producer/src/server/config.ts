@@ -5,6 +5,7 @@
 import { z } from 'zod';
 import { JournalDurabilityEnvironment, RedisUrlSchema } from '@durable-a2a/shared';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits.ts';
+import type { SessionOptions } from './session.ts';
 
 const Flag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 'true' || value === '1');
 
@@ -32,6 +33,12 @@ export const ServerEnvironmentSchema = z.object({
   DA2A_HTTP_MAX_CONNECTIONS_PER_ADDRESS: Count.default(DEFAULT_HTTP_LIMITS.maxConnectionsPerAddress),
   /** Bull Board: `true` shows queues without retry/remove/promote buttons and refuses every write. */
   DA2A_ADMIN_READ_ONLY: z.enum(['true', 'false', '1', '0'], { error: 'true or false' }).transform((value) => value === 'true' || value === '1').default(false),
+  /** Key material of the browser session cookies (session.ts); changing it signs everyone out. Unset: the API tokens alone key them. */
+  DA2A_SESSION_SECRET: z.string().min(16, 'at least 16 characters').optional(),
+  /** How long a browser session lasts, default 8 h. */
+  DA2A_SESSION_LIFETIME_MS: Milliseconds.default(8 * 3600 * 1000),
+  /** The session cookie's Secure flag: `auto` (set when the request came over https, itself or X-Forwarded-Proto), `true` or `false`. */
+  DA2A_SESSION_COOKIE_SECURE: z.enum(['auto', 'true', 'false'], { error: 'auto, true or false' }).transform((value) => (value === 'auto' ? ('auto' as const) : value === 'true')).default('auto'),
   DA2A_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('da2a'),
   PORT: z.coerce.number().int().min(0).max(65535).default(8080),
   HOST: z.string().min(1).default('0.0.0.0'),
@@ -63,6 +70,11 @@ export type ServerEnvironment = z.output<typeof ServerEnvironmentSchema>;
 /** Parses the environment; throws a ZodError naming each bad variable. */
 export function parseServerEnvironment(environment: NodeJS.ProcessEnv): ServerEnvironment {
   return ServerEnvironmentSchema.parse(environment);
+}
+
+/** The browser session options the environment sets (`ServerOptions.session`). */
+export function sessionFrom(environment: ServerEnvironment): SessionOptions {
+  return { secret: environment.DA2A_SESSION_SECRET, lifetimeMs: environment.DA2A_SESSION_LIFETIME_MS, secureCookie: environment.DA2A_SESSION_COOKIE_SECURE };
 }
 
 /** The connection bounds the environment sets (`ServerOptions.httpLimits`). */

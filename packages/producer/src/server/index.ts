@@ -7,6 +7,6 @@ export type { HealthReport } from './routes/ops.ts';
 export { PROBLEMS, PROBLEM_CONTENT_TYPE } from './problem.ts';
 export type { Problem, ProblemCode } from './problem.ts';
 export { ADMIN_BASE_PATH, UI_BASE_PATH } from './admin.ts';
-export { ADMIN_COOKIE } from './auth.ts';
-export { ServerEnvironmentSchema, parseServerEnvironment, httpLimitsFrom } from './config.ts';
+export { SESSION_COOKIE, DEFAULT_SESSION_LIFETIME_MS, type SessionOptions } from './session.ts';
+export { ServerEnvironmentSchema, parseServerEnvironment, httpLimitsFrom, sessionFrom } from './config.ts';
 export { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits.ts';

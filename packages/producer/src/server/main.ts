@@ -7,7 +7,7 @@
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { TracingEnvironmentSchema, createLogger, durabilityFrom, exitOnSignals, listenOrExit, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
-import { httpLimitsFrom, parseServerEnvironment } from './config.ts';
+import { httpLimitsFrom, parseServerEnvironment, sessionFrom } from './config.ts';
 import { createServer, redisStatusOf } from './server.ts';
 
 const environment = parseEnvironmentOrExit(parseServerEnvironment);
@@ -26,6 +26,7 @@ const app = createServer({
   httpLimits: httpLimitsFrom(environment),
   commandTimeoutMs: environment.DA2A_COMMAND_TIMEOUT_MS,
   adminReadOnly: environment.DA2A_ADMIN_READ_ONLY,
+  session: sessionFrom(environment),
   limits: environment.DA2A_LIMIT_AGENT_CARD_BYTES ? { agentCardBytes: environment.DA2A_LIMIT_AGENT_CARD_BYTES } : {},
   logger,
   metricsRegistry,

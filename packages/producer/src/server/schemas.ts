@@ -30,7 +30,7 @@ export const ListWorkflowsQuerySchema = z.strictObject({
 
 export const ReplyBodySchema = z
   .strictObject({
-    text: z.string().min(1, 'must not be empty').optional(),
+    text: z.string().min(1, 'must not be empty').refine((text) => text.trim() !== '', 'must not be blank (a blank answer is not sent to the agent)').optional(),
     parts: z.array(PartSchema).min(1, 'must not be empty').optional(),
   })
   .refine((body) => (body.text === undefined) !== (body.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });

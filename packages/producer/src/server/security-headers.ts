@@ -6,9 +6,10 @@
  *   X-Frame-Options          DENY (browsers without frame-ancestors)
  *   X-Content-Type-Options   nosniff
  *   Referrer-Policy          no-referrer
- * Bull Board's page carries inline `style` attributes and a `<style>` block and loads its fonts from Google
- * Fonts: styles and fonts allow those; scripts stay 'self' only (its one inline `<script>` is JSON data, never
- * run). HSTS is left to the TLS-terminating proxy (the service itself speaks plain HTTP), and insecure requests
+ * Nothing is loaded from another origin (the pages must work offline and leak nothing to third parties):
+ * Bull Board's Google Fonts link is dropped from its page (admin.ts), so fonts come from this origin or `data:`
+ * only. Bull Board's page carries inline `style` attributes and a `<style>` block: styles allow those; scripts
+ * stay 'self' only (its one inline `<script>` is JSON data, never run). HSTS is left to the TLS-terminating proxy (the service itself speaks plain HTTP), and insecure requests
  * are not upgraded (a plain-HTTP deployment must keep loading its own assets).
  */
 import helmet, { type FastifyHelmetOptions } from '@fastify/helmet';
@@ -23,8 +24,8 @@ export const CONTENT_SECURITY_POLICY = {
   objectSrc: ["'none'"],
   scriptSrc: ["'self'"],
   scriptSrcAttr: ["'none'"],
-  styleSrc: ["'self'", "'unsafe-inline'", 'https://fonts.googleapis.com'],
-  fontSrc: ["'self'", 'https://fonts.gstatic.com', 'data:'],
+  styleSrc: ["'self'", "'unsafe-inline'"],
+  fontSrc: ["'self'", 'data:'],
   imgSrc: ["'self'", 'data:'],
   connectSrc: ["'self'"],
   upgradeInsecureRequests: null,

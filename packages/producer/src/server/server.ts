@@ -1,7 +1,7 @@
 /**
  * The HTTP service: the producer API under /v1 (bearer tokens), the push
- * webhook (its own per-delegation auth), Bull Board under /admin/queues, the
- * page for people under /ui,
+ * webhook (its own per-delegation auth), Bull Board under /admin/queues and the
+ * page for people under /ui (one browser session for both, see session.ts),
  * metrics, health and the OpenAPI document. `createServer` returns a fastify
  * instance that is not listening; closing it closes what it created.
  */
@@ -29,6 +29,7 @@ import { registerUi } from './ui/routes.ts';
 import { frontDoorRoutes } from './a2a/routes.ts';
 import { registerSecurityHeaders } from './security-headers.ts';
 import { logUrl } from './log-url.ts';
+import { Sessions, type SessionOptions } from './session.ts';
 import { boundConnections, fastifyHttpOptions, resolveHttpLimits, type HttpLimits } from './http-limits.ts';
 
 export interface ServerOptions {
@@ -55,6 +56,8 @@ export interface ServerOptions {
   commandTimeoutMs?: number;
   /** Every request is answered within this (503 problem+json with Retry-After past it). Default 5_000. */
   requestTimeoutMs?: number;
+  /** Browser sessions of /ui and Bull Board (signing key, lifetime, the cookie's Secure flag); see `session.ts`. */
+  session?: SessionOptions;
   /** Bull Board without write actions (retry, remove, promote, clean); writes refused with 403. Default false. */
   adminReadOnly?: boolean;
   /** Connection bounds: headers, body and keep-alive timeouts, connections overall and per client address (`DEFAULT_HTTP_LIMITS`). */
@@ -179,8 +182,9 @@ export function createServer(options: ServerOptions): ApiServer {
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, limits: options.limits }), { prefix: '/v1' });
   app.register(frontDoorRoutes({ producer, apiTokens: tokens, jsonDepth: apiBodyDepth(resolveLimits(options.limits).jsonDepth) }));
-  app.register(async (root) => registerAdmin(root, queueList, tokens, { readOnly: options.adminReadOnly ?? false }));
-  app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, server: app }));
+  const sessions = new Sessions(tokens, options.session);
+  app.register(async (root) => registerAdmin(root, queueList, tokens, sessions, { readOnly: options.adminReadOnly ?? false }));
+  app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, sessions, server: app }));
   if (options.answerLinks) app.register(answerLinkRoutes({ journal: producer.journal, queues, links: options.answerLinks }));
   app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal, metricsToken: options.metricsToken }));
   return app;

@@ -32,7 +32,7 @@ function agentRow(agent: AgentView): Safe {
 export function agentsPanel(agents: readonly AgentView[]): Safe {
   if (agents.length === 0) return html`<p>No agent is registered (<code>durable-a2a agents add &lt;cardUrl&gt;</code>).</p>`;
   return html`<table class="agents"><caption class="visually-hidden">Registered agents, in preference order</caption>
-<thead><tr><th scope="col">Id</th><th scope="col">Status</th><th scope="col">Agent</th><th scope="col">Skills</th><th scope="col">Health (recent calls)</th><th scope="col">Last card fetch (UTC)</th><th scope="col">Last error</th></tr></thead>
+<thead><tr><th scope="col">Id</th><th scope="col">Status</th><th scope="col">Agent</th><th scope="col">Skills</th><th scope="col">Health (recent calls)</th><th scope="col">Last card fetch</th><th scope="col">Last error</th></tr></thead>
 <tbody>${agents.map(agentRow)}</tbody></table>`;
 }
 

@@ -11,14 +11,23 @@
 /** Poll interval of the live region. */
 export const POLL_INTERVAL_MS = 2_000;
 
+/** What a person is told when an answer is blank (the script, the /ui route and the API say the same). */
+export const BLANK_ANSWER_MESSAGE = 'Write an answer first: a blank answer is not sent to the agent.';
+
 export const UI_SCRIPT = `'use strict';
 (() => {
   const live = document.getElementById('live');
   const source = document.body.dataset.live;
-  const announcer = document.getElementById('announcer');
+  const notice = document.getElementById('notice');
   let etag = null;
   let pending = false;
-  const announce = (text) => { if (announcer) announcer.textContent = text; };
+  // Visible until the next action: a confirmation, or (refused) why not.
+  const show = (text, refused) => {
+    if (!notice) return;
+    notice.textContent = text;
+    notice.classList.toggle('notice-refused', Boolean(refused));
+    notice.hidden = false;
+  };
   const typing = () => {
     if (!live) return false;
     const active = document.activeElement;
@@ -34,9 +43,11 @@ export const UI_SCRIPT = `'use strict';
         etag = response.headers.get('etag');
         live.innerHTML = await response.text();
         live.dataset.version = String(Number(live.dataset.version || '0') + 1);
+      } else if (response.status === 401) {
+        show('Your session has ended: reload the page to sign in again.', true);
       }
     } catch (error) {
-      announce('Live updates paused: ' + error.message);
+      show('Live updates paused: ' + error.message, true);
     } finally {
       pending = false;
     }
@@ -45,6 +56,13 @@ export const UI_SCRIPT = `'use strict';
     const form = event.target;
     if (!(form instanceof HTMLFormElement) || !form.dataset.action) return;
     event.preventDefault();
+    const answer = form.querySelector('textarea[name=text]');
+    if (answer && answer.value.trim() === '') {
+      show(${JSON.stringify(BLANK_ANSWER_MESSAGE)}, true);
+      form.dataset.result = 'refused';
+      answer.focus();
+      return;
+    }
     const button = form.querySelector('button[type=submit]');
     if (button) button.disabled = true;
     try {
@@ -58,9 +76,9 @@ export const UI_SCRIPT = `'use strict';
       const body = await response.json().catch(() => ({}));
       if (response.ok) {
         form.reset();
-        announce(form.dataset.action === 'reply' ? 'Answer sent.' : 'Decision recorded.');
+        show(form.dataset.done || 'Done.', false);
       } else {
-        announce('Refused: ' + (body.detail || response.statusText));
+        show('Refused: ' + (body.detail || response.statusText), true);
       }
       form.dataset.result = response.ok ? 'ok' : 'refused';
     } finally {
@@ -98,5 +116,13 @@ button.danger { background: var(--bad); border-color: var(--bad); } button:disab
 .filter { display: flex; gap: 8px; align-items: center; } .filter label { display: inline; margin: 0; }
 .questions { padding-left: 18px; } .redelegation { font-weight: normal; font-size: 12px; color: var(--warn); }
 .steps { padding-left: 18px; } .timeline { font-size: 13px; } .pager a { margin-right: 12px; }
+.notice { background: #e6f4ea; color: var(--good); border: 1px solid #a8dab5; border-radius: 6px; padding: 8px 12px; font-weight: 600; }
+.notice-refused { background: #fce8e6; color: var(--bad); border-color: #f4b8b0; }
+.top { display: flex; justify-content: space-between; align-items: center; } .sign-out button { background: transparent; border-color: #fff; }
+.outcome { background: #fff; border: 1px solid var(--line); border-left: 4px solid var(--muted); padding: 8px 12px; margin: 8px 0; }
+.outcome-completed { border-left-color: var(--good); } .outcome-failed, .outcome-attention { border-left-color: var(--bad); } .outcome-question, .outcome-running { border-left-color: var(--warn); }
+.request { margin: 6px 0; padding: 6px 10px; background: #eef1f4; border-left: 3px solid var(--accent); white-space: pre-wrap; }
+dl.evidence { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 4px 0; font-size: 13px; } dl.evidence dt { font-weight: 600; } dl.evidence dd { margin: 0; word-break: break-word; }
+.search { display: flex; gap: 8px; align-items: end; flex-wrap: wrap; margin: 8px 0; } .search label { margin: 0; } .sign-in input { font: inherit; }
 .visually-hidden { position: absolute; width: 1px; height: 1px; overflow: hidden; clip: rect(0 0 0 0); white-space: nowrap; }
 `;

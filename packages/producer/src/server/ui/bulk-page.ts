@@ -11,7 +11,6 @@ import { ATTENTION_CODES } from '@durable-a2a/shared';
 import { BULK_ACTIONS, type BulkResult } from '../../calls/bulk.ts';
 import { WORKFLOW_FILTER_STATES } from '../../calls/search.ts';
 import { badge, html, page, type Safe } from './html.ts';
-import { problem, sendProblem } from '../problem.ts';
 
 /** Workflows per bulk call from the page. */
 const PAGE_LIMIT = 100;
@@ -80,10 +79,10 @@ ${confirm}${next}</section>`;
 }
 
 /** Registers GET /bulk (form and dry run) and POST /bulk (the real call) on the /ui context. */
-export function registerBulkUi(ui: FastifyInstance, server: FastifyInstance, token: string, crossSite: (request: FastifyRequest) => boolean): void {
-  const call = async (reply: FastifyReply, form: Form, dryRun: boolean) => {
+export function registerBulkUi(ui: FastifyInstance, server: FastifyInstance, headersOf: (request: FastifyRequest) => Record<string, string>): void {
+  const call = async (request: FastifyRequest, reply: FastifyReply, form: Form, dryRun: boolean) => {
     const payload = { filter: filterOf(form), dryRun, limit: PAGE_LIMIT, ...(form.cursor ? { cursor: form.cursor } : {}), ...(form.resolution ? { resolution: form.resolution } : {}) };
-    const response = await server.inject({ method: 'POST', url: `/v1/bulk/workflows/${form.action}`, payload, headers: { authorization: `Bearer ${token}` } });
+    const response = await server.inject({ method: 'POST', url: `/v1/bulk/workflows/${form.action}`, payload, headers: headersOf(request) });
     const answer = response.statusCode === 200 ? (response.json() as BulkResult) : undefined;
     const refused = answer ? '' : html`<p class="refused" role="alert">${(response.json() as { detail?: string }).detail ?? `refused (${response.statusCode})`}</p>`;
     const body = html`<h1>Act on many workflows</h1>${formSection(form)}${refused}${answer ? resultSection(form, answer) : ''}`;
@@ -93,12 +92,11 @@ export function registerBulkUi(ui: FastifyInstance, server: FastifyInstance, tok
     const form = FormSchema.safeParse(request.query);
     if (!form.success) return reply.code(400).type('text/html; charset=utf-8').send(page('Bulk actions', html`<h1>Act on many workflows</h1><p role="alert">Invalid form.</p>`));
     if (!form.data.preview) return reply.type('text/html; charset=utf-8').send(page('Bulk actions', html`<h1>Act on many workflows</h1>${formSection(form.data)}`));
-    return call(reply, form.data, true);
+    return call(request, reply, form.data, true);
   });
   ui.post('/bulk', { schema: { hide: true } }, async (request, reply) => {
-    if (crossSite(request)) return sendProblem(reply, problem('UNAUTHORIZED', 'cross-site form posts are refused'));
     const form = FormSchema.safeParse(request.body ?? {});
     if (!form.success) return reply.code(400).type('text/html; charset=utf-8').send(page('Bulk actions', html`<h1>Act on many workflows</h1><p role="alert">Invalid form.</p>`));
-    return call(reply, form.data, false);
+    return call(request, reply, form.data, false);
   });
 }

@@ -35,18 +35,42 @@ export function html(strings: TemplateStringsArray, ...values: Value[]): Safe {
   return new Safe(out);
 }
 
-/** An ISO-8601 time in UTC (`2026-11-30 16:40:12Z`) inside <time>, or a dash. */
-export function time(ms: number | undefined): Safe {
-  if (ms === undefined || !Number.isFinite(ms) || ms <= 0) return html`<span aria-label="none">–</span>`;
+/**
+ * The one time format of the pages: ISO 8601 in UTC to the second, written `2026-12-04 22:31:05 UTC`, inside
+ * <time datetime>; `ms` since epoch or an ISO 8601 string; a dash when absent.
+ */
+export function time(at: number | string | undefined | null): Safe {
+  const ms = typeof at === 'string' ? Date.parse(at) : at;
+  if (ms === undefined || ms === null || !Number.isFinite(ms) || ms <= 0) return html`<span aria-label="none">–</span>`;
   const iso = new Date(ms).toISOString();
-  return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$/, 'Z')}</time>`;
+  return html`<time datetime="${iso}">${iso.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}</time>`;
 }
 
 /** A state badge; the class carries the colour, the text carries the meaning. */
 export const badge = (state: string): Safe => html`<span class="badge badge-${state.toLowerCase().replaceAll('_', '-')}">${state}</span>`;
 
-/** The page shell: one <main>, a skip link, the stylesheet and script (both served by /ui, no CDN). */
-export function page(title: string, body: Safe, options: { live?: string } = {}): string {
+/** What the page shell shows besides the body. */
+export interface PageOptions {
+  /** URL of the live region the script polls. */
+  live?: string;
+  /** Show the navigation and the sign-out button. Default true. */
+  signedIn?: boolean;
+  /** A confirmation shown at the top (e.g. after a form post without script). */
+  notice?: string;
+  /** The notice says why something was refused (styled as an error). */
+  noticeRefused?: boolean;
+}
+
+/**
+ * The page shell: one <main>, a skip link, the stylesheet and script (both served by /ui, no CDN), and the notice
+ * region `#notice` where every action's confirmation or refusal is shown, visibly, until the next action.
+ */
+export function page(title: string, body: Safe, options: PageOptions = {}): string {
+  const nav =
+    options.signedIn === false
+      ? html``
+      : html`<nav aria-label="Main"><a href="/ui">Workflows</a> <a href="/ui?waiting=true">Waiting for a person</a> <a href="/ui/agents">Agents</a> <a href="/admin/queues">Queues (Bull Board)</a></nav>
+<form class="sign-out" method="post" action="/ui/sign-out"><button type="submit">Sign out</button></form>`;
   return html`<!doctype html>
 <html lang="en">
 <head>
@@ -58,11 +82,11 @@ export function page(title: string, body: Safe, options: { live?: string } = {})
 </head>
 <body${options.live ? new Safe(` data-live="${escapeHtml(options.live)}"`) : ''}>
 <a class="skip" href="#main">Skip to content</a>
-<header class="top"><nav aria-label="Main"><a href="/ui">Workflows</a> <a href="/ui?waiting=true">Waiting for a person</a> <a href="/ui/agents">Agents</a> <a href="/admin/queues">Queues (Bull Board)</a></nav></header>
+<header class="top">${nav}</header>
 <main id="main">
+<p id="notice" class="notice${options.noticeRefused ? ' notice-refused' : ''}" role="status" aria-live="polite"${options.notice ? '' : new Safe(' hidden')}>${options.notice ?? ''}</p>
 ${body}
 </main>
-<p id="announcer" class="visually-hidden" aria-live="polite"></p>
 </body>
 </html>`.value;
 }
