@@ -18,7 +18,7 @@ import { UI_BASE_PATH, browserAuth } from '../admin.ts';
 import { problem, sendProblem } from '../problem.ts';
 import { ListingCursorSchema, WORKFLOW_FILTER_STATES } from '../routes/summaries.ts';
 import { UI_SCRIPT, UI_STYLE } from './assets.ts';
-import type { Safe } from './html.ts';
+import { html, page, type Safe } from './html.ts';
 import { agentsPage, agentsPanel } from './agents-page.ts';
 import { listPage, listPanel, type ListQuery } from './list-page.ts';
 import { workflowPage, workflowPanel } from './workflow-page.ts';
@@ -130,14 +130,30 @@ function registerPages(ui: FastifyInstance, render: ReturnType<typeof renderers>
   }
 }
 
+/** The problem's detail of a refused action (`application/problem+json`), else a generic line. */
+function refusalOf(body: string): string {
+  try {
+    const detail = (JSON.parse(body) as { detail?: unknown }).detail;
+    return typeof detail === 'string' && detail !== '' ? detail : 'the request was refused';
+  } catch {
+    return 'the request was refused';
+  }
+}
+
+/** The page a plain form post gets when its action was refused: the reason, visible, and the way back. */
+const refusedPage = (body: string, back: string): string =>
+  page('Not done', html`<h1>Not done</h1><p role="alert" class="error">Refused: ${refusalOf(body)}</p><p><a href="${back}">Back</a></p>`);
+
 /** POST routes: each forwards to its /v1 route; a script gets the API's answer, a plain form a redirect back. */
 function registerActions(ui: FastifyInstance, server: FastifyInstance, token: string): void {
   const forward = async (request: FastifyRequest, reply: FastifyReply, url: string, payload: Record<string, string>, back: string) => {
     if (crossSite(request)) return sendProblem(reply, problem('UNAUTHORIZED', 'cross-site form posts are refused'));
     const response = await server.inject({ method: 'POST', url, payload, headers: { authorization: `Bearer ${token}` } });
-    if (request.headers['x-da2a-ui'] === 'fetch' || response.statusCode >= 400) {
+    if (request.headers['x-da2a-ui'] === 'fetch') {
       return reply.code(response.statusCode).type(String(response.headers['content-type'] ?? 'application/json')).send(response.body);
     }
+    // A plain form post that was refused (a blank answer, a closed question): a page that says why, not raw JSON.
+    if (response.statusCode >= 400) return reply.code(response.statusCode).type(HTML).send(refusedPage(response.body, back));
     return reply.redirect(back, 303);
   };
   const field = (request: FastifyRequest, name: string) => (request.body as Record<string, string> | undefined)?.[name] ?? '';

@@ -123,6 +123,8 @@ local function apply()
       if not PARKED[current] or questionKey == '' then local seq = redis.call('HINCRBY', KEYS[1], 'questionSeq', 1); hash.questionSeq = tostring(seq); questionKey = 'seq:' .. seq end
     end
     put('question', ARGV[9]); put('questionKey', questionKey)
+    -- A question's life (expiry, reminders) counts from when it was first journaled.
+    if questionKey ~= (row[7] or '') or not PARKED[current] then put('questionAskedAt', now) end
   elseif mode ~= 'outcome' or FINISHED[incoming] then
     put('question', '')
   end
