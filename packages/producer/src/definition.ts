@@ -21,7 +21,7 @@
  * canonical form with defaults.
  */
 import { z } from 'zod';
-import { ID_PATTERN, PartSchema } from '@durable-a2a/shared';
+import { ID_PATTERN, PartSchema, StrictQuestionPolicySchema } from '@durable-a2a/shared';
 
 /** Documented step limit of one workflow. */
 export const MAX_WORKFLOW_STEPS = 100;
@@ -77,6 +77,8 @@ export const StrictStepSchema = z
     attemptDeadlineMs: z.number().int().positive().optional(),
     /** How long (ms) an attempt waits for an agent that cannot be reached before it ends FAILED `AGENT_UNREACHABLE` (default: the attempt deadline). */
     unreachableForMs: z.number().int().positive().optional(),
+    /** The life of a question an attempt asks: expiry and what is done then, reminders (default: it waits until the attempt deadline). */
+    question: StrictQuestionPolicySchema.optional(),
   })
   .refine(...targetRefinement)
   .refine(...oneTargetRefinement)

@@ -3,7 +3,7 @@ export * from './a2a/index.ts';
 
 export { Journal, countUnfinishedByState, questionKeyOf } from './journal/journal.ts';
 export { WorkflowChangeSubscriber, workflowChangeChannel } from './journal/changes.ts';
-export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions } from './journal/journal.ts';
+export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry } from './journal/journal.ts';
 export { JournalError } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
 export { CorruptRecordError, corruptRecordReporter, parseRecordAt, skipCorrupt, LOGGED_CORRUPT_KEYS } from './journal/corrupt.ts';
@@ -118,8 +118,12 @@ export {
   parseDefinitionText,
   WORKFLOW_STATES,
   declaredVerifier,
+  QuestionPolicySchema,
+  StrictQuestionPolicySchema,
+  QUESTION_EXPIRY_ACTIONS,
+  isBlankText,
 } from './workflow.ts';
-export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition, WorkflowState, NotifyTarget } from './workflow.ts';
+export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition, WorkflowState, NotifyTarget, QuestionPolicy, QuestionExpiryAction } from './workflow.ts';
 export { createLogger, lazyChildLogger, defaultLoggerOptions, logRedisConnectionState } from './logger.ts';
 export type { Logger } from './logger.ts';
 export { QUEUE_JOB_STATUSES, createMetrics, metricsRequestAllowed } from './metrics.ts';

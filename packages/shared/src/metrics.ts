@@ -21,6 +21,10 @@ export interface Metrics {
   reconcileRuns: Counter<'outcome'>;
   reconcileLag: Histogram;
   openQuestions: Gauge;
+  /** Reminders of open questions (a step's `question.remindEveryMs`), by `agent`; workers. */
+  questionReminders: Counter<'agent'>;
+  /** Questions that expired unanswered (a step's `question.expiresAfterMs`), by what was done (`cancel`, `fail`, `answer`); workers. */
+  questionsExpired: Counter<'action'>;
   redelegations: Counter;
   compensations: Counter<'outcome'>;
   verifications: Counter<'effect'>;
@@ -103,6 +107,8 @@ function createOn(registry: Registry, agentLabels: AgentLabels): Metrics {
       registers: [registry],
     }),
     openQuestions: new Gauge({ name: 'durable_a2a_open_questions', help: 'Delegations parked on INPUT_REQUIRED or AUTH_REQUIRED', registers: [registry] }),
+    questionReminders: counter('durable_a2a_question_reminders_total', 'Reminders that a question is waiting for an answer (a step\'s question.remindEveryMs), by agent', ['agent']),
+    questionsExpired: counter('durable_a2a_questions_expired_total', 'Questions that expired unanswered (a step\'s question.expiresAfterMs), by what was done', ['action']),
     redelegations: counter('durable_a2a_redelegations_total', 'Steps moved to another attempt after a permanent failure'),
     compensations: counter('durable_a2a_compensations_total', 'Compensations finished, by outcome', ['outcome']),
     verifications: counter('durable_a2a_verifications_total', 'Verifier results, by effect', ['effect']),

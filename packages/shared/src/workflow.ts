@@ -8,6 +8,7 @@ import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { PartSchema } from './a2a/schema.ts';
 import { ID_PATTERN } from './journal/keys.ts';
+import { QUESTION_EXPIRY_ACTIONS } from './journal/states.ts';
 
 const Id = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
 const HttpUrl = z.url({ protocol: /^https?$/ });
@@ -40,6 +41,40 @@ export const CompensationSchema = z.union([
 ]);
 export type Compensation = z.infer<typeof CompensationSchema>;
 
+/** True when `text` holds nothing but whitespace (an answer or a default answer of that kind says nothing). */
+export const isBlankText = (text: string): boolean => text.trim() === '';
+
+
+/**
+ * The life of a question an attempt of the step asks (INPUT_REQUIRED / AUTH_REQUIRED), counted from when it was
+ * asked (journaled). Without it (the default) a question waits until the attempt deadline.
+ *   - `expiresAfterMs` (ms, with `onExpiry`): the question expires, journaled with what was done:
+ *     `cancel`: the workflow is canceled (CancelTask to the agent, compensation as for a cancel);
+ *     `fail`: the attempt ends FAILED `QUESTION_EXPIRED` (the workflow decides as for a failure: re-delegation
+ *     within `maxAttemptsPerStep`); `answer`: `defaultAnswer` (required, not blank) is sent as the reply.
+ *   - `remindEveryMs` (ms): a reminder (a log line and the `durable_a2a_question_reminders_total` counter) every
+ *     interval while the question is open, at most 10 per question (the workers' `MAX_QUESTION_REMINDERS`), none once
+ *     it expired.
+ */
+const questionPolicyFields = {
+  expiresAfterMs: z.number().int().positive().optional(),
+  onExpiry: z.enum(QUESTION_EXPIRY_ACTIONS).optional(),
+  defaultAnswer: z.string().min(1).max(4_096).refine((text) => !isBlankText(text), 'must not be blank').optional(),
+  remindEveryMs: z.number().int().positive().optional(),
+};
+
+/** The rules across a question policy's fields (one issue per broken rule). */
+function checkQuestionPolicy(policy: { expiresAfterMs?: number; onExpiry?: string; defaultAnswer?: string; remindEveryMs?: number }, context: z.RefinementCtx): void {
+  if ((policy.expiresAfterMs === undefined) !== (policy.onExpiry === undefined)) context.addIssue({ code: 'custom', message: 'give expiresAfterMs and onExpiry together', path: ['onExpiry'] });
+  if (policy.onExpiry === 'answer' && policy.defaultAnswer === undefined) context.addIssue({ code: 'custom', message: "onExpiry 'answer' needs a defaultAnswer", path: ['defaultAnswer'] });
+  if (policy.expiresAfterMs === undefined && policy.remindEveryMs === undefined) context.addIssue({ code: 'custom', message: 'give expiresAfterMs (with onExpiry) or remindEveryMs', path: ['expiresAfterMs'] });
+}
+
+export const QuestionPolicySchema = z.object(questionPolicyFields).superRefine(checkQuestionPolicy);
+/** `QuestionPolicySchema` with unknown fields refused (the HTTP API's and `startWorkflow`'s edge check). */
+export const StrictQuestionPolicySchema = z.strictObject(questionPolicyFields).superRefine(checkQuestionPolicy);
+export type QuestionPolicy = z.infer<typeof QuestionPolicySchema>;
+
 export const StepSchema = z.intersection(
   TargetSchema,
   z.object({
@@ -69,6 +104,8 @@ export const StepSchema = z.intersection(
      * Default: the attempt deadline (`attemptDeadlineMs`).
      */
     unreachableForMs: z.number().int().positive().optional(),
+    /** The life of a question an attempt asks (`QuestionPolicySchema`); default: it waits until the attempt deadline. */
+    question: QuestionPolicySchema.optional(),
   }),
 ).refine((step) => !step.readOnly || (!step.verifier && !step.compensation), {
   message: 'a readOnly step has no verifier and no compensation',
@@ -107,7 +144,7 @@ export function dependenciesOf(steps: readonly { name: string; after?: string[] 
 }
 export type WorkflowDefinition = z.output<typeof WorkflowDefinitionSchema>;
 
-export { WORKFLOW_STATES, type WorkflowState } from './journal/states.ts';
+export { WORKFLOW_STATES, QUESTION_EXPIRY_ACTIONS, type WorkflowState, type QuestionExpiryAction } from './journal/states.ts';
 
 /** Byte budget of the parsed definitions kept in-process (B32): the text as key plus its parse, about three times the text. */
 const DEFINITION_CACHE_BYTES = 32 * 1024 * 1024;

@@ -84,6 +84,7 @@ const SAMPLES: { [K in ObservationKind]: Extract<Observation, { kind: K }> } = {
   'cancel-before-task': { kind: 'cancel-before-task', mayHaveSent: false },
   'push-received': { kind: 'push-received', responses: [{ task: task('TASK_STATE_WORKING') }] },
   'deadline-passed': { kind: 'deadline-passed', deadlineAt: NOW - 1 },
+  'question-expired': { kind: 'question-expired', questionKey: 'seq:1', expiresAt: NOW - 1, onExpiry: 'fail' },
   'verifier-missing': { kind: 'verifier-missing', verifier: 'bookings' },
   'handler-ran': { kind: 'handler-ran', ok: true, handler: 'refund', evidence: { id: 1 } },
   'handler-interrupted': { kind: 'handler-interrupted' },
@@ -96,7 +97,7 @@ const SAMPLES: { [K in ObservationKind]: Extract<Observation, { kind: K }> } = {
   closing: { kind: 'closing' },
 };
 
-const NEXT_KINDS: readonly NextKind[] = ['route', 'progress', 'settle', 'park', 'follow', 'slow-poll', 'read-once', 'search', 'ask-reconciler', 'resend', 'needs-person', 'cancel', 'check-later', 'retry', 'continue', 'nothing'];
+const NEXT_KINDS: readonly NextKind[] = ['route', 'progress', 'settle', 'park', 'follow', 'slow-poll', 'read-once', 'search', 'ask-reconciler', 'resend', 'needs-person', 'cancel', 'cancel-workflow', 'check-later', 'retry', 'continue', 'nothing'];
 
 const writesOf = (step: Step): Write[] => (step.write === undefined ? [] : Array.isArray(step.write) ? [...(step.write as Write[])] : [step.write as Write]);
 const outcomeStates = (step: Step) => writesOf(step).flatMap((write) => (write.kind === 'outcome' ? [write.state] : []));
@@ -527,6 +528,88 @@ describe('N31: waiting for an agent that cannot be reached (nothing was created)
         expect(writesOf(step).map((write) => write.kind)).not.toContain('note-unreachable');
         expect(['send-later', 'retry', 'resend']).not.toContain(step.next.kind);
       }),
+    );
+  });
+});
+
+describe('question-expired: a question that passed its step\'s question.expiresAfterMs unanswered', () => {
+  const parked = (extra: Partial<DelegationRecord> = {}) => recordIn('INPUT_REQUIRED', { questionKey: 'seq:1', questionAskedAt: NOW - 60_000, ...extra });
+  const expired = (onExpiry: 'cancel' | 'fail' | 'answer'): Observation =>
+    onExpiry === 'answer'
+      ? { kind: 'question-expired', questionKey: 'seq:1', expiresAt: NOW - 1, onExpiry, reply: { messageId: 'R-expiry', text: 'no preference' } }
+      : { kind: 'question-expired', questionKey: 'seq:1', expiresAt: NOW - 1, onExpiry };
+
+  it('fail: journaled expired, then FAILED QUESTION_EXPIRED (re-delegable), guarded by the version the mark leaves', () => {
+    const step = transition(parked(), expired('fail'), policy);
+    expect(writesOf(step)).toMatchObject([
+      { kind: 'expire-question', questionKey: 'seq:1', action: 'fail' },
+      { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'QUESTION_EXPIRED', retryable: true } },
+    ]);
+    expect(step.next).toEqual({ kind: 'route' });
+  });
+
+  it('cancel: journaled expired, then the workflow is canceled', () => {
+    const step = transition(parked(), expired('cancel'), policy);
+    expect(writesOf(step)).toMatchObject([{ kind: 'expire-question', action: 'cancel' }]);
+    expect(step.next.kind).toBe('cancel-workflow');
+  });
+
+  it('answer: the default answer journaled as the reply with the expiry, then routed (the park sends it)', () => {
+    const step = transition(parked(), expired('answer'), policy);
+    expect(writesOf(step)).toEqual([{ kind: 'expire-question', questionKey: 'seq:1', action: 'answer', reply: { messageId: 'R-expiry', text: 'no preference' } }]);
+    expect(step.next).toEqual({ kind: 'route' });
+  });
+
+  it('a question answered first, another question, or a row no longer parked: nothing expires', () => {
+    for (const onExpiry of ['cancel', 'fail', 'answer'] as const) {
+      for (const record of [parked({ replyMessageId: 'R1', replyForQuestion: 'seq:1', replyState: 'pending' }), parked({ questionKey: 'seq:2' }), recordIn('WORKING', { questionKey: 'seq:1' })]) {
+        const step = transition(record, expired(onExpiry), policy);
+        expect(step).toEqual({ next: { kind: 'route' } });
+      }
+    }
+  });
+
+  it('a reply the agent refused reopens the question: it may expire', () => {
+    const step = transition(parked({ replyMessageId: 'R1', replyState: 'refused' }), expired('fail'), policy);
+    expect(writesOf(step).map((write) => write.kind)).toEqual(['expire-question', 'outcome']);
+  });
+
+  it('a question journaled expired before (the run stopped after the mark): what was journaled then is done, nothing expires twice', () => {
+    const before = (questionExpiry: 'cancel' | 'fail' | 'answer') => parked({ questionExpired: 'seq:1', questionExpiredAt: NOW - 10, questionExpiry });
+    expect(writesOf(transition(before('fail'), expired('cancel'), policy))).toMatchObject([{ kind: 'outcome', state: 'FAILED', error: { code: 'QUESTION_EXPIRED' } }]);
+    expect(transition(before('cancel'), expired('fail'), policy)).toMatchObject({ next: { kind: 'cancel-workflow' } });
+    expect(writesOf(transition(before('cancel'), expired('fail'), policy))).toEqual([]);
+    expect(transition(before('answer'), expired('answer'), policy)).toEqual({ next: { kind: 'route' } });
+  });
+
+  it('property: whatever the row, a question-expired step writes at most one expiry, an outcome only FAILED QUESTION_EXPIRED, and never twice', () => {
+    const rows = fc.record({
+      state: fc.constantFrom(...JOURNAL_STATES),
+      questionKey: fc.constantFrom('seq:1', 'seq:2', undefined),
+      replyForQuestion: fc.constantFrom('seq:1', 'seq:2', undefined),
+      replyState: fc.constantFrom('pending', 'sending', 'sent', 'refused', undefined),
+      questionExpired: fc.constantFrom('seq:1', 'seq:2', undefined),
+      questionExpiry: fc.constantFrom('cancel', 'fail', 'answer', undefined),
+      onExpiry: fc.constantFrom('cancel', 'fail', 'answer'),
+    });
+    fc.assert(
+      fc.property(rows, ({ state, onExpiry, ...fields }) => {
+        const extra = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined)) as Partial<DelegationRecord>;
+        const record = recordIn(state, { ...extra, ...(extra.replyForQuestion ? { replyMessageId: 'R1' } : {}) });
+        const step = transition(record, expired(onExpiry), policy);
+        const writes = writesOf(step);
+        expect(writes.filter((write) => write.kind === 'expire-question').length).toBeLessThanOrEqual(1);
+        for (const write of writes) if (write.kind === 'outcome') expect(write).toMatchObject({ state: 'FAILED', error: { code: 'QUESTION_EXPIRED' } });
+        // Answered (a reply journaled for this question, not refused): never expired, never failed, never canceled.
+        const answered = record.replyForQuestion === record.questionKey && record.questionKey !== undefined && record.questionExpired !== record.questionKey;
+        if (answered && !FINISHED.has(state)) {
+          expect(writes).toEqual([]);
+          expect(step.next.kind).toBe('route');
+        }
+        // Expired before: the expiry is not journaled again.
+        if (record.questionExpired !== undefined && record.questionExpired === record.questionKey) expect(writes.map((write) => write.kind)).not.toContain('expire-question');
+      }),
+      { numRuns: 500 },
     );
   });
 });

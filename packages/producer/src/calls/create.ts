@@ -10,6 +10,7 @@ import {
   ID_PATTERN,
   PartSchema,
   WorkflowDefinitionSchema,
+  StrictQuestionPolicySchema,
   SPAN_ATTRIBUTES,
   attemptMessage,
   buildIntent,
@@ -44,6 +45,8 @@ export const DelegateInputSchema = z
     notify: StrictNotifyTargetSchema.optional(),
     /** How long (ms) to wait for the agent while it cannot be reached before the delegation ends FAILED `AGENT_UNREACHABLE`. Default: the attempt deadline. */
     unreachableForMs: z.number().int().positive().optional(),
+    /** The life of the agent's questions: expiry and what is done then, reminders (`StrictQuestionPolicySchema`). Default: a question waits until the attempt deadline. */
+    question: StrictQuestionPolicySchema.optional(),
   })
   .refine((input) => (input.text === undefined) !== (input.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });
 export type DelegateInput = z.input<typeof DelegateInputSchema>;
@@ -123,7 +126,7 @@ export async function delegate(context: ProducerContext, input: DelegateInput): 
   const message = parsed.text !== undefined ? { text: parsed.text, metadata: parsed.metadata } : { parts: parsed.parts!, metadata: parsed.metadata };
   const definition = parseInput(WorkflowDefinitionSchema, {
     workflowId: parsed.idempotencyKey ?? randomUUID(),
-    steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push, ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}) }],
+    steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push, ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}), ...(parsed.question ? { question: parsed.question } : {}) }],
     maxAttemptsPerStep: 1,
     ...(parsed.notify ? { notify: parsed.notify } : {}),
   });

@@ -5,12 +5,26 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { ActorSchema, PartSchema, SPAN_ATTRIBUTES, enqueueReply, withSpan, type DelegationRef, type Part } from '@durable-a2a/shared';
+import { ActorSchema, JournalError, PartSchema, SPAN_ATTRIBUTES, enqueueReply, isBlankText, withSpan, type DelegationRef, type Part } from '@durable-a2a/shared';
 import { NoOpenQuestionError, NotFoundError } from '../errors.ts';
 import type { WorkflowView } from '../view.ts';
 import { parseInput, readView, type ProducerContext } from './context.ts';
 
-const ReplySchema = z.union([z.string().min(1, 'must not be empty'), z.object({ parts: z.array(PartSchema).min(1) })]);
+/** Why a blank answer is refused (the API's 400 detail and the message `/ui` shows). */
+export const BLANK_ANSWER = 'must not be blank: spaces or line breaks alone are not an answer';
+
+/** A part that says nothing: blank text (whitespace only), empty raw bytes, or a blank URL. */
+const isEmptyPart = (part: Part): boolean => (part.text !== undefined && isBlankText(part.text)) || part.raw === '' || (part.url !== undefined && isBlankText(part.url));
+
+/** An answer's text: not empty, not blank. */
+export const AnswerTextSchema = z.string().min(1, 'must not be empty').refine((text) => !isBlankText(text), BLANK_ANSWER);
+/** An answer's parts: at least one, none of them empty (`isEmptyPart`). */
+export const AnswerPartsSchema = z
+  .array(PartSchema)
+  .min(1, 'must not be empty')
+  .refine((parts) => !parts.some(isEmptyPart), `no part may be empty: ${BLANK_ANSWER}`);
+
+const ReplySchema = z.union([AnswerTextSchema, z.object({ parts: AnswerPartsSchema })]);
 
 /** The answer to a question: its text, or its parts. */
 export type ReplyAnswer = string | { parts: z.infer<typeof PartSchema>[] };
@@ -43,7 +57,8 @@ export interface ActorOptions {
 /**
  * `Producer.reply`: answers the open question of `step` (default: the one asking); `by` is kept with the answer in
  * the workflow's history.
- * @throws ProducerInputError, NotFoundError (no workflow, no such step), NoOpenQuestionError
+ * @throws ProducerInputError (an empty or blank answer: whitespace alone, or an empty part), NotFoundError (no
+ *   workflow, no such step), NoOpenQuestionError (none open, a different answer to an answered question, an expired one)
  */
 export async function replyToQuestion(context: ProducerContext, id: string, answer: ReplyAnswer, step?: string, options: ActorOptions = {}): Promise<{ messageId: string; created: boolean }> {
   const by = parseInput(ActorSchema.optional(), options.by);
@@ -59,7 +74,11 @@ export async function replyToQuestion(context: ProducerContext, id: string, answ
     throw new NoOpenQuestionError(`workflow ${id} has no open question${step ? ` on step ${step}` : ''}`);
   }
   const ref = { workflowId: id, delegationId: question.delegationId };
-  const reply = await context.journal.recordReply(ref, randomUUID(), { parts }, by);
+  const reply = await context.journal.recordReply(ref, randomUUID(), { parts }, by).catch((error: unknown) => {
+    // The question closed between the read and the reply: it expired (its step's question.expiresAfterMs) or moved on.
+    if (error instanceof JournalError && error.code === 'WRONG_STATE') throw new NoOpenQuestionError(`workflow ${id} has no open question on ${question.delegationId}: it expired or was closed`);
+    throw error;
+  });
   // Another reply was journaled for this question first (a race): the same reply, or a refusal.
   if (!reply.created) return repeatedReply(context, ref, reply.messageId, parts);
   await withSpan('workflow.reply', { [SPAN_ATTRIBUTES.workflowId]: id, [SPAN_ATTRIBUTES.delegationId]: question.delegationId, [SPAN_ATTRIBUTES.messageId]: reply.messageId }, () =>

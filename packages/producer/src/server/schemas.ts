@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { AttentionSchema, ID_PATTERN, PartSchema, RecordedErrorSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
 import { StrictWorkflowDefinitionSchema as WorkflowDefinitionSchema } from '../definition.ts';
 import { DelegateInputSchema } from '../producer.ts';
+import { AnswerPartsSchema, AnswerTextSchema } from '../calls/reply.ts';
 
 const Id = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
 
@@ -30,8 +31,8 @@ export const ListWorkflowsQuerySchema = z.strictObject({
 
 export const ReplyBodySchema = z
   .strictObject({
-    text: z.string().min(1, 'must not be empty').refine((text) => text.trim() !== '', 'must not be blank (a blank answer is not sent to the agent)').optional(),
-    parts: z.array(PartSchema).min(1, 'must not be empty').optional(),
+    text: AnswerTextSchema.optional(),
+    parts: AnswerPartsSchema.optional(),
   })
   .refine((body) => (body.text === undefined) !== (body.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });
 

@@ -42,6 +42,8 @@ export const OUTCOME_CODES = [
    * `unreachableForMs` or until the attempt deadline: nothing was sent, so the step may go to another agent.
    */
   'AGENT_UNREACHABLE',
+  /** Nobody answered the agent's question within the step's `question.expiresAfterMs` (`onExpiry: 'fail'`): re-delegable. */
+  'QUESTION_EXPIRED',
 ] as const;
 
 /** A local outcome code (see `OUTCOME_CODES`). */

@@ -9,7 +9,7 @@
  * - workflows.ts: workflow rows (createWorkflow, createIntent, updateWorkflow, reads)
  * - delegations.ts: delegation reads and send-side transitions (claim, markSending, releaseForResend, …)
  * - status.ts: status and artifact changes (applyStatus, applyArtifact, bindTask, noteProtocolError)
- * - replies.ts: replies to questions (recordReply, markReply, takeReplySend)
+ * - replies.ts: replies to questions (recordReply, markReply, takeReplySend) and their expiry (expireQuestion)
  * - coordination.ts: one-time marks, the follow lease, the fleet-wide rate limit
  * - notifications.ts: outbound notification events and how far each got
  */
@@ -23,3 +23,4 @@ export type { DelegationRef, JournalOptions } from './core.ts';
 export { questionKeyOf, type ArtifactOutcome, type ArtifactUpdate, type StatusChange, type StatusChangeResult, type FollowLease, type WorkflowAtFinish, type WorkflowFlags } from './status.ts';
 export { countUnfinishedByState, STATE_SAMPLE_LIMIT } from './unfinished-index.ts';
 export { NOTIFICATION_STAGES, type NotificationEntry, type NotificationStage } from './notifications.ts';
+export type { QuestionExpiry } from './replies.ts';

@@ -92,14 +92,15 @@ const textOf = (raw: string | null): string => {
 };
 
 /** The delegation fields an open question is read from (`openQuestionOf`), in this order. */
-export const OPEN_QUESTION_FIELDS = ['state', 'step', 'taskId', 'question', 'questionKey', 'replyForQuestion', 'statusTimestampMs', 'updatedAt'] as const;
+export const OPEN_QUESTION_FIELDS = ['state', 'step', 'taskId', 'question', 'questionKey', 'replyForQuestion', 'statusTimestampMs', 'updatedAt', 'questionExpired'] as const;
 
 /** The open question of one delegation from its OPEN_QUESTION_FIELDS, or undefined when it has none. */
 export function openQuestionOf(ref: { workflowId: string; delegationId: string }, fields: readonly (string | null)[]): OpenQuestionSummary | undefined {
-  const [state, step, taskId, question, questionKey, replyForQuestion, statusTimestampMs, updatedAt] = fields;
+  const [state, step, taskId, question, questionKey, replyForQuestion, statusTimestampMs, updatedAt, questionExpired] = fields;
   if (state !== 'INPUT_REQUIRED' && state !== 'AUTH_REQUIRED') return undefined;
-  // Same rule as isAwaitingAnswer: a journaled reply to this very question closes it.
+  // Same rule as isAwaitingAnswer: a journaled reply to this very question, or its expiry, closes it.
   if (replyForQuestion && replyForQuestion === questionKey) return undefined;
+  if (questionExpired && questionExpired === questionKey) return undefined;
   return {
     workflowId: ref.workflowId,
     delegationId: ref.delegationId,

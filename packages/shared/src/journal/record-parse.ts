@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { MessageSchema } from '../a2a/schema.ts';
-import { JOURNAL_STATES } from './states.ts';
+import { JOURNAL_STATES, QUESTION_EXPIRY_ACTIONS } from './states.ts';
 import { AgentInterfaceRefSchema, DelegationRecordSchema, PUSH_CONFIG_STATES, OutgoingMessageSchema, RecordedErrorSchema, type DelegationRecord } from './record.ts';
 
 const STATES: ReadonlySet<string> = new Set(JOURNAL_STATES);
@@ -15,6 +15,7 @@ const KINDS: ReadonlySet<string> = new Set(['step', 'compensation']);
 const REPLY_STATES: ReadonlySet<string> = new Set(['pending', 'sending', 'sent', 'refused']);
 const EFFECTS: ReadonlySet<string> = new Set(['present', 'absent', 'unknown']);
 const PUSH_STATES: ReadonlySet<string> = new Set(PUSH_CONFIG_STATES);
+const EXPIRY_ACTIONS: ReadonlySet<string> = new Set(QUESTION_EXPIRY_ACTIONS);
 const anything = z.unknown();
 
 /** Thrown inside the fast path only: the row takes the zod path. */
@@ -143,6 +144,10 @@ const FIELDS: readonly (readonly [string, Read | typeof secret])[] = [
   ['replyForQuestion', optionalText],
   ['replyBy', optionalText],
   ['questionKey', optionalText],
+  ['questionAskedAt', optionalMs],
+  ['questionExpired', optionalText],
+  ['questionExpiredAt', optionalMs],
+  ['questionExpiry', oneOf(EXPIRY_ACTIONS)],
   ['effect', oneOf(EFFECTS)],
   ['evidence', jsonOf(anything)],
   ['verifiedAt', optionalMs],

@@ -4,7 +4,7 @@
  */
 import { z } from 'zod';
 import { MessageSchema, PartSchema, type Artifact } from '../a2a/schema.ts';
-import { JOURNAL_STATES } from './states.ts';
+import { JOURNAL_STATES, QUESTION_EXPIRY_ACTIONS } from './states.ts';
 import { RECORDED_ERROR_CODES } from './error-codes.ts';
 
 /** The interface a delegation talks to, chosen from the Agent Card at first send and kept. */
@@ -148,10 +148,16 @@ export const DelegationRecordSchema = z
     replyError: optionalText,
     /** The question (questionKey) the journaled reply answers. */
     replyForQuestion: optionalText,
-    /** Who gave the journaled reply, when known: `link <id>` for a signed answer link (answerByLink-1.lua). */
+    /** Who gave the journaled reply when it was not a caller of `reply`: `link <id>` (a signed answer link, answerByLink-1.lua), `expiry` (the step's default answer). */
     replyBy: optionalText,
     /** Identifies the current question: its message id, else its timestamp, else a sequence. */
     questionKey: optionalText,
+    /** When the current question was journaled (ms): its life (`question.expiresAfterMs`, reminders) counts from here. */
+    questionAskedAt: optionalMs,
+    /** The questionKey of a question that expired unanswered (expireQuestion-1.lua), when (ms) and what was done. */
+    questionExpired: optionalText,
+    questionExpiredAt: optionalMs,
+    questionExpiry: z.enum(QUESTION_EXPIRY_ACTIONS).optional(),
     effect: z.enum(['present', 'absent', 'unknown']).optional(),
     evidence: optionalJson(z.unknown()),
     verifiedAt: optionalMs,
@@ -178,8 +184,9 @@ export function parseArtifacts(hash: Record<string, string>): Artifact[] {
   });
 }
 
-/** True when a parked delegation's current question has no journaled reply yet. */
-export function isAwaitingAnswer(record: Pick<DelegationRecord, 'state' | 'questionKey' | 'replyForQuestion'>): boolean {
+/** True when a parked delegation's current question has no journaled reply yet and has not expired. */
+export function isAwaitingAnswer(record: Pick<DelegationRecord, 'state' | 'questionKey' | 'replyForQuestion' | 'questionExpired'>): boolean {
   if (record.state !== 'INPUT_REQUIRED' && record.state !== 'AUTH_REQUIRED') return false;
+  if (record.questionExpired !== undefined && record.questionExpired === record.questionKey) return false;
   return record.replyForQuestion === undefined || record.replyForQuestion !== record.questionKey;
 }

@@ -3,7 +3,8 @@
  * (recordReply-1.lua), then moved through 'sending' (a lease), 'sent' or 'refused' (markReply-1.lua).
  */
 import { unlessRefused } from './errors.ts';
-import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, stringReply } from './scripts.ts';
+import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, stringReply, ScriptReplyError, type Refused } from './scripts.ts';
+import type { QuestionExpiryAction } from './states.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
 import type { Part } from '../a2a/schema.ts';
@@ -35,6 +36,39 @@ const answerByLinkScript = defineScript({
     historyArgument(input.history),
   ],
   decode: recordReplyScript.decode,
+});
+
+/** expireQuestion-1.lua's input (see its header). */
+interface ExpireQuestionInput {
+  questionKey: string;
+  action: QuestionExpiryAction;
+  nowMs: number;
+  /** With `answer`: the default answer, journaled as the reply (by `expiry`). */
+  reply?: { messageId: string; message: object };
+}
+
+/** What expireQuestion-1.lua did, and the row's version after it. */
+export interface QuestionExpiry {
+  /** `expired` by this call; `already-expired` (an earlier call; what was done is the row's `questionExpiry`); `answered` first (or the question moved on). */
+  outcome: 'expired' | 'already-expired' | 'answered';
+  version: number;
+}
+
+const EXPIRY_OUTCOMES = { 1: 'expired', 2: 'already-expired', 0: 'answered' } as const;
+
+/** expireQuestion-1.lua: the question expired now, before, or was answered first; the row's version. */
+const expireQuestionScript = defineScript({
+  name: 'expireQuestion',
+  keys: ['delegation'],
+  encode: (input: ExpireQuestionInput) => [input.questionKey, input.action, input.nowMs, input.reply?.messageId ?? '', input.reply ? JSON.stringify(input.reply.message) : ''],
+  decode: (reply, script): QuestionExpiry | Refused => {
+    const [code, version] = arrayReply(reply, script);
+    const value = integerReply(code, script);
+    if (value < 0) return refusal(value, script);
+    const outcome = EXPIRY_OUTCOMES[value as keyof typeof EXPIRY_OUTCOMES];
+    if (outcome === undefined) throw new ScriptReplyError(script, reply);
+    return { outcome, version: integerReply(version, script) };
+  },
 });
 
 /** markReply-1.lua's input (see its header). */
@@ -91,6 +125,19 @@ export class JournalReplies extends JournalStatus {
     const recorded = unlessRefused(await this.call(answerByLinkScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'answerByLink');
     await this.awaitReplicas(ref.workflowId, generation);
     return recorded;
+  }
+
+  /**
+   * Expires the open question `questionKey` (unanswered past its step's `question.expiresAfterMs`) and journals what
+   * is done (`action`; with `answer`, `reply` is journaled as the reply by `expiry`, then sent by the reply path).
+   * Compare-and-set against `recordReply`: of an answer and the expiry, the first script wins.
+   * @throws JournalError WRONG_STATE (not parked), DELEGATION_MISSING; ReplicationTimeoutError (durability on)
+   */
+  async expireQuestion(ref: DelegationRef, input: ExpireQuestionInput): Promise<QuestionExpiry> {
+    const generation = connectionGeneration(this.redis);
+    const expired = unlessRefused(await this.call(expireQuestionScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'expireQuestion');
+    if (expired.outcome === 'expired') await this.awaitReplicas(ref.workflowId, generation);
+    return expired;
   }
 
   /**

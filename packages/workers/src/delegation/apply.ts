@@ -38,6 +38,7 @@ import { searchForMessage } from './io/search.ts';
 import { park } from './park.ts';
 import { registerPushConfig, wantsPushRegistration } from './push-registration.ts';
 import { settle } from './settle.ts';
+import { requestWorkflowCancel } from '../workflow/cancel.ts';
 
 export { leftFinished, type Scope, type SendLease, type StreamLease } from './write.ts';
 
@@ -156,6 +157,11 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       await giveBack(ctx, ref, followLease);
       await enqueueCancel(ctx.queues, ref, { by: 'late', at: ctx.options.now() });
       return done('cancel');
+    case 'cancel-workflow':
+      // Not when the question was answered first (the expiry was refused); then the row is routed as it is now
+      // (a canceled workflow's row gets its CancelTask there).
+      if (written.expiry !== 'answered') await requestWorkflowCancel(ctx, ref.workflowId, next.why);
+      return done(await routeRow(ctx, ref, undefined, {}, NOTHING_WRITTEN, followLease, record));
     case 'send-later':
       // Written by this run (else another run owns the row): the reconciler's check moves past the try, then the try.
       await giveBack(ctx, ref, followLease);

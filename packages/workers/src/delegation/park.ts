@@ -2,7 +2,8 @@
  * Questions (INPUT_REQUIRED / AUTH_REQUIRED, spec §3.4, §7.6): a delegation
  * whose question has no reply yet, or whose reply is not delivered, is parked:
  * no stream (a person may take hours); the reconciler re-reads it every
- * `parkedPollMs` (the agent may resume on its own). An AUTH_REQUIRED challenge
+ * `parkedPollMs` (the agent may resume on its own), or sooner at its question's next moment (a reminder, its
+ * expiry: `question-schedule.ts`). An AUTH_REQUIRED challenge
  * first goes to the agent's auth handler; a journaled reply that was never
  * delivered is enqueued again. The reply itself is sent by `reply.ts`.
  */
@@ -10,6 +11,7 @@ import { enqueueReply, isAwaitingAnswer, type DelegationRecord } from '@durable-
 import type { WorkerContext } from '../context.ts';
 import { jitteredCheckTime } from './core/policy.ts';
 import { notifyQuestionOpened } from '../notify/question.ts';
+import { nextQuestionCheckAt } from './question-schedule.ts';
 
 /**
  * Parks a delegation on its question (see the module header). Only `apply.ts` calls this. `asked`: the observation
@@ -22,7 +24,8 @@ export async function park(ctx: WorkerContext, record: DelegationRecord, asked: 
   if (!isAwaitingAnswer(record) && record.replyMessageId && (record.replyState === 'pending' || stuckSending)) {
     await enqueueReply(ctx.queues, record, record.replyMessageId, ctx.options.now());
   }
-  await ctx.journal.scheduleCheck(record, jitteredCheckTime(ctx.options.now(), ctx.options.parkedPollMs));
+  // The question's next moment (a reminder, its expiry: `question-life.ts`) when it comes before the parked poll.
+  await ctx.journal.scheduleCheck(record, await nextQuestionCheckAt(ctx, record, jitteredCheckTime(ctx.options.now(), ctx.options.parkedPollMs)));
   const line = { workflowId: record.workflowId, delegationId: record.delegationId, question: record.question };
   if (asked) ctx.logger.info(line, 'parked on a question');
   else ctx.logger.debug(line, 'still parked on a question');

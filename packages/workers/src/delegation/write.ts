@@ -17,6 +17,7 @@ import {
   type DelegationRef,
   type FollowLease,
   type ObservationResult,
+  type QuestionExpiry,
   type StatusChange,
   type StatusChangeResult,
   type StreamResponse,
@@ -25,6 +26,7 @@ import {
   type WorkflowFlags,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
+import { emitNotification } from '../notify/emit.ts';
 import type { Observation } from './core/observation.ts';
 import { jitteredCheckTime } from './core/policy.ts';
 import type { Guard, Step, Write } from './core/transitions.ts';
@@ -79,6 +81,8 @@ export interface Written {
   state?: TaskState;
   events?: ObservationResult[];
   foreignTaskId?: string;
+  /** What an `expire-question` write found (expireQuestion-1.lua). */
+  expiry?: QuestionExpiry['outcome'];
 }
 
 export const NOTHING_WRITTEN: Written = { applied: false, finished: false };
@@ -92,7 +96,13 @@ export async function writeStep(ctx: WorkerContext, record: DelegationRecord, st
   const sendLease = { ended: false };
   let written = NOTHING_WRITTEN;
   try {
-    for (const write of writes) written = await writeOne(ctx, write.kind === 'snapshot' && written.record ? written.record : record, write, scope, observation, sendLease);
+    for (const write of writes) {
+      // A question answered first ends the step's writes (its outcome must not follow); after the mark, the next
+      // write is guarded by the version the mark left.
+      if (written.expiry === 'answered') break;
+      const current = write.kind === 'snapshot' && written.record ? written.record : written.expiry && written.version !== undefined ? { ...record, version: written.version } : record;
+      written = await writeOne(ctx, current, write, scope, observation, sendLease);
+    }
   } finally {
     if (scope.sendLease && !sendLease.ended) await scope.sendLease.release();
   }
@@ -178,6 +188,18 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       await ctx.journal.markReply(ref, scope.fence ?? 0, write.replyMessageId, write.replyState, write.reason, scope.replyToken ? { token: scope.replyToken } : {});
       if (write.replyState === 'refused') (scope.log ?? ctx.logger).warn({ ...ref, reason: write.reason }, 'the agent refused the reply; the question is open again');
       return NOTHING_WRITTEN;
+    case 'expire-question': {
+      const reply = write.action === 'answer' ? { reply: { messageId: write.reply.messageId, message: { parts: [{ text: write.reply.text }] } } } : {};
+      const expiry = await ctx.journal.expireQuestion(ref, { questionKey: write.questionKey, action: write.action, nowMs: ctx.options.now(), ...reply });
+      const log = scope.log ?? ctx.logger;
+      if (expiry.outcome === 'expired') {
+        ctx.metrics.questionsExpired.inc({ action: write.action });
+        log.warn({ ...ref, action: write.action, ...(write.action === 'answer' ? { replyMessageId: write.reply.messageId } : {}) }, 'a question expired unanswered');
+        // `question.expired` (what was done), one event per question: its occasion is the question key. Never throws.
+        await emitNotification(ctx, { kind: 'question.expired', workflowId: ref.workflowId, delegationId: ref.delegationId, occasion: write.questionKey, data: { step: record.step, questionKey: write.questionKey, action: write.action } });
+      } else if (expiry.outcome === 'answered') log.info({ ...ref }, 'the question was answered before it expired');
+      return { applied: expiry.outcome !== 'answered', finished: false, version: expiry.version, expiry: expiry.outcome };
+    }
     case 'record-effect': {
       if (await ctx.journal.recordEffect(ref, write.effect, write.evidence, record.step)) {
         ctx.metrics.verifications.inc({ effect: write.effect });

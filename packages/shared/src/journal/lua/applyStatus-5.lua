@@ -129,6 +129,8 @@ local function apply()
       if not PARKED[current] or questionKey == '' then local seq = redis.call('HINCRBY', KEYS[1], 'questionSeq', 1); hash.questionSeq = tostring(seq); questionKey = 'seq:' .. seq end
     end
     put('question', ARGV[9]); put('questionKey', questionKey)
+    -- A question's life (expiry, reminders) counts from when it was first journaled.
+    if questionKey ~= (row[7] or '') or not PARKED[current] then put('questionAskedAt', now) end
     if not PARKED[current] or questionKey ~= (row[7] or '') then
       appendHistory(workflowBaseOf(KEYS[1]), questionEntry(now, row[8], hash.step or '', incoming, ARGV[9]))
     end

@@ -7,22 +7,25 @@
   ARGV[2] reply message JSON
   ARGV[3] now (ms)
   ARGV[4] the answer's history entry (history.ts `historyEntryText`; '' none), appended when journaled here
-  Returns: {1, messageId} journaled, {0, existingMessageId} already answered,
-           {DELEGATION_MISSING}, {WRONG_STATE} not parked on a question
+  Returns: {1, messageId} journaled, {0, existingMessageId} already answered (also by
+           the question's expiry with its default answer), {DELEGATION_MISSING},
+           {WRONG_STATE} not parked on a question, or the question expired (expireQuestion-1.lua)
 ]]
 --- @include "prelude"
 --- @include "workflowKeys"
 --- @include "history"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {CODE.DELEGATION_MISSING} end
-local row = redis.call('HMGET', KEYS[1], 'state', 'questionKey', 'replyForQuestion', 'replyMessageId', 'version')
+local row = redis.call('HMGET', KEYS[1], 'state', 'questionKey', 'replyForQuestion', 'replyMessageId', 'version', 'questionExpired')
 if not PARKED[row[1]] then
   if row[4] and row[4] ~= '' then return {0, row[4]} end
   return {CODE.WRONG_STATE}
 end
 local question = row[2] or ''
 if row[4] and row[4] ~= '' and row[3] == question then return {0, row[4]} end
+-- An expired question takes no answer (the expiry and an answer race: the first script wins).
+if row[6] and row[6] ~= '' and row[6] == question then return {CODE.WRONG_STATE} end
 redis.call('HSET', KEYS[1], 'replyMessageId', ARGV[1], 'replyMessage', ARGV[2],
-  'replyForQuestion', question, 'replyState', 'pending', 'updatedAt', ARGV[3])
+  'replyForQuestion', question, 'replyState', 'pending', 'replyBy', '', 'updatedAt', ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 appendHistory(workflowBaseOf(KEYS[1]), ARGV[4])
 return {1, ARGV[1]}

@@ -54,6 +54,11 @@ export type Next =
   | { kind: 'needs-person'; code: OutcomeCode; message: string; limit?: string; delivery?: 'maybe' | 'received' }
   /** Enqueue CancelTask for the task (the user canceled the workflow while this task was found or sent). */
   | { kind: 'cancel' }
+  /**
+   * Cancel the workflow as a person's cancel does (cancel requested, CancelTask to its running attempts, then
+   * compensation), unless it is already canceled or finished; then route the row. `why`: for the log line.
+   */
+  | { kind: 'cancel-workflow'; why: string }
   /** Look again at `atMs` (the unfinished index's next check); nothing else now. */
   | { kind: 'check-later'; atMs: number }
   /**

@@ -9,7 +9,7 @@
  * An answer we cannot read proves delivery, never the absence of effect; absence of evidence is not foreignness.
  * Pure types: nothing here performs I/O.
  */
-import type { AgentInterfaceRef, Message, RecordedError, RecordedErrorCode, StreamResponse, Task } from '@durable-a2a/shared';
+import type { AgentInterfaceRef, Message, QuestionExpiryAction, RecordedError, RecordedErrorCode, StreamResponse, Task } from '@durable-a2a/shared';
 import type { FollowPlan } from './next.ts';
 
 /** Did the agent get our message? `none`: the request never left (or was refused before it was read). */
@@ -152,6 +152,15 @@ export type Observation =
   | { kind: 'push-received'; responses: [StreamResponse] }
   /** The attempt passed its deadline (`policy.deadlineAt`). */
   | { kind: 'deadline-passed'; deadlineAt: number }
+  /**
+   * The open question `questionKey` passed its step's `question.expiresAfterMs` (at `expiresAt`, ms since epoch)
+   * unanswered (`question-life.ts`, from the reconciler): `onExpiry` is what is done; `reply` the default answer
+   * (with `answer`), journaled as the reply under a new messageId.
+   */
+  | ({ kind: 'question-expired'; questionKey: string; expiresAt: number } & (
+      | { onExpiry: Exclude<QuestionExpiryAction, 'answer'> }
+      | { onExpiry: 'answer'; reply: { messageId: string; text: string } }
+    ))
   /** The step declares a verifier this worker does not have (nothing is sent). */
   | { kind: 'verifier-missing'; verifier: string }
   /** A compensation handler ran (no agent). */
@@ -197,6 +206,7 @@ export const OBSERVATION_KINDS = [
   'cancel-before-task',
   'push-received',
   'deadline-passed',
+  'question-expired',
   'verifier-missing',
   'handler-ran',
   'handler-interrupted',

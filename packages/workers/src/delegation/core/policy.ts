@@ -97,11 +97,43 @@ export function jitteredCheckTime(nowMs: number, intervalMs: number, random: () 
 /** True when the backoff window for `count` reached its cap. */
 export const backoffAtCap = (count: number, backoff: BackoffOptions): boolean => count > 0 && backoff.baseMs * 2 ** Math.min(count, 30) >= backoff.capMs;
 
+/** Reminders of one question at most (a step's `question.remindEveryMs`): a person is told, not flooded. */
+export const MAX_QUESTION_REMINDERS = 10;
+
+/** The moments of an open question's life (a step's `question`), all ms since epoch. */
+export interface QuestionMoments {
+  /** When it expires (`askedAt + expiresAfterMs`); undefined: it waits until the attempt deadline. */
+  expiresAt?: number;
+  /** The latest reminder due by now (1-based `number`), if any: reminders due earlier and missed are not sent late. */
+  dueReminder?: number;
+  /** The next moment after now (a reminder or the expiry); undefined: none left. */
+  nextAt?: number;
+}
+
+/**
+ * The moments of a question asked at `askedAt` under `policy` (`question` of the step), seen at `now`: reminder `n`
+ * is due at `askedAt + n × remindEveryMs` for n = 1..MAX_QUESTION_REMINDERS, only before the expiry.
+ */
+export function questionMoments(askedAt: number, policy: { expiresAfterMs?: number; remindEveryMs?: number }, now: number): QuestionMoments {
+  const expiresAt = policy.expiresAfterMs === undefined ? undefined : askedAt + policy.expiresAfterMs;
+  const moments: QuestionMoments = expiresAt === undefined ? {} : { expiresAt };
+  const candidates: number[] = expiresAt !== undefined && expiresAt > now ? [expiresAt] : [];
+  if (policy.remindEveryMs !== undefined) {
+    const every = policy.remindEveryMs;
+    const last = Math.min(MAX_QUESTION_REMINDERS, expiresAt === undefined ? Infinity : Math.ceil((expiresAt - askedAt) / every) - 1);
+    const due = Math.min(last, Math.floor((now - askedAt) / every));
+    if (due >= 1) moments.dueReminder = due;
+    if (due + 1 <= last) candidates.push(askedAt + (Math.max(due, 0) + 1) * every);
+  }
+  if (candidates.length > 0) moments.nextAt = Math.min(...candidates);
+  return moments;
+}
+
 /**
  * Is a question open? A parked delegation whose question has no reply yet, or whose reply is not delivered:
  * it is not followed (a person may take hours; the reply job re-follows). The one definition.
  */
-export function questionOpen(record: Pick<DelegationRecord, 'state' | 'questionKey' | 'replyForQuestion' | 'replyState'>): boolean {
+export function questionOpen(record: Pick<DelegationRecord, 'state' | 'questionKey' | 'replyForQuestion' | 'replyState' | 'questionExpired'>): boolean {
   if (!isParked(record.state)) return false;
   return isAwaitingAnswer(record) || record.replyState !== 'sent';
 }

@@ -11,8 +11,8 @@
  *     outcome comes from a full read;
  *   - TaskNotFound from any call is one row (a window of answers, then a ListTasks check, then LOST).
  */
-import { isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
-import type { AgentInterfaceRef, DelegationRecord, JournalState, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
+import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
+import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { HeldBack, Observation, SearchFinding, Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, notFoundVerdict, unfoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
@@ -40,6 +40,11 @@ export type Write =
   | { kind: 'release-for-resend'; contextRefused: boolean; agentInterface?: AgentInterfaceRef }
   /** The reply's fate, under the reply's 'sending' lease (the run's fence and token). */
   | { kind: 'mark-reply'; replyMessageId: string; replyState: 'sent' | 'refused'; reason: string }
+  /**
+   * The open question expired unanswered (compare-and-set against an answer: expireQuestion-1.lua), with what is
+   * done; with `answer`, `reply` is journaled as the reply (by `expiry`). A refused expiry ends the step's writes.
+   */
+  | ({ kind: 'expire-question'; questionKey: string } & ({ action: Exclude<QuestionExpiryAction, 'answer'> } | { action: 'answer'; reply: { messageId: string; text: string } }))
   /** The verifier's finding, journaled once. */
   | { kind: 'record-effect'; effect: 'present' | 'absent' | 'unknown'; evidence: unknown };
 
@@ -243,6 +248,8 @@ export function transition(record: DelegationRecord, observation: Observation, p
       const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled) in state ${record.state}`;
       return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'DEADLINE_EXCEEDED', message, retryable: false } }, next: route };
     }
+    case 'question-expired':
+      return questionExpiredRow(record, observation);
     case 'verifier-missing': {
       const message = `verifier ${observation.verifier} is not registered in the workers (verifiers option or DA2A_HTTP_VERIFIERS); nothing was sent`;
       return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'VERIFIER_UNKNOWN', message, retryable: false, delivery: 'not-sent' } }, next: route };
@@ -280,6 +287,30 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // This worker is closing: another one follows at once (a follow job, no delay).
       return { next: isFinished(record.state) ? { kind: 'nothing' } : { kind: 'follow', plan: {} } };
   }
+}
+
+/**
+ * An open question that passed its step's `question.expiresAfterMs` unanswered: journaled expired with what is done
+ * (`expire-question`), then `fail` ends the attempt FAILED `QUESTION_EXPIRED` (the workflow decides as for any
+ * failure: re-delegation within its budget), `cancel` cancels the workflow, `answer` routes the row, which parks and
+ * sends the default answer journaled as the reply. A question answered first (or gone) is left alone: of the answer
+ * and the expiry exactly one takes effect. A question already journaled expired (a run that stopped after the mark)
+ * gets what was journaled then.
+ */
+function questionExpiredRow(record: DelegationRecord, observation: Extract<Observation, { kind: 'question-expired' }>): Step {
+  const { questionKey, onExpiry } = observation;
+  if (!isParked(record.state) || record.questionKey !== questionKey) return { next: route };
+  const lateBy = `the question was not answered within its step's question.expiresAfterMs (expired at ${new Date(observation.expiresAt).toISOString()})`;
+  const failed: Write = { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'QUESTION_EXPIRED', message: `${lateBy}; the attempt ends FAILED`, retryable: true, delivery: 'received' } };
+  const cancel: Next = { kind: 'cancel-workflow', why: `${lateBy}; the workflow is canceled` };
+  if (record.questionExpired === questionKey) {
+    const done = record.questionExpiry ?? onExpiry;
+    return done === 'fail' ? { write: failed, next: route } : done === 'cancel' ? { next: cancel } : { next: route };
+  }
+  if (!isAwaitingAnswer(record)) return { next: route };
+  const expire: Write = observation.onExpiry === 'answer' ? { kind: 'expire-question', questionKey, action: 'answer', reply: observation.reply } : { kind: 'expire-question', questionKey, action: observation.onExpiry };
+  if (onExpiry === 'fail') return { write: [expire, failed], next: route };
+  return { write: expire, next: onExpiry === 'cancel' ? cancel : route };
 }
 
 /**

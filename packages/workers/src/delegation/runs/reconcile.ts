@@ -4,7 +4,8 @@
  * times, from any worker; writes are compare-and-set on the version it read.
  *   no taskId, never sent  → send it (again)
  *   no taskId, maybe sent  → find by messageId (`search.ts`) → adopt | resend same messageId | AMBIGUOUS
- *   parked                 → GetTask: keep the question, or move on
+ *   parked                 → its question's life first (expired: `question-life.ts`; a reminder), then GetTask:
+ *                            keep the question, or move on
  *   running                → reattach (follow); a refusal means terminal (one GetTask)
  *   TaskNotFound           → the `task-not-found` row (LOST only over a window)
  *   a record that does not parse → skipped (reported), checked again a reconcile interval later
@@ -30,6 +31,7 @@ import { readTask } from '../io/read.ts';
 import { searchForMessage } from '../io/search.ts';
 import { HANDLER_PREFIX } from './handler.ts';
 import { enforceAttemptDeadline } from '../deadline.ts';
+import { checkQuestionLife } from '../question-life.ts';
 
 /** Spread (ms) of the checks after a follow lease runs out: the records of one dead worker do not all come due at once. */
 const LEASE_JITTER_MS = 500;
@@ -91,6 +93,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
     return 'settled';
   }
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
+  if (await checkQuestionLife(ctx, record, log)) return 'question-expired';
   if (record.state === 'INTENT') return reconcileIntent(ctx, record, log);
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
   if (leaseMs > 0) return leaseHeld(ctx, ref, leaseMs, check);

@@ -1,0 +1,36 @@
+/**
+ * When a parked row's question is looked at next (`question-life.ts` says what happens then): the step's question
+ * policy of an attempt, when its question was asked, and the next check the park schedules.
+ */
+import { enqueueReconcile, isAwaitingAnswer, isParked, type DelegationRecord, type QuestionPolicy } from '@durable-a2a/shared';
+import type { WorkerContext } from '../context.ts';
+import { stepOfAttempt } from './attempt-step.ts';
+import { questionMoments } from './core/policy.ts';
+
+/** The step's question policy of an attempt; undefined for a compensation, a step without one, or a definition not readable now. */
+export async function questionPolicyOf(ctx: WorkerContext, record: DelegationRecord): Promise<QuestionPolicy | undefined> {
+  if (record.kind !== 'step') return undefined;
+  const step = await stepOfAttempt(ctx, record);
+  return step === 'unreadable' ? undefined : step?.question;
+}
+
+/** When the row's current question was asked (ms): journaled with it; a row written before that field: its last change. */
+export const askedAtOf = (record: DelegationRecord): number => record.questionAskedAt ?? record.updatedAt;
+
+/**
+ * The next check of a parked row (`park.ts`): its question's next moment when that comes before `pollAt` (the parked
+ * poll), with a delayed reconcile job at that moment so a reminder or the expiry is on time whichever worker runs it.
+ * Returns the time to schedule the row's next check at.
+ */
+export async function nextQuestionCheckAt(ctx: WorkerContext, record: DelegationRecord, pollAt: number): Promise<number> {
+  if (!isParked(record.state) || !record.questionKey || !isAwaitingAnswer(record)) return pollAt;
+  const policy = await questionPolicyOf(ctx, record);
+  if (!policy) return pollAt;
+  const now = ctx.options.now();
+  const { nextAt, expiresAt } = questionMoments(askedAtOf(record), policy, now);
+  // Past the expiry and still open (its check did not run yet): now.
+  const at = expiresAt !== undefined && expiresAt <= now ? now : nextAt;
+  if (at === undefined || at >= pollAt) return pollAt;
+  await enqueueReconcile(ctx.queues, record, { dueAt: at, now });
+  return at;
+}
