@@ -130,6 +130,11 @@ export const AgentSchema = z
     refreshedAt: Instant.describe('When the registered card was last written'),
     disabled: z.object({ since: Instant, reason: z.string().nullable() }).nullable(),
     unavailable: z.object({ reason: z.string(), since: Instant }).nullable(),
+    limits: z
+      .object({ maxInFlight: z.number().int().optional(), rate: z.object({ sendsPerSecond: z.number().optional(), resubscribesPerSecond: z.number().optional() }).optional() })
+      .nullable()
+      .optional()
+      .describe("The operator's fleet-wide limits of this agent (SendMessage calls in flight, sends and resubscriptions per second); null when none"),
     lastCardFetchAt: Instant.nullable().describe('The last card fetch (a worker or registration), null when none recorded'),
     lastCardFetchOk: z.boolean().nullable(),
     lastSuccessAt: Instant.nullable(),
