@@ -86,7 +86,10 @@ const AttemptSchema = z.looseObject({
   contextId: z.string().optional(),
   finished: z.boolean(),
   resultText: z.string().optional().describe('Artifacts text, else the direct reply message, else the final status message'),
-  progress: z.enum(['sending', 'waiting for the agent', 'held', 'following', 'polling', 'parked', 'waiting for a person', 'finished']),
+  progress: z.union([
+    z.enum(['sending', 'waiting for the agent', 'held', 'following', 'polling', 'parked', 'waiting for a person', 'finished']),
+    z.string().regex(/^waiting for a slot at \S+$/).describe("The send waits for its agent's limits (fleet-wide maxInFlight or rate, a worker's share, a pause the agent asked for); nothing was sent"),
+  ]),
   tries: z.number().int().describe('Tries of this attempt: SendMessage calls made, plus tries that ended before one could be made (the Agent Card could not be fetched)'),
   lastError: RecordedErrorSchema.describe('The last classified error journaled for this attempt').optional(),
   nextTryAt: z
