@@ -8,7 +8,7 @@ export { JournalError } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
 export { CorruptRecordError, corruptRecordReporter, parseRecordAt, skipCorrupt, LOGGED_CORRUPT_KEYS } from './journal/corrupt.ts';
 export type { CorruptRecordHandler, CorruptRecordKind } from './journal/corrupt.ts';
-export { indexMember, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
+export { indexMember, journalKeys, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
 export { AgentFlow, type AgentLimits, type FlowAcquired, type FlowWaitReason } from './journal/agent-flow.ts';
 export type { JournalKeys } from './journal/keys.ts';
 export { parseCompactedWorkflow } from './journal/compacted-record.ts';
