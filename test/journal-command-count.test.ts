@@ -36,11 +36,12 @@ const JOURNAL_COMMANDS_PER_DELEGATION = 46.5;
 const JOURNAL_CLIENT_COMMANDS_PER_DELEGATION = 7;
 /**
  * The agent registry's share (`<prefix>:agents…`, counted apart from the journal's): one script call per SendMessage
- * (recordAgentCall-1.lua: EVALSHA, HGET, HSET) for the agent's health; the card is cached, so no card fetch is recorded
- * per delegation.
+ * (recordAgentCall-1.lua: EVALSHA, HGET, HSET) for the agent's health, and one for the agent's fleet-wide flow control
+ * before the send (agentFlow-2.lua `acquire`, an agent with no limit: EVALSHA, HMGET of its pause; nothing to release);
+ * the card is cached, so no card fetch is recorded per delegation. 3 and 1 before the per-agent flow control.
  */
-const REGISTRY_COMMANDS_PER_DELEGATION = 3;
-const REGISTRY_CLIENT_COMMANDS_PER_DELEGATION = 1;
+const REGISTRY_COMMANDS_PER_DELEGATION = 5;
+const REGISTRY_CLIENT_COMMANDS_PER_DELEGATION = 2;
 const DELEGATIONS = 8;
 
 const redisServer = useRedisServer();

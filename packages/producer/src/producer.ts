@@ -9,7 +9,7 @@
  * context.ts (connections, input parsing, the view).
  */
 import type { z } from 'zod';
-import { MessageInputSchema, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema, type WorkflowSummary } from '@durable-a2a/shared';
+import { MessageInputSchema, type AgentLimits, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema, type WorkflowSummary } from '@durable-a2a/shared';
 import { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, producerErrorOfRedis } from './errors.ts';
 import type { WorkflowView, OpenQuestion } from './view.ts';
 import { waitForWorkflow, type WaitForOptions } from './wait.ts';
@@ -17,7 +17,7 @@ import { closeProducer, connectProducer, ensureConnected, readView, type Produce
 import { DelegateInputSchema, delegate, startWorkflow, type DelegateInput } from './calls/create.ts';
 import { replyToQuestion, type ActorOptions, type ReplyAnswer } from './calls/reply.ts';
 import { cancelWorkflow, resolveAttention } from './calls/cancel.ts';
-import { getAgent, listWorkflows, registerAgent, removeAgent, setAgentDisabled } from './calls/read.ts';
+import { getAgent, listWorkflows, registerAgent, removeAgent, setAgentDisabled, setAgentLimits } from './calls/read.ts';
 import { searchWorkflowSummaries, type WorkflowFilterInput } from './calls/search.ts';
 import { bulkAct, type BulkAction, type BulkInput, type BulkResult } from './calls/bulk.ts';
 
@@ -66,6 +66,12 @@ export interface Producer {
   getAgent(idOrCardUrl: string): Promise<AgentView>;
   /** Disables (never a candidate for a skill; bound delegations go on) or enables an agent by id or card URL. Throws NotFoundError. */
   setAgentDisabled(idOrCardUrl: string, disabled: boolean, reason?: string): Promise<AgentView>;
+  /**
+   * Sets (or, with undefined, clears) an agent's fleet-wide limits by id or card URL: SendMessage calls in flight at
+   * once (`maxInFlight`), sends and resubscriptions per second (`rate`). Every worker honours them within
+   * `agentLabelRefreshMs` (30 s by default). Throws NotFoundError, ValidationError for limits out of range.
+   */
+  setAgentLimits(idOrCardUrl: string, limits: AgentLimits | undefined): Promise<AgentView>;
   /** Removes an agent by id or card URL (its card, mark and health; bound delegations go on). Throws NotFoundError. */
   removeAgent(idOrCardUrl: string): Promise<{ id: string; cardUrl: string }>;
   /** Workflow ids, optionally by state, paged by `cursor` (opaque). */
@@ -104,13 +110,14 @@ export function createProducer(options: ProducerOptions): Producer {
     listAgents: () => context.registry.views(),
     getAgent: (idOrCardUrl) => getAgent(context, idOrCardUrl),
     setAgentDisabled: (idOrCardUrl, disabled, reason) => setAgentDisabled(context, idOrCardUrl, disabled, reason),
+    setAgentLimits: (idOrCardUrl, limits) => setAgentLimits(context, idOrCardUrl, limits),
     removeAgent: (idOrCardUrl) => removeAgent(context, idOrCardUrl),
     listWorkflows: (listOptions) => listWorkflows(context, listOptions),
     search: (filter, searchOptions) => searchWorkflowSummaries(context, filter, searchOptions),
     bulk: (action, input, actor) => bulkAct(context, action, input, actor),
     close: () => closeProducer(context),
   };
-  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'removeAgent', 'listWorkflows', 'search', 'bulk'] as const) {
+  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'setAgentLimits', 'removeAgent', 'listWorkflows', 'search', 'bulk'] as const) {
     producer[name] = failFast(producer[name] as (...args: never[]) => Promise<unknown>, () => ensureConnected(context)) as never;
   }
   return producer;

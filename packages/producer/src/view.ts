@@ -8,6 +8,8 @@ import { historyView, type HistoryEntryView } from './history-view.ts';
  * Where an attempt stands, derived from the journal:
  * - `sending`: journaled, SendMessage not answered yet (no task id);
  * - `waiting for the agent`: the agent could not be reached and nothing was sent; the next try is at `nextTryAt`;
+ * - `waiting for a slot at <agent>`: the send waits for its agent's limits (fleet-wide `maxInFlight` or rate, this
+ *   worker's share, a pause the agent asked for); nothing was sent; the next try is at `nextTryAt`;
  * - `held`: waiting for earlier steps (`after`);
  * - `following`: a worker holds the stream (follow lease) of its task;
  * - `polling`: no open stream; the reconciler checks the task at `nextCheckAt`;
@@ -15,10 +17,19 @@ import { historyView, type HistoryEntryView } from './history-view.ts';
  * - `waiting for a person`: an open question (INPUT_REQUIRED / AUTH_REQUIRED), or AMBIGUOUS;
  * - `finished`: a terminal state.
  */
-export type AttemptProgress = 'sending' | 'waiting for the agent' | 'held' | 'following' | 'polling' | 'parked' | 'waiting for a person' | 'finished';
+export type AttemptProgress =
+  | 'sending'
+  | 'waiting for the agent'
+  | `waiting for a slot at ${string}`
+  | 'held'
+  | 'following'
+  | 'polling'
+  | 'parked'
+  | 'waiting for a person'
+  | 'finished';
 
 /** One attempt of a step (or of its compensation), as journaled. */
-export interface AttemptSummary extends Omit<DelegationView, 'message' | 'replyMessage' | 'nextTryAt' | 'unreachableSince'> {
+export interface AttemptSummary extends Omit<DelegationView, 'message' | 'replyMessage' | 'nextTryAt' | 'unreachableSince' | 'slotWaitUntil'> {
   finished: boolean;
   /** The text parts of the result: artifacts, else the direct reply message, else the final status message (V3). */
   resultText?: string;
@@ -112,9 +123,14 @@ function progressOf(view: DelegationView, followed: boolean, workflowState: stri
   if (isParked(view.state)) return 'parked';
   if (view.held) return 'held';
   if (followed) return 'following';
+  if (waitingForSlot(view, nowMs)) return `waiting for a slot at ${view.agentCardUrl}`;
   if (waitingForAgent(view, nowMs)) return 'waiting for the agent';
   return view.taskId ? 'polling' : 'sending';
 }
+
+/** An INTENT whose send waits for its agent's flow control (fleet-wide slots, a share, a rate, a pause): not due yet. */
+const waitingForSlot = (view: DelegationView, nowMs: number): boolean =>
+  view.state === 'INTENT' && view.taskId === undefined && view.sendStartedAt === undefined && view.slotWaitUntil !== undefined && view.slotWaitUntil > nowMs;
 
 /** An INTENT waiting for its next try after its agent could not be reached (the try is not due yet). */
 const waitingForAgent = (view: DelegationView, nowMs: number): boolean =>
@@ -126,7 +142,7 @@ interface Observed {
 }
 
 function summarize(view: DelegationView, observed: Observed, workflowState: string, abandoned: boolean, nowMs: number): AttemptSummary {
-  const { message: _message, replyMessage: _reply, nextTryAt, unreachableSince, ...rest } = view;
+  const { message: _message, replyMessage: _reply, nextTryAt, unreachableSince, slotWaitUntil: _slotWait, ...rest } = view;
   const fromArtifacts = view.artifacts.flatMap((artifact) => artifact.parts.map((part) => part.text ?? '')).join('');
   const direct = (view.result as { message?: Message } | undefined)?.message;
   // V3: a COMPLETED task with no artifacts may carry its answer in the final status message.
@@ -140,7 +156,7 @@ function summarize(view: DelegationView, observed: Observed, workflowState: stri
     progress: progressOf(view, observed.followed, workflowState, nowMs),
     tries: view.sendCount + view.unsentTries,
     ...(view.error ? { lastError: view.error } : {}),
-    ...(waitingForAgent(view, nowMs) ? { nextTryAt: new Date(nextTryAt!).toISOString() } : {}),
+    ...(waitingForAgent(view, nowMs) || waitingForSlot(view, nowMs) ? { nextTryAt: new Date(nextTryAt!).toISOString() } : {}),
     ...(!finished && unreachableSince !== undefined && view.state === 'INTENT' ? { unreachableSince: new Date(unreachableSince).toISOString() } : {}),
     ...(!finished && observed.nextCheckAt !== undefined ? { nextCheckAt: new Date(observed.nextCheckAt).toISOString() } : {}),
     ...(abandoned ? { abandoned: true as const } : {}),

@@ -8,7 +8,8 @@ export { JournalError } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
 export { CorruptRecordError, corruptRecordReporter, parseRecordAt, skipCorrupt, LOGGED_CORRUPT_KEYS } from './journal/corrupt.ts';
 export type { CorruptRecordHandler, CorruptRecordKind } from './journal/corrupt.ts';
-export { indexMember, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
+export { indexMember, journalKeys, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
+export { AgentFlow, type AgentLimits, type FlowAcquired, type FlowWaitReason } from './journal/agent-flow.ts';
 export type { JournalKeys } from './journal/keys.ts';
 export { parseCompactedWorkflow } from './journal/compacted-record.ts';
 export {
@@ -133,7 +134,7 @@ export { startTracing, traceContextHeaders, withSpan, delegationSpan, annotateAc
 export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
 export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
-export { AgentRegistry, candidateAgents, agentIdOf, HEALTH_WINDOW_CALLS } from './registry.ts';
+export { AgentRegistry, candidateAgents, agentIdOf, HEALTH_WINDOW_CALLS, AgentLimitsSchema } from './registry.ts';
 export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, AgentView, AgentStatus } from './registry.ts';
 export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, redisReconnectDelayMs, BASE_REDIS_OPTIONS, DEFAULT_COMMAND_TIMEOUT_MS, REDIS_RECONNECT_CAP_MS } from './redis.ts';
 export { redisErrorKind, isRedisUnavailableError, isRedisTransientError, reconnectOnRedisError, REDIS_ERROR_KINDS, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';

@@ -12,6 +12,20 @@ export const HEALTH_WINDOW_CALLS = 20;
 /** Longest error text kept per agent (characters): an agent's error body is not ours to store whole. */
 export const AGENT_ERROR_CHARS = 500;
 
+/**
+ * An agent's fleet-wide limits (`AgentLimits`, journal/agent-flow.ts): SendMessage calls in flight at once, sends
+ * and resubscriptions per second. Absent fields: no limit of that kind.
+ */
+export const AgentLimitsSchema = z.strictObject({
+  maxInFlight: z.number().int().min(1).max(100_000).optional(),
+  rate: z
+    .strictObject({
+      sendsPerSecond: z.number().positive().max(100_000).optional(),
+      resubscribesPerSecond: z.number().positive().max(100_000).optional(),
+    })
+    .optional(),
+});
+
 export const RegisteredAgentSchema = z.object({
   /** The normalized card URL (`normalizeAgentCardUrl`): the registry's key. */
   cardUrl: z.string(),
@@ -19,6 +33,8 @@ export const RegisteredAgentSchema = z.object({
   refreshedAt: z.number(),
   /** Set when a refresh found the card unusable (blocked address, no interface...): never selected then. */
   unavailable: z.object({ reason: z.string(), since: z.number() }).optional(),
+  /** The operator's fleet-wide limits for this agent (`setLimits`); a refresh keeps them. Absent: no limits. */
+  limits: AgentLimitsSchema.optional(),
   /** Set while an operator has the agent disabled (kept apart from the card: a refresh never clears it). */
   disabled: z.object({ since: z.number(), reason: z.string().optional() }).optional(),
   card: z.object({
@@ -94,6 +110,8 @@ export interface AgentView {
   refreshedAt: string;
   disabled: { since: string; reason: string | null } | null;
   unavailable: { reason: string; since: string } | null;
+  /** The operator's fleet-wide limits (`AgentLimits`: maxInFlight, rate), null when none are set. */
+  limits: z.infer<typeof AgentLimitsSchema> | null;
   /** The last card fetch a worker or the producer made (a cached card is no fetch), and whether it succeeded. */
   lastCardFetchAt: string | null;
   lastCardFetchOk: boolean | null;
@@ -131,6 +149,7 @@ export function agentView(agent: RegisteredAgent, health: AgentHealthRecord | un
     refreshedAt: iso(agent.refreshedAt)!,
     disabled: agent.disabled ? { since: iso(agent.disabled.since)!, reason: agent.disabled.reason ?? null } : null,
     unavailable: agent.unavailable ? { reason: agent.unavailable.reason, since: iso(agent.unavailable.since)! } : null,
+    limits: agent.limits ?? null,
     lastCardFetchAt: iso(health?.lastCardFetchAt),
     lastCardFetchOk: health?.lastCardFetchOk ?? null,
     lastSuccessAt: iso(health?.lastSuccessAt),

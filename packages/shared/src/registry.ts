@@ -11,8 +11,10 @@ import { agentKeyOf, isHttpUrl } from './a2a/card-url.ts';
 import { journalKeys } from './journal/keys.ts';
 import { callScript, defineScript, outcomeDecoder } from './journal/scripts.ts';
 import { CorruptRecordError, parseRecordAt, skipCorrupt, type CorruptRecordHandler } from './journal/corrupt.ts';
+import type { AgentLimits } from './journal/agent-flow.ts';
 import {
   AGENT_ERROR_CHARS,
+  AgentLimitsSchema,
   AgentHealthSchema,
   DisabledSchema,
   HEALTH_WINDOW_CALLS,
@@ -25,7 +27,7 @@ import {
   type RegisteredAgent,
 } from './registry-view.ts';
 
-export { agentIdOf, HEALTH_WINDOW_CALLS, type AgentView, type AgentStatus, type RegisteredAgent } from './registry-view.ts';
+export { agentIdOf, AgentLimitsSchema, HEALTH_WINDOW_CALLS, type AgentView, type AgentStatus, type RegisteredAgent } from './registry-view.ts';
 
 /** Options of an `AgentRegistry`. */
 export interface AgentRegistryOptions {
@@ -89,6 +91,7 @@ export class AgentRegistry {
       cardUrl: key,
       registeredAt: existing?.registeredAt ?? this.now(),
       refreshedAt: this.now(),
+      ...(existing?.limits ? { limits: existing.limits } : {}),
       card: { name: card.name, description: card.description, version: card.version, skills: card.skills, capabilities: card.capabilities, interfaces: card.interfaces },
     };
     await this.redis.hset(this.keys.agents, key, JSON.stringify(stored));
@@ -187,6 +190,21 @@ export class AgentRegistry {
     if (!agent) return undefined;
     if (disabled) await this.redis.hset(this.keys.disabled, agent.cardUrl, JSON.stringify({ since: agent.disabled?.since ?? this.now(), ...(reason ? { reason } : {}) }));
     else await this.redis.hdel(this.keys.disabled, agent.cardUrl);
+    return this.view(agent.cardUrl);
+  }
+
+  /**
+   * Sets (or, with `undefined` or `{}`, clears) an agent's fleet-wide limits (`AgentLimits`), by card URL or id. Workers
+   * read them with the registry (every `agentLabelRefreshMs`). Returns the agent's view, or undefined when no such
+   * agent is registered. Throws ZodError for limits out of range (nothing written).
+   */
+  async setLimits(cardUrlOrId: string, limits: AgentLimits | undefined): Promise<AgentView | undefined> {
+    const parsed = limits === undefined ? undefined : AgentLimitsSchema.parse(limits);
+    const agent = await skipCorrupt(this.get(cardUrlOrId));
+    if (!agent) return undefined;
+    const { disabled: _disabled, limits: _previous, ...stored } = agent;
+    const keep = parsed && (parsed.maxInFlight !== undefined || parsed.rate !== undefined) ? { limits: parsed } : {};
+    await this.redis.hset(this.keys.agents, agent.cardUrl, JSON.stringify({ ...stored, ...keep }));
     return this.view(agent.cardUrl);
   }
 

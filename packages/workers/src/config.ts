@@ -4,7 +4,7 @@
  * in README.md.
  */
 import { z } from 'zod';
-import { A2ALimitsSchema, JournalDurabilityEnvironment, RedisUrlSchema, bearerToken, durabilityFrom, jsonVariable, type CredentialsProvider, type QueueName } from '@durable-a2a/shared';
+import { A2ALimitsSchema, AgentLimitsSchema, JournalDurabilityEnvironment, RedisUrlSchema, bearerToken, durabilityFrom, jsonVariable, type CredentialsProvider, type QueueName } from '@durable-a2a/shared';
 import type { StartFleetOptions } from './fleet.ts';
 import { httpVerifier, type Verifier } from './verifiers.ts';
 
@@ -56,6 +56,12 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_SLOW_POLL_MS: Milliseconds.optional(),
   DA2A_STREAM_QUIET_MS: Milliseconds.optional(),
   DA2A_FOLLOW_SLOTS_PER_AGENT: z.coerce.number().int().positive().optional(),
+  DA2A_SEND_SLOTS_PER_AGENT: z.coerce.number().int().positive().optional(),
+  DA2A_RECONCILE_SLOTS_PER_AGENT: z.coerce.number().int().positive().optional(),
+  /** Held sends waiting outside their send jobs (0: a held send keeps its job). */
+  DA2A_HELD_SEND_SLOTS: z.coerce.number().int('a whole number ≥ 0 (0: a held send keeps its job)').min(0, 'a whole number ≥ 0 (0: a held send keeps its job)').optional(),
+  DA2A_RETRY_AFTER_MAX_MS: Milliseconds.optional(),
+  DA2A_DEFAULT_AGENT_LIMITS: jsonVariable(AgentLimitsSchema, 'a JSON object of limits for unregistered agents, e.g. {"maxInFlight":5,"rate":{"sendsPerSecond":10,"resubscribesPerSecond":5}}').optional(),
   /** Follows run in this process outside follow jobs (0: always follow jobs). */
   DA2A_LOCAL_FOLLOW_SLOTS: z.coerce.number().int('a whole number ≥ 0 (0: always follow jobs)').min(0, 'a whole number ≥ 0 (0: always follow jobs)').optional(),
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
@@ -194,6 +200,11 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     slowPollMs: environment.DA2A_SLOW_POLL_MS,
     streamQuietMs: environment.DA2A_STREAM_QUIET_MS,
     followSlotsPerAgent: environment.DA2A_FOLLOW_SLOTS_PER_AGENT,
+    sendSlotsPerAgent: environment.DA2A_SEND_SLOTS_PER_AGENT,
+    reconcileSlotsPerAgent: environment.DA2A_RECONCILE_SLOTS_PER_AGENT,
+    heldSendSlots: environment.DA2A_HELD_SEND_SLOTS,
+    retryAfterMaxMs: environment.DA2A_RETRY_AFTER_MAX_MS,
+    defaultAgentLimits: environment.DA2A_DEFAULT_AGENT_LIMITS,
     localFollowSlots: environment.DA2A_LOCAL_FOLLOW_SLOTS,
     closeTimeoutMs: environment.DA2A_CLOSE_TIMEOUT_MS,
     attemptDeadlineMs: environment.DA2A_ATTEMPT_DEADLINE_MS,

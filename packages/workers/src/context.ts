@@ -4,14 +4,16 @@
  */
 import type { Queue } from 'bullmq';
 import type { Dispatcher } from 'undici';
-import type { AgentRegistry, DelegationRecord, DelegationRef, FollowLease, Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
+import type { AgentFlow, AgentRegistry, DelegationRecord, DelegationRef, FollowLease, Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
 import type { AgentDirectory } from './agents.ts';
 import type { CompiledFleetOptions } from './options.ts';
 import type { VerifierRegistry } from './verifiers.ts';
 import type { CompensationHandler } from './delegation/runs/handler.ts';
 import type { AuthHandler } from './delegation/auth.ts';
 import type { Policy } from './delegation/core/policy.ts';
-import type { AgentFollowSlots } from './delegation/runs/follow.ts';
+import type { AgentSlots } from './delegation/runs/agent-slots.ts';
+import type { AgentLimitsBook } from './delegation/runs/flow.ts';
+import type { HeldSends } from './delegation/runs/held-sends.ts';
 import type { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
 import type { AttemptSteps } from './delegation/attempt-step.ts';
 
@@ -77,7 +79,17 @@ export interface WorkerContext {
   /** The delegation core's numbers and verdicts, with the clock and randomness (`core/policy.ts`). */
   policy: Policy;
   /** This process's follow slots per agent (`followSlotsPerAgent`). */
-  followSlots: AgentFollowSlots;
+  followSlots: AgentSlots;
+  /** This process's send slots per agent (`sendSlotsPerAgent`). */
+  sendSlots: AgentSlots;
+  /** This process's reconcile calls per agent (`reconcileSlotsPerAgent`). */
+  reconcileSlots: AgentSlots;
+  /** Fleet-wide flow control per agent, in Redis (`maxInFlight`, rates, pauses; agentFlow-2.lua). */
+  flow: AgentFlow;
+  /** Each agent's fleet-wide limits as last read from the registry (or the fleet's default for unregistered agents). */
+  agentLimits: AgentLimitsBook;
+  /** Held sends waiting outside their send job (`heldSendSlots`). */
+  heldSends: HeldSends;
   /** The follow leases this process renews (`runs/lease-renewal.ts`). */
   leaseRenewals: LeaseRenewals;
   /** The steps of attempts this process has read (`attempt-step.ts`). */

@@ -8,6 +8,7 @@ import { Registry } from 'prom-client';
 import {
   AGENT_LABEL_REFRESH_MS,
   ALL_QUEUES,
+  AgentFlow,
   AgentRegistry,
   type AgentCall,
   DEFAULT_JOB_OPTIONS,
@@ -40,7 +41,9 @@ import type { CompensationHandler } from './delegation/runs/handler.ts';
 import type { AuthHandler } from './delegation/auth.ts';
 import { processFollow } from './queues/follow.ts';
 import { createLocalFollows, type LocalFollows } from './delegation/runs/follow-local.ts';
-import { AgentFollowSlots } from './delegation/runs/follow.ts';
+import { AgentSlots } from './delegation/runs/agent-slots.ts';
+import { AgentLimitsBook } from './delegation/runs/flow.ts';
+import { HeldSends } from './delegation/runs/held-sends.ts';
 import { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
 import { AttemptSteps } from './delegation/attempt-step.ts';
 import { policyOf } from './delegation/core/policy.ts';
@@ -174,7 +177,12 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
     metrics: parts.metrics,
     options,
     policy: policyOf(options),
-    followSlots: new AgentFollowSlots(options.followSlotsPerAgent, options.concurrency.follow),
+    followSlots: new AgentSlots(options.followSlotsPerAgent, options.concurrency.follow),
+    sendSlots: new AgentSlots(options.sendSlotsPerAgent, options.concurrency.send),
+    reconcileSlots: new AgentSlots(options.reconcileSlotsPerAgent, options.concurrency.reconcile),
+    flow: new AgentFlow(journalRedis, options.prefix),
+    agentLimits: new AgentLimitsBook(options.defaultAgentLimits),
+    heldSends: new HeldSends(options.heldSendSlots),
     leaseRenewals: new LeaseRenewals(),
     attemptSteps: new AttemptSteps(),
     workerId: parts.workerId,
@@ -185,6 +193,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
 /** What a fleet closes, in order: workers and local follows (bounded by `timeoutMs`), open streams, queues, connections, its own dispatcher. */
 interface FleetResources {
   workers: Worker[];
+  heldSends: HeldSends;
   localFollows: LocalFollows;
   shutdown: AbortController;
   queues: Record<QueueName, Queue>;
@@ -197,11 +206,12 @@ interface FleetResources {
 }
 
 /** Graceful, bounded close of a fleet. */
-async function closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
+async function closeFleet({ workers, heldSends, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
   // Nothing waits on a refusal backoff any more: what the close sends goes out (or fails) now.
   refusalGate.end();
   // Stop fetching, then end open streams (follow jobs and local follows): each hands its delegation to another worker.
-  const graceful = Promise.all([...workers.map((worker) => worker.close()), localFollows.drain()]);
+  // Held sends waiting outside their jobs stop waiting (their send leases go back: the reconciler searches).
+  const graceful = Promise.all([...workers.map((worker) => worker.close()), localFollows.drain(), heldSends.drain()]);
   shutdown.abort();
   const within = (promise: Promise<unknown>) => Promise.race([promise, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref())]);
   if ((await within(graceful)) === 'timeout') {
@@ -260,7 +270,15 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   context.followHere = localFollows.start;
   context.localFollowToken = localFollows.token;
   // The metrics' agent labels: read before the first job, then every agentLabelRefreshMs (a failed read keeps the last).
-  const refreshAgentLabels = () => context.registry.list().then((agents) => metrics.agentLabels.update(agents), () => undefined);
+  // The agents' limits are read with them (no Redis command per send to learn them).
+  const refreshAgentLabels = () =>
+    context.registry.list().then(
+      (agents) => {
+        metrics.agentLabels.update(agents);
+        context.agentLimits.update(agents);
+      },
+      () => undefined,
+    );
   await refreshAgentLabels();
   const labelTimer = setInterval(() => void refreshAgentLabels(), input.agentLabelRefreshMs ?? AGENT_LABEL_REFRESH_MS).unref();
   const progress: FetchProgress[] = [];
@@ -279,7 +297,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   let closing: Promise<void> | undefined;
   const close = () => {
     clearInterval(labelTimer);
-    closing ??= closeFleet({ workers, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }).then(() =>
+    closing ??= closeFleet({ workers, heldSends: context.heldSends, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }).then(() =>
       logger.info({ workerId }, 'fleet closed'),
     );
     return closing;

@@ -3,7 +3,7 @@
  * `CompiledFleetOptions` (durations in …Ms, everything set).
  */
 import type { Dispatcher } from 'undici';
-import { ANSWER_LINK_SECRET_MIN_LENGTH, DEFAULT_JOB_OPTIONS, type A2ALimits, type AddressPolicyOptions, type CredentialsProvider, type JournalDurability, type NotifyRetry, type QueueName, type RedisClient } from '@durable-a2a/shared';
+import { ANSWER_LINK_SECRET_MIN_LENGTH, DEFAULT_JOB_OPTIONS, type A2ALimits, type AddressPolicyOptions, type AgentLimits, type CredentialsProvider, type JournalDurability, type NotifyRetry, type QueueName, type RedisClient } from '@durable-a2a/shared';
 import type { BackoffOptions } from './delegation/core/policy.ts';
 
 export interface FleetOptions {
@@ -44,6 +44,26 @@ export interface FleetOptions {
   streamQuietMs?: number;
   /** Follow slots one agent may hold at once in this process (fairness, RT6); beyond it only while a tenth of the follow concurrency stays free. Default half the follow concurrency, at least 1. */
   followSlotsPerAgent?: number;
+  /** Send slots one agent may hold at once in this process; beyond it only while a tenth of the send concurrency stays free. Default half the send concurrency, at least 1. */
+  sendSlotsPerAgent?: number;
+  /** Reconcile calls (searches, re-reads) one agent may have in progress at once in this process; same rule. Default half the reconcile concurrency, at least 1. */
+  reconcileSlotsPerAgent?: number;
+  /**
+   * Fleet-wide limits of agents that are not registered (registered agents carry their own, `setAgentLimits`):
+   * SendMessage calls in flight, sends and resubscriptions per second. Default none (no limit, one script call per send
+   * to honour a pause an agent asked for).
+   */
+  defaultAgentLimits?: AgentLimits;
+  /** Longest pause an agent's `Retry-After` (429/503, JSON-RPC or gRPC RetryInfo) imposes on the fleet, in ms. Default 60_000. */
+  retryAfterMaxMs?: number;
+  /** How long a send waits before it asks again when every slot of its agent is held (+ up to as much jitter), ms. Default 1_000. */
+  slotWaitMs?: number;
+  /**
+   * Held sends (SendMessage not answered after `requestTimeoutMs`) this process keeps waiting outside their send job,
+   * which then frees its send slot (`delegation/runs/held-sends.ts`); each agent may hold half of them. 0: a held
+   * send keeps its job. Default the send concurrency.
+   */
+  heldSendSlots?: number;
   /**
    * Follows this process runs itself, detached from the job that routed them, instead of enqueueing a follow job
    * (`delegation/follow-local.ts`; only when the process works on the follow queue). 0: always follow jobs.
@@ -158,6 +178,12 @@ export interface CompiledFleetOptions {
   slowPollMs: number;
   streamQuietMs: number;
   followSlotsPerAgent: number;
+  sendSlotsPerAgent: number;
+  reconcileSlotsPerAgent: number;
+  defaultAgentLimits: AgentLimits;
+  retryAfterMaxMs: number;
+  slotWaitMs: number;
+  heldSendSlots: number;
   localFollowSlots: number;
   subscribeRateLimit: { max: number; durationMs: number };
   reconcileIntervalMs: number;
@@ -212,6 +238,12 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     slowPollMs: options.slowPollMs ?? 60_000,
     streamQuietMs: options.streamQuietMs ?? 300_000,
     followSlotsPerAgent: options.followSlotsPerAgent ?? Math.max(1, Math.floor(concurrency.follow / 2)),
+    sendSlotsPerAgent: options.sendSlotsPerAgent ?? Math.max(1, Math.floor(concurrency.send / 2)),
+    reconcileSlotsPerAgent: options.reconcileSlotsPerAgent ?? Math.max(1, Math.floor(concurrency.reconcile / 2)),
+    defaultAgentLimits: options.defaultAgentLimits ?? {},
+    retryAfterMaxMs: options.retryAfterMaxMs ?? 60_000,
+    slotWaitMs: options.slotWaitMs ?? 1_000,
+    heldSendSlots: options.heldSendSlots ?? concurrency.send,
     localFollowSlots: options.localFollowSlots ?? concurrency.follow,
     subscribeRateLimit: options.subscribeRateLimit ?? { max: 50, durationMs: 1_000 },
     reconcileIntervalMs: options.reconcileIntervalMs ?? 30_000,

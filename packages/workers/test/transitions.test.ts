@@ -91,6 +91,7 @@ const SAMPLES: { [K in ObservationKind]: Extract<Observation, { kind: K }> } = {
   'effect-verified': { kind: 'effect-verified', effect: 'present', evidence: { id: 1 } },
   'row-checked': { kind: 'row-checked' },
   'follow-deferred': { kind: 'follow-deferred', delayMs: 1_000, resubscription: 2, reason: 'agent-share-full' },
+  'send-deferred': { kind: 'send-deferred', untilMs: NOW + 1_000, reason: 'slots-full' },
   'stream-handed-off': { kind: 'stream-handed-off', reason: 'agent-share-full' },
   'workflow-stopped': { kind: 'workflow-stopped' },
   'lease-lost': { kind: 'lease-lost' },
@@ -611,5 +612,21 @@ describe('question-expired: a question that passed its step\'s question.expiresA
       }),
       { numRuns: 500 },
     );
+  });
+});
+
+describe('a send that waits for its agent (flow control: fleet-wide slots, a share, a rate, a pause)', () => {
+  const unmarked = recordIn('INTENT', { sendStartedAt: undefined });
+  it('an unmarked INTENT journals the wait and tries again at its time (nothing sent)', () => {
+    for (const reason of ['slots-full', 'share-full', 'rate', 'paused'] as const) {
+      expect(transition(unmarked, { kind: 'send-deferred', untilMs: NOW + 1_500, reason }, policy)).toEqual({
+        write: { kind: 'note-slot-wait', nextTryAt: NOW + 1_500 },
+        next: { kind: 'send-later', atMs: NOW + 1_500 },
+      });
+    }
+  });
+  it('a marked row (it may have been sent) or a bound task is never told to wait: routed as it is', () => {
+    expect(transition(recordIn('INTENT'), { kind: 'send-deferred', untilMs: NOW + 1_500, reason: 'slots-full' }, policy)).toEqual({ next: { kind: 'route' } });
+    expect(transition(recordIn('WORKING'), { kind: 'send-deferred', untilMs: NOW + 1_500, reason: 'paused' }, policy)).toEqual({ next: { kind: 'route' } });
   });
 });

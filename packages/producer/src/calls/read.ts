@@ -2,7 +2,7 @@
  * Reads and the agent registry: workflow listing by page (and state), registering an agent by its
  * Agent Card URL, disabling, enabling and removing one. The workflow view itself is `readView` (context.ts).
  */
-import { agentIdOf, fetchAgentCard, type AgentView } from '@durable-a2a/shared';
+import { AgentLimitsSchema, agentIdOf, fetchAgentCard, type AgentLimits, type AgentView } from '@durable-a2a/shared';
 import { NotFoundError } from '../errors.ts';
 import { AgentUrl } from './create.ts';
 import { parseInput, type ProducerContext } from './context.ts';
@@ -45,6 +45,14 @@ export async function registerAgent(context: ProducerContext, cardUrl: string): 
 /** `Producer.setAgentDisabled`: disables (with an optional reason) or enables an agent by id or card URL. Throws NotFoundError. */
 export async function setAgentDisabled(context: ProducerContext, idOrCardUrl: string, disabled: boolean, reason?: string): Promise<AgentView> {
   const view = await context.registry.setDisabled(idOrCardUrl, disabled, reason);
+  if (!view) throw new NotFoundError(`no registered agent ${idOrCardUrl}`);
+  return view;
+}
+
+/** `Producer.setAgentLimits`: sets or clears an agent's fleet-wide limits by id or card URL. Throws NotFoundError, ValidationError. */
+export async function setAgentLimits(context: ProducerContext, idOrCardUrl: string, limits: AgentLimits | undefined): Promise<AgentView> {
+  const parsed = limits === undefined ? undefined : parseInput(AgentLimitsSchema, limits);
+  const view = await context.registry.setLimits(idOrCardUrl, parsed);
   if (!view) throw new NotFoundError(`no registered agent ${idOrCardUrl}`);
   return view;
 }

@@ -87,7 +87,10 @@ const AttemptSchema = z.looseObject({
   contextId: z.string().optional(),
   finished: z.boolean(),
   resultText: z.string().optional().describe('Artifacts text, else the direct reply message, else the final status message'),
-  progress: z.enum(['sending', 'waiting for the agent', 'held', 'following', 'polling', 'parked', 'waiting for a person', 'finished']),
+  progress: z.union([
+    z.enum(['sending', 'waiting for the agent', 'held', 'following', 'polling', 'parked', 'waiting for a person', 'finished']),
+    z.string().regex(/^waiting for a slot at \S+$/).describe("The send waits for its agent's limits (fleet-wide maxInFlight or rate, a worker's share, a pause the agent asked for); nothing was sent"),
+  ]),
   tries: z.number().int().describe('Tries of this attempt: SendMessage calls made, plus tries that ended before one could be made (the Agent Card could not be fetched)'),
   lastError: RecordedErrorSchema.describe('The last classified error journaled for this attempt').optional(),
   nextTryAt: z
@@ -144,6 +147,11 @@ export const AgentSchema = z
     refreshedAt: Instant.describe('When the registered card was last written'),
     disabled: z.object({ since: Instant, reason: z.string().nullable() }).nullable(),
     unavailable: z.object({ reason: z.string(), since: Instant }).nullable(),
+    limits: z
+      .object({ maxInFlight: z.number().int().optional(), rate: z.object({ sendsPerSecond: z.number().optional(), resubscribesPerSecond: z.number().optional() }).optional() })
+      .nullable()
+      .optional()
+      .describe("The operator's fleet-wide limits of this agent (SendMessage calls in flight, sends and resubscriptions per second); null when none"),
     lastCardFetchAt: Instant.nullable().describe('The last card fetch (a worker or registration), null when none recorded'),
     lastCardFetchOk: z.boolean().nullable(),
     lastSuccessAt: Instant.nullable(),

@@ -12,7 +12,9 @@ import {
   errorClassForHttpStatus,
   errorClassForJsonRpcCode,
   errorClassForReason,
+  withRetryAfter,
 } from './errors.ts';
+import { retryAfterOfData, retryAfterOfHeader } from './retry-after.ts';
 
 /** Characters of an unexpected body kept on the error for logs. */
 export const BODY_EXCERPT_LENGTH = 500;
@@ -69,7 +71,8 @@ export function errorFromJsonRpc(errorObject: unknown, rawBody: string, httpStat
   }
   const { code, message = '', data } = parsed.data;
   const reason = findErrorInfoReason(data);
-  const details = { jsonRpcCode: code, httpStatus, reason, cause: rawBody };
+  const retryAfterMs = retryAfterOfData(data);
+  const details = { jsonRpcCode: code, httpStatus, reason, cause: rawBody, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
   const errorClass =
     errorClassForJsonRpcCode(code) ??
     (reason === undefined ? undefined : errorClassForReason(reason)) ??
@@ -86,7 +89,15 @@ export function errorFromJsonRpc(errorObject: unknown, rawBody: string, httpStat
  * an `AuthenticationError` for 401/403, and otherwise a `ProtocolError` with an
  * excerpt: an HTML 404 means a wrong URL, not a missing task.
  */
-export function errorFromHttp(status: number, contentType: string | undefined, bodyText: string): A2AError {
+export function errorFromHttp(status: number, contentType: string | undefined, bodyText: string, headers?: Readonly<Record<string, string>>): A2AError {
+  const error = errorFromHttpBody(status, contentType, bodyText);
+  // RFC 9110 §10.2.3: on 429 and 503 the server says when to come back; a JSON-RPC RetryInfo already read wins.
+  if ((status === 429 || status === 503) && error.retryAfterMs === undefined) return withRetryAfter(error, retryAfterOfHeader(headers?.['retry-after'], Date.now()));
+  return error;
+}
+
+/** `errorFromHttp` without the headers. */
+function errorFromHttpBody(status: number, contentType: string | undefined, bodyText: string): A2AError {
   const base = { httpStatus: status, cause: bodyText };
   if (status === 401 || status === 403) return new AuthenticationError(`HTTP ${status}`, base);
   const json = isJsonMediaType(contentType) ? tryParseJson(bodyText) : undefined;

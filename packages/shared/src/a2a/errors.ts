@@ -28,6 +28,8 @@ export interface A2AErrorDetails {
   cause?: unknown;
   /** The first `BODY_EXCERPT_LENGTH` characters of an unexpected body. */
   bodyExcerpt?: string;
+  /** How long the agent asked us to wait before the next request (ms): `Retry-After`, JSON-RPC or gRPC RetryInfo. */
+  retryAfterMs?: number;
 }
 
 /**
@@ -75,6 +77,11 @@ export class A2AError extends Error {
   readonly bodyExcerpt?: string;
   /** Whether the request reached the agent (`Delivery`). Never `not-sent` for an answer that arrived. */
   readonly delivery: Delivery;
+  /**
+   * How long the agent asked every caller to wait (ms), when it said so: the `Retry-After` header of a 429 or 503,
+   * a RetryInfo (or `retryAfter` seconds) in a JSON-RPC error's data, a gRPC RESOURCE_EXHAUSTED's RetryInfo.
+   */
+  readonly retryAfterMs?: number;
 
   constructor(message: string, code: A2AClientErrorCode, retryable: boolean, details: A2AErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
@@ -85,6 +92,7 @@ export class A2AError extends Error {
     if (details.httpStatus !== undefined) this.httpStatus = details.httpStatus;
     if (details.reason !== undefined) this.reason = details.reason;
     if (details.bodyExcerpt !== undefined) this.bodyExcerpt = details.bodyExcerpt;
+    if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
     const answered = [details.httpStatus, details.jsonRpcCode, details.reason, details.bodyExcerpt].some((field) => field !== undefined);
     this.delivery = details.delivery ?? (answered ? 'received' : 'maybe');
   }
@@ -100,6 +108,14 @@ export const deliveryOf = (error: unknown): Delivery => (error instanceof A2AErr
 export function withDelivery<E>(error: E, delivery: Delivery): E {
   if (error instanceof A2AError && error.delivery !== 'received') {
     Object.defineProperty(error, 'delivery', { value: delivery, enumerable: true, configurable: true, writable: false });
+  }
+  return error;
+}
+
+/** Records the wait an answer asked for (`retryAfterMs`) on an error built without it. Returns the same error. */
+export function withRetryAfter<E>(error: E, retryAfterMs: number | undefined): E {
+  if (error instanceof A2AError && retryAfterMs !== undefined) {
+    Object.defineProperty(error, 'retryAfterMs', { value: retryAfterMs, enumerable: true, configurable: true, writable: false });
   }
   return error;
 }

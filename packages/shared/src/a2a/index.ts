@@ -142,3 +142,4 @@ export {
   isInterruptedTaskState,
   isTerminalTaskState,
 } from './schema.ts';
+export { RETRY_INFO_TYPE_URL, retryAfterOfData, retryAfterOfHeader, retryAfterOfRetryInfo } from './retry-after.ts';

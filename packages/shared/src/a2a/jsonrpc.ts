@@ -218,7 +218,7 @@ export async function postJsonRpc<Schema extends z.ZodType>(
     signal: options?.signal,
     ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
-  if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText);
+  if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText, response.headers);
   requireJsonContentType(response.contentType, response.bodyText, response.status, method);
   const value = prepare(parseJsonText(response.bodyText, `${method} response`, response.status));
   return decodeJsonRpcEnvelope(value, response.bodyText, schema, `${method} response`, response.status, rpc.id, rpc.contentProof);

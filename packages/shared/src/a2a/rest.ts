@@ -87,7 +87,7 @@ export class RestTransport implements A2ATransport {
   private async call<Schema extends z.ZodType>(method: HttpRequest['method'], path: string, body: unknown, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
     const what = `${method} ${path}`;
     const response = await this.http.request(this.spec(method, path, body, options));
-    if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText);
+    if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText, response.headers);
     if (response.status === 204 || response.bodyText === '') return validateWith(schema, {}, response.bodyText, what);
     requireJsonContentType(response.contentType, response.bodyText, response.status, what);
     return validateWith(schema, parseJsonText(response.bodyText, what, response.status), response.bodyText, what);

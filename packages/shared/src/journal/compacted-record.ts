@@ -67,7 +67,7 @@ export const COMPACTED_RECORD_LAYOUT = {
   operational: [
     'owner', 'notFoundCount', 'firstNotFoundAt', 'sendStartedAt', 'replySendToken', 'replySendUntil',
     'questionSeq', 'artifactBytes', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable',
-    'unreachableSince', 'nextTryAt', 'historyBytes',
+    'unreachableSince', 'nextTryAt', 'historyBytes', 'slotWaitUntil',
   ],
   /** Times (ms) stored as a number of ms after the workflow's createdAt (a string is the hash's own text). */
   times: ['createdAt', 'updatedAt', 'finishedAt', 'verifiedAt', 'statusTimestampMs', 'replySendUntil'],

@@ -88,6 +88,17 @@ const noteUnreachableScript = defineScript({
   },
 });
 
+/** noteSlotWait-1.lua (see its header): the row's new version. */
+const noteSlotWaitScript = defineScript({
+  name: 'noteSlotWait',
+  keys: ['delegation'],
+  encode: (input: { fence: number; nowMs: number; nextTryAt: number }) => [input.fence, input.nowMs, input.nextTryAt],
+  decode: (reply, script) => {
+    const counts = countsReply(reply, script, 1);
+    return Array.isArray(counts) ? { version: counts[0]! } : counts;
+  },
+});
+
 /** noteNoProgress-1.lua (see its header). */
 const noteNoProgressScript = defineScript({
   name: 'noteNoProgress',
@@ -291,6 +302,18 @@ export class JournalDelegations extends JournalWorkflows {
   async noteUnreachable(ref: DelegationRef, fence: number, input: { error: RecordedError; nextTryAt: number; marked: boolean }): Promise<{ version: number; unreachableCount: number; unreachableSince: number }> {
     const noted = await this.call(noteUnreachableScript, { delegation: this.delegationKeys(ref)[0] }, { fence, nowMs: this.now(), ...input });
     return unlessRefused(noted, ref, 'noteUnreachable');
+  }
+
+  /**
+   * Journals a send that waits for its agent's flow control before the mark (noteSlotWait-1.lua): nothing was sent,
+   * the attempt stays INTENT with `slotWaitUntil` and `nextTryAt` set to the next try (ms). Compare-and-set on the send
+   * run's fencing token.
+   * @returns the row's new version
+   * @throws JournalError FENCE_LOST, WRONG_STATE (not INTENT, or a task is bound), MAY_HAVE_SENT (marked), DELEGATION_MISSING
+   */
+  async noteSlotWait(ref: DelegationRef, fence: number, nextTryAt: number): Promise<{ version: number }> {
+    const noted = await this.call(noteSlotWaitScript, { delegation: this.delegationKeys(ref)[0] }, { fence, nowMs: this.now(), nextTryAt });
+    return unlessRefused(noted, ref, 'noteSlotWait');
   }
 
   /** Counts one TaskNotFoundError; returns the count and when the first one was seen (ms). */

@@ -59,6 +59,12 @@ export interface JournalKeys {
   taskOwner(agentCardUrl: string, taskId: string): string;
   /** The readiness probe's short-lived key (string `1` with a TTL; `Journal.probeWrites`). */
   writeProbe(): string;
+  /**
+   * An agent's fleet-wide flow control (agentFlow-2.lua), by its normalized card URL: `slots` (sorted set of slot
+   * holders scored by lease end, ms) and `state` (hash: pausedUntil, nextSend, nextResubscribe). Hash-tagged by a
+   * digest of the card URL, so one script reaches both on a Cluster.
+   */
+  agentFlow(agentCardUrl: string): { slots: string; state: string };
 }
 
 /** Builds the key layout for one prefix (default `da2a`). */
@@ -86,6 +92,10 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     // Agents choose task ids (any length, any characters): the key holds a digest.
     taskOwner: (agentCardUrl, taskId) => `${prefix}:task:${createHash('sha256').update(agentCardUrl).update('\n').update(taskId).digest('hex')}`,
     writeProbe: () => `${prefix}:write-probe`,
+    agentFlow: (agentCardUrl) => {
+      const tagged = `${prefix}:agents:flow:{${createHash('sha256').update(agentCardUrl).digest('hex').slice(0, 32)}}`;
+      return { slots: `${tagged}:slots`, state: `${tagged}:state` };
+    },
   };
 }
 

@@ -126,6 +126,7 @@ const FIELDS: readonly (readonly [string, Read | typeof secret])[] = [
   ['unsentTries', count],
   ['unreachableSince', optionalMs],
   ['nextTryAt', optionalMs],
+  ['slotWaitUntil', optionalMs],
   ['version', number],
   ['fence', count],
   ['notFoundCount', count],

@@ -128,6 +128,8 @@ export const DelegationRecordSchema = z
     unsentTries: count,
     unreachableSince: optionalMs,
     nextTryAt: optionalMs,
+    /** Waiting for a slot at its agent (noteSlotWait-1.lua: fleet-wide limits, this worker's share, a pause): until when (ms). */
+    slotWaitUntil: optionalMs,
     version: z.string().transform(Number),
     fence: count,
     notFoundCount: count,

@@ -164,6 +164,15 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       });
       return noted ? { applied: true, finished: false, version: noted.version } : NOTHING_WRITTEN;
     }
+    case 'note-slot-wait': {
+      // Only the send run that asked writes it (its fence); a run fenced out meanwhile writes nothing and stops.
+      if (scope.fence === undefined) return NOTHING_WRITTEN;
+      const noted = await ctx.journal.noteSlotWait(ref, scope.fence, write.nextTryAt).catch((error: unknown) => {
+        if (error instanceof JournalError && error.code !== 'DELEGATION_MISSING') return undefined;
+        throw error;
+      });
+      return noted ? { applied: true, finished: false, version: noted.version } : NOTHING_WRITTEN;
+    }
     case 'note-protocol-error':
       await ctx.journal.noteProtocolError(ref, write.error);
       (scope.log ?? ctx.logger).warn({ ...ref, code: write.error.code, detail: write.error.message }, 'an answer we cannot apply; journaled as a protocol error');

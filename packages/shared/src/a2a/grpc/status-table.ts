@@ -19,7 +19,9 @@ import {
   UnsupportedOperationError,
   UpstreamError,
   errorClassForReason,
+  withRetryAfter,
 } from '../errors.ts';
+import { RETRY_INFO_TYPE_URL, retryAfterOfRetryInfo } from '../retry-after.ts';
 import { messageType } from './codec.ts';
 
 type ErrorClass = new (message?: string, details?: { reason?: string; cause?: unknown }) => A2AError;
@@ -60,17 +62,30 @@ const ERROR_INFO_TYPE_URL = 'type.googleapis.com/google.rpc.ErrorInfo';
 let statusType: DescMessage | undefined;
 let errorInfoType: DescMessage | undefined;
 
+/** The `google.rpc.Status` details in the error's `grpc-status-details-bin` trailer ([] when absent or undecodable). */
+function statusDetails(error: Pick<ServiceError, 'metadata'>): { typeUrl: string; value: Uint8Array }[] {
+  const raw = error.metadata?.get(GRPC_STATUS_DETAILS_KEY)[0];
+  if (raw === undefined) return [];
+  statusType ??= messageType('google.rpc.Status');
+  try {
+    return (fromBinary(statusType, typeof raw === 'string' ? Buffer.from(raw, 'binary') : raw) as unknown as { details: { typeUrl: string; value: Uint8Array }[] }).details;
+  } catch {
+    return [];
+  }
+}
+
+/** The wait (ms) a RetryInfo in the error's status details asks for, if any. */
+export function retryInfoDelayMs(error: Pick<ServiceError, 'metadata'>): number | undefined {
+  const detail = statusDetails(error).find((entry) => entry.typeUrl === RETRY_INFO_TYPE_URL);
+  return detail ? retryAfterOfRetryInfo(detail.value) : undefined;
+}
+
 /** The `ErrorInfo.reason` in the error's `grpc-status-details-bin` trailer, if any (undecodable details are ignored). */
 export function errorInfoReason(error: Pick<ServiceError, 'metadata'>): string | undefined {
-  const raw = error.metadata?.get(GRPC_STATUS_DETAILS_KEY)[0];
-  if (raw === undefined) return undefined;
-  statusType ??= messageType('google.rpc.Status');
+  const details = statusDetails(error);
   errorInfoType ??= messageType('google.rpc.ErrorInfo');
   try {
-    const status = fromBinary(statusType, typeof raw === 'string' ? Buffer.from(raw, 'binary') : raw) as unknown as {
-      details: { typeUrl: string; value: Uint8Array }[];
-    };
-    for (const detail of status.details) {
+    for (const detail of details) {
       if (detail.typeUrl !== ERROR_INFO_TYPE_URL) continue;
       const info = fromBinary(errorInfoType, detail.value) as unknown as { reason: string };
       if (info.reason) return info.reason;
@@ -99,7 +114,9 @@ export function errorFromGrpc(error: ServiceError, url: string): A2AError {
     return new ProtocolError(`message from ${url} over the size limit: ${error.details}`, details);
   }
   const errorClass = (reason === undefined ? undefined : errorClassForReason(reason)) ?? GRPC_STATUS_TABLE.get(error.code);
-  return errorClass ? new errorClass(message, details) : new ProtocolError(`unknown gRPC status ${error.code}: ${message}`, details);
+  const mapped = errorClass ? new errorClass(message, details) : new ProtocolError(`unknown gRPC status ${error.code}: ${message}`, details);
+  // Quota or overload with RetryInfo (the richer error model): the server says when to come back.
+  return error.code === GrpcStatus.RESOURCE_EXHAUSTED ? withRetryAfter(mapped, retryInfoDelayMs(error)) : mapped;
 }
 
 /** `true` for what grpc-js raises for a failed call (a `ServiceError`: numeric `code`, `details`, trailers). */

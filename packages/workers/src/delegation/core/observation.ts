@@ -176,6 +176,11 @@ export type Observation =
   | { kind: 'row-checked'; plan?: FollowPlan }
   /** A follow must wait (the agent's share of follow slots is full, a lease holder went away): follow again after `delayMs`. */
   | { kind: 'follow-deferred'; delayMs: number; resubscription: number; reason: string }
+  /**
+   * A send must wait for its agent before the mark (nothing sent): every slot of the agent held across the fleet,
+   * this process's share of send slots for it full, its send rate, or a pause it asked for. Try again at `untilMs`.
+   */
+  | { kind: 'send-deferred'; untilMs: number; reason: 'slots-full' | 'share-full' | 'rate' | 'paused' }
   /** The workflow stopped before this held INTENT was sent (it will never run). */
   | { kind: 'workflow-stopped' }
   /** The agent's auth handler ran its rounds and the agent asks again (P33): `challenge` is the agent's text. */
@@ -213,6 +218,7 @@ export const OBSERVATION_KINDS = [
   'effect-verified',
   'row-checked',
   'follow-deferred',
+  'send-deferred',
   'stream-handed-off',
   'workflow-stopped',
   'auth-exhausted',

@@ -32,6 +32,8 @@ export type Write =
   | { kind: 'note-send-error'; error: RecordedError }
   /** A try that could not reach the agent (nothing created): the row waits for `nextTryAt`; `marked`: the try's send mark is cleared. */
   | { kind: 'note-unreachable'; error: RecordedError; nextTryAt: number; marked: boolean }
+  /** A send that waits for its agent's flow control before the mark: the row waits for `nextTryAt` (nothing sent). */
+  | { kind: 'note-slot-wait'; nextTryAt: number }
   /** A protocol error an agent caused without ending the attempt. */
   | { kind: 'note-protocol-error'; error: RecordedError }
   /** One more TaskNotFound answer (count, first time). */
@@ -266,6 +268,10 @@ export function transition(record: DelegationRecord, observation: Observation, p
       return { next: { kind: 'route', ...(observation.plan ? { plan: observation.plan } : {}) } };
     case 'follow-deferred':
       return { next: { kind: 'follow', plan: { resubscription: observation.resubscription, delayMs: observation.delayMs } } };
+    case 'send-deferred':
+      // Only an unmarked INTENT waits (nothing left); any other row is routed as it is.
+      if (record.state !== 'INTENT' || record.sendStartedAt !== undefined || record.taskId !== undefined) return { next: route };
+      return { write: { kind: 'note-slot-wait', nextTryAt: observation.untilMs }, next: { kind: 'send-later', atMs: observation.untilMs } };
     case 'stream-handed-off':
       return { next: { kind: 'route', plan: { again: false } } };
     case 'workflow-stopped':

@@ -21,6 +21,7 @@ const MAX_SEARCHES_WHILE_HELD = 20;
 
 /**
  * Sends `request` and, while the answer is held, searches for our task (see the module header).
+ * `stop`: aborts the request from outside (the fleet closing while the send waits outside its job).
  * Rejects with the send's error (never with a search error: those only end the searching).
  */
 export async function sendWhileSearching(
@@ -29,8 +30,10 @@ export async function sendWhileSearching(
   transport: A2ATransport,
   request: SendMessageRequest,
   timeoutMs: number,
+  stop?: AbortSignal,
 ): Promise<HeldSendResult> {
   const send = new AbortController();
+  if (stop) stop.addEventListener('abort', () => send.abort(stop.reason), { once: true, signal: send.signal });
   const searching = new AbortController();
   const answer = transport.sendMessage(request, { timeoutMs, signal: send.signal }).then((response): HeldSendResult => ({ kind: 'answer', response }));
   const found = searchWhileHeld(ctx, record, transport, searching.signal).then((hit) => (hit ? ({ kind: 'found', ...hit } as const) : answer));

@@ -18,42 +18,6 @@ import { readStream, type SinkResult } from '../io/stream.ts';
 import { renewWhileHeld } from './lease-renewal.ts';
 import { leaseHeld } from './reconcile.ts';
 
-/**
- * The follow slots this process holds per Agent Card URL (RT6: one agent cannot hold all follow capacity).
- * A member of `WorkerContext` (`followSlots`), created in `fleet.ts`.
- */
-export class AgentFollowSlots {
-  private readonly held = new Map<string, number>();
-  private inUse = 0;
-
-  /** `perAgent`: each agent's share (`followSlotsPerAgent`); `concurrency`: this process's follow concurrency. */
-  constructor(
-    private readonly perAgent: number,
-    private readonly concurrency: number,
-  ) {}
-
-  /**
-   * Takes one of the agent's follow slots. Within its share always; beyond it only while more than a tenth of this
-   * process's follow concurrency (at least one slot) stays free for other agents. False when the agent must wait.
-   */
-  take(agent: string): boolean {
-    const held = this.held.get(agent) ?? 0;
-    if (held >= this.perAgent && this.concurrency - this.inUse <= Math.max(1, Math.floor(this.concurrency / 10))) return false;
-    this.held.set(agent, held + 1);
-    this.inUse++;
-    return true;
-  }
-
-  /** Gives back a slot taken with `take`. */
-  release(agent: string): void {
-    const held = this.held.get(agent) ?? 0;
-    if (held === 0) return;
-    this.inUse--;
-    if (held <= 1) this.held.delete(agent);
-    else this.held.set(agent, held - 1);
-  }
-}
-
 /** The follow lease token of a follow job or local follow run `runId` in this process. */
 export function followToken(ctx: WorkerContext, runId: string | undefined): string {
   return `${ctx.workerId}/${runId}`;
@@ -123,7 +87,12 @@ async function followUnleased(
   if (data.again && !data.slotTaken) {
     // Fleet-wide limit on resubscriptions only (a restarted agent is not stormed); first subscriptions of new
     // work are not held back. The slot is reserved once: the job sleeps until it and then runs without asking again.
-    const waitMs = await ctx.journal.takeToken('resubscribe', ctx.options.subscribeRateLimit.max, ctx.options.subscribeRateLimit.durationMs);
+    // And the agent's own turn (its `rate.resubscribesPerSecond`, a pause it asked for), fleet-wide too.
+    const [fleetWaitMs, agentWaitMs] = await Promise.all([
+      ctx.journal.takeToken('resubscribe', ctx.options.subscribeRateLimit.max, ctx.options.subscribeRateLimit.durationMs),
+      ctx.flow.resubscribeTurn(record.agentCardUrl, ctx.agentLimits.of(record.agentCardUrl).rate?.resubscribesPerSecond ?? 0),
+    ]);
+    const waitMs = Math.max(fleetWaitMs, agentWaitMs);
     if (waitMs > 0) {
       // Keep the reconciler from reattaching (and reserving again) while this job waits for its slot.
       await ctx.journal.scheduleCheck(ref, ctx.options.now() + waitMs + ctx.options.lockDurationMs);

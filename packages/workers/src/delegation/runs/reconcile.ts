@@ -99,7 +99,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   if (leaseMs > 0) return leaseHeld(ctx, ref, leaseMs, check);
   // Parked: re-read (the agent may have moved on). Otherwise reattach: the subscription's
   // first event is the authoritative snapshot, and a refusal means terminal (one GetTask).
-  if (isParked(record.state)) return rereadTask(ctx, record, log);
+  if (isParked(record.state)) return withReconcileSlot(ctx, record, () => rereadTask(ctx, record, log));
   // Within a no-progress run the progress rule's count carries over: a slow-polled delegation is read, not resubscribed.
   await apply(ctx, record, { kind: 'follow-deferred', delayMs: 0, resubscription: record.noProgressSince === undefined ? 0 : record.noProgressCount, reason: 'reattach' }, { source: 'reconcile' });
   // One line when a task nobody followed is taken up again; a slow-polled one comes back every poll (debug).
@@ -167,7 +167,25 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
     await apply(ctx, record, { kind: 'handler-interrupted' }, { source: 'reconcile' });
     return 'handler-rerun';
   }
-  return findAndDecide(ctx, record, log);
+  return withReconcileSlot(ctx, record, () => findAndDecide(ctx, record, log));
+}
+
+/**
+ * Runs a reconcile call to the agent (a search, a re-read) within the agent's share of this process's reconcile
+ * slots (`reconcileSlotsPerAgent`): beyond it the record is looked at again after `slotWaitMs` (+ jitter), so an agent
+ * that answers slowly cannot hold every reconcile slot.
+ */
+async function withReconcileSlot(ctx: WorkerContext, record: DelegationRecord, call: () => Promise<string>): Promise<string> {
+  if (!ctx.reconcileSlots.take(record.agentCardUrl)) {
+    const delayMs = ctx.options.slotWaitMs + Math.floor(Math.random() * ctx.options.slotWaitMs);
+    await ctx.journal.scheduleCheck(record, ctx.options.now() + delayMs);
+    return 'agent-share-full';
+  }
+  try {
+    return await call();
+  } finally {
+    ctx.reconcileSlots.release(record.agentCardUrl);
+  }
 }
 
 /**

@@ -9,6 +9,7 @@ import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';
 import { sendFailureObservation } from '../io/send-errors.ts';
 import { unreachableBoundsOf } from '../attempt-step.ts';
+import { pauseForRetryAfter } from './flow.ts';
 
 type Log = WorkerContext['logger'];
 
@@ -40,6 +41,8 @@ export async function sendFailed(ctx: WorkerContext, failure: SendFailure): Prom
     await apply(ctx, record, { kind: 'send-in-doubt', reason: 'the journal refused a second send' }, { log });
     return 'may-have-sent';
   }
+  // The agent asked every caller to wait (429/503 Retry-After, RetryInfo): the whole fleet pauses its sends to it.
+  await pauseForRetryAfter(ctx, record.agentCardUrl, error, log);
   const nextInterface = failure.afterMark ? await interfaceAfterRefusal(ctx, record, error) : undefined;
   const bounds = isRetryable(error) ? await unreachableBoundsOf(ctx, record) : undefined;
   const observation = sendFailureObservation(error, failure.afterMark, failure.job, nextInterface, bounds);

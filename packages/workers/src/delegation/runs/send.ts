@@ -34,6 +34,7 @@ import { sendWhileSearching, type HeldSendResult } from '../io/send-held.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
 import { sendStreaming } from './send-stream.ts';
 import { pushConfigOf, wantedPushConfig } from '../io/push-config.ts';
+import { takeSendTurn, type SendTurn } from './flow.ts';
 
 type Log = WorkerContext['logger'];
 
@@ -64,8 +65,19 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
   const log = lazyChildLogger(ctx.logger, { queue: 'send', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (await refuseUnknownVerifier(ctx, record, log)) return 'verifier-unknown';
-  const prepared = await prepareSend(ctx, record, job, log);
-  return typeof prepared === 'string' ? prepared : deliver(ctx, record, job, prepared, log);
+  // The agent's turn before the mark (nothing has left): a send over its agent's limits waits, never fails.
+  const turn = record.agentCardUrl.startsWith(HANDLER_PREFIX) ? undefined : await takeSendTurn(ctx, record, sendRunToken(ctx, job));
+  if (turn && 'untilMs' in turn) {
+    await apply(ctx, record, { kind: 'send-deferred', untilMs: turn.untilMs, reason: turn.reason }, { fence: record.fence, log, source: 'send' });
+    log.info({ reason: turn.reason, nextTryAt: turn.untilMs }, `waiting for a slot at ${record.agentCardUrl}`);
+    return 'waiting-for-slot';
+  }
+  try {
+    const prepared = await prepareSend(ctx, record, job, log);
+    return typeof prepared === 'string' ? prepared : await deliver(ctx, record, job, prepared, log, turn);
+  } finally {
+    turn?.release();
+  }
 }
 
 /** A send ready to leave: our fence, the interface (journaled by the mark) and when the mark was written. */
@@ -119,8 +131,11 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
   return { fence, agentInterface, markedAt, streaming, leaseHeld };
 }
 
-/** Sends the marked message and applies the answer (or the task a search found while the send was held). */
-async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun, prepared: PreparedSend, log: Log): Promise<string> {
+/**
+ * Sends the marked message and applies the answer (or the task a search found while the send was held). `turn`: the
+ * send's turn at its agent; a held send may hand it over and go on outside its job (`waitOrMoveOut`).
+ */
+async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun, prepared: PreparedSend, log: Log, turn?: SendTurn): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // The mark took the send lease: a send that stops before the request gives it back (the reconciler need not wait for it).
   const giveBack = () => (prepared.leaseHeld ? releaseSendLease(ctx, ref, job) : undefined);
@@ -146,9 +161,42 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     return typeof outcome === 'string' ? outcome : applyHeldResult(ctx, held, outcome);
   }
   // An answer (or a task found meanwhile) gives the lease back with its own transition (`endsLease`): one round trip less.
-  const result = await holdingSendLease(ctx, ref, sendRunToken(ctx, job), () => requestHeld(ctx, held, timeLeftMs), prepared.leaseHeld, (answer) => typeof answer !== 'string');
-  if (typeof result === 'string') return result;
-  return applyHeldResult(ctx, { ...held, holdsLease: prepared.leaseHeld }, result);
+  const stop = new AbortController();
+  const run = holdingSendLease(ctx, ref, sendRunToken(ctx, job), () => requestHeld(ctx, held, timeLeftMs, stop.signal), prepared.leaseHeld, (answer) => typeof answer !== 'string').then(
+    (result) => (typeof result === 'string' ? result : applyHeldResult(ctx, { ...held, holdsLease: prepared.leaseHeld }, result)),
+  );
+  return waitOrMoveOut(ctx, record, run, { turn, stop, log });
+}
+
+/**
+ * Waits for the send's run; when the agent still holds the send after `requestTimeoutMs`, the run goes on outside the
+ * job in the held sends' pool (`held-sends.ts`: its job's send slot goes to other sends) if the pool has room for
+ * this agent. The run's errors after that are logged (its send lease runs out and the reconciler decides).
+ */
+async function waitOrMoveOut(ctx: WorkerContext, record: DelegationRecord, run: Promise<string>, moving: { turn: SendTurn | undefined; stop: AbortController; log: Log }): Promise<string> {
+  const { turn, stop, log } = moving;
+  if (!turn || ctx.options.heldSendSlots === 0) return run;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const held = new Promise<undefined>((resolve) => {
+    timer = setTimeout(() => resolve(undefined), ctx.options.requestTimeoutMs);
+  });
+  try {
+    const first = await Promise.race([run, held]);
+    if (first !== undefined) return first;
+  } finally {
+    clearTimeout(timer);
+  }
+  const detached = run.catch((error: unknown) => {
+    log.warn({ err: error }, 'a held send moved out of its job ended with an error; its lease runs out and the reconciler decides');
+    return 'failed';
+  });
+  if (!ctx.heldSends.adopt(record.agentCardUrl, detached)) return run;
+  const onClose = () => stop.abort();
+  ctx.heldSends.signal.addEventListener('abort', onClose, { once: true });
+  void detached.finally(() => ctx.heldSends.signal.removeEventListener('abort', onClose));
+  turn.handOver(detached);
+  log.info('the agent holds the send: it waits outside its job, whose send slot goes to other sends');
+  return 'held-moved-out';
 }
 
 /**
@@ -183,8 +231,11 @@ interface HeldSend {
   holdsLease?: boolean;
 }
 
-/** Sends with SendMessage (the caller holds the send lease): the answer, the task found meanwhile, or the failure's outcome. */
-async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: number): Promise<HeldSendResult | string> {
+/**
+ * Sends with SendMessage (the caller holds the send lease): the answer, the task found meanwhile, or the failure's
+ * outcome. `stop`: aborts the request (a held send outside its job when the fleet closes).
+ */
+async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: number, stop?: AbortSignal): Promise<HeldSendResult | string> {
   const { record, job, transport, request, log } = send;
   try {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
@@ -192,7 +243,7 @@ async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: numbe
     // V2: an agent may hold the send until the work is done; the attempt's deadline bounds it, the send
     // lease keeps the reconciler from deciding "may have been sent" while the answer can still come, and
     // a search may find the task meanwhile (send-held.ts).
-    return await sendWhileSearching(ctx, record, transport, request, timeLeftMs);
+    return await sendWhileSearching(ctx, record, transport, request, timeLeftMs, stop);
   } catch (error) {
     return sendFailed(ctx, { record, fence: send.fence, error, log, job, afterMark: true });
   }
