@@ -348,6 +348,20 @@ describe('properties per kind', () => {
     );
   });
 
+  it('the full read of a task found by our messageId failing with a retryable error is a counted round, never an uncounted re-check (fuzz 31337 run 246)', () => {
+    const retryableCodes = fc.constantFrom('INTERNAL_ERROR', 'UPSTREAM_ERROR', 'NETWORK_ERROR', 'STREAM_IDLE');
+    fc.assert(
+      fc.property(calls, retryableCodes, fc.boolean(), (call, code, cycle) => {
+        const step = transition(recordIn('INTENT'), { kind: 'read-failed', call, code, retryable: true, why: 'adopting a task found by our messageId', cycle }, policy);
+        expect(step.next.kind).toBe('progress');
+        if (step.next.kind === 'progress') expect(step.next.unacceptable).toEqual({ code });
+        expect(writesOf(step)).toEqual([]);
+      }),
+    );
+    // A bound row's re-read outside a cycle that drops is still looked at again at its next check (the progress rule covers cycles).
+    expect(transition(recordIn('INPUT_REQUIRED'), { kind: 'read-failed', call: 'get-task', code: 'NETWORK_ERROR', retryable: true, why: 'x', cycle: false }, policy).next.kind).toBe('check-later');
+  });
+
   it('a task found by our messageId whose GetTask was unusable is adopted from ListTasks with artifacts, only when proven ours', () => {
     fc.assert(
       fc.property(fc.constantFrom<TaskState>('TASK_STATE_COMPLETED', 'TASK_STATE_WORKING', 'TASK_STATE_FAILED'), fc.boolean(), (taskState, proven) => {

@@ -208,8 +208,12 @@ export function transition(record: DelegationRecord, observation: Observation, p
       if (unacceptable && (observation.cycle || record.taskId === undefined)) return { next: { kind: 'search', purpose: 'read', why: `${why}; ${call} failed: ${code}` } };
       // Counted by the progress rule in a cycle or not (a task found by our messageId whose full read we cannot use,
       // a parked re-read): an answer we can never accept ends in bounded calls, never in an endless re-check.
-      if (observation.cycle || unacceptable) {
-        const counted = unacceptable ? { unacceptable: { code } } : observation.afterLiveStream ? { live: true } : {};
+      // A task found by our messageId (the row not yet bound) cannot be adopted without its full read: a read that
+      // keeps failing, even with a retryable error (-32603, a drop), is a counted round too, never an uncounted
+      // re-check at every reconcile interval (ListTasks + GetTask for ever).
+      const unbound = record.taskId === undefined;
+      if (observation.cycle || unacceptable || unbound) {
+        const counted = unacceptable || unbound ? { unacceptable: { code } } : observation.afterLiveStream ? { live: true } : {};
         return { next: { kind: 'progress', what: `${why}; ${call} failed: ${code}`, ...counted } };
       }
       // A drop outside a follow cycle (a reconcile re-read): the row is looked at again at its next check.
