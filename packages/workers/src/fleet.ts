@@ -218,7 +218,9 @@ async function closeFleet({ workers, heldSends, localFollows, shutdown, queues, 
     logger.warn({ timeoutMs }, 'close timed out; abandoning in-flight jobs to the stalled-job check');
     for (const client of [connection, journalRedis]) client.disconnect(); // BullMQ keeps a worker's first (graceful) close: end what it waits for
     await within(Promise.all(workers.map((worker) => worker.close(true))).catch(() => undefined));
-    await ownDispatcher?.close().catch(() => undefined);
+    // A request still held by an agent would keep a graceful close() waiting for ever: abandon it (the send's lease
+    // runs out and the reconciler searches for our messageId, as after a crash).
+    await ownDispatcher?.destroy().catch(() => undefined);
     return;
   }
   if (connection.status !== 'ready') {
