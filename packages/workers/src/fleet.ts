@@ -200,7 +200,7 @@ interface FleetResources {
   connection: RedisClient;
   journalRedis: RedisClient;
   refusalGate: RedisRefusalGate;
-  ownDispatcher: { close(): Promise<void> } | undefined;
+  ownDispatcher: { close(): Promise<void>; destroy(): Promise<void> } | undefined;
   logger: Logger;
   timeoutMs: number;
 }
