@@ -2,19 +2,20 @@
  * A workflow's history as the views give it (API, CLI, /ui, `waitFor`): the journal's entries (shared
  * journal/history.ts) with every time ISO 8601, the text of questions and answers, the step of each attempt, and for
  * a question the request it belongs to (the attempt's messageId and text). Entries the bounds dropped are one
- * `dropped` entry first ("n entries dropped").
+ * `dropped` entry first ("n entries dropped"). A question that expired unanswered is one `question-expired` entry,
+ * read from its attempt's row (`questionExpiredAt`, `questionExpiry`, and with `answer` the default answer sent).
  */
 import { partsText, type DelegationView, type History, type HistoryEntry } from '@durable-a2a/shared';
 
 /** A history entry's view fields; fields beyond these are the stored entry's own (`message`, `parts`, `evidence`, `previous`, …). */
 interface HistoryEntryFields {
-  /** `question`, `answer`, `answer-refused`, `cancel`, `resolution`, `redelegation`, `verification`, `compensation`, `dropped`, or a kind a later release writes. */
+  /** `question`, `answer`, `answer-refused`, `question-expired`, `cancel`, `resolution`, `redelegation`, `verification`, `compensation`, `dropped`, or a kind a later release writes. */
   kind: string;
   /** When it was journaled (ISO 8601). */
   at: string;
   delegationId?: string;
   step?: string;
-  /** A question's or an answer's text parts joined; a refused answer's reason; a dropped marker's sentence. */
+  /** A question's or an answer's text parts joined; a refused answer's reason; an expired question's default answer; a dropped marker's sentence. */
   text?: string;
   /** Who acted: `token <name>`, `session <name>`, `link <id>`, or what a library caller passed. */
   by?: string;
@@ -51,6 +52,13 @@ const line = (text: string, length = 300) => {
 const quoted = (text: string | undefined) => (text ? `: "${line(text)}"` : '');
 const byWhom = (by: unknown) => (typeof by === 'string' ? ` by ${by}` : '');
 
+/** What was done with an expired question (the step's `question.onExpiry`), as a `question-expired` summary says it. */
+const EXPIRY_OUTCOME: Record<string, string> = {
+  answer: 'the default answer was sent',
+  cancel: 'the workflow was cancelled',
+  fail: 'the attempt failed (QUESTION_EXPIRED)',
+};
+
 /** The one-line summary of an entry (its view fields: `text`, `step`, `request` filled in). */
 function summaryOf(entry: HistoryEntryFields): string {
   const attempt = entry.delegationId ?? '';
@@ -61,6 +69,8 @@ function summaryOf(entry: HistoryEntryFields): string {
       return `${attempt} answered${byWhom(entry.by)}${quoted(entry.text)}`;
     case 'answer-refused':
       return `${attempt}: the agent refused answer ${String(entry.messageId)}${quoted(entry.text)}`;
+    case 'question-expired':
+      return `${attempt}: the question expired unanswered; ${EXPIRY_OUTCOME[String(entry.onExpiry)] ?? String(entry.onExpiry)}${quoted(entry.text)}`;
     case 'cancel':
       return `cancel requested${byWhom(entry.by)}`;
     case 'resolution':
@@ -80,6 +90,23 @@ function summaryOf(entry: HistoryEntryFields): string {
   }
 }
 
+/**
+ * The `question-expired` entry of an attempt whose question expired unanswered, else undefined. The journal marks
+ * the expiry on the attempt's row (expireQuestion-1.lua), not in the history list: the row keeps the last expiry.
+ */
+function expiryEntry(delegation: DelegationView): HistoryEntryFields | undefined {
+  if (delegation.questionExpiredAt === undefined || delegation.questionExpiry === undefined) return undefined;
+  const defaultAnswer = delegation.questionExpiry === 'answer' && delegation.replyBy === 'expiry' && delegation.replyMessage ? partsText(delegation.replyMessage.parts) : undefined;
+  return {
+    kind: 'question-expired',
+    at: iso(delegation.questionExpiredAt),
+    delegationId: delegation.delegationId,
+    step: delegation.step,
+    onExpiry: delegation.questionExpiry,
+    ...(defaultAnswer !== undefined ? { text: defaultAnswer, by: 'expiry' } : {}),
+  };
+}
+
 /** `history` as a view, `delegations` giving each attempt's step and request; `createdAtMs` dates a dropped marker when nothing else does. */
 export function historyView(history: History, delegations: readonly DelegationView[], createdAtMs: number): HistoryEntryView[] {
   const byId = new Map(delegations.map((delegation) => [delegation.delegationId, delegation]));
@@ -96,6 +123,15 @@ export function historyView(history: History, delegations: readonly DelegationVi
     };
     return { ...view, summary: summaryOf(view) };
   });
+  const expiries = delegations.flatMap((delegation) => {
+    const entry = expiryEntry(delegation);
+    return entry ? [{ ...entry, summary: summaryOf(entry) }] : [];
+  });
+  if (expiries.length > 0) {
+    // Oldest first; a stable sort keeps the journal's order among entries of the same millisecond.
+    entries.push(...expiries);
+    entries.sort((a, b) => Date.parse(a.at) - Date.parse(b.at));
+  }
   if (history.dropped === 0) return entries;
   const text = `${history.dropped} ${history.dropped === 1 ? 'entry' : 'entries'} dropped`;
   const marker: HistoryEntryView = { kind: 'dropped', at: entries[0]?.at ?? iso(createdAtMs), count: history.dropped, text, summary: `${text} (older history beyond its bounds)` };
