@@ -18,7 +18,7 @@ import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from './harness/redis.ts';
 import { TEST_API_TOKEN, listenOnLoopback, startTestServer } from './harness/api-server.ts';
-import { chromiumMissing, launchChromium, watchContentSecurityPolicy } from './harness/chromium.ts';
+import { chromiumMissing, launchChromium, loopbackPages } from './harness/chromium.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { bookingVerifier, startTravelCast, travelWorkflow, type TravelCast } from './harness/travel.ts';
 
@@ -56,23 +56,10 @@ describe.skipIf(chromiumMissing !== undefined)('/ui in chromium', () => {
     await cast?.close();
   });
 
-  /** Every request a page made to anything but this deployment (127.0.0.1): must stay empty. */
-  const offSite: string[] = [];
+  const { newPage, offSite, cspViolations } = loopbackPages(() => browser);
+  // Nothing leaves 127.0.0.1, and the Content-Security-Policy refuses nothing the pages need.
   afterAll(() => expect(offSite).toEqual([]));
-  /** What the pages' Content-Security-Policy refused (F35: the policy must leave the pages working). */
-  const cspViolations: string[] = [];
   afterAll(() => expect(cspViolations).toEqual([]));
-
-  const newPage = async (): Promise<Page> => {
-    const context = await browser.newContext({ viewport: { width: 1400, height: 1000 } });
-    context.on('request', (request) => {
-      const url = new URL(request.url());
-      if (url.hostname !== '127.0.0.1' && url.protocol !== 'data:') offSite.push(request.url());
-    });
-    const page = await context.newPage();
-    watchContentSecurityPolicy(page, cspViolations);
-    return page;
-  };
   /** Signs in with the form, as a person does: the page without a session is the form; the token is posted once. */
   const signedIn = async (path = '/ui'): Promise<Page> => {
     const page = await newPage();
