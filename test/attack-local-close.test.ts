@@ -63,8 +63,13 @@ describe.skipIf(testsOnCluster())('closing a fleet with local follows while Redi
     fleets.push(first);
     await client().config('SET', 'maxmemory', '1');
     try {
-      // The agent finishes every task meanwhile: each stream's terminal event meets a refused write.
-      await eventually(async () => (await first.metrics.localFollows.get()).values[0]!.value === 0, 'every local follow ended by the refused writes', 20_000);
+      // The agent finishes every task meanwhile: each stream's terminal event meets a refused write, which the fleet's
+      // refusal gate holds back (backing off) rather than failing at once.
+      const refusals = async () => (await first.metrics.redisRefusals.get()).values.reduce((sum, sample) => sum + sample.value, 0);
+      await eventually(async () => (await refusals()) > 0, 'the fleet met refused writes', 20_000);
+      // Several backoff rounds of refusals (each round one probe write): the 1.5 s tasks finish meanwhile.
+      const refusedAtFirst = await refusals();
+      await eventually(async () => (await refusals()) >= refusedAtFirst + 4, 'refusals over several backoff rounds', 30_000);
     } finally {
       await client().config('SET', 'maxmemory', '0');
     }

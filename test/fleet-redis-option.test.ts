@@ -53,7 +53,7 @@ it.skipIf(testsOnCluster())('startFleet({ redis: client }) duplicates the client
 
 it('the deprecated redisUrl still starts a fleet; neither option is a TypeError', async () => {
   const fleet = await startFleet({ redisUrl: redisServer().url, prefix: 'redis-legacy', logger: createLogger({ level: 'silent' }) });
-  expect(fleet.health().queues).toHaveLength(5);
+  expect(fleet.health().queues).toHaveLength(6); // send, follow, reconcile, verify, compensate, notify
   await fleet.close();
   await expect(startFleet({ prefix: 'redis-none' })).rejects.toThrow(TypeError);
 });
