@@ -210,7 +210,7 @@ describe("a workflow's updatedAt moves with every change of its attempts' state;
     await producer.journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'task-order', contextId: 'context-order', statusMessage: { role: 'ROLE_AGENT', messageId: 'q-order', parts: [{ text: 'which?' }] } } as Parameters<Producer['journal']['applyStatus']>[1]);
     const asked = await updatedAt('order-older');
     expect(asked).toBeGreaterThan(before);
-    expect((await producer.get('order-older')).updatedAt).toBe(asked);
+    expect((await producer.get('order-older')).updatedAt).toBe(new Date(asked).toISOString());
     expect(await listed()).toEqual(['order-older', 'order-newer']);
     // A re-read that changes nothing does not move it; a new state does.
     await producer.journal.applyStatus(ref, { mode: 'snapshot', state: 'INPUT_REQUIRED', taskId: 'task-order' } as Parameters<Producer['journal']['applyStatus']>[1]);

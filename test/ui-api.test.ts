@@ -23,7 +23,7 @@ let asking: DemoAgentHandle;
 interface Summary {
   workflowId: string;
   state: string;
-  updatedAt: number;
+  updatedAt: string;
   openQuestions: number;
   waitingFor?: string;
 }
@@ -79,6 +79,39 @@ describe('GET /v1/questions', () => {
   });
 });
 
+/** Where `value` breaks the views' time rule: an instant (`…At`, `at`, `…Since`, `…Until`) that is not ISO 8601, a duration number not named `…Ms`. */
+function timeRuleBreaches(value: unknown, path = '$'): string[] {
+  if (Array.isArray(value)) return value.flatMap((item, index) => timeRuleBreaches(item, `${path}[${index}]`));
+  if (value === null || typeof value !== 'object') return [];
+  return Object.entries(value).flatMap(([name, field]) => {
+    const where = `${path}.${name}`;
+    const breaches: string[] = [];
+    if ((/(At|Since|Until)$/.test(name) || name === 'at') && (typeof field !== 'string' || !ISO_INSTANT.test(field))) breaches.push(`${where} is not an ISO 8601 instant: ${JSON.stringify(field)}`);
+    if (typeof field === 'number' && /(duration|delay|timeout|ttl|interval|elapsed|age|after|backoff|wait|time|timestamp)$/i.test(name) && !name.endsWith('Ms')) breaches.push(`${where} is a duration number not named …Ms`);
+    return [...breaches, ...timeRuleBreaches(field, where)];
+  });
+}
+const ISO_INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
+
+describe('every view writes instants as ISO 8601 and durations as …Ms', () => {
+  it('the API view of finished workflows (one with a question and its answer), the listing and the questions listing', async () => {
+    expect(timeRuleBreaches({ createdAt: 1_000, nested: [{ at: 'yesterday', waitTime: 5 }] })).toHaveLength(3);
+    const finished = await eventually(async () => {
+      const view = await get<{ state: string }>('/v1/workflows/ask-2');
+      return view.body.state === 'COMPLETED' && view.body;
+    }, 'ask-2 completed');
+    const done = (await get<{ state: string; steps: { attempts: { finishedAt?: string }[] }[] }>('/v1/workflows/done-1')).body;
+    expect(done.state).toBe('COMPLETED');
+    expect(done.steps[0]!.attempts[0]!.finishedAt).toMatch(ISO_INSTANT);
+    expect(JSON.stringify(finished)).toContain('"kind":"answer"');
+    const listing = (await get<{ workflows: unknown[] }>('/v1/workflows?limit=500')).body;
+    expect(listing.workflows).toHaveLength(4);
+    const questions = (await get<{ questions: { askedAt?: string }[] }>('/v1/questions')).body;
+    expect(questions.questions.map((question) => question.askedAt)).toEqual([expect.stringMatching(ISO_INSTANT)]);
+    expect(timeRuleBreaches({ finished, done, listing, questions })).toEqual([]);
+  });
+});
+
 describe('GET /v1/workflows summaries', () => {
   it('waiting=true and state=INPUT_REQUIRED give the workflow with an open question and its count', async () => {
     for (const url of ['/v1/workflows?waiting=true', '/v1/workflows?state=INPUT_REQUIRED']) {
@@ -98,7 +131,7 @@ describe('GET /v1/workflows summaries', () => {
       cursor = page.body.cursor;
     } while (cursor);
     expect(seen.map((summary) => summary.workflowId).sort()).toEqual(['ask-1', 'ask-2', 'done-1', 'done-2']);
-    const times = seen.map((summary) => summary.updatedAt);
+    const times = seen.map((summary) => Date.parse(summary.updatedAt));
     expect(times).toEqual([...times].sort((a, b) => b - a));
     expect(seen.find((summary) => summary.workflowId === 'done-1')).toMatchObject({ state: 'COMPLETED', openQuestions: 0 });
   });

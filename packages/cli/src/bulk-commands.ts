@@ -99,7 +99,7 @@ export function addBulkCommands(program: Command, helpers: CommandHelpers): void
     .option('--cursor <cursor>', 'continue after the previous page')
     .option('--all', `follow the cursor (at most ${MAX_PAGES} pages)`)
     .action(async (options: BulkOptions, command: Command) => {
-      const found: { workflowId: string; state: string; updatedAt: number }[] = [];
+      const found: { workflowId: string; state: string; updatedAt: string }[] = [];
       let cursor = options.cursor;
       for (let page = 0; page < MAX_PAGES; page++) {
         const answer = await callApi<{ workflows: typeof found; cursor?: string }>(helpers.api(command), 'GET', `v1/workflows?${queryOf(options.where ?? {}, options.limit, cursor)}`);
@@ -107,7 +107,7 @@ export function addBulkCommands(program: Command, helpers: CommandHelpers): void
         cursor = answer.cursor;
         if (!cursor || !options.all) break;
       }
-      helpers.print(command, { workflows: found, ...(cursor ? { cursor } : {}) }, () => [...found.map((row) => `${row.workflowId}\t${row.state}\t${new Date(row.updatedAt).toISOString()}`), ...(cursor ? [`more: --cursor ${cursor}`] : [])].join('\n') || '(none)');
+      helpers.print(command, { workflows: found, ...(cursor ? { cursor } : {}) }, () => [...found.map((row) => `${row.workflowId}\t${row.state}\t${row.updatedAt}`), ...(cursor ? [`more: --cursor ${cursor}`] : [])].join('\n') || '(none)');
     });
 
   for (const action of ['cancel', 'resolve', 'retry'] as const) {

@@ -11,8 +11,10 @@ export interface Attempt {
   agentCardUrl: string;
   taskId?: string;
   contextId?: string;
-  createdAt: number;
-  finishedAt?: number;
+  /** When the attempt was journaled (ISO 8601). */
+  createdAt: string;
+  /** When it finished (ISO 8601). */
+  finishedAt?: string;
   sendCount: number;
   resendCount: number;
   /** Tries: SendMessage calls plus tries that ended before one could be made (the Agent Card could not be fetched). */
@@ -30,7 +32,8 @@ export interface Attempt {
   replyError?: string;
   effect?: string;
   evidence?: unknown;
-  verifiedAt?: number;
+  /** When its effect was verified (ISO 8601). */
+  verifiedAt?: string;
   /** A compensation a person gave up: its undo will never happen. */
   abandoned?: boolean;
 }
@@ -56,8 +59,10 @@ export interface WorkflowView {
   retryApproved?: string[];
   /** Compensation delegation ids a person gave up (`resolve abandon`): their effect is left in place. */
   abandonedCompensations?: string[];
-  createdAt: number;
-  updatedAt: number;
+  /** When the workflow was created (ISO 8601). */
+  createdAt: string;
+  /** When its row last changed (ISO 8601). */
+  updatedAt: string;
   steps: { name: string; attempts: Attempt[]; compensations: Attempt[] }[];
   openQuestions: Question[];
   /** What happened, oldest first (README "History"): each entry's time (ISO 8601) and one-line summary. */
@@ -86,7 +91,8 @@ export interface Agent {
   health: { window: number; calls: number; successes: number; successRate: number | null };
 }
 
-const time = (ms?: number) => (ms ? new Date(ms).toISOString() : '-');
+/** An instant of the view (ISO 8601, as the API gives it), or `-` when absent. */
+const time = (at?: string) => at ?? '-';
 const hostOf = (url: string) => {
   try {
     return new URL(url).host;

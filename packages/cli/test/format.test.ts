@@ -8,8 +8,8 @@ it('show prints NEEDS_ATTENTION with its message, code and evidence', () => {
     state: 'NEEDS_ATTENTION',
     cancelRequested: true,
     attention: { code: 'CANCEL_LOST_RACE', message: 'flight.1 completed before the cancel', evidence: { taskId: 'T1' } },
-    createdAt: 0,
-    updatedAt: 0,
+    createdAt: '1970-01-01T00:00:00.000Z',
+    updatedAt: '1970-01-01T00:00:00.000Z',
     steps: [],
     openQuestions: [],
   };
@@ -20,15 +20,15 @@ it('show prints NEEDS_ATTENTION with its message, code and evidence', () => {
 });
 
 it("show prints a person's decisions: the compensation given up (also on its attempt) and what was sent again", () => {
-  const undo = { delegationId: 'flight.1.undo', attempt: 1, state: 'REJECTED', agentCardUrl: 'http://car/', createdAt: 0, sendCount: 1, resendCount: 0, abandoned: true };
+  const undo = { delegationId: 'flight.1.undo', attempt: 1, state: 'REJECTED', agentCardUrl: 'http://car/', createdAt: '1970-01-01T00:00:00.000Z', sendCount: 1, resendCount: 0, abandoned: true };
   const view: WorkflowView = {
     workflowId: 'trip-10',
     state: 'FAILED',
     cancelRequested: true,
     abandonedCompensations: ['flight.1.undo'],
     retryApproved: ['car.1'],
-    createdAt: 0,
-    updatedAt: 0,
+    createdAt: '1970-01-01T00:00:00.000Z',
+    updatedAt: '1970-01-01T00:00:00.000Z',
     steps: [{ name: 'flight', attempts: [], compensations: [undo] }],
     openQuestions: [],
   };

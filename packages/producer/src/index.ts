@@ -11,7 +11,7 @@ export type { WorkflowFilterInput } from './calls/search.ts';
 export { AgentAddressRefusedError } from './agent-addresses.ts';
 export { ReplicationTimeoutError } from '@durable-a2a/shared';
 export { workflowView } from './view.ts';
-export type { WorkflowView, StepView, AttemptSummary, OpenQuestion } from './view.ts';
+export type { WorkflowView, StepView, AttemptSummary, OpenQuestion, WorkflowSummaryView, OpenQuestionSummaryView } from './view.ts';
 export type { HistoryEntryView } from './history-view.ts';
 export type { ActorOptions } from './calls/reply.ts';
 export { WaitTimeoutError, SETTLED_WORKFLOW_STATES } from './wait.ts';

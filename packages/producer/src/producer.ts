@@ -9,9 +9,9 @@
  * context.ts (connections, input parsing, the view).
  */
 import type { z } from 'zod';
-import { MessageInputSchema, type AgentLimits, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema, type WorkflowSummary } from '@durable-a2a/shared';
+import { MessageInputSchema, type AgentLimits, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
 import { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, producerErrorOfRedis } from './errors.ts';
-import type { WorkflowView, OpenQuestion } from './view.ts';
+import type { WorkflowView, OpenQuestion, WorkflowSummaryView } from './view.ts';
 import { waitForWorkflow, type WaitForOptions } from './wait.ts';
 import { closeProducer, connectProducer, ensureConnected, readView, type ProducerOptions } from './calls/context.ts';
 import { DelegateInputSchema, delegate, startWorkflow, type DelegateInput } from './calls/create.ts';
@@ -81,7 +81,7 @@ export interface Producer {
    * range) through the search index, one page (limit ≤ 500); a page may hold fewer rows and still return a cursor.
    * Throws ProducerInputError.
    */
-  search(filter: WorkflowFilterInput, options?: { cursor?: string; limit?: number }): Promise<Page<WorkflowSummary>>;
+  search(filter: WorkflowFilterInput, options?: { cursor?: string; limit?: number }): Promise<Page<WorkflowSummaryView>>;
   /**
    * Cancels, resolves or retries one page (≤ 500) of the workflows a filter matches, each through `cancel` /
    * `resolve`; `dryRun` writes nothing. Per workflow: done (or would), or skipped with the code of why not.

@@ -1,7 +1,20 @@
 /**
  * The journal view of a workflow: every step, every attempt, open questions.
  */
-import { answerLinkFor, isAwaitingAnswer, isFinished, isParked, type AnswerLink, type Attention, type DelegationView, type Journal, type Message, type WorkflowDefinition } from '@durable-a2a/shared';
+import {
+  answerLinkFor,
+  isAwaitingAnswer,
+  isFinished,
+  isParked,
+  type AnswerLink,
+  type Attention,
+  type DelegationView,
+  type Journal,
+  type Message,
+  type OpenQuestionSummary,
+  type WorkflowDefinition,
+  type WorkflowSummary,
+} from '@durable-a2a/shared';
 import { historyView, type HistoryEntryView } from './history-view.ts';
 
 /**
@@ -28,8 +41,39 @@ export type AttemptProgress =
   | 'waiting for a person'
   | 'finished';
 
-/** One attempt of a step (or of its compensation), as journaled. */
-export interface AttemptSummary extends Omit<DelegationView, 'message' | 'replyMessage' | 'nextTryAt' | 'unreachableSince' | 'slotWaitUntil'> {
+/**
+ * The journal row's instants (ms since epoch in the journal) that a view shows as ISO 8601 strings (UTC,
+ * `toISOString()`). `statusTimestampMs` is not shown: `statusTimestamp` is the same instant as the agent wrote it.
+ */
+const ATTEMPT_INSTANT_FIELDS = [
+  'createdAt',
+  'updatedAt',
+  'sendStartedAt',
+  'firstNotFoundAt',
+  'noProgressSince',
+  'finishedAt',
+  'replySendUntil',
+  'questionAskedAt',
+  'questionExpiredAt',
+  'verifiedAt',
+] as const satisfies readonly (keyof DelegationView)[];
+type AttemptInstantField = (typeof ATTEMPT_INSTANT_FIELDS)[number];
+
+/** An instant (ms since epoch) as a view shows it: ISO 8601, UTC. */
+export const instantOf = (ms: number): string => new Date(ms).toISOString();
+
+/**
+ * One attempt of a step (or of its compensation), as journaled. Every instant is an ISO 8601 string (UTC): `createdAt`,
+ * `updatedAt`, `sendStartedAt`, `finishedAt`, `verifiedAt`, `questionAskedAt`, `questionExpiredAt`, `firstNotFoundAt`,
+ * `noProgressSince`, `replySendUntil`, `nextTryAt`, `unreachableSince`, `nextCheckAt`.
+ */
+export interface AttemptSummary
+  extends Omit<DelegationView, 'message' | 'replyMessage' | 'nextTryAt' | 'unreachableSince' | 'slotWaitUntil' | 'statusTimestampMs' | AttemptInstantField>,
+    Partial<Record<Exclude<AttemptInstantField, 'createdAt' | 'updatedAt'>, string>> {
+  /** When the attempt was journaled (ISO 8601). */
+  createdAt: string;
+  /** When its journal row last changed (ISO 8601). */
+  updatedAt: string;
   finished: boolean;
   /** The text parts of the result: artifacts, else the direct reply message, else the final status message (V3). */
   resultText?: string;
@@ -70,6 +114,7 @@ export interface OpenQuestion {
   question?: Message;
   /** The question's text parts, joined. */
   text: string;
+  /** When the agent asked (ISO 8601, UTC): its status timestamp, as the journal read it. */
   askedAt?: string;
   /** Why the agent refused the previous answer, if it did. */
   previousReplyRefused?: string;
@@ -101,8 +146,10 @@ export interface WorkflowView {
   retryApproved?: string[];
   /** Failed compensations a person gave up (`resolve('abandon')` on COMPENSATION_FAILED): their effect is left in place. */
   abandonedCompensations?: string[];
-  createdAt: number;
-  updatedAt: number;
+  /** When the workflow was created (ISO 8601, UTC). */
+  createdAt: string;
+  /** When its workflow row last changed (ISO 8601, UTC). */
+  updatedAt: string;
   definition: WorkflowDefinition;
   steps: StepView[];
   openQuestions: OpenQuestion[];
@@ -142,7 +189,13 @@ interface Observed {
 }
 
 function summarize(view: DelegationView, observed: Observed, workflowState: string, abandoned: boolean, nowMs: number): AttemptSummary {
-  const { message: _message, replyMessage: _reply, nextTryAt, unreachableSince, slotWaitUntil: _slotWait, ...rest } = view;
+  const { message: _message, replyMessage: _reply, nextTryAt, unreachableSince, slotWaitUntil: _slotWait, statusTimestampMs: _statusMs, ...row } = view;
+  const instants: Partial<Record<AttemptInstantField, string>> = {};
+  for (const field of ATTEMPT_INSTANT_FIELDS) {
+    const ms = row[field];
+    if (ms !== undefined) instants[field] = instantOf(ms);
+  }
+  const rest = { ...row, ...instants } as Omit<AttemptSummary, 'finished' | 'progress' | 'tries'>;
   const fromArtifacts = view.artifacts.flatMap((artifact) => artifact.parts.map((part) => part.text ?? '')).join('');
   const direct = (view.result as { message?: Message } | undefined)?.message;
   // V3: a COMPLETED task with no artifacts may carry its answer in the final status message.
@@ -156,9 +209,9 @@ function summarize(view: DelegationView, observed: Observed, workflowState: stri
     progress: progressOf(view, observed.followed, workflowState, nowMs),
     tries: view.sendCount + view.unsentTries,
     ...(view.error ? { lastError: view.error } : {}),
-    ...(waitingForAgent(view, nowMs) || waitingForSlot(view, nowMs) ? { nextTryAt: new Date(nextTryAt!).toISOString() } : {}),
-    ...(!finished && unreachableSince !== undefined && view.state === 'INTENT' ? { unreachableSince: new Date(unreachableSince).toISOString() } : {}),
-    ...(!finished && observed.nextCheckAt !== undefined ? { nextCheckAt: new Date(observed.nextCheckAt).toISOString() } : {}),
+    ...(waitingForAgent(view, nowMs) || waitingForSlot(view, nowMs) ? { nextTryAt: instantOf(nextTryAt!) } : {}),
+    ...(!finished && unreachableSince !== undefined && view.state === 'INTENT' ? { unreachableSince: instantOf(unreachableSince) } : {}),
+    ...(!finished && observed.nextCheckAt !== undefined ? { nextCheckAt: instantOf(observed.nextCheckAt) } : {}),
     ...(abandoned ? { abandoned: true as const } : {}),
   };
 }
@@ -201,7 +254,7 @@ export async function workflowView(journal: Journal, workflowId: string, publish
       state: d.state as OpenQuestion['state'],
       question: d.question,
       text: textOf(d.question),
-      askedAt: d.statusTimestamp,
+      ...(d.statusTimestampMs !== undefined ? { askedAt: instantOf(d.statusTimestampMs) } : d.statusTimestamp ? { askedAt: d.statusTimestamp } : {}),
       ...(d.replyState === 'refused' && d.replyError ? { previousReplyRefused: d.replyError } : {}),
       ...(links && d.questionKey ? { answerLink: linkOf(links, d, d.questionKey) } : {}),
     }));
@@ -213,8 +266,8 @@ export async function workflowView(journal: Journal, workflowId: string, publish
     attention: hash.attention,
     ...(hash.retryApproved.length > 0 ? { retryApproved: hash.retryApproved } : {}),
     ...(hash.abandonedCompensations.length > 0 ? { abandonedCompensations: hash.abandonedCompensations } : {}),
-    createdAt: hash.createdAt,
-    updatedAt: hash.updatedAt,
+    createdAt: instantOf(hash.createdAt),
+    updatedAt: instantOf(hash.updatedAt),
     definition,
     steps,
     openQuestions,
@@ -227,3 +280,27 @@ function linkOf(links: AnswerLinkSettings, d: DelegationView, questionKey: strin
   const settings = { secret: links.secret, baseUrl: links.baseUrl, ttlMs: links.ttlMs ?? DEFAULT_ANSWER_LINK_TTL_MS };
   return answerLinkFor(settings, { workflowId: d.workflowId, delegationId: d.delegationId, questionKey, askedAtMs: d.statusTimestampMs ?? d.updatedAt });
 }
+
+/** A workflow row of a listing (`GET /v1/workflows`, `Producer.search`), its instants ISO 8601 (UTC). */
+export interface WorkflowSummaryView extends Omit<WorkflowSummary, 'createdAt' | 'updatedAt'> {
+  /** When the workflow was created (ISO 8601). */
+  createdAt: string;
+  /** When its workflow row last changed (ISO 8601). */
+  updatedAt: string;
+}
+
+/** The journal's listing row (instants in ms) as views show it. */
+export const workflowSummaryView = ({ createdAt, updatedAt, ...summary }: WorkflowSummary): WorkflowSummaryView => ({
+  ...summary,
+  createdAt: instantOf(createdAt),
+  updatedAt: instantOf(updatedAt),
+});
+
+/** An open question of the questions listing (`GET /v1/questions`), its instant ISO 8601 (UTC). */
+export interface OpenQuestionSummaryView extends Omit<OpenQuestionSummary, 'askedAtMs'> {
+  /** When the agent asked (ISO 8601): its status timestamp, else when the row last changed. */
+  askedAt: string;
+}
+
+/** The journal's open question row (instant in ms) as views show it. */
+export const openQuestionSummaryView = ({ askedAtMs, ...question }: OpenQuestionSummary): OpenQuestionSummaryView => ({ ...question, askedAt: instantOf(askedAtMs) });

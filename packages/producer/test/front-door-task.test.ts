@@ -42,8 +42,8 @@ function view(state: string, fields: { attempts?: AttemptSummary[]; question?: O
     state,
     cancelRequested: fields.cancelRequested ?? false,
     failure: fields.failure,
-    createdAt: 1_000,
-    updatedAt: 2_000,
+    createdAt: '1970-01-01T00:00:01.000Z',
+    updatedAt: '1970-01-01T00:00:02.000Z',
     definition: {
       workflowId: 'w',
       steps: [{ name: 'main', skill: 'book', message: { parts: [{ text: 'book it' }] } }],

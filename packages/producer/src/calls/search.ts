@@ -3,8 +3,9 @@
  * and the CLI's `--where`), turned into the journal's search (`searchWorkflows`, through the search index).
  */
 import { z } from 'zod';
-import { ATTENTION_CODES, ID_PATTERN, SEARCH_METADATA_KEY, SEARCH_METADATA_LIMITS, WORKFLOW_STATES, searchWorkflows, type WorkflowFilter, type WorkflowSummary, type Page } from '@durable-a2a/shared';
+import { ATTENTION_CODES, ID_PATTERN, SEARCH_METADATA_KEY, SEARCH_METADATA_LIMITS, WORKFLOW_STATES, searchWorkflows, type WorkflowFilter, type Page } from '@durable-a2a/shared';
 import { parseInput, type ProducerContext } from './context.ts';
+import { workflowSummaryView, type WorkflowSummaryView } from '../view.ts';
 
 /** Workflow states, plus the two question states (workflows with such an open question). */
 export const WORKFLOW_FILTER_STATES = [...WORKFLOW_STATES, 'INPUT_REQUIRED', 'AUTH_REQUIRED'] as const;
@@ -61,8 +62,8 @@ export async function searchWorkflowSummaries(
   context: ProducerContext,
   filter: WorkflowFilterInput,
   options: { cursor?: string; limit?: number } = {},
-): Promise<Page<WorkflowSummary>> {
+): Promise<Page<WorkflowSummaryView>> {
   const parsed = parseInput(WorkflowFilterSchema, filter);
   const { items, cursor } = await searchWorkflows(context.journal, journalFilter(parsed), { cursor: options.cursor, limit: Math.min(Math.max(options.limit ?? 50, 1), 500) });
-  return { items, ...(cursor ? { cursor } : {}) };
+  return { items: items.map(workflowSummaryView), ...(cursor ? { cursor } : {}) };
 }

@@ -77,6 +77,9 @@ export function problemResponses(...statuses: number[]): Record<number, z.ZodTyp
   return Object.fromEntries([...new Set([...statuses, 401, 503])].map((status) => [status, ProblemSchema.describe(PROBLEM_DESCRIPTIONS[status] ?? 'Problem')]));
 }
 
+/** An instant of a view: ISO 8601, UTC (`toISOString()`). */
+const Instant = z.iso.datetime().describe('ISO 8601 instant');
+
 const AttemptSchema = z.looseObject({
   delegationId: z.string(),
   step: z.string(),
@@ -91,14 +94,22 @@ const AttemptSchema = z.looseObject({
     z.enum(['sending', 'waiting for the agent', 'held', 'following', 'polling', 'parked', 'waiting for a person', 'finished']),
     z.string().regex(/^waiting for a slot at \S+$/).describe("The send waits for its agent's limits (fleet-wide maxInFlight or rate, a worker's share, a pause the agent asked for); nothing was sent"),
   ]),
+  createdAt: Instant.describe('When the attempt was journaled (ISO 8601)'),
+  updatedAt: Instant.describe('When its journal row last changed (ISO 8601)'),
+  sendStartedAt: Instant.optional().describe('When its first SendMessage started (ISO 8601)'),
+  finishedAt: Instant.optional().describe('When it reached a terminal state (ISO 8601)'),
+  verifiedAt: Instant.optional().describe('When its effect was verified (ISO 8601)'),
+  questionAskedAt: Instant.optional().describe('When its current question was journaled (ISO 8601)'),
+  questionExpiredAt: Instant.optional().describe('When a question expired unanswered (ISO 8601)'),
+  firstNotFoundAt: Instant.optional().describe('When the agent first answered that the task was not found (ISO 8601)'),
+  noProgressSince: Instant.optional().describe('Start of the current run of observations without progress (ISO 8601)'),
+  replySendUntil: Instant.optional().describe("Deadline of the reply's sending lease (ISO 8601)"),
   tries: z.number().int().describe('Tries of this attempt: SendMessage calls made, plus tries that ended before one could be made (the Agent Card could not be fetched)'),
   lastError: RecordedErrorSchema.describe('The last classified error journaled for this attempt').optional(),
-  nextTryAt: z
-    .string()
-    .optional()
+  nextTryAt: Instant.optional()
     .describe('While the attempt waits for an agent that could not be reached (progress "waiting for the agent"): when the next try is due (ISO 8601, in the future)'),
-  unreachableSince: z.string().optional().describe('Since when the agent of this unfinished attempt could not be reached (ISO 8601)'),
-  nextCheckAt: z.string().optional().describe('When the reconciler next checks this attempt (ISO 8601)'),
+  unreachableSince: Instant.optional().describe('Since when the agent of this unfinished attempt could not be reached (ISO 8601)'),
+  nextCheckAt: Instant.optional().describe('When the reconciler next checks this attempt (ISO 8601)'),
   abandoned: z.literal(true).optional().describe('A compensation a person gave up (resolve abandon on COMPENSATION_FAILED): its undo will never happen'),
 });
 
@@ -106,7 +117,7 @@ const AttemptSchema = z.looseObject({
 /** One history entry of a workflow view (history-view.ts; README "History"); the stored entry's other fields come along. */
 export const HistoryEntrySchema = z.looseObject({
   kind: z.string().describe('question, answer, answer-refused, cancel, resolution, redelegation, verification, compensation, dropped (n older entries dropped), or a kind a later release writes'),
-  at: z.iso.datetime().describe('When it was journaled (ISO 8601)'),
+  at: Instant.describe('When it was journaled (ISO 8601)'),
   delegationId: z.string().optional(),
   step: z.string().optional(),
   text: z.string().optional().describe("A question's or an answer's text; a refused answer's reason; a dropped marker's sentence"),
@@ -126,16 +137,23 @@ export const WorkflowViewSchema = z.looseObject({
     .array(z.string())
     .optional()
     .describe('Compensation delegation ids a person gave up (resolve abandon on COMPENSATION_FAILED): their effect is left in place; absent when none'),
-  createdAt: z.number(),
-  updatedAt: z.number(),
+  createdAt: Instant.describe('When the workflow was created (ISO 8601)'),
+  updatedAt: Instant.describe('When its workflow row last changed (ISO 8601)'),
   definition: z.looseObject({ workflowId: z.string(), steps: z.array(z.looseObject({ name: z.string() })) }),
   steps: z.array(z.object({ name: z.string(), attempts: z.array(AttemptSchema), compensations: z.array(AttemptSchema) })),
-  openQuestions: z.array(z.looseObject({ step: z.string(), delegationId: z.string(), state: z.enum(['INPUT_REQUIRED', 'AUTH_REQUIRED']), text: z.string() })),
+  openQuestions: z.array(
+    z.looseObject({
+      step: z.string(),
+      delegationId: z.string(),
+      state: z.enum(['INPUT_REQUIRED', 'AUTH_REQUIRED']),
+      text: z.string(),
+      askedAt: z.string().optional().describe('When the agent asked (ISO 8601, UTC; as the agent wrote it when it could not be read)'),
+    }),
+  ),
   history: z.array(HistoryEntrySchema).describe('What happened, oldest first, bounded (README "History")'),
 });
 
 export const WorkflowListSchema = z.object({ ids: z.array(z.string()), cursor: z.string().optional() });
-const Instant = z.iso.datetime().describe('ISO 8601 instant');
 export const AgentSchema = z
   .object({
     id: z.string().describe('Stable id: the first 16 hex digits of the SHA-256 of the normalized card URL'),

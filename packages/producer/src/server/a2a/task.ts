@@ -39,7 +39,7 @@ const agentMessage = (contextId: string, taskId: string, messageId: string, part
 /** The front state and its status message (1.0 JSON) of a workflow view. */
 function statusOf(view: WorkflowView, contextId: string): { state: TaskState; message?: object; timestamp: string } {
   const attempt = currentAttempt(view);
-  const updated = new Date(view.updatedAt).toISOString();
+  const updated = view.updatedAt;
   const question = view.openQuestions[0];
   const failureMessage = () => agentMessage(contextId, view.workflowId, `${view.workflowId}-failure`, [{ text: (view.failure ?? []).join('; ') || view.state }]);
   switch (view.state) {

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { listOpenQuestions, type Journal } from '@durable-a2a/shared';
 import { ListingCursorSchema } from './summaries.ts';
+import { openQuestionSummaryView } from '../../view.ts';
 
 export const QuestionsQuerySchema = z.object({
   cursor: ListingCursorSchema.optional(),
@@ -21,7 +22,7 @@ export const QuestionSummarySchema = z.object({
   state: z.enum(['INPUT_REQUIRED', 'AUTH_REQUIRED']),
   taskId: z.string().optional(),
   text: z.string(),
-  askedAtMs: z.number(),
+  askedAt: z.iso.datetime().describe('When the agent asked (ISO 8601): its status timestamp, else when the row last changed'),
 });
 
 export const QuestionsPageSchema = z.object({ questions: z.array(QuestionSummarySchema), cursor: z.string().optional() });
@@ -42,7 +43,7 @@ export function questionRoutes(journal: Journal): FastifyPluginAsyncZod {
       },
       async (request) => {
         const page = await listOpenQuestions(journal, request.query);
-        return { questions: page.items, ...(page.cursor ? { cursor: page.cursor } : {}) };
+        return { questions: page.items.map(openQuestionSummaryView), ...(page.cursor ? { cursor: page.cursor } : {}) };
       },
     );
   };

@@ -12,6 +12,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { AttentionSchema, decodeListingCursor, listWorkflowSummaries, type Journal } from '@durable-a2a/shared';
 import { WORKFLOW_FILTER_STATES, WorkflowFilterSchema, journalFilter } from '../../calls/search.ts';
 import { fromZodError } from '../../errors.ts';
+import { workflowSummaryView } from '../../view.ts';
 
 export { WORKFLOW_FILTER_STATES };
 
@@ -53,8 +54,8 @@ function filterOfQuery(query: z.output<typeof WorkflowSummariesQuerySchema>) {
 export const WorkflowSummarySchema = z.object({
   workflowId: z.string(),
   state: z.string(),
-  createdAt: z.number(),
-  updatedAt: z.number(),
+  createdAt: z.iso.datetime().describe('When the workflow was created (ISO 8601)'),
+  updatedAt: z.iso.datetime().describe('When its workflow row last changed (ISO 8601)'),
   openQuestions: z.number(),
   waitingFor: z.enum(['INPUT_REQUIRED', 'AUTH_REQUIRED', 'NEEDS_ATTENTION']).optional(),
   attention: AttentionSchema.optional(),
@@ -87,7 +88,7 @@ export function summaryRoutes(journal: Journal): FastifyPluginAsyncZod {
         const { cursor, limit } = request.query;
         const page = await listWorkflowSummaries(journal, filterOfQuery(request.query), { cursor, limit });
         return {
-          workflows: page.items,
+          workflows: page.items.map(workflowSummaryView),
           ids: page.items.map((item) => item.workflowId),
           ...(page.cursor ? { cursor: page.cursor } : {}),
           ...(page.corrupt.length > 0 ? { corrupt: page.corrupt } : {}),

@@ -3,7 +3,8 @@
  * the open questions across workflows, and workflow summaries newest first,
  * paged by the listing cursor. `listPanel` is the live part the page polls.
  */
-import { WORKFLOW_STATES, type CorruptListing, type OpenQuestionSummary, type Page, type WorkflowSummary } from '@durable-a2a/shared';
+import { WORKFLOW_STATES, type CorruptListing, type Page } from '@durable-a2a/shared';
+import type { OpenQuestionSummaryView, WorkflowSummaryView } from '../../view.ts';
 import { badge, html, page, time, type Safe } from './html.ts';
 import { waitingForText } from './workflow-page.ts';
 
@@ -43,12 +44,12 @@ export function listSearch(query: ListQuery): string {
   return text ? `?${text}` : '';
 }
 
-function questionsSection(questions: OpenQuestionSummary[]): Safe {
+function questionsSection(questions: OpenQuestionSummaryView[]): Safe {
   if (questions.length === 0) return html`<section aria-labelledby="questions-heading"><h2 id="questions-heading">Open questions</h2><p>No agent is waiting for an answer.</p></section>`;
   return html`<section aria-labelledby="questions-heading"><h2 id="questions-heading">Open questions (${questions.length})</h2>
 <ul class="questions">${questions.map(
     (question) => html`<li class="question-summary"><a href="/ui/workflows/${encodeURIComponent(question.workflowId)}#question-${question.delegationId}">${question.workflowId} · ${question.step}</a>
-<span class="muted">waits for ${waitingForText(question.state)}:</span> <q>${question.text || '(no text)'}</q> <span class="muted">asked ${time(question.askedAtMs)}</span></li>`,
+<span class="muted">waits for ${waitingForText(question.state)}:</span> <q>${question.text || '(no text)'}</q> <span class="muted">asked ${time(question.askedAt)}</span></li>`,
   )}</ul></section>`;
 }
 
@@ -60,7 +61,7 @@ function corruptSection(corrupt: readonly CorruptListing[]): Safe {
 <ul>${corrupt.map((entry) => html`<li>${entry.workflowId}: <code>${entry.key}</code></li>`)}</ul></section>`;
 }
 
-function workflowsTable(workflows: Page<WorkflowSummary>, query: ListQuery): Safe {
+function workflowsTable(workflows: Page<WorkflowSummaryView>, query: ListQuery): Safe {
   const rows = workflows.items.map(
     (workflow) => html`<tr>
 <th scope="row"><a href="/ui/workflows/${encodeURIComponent(workflow.workflowId)}">${workflow.workflowId}</a></th>
@@ -82,7 +83,7 @@ ${rows.length === 0 ? html`<p>No workflow matches.</p>` : html`<table class="wor
 }
 
 /** The live part of the list page (polled with ETag). */
-export function listPanel(workflows: Page<WorkflowSummary> & { corrupt?: readonly CorruptListing[]; refused?: string }, questions: OpenQuestionSummary[], query: ListQuery): Safe {
+export function listPanel(workflows: Page<WorkflowSummaryView> & { corrupt?: readonly CorruptListing[]; refused?: string }, questions: OpenQuestionSummaryView[], query: ListQuery): Safe {
   const refused = workflows.refused ? html`<p class="notice notice-refused" role="alert">Search refused: ${workflows.refused}</p>` : '';
   return html`${questionsSection(questions)}${refused}${workflowsTable(workflows, query)}${corruptSection(workflows.corrupt ?? [])}`;
 }

@@ -28,6 +28,7 @@ import { agentsPage, agentsPanel } from './agents-page.ts';
 import { isSearch, listPage, listPanel, type ListQuery } from './list-page.ts';
 import { DONE_NOTICES, workflowPage, workflowPanel, type DoneAction } from './workflow-page.ts';
 import { registerBulkUi } from './bulk-page.ts';
+import { openQuestionSummaryView, workflowSummaryView } from '../../view.ts';
 import { registerSignIn } from './sign-in-routes.ts';
 
 export interface UiOptions {
@@ -86,7 +87,10 @@ function renderers(producer: Producer) {
   const journal = producer.journal;
   /** One page of summaries: the search (id prefix, metadata) or the plain listing; a filter the producer refuses is said on the page. */
   const workflows = async (query: ListQuery) => {
-    if (!isSearch(query)) return listWorkflowSummaries(journal, { state: query.state, waiting: query.waiting }, { cursor: query.cursor, limit: PAGE_SIZE });
+    if (!isSearch(query)) {
+      const page = await listWorkflowSummaries(journal, { state: query.state, waiting: query.waiting }, { cursor: query.cursor, limit: PAGE_SIZE });
+      return { ...page, items: page.items.map(workflowSummaryView) };
+    }
     const separator = query.meta?.indexOf('=') ?? -1;
     const metadata = query.meta ? { [query.meta.slice(0, Math.max(0, separator))]: query.meta.slice(separator + 1) } : undefined;
     try {
@@ -99,7 +103,7 @@ function renderers(producer: Producer) {
   return {
     async list(query: ListQuery): Promise<Safe> {
       const [page, questions] = await Promise.all([workflows(query), listOpenQuestions(journal, { limit: PAGE_SIZE })]);
-      return listPanel(page, questions.items, query);
+      return listPanel(page, questions.items.map(openQuestionSummaryView), query);
     },
     async agents(): Promise<Safe> {
       return agentsPanel(await producer.listAgents());

@@ -6,7 +6,7 @@
  * `workflowPanel` is the polled part; everything in it is rendered from one read of the workflow (its view), so
  * no part of the panel can contradict another (an answered question and its attempt change together).
  */
-import { normalizeAgentCardUrl } from '@durable-a2a/shared';
+import { normalizeAgentCardUrl, parseAgentTimestamp } from '@durable-a2a/shared';
 import type { AttemptSummary, OpenQuestion, WorkflowView } from '../../view.ts';
 import { allowedResolveActions } from '../../calls/cancel.ts';
 import { historySection } from './history-section.ts';
@@ -153,22 +153,26 @@ function stepsSection(view: WorkflowView, parts: WorkflowPanelParts): Safe {
 }
 
 function compensationsSection(view: WorkflowView, parts: WorkflowPanelParts): Safe {
-  const compensations = view.steps.flatMap((step) => step.compensations).sort((a, b) => a.createdAt - b.createdAt || a.delegationId.localeCompare(b.delegationId));
+  const compensations = view.steps.flatMap((step) => step.compensations).sort((a, b) => Date.parse(a.createdAt) - Date.parse(b.createdAt) || a.delegationId.localeCompare(b.delegationId));
   if (compensations.length === 0) return html``;
   return html`<section aria-labelledby="compensations-heading"><h2 id="compensations-heading">Compensations, in the order they ran</h2>${attemptsTable('Compensations', compensations, parts, false)}</section>`;
 }
 
 /** Every dated event of the workflow, oldest first. */
 function timelineSection(view: WorkflowView, names: ReadonlyMap<string, string>): Safe {
-  const events: { at: number; text: string }[] = [{ at: view.createdAt, text: 'workflow started' }];
+  const events: { at: number; text: string }[] = [{ at: Date.parse(view.createdAt), text: 'workflow started' }];
+  const push = (at: string | undefined, text: string) => {
+    const ms = parseAgentTimestamp(at);
+    if (!Number.isNaN(ms)) events.push({ at: ms, text });
+  };
   for (const attempt of view.steps.flatMap((step) => [...step.attempts, ...step.compensations])) {
     const what = attempt.kind === 'compensation' ? `compensation ${attempt.delegationId}` : `attempt ${attempt.delegationId}`;
-    events.push({ at: attempt.createdAt, text: `${what} journaled (agent ${agentName(attempt.agentCardUrl, names) ?? attempt.agentCardUrl})` });
-    if (attempt.statusTimestampMs) events.push({ at: attempt.statusTimestampMs, text: `${what}: agent reported ${attempt.state}` });
-    if (attempt.finishedAt) events.push({ at: attempt.finishedAt, text: `${what} finished ${attempt.state}` });
-    if (attempt.verifiedAt) events.push({ at: attempt.verifiedAt, text: `${what} verified: effect ${attempt.effect}` });
+    push(attempt.createdAt, `${what} journaled (agent ${agentName(attempt.agentCardUrl, names) ?? attempt.agentCardUrl})`);
+    push(attempt.statusTimestamp, `${what}: agent reported ${attempt.state}`);
+    push(attempt.finishedAt, `${what} finished ${attempt.state}`);
+    push(attempt.verifiedAt, `${what} verified: effect ${attempt.effect}`);
   }
-  if (view.updatedAt > view.createdAt) events.push({ at: view.updatedAt, text: `workflow ${view.state}` });
+  if (Date.parse(view.updatedAt) > Date.parse(view.createdAt)) push(view.updatedAt, `workflow ${view.state}`);
   events.sort((a, b) => a.at - b.at);
   return html`<section aria-labelledby="timeline-heading"><h2 id="timeline-heading">Timeline</h2><ol class="timeline">${events.map((event) => html`<li>${time(event.at)} ${event.text}</li>`)}</ol></section>`;
 }
