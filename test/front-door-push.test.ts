@@ -5,6 +5,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
+import fc from 'fast-check';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { ApiServer } from '@durable-a2a/producer/server';
@@ -162,5 +163,36 @@ describe('push notification configs at the front door (@a2a-js/sdk 1.3.0 over JS
     await client.createTaskPushNotificationConfig(configOf(task, '/many-0b', 'token', 'c0'));
     await expect(client.createTaskPushNotificationConfig({ ...configOf(task, '/x', 'token'), url: 'http://169.254.169.254/latest' })).rejects.toThrow(/url/);
     await expect(client.createTaskPushNotificationConfig({ ...configOf(task, '/x', 'token'), url: 'file:///etc/passwd' })).rejects.toThrow(/url/);
+  });
+});
+
+describe('the journal of push notification configs (writeFrontPushConfig-1.lua)', () => {
+  it('property: any sequence of writes and deletes keeps at most the limit, matches a model of the set, and expires with retention', async () => {
+    let run = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(fc.record({ op: fc.constantFrom('set' as const, 'set' as const, 'set' as const, 'delete' as const), id: fc.integer({ min: 0, max: 14 }) }), { minLength: 10, maxLength: 60 }),
+        async (operations) => {
+          const journal = new Journal(redis(), { prefix: `${PREFIX}-property`, retentionMs: 60_000 });
+          const taskId = `property-${++run}`;
+          const model = new Set<string>();
+          for (const { op, id } of operations) {
+            const configId = `c${id}`;
+            if (op === 'set') {
+              const outcome = await journal.writeFrontPushConfig(taskId, { id: configId, url: 'https://example.com/push', token: 't', at: 1 }, 10);
+              expect(outcome).toBe(model.has(configId) || model.size < 10 ? 'written' : 'full');
+              if (outcome === 'written') model.add(configId);
+            } else {
+              expect(await journal.deleteFrontPushConfig(taskId, configId)).toBe(model.delete(configId));
+            }
+          }
+          const stored = (await journal.frontPushConfigs(taskId)).map((config) => config.id);
+          expect(stored.sort()).toEqual([...model].sort());
+          expect(stored.length).toBeLessThanOrEqual(10);
+          if (model.size > 0) expect(await redis().pttl(`${PREFIX}-property:{wf:${taskId}}:front-push`)).toBeGreaterThan(0);
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 });
