@@ -64,7 +64,7 @@ describe('cards and authentication', () => {
     expect(card.skills.map((entry) => entry.id).sort()).toEqual(['book-hotel', 'pick-city', 'slow-work']);
     expect(new Set(card.supportedInterfaces.map((item) => item.url))).toEqual(new Set([`${baseUrl}/a2a`]));
     expect(card.securitySchemes).toHaveProperty('bearer');
-    expect(card.capabilities).toMatchObject({ streaming: true, pushNotifications: false });
+    expect(card.capabilities).toMatchObject({ streaming: true, pushNotifications: true });
   });
 
   it("a registered agent's proxied card points at the front door, with that agent's skills only", async () => {

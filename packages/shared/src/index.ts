@@ -86,7 +86,7 @@ export {
   verifyAnswerLink,
 } from './notify/answer-link.ts';
 export type { AnswerLink, AnswerLinkClaim, AnswerLinkRefusal } from './notify/answer-link.ts';
-export { NOTIFICATION_STAGES, type NotificationEntry, type NotificationStage } from './journal/journal.ts';
+export { FrontPushConfigSchema, NOTIFICATION_STAGES, type FrontPushConfig, type NotificationEntry, type NotificationStage } from './journal/journal.ts';
 export {
   enqueueSend,
   enqueueSendTry,

@@ -181,7 +181,7 @@ export function createServer(options: ServerOptions): ApiServer {
     await v1.register(v1Routes(producer, options.addressPolicy ?? {}));
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, limits: options.limits }), { prefix: '/v1' });
-  app.register(frontDoorRoutes({ producer, apiTokens: tokens, jsonDepth: apiBodyDepth(resolveLimits(options.limits).jsonDepth) }));
+  app.register(frontDoorRoutes({ producer, apiTokens: tokens, jsonDepth: apiBodyDepth(resolveLimits(options.limits).jsonDepth), addressPolicy: options.addressPolicy }));
   const sessions = new Sessions(tokens, options.session);
   app.register(async (root) => registerAdmin(root, queueList, tokens, sessions, { readOnly: options.adminReadOnly ?? false }));
   app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, sessions, server: app }));

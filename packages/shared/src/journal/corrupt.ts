@@ -10,7 +10,7 @@ import { LRUCache } from 'lru-cache';
 import type { Counter } from 'prom-client';
 
 /** What kind of record failed to parse (the `kind` label of `durable_a2a_corrupt_records_total`). */
-export type CorruptRecordKind = 'workflow' | 'delegation' | 'agent' | 'notification';
+export type CorruptRecordKind = 'workflow' | 'delegation' | 'agent' | 'notification' | 'push config';
 
 /** A stored record did not parse (not JSON, wrong types, truncated, missing fields). `cause` keeps the parser's error. */
 export class CorruptRecordError extends Error {

@@ -34,6 +34,8 @@ export interface JournalKeys {
   finishedPushTokens(workflowId: string): string;
   /** Notification events of a workflow and how far each got: hash event id → JSON (recordNotification-1.lua). */
   notifications(workflowId: string): string;
+  /** Push notification configs of a front-door task: hash config id → JSON (writeFrontPushConfig-1.lua). */
+  frontPushConfigs(workflowId: string): string;
   /** A "do this at most once" marker of a delegation (e.g. `cancel-sent`, `auth:<challenge>`). */
   once(workflowId: string, delegationId: string, name: string): string;
   /** Fleet-wide rate limit state (takeToken-1.lua). */
@@ -80,6 +82,7 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     finished: (workflowId) => `${tag(workflowId)}:done`,
     finishedPushTokens: (workflowId) => `${tag(workflowId)}:push`,
     notifications: (workflowId) => `${tag(workflowId)}:notify`,
+    frontPushConfigs: (workflowId) => `${tag(workflowId)}:front-push`,
     once: (workflowId, delegationId, name) => `${tag(workflowId)}:d:${delegationId}:${name}`,
     rateLimit: (name) => `${prefix}:unfinished:rate:${name}`,
     unfinished: () => `${prefix}:unfinished`,

@@ -34,6 +34,26 @@ const recordNotificationScript = defineScript({
   decode: outcomeDecoder({ 1: 'recorded', 0: 'unchanged' }),
 });
 
+/** A push notification config of a front-door task as journaled (the caller's TaskPushNotificationConfig). */
+export const FrontPushConfigSchema = z.object({
+  id: z.string(),
+  url: z.string(),
+  /** Sent as `X-A2A-Notification-Token` with every push; '' for none. */
+  token: z.string(),
+  /** The optional `authentication` of the config (scheme and credentials), sent as `Authorization: <scheme> <credentials>`. */
+  authentication: z.object({ scheme: z.string(), credentials: z.string() }).optional(),
+  /** When it was written (ms). */
+  at: z.number(),
+});
+export type FrontPushConfig = z.infer<typeof FrontPushConfigSchema>;
+
+const writeFrontPushConfigScript = defineScript({
+  name: 'writeFrontPushConfig',
+  keys: ['configs'],
+  encode: (input: { op: 'set' | 'delete'; id: string; json: string; limit: number; retentionMs: number }) => [input.op, input.id, input.json, input.limit, input.retentionMs],
+  decode: outcomeDecoder({ 1: 'written', 0: 'missing', 2: 'full' }),
+});
+
 /** Journal methods over a workflow's notification events. */
 export class JournalNotifications extends JournalCoordination {
   /**
@@ -58,5 +78,33 @@ export class JournalNotifications extends JournalCoordination {
     const key = this.keys.notifications(workflowId);
     const hash = await this.redis.hgetall(key);
     return Object.fromEntries(Object.entries(hash).map(([eventId, text]) => [eventId, this.parseAt('notification', key, () => NotificationEntrySchema.parse(JSON.parse(text)))]));
+  }
+
+  /**
+   * Writes push notification config `config` of front task `workflowId` (the same id replaces it), while the task holds
+   * fewer than `limit` configs. Expires with the workflow's retention, renewed on each write.
+   * @returns 'written', or 'full' when the task already holds `limit` other configs
+   */
+  async writeFrontPushConfig(workflowId: string, config: FrontPushConfig, limit: number): Promise<'written' | 'full'> {
+    const input = { op: 'set' as const, id: config.id, json: JSON.stringify(FrontPushConfigSchema.parse(config)), limit, retentionMs: this.retentionMs };
+    const outcome = await this.call(writeFrontPushConfigScript, { configs: this.keys.frontPushConfigs(workflowId) }, input);
+    if (outcome !== 'written' && outcome !== 'full') throw new Error(`writeFrontPushConfig: unexpected outcome ${JSON.stringify(outcome)}`);
+    return outcome;
+  }
+
+  /** Deletes push notification config `id` of front task `workflowId`. @returns true when it was there */
+  async deleteFrontPushConfig(workflowId: string, id: string): Promise<boolean> {
+    const outcome = await this.call(writeFrontPushConfigScript, { configs: this.keys.frontPushConfigs(workflowId) }, { op: 'delete', id, json: '', limit: 0, retentionMs: 0 });
+    if (typeof outcome !== 'string') throw new Error(`deleteFrontPushConfig: unexpected refusal ${outcome.refused}`);
+    return outcome === 'written';
+  }
+
+  /** The push notification configs of front task `workflowId`, by id (none once it expired with its workflow). */
+  async frontPushConfigs(workflowId: string): Promise<FrontPushConfig[]> {
+    const key = this.keys.frontPushConfigs(workflowId);
+    const hash = await this.redis.hgetall(key);
+    return Object.entries(hash)
+      .sort(([first], [second]) => (first < second ? -1 : first > second ? 1 : 0))
+      .map(([, text]) => this.parseAt('push config', key, () => FrontPushConfigSchema.parse(JSON.parse(text))));
   }
 }

@@ -2,7 +2,7 @@
  * The front door's Agent Cards (spec §4.4): the service's own card, whose skills are the registered
  * agents' skills, and one card per registered agent whose interfaces point at the front door
  * (`/a2a/agents/<name>`), so a caller can pick a specific agent and still get every guarantee. Both declare
- * the API's bearer tokens as the security scheme, streaming, and no push notifications.
+ * the API's bearer tokens as the security scheme, streaming, and push notifications (push.ts).
  */
 import { AgentCard } from '@a2a-js/sdk';
 import type { AgentView } from '@durable-a2a/shared';
@@ -49,7 +49,7 @@ export function frontDoorCard(baseUrl: string, agents: readonly AgentView[], age
       : `Durable delegation to the registered agents: name a skill in metadata.skill; every task is journaled, resubscribed, reconciled, re-delegated and compensated.`,
     version: agent ? agent.card.version : '1.0.0',
     supportedInterfaces: INTERFACES.map((binding) => ({ url, ...binding })),
-    capabilities: { streaming: true, pushNotifications: false },
+    capabilities: { streaming: true, pushNotifications: true },
     securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', description: 'An API token of the durable-a2a service (DA2A_API_TOKENS)' } } },
     securityRequirements: [{ schemes: { bearer: { list: [] } } }],
     defaultInputModes: ['text/plain', 'application/json'],

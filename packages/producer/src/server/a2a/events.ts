@@ -28,7 +28,7 @@ export function streamEndsAt(task: Task): boolean {
 }
 
 /** The next view: on a change (or a question) within `refreshMs`, else as it is then. Rejects with the signal's reason. */
-async function nextView(reader: TaskReader, taskId: string, previous: WorkflowView, signal: AbortSignal, refreshMs: number): Promise<WorkflowView> {
+export async function nextView(reader: TaskReader, taskId: string, previous: WorkflowView, signal: AbortSignal, refreshMs: number): Promise<WorkflowView> {
   // Settled for waitFor but not ended for the caller (a person decides; a question while a cancel runs): waitFor would answer at once.
   if (isSettled(previous, true)) {
     await sleep(refreshMs, undefined, { signal });
@@ -43,7 +43,7 @@ async function nextView(reader: TaskReader, taskId: string, previous: WorkflowVi
 }
 
 /** The updates that turn `before` into `after`: changed artifacts first, then the status when it changed. */
-function updatesBetween(before: Task, after: Task): StreamResponse[] {
+export function updatesBetween(before: Task, after: Task): StreamResponse[] {
   const updates: StreamResponse[] = [];
   const seen = new Map(before.artifacts.map((artifact) => [artifact.artifactId, JSON.stringify(artifact)]));
   for (const artifact of after.artifacts) {

@@ -9,21 +9,37 @@
  *   when the task ends or waits for the caller, or after `blockingWaitMs` with the task as it is then.
  * - GetTask, ListTasks, CancelTask, SubscribeToTask read and act on the caller's own tasks only; another
  *   caller's task is "not found".
- * - Push notification configs are not supported (the card says `pushNotifications: false`).
+ * - Push notification configs (Create/Get/List/Delete) on the caller's own tasks, journaled and delivered by
+ *   `FrontDoorPushNotifier` (push.ts); a config on another caller's task is "task not found".
  */
 import { z } from 'zod';
-import type { AgentCard, CancelTaskRequest, GetTaskRequest, ListTasksRequest, ListTasksResponse, Message, SendMessageRequest, StreamResponse, SubscribeToTaskRequest, Task } from '@a2a-js/sdk';
+import type {
+  AgentCard,
+  CancelTaskRequest,
+  DeleteTaskPushNotificationConfigRequest,
+  GetTaskPushNotificationConfigRequest,
+  GetTaskRequest,
+  ListTaskPushNotificationConfigsRequest,
+  ListTaskPushNotificationConfigsResponse,
+  ListTasksRequest,
+  ListTasksResponse,
+  Message,
+  SendMessageRequest,
+  StreamResponse,
+  SubscribeToTaskRequest,
+  Task,
+  TaskPushNotificationConfig,
+} from '@a2a-js/sdk';
 import { TaskState } from '@a2a-js/sdk';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import {
   ExtendedAgentCardNotConfiguredError,
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
-import { PartSchema, type AgentView } from '@durable-a2a/shared';
+import { PartSchema, type AgentView, type FrontPushConfig } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../../errors.ts';
 import { AgentAddressRefusedError } from '../../agent-addresses.ts';
@@ -32,6 +48,7 @@ import { FrontDoorCaller, frontTaskId, isTaskOf, taskIdPrefix } from './caller.t
 import { TERMINAL_TASK_STATES, frontTask, messageJson } from './task.ts';
 import { taskEvents } from './events.ts';
 import { availableAgents, frontDoorCard } from './card.ts';
+import { PushConfigRefusedError, type FrontDoorPushNotifier } from './push.ts';
 
 /** Where a front door sends: any registered agent with the skill the caller names, or one named agent. */
 export type FrontDoorTarget = { kind: 'skill' } | { kind: 'agent'; name: string };
@@ -47,6 +64,8 @@ export interface FrontDoorHandlerOptions {
    * agent only that agent again, and only after it forgot the task (LOST), never after a refusal.
    */
   attempts: number;
+  /** The push notification configs and their delivery (shared by every handler of the process). */
+  push: FrontDoorPushNotifier;
 }
 
 /** Message parts a caller sends: at least one, each in the journal's part shape (what the workers send on). */
@@ -69,8 +88,13 @@ function callerOf(context: ServerCallContext): FrontDoorCaller {
 function asA2AError(error: unknown): unknown {
   if (error instanceof NotFoundError) return new TaskNotFoundError(error.message);
   if (error instanceof WorkflowFinishedError) return new TaskNotCancelableError(error.message);
-  if (error instanceof ProducerInputError || error instanceof IdempotencyConflictError || error instanceof AgentAddressRefusedError) return new RequestMalformedError(error.message);
+  if (error instanceof ProducerInputError || error instanceof IdempotencyConflictError || error instanceof AgentAddressRefusedError || error instanceof PushConfigRefusedError) return new RequestMalformedError(error.message);
   return error;
+}
+
+/** A journaled push notification config as the SDK's TaskPushNotificationConfig. */
+function pushConfigOf(taskId: string, config: FrontPushConfig): TaskPushNotificationConfig {
+  return { tenant: '', id: config.id, taskId, url: config.url, token: config.token, authentication: config.authentication };
 }
 
 /** Runs `call`, turning the producer's errors into A2A errors. */
@@ -130,20 +154,32 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
     yield* this.events(this.ownTask(params.id, caller), caller);
   }
 
-  async createTaskPushNotificationConfig(): Promise<never> {
-    throw new PushNotificationNotSupportedError('the front door does not deliver push notifications; use SubscribeToTask or GetTask');
+  async createTaskPushNotificationConfig(params: TaskPushNotificationConfig, context: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    const taskId = this.ownTask(params.taskId, callerOf(context));
+    return translated(async () => {
+      await this.options.producer.get(taskId);
+      const config = await this.options.push.create(taskId, { id: params.id, url: params.url, token: params.token, authentication: params.authentication });
+      return pushConfigOf(taskId, config);
+    });
   }
 
-  async getTaskPushNotificationConfig(): Promise<never> {
-    return this.createTaskPushNotificationConfig();
+  async getTaskPushNotificationConfig(params: GetTaskPushNotificationConfigRequest, context: ServerCallContext): Promise<TaskPushNotificationConfig> {
+    const taskId = this.ownTask(params.taskId, callerOf(context));
+    const config = (await translated(() => this.options.push.list(taskId))).find((candidate) => candidate.id === params.id);
+    if (!config) throw new TaskNotFoundError(`push notification config ${params.id} of task ${taskId} not found`);
+    return pushConfigOf(taskId, config);
   }
 
-  async listTaskPushNotificationConfigs(): Promise<never> {
-    return this.createTaskPushNotificationConfig();
+  async listTaskPushNotificationConfigs(params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext): Promise<ListTaskPushNotificationConfigsResponse> {
+    const taskId = this.ownTask(params.taskId, callerOf(context));
+    // At most MAX_PUSH_CONFIGS_PER_TASK configs: one page holds them all.
+    const configs = await translated(() => this.options.push.list(taskId));
+    return { configs: configs.map((config) => pushConfigOf(taskId, config)), nextPageToken: '' };
   }
 
-  async deleteTaskPushNotificationConfig(): Promise<void> {
-    await this.createTaskPushNotificationConfig();
+  async deleteTaskPushNotificationConfig(params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext): Promise<void> {
+    const taskId = this.ownTask(params.taskId, callerOf(context));
+    if (!(await translated(() => this.options.push.delete(taskId, params.id)))) throw new TaskNotFoundError(`push notification config ${params.id} of task ${taskId} not found`);
   }
 
   /** `taskId` when it is one of the caller's tasks; TaskNotFoundError otherwise (whoever else's it is). */

@@ -20,6 +20,8 @@ import { logUrl } from '../log-url.ts';
 import { FrontDoorCaller, principalOf } from './caller.ts';
 import { FRONT_DOOR_PATH, availableAgents, frontDoorCard } from './card.ts';
 import { FrontDoorRequestHandler, type FrontDoorTarget } from './handler.ts';
+import { FrontDoorPushNotifier } from './push.ts';
+import type { AddressPolicyOptions } from '@durable-a2a/shared';
 
 /** Options of `frontDoorRoutes`. */
 export interface FrontDoorOptions {
@@ -32,6 +34,8 @@ export interface FrontDoorOptions {
   attempts?: number;
   /** Deepest JSON body accepted (as on /v1: `apiBodyDepth`). */
   jsonDepth: number;
+  /** The policy push notification URLs pass (the agents' policy). Default: public addresses only. */
+  addressPolicy?: AddressPolicyOptions;
 }
 
 const CARD_SUFFIX = '/.well-known/agent-card.json';
@@ -42,7 +46,7 @@ const MAX_CACHED_AGENTS = 1_000;
 const originOf = (request: Request) => `${request.protocol}://${request.get('host') ?? 'localhost'}`;
 
 /** The express app that carries the SDK's handlers; `disconnected` gives each raw request's abort signal. */
-function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingMessage, AbortSignal>): express.Express {
+function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingMessage, AbortSignal>, push: FrontDoorPushNotifier): express.Express {
   const { producer } = options;
   const userBuilder = async (request: Request) => new FrontDoorCaller(principalOf(bearerOf({ headers: request.headers } as FastifyRequest) ?? ''), disconnected.get(request) ?? new AbortController().signal);
   const transports = new Map<string, RequestHandler>();
@@ -51,7 +55,7 @@ function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingM
     let handler = transports.get(key);
     if (!handler) {
       if (transports.size >= MAX_CACHED_AGENTS) transports.clear();
-      const requestHandler = new FrontDoorRequestHandler({ producer, target, blockingWaitMs: options.blockingWaitMs ?? 30_000, attempts: options.attempts ?? 3 });
+      const requestHandler = new FrontDoorRequestHandler({ producer, target, blockingWaitMs: options.blockingWaitMs ?? 30_000, attempts: options.attempts ?? 3, push });
       const jsonRpc = jsonRpcHandler({ requestHandler, userBuilder, legacyCompat: { enabled: true } });
       const rest = restHandler({ requestHandler, userBuilder });
       handler = (request, response, next) => (request.method === 'POST' && request.path === '/' ? jsonRpc : rest)(request, response, next);
@@ -88,7 +92,9 @@ function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingM
 export function frontDoorRoutes(options: FrontDoorOptions) {
   return async (app: FastifyInstance): Promise<void> => {
     const disconnected = new WeakMap<IncomingMessage, AbortSignal>();
-    const expressApp = frontDoorApp(options, disconnected);
+    const push = new FrontDoorPushNotifier({ producer: options.producer, addressPolicy: options.addressPolicy ?? {} });
+    app.addHook('onClose', () => push.close());
+    const expressApp = frontDoorApp(options, disconnected, push);
     // The SDK's express handlers answer on the raw response; fastify hands it over with the parsed body.
     const handOver = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const raw = request.raw as IncomingMessage & { body?: unknown };
