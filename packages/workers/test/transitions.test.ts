@@ -506,6 +506,19 @@ describe('N31: waiting for an agent that cannot be reached (nothing was created)
     expect(step.next).toEqual({ kind: 'route' });
   });
 
+  it('the attempt deadline on a task the agent took: never FAILED (re-delegable), a person decides; AUTH when it still asks for credentials (fuzz 31337)', () => {
+    const bound = fc.constantFrom<JournalState>('SUBMITTED', 'WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED');
+    fc.assert(
+      fc.property(bound, (state) => {
+        const step = transition(recordIn(state, { taskId: 'T1' }), { kind: 'deadline-passed', deadlineAt: NOW - 1 }, policy);
+        expect(writesOf(step).filter((write) => write.kind === 'outcome')).toEqual([]);
+        expect(step.next).toMatchObject({ kind: 'needs-person', code: state === 'AUTH_REQUIRED' ? 'AUTH' : 'DEADLINE_EXCEEDED', delivery: 'received' });
+      }),
+    );
+    // No task of ours at the agent (never sent, or sent and proven absent): nothing can have happened, the step moves on.
+    expect(transition(recordIn('INTENT'), { kind: 'deadline-passed', deadlineAt: NOW - 1 }, policy).write).toMatchObject({ kind: 'outcome', state: 'FAILED', error: { code: 'DEADLINE_EXCEEDED' } });
+  });
+
   it('the attempt deadline while waiting: FAILED AGENT_UNREACHABLE (not DEADLINE_EXCEEDED); a row never tried keeps DEADLINE_EXCEEDED', () => {
     const step = transition(waiting({ unreachableCount: 3, unreachableSince: NOW - 60_000, error: refused }), { kind: 'deadline-passed', deadlineAt: NOW - 1 }, policy);
     expect(step.write).toMatchObject({ kind: 'outcome', state: 'FAILED', error: { code: 'AGENT_UNREACHABLE', delivery: 'not-sent' } });

@@ -2,8 +2,9 @@
  * The attempt deadline (field case RT-deadline): every delegation attempt has an overall deadline,
  * `attemptDeadlineMs` after the attempt was journaled (`createdAt`); the step's own `attemptDeadlineMs` wins over
  * the fleet-wide default (`DA2A_ATTEMPT_DEADLINE_MS`, default 24 h). Past it, whatever the agent is doing (hanging
- * on the Agent Card, holding the send, streaming nothing), the attempt is journaled FAILED `DEADLINE_EXCEEDED`
- * (the `deadline-passed` row) and the workflow re-delegates within the step's budget.
+ * on the Agent Card, holding the send, streaming nothing), the `deadline-passed` row ends it: FAILED
+ * `DEADLINE_EXCEEDED` (re-delegable) when no task of ours exists at the agent, AMBIGUOUS for a person when the agent
+ * took our message (the work may have happened: never re-delegated blind).
  *
  * Checked by the reconciler on every sweep of an unfinished delegation, and by the send path before the Agent Card
  * fetch and before SendMessage; every agent call of a send is bounded by the time left. A send that may have

@@ -252,6 +252,12 @@ export function transition(record: DelegationRecord, observation: Observation, p
         return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'AGENT_UNREACHABLE', message, retryable: true, delivery: 'not-sent' } }, next: route };
       }
       const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled) in state ${record.state}`;
+      if (record.taskId !== undefined) {
+        // The agent took our message (a task of ours exists): the work may have happened (effect maybe), so the step is
+        // never re-delegated blind. A person decides with the evidence; an agent still asking for credentials is AUTH.
+        const code = record.state === 'AUTH_REQUIRED' ? 'AUTH' : 'DEADLINE_EXCEEDED';
+        return { next: { kind: 'needs-person', code, message: `${message}; the agent took our message (task ${record.taskId}), so the work may have happened`, delivery: 'received' } };
+      }
       return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'DEADLINE_EXCEEDED', message, retryable: false } }, next: route };
     }
     case 'question-expired':
