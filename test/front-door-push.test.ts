@@ -154,6 +154,28 @@ describe('push notification configs at the front door (@a2a-js/sdk 1.3.0 over JS
     expect(pushesTo('/theirs')).toHaveLength(0);
   });
 
+  it('a watch resumes in another API server: the config is created on one, that one closes, a second one (no config call) pushes the completion', async () => {
+    const first = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, apiTokens: [TEST_API_TOKEN, OTHER_TOKEN] });
+    let second: ApiServer | undefined;
+    try {
+      const firstClient = await frontDoorClient(await listenOnLoopback(first), 'JSONRPC');
+      const task = await waitingTask(firstClient);
+      await firstClient.createTaskPushNotificationConfig(configOf(task, '/resumed', 'token-resumed'));
+      await first.close();
+      second = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, apiTokens: [TEST_API_TOKEN, OTHER_TOKEN] });
+      const secondClient = await frontDoorClient(await listenOnLoopback(second), 'JSONRPC');
+      // The resumed watcher pushes the current status once (at least once: receivers dedupe on the status).
+      const current = await eventually(async () => pushesTo('/resumed').find((push) => push.body.statusUpdate?.status.state === 'TASK_STATE_INPUT_REQUIRED'), 'the resumed watcher pushes the current status');
+      expect(current.headers['x-a2a-notification-token']).toBe('token-resumed');
+      await answer(secondClient, task, 'Wismar');
+      const completed = await eventually(async () => completedPushes('/resumed')[0], 'the completion is pushed by the second server');
+      expect(completed.body.statusUpdate?.taskId).toBe(task.id);
+    } finally {
+      await first.close();
+      await second?.close();
+    }
+  });
+
   it(`at most 10 configs per task; a URL the address policy refuses is refused`, async () => {
     const client = await frontDoorClient(baseUrl, 'JSONRPC');
     const task = await waitingTask(client);

@@ -99,6 +99,11 @@ export class JournalNotifications extends JournalCoordination {
     return outcome === 'written';
   }
 
+  /** True when front task `workflowId` holds at least one push notification config (one EXISTS). */
+  async hasFrontPushConfigs(workflowId: string): Promise<boolean> {
+    return (await this.redis.exists(this.keys.frontPushConfigs(workflowId))) === 1;
+  }
+
   /** The push notification configs of front task `workflowId`, by id (none once it expired with its workflow). */
   async frontPushConfigs(workflowId: string): Promise<FrontPushConfig[]> {
     const key = this.keys.frontPushConfigs(workflowId);

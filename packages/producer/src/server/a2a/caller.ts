@@ -24,9 +24,12 @@ export function frontTaskId(principal: string, messageId: string): string {
   return `${taskIdPrefix(principal)}${sha256(messageId).slice(0, MESSAGE_HEX)}`;
 }
 
+/** The prefix every front task id starts with (whoever the caller). */
+export const FRONT_TASK_ID_PREFIX = 'a2a-';
+
 /** The prefix every task id of `principal` starts with. */
 export function taskIdPrefix(principal: string): string {
-  return `a2a-${principal}-`;
+  return `${FRONT_TASK_ID_PREFIX}${principal}-`;
 }
 
 /** True when `taskId` is a front task of `principal` (any other id, another caller's included, is "not found"). */

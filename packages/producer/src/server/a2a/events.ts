@@ -42,6 +42,11 @@ export async function nextView(reader: TaskReader, taskId: string, previous: Wor
   }
 }
 
+/** The status update that carries `task`'s current status. */
+export function statusUpdateOf(task: Task): StreamResponse {
+  return { payload: { $case: 'statusUpdate', value: { taskId: task.id, contextId: task.contextId, status: task.status, metadata: undefined } } };
+}
+
 /** The updates that turn `before` into `after`: changed artifacts first, then the status when it changed. */
 export function updatesBetween(before: Task, after: Task): StreamResponse[] {
   const updates: StreamResponse[] = [];
@@ -52,7 +57,7 @@ export function updatesBetween(before: Task, after: Task): StreamResponse[] {
   }
   const statusKey = (task: Task) => `${task.status?.state}:${task.status?.message?.messageId ?? ''}`;
   if (statusKey(before) !== statusKey(after)) {
-    updates.push({ payload: { $case: 'statusUpdate', value: { taskId: after.id, contextId: after.contextId, status: after.status, metadata: undefined } } });
+    updates.push(statusUpdateOf(after));
   }
   return updates;
 }

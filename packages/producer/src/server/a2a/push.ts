@@ -8,9 +8,13 @@
  * again before every push, so a deleted config gets no more. URLs pass the agents' address policy when written
  * and again at connection time (the policy dispatcher); redirects are not followed.
  *
- * Delivery runs in the API process (not the notify queue): a watcher lives as long as the process that created
- * or last read the config (any replica starts one again on a config call for the task). Every push is recorded in
- * the workflow's notification journal (`front-push:<config id>:<n>`, delivered or failed).
+ * Delivery runs in the API process (not the notify queue): a watcher lives as long as its process. Watches resume
+ * in any replica: when the server starts and then every `PUSH_RESUME.everyMs` (jittered), `resume` finds the
+ * unfinished front tasks (`a2a-` ids through the search index) that hold configs and starts a watcher for each one
+ * this process does not watch yet, at most `PUSH_RESUME.candidates` per round; a config call starts one too. A
+ * resumed watcher first pushes the task's current status once (deliveries are at least once: receivers dedupe on
+ * the status; two replicas may both push the same update), then follows as usual. Every push is recorded in the
+ * workflow's notification journal (`front-push:<config id>:<n>`, delivered or failed).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -21,13 +25,23 @@ import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 import { checkUrl, createPolicyDispatcher, type AddressPolicyOptions, type FrontPushConfig } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { TERMINAL_TASK_STATES, frontTask } from './task.ts';
-import { STREAM_REFRESH_MS, nextView, updatesBetween } from './events.ts';
+import { STREAM_REFRESH_MS, nextView, statusUpdateOf, updatesBetween } from './events.ts';
+import { FRONT_TASK_ID_PREFIX } from './caller.ts';
 
 /** Most push notification configs one front task holds; one more is refused (RequestMalformedError). */
 export const MAX_PUSH_CONFIGS_PER_TASK = 10;
 
 /** Bounds of one push's delivery: attempts, backoff (ms, doubled per attempt up to `maxDelayMs`, full jitter), each POST's timeout (ms). */
 export const PUSH_DELIVERY = { attempts: 5, baseDelayMs: 250, maxDelayMs: 5_000, timeoutMs: 10_000 } as const;
+
+/**
+ * Bounds of the resume rounds: every `everyMs` (ms, jittered by up to `jitterMs` either way), at most `candidates`
+ * unfinished front tasks read from the search index (pages of `pageSize`), one EXISTS each.
+ */
+export const PUSH_RESUME = { everyMs: 30_000, jitterMs: 5_000, candidates: 500, pageSize: 100 } as const;
+
+/** Workflow states of front tasks that may still change (a resumed watcher follows them). */
+const UNFINISHED_WORKFLOW_STATES = ['RUNNING', 'COMPENSATING', 'NEEDS_ATTENTION'] as const;
 
 /** A config as the caller sends it: bounded id, URL, token and credentials. */
 export const PushConfigInputSchema = z.object({
@@ -49,6 +63,8 @@ export interface FrontDoorPushOptions {
   addressPolicy: AddressPolicyOptions;
   /** How often a watcher reads the journal again besides the change channel (ms). Default `STREAM_REFRESH_MS`. */
   refreshMs?: number;
+  /** Called with the error of a resume round that failed (the next round runs anyway). Default: ignored. */
+  onResumeError?: (error: unknown) => void;
 }
 
 /** Jittered exponential backoff before attempt `attempt` (1-based: the second attempt waits after the first). */
@@ -66,6 +82,7 @@ export class FrontDoorPushNotifier {
   private readonly dispatcher: Dispatcher;
   private readonly serializer = new V1PushNotificationSerializer();
   private pushes = 0;
+  private resumeTimer: NodeJS.Timeout | undefined;
 
   constructor(private readonly options: FrontDoorPushOptions) {
     this.dispatcher = createPolicyDispatcher(options.addressPolicy);
@@ -100,28 +117,77 @@ export class FrontDoorPushNotifier {
     return this.options.producer.journal.deleteFrontPushConfig(taskId, id);
   }
 
-  /** Stops every watcher and delivery of this process (pending pushes are not sent). */
+  /**
+   * Runs a resume round now and then one every `PUSH_RESUME.everyMs` (jittered) until `close`. A failed round goes
+   * to `onResumeError`.
+   */
+  startResuming(): void {
+    if (this.resumeTimer || this.closing.signal.aborted) return;
+    const round = () => {
+      this.resume().catch((error: unknown) => this.options.onResumeError?.(error));
+      const delayMs = PUSH_RESUME.everyMs + Math.round((Math.random() * 2 - 1) * PUSH_RESUME.jitterMs);
+      this.resumeTimer = setTimeout(round, delayMs).unref();
+    };
+    round();
+  }
+
+  /**
+   * One resume round: reads at most `PUSH_RESUME.candidates` unfinished front tasks from the search index and starts
+   * a resumed watcher (current status pushed once, then followed) for each that holds configs and is not watched here.
+   * @returns how many watchers it started
+   */
+  async resume(): Promise<number> {
+    const { producer } = this.options;
+    let started = 0;
+    let budget: number = PUSH_RESUME.candidates;
+    for (const state of UNFINISHED_WORKFLOW_STATES) {
+      let cursor: string | undefined;
+      do {
+        if (this.closing.signal.aborted) return started;
+        const page = await producer.search({ idPrefix: FRONT_TASK_ID_PREFIX, state }, { cursor, limit: Math.min(PUSH_RESUME.pageSize, budget) });
+        budget -= page.items.length;
+        for (const { workflowId: id } of page.items) {
+          if (this.watching.has(id) || !(await producer.journal.hasFrontPushConfigs(id))) continue;
+          if (this.watch(id, true)) started++;
+        }
+        cursor = page.cursor;
+      } while (cursor && budget > 0);
+      if (budget <= 0) break;
+    }
+    return started;
+  }
+
+  /** Stops every watcher, delivery and resume round of this process (pending pushes are not sent). */
   async close(): Promise<void> {
+    clearTimeout(this.resumeTimer);
     this.closing.abort();
     await Promise.allSettled(this.watching.values());
     await this.dispatcher.close();
   }
 
-  /** Starts the watcher of `taskId` unless this process already runs one. */
-  private watch(taskId: string): void {
-    if (this.watching.has(taskId) || this.closing.signal.aborted) return;
-    const watcher = this.follow(taskId)
+  /**
+   * Starts the watcher of `taskId` unless this process already runs one; a `resumed` one first pushes the current
+   * status. @returns true when it started one
+   */
+  private watch(taskId: string, resumed = false): boolean {
+    if (this.watching.has(taskId) || this.closing.signal.aborted) return false;
+    const watcher = this.follow(taskId, resumed)
       .catch(() => undefined)
       .finally(() => this.watching.delete(taskId));
     this.watching.set(taskId, watcher);
+    return true;
   }
 
-  /** Follows `taskId` until it is terminal, has no configs, or the notifier closes; pushes every update. */
-  private async follow(taskId: string): Promise<void> {
+  /**
+   * Follows `taskId` until it is terminal, has no configs, or the notifier closes; pushes every update (and first
+   * the current status when `resumed`: the process that watched before may have died before pushing it).
+   */
+  private async follow(taskId: string, resumed: boolean): Promise<void> {
     const { producer } = this.options;
     const signal = this.closing.signal;
     let view = await producer.get(taskId);
     let task = frontTask(view);
+    if (resumed) await this.pushToAll(taskId, statusUpdateOf(task), task);
     while (!signal.aborted && !TERMINAL_TASK_STATES.has(task.status!.state)) {
       if ((await producer.journal.frontPushConfigs(taskId)).length === 0) return;
       view = await nextView(producer, taskId, view, signal, this.options.refreshMs ?? STREAM_REFRESH_MS);

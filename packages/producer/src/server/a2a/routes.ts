@@ -92,7 +92,13 @@ function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingM
 export function frontDoorRoutes(options: FrontDoorOptions) {
   return async (app: FastifyInstance): Promise<void> => {
     const disconnected = new WeakMap<IncomingMessage, AbortSignal>();
-    const push = new FrontDoorPushNotifier({ producer: options.producer, addressPolicy: options.addressPolicy ?? {} });
+    const push = new FrontDoorPushNotifier({
+      producer: options.producer,
+      addressPolicy: options.addressPolicy ?? {},
+      onResumeError: (error) => app.log.warn({ err: error }, 'front door push: a resume round failed'),
+    });
+    // Watches of another (maybe dead) process resume here: at start, then periodically.
+    app.addHook('onReady', async () => push.startResuming());
     app.addHook('onClose', () => push.close());
     const expressApp = frontDoorApp(options, disconnected, push);
     // The SDK's express handlers answer on the raw response; fastify hands it over with the parsed body.
