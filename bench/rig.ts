@@ -35,6 +35,7 @@ export async function startProfilingRig(options: { prefix: string; agentBehaviou
     prefix,
     concurrency: { send: concurrency, follow: concurrency },
     followSlotsPerAgent: concurrency,
+    sendSlotsPerAgent: concurrency,
     subscribeRateLimit: { max: 1_000_000, durationMs: 1_000 },
     ...options.fleet,
   });

@@ -125,7 +125,7 @@ function durableSide(redisUrl: string, prefix: string) {
     if (fleet && fleetConcurrency === concurrency) return fleet;
     await fleet?.close();
     // One agent holds every stream here: its share is the whole follow concurrency (default: half, 90% at most).
-    fleet = await startBenchFleet({ redisUrl, prefix, concurrency: { send: concurrency, follow: concurrency }, followSlotsPerAgent: concurrency, subscribeRateLimit: UNTHROTTLED });
+    fleet = await startBenchFleet({ redisUrl, prefix, concurrency: { send: concurrency, follow: concurrency }, followSlotsPerAgent: concurrency, sendSlotsPerAgent: concurrency, subscribeRateLimit: UNTHROTTLED });
     fleetConcurrency = concurrency;
     return fleet;
   };
