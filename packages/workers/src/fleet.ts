@@ -129,8 +129,10 @@ function startWorker(name: QueueName, context: WorkerContext, connection: RedisC
     telemetry,
   });
   watch = watchFetchProgress(worker, name, options.concurrency[name], livenessStaleAfterMs);
-  // One line per failed attempt; the stack only at debug.
+  // One line per failed attempt; the stack only at debug. An attempt that failed because Redis was unreachable or
+  // refused the command is the episode's, logged once (logRedisConnectionState, RedisRefusalGate): debug only here.
   worker.on('failed', (job, error) => {
+    if (redisErrorKind(error) !== 'other') return logger.debug({ queue: name, jobId: job?.id, err: error }, 'job failed: Redis unavailable or refusing');
     logger.warn({ queue: name, jobId: job?.id, reason: error.message, code: (error as { code?: unknown }).code }, 'job failed');
     logger.debug({ queue: name, jobId: job?.id, err: error }, 'job failed: stack');
   });
