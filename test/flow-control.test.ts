@@ -1,5 +1,5 @@
 /**
- * Flow control per agent (README "Limits"): G31 (one agent that holds SendMessage cannot stall the fleet), a
+ * Flow control per agent (docs/flow-control.md): G31 (one agent that holds SendMessage cannot stall the fleet), a
  * fleet-wide `maxInFlight` counted by the agent across two worker processes (one SIGKILLed holding slots), a
  * `Retry-After` that pauses every worker, and a property of the slot script (agentFlow-2.lua).
  */

@@ -106,7 +106,7 @@ function checkStepGraph(steps: readonly { name: string; after?: string[] }[], co
   });
 }
 
-/** Where a workflow's notifications go (README "Notifications"). */
+/** Where a workflow's notifications go (docs/people.md "Notifications"). */
 export const StrictNotifyTargetSchema = z.strictObject({ url: HttpUrl });
 
 /** `POST /v1/workflows` body and `startWorkflow` input, checked fully. */

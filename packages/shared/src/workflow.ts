@@ -121,7 +121,7 @@ export const WorkflowDefinitionSchema = z
     maxAttemptsPerStep: z.number().int().min(1).max(20).default(3),
     metadata: z.record(z.string(), z.unknown()).optional(),
     /**
-     * Where this workflow's notifications go (README "Notifications"): replaces the fleet-wide `DA2A_NOTIFY_URL`
+     * Where this workflow's notifications go (docs/people.md "Notifications"): replaces the fleet-wide `DA2A_NOTIFY_URL`
      * for this workflow. The URL passes the same address policy as agents.
      */
     notify: NotifyTargetSchema.optional(),

@@ -120,9 +120,9 @@ export interface FleetOptions {
   addressPolicy?: AddressPolicyOptions;
   /** Webhook URL that agents POST push notifications to (the API's `/v1/push`). Unset = no push. */
   webhookUrl?: string;
-  /** Outbound notifications to people's tooling (README "Notifications", `notify/`). Default off. */
+  /** Outbound notifications to people's tooling (docs/people.md "Notifications", `notify/`). Default off. */
   notify?: NotifyOptions;
-  /** Signed answer links in `question.opened` notifications (README "Signed answer links"). Default none. */
+  /** Signed answer links in `question.opened` notifications (docs/people.md "Signed answer links"). Default none. */
   answerLinks?: AnswerLinkOptions;
   /** Agent Card URLs of agents known to deduplicate SendMessage by messageId (0.3 agents without ListTasks may then be resent). */
   deduplicatingAgents?: string[];

@@ -35,7 +35,7 @@ export interface ProducerOptions {
   /** Key prefix shared with the workers. Default `da2a`. */
   prefix?: string;
   /**
-   * Signed answer links in the view of each open question (README "Signed answer links"): the same `secret`
+   * Signed answer links in the view of each open question (docs/people.md "Signed answer links"): the same `secret`
    * (`DA2A_LINK_SECRET`, at least 32 characters) and `baseUrl` (`DA2A_PUBLIC_URL`) as the workers'. Default none.
    */
   answerLinks?: AnswerLinkSettings;

@@ -41,7 +41,7 @@ export const DelegateInputSchema = z
     idempotencyKey: IdempotencyKey.optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
     push: z.boolean().optional(),
-    /** Where this delegation's notifications go (README "Notifications"); default the fleet-wide `DA2A_NOTIFY_URL`. */
+    /** Where this delegation's notifications go (docs/people.md "Notifications"); default the fleet-wide `DA2A_NOTIFY_URL`. */
     notify: StrictNotifyTargetSchema.optional(),
     /** How long (ms) to wait for the agent while it cannot be reached before the delegation ends FAILED `AGENT_UNREACHABLE`. Default: the attempt deadline. */
     unreachableForMs: z.number().int().positive().optional(),

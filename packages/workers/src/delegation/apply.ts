@@ -9,7 +9,7 @@
  *   3. performs `next`: exactly one per step. `route` and `progress` are resolved from the row as written
  *      (`core/policy.ts` routeOf, progressNext); `read-once` and `search` ask `io/` and apply what it observed,
  *      so a chain of steps is bounded by the table (a full read never asks for another read).
- * README "The delegation core" and docs/delegation-core.md describe the table and where a new behaviour goes.
+ * docs/delegation-core.md describes the table and where a new behaviour goes.
  */
 import { createHash } from 'node:crypto';
 import {
