@@ -41,7 +41,7 @@ import type { CompensationHandler } from './delegation/runs/handler.ts';
 import type { AuthHandler } from './delegation/auth.ts';
 import { processFollow } from './queues/follow.ts';
 import { createLocalFollows, type LocalFollows } from './delegation/runs/follow-local.ts';
-import { AgentSlots } from './delegation/runs/agent-slots.ts';
+import { agentShares } from './delegation/runs/agent-slots.ts';
 import { AgentLimitsBook } from './delegation/runs/flow.ts';
 import { HeldSends } from './delegation/runs/held-sends.ts';
 import { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
@@ -179,9 +179,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
     metrics: parts.metrics,
     options,
     policy: policyOf(options),
-    followSlots: new AgentSlots(options.followSlotsPerAgent, options.concurrency.follow),
-    sendSlots: new AgentSlots(options.sendSlotsPerAgent, options.concurrency.send),
-    reconcileSlots: new AgentSlots(options.reconcileSlotsPerAgent, options.concurrency.reconcile),
+    ...agentShares(options),
     flow: new AgentFlow(journalRedis, options.prefix),
     agentLimits: new AgentLimitsBook(options.defaultAgentLimits),
     heldSends: new HeldSends(options.heldSendSlots),
