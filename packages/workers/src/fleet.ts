@@ -28,6 +28,8 @@ import {
   type Logger,
   type Metrics,
   type QueueName,
+  FairSendQueue,
+  SendOrder,
 } from '@durable-a2a/shared';
 import { AgentDirectory } from './agents.ts';
 import type { WorkerContext } from './context.ts';
@@ -256,7 +258,11 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(
-    ALL_QUEUES.map((name) => [name, new Queue(name, { connection, prefix, telemetry: input.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } })]),
+    ALL_QUEUES.map((name) => {
+      const queueOptions = { connection, prefix, telemetry: input.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } };
+      // Message sends are ordered by priority, then fairly between tenants (send-priority.ts).
+      return [name, name === 'send' ? new FairSendQueue(name, queueOptions, new SendOrder(journalRedis, options.prefix)) : new Queue(name, queueOptions)];
+    }),
   ) as Record<QueueName, Queue>;
   for (const queue of Object.values(queues)) queue.on('error', () => undefined); // the shared connection reports the outage
   const shutdown = new AbortController();
