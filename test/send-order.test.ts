@@ -6,7 +6,7 @@
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createProducer, ProducerInputError, type Producer } from '@durable-a2a/producer';
-import { FairSendQueue, SendOrder, bullmqSendPriority, enqueueSend, queuePrefix } from '@durable-a2a/shared';
+import { AgentRegistry, FairSendQueue, SendOrder, bullmqSendPriority, enqueueSend, queuePrefix } from '@durable-a2a/shared';
 import { useRedisServer } from './harness/redis.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
 import { startTaskAgent, type TaskAgentHandle } from './harness/task-agent.ts';
@@ -95,4 +95,28 @@ describe('tenants', () => {
       expect(position).toBeLessThanOrEqual(2 * 3);
     }
   }, 180_000);
+
+  it('sendOrder-2.lua: places count per tenant and window, divided by the weight the registry set; a cleared weight is 1; a new window starts at 0', async () => {
+    const redis = new Redis(redisServer().url);
+    open.push({ close: () => redis.quit() });
+    const prefix = newPrefix('places');
+    const registry = new AgentRegistry(redis, { prefix });
+    await registry.setTenantWeight('heavy', 2);
+    await expect(registry.setTenantWeight('heavy', 0)).rejects.toThrow();
+    expect(await registry.tenantWeights()).toEqual({ heavy: 2 });
+    const order = new SendOrder(redis, prefix);
+    const places = async (tenant: string, count: number) => {
+      const seen: number[] = [];
+      for (let index = 0; index < count; index++) seen.push(await order.place(tenant));
+      return seen;
+    };
+    expect(await places('heavy', 5)).toEqual([0, 0, 1, 1, 2]);
+    expect(await places('light', 3)).toEqual([0, 1, 2]);
+    await registry.setTenantWeight('heavy', undefined);
+    expect(await places('heavy', 2)).toEqual([5, 6]);
+    const short = new SendOrder(redis, newPrefix('window'), 200);
+    const first = await short.place('a');
+    await eventually(async () => (await short.place('a')) === 0, 'a new window starts at place 0', 10_000, 50);
+    expect(first).toBe(0);
+  });
 });
