@@ -8,7 +8,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { journalKeys, type JournalKeys } from './keys.ts';
 import { callScript, defineScript, integerReply } from './scripts.ts';
 
-/** Default length of the window a tenant's sends are counted in, ms. */
+/** Default length of the window a tenant's sends are counted in, ms (windows are numbered from the epoch). */
 export const SEND_ORDER_WINDOW_MS = 60_000;
 
 const sendOrderScript = defineScript({
@@ -27,12 +27,14 @@ export class SendOrder {
     private readonly redis: Redis | Cluster,
     prefix?: string,
     private readonly windowMs: number = SEND_ORDER_WINDOW_MS,
+    private readonly now: () => number = Date.now,
   ) {
     this.keys = journalKeys(prefix);
   }
 
   /** The next send's place for `tenant` (0, 1, …: sends before it in this window / the tenant's weight). Throws what Redis throws. */
   place(tenant: string): Promise<number> {
-    return callScript(this.redis, sendOrderScript, this.keys.sendOrder(), { tenant, windowMs: this.windowMs });
+    // The window by this process's clock: a skew between processes only moves where a window starts for them.
+    return callScript(this.redis, sendOrderScript, this.keys.sendOrder(Math.floor(this.now() / this.windowMs)), { tenant, windowMs: this.windowMs });
   }
 }
