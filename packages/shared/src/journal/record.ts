@@ -117,6 +117,11 @@ export const DelegationRecordSchema = z
     createdAt: z.string().transform(Number),
     updatedAt: z.string().transform(Number),
     sendStartedAt: optionalMs,
+    /** The send priority its workflow gave it (1 to 10, `send-priority.ts`); absent: the default. */
+    priority: z
+      .string()
+      .optional()
+      .transform((text) => (text ? Number(text) : undefined)),
     sendCount: count,
     resendCount: count,
     /**

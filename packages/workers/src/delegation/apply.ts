@@ -147,7 +147,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       return done('ask-reconciler');
     }
     case 'resend':
-      await enqueueSend(ctx.queues, ref, record.resendCount + 1, undefined, next.delayMs ?? 0);
+      await enqueueSend(ctx.queues, ref, record.resendCount + 1, undefined, next.delayMs ?? 0, { priority: record.priority });
       log.info({ ...ref, contextRefused: next.contextRefused }, 'our message was proven absent at the agent; resending with the same messageId');
       return done('resend');
     case 'needs-person':
@@ -167,7 +167,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       await giveBack(ctx, ref, followLease);
       if (!written.applied) return done('nothing');
       await ctx.journal.scheduleCheck(ref, next.atMs + ctx.options.sendSettleMs);
-      await enqueueSendTry(ctx.queues, ref, record.resendCount, next.atMs, Math.max(0, next.atMs - ctx.options.now()));
+      await enqueueSendTry(ctx.queues, ref, record.resendCount, next.atMs, Math.max(0, next.atMs - ctx.options.now()), { priority: record.priority });
       return done('send-later');
     case 'check-later':
       await giveBack(ctx, ref, followLease);
