@@ -74,6 +74,8 @@ export interface StartFleetOptions extends FleetOptions {
   closeTimeoutMs?: number;
   /** How often the metrics' `agent` labels are re-read from the registry (ms). Default `AGENT_LABEL_REFRESH_MS` (30 s). */
   agentLabelRefreshMs?: number;
+  /** How long a worker's calls to one agent wait to be written to its registry health together (ms). Default `AGENT_HEALTH_WINDOW_MS` (250). */
+  agentHealthWindowMs?: number;
 }
 
 export interface Fleet {
@@ -162,7 +164,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
   const registry = new AgentRegistry(journalRedis, { prefix: options.prefix, now: options.now, onCorruptRecord });
   // An agent's health is told, not awaited: a send never waits for it, a window's calls go in one write, and a failed
   // write costs only those outcomes.
-  const agentHealth = new AgentHealthRecorder(registry, options.now, (error, agentCardUrl) => logger.debug({ err: error, agent: agentCardUrl }, 'agent health not recorded'));
+  const agentHealth = new AgentHealthRecorder(registry, options.now, (error, agentCardUrl) => logger.debug({ err: error, agent: agentCardUrl }, 'agent health not recorded'), input.agentHealthWindowMs);
   const onAgentCall = (agentCardUrl: string, call: AgentCall) => agentHealth.record(agentCardUrl, call);
   return {
     shutdownSignal: parts.shutdownSignal,
