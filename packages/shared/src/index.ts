@@ -137,7 +137,7 @@ export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput }
 export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
 export { AgentRegistry, candidateAgents, agentIdOf, HEALTH_WINDOW_CALLS, AgentLimitsSchema, TenantWeightSchema } from './registry.ts';
-export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, AgentView, AgentStatus } from './registry.ts';
+export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, TimedAgentCall, AgentView, AgentStatus } from './registry.ts';
 export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, redisReconnectDelayMs, BASE_REDIS_OPTIONS, DEFAULT_COMMAND_TIMEOUT_MS, REDIS_RECONNECT_CAP_MS } from './redis.ts';
 export { redisErrorKind, isRedisUnavailableError, isRedisTransientError, reconnectOnRedisError, REDIS_ERROR_KINDS, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';
 export { RedisRefusalGate, redisBackoffMs, REDIS_BACKOFF_BASE_MS, REDIS_BACKOFF_CAP_MS, type RedisRefusalGateOptions } from './redis-refusal-gate.ts';
