@@ -12,6 +12,7 @@ import { excerpt, tryParseJson } from './error-mapping.ts';
 import { createHttpClient } from './http.ts';
 import type { A2ALimits } from './limits.ts';
 import type { AgentInterface } from './transport.ts';
+import { isInterfaceSupported, type TransportFactory } from './client.ts';
 import type { Dispatcher } from 'undici';
 
 export {
@@ -139,19 +140,31 @@ async function requestCard(cardUrl: string, options: FetchAgentCardOptions): Pro
   return card;
 }
 
-/** Bindings and versions a caller can speak. Defaults: all three bindings (gRPC in `grpc/`), 1.0 and 0.3 (the 0.3 adapter in `v03/`). */
+/**
+ * What a caller can speak. `transports` (e.g. `defaultTransports`, plus `grpcTransports`): only interfaces one of
+ * them builds. `bindings` and `versions` narrow further; their defaults are every binding (JSONRPC, HTTP+JSON, GRPC)
+ * and both versions (1.0, 0.3). Without `transports` the choice may name a binding the caller then has no transport
+ * for: pass the same list to `selectInterface` and `createTransport`.
+ */
 export interface InterfaceSelection {
+  transports?: readonly TransportFactory[];
   bindings?: readonly string[];
   versions?: readonly string[];
 }
+/** Default `InterfaceSelection.bindings`. */
 export const DEFAULT_BINDINGS: readonly string[] = ['JSONRPC', 'HTTP+JSON', 'GRPC'];
+/** Default `InterfaceSelection.versions`. */
 export const DEFAULT_VERSIONS: readonly string[] = ['1.0', '0.3'];
 
-/** The first interface in card order whose binding and version we speak (spec §8.3), or `undefined`. */
+/** The first interface in card order that the selection speaks (spec §8.3), or `undefined`. */
 export function selectInterface(card: AgentCard, selection: InterfaceSelection = {}): AgentInterface | undefined {
   const bindings = selection.bindings ?? DEFAULT_BINDINGS;
   const versions = selection.versions ?? DEFAULT_VERSIONS;
+  const transports = selection.transports;
   return card.interfaces.find(
-    (agentInterface) => bindings.includes(agentInterface.protocolBinding) && versions.includes(agentInterface.protocolVersion),
+    (agentInterface) =>
+      bindings.includes(agentInterface.protocolBinding) &&
+      versions.includes(agentInterface.protocolVersion) &&
+      (transports === undefined || isInterfaceSupported(agentInterface, transports)),
   );
 }

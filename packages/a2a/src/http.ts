@@ -6,7 +6,7 @@
  */
 import { Agent, type Dispatcher, request } from 'undici';
 import { BlockedAddressError } from './address-policy.ts';
-import { traceContextHeaders } from '../tracing.ts';
+import { traceContextHeaders } from './trace-context.ts';
 import type { CredentialsProvider } from './credentials.ts';
 import { A2AError, type Delivery, LimitExceededError, NetworkError, withDelivery } from './errors.ts';
 import { type A2ALimits, checkJsonDepth, resolveLimits } from './limits.ts';

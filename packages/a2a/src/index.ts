@@ -1,4 +1,19 @@
-/** Public surface of the A2A client layer (1.0, plus the 0.3 adapter registered on import). */
+/**
+ * `@durable-a2a/a2a`: a resilient A2A (Agent2Agent) client. Fetch an Agent Card, choose an interface, build a
+ * transport from the factories you pass (`defaultTransports`: JSON-RPC and HTTP+JSON, A2A 1.0 and 0.3; gRPC from
+ * `@durable-a2a/a2a/grpc`), then send, follow and read tasks. Every failure is a typed `A2AError` that says whether
+ * it is retryable and whether the request reached the agent (`deliveryOf`). Nothing registers itself on import.
+ *
+ * ```ts
+ * import { createTransport, defaultTransports, fetchAgentCard, selectInterface } from '@durable-a2a/a2a';
+ * const card = await fetchAgentCard('https://agent.example.com');
+ * const agentInterface = selectInterface(card, { transports: defaultTransports });
+ * const transport = createTransport(agentInterface!, { transports: defaultTransports });
+ * const answer = await transport.sendMessage({ message: { messageId: crypto.randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] } });
+ * ```
+ *
+ * Names are listed one by one; `@durable-a2a/a2a/pure` holds the model without I/O.
+ */
 export {
   A2AError,
   A2A_ERROR_TABLE,
@@ -40,6 +55,7 @@ export {
   artifactByteSize,
   checkJsonDepth,
   resolveLimits,
+  storedArtifact,
 } from './limits.ts';
 
 export { roleFromWire, taskStateFromWire } from './spelling.ts';
@@ -76,6 +92,10 @@ export {
 export { drainStream } from './stream.ts';
 export {
   type AgentCard,
+  type AgentCardCache,
+  type AgentCardRejection,
+  type CachedAgentCard,
+  AGENT_CARD_CACHE_BYTES,
   AGENT_CARD_PATH,
   AgentCardError,
   agentKeyOf,
@@ -84,15 +104,22 @@ export {
   createAgentCardCache,
   fetchAgentCard,
   normalizeAgentCard,
+  type InterfaceSelection,
   selectInterface,
 } from './card.ts';
+export { cardUrlOf, isHttpUrl } from './card-url.ts';
 export { JsonRpcTransport } from './jsonrpc.ts';
 export { RestTransport } from './rest.ts';
-export { createTransport, isInterfaceSupported, registerTransport } from './client.ts';
-// Imported for its side effect too: registers the 0.3 transports.
+export {
+  type CreateTransportOptions,
+  type TransportFactory,
+  createTransport,
+  defaultTransports,
+  isInterfaceSupported,
+  transportFactoryFor,
+} from './client.ts';
 export { JsonRpcV03Transport, RestV03Transport } from './v03/index.ts';
-// Imported for its side effect too: registers the gRPC transport.
-export { GrpcTransport, type GrpcTransportOptions } from './grpc/index.ts';
+export { traceContextHeaders } from './trace-context.ts';
 export { normalizePushBody } from './push.ts';
 export type {
   A2ATransport,

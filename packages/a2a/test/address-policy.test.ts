@@ -16,9 +16,9 @@ import {
   checkUrl,
   classifyAddress,
   createPolicyDispatcher,
-} from '../src/a2a/address-policy.ts';
-import { AgentCardError, fetchAgentCard } from '../src/a2a/card.ts';
-import { createHttpClient } from '../src/a2a/http.ts';
+} from '../src/address-policy.ts';
+import { AgentCardError, fetchAgentCard } from '../src/card.ts';
+import { createHttpClient } from '../src/http.ts';
 import { type RawServer, startRawServer } from './helpers/raw-server.ts';
 
 /** Every TCP connection attempt made by this process, as `ip:port`. */

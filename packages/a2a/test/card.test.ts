@@ -1,9 +1,12 @@
 /** Field case R20 (card shapes by version), ETag caching, URL checks, interface selection. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { AgentCardError, createAgentCardCache, fetchAgentCard, normalizeAgentCard, selectInterface } from '../src/a2a/card.ts';
-import { createTransport, registerTransport } from '../src/a2a/client.ts';
-import { JsonRpcTransport } from '../src/a2a/jsonrpc.ts';
-import { RestTransport } from '../src/a2a/rest.ts';
+import { AgentCardError, createAgentCardCache, fetchAgentCard, normalizeAgentCard, selectInterface } from '../src/card.ts';
+import { createTransport, defaultTransports, isInterfaceSupported, type TransportFactory } from '../src/client.ts';
+import { ProtocolError, deliveryOf } from '../src/errors.ts';
+import { type GrpcTransport, grpcTransports } from '../src/grpc/index.ts';
+import { JsonRpcV03Transport, RestV03Transport } from '../src/v03/index.ts';
+import { JsonRpcTransport } from '../src/jsonrpc.ts';
+import { RestTransport } from '../src/rest.ts';
 import { type RawServer, startRawServer } from './helpers/raw-server.ts';
 
 let server: RawServer | undefined;
@@ -124,11 +127,56 @@ describe('fetchAgentCard', () => {
 });
 
 describe('createTransport', () => {
-  it('builds the transport registered for binding and version', () => {
-    expect(createTransport({ url: 'https://x.example/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' })).toBeInstanceOf(JsonRpcTransport);
-    expect(createTransport({ url: 'https://x.example/rest', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' })).toBeInstanceOf(RestTransport);
-    expect(() => createTransport({ url: 'https://x.example/rpc', protocolBinding: 'JSONRPC', protocolVersion: '0.3' })).toThrow('no transport');
-    registerTransport('JSONRPC', '0.3', (agentInterface, options) => new JsonRpcTransport(agentInterface, options));
-    expect(createTransport({ url: 'https://x.example/rpc', protocolBinding: 'JSONRPC', protocolVersion: '0.3' })).toBeInstanceOf(JsonRpcTransport);
+  const at = (protocolBinding: string, protocolVersion: string) => ({ url: 'https://x.example/a2a', protocolBinding, protocolVersion });
+
+  it('builds the default transport for each JSON binding and version', () => {
+    expect(createTransport(at('JSONRPC', '1.0'))).toBeInstanceOf(JsonRpcTransport);
+    expect(createTransport(at('HTTP+JSON', '1.0'))).toBeInstanceOf(RestTransport);
+    expect(createTransport(at('JSONRPC', '0.3'))).toBeInstanceOf(JsonRpcV03Transport);
+    expect(createTransport(at('HTTP+JSON', '0.3'))).toBeInstanceOf(RestV03Transport);
+    expect(defaultTransports.map((factory) => `${factory.protocolBinding} ${factory.protocolVersion}`)).toEqual(['JSONRPC 1.0', 'HTTP+JSON 1.0', 'JSONRPC 0.3', 'HTTP+JSON 0.3']);
+  });
+
+  it('gRPC only when the caller passes grpcTransports: nothing registers itself on import', () => {
+    const refused = (() => {
+      try {
+        createTransport(at('GRPC', '1.0'));
+      } catch (error) {
+        return error;
+      }
+    })();
+    expect(refused).toBeInstanceOf(ProtocolError);
+    expect(deliveryOf(refused)).toBe('not-sent');
+    expect(isInterfaceSupported(at('GRPC', '1.0'))).toBe(false);
+    for (const version of ['1.0', '0.3']) {
+      const transport = createTransport(at('GRPC', version), { transports: [...defaultTransports, ...grpcTransports] });
+      expect([transport.binding, transport.protocolVersion]).toEqual(['GRPC', version]);
+      (transport as GrpcTransport).close();
+    }
+  });
+
+  it("uses only the caller's factories, the first that matches", () => {
+    const built: string[] = [];
+    const only: TransportFactory[] = [
+      { protocolBinding: 'JSONRPC', protocolVersion: '0.3', create: (agentInterface, options) => (built.push('first'), new JsonRpcTransport(agentInterface, options)) },
+      { protocolBinding: 'JSONRPC', protocolVersion: '0.3', create: (agentInterface, options) => (built.push('second'), new JsonRpcTransport(agentInterface, options)) },
+    ];
+    expect(createTransport(at('JSONRPC', '0.3'), { transports: only })).toBeInstanceOf(JsonRpcTransport);
+    expect(built).toEqual(['first']);
+    expect(() => createTransport(at('JSONRPC', '1.0'), { transports: only })).toThrow('no transport for JSONRPC 1.0');
+    expect(() => createTransport(at('JSONRPC', '1.0'), { transports: [] })).toThrow('no transport');
+  });
+
+  it('selectInterface with transports skips what they cannot build', () => {
+    const card = normalizeAgentCard({
+      name: 'J',
+      supportedInterfaces: [
+        { url: 'https://j.example/grpc', protocolBinding: 'GRPC', protocolVersion: '1.0' },
+        { url: 'https://j.example/rpc', protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+      ],
+    });
+    expect(selectInterface(card, { transports: defaultTransports })?.url).toBe('https://j.example/rpc');
+    expect(selectInterface(card, { transports: [...defaultTransports, ...grpcTransports] })?.url).toBe('https://j.example/grpc');
+    expect(selectInterface(card, { transports: defaultTransports, versions: ['1.0'] })).toBeUndefined();
   });
 });

@@ -7,12 +7,12 @@
 import type { ServerResponse } from 'node:http';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { fetchAgentCard } from '../src/a2a/card.ts';
-import { createTransport } from '../src/a2a/client.ts';
-import { LimitExceededError } from '../src/a2a/errors.ts';
-import { checkJsonDepth, DEFAULT_A2A_LIMITS, resolveLimits } from '../src/a2a/limits.ts';
-import { normalizePushBody } from '../src/a2a/push.ts';
-import { drainStream } from '../src/a2a/stream.ts';
+import { fetchAgentCard } from '../src/card.ts';
+import { createTransport } from '../src/client.ts';
+import { LimitExceededError } from '../src/errors.ts';
+import { checkJsonDepth, DEFAULT_A2A_LIMITS, resolveLimits } from '../src/limits.ts';
+import { normalizePushBody } from '../src/push.ts';
+import { drainStream } from '../src/stream.ts';
 import { type RawServer, startRawServer } from './helpers/raw-server.ts';
 
 let server: RawServer | undefined;
@@ -153,7 +153,7 @@ describe('depth and part counts', () => {
 
 describe('B31: the artifact limit counts every stored byte', () => {
   it('metadata, names, descriptions and part metadata count, not only part content', async () => {
-    const { artifactByteSize, storedArtifact } = await import('../src/a2a/limits.ts');
+    const { artifactByteSize, storedArtifact } = await import('../src/limits.ts');
     const bare = { artifactId: 'a1', parts: [] };
     const heavy = { artifactId: 'a1', name: 'n'.repeat(1_000), description: 'd'.repeat(1_000), metadata: { blob: 'm'.repeat(2_000) }, parts: [{ text: '', metadata: { blob: 'p'.repeat(3_000) } }] };
     expect(artifactByteSize(heavy) - artifactByteSize(bare)).toBeGreaterThanOrEqual(7_000);

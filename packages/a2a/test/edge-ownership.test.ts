@@ -6,13 +6,13 @@
 import { createServer } from 'node:net';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { errorFromHttp } from '../src/a2a/error-mapping.ts';
-import { deliveryOf, NetworkError, ResponseIdMismatchError, TaskNotFoundError } from '../src/a2a/errors.ts';
-import { JsonRpcTransport } from '../src/a2a/jsonrpc.ts';
-import { eventOwnership, isTaskOurs, taskOwnership } from '../src/a2a/ownership.ts';
-import type { A2ATransport } from '../src/a2a/transport.ts';
-import { drainStream } from '../src/a2a/stream.ts';
-import { JsonRpcV03Transport } from '../src/a2a/v03/jsonrpc.ts';
+import { errorFromHttp } from '../src/error-mapping.ts';
+import { deliveryOf, NetworkError, ResponseIdMismatchError, TaskNotFoundError } from '../src/errors.ts';
+import { JsonRpcTransport } from '../src/jsonrpc.ts';
+import { eventOwnership, isTaskOurs, taskOwnership } from '../src/ownership.ts';
+import type { A2ATransport } from '../src/transport.ts';
+import { drainStream } from '../src/stream.ts';
+import { JsonRpcV03Transport } from '../src/v03/jsonrpc.ts';
 import { type RawServer, sleep, startRawServer } from './helpers/raw-server.ts';
 
 let server: RawServer | undefined;

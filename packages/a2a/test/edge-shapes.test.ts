@@ -5,13 +5,13 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { InvalidAgentResponseError, ProtocolError } from '../src/a2a/errors.ts';
-import { JsonRpcTransport } from '../src/a2a/jsonrpc.ts';
-import { drainStream } from '../src/a2a/stream.ts';
-import { SendMessageResponseSchema, StreamResponseSchema } from '../src/a2a/schema.ts';
-import type { StreamEvent } from '../src/a2a/transport.ts';
-import { JsonRpcV03Transport } from '../src/a2a/v03/jsonrpc.ts';
-import { EventV03Schema, eventFromV03 } from '../src/a2a/v03/wire.ts';
+import { InvalidAgentResponseError, ProtocolError } from '../src/errors.ts';
+import { JsonRpcTransport } from '../src/jsonrpc.ts';
+import { drainStream } from '../src/stream.ts';
+import { SendMessageResponseSchema, StreamResponseSchema } from '../src/schema.ts';
+import type { StreamEvent } from '../src/transport.ts';
+import { JsonRpcV03Transport } from '../src/v03/jsonrpc.ts';
+import { EventV03Schema, eventFromV03 } from '../src/v03/wire.ts';
 import { type RawServer, startRawServer } from './helpers/raw-server.ts';
 
 let server: RawServer | undefined;

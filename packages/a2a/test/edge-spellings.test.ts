@@ -5,18 +5,18 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { drainStream } from '../src/a2a/stream.ts';
-import { UnknownWireValueError } from '../src/a2a/errors.ts';
-import { JsonRpcTransport } from '../src/a2a/jsonrpc.ts';
-import { normalizePushBody } from '../src/a2a/push.ts';
-import { RestTransport } from '../src/a2a/rest.ts';
-import { TASK_STATES, TaskResultSchema, StreamResponseSchema, type TaskState } from '../src/a2a/schema.ts';
-import type { StreamEvent } from '../src/a2a/transport.ts';
-import { roleFromWire, taskStateFromWire } from '../src/a2a/spelling.ts';
-import { JsonRpcV03Transport } from '../src/a2a/v03/jsonrpc.ts';
-import { RestV03Transport } from '../src/a2a/v03/rest.ts';
-import { ProtoTaskSchema } from '../src/a2a/v03/rest-wire.ts';
-import { EventV03Schema, eventFromV03, taskFromV03, TaskV03Schema } from '../src/a2a/v03/wire.ts';
+import { drainStream } from '../src/stream.ts';
+import { UnknownWireValueError } from '../src/errors.ts';
+import { JsonRpcTransport } from '../src/jsonrpc.ts';
+import { normalizePushBody } from '../src/push.ts';
+import { RestTransport } from '../src/rest.ts';
+import { TASK_STATES, TaskResultSchema, StreamResponseSchema, type TaskState } from '../src/schema.ts';
+import type { StreamEvent } from '../src/transport.ts';
+import { roleFromWire, taskStateFromWire } from '../src/spelling.ts';
+import { JsonRpcV03Transport } from '../src/v03/jsonrpc.ts';
+import { RestV03Transport } from '../src/v03/rest.ts';
+import { ProtoTaskSchema } from '../src/v03/rest-wire.ts';
+import { EventV03Schema, eventFromV03, taskFromV03, TaskV03Schema } from '../src/v03/wire.ts';
 import { type RawServer, startRawServer } from './helpers/raw-server.ts';
 
 let server: RawServer | undefined;

@@ -1,6 +1,6 @@
 /** The error table: every JSON-RPC code and ErrorInfo reason maps to its class. */
 import { describe, expect, it } from 'vitest';
-import { errorFromHttp, errorFromJsonRpc } from '../src/a2a/error-mapping.ts';
+import { errorFromHttp, errorFromJsonRpc } from '../src/error-mapping.ts';
 import {
   A2AError,
   AuthenticationError,
@@ -23,9 +23,9 @@ import {
   isRetryable,
   sendEffectOf,
   ConflictError,
-} from '../src/a2a/errors.ts';
+} from '../src/errors.ts';
 import { status as GrpcStatus } from '@grpc/grpc-js';
-import { GRPC_STATUS_TABLE } from '../src/a2a/grpc/status-table.ts';
+import { GRPC_STATUS_TABLE } from '../src/grpc/status-table.ts';
 
 const A2A_ROWS = [
   [-32001, 404, 'TASK_NOT_FOUND', TaskNotFoundError],

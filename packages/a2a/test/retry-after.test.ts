@@ -3,7 +3,7 @@
  * HTTP-date), a JSON-RPC error's RetryInfo or `retryAfter`, a gRPC RetryInfo's binary Duration.
  */
 import { describe, expect, it } from 'vitest';
-import { errorFromHttp, errorFromJsonRpc, retryAfterOfData, retryAfterOfHeader, retryAfterOfRetryInfo } from '../src/a2a/index.ts';
+import { errorFromHttp, errorFromJsonRpc, retryAfterOfData, retryAfterOfHeader, retryAfterOfRetryInfo } from '../src/index.ts';
 
 describe('Retry-After', () => {
   it('HTTP: delta-seconds or an HTTP-date on 429 and 503; ignored on other statuses and when unreadable', () => {

@@ -17,10 +17,10 @@ import {
 import { UserBuilder, agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import express from 'express';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchAgentCard, selectInterface } from '../src/a2a/card.ts';
-import { createTransport } from '../src/a2a/client.ts';
-import { drainStream } from '../src/a2a/stream.ts';
-import type { StreamEvent } from '../src/a2a/transport.ts';
+import { fetchAgentCard, selectInterface } from '../src/card.ts';
+import { createTransport } from '../src/client.ts';
+import { drainStream } from '../src/stream.ts';
+import type { StreamEvent } from '../src/transport.ts';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const now = () => new Date().toISOString();

@@ -1,12 +1,12 @@
 /** SSE framing: the chunking property, and field cases R02, R03, R04 on the reader side. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { ProtocolError } from '../src/a2a/errors.ts';
-import type { HttpStreamResponse } from '../src/a2a/http.ts';
-import { decodeJsonRpcStreamEvent, decodeJsonRpcStreamError } from '../src/a2a/jsonrpc.ts';
-import { readServerSentEvents, type SseMessage } from '../src/a2a/sse.ts';
-import { drainStream, followEventStream } from '../src/a2a/stream.ts';
-import type { StreamEvent } from '../src/a2a/transport.ts';
+import { ProtocolError } from '../src/errors.ts';
+import type { HttpStreamResponse } from '../src/http.ts';
+import { decodeJsonRpcStreamEvent, decodeJsonRpcStreamError } from '../src/jsonrpc.ts';
+import { readServerSentEvents, type SseMessage } from '../src/sse.ts';
+import { drainStream, followEventStream } from '../src/stream.ts';
+import type { StreamEvent } from '../src/transport.ts';
 import { AU, SU, bodyOf, ev, utf8 } from './helpers/raw-server.ts';
 
 async function readAll(chunks: Uint8Array[], maxEventSizeChars?: number): Promise<SseMessage[]> {

@@ -1,10 +1,10 @@
 /** Field case R08: error shapes on streaming calls, over a real socket, both bindings. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { InvalidAgentResponseError, ProtocolError, TaskNotFoundError, UpstreamError, isRetryable } from '../src/a2a/errors.ts';
-import { JsonRpcTransport } from '../src/a2a/jsonrpc.ts';
-import { RestTransport } from '../src/a2a/rest.ts';
-import type { StreamEvent } from '../src/a2a/transport.ts';
-import { drainStream } from '../src/a2a/stream.ts';
+import { InvalidAgentResponseError, ProtocolError, TaskNotFoundError, UpstreamError, isRetryable } from '../src/errors.ts';
+import { JsonRpcTransport } from '../src/jsonrpc.ts';
+import { RestTransport } from '../src/rest.ts';
+import type { StreamEvent } from '../src/transport.ts';
+import { drainStream } from '../src/stream.ts';
 import { ERR, type RawServer, SU, ev, startRawServer } from './helpers/raw-server.ts';
 
 const message = { message: { messageId: 'M1', role: 'ROLE_USER' as const, parts: [{ text: 'hi' }] } };

@@ -1,9 +1,9 @@
 /** Field case R05 (scaled down): quiet streams, keep-alives, our idle watchdog, and undici's bodyTimeout. */
 import { Agent, request } from 'undici';
 import { afterEach, describe, expect, it } from 'vitest';
-import { StreamIdleError } from '../src/a2a/errors.ts';
-import { JsonRpcTransport } from '../src/a2a/jsonrpc.ts';
-import { drainStream } from '../src/a2a/stream.ts';
+import { StreamIdleError } from '../src/errors.ts';
+import { JsonRpcTransport } from '../src/jsonrpc.ts';
+import { drainStream } from '../src/stream.ts';
 import { type RawServer, SU, ev, sleep, startRawServer } from './helpers/raw-server.ts';
 
 let server: RawServer | undefined;

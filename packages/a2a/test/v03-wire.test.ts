@@ -1,6 +1,6 @@
 /** The 0.3 adapter's edges: wire conversions both ways, error codes, stream end, push bodies, registration. */
 import type { ServerResponse } from 'node:http';
-import { ProtocolError } from '../src/a2a/errors.ts';
+import { ProtocolError } from '../src/errors.ts';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   AgentCardError,
@@ -17,11 +17,11 @@ import {
   normalizeAgentCard,
   normalizePushBody,
   selectInterface,
-} from '../src/a2a/index.ts';
-import { JsonRpcV03Transport, errorFromJsonRpcV03 } from '../src/a2a/v03/jsonrpc.ts';
-import { RestV03Transport, errorFromHttpV03 } from '../src/a2a/v03/rest.ts';
-import { ProtoStreamResponseSchema, protoSendRequest } from '../src/a2a/v03/rest-wire.ts';
-import { eventFromV03, EventV03Schema, messageToV03, partFromV03, partToV03, sendParamsToV03, stateFromV03, stateToV03, TASK_STATES_V03 } from '../src/a2a/v03/wire.ts';
+} from '../src/index.ts';
+import { JsonRpcV03Transport, errorFromJsonRpcV03 } from '../src/v03/jsonrpc.ts';
+import { RestV03Transport, errorFromHttpV03 } from '../src/v03/rest.ts';
+import { ProtoStreamResponseSchema, protoSendRequest } from '../src/v03/rest-wire.ts';
+import { eventFromV03, EventV03Schema, messageToV03, partFromV03, partToV03, sendParamsToV03, stateFromV03, stateToV03, TASK_STATES_V03 } from '../src/v03/wire.ts';
 import { type RawServer, type RecordedRequest, startRawServer } from './helpers/raw-server.ts';
 
 let server: RawServer | undefined;

@@ -1,10 +1,10 @@
 /** What the transports put on the wire, and how they read plain (non-stream) answers. */
 import { afterEach, describe, expect, it } from 'vitest';
-import { apiKeyHeader, bearerToken, refreshingToken } from '../src/a2a/credentials.ts';
-import { InvalidAgentResponseError, NetworkError, ProtocolError, TaskNotFoundError } from '../src/a2a/errors.ts';
-import { JsonRpcTransport } from '../src/a2a/jsonrpc.ts';
-import { RestTransport } from '../src/a2a/rest.ts';
-import { drainStream } from '../src/a2a/stream.ts';
+import { apiKeyHeader, bearerToken, refreshingToken } from '../src/credentials.ts';
+import { InvalidAgentResponseError, NetworkError, ProtocolError, TaskNotFoundError } from '../src/errors.ts';
+import { JsonRpcTransport } from '../src/jsonrpc.ts';
+import { RestTransport } from '../src/rest.ts';
+import { drainStream } from '../src/stream.ts';
 import { type RawServer, type RecordedRequest, SU, ev, startRawServer } from './helpers/raw-server.ts';
 import type { ServerResponse } from 'node:http';
 

@@ -1,14 +1,24 @@
 /**
- * The gRPC binding (spec §10): registers `GRPC` 1.0 and 0.3 (`v03.ts`) with
- * the transport factory on import. Importing this file loads neither grpc-js
- * nor the protobuf codec (see `lazy.ts`); import `transport.ts`,
- * `status-table.ts` or `channel.ts` directly for the binding's internals.
+ * `@durable-a2a/a2a/grpc`: the gRPC binding (spec §10) for A2A 1.0 and 0.3. Pass `grpcTransports` next to
+ * `defaultTransports` wherever transports are chosen:
+ *
+ * ```ts
+ * import { createTransport, defaultTransports } from '@durable-a2a/a2a';
+ * import { grpcTransports } from '@durable-a2a/a2a/grpc';
+ * const transport = createTransport(agentInterface, { transports: [...defaultTransports, ...grpcTransports] });
+ * ```
+ *
+ * Importing this entry loads neither grpc-js nor the protobuf codec: the transport loads them on its first call
+ * (see `lazy.ts`).
  */
-import { registerTransport } from '../client.ts';
+import type { TransportFactory } from '../client.ts';
 import { LazyGrpcTransport } from './lazy.ts';
 
-registerTransport('GRPC', '1.0', (agentInterface, options) => new LazyGrpcTransport(agentInterface, options, '1.0'));
-registerTransport('GRPC', '0.3', (agentInterface, options) => new LazyGrpcTransport(agentInterface, options, '0.3'));
+/** gRPC for A2A 1.0 and 0.3, each transport loading `@grpc/grpc-js` and the codec on its first call. */
+export const grpcTransports: readonly TransportFactory[] = Object.freeze([
+  { protocolBinding: 'GRPC', protocolVersion: '1.0', create: (agentInterface, options) => new LazyGrpcTransport(agentInterface, options, '1.0') },
+  { protocolBinding: 'GRPC', protocolVersion: '0.3', create: (agentInterface, options) => new LazyGrpcTransport(agentInterface, options, '0.3') },
+] satisfies TransportFactory[]);
 
 export { LazyGrpcTransport as GrpcTransport } from './lazy.ts';
 export type { GrpcTransportOptions } from './transport.ts';
