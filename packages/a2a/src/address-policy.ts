@@ -15,12 +15,17 @@ import { A2AError, NetworkError } from './errors.ts';
 /** What an IP address is. Only `public` is allowed by default. */
 export type AddressCategory = 'loopback' | 'private' | 'link-local' | 'metadata' | 'unspecified' | 'multicast' | 'reserved' | 'public';
 
+/** One address a host name resolved to. */
 export interface ResolvedAddress {
   address: string;
   /** 4 or 6. */
   family: number;
 }
 
+/**
+ * Which addresses an agent URL may resolve to (field case R19: a card or its URLs must not point inside our network).
+ * Every category but `public` is refused unless allowed here; cloud metadata addresses always are.
+ */
 export interface AddressPolicyOptions {
   /** 127.0.0.0/8, ::1. Default false; tests set it to reach servers on port 0. */
   allowLoopback?: boolean;

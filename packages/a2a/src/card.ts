@@ -52,6 +52,7 @@ export function createAgentCardCache(options: { maxBytes?: number } = {}): Agent
   return { get: (cardUrl) => entries.get(cardUrl), set: (cardUrl, entry) => void entries.set(cardUrl, entry) };
 }
 
+/** Options of `fetchAgentCard`. */
 export interface FetchAgentCardOptions {
   dispatcher?: Dispatcher;
   cache?: AgentCardCache;

@@ -24,6 +24,7 @@ export interface IssuedToken {
   expiresAtMs?: number;
 }
 
+/** Options of `refreshingToken`. */
 export interface RefreshingTokenOptions {
   /** Refresh this long before `expiresAtMs`, so a token does not expire in flight. Default 30_000. */
   refreshMarginMs?: number;

@@ -123,44 +123,57 @@ export function withRetryAfter<E>(error: E, retryAfterMs: number | undefined): E
 type Details = A2AErrorDetails;
 
 // A2A errors (spec §5.4). None is retryable: the same request gets the same answer.
+/** -32001 / HTTP 404: the agent knows no such task (never had it, or forgot it). Delivery `received`. */
 export class TaskNotFoundError extends A2AError {
   constructor(message = 'Task not found', details?: Details) { super(message, 'TASK_NOT_FOUND', false, details); }
 }
+/** -32002: the task cannot be canceled in its current state (e.g. already terminal). */
 export class TaskNotCancelableError extends A2AError {
   constructor(message = 'Task not cancelable', details?: Details) { super(message, 'TASK_NOT_CANCELABLE', false, details); }
 }
+/** -32003: the agent does not support push notification configs. */
 export class PushNotificationNotSupportedError extends A2AError {
   constructor(message = 'Push notifications not supported', details?: Details) { super(message, 'PUSH_NOTIFICATION_NOT_SUPPORTED', false, details); }
 }
+/** -32004: the agent does not support this operation (also how agents refuse to stream a terminal task). */
 export class UnsupportedOperationError extends A2AError {
   constructor(message = 'Unsupported operation', details?: Details) { super(message, 'UNSUPPORTED_OPERATION', false, details); }
 }
+/** -32005 / HTTP 415: a part's media type is not accepted by the agent. */
 export class ContentTypeNotSupportedError extends A2AError {
   constructor(message = 'Content type not supported', details?: Details) { super(message, 'CONTENT_TYPE_NOT_SUPPORTED', false, details); }
 }
+/** -32006, or an answer we cannot read (wrong shape, not JSON): the request did reach the agent. */
 export class InvalidAgentResponseError extends A2AError {
   constructor(message = 'Invalid agent response', details?: Details) { super(message, 'INVALID_AGENT_RESPONSE', false, details); }
 }
+/** -32007: the agent has no authenticated extended card. */
 export class ExtendedAgentCardNotConfiguredError extends A2AError {
   constructor(message = 'Extended agent card not configured', details?: Details) { super(message, 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', false, details); }
 }
+/** -32008: the agent requires an extension the request did not declare. */
 export class ExtensionSupportRequiredError extends A2AError {
   constructor(message = 'Extension support required', details?: Details) { super(message, 'EXTENSION_SUPPORT_REQUIRED', false, details); }
 }
+/** -32009: the agent does not speak the `A2A-Version` we sent; try another interface of its card. */
 export class VersionNotSupportedError extends A2AError {
   constructor(message = 'Version not supported', details?: Details) { super(message, 'VERSION_NOT_SUPPORTED', false, details); }
 }
 
 // Standard JSON-RPC errors (JSON-RPC 2.0 §5.1).
+/** -32700: the agent could not parse our JSON. */
 export class JsonRpcParseError extends A2AError {
   constructor(message = 'Parse error', details?: Details) { super(message, 'JSON_RPC_PARSE_ERROR', false, details); }
 }
+/** -32600 / HTTP 400: not a valid request, per the agent. */
 export class InvalidRequestError extends A2AError {
   constructor(message = 'Invalid request', details?: Details) { super(message, 'INVALID_REQUEST', false, details); }
 }
+/** -32601 / HTTP 405: the agent has no such method (e.g. no ListTasks). */
 export class MethodNotFoundError extends A2AError {
   constructor(message = 'Method not found', details?: Details) { super(message, 'METHOD_NOT_FOUND', false, details); }
 }
+/** -32602: the agent refused our parameters. */
 export class InvalidParamsError extends A2AError {
   constructor(message = 'Invalid params', details?: Details) { super(message, 'INVALID_PARAMS', false, details); }
 }

@@ -25,6 +25,7 @@ export interface HttpClientOptions {
   limits?: Partial<A2ALimits>;
 }
 
+/** Default deadline of a non-stream call, and of a stream's response headers: 30 s. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 
 export interface HttpRequest {

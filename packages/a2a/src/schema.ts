@@ -11,7 +11,9 @@ import { WireRoleSchema, WireTaskStateSchema } from './spelling.ts';
 
 /** Task states, in proto order (spec §5.5 TaskState). Kept in `enums.ts` so `spelling.ts` can read them without a cycle. */
 export { TASK_STATES };
+/** A task state in the 1.0 spelling (`TASK_STATE_…`); agents' other spellings are read by the wire schemas. */
 export const TaskStateSchema = z.enum(TASK_STATES);
+/** One of `TASK_STATES`. */
 export type TaskState = z.infer<typeof TaskStateSchema>;
 
 /** States after which a task never changes again (spec §3.1.1, "Task Immutability"). */
@@ -26,10 +28,14 @@ export const INTERRUPTED_TASK_STATES: ReadonlySet<TaskState> = new Set([
   'TASK_STATE_INPUT_REQUIRED',
   'TASK_STATE_AUTH_REQUIRED',
 ]);
+/** `true` for COMPLETED, FAILED, CANCELED and REJECTED: the task never changes again. */
 export const isTerminalTaskState = (state: TaskState): boolean => TERMINAL_TASK_STATES.has(state);
+/** `true` for INPUT_REQUIRED and AUTH_REQUIRED: the agent waits for the client. */
 export const isInterruptedTaskState = (state: TaskState): boolean => INTERRUPTED_TASK_STATES.has(state);
 
+/** Who wrote a message: `ROLE_USER` (the client) or `ROLE_AGENT` (spec §5.5 Role). */
 export const RoleSchema = z.enum(ROLES);
+/** One of `RoleSchema`'s values. */
 export type Role = z.infer<typeof RoleSchema>;
 
 const MetadataSchema = z.record(z.string(), z.unknown());
@@ -49,6 +55,7 @@ export const PartSchema = z.preprocess(partToV1Shape, z
     (part) => [part.text, part.raw, part.url, part.data].filter((value) => value !== undefined).length === 1,
     { message: 'a Part carries exactly one of text, raw, url or data' },
   ));
+/** One part of a message or artifact: text, file or data (spec §5.5 Part). */
 export type Part = z.infer<typeof PartSchema>;
 
 /** Message (spec §5.5). `contextId` and `taskId` are optional on client messages. `role` in any spelling (`spelling.ts`). */
@@ -62,6 +69,7 @@ export const MessageSchema = z.object({
   extensions: z.array(z.string()).optional(),
   referenceTaskIds: z.array(z.string()).optional(),
 });
+/** One message (spec §5.5 Message); `messageId` identifies it for deduplication. */
 export type Message = z.infer<typeof MessageSchema>;
 
 /** TaskStatus; `timestamp` is ISO 8601 UTC (spec §5.6.1). `state` in any spelling agents send (`spelling.ts`, R26). */
@@ -71,8 +79,10 @@ export const TaskStatusSchema = z.object({
   message: z.preprocess((value) => salvageStatusMessage(value, '1.0'), MessageSchema.optional().catch(undefined)),
   timestamp: z.preprocess(salvageTimestamp, z.string().optional()),
 });
+/** A task's state, its optional status message and when it was set. */
 export type TaskStatus = z.infer<typeof TaskStatusSchema>;
 
+/** An artifact (spec §5.5 Artifact): an output of a task, keyed by `artifactId`. */
 export const ArtifactSchema = z.object({
   artifactId: z.string().min(1),
   name: z.string().optional(),
@@ -81,8 +91,10 @@ export const ArtifactSchema = z.object({
   metadata: MetadataSchema.optional(),
   extensions: z.array(z.string()).optional(),
 });
+/** See `ArtifactSchema`. */
 export type Artifact = z.infer<typeof ArtifactSchema>;
 
+/** A task (spec §5.5 Task): id, context, status, artifacts and history. */
 export const TaskSchema = z.object({
   id: z.string().min(1),
   contextId: z.string().optional(),
@@ -92,6 +104,7 @@ export const TaskSchema = z.object({
   history: z.preprocess((value) => readableEntries(value, (entry) => MessageSchema.safeParse(entry).success), z.array(MessageSchema).optional()),
   metadata: MetadataSchema.optional(),
 });
+/** See `TaskSchema`. */
 export type Task = z.infer<typeof TaskSchema>;
 
 /** The result of GetTask / CancelTask: a bare Task (spec §3.1.3), or one wrapped as `{task}` by a lenient agent. */
@@ -105,6 +118,7 @@ export const TaskStatusUpdateEventSchema = z.object({
   status: TaskStatusSchema,
   metadata: MetadataSchema.optional(),
 });
+/** See `TaskStatusUpdateEventSchema`. */
 export type TaskStatusUpdateEvent = z.infer<typeof TaskStatusUpdateEventSchema>;
 
 /** `append:true` adds parts to the artifact with the same id; `lastChunk:true` seals it. */
@@ -116,6 +130,7 @@ export const TaskArtifactUpdateEventSchema = z.object({
   lastChunk: z.boolean().optional(),
   metadata: MetadataSchema.optional(),
 });
+/** See `TaskArtifactUpdateEventSchema`. */
 export type TaskArtifactUpdateEvent = z.infer<typeof TaskArtifactUpdateEventSchema>;
 
 /**
@@ -128,6 +143,7 @@ export const StreamResponseSchema = z.preprocess(toWrappedResponse, z.union([
   z.object({ statusUpdate: TaskStatusUpdateEventSchema }),
   z.object({ artifactUpdate: TaskArtifactUpdateEventSchema }),
 ]));
+/** One stream event: `{ task }`, `{ message }`, `{ statusUpdate }` or `{ artifactUpdate }`. */
 export type StreamResponse = z.infer<typeof StreamResponseSchema>;
 
 /** SendMessageResponse: `{task}` or `{message}` (spec §3.1.1); a bare Task or Message is read as its member (V1). */
@@ -135,8 +151,10 @@ export const SendMessageResponseSchema = z.preprocess(toWrappedResponse, z.union
   z.object({ task: TaskSchema }),
   z.object({ message: MessageSchema }),
 ]));
+/** The answer to SendMessage: `{ task }` or, for a direct reply, `{ message }`. */
 export type SendMessageResponse = z.infer<typeof SendMessageResponseSchema>;
 
+/** How the agent authenticates its push notifications to us (spec §5.5 AuthenticationInfo). */
 export const AuthenticationInfoSchema = z.object({
   scheme: z.string(),
   credentials: z.string().optional(),
@@ -151,8 +169,10 @@ export const TaskPushNotificationConfigSchema = z.object({
   token: z.string().optional(),
   authentication: AuthenticationInfoSchema.optional(),
 });
+/** See `TaskPushNotificationConfigSchema`. */
 export type TaskPushNotificationConfig = z.infer<typeof TaskPushNotificationConfigSchema>;
 
+/** The answer to ListTaskPushNotificationConfigs: one page of configs. */
 export const ListTaskPushNotificationConfigsResponseSchema = z.object({
   configs: z.array(TaskPushNotificationConfigSchema).optional(),
   nextPageToken: z.string().optional(),
@@ -192,4 +212,5 @@ export const ListTasksResponseSchema = z.object({
   pageSize: z.number().optional(),
   totalSize: z.number().optional(),
 });
+/** See `ListTasksResponseSchema`. */
 export type ListTasksResponse = z.infer<typeof ListTasksResponseSchema>;

@@ -21,6 +21,7 @@ export interface SseMessage {
 /** A response body: bytes, and a way to release the connection early. */
 export type ByteBody = AsyncIterable<Uint8Array> & { destroy?: (error?: Error) => unknown };
 
+/** Options of `readServerSentEvents`: watchdog, size and depth caps, abort signal. */
 export interface SseReaderOptions {
   /** Longest wait for any byte (events and `:` keep-alive comments both count). 0 disables. Default 60_000. */
   idleTimeoutMs?: number;
