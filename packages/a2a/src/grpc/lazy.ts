@@ -1,5 +1,5 @@
 /**
- * The gRPC transport as registered with the factory: it loads `@grpc/grpc-js`,
+ * The gRPC transport `grpcTransports` builds: it loads `@grpc/grpc-js`,
  * `@bufbuild/protobuf` and the descriptor set on its first call, so a process
  * that never talks gRPC does not pay their import at start-up (0.5 to 1 s on a
  * loaded 2-core machine, measured; workers restart often under chaos).
