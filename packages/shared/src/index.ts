@@ -9,6 +9,8 @@ export { CorruptRecordError, corruptRecordReporter } from './journal/corrupt.ts'
 export type { CorruptRecordHandler, CorruptRecordKind } from './journal/corrupt.ts';
 export { indexMember, journalKeys, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
 export { AgentFlow, type AgentLimits, type FlowAcquired, type FlowWaitReason } from './journal/agent-flow.ts';
+export { SendOrder, SEND_ORDER_WINDOW_MS } from './journal/send-order.ts';
+export { SEND_PRIORITY, SendPrioritySchema, DEFAULT_SEND_TENANT, bullmqSendPriority, FairSendQueue, type SendPlaces } from './send-priority.ts';
 export type { JournalKeys } from './journal/keys.ts';
 export { parseCompactedWorkflow } from './journal/compacted-record.ts';
 export {
@@ -112,7 +114,7 @@ export { startTracing, withSpan, delegationSpan, annotateActiveSpan, TracingEnvi
 export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
 export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
-export { AgentRegistry, candidateAgents, agentIdOf, AgentLimitsSchema } from './registry.ts';
+export { AgentRegistry, candidateAgents, agentIdOf, AgentLimitsSchema, TenantWeightSchema } from './registry.ts';
 export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, AgentView, AgentStatus } from './registry.ts';
 export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
 export { redisErrorKind, reconnectOnRedisError, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';
