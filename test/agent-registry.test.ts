@@ -7,7 +7,8 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AgentRegistry, candidateAgents, normalizeAgentCardUrl, type AgentView } from '@durable-a2a/shared';
+import { normalizeAgentCardUrl } from '@durable-a2a/a2a';
+import { AgentRegistry, candidateAgents, type AgentView } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';

@@ -7,8 +7,8 @@
  */
 import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
-import { normalizeAgentCardUrl, type AgentCard } from './a2a/card.ts';
-import { agentKeyOf, isHttpUrl } from './a2a/card-url.ts';
+import { normalizeAgentCardUrl, type AgentCard } from '@durable-a2a/a2a';
+import { agentKeyOf, isHttpUrl } from '@durable-a2a/a2a/pure';
 import { journalKeys } from './journal/keys.ts';
 import { callScript, defineScript, outcomeDecoder } from './journal/scripts.ts';
 import { CorruptRecordError, parseRecordAt, skipCorrupt, type CorruptRecordHandler } from './journal/corrupt.ts';

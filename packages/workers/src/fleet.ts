@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { DelayedError, Queue, Worker, type Job, type Processor, type Telemetry } from 'bullmq';
 import { Registry } from 'prom-client';
+import { createPolicyDispatcher } from '@durable-a2a/a2a';
 import {
   AGENT_LABEL_REFRESH_MS,
   ALL_QUEUES,
@@ -18,7 +19,6 @@ import {
   corruptRecordReporter,
   createLogger,
   createMetrics,
-  createPolicyDispatcher,
   openRedisClient,
   enqueueStartupSweep,
   logRedisConnectionState,

@@ -3,7 +3,8 @@
  * (fastify-type-provider-zod) and generate /openapi.json.
  */
 import { z } from 'zod';
-import { AttentionSchema, ID_PATTERN, PartSchema, RecordedErrorSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
+import { PartSchema } from '@durable-a2a/a2a';
+import { AttentionSchema, ID_PATTERN, RecordedErrorSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
 import { StrictWorkflowDefinitionSchema as WorkflowDefinitionSchema } from '../definition.ts';
 import { DelegateInputSchema } from '../producer.ts';
 import { AnswerPartsSchema, AnswerTextSchema } from '../calls/reply.ts';
