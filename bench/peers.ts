@@ -109,13 +109,25 @@ async function runSetting(settings: Settings, agent: AgentReady, workMs: number,
         if (settings.freezeIdle) side.pause();
       }
     };
-    if (settings.warmup > 0) for (const side of sides) await inTurn(side, () => side.round(input('warm', settings.warmup)));
+    // A side whose round fails (a process of it died) is noted and left out of the setting's remaining rounds.
+    const failed = new Set<Side>();
+    const attempt = async (side: Side, what: string, work: () => Promise<void>) => {
+      try {
+        await inTurn(side, work);
+      } catch (error) {
+        failed.add(side);
+        notes.push(`${settingLabel({ workMs, concurrency })}: ${side.name} ${what} failed, left out of the remaining rounds: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    };
+    if (settings.warmup > 0) for (const side of sides) await attempt(side, 'warm-up', async () => void (await side.round(input('warm', settings.warmup))));
     for (let index = 0; index < settings.PEERS_ROUNDS; index++) {
       const order = sides.map((_, position) => sides[(position + index) % sides.length]!);
-      for (const side of order) {
-        const measured = await inTurn(side, () => measuredRound(side, input(`r${index}`, settings.PEERS_N)));
-        result.rounds.set(side.name, [...(result.rounds.get(side.name) ?? []), measured]);
-        console.log(`  ${settingLabel(result)} round ${index + 1} ${side.name}: ${round(rateOf(measured), 1)}/s, ${round(cpuMsOf(measured), 3)} ms CPU, ${round(engineMsOf(measured), 3)} ms engine`);
+      for (const side of order.filter((candidate) => !failed.has(candidate))) {
+        await attempt(side, `round ${index + 1}`, async () => {
+          const measured = await measuredRound(side, input(`r${index}`, settings.PEERS_N));
+          result.rounds.set(side.name, [...(result.rounds.get(side.name) ?? []), measured]);
+          console.log(`  ${settingLabel(result)} round ${index + 1} ${side.name}: ${round(rateOf(measured), 1)}/s, ${round(cpuMsOf(measured), 3)} ms CPU, ${round(engineMsOf(measured), 3)} ms engine`);
+        });
       }
     }
   } finally {

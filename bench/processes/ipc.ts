@@ -66,7 +66,13 @@ export function spawnBenchChild<Ready>(entry: string, environment: Record<string
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let exitReason = '';
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      exitReason = ` (code ${code}, signal ${signal})`;
+      resolve();
+    }),
+  );
   let nextId = 1;
   const ready = new Promise<Ready>((resolve, reject) => {
     child.on('message', (message: ReplyMessage) => {
@@ -78,8 +84,8 @@ export function spawnBenchChild<Ready>(entry: string, environment: Record<string
       else waiter.resolve(message.result);
     });
     void exited.then(() => {
-      reject(new Error(`${entry} exited before ready`));
-      for (const waiter of pending.values()) waiter.reject(new Error(`${entry} exited`));
+      reject(new Error(`${entry} exited before ready${exitReason}`));
+      for (const waiter of pending.values()) waiter.reject(new Error(`${entry} exited${exitReason}`));
       pending.clear();
     });
   });
@@ -91,12 +97,17 @@ export function spawnBenchChild<Ready>(entry: string, environment: Record<string
       const id = nextId++;
       return new Promise<T>((resolve, reject) => {
         pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-        child.send({ id, call: name, argument } satisfies CallMessage);
+        // A child that is gone closes the channel: the call fails instead of an unhandled 'error' event.
+        child.send({ id, call: name, argument } satisfies CallMessage, (error) => {
+          if (!error) return;
+          pending.delete(id);
+          reject(new Error(`${entry}: ${name}: ${error.message}${exitReason}`));
+        });
       });
     },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      child.send({ id: 0, call: 'stop' });
+      child.send({ id: 0, call: 'stop' }, () => undefined);
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);

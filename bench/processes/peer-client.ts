@@ -49,11 +49,14 @@ const config = z
   })
   .parse(process.env);
 
-function naivePeer(redisUrl: string): Peer {
+async function naivePeer(redisUrl: string): Promise<Peer> {
   const connection = { url: redisUrl, maxRetriesPerRequest: null };
   const queue = new Queue(config.NAIVE_QUEUE, { connection });
   const events = new QueueEvents(config.NAIVE_QUEUE, { connection });
+  // One waiter per delegation in flight listens on these: C of them is not a leak.
+  queue.setMaxListeners(0);
   events.setMaxListeners(0);
+  await Promise.all([queue.waitUntilReady(), events.waitUntilReady()]);
   return {
     async delegate({ baseUrl, key }) {
       const job = await queue.add(
@@ -101,13 +104,13 @@ function restatePeer(ingressUrl: string): Peer {
   };
 }
 
-function peerFromConfig(): Peer {
+async function peerFromConfig(): Promise<Peer> {
   if (config.BENCH_PEER === 'restate') return restatePeer(z.string().parse(config.RESTATE_INGRESS_URL));
   const redisUrl = z.string().parse(config.REDIS_URL);
   return config.BENCH_PEER === 'naive' ? naivePeer(redisUrl) : durablePeer(redisUrl);
 }
 
-const peer = peerFromConfig();
+const peer = await peerFromConfig();
 
 /** Delegations started by `launch`, by tag. */
 const launches = new Map<string, { settled: number; completed: number; lastSettledAt: number; all: Promise<unknown> }>();
