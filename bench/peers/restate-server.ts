@@ -12,6 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { findFreePort } from '@durable-a2a/testing';
 import { sleep } from '../common.ts';
+import { killOnExit } from './processes.ts';
 
 /** How long a starting server may take to answer its admin and ingress health checks. */
 const READY_TIMEOUT_MS = 60_000;
@@ -75,7 +76,10 @@ export async function startRestateServer(): Promise<RestateServer> {
       RESTATE_LOG_FILTER: 'error,octocrab=off',
     },
     stdio: ['ignore', 'ignore', 'inherit'],
+    // Its own process group, as every side process (it is SIGSTOPped while idle); killed when this process exits.
+    detached: true,
   });
+  killOnExit(child);
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   const adminUrl = `http://127.0.0.1:${adminPort}`;
   const ingressUrl = `http://127.0.0.1:${ingressPort}`;

@@ -24,10 +24,21 @@ import { startRedisServer, type RedisServerHandle } from '@durable-a2a/testing';
 import { BENCH_STREAM_IDLE_TIMEOUT_MS, info } from '../common.ts';
 import { spawnBenchChild, type BenchChild } from '../processes/ipc.ts';
 import type { RoundInput } from '../processes/side.ts';
+import { killHard, killOnExit, signalAll, stopGracefully } from './processes.ts';
 import { startRestateServer, type RestateServer } from './restate-server.ts';
 
 export const SIDE_NAMES = ['bare', 'naive', 'restate', 'durable-inprocess', 'durable-separate', 'durable-fsync'] as const;
 export type SideName = (typeof SIDE_NAMES)[number];
+
+/** What each side's store promises on a machine crash, printed beside its figures. */
+export const SIDE_DURABILITY: Record<SideName, string> = {
+  bare: 'none',
+  naive: 'Redis AOF everysec',
+  restate: 'fsync every write (Restate default)',
+  'durable-inprocess': 'Redis AOF everysec (deployed default)',
+  'durable-separate': 'Redis AOF everysec (deployed default)',
+  'durable-fsync': 'Redis AOF always (fsync every write)',
+};
 
 /** Sides with a crash check: a worker (or endpoint) process that can be killed apart from the client. */
 export const CRASH_SIDES: readonly SideName[] = ['naive', 'restate', 'durable-separate'];
@@ -74,24 +85,6 @@ const WORKER_MAIN = fileURLToPath(new URL('../../packages/workers/src/main.ts', 
 const SOURCE_EXEC_ARGV = ['--conditions=@durable-a2a/source', '--import', 'tsx'];
 const UNTHROTTLED_SUBSCRIBE = '1000000/1000';
 
-/** SIGKILL, then resolves once the process is gone. */
-async function killHard(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGKILL');
-  await exited;
-}
-
-/** SIGTERM (a durable-a2a worker closes within DA2A_CLOSE_TIMEOUT_MS, 10 s by default), SIGKILL after 15 s. */
-async function stopGracefully(child: ChildProcess): Promise<void> {
-  if (child.exitCode !== null || child.signalCode !== null) return;
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  child.kill('SIGTERM');
-  const timer = setTimeout(() => child.kill('SIGKILL'), 15_000);
-  await exited;
-  clearTimeout(timer);
-}
-
 /** A durable-a2a worker process (packages/workers main.ts) with production timings; resolves when ready. */
 async function spawnDurableWorker(redisUrl: string, prefix: string, options: SideOptions): Promise<ChildProcess> {
   const concurrency = String(options.concurrency);
@@ -112,7 +105,10 @@ async function spawnDurableWorker(redisUrl: string, prefix: string, options: Sid
       ...options.workerEnvironment,
     },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    // Its own process group, as every side process (spawnBenchChild's `detached`); killed when this process exits.
+    detached: true,
   });
+  killOnExit(child);
   await new Promise<void>((resolve, reject) => {
     child.on('message', (message: { ready?: boolean }) => message.ready && resolve());
     child.once('exit', (code, signal) => reject(new Error(`durable-a2a worker exited before ready (code ${code}, signal ${signal})`)));
@@ -129,6 +125,13 @@ async function redisPid(redisServer: RedisServerHandle): Promise<number> {
   }
 }
 
+/** A bench child in a process group of its own (it is SIGSTOPped while idle), killed when this process exits. */
+function detachedChild<Ready>(entry: string, environment: Record<string, string>): BenchChild<Ready> {
+  const child = spawnBenchChild<Ready>(entry, environment, [], true);
+  killOnExit(child.child);
+  return child;
+}
+
 /** A client child's calls, shared by every side whose client is bench/processes/peer-client.ts or side.ts. */
 function clientCalls(client: BenchChild<unknown>) {
   return {
@@ -136,16 +139,6 @@ function clientCalls(client: BenchChild<unknown>) {
     launch: async (input: RoundInput) => void (await client.call('launch', input)),
     launched: (tag: string, timeoutMs: number) => client.call<LaunchOutcome>('launched', { tag, timeoutMs }),
   };
-}
-
-function signalAll(pids: () => number[], signal: NodeJS.Signals): void {
-  for (const pid of pids()) {
-    try {
-      process.kill(pid, signal);
-    } catch {
-      // gone already
-    }
-  }
 }
 
 /** What every side has: its processes by role, a stop list run in reverse order. */
@@ -168,7 +161,7 @@ function assemble(name: SideName, parts: { pids: () => number[]; enginePids: () 
 export async function startSide(name: SideName, options: SideOptions): Promise<Side> {
   const pidOf = (child: { pid?: number | undefined }) => child.pid ?? 0;
   if (name === 'bare') {
-    const client = spawnBenchChild('side', { BENCH_SIDE: 'bare' });
+    const client = detachedChild('side', { BENCH_SIDE: 'bare' });
     await client.ready;
     return assemble(name, { pids: () => [pidOf(client.child)], enginePids: () => [], client, stops: [() => client.stop()] });
   }
@@ -177,12 +170,12 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
     const stops: (() => Promise<void>)[] = [() => server.stop()];
     try {
       // The SDK logs every invocation at INFO; the other sides log nothing either.
-      const startService = (port = 0) => spawnBenchChild<{ port: number }>('restate-service', { PORT: String(port), RESTATE_LOGGING: 'ERROR' });
+      const startService = (port = 0) => detachedChild<{ port: number }>('restate-service', { PORT: String(port), RESTATE_LOGGING: 'ERROR' });
       let service = startService();
       stops.push(() => service.stop());
       const { port } = await service.ready;
       await server.register(`http://127.0.0.1:${port}`);
-      const client = spawnBenchChild('peer-client', { BENCH_PEER: 'restate', RESTATE_INGRESS_URL: server.ingressUrl });
+      const client = detachedChild('peer-client', { BENCH_PEER: 'restate', RESTATE_INGRESS_URL: server.ingressUrl });
       stops.push(() => client.stop());
       await client.ready;
       const killAndRestart = async () => {
@@ -196,22 +189,22 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
       throw error;
     }
   }
-  const redisServer = await startRedisServer({ appendOnly: true, appendFsync: name === 'durable-fsync' ? 'always' : 'everysec' });
+  const redisServer = await startRedisServer({ appendOnly: true, appendFsync: name === 'durable-fsync' ? 'always' : 'everysec', detached: true });
   const engine = await redisPid(redisServer);
   const stops: (() => Promise<void>)[] = [() => redisServer.stop()];
   try {
     if (name === 'durable-inprocess') {
-      const client = spawnBenchChild('side', { BENCH_SIDE: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' });
+      const client = detachedChild('side', { BENCH_SIDE: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' });
       stops.push(() => client.stop());
       await client.ready;
       return assemble(name, { pids: () => [pidOf(client.child), engine], enginePids: () => [engine], client, stops });
     }
     if (name === 'naive') {
-      const startWorker = () => spawnBenchChild('naive-worker', { REDIS_URL: redisServer.url, NAIVE_CONCURRENCY: String(options.concurrency) });
+      const startWorker = () => detachedChild('naive-worker', { REDIS_URL: redisServer.url, NAIVE_CONCURRENCY: String(options.concurrency) });
       let worker = startWorker();
       stops.push(() => worker.stop());
       await worker.ready;
-      const client = spawnBenchChild('peer-client', { BENCH_PEER: 'naive', REDIS_URL: redisServer.url });
+      const client = detachedChild('peer-client', { BENCH_PEER: 'naive', REDIS_URL: redisServer.url });
       stops.push(() => client.stop());
       await client.ready;
       const killAndRestart = async () => {
@@ -223,7 +216,7 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
     }
     let worker = await spawnDurableWorker(redisServer.url, 'peers', options);
     stops.push(() => stopGracefully(worker));
-    const client = spawnBenchChild('peer-client', { BENCH_PEER: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' });
+    const client = detachedChild('peer-client', { BENCH_PEER: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' });
     stops.push(() => client.stop());
     await client.ready;
     const killAndRestart = async () => {

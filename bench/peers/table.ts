@@ -5,7 +5,7 @@
  * (round i of one side against round i of the other, run back to back).
  */
 import { round } from '../common.ts';
-import type { SideName } from './sides.ts';
+import { SIDE_DURABILITY, type SideName } from './sides.ts';
 
 /** One side's measured round. */
 export interface MeasuredRound {
@@ -73,8 +73,8 @@ export function settingTable(setting: SettingResult, crashes: ReadonlyMap<SideNa
   const lines = [
     `#### ${settingLabel(setting)}, N=${setting.count} per round, ${Math.max(0, ...[...setting.rounds.values()].map((rounds) => rounds.length))} rounds (load average ${setting.loadAtStart} → ${setting.loadAtEnd})`,
     '',
-    '| side | delegations/s | CPU ms per delegation (all its processes) | Redis/engine CPU ms per delegation | completed | crash check: duplicates, settled after | × naive (throughput / CPU) | × bare throughput |',
-    '| --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |',
+    '| side | durability | delegations/s | CPU ms per delegation (all its processes) | Redis/engine CPU ms per delegation | completed | crash check: duplicates, settled after | × naive (throughput / CPU) | × bare throughput |',
+    '| --- | --- | ---: | ---: | ---: | ---: | --- | ---: | ---: |',
   ];
   const naive = setting.rounds.get('naive');
   const bare = setting.rounds.get('bare');
@@ -84,7 +84,7 @@ export function settingTable(setting: SettingResult, crashes: ReadonlyMap<SideNa
     const versusBare = durable && bare ? show(pairedRatio(rounds, bare, rateOf)) : '';
     const completed = rounds.reduce((sum, measured) => sum + measured.completed, 0);
     lines.push(
-      `| ${side} | ${show(median(rounds.map(rateOf)), 1)} | ${show(median(rounds.map(cpuMsOf)), 3)} | ${side === 'bare' ? '—' : show(median(rounds.map(engineMsOf)), 3)} | ${completed}/${rounds.length * setting.count} | ${crashCell(crashes.get(side))} | ${versusNaive} | ${versusBare} |`,
+      `| ${side} | ${SIDE_DURABILITY[side]} | ${show(median(rounds.map(rateOf)), 1)} | ${show(median(rounds.map(cpuMsOf)), 3)} | ${side === 'bare' ? '—' : show(median(rounds.map(engineMsOf)), 3)} | ${completed}/${rounds.length * setting.count} | ${crashCell(crashes.get(side))} | ${versusNaive} | ${versusBare} |`,
     );
   }
   return lines.join('\n');

@@ -58,12 +58,18 @@ export interface BenchChild<Ready> {
   stop(): Promise<void>;
 }
 
-/** Forks `bench/processes/<entry>.ts` with `environment` added to this process's env. */
-export function spawnBenchChild<Ready>(entry: string, environment: Record<string, string> = {}, execArgv: string[] = []): BenchChild<Ready> {
+/**
+ * Forks `bench/processes/<entry>.ts` with `environment` added to this process's env. `detached`: in a process
+ * group of its own, for a child that is SIGSTOPped while idle (bench/peers.ts): a stopped process in the
+ * caller's group gets SIGHUP when that group is orphaned (the shell that started the run exits). A detached
+ * child still quits when this process goes away (its IPC channel closes). Default false.
+ */
+export function spawnBenchChild<Ready>(entry: string, environment: Record<string, string> = {}, execArgv: string[] = [], detached = false): BenchChild<Ready> {
   const child = fork(fileURLToPath(new URL(`./${entry}.ts`, import.meta.url)), [], {
     execArgv: [...SOURCE_EXEC_ARGV, ...execArgv],
     env: { ...process.env, ...environment },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    detached,
   });
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   let exitReason = '';
