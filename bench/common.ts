@@ -27,6 +27,11 @@ export interface BenchResult {
   figures: Figure[];
   /** Sizes and options the run used, and how to read the figures. */
   notes: string[];
+  /**
+   * Markdown tables that the report prints in place of the figure table, for a benchmark whose figures read
+   * better side by side (bench/peers.ts); `figures` stay the machine-readable form.
+   */
+  tables?: string[];
 }
 
 export type Benchmark = (scale: number) => Promise<BenchResult>;
