@@ -23,7 +23,8 @@ import { loadavg } from 'node:os';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { FairSendQueue } from '@durable-a2a/shared';
 import { startRedisServer } from '../test/harness/redis.ts';
-import { mapLimit, round, scaled, startBenchFleet, type BenchResult, type Figure } from './common.ts';
+import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
+import { BENCH_STREAM_IDLE_TIMEOUT_MS, mapLimit, round, scaled, type BenchResult, type Figure } from './common.ts';
 import { spawnBenchChild } from './processes/ipc.ts';
 
 /** Work per task of the nine agents (ms); the tenth works SLOW_FACTOR times as long. */
@@ -38,6 +39,16 @@ const SEND_CONCURRENCY = 4;
 const ENQUEUE_CONCURRENCY = 20;
 const QUIET = 'quiet';
 const BURSTING = 'bursting';
+
+/** The worker's timings: production's (the harness's are the tests' short ones), streams never cut for idleness. */
+const PRODUCTION_TIMINGS = {
+  DA2A_REQUEST_TIMEOUT_MS: '30000',
+  DA2A_RECONCILE_INTERVAL_MS: '30000',
+  DA2A_PARKED_POLL_MS: '60000',
+  DA2A_LOCK_DURATION_MS: '30000',
+  DA2A_STALLED_INTERVAL_MS: '30000',
+  DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
+};
 
 type Setting = 'solo' | 'burst' | 'burst, one tenant';
 const SETTINGS: readonly Setting[] = ['solo', 'burst', 'burst, one tenant'];
@@ -75,7 +86,7 @@ export async function run(scale: number): Promise<BenchResult> {
   const agentsChild = spawnBenchChild<AgentsReady>('agent', { BENCH_AGENT_BEHAVIOUR: behaviours.join(',') });
   const tagging = tenantTagging();
   let producer: Producer | undefined;
-  let fleet: Awaited<ReturnType<typeof startBenchFleet>> | undefined;
+  let worker: WorkerProcess | undefined;
   const added = new Map<Setting, number[]>(SETTINGS.map((setting) => [setting, []]));
   const queueWaits = new Map<Setting, number[]>(SETTINGS.map((setting) => [setting, []]));
   const burstAdded: number[] = [];
@@ -86,7 +97,14 @@ export async function run(scale: number): Promise<BenchResult> {
   try {
     const { agents } = await agentsChild.ready;
     producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix: 'fair' });
-    fleet = await startBenchFleet({ redisUrl: redisServer.url, prefix: 'fair', concurrency: { send: SEND_CONCURRENCY } });
+    // The workers in a process of their own, as deployed: the producer's calls and waits do not share their event loop.
+    worker = spawnWorkerProcess({
+      REDIS_URL: redisServer.url,
+      DA2A_PREFIX: 'fair',
+      DA2A_CONCURRENCY: `send=${SEND_CONCURRENCY}`,
+      ...PRODUCTION_TIMINGS,
+    });
+    await worker.ready;
     const p = producer;
 
     /**
@@ -137,7 +155,7 @@ export async function run(scale: number): Promise<BenchResult> {
     }
   } finally {
     tagging.restore();
-    await fleet?.close();
+    await worker?.kill('SIGTERM');
     await producer?.close();
     await agentsChild.stop();
     await redisServer.stop();
@@ -167,7 +185,7 @@ export async function run(scale: number): Promise<BenchResult> {
     notes: [
       `${AGENT_COUNT} test kit agents (@durable-a2a/testing startDemoAgent, completesWith after a delay) in one process: ${AGENT_COUNT - 1} working ${WORK_MS} ms per task, one ${SLOW_FACTOR * WORK_MS} ms. Delegations go round-robin over them.`,
       `Quiet tenant: ${quietCount} delegations at once; bursting tenant: ${burstCount} at once (at most ${ENQUEUE_CONCURRENCY} delegate calls in flight), all accepted before the quiet ones start. ${rounds} rounds, the three settings in each (order rotating), after one untimed burst round.`,
-      `One producer and one in-process fleet (production timings, send concurrency ${SEND_CONCURRENCY}, default follow concurrency and work-conserving agent shares), one redis-server. Added latency = delegate → waitFor COMPLETED, minus the agent's work time; percentiles over every round's delegations.`,
+      `One producer (this process) and one worker process (packages/workers main.ts: production timings, send concurrency ${SEND_CONCURRENCY}, default follow concurrency and work-conserving agent shares), one redis-server. Added latency = delegate → waitFor COMPLETED, minus the agent's work time; percentiles over every round's delegations.`,
       'Tenant on each send: the bench tags the message sends enqueued by a delegate call with its tenant (FairSendQueue.add wrapped for the run), as tenant-owned workflows will carry it; the workers\' own re-enqueues carry none.',
       ...perRound,
     ],
