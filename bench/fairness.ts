@@ -24,7 +24,7 @@ import { createProducer, type Producer } from '@durable-a2a/producer';
 import { FairSendQueue } from '@durable-a2a/shared';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
-import { BENCH_STREAM_IDLE_TIMEOUT_MS, mapLimit, round, scaled, type BenchResult, type Figure } from './common.ts';
+import { BENCH_STREAM_IDLE_TIMEOUT_MS, mapLimit, percentile, round, scaled, type BenchResult, type Figure } from './common.ts';
 import { spawnBenchChild } from './processes/ipc.ts';
 
 /** Work per task of the nine agents (ms); the tenth works SLOW_FACTOR times as long. */
@@ -53,14 +53,17 @@ const PRODUCTION_TIMINGS = {
 type Setting = 'solo' | 'burst' | 'burst, one tenant';
 const SETTINGS: readonly Setting[] = ['solo', 'burst', 'burst, one tenant'];
 
+/** A finished delegation: its added latency (ms), its text (the agents' process records its arrival) and its start (ms since epoch). */
+interface Ended {
+  addedMs: number;
+  text: string;
+  startedAtMs: number;
+}
+
 interface AgentsReady {
   agents: { cardUrl: string }[];
 }
 
-const percentile = (values: readonly number[], p: number): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
-};
 const load1 = () => round(loadavg()[0]!, 2);
 
 /** Runs `task` with message sends enqueued inside it placed as `tenant`'s (see the module header). */
@@ -88,7 +91,7 @@ export async function run(scale: number): Promise<BenchResult> {
   let producer: Producer | undefined;
   let worker: WorkerProcess | undefined;
   const added = new Map<Setting, number[]>(SETTINGS.map((setting) => [setting, []]));
-  const queueWaits = new Map<Setting, number[]>(SETTINGS.map((setting) => [setting, []]));
+  const untilAtAgent = new Map<Setting, number[]>(SETTINGS.map((setting) => [setting, []]));
   const burstAdded: number[] = [];
   const perRound: string[] = [];
   let completed = 0;
@@ -109,10 +112,10 @@ export async function run(scale: number): Promise<BenchResult> {
 
     /**
      * `count` delegations of `tenant`, round-robin over the agents, ENQUEUE_CONCURRENCY delegate calls at once; resolves
-     * when all are accepted, with each one's end: its added latency and its wait on the send queue (ms).
+     * when all are accepted, with each one's end (`Ended`).
      */
     const delegateAll = async (tag: string, tenant: string, count: number) => {
-      const finished: Promise<{ addedMs: number; text: string; startedAtMs: number }>[] = [];
+      const finished: Promise<Ended>[] = [];
       await mapLimit(Array.from({ length: count }), ENQUEUE_CONCURRENCY, async (_, index) => {
         const started = performance.now();
         const startedAtMs = Date.now();
@@ -130,7 +133,7 @@ export async function run(scale: number): Promise<BenchResult> {
       return { ends: Promise.all(finished) };
     };
 
-    const runSetting = async (setting: Setting, tag: string): Promise<{ addedMs: number; text: string; startedAtMs: number }[]> => {
+    const runSetting = async (setting: Setting, tag: string): Promise<Ended[]> => {
       if (setting === 'solo') return (await delegateAll(`${tag}-q`, QUIET, quietCount)).ends;
       const burst = await delegateAll(`${tag}-b`, BURSTING, burstCount);
       const quiet = await delegateAll(`${tag}-q`, setting === 'burst' ? QUIET : BURSTING, quietCount);
@@ -148,7 +151,7 @@ export async function run(scale: number): Promise<BenchResult> {
         const samples = ends.map((end) => end.addedMs);
         added.get(setting)!.push(...samples);
         const arrived = await agentsChild.call<(number | null)[]>('arrivals', ends.map((end) => end.text));
-        queueWaits.get(setting)!.push(...ends.flatMap((end, position) => (arrived[position] != null ? [arrived[position]! - end.startedAtMs] : [])));
+        untilAtAgent.get(setting)!.push(...ends.flatMap((end, position) => (arrived[position] != null ? [arrived[position]! - end.startedAtMs] : [])));
         p95s.push(`${setting} ${round(percentile(samples, 95), 1)}`);
       }
       perRound.push(`round ${index + 1} (${order.join(' → ')}): quiet p95 ms ${p95s.join(', ')}`);
@@ -168,7 +171,7 @@ export async function run(scale: number): Promise<BenchResult> {
     figures.push({ metric: `quiet tenant, ${setting}: added latency p50 / p95`, value: round(percentile(samples, 50), 1), unit: `/ ${round(percentile(samples, 95), 1)} ms (${samples.length} delegations)` });
   }
   for (const setting of SETTINGS) {
-    const waits = queueWaits.get(setting)!;
+    const waits = untilAtAgent.get(setting)!;
     figures.push({ metric: `quiet tenant, ${setting}: delegate → SendMessage at the agent p50 / p95`, value: round(percentile(waits, 50), 1), unit: `/ ${round(percentile(waits, 95), 1)} ms` });
   }
   figures.push(
