@@ -52,6 +52,12 @@ export const round = (value: number, digits = 2): number => {
   return Math.round(value * factor) / factor;
 };
 
+/** The `p`th percentile (nearest rank) of `values`; NaN when there are none. */
+export const percentile = (values: readonly number[], p: number): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
+};
+
 /** `INFO <section>` as a flat map of `field → string`. */
 export async function info(redis: Redis, section: string): Promise<Map<string, string>> {
   const text = await redis.info(section);

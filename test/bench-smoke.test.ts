@@ -16,6 +16,7 @@ import { run as durability } from '../bench/durability.ts';
 import { run as peers } from '../bench/peers.ts';
 import { restateServerBinary } from '../bench/peers/restate-server.ts';
 import { SIDE_NAMES } from '../bench/peers/sides.ts';
+import { run as fairness } from '../bench/fairness.ts';
 
 /** ~20 delegations, 50 streams, 1,000 finished rows. */
 const SMOKE_SCALE = 0.02;
@@ -88,6 +89,17 @@ describe('benchmarks at smoke scale', () => {
     expect(figure(result, 'one journal write + WAIT 1')).toBeGreaterThan(0);
     expect(figure(result, 'write latency ratio')).toBeGreaterThan(0);
     expect(figure(result, 'throughput ratio')).toBeGreaterThan(0);
+  }, 300_000);
+
+  it('fairness: every delegation completes; the three settings and both ratios are well-formed numbers', async () => {
+    const result = await fairness(0.2); // 2 quiet and 20 bursting delegations, one round
+    expectWellFormed(result);
+    const completed = result.figures.find((candidate) => candidate.metric.startsWith('delegations completed'))!;
+    expect(completed.unit).toBe(`of ${completed.value}`);
+    expect(completed.value).toBe(22 + 2 + 22 + 22); // warm-up burst, then solo, burst and burst in one tenant
+    for (const setting of ['solo', 'burst', 'burst, one tenant']) expect(figure(result, `quiet tenant, ${setting}: added latency`)).toBeGreaterThan(0);
+    expect(figure(result, 'quiet tenant p95 added latency ratio, burst / solo')).toBeGreaterThan(0);
+    expect(figure(result, 'quiet tenant p95 added latency ratio, burst in one tenant')).toBeGreaterThan(0);
   }, 300_000);
 
   it('footprint: bytes per record and RSS are positive', async () => {
