@@ -11,6 +11,8 @@ export type { CorruptRecordHandler, CorruptRecordKind } from './journal/corrupt.
 export { indexMember, journalKeys, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
 export { AgentFlow, type AgentLimits, type FlowAcquired, type FlowWaitReason } from './journal/agent-flow.ts';
 export type { JournalKeys } from './journal/keys.ts';
+export { DEFAULT_TENANT, TENANT_PATTERN, TENANT_SEPARATOR, TenantSchema, WORKFLOW_ID_PATTERN, localWorkflowId, scopedWorkflowId, tenantOfWorkflowId, tenantWorkflowId } from './journal/tenant.ts';
+export { QUOTA_CHECKED_MEMBERS, type TenantQuota } from './journal/workflows.ts';
 export { parseCompactedWorkflow } from './journal/compacted-record.ts';
 export {
   HISTORY_LIMITS,

@@ -3,17 +3,19 @@
  * (fastify-type-provider-zod) and generate /openapi.json.
  */
 import { z } from 'zod';
-import { AttentionSchema, ID_PATTERN, PartSchema, RecordedErrorSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
+import { AttentionSchema, ID_PATTERN, WORKFLOW_ID_PATTERN, PartSchema, RecordedErrorSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
 import { StrictWorkflowDefinitionSchema as WorkflowDefinitionSchema } from '../definition.ts';
 import { DelegateInputSchema } from '../producer.ts';
 import { AnswerPartsSchema, AnswerTextSchema } from '../calls/reply.ts';
 
 const Id = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
+/** A workflow id as a route takes it: the caller's own id, or a stored one (`<tenant>~<id>`, tenant.ts). */
+const WorkflowId = z.string().regex(WORKFLOW_ID_PATTERN, 'a workflow id: letters, digits, ".", "_" or "-", 1 to 128 characters, optionally after "<tenant>~"');
 
 export { WorkflowDefinitionSchema, DelegateInputSchema };
 
-export const WorkflowParamsSchema = z.object({ id: Id });
-export const StepParamsSchema = z.object({ id: Id, step: Id });
+export const WorkflowParamsSchema = z.object({ id: WorkflowId });
+export const StepParamsSchema = z.object({ id: WorkflowId, step: Id });
 
 /** Redis SCAN cursors are unsigned 64-bit numbers. */
 const MAX_CURSOR = 2n ** 64n - 1n;
@@ -38,7 +40,7 @@ export const ReplyBodySchema = z
 
 export const RegisterAgentBodySchema = z.strictObject({ cardUrl: z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL' }) });
 
-export const PushParamsSchema = z.object({ workflowId: Id, delegationId: Id });
+export const PushParamsSchema = z.object({ workflowId: WorkflowId, delegationId: Id });
 
 /** `{id, created}` of an idempotent create: 201 when created, 200 when it existed. */
 export const CreatedSchema = z.object({ id: z.string(), created: z.boolean(), messageId: z.string().optional() });
@@ -57,16 +59,18 @@ export const ProblemSchema = z.looseObject({
   issues: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
   attentionCode: z.string().optional().describe('RESOLUTION_NOT_ALLOWED: what the workflow needs attention for'),
   allowedActions: z.array(z.enum(['retry', 'abandon'])).optional().describe('RESOLUTION_NOT_ALLOWED: the decisions possible for that attention code'),
+  retryAfterSeconds: z.number().int().optional().describe('QUOTA_EXCEEDED: when to try again (also the Retry-After header)'),
 });
 
 const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid input (INVALID_INPUT), naming the field',
   401: 'Missing or wrong credentials (UNAUTHORIZED)',
-  403: 'Forbidden',
-  404: 'Not found (NOT_FOUND)',
+  403: "Forbidden (FORBIDDEN): the token's role does not allow this action (a viewer writing, a non-operator changing the agent registry)",
+  404: "Not found (NOT_FOUND), also a workflow of another tenant (its existence is not revealed)",
   409: 'Conflict (IDEMPOTENCY_CONFLICT, WORKFLOW_FINISHED, NO_OPEN_QUESTION, RESOLUTION_NOT_ALLOWED with allowedActions)',
   413: 'Body too large (PAYLOAD_TOO_LARGE)',
   415: 'Unsupported media type',
+  429: "The tenant is at a quota (QUOTA_EXCEEDED): nothing was written; Retry-After says when to try again",
   422: 'Agent address refused by the address policy (AGENT_ADDRESS_REFUSED), Agent Card rejected (AGENT_CARD_REJECTED), or a stored record that does not parse (CORRUPT_RECORD, naming its `key`)',
   502: 'The Agent Card could not be fetched (AGENT_CARD_UNREACHABLE)',
   503: 'Redis unavailable (REDIS_UNAVAILABLE), Redis refusing writes (REDIS_REFUSING_WRITES) or no answer in time (REQUEST_TIMEOUT); Retry-After says when to retry with the same idempotency key',

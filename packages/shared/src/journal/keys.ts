@@ -59,6 +59,11 @@ export interface JournalKeys {
   agentsDisabled(): string;
   /** Which delegation an agent's task id is bound to (`workflowId|delegationId`); one key per agent and task. */
   taskOwner(agentCardUrl: string, taskId: string): string;
+  /**
+   * A tenant's quota sets (createWorkflow-8.lua): workflow ids scored by creation time (ms), `inFlight` until the
+   * workflow finishes, `stored` until its records are gone. Written only for a tenant with a quota.
+   */
+  tenantQuota(tenant: string): { inFlight: string; stored: string };
   /** The readiness probe's short-lived key (string `1` with a TTL; `Journal.probeWrites`). */
   writeProbe(): string;
   /**
@@ -94,6 +99,7 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     agentsDisabled: () => `${prefix}:agents:disabled`,
     // Agents choose task ids (any length, any characters): the key holds a digest.
     taskOwner: (agentCardUrl, taskId) => `${prefix}:task:${createHash('sha256').update(agentCardUrl).update('\n').update(taskId).digest('hex')}`,
+    tenantQuota: (tenant) => ({ inFlight: `${prefix}:tenant:${tenant}:in-flight`, stored: `${prefix}:tenant:${tenant}:stored` }),
     writeProbe: () => `${prefix}:write-probe`,
     agentFlow: (agentCardUrl) => {
       const tagged = `${prefix}:agents:flow:{${createHash('sha256').update(agentCardUrl).digest('hex').slice(0, 32)}}`;

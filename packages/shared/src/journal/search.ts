@@ -15,8 +15,12 @@ import { FINISHED_WORKFLOW_STATES, WORKFLOW_STATES } from './states.ts';
 import { CorruptRecordError } from './corrupt.ts';
 import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import type { Journal } from './journal.ts';
+import { tenantOfWorkflowId } from './tenant.ts';
 import { decodeListingCursor, encodeListingCursor, openQuestionOf, OPEN_QUESTION_FIELDS, type CorruptListing, type OpenQuestionSummary, type Page, type WorkflowSummary } from './listing.ts';
 import { idPrefixDriver, indexedValue, metadataDriver, removeFromSearchIndex, searchableMetadata, type LexDriver } from './search-index.ts';
+
+/** A candidate of a tenant the filter does not name: skipped unread. */
+const OTHER_TENANT = Symbol('another tenant');
 
 /** At most this many candidates are read by one search call (rows of the driving index). */
 export const SEARCH_CANDIDATE_LIMIT = 2_000;
@@ -30,7 +34,8 @@ const BATCH = 200;
  * AUTH_REQUIRED (an open question of that kind); `waiting`: an open question or NEEDS_ATTENTION; `attentionCode`:
  * the attention's code; `agent`: a step's fixed agent or an unfinished workflow's recent attempt's agent (Agent Card
  * URL or base URL, compared without a trailing `/` or `/.well-known/agent-card.json`); `metadata`: every pair, as
- * indexed (`indexedValue`); `idPrefix`; `createdAfterMs` (inclusive) and `createdBeforeMs` (exclusive), ms since epoch.
+ * indexed (`indexedValue`); `idPrefix`; `createdAfterMs` (inclusive) and `createdBeforeMs` (exclusive), ms since epoch; `tenant`: the
+ * workflow's tenant (tenant.ts), decided by its id before its row is read.
  */
 export interface WorkflowFilter {
   state?: string;
@@ -41,6 +46,7 @@ export interface WorkflowFilter {
   idPrefix?: string;
   createdAfterMs?: number;
   createdBeforeMs?: number;
+  tenant?: string;
 }
 
 /** One candidate's row as a search reads it. */
@@ -242,11 +248,13 @@ export async function searchWorkflows(journal: Journal, filter: WorkflowFilter, 
       after = undefined;
       break;
     }
-    const rows = await Promise.all(batch.map(({ id }) => candidateRow(journal, id)));
+    // Another tenant's workflow is not read at all: its id says whose it is.
+    const rows = await Promise.all(batch.map(({ id }) => (filter.tenant === undefined || tenantOfWorkflowId(id) === filter.tenant ? candidateRow(journal, id) : OTHER_TENANT)));
     const matched = await Promise.all(
       rows.map((row, index) => {
         const { id } = batch[index]!;
         if (row instanceof CorruptRecordError) return void corrupt.push({ workflowId: id, key: row.key, code: row.code });
+        if (row === OTHER_TENANT) return undefined;
         if (!row) return void gone.push(id);
         return rowMatches(id, row, filter) ? summaryIfMatching(journal, id, row, filter) : undefined;
       }),
