@@ -10,7 +10,7 @@
  *   every workflow transition (updateWorkflow-4.lua). An attempt's own changes (a new status, a question) move the
  *   row's `updatedAt` but not this score: they would cost a write in every status script.
  *
- * Both are written by the script that creates the workflow (createWorkflow-6.lua) on one server; on a Cluster (other
+ * Both are written by the script that creates the workflow (createWorkflow-8.lua) on one server; on a Cluster (other
  * slots) just before it, acknowledged. An entry is a candidate, never a verdict: every search reads the workflow's
  * row and keeps it only if the row matches (a stale entry, e.g. from a creation refused as an idempotency
  * conflict, matches nothing). Entries of workflows whose record expired (retention) are removed by
