@@ -131,7 +131,8 @@ export const HistoryEntrySchema = z.looseObject({
 });
 
 export const WorkflowViewSchema = z.looseObject({
-  workflowId: z.string(),
+  workflowId: z.string().describe("The stored id: another tenant than `default` shows it as `<tenant>~<id>` (docs/tenants.md)"),
+  tenant: z.string().describe('The tenant that owns the workflow'),
   state: z.string(),
   cancelRequested: z.boolean(),
   failure: z.array(z.string()).optional(),

@@ -86,6 +86,15 @@ export interface ServerOptions {
 export type ApiServer = FastifyInstance;
 
 const redisOfServer = new WeakMap<ApiServer, ReturnType<typeof createFailFastRedisClient>>();
+const routesOfServer = new WeakMap<ApiServer, { method: string; url: string }[]>();
+
+/**
+ * Every route the server registered (method and URL pattern, as fastify holds them), once it is ready: what a test
+ * walks to check each route against another tenant's token, so a new route is covered (or must be classified).
+ */
+export function routeTable(app: ApiServer): readonly { method: string; url: string }[] {
+  return routesOfServer.get(app) ?? [];
+}
 
 /** The connection state of a server's Redis client (`ready` when it answers). */
 export function redisStatusOf(app: ApiServer): string {
@@ -176,6 +185,11 @@ export function createServer(options: ServerOptions): ApiServer {
   });
   boundConnections(app.server, httpLimits);
   redisOfServer.set(app, redis);
+  const routes: { method: string; url: string }[] = [];
+  routesOfServer.set(app, routes);
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) if (method !== 'HEAD') routes.push({ method, url: route.url });
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(problemErrorHandler);

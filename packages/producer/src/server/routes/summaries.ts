@@ -56,6 +56,7 @@ function filterOfQuery(query: z.output<typeof WorkflowSummariesQuerySchema>) {
 
 export const WorkflowSummarySchema = z.object({
   workflowId: z.string(),
+  tenant: z.string().describe('The tenant that owns the workflow'),
   state: z.string(),
   createdAt: z.iso.datetime().describe('When the workflow was created (ISO 8601)'),
   updatedAt: z.iso.datetime().describe('When its workflow row last changed (ISO 8601)'),
