@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ID_PATTERN, listOpenQuestions, listWorkflowSummaries, nextChecks, normalizeAgentCardUrl } from '@durable-a2a/shared';
+import { ID_PATTERN, WORKFLOW_ID_PATTERN, listOpenQuestions, listWorkflowSummaries, nextChecks, normalizeAgentCardUrl } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { ProducerInputError } from '../../errors.ts';
 import type { WorkflowFilterInput } from '../../calls/search.ts';
@@ -48,6 +48,8 @@ const PAGE_SIZE = 25;
 const FORM_BODY_LIMIT_BYTES = 64 * 1024;
 
 const Id = z.string().regex(ID_PATTERN);
+/** A workflow id: the person's own, or a stored one (`<tenant>~<id>`, as operators see them). */
+const WorkflowId = z.string().regex(WORKFLOW_ID_PATTERN);
 const Blank = z.literal('').transform(() => undefined);
 const ListQuerySchema = z.object({
   /** From the filter form: `waiting`, a state, or empty for all. */
@@ -59,8 +61,8 @@ const ListQuerySchema = z.object({
   idPrefix: z.string().max(128).optional().or(Blank),
   meta: z.string().max(200).optional().or(Blank),
 });
-const WorkflowParams = z.object({ id: Id });
-const StepParams = z.object({ id: Id, step: Id });
+const WorkflowParams = z.object({ id: WorkflowId });
+const StepParams = z.object({ id: WorkflowId, step: Id });
 const DoneQuery = z.object({ done: z.enum(Object.keys(DONE_NOTICES) as [DoneAction, ...DoneAction[]]).optional().catch(undefined) });
 
 function parseListQuery(raw: unknown): ListQuery | undefined {
