@@ -8,12 +8,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import { routeTable, type ApiServer, type InjectResponse } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
-import { Journal } from '@durable-a2a/shared';
+import { Journal, queuePrefix } from '@durable-a2a/shared';
+import { Queue } from 'bullmq';
+import { NotFoundError, createProducer } from '@durable-a2a/producer';
 import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { asksForInput, completionSteps } from './harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
-import { listenOnLoopback, startTestServer } from './harness/api-server.ts';
+import { listenOnLoopback, signIn, startTestServer } from './harness/api-server.ts';
 import { intentRow } from './harness/journal-rows.ts';
 
 const redisServer = useRedisServer();
@@ -201,6 +203,22 @@ describe('every route, with a token of another tenant', () => {
   });
 });
 
+describe('/ui through a session', () => {
+  it('a person signed in with a service token sees their tenant only, and Bull Board (every tenant’s jobs) not at all', async () => {
+    const cookie = await signIn(app, TOKENS.red);
+    const page = await app.inject({ method: 'GET', url: '/ui', headers: { cookie } });
+    expect(page.statusCode).toBe(200);
+    expect(page.body).not.toContain(victims.blue);
+    expect((await app.inject({ method: 'GET', url: `/ui/workflows/${victims.blue}`, headers: { cookie } })).statusCode).toBe(404);
+    expect((await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { cookie } })).statusCode).toBe(401);
+    const blueCookie = await signIn(app, TOKENS.blue);
+    expect((await app.inject({ method: 'GET', url: '/ui/workflows/trip', headers: { cookie: blueCookie } })).statusCode).toBe(200);
+    const operatorCookie = await signIn(app, TOKENS.ops);
+    expect((await app.inject({ method: 'GET', url: '/ui', headers: { cookie: operatorCookie } })).body).toContain(victims.blue);
+    expect((await app.inject({ method: 'GET', url: '/admin/queues/api/queues', headers: { cookie: operatorCookie } })).statusCode).toBe(200);
+  });
+});
+
 describe('idempotency keys are per tenant', () => {
   it('two tenants use the same key independently; the same tenant and key is the same workflow', async () => {
     const body = (text: string) => ({ agent: agent.cardUrl, text, idempotencyKey: 'order-7' });
@@ -273,6 +291,26 @@ describe('records from before tenants', () => {
     expect(((await as('plain', { method: 'GET', url: '/v1/workflows?idPrefix=from' })).json() as { ids: string[] }).ids).toEqual([id]);
     expect((await as('red', { method: 'GET', url: `/v1/workflows/${id}` })).statusCode).toBe(404);
     expect(((await as('red', { method: 'GET', url: '/v1/workflows?idPrefix=from' })).json() as { ids: string[] }).ids).toEqual([]);
+  });
+});
+
+describe('the producer library', () => {
+  it('a producer with a tenant records it: its workflows, its send jobs (for fairness between tenants), its reads', async () => {
+    const producer = createProducer({ redis: redisServer().url, prefix: PREFIX, tenant: 'lib', addressPolicy: { allowLoopback: true } });
+    try {
+      const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'from a service', idempotencyKey: 'lib-1' });
+      expect(id).toBe('lib~lib-1');
+      expect((await producer.get('lib-1')).tenant).toBe('lib');
+      await expect(producer.get(victims.blue)).rejects.toThrow(NotFoundError);
+      const queue = new Queue('send', { connection: redis(), prefix: queuePrefix(PREFIX) });
+      const jobs = await queue.getJobs(['waiting', 'delayed', 'prioritized']);
+      expect(jobs.find((job) => job.data.workflowId === id)?.data).toMatchObject({ workflowId: id, tenant: 'lib' });
+      await queue.close();
+      // The same producer acting for another scope shares its connections.
+      expect((await producer.forScope({ tenant: 'blue', role: 'viewer' }).get('trip')).workflowId).toBe(victims.blue);
+    } finally {
+      await producer.close();
+    }
   });
 });
 
