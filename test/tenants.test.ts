@@ -6,7 +6,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
-import { routeTable, type ApiServer, type InjectResponse } from '@durable-a2a/producer/server';
+import { routeTable, type ApiServer, type InjectOptions, type InjectResponse } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
 import { Journal, queuePrefix } from '@durable-a2a/shared';
 import { Queue } from 'bullmq';
@@ -47,8 +47,8 @@ let agentId: string;
 /** The victims: a blue workflow and a default one, each parked on an open question; a blue front-door task. */
 const victims = { blue: 'blue~trip', plain: 'trip-plain', frontDoor: '' };
 
-const as = (token: keyof typeof TOKENS, request: Parameters<ApiServer['inject']>[0] & object): Promise<InjectResponse> =>
-  app.inject({ ...request, headers: { authorization: `Bearer ${TOKENS[token]}`, ...(request as { headers?: Record<string, string> }).headers } });
+const as = (token: keyof typeof TOKENS, request: InjectOptions): Promise<InjectResponse> =>
+  app.inject({ ...request, headers: { authorization: `Bearer ${TOKENS[token]}`, ...request.headers } });
 
 const workflowOf = (workflowId: string) => ({ workflowId, steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'book a trip' } }] });
 
@@ -291,6 +291,35 @@ describe('records from before tenants', () => {
     expect(((await as('plain', { method: 'GET', url: '/v1/workflows?idPrefix=from' })).json() as { ids: string[] }).ids).toEqual([id]);
     expect((await as('red', { method: 'GET', url: `/v1/workflows/${id}` })).statusCode).toBe(404);
     expect(((await as('red', { method: 'GET', url: '/v1/workflows?idPrefix=from' })).json() as { ids: string[] }).ids).toEqual([]);
+  });
+});
+
+describe('an agent registered for one tenant', () => {
+  it('is listed, found and picked for a skill in that tenant only; the public card leaves it out', async () => {
+    const secret = await startDemoAgent({ name: 'Blue agent', skills: [{ id: 'blue-only', name: 'blue-only', description: 'blue work', tags: ['test'] }], behaviour: asksForInput('Which city?', (answer) => completionSteps(`booked ${answer}`)) });
+    try {
+      const registered = await as('ops', { method: 'POST', url: '/v1/agents', payload: { cardUrl: secret.cardUrl, tenant: 'blue' } });
+      expect(registered.json()).toMatchObject({ tenant: 'blue' });
+      const id = (registered.json() as { id: string }).id;
+      const listed = async (token: keyof typeof TOKENS) => ((await as(token, { method: 'GET', url: '/v1/agents' })).json() as { agents: { id: string }[] }).agents.map((agent) => agent.id);
+      expect(await listed('blue')).toContain(id);
+      expect(await listed('ops')).toContain(id);
+      expect(await listed('red')).not.toContain(id);
+      expect((await as('red', { method: 'GET', url: `/v1/agents/${id}` })).statusCode).toBe(404);
+      expect((await as('red', { method: 'GET', url: '/ui/agents' })).body).not.toContain('Blue agent');
+      // Picked for the skill in blue's workflow; red's finds no agent with that skill (its step waits, unsent).
+      const bySkill = (workflowId: string) => ({ workflowId, steps: [{ name: 'main', skill: 'blue-only', message: { text: 'x' } }] });
+      expect((await as('blue', { method: 'POST', url: '/v1/workflows', payload: bySkill('by-skill') })).statusCode).toBe(201);
+      expect((await as('red', { method: 'POST', url: '/v1/workflows', payload: bySkill('by-skill') })).statusCode).toBe(201);
+      const attempts = async (token: keyof typeof TOKENS) => ((await as(token, { method: 'GET', url: '/v1/workflows/by-skill' })).json() as { steps: { attempts: { agentCardUrl?: string }[] }[] }).steps[0]!.attempts;
+      expect((await attempts('blue')).map((attempt) => attempt.agentCardUrl)).toEqual([registered.json().cardUrl]);
+      expect(await attempts('red')).toEqual([]);
+      const card = await (await fetch(`${baseUrl}/.well-known/agent-card.json`)).text();
+      expect(card).toContain('"trip"');
+      expect(card).not.toContain('blue-only');
+    } finally {
+      await secret.close();
+    }
   });
 });
 

@@ -9,7 +9,7 @@
  * context.ts (connections, input parsing, the view).
  */
 import type { z } from 'zod';
-import { MessageInputSchema, TenantSchema, tenantOfWorkflowId, type AgentLimits, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
+import { MessageInputSchema, TenantSchema, agentVisibleTo, tenantOfWorkflowId, type AgentLimits, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
 import { ProducerInputError, NotFoundError, ForbiddenError, QuotaExceededError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, producerErrorOfRedis } from './errors.ts';
 import type { WorkflowView, OpenQuestion, WorkflowSummaryView } from './view.ts';
 import { waitForWorkflow, type WaitForOptions } from './wait.ts';
@@ -58,10 +58,12 @@ export interface Producer {
   resolve(id: string, action: 'retry' | 'abandon', options?: ActorOptions): Promise<{ state: string }>;
   /**
    * Registers (or refreshes) an agent by its Agent Card URL, keyed by the normalized URL (`normalizeAgentCardUrl`):
-   * another spelling of a registered agent's URL refreshes that one entry. Throws AgentCardError.
+   * another spelling of a registered agent's URL refreshes that one entry. `registration.tenant`: registered for that
+   * tenant only, shared (null), or as it was (absent; a new agent is shared). Operators only. Throws AgentCardError,
+   * ForbiddenError.
    */
-  registerAgent(cardUrl: string): Promise<AgentView>;
-  /** Every registered agent with its id, status (active, disabled, unavailable) and health, in preference order. */
+  registerAgent(cardUrl: string, registration?: { tenant?: string | null }): Promise<AgentView>;
+  /** Every registered agent this producer's scope sees (shared ones and its tenant's), with its id, status (active, disabled, unavailable) and health, in preference order. */
   listAgents(): Promise<AgentView[]>;
   /** One agent's view by id or card URL (any spelling). Throws NotFoundError. */
   getAgent(idOrCardUrl: string): Promise<AgentView>;
@@ -137,9 +139,14 @@ function scopedProducer(context: ProducerContext, scope: ProducerScope): Produce
     reply: async (id, answer, step, actor) => replyToQuestion(context, writable(id, 'reply'), answer, step, actor),
     cancel: async (id, actor) => cancelWorkflow(context, writable(id, 'cancel'), actor),
     resolve: async (id, action, actor) => resolveAttention(context, writable(id, 'resolve'), action, actor),
-    registerAgent: operatorOnly('registerAgent', (cardUrl: string) => registerAgent(context, cardUrl)),
-    listAgents: () => context.registry.views(),
-    getAgent: (idOrCardUrl) => getAgent(context, idOrCardUrl),
+    registerAgent: operatorOnly('registerAgent', (cardUrl: string, registration?: { tenant?: string | null }) => registerAgent(context, cardUrl, registration)),
+    listAgents: async () => (await context.registry.views()).filter((agent) => seesAllTenants(scope) || agentVisibleTo(agent, scope.tenant)),
+    getAgent: async (idOrCardUrl) => {
+      const agent = await getAgent(context, idOrCardUrl);
+      // Another tenant's agent does not exist for this caller, as its workflows do not.
+      if (!seesAllTenants(scope) && !agentVisibleTo(agent, scope.tenant)) throw new NotFoundError(`no registered agent ${idOrCardUrl}`);
+      return agent;
+    },
     setAgentDisabled: operatorOnly('setAgentDisabled', (idOrCardUrl: string, disabled: boolean, reason?: string) => setAgentDisabled(context, idOrCardUrl, disabled, reason)),
     setAgentLimits: operatorOnly('setAgentLimits', (idOrCardUrl: string, limits: AgentLimits | undefined) => setAgentLimits(context, idOrCardUrl, limits)),
     removeAgent: operatorOnly('removeAgent', (idOrCardUrl: string) => removeAgent(context, idOrCardUrl)),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { DEFAULT_TENANT, ID_PATTERN, SendJobSchema, WORKFLOW_ID_PATTERN, localWorkflowId, scopedWorkflowId, tenantOfWorkflowId, tenantWorkflowId } from '@durable-a2a/shared';
+import { DEFAULT_TENANT, ID_PATTERN, SendJobSchema, candidateAgents, type RegisteredAgent, WORKFLOW_ID_PATTERN, localWorkflowId, scopedWorkflowId, tenantOfWorkflowId, tenantWorkflowId } from '@durable-a2a/shared';
 import { NotFoundError } from '../src/errors.ts';
 import { listedTenant, quotaOf, resolveWorkflowId, scopedFilter, type ProducerScope } from '../src/tenancy.ts';
 import { parseApiTokens } from '../src/server/callers.ts';
@@ -82,6 +82,24 @@ describe('scopes (tenancy.ts)', () => {
     expect(quotaOf(settings, 'blue')).toEqual({ maxInFlight: 2 ** 31, maxStored: 5 });
     expect(quotaOf(settings, 'red')).toEqual({ maxInFlight: 10, maxStored: 2 ** 31 });
     expect(quotaOf(quotaSettingsOf(undefined), 'red')).toBeUndefined();
+  });
+});
+
+describe('agents registered for one tenant (candidateAgents)', () => {
+  const agent = (cardUrl: string, tenant?: string): RegisteredAgent => ({
+    cardUrl,
+    registeredAt: 1,
+    refreshedAt: 1,
+    ...(tenant ? { tenant } : {}),
+    card: { name: cardUrl, description: '', version: '1', skills: [{ id: 'book', name: 'book', description: '', tags: [] }], capabilities: {}, interfaces: [] },
+  });
+  const registered = [agent('http://blue.example/card', 'blue'), agent('http://shared.example/card')];
+
+  it('are candidates for their tenant’s workflows only; shared agents for every tenant; a fixed agent always', () => {
+    expect(candidateAgents({ skill: 'book' }, registered, 'blue')).toEqual(['http://blue.example/card', 'http://shared.example/card']);
+    expect(candidateAgents({ skill: 'book' }, registered, 'red')).toEqual(['http://shared.example/card']);
+    expect(candidateAgents({ skill: 'book' }, registered)).toEqual(['http://shared.example/card']);
+    expect(candidateAgents({ agent: 'http://blue.example/card', skill: 'book' }, registered, 'red')).toEqual(['http://blue.example/card', 'http://shared.example/card']);
   });
 });
 

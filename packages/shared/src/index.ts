@@ -136,7 +136,7 @@ export { startTracing, traceContextHeaders, withSpan, delegationSpan, annotateAc
 export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
 export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
-export { AgentRegistry, candidateAgents, agentIdOf, HEALTH_WINDOW_CALLS, AgentLimitsSchema } from './registry.ts';
+export { AgentRegistry, candidateAgents, agentIdOf, agentVisibleTo, HEALTH_WINDOW_CALLS, AgentLimitsSchema } from './registry.ts';
 export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, AgentView, AgentStatus } from './registry.ts';
 export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, redisReconnectDelayMs, BASE_REDIS_OPTIONS, DEFAULT_COMMAND_TIMEOUT_MS, REDIS_RECONNECT_CAP_MS } from './redis.ts';
 export { redisErrorKind, isRedisUnavailableError, isRedisTransientError, reconnectOnRedisError, REDIS_ERROR_KINDS, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';

@@ -63,7 +63,7 @@ type Definition = z.output<typeof WorkflowDefinitionSchema>;
 async function firstIntents(context: ProducerContext, definition: Definition, now: number): Promise<Record<string, string>[]> {
   const workflowId = definition.workflowId;
   const registered = definition.steps.some((step) => step.skill) ? await context.registry.list() : [];
-  const candidates = (step: Step) => candidateAgents(step, registered);
+  const candidates = (step: Step) => candidateAgents(step, registered, tenantOfWorkflowId(workflowId));
   return firstAttempts(definition, candidates).map(({ step, agentCardUrl, held }) =>
     buildIntent({ workflowId, step: step.name, attempt: 1, agentCardUrl, message: attemptMessage(step, [], workflowId, 1), push: step.push, held, now }),
   );

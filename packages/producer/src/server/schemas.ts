@@ -3,7 +3,7 @@
  * (fastify-type-provider-zod) and generate /openapi.json.
  */
 import { z } from 'zod';
-import { AttentionSchema, ID_PATTERN, WORKFLOW_ID_PATTERN, PartSchema, RecordedErrorSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
+import { AttentionSchema, ID_PATTERN, TenantSchema, WORKFLOW_ID_PATTERN, PartSchema, RecordedErrorSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
 import { StrictWorkflowDefinitionSchema as WorkflowDefinitionSchema } from '../definition.ts';
 import { DelegateInputSchema } from '../producer.ts';
 import { AnswerPartsSchema, AnswerTextSchema } from '../calls/reply.ts';
@@ -38,7 +38,10 @@ export const ReplyBodySchema = z
   })
   .refine((body) => (body.text === undefined) !== (body.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });
 
-export const RegisterAgentBodySchema = z.strictObject({ cardUrl: z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL' }) });
+export const RegisterAgentBodySchema = z.strictObject({
+  cardUrl: z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL' }),
+  tenant: TenantSchema.nullable().optional().describe('Register for this tenant only (no other tenant sees or uses it); null: shared by every tenant; absent: as it was (a new agent is shared)'),
+});
 
 export const PushParamsSchema = z.object({ workflowId: WorkflowId, delegationId: Id });
 
@@ -170,6 +173,7 @@ export const AgentSchema = z
     refreshedAt: Instant.describe('When the registered card was last written'),
     disabled: z.object({ since: Instant, reason: z.string().nullable() }).nullable(),
     unavailable: z.object({ reason: z.string(), since: Instant }).nullable(),
+    tenant: z.string().nullable().optional().describe('The tenant the agent is registered for (no other tenant sees or uses it); null: shared by every tenant'),
     limits: z
       .object({ maxInFlight: z.number().int().optional(), rate: z.object({ sendsPerSecond: z.number().optional(), resubscribesPerSecond: z.number().optional() }).optional() })
       .nullable()

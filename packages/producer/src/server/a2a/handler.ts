@@ -214,7 +214,7 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
     if (message.taskId) return this.answer(this.ownTask(message.taskId, caller), parsed.data, caller);
     const localId = frontTaskId(caller.principal, message.messageId);
     const taskId = scopedWorkflowId(caller.scope.tenant, localId)!;
-    const target = await this.targetOf(params, message);
+    const target = await this.targetOf(params, message, caller);
     await this.producerOf(caller).startWorkflow({
       workflowId: localId,
       steps: [{ name: 'main', ...target, message: { parts: parsed.data, ...(message.metadata ? { metadata: message.metadata } : {}) } }],
@@ -238,8 +238,8 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
   }
 
   /** The step's target: the named agent, or the skill the caller names (the only one registered when it names none). */
-  private async targetOf(params: SendMessageRequest, message: Message): Promise<{ agent: string } | { skill: string }> {
-    const agents = availableAgents(await this.options.producer.listAgents());
+  private async targetOf(params: SendMessageRequest, message: Message, caller: FrontDoorCaller): Promise<{ agent: string } | { skill: string }> {
+    const agents = availableAgents(await this.producerOf(caller).listAgents());
     const target = this.options.target;
     if (target.kind === 'agent') {
       const agent = agents.find((candidate) => candidate.card.name === target.name);

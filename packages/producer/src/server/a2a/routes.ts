@@ -73,7 +73,8 @@ function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingM
   };
   const card = (agentName: string | undefined): RequestHandler => async (request, response, next) => {
     try {
-      const agents = availableAgents(await producer.listAgents());
+      // The cards are public: they name shared agents only (an agent registered for one tenant stays that tenant's).
+      const agents = availableAgents((await producer.listAgents()).filter((agent) => agent.tenant === null));
       const agent = agentName === undefined ? undefined : agents.find((candidate) => candidate.card.name === agentName);
       if (agentName !== undefined && !agent) {
         response.status(404).json({ error: `no registered agent named ${agentName}` });

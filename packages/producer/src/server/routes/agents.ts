@@ -28,19 +28,19 @@ export function agentRoutes(producer: Producer, checkAddresses: (request: { body
         },
         preHandler: checkAddresses,
       },
-      async (request, reply) => reply.code(201).send(await producerFor(request, producer).registerAgent(request.body.cardUrl)),
+      async (request, reply) => reply.code(201).send(await producerFor(request, producer).registerAgent(request.body.cardUrl, request.body.tenant === undefined ? {} : { tenant: request.body.tenant })),
     );
 
     app.get(
       '/agents',
       { schema: { operationId: 'listAgents', tags, summary: 'Registered agents, with status and health', security, response: { 200: AgentListSchema.describe('Every registered agent'), ...problemResponses() } } },
-      async () => ({ agents: await producer.listAgents() }),
+      async (request) => ({ agents: await producerFor(request, producer).listAgents() }),
     );
 
     app.get(
       '/agents/:id',
       { schema: { operationId: 'getAgent', tags, summary: 'One registered agent', security, params: AgentParamsSchema, response: { 200: AgentSchema, ...problemResponses(400, 404) } } },
-      async (request) => producer.getAgent(request.params.id),
+      async (request) => producerFor(request, producer).getAgent(request.params.id),
     );
 
     for (const [verb, disabled] of [['disable', true], ['enable', false]] as const) {
