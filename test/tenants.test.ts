@@ -11,6 +11,7 @@ import type { Fleet } from '@durable-a2a/workers';
 import { Journal, queuePrefix } from '@durable-a2a/shared';
 import { Queue } from 'bullmq';
 import { NotFoundError, createProducer } from '@durable-a2a/producer';
+import { EXIT_CODES, run } from '@durable-a2a/cli';
 import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
 import { asksForInput, completionSteps } from './harness/agent-behaviours.ts';
@@ -200,6 +201,24 @@ describe('every route, with a token of another tenant', () => {
     expect(await snapshot(victims.frontDoor)).toEqual(before);
     // Its owner still reads it, by the id it was given.
     expect((await jsonRpc('blue', 'GetTask', { id: victims.frontDoor })).result?.id).toBe(victims.frontDoor);
+  });
+});
+
+describe('the CLI through the API', () => {
+  const cli = async (token: keyof typeof TOKENS, argv: string[]) => {
+    let stdout = '';
+    const code = await run(argv, { stdout: (text) => (stdout += text), stderr: () => undefined, env: { DURABLE_A2A_URL: baseUrl, DURABLE_A2A_TOKEN: TOKENS[token] } });
+    return { code, stdout };
+  };
+
+  it('another tenant’s workflow is not found (exit 3) and not listed; its owner and operators see it', async () => {
+    expect((await cli('red', ['show', victims.blue])).code).toBe(EXIT_CODES.NOT_FOUND);
+    expect((await cli('red', ['cancel', victims.blue])).code).toBe(EXIT_CODES.NOT_FOUND);
+    expect((await cli('red', ['workflows', 'search', '--where', 'idPrefix=trip'])).stdout).not.toContain(victims.blue);
+    expect((await cli('blue', ['show', 'trip'])).code).toBe(EXIT_CODES.OK);
+    const operator = await cli('ops', ['--json', 'workflows', 'search', '--where', 'tenant=blue']);
+    expect(operator.stdout).toContain(victims.blue);
+    expect(operator.stdout).not.toContain(victims.plain);
   });
 });
 
