@@ -1,6 +1,7 @@
 /**
  * The journal view of a workflow: every step, every attempt, open questions.
  */
+import type { Message } from '@durable-a2a/a2a';
 import {
   answerLinkFor,
   isAwaitingAnswer,
@@ -11,7 +12,6 @@ import {
   type Attention,
   type DelegationView,
   type Journal,
-  type Message,
   type OpenQuestionSummary,
   type WorkflowDefinition,
   type WorkflowSummary,
@@ -157,7 +157,7 @@ export interface WorkflowView {
   steps: StepView[];
   openQuestions: OpenQuestion[];
   /**
-   * What happened, oldest first (README "History"): questions with the request they belong to, answers with who and
+   * What happened, oldest first (docs/people.md "History"): questions with the request they belong to, answers with who and
    * when, refused answers, cancels, resolutions, re-delegations with their reasons, verifications with their
    * evidence, compensations; every `at` ISO 8601. A first `dropped` entry says how many older ones the bounds dropped.
    */

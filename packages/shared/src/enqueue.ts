@@ -44,25 +44,40 @@ interface Ref {
   delegationId: string;
 }
 const refOf = ({ workflowId, delegationId }: Ref): Ref => ({ workflowId, delegationId });
-/** A send job's ref: the delegation and its workflow's tenant (the send queue shares work between tenants). */
+/** A send job's ref: the delegation and its workflow's tenant (its id says it: journal/tenant.ts). */
 const sendRefOf = (ref: Ref) => ({ ...refOf(ref), tenant: tenantOfWorkflowId(ref.workflowId) });
+/** `placement` with the workflow's tenant unless it names one: every message send is placed among its tenant's. */
+const withTenant = (ref: Ref, placement: SendPlacement): SendPlacement => ({ ...placement, tenant: placement.tenant ?? tenantOfWorkflowId(ref.workflowId) });
+
+/**
+ * Where a message send goes in the send queue's order (`send-priority.ts`): the delegation's `priority` (1 to 10,
+ * default 5: the record's, so re-sends and next tries keep it) and its `tenant` (default `default`).
+ */
+export interface SendPlacement {
+  priority?: number | undefined;
+  tenant?: string | undefined;
+}
+const placementData = (placement: SendPlacement) => ({
+  ...(placement.priority !== undefined ? { priority: placement.priority } : {}),
+  ...(placement.tenant !== undefined ? { tenant: placement.tenant } : {}),
+});
 
 /**
  * Sends a delegation's journaled message. One job per send number (`resendCount`); `requeuedAt` (ms)
  * when the reconciler re-enqueues a send whose job was lost (the old id may still be kept).
  */
-export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: number, requeuedAt?: number, delayMs = 0): Promise<void> {
+export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: number, requeuedAt?: number, delayMs = 0, placement: SendPlacement = {}): Promise<void> {
   const id = requeuedAt === undefined ? jobId('send', ref.workflowId, ref.delegationId, resendCount) : jobId('send', ref.workflowId, ref.delegationId, resendCount, requeuedAt);
-  await queues.send.add('send', { ...sendRefOf(ref), kind: 'message' }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
+  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(withTenant(ref, placement)) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }
 
 /**
  * The next try of a send that found its agent unreachable (nothing was sent), after `delayMs`: one job per try of
  * each send number (`resendCount`), the try identified by its journaled time (`tryAt`, ms since epoch).
  */
-export async function enqueueSendTry(queues: Needs<'send'>, ref: Ref, resendCount: number, tryAt: number, delayMs: number): Promise<void> {
+export async function enqueueSendTry(queues: Needs<'send'>, ref: Ref, resendCount: number, tryAt: number, delayMs: number, placement: SendPlacement = {}): Promise<void> {
   const id = jobId('send', ref.workflowId, ref.delegationId, resendCount, 'try', tryAt);
-  await queues.send.add('send', { ...sendRefOf(ref), kind: 'message' }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
+  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(withTenant(ref, placement)) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }
 
 /** Sends a journaled reply (one job per reply messageId; `requeuedAt` when a stuck one is enqueued again). */

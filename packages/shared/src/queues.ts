@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { ID_PATTERN } from './journal/keys.ts';
-import { DEFAULT_TENANT, TenantSchema, WORKFLOW_ID_PATTERN } from './journal/tenant.ts';
+import { WORKFLOW_ID_PATTERN } from './journal/tenant.ts';
 import { NotificationEventSchema } from './notify/event.ts';
 
 export const QUEUE_NAMES = {
@@ -28,8 +28,10 @@ export const SendJobSchema = z.object({
   workflowId: WorkflowId,
   delegationId: Id,
   kind: z.enum(['message', 'reply', 'cancel']).default('message'),
-  /** The workflow's tenant (`tenantOfWorkflowId`), so a worker can share its sends fairly between tenants; jobs enqueued before tenants carry none. */
-  tenant: TenantSchema.default(DEFAULT_TENANT),
+  /** The delegation's priority (1 lowest to 10 highest, `send-priority.ts`); absent: 5. Orders message sends only. */
+  priority: z.number().int().min(1).max(10).optional(),
+  /** The work's tenant: message sends are shared fairly between tenants (`send-priority.ts`); absent: `default`. */
+  tenant: z.string().min(1).max(64).default('default'),
 });
 export type SendJob = z.infer<typeof SendJobSchema>;
 

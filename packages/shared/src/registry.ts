@@ -6,8 +6,9 @@
  * With the journal, the only module that touches Redis.
  */
 import type { Redis, Cluster } from 'ioredis';
-import { normalizeAgentCardUrl, type AgentCard } from './a2a/card.ts';
-import { agentKeyOf, isHttpUrl } from './a2a/card-url.ts';
+import { z } from 'zod';
+import { normalizeAgentCardUrl, type AgentCard } from '@durable-a2a/a2a';
+import { agentKeyOf, isHttpUrl } from '@durable-a2a/a2a/pure';
 import { journalKeys } from './journal/keys.ts';
 import { DEFAULT_TENANT } from './journal/tenant.ts';
 import { callScript, defineScript, outcomeDecoder } from './journal/scripts.ts';
@@ -48,22 +49,28 @@ export interface AgentCall {
   error?: string;
 }
 
+/** A tenant's weight in the send queue's fairness: a whole number 1 to 100 (default 1). */
+export const TenantWeightSchema = z.number().int().min(1).max(100);
+
+/** A call to an agent and when it ended (ms since the epoch): one outcome of a coalesced health write. */
+export interface TimedAgentCall extends AgentCall {
+  at: number;
+}
+
 const recordAgentCall = defineScript({
   name: 'recordAgentCall',
   keys: ['health'],
-  encode: (input: { cardUrl: string; call: AgentCall; now: number }) => [
+  encode: (input: { cardUrl: string; calls: readonly TimedAgentCall[] }) => [
     input.cardUrl,
-    input.call.error === undefined ? '1' : '0',
-    input.call.kind,
-    input.now,
-    (input.call.error ?? '').slice(0, AGENT_ERROR_CHARS),
     HEALTH_WINDOW_CALLS,
+    ...input.calls.flatMap((call) => [call.error === undefined ? '1' : '0', call.kind, call.at, (call.error ?? '').slice(0, AGENT_ERROR_CHARS)]),
   ],
   decode: outcomeDecoder({ 0: 'unregistered', 1: 'recorded' } as const),
 });
 
 export class AgentRegistry {
   private readonly keys: { agents: string; health: string; disabled: string };
+  private readonly prefix: string | undefined;
   private readonly now: () => number;
   private readonly onCorruptRecord: CorruptRecordHandler;
 
@@ -76,6 +83,7 @@ export class AgentRegistry {
     const resolved = typeof options === 'string' ? { prefix: options, now } : { ...options, now: options.now ?? now };
     const keys = journalKeys(resolved.prefix);
     this.keys = { agents: keys.agents(), health: keys.agentHealth(), disabled: keys.agentsDisabled() };
+    this.prefix = resolved.prefix;
     this.now = resolved.now ?? Date.now;
     this.onCorruptRecord = resolved.onCorruptRecord ?? (() => undefined);
   }
@@ -214,6 +222,24 @@ export class AgentRegistry {
   }
 
   /**
+   * Sets (or, with `undefined`, clears back to 1) a tenant's weight in the send queue's fairness (`send-priority.ts`):
+   * a tenant of weight 2 gets two sends for another's one while both have work waiting. Read by every enqueue of a
+   * message send (sendOrder-2.lua). Throws ZodError for a weight that is not a whole number 1 to 100 (nothing written).
+   */
+  async setTenantWeight(tenant: string, weight: number | undefined): Promise<void> {
+    const key = journalKeys(this.prefix).sendOrder().weights;
+    const name = z.string().min(1).max(64).parse(tenant);
+    if (weight === undefined) await this.redis.hdel(key, name);
+    else await this.redis.hset(key, name, String(TenantWeightSchema.parse(weight)));
+  }
+
+  /** Every tenant's weight set with `setTenantWeight` (the others weigh 1). */
+  async tenantWeights(): Promise<Record<string, number>> {
+    const stored = await this.redis.hgetall(journalKeys(this.prefix).sendOrder().weights);
+    return Object.fromEntries(Object.entries(stored).map(([tenant, weight]) => [tenant, Number(weight)]));
+  }
+
+  /**
    * Removes an agent by card URL (any spelling) or id: its card, disabled mark and health. Delegations already bound
    * to it go on (they name its card URL). A corrupt entry is removed by card URL. Returns the normalized card URL
    * removed, or undefined when no such agent was registered.
@@ -231,8 +257,17 @@ export class AgentRegistry {
    * nothing written for an agent that is not registered. Resolves to whether it was recorded. Throws on Redis errors.
    */
   async recordCall(cardUrl: string, call: AgentCall): Promise<'recorded' | 'unregistered'> {
-    if (!isHttpUrl(cardUrl)) return 'unregistered';
-    const result = await callScript(this.redis, recordAgentCall, { health: this.keys.health }, { cardUrl: agentKeyOf(cardUrl), call, now: this.now() });
+    return this.recordCalls(cardUrl, [{ ...call, at: this.now() }]);
+  }
+
+  /**
+   * Records several calls to the agent at `cardUrl` (any spelling), oldest first, in one script call
+   * (recordAgentCall-1.lua): what a worker's `AgentHealthRecorder` coalesced. Nothing is written for an agent that
+   * is not registered, or for no calls. Resolves to whether they were recorded. Throws on Redis errors.
+   */
+  async recordCalls(cardUrl: string, calls: readonly TimedAgentCall[]): Promise<'recorded' | 'unregistered'> {
+    if (!isHttpUrl(cardUrl) || calls.length === 0) return 'unregistered';
+    const result = await callScript(this.redis, recordAgentCall, { health: this.keys.health }, { cardUrl: agentKeyOf(cardUrl), calls });
     return result === 'recorded' ? 'recorded' : 'unregistered';
   }
 }

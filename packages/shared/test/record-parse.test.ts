@@ -1,7 +1,7 @@
 /** parseDelegationHash (the fast path) returns exactly what DelegationRecordSchema.parse returns, and throws its errors. No Redis. */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { DelegationRecordSchema } from '../src/index.ts';
+import { DelegationRecordSchema } from '../src/journal/record.ts';
 import { parseDelegationHash } from '../src/journal/record-parse.ts';
 
 const message = JSON.stringify({ parts: [{ text: 'do the thing' }], metadata: { a: 1 } });

@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { DelayedError, Queue, Worker, type Job, type Processor, type Telemetry } from 'bullmq';
 import { Registry } from 'prom-client';
+import { createPolicyDispatcher } from '@durable-a2a/a2a';
 import {
   AGENT_LABEL_REFRESH_MS,
   ALL_QUEUES,
@@ -18,7 +19,6 @@ import {
   corruptRecordReporter,
   createLogger,
   createMetrics,
-  createPolicyDispatcher,
   openRedisClient,
   enqueueStartupSweep,
   logRedisConnectionState,
@@ -28,8 +28,11 @@ import {
   type Logger,
   type Metrics,
   type QueueName,
+  FairSendQueue,
+  SendOrder,
 } from '@durable-a2a/shared';
 import { AgentDirectory } from './agents.ts';
+import { AgentHealthRecorder } from './agent-health.ts';
 import type { WorkerContext } from './context.ts';
 import { crashPointHook } from './crash-point.ts';
 import { compileFleetOptions, type CompiledFleetOptions, type FleetOptions } from './options.ts';
@@ -41,7 +44,7 @@ import type { CompensationHandler } from './delegation/runs/handler.ts';
 import type { AuthHandler } from './delegation/auth.ts';
 import { processFollow } from './queues/follow.ts';
 import { createLocalFollows, type LocalFollows } from './delegation/runs/follow-local.ts';
-import { AgentSlots } from './delegation/runs/agent-slots.ts';
+import { agentShares } from './delegation/runs/agent-slots.ts';
 import { AgentLimitsBook } from './delegation/runs/flow.ts';
 import { HeldSends } from './delegation/runs/held-sends.ts';
 import { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
@@ -73,6 +76,8 @@ export interface StartFleetOptions extends FleetOptions {
   closeTimeoutMs?: number;
   /** How often the metrics' `agent` labels are re-read from the registry (ms). Default `AGENT_LABEL_REFRESH_MS` (30 s). */
   agentLabelRefreshMs?: number;
+  /** How long a worker's calls to one agent wait to be written to its registry health together (ms). Default `AGENT_HEALTH_WINDOW_MS` (250). */
+  agentHealthWindowMs?: number;
 }
 
 export interface Fleet {
@@ -159,13 +164,15 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
   const { options, journalRedis, queues, dispatcher, logger } = parts;
   const onCorruptRecord = corruptRecordReporter({ logger, counter: parts.metrics.corruptRecords });
   const registry = new AgentRegistry(journalRedis, { prefix: options.prefix, now: options.now, onCorruptRecord });
-  // An agent's health is told, not awaited: a send never waits for it, and a failed write costs only that entry.
-  const onAgentCall = (agentCardUrl: string, call: AgentCall) =>
-    void registry.recordCall(agentCardUrl, call).catch((error: unknown) => logger.debug({ err: error, agent: agentCardUrl }, 'agent health not recorded'));
+  // An agent's health is told, not awaited: a send never waits for it, a window's calls go in one write, and a failed
+  // write costs only those outcomes.
+  const agentHealth = new AgentHealthRecorder(registry, options.now, (error, agentCardUrl) => logger.debug({ err: error, agent: agentCardUrl }, 'agent health not recorded'), input.agentHealthWindowMs);
+  const onAgentCall = (agentCardUrl: string, call: AgentCall) => agentHealth.record(agentCardUrl, call);
   return {
     shutdownSignal: parts.shutdownSignal,
     journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation, onCorruptRecord }),
     registry,
+    agentHealth,
     queues,
     dispatcher,
     agents: new AgentDirectory({
@@ -179,9 +186,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
     metrics: parts.metrics,
     options,
     policy: policyOf(options),
-    followSlots: new AgentSlots(options.followSlotsPerAgent, options.concurrency.follow),
-    sendSlots: new AgentSlots(options.sendSlotsPerAgent, options.concurrency.send),
-    reconcileSlots: new AgentSlots(options.reconcileSlotsPerAgent, options.concurrency.reconcile),
+    ...agentShares(options),
     flow: new AgentFlow(journalRedis, options.prefix),
     agentLimits: new AgentLimitsBook(options.defaultAgentLimits),
     heldSends: new HeldSends(options.heldSendSlots),
@@ -196,6 +201,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
 interface FleetResources {
   workers: Worker[];
   heldSends: HeldSends;
+  agentHealth: AgentHealthRecorder;
   localFollows: LocalFollows;
   shutdown: AbortController;
   queues: Record<QueueName, Queue>;
@@ -208,7 +214,7 @@ interface FleetResources {
 }
 
 /** Graceful, bounded close of a fleet. */
-async function closeFleet({ workers, heldSends, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
+async function closeFleet({ workers, heldSends, agentHealth, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
   // Nothing waits on a refusal backoff any more: what the close sends goes out (or fails) now.
   refusalGate.end();
   // Stop fetching, then end open streams (follow jobs and local follows): each hands its delegation to another worker.
@@ -231,6 +237,7 @@ async function closeFleet({ workers, heldSends, localFollows, shutdown, queues, 
     await ownDispatcher?.close().catch(() => undefined);
     return;
   }
+  await agentHealth.flush();
   await Promise.all(Object.values(queues).map((queue) => queue.close()));
   await Promise.all([connection.quit().catch(() => undefined), journalRedis.quit().catch(() => undefined)]);
   await ownDispatcher?.close().catch(() => undefined);
@@ -258,7 +265,11 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(
-    ALL_QUEUES.map((name) => [name, new Queue(name, { connection, prefix, telemetry: input.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } })]),
+    ALL_QUEUES.map((name) => {
+      const queueOptions = { connection, prefix, telemetry: input.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } };
+      // Message sends are ordered by priority, then fairly between tenants (send-priority.ts).
+      return [name, name === 'send' ? new FairSendQueue(name, queueOptions, new SendOrder(journalRedis, options.prefix)) : new Queue(name, queueOptions)];
+    }),
   ) as Record<QueueName, Queue>;
   for (const queue of Object.values(queues)) queue.on('error', () => undefined); // the shared connection reports the outage
   const shutdown = new AbortController();
@@ -301,7 +312,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   let closing: Promise<void> | undefined;
   const close = () => {
     clearInterval(labelTimer);
-    closing ??= closeFleet({ workers, heldSends: context.heldSends, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }).then(() =>
+    closing ??= closeFleet({ workers, heldSends: context.heldSends, agentHealth: context.agentHealth, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }).then(() =>
       logger.info({ workerId }, 'fleet closed'),
     );
     return closing;

@@ -3,7 +3,8 @@
  * (fastify-type-provider-zod) and generate /openapi.json.
  */
 import { z } from 'zod';
-import { AttentionSchema, ID_PATTERN, TenantSchema, WORKFLOW_ID_PATTERN, PartSchema, RecordedErrorSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
+import { PartSchema } from '@durable-a2a/a2a';
+import { AttentionSchema, ID_PATTERN, RecordedErrorSchema, TenantSchema, WORKFLOW_ID_PATTERN, WORKFLOW_STATES } from '@durable-a2a/shared';
 import { StrictWorkflowDefinitionSchema as WorkflowDefinitionSchema } from '../definition.ts';
 import { DelegateInputSchema } from '../producer.ts';
 import { AnswerPartsSchema, AnswerTextSchema } from '../calls/reply.ts';
@@ -121,7 +122,7 @@ const AttemptSchema = z.looseObject({
 });
 
 /** `GET /v1/workflows/:id`: the journal view of a workflow. */
-/** One history entry of a workflow view (history-view.ts; README "History"); the stored entry's other fields come along. */
+/** One history entry of a workflow view (history-view.ts; docs/people.md "History"); the stored entry's other fields come along. */
 export const HistoryEntrySchema = z.looseObject({
   kind: z.string().describe('question, answer, answer-refused, cancel, resolution, redelegation, verification, compensation, dropped (n older entries dropped), or a kind a later release writes'),
   at: Instant.describe('When it was journaled (ISO 8601)'),
@@ -158,7 +159,7 @@ export const WorkflowViewSchema = z.looseObject({
       askedAt: z.string().optional().describe('When the agent asked (ISO 8601, UTC; as the agent wrote it when it could not be read)'),
     }),
   ),
-  history: z.array(HistoryEntrySchema).describe('What happened, oldest first, bounded (README "History")'),
+  history: z.array(HistoryEntrySchema).describe('What happened, oldest first, bounded (docs/people.md "History")'),
 });
 
 export const WorkflowListSchema = z.object({ ids: z.array(z.string()), cursor: z.string().optional() });

@@ -14,7 +14,8 @@ import { Registry } from 'prom-client';
 import { countTenantCreations } from './tenant-metrics.ts';
 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, corruptRecordReporter, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, resolveLimits, waitUntilConnected, type A2ALimits, type AddressPolicyOptions, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
+import { resolveLimits, type A2ALimits, type AddressPolicyOptions } from '@durable-a2a/a2a';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, corruptRecordReporter, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, waitUntilConnected, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
 import { API_BODY_LIMIT_BYTES, apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';
@@ -75,7 +76,7 @@ export interface ServerOptions {
   /** BullMQ telemetry (`startTracing().telemetry`) for the server's producer and queues. Default none. */
   telemetry?: Telemetry;
   /**
-   * Signed answer links (README "Signed answer links"): serves `/answer/<token>` and, when the server creates its
+   * Signed answer links (docs/people.md "Signed answer links"): serves `/answer/<token>` and, when the server creates its
    * producer, shows each open question's link in the view. Default none (no route).
    */
   answerLinks?: AnswerLinkSettings;

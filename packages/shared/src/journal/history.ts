@@ -1,5 +1,5 @@
 /**
- * A workflow's history (README "History"): what people and the fleet did around its delegations, in the order it
+ * A workflow's history (docs/people.md "History"): what people and the fleet did around its delegations, in the order it
  * happened: every question an agent asked (its message, when, the attempt whose request it belongs to), every
  * answer (its parts, when, who), answers an agent refused, cancels and who asked, a person's resolutions,
  * re-delegations with their reasons, verifications with their evidence, and compensations (undo steps) as they
@@ -17,7 +17,7 @@
  * Times are ms since the epoch here (the journal's clock); views give them as ISO 8601.
  */
 import { z } from 'zod';
-import { PartSchema, type Part } from '../a2a/schema.ts';
+import { PartSchema, type Part } from '@durable-a2a/a2a/pure';
 
 /** The bounds of a workflow's history; written into the Lua include at load (`historyLimitsLua`). */
 export const HISTORY_LIMITS = {

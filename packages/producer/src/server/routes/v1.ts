@@ -6,7 +6,7 @@
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
-import type { AddressPolicyOptions } from '@durable-a2a/shared';
+import type { AddressPolicyOptions } from '@durable-a2a/a2a';
 import type { Producer } from '../../producer.ts';
 import { LongPollQuerySchema, viewAfterWaiting } from '../../wait.ts';
 import { checkAgentAddresses } from '../../agent-addresses.ts';

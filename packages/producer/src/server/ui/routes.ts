@@ -11,7 +11,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ID_PATTERN, WORKFLOW_ID_PATTERN, listOpenQuestions, listWorkflowSummaries, nextChecks, normalizeAgentCardUrl } from '@durable-a2a/shared';
+import { normalizeAgentCardUrl } from '@durable-a2a/a2a';
+import { ID_PATTERN, WORKFLOW_ID_PATTERN, listOpenQuestions, listWorkflowSummaries, nextChecks } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { ProducerInputError } from '../../errors.ts';
 import type { WorkflowFilterInput } from '../../calls/search.ts';

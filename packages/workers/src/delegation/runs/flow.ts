@@ -5,7 +5,8 @@
  * "waiting for a slot at <agent>"), never fails. And the pause an agent asks for (`Retry-After`), bounded by
  * `retryAfterMaxMs`, for the whole fleet.
  */
-import { agentKeyOf, type AgentLimits, type DelegationRecord, type RegisteredAgent } from '@durable-a2a/shared';
+import { agentKeyOf } from '@durable-a2a/a2a';
+import type { AgentLimits, DelegationRecord, RegisteredAgent } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 
 /**
@@ -69,6 +70,14 @@ export async function takeSendTurn(ctx: WorkerContext, record: DelegationRecord,
     return { reason: acquired.reason, untilMs: ctx.options.now() + jittered(Math.max(waitMs, 50)) };
   }
   const slot = limits.maxInFlight !== undefined;
+  // A send still unanswered after requestTimeoutMs makes its agent slow here (`agent-slots.ts`) until it ends.
+  let heldEnded: (() => void) | undefined;
+  const slowTimer = setTimeout(() => (heldEnded = ctx.sendSlots.noteHeld(agent)), ctx.options.requestTimeoutMs);
+  slowTimer.unref?.();
+  const endHeld = () => {
+    clearTimeout(slowTimer);
+    heldEnded?.();
+  };
   const renewal = slot ? setInterval(() => void ctx.flow.renew(agent, holder, leaseMs).catch(() => undefined), leaseMs / 3) : undefined;
   let shareHeld = true;
   let slotHeld = slot;
@@ -78,6 +87,7 @@ export async function takeSendTurn(ctx: WorkerContext, record: DelegationRecord,
   };
   const releaseSlot = () => {
     clearInterval(renewal);
+    endHeld();
     // Not waited for: a failed release only lets the slot's lease run out (lockDurationMs).
     if (slotHeld) void ctx.flow.release(agent, holder).catch(() => undefined);
     slotHeld = false;

@@ -11,6 +11,7 @@
  *   a record that does not parse → skipped (reported), checked again a reconcile interval later
  * What the agent says is an observation (`io/read.ts`, `io/search.ts`) applied by `apply.ts`.
  */
+import { isRetryable } from '@durable-a2a/a2a';
 import {
   CorruptRecordError,
   JournalError,
@@ -18,7 +19,6 @@ import {
   enqueueSend,
   isFinished,
   isParked,
-  isRetryable,
   type DelegationRecord,
   type DelegationRef,
 } from '@durable-a2a/shared';
@@ -146,7 +146,7 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
   if (record.sendStartedAt === undefined) {
     // Not sent yet (its send job may have been lost): enqueue it again. A duplicate job is harmless:
     // the journal's fence and sendStartedAt let only one SendMessage leave.
-    await enqueueSend(ctx.queues, ref, record.resendCount, ctx.options.now());
+    await enqueueSend(ctx.queues, ref, record.resendCount, ctx.options.now(), 0, { priority: record.priority });
     return 'send-enqueued';
   }
   const heldMs = await ctx.journal.followLeaseRemainingMs(ref);
