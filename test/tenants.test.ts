@@ -336,6 +336,11 @@ describe('an agent registered for one tenant', () => {
       const card = await (await fetch(`${baseUrl}/.well-known/agent-card.json`)).text();
       expect(card).toContain('"trip"');
       expect(card).not.toContain('blue-only');
+      // A refresh keeps who sees it; `tenant: null` shares it with every tenant.
+      expect((await as('ops', { method: 'POST', url: '/v1/agents', payload: { cardUrl: secret.cardUrl } })).json()).toMatchObject({ tenant: 'blue' });
+      expect(await listed('red')).not.toContain(id);
+      expect((await as('ops', { method: 'POST', url: '/v1/agents', payload: { cardUrl: secret.cardUrl, tenant: null } })).json()).toMatchObject({ tenant: null });
+      expect(await listed('red')).toContain(id);
     } finally {
       await secret.close();
     }
