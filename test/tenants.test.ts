@@ -367,6 +367,20 @@ describe('the producer library', () => {
   });
 });
 
+describe('listings of a small tenant', () => {
+  it('read its own index: its workflows come on the first page however many other tenants’ are newer', async () => {
+    const journal = new Journal(redis(), { prefix: PREFIX });
+    const newer = 2_100; // more than one call's candidates (SEARCH_CANDIDATE_LIMIT)
+    const at = String(Date.now() + 60_000);
+    for (let index = 0; index < newer; index++) await journal.createWorkflow(`crowd-${index}`, { state: 'RUNNING', definition: JSON.stringify(workflowOf(`crowd-${index}`)), createdAt: at, updatedAt: at });
+    const page = (await as('red', { method: 'GET', url: '/v1/workflows?limit=5' })).json() as { ids: string[] };
+    expect(page.ids.length).toBeGreaterThan(0);
+    expect(page.ids.every((id) => id.startsWith('red~'))).toBe(true);
+    const operator = (await as('ops', { method: 'GET', url: '/v1/workflows?limit=5&tenant=red' })).json() as { ids: string[] };
+    expect(operator.ids).toEqual(page.ids);
+  });
+});
+
 describe('metrics', () => {
   it('count creations by tenant (configured tenants only)', async () => {
     const text = (await app.inject({ method: 'GET', url: '/metrics' })).body;

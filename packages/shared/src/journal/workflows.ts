@@ -1,6 +1,6 @@
 /**
  * Workflow rows: creating a workflow with its first intent, journaling later intents, reading the
- * typed row, and compare-and-set updates (createWorkflow-8.lua, createIntent-3.lua, updateWorkflow-4.lua).
+ * typed row, and compare-and-set updates (createWorkflow-9.lua, createIntent-3.lua, updateWorkflow-4.lua).
  */
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refusal } from './scripts.ts';
@@ -12,27 +12,28 @@ import type { DelegationRef } from './core.ts';
 import { indexMember } from './keys.ts';
 import { indexedPairs, searchMembers } from './search-index.ts';
 import { historyArgument, type HistoryEntryInput } from './history.ts';
-import { tenantOfWorkflowId } from './tenant.ts';
+import { DEFAULT_TENANT, tenantOfWorkflowId } from './tenant.ts';
 import { compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow, type CompactedWorkflow } from './compacted-record.ts';
 
 /** Prefixes of a compacted record read for its workflow row, in bytes (then the whole record). */
 const ROW_READS_BYTES = [4_096, 65_536];
 
-/** createWorkflow-8.lua: the workflow's fields, its first delegation's, the index entries it writes and the quota it checks (on one server). */
+/** createWorkflow-9.lua: the workflow's fields, its first delegation's, the index entries it writes and the quota it checks (on one server). */
 const createWorkflowScript = defineScript({
   name: 'createWorkflow',
-  keys: ['workflow', 'firstDelegation', 'delegationList', 'unfinished', 'search', 'updated', 'quotaInFlight', 'quotaStored'],
-  encode: (input: { workflow: Record<string, string>; first?: Record<string, string>; unfinished: (string | number)[]; search: string[]; quota?: QuotaArgument }) => [
+  keys: ['workflow', 'firstDelegation', 'delegationList', 'unfinished', 'search', 'updated', 'quotaInFlight', 'quotaStored', 'tenantCreated'],
+  encode: (input: { workflow: Record<string, string>; first?: Record<string, string>; unfinished: (string | number)[]; search: string[]; quota?: QuotaArgument; tenantCreatedAt?: number }) => [
     JSON.stringify(input.workflow),
     input.first ? JSON.stringify(input.first) : '',
     input.unfinished.length > 0 ? JSON.stringify(input.unfinished) : '',
     input.search.length > 0 ? JSON.stringify(input.search) : '',
     input.quota ? JSON.stringify(input.quota) : '',
+    input.tenantCreatedAt ?? '',
   ],
   decode: outcomeDecoder({ 1: 'created', 0: 'exists' }),
 });
 
-/** createWorkflow-8.lua's ARGV[5]: the tenant's quota, how many full-set members it checks, and the workflow key around an id. */
+/** createWorkflow-9.lua's ARGV[5]: the tenant's quota, how many full-set members it checks, and the workflow key around an id. */
 interface QuotaArgument extends TenantQuota {
   checked: number;
   at: number;
@@ -41,7 +42,7 @@ interface QuotaArgument extends TenantQuota {
 
 /**
  * A tenant's quota: unfinished workflows at once (`maxInFlight`) and workflows kept, finished or not, until retention
- * removes them (`maxStored`). Counted from the first creation under a quota (createWorkflow-8.lua).
+ * removes them (`maxStored`). Counted from the first creation under a quota (createWorkflow-9.lua).
  */
 export interface TenantQuota {
   maxInFlight: number;
@@ -131,11 +132,15 @@ export class JournalWorkflows extends JournalIndex {
     const updatedAt = Number(fields.updatedAt ?? this.now());
     const workflow = { ...fields, workflowId, tenant, version: '1', updatedAt: String(updatedAt) };
     const firstFields = first && { ...first, tenant };
+    const createdAt = Number(fields.createdAt ?? updatedAt);
+    // A tenant other than default lists its workflows from its own index (search-index.ts).
+    const ownIndex = tenant !== DEFAULT_TENANT;
     if (this.redis.isCluster) {
       await Promise.all([
         unfinished.length > 0 ? this.redis.zadd(this.keys.unfinished(), ...unfinished) : undefined,
         this.redis.zadd(this.keys.search(), ...search.flatMap((member) => [0, member])),
         this.redis.zadd(this.keys.updated(), updatedAt, workflowId),
+        ownIndex ? this.redis.zadd(this.keys.tenantCreated(tenant), createdAt, workflowId) : undefined,
       ]);
     }
     const workflowKey = this.keys.workflow(workflowId);
@@ -153,13 +158,15 @@ export class JournalWorkflows extends JournalIndex {
         updated: here ? this.keys.updated() : workflowKey,
         quotaInFlight: quotaKeys?.inFlight ?? workflowKey,
         quotaStored: quotaKeys?.stored ?? workflowKey,
+        tenantCreated: here && ownIndex ? this.keys.tenantCreated(tenant) : workflowKey,
       },
       {
         workflow,
         first: firstFields,
         unfinished: here ? unfinished : [],
         search: here ? search : [],
-        quota: quotaKeys && quota ? { ...quota, checked: QUOTA_CHECKED_MEMBERS, at: Number(fields.createdAt ?? this.now()), workflowKey: [head, tail] } : undefined,
+        quota: quotaKeys && quota ? { ...quota, checked: QUOTA_CHECKED_MEMBERS, at: createdAt, workflowKey: [head, tail] } : undefined,
+        ...(here && ownIndex ? { tenantCreatedAt: createdAt } : {}),
       },
     );
     return unlessRefused(result, { workflowId, delegationId: '' }, 'createWorkflow') === 'created';

@@ -9,6 +9,8 @@
   KEYS[6] the updated index when ARGV[4] is given (one server only); else KEYS[1] again, unused
   KEYS[7] the tenant's in-flight set when ARGV[5] is given (one server only); else KEYS[1] again, unused
   KEYS[8] the tenant's stored set when ARGV[5] is given (one server only); else KEYS[1] again, unused
+  KEYS[9] the tenant's created index when ARGV[6] is given (a tenant other than default, one server only); else
+          KEYS[1] again, unused
   ARGV[1] workflow fields, JSON object of strings (its updatedAt scores it in KEYS[6])
   ARGV[2] delegation fields, JSON object of strings, or ''
   ARGV[3] unfinished index entries, JSON array [score, member, ...], or '' (on a Cluster the caller wrote them
@@ -16,7 +18,9 @@
   ARGV[4] search index members, JSON array of strings (search-index.ts `searchMembers`), or '' (on a Cluster the
           caller wrote them before this script, acknowledged)
   ARGV[5] the tenant's quota, JSON { maxInFlight, maxStored, checked, at, workflowKey: [head, tail] }
-          (`at`: the creation time, ms, the members' score) (tenant-quota.ts),
+          (`at`: the creation time, ms, the members' score)
+  ARGV[6] the workflow's creation time (ms), its score in its tenant's created index, or '' (not indexed there; on a
+          Cluster the caller wrote it before this script, acknowledged) (tenant-quota.ts),
           or '' (no quota: the sets are not touched)
   Every entry is written with the workflow, in this one step: a crash cannot leave a workflow that an index does
   not name, nor (on one server) an entry without its workflow. A quota is checked here too, so no two creations
@@ -71,6 +75,7 @@ if ARGV[4] ~= '' then
   redis.call('ZADD', KEYS[5], unpack(scored))
   redis.call('ZADD', KEYS[6], workflowFields.updatedAt, workflowFields.workflowId)
 end
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[9], ARGV[6], workflowFields.workflowId) end
 -- Writes the fields and returns them.
 local function hset(key, fields)
   local flat = {}
