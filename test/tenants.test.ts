@@ -119,8 +119,9 @@ const ROUTE_KINDS: [RegExp, RouteKind][] = [
   [/^POST \/v1\/(workflows|delegations)$/, 'create'],
   [/^(GET|POST) \/ui\/bulk$/, 'bulk'],
   [/^POST \/v1\/bulk\/workflows\/:action$/, 'bulk'],
-  [/ \/v1\/agents(\/|$)/, 'registry'],
-  [/^GET \/ui\/agents(\/panel)?$/, 'registry'],
+  // The registry and the fleet's flow control (agent limits, tenant weights) are shared: read by all, changed by operators.
+  [/ \/v1\/(agents|tenants)(\/|$)/, 'registry'],
+  [/^(GET|POST) \/ui\/agents(\/|$)/, 'registry'],
   [/ \/a2a(\/\*)?$/, 'front-door'],
   [/ \/admin\/queues(\/|$)/, 'operators'],
   [/^POST \/v1\/push\//, 'own-credentials'],
@@ -142,9 +143,11 @@ const ATTACKS = [
 function requestsOf(method: string, url: string, victimId: string): { method: string; url: string; payload?: unknown; headers?: Record<string, string> }[] {
   // Searches name the victim: its id (without the tenant) as a prefix, its tenant.
   const [victimTenant, local] = victimId.includes('~') ? (victimId.split('~') as [string, string]) : ['default', victimId];
-  if (url.startsWith('/v1/agents')) return [{ method, url: url.replace(':id', agentId), ...(method === 'POST' ? { payload: url === '/v1/agents' ? { cardUrl: agent.cardUrl } : {} } : {}) }];
-  const path = url.replace(':id', encodeURIComponent(victimId)).replace(':step', 'main').replace(':action', 'cancel').replace(':workflowId', encodeURIComponent(victimId)).replace(':delegationId', 'main.1');
   const form = { 'content-type': 'application/x-www-form-urlencoded' };
+  if (url.startsWith('/v1/agents')) return [{ method, url: url.replace(':id', agentId), ...(method === 'POST' || method === 'PUT' ? { payload: url === '/v1/agents' ? { cardUrl: agent.cardUrl } : url.endsWith('/limits') ? { maxInFlight: 1 } : {} } : {}) }];
+  if (url.startsWith('/v1/tenants')) return [{ method, url: url.replace(':tenant', victimTenant), ...(method === 'PUT' ? { payload: { weight: 9 } } : {}) }];
+  if (url === '/ui/agents/limits') return [{ method, url, payload: `agent=${agentId}&maxInFlight=1`, headers: form }];
+  const path = url.replace(':id', encodeURIComponent(victimId)).replace(':step', 'main').replace(':action', 'cancel').replace(':workflowId', encodeURIComponent(victimId)).replace(':delegationId', 'main.1');
   if (url.startsWith('/ui/') && method === 'POST') return [{ method, url: path, payload: 'text=Paris&action=abandon', headers: form }];
   if (url.endsWith('/reply')) return [{ method, url: path, payload: { text: 'Paris' } }];
   if (url.endsWith('/resolve')) return [{ method, url: path, payload: { action: 'abandon' } }];
@@ -182,6 +185,7 @@ describe('every route, with a token of another tenant', () => {
           if (kind === 'operators' && response.statusCode !== 401) failures.push(`${seen}, expected 401 (operators only)`);
           if (kind === 'own-credentials' && response.statusCode < 400) failures.push(`${seen}, expected a refusal`);
           if (kind === 'registry' && method !== 'GET' && response.statusCode !== 403) failures.push(`${seen}, expected 403 (operators only)`);
+          if (kind === 'registry' && method === 'GET' && response.statusCode >= 500) failures.push(seen);
           if (kind === 'create' && response.statusCode === 201 && (response.json() as { id: string }).id === victimId) failures.push(`${seen} answered the victim's workflow`);
         }
       }

@@ -21,6 +21,7 @@ import { getAgent, listWorkflows, registerAgent, removeAgent, setAgentDisabled, 
 import { searchWorkflowSummaries, type WorkflowFilterInput } from './calls/search.ts';
 import { bulkAct, type BulkAction, type BulkInput, type BulkResult } from './calls/bulk.ts';
 import { OPERATOR_SCOPE, requireOperator, requireWriter, resolveWorkflowId, seesAllTenants, type ProducerScope } from './tenancy.ts';
+import { setTenantWeight, tenantWeight, tenantWeights, type TenantWeight } from './calls/tenants.ts';
 
 export interface Producer {
   /** Starts (or returns, for the same idempotency key) a single delegation. The id is the workflow id. */
@@ -75,6 +76,15 @@ export interface Producer {
    * `agentLabelRefreshMs` (30 s by default). Throws NotFoundError, ValidationError for limits out of range.
    */
   setAgentLimits(idOrCardUrl: string, limits: AgentLimits | undefined): Promise<AgentView>;
+  /** Every tenant whose send-queue weight was set, by name; the others weigh 1 (docs/flow-control.md "Tenants"). */
+  tenantWeights(): Promise<Record<string, number>>;
+  /** One tenant's send-queue weight (`set` false: the default, 1). Throws ProducerInputError for a name not 1 to 64 characters. */
+  tenantWeight(tenant: string): Promise<TenantWeight>;
+  /**
+   * Sets a tenant's send-queue weight (a whole number 1 to 100) or, with undefined, clears it back to 1: a tenant of
+   * weight 2 gets two sends for another's one while both have work waiting. Throws ProducerInputError (nothing written).
+   */
+  setTenantWeight(tenant: string, weight: number | undefined): Promise<TenantWeight>;
   /** Removes an agent by id or card URL (its card, mark and health; bound delegations go on). Throws NotFoundError. */
   removeAgent(idOrCardUrl: string): Promise<{ id: string; cardUrl: string }>;
   /** Workflow ids, optionally by state, paged by `cursor` (opaque). */
@@ -150,6 +160,9 @@ function scopedProducer(context: ProducerContext, scope: ProducerScope): Produce
     setAgentDisabled: operatorOnly('setAgentDisabled', (idOrCardUrl: string, disabled: boolean, reason?: string) => setAgentDisabled(context, idOrCardUrl, disabled, reason)),
     setAgentLimits: operatorOnly('setAgentLimits', (idOrCardUrl: string, limits: AgentLimits | undefined) => setAgentLimits(context, idOrCardUrl, limits)),
     removeAgent: operatorOnly('removeAgent', (idOrCardUrl: string) => removeAgent(context, idOrCardUrl)),
+    tenantWeights: () => tenantWeights(context),
+    tenantWeight: (tenant) => tenantWeight(context, tenant),
+    setTenantWeight: operatorOnly('setTenantWeight', (tenant: string, weight: number | undefined) => setTenantWeight(context, tenant, weight)),
     listWorkflows: async (listOptions) => {
       const page = await listWorkflows(context, listOptions);
       return seesAllTenants(scope) ? page : { ...page, ids: page.ids.filter((id) => tenantOfWorkflowId(id) === scope.tenant) };
@@ -158,7 +171,7 @@ function scopedProducer(context: ProducerContext, scope: ProducerScope): Produce
     bulk: (action, input, actor) => bulkAct(context, scope, action, input, actor),
     close: () => closeProducer(context),
   };
-  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'setAgentLimits', 'removeAgent', 'listWorkflows', 'search', 'bulk'] as const) {
+  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'setAgentLimits', 'removeAgent', 'tenantWeights', 'tenantWeight', 'setTenantWeight', 'listWorkflows', 'search', 'bulk'] as const) {
     producer[name] = failFast(producer[name] as (...args: never[]) => Promise<unknown>, () => ensureConnected(context)) as never;
   }
   return producer;

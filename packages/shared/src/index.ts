@@ -116,7 +116,7 @@ export { startTracing, withSpan, delegationSpan, annotateActiveSpan, TracingEnvi
 export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
 export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
-export { AgentRegistry, candidateAgents, agentIdOf, agentVisibleTo, AgentLimitsSchema, TenantWeightSchema } from './registry.ts';
+export { AgentRegistry, candidateAgents, agentIdOf, agentVisibleTo, AgentLimitsSchema, TenantNameSchema, TenantWeightSchema } from './registry.ts';
 export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, TimedAgentCall, AgentView, AgentStatus } from './registry.ts';
 export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
 export { redisErrorKind, reconnectOnRedisError, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';

@@ -51,6 +51,8 @@ export interface AgentCall {
 
 /** A tenant's weight in the send queue's fairness: a whole number 1 to 100 (default 1). */
 export const TenantWeightSchema = z.number().int().min(1).max(100);
+/** A tenant's name, as send jobs carry it: 1 to 64 characters. */
+export const TenantNameSchema = z.string().min(1).max(64);
 
 /** A call to an agent and when it ended (ms since the epoch): one outcome of a coalesced health write. */
 export interface TimedAgentCall extends AgentCall {
@@ -228,7 +230,7 @@ export class AgentRegistry {
    */
   async setTenantWeight(tenant: string, weight: number | undefined): Promise<void> {
     const key = journalKeys(this.prefix).sendOrder().weights;
-    const name = z.string().min(1).max(64).parse(tenant);
+    const name = TenantNameSchema.parse(tenant);
     if (weight === undefined) await this.redis.hdel(key, name);
     else await this.redis.hset(key, name, String(TenantWeightSchema.parse(weight)));
   }

@@ -120,6 +120,7 @@ const FIELDS: readonly (readonly [string, Read | typeof secret])[] = [
   ['createdAt', number],
   ['updatedAt', number],
   ['sendStartedAt', optionalMs],
+  ['priority', optionalMs],
   ['sendCount', count],
   ['resendCount', count],
   ['unreachableCount', count],

@@ -26,7 +26,8 @@ import { listedTenant, scopedFilter } from '../../tenancy.ts';
 import { ListingCursorSchema, WORKFLOW_FILTER_STATES } from '../routes/summaries.ts';
 import { BLANK_ANSWER_MESSAGE, UI_SCRIPT, UI_STYLE } from './assets.ts';
 import type { Safe } from './html.ts';
-import { agentsPage, agentsPanel } from './agents-page.ts';
+import { LIMITS_NOTICES, agentsPage, agentsPanel, type LimitsDone } from './agents-page.ts';
+import { registerAgentLimitsUi } from './agent-limits-routes.ts';
 import { isSearch, listPage, listPanel, type ListQuery } from './list-page.ts';
 import { DONE_NOTICES, workflowPage, workflowPanel, type DoneAction } from './workflow-page.ts';
 import { registerBulkUi } from './bulk-page.ts';
@@ -64,6 +65,7 @@ const ListQuerySchema = z.object({
 });
 const WorkflowParams = z.object({ id: WorkflowId });
 const StepParams = z.object({ id: WorkflowId, step: Id });
+const AgentsDoneQuery = z.object({ done: z.enum(Object.keys(LIMITS_NOTICES) as [LimitsDone, ...LimitsDone[]]).optional().catch(undefined) });
 const DoneQuery = z.object({ done: z.enum(Object.keys(DONE_NOTICES) as [DoneAction, ...DoneAction[]]).optional().catch(undefined) });
 
 function parseListQuery(raw: unknown): ListQuery | undefined {
@@ -114,8 +116,10 @@ function renderers(root: Producer, request: FastifyRequest) {
       const [page, questions] = await Promise.all([workflows(query), tenant === 'none' ? { items: [] } : listOpenQuestions(journal, { limit: PAGE_SIZE, ...(tenant !== undefined ? { tenant } : {}) })]);
       return listPanel(page, questions.items.map(openQuestionSummaryView), query);
     },
-    async agents(): Promise<Safe> {
-      return agentsPanel(await producer.listAgents());
+    /** The agents panel and the agents it shows (the limits form lists them). */
+    async agents() {
+      const agents = await producer.listAgents();
+      return { agents, panel: agentsPanel(agents) };
     },
     /** The workflow's view (one read) and the panel rendered from it. */
     async workflow(id: string) {
@@ -140,8 +144,9 @@ function registerPages(ui: FastifyInstance, render: (request: FastifyRequest) =>
   }
   for (const [path, whole] of [['/agents', true], ['/agents/panel', false]] as const) {
     ui.get(path, HIDDEN, async (request, reply) => {
-      const panel = await render(request).agents();
-      return sendWithEtag(request, reply, whole ? agentsPage(panel) : panel.value, HTML);
+      const { panel, agents } = await render(request).agents();
+      const done = AgentsDoneQuery.parse(request.query ?? {}).done;
+      return sendWithEtag(request, reply, whole ? agentsPage(panel, agents, done && { text: LIMITS_NOTICES[done] }) : panel.value, HTML);
     });
   }
   for (const [path, whole] of [['/workflows/:id', true], ['/workflows/:id/panel', false]] as const) {
@@ -256,6 +261,7 @@ export async function registerUi(root: FastifyInstance, options: UiOptions): Pro
       const headersOf = (request: FastifyRequest) => forwardHeaders(request, secrets, options.sessions);
       registerActions(ui, options.server, headersOf, render);
       registerBulkUi(ui, options.server, headersOf);
+      registerAgentLimitsUi(ui, options.server, headersOf, (request) => render(request).agents());
     },
     { prefix: UI_BASE_PATH },
   );
