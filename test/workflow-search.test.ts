@@ -59,7 +59,7 @@ describe.skipIf(testsOnCluster())('search over 50,000 workflows', () => {
         const at = String(BASE_MS + index);
         const fields = { state: 'RUNNING', definition: definitionOf(workflowId, metadataOf(index)), createdAt: at, updatedAt: at, workflowId, version: '1' };
         const members = searchMembers(workflowId, indexedPairs(metadataOf(index)));
-        pipeline.evalsha(sha, 6, keys.workflow(workflowId), keys.workflow(workflowId), keys.delegationList(workflowId), keys.workflow(workflowId), keys.search(), keys.updated(), JSON.stringify(fields), '', '', JSON.stringify(members));
+        pipeline.evalsha(sha, 9, keys.workflow(workflowId), keys.workflow(workflowId), keys.delegationList(workflowId), keys.workflow(workflowId), keys.search(), keys.updated(), keys.workflow(workflowId), keys.workflow(workflowId), keys.workflow(workflowId), JSON.stringify(fields), '', '', JSON.stringify(members), '', '');
       }
       const replies = (await pipeline.exec()) ?? [];
       expect(replies.every(([error, reply]) => error === null && reply === 1)).toBe(true);

@@ -21,6 +21,8 @@ interface Filter {
   createdAfter?: string;
   createdBefore?: string;
   metadata?: Record<string, string>;
+  /** The workflows' tenant (operators; any other token sees its own tenant's only: docs/tenants.md). */
+  tenant?: string;
 }
 
 /** `--where` names: `meta.<key>=<value>` and these (`attention` is the attention code). */
@@ -32,8 +34,9 @@ const WHERE_FIELDS: Readonly<Record<string, keyof Filter>> = {
   idPrefix: 'idPrefix',
   createdAfter: 'createdAfter',
   createdBefore: 'createdBefore',
+  tenant: 'tenant',
 };
-const WHERE_HELP = 'a criterion, repeatable: meta.<key>=<value>, state=<STATE>, attention=<CODE>, agent=<url>, idPrefix=<prefix>, createdAfter=<ISO 8601>, createdBefore=<ISO 8601>, waiting=true';
+const WHERE_HELP = 'a criterion, repeatable: meta.<key>=<value>, state=<STATE>, attention=<CODE>, agent=<url>, idPrefix=<prefix>, createdAfter=<ISO 8601>, createdBefore=<ISO 8601>, waiting=true, tenant=<tenant> (operators)';
 
 /** Adds one `--where` criterion to `filter`. @throws InvalidArgumentError naming what is wrong */
 export function addCriterion(criterion: string, filter: Filter = {}): Filter {

@@ -55,6 +55,30 @@ export class ResolutionNotAllowedError extends Error {
   }
 }
 
+/** The caller's role does not allow this action (a viewer writing, a service changing the agent registry). Nothing was written. */
+export class ForbiddenError extends Error {
+  override readonly name = 'ForbiddenError';
+  readonly code = 'FORBIDDEN';
+}
+
+/**
+ * The tenant is at a quota (`quota`: unfinished workflows `inFlight`, or kept ones `stored`): nothing was written.
+ * Retryable after `retryAfterMs` (a hint: a place frees when a workflow finishes, or retention removes one).
+ */
+export class QuotaExceededError extends Error {
+  override readonly name = 'QuotaExceededError';
+  readonly code = 'QUOTA_EXCEEDED';
+  readonly retryable = true;
+  constructor(
+    message: string,
+    readonly tenant: string,
+    readonly quota: 'inFlight' | 'stored',
+    readonly retryAfterMs: number,
+  ) {
+    super(message);
+  }
+}
+
 export class NoOpenQuestionError extends Error {
   override readonly name = 'NoOpenQuestionError';
   readonly code = 'NO_OPEN_QUESTION';

@@ -1,7 +1,7 @@
 // Public surface of @durable-a2a/producer. The HTTP service is a separate entry point.
 export { createProducer, DelegateInputSchema } from './producer.ts';
 export type { Producer, ProducerOptions, DelegateInput } from './producer.ts';
-export { ProducerInputError, NotFoundError, NoOpenQuestionError, IdempotencyConflictError, RedisUnavailableError, RedisRefusingWritesError, WorkflowFinishedError, ResolutionNotAllowedError, fromZodError } from './errors.ts';
+export { ProducerInputError, NotFoundError, ForbiddenError, QuotaExceededError, NoOpenQuestionError, IdempotencyConflictError, RedisUnavailableError, RedisRefusingWritesError, WorkflowFinishedError, ResolutionNotAllowedError, fromZodError } from './errors.ts';
 export type { ResolveAction } from './errors.ts';
 export { RESOLVE_ACTIONS } from './calls/cancel.ts';
 export { BULK_ACTIONS, BULK_LIMIT, BulkInputSchema } from './calls/bulk.ts';
@@ -9,6 +9,8 @@ export type { BulkAction, BulkInput, BulkItem, BulkResult } from './calls/bulk.t
 export { WorkflowFilterSchema, WORKFLOW_FILTER_STATES } from './calls/search.ts';
 export type { WorkflowFilterInput } from './calls/search.ts';
 export { AgentAddressRefusedError } from './agent-addresses.ts';
+export { TENANT_ROLES, OPERATOR_SCOPE, type ProducerScope, type TenantRole, type TenantQuotaSettings } from './tenancy.ts';
+export { QUOTA_RETRY_AFTER_MS } from './calls/create.ts';
 export { ReplicationTimeoutError } from '@durable-a2a/shared';
 export { workflowView } from './view.ts';
 export type { WorkflowView, StepView, AttemptSummary, OpenQuestion, WorkflowSummaryView, OpenQuestionSummaryView } from './view.ts';

@@ -9,17 +9,18 @@
  * context.ts (connections, input parsing, the view).
  */
 import type { z } from 'zod';
-import { MessageInputSchema, type AgentLimits, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
-import { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, producerErrorOfRedis } from './errors.ts';
+import { MessageInputSchema, TenantSchema, agentVisibleTo, tenantOfWorkflowId, type AgentLimits, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
+import { ProducerInputError, NotFoundError, ForbiddenError, QuotaExceededError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, producerErrorOfRedis } from './errors.ts';
 import type { WorkflowView, OpenQuestion, WorkflowSummaryView } from './view.ts';
 import { waitForWorkflow, type WaitForOptions } from './wait.ts';
-import { closeProducer, connectProducer, ensureConnected, readView, type ProducerOptions } from './calls/context.ts';
+import { closeProducer, connectProducer, ensureConnected, readView, type ProducerContext, type ProducerOptions } from './calls/context.ts';
 import { DelegateInputSchema, delegate, startWorkflow, type DelegateInput } from './calls/create.ts';
 import { replyToQuestion, type ActorOptions, type ReplyAnswer } from './calls/reply.ts';
 import { cancelWorkflow, resolveAttention } from './calls/cancel.ts';
 import { getAgent, listWorkflows, registerAgent, removeAgent, setAgentDisabled, setAgentLimits } from './calls/read.ts';
 import { searchWorkflowSummaries, type WorkflowFilterInput } from './calls/search.ts';
 import { bulkAct, type BulkAction, type BulkInput, type BulkResult } from './calls/bulk.ts';
+import { OPERATOR_SCOPE, requireOperator, requireWriter, resolveWorkflowId, seesAllTenants, type ProducerScope } from './tenancy.ts';
 import { setTenantWeight, tenantWeight, tenantWeights, type TenantWeight } from './calls/tenants.ts';
 
 export interface Producer {
@@ -58,10 +59,12 @@ export interface Producer {
   resolve(id: string, action: 'retry' | 'abandon', options?: ActorOptions): Promise<{ state: string }>;
   /**
    * Registers (or refreshes) an agent by its Agent Card URL, keyed by the normalized URL (`normalizeAgentCardUrl`):
-   * another spelling of a registered agent's URL refreshes that one entry. Throws AgentCardError.
+   * another spelling of a registered agent's URL refreshes that one entry. `registration.tenant`: registered for that
+   * tenant only, shared (null), or as it was (absent; a new agent is shared). Operators only. Throws AgentCardError,
+   * ForbiddenError.
    */
-  registerAgent(cardUrl: string): Promise<AgentView>;
-  /** Every registered agent with its id, status (active, disabled, unavailable) and health, in preference order. */
+  registerAgent(cardUrl: string, registration?: { tenant?: string | null }): Promise<AgentView>;
+  /** Every registered agent this producer's scope sees (shared ones and its tenant's), with its id, status (active, disabled, unavailable) and health, in preference order. */
   listAgents(): Promise<AgentView[]>;
   /** One agent's view by id or card URL (any spelling). Throws NotFoundError. */
   getAgent(idOrCardUrl: string): Promise<AgentView>;
@@ -98,36 +101,74 @@ export interface Producer {
    * Throws ProducerInputError (an empty filter; resolve without `resolution`).
    */
   bulk(action: BulkAction, input: BulkInput, options?: ActorOptions): Promise<BulkResult>;
+  /** Who this producer acts for (tenancy.ts): its tenant and role. */
+  readonly scope: ProducerScope;
+  /**
+   * The same producer (same connections) acting for `scope`: what a server does per request, with the tenant and role
+   * of the caller's API token. Closing it closes the shared connections: close the producer `createProducer` gave.
+   */
+  forScope(scope: ProducerScope): Producer;
+  /** The journal itself: every tenant's records, unscoped (a trusted caller's escape hatch). */
   journal: Journal;
   close(): Promise<void>;
 }
 
-/** Creates a producer. Throws nothing until used. */
+/**
+ * Creates a producer. With `options.tenant`, a service of that tenant; without, the `default` tenant's operator
+ * (tenancy.ts). Throws nothing until used.
+ */
 export function createProducer(options: ProducerOptions): Producer {
   const context = connectProducer(options);
+  const scope: ProducerScope = options.tenant === undefined ? OPERATOR_SCOPE : { tenant: TenantSchema.parse(options.tenant), role: 'service' };
+  return scopedProducer(context, scope);
+}
+
+/** The producer calls over `context` as `scope` sees them: ids resolved in its namespace, writes and registry changes checked against its role. */
+function scopedProducer(context: ProducerContext, scope: ProducerScope): Producer {
   const view = (id: string, published?: string) => readView(context, id, published);
+  const resolved = (id: string) => resolveWorkflowId(scope, id);
+  /** A write to workflow `id`: resolved first (another tenant's is not found, not forbidden), then the role checked. */
+  const writable = (id: string, what: string) => {
+    const workflowId = resolved(id);
+    requireWriter(scope, what);
+    return workflowId;
+  };
+  const operatorOnly = <A extends unknown[], R>(what: string, call: (...args: A) => Promise<R>) => async (...args: A) => {
+    requireOperator(scope, what);
+    return call(...args);
+  };
   const producer: Producer = {
     journal: context.journal,
-    delegate: (input) => delegate(context, input),
-    startWorkflow: (definition) => startWorkflow(context, definition),
-    get: view,
-    waitFor: (id, waitOptions) => waitForWorkflow(context.changes, context.journal, view, id, waitOptions, () => ensureConnected(context)),
-    questions: async (id) => (await view(id)).openQuestions,
-    reply: (id, answer, step, actor) => replyToQuestion(context, id, answer, step, actor),
-    cancel: (id, actor) => cancelWorkflow(context, id, actor),
-    resolve: (id, action, actor) => resolveAttention(context, id, action, actor),
-    registerAgent: (cardUrl) => registerAgent(context, cardUrl),
-    listAgents: () => context.registry.views(),
-    getAgent: (idOrCardUrl) => getAgent(context, idOrCardUrl),
-    setAgentDisabled: (idOrCardUrl, disabled, reason) => setAgentDisabled(context, idOrCardUrl, disabled, reason),
-    setAgentLimits: (idOrCardUrl, limits) => setAgentLimits(context, idOrCardUrl, limits),
-    removeAgent: (idOrCardUrl) => removeAgent(context, idOrCardUrl),
+    scope,
+    forScope: (other) => scopedProducer(context, { tenant: TenantSchema.parse(other.tenant), role: other.role }),
+    delegate: (input) => delegate(context, scope, input),
+    startWorkflow: (definition) => startWorkflow(context, scope, definition),
+    get: async (id) => view(resolved(id)),
+    waitFor: async (id, waitOptions) => waitForWorkflow(context.changes, context.journal, view, resolved(id), waitOptions, () => ensureConnected(context)),
+    questions: async (id) => (await view(resolved(id))).openQuestions,
+    reply: async (id, answer, step, actor) => replyToQuestion(context, writable(id, 'reply'), answer, step, actor),
+    cancel: async (id, actor) => cancelWorkflow(context, writable(id, 'cancel'), actor),
+    resolve: async (id, action, actor) => resolveAttention(context, writable(id, 'resolve'), action, actor),
+    registerAgent: operatorOnly('registerAgent', (cardUrl: string, registration?: { tenant?: string | null }) => registerAgent(context, cardUrl, registration)),
+    listAgents: async () => (await context.registry.views()).filter((agent) => seesAllTenants(scope) || agentVisibleTo(agent, scope.tenant)),
+    getAgent: async (idOrCardUrl) => {
+      const agent = await getAgent(context, idOrCardUrl);
+      // Another tenant's agent does not exist for this caller, as its workflows do not.
+      if (!seesAllTenants(scope) && !agentVisibleTo(agent, scope.tenant)) throw new NotFoundError(`no registered agent ${idOrCardUrl}`);
+      return agent;
+    },
+    setAgentDisabled: operatorOnly('setAgentDisabled', (idOrCardUrl: string, disabled: boolean, reason?: string) => setAgentDisabled(context, idOrCardUrl, disabled, reason)),
+    setAgentLimits: operatorOnly('setAgentLimits', (idOrCardUrl: string, limits: AgentLimits | undefined) => setAgentLimits(context, idOrCardUrl, limits)),
+    removeAgent: operatorOnly('removeAgent', (idOrCardUrl: string) => removeAgent(context, idOrCardUrl)),
     tenantWeights: () => tenantWeights(context),
     tenantWeight: (tenant) => tenantWeight(context, tenant),
-    setTenantWeight: (tenant, weight) => setTenantWeight(context, tenant, weight),
-    listWorkflows: (listOptions) => listWorkflows(context, listOptions),
-    search: (filter, searchOptions) => searchWorkflowSummaries(context, filter, searchOptions),
-    bulk: (action, input, actor) => bulkAct(context, action, input, actor),
+    setTenantWeight: operatorOnly('setTenantWeight', (tenant: string, weight: number | undefined) => setTenantWeight(context, tenant, weight)),
+    listWorkflows: async (listOptions) => {
+      const page = await listWorkflows(context, listOptions);
+      return seesAllTenants(scope) ? page : { ...page, ids: page.ids.filter((id) => tenantOfWorkflowId(id) === scope.tenant) };
+    },
+    search: (filter, searchOptions) => searchWorkflowSummaries(context, scope, filter, searchOptions),
+    bulk: (action, input, actor) => bulkAct(context, scope, action, input, actor),
     close: () => closeProducer(context),
   };
   for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'setAgentLimits', 'removeAgent', 'tenantWeights', 'tenantWeight', 'setTenantWeight', 'listWorkflows', 'search', 'bulk'] as const) {
@@ -152,4 +193,4 @@ function failFast<A extends never[], R>(call: (...args: A) => Promise<R>, ensure
 }
 
 export { DelegateInputSchema, type DelegateInput, type ProducerOptions };
-export { ProducerInputError, NotFoundError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, MessageInputSchema };
+export { ProducerInputError, NotFoundError, ForbiddenError, QuotaExceededError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, MessageInputSchema };

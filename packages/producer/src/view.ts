@@ -7,6 +7,7 @@ import {
   isAwaitingAnswer,
   isFinished,
   isParked,
+  tenantOfWorkflowId,
   type AnswerLink,
   type Attention,
   type DelegationView,
@@ -134,6 +135,8 @@ export const DEFAULT_ANSWER_LINK_TTL_MS = 7 * 24 * 3600 * 1000;
 
 export interface WorkflowView {
   workflowId: string;
+  /** The tenant that owns the workflow (docs/tenants.md): its id says it; a record from before tenants is `default`'s. */
+  tenant: string;
   state: string;
   cancelRequested: boolean;
   failure?: string[];
@@ -260,6 +263,7 @@ export async function workflowView(journal: Journal, workflowId: string, publish
     }));
   return {
     workflowId,
+    tenant: tenantOfWorkflowId(workflowId),
     state: hash.state,
     cancelRequested: hash.cancelRequested,
     failure: hash.failure,
@@ -287,11 +291,14 @@ export interface WorkflowSummaryView extends Omit<WorkflowSummary, 'createdAt' |
   createdAt: string;
   /** When its workflow row last changed (ISO 8601). */
   updatedAt: string;
+  /** The tenant that owns the workflow (its id says it). */
+  tenant: string;
 }
 
 /** The journal's listing row (instants in ms) as views show it. */
 export const workflowSummaryView = ({ createdAt, updatedAt, ...summary }: WorkflowSummary): WorkflowSummaryView => ({
   ...summary,
+  tenant: tenantOfWorkflowId(summary.workflowId),
   createdAt: instantOf(createdAt),
   updatedAt: instantOf(updatedAt),
 });

@@ -39,6 +39,7 @@ const attempt = (fields: Partial<AttemptSummary>): AttemptSummary => ({ delegati
 function view(state: string, fields: { attempts?: AttemptSummary[]; question?: OpenQuestion; cancelRequested?: boolean; failure?: string[] } = {}): WorkflowView {
   return {
     workflowId: 'a2a-0123456789abcdef-0123456789abcdef0123456789abcdef',
+    tenant: 'default',
     state,
     cancelRequested: fields.cancelRequested ?? false,
     failure: fields.failure,

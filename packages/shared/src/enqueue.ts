@@ -17,6 +17,7 @@ import {
   type SendJobSchema,
   type VerifyJobSchema,
 } from './queues.ts';
+import { tenantOfWorkflowId } from './journal/tenant.ts';
 
 /** The part of a BullMQ `Queue` the helpers use (the producer and the workers pass their queues). */
 export interface JobQueue<Data> {
@@ -43,6 +44,10 @@ interface Ref {
   delegationId: string;
 }
 const refOf = ({ workflowId, delegationId }: Ref): Ref => ({ workflowId, delegationId });
+/** A send job's ref: the delegation and its workflow's tenant (its id says it: journal/tenant.ts). */
+const sendRefOf = (ref: Ref) => ({ ...refOf(ref), tenant: tenantOfWorkflowId(ref.workflowId) });
+/** `placement` with the workflow's tenant unless it names one: every message send is placed among its tenant's. */
+const withTenant = (ref: Ref, placement: SendPlacement): SendPlacement => ({ ...placement, tenant: placement.tenant ?? tenantOfWorkflowId(ref.workflowId) });
 
 /**
  * Where a message send goes in the send queue's order (`send-priority.ts`): the delegation's `priority` (1 to 10,
@@ -63,7 +68,7 @@ const placementData = (placement: SendPlacement) => ({
  */
 export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: number, requeuedAt?: number, delayMs = 0, placement: SendPlacement = {}): Promise<void> {
   const id = requeuedAt === undefined ? jobId('send', ref.workflowId, ref.delegationId, resendCount) : jobId('send', ref.workflowId, ref.delegationId, resendCount, requeuedAt);
-  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(placement) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
+  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(withTenant(ref, placement)) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }
 
 /**
@@ -72,13 +77,13 @@ export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: 
  */
 export async function enqueueSendTry(queues: Needs<'send'>, ref: Ref, resendCount: number, tryAt: number, delayMs: number, placement: SendPlacement = {}): Promise<void> {
   const id = jobId('send', ref.workflowId, ref.delegationId, resendCount, 'try', tryAt);
-  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(placement) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
+  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(withTenant(ref, placement)) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }
 
 /** Sends a journaled reply (one job per reply messageId; `requeuedAt` when a stuck one is enqueued again). */
 export async function enqueueReply(queues: Needs<'send'>, ref: Ref, replyMessageId: string, requeuedAt?: number): Promise<void> {
   const parts = requeuedAt === undefined ? [replyMessageId] : [replyMessageId, requeuedAt];
-  await queues.send.add('send', { ...refOf(ref), kind: 'reply' }, { jobId: jobId('reply', ref.workflowId, ref.delegationId, ...parts) });
+  await queues.send.add('send', { ...sendRefOf(ref), kind: 'reply' }, { jobId: jobId('reply', ref.workflowId, ref.delegationId, ...parts) });
 }
 
 /**
@@ -92,7 +97,7 @@ export type CancelOccasion = { by: 'user'; request: number } | { by: 'stop'; buc
 /** CancelTask on a delegation's task (spec §3.1.5). */
 export async function enqueueCancel(queues: Needs<'send'>, ref: Ref, occasion: CancelOccasion): Promise<void> {
   const suffix = occasion.by === 'user' ? ['user', occasion.request] : occasion.by === 'stop' ? ['stop', occasion.bucket] : [occasion.at];
-  await queues.send.add('send', { ...refOf(ref), kind: 'cancel' }, { jobId: jobId('cancel', ref.workflowId, ref.delegationId, ...suffix) });
+  await queues.send.add('send', { ...sendRefOf(ref), kind: 'cancel' }, { jobId: jobId('cancel', ref.workflowId, ref.delegationId, ...suffix) });
 }
 
 /** A subscription: `resubscription` is the backoff exponent, `again` false only for the first of new work. */

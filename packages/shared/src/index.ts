@@ -12,6 +12,8 @@ export { AgentFlow, type AgentLimits, type FlowAcquired, type FlowWaitReason } f
 export { SendOrder, SEND_ORDER_WINDOW_MS } from './journal/send-order.ts';
 export { SEND_PRIORITY, SendPrioritySchema, DEFAULT_SEND_TENANT, bullmqSendPriority, FairSendQueue, type SendPlaces } from './send-priority.ts';
 export type { JournalKeys } from './journal/keys.ts';
+export { DEFAULT_TENANT, TENANT_PATTERN, TENANT_SEPARATOR, TenantSchema, WORKFLOW_ID_PATTERN, localWorkflowId, scopedWorkflowId, tenantOfWorkflowId, tenantWorkflowId } from './journal/tenant.ts';
+export { QUOTA_CHECKED_MEMBERS, type TenantQuota } from './journal/workflows.ts';
 export { parseCompactedWorkflow } from './journal/compacted-record.ts';
 export {
   HISTORY_LIMITS,
@@ -114,7 +116,7 @@ export { startTracing, withSpan, delegationSpan, annotateActiveSpan, TracingEnvi
 export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
 export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
-export { AgentRegistry, candidateAgents, agentIdOf, AgentLimitsSchema, TenantNameSchema, TenantWeightSchema } from './registry.ts';
+export { AgentRegistry, candidateAgents, agentIdOf, agentVisibleTo, AgentLimitsSchema, TenantNameSchema, TenantWeightSchema } from './registry.ts';
 export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, TimedAgentCall, AgentView, AgentStatus } from './registry.ts';
 export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
 export { redisErrorKind, reconnectOnRedisError, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';

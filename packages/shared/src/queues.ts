@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { ID_PATTERN } from './journal/keys.ts';
+import { WORKFLOW_ID_PATTERN } from './journal/tenant.ts';
 import { NotificationEventSchema } from './notify/event.ts';
 
 export const QUEUE_NAMES = {
@@ -19,10 +20,12 @@ export type QueueName = keyof typeof QUEUE_NAMES;
 export const ALL_QUEUES = Object.values(QUEUE_NAMES);
 
 const Id = z.string().regex(ID_PATTERN);
+/** A stored workflow id (a tenant's own, `<tenant>~<id>`, or the default tenant's). */
+const WorkflowId = z.string().regex(WORKFLOW_ID_PATTERN);
 
 /** send: deliver the journaled message, the journaled reply, or a CancelTask, for one delegation. */
 export const SendJobSchema = z.object({
-  workflowId: Id,
+  workflowId: WorkflowId,
   delegationId: Id,
   kind: z.enum(['message', 'reply', 'cancel']).default('message'),
   /** The delegation's priority (1 lowest to 10 highest, `send-priority.ts`); absent: 5. Orders message sends only. */
@@ -38,7 +41,7 @@ export type SendJob = z.infer<typeof SendJobSchema>;
  * a clean close, or a reattach), which the fleet-wide resubscription rate limit applies to.
  */
 export const FollowJobSchema = z.object({
-  workflowId: Id,
+  workflowId: WorkflowId,
   delegationId: Id,
   resubscription: z.number().int().min(0).default(0),
   again: z.boolean().default(false),
@@ -52,12 +55,12 @@ export const RECONCILE_BATCH_MAX = 1_000;
 
 /** reconcile: the fixed-id sweep (no ids), one delegation, or a batch of them (`refs`). */
 export const ReconcileJobSchema = z.object({
-  workflowId: Id.optional(),
+  workflowId: WorkflowId.optional(),
   /** A delegation id, or `*` for the workflow itself (decide what comes next). */
   delegationId: z.union([Id, z.literal('*')]).optional(),
   /** A batch: each entry reconciled as its own job would be, a bounded number at a time. */
   refs: z
-    .array(z.object({ workflowId: Id, delegationId: z.union([Id, z.literal('*')]) }))
+    .array(z.object({ workflowId: WorkflowId, delegationId: z.union([Id, z.literal('*')]) }))
     .min(1)
     .max(RECONCILE_BATCH_MAX)
     .optional(),
@@ -69,11 +72,11 @@ export const ReconcileJobSchema = z.object({
 export type ReconcileJob = z.infer<typeof ReconcileJobSchema>;
 
 /** verify: run a step's verifier against the independent read path. */
-export const VerifyJobSchema = z.object({ workflowId: Id, delegationId: Id });
+export const VerifyJobSchema = z.object({ workflowId: WorkflowId, delegationId: Id });
 export type VerifyJob = z.infer<typeof VerifyJobSchema>;
 
 /** compensate: undo the workflow's verified effects, in reverse order. */
-export const CompensateJobSchema = z.object({ workflowId: Id });
+export const CompensateJobSchema = z.object({ workflowId: WorkflowId });
 export type CompensateJob = z.infer<typeof CompensateJobSchema>;
 
 /**

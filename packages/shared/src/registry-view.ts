@@ -6,6 +6,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { agentKeyOf } from '@durable-a2a/a2a/pure';
+import { TenantSchema } from './journal/tenant.ts';
 
 /** Recent calls (card fetches and SendMessages) an agent's health is computed over: the last 20. */
 export const HEALTH_WINDOW_CALLS = 20;
@@ -37,6 +38,8 @@ export const RegisteredAgentSchema = z.object({
   limits: AgentLimitsSchema.optional(),
   /** Set while an operator has the agent disabled (kept apart from the card: a refresh never clears it). */
   disabled: z.object({ since: z.number(), reason: z.string().optional() }).optional(),
+  /** Registered for this tenant only (docs/tenants.md): no other tenant sees or uses it. Absent: shared by every tenant. */
+  tenant: TenantSchema.optional(),
   card: z.object({
     name: z.string(),
     description: z.string(),
@@ -112,6 +115,8 @@ export interface AgentView {
   unavailable: { reason: string; since: string } | null;
   /** The operator's fleet-wide limits (`AgentLimits`: maxInFlight, rate), null when none are set. */
   limits: z.infer<typeof AgentLimitsSchema> | null;
+  /** The tenant the agent is registered for (no other tenant sees or uses it); null: shared by every tenant. */
+  tenant: string | null;
   /** The last card fetch a worker or the producer made (a cached card is no fetch), and whether it succeeded. */
   lastCardFetchAt: string | null;
   lastCardFetchOk: boolean | null;
@@ -126,6 +131,9 @@ export interface AgentView {
 }
 
 const iso = (ms: number | undefined): string | null => (ms === undefined ? null : new Date(ms).toISOString());
+
+/** True when a caller of `tenant` sees and may use `agent`: a shared agent, or one registered for that tenant. */
+export const agentVisibleTo = (agent: { tenant?: string | null }, tenant: string): boolean => agent.tenant === undefined || agent.tenant === null || agent.tenant === tenant;
 
 /** The view of a registered agent and its health entry (none: no call recorded yet). */
 export function agentView(agent: RegisteredAgent, health: AgentHealthRecord | undefined): AgentView {
@@ -148,6 +156,7 @@ export function agentView(agent: RegisteredAgent, health: AgentHealthRecord | un
     registeredAt: iso(agent.registeredAt)!,
     refreshedAt: iso(agent.refreshedAt)!,
     disabled: agent.disabled ? { since: iso(agent.disabled.since)!, reason: agent.disabled.reason ?? null } : null,
+    tenant: agent.tenant ?? null,
     unavailable: agent.unavailable ? { reason: agent.unavailable.reason, since: iso(agent.unavailable.since)! } : null,
     limits: agent.limits ?? null,
     lastCardFetchAt: iso(health?.lastCardFetchAt),

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { normalizeAgentCardUrl, type AgentCard } from '@durable-a2a/a2a';
 import { agentKeyOf, isHttpUrl } from '@durable-a2a/a2a/pure';
 import { journalKeys } from './journal/keys.ts';
+import { DEFAULT_TENANT } from './journal/tenant.ts';
 import { callScript, defineScript, outcomeDecoder } from './journal/scripts.ts';
 import { CorruptRecordError, parseRecordAt, skipCorrupt, type CorruptRecordHandler } from './journal/corrupt.ts';
 import type { AgentLimits } from './journal/agent-flow.ts';
@@ -22,13 +23,14 @@ import {
   RegisteredAgentSchema,
   agentIdOf,
   agentView,
+  agentVisibleTo,
   mergeSpellings,
   type AgentHealthRecord,
   type AgentView,
   type RegisteredAgent,
 } from './registry-view.ts';
 
-export { agentIdOf, AgentLimitsSchema, HEALTH_WINDOW_CALLS, type AgentView, type AgentStatus, type RegisteredAgent } from './registry-view.ts';
+export { agentIdOf, agentVisibleTo, AgentLimitsSchema, HEALTH_WINDOW_CALLS, type AgentView, type AgentStatus, type RegisteredAgent } from './registry-view.ts';
 
 /** Options of an `AgentRegistry`. */
 export interface AgentRegistryOptions {
@@ -91,9 +93,11 @@ export class AgentRegistry {
   /**
    * Stores (or refreshes) an agent's validated card under its normalized card URL: another spelling of a registered
    * card URL refreshes that one entry. Registration order is kept as preference order; a corrupt entry is replaced;
-   * an operator's disabled mark stays. Throws AgentCardError `INVALID_URL` for a card URL that is not http(s).
+   * an operator's disabled mark stays. `options.tenant`: registered for that tenant only (a string), shared (null), or
+   * as it was (undefined: a refresh never widens or narrows who sees the agent; a new one is shared).
+   * Throws AgentCardError `INVALID_URL` for a card URL that is not http(s).
    */
-  async register(cardUrl: string, card: AgentCard): Promise<RegisteredAgent> {
+  async register(cardUrl: string, card: AgentCard, options: { tenant?: string | null } = {}): Promise<RegisteredAgent> {
     const key = normalizeAgentCardUrl(cardUrl);
     if (!(await this.redis.hexists(this.keys.agents, key))) await this.list(); // merges entries stored under other spellings first
     const existing = await skipCorrupt(this.get(key));
@@ -102,6 +106,7 @@ export class AgentRegistry {
       registeredAt: existing?.registeredAt ?? this.now(),
       refreshedAt: this.now(),
       ...(existing?.limits ? { limits: existing.limits } : {}),
+      ...((options.tenant === undefined ? existing?.tenant : options.tenant) ? { tenant: (options.tenant === undefined ? existing?.tenant : options.tenant)! } : {}),
       card: { name: card.name, description: card.description, version: card.version, skills: card.skills, capabilities: card.capabilities, interfaces: card.interfaces },
     };
     await this.redis.hset(this.keys.agents, key, JSON.stringify(stored));
@@ -310,12 +315,14 @@ function withSkill(registered: readonly RegisteredAgent[], skillId: string, tags
  * disabled mark does not override an explicit choice), then the selectable registered agents with the skill and
  * every tag, in registration order (`AgentRegistry.list()`), no agent twice: two spellings of one card URL
  * (`agentKeyOf`) are one agent. The one rule for the producer's first attempts, the workflow's re-delegations and
- * compensations.
+ * compensations. `tenant`: the workflow's (`tenantOfWorkflowId`); agents registered for another tenant are left out.
  */
-export function candidateAgents(target: AgentTarget, registered: readonly RegisteredAgent[]): string[] {
+export function candidateAgents(target: AgentTarget, registered: readonly RegisteredAgent[], tenant: string = DEFAULT_TENANT): string[] {
   const chosen: string[] = target.agent ? [target.agent] : [];
   const seen = new Set(chosen.map(agentKeyOf));
-  for (const agent of target.skill ? withSkill(registered, target.skill, target.tags ?? []) : []) {
+  // Another tenant's agent is never a candidate (docs/tenants.md "Roles").
+  const visible = registered.filter((agent) => agentVisibleTo(agent, tenant));
+  for (const agent of target.skill ? withSkill(visible, target.skill, target.tags ?? []) : []) {
     const key = agentKeyOf(agent.cardUrl);
     if (seen.has(key)) continue;
     seen.add(key);

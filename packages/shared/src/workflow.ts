@@ -8,6 +8,7 @@ import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
 import { PartSchema } from '@durable-a2a/a2a/pure';
 import { ID_PATTERN } from './journal/keys.ts';
+import { WORKFLOW_ID_PATTERN } from './journal/tenant.ts';
 import { QUESTION_EXPIRY_ACTIONS } from './journal/states.ts';
 
 const Id = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
@@ -116,7 +117,8 @@ export type Step = z.infer<typeof StepSchema>;
 /** `startWorkflow` input. `maxAttemptsPerStep` counts attempts across all agents (default 3). */
 export const WorkflowDefinitionSchema = z
   .object({
-    workflowId: Id,
+    /** A stored workflow id: a tenant's carries its `<tenant>~` (tenant.ts); callers choose the part after it. */
+    workflowId: z.string().regex(WORKFLOW_ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters'),
     steps: z.array(StepSchema).min(1).max(100),
     maxAttemptsPerStep: z.number().int().min(1).max(20).default(3),
     metadata: z.record(z.string(), z.unknown()).optional(),

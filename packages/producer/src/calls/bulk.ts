@@ -12,6 +12,7 @@ import { allowedResolveActions, cancelWorkflow, resolveAttention } from './cance
 import type { ActorOptions } from './reply.ts';
 import { parseInput, readView, type ProducerContext } from './context.ts';
 import { WorkflowFilterSchema, journalFilter, namesACriterion } from './search.ts';
+import { requireWriter, scopedFilter, type ProducerScope } from '../tenancy.ts';
 
 /** The bulk actions: `cancel`; `resolve` (with `resolution`: retry or abandon); `retry` (resolve with retry). */
 export const BULK_ACTIONS = ['cancel', 'resolve', 'retry'] as const;
@@ -87,16 +88,19 @@ async function act(context: ProducerContext, summary: WorkflowSummary, resolutio
 }
 
 /**
- * `Producer.bulk`: `action` on one page of the workflows `filter` matches (`limit` ≤ 500), each through the
+ * `Producer.bulk`: `action` on one page of the workflows `filter` matches among those `scope` sees (`limit` ≤ 500), each through the
  * single-workflow call (`actor`: who acts, kept in each workflow's history); with `dryRun` nothing is written. Continue with the answer's `cursor`.
- * @throws ProducerInputError (an empty filter, `resolve` without `resolution`), Redis errors (what was done before
+ * @throws ProducerInputError (an empty filter, `resolve` without `resolution`), ForbiddenError (a viewer, unless dry run), Redis errors (what was done before
  *   stays done: calling again skips it, e.g. WORKFLOW_FINISHED, or repeats a harmless CancelTask)
  */
-export async function bulkAct(context: ProducerContext, action: BulkAction, input: BulkInput, actor: ActorOptions = {}): Promise<BulkResult> {
+export async function bulkAct(context: ProducerContext, scope: ProducerScope, action: BulkAction, input: BulkInput, actor: ActorOptions = {}): Promise<BulkResult> {
   const parsed = parseInput(BulkInputSchema, input);
   if (action === 'resolve' && !parsed.resolution) throw new ProducerInputError('resolve needs a resolution: retry or abandon', 'resolution');
+  if (!parsed.dryRun) requireWriter(scope, `bulk ${action}`);
   const resolution: ResolveAction | undefined = action === 'retry' ? 'retry' : action === 'resolve' ? parsed.resolution : undefined;
-  const page = await searchWorkflows(context.journal, journalFilter(parsed.filter), { cursor: parsed.cursor, limit: parsed.limit });
+  // Only the workflows the scope sees are candidates: another tenant's are never read, let alone acted on.
+  const filter = scopedFilter(scope, journalFilter(parsed.filter));
+  const page = filter ? await searchWorkflows(context.journal, filter, { cursor: parsed.cursor, limit: parsed.limit }) : { items: [] as WorkflowSummary[], cursor: undefined };
   const items: BulkItem[] = [];
   for (let start = 0; start < page.items.length; start += CONCURRENCY) {
     const chunk = page.items.slice(start, start + CONCURRENCY);

@@ -24,6 +24,7 @@ import {
 import { NotFoundError, RedisUnavailableError, fromZodError } from '../errors.ts';
 import { workflowView, type AnswerLinkSettings, type WorkflowView } from '../view.ts';
 import { WorkflowChangeSubscriber } from '../wait.ts';
+import type { TenantQuotaSettings } from '../tenancy.ts';
 
 export interface ProducerOptions {
   /**
@@ -64,6 +65,14 @@ export interface ProducerOptions {
    * with the same idempotency key or workflowId).
    */
   durability?: JournalDurability;
+  /**
+   * The tenant this producer works for (docs/tenants.md): the workflows it starts are that tenant's (stored as
+   * `<tenant>~<id>`), and it sees only that tenant's (role `service`). Default: none, i.e. the `default` tenant with
+   * every tenant in sight (role `operator`, as before tenants). `Producer.forScope` gives other scopes on the same connections.
+   */
+  tenant?: string;
+  /** Quotas per tenant, checked atomically when a workflow is created (`TenantQuotaSettings`). Default none. */
+  quotas?: TenantQuotaSettings;
   /** Told of every corrupt record a listing skipped or a read refused (`corruptRecordReporter(...)`: metric, one log line per key). Default nothing. */
   onCorruptRecord?: CorruptRecordHandler;
   /**

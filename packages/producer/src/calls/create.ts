@@ -20,11 +20,14 @@ import {
   enqueueDecide,
   enqueueSend,
   firstAttempts,
+  JournalError,
   searchableMetadata,
+  tenantOfWorkflowId,
   withSpan,
   type Step,
 } from '@durable-a2a/shared';
-import { IdempotencyConflictError } from '../errors.ts';
+import { IdempotencyConflictError, QuotaExceededError } from '../errors.ts';
+import { createdWorkflowId, quotaOf, requireWriter, type ProducerScope } from '../tenancy.ts';
 import { checkAgentAddresses } from '../agent-addresses.ts';
 import { StrictNotifyTargetSchema, StrictWorkflowDefinitionSchema } from '../definition.ts';
 import { parseInput, type ProducerContext } from './context.ts';
@@ -63,7 +66,7 @@ type Definition = z.output<typeof WorkflowDefinitionSchema>;
 async function firstIntents(context: ProducerContext, definition: Definition, now: number): Promise<Record<string, string>[]> {
   const workflowId = definition.workflowId;
   const registered = definition.steps.some((step) => step.skill) ? await context.registry.list() : [];
-  const candidates = (step: Step) => candidateAgents(step, registered);
+  const candidates = (step: Step) => candidateAgents(step, registered, tenantOfWorkflowId(workflowId));
   return firstAttempts(definition, candidates).map(({ step, agentCardUrl, held }) =>
     buildIntent({ workflowId, step: step.name, attempt: 1, agentCardUrl, message: attemptMessage(step, [], workflowId, 1), push: step.push, held, now, priority: definition.priority }),
   );
@@ -95,14 +98,21 @@ async function create(context: ProducerContext, definition: Definition): Promise
   const now = Date.now();
   const generation = connectionGeneration(context.redis);
   const intents = await firstIntents(context, definition, now);
+  const tenant = tenantOfWorkflowId(workflowId);
   // The workflow itself is indexed until it finishes (entry `*`, with the first intent's), so a crash anywhere is decided again.
-  const created = await journal.createWorkflow(
-    workflowId,
-    { state: 'RUNNING', definition: JSON.stringify(definition), createdAt: String(now), updatedAt: String(now) },
-    intents[0],
-    now + 5_000,
-    searchableMetadata(definition),
-  );
+  const created = await journal
+    .createWorkflow(
+      workflowId,
+      { state: 'RUNNING', definition: JSON.stringify(definition), createdAt: String(now), updatedAt: String(now) },
+      intents[0],
+      now + 5_000,
+      searchableMetadata(definition),
+      quotaOf(context.options.quotas, tenant),
+    )
+    .catch((error: unknown) => {
+      if (error instanceof JournalError && (error.code === 'QUOTA_IN_FLIGHT' || error.code === 'QUOTA_STORED')) throw quotaExceeded(tenant, error.code);
+      throw error;
+    });
   if (created) await sendFirstAttempts(context, definition, intents);
   if (!created) {
     // Same key, different request: refuse rather than silently return the other one.
@@ -120,15 +130,27 @@ async function create(context: ProducerContext, definition: Definition): Promise
   return { id: workflowId, created, messageId };
 }
 
+/** How long a creation refused at a quota is told to wait (ms): a place in flight frees as a workflow finishes, a stored one at retention. */
+export const QUOTA_RETRY_AFTER_MS = { inFlight: 5_000, stored: 60_000 } as const;
+
+function quotaExceeded(tenant: string, code: 'QUOTA_IN_FLIGHT' | 'QUOTA_STORED'): QuotaExceededError {
+  const quota = code === 'QUOTA_IN_FLIGHT' ? 'inFlight' : 'stored';
+  const what = quota === 'inFlight' ? 'unfinished workflows (maxInFlight)' : 'kept workflows (maxStored)';
+  return new QuotaExceededError(`tenant ${tenant} has its quota of ${what}; nothing was written`, tenant, quota, QUOTA_RETRY_AFTER_MS[quota]);
+}
+
 /**
- * `Producer.delegate`: a one-step workflow (max one attempt) whose id is the idempotency key, else a new UUID.
- * @throws ProducerInputError, AgentAddressRefusedError (the agent's address is refused by `addressPolicy`, nothing written), IdempotencyConflictError
+ * `Producer.delegate`: a one-step workflow (max one attempt) whose id is the idempotency key, else a new UUID, in the
+ * scope's tenant (its id `createdWorkflowId`).
+ * @throws ProducerInputError, AgentAddressRefusedError (the agent's address is refused by `addressPolicy`, nothing written), IdempotencyConflictError,
+ *   ForbiddenError (a viewer), QuotaExceededError
  */
-export async function delegate(context: ProducerContext, input: DelegateInput): Promise<{ id: string; created: boolean; messageId: string }> {
+export async function delegate(context: ProducerContext, scope: ProducerScope, input: DelegateInput): Promise<{ id: string; created: boolean; messageId: string }> {
+  requireWriter(scope, 'delegate');
   const parsed = parseInput(DelegateInputSchema, input);
   const message = parsed.text !== undefined ? { text: parsed.text, metadata: parsed.metadata } : { parts: parsed.parts!, metadata: parsed.metadata };
   const definition = parseInput(WorkflowDefinitionSchema, {
-    workflowId: parsed.idempotencyKey ?? randomUUID(),
+    workflowId: createdWorkflowId(scope, parsed.idempotencyKey ?? randomUUID()),
     steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push, ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}), ...(parsed.question ? { question: parsed.question } : {}) }],
     maxAttemptsPerStep: 1,
     ...(parsed.notify ? { notify: parsed.notify } : {}),
@@ -140,11 +162,14 @@ export async function delegate(context: ProducerContext, input: DelegateInput): 
 }
 
 /**
- * `Producer.startWorkflow`: validates strictly (every fixed agent address under `addressPolicy`), then journals and enqueues the first attempts.
- * @throws ProducerInputError, AgentAddressRefusedError (`field` names the step), IdempotencyConflictError
+ * `Producer.startWorkflow`: validates strictly (every fixed agent address under `addressPolicy`), then journals and
+ * enqueues the first attempts, in the scope's tenant (the stored id `createdWorkflowId` of the given `workflowId`).
+ * @throws ProducerInputError, AgentAddressRefusedError (`field` names the step), IdempotencyConflictError, ForbiddenError (a viewer), QuotaExceededError
  */
-export async function startWorkflow(context: ProducerContext, definition: z.input<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean }> {
-  const parsed = parseInput(WorkflowDefinitionSchema, parseInput(StrictWorkflowDefinitionSchema, definition));
+export async function startWorkflow(context: ProducerContext, scope: ProducerScope, definition: z.input<typeof WorkflowDefinitionSchema>): Promise<{ id: string; created: boolean }> {
+  requireWriter(scope, 'startWorkflow');
+  const strict = parseInput(StrictWorkflowDefinitionSchema, definition);
+  const parsed = parseInput(WorkflowDefinitionSchema, { ...strict, workflowId: createdWorkflowId(scope, strict.workflowId) });
   await checkAgentAddresses(parsed, context.options.addressPolicy ?? {});
   const { id, created } = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: parsed.workflowId }, () => create(context, parsed));
   return { id, created };

@@ -26,9 +26,10 @@ export async function listWorkflows(
 /**
  * `Producer.registerAgent`: fetches the Agent Card under the address policy and registers it under its normalized
  * card URL (another spelling of a registered agent refreshes that entry). A failed fetch of a registered agent's
- * card is recorded in its health. Throws AgentCardError (and the fetch's errors).
+ * card is recorded in its health; `registration.tenant`: for that tenant only, shared (null) or as it was (`AgentRegistry.register`).
+ * Throws AgentCardError (and the fetch's errors).
  */
-export async function registerAgent(context: ProducerContext, cardUrl: string): Promise<AgentView> {
+export async function registerAgent(context: ProducerContext, cardUrl: string, registration: { tenant?: string | null } = {}): Promise<AgentView> {
   const url = parseInput(AgentUrl, cardUrl);
   const { options } = context;
   let card;
@@ -38,7 +39,7 @@ export async function registerAgent(context: ProducerContext, cardUrl: string): 
     await context.registry.recordCall(url, { kind: 'card', error: error instanceof Error ? error.message : String(error) }).catch(() => undefined); // the fetch's error is the answer
     throw error;
   }
-  const { cardUrl: key } = await context.registry.register(url, card);
+  const { cardUrl: key } = await context.registry.register(url, card, registration);
   await context.registry.recordCall(key, { kind: 'card' });
   return (await context.registry.view(key))!;
 }

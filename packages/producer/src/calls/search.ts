@@ -3,7 +3,8 @@
  * and the CLI's `--where`), turned into the journal's search (`searchWorkflows`, through the search index).
  */
 import { z } from 'zod';
-import { ATTENTION_CODES, ID_PATTERN, SEARCH_METADATA_KEY, SEARCH_METADATA_LIMITS, WORKFLOW_STATES, searchWorkflows, type WorkflowFilter, type Page } from '@durable-a2a/shared';
+import { ATTENTION_CODES, ID_PATTERN, SEARCH_METADATA_KEY, SEARCH_METADATA_LIMITS, TenantSchema, WORKFLOW_STATES, searchWorkflows, type WorkflowFilter, type Page } from '@durable-a2a/shared';
+import { scopedFilter, type ProducerScope } from '../tenancy.ts';
 import { parseInput, type ProducerContext } from './context.ts';
 import { workflowSummaryView, type WorkflowSummaryView } from '../view.ts';
 
@@ -37,6 +38,7 @@ export const WorkflowFilterSchema = z.strictObject({
   idPrefix: z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters').optional(),
   createdAfter: Instant.optional(),
   createdBefore: Instant.optional(),
+  tenant: TenantSchema.optional().describe("the workflows' tenant (operators; anyone else sees their own tenant's only)"),
 });
 export type WorkflowFilterInput = z.input<typeof WorkflowFilterSchema>;
 
@@ -54,16 +56,20 @@ export function journalFilter(filter: z.output<typeof WorkflowFilterSchema>): Wo
 export const namesACriterion = (filter: z.output<typeof WorkflowFilterSchema>): boolean => Object.values(filter).some((value) => value !== undefined);
 
 /**
- * `Producer.search`: one page of workflow summaries matching `filter` (limit 1..500, default 50), through the search
- * index; a page may hold fewer rows than `limit` and still return a cursor (see `searchWorkflows`).
+ * `Producer.search`: one page of workflow summaries matching `filter` among those `scope` sees (`scopedFilter`; limit
+ * 1..500, default 50), through the search index; a page may hold fewer rows than `limit` and still return a cursor
+ * (see `searchWorkflows`).
  * @throws ProducerInputError
  */
 export async function searchWorkflowSummaries(
   context: ProducerContext,
+  scope: ProducerScope,
   filter: WorkflowFilterInput,
   options: { cursor?: string; limit?: number } = {},
 ): Promise<Page<WorkflowSummaryView>> {
   const parsed = parseInput(WorkflowFilterSchema, filter);
-  const { items, cursor } = await searchWorkflows(context.journal, journalFilter(parsed), { cursor: options.cursor, limit: Math.min(Math.max(options.limit ?? 50, 1), 500) });
+  const scoped = scopedFilter(scope, journalFilter(parsed));
+  if (!scoped) return { items: [] };
+  const { items, cursor } = await searchWorkflows(context.journal, scoped, { cursor: options.cursor, limit: Math.min(Math.max(options.limit ?? 50, 1), 500) });
   return { items: items.map(workflowSummaryView), ...(cursor ? { cursor } : {}) };
 }

@@ -76,12 +76,14 @@ export interface BrowserAuthOptions {
   readOnly?: boolean;
 }
 
-/** onRequest hook for the browser pages (see the file header). */
+/** onRequest hook for the browser pages (see the file header): a Bearer token or a session of one of `apiTokens`. */
 export function browserAuth(apiTokens: readonly string[], sessions: Sessions, options: BrowserAuthOptions = {}) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (await refuseTokenInUrl(request, reply)) return;
     const bearer = oneOf(bearerOf(request), apiTokens);
-    const session = bearer ? undefined : sessions.check(cookieOf(request, SESSION_COOKIE));
+    const cookie = cookieOf(request, SESSION_COOKIE);
+    // A session counts only when signed in with one of `apiTokens` (Bull Board admits operators' alone).
+    const session = bearer || !oneOf(sessions.tokenOf(cookie), apiTokens) ? undefined : sessions.check(cookie);
     const credentials: BrowserCredentials | undefined = bearer ? { kind: 'bearer' } : session ? { kind: 'session', session } : undefined;
     if (!credentials) {
       if (wantsHtml(request)) return void (await reply.code(401).header('cache-control', 'no-store').type('text/html; charset=utf-8').send(signInPage({ next: request.url })));

@@ -2,7 +2,9 @@
  * Service configuration from environment variables, parsed once with zod at
  * start-up (nothing below main.ts reads process.env).
  */
+import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { TenantsConfigError, parseTenantsConfig, type TenantsConfig } from './tenants.ts';
 import { JournalDurabilityEnvironment, RedisUrlSchema } from '@durable-a2a/shared';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits.ts';
 import type { SessionOptions } from './session.ts';
@@ -47,6 +49,9 @@ export const ServerEnvironmentSchema = z.object({
     .string({ error: 'DA2A_API_TOKENS is required (comma-separated API tokens)' })
     .transform((text) => text.split(',').map((token) => token.trim()).filter(Boolean))
     .refine((tokens) => tokens.length > 0, 'DA2A_API_TOKENS holds no token'),
+  /** Tenants, roles and quotas (docs/tenants.md): the JSON document inline; or `DA2A_TENANTS_FILE`, its path (not both). */
+  DA2A_TENANTS: z.string().min(1, 'a JSON document (unset the variable for no tenants)').optional(),
+  DA2A_TENANTS_FILE: z.string().min(1, 'the path of a JSON document (unset the variable for no tenants)').optional(),
   /** Bearer token `GET /metrics` requires (docs/observability.md "Observability"); unset: open (the probes always are). */
   DA2A_METRICS_TOKEN: z.string().min(1, 'a token (unset the variable to leave /metrics open)').optional(),
   /** Address policy for registered agents (R19): allow loopback / private addresses, hosts always allowed. */
@@ -69,7 +74,24 @@ export type ServerEnvironment = z.output<typeof ServerEnvironmentSchema>;
 
 /** Parses the environment; throws a ZodError naming each bad variable. */
 export function parseServerEnvironment(environment: NodeJS.ProcessEnv): ServerEnvironment {
-  return ServerEnvironmentSchema.parse(environment);
+  return ServerEnvironmentSchema.refine((parsed) => !(parsed.DA2A_TENANTS && parsed.DA2A_TENANTS_FILE), { message: 'set DA2A_TENANTS or DA2A_TENANTS_FILE, not both', path: ['DA2A_TENANTS_FILE'] }).parse(environment);
+}
+
+/**
+ * The tenants document the environment names (`ServerOptions.tenants`), read once at start-up, or undefined.
+ * @throws TenantsConfigError naming the variable (or file) and every bad field, or the file that cannot be read
+ */
+export function tenantsFrom(environment: ServerEnvironment): TenantsConfig | undefined {
+  if (environment.DA2A_TENANTS) return parseTenantsConfig(environment.DA2A_TENANTS, 'DA2A_TENANTS');
+  if (!environment.DA2A_TENANTS_FILE) return undefined;
+  const path = environment.DA2A_TENANTS_FILE;
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (error) {
+    throw new TenantsConfigError([{ path: ['DA2A_TENANTS_FILE'], message: `cannot read ${path} (${error instanceof Error ? error.message : String(error)})` }]);
+  }
+  return parseTenantsConfig(text, `DA2A_TENANTS_FILE ${path}`);
 }
 
 /** The browser session options the environment sets (`ServerOptions.session`). */

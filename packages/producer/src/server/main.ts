@@ -7,7 +7,7 @@
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { TracingEnvironmentSchema, createLogger, durabilityFrom, exitOnSignals, listenOrExit, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
-import { httpLimitsFrom, parseServerEnvironment, sessionFrom } from './config.ts';
+import { httpLimitsFrom, parseServerEnvironment, sessionFrom, tenantsFrom } from './config.ts';
 import { createServer, redisStatusOf } from './server.ts';
 
 const environment = parseEnvironmentOrExit(parseServerEnvironment);
@@ -20,6 +20,7 @@ const app = createServer({
   redisUrl: environment.REDIS_URL,
   prefix: environment.DA2A_PREFIX,
   apiTokens: environment.DA2A_API_TOKENS,
+  tenants: parseEnvironmentOrExit(() => tenantsFrom(environment)),
   durability: durabilityFrom(environment),
   addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
   requestTimeoutMs: environment.DA2A_REQUEST_TIMEOUT_MS,

@@ -8,7 +8,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { A2AError, AgentCardError, BlockedAddressError } from '@durable-a2a/a2a';
 import { CorruptRecordError, JournalError, ReplicationTimeoutError } from '@durable-a2a/shared';
 import { AgentAddressRefusedError } from '../agent-addresses.ts';
-import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
+import { describeIssues, ForbiddenError, QuotaExceededError, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
 import { redisProblemOf } from './redis-problem.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -25,6 +25,7 @@ export const PROBLEMS = {
   WORKFLOW_FINISHED: { status: 409, title: 'Workflow already finished' },
   RESOLUTION_NOT_ALLOWED: { status: 409, title: 'This decision is not possible for what the workflow needs attention for' },
   PAYLOAD_TOO_LARGE: { status: 413, title: 'Payload too large' },
+  QUOTA_EXCEEDED: { status: 429, title: 'The tenant is at a quota; nothing was written' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, title: 'Unsupported media type' },
   AGENT_CARD_REJECTED: { status: 422, title: 'Agent Card rejected' },
   AGENT_ADDRESS_REFUSED: { status: 422, title: 'Agent address refused by the address policy' },
@@ -54,9 +55,11 @@ export interface Problem {
   allowedActions?: readonly string[];
   /** CORRUPT_RECORD: the Redis key of the record that does not parse. */
   key?: string;
+  /** QUOTA_EXCEEDED: when to try again, in seconds (also sent as Retry-After). */
+  retryAfterSeconds?: number;
 }
 
-export function problem(code: ProblemCode, detail: string, extra: Pick<Problem, 'field' | 'issues' | 'attentionCode' | 'allowedActions' | 'key'> = {}): Problem {
+export function problem(code: ProblemCode, detail: string, extra: Pick<Problem, 'field' | 'issues' | 'attentionCode' | 'allowedActions' | 'key' | 'retryAfterSeconds'> = {}): Problem {
   const { status, title } = PROBLEMS[code];
   return { type: `urn:durable-a2a:problem:${code.toLowerCase().replaceAll('_', '-')}`, title, status, detail, code, ...extra };
 }
@@ -68,6 +71,7 @@ export function sendProblem(reply: FastifyReply, body: Problem): FastifyReply {
   body = withRetryAdvice(body, reply.request.method);
   if (body.code === 'UNAUTHORIZED') reply.header('www-authenticate', 'Bearer');
   if (body.status === 503) reply.header('retry-after', String(RETRY_AFTER_SECONDS));
+  if (body.retryAfterSeconds !== undefined) reply.header('retry-after', String(body.retryAfterSeconds));
   return reply.code(body.status).type(PROBLEM_CONTENT_TYPE).send(body);
 }
 
@@ -86,6 +90,8 @@ export function toProblem(error: unknown): Problem {
   }
   if (error instanceof ProducerInputError) return problem('INVALID_INPUT', error.message, { field: error.field, issues: error.issues });
   if (error instanceof NotFoundError) return problem('NOT_FOUND', error.message);
+  if (error instanceof ForbiddenError) return problem('FORBIDDEN', error.message);
+  if (error instanceof QuotaExceededError) return problem('QUOTA_EXCEEDED', error.message, { retryAfterSeconds: Math.ceil(error.retryAfterMs / 1000) });
   if (error instanceof NoOpenQuestionError) return problem('NO_OPEN_QUESTION', error.message);
   if (error instanceof IdempotencyConflictError) return problem('IDEMPOTENCY_CONFLICT', error.message);
   if (error instanceof WorkflowFinishedError) return problem('WORKFLOW_FINISHED', error.message);

@@ -4,17 +4,19 @@
  */
 import { z } from 'zod';
 import { PartSchema } from '@durable-a2a/a2a';
-import { AgentLimitsSchema, AttentionSchema, ID_PATTERN, RecordedErrorSchema, TenantNameSchema, TenantWeightSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
+import { AgentLimitsSchema, AttentionSchema, ID_PATTERN, RecordedErrorSchema, TenantNameSchema, TenantSchema, TenantWeightSchema, WORKFLOW_ID_PATTERN, WORKFLOW_STATES } from '@durable-a2a/shared';
 import { StrictWorkflowDefinitionSchema as WorkflowDefinitionSchema } from '../definition.ts';
 import { DelegateInputSchema } from '../producer.ts';
 import { AnswerPartsSchema, AnswerTextSchema } from '../calls/reply.ts';
 
 const Id = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
+/** A workflow id as a route takes it: the caller's own id, or a stored one (`<tenant>~<id>`, tenant.ts). */
+const WorkflowId = z.string().regex(WORKFLOW_ID_PATTERN, 'a workflow id: letters, digits, ".", "_" or "-", 1 to 128 characters, optionally after "<tenant>~"');
 
 export { WorkflowDefinitionSchema, DelegateInputSchema };
 
-export const WorkflowParamsSchema = z.object({ id: Id });
-export const StepParamsSchema = z.object({ id: Id, step: Id });
+export const WorkflowParamsSchema = z.object({ id: WorkflowId });
+export const StepParamsSchema = z.object({ id: WorkflowId, step: Id });
 
 /** Redis SCAN cursors are unsigned 64-bit numbers. */
 const MAX_CURSOR = 2n ** 64n - 1n;
@@ -37,9 +39,12 @@ export const ReplyBodySchema = z
   })
   .refine((body) => (body.text === undefined) !== (body.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });
 
-export const RegisterAgentBodySchema = z.strictObject({ cardUrl: z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL' }) });
+export const RegisterAgentBodySchema = z.strictObject({
+  cardUrl: z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL' }),
+  tenant: TenantSchema.nullable().optional().describe('Register for this tenant only (no other tenant sees or uses it); null: shared by every tenant; absent: as it was (a new agent is shared)'),
+});
 
-export const PushParamsSchema = z.object({ workflowId: Id, delegationId: Id });
+export const PushParamsSchema = z.object({ workflowId: WorkflowId, delegationId: Id });
 
 /** `{id, created}` of an idempotent create: 201 when created, 200 when it existed. */
 export const CreatedSchema = z.object({ id: z.string(), created: z.boolean(), messageId: z.string().optional() });
@@ -58,16 +63,18 @@ export const ProblemSchema = z.looseObject({
   issues: z.array(z.object({ field: z.string(), message: z.string() })).optional(),
   attentionCode: z.string().optional().describe('RESOLUTION_NOT_ALLOWED: what the workflow needs attention for'),
   allowedActions: z.array(z.enum(['retry', 'abandon'])).optional().describe('RESOLUTION_NOT_ALLOWED: the decisions possible for that attention code'),
+  retryAfterSeconds: z.number().int().optional().describe('QUOTA_EXCEEDED: when to try again (also the Retry-After header)'),
 });
 
 const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   400: 'Invalid input (INVALID_INPUT), naming the field',
   401: 'Missing or wrong credentials (UNAUTHORIZED)',
-  403: 'Forbidden',
-  404: 'Not found (NOT_FOUND)',
+  403: "Forbidden (FORBIDDEN): the token's role does not allow this action (a viewer writing, a non-operator changing the agent registry)",
+  404: "Not found (NOT_FOUND), also a workflow of another tenant (its existence is not revealed)",
   409: 'Conflict (IDEMPOTENCY_CONFLICT, WORKFLOW_FINISHED, NO_OPEN_QUESTION, RESOLUTION_NOT_ALLOWED with allowedActions)',
   413: 'Body too large (PAYLOAD_TOO_LARGE)',
   415: 'Unsupported media type',
+  429: "The tenant is at a quota (QUOTA_EXCEEDED): nothing was written; Retry-After says when to try again",
   422: 'Agent address refused by the address policy (AGENT_ADDRESS_REFUSED), Agent Card rejected (AGENT_CARD_REJECTED), or a stored record that does not parse (CORRUPT_RECORD, naming its `key`)',
   502: 'The Agent Card could not be fetched (AGENT_CARD_UNREACHABLE)',
   503: 'Redis unavailable (REDIS_UNAVAILABLE), Redis refusing writes (REDIS_REFUSING_WRITES) or no answer in time (REQUEST_TIMEOUT); Retry-After says when to retry with the same idempotency key',
@@ -128,7 +135,8 @@ export const HistoryEntrySchema = z.looseObject({
 });
 
 export const WorkflowViewSchema = z.looseObject({
-  workflowId: z.string(),
+  workflowId: z.string().describe("The stored id: another tenant than `default` shows it as `<tenant>~<id>` (docs/tenants.md)"),
+  tenant: z.string().describe('The tenant that owns the workflow'),
   state: z.string(),
   cancelRequested: z.boolean(),
   failure: z.array(z.string()).optional(),
@@ -166,6 +174,7 @@ export const AgentSchema = z
     refreshedAt: Instant.describe('When the registered card was last written'),
     disabled: z.object({ since: Instant, reason: z.string().nullable() }).nullable(),
     unavailable: z.object({ reason: z.string(), since: Instant }).nullable(),
+    tenant: z.string().nullable().optional().describe('The tenant the agent is registered for (no other tenant sees or uses it); null: shared by every tenant'),
     limits: z
       .object({ maxInFlight: z.number().int().optional(), rate: z.object({ sendsPerSecond: z.number().optional(), resubscribesPerSecond: z.number().optional() }).optional() })
       .nullable()

@@ -10,7 +10,8 @@ import { z } from 'zod';
 import fastify, { LogController, type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import fastifySwagger, { type FastifyDynamicSwaggerOptions } from '@fastify/swagger';
 import { Queue, type Telemetry } from 'bullmq';
-import type { Registry } from 'prom-client';
+import { Registry } from 'prom-client';
+import { countTenantCreations } from './tenant-metrics.ts';
 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { resolveLimits, type A2ALimits, type AddressPolicyOptions } from '@durable-a2a/a2a';
@@ -19,6 +20,7 @@ import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
 import { API_BODY_LIMIT_BYTES, apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';
 import { parseApiTokens, requireApiToken } from './callers.ts';
+import { TenantsConfigSchema, configuredTenants, quotaSettingsOf, type TenantsConfigInput } from './tenants.ts';
 import { problem, problemErrorHandler, sendProblem } from './problem.ts';
 import { answerWithin, DEFAULT_REQUEST_TIMEOUT_MS, STARTUP_REDIS_WAIT_MS } from './deadline.ts';
 import { opsRoutes, type HealthReport } from './routes/ops.ts';
@@ -47,6 +49,12 @@ export interface ServerOptions {
   prefix?: string;
   /** Accepted API tokens (Bearer on /v1 and /admin/queues), each `name:token` or a bare token (callers.ts). At least one. */
   apiTokens: string[];
+  /**
+   * Tenants (docs/tenants.md; `TenantsConfigSchema`): each named token's tenant and role, and quotas per tenant. A
+   * token it does not name is the `default` tenant's operator. Default none: every token an operator of `default`.
+   * Quotas apply when the server creates its producer (a producer passed in applies its own `quotas`).
+   */
+  tenants?: TenantsConfigInput;
   /** Default: `createLogger()` (JSON lines, secrets redacted). */
   logger?: Logger;
   /** Registry for the service's metrics. Default: a fresh one. */
@@ -79,6 +87,15 @@ export interface ServerOptions {
 export type ApiServer = FastifyInstance;
 
 const redisOfServer = new WeakMap<ApiServer, ReturnType<typeof createFailFastRedisClient>>();
+const routesOfServer = new WeakMap<ApiServer, { method: string; url: string }[]>();
+
+/**
+ * Every route the server registered (method and URL pattern, as fastify holds them), once it is ready: what a test
+ * walks to check each route against another tenant's token, so a new route is covered (or must be classified).
+ */
+export function routeTable(app: ApiServer): readonly { method: string; url: string }[] {
+  return routesOfServer.get(app) ?? [];
+}
 
 /** The connection state of a server's Redis client (`ready` when it answers). */
 export function redisStatusOf(app: ApiServer): string {
@@ -129,17 +146,31 @@ async function closeCreated(redis: ReturnType<typeof createFailFastRedisClient>,
 }
 
 export function createServer(options: ServerOptions): ApiServer {
-  const namedTokens = parseApiTokens(options.apiTokens);
+  const tenants = options.tenants === undefined ? undefined : TenantsConfigSchema.parse(options.tenants);
+  const namedTokens = parseApiTokens(options.apiTokens, tenants);
   const tokens = namedTokens.map(({ token }) => token);
+  // Bull Board shows every tenant's jobs: operators only.
+  const operatorTokens = namedTokens.filter(({ scope }) => scope.role === 'operator').map(({ token }) => token);
   if (tokens.length === 0) throw new Error('createServer: apiTokens must hold at least one non-empty token');
   const prefix = options.prefix ?? 'da2a';
   const logger = options.logger ?? createLogger();
-  const metrics = createMetrics(options.metricsRegistry, 'api');
+  const metricsRegistry = options.metricsRegistry ?? new Registry();
+  const metrics = createMetrics(metricsRegistry, 'api');
   const redis = createFailFastRedisClient(options.redisUrl, options.commandTimeoutMs);
   const onCorruptRecord = corruptRecordReporter({ logger, counter: metrics.corruptRecords });
   const producer =
     options.producer ??
-    createProducer({ redis, prefix, addressPolicy: options.addressPolicy, telemetry: options.telemetry, limits: options.limits, durability: options.durability, onCorruptRecord, answerLinks: options.answerLinks });
+    createProducer({
+      redis,
+      prefix,
+      addressPolicy: options.addressPolicy,
+      telemetry: options.telemetry,
+      limits: options.limits,
+      durability: options.durability,
+      onCorruptRecord,
+      answerLinks: options.answerLinks,
+      quotas: quotaSettingsOf(tenants),
+    });
   const queues = createQueues(redis, prefix, options.telemetry);
   const queueList = Object.values(queues);
   logRedisConnectionState(logger, redis, queueList);
@@ -155,6 +186,11 @@ export function createServer(options: ServerOptions): ApiServer {
   });
   boundConnections(app.server, httpLimits);
   redisOfServer.set(app, redis);
+  const routes: { method: string; url: string }[] = [];
+  routesOfServer.set(app, routes);
+  app.addHook('onRoute', (route) => {
+    for (const method of [route.method].flat()) if (method !== 'HEAD') routes.push({ method, url: route.url });
+  });
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   app.setErrorHandler(problemErrorHandler);
@@ -179,13 +215,14 @@ export function createServer(options: ServerOptions): ApiServer {
   app.register(fastifySwagger, OPENAPI_OPTIONS);
   app.register(async (v1) => {
     v1.addHook('onRequest', requireApiToken(namedTokens));
+    countTenantCreations(v1, metricsRegistry, configuredTenants(tenants));
     await v1.register(v1Routes(producer, options.addressPolicy ?? {}));
   }, { prefix: '/v1' });
   app.register(pushRoutes({ journal: producer.journal, reconcile: queues.reconcile, metrics, limits: options.limits }), { prefix: '/v1' });
-  app.register(frontDoorRoutes({ producer, apiTokens: tokens, jsonDepth: apiBodyDepth(resolveLimits(options.limits).jsonDepth), addressPolicy: options.addressPolicy }));
+  app.register(frontDoorRoutes({ producer, apiTokens: namedTokens, tenants: configuredTenants(tenants), jsonDepth: apiBodyDepth(resolveLimits(options.limits).jsonDepth), addressPolicy: options.addressPolicy }));
   const sessions = new Sessions(tokens, options.session);
-  app.register(async (root) => registerAdmin(root, queueList, tokens, sessions, { readOnly: options.adminReadOnly ?? false }));
-  app.register(async (root) => registerUi(root, { producer, apiTokens: tokens, sessions, server: app }));
+  app.register(async (root) => registerAdmin(root, queueList, operatorTokens, sessions, { readOnly: options.adminReadOnly ?? false }));
+  app.register(async (root) => registerUi(root, { producer, apiTokens: namedTokens, sessions, server: app }));
   if (options.answerLinks) app.register(answerLinkRoutes({ journal: producer.journal, queues, links: options.answerLinks }));
   app.register(async (root) => opsRoutes(root, { redis, queues: queueList, metrics, health: options.health, journal: producer.journal, metricsToken: options.metricsToken }));
   return app;

@@ -14,7 +14,7 @@
  * the hash's string. Left out: empty values,
  * counters and flags at '0', operational fields (owner, progress-rule and not-found
  * bookkeeping, artifact byte counts and seals), and what the record implies, which
- * reading restores: the workflowId (it is in the key); a delegation's id when it is `<step>.<attempt>`, createdAt when equal to the
+ * reading restores: the workflowId (it is in the key) and the tenant (its id says it, tenant.ts); a delegation's id when it is `<step>.<attempt>`, createdAt when equal to the
  * workflow's, updatedAt when equal to finishedAt, statusTimestampMs (parsed from statusTimestamp),
  * agentCardUrl when it is its step's agent, kind 'step'. The value "=" stands for the record's own
  * value: the definition's workflowId, requestedContextId equal to contextId, a statusMessage's
@@ -29,6 +29,7 @@
 import { z } from 'zod';
 import { parseAgentTimestamp } from './clock.ts';
 import { FINISHED_STATES, JOURNAL_STATES } from './states.ts';
+import { tenantOfWorkflowId } from './tenant.ts';
 
 /** What updateWorkflow-4.lua needs to compact (in its text: `compactedRecordLayoutLua`); one table for the writer and the reader. */
 export const COMPACTED_RECORD_LAYOUT = {
@@ -63,8 +64,12 @@ export const COMPACTED_RECORD_LAYOUT = {
   } as Record<string, string>,
   /** Fields whose value is JSON text (embedded as JSON). */
   json: ['definition', 'stopping', 'failure', 'attention', 'retryApproved', 'abandonedCompensations', 'agentInterface', 'question', 'statusMessage', 'message', 'result', 'error', 'protocolError', 'replyMessage', 'evidence'],
-  /** Bookkeeping of a running workflow: not kept once it finished (the push token is: a late push is still answered 204). */
+  /**
+   * Not kept once it finished: bookkeeping of a running workflow (the push token is kept: a late push is still answered
+   * 204), and `tenant`, which the workflow id says (tenant.ts; reading restores it).
+   */
   operational: [
+    'tenant',
     'owner', 'notFoundCount', 'firstNotFoundAt', 'sendStartedAt', 'replySendToken', 'replySendUntil',
     'questionSeq', 'artifactBytes', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable',
     'unreachableSince', 'nextTryAt', 'historyBytes', 'slotWaitUntil',
@@ -133,7 +138,7 @@ function restoreMark(value: unknown, key: string, replacement: unknown): unknown
 
 /** Restores what the compacted delegation left out or marked (see the header). */
 function restoreDelegation(fields: Record<string, unknown>, workflow: Record<string, unknown>, stepAgents: Map<string, string>): Record<string, string> {
-  const record: Record<string, unknown> = { ...fields, workflowId: workflow.workflowId };
+  const record: Record<string, unknown> = { ...fields, workflowId: workflow.workflowId, tenant: workflow.tenant };
   record.delegationId ??= `${String(record.step)}.${String(record.attempt)}`;
   record.createdAt ??= workflow.createdAt;
   const { contextId, taskId, step, attempt } = record as Record<string, string | undefined>;
@@ -181,7 +186,7 @@ export function parseCompactedWorkflow(workflowId: string, text: string): Compac
   const since = typeof record.workflow[createdAtName] === 'number' ? (record.workflow[createdAtName] as number) : undefined;
   const { [createdAtName]: createdAt, ...rest } = record.workflow;
   const stored: Record<string, unknown> = { ...asHash(rest, since), ...(createdAt === undefined ? {} : { createdAt: String(createdAt) }) };
-  const workflow = { ...stored, workflowId, definition: restoreMark(stored.definition, 'workflowId', workflowId) };
+  const workflow = { ...stored, workflowId, tenant: tenantOfWorkflowId(workflowId), definition: restoreMark(stored.definition, 'workflowId', workflowId) };
   // A definition that held a "=" of its own is stored as its text (not embedded): parse it for the steps' agents too.
   const definitionValue = typeof workflow.definition === 'string' ? parseJsonOrUndefined(workflow.definition) : workflow.definition;
   const stepAgents = stepAgentsOf(definitionValue);

@@ -51,6 +51,11 @@ export interface JournalKeys {
   search(): string;
   /** Sorted set of workflow ids by the time of their last workflow-level change, ms (search-index.ts). */
   updated(): string;
+  /**
+   * A tenant's own listing: sorted set of its workflow ids by creation time, ms (search-index.ts). Written for tenants
+   * other than `default` (whose workflows from before tenants it could not hold).
+   */
+  tenantCreated(tenant: string): string;
   /** Agent registry hash (normalized card URL, `normalizeAgentCardUrl` → registered agent JSON; registry.ts). */
   agents(): string;
   /** The registry's health of each agent: hash normalized card URL → JSON (recordAgentCall-1.lua). */
@@ -59,6 +64,11 @@ export interface JournalKeys {
   agentsDisabled(): string;
   /** Which delegation an agent's task id is bound to (`workflowId|delegationId`); one key per agent and task. */
   taskOwner(agentCardUrl: string, taskId: string): string;
+  /**
+   * A tenant's quota sets (createWorkflow-9.lua): workflow ids scored by creation time (ms), `inFlight` until the
+   * workflow finishes, `stored` until its records are gone. Written only for a tenant with a quota.
+   */
+  tenantQuota(tenant: string): { inFlight: string; stored: string };
   /** The readiness probe's short-lived key (string `1` with a TTL; `Journal.probeWrites`). */
   writeProbe(): string;
   /**
@@ -95,11 +105,13 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     workflows: () => `${prefix}:workflows`,
     search: () => `${prefix}:search`,
     updated: () => `${prefix}:updated`,
+    tenantCreated: (tenant) => `${prefix}:tenant:${tenant}:created`,
     agents: () => `${prefix}:agents`,
     agentHealth: () => `${prefix}:agents:health`,
     agentsDisabled: () => `${prefix}:agents:disabled`,
     // Agents choose task ids (any length, any characters): the key holds a digest.
     taskOwner: (agentCardUrl, taskId) => `${prefix}:task:${createHash('sha256').update(agentCardUrl).update('\n').update(taskId).digest('hex')}`,
+    tenantQuota: (tenant) => ({ inFlight: `${prefix}:tenant:${tenant}:in-flight`, stored: `${prefix}:tenant:${tenant}:stored` }),
     writeProbe: () => `${prefix}:write-probe`,
     agentFlow: (agentCardUrl) => {
       const tagged = `${prefix}:agents:flow:{${createHash('sha256').update(agentCardUrl).digest('hex').slice(0, 32)}}`;

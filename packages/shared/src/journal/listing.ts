@@ -17,6 +17,7 @@ import type { Attention } from './workflow-record.ts';
 import { MessageSchema } from '@durable-a2a/a2a/pure';
 import type { Journal } from './journal.ts';
 import { indexMember, parseIndexMember } from './keys.ts';
+import { tenantOfWorkflowId } from './tenant.ts';
 
 /** At most this many unfinished delegations are read for one listing of open questions. */
 export const LISTING_SCAN_LIMIT = 10_000;
@@ -112,17 +113,17 @@ export function openQuestionOf(ref: { workflowId: string; delegationId: string }
   };
 }
 
-/** Every open question, read from the unfinished index (bounded by LISTING_SCAN_LIMIT entries). */
-export async function allOpenQuestions(journal: Journal): Promise<OpenQuestionSummary[]> {
+/** Every open question (with `tenant`, that tenant's: tenant.ts), read from the unfinished index (bounded by LISTING_SCAN_LIMIT entries). */
+export async function allOpenQuestions(journal: Journal, tenant?: string): Promise<OpenQuestionSummary[]> {
   const members = await journal.redis.zrange(journal.keys.unfinished(), 0, LISTING_SCAN_LIMIT - 1);
-  const refs = members.map(parseIndexMember).filter((ref) => ref.delegationId !== '*');
+  const refs = members.map(parseIndexMember).filter((ref) => ref.delegationId !== '*' && (tenant === undefined || tenantOfWorkflowId(ref.workflowId) === tenant));
   const rows = await Promise.all(refs.map((ref) => journal.redis.hmget(journal.keys.delegation(ref.workflowId, ref.delegationId), ...OPEN_QUESTION_FIELDS)));
   return rows.flatMap((row, index) => openQuestionOf(refs[index]!, row) ?? []);
 }
 
-/** Open questions across workflows, newest first, paged (limit 1..500). */
-export async function listOpenQuestions(journal: Journal, options: { cursor?: string; limit: number }): Promise<Page<OpenQuestionSummary>> {
-  const open = await allOpenQuestions(journal);
+/** Open questions across workflows (with `tenant`, that tenant's only: tenant.ts), newest first, paged (limit 1..500). */
+export async function listOpenQuestions(journal: Journal, options: { cursor?: string; limit: number; tenant?: string }): Promise<Page<OpenQuestionSummary>> {
+  const open = await allOpenQuestions(journal, options.tenant);
   return pageByKeyset(open, (row) => ({ sortKey: row.askedAtMs, id: `${row.workflowId}|${row.delegationId}` }), options.limit, options.cursor);
 }
 

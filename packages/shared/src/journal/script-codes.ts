@@ -30,6 +30,10 @@ export const SCRIPT_CODES = {
   ARTIFACT_LIMIT: -8,
   /** A new task id is not bound yet: bind it (`bindTask`) and call again (the detail is the Agent Card URL). Never thrown. */
   TASK_NOT_BOUND: -9,
+  /** The tenant has its quota of unfinished workflows (`TenantQuota.maxInFlight`): nothing was created. */
+  QUOTA_IN_FLIGHT: -10,
+  /** The tenant has its quota of kept workflows (`TenantQuota.maxStored`): nothing was created. */
+  QUOTA_STORED: -11,
 } as const;
 
 /** A refusal's name (`SCRIPT_CODES`). */

@@ -10,7 +10,11 @@
  *   every workflow transition (updateWorkflow-4.lua). An attempt's own changes (a new status, a question) move the
  *   row's `updatedAt` but not this score: they would cost a write in every status script.
  *
- * Both are written by the script that creates the workflow (createWorkflow-6.lua) on one server; on a Cluster (other
+ * - `<prefix>:tenant:<tenant>:created`, for each tenant other than `default` (tenant.ts): its workflow ids scored by
+ *   creation time (ms), so a tenant's listing reads its own workflows, not every tenant's. Not kept for `default`,
+ *   whose workflows from before tenants it could not hold: its listing reads the updated index.
+ *
+ * All are written by the script that creates the workflow (createWorkflow-9.lua) on one server; on a Cluster (other
  * slots) just before it, acknowledged. An entry is a candidate, never a verdict: every search reads the workflow's
  * row and keeps it only if the row matches (a stale entry, e.g. from a creation refused as an idempotency
  * conflict, matches nothing). Entries of workflows whose record expired (retention) are removed by
@@ -21,6 +25,7 @@
  * of 1..128 characters without control characters. Other metadata is kept and sent, but not searchable.
  */
 import type { Redis, Cluster } from 'ioredis';
+import { DEFAULT_TENANT, tenantOfWorkflowId } from './tenant.ts';
 
 /** Bounds of the metadata a workflow puts in the search index. */
 export const SEARCH_METADATA_LIMITS = Object.freeze({ pairs: 16, keyChars: 64, valueChars: 128 });
@@ -100,12 +105,13 @@ const byWorkflow = (workflowId: string) => `w:${workflowId}\0`;
  * Removes `workflowIds` from both indexes (every member, the metadata pairs read from the `w:` entries): two reads and
  * two writes per workflow at most. For workflows whose record is gone (expired); a live one would be unfindable.
  */
-export async function removeFromSearchIndex(redis: Redis | Cluster, keys: { search: string; updated: string }, workflowIds: readonly string[]): Promise<void> {
+export async function removeFromSearchIndex(redis: Redis | Cluster, keys: { search: string; updated: string; tenantCreated: (tenant: string) => string }, workflowIds: readonly string[]): Promise<void> {
   for (const workflowId of workflowIds) {
     const { min, max } = lexRange(byWorkflow(workflowId));
     const reverse = await redis.zrangebylex(keys.search, min, max, 'LIMIT', 0, SEARCH_METADATA_LIMITS.pairs);
     const pairs = reverse.map((member) => member.slice(byWorkflow(workflowId).length));
     await redis.zrem(keys.search, ...searchMembers(workflowId, pairs));
     await redis.zrem(keys.updated, workflowId);
+    if (tenantOfWorkflowId(workflowId) !== DEFAULT_TENANT) await redis.zrem(keys.tenantCreated(tenantOfWorkflowId(workflowId)), workflowId);
   }
 }

@@ -3,7 +3,8 @@
  * metadata `key=value`, id prefix, created range) answered through the search index (search-index.ts), never a scan.
  *
  * One index drives a search, the narrowest the filter names: of its metadata pairs (each pair's workflows, by id)
- * and id prefix (by id), the one with the fewest entries; else the updated index (newest change first). Its candidates are read in batches; each candidate's
+ * and id prefix (by id), the one with the fewest entries; else, for one tenant other than `default`, that tenant's
+ * created index (newest created first), else the updated index (newest change first). Its candidates are read in batches; each candidate's
  * row decides (an index entry proposes, the row disposes), so the answer is exactly the workflows whose rows match.
  * A call reads at most SEARCH_CANDIDATE_LIMIT candidates: a page may hold fewer rows than `limit` and still carry a
  * cursor (the position of the last candidate read); callers continue while a cursor is returned. The cost of a page
@@ -15,8 +16,12 @@ import { FINISHED_WORKFLOW_STATES, WORKFLOW_STATES } from './states.ts';
 import { CorruptRecordError } from './corrupt.ts';
 import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import type { Journal } from './journal.ts';
+import { DEFAULT_TENANT, tenantOfWorkflowId } from './tenant.ts';
 import { decodeListingCursor, encodeListingCursor, openQuestionOf, OPEN_QUESTION_FIELDS, type CorruptListing, type OpenQuestionSummary, type Page, type WorkflowSummary } from './listing.ts';
 import { idPrefixDriver, indexedValue, metadataDriver, removeFromSearchIndex, searchableMetadata, type LexDriver } from './search-index.ts';
+
+/** A candidate of a tenant the filter does not name: skipped unread. */
+const OTHER_TENANT = Symbol('another tenant');
 
 /** At most this many candidates are read by one search call (rows of the driving index). */
 export const SEARCH_CANDIDATE_LIMIT = 2_000;
@@ -30,7 +35,8 @@ const BATCH = 200;
  * AUTH_REQUIRED (an open question of that kind); `waiting`: an open question or NEEDS_ATTENTION; `attentionCode`:
  * the attention's code; `agent`: a step's fixed agent or an unfinished workflow's recent attempt's agent (Agent Card
  * URL or base URL, compared without a trailing `/` or `/.well-known/agent-card.json`); `metadata`: every pair, as
- * indexed (`indexedValue`); `idPrefix`; `createdAfterMs` (inclusive) and `createdBeforeMs` (exclusive), ms since epoch.
+ * indexed (`indexedValue`); `idPrefix`; `createdAfterMs` (inclusive) and `createdBeforeMs` (exclusive), ms since epoch; `tenant`: the
+ * workflow's tenant (tenant.ts), decided by its id before its row is read.
  */
 export interface WorkflowFilter {
   state?: string;
@@ -41,6 +47,7 @@ export interface WorkflowFilter {
   idPrefix?: string;
   createdAfterMs?: number;
   createdBeforeMs?: number;
+  tenant?: string;
 }
 
 /** One candidate's row as a search reads it. */
@@ -181,12 +188,11 @@ const scored = (flat: string[]): Batch => {
 };
 
 /**
- * The next batch of the updated index (newest first, ties by id descending as Redis orders them) after the position
+ * The next batch of a scored index `key` (the updated index, or a tenant's created index; newest first, ties by id descending as Redis orders them) after the position
  * (`sortKey`, `id`). Where that workflow still has that score, by its rank; else (it moved or went) the rest of its
  * tie group by comparison, then what is older.
  */
-async function updatedBatch(journal: Journal, after: { sortKey: number; id: string } | undefined, count: number): Promise<Batch> {
-  const key = journal.keys.updated();
+async function scoredBatch(journal: Journal, key: string, after: { sortKey: number; id: string } | undefined, count: number): Promise<Batch> {
   if (!after) return scored(await journal.redis.zrevrangebyscore(key, '+inf', '-inf', 'WITHSCORES', 'LIMIT', 0, count));
   if (Number(await journal.redis.zscore(key, after.id)) === after.sortKey) {
     const rank = await journal.redis.zrevrank(key, after.id);
@@ -212,7 +218,11 @@ interface Driver {
 async function driverOf(journal: Journal, filter: WorkflowFilter, cursor: { sortKey: number } | undefined): Promise<Driver> {
   const pairs = Object.entries(filter.metadata ?? {}).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
   const lex: LexDriver[] = [...pairs.map(([key, value]) => metadataDriver(`${key}=${value}`)), ...(filter.idPrefix !== undefined ? [idPrefixDriver(filter.idPrefix)] : [])];
-  if (lex.length === 0) return { next: (after, count) => updatedBatch(journal, after, count), sortKeyOf: (entry) => entry.sortKey };
+  if (lex.length === 0) {
+    // A tenant other than default reads its own index (by creation time), never the other tenants' workflows.
+    const key = filter.tenant !== undefined && filter.tenant !== DEFAULT_TENANT ? journal.keys.tenantCreated(filter.tenant) : journal.keys.updated();
+    return { next: (after, count) => scoredBatch(journal, key, after, count), sortKeyOf: (entry) => entry.sortKey };
+  }
   let chosen = cursor && cursor.sortKey < lex.length ? cursor.sortKey : 0;
   if (!cursor && lex.length > 1) {
     const sizes = await Promise.all(lex.map((driver) => journal.redis.zlexcount(journal.keys.search(), driver.range().min, driver.range().max)));
@@ -242,11 +252,13 @@ export async function searchWorkflows(journal: Journal, filter: WorkflowFilter, 
       after = undefined;
       break;
     }
-    const rows = await Promise.all(batch.map(({ id }) => candidateRow(journal, id)));
+    // Another tenant's workflow is not read at all: its id says whose it is.
+    const rows = await Promise.all(batch.map(({ id }) => (filter.tenant === undefined || tenantOfWorkflowId(id) === filter.tenant ? candidateRow(journal, id) : OTHER_TENANT)));
     const matched = await Promise.all(
       rows.map((row, index) => {
         const { id } = batch[index]!;
         if (row instanceof CorruptRecordError) return void corrupt.push({ workflowId: id, key: row.key, code: row.code });
+        if (row === OTHER_TENANT) return undefined;
         if (!row) return void gone.push(id);
         return rowMatches(id, row, filter) ? summaryIfMatching(journal, id, row, filter) : undefined;
       }),
@@ -259,7 +271,7 @@ export async function searchWorkflows(journal: Journal, filter: WorkflowFilter, 
       if (items.length >= options.limit) break;
     }
   }
-  if (gone.length > 0 && !journal.redis.isCluster) await removeFromSearchIndex(journal.redis, { search: journal.keys.search(), updated: journal.keys.updated() }, gone);
+  if (gone.length > 0 && !journal.redis.isCluster) await removeFromSearchIndex(journal.redis, { search: journal.keys.search(), updated: journal.keys.updated(), tenantCreated: journal.keys.tenantCreated }, gone);
   const more = after !== undefined && (await nextBatch(after, 1)).length > 0;
   return { items, ...(more && after ? { cursor: encodeListingCursor(driver.sortKeyOf(after), after.id) } : {}), corrupt };
 }
@@ -275,7 +287,7 @@ export async function pruneSearchIndex(journal: Journal, limit = 500): Promise<n
   const ids = await journal.redis.zrangebyscore(journal.keys.updated(), '-inf', before, 'LIMIT', 0, limit);
   const exists = await Promise.all(ids.map((id) => journal.redis.exists(journal.keys.workflow(id), journal.keys.finished(id))));
   const gone = ids.filter((_, index) => exists[index] === 0);
-  await removeFromSearchIndex(journal.redis, { search: journal.keys.search(), updated: journal.keys.updated() }, gone);
+  await removeFromSearchIndex(journal.redis, { search: journal.keys.search(), updated: journal.keys.updated(), tenantCreated: journal.keys.tenantCreated }, gone);
   return gone.length;
 }
 

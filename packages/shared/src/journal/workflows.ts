@@ -1,6 +1,6 @@
 /**
  * Workflow rows: creating a workflow with its first intent, journaling later intents, reading the
- * typed row, and compare-and-set updates (createWorkflow-6.lua, createIntent-3.lua, updateWorkflow-4.lua).
+ * typed row, and compare-and-set updates (createWorkflow-9.lua, createIntent-3.lua, updateWorkflow-4.lua).
  */
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refusal } from './scripts.ts';
@@ -12,23 +12,45 @@ import type { DelegationRef } from './core.ts';
 import { indexMember } from './keys.ts';
 import { indexedPairs, searchMembers } from './search-index.ts';
 import { historyArgument, type HistoryEntryInput } from './history.ts';
+import { DEFAULT_TENANT, tenantOfWorkflowId } from './tenant.ts';
 import { compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow, type CompactedWorkflow } from './compacted-record.ts';
 
 /** Prefixes of a compacted record read for its workflow row, in bytes (then the whole record). */
 const ROW_READS_BYTES = [4_096, 65_536];
 
-/** createWorkflow-6.lua: the workflow's fields, its first delegation's, and the index entries it writes (on one server). */
+/** createWorkflow-9.lua: the workflow's fields, its first delegation's, the index entries it writes and the quota it checks (on one server). */
 const createWorkflowScript = defineScript({
   name: 'createWorkflow',
-  keys: ['workflow', 'firstDelegation', 'delegationList', 'unfinished', 'search', 'updated'],
-  encode: (input: { workflow: Record<string, string>; first?: Record<string, string>; unfinished: (string | number)[]; search: string[] }) => [
+  keys: ['workflow', 'firstDelegation', 'delegationList', 'unfinished', 'search', 'updated', 'quotaInFlight', 'quotaStored', 'tenantCreated'],
+  encode: (input: { workflow: Record<string, string>; first?: Record<string, string>; unfinished: (string | number)[]; search: string[]; quota?: QuotaArgument; tenantCreatedAt?: number }) => [
     JSON.stringify(input.workflow),
     input.first ? JSON.stringify(input.first) : '',
     input.unfinished.length > 0 ? JSON.stringify(input.unfinished) : '',
     input.search.length > 0 ? JSON.stringify(input.search) : '',
+    input.quota ? JSON.stringify(input.quota) : '',
+    input.tenantCreatedAt ?? '',
   ],
   decode: outcomeDecoder({ 1: 'created', 0: 'exists' }),
 });
+
+/** createWorkflow-9.lua's ARGV[5]: the tenant's quota, how many full-set members it checks, and the workflow key around an id. */
+interface QuotaArgument extends TenantQuota {
+  checked: number;
+  at: number;
+  workflowKey: [string, string];
+}
+
+/**
+ * A tenant's quota: unfinished workflows at once (`maxInFlight`) and workflows kept, finished or not, until retention
+ * removes them (`maxStored`). Counted from the first creation under a quota (createWorkflow-9.lua).
+ */
+export interface TenantQuota {
+  maxInFlight: number;
+  maxStored: number;
+}
+
+/** Members of a full quota set a creation checks for ones that left (oldest first): bounds a full tenant's creation. */
+export const QUOTA_CHECKED_MEMBERS = 100;
 
 /** createIntent-3.lua: one more delegation of a workflow, fenced on the workflow version. */
 const createIntentScript = defineScript({
@@ -88,7 +110,11 @@ export class JournalWorkflows extends JournalIndex {
    * On one server the script writes them with the workflow; on a Cluster (the indexes live in other slots) they are
    * written and acknowledged just before it (a crash in between leaves entries the sweep and searches drop, never a
    * workflow nobody looks at again).
+   * The workflow and its first delegation record their tenant (`tenantOfWorkflowId`). With `quota`, the tenant's
+   * quota is checked in the same script (one server; on a Cluster the quota sets live in other slots and `quota` is
+   * not applied): an existing workflow is still answered as existing, a new one over quota writes nothing.
    * @returns true if created, false if the workflow already existed (idempotent: nothing written)
+   * @throws JournalError QUOTA_IN_FLIGHT or QUOTA_STORED (nothing written)
    */
   async createWorkflow(
     workflowId: string,
@@ -96,22 +122,31 @@ export class JournalWorkflows extends JournalIndex {
     first?: Record<string, string>,
     workflowCheckAtMs?: number,
     metadata?: Readonly<Record<string, unknown>>,
+    quota?: TenantQuota,
   ): Promise<boolean> {
+    const tenant = tenantOfWorkflowId(workflowId);
     const unfinished: (string | number)[] = [];
     if (workflowCheckAtMs !== undefined) unfinished.push(workflowCheckAtMs, indexMember(workflowId, '*'));
     if (first) unfinished.push(this.now(), indexMember(workflowId, first.delegationId!));
     const search = searchMembers(workflowId, indexedPairs(metadata));
     const updatedAt = Number(fields.updatedAt ?? this.now());
-    const workflow = { ...fields, workflowId, version: '1', updatedAt: String(updatedAt) };
+    const workflow = { ...fields, workflowId, tenant, version: '1', updatedAt: String(updatedAt) };
+    const firstFields = first && { ...first, tenant };
+    const createdAt = Number(fields.createdAt ?? updatedAt);
+    // A tenant other than default lists its workflows from its own index (search-index.ts).
+    const ownIndex = tenant !== DEFAULT_TENANT;
     if (this.redis.isCluster) {
       await Promise.all([
         unfinished.length > 0 ? this.redis.zadd(this.keys.unfinished(), ...unfinished) : undefined,
         this.redis.zadd(this.keys.search(), ...search.flatMap((member) => [0, member])),
         this.redis.zadd(this.keys.updated(), updatedAt, workflowId),
+        ownIndex ? this.redis.zadd(this.keys.tenantCreated(tenant), createdAt, workflowId) : undefined,
       ]);
     }
     const workflowKey = this.keys.workflow(workflowId);
     const here = !this.redis.isCluster;
+    const quotaKeys = here && quota ? this.keys.tenantQuota(tenant) : undefined;
+    const [head, tail] = this.keys.workflow('\n').split('\n') as [string, string];
     const result = await this.call(
       createWorkflowScript,
       {
@@ -121,8 +156,18 @@ export class JournalWorkflows extends JournalIndex {
         unfinished: here && unfinished.length > 0 ? this.keys.unfinished() : workflowKey,
         search: here ? this.keys.search() : workflowKey,
         updated: here ? this.keys.updated() : workflowKey,
+        quotaInFlight: quotaKeys?.inFlight ?? workflowKey,
+        quotaStored: quotaKeys?.stored ?? workflowKey,
+        tenantCreated: here && ownIndex ? this.keys.tenantCreated(tenant) : workflowKey,
       },
-      { workflow, first, unfinished: here ? unfinished : [], search: here ? search : [] },
+      {
+        workflow,
+        first: firstFields,
+        unfinished: here ? unfinished : [],
+        search: here ? search : [],
+        quota: quotaKeys && quota ? { ...quota, checked: QUOTA_CHECKED_MEMBERS, at: createdAt, workflowKey: [head, tail] } : undefined,
+        ...(here && ownIndex ? { tenantCreatedAt: createdAt } : {}),
+      },
     );
     return unlessRefused(result, { workflowId, delegationId: '' }, 'createWorkflow') === 'created';
   }

@@ -11,6 +11,7 @@
 import { createHash, createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { ID_PATTERN } from '../journal/keys.ts';
+import { WORKFLOW_ID_PATTERN } from '../journal/tenant.ts';
 
 /** Shortest accepted link secret (characters): 32 random characters carry well over 128 bits. */
 export const ANSWER_LINK_SECRET_MIN_LENGTH = 32;
@@ -27,7 +28,7 @@ export interface AnswerLinkClaim {
 }
 
 const Id = z.string().regex(ID_PATTERN);
-const PayloadSchema = z.tuple([Id, Id, z.string().min(1).max(1_024), z.number().int().positive()]);
+const PayloadSchema = z.tuple([z.string().regex(WORKFLOW_ID_PATTERN), Id, z.string().min(1).max(1_024), z.number().int().positive()]);
 
 /** The link's id (`lnk_` and 24 hex digits, SHA-256 of the question it names): what the journal records as "answered by link". */
 export function answerLinkId(claim: Pick<AnswerLinkClaim, 'workflowId' | 'delegationId' | 'questionKey'>): string {

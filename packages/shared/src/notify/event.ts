@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import { ID_PATTERN } from '../journal/keys.ts';
+import { WORKFLOW_ID_PATTERN } from '../journal/tenant.ts';
 
 /**
  * The kinds of event: a question opened (a person can answer), a question expired (what was done), a workflow
@@ -28,7 +29,7 @@ export const NotificationEventSchema = z.object({
   type: z.enum(NOTIFICATION_KINDS),
   /** When the event was first emitted (ISO 8601); retries send the same body. */
   createdAt: z.iso.datetime(),
-  workflowId: Id,
+  workflowId: z.string().regex(WORKFLOW_ID_PATTERN),
   delegationId: Id.optional(),
   /** Kind-specific facts (docs/people.md "Notifications" lists them per kind). */
   data: z.record(z.string(), z.unknown()),

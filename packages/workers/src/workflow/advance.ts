@@ -10,6 +10,7 @@
  */
 import {
   candidateAgents,
+  tenantOfWorkflowId,
   JournalError,
   attemptMessage,
   buildIntent,
@@ -102,7 +103,7 @@ const toAttempt = (record: DelegationRecord, workflow: WorkflowRecord) => ({
 /** Candidate agents per step (`candidateAgents`: the fixed agent first, then registered agents with the skill and its tags). */
 async function candidateLookup(ctx: WorkerContext, definition: WorkflowDefinition): Promise<(step: Step) => string[]> {
   const registered = definition.steps.some((step) => step.skill) ? await ctx.registry.list() : [];
-  return (step) => candidateAgents(step, registered);
+  return (step) => candidateAgents(step, registered, tenantOfWorkflowId(definition.workflowId));
 }
 
 /**

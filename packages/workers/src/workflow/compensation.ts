@@ -9,7 +9,7 @@
  * reason and evidence), never silently dropped; one a person abandoned is skipped and named in the
  * workflow's failure (FAILED, its effect left in place).
  */
-import { buildIntent, candidateAgents, delegationSpan, enqueueSend, type AgentTarget, type DelegationRecord, type HistoryEntryInput, type Step } from '@durable-a2a/shared';
+import { buildIntent, candidateAgents, delegationSpan, tenantOfWorkflowId, enqueueSend, type AgentTarget, type DelegationRecord, type HistoryEntryInput, type Step } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { loadWorkflow } from './advance.ts';
 import { HANDLER_PREFIX } from '../delegation/runs/handler.ts';
@@ -78,7 +78,7 @@ async function startCompensation(
     agentCardUrl = `${HANDLER_PREFIX}${compensation.handler}`;
     parts = [{ text: `handler ${compensation.handler}` }];
   } else {
-    agentCardUrl = await compensationAgent(ctx, compensation);
+    agentCardUrl = await compensationAgent(ctx, compensation, original.workflowId);
     parts = 'text' in compensation.message ? [{ text: compensation.message.text }] : compensation.message.parts;
   }
   const intent = buildIntent({
@@ -102,9 +102,9 @@ async function startCompensation(
   await delegationSpan({ ...ref, step: step.name, attempt: original.attempt, kind: 'compensation', agentCardUrl, messageId: intent.messageId }, () => enqueueSend(ctx.queues, ref, 0, undefined, 0, { priority: original.priority }));
 }
 
-/** The compensation's agent: its fixed agent, else the first registered agent with its skill and tags (`candidateAgents`). */
-async function compensationAgent(ctx: WorkerContext, target: AgentTarget): Promise<string> {
-  const [agent] = candidateAgents(target, target.skill ? await ctx.registry.list() : []);
+/** The compensation's agent: its fixed agent, else the first registered agent (of the workflow's tenant, or shared) with its skill and tags (`candidateAgents`). */
+async function compensationAgent(ctx: WorkerContext, target: AgentTarget, workflowId: string): Promise<string> {
+  const [agent] = candidateAgents(target, target.skill ? await ctx.registry.list() : [], tenantOfWorkflowId(workflowId));
   if (!agent) throw new Error(`no registered agent has skill ${target.skill}${target.tags?.length ? ` with tags ${target.tags.join(', ')}` : ''} for a compensation`);
   return agent;
 }

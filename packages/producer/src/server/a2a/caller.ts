@@ -2,10 +2,12 @@
  * Who calls the front door and which tasks are theirs. A caller is identified by its API token (the
  * principal); the token itself is never stored, only a digest. A front task's id is derived from the
  * principal and the caller's messageId, so the same SendMessage sent twice by the same caller names the
- * same journaled workflow (the producer's idempotency key), and a task id tells whose it is.
+ * same journaled workflow (the producer's idempotency key), and a task id tells whose it is. A task of a tenant other
+ * than `default` is stored, and shown, as `<tenant>~a2a-…` (tenant.ts); these functions take the part after `~`.
  */
 import { createHash } from 'node:crypto';
 import type { User } from '@a2a-js/sdk/server';
+import { OPERATOR_SCOPE, type ProducerScope } from '../../tenancy.ts';
 
 /** Hex characters of the principal digest in a task id (64 bits: collisions between tokens are not a concern). */
 const PRINCIPAL_HEX = 16;
@@ -38,13 +40,15 @@ export function isTaskOf(principal: string, taskId: string): boolean {
 }
 
 /**
- * The authenticated caller of one request (the SDK's `User`): its principal, and a signal that aborts
- * when the caller's connection closes (a blocking send or a stream stops waiting then).
+ * The authenticated caller of one request (the SDK's `User`): its principal, its token's tenant and role (its tasks are
+ * that tenant's workflows, docs/tenants.md), and a signal that aborts when the caller's connection closes (a blocking
+ * send or a stream stops waiting then).
  */
 export class FrontDoorCaller implements User {
   constructor(
     readonly principal: string,
     readonly disconnected: AbortSignal,
+    readonly scope: ProducerScope = OPERATOR_SCOPE,
   ) {}
 
   get isAuthenticated(): boolean {

@@ -40,9 +40,9 @@ import {
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
 import { PartSchema } from '@durable-a2a/a2a';
-import type { AgentView, FrontPushConfig } from '@durable-a2a/shared';
+import { localWorkflowId, scopedWorkflowId, type AgentView, type FrontPushConfig } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
-import { IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../../errors.ts';
+import { ForbiddenError, QuotaExceededError, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../../errors.ts';
 import { AgentAddressRefusedError } from '../../agent-addresses.ts';
 import { WaitTimeoutError } from '../../wait.ts';
 import { FrontDoorCaller, frontTaskId, isTaskOf, taskIdPrefix } from './caller.ts';
@@ -89,6 +89,8 @@ function callerOf(context: ServerCallContext): FrontDoorCaller {
 function asA2AError(error: unknown): unknown {
   if (error instanceof NotFoundError) return new TaskNotFoundError(error.message);
   if (error instanceof WorkflowFinishedError) return new TaskNotCancelableError(error.message);
+  // A2A has no refusal for a role or a quota: the operation is not supported for this caller now (the message says why).
+  if (error instanceof ForbiddenError || error instanceof QuotaExceededError) return new UnsupportedOperationError(error.message);
   if (error instanceof ProducerInputError || error instanceof IdempotencyConflictError || error instanceof AgentAddressRefusedError || error instanceof PushConfigRefusedError) return new RequestMalformedError(error.message);
   return error;
 }
@@ -110,6 +112,14 @@ async function translated<T>(call: () => Promise<T>): Promise<T> {
 export class FrontDoorRequestHandler implements A2ARequestHandler {
   constructor(private readonly options: FrontDoorHandlerOptions) {}
 
+  /**
+   * The producer as `caller` acts: in its token's tenant (its tasks are that tenant's workflows, `<tenant>~a2a-…`),
+   * a service (an operator's token too: the front door shows a caller its own tasks only) or a viewer.
+   */
+  private producerOf(caller: FrontDoorCaller): Producer {
+    return this.options.producer.forScope({ tenant: caller.scope.tenant, role: caller.scope.role === 'viewer' ? 'viewer' : 'service' });
+  }
+
   /** The card the SDK's transports check the requested protocol version against (interfaces only matter there). */
   async getAgentCard(): Promise<AgentCard> {
     return frontDoorCard('', []);
@@ -123,8 +133,8 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
     const caller = callerOf(context);
     const taskId = await translated(() => this.accept(params, caller));
     const historyLength = params.configuration?.historyLength;
-    if (params.configuration?.returnImmediately) return translated(async () => frontTask(await this.options.producer.get(taskId), historyLength));
-    return translated(async () => frontTask(await this.waitForCaller(taskId, caller.disconnected), historyLength));
+    if (params.configuration?.returnImmediately) return translated(async () => frontTask(await this.producerOf(caller).get(taskId), historyLength));
+    return translated(async () => frontTask(await this.waitForCaller(taskId, caller), historyLength));
   }
 
   async *sendMessageStream(params: SendMessageRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
@@ -134,8 +144,9 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
   }
 
   async getTask(params: GetTaskRequest, context: ServerCallContext): Promise<Task> {
-    const taskId = this.ownTask(params.id, callerOf(context));
-    return translated(async () => frontTask(await this.options.producer.get(taskId), params.historyLength));
+    const caller = callerOf(context);
+    const taskId = this.ownTask(params.id, caller);
+    return translated(async () => frontTask(await this.producerOf(caller).get(taskId), params.historyLength));
   }
 
   async listTasks(params: ListTasksRequest, context: ServerCallContext): Promise<ListTasksResponse> {
@@ -143,10 +154,11 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
   }
 
   async cancelTask(params: CancelTaskRequest, context: ServerCallContext): Promise<Task> {
-    const taskId = this.ownTask(params.id, callerOf(context));
+    const caller = callerOf(context);
+    const taskId = this.ownTask(params.id, caller);
     return translated(async () => {
-      await this.options.producer.cancel(taskId);
-      return frontTask(await this.options.producer.get(taskId));
+      await this.producerOf(caller).cancel(taskId);
+      return frontTask(await this.producerOf(caller).get(taskId));
     });
   }
 
@@ -156,9 +168,10 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
   }
 
   async createTaskPushNotificationConfig(params: TaskPushNotificationConfig, context: ServerCallContext): Promise<TaskPushNotificationConfig> {
-    const taskId = this.ownTask(params.taskId, callerOf(context));
+    const caller = callerOf(context);
+    const taskId = this.ownTask(params.taskId, caller);
     return translated(async () => {
-      await this.options.producer.get(taskId);
+      await this.producerOf(caller).get(taskId);
       const config = await this.options.push.create(taskId, { id: params.id, url: params.url, token: params.token, authentication: params.authentication });
       return pushConfigOf(taskId, config);
     });
@@ -183,10 +196,14 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
     if (!(await translated(() => this.options.push.delete(taskId, params.id)))) throw new TaskNotFoundError(`push notification config ${params.id} of task ${taskId} not found`);
   }
 
-  /** `taskId` when it is one of the caller's tasks; TaskNotFoundError otherwise (whoever else's it is). */
+  /**
+   * The stored workflow id of `taskId` when it is one of the caller's tasks (in its tenant, `<tenant>~` optional);
+   * TaskNotFoundError otherwise (whoever else's it is).
+   */
   private ownTask(taskId: string, caller: FrontDoorCaller): string {
-    if (!isTaskOf(caller.principal, taskId)) throw new TaskNotFoundError(`task ${taskId} not found`);
-    return taskId;
+    const stored = scopedWorkflowId(caller.scope.tenant, taskId);
+    if (stored === undefined || !isTaskOf(caller.principal, localWorkflowId(stored))) throw new TaskNotFoundError(`task ${taskId} not found`);
+    return stored;
   }
 
   /** Journals the message: a new task, or the answer to the open question of the task it names. Returns the task id. */
@@ -195,11 +212,12 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
     if (!message) throw new RequestMalformedError('SendMessage needs a message');
     const parsed = CallerPartsSchema.safeParse((messageJson(message) as { parts?: unknown }).parts);
     if (!parsed.success) throw new RequestMalformedError(`message.parts: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`);
-    if (message.taskId) return this.answer(this.ownTask(message.taskId, caller), parsed.data);
-    const taskId = frontTaskId(caller.principal, message.messageId);
-    const target = await this.targetOf(params, message);
-    await this.options.producer.startWorkflow({
-      workflowId: taskId,
+    if (message.taskId) return this.answer(this.ownTask(message.taskId, caller), parsed.data, caller);
+    const localId = frontTaskId(caller.principal, message.messageId);
+    const taskId = scopedWorkflowId(caller.scope.tenant, localId)!;
+    const target = await this.targetOf(params, message, caller);
+    await this.producerOf(caller).startWorkflow({
+      workflowId: localId,
       steps: [{ name: 'main', ...target, message: { parts: parsed.data, ...(message.metadata ? { metadata: message.metadata } : {}) } }],
       maxAttemptsPerStep: this.options.attempts,
       metadata: { frontDoor: { principal: caller.principal, messageId: message.messageId, contextId: message.contextId || taskId } },
@@ -208,12 +226,12 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
   }
 
   /** The caller's follow-up on a task: the reply to its open question. */
-  private async answer(taskId: string, parts: z.infer<typeof CallerPartsSchema>): Promise<string> {
+  private async answer(taskId: string, parts: z.infer<typeof CallerPartsSchema>, caller: FrontDoorCaller): Promise<string> {
     try {
-      await this.options.producer.reply(taskId, { parts });
+      await this.producerOf(caller).reply(taskId, { parts });
     } catch (error) {
       if (!(error instanceof NoOpenQuestionError)) throw error;
-      const state = frontTask(await this.options.producer.get(taskId)).status?.state;
+      const state = frontTask(await this.producerOf(caller).get(taskId)).status?.state;
       const why = state !== undefined && TERMINAL_TASK_STATES.has(state) ? 'it is finished' : 'it is not waiting for input';
       throw new UnsupportedOperationError(`task ${taskId} takes no follow-up message: ${why}`);
     }
@@ -221,8 +239,8 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
   }
 
   /** The step's target: the named agent, or the skill the caller names (the only one registered when it names none). */
-  private async targetOf(params: SendMessageRequest, message: Message): Promise<{ agent: string } | { skill: string }> {
-    const agents = availableAgents(await this.options.producer.listAgents());
+  private async targetOf(params: SendMessageRequest, message: Message, caller: FrontDoorCaller): Promise<{ agent: string } | { skill: string }> {
+    const agents = availableAgents(await this.producerOf(caller).listAgents());
     const target = this.options.target;
     if (target.kind === 'agent') {
       const agent = agents.find((candidate) => candidate.card.name === target.name);
@@ -239,19 +257,20 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
   }
 
   /** The task once it ends or waits for the caller, or as it is after `blockingWaitMs` (or when the caller leaves). */
-  private async waitForCaller(taskId: string, disconnected: AbortSignal) {
+  private async waitForCaller(taskId: string, caller: FrontDoorCaller) {
+    const disconnected = caller.disconnected;
     try {
-      return await this.options.producer.waitFor(taskId, { untilQuestion: true, timeoutMs: this.options.blockingWaitMs, signal: disconnected });
+      return await this.producerOf(caller).waitFor(taskId, { untilQuestion: true, timeoutMs: this.options.blockingWaitMs, signal: disconnected });
     } catch (error) {
       if (error instanceof WaitTimeoutError) return error.view;
-      if (disconnected.aborted) return this.options.producer.get(taskId);
+      if (disconnected.aborted) return this.producerOf(caller).get(taskId);
       throw error;
     }
   }
 
   private async *events(taskId: string, caller: FrontDoorCaller): AsyncGenerator<StreamResponse, void, undefined> {
     try {
-      yield* taskEvents(this.options.producer, taskId, caller.disconnected);
+      yield* taskEvents(this.producerOf(caller), taskId, caller.disconnected);
     } catch (error) {
       throw asA2AError(error);
     }
@@ -268,10 +287,10 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
     const tasks: Task[] = [];
     let cursor = params.pageToken || undefined;
     for (let round = 0; round < LISTING_ROUNDS && tasks.length < pageSize; round++) {
-      const page = await this.options.producer.search({ idPrefix: taskIdPrefix(caller.principal) }, { ...(cursor ? { cursor } : {}), limit: pageSize - tasks.length });
+      const page = await this.producerOf(caller).search({ idPrefix: taskIdPrefix(caller.principal) }, { ...(cursor ? { cursor } : {}), limit: pageSize - tasks.length });
       for (const summary of page.items) {
-        if (!isTaskOf(caller.principal, summary.workflowId)) continue;
-        const task = await this.listed(summary.workflowId, params, after);
+        if (!isTaskOf(caller.principal, localWorkflowId(summary.workflowId))) continue;
+        const task = await this.listed(summary.workflowId, params, after, caller);
         if (task) tasks.push(task);
       }
       cursor = page.cursor;
@@ -282,10 +301,10 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
   }
 
   /** The task of `taskId` as ListTasks returns it, or undefined when a filter leaves it out (or it expired meanwhile). */
-  private async listed(taskId: string, params: ListTasksRequest, afterMs: number | undefined): Promise<Task | undefined> {
+  private async listed(taskId: string, params: ListTasksRequest, afterMs: number | undefined, caller: FrontDoorCaller): Promise<Task | undefined> {
     let task: Task;
     try {
-      task = frontTask(await this.options.producer.get(taskId), params.historyLength ?? 0);
+      task = frontTask(await this.producerOf(caller).get(taskId), params.historyLength ?? 0);
     } catch (error) {
       if (error instanceof NotFoundError) return undefined;
       throw error;

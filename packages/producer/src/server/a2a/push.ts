@@ -23,7 +23,7 @@ import { z } from 'zod';
 import type { StreamResponse, Task } from '@a2a-js/sdk';
 import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
 import { checkUrl, createPolicyDispatcher, type AddressPolicyOptions } from '@durable-a2a/a2a';
-import type { FrontPushConfig } from '@durable-a2a/shared';
+import { DEFAULT_TENANT, type FrontPushConfig } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { TERMINAL_TASK_STATES, frontTask } from './task.ts';
 import { STREAM_REFRESH_MS, nextView, statusUpdateOf, updatesBetween } from './events.ts';
@@ -59,7 +59,10 @@ export class PushConfigRefusedError extends Error {
 
 /** Options of a `FrontDoorPushNotifier`. */
 export interface FrontDoorPushOptions {
+  /** A producer that sees every tenant (an operator's: tasks are addressed by their stored ids). */
   producer: Producer;
+  /** The tenants whose tasks' watchers resume (docs/tenants.md). Default `default` only. */
+  tenants?: readonly string[];
   /** The policy agents' URLs pass (`allowLoopback` in tests). */
   addressPolicy: AddressPolicyOptions;
   /** How often a watcher reads the journal again besides the change channel (ms). Default `STREAM_REFRESH_MS`. */
@@ -141,11 +144,11 @@ export class FrontDoorPushNotifier {
     const { producer } = this.options;
     let started = 0;
     let budget: number = PUSH_RESUME.candidates;
-    for (const state of UNFINISHED_WORKFLOW_STATES) {
+    for (const [tenant, state] of (this.options.tenants ?? [DEFAULT_TENANT]).flatMap((tenant) => UNFINISHED_WORKFLOW_STATES.map((state) => [tenant, state] as const))) {
       let cursor: string | undefined;
       do {
         if (this.closing.signal.aborted) return started;
-        const page = await producer.search({ idPrefix: FRONT_TASK_ID_PREFIX, state }, { cursor, limit: Math.min(PUSH_RESUME.pageSize, budget) });
+        const page = await producer.search({ idPrefix: FRONT_TASK_ID_PREFIX, state, tenant }, { cursor, limit: Math.min(PUSH_RESUME.pageSize, budget) });
         budget -= page.items.length;
         for (const { workflowId: id } of page.items) {
           if (this.watching.has(id) || !(await producer.journal.hasFrontPushConfigs(id))) continue;

@@ -13,7 +13,8 @@ import express, { type Request, type RequestHandler } from 'express';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
 import type { Producer } from '../../producer.ts';
-import { bearerOf, oneOf } from '../auth.ts';
+import { bearerOf } from '../auth.ts';
+import { namedTokenOf, type NamedToken } from '../callers.ts';
 import { problem, sendProblem } from '../problem.ts';
 import { parseJsonWithinDepth } from '../json-body.ts';
 import { logUrl } from '../log-url.ts';
@@ -26,8 +27,10 @@ import type { AddressPolicyOptions } from '@durable-a2a/a2a';
 /** Options of `frontDoorRoutes`. */
 export interface FrontDoorOptions {
   producer: Producer;
-  /** The API tokens; each one is a principal with its own tasks. */
-  apiTokens: readonly string[];
+  /** The API tokens; each one is a principal with its own tasks, in its tenant. */
+  apiTokens: readonly NamedToken[];
+  /** Every configured tenant (push notifications of each one's tasks resume after a restart). Default `default` only. */
+  tenants?: readonly string[];
   /** Longest wait of a blocking SendMessage (ms). Default 30_000 (the long poll's cap). */
   blockingWaitMs?: number;
   /** Attempts of a task (`FrontDoorHandlerOptions.attempts`). Default 3. */
@@ -48,7 +51,12 @@ const originOf = (request: Request) => `${request.protocol}://${request.get('hos
 /** The express app that carries the SDK's handlers; `disconnected` gives each raw request's abort signal. */
 function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingMessage, AbortSignal>, push: FrontDoorPushNotifier): express.Express {
   const { producer } = options;
-  const userBuilder = async (request: Request) => new FrontDoorCaller(principalOf(bearerOf({ headers: request.headers } as FastifyRequest) ?? ''), disconnected.get(request) ?? new AbortController().signal);
+  const userBuilder = async (request: Request) => {
+    const token = bearerOf({ headers: request.headers } as FastifyRequest);
+    // The onRequest hook admitted only configured tokens: the scope is that token's.
+    const scope = namedTokenOf(token, options.apiTokens)?.scope;
+    return new FrontDoorCaller(principalOf(token ?? ''), disconnected.get(request) ?? new AbortController().signal, scope);
+  };
   const transports = new Map<string, RequestHandler>();
   const transportsOf = (target: FrontDoorTarget): RequestHandler => {
     const key = target.kind === 'agent' ? `agent:${target.name}` : 'skill';
@@ -65,7 +73,8 @@ function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingM
   };
   const card = (agentName: string | undefined): RequestHandler => async (request, response, next) => {
     try {
-      const agents = availableAgents(await producer.listAgents());
+      // The cards are public: they name shared agents only (an agent registered for one tenant stays that tenant's).
+      const agents = availableAgents((await producer.listAgents()).filter((agent) => agent.tenant === null));
       const agent = agentName === undefined ? undefined : agents.find((candidate) => candidate.card.name === agentName);
       if (agentName !== undefined && !agent) {
         response.status(404).json({ error: `no registered agent named ${agentName}` });
@@ -94,6 +103,7 @@ export function frontDoorRoutes(options: FrontDoorOptions) {
     const disconnected = new WeakMap<IncomingMessage, AbortSignal>();
     const push = new FrontDoorPushNotifier({
       producer: options.producer,
+      tenants: options.tenants,
       addressPolicy: options.addressPolicy ?? {},
       onResumeError: (error) => app.log.warn({ err: error }, 'front door push: a resume round failed'),
     });
@@ -130,7 +140,7 @@ export function frontDoorRoutes(options: FrontDoorOptions) {
       });
       scope.addHook('onRequest', async (request, reply) => {
         if (request.method === 'GET' && request.url.split('?')[0]!.endsWith(CARD_SUFFIX)) return;
-        if (!oneOf(bearerOf(request), options.apiTokens)) await sendProblem(reply, problem('UNAUTHORIZED', 'a valid API token is required as Authorization: Bearer <token>'));
+        if (!namedTokenOf(bearerOf(request), options.apiTokens)) await sendProblem(reply, problem('UNAUTHORIZED', 'a valid API token is required as Authorization: Bearer <token>'));
       });
       scope.route({ method: methods, url: FRONT_DOOR_PATH, schema, handler: handOver });
       scope.route({ method: methods, url: `${FRONT_DOOR_PATH}/*`, schema, handler: handOver });

@@ -6,6 +6,7 @@
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Producer } from '../../producer.ts';
+import { producerFor } from '../callers.ts';
 import { AgentListSchema, AgentParamsSchema, AgentRemovedSchema, AgentSchema, DisableAgentBodySchema, RegisterAgentBodySchema, problemResponses } from '../schemas.ts';
 
 const security = [{ bearer: [] }];
@@ -23,23 +24,23 @@ export function agentRoutes(producer: Producer, checkAddresses: (request: { body
           summary: 'Register (or refresh) an agent by its Agent Card URL or base URL (normalized: one agent per card URL)',
           security,
           body: RegisterAgentBodySchema,
-          response: { 201: AgentSchema.describe('Registered'), ...problemResponses(400, 422, 502) },
+          response: { 201: AgentSchema.describe('Registered'), ...problemResponses(400, 403, 422, 502) },
         },
         preHandler: checkAddresses,
       },
-      async (request, reply) => reply.code(201).send(await producer.registerAgent(request.body.cardUrl)),
+      async (request, reply) => reply.code(201).send(await producerFor(request, producer).registerAgent(request.body.cardUrl, request.body.tenant === undefined ? {} : { tenant: request.body.tenant })),
     );
 
     app.get(
       '/agents',
       { schema: { operationId: 'listAgents', tags, summary: 'Registered agents, with status and health', security, response: { 200: AgentListSchema.describe('Every registered agent'), ...problemResponses() } } },
-      async () => ({ agents: await producer.listAgents() }),
+      async (request) => ({ agents: await producerFor(request, producer).listAgents() }),
     );
 
     app.get(
       '/agents/:id',
       { schema: { operationId: 'getAgent', tags, summary: 'One registered agent', security, params: AgentParamsSchema, response: { 200: AgentSchema, ...problemResponses(400, 404) } } },
-      async (request) => producer.getAgent(request.params.id),
+      async (request) => producerFor(request, producer).getAgent(request.params.id),
     );
 
     for (const [verb, disabled] of [['disable', true], ['enable', false]] as const) {
@@ -53,10 +54,10 @@ export function agentRoutes(producer: Producer, checkAddresses: (request: { body
             security,
             params: AgentParamsSchema,
             ...(disabled ? { body: DisableAgentBodySchema.nullish() } : {}),
-            response: { 200: AgentSchema, ...problemResponses(400, 404) },
+            response: { 200: AgentSchema, ...problemResponses(400, 403, 404) },
           },
         },
-        async (request) => producer.setAgentDisabled(request.params.id, disabled, (request.body as { reason?: string } | null | undefined)?.reason),
+        async (request) => producerFor(request, producer).setAgentDisabled(request.params.id, disabled, (request.body as { reason?: string } | null | undefined)?.reason),
       );
     }
 
@@ -69,10 +70,10 @@ export function agentRoutes(producer: Producer, checkAddresses: (request: { body
           summary: 'Remove an agent (its card, disabled mark and health); delegations bound to it go on',
           security,
           params: AgentParamsSchema,
-          response: { 200: AgentRemovedSchema, ...problemResponses(400, 404) },
+          response: { 200: AgentRemovedSchema, ...problemResponses(400, 403, 404) },
         },
       },
-      async (request) => ({ ...(await producer.removeAgent(request.params.id)), removed: true as const }),
+      async (request) => ({ ...(await producerFor(request, producer).removeAgent(request.params.id)), removed: true as const }),
     );
   };
 }

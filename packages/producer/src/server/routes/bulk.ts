@@ -4,7 +4,7 @@
  * writes nothing. Not under `/v1/workflows/…`: there `bulk` would shadow a workflow named `bulk`.
  */
 import { z } from 'zod';
-import { callerOf } from '../callers.ts';
+import { callerOf, producerFor } from '../callers.ts';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Producer } from '../../producer.ts';
 import { BULK_ACTIONS, BulkInputSchema, type BulkItem } from '../../calls/bulk.ts';
@@ -47,10 +47,10 @@ export function bulkRoutes(producer: Producer): FastifyPluginAsyncZod {
           security: [{ bearer: [] }],
           params: BulkParamsSchema,
           body: BulkBodySchema,
-          response: { 200: BulkResultSchema.describe('What was done (or would be) per workflow'), ...problemResponses(400, 413, 415) },
+          response: { 200: BulkResultSchema.describe('What was done (or would be) per workflow'), ...problemResponses(400, 403, 413, 415) },
         },
       },
-      async (request) => producer.bulk(request.params.action, request.body, { by: callerOf(request) }),
+      async (request) => producerFor(request, producer).bulk(request.params.action, request.body, { by: callerOf(request) }),
     );
   };
 }

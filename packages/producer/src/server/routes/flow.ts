@@ -6,6 +6,7 @@
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { Producer } from '../../producer.ts';
+import { producerFor } from '../callers.ts';
 import { AgentLimitsBodySchema, AgentParamsSchema, AgentSchema, TenantParamsSchema, TenantWeightBodySchema, TenantWeightViewSchema, TenantWeightsSchema, problemResponses } from '../schemas.ts';
 
 const security = [{ bearer: [] }];
@@ -23,10 +24,10 @@ export function flowRoutes(producer: Producer): FastifyPluginAsyncZod {
           security,
           params: AgentParamsSchema,
           body: AgentLimitsBodySchema,
-          response: { 200: AgentSchema.describe('The agent, with its limits'), ...problemResponses(400, 404, 415) },
+          response: { 200: AgentSchema.describe('The agent, with its limits'), ...problemResponses(400, 403, 404, 415) },
         },
       },
-      async (request) => producer.setAgentLimits(request.params.id, request.body),
+      async (request) => producerFor(request, producer).setAgentLimits(request.params.id, request.body),
     );
 
     app.delete(
@@ -38,22 +39,22 @@ export function flowRoutes(producer: Producer): FastifyPluginAsyncZod {
           summary: "Clear an agent's fleet-wide limits (the agent is then not limited; a fleet's defaultAgentLimits are for unregistered agents only)",
           security,
           params: AgentParamsSchema,
-          response: { 200: AgentSchema.describe('The agent, limits null'), ...problemResponses(400, 404) },
+          response: { 200: AgentSchema.describe('The agent, limits null'), ...problemResponses(400, 403, 404) },
         },
       },
-      async (request) => producer.setAgentLimits(request.params.id, undefined),
+      async (request) => producerFor(request, producer).setAgentLimits(request.params.id, undefined),
     );
 
     app.get(
       '/tenants/weights',
       { schema: { operationId: 'listTenantWeights', tags: ['tenants'], summary: "Every tenant's weight in the send queue's fairness that was set; the others weigh 1", security, response: { 200: TenantWeightsSchema, ...problemResponses() } } },
-      async () => ({ weights: await producer.tenantWeights(), defaultWeight: 1 as const }),
+      async (request) => ({ weights: await producerFor(request, producer).tenantWeights(), defaultWeight: 1 as const }),
     );
 
     app.get(
       '/tenants/:tenant/weight',
       { schema: { operationId: 'getTenantWeight', tags: ['tenants'], summary: "One tenant's weight in the send queue's fairness (1 when none was set)", security, params: TenantParamsSchema, response: { 200: TenantWeightViewSchema, ...problemResponses(400) } } },
-      async (request) => producer.tenantWeight(request.params.tenant),
+      async (request) => producerFor(request, producer).tenantWeight(request.params.tenant),
     );
 
     app.put(
@@ -66,16 +67,16 @@ export function flowRoutes(producer: Producer): FastifyPluginAsyncZod {
           security,
           params: TenantParamsSchema,
           body: TenantWeightBodySchema,
-          response: { 200: TenantWeightViewSchema, ...problemResponses(400, 415) },
+          response: { 200: TenantWeightViewSchema, ...problemResponses(400, 403, 415) },
         },
       },
-      async (request) => producer.setTenantWeight(request.params.tenant, request.body.weight),
+      async (request) => producerFor(request, producer).setTenantWeight(request.params.tenant, request.body.weight),
     );
 
     app.delete(
       '/tenants/:tenant/weight',
-      { schema: { operationId: 'clearTenantWeight', tags: ['tenants'], summary: "Clear a tenant's weight back to the default, 1", security, params: TenantParamsSchema, response: { 200: TenantWeightViewSchema, ...problemResponses(400) } } },
-      async (request) => producer.setTenantWeight(request.params.tenant, undefined),
+      { schema: { operationId: 'clearTenantWeight', tags: ['tenants'], summary: "Clear a tenant's weight back to the default, 1", security, params: TenantParamsSchema, response: { 200: TenantWeightViewSchema, ...problemResponses(400, 403) } } },
+      async (request) => producerFor(request, producer).setTenantWeight(request.params.tenant, undefined),
     );
   };
 }

@@ -31,6 +31,7 @@ import {
 } from '@durable-a2a/a2a';
 import {
   ID_PATTERN,
+  WORKFLOW_ID_PATTERN,
   JournalError,
   applyStreamResponse,
   enqueueReconcile,
@@ -119,7 +120,7 @@ function pushAuthentication(context: PushContext) {
       return sendProblem(reply, problem('UNAUTHORIZED', 'push credentials missing or wrong'));
     };
     // Unknown delegations, delegations without push and malformed ids all look the same: 401.
-    if (!workflowId || !delegationId || !ID_PATTERN.test(workflowId) || !ID_PATTERN.test(delegationId)) return void (await deny());
+    if (!workflowId || !delegationId || !WORKFLOW_ID_PATTERN.test(workflowId) || !ID_PATTERN.test(delegationId)) return void (await deny());
     const secret = await context.journal.pushToken({ workflowId, delegationId });
     if (!secret) return void (await deny());
     const bearer = bearerOf(request);

@@ -6,12 +6,15 @@
 import { problemResponses } from '../schemas.ts';
 import { z } from 'zod';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
-import { listOpenQuestions, type Journal } from '@durable-a2a/shared';
+import { TenantSchema, listOpenQuestions, type Journal } from '@durable-a2a/shared';
+import { listedTenant } from '../../tenancy.ts';
+import { scopeOf } from '../callers.ts';
 import { ListingCursorSchema } from './summaries.ts';
 import { openQuestionSummaryView } from '../../view.ts';
 
 export const QuestionsQuerySchema = z.object({
   cursor: ListingCursorSchema.optional(),
+  tenant: TenantSchema.optional().describe("the workflows' tenant (operators; anyone else sees their own tenant's only)"),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
 
@@ -42,7 +45,9 @@ export function questionRoutes(journal: Journal): FastifyPluginAsyncZod {
         },
       },
       async (request) => {
-        const page = await listOpenQuestions(journal, request.query);
+        const tenant = listedTenant(scopeOf(request)!, request.query.tenant);
+        if (tenant === 'none') return { questions: [] };
+        const page = await listOpenQuestions(journal, { cursor: request.query.cursor, limit: request.query.limit, ...(tenant !== undefined ? { tenant } : {}) });
         return { questions: page.items.map(openQuestionSummaryView), ...(page.cursor ? { cursor: page.cursor } : {}) };
       },
     );

@@ -13,6 +13,8 @@ import { AttentionSchema, decodeListingCursor, listWorkflowSummaries, type Journ
 import { WORKFLOW_FILTER_STATES, WorkflowFilterSchema, journalFilter } from '../../calls/search.ts';
 import { fromZodError } from '../../errors.ts';
 import { workflowSummaryView } from '../../view.ts';
+import { scopedFilter } from '../../tenancy.ts';
+import { scopeOf } from '../callers.ts';
 
 export { WORKFLOW_FILTER_STATES };
 
@@ -38,6 +40,7 @@ export const WorkflowSummariesQuerySchema = z.object({
   idPrefix: WorkflowFilterSchema.shape.idPrefix,
   createdAfter: WorkflowFilterSchema.shape.createdAfter.describe('created at or after this instant (ISO 8601)'),
   createdBefore: WorkflowFilterSchema.shape.createdBefore.describe('created before this instant (ISO 8601)'),
+  tenant: WorkflowFilterSchema.shape.tenant,
   cursor: ListingCursorSchema.optional(),
   limit: z.coerce.number().int().min(1).max(500).default(50),
 });
@@ -53,6 +56,7 @@ function filterOfQuery(query: z.output<typeof WorkflowSummariesQuerySchema>) {
 
 export const WorkflowSummarySchema = z.object({
   workflowId: z.string(),
+  tenant: z.string().describe('The tenant that owns the workflow'),
   state: z.string(),
   createdAt: z.iso.datetime().describe('When the workflow was created (ISO 8601)'),
   updatedAt: z.iso.datetime().describe('When its workflow row last changed (ISO 8601)'),
@@ -86,7 +90,10 @@ export function summaryRoutes(journal: Journal): FastifyPluginAsyncZod {
       },
       async (request) => {
         const { cursor, limit } = request.query;
-        const page = await listWorkflowSummaries(journal, filterOfQuery(request.query), { cursor, limit });
+        // What the caller's tenant and role see (tenancy.ts): another tenant's workflows are not candidates at all.
+        const filter = scopedFilter(scopeOf(request)!, filterOfQuery(request.query));
+        if (!filter) return { workflows: [], ids: [] };
+        const page = await listWorkflowSummaries(journal, filter, { cursor, limit });
         return {
           workflows: page.items.map(workflowSummaryView),
           ids: page.items.map((item) => item.workflowId),

@@ -26,7 +26,7 @@ import {
   problemResponses,
 } from '../schemas.ts';
 import { agentRoutes } from './agents.ts';
-import { callerOf } from '../callers.ts';
+import { callerOf, producerFor } from '../callers.ts';
 import { questionRoutes } from './questions.ts';
 import { summaryRoutes } from './summaries.ts';
 import { bulkRoutes } from './bulk.ts';
@@ -68,11 +68,11 @@ function startRoutes(app: V1App, producer: Producer): void {
         description: 'The definition is checked fully before anything is written: unknown fields, unique step names without ".", "|", ":" or a reserved prefix, `after` naming earlier steps only, at most 100 steps, every agent address.',
         security,
         body: WorkflowDefinitionSchema,
-        response: { ...created, ...problemResponses(400, 409, 413, 415, 422) },
+        response: { ...created, ...problemResponses(400, 403, 409, 413, 415, 422, 429) },
       },
     },
     async (request, reply) => {
-      const result = await producer.startWorkflow(request.body as Parameters<Producer['startWorkflow']>[0]);
+      const result = await producerFor(request, producer).startWorkflow(request.body as Parameters<Producer['startWorkflow']>[0]);
       return reply.code(result.created ? 201 : 200).send(result);
     },
   );
@@ -86,11 +86,11 @@ function startRoutes(app: V1App, producer: Producer): void {
         summary: 'Delegate one message to one agent (idempotent on idempotencyKey)',
         security,
         body: DelegateInputSchema,
-        response: { ...created, ...problemResponses(400, 409, 413, 415, 422) },
+        response: { ...created, ...problemResponses(400, 403, 409, 413, 415, 422, 429) },
       },
     },
     async (request, reply) => {
-      const result = await producer.delegate(request.body);
+      const result = await producerFor(request, producer).delegate(request.body);
       return reply.code(result.created ? 201 : 200).send(result);
     },
   );
@@ -117,7 +117,7 @@ function workflowViewRoute(app: V1App, producer: Producer): void {
       const clientGone = new AbortController();
       reply.raw.once('close', () => clientGone.abort()); // before the answer: the client left
       // The view's own interface has no index signature; the schema is loose on purpose.
-      return (await viewAfterWaiting(producer, request.params.id, request.query, clientGone.signal)) as unknown as z.output<typeof WorkflowViewSchema>;
+      return (await viewAfterWaiting(producerFor(request, producer), request.params.id, request.query, clientGone.signal)) as unknown as z.output<typeof WorkflowViewSchema>;
     },
   );
 }
@@ -134,13 +134,13 @@ function replyRoute(app: V1App, producer: Producer): void {
         security,
         params: StepParamsSchema,
         body: ReplyBodySchema,
-        response: { 200: ReplyResultSchema.describe('The same reply was already journaled: the earlier reply (a different reply to an answered question is 409 NO_OPEN_QUESTION)'), 202: ReplyResultSchema.describe('Reply journaled; it is sent on the same task'), ...problemResponses(400, 404, 409, 422) },
+        response: { 200: ReplyResultSchema.describe('The same reply was already journaled: the earlier reply (a different reply to an answered question is 409 NO_OPEN_QUESTION)'), 202: ReplyResultSchema.describe('Reply journaled; it is sent on the same task'), ...problemResponses(400, 403, 404, 409, 422) },
       },
     },
     async (request, reply) => {
       const { id, step } = request.params;
       const answer = request.body.text ?? { parts: request.body.parts! };
-      const result = await producer.reply(id, answer, step, { by: callerOf(request) });
+      const result = await producerFor(request, producer).reply(id, answer, step, { by: callerOf(request) });
       return reply.code(result.created ? 202 : 200).send(result);
     },
   );
@@ -157,11 +157,11 @@ function decisionRoutes(app: V1App, producer: Producer): void {
         summary: 'Cancel a workflow (CancelTask for running tasks, then compensation)',
         security,
         params: WorkflowParamsSchema,
-        response: { 202: CancelResultSchema.describe('Cancellation requested'), ...problemResponses(400, 404, 409, 422) },
+        response: { 202: CancelResultSchema.describe('Cancellation requested'), ...problemResponses(400, 403, 404, 409, 422) },
       },
     },
     async (request, reply) => {
-      await producer.cancel(request.params.id, { by: callerOf(request) });
+      await producerFor(request, producer).cancel(request.params.id, { by: callerOf(request) });
       return reply.code(202).send({ id: request.params.id, cancelRequested: true as const });
     },
   );
@@ -176,11 +176,11 @@ function decisionRoutes(app: V1App, producer: Producer): void {
         security,
         params: WorkflowParamsSchema,
         body: ResolveBodySchema,
-        response: { 202: ResolveResultSchema.describe('Decision recorded; the workflow runs again'), ...problemResponses(400, 404, 409, 415, 422) },
+        response: { 202: ResolveResultSchema.describe('Decision recorded; the workflow runs again'), ...problemResponses(400, 403, 404, 409, 415, 422) },
       },
     },
     async (request, reply) => {
-      const result = await producer.resolve(request.params.id, request.body.action, { by: callerOf(request) });
+      const result = await producerFor(request, producer).resolve(request.params.id, request.body.action, { by: callerOf(request) });
       return reply.code(202).send({ id: request.params.id, ...result });
     },
   );

@@ -38,19 +38,20 @@ function limitsBody(form: z.output<typeof LimitsFormSchema>): Record<string, unk
 export function registerAgentLimitsUi(
   ui: FastifyInstance,
   server: FastifyInstance,
-  headersOf: (request: FastifyRequest) => Record<string, string>,
-  page: () => Promise<{ panel: Safe; agents: readonly AgentView[] }>,
+  headersOf: (request: FastifyRequest) => Record<string, string> | undefined,
+  page: (request: FastifyRequest) => Promise<{ panel: Safe; agents: readonly AgentView[] }>,
 ): void {
   const refuse = async (request: FastifyRequest, reply: FastifyReply, refusal: Problem) => {
     if (request.headers['x-da2a-ui'] === 'fetch') return sendProblem(reply, refusal);
-    const { panel, agents } = await page();
+    const { panel, agents } = await page(request);
     return reply.code(refusal.status).type('text/html; charset=utf-8').send(agentsPage(panel, agents, { text: `Refused: ${refusal.detail}`, refused: true }));
   };
   ui.post(LIMITS_ACTION.slice('/ui'.length), { schema: { hide: true } }, async (request, reply) => {
     const form = LimitsFormSchema.parse(request.body ?? {});
     const clear = form.clear !== undefined && form.clear !== '';
     const url = `/v1/agents/${encodeURIComponent(form.agent.trim() || '-')}/limits`;
-    const response = await server.inject(clear ? { method: 'DELETE', url, headers: headersOf(request) } : { method: 'PUT', url, payload: limitsBody(form), headers: headersOf(request) });
+    const headers = headersOf(request) ?? {};
+    const response = await server.inject(clear ? { method: 'DELETE', url, headers } : { method: 'PUT', url, payload: limitsBody(form), headers });
     if (response.statusCode >= 400) return refuse(request, reply, response.json() as Problem);
     if (request.headers['x-da2a-ui'] === 'fetch') return reply.code(response.statusCode).type(String(response.headers['content-type'] ?? 'application/json')).send(response.body);
     const done: keyof typeof LIMITS_NOTICES = clear ? 'limits-cleared' : 'limits';

@@ -79,10 +79,10 @@ ${confirm}${next}</section>`;
 }
 
 /** Registers GET /bulk (form and dry run) and POST /bulk (the real call) on the /ui context. */
-export function registerBulkUi(ui: FastifyInstance, server: FastifyInstance, headersOf: (request: FastifyRequest) => Record<string, string>): void {
+export function registerBulkUi(ui: FastifyInstance, server: FastifyInstance, headersOf: (request: FastifyRequest) => Record<string, string> | undefined): void {
   const call = async (request: FastifyRequest, reply: FastifyReply, form: Form, dryRun: boolean) => {
     const payload = { filter: filterOf(form), dryRun, limit: PAGE_LIMIT, ...(form.cursor ? { cursor: form.cursor } : {}), ...(form.resolution ? { resolution: form.resolution } : {}) };
-    const response = await server.inject({ method: 'POST', url: `/v1/bulk/workflows/${form.action}`, payload, headers: headersOf(request) });
+    const response = await server.inject({ method: 'POST', url: `/v1/bulk/workflows/${form.action}`, payload, headers: headersOf(request) ?? {} });
     const answer = response.statusCode === 200 ? (response.json() as BulkResult) : undefined;
     const refused = answer ? '' : html`<p class="refused" role="alert">${(response.json() as { detail?: string }).detail ?? `refused (${response.statusCode})`}</p>`;
     const body = html`<h1>Act on many workflows</h1>${formSection(form)}${refused}${answer ? resultSection(form, answer) : ''}`;

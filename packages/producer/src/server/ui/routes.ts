@@ -12,7 +12,7 @@ import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { normalizeAgentCardUrl } from '@durable-a2a/a2a';
-import { ID_PATTERN, listOpenQuestions, listWorkflowSummaries, nextChecks } from '@durable-a2a/shared';
+import { ID_PATTERN, WORKFLOW_ID_PATTERN, listOpenQuestions, listWorkflowSummaries, nextChecks } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { ProducerInputError } from '../../errors.ts';
 import type { WorkflowFilterInput } from '../../calls/search.ts';
@@ -21,7 +21,8 @@ import { browserAuth } from '../browser-auth.ts';
 import { problem, sendProblem, type Problem } from '../problem.ts';
 import { SESSION_COOKIE, type Sessions } from '../session.ts';
 import { bearerOf, cookieOf, oneOf } from '../auth.ts';
-import { UI_FORWARD_HEADER } from '../callers.ts';
+import { UI_FORWARD_HEADER, namedTokenOf, producerFor, recordScope, scopeOf, type NamedToken } from '../callers.ts';
+import { listedTenant, scopedFilter } from '../../tenancy.ts';
 import { ListingCursorSchema, WORKFLOW_FILTER_STATES } from '../routes/summaries.ts';
 import { BLANK_ANSWER_MESSAGE, UI_SCRIPT, UI_STYLE } from './assets.ts';
 import type { Safe } from './html.ts';
@@ -35,7 +36,8 @@ import { registerSignIn } from './sign-in-routes.ts';
 
 export interface UiOptions {
   producer: Producer;
-  apiTokens: readonly string[];
+  /** The API tokens with their names and scopes: a person sees what their token's tenant and role see. */
+  apiTokens: readonly NamedToken[];
   /** Browser sessions (shared with Bull Board). */
   sessions: Sessions;
   /** The root server, to send the actions through the /v1 routes. */
@@ -48,6 +50,8 @@ const PAGE_SIZE = 25;
 const FORM_BODY_LIMIT_BYTES = 64 * 1024;
 
 const Id = z.string().regex(ID_PATTERN);
+/** A workflow id: the person's own, or a stored one (`<tenant>~<id>`, as operators see them). */
+const WorkflowId = z.string().regex(WORKFLOW_ID_PATTERN);
 const Blank = z.literal('').transform(() => undefined);
 const ListQuerySchema = z.object({
   /** From the filter form: `waiting`, a state, or empty for all. */
@@ -59,8 +63,8 @@ const ListQuerySchema = z.object({
   idPrefix: z.string().max(128).optional().or(Blank),
   meta: z.string().max(200).optional().or(Blank),
 });
-const WorkflowParams = z.object({ id: Id });
-const StepParams = z.object({ id: Id, step: Id });
+const WorkflowParams = z.object({ id: WorkflowId });
+const StepParams = z.object({ id: WorkflowId, step: Id });
 const AgentsDoneQuery = z.object({ done: z.enum(Object.keys(LIMITS_NOTICES) as [LimitsDone, ...LimitsDone[]]).optional().catch(undefined) });
 const DoneQuery = z.object({ done: z.enum(Object.keys(DONE_NOTICES) as [DoneAction, ...DoneAction[]]).optional().catch(undefined) });
 
@@ -85,13 +89,16 @@ const HIDDEN = { schema: { hide: true } };
 const HTML = 'text/html; charset=utf-8';
 const invalid = (reply: FastifyReply, what: string) => sendProblem(reply, problem('INVALID_INPUT', `invalid ${what}`));
 
-/** What the pages need: the journal reads and the producer's view. */
-function renderers(producer: Producer) {
-  const journal = producer.journal;
+/** What the pages need, as the person's scope (their token's tenant and role) sees it: the journal reads and the producer's view. */
+function renderers(root: Producer, request: FastifyRequest) {
+  const journal = root.journal;
+  const producer = producerFor(request, root);
+  const scope = scopeOf(request)!;
   /** One page of summaries: the search (id prefix, metadata) or the plain listing; a filter the producer refuses is said on the page. */
   const workflows = async (query: ListQuery) => {
     if (!isSearch(query)) {
-      const page = await listWorkflowSummaries(journal, { state: query.state, waiting: query.waiting }, { cursor: query.cursor, limit: PAGE_SIZE });
+      const filter = scopedFilter(scope, { state: query.state, waiting: query.waiting });
+      const page = filter ? await listWorkflowSummaries(journal, filter, { cursor: query.cursor, limit: PAGE_SIZE }) : { items: [] };
       return { ...page, items: page.items.map(workflowSummaryView) };
     }
     const separator = query.meta?.indexOf('=') ?? -1;
@@ -105,7 +112,8 @@ function renderers(producer: Producer) {
   };
   return {
     async list(query: ListQuery): Promise<Safe> {
-      const [page, questions] = await Promise.all([workflows(query), listOpenQuestions(journal, { limit: PAGE_SIZE })]);
+      const tenant = listedTenant(scope, undefined);
+      const [page, questions] = await Promise.all([workflows(query), tenant === 'none' ? { items: [] } : listOpenQuestions(journal, { limit: PAGE_SIZE, ...(tenant !== undefined ? { tenant } : {}) })]);
       return listPanel(page, questions.items.map(openQuestionSummaryView), query);
     },
     /** The agents panel and the agents it shows (the limits form lists them). */
@@ -118,25 +126,25 @@ function renderers(producer: Producer) {
       const [view, agents] = await Promise.all([producer.get(id), producer.listAgents()]);
       const ids = view.steps.flatMap((step) => [...step.attempts, ...step.compensations]).map((attempt) => attempt.delegationId);
       const agentNames = new Map(agents.map((agent) => [normalizeAgentCardUrl(agent.cardUrl), agent.card.name]));
-      return { view, panel: workflowPanel(view, { nextChecks: await nextChecks(journal, id, ids), agentNames }) };
+      return { view, panel: workflowPanel(view, { nextChecks: await nextChecks(journal, view.workflowId, ids), agentNames }) };
     },
   };
 }
 
 
 /** GET routes: the pages and their live panels (ETag). */
-function registerPages(ui: FastifyInstance, render: ReturnType<typeof renderers>): void {
+function registerPages(ui: FastifyInstance, render: (request: FastifyRequest) => ReturnType<typeof renderers>): void {
   for (const [path, whole] of [['/', true], ['/panel', false]] as const) {
     ui.get(path, HIDDEN, async (request, reply) => {
       const query = parseListQuery(request.query);
       if (!query) return invalid(reply, 'list filter or cursor');
-      const panel = await render.list(query);
+      const panel = await render(request).list(query);
       return sendWithEtag(request, reply, whole ? listPage(panel, query) : panel.value, HTML);
     });
   }
   for (const [path, whole] of [['/agents', true], ['/agents/panel', false]] as const) {
     ui.get(path, HIDDEN, async (request, reply) => {
-      const { panel, agents } = await render.agents();
+      const { panel, agents } = await render(request).agents();
       const done = AgentsDoneQuery.parse(request.query ?? {}).done;
       return sendWithEtag(request, reply, whole ? agentsPage(panel, agents, done && { text: LIMITS_NOTICES[done] }) : panel.value, HTML);
     });
@@ -145,7 +153,7 @@ function registerPages(ui: FastifyInstance, render: ReturnType<typeof renderers>
     ui.get(path, HIDDEN, async (request, reply) => {
       const params = WorkflowParams.safeParse(request.params);
       if (!params.success) return invalid(reply, 'workflow id');
-      const { view, panel } = await render.workflow(params.data.id);
+      const { view, panel } = await render(request).workflow(params.data.id);
       const done = DoneQuery.parse(request.query ?? {}).done;
       return sendWithEtag(request, reply, whole ? workflowPage(view, panel, done && { text: DONE_NOTICES[done] }) : panel.value, HTML);
     });
@@ -160,17 +168,27 @@ function registerPages(ui: FastifyInstance, render: ReturnType<typeof renderers>
  * The headers an action is forwarded to /v1 with: the person's own token (their Bearer, or the one their session was
  * signed in with), so the workflow's history names them (`token <name>`, or `session <name>` through a session).
  */
-export function forwardHeaders(request: FastifyRequest, tokens: readonly string[], sessions: Sessions): Record<string, string> {
+export function forwardHeaders(request: FastifyRequest, tokens: readonly string[], sessions: Sessions): Record<string, string> | undefined {
   const bearer = bearerOf(request);
   if (bearer !== undefined && oneOf(bearer, tokens)) return { authorization: `Bearer ${bearer}` };
   const token = sessions.tokenOf(cookieOf(request, SESSION_COOKIE));
-  // browserAuth let the request in with a session: its token is one of ours (the first only if it was signed out meanwhile).
-  return { authorization: `Bearer ${token ?? tokens[0]!}`, [UI_FORWARD_HEADER]: 'session' };
+  // browserAuth let the request in with a session: its token is one of ours, unless it was signed out meanwhile (then
+  // nothing is forwarded: another token would act for another tenant).
+  return token === undefined ? undefined : { authorization: `Bearer ${token}`, [UI_FORWARD_HEADER]: 'session' };
 }
 
-function registerActions(ui: FastifyInstance, server: FastifyInstance, headersOf: (request: FastifyRequest) => Record<string, string>, render: ReturnType<typeof renderers>): void {
+/** The API token a /ui request acts with: its Bearer, else the one its session was signed in with (`forwardHeaders`). */
+function uiTokenOf(request: FastifyRequest, tokens: readonly string[], sessions: Sessions): string | undefined {
+  const bearer = bearerOf(request);
+  if (bearer !== undefined && oneOf(bearer, tokens)) return bearer;
+  return sessions.tokenOf(cookieOf(request, SESSION_COOKIE));
+}
+
+function registerActions(ui: FastifyInstance, server: FastifyInstance, headersOf: (request: FastifyRequest) => Record<string, string> | undefined, render: (request: FastifyRequest) => ReturnType<typeof renderers>): void {
   const forward = async (request: FastifyRequest, reply: FastifyReply, call: { url: string; payload: Record<string, string>; workflowId: string; done: DoneAction }) => {
-    const response = await server.inject({ method: 'POST', url: call.url, payload: call.payload, headers: headersOf(request) });
+    const headers = headersOf(request);
+    if (!headers) return sendProblem(reply, problem('UNAUTHORIZED', 'sign in at /ui/sign-in (a browser), or send Authorization: Bearer <API token>'));
+    const response = await server.inject({ method: 'POST', url: call.url, payload: call.payload, headers });
     if (request.headers['x-da2a-ui'] === 'fetch') {
       return reply.code(response.statusCode).type(String(response.headers['content-type'] ?? 'application/json')).send(response.body);
     }
@@ -180,7 +198,7 @@ function registerActions(ui: FastifyInstance, server: FastifyInstance, headersOf
   /** A refusal: the problem for a script, else the workflow page saying it (the refusal's status). */
   const refuse = async (request: FastifyRequest, reply: FastifyReply, workflowId: string, refusal: Problem) => {
     if (request.headers['x-da2a-ui'] === 'fetch') return sendProblem(reply, refusal);
-    const { view, panel } = await render.workflow(workflowId);
+    const { view, panel } = await render(request).workflow(workflowId);
     return reply.code(refusal.status).type(HTML).send(workflowPage(view, panel, { text: `Refused: ${refusal.detail}`, refused: true }));
   };
   const field = (request: FastifyRequest, name: string) => (request.body as Record<string, string> | undefined)?.[name] ?? '';
@@ -219,10 +237,11 @@ function parseForms(ui: FastifyInstance): void {
  * page itself needs) and the signed-in one (pages and actions) behind `browserAuth`.
  */
 export async function registerUi(root: FastifyInstance, options: UiOptions): Promise<void> {
+  const secrets = options.apiTokens.map(({ token }) => token);
   await root.register(
     async (ui) => {
       parseForms(ui);
-      registerSignIn(ui, options.apiTokens, options.sessions);
+      registerSignIn(ui, secrets, options.sessions);
       ui.get('/assets/ui.js', HIDDEN, async (request, reply) => sendWithEtag(request, reply, UI_SCRIPT, 'text/javascript; charset=utf-8'));
       ui.get('/assets/ui.css', HIDDEN, async (request, reply) => sendWithEtag(request, reply, UI_STYLE, 'text/css; charset=utf-8'));
     },
@@ -230,14 +249,19 @@ export async function registerUi(root: FastifyInstance, options: UiOptions): Pro
   );
   await root.register(
     async (ui) => {
-      ui.addHook('onRequest', browserAuth(options.apiTokens, options.sessions));
+      ui.addHook('onRequest', browserAuth(secrets, options.sessions));
+      // The person's tenant and role: their token's (browserAuth admitted it, so it is one of ours).
+      ui.addHook('onRequest', async (request) => {
+        const named = namedTokenOf(uiTokenOf(request, secrets, options.sessions), options.apiTokens);
+        if (named) recordScope(request, named.scope);
+      });
       parseForms(ui);
-      const render = renderers(options.producer);
+      const render = (request: FastifyRequest) => renderers(options.producer, request);
       registerPages(ui, render);
-      const headersOf = (request: FastifyRequest) => forwardHeaders(request, options.apiTokens, options.sessions);
+      const headersOf = (request: FastifyRequest) => forwardHeaders(request, secrets, options.sessions);
       registerActions(ui, options.server, headersOf, render);
       registerBulkUi(ui, options.server, headersOf);
-      registerAgentLimitsUi(ui, options.server, headersOf, render.agents);
+      registerAgentLimitsUi(ui, options.server, headersOf, (request) => render(request).agents());
     },
     { prefix: UI_BASE_PATH },
   );

@@ -5,7 +5,7 @@
   KEYS[1] workflow hash
   KEYS[2] delegation hash
   KEYS[3] the workflow's delegation list
-  ARGV[1] delegation fields, JSON object of strings
+  ARGV[1] delegation fields, JSON object of strings (the workflow's `tenant` is added when the row has one)
   ARGV[2] expected workflow version ('' = any)
   ARGV[3] workflow fields to set alongside, JSON object of strings ('{}' for none)
   ARGV[4] the intent's history entry (a re-delegation or a compensation: history.ts `historyEntryText`; '' none),
@@ -24,6 +24,9 @@ local function hset(key, json)
   if #flat > 0 then redis.call('HSET', key, unpack(flat)) end
 end
 hset(KEYS[2], ARGV[1])
+-- A delegation belongs to its workflow's tenant (tenant.ts): recorded with it, in this step.
+local tenant = redis.call('HGET', KEYS[1], 'tenant')
+if tenant then redis.call('HSET', KEYS[2], 'tenant', tenant) end
 redis.call('RPUSH', KEYS[3], cjson.decode(ARGV[1]).delegationId)
 hset(KEYS[1], ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'version', 1)

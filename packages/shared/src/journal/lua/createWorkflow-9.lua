@@ -1,0 +1,90 @@
+--[[
+  Creates a workflow and the intent of its first delegation, with its entries in the unfinished index, the search
+  index and (with a quota) its tenant's quota sets, or does nothing if the workflow exists (idempotent on workflowId).
+  KEYS[1] workflow hash
+  KEYS[2] first delegation hash (ignored when ARGV[2] is '')
+  KEYS[3] the workflow's delegation list
+  KEYS[4] the unfinished index when ARGV[3] is given (one server only: another Cluster slot); else KEYS[1] again, unused
+  KEYS[5] the search index (lexicographic) when ARGV[4] is given (one server only); else KEYS[1] again, unused
+  KEYS[6] the updated index when ARGV[4] is given (one server only); else KEYS[1] again, unused
+  KEYS[7] the tenant's in-flight set when ARGV[5] is given (one server only); else KEYS[1] again, unused
+  KEYS[8] the tenant's stored set when ARGV[5] is given (one server only); else KEYS[1] again, unused
+  KEYS[9] the tenant's created index when ARGV[6] is given (a tenant other than default, one server only); else
+          KEYS[1] again, unused
+  ARGV[1] workflow fields, JSON object of strings (its updatedAt scores it in KEYS[6])
+  ARGV[2] delegation fields, JSON object of strings, or ''
+  ARGV[3] unfinished index entries, JSON array [score, member, ...], or '' (on a Cluster the caller wrote them
+          before this script, acknowledged)
+  ARGV[4] search index members, JSON array of strings (search-index.ts `searchMembers`), or '' (on a Cluster the
+          caller wrote them before this script, acknowledged)
+  ARGV[5] the tenant's quota, JSON { maxInFlight, maxStored, checked, at, workflowKey: [head, tail] }
+          (`at`: the creation time, ms, the members' score)
+  ARGV[6] the workflow's creation time (ms), its score in its tenant's created index, or '' (not indexed there; on a
+          Cluster the caller wrote it before this script, acknowledged) (tenant-quota.ts),
+          or '' (no quota: the sets are not touched)
+  Every entry is written with the workflow, in this one step: a crash cannot leave a workflow that an index does
+  not name, nor (on one server) an entry without its workflow. A quota is checked here too, so no two creations
+  can both take the last place.
+  Quota sets (sorted sets of workflow ids scored by creation time, ms): a member leaves the in-flight set once its
+  workflow is finished, and the stored set once its records are gone (retention). Nothing else removes members: when
+  a set is full, its `checked` oldest members are looked at here and the ones that left are removed (the oldest are
+  the likeliest to have), so a full tenant pays for the check, never anyone else.
+  Returns: 1 created, 0 already existed (also when finished and compacted to '<prefix>:{wf:<id>}:done'; nothing
+           is written, the indexes included), QUOTA_IN_FLIGHT or QUOTA_STORED (the tenant is at that quota; nothing
+           is written but stale quota members)
+]]
+--- @include "prelude"
+-- The live row or its compacted record (one EXISTS of both keys: same hash tag, same slot).
+if redis.call('EXISTS', KEYS[1], string.sub(KEYS[1], 1, -4) .. ':done') > 0 then return 0 end
+local workflowFields = cjson.decode(ARGV[1])
+if ARGV[5] ~= '' then
+  local quota = cjson.decode(ARGV[5])
+  local head, tail = quota.workflowKey[1], quota.workflowKey[2]
+  -- A quota member's records: its live row (and state) and whether its compacted record is there.
+  local function recordsOf(id)
+    local key = head .. id .. tail
+    return redis.call('HGET', key, 'state'), redis.call('EXISTS', string.sub(key, 1, -4) .. ':done') == 1
+  end
+  local function finished(id)
+    local state = recordsOf(id)
+    return not state or FINISHED_WORKFLOW[state] == true
+  end
+  local function gone(id)
+    local state, compacted = recordsOf(id)
+    return not state and not compacted
+  end
+  -- True when the set has room, after removing those of its oldest members that left.
+  local function hasRoom(key, limit, left)
+    if redis.call('ZCARD', key) < limit then return true end
+    for _, id in ipairs(redis.call('ZRANGE', key, 0, quota.checked - 1)) do
+      if left(id) then redis.call('ZREM', key, id) end
+    end
+    return redis.call('ZCARD', key) < limit
+  end
+  if not hasRoom(KEYS[7], quota.maxInFlight, finished) then return CODE.QUOTA_IN_FLIGHT end
+  if not hasRoom(KEYS[8], quota.maxStored, gone) then return CODE.QUOTA_STORED end
+  redis.call('ZADD', KEYS[7], quota.at, workflowFields.workflowId)
+  redis.call('ZADD', KEYS[8], quota.at, workflowFields.workflowId)
+end
+-- The indexes first: an index write refused (out of memory) ends the script before the workflow exists.
+if ARGV[3] ~= '' then redis.call('ZADD', KEYS[4], unpack(cjson.decode(ARGV[3]))) end
+if ARGV[4] ~= '' then
+  local members = cjson.decode(ARGV[4])
+  local scored = {}
+  for _, member in ipairs(members) do scored[#scored + 1] = 0; scored[#scored + 1] = member end
+  redis.call('ZADD', KEYS[5], unpack(scored))
+  redis.call('ZADD', KEYS[6], workflowFields.updatedAt, workflowFields.workflowId)
+end
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[9], ARGV[6], workflowFields.workflowId) end
+-- Writes the fields and returns them.
+local function hset(key, fields)
+  local flat = {}
+  for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
+  redis.call('HSET', key, unpack(flat))
+  return fields
+end
+hset(KEYS[1], workflowFields)
+if ARGV[2] ~= '' then
+  redis.call('RPUSH', KEYS[3], hset(KEYS[2], cjson.decode(ARGV[2])).delegationId)
+end
+return 1
