@@ -13,15 +13,12 @@
  * Its part before the agent has the message (where tenant order acts: the send queue): from `producer.delegate` to
  * the SendMessage reaching the agent's executor (wall clock; the agents' process records each text's arrival).
  *
- * The tenant: in this release a send job names its tenant in its data (`tenant`, docs/flow-control.md "Tenants")
- * and the producer has no tenant option yet, so the bench puts the tenant of the `delegate` call on the message
- * send it enqueues (`FairSendQueue.add`, wrapped for the run with the tenant of the calling context), as
- * tenant-owned workflows will. The workers' own re-enqueues (a send waiting for a slot, a retry) carry none.
+ * The tenants are real: each tenant's delegations go through `producer.forScope({ tenant, role: 'service' })`, so its
+ * workflows are `<tenant>~<id>` and every send job of them (the first and every re-enqueue by the workers) carries
+ * the workflow's tenant.
  */
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { loadavg } from 'node:os';
 import { createProducer, type Producer } from '@durable-a2a/producer';
-import { FairSendQueue } from '@durable-a2a/shared';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
 import { BENCH_STREAM_IDLE_TIMEOUT_MS, mapLimit, percentile, round, scaled, type BenchResult, type Figure } from './common.ts';
@@ -66,19 +63,6 @@ interface AgentsReady {
 
 const load1 = () => round(loadavg()[0]!, 2);
 
-/** Runs `task` with message sends enqueued inside it placed as `tenant`'s (see the module header). */
-function tenantTagging(): { as: <T>(tenant: string, task: () => Promise<T>) => Promise<T>; restore: () => void } {
-  const current = new AsyncLocalStorage<string>();
-  const original = FairSendQueue.prototype.add;
-  FairSendQueue.prototype.add = function (this: FairSendQueue, name, data, options) {
-    const tenant = current.getStore();
-    const job = data as { kind?: string; tenant?: string };
-    const tagged = tenant !== undefined && (job.kind ?? 'message') === 'message' && job.tenant === undefined ? { ...job, tenant } : data;
-    return original.call(this, name, tagged, options);
-  };
-  return { as: (tenant, task) => current.run(tenant, task), restore: () => (FairSendQueue.prototype.add = original) };
-}
-
 export async function run(scale: number): Promise<BenchResult> {
   const quietCount = scaled(10, scale, 2);
   const burstCount = BURST_FACTOR * quietCount;
@@ -87,7 +71,6 @@ export async function run(scale: number): Promise<BenchResult> {
   const workMsOf = (index: number) => (index % AGENT_COUNT === AGENT_COUNT - 1 ? SLOW_FACTOR * WORK_MS : WORK_MS);
   const redisServer = await startRedisServer();
   const agentsChild = spawnBenchChild<AgentsReady>('agent', { BENCH_AGENT_BEHAVIOUR: behaviours.join(',') });
-  const tagging = tenantTagging();
   let producer: Producer | undefined;
   let worker: WorkerProcess | undefined;
   const added = new Map<Setting, number[]>(SETTINGS.map((setting) => [setting, []]));
@@ -109,6 +92,7 @@ export async function run(scale: number): Promise<BenchResult> {
     });
     await worker.ready;
     const p = producer;
+    const tenants = new Map([QUIET, BURSTING].map((tenant) => [tenant, p.forScope({ tenant, role: 'service' })]));
 
     /**
      * `count` delegations of `tenant`, round-robin over the agents, ENQUEUE_CONCURRENCY delegate calls at once; resolves
@@ -120,9 +104,10 @@ export async function run(scale: number): Promise<BenchResult> {
         const started = performance.now();
         const startedAtMs = Date.now();
         const text = `${tag} ${index}`;
-        const { id } = await tagging.as(tenant, () => p.delegate({ agent: agents[index % AGENT_COUNT]!.cardUrl, text, idempotencyKey: `${tag}-${index}` }));
+        const scoped = tenants.get(tenant)!;
+        const { id } = await scoped.delegate({ agent: agents[index % AGENT_COUNT]!.cardUrl, text, idempotencyKey: `${tag}-${index}` });
         finished.push(
-          p.waitFor(id, { timeoutMs: 300_000 }).then((view) => {
+          scoped.waitFor(id, { timeoutMs: 300_000 }).then((view) => {
             const addedMs = performance.now() - started - workMsOf(index);
             total++;
             if (view.state === 'COMPLETED') completed++;
@@ -157,7 +142,6 @@ export async function run(scale: number): Promise<BenchResult> {
       perRound.push(`round ${index + 1} (${order.join(' → ')}): quiet p95 ms ${p95s.join(', ')}`);
     }
   } finally {
-    tagging.restore();
     await worker?.kill('SIGTERM');
     await producer?.close();
     await agentsChild.stop();
@@ -189,7 +173,7 @@ export async function run(scale: number): Promise<BenchResult> {
       `${AGENT_COUNT} test kit agents (@durable-a2a/testing startDemoAgent, completesWith after a delay) in one process: ${AGENT_COUNT - 1} working ${WORK_MS} ms per task, one ${SLOW_FACTOR * WORK_MS} ms. Delegations go round-robin over them.`,
       `Quiet tenant: ${quietCount} delegations at once; bursting tenant: ${burstCount} at once (at most ${ENQUEUE_CONCURRENCY} delegate calls in flight), all accepted before the quiet ones start. ${rounds} rounds, the three settings in each (order rotating), after one untimed burst round.`,
       `One producer (this process) and one worker process (packages/workers main.ts: production timings, send concurrency ${SEND_CONCURRENCY}, default follow concurrency and work-conserving agent shares), one redis-server. Added latency = delegate → waitFor COMPLETED, minus the agent's work time; percentiles over every round's delegations.`,
-      'Tenant on each send: the bench tags the message sends enqueued by a delegate call with its tenant (FairSendQueue.add wrapped for the run), as tenant-owned workflows will carry it; the workers\' own re-enqueues carry none.',
+      "Tenants: each tenant's delegations through producer.forScope({ tenant, role: 'service' }): its workflows are <tenant>~<id>, and every send job (the workers' re-enqueues too) carries that tenant.",
       ...perRound,
     ],
   };
