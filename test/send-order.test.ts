@@ -3,12 +3,14 @@
  * burst of lower-priority work, and one tenant's burst does not starve another tenant's delegations. Counted by the
  * agent's order of SendMessage, never timed.
  */
+import { Queue } from 'bullmq';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createProducer, ProducerInputError, type Producer } from '@durable-a2a/producer';
 import { AgentRegistry, FairSendQueue, SendOrder, bullmqSendPriority, enqueueSend, queuePrefix } from '@durable-a2a/shared';
 import { useRedisServer } from './harness/redis.ts';
 import { eventually, startTestFleet } from './harness/fleet.ts';
+import { findFreePort } from './harness/ports.ts';
 import { startTaskAgent, type TaskAgentHandle } from './harness/task-agent.ts';
 
 const redisServer = useRedisServer();
@@ -95,6 +97,31 @@ describe('tenants', () => {
       expect(position).toBeLessThanOrEqual(2 * 3);
     }
   }, 180_000);
+
+  it("a tenant's send that the worker enqueues again (the next try after its agent was unreachable) keeps the workflow's tenant in its job data", async () => {
+    const prefix = newPrefix('retenant');
+    const producer = track(createProducer({ redis: redisServer().url, prefix, tenant: 'acme', addressPolicy: { allowLoopback: true } }));
+    // Nothing listens on this port: every try finds the agent unreachable, nothing is sent, a next try is enqueued.
+    const agent = `http://127.0.0.1:${await findFreePort()}/.well-known/agent-card.json`;
+    const { id } = await producer.delegate({ agent, text: 'to nobody', idempotencyKey: 'unreachable-1' });
+    expect(id).toBe('acme~unreachable-1');
+    const queue = track(new Queue('send', { connection: new Redis(redisServer().url, { maxRetriesPerRequest: null }), prefix: queuePrefix(prefix) }));
+    const seen = new Map<string, unknown>();
+    const firstSend = `send|${id}|main.1|0`;
+    track(await startTestFleet({ redisUrl: redisServer().url, prefix }));
+    await eventually(
+      async () => {
+        for (const job of await queue.getJobs(['delayed', 'prioritized', 'wait', 'active', 'failed'])) if (job?.id?.startsWith(`send|${id}|`)) seen.set(job.id, job.data);
+        return [...seen.keys()].some((jobId) => jobId !== firstSend);
+      },
+      'a send job of the delegation other than the first',
+      60_000,
+      50,
+    );
+    const again = [...seen].filter(([jobId]) => jobId !== firstSend);
+    expect(again.length).toBeGreaterThan(0);
+    for (const [, data] of again) expect(data).toMatchObject({ workflowId: id, kind: 'message', tenant: 'acme' });
+  }, 120_000);
 
   it('sendOrder-2.lua: places count per tenant and window, divided by the weight the registry set; a cleared weight is 1; a new window starts at 0', async () => {
     const redis = new Redis(redisServer().url);
