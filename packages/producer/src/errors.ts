@@ -79,6 +79,23 @@ export class QuotaExceededError extends Error {
   }
 }
 
+/**
+ * Quotas configured on a Redis Cluster connection: refused at start-up, never ignored. A tenant's quota sets live in
+ * their own hash slot and the workflow in its own (`{wf:<id>}`), so the one script that creates a workflow cannot
+ * check and count it atomically there. Not retryable: remove the quotas or use one server (or Sentinel).
+ */
+export class QuotasOnClusterError extends Error {
+  override readonly name = 'QuotasOnClusterError';
+  readonly code = 'QUOTAS_ON_CLUSTER';
+  constructor(readonly setting: string) {
+    super(`${setting}: ${QUOTAS_ON_CLUSTER_REASON}`);
+  }
+}
+
+/** Why quotas are refused on a Redis Cluster, in the words every refusal uses (`QuotasOnClusterError`, the API's start-up check). */
+export const QUOTAS_ON_CLUSTER_REASON =
+  "tenant quotas cannot be applied on a Redis Cluster (a tenant's quota counters live in another hash slot than its workflows, so the script that creates a workflow cannot check and count it atomically); remove the quotas or use one Redis server or Sentinel";
+
 export class NoOpenQuestionError extends Error {
   override readonly name = 'NoOpenQuestionError';
   readonly code = 'NO_OPEN_QUESTION';

@@ -9,7 +9,7 @@
  * context.ts (connections, input parsing, the view).
  */
 import type { z } from 'zod';
-import { MessageInputSchema, TenantSchema, agentVisibleTo, tenantOfWorkflowId, type AgentLimits, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
+import { MessageInputSchema, TenantSchema, isClusterUrl, agentVisibleTo, tenantOfWorkflowId, type AgentLimits, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
 import { ProducerInputError, NotFoundError, ForbiddenError, QuotaExceededError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, producerErrorOfRedis } from './errors.ts';
 import type { WorkflowView, OpenQuestion, WorkflowSummaryView } from './view.ts';
 import { waitForWorkflow, type WaitForOptions } from './wait.ts';
@@ -20,7 +20,7 @@ import { cancelWorkflow, resolveAttention } from './calls/cancel.ts';
 import { getAgent, listWorkflows, registerAgent, removeAgent, setAgentDisabled, setAgentLimits } from './calls/read.ts';
 import { searchWorkflowSummaries, type WorkflowFilterInput } from './calls/search.ts';
 import { bulkAct, type BulkAction, type BulkInput, type BulkResult } from './calls/bulk.ts';
-import { OPERATOR_SCOPE, requireOperator, requireWriter, resolveWorkflowId, seesAllTenants, type ProducerScope } from './tenancy.ts';
+import { OPERATOR_SCOPE, refuseQuotasOnCluster, requireOperator, requireWriter, resolveWorkflowId, seesAllTenants, type ProducerScope } from './tenancy.ts';
 import { setTenantWeight, tenantWeight, tenantWeights, type TenantWeight } from './calls/tenants.ts';
 
 export interface Producer {
@@ -115,9 +115,11 @@ export interface Producer {
 
 /**
  * Creates a producer. With `options.tenant`, a service of that tenant; without, the `default` tenant's operator
- * (tenancy.ts). Throws nothing until used.
+ * (tenancy.ts). Throws nothing until used, except `QuotasOnClusterError` at once for `quotas` on a Redis Cluster
+ * (a `redis-cluster://` URL or a Cluster client): they could not be applied there.
  */
 export function createProducer(options: ProducerOptions): Producer {
+  refuseQuotasOnCluster(options.quotas, typeof options.redis === 'string' ? isClusterUrl(options.redis) : options.redis.isCluster, 'createProducer({ quotas })');
   const context = connectProducer(options);
   const scope: ProducerScope = options.tenant === undefined ? OPERATOR_SCOPE : { tenant: TenantSchema.parse(options.tenant), role: 'service' };
   return scopedProducer(context, scope);

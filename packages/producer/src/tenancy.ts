@@ -9,7 +9,7 @@
  * never a hint that it exists), and listings leave it out.
  */
 import { DEFAULT_TENANT, WORKFLOW_ID_PATTERN, scopedWorkflowId, tenantWorkflowId, type TenantQuota, type WorkflowFilter } from '@durable-a2a/shared';
-import { ForbiddenError, NotFoundError } from './errors.ts';
+import { ForbiddenError, NotFoundError, QuotasOnClusterError } from './errors.ts';
 
 /** The roles an API token (or a producer) has. */
 export const TENANT_ROLES = ['operator', 'service', 'viewer'] as const;
@@ -41,6 +41,21 @@ export function quotaOf(settings: TenantQuotaSettings | undefined, tenant: strin
   const quota = settings?.tenants?.[tenant] ?? settings?.default;
   if (!quota || (quota.maxInFlight === undefined && quota.maxStored === undefined)) return undefined;
   return { maxInFlight: quota.maxInFlight ?? UNLIMITED, maxStored: quota.maxStored ?? UNLIMITED };
+}
+
+/** True when `settings` hold at least one limit: the fallback's or a named tenant's (an entry without limits binds nothing). */
+export function anyQuota(settings: TenantQuotaSettings | undefined): boolean {
+  const binds = (quota: Partial<TenantQuota> | undefined) => quota !== undefined && (quota.maxInFlight !== undefined || quota.maxStored !== undefined);
+  return binds(settings?.default) || Object.values(settings?.tenants ?? {}).some(binds);
+}
+
+/**
+ * Refuses quotas on a Redis Cluster (`onCluster`): they cannot be applied there (`QuotasOnClusterError`), and a limit
+ * silently not applied is worse than a start-up error. `setting` names where the quotas came from in the message.
+ * @throws QuotasOnClusterError when `settings` hold a quota and `onCluster`
+ */
+export function refuseQuotasOnCluster(settings: TenantQuotaSettings | undefined, onCluster: boolean, setting: string): void {
+  if (onCluster && anyQuota(settings)) throw new QuotasOnClusterError(setting);
 }
 
 /** True when the scope sees every tenant's workflows. */

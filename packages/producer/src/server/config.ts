@@ -4,8 +4,10 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { TenantsConfigError, parseTenantsConfig, type TenantsConfig } from './tenants.ts';
-import { JournalDurabilityEnvironment, RedisUrlSchema } from '@durable-a2a/shared';
+import { TenantsConfigError, parseTenantsConfig, quotaSettingsOf, type TenantsConfig } from './tenants.ts';
+import { JournalDurabilityEnvironment, RedisUrlSchema, isClusterUrl } from '@durable-a2a/shared';
+import { QUOTAS_ON_CLUSTER_REASON } from '../errors.ts';
+import { anyQuota } from '../tenancy.ts';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits.ts';
 import type { SessionOptions } from './session.ts';
 
@@ -79,9 +81,19 @@ export function parseServerEnvironment(environment: NodeJS.ProcessEnv): ServerEn
 
 /**
  * The tenants document the environment names (`ServerOptions.tenants`), read once at start-up, or undefined.
- * @throws TenantsConfigError naming the variable (or file) and every bad field, or the file that cannot be read
+ * @throws TenantsConfigError naming the variable (or file) and every bad field, or the file that cannot be read, or
+ *   its quotas when REDIS_URL is a Redis Cluster (they could not be applied there: `QuotasOnClusterError`)
  */
 export function tenantsFrom(environment: ServerEnvironment): TenantsConfig | undefined {
+  const tenants = readTenants(environment);
+  if (isClusterUrl(environment.REDIS_URL) && anyQuota(quotaSettingsOf(tenants))) {
+    const source = environment.DA2A_TENANTS ? 'DA2A_TENANTS' : 'DA2A_TENANTS_FILE';
+    throw new TenantsConfigError([{ path: [source, 'quotas'], message: QUOTAS_ON_CLUSTER_REASON }]);
+  }
+  return tenants;
+}
+
+function readTenants(environment: ServerEnvironment): TenantsConfig | undefined {
   if (environment.DA2A_TENANTS) return parseTenantsConfig(environment.DA2A_TENANTS, 'DA2A_TENANTS');
   if (!environment.DA2A_TENANTS_FILE) return undefined;
   const path = environment.DA2A_TENANTS_FILE;

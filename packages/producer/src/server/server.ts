@@ -15,8 +15,9 @@ import { countTenantCreations } from './tenant-metrics.ts';
 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
 import { resolveLimits, type A2ALimits, type AddressPolicyOptions } from '@durable-a2a/a2a';
-import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, corruptRecordReporter, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, waitUntilConnected, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, corruptRecordReporter, createLogger, createMetrics, createFailFastRedisClient, isClusterUrl, logRedisConnectionState, queuePrefix, waitUntilConnected, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
+import { refuseQuotasOnCluster } from '../tenancy.ts';
 import { registerAdmin } from './admin.ts';
 import { API_BODY_LIMIT_BYTES, apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';
 import { parseApiTokens, requireApiToken } from './callers.ts';
@@ -52,7 +53,8 @@ export interface ServerOptions {
   /**
    * Tenants (docs/tenants.md; `TenantsConfigSchema`): each named token's tenant and role, and quotas per tenant. A
    * token it does not name is the `default` tenant's operator. Default none: every token an operator of `default`.
-   * Quotas apply when the server creates its producer (a producer passed in applies its own `quotas`).
+   * Quotas apply when the server creates its producer (a producer passed in applies its own `quotas`); with a
+   * `redis-cluster://` URL they cannot, and `createServer` throws `QuotasOnClusterError`.
    */
   tenants?: TenantsConfigInput;
   /** Default: `createLogger()` (JSON lines, secrets redacted). */
@@ -152,6 +154,8 @@ export function createServer(options: ServerOptions): ApiServer {
   // Bull Board shows every tenant's jobs: operators only.
   const operatorTokens = namedTokens.filter(({ scope }) => scope.role === 'operator').map(({ token }) => token);
   if (tokens.length === 0) throw new Error('createServer: apiTokens must hold at least one non-empty token');
+  // Quotas the server would apply, on a Cluster where it could not: refused before anything connects.
+  if (!options.producer) refuseQuotasOnCluster(quotaSettingsOf(tenants), isClusterUrl(options.redisUrl), 'DA2A_TENANTS quotas (createServer tenants)');
   const prefix = options.prefix ?? 'da2a';
   const logger = options.logger ?? createLogger();
   const metricsRegistry = options.metricsRegistry ?? new Registry();

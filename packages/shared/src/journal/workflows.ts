@@ -112,7 +112,7 @@ export class JournalWorkflows extends JournalIndex {
    * workflow nobody looks at again).
    * The workflow and its first delegation record their tenant (`tenantOfWorkflowId`). With `quota`, the tenant's
    * quota is checked in the same script (one server; on a Cluster the quota sets live in other slots and `quota` is
-   * not applied): an existing workflow is still answered as existing, a new one over quota writes nothing.
+   * ignored here: the producer and the API refuse quotas on a Cluster at start-up): an existing workflow is still answered as existing, a new one over quota writes nothing.
    * @returns true if created, false if the workflow already existed (idempotent: nothing written)
    * @throws JournalError QUOTA_IN_FLIGHT or QUOTA_STORED (nothing written)
    */
