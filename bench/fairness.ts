@@ -11,14 +11,19 @@
  * Added latency of a delegation: from `producer.delegate` until `producer.waitFor` resolves COMPLETED, minus its
  * agent's work time. The figure to judge: the quiet tenant's p95 added latency with the burst ÷ solo (target ≤ 2).
  * Its part before the agent has the message (where tenant order acts: the send queue): from `producer.delegate` to
- * the SendMessage reaching the agent's executor (wall clock; the agents' process records each text's arrival).
+ * the SendMessage reaching the agent's executor (wall clock; the agents' process records each text's arrival), and
+ * within it until its first send job went active in the worker (BullMQ's `active` event, read from the queue's event
+ * stream: its id is Redis' clock) and how many of its send jobs the worker enqueued again (a slot wait, a retry).
  *
  * The tenants are real: each tenant's delegations go through `producer.forScope({ tenant, role: 'service' })`, so its
  * workflows are `<tenant>~<id>` and every send job of them (the first and every re-enqueue by the workers) carries
  * the workflow's tenant.
  */
 import { loadavg } from 'node:os';
+import { QueueEvents } from 'bullmq';
+import { Redis } from 'ioredis';
 import { createProducer, type Producer } from '@durable-a2a/producer';
+import { queuePrefix } from '@durable-a2a/shared';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
 import { BENCH_STREAM_IDLE_TIMEOUT_MS, mapLimit, percentile, round, scaled, type BenchResult, type Figure } from './common.ts';
@@ -52,6 +57,7 @@ const SETTINGS: readonly Setting[] = ['solo', 'burst', 'burst, one tenant'];
 
 /** A finished delegation: its added latency (ms), its text (the agents' process records its arrival) and its start (ms since epoch). */
 interface Ended {
+  id: string;
   addedMs: number;
   text: string;
   startedAtMs: number;
@@ -75,6 +81,11 @@ export async function run(scale: number): Promise<BenchResult> {
   let worker: WorkerProcess | undefined;
   const added = new Map<Setting, number[]>(SETTINGS.map((setting) => [setting, []]));
   const untilAtAgent = new Map<Setting, number[]>(SETTINGS.map((setting) => [setting, []]));
+  const untilActive = new Map<Setting, number[]>(SETTINGS.map((setting) => [setting, []]));
+  const enqueuedAgain = new Map<Setting, number>(SETTINGS.map((setting) => [setting, 0]));
+  /** When each send job first went active (ms since epoch, Redis' clock), by job id. */
+  const activeAt = new Map<string, number>();
+  let sendEvents: QueueEvents | undefined;
   const burstAdded: number[] = [];
   const perRound: string[] = [];
   let completed = 0;
@@ -91,6 +102,11 @@ export async function run(scale: number): Promise<BenchResult> {
       ...PRODUCTION_TIMINGS,
     });
     await worker.ready;
+    sendEvents = new QueueEvents('send', { connection: new Redis(redisServer.url, { maxRetriesPerRequest: null }), prefix: queuePrefix('fair') });
+    sendEvents.on('active', ({ jobId }, eventId) => {
+      if (!activeAt.has(jobId)) activeAt.set(jobId, Number(eventId.split('-')[0]));
+    });
+    await sendEvents.waitUntilReady();
     const p = producer;
     const tenants = new Map([QUIET, BURSTING].map((tenant) => [tenant, p.forScope({ tenant, role: 'service' })]));
 
@@ -111,7 +127,7 @@ export async function run(scale: number): Promise<BenchResult> {
             const addedMs = performance.now() - started - workMsOf(index);
             total++;
             if (view.state === 'COMPLETED') completed++;
-            return { addedMs, text, startedAtMs };
+            return { id, addedMs, text, startedAtMs };
           }),
         );
       });
@@ -137,11 +153,19 @@ export async function run(scale: number): Promise<BenchResult> {
         added.get(setting)!.push(...samples);
         const arrived = await agentsChild.call<(number | null)[]>('arrivals', ends.map((end) => end.text));
         untilAtAgent.get(setting)!.push(...ends.flatMap((end, position) => (arrived[position] != null ? [arrived[position]! - end.startedAtMs] : [])));
+        for (const end of ends) {
+          // A delegation's send jobs: `send|<workflow>|main.1|<resend>[|…]`; the first is `…|0`, any other the worker's.
+          const jobs = [...activeAt.keys()].filter((jobId) => jobId.startsWith(`send|${end.id}|`));
+          const first = activeAt.get(`send|${end.id}|main.1|0`);
+          if (first !== undefined) untilActive.get(setting)!.push(first - end.startedAtMs);
+          enqueuedAgain.set(setting, enqueuedAgain.get(setting)! + jobs.filter((jobId) => jobId !== `send|${end.id}|main.1|0`).length);
+        }
         p95s.push(`${setting} ${round(percentile(samples, 95), 1)}`);
       }
       perRound.push(`round ${index + 1} (${order.join(' → ')}): quiet p95 ms ${p95s.join(', ')}`);
     }
   } finally {
+    await sendEvents?.close();
     await worker?.kill('SIGTERM');
     await producer?.close();
     await agentsChild.stop();
@@ -157,6 +181,14 @@ export async function run(scale: number): Promise<BenchResult> {
   for (const setting of SETTINGS) {
     const waits = untilAtAgent.get(setting)!;
     figures.push({ metric: `quiet tenant, ${setting}: delegate → SendMessage at the agent p50 / p95`, value: round(percentile(waits, 50), 1), unit: `/ ${round(percentile(waits, 95), 1)} ms` });
+  }
+  for (const setting of SETTINGS) {
+    const waits = untilActive.get(setting)!;
+    figures.push({
+      metric: `quiet tenant, ${setting}: delegate → first send job active p50 / p95 (send jobs enqueued again)`,
+      value: round(percentile(waits, 50), 1),
+      unit: `/ ${round(percentile(waits, 95), 1)} ms (${enqueuedAgain.get(setting)})`,
+    });
   }
   figures.push(
     { metric: 'quiet tenant p95 added latency ratio, burst / solo (target ≤ 2)', value: round(p95('burst') / p95('solo'), 2), unit: '' },
