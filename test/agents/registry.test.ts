@@ -1,6 +1,6 @@
 /**
  * The agent registry end to end (real Redis, real API, real workers, real agents): one agent per card URL whatever
- * its spelling (finding 3: `agents add` of the base URL, the card URL and the base URL with a slash gave three
+ * its spelling (`agents add` of the base URL, the card URL and the base URL with a slash once gave three
  * entries, so "another agent with the same skill" could be the same agent), entries written before normalization
  * merged on read, disable / enable / remove through the API, and each agent's health (last card fetch, last error,
  * success rate) from registrations, card fetches and SendMessages.
@@ -59,7 +59,7 @@ const register = async (server: ApiServer, cardUrl: string) => authorized(server
 const listed = async (server: ApiServer): Promise<AgentView[]> => (await authorized(server, { method: 'GET', url: '/v1/agents' })).json().agents;
 const spellingsOf = (agent: DemoAgentHandle) => [agent.baseUrl, agent.cardUrl, `${agent.baseUrl}/`];
 
-describe('finding 3: one agent per card URL, whatever its spelling', () => {
+describe('one agent per card URL, whatever its spelling', () => {
   it('the base URL, the card URL and the base URL with a slash register one agent with one id; candidateAgents returns it once', async () => {
     const { prefix, app: server } = await setUp();
     const answers = [];

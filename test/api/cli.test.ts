@@ -66,7 +66,7 @@ describe('durable-a2a CLI', () => {
     expect(JSON.parse(listed.stdout)).toEqual([expect.objectContaining({ id, cardUrl: done.cardUrl, status: 'active', card: expect.objectContaining({ name: 'Done agent' }) })]);
   });
 
-  it('finding 3: agents add by another spelling refreshes the one agent; agents disable, enable and remove (by id or card URL)', async () => {
+  it('agents add by another spelling refreshes the one agent; agents disable, enable and remove (by id or card URL)', async () => {
     const id = agentIdOf(done.cardUrl);
     for (const spelling of [done.baseUrl, `${done.baseUrl}/`, done.cardUrl.replace('http://', 'HTTP://')]) expect((await cli(['agents', 'add', spelling])).code).toBe(0);
     expect(JSON.parse((await cli(['--json', 'agents'])).stdout).map((agent: { id: string }) => agent.id)).toEqual([id]);

@@ -1,5 +1,5 @@
 /**
- * Validation at the edge (issue 13; field cases RT1, RT8, RT9): unknown
+ * Validation at the edge (docs/http-api.md "Validation at the edge"; field cases RT1, RT8, RT9): unknown
  * fields are refused naming the field, workflow definitions are checked fully
  * before anything is written, the address policy answers the same on every
  * route that takes an agent URL, client mistakes are 4xx with a code that

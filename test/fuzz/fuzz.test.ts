@@ -1,8 +1,7 @@
 /**
  * The variant-agent fuzzer inside `pnpm test`: 100 generated
  * deviating agents against one fleet on one private redis-server, over the
- * deviation kinds the product passes (IN_SUITE_KINDS: all of them since
- * issue 12's last kinds landed; docs/conformance-kit.md "Known failures").
+ * deviation kinds the product passes (IN_SUITE_KINDS: all of them; docs/conformance-kit.md "Known failures").
  * `pnpm fuzz` runs every kind (FUZZ_RUNS, default 500).
  */
 import fc from 'fast-check';

@@ -1,5 +1,5 @@
 /**
- * Issue 12 edge cases through a real fleet (private redis-server, scripted raw agent): R26 (the legacy
+ * Edge spellings and shapes (docs/a2a-edge.md) through a real fleet (private redis-server, scripted raw agent): R26 (the legacy
  * spelling of a state on the stream and in GetTask) and V4 (0x1E before JSON, whole-Task events) end
  * COMPLETED with one SendMessage, now that the edge reads them.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 12, kind "bounded inputs" in the journal (RT5/RT7): artifact bytes per delegation, summed over
+ * Bounded inputs in the journal (docs/a2a-edge.md "Limits"; RT5/RT7): artifact bytes per delegation, summed over
  * chunks and pushes, stay within `artifactBytesPerDelegation`; over it nothing is stored and the attempt
  * ends AMBIGUOUS with a permanent LIMIT_EXCEEDED reason (the agent produced output: a person decides, A31; FAILED
  * when the agent itself reported the task FAILED, REJECTED or CANCELED). Real redis-server, real push route.

@@ -1,5 +1,5 @@
 /**
- * Issue 12, kind "clocks" (R27, RT3 push variant): a move forward in state order is never vetoed by a
+ * Clocks (docs/agents.md "Clocks, ownership, artifacts and what each answer proves"; R27, RT3 push variant): a move forward in state order is never vetoed by a
  * timestamp; timestamps only order observations of the same rank; zone-less timestamps read as UTC.
  * Real redis-server, real journal scripts, a real fleet and a raw node:http agent.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 16: the journal's share of the Redis commands a happy-path delegation costs (producer → send →
+ * A budget (docs/performance.md): the journal's share of the Redis commands a happy-path delegation costs (producer → send →
  * follow → settle, a real fleet, a real agent, a private redis-server). Counted with MONITOR: every
  * command on a journal key (`<prefix>:…`: workflow, delegation, artifacts, lease, task binding,
  * unfinished index, workflow list), each EVALSHA and every redis.call inside it, as INFO commandstats
@@ -25,7 +25,7 @@ import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
  * in their own applyStatus; 54 before the send lease was
  * taken by the mark and the follow's lease and claim became one script fed the record just written; 52 before
  * finished workflows were compacted into one key), half a command of room for a rarer path (bench/monitor.ts:
- * ≈75 before issue 16).
+ * ≈75 before the first of these cuts).
  */
 const JOURNAL_COMMANDS_PER_DELEGATION = 46.5;
 /**
@@ -87,7 +87,7 @@ async function delegate(count: number, tag: string): Promise<void> {
   }
 }
 
-describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path delegation (issue 16)", () => {
+describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path delegation", () => {
   it(`a happy-path delegation costs the journal at most ${JOURNAL_COMMANDS_PER_DELEGATION} commands (scripts counted with every call inside)`, async () => {
     await delegate(2, 'warm'); // scripts loaded, connections open
     await new Promise((resolve) => setTimeout(resolve, 300));

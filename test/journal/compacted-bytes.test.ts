@@ -1,6 +1,6 @@
 /**
  * A compacted record's bytes for fixed input (journal/compacted-record.ts, updateWorkflow-4.lua): work on the
- * script's cost (issue 16) must leave every byte of a finished workflow's record as it was, and so must any
+ * script's cost must leave every byte of a finished workflow's record as it was, and so must any
  * other change that does not mean to change the layout. The input reaches every branch of the record build:
  * short names and fields under their own name, embedded JSON and JSON kept as a string (it held "=" of its own),
  * times after createdAt, counters at '0' left out, operational fields left out, the "=" marks (definition,

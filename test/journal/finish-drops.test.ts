@@ -1,5 +1,5 @@
 /**
- * Property (issue 16, the kind "an index entry dropped inside a transition"): `finishWorkflow` drops the given
+ * Property (the kind "an index entry dropped inside a transition", one round trip instead of two): `finishWorkflow` drops the given
  * unfinished-index entries exactly when its update is applied and sets a finished state, in the same script
  * (one server, no durability); a refused update (missing, version conflict, already finished) or an unfinished
  * state drops nothing, and other workflows' entries are never touched. It reports whether a delegation's entry

@@ -1,5 +1,5 @@
 /**
- * Property (issue 16, the kind "a lease ended inside a transition"): whatever the row's state, the change
+ * Property (the kind "a lease ended inside a transition", one round trip instead of two): whatever the row's state, the change
  * (mode, state, task id, fence, version) and who holds the delegation's lease, applyStatus with `endsLease`
  * releases the lease exactly when its holder is the given token and either `always` was asked or the row is
  * finished after the call (applied to a finished state, already finished, or gone); another holder's lease and a

@@ -1,5 +1,5 @@
 /**
- * Issue 12, kind "replies at most once" (C1): the reply's 'sending' mark is a lease owned by one worker;
+ * Replies at most once (field case C1): the reply's 'sending' mark is a lease owned by one worker;
  * a second reply job that finds it never sends again while the first may still be sending. Real fleet,
  * real BullMQ, a raw node:http agent that counts what it receives.
  */

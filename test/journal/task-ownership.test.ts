@@ -1,5 +1,5 @@
 /**
- * Issue 12, kind "ownership" in the journal (RT-ownership): a task id is bound to at most one
+ * Ownership in the journal (docs/a2a-edge.md "Ownership"; RT-ownership): a task id is bound to at most one
  * delegation; a push applies only to the task id we recorded; push bodies are bounded.
  * Real redis-server, real journal scripts, the real HTTP push route, a real fleet and a raw agent.
  */

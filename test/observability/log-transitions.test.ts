@@ -1,5 +1,5 @@
 /**
- * Issue 31, finding 7 (logs): one info line per transition that matters, nothing per poll. A question parked for
+ * Logs (docs/observability.md "Logs and metrics"): one info line per transition that matters, nothing per poll. A question parked for
  * several polls is logged "parked on a question" once; the start-up sweep logs its count once; a close logs
  * "fleet closed". A `waitFor` that times out on it says what it waited for and that the workflow waits for an answer.
  */

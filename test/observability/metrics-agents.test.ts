@@ -1,5 +1,5 @@
 /**
- * Issue 31, finding 6: the metrics answer "which agent is failing or slow" with a bounded `agent` label, count
+ * Metrics (docs/observability.md "Logs and metrics"): the metrics answer "which agent is failing or slow" with a bounded `agent` label, count
  * finished workflows by state and failed sends by code and agent, and carry no series that is always zero.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -55,7 +55,7 @@ afterAll(async () => {
   for (const agent of [registered, unregistered, gone]) await agent?.close();
 });
 
-describe('finding 6', () => {
+describe('which agent is failing or slow', () => {
   it('50 unregistered agents give one `other` series; a registered agent is labelled by its card name', async () => {
     const ids = await Promise.all(
       Array.from({ length: UNREGISTERED }, async (_, index) => (await producer.delegate({ agent: `${unregistered.cardUrl}?n=${index}`, text: 'hello' })).id),

@@ -1,5 +1,5 @@
 /**
- * Metrics per role (issue 13): each process exports only the metrics it
+ * Metrics per role: each process exports only the metrics it
  * updates; the worker process exports Node/process default metrics and the
  * end-to-end delegation duration histogram.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 31, findings 4 and 6: the ops endpoint of the workers. A port that cannot be bound stops the process with
+ * The ops endpoint of the workers. A port that cannot be bound stops the process with
  * one line and exit 2 before it takes a job (a second worker on a taken port used to log "fleet started", take
  * jobs, then die on an unhandled EADDRINUSE); the endpoint binds loopback unless DA2A_METRICS_HOST says otherwise;
  * DA2A_METRICS_TOKEN, when set, is required on `/metrics` (workers and API) while the probes stay open.
@@ -38,7 +38,7 @@ async function accepts(host: string, port: number): Promise<boolean> {
   );
 }
 
-describe('finding 4: a port that cannot be bound', () => {
+describe('a port that cannot be bound', () => {
   it('a worker on a taken metrics port exits 2 with one line naming the setting, and took no job', async () => {
     const prefix = 'taken-port';
     const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
@@ -74,7 +74,7 @@ describe('finding 4: a port that cannot be bound', () => {
   }, 60_000);
 });
 
-describe('finding 6: where the ops endpoint listens, and its token', () => {
+describe('where the ops endpoint listens, and its token', () => {
   let loopbackOnly: ObservedProcess;
   let everywhere: ObservedProcess;
   const TOKEN = 'metrics-token-0123456789';

@@ -1,5 +1,5 @@
 /**
- * OpenTelemetry (issue 15): one workflow is one trace across the producer and
+ * OpenTelemetry (docs/observability.md "Tracing (OpenTelemetry)"): one workflow is one trace across the producer and
  * two worker processes (send in one, follow in the other), with the
  * producer's span as the root, a span per delegation attempt, BullMQ's span
  * per queue job, and `traceparent` on every A2A call. Each process exports to

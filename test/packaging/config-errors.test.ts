@@ -1,6 +1,6 @@
 /**
  * Configuration errors name the variable and the expected form and exit 2,
- * with no stack trace and nothing on stdout (issue 13); a Redis that could
+ * with no stack trace and nothing on stdout (stdout is for JSON log lines); a Redis that could
  * lose the journal under DA2A_STRICT_PERSISTENCE exits 2 with one line.
  */
 import { describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-/** `pnpm demo --keep` stops everything it started on SIGTERM, not only on Ctrl+C (issue 13), and exits 0. */
+/** `pnpm demo --keep` stops everything it started on SIGTERM, not only on Ctrl+C (a container stop or `kill` sends SIGTERM), and exits 0. */
 import { execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';

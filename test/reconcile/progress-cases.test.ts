@@ -1,5 +1,5 @@
 /**
- * Issue 12, kinds 4 (no livelock) and 6 (fairness), case by case through a real fleet (private
+ * The progress rule (no livelock) and fairness (docs/agents.md "Progress rule"), case by case through a real fleet (private
  * redis-server, scripted raw node:http agents): R26 (a terminal status update without artifacts: one
  * GetTask collects them), RT4 (a stream that breaks protocol after a valid snapshot, and its 50 MB
  * variant: one GetTask, COMPLETED, bounded downloads), R28 (a parked task whose later subscriptions

@@ -1,5 +1,5 @@
 /**
- * Property test of the progress rule (issue 12, kind 4 "No livelock"; packages/workers/src/delegation/progress.ts):
+ * Property test of the progress rule (no livelock, docs/agents.md "Progress rule"; packages/workers/src/delegation/progress.ts):
  * for random sequences of observations that bring nothing new (snapshot-only streams, keep-alive-only
  * streams, refused subscriptions, broken `data:`, foreign events; the same GetTask answer, a -32603 on every
  * GetTask, a state nobody can read), a delegation makes at most 2 agent calls per (scaled) minute once its

@@ -1,5 +1,5 @@
 /**
- * Issue 12, kind "clocks", in the search for a task by messageId: the window must not depend on the
+ * Clocks in the search for a task by messageId: the window must not depend on the
  * agent's clock agreeing with ours. The agent here is an in-process A2ATransport whose ListTasks filters
  * by its own (lagging) clock, as a real agent would; it records every request.
  */

@@ -1,5 +1,5 @@
 /**
- * Workflows, re-delegation and sagas end to end (issues 5 and 6): the travel
+ * Workflows, re-delegation and sagas end to end (docs/concepts.md "Workflow states"): the travel
  * scenario against real @a2a-js/sdk agents and the booking service.
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';

@@ -1,5 +1,5 @@
 /**
- * Properties of the send side (issue 12, one per kind, fast-check):
+ * Properties of the send side (one per kind, fast-check):
  * - delivery (V5): whatever error class and delivery, an unreadable answer that arrived never leads
  *   to a resend of the same messageId, for any search outcome and whether or not the agent is listed
  *   as deduplicating; an error answer only when it is retryable and a conclusive search proves that

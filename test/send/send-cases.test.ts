@@ -1,5 +1,5 @@
 /**
- * Issue 12, the send side through a real fleet (private redis-server, scripted raw agents):
+ * The send side (docs/agents.md "Agents that hold the send", docs/a2a-edge.md) through a real fleet (private redis-server, scripted raw agents):
  * V1 (a kind-less Task completes with one send), typed protocol errors on SendMessage (journaled
  * with code, limit and delivery; never a resend of the same messageId), V5 (an answer that arrived
  * is never "never reached the agent", even for a deduplicating agent), ownership of the send answer

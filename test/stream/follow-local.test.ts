@@ -1,5 +1,5 @@
 /**
- * Local follows (issue 16): "follow now" runs in the process that routed it,
+ * Local follows (docs/concepts.md "Local follows and recovery"): "follow now" runs in the process that routed it,
  * with no follow job; the journal is its backstop (a SIGKILLed worker's
  * delegation is reattached by the reconciler), a graceful close hands it over
  * as a follow job, and busy local slots fall back to follow jobs. And recovery
@@ -161,7 +161,7 @@ async function setUpInFlight(prefix: string, count: number) {
 const leaseHolders = (refs: readonly DelegationRef[]) => Promise.all(refs.map((ref) => redis().get(producer!.journal.keys.followLease(ref.workflowId, ref.delegationId))));
 
 /*
- * Recovery after the whole fleet is SIGKILLed (issue 16): a dead worker's delegations are reattached right after
+ * Recovery after the whole fleet is SIGKILLed: a dead worker's delegations are reattached right after
  * their follow leases run out, not a reconcile interval later (a reconcile that finds a lease held also enqueues a
  * delayed check at its end), and the start-up sweep reaches every unfinished record, however many batches they fill.
  */

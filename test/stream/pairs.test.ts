@@ -1,5 +1,5 @@
 /**
- * Issue 16, the kind "two events that arrived together, applied in one round trip": a stream's artifact update and
+ * The kind "two events that arrived together, applied in one round trip": a stream's artifact update and
  * the status update right behind it go to the journal as one script (`applyArtifactThenStatus`, composed from
  * applyArtifact-2.lua and applyStatus-5.lua).
  * - Property (real Redis, the real scripts): whatever the row (state, task id, a sealed or open artifact), the

@@ -1,5 +1,5 @@
 /**
- * Records left with no follow lease and no job (issue 16, the stall seen at 10,000 in flight): a worker whose
+ * Records left with no follow lease and no job (the stall seen at 10,000 in flight): a worker whose
  * event loop stalls past `lockDurationMs` loses the leases of its open streams, and a follow that finds a
  * lease held by a dead holder stops. Each must be looked at again within a bounded time (its lease's end, or
  * at once), never only at the index's next check a reconcile interval later (60 s here, longer than each test).

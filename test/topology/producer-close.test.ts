@@ -1,5 +1,5 @@
 /**
- * `producer.close()` is bounded whatever Redis does (issue 31, finding 5: pending after 15 s with Redis
+ * `producer.close()` is bounded whatever Redis does (it once stayed pending after 15 s with Redis
  * unreachable). Redis killed before or after the producer connected, or while a `waitFor` is subscribed: the
  * connections are dropped at once. Redis frozen (SIGSTOP: connected, answering nothing): the graceful close is cut
  * off at `closeTimeoutMs`.
@@ -32,7 +32,7 @@ async function closeOutcome(producer: Producer): Promise<'closed' | 'pending'> {
   }
 }
 
-it.each(['after a call', 'before any call', 'while waitFor is subscribed'] as const)('finding 5: Redis killed %s: close() settles', async (moment) => {
+it.each(['after a call', 'before any call', 'while waitFor is subscribed'] as const)('Redis killed %s: close() settles', async (moment) => {
   redis = await startRedisServer();
   const producer = createProducer({ redis: redis.url, prefix: 'close' });
   let waiting: Promise<unknown> | undefined;
@@ -47,7 +47,7 @@ it.each(['after a call', 'before any call', 'while waitFor is subscribed'] as co
   expect(await closeOutcome(producer)).toBe('closed');
 }, 30_000);
 
-it('finding 5: Redis frozen (connected, answering nothing): close() settles at its closeTimeoutMs', async () => {
+it('Redis frozen (connected, answering nothing): close() settles at its closeTimeoutMs', async () => {
   redis = await startRedisServer();
   const probe = createRedisClient(redis.url);
   const pid = Number(/process_id:(\d+)/.exec(await probe.info('server'))![1]);

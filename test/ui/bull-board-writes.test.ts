@@ -1,5 +1,5 @@
 /**
- * Bull Board writes (issue 13): a cookie session only writes from the board's
+ * Bull Board writes (docs/http-api.md "Browser sessions (`/ui` and Bull Board)"): a cookie session only writes from the board's
  * own origin (Sec-Fetch-Site / Origin), the session expires server-side, and
  * read-only mode refuses every write.
  */

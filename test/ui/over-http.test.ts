@@ -1,5 +1,5 @@
 /**
- * Issue 15, over HTTP without a browser: GET /v1/questions and the workflow
+ * The page for people (docs/people.md), over HTTP without a browser: GET /v1/questions and the workflow
  * summaries (state, waiting, newest first, paged), and /ui's sign-in form,
  * session cookie, CSRF refusal, blank answers, ETag and escaping.
  */

@@ -1,5 +1,5 @@
 /**
- * People in a real browser (issue 32), with real Redis, a real fleet, a demo agent that asks a question and the HTTP
+ * People in a real browser (docs/people.md), with real Redis, a real fleet, a demo agent that asks a question and the HTTP
  * service on loopback: a question answered from its signed answer link with no session and no token, then the
  * finished workflow's /ui page (signed in with the form) and the API view show the question, the answer and who
  * gave it (`link <id>`); a question that expires takes its `onExpiry` action (`answer`: the default answer), and the

@@ -1,5 +1,5 @@
 /**
- * The pure parts of the page for people, by kind (issue 32), with properties over every input:
+ * The pure parts of the page for people, by kind (docs/people.md), with properties over every input:
  * - a session cookie is accepted only as made: any change to its expiry, id or MAC, another token, or an expired
  *   one is refused; a signed-out id is refused;
  * - where a sign-in leads (`next`) is always a path of /ui or Bull Board, never another site;

@@ -1,5 +1,5 @@
 /**
- * The page for people (/ui) in a real browser (issues 15 and 32): signing in
+ * The page for people (/ui) in a real browser (docs/people.md "The page for people (`/ui`)"): signing in
  * with the form; the travel demo's hotel question is found from the list, shown
  * next to the request, a blank answer refused visibly, answered from the page
  * with a visible confirmation, and the workflow moves on without a reload;

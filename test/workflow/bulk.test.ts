@@ -1,5 +1,5 @@
 /**
- * Bulk actions by filter (issue 31), end to end: the API (`POST /v1/bulk/workflows/{action}`) and the CLI
+ * Bulk actions by filter (docs/people.md "Search and bulk actions"), end to end: the API (`POST /v1/bulk/workflows/{action}`) and the CLI
  * (`workflows cancel|retry|search --where …`) against real workers and a real agent that keeps its tasks WORKING.
  * A dry run changes nothing; the real run cancels exactly the matching workflows, each through the single-workflow
  * cancel, so CancelTask reaches the agent for each bound task and for no other.

@@ -1,5 +1,5 @@
 /**
- * Truthful outcomes end to end (issue 13; field cases R31, V6): a cancel never makes a workflow report
+ * Truthful outcomes end to end (field cases R31, V6): a cancel never makes a workflow report
  * CANCELED while the agent did (or may have done) the work. Producer → fleet → a scripted raw node:http
  * JSON-RPC agent → journal; the agent counts every call.
  */

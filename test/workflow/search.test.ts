@@ -1,5 +1,5 @@
 /**
- * Search through the index (issue 31): by metadata and by id prefix over 50,000 workflows in a bounded number of
+ * Search through the index (docs/people.md "Search and bulk actions"): by metadata and by id prefix over 50,000 workflows in a bounded number of
  * Redis commands (counted with INFO commandstats, every call inside a script included), the listing past 10,000
  * workflows through the updated index, and a property: for random workflows, metadata and filters, the indexed
  * search returns exactly what a full scan of the workflows (in the test) matches, over every page.

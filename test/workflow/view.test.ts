@@ -1,5 +1,5 @@
 /**
- * The view says why (issue 13) and shows the answer (V3): per attempt the
+ * The view says why (docs/http-api.md "The workflow view") and shows the answer (V3): per attempt the
  * progress state, the number of tries, the last classified error and the next
  * check time; a COMPLETED task with no artifacts shows its final status
  * message as the result.
