@@ -3,62 +3,24 @@
  * named crash point, then a fresh worker recovers from the journal alone.
  * Architecture crash windows 1, 2, 3 and 8.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createProducer, type Producer } from '@durable-a2a/producer';
-import type { Fleet } from '@durable-a2a/workers';
-import { useRedisServer } from '../harness/redis.ts';
-import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
+import { describe, expect, it } from 'vitest';
+import { startDemoAgent } from '../harness/agent.ts';
 import { completesWith, runsSlowly } from '../harness/agent-behaviours.ts';
-import { eventually, spawnWorkerProcess, startTestFleet, type WorkerProcess } from '../harness/fleet.ts';
+import { eventually } from '../harness/fleet.ts';
+import { useCrashScene } from '../harness/crash-scene.ts';
 
-const redisServer = useRedisServer({ appendOnly: true });
-let agent: DemoAgentHandle;
-let producer: Producer;
-let fleet: Fleet | undefined;
-const processes: WorkerProcess[] = [];
-let counter = 0;
-
-beforeAll(async () => {
-  agent = await startDemoAgent({ behaviour: completesWith('done', { delayMs: 300 }) });
+const scene = useCrashScene({
+  prefix: 'crash',
+  startAgents: () => startDemoAgent({ behaviour: completesWith('done', { delayMs: 300 }) }),
+  stopAgents: (agent) => agent.close(),
 });
-afterAll(async () => {
-  await agent.close();
-});
-afterEach(async () => {
-  await fleet?.close();
-  fleet = undefined;
-  await Promise.all(processes.splice(0).map((worker) => worker.kill()));
-  await producer?.close();
-});
-
-function setUp() {
-  const prefix = `crash${++counter}`;
-  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
-  return prefix;
-}
-
-const spawn = (prefix: string, environment: Record<string, string> = {}) => {
-  const worker = spawnWorkerProcess({ REDIS_URL: redisServer().url, DA2A_PREFIX: prefix, ...environment });
-  processes.push(worker);
-  return worker;
-};
-
-const completed = async (id: string) => {
-  try {
-    return await eventually(async () => {
-      const view = await producer.get(id);
-      return view.state === 'COMPLETED' && view;
-    }, `workflow ${id} completed`, 30_000);
-  } catch (error) {
-    const attempt = (await producer.get(id)).steps[0]!.attempts[0];
-    throw new Error(`${String(error)}; last seen ${JSON.stringify(attempt)}`);
-  }
-};
+const completed = (id: string) => scene.reached(id);
 
 describe('crash recovery', () => {
   it('killed after the agent accepted SendMessage, before the taskId was recorded: adopted, one SendMessage', async () => {
-    const prefix = setUp();
-    const worker = spawn(prefix, { DA2A_CRASH_AT: 'send.after-request' });
+    const { producer } = scene.setUp();
+    const agent = scene.agents();
+    const worker = scene.spawn({ DA2A_CRASH_AT: 'send.after-request' });
     await worker.ready;
     const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'window-2' });
     expect((await worker.exited).signal).toBe('SIGKILL');
@@ -68,7 +30,7 @@ describe('crash recovery', () => {
     expect(orphan.sendStartedAt).toBeGreaterThan(0);
     expect(agent.sendMessageCount(messageId)).toBe(1);
 
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
+    const fleet = await scene.startFleet();
     const view = await completed(id);
     expect(view.steps[0]!.attempts[0]!.resendCount).toBe(0);
     expect(agent.sendMessageCount(messageId)).toBe(1);
@@ -76,24 +38,26 @@ describe('crash recovery', () => {
   });
 
   it('killed before the request left: resent once with the same messageId', async () => {
-    const prefix = setUp();
-    const worker = spawn(prefix, { DA2A_CRASH_AT: 'send.after-mark' });
+    const { producer } = scene.setUp();
+    const agent = scene.agents();
+    const worker = scene.spawn({ DA2A_CRASH_AT: 'send.after-mark' });
     await worker.ready;
     const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'window-1' });
     expect((await worker.exited).signal).toBe('SIGKILL');
     expect(agent.sendMessageCount(messageId)).toBe(0);
 
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
+    await scene.startFleet();
     const view = await completed(id);
     expect(view.steps[0]!.attempts[0]).toMatchObject({ resendCount: 1, messageId });
     expect(agent.sendMessageCount(messageId)).toBe(1);
   });
 
   it('the whole fleet is SIGKILLed with 100 delegations in flight: all complete, none sent twice', async () => {
-    const prefix = setUp();
+    const { producer } = scene.setUp();
+    const agent = scene.agents();
     agent.setBehaviour(runsSlowly(1_500));
     try {
-      const first = spawn(prefix);
+      const first = scene.spawn();
       await first.ready;
       const started = await Promise.all(
         Array.from({ length: 100 }, (_, index) => producer.delegate({ agent: agent.cardUrl, text: `job ${index}`, idempotencyKey: `fleet-${index}` })),
@@ -103,7 +67,7 @@ describe('crash recovery', () => {
         return counts.filter((count) => count > 0).length >= 60;
       }, 'most delegations sent');
       await first.kill('SIGKILL');
-      const second = spawn(prefix);
+      const second = scene.spawn();
       await second.ready;
       for (const { id } of started) await completed(id);
       const counts = started.map(({ messageId }) => agent.sendMessageCount(messageId));
@@ -115,9 +79,10 @@ describe('crash recovery', () => {
   });
 
   it('a worker stalled between the mark and the request sends nothing and gives the send lease back at once; the reconciler sends once', async () => {
-    const prefix = setUp();
+    const { producer } = scene.setUp();
+    const agent = scene.agents();
     // The mark takes the send lease (20 s here); the stall (2.5 s) passes the 1 s margin of crash window 8.
-    const stalled = spawn(prefix, { DA2A_STALL_AT: 'send.after-mark:2500', DA2A_QUEUES: 'send', DA2A_LOCK_DURATION_MS: '20000' });
+    const stalled = scene.spawn({ DA2A_STALL_AT: 'send.after-mark:2500', DA2A_QUEUES: 'send', DA2A_LOCK_DURATION_MS: '20000' });
     await stalled.ready;
     const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'stalled-after-mark' });
     const ref = { workflowId: id, delegationId: 'main.1' };
@@ -127,20 +92,21 @@ describe('crash recovery', () => {
     await eventually(async () => (await producer.journal.followLeaseRemainingMs(ref)) === 0, 'send lease given back', 8_000);
     expect(agent.sendMessageCount(messageId)).toBe(0);
     await stalled.kill('SIGKILL'); // it would stall at every send of this delegation again
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, workerId: 'taker' });
+    await scene.startFleet({ workerId: 'taker' });
     await completed(id);
     expect(agent.sendMessageCount(messageId)).toBe(1);
   });
 
   it('a worker stalled past its job lock: the second takes over, the late writes of the first are refused, one SendMessage', async () => {
-    const prefix = setUp();
-    const stalled = spawn(prefix, { DA2A_STALL_AT: 'send.before-mark:6000', DA2A_QUEUES: 'send' });
+    const { producer } = scene.setUp();
+    const agent = scene.agents();
+    const stalled = scene.spawn({ DA2A_STALL_AT: 'send.before-mark:6000', DA2A_QUEUES: 'send' });
     await stalled.ready;
     const cardReadsBefore = agent.httpRequests.filter((request) => request.url.includes('agent-card')).length;
     const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'stalled' });
     // The stalled worker read the Agent Card (its fresh process has no cache) and stops right before its mark and claim.
     await eventually(async () => agent.httpRequests.filter((request) => request.url.includes('agent-card')).length > cardReadsBefore, 'the stalled worker read the card');
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, workerId: 'taker' });
+    await scene.startFleet({ workerId: 'taker' });
     await completed(id);
     // Let the stalled worker wake up and try its stale write.
     await new Promise((resolve) => setTimeout(resolve, 6_500));

@@ -3,46 +3,36 @@
  * never in the way of delegation work, nothing lost across a worker SIGKILL.
  */
 import { randomBytes } from 'node:crypto';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createProducer, type Producer } from '@durable-a2a/producer';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { Producer } from '@durable-a2a/producer';
 import { notificationEventId } from '@durable-a2a/shared';
-import type { Fleet } from '@durable-a2a/workers';
-import { useRedisServer } from '../harness/redis.ts';
-import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
+import { startDemoAgent } from '../harness/agent.ts';
 import { asksForInput, completionSteps } from '../harness/agent-behaviours.ts';
-import { eventually, spawnWorkerProcess, startTestFleet, type WorkerProcess } from '../harness/fleet.ts';
+import { eventually } from '../harness/fleet.ts';
+import { useCrashScene } from '../harness/crash-scene.ts';
 import { startWebhookReceiver, type WebhookReceiver } from '../harness/webhook-receiver.ts';
 
 const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
-const redisServer = useRedisServer({ appendOnly: true });
-let agent: DemoAgentHandle;
-let receiver: WebhookReceiver;
-let producer: Producer | undefined;
-let fleet: Fleet | undefined;
-const processes: WorkerProcess[] = [];
-let counter = 0;
-
-beforeAll(async () => {
-  agent = await startDemoAgent({ behaviour: asksForInput('Which city?', (answer) => completionSteps(`booked ${answer}`)) });
-});
-afterAll(async () => {
-  await agent.close();
-});
+const RETRY = { attempts: 6, backoffMs: 100 };
+// Registered before the scene's hooks, so it runs after them (after-hooks run last-registered first): the
+// receiver closes once the fleet and the workers are gone.
+let receiver: WebhookReceiver | undefined;
 afterEach(async () => {
-  await fleet?.close();
-  fleet = undefined;
-  await Promise.all(processes.splice(0).map((worker) => worker.kill()));
-  await producer?.close();
-  producer = undefined;
   await receiver?.close();
+  receiver = undefined;
+});
+const scene = useCrashScene({
+  prefix: 'notify',
+  startAgents: () => startDemoAgent({ behaviour: asksForInput('Which city?', (answer) => completionSteps(`booked ${answer}`)) }),
+  stopAgents: (agent) => agent.close(),
 });
 
-async function setUp(notify: { requestTimeoutMs?: number } = {}) {
-  const prefix = `notify${++counter}`;
-  receiver = await startWebhookReceiver(SECRET);
-  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
-  fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, notify: { secret: SECRET, retry: { attempts: 6, backoffMs: 100 }, ...notify } });
-  return { prefix, producer, fleet };
+/** A producer under a fresh prefix and a webhook receiver; `notify` options go to an in-process fleet unless `fleet: false`. */
+async function setUp(notify: { requestTimeoutMs?: number } = {}, { fleet = true } = {}) {
+  const { producer } = scene.setUp();
+  const started = await startWebhookReceiver(SECRET);
+  receiver = started;
+  return { producer, receiver: started, agent: scene.agents(), fleet: fleet ? await scene.startFleet({ notify: { secret: SECRET, retry: RETRY, ...notify } }) : undefined };
 }
 
 /** The open question of `id` once it is asked, with the journal's question key. */
@@ -55,7 +45,7 @@ async function questionOf(producer: Producer, id: string) {
 
 describe('outbound notifications', () => {
   it('a receiver that fails twice, then accepts: every event arrives, verified, once per id after dedup', async () => {
-    const { producer, fleet } = await setUp();
+    const { producer, fleet, receiver, agent } = await setUp();
     receiver.answerWith((_id, tries) => (tries <= 2 ? { kind: 'fail', status: 503 } : { kind: 'accept' }));
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book a table', idempotencyKey: 'fails-twice', notify: { url: receiver.url } });
     const question = await questionOf(producer, id);
@@ -78,12 +68,12 @@ describe('outbound notifications', () => {
     // Journaled delivered, counted.
     const journaled = await producer.journal.notifications(id);
     expect(Object.values(journaled).map((entry) => entry.stage)).toEqual(['delivered', 'delivered']);
-    const counted = (await fleet.metrics.notifications.get()).values.filter((value) => value.labels.outcome === 'delivered').reduce((sum, value) => sum + value.value, 0);
+    const counted = (await fleet!.metrics.notifications.get()).values.filter((value) => value.labels.outcome === 'delivered').reduce((sum, value) => sum + value.value, 0);
     expect(counted).toBe(2);
   });
 
   it('a receiver that hangs does not hold the delegation: it completes while the request is still open', async () => {
-    const { producer } = await setUp({ requestTimeoutMs: 15_000 });
+    const { producer, receiver, agent } = await setUp({ requestTimeoutMs: 15_000 });
     receiver.answerWith(() => ({ kind: 'hang' }));
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book a table', idempotencyKey: 'hangs', notify: { url: receiver.url } });
     await questionOf(producer, id);
@@ -97,22 +87,19 @@ describe('outbound notifications', () => {
   });
 
   it('events enqueued before a worker SIGKILL are delivered after a new worker starts', async () => {
-    const prefix = `notify${++counter}`;
-    receiver = await startWebhookReceiver(SECRET);
-    producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    const { producer, receiver, agent } = await setUp({}, { fleet: false });
     receiver.answerWith(() => ({ kind: 'hang' }));
-    const worker = spawnWorkerProcess({ REDIS_URL: redisServer().url, DA2A_PREFIX: prefix, DA2A_NOTIFY_URL: receiver.url, DA2A_NOTIFY_SECRET: SECRET });
-    processes.push(worker);
+    const worker = scene.spawn({ DA2A_NOTIFY_URL: receiver.url, DA2A_NOTIFY_SECRET: SECRET });
     await worker.ready;
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book a table', idempotencyKey: 'killed' });
     const question = await questionOf(producer, id);
     const eventId = notificationEventId({ kind: 'question.opened', workflowId: id, delegationId: 'main.1', occasion: question.questionKey! });
     // The event is journaled enqueued and its delivery is under way in the worker when it dies.
-    await eventually(async () => (await producer!.journal.notification(id, eventId))?.stage === 'enqueued' && receiver.hanging() > 0, 'delivery under way');
+    await eventually(async () => (await producer.journal.notification(id, eventId))?.stage === 'enqueued' && receiver.hanging() > 0, 'delivery under way');
     await worker.kill('SIGKILL');
     expect(receiver.acceptedIds().has(eventId)).toBe(false);
     receiver.answerWith(() => ({ kind: 'accept' }));
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, notify: { secret: SECRET, url: receiver.url, retry: { attempts: 6, backoffMs: 100 } } });
+    await scene.startFleet({ notify: { secret: SECRET, url: receiver.url, retry: RETRY } });
     await eventually(async () => receiver.acceptedIds().has(eventId), 'delivered by the new worker', 30_000);
     expect((await producer.journal.notification(id, eventId))?.stage).toBe('delivered');
   });
