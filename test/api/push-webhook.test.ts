@@ -7,7 +7,7 @@ import type { Fleet } from '@durable-a2a/workers';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 import { startTestServer } from '../harness/api-server.ts';
-import { startPushOnceAgent, type PushOnceAgentHandle } from '../harness/push-once-agent.ts';
+import { startPushConfigAgent, type PushConfigAgentHandle } from '../harness/push-config-agent.ts';
 
 const redisServer = useRedisServer();
 
@@ -197,10 +197,10 @@ describe('push sent once, then never again (R17)', () => {
   let app: ApiServer;
   let fleet: Fleet;
   let producer: Producer;
-  let agent: PushOnceAgentHandle;
+  let agent: PushConfigAgentHandle;
 
   beforeAll(async () => {
-    agent = await startPushOnceAgent('T1', 'C1');
+    agent = await startPushConfigAgent({ pushesSubmittedOnce: true });
     app = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const address = app.server.address();
@@ -223,17 +223,17 @@ describe('push sent once, then never again (R17)', () => {
     await eventually(async () => agent.pushStatuses.length > 0, 'the one push');
     expect(agent.pushStatuses).toHaveLength(1);
     expect([204, 403]).toContain(agent.pushStatuses[0]);
-    const config = agent.pushConfig()!;
+    const config = agent.configs()[0]!;
     expect(config.url).toMatch(/\/v1\/push\/r17-1\/main\.1$/);
     await eventually(async () => (await producer.journal.getDelegation(ref))?.taskId === 'T1', 'task id journaled');
     // Nothing is pushed again: the workers' GetTask fallback sees the completion.
-    agent.complete('done without a push');
+    await agent.complete('done without a push', { push: 'none' });
     const done = await eventually(async () => {
       const view = await producer.get('r17-1');
       return view.state === 'COMPLETED' && view;
     }, 'workflow completed through GetTask');
     expect(done.steps[0]!.attempts[0]).toMatchObject({ state: 'COMPLETED', resultText: 'done without a push' });
-    expect(agent.getTaskCount()).toBeGreaterThan(0);
+    expect(agent.readCount()).toBeGreaterThan(0);
     expect(agent.pushStatuses).toHaveLength(1);
     const settled = (await producer.journal.getDelegation(ref))!;
 
