@@ -6,7 +6,7 @@
  * BullMQ's commands left out). `replay` runs those sequences again on a private redis-server, each workflow under a
  * fresh id (its task ids too), with this checkout's script texts, and prints Redis's execution time per call of each
  * script (SLOWLOG at threshold 0: µs without networking), per round. Two checkouts replaying one trace, alternately,
- * compare script versions on the same records (issue 16).
+ * compare script versions on the same records.
  */
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';

@@ -1,6 +1,6 @@
 /**
  * The chaos run shared by `pnpm chaos` (test/chaos/run.ts, 1,000 workflows)
- * and its short version in `pnpm test` (test/chaos.test.ts): many workflows
+ * and its short version in `pnpm test` (test/chaos/chaos.test.ts): many workflows
  * across several worker processes while, at seeded random times, workers are
  * SIGKILLed, agents cut their streams or restart and forget their tasks, and
  * Redis (AOF everysec) is restarted. Then, with the fleet quiet, the

@@ -1,6 +1,6 @@
 /**
  * Failover chaos, shared by `pnpm chaos:failover` (test/chaos/run-failover.ts) and its short version in
- * `pnpm test` (test/failover.test.ts): workflows in flight across two worker processes on a Sentinel set;
+ * `pnpm test` (test/chaos/failover.test.ts): workflows in flight across two worker processes on a Sentinel set;
  * mid-run the replica falls behind (its replication stream is held back for `lagMs`, as on a slow link),
  * the primary is SIGKILLed, the Sentinels promote the replica, the workers, the producer and BullMQ
  * reconnect, and the old primary comes back as a replica. The invariants are those of `pnpm chaos`

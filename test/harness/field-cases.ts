@@ -1,5 +1,5 @@
 /**
- * The harness of the field-case tests (test/field-cases/*.test.ts, table in
+ * The harness of the end-to-end field-case tests (each named in the table of
  * docs/field-cases.md): producer → fleet → a scripted raw JSON-RPC agent →
  * journal, each test under its own key prefix. `useFieldCases()` registers
  * the private redis-server and the teardown; the rest are plain helpers.

@@ -1,5 +1,5 @@
 /**
- * What the interop matrices (test/interop.test.ts over JSON-RPC and HTTP+JSON, test/interop-grpc.test.ts
+ * What the interop matrices (test/interop/matrix.test.ts over JSON-RPC and HTTP+JSON, test/interop/grpc-matrix.test.ts
  * over gRPC) share: the one scripted behaviour, message and task helpers, and a raw webhook.
  */
 import { createServer, type Server } from 'node:http';

@@ -45,12 +45,19 @@ export interface PushConfigAgentBehaviour {
    * leaves; `with-answer`: not awaited), as the whole Task or its status update.
    */
   completesOnSend?: { text: string; push?: { kind: 'task' | 'status'; order: 'before-answer' | 'with-answer' } };
+  /**
+   * Right after answering SendMessage, pushes the SUBMITTED task once to the inline config, then never again until
+   * told (field case R17: a push is a hint, the reconciler's reads are the backstop). Default false.
+   */
+  pushesSubmittedOnce?: boolean;
 }
 
 export interface PushConfigAgentHandle {
   readonly raw: RawAgentHandle;
   readonly cardUrl: string;
   readonly taskId: string;
+  /** The task's context: the one SendMessage carried, else `C1`. */
+  readonly contextId: string;
   /** The configs the agent holds now. */
   configs(): StoredPushConfig[];
   /** The most configs the agent held at any time. */
@@ -81,7 +88,7 @@ export interface PushConfigAgentHandle {
 const CONFIG_METHODS = new Set(['CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig']);
 
 export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour = {}, taskId = 'T1'): Promise<PushConfigAgentHandle> {
-  const { keepsInline = true, keysBy = 'id-or-task', listsEmptyTaskId = false, createAssignsId = false, failing = [], refusesCreate = false, dropsConfigsOnCompletion = false, streamsSnapshot = false, completesOnSend } = behaviour;
+  const { keepsInline = true, keysBy = 'id-or-task', listsEmptyTaskId = false, createAssignsId = false, failing = [], refusesCreate = false, dropsConfigsOnCompletion = false, streamsSnapshot = false, completesOnSend, pushesSubmittedOnce = false } = behaviour;
   const store = new Map<string, StoredPushConfig>();
   const deleted: StoredPushConfig[] = [];
   const calls: { method: string; params: Record<string, unknown>; afterCompletion: boolean }[] = [];
@@ -107,6 +114,16 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
     completedWith === undefined || (asPolled && pollingHeld)
       ? { id: taskId, contextId, history, status: { state: 'TASK_STATE_WORKING', timestamp: submittedAt } }
       : { id: taskId, contextId, history, status: { state: 'TASK_STATE_COMPLETED', timestamp: new Date(Date.parse(submittedAt) + 1_000).toISOString() }, artifacts: [{ artifactId: 'result', parts: [{ text: completedWith }] }] };
+
+  /** POSTs `body` to `config` with the `X-A2A-Notification-Token` header alone; the webhook's status is kept (0: unreachable). */
+  const push = async (config: StoredPushConfig, body: unknown) => {
+    const response = await fetch(config.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/a2a+json', ...(config.token ? { 'x-a2a-notification-token': config.token } : {}) },
+      body: JSON.stringify(body),
+    }).catch(() => undefined);
+    pushStatuses.push(response?.status ?? 0);
+  };
 
   const configCall = (method: string, params: Record<string, unknown>): { result: unknown } | { error: [number, string] } => {
     const fails = (call: 'list' | 'create' | 'delete') => failing.includes(call);
@@ -165,7 +182,10 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
           if (push?.order === 'with-answer') void handle.pushCompletion(push.kind);
           return sendJson(response, jsonRpcResult(call.id, { task: task() }));
         }
-        return sendJson(response, jsonRpcResult(call.id, { task: { ...task(), status: { state: 'TASK_STATE_SUBMITTED', timestamp: submittedAt } } }));
+        const submitted = { ...task(), status: { state: 'TASK_STATE_SUBMITTED', timestamp: submittedAt } };
+        sendJson(response, jsonRpcResult(call.id, { task: submitted }));
+        if (inline && pushesSubmittedOnce) setTimeout(() => void push({ ...inline, taskId }, { task: { id: taskId, contextId, status: submitted.status } }), 10);
+        return;
       }
       case 'GetTask':
         getTasks++;
@@ -184,6 +204,9 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
     raw,
     cardUrl: `${raw.url}/.well-known/agent-card.json`,
     taskId,
+    get contextId() {
+      return contextId;
+    },
     configs: () => [...store.values()],
     maxConfigs: () => maxConfigs,
     calls,
@@ -198,14 +221,7 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
       const completed = kind === 'task' ? { task: finished } : { statusUpdate: { taskId, contextId, status: finished.status } };
       const targets = [...store.values(), ...(late ? deleted : [])];
       if (dropsConfigsOnCompletion) store.clear();
-      for (const config of targets) {
-        const response = await fetch(config.url, {
-          method: 'POST',
-          headers: { 'content-type': 'application/a2a+json', ...(config.token ? { 'x-a2a-notification-token': config.token } : {}) },
-          body: JSON.stringify(completed),
-        }).catch(() => undefined);
-        pushStatuses.push(response?.status ?? 0);
-      }
+      for (const config of targets) await push(config, completed);
     },
     releasePolling: () => {
       pollingHeld = false;

@@ -1,6 +1,6 @@
 /**
  * A raw node:http A2A 1.0 JSON-RPC agent whose methods are scripted per test
- * (field cases, test/field-cases.test.ts). The card at
+ * (the end-to-end field case tests; docs/field-cases.md names each). The card at
  * /.well-known/agent-card.json names one JSONRPC interface at /a2a/jsonrpc
  * (protocolVersion 1.0, streaming true). Every JSON-RPC request is recorded
  * (method, params, request id, time) so tests can count calls and inspect

@@ -6,7 +6,7 @@
  */
 
 /**
- * Did the request reach the agent? (issue 12, field case V5)
+ * Did the request reach the agent? (docs/a2a-edge.md "Delivery (V5)"; field case V5)
  * - `not-sent`: it never left us (connection refused, DNS failure, a blocked address, a request we could not build);
  * - `maybe`: it may have (a timeout or a reset before any answer);
  * - `received`: an answer arrived (any HTTP status with a body, a stream that opened): the agent had it.
@@ -216,7 +216,7 @@ export class UnknownWireValueError extends ProtocolError {
 /** Names of the input limits (`limits.ts`). */
 export type LimitName = 'responseBodyBytes' | 'sseEventBytes' | 'agentCardBytes' | 'partsPerMessage' | 'jsonDepth' | 'artifactBytesPerDelegation';
 /**
- * An answer went over one of the input limits (`limits.ts`; issue 12 kind 5, RT2/RT4/RT5/RT7). Reading
+ * An answer went over one of the input limits (`limits.ts`; field cases RT2/RT4/RT5/RT7). Reading
  * stopped at the limit. Permanent for the attempt (the agent sends the same answer again); the attempt
  * may be delegated again elsewhere. `limit` names the limit, `limitValue` its value (bytes, parts or levels).
  */
@@ -231,7 +231,7 @@ export class LimitExceededError extends ProtocolError {
   }
 }
 /**
- * A JSON-RPC answer that does not carry our request id (JSON-RPC 2.0 §5; issue 12 ownership):
+ * A JSON-RPC answer that does not carry our request id (JSON-RPC 2.0 §5; docs/a2a-edge.md "Ownership"):
  * it is not proven to answer our request, so nothing in it is adopted. Permanent for the attempt.
  */
 export class ResponseIdMismatchError extends ProtocolError {

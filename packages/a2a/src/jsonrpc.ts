@@ -46,7 +46,7 @@ export const JSON_RPC_METHODS = {
 export type JsonRpcId = string | number;
 
 /**
- * Ownership at the transport (issue 12, kind 1): an answer must carry our request id (JSON-RPC 2.0 §5),
+ * Ownership at the transport (docs/a2a-edge.md "Ownership"): an answer must carry our request id (JSON-RPC 2.0 §5),
  * compared as text so `1` and `"1"` match. An error may carry `null` or no id (the server could not read
  * ours: §5.1 parse errors); a result never. Throws `ResponseIdMismatchError` (a `ProtocolError`).
  */

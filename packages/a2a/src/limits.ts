@@ -1,5 +1,5 @@
 /**
- * Input limits: nothing an agent sends is unbounded (issue 12 kind 5; field cases RT2, RT4, RT5, RT7).
+ * Input limits: nothing an agent sends is unbounded (docs/a2a-edge.md "Limits"; field cases RT2, RT4, RT5, RT7): a broken or hostile agent must not exhaust a worker's memory.
  *
  * | limit | default | enforced where |
  * |---|---|---|

@@ -1,5 +1,5 @@
 /**
- * Is what an agent said about us? (issue 12, kind 1 "Ownership"; field case RT-ownership.)
+ * Is what an agent said about us? (docs/a2a-edge.md "Ownership"; field case RT-ownership.)
  * Nothing an agent sends is adopted before it is proven ours:
  * - the answer to our request: JSON-RPC answers must carry our request id (checked in the
  *   transport, `checkResponseId`; `ResponseIdMismatchError` otherwise);

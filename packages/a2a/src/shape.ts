@@ -1,5 +1,5 @@
 /**
- * Lenient reading of answer shapes at the edge (issue 12, kind 3; field cases V1, V4).
+ * Lenient reading of answer shapes at the edge (docs/a2a-edge.md "Shapes (V1, V4)"; field cases V1, V4).
  * A2A 1.0 wraps events as `{task}` | `{message}` | `{statusUpdate}` | `{artifactUpdate}`
  * (spec §5.5 StreamResponse); 0.3 sends the object itself tagged with `kind`
  * (spec v0.3.0 §6); agents in the wild also send the object with neither (VoltAgent:

@@ -1,5 +1,5 @@
 /**
- * One normalizer for the enum values agents send (issue 12, kind 3; field case R26).
+ * One normalizer for the enum values agents send (docs/a2a-edge.md "Spellings (R26)"; field case R26).
  * Agents in the wild spell the same task state or role many ways: 1.0
  * `TASK_STATE_INPUT_REQUIRED`, 0.3 `input-required`, spec examples and SDKs
  * `input_required` / `INPUT_REQUIRED` / `InputRequired`, the 0.3 proto's British

@@ -45,7 +45,7 @@ export interface StreamEvent {
 }
 
 /**
- * How a stream ended, which the follow worker acts on (issue 2, spec §3.1.6, §11.7):
+ * How a stream ended, which the follow worker acts on (spec §3.1.6, §11.7):
  * - `terminal`: the last state seen was terminal (COMPLETED, FAILED, CANCELED, REJECTED);
  * - `interrupted`: the last state seen was INPUT_REQUIRED or AUTH_REQUIRED;
  * - `incomplete`: the stream closed before either (including an empty stream, and an

@@ -1,5 +1,5 @@
 /**
- * Issue 12, kind 5 "bounded inputs" (RT2, RT4 50 MB variant, RT5, RT7): every body, SSE event, Agent
+ * Bounded inputs (docs/a2a-edge.md "Limits"; RT2, RT4 50 MB variant, RT5, RT7): every body, SSE event, Agent
  * Card, part list and nesting depth is bounded; reading stops at the limit while the bytes arrive (the
  * agent sees its connection closed long before it has sent everything), memory stays bounded, and the
  * error is a typed, permanent `LimitExceededError` naming the limit (never a network error).

@@ -1,5 +1,5 @@
 /**
- * Issue 12, kind 1 "ownership" at the transport (RT-ownership) and V5 "delivery": a JSON-RPC answer
+ * Ownership at the transport (docs/a2a-edge.md "Ownership") (RT-ownership) and V5 "delivery": a JSON-RPC answer
  * must carry our request id (send, get, list, cancel, stream frames; 1.0 and 0.3); tasks and events
  * are checked with `taskOwnership` / `eventOwnership`; an answer that arrived is never "not sent".
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 12, kind 3 "shapes" (field cases V1, V4): an unambiguous answer is read whatever its wrapping:
+ * Shapes (docs/a2a-edge.md "Shapes (V1, V4)"; field cases V1, V4): an unambiguous answer is read whatever its wrapping:
  * a Task without `kind`, a bare Task as a send result, extra fields, whole-Task stream events, a leading
  * 0x1E record separator before the JSON of an SSE data line. Only unreadable answers are errors.
  */

@@ -1,5 +1,5 @@
 /**
- * Issue 12, kind 3 "spellings" (field case R26): every spelling agents send for a task state or a role
+ * Spellings (docs/a2a-edge.md "Spellings (R26)"; field case R26): every spelling agents send for a task state or a role
  * is read as the 1.0 value, on both versions and both bindings, in answers, stream events, GetTask,
  * ListTasks and push bodies; a value no spelling explains is a typed, permanent protocol error.
  */

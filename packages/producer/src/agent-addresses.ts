@@ -1,5 +1,5 @@
 /**
- * The address policy at request time (issue 13, field case R19): `delegate` and `startWorkflow` (library
+ * The address policy at request time (field case R19): `delegate` and `startWorkflow` (library
  * and HTTP API alike) check every fixed agent URL (steps and compensations) with the producer's
  * `addressPolicy`, the policy `registerAgent` and `POST /v1/agents` use, so a refused address is a typed
  * AgentAddressRefusedError (HTTP 422 AGENT_ADDRESS_REFUSED) now, before anything is written, not an

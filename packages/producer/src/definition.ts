@@ -1,5 +1,5 @@
 /**
- * The edge check of workflow definitions and delegations (issue 13, RT1):
+ * The edge check of workflow definitions and delegations (field case RT1):
  * everything is checked before anything is written.
  *
  * - Unknown fields are refused at every level (a typo such as

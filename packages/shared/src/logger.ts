@@ -40,7 +40,7 @@ const ignoreLine = (): void => undefined;
 
 /**
  * `logger.child(bindings)`, created on the first line logged at an enabled level (pino copies its
- * serializers and redaction per child, a cost per job when nothing is logged; issue 16). The lines
+ * serializers and redaction per child, a cost per job even when nothing is logged). The lines
  * are those of the eager child; `bindings` is read once, at that first line. A disabled level's
  * method is a no-op without creating the child.
  */

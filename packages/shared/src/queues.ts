@@ -116,7 +116,7 @@ export const DEFAULT_JOB_OPTIONS = {
  * Retention of finished jobs, in BullMQ's terms (seconds for `age`). A completed
  * job is removed at once: the journal is the record of what happened
  * (`GET /v1/workflows/:id`, the CLI), and keeping completed jobs cost about five
- * Redis commands and 2 KB per job (issue 16: at 300 delegations/s a 1,000-job cap
+ * Redis commands and 2 KB per job (at 300 delegations/s a 1,000-job cap
  * kept three seconds of history anyway). Failed jobs stay a week for Bull Board.
  */
 export const JOB_RETENTION = {

@@ -1,5 +1,5 @@
 /**
- * Bounded shutdown for the executables (issue 13, R30): on SIGTERM / SIGINT
+ * Bounded shutdown for the executables (field case R30): on SIGTERM / SIGINT
  * run `close()`, but exit within `timeoutMs` whatever Redis does. When the
  * close times out, or Redis was unreachable so the close could not hand work
  * back cleanly, log one line naming what was abandoned and exit 1; otherwise

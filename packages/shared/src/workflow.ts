@@ -158,7 +158,7 @@ const parsedDefinitions = new LRUCache<string, WorkflowDefinition>({ maxSize: DE
 /**
  * Parses a journaled definition (its JSON text) with `WorkflowDefinitionSchema`. A definition never
  * changes once its workflow exists, so the parse of a text is kept in-process (texts of at most 16,384
- * characters within a 32 MiB budget, the least recently used out first; issues 16, B32) and handed out again: callers read it,
+ * characters within a 32 MiB budget, the least recently used out first; field case B32) and handed out again: callers read it,
  * never change it. Throws like `WorkflowDefinitionSchema.parse(JSON.parse(text))`; a failure is not kept.
  */
 export function parseDefinitionText(text: string): WorkflowDefinition {

@@ -13,7 +13,7 @@ import type { WorkflowSnapshot } from '../src/decide-types.ts';
 import { WorkflowDefinitionSchema } from '../src/workflow.ts';
 
 describe('normalizeAgentCardUrl', () => {
-  it('finding 3: the base URL, the card URL and the base URL with a slash are one card URL', () => {
+  it('one card URL per agent: the base URL, the card URL and the base URL with a slash are one card URL', () => {
     const spellings = ['http://127.0.0.1:7202', 'http://127.0.0.1:7202/.well-known/agent-card.json', 'http://127.0.0.1:7202/'];
     expect(new Set(spellings.map(normalizeAgentCardUrl))).toEqual(new Set(['http://127.0.0.1:7202/.well-known/agent-card.json']));
   });
@@ -103,7 +103,7 @@ describe('mergeSpellings (the migration of entries stored before normalization)'
 
 describe('candidateAgents', () => {
   const url = 'http://127.0.0.1:7202/.well-known/agent-card.json';
-  it('finding 3: a fixed agent and its registered spelling are one candidate; a disabled or unavailable agent is never one', () => {
+  it('one candidate per agent: a fixed agent and its registered spelling are one candidate; a disabled or unavailable agent is never one', () => {
     expect(candidateAgents({ agent: 'http://127.0.0.1:7202/', skill: 'book' }, [registered(url)])).toEqual(['http://127.0.0.1:7202/']);
     const other = 'http://127.0.0.1:7300/.well-known/agent-card.json';
     const third = 'http://127.0.0.1:7400/.well-known/agent-card.json';

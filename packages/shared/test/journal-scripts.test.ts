@@ -13,7 +13,7 @@ import { FINISHED_STATES, FINISHED_WORKFLOW_STATES, JOURNAL_STATES, JOURNAL_STAT
 const LUA = new URL('../src/journal/lua/', import.meta.url);
 
 /**
- * Scripts kept byte for byte as their file: test/journal-command-count.test.ts names takeFollow-2.lua by the digest of
+ * Scripts kept byte for byte as their file: test/journal/command-count.test.ts names takeFollow-2.lua by the digest of
  * its file, so it includes nothing; its one refusal is checked against the table below instead.
  */
 const KEPT_AS_FILE: Readonly<Record<string, Record<string, number>>> = { takeFollow: { DELEGATION_MISSING: -1 } };

@@ -123,6 +123,6 @@ export interface WorkerContext {
 /**
  * The reason given to `abort()` where work ends normally (the search beside a send that was answered,
  * the connection of a stream that ended): one shared AbortError, the same name and message as
- * `abort()`'s own, so the happy path builds no DOMException and stack per delegation (issue 16).
+ * `abort()`'s own, so the happy path builds no DOMException and stack per delegation.
  */
 export const FINISHED_ABORT_REASON = new DOMException('This operation was aborted', 'AbortError');

@@ -254,7 +254,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   // Workers need maxRetriesPerRequest: null (BullMQ; field case R23); the journal waits out short outages too.
   const connection = openRedisClient(options.redis);
   // The journal's own connection auto-pipelines (ioredis): the commands of every delegation issued in one
-  // event-loop turn leave in one socket write (issue 16: one write syscall per command was ~15% of the
+  // event-loop turn leave in one socket write (one write syscall per command was ~15% of the
   // fleet's CPU at concurrency 50). Replies and errors stay per command. BullMQ's connection keeps plain
   // writes (auto-pipelining on BullMQ's worker connections is reported to break job moves: bullmq#457).
   const journalRedis = openRedisClient(options.redis, { enableAutoPipelining: true });

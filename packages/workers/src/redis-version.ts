@@ -1,7 +1,7 @@
 /**
  * Start-up check of the Redis server version. The journal takes the follow and
- * send leases and binds task ids with one `SET key value NX PX ms GET` (issue 16:
- * one command instead of a script), which Redis accepts from 7.0 on; an older
+ * send leases and binds task ids with one `SET key value NX PX ms GET` (one
+ * command instead of a script), which Redis accepts from 7.0 on; an older
  * server would refuse every lease at run time. The fleet refuses to start instead.
  */
 import type { Cluster, Redis } from 'ioredis';

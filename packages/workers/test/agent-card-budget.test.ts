@@ -1,7 +1,7 @@
 /**
  * A caller's own time left bounds only its own wait for an Agent Card: the shared fetch has the full
- * request timeout, so a send with little time left never fails the card for the others (review of the
- * per-agent card backoff, issue 12 kind 4), while a card that really fails is still asked once per window.
+ * request timeout, so a send with little time left never fails the card for the others (the per-agent card
+ * backoff of the progress rule, docs/agents.md "Progress rule"), while a card that really fails is still asked once per window.
  */
 import { createServer, type Server } from 'node:http';
 import { afterEach, expect, it } from 'vitest';

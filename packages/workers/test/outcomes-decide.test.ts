@@ -1,5 +1,5 @@
 /**
- * Truthful outcomes (issue 13), at the decider: a workflow's final state never contradicts its steps.
+ * Truthful outcomes, at the decider: a workflow's final state never contradicts its steps.
  * R31 (cancel loses the race to completion), V6 (cancel while a send is held or AMBIGUOUS), RT1 (a step
  * named like a compensation): pure, no Redis.
  */

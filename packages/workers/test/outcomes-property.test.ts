@@ -1,5 +1,5 @@
 /**
- * Property (issue 13, truthful outcomes; the kind behind R31, V6, RT1): over random workflows (steps,
+ * Property (truthful outcomes; the kind behind R31, V6, RT1): over random workflows (steps,
  * dependencies, compensations, verifiers, read-only steps, names that look like compensations) and random
  * attempt outcomes (COMPLETED, FAILED, REJECTED, CANCELED, AMBIGUOUS, LOST, still WORKING; effects present,
  * absent, unknown; cancel requests at random points; a person retrying or abandoning), the final decision of

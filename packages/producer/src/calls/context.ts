@@ -129,7 +129,7 @@ export function connectProducer(options: ProducerOptions): ProducerContext {
  * BullMQ's queues get a connection of their own, a duplicate of `redis` (its options: fail fast when the
  * producer made it) without auto-pipelining: BullMQ defines its ~70 scripts on the connection it is given,
  * and an auto-pipelined client copies every defined script onto each batch's pipeline (ioredis' Pipeline
- * constructor), which was about a third of the producer's CPU per `delegate` (issue 16; `bench/timeline.ts`).
+ * constructor), which was about a third of the producer's CPU per `delegate` (measured with `bench/timeline.ts`).
  */
 function queueConnection(redis: Redis | Cluster): Redis | Cluster {
   const connection = redis instanceof Cluster ? redis.duplicate(undefined, { enableAutoPipelining: false }) : redis.duplicate({ enableAutoPipelining: false });

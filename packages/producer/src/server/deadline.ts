@@ -14,7 +14,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { problem, sendProblem } from './problem.ts';
 
-/** Default request deadline: 5 s (issue 13). */
+/** Default request deadline: 5 s, so a client is answered (a 503 at worst) even while Redis does not answer. */
 export const DEFAULT_REQUEST_TIMEOUT_MS = 5_000;
 /** How long `ready()` waits for a first connection before serving anyway (requests then get 503). */
 export const STARTUP_REDIS_WAIT_MS = 3_000;

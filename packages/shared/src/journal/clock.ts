@@ -2,7 +2,7 @@
  * Reading an agent's clock. Agents' clocks are observations, never authorities:
  * a timestamp only orders two observations of the same rank (see applyStatus-5.lua).
  * Older agents write zone-less local times; we read every zone-less ISO 8601
- * date-time as UTC, wherever we parse one (issue 12, kind "clocks").
+ * date-time as UTC, wherever we parse one (docs/agents.md "Clocks, ownership, artifacts and what each answer proves").
  */
 
 /** ISO 8601 date-time with an explicit zone (`Z`, `+hh:mm`, `+hhmm`, `+hh`). */

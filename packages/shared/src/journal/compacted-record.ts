@@ -87,7 +87,7 @@ export const COMPACTED_RECORD_LAYOUT = {
 /**
  * The layout as a Lua table constructor, which scripts.ts writes into updateWorkflow-4.lua's text: `names` as is,
  * every list as a set (name -> true), `maxBytes` a number. Built into the text rather than passed as JSON, it costs
- * the finishing call no decode (issue 16), and the script's digest changes with it.
+ * the finishing call no decode, and the script's digest changes with it.
  * @throws Error when a name is not a plain identifier (it is written into Lua source unquoted of escapes)
  */
 export function compactedRecordLayoutLua(): string {

@@ -1,9 +1,9 @@
 /**
  * `parseDelegationHash`: the same typed record as `DelegationRecordSchema.parse`, built field by field
- * (issue 16: the zod object parse of a ~50-field row cost ~40 µs, several times per delegation). The
+ * (the zod object parse of a ~50-field row cost ~40 µs, several times per delegation). The
  * JSON fields keep their zod schemas. Anything the fast path does not accept as it stands (a missing
  * field, a value outside an enum, unreadable JSON) goes to `DelegationRecordSchema.parse`, so a corrupt
- * row throws exactly the ZodError it threw before; test/journal-record-parse.test.ts holds the two equal.
+ * row throws exactly the ZodError it threw before; packages/shared/test/record-parse.test.ts holds the two equal.
  */
 import { z } from 'zod';
 import { MessageSchema } from '@durable-a2a/a2a/pure';

@@ -48,7 +48,7 @@ export const RecordedErrorSchema = z.object({
   /**
    * What arrived, when something did: `error` = the agent answered with an error (a JSON-RPC error
    * object or an HTTP error status), `unreadable` = an answer we could not read. A send that got an
-   * `error` and whose message a conclusive search does not find created nothing (issue 12 kind 3).
+   * `error` and whose message a conclusive search does not find created nothing (docs/a2a-edge.md "Delivery (V5)").
    */
   answer: z.enum(['error', 'unreadable']).optional(),
 });

@@ -6,7 +6,7 @@
  * A script's text is its file with its includes (`--- @include "<name>"`: `lua/includes/<name>.lua`, or the
  * generated `prelude` of codes and state sets, script-codes.ts) and its load-time values written in.
  * The scripts are not defined as ioredis commands: an auto-pipelined client copies every defined command
- * onto the pipeline of each batch it sends (issue 16).
+ * onto the pipeline of each batch it sends, a cost on every call.
  */
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -28,7 +28,7 @@ const KEY_COUNTS: ReadonlyMap<string, number> = new Map(
 /**
  * Scripts composed at load from two files (`composedLua`): the first runs, then the second unless the first
  * refused. `applyArtifactThenStatus`: a stream's artifact update and the status update that came with it, one round
- * trip instead of two (issue 16). Its digest is that of the composed text, so it changes whenever either part does.
+ * trip instead of two. Its digest is that of the composed text, so it changes whenever either part does.
  */
 const COMPOSED: Readonly<Record<string, readonly [string, string]>> = {
   applyArtifactThenStatus: ['applyArtifact', 'applyStatus'],
@@ -38,7 +38,7 @@ const COMPOSED: Readonly<Record<string, readonly [string, string]>> = {
  * Values written into a script's text at load: each marker (`{} --[[NAME]]`, a valid empty table until then)
  * becomes a Lua value built from TypeScript, so one table serves the script and its reader, and the script's
  * digest changes with it. `COMPACTED_RECORD_LAYOUT`: the compacted record's layout (compacted-record.ts), a constant
- * the finishing call would otherwise decode from JSON on every call (issue 16). `HISTORY_LIMITS`: a workflow
+ * the finishing call would otherwise decode from JSON on every call. `HISTORY_LIMITS`: a workflow
  * history's bounds (history.ts), for lua/includes/history.lua.
  */
 const WRITTEN_AT_LOAD: Readonly<Record<string, () => string>> = {

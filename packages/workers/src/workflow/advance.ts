@@ -247,7 +247,7 @@ async function journalAttempt(ctx: WorkerContext, workflowId: string, loaded: Lo
     ctx.metrics.redelegations.inc();
     log.info({ step: step.name, attempt: decision.attempt, agent: decision.agentCardUrl, previous: decision.previous }, 're-delegating step');
   }
-  // One span per attempt (docs/observability.md "Tracing"): the send job's spans are its children.
+  // One span per attempt (docs/observability.md "Tracing (OpenTelemetry)"): the send job's spans are its children.
   await delegationSpan({ workflowId, delegationId: intent.delegationId!, step: step.name, attempt: decision.attempt, kind: 'step', agentCardUrl: decision.agentCardUrl, messageId: intent.messageId }, () =>
     enqueueSend(ctx.queues, { workflowId, delegationId: intent.delegationId! }, 0, undefined, 0, { priority: loaded.definition.priority }),
   );

@@ -63,7 +63,7 @@ export interface PushRouteOptions {
 export const PUSH_BODY_LIMIT_BYTES = 4 * 1024 * 1024;
 
 /**
- * Whether a push may be applied to `record` (issue 12, kind "ownership"): only once we recorded a
+ * Whether a push may be applied to `record` (docs/a2a-edge.md "Ownership"): only once we recorded a
  * task id, only for that task, and a whole Task only in our context. Returns the refusal's reason.
  */
 function pushRefusal(record: DelegationRecord, response: StreamResponse): string | undefined {

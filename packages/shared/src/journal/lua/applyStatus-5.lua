@@ -35,7 +35,7 @@
            lease, given back with the send's answer) or when the delegation is finished afterwards
            (ARGV[16] 'finished': the follow lease, at the stream's terminal event; a row already
            finished or gone counts, and a refused change reads the row's state). One round trip
-           instead of a lease-1.lua release after it. Property: test/journal-lease-ending.test.ts.
+           instead of a lease-1.lua release after it. Property: test/journal/lease-ending.test.ts.
   ARGV[16] 'always' | 'finished' (with ARGV[15]) | 'handover:<duration ms>:<check at>:<follow token>': the send
            lease passes to the follow of this process, as takeFollow-2.lua would take it (the lease
            under the follow token for <duration ms>, the fencing token bumped, the owner the follow

@@ -37,7 +37,7 @@ export async function readTask(ctx: WorkerContext, record: DelegationRecord, req
   try {
     const transport = await ctx.agents.transportFor(record);
     const task = await transport.getTask({ id: taskId });
-    // Ownership (issue 12 kind 1): GetTask must answer about the task we asked for.
+    // Ownership (docs/a2a-edge.md): GetTask must answer about the task we asked for.
     const ownership = task.id === taskId ? ({ kind: 'proven', by: 'task-id' } as const) : ({ kind: 'disproven', reason: `GetTask ${taskId} answered task ${task.id}` } as const);
     const live = request.afterLiveStream ? { afterLiveStream: true } : {};
     return { kind: 'task-read', task, call: 'get-task', complete: true, ownership, why: request.why, cycle, ...(request.refused ? { afterRefused: request.refused } : {}), ...live };

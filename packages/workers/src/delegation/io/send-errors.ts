@@ -1,5 +1,5 @@
 /**
- * What a failed or refused SendMessage leaves in the journal (issue 12 kinds 1, 3, 5):
+ * What a failed or refused SendMessage leaves in the journal (docs/a2a-edge.md: ownership, delivery, limits):
  * a typed reason (stable `code`, the `limit` when one was exceeded) and what we know
  * about delivery (`deliveryOf(error)`, V5), so the reconciler never reads an answer
  * that arrived as "never reached the agent". Also the send lease that keeps the

@@ -1,5 +1,5 @@
 /**
- * Reconcile batches (issue 16, recovery): the sweeps hand a page of index
+ * Reconcile batches (recovery after a fleet-wide crash): the sweeps hand a page of index
  * entries to reconcile jobs of `REFS_PER_BATCH` entries each, instead of one
  * job per entry (a BullMQ job costs about 35 Redis commands and a queue hop:
  * after a fleet-wide crash the fresh workers ran three jobs per followed

@@ -1,5 +1,5 @@
 /**
- * What a failed or refused send does next (issue 12 kinds 1, 3, 5; V5; field case A31): the failure becomes an
+ * What a failed or refused send does next (ownership, delivery and limits, docs/a2a-edge.md; V5; field case A31): the failure becomes an
  * observation (`io/send-errors.ts` sendFailureObservation: delivery, effect, limit) and `apply.ts` performs its row.
  * Here only the job mechanics: a retry rethrows the error for BullMQ, a permanent refusal throws UnrecoverableError.
  */
@@ -25,7 +25,7 @@ export interface SendFailure {
 }
 
 /**
- * A failed send (issue 12 kinds 1, 3, 5; V5; field case A31), applied as an observation: before the mark nothing
+ * A failed send (ownership, delivery, limits; V5; field case A31), applied as an observation: before the mark nothing
  * left (BullMQ retries, or a permanent error ends the attempt FAILED); after it the agent may have our message, so an
  * answer is never read as "not created" unless it proves it: a refusal ends the attempt FAILED, an answer over a
  * limit goes to a person (it arrived: the work may be done), everything else goes to the reconciler's search.

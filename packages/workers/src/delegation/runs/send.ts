@@ -268,7 +268,7 @@ async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldS
 }
 
 /**
- * The answer to our SendMessage as an observation, with its ownership (issue 12 kind 1): a task in the answer to our
+ * The answer to our SendMessage as an observation, with its ownership (docs/a2a-edge.md "Ownership"): a task in the answer to our
  * own SendMessage must be in our context; an agent may replace our context with its own (R16), then its history must
  * hold our messageId. Without a context of ours to compare, the request id (checked at the edge) is the proof.
  */

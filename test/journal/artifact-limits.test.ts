@@ -1,0 +1,133 @@
+/**
+ * Bounded inputs in the journal (docs/a2a-edge.md "Limits"; RT5/RT7): artifact bytes per delegation, summed over
+ * chunks and pushes, stay within `artifactBytesPerDelegation`; over it nothing is stored and the attempt
+ * ends AMBIGUOUS with a permanent LIMIT_EXCEEDED reason (the agent produced output: a person decides, A31; FAILED
+ * when the agent itself reported the task FAILED, REJECTED or CANCELED). Real redis-server, real push route.
+ */
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { Journal, applyTask } from '@durable-a2a/shared';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import type { ApiServer } from '@durable-a2a/producer/server';
+import type { Fleet } from '@durable-a2a/workers';
+import { useRedisClient, useRedisServer } from '../harness/redis.ts';
+import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { startTestServer } from '../harness/api-server.ts';
+import { startScriptedAgent, task, type ScriptedAgentHandle } from '../harness/scripted-agent.ts';
+
+const redisServer = useRedisServer();
+const MiB = 1024 * 1024;
+
+describe('artifact bytes per delegation', () => {
+  let producer: Producer;
+  let app: ApiServer;
+  const redis = useRedisClient(redisServer);
+  beforeAll(async () => {
+    producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: 'wj-art' });
+    app = startTestServer({ redisUrl: redisServer().url, prefix: 'wj-art' });
+    await app.ready();
+  });
+  afterAll(async () => {
+    await app?.close();
+    await producer?.close();
+  });
+
+  it('RT5: ten authorized pushes of a 3.9 MB appended chunk end the attempt LIMIT_EXCEEDED; Redis stays bounded', async () => {
+    await producer.startWorkflow({ workflowId: 'rt5', steps: [{ name: 'main', agent: 'http://127.0.0.1:9/rt5', message: { text: 'go' }, push: true }] });
+    const ref = { workflowId: 'rt5', delegationId: 'main.1' };
+    await applyTask(producer.journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } }, { snapshot: true });
+    const headers = { authorization: `Bearer ${(await producer.journal.pushToken(ref))!}`, 'content-type': 'application/json' };
+    const chunk = 'x'.repeat(3_900_000);
+    const statuses: number[] = [];
+    for (let index = 0; index < 10; index++) {
+      const payload = JSON.stringify({ artifactUpdate: { taskId: 'T1', contextId: 'C1', artifact: { artifactId: 'a1', parts: [{ text: chunk }] }, append: true } });
+      statuses.push((await app.inject({ method: 'POST', url: '/v1/push/rt5/main.1', headers, payload })).statusCode);
+    }
+    // 4 chunks fit in 16 MiB (15.6 MB); the 5th would pass the limit: the attempt ends there.
+    expect(statuses.slice(0, 4)).toEqual([204, 204, 204, 204]);
+    expect(statuses[4]).toBe(413);
+    const record = (await producer.journal.getDelegation(ref))!;
+    expect(record.state).toBe('AMBIGUOUS');
+    expect(record.error).toMatchObject({ code: 'LIMIT_EXCEEDED', retryable: false, limit: 'artifactBytesPerDelegation', delivery: 'received' });
+    const artifactsKey = producer.journal.keys.artifacts('rt5', 'main.1');
+    const bytes = Number(await redis().call('MEMORY', 'USAGE', artifactsKey));
+    expect(bytes).toBeGreaterThan(4 * 3_900_000 - 1);
+    expect(bytes).toBeLessThan(16 * MiB + 1 * MiB);
+    // The agent produced output, so it may have done the work: never re-delegated blind (A31); a person decides.
+    const view = await producer.get('rt5');
+    expect(view.steps[0]?.attempts.at(-1)?.state).toBe('AMBIGUOUS');
+    expect(view.steps[0]?.attempts).toHaveLength(1);
+  });
+
+  it('a snapshot holding more than the limit is not stored: the attempt ends LIMIT_EXCEEDED', async () => {
+    const journal = new Journal(redis(), { prefix: 'wj-art-snap', artifactBytesPerDelegation: 1 * MiB });
+    const small = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: 'wj-art-snap' });
+    try {
+      await small.startWorkflow({ workflowId: 'snap', steps: [{ name: 'main', agent: 'http://127.0.0.1:9/snap', message: { text: 'go' } }] });
+      const ref = { workflowId: 'snap', delegationId: 'main.1' };
+      const artifacts = [{ artifactId: 'a1', parts: [{ text: 'y'.repeat(2 * MiB) }] }];
+      await applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED' }, artifacts }, { snapshot: true });
+      const view = (await journal.getDelegationView(ref))!;
+      expect(view).toMatchObject({ state: 'AMBIGUOUS', taskId: 'T1', error: { code: 'LIMIT_EXCEEDED', limit: 'artifactBytesPerDelegation' } });
+      expect(view.artifacts).toEqual([]);
+      // The agent itself reported the task FAILED: the attempt stays FAILED (re-delegable), LIMIT_EXCEEDED kept.
+      await small.startWorkflow({ workflowId: 'snap-failed', steps: [{ name: 'main', agent: 'http://127.0.0.1:9/snap', message: { text: 'go' } }] });
+      const failedRef = { workflowId: 'snap-failed', delegationId: 'main.1' };
+      await applyTask(journal, failedRef, { id: 'T2', contextId: 'C2', status: { state: 'TASK_STATE_FAILED' }, artifacts }, { snapshot: true });
+      expect(await journal.getDelegationView(failedRef)).toMatchObject({ state: 'FAILED', error: { code: 'LIMIT_EXCEEDED' }, artifacts: [] });
+    } finally {
+      await small.close();
+    }
+  });
+});
+
+describe('an oversized artifact in a SendMessage answer (real fleet)', () => {
+  let producer: Producer | undefined;
+  let fleet: Fleet | undefined;
+  let agent: ScriptedAgentHandle | undefined;
+  afterEach(async () => {
+    await fleet?.close();
+    await agent?.close();
+    await producer?.close();
+  });
+
+  it('a 2 MiB artifact against a 1 MiB limit: the attempt ends AMBIGUOUS LIMIT_EXCEEDED (a person decides), nothing stored, one SendMessage', async () => {
+    agent = await startScriptedAgent({
+      SendMessage: (params) => ({ result: { task: task('T1', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'z'.repeat(2 * MiB) } }) } }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: { a1: 'z'.repeat(2 * MiB) } }) }),
+    });
+    producer = createProducer({ redis: redisServer().url, prefix: 'wj-art-fleet', addressPolicy: { allowLoopback: true } });
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: 'wj-art-fleet', artifactBytesPerDelegation: 1 * MiB });
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'big', idempotencyKey: 'wj-art-fleet-1' });
+    const [delegationId] = await producer.journal.delegationIds(id);
+    const view = await eventually(async () => {
+      const current = await producer!.journal.getDelegationView({ workflowId: id, delegationId: delegationId! });
+      return current?.state === 'AMBIGUOUS' && current;
+    }, 'attempt ended', 15_000);
+    expect(view.error).toMatchObject({ code: 'LIMIT_EXCEEDED' });
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(view.artifacts).toEqual([]);
+    expect(agent.count('SendMessage')).toBe(1);
+  });
+
+  // The edge stops the body at responseBodyBytes; ending the attempt on that LimitExceededError (a permanent
+  // protocol error, not "unreadable → reconciler → AMBIGUOUS") is send.ts's rule, branch wild-send. Flip to `it` then.
+  it('RT5: a 50 MB artifact in the SendMessage answer (the edge stops the body): a person decides (AMBIGUOUS LIMIT_EXCEEDED: it arrived, the work may be done), nothing stored', async () => {
+    const huge = JSON.stringify({ task: task('T1', 'COMPLETED', { contextId: 'C1', artifacts: { a1: 'w'.repeat(50_000_000) } }) });
+    agent = await startScriptedAgent({
+      SendMessage: () => ({ result: JSON.parse(huge) }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: { a1: 'w'.repeat(50_000_000) } }) }),
+    });
+    producer = createProducer({ redis: redisServer().url, prefix: 'wj-art-50', addressPolicy: { allowLoopback: true } });
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: 'wj-art-50' });
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'huge', idempotencyKey: 'wj-art-50-1' });
+    const [delegationId] = await producer.journal.delegationIds(id);
+    const view = await eventually(async () => {
+      const current = await producer!.journal.getDelegationView({ workflowId: id, delegationId: delegationId! });
+      return current && ['FAILED', 'AMBIGUOUS', 'COMPLETED'].includes(current.state) && current;
+    }, 'attempt ended', 30_000);
+    expect(view.state).toBe('AMBIGUOUS');
+    expect(view.error).toMatchObject({ code: 'LIMIT_EXCEEDED', delivery: 'received' });
+    expect(view.artifacts).toEqual([]);
+    expect(agent.count('SendMessage')).toBe(1);
+  });
+});
