@@ -11,6 +11,7 @@ import { run as recovery } from './recovery.ts';
 import { run as reconnectStorm } from './reconnect-storm.ts';
 import { run as footprint } from './footprint.ts';
 import { run as durability } from './durability.ts';
+import { run as takeover } from './takeover.ts';
 
 export const BENCHMARKS: Record<string, Benchmark> = {
   throughput,
@@ -19,6 +20,7 @@ export const BENCHMARKS: Record<string, Benchmark> = {
   'reconnect-storm': reconnectStorm,
   footprint,
   durability,
+  takeover,
 };
 
 const args = process.argv.slice(2);
