@@ -15,7 +15,7 @@ import { createProducer } from '@durable-a2a/producer';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { spawnBenchChild } from './processes/ipc.ts';
 import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
-import { BENCH_STREAM_IDLE_TIMEOUT_MS, FINISHED, readLeasesAndStates, round, seconds, sleep, spawnedWorkerId, type BenchResult } from './common.ts';
+import { BENCH_STREAM_IDLE_TIMEOUT_MS, FINISHED, readLeasesAndStates, round, seconds, sleep, spawnedWorkerId, workerOverrides, type BenchResult } from './common.ts';
 
 const PREFIX = 'takeover';
 /** How long each task runs at the agent (ms): long enough for both workers to start and the victim to follow all. */
@@ -27,7 +27,7 @@ const PRODUCTION = { DA2A_LOCK_DURATION_MS: '30000', DA2A_STALLED_INTERVAL_MS: '
 
 export async function run(): Promise<BenchResult> {
   const inFlight = Number(process.env.BENCH_TAKEOVER_IN_FLIGHT ?? '50');
-  const overrides = Object.fromEntries(Object.entries(process.env).filter(([name]) => name.startsWith('DA2A_')) as [string, string][]);
+  const overrides = workerOverrides();
   const result = await takeoverRun(inFlight, overrides);
   console.log(`  takeover: ${JSON.stringify(result)}`);
   return {
