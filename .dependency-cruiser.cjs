@@ -4,7 +4,7 @@ const IO_MODULES =
 
 /**
  * Structure rules, checked by `pnpm lint:structure` (and .ci/run). Each rule
- * keeps one property of the intended shape (README "How a delegation flows").
+ * keeps one property of the intended shape (docs/concepts.md "How a delegation flows").
  * @type {import('dependency-cruiser').IConfiguration}
  */
 module.exports = {

@@ -1,5 +1,5 @@
 /**
- * Signed answer links (README "Signed answer links"): a person answers one open question without an API token;
+ * Signed answer links (docs/people.md "Signed answer links"): a person answers one open question without an API token;
  * the link is refused after use, after expiry, once the question is closed, and when tampered with.
  */
 import fc from 'fast-check';

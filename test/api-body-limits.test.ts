@@ -1,5 +1,5 @@
 /**
- * The JSON the API accepts is what the workers accept back (README "HTTP settings"): bodies nested at most
+ * The JSON the API accepts is what the workers accept back (docs/http-api.md "HTTP settings, headers and limits"): bodies nested at most
  * `jsonDepth - 5` levels (59 by default; 400 past it) and at most 1 MiB (413 past it, within the workers'
  * `sseEventBytes` and `responseBodyBytes`). Whatever the depth and size, the answer is never a 500.
  */

@@ -42,6 +42,13 @@ const JOURNAL_CLIENT_COMMANDS_PER_DELEGATION = 7;
  */
 const REGISTRY_COMMANDS_PER_DELEGATION = 5;
 const REGISTRY_CLIENT_COMMANDS_PER_DELEGATION = 2;
+/**
+ * The send queue's order (`<prefix>:{send-order}…`, counted apart): one script call per message send enqueued
+ * (sendOrder-2.lua: EVALSHA, HINCRBY of the tenant's count in the window, HGET of its weight; a PEXPIRE once per
+ * window).
+ */
+const SEND_ORDER_COMMANDS_PER_DELEGATION = 3.5;
+const SEND_ORDER_CLIENT_COMMANDS_PER_DELEGATION = 1;
 const DELEGATIONS = 8;
 
 const redisServer = useRedisServer();
@@ -91,6 +98,8 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     const clientShapes = new Map<string, number>();
     let registryCommands = 0;
     let registryClientCommands = 0;
+    let sendOrderCommands = 0;
+    let sendOrderClientCommands = 0;
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source.endsWith(pollerAddress)) return;
       const command = (args[0] ?? '').toLowerCase();
@@ -99,6 +108,11 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
       if (key.startsWith(`${prefix}:agents`)) {
         registryCommands++;
         if (!source.includes('lua')) registryClientCommands++;
+        return;
+      }
+      if (key.startsWith(`${prefix}:{send-order}`)) {
+        sendOrderCommands++;
+        if (!source.includes('lua')) sendOrderClientCommands++;
         return;
       }
       if (!key.startsWith(`${prefix}:`)) return;
@@ -126,5 +140,9 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     expect(registryCommands / DELEGATIONS).toBeGreaterThan(0);
     expect(registryCommands / DELEGATIONS).toBeLessThanOrEqual(REGISTRY_COMMANDS_PER_DELEGATION);
     expect(registryClientCommands / DELEGATIONS).toBeLessThanOrEqual(REGISTRY_CLIENT_COMMANDS_PER_DELEGATION);
+    // The send queue's order: one script call per message send enqueued.
+    expect(sendOrderCommands / DELEGATIONS).toBeGreaterThan(0);
+    expect(sendOrderCommands / DELEGATIONS).toBeLessThanOrEqual(SEND_ORDER_COMMANDS_PER_DELEGATION);
+    expect(sendOrderClientCommands / DELEGATIONS).toBeLessThanOrEqual(SEND_ORDER_CLIENT_COMMANDS_PER_DELEGATION);
   });
 });

@@ -1,5 +1,5 @@
 /**
- * A finished workflow is compacted into one string key (journal/compacted-record.ts, README "Retention
+ * A finished workflow is compacted into one string key (journal/compacted-record.ts, docs/concepts.md "Retention
  * and storage"): at most 1 KB for a single-step delegation with a short message, every reader gives the
  * same records as before, nothing applies to it any more, and a workflow a person may still act on
  * (NEEDS_ATTENTION) or with a delegation still running keeps its hashes.

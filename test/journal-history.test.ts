@@ -1,5 +1,5 @@
 /**
- * A workflow's history (journal/history.ts, lua/includes/history.lua; README "History"): written by the scripts of
+ * A workflow's history (journal/history.ts, lua/includes/history.lua; docs/people.md "History"): written by the scripts of
  * the transitions it describes, append-only, bounded in entries and bytes (the oldest dropped and counted), and
  * kept byte for byte in the compacted record when the workflow finishes.
  */

@@ -1,5 +1,5 @@
 /**
- * Outbound notifications (README "Notifications"): signed, stable ids, at least once through the notify queue,
+ * Outbound notifications (docs/people.md "Notifications"): signed, stable ids, at least once through the notify queue,
  * never in the way of delegation work, nothing lost across a worker SIGKILL.
  */
 import { randomBytes } from 'node:crypto';

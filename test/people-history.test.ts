@@ -1,5 +1,5 @@
 /**
- * The history people read (README "History"), end to end with a real fleet, real agents and the HTTP service with
+ * The history people read (docs/people.md "History"), end to end with a real fleet, real agents and the HTTP service with
  * named API tokens: the question and its answer stay in the record after the workflow finished (API view, CLI
  * `show`, the /ui workflow page), with who answered and when; a cancel says who asked; a re-delegation its reason;
  * verifications their evidence; compensations their undo steps.

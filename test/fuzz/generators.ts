@@ -16,7 +16,7 @@ const TIMES = fc.oneof(fc.integer({ min: 1, max: 3 }), fc.constant(ALWAYS));
 
 type Generator<K extends DeviationKind> = fc.Arbitrary<Extract<Deviation, { kind: K }>>;
 
-/** The documented defaults the oversized amounts are drawn above (README: limits). */
+/** The documented defaults the oversized amounts are drawn above (docs/operations.md "Limits and deadlines"). */
 export const LIMITS = { bodyBytes: 16 * MEBIBYTE, eventBytes: 8 * MEBIBYTE, parts: 1_000, depth: 64, cardBytes: MEBIBYTE } as const;
 
 const oversized: Generator<'oversized'> = fc.oneof(

@@ -32,7 +32,7 @@ export const FUZZ_TIMINGS = {
   // that may have reached the agent is ended only after the search that follows its settle window
   // (sendSettleMs = request timeout + 1 s = 1.4 s here), so the deadline leaves that much (and a sweep) to spare.
   attemptDeadlineMs: 4_000,
-  // Progress rule and fairness (README "Progress rule and fairness"), scaled to the fuzz deadline.
+  // Progress rule and fairness (docs/agents.md "Progress rule"), scaled to the fuzz deadline.
   noProgressWindowMs: 2_000,
   slowPollAfterMs: 300,
   slowPollMs: 700,

@@ -1,4 +1,4 @@
-/** Exit codes of `durable-a2a` (also in the README). */
+/** Exit codes of `durable-a2a` (also in docs/people.md "The CLI"). */
 export const EXIT_CODES = {
   /** The command did what was asked. */
   OK: 0,
@@ -16,7 +16,7 @@ export const EXIT_CODES = {
   UNREACHABLE: 6,
 } as const;
 
-/** The exit codes as `durable-a2a --help` prints them after the commands (same wording as the README). */
+/** The exit codes as `durable-a2a --help` prints them after the commands (same wording as docs/people.md). */
 export const EXIT_CODES_HELP = [
   'Exit codes:',
   `  ${EXIT_CODES.OK}  done`,

@@ -65,7 +65,7 @@ export interface WorkflowView {
   updatedAt: string;
   steps: { name: string; attempts: Attempt[]; compensations: Attempt[] }[];
   openQuestions: Question[];
-  /** What happened, oldest first (README "History"): each entry's time (ISO 8601) and one-line summary. */
+  /** What happened, oldest first (docs/people.md "History"): each entry's time (ISO 8601) and one-line summary. */
   history?: HistoryEntry[];
 }
 

@@ -21,7 +21,7 @@
  * canonical form with defaults.
  */
 import { z } from 'zod';
-import { ID_PATTERN, PartSchema, StrictQuestionPolicySchema } from '@durable-a2a/shared';
+import { ID_PATTERN, PartSchema, SendPrioritySchema, StrictQuestionPolicySchema } from '@durable-a2a/shared';
 
 /** Documented step limit of one workflow. */
 export const MAX_WORKFLOW_STEPS = 100;
@@ -106,7 +106,7 @@ function checkStepGraph(steps: readonly { name: string; after?: string[] }[], co
   });
 }
 
-/** Where a workflow's notifications go (README "Notifications"). */
+/** Where a workflow's notifications go (docs/people.md "Notifications"). */
 export const StrictNotifyTargetSchema = z.strictObject({ url: HttpUrl });
 
 /** `POST /v1/workflows` body and `startWorkflow` input, checked fully. */
@@ -117,5 +117,7 @@ export const StrictWorkflowDefinitionSchema = z
     maxAttemptsPerStep: z.number().int().min(1).max(20).optional(),
     metadata: Metadata.optional(),
     notify: StrictNotifyTargetSchema.optional(),
+    /** Priority of the workflow's sends, 1 (lowest) to 10 (highest); default 5. */
+    priority: SendPrioritySchema.optional(),
   })
   .superRefine((definition, context) => checkStepGraph(definition.steps, context));

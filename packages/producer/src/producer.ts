@@ -40,7 +40,7 @@ export interface Producer {
   /**
    * Answers a parked question on the same task and context. `step` defaults to the one asking. The same reply twice is
    * harmless (`created: false`, the earlier messageId); a different reply to an answered question throws
-   * NoOpenQuestionError. `options.by`: who answered, kept in the workflow's history (README "History").
+   * NoOpenQuestionError. `options.by`: who answered, kept in the workflow's history (docs/people.md "History").
    */
   reply(id: string, answer: ReplyAnswer, step?: string, options?: ActorOptions): Promise<{ messageId: string; created: boolean }>;
   /** Cancels a workflow: running tasks get CancelTask; verified effects are compensated. `options.by`: who asked (history). Throws WorkflowFinishedError. */

@@ -154,7 +154,7 @@ export interface WorkflowView {
   steps: StepView[];
   openQuestions: OpenQuestion[];
   /**
-   * What happened, oldest first (README "History"): questions with the request they belong to, answers with who and
+   * What happened, oldest first (docs/people.md "History"): questions with the request they belong to, answers with who and
    * when, refused answers, cancels, resolutions, re-delegations with their reasons, verifications with their
    * evidence, compensations; every `at` ISO 8601. A first `dropped` entry says how many older ones the bounds dropped.
    */

@@ -4,7 +4,7 @@ import { fingerprintName, parseApiTokens, tokenNameOf } from '../src/server/call
 describe('API token names (callers.ts)', () => {
   it('name:token entries are named; a bare token by its fingerprint; only the name identifies the caller', () => {
     const tokens = parseApiTokens(['ops-alice:alice-secret', 'bare-token-with:colon/and=', '', 'dGVzdA==']);
-    // An entry with ':' after a name-like start is name:token (README "History": bare tokens hold no ':').
+    // An entry with ':' after a name-like start is name:token (docs/people.md "History": bare tokens hold no ':').
     expect(tokens.map((token) => token.name)).toEqual(['ops-alice', 'bare-token-with', fingerprintName('dGVzdA==')]);
     expect(tokenNameOf('alice-secret', tokens)).toBe('ops-alice');
     expect(tokenNameOf('ops-alice:alice-secret', tokens)).toBeUndefined();

@@ -1,6 +1,6 @@
 /**
  * What a workflow's attempts did to the world, and the outcome of a cancel: the part of the decider
- * that keeps a workflow's final state truthful (README "Workflow states"). Pure, like `decide.ts`.
+ * that keeps a workflow's final state truthful (docs/concepts.md "Workflow states"). Pure, like `decide.ts`.
  *
  * The rule, once nothing runs and nothing awaits verification:
  * - nothing had (or may have had) an effect → CANCELED, or COMPLETED when every step had already completed

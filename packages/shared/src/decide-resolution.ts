@@ -1,5 +1,5 @@
 /**
- * A person's decision on a workflow in NEEDS_ATTENTION (`producer.resolve`, README "Workflow states"):
+ * A person's decision on a workflow in NEEDS_ATTENTION (`producer.resolve`, docs/concepts.md "Workflow states"):
  * which actions each attention code allows, and what an accepted one writes on the workflow row. Pure,
  * like `decide.ts`: the producer applies the patch compare-and-set, the workers decide from it.
  *

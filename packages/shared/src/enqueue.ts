@@ -45,21 +45,34 @@ interface Ref {
 const refOf = ({ workflowId, delegationId }: Ref): Ref => ({ workflowId, delegationId });
 
 /**
+ * Where a message send goes in the send queue's order (`send-priority.ts`): the delegation's `priority` (1 to 10,
+ * default 5: the record's, so re-sends and next tries keep it) and its `tenant` (default `default`).
+ */
+export interface SendPlacement {
+  priority?: number | undefined;
+  tenant?: string | undefined;
+}
+const placementData = (placement: SendPlacement) => ({
+  ...(placement.priority !== undefined ? { priority: placement.priority } : {}),
+  ...(placement.tenant !== undefined ? { tenant: placement.tenant } : {}),
+});
+
+/**
  * Sends a delegation's journaled message. One job per send number (`resendCount`); `requeuedAt` (ms)
  * when the reconciler re-enqueues a send whose job was lost (the old id may still be kept).
  */
-export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: number, requeuedAt?: number, delayMs = 0): Promise<void> {
+export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: number, requeuedAt?: number, delayMs = 0, placement: SendPlacement = {}): Promise<void> {
   const id = requeuedAt === undefined ? jobId('send', ref.workflowId, ref.delegationId, resendCount) : jobId('send', ref.workflowId, ref.delegationId, resendCount, requeuedAt);
-  await queues.send.add('send', { ...refOf(ref), kind: 'message' }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
+  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(placement) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }
 
 /**
  * The next try of a send that found its agent unreachable (nothing was sent), after `delayMs`: one job per try of
  * each send number (`resendCount`), the try identified by its journaled time (`tryAt`, ms since epoch).
  */
-export async function enqueueSendTry(queues: Needs<'send'>, ref: Ref, resendCount: number, tryAt: number, delayMs: number): Promise<void> {
+export async function enqueueSendTry(queues: Needs<'send'>, ref: Ref, resendCount: number, tryAt: number, delayMs: number, placement: SendPlacement = {}): Promise<void> {
   const id = jobId('send', ref.workflowId, ref.delegationId, resendCount, 'try', tryAt);
-  await queues.send.add('send', { ...refOf(ref), kind: 'message' }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
+  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(placement) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
 }
 
 /** Sends a journaled reply (one job per reply messageId; `requeuedAt` when a stuck one is enqueued again). */

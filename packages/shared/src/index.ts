@@ -10,6 +10,8 @@ export { CorruptRecordError, corruptRecordReporter, parseRecordAt, skipCorrupt, 
 export type { CorruptRecordHandler, CorruptRecordKind } from './journal/corrupt.ts';
 export { indexMember, journalKeys, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
 export { AgentFlow, type AgentLimits, type FlowAcquired, type FlowWaitReason } from './journal/agent-flow.ts';
+export { SendOrder, SEND_ORDER_WINDOW_MS } from './journal/send-order.ts';
+export { SEND_PRIORITY, SendPrioritySchema, DEFAULT_SEND_TENANT, bullmqSendPriority, FairSendQueue, type SendPlaces } from './send-priority.ts';
 export type { JournalKeys } from './journal/keys.ts';
 export { parseCompactedWorkflow } from './journal/compacted-record.ts';
 export {
@@ -136,7 +138,7 @@ export { startTracing, traceContextHeaders, withSpan, delegationSpan, annotateAc
 export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
 export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
-export { AgentRegistry, candidateAgents, agentIdOf, HEALTH_WINDOW_CALLS, AgentLimitsSchema } from './registry.ts';
+export { AgentRegistry, candidateAgents, agentIdOf, HEALTH_WINDOW_CALLS, AgentLimitsSchema, TenantWeightSchema } from './registry.ts';
 export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, AgentView, AgentStatus } from './registry.ts';
 export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, redisReconnectDelayMs, BASE_REDIS_OPTIONS, DEFAULT_COMMAND_TIMEOUT_MS, REDIS_RECONNECT_CAP_MS } from './redis.ts';
 export { redisErrorKind, isRedisUnavailableError, isRedisTransientError, reconnectOnRedisError, REDIS_ERROR_KINDS, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';

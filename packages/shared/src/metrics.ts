@@ -3,7 +3,7 @@
  * Each process registers only the metrics its role updates (`MetricsRole`),
  * so the API no longer exports worker counters stuck at 0; the others are
  * kept updatable but removed from the registry. Names follow Prometheus
- * conventions (`_total`, `_seconds`); the README lists them. The per-delegation
+ * conventions (`_total`, `_seconds`); docs/observability.md lists them. The per-delegation
  * metrics carry a bounded `agent` label (`metrics-agent-label.ts`): registered
  * agents by card name, everything else `other`.
  */

@@ -25,6 +25,10 @@ export const SendJobSchema = z.object({
   workflowId: Id,
   delegationId: Id,
   kind: z.enum(['message', 'reply', 'cancel']).default('message'),
+  /** The delegation's priority (1 lowest to 10 highest, `send-priority.ts`); absent: 5. Orders message sends only. */
+  priority: z.number().int().min(1).max(10).optional(),
+  /** The work's tenant: message sends are shared fairly between tenants (`send-priority.ts`); absent: `default`. */
+  tenant: z.string().min(1).max(64).default('default'),
 });
 export type SendJob = z.infer<typeof SendJobSchema>;
 

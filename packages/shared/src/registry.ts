@@ -6,6 +6,7 @@
  * With the journal, the only module that touches Redis.
  */
 import type { Redis, Cluster } from 'ioredis';
+import { z } from 'zod';
 import { normalizeAgentCardUrl, type AgentCard } from './a2a/card.ts';
 import { agentKeyOf, isHttpUrl } from './a2a/card-url.ts';
 import { journalKeys } from './journal/keys.ts';
@@ -46,6 +47,9 @@ export interface AgentCall {
   error?: string;
 }
 
+/** A tenant's weight in the send queue's fairness: a whole number 1 to 100 (default 1). */
+export const TenantWeightSchema = z.number().int().min(1).max(100);
+
 const recordAgentCall = defineScript({
   name: 'recordAgentCall',
   keys: ['health'],
@@ -62,6 +66,7 @@ const recordAgentCall = defineScript({
 
 export class AgentRegistry {
   private readonly keys: { agents: string; health: string; disabled: string };
+  private readonly prefix: string | undefined;
   private readonly now: () => number;
   private readonly onCorruptRecord: CorruptRecordHandler;
 
@@ -74,6 +79,7 @@ export class AgentRegistry {
     const resolved = typeof options === 'string' ? { prefix: options, now } : { ...options, now: options.now ?? now };
     const keys = journalKeys(resolved.prefix);
     this.keys = { agents: keys.agents(), health: keys.agentHealth(), disabled: keys.agentsDisabled() };
+    this.prefix = resolved.prefix;
     this.now = resolved.now ?? Date.now;
     this.onCorruptRecord = resolved.onCorruptRecord ?? (() => undefined);
   }
@@ -206,6 +212,24 @@ export class AgentRegistry {
     const keep = parsed && (parsed.maxInFlight !== undefined || parsed.rate !== undefined) ? { limits: parsed } : {};
     await this.redis.hset(this.keys.agents, agent.cardUrl, JSON.stringify({ ...stored, ...keep }));
     return this.view(agent.cardUrl);
+  }
+
+  /**
+   * Sets (or, with `undefined`, clears back to 1) a tenant's weight in the send queue's fairness (`send-priority.ts`):
+   * a tenant of weight 2 gets two sends for another's one while both have work waiting. Read by every enqueue of a
+   * message send (sendOrder-2.lua). Throws ZodError for a weight that is not a whole number 1 to 100 (nothing written).
+   */
+  async setTenantWeight(tenant: string, weight: number | undefined): Promise<void> {
+    const key = journalKeys(this.prefix).sendOrder().weights;
+    const name = z.string().min(1).max(64).parse(tenant);
+    if (weight === undefined) await this.redis.hdel(key, name);
+    else await this.redis.hset(key, name, String(TenantWeightSchema.parse(weight)));
+  }
+
+  /** Every tenant's weight set with `setTenantWeight` (the others weigh 1). */
+  async tenantWeights(): Promise<Record<string, number>> {
+    const stored = await this.redis.hgetall(journalKeys(this.prefix).sendOrder().weights);
+    return Object.fromEntries(Object.entries(stored).map(([tenant, weight]) => [tenant, Number(weight)]));
   }
 
   /**

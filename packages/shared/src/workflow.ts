@@ -120,8 +120,10 @@ export const WorkflowDefinitionSchema = z
     steps: z.array(StepSchema).min(1).max(100),
     maxAttemptsPerStep: z.number().int().min(1).max(20).default(3),
     metadata: z.record(z.string(), z.unknown()).optional(),
+    /** Priority of every send of this workflow, 1 (lowest) to 10 (highest); default 5 (`send-priority.ts`). Kept by re-sends and re-delegations. */
+    priority: z.number().int().min(1).max(10).optional(),
     /**
-     * Where this workflow's notifications go (README "Notifications"): replaces the fleet-wide `DA2A_NOTIFY_URL`
+     * Where this workflow's notifications go (docs/people.md "Notifications"): replaces the fleet-wide `DA2A_NOTIFY_URL`
      * for this workflow. The URL passes the same address policy as agents.
      */
     notify: NotifyTargetSchema.optional(),

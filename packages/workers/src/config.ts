@@ -1,7 +1,7 @@
 /**
  * Worker configuration from environment variables, parsed once with zod at
  * start-up (nothing below main.ts reads process.env). Every variable is listed
- * in README.md.
+ * in docs/operations.md.
  */
 import { z } from 'zod';
 import { A2ALimitsSchema, AgentLimitsSchema, JournalDurabilityEnvironment, RedisUrlSchema, bearerToken, durabilityFrom, jsonVariable, type CredentialsProvider, type QueueName } from '@durable-a2a/shared';
@@ -31,14 +31,14 @@ export const WorkerEnvironmentSchema = z.object({
   REDIS_URL: RedisUrlSchema.default('redis://127.0.0.1:6379'),
   DA2A_PREFIX: z.string().regex(/^[A-Za-z0-9._-]+$/).default('da2a'),
   DA2A_WEBHOOK_URL: z.url().optional(),
-  /** Outbound notifications (README "Notifications"): the fleet-wide receiver and the Standard Webhooks secret. */
+  /** Outbound notifications (docs/people.md "Notifications"): the fleet-wide receiver and the Standard Webhooks secret. */
   DA2A_NOTIFY_URL: z.url({ protocol: /^https?$/, error: 'an http(s) URL' }).optional(),
   DA2A_NOTIFY_SECRET: z
     .string()
     .regex(/^whsec_[A-Za-z0-9+/]{32,88}={0,2}$/, 'whsec_ followed by base64 of 24 to 64 random bytes, e.g. whsec_$(openssl rand -base64 32)')
     .optional(),
   DA2A_NOTIFY_ATTEMPTS: z.coerce.number({ error: 'a whole number of tries, 1 to 50' }).int().min(1).max(50).optional(),
-  /** Signed answer links (README "Signed answer links"): the HMAC key (as the HTTP service's) and the service's public URL. */
+  /** Signed answer links (docs/people.md "Signed answer links"): the HMAC key (as the HTTP service's) and the service's public URL. */
   DA2A_LINK_SECRET: z.string().min(32, 'at least 32 characters, e.g. $(openssl rand -base64 32)').optional(),
   DA2A_PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'the http(s) base URL of the HTTP service, e.g. https://durable-a2a.example' }).optional(),
   DA2A_ANSWER_LINK_TTL_MS: Milliseconds.optional(),
@@ -52,7 +52,7 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_LIVENESS_TTL_MS: z.coerce.number({ error: 'a whole number of milliseconds (0: off)' }).int('a whole number of milliseconds (0: off)').min(0, 'a whole number of milliseconds (0: off)').optional(),
   DA2A_NOT_FOUND_WINDOW_MS: Milliseconds.optional(),
   DA2A_SEARCH_MARGIN_MS: Milliseconds.optional(),
-  /** Progress rule and fairness (README "Progress rule and fairness"). */
+  /** Progress rule and fairness (docs/agents.md "Progress rule"). */
   DA2A_NO_PROGRESS_WINDOW_MS: Milliseconds.optional(),
   DA2A_SLOW_POLL_AFTER_MS: Milliseconds.optional(),
   DA2A_SLOW_POLL_MS: Milliseconds.optional(),
@@ -68,7 +68,7 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_LOCAL_FOLLOW_SLOTS: z.coerce.number().int('a whole number ≥ 0 (0: always follow jobs)').min(0, 'a whole number ≥ 0 (0: always follow jobs)').optional(),
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
   DA2A_ATTEMPT_DEADLINE_MS: Milliseconds.optional(),
-  /** V2: send with SendStreamingMessage to agents whose card declares streaming (README "Agents that hold the send"). */
+  /** V2: send with SendStreamingMessage to agents whose card declares streaming (docs/agents.md "Agents that hold the send"). */
   DA2A_STREAMING_SENDS: Flag.optional(),
   DA2A_LIMIT_RESPONSE_BODY_BYTES: PositiveCount.optional(),
   DA2A_LIMIT_SSE_EVENT_BYTES: PositiveCount.optional(),
@@ -134,7 +134,7 @@ export const WorkerEnvironmentSchema = z.object({
     .optional()
     .transform((text) => (text ? text.split(',').map((host) => host.trim()).filter(Boolean) : [])),
   DA2A_METRICS_PORT: z.coerce.number({ error: 'a port number, 0 to 65535 (0: any free port)' }).int('a port number, 0 to 65535 (0: any free port)').min(0, 'a port number, 0 to 65535 (0: any free port)').max(65535, 'a port number, 0 to 65535 (0: any free port)').optional(),
-  /** Address the ops endpoint binds (README "Observability"): loopback unless set, e.g. `0.0.0.0` in a pod Prometheus scrapes. */
+  /** Address the ops endpoint binds (docs/observability.md "Observability"): loopback unless set, e.g. `0.0.0.0` in a pod Prometheus scrapes. */
   DA2A_METRICS_HOST: z.string().min(1, 'an address of this host, e.g. 127.0.0.1 or 0.0.0.0').default('127.0.0.1'),
   /** Bearer token `/metrics` requires; unset: open. */
   DA2A_METRICS_TOKEN: z.string().min(1, 'a token (unset the variable to leave /metrics open)').optional(),

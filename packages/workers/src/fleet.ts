@@ -28,6 +28,8 @@ import {
   type Logger,
   type Metrics,
   type QueueName,
+  FairSendQueue,
+  SendOrder,
 } from '@durable-a2a/shared';
 import { AgentDirectory } from './agents.ts';
 import type { WorkerContext } from './context.ts';
@@ -41,7 +43,7 @@ import type { CompensationHandler } from './delegation/runs/handler.ts';
 import type { AuthHandler } from './delegation/auth.ts';
 import { processFollow } from './queues/follow.ts';
 import { createLocalFollows, type LocalFollows } from './delegation/runs/follow-local.ts';
-import { AgentSlots } from './delegation/runs/agent-slots.ts';
+import { agentShares } from './delegation/runs/agent-slots.ts';
 import { AgentLimitsBook } from './delegation/runs/flow.ts';
 import { HeldSends } from './delegation/runs/held-sends.ts';
 import { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
@@ -180,9 +182,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
     metrics: parts.metrics,
     options,
     policy: policyOf(options),
-    followSlots: new AgentSlots(options.followSlotsPerAgent, options.concurrency.follow),
-    sendSlots: new AgentSlots(options.sendSlotsPerAgent, options.concurrency.send),
-    reconcileSlots: new AgentSlots(options.reconcileSlotsPerAgent, options.concurrency.reconcile),
+    ...agentShares(options),
     flow: new AgentFlow(journalRedis, options.prefix),
     agentLimits: new AgentLimitsBook(options.defaultAgentLimits),
     heldSends: new HeldSends(options.heldSendSlots),
@@ -265,7 +265,11 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const persistence = await checkPersistence(journalRedis, logger, options.strictPersistence);
   const prefix = queuePrefix(options.prefix);
   const queues = Object.fromEntries(
-    ALL_QUEUES.map((name) => [name, new Queue(name, { connection, prefix, telemetry: input.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } })]),
+    ALL_QUEUES.map((name) => {
+      const queueOptions = { connection, prefix, telemetry: input.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } };
+      // Message sends are ordered by priority, then fairly between tenants (send-priority.ts).
+      return [name, name === 'send' ? new FairSendQueue(name, queueOptions, new SendOrder(journalRedis, options.prefix)) : new Queue(name, queueOptions)];
+    }),
   ) as Record<QueueName, Queue>;
   for (const queue of Object.values(queues)) queue.on('error', () => undefined); // the shared connection reports the outage
   const shutdown = new AbortController();

@@ -30,7 +30,7 @@ const opsServer =
         port: metricsPort,
         host,
       });
-// OpenTelemetry: off unless the standard OTEL_* variables configure it (README "Tracing").
+// OpenTelemetry: off unless the standard OTEL_* variables configure it (docs/observability.md "Tracing").
 const tracing = startTracing({ serviceName: 'durable-a2a-workers', environment: parseEnvironmentOrExit((variables) => TracingEnvironmentSchema.parse(variables)) });
 let fleet: Fleet;
 try {

@@ -42,11 +42,19 @@ export interface FleetOptions {
   slowPollMs?: number;
   /** A stream that carries no event (keep-alives do not count) for this long is handed to polling and releases its slot. Default 300_000. */
   streamQuietMs?: number;
-  /** Follow slots one agent may hold at once in this process (fairness, RT6); beyond it only while a tenth of the follow concurrency stays free. Default half the follow concurrency, at least 1. */
+  /**
+   * Follow slots one agent may hold at once in this process (fairness, RT6): a cap. Default none: each agent's share
+   * is half the follow concurrency (at least 1), and beyond it an agent may use free slots while no other agent's
+   * follow waits here and a tenth of them stays free (`delegation/runs/agent-slots.ts`).
+   */
   followSlotsPerAgent?: number;
-  /** Send slots one agent may hold at once in this process; beyond it only while a tenth of the send concurrency stays free. Default half the send concurrency, at least 1. */
+  /**
+   * Send slots one agent may hold at once in this process: a cap. Default none: each agent's share is half the send
+   * concurrency (at least 1), and beyond it an agent may use every free slot while no other agent's send waits here
+   * (a tenth kept free while one of its sends is held past `requestTimeoutMs`, and a minute after).
+   */
   sendSlotsPerAgent?: number;
-  /** Reconcile calls (searches, re-reads) one agent may have in progress at once in this process; same rule. Default half the reconcile concurrency, at least 1. */
+  /** Reconcile calls (searches, re-reads) one agent may have in progress at once in this process: a cap. Default none: the send rule. */
   reconcileSlotsPerAgent?: number;
   /**
    * Fleet-wide limits of agents that are not registered (registered agents carry their own, `setAgentLimits`):
@@ -127,9 +135,9 @@ export interface FleetOptions {
   addressPolicy?: AddressPolicyOptions;
   /** Webhook URL that agents POST push notifications to (the API's `/v1/push`). Unset = no push. */
   webhookUrl?: string;
-  /** Outbound notifications to people's tooling (README "Notifications", `notify/`). Default off. */
+  /** Outbound notifications to people's tooling (docs/people.md "Notifications", `notify/`). Default off. */
   notify?: NotifyOptions;
-  /** Signed answer links in `question.opened` notifications (README "Signed answer links"). Default none. */
+  /** Signed answer links in `question.opened` notifications (docs/people.md "Signed answer links"). Default none. */
   answerLinks?: AnswerLinkOptions;
   /** Agent Card URLs of agents known to deduplicate SendMessage by messageId (0.3 agents without ListTasks may then be resent). */
   deduplicatingAgents?: string[];
@@ -184,9 +192,9 @@ export interface CompiledFleetOptions {
   slowPollAfterMs: number;
   slowPollMs: number;
   streamQuietMs: number;
-  followSlotsPerAgent: number;
-  sendSlotsPerAgent: number;
-  reconcileSlotsPerAgent: number;
+  followSlotsPerAgent: number | undefined;
+  sendSlotsPerAgent: number | undefined;
+  reconcileSlotsPerAgent: number | undefined;
   defaultAgentLimits: AgentLimits;
   retryAfterMaxMs: number;
   slotWaitMs: number;
@@ -245,9 +253,9 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     slowPollAfterMs: options.slowPollAfterMs ?? 60_000,
     slowPollMs: options.slowPollMs ?? 60_000,
     streamQuietMs: options.streamQuietMs ?? 300_000,
-    followSlotsPerAgent: options.followSlotsPerAgent ?? Math.max(1, Math.floor(concurrency.follow / 2)),
-    sendSlotsPerAgent: options.sendSlotsPerAgent ?? Math.max(1, Math.floor(concurrency.send / 2)),
-    reconcileSlotsPerAgent: options.reconcileSlotsPerAgent ?? Math.max(1, Math.floor(concurrency.reconcile / 2)),
+    followSlotsPerAgent: options.followSlotsPerAgent,
+    sendSlotsPerAgent: options.sendSlotsPerAgent,
+    reconcileSlotsPerAgent: options.reconcileSlotsPerAgent,
     defaultAgentLimits: options.defaultAgentLimits ?? {},
     retryAfterMaxMs: options.retryAfterMaxMs ?? 60_000,
     slotWaitMs: options.slotWaitMs ?? 1_000,

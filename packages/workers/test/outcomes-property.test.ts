@@ -3,7 +3,7 @@
  * dependencies, compensations, verifiers, read-only steps, names that look like compensations) and random
  * attempt outcomes (COMPLETED, FAILED, REJECTED, CANCELED, AMBIGUOUS, LOST, still WORKING; effects present,
  * absent, unknown; cancel requests at random points; a person retrying or abandoning), the final decision of
- * the pure decider never contradicts the journaled attempts. The oracle below is written from the README's
+ * the pure decider never contradicts the journaled attempts. The oracle below is written from docs/concepts.md's
  * rule, not from decide's helpers.
  */
 import { describe, expect, it } from 'vitest';
@@ -64,7 +64,7 @@ function definitionOf(input: WorkflowInput): WorkflowDefinition {
   return WorkflowDefinitionSchema.parse({ workflowId: 'wf', steps, maxAttemptsPerStep: input.maxAttemptsPerStep });
 }
 
-/** The oracle: an attempt had, or may have had, an effect (README "Workflow states"). */
+/** The oracle: an attempt had, or may have had, an effect (docs/concepts.md "Workflow states"). */
 function hadEffect(attempt: AttemptView, step: Step): boolean {
   if (step.readOnly) return false;
   if (attempt.effect === 'present' || attempt.effect === 'unknown') return true;

@@ -20,6 +20,8 @@ import {
   type AddressPolicyOptions,
   type CorruptRecordHandler,
   type JournalDurability,
+  FairSendQueue,
+  SendOrder,
 } from '@durable-a2a/shared';
 import { NotFoundError, RedisUnavailableError, fromZodError } from '../errors.ts';
 import { workflowView, type AnswerLinkSettings, type WorkflowView } from '../view.ts';
@@ -35,7 +37,7 @@ export interface ProducerOptions {
   /** Key prefix shared with the workers. Default `da2a`. */
   prefix?: string;
   /**
-   * Signed answer links in the view of each open question (README "Signed answer links"): the same `secret`
+   * Signed answer links in the view of each open question (docs/people.md "Signed answer links"): the same `secret`
    * (`DA2A_LINK_SECRET`, at least 32 characters) and `baseUrl` (`DA2A_PUBLIC_URL`) as the workers'. Default none.
    */
   answerLinks?: AnswerLinkSettings;
@@ -99,9 +101,9 @@ export function connectProducer(options: ProducerOptions): ProducerContext {
   if (ownsRedis) redis.on('error', () => undefined);
   const prefix = options.prefix ?? 'da2a';
   const queueRedis = queueConnection(redis);
-  const queue = (name: 'send' | 'reconcile') =>
-    new Queue(name, { connection: queueRedis, prefix: queuePrefix(prefix), telemetry: options.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
-  const queues = { send: queue('send'), reconcile: queue('reconcile') };
+  const queueOptions = (name: 'send' | 'reconcile') => ({ connection: queueRedis, prefix: queuePrefix(prefix), telemetry: options.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
+  // Message sends are ordered by priority, then fairly between tenants (send-priority.ts).
+  const queues = { send: new FairSendQueue('send', queueOptions('send'), new SendOrder(redis, prefix)), reconcile: new Queue('reconcile', queueOptions('reconcile')) };
   for (const each of [queues.send, queues.reconcile]) each.on('error', () => undefined); // surfaced per call as RedisUnavailableError
   return {
     options,

@@ -12,6 +12,7 @@ import {
   WorkflowDefinitionSchema,
   StrictQuestionPolicySchema,
   SPAN_ATTRIBUTES,
+  SendPrioritySchema,
   attemptMessage,
   buildIntent,
   connectionGeneration,
@@ -41,12 +42,14 @@ export const DelegateInputSchema = z
     idempotencyKey: IdempotencyKey.optional(),
     metadata: z.record(z.string(), z.unknown()).optional(),
     push: z.boolean().optional(),
-    /** Where this delegation's notifications go (README "Notifications"); default the fleet-wide `DA2A_NOTIFY_URL`. */
+    /** Where this delegation's notifications go (docs/people.md "Notifications"); default the fleet-wide `DA2A_NOTIFY_URL`. */
     notify: StrictNotifyTargetSchema.optional(),
     /** How long (ms) to wait for the agent while it cannot be reached before the delegation ends FAILED `AGENT_UNREACHABLE`. Default: the attempt deadline. */
     unreachableForMs: z.number().int().positive().optional(),
     /** The life of the agent's questions: expiry and what is done then, reminders (`StrictQuestionPolicySchema`). Default: a question waits until the attempt deadline. */
     question: StrictQuestionPolicySchema.optional(),
+    /** Priority of its sends, 1 (lowest) to 10 (highest); default 5 (`send-priority.ts`). */
+    priority: SendPrioritySchema.optional(),
   })
   .refine((input) => (input.text === undefined) !== (input.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });
 export type DelegateInput = z.input<typeof DelegateInputSchema>;
@@ -62,7 +65,7 @@ async function firstIntents(context: ProducerContext, definition: Definition, no
   const registered = definition.steps.some((step) => step.skill) ? await context.registry.list() : [];
   const candidates = (step: Step) => candidateAgents(step, registered);
   return firstAttempts(definition, candidates).map(({ step, agentCardUrl, held }) =>
-    buildIntent({ workflowId, step: step.name, attempt: 1, agentCardUrl, message: attemptMessage(step, [], workflowId, 1), push: step.push, held, now }),
+    buildIntent({ workflowId, step: step.name, attempt: 1, agentCardUrl, message: attemptMessage(step, [], workflowId, 1), push: step.push, held, now, priority: definition.priority }),
   );
 }
 
@@ -72,7 +75,7 @@ async function sendFirstAttempts(context: ProducerContext, definition: Definitio
   for (const intent of intents.slice(1)) await context.journal.createIntent(workflowId, intent);
   for (const intent of intents.filter((candidate) => candidate.held !== '1')) {
     await delegationSpan({ ...intent, workflowId, delegationId: intent.delegationId! }, () =>
-      enqueueSend(context.queues, { workflowId, delegationId: intent.delegationId! }, 0),
+      enqueueSend(context.queues, { workflowId, delegationId: intent.delegationId! }, 0, undefined, 0, { priority: definition.priority }),
     );
   }
   // A step whose agent is not known yet (no registered agent with its skill): let the workers decide now.
@@ -129,6 +132,7 @@ export async function delegate(context: ProducerContext, input: DelegateInput): 
     steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push, ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}), ...(parsed.question ? { question: parsed.question } : {}) }],
     maxAttemptsPerStep: 1,
     ...(parsed.notify ? { notify: parsed.notify } : {}),
+    ...(parsed.priority !== undefined ? { priority: parsed.priority } : {}),
   });
   await checkAgentAddresses({ agent: parsed.agent, ...(parsed.notify ? { notify: parsed.notify } : {}) }, context.options.addressPolicy ?? {});
   const result = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: definition.workflowId }, () => create(context, definition));

@@ -1,5 +1,5 @@
 /**
- * Who calls: API tokens by name, so a workflow's history says who answered, cancelled or decided (README "History").
+ * Who calls: API tokens by name, so a workflow's history says who answered, cancelled or decided (docs/people.md "History").
  * `DA2A_API_TOKENS` entries are `name:token` (a name of letters, digits, ".", "_" or "-", at most 64) or a bare
  * token, which is named `token-<first 8 hex digits of its SHA-256>` (stable while the token is; it does not give the
  * token away). The name, never the token, is what the journal keeps.

@@ -21,7 +21,7 @@ export const ServerEnvironmentSchema = z.object({
   DA2A_COMMAND_TIMEOUT_MS: Milliseconds.default(2_000),
   /** SIGTERM: longest graceful close; past it the process exits 1 and says what it abandoned. */
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
-  /** Connection bounds (http-limits.ts; README "HTTP settings"): request headers complete within this, default 10 s. */
+  /** Connection bounds (http-limits.ts; docs/http-api.md "HTTP settings, headers and limits"): request headers complete within this, default 10 s. */
   DA2A_HTTP_HEADERS_TIMEOUT_MS: Milliseconds.default(DEFAULT_HTTP_LIMITS.headersTimeoutMs),
   /** The whole request (headers and body) received within this, default 30 s. */
   DA2A_HTTP_BODY_TIMEOUT_MS: Milliseconds.default(DEFAULT_HTTP_LIMITS.bodyTimeoutMs),
@@ -47,7 +47,7 @@ export const ServerEnvironmentSchema = z.object({
     .string({ error: 'DA2A_API_TOKENS is required (comma-separated API tokens)' })
     .transform((text) => text.split(',').map((token) => token.trim()).filter(Boolean))
     .refine((tokens) => tokens.length > 0, 'DA2A_API_TOKENS holds no token'),
-  /** Bearer token `GET /metrics` requires (README "Observability"); unset: open (the probes always are). */
+  /** Bearer token `GET /metrics` requires (docs/observability.md "Observability"); unset: open (the probes always are). */
   DA2A_METRICS_TOKEN: z.string().min(1, 'a token (unset the variable to leave /metrics open)').optional(),
   /** Address policy for registered agents (R19): allow loopback / private addresses, hosts always allowed. */
   DA2A_ALLOW_LOOPBACK: Flag.default(false),
@@ -56,9 +56,9 @@ export const ServerEnvironmentSchema = z.object({
     .string()
     .optional()
     .transform((text) => (text ? text.split(',').map((host) => host.trim()).filter(Boolean) : [])),
-  /** Largest Agent Card `registerAgent` reads, in bytes (default 1 MiB); see README "Limits and deadlines". */
+  /** Largest Agent Card `registerAgent` reads, in bytes (default 1 MiB); see docs/operations.md "Limits and deadlines". */
   DA2A_LIMIT_AGENT_CARD_BYTES: z.coerce.number().int().positive().optional(),
-  /** Signed answer links (README "Signed answer links"): the HMAC key (as the workers') and this service's public URL. */
+  /** Signed answer links (docs/people.md "Signed answer links"): the HMAC key (as the workers') and this service's public URL. */
   DA2A_LINK_SECRET: z.string().min(32, 'at least 32 characters, e.g. $(openssl rand -base64 32)').optional(),
   DA2A_PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'the http(s) base URL of this service, e.g. https://durable-a2a.example' }).optional(),
   DA2A_ANSWER_LINK_TTL_MS: z.coerce.number().int().positive().optional(),

@@ -114,7 +114,7 @@ const AttemptSchema = z.looseObject({
 });
 
 /** `GET /v1/workflows/:id`: the journal view of a workflow. */
-/** One history entry of a workflow view (history-view.ts; README "History"); the stored entry's other fields come along. */
+/** One history entry of a workflow view (history-view.ts; docs/people.md "History"); the stored entry's other fields come along. */
 export const HistoryEntrySchema = z.looseObject({
   kind: z.string().describe('question, answer, answer-refused, cancel, resolution, redelegation, verification, compensation, dropped (n older entries dropped), or a kind a later release writes'),
   at: Instant.describe('When it was journaled (ISO 8601)'),
@@ -150,7 +150,7 @@ export const WorkflowViewSchema = z.looseObject({
       askedAt: z.string().optional().describe('When the agent asked (ISO 8601, UTC; as the agent wrote it when it could not be read)'),
     }),
   ),
-  history: z.array(HistoryEntrySchema).describe('What happened, oldest first, bounded (README "History")'),
+  history: z.array(HistoryEntrySchema).describe('What happened, oldest first, bounded (docs/people.md "History")'),
 });
 
 export const WorkflowListSchema = z.object({ ids: z.array(z.string()), cursor: z.string().optional() });

@@ -67,7 +67,7 @@ export interface ServerOptions {
   /** BullMQ telemetry (`startTracing().telemetry`) for the server's producer and queues. Default none. */
   telemetry?: Telemetry;
   /**
-   * Signed answer links (README "Signed answer links"): serves `/answer/<token>` and, when the server creates its
+   * Signed answer links (docs/people.md "Signed answer links"): serves `/answer/<token>` and, when the server creates its
    * producer, shows each open question's link in the view. Default none (no route).
    */
   answerLinks?: AnswerLinkSettings;

@@ -1,5 +1,5 @@
 /**
- * A finished workflow's compacted record (README "Retention and storage"). When a workflow enters
+ * A finished workflow's compacted record (docs/concepts.md "Retention and storage"). When a workflow enters
  * COMPLETED, FAILED, COMPENSATED or CANCELED with every delegation final and its record fits in
  * `COMPACTED_RECORD_LAYOUT.maxBytes` (artifacts included; else its hashes stay), updateWorkflow-4.lua
  * replaces its hashes and its delegation list with one JSON string at `JournalKeys.finished`

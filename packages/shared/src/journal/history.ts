@@ -1,5 +1,5 @@
 /**
- * A workflow's history (README "History"): what people and the fleet did around its delegations, in the order it
+ * A workflow's history (docs/people.md "History"): what people and the fleet did around its delegations, in the order it
  * happened: every question an agent asked (its message, when, the attempt whose request it belongs to), every
  * answer (its parts, when, who), answers an agent refused, cancels and who asked, a person's resolutions,
  * re-delegations with their reasons, verifications with their evidence, and compensations (undo steps) as they

@@ -18,6 +18,8 @@ export interface IntentInput {
   push?: boolean;
   /** Journaled now, sent only when released (its step waits for earlier steps). */
   held?: boolean;
+  /** The workflow's send priority (1 to 10, `send-priority.ts`); absent: the default, 5, not written. */
+  priority?: number | undefined;
   now: number;
 }
 
@@ -50,6 +52,7 @@ export function buildIntent(input: IntentInput): Record<string, string> {
     fence: '0',
   };
   if (input.held) fields.held = '1';
+  if (input.priority !== undefined) fields.priority = String(input.priority);
   if (input.push) {
     fields.push = '1';
     fields.pushToken = randomUUID();

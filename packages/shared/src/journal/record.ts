@@ -9,7 +9,7 @@ import { RECORDED_ERROR_CODES } from './error-codes.ts';
 
 /** The interface a delegation talks to, chosen from the Agent Card at first send and kept. */
 /**
- * Where a delegation's push notification config life cycle stands (README "Push notifications"): `creating`
+ * Where a delegation's push notification config life cycle stands (docs/http-api.md "Push notifications"): `creating`
  * (our config id journaled, Create may have left), `registered` (the agent listed or created it), `unconfirmed`
  * (the check or Create failed without proof either way), `refused` (the agent refused Create: nothing registered),
  * `deleted` (the one Delete at the end was claimed). Absent: not checked yet.
@@ -117,6 +117,11 @@ export const DelegationRecordSchema = z
     createdAt: z.string().transform(Number),
     updatedAt: z.string().transform(Number),
     sendStartedAt: optionalMs,
+    /** The send priority its workflow gave it (1 to 10, `send-priority.ts`); absent: the default. */
+    priority: z
+      .string()
+      .optional()
+      .transform((text) => (text ? Number(text) : undefined)),
     sendCount: count,
     resendCount: count,
     /**

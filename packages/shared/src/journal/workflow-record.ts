@@ -20,7 +20,7 @@ export const ATTENTION_CODES = [
   'COMPENSATION_FAILED',
   /** The user canceled, but a step had (or may have had) an effect that no compensation can undo. */
   'CANCEL_LOST_RACE',
-  /** A delegation brought nothing new for the no-progress window (README "Progress rule and fairness"). */
+  /** A delegation brought nothing new for the no-progress window (docs/agents.md "Progress rule"). */
   'NO_PROGRESS',
   /** An agent kept answering what cannot be understood; a person decides. */
   'PROTOCOL_ERROR',

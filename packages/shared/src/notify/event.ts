@@ -30,7 +30,7 @@ export const NotificationEventSchema = z.object({
   createdAt: z.iso.datetime(),
   workflowId: Id,
   delegationId: Id.optional(),
-  /** Kind-specific facts (README "Notifications" lists them per kind). */
+  /** Kind-specific facts (docs/people.md "Notifications" lists them per kind). */
   data: z.record(z.string(), z.unknown()),
 });
 export type NotificationEvent = z.infer<typeof NotificationEventSchema>;

@@ -9,7 +9,7 @@
  *   3. performs `next`: exactly one per step. `route` and `progress` are resolved from the row as written
  *      (`core/policy.ts` routeOf, progressNext); `read-once` and `search` ask `io/` and apply what it observed,
  *      so a chain of steps is bounded by the table (a full read never asks for another read).
- * README "The delegation core" and docs/delegation-core.md describe the table and where a new behaviour goes.
+ * docs/delegation-core.md describes the table and where a new behaviour goes.
  */
 import { createHash } from 'node:crypto';
 import {
@@ -147,7 +147,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       return done('ask-reconciler');
     }
     case 'resend':
-      await enqueueSend(ctx.queues, ref, record.resendCount + 1, undefined, next.delayMs ?? 0);
+      await enqueueSend(ctx.queues, ref, record.resendCount + 1, undefined, next.delayMs ?? 0, { priority: record.priority });
       log.info({ ...ref, contextRefused: next.contextRefused }, 'our message was proven absent at the agent; resending with the same messageId');
       return done('resend');
     case 'needs-person':
@@ -167,7 +167,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       await giveBack(ctx, ref, followLease);
       if (!written.applied) return done('nothing');
       await ctx.journal.scheduleCheck(ref, next.atMs + ctx.options.sendSettleMs);
-      await enqueueSendTry(ctx.queues, ref, record.resendCount, next.atMs, Math.max(0, next.atMs - ctx.options.now()));
+      await enqueueSendTry(ctx.queues, ref, record.resendCount, next.atMs, Math.max(0, next.atMs - ctx.options.now()), { priority: record.priority });
       return done('send-later');
     case 'check-later':
       await giveBack(ctx, ref, followLease);

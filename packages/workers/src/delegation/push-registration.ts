@@ -1,5 +1,5 @@
 /**
- * A delegation's push notification config life cycle (A2A §4.3.3, §9; README "Push notifications"). A side duty
+ * A delegation's push notification config life cycle (A2A §4.3.3, §9; docs/http-api.md "Push notifications"). A side duty
  * of the executor, not a transition: nothing the delegation decides reads it, and polling stays the backstop
  * whatever push does (an agent that drops configs, refuses Create, errors on List or never pushes).
  *

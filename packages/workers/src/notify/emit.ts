@@ -1,5 +1,5 @@
 /**
- * Emitting a notification (README "Notifications"): one job add on the notify queue after the transition that
+ * Emitting a notification (docs/people.md "Notifications"): one job add on the notify queue after the transition that
  * caused it, then the journal's `enqueued` mark. It never blocks or fails delegation work: the receiver is only
  * reached by the notify queue's own jobs (`deliver.ts`), and a failure to enqueue (Redis down) is logged and counted,
  * never thrown into the caller. The event's id is derived from its occasion (`notificationEventId`), so emitting the

@@ -182,7 +182,7 @@ async function applyDecision(
     case 'release': {
       // Compare-and-set on the version the decision was made from (a cancel or stop since: decide again).
       await ctx.journal.releaseHold({ workflowId, delegationId: decision.delegationId }, loaded.version);
-      await enqueueSend(ctx.queues, { workflowId, delegationId: decision.delegationId }, 0);
+      await enqueueSend(ctx.queues, { workflowId, delegationId: decision.delegationId }, 0, undefined, 0, { priority: loaded.definition.priority });
       log.info({ step: decision.step }, 'earlier steps done: sending the held intent');
       return;
     }
@@ -226,6 +226,7 @@ async function journalAttempt(ctx: WorkerContext, workflowId: string, loaded: Lo
     message: attemptMessage(step, decision.previous, workflowId, decision.attempt),
     push: step.push,
     now: ctx.options.now(),
+    priority: loaded.definition.priority,
   });
   // A re-delegation keeps why in the workflow's history: each failed attempt before it and its reason.
   const history: HistoryEntryInput | undefined =
@@ -245,9 +246,9 @@ async function journalAttempt(ctx: WorkerContext, workflowId: string, loaded: Lo
     ctx.metrics.redelegations.inc();
     log.info({ step: step.name, attempt: decision.attempt, agent: decision.agentCardUrl, previous: decision.previous }, 're-delegating step');
   }
-  // One span per attempt (README "Tracing"): the send job's spans are its children.
+  // One span per attempt (docs/observability.md "Tracing"): the send job's spans are its children.
   await delegationSpan({ workflowId, delegationId: intent.delegationId!, step: step.name, attempt: decision.attempt, kind: 'step', agentCardUrl: decision.agentCardUrl, messageId: intent.messageId }, () =>
-    enqueueSend(ctx.queues, { workflowId, delegationId: intent.delegationId! }, 0),
+    enqueueSend(ctx.queues, { workflowId, delegationId: intent.delegationId! }, 0, undefined, 0, { priority: loaded.definition.priority }),
   );
 }
 

@@ -90,6 +90,7 @@ async function startCompensation(
     agentCardUrl,
     message: { parts, metadata: { ...('message' in compensation ? (compensation.message.metadata ?? {}) : {}), ...metadata } },
     now: ctx.options.now(),
+    priority: original.priority,
   });
   const history: HistoryEntryInput = { kind: 'compensation', at: ctx.options.now(), delegationId: intent.delegationId!, step: step.name, compensates: original.delegationId, agentCardUrl };
   const created = await ctx.journal.createIntent(original.workflowId, intent, { expectedWorkflowVersion: workflowVersion, history });
@@ -98,7 +99,7 @@ async function startCompensation(
   if (!created) return;
   log.info({ compensation: ref.delegationId, original: original.delegationId }, 'compensation journaled');
   // A handler compensation goes through the send queue too: delegation/handler.ts runs it, journaled like a send.
-  await delegationSpan({ ...ref, step: step.name, attempt: original.attempt, kind: 'compensation', agentCardUrl, messageId: intent.messageId }, () => enqueueSend(ctx.queues, ref, 0));
+  await delegationSpan({ ...ref, step: step.name, attempt: original.attempt, kind: 'compensation', agentCardUrl, messageId: intent.messageId }, () => enqueueSend(ctx.queues, ref, 0, undefined, 0, { priority: original.priority }));
 }
 
 /** The compensation's agent: its fixed agent, else the first registered agent with its skill and tags (`candidateAgents`). */

@@ -1,5 +1,5 @@
 /**
- * `/answer/<token>`: the page a signed answer link opens (README "Signed answer links"). A person answers that one
+ * `/answer/<token>`: the page a signed answer link opens (docs/people.md "Signed answer links"). A person answers that one
  * open question without an API token: the token is the credential, checked before anything is read (signature in
  * constant time, then expiry). GET shows the question and a form; POST journals the answer (answerByLink-1.lua:
  * single use, compare-and-set on the question the link names, recorded as answered by `link <id>`), then hands it

@@ -1,5 +1,5 @@
 /**
- * The workflow page's history section (README "History"): every entry of the view's history, oldest first, each
+ * The workflow page's history section (docs/people.md "History"): every entry of the view's history, oldest first, each
  * with its time, what happened and by whom (the entry's `summary`), and the whole text of a question (with the
  * request it belongs to), an answer, or the default answer an expired question sent. Everything an agent or a person wrote is escaped (`html`).
  */

@@ -164,7 +164,7 @@ export interface NoProgressRun {
 }
 
 /**
- * The progress rule after one follow cycle (README "No livelock"): progress → follow again after a short jittered
+ * The progress rule after one follow cycle (docs/agents.md "Progress rule"): progress → follow again after a short jittered
  * delay (a live stream that showed nothing new for `slowPollAfterMs`: within the backoff's cap window); nothing new →
  * resubscribe after full-jitter backoff; backoff at its cap or `slowPollAfterMs` → slow
  * polling (one GetTask per `slowPollMs`); nothing new for `noProgressWindowMs` → AMBIGUOUS `NO_PROGRESS`. A cycle

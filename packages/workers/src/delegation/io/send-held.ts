@@ -7,7 +7,7 @@
  * journaled at once and our side of the held request is dropped, so a held send
  * occupies its send slot only until the agent shows the task. An agent that
  * cannot list tasks holds the slot until it answers or the attempt's deadline
- * (README "Agents that hold the send").
+ * (docs/agents.md "Agents that hold the send").
  */
 import { isRetryable, isTaskOurs, type A2ATransport, type DelegationRecord, type SendMessageRequest, type SendMessageResponse, type Task } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type WorkerContext } from '../../context.ts';

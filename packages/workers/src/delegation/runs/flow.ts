@@ -69,6 +69,14 @@ export async function takeSendTurn(ctx: WorkerContext, record: DelegationRecord,
     return { reason: acquired.reason, untilMs: ctx.options.now() + jittered(Math.max(waitMs, 50)) };
   }
   const slot = limits.maxInFlight !== undefined;
+  // A send still unanswered after requestTimeoutMs makes its agent slow here (`agent-slots.ts`) until it ends.
+  let heldEnded: (() => void) | undefined;
+  const slowTimer = setTimeout(() => (heldEnded = ctx.sendSlots.noteHeld(agent)), ctx.options.requestTimeoutMs);
+  slowTimer.unref?.();
+  const endHeld = () => {
+    clearTimeout(slowTimer);
+    heldEnded?.();
+  };
   const renewal = slot ? setInterval(() => void ctx.flow.renew(agent, holder, leaseMs).catch(() => undefined), leaseMs / 3) : undefined;
   let shareHeld = true;
   let slotHeld = slot;
@@ -78,6 +86,7 @@ export async function takeSendTurn(ctx: WorkerContext, record: DelegationRecord,
   };
   const releaseSlot = () => {
     clearInterval(renewal);
+    endHeld();
     // Not waited for: a failed release only lets the slot's lease run out (lockDurationMs).
     if (slotHeld) void ctx.flow.release(agent, holder).catch(() => undefined);
     slotHeld = false;

@@ -146,7 +146,7 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
   if (record.sendStartedAt === undefined) {
     // Not sent yet (its send job may have been lost): enqueue it again. A duplicate job is harmless:
     // the journal's fence and sendStartedAt let only one SendMessage leave.
-    await enqueueSend(ctx.queues, ref, record.resendCount, ctx.options.now());
+    await enqueueSend(ctx.queues, ref, record.resendCount, ctx.options.now(), 0, { priority: record.priority });
     return 'send-enqueued';
   }
   const heldMs = await ctx.journal.followLeaseRemainingMs(ref);

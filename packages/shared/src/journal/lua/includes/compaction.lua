@@ -1,4 +1,4 @@
--- Compaction of a workflow entering a finished state (README "Retention and storage"; used by updateWorkflow-4.lua):
+-- Compaction of a workflow entering a finished state (docs/concepts.md "Retention and storage"; used by updateWorkflow-4.lua):
 -- when its delegations are all final and its record fits in the layout's maxBytes (artifacts and history included;
 -- given up as soon as the record built so far passes it), its audit fields and its history (the list's entry texts
 -- byte for byte, `"history":[…]` after the delegations) become one JSON string, '<prefix>:{wf:<id>}:done'

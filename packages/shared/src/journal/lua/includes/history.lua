@@ -1,4 +1,4 @@
--- A workflow's history (journal/history.ts; README "History"): append-only, one JSON text per entry in the list
+-- A workflow's history (journal/history.ts; docs/people.md "History"): append-only, one JSON text per entry in the list
 -- '<base>:history' (base: '<prefix>:{wf:<id>}', same hash tag as the workflow row), appended by the script of the
 -- transition the entry describes. Bounded: at most HISTORY.entries entries and HISTORY.bytes bytes of entry text;
 -- past either the oldest are dropped (LPOP) and counted in the workflow row's 'historyDropped'; the row's

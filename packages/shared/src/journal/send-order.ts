@@ -1,0 +1,40 @@
+/**
+ * Fairness between tenants on the send queue: each message send gets a place among the sends its tenant enqueued in
+ * the current window (sendOrder-2.lua), divided by the tenant's weight; the send queue serves sends of one priority
+ * by place (`send-priority.ts`). One script call per message send enqueued. Weights are the registry's to write
+ * (`AgentRegistry.setTenantWeight`); this reads them inside the script.
+ */
+import type { Cluster, Redis } from 'ioredis';
+import { journalKeys, type JournalKeys } from './keys.ts';
+import { callScript, defineScript, integerReply } from './scripts.ts';
+
+/** Default length of the window a tenant's sends are counted in, ms (windows are numbered from the epoch). */
+export const SEND_ORDER_WINDOW_MS = 60_000;
+
+const sendOrderScript = defineScript({
+  name: 'sendOrder',
+  keys: ['counts', 'weights'],
+  encode: (input: { tenant: string; windowMs: number }) => [input.tenant, input.windowMs],
+  decode: integerReply,
+});
+
+/** Places of message sends among their tenants' recent sends (one per process, on the journal's connection). */
+export class SendOrder {
+  private readonly keys: JournalKeys;
+
+  /** `windowMs`: how long a tenant's sends are counted before its count starts again (default `SEND_ORDER_WINDOW_MS`). */
+  constructor(
+    private readonly redis: Redis | Cluster,
+    prefix?: string,
+    private readonly windowMs: number = SEND_ORDER_WINDOW_MS,
+    private readonly now: () => number = Date.now,
+  ) {
+    this.keys = journalKeys(prefix);
+  }
+
+  /** The next send's place for `tenant` (0, 1, …: sends before it in this window / the tenant's weight). Throws what Redis throws. */
+  place(tenant: string): Promise<number> {
+    // The window by this process's clock: a skew between processes only moves where a window starts for them.
+    return callScript(this.redis, sendOrderScript, this.keys.sendOrder(Math.floor(this.now() / this.windowMs)), { tenant, windowMs: this.windowMs });
+  }
+}

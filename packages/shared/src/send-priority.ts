@@ -1,0 +1,53 @@
+/**
+ * The order of message sends on the send queue: a delegation's `priority` (1 lowest to 10 highest, default 5) first,
+ * then its place among its tenant's recent sends (`journal/send-order.ts`), as one BullMQ job priority. BullMQ serves
+ * a lower number first and jobs of one number in the order they were added. Replies and CancelTasks carry no
+ * priority: BullMQ serves jobs without one before every prioritized job, so a person's answer or a cancel never waits
+ * behind a burst of new work.
+ */
+import { Queue, type Job, type JobsOptions, type QueueOptions } from 'bullmq';
+import { z } from 'zod';
+
+/** Delegation priorities: whole numbers 1 (lowest) to 10 (highest). */
+export const SEND_PRIORITY = { lowest: 1, highest: 10, default: 5 } as const;
+
+/** A delegation's or workflow's `priority` (`SEND_PRIORITY`). */
+export const SendPrioritySchema = z.number().int().min(SEND_PRIORITY.lowest).max(SEND_PRIORITY.highest);
+
+/** The tenant of work that names none. */
+export const DEFAULT_SEND_TENANT = 'default';
+
+/**
+ * BullMQ job priorities per delegation priority: each priority owns a band this wide; a place beyond the band stays
+ * at its end (10 bands fit under BullMQ's limit, 2^21 - 1).
+ */
+const BAND = 200_000;
+
+/** The BullMQ job priority of a message send: its delegation's `priority` first, then its tenant `place`. */
+export function bullmqSendPriority(priority: number, place: number): number {
+  const band = SEND_PRIORITY.highest - Math.min(SEND_PRIORITY.highest, Math.max(SEND_PRIORITY.lowest, Math.round(priority)));
+  return band * BAND + 1 + Math.min(Math.max(0, Math.floor(place)), BAND - 2);
+}
+
+/** What places a tenant's send (`SendOrder`). */
+export interface SendPlaces {
+  place(tenant: string): Promise<number>;
+}
+
+/**
+ * The send queue, fair: every message send added gets its BullMQ priority from its job data's `priority` and its
+ * tenant's place (one `places.place` call, before the add). Replies and cancels are added as they are. The producer
+ * and the workers both create their send queue as one.
+ */
+export class FairSendQueue extends Queue {
+  constructor(name: string, options: QueueOptions, private readonly places: SendPlaces) {
+    super(name, options);
+  }
+
+  override async add(name: string, data: unknown, options?: JobsOptions): Promise<Job> {
+    const job = data as { kind?: string; priority?: number; tenant?: string };
+    if ((job.kind ?? 'message') !== 'message') return super.add(name, data, options);
+    const place = await this.places.place(job.tenant ?? DEFAULT_SEND_TENANT);
+    return super.add(name, data, { ...options, priority: bullmqSendPriority(job.priority ?? SEND_PRIORITY.default, place) });
+  }
+}

@@ -1,0 +1,74 @@
+/**
+ * The documentation's relative links resolve (README.md, docs/**, bench/README.md, packages/*\/README.md): each
+ * names a file of the repository, and each #anchor into a Markdown page one of its headings as GitHub slugs them
+ * (harness/markdown-links.ts). And the README stays a page a newcomer reads: at most 15 KiB.
+ */
+import { readdirSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import fc from 'fast-check';
+import { expect, it } from 'vitest';
+import { checkLinks, diskSource, type PageSource } from './harness/markdown-links.ts';
+
+const root = fileURLToPath(new URL('..', import.meta.url));
+const README_LIMIT_BYTES = 15 * 1024;
+
+function markdownUnder(folder: string): string[] {
+  return readdirSync(new URL(`../${folder}`, import.meta.url), { recursive: true, encoding: 'utf8' })
+    .filter((name) => name.endsWith('.md'))
+    .map((name) => `${folder}/${name.split('\\').join('/')}`);
+}
+
+const packageReadmes = readdirSync(new URL('../packages', import.meta.url))
+  .map((name) => `packages/${name}/README.md`)
+  .filter((path) => statSync(new URL(`../${path}`, import.meta.url), { throwIfNoEntry: false })?.isFile());
+const PAGES = ['README.md', ...markdownUnder('docs'), 'bench/README.md', ...packageReadmes];
+
+const memory = (files: Record<string, string>): PageSource => ({
+  exists: (path) => path in files || Object.keys(files).some((name) => name.startsWith(`${path}/`)),
+  read: (path) => files[path]!,
+});
+
+it('every relative link and anchor of the documentation resolves', () => {
+  const report = checkLinks(PAGES, diskSource(root));
+  expect(report.broken).toEqual([]);
+  // The pages link to each other and into the code: a check that found next to nothing checked nothing.
+  expect(PAGES.length).toBeGreaterThanOrEqual(20);
+  expect(report.relativeLinks).toBeGreaterThan(150);
+  expect(report.anchors).toBeGreaterThan(30);
+});
+
+it('README.md is at most 15 KiB', () => {
+  expect(statSync(new URL('../README.md', import.meta.url)).size).toBeLessThanOrEqual(README_LIMIT_BYTES);
+});
+
+it('reports a missing file, a missing anchor and a path above the root; code and remote links are not links', () => {
+  const files = {
+    'README.md': [
+      '# Title', '[ok](docs/a.md#a-heading) [same page](#title) [folder](docs) [site](https://example.com/x.md)',
+      '[gone](docs/b.md) [wrong anchor](docs/a.md#nope) [above](../x.md) `[in code](nowhere.md)`',
+      '```', '[in a block](nowhere.md)', '```',
+    ].join('\n'),
+    'docs/a.md': '# A heading\n[back](../README.md#title) [line](../src/x.ts#L10)\n',
+    'src/x.ts': '',
+  };
+  const report = checkLinks(['README.md', 'docs/a.md'], memory(files));
+  expect(report.broken).toEqual([
+    { page: 'README.md', url: 'docs/b.md', reason: 'no such file' },
+    { page: 'README.md', url: 'docs/a.md#nope', reason: 'no such anchor' },
+    { page: 'README.md', url: '../x.md', reason: 'outside the repository' },
+  ]);
+  expect(report.relativeLinks).toBe(8);
+});
+
+it('a link to any heading by its GitHub slug resolves, a repeated heading by its -1 suffix', () => {
+  const word = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9 ()`'.,:-]{0,30}[A-Za-z0-9]$/);
+  fc.assert(
+    fc.property(word, (heading) => {
+      const slug = heading.toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-');
+      const files = { 'a.md': `# ${heading}\n\n## ${heading}\n\n[first](#${slug}) [second](#${slug}-1) [third](#${slug}-2)\n` };
+      const report = checkLinks(['a.md'], memory(files));
+      expect(report.broken).toEqual([{ page: 'a.md', url: `#${slug}-2`, reason: 'no such anchor' }]);
+    }),
+    { numRuns: 200 },
+  );
+});
