@@ -1,6 +1,6 @@
-/** Modules that perform I/O (Redis, BullMQ, HTTP, logs, metrics, the journal class, the transports), sources or builds. */
+/** Modules that perform I/O (Redis, BullMQ, HTTP, gRPC, logs, metrics, the journal class, the transports), sources or builds. */
 const IO_MODULES =
-  'node_modules/(ioredis|bullmq|undici|pino|prom-client)/|^packages/shared/(src|dist)/(journal/(journal|core|scripts|unfinished-index|workflows|delegations|status|replies|coordination)|registry|redis|a2a/(http|jsonrpc|rest|client|stream|sse|card))\\.(ts|js)$';
+  'node_modules/(ioredis|bullmq|undici|pino|prom-client|@grpc/grpc-js)/|^packages/shared/(src|dist)/(journal/(journal|core|scripts|unfinished-index|workflows|delegations|status|replies|coordination)|registry|redis)\\.(ts|js)$|^packages/a2a/(src|dist)/((http|jsonrpc|rest|client|stream|sse|card|address-policy)\\.(ts|js)$|grpc/|v03/(jsonrpc|rest)\\.)';
 
 /**
  * Structure rules, checked by `pnpm lint:structure` (and .ci/run). Each rule
@@ -133,6 +133,28 @@ module.exports = {
       to: { path: 'node_modules/ioredis/' },
     },
     {
+      name: 'a2a-stands-alone',
+      comment:
+        '@durable-a2a/a2a is a client anyone can install alone: it imports no other workspace package and nothing of BullMQ, ioredis, pino or prom-client (its dependencies: undici, eventsource-parser, zod, ipaddr.js, lru-cache, @opentelemetry/api, and grpc-js with protobuf-es behind /grpc).',
+      severity: 'error',
+      from: { path: '^packages/a2a/' },
+      to: { path: '^packages/(?!a2a/)|node_modules/(@durable-a2a|bullmq|bullmq-otel|ioredis|pino|prom-client|@opentelemetry/(?!api/))' },
+    },
+    {
+      name: 'a2a-main-loads-no-grpc',
+      comment: 'The main entry of @durable-a2a/a2a never reaches gRPC: a JSON-only user never loads @grpc/grpc-js (gRPC is the /grpc subpath).',
+      severity: 'error',
+      from: { path: '^packages/a2a/src/(index|pure)\\.ts$' },
+      to: { reachable: true, path: '^packages/a2a/src/grpc/|node_modules/(@grpc|@bufbuild)/' },
+    },
+    {
+      name: 'a2a-pure-reaches-no-io',
+      comment: '@durable-a2a/a2a/pure (the model the decider and shared/pure import) reaches no HTTP, gRPC or transport.',
+      severity: 'error',
+      from: { path: '^packages/a2a/(src/pure\\.ts|dist/pure\\.js)$' },
+      to: { reachable: true, path: IO_MODULES },
+    },
+    {
       name: 'no-circular',
       comment: 'No runtime import cycles inside the product packages (type-only imports, erased at compile time, may close a loop).',
       severity: 'error',
@@ -145,7 +167,7 @@ module.exports = {
     exclude: { path: '(^|/)(dist|coverage)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.base.json' },
-    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['import', 'require', 'node', 'default'], extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'] },
+    enhancedResolveOptions: { exportsFields: ['exports'], conditionNames: ['@durable-a2a/source', 'import', 'require', 'node', 'default'], extensions: ['.ts', '.js', '.mjs', '.cjs', '.json'] },
     reporterOptions: { text: { highlightFocused: true } },
   },
 };

@@ -11,6 +11,7 @@ FROM node:24-bookworm-slim AS build
 RUN npm install -g pnpm@12.4.2
 WORKDIR /src
 COPY package.json pnpm-lock.yaml pnpm-workspace.yaml turbo.json tsconfig.base.json tsconfig.build.json tsconfig.json ./
+COPY packages/a2a/package.json packages/a2a/
 COPY packages/shared/package.json packages/shared/
 COPY packages/producer/package.json packages/producer/
 COPY packages/workers/package.json packages/workers/

@@ -27,6 +27,11 @@ export interface BenchResult {
   figures: Figure[];
   /** Sizes and options the run used, and how to read the figures. */
   notes: string[];
+  /**
+   * Markdown tables that the report prints in place of the figure table, for a benchmark whose figures read
+   * better side by side (bench/peers.ts); `figures` stay the machine-readable form.
+   */
+  tables?: string[];
 }
 
 export type Benchmark = (scale: number) => Promise<BenchResult>;
@@ -45,6 +50,12 @@ export const seconds = (ms: number): number => Math.round(ms) / 1000;
 export const round = (value: number, digits = 2): number => {
   const factor = 10 ** digits;
   return Math.round(value * factor) / factor;
+};
+
+/** The `p`th percentile (nearest rank) of `values`; NaN when there are none. */
+export const percentile = (values: readonly number[], p: number): number => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.max(0, Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1))] ?? Number.NaN;
 };
 
 /** `INFO <section>` as a flat map of `field → string`. */

@@ -1,7 +1,7 @@
 /**
  * Appends one section to bench/results.md: date, machine (node:os), the
  * versions that matter (node, redis-server, bullmq, @a2a-js/sdk, ioredis),
- * the exact command, and each benchmark's figures as a table.
+ * the exact command (with the BENCH_SCALE and PEERS_* settings), and each benchmark's figures as a table.
  */
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -47,9 +47,12 @@ export function environment(): string[] {
 
 /** The command as the user typed it (`pnpm bench …` when run through the script). */
 export function exactCommand(args: readonly string[]): string {
-  const scale = process.env.BENCH_SCALE ? `BENCH_SCALE=${process.env.BENCH_SCALE} ` : '';
+  const settings = Object.entries(process.env)
+    .filter(([name]) => name === 'BENCH_SCALE' || name.startsWith('PEERS_'))
+    .map(([name, value]) => `${name}=${value} `)
+    .join('');
   const base = process.env.npm_lifecycle_event === 'bench' ? 'pnpm bench' : 'tsx bench/run.ts';
-  return `${scale}${base}${args.length ? ` ${args.join(' ')}` : ''}`;
+  return `${settings}${base}${args.length ? ` ${args.join(' ')}` : ''}`;
 }
 
 const cell = (text: string | number) => String(text).replaceAll('|', '\\|');
@@ -61,10 +64,14 @@ export function formatSection(results: readonly BenchResult[], options: { comman
   return lines.join('\n');
 }
 
-/** One benchmark: a heading, its figures as a table, its notes. */
+/** One benchmark: a heading, its figures as a table (or its own tables), its notes. */
 export function formatResult(result: BenchResult): string {
-  const lines = [`### ${result.name}: ${result.title}`, '', '| metric | value | unit |', '| --- | ---: | --- |'];
-  for (const figure of result.figures) lines.push(`| ${cell(figure.metric)} | ${cell(figure.value)} | ${cell(figure.unit)} |`);
+  const lines = [`### ${result.name}: ${result.title}`, ''];
+  if (result.tables) lines.push(...result.tables.flatMap((table) => [table, '']));
+  else {
+    lines.push('| metric | value | unit |', '| --- | ---: | --- |');
+    for (const figure of result.figures) lines.push(`| ${cell(figure.metric)} | ${cell(figure.value)} | ${cell(figure.unit)} |`);
+  }
   lines.push('', ...result.notes.map((note) => `- ${note}`));
   return lines.join('\n');
 }

@@ -1,7 +1,9 @@
 /**
- * `pnpm bench [name …]`: runs all six benchmarks (or the named ones) at
+ * `pnpm bench [name …]`: runs all eight benchmarks (or the named ones) at
  * BENCH_SCALE (default 1, sized so the whole run stays under 15 minutes on a
  * 2-core box), prints each one's figures and appends them to bench/results.md.
+ * `peers` (against BullMQ and Restate, bench/peers.ts) runs only when named:
+ * it starts other systems and takes longer than the rest together.
  */
 import type { Benchmark, BenchResult } from './common.ts';
 import { appendResults, environment, exactCommand, formatResult, formatSection, RESULTS_FILE } from './report.ts';
@@ -12,6 +14,8 @@ import { run as reconnectStorm } from './reconnect-storm.ts';
 import { run as footprint } from './footprint.ts';
 import { run as durability } from './durability.ts';
 import { run as takeover } from './takeover.ts';
+import { run as peers } from './peers.ts';
+import { run as fairness } from './fairness.ts';
 
 export const BENCHMARKS: Record<string, Benchmark> = {
   throughput,
@@ -21,6 +25,8 @@ export const BENCHMARKS: Record<string, Benchmark> = {
   footprint,
   durability,
   takeover,
+  peers,
+  fairness,
 };
 
 const args = process.argv.slice(2);
@@ -45,7 +51,9 @@ const startedAt = new Date();
 const env = environment();
 const started = performance.now();
 const results: BenchResult[] = [];
-for (const name of args.length > 0 ? args : Object.keys(BENCHMARKS)) {
+/** Benchmarks that run only when named. */
+const NAMED_ONLY = new Set(['peers']);
+for (const name of args.length > 0 ? args : Object.keys(BENCHMARKS).filter((known) => !NAMED_ONLY.has(known))) {
   const benchStarted = performance.now();
   console.log(`\n▶ ${name} (scale ${scale})`);
   let result: BenchResult;

@@ -16,7 +16,7 @@
 import { loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { startRedisServer } from '../test/harness/redis.ts';
-import { redisCpuSeconds, round, scaled, type BenchResult, type Figure } from './common.ts';
+import { percentile, redisCpuSeconds, round, scaled, type BenchResult, type Figure } from './common.ts';
 import { spawnBenchChild, type BenchChild } from './processes/ipc.ts';
 import type { RoundResult } from './processes/side.ts';
 
@@ -44,10 +44,6 @@ const median = (values: readonly number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
   const middle = Math.floor(sorted.length / 2);
   return sorted.length % 2 ? sorted[middle]! : (sorted[middle - 1]! + sorted[middle]!) / 2;
-};
-const percentile = (values: readonly number[], p: number): number => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
 };
 const load1 = () => round(loadavg()[0]!, 2);
 

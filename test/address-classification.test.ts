@@ -5,7 +5,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { classifyAddress } from '@durable-a2a/shared';
+import { classifyAddress } from '@durable-a2a/a2a';
 
 describe('RT9 field inputs', () => {
   it.each([

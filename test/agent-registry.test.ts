@@ -7,7 +7,8 @@
  */
 import { Redis } from 'ioredis';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { AgentRegistry, candidateAgents, normalizeAgentCardUrl, type AgentView } from '@durable-a2a/shared';
+import { normalizeAgentCardUrl } from '@durable-a2a/a2a';
+import { AgentRegistry, candidateAgents, type AgentView } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
@@ -138,8 +139,9 @@ describe('disable, enable and remove through the API', () => {
     await seatWorkflow('after-enable');
     const again = await library.waitFor('after-enable', { timeoutMs: 30_000, untilQuestion: true });
     expect(again.steps[0]!.attempts[0]!.agentCardUrl).toBe(asking.cardUrl);
-    // The finisher's send was recorded: its registration's card fetch and one SendMessage, both successes.
-    const health = (await listed(server)).find((agent) => agent.id === finisher.id)!;
+    // The finisher's send was recorded: its registration's card fetch and one SendMessage, both successes (a worker
+    // writes an agent's health in windows of AGENT_HEALTH_WINDOW_MS: the SendMessage shows within one).
+    const health = await eventually(async () => (await listed(server)).find((agent) => agent.id === finisher.id && agent.health.calls >= 2), "the finisher's SendMessage recorded");
     expect(health).toMatchObject({ lastSuccessAt: expect.any(String), lastCardFetchOk: true, lastError: null });
     expect(health.health.calls).toBeGreaterThanOrEqual(2);
     expect(health.health.successRate).toBe(1);

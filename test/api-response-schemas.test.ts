@@ -222,7 +222,7 @@ describe("a workflow's updatedAt moves with every change of its attempts' state;
 });
 
 describe('the agent routes serve every agent view', () => {
-  it('active, disabled (with and without a reason), unavailable, with and without health: GET /v1/agents and /v1/agents/:id are the views, field for field', async () => {
+  it('active, disabled (with and without a reason), unavailable, with and without health and limits: GET /v1/agents and /v1/agents/:id are the views, field for field', async () => {
     const registry = new AgentRegistry(producer.journal.redis, { prefix: PREFIX });
     const card = { name: 'Agent', description: '', version: '1', skills: [{ id: 'book', name: 'Book', description: '', tags: ['x'] }], capabilities: { streaming: true }, interfaces: [{ url: 'http://127.0.0.1:9/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] };
     const urls = ['http://127.0.0.1:9/', 'http://127.0.0.1:10/', 'http://127.0.0.1:11/', 'http://127.0.0.1:12/'];
@@ -233,6 +233,8 @@ describe('the agent routes serve every agent view', () => {
     await registry.recordCall(urls[0]!, { kind: 'card' });
     await registry.recordCall(urls[0]!, { kind: 'send', error: 'ECONNREFUSED' });
     await registry.recordCall(urls[1]!, { kind: 'card', error: 'HTTP 503' });
+    await registry.setLimits(urls[0]!, { maxInFlight: 4, rate: { sendsPerSecond: 2.5, resubscribesPerSecond: 1 } });
+    await registry.setLimits(urls[1]!, { rate: { sendsPerSecond: 1 } });
     const views = JSON.parse(JSON.stringify(await producer.listAgents()));
     expect(views).toHaveLength(4);
     const listed = await authorized(app, { method: 'GET', url: '/v1/agents' });
@@ -243,5 +245,18 @@ describe('the agent routes serve every agent view', () => {
       expect(one.statusCode, one.body).toBe(200);
       expect(one.json()).toEqual(view);
     }
+  });
+
+  it('PUT and DELETE /v1/agents/:id/limits answer the view, field for field; the tenant weight routes their documented shapes', async () => {
+    const [first] = (await producer.listAgents()).filter((agent) => agent.limits === null);
+    expect(first).toBeDefined();
+    const set = await authorized(app, { method: 'PUT', url: `/v1/agents/${first!.id}/limits`, payload: { maxInFlight: 2, rate: { resubscribesPerSecond: 0.25 } } });
+    expect(set.statusCode, set.body).toBe(200);
+    expect(set.json()).toEqual(JSON.parse(JSON.stringify(await producer.getAgent(first!.id))));
+    const cleared = await authorized(app, { method: 'DELETE', url: `/v1/agents/${first!.id}/limits` });
+    expect(cleared.statusCode, cleared.body).toBe(200);
+    expect(cleared.json()).toEqual(JSON.parse(JSON.stringify(await producer.getAgent(first!.id))));
+    expect((await authorized(app, { method: 'PUT', url: '/v1/tenants/acme/weight', payload: { weight: 7 } })).json()).toEqual({ tenant: 'acme', weight: 7, set: true });
+    expect((await authorized(app, { method: 'GET', url: '/v1/tenants/weights' })).json()).toEqual({ weights: { acme: 7 }, defaultWeight: 1 });
   });
 });

@@ -9,7 +9,8 @@ import fc from 'fast-check';
 import { readFile } from 'node:fs/promises';
 import { Queue } from 'bullmq';
 import { createProducer } from '@durable-a2a/producer';
-import { applyTask, createRedisClient, Journal, parseWorkflowHash, queuePrefix, workflowSummaries, type Artifact, type DelegationRef, type Message } from '@durable-a2a/shared';
+import type { Artifact, Message } from '@durable-a2a/a2a';
+import { applyTask, createRedisClient, Journal, parseWorkflowHash, queuePrefix, workflowSummaries, type DelegationRef } from '@durable-a2a/shared';
 import { startTestServer } from './harness/api-server.ts';
 import { startRedisServer, useRedisClient, useRedisServer } from './harness/redis.ts';
 

@@ -13,6 +13,10 @@ import { run as recovery } from '../bench/recovery.ts';
 import { run as reconnectStorm } from '../bench/reconnect-storm.ts';
 import { run as footprint } from '../bench/footprint.ts';
 import { run as durability } from '../bench/durability.ts';
+import { run as peers } from '../bench/peers.ts';
+import { restateServerBinary } from '../bench/peers/restate-server.ts';
+import { SIDE_NAMES } from '../bench/peers/sides.ts';
+import { run as fairness } from '../bench/fairness.ts';
 
 /** ~20 delegations, 50 streams, 1,000 finished rows. */
 const SMOKE_SCALE = 0.02;
@@ -87,10 +91,58 @@ describe('benchmarks at smoke scale', () => {
     expect(figure(result, 'throughput ratio')).toBeGreaterThan(0);
   }, 300_000);
 
+  it('fairness: every delegation completes; the three settings and both ratios are well-formed numbers', async () => {
+    const result = await fairness(0.2); // 2 quiet and 20 bursting delegations, one round
+    expectWellFormed(result);
+    const completed = result.figures.find((candidate) => candidate.metric.startsWith('delegations completed'))!;
+    expect(completed.unit).toBe(`of ${completed.value}`);
+    expect(completed.value).toBe(22 + 2 + 22 + 22); // warm-up burst, then solo, burst and burst in one tenant
+    for (const setting of ['solo', 'burst', 'burst, one tenant']) expect(figure(result, `quiet tenant, ${setting}: added latency`)).toBeGreaterThan(0);
+    expect(figure(result, 'quiet tenant p95 added latency ratio, burst / solo')).toBeGreaterThan(0);
+    expect(figure(result, 'quiet tenant p95 added latency ratio, burst in one tenant')).toBeGreaterThan(0);
+  }, 300_000);
+
   it('footprint: bytes per record and RSS are positive', async () => {
     const result = await footprint(STREAMS_SCALE);
     expectWellFormed(result);
     expect(figure(result, 'journal keys per finished record')).toBeGreaterThan(0);
     expect(figure(result, 'worker RSS with')).toBeGreaterThan(0);
   }, 300_000);
+
+  it('peers: every side completes every delegation; the crash check settles every delegation of Restate and durable-a2a without duplicates', async () => {
+    // Restate only where its binary is installed; the process environment is restored afterwards.
+    const sides = SIDE_NAMES.filter((name) => name !== 'restate' || restateServerBinary() !== undefined);
+    const knobs = { PEERS_SIDES: sides.join(','), PEERS_N: '20', PEERS_C: '5', PEERS_WORK_MS: '0', PEERS_ROUNDS: '1', PEERS_WARMUP: '5', PEERS_CRASH_COUNT: '5', PEERS_CRASH_WORK_MS: '1000', PEERS_CRASH_TIMEOUT_MS: '90000' };
+    const saved = Object.fromEntries(Object.keys(knobs).map((name) => [name, process.env[name]]));
+    Object.assign(process.env, knobs);
+    let result: BenchResult;
+    try {
+      result = await peers(1);
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+    expectWellFormed(result);
+    for (const side of sides) {
+      expect(figure(result, `WORK_MS=0, C=5: ${side} completed`)).toBe(20);
+      expect(figure(result, `WORK_MS=0, C=5: ${side} delegations/s`)).toBeGreaterThan(0);
+      expect(figure(result, `WORK_MS=0, C=5: ${side} CPU per delegation`)).toBeGreaterThan(0);
+    }
+    // Redis (or restate-server) does work for every durable side; the bare client has no store.
+    expect(figure(result, 'WORK_MS=0, C=5: durable-separate engine CPU per delegation')).toBeGreaterThan(0);
+    expect(figure(result, 'WORK_MS=0, C=5: bare engine CPU per delegation')).toBe(0);
+    // Crash check: the agent saw every delegation; durable-a2a and Restate resume without sending again.
+    // (The naive worker's jobs wait for BullMQ's 30 s lock and are sent again: counted, not asserted.)
+    const crashed = sides.filter((side) => side === 'naive' || side === 'restate' || side === 'durable-separate');
+    for (const side of crashed) expect(figure(result, `crash ${side}: executions at the agent`), side).toBeGreaterThanOrEqual(5);
+    for (const side of crashed.filter((name) => name !== 'naive')) {
+      expect(figure(result, `crash ${side}: settled`), side).toBe(5);
+      expect(figure(result, `crash ${side}: duplicated delegations`), side).toBe(0);
+      expect(figure(result, `crash ${side}: executions at the agent`), side).toBe(5);
+    }
+    expect(result.tables?.some((table) => table.includes('| durable-separate |'))).toBe(true);
+    expect(result.tables?.at(-1)).toMatch(/PASS|FAIL/);
+  }, 600_000);
 });

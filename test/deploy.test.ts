@@ -126,6 +126,13 @@ describe('Dockerfile', () => {
     expect(runtime).toContain('COPY --from=build /app /app');
   });
 
+  it('copies every workspace package manifest before pnpm install --frozen-lockfile (the lockfile names them all)', () => {
+    const beforeInstall = dockerfile.slice(0, dockerfile.indexOf('RUN pnpm install --frozen-lockfile'));
+    const workspacePackages = readdirSync(new URL('../packages/', import.meta.url), { withFileTypes: true }).filter((entry) => entry.isDirectory());
+    expect(workspacePackages.length).toBeGreaterThan(0);
+    for (const { name } of workspacePackages) expect(beforeInstall).toContain(`COPY packages/${name}/package.json packages/${name}/`);
+  });
+
   it('every command in compose and k8s runs an executable the image deploys', () => {
     const compose = parseAllDocuments(readText('../docker-compose.yml'))[0]!.toJS() as { services: Record<string, { command?: string[] }> };
     const commands = [

@@ -9,8 +9,8 @@ import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { A2AError, isRetryable } from '../packages/shared/src/a2a/index.ts';
-import { GrpcTransport } from '../packages/shared/src/a2a/grpc/transport.ts';
+import { A2AError, isRetryable } from '../packages/a2a/src/index.ts';
+import { GrpcTransport } from '../packages/a2a/src/grpc/transport.ts';
 
 let server: http2.Http2Server;
 let url: string;

@@ -23,12 +23,12 @@ import {
   createPolicyDispatcher,
   drainStream,
   A2A_ERROR_TABLE,
-} from '../packages/shared/src/a2a/index.ts';
-import { errorClassForReason } from '../packages/shared/src/a2a/errors.ts';
-import { GrpcTransport } from '../packages/shared/src/a2a/grpc/transport.ts';
-import { grpcEndpoint } from '../packages/shared/src/a2a/grpc/channel.ts';
-import { encodeFromJson, messageType } from '../packages/shared/src/a2a/grpc/codec.ts';
-import { GRPC_STATUS_DETAILS_KEY, GRPC_STATUS_TABLE, errorFromGrpc } from '../packages/shared/src/a2a/grpc/status-table.ts';
+} from '../packages/a2a/src/index.ts';
+import { errorClassForReason } from '../packages/a2a/src/errors.ts';
+import { GrpcTransport } from '../packages/a2a/src/grpc/transport.ts';
+import { grpcEndpoint } from '../packages/a2a/src/grpc/channel.ts';
+import { encodeFromJson, messageType } from '../packages/a2a/src/grpc/codec.ts';
+import { GRPC_STATUS_DETAILS_KEY, GRPC_STATUS_TABLE, errorFromGrpc } from '../packages/a2a/src/grpc/status-table.ts';
 
 type Unary = (call: ServerUnaryCall<Buffer, Buffer>, callback: sendUnaryData<Buffer>) => void;
 type Streaming = (call: ServerWritableStream<Buffer, Buffer>) => void;

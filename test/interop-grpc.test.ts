@@ -22,9 +22,9 @@ import {
   fetchAgentCard,
   normalizePushBody,
   selectInterface,
-} from '../packages/shared/src/a2a/index.ts';
+} from '@durable-a2a/a2a';
 import { artifactText, scripted, startWebhook, taskIdOf, taskOf, userMessage, waitFor } from './harness/interop.ts';
-import type { GrpcTransport } from '../packages/shared/src/a2a/grpc/index.ts';
+import { type GrpcTransport, grpcTransports } from '@durable-a2a/a2a/grpc';
 import { type GrpcAgentHandle, startGrpcAgent } from './harness/grpc-agent.ts';
 
 type Handle = Pick<GrpcAgentHandle, 'cardUrl' | 'dropStreamsAfter' | 'stop' | 'seenMetadata' | 'droppedStreams'>;
@@ -54,9 +54,9 @@ for (const cell of CELLS) {
     beforeAll(async () => {
       agent = await cell.start();
       const card = await fetchAgentCard(agent.cardUrl);
-      const agentInterface = selectInterface(card, { bindings: ['GRPC'], versions: [cell.version] });
+      const agentInterface = selectInterface(card, { transports: grpcTransports, versions: [cell.version] });
       expect(agentInterface).toMatchObject({ protocolBinding: 'GRPC', protocolVersion: cell.version });
-      transport = createTransport(agentInterface!, { credentials: bearerToken('grpc-secret') });
+      transport = createTransport(agentInterface!, { transports: grpcTransports, credentials: bearerToken('grpc-secret') });
       expect(transport.binding).toBe('GRPC');
     });
     afterAll(async () => {
@@ -124,7 +124,7 @@ for (const cell of CELLS) {
       expect(asked.status.state).toBe('TASK_STATE_INPUT_REQUIRED');
       expect(asked.status.message?.parts[0]?.text).toBe('which day?');
       // The server keeps a stream of an interrupted task open: the idle watchdog ends it normally, as `interrupted`.
-      const watched = createTransport({ url: transport.url, protocolBinding: 'GRPC', protocolVersion: cell.version }, { idleTimeoutMs: 300 });
+      const watched = createTransport({ url: transport.url, protocolBinding: 'GRPC', protocolVersion: cell.version }, { transports: grpcTransports, idleTimeoutMs: 300 });
       const end = await drainStream(watched.subscribeToTask({ id: asked.id }), () => undefined);
       (watched as GrpcTransport).close();
       expect(end).toMatchObject({ kind: 'interrupted', lastState: 'TASK_STATE_INPUT_REQUIRED' });

@@ -19,7 +19,7 @@ import {
   fetchAgentCard,
   normalizePushBody,
   selectInterface,
-} from '../packages/shared/src/a2a/index.ts';
+} from '../packages/a2a/src/index.ts';
 import { startDemoAgent } from './harness/index.ts';
 import { artifactText, scripted, startWebhook, taskIdOf, taskOf, userMessage, waitFor } from './harness/interop.ts';
 import { type V03AgentHandle, startLegacyCompatAgent, startV03Agent } from './harness/agent-v03.ts';

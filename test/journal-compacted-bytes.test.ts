@@ -8,7 +8,8 @@
  * control characters, non-ASCII), digit strings with a leading zero, artifacts in two chunks, and push tokens.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { Journal, type DelegationRef, type Part } from '@durable-a2a/shared';
+import type { Part } from '@durable-a2a/a2a';
+import { Journal, type DelegationRef } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from './harness/redis.ts';
 
 const redisServer = useRedisServer();

@@ -5,7 +5,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Registry } from 'prom-client';
 import { AgentLabels, OTHER_AGENT_LABEL, RECORDED_ERROR_CODES, createMetrics } from '@durable-a2a/shared';
-import { cardUrlOf } from '../packages/shared/src/a2a/card-url.ts';
+import { cardUrlOf } from '../packages/a2a/src/card-url.ts';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import fc from 'fast-check';

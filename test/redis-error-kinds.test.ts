@@ -6,7 +6,7 @@
  * the refusal gate's rate bound and once-per-episode log lines over a fake connection.
  */
 import { describe, expect, it } from 'vitest';
-import { AgentCardError, NetworkError } from '@durable-a2a/shared';
+import { AgentCardError, NetworkError } from '@durable-a2a/a2a';
 import fc from 'fast-check';
 import { ReplyError } from 'ioredis';
 import { RedisRefusalGate, REDIS_REPLY_PREFIXES, reconnectOnRedisError, redisBackoffMs, redisErrorKind, createLogger, type RedisClient, type RedisErrorKind } from '@durable-a2a/shared';

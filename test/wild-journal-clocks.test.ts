@@ -5,7 +5,8 @@
  */
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { applyStreamResponse, applyTask, parseAgentTimestamp, type StreamResponse } from '@durable-a2a/shared';
+import type { StreamResponse } from '@durable-a2a/a2a';
+import { applyStreamResponse, applyTask, parseAgentTimestamp } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';

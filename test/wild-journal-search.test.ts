@@ -5,7 +5,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { InvalidParamsError, type A2ATransport, type DelegationRecord, type ListTasksRequest, type Task } from '@durable-a2a/shared';
+import { InvalidParamsError, type A2ATransport, type ListTasksRequest, type Task } from '@durable-a2a/a2a';
+import type { DelegationRecord } from '@durable-a2a/shared';
 import { findTaskByMessageId } from '../packages/workers/src/delegation/io/search.ts';
 
 const NOW = Date.UTC(2026, 0, 1, 12);

@@ -18,7 +18,7 @@ import {
   TaskNotFoundError,
   UnsupportedOperationError,
   drainStream,
-} from '@durable-a2a/shared';
+} from '@durable-a2a/a2a';
 import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { type MastraAgentHandle, startMastraAgent } from './harness/index.ts';

@@ -29,7 +29,7 @@ import {
   deliveryOf,
   type Delivery,
   sendEffectOf,
-} from '@durable-a2a/shared';
+} from '@durable-a2a/a2a';
 import { isTypedProtocolError, recordedErrorOf, unfoundVerdict } from '../packages/workers/src/delegation/io/send-errors.ts';
 
 /** True when a SendMessage error proves the agent created no task (the A2A error table's effect column). */

@@ -13,7 +13,7 @@ import {
   TaskNotFoundError,
   UnsupportedOperationError,
   drainStream,
-} from '@durable-a2a/shared';
+} from '@durable-a2a/a2a';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { type VoltAgentHandle, startVoltAgent } from './harness/index.ts';

@@ -58,15 +58,27 @@ export interface BenchChild<Ready> {
   stop(): Promise<void>;
 }
 
-/** Forks `bench/processes/<entry>.ts` with `environment` added to this process's env. */
-export function spawnBenchChild<Ready>(entry: string, environment: Record<string, string> = {}, execArgv: string[] = []): BenchChild<Ready> {
+/**
+ * Forks `bench/processes/<entry>.ts` with `environment` added to this process's env. `detached`: in a process
+ * group of its own, for a child that is SIGSTOPped while idle (bench/peers.ts): a stopped process in the
+ * caller's group gets SIGHUP when that group is orphaned (the shell that started the run exits). A detached
+ * child still quits when this process goes away (its IPC channel closes). Default false.
+ */
+export function spawnBenchChild<Ready>(entry: string, environment: Record<string, string> = {}, execArgv: string[] = [], detached = false): BenchChild<Ready> {
   const child = fork(fileURLToPath(new URL(`./${entry}.ts`, import.meta.url)), [], {
     execArgv: [...SOURCE_EXEC_ARGV, ...execArgv],
     env: { ...process.env, ...environment },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    detached,
   });
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  let exitReason = '';
+  const exited = new Promise<void>((resolve) =>
+    child.once('exit', (code, signal) => {
+      exitReason = ` (code ${code}, signal ${signal})`;
+      resolve();
+    }),
+  );
   let nextId = 1;
   const ready = new Promise<Ready>((resolve, reject) => {
     child.on('message', (message: ReplyMessage) => {
@@ -78,8 +90,8 @@ export function spawnBenchChild<Ready>(entry: string, environment: Record<string
       else waiter.resolve(message.result);
     });
     void exited.then(() => {
-      reject(new Error(`${entry} exited before ready`));
-      for (const waiter of pending.values()) waiter.reject(new Error(`${entry} exited`));
+      reject(new Error(`${entry} exited before ready${exitReason}`));
+      for (const waiter of pending.values()) waiter.reject(new Error(`${entry} exited${exitReason}`));
       pending.clear();
     });
   });
@@ -91,12 +103,17 @@ export function spawnBenchChild<Ready>(entry: string, environment: Record<string
       const id = nextId++;
       return new Promise<T>((resolve, reject) => {
         pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-        child.send({ id, call: name, argument } satisfies CallMessage);
+        // A child that is gone closes the channel: the call fails instead of an unhandled 'error' event.
+        child.send({ id, call: name, argument } satisfies CallMessage, (error) => {
+          if (!error) return;
+          pending.delete(id);
+          reject(new Error(`${entry}: ${name}: ${error.message}${exitReason}`));
+        });
       });
     },
     async stop() {
       if (child.exitCode !== null || child.signalCode !== null) return;
-      child.send({ id: 0, call: 'stop' });
+      child.send({ id: 0, call: 'stop' }, () => undefined);
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
       await exited;
       clearTimeout(timer);

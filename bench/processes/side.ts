@@ -15,13 +15,12 @@
  * `latency({ cardUrl, count, tag })` → end-to-end ms per sequential delegation
  * (durable: delegate + waitFor).
  */
-import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { SendMessageRequest, TaskState, type StreamResponse } from '@a2a-js/sdk';
-import { ClientFactory, type Client } from '@a2a-js/sdk/client';
+import { TaskState } from '@a2a-js/sdk';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { delegateWithinConcurrency, mapLimit, startBenchFleet } from '../common.ts';
+import { bareDelegation, clientCache } from './a2a-task.ts';
 import { serveCalls } from './ipc.ts';
 
 /** What one measured round reports. */
@@ -34,7 +33,8 @@ export interface RoundResult {
   eventLoopUtilization: number;
 }
 
-interface RoundInput {
+/** One round's input (also the peers benchmark's, bench/peers/sides.ts): keys or idempotency keys are `<tag>-<index>`. */
+export interface RoundInput {
   cardUrl: string;
   baseUrl: string;
   count: number;
@@ -42,7 +42,6 @@ interface RoundInput {
   tag: string;
 }
 
-const TERMINAL = new Set<TaskState>([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
 /** Large enough never to bind: measures the mechanism, not the fleet's deliberate subscription throttle. */
 const UNTHROTTLED = { max: 1_000_000, durationMs: 1_000 };
 const cpuNow = () => {
@@ -60,12 +59,7 @@ async function measured(work: () => Promise<number>): Promise<RoundResult> {
 }
 
 function bareSide() {
-  const clients = new Map<string, Promise<Client>>();
-  const clientFor = (baseUrl: string) => {
-    let client = clients.get(baseUrl);
-    if (!client) clients.set(baseUrl, (client = new ClientFactory().createFromUrl(baseUrl)));
-    return client;
-  };
+  const clientFor = clientCache();
   return {
     round: async ({ baseUrl, count, concurrency }: RoundInput) => {
       const client = await clientFor(baseUrl);
@@ -86,35 +80,6 @@ function bareSide() {
     },
     close: async () => undefined,
   };
-}
-
-/** One delegation with the bare client; returns the final task state. */
-async function bareDelegation(client: Client): Promise<TaskState | undefined> {
-  const request = SendMessageRequest.fromJSON({
-    message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'do the thing' }] },
-    configuration: { acceptedOutputModes: ['text/plain'], returnImmediately: true },
-  });
-  const sent = await client.sendMessage(request);
-  if (!('id' in sent) || !('status' in sent)) return TaskState.TASK_STATE_COMPLETED; // a direct Message reply
-  const taskId = sent.id;
-  let state = sent.status?.state;
-  if (state !== undefined && TERMINAL.has(state)) return state;
-  try {
-    for await (const event of client.resubscribeTask({ id: taskId, tenant: '' })) {
-      state = stateOf(event) ?? state;
-      if (state !== undefined && TERMINAL.has(state)) return state;
-    }
-  } catch {
-    // Refused (already terminal) or dropped: read it once, as our follow job does.
-  }
-  return (await client.getTask({ id: taskId, tenant: '', historyLength: 0 })).status?.state;
-}
-
-function stateOf(event: StreamResponse): TaskState | undefined {
-  const payload = event.payload;
-  if (payload?.$case === 'statusUpdate') return payload.value.status?.state;
-  if (payload?.$case === 'task') return payload.value.status?.state;
-  return undefined;
 }
 
 function durableSide(redisUrl: string, prefix: string) {

@@ -5,7 +5,8 @@
  * a limit or a bounded round ends with its code, stored bytes stay within the
  * artifact budget, and a stream that keeps delivering is never slow-polled.
  */
-import { artifactByteSize, type DelegationView } from '@durable-a2a/shared';
+import { artifactByteSize } from '@durable-a2a/a2a';
+import type { DelegationView } from '@durable-a2a/shared';
 import { finalStatusText } from './answers.ts';
 import { ALWAYS, ARTIFACT_BUDGET_BYTES, deviationOf } from './grammar.ts';
 import type { InvariantName, RunObservation } from './invariants.ts';

@@ -4,7 +4,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import type { Message, StreamResponse, Task } from '../../packages/shared/src/a2a/index.ts';
+import type { Message, StreamResponse, Task } from '../../packages/a2a/src/index.ts';
 import { type Behaviour, completionSteps } from './agent-behaviours.ts';
 import { closeServer, listenOnLoopback, trackSockets } from './ports.ts';
 

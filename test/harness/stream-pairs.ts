@@ -6,11 +6,12 @@
  * (the reference the pairing must match).
  */
 import { Redis } from 'ioredis';
-import { Journal, applyStreamResponse, applyTask, isFinished, isTerminalTaskState, type DelegationView } from '@durable-a2a/shared';
+import { isTerminalTaskState } from '@durable-a2a/a2a';
+import { Journal, applyStreamResponse, applyTask, isFinished, type DelegationView } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
-import { artifactByteSize } from '../../packages/shared/src/a2a/limits.ts';
-import { StreamResponseSchema } from '../../packages/shared/src/a2a/schema.ts';
+import { artifactByteSize } from '../../packages/a2a/src/limits.ts';
+import { StreamResponseSchema } from '../../packages/a2a/src/schema.ts';
 import { scriptSha } from '../../packages/shared/src/journal/scripts.ts';
 import { eventually, startTestFleet } from './fleet.ts';
 import { intentRow } from './journal-rows.ts';

@@ -4,7 +4,7 @@
  * messageId, and the text of parts.
  */
 import { afterAll, beforeAll, expect } from 'vitest';
-import { type A2ATransport, createTransport, fetchAgentCard, selectInterface } from '@durable-a2a/shared';
+import { type A2ATransport, createTransport, defaultTransports, fetchAgentCard, selectInterface } from '@durable-a2a/a2a';
 
 /** A started agent: where its card and its JSON-RPC endpoint are, and how to stop it. */
 export interface WildAgentHandle {
@@ -21,7 +21,7 @@ export function useWildAgent<Handle extends WildAgentHandle>(start: () => Promis
   let agent: Handle | undefined;
   beforeAll(async () => {
     agent = await start();
-    const agentInterface = selectInterface(await fetchAgentCard(agent.cardUrl));
+    const agentInterface = selectInterface(await fetchAgentCard(agent.cardUrl), { transports: defaultTransports });
     expect(agentInterface).toEqual({ url: agent.rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '0.3' });
     onStarted({ agent, transport: createTransport(agentInterface!) });
   }, 90_000);

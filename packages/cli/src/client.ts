@@ -31,7 +31,7 @@ export class ApiUnreachableError extends Error {
 }
 
 /** Calls `method path` with an optional JSON body; resolves with the parsed JSON answer. Throws ApiError, ApiUnreachableError. */
-export async function callApi<T>(options: ApiClientOptions, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<T> {
+export async function callApi<T>(options: ApiClientOptions, method: 'GET' | 'POST' | 'PUT' | 'DELETE', path: string, body?: unknown): Promise<T> {
   const url = new URL(path, options.url.endsWith('/') ? options.url : `${options.url}/`);
   const headers: Record<string, string> = { accept: 'application/json' };
   if (options.token) headers.authorization = `Bearer ${options.token}`;

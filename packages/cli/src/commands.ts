@@ -1,10 +1,12 @@
 /**
  * The commands of `durable-a2a`, one function per group: reading workflows (list, show, questions),
- * steering them (reply, resolve, cancel) and the agent registry (agents add, list, disable, enable, remove).
+ * steering them (reply, resolve, cancel) and the agent registry (agents add, list, disable, enable, remove, limits:
+ * flow-commands.ts).
  */
 import { Command, InvalidArgumentError, Option } from 'commander';
 import { ApiError, callApi, type ApiClientOptions } from './client.ts';
 import { EXIT_CODES } from './exit-codes.ts';
+import { addAgentLimitsCommand } from './flow-commands.ts';
 import { formatAgent, formatQuestion, formatTimeline, formatWorkflowLine, type Agent, type WorkflowView } from './format.ts';
 
 /** Most workflows `list` reads by default (`--limit`). */
@@ -92,10 +94,11 @@ export function addSteerCommands(program: Command, helpers: CommandHelpers): voi
 
 /**
  * `agents add <cardUrl>`, `agents list` (also `agents` alone), `agents disable <agent> [--reason]`, `agents enable
- * <agent>`, `agents remove <agent>`: `<agent>` is the id `agents list` shows or a card URL in any spelling.
+ * <agent>`, `agents remove <agent>`, `agents limits <agent>`: `<agent>` is the id `agents list` shows or a card URL in any
+ * spelling.
  */
 export function addAgentCommands(program: Command, helpers: CommandHelpers): void {
-  const agents = program.command('agents').description('registered agents: list (the default), add <cardUrl>, disable|enable|remove <agent>');
+  const agents = program.command('agents').description('registered agents: list (the default), add <cardUrl>, disable|enable|remove|limits <agent>');
   const agentPath = (agent: string) => `v1/agents/${encodeURIComponent(agent)}`;
   agents
     .command('add <cardUrl>')
@@ -133,6 +136,7 @@ export function addAgentCommands(program: Command, helpers: CommandHelpers): voi
       const removed = await callApi<{ id: string; cardUrl: string }>(helpers.api(command), 'DELETE', agentPath(agent));
       helpers.print(command, removed, () => `${removed.id}\t${removed.cardUrl}\tremoved`);
     });
+  addAgentLimitsCommand(agents, helpers, agentPath);
 }
 
 /** Pages through /v1/workflows (bounded by `limit` workflows and MAX_LIST_PAGES pages), reading each view. */

@@ -89,6 +89,24 @@ export interface Agent {
   lastCardFetchOk: boolean | null;
   lastError: { kind: string; message: string; at: string } | null;
   health: { window: number; calls: number; successes: number; successRate: number | null };
+  /** The operator's fleet-wide limits; null (or absent from older services) when none. */
+  limits?: AgentLimits | null;
+}
+
+/** An agent's fleet-wide limits as the API gives them. */
+export interface AgentLimits {
+  maxInFlight?: number;
+  rate?: { sendsPerSecond?: number; resubscribesPerSecond?: number };
+}
+
+/** `limits maxInFlight 3, 5 sends/s, 2 resubscribes/s`, or `no limits`. */
+export function formatLimits(limits: AgentLimits | null | undefined): string {
+  const parts = [
+    ...(limits?.maxInFlight !== undefined ? [`maxInFlight ${limits.maxInFlight}`] : []),
+    ...(limits?.rate?.sendsPerSecond !== undefined ? [`${limits.rate.sendsPerSecond} sends/s`] : []),
+    ...(limits?.rate?.resubscribesPerSecond !== undefined ? [`${limits.rate.resubscribesPerSecond} resubscribes/s`] : []),
+  ];
+  return parts.length > 0 ? `limits ${parts.join(', ')}` : 'no limits';
 }
 
 /** An instant of the view (ISO 8601, as the API gives it), or `-` when absent. */
@@ -162,6 +180,7 @@ export function formatAgent(agent: Agent): string {
   const fetched = `card ${agent.lastCardFetchAt ?? 'never fetched'}${agent.lastCardFetchOk === false ? ' (failed)' : ''}`;
   const columns = [agent.id, agent.status, agent.card?.name ?? '', agent.cardUrl, skills, health, fetched];
   if (agent.statusReason) columns.push(agent.statusReason);
+  if (agent.limits) columns.push(formatLimits(agent.limits));
   if (agent.lastError) columns.push(`last error ${agent.lastError.at} ${agent.lastError.kind}: ${agent.lastError.message.slice(0, 200)}`);
   return columns.join('\t');
 }

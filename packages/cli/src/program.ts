@@ -7,6 +7,7 @@ import { Command, CommanderError, Option } from 'commander';
 import { ApiError, ApiUnreachableError, callApi, type ApiClientOptions } from './client.ts';
 import { addAgentCommands, addReadCommands, addSteerCommands, type CommandHelpers } from './commands.ts';
 import { addBulkCommands } from './bulk-commands.ts';
+import { addTenantCommands } from './flow-commands.ts';
 import { EXIT_CODES, EXIT_CODES_HELP } from './exit-codes.ts';
 import type { WorkflowView } from './format.ts';
 
@@ -74,6 +75,7 @@ function buildProgram(io: CliIo): Command {
   addSteerCommands(program, helpers);
   addAgentCommands(program, helpers);
   addBulkCommands(program, helpers);
+  addTenantCommands(program, helpers);
   return program;
 }
 

@@ -7,7 +7,7 @@
  * through (DNS may be briefly down; the workers check again at connection time and fail the attempt
  * with the reason).
  */
-import { BlockedAddressError, NetworkError, checkUrl, type AddressPolicyOptions } from '@durable-a2a/shared';
+import { BlockedAddressError, NetworkError, checkUrl, type AddressPolicyOptions } from '@durable-a2a/a2a';
 
 /** A refused agent URL, naming the request field that holds it. */
 export class AgentAddressRefusedError extends BlockedAddressError {

@@ -21,7 +21,8 @@
  * canonical form with defaults.
  */
 import { z } from 'zod';
-import { ID_PATTERN, PartSchema, SendPrioritySchema, StrictQuestionPolicySchema } from '@durable-a2a/shared';
+import { PartSchema } from '@durable-a2a/a2a';
+import { ID_PATTERN, SendPrioritySchema, StrictQuestionPolicySchema } from '@durable-a2a/shared';
 
 /** Documented step limit of one workflow. */
 export const MAX_WORKFLOW_STEPS = 100;

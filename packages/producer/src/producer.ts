@@ -20,6 +20,7 @@ import { cancelWorkflow, resolveAttention } from './calls/cancel.ts';
 import { getAgent, listWorkflows, registerAgent, removeAgent, setAgentDisabled, setAgentLimits } from './calls/read.ts';
 import { searchWorkflowSummaries, type WorkflowFilterInput } from './calls/search.ts';
 import { bulkAct, type BulkAction, type BulkInput, type BulkResult } from './calls/bulk.ts';
+import { setTenantWeight, tenantWeight, tenantWeights, type TenantWeight } from './calls/tenants.ts';
 
 export interface Producer {
   /** Starts (or returns, for the same idempotency key) a single delegation. The id is the workflow id. */
@@ -72,6 +73,15 @@ export interface Producer {
    * `agentLabelRefreshMs` (30 s by default). Throws NotFoundError, ValidationError for limits out of range.
    */
   setAgentLimits(idOrCardUrl: string, limits: AgentLimits | undefined): Promise<AgentView>;
+  /** Every tenant whose send-queue weight was set, by name; the others weigh 1 (docs/flow-control.md "Tenants"). */
+  tenantWeights(): Promise<Record<string, number>>;
+  /** One tenant's send-queue weight (`set` false: the default, 1). Throws ProducerInputError for a name not 1 to 64 characters. */
+  tenantWeight(tenant: string): Promise<TenantWeight>;
+  /**
+   * Sets a tenant's send-queue weight (a whole number 1 to 100) or, with undefined, clears it back to 1: a tenant of
+   * weight 2 gets two sends for another's one while both have work waiting. Throws ProducerInputError (nothing written).
+   */
+  setTenantWeight(tenant: string, weight: number | undefined): Promise<TenantWeight>;
   /** Removes an agent by id or card URL (its card, mark and health; bound delegations go on). Throws NotFoundError. */
   removeAgent(idOrCardUrl: string): Promise<{ id: string; cardUrl: string }>;
   /** Workflow ids, optionally by state, paged by `cursor` (opaque). */
@@ -112,12 +122,15 @@ export function createProducer(options: ProducerOptions): Producer {
     setAgentDisabled: (idOrCardUrl, disabled, reason) => setAgentDisabled(context, idOrCardUrl, disabled, reason),
     setAgentLimits: (idOrCardUrl, limits) => setAgentLimits(context, idOrCardUrl, limits),
     removeAgent: (idOrCardUrl) => removeAgent(context, idOrCardUrl),
+    tenantWeights: () => tenantWeights(context),
+    tenantWeight: (tenant) => tenantWeight(context, tenant),
+    setTenantWeight: (tenant, weight) => setTenantWeight(context, tenant, weight),
     listWorkflows: (listOptions) => listWorkflows(context, listOptions),
     search: (filter, searchOptions) => searchWorkflowSummaries(context, filter, searchOptions),
     bulk: (action, input, actor) => bulkAct(context, action, input, actor),
     close: () => closeProducer(context),
   };
-  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'setAgentLimits', 'removeAgent', 'listWorkflows', 'search', 'bulk'] as const) {
+  for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'setAgentLimits', 'removeAgent', 'tenantWeights', 'tenantWeight', 'setTenantWeight', 'listWorkflows', 'search', 'bulk'] as const) {
     producer[name] = failFast(producer[name] as (...args: never[]) => Promise<unknown>, () => ensureConnected(context)) as never;
   }
   return producer;

@@ -1,6 +1,7 @@
 /**
  * The journal view of a workflow: every step, every attempt, open questions.
  */
+import type { Message } from '@durable-a2a/a2a';
 import {
   answerLinkFor,
   isAwaitingAnswer,
@@ -10,7 +11,6 @@ import {
   type Attention,
   type DelegationView,
   type Journal,
-  type Message,
   type OpenQuestionSummary,
   type WorkflowDefinition,
   type WorkflowSummary,

@@ -7,7 +7,7 @@
  * `decide-is-pure`).
  */
 import { dependenciesOf, type Step, type WorkflowDefinition } from './workflow.ts';
-import { agentKeyOf } from './a2a/card-url.ts';
+import { agentKeyOf } from '@durable-a2a/a2a/pure';
 import { UNSUCCESSFUL_STATES, isFinished } from './journal/states.ts';
 import { cancelOutcome, needsUndo, pendingAttempt } from './decide-effects.ts';
 import type { AttemptView, CandidateLookup, Decision, FailureKind, FirstAttempt, PreviousAttempt, WorkflowSnapshot } from './decide-types.ts';

@@ -1,12 +1,11 @@
-// Public surface of @durable-a2a/shared. Names are listed one by one.
-export * from './a2a/index.ts';
+// Public surface of @durable-a2a/shared. Names are listed one by one; the A2A client is @durable-a2a/a2a.
 
 export { Journal, countUnfinishedByState, questionKeyOf } from './journal/journal.ts';
 export { WorkflowChangeSubscriber, workflowChangeChannel } from './journal/changes.ts';
 export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry } from './journal/journal.ts';
 export { JournalError } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
-export { CorruptRecordError, corruptRecordReporter, parseRecordAt, skipCorrupt, LOGGED_CORRUPT_KEYS } from './journal/corrupt.ts';
+export { CorruptRecordError, corruptRecordReporter } from './journal/corrupt.ts';
 export type { CorruptRecordHandler, CorruptRecordKind } from './journal/corrupt.ts';
 export { indexMember, journalKeys, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
 export { AgentFlow, type AgentLimits, type FlowAcquired, type FlowWaitReason } from './journal/agent-flow.ts';
@@ -16,12 +15,8 @@ export type { JournalKeys } from './journal/keys.ts';
 export { parseCompactedWorkflow } from './journal/compacted-record.ts';
 export {
   HISTORY_LIMITS,
-  HISTORY_ENTRY_SCHEMAS,
   ActorSchema,
-  cutText,
   historyEntryText,
-  parseHistory,
-  parseHistoryEntry,
   partsText,
 } from './journal/history.ts';
 export type { History, HistoryEntry, HistoryEntryInput, KnownHistoryEntry, UnknownHistoryEntry } from './journal/history.ts';
@@ -34,34 +29,29 @@ export {
   isParked,
   isUnsuccessful,
   isWorkflowFinished,
-  journalStateOf,
 } from './journal/states.ts';
 export type { JournalState } from './journal/states.ts';
-export { AttentionSchema, ATTENTION_CODES, parseWorkflowHash, encodeWorkflowPatch } from './journal/workflow-record.ts';
+export { AttentionSchema, ATTENTION_CODES, parseWorkflowHash } from './journal/workflow-record.ts';
 export type { Attention, AttentionCode, WorkflowRecord, WorkflowPatch } from './journal/workflow-record.ts';
 export {
-  DelegationRecordSchema,
-  AgentInterfaceRefSchema,
-  OutgoingMessageSchema,
   RecordedErrorSchema,
   isAwaitingAnswer,
 } from './journal/record.ts';
 export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError, PushConfigState } from './journal/record.ts';
-export { OUTCOME_CODES, RECORDED_ERROR_CODES, isRecordedErrorCode, recordedErrorCodeOf } from './journal/error-codes.ts';
+export { OUTCOME_CODES, RECORDED_ERROR_CODES, recordedErrorCodeOf } from './journal/error-codes.ts';
 export type { OutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 
 export { applyTask, applyStreamResponse, applyStreamResponsePair, type ArtifactThenStatus } from './journal/observe.ts';
 export type { CorruptListing } from './journal/listing.ts';
-export { listOpenQuestions, decodeListingCursor, nextChecks, pageByKeyset } from './journal/listing.ts';
+export { listOpenQuestions, decodeListingCursor, nextChecks } from './journal/listing.ts';
 export type { WorkflowSummary, OpenQuestionSummary, Page } from './journal/listing.ts';
-export { searchWorkflows, listWorkflowSummaries, pruneSearchIndex, workflowSummaries, SEARCH_CANDIDATE_LIMIT } from './journal/search.ts';
+export { searchWorkflows, listWorkflowSummaries, pruneSearchIndex, workflowSummaries } from './journal/search.ts';
 export type { WorkflowFilter } from './journal/search.ts';
-export { indexedPairs, indexedValue, searchableMetadata, SEARCH_METADATA_KEY, SEARCH_METADATA_LIMITS } from './journal/search-index.ts';
+export { indexedPairs, searchableMetadata, SEARCH_METADATA_KEY, SEARCH_METADATA_LIMITS } from './journal/search-index.ts';
 export { parseAgentTimestamp } from './journal/clock.ts';
 export type { ObservationResult } from './journal/observe.ts';
 export {
-  QUEUE_NAMES,
   ALL_QUEUES,
   SendJobSchema,
   FollowJobSchema,
@@ -72,24 +62,20 @@ export {
   CompensateJobSchema,
   NotifyJobSchema,
   queuePrefix,
-  jobId,
   DEFAULT_JOB_OPTIONS,
   JOB_RETENTION,
 } from './queues.ts';
 export type { QueueName, SendJob, FollowJob, ReconcileJob, VerifyJob, CompensateJob, NotifyJob } from './queues.ts';
-export { NOTIFICATION_KINDS, NOTIFICATION_DATA_MAX_BYTES, NotificationEventSchema, notificationEventId, notificationEventOf } from './notify/event.ts';
+export { notificationEventId, notificationEventOf } from './notify/event.ts';
 export type { NotificationEvent, NotificationInput, NotificationKind } from './notify/event.ts';
 export {
   ANSWER_LINK_SECRET_MIN_LENGTH,
-  ANSWER_LINK_TOKEN_MAX_LENGTH,
   answerLinkFor,
-  answerLinkId,
-  answerLinkUrl,
   signAnswerLink,
   verifyAnswerLink,
 } from './notify/answer-link.ts';
 export type { AnswerLink, AnswerLinkClaim, AnswerLinkRefusal } from './notify/answer-link.ts';
-export { FrontPushConfigSchema, NOTIFICATION_STAGES, type FrontPushConfig, type NotificationEntry, type NotificationStage } from './journal/journal.ts';
+export type { FrontPushConfig, NotificationEntry, NotificationStage } from './journal/journal.ts';
 export {
   enqueueSend,
   enqueueSendTry,
@@ -114,39 +100,31 @@ export { attemptMessage } from './attempt-message.ts';
 
 export {
   MessageInputSchema,
-  TargetSchema,
-  VerifierRefSchema,
-  CompensationSchema,
-  StepSchema,
   WorkflowDefinitionSchema,
-  NotifyTargetSchema,
-  parseDefinitionText,
   WORKFLOW_STATES,
   declaredVerifier,
-  QuestionPolicySchema,
   StrictQuestionPolicySchema,
-  QUESTION_EXPIRY_ACTIONS,
   isBlankText,
 } from './workflow.ts';
 export type { MessageInput, VerifierRef, Compensation, Step, WorkflowDefinition, WorkflowState, NotifyTarget, QuestionPolicy, QuestionExpiryAction } from './workflow.ts';
 export { createLogger, lazyChildLogger, defaultLoggerOptions, logRedisConnectionState } from './logger.ts';
 export type { Logger } from './logger.ts';
 export { QUEUE_JOB_STATUSES, createMetrics, metricsRequestAllowed } from './metrics.ts';
-export { AGENT_LABEL_REFRESH_MS, AgentLabels, DEFAULT_AGENT_LABEL_LIMIT, OTHER_AGENT_LABEL } from './metrics-agent-label.ts';
+export { AGENT_LABEL_REFRESH_MS, AgentLabels, OTHER_AGENT_LABEL } from './metrics-agent-label.ts';
 export type { LabelledAgent } from './metrics-agent-label.ts';
-export { startTracing, traceContextHeaders, withSpan, delegationSpan, annotateActiveSpan, TracingEnvironmentSchema, SPAN_ATTRIBUTES } from './tracing.ts';
+export { startTracing, withSpan, delegationSpan, annotateActiveSpan, TracingEnvironmentSchema, SPAN_ATTRIBUTES } from './tracing.ts';
 export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
 export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
-export { AgentRegistry, candidateAgents, agentIdOf, HEALTH_WINDOW_CALLS, AgentLimitsSchema, TenantWeightSchema } from './registry.ts';
-export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, AgentView, AgentStatus } from './registry.ts';
-export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, redisReconnectDelayMs, BASE_REDIS_OPTIONS, DEFAULT_COMMAND_TIMEOUT_MS, REDIS_RECONNECT_CAP_MS } from './redis.ts';
-export { redisErrorKind, isRedisUnavailableError, isRedisTransientError, reconnectOnRedisError, REDIS_ERROR_KINDS, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';
-export { RedisRefusalGate, redisBackoffMs, REDIS_BACKOFF_BASE_MS, REDIS_BACKOFF_CAP_MS, type RedisRefusalGateOptions } from './redis-refusal-gate.ts';
-export { parseSentinelUrl, sentinelRedisOptions } from './redis-sentinel.ts';
+export { AgentRegistry, candidateAgents, agentIdOf, AgentLimitsSchema, TenantNameSchema, TenantWeightSchema } from './registry.ts';
+export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, TimedAgentCall, AgentView, AgentStatus } from './registry.ts';
+export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
+export { redisErrorKind, reconnectOnRedisError, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';
+export { RedisRefusalGate, redisBackoffMs, type RedisRefusalGateOptions } from './redis-refusal-gate.ts';
+export { parseSentinelUrl } from './redis-sentinel.ts';
 export type { SentinelTarget } from './redis-sentinel.ts';
 export type { RedisClient } from './redis.ts';
-export { ReplicationTimeoutError, awaitReplicas, connectionGeneration, durabilityFrom, JournalDurabilityEnvironment } from './journal/durability.ts';
+export { ReplicationTimeoutError, connectionGeneration, durabilityFrom, JournalDurabilityEnvironment } from './journal/durability.ts';
 export type { JournalDurability } from './journal/durability.ts';
 export { listenOrExit, parseEnvironmentOrExit, RedisUrlSchema, jsonVariable } from './config.ts';
 export type { ListenSetting } from './config.ts';

@@ -5,7 +5,7 @@
  * handler steps) is `other`. Card URLs are compared in the registry's one spelling (`cardUrlOf`). The labels are kept in memory and replaced from the registry's list by whoever owns
  * the registry (the workers refresh them every `AGENT_LABEL_REFRESH_MS`); looking one up never touches Redis.
  */
-import { cardUrlOf } from './a2a/card-url.ts';
+import { cardUrlOf } from '@durable-a2a/a2a/pure';
 
 /** The label of every agent that is not a registered one within the limit. */
 export const OTHER_AGENT_LABEL = 'other';

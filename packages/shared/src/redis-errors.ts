@@ -15,7 +15,7 @@
  * BullMQ prefixes some (`Failed to add repeatable job for next iteration: OOM …`), so a prefix after `: ` counts too. The `cause` chain is followed (a
  * typed error that wraps a Redis error keeps its kind), at most `CAUSE_DEPTH` links deep.
  */
-import { A2AError } from './a2a/errors.ts';
+import { A2AError } from '@durable-a2a/a2a/pure';
 
 /** What a Redis error means for the caller (see the table above). */
 export type RedisErrorKind = 'unreachable' | 'refusing-writes' | 'moving' | 'script-missing' | 'other';

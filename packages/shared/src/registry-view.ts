@@ -5,7 +5,7 @@
  */
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
-import { agentKeyOf } from './a2a/card-url.ts';
+import { agentKeyOf } from '@durable-a2a/a2a/pure';
 
 /** Recent calls (card fetches and SendMessages) an agent's health is computed over: the last 20. */
 export const HEALTH_WINDOW_CALLS = 20;

@@ -7,8 +7,8 @@
  */
 import type { Redis, Cluster } from 'ioredis';
 import { z } from 'zod';
-import { normalizeAgentCardUrl, type AgentCard } from './a2a/card.ts';
-import { agentKeyOf, isHttpUrl } from './a2a/card-url.ts';
+import { normalizeAgentCardUrl, type AgentCard } from '@durable-a2a/a2a';
+import { agentKeyOf, isHttpUrl } from '@durable-a2a/a2a/pure';
 import { journalKeys } from './journal/keys.ts';
 import { callScript, defineScript, outcomeDecoder } from './journal/scripts.ts';
 import { CorruptRecordError, parseRecordAt, skipCorrupt, type CorruptRecordHandler } from './journal/corrupt.ts';
@@ -49,17 +49,21 @@ export interface AgentCall {
 
 /** A tenant's weight in the send queue's fairness: a whole number 1 to 100 (default 1). */
 export const TenantWeightSchema = z.number().int().min(1).max(100);
+/** A tenant's name, as send jobs carry it: 1 to 64 characters. */
+export const TenantNameSchema = z.string().min(1).max(64);
+
+/** A call to an agent and when it ended (ms since the epoch): one outcome of a coalesced health write. */
+export interface TimedAgentCall extends AgentCall {
+  at: number;
+}
 
 const recordAgentCall = defineScript({
   name: 'recordAgentCall',
   keys: ['health'],
-  encode: (input: { cardUrl: string; call: AgentCall; now: number }) => [
+  encode: (input: { cardUrl: string; calls: readonly TimedAgentCall[] }) => [
     input.cardUrl,
-    input.call.error === undefined ? '1' : '0',
-    input.call.kind,
-    input.now,
-    (input.call.error ?? '').slice(0, AGENT_ERROR_CHARS),
     HEALTH_WINDOW_CALLS,
+    ...input.calls.flatMap((call) => [call.error === undefined ? '1' : '0', call.kind, call.at, (call.error ?? '').slice(0, AGENT_ERROR_CHARS)]),
   ],
   decode: outcomeDecoder({ 0: 'unregistered', 1: 'recorded' } as const),
 });
@@ -221,7 +225,7 @@ export class AgentRegistry {
    */
   async setTenantWeight(tenant: string, weight: number | undefined): Promise<void> {
     const key = journalKeys(this.prefix).sendOrder().weights;
-    const name = z.string().min(1).max(64).parse(tenant);
+    const name = TenantNameSchema.parse(tenant);
     if (weight === undefined) await this.redis.hdel(key, name);
     else await this.redis.hset(key, name, String(TenantWeightSchema.parse(weight)));
   }
@@ -250,8 +254,17 @@ export class AgentRegistry {
    * nothing written for an agent that is not registered. Resolves to whether it was recorded. Throws on Redis errors.
    */
   async recordCall(cardUrl: string, call: AgentCall): Promise<'recorded' | 'unregistered'> {
-    if (!isHttpUrl(cardUrl)) return 'unregistered';
-    const result = await callScript(this.redis, recordAgentCall, { health: this.keys.health }, { cardUrl: agentKeyOf(cardUrl), call, now: this.now() });
+    return this.recordCalls(cardUrl, [{ ...call, at: this.now() }]);
+  }
+
+  /**
+   * Records several calls to the agent at `cardUrl` (any spelling), oldest first, in one script call
+   * (recordAgentCall-1.lua): what a worker's `AgentHealthRecorder` coalesced. Nothing is written for an agent that
+   * is not registered, or for no calls. Resolves to whether they were recorded. Throws on Redis errors.
+   */
+  async recordCalls(cardUrl: string, calls: readonly TimedAgentCall[]): Promise<'recorded' | 'unregistered'> {
+    if (!isHttpUrl(cardUrl) || calls.length === 0) return 'unregistered';
+    const result = await callScript(this.redis, recordAgentCall, { health: this.keys.health }, { cardUrl: agentKeyOf(cardUrl), calls });
     return result === 'recorded' ? 'recorded' : 'unregistered';
   }
 }

@@ -12,7 +12,7 @@
  * an OTLP endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT`, `…_TRACES_ENDPOINT`) is set; `OTEL_SDK_DISABLED=true`
  * wins. The OTLP exporter reads its own `OTEL_EXPORTER_OTLP_*` variables (headers, timeout, protocol).
  * When off, nothing is registered: the API's no-op tracer costs a function call per span and
- * `traceContextHeaders()` returns `{}`.
+ * `traceContextHeaders()` (`@durable-a2a/a2a`, which A2A calls use) returns `{}`.
  */
 import { context, propagation, trace, SpanStatusCode, type Attributes, type Span } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
@@ -100,13 +100,6 @@ export function startTracing(options: TracingOptions): Tracing {
       context.disable();
     },
   };
-}
-
-/** `traceparent` (and `tracestate`) of the active span, for an outgoing request; `{}` when there is none. */
-export function traceContextHeaders(): Record<string, string> {
-  const carrier: Record<string, string> = {};
-  propagation.inject(context.active(), carrier);
-  return carrier;
 }
 
 /** Runs `work` in a new active span (child of the active one); records a thrown error and rethrows it. */

@@ -6,7 +6,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
-import { PartSchema } from './a2a/schema.ts';
+import { PartSchema } from '@durable-a2a/a2a/pure';
 import { ID_PATTERN } from './journal/keys.ts';
 import { QUESTION_EXPIRY_ACTIONS } from './journal/states.ts';
 

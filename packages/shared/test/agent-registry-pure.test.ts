@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { AgentCardError, agentKeyOf, normalizeAgentCardUrl } from '../src/a2a/card.ts';
+import { AgentCardError, agentKeyOf, normalizeAgentCardUrl } from '@durable-a2a/a2a';
 import { candidateAgents, type RegisteredAgent } from '../src/registry.ts';
 import { agentIdOf, agentView, mergeSpellings } from '../src/registry-view.ts';
 import { decide } from '../src/decide.ts';

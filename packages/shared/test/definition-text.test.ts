@@ -1,6 +1,6 @@
 /** parseDefinitionText: the schema's parse of a journaled definition, kept per text. No Redis. */
 import { describe, expect, it } from 'vitest';
-import { WorkflowDefinitionSchema, parseDefinitionText } from '../src/index.ts';
+import { WorkflowDefinitionSchema, parseDefinitionText } from '../src/workflow.ts';
 
 const text = (name: string) => JSON.stringify({ workflowId: `wf-${name}`, steps: [{ name, agent: 'https://a.example', message: { text: 'hi' }, verifier: { name: 'v' } }] });
 

@@ -11,14 +11,11 @@ import {
   AuthenticationError,
   LimitExceededError,
   NetworkError,
-  OUTCOME_CODES,
-  RECORDED_ERROR_CODES,
-  RecordedErrorSchema,
   ResponseIdMismatchError,
   UnknownWireValueError,
-  isRecordedErrorCode,
-  recordedErrorCodeOf,
-} from '../src/index.ts';
+} from '@durable-a2a/a2a';
+import { OUTCOME_CODES, RECORDED_ERROR_CODES, RecordedErrorSchema, recordedErrorCodeOf } from '../src/index.ts';
+import { isRecordedErrorCode } from '../src/journal/error-codes.ts';
 
 describe('recorded error codes', () => {
   it('holds every outcome code and every A2A client error code, each once', () => {

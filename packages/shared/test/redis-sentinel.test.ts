@@ -4,7 +4,8 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { JournalDurabilityEnvironment, createRedisClient, parseSentinelUrl, sentinelRedisOptions } from '../src/index.ts';
+import { JournalDurabilityEnvironment, createRedisClient, parseSentinelUrl } from '../src/index.ts';
+import { sentinelRedisOptions } from '../src/redis-sentinel.ts';
 import { z } from 'zod';
 
 describe('parseSentinelUrl', () => {

@@ -1,7 +1,8 @@
 /** The typed workflow record: one shape for attention, typed approvals, older rows still readable. No Redis. */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { ATTENTION_CODES, encodeWorkflowPatch, parseWorkflowHash, type Attention } from '../src/index.ts';
+import { ATTENTION_CODES, parseWorkflowHash, type Attention } from '../src/index.ts';
+import { encodeWorkflowPatch } from '../src/journal/workflow-record.ts';
 
 const definition = JSON.stringify({ workflowId: 'trip', steps: [{ name: 'main', agent: 'https://a.example', message: { text: 'hi' } }], maxAttemptsPerStep: 1 });
 const row = (fields: Record<string, string> = {}) => ({ workflowId: 'trip', state: 'RUNNING', definition, version: '3', createdAt: '10', updatedAt: '20', ...fields });

@@ -10,16 +10,18 @@ import {
   NetworkError,
   createAgentCardCache,
   createTransport,
+  defaultTransports,
   fetchAgentCard,
   isInterfaceSupported,
   type A2ALimits,
   type A2ATransport,
   type AgentCard,
   type AddressPolicyOptions,
-  type AgentCall,
-  type AgentInterfaceRef,
   type CredentialsProvider,
-} from '@durable-a2a/shared';
+  type TransportFactory,
+} from '@durable-a2a/a2a';
+import { grpcTransports } from '@durable-a2a/a2a/grpc';
+import type { AgentCall, AgentInterfaceRef } from '@durable-a2a/shared';
 
 export interface AgentDirectoryOptions {
   /** Credentials per Agent Card URL; undefined = anonymous. */
@@ -44,7 +46,12 @@ export interface AgentDirectoryOptions {
    * SendMessage we aborted ourselves is not told): the registry's health of the agent. Must not throw; default nothing.
    */
   onAgentCall?: (agentCardUrl: string, call: AgentCall) => void;
+  /** The bindings and versions the workers speak (card order picks among them). Default `WORKER_TRANSPORTS`. */
+  transports?: readonly TransportFactory[];
 }
+
+/** Default `AgentDirectoryOptions.transports`: JSON-RPC, HTTP+JSON and gRPC, A2A 1.0 and 0.3 (gRPC loads on first use). */
+export const WORKER_TRANSPORTS: readonly TransportFactory[] = [...defaultTransports, ...grpcTransports];
 
 /** Default `AgentDirectoryOptions.cardCacheBytes`: 32 MiB (32 cards at the 1 MiB card limit, thousands of usual ones). */
 export const CARD_CACHE_BYTES = 32 * 1024 * 1024;
@@ -87,7 +94,10 @@ export class AgentDirectory {
     dispose: (transport) => (transport as { close?: () => void }).close?.(),
   });
 
+  private readonly transportFactories: readonly TransportFactory[];
+
   constructor(private readonly options: AgentDirectoryOptions) {
+    this.transportFactories = options.transports ?? WORKER_TRANSPORTS;
     const maxSize = Math.max(1, options.cardCacheBytes ?? CARD_CACHE_BYTES);
     this.cardCache = createAgentCardCache({ maxBytes: maxSize });
     this.cards = new LRUCache({ maxSize, sizeCalculation: (entry) => Math.max(1, entry.bytes) });
@@ -142,7 +152,7 @@ export class AgentDirectory {
   /** The first interface in card order that we speak (spec §8.3). Throws NoUsableInterfaceError (and see `card`). */
   async chooseInterface(agentCardUrl: string, timeoutMs?: number): Promise<AgentInterfaceRef> {
     const card = await this.card(agentCardUrl, timeoutMs);
-    const chosen = card.interfaces.find(isInterfaceSupported);
+    const chosen = card.interfaces.find((candidate) => isInterfaceSupported(candidate, this.transportFactories));
     if (!chosen) throw new NoUsableInterfaceError(`no supported interface in the Agent Card at ${agentCardUrl}`);
     return refOf(chosen);
   }
@@ -156,7 +166,7 @@ export class AgentDirectory {
     const same = (candidate: { url: string; protocolBinding: string; protocolVersion: string }) =>
       candidate.url === current.url && candidate.protocolBinding === current.protocolBinding && candidate.protocolVersion === current.protocolVersion;
     const at = card.interfaces.findIndex(same);
-    const next = at < 0 ? undefined : card.interfaces.slice(at + 1).find((candidate) => isInterfaceSupported(candidate) && !same(candidate));
+    const next = at < 0 ? undefined : card.interfaces.slice(at + 1).find((candidate) => isInterfaceSupported(candidate, this.transportFactories) && !same(candidate));
     return next ? refOf(next) : undefined;
   }
 
@@ -166,6 +176,7 @@ export class AgentDirectory {
     let transport = this.transports.get(key);
     if (!transport) {
       transport = createTransport(agentInterface, {
+        transports: this.transportFactories,
         credentials: this.options.credentials?.(agentCardUrl),
         dispatcher: this.options.dispatcher,
         requestTimeoutMs: this.options.requestTimeoutMs,

@@ -4,7 +4,8 @@
  * in docs/operations.md.
  */
 import { z } from 'zod';
-import { A2ALimitsSchema, AgentLimitsSchema, JournalDurabilityEnvironment, RedisUrlSchema, bearerToken, durabilityFrom, jsonVariable, type CredentialsProvider, type QueueName } from '@durable-a2a/shared';
+import { A2ALimitsSchema, bearerToken, type CredentialsProvider } from '@durable-a2a/a2a';
+import { AgentLimitsSchema, JournalDurabilityEnvironment, RedisUrlSchema, durabilityFrom, jsonVariable, type QueueName } from '@durable-a2a/shared';
 import type { StartFleetOptions } from './fleet.ts';
 import { httpVerifier, type Verifier } from './verifiers.ts';
 

@@ -16,6 +16,7 @@ import type { AgentLimitsBook } from './delegation/runs/flow.ts';
 import type { HeldSends } from './delegation/runs/held-sends.ts';
 import type { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
 import type { AttemptSteps } from './delegation/attempt-step.ts';
+import type { AgentHealthRecorder } from './agent-health.ts';
 
 /** A named point where a crash changes what recovery must do (crash-point tests). */
 export type CrashPoint =
@@ -65,6 +66,8 @@ export interface WorkerContext {
   /** Every Redis read and write goes through the journal (or the agent registry). */
   journal: Journal;
   registry: AgentRegistry;
+  /** Each agent's health, written to the registry in coalesced windows (`agent-health.ts`). */
+  agentHealth: AgentHealthRecorder;
   queues: Record<QueueName, Queue>;
   agents: AgentDirectory;
   /** The dispatcher of every outbound connection (agents and notification receivers): the address policy's. */

@@ -5,6 +5,7 @@
 import { hostname } from 'node:os';
 import { DelayedError, Queue, Worker, type Job, type Processor, type Telemetry } from 'bullmq';
 import { Registry } from 'prom-client';
+import { createPolicyDispatcher } from '@durable-a2a/a2a';
 import {
   AGENT_LABEL_REFRESH_MS,
   ALL_QUEUES,
@@ -18,7 +19,6 @@ import {
   corruptRecordReporter,
   createLogger,
   createMetrics,
-  createPolicyDispatcher,
   openRedisClient,
   enqueueStartupSweep,
   logRedisConnectionState,
@@ -32,6 +32,7 @@ import {
   SendOrder,
 } from '@durable-a2a/shared';
 import { AgentDirectory } from './agents.ts';
+import { AgentHealthRecorder } from './agent-health.ts';
 import type { WorkerContext } from './context.ts';
 import { crashPointHook } from './crash-point.ts';
 import { compileFleetOptions, type CompiledFleetOptions, type FleetOptions } from './options.ts';
@@ -76,6 +77,8 @@ export interface StartFleetOptions extends FleetOptions {
   closeTimeoutMs?: number;
   /** How often the metrics' `agent` labels are re-read from the registry (ms). Default `AGENT_LABEL_REFRESH_MS` (30 s). */
   agentLabelRefreshMs?: number;
+  /** How long a worker's calls to one agent wait to be written to its registry health together (ms). Default `AGENT_HEALTH_WINDOW_MS` (250). */
+  agentHealthWindowMs?: number;
 }
 
 export interface Fleet {
@@ -162,13 +165,15 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
   const { options, journalRedis, queues, dispatcher, logger } = parts;
   const onCorruptRecord = corruptRecordReporter({ logger, counter: parts.metrics.corruptRecords });
   const registry = new AgentRegistry(journalRedis, { prefix: options.prefix, now: options.now, onCorruptRecord });
-  // An agent's health is told, not awaited: a send never waits for it, and a failed write costs only that entry.
-  const onAgentCall = (agentCardUrl: string, call: AgentCall) =>
-    void registry.recordCall(agentCardUrl, call).catch((error: unknown) => logger.debug({ err: error, agent: agentCardUrl }, 'agent health not recorded'));
+  // An agent's health is told, not awaited: a send never waits for it, a window's calls go in one write, and a failed
+  // write costs only those outcomes.
+  const agentHealth = new AgentHealthRecorder(registry, options.now, (error, agentCardUrl) => logger.debug({ err: error, agent: agentCardUrl }, 'agent health not recorded'), input.agentHealthWindowMs);
+  const onAgentCall = (agentCardUrl: string, call: AgentCall) => agentHealth.record(agentCardUrl, call);
   return {
     shutdownSignal: parts.shutdownSignal,
     journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation, onCorruptRecord }),
     registry,
+    agentHealth,
     queues,
     dispatcher,
     agents: new AgentDirectory({
@@ -197,6 +202,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
 interface FleetResources {
   workers: Worker[];
   heldSends: HeldSends;
+  agentHealth: AgentHealthRecorder;
   localFollows: LocalFollows;
   shutdown: AbortController;
   queues: Record<QueueName, Queue>;
@@ -210,7 +216,7 @@ interface FleetResources {
 }
 
 /** Graceful, bounded close of a fleet. */
-async function closeFleet({ workers, heldSends, localFollows, shutdown, queues, connection, journalRedis, refusalGate, liveness, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
+async function closeFleet({ workers, heldSends, agentHealth, localFollows, shutdown, queues, connection, journalRedis, refusalGate, liveness, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
   // Nothing waits on a refusal backoff any more: what the close sends goes out (or fails) now.
   refusalGate.end();
   // Stop fetching, then end open streams (follow jobs and local follows): each hands its delegation to another worker.
@@ -236,6 +242,7 @@ async function closeFleet({ workers, heldSends, localFollows, shutdown, queues, 
     await ownDispatcher?.close().catch(() => undefined);
     return;
   }
+  await agentHealth.flush();
   // Every lease given back: off the roster, so no peer sweeps for this process.
   await liveness.leave();
   await Promise.all(Object.values(queues).map((queue) => queue.close()));
@@ -314,7 +321,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   let closing: Promise<void> | undefined;
   const close = () => {
     clearInterval(labelTimer);
-    closing ??= closeFleet({ workers, heldSends: context.heldSends, localFollows, shutdown, queues, connection, journalRedis, refusalGate, liveness, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }).then(() =>
+    closing ??= closeFleet({ workers, heldSends: context.heldSends, agentHealth: context.agentHealth, localFollows, shutdown, queues, connection, journalRedis, refusalGate, liveness, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }).then(() =>
       logger.info({ workerId }, 'fleet closed'),
     );
     return closing;

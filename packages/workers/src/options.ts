@@ -3,7 +3,8 @@
  * `CompiledFleetOptions` (durations in …Ms, everything set).
  */
 import type { Dispatcher } from 'undici';
-import { ANSWER_LINK_SECRET_MIN_LENGTH, DEFAULT_JOB_OPTIONS, type A2ALimits, type AddressPolicyOptions, type AgentLimits, type CredentialsProvider, type JournalDurability, type NotifyRetry, type QueueName, type RedisClient } from '@durable-a2a/shared';
+import type { A2ALimits, AddressPolicyOptions, CredentialsProvider } from '@durable-a2a/a2a';
+import { ANSWER_LINK_SECRET_MIN_LENGTH, DEFAULT_JOB_OPTIONS, type AgentLimits, type JournalDurability, type NotifyRetry, type QueueName, type RedisClient } from '@durable-a2a/shared';
 import type { BackoffOptions } from './delegation/core/policy.ts';
 
 export interface FleetOptions {

@@ -5,7 +5,7 @@
  */
 import { createServer, type Server } from 'node:http';
 import { afterEach, expect, it } from 'vitest';
-import { NetworkError } from '@durable-a2a/shared';
+import { NetworkError } from '@durable-a2a/a2a';
 import { AgentDirectory } from '../src/agents.ts';
 
 let server: Server | undefined;

@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { JOURNAL_STATES, isTerminalTaskState, type DelegationRecord, type JournalState, type Task, type TaskState } from '@durable-a2a/shared';
+import { isTerminalTaskState, type Task, type TaskState } from '@durable-a2a/a2a';
+import { JOURNAL_STATES, type DelegationRecord, type JournalState } from '@durable-a2a/shared';
 import { OBSERVATION_KINDS, type AgentCall, type Observation, type ObservationKind } from '../src/delegation/core/observation.ts';
 import { OUTCOME_CODES } from '../src/delegation/core/outcomes.ts';
 import { progressNext, routeOf, type Policy } from '../src/delegation/core/policy.ts';

@@ -6,6 +6,7 @@
 import { Queue, type Telemetry } from 'bullmq';
 import { Cluster, type Redis } from 'ioredis';
 import type { z } from 'zod';
+import { createPolicyDispatcher, type A2ALimits, type AddressPolicyOptions } from '@durable-a2a/a2a';
 import {
   AgentRegistry,
   DEFAULT_COMMAND_TIMEOUT_MS,
@@ -13,11 +14,8 @@ import {
   JOB_RETENTION,
   Journal,
   createFailFastRedisClient,
-  createPolicyDispatcher,
   queuePrefix,
   waitUntilConnected,
-  type A2ALimits,
-  type AddressPolicyOptions,
   type CorruptRecordHandler,
   type JournalDurability,
   FairSendQueue,

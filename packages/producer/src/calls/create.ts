@@ -5,10 +5,10 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
+import { PartSchema } from '@durable-a2a/a2a';
 import {
   candidateAgents,
   ID_PATTERN,
-  PartSchema,
   WorkflowDefinitionSchema,
   StrictQuestionPolicySchema,
   SPAN_ATTRIBUTES,

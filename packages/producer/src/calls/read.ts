@@ -2,7 +2,8 @@
  * Reads and the agent registry: workflow listing by page (and state), registering an agent by its
  * Agent Card URL, disabling, enabling and removing one. The workflow view itself is `readView` (context.ts).
  */
-import { AgentLimitsSchema, agentIdOf, fetchAgentCard, type AgentLimits, type AgentView } from '@durable-a2a/shared';
+import { fetchAgentCard } from '@durable-a2a/a2a';
+import { AgentLimitsSchema, agentIdOf, type AgentLimits, type AgentView } from '@durable-a2a/shared';
 import { NotFoundError } from '../errors.ts';
 import { AgentUrl } from './create.ts';
 import { parseInput, type ProducerContext } from './context.ts';

@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { ActorSchema, JournalError, PartSchema, SPAN_ATTRIBUTES, enqueueReply, isBlankText, withSpan, type DelegationRef, type Part } from '@durable-a2a/shared';
+import { PartSchema, type Part } from '@durable-a2a/a2a';
+import { ActorSchema, JournalError, SPAN_ATTRIBUTES, enqueueReply, isBlankText, withSpan, type DelegationRef } from '@durable-a2a/shared';
 import { NoOpenQuestionError, NotFoundError } from '../errors.ts';
 import type { WorkflowView } from '../view.ts';
 import { parseInput, readView, type ProducerContext } from './context.ts';

@@ -3,7 +3,7 @@
  * `jsonDepth` the workers accept back from agents (default 64), so a body the workers would refuse in an agent's
  * echo of our message is refused here, with 400, before anything is journaled; never a 500 from a deep value.
  */
-import { LimitExceededError, checkJsonDepth } from '@durable-a2a/shared';
+import { LimitExceededError, checkJsonDepth } from '@durable-a2a/a2a';
 
 /**
  * Levels an agent's answer adds around what we sent, beyond our own body's one: JSON-RPC `result`, `task`,

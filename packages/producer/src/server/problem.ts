@@ -5,7 +5,8 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { A2AError, AgentCardError, BlockedAddressError, CorruptRecordError, JournalError, ReplicationTimeoutError } from '@durable-a2a/shared';
+import { A2AError, AgentCardError, BlockedAddressError } from '@durable-a2a/a2a';
+import { CorruptRecordError, JournalError, ReplicationTimeoutError } from '@durable-a2a/shared';
 import { AgentAddressRefusedError } from '../agent-addresses.ts';
 import { describeIssues, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
 import { redisProblemOf } from './redis-problem.ts';

@@ -3,7 +3,8 @@
  * (fastify-type-provider-zod) and generate /openapi.json.
  */
 import { z } from 'zod';
-import { AttentionSchema, ID_PATTERN, PartSchema, RecordedErrorSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
+import { PartSchema } from '@durable-a2a/a2a';
+import { AgentLimitsSchema, AttentionSchema, ID_PATTERN, RecordedErrorSchema, TenantNameSchema, TenantWeightSchema, WORKFLOW_STATES } from '@durable-a2a/shared';
 import { StrictWorkflowDefinitionSchema as WorkflowDefinitionSchema } from '../definition.ts';
 import { DelegateInputSchema } from '../producer.ts';
 import { AnswerPartsSchema, AnswerTextSchema } from '../calls/reply.ts';
@@ -193,3 +194,24 @@ export const AgentRemovedSchema = z.object({ id: z.string(), cardUrl: z.string()
 export const ReplyResultSchema = z.object({ messageId: z.string(), created: z.boolean() });
 export const CancelResultSchema = z.object({ id: z.string(), cancelRequested: z.literal(true) });
 export const ResolveResultSchema = z.looseObject({ id: z.string(), state: z.string() });
+
+/**
+ * `PUT /v1/agents/:id/limits`: an agent's fleet-wide limits (the registry's `AgentLimitsSchema`), at least one of them;
+ * `DELETE` clears them.
+ */
+export const AgentLimitsBodySchema = AgentLimitsSchema.refine(
+  (limits) => limits.maxInFlight !== undefined || limits.rate?.sendsPerSecond !== undefined || limits.rate?.resubscribesPerSecond !== undefined,
+  { message: 'give at least one limit: maxInFlight, rate.sendsPerSecond or rate.resubscribesPerSecond (DELETE clears them)', path: ['maxInFlight'] },
+).describe('maxInFlight: SendMessage calls in flight at the agent at once, across every worker (1 to 100000); rate: sends and resubscriptions started per second');
+/** A tenant as send jobs name it. */
+export const TenantParamsSchema = z.object({ tenant: TenantNameSchema.describe('Tenant name, 1 to 64 characters (URL-encoded)') });
+export const TenantWeightBodySchema = z.strictObject({ weight: TenantWeightSchema.describe('A whole number 1 to 100; default 1') });
+export const TenantWeightViewSchema = z.object({
+  tenant: z.string(),
+  weight: z.number().int().describe('The weight its sends are placed with (1 when none was set)'),
+  set: z.boolean().describe('False when the tenant has the default weight'),
+});
+export const TenantWeightsSchema = z.object({
+  weights: z.record(z.string(), z.number().int()).describe('Every tenant whose weight was set, by name'),
+  defaultWeight: z.literal(1).describe('The weight of every other tenant'),
+});

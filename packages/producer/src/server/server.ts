@@ -13,7 +13,8 @@ import { Queue, type Telemetry } from 'bullmq';
 import type { Registry } from 'prom-client';
 
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler } from 'fastify-type-provider-zod';
-import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, corruptRecordReporter, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, resolveLimits, waitUntilConnected, type A2ALimits, type AddressPolicyOptions, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
+import { resolveLimits, type A2ALimits, type AddressPolicyOptions } from '@durable-a2a/a2a';
+import { ALL_QUEUES, DEFAULT_JOB_OPTIONS, JOB_RETENTION, corruptRecordReporter, createLogger, createMetrics, createFailFastRedisClient, logRedisConnectionState, queuePrefix, waitUntilConnected, type JournalDurability, type Logger, type QueueName } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '../producer.ts';
 import { registerAdmin } from './admin.ts';
 import { API_BODY_LIMIT_BYTES, apiBodyDepth, depthCheckedJsonParser } from './json-body.ts';

@@ -5,7 +5,7 @@
  * (its keys, its script mechanics); the limits themselves are the registry's (`AgentLimits`) or the fleet's default.
  */
 import type { Cluster, Redis } from 'ioredis';
-import { agentKeyOf } from '../a2a/card-url.ts';
+import { agentKeyOf } from '@durable-a2a/a2a/pure';
 import { journalKeys, type JournalKeys } from './keys.ts';
 import { arrayReply, callScript, defineScript } from './scripts.ts';
 

@@ -4,7 +4,7 @@
  * coordination) adds its methods on top of this, ending in `Journal` (journal.ts).
  */
 import type { Redis, Cluster } from 'ioredis';
-import { DEFAULT_A2A_LIMITS } from '../a2a/limits.ts';
+import { DEFAULT_A2A_LIMITS } from '@durable-a2a/a2a/pure';
 import { journalKeys, type JournalKeys } from './keys.ts';
 import { NO_DURABILITY, awaitReplicas, connectionGeneration, type JournalDurability } from './durability.ts';
 import { callScript, type JournalScript } from './scripts.ts';

@@ -5,7 +5,7 @@
  * write. A writer can only journal a code of this list (the compiler refuses another); a reader of a record written
  * by another release maps an unknown code to `UNRECOGNIZED` (the message keeps the text).
  */
-import { A2A_CLIENT_ERROR_CODES } from '../a2a/errors.ts';
+import { A2A_CLIENT_ERROR_CODES } from '@durable-a2a/a2a/pure';
 
 /** The local outcome codes: what the delegation core concludes on its own account. */
 export const OUTCOME_CODES = [

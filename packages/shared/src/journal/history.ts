@@ -17,7 +17,7 @@
  * Times are ms since the epoch here (the journal's clock); views give them as ISO 8601.
  */
 import { z } from 'zod';
-import { PartSchema, type Part } from '../a2a/schema.ts';
+import { PartSchema, type Part } from '@durable-a2a/a2a/pure';
 
 /** The bounds of a workflow's history; written into the Lua include at load (`historyLimitsLua`). */
 export const HISTORY_LIMITS = {

@@ -14,7 +14,7 @@
  * not move.
  */
 import type { Attention } from './workflow-record.ts';
-import { MessageSchema } from '../a2a/schema.ts';
+import { MessageSchema } from '@durable-a2a/a2a/pure';
 import type { Journal } from './journal.ts';
 import { indexMember, parseIndexMember } from './keys.ts';
 

@@ -5,7 +5,7 @@
  * taskId: an empty contextId is accepted, a different one is an anomaly that is
  * reported, not a failure (field case R16).
  */
-import type { StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent } from '../a2a/schema.ts';
+import type { StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent } from '@durable-a2a/a2a/pure';
 import type { DelegationRef, Journal, StatusChange, StatusChangeResult } from './journal.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { journalStateOf } from './states.ts';

@@ -6,7 +6,7 @@
  * row throws exactly the ZodError it threw before; test/journal-record-parse.test.ts holds the two equal.
  */
 import { z } from 'zod';
-import { MessageSchema } from '../a2a/schema.ts';
+import { MessageSchema } from '@durable-a2a/a2a/pure';
 import { JOURNAL_STATES, QUESTION_EXPIRY_ACTIONS } from './states.ts';
 import { AgentInterfaceRefSchema, DelegationRecordSchema, PUSH_CONFIG_STATES, OutgoingMessageSchema, RecordedErrorSchema, type DelegationRecord } from './record.ts';
 
@@ -120,6 +120,7 @@ const FIELDS: readonly (readonly [string, Read | typeof secret])[] = [
   ['createdAt', number],
   ['updatedAt', number],
   ['sendStartedAt', optionalMs],
+  ['priority', optionalMs],
   ['sendCount', count],
   ['resendCount', count],
   ['unreachableCount', count],

@@ -3,7 +3,7 @@
  * zod (the hash is a boundary: another release may have written it).
  */
 import { z } from 'zod';
-import { MessageSchema, PartSchema, type Artifact } from '../a2a/schema.ts';
+import { MessageSchema, PartSchema, type Artifact } from '@durable-a2a/a2a/pure';
 import { JOURNAL_STATES, QUESTION_EXPIRY_ACTIONS } from './states.ts';
 import { RECORDED_ERROR_CODES } from './error-codes.ts';
 

@@ -7,7 +7,7 @@ import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, string
 import type { QuestionExpiryAction } from './states.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
-import type { Part } from '../a2a/schema.ts';
+import type { Part } from '@durable-a2a/a2a/pure';
 import { JournalStatus } from './status.ts';
 import { historyArgument, type HistoryEntryInput } from './history.ts';
 

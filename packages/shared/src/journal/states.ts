@@ -5,7 +5,7 @@
  * proven either way: a person decides) and LOST (the agent repeatedly denies a
  * task it once had). Finished states never change again.
  */
-import type { TaskState } from '../a2a/schema.ts';
+import type { TaskState } from '@durable-a2a/a2a/pure';
 
 export const JOURNAL_STATES = [
   'INTENT',

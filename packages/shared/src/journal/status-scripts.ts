@@ -2,8 +2,8 @@
  * The status and artifact scripts declared (`defineScript`): applyStatus-5.lua, applyArtifact-2.lua, the two composed
  * (`applyArtifactThenStatus`), and noteProtocolError-1.lua: how a change becomes ARGV, and what each reply means.
  */
-import type { Artifact, Message } from '../a2a/schema.ts';
-import { storedArtifact } from '../a2a/limits.ts';
+import type { Artifact, Message } from '@durable-a2a/a2a/pure';
+import { storedArtifact } from '@durable-a2a/a2a/pure';
 import type { RecordedError } from './record.ts';
 import type { StatusChange } from './status.ts';
 import { parseAgentTimestamp } from './clock.ts';

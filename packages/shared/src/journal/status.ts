@@ -3,8 +3,8 @@
  * with the task-id binding (one SET NX GET: inside applyStatus on one server, `bindTask` on a Cluster) and protocol
  * errors an agent caused (noteProtocolError-1.lua).
  */
-import type { Artifact, Message } from '../a2a/schema.ts';
-import { artifactByteSize } from '../a2a/limits.ts';
+import type { Artifact, Message } from '@durable-a2a/a2a/pure';
+import { artifactByteSize } from '@durable-a2a/a2a/pure';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';

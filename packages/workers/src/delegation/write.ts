@@ -5,13 +5,13 @@
  * start now), and counts it. Only `apply.ts` (and, for the `workflow-stopped` row, the workflow's decision, which
  * settles nothing) calls it; nothing else in the workers calls a journal transition.
  */
+import { isTerminalTaskState, type StreamResponse, type TaskState } from '@durable-a2a/a2a';
 import {
   JournalError,
   applyStreamResponse,
   applyStreamResponsePair,
   applyTask,
   isFinished,
-  isTerminalTaskState,
   type ArtifactThenStatus,
   type DelegationRecord,
   type DelegationRef,
@@ -20,8 +20,6 @@ import {
   type QuestionExpiry,
   type StatusChange,
   type StatusChangeResult,
-  type StreamResponse,
-  type TaskState,
   type WorkflowAtFinish,
   type WorkflowFlags,
 } from '@durable-a2a/shared';

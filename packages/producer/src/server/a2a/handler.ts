@@ -39,7 +39,8 @@ import {
   TaskNotFoundError,
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
-import { PartSchema, type AgentView, type FrontPushConfig } from '@durable-a2a/shared';
+import { PartSchema } from '@durable-a2a/a2a';
+import type { AgentView, FrontPushConfig } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../../errors.ts';
 import { AgentAddressRefusedError } from '../../agent-addresses.ts';

@@ -21,7 +21,7 @@ import { FrontDoorCaller, principalOf } from './caller.ts';
 import { FRONT_DOOR_PATH, availableAgents, frontDoorCard } from './card.ts';
 import { FrontDoorRequestHandler, type FrontDoorTarget } from './handler.ts';
 import { FrontDoorPushNotifier } from './push.ts';
-import type { AddressPolicyOptions } from '@durable-a2a/shared';
+import type { AddressPolicyOptions } from '@durable-a2a/a2a';
 
 /** Options of `frontDoorRoutes`. */
 export interface FrontDoorOptions {

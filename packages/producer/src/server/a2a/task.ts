@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { Message as SdkMessage, Task, TaskState } from '@a2a-js/sdk';
-import type { Message, Part } from '@durable-a2a/shared';
+import type { Message, Part } from '@durable-a2a/a2a';
 import type { AttemptSummary, WorkflowView } from '../../view.ts';
 
 /** What the front door journals with a workflow it created (the definition's `metadata.frontDoor`). */

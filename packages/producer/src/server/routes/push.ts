@@ -23,20 +23,22 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Queue } from 'bullmq';
 import {
+  normalizePushBody,
+  resolveLimits,
+  taskOwnership,
+  type A2ALimits,
+  type StreamResponse,
+} from '@durable-a2a/a2a';
+import {
   ID_PATTERN,
   JournalError,
   applyStreamResponse,
   enqueueReconcile,
   isFinished,
-  normalizePushBody,
-  resolveLimits,
-  taskOwnership,
-  type A2ALimits,
   type DelegationRecord,
   type DelegationRef,
   type Journal,
   type Metrics,
-  type StreamResponse,
 } from '@durable-a2a/shared';
 import { bearerOf, secretEquals } from '../auth.ts';
 import { depthCheckedJsonParser } from '../json-body.ts';

@@ -1,12 +1,12 @@
 /**
- * /v1: workflows, delegations, replies, cancellation and agents. Bodies are
+ * /v1: workflows, delegations, replies, cancellation, agents and flow control (agent limits, tenant weights). Bodies are
  * validated by the route schemas (strict: unknown fields are refused), then
  * again by the producer (which is the contract for library callers too).
  * Every route declares its real statuses; 401 and 503 apply to all.
  */
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { z } from 'zod';
-import type { AddressPolicyOptions } from '@durable-a2a/shared';
+import type { AddressPolicyOptions } from '@durable-a2a/a2a';
 import type { Producer } from '../../producer.ts';
 import { LongPollQuerySchema, viewAfterWaiting } from '../../wait.ts';
 import { checkAgentAddresses } from '../../agent-addresses.ts';
@@ -30,6 +30,7 @@ import { callerOf } from '../callers.ts';
 import { questionRoutes } from './questions.ts';
 import { summaryRoutes } from './summaries.ts';
 import { bulkRoutes } from './bulk.ts';
+import { flowRoutes } from './flow.ts';
 
 const security = [{ bearer: [] }];
 const created = { 200: CreatedSchema.describe('Already existed (same idempotency key, same request)'), 201: CreatedSchema.describe('Created') };
@@ -51,6 +52,7 @@ export function v1Routes(producer: Producer, addressPolicy: AddressPolicyOptions
     replyRoute(app, producer);
     decisionRoutes(app, producer);
     await app.register(agentRoutes(producer, checkAddresses));
+    await app.register(flowRoutes(producer));
   };
 }
 

@@ -11,7 +11,8 @@
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ID_PATTERN, listOpenQuestions, listWorkflowSummaries, nextChecks, normalizeAgentCardUrl } from '@durable-a2a/shared';
+import { normalizeAgentCardUrl } from '@durable-a2a/a2a';
+import { ID_PATTERN, listOpenQuestions, listWorkflowSummaries, nextChecks } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
 import { ProducerInputError } from '../../errors.ts';
 import type { WorkflowFilterInput } from '../../calls/search.ts';
@@ -24,7 +25,8 @@ import { UI_FORWARD_HEADER } from '../callers.ts';
 import { ListingCursorSchema, WORKFLOW_FILTER_STATES } from '../routes/summaries.ts';
 import { BLANK_ANSWER_MESSAGE, UI_SCRIPT, UI_STYLE } from './assets.ts';
 import type { Safe } from './html.ts';
-import { agentsPage, agentsPanel } from './agents-page.ts';
+import { LIMITS_NOTICES, agentsPage, agentsPanel, type LimitsDone } from './agents-page.ts';
+import { registerAgentLimitsUi } from './agent-limits-routes.ts';
 import { isSearch, listPage, listPanel, type ListQuery } from './list-page.ts';
 import { DONE_NOTICES, workflowPage, workflowPanel, type DoneAction } from './workflow-page.ts';
 import { registerBulkUi } from './bulk-page.ts';
@@ -59,6 +61,7 @@ const ListQuerySchema = z.object({
 });
 const WorkflowParams = z.object({ id: Id });
 const StepParams = z.object({ id: Id, step: Id });
+const AgentsDoneQuery = z.object({ done: z.enum(Object.keys(LIMITS_NOTICES) as [LimitsDone, ...LimitsDone[]]).optional().catch(undefined) });
 const DoneQuery = z.object({ done: z.enum(Object.keys(DONE_NOTICES) as [DoneAction, ...DoneAction[]]).optional().catch(undefined) });
 
 function parseListQuery(raw: unknown): ListQuery | undefined {
@@ -105,8 +108,10 @@ function renderers(producer: Producer) {
       const [page, questions] = await Promise.all([workflows(query), listOpenQuestions(journal, { limit: PAGE_SIZE })]);
       return listPanel(page, questions.items.map(openQuestionSummaryView), query);
     },
-    async agents(): Promise<Safe> {
-      return agentsPanel(await producer.listAgents());
+    /** The agents panel and the agents it shows (the limits form lists them). */
+    async agents() {
+      const agents = await producer.listAgents();
+      return { agents, panel: agentsPanel(agents) };
     },
     /** The workflow's view (one read) and the panel rendered from it. */
     async workflow(id: string) {
@@ -131,8 +136,9 @@ function registerPages(ui: FastifyInstance, render: ReturnType<typeof renderers>
   }
   for (const [path, whole] of [['/agents', true], ['/agents/panel', false]] as const) {
     ui.get(path, HIDDEN, async (request, reply) => {
-      const panel = await render.agents();
-      return sendWithEtag(request, reply, whole ? agentsPage(panel) : panel.value, HTML);
+      const { panel, agents } = await render.agents();
+      const done = AgentsDoneQuery.parse(request.query ?? {}).done;
+      return sendWithEtag(request, reply, whole ? agentsPage(panel, agents, done && { text: LIMITS_NOTICES[done] }) : panel.value, HTML);
     });
   }
   for (const [path, whole] of [['/workflows/:id', true], ['/workflows/:id/panel', false]] as const) {
@@ -231,6 +237,7 @@ export async function registerUi(root: FastifyInstance, options: UiOptions): Pro
       const headersOf = (request: FastifyRequest) => forwardHeaders(request, options.apiTokens, options.sessions);
       registerActions(ui, options.server, headersOf, render);
       registerBulkUi(ui, options.server, headersOf);
+      registerAgentLimitsUi(ui, options.server, headersOf, render.agents);
     },
     { prefix: UI_BASE_PATH },
   );

@@ -6,7 +6,8 @@
  * `workflowPanel` is the polled part; everything in it is rendered from one read of the workflow (its view), so
  * no part of the panel can contradict another (an answered question and its attempt change together).
  */
-import { normalizeAgentCardUrl, parseAgentTimestamp } from '@durable-a2a/shared';
+import { normalizeAgentCardUrl } from '@durable-a2a/a2a';
+import { parseAgentTimestamp } from '@durable-a2a/shared';
 import type { AttemptSummary, OpenQuestion, WorkflowView } from '../../view.ts';
 import { allowedResolveActions } from '../../calls/cancel.ts';
 import { historySection } from './history-section.ts';

@@ -84,8 +84,9 @@ local function apply()
   -- One read and one write of the row (every field of the transition in a single HSET): fewer calls, same
   -- effect. The whole row is read, so the row as written goes back to the caller (no read after the write).
   local flat = redis.call('HGETALL', KEYS[1])
-  local hash = {}
-  for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1] end
+  -- `at`: a field's value's index in `flat`, which becomes the row as written (changed in place: no second table).
+  local hash, at = {}, {}
+  for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1]; at[flat[i]] = i + 1 end
   local row = { hash.fence, hash.version, hash.state, hash.statusTimestampMs, hash.taskId, hash.contextId, hash.questionKey, hash.delegationId }
   if not row[8] then return {CODE.DELEGATION_MISSING, 'missing'} end
   if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {CODE.FENCE_LOST, 'fence'} end
@@ -126,7 +127,7 @@ local function apply()
     local questionKey = ARGV[13]
     if questionKey == '' then
       questionKey = row[7] or ''
-      if not PARKED[current] or questionKey == '' then local seq = redis.call('HINCRBY', KEYS[1], 'questionSeq', 1); hash.questionSeq = tostring(seq); questionKey = 'seq:' .. seq end
+      if not PARKED[current] or questionKey == '' then local seq = (tonumber(hash.questionSeq) or 0) + 1; put('questionSeq', tostring(seq)); questionKey = 'seq:' .. seq end
     end
     put('question', ARGV[9]); put('questionKey', questionKey)
     -- A question's life (expiry, reminders) counts from when it was first journaled.
@@ -154,10 +155,12 @@ local function apply()
   put('version', tostring(version))
   redis.call('HSET', KEYS[1], unpack(set))
   if PARKED[incoming] then publishChange(workflowBaseOf(KEYS[1]), incoming) end
-  for i = 1, #set, 2 do hash[set[i]] = set[i + 1] end
-  local written = {}
-  for field, value in pairs(hash) do written[#written + 1] = field; written[#written + 1] = value end
-  return {1, version, written, workflow, finished}
+  for i = 1, #set, 2 do
+    local index = at[set[i]]
+    if index then flat[index] = set[i + 1]
+    else flat[#flat + 1] = set[i]; flat[#flat + 1] = set[i + 1]; at[set[i]] = #flat end
+  end
+  return {1, version, flat, workflow, finished}
 end
 
 local reply = apply()

@@ -32,25 +32,36 @@
 --- @include "compaction"
 --- @include "history"
 local base = string.sub(KEYS[1], 1, -4) -- '<prefix>:{wf:<id>}' without ':wf'
-local row = redis.call('HMGET', KEYS[1], 'version', 'state', 'workflowId')
+local fields = cjson.decode(ARGV[2])
+local finishing = fields.state ~= nil and FINISHED_WORKFLOW[fields.state] == true
+local compactIt = finishing and (ARGV[5] or '') ~= ''
+-- A change that compacts (and appends no history entry, which writes the row) reads the row whole once: the check
+-- and the compaction use the same read, and the change is written only if the row stays (finishWorkflowKeys).
+local whole = compactIt and ARGV[7] == '' and toFields(redis.call('HGETALL', KEYS[1])) or nil
+local row = whole and { whole.version, whole.state, whole.workflowId } or redis.call('HMGET', KEYS[1], 'version', 'state', 'workflowId')
 if not row[3] then
   if redis.call('EXISTS', base .. ':done') == 1 then return CODE.WRONG_STATE end
   return CODE.DELEGATION_MISSING
 end
 if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return CODE.VERSION_CONFLICT end
 if FINISHED_WORKFLOW[row[2]] then return CODE.WRONG_STATE end
-local fields = cjson.decode(ARGV[2])
 local version = (tonumber(row[1]) or 0) + 1
 local flat = { 'updatedAt', ARGV[3] }
 for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
 flat[#flat + 1] = 'version'; flat[#flat + 1] = tostring(version)
-redis.call('HSET', KEYS[1], unpack(flat))
+local unwritten
+if whole then
+  for i = 1, #flat, 2 do whole[flat[i]] = flat[i + 1] end
+  unwritten = { row = whole, flat = flat }
+else
+  redis.call('HSET', KEYS[1], unpack(flat))
+end
 if KEYS[4] ~= KEYS[1] then redis.call('ZADD', KEYS[4], 'GT', ARGV[3], row[3]) end
 appendHistory(base, ARGV[7])
 
 local published = fields.state
-if fields.state and FINISHED_WORKFLOW[fields.state] then
-  local done = finishWorkflowKeys(KEYS[1], KEYS[2], base, row[3], tonumber(ARGV[4]) or 0, (ARGV[5] or '') ~= '')
+if finishing then
+  local done = finishWorkflowKeys(KEYS[1], KEYS[2], base, row[3], tonumber(ARGV[4]) or 0, compactIt, unwritten)
   if done and ARGV[6] == '1' then published = done end
 end
 if published then publishChange(base, published) end
@@ -58,7 +69,7 @@ if #ARGV >= 8 then
   -- Only delegations' entries count: the settle that took one observes that delegation's duration, once. A
   -- workflow's '*' (still there when a late second settle of a step settled before finishes the workflow) does not.
   local removed = 0
-  if fields.state and FINISHED_WORKFLOW[fields.state] then
+  if finishing then
     for i = 8, #ARGV do
       local taken = redis.call('ZREM', KEYS[3], ARGV[i])
       if string.sub(ARGV[i], -2) ~= '|*' then removed = removed + taken end

@@ -9,7 +9,8 @@
  * An answer we cannot read proves delivery, never the absence of effect; absence of evidence is not foreignness.
  * Pure types: nothing here performs I/O.
  */
-import type { AgentInterfaceRef, Message, QuestionExpiryAction, RecordedError, RecordedErrorCode, StreamResponse, Task } from '@durable-a2a/shared';
+import type { Message, StreamResponse, Task } from '@durable-a2a/a2a';
+import type { AgentInterfaceRef, QuestionExpiryAction, RecordedError, RecordedErrorCode } from '@durable-a2a/shared';
 import type { FollowPlan } from './next.ts';
 
 /** Did the agent get our message? `none`: the request never left (or was refused before it was read). */

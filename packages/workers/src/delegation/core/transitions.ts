@@ -12,7 +12,8 @@
  *   - TaskNotFound from any call is one row (a window of answers, then a ListTasks check, then LOST).
  */
 import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
-import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError, StreamResponse, Task } from '@durable-a2a/shared';
+import type { StreamResponse, Task } from '@durable-a2a/a2a';
+import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { HeldBack, Observation, SearchFinding, Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, notFoundVerdict, unfoundVerdict, unreachableVerdict, type Policy } from './policy.ts';

@@ -6,7 +6,8 @@
  * agent answers is thrown.
  */
 import { createHash } from 'node:crypto';
-import { A2AError, JournalError, TaskNotFoundError, isRetryable, sendEffectOf, type A2ATransport, type DelegationRef, type TaskPushNotificationConfig } from '@durable-a2a/shared';
+import { A2AError, TaskNotFoundError, isRetryable, sendEffectOf, type A2ATransport, type TaskPushNotificationConfig } from '@durable-a2a/a2a';
+import { JournalError, type DelegationRef } from '@durable-a2a/shared';
 import { codeOf } from './read.ts';
 
 /**

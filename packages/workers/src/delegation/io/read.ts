@@ -4,7 +4,8 @@
  * (`task-not-found`), or a failure (`read-failed`: a drop is retryable; an answer over a limit, one we cannot parse
  * or prove ours is `unacceptable`). Never writes the journal, never routes: `apply.ts` does.
  */
-import { A2AError, AuthenticationError, JournalError, LimitExceededError, TaskNotFoundError, isRetryable, recordedErrorCodeOf, type DelegationRecord } from '@durable-a2a/shared';
+import { A2AError, AuthenticationError, LimitExceededError, TaskNotFoundError, isRetryable } from '@durable-a2a/a2a';
+import { JournalError, recordedErrorCodeOf, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import type { AgentCall, Observation, Unacceptable } from '../core/observation.ts';
 

@@ -16,10 +16,10 @@ import {
   UnsupportedOperationError,
   isRetryable,
   type A2ATransport,
-  type DelegationRecord,
   type ListTasksRequest,
   type Task,
-} from '@durable-a2a/shared';
+} from '@durable-a2a/a2a';
+import type { DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import type { Observation, SearchPurpose } from '../core/observation.ts';
 import { attemptDeadlineAt } from '../attempt-step.ts';

@@ -13,6 +13,8 @@ import {
   deliveryOf,
   sendEffectOf,
   isRetryable,
+} from '@durable-a2a/a2a';
+import {
   recordedErrorCodeOf,
   type AgentInterfaceRef,
   type DelegationRef,

@@ -9,7 +9,8 @@
  * cannot list tasks holds the slot until it answers or the attempt's deadline
  * (docs/agents.md "Agents that hold the send").
  */
-import { isRetryable, isTaskOurs, type A2ATransport, type DelegationRecord, type SendMessageRequest, type SendMessageResponse, type Task } from '@durable-a2a/shared';
+import { isRetryable, isTaskOurs, type A2ATransport, type SendMessageRequest, type SendMessageResponse, type Task } from '@durable-a2a/a2a';
+import type { DelegationRecord } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type WorkerContext } from '../../context.ts';
 import { findTaskByMessageId } from './search.ts';
 

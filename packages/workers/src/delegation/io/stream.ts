@@ -13,20 +13,18 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   A2AError,
-  JournalError,
   LimitExceededError,
   MethodNotFoundError,
   UnsupportedOperationError,
   isRetryable,
   isTerminalTaskState,
-  lazyChildLogger,
-  type DelegationRecord,
   type EventStream,
   type StreamEnd,
   type StreamEvent,
   type StreamResponse,
   type TaskStatusUpdateEvent,
-} from '@durable-a2a/shared';
+} from '@durable-a2a/a2a';
+import { JournalError, lazyChildLogger, type DelegationRecord } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
 import type { NextKind } from '../core/next.ts';
 import type { Observation, PartialArtifacts } from '../core/observation.ts';

@@ -4,7 +4,8 @@
  * found by the reconciler first. What the agent answers is an observation applied by `apply.ts` (TaskNotFound from
  * CancelTask or the GetTask after it is the `task-not-found` row, never a BullMQ retry loop).
  */
-import { A2AError, isFinished, isRetryable, type DelegationRecord } from '@durable-a2a/shared';
+import { A2AError, isRetryable } from '@durable-a2a/a2a';
+import { isFinished, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';
 import type { Observation } from '../core/observation.ts';

@@ -5,7 +5,8 @@
  * "waiting for a slot at <agent>"), never fails. And the pause an agent asks for (`Retry-After`), bounded by
  * `retryAfterMaxMs`, for the whole fleet.
  */
-import { agentKeyOf, type AgentLimits, type DelegationRecord, type RegisteredAgent } from '@durable-a2a/shared';
+import { agentKeyOf } from '@durable-a2a/a2a';
+import type { AgentLimits, DelegationRecord, RegisteredAgent } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 
 /**

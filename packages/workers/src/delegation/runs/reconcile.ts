@@ -11,6 +11,7 @@
  *   a record that does not parse → skipped (reported), checked again a reconcile interval later
  * What the agent says is an observation (`io/read.ts`, `io/search.ts`) applied by `apply.ts`.
  */
+import { isRetryable } from '@durable-a2a/a2a';
 import {
   CorruptRecordError,
   JournalError,
@@ -18,7 +19,6 @@ import {
   enqueueSend,
   isFinished,
   isParked,
-  isRetryable,
   type DelegationRecord,
   type DelegationRef,
 } from '@durable-a2a/shared';

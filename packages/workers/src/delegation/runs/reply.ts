@@ -8,15 +8,17 @@ import {
   ContentTypeNotSupportedError,
   InvalidParamsError,
   A2AError,
-  isFinished,
   isRetryable,
   isInterruptedTaskState,
-  questionKeyOf,
   type A2ATransport,
-  type DelegationRecord,
-  type DelegationRef,
   type Message,
   type Task,
+} from '@durable-a2a/a2a';
+import {
+  isFinished,
+  questionKeyOf,
+  type DelegationRecord,
+  type DelegationRef,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';

@@ -4,7 +4,8 @@
  * Here only the job mechanics: a retry rethrows the error for BullMQ, a permanent refusal throws UnrecoverableError.
  */
 import { UnrecoverableError } from 'bullmq';
-import { JournalError, VersionNotSupportedError, isRetryable, type AgentInterfaceRef, type DelegationRecord } from '@durable-a2a/shared';
+import { VersionNotSupportedError, isRetryable } from '@durable-a2a/a2a';
+import { JournalError, type AgentInterfaceRef, type DelegationRecord } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';
 import { sendFailureObservation } from '../io/send-errors.ts';

@@ -21,14 +21,14 @@ import {
   StreamIdleError,
   isTerminalTaskState,
   type A2ATransport,
-  type DelegationRecord,
   type EventStream,
   type SendMessageRequest,
   type StreamEnd,
   type StreamEvent,
   type SendMessageResponse,
   type StreamResponse,
-} from '@durable-a2a/shared';
+} from '@durable-a2a/a2a';
+import type { DelegationRecord } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { holdingSendLease, sendRunToken } from '../io/send-errors.ts';
 import type { HeldSendResult } from '../io/send-held.ts';

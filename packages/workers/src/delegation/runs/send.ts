@@ -10,16 +10,18 @@
  * (`io/send-errors.ts` sendFailureObservation: delivery, effect, limit), is applied by `apply.ts`.
  */
 import {
-  ReplicationTimeoutError,
-  isFinished,
   taskOwnership,
   type A2ATransport,
-  type AgentInterfaceRef,
-  type DelegationRecord,
   type Message,
   type SendMessageRequest,
   type SendMessageResponse,
   type Task,
+} from '@durable-a2a/a2a';
+import {
+  ReplicationTimeoutError,
+  isFinished,
+  type AgentInterfaceRef,
+  type DelegationRecord,
   lazyChildLogger,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';

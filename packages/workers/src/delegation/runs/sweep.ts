@@ -6,7 +6,8 @@
  * each); registered Agent Cards are refreshed on the way, and the timer sweep
  * drops the search index entries of workflows whose record expired.
  */
-import { AgentCardError, enqueueReconcileBatch, isRetryable, pruneSearchIndex, type DelegationRef } from '@durable-a2a/shared';
+import { AgentCardError, isRetryable } from '@durable-a2a/a2a';
+import { enqueueReconcileBatch, pruneSearchIndex, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { jitteredCheckTime } from '../core/policy.ts';
 import { batchesOf } from './reconcile-batch.ts';

@@ -76,9 +76,9 @@ local function slimDelegation(d, workflow, stepAgents, workflowId)
   end
   return plain
 end
-local function compact(schema, workflowKey, listKey, base, workflowId)
+-- `workflow`: the workflow row (field -> value) as this step leaves it; compact changes it.
+local function compact(schema, workflow, listKey, base, workflowId)
   local ids = redis.call('LRANGE', listKey, 0, -1)
-  local workflow = toFields(redis.call('HGETALL', workflowKey))
   local stepAgents = {}
   local ok, definition = pcall(cjson.decode, workflow.definition or '')
   if ok and type(definition) == 'table' and type(definition.steps) == 'table' then
@@ -138,13 +138,19 @@ end
 
 -- Stores a finished workflow (`finishWorkflowKeys`): compacted when `compactIt` and `compact` succeeds (returns the
 -- compacted record), else its keys expire after `retention` ms (0 = kept; returns nil).
-local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retention, compactIt)
+-- `unwritten`: nil when the workflow row holds this step's change (read here when compacting), or
+-- { row = the row as this step leaves it (field -> value), flat = the change's HSET arguments } when the caller read
+-- the row whole and held its change back: a compacted workflow's row is deleted, so the change is written only when
+-- the row stays (one HSET and one HGETALL fewer on the settle).
+local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retention, compactIt, unwritten)
   local done, ids, push
   if compactIt then
     -- names: field -> stored name; json, operational, zeroIsAbsent, times, finalDelegation: sets (name -> true).
     local schema = {} --[[COMPACTED_RECORD_LAYOUT]]
-    done, ids, push = compact(schema, workflowKey, listKey, base, workflowId)
+    local workflow = unwritten and unwritten.row or toFields(redis.call('HGETALL', workflowKey))
+    done, ids, push = compact(schema, workflow, listKey, base, workflowId)
   end
+  if unwritten and not done then redis.call('HSET', workflowKey, unpack(unwritten.flat)) end
   if done then
     if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
     else redis.call('SET', base .. ':done', done) end

@@ -1,0 +1,231 @@
+/**
+ * The sides of the peers benchmark, each a set of processes of its own started by `startSide` and stopped by
+ * `stop()`: the client that submits and awaits delegations, the processes that do the work, and the store.
+ *
+ * - bare: the @a2a-js/sdk client alone (bench/processes/side.ts, BENCH_SIDE=bare).
+ * - naive: BullMQ + the a2a-js client: a client process (Queue.add + waitUntilFinished), a worker process
+ *   (bench/processes/naive-worker.ts), its own redis-server (AOF, appendfsync everysec).
+ * - restate: restate-server (fsync on every write, its default), a service endpoint process
+ *   (bench/processes/restate-service.ts, HTTP/2), a client process (ingress /send then attach).
+ * - durable-inprocess: producer + fleet in one process (bench/processes/side.ts, BENCH_SIDE=durable) and its
+ *   own redis-server (AOF, appendfsync everysec: the deployed default).
+ * - durable-separate: a producer process (delegate + waitFor) and a worker process (packages/workers main.ts,
+ *   production timings), redis-server AOF everysec.
+ * - durable-fsync: durable-separate with redis-server `appendfsync always` (every write fsynced, as Restate).
+ *
+ * The crash check kills and restarts the process that holds the delegations in flight: the naive worker, the
+ * durable-a2a worker, the Restate service endpoint (restate-server holds Restate's journal, as Redis does for
+ * the other two; the endpoint runs the handler, as the workers run the jobs).
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { Redis } from 'ioredis';
+import { startRedisServer, type RedisServerHandle } from '@durable-a2a/testing';
+import { BENCH_STREAM_IDLE_TIMEOUT_MS, info } from '../common.ts';
+import { spawnBenchChild, type BenchChild } from '../processes/ipc.ts';
+import type { RoundInput } from '../processes/side.ts';
+import { killHard, killOnExit, signalAll, stopGracefully } from './processes.ts';
+import { startRestateServer, type RestateServer } from './restate-server.ts';
+
+export const SIDE_NAMES = ['bare', 'naive', 'restate', 'durable-inprocess', 'durable-separate', 'durable-fsync'] as const;
+export type SideName = (typeof SIDE_NAMES)[number];
+
+/** What each side's store promises on a machine crash, printed beside its figures. */
+export const SIDE_DURABILITY: Record<SideName, string> = {
+  bare: 'none',
+  naive: 'Redis AOF everysec',
+  restate: 'fsync every write (Restate default)',
+  'durable-inprocess': 'Redis AOF everysec (deployed default)',
+  'durable-separate': 'Redis AOF everysec (deployed default)',
+  'durable-fsync': 'Redis AOF always (fsync every write)',
+};
+
+/** Sides with a crash check: a worker (or endpoint) process that can be killed apart from the client. */
+export const CRASH_SIDES: readonly SideName[] = ['naive', 'restate', 'durable-separate'];
+
+export interface SideRound {
+  completed: number;
+  elapsedMs: number;
+}
+
+export interface LaunchOutcome {
+  settled: number;
+  completed: number;
+  /** Epoch ms of the last settle (0: none settled). */
+  lastSettledAt: number;
+}
+
+export interface Side {
+  name: SideName;
+  /** Every process of the side: client, workers, redis-server or restate-server. */
+  pids(): number[];
+  /** The store's process: redis-server or restate-server (none for bare). */
+  enginePids(): number[];
+  round(input: RoundInput): Promise<SideRound>;
+  /** Starts `count` delegations at once (crash check); they settle in the background. */
+  launch(input: RoundInput): Promise<void>;
+  /** Waits for the launched delegations of `tag`, at most `timeoutMs`. */
+  launched(tag: string, timeoutMs: number): Promise<LaunchOutcome>;
+  /** SIGKILLs the process holding the delegations in flight and starts it again; resolves once it is ready. */
+  killAndRestart?: () => Promise<void>;
+  /** SIGSTOP / SIGCONT every process, so an idle side takes no CPU while another is measured. */
+  pause(): void;
+  resume(): void;
+  stop(): Promise<void>;
+}
+
+export interface SideOptions {
+  /** Worker concurrency (send and follow, or BullMQ's), at least the client's. */
+  concurrency: number;
+  /** More env for durable-a2a worker processes (the caller's DA2A_* settings). */
+  workerEnvironment: Record<string, string>;
+}
+
+const WORKER_MAIN = fileURLToPath(new URL('../../packages/workers/src/main.ts', import.meta.url));
+const SOURCE_EXEC_ARGV = ['--conditions=@durable-a2a/source', '--import', 'tsx'];
+const UNTHROTTLED_SUBSCRIBE = '1000000/1000';
+
+/** A durable-a2a worker process (packages/workers main.ts) with production timings; resolves when ready. */
+async function spawnDurableWorker(redisUrl: string, prefix: string, options: SideOptions): Promise<ChildProcess> {
+  const concurrency = String(options.concurrency);
+  const child = fork(WORKER_MAIN, [], {
+    execArgv: SOURCE_EXEC_ARGV,
+    env: {
+      PATH: process.env.PATH ?? '',
+      LOG_LEVEL: 'silent',
+      REDIS_URL: redisUrl,
+      DA2A_PREFIX: prefix,
+      DA2A_ALLOW_LOOPBACK: 'true',
+      DA2A_CONCURRENCY: `send=${concurrency},follow=${concurrency}`,
+      // One agent holds every stream here: its share is the whole concurrency (default: half, 90% at most).
+      DA2A_FOLLOW_SLOTS_PER_AGENT: concurrency,
+      DA2A_SEND_SLOTS_PER_AGENT: concurrency,
+      DA2A_SUBSCRIBE_RATE_LIMIT: UNTHROTTLED_SUBSCRIBE,
+      DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
+      ...options.workerEnvironment,
+    },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    // Its own process group, as every side process (spawnBenchChild's `detached`); killed when this process exits.
+    detached: true,
+  });
+  killOnExit(child);
+  await new Promise<void>((resolve, reject) => {
+    child.on('message', (message: { ready?: boolean }) => message.ready && resolve());
+    child.once('exit', (code, signal) => reject(new Error(`durable-a2a worker exited before ready (code ${code}, signal ${signal})`)));
+  });
+  return child;
+}
+
+async function redisPid(redisServer: RedisServerHandle): Promise<number> {
+  const redis = new Redis(redisServer.url);
+  try {
+    return Number((await info(redis, 'server')).get('process_id'));
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** A bench child in a process group of its own (it is SIGSTOPped while idle), killed when this process exits. */
+function detachedChild<Ready>(entry: string, environment: Record<string, string>): BenchChild<Ready> {
+  const child = spawnBenchChild<Ready>(entry, environment, [], true);
+  killOnExit(child.child);
+  return child;
+}
+
+/** A client child's calls, shared by every side whose client is bench/processes/peer-client.ts or side.ts. */
+function clientCalls(client: BenchChild<unknown>) {
+  return {
+    round: (input: RoundInput) => client.call<SideRound>('round', input),
+    launch: async (input: RoundInput) => void (await client.call('launch', input)),
+    launched: (tag: string, timeoutMs: number) => client.call<LaunchOutcome>('launched', { tag, timeoutMs }),
+  };
+}
+
+/** What every side has: its processes by role, a stop list run in reverse order. */
+function assemble(name: SideName, parts: { pids: () => number[]; enginePids: () => number[]; client: BenchChild<unknown>; killAndRestart?: () => Promise<void>; stops: (() => Promise<void>)[] }): Side {
+  return {
+    name,
+    pids: parts.pids,
+    enginePids: parts.enginePids,
+    ...clientCalls(parts.client),
+    ...(parts.killAndRestart ? { killAndRestart: parts.killAndRestart } : {}),
+    pause: () => signalAll(parts.pids, 'SIGSTOP'),
+    resume: () => signalAll(parts.pids, 'SIGCONT'),
+    async stop() {
+      signalAll(parts.pids, 'SIGCONT');
+      for (const stop of [...parts.stops].reverse()) await stop().catch(() => undefined);
+    },
+  };
+}
+
+export async function startSide(name: SideName, options: SideOptions): Promise<Side> {
+  const pidOf = (child: { pid?: number | undefined }) => child.pid ?? 0;
+  if (name === 'bare') {
+    const client = detachedChild('side', { BENCH_SIDE: 'bare' });
+    await client.ready;
+    return assemble(name, { pids: () => [pidOf(client.child)], enginePids: () => [], client, stops: [() => client.stop()] });
+  }
+  if (name === 'restate') {
+    const server: RestateServer = await startRestateServer();
+    const stops: (() => Promise<void>)[] = [() => server.stop()];
+    try {
+      // The SDK logs every invocation at INFO; the other sides log nothing either.
+      const startService = (port = 0) => detachedChild<{ port: number }>('restate-service', { PORT: String(port), RESTATE_LOGGING: 'ERROR' });
+      let service = startService();
+      stops.push(() => service.stop());
+      const { port } = await service.ready;
+      await server.register(`http://127.0.0.1:${port}`);
+      const client = detachedChild('peer-client', { BENCH_PEER: 'restate', RESTATE_INGRESS_URL: server.ingressUrl });
+      stops.push(() => client.stop());
+      await client.ready;
+      const killAndRestart = async () => {
+        await killHard(service.child);
+        service = startService(port);
+        await service.ready;
+      };
+      return assemble(name, { pids: () => [pidOf(client.child), pidOf(service.child), server.pid], enginePids: () => [server.pid], client, killAndRestart, stops });
+    } catch (error) {
+      for (const stop of stops.reverse()) await stop().catch(() => undefined);
+      throw error;
+    }
+  }
+  const redisServer = await startRedisServer({ appendOnly: true, appendFsync: name === 'durable-fsync' ? 'always' : 'everysec', detached: true });
+  const engine = await redisPid(redisServer);
+  const stops: (() => Promise<void>)[] = [() => redisServer.stop()];
+  try {
+    if (name === 'durable-inprocess') {
+      const client = detachedChild('side', { BENCH_SIDE: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' });
+      stops.push(() => client.stop());
+      await client.ready;
+      return assemble(name, { pids: () => [pidOf(client.child), engine], enginePids: () => [engine], client, stops });
+    }
+    if (name === 'naive') {
+      const startWorker = () => detachedChild('naive-worker', { REDIS_URL: redisServer.url, NAIVE_CONCURRENCY: String(options.concurrency) });
+      let worker = startWorker();
+      stops.push(() => worker.stop());
+      await worker.ready;
+      const client = detachedChild('peer-client', { BENCH_PEER: 'naive', REDIS_URL: redisServer.url });
+      stops.push(() => client.stop());
+      await client.ready;
+      const killAndRestart = async () => {
+        await killHard(worker.child);
+        worker = startWorker();
+        await worker.ready;
+      };
+      return assemble(name, { pids: () => [pidOf(client.child), pidOf(worker.child), engine], enginePids: () => [engine], client, killAndRestart, stops });
+    }
+    let worker = await spawnDurableWorker(redisServer.url, 'peers', options);
+    stops.push(() => stopGracefully(worker));
+    const client = detachedChild('peer-client', { BENCH_PEER: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' });
+    stops.push(() => client.stop());
+    await client.ready;
+    const killAndRestart = async () => {
+      await killHard(worker);
+      worker = await spawnDurableWorker(redisServer.url, 'peers', options);
+    };
+    return assemble(name, { pids: () => [pidOf(client.child), pidOf(worker), engine], enginePids: () => [engine], client, killAndRestart, stops });
+  } catch (error) {
+    for (const stop of stops.reverse()) await stop().catch(() => undefined);
+    throw error;
+  }
+}

@@ -1,0 +1,326 @@
+/**
+ * Typed A2A client errors. One table (`A2A_ERROR_TABLE`) maps JSON-RPC codes,
+ * HTTP statuses and `ErrorInfo.reason` strings to classes (spec §3.3.2, §5.4,
+ * §9.5, §11.6). Every error says whether retrying the same call may succeed,
+ * and keeps what the agent sent as `cause`.
+ */
+
+/**
+ * Did the request reach the agent? (issue 12, field case V5)
+ * - `not-sent`: it never left us (connection refused, DNS failure, a blocked address, a request we could not build);
+ * - `maybe`: it may have (a timeout or a reset before any answer);
+ * - `received`: an answer arrived (any HTTP status with a body, a stream that opened): the agent had it.
+ * Only `not-sent` allows "never reached the agent"; an unreadable 200 is `received`.
+ */
+export type Delivery = 'not-sent' | 'maybe' | 'received';
+
+/** Fields every A2A error may carry besides its message. */
+export interface A2AErrorDetails {
+  /** Whether the request reached the agent. Default: `received` when the error carries anything an answer said (status, code, reason, body), else `maybe`. */
+  delivery?: Delivery;
+  /** JSON-RPC `error.code` as received. */
+  jsonRpcCode?: number;
+  /** HTTP status of the response. */
+  httpStatus?: number;
+  /** `google.rpc.ErrorInfo.reason`, e.g. `TASK_NOT_FOUND`. */
+  reason?: string;
+  /** What was received (raw body text or the thrown error). */
+  cause?: unknown;
+  /** The first `BODY_EXCERPT_LENGTH` characters of an unexpected body. */
+  bodyExcerpt?: string;
+  /** How long the agent asked us to wait before the next request (ms): `Retry-After`, JSON-RPC or gRPC RetryInfo. */
+  retryAfterMs?: number;
+}
+
+/**
+ * Every `code` an error of this client carries: the A2A errors (spec §5.4), the JSON-RPC 2.0 errors (§5.1), and this
+ * client's own (transport, stream, protocol, limits, Agent Card, address policy). One list, so a code is spelled once.
+ */
+export const A2A_CLIENT_ERROR_CODES = [
+  'TASK_NOT_FOUND',
+  'TASK_NOT_CANCELABLE',
+  'PUSH_NOTIFICATION_NOT_SUPPORTED',
+  'UNSUPPORTED_OPERATION',
+  'CONTENT_TYPE_NOT_SUPPORTED',
+  'INVALID_AGENT_RESPONSE',
+  'EXTENDED_AGENT_CARD_NOT_CONFIGURED',
+  'EXTENSION_SUPPORT_REQUIRED',
+  'VERSION_NOT_SUPPORTED',
+  'JSON_RPC_PARSE_ERROR',
+  'INVALID_REQUEST',
+  'METHOD_NOT_FOUND',
+  'INVALID_PARAMS',
+  'INTERNAL_ERROR',
+  'UPSTREAM_ERROR',
+  'CONFLICT',
+  'NETWORK_ERROR',
+  'STREAM_IDLE',
+  'PROTOCOL_ERROR',
+  'UNKNOWN_WIRE_VALUE',
+  'LIMIT_EXCEEDED',
+  'RESPONSE_ID_MISMATCH',
+  'AUTHENTICATION_ERROR',
+  'AGENT_CARD_ERROR',
+  'BLOCKED_ADDRESS',
+] as const;
+
+/** A code of `A2A_CLIENT_ERROR_CODES`. */
+export type A2AClientErrorCode = (typeof A2A_CLIENT_ERROR_CODES)[number];
+
+/** Base of every error this client throws. `code` is stable and safe to match on in tests and logs. */
+export class A2AError extends Error {
+  readonly code: A2AClientErrorCode;
+  readonly retryable: boolean;
+  readonly jsonRpcCode?: number;
+  readonly httpStatus?: number;
+  readonly reason?: string;
+  readonly bodyExcerpt?: string;
+  /** Whether the request reached the agent (`Delivery`). Never `not-sent` for an answer that arrived. */
+  readonly delivery: Delivery;
+  /**
+   * How long the agent asked every caller to wait (ms), when it said so: the `Retry-After` header of a 429 or 503,
+   * a RetryInfo (or `retryAfter` seconds) in a JSON-RPC error's data, a gRPC RESOURCE_EXHAUSTED's RetryInfo.
+   */
+  readonly retryAfterMs?: number;
+
+  constructor(message: string, code: A2AClientErrorCode, retryable: boolean, details: A2AErrorDetails = {}) {
+    super(message, details.cause === undefined ? undefined : { cause: details.cause });
+    this.name = new.target.name;
+    this.code = code;
+    this.retryable = retryable;
+    if (details.jsonRpcCode !== undefined) this.jsonRpcCode = details.jsonRpcCode;
+    if (details.httpStatus !== undefined) this.httpStatus = details.httpStatus;
+    if (details.reason !== undefined) this.reason = details.reason;
+    if (details.bodyExcerpt !== undefined) this.bodyExcerpt = details.bodyExcerpt;
+    if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
+    const answered = [details.httpStatus, details.jsonRpcCode, details.reason, details.bodyExcerpt].some((field) => field !== undefined);
+    this.delivery = details.delivery ?? (answered ? 'received' : 'maybe');
+  }
+}
+
+/** What `error` says about delivery: an `A2AError`'s `delivery`, `maybe` for anything else. */
+export const deliveryOf = (error: unknown): Delivery => (error instanceof A2AError ? error.delivery : 'maybe');
+
+/**
+ * Records what we know better about delivery (e.g. a stream had opened: `received`). Never downgrades
+ * `received`. Returns the same error.
+ */
+export function withDelivery<E>(error: E, delivery: Delivery): E {
+  if (error instanceof A2AError && error.delivery !== 'received') {
+    Object.defineProperty(error, 'delivery', { value: delivery, enumerable: true, configurable: true, writable: false });
+  }
+  return error;
+}
+
+/** Records the wait an answer asked for (`retryAfterMs`) on an error built without it. Returns the same error. */
+export function withRetryAfter<E>(error: E, retryAfterMs: number | undefined): E {
+  if (error instanceof A2AError && retryAfterMs !== undefined) {
+    Object.defineProperty(error, 'retryAfterMs', { value: retryAfterMs, enumerable: true, configurable: true, writable: false });
+  }
+  return error;
+}
+
+type Details = A2AErrorDetails;
+
+// A2A errors (spec §5.4). None is retryable: the same request gets the same answer.
+/** -32001 / HTTP 404: the agent knows no such task (never had it, or forgot it). Delivery `received`. */
+export class TaskNotFoundError extends A2AError {
+  constructor(message = 'Task not found', details?: Details) { super(message, 'TASK_NOT_FOUND', false, details); }
+}
+/** -32002: the task cannot be canceled in its current state (e.g. already terminal). */
+export class TaskNotCancelableError extends A2AError {
+  constructor(message = 'Task not cancelable', details?: Details) { super(message, 'TASK_NOT_CANCELABLE', false, details); }
+}
+/** -32003: the agent does not support push notification configs. */
+export class PushNotificationNotSupportedError extends A2AError {
+  constructor(message = 'Push notifications not supported', details?: Details) { super(message, 'PUSH_NOTIFICATION_NOT_SUPPORTED', false, details); }
+}
+/** -32004: the agent does not support this operation (also how agents refuse to stream a terminal task). */
+export class UnsupportedOperationError extends A2AError {
+  constructor(message = 'Unsupported operation', details?: Details) { super(message, 'UNSUPPORTED_OPERATION', false, details); }
+}
+/** -32005 / HTTP 415: a part's media type is not accepted by the agent. */
+export class ContentTypeNotSupportedError extends A2AError {
+  constructor(message = 'Content type not supported', details?: Details) { super(message, 'CONTENT_TYPE_NOT_SUPPORTED', false, details); }
+}
+/** -32006, or an answer we cannot read (wrong shape, not JSON): the request did reach the agent. */
+export class InvalidAgentResponseError extends A2AError {
+  constructor(message = 'Invalid agent response', details?: Details) { super(message, 'INVALID_AGENT_RESPONSE', false, details); }
+}
+/** -32007: the agent has no authenticated extended card. */
+export class ExtendedAgentCardNotConfiguredError extends A2AError {
+  constructor(message = 'Extended agent card not configured', details?: Details) { super(message, 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', false, details); }
+}
+/** -32008: the agent requires an extension the request did not declare. */
+export class ExtensionSupportRequiredError extends A2AError {
+  constructor(message = 'Extension support required', details?: Details) { super(message, 'EXTENSION_SUPPORT_REQUIRED', false, details); }
+}
+/** -32009: the agent does not speak the `A2A-Version` we sent; try another interface of its card. */
+export class VersionNotSupportedError extends A2AError {
+  constructor(message = 'Version not supported', details?: Details) { super(message, 'VERSION_NOT_SUPPORTED', false, details); }
+}
+
+// Standard JSON-RPC errors (JSON-RPC 2.0 §5.1).
+/** -32700: the agent could not parse our JSON. */
+export class JsonRpcParseError extends A2AError {
+  constructor(message = 'Parse error', details?: Details) { super(message, 'JSON_RPC_PARSE_ERROR', false, details); }
+}
+/** -32600 / HTTP 400: not a valid request, per the agent. */
+export class InvalidRequestError extends A2AError {
+  constructor(message = 'Invalid request', details?: Details) { super(message, 'INVALID_REQUEST', false, details); }
+}
+/** -32601 / HTTP 405: the agent has no such method (e.g. no ListTasks). */
+export class MethodNotFoundError extends A2AError {
+  constructor(message = 'Method not found', details?: Details) { super(message, 'METHOD_NOT_FOUND', false, details); }
+}
+/** -32602: the agent refused our parameters. */
+export class InvalidParamsError extends A2AError {
+  constructor(message = 'Invalid params', details?: Details) { super(message, 'INVALID_PARAMS', false, details); }
+}
+/** -32603 (or HTTP 500 with that reason). Retryable: like an HTTP 500 it is often transient; callers cap attempts. */
+export class InternalAgentError extends A2AError {
+  constructor(message = 'Internal error', details?: Details) { super(message, 'INTERNAL_ERROR', true, details); }
+}
+
+// Transport-level errors.
+/** 5xx, 429, 408, or a proxy's HTTP status inside a JSON-RPC envelope (field case R08 c). Retryable. */
+export class UpstreamError extends A2AError {
+  constructor(message = 'Upstream unavailable', details?: Details) { super(message, 'UPSTREAM_ERROR', true, details); }
+}
+/** Connection refused/reset, DNS failure, or our request timeout. Retryable. `delivery` says whether the request may have left. */
+export class NetworkError extends A2AError {
+  constructor(message = 'Network error', details?: Details) { super(message, 'NETWORK_ERROR', true, details); }
+}
+/** Our idle watchdog closed a stream that sent no bytes for `idleTimeoutMs` (field case R05). Retryable. */
+export class StreamIdleError extends A2AError {
+  constructor(message = 'Stream idle', details?: Details) { super(message, 'STREAM_IDLE', true, details); }
+}
+/** The peer does not speak the protocol: HTML page, non-JSON, wrong content type, oversize event (R08 d). */
+export class ProtocolError extends A2AError {
+  constructor(message = 'Protocol error', details?: Details) { super(message, 'PROTOCOL_ERROR', false, details); }
+}
+/**
+ * An agent sent a value none of the known spellings explains (a task state, a role; `spelling.ts`, R26).
+ * Permanent for the attempt: the same agent sends the same value again. `field` is the path, `value` an excerpt.
+ */
+export class UnknownWireValueError extends ProtocolError {
+  override readonly code: A2AClientErrorCode = 'UNKNOWN_WIRE_VALUE';
+  readonly field?: string;
+  readonly value?: string;
+  constructor(message = 'Unknown wire value', details?: Details & { field?: string; value?: string }) {
+    super(message, details);
+    if (details?.field !== undefined) this.field = details.field;
+    if (details?.value !== undefined) this.value = details.value;
+  }
+}
+/** Names of the input limits (`limits.ts`). */
+export type LimitName = 'responseBodyBytes' | 'sseEventBytes' | 'agentCardBytes' | 'partsPerMessage' | 'jsonDepth' | 'artifactBytesPerDelegation';
+/**
+ * An answer went over one of the input limits (`limits.ts`; issue 12 kind 5, RT2/RT4/RT5/RT7). Reading
+ * stopped at the limit. Permanent for the attempt (the agent sends the same answer again); the attempt
+ * may be delegated again elsewhere. `limit` names the limit, `limitValue` its value (bytes, parts or levels).
+ */
+export class LimitExceededError extends ProtocolError {
+  override readonly code: A2AClientErrorCode = 'LIMIT_EXCEEDED';
+  readonly limit: LimitName;
+  readonly limitValue: number;
+  constructor(limit: LimitName, limitValue: number, message = `${limit} limit of ${limitValue} exceeded`, details?: Details) {
+    super(message, details);
+    this.limit = limit;
+    this.limitValue = limitValue;
+  }
+}
+/**
+ * A JSON-RPC answer that does not carry our request id (JSON-RPC 2.0 §5; issue 12 ownership):
+ * it is not proven to answer our request, so nothing in it is adopted. Permanent for the attempt.
+ */
+export class ResponseIdMismatchError extends ProtocolError {
+  override readonly code: A2AClientErrorCode = 'RESPONSE_ID_MISMATCH';
+  constructor(message = 'JSON-RPC answer carries another request id', details?: Details) { super(message, details); }
+}
+/**
+ * HTTP 409 or gRPC ALREADY_EXISTS: the request conflicts with something the agent already holds (a task for our
+ * messageId, say). Not retryable; never proof that nothing was created (the conflict may be with our own task).
+ */
+export class ConflictError extends A2AError {
+  constructor(message = 'Conflict', details?: Details) { super(message, 'CONFLICT', false, details); }
+}
+/** HTTP 401/403. Not retryable with the same credentials. */
+export class AuthenticationError extends A2AError {
+  constructor(message = 'Authentication failed', details?: Details) { super(message, 'AUTHENTICATION_ERROR', false, details); }
+}
+
+type ErrorClass = new (message?: string, details?: Details) => A2AError;
+
+/** One row per mapped error: how each binding signals it (spec §5.4 table). */
+export interface ErrorTableRow {
+  errorClass: ErrorClass;
+  jsonRpcCode?: number;
+  /** HTTP status used when no `ErrorInfo.reason` is present (several errors share 400, so they have none). */
+  httpStatus?: number;
+  reason?: string;
+  /** Every row is an answer the agent sent, so the request reached it (V5): never "not sent". */
+  delivery: Delivery;
+  /**
+   * What a SendMessage answered with this error proves about its effect: `none`, the agent refused the request
+   * before acting on it (JSON-RPC 2.0 §5.1 request errors, the A2A errors raised while validating a request, spec
+   * §3.3.2, §3.6, §5.4, and 401/403), so no task was created; `maybe`, it may come after the task was created
+   * (-32603, -32002, -32006, 408, 409 / ALREADY_EXISTS, 429): a search for our messageId decides.
+   */
+  effect: 'none' | 'maybe';
+}
+
+/** The single source of truth for code/status/reason → class. */
+export const A2A_ERROR_TABLE: readonly ErrorTableRow[] = [
+  { errorClass: TaskNotFoundError, jsonRpcCode: -32001, httpStatus: 404, reason: 'TASK_NOT_FOUND', delivery: 'received', effect: 'none' },
+  { errorClass: TaskNotCancelableError, jsonRpcCode: -32002, reason: 'TASK_NOT_CANCELABLE', delivery: 'received', effect: 'maybe' },
+  { errorClass: PushNotificationNotSupportedError, jsonRpcCode: -32003, reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED', delivery: 'received', effect: 'none' },
+  { errorClass: UnsupportedOperationError, jsonRpcCode: -32004, reason: 'UNSUPPORTED_OPERATION', delivery: 'received', effect: 'none' },
+  { errorClass: ContentTypeNotSupportedError, jsonRpcCode: -32005, httpStatus: 415, reason: 'CONTENT_TYPE_NOT_SUPPORTED', delivery: 'received', effect: 'none' },
+  { errorClass: InvalidAgentResponseError, jsonRpcCode: -32006, reason: 'INVALID_AGENT_RESPONSE', delivery: 'received', effect: 'maybe' },
+  { errorClass: ExtendedAgentCardNotConfiguredError, jsonRpcCode: -32007, reason: 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', delivery: 'received', effect: 'maybe' },
+  { errorClass: ExtensionSupportRequiredError, jsonRpcCode: -32008, reason: 'EXTENSION_SUPPORT_REQUIRED', delivery: 'received', effect: 'none' },
+  { errorClass: VersionNotSupportedError, jsonRpcCode: -32009, reason: 'VERSION_NOT_SUPPORTED', delivery: 'received', effect: 'none' },
+  { errorClass: JsonRpcParseError, jsonRpcCode: -32700, reason: 'PARSE_ERROR', delivery: 'received', effect: 'none' },
+  { errorClass: InvalidRequestError, jsonRpcCode: -32600, httpStatus: 400, reason: 'INVALID_REQUEST', delivery: 'received', effect: 'none' },
+  { errorClass: MethodNotFoundError, jsonRpcCode: -32601, httpStatus: 405, reason: 'METHOD_NOT_FOUND', delivery: 'received', effect: 'none' },
+  { errorClass: InvalidParamsError, jsonRpcCode: -32602, reason: 'INVALID_PARAMS', delivery: 'received', effect: 'none' },
+  { errorClass: InternalAgentError, jsonRpcCode: -32603, reason: 'INTERNAL_ERROR', delivery: 'received', effect: 'maybe' },
+  { errorClass: AuthenticationError, httpStatus: 401, delivery: 'received', effect: 'none' },
+  { errorClass: AuthenticationError, httpStatus: 403, delivery: 'received', effect: 'none' },
+  { errorClass: ConflictError, httpStatus: 409, reason: 'ALREADY_EXISTS', delivery: 'received', effect: 'maybe' },
+  { errorClass: UpstreamError, httpStatus: 408, delivery: 'received', effect: 'maybe' },
+  { errorClass: UpstreamError, httpStatus: 429, delivery: 'received', effect: 'maybe' },
+];
+
+const byJsonRpcCode = new Map(A2A_ERROR_TABLE.filter((row) => row.jsonRpcCode !== undefined).map((row) => [row.jsonRpcCode, row]));
+const byReason = new Map(A2A_ERROR_TABLE.filter((row) => row.reason !== undefined).map((row) => [row.reason, row]));
+const byHttpStatus = new Map(A2A_ERROR_TABLE.filter((row) => row.httpStatus !== undefined).map((row) => [row.httpStatus, row]));
+
+const refusals = [...new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'none').map((row) => row.errorClass))];
+/** HTTP statuses whose row says the work may have been done (408, 409, 429). */
+const maybeStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'maybe' && row.httpStatus !== undefined).map((row) => row.httpStatus));
+
+/**
+ * What a failed SendMessage proves about its effect (the table's `effect` column): `none` when the error is a
+ * refusal (also an HTTP 4xx whose body is not an A2A error, e.g. a wrong URL's page, unless the table's row for
+ * that status says `maybe`: 408, 409, 429), else `maybe`. A drop, a timeout or an unreadable answer is `maybe`:
+ * the agent may have created the task.
+ */
+export function sendEffectOf(error: unknown): 'none' | 'maybe' {
+  if (refusals.some((refusal) => error instanceof refusal)) return 'none';
+  const status = error instanceof ProtocolError && error.jsonRpcCode === undefined ? error.httpStatus : undefined;
+  return status !== undefined && status >= 400 && status < 500 && !maybeStatuses.has(status) ? 'none' : 'maybe';
+}
+
+/** Looks up a class by JSON-RPC code, `ErrorInfo.reason` or HTTP status. */
+export const errorClassForJsonRpcCode = (code: number): ErrorClass | undefined => byJsonRpcCode.get(code)?.errorClass;
+export const errorClassForReason = (reason: string): ErrorClass | undefined => byReason.get(reason)?.errorClass;
+/** 5xx without a reason is an `UpstreamError` (a proxy or an overloaded agent). */
+export const errorClassForHttpStatus = (status: number): ErrorClass | undefined =>
+  byHttpStatus.get(status)?.errorClass ?? (status >= 500 && status <= 599 ? UpstreamError : undefined);
+
+/** `true` when retrying the same call later may succeed. Non-A2A errors are not retryable. */
+export function isRetryable(error: unknown): boolean {
+  return error instanceof A2AError && error.retryable;
+}

@@ -1,0 +1,207 @@
+/**
+ * The one place that does HTTP for A2A: undici `request` on an injected
+ * `Dispatcher`, `A2A-Version` on every request (spec §3.6: clients MUST send
+ * it; the 1.3.0 SDK rejects a missing header with -32009), the agent's
+ * credential headers, and network failures mapped to `NetworkError`.
+ */
+import { Agent, type Dispatcher, request } from 'undici';
+import { BlockedAddressError } from './address-policy.ts';
+import { traceContextHeaders } from './trace-context.ts';
+import type { CredentialsProvider } from './credentials.ts';
+import { A2AError, type Delivery, LimitExceededError, NetworkError, withDelivery } from './errors.ts';
+import { type A2ALimits, checkJsonDepth, resolveLimits } from './limits.ts';
+
+/** Options of one HTTP client (one per agent interface). */
+export interface HttpClientOptions {
+  /** undici dispatcher; default one process-wide `Agent`. */
+  dispatcher?: Dispatcher;
+  /** The agent's credential headers, fetched per request. */
+  credentials?: CredentialsProvider;
+  /** Whole-request deadline for non-stream calls, and the deadline for a stream's response headers. Default 30_000. */
+  requestTimeoutMs?: number;
+  /** `A2A-Version` header value (`Major.Minor`). Default `'1.0'`. */
+  a2aVersion?: string;
+  /** Input limits (`limits.ts`); defaults `DEFAULT_A2A_LIMITS`. */
+  limits?: Partial<A2ALimits>;
+}
+
+/** Default deadline of a non-stream call, and of a stream's response headers: 30 s. */
+export const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+
+export interface HttpRequest {
+  method: 'GET' | 'POST' | 'DELETE';
+  url: string;
+  headers?: Record<string, string>;
+  body?: string;
+  signal?: AbortSignal;
+  /** This request's deadline in ms instead of `requestTimeoutMs`; 0 = none (only `signal`). */
+  timeoutMs?: number;
+  /** Which byte limit the answer's body is held to. Default `responseBodyBytes`. */
+  bodyLimit?: 'responseBodyBytes' | 'agentCardBytes';
+}
+
+/** A fully read response. */
+export interface HttpResponse {
+  status: number;
+  contentType: string | undefined;
+  bodyText: string;
+  /** Response headers, lower-case names, first value of repeated ones. */
+  headers: Record<string, string>;
+}
+
+/** A response whose body is still streaming. Call `body.destroy()` (or iterate to the end) to release it. */
+export interface HttpStreamResponse {
+  status: number;
+  contentType: string | undefined;
+  body: Dispatcher.ResponseData['body'];
+}
+
+export interface HttpClient {
+  /**
+   * Sends a request and reads the whole body within `requestTimeoutMs`, counting bytes as they arrive:
+   * past the body limit it stops reading, closes the connection and throws `LimitExceededError`; a JSON
+   * body nested deeper than `jsonDepth` throws it too. Throws `NetworkError`, or the caller's abort reason.
+   */
+  request(spec: HttpRequest): Promise<HttpResponse>;
+  /**
+   * Sends a request whose body is an SSE stream. undici's `bodyTimeout` is set to
+   * 0 for it (field case R05: the default 300 s cut kills quiet but healthy
+   * streams); the SSE reader's idle watchdog decides instead.
+   */
+  openStream(spec: HttpRequest): Promise<HttpStreamResponse>;
+}
+
+let sharedAgent: Agent | undefined;
+/** The process-wide default dispatcher, created on first use. */
+export const defaultDispatcher = (): Dispatcher => (sharedAgent ??= new Agent());
+
+const NETWORK_ERROR_CODES = new Set([
+  'ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH',
+  'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_HEADERS_TIMEOUT', 'UND_ERR_BODY_TIMEOUT', 'UND_ERR_CLOSED',
+]);
+
+/** Codes raised before a request could leave: the agent never saw it. */
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+
+function errorCode(error: unknown): string | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === 'string' && NETWORK_ERROR_CODES.has(code)) return code;
+  }
+  return undefined;
+}
+
+/**
+ * Maps a thrown transport error: caller abort → its reason; our deadline or a socket failure → `NetworkError`.
+ * `answered` (the response headers had arrived) makes its `delivery` `received`; otherwise a connect-phase
+ * failure or a blocked address is `not-sent` and anything else `maybe` (V5).
+ */
+export function toNetworkError(error: unknown, url: string, callerSignal?: AbortSignal, timeoutSignal?: AbortSignal, answered = false): unknown {
+  const blocked = error instanceof BlockedAddressError || (error instanceof Error && error.cause instanceof BlockedAddressError);
+  if (error instanceof A2AError) return answered ? withDelivery(error, 'received') : blocked ? withDelivery(error, 'not-sent') : error;
+  if (callerSignal?.aborted) return callerSignal.reason;
+  const code = errorCode(error);
+  const delivery: Delivery = answered ? 'received' : code !== undefined && NOT_SENT_CODES.has(code) ? 'not-sent' : 'maybe';
+  if (timeoutSignal?.aborted) return new NetworkError(`request to ${url} timed out`, { cause: error, delivery });
+  if (code !== undefined) return new NetworkError(`${code} on ${url}`, { cause: error, delivery });
+  if (blocked) withDelivery((error as Error).cause, 'not-sent');
+  return error;
+}
+
+/**
+ * Reads a body as text, counting bytes as they arrive; past `limitBytes` it stops, destroys the body
+ * (closing the connection) and throws `LimitExceededError(limit)`. Never holds more than the limit plus one chunk.
+ */
+export async function readLimitedText(body: Dispatcher.ResponseData['body'], limitBytes: number, limit: 'responseBodyBytes' | 'agentCardBytes', url: string): Promise<string> {
+  const decoder = new TextDecoder('utf-8');
+  const pieces: string[] = [];
+  let bytes = 0;
+  for await (const chunk of body as AsyncIterable<Uint8Array>) {
+    bytes += chunk.byteLength;
+    if (bytes > limitBytes) {
+      body.destroy();
+      throw new LimitExceededError(limit, limitBytes, `answer from ${url} is larger than the ${limit} limit of ${limitBytes} bytes`, { delivery: 'received' });
+    }
+    pieces.push(decoder.decode(chunk, { stream: true }));
+  }
+  pieces.push(decoder.decode());
+  return pieces.join('');
+}
+
+/** `true` when `text` looks like JSON structure (first non-blank character `{` or `[`, after an optional RS). */
+const looksLikeJson = (text: string): boolean => /^[\s\u001e]*[[{]/.test(text.slice(0, 64));
+
+const headerValue = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
+
+/** Response headers by lower-case name, the first value of each. */
+function firstHeaderValues(raw: Record<string, string | string[] | undefined>): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(raw)) {
+    const first = headerValue(value);
+    if (first !== undefined) headers[name.toLowerCase()] = first;
+  }
+  return headers;
+}
+
+/** The caller's signal joined with a `timeoutMs` timeout (none when `timeoutMs` is 0); the timeout alone too, to tell why it aborted. */
+function requestSignals(callerSignal: AbortSignal | undefined, timeoutMs: number): { signal?: AbortSignal; timeoutSignal?: AbortSignal } {
+  const timeoutSignal = timeoutMs > 0 ? AbortSignal.timeout(timeoutMs) : undefined;
+  const signals = [callerSignal, timeoutSignal].filter((candidate): candidate is AbortSignal => candidate !== undefined);
+  return { signal: signals.length > 1 ? AbortSignal.any(signals) : signals[0], timeoutSignal };
+}
+
+/** Builds an `HttpClient`; options get their defaults here, once. */
+export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
+  const dispatcher = options.dispatcher ?? defaultDispatcher();
+  const requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
+  const a2aVersion = options.a2aVersion ?? '1.0';
+  const credentials = options.credentials;
+  const limits = resolveLimits(options.limits);
+
+  async function buildHeaders(spec: HttpRequest): Promise<Record<string, string>> {
+    const credentialHeaders = credentials ? await credentials() : {};
+    // W3C Trace Context of the active span (the queue job's), when tracing is on.
+    return { ...credentialHeaders, ...spec.headers, ...traceContextHeaders(), 'A2A-Version': a2aVersion };
+  }
+
+  return {
+    async request(spec) {
+      const { signal, timeoutSignal } = requestSignals(spec.signal, spec.timeoutMs ?? requestTimeoutMs);
+      const bodyLimit = spec.bodyLimit ?? 'responseBodyBytes';
+      let answered = false;
+      try {
+        const response = await request(spec.url, {
+          dispatcher,
+          method: spec.method,
+          headers: await buildHeaders(spec),
+          body: spec.body,
+          signal,
+        });
+        answered = true;
+        const bodyText = await readLimitedText(response.body, limits[bodyLimit], bodyLimit, spec.url);
+        if (looksLikeJson(bodyText)) checkJsonDepth(bodyText, limits.jsonDepth);
+        const headers = firstHeaderValues(response.headers);
+        return { status: response.statusCode, contentType: headers['content-type'], bodyText, headers };
+      } catch (error) {
+        throw toNetworkError(error, spec.url, spec.signal, timeoutSignal, answered);
+      }
+    },
+
+    async openStream(spec) {
+      try {
+        const response = await request(spec.url, {
+          dispatcher,
+          method: spec.method,
+          headers: { accept: 'text/event-stream', ...(await buildHeaders(spec)) },
+          body: spec.body,
+          signal: spec.signal,
+          headersTimeout: spec.timeoutMs ?? requestTimeoutMs, // a held streaming send (V2): up to its own deadline
+          bodyTimeout: 0,
+        });
+        return { status: response.statusCode, contentType: headerValue(response.headers['content-type']), body: response.body };
+      } catch (error) {
+        throw toNetworkError(error, spec.url, spec.signal);
+      }
+    },
+  };
+}

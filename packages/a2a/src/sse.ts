@@ -1,0 +1,224 @@
+/**
+ * Server-Sent Events reader (WHATWG HTML §9.2 "Server-sent events") over an
+ * undici response body, with an idle watchdog and a size cap. Binding-agnostic:
+ * it yields raw SSE messages; `stream.ts` turns them into A2A events.
+ *
+ * Guarantee: identical bytes give identical messages whatever the chunk
+ * boundaries (inside multi-byte UTF-8 or the BOM) and line endings (LF, CRLF, CR).
+ */
+import { createParser, type EventSourceMessage, type EventSourceParser } from 'eventsource-parser';
+import { LimitExceededError, StreamIdleError } from './errors.ts';
+import { toNetworkError } from './http.ts';
+import { checkJsonDepth, DEFAULT_A2A_LIMITS } from './limits.ts';
+
+/** One dispatched SSE event. `lastEventId` is the last `id:` seen on this connection (it persists across events). */
+export interface SseMessage {
+  event?: string;
+  data: string;
+  lastEventId?: string;
+}
+
+/** A response body: bytes, and a way to release the connection early. */
+export type ByteBody = AsyncIterable<Uint8Array> & { destroy?: (error?: Error) => unknown };
+
+/** Options of `readServerSentEvents`: watchdog, size and depth caps, abort signal. */
+export interface SseReaderOptions {
+  /** Longest wait for any byte (events and `:` keep-alive comments both count). 0 disables. Default 60_000. */
+  idleTimeoutMs?: number;
+  /** Largest event, in UTF-16 characters of `data` plus any unterminated line. Default `DEFAULT_MAX_EVENT_SIZE_CHARS`. */
+  maxEventSizeChars?: number;
+  /** Largest event in bytes, counted as they arrive (`limits.ts` `sseEventBytes`). Default 8 MiB. */
+  maxEventBytes?: number;
+  /** Deepest JSON nesting of an event's `data` (`limits.ts` `jsonDepth`). Default 64. */
+  maxJsonDepth?: number;
+  /** Aborts the read; the iteration throws `signal.reason`. */
+  signal?: AbortSignal;
+  /** Label for error messages (usually the URL). */
+  source?: string;
+}
+
+export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
+/**
+ * 8 Mi characters. A2A puts whole artifacts in one event, and a `raw` part is
+ * base64 inline, so events of a few MiB are legitimate; the cap bounds what one
+ * connection can make us buffer (a broken or hostile peer never sending a blank
+ * line) while leaving room for ~6 MiB of binary content per event.
+ */
+export const DEFAULT_MAX_EVENT_SIZE_CHARS = 8 * 1024 * 1024;
+
+/** Waits for the next chunk, at most `idleTimeoutMs`; rejects with `StreamIdleError` or the abort reason. */
+export function nextChunk<T>(
+  iterator: AsyncIterator<T>,
+  idleTimeoutMs: number,
+  signal: AbortSignal | undefined,
+  source: string,
+): Promise<IteratorResult<T>> {
+  return new Promise((resolve, reject) => {
+    if (signal?.aborted) return reject(signal.reason);
+    const timer = idleTimeoutMs > 0
+      ? setTimeout(() => {
+          cleanup();
+          reject(new StreamIdleError(`no bytes for ${idleTimeoutMs} ms from ${source}`));
+        }, idleTimeoutMs)
+      : undefined;
+    const onAbort = (): void => {
+      cleanup();
+      reject(signal?.reason);
+    };
+    const cleanup = (): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
+    // A late rejection after a timeout/abort lands here and is dropped: no unhandled rejection.
+    iterator.next().then(
+      (result) => { cleanup(); resolve(result); },
+      (error: unknown) => { cleanup(); reject(toNetworkError(error, source, signal)); },
+    );
+  });
+}
+
+/** The limits of one read, defaults applied. */
+interface SseLimits {
+  maxEventBytes: number;
+  /** At most `maxEventBytes`. */
+  maxEventSizeChars: number;
+  maxJsonDepth: number;
+  source: string;
+}
+
+/**
+ * Bytes to SSE messages for one connection: a streaming UTF-8 decoder, the BOM, the parser and the
+ * size and depth caps. After each `chunk` (and `end`), `queue` holds the messages ready to hand out
+ * and `failure` the first error, if any; nothing is parsed after a failure.
+ */
+class SseDecoder {
+  readonly queue: SseMessage[] = [];
+  failure: Error | undefined;
+  // Bytes received since the last dispatched event: an event ending mid-chunk resets it, so it may
+  // undercount by one chunk; the parser's character cap (≤ the byte cap) backs it up.
+  private pendingBytes = 0;
+  private lastEventId: string | undefined;
+  // One streaming decoder per connection (R03): a character split across chunks is
+  // held back, never replaced by U+FFFD. ignoreBOM:false lets it strip a leading BOM.
+  // Line endings (LF, CRLF, CR, also split across chunks) are the parser's: eventsource-parser 4
+  // dispatches an event ended by a lone CR at once (3.x held a trailing CR back until the next byte).
+  private readonly decoder = new TextDecoder('utf-8');
+  private seenText = false;
+  private readonly parser: EventSourceParser;
+
+  constructor(private readonly limits: SseLimits) {
+    this.parser = createParser({
+      maxBufferSize: limits.maxEventSizeChars,
+      onEvent: (message) => this.onEvent(message),
+      onComment: () => {
+        this.pendingBytes = 0;
+      },
+      onError: (error) => {
+        if (error.type === 'max-buffer-size-exceeded') this.failure ??= this.oversize();
+      },
+    });
+  }
+
+  /** Feeds one chunk of the body. */
+  chunk(bytes: Uint8Array): void {
+    this.pendingBytes += bytes.byteLength;
+    this.feed(this.decoder.decode(bytes, { stream: true }));
+    if (this.pendingBytes > this.limits.maxEventBytes) this.failure ??= this.oversize();
+  }
+
+  /** The body ended: flushes the decoder. Whatever the parser still buffers is an unterminated event, discarded (R04). */
+  end(): void {
+    this.feed(this.decoder.decode());
+  }
+
+  private onEvent(message: EventSourceMessage): void {
+    if (message.data.length > this.limits.maxEventSizeChars) this.failure ??= this.oversize();
+    if (this.failure) return;
+    this.pendingBytes = 0;
+    try {
+      checkJsonDepth(message.data, this.limits.maxJsonDepth);
+    } catch (error) {
+      this.failure ??= error as Error;
+      return;
+    }
+    if (message.id !== undefined) this.lastEventId = message.id;
+    const lastEventId = this.lastEventId;
+    this.queue.push({ ...(message.event === undefined ? {} : { event: message.event }), data: message.data, ...(lastEventId === undefined ? {} : { lastEventId }) });
+  }
+
+  private feed(decoded: string): void {
+    let text = decoded;
+    // An empty decode (e.g. only `EF` of a BOM so far) must not reach the parser:
+    // it would use up the parser's first-chunk BOM handling (R03).
+    if (text === '') return;
+    if (!this.seenText) {
+      this.seenText = true;
+      if (text.charCodeAt(0) === 0xfeff) text = text.slice(1);
+    }
+    if (text !== '') this.parser.feed(text);
+  }
+
+  private oversize(): LimitExceededError {
+    const { maxEventBytes, maxEventSizeChars, source } = this.limits;
+    return new LimitExceededError('sseEventBytes', maxEventBytes, `SSE event larger than ${maxEventSizeChars} characters or ${maxEventBytes} bytes from ${source}`, { delivery: 'received' });
+  }
+}
+
+/**
+ * Reads SSE messages from `body` until EOF. Comments are skipped (they only
+ * reset the watchdog). An unterminated last event at EOF is discarded, as the
+ * SSE standard requires (field case R04). Throws `StreamIdleError`,
+ * `LimitExceededError` (a `ProtocolError`: an event over `maxEventBytes` bytes or
+ * `maxEventSizeChars` characters, or `data` nested deeper than `maxJsonDepth`;
+ * reading stops there and the connection is closed), `NetworkError`, or the abort reason.
+ * The body is destroyed when the generator finishes or is abandoned.
+ */
+export async function* readServerSentEvents(body: ByteBody, options: SseReaderOptions = {}): AsyncGenerator<SseMessage, void, void> {
+  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const maxEventBytes = options.maxEventBytes ?? DEFAULT_A2A_LIMITS.sseEventBytes;
+  const source = options.source ?? 'stream';
+  const events = new SseDecoder({
+    maxEventBytes,
+    maxEventSizeChars: Math.min(options.maxEventSizeChars ?? DEFAULT_MAX_EVENT_SIZE_CHARS, maxEventBytes),
+    maxJsonDepth: options.maxJsonDepth ?? DEFAULT_A2A_LIMITS.jsonDepth,
+    source,
+  });
+  const { queue } = events;
+  const iterator = body[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await nextChunk(iterator, idleTimeoutMs, options.signal, source);
+      if (next.done) break;
+      events.chunk(next.value);
+      if (events.failure) throw events.failure;
+      while (queue.length > 0) yield queue.shift()!;
+    }
+    events.end();
+    if (events.failure) throw events.failure;
+    while (queue.length > 0) yield queue.shift()!;
+  } finally {
+    body.destroy?.();
+  }
+}
+
+/** Reads a whole (small) body as text, keeping at most `limitBytes`, under the same idle watchdog. */
+export async function readBodyText(body: ByteBody, options: SseReaderOptions & { limitBytes?: number } = {}): Promise<string> {
+  const limitBytes = options.limitBytes ?? 64 * 1024;
+  const decoder = new TextDecoder('utf-8');
+  const iterator = body[Symbol.asyncIterator]();
+  let text = '';
+  let bytes = 0;
+  try {
+    for (;;) {
+      const next = await nextChunk(iterator, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, options.signal, options.source ?? 'body');
+      if (next.done) break;
+      bytes += next.value.byteLength;
+      text += decoder.decode(next.value, { stream: true });
+      if (bytes >= limitBytes) break;
+    }
+    return text + decoder.decode();
+  } finally {
+    body.destroy?.();
+  }
+}
