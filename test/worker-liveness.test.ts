@@ -13,8 +13,8 @@ import { Journal, journalKeys } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisClient, useRedisServer } from './harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
-import { completionSteps, type Behaviour } from './harness/agent-behaviours.ts';
-import { eventually, spawnWorkerProcess, startTestFleet, type WorkerProcess } from './harness/fleet.ts';
+import { completesWith, completionSteps, type Behaviour } from './harness/agent-behaviours.ts';
+import { eventually, reconcileOutcomes, spawnWorkerProcess, startTestFleet, type WorkerProcess } from './harness/fleet.ts';
 import { intentRow } from './harness/journal-rows.ts';
 
 const redisServer = useRedisServer({ appendOnly: true });
@@ -130,4 +130,26 @@ describe('a worker SIGKILLed with streams open', () => {
     expect(started.map(({ messageId }) => agent.sendMessageCount(messageId))).toEqual(started.map(() => 1));
     await eventually(async () => (await producer!.journal.unfinishedCount()) === 0, 'index drained');
   }, 180_000);
+
+  it('killed after the agent took SendMessage, before the task was journaled: adopted by the peer before the send settles, one SendMessage', async () => {
+    const prefix = `adopt${++counter}`;
+    agent.setBehaviour(completesWith('done'));
+    producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    // A 10-minute request timeout: the send settles 10 minutes after it left, so only an early search can adopt it.
+    const timings = { lockDurationMs: 600_000, requestTimeoutMs: 600_000, livenessTtlMs: 3_000 };
+    const victim = spawnWorkerProcess({
+      ...{ REDIS_URL: redisServer().url, DA2A_PREFIX: prefix, DA2A_CRASH_AT: 'send.after-request' },
+      ...{ DA2A_LOCK_DURATION_MS: String(timings.lockDurationMs), DA2A_REQUEST_TIMEOUT_MS: String(timings.requestTimeoutMs), DA2A_LIVENESS_TTL_MS: String(timings.livenessTtlMs) },
+    });
+    processes.push(victim);
+    survivor = await startTestFleet({ redisUrl: redisServer().url, prefix, workerId: 'survivor', ...timings, queues: ['reconcile', 'follow', 'verify', 'compensate', 'notify'] });
+    await victim.ready;
+    const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'adopt-early' });
+    expect((await victim.exited).signal).toBe('SIGKILL');
+    await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', 'adopted and completed', 60_000);
+    expect(agent.sendMessageCount(messageId)).toBe(1);
+    expect((await survivor.metrics.adoptions.get()).values[0]!.value).toBe(1);
+    expect((await reconcileOutcomes(survivor))['adopted-early']).toBe(1);
+    expect((await survivor.metrics.leasesTakenOver.get()).values[0]!.value).toBe(1);
+  }, 120_000);
 });

@@ -4,6 +4,7 @@
  * times, from any worker; writes are compare-and-set on the version it read.
  *   no taskId, never sent  → send it (again)
  *   no taskId, maybe sent  → find by messageId (`search.ts`) → adopt | resend same messageId | AMBIGUOUS
+ *                            (before the send settled: adopt when found, else wait)
  *   parked                 → its question's life first (expired: `question-life.ts`; a reminder), then GetTask:
  *                            keep the question, or move on
  *   running                → reattach (follow); a refusal means terminal (one GetTask)
@@ -157,7 +158,10 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
   }
   const settlesAt = record.sendStartedAt + ctx.options.sendSettleMs;
   if (ctx.options.now() < settlesAt) {
-    // The send may still be in flight: searching now could miss it and resend.
+    // The send may still be in flight: a search now could miss it, so a miss decides nothing until `settlesAt`.
+    // A search that finds our message adopts the task at once (never a SendMessage): a sender that died after the
+    // agent took the message (its send lease ended by a peer, docs/recovery.md) is taken over in seconds.
+    if (!record.agentCardUrl.startsWith(HANDLER_PREFIX) && (await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log))) === 'adopted-early') return 'adopted-early';
     await ctx.journal.scheduleCheck(ref, settlesAt);
     await enqueueReconcile(ctx.queues, ref, { dueAt: settlesAt, now: ctx.options.now() });
     return 'send-in-flight';
@@ -201,6 +205,19 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
     return 'adopted';
   }
   return applied.next === 'resend' ? 'resend' : applied.next === 'settle' ? 'settled' : applied.next;
+}
+
+/**
+ * Maybe sent, not settled yet: applies the search only when it found our message (ownership proven: the search row
+ * adopts it, reading a finished summary in full first); a miss or a failed search is not applied.
+ * @returns `adopted-early`, or `not-found` (nothing written)
+ */
+async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
+  const observed = await searchForMessage(ctx, record, 'reconcile', 'looking for a send whose sender stopped before it settled');
+  if (observed.kind !== 'search-result' || observed.finding.kind !== 'found' || observed.finding.ownership.kind !== 'proven') return 'not-found';
+  await apply(ctx, record, observed, { log, source: 'reconcile' });
+  log.info({ taskId: observed.finding.task.id, state: observed.finding.task.status.state }, 'adopted the task found by our messageId before the send settled');
+  return 'adopted-early';
 }
 
 /** taskId known, parked: GetTask decides: record terminal, keep the question, or reattach (the task-read row). */
