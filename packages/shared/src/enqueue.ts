@@ -169,7 +169,7 @@ export async function enqueueReconcileBatch(queues: Needs<'reconcile'>, refs: re
   } else if ('lostAt' in occasion) {
     await queues.reconcile.add('batch', data, { jobId: jobId('reconcile-batch', 'lost', occasion.holder, occasion.lostAt, occasion.part), removeOnComplete: true });
   } else if ('deadWorker' in occasion) {
-    await queues.reconcile.add('batch', data, { jobId: jobId('reconcile-batch', 'dead', occasion.deadWorker, occasion.at, occasion.part), removeOnComplete: true });
+    await queues.reconcile.add('batch', { ...data, holderDied: true }, { jobId: jobId('reconcile-batch', 'dead', occasion.deadWorker, occasion.at, occasion.part), removeOnComplete: true });
   } else {
     const options = { jobId: jobId('reconcile-batch', 'lease', occasion.batch, occasion.leaseEndsAt), delay: Math.max(0, occasion.leaseEndsAt - occasion.now), removeOnComplete: true };
     await queues.reconcile.add('batch', { ...data, afterLease: true }, options);

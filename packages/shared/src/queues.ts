@@ -68,6 +68,8 @@ export const ReconcileJobSchema = z.object({
   all: z.boolean().optional(),
   /** A check right after a follow lease runs out: a lease renewed meanwhile only moves the next check (no further job). */
   afterLease: z.boolean().optional(),
+  /** A batch whose leases a dead worker held (the dead-worker sweep ended them): its sends may be looked for early. */
+  holderDied: z.boolean().optional(),
   /** Workers found dead (their liveness keys gone): end their leases in the unfinished index and reconcile those records now. */
   deadWorkers: z.array(z.string().min(1).max(300)).min(1).max(DEAD_WORKERS_PER_SWEEP).optional(),
 });

@@ -42,6 +42,11 @@ export interface ReconcileCheck {
   /** This is the check enqueued for when a follow lease runs out (see `leaseHeld`). Default false. */
   afterLease?: boolean;
   /**
+   * The worker that held this delegation's lease died (its liveness key gone; the dead-worker sweep ended the lease):
+   * a send it made that may still be in flight is looked for at once, and adopted if found. Default false.
+   */
+  holderDied?: boolean;
+  /**
    * A batch (`reconcile-batch.ts`) enqueues the checks at the lease ends of its whole batch together: a held
    * lease is handed here with the time it ends (ms since epoch; the index entry already moved to just after
    * it) instead of a delayed job of its own.
@@ -95,7 +100,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   }
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (await checkQuestionLife(ctx, record, log)) return 'question-expired';
-  if (record.state === 'INTENT') return reconcileIntent(ctx, record, log);
+  if (record.state === 'INTENT') return reconcileIntent(ctx, record, log, check.holderDied === true);
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
   if (leaseMs > 0) return leaseHeld(ctx, ref, leaseMs, check);
   // Parked: re-read (the agent may have moved on). Otherwise reattach: the subscription's
@@ -126,8 +131,11 @@ export async function leaseHeld(ctx: WorkerContext, ref: DelegationRef, leaseMs:
   return 'followed';
 }
 
-/** No taskId yet: never sent (send it), maybe sent (search, then adopt / resend / AMBIGUOUS). */
-async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
+/**
+ * No taskId yet: never sent (send it), maybe sent (search, then adopt / resend / AMBIGUOUS). `holderDied`: its sender
+ * died (`ReconcileCheck`): before the send settles, a search that finds it adopts it.
+ */
+async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger'], holderDied: boolean): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   if (record.held) {
     // Waiting for earlier steps: the workflow decides when to release it.
@@ -159,9 +167,10 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
   const settlesAt = record.sendStartedAt + ctx.options.sendSettleMs;
   if (ctx.options.now() < settlesAt) {
     // The send may still be in flight: a search now could miss it, so a miss decides nothing until `settlesAt`.
-    // A search that finds our message adopts the task at once (never a SendMessage): a sender that died after the
-    // agent took the message (its send lease ended by a peer, docs/recovery.md) is taken over in seconds.
-    if (!record.agentCardUrl.startsWith(HANDLER_PREFIX) && (await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log))) === 'adopted-early') return 'adopted-early';
+    // When its sender died (its send lease ended by a peer, docs/recovery.md), one search now that finds our message
+    // adopts the task (never a SendMessage): taken over in seconds. Once per death, so a search's call budget holds.
+    const early = holderDied && !record.agentCardUrl.startsWith(HANDLER_PREFIX);
+    if (early && (await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log))) === 'adopted-early') return 'adopted-early';
     await ctx.journal.scheduleCheck(ref, settlesAt);
     await enqueueReconcile(ctx.queues, ref, { dueAt: settlesAt, now: ctx.options.now() });
     return 'send-in-flight';
