@@ -113,6 +113,10 @@ export function rssBytes(pid: number): number {
   return Number(match[1]) * 1024;
 }
 
+/** The `DA2A_*` variables of the benchmark's environment, passed to the worker processes it spawns over its own settings. */
+export const workerOverrides = (): Record<string, string> =>
+  Object.fromEntries(Object.entries(process.env).filter((entry): entry is [string, string] => entry[0].startsWith('DA2A_') && entry[1] !== undefined));
+
 /** The worker id a spawned `main.ts` uses (its default, `hostname-pid`). */
 export const spawnedWorkerId = (pid: number): string => `${hostname()}-${pid}`;
 

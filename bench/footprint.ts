@@ -3,8 +3,12 @@
  * (MEMORY USAGE over each workflow's journal keys, and the used_memory delta
  * over K records, which also carries BullMQ's retained jobs), and the RSS of
  * a spawned worker process holding S concurrent streams (VmRSS from
- * /proc/<pid>/status).
+ * /proc/<pid>/status), with its idle CPU and the Redis commands per second it
+ * costs while those streams stay open (production lease and lock timings).
+ * Knobs: BENCH_FOOTPRINT_RECORDS, BENCH_FOOTPRINT_STREAMS (default 1,000 ×
+ * BENCH_SCALE each).
  */
+import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
 import { startRedisServer } from '../test/harness/redis.ts';
@@ -14,6 +18,7 @@ import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts
 
 import {
   BENCH_STREAM_IDLE_TIMEOUT_MS,
+  commandCalls,
   mapLimit,
   readLeasesAndStates,
   round,
@@ -31,9 +36,19 @@ import {
 /** WORKING, then COMPLETED with a short status message: no artifact rows. */
 const noArtifacts: Behaviour = () => [{ state: 'WORKING' }, { state: 'COMPLETED', text: 'done' }];
 
+/** How long the idle worker's CPU and Redis commands are measured (ms): three lease renewals, thirty heartbeats. */
+const IDLE_WINDOW_MS = 30_000;
+
+/** CPU seconds a process used so far (utime + stime from /proc/<pid>/stat, in clock ticks of 100 Hz). */
+function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
+}
+
 export async function run(scale: number): Promise<BenchResult> {
-  const records = scaled(1_000, scale, 10);
-  const streams = scaled(1_000, scale, 10);
+  const knob = (name: string, fallback: number) => (Number.isInteger(Number(process.env[name])) && Number(process.env[name]) > 0 ? Number(process.env[name]) : fallback);
+  const records = knob('BENCH_FOOTPRINT_RECORDS', scaled(1_000, scale, 10));
+  const streams = knob('BENCH_FOOTPRINT_STREAMS', scaled(1_000, scale, 10));
   const bytes = await recordBytes(records);
   const memory = await workerRss(streams);
   const mib = (value: number) => round(value / 2 ** 20, 1);
@@ -47,12 +62,15 @@ export async function run(scale: number): Promise<BenchResult> {
       { metric: 'worker RSS idle', value: mib(memory.idle), unit: 'MiB' },
       { metric: `worker RSS with ${streams} open streams`, value: mib(memory.loaded), unit: 'MiB' },
       { metric: 'RSS per open stream', value: Math.round((memory.loaded - memory.idle) / streams), unit: 'bytes' },
+      { metric: `worker CPU with ${streams} open streams, nothing happening (${IDLE_WINDOW_MS / 1000} s)`, value: round(memory.idleCpuPercent, 2), unit: '% of a core' },
+      { metric: `Redis commands per second with ${streams} open streams, nothing happening`, value: round(memory.commandsPerSecond, 1), unit: '1/s' },
     ],
     notes: [
       `Encoding of a finished record: ${bytes.encoding} (a finished workflow is compacted into one JSON string, \`…{wf:<id>}:done\`, replacing its hashes and delegation list; layout in packages/shared/src/journal/compacted-record.ts). Before compaction the delegation hash was a hashtable (fields over hash-max-listpack-value, 64 bytes), 3,357 bytes per record in all.`,
       `${records} single-step delegations completed through an in-process fleet (agent: WORKING → COMPLETED, no artifact); MEMORY USAGE … SAMPLES 0 summed over every \`{wf:…}\` key of each workflow.`,
       'used_memory is read before the producer starts and after every workflow finished and the fleet closed; BullMQ keeps up to 1,000 completed jobs per queue for an hour, which this delta includes.',
-      `Worker: spawnWorkerProcess (follow concurrency ${streams + 100}, subscribe limit 1000/1000 ms) following ${streams} tasks of an agent that runs 10 minutes each; RSS read once every stream is open (lease held, state WORKING) after 1 s to settle.`,
+      `Worker: spawnWorkerProcess (follow concurrency ${streams + 100}, subscribe limit 1000/1000 ms; production lease, lock, stalled-check and reconcile timings: 30 s each) following ${streams} tasks of an agent that runs 10 minutes each; RSS read once every stream is open (lease held, state WORKING) after 1 s to settle.`,
+      `Idle CPU: the worker's utime + stime (/proc/<pid>/stat) over ${IDLE_WINDOW_MS / 1000} s with every stream open and no event; Redis commands: INFO commandstats calls over the same window (a script's inner commands count too), minus the bench's own INFO calls (the renewal of every lease is one pipeline of one script per lease every 10 s; the heartbeat one script per second).`,
     ],
   };
 }
@@ -117,6 +135,7 @@ async function workerRss(streams: number) {
       DA2A_FOLLOW_SLOTS_PER_AGENT: String(streams + 100),
       DA2A_SUBSCRIBE_RATE_LIMIT: '1000/1000',
       DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
+      ...{ DA2A_LOCK_DURATION_MS: '30000', DA2A_STALLED_INTERVAL_MS: '30000', DA2A_RECONCILE_INTERVAL_MS: '30000' },
     });
     await worker.ready;
     const pid = worker.child.pid!;
@@ -135,7 +154,12 @@ async function workerRss(streams: number) {
       await sleep(200);
     }
     await sleep(1_000);
-    return { idle, loaded: rssBytes(pid) };
+    const loaded = rssBytes(pid);
+    const total = (calls: Map<string, number>) => [...calls].filter(([name]) => name !== 'info').reduce((sum, [, count]) => sum + count, 0);
+    const [cpuBefore, callsBefore] = [cpuSeconds(pid), total(await commandCalls(reader))];
+    await sleep(IDLE_WINDOW_MS);
+    const [cpuAfter, callsAfter] = [cpuSeconds(pid), total(await commandCalls(reader))];
+    return { idle, loaded, idleCpuPercent: ((cpuAfter - cpuBefore) / (IDLE_WINDOW_MS / 1000)) * 100, commandsPerSecond: (callsAfter - callsBefore) / (IDLE_WINDOW_MS / 1000) };
   } finally {
     await worker?.kill('SIGKILL');
     reader.disconnect();

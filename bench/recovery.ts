@@ -7,7 +7,10 @@
  * not in the unfinished index, as finished records never are), to show that
  * recovery does not grow with history. Knobs: BENCH_RECOVERY_IN_FLIGHT
  * (default 10,000 × BENCH_SCALE) and BENCH_RECOVERY_HISTORY (default
- * 1,000,000 × BENCH_SCALE). The agent runs in its own process.
+ * 1,000,000 × BENCH_SCALE). The agent runs in its own process. Any `DA2A_*`
+ * variable of the environment is passed to the workers (e.g.
+ * `DA2A_LOCK_DURATION_MS=30000` for production leases, `DA2A_LIVENESS_TTL_MS=0`
+ * to end them at their TTL only).
  */
 import { Redis } from 'ioredis';
 import { createProducer, type Producer } from '@durable-a2a/producer';
@@ -29,6 +32,7 @@ import {
   spawnedWorkerId,
   stopAgent,
   usedMemory,
+  workerOverrides,
   type BenchResult,
 } from './common.ts';
 
@@ -92,7 +96,7 @@ export async function run(scale: number): Promise<BenchResult> {
     notes: [
       `Both workers sweep on the production interval (${RECONCILE_INTERVAL_MS / 1000} s): recovery must not depend on a short sweep (the fresh worker's start-up sweep and the checks at each dead lease's end do the reattaching), and 1 s sweeps would re-check every workflow every second.`,
       `One worker process (spawnWorkerProcess, follow concurrency ${inFlight + 100}) follows ${inFlight} delegations on an agent that runs 10 minutes per task; it is SIGKILLed, a fresh process started.`,
-      `Timings as in the crash tests (lock ${TEST_TIMINGS.lockDurationMs} ms, stalled check ${TEST_TIMINGS.stalledIntervalMs} ms, reconcile batch 1,000): the dead worker's follow leases must expire before anyone reattaches.`,
+      `Timings as in the crash tests (lock ${TEST_TIMINGS.lockDurationMs} ms, stalled check ${TEST_TIMINGS.stalledIntervalMs} ms, reconcile batch 1,000)${Object.keys(workerOverrides()).length > 0 ? `, overridden by ${JSON.stringify(workerOverrides())}` : ''}: the dead worker's follow leases end at their TTL, or sooner once its liveness key (3 s) is gone.`,
       `Subscribe rate limit raised to ${SUBSCRIBE_RATE.max}/${SUBSCRIBE_RATE.durationMs} ms so the figure shows the recovery mechanism; the limiter alone puts a floor of ${round(floorSeconds, 1)} s under it (the reconnect-storm benchmark shows the default 50/s).`,
       'Reattached = the follow lease of the record is held by the new worker (`<workerId>/<jobId>`), polled every 100 ms; terminal = a finished journal state.',
       'History: one real single-step workflow completed through the first worker (agent in this process, 0 ms), then every key of it cloned with same-length ids (bench/history.ts: workflow hash, delegation hash, artifacts, delegation list, task-owner key, workflows-set member; TTLs kept), pipelined; none is in the unfinished index.',
@@ -118,6 +122,7 @@ async function recoveryRun(inFlight: number, history: number): Promise<RecoveryR
     DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
     // Production's sweep interval for both workers (the harness default is the tests' 1 s).
     DA2A_RECONCILE_INTERVAL_MS: String(RECONCILE_INTERVAL_MS),
+    ...workerOverrides(),
   };
   const spawn = () => {
     const worker = spawnWorkerProcess(environment);

@@ -1,5 +1,5 @@
 /**
- * `pnpm bench [name …]`: runs all seven benchmarks (or the named ones) at
+ * `pnpm bench [name …]`: runs all eight benchmarks (or the named ones) at
  * BENCH_SCALE (default 1, sized so the whole run stays under 15 minutes on a
  * 2-core box), prints each one's figures and appends them to bench/results.md.
  * `peers` (against BullMQ and Restate, bench/peers.ts) runs only when named:
@@ -13,6 +13,7 @@ import { run as recovery } from './recovery.ts';
 import { run as reconnectStorm } from './reconnect-storm.ts';
 import { run as footprint } from './footprint.ts';
 import { run as durability } from './durability.ts';
+import { run as takeover } from './takeover.ts';
 import { run as peers } from './peers.ts';
 import { run as fairness } from './fairness.ts';
 
@@ -23,6 +24,7 @@ export const BENCHMARKS: Record<string, Benchmark> = {
   'reconnect-storm': reconnectStorm,
   footprint,
   durability,
+  takeover,
   peers,
   fairness,
 };

@@ -156,12 +156,14 @@ export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occ
  * them (`sweep`: the sweep's occasion, `part`: the batch's number in it; `later`: after every job without it,
  * BullMQ priority 1), their follow leases run out by `leaseEndsAt` (delayed until then; job data
  * `afterLease`; `batch`: the id of the batch job that found them held), or a worker found at `lostAt` (ms)
- * that the leases of its streams were no longer its own (`holder`: that worker's id). Removed on completion.
+ * that the leases of its streams were no longer its own (`holder`: that worker's id), or the sweep of a dead
+ * workers ended their leases (`deadWorker`: the first one's id, `at`: when they were found dead, ms). Removed on completion.
  */
 export type ReconcileBatchOccasion =
   | { sweep: string | number; part: number; later?: boolean }
   | { leaseEndsAt: number; now: number; batch: string }
-  | { lostAt: number; holder: string; part: number };
+  | { lostAt: number; holder: string; part: number }
+  | { deadWorker: string; at: number; part: number };
 
 /** Reconciles a batch of delegations (or workflow entries `*`) in one job. */
 export async function enqueueReconcileBatch(queues: Needs<'reconcile'>, refs: readonly { workflowId: string; delegationId: string }[], occasion: ReconcileBatchOccasion): Promise<void> {
@@ -171,6 +173,8 @@ export async function enqueueReconcileBatch(queues: Needs<'reconcile'>, refs: re
     await queues.reconcile.add('batch', data, occasion.later ? { ...options, priority: 1 } : options);
   } else if ('lostAt' in occasion) {
     await queues.reconcile.add('batch', data, { jobId: jobId('reconcile-batch', 'lost', occasion.holder, occasion.lostAt, occasion.part), removeOnComplete: true });
+  } else if ('deadWorker' in occasion) {
+    await queues.reconcile.add('batch', { ...data, holderDied: true }, { jobId: jobId('reconcile-batch', 'dead', occasion.deadWorker, occasion.at, occasion.part), removeOnComplete: true });
   } else {
     const options = { jobId: jobId('reconcile-batch', 'lease', occasion.batch, occasion.leaseEndsAt), delay: Math.max(0, occasion.leaseEndsAt - occasion.now), removeOnComplete: true };
     await queues.reconcile.add('batch', { ...data, afterLease: true }, options);
@@ -184,6 +188,15 @@ export type DecideOccasion = { by: 'start' } | { by: 'cancel' | 'resolve'; at: n
 export async function enqueueDecide(queues: Needs<'reconcile'>, workflowId: string, occasion: DecideOccasion): Promise<void> {
   const id = occasion.by === 'start' ? jobId('reconcile', workflowId, 'start') : jobId('reconcile', workflowId, occasion.by, occasion.at);
   await queues.reconcile.add('delegation', { workflowId, delegationId: '*' }, { jobId: id });
+}
+
+/**
+ * The sweep of workers found dead at `at` (ms; their liveness keys gone; at most `DEAD_WORKERS_PER_SWEEP`): one job
+ * per death (forgetWorker-2.lua lets one finder enqueue it), retried by BullMQ if the sweeping worker dies too.
+ * Removed on completion.
+ */
+export async function enqueueDeadWorkerSweep(queues: Needs<'reconcile'>, workerIds: readonly string[], at: number): Promise<void> {
+  await queues.reconcile.add('dead-workers', { deadWorkers: [...workerIds] }, { jobId: jobId('dead-workers', workerIds[0]!, workerIds.length, at), removeOnComplete: true });
 }
 
 /** The sweep of unfinished delegations at fleet start-up (every one, not only due ones). */

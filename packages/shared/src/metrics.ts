@@ -53,6 +53,10 @@ export interface Metrics {
    * `failed` (tries used up: the event waits in the notify queue's failed set), `skipped` (journaled delivered already), `not-enqueued` (the emit's enqueue failed: logged); workers.
    */
   notifications: Counter<'kind' | 'outcome'>;
+  /** Worker processes this process found dead (their liveness key gone) and swept the leases of; workers. */
+  deadWorkers: Counter;
+  /** Leases of dead workers this process ended at once (their liveness key gone), not at their TTL; workers. */
+  leasesTakenOver: Counter;
   /** The bounded `agent` label of the per-delegation metrics (`AgentLabels.of(agentCardUrl)`); not a metric. */
   agentLabels: AgentLabels;
 }
@@ -136,6 +140,8 @@ function createOn(registry: Registry, agentLabels: AgentLabels): Metrics {
     workflowsFinished: counter('durable_a2a_workflows_finished_total', 'Workflows that reached a finished state (COMPLETED, COMPENSATED, FAILED, CANCELED), by that state', ['state']),
     sendErrors: counter('durable_a2a_send_errors_total', 'Failed sends, by the journaled error code and agent', ['code', 'agent']),
     notifications: counter('durable_a2a_notifications_total', 'Notification deliveries by event kind and outcome (delivered, retried, failed, skipped, not-enqueued)', ['kind', 'outcome']),
+    deadWorkers: counter('durable_a2a_dead_workers_total', 'Worker processes found dead (liveness key gone) whose leases this process swept'),
+    leasesTakenOver: counter('durable_a2a_leases_taken_over_total', 'Leases of dead workers ended at once (liveness key gone) instead of at their TTL'),
   };
 }
 

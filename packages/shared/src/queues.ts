@@ -53,6 +53,9 @@ export type FollowJob = z.infer<typeof FollowJobSchema>;
 /** Index entries one reconcile batch job may carry (the sweeps split larger pages). */
 export const RECONCILE_BATCH_MAX = 1_000;
 
+/** Dead workers one sweep job ends the leases of (one pass over the unfinished index for all of them). */
+export const DEAD_WORKERS_PER_SWEEP = 16;
+
 /** reconcile: the fixed-id sweep (no ids), one delegation, or a batch of them (`refs`). */
 export const ReconcileJobSchema = z.object({
   workflowId: WorkflowId.optional(),
@@ -68,6 +71,10 @@ export const ReconcileJobSchema = z.object({
   all: z.boolean().optional(),
   /** A check right after a follow lease runs out: a lease renewed meanwhile only moves the next check (no further job). */
   afterLease: z.boolean().optional(),
+  /** A batch whose leases a dead worker held (the dead-worker sweep ended them): its sends may be looked for early. */
+  holderDied: z.boolean().optional(),
+  /** Workers found dead (their liveness keys gone): end their leases in the unfinished index and reconcile those records now. */
+  deadWorkers: z.array(z.string().min(1).max(300)).min(1).max(DEAD_WORKERS_PER_SWEEP).optional(),
 });
 export type ReconcileJob = z.infer<typeof ReconcileJobSchema>;
 

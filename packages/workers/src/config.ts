@@ -49,6 +49,8 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_PARKED_POLL_MS: Milliseconds.optional(),
   DA2A_LOCK_DURATION_MS: Milliseconds.optional(),
   DA2A_STALLED_INTERVAL_MS: Milliseconds.optional(),
+  /** Liveness key TTL (docs/recovery.md); 0 turns takeover by liveness off. */
+  DA2A_LIVENESS_TTL_MS: z.coerce.number({ error: 'a whole number of milliseconds (0: off)' }).int('a whole number of milliseconds (0: off)').min(0, 'a whole number of milliseconds (0: off)').optional(),
   DA2A_NOT_FOUND_WINDOW_MS: Milliseconds.optional(),
   DA2A_SEARCH_MARGIN_MS: Milliseconds.optional(),
   /** Progress rule and fairness (docs/agents.md "Progress rule"). */
@@ -194,6 +196,7 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     parkedPollMs: environment.DA2A_PARKED_POLL_MS,
     lockDurationMs: environment.DA2A_LOCK_DURATION_MS,
     stalledIntervalMs: environment.DA2A_STALLED_INTERVAL_MS,
+    livenessTtlMs: environment.DA2A_LIVENESS_TTL_MS,
     notFoundWindowMs: environment.DA2A_NOT_FOUND_WINDOW_MS,
     searchMarginMs: environment.DA2A_SEARCH_MARGIN_MS,
     noProgressWindowMs: environment.DA2A_NO_PROGRESS_WINDOW_MS,

@@ -48,6 +48,7 @@ import { agentShares } from './delegation/runs/agent-slots.ts';
 import { AgentLimitsBook } from './delegation/runs/flow.ts';
 import { HeldSends } from './delegation/runs/held-sends.ts';
 import { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
+import { startLiveness, type Liveness } from './delegation/runs/liveness.ts';
 import { AttemptSteps } from './delegation/attempt-step.ts';
 import { policyOf } from './delegation/core/policy.ts';
 import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
@@ -208,13 +209,14 @@ interface FleetResources {
   connection: RedisClient;
   journalRedis: RedisClient;
   refusalGate: RedisRefusalGate;
+  liveness: Liveness;
   ownDispatcher: { close(): Promise<void>; destroy(): Promise<void> } | undefined;
   logger: Logger;
   timeoutMs: number;
 }
 
 /** Graceful, bounded close of a fleet. */
-async function closeFleet({ workers, heldSends, agentHealth, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
+async function closeFleet({ workers, heldSends, agentHealth, localFollows, shutdown, queues, connection, journalRedis, refusalGate, liveness, ownDispatcher, logger, timeoutMs }: FleetResources): Promise<void> {
   // Nothing waits on a refusal backoff any more: what the close sends goes out (or fails) now.
   refusalGate.end();
   // Stop fetching, then end open streams (follow jobs and local follows): each hands its delegation to another worker.
@@ -223,6 +225,8 @@ async function closeFleet({ workers, heldSends, agentHealth, localFollows, shutd
   shutdown.abort();
   const within = (promise: Promise<unknown>) => Promise.race([promise, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref())]);
   if ((await within(graceful)) === 'timeout') {
+    // Leases may be left behind: the heartbeat stops, so a peer ends them once the liveness key runs out.
+    liveness.stop();
     logger.warn({ timeoutMs }, 'close timed out; abandoning in-flight jobs to the stalled-job check');
     for (const client of [connection, journalRedis]) client.disconnect(); // BullMQ keeps a worker's first (graceful) close: end what it waits for
     await within(Promise.all(workers.map((worker) => worker.close(true))).catch(() => undefined));
@@ -232,12 +236,15 @@ async function closeFleet({ workers, heldSends, agentHealth, localFollows, shutd
     return;
   }
   if (connection.status !== 'ready') {
+    liveness.stop();
     // Redis down: a graceful close would wait for a reconnect that may never come.
     for (const client of [connection, journalRedis]) client.disconnect();
     await ownDispatcher?.close().catch(() => undefined);
     return;
   }
   await agentHealth.flush();
+  // Every lease given back: off the roster, so no peer sweeps for this process.
+  await liveness.leave();
   await Promise.all(Object.values(queues).map((queue) => queue.close()));
   await Promise.all([connection.quit().catch(() => undefined), journalRedis.quit().catch(() => undefined)]);
   await ownDispatcher?.close().catch(() => undefined);
@@ -295,6 +302,8 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
       () => undefined,
     );
   await refreshAgentLabels();
+  // Before any worker takes a lease: a restart under the same worker id ends the earlier process's leases first.
+  const liveness = await startLiveness(context);
   const labelTimer = setInterval(() => void refreshAgentLabels(), input.agentLabelRefreshMs ?? AGENT_LABEL_REFRESH_MS).unref();
   const progress: FetchProgress[] = [];
   const workers = (input.queues ?? ALL_QUEUES).map((name) => {
@@ -312,7 +321,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   let closing: Promise<void> | undefined;
   const close = () => {
     clearInterval(labelTimer);
-    closing ??= closeFleet({ workers, heldSends: context.heldSends, agentHealth: context.agentHealth, localFollows, shutdown, queues, connection, journalRedis, refusalGate, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }).then(() =>
+    closing ??= closeFleet({ workers, heldSends: context.heldSends, agentHealth: context.agentHealth, localFollows, shutdown, queues, connection, journalRedis, refusalGate, liveness, ownDispatcher, logger, timeoutMs: input.closeTimeoutMs ?? 10_000 }).then(() =>
       logger.info({ workerId }, 'fleet closed'),
     );
     return closing;

@@ -106,6 +106,13 @@ export interface FleetOptions {
   lockDurationMs?: number;
   /** BullMQ stalled-job check interval. Default 30_000. */
   stalledIntervalMs?: number;
+  /**
+   * TTL of this process's liveness key (docs/recovery.md), set again every third of it (one command per process,
+   * whatever its streams): once it is gone a peer ends the leases this process held, so its work is taken over in
+   * about this long plus one beat instead of `lockDurationMs`. A process stalled longer than this loses its streams
+   * (fenced, as after a lease that ran out). 0 turns it off (leases then end at their TTL only). Default 3_000.
+   */
+  livenessTtlMs?: number;
   /** Attempts for transient send failures before the step fails. Default 6. */
   sendAttempts?: number;
   /** Overall deadline of one delegation attempt in ms (a step's `attemptDeadlineMs` wins). Default 86_400_000 (24 h). */
@@ -210,6 +217,7 @@ export interface CompiledFleetOptions {
   agentRefreshMs: number;
   lockDurationMs: number;
   stalledIntervalMs: number;
+  livenessTtlMs: number;
   sendAttempts: number;
   attemptDeadlineMs: number;
   streamingSends: boolean;
@@ -269,6 +277,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     agentRefreshMs: options.agentRefreshMs ?? 3_600_000,
     lockDurationMs: options.lockDurationMs ?? 30_000,
     stalledIntervalMs: options.stalledIntervalMs ?? 30_000,
+    livenessTtlMs: options.livenessTtlMs ?? 3_000,
     sendAttempts: options.sendAttempts ?? 6,
     attemptDeadlineMs: options.attemptDeadlineMs ?? 86_400_000,
     streamingSends: options.streamingSends ?? false,

@@ -1,11 +1,13 @@
 /**
  * Fleet-wide coordination kept beside the journal: one-time marks, the follow lease (one open stream
- * per task across the fleet, lease-1.lua) and a smooth rate limit on Redis's clock (takeToken-1.lua).
+ * per task across the fleet, lease-1.lua), a smooth rate limit on Redis's clock (takeToken-1.lua), and
+ * the workers' liveness (heartbeat-2.lua, forgetWorker-2.lua): a lease whose worker's liveness key is
+ * gone is ended at once (`endLeasesOf`), not at its TTL.
  */
 import type { DelegationRef } from './core.ts';
 import { indexMember } from './keys.ts';
 import { JournalReplies } from './replies.ts';
-import { callScriptMany, defineScript, integerReply, outcomeDecoder, fenceDecoder } from './scripts.ts';
+import { arrayReply, callScriptMany, defineScript, integerReply, outcomeDecoder, fenceDecoder, ScriptReplyError } from './scripts.ts';
 import { unlessRefused } from './errors.ts';
 
 /** What renewing one follow lease found (`renewLeases`). */
@@ -26,6 +28,31 @@ const takeFollowScript = defineScript({
   encode: (input: { token: string; durationMs: number }) => [input.token, input.durationMs],
   decode: fenceDecoder,
 });
+
+/** What one heartbeat found (`heartbeat`). */
+export interface Heartbeat {
+  /** This worker's liveness key had run out before this beat (a stall): peers may have ended its leases. */
+  lapsed: boolean;
+  /** The roster listed this worker id before this beat (at start-up: an earlier process with the same id). */
+  listed: boolean;
+  /** Workers whose last heartbeat is older than the liveness TTL (confirm each with `forgetWorker`). */
+  silent: string[];
+}
+
+/** heartbeat-2.lua: whether this worker's liveness key was still there, and the silent workers. */
+const heartbeatScript = defineScript({
+  name: 'heartbeat',
+  keys: ['liveness', 'roster'],
+  encode: (input: { workerId: string; ttlMs: number; limit: number }) => [input.workerId, input.ttlMs, input.limit],
+  decode: (reply, script): Heartbeat => {
+    const [was, listed, silent] = arrayReply(reply, script);
+    if (!Array.isArray(silent)) throw new ScriptReplyError(script, reply);
+    return { lapsed: was === 0, listed: listed === 1, silent: silent.map(String) };
+  },
+});
+
+/** forgetWorker-2.lua: 1 when this caller took the dead worker off the roster (and sweeps it), else 0. */
+const forgetWorkerScript = defineScript({ name: 'forgetWorker', keys: ['liveness', 'roster'], encode: (workerId: string) => [workerId], decode: integerReply });
 
 /** countRound-1.lua: the rounds so far, this one included. */
 const countRoundScript = defineScript({ name: 'countRound', keys: ['rounds'], encode: (ttlMs: number) => [ttlMs], decode: integerReply });
@@ -122,6 +149,47 @@ export class JournalCoordination extends JournalReplies {
   /** Milliseconds left on a delegation's follow lease (0 when nobody holds it). */
   async followLeaseRemainingMs(ref: DelegationRef): Promise<number> {
     return Math.max(0, await this.redis.pttl(this.keys.followLease(ref.workflowId, ref.delegationId)));
+  }
+
+  /**
+   * One heartbeat of worker `workerId` (heartbeat-2.lua, one call whatever the streams it holds): its liveness key
+   * set for `ttlMs`, its roster entry to now (Redis's clock), and up to `limit` (default 16) silent workers named.
+   */
+  async heartbeat(workerId: string, ttlMs: number, limit = 16): Promise<Heartbeat> {
+    const beat = await this.call(heartbeatScript, { liveness: this.keys.workerLiveness(workerId), roster: this.keys.fleetWorkers() }, { workerId, ttlMs, limit });
+    return { ...beat, silent: beat.silent.filter((id) => id !== workerId) };
+  }
+
+  /**
+   * Takes silent worker `workerId` off the roster when its liveness key is gone (forgetWorker-2.lua).
+   * @returns true for exactly one caller per death: that caller has its leases ended (`endLeasesOf`)
+   */
+  async forgetWorker(workerId: string): Promise<boolean> {
+    return (await this.call(forgetWorkerScript, { liveness: this.keys.workerLiveness(workerId), roster: this.keys.fleetWorkers() }, workerId)) === 1;
+  }
+
+  /** A worker that closed gracefully (its leases given back) leaves the roster and drops its liveness key: no sweep follows. */
+  async leaveFleet(workerId: string): Promise<void> {
+    await Promise.all([this.redis.zrem(this.keys.fleetWorkers(), workerId), this.redis.del(this.keys.workerLiveness(workerId))]);
+  }
+
+  /**
+   * Ends the leases (follow or send) that runs of dead workers `workerIds` hold on `refs`: one read of the holders
+   * (a GET each, sent together), then lease-1.lua `release` (compare-and-delete on the holder read) for each of theirs, pipelined.
+   * Call only for workers `forgetWorker` found dead (their liveness key gone).
+   * @returns the refs whose lease was ended, with the holder it had
+   */
+  async endLeasesOf(workerIds: readonly string[], refs: readonly DelegationRef[]): Promise<{ ref: DelegationRef; holder: string }[]> {
+    if (refs.length === 0) return [];
+    // Issued in one turn: the journal's connection sends them in one write (auto-pipelining; per node on a Cluster).
+    const holders = await Promise.all(refs.map((ref) => this.redis.get(this.keys.followLease(ref.workflowId, ref.delegationId))));
+    const theirs = refs.flatMap((ref, index) => {
+      const holder = holders[index];
+      return holder && workerIds.some((id) => holder.startsWith(`${id}/`)) ? [{ ref, holder }] : [];
+    });
+    const calls = theirs.map(({ ref, holder }) => ({ keys: { lease: this.keys.followLease(ref.workflowId, ref.delegationId) }, input: { op: 'release' as const, token: holder, durationMs: 0 } }));
+    const ended = await callScriptMany(this.redis, leaseScript, calls);
+    return theirs.filter((_, index) => ended[index] === 'done');
   }
 
   /**

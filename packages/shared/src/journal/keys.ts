@@ -72,6 +72,14 @@ export interface JournalKeys {
   /** The readiness probe's short-lived key (string `1` with a TTL; `Journal.probeWrites`). */
   writeProbe(): string;
   /**
+   * A worker process's liveness key (string `1`, TTL `livenessTtlMs`, set again every third of it: heartbeat-2.lua).
+   * Gone = the worker is presumed dead and its leases may be taken at once. Shares the `{fleet}` hash tag with
+   * `fleetWorkers`, so one script reaches both on a Cluster.
+   */
+  workerLiveness(workerId: string): string;
+  /** The fleet's roster: sorted set of worker ids by their last heartbeat (ms, Redis's clock; heartbeat-2.lua). */
+  fleetWorkers(): string;
+  /**
    * An agent's fleet-wide flow control (agentFlow-2.lua), by its normalized card URL: `slots` (sorted set of slot
    * holders scored by lease end, ms) and `state` (hash: pausedUntil, nextSend, nextResubscribe). Hash-tagged by a
    * digest of the card URL, so one script reaches both on a Cluster.
@@ -113,6 +121,8 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     taskOwner: (agentCardUrl, taskId) => `${prefix}:task:${createHash('sha256').update(agentCardUrl).update('\n').update(taskId).digest('hex')}`,
     tenantQuota: (tenant) => ({ inFlight: `${prefix}:tenant:${tenant}:in-flight`, stored: `${prefix}:tenant:${tenant}:stored` }),
     writeProbe: () => `${prefix}:write-probe`,
+    workerLiveness: (workerId) => `${prefix}:{fleet}:live:${workerId}`,
+    fleetWorkers: () => `${prefix}:{fleet}:workers`,
     agentFlow: (agentCardUrl) => {
       const tagged = `${prefix}:agents:flow:{${createHash('sha256').update(agentCardUrl).digest('hex').slice(0, 32)}}`;
       return { slots: `${tagged}:slots`, state: `${tagged}:state` };

@@ -43,17 +43,18 @@ export function batchesOf<T>(refs: readonly T[], size = REFS_PER_BATCH): T[][] {
 }
 
 /**
- * Reconciles every entry of one batch job (`afterLease`: the batch enqueued for its leases' end).
+ * Reconciles every entry of one batch job (`afterLease`: the batch enqueued for its leases' end; `holderDied`: the
+ * dead-worker sweep ended their leases, see `ReconcileCheck`).
  * @returns a short summary, e.g. `batch 100: followed 98, reattached 2`.
  */
-export async function reconcileBatch(ctx: WorkerContext, refs: readonly DelegationRef[], jobId: string | undefined, afterLease: boolean): Promise<string> {
+export async function reconcileBatch(ctx: WorkerContext, refs: readonly DelegationRef[], jobId: string | undefined, { afterLease, holderDied }: { afterLease: boolean; holderDied: boolean }): Promise<string> {
   const leaseEnds: { ref: DelegationRef; endsAt: number }[] = [];
   const onLeaseHeld = (ref: DelegationRef, endsAt: number) => void leaseEnds.push({ ref, endsAt });
   const outcomes = new Map<string, number>();
   await eachLimited(refs, BATCH_PARALLELISM, async (ref) => {
     let outcome: string;
     try {
-      outcome = await reconcileDelegation(ctx, ref, jobId, { afterLease, onLeaseHeld });
+      outcome = await reconcileDelegation(ctx, ref, jobId, { afterLease, holderDied, onLeaseHeld });
     } catch (error) {
       ctx.logger.warn({ queue: 'reconcile', ...ref, jobId, reason: (error as Error).message }, 'reconcile in a batch failed; retrying as a job of its own');
       const now = ctx.options.now();

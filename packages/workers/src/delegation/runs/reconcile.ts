@@ -4,6 +4,7 @@
  * times, from any worker; writes are compare-and-set on the version it read.
  *   no taskId, never sent  → send it (again)
  *   no taskId, maybe sent  → find by messageId (`search.ts`) → adopt | resend same messageId | AMBIGUOUS
+ *                            (before the send settled: adopt when found, else wait)
  *   parked                 → its question's life first (expired: `question-life.ts`; a reminder), then GetTask:
  *                            keep the question, or move on
  *   running                → reattach (follow); a refusal means terminal (one GetTask)
@@ -40,6 +41,11 @@ const LEASE_JITTER_MS = 500;
 export interface ReconcileCheck {
   /** This is the check enqueued for when a follow lease runs out (see `leaseHeld`). Default false. */
   afterLease?: boolean;
+  /**
+   * The worker that held this delegation's lease died (its liveness key gone; the dead-worker sweep ended the lease):
+   * a send it made that may still be in flight is looked for at once, and adopted if found. Default false.
+   */
+  holderDied?: boolean;
   /**
    * A batch (`reconcile-batch.ts`) enqueues the checks at the lease ends of its whole batch together: a held
    * lease is handed here with the time it ends (ms since epoch; the index entry already moved to just after
@@ -94,7 +100,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   }
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (await checkQuestionLife(ctx, record, log)) return 'question-expired';
-  if (record.state === 'INTENT') return reconcileIntent(ctx, record, log);
+  if (record.state === 'INTENT') return reconcileIntent(ctx, record, log, check.holderDied === true);
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
   if (leaseMs > 0) return leaseHeld(ctx, ref, leaseMs, check);
   // Parked: re-read (the agent may have moved on). Otherwise reattach: the subscription's
@@ -125,8 +131,11 @@ export async function leaseHeld(ctx: WorkerContext, ref: DelegationRef, leaseMs:
   return 'followed';
 }
 
-/** No taskId yet: never sent (send it), maybe sent (search, then adopt / resend / AMBIGUOUS). */
-async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
+/**
+ * No taskId yet: never sent (send it), maybe sent (search, then adopt / resend / AMBIGUOUS). `holderDied`: its sender
+ * died (`ReconcileCheck`): before the send settles, a search that finds it adopts it.
+ */
+async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger'], holderDied: boolean): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   if (record.held) {
     // Waiting for earlier steps: the workflow decides when to release it.
@@ -157,7 +166,11 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
   }
   const settlesAt = record.sendStartedAt + ctx.options.sendSettleMs;
   if (ctx.options.now() < settlesAt) {
-    // The send may still be in flight: searching now could miss it and resend.
+    // The send may still be in flight: a search now could miss it, so a miss decides nothing until `settlesAt`.
+    // When its sender died (its send lease ended by a peer, docs/recovery.md), one search now that finds our message
+    // adopts the task (never a SendMessage): taken over in seconds. Once per death, so a search's call budget holds.
+    const early = holderDied && !record.agentCardUrl.startsWith(HANDLER_PREFIX);
+    if (early && (await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log))) === 'adopted-early') return 'adopted-early';
     await ctx.journal.scheduleCheck(ref, settlesAt);
     await enqueueReconcile(ctx.queues, ref, { dueAt: settlesAt, now: ctx.options.now() });
     return 'send-in-flight';
@@ -201,6 +214,19 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
     return 'adopted';
   }
   return applied.next === 'resend' ? 'resend' : applied.next === 'settle' ? 'settled' : applied.next;
+}
+
+/**
+ * Maybe sent, not settled yet: applies the search only when it found our message (ownership proven: the search row
+ * adopts it, reading a finished summary in full first); a miss or a failed search is not applied.
+ * @returns `adopted-early`, or `not-found` (nothing written)
+ */
+async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
+  const observed = await searchForMessage(ctx, record, 'reconcile', 'looking for a send whose sender stopped before it settled');
+  if (observed.kind !== 'search-result' || observed.finding.kind !== 'found' || observed.finding.ownership.kind !== 'proven') return 'not-found';
+  await apply(ctx, record, observed, { log, source: 'reconcile' });
+  log.info({ taskId: observed.finding.task.id, state: observed.finding.task.status.state }, 'adopted the task found by our messageId before the send settled');
+  return 'adopted-early';
 }
 
 /** taskId known, parked: GetTask decides: record terminal, keep the question, or reattach (the task-read row). */
