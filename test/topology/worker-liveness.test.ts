@@ -11,11 +11,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { Journal, journalKeys } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
-import { useRedisClient, useRedisServer } from './harness/redis.ts';
-import { startDemoAgent, type DemoAgentHandle } from './harness/agent.ts';
-import { completesWith, completionSteps, type Behaviour } from './harness/agent-behaviours.ts';
-import { eventually, reconcileOutcomes, spawnWorkerProcess, startTestFleet, type WorkerProcess } from './harness/fleet.ts';
-import { intentRow } from './harness/journal-rows.ts';
+import { useRedisClient, useRedisServer } from '../harness/redis.ts';
+import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
+import { completesWith, completionSteps, type Behaviour } from '../harness/agent-behaviours.ts';
+import { eventually, reconcileOutcomes, spawnWorkerProcess, startTestFleet, type WorkerProcess } from '../harness/fleet.ts';
+import { intentRow } from '../harness/journal-rows.ts';
 
 const redisServer = useRedisServer({ appendOnly: true });
 const redis = useRedisClient(redisServer);
