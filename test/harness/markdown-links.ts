@@ -93,6 +93,37 @@ export function checkLinks(pages: readonly string[], source: PageSource): LinkRe
   return report;
 }
 
+/**
+ * A code span that names a file of the repository (`test/api/cli.test.ts`, `packages/a2a/src/sse.ts`): a path
+ * under one of the repository's top folders ending in a file extension, with no wildcard or placeholder. Pages
+ * name files this way far more often than they link them, and a moved file leaves such a span stale.
+ */
+const REPOSITORY_PATH = /^(?:test|packages|bench|docs|demo|examples|scripts|deploy)\/[A-Za-z0-9_./-]+\.(?:ts|lua|md|mjs|cjs|json|ya?ml|sh|proto)$/;
+
+/** The code spans of a page that name a repository file (see REPOSITORY_PATH), in document order. */
+export function pathSpans(text: string): string[] {
+  const paths: string[] = [];
+  visit(parse(text), (node) => {
+    if (node.type === 'inlineCode' && REPOSITORY_PATH.test((node as { value: string }).value)) paths.push((node as { value: string }).value);
+  });
+  return paths;
+}
+
+/**
+ * The code spans naming repository files that name none: each is read from the repository's root, or (a package's
+ * README naming its own files) from the page's folder.
+ */
+export function checkPathSpans(pages: readonly string[], source: PageSource): { checked: number; missing: { page: string; path: string }[] } {
+  const report = { checked: 0, missing: [] as { page: string; path: string }[] };
+  for (const page of pages) {
+    for (const path of pathSpans(source.read(page))) {
+      report.checked += 1;
+      if (!source.exists(path) && !source.exists(posix.join(posix.dirname(page), path))) report.missing.push({ page, path });
+    }
+  }
+  return report;
+}
+
 /** The pages of a checkout at `root`, read from disk. */
 export function diskSource(root: string): PageSource {
   return {

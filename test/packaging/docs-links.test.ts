@@ -7,7 +7,7 @@ import { readdirSync, statSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { checkLinks, diskSource, type PageSource } from '../harness/markdown-links.ts';
+import { checkLinks, checkPathSpans, diskSource, type PageSource } from '../harness/markdown-links.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const README_LIMIT_BYTES = 15 * 1024;
@@ -21,7 +21,8 @@ function markdownUnder(folder: string): string[] {
 const packageReadmes = readdirSync(new URL('../../packages', import.meta.url))
   .map((name) => `packages/${name}/README.md`)
   .filter((path) => statSync(new URL(`../../${path}`, import.meta.url), { throwIfNoEntry: false })?.isFile());
-const PAGES = ['README.md', ...markdownUnder('docs'), 'bench/README.md', ...packageReadmes];
+// bench/results.md is the log every run appends to (it names files as they were on the day): not a page.
+const PAGES = ['README.md', ...markdownUnder('docs'), ...markdownUnder('bench').filter((page) => page !== 'bench/results.md'), ...packageReadmes];
 
 const memory = (files: Record<string, string>): PageSource => ({
   exists: (path) => path in files || Object.keys(files).some((name) => name.startsWith(`${path}/`)),
@@ -35,6 +36,28 @@ it('every relative link and anchor of the documentation resolves', () => {
   expect(PAGES.length).toBeGreaterThanOrEqual(20);
   expect(report.relativeLinks).toBeGreaterThan(150);
   expect(report.anchors).toBeGreaterThan(30);
+});
+
+it('every repository file a page names in a code span exists (a moved file leaves no stale name behind)', () => {
+  const report = checkPathSpans(PAGES, diskSource(root));
+  expect(report.missing).toEqual([]);
+  expect(report.checked).toBeGreaterThan(100);
+});
+
+it('a code span naming a missing repository file is reported; other code spans are not paths', () => {
+  const files = {
+    'README.md': '`test/api/cli.test.ts` `test/gone.test.ts` `pnpm test` `packages/*/src/*.ts` `test/<subject>/x.test.ts`\n',
+    'test/api/cli.test.ts': '',
+    'packages/a/README.md': '`examples/run.mjs` `packages/a/examples/run.mjs` `examples/none.mjs`\n',
+    'packages/a/examples/run.mjs': '',
+  };
+  expect(checkPathSpans(['README.md', 'packages/a/README.md'], memory(files))).toEqual({
+    checked: 5,
+    missing: [
+      { page: 'README.md', path: 'test/gone.test.ts' },
+      { page: 'packages/a/README.md', path: 'examples/none.mjs' },
+    ],
+  });
 });
 
 it('README.md is at most 15 KiB', () => {
