@@ -103,6 +103,10 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     let registryClientCommands = 0;
     let sendOrderCommands = 0;
     let sendOrderClientCommands = 0;
+    // The workers' liveness (`<prefix>:{fleet}:…`, heartbeat-2.lua) costs one script call per worker process per
+    // second, whatever the number of delegations: counted apart, per second.
+    let livenessClientCommands = 0;
+    const startedAt = Date.now();
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source.endsWith(pollerAddress)) return;
       const command = (args[0] ?? '').toLowerCase();
@@ -118,6 +122,10 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
         if (!source.includes('lua')) sendOrderClientCommands++;
         return;
       }
+      if (key.startsWith(`${prefix}:{fleet}`)) {
+        if (!source.includes('lua')) livenessClientCommands++;
+        return;
+      }
       if (!key.startsWith(`${prefix}:`)) return;
       const shape = `${command} ${key.replace(/\{wf:[^}]*\}/, '{wf}').replace(/task:[0-9a-f]+/, 'task:<hex>')}`;
       byShape.set(shape, (byShape.get(shape) ?? 0) + 1);
@@ -126,6 +134,7 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     await delegate(DELEGATIONS, 'run');
     await new Promise((resolve) => setTimeout(resolve, 300));
     monitor.disconnect();
+    const elapsedSeconds = (Date.now() - startedAt) / 1000;
     const total = [...byShape.values()].reduce((sum, count) => sum + count, 0);
     const perDelegation = total / DELEGATIONS;
     const profile = [...byShape.entries()].sort((a, b) => b[1] - a[1]).map(([shape, count]) => `${(count / DELEGATIONS).toFixed(2)} ${shape}`);
@@ -144,6 +153,8 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     expect(registryCommands / DELEGATIONS).toBeGreaterThan(0);
     expect(registryCommands / DELEGATIONS).toBeLessThanOrEqual(REGISTRY_COMMANDS_PER_DELEGATION);
     expect(registryClientCommands / DELEGATIONS).toBeLessThanOrEqual(REGISTRY_CLIENT_COMMANDS_PER_DELEGATION);
+    // The liveness heartbeat: one script call per second from this fleet's one process (and one more at each edge).
+    expect(livenessClientCommands).toBeLessThanOrEqual(Math.ceil(elapsedSeconds) + 2);
     // The send queue's order: one script call per message send enqueued.
     expect(sendOrderCommands / DELEGATIONS).toBeGreaterThan(0);
     expect(sendOrderCommands / DELEGATIONS).toBeLessThanOrEqual(SEND_ORDER_COMMANDS_PER_DELEGATION);
