@@ -119,6 +119,7 @@ export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, Tim
 export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
 export { redisErrorKind, reconnectOnRedisError, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';
 export { RedisRefusalGate, redisBackoffMs, type RedisRefusalGateOptions } from './redis-refusal-gate.ts';
+export { batchWritesPerTurn } from './redis-write-batching.ts';
 export { parseSentinelUrl } from './redis-sentinel.ts';
 export type { SentinelTarget } from './redis-sentinel.ts';
 export type { RedisClient } from './redis.ts';

@@ -13,6 +13,7 @@
  */
 import { Cluster, type Redis, type RedisOptions } from 'ioredis';
 import { DEFAULT_COMMAND_TIMEOUT_MS, waitUntilConnected } from '../redis.ts';
+import { batchWritesPerTurn } from '../redis-write-batching.ts';
 import type { Journal } from './journal.ts';
 
 /** The channel a workflow's changes are published on (same hash tag as its keys). */
@@ -103,7 +104,8 @@ const SUBSCRIBER_OPTIONS = {
 
 /** A connected subscriber connection made from `source` (a server, a Sentinel primary, or a Cluster node). */
 async function connectSubscriber(source: Redis, deliver: (channel: string, message: string) => void): Promise<Redis> {
-  const connection = source.duplicate(SUBSCRIBER_OPTIONS);
+  // The SUBSCRIBEs and UNSUBSCRIBEs of one event-loop turn leave in one socket write.
+  const connection = batchWritesPerTurn(source.duplicate(SUBSCRIBER_OPTIONS));
   connection.on('error', () => undefined); // the SUBSCRIBE rejects to its waiter; an ended connection is replaced
   connection.on('message', deliver);
   try {
