@@ -116,6 +116,7 @@ export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
 export { AgentRegistry, candidateAgents, agentIdOf, AgentLimitsSchema, TenantNameSchema, TenantWeightSchema } from './registry.ts';
 export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, TimedAgentCall, AgentView, AgentStatus } from './registry.ts';
+export { keepParsedDefinition } from './workflow.ts';
 export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
 export { redisErrorKind, reconnectOnRedisError, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';
 export { RedisRefusalGate, redisBackoffMs, type RedisRefusalGateOptions } from './redis-refusal-gate.ts';

@@ -20,6 +20,7 @@ import {
   enqueueDecide,
   enqueueSend,
   firstAttempts,
+  keepParsedDefinition,
   searchableMetadata,
   withSpan,
   type Step,
@@ -95,19 +96,24 @@ async function create(context: ProducerContext, definition: Definition): Promise
   const now = Date.now();
   const generation = connectionGeneration(context.redis);
   const intents = await firstIntents(context, definition, now);
+  const definitionText = JSON.stringify(definition);
   // The workflow itself is indexed until it finishes (entry `*`, with the first intent's), so a crash anywhere is decided again.
   const created = await journal.createWorkflow(
     workflowId,
-    { state: 'RUNNING', definition: JSON.stringify(definition), createdAt: String(now), updatedAt: String(now) },
+    { state: 'RUNNING', definition: definitionText, createdAt: String(now), updatedAt: String(now) },
     intents[0],
     now + 5_000,
     searchableMetadata(definition),
   );
-  if (created) await sendFirstAttempts(context, definition, intents);
+  if (created) {
+    // The view (`waitFor`, `get`) reads this text back: its parse is the definition validated here.
+    keepParsedDefinition(definitionText, definition);
+    await sendFirstAttempts(context, definition, intents);
+  }
   if (!created) {
     // Same key, different request: refuse rather than silently return the other one.
     const existing = await journal.getWorkflow(workflowId);
-    if (existing && existing.definitionText !== JSON.stringify(definition)) {
+    if (existing && existing.definitionText !== definitionText) {
       throw new IdempotencyConflictError(`${workflowId} is already used by a different workflow or delegation`);
     }
   }
@@ -126,10 +132,11 @@ async function create(context: ProducerContext, definition: Definition): Promise
  */
 export async function delegate(context: ProducerContext, input: DelegateInput): Promise<{ id: string; created: boolean; messageId: string }> {
   const parsed = parseInput(DelegateInputSchema, input);
-  const message = parsed.text !== undefined ? { text: parsed.text, metadata: parsed.metadata } : { parts: parsed.parts!, metadata: parsed.metadata };
+  const metadata = parsed.metadata ? { metadata: parsed.metadata } : {};
+  const message = parsed.text !== undefined ? { text: parsed.text, ...metadata } : { parts: parsed.parts!, ...metadata };
   const definition = parseInput(WorkflowDefinitionSchema, {
     workflowId: parsed.idempotencyKey ?? randomUUID(),
-    steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push, ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}), ...(parsed.question ? { question: parsed.question } : {}) }],
+    steps: [{ name: 'main', agent: parsed.agent, message, ...(parsed.push !== undefined ? { push: parsed.push } : {}), ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}), ...(parsed.question ? { question: parsed.question } : {}) }],
     maxAttemptsPerStep: 1,
     ...(parsed.notify ? { notify: parsed.notify } : {}),
     ...(parsed.priority !== undefined ? { priority: parsed.priority } : {}),
