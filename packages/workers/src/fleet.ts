@@ -253,7 +253,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const metrics = createMetrics(input.metricsRegistry ?? new Registry(), 'workers');
   const workerId = input.workerId ?? `${hostname()}-${process.pid}`;
   // Workers need maxRetriesPerRequest: null (BullMQ; field case R23); the journal waits out short outages too.
-  // Its commands of one event-loop turn leave in one socket write (redis-write-batching.ts).
+  // Its commands of one event-loop turn leave in one socket write (`batchWritesPerTurn`).
   const connection = batchWritesPerTurn(openRedisClient(options.redis));
   // The journal's own connection auto-pipelines (ioredis): the commands of every delegation issued in one
   // event-loop turn leave in one socket write (issue 16: one write syscall per command was ~15% of the

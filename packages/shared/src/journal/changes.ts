@@ -12,8 +12,7 @@
  * node over the cluster bus) and a replacement may go to another.
  */
 import { Cluster, type Redis, type RedisOptions } from 'ioredis';
-import { DEFAULT_COMMAND_TIMEOUT_MS, waitUntilConnected } from '../redis.ts';
-import { batchWritesPerTurn } from '../redis-write-batching.ts';
+import { DEFAULT_COMMAND_TIMEOUT_MS, batchWritesPerTurn, waitUntilConnected } from '../redis.ts';
 import type { Journal } from './journal.ts';
 
 /** The channel a workflow's changes are published on (same hash tag as its keys). */
