@@ -11,7 +11,8 @@
  * Knobs (env; defaults at BENCH_SCALE=1): PEERS_SIDES (all; restate only when its binary is installed),
  * PEERS_N (2000 × scale), PEERS_C (50,200), PEERS_WORK_MS (50,0), PEERS_ROUNDS (3), PEERS_WARMUP (min(100, N)),
  * PEERS_CRASH (1; 0 skips the crash check), PEERS_CRASH_COUNT (50), PEERS_CRASH_WORK_MS (3000),
- * PEERS_CRASH_TIMEOUT_MS (120000), PEERS_TARGET_SIDE (durable-separate), PEERS_FREEZE_IDLE (1). DA2A_* variables
+ * PEERS_CRASH_TIMEOUT_MS (120000), PEERS_TARGET_SIDE (durable-separate), PEERS_FREEZE_IDLE (1), PEERS_CPU_PROF (a directory:
+ * a V8 CPU profile of every Node process of every side, written when the side stops; default none). DA2A_* variables
  * are passed to the durable-a2a worker processes (e.g. DA2A_LOCK_DURATION_MS).
  */
 import { loadavg } from 'node:os';
@@ -20,7 +21,7 @@ import { z } from 'zod';
 import { round, scaled, sleep, type BenchResult, type Figure } from './common.ts';
 import type { Executions } from './processes/agent.ts';
 import { spawnBenchChild, type BenchChild } from './processes/ipc.ts';
-import { totalCpuMicros } from './peers/cpu.ts';
+import { processCpuMicros, totalCpuMicros } from './peers/cpu.ts';
 import { restateServerBinary, restateServerVersion } from './peers/restate-server.ts';
 import { CRASH_SIDES, SIDE_NAMES, startSide, type Side, type SideName, type SideOptions } from './peers/sides.ts';
 import { cpuMsOf, crashCell, engineMsOf, median, rateOf, settingLabel, settingTable, targets, targetsTable, type CrashResult, type MeasuredRound, type SettingResult } from './peers/table.ts';
@@ -57,6 +58,7 @@ function settingsFrom(environment: NodeJS.ProcessEnv, scale: number) {
       PEERS_CRASH_TIMEOUT_MS: positive.default(120_000),
       PEERS_TARGET_SIDE: z.enum(SIDE_NAMES).default('durable-separate'),
       PEERS_FREEZE_IDLE: z.enum(['0', '1']).default('1'),
+      PEERS_CPU_PROF: z.string().min(1).optional(),
     })
     .parse(environment);
   const restateInstalled = restateServerBinary() !== undefined;
@@ -77,19 +79,26 @@ type Settings = ReturnType<typeof settingsFrom>;
 const load1 = () => round(loadavg()[0]!, 2);
 const DURABLE_SIDES: readonly SideName[] = ['durable-inprocess', 'durable-separate', 'durable-fsync'];
 
-/** One measured round of `side`: its own processes' CPU over the round, read from /proc. */
+/** One measured round of `side`: its own processes' CPU over the round, read from /proc, in all and by role. */
 async function measuredRound(side: Side, input: Parameters<Side['round']>[0]): Promise<MeasuredRound> {
   const pids = side.pids();
   const engine = side.enginePids();
-  const [cpuBefore, engineBefore] = [totalCpuMicros(pids), totalCpuMicros(engine)];
+  const [cpuBefore, engineBefore, rolesBefore] = [totalCpuMicros(pids), totalCpuMicros(engine), pids.map(processCpuMicros)];
   const { completed, elapsedMs } = await side.round(input);
-  return { completed, elapsedMs, cpuMicros: totalCpuMicros(pids) - cpuBefore, engineCpuMicros: totalCpuMicros(engine) - engineBefore };
+  const cpuMicrosByRole = Object.fromEntries(pids.map((pid, index) => [side.roles[index] ?? String(pid), processCpuMicros(pid) - rolesBefore[index]!]));
+  return { completed, elapsedMs, cpuMicros: totalCpuMicros(pids) - cpuBefore, engineCpuMicros: totalCpuMicros(engine) - engineBefore, cpuMicrosByRole };
 }
+
+/** `client 0.9, worker 1.1, engine 0.6` (ms per delegation completed). */
+const roleCpuText = (measured: MeasuredRound): string =>
+  Object.entries(measured.cpuMicrosByRole ?? {})
+    .map(([role, micros]) => `${role} ${round(micros / 1000 / Math.max(1, measured.completed), 3)}`)
+    .join(', ');
 
 async function runSetting(settings: Settings, agent: AgentReady, workMs: number, concurrency: number, notes: string[]): Promise<SettingResult> {
   const result: SettingResult = { workMs, concurrency, count: settings.PEERS_N, rounds: new Map(), loadAtStart: load1(), loadAtEnd: 0 };
   const sides: Side[] = [];
-  const options: SideOptions = { concurrency, workerEnvironment: settings.workerEnvironment };
+  const options: SideOptions = { concurrency, workerEnvironment: settings.workerEnvironment, ...(settings.PEERS_CPU_PROF ? { profileDirectory: settings.PEERS_CPU_PROF } : {}) };
   try {
     for (const name of settings.sides) {
       try {
@@ -126,7 +135,7 @@ async function runSetting(settings: Settings, agent: AgentReady, workMs: number,
         await attempt(side, `round ${index + 1}`, async () => {
           const measured = await measuredRound(side, input(`r${index}`, settings.PEERS_N));
           result.rounds.set(side.name, [...(result.rounds.get(side.name) ?? []), measured]);
-          console.log(`  ${settingLabel(result)} round ${index + 1} ${side.name}: ${round(rateOf(measured), 1)}/s, ${round(cpuMsOf(measured), 3)} ms CPU, ${round(engineMsOf(measured), 3)} ms engine`);
+          console.log(`  ${settingLabel(result)} round ${index + 1} ${side.name}: ${round(rateOf(measured), 1)}/s, ${round(cpuMsOf(measured), 3)} ms CPU (${roleCpuText(measured)}), ${round(engineMsOf(measured), 3)} ms engine`);
         });
       }
     }

@@ -59,6 +59,8 @@ export interface Side {
   name: SideName;
   /** Every process of the side: client, workers, redis-server or restate-server. */
   pids(): number[];
+  /** The role of each process of `pids()`, in the same order (`client`, `worker`, `engine`, …). */
+  roles: readonly string[];
   /** The store's process: redis-server or restate-server (none for bare). */
   enginePids(): number[];
   round(input: RoundInput): Promise<SideRound>;
@@ -79,6 +81,16 @@ export interface SideOptions {
   concurrency: number;
   /** More env for durable-a2a worker processes (the caller's DA2A_* settings). */
   workerEnvironment: Record<string, string>;
+  /**
+   * Write a V8 CPU profile of every Node process of the side, each into `<directory>/<side>-<role>/` when the process
+   * exits (PEERS_CPU_PROF). Default none.
+   */
+  profileDirectory?: string;
+}
+
+/** `--cpu-prof` arguments for a side's Node process of `role`; none without `options.profileDirectory`. */
+function profileArguments(options: SideOptions, side: SideName, role: string): string[] {
+  return options.profileDirectory ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDirectory}/${side}-${role}`] : [];
 }
 
 const WORKER_MAIN = fileURLToPath(new URL('../../packages/workers/src/main.ts', import.meta.url));
@@ -86,10 +98,10 @@ const SOURCE_EXEC_ARGV = ['--conditions=@durable-a2a/source', '--import', 'tsx']
 const UNTHROTTLED_SUBSCRIBE = '1000000/1000';
 
 /** A durable-a2a worker process (packages/workers main.ts) with production timings; resolves when ready. */
-async function spawnDurableWorker(redisUrl: string, prefix: string, options: SideOptions): Promise<ChildProcess> {
+async function spawnDurableWorker(redisUrl: string, prefix: string, options: SideOptions, side: SideName): Promise<ChildProcess> {
   const concurrency = String(options.concurrency);
   const child = fork(WORKER_MAIN, [], {
-    execArgv: SOURCE_EXEC_ARGV,
+    execArgv: [...SOURCE_EXEC_ARGV, ...profileArguments(options, side, 'worker')],
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: 'silent',
@@ -126,8 +138,8 @@ async function redisPid(redisServer: RedisServerHandle): Promise<number> {
 }
 
 /** A bench child in a process group of its own (it is SIGSTOPped while idle), killed when this process exits. */
-function detachedChild<Ready>(entry: string, environment: Record<string, string>): BenchChild<Ready> {
-  const child = spawnBenchChild<Ready>(entry, environment, [], true);
+function detachedChild<Ready>(entry: string, environment: Record<string, string>, execArgv: string[] = []): BenchChild<Ready> {
+  const child = spawnBenchChild<Ready>(entry, environment, execArgv, true);
   killOnExit(child.child);
   return child;
 }
@@ -142,10 +154,11 @@ function clientCalls(client: BenchChild<unknown>) {
 }
 
 /** What every side has: its processes by role, a stop list run in reverse order. */
-function assemble(name: SideName, parts: { pids: () => number[]; enginePids: () => number[]; client: BenchChild<unknown>; killAndRestart?: () => Promise<void>; stops: (() => Promise<void>)[] }): Side {
+function assemble(name: SideName, parts: { pids: () => number[]; roles: readonly string[]; enginePids: () => number[]; client: BenchChild<unknown>; killAndRestart?: () => Promise<void>; stops: (() => Promise<void>)[] }): Side {
   return {
     name,
     pids: parts.pids,
+    roles: parts.roles,
     enginePids: parts.enginePids,
     ...clientCalls(parts.client),
     ...(parts.killAndRestart ? { killAndRestart: parts.killAndRestart } : {}),
@@ -160,22 +173,23 @@ function assemble(name: SideName, parts: { pids: () => number[]; enginePids: () 
 
 export async function startSide(name: SideName, options: SideOptions): Promise<Side> {
   const pidOf = (child: { pid?: number | undefined }) => child.pid ?? 0;
+  const profiled = (role: string) => profileArguments(options, name, role);
   if (name === 'bare') {
-    const client = detachedChild('side', { BENCH_SIDE: 'bare' });
+    const client = detachedChild('side', { BENCH_SIDE: 'bare' }, profiled('client'));
     await client.ready;
-    return assemble(name, { pids: () => [pidOf(client.child)], enginePids: () => [], client, stops: [() => client.stop()] });
+    return assemble(name, { pids: () => [pidOf(client.child)], roles: ['client'], enginePids: () => [], client, stops: [() => client.stop()] });
   }
   if (name === 'restate') {
     const server: RestateServer = await startRestateServer();
     const stops: (() => Promise<void>)[] = [() => server.stop()];
     try {
       // The SDK logs every invocation at INFO; the other sides log nothing either.
-      const startService = (port = 0) => detachedChild<{ port: number }>('restate-service', { PORT: String(port), RESTATE_LOGGING: 'ERROR' });
+      const startService = (port = 0) => detachedChild<{ port: number }>('restate-service', { PORT: String(port), RESTATE_LOGGING: 'ERROR' }, profiled('service'));
       let service = startService();
       stops.push(() => service.stop());
       const { port } = await service.ready;
       await server.register(`http://127.0.0.1:${port}`);
-      const client = detachedChild('peer-client', { BENCH_PEER: 'restate', RESTATE_INGRESS_URL: server.ingressUrl });
+      const client = detachedChild('peer-client', { BENCH_PEER: 'restate', RESTATE_INGRESS_URL: server.ingressUrl }, profiled('client'));
       stops.push(() => client.stop());
       await client.ready;
       const killAndRestart = async () => {
@@ -183,7 +197,7 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
         service = startService(port);
         await service.ready;
       };
-      return assemble(name, { pids: () => [pidOf(client.child), pidOf(service.child), server.pid], enginePids: () => [server.pid], client, killAndRestart, stops });
+      return assemble(name, { pids: () => [pidOf(client.child), pidOf(service.child), server.pid], roles: ['client', 'service', 'engine'], enginePids: () => [server.pid], client, killAndRestart, stops });
     } catch (error) {
       for (const stop of stops.reverse()) await stop().catch(() => undefined);
       throw error;
@@ -194,17 +208,17 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
   const stops: (() => Promise<void>)[] = [() => redisServer.stop()];
   try {
     if (name === 'durable-inprocess') {
-      const client = detachedChild('side', { BENCH_SIDE: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' });
+      const client = detachedChild('side', { BENCH_SIDE: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' }, profiled('client'));
       stops.push(() => client.stop());
       await client.ready;
-      return assemble(name, { pids: () => [pidOf(client.child), engine], enginePids: () => [engine], client, stops });
+      return assemble(name, { pids: () => [pidOf(client.child), engine], roles: ['client', 'engine'], enginePids: () => [engine], client, stops });
     }
     if (name === 'naive') {
-      const startWorker = () => detachedChild('naive-worker', { REDIS_URL: redisServer.url, NAIVE_CONCURRENCY: String(options.concurrency) });
+      const startWorker = () => detachedChild('naive-worker', { REDIS_URL: redisServer.url, NAIVE_CONCURRENCY: String(options.concurrency) }, profiled('worker'));
       let worker = startWorker();
       stops.push(() => worker.stop());
       await worker.ready;
-      const client = detachedChild('peer-client', { BENCH_PEER: 'naive', REDIS_URL: redisServer.url });
+      const client = detachedChild('peer-client', { BENCH_PEER: 'naive', REDIS_URL: redisServer.url }, profiled('client'));
       stops.push(() => client.stop());
       await client.ready;
       const killAndRestart = async () => {
@@ -212,18 +226,18 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
         worker = startWorker();
         await worker.ready;
       };
-      return assemble(name, { pids: () => [pidOf(client.child), pidOf(worker.child), engine], enginePids: () => [engine], client, killAndRestart, stops });
+      return assemble(name, { pids: () => [pidOf(client.child), pidOf(worker.child), engine], roles: ['client', 'worker', 'engine'], enginePids: () => [engine], client, killAndRestart, stops });
     }
-    let worker = await spawnDurableWorker(redisServer.url, 'peers', options);
+    let worker = await spawnDurableWorker(redisServer.url, 'peers', options, name);
     stops.push(() => stopGracefully(worker));
-    const client = detachedChild('peer-client', { BENCH_PEER: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' });
+    const client = detachedChild('peer-client', { BENCH_PEER: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' }, profiled('client'));
     stops.push(() => client.stop());
     await client.ready;
     const killAndRestart = async () => {
       await killHard(worker);
-      worker = await spawnDurableWorker(redisServer.url, 'peers', options);
+      worker = await spawnDurableWorker(redisServer.url, 'peers', options, name);
     };
-    return assemble(name, { pids: () => [pidOf(client.child), pidOf(worker), engine], enginePids: () => [engine], client, killAndRestart, stops });
+    return assemble(name, { pids: () => [pidOf(client.child), pidOf(worker), engine], roles: ['client', 'worker', 'engine'], enginePids: () => [engine], client, killAndRestart, stops });
   } catch (error) {
     for (const stop of stops.reverse()) await stop().catch(() => undefined);
     throw error;

@@ -15,6 +15,8 @@ export interface MeasuredRound {
   cpuMicros: number;
   /** CPU µs of its redis-server or restate-server over the round. */
   engineCpuMicros: number;
+  /** CPU µs of each process over the round, by its role (`client`, `worker`, `engine`, …). */
+  cpuMicrosByRole?: Record<string, number>;
 }
 
 export interface SettingResult {

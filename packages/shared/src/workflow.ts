@@ -172,6 +172,26 @@ export function parseDefinitionText(text: string): WorkflowDefinition {
 }
 
 /**
+ * Keeps `definition` as the parse of `text`, so that `parseDefinitionText(text)` in this process hands it out without
+ * parsing: for a caller that has just validated `definition` with `WorkflowDefinitionSchema` and journals
+ * `text = JSON.stringify(definition)` (the producer, whose `waitFor` reads the definition back from the journal).
+ * The schema has defaults and refinements but no transforms, so its parse of that text equals `definition`, unless a
+ * member of it is `undefined` (the text leaves it out, the parse has no such key): such a definition is not kept. The
+ * caller hands the object over: it is read, never changed, from then on. Texts over 16,384 characters are not kept.
+ */
+export function keepParsedDefinition(text: string, definition: WorkflowDefinition): void {
+  if (text.length > LONGEST_KEPT_DEFINITION || parsedDefinitions.has(text) || holdsUndefined(definition)) return;
+  parsedDefinitions.set(text, definition);
+}
+
+/** True when `value` (JSON-like) has an object member or array item that is `undefined`, at any depth. */
+function holdsUndefined(value: unknown): boolean {
+  if (value === undefined) return true;
+  if (!value || typeof value !== 'object') return false;
+  return (Array.isArray(value) ? value : Object.values(value)).some(holdsUndefined);
+}
+
+/**
  * The verifier an attempt of `kind` declares in its step: the step's own (`step`), or its compensation's
  * (`compensation`, only a delegation compensation can declare one). The one answer to "does this attempt declare a
  * verifier" for the send path's check, the settle and the undo chain.

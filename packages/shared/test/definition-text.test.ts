@@ -1,6 +1,7 @@
 /** parseDefinitionText: the schema's parse of a journaled definition, kept per text. No Redis. */
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { WorkflowDefinitionSchema, parseDefinitionText } from '../src/workflow.ts';
+import { WorkflowDefinitionSchema, keepParsedDefinition, parseDefinitionText } from '../src/workflow.ts';
 
 const text = (name: string) => JSON.stringify({ workflowId: `wf-${name}`, steps: [{ name, agent: 'https://a.example', message: { text: 'hi' }, verifier: { name: 'v' } }] });
 
@@ -17,5 +18,63 @@ describe('parseDefinitionText', () => {
     expect(() => parseDefinitionText(invalid)).toThrow();
     expect(() => parseDefinitionText(invalid)).toThrow();
     expect(() => parseDefinitionText('{')).toThrow(SyntaxError);
+  });
+});
+
+/** Definitions as callers write them: optional members present or absent, defaults left to the schema. */
+const definitionInput = fc.record(
+  {
+    workflowId: fc.stringMatching(/^[a-z][a-z0-9-]{0,20}$/),
+    steps: fc.uniqueArray(
+      fc.record(
+        {
+          name: fc.stringMatching(/^[a-z][a-z0-9]{0,8}$/),
+          agent: fc.constantFrom('https://a.example', 'http://127.0.0.1:3000/.well-known/agent-card.json'),
+          message: fc.oneof(
+            fc.record({ text: fc.string({ minLength: 1, maxLength: 20 }), metadata: fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 2 })) }, { requiredKeys: ['text'] }),
+            fc.record({ parts: fc.array(fc.record({ text: fc.string({ maxLength: 10 }) }), { minLength: 1, maxLength: 2 }) }),
+          ),
+          push: fc.boolean(),
+          verifier: fc.record({ name: fc.constant('v'), params: fc.dictionary(fc.string({ maxLength: 5 }), fc.integer()) }, { requiredKeys: ['name'] }),
+          compensation: fc.record({ handler: fc.constant('undo'), params: fc.dictionary(fc.string({ maxLength: 5 }), fc.boolean()) }, { requiredKeys: ['handler'] }),
+          attemptDeadlineMs: fc.integer({ min: 1, max: 1e9 }),
+          question: fc.constant({ remindEveryMs: 1_000 }),
+        },
+        { requiredKeys: ['name', 'agent', 'message'] },
+      ),
+      { minLength: 1, maxLength: 3, selector: (step) => step.name },
+    ),
+    maxAttemptsPerStep: fc.integer({ min: 1, max: 20 }),
+    metadata: fc.dictionary(fc.string({ maxLength: 5 }), fc.string({ maxLength: 5 })),
+    priority: fc.integer({ min: 1, max: 10 }),
+  },
+  { requiredKeys: ['workflowId', 'steps'] },
+);
+
+describe('keepParsedDefinition', () => {
+  it('property: the schema parse of a parsed definition\'s JSON text equals it (so keeping it is the same as parsing)', () => {
+    fc.assert(
+      fc.property(definitionInput, (input) => {
+        const parsed = WorkflowDefinitionSchema.parse(input);
+        expect(WorkflowDefinitionSchema.parse(JSON.parse(JSON.stringify(parsed)))).toStrictEqual(parsed);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  it('hands the kept object out for its text without parsing', () => {
+    const definition = WorkflowDefinitionSchema.parse(JSON.parse(text('kept')));
+    const journaled = JSON.stringify(definition);
+    keepParsedDefinition(journaled, definition);
+    expect(parseDefinitionText(journaled)).toBe(definition);
+  });
+
+  it('does not keep a definition with an undefined member (its text leaves it out): the text is parsed', () => {
+    const definition = { ...WorkflowDefinitionSchema.parse(JSON.parse(text('holes'))), metadata: undefined };
+    const journaled = JSON.stringify(definition);
+    keepParsedDefinition(journaled, definition);
+    const read = parseDefinitionText(journaled);
+    expect(read).not.toBe(definition);
+    expect('metadata' in read).toBe(false);
   });
 });

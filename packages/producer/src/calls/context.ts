@@ -13,6 +13,7 @@ import {
   DEFAULT_JOB_OPTIONS,
   JOB_RETENTION,
   Journal,
+  batchWritesPerTurn,
   createFailFastRedisClient,
   queuePrefix,
   waitUntilConnected,
@@ -130,9 +131,10 @@ export function connectProducer(options: ProducerOptions): ProducerContext {
  * producer made it) without auto-pipelining: BullMQ defines its ~70 scripts on the connection it is given,
  * and an auto-pipelined client copies every defined script onto each batch's pipeline (ioredis' Pipeline
  * constructor), which was about a third of the producer's CPU per `delegate` (measured with `bench/timeline.ts`).
+ * Its commands of one event-loop turn still leave in one socket write (`batchWritesPerTurn`).
  */
 function queueConnection(redis: Redis | Cluster): Redis | Cluster {
-  const connection = redis instanceof Cluster ? redis.duplicate(undefined, { enableAutoPipelining: false }) : redis.duplicate({ enableAutoPipelining: false });
+  const connection = batchWritesPerTurn(redis instanceof Cluster ? redis.duplicate(undefined, { enableAutoPipelining: false }) : redis.duplicate({ enableAutoPipelining: false }));
   connection.on('error', () => undefined); // surfaced per call as RedisUnavailableError
   return connection;
 }

@@ -21,6 +21,7 @@ import {
   enqueueSend,
   firstAttempts,
   JournalError,
+  keepParsedDefinition,
   searchableMetadata,
   tenantOfWorkflowId,
   withSpan,
@@ -99,11 +100,12 @@ async function create(context: ProducerContext, definition: Definition): Promise
   const generation = connectionGeneration(context.redis);
   const intents = await firstIntents(context, definition, now);
   const tenant = tenantOfWorkflowId(workflowId);
+  const definitionText = JSON.stringify(definition);
   // The workflow itself is indexed until it finishes (entry `*`, with the first intent's), so a crash anywhere is decided again.
   const created = await journal
     .createWorkflow(
       workflowId,
-      { state: 'RUNNING', definition: JSON.stringify(definition), createdAt: String(now), updatedAt: String(now) },
+      { state: 'RUNNING', definition: definitionText, createdAt: String(now), updatedAt: String(now) },
       intents[0],
       now + 5_000,
       searchableMetadata(definition),
@@ -113,11 +115,15 @@ async function create(context: ProducerContext, definition: Definition): Promise
       if (error instanceof JournalError && (error.code === 'QUOTA_IN_FLIGHT' || error.code === 'QUOTA_STORED')) throw quotaExceeded(tenant, error.code);
       throw error;
     });
-  if (created) await sendFirstAttempts(context, definition, intents);
+  if (created) {
+    // The view (`waitFor`, `get`) reads this text back: its parse is the definition validated here.
+    keepParsedDefinition(definitionText, definition);
+    await sendFirstAttempts(context, definition, intents);
+  }
   if (!created) {
     // Same key, different request: refuse rather than silently return the other one.
     const existing = await journal.getWorkflow(workflowId);
-    if (existing && existing.definitionText !== JSON.stringify(definition)) {
+    if (existing && existing.definitionText !== definitionText) {
       throw new IdempotencyConflictError(`${workflowId} is already used by a different workflow or delegation`);
     }
   }
@@ -148,10 +154,11 @@ function quotaExceeded(tenant: string, code: 'QUOTA_IN_FLIGHT' | 'QUOTA_STORED')
 export async function delegate(context: ProducerContext, scope: ProducerScope, input: DelegateInput): Promise<{ id: string; created: boolean; messageId: string }> {
   requireWriter(scope, 'delegate');
   const parsed = parseInput(DelegateInputSchema, input);
-  const message = parsed.text !== undefined ? { text: parsed.text, metadata: parsed.metadata } : { parts: parsed.parts!, metadata: parsed.metadata };
+  const metadata = parsed.metadata ? { metadata: parsed.metadata } : {};
+  const message = parsed.text !== undefined ? { text: parsed.text, ...metadata } : { parts: parsed.parts!, ...metadata };
   const definition = parseInput(WorkflowDefinitionSchema, {
     workflowId: createdWorkflowId(scope, parsed.idempotencyKey ?? randomUUID()),
-    steps: [{ name: 'main', agent: parsed.agent, message, push: parsed.push, ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}), ...(parsed.question ? { question: parsed.question } : {}) }],
+    steps: [{ name: 'main', agent: parsed.agent, message, ...(parsed.push !== undefined ? { push: parsed.push } : {}), ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}), ...(parsed.question ? { question: parsed.question } : {}) }],
     maxAttemptsPerStep: 1,
     ...(parsed.notify ? { notify: parsed.notify } : {}),
     ...(parsed.priority !== undefined ? { priority: parsed.priority } : {}),

@@ -12,7 +12,7 @@
  * node over the cluster bus) and a replacement may go to another.
  */
 import { Cluster, type Redis, type RedisOptions } from 'ioredis';
-import { DEFAULT_COMMAND_TIMEOUT_MS, waitUntilConnected } from '../redis.ts';
+import { DEFAULT_COMMAND_TIMEOUT_MS, batchWritesPerTurn, waitUntilConnected } from '../redis.ts';
 import type { Journal } from './journal.ts';
 
 /** The channel a workflow's changes are published on (same hash tag as its keys). */
@@ -103,7 +103,8 @@ const SUBSCRIBER_OPTIONS = {
 
 /** A connected subscriber connection made from `source` (a server, a Sentinel primary, or a Cluster node). */
 async function connectSubscriber(source: Redis, deliver: (channel: string, message: string) => void): Promise<Redis> {
-  const connection = source.duplicate(SUBSCRIBER_OPTIONS);
+  // The SUBSCRIBEs and UNSUBSCRIBEs of one event-loop turn leave in one socket write.
+  const connection = batchWritesPerTurn(source.duplicate(SUBSCRIBER_OPTIONS));
   connection.on('error', () => undefined); // the SUBSCRIBE rejects to its waiter; an ended connection is replaced
   connection.on('message', deliver);
   try {

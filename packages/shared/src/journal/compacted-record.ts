@@ -108,7 +108,11 @@ export interface CompactedWorkflow {
   history: unknown[];
 }
 
-const FieldsSchema = z.record(z.string(), z.unknown());
+/** A JSON object as JSON.parse returns it: checked, not copied (the record is read once, on every finished view). */
+const FieldsSchema = z.custom<Record<string, unknown>>(
+  (value) => typeof value === 'object' && value !== null && !Array.isArray(value) && Object.getPrototypeOf(value) === Object.prototype,
+  'expected an object',
+);
 const CompactedSchema = z.object({ workflow: FieldsSchema, delegations: z.array(FieldsSchema), history: z.array(z.unknown()).optional() });
 const fullName = new Map(Object.entries(COMPACTED_RECORD_LAYOUT.names).map(([field, name]) => [name, field]));
 const MARK = '=';
@@ -127,13 +131,22 @@ function asHash(fields: Record<string, unknown>, since: number | undefined): Rec
 }
 const asText = (value: unknown): string => (typeof value === 'string' ? value : JSON.stringify(value));
 
-/** Replaces every `key: "="` inside a JSON value by `replacement` (at most one exists: see the header). */
+/**
+ * Replaces every `key: "="` inside a JSON value by `replacement` (at most one exists: see the header), in place: the
+ * value is the record's own, fresh from JSON.parse. Returns `value`.
+ */
 function restoreMark(value: unknown, key: string, replacement: unknown): unknown {
-  if (Array.isArray(value)) return value.map((item) => restoreMark(item, key, replacement));
   if (!value || typeof value !== 'object') return value;
-  return Object.fromEntries(
-    Object.entries(value).map(([name, inner]) => [name, name === key && inner === MARK ? replacement : restoreMark(inner, key, replacement)]),
-  );
+  if (Array.isArray(value)) {
+    for (const item of value) restoreMark(item, key, replacement);
+    return value;
+  }
+  const members = value as Record<string, unknown>;
+  for (const name of Object.keys(members)) {
+    if (name === key && members[name] === MARK) members[name] = replacement;
+    else restoreMark(members[name], key, replacement);
+  }
+  return value;
 }
 
 /** Restores what the compacted delegation left out or marked (see the header). */
