@@ -84,7 +84,9 @@ it('reports a missing file, a missing anchor and a path above the root; code and
 });
 
 it('a link to any heading by its GitHub slug resolves, a repeated heading by its -1 suffix', () => {
-  const word = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9 ()`'.,:-]{0,30}[A-Za-z0-9]$/);
+  // No backticks here: a code span drops one leading and one trailing space (CommonMark), so "a` ( `0" slugs to
+  // "a-0" on GitHub and here alike, not to what the simple oracle below computes; code spans are an example below.
+  const word = fc.stringMatching(/^[A-Za-z0-9][A-Za-z0-9 ()'.,:-]{0,30}[A-Za-z0-9]$/);
   fc.assert(
     fc.property(word, (heading) => {
       const slug = heading.toLowerCase().replace(/[^a-z0-9 _-]/g, '').replace(/ /g, '-');
@@ -94,4 +96,6 @@ it('a link to any heading by its GitHub slug resolves, a repeated heading by its
     }),
     { numRuns: 200 },
   );
+  const codeHeading = { 'a.md': '# The ` lua/ ` folder\n\n[ok](#the-lua-folder) [spaces kept](#the--lua--folder)\n' };
+  expect(checkLinks(['a.md'], memory(codeHeading)).broken).toEqual([{ page: 'a.md', url: '#the--lua--folder', reason: 'no such anchor' }]);
 });
