@@ -2,15 +2,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
 import { readFileSync } from 'node:fs';
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { Queue } from 'bullmq';
-import { defaultLoggerOptions, queuePrefix } from '@durable-a2a/shared';
+import { queuePrefix } from '@durable-a2a/shared';
 import { useRedisServer } from '../harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import { asksForInput, completesWith, completionSteps } from '../harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 import { TEST_API_TOKEN, authorized, signIn, startTestServer } from '../harness/api-server.ts';
+import { captureLogs } from '../harness/log-capture.ts';
 
 const redisServer = useRedisServer();
 const PREFIX = 'api';
@@ -251,16 +250,15 @@ describe('operations endpoints', () => {
 
 describe('logging', () => {
   it('request logs carry neither the Authorization header nor a ?token= value', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(chunk.toString()), done()) });
-    const logged = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, logger: pino({ ...defaultLoggerOptions, level: 'trace' }, sink) });
+    const logs = captureLogs({ level: 'trace' });
+    const logged = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, logger: logs.logger });
     await logged.ready();
     await authorized(logged, { method: 'GET', url: '/v1/workflows' });
     await logged.inject({ method: 'GET', url: '/v1/workflows', headers: { authorization: 'Bearer wrong-secret-value' } });
     await logged.inject({ method: 'GET', url: `/admin/queues?token=${TEST_API_TOKEN}` });
     await signIn(logged); // the token in a form body is never logged either
     await logged.close();
-    const output = lines.join('');
+    const output = logs.rawLines.join('\n');
     expect(output).toContain('/v1/workflows');
     expect(output).toContain('/admin/queues?[redacted]'); // name and value: a parameter outside the listing ones is never logged
     expect(output).not.toContain(TEST_API_TOKEN);
@@ -271,14 +269,13 @@ describe('logging', () => {
 
 describe('logging an agent fault', () => {
   it('a 502 AGENT_CARD_UNREACHABLE is one warn line without a stack (the agent is at fault, not the service)', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({ write: (chunk: Buffer, _encoding, done) => (lines.push(chunk.toString()), done()) });
-    const logged = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, logger: pino({ ...defaultLoggerOptions, level: 'trace' }, sink) });
+    const logs = captureLogs({ level: 'trace' });
+    const logged = startTestServer({ redisUrl: redisServer().url, prefix: PREFIX, logger: logs.logger });
     await logged.ready();
     const response = await authorized(logged, { method: 'POST', url: '/v1/agents', payload: { cardUrl: 'http://127.0.0.1:1/' } });
     await logged.close();
     expect(response.statusCode).toBe(502);
-    const records = lines.join('').trim().split('\n').map((line) => JSON.parse(line) as { level: number; msg: string; err?: { stack?: string } });
+    const records = logs.lines;
     const about = records.filter((record) => record.msg !== 'request' && JSON.stringify(record).includes('AGENT_CARD_UNREACHABLE'));
     expect(about).toHaveLength(1);
     expect(about[0]!.level).toBe(40); // warn

@@ -10,6 +10,7 @@ import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/p
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer, type RedisServerHandle } from './redis.ts';
 import { eventually, spawnWorkerProcess, startTestFleet, type WorkerProcess } from './fleet.ts';
+import { startTravelCast, travelVerifierEnvironment, type TravelCast } from './travel.ts';
 
 export interface CrashSceneOptions<Agents> {
   /** Stem of each test's key prefix (a counter is appended). */
@@ -102,4 +103,14 @@ export function useCrashScene<Agents>(options: CrashSceneOptions<Agents>): Crash
     },
   };
   return scene;
+}
+
+/** The crash scene of the travel saga: its cast as the agents, and worker processes that verify bookings against its booking service. */
+export function useTravelCrashScene(prefix: string): CrashScene<TravelCast> {
+  return useCrashScene({
+    prefix,
+    startAgents: () => startTravelCast(),
+    stopAgents: (cast) => cast.close(),
+    workerEnvironment: (cast) => ({ DA2A_HTTP_VERIFIERS: travelVerifierEnvironment(cast.bookings.url) }),
+  });
 }

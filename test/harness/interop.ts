@@ -1,6 +1,7 @@
 /**
- * What the interop matrices (test/interop/matrix.test.ts over JSON-RPC and HTTP+JSON, test/interop/grpc-matrix.test.ts
- * over gRPC) share: the one scripted behaviour, message and task helpers, and a raw webhook.
+ * What the interop matrix (test/harness/interop-matrix.ts, run by test/interop/matrix.test.ts over JSON-RPC and
+ * HTTP+JSON and by test/interop/grpc-matrix.test.ts over gRPC) builds on: the one scripted behaviour, message and
+ * task helpers, and a raw webhook.
  */
 import { createServer, type Server } from 'node:http';
 import { randomUUID } from 'node:crypto';

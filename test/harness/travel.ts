@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { httpVerifier, type Verifier } from '@durable-a2a/workers';
+import type { Producer } from '@durable-a2a/producer';
 import { startDemoAgent, type DemoAgentHandle, type DemoAgentOptions } from './agent.ts';
 import { asksForInput, completionSteps, rejects, type AgentRequest, type Behaviour, type Step } from './agent-behaviours.ts';
 import { book, cancelBooking, startBookingService, type BookingServiceHandle } from './booking-service.ts';
@@ -54,6 +55,10 @@ export function bookingVerifier(bookingUrl: string): Verifier {
   });
 }
 
+/** The same verifier for a worker process: the `DA2A_HTTP_VERIFIERS` JSON naming it `booking`. */
+export const travelVerifierEnvironment = (bookingUrl: string): string =>
+  JSON.stringify({ booking: { urlTemplate: `${bookingUrl}/bookings/{subjectMessageId}`, effectField: 'status', presentValues: ['booked'] } });
+
 const skill = (id: string) => ({ id, name: id, description: `Can ${id}`, tags: ['travel'] });
 
 export interface TravelCast {
@@ -94,6 +99,11 @@ export async function startTravelCast(options: TravelCastOptions = {}): Promise<
       await Promise.all([flight.close(), hotel.close(), car1.close(), car2.close(), bookings.close()]);
     },
   };
+}
+
+/** Registers the cast's four agents with `producer` (the workflow names skills, not agents). */
+export async function registerTravelCast(producer: Producer, cast: TravelCast): Promise<void> {
+  for (const agent of [cast.flight, cast.hotel, cast.car1, cast.car2]) await producer.registerAgent(agent.cardUrl);
 }
 
 /** The travel workflow definition: flight, hotel, car; each booking step verified and compensated. */

@@ -3,16 +3,16 @@
  * summaries, /ui, the agent registry, skill-based candidates), counted in `durable_a2a_corrupt_records_total`,
  * logged once per key, and its own view answers the typed problem CORRUPT_RECORD naming the key.
  */
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import type { Redis } from 'ioredis';
 import fc from 'fast-check';
 import { Registry } from 'prom-client';
-import { AgentRegistry, Journal, createLogger } from '@durable-a2a/shared';
+import { AgentRegistry, Journal } from '@durable-a2a/shared';
 import { authorized, startTestServer } from '../harness/api-server.ts';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 import { eventually, reconcileOutcomes, startTestFleet } from '../harness/fleet.ts';
+import { captureLogs } from '../harness/log-capture.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient<Redis>(redisServer);
@@ -25,14 +25,13 @@ const definition = (id: string) => JSON.stringify({ workflowId: id, steps: [{ na
 /** A server on a fresh prefix whose log lines are kept, with a journal and a registry on the same prefix. */
 function setup() {
   const prefix = `corrupt${++counter}`;
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({ write: (chunk, _encoding, done) => void (lines.push(JSON.parse(String(chunk)) as Record<string, unknown>), done()) });
+  const logs = captureLogs({ level: 'info' });
   const metricsRegistry = new Registry();
-  const app = startTestServer({ redisUrl: redisServer().url, prefix, logger: createLogger({ level: 'info' }, sink), metricsRegistry });
+  const app = startTestServer({ redisUrl: redisServer().url, prefix, logger: logs.logger, metricsRegistry });
   const journal = new Journal(redis(), { prefix, retentionMs: 600_000 });
   const registry = new AgentRegistry(redis(), { prefix });
   const corruptCount = async (kind: string) => Number(new RegExp(`durable_a2a_corrupt_records_total\\{kind="${kind}"\\} (\\d+)`).exec(await metricsRegistry.metrics())?.[1] ?? 0);
-  const corruptLogLines = (key: string) => lines.filter((line) => line.code === 'CORRUPT_RECORD' && line.key === key);
+  const corruptLogLines = (key: string) => logs.lines.filter((line) => line.code === 'CORRUPT_RECORD' && line.key === key);
   return { prefix, app, journal, registry, corruptCount, corruptLogLines };
 }
 
@@ -207,15 +206,14 @@ describe('F32 (c): a corrupt delegation in the reconciler', () => {
     for (const id of ['good-1', 'bad-1', 'good-2']) await seedWorkflow(journal, id, false);
     const badKey = journal.keys.delegation('bad-1', 'main.1');
     await redis().hset(badKey, 'state', 'NOT-A-STATE');
-    const lines: Record<string, unknown>[] = [];
-    const sink = new Writable({ write: (chunk, _encoding, done) => void (lines.push(JSON.parse(String(chunk)) as Record<string, unknown>), done()) });
-    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, logger: createLogger({ level: 'info' }, sink), addressPolicy: { allowLoopback: true } });
+    const logs = captureLogs({ level: 'info' });
+    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, logger: logs.logger, addressPolicy: { allowLoopback: true } });
     try {
       await eventually(async () => ((await reconcileOutcomes(fleet)).corrupt ?? 0) >= 1, 'the corrupt delegation reconciled as corrupt');
       // The good ones beside it in the batch were reconciled too (whatever their outcome: the agent does not exist).
       await eventually(async () => Object.entries(await reconcileOutcomes(fleet)).some(([outcome, count]) => outcome !== 'corrupt' && count >= 2), 'the good delegations reconciled');
       expect(Number((await fleet.metrics.corruptRecords.get()).values.find((value) => value.labels.kind === 'delegation')?.value ?? 0)).toBeGreaterThanOrEqual(1);
-      expect(lines.filter((line) => line.code === 'CORRUPT_RECORD' && line.key === badKey)).toHaveLength(1);
+      expect(logs.lines.filter((line) => line.code === 'CORRUPT_RECORD' && line.key === badKey)).toHaveLength(1);
       // Still in the index for a person, checked again later, never dropped.
       expect(await redis().zscore(journal.keys.unfinished(), 'bad-1|main.1')).not.toBeNull();
     } finally {

@@ -3,15 +3,14 @@
  * several polls is logged "parked on a question" once; the start-up sweep logs its count once; a close logs
  * "fleet closed". A `waitFor` that times out on it says what it waited for and that the workflow waits for an answer.
  */
-import { Writable } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { createLogger } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from '../harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import { asksForInput, completionSteps } from '../harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { captureLogs } from '../harness/log-capture.ts';
 
 const redisServer = useRedisServer();
 const PREFIX = 'log-lines';
@@ -20,19 +19,13 @@ const POLLS = 4;
 let agent: DemoAgentHandle;
 let producer: Producer;
 let fleet: Fleet;
-const lines: { level: number; msg: string }[] = [];
-const sink = new Writable({
-  write: (chunk: Buffer, _encoding, done) => {
-    for (const line of chunk.toString().split('\n').filter(Boolean)) lines.push(JSON.parse(line) as { level: number; msg: string });
-    done();
-  },
-});
-const logged = (message: string) => lines.filter((line) => line.msg === message).length;
+const logs = captureLogs({ level: 'info' });
+const logged = (message: string) => logs.withMessage(message).length;
 
 beforeAll(async () => {
   agent = await startDemoAgent({ behaviour: asksForInput('which date?', () => completionSteps('booked')) });
   producer = createProducer({ redis: redisServer().url, prefix: PREFIX, addressPolicy: { allowLoopback: true } });
-  fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: PREFIX, parkedPollMs: PARKED_POLL_MS, reconcileIntervalMs: PARKED_POLL_MS, logger: createLogger({ level: 'info' }, sink) });
+  fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: PREFIX, parkedPollMs: PARKED_POLL_MS, reconcileIntervalMs: PARKED_POLL_MS, logger: logs.logger });
 }, 60_000);
 afterAll(async () => {
   await producer?.close();

@@ -3,24 +3,25 @@
  * listing parameters (names compared after percent-decoding, `&` and `;` both separators); a configuration error
  * names the variable and the expected form, never a fragment of a secret-bearing value.
  */
-import { Writable } from 'node:stream';
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import fc from 'fast-check';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { parseServerEnvironment } from '@durable-a2a/producer/server';
 import { logUrl } from '../../packages/producer/src/server/log-url.ts';
 import { parseWorkerEnvironment } from '@durable-a2a/workers';
-import { createLogger, parseEnvironmentOrExit } from '@durable-a2a/shared';
+import { parseEnvironmentOrExit } from '@durable-a2a/shared';
 import { TEST_API_TOKEN, startTestServer } from '../harness/api-server.ts';
 import { useRedisServer } from '../harness/redis.ts';
+import { captureLogs } from '../harness/log-capture.ts';
 
 const redisServer = useRedisServer();
 let app: ApiServer;
-const lines: string[] = [];
+/** Every line the server logs, as written. */
+const logs = captureLogs({ level: 'trace' });
+const lines = logs.rawLines;
 
 beforeAll(async () => {
-  const sink = new Writable({ write: (chunk, _encoding, done) => void (lines.push(String(chunk)), done()) });
-  app = startTestServer({ redisUrl: redisServer().url, prefix: 'secrets', logger: createLogger({ level: 'trace' }, sink) });
+  app = startTestServer({ redisUrl: redisServer().url, prefix: 'secrets', logger: logs.logger });
   await app.ready();
 });
 afterAll(async () => {

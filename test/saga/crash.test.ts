@@ -3,60 +3,38 @@
  * a parked question survives a restart; compensation killed halfway runs each
  * undo exactly once, in reverse order; field case R24.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
-import { useRedisServer } from '../harness/redis.ts';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { WorkflowView } from '@durable-a2a/producer';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import { rejects } from '../harness/agent-behaviours.ts';
-import { eventually, spawnWorkerProcess, type WorkerProcess } from '../harness/fleet.ts';
-import { bookingBehaviour, startTravelCast, travelWorkflow, type TravelCast } from '../harness/travel.ts';
+import { eventually } from '../harness/fleet.ts';
+import { useTravelCrashScene } from '../harness/crash-scene.ts';
+import { bookingBehaviour, registerTravelCast, travelWorkflow } from '../harness/travel.ts';
 
-const redisServer = useRedisServer({ appendOnly: true });
-let cast: TravelCast;
-let producer: Producer;
-const processes: WorkerProcess[] = [];
-let counter = 0;
+const scene = useTravelCrashScene('sagacrash');
 
-beforeAll(async () => {
-  cast = await startTravelCast();
-});
-afterAll(async () => {
-  await cast.close();
-});
-afterEach(async () => {
-  await Promise.all(processes.splice(0).map((worker) => worker.kill()));
-  await producer?.close();
-});
-
+/** A producer under a fresh prefix, the cast registered with it. */
 async function setUp() {
-  const prefix = `sagacrash${++counter}`;
-  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
-  for (const agent of [cast.flight, cast.hotel, cast.car1, cast.car2]) await producer.registerAgent(agent.cardUrl);
-  return prefix;
+  const { producer } = scene.setUp();
+  await registerTravelCast(producer, scene.agents());
+  return { producer, cast: scene.agents() };
 }
 
-const verifierEnvironment = () =>
-  JSON.stringify({ booking: { urlTemplate: `${cast.bookings.url}/bookings/{subjectMessageId}`, effectField: 'status', presentValues: ['booked'] } });
-
-async function spawn(prefix: string, environment: Record<string, string> = {}) {
-  const worker = spawnWorkerProcess({ REDIS_URL: redisServer().url, DA2A_PREFIX: prefix, DA2A_HTTP_VERIFIERS: verifierEnvironment(), ...environment });
-  processes.push(worker);
+/** A worker process on the current prefix, once it is ready. */
+async function spawn(environment: Record<string, string> = {}) {
+  const worker = scene.spawn(environment);
   await worker.ready;
   return worker;
 }
 
-const until = (id: string, states: string[]) =>
-  eventually(async () => {
-    const view = await producer.get(id);
-    return states.includes(view.state) && view;
-  }, `workflow ${id} in ${states.join('/')}`, 40_000);
+const until = (id: string, states: string[]) => scene.reached(id, (view) => states.includes(view.state), 40_000);
 
 const stepAttempt = (view: WorkflowView, step: string, index = 0) => view.steps.find((candidate) => candidate.name === step)!.attempts[index]!;
 
 describe('workflows across crashes', () => {
   it('the hotel question survives a killed fleet; the reply goes out on the same task and the step completes', async () => {
-    const prefix = await setUp();
-    const first = await spawn(prefix);
+    const { producer, cast } = await setUp();
+    const first = await spawn();
     const { id } = await producer.startWorkflow({ ...travelWorkflow('hotel-crash'), steps: travelWorkflow('hotel-crash').steps.slice(0, 2) });
     const [question] = await eventually(async () => {
       const open = await producer.questions(id);
@@ -66,7 +44,7 @@ describe('workflows across crashes', () => {
     const stillOpen = await producer.questions(id);
     expect(stillOpen).toEqual([question]);
     expect(question!.text).toBe('two rooms or one?');
-    await spawn(prefix);
+    await spawn();
     const reply = await producer.reply(id, 'one', 'hotel');
     const view = await until(id, ['COMPLETED']);
     const hotel = stepAttempt(view, 'hotel');
@@ -78,21 +56,21 @@ describe('workflows across crashes', () => {
   });
 
   it('a worker killed in the middle of compensation: each undo runs exactly once, in reverse order', async () => {
-    const prefix = await setUp();
-    await spawn(prefix, { DA2A_CRASH_AT: 'compensate.after-intent@hotel' });
+    const { producer, cast } = await setUp();
+    const crashing = await spawn({ DA2A_CRASH_AT: 'compensate.after-intent@hotel' });
     const { id } = await producer.startWorkflow(travelWorkflow('undo-crash'));
     const [question] = await eventually(async () => {
       const open = await producer.questions(id);
       return open.length > 0 && open;
     }, 'question');
     await producer.reply(id, 'two', question!.step);
-    expect((await processes[0]!.exited).signal).toBe('SIGKILL');
+    expect((await crashing.exited).signal).toBe('SIGKILL');
     const halfway = await producer.get(id);
     expect(halfway.state).toBe('COMPENSATING');
     expect(halfway.steps.find((step) => step.name === 'hotel')!.compensations.map((undo) => undo.state)).toEqual(['INTENT']);
     const cancelsBefore = cast.bookings.cancelOrder.length;
 
-    await spawn(prefix);
+    await spawn();
     const view = await until(id, ['COMPENSATED', 'NEEDS_ATTENTION', 'FAILED']);
     expect(view.state).toBe('COMPENSATED');
     const hotel = stepAttempt(view, 'hotel');
@@ -114,6 +92,7 @@ describe('R24: compensation for a step whose outcome is unknown', () => {
   let charge: DemoAgentHandle;
   let ship: DemoAgentHandle;
   beforeAll(async () => {
+    const cast = scene.agents();
     reserve = await startDemoAgent({ name: 'reserve', behaviour: bookingBehaviour(cast.bookings.url, 'reserve') });
     charge = await startDemoAgent({ name: 'charge', behaviour: bookingBehaviour(cast.bookings.url, 'charge') });
     ship = await startDemoAgent({ name: 'ship', behaviour: rejects('address not deliverable') });
@@ -123,7 +102,7 @@ describe('R24: compensation for a step whose outcome is unknown', () => {
   });
 
   it('S2 is reconciled first (found by messageId), then S2 and S1 are undone in reverse order, each undo sent once across a crash', async () => {
-    const prefix = await setUp();
+    const { producer, cast } = await setUp();
     const step = (name: string, agent: DemoAgentHandle) => ({
       name,
       agent: agent.cardUrl,
@@ -131,22 +110,22 @@ describe('R24: compensation for a step whose outcome is unknown', () => {
       compensation: { agent: agent.cardUrl, message: { text: `undo ${name} of order 42` } },
     });
     // First fleet: S2's SendMessage reaches the agent, the answer is lost (crash before recording).
-    await spawn(prefix, { DA2A_CRASH_AT: 'send.after-request@charge' });
+    const first = await spawn({ DA2A_CRASH_AT: 'send.after-request@charge' });
     const { id } = await producer.startWorkflow({
       workflowId: 'r24',
       maxAttemptsPerStep: 1,
       steps: [step('reserve', reserve), step('charge', charge), { name: 'ship', agent: ship.cardUrl, message: { text: 'ship order 42' } }],
     });
-    expect((await processes[0]!.exited).signal).toBe('SIGKILL');
+    expect((await first.exited).signal).toBe('SIGKILL');
     const lost = (await producer.get(id)).steps[1]!.attempts[0]!;
     expect(lost.state).toBe('INTENT');
     expect(lost.taskId).toBeUndefined();
     // Second fleet: adopts S2, S3 fails, compensation starts with S2 and crashes right after its intent.
-    await spawn(prefix, { DA2A_CRASH_AT: 'compensate.after-intent@charge' });
-    expect((await processes[1]!.exited).signal).toBe('SIGKILL');
+    const second = await spawn({ DA2A_CRASH_AT: 'compensate.after-intent@charge' });
+    expect((await second.exited).signal).toBe('SIGKILL');
     const cancelsBefore = cast.bookings.cancelOrder.length;
     // Third fleet finishes.
-    await spawn(prefix);
+    await spawn();
     const view = await until(id, ['COMPENSATED', 'NEEDS_ATTENTION', 'FAILED']);
     expect(view.state).toBe('COMPENSATED');
     const s1 = stepAttempt(view, 'reserve');

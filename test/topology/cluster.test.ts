@@ -6,8 +6,6 @@
  * tag `{wf:<id>}`) and the queues share the `{…}` prefix tag, so nothing may
  * fail with CROSSSLOT; the workflows spread over all three masters.
  */
-import { Writable } from 'node:stream';
-import { pino } from 'pino';
 import { Registry } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
@@ -19,13 +17,15 @@ import { completesWith } from '../harness/agent-behaviours.ts';
 import { startTestFleet } from '../harness/fleet.ts';
 import { deliveriesOf, duplicateDeliveries, settleWorkflow, stuckIndexEntries, summary } from '../harness/invariants.ts';
 import { bookingVerifier, startTravelCast, travelWorkflow, type TravelCast } from '../harness/travel.ts';
+import { captureLogs } from '../harness/log-capture.ts';
 
 let cluster: RedisClusterHandle;
 let agent: DemoAgentHandle;
 let cast: TravelCast;
 let producer: Producer;
 let fleet: Fleet;
-const logLines: string[] = [];
+/** Every warning and error of the fleet, to look for CROSSSLOT afterwards. */
+const logs = captureLogs({ level: 'warn' });
 
 beforeAll(async () => {
   cluster = await startRedisCluster();
@@ -33,17 +33,10 @@ beforeAll(async () => {
   cast = await startTravelCast();
   producer = createProducer({ redis: cluster.url, addressPolicy: { allowLoopback: true }, prefix: 'clu' });
   for (const member of [cast.flight, cast.hotel, cast.car1, cast.car2]) await producer.registerAgent(member.cardUrl);
-  // Keep every warning and error of the fleet, to look for CROSSSLOT afterwards.
-  const sink = new Writable({
-    write(chunk: Buffer, _encoding, done) {
-      logLines.push(chunk.toString());
-      done();
-    },
-  });
   fleet = await startTestFleet({
     redisUrl: cluster.url,
     prefix: 'clu',
-    logger: pino({ level: 'warn' }, sink),
+    logger: logs.logger,
     metricsRegistry: new Registry(),
     verifiers: { booking: bookingVerifier(cast.bookings.url) },
   });
@@ -70,7 +63,7 @@ describe('Redis Cluster (three masters)', () => {
     expect(cast.bookings.cancelOrder).toEqual([hotel.messageId, flight.messageId]);
     expect(duplicateDeliveries(views.flatMap(deliveriesOf), [agent, cast.flight, cast.hotel, cast.car1, cast.car2])).toEqual([]);
     await expect.poll(() => stuckIndexEntries(producer), { timeout: 10_000 }).toEqual([]);
-    expect(logLines.filter((line) => /CROSSSLOT|MOVED|ASK /i.test(line))).toEqual([]);
+    expect(logs.rawLines.filter((line) => /CROSSSLOT|MOVED|ASK /i.test(line))).toEqual([]);
 
     // Each workflow's keys share one slot; the workflows themselves spread over the masters.
     const client = createRedisClient(cluster.url);

@@ -9,13 +9,13 @@
  * holds nothing of the workflow.
  */
 import { readFileSync } from 'node:fs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { createProducer, type Producer } from '@durable-a2a/producer';
+import { describe, expect, it } from 'vitest';
+import type { Producer } from '@durable-a2a/producer';
 import type { CrashPoint } from '@durable-a2a/workers';
-import { useRedisServer } from '../harness/redis.ts';
-import { spawnWorkerProcess, type WorkerProcess } from '../harness/fleet.ts';
+import type { WorkerProcess } from '../harness/fleet.ts';
+import { useTravelCrashScene } from '../harness/crash-scene.ts';
 import { deliveriesOf, duplicateDeliveries, settleWorkflow, stuckIndexEntries, summary } from '../harness/invariants.ts';
-import { startTravelCast, travelWorkflow, type TravelCast } from '../harness/travel.ts';
+import { registerTravelCast, travelWorkflow } from '../harness/travel.ts';
 
 interface Scenario {
   /** `DA2A_CRASH_AT` of the first worker; `point@step` to hit one step only. */
@@ -62,35 +62,10 @@ function crashPointsInSource(): string[] {
   return [...union[1]!.matchAll(/'([^']+)'/g)].map((match) => match[1]!).sort();
 }
 
-const redisServer = useRedisServer({ appendOnly: true });
-let cast: TravelCast;
-const processes: WorkerProcess[] = [];
-const producers: Producer[] = [];
+const scene = useTravelCrashScene('cp-');
 
-beforeAll(async () => {
-  cast = await startTravelCast();
-});
-afterAll(async () => {
-  await cast.close();
-});
-afterEach(async () => {
-  await Promise.all(processes.splice(0).map((worker) => worker.kill()));
-  await Promise.all(producers.splice(0).map((producer) => producer.close()));
-});
-
-const verifierEnvironment = () =>
-  JSON.stringify({ booking: { urlTemplate: `${cast.bookings.url}/bookings/{subjectMessageId}`, effectField: 'status', presentValues: ['booked'] } });
-
-function spawn(prefix: string, crashAt?: string): WorkerProcess {
-  const worker = spawnWorkerProcess({
-    REDIS_URL: redisServer().url,
-    DA2A_PREFIX: prefix,
-    DA2A_HTTP_VERIFIERS: verifierEnvironment(),
-    ...(crashAt ? { DA2A_CRASH_AT: crashAt } : {}),
-  });
-  processes.push(worker);
-  return worker;
-}
+/** A worker process on the current prefix, killed at `crashAt` when given. */
+const spawn = (crashAt?: string): WorkerProcess => scene.spawn(crashAt ? { DA2A_CRASH_AT: crashAt } : {});
 
 /** Waits for a worker to SIGKILL itself at its crash point, answering the hotel question meanwhile. */
 async function crashed(worker: WorkerProcess, producer: Producer, workflowId: string, point: string): Promise<void> {
@@ -113,22 +88,21 @@ describe('crash points', () => {
 
   for (const [point, scenario] of Object.entries(SCENARIOS) as [CrashPoint, Scenario][]) {
     it(`${point}: ${scenario.why}`, async () => {
-      const prefix = `cp-${point.replace(/[^a-z]/g, '')}`;
-      const producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
-      producers.push(producer);
-      for (const agent of [cast.flight, cast.hotel, cast.car1, cast.car2]) await producer.registerAgent(agent.cardUrl);
+      const { prefix, producer } = scene.setUp(`cp-${point.replace(/[^a-z]/g, '')}`);
+      const cast = scene.agents();
+      await registerTravelCast(producer, cast);
       const workflowId = `trip-${prefix}`;
-      const first = spawn(prefix, scenario.crashAt);
+      const first = spawn(scenario.crashAt);
       await first.ready;
       await producer.startWorkflow(travelWorkflow(workflowId));
       await crashed(first, producer, workflowId, scenario.crashAt);
       for (const next of scenario.then ?? []) {
-        const worker = spawn(prefix, next);
+        const worker = spawn(next);
         await worker.ready;
         await crashed(worker, producer, workflowId, next);
       }
       const cancelsBefore = cast.bookings.cancelOrder.length;
-      spawn(prefix);
+      spawn();
       const view = await settleWorkflow(producer, workflowId, 40_000);
 
       expect(view.state, JSON.stringify(summary(view))).toBe('COMPENSATED');

@@ -11,12 +11,12 @@ import { createServer, connect, type Server, type Socket } from 'node:net';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { Fleet } from '@durable-a2a/workers';
-import { createLogger, type Logger } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { startRedisServer, testsOnCluster, type RedisServerHandle } from '../harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import type { Step } from '../harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { captureLogs } from '../harness/log-capture.ts';
 
 /** A TCP proxy to `target()`, chosen per new connection; existing connections keep their upstream. */
 async function startSwitchingProxy(target: () => number): Promise<{ port: number; close(): Promise<void> }> {
@@ -56,13 +56,8 @@ let currentPrimary = 0;
 let agent: DemoAgentHandle;
 let fleet: Fleet;
 let producer: Producer;
-const lines: { msg: string; redis?: string }[] = [];
-
-function recordingLogger(): Logger {
-  const logger = createLogger({ level: 'info' });
-  for (const level of ['error', 'warn', 'info', 'debug'] as const) logger[level] = ((fields: unknown, msg?: string) => void lines.push({ ...(typeof fields === 'object' ? (fields as object) : {}), msg: msg ?? String(fields) })) as never;
-  return logger;
-}
+/** The fleet's own lines from debug up (a failed attempt is logged at debug when Redis refused it). */
+const logs = captureLogs({ level: 'debug', source: 'root calls' });
 
 beforeAll(async () => {
   primaryA = await startRedisServer();
@@ -77,7 +72,7 @@ beforeAll(async () => {
   steps.push({ artifact: { artifactId: 'result', text: 'done', lastChunk: true } }, { state: 'COMPLETED' });
   agent = await startDemoAgent({ behaviour: () => steps });
   const url = `redis://127.0.0.1:${proxy.port}`;
-  fleet = await startTestFleet({ redisUrl: url, prefix: PREFIX, logger: recordingLogger() });
+  fleet = await startTestFleet({ redisUrl: url, prefix: PREFIX, logger: logs.logger });
   producer = createProducer({ redis: url, prefix: PREFIX, addressPolicy: { allowLoopback: true } });
 }, 60_000);
 afterAll(async () => {
@@ -120,5 +115,5 @@ it.skipIf(testsOnCluster())('P38: a primary demoted behind a proxy without closi
     b.disconnect();
   }
   expect(agent.sendMessageCount()).toBe(1);
-  expect(lines.filter((line) => line.msg.startsWith('job failed')), 'no job spent a second attempt').toEqual([]);
+  expect(logs.withMessage(/^job failed/), 'no job spent a second attempt').toEqual([]);
 }, 120_000);

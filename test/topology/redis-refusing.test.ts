@@ -9,13 +9,14 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import type { Fleet } from '@durable-a2a/workers';
-import { createLogger, redisErrorKind, type Logger } from '@durable-a2a/shared';
+import { redisErrorKind } from '@durable-a2a/shared';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { startRedisServer, testsOnCluster, type RedisServerHandle } from '../harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import { asksForInput, completionSteps, runsSlowly, type AgentRequest } from '../harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 import { authorized, startTestServer } from '../harness/api-server.ts';
+import { captureLogs, type LogCapture } from '../harness/log-capture.ts';
 
 const PREFIX = 'refusing';
 const IN_FLIGHT = 30;
@@ -26,14 +27,8 @@ let admin: Redis;
 let agent: DemoAgentHandle;
 let app: ApiServer;
 const fleets: Fleet[] = [];
-const lines: { msg: string; redis?: string; fleet: number; err?: unknown; reason?: string }[] = [];
-
-/** A logger that keeps each line's message and `redis` field (the episode lines). */
-function recordingLogger(fleet: number): Logger {
-  const logger = createLogger({ level: 'info' });
-  for (const level of ['error', 'warn', 'info'] as const) logger[level] = ((fields: unknown, msg?: string) => void lines.push({ ...(typeof fields === 'object' ? (fields as object) : {}), msg: msg ?? String(fields), fleet })) as never;
-  return logger;
-}
+/** Each worker's own lines (its root logger's, not its jobs' child loggers'): the episode lines are the root's. */
+const logs: LogCapture[] = [];
 
 beforeAll(async () => {
   redis = await startRedisServer();
@@ -45,7 +40,10 @@ beforeAll(async () => {
     long: runsSlowly(120_000),
   };
   agent = await startDemoAgent({ behaviour: (request: AgentRequest) => (behaviours[request.text] ?? runsSlowly(4_000))(request) });
-  for (const index of [0, 1]) fleets.push(await startTestFleet({ redisUrl: redis.url, prefix: PREFIX, workerId: `worker-${index}`, logger: recordingLogger(index) }));
+  for (const index of [0, 1]) {
+    logs.push(captureLogs({ level: 'info', source: 'root calls' }));
+    fleets.push(await startTestFleet({ redisUrl: redis.url, prefix: PREFIX, workerId: `worker-${index}`, logger: logs[index]!.logger }));
+  }
   app = startTestServer({ redisUrl: redis.url, prefix: PREFIX });
   await app.ready();
 }, 60_000);
@@ -112,7 +110,7 @@ it.skipIf(testsOnCluster())('F31: Redis at maxmemory (noeviction): 503 with code
   const rate = ((await commandsSoFar()) - windowStart.commands) / elapsedSeconds;
   console.log(`F31: ${Math.round(rate)} commands/s from two refused workers over ${elapsedSeconds.toFixed(1)} s`);
   expect(rate).toBeLessThan(COMMANDS_PER_SECOND_PER_WORKER * fleets.length);
-  for (const fleet of [0, 1]) expect(lines.filter((line) => line.fleet === fleet && line.redis === 'refusing'), `worker ${fleet}: one line for the episode`).toHaveLength(1);
+  for (const fleet of [0, 1]) expect(logs[fleet]!.lines.filter((line) => line.redis === 'refusing'), `worker ${fleet}: one line for the episode`).toHaveLength(1);
 
   // Memory freed: the refused calls succeed when retried, everything completes.
   await admin.config('SET', 'maxmemory', '0');
@@ -127,10 +125,10 @@ it.skipIf(testsOnCluster())('F31: Redis at maxmemory (noeviction): 503 with code
     });
   }
   for (const fleet of [0, 1]) {
-    expect(lines.filter((line) => line.fleet === fleet && line.redis === 'taking-commands'), `worker ${fleet}: recovered once`).toHaveLength(1);
+    expect(logs[fleet]!.lines.filter((line) => line.redis === 'taking-commands'), `worker ${fleet}: recovered once`).toHaveLength(1);
     // Refusals are the episode's; what they caused (a job's lock not renewed in time) may be logged, a few lines at most.
-    const errorLines = lines.filter((line) => line.fleet === fleet && /worker error|queue error|job failed/.test(line.msg));
-    expect(errorLines.filter((line) => redisErrorKind(line.err ?? new Error(line.reason ?? '')) !== 'other'), `worker ${fleet}: no line per refused command`).toEqual([]);
+    const errorLines = logs[fleet]!.withMessage(/worker error|queue error|job failed/);
+    expect(errorLines.filter((line) => redisErrorKind(line.err ?? new Error(String(line.reason ?? ''))) !== 'other'), `worker ${fleet}: no line per refused command`).toEqual([]);
     expect(errorLines.length, `worker ${fleet}: ${JSON.stringify(errorLines).slice(0, 500)}`).toBeLessThan(20);
   }
   // One SendMessage per messageId (the reply is its own message on the same task).
