@@ -53,7 +53,8 @@ describe('a port that cannot be bound', () => {
     // Nothing was taken: the send job still waits, the attempt is the journaled intent, the agent saw nothing.
     const send = new Queue('send', { connection: { url: redisServer().url }, prefix: queuePrefix(prefix) });
     try {
-      expect(await send.getJobCounts('waiting', 'active', 'completed', 'failed')).toEqual({ waiting: 1, active: 0, completed: 0, failed: 0 });
+      // A message send carries its priority and its tenant's place (the send queue's order), so it waits prioritized.
+      expect(await send.getJobCounts('waiting', 'prioritized', 'active', 'completed', 'failed')).toEqual({ waiting: 0, prioritized: 1, active: 0, completed: 0, failed: 0 });
     } finally {
       await send.close();
     }
