@@ -341,9 +341,10 @@ describe('attack: the follow rate of an agent that recycles after one update (P3
     const calls = agent.count('SubscribeToTask') + agent.count('GetTask') - before;
     const seconds = (Date.now() - startedAt) / 1_000;
     expect(calls).toBeGreaterThan(0);
-    // Before the bound, 150 calls in 8 s (a resubscription at once after every close). A cycle is a SubscribeToTask
-    // and at most one GetTask, waiting within the backoff cap: at most ~4 calls a second however loaded the machine is.
-    expect(calls / seconds).toBeLessThanOrEqual(5);
+    // Before the bound, 150 calls in 8 s (18.75 a second: a resubscription at once after every close). A cycle is a
+    // SubscribeToTask and at most one GetTask, waiting within the backoff cap: 3.2–3.5 calls a second on an idle
+    // machine, 5.5 seen on a loaded 2-core CI machine (a late stream read adds a GetTask). Bounded is under 8.
+    expect(calls / seconds).toBeLessThanOrEqual(8);
     done = true;
     expect((await finished(p, id, 20_000)).state).toBe('COMPLETED');
   }, 45_000);

@@ -176,19 +176,23 @@ export function parseDefinitionText(text: string): WorkflowDefinition {
  * parsing: for a caller that has just validated `definition` with `WorkflowDefinitionSchema` and journals
  * `text = JSON.stringify(definition)` (the producer, whose `waitFor` reads the definition back from the journal).
  * The schema has defaults and refinements but no transforms, so its parse of that text equals `definition`, unless a
- * member of it is `undefined` (the text leaves it out, the parse has no such key): such a definition is not kept. The
+ * member of it is `undefined` (the text leaves it out, the parse has no such key) or `-0` (the text says `0`): such a
+ * definition is not kept. The
  * caller hands the object over: it is read, never changed, from then on. Texts over 16,384 characters are not kept.
  */
 export function keepParsedDefinition(text: string, definition: WorkflowDefinition): void {
-  if (text.length > LONGEST_KEPT_DEFINITION || parsedDefinitions.has(text) || holdsUndefined(definition)) return;
+  if (text.length > LONGEST_KEPT_DEFINITION || parsedDefinitions.has(text) || holdsWhatJsonDrops(definition)) return;
   parsedDefinitions.set(text, definition);
 }
 
-/** True when `value` (JSON-like) has an object member or array item that is `undefined`, at any depth. */
-function holdsUndefined(value: unknown): boolean {
-  if (value === undefined) return true;
+/**
+ * True when `value` (JSON-like) holds, at any depth, what its JSON text does not give back: an object member or array
+ * item that is `undefined` (left out), or `-0` (written `0`).
+ */
+function holdsWhatJsonDrops(value: unknown): boolean {
+  if (value === undefined || Object.is(value, -0)) return true;
   if (!value || typeof value !== 'object') return false;
-  return (Array.isArray(value) ? value : Object.values(value)).some(holdsUndefined);
+  return (Array.isArray(value) ? value : Object.values(value)).some(holdsWhatJsonDrops);
 }
 
 /**
