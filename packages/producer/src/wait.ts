@@ -7,9 +7,9 @@
  * message (a reconnect) only costs a read, since reconnecting counts as one.
  */
 import { z } from 'zod';
-import { type Journal, WorkflowChangeSubscriber, workflowChangeChannel } from '@durable-a2a/shared';
+import { type Journal, WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern } from '@durable-a2a/shared';
 
-export { WorkflowChangeSubscriber, workflowChangeChannel };
+export { WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern };
 import type { WorkflowView } from './view.ts';
 
 /** States `waitFor` resolves on: the workflow is finished or waits for a person. */

@@ -24,7 +24,16 @@ export interface JobQueue<Data> {
   add(
     name: string,
     data: Data,
-    options?: { jobId?: string; delay?: number; removeOnComplete?: boolean; priority?: number; attempts?: number; backoff?: { type: 'exponential'; delay: number; jitter: number } },
+    options?: {
+      jobId?: string;
+      delay?: number;
+      removeOnComplete?: boolean;
+      priority?: number;
+      attempts?: number;
+      backoff?: { type: 'exponential'; delay: number; jitter: number };
+      /** A message send's place among its tenant's, taken already (the send queue's `FairSendQueue` takes one otherwise). */
+      place?: number;
+    },
   ): Promise<unknown>;
 }
 
@@ -51,11 +60,13 @@ const withTenant = (ref: Ref, placement: SendPlacement): SendPlacement => ({ ...
 
 /**
  * Where a message send goes in the send queue's order (`send-priority.ts`): the delegation's `priority` (1 to 10,
- * default 5: the record's, so re-sends and next tries keep it) and its `tenant` (default `default`).
+ * default 5: the record's, so re-sends and next tries keep it) and its `tenant` (default `default`); `place`: its place
+ * among the tenant's sends when the caller took it already (`SendOrder.place`), else the send queue takes one.
  */
 export interface SendPlacement {
   priority?: number | undefined;
   tenant?: string | undefined;
+  place?: number | undefined;
 }
 const placementData = (placement: SendPlacement) => ({
   ...(placement.priority !== undefined ? { priority: placement.priority } : {}),
@@ -68,7 +79,7 @@ const placementData = (placement: SendPlacement) => ({
  */
 export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: number, requeuedAt?: number, delayMs = 0, placement: SendPlacement = {}): Promise<void> {
   const id = requeuedAt === undefined ? jobId('send', ref.workflowId, ref.delegationId, resendCount) : jobId('send', ref.workflowId, ref.delegationId, resendCount, requeuedAt);
-  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(withTenant(ref, placement)) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}) });
+  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(withTenant(ref, placement)) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}), ...(placement.place !== undefined ? { place: placement.place } : {}) });
 }
 
 /**

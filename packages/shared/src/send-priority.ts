@@ -44,10 +44,15 @@ export class FairSendQueue extends Queue {
     super(name, options);
   }
 
-  override async add(name: string, data: unknown, options?: JobsOptions): Promise<Job> {
+  /**
+   * Adds a job; a message send is placed among its tenant's sends: at `options.place` when the caller took its place
+   * already (`SendPlaces.place`, e.g. in the same round trip as its journal write), else one is taken now.
+   */
+  override async add(name: string, data: unknown, options?: JobsOptions & { place?: number }): Promise<Job> {
+    const { place: taken, ...jobOptions } = options ?? {};
     const job = data as { kind?: string; priority?: number; tenant?: string };
-    if ((job.kind ?? 'message') !== 'message') return super.add(name, data, options);
-    const place = await this.places.place(job.tenant ?? DEFAULT_SEND_TENANT);
-    return super.add(name, data, { ...options, priority: bullmqSendPriority(job.priority ?? SEND_PRIORITY.default, place) });
+    if ((job.kind ?? 'message') !== 'message') return super.add(name, data, jobOptions);
+    const place = taken ?? (await this.places.place(job.tenant ?? DEFAULT_SEND_TENANT));
+    return super.add(name, data, { ...jobOptions, priority: bullmqSendPriority(job.priority ?? SEND_PRIORITY.default, place) });
   }
 }

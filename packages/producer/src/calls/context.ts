@@ -24,7 +24,7 @@ import {
 } from '@durable-a2a/shared';
 import { NotFoundError, RedisUnavailableError, fromZodError } from '../errors.ts';
 import { workflowView, type AnswerLinkSettings, type WorkflowView } from '../view.ts';
-import { WorkflowChangeSubscriber } from '../wait.ts';
+import { WorkflowChangeSubscriber, workflowChangePattern } from '../wait.ts';
 import type { TenantQuotaSettings } from '../tenancy.ts';
 
 export interface ProducerOptions {
@@ -94,7 +94,9 @@ export interface ProducerContext {
   ownsRedis: boolean;
   journal: Journal;
   registry: AgentRegistry;
-  queues: { send: Queue; reconcile: Queue };
+  queues: { send: FairSendQueue; reconcile: Queue };
+  /** Places of message sends among their tenant's (the send queue's, on the journal's connection). */
+  sendOrder: SendOrder;
   /** BullMQ's connection (`queueConnection`), always owned. */
   queueRedis: Redis | Cluster;
   changes: WorkflowChangeSubscriber;
@@ -111,17 +113,21 @@ export function connectProducer(options: ProducerOptions): ProducerContext {
   const queueRedis = queueConnection(redis);
   const queueOptions = (name: 'send' | 'reconcile') => ({ connection: queueRedis, prefix: queuePrefix(prefix), telemetry: options.telemetry, defaultJobOptions: { ...DEFAULT_JOB_OPTIONS[name], ...JOB_RETENTION } });
   // Message sends are ordered by priority, then fairly between tenants (send-priority.ts).
-  const queues = { send: new FairSendQueue('send', queueOptions('send'), new SendOrder(redis, prefix)), reconcile: new Queue('reconcile', queueOptions('reconcile')) };
+  const sendOrder = new SendOrder(redis, prefix);
+  const queues = { send: new FairSendQueue('send', queueOptions('send'), sendOrder), reconcile: new Queue('reconcile', queueOptions('reconcile')) };
   for (const each of [queues.send, queues.reconcile]) each.on('error', () => undefined); // surfaced per call as RedisUnavailableError
+  const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs, durability: options.durability, onCorruptRecord: options.onCorruptRecord });
   return {
     options,
     redis,
     ownsRedis,
-    journal: new Journal(redis, { prefix, retentionMs: options.retentionMs, durability: options.durability, onCorruptRecord: options.onCorruptRecord }),
+    journal,
     registry: new AgentRegistry(redis, { prefix, onCorruptRecord: options.onCorruptRecord }),
     queues,
+    sendOrder,
     queueRedis,
-    changes: new WorkflowChangeSubscriber(redis),
+    // Many waits at once hear every workflow's changes through one pattern instead of a SUBSCRIBE and an UNSUBSCRIBE each.
+    changes: new WorkflowChangeSubscriber(redis, { pattern: workflowChangePattern(journal) }),
     cardDispatcher: createPolicyDispatcher(options.addressPolicy ?? {}),
   };
 }

@@ -10,6 +10,15 @@
  * again after every replacement connection has subscribed (ChangeSubscription).
  * On a Redis Cluster the connection goes to one node (PUBLISH reaches every
  * node over the cluster bus) and a replacement may go to another.
+ *
+ * A busy subscriber (`patternFromWaiters` waits at once or more) listens to
+ * every workflow's channel with one PSUBSCRIBE of `workflowChangePattern`
+ * instead of a SUBSCRIBE and an UNSUBSCRIBE per wait, and keeps it while anyone
+ * waits and `lingerMs` after. A wait that starts while that pattern is
+ * subscribed sends nothing: it is listening as soon as it is registered, and
+ * then reads its record, as after a SUBSCRIBE. The channels and what is
+ * published on them are the same; only this subscriber also hears the changes
+ * of workflows nobody here waits for (dropped on arrival).
  */
 import { Cluster, type Redis, type RedisOptions } from 'ioredis';
 import { DEFAULT_COMMAND_TIMEOUT_MS, batchWritesPerTurn, waitUntilConnected } from '../redis.ts';
@@ -19,6 +28,35 @@ import type { Journal } from './journal.ts';
 export function workflowChangeChannel(journal: Journal, workflowId: string): string {
   return `${journal.keys.workflow(workflowId).slice(0, -':wf'.length)}:changed`;
 }
+
+/**
+ * The PSUBSCRIBE pattern matching every workflow's change channel (`workflowChangeChannel`) of the journal's prefix,
+ * with the prefix's glob characters escaped.
+ */
+export function workflowChangePattern(journal: Journal): string {
+  const channel = workflowChangeChannel(journal, '\0');
+  const escaped = (text: string) => text.replace(/[*?[\]\\]/g, (character) => `\\${character}`);
+  const [before, after] = channel.split('\0') as [string, string];
+  return `${escaped(before)}*${escaped(after)}`;
+}
+
+/** Options of a `WorkflowChangeSubscriber`. */
+export interface ChangeSubscriberOptions {
+  /** `workflowChangePattern` of the journal: with it, a busy subscriber PSUBSCRIBEs it. Default: none (a SUBSCRIBE per channel). */
+  pattern?: string | undefined;
+  /** Waits at once from which a wait starts the pattern subscription instead of a SUBSCRIBE (default `PATTERN_FROM_WAITERS`). */
+  patternFromWaiters?: number | undefined;
+  /** How long the pattern stays subscribed once nobody waits (ms, default `PATTERN_LINGER_MS`). */
+  lingerMs?: number | undefined;
+}
+
+/**
+ * Default `patternFromWaiters`: below it, a wait costs a SUBSCRIBE and an UNSUBSCRIBE; from it, the subscriber hears
+ * every workflow's changes, which is cheaper than two commands per wait only while this process waits on many.
+ */
+export const PATTERN_FROM_WAITERS = 8;
+/** Default `lingerMs`: a burst of waits a few seconds apart keeps one pattern subscription. */
+export const PATTERN_LINGER_MS = 5_000;
 
 /** Wakes a waiter; `message`: what was published (a state name, or a finished workflow's compacted record). */
 type Wake = (message?: string) => void;
@@ -30,14 +68,32 @@ type Wake = (message?: string) => void;
 export class WorkflowChangeSubscriber {
   #subscription: ChangeSubscription | undefined;
   readonly #waiters = new Map<string, Set<Wake>>();
+  /** Channels SUBSCRIBEd for their waiters (not heard through the pattern): UNSUBSCRIBEd when their last waiter leaves. */
+  readonly #subscribed = new Set<string>();
+  /** Waits registered now, over every channel. */
+  #waiting = 0;
+  /** While the pattern is wanted: resolves once its PSUBSCRIBE is confirmed (or a replacement connection is due). */
+  #patternListening: Promise<void> | undefined;
+  #linger: NodeJS.Timeout | undefined;
+  readonly #pattern: string | undefined;
+  readonly #patternFromWaiters: number;
+  readonly #lingerMs: number;
 
-  constructor(private readonly redis: Redis | Cluster) {}
+  constructor(
+    private readonly redis: Redis | Cluster,
+    options: ChangeSubscriberOptions = {},
+  ) {
+    this.#pattern = options.pattern;
+    this.#patternFromWaiters = options.patternFromWaiters ?? PATTERN_FROM_WAITERS;
+    this.#lingerMs = options.lingerMs ?? PATTERN_LINGER_MS;
+  }
 
   /**
-   * Subscribes `wake` to `channel`; resolves once Redis confirmed the subscription, or once a replacement
-   * connection is due (it subscribes `channel` too, then wakes `wake`). Concurrent first calls share one
-   * connection attempt. Returns the unsubscribe function. Rejects when no connection could be opened (Redis
-   * unreachable: the connection's error; on a Cluster with no node known after the command timeout, code ENOTCONN).
+   * Subscribes `wake` to `channel`; resolves once Redis confirmed the subscription (the channel's SUBSCRIBE, or the
+   * pattern's PSUBSCRIBE: at once when it is already confirmed), or once a replacement connection is due (it
+   * subscribes too, then wakes `wake`). Concurrent first calls share one connection attempt. Returns the
+   * unsubscribe function (harmless twice). Rejects when no connection could be opened (Redis unreachable: the
+   * connection's error; on a Cluster with no node known after the command timeout, code ENOTCONN).
    */
   async listen(channel: string, wake: Wake): Promise<() => Promise<void>> {
     const subscription = (this.#subscription ??= this.#open());
@@ -47,15 +103,26 @@ export class WorkflowChangeSubscriber {
       this.#waiters.set(channel, waiters);
     }
     waiters.add(wake);
+    this.#waiting++;
+    clearTimeout(this.#linger);
+    let listening = true;
     const unlisten = async () => {
+      if (!listening) return;
+      listening = false;
       waiters.delete(wake);
+      if (--this.#waiting === 0) this.#dropPatternLater(subscription);
       if (waiters.size > 0 || this.#waiters.get(channel) !== waiters) return;
       this.#waiters.delete(channel);
-      await subscription.unsubscribe(channel);
+      if (this.#subscribed.delete(channel)) await subscription.unsubscribe('channel', channel);
     };
+    const pattern = this.#pattern;
+    const throughPattern = pattern !== undefined && (this.#patternListening !== undefined || this.#waiting >= this.#patternFromWaiters);
+    const subscribed = throughPattern ? (this.#patternListening ??= subscription.subscribe('pattern', pattern)) : undefined;
+    if (!throughPattern) this.#subscribed.add(channel);
     try {
-      await subscription.subscribe(channel);
+      await (subscribed ?? subscription.subscribe('channel', channel));
     } catch (error) {
+      if (subscribed && this.#patternListening === subscribed) this.#patternListening = undefined;
       await unlisten();
       throw error;
     }
@@ -66,23 +133,42 @@ export class WorkflowChangeSubscriber {
     const subscription = this.#subscription;
     this.#subscription = undefined;
     this.#waiters.clear();
+    this.#subscribed.clear();
+    this.#waiting = 0;
+    this.#patternListening = undefined;
+    clearTimeout(this.#linger);
     await subscription?.close();
+  }
+
+  /** Nobody waits: the pattern is given up after `lingerMs` unless a wait starts meanwhile. */
+  #dropPatternLater(subscription: ChangeSubscription): void {
+    if (this.#patternListening === undefined) return;
+    clearTimeout(this.#linger);
+    this.#linger = setTimeout(() => {
+      if (this.#waiting > 0 || this.#patternListening === undefined || this.#subscription !== subscription) return;
+      this.#patternListening = undefined;
+      void subscription.unsubscribe('pattern', this.#pattern!);
+    }, this.#lingerMs);
+    this.#linger.unref();
   }
 
   #deliver = (channel: string, message: string) => this.#waiters.get(channel)?.forEach((wake) => wake(message));
 
   #wakeEveryWaiter = () => this.#waiters.forEach((waiters) => waiters.forEach((wake) => wake()));
 
+  /** What a connection must subscribe: the channels SUBSCRIBEd for their waiters, and the pattern while it is wanted. */
+  #wanted = (): Wanted => ({ channels: [...this.#subscribed], patterns: this.#patternListening !== undefined && this.#pattern !== undefined ? [this.#pattern] : [] });
+
   #open(): ChangeSubscription {
     const redis = this.redis;
     const connect = redis instanceof Cluster ? () => connectToSomeNode(redis, this.#deliver) : () => connectSubscriber(redis, this.#deliver);
-    return new ChangeSubscription(connect, () => [...this.#waiters.keys()], this.#wakeEveryWaiter);
+    return new ChangeSubscription(connect, this.#wanted, this.#wakeEveryWaiter);
   }
 }
 
 /**
  * The options of a subscriber connection, on top of its source client's (address, credentials, TLS, db,
- * command timeout). Nothing but SUBSCRIBE and UNSUBSCRIBE is ever sent on it, and only once it is connected:
+ * command timeout). Nothing but (P)SUBSCRIBE and (P)UNSUBSCRIBE is ever sent on it, and only once it is connected:
  * - no ready check and no client info: ioredis sends INFO and CLIENT SETINFO after connecting, and a SUBSCRIBE
  *   that overtook them (ioredis writes SUBSCRIBE before the connection is ready) made the check fail and the
  *   client reconnect, losing what was published meanwhile;
@@ -107,6 +193,7 @@ async function connectSubscriber(source: Redis, deliver: (channel: string, messa
   const connection = batchWritesPerTurn(source.duplicate(SUBSCRIBER_OPTIONS));
   connection.on('error', () => undefined); // the SUBSCRIBE rejects to its waiter; an ended connection is replaced
   connection.on('message', deliver);
+  connection.on('pmessage', (_pattern: string, channel: string, message: string) => deliver(channel, message));
   try {
     await connection.connect();
   } catch (error) {
@@ -136,11 +223,17 @@ const REPLACEMENT_DELAY_MS = 100;
 /** Longest wait between two replacements (ms): Redis coming back is noticed within this. */
 const REPLACEMENT_MAX_DELAY_MS = 2_000;
 
+/** What a subscriber connection subscribes: channels (SUBSCRIBE) and patterns (PSUBSCRIBE). */
+interface Wanted {
+  channels: string[];
+  patterns: string[];
+}
+
 /**
  * The subscriber's connection, one at a time, opened by `connect` (connected before anything is sent on it).
  * Concurrent first subscriptions share one opening (one promise). A connection that ends (Redis restarted,
  * failover, CLIENT KILL, a SUBSCRIBE unanswered in the command timeout) is replaced while anyone waits: the new
- * one subscribes every channel waited on, then wakes every waiter, and each reads its record again (a change
+ * one subscribes every channel and pattern wanted, then wakes every waiter, and each reads its record again (a change
  * published while no connection listened is never missed). Replacements that fail are retried after
  * REPLACEMENT_DELAY_MS, doubling to REPLACEMENT_MAX_DELAY_MS, while anyone waits.
  */
@@ -154,25 +247,31 @@ class ChangeSubscription {
 
   constructor(
     private readonly connect: () => Promise<Redis>,
-    private readonly channels: () => string[],
+    private readonly wanted: () => Wanted,
     private readonly wakeEveryWaiter: () => void,
   ) {}
 
-  /** Resolves once `channel` is subscribed, or once a replacement is due (which subscribes it, then wakes its waiters). */
-  async subscribe(channel: string): Promise<void> {
+  /**
+   * Resolves once the channel (or pattern) `name` is subscribed, or once a replacement is due (which subscribes it,
+   * then wakes its waiters). Sends nothing when it is no longer wanted by the time the connection is open.
+   */
+  async subscribe(kind: 'channel' | 'pattern', name: string): Promise<void> {
     if (this.#replacement) return;
     const connection = await this.#open();
+    if (!this.wanted()[kind === 'channel' ? 'channels' : 'patterns'].includes(name)) return;
     try {
-      await connection.subscribe(channel);
+      await (kind === 'channel' ? connection.subscribe(name) : connection.psubscribe(name));
       this.#failures = 0;
     } catch {
-      connection.disconnect(); // its end brings a replacement, which subscribes `channel` and wakes its waiter
+      connection.disconnect(); // its end brings a replacement, which subscribes `name` and wakes its waiters
     }
   }
 
-  /** Never rejects. Sent after any SUBSCRIBE of the same connection; a replacement subscribes only the channels still waited on. */
-  async unsubscribe(channel: string): Promise<void> {
-    await this.#connection?.unsubscribe(channel).catch(() => undefined);
+  /** Never rejects. Sent after any SUBSCRIBE of the same connection; a replacement subscribes only what is still wanted. */
+  async unsubscribe(kind: 'channel' | 'pattern', name: string): Promise<void> {
+    const connection = this.#connection;
+    if (!connection) return;
+    await (kind === 'channel' ? connection.unsubscribe(name) : connection.punsubscribe(name)).catch(() => undefined);
   }
 
   async close(): Promise<void> {
@@ -214,7 +313,7 @@ class ChangeSubscription {
   }
 
   #replaceLater(): void {
-    if (this.#replacement || this.#closed || this.channels().length === 0) return;
+    if (this.#replacement || this.#closed || nothingIn(this.wanted())) return;
     const delayMs = this.#failures <= 1 ? 0 : Math.min(REPLACEMENT_DELAY_MS * 2 ** (this.#failures - 2), REPLACEMENT_MAX_DELAY_MS);
     this.#replacement = setTimeout(() => {
       this.#replacement = undefined;
@@ -222,7 +321,7 @@ class ChangeSubscription {
     }, delayMs);
   }
 
-  /** Opens a connection, subscribes every channel waited on, then wakes every waiter (each reads the journal again). */
+  /** Opens a connection, subscribes every channel and pattern wanted, then wakes every waiter (each reads the journal again). */
   async #replace(): Promise<void> {
     let connection: Redis;
     try {
@@ -232,10 +331,10 @@ class ChangeSubscription {
       this.#replaceLater();
       return;
     }
-    const channels = this.channels();
-    if (channels.length === 0) return;
+    const { channels, patterns } = this.wanted();
+    if (channels.length + patterns.length === 0) return;
     try {
-      await connection.subscribe(...channels);
+      await Promise.all([channels.length > 0 && connection.subscribe(...channels), patterns.length > 0 && connection.psubscribe(...patterns)]);
     } catch {
       connection.disconnect(); // ends: replaced again, after a delay
       return;
@@ -245,3 +344,5 @@ class ChangeSubscription {
     this.wakeEveryWaiter();
   }
 }
+
+const nothingIn = (wanted: Wanted) => wanted.channels.length + wanted.patterns.length === 0;
