@@ -11,6 +11,7 @@ import { readFileSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
+import { PATTERN_FROM_WAITERS } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer, testsOnCluster } from '../harness/redis.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
@@ -53,6 +54,15 @@ const REGISTRY_CLIENT_COMMANDS_PER_DELEGATION = 1;
 const SEND_ORDER_COMMANDS_PER_DELEGATION = 3.5;
 const SEND_ORDER_CLIENT_COMMANDS_PER_DELEGATION = 1;
 const DELEGATIONS = 8;
+/**
+ * The producer's commands per `delegate` + `waitFor` with many waits at once (the change subscriber's pattern): the
+ * create script, the send's place (sendOrder-2.lua), BullMQ's addJob and the state read after the wait registered.
+ * 6 before the subscriber heard many waits through one PSUBSCRIBE (a SUBSCRIBE and an UNSUBSCRIBE per wait); the
+ * pattern's one PSUBSCRIBE is shared by the whole burst.
+ */
+const PRODUCER_COMMANDS_PER_WAITED_DELEGATION = 4;
+/** Delegations waited for at once: from `PATTERN_FROM_WAITERS` (8) waits on, the subscriber uses the pattern. */
+const WAITED_AT_ONCE = 16;
 
 const redisServer = useRedisServer();
 let agent: DemoAgentHandle;
@@ -159,5 +169,64 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     expect(sendOrderCommands / DELEGATIONS).toBeGreaterThan(0);
     expect(sendOrderCommands / DELEGATIONS).toBeLessThanOrEqual(SEND_ORDER_COMMANDS_PER_DELEGATION);
     expect(sendOrderClientCommands / DELEGATIONS).toBeLessThanOrEqual(SEND_ORDER_CLIENT_COMMANDS_PER_DELEGATION);
+  });
+
+  it(`delegate + waitFor, ${WAITED_AT_ONCE} at once: ${PRODUCER_COMMANDS_PER_WAITED_DELEGATION} producer commands per delegation, the send's place asked with the create, no SUBSCRIBE per wait`, async () => {
+    expect(WAITED_AT_ONCE).toBeGreaterThanOrEqual(2 * PATTERN_FROM_WAITERS);
+    // A producer of its own, on a named connection: its queue and subscriber connections are duplicates (same name).
+    const name = `counted-${Date.now()}`;
+    const client = new Redis(redisServer().url, { connectionName: name });
+    const counted = createProducer({ redis: client, prefix, addressPolicy: { allowLoopback: true } });
+    let monitor: Redis | undefined;
+    // One wait held for the whole test (an agent nobody answers at): the pattern stays subscribed between the bursts.
+    const holding = new AbortController();
+    const { id: held } = await counted.delegate({ agent: 'http://127.0.0.1:9/.well-known/agent-card.json', text: 'never answered', idempotencyKey: 'waited-held' });
+    const heldWait = counted.waitFor(held, { signal: holding.signal }).catch(() => undefined);
+    try {
+      const burst = (tag: string) =>
+        Promise.all(
+          Array.from({ length: WAITED_AT_ONCE }, async (_, index) => {
+            const { id } = await counted.delegate({ agent: agent.cardUrl, text: 'do the thing', idempotencyKey: `${tag}-${index}` });
+            return (await counted.waitFor(id, { timeoutMs: 30_000 })).state;
+          }),
+        );
+      expect(await burst('waited-warm')).toEqual(Array.from({ length: WAITED_AT_ONCE }, () => 'COMPLETED')); // connections open, scripts loaded
+      const addresses = new Set(
+        String(await client.client('LIST'))
+          .split('\n')
+          .filter((line) => line.includes(` name=${name} `))
+          .map((line) => /addr=(\S+)/.exec(line)![1]!),
+      );
+      expect(addresses.size).toBeGreaterThanOrEqual(3); // the journal's, BullMQ's and the subscriber's
+      const commands: string[] = [];
+      // Started once the warm burst is done: ioredis' MONITOR reply racing a busy server's first lines breaks its client.
+      monitor = await client.monitor();
+      monitor.on('monitor', (_time: string, args: string[], source: string) => {
+        if (![...addresses].some((address) => source.endsWith(address))) return;
+        const command = (args[0] ?? '').toLowerCase();
+        const key = command === 'evalsha' ? (args[3] ?? '') : (args[1] ?? '');
+        commands.push(`${command} ${key.replace(/\{wf:[^}]*\}/, '{wf}').replace(/counts:\d+/, 'counts:<window>')}`);
+      });
+      expect(await burst('waited')).toEqual(Array.from({ length: WAITED_AT_ONCE }, () => 'COMPLETED'));
+      await eventually(async () => commands.length >= PRODUCER_COMMANDS_PER_WAITED_DELEGATION * WAITED_AT_ONCE, 'the commands seen');
+      const shapes = new Map<string, number>();
+      for (const command of commands) shapes.set(command, (shapes.get(command) ?? 0) + 1);
+      const profile = [...shapes.entries()].map(([shape, count]) => `${(count / WAITED_AT_ONCE).toFixed(2)} ${shape}`).join('\n');
+      console.log(`delegate + waitFor, ${WAITED_AT_ONCE} at once, per delegation:\n${profile}`);
+      expect(commands.length / WAITED_AT_ONCE, profile).toBeLessThanOrEqual(PRODUCER_COMMANDS_PER_WAITED_DELEGATION);
+      expect(commands.filter((command) => /^(p?subscribe|p?unsubscribe) /.test(command)), profile).toEqual([]); // the pattern stays from the warm burst
+      expect(shapes.get(`hget ${prefix}:{wf}:wf`), profile).toBe(WAITED_AT_ONCE); // the read after registering: kept
+      // The send's place is asked before the create's reply came back (in its round trip), not after it.
+      const createAt = commands.findIndex((command) => command === `evalsha ${prefix}:{wf}:wf`);
+      const placeAt = commands.findIndex((command) => command.startsWith(`evalsha ${prefix}:{send-order}`));
+      expect(placeAt, profile).toBeGreaterThanOrEqual(0);
+      expect(placeAt, commands.slice(0, 8).join('\n')).toBeLessThan(createAt);
+    } finally {
+      monitor?.disconnect();
+      holding.abort();
+      await heldWait;
+      await counted.close();
+      await client.quit();
+    }
   });
 });
