@@ -7,6 +7,7 @@
  * through (DNS may be briefly down; the workers check again at connection time and fail the attempt
  * with the reason).
  */
+import { isIP } from 'node:net';
 import { BlockedAddressError, NetworkError, checkUrl, type AddressPolicyOptions } from '@durable-a2a/a2a';
 
 /** A refused agent URL, naming the request field that holds it. */
@@ -47,14 +48,33 @@ export function agentUrlsOf(body: AgentUrlHolder): { field: string; url: string 
   return found;
 }
 
+/**
+ * URLs whose host is an IP literal that a policy allowed, per policy object: for those the verdict depends on the URL
+ * and the policy alone (no DNS), so a producer delegating to the same agent again does not check it again. A host
+ * name is checked on every call (what it resolves to may change). At most ALLOWED_LITERALS_KEPT URLs per policy; the
+ * set starts again when full.
+ */
+const allowedLiterals = new WeakMap<AddressPolicyOptions, Set<string>>();
+const ALLOWED_LITERALS_KEPT = 1_000;
+
+/** True when `url` parses and its host is an IP literal (IPv6 in brackets). */
+function hasLiteralHost(url: string): boolean {
+  const host = URL.parse(url)?.hostname;
+  return host !== undefined && isIP(host.startsWith('[') ? host.slice(1, -1) : host) !== 0;
+}
+
 /** Throws AgentAddressRefusedError for the first URL the policy refuses. Distinct URLs are checked once. */
 export async function checkAgentAddresses(body: AgentUrlHolder, policy: AddressPolicyOptions): Promise<void> {
   const checked = new Set<string>();
+  let allowed = allowedLiterals.get(policy);
   for (const { field, url } of agentUrlsOf(body)) {
-    if (checked.has(url)) continue;
+    if (checked.has(url) || allowed?.has(url)) continue;
     checked.add(url);
     try {
       await checkUrl(url, policy);
+      if (!hasLiteralHost(url)) continue;
+      if (!allowed || allowed.size >= ALLOWED_LITERALS_KEPT) allowedLiterals.set(policy, (allowed = new Set()));
+      allowed.add(url);
     } catch (error) {
       if (error instanceof BlockedAddressError) throw new AgentAddressRefusedError(error, field);
       if (!(error instanceof NetworkError)) throw error;

@@ -37,6 +37,9 @@ const IdempotencyKey = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" o
 /** An http(s) Agent Card URL or agent base URL. */
 export const AgentUrl = z.url({ protocol: /^https?$/, error: 'an http(s) Agent Card URL or agent base URL' });
 
+/** The policy of a producer given none: one object, so the allowed agent addresses are kept for it (`checkAgentAddresses`). */
+const NO_ADDRESS_POLICY = {};
+
 /** `delegate` input: one message to one agent. */
 export const DelegateInputSchema = z
   .strictObject({
@@ -186,7 +189,7 @@ export async function delegate(context: ProducerContext, scope: ProducerScope, i
     ...(parsed.notify ? { notify: parsed.notify } : {}),
     ...(parsed.priority !== undefined ? { priority: parsed.priority } : {}),
   });
-  await checkAgentAddresses({ agent: parsed.agent, ...(parsed.notify ? { notify: parsed.notify } : {}) }, context.options.addressPolicy ?? {});
+  await checkAgentAddresses({ agent: parsed.agent, ...(parsed.notify ? { notify: parsed.notify } : {}) }, context.options.addressPolicy ?? NO_ADDRESS_POLICY);
   const result = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: definition.workflowId }, () => create(context, definition));
   return { id: result.id, created: result.created, messageId: result.messageId ?? '' };
 }
@@ -200,7 +203,7 @@ export async function startWorkflow(context: ProducerContext, scope: ProducerSco
   requireWriter(scope, 'startWorkflow');
   const strict = parseInput(StrictWorkflowDefinitionSchema, definition);
   const parsed = parseInput(WorkflowDefinitionSchema, { ...strict, workflowId: createdWorkflowId(scope, strict.workflowId) });
-  await checkAgentAddresses(parsed, context.options.addressPolicy ?? {});
+  await checkAgentAddresses(parsed, context.options.addressPolicy ?? NO_ADDRESS_POLICY);
   const { id, created } = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: parsed.workflowId }, () => create(context, parsed));
   return { id, created };
 }
