@@ -118,8 +118,11 @@ describe('waitFor: a burst of first waits on a fresh producer', () => {
         await producer.close();
       }
     });
+    // The first waits SUBSCRIBE their channels; from the eighth at once on (PATTERN_FROM_WAITERS) the burst shares one
+    // PSUBSCRIBE (none when the early waits settled before the later ones started).
     expect(commands).toContain('subscribe');
-    expect(commands.filter((command) => !['subscribe', 'unsubscribe', 'quit'].includes(command))).toEqual([]);
+    expect(commands.filter((command) => command === 'psubscribe').length).toBeLessThanOrEqual(1);
+    expect(commands.filter((command) => !['subscribe', 'unsubscribe', 'psubscribe', 'punsubscribe', 'quit'].includes(command))).toEqual([]);
   });
 
   it('property: bursts of first waits on fresh producers (random size, agent delay, and when each change is published) all resolve with the change', async () => {
