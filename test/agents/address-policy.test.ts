@@ -10,6 +10,7 @@ import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import { startRawAgent } from '../harness/raw-agent.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 import { AgentRegistry, createRedisClient } from '@durable-a2a/shared';
+import { checkAgentAddresses } from '../../packages/producer/src/agent-addresses.ts';
 
 const redisServer = useRedisServer();
 let agent: DemoAgentHandle;
@@ -62,6 +63,18 @@ describe('R19: the library applies the address policy at delegate / startWorkflo
     } finally {
       await producer.close();
     }
+  });
+
+  it('an allowed IP-literal address is kept for its policy only, and a refusal is never kept', async () => {
+    const url = 'http://127.0.0.1:9/.well-known/agent-card.json';
+    const allowing = { allowLoopback: true };
+    await checkAgentAddresses({ agent: url }, allowing);
+    await checkAgentAddresses({ agent: url }, allowing); // kept: no check
+    // Another policy object (the default: loopback refused) is not answered from what the first one allowed.
+    const refusing = {};
+    for (let time = 0; time < 2; time++) await expect(checkAgentAddresses({ agent: url }, refusing)).rejects.toBeInstanceOf(AgentAddressRefusedError);
+    // A URL the first policy refuses stays refused however often it comes.
+    for (let time = 0; time < 2; time++) await expect(checkAgentAddresses({ agent: 'http://10.0.0.1/' }, allowing)).rejects.toMatchObject({ field: 'agent' });
   });
 
   it('allowLoopback accepts a loopback agent', async () => {
