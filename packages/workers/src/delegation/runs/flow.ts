@@ -4,7 +4,7 @@
  * a lease each, its send rate). A send over any of them waits as a delayed send job (`send-deferred`: the view shows
  * "waiting for a slot at <agent>"), never fails. And the pause an agent asks for (`Retry-After`), bounded by
  * `retryAfterMaxMs`, for the whole fleet. A send to an agent without limits asks Redis only to see a pause: it skips
- * the script while this process found the agent unpaused less than `pauseCheckMs` ago (`PauseChecks`).
+ * the script while this process found the agent unpaused less than `pauseCheckMs` ago (`pause-checks.ts`).
  */
 import { agentKeyOf } from '@durable-a2a/a2a';
 import type { AgentLimits, DelegationRecord, FlowAcquired, RegisteredAgent } from '@durable-a2a/shared';
@@ -30,56 +30,6 @@ export class AgentLimitsBook {
   }
 }
 
-/**
- * When this process last found each agent without a fleet-wide pause, so that a send to an agent without limits (no
- * `maxInFlight`, no send rate: the acquire would only read the pause) skips the script for `checkMs` after a check
- * that said go. A pause another worker writes reaches this process's sends at most `checkMs` later; a pause this
- * process writes (`notePause`) reaches its next send at once. Limits reach it with the registry read (`AgentLimitsBook`),
- * and an agent with limits is always asked. `checkMs` 0: every send asks.
- */
-export class PauseChecks {
-  private readonly clearUntil = new Map<string, number>();
-  /** Bumped by every pause this process notes: a check that began before it says nothing about after it. */
-  private pauses = 0;
-
-  /** `checkMs`: how long a check that found no pause holds, ms. `now`: clock, ms since epoch. */
-  constructor(
-    private readonly checkMs: number,
-    private readonly now: () => number,
-  ) {}
-
-  /** The agent was found unpaused less than `checkMs` ago (and this process has not paused it since). */
-  isClear(agent: string): boolean {
-    const until = this.clearUntil.get(agent);
-    if (until === undefined) return false;
-    if (until > this.now()) return true;
-    this.clearUntil.delete(agent);
-    return false;
-  }
-
-  /** What to hand to `noteClear` once the check that starts now has said go. */
-  startCheck(): number {
-    return this.pauses;
-  }
-
-  /** A check for the agent, begun at `started` (`startCheck`), said go: no pause then. */
-  noteClear(agent: string, started: number): void {
-    if (this.checkMs <= 0 || started !== this.pauses) return;
-    // Agents seen once and never again: a bound on what is kept (a forgotten entry costs one script call).
-    if (this.clearUntil.size >= MOST_AGENTS_KEPT) this.clearUntil.clear();
-    this.clearUntil.set(agent, this.now() + this.checkMs);
-  }
-
-  /** This process paused the agent (or is about to): its next send asks Redis. */
-  notePause(agent: string): void {
-    this.pauses++;
-    this.clearUntil.delete(agent);
-  }
-}
-
-/** How many agents `PauseChecks` keeps before starting again. */
-const MOST_AGENTS_KEPT = 10_000;
-
 /** The limits ask the acquire nothing beyond the pause: no slot, no rate (agentFlow-2.lua treats 0 as none). */
 const pauseOnly = (limits: AgentLimits): boolean => (limits.maxInFlight ?? 0) === 0 && (limits.rate?.sendsPerSecond ?? 0) === 0;
 
@@ -102,7 +52,7 @@ const jittered = (baseMs: number): number => baseMs + Math.floor(Math.random() *
 
 /**
  * Takes a send's turn at its agent: its share of this process's send slots, then the fleet's flow control (one
- * script call, skipped for an agent without limits found unpaused within `pauseCheckMs`: `PauseChecks`; renewed
+ * script call, skipped for an agent without limits found unpaused within `pauseCheckMs`: `pause-checks.ts`; renewed
  * every `lockDurationMs / 3` while the agent has a `maxInFlight`). Resolves to the turn, or to
  * the wait (reason and until when, ms since epoch) when the send must wait. Throws what Redis throws (nothing held).
  */
@@ -111,17 +61,14 @@ export async function takeSendTurn(ctx: WorkerContext, record: DelegationRecord,
   if (!ctx.sendSlots.take(agent)) return { reason: 'share-full', untilMs: ctx.options.now() + jittered(ctx.options.slotWaitMs) };
   const limits = ctx.agentLimits.of(agent);
   const leaseMs = ctx.options.lockDurationMs;
-  const skip = pauseOnly(limits);
-  let acquired: FlowAcquired = { go: true };
-  if (!skip || !ctx.pauseChecks.isClear(agent)) {
-    const check = ctx.pauseChecks.startCheck();
-    try {
-      acquired = await ctx.flow.acquire(agent, holder, limits, leaseMs);
-    } catch (error) {
-      ctx.sendSlots.release(agent);
-      throw error;
-    }
-    if (skip && acquired.go) ctx.pauseChecks.noteClear(agent, check);
+  const look = () => ctx.flow.acquire(agent, holder, limits, leaseMs);
+  let acquired: FlowAcquired;
+  try {
+    // Without limits the acquire only reads the pause: one look per agent and `pauseCheckMs` (the holder is not kept).
+    acquired = await (pauseOnly(limits) ? ctx.pauseChecks.ask(agent, look) : look());
+  } catch (error) {
+    ctx.sendSlots.release(agent);
+    throw error;
   }
   if (!acquired.go) {
     ctx.sendSlots.release(agent);
