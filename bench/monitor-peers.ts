@@ -24,7 +24,7 @@ const [clientPid, workerPid, redisPid] = side.pids();
 /** The pid of the process holding the local end `port` of a connection to redis-server (from `ss -tnp`). */
 function ownersOfPorts(): Map<string, string> {
   const owners = new Map<string, string>();
-  const lines = execFileSync('ss', ['-tnpH'], { encoding: 'utf8' }).split('\n');
+  const lines = execFileSync('ss', ['-tnpH'], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 }).split('\n');
   for (const line of lines) {
     const match = /\S+\s+\d+\s+\d+\s+(\S+):(\d+)\s+\S+\s+users:\(\("[^"]+",pid=(\d+)/.exec(line);
     if (!match) continue;

@@ -154,6 +154,29 @@ describe('Retry-After pauses the agent for the whole fleet', () => {
   }, 90_000);
 });
 
+describe('a pause written by another worker reaches the sends of a worker that skips the look (pauseCheckMs)', () => {
+  it('a worker that found the agent unpaused (no limits, pauseCheckMs 300): once its look has lapsed, a pause written elsewhere holds its next sends (waiting for a slot, nothing sent)', async () => {
+    const prefix = newPrefix('pause-elsewhere');
+    const agent = track(await startTaskAgent({ taskMs: 20 }));
+    const producer = producerOf(prefix);
+    const fleet = await fleetOf(prefix, { pauseCheckMs: 300 });
+    await allCompleted(producer, [(await producer.delegate({ agent: agent.cardUrl, text: 'first', idempotencyKey: `${prefix}-0` })).id], 'the first delegation COMPLETED', 30_000);
+    // Another worker's pause, as `pauseForRetryAfter` writes it there.
+    const elsewhere = new AgentFlow(redisClient(), prefix);
+    await elsewhere.pause(agent.cardUrl, 60_000);
+    // The bound: the look taken before the pause lapses by itself (no pause noted here, no Redis command).
+    await eventually(async () => !fleet.context.pauseChecks.isClear(agent.cardUrl), "the worker's look lapsed", 10_000, 20);
+    const ids: string[] = [];
+    for (let index = 1; index <= 3; index++) ids.push((await producer.delegate({ agent: agent.cardUrl, text: `paused ${index}`, idempotencyKey: `${prefix}-${index}` })).id);
+    await eventually(
+      async () => (await Promise.all(ids.map((id) => producer.get(id)))).every((view) => view.steps[0]!.attempts[0]!.progress === `waiting for a slot at ${agent.cardUrl}`),
+      'the three sends wait for the pause',
+      30_000,
+    );
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 90_000);
+});
+
 describe('agentFlow-2.lua: slots never exceed the limit', () => {
   it('property: random acquire / release / renew / expire sequences of several holders never put more than maxInFlight live holders in the set, and an acquire never goes while the limit is reached', async () => {
     const redis = redisClient();

@@ -64,6 +64,8 @@ export const WorkerEnvironmentSchema = z.object({
   /** Held sends waiting outside their send jobs (0: a held send keeps its job). */
   DA2A_HELD_SEND_SLOTS: z.coerce.number().int('a whole number ≥ 0 (0: a held send keeps its job)').min(0, 'a whole number ≥ 0 (0: a held send keeps its job)').optional(),
   DA2A_RETRY_AFTER_MAX_MS: Milliseconds.optional(),
+  /** How long a send to an agent without limits trusts this process's last look at the agent's pause (0: every send looks). */
+  DA2A_PAUSE_CHECK_MS: z.coerce.number().int('a whole number of ms ≥ 0 (0: every send looks)').min(0, 'a whole number of ms ≥ 0 (0: every send looks)').optional(),
   DA2A_DEFAULT_AGENT_LIMITS: jsonVariable(AgentLimitsSchema, 'a JSON object of limits for unregistered agents, e.g. {"maxInFlight":5,"rate":{"sendsPerSecond":10,"resubscribesPerSecond":5}}').optional(),
   /** Follows run in this process outside follow jobs (0: always follow jobs). */
   DA2A_LOCAL_FOLLOW_SLOTS: z.coerce.number().int('a whole number ≥ 0 (0: always follow jobs)').min(0, 'a whole number ≥ 0 (0: always follow jobs)').optional(),
@@ -208,6 +210,7 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     reconcileSlotsPerAgent: environment.DA2A_RECONCILE_SLOTS_PER_AGENT,
     heldSendSlots: environment.DA2A_HELD_SEND_SLOTS,
     retryAfterMaxMs: environment.DA2A_RETRY_AFTER_MAX_MS,
+    pauseCheckMs: environment.DA2A_PAUSE_CHECK_MS,
     defaultAgentLimits: environment.DA2A_DEFAULT_AGENT_LIMITS,
     localFollowSlots: environment.DA2A_LOCAL_FOLLOW_SLOTS,
     closeTimeoutMs: environment.DA2A_CLOSE_TIMEOUT_MS,

@@ -13,6 +13,7 @@ import type { AuthHandler } from './delegation/auth.ts';
 import type { Policy } from './delegation/core/policy.ts';
 import type { AgentSlots } from './delegation/runs/agent-slots.ts';
 import type { AgentLimitsBook } from './delegation/runs/flow.ts';
+import type { PauseChecks } from './delegation/runs/pause-checks.ts';
 import type { HeldSends } from './delegation/runs/held-sends.ts';
 import type { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
 import type { AttemptSteps } from './delegation/attempt-step.ts';
@@ -91,6 +92,8 @@ export interface WorkerContext {
   flow: AgentFlow;
   /** Each agent's fleet-wide limits as last read from the registry (or the fleet's default for unregistered agents). */
   agentLimits: AgentLimitsBook;
+  /** When each agent without limits was last found unpaused (`pauseCheckMs`): its sends skip the acquire meanwhile. */
+  pauseChecks: PauseChecks;
   /** Held sends waiting outside their send job (`heldSendSlots`). */
   heldSends: HeldSends;
   /** The follow leases this process renews (`runs/lease-renewal.ts`). */

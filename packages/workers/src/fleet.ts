@@ -47,6 +47,7 @@ import { processFollow } from './queues/follow.ts';
 import { createLocalFollows, type LocalFollows } from './delegation/runs/follow-local.ts';
 import { agentShares } from './delegation/runs/agent-slots.ts';
 import { AgentLimitsBook } from './delegation/runs/flow.ts';
+import { PauseChecks } from './delegation/runs/pause-checks.ts';
 import { HeldSends } from './delegation/runs/held-sends.ts';
 import { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
 import { startLiveness, type Liveness } from './delegation/runs/liveness.ts';
@@ -191,6 +192,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
     ...agentShares(options),
     flow: new AgentFlow(journalRedis, options.prefix),
     agentLimits: new AgentLimitsBook(options.defaultAgentLimits),
+    pauseChecks: new PauseChecks(options.pauseCheckMs, options.now),
     heldSends: new HeldSends(options.heldSendSlots),
     leaseRenewals: new LeaseRenewals(),
     attemptSteps: new AttemptSteps(),

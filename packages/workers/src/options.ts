@@ -59,14 +59,20 @@ export interface FleetOptions {
   reconcileSlotsPerAgent?: number;
   /**
    * Fleet-wide limits of agents that are not registered (registered agents carry their own, `setAgentLimits`):
-   * SendMessage calls in flight, sends and resubscriptions per second. Default none (no limit, one script call per send
-   * to honour a pause an agent asked for).
+   * SendMessage calls in flight, sends and resubscriptions per second. Default none (no limit: a script call per
+   * `pauseCheckMs` to honour a pause an agent asked for).
    */
   defaultAgentLimits?: AgentLimits;
   /** Longest pause an agent's `Retry-After` (429/503, JSON-RPC or gRPC RetryInfo) imposes on the fleet, in ms. Default 60_000. */
   retryAfterMaxMs?: number;
   /** How long a send waits before it asks again when every slot of its agent is held (+ up to as much jitter), ms. Default 1_000. */
   slotWaitMs?: number;
+  /**
+   * How long a send to an agent without limits trusts this process's last look at the agent's fleet-wide pause, ms: a
+   * pause written by another worker (Retry-After) reaches this process's sends at most this much later. 0: every send
+   * looks (one script call). Default 1_000.
+   */
+  pauseCheckMs?: number;
   /**
    * Held sends (SendMessage not answered after `requestTimeoutMs`) this process keeps waiting outside their send job,
    * which then frees its send slot (`delegation/runs/held-sends.ts`); each agent may hold half of them. 0: a held
@@ -199,6 +205,7 @@ export interface CompiledFleetOptions {
   defaultAgentLimits: AgentLimits;
   retryAfterMaxMs: number;
   slotWaitMs: number;
+  pauseCheckMs: number;
   heldSendSlots: number;
   localFollowSlots: number;
   subscribeRateLimit: { max: number; durationMs: number };
@@ -260,6 +267,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     defaultAgentLimits: options.defaultAgentLimits ?? {},
     retryAfterMaxMs: options.retryAfterMaxMs ?? 60_000,
     slotWaitMs: options.slotWaitMs ?? 1_000,
+    pauseCheckMs: options.pauseCheckMs ?? 1_000,
     heldSendSlots: options.heldSendSlots ?? concurrency.send,
     localFollowSlots: options.localFollowSlots ?? concurrency.follow,
     subscribeRateLimit: options.subscribeRateLimit ?? { max: 50, durationMs: 1_000 },

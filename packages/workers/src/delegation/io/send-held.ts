@@ -35,9 +35,17 @@ export async function sendWhileSearching(
 ): Promise<HeldSendResult> {
   const send = new AbortController();
   if (stop) stop.addEventListener('abort', () => send.abort(stop.reason), { once: true, signal: send.signal });
-  const searching = new AbortController();
   const answer = transport.sendMessage(request, { timeoutMs, signal: send.signal }).then((response): HeldSendResult => ({ kind: 'answer', response }));
-  const found = searchWhileHeld(ctx, record, transport, searching.signal).then((hit) => (hit ? ({ kind: 'found', ...hit } as const) : answer));
+  // The searching starts `requestTimeoutMs` after the send left: most answers come first, and then nothing but this
+  // timer was made for it (no controller, no listener, no abort to dispatch).
+  let searching: AbortController | undefined;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const found = new Promise<HeldSendResult>((resolve) => {
+    timer = setTimeout(() => {
+      searching = new AbortController();
+      resolve(searchWhileHeld(ctx, record, transport, searching.signal).then((hit) => (hit ? ({ kind: 'found', ...hit } as const) : answer)));
+    }, ctx.options.requestTimeoutMs);
+  });
   try {
     const result = await Promise.race([answer, found]);
     if (result.kind === 'found') {
@@ -46,17 +54,24 @@ export async function sendWhileSearching(
     }
     return result;
   } finally {
-    searching.abort(FINISHED_ABORT_REASON);
+    clearTimeout(timer);
+    searching?.abort(FINISHED_ABORT_REASON);
   }
 }
 
-/** Resolves with our task (`complete`: read in full, not a summary) once a search finds it; undefined when searching stops (aborted, unsupported, failed, capped). */
+/**
+ * Resolves with our task (`complete`: read in full, not a summary) once a search finds it; undefined when searching
+ * stops (aborted, unsupported, failed, capped). Called `requestTimeoutMs` after the send left: searches at once, then
+ * after twice as long each time (at most `max(slowPollMs, requestTimeoutMs)`).
+ */
 async function searchWhileHeld(ctx: WorkerContext, record: DelegationRecord, transport: A2ATransport, stop: AbortSignal): Promise<{ task: Task; complete: boolean } | undefined> {
   const contextId = record.contextRefused ? undefined : record.requestedContextId;
   let delayMs = ctx.options.requestTimeoutMs;
   for (let search = 0; search < MAX_SEARCHES_WHILE_HELD; search++) {
-    if (!(await sleep(delayMs, stop))) return undefined;
-    delayMs = Math.min(delayMs * 2, Math.max(ctx.options.slowPollMs, ctx.options.requestTimeoutMs));
+    if (search > 0) {
+      delayMs = Math.min(delayMs * 2, Math.max(ctx.options.slowPollMs, ctx.options.requestTimeoutMs));
+      if (!(await sleep(delayMs, stop))) return undefined;
+    }
     try {
       const result = await findTaskByMessageId(transport, record, { marginMs: ctx.options.searchMarginMs, maxListTasksCalls: ctx.options.maxListTasksCalls, now: ctx.options.now });
       if (stop.aborted || result.kind === 'unsupported') return undefined;

@@ -64,10 +64,20 @@ export interface StreamSource {
 export async function readStream(ctx: WorkerContext, record: DelegationRecord, job: JobRun, leaseLost: AbortSignal, sink: StreamSink, source: StreamSource = {}): Promise<string> {
   const { open, atEnd = [] } = source;
   const log = lazyChildLogger(ctx.logger, { queue: open ? 'send' : 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
+  // One signal for the stream: our end, the quiet window, the fleet closing, the lease lost. Listeners on the
+  // long-lived signals go with the controller's abort in `finally` (cheaper than `AbortSignal.any`'s weak references).
   const controller = new AbortController();
-  const quiet = new AbortController();
-  let quietTimer = setTimeout(() => quiet.abort(), ctx.options.streamQuietMs);
-  const signal = AbortSignal.any([controller.signal, quiet.signal, ctx.shutdownSignal, leaseLost]);
+  const signal = controller.signal;
+  let quiet = false;
+  const onQuiet = () => {
+    quiet = true;
+    controller.abort();
+  };
+  let quietTimer = setTimeout(onQuiet, ctx.options.streamQuietMs);
+  for (const outside of [ctx.shutdownSignal, leaseLost]) {
+    if (outside.aborted) controller.abort(outside.reason);
+    else outside.addEventListener('abort', () => controller.abort(outside.reason), { once: true, signal });
+  }
   const stream = open ? open(signal) : (await ctx.agents.transportFor(record)).subscribeToTask({ id: record.taskId! }, { signal });
   let end: StreamEnd | undefined;
   let stopped: NextKind | undefined;
@@ -95,7 +105,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
         break;
       }
       clearTimeout(quietTimer);
-      quietTimer = setTimeout(() => quiet.abort(), ctx.options.streamQuietMs);
+      quietTimer = setTimeout(onQuiet, ctx.options.streamQuietMs);
       const response = next.value.response;
       let responses: [StreamResponse] | [StreamResponse, StreamResponse] = [response];
       const ahead = 'artifactUpdate' in response ? await readAhead(stream) : undefined;
@@ -123,7 +133,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     }
   } catch (error) {
     if (leaseLost.aborted) return (await sink({ kind: 'lease-lost' }), 'lease-lost');
-    if (quiet.signal.aborted && !ctx.shutdownSignal.aborted) {
+    if (quiet && !ctx.shutdownSignal.aborted) {
       ctx.metrics.resubscriptions.inc({ reason: 'quiet', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
       log.info({ quietMs: ctx.options.streamQuietMs }, 'stream carried no event for the quiet window; handing over to polling');
       return (await sink({ kind: 'stream-failed', code: 'STREAM_QUIET', retryable: true, quiet: true, delivered })).next;

@@ -3,10 +3,11 @@
  * the fleet-wide flow control (`AgentFlow`, agentFlow-2.lua: a pause the agent asked for, its `maxInFlight` slots with
  * a lease each, its send rate). A send over any of them waits as a delayed send job (`send-deferred`: the view shows
  * "waiting for a slot at <agent>"), never fails. And the pause an agent asks for (`Retry-After`), bounded by
- * `retryAfterMaxMs`, for the whole fleet.
+ * `retryAfterMaxMs`, for the whole fleet. A send to an agent without limits asks Redis only to see a pause: it skips
+ * the script while this process found the agent unpaused less than `pauseCheckMs` ago (`pause-checks.ts`).
  */
 import { agentKeyOf } from '@durable-a2a/a2a';
-import type { AgentLimits, DelegationRecord, RegisteredAgent } from '@durable-a2a/shared';
+import type { AgentLimits, DelegationRecord, FlowAcquired, RegisteredAgent } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 
 /**
@@ -29,6 +30,9 @@ export class AgentLimitsBook {
   }
 }
 
+/** The limits ask the acquire nothing beyond the pause: no slot, no rate (agentFlow-2.lua treats 0 as none). */
+const pauseOnly = (limits: AgentLimits): boolean => (limits.maxInFlight ?? 0) === 0 && (limits.rate?.sendsPerSecond ?? 0) === 0;
+
 /** Why a send waits (`send-deferred`). */
 export type SendWaitReason = 'slots-full' | 'share-full' | 'rate' | 'paused';
 
@@ -48,7 +52,8 @@ const jittered = (baseMs: number): number => baseMs + Math.floor(Math.random() *
 
 /**
  * Takes a send's turn at its agent: its share of this process's send slots, then the fleet's flow control (one
- * script call; renewed every `lockDurationMs / 3` while the agent has a `maxInFlight`). Resolves to the turn, or to
+ * script call, skipped for an agent without limits found unpaused within `pauseCheckMs`: `pause-checks.ts`; renewed
+ * every `lockDurationMs / 3` while the agent has a `maxInFlight`). Resolves to the turn, or to
  * the wait (reason and until when, ms since epoch) when the send must wait. Throws what Redis throws (nothing held).
  */
 export async function takeSendTurn(ctx: WorkerContext, record: DelegationRecord, holder: string): Promise<SendTurn | { reason: SendWaitReason; untilMs: number }> {
@@ -56,9 +61,11 @@ export async function takeSendTurn(ctx: WorkerContext, record: DelegationRecord,
   if (!ctx.sendSlots.take(agent)) return { reason: 'share-full', untilMs: ctx.options.now() + jittered(ctx.options.slotWaitMs) };
   const limits = ctx.agentLimits.of(agent);
   const leaseMs = ctx.options.lockDurationMs;
-  let acquired;
+  const look = () => ctx.flow.acquire(agent, holder, limits, leaseMs);
+  let acquired: FlowAcquired;
   try {
-    acquired = await ctx.flow.acquire(agent, holder, limits, leaseMs);
+    // Without limits the acquire only reads the pause: one look per agent and `pauseCheckMs` (the holder is not kept).
+    acquired = await (pauseOnly(limits) ? ctx.pauseChecks.ask(agent, look) : look());
   } catch (error) {
     ctx.sendSlots.release(agent);
     throw error;
@@ -116,6 +123,7 @@ export async function pauseForRetryAfter(ctx: WorkerContext, agentCardUrl: strin
   const retryAfterMs = (error as { retryAfterMs?: unknown } | undefined)?.retryAfterMs;
   if (typeof retryAfterMs !== 'number' || !(retryAfterMs > 0)) return;
   const pauseMs = Math.min(retryAfterMs, ctx.options.retryAfterMaxMs);
+  ctx.pauseChecks.notePause(agentCardUrl);
   await ctx.flow.pause(agentCardUrl, pauseMs).then(
     (lastsMs) => log.warn({ agent: agentCardUrl, retryAfterMs, pauseMs: lastsMs }, 'the agent asked us to wait (Retry-After): no request goes to it from any worker until then'),
     (failure: unknown) => log.warn({ err: failure, agent: agentCardUrl }, 'the pause the agent asked for was not written'),
