@@ -43,7 +43,9 @@ describe('heartbeat, roster and dead workers\' leases', () => {
     expect(await journal.forgetWorker('b')).toBe(false); // alive
     await journal.heartbeat('b', 30); // b's last beat: its key runs out 30 ms later
     const silent = await eventually(async () => {
-      const beat = await journal.heartbeat('a', 30);
+      // A judges with a TTL longer than its beat period (as a worker does: it beats every third of it), else every
+      // beat would find nobody beat within a TTL (a Redis that was away) and give the whole roster another TTL.
+      const beat = await journal.heartbeat('a', 200);
       return beat.silent.length > 0 && beat.silent;
     }, 'b named silent');
     expect(silent).toEqual(['b']);

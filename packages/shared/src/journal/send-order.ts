@@ -34,7 +34,8 @@ export class SendOrder {
 
   /** The next send's place for `tenant` (0, 1, …: sends before it in this window / the tenant's weight). Throws what Redis throws. */
   place(tenant: string): Promise<number> {
-    // The window by this process's clock: a skew between processes only moves where a window starts for them.
+    // The window by this process's clock: processes whose clocks differ by a window or more count a tenant's sends in
+    // different windows, so a tenant enqueuing through both gets places from each (test/flow/send-order-skew.test.ts).
     return callScript(this.redis, sendOrderScript, this.keys.sendOrder(Math.floor(this.now() / this.windowMs)), { tenant, windowMs: this.windowMs });
   }
 }

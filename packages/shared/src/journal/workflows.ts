@@ -49,7 +49,7 @@ export interface TenantQuota {
   maxStored: number;
 }
 
-/** Members of a full quota set a creation checks for ones that left (oldest first): bounds a full tenant's creation. */
+/** Members of a full quota set a creation checks for ones that left (oldest first; those still there go to the back): bounds a full tenant's creation. */
 export const QUOTA_CHECKED_MEMBERS = 100;
 
 /** createIntent-3.lua: one more delegation of a workflow, fenced on the workflow version. */

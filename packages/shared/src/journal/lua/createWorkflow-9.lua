@@ -25,13 +25,15 @@
   Every entry is written with the workflow, in this one step: a crash cannot leave a workflow that an index does
   not name, nor (on one server) an entry without its workflow. A quota is checked here too, so no two creations
   can both take the last place.
-  Quota sets (sorted sets of workflow ids scored by creation time, ms): a member leaves the in-flight set once its
-  workflow is finished, and the stored set once its records are gone (retention). Nothing else removes members: when
-  a set is full, its `checked` oldest members are looked at here and the ones that left are removed (the oldest are
-  the likeliest to have), so a full tenant pays for the check, never anyone else.
+  Quota sets (sorted sets of workflow ids scored by creation time, ms, or by the time of the last full check that
+  found them still there): a member leaves the in-flight set once its workflow is finished, and the stored set once
+  its records are gone (retention). Nothing else removes members: when a set is full, its `checked` first members are
+  looked at here, the ones that left are removed and the others go to the back (the oldest are the likeliest to have
+  left; a long-running one must not hide the places freed behind it), so a full tenant pays for the check, never
+  anyone else.
   Returns: 1 created, 0 already existed (also when finished and compacted to '<prefix>:{wf:<id>}:done'; nothing
            is written, the indexes included), QUOTA_IN_FLIGHT or QUOTA_STORED (the tenant is at that quota; nothing
-           is written but stale quota members)
+           is written but the quota sets' checked members: removed, or moved to the back)
 ]]
 --- @include "prelude"
 -- The live row or its compacted record (one EXISTS of both keys: same hash tag, same slot).
@@ -53,11 +55,13 @@ if ARGV[5] ~= '' then
     local state, compacted = recordsOf(id)
     return not state and not compacted
   end
-  -- True when the set has room, after removing those of its oldest members that left.
+  -- True when the set has room, after removing those of its oldest members that left. A member that has not left
+  -- goes to the back (scored `at`): the next full check looks at the members after it, so a place freed behind
+  -- `checked` long-running workflows is found within ZCARD / `checked` checks, not only once those finish.
   local function hasRoom(key, limit, left)
     if redis.call('ZCARD', key) < limit then return true end
     for _, id in ipairs(redis.call('ZRANGE', key, 0, quota.checked - 1)) do
-      if left(id) then redis.call('ZREM', key, id) end
+      if left(id) then redis.call('ZREM', key, id) else redis.call('ZADD', key, quota.at, id) end
     end
     return redis.call('ZCARD', key) < limit
   end

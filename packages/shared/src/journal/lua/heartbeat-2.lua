@@ -1,9 +1,12 @@
 --[[
   A worker's heartbeat: sets its liveness key for ARGV[2] ms and its roster
   entry to now (Redis's clock, so every worker agrees), and names the workers
-  whose last heartbeat is older than their liveness TTL (candidates: the caller
+  whose last heartbeat is older than the TTL given (ARGV[2]; candidates: the caller
   confirms each with forgetWorker-2.lua). One call per worker per beat, whatever
   the number of streams it holds.
+  When no worker at all beat for a whole TTL (Redis was away and came back from its data, its liveness keys run out
+  meanwhile; or the whole fleet stopped), a silence says nothing about any one worker: every worker on the roster is
+  given one TTL from now to beat again before it is named (else the first worker back would sweep every live peer).
   KEYS[1] this worker's liveness key
   KEYS[2] the fleet's roster (sorted set: worker id by last heartbeat, ms)
   ARGV[1] this worker's id
@@ -16,6 +19,10 @@
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local ttl = tonumber(ARGV[2])
+local newest = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+if newest[2] and tonumber(newest[2]) <= now - ttl then
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do redis.call('ZADD', KEYS[2], now, id) end
+end
 local was = redis.call('SET', KEYS[1], '1', 'PX', ttl, 'GET')
 local added = redis.call('ZADD', KEYS[2], now, ARGV[1])
 local silent = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - ttl, 'LIMIT', 0, tonumber(ARGV[3]))
