@@ -66,14 +66,27 @@ describe('heartbeat, roster and dead workers\' leases', () => {
     expect(await journal.lease(refOf(0), 'acquire', 'dead/1', 600_000)).toBe(true);
     expect(await journal.lease(refOf(1), 'acquire', 'dead/send/2', 600_000)).toBe(true);
     expect(await journal.lease(refOf(2), 'acquire', 'dead-not/3', 600_000)).toBe(true); // another worker whose id starts alike
-    const ended = await journal.endLeasesOf(['dead'], [0, 1, 2, 3].map(refOf));
-    expect(ended).toEqual([
-      { ref: refOf(0), holder: 'dead/1' },
-      { ref: refOf(1), holder: 'dead/send/2' },
-    ]);
+    const all = await journal.endLeasesOf(['dead'], [0, 1, 2, 3].map(refOf));
+    expect(all).toEqual({
+      ended: [
+        { ref: refOf(0), holder: 'dead/1' },
+        { ref: refOf(1), holder: 'dead/send/2' },
+      ],
+      left: [],
+    });
     expect(await journal.isFollowed(refOf(0))).toBe(false);
     expect(await journal.isFollowed(refOf(1))).toBe(false);
     expect(await journal.isFollowed(refOf(2))).toBe(true);
+  });
+
+  it('endLeasesOf leaves the leases its predicate names to their TTL, and reports them', async () => {
+    await setUp(3);
+    expect(await journal.lease(refOf(0), 'acquire', 'dead/1', 600_000)).toBe(true);
+    expect(await journal.lease(refOf(1), 'acquire', 'dead/send/2', 600_000)).toBe(true);
+    const all = await journal.endLeasesOf(['dead'], [0, 1, 2].map(refOf), (holder) => holder.includes('/send/'));
+    expect(all).toEqual({ ended: [{ ref: refOf(0), holder: 'dead/1' }], left: [{ ref: refOf(1), holder: 'dead/send/2' }] });
+    expect(await journal.isFollowed(refOf(0))).toBe(false);
+    expect(await journal.leaseHolder(refOf(1))).toBe('dead/send/2');
   });
 });
 

@@ -53,14 +53,11 @@ describe('a sender paused past its liveness TTL while a slow agent holds its Sen
     expect(await sendMessages(false)).toBe(1);
   }, 150_000);
 
-  // Known defect, not fixed here: the pause lets the sender's liveness key run out, the peer's sweep ends its send
-  // lease, and at the settle time the peer searches, finds nothing (the agent has not created the task yet) and sends
-  // the same messageId again while the first request is still open at the agent. Seen: a second SendMessage 11 s
-  // after the first, two tasks created at the agent (the work done twice), the peer's answer refused as
-  // TASK_MISMATCH (the woken sender had bound the first task), and the workflow not finished 90 s later. A 3 s pause
-  // now does what only a pause past `lockDurationMs` (30 s) did before liveness. A fix would leave a send lease to its
-  // own TTL (the sweep ending follow leases only), or have the reconciler not resend before that TTL has run out.
-  it.fails('paused past its liveness TTL: still one SendMessage', async () => {
+  // The pause lets the sender's liveness key run out and the peer takes the sender's work over. Before the fix the
+  // sweep also ended the send lease, and at the settle time the peer searched, found nothing (the agent had not
+  // created the task yet) and sent the same messageId again while the first request was still open: two tasks at the
+  // agent. A dead worker's send lease now runs to its own TTL (600 s here); the peer only searches meanwhile.
+  it('paused past its liveness TTL: still one SendMessage', async () => {
     expect(await sendMessages(true)).toBe(1);
   }, 150_000);
 });

@@ -146,6 +146,11 @@ export class JournalCoordination extends JournalReplies {
     return (await this.redis.exists(this.keys.followLease(ref.workflowId, ref.delegationId))) === 1;
   }
 
+  /** The token holding a delegation's lease (follow or send), or undefined when nobody holds it. */
+  async leaseHolder(ref: DelegationRef): Promise<string | undefined> {
+    return (await this.redis.get(this.keys.followLease(ref.workflowId, ref.delegationId))) ?? undefined;
+  }
+
   /** Milliseconds left on a delegation's follow lease (0 when nobody holds it). */
   async followLeaseRemainingMs(ref: DelegationRef): Promise<number> {
     return Math.max(0, await this.redis.pttl(this.keys.followLease(ref.workflowId, ref.delegationId)));
@@ -174,22 +179,30 @@ export class JournalCoordination extends JournalReplies {
   }
 
   /**
-   * Ends the leases (follow or send) that runs of dead workers `workerIds` hold on `refs`: one read of the holders
-   * (a GET each, sent together), then lease-1.lua `release` (compare-and-delete on the holder read) for each of theirs, pipelined.
+   * Ends the leases that runs of dead workers `workerIds` hold on `refs`: one read of the holders (a GET each, sent
+   * together), then lease-1.lua `release` (compare-and-delete on the holder read) for each of theirs, pipelined.
+   * A lease `leaveToTtl(holder)` names is not ended but reported in `left`: a send lease, whose worker may only have
+   * stalled with its request still open at the agent (no takeover can stop that request), runs out at its TTL.
    * Call only for workers `forgetWorker` found dead (their liveness key gone).
-   * @returns the refs whose lease was ended, with the holder it had
+   * @returns `ended`: the refs whose lease was ended, with the holder it had; `left`: the dead workers' leases left to their TTL
    */
-  async endLeasesOf(workerIds: readonly string[], refs: readonly DelegationRef[]): Promise<{ ref: DelegationRef; holder: string }[]> {
-    if (refs.length === 0) return [];
+  async endLeasesOf(
+    workerIds: readonly string[],
+    refs: readonly DelegationRef[],
+    leaveToTtl: (holder: string) => boolean = () => false,
+  ): Promise<{ ended: { ref: DelegationRef; holder: string }[]; left: { ref: DelegationRef; holder: string }[] }> {
+    if (refs.length === 0) return { ended: [], left: [] };
     // Issued in one turn: the journal's connection sends them in one write (auto-pipelining; per node on a Cluster).
     const holders = await Promise.all(refs.map((ref) => this.redis.get(this.keys.followLease(ref.workflowId, ref.delegationId))));
     const theirs = refs.flatMap((ref, index) => {
       const holder = holders[index];
       return holder && workerIds.some((id) => holder.startsWith(`${id}/`)) ? [{ ref, holder }] : [];
     });
-    const calls = theirs.map(({ ref, holder }) => ({ keys: { lease: this.keys.followLease(ref.workflowId, ref.delegationId) }, input: { op: 'release' as const, token: holder, durationMs: 0 } }));
-    const ended = await callScriptMany(this.redis, leaseScript, calls);
-    return theirs.filter((_, index) => ended[index] === 'done');
+    const left = theirs.filter(({ holder }) => leaveToTtl(holder));
+    const toEnd = theirs.filter(({ holder }) => !leaveToTtl(holder));
+    const calls = toEnd.map(({ ref, holder }) => ({ keys: { lease: this.keys.followLease(ref.workflowId, ref.delegationId) }, input: { op: 'release' as const, token: holder, durationMs: 0 } }));
+    const results = await callScriptMany(this.redis, leaseScript, calls);
+    return { ended: toEnd.filter((_, index) => results[index] === 'done'), left };
   }
 
   /**

@@ -96,6 +96,9 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
 /** A send job run's holder token: its claim's owner and its send lease's holder. */
 export const sendRunToken = (ctx: WorkerContext, job: JobRun): string => `${ctx.workerId}/send/${job.id}`;
 
+/** True when lease holder `holder` is a send run's token (`sendRunToken`: `<workerId>/send/<jobId>`). */
+export const isSendRunToken = (holder: string): boolean => holder.slice(holder.indexOf('/') + 1).startsWith('send/');
+
 /** Gives a send run's lease back (a no-op when it is not ours); never rejects. */
 export const releaseSendLease = (ctx: WorkerContext, ref: DelegationRef, job: JobRun): Promise<unknown> =>
   ctx.journal.lease(ref, 'release', sendRunToken(ctx, job)).catch(() => undefined);

@@ -12,13 +12,18 @@
  *
  * A process stalled longer than the TTL is presumed dead: its streams are
  * taken over, and its late writes are refused by the fence the new follow
- * took, as after a lease that ran out. A process that restarts under the same
+ * took, as after a lease that ran out. Its send leases are not ended: a
+ * stalled sender's request may still be open at the agent, and a resend
+ * before that lease's TTL would make the agent do the work twice. Their
+ * delegations are reconciled at once all the same: a search that finds our
+ * message adopts the task, and nothing is sent before the lease runs out. A process that restarts under the same
  * worker id (a pod's fixed host name and pid) finds itself on the roster at its
  * first beat: it ends its earlier process's leases itself, before it takes any.
  */
 import { DEAD_WORKERS_PER_SWEEP, enqueueDeadWorkerSweep, enqueueReconcileBatch, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { batchesOf } from './reconcile-batch.ts';
+import { isSendRunToken } from '../io/send-errors.ts';
 
 /** Shortest heartbeat period (ms), whatever the TTL: a beat is a script call. */
 const MIN_BEAT_MS = 100;
@@ -106,9 +111,12 @@ async function endLeasesOfDeadWorkers(ctx: WorkerContext, workerIds: readonly st
   for (let page = 0; page < maxPages; page++) {
     const result = await ctx.journal.scanUnfinished(cursor, batch);
     const refs: DelegationRef[] = result.due.map(({ ref }) => ref).filter((ref) => ref.delegationId !== '*' && !seen.has(`${ref.workflowId}|${ref.delegationId}`) && seen.add(`${ref.workflowId}|${ref.delegationId}`));
-    const taken = (await ctx.journal.endLeasesOf(workerIds, refs)).map(({ ref }) => ref);
-    ended += taken.length;
-    ctx.metrics.leasesTakenOver.inc(taken.length);
+    // A send lease is left to its TTL (the sender may only have stalled, its request still open at the agent); its
+    // delegation is still reconciled now: a search that finds our message adopts the task, nothing is sent before the TTL.
+    const leases = await ctx.journal.endLeasesOf(workerIds, refs, isSendRunToken);
+    const taken = [...leases.ended, ...leases.left].map(({ ref }) => ref);
+    ended += leases.ended.length;
+    ctx.metrics.leasesTakenOver.inc(leases.ended.length);
     for (const refsOfBatch of batchesOf(taken)) await enqueueReconcileBatch(ctx.queues, refsOfBatch, { deadWorker: workerIds[0]!, at, part: part++ });
     cursor = result.cursor;
     if (cursor === '0') return ended;

@@ -31,6 +31,7 @@ import { apply } from '../apply.ts';
 import { readTask } from '../io/read.ts';
 import { searchForMessage } from '../io/search.ts';
 import { HANDLER_PREFIX } from './handler.ts';
+import { isSendRunToken } from '../io/send-errors.ts';
 import { enforceAttemptDeadline } from '../deadline.ts';
 import { checkQuestionLife } from '../question-life.ts';
 
@@ -158,18 +159,29 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
     await enqueueSend(ctx.queues, ref, record.resendCount, ctx.options.now(), 0, { priority: record.priority });
     return 'send-enqueued';
   }
+  // When its sender died (docs/recovery.md), one search now that finds our message adopts the task (never a
+  // SendMessage): taken over in seconds. Once per death, so a search's call budget holds. A miss decides nothing.
+  const early = holderDied && !record.agentCardUrl.startsWith(HANDLER_PREFIX);
   const heldMs = await ctx.journal.followLeaseRemainingMs(ref);
   if (heldMs > 0) {
-    // A send job still waits for the answer (an agent that holds the send, V2): look again after its lease.
+    // A send job still waits for the answer (an agent that holds the send, V2), or a dead sender's send lease runs
+    // until its TTL (its request may still be open at the agent): nothing is sent again before it ends.
+    if (early) {
+      // Read before the search: a lease taken after it is not one the dead sender held.
+      const holder = await ctx.journal.leaseHolder(ref);
+      // Once the agent is found to have our message (the task proven ours), the dead sender's lease guards nothing:
+      // it is ended (compare-and-delete) before the adoption, so the adopted task's follow starts now, not at its TTL.
+      const endDeadSendLease = async () => {
+        if (holder && isSendRunToken(holder) && (await ctx.journal.lease(ref, 'release', holder))) ctx.metrics.leasesTakenOver.inc();
+      };
+      if ((await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log, endDeadSendLease))) === 'adopted-early') return 'adopted-early';
+    }
     await ctx.journal.scheduleCheck(ref, ctx.options.now() + heldMs + Math.floor(Math.random() * 1_000));
     return 'send-held';
   }
   const settlesAt = record.sendStartedAt + ctx.options.sendSettleMs;
   if (ctx.options.now() < settlesAt) {
     // The send may still be in flight: a search now could miss it, so a miss decides nothing until `settlesAt`.
-    // When its sender died (its send lease ended by a peer, docs/recovery.md), one search now that finds our message
-    // adopts the task (never a SendMessage): taken over in seconds. Once per death, so a search's call budget holds.
-    const early = holderDied && !record.agentCardUrl.startsWith(HANDLER_PREFIX);
     if (early && (await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log))) === 'adopted-early') return 'adopted-early';
     await ctx.journal.scheduleCheck(ref, settlesAt);
     await enqueueReconcile(ctx.queues, ref, { dueAt: settlesAt, now: ctx.options.now() });
@@ -221,9 +233,10 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
  * adopts it, reading a finished summary in full first); a miss or a failed search is not applied.
  * @returns `adopted-early`, or `not-found` (nothing written)
  */
-async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
+async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger'], beforeAdopting?: () => Promise<void>): Promise<string> {
   const observed = await searchForMessage(ctx, record, 'reconcile', 'looking for a send whose sender stopped before it settled');
   if (observed.kind !== 'search-result' || observed.finding.kind !== 'found' || observed.finding.ownership.kind !== 'proven') return 'not-found';
+  await beforeAdopting?.();
   await apply(ctx, record, observed, { log, source: 'reconcile' });
   log.info({ taskId: observed.finding.task.id, state: observed.finding.task.status.state }, 'adopted the task found by our messageId before the send settled');
   return 'adopted-early';
