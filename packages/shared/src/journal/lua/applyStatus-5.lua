@@ -44,10 +44,14 @@
            instead of the follow's takeFollow after it. The reply then carries the new fence (6th). With
            <check at> (ms, '' = none) the delegation's unfinished-index entry (KEYS[5]) is due then, as the
            follow's own check beside its stream would set it (ZADD): one command less.
-  ARGV[17] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
+  ARGV[17] the row's version as the caller holds it ('' = none): when the row is at that version before this change,
+           the reply carries only what the caller's copy lacks (the change: every field written here, and the fields
+           other scripts write without a version bump, FIELDS_UNVERSIONED below), else the whole row. One read of
+           the fields this script needs instead of the whole row into Lua and back (about 20 µs a call).
+  ARGV[18] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
-  ARGV[18] number of the Task's artifacts N ('' = leave artifacts untouched), then N
-           quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[19..]. Any mode: a full Task
+  ARGV[19] number of the Task's artifacts N ('' = leave artifacts untouched), then N
+           quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[20..]. Any mode: a full Task
            (snapshot or pushed event) stores its artifacts in the transition that applies its status, so a
            finished row always holds the result the Task carried
   Finished rows do not expire here: the whole workflow expires when it finishes
@@ -57,11 +61,12 @@
   and stopping read on the way (what the router needs), so the caller reads nothing more.
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
-  Returns: {1, version, record, workflow, finished[, fence]} applied: record = the row as written (flat
-           field/value list), workflow = {state, cancelRequested, stopping} when it changed to an
+  Returns: {1, version, record, workflow, finished, fence, whole} applied: record = the row as written (flat
+           field/value list) when whole is 1, or the change against the caller's copy (ARGV[17]) when whole is 0;
+           workflow = {state, cancelRequested, stopping} when it changed to an
            unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
            changed to a finished state (what the settle decides from), else {}; fence = the follow's fencing
-           token when the send lease was handed over (ARGV[16] 'handover:…'); {0, reason} ignored ('finished', 'stale', 'regress',
+           token when the send lease was handed over (ARGV[16] 'handover:…'), else 0; {0, reason} ignored ('finished', 'stale', 'regress',
            'duplicate'); {DELEGATION_MISSING,'missing'}, {FENCE_LOST,'fence'}, {VERSION_CONFLICT,'version'},
            {TASK_MISMATCH,'task'}; {TASK_NOT_BOUND, agentCardUrl}: bind the task id first, then call again with
            ARGV[14] = '1'; {TASK_BOUND_ELSEWHERE, holder}: the task id is bound to another delegation (ARGV[14]
@@ -80,14 +85,22 @@
 --- @include "endLease"
 --- @include "history"
 
+-- The fields other scripts write without a bump of the version (claim-1.lua, takeFollow-2.lua and the handover:
+-- fence and owner; noteNoProgress-1.lua; notePushConfig-1.lua; noteNotFound-1.lua's two are written here always): a
+-- caller's copy at the row's version may lack them, so a change reply carries them whenever the row has them, with
+-- 'artifactBytes' (applyArtifactThenStatus: the artifact update just before this wrote it). No script deletes a field.
+local FIELDS_UNVERSIONED = { 'owner', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast',
+  'noProgressUnacceptable', 'pushConfigState', 'pushConfigId' }
+-- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
+local member = ''
+
 local function apply()
-  -- One read and one write of the row (every field of the transition in a single HSET): fewer calls, same
-  -- effect. The whole row is read, so the row as written goes back to the caller (no read after the write).
-  local flat = redis.call('HGETALL', KEYS[1])
-  -- `at`: a field's value's index in `flat`, which becomes the row as written (changed in place: no second table).
-  local hash, at = {}, {}
-  for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1]; at[flat[i]] = i + 1 end
-  local row = { hash.fence, hash.version, hash.state, hash.statusTimestampMs, hash.taskId, hash.contextId, hash.questionKey, hash.delegationId }
+  -- One read of the fields the transition needs and one write of the row (every field of the transition in a single
+  -- HSET). The row whole is read only when the caller does not hold it at its current version.
+  local read = redis.call('HMGET', KEYS[1], 'delegationId', 'fence', 'version', 'state', 'statusTimestampMs', 'taskId',
+    'contextId', 'questionKey', 'statusMessage', 'agentCardUrl', 'questionSeq', 'step', 'artifactBytes', 'workflowId',
+    unpack(FIELDS_UNVERSIONED))
+  local row = { read[2], read[3], read[4], read[5], read[6], read[7], read[8], read[1] }
   if not row[8] then return {CODE.DELEGATION_MISSING, 'missing'} end
   if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {CODE.FENCE_LOST, 'fence'} end
   if ARGV[2] ~= '' and row[2] ~= ARGV[2] then return {CODE.VERSION_CONFLICT, 'version'} end
@@ -95,6 +108,7 @@ local function apply()
   if FINISHED[current] then return {0, 'finished'} end
   local knownTask = row[5] or ''
   if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {CODE.TASK_MISMATCH, 'task'} end
+  local statusMessage = read[9] or ''
 
   local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
   if mode ~= 'outcome' then
@@ -104,13 +118,13 @@ local function apply()
     if RANK[incoming] == RANK[current] and currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
     -- (another question, another challenge) replaces the status whole even without a timestamp.
-    if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and ARGV[9] == (hash.statusMessage or '') then
+    if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and ARGV[9] == statusMessage then
       return {0, 'duplicate'}
     end
   end
 
   if ARGV[7] ~= '' and knownTask == '' and ARGV[14] ~= '1' then
-    local refused = bindTaskHere(KEYS[4], ARGV[14], hash.agentCardUrl)
+    local refused = bindTaskHere(KEYS[4], ARGV[14], read[10])
     if refused then return refused end
   end
 
@@ -127,13 +141,13 @@ local function apply()
     local questionKey = ARGV[13]
     if questionKey == '' then
       questionKey = row[7] or ''
-      if not PARKED[current] or questionKey == '' then local seq = (tonumber(hash.questionSeq) or 0) + 1; put('questionSeq', tostring(seq)); questionKey = 'seq:' .. seq end
+      if not PARKED[current] or questionKey == '' then local seq = (tonumber(read[11]) or 0) + 1; put('questionSeq', tostring(seq)); questionKey = 'seq:' .. seq end
     end
     put('question', ARGV[9]); put('questionKey', questionKey)
     -- A question's life (expiry, reminders) counts from when it was first journaled.
     if questionKey ~= (row[7] or '') or not PARKED[current] then put('questionAskedAt', now) end
     if not PARKED[current] or questionKey ~= (row[7] or '') then
-      appendHistory(workflowBaseOf(KEYS[1]), questionEntry(now, row[8], hash.step or '', incoming, ARGV[9]))
+      appendHistory(workflowBaseOf(KEYS[1]), questionEntry(now, row[8], read[12] or '', incoming, ARGV[9]))
     end
   elseif mode ~= 'outcome' or FINISHED[incoming] then
     put('question', '')
@@ -141,13 +155,13 @@ local function apply()
   -- A TaskStatus from the agent is one value (A36): a status without a message clears the previous one. Our own
   -- outcomes (mode 'outcome') leave it as the agent last sent it.
   if ARGV[9] ~= '' then put('statusMessage', ARGV[9])
-  elseif mode ~= 'outcome' and hash.statusMessage and hash.statusMessage ~= '' then put('statusMessage', '') end
+  elseif mode ~= 'outcome' and statusMessage ~= '' then put('statusMessage', '') end
   if ARGV[10] ~= '' then put('result', ARGV[10]) end
   if ARGV[11] ~= '' then put('error', ARGV[11]) end
 
-  if ARGV[18] ~= '' then
-    replaceArtifacts(KEYS[2], hash.artifactBytes ~= nil, 19, tonumber(ARGV[18]))
-    put('artifactBytes', ARGV[17])
+  if ARGV[19] ~= '' then
+    replaceArtifacts(KEYS[2], read[13] ~= false, 20, tonumber(ARGV[19]))
+    put('artifactBytes', ARGV[18])
   end
 
   if FINISHED[incoming] then put('finishedAt', now) end
@@ -155,14 +169,19 @@ local function apply()
   put('version', tostring(version))
   redis.call('HSET', KEYS[1], unpack(set))
   if PARKED[incoming] then publishChange(workflowBaseOf(KEYS[1]), incoming) end
-  for i = 1, #set, 2 do
-    local index = at[set[i]]
-    if index then flat[index] = set[i + 1]
-    else flat[#flat + 1] = set[i]; flat[#flat + 1] = set[i + 1]; at[set[i]] = #flat end
+  member = (read[14] or '') .. '|' .. row[8]
+  if ARGV[17] == '' or tonumber(ARGV[17]) ~= version - 1 then return {1, version, redis.call('HGETALL', KEYS[1]), workflow, finished, 0, 1} end
+  -- The change: the unversioned fields the row has, then what this transition wrote (later values win).
+  local change = {}
+  if read[2] then change[1] = 'fence'; change[2] = read[2] end
+  if read[13] then change[#change + 1] = 'artifactBytes'; change[#change + 1] = read[13] end
+  for i, field in ipairs(FIELDS_UNVERSIONED) do
+    if read[14 + i] then change[#change + 1] = field; change[#change + 1] = read[14 + i] end
   end
-  return {1, version, flat, workflow, finished}
+  for i = 1, #set do change[#change + 1] = set[i] end
+  return {1, version, change, workflow, finished, 0, 0}
 end
 
 local reply = apply()
-endLease(reply, KEYS[1], KEYS[3], KEYS[5], ARGV[15], ARGV[16], ARGV[4])
+endLease(reply, KEYS[1], KEYS[3], KEYS[5], ARGV[15], ARGV[16], ARGV[4], member)
 return reply
