@@ -89,18 +89,28 @@
 -- fence and owner; noteNoProgress-1.lua; notePushConfig-1.lua; noteNotFound-1.lua's two are written here always): a
 -- caller's copy at the row's version may lack them, so a change reply carries them whenever the row has them, with
 -- 'artifactBytes' (applyArtifactThenStatus: the artifact update just before this wrote it). No script deletes a field.
-local FIELDS_UNVERSIONED = { 'owner', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast',
-  'noProgressUnacceptable', 'pushConfigState', 'pushConfigId' }
+local FIELDS_UNVERSIONED = { 'fence', 'owner', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast',
+  'noProgressUnacceptable', 'pushConfigState', 'pushConfigId', 'artifactBytes' }
+-- What the transition reads when the caller holds the row (FIELDS_UNVERSIONED too).
+local FIELDS_READ = { 'delegationId', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId', 'questionKey',
+  'statusMessage', 'agentCardUrl', 'questionSeq', 'step', 'workflowId', unpack(FIELDS_UNVERSIONED) }
 -- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
 local member = ''
 
 local function apply()
-  -- One read of the fields the transition needs and one write of the row (every field of the transition in a single
-  -- HSET). The row whole is read only when the caller does not hold it at its current version.
-  local read = redis.call('HMGET', KEYS[1], 'delegationId', 'fence', 'version', 'state', 'statusTimestampMs', 'taskId',
-    'contextId', 'questionKey', 'statusMessage', 'agentCardUrl', 'questionSeq', 'step', 'artifactBytes', 'workflowId',
-    unpack(FIELDS_UNVERSIONED))
-  local row = { read[2], read[3], read[4], read[5], read[6], read[7], read[8], read[1] }
+  -- One read of the row and one write (every field of the transition in a single HSET). The caller holds the row at
+  -- its version: only the fields the transition needs are read, and the reply is the change. Else the row whole,
+  -- whose HGETALL reply becomes the row as written (changed in place, `at`: a field's value's index in `flat`).
+  local whole = ARGV[17] == '' or tonumber(redis.call('HGET', KEYS[1], 'version')) ~= tonumber(ARGV[17])
+  local hash, flat, at = {}, {}, {}
+  if whole then
+    flat = redis.call('HGETALL', KEYS[1])
+    for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1]; at[flat[i]] = i + 1 end
+  else
+    local values = redis.call('HMGET', KEYS[1], unpack(FIELDS_READ))
+    for i, field in ipairs(FIELDS_READ) do if values[i] then hash[field] = values[i] end end
+  end
+  local row = { hash.fence, hash.version, hash.state, hash.statusTimestampMs, hash.taskId, hash.contextId, hash.questionKey, hash.delegationId }
   if not row[8] then return {CODE.DELEGATION_MISSING, 'missing'} end
   if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {CODE.FENCE_LOST, 'fence'} end
   if ARGV[2] ~= '' and row[2] ~= ARGV[2] then return {CODE.VERSION_CONFLICT, 'version'} end
@@ -108,7 +118,7 @@ local function apply()
   if FINISHED[current] then return {0, 'finished'} end
   local knownTask = row[5] or ''
   if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {CODE.TASK_MISMATCH, 'task'} end
-  local statusMessage = read[9] or ''
+  local statusMessage = hash.statusMessage or ''
 
   local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
   if mode ~= 'outcome' then
@@ -124,7 +134,7 @@ local function apply()
   end
 
   if ARGV[7] ~= '' and knownTask == '' and ARGV[14] ~= '1' then
-    local refused = bindTaskHere(KEYS[4], ARGV[14], read[10])
+    local refused = bindTaskHere(KEYS[4], ARGV[14], hash.agentCardUrl)
     if refused then return refused end
   end
 
@@ -141,13 +151,13 @@ local function apply()
     local questionKey = ARGV[13]
     if questionKey == '' then
       questionKey = row[7] or ''
-      if not PARKED[current] or questionKey == '' then local seq = (tonumber(read[11]) or 0) + 1; put('questionSeq', tostring(seq)); questionKey = 'seq:' .. seq end
+      if not PARKED[current] or questionKey == '' then local seq = (tonumber(hash.questionSeq) or 0) + 1; put('questionSeq', tostring(seq)); questionKey = 'seq:' .. seq end
     end
     put('question', ARGV[9]); put('questionKey', questionKey)
     -- A question's life (expiry, reminders) counts from when it was first journaled.
     if questionKey ~= (row[7] or '') or not PARKED[current] then put('questionAskedAt', now) end
     if not PARKED[current] or questionKey ~= (row[7] or '') then
-      appendHistory(workflowBaseOf(KEYS[1]), questionEntry(now, row[8], read[12] or '', incoming, ARGV[9]))
+      appendHistory(workflowBaseOf(KEYS[1]), questionEntry(now, row[8], hash.step or '', incoming, ARGV[9]))
     end
   elseif mode ~= 'outcome' or FINISHED[incoming] then
     put('question', '')
@@ -160,7 +170,7 @@ local function apply()
   if ARGV[11] ~= '' then put('error', ARGV[11]) end
 
   if ARGV[19] ~= '' then
-    replaceArtifacts(KEYS[2], read[13] ~= false, 20, tonumber(ARGV[19]))
+    replaceArtifacts(KEYS[2], hash.artifactBytes ~= nil, 20, tonumber(ARGV[19]))
     put('artifactBytes', ARGV[18])
   end
 
@@ -169,14 +179,19 @@ local function apply()
   put('version', tostring(version))
   redis.call('HSET', KEYS[1], unpack(set))
   if PARKED[incoming] then publishChange(workflowBaseOf(KEYS[1]), incoming) end
-  member = (read[14] or '') .. '|' .. row[8]
-  if ARGV[17] == '' or tonumber(ARGV[17]) ~= version - 1 then return {1, version, redis.call('HGETALL', KEYS[1]), workflow, finished, 0, 1} end
+  member = (hash.workflowId or '') .. '|' .. row[8]
+  if whole then
+    for i = 1, #set, 2 do
+      local index = at[set[i]]
+      if index then flat[index] = set[i + 1]
+      else flat[#flat + 1] = set[i]; flat[#flat + 1] = set[i + 1]; at[set[i]] = #flat end
+    end
+    return {1, version, flat, workflow, finished, 0, 1}
+  end
   -- The change: the unversioned fields the row has, then what this transition wrote (later values win).
   local change = {}
-  if read[2] then change[1] = 'fence'; change[2] = read[2] end
-  if read[13] then change[#change + 1] = 'artifactBytes'; change[#change + 1] = read[13] end
-  for i, field in ipairs(FIELDS_UNVERSIONED) do
-    if read[14 + i] then change[#change + 1] = field; change[#change + 1] = read[14 + i] end
+  for _, field in ipairs(FIELDS_UNVERSIONED) do
+    if hash[field] then change[#change + 1] = field; change[#change + 1] = hash[field] end
   end
   for i = 1, #set do change[#change + 1] = set[i] end
   return {1, version, change, workflow, finished, 0, 0}
