@@ -209,7 +209,9 @@ async function replayAb(a: [string, string], b: [string, string], workflows: num
       const side = sides.find(({ tag }) => key.includes(`{wf:${tag}${round}w`));
       if (!side) continue;
       // The side by its tagged workflow key, the script by the side's own digests.
-      const name = side.byDigest.get(args[1] ?? '');
+      const script = side.byDigest.get(args[1] ?? '');
+      // applyStatus by the state it applies (ARGV[4]): the send's answer and the terminal status apart.
+      const name = script === 'applyStatus' ? `${script}:${args[11] ?? ''}` : script;
       if (name) tally.set(`${name} ${side.tag}`, [...(tally.get(`${name} ${side.tag}`) ?? []), micros]);
     }
     const median = (all: number[]) => all.sort((x, y) => x - y)[all.length >> 1]!;

@@ -31,7 +31,8 @@ const KEY_COUNTS: ReadonlyMap<string, number> = new Map(
  * trip instead of two. Its digest is that of the composed text, so it changes whenever either part does.
  * `between`: Lua run after the first with its reply (`firstReply`) and the second's ARGV (`secondArgv`) in scope.
  * Here: an applied artifact update bumped the row's version, so the version the caller holds (applyStatus-5.lua
- * ARGV[17]) moves with it; the change reply carries 'artifactBytes', the one other field the update wrote.
+ * ARGV[17]) moves with it (the update's other fields, 'artifactBytes' and 'updatedAt', are no field of the typed record
+ * or written again by the status change).
  */
 const COMPOSED: Readonly<Record<string, { parts: readonly [string, string]; between: string }>> = {
   applyArtifactThenStatus: {
