@@ -7,6 +7,7 @@
  * never otherwise. Real Redis, the real scripts.
  */
 import fc from 'fast-check';
+import type { Artifact } from '@durable-a2a/a2a';
 import { describe, expect, it } from 'vitest';
 import { isFinished, Journal, type DelegationRecord, type DelegationRef, type JournalState, type StatusChange } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
@@ -29,7 +30,7 @@ const statusStep = fc.record({
   statusMessage: fc.constantFrom(undefined, 'first', 'second'),
   result: fc.constantFrom(undefined, { answer: 42 }),
   error: fc.constantFrom(undefined, { code: 'TASK_FAILED' as const, message: 'no', retryable: false }),
-  artifacts: fc.constantFrom(undefined, [], [{ artifactId: 'a1', parts: [{ text: 'x' }] }]),
+  artifacts: fc.constantFrom<Artifact[] | undefined>(undefined, [], [{ artifactId: 'a1', parts: [{ text: 'x' }] }]),
   lease: fc.constantFrom<'none' | 'always' | 'finished' | 'handover'>('none', 'none', 'always', 'finished', 'handover'),
   withArtifactUpdate: fc.boolean(),
   held: fc.constantFrom<'latest' | 'older' | 'copy' | 'none'>('latest', 'latest', 'latest', 'older', 'copy', 'none'),
@@ -44,6 +45,9 @@ const otherStep = fc.oneof(
   fc.record({ kind: fc.constant<'pushConfig'>('pushConfig'), to: fc.constantFrom('creating' as const, 'registered' as const), id: fc.constantFrom(undefined, 'cfg-1') }),
   fc.record({ kind: fc.constant<'effect'>('effect') }),
 );
+
+/** An arbitrary's value type. */
+type ValueOf<A> = A extends fc.Arbitrary<infer T> ? T : never;
 
 const steps = fc.array(fc.oneof({ arbitrary: statusStep, weight: 3 }, { arbitrary: otherStep, weight: 2 }), { minLength: 2, maxLength: 10 });
 
@@ -65,7 +69,7 @@ describe('applyStatus: the change reply merged into the held row is the row as r
   });
 });
 
-async function run(sequence: fc.infer<typeof steps>): Promise<void> {
+async function run(sequence: ValueOf<typeof steps>): Promise<void> {
   const prefix = `change-reply-${++counter}`;
   const journal = new Journal(redis(), { prefix, retentionMs: 60_000, now: () => 5_000 + counter });
   const ref: DelegationRef = { workflowId: `w-${counter}`, delegationId: 'main.1' };
@@ -110,7 +114,7 @@ async function run(sequence: fc.infer<typeof steps>): Promise<void> {
 }
 
 /** One status change (with the artifact update before it, in one script, when asked); checks its record against a read. */
-async function applyOne(journal: Journal, ref: DelegationRef, step: fc.infer<typeof statusStep>, held: DelegationRecord | undefined, latest: DelegationRecord): Promise<DelegationRecord | undefined> {
+async function applyOne(journal: Journal, ref: DelegationRef, step: ValueOf<typeof statusStep>, held: DelegationRecord | undefined, latest: DelegationRecord): Promise<DelegationRecord | undefined> {
   const row = await journal.getDelegation(ref);
   if (!row) return undefined;
   if (step.lease !== 'none') await journal.lease(ref, 'acquire', 'send-x', 30_000);
