@@ -82,9 +82,10 @@ const IGNORED_REASONS: ReadonlySet<string> = new Set<IgnoredReason>(['finished',
 
 /**
  * applyStatus-5.lua's reply, decoded. Applied: the row as written (`whole`), or only the change against the caller's
- * copy at the version it named (the fields written and those written elsewhere without a version bump); `flags` (state, cancelRequested, stopping) when it
- * changed to an unfinished state and the workflow row was there; `finished` (the workflow row and its delegation ids)
- * when it changed to a finished state; `followFence` when the send lease was handed to the follow.
+ * copy at the version it named (the fields written and those written elsewhere without a version bump); `flags`
+ * (state, cancelRequested, stopping) when it changed to an unfinished state and the workflow row was there;
+ * `finished` (the workflow row and its delegation ids) when it changed to a finished state; `followFence` when the
+ * send lease was handed to the follow.
  */
 export type ApplyStatusOutcome =
   | {
