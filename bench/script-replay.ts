@@ -7,6 +7,10 @@
  * fresh id (its task ids too), with this checkout's script texts, and prints Redis's execution time per call of each
  * script (SLOWLOG at threshold 0: µs without networking), per round. Two checkouts replaying one trace, alternately,
  * compare script versions on the same records.
+ * `… script-replay.ts ab <traceA.json> <checkoutA> <traceB.json> <checkoutB> [workflows] [rounds]`: two checkouts in one
+ * run on one redis-server, workflow by workflow in turn (A, B, A, …), each trace (captured by its own checkout: the
+ * scripts' arguments may differ) with its checkout's script texts. On a loaded machine a change of the load reaches
+ * both sides alike, which two runs one after the other cannot promise; the ratio B ÷ A per script is the figure.
  */
 import { createHash } from 'node:crypto';
 import { once } from 'node:events';
@@ -159,8 +163,77 @@ async function replay(file: string, workflows: number, rounds: number): Promise<
   await server.stop();
 }
 
-const [mode, file = '/tmp/script-trace.json', first, second] = process.argv.slice(2);
+/** One side of an A/B replay: its traces and a caller of its checkout's script texts. */
+interface Side {
+  tag: string;
+  traces: Trace[];
+  call: (name: ScriptName, keys: string[], args: (string | number)[]) => Promise<unknown>;
+  byDigest: Map<string, ScriptName>;
+}
+
+async function sideOf(tag: string, file: string, checkout: string, redis: Redis): Promise<Side> {
+  type Scripts = { rawScriptCaller: typeof rawScriptCaller; scriptNames: typeof scriptNames; scriptSha: typeof scriptSha };
+  const scripts = (await import(`${checkout}/packages/shared/src/journal/scripts.ts`)) as Scripts;
+  const byDigest = new Map(scripts.scriptNames().map((name) => [scripts.scriptSha(name), name]));
+  return { tag, traces: JSON.parse(readFileSync(file, 'utf8')) as Trace[], call: scripts.rawScriptCaller(redis), byDigest };
+}
+
+async function replayAb(a: [string, string], b: [string, string], workflows: number, rounds: number): Promise<void> {
+  const server = await startRedisServer();
+  const redis = new Redis(server.url);
+  const sides = [await sideOf('a', ...a, redis), await sideOf('b', ...b, redis)];
+  const run = async (round: number) => {
+    for (let index = 0; index < workflows; index++) {
+      for (const side of sides) {
+        const trace = side.traces[index % side.traces.length]!;
+        for (const step of renamed(trace, `${side.tag}${round}w${index}-`)) {
+          if ('script' in step) await side.call(step.script, step.keys, step.args);
+          else await redis.call(step.command[0]!, ...step.command.slice(1));
+        }
+      }
+    }
+  };
+  await run(-1);
+  await redis.config('SET', 'slowlog-max-len', '1000000');
+  const ratios = new Map<string, number[]>();
+  for (let round = 0; round < rounds; round++) {
+    await redis.config('SET', 'slowlog-log-slower-than', '0');
+    await redis.slowlog('RESET');
+    await run(round);
+    await redis.config('SET', 'slowlog-log-slower-than', '10000');
+    const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[]][];
+    const tally = new Map<string, number[]>();
+    for (const [, , micros, args] of entries) {
+      if ((args[0] ?? '').toLowerCase() !== 'evalsha') continue;
+      const key = args[3] ?? '';
+      const side = sides.find(({ tag }) => key.includes(`{wf:${tag}${round}w`));
+      if (!side) continue;
+      // The side by its tagged workflow key, the script by the side's own digests.
+      const script = side.byDigest.get(args[1] ?? '');
+      // applyStatus by the state it applies (ARGV[4]): the send's answer and the terminal status apart.
+      const name = script === 'applyStatus' ? `${script}:${args[11] ?? ''}` : script;
+      if (name) tally.set(`${name} ${side.tag}`, [...(tally.get(`${name} ${side.tag}`) ?? []), micros]);
+    }
+    const median = (all: number[]) => all.sort((x, y) => x - y)[all.length >> 1]!;
+    const scripts = [...new Set([...tally.keys()].map((key) => key.slice(0, -2)))].sort();
+    const line = scripts.map((name) => {
+      const [ma, mb] = [median(tally.get(`${name} a`) ?? [0]), median(tally.get(`${name} b`) ?? [0])];
+      ratios.set(name, [...(ratios.get(name) ?? []), mb / ma]);
+      return `${name} ${ma}/${mb}`;
+    });
+    console.log(`round ${round} median µs/call A/B: ${line.join('  ')}`);
+    await sleep(50);
+  }
+  for (const [name, all] of ratios) console.log(`${name}: B ÷ A median of rounds ${median3(all).toFixed(3)} (${all.map((r) => r.toFixed(2)).join(' ')})`);
+  redis.disconnect();
+  await server.stop();
+}
+
+const median3 = (all: number[]) => [...all].sort((x, y) => x - y)[all.length >> 1]!;
+
+const [mode, file = '/tmp/script-trace.json', first, second, third, fourth, fifth] = process.argv.slice(2);
 if (mode === 'capture') await capture(file, Number(first ?? '20'));
 else if (mode === 'replay') await replay(file, Number(first ?? '200'), Number(second ?? '3'));
-else throw new Error('usage: script-replay.ts capture|replay <trace.json> …');
+else if (mode === 'ab') await replayAb([file, first!], [second!, third!], Number(fourth ?? '200'), Number(fifth ?? '3'));
+else throw new Error('usage: script-replay.ts capture|replay|ab <trace.json> …');
 process.exit(0);

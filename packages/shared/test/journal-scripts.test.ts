@@ -49,10 +49,11 @@ describe('defineScript', () => {
   });
 
   it("decodes applyStatus's replies: applied with the row, flags and the handed-over fence; ignored; refused with its detail", () => {
-    const applied = applyStatusScript.decode([1, 4, ['state', 'WORKING', 'delegationId', 'main.1'], ['RUNNING', '1', ''], [], 3], 'applyStatus');
-    expect(applied).toEqual({ applied: true, version: 4, row: { state: 'WORKING', delegationId: 'main.1' }, flags: ['RUNNING', '1', ''], followFence: 3 });
-    const finished = applyStatusScript.decode([1, 5, [], [], [['workflowId', 'w'], ['main.1']]], 'applyStatus');
-    expect(finished).toEqual({ applied: true, version: 5, row: {}, finished: { workflow: { workflowId: 'w' }, delegationIds: ['main.1'] } });
+    const applied = applyStatusScript.decode([1, 4, ['state', 'WORKING', 'delegationId', 'main.1'], ['RUNNING', '1', ''], [], 3, 1], 'applyStatus');
+    expect(applied).toEqual({ applied: true, version: 4, row: { state: 'WORKING', delegationId: 'main.1' }, whole: true, flags: ['RUNNING', '1', ''], followFence: 3 });
+    const finished = applyStatusScript.decode([1, 5, ['state', 'COMPLETED'], [], [['workflowId', 'w'], ['main.1']], 0, 0], 'applyStatus');
+    expect(finished).toEqual({ applied: true, version: 5, row: { state: 'COMPLETED' }, whole: false, finished: { workflow: { workflowId: 'w' }, delegationIds: ['main.1'] } });
+    expect(() => applyStatusScript.decode([1, 5, [], [], []], 'applyStatus')).toThrow(ScriptReplyError);
     expect(applyStatusScript.decode([0, 'stale'], 'applyStatus')).toEqual({ applied: false, reason: 'stale' });
     expect(applyStatusScript.decode([SCRIPT_CODES.TASK_BOUND_ELSEWHERE, 'w|main.1'], 'applyStatus')).toEqual({ refused: 'TASK_BOUND_ELSEWHERE', detail: 'w|main.1' });
     expect(applyStatusScript.decode([SCRIPT_CODES.TASK_NOT_BOUND, 'https://agent/card'], 'applyStatus')).toEqual({ refused: 'TASK_NOT_BOUND', detail: 'https://agent/card' });

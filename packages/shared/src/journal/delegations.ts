@@ -5,6 +5,7 @@
  */
 import { parseArtifacts, type DelegationRecord, type DelegationView, type PushConfigState, type RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
+import { asHeldRow } from './held-rows.ts';
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, fenceDecoder, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
 import { parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
@@ -158,7 +159,9 @@ export class JournalDelegations extends JournalWorkflows {
   /** `parseDelegationHash`, a failure reported and thrown as CorruptRecordError naming the row's key (`compacted`: the workflow's record). */
   private parseDelegationRow(ref: DelegationRef, hash: Record<string, string>, compacted: boolean): DelegationRecord {
     const key = compacted ? this.keys.finished(ref.workflowId) : this.keys.delegation(ref.workflowId, ref.delegationId);
-    return this.parseAt(compacted ? 'workflow' : 'delegation', key, () => parseDelegationHash(hash));
+    const record = this.parseAt(compacted ? 'workflow' : 'delegation', key, () => parseDelegationHash(hash));
+    // A live row's record may name its version to a status change (held-rows.ts); a compacted one has no row.
+    return compacted ? record : asHeldRow(record);
   }
 
   /** Reads one delegation (live or compacted) with its artifacts. */

@@ -32,6 +32,8 @@ export interface ObserveOptions {
   agentCardUrl?: string;
   /** A lease the status change ends (see `StatusChange.endsLease`); artifact updates never end one. */
   endsLease?: StatusChange['endsLease'];
+  /** The row as the caller holds it (see `StatusChange.held`): the status change's reply may then carry only what changed. */
+  held?: DelegationRecord;
 }
 
 const errorOf = (status: TaskStatus): RecordedError | undefined => {
@@ -67,6 +69,7 @@ export async function applyTask(
     artifacts: task.artifacts,
     agentCardUrl: options.agentCardUrl,
     endsLease: options.endsLease,
+    held: options.held,
   });
 }
 
@@ -116,6 +119,7 @@ function statusChangeOf(event: TaskStatusUpdateEvent, options: ObserveOptions): 
     statusMessage: event.status.message,
     error: errorOf(event.status),
     endsLease: options.endsLease,
+    held: options.held,
   };
 }
 

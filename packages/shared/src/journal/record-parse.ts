@@ -181,3 +181,24 @@ export function parseDelegationHash(hash: Readonly<Record<string, unknown>>): De
     return DelegationRecordSchema.parse(hash);
   }
 }
+
+/**
+ * The typed record of a row after a change, from `held` (the typed record of the row at the version the change was
+ * made on) and `change` (what applyStatus-5.lua's change reply carries: every field it wrote, and those written
+ * elsewhere without a version bump): the same keys, values and order as `parseDelegationHash` of the whole row.
+ * Undefined when a changed field does not parse as it stands (the caller reads the row again).
+ */
+export function mergeDelegationChange(held: DelegationRecord, change: Readonly<Record<string, string>>): DelegationRecord | undefined {
+  const before = held as unknown as Readonly<Record<string, unknown>>;
+  const out: Record<string, unknown> = {};
+  try {
+    for (const [key, read] of FIELDS) {
+      if (key in change) {
+        if (read !== secret) out[key] = read(change, key);
+      } else if (key in before) out[key] = before[key];
+    }
+  } catch {
+    return undefined;
+  }
+  return out as DelegationRecord;
+}

@@ -29,9 +29,16 @@ const KEY_COUNTS: ReadonlyMap<string, number> = new Map(
  * Scripts composed at load from two files (`composedLua`): the first runs, then the second unless the first
  * refused. `applyArtifactThenStatus`: a stream's artifact update and the status update that came with it, one round
  * trip instead of two. Its digest is that of the composed text, so it changes whenever either part does.
+ * `between`: Lua run after the first with its reply (`firstReply`) and the second's ARGV (`secondArgv`) in scope.
+ * Here: an applied artifact update bumped the row's version, so the version the caller holds (applyStatus-5.lua
+ * ARGV[17]) moves with it (the update's other fields, 'artifactBytes' and 'updatedAt', are no field of the typed record
+ * or written again by the status change).
  */
-const COMPOSED: Readonly<Record<string, readonly [string, string]>> = {
-  applyArtifactThenStatus: ['applyArtifact', 'applyStatus'],
+const COMPOSED: Readonly<Record<string, { parts: readonly [string, string]; between: string }>> = {
+  applyArtifactThenStatus: {
+    parts: ['applyArtifact', 'applyStatus'],
+    between: "if firstReply[1] == 1 and secondArgv[17] ~= '' then secondArgv[17] = tostring(tonumber(secondArgv[17]) + 1) end",
+  },
 };
 
 /**
@@ -97,8 +104,8 @@ function fileText(name: string): string {
 function script(name: ScriptName): LoadedScript {
   let found = loaded.get(name);
   if (!found) {
-    const parts = COMPOSED[name];
-    const lua = parts ? composedLua(...parts) : fileText(name);
+    const composed = COMPOSED[name];
+    const lua = composed ? composedLua(...composed.parts, composed.between) : fileText(name);
     found = { lua, sha: createHash('sha1').update(lua).digest('hex') };
     loaded.set(name, found);
   }
@@ -109,10 +116,10 @@ function script(name: ScriptName): LoadedScript {
  * Two scripts as one: each file's text becomes the body of a local function whose parameters shadow KEYS and ARGV
  * (the scripts declare only locals, so their texts run unchanged inside). Both get the composed script's KEYS (the
  * first uses a prefix of the second's: they must agree on those keys). ARGV[1] is how many of the following ARGV
- * are the first's; the rest are the second's. Replies `{first's reply}` when that reply is a refusal (a table whose
+ * are the first's; the rest are the second's, which `between` may change after the first ran. Replies `{first's reply}` when that reply is a refusal (a table whose
  * first element is a negative code: nothing more runs), else `{first's reply, second's reply}`.
  */
-function composedLua(first: string, second: string): string {
+function composedLua(first: string, second: string, between: string): string {
   return [
     `-- ${first}-${KEY_COUNTS.get(first)}.lua, then ${second}-${KEY_COUNTS.get(second)}.lua unless the first refused (scripts.ts composedLua).`,
     'local firstCount = tonumber(ARGV[1])',
@@ -127,6 +134,7 @@ function composedLua(first: string, second: string): string {
     'end',
     'local firstReply = first(KEYS, firstArgv)',
     "if type(firstReply) == 'table' and (tonumber(firstReply[1]) or 0) < 0 then return { firstReply } end",
+    between,
     'return { firstReply, second(KEYS, secondArgv) }',
     '',
   ].join('\n');
@@ -195,7 +203,7 @@ export function defineScript<const Key extends string, Input, Result>(definition
   decode: (reply: unknown, script: ScriptName) => Result;
 }): JournalScript<Key, Input, Result> {
   const { name, keys } = definition;
-  const fileName = COMPOSED[name]?.[1] ?? name;
+  const fileName = COMPOSED[name]?.parts[1] ?? name;
   const expected = KEY_COUNTS.get(fileName);
   if (expected === undefined) throw new Error(`defineScript ${name}: no lua/${fileName}-<key count>.lua`);
   if (keys.length !== expected) throw new Error(`defineScript ${name}: ${keys.length} keys declared, its file ${fileName}-${expected}.lua takes ${expected}`);

@@ -25,16 +25,20 @@ export function questionKeyOf(statusMessage: Message | undefined, statusTimestam
  */
 export type TaskBinding = 'bound' | 'unbound' | { key: string; ttlMs: number; owner: string };
 
-/** applyStatus-5.lua's input: the change, the journal's clock, the binding, and whether the script writes a handover's check. */
+/**
+ * applyStatus-5.lua's input: the change, the journal's clock, the binding, whether the script writes a handover's
+ * check, and the version of the row the caller holds (undefined: none; the reply then carries the whole row).
+ */
 export interface ApplyStatusInput {
   change: StatusChange;
   nowMs: number;
   binding: TaskBinding;
   checkHere: boolean;
+  heldVersion: number | undefined;
 }
 
 /** applyStatus-5.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
-function statusArguments({ change, nowMs, binding, checkHere }: ApplyStatusInput): (string | number)[] {
+function statusArguments({ change, nowMs, binding, checkHere, heldVersion }: ApplyStatusInput): (string | number)[] {
   const timestampMs = parseAgentTimestamp(change.statusTimestamp);
   const artifactArgs: string[] = [];
   if (change.artifacts) {
@@ -59,6 +63,7 @@ function statusArguments({ change, nowMs, binding, checkHere }: ApplyStatusInput
     binding === 'bound' ? '1' : binding === 'unbound' ? '' : `here:${binding.ttlMs}:${binding.owner}`,
     change.endsLease?.token ?? '',
     leaseEnding(change.endsLease, checkHere),
+    heldVersion ?? '',
     ...artifactArgs,
   ];
 }
@@ -76,15 +81,18 @@ export type IgnoredReason = 'finished' | 'stale' | 'regress' | 'duplicate';
 const IGNORED_REASONS: ReadonlySet<string> = new Set<IgnoredReason>(['finished', 'stale', 'regress', 'duplicate']);
 
 /**
- * applyStatus-5.lua's reply, decoded. Applied: the row as written; `flags` (state, cancelRequested, stopping) when it
- * changed to an unfinished state and the workflow row was there; `finished` (the workflow row and its delegation ids)
- * when it changed to a finished state; `followFence` when the send lease was handed to the follow.
+ * applyStatus-5.lua's reply, decoded. Applied: the row as written (`whole`), or only the change against the caller's
+ * copy at the version it named (the fields written and those written elsewhere without a version bump); `flags`
+ * (state, cancelRequested, stopping) when it changed to an unfinished state and the workflow row was there;
+ * `finished` (the workflow row and its delegation ids) when it changed to a finished state; `followFence` when the
+ * send lease was handed to the follow.
  */
 export type ApplyStatusOutcome =
   | {
       applied: true;
       version: number;
       row: Record<string, string>;
+      whole: boolean;
       flags?: readonly [state: string, cancelRequested: string, stopping: string];
       finished?: { workflow: Record<string, string>; delegationIds: string[] };
       followFence?: number;
@@ -100,7 +108,7 @@ function hashOf(flat: unknown[], script: string): Record<string, string> {
 }
 
 function decodeApplyStatus(reply: unknown, script: string): ApplyStatusOutcome {
-  const [codeReply, detail, row, flags, finished, followFence] = arrayReply(reply, script);
+  const [codeReply, detail, row, flags, finished, followFence, whole] = arrayReply(reply, script);
   const code = integerReply(codeReply, script);
   if (code < 0) return refusal(code, script, detail);
   if (code === 0) {
@@ -114,11 +122,12 @@ function decodeApplyStatus(reply: unknown, script: string): ApplyStatusOutcome {
     applied: true,
     version: integerReply(detail, script),
     row: hashOf(arrayReply(row ?? [], script), script),
+    whole: integerReply(whole, script) === 1,
     ...(flagList.length === 3 ? { flags: [flagList[0]!, flagList[1]!, flagList[2]!] as const } : {}),
     ...(finishedList.length === 2
       ? { finished: { workflow: hashOf(arrayReply(finishedList[0], script), script), delegationIds: arrayReply(finishedList[1], script).map((id) => stringReply(id, script)) } }
       : {}),
-    ...(followFence === undefined ? {} : { followFence: integerReply(followFence, script) }),
+    ...(integerReply(followFence, script) > 0 ? { followFence: integerReply(followFence, script) } : {}),
   };
 }
 

@@ -7,7 +7,8 @@ import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { artifactByteSize } from '@durable-a2a/a2a/pure';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
-import { parseDelegationHash } from './record-parse.ts';
+import { mergeDelegationChange, parseDelegationHash } from './record-parse.ts';
+import { asHeldRow, heldVersion } from './held-rows.ts';
 import { PARKED_STATES, type JournalState, type WorkflowState } from './states.ts';
 import { JournalError, unlessRefused } from './errors.ts';
 import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
@@ -63,6 +64,13 @@ export interface StatusChange {
    * as the follow's own `scheduleCheck` beside its stream would (one server only: `FollowLease.checkScheduled`).
    */
   endsLease?: { token: string; when: 'always' | 'finished' } | { token: string; when: 'handover'; to: string; durationMs: number; checkAt?: number };
+  /**
+   * The row as the caller holds it: a record the journal handed out (a read, or an earlier change's `record`). When
+   * the row is still at its version, the script replies with the change only and `record` is this one with the
+   * change merged in: the same record as a read of the row after it. Anything else (a copy, an older version) gets
+   * the whole row back. Only a cost: the result is the same either way.
+   */
+  held?: DelegationRecord;
 }
 
 /** A follow lease handed over by a status change (`endsLease: handover`): its holder token and the fencing token it claimed. */
@@ -113,9 +121,19 @@ function parseOrUndefined(hash: Record<string, string>): DelegationRecord | unde
   }
 }
 
+/**
+ * The typed row after an applied change: the whole row parsed, or the change merged into the row the caller held
+ * (`held`, at the version the script found); undefined when it does not parse (the caller reads it again).
+ */
+function rowAfter(outcome: Extract<ApplyStatusOutcome, { applied: true }>, held: DelegationRecord | undefined): DelegationRecord | undefined {
+  if (outcome.whole) return outcome.row.delegationId ? parseOrUndefined(outcome.row) : undefined;
+  return held && mergeDelegationChange(held, outcome.row);
+}
+
 /** An applied change as `StatusChangeResult`: the typed row (when it parses), the workflow's flags or the workflow at finish. */
-function appliedResult(outcome: Extract<ApplyStatusOutcome, { applied: true }>, followLease?: FollowLease): StatusChangeResult {
-  const parsed = outcome.row.delegationId ? parseOrUndefined(outcome.row) : undefined;
+function appliedResult(outcome: Extract<ApplyStatusOutcome, { applied: true }>, held: DelegationRecord | undefined, followLease?: FollowLease): StatusChangeResult {
+  const row = rowAfter(outcome, held);
+  const parsed = row && asHeldRow(row);
   const workflow = outcome.flags ? { state: outcome.flags[0] as WorkflowState, cancelRequested: outcome.flags[1] === '1', stopping: Boolean(outcome.flags[2]) } : undefined;
   const finishedWorkflow = outcome.finished ? workflowAtFinish(outcome.finished.workflow, outcome.finished.delegationIds) : undefined;
   return { applied: true, version: outcome.version, ...(parsed ? { record: parsed } : {}), ...(workflow ? { workflow } : {}), ...(finishedWorkflow ? { finishedWorkflow } : {}), ...(followLease ? { followLease } : {}) };
@@ -181,7 +199,7 @@ export class JournalStatus extends JournalDelegations {
       change.endsLease?.when === 'handover' && decided.followFence !== undefined
         ? { token: change.endsLease.to, fence: decided.followFence, checkScheduled: change.endsLease.checkAt !== undefined && !this.redis.isCluster }
         : undefined;
-    return appliedResult(decided, handedTo);
+    return appliedResult(decided, change.held, handedTo);
   }
 
   /**
@@ -205,6 +223,7 @@ export class JournalStatus extends JournalDelegations {
       contextId: change.contextId,
       agentCardUrl: change.agentCardUrl,
       endsLease: change.endsLease,
+      held: change.held,
       error: { code: 'LIMIT_EXCEEDED', message, retryable: false, delivery: 'received', limit: 'artifactBytesPerDelegation' },
     };
   }
@@ -226,7 +245,7 @@ export class JournalStatus extends JournalDelegations {
       taskOwner: typeof binding === 'object' ? binding.key : row,
       index: checkHere ? this.keys.unfinished() : row,
     };
-    return { keys, input: { change, nowMs: this.now(), binding, checkHere } };
+    return { keys, input: { change, nowMs: this.now(), binding, checkHere, heldVersion: heldVersion(change.held) } };
   }
 
   /** How long a task id stays bound: twice the retention of a finished workflow (0: kept). */

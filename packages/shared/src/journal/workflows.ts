@@ -18,18 +18,31 @@ import { compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow
 /** Prefixes of a compacted record read for its workflow row, in bytes (then the whole record). */
 const ROW_READS_BYTES = [4_096, 65_536];
 
-/** createWorkflow-9.lua: the workflow's fields, its first delegation's, the index entries it writes and the quota it checks (on one server). */
+/** createWorkflow-9.lua: the workflow's fields, its first delegation's, the index entries it writes (flat ARGV) and the quota it checks (on one server). */
 const createWorkflowScript = defineScript({
   name: 'createWorkflow',
   keys: ['workflow', 'firstDelegation', 'delegationList', 'unfinished', 'search', 'updated', 'quotaInFlight', 'quotaStored', 'tenantCreated'],
-  encode: (input: { workflow: Record<string, string>; first?: Record<string, string>; unfinished: (string | number)[]; search: string[]; quota?: QuotaArgument; tenantCreatedAt?: number }) => [
-    JSON.stringify(input.workflow),
-    input.first ? JSON.stringify(input.first) : '',
-    input.unfinished.length > 0 ? JSON.stringify(input.unfinished) : '',
-    input.search.length > 0 ? JSON.stringify(input.search) : '',
-    input.quota ? JSON.stringify(input.quota) : '',
-    input.tenantCreatedAt ?? '',
-  ],
+  encode: (input: { workflow: Record<string, string>; first?: Record<string, string>; unfinished: (string | number)[]; search: string[]; quota?: QuotaArgument; tenantCreatedAt?: number }) => {
+    // A field without a value is left out (as JSON.stringify left it out before).
+    const pairs = (fields: Record<string, string> | undefined) => Object.entries(fields ?? {}).filter(([, value]) => value !== undefined);
+    const workflow = pairs(input.workflow);
+    const first = pairs(input.first);
+    return [
+      workflow.length,
+      first.length,
+      input.unfinished.length / 2,
+      input.search.length,
+      input.quota ? JSON.stringify(input.quota) : '',
+      input.tenantCreatedAt ?? '',
+      input.workflow.workflowId ?? '',
+      input.workflow.updatedAt ?? '',
+      input.first?.delegationId ?? '',
+      ...workflow.flat(),
+      ...first.flat(),
+      ...input.unfinished,
+      ...input.search.flatMap((member) => [0, member]),
+    ];
+  },
   decode: outcomeDecoder({ 1: 'created', 0: 'exists' }),
 });
 

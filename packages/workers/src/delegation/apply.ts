@@ -362,7 +362,7 @@ async function needsPerson(
   const ref = refOf(record);
   await giveBack(ctx, ref, followLease);
   const error = { code: next.code, message: next.message, retryable: false, ...(next.limit ? { limit: next.limit } : {}), ...(next.delivery ? { delivery: next.delivery } : {}) };
-  const result = await ctx.journal.applyStatus(ref, { ...guard, mode: 'outcome', state: 'AMBIGUOUS', error });
+  const result = await ctx.journal.applyStatus(ref, { ...guard, mode: 'outcome', state: 'AMBIGUOUS', error, held: record });
   if (result.applied) ctx.metrics.transitions.inc({ state: 'AMBIGUOUS', source: scope.source ?? 'outcome', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
   (scope.log ?? ctx.logger).error({ ...ref, code: next.code, reason: next.message }, 'marked AMBIGUOUS: a person must decide');
   return routeRow(ctx, ref, result.applied ? result.record : undefined, {}, writtenOf(result, undefined), undefined);

@@ -122,7 +122,7 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
     case 'snapshot': {
       const state = write.task.status.state;
       if (isTerminalTaskState(state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
-      const options = { ...guardOf(write.guard, record, scope), snapshot: true, ...(write.bindAgent ? { agentCardUrl: record.agentCardUrl } : {}) };
+      const options = { ...guardOf(write.guard, record, scope), snapshot: true, held: record, ...(write.bindAgent ? { agentCardUrl: record.agentCardUrl } : {}) };
       const result = await withEndingLease(ctx, ref, scope, observation, sendLease, (endsLease) => applyTask(ctx.journal, ref, write.task, { ...options, ...(endsLease ? { endsLease } : {}) }), state);
       countChange(ctx, result, state, scope.source ?? 'get-task', record);
       return writtenOf(result, state);
@@ -132,6 +132,7 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
         ...guardOf(write.guard, record, scope),
         mode: 'outcome',
         state: write.state,
+        held: record,
         ...(write.error ? { error: write.error } : {}),
         ...(write.result !== undefined ? { result: write.result } : {}),
         ...(write.contextId ? { contextId: write.contextId } : {}),
@@ -148,7 +149,7 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       // Never downgrade: once an answer arrived for this messageId, it stays `received`.
       const delivery = current.error?.delivery === 'received' ? 'received' : write.error.delivery;
       const result = await ctx.journal
-        .applyStatus(ref, { expectedVersion: current.version, mode: 'outcome', state: 'INTENT', error: { ...write.error, ...(delivery ? { delivery } : {}) } })
+        .applyStatus(ref, { expectedVersion: current.version, mode: 'outcome', state: 'INTENT', held: current, error: { ...write.error, ...(delivery ? { delivery } : {}) } })
         .catch(() => undefined);
       return result ? writtenOf(result, undefined) : NOTHING_WRITTEN;
     }
@@ -260,7 +261,7 @@ async function writeEvents(ctx: WorkerContext, record: DelegationRecord, respons
   const state = stateOf(last);
   if (state && isTerminalTaskState(state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
   const ending = scope.lease?.ending();
-  const options = { ...(scope.fence !== undefined ? { fence: scope.fence } : {}), ...(ending ? { endsLease: ending.endsLease } : {}) };
+  const options = { ...(scope.fence !== undefined ? { fence: scope.fence } : {}), ...(ending ? { endsLease: ending.endsLease } : {}), held: record };
   const [first, second] = responses;
   let results: ObservationResult[];
   let finished: boolean;

@@ -44,10 +44,14 @@
            instead of the follow's takeFollow after it. The reply then carries the new fence (6th). With
            <check at> (ms, '' = none) the delegation's unfinished-index entry (KEYS[5]) is due then, as the
            follow's own check beside its stream would set it (ZADD): one command less.
-  ARGV[17] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
+  ARGV[17] the row's version as the caller holds it ('' = none): when the row is at that version before this change,
+           the reply carries only what the caller's typed record lacks (the change: every field written here, and the
+           fields other scripts write without a version bump, FIELDS_UNVERSIONED below), else the whole row. The
+           change reads 16 of the row's 30 or so fields into Lua and sends back about half of them.
+  ARGV[18] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
-  ARGV[18] number of the Task's artifacts N ('' = leave artifacts untouched), then N
-           quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[19..]. Any mode: a full Task
+  ARGV[19] number of the Task's artifacts N ('' = leave artifacts untouched), then N
+           quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[20..]. Any mode: a full Task
            (snapshot or pushed event) stores its artifacts in the transition that applies its status, so a
            finished row always holds the result the Task carried
   Finished rows do not expire here: the whole workflow expires when it finishes
@@ -57,11 +61,12 @@
   and stopping read on the way (what the router needs), so the caller reads nothing more.
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
-  Returns: {1, version, record, workflow, finished[, fence]} applied: record = the row as written (flat
-           field/value list), workflow = {state, cancelRequested, stopping} when it changed to an
+  Returns: {1, version, record, workflow, finished, fence, whole} applied: record = the row as written (flat
+           field/value list) when whole is 1, or the change against the caller's copy (ARGV[17]) when whole is 0;
+           workflow = {state, cancelRequested, stopping} when it changed to an
            unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
            changed to a finished state (what the settle decides from), else {}; fence = the follow's fencing
-           token when the send lease was handed over (ARGV[16] 'handover:…'); {0, reason} ignored ('finished', 'stale', 'regress',
+           token when the send lease was handed over (ARGV[16] 'handover:…'), else 0; {0, reason} ignored ('finished', 'stale', 'regress',
            'duplicate'); {DELEGATION_MISSING,'missing'}, {FENCE_LOST,'fence'}, {VERSION_CONFLICT,'version'},
            {TASK_MISMATCH,'task'}; {TASK_NOT_BOUND, agentCardUrl}: bind the task id first, then call again with
            ARGV[14] = '1'; {TASK_BOUND_ELSEWHERE, holder}: the task id is bound to another delegation (ARGV[14]
@@ -80,13 +85,37 @@
 --- @include "endLease"
 --- @include "history"
 
+-- The fields of the typed record (record-parse.ts) that other scripts write without a bump of the version (claim-1.lua,
+-- takeFollow-2.lua and the handover: fence; noteNoProgress-1.lua; notePushConfig-1.lua; noteNotFound-1.lua's two are
+-- written here always): a caller's copy at the row's version may lack them, so a change reply carries them whenever
+-- the row has them. No script deletes a field. (`owner`, `noProgressUnacceptable` and `artifactBytes` are no field of
+-- the typed record: a change reply leaves them out.)
+local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId' }
+-- What every transition reads when the caller holds the row (FIELDS_UNVERSIONED too); a field only some need is read
+-- when needed (`field`). A field costs about 0.3 µs to read into Lua, whatever its size.
+local FIELDS_READ = { 'delegationId', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId', 'questionKey', 'statusMessage',
+  'artifactBytes', unpack(FIELDS_UNVERSIONED) }
+-- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
+local member = ''
+
 local function apply()
-  -- One read and one write of the row (every field of the transition in a single HSET): fewer calls, same
-  -- effect. The whole row is read, so the row as written goes back to the caller (no read after the write).
-  local flat = redis.call('HGETALL', KEYS[1])
-  -- `at`: a field's value's index in `flat`, which becomes the row as written (changed in place: no second table).
-  local hash, at = {}, {}
-  for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1]; at[flat[i]] = i + 1 end
+  -- One read of the row and one write (every field of the transition in a single HSET). The caller holds the row at
+  -- its version: only the fields the transition needs are read, and the reply is the change. Else the row whole,
+  -- whose HGETALL reply becomes the row as written (changed in place, `at`: a field's value's index in `flat`).
+  local whole = ARGV[17] == '' or tonumber(redis.call('HGET', KEYS[1], 'version')) ~= tonumber(ARGV[17])
+  local hash, flat, at = {}, {}, {}
+  if whole then
+    flat = redis.call('HGETALL', KEYS[1])
+    for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1]; at[flat[i]] = i + 1 end
+  else
+    local values = redis.call('HMGET', KEYS[1], unpack(FIELDS_READ))
+    for i, field in ipairs(FIELDS_READ) do if values[i] then hash[field] = values[i] end end
+  end
+  -- A field not in FIELDS_READ (nil when absent).
+  local function field(name)
+    if whole then return hash[name] end
+    return redis.call('HGET', KEYS[1], name) or nil
+  end
   local row = { hash.fence, hash.version, hash.state, hash.statusTimestampMs, hash.taskId, hash.contextId, hash.questionKey, hash.delegationId }
   if not row[8] then return {CODE.DELEGATION_MISSING, 'missing'} end
   if ARGV[1] ~= '' and row[1] ~= ARGV[1] then return {CODE.FENCE_LOST, 'fence'} end
@@ -95,6 +124,7 @@ local function apply()
   if FINISHED[current] then return {0, 'finished'} end
   local knownTask = row[5] or ''
   if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {CODE.TASK_MISMATCH, 'task'} end
+  local statusMessage = hash.statusMessage or ''
 
   local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
   if mode ~= 'outcome' then
@@ -104,13 +134,13 @@ local function apply()
     if RANK[incoming] == RANK[current] and currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
     -- (another question, another challenge) replaces the status whole even without a timestamp.
-    if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and ARGV[9] == (hash.statusMessage or '') then
+    if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and ARGV[9] == statusMessage then
       return {0, 'duplicate'}
     end
   end
 
   if ARGV[7] ~= '' and knownTask == '' and ARGV[14] ~= '1' then
-    local refused = bindTaskHere(KEYS[4], ARGV[14], hash.agentCardUrl)
+    local refused = bindTaskHere(KEYS[4], ARGV[14], field('agentCardUrl'))
     if refused then return refused end
   end
 
@@ -127,13 +157,13 @@ local function apply()
     local questionKey = ARGV[13]
     if questionKey == '' then
       questionKey = row[7] or ''
-      if not PARKED[current] or questionKey == '' then local seq = (tonumber(hash.questionSeq) or 0) + 1; put('questionSeq', tostring(seq)); questionKey = 'seq:' .. seq end
+      if not PARKED[current] or questionKey == '' then local seq = (tonumber(field('questionSeq')) or 0) + 1; put('questionSeq', tostring(seq)); questionKey = 'seq:' .. seq end
     end
     put('question', ARGV[9]); put('questionKey', questionKey)
     -- A question's life (expiry, reminders) counts from when it was first journaled.
     if questionKey ~= (row[7] or '') or not PARKED[current] then put('questionAskedAt', now) end
     if not PARKED[current] or questionKey ~= (row[7] or '') then
-      appendHistory(workflowBaseOf(KEYS[1]), questionEntry(now, row[8], hash.step or '', incoming, ARGV[9]))
+      appendHistory(workflowBaseOf(KEYS[1]), questionEntry(now, row[8], field('step') or '', incoming, ARGV[9]))
     end
   elseif mode ~= 'outcome' or FINISHED[incoming] then
     put('question', '')
@@ -141,13 +171,13 @@ local function apply()
   -- A TaskStatus from the agent is one value (A36): a status without a message clears the previous one. Our own
   -- outcomes (mode 'outcome') leave it as the agent last sent it.
   if ARGV[9] ~= '' then put('statusMessage', ARGV[9])
-  elseif mode ~= 'outcome' and hash.statusMessage and hash.statusMessage ~= '' then put('statusMessage', '') end
+  elseif mode ~= 'outcome' and statusMessage ~= '' then put('statusMessage', '') end
   if ARGV[10] ~= '' then put('result', ARGV[10]) end
   if ARGV[11] ~= '' then put('error', ARGV[11]) end
 
-  if ARGV[18] ~= '' then
-    replaceArtifacts(KEYS[2], hash.artifactBytes ~= nil, 19, tonumber(ARGV[18]))
-    put('artifactBytes', ARGV[17])
+  if ARGV[19] ~= '' then
+    replaceArtifacts(KEYS[2], hash.artifactBytes ~= nil, 20, tonumber(ARGV[19]))
+    put('artifactBytes', ARGV[18])
   end
 
   if FINISHED[incoming] then put('finishedAt', now) end
@@ -155,14 +185,24 @@ local function apply()
   put('version', tostring(version))
   redis.call('HSET', KEYS[1], unpack(set))
   if PARKED[incoming] then publishChange(workflowBaseOf(KEYS[1]), incoming) end
-  for i = 1, #set, 2 do
-    local index = at[set[i]]
-    if index then flat[index] = set[i + 1]
-    else flat[#flat + 1] = set[i]; flat[#flat + 1] = set[i + 1]; at[set[i]] = #flat end
+  if string.match(ARGV[16], '^handover:%d+:%d') then member = (field('workflowId') or '') .. '|' .. row[8] end
+  if whole then
+    for i = 1, #set, 2 do
+      local index = at[set[i]]
+      if index then flat[index] = set[i + 1]
+      else flat[#flat + 1] = set[i]; flat[#flat + 1] = set[i + 1]; at[set[i]] = #flat end
+    end
+    return {1, version, flat, workflow, finished, 0, 1}
   end
-  return {1, version, flat, workflow, finished}
+  -- The change: the unversioned fields the row has, then what this transition wrote (later values win).
+  local change = {}
+  for _, field in ipairs(FIELDS_UNVERSIONED) do
+    if hash[field] then change[#change + 1] = field; change[#change + 1] = hash[field] end
+  end
+  for i = 1, #set do change[#change + 1] = set[i] end
+  return {1, version, change, workflow, finished, 0, 0}
 end
 
 local reply = apply()
-endLease(reply, KEYS[1], KEYS[3], KEYS[5], ARGV[15], ARGV[16], ARGV[4])
+endLease(reply, KEYS[1], KEYS[3], KEYS[5], ARGV[15], ARGV[16], ARGV[4], member)
 return reply

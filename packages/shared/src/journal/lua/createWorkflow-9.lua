@@ -11,17 +11,19 @@
   KEYS[8] the tenant's stored set when ARGV[5] is given (one server only); else KEYS[1] again, unused
   KEYS[9] the tenant's created index when ARGV[6] is given (a tenant other than default, one server only); else
           KEYS[1] again, unused
-  ARGV[1] workflow fields, JSON object of strings (its updatedAt scores it in KEYS[6])
-  ARGV[2] delegation fields, JSON object of strings, or ''
-  ARGV[3] unfinished index entries, JSON array [score, member, ...], or '' (on a Cluster the caller wrote them
-          before this script, acknowledged)
-  ARGV[4] search index members, JSON array of strings (search-index.ts `searchMembers`), or '' (on a Cluster the
+  ARGV[1] W: the workflow's field count (its field/value pairs from ARGV[10]; its updatedAt scores it in KEYS[6])
+  ARGV[2] D: the first delegation's field count (its pairs after the workflow's), 0 = no delegation
+  ARGV[3] U: unfinished index entries (score/member pairs after the delegation's), 0 = none (on a Cluster the
           caller wrote them before this script, acknowledged)
+  ARGV[4] S: search index members (search-index.ts `searchMembers`, as 0/member pairs after the entries), 0 = none
+          (on a Cluster the caller wrote them before this script, acknowledged)
   ARGV[5] the tenant's quota, JSON { maxInFlight, maxStored, checked, at, workflowKey: [head, tail] }
-          (`at`: the creation time, ms, the members' score)
+          (`at`: the creation time, ms, the members' score), or '' (no quota: the sets are not touched)
   ARGV[6] the workflow's creation time (ms), its score in its tenant's created index, or '' (not indexed there; on a
-          Cluster the caller wrote it before this script, acknowledged) (tenant-quota.ts),
-          or '' (no quota: the sets are not touched)
+          Cluster the caller wrote it before this script, acknowledged) (tenant-quota.ts)
+  ARGV[7] the workflow id; ARGV[8] its updatedAt (ms); ARGV[9] the first delegation's id ('' = none)
+  ARGV[10..] the pairs above, in that order: flat, so the script decodes no JSON (but a quota) and hands each range
+          to its command as it stands
   Every entry is written with the workflow, in this one step: a crash cannot leave a workflow that an index does
   not name, nor (on one server) an entry without its workflow. A quota is checked here too, so no two creations
   can both take the last place.
@@ -38,7 +40,12 @@
 --- @include "prelude"
 -- The live row or its compacted record (one EXISTS of both keys: same hash tag, same slot).
 if redis.call('EXISTS', KEYS[1], string.sub(KEYS[1], 1, -4) .. ':done') > 0 then return 0 end
-local workflowFields = cjson.decode(ARGV[1])
+local workflowId = ARGV[7]
+local workflowAt = 10
+local delegationAt = workflowAt + 2 * tonumber(ARGV[1])
+local unfinishedAt = delegationAt + 2 * tonumber(ARGV[2])
+local searchAt = unfinishedAt + 2 * tonumber(ARGV[3])
+local searchEnd = searchAt + 2 * tonumber(ARGV[4])
 if ARGV[5] ~= '' then
   local quota = cjson.decode(ARGV[5])
   local head, tail = quota.workflowKey[1], quota.workflowKey[2]
@@ -67,28 +74,19 @@ if ARGV[5] ~= '' then
   end
   if not hasRoom(KEYS[7], quota.maxInFlight, finished) then return CODE.QUOTA_IN_FLIGHT end
   if not hasRoom(KEYS[8], quota.maxStored, gone) then return CODE.QUOTA_STORED end
-  redis.call('ZADD', KEYS[7], quota.at, workflowFields.workflowId)
-  redis.call('ZADD', KEYS[8], quota.at, workflowFields.workflowId)
+  redis.call('ZADD', KEYS[7], quota.at, workflowId)
+  redis.call('ZADD', KEYS[8], quota.at, workflowId)
 end
 -- The indexes first: an index write refused (out of memory) ends the script before the workflow exists.
-if ARGV[3] ~= '' then redis.call('ZADD', KEYS[4], unpack(cjson.decode(ARGV[3]))) end
-if ARGV[4] ~= '' then
-  local members = cjson.decode(ARGV[4])
-  local scored = {}
-  for _, member in ipairs(members) do scored[#scored + 1] = 0; scored[#scored + 1] = member end
-  redis.call('ZADD', KEYS[5], unpack(scored))
-  redis.call('ZADD', KEYS[6], workflowFields.updatedAt, workflowFields.workflowId)
+if unfinishedAt < searchAt then redis.call('ZADD', KEYS[4], unpack(ARGV, unfinishedAt, searchAt - 1)) end
+if searchAt < searchEnd then
+  redis.call('ZADD', KEYS[5], unpack(ARGV, searchAt, searchEnd - 1))
+  redis.call('ZADD', KEYS[6], ARGV[8], workflowId)
 end
-if ARGV[6] ~= '' then redis.call('ZADD', KEYS[9], ARGV[6], workflowFields.workflowId) end
--- Writes the fields and returns them.
-local function hset(key, fields)
-  local flat = {}
-  for k, v in pairs(fields) do flat[#flat + 1] = k; flat[#flat + 1] = v end
-  redis.call('HSET', key, unpack(flat))
-  return fields
-end
-hset(KEYS[1], workflowFields)
-if ARGV[2] ~= '' then
-  redis.call('RPUSH', KEYS[3], hset(KEYS[2], cjson.decode(ARGV[2])).delegationId)
+if ARGV[6] ~= '' then redis.call('ZADD', KEYS[9], ARGV[6], workflowId) end
+redis.call('HSET', KEYS[1], unpack(ARGV, workflowAt, delegationAt - 1))
+if delegationAt < unfinishedAt then
+  redis.call('HSET', KEYS[2], unpack(ARGV, delegationAt, unfinishedAt - 1))
+  redis.call('RPUSH', KEYS[3], ARGV[9])
 end
 return 1
