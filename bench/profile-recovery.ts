@@ -32,6 +32,7 @@ const environment = {
   DA2A_CONCURRENCY: `follow=${inFlight + 100},send=50`,
   DA2A_FOLLOW_SLOTS_PER_AGENT: String(inFlight + 100),
   DA2A_SUBSCRIBE_RATE_LIMIT: '10000/1000',
+  DA2A_STREAM_QUIET_MS: '600000',
 };
 const first = spawnWorkerProcess(environment);
 await first.ready;

@@ -45,6 +45,13 @@ const PREFIX = 'rec';
 const SUBSCRIBE_RATE = { max: 10_000, durationMs: 1_000 };
 /** Reconcile sweep interval of both workers (production's default). */
 const RECONCILE_INTERVAL_MS = Number(PRODUCTION_TIMINGS.DA2A_RECONCILE_INTERVAL_MS);
+/**
+ * How long each task runs at the agent, and how long a worker keeps a stream that carries no event open (ms): far
+ * beyond the run. A set-up slower than the worker's stream-quiet window (default 5 minutes: then the stream is
+ * closed and the task polled) or than the tasks would lose its first streams before the kill: on a loaded
+ * machine the followed count rose, then fell, and the set-up never finished.
+ */
+const TASK_MS = 3_600_000;
 /** A wait gives up when no record moved for this long (ms), naming what the missing records look like. */
 const STALL_MS = 120_000;
 /** A wait gives up after this long in any case (ms). */
@@ -111,7 +118,7 @@ export async function run(scale: number): Promise<BenchResult> {
     ],
     notes: [
       `Both workers sweep on the production interval (${RECONCILE_INTERVAL_MS / 1000} s): recovery must not depend on a short sweep (the fresh worker's start-up sweep and the checks at each dead lease's end do the reattaching), and 1 s sweeps would re-check every workflow every second.`,
-      `One worker process (spawnWorkerProcess, follow concurrency ${inFlight + 100}) follows ${inFlight} delegations on an agent that runs 10 minutes per task; it is SIGKILLed, a fresh process started.`,
+      `One worker process (spawnWorkerProcess, follow concurrency ${inFlight + 100}) follows ${inFlight} delegations on an agent that runs ${TASK_MS / 60_000} minutes per task (streams kept that long: no idle or quiet cut); it is SIGKILLed, a fresh process started.`,
       `Production timings (lease and job lock ${PRODUCTION_TIMINGS.DA2A_LOCK_DURATION_MS} ms, stalled check ${PRODUCTION_TIMINGS.DA2A_STALLED_INTERVAL_MS} ms, request timeout ${PRODUCTION_TIMINGS.DA2A_REQUEST_TIMEOUT_MS} ms, reconcile batch 1,000)${Object.keys(workerOverrides()).length > 0 ? `, overridden by ${JSON.stringify(workerOverrides())}` : ''}: the dead worker's follow leases end once its liveness key (3 s) is gone, else at their TTL.`,
       `Subscribe rate limit raised to ${SUBSCRIBE_RATE.max}/${SUBSCRIBE_RATE.durationMs} ms so the figure shows the recovery mechanism; the limiter alone puts a floor of ${round(floorSeconds, 1)} s under it (the reconnect-storm benchmark shows the default 50/s).`,
       'Reattached = the follow lease of the record is held by the new worker (`<workerId>/<jobId>`), polled every 100 ms; terminal = a finished journal state.',
@@ -124,7 +131,7 @@ export async function run(scale: number): Promise<BenchResult> {
 
 async function recoveryRun(inFlight: number, history: number): Promise<RecoveryRun> {
   const redisServer = await startRedisServer();
-  const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: 'slow:600000' });
+  const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: `slow:${TASK_MS}` });
   const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix: PREFIX });
   const reader = new Redis(redisServer.url);
   const workers: WorkerProcess[] = [];
@@ -138,6 +145,8 @@ async function recoveryRun(inFlight: number, history: number): Promise<RecoveryR
     // One agent holds every stream here: its share is the whole follow concurrency (default: half, 90% at most).
     DA2A_FOLLOW_SLOTS_PER_AGENT: String(inFlight + 100),
     DA2A_SUBSCRIBE_RATE_LIMIT: `${SUBSCRIBE_RATE.max}/${SUBSCRIBE_RATE.durationMs}`,
+    DA2A_STREAM_IDLE_TIMEOUT_MS: String(TASK_MS),
+    DA2A_STREAM_QUIET_MS: String(TASK_MS),
     ...workerOverrides(),
   };
   const spawn = () => {
