@@ -6,7 +6,7 @@
  * break them.
  */
 import { readFileSync } from 'node:fs';
-import { hostname } from 'node:os';
+import { hostname, loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
 import { createLogger, parseCompactedWorkflow } from '@durable-a2a/shared';
@@ -127,6 +127,24 @@ export const spawnedWorkerId = (pid: number): string => `${hostname()}-${pid}`;
  * figure. Benchmarks raise it beyond their own length.
  */
 export const BENCH_STREAM_IDLE_TIMEOUT_MS = 600_000;
+
+/**
+ * Production's timings for spawned workers (the harness's are the tests' short ones: 2 s leases and job locks, a
+ * stalled check every second, 2 s requests), streams never cut for idleness. Under the tests' timings a worker
+ * holding thousands of streams renews each lease every 0.7 s and BullMQ checks every active job every second: on a
+ * loaded machine that work alone falls behind, leases lapse and streams are taken over and reopened in a loop.
+ */
+export const PRODUCTION_TIMINGS = {
+  DA2A_REQUEST_TIMEOUT_MS: '30000',
+  DA2A_RECONCILE_INTERVAL_MS: '30000',
+  DA2A_PARKED_POLL_MS: '60000',
+  DA2A_LOCK_DURATION_MS: '30000',
+  DA2A_STALLED_INTERVAL_MS: '30000',
+  DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
+};
+
+/** The machine's 1-minute load average, two decimals (other processes share the cores: give it beside a figure). */
+export const loadAverage1 = (): number => round(loadavg()[0]!, 2);
 
 /**
  * Stops an agent whose executions may still be sleeping (`runsSlowly`):

@@ -19,14 +19,13 @@
  * workflows are `<tenant>~<id>` and every send job of them (the first and every re-enqueue by the workers) carries
  * the workflow's tenant.
  */
-import { loadavg } from 'node:os';
 import { QueueEvents } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { queuePrefix } from '@durable-a2a/shared';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
-import { BENCH_STREAM_IDLE_TIMEOUT_MS, mapLimit, percentile, round, scaled, type BenchResult, type Figure } from './common.ts';
+import { loadAverage1 as load1, mapLimit, percentile, PRODUCTION_TIMINGS, round, scaled, type BenchResult, type Figure } from './common.ts';
 import { spawnBenchChild } from './processes/ipc.ts';
 
 /** Work per task of the nine agents (ms); the tenth works SLOW_FACTOR times as long. */
@@ -41,16 +40,6 @@ const SEND_CONCURRENCY = 4;
 const ENQUEUE_CONCURRENCY = 20;
 const QUIET = 'quiet';
 const BURSTING = 'bursting';
-
-/** The worker's timings: production's (the harness's are the tests' short ones), streams never cut for idleness. */
-const PRODUCTION_TIMINGS = {
-  DA2A_REQUEST_TIMEOUT_MS: '30000',
-  DA2A_RECONCILE_INTERVAL_MS: '30000',
-  DA2A_PARKED_POLL_MS: '60000',
-  DA2A_LOCK_DURATION_MS: '30000',
-  DA2A_STALLED_INTERVAL_MS: '30000',
-  DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
-};
 
 type Setting = 'solo' | 'burst' | 'burst, one tenant';
 const SETTINGS: readonly Setting[] = ['solo', 'burst', 'burst, one tenant'];
@@ -67,7 +56,6 @@ interface AgentsReady {
   agents: { cardUrl: string }[];
 }
 
-const load1 = () => round(loadavg()[0]!, 2);
 
 export async function run(scale: number): Promise<BenchResult> {
   const quietCount = scaled(10, scale, 2);

@@ -1,47 +1,64 @@
 /**
- * `pnpm tsx --conditions=@durable-a2a/source bench/profile-recovery.ts [inFlight] [dir]`:
- * a profiling aid, not a benchmark. Sets up `inFlight` follows (default 2,000) on one worker process, SIGKILLs
- * it, starts a fresh one under `node --cpu-prof` (profile written to `dir` on its graceful exit), prints how
- * many records the fresh worker holds every 500 ms and the Redis commands (INFO commandstats) from the kill
- * to the last reattach, then SIGTERMs the fresh worker so the profile is written.
+ * `pnpm tsx --conditions=@durable-a2a/source bench/profile-recovery.ts [inFlight] [dir] [history]`:
+ * a profiling aid, not a benchmark. Fills `history` finished records first (default 0; cloned as the recovery
+ * benchmark does, bench/history.ts), sets up `inFlight` follows (default 2,000) on one worker process with
+ * production timings, SIGKILLs it, starts a fresh one under `node --cpu-prof` (profile written to `dir` on its
+ * graceful exit), prints how many records the fresh worker holds every 500 ms and the Redis commands (INFO
+ * commandstats) from the kill to the last reattach, then SIGTERMs the fresh worker so the profile is written.
+ * Run it with and without history: the commands per record must not change (recovery reads the unfinished index).
  */
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { spawnWorkerProcess } from '../test/harness/fleet.ts';
 import { readFileSync } from 'node:fs';
-import { BENCH_STREAM_IDLE_TIMEOUT_MS, callsDelta, commandCalls, mapLimit, readLeasesAndStates, redisCpuSeconds, sleep, spawnedWorkerId } from './common.ts';
+import { startDemoAgent } from '../test/harness/agent.ts';
+import { completesWith } from '../test/harness/agent-behaviours.ts';
+import { callsDelta, commandCalls, loadAverage1, mapLimit, PRODUCTION_TIMINGS, readLeasesAndStates, redisCpuSeconds, sleep, spawnedWorkerId, stopAgent } from './common.ts';
+import { cloneFinishedWorkflow } from './history.ts';
 import { spawnBenchChild } from './processes/ipc.ts';
 
 const inFlight = Number(process.argv[2] ?? '2000');
 const dir = process.argv[3] ?? '/tmp';
+const history = Number(process.argv[4] ?? '0');
 const prefix = 'profrec';
 const redisServer = await startRedisServer();
 const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: 'slow:600000' });
 const { cardUrl } = await agent.ready;
 const environment = {
+  ...PRODUCTION_TIMINGS,
   REDIS_URL: redisServer.url,
   DA2A_PREFIX: prefix,
   DA2A_CONCURRENCY: `follow=${inFlight + 100},send=50`,
   DA2A_FOLLOW_SLOTS_PER_AGENT: String(inFlight + 100),
   DA2A_SUBSCRIBE_RATE_LIMIT: '10000/1000',
-  DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
-  DA2A_RECONCILE_INTERVAL_MS: '30000',
+  DA2A_STREAM_QUIET_MS: '600000',
 };
 const first = spawnWorkerProcess(environment);
 await first.ready;
 const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
 const reader = new Redis(redisServer.url);
+if (history > 0) {
+  const fast = await startDemoAgent({ behaviour: completesWith('a finished job') });
+  const { id } = await producer.delegate({ agent: fast.cardUrl, text: 'a finished job' });
+  await producer.waitFor(id, { timeoutMs: 60_000 });
+  await cloneFinishedWorkflow(reader, prefix, id, history, { onProgress: (written, count, ms) => console.log(`history fill: ${written} of ${count} (${(ms / 1000).toFixed(1)} s)`) });
+  await stopAgent(fast);
+}
 const refs = await mapLimit(Array.from({ length: inFlight }), 50, async (_, index) => {
   const { id } = await producer.delegate({ agent: cardUrl, text: `job ${index}`, idempotencyKey: `p-${index}` });
   return { workflowId: id, delegationId: 'main.1' };
 });
 const firstId = spawnedWorkerId(first.child.pid!);
-for (let tick = 0; tick < 600; tick++) {
+for (let tick = 0; ; tick++) {
   const rows = await readLeasesAndStates(reader, prefix, refs);
-  if (rows.every((row) => row.lease?.startsWith(`${firstId}/`) && row.state === 'WORKING')) break;
+  const followed = rows.filter((row) => row.lease?.startsWith(`${firstId}/`) && row.state === 'WORKING').length;
+  if (followed === inFlight) break;
+  if (tick % 10 === 0) console.log(`set-up: ${followed} of ${inFlight} followed by the first worker`);
+  if (tick === 600) throw new Error(`set-up: ${followed} of ${inFlight} followed after 300 s; gave up`);
   await sleep(500);
 }
+console.log(`${inFlight} followed; load average ${loadAverage1()}; SIGKILL`);
 await first.kill('SIGKILL');
 const killedAt = performance.now();
 const before = await commandCalls(reader);
@@ -86,6 +103,7 @@ async function diagnose(rows: Awaited<ReturnType<typeof readLeasesAndStates>>) {
   console.log('unfinished keys sample:', (await reader.keys(`${prefix}:unf*`)).slice(0, 3));
 }
 const cpu = { worker: cpuSeconds(second.child.pid!), agent: cpuSeconds(agent.child.pid!) - agentCpuBefore, redis: (await redisCpuSeconds(reader)) - redisCpuBefore };
+console.log(`${history} finished records; SIGKILL → last reattach ${((performance.now() - killedAt) / 1000).toFixed(2)} s (to 0.5 s), load average ${loadAverage1()}`);
 console.log(`CPU seconds kill → all reattached: ${JSON.stringify(cpu)}`);
 const delta = [...callsDelta(before, await commandCalls(reader))].sort((a, b) => b[1] - a[1]);
 const total = delta.reduce((sum, [, calls]) => sum + calls, 0);

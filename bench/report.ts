@@ -1,7 +1,7 @@
 /**
  * Appends one section to bench/results.md: date, machine (node:os), the
  * versions that matter (node, redis-server, bullmq, @a2a-js/sdk, ioredis),
- * the exact command (with the BENCH_SCALE and PEERS_* settings), and each benchmark's figures as a table.
+ * the exact command (with the BENCH_*, PEERS_* and DA2A_* settings), and each benchmark's figures as a table.
  */
 import { execFileSync } from 'node:child_process';
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
@@ -48,7 +48,7 @@ export function environment(): string[] {
 /** The command as the user typed it (`pnpm bench …` when run through the script). */
 export function exactCommand(args: readonly string[]): string {
   const settings = Object.entries(process.env)
-    .filter(([name]) => name === 'BENCH_SCALE' || name.startsWith('PEERS_'))
+    .filter(([name]) => name.startsWith('BENCH_') || name.startsWith('PEERS_') || name.startsWith('DA2A_'))
     .map(([name, value]) => `${name}=${value} `)
     .join('');
   const base = process.env.npm_lifecycle_event === 'bench' ? 'pnpm bench' : 'tsx bench/run.ts';

@@ -15,15 +15,13 @@ import { createProducer } from '@durable-a2a/producer';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { spawnBenchChild } from './processes/ipc.ts';
 import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
-import { BENCH_STREAM_IDLE_TIMEOUT_MS, FINISHED, readLeasesAndStates, round, seconds, sleep, spawnedWorkerId, workerOverrides, type BenchResult } from './common.ts';
+import { FINISHED, loadAverage1, PRODUCTION_TIMINGS, readLeasesAndStates, seconds, sleep, spawnedWorkerId, workerOverrides, type BenchResult } from './common.ts';
 
 const PREFIX = 'takeover';
 /** How long each task runs at the agent (ms): long enough for both workers to start and the victim to follow all. */
 const TASK_MS = 20_000;
 /** The tasks end this long after the kill (ms): a takeover faster than this settles when the agent finishes. */
 const SETTLE_MARGIN_MS = 1_000;
-/** Production timings (the harness's are the tests' short ones). */
-const PRODUCTION = { DA2A_LOCK_DURATION_MS: '30000', DA2A_STALLED_INTERVAL_MS: '30000', DA2A_RECONCILE_INTERVAL_MS: '30000' };
 
 export async function run(): Promise<BenchResult> {
   const inFlight = Number(process.env.BENCH_TAKEOVER_IN_FLIGHT ?? '50');
@@ -41,7 +39,7 @@ export async function run(): Promise<BenchResult> {
       { metric: 'SendMessage calls the agent saw', value: result.sendMessages, unit: `(one per delegation: ${inFlight})` },
     ],
     notes: [
-      `Two spawned worker processes with production timings (job lock 30 s, stalled check 30 s, reconcile interval 30 s)${Object.keys(overrides).length > 0 ? `, overridden by ${JSON.stringify(overrides)}` : ''}.`,
+      `Two spawned worker processes with production timings (job lock 30 s, stalled check 30 s, reconcile interval 30 s, request timeout 30 s)${Object.keys(overrides).length > 0 ? `, overridden by ${JSON.stringify(overrides)}` : ''}.`,
       `The first follows all ${inFlight} tasks (agent in its own process, each task ${TASK_MS / 1000} s) before the second starts; the first is SIGKILLed ${SETTLE_MARGIN_MS / 1000} s before the tasks end.`,
       'Reattached = the follow lease is held by the survivor; polled every 50 ms with one pipeline.',
     ],
@@ -55,10 +53,10 @@ async function takeoverRun(inFlight: number, overrides: Record<string, string>) 
   const reader = new Redis(redisServer.url);
   const workers: WorkerProcess[] = [];
   const environment = {
-    ...{ REDIS_URL: redisServer.url, DA2A_PREFIX: PREFIX, DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS) },
+    ...{ REDIS_URL: redisServer.url, DA2A_PREFIX: PREFIX },
     // One agent holds every stream here: its share is the whole follow concurrency (as in the recovery benchmark).
     ...{ DA2A_CONCURRENCY: `follow=${inFlight + 100}`, DA2A_FOLLOW_SLOTS_PER_AGENT: String(inFlight + 100) },
-    ...PRODUCTION,
+    ...PRODUCTION_TIMINGS,
     ...overrides,
   };
   const spawn = () => {
@@ -95,7 +93,7 @@ async function takeoverRun(inFlight: number, overrides: Record<string, string>) 
       reattachedSeconds: seconds(reattachedAt - killedAt),
       settledSeconds: seconds(settledAt - killedAt),
       sendMessages: await agent.call<number>('sendMessageCount'),
-      loadAverage: round((await import('node:os')).loadavg()[0]!, 2),
+      loadAverage: loadAverage1(),
     };
   } finally {
     await Promise.all(workers.map((worker) => worker.kill('SIGKILL')));

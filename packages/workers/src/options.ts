@@ -89,7 +89,7 @@ export interface FleetOptions {
   subscribeRateLimit?: { max: number; durationMs: number };
   /** Interval of the reconcile sweep (fixed-id job scheduler). Default 30_000. */
   reconcileIntervalMs?: number;
-  /** Delegations enqueued per sweep. Default 1_000. */
+  /** Index entries a sweep reads and enqueues per page (a sweep reads pages until none is due). Default 1_000. */
   reconcileBatchSize?: number;
   /** Margin subtracted from `createdAt` for ListTasks `statusTimestampAfter` (clock skew, the SDK's strict `>`). Default 5_000. */
   searchMarginMs?: number;

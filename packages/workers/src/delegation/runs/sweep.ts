@@ -19,9 +19,9 @@ export const SWEEP_SCHEDULER_ID = 'reconcile-sweep';
 const PAGES_PER_BATCH = 16;
 
 /**
- * Enqueues the due delegations (`reconcileBatchSize` at most) in reconcile batch jobs and pushes each one's
- * next check out (per-record jitter). `all` (start-up): every unfinished delegation, due or not, page by page
- * of `reconcileBatchSize`; the pages are bounded by the index size.
+ * Enqueues the due delegations in reconcile batch jobs and pushes each one's next check out (per-record jitter),
+ * page by page of `reconcileBatchSize` until none is due. `all` (start-up): every unfinished delegation, due or
+ * not, page by page; the pages are bounded by the index size.
  */
 export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
   const now = ctx.options.now();
@@ -29,7 +29,17 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
   const batch = ctx.options.reconcileBatchSize;
   const checks = new SweepChecks(ctx, all ? `startup-${now}` : now, now);
   if (!all) {
-    await checks.enqueue(await ctx.journal.dueDelegationsWithTimes(now, batch));
+    // Every due entry, a page of `batch` at a time: each page's entries move to their next check, so the next read
+    // gets the ones after them. One page per sweep would check `batch` entries an interval, while every running
+    // workflow's entry comes due each interval: past that many workflows, an entry due now (a send to search for)
+    // waited behind the backlog for several intervals. Bounded by the index size.
+    const maxPages = Math.ceil((await ctx.journal.unfinishedCount()) / batch) + 1;
+    for (let page = 0; page < maxPages; page++) {
+      const due = await ctx.journal.dueDelegationsWithTimes(now, batch);
+      const before = checks.count;
+      await checks.enqueue(due);
+      if (due.length < batch || checks.count === before) break;
+    }
     // Every reconcile interval: the count at debug only (a parked delegation is due every poll).
     ctx.logger.debug({ swept: checks.count }, 'sweep');
     // The search index forgets workflows whose record expired (a few hundred per sweep, oldest first).
