@@ -8,6 +8,7 @@ import { artifactByteSize } from '@durable-a2a/a2a/pure';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
+import { rememberStoredRow } from './stored-rows.ts';
 import { PARKED_STATES, type JournalState, type WorkflowState } from './states.ts';
 import { JournalError, unlessRefused } from './errors.ts';
 import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
@@ -116,6 +117,7 @@ function parseOrUndefined(hash: Record<string, string>): DelegationRecord | unde
 /** An applied change as `StatusChangeResult`: the typed row (when it parses), the workflow's flags or the workflow at finish. */
 function appliedResult(outcome: Extract<ApplyStatusOutcome, { applied: true }>, followLease?: FollowLease): StatusChangeResult {
   const parsed = outcome.row.delegationId ? parseOrUndefined(outcome.row) : undefined;
+  if (parsed) rememberStoredRow(parsed, outcome.row);
   const workflow = outcome.flags ? { state: outcome.flags[0] as WorkflowState, cancelRequested: outcome.flags[1] === '1', stopping: Boolean(outcome.flags[2]) } : undefined;
   const finishedWorkflow = outcome.finished ? workflowAtFinish(outcome.finished.workflow, outcome.finished.delegationIds) : undefined;
   return { applied: true, version: outcome.version, ...(parsed ? { record: parsed } : {}), ...(workflow ? { workflow } : {}), ...(finishedWorkflow ? { finishedWorkflow } : {}), ...(followLease ? { followLease } : {}) };
@@ -125,7 +127,7 @@ function appliedResult(outcome: Extract<ApplyStatusOutcome, { applied: true }>, 
 function workflowAtFinish(hash: Record<string, string>, delegationIds: string[]): WorkflowAtFinish | undefined {
   if (!hash.workflowId) return undefined;
   try {
-    return { record: parseWorkflowHash(hash), delegationIds };
+    return { record: rememberStoredRow(parseWorkflowHash(hash), hash), delegationIds };
   } catch {
     return undefined;
   }
