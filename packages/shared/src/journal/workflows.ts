@@ -122,6 +122,7 @@ export interface FinishingRows {
  */
 function prebuiltRecordText(workflowId: string, fields: Record<string, string>, expectedVersion: number | undefined, nowMs: number, rows: FinishingRows | undefined): string[] {
   if (!rows || expectedVersion === undefined) return [];
+
   const workflowRow = storedRowOf(rows.workflow);
   if (!workflowRow || workflowRow.version !== String(expectedVersion) || workflowRow.workflowId !== workflowId) return [];
   const delegations = [];
