@@ -33,7 +33,6 @@ const finalDelegation = new Set<string>(layout.finalDelegation);
 const label = new Map(layout.order.map((field) => [field, `"${layout.names[field] ?? field}"`]));
 /** cjson's escapes of single characters (lua_cjson char2escape): control characters, '"', '\' and DEL; '/' is kept plain. */
 const ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\b': '\\b', '\t': '\\t', '\n': '\\n', '\f': '\\f', '\r': '\\r' };
-// eslint-disable-next-line no-control-regex -- the characters cjson escapes
 const NEEDS_ESCAPE = /[\u0000-\u001f"\\\u007f]/g;
 const DIGITS = /^[0-9]+$/;
 const NUMBER = /^[1-9][0-9]*$/;
