@@ -9,7 +9,8 @@
  *
  * history (history.ts) only when the workflow has one: its list's entry texts as they were, byte for byte;
  * delegations in creation order, fields under the names of `COMPACTED_RECORD_LAYOUT.names` (others
- * under their own name). Fields holding JSON (message, statusMessage, definition, …) are embedded as
+ * under their own name), in the order of `COMPACTED_RECORD_LAYOUT.order` (so the worker can build the same
+ * text: compacted-record-text.ts). Fields holding JSON (message, statusMessage, definition, …) are embedded as
  * JSON, digit strings as numbers (times as ms after the workflow's createdAt), every other value as
  * the hash's string. Left out: empty values,
  * counters and flags at '0', operational fields (owner, progress-rule and not-found
