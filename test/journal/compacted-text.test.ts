@@ -11,6 +11,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Journal, type DelegationRecord, type WorkflowRecord } from '@durable-a2a/shared';
 import { COMPACTED_RECORD_LAYOUT } from '../../packages/shared/src/journal/compacted-record.ts';
+import { DelegationRecordSchema } from '../../packages/shared/src/journal/record.ts';
 import { rememberStoredRow } from '../../packages/shared/src/journal/stored-rows.ts';
 import { useRedisClient, useRedisServer, testsOnCluster } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
@@ -149,6 +150,12 @@ function finishingRows(rows: ReturnType<typeof rowsOf>) {
 let counter = 0;
 
 describe.skipIf(testsOnCluster())('compacted record built by the worker (property, real Redis)', () => {
+  it("knows every field of a delegation row (a field outside the layout's order leaves every settle to Lua)", () => {
+    const fields = Object.keys(DelegationRecordSchema.in.shape);
+    expect(fields.length).toBeGreaterThan(40);
+    expect(fields.filter((field) => !COMPACTED_RECORD_LAYOUT.order.includes(field))).toEqual([]);
+  });
+
   it('is byte for byte the record the script builds in Lua from the same rows, and kept whenever it could be built', async () => {
     let kept = 0;
     let runs = 0;
