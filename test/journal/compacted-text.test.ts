@@ -4,7 +4,8 @@
  * finished workflows (1 to 4 delegations, artifacts, questions, histories, unicode, '-0', '[]' and '{}', JSON with
  * '"="', control characters, '/', digits past 15, unknown fields) are written twice under two prefixes, one finished
  * without rows (Lua builds the text), one with them (the worker's text, kept when every row is current). And a row
- * changed between the worker's read and the finish (a fence, a push config state, a version) is never lost: the
+ * changed between the worker's read and the finish (a fence, a push config state, a version, the workflow's count of
+ * dropped history entries) is never lost: the
  * script refuses the stale text and compacts from the rows as they are. Real Redis, the real scripts.
  */
 import fc from 'fast-check';
@@ -193,6 +194,9 @@ describe.skipIf(testsOnCluster())('compacted record built by the worker (propert
       ['fence (a lease taken, no version bump)', (journal, ref) => journal.claim(ref, 'someone')],
       ['push config state (no version bump)', (journal, ref) => journal.notePushConfig(ref, 'any', 'deleted', 'cfg-1')],
       ['effect (a version bump)', (journal, ref) => journal.recordEffect(ref, 'present', { seen: true })],
+      // history.lua counts entries dropped past its bounds on the workflow row without a version bump (written here
+      // as it would after 500 entries).
+      ['history dropped count (no version bump)', (journal, ref) => redis().hset(journal.keys.workflow(ref.workflowId), 'historyDropped', '3')],
     ];
     for (const [name, change] of changes) {
       counter++;
@@ -205,6 +209,7 @@ describe.skipIf(testsOnCluster())('compacted record built by the worker (propert
       if (!applied.applied || !applied.record || !applied.finishedWorkflow) throw new Error('the finishing transition returned no rows');
       await change(journal, ref);
       const live = await journal.getDelegation(ref);
+      const liveWorkflow = await journal.getWorkflow(workflowId);
       const { recordTextKept } = await journal.finishWorkflow(workflowId, { state: 'COMPLETED' }, applied.finishedWorkflow.record.version, [ref], {
         workflow: applied.finishedWorkflow.record,
         delegations: [applied.record],
@@ -214,6 +219,7 @@ describe.skipIf(testsOnCluster())('compacted record built by the worker (propert
       const after = await journal.getDelegation(ref);
       expect(await journal.isCompacted(workflowId), name).toBe(true);
       expect({ ...after, updatedAt: 0 }, name).toEqual({ ...live, updatedAt: 0 });
+      expect((await journal.getWorkflow(workflowId))?.historyDropped, name).toBe(liveWorkflow?.historyDropped);
     }
   });
 });

@@ -137,6 +137,7 @@ function prebuiltRecordText(workflowId: string, fields: Record<string, string>, 
   if (!built) return [];
   return [
     built.workflow,
+    workflowRow.historyDropped ?? '',
     ...built.delegations.flatMap(({ id, row, text }) => [id, row.version ?? '', row.fence ?? '', row.pushConfigState ?? '', row.pushConfigId ?? '', row.pushToken ?? '', text]),
   ];
 }

@@ -21,9 +21,11 @@
           decision, one round trip instead of a ZREM after it (Journal.finishWorkflow `removeFromIndex`)
   ARGV[9+n..] the compacted record's text as the caller built it from the rows it read (compacted-record-text.ts),
           with ARGV[5] and ARGV[1] given and ARGV[7] '': the workflow object's text as this change leaves the row,
+          the row's historyDropped it was built from ('' absent: history.lua writes it without a version bump),
           then per delegation in list order 7 values: id, version, fence, pushConfigState, pushConfigId, pushToken
-          ('' for an absent field) and its record text without artifacts. Kept when every delegation row still holds
-          those values (compaction.lua `checkPrebuilt`), else the record is built here as without it.
+          ('' for an absent field) and its record text without artifacts. Kept when the workflow row and every
+          delegation row still hold those values (compaction.lua `checkPrebuilt`), else the record is built here as
+          without it.
   A workflow entering a finished state is compacted, or its keys expire: lua/includes/compaction.lua.
   Publishes the new state on '<prefix>:{wf:<id>}:changed' when `state` is among the
   fields (wakes the producer's waitFor; nothing is lost without subscribers: it reads back); with ARGV[6] a
@@ -46,8 +48,8 @@ local members = tonumber(ARGV[8] or '0') or 0
 local textAt = 9 + members
 local prebuilt = nil
 if compactIt and ARGV[7] == '' and ARGV[1] ~= '' and #ARGV > textAt then
-  prebuilt = { workflow = ARGV[textAt], ids = {}, records = {}, rows = {} }
-  for at = textAt + 1, #ARGV, 7 do
+  prebuilt = { workflow = ARGV[textAt], historyDropped = ARGV[textAt + 1], ids = {}, records = {}, rows = {} }
+  for at = textAt + 2, #ARGV, 7 do
     local index = #prebuilt.ids + 1
     prebuilt.ids[index] = ARGV[at]
     prebuilt.rows[index] = { ARGV[at + 1], ARGV[at + 2], ARGV[at + 3], ARGV[at + 4], ARGV[at + 5] }
@@ -59,7 +61,7 @@ end
 -- the caller's record text it reads only what the check needs (the row whole only when the text is stale).
 local whole = compactIt and ARGV[7] == '' and not prebuilt and toFields(redis.call('HGETALL', KEYS[1])) or nil
 local row = whole and { whole.version, whole.state, whole.workflowId }
-  or redis.call('HMGET', KEYS[1], 'version', 'state', 'workflowId', 'historyBytes')
+  or redis.call('HMGET', KEYS[1], 'version', 'state', 'workflowId', 'historyBytes', 'historyDropped')
 if not row[3] then
   if redis.call('EXISTS', base .. ':done') == 1 then return CODE.WRONG_STATE end
   return CODE.DELEGATION_MISSING
@@ -76,6 +78,8 @@ if whole then
   unwritten = { row = whole, flat = flat }
 elseif prebuilt then
   unwritten = { flat = flat, historyBytes = row[4] or '' }
+  -- History entries dropped past the bounds are counted without a version bump (lua/includes/history.lua).
+  if (row[5] or '') ~= prebuilt.historyDropped then prebuilt.stale = true end
 else
   redis.call('HSET', KEYS[1], unpack(flat))
 end

@@ -167,9 +167,10 @@ end
 -- config id and push token it was built from (`rows[i]`: those five values, '' for an absent field). Every change to
 -- a delegation row bumps its version except the lease's fence and owner and the push config's life cycle
 -- (notePushConfig-1.lua): those are compared here; the owner is not in the record. Artifacts and history change
--- only with a version, and are read here. The workflow row's version was checked by the caller. Returns the ids and
--- push tokens, or nil (then `compact` builds the text).
+-- only with a version, and are read here. The workflow row's version and historyDropped were checked by the caller
+-- (`prebuilt.stale`). Returns the ids and push tokens, or nil (then `compact` builds the text).
 local function checkPrebuilt(listKey, base, prebuilt)
+  if prebuilt.stale then return nil end
   local ids = redis.call('LRANGE', listKey, 0, -1)
   if #ids ~= #prebuilt.ids then return nil end
   local push = {}
