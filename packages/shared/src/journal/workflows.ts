@@ -122,7 +122,6 @@ export interface FinishingRows {
  */
 function prebuiltRecordText(workflowId: string, fields: Record<string, string>, expectedVersion: number | undefined, nowMs: number, rows: FinishingRows | undefined): string[] {
   if (!rows || expectedVersion === undefined) return [];
-
   const workflowRow = storedRowOf(rows.workflow);
   if (!workflowRow || workflowRow.version !== String(expectedVersion) || workflowRow.workflowId !== workflowId) return [];
   const delegations = [];
@@ -255,7 +254,7 @@ export class JournalWorkflows extends JournalIndex {
 
   /**
    * `updateWorkflow` to a finished state (`patch.state`) that drops `entries` from the unfinished index in the
-   * same script (updateWorkflow-4.lua ARGV[7..]): the settle of a workflow's last delegation, one round trip
+   * same script (updateWorkflow-4.lua ARGV[8..]): the settle of a workflow's last delegation, one round trip
    * instead of a ZREM after it. Only where `removesIndexWithFinish`; nothing is dropped when the update is refused.
    * @returns the new version, and whether any delegation's entry of `entries` was in the index (the settle that
    *   removed it observes its duration); a workflow's `*` entry does not count; whether the record written is the
