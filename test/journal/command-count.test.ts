@@ -155,6 +155,14 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     const profile = [...byShape.entries()].sort((a, b) => b[1] - a[1]).map(([shape, count]) => `${(count / DELEGATIONS).toFixed(2)} ${shape}`);
     expect(byShape.get(`evalsha ${prefix}:{wf}:d:main.1`) ?? 0, profile.join('\n')).toBeGreaterThan(0); // the count saw the journal
     expect(perDelegation, profile.join('\n')).toBeLessThanOrEqual(JOURNAL_COMMANDS_PER_DELEGATION);
+    // The settle reads neither row whole: the worker builds the compacted record's text from the rows the finishing
+    // transition returned, and updateWorkflow-4.lua only checks them (HMGET) and swaps the keys. The workflow row is
+    // read whole once (by that finishing transition; 2 when the settle compacted in Lua), the delegation row twice:
+    // the send's read and the send's answer (the send holds the row one version behind, its mark's). The terminal
+    // transition replies with the change only (HMGET), merged into the row the worker holds, stored text included
+    // (3 when the terminal transition read the row whole, 4 when the settle also compacted in Lua).
+    expect(byShape.get(`hgetall ${prefix}:{wf}:wf`) ?? 0, profile.join('\n')).toBe(DELEGATIONS);
+    expect(byShape.get(`hgetall ${prefix}:{wf}:d:main.1`) ?? 0, profile.join('\n')).toBe(2 * DELEGATIONS);
     // Neither lease is released by a call of its own: the send's answer and the terminal event end them in their script.
     expect(byShape.get(`evalsha ${prefix}:{wf}:d:main.1:lease`) ?? 0, profile.join('\n')).toBe(0);
     // Nor taken by a call of its own: the send's answer hands the send lease to the follow in its script.

@@ -9,7 +9,8 @@
  *
  * history (history.ts) only when the workflow has one: its list's entry texts as they were, byte for byte;
  * delegations in creation order, fields under the names of `COMPACTED_RECORD_LAYOUT.names` (others
- * under their own name). Fields holding JSON (message, statusMessage, definition, …) are embedded as
+ * under their own name), in the order of `COMPACTED_RECORD_LAYOUT.order` (so the worker can build the same
+ * text: compacted-record-text.ts). Fields holding JSON (message, statusMessage, definition, …) are embedded as
  * JSON, digit strings as numbers (times as ms after the workflow's createdAt), every other value as
  * the hash's string. Left out: empty values,
  * counters and flags at '0', operational fields (owner, progress-rule and not-found
@@ -82,11 +83,31 @@ export const COMPACTED_RECORD_LAYOUT = {
   maxBytes: 1024 * 1024,
   /** A workflow is compacted only when every delegation is in one of these states (else its hashes expire as they are). */
   finalDelegation: JOURNAL_STATES.filter((state) => FINISHED_STATES.has(state)),
+  /**
+   * The rows' fields in the order their members are written (sorted by name; fields outside it follow in table
+   * order, and the worker builds no text for a row holding one: compacted-record-text.ts). A fixed order makes the
+   * text a function of the rows' values, so the worker's text and the script's are the same bytes.
+   */
+  order: [
+    // The delegation row (record.ts DelegationRecordSchema).
+    'workflowId', 'delegationId', 'step', 'kind', 'attempt', 'agentCardUrl', 'agentInterface', 'messageId', 'requestedContextId',
+    'contextId', 'contextRefused', 'taskId', 'state', 'statusTimestamp', 'statusTimestampMs', 'question', 'statusMessage', 'message',
+    'result', 'error', 'protocolError', 'protocolErrorCount', 'push', 'held', 'pushToken', 'pushConfigId', 'pushConfigState',
+    'createdAt', 'updatedAt', 'sendStartedAt', 'priority', 'sendCount', 'resendCount', 'unreachableCount', 'unsentTries',
+    'unreachableSince', 'nextTryAt', 'slotWaitUntil', 'version', 'fence', 'owner', 'notFoundCount', 'firstNotFoundAt', 'noProgressMark',
+    'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable', 'finishedAt', 'replyMessageId', 'replyMessage',
+    'replyState', 'replySendToken', 'replySendUntil', 'replyError', 'replyForQuestion', 'replyBy', 'questionKey', 'questionAskedAt',
+    'questionExpired', 'questionExpiredAt', 'questionExpiry', 'questionSeq', 'effect', 'evidence', 'verifiedAt', 'verifyAttempts',
+    'artifactBytes',
+    // The workflow row (workflow-record.ts).
+    'tenant', 'definition', 'cancelRequested', 'stopping', 'failure', 'attention', 'retryApproved', 'abandonedCompensations',
+    'historyDropped', 'historyBytes',
+  ].sort(),
 };
 
 /**
  * The layout as a Lua table constructor, which scripts.ts writes into updateWorkflow-4.lua's text: `names` as is,
- * every list as a set (name -> true), `maxBytes` a number. Built into the text rather than passed as JSON, it costs
+ * `order` as a list, `label` (field -> quoted stored name) for every field of `order`, every other list as a set (name -> true), `maxBytes` a number. Built into the text rather than passed as JSON, it costs
  * the finishing call no decode, and the script's digest changes with it.
  * @throws Error when a name is not a plain identifier (it is written into Lua source unquoted of escapes)
  */
@@ -96,9 +117,12 @@ export function compactedRecordLayoutLua(): string {
     return `'${name}'`;
   };
   const set = (names: readonly string[]) => `{ ${names.map((name) => `[${quoted(name)}] = true`).join(', ')} }`;
-  const { names, json, operational, times, zeroIsAbsent, maxBytes, finalDelegation } = COMPACTED_RECORD_LAYOUT;
+  const { names, json, operational, times, zeroIsAbsent, maxBytes, finalDelegation, order } = COMPACTED_RECORD_LAYOUT;
   const stored = Object.entries(names).map(([field, name]) => `[${quoted(field)}] = ${quoted(name)}`);
-  return `{ names = { ${stored.join(', ')} }, json = ${set(json)}, operational = ${set(operational)}, zeroIsAbsent = ${set(zeroIsAbsent)}, times = ${set(times)}, finalDelegation = ${set(finalDelegation)}, maxBytes = ${maxBytes} }`;
+  // label: field -> its member name as JSON text (`"name"`), for every field of `order` (a plain name needs no escape).
+  const labels = order.map((field) => `[${quoted(field)}] = '"${names[field] ?? field}"'`);
+  const ordered = `{ ${order.map(quoted).join(', ')} }`;
+  return `{ names = { ${stored.join(', ')} }, label = { ${labels.join(', ')} }, order = ${ordered}, json = ${set(json)}, operational = ${set(operational)}, zeroIsAbsent = ${set(zeroIsAbsent)}, times = ${set(times)}, finalDelegation = ${set(finalDelegation)}, maxBytes = ${maxBytes} }`;
 }
 
 /** A compacted workflow read back as hashes (field → string), delegations in creation order, history entries as parsed JSON (history.ts). */

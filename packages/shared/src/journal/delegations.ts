@@ -6,6 +6,7 @@
 import { parseArtifacts, type DelegationRecord, type DelegationView, type PushConfigState, type RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
 import { asHeldRow } from './held-rows.ts';
+import { rememberStoredRow } from './stored-rows.ts';
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, fenceDecoder, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
 import { parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
@@ -151,7 +152,7 @@ export class JournalDelegations extends JournalWorkflows {
   /** Reads one delegation, or undefined if missing (or expired). */
   async getDelegation(ref: DelegationRef): Promise<DelegationRecord | undefined> {
     const hash = await this.redis.hgetall(this.keys.delegation(ref.workflowId, ref.delegationId));
-    if (hash.delegationId) return this.parseDelegationRow(ref, hash, false);
+    if (hash.delegationId) return rememberStoredRow(this.parseDelegationRow(ref, hash, false), hash);
     const finished = await this.finishedDelegation(ref);
     return finished && this.parseDelegationRow(ref, finished.hash, true);
   }

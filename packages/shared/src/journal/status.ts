@@ -9,6 +9,7 @@ import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { mergeDelegationChange, parseDelegationHash } from './record-parse.ts';
 import { asHeldRow, heldVersion } from './held-rows.ts';
+import { rememberStoredRow, storedRowOf } from './stored-rows.ts';
 import { PARKED_STATES, type JournalState, type WorkflowState } from './states.ts';
 import { JournalError, unlessRefused } from './errors.ts';
 import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
@@ -126,8 +127,14 @@ function parseOrUndefined(hash: Record<string, string>): DelegationRecord | unde
  * (`held`, at the version the script found); undefined when it does not parse (the caller reads it again).
  */
 function rowAfter(outcome: Extract<ApplyStatusOutcome, { applied: true }>, held: DelegationRecord | undefined): DelegationRecord | undefined {
-  if (outcome.whole) return outcome.row.delegationId ? parseOrUndefined(outcome.row) : undefined;
-  return held && mergeDelegationChange(held, outcome.row);
+  if (outcome.whole) {
+    const parsed = outcome.row.delegationId ? parseOrUndefined(outcome.row) : undefined;
+    return parsed && rememberStoredRow(parsed, outcome.row);
+  }
+  const merged = held && mergeDelegationChange(held, outcome.row);
+  // The stored row goes with it (the settle builds the compacted record's text from it): the change only sets fields.
+  const stored = held && storedRowOf(held);
+  return merged && stored ? rememberStoredRow(merged, { ...stored, ...outcome.row }) : merged;
 }
 
 /** An applied change as `StatusChangeResult`: the typed row (when it parses), the workflow's flags or the workflow at finish. */
@@ -143,7 +150,7 @@ function appliedResult(outcome: Extract<ApplyStatusOutcome, { applied: true }>, 
 function workflowAtFinish(hash: Record<string, string>, delegationIds: string[]): WorkflowAtFinish | undefined {
   if (!hash.workflowId) return undefined;
   try {
-    return { record: parseWorkflowHash(hash), delegationIds };
+    return { record: rememberStoredRow(parseWorkflowHash(hash), hash), delegationIds };
   } catch {
     return undefined;
   }

@@ -5,10 +5,13 @@
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refusal } from './scripts.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
+import { compactedRecordText } from './compacted-record-text.ts';
+import { rememberStoredRow, storedRowOf } from './stored-rows.ts';
 import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import { JournalIndex } from './unfinished-index.ts';
 import { skipCorrupt } from './corrupt.ts';
 import type { DelegationRef } from './core.ts';
+import type { DelegationRecord } from './record.ts';
 import { indexMember } from './keys.ts';
 import { indexedPairs, searchMembers } from './search-index.ts';
 import { historyArgument, type HistoryEntryInput } from './history.ts';
@@ -78,7 +81,10 @@ const createIntentScript = defineScript({
   decode: outcomeDecoder({ 1: 'created', 0: 'exists' }),
 });
 
-/** updateWorkflow-4.lua's input (see its header); `removeFromIndex`: index members dropped when it finishes. */
+/**
+ * updateWorkflow-4.lua's input (see its header); `removeFromIndex`: index members dropped when it finishes;
+ * `recordText`: the compacted record's text as the caller built it (`prebuiltRecordText`), or none.
+ */
 interface UpdateWorkflowInput {
   expectedVersion?: number;
   fields: Record<string, string>;
@@ -88,9 +94,10 @@ interface UpdateWorkflowInput {
   publishRecord: boolean;
   history?: HistoryEntryInput;
   removeFromIndex: readonly string[];
+  recordText: readonly string[];
 }
 
-/** updateWorkflow-4.lua: the new version, and with index members how many delegation entries it removed. */
+/** updateWorkflow-4.lua: the new version, how many delegation entries it removed, and whether the caller's record text was kept. */
 const updateWorkflowScript = defineScript({
   name: 'updateWorkflow',
   keys: ['workflow', 'delegationList', 'index', 'updated'],
@@ -102,17 +109,50 @@ const updateWorkflowScript = defineScript({
     input.compact ? '1' : '',
     input.publishRecord ? '1' : '',
     historyArgument(input.history),
+    input.removeFromIndex.length,
     ...input.removeFromIndex,
+    ...input.recordText,
   ],
   decode: (reply, script) => {
     if (Array.isArray(reply)) {
-      const [version, removed] = arrayReply(reply, script);
-      return { version: integerReply(version, script), removedFromIndex: integerReply(removed, script) };
+      const [version, removed, kept] = arrayReply(reply, script);
+      return { version: integerReply(version, script), removedFromIndex: integerReply(removed, script), recordTextKept: integerReply(kept, script) === 1 };
     }
     const version = integerReply(reply, script);
-    return version < 0 ? refusal(version, script) : { version, removedFromIndex: 0 };
+    return version < 0 ? refusal(version, script) : { version, removedFromIndex: 0, recordTextKept: false };
   },
 });
+
+/** The rows a finishing decision read (typed, each remembering its stored row: stored-rows.ts), its delegations in list order. */
+export interface FinishingRows {
+  workflow: WorkflowRecord;
+  delegations: readonly DelegationRecord[];
+}
+
+/**
+ * updateWorkflow-4.lua's record text for a finishing change built from `rows` (compacted-record-text.ts), or []
+ * when a row was not read whole, the workflow row is not at `expectedVersion`, or the text cannot be built here.
+ */
+function prebuiltRecordText(workflowId: string, fields: Record<string, string>, expectedVersion: number | undefined, nowMs: number, rows: FinishingRows | undefined): string[] {
+  if (!rows || expectedVersion === undefined) return [];
+  const workflowRow = storedRowOf(rows.workflow);
+  if (!workflowRow || workflowRow.version !== String(expectedVersion) || workflowRow.workflowId !== workflowId) return [];
+  const delegations = [];
+  for (const record of rows.delegations) {
+    const row = storedRowOf(record);
+    if (!row) return [];
+    delegations.push({ id: record.delegationId, row });
+  }
+  // The row as the script leaves it: updatedAt, the change's fields, the version (in that order, as it writes them).
+  const changed = { ...workflowRow, updatedAt: String(nowMs), ...fields, version: String(expectedVersion + 1) };
+  const built = compactedRecordText(workflowId, changed, delegations);
+  if (!built) return [];
+  return [
+    built.workflow,
+    workflowRow.historyDropped ?? '',
+    ...built.delegations.flatMap(({ id, row, text }) => [id, row.version ?? '', row.fence ?? '', row.pushConfigState ?? '', row.pushConfigId ?? '', row.pushToken ?? '', text]),
+  ];
+}
 
 /** Journal methods over workflow rows. */
 export class JournalWorkflows extends JournalIndex {
@@ -227,22 +267,41 @@ export class JournalWorkflows extends JournalIndex {
 
   /**
    * `updateWorkflow` to a finished state (`patch.state`) that drops `entries` from the unfinished index in the
-   * same script (updateWorkflow-4.lua ARGV[7..]): the settle of a workflow's last delegation, one round trip
+   * same script (updateWorkflow-4.lua ARGV[8..]): the settle of a workflow's last delegation, one round trip
    * instead of a ZREM after it. Only where `removesIndexWithFinish`; nothing is dropped when the update is refused.
    * @returns the new version, and whether any delegation's entry of `entries` was in the index (the settle that
-   *   removed it observes its duration); a workflow's `*` entry does not count
+   *   removed it observes its duration); a workflow's `*` entry does not count; whether the record written is the
+   *   text built from `rows`
+   * `rows`: the workflow row and its delegations as the decision read them; when the journal read each whole, the
+   * compacted record's text is built here from them and the script keeps it if they are still current
+   * (`recordTextKept`), else compacts as without them.
    * @throws JournalError VERSION_CONFLICT, WRONG_STATE, WORKFLOW_MISSING; Error when not `removesIndexWithFinish`
    */
-  async finishWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[]): Promise<{ version: number; removedFromIndex: boolean }> {
+  async finishWorkflow(
+    workflowId: string,
+    patch: WorkflowPatch,
+    expectedVersion: number | undefined,
+    entries: readonly DelegationRef[],
+    rows?: FinishingRows,
+  ): Promise<{ version: number; removedFromIndex: boolean; recordTextKept: boolean }> {
     if (!this.removesIndexWithFinish) throw new Error('finishWorkflow: the index entries cannot be dropped in the script here (a Cluster, or journal durability)');
-    const { version, removedFromIndex } = unlessRefused(await this.callUpdateWorkflow(workflowId, patch, expectedVersion, entries), { workflowId, delegationId: '' }, 'updateWorkflow');
-    return { version, removedFromIndex: removedFromIndex > 0 };
+    const result = await this.callUpdateWorkflow(workflowId, patch, expectedVersion, entries, undefined, rows);
+    const { version, removedFromIndex, recordTextKept } = unlessRefused(result, { workflowId, delegationId: '' }, 'updateWorkflow');
+    return { version, removedFromIndex: removedFromIndex > 0, recordTextKept };
   }
 
   /** updateWorkflow-4.lua; on a Cluster the updated index (another slot) is moved after the script, when it wrote. */
-  private async callUpdateWorkflow(workflowId: string, patch: WorkflowPatch, expectedVersion: number | undefined, entries: readonly DelegationRef[], history?: HistoryEntryInput) {
+  private async callUpdateWorkflow(
+    workflowId: string,
+    patch: WorkflowPatch,
+    expectedVersion: number | undefined,
+    entries: readonly DelegationRef[],
+    history?: HistoryEntryInput,
+    rows?: FinishingRows,
+  ) {
     const workflowKey = this.keys.workflow(workflowId);
     const nowMs = this.now();
+    const fields = encodeWorkflowPatch(patch);
     const result = await this.call(
       updateWorkflowScript,
       {
@@ -253,7 +312,7 @@ export class JournalWorkflows extends JournalIndex {
       },
       {
         expectedVersion,
-        fields: encodeWorkflowPatch(patch),
+        fields,
         nowMs,
         retentionMs: this.retentionMs,
         // Compact when a state is set (the script's own layout, compacted-record.ts).
@@ -262,6 +321,8 @@ export class JournalWorkflows extends JournalIndex {
         publishRecord: !this.redis.isCluster,
         history: history ? { ...history, at: nowMs } : undefined,
         removeFromIndex: entries.map((entry) => indexMember(entry.workflowId, entry.delegationId)),
+        // The caller's record text: with no history entry (its text is not in the rows) and a state that compacts.
+        recordText: history || patch.state === undefined ? [] : prebuiltRecordText(workflowId, fields, expectedVersion, nowMs, rows),
       },
     );
     if (this.redis.isCluster && !isRefused(result)) await this.redis.zadd(this.keys.updated(), 'GT', nowMs, workflowId);
@@ -312,8 +373,10 @@ export class JournalWorkflows extends JournalIndex {
 
   /** Reads a workflow row (live or compacted), typed, or undefined if missing (or expired). Throws CorruptRecordError on a corrupt row. */
   async getWorkflow(workflowId: string): Promise<WorkflowRecord | undefined> {
-    const hash = await this.getWorkflowHash(workflowId);
-    return hash ? this.parseWorkflowRow(workflowId, hash) : undefined;
+    const live = await this.redis.hgetall(this.keys.workflow(workflowId));
+    if (live.workflowId) return rememberStoredRow(this.parseWorkflowRow(workflowId, live), live);
+    const finished = await this.finishedWorkflowRow(workflowId);
+    return finished ? this.parseWorkflowRow(workflowId, finished) : undefined;
   }
 
   /** `parseWorkflowHash`, a failure reported and thrown as CorruptRecordError naming the workflow's key. */

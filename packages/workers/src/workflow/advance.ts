@@ -158,7 +158,9 @@ async function applyDecision(
   // Counted once: the write is compare-and-set on the version the decision read (a conflict throws first).
   const finish = async (patch: WorkflowPatch & { state: WorkflowState }) => {
     if (finishDrops && ctx.journal.removesIndexWithFinish) {
-      const { removedFromIndex } = await ctx.journal.finishWorkflow(workflowId, patch, loaded.version, [...finishDrops.entries, { workflowId, delegationId: '*' }]);
+      // The rows the decision read: the compacted record's text is built from them, not read again in the script.
+      const rows = { workflow: loaded.record, delegations: loaded.records };
+      const { removedFromIndex } = await ctx.journal.finishWorkflow(workflowId, patch, loaded.version, [...finishDrops.entries, { workflowId, delegationId: '*' }], rows);
       ctx.metrics.workflowsFinished.inc({ state: patch.state });
       finishDrops.removed(removedFromIndex);
     } else {

@@ -7,8 +7,10 @@
 -- retention on, both expire after it. Otherwise every key expires.
 -- The layout and names: compacted-record.ts, written into this text at load by scripts.ts as a table constructor
 -- (no JSON to decode per call).
--- cjson escapes '/' as '\/'; the record keeps it plain (the find first: most values hold no '/').
+-- cjson escapes '/' as '\/'; the record keeps it plain. A string with no control character, '"', '\' or '/' is
+-- its own text between quotes (cjson escapes nothing else: bytes from 0x80 pass as they are), without cjson.
 local function text(value)
+  if not string.find(value, '[%c"\\/]') then return '"' .. value .. '"' end
   local encoded = cjson.encode(value)
   if string.find(encoded, '\\/', 1, true) then encoded = string.gsub(encoded, '\\/', '/') end
   return encoded
@@ -34,10 +36,12 @@ local function plainFields(fields, names)
   for _, k in ipairs(names) do if fields[k] and fields[k] ~= '' and not markable(fields[k]) then plain[k] = true end end
   return plain
 end
--- `since` (ms, the workflow's createdAt): time fields are stored as a number of ms after it.
+-- `since` (ms, the workflow's createdAt): time fields are stored as a number of ms after it. Members in the layout's
+-- `order` (compacted-record.ts: the text depends on the row's values only, so the worker can build the same text,
+-- compacted-record-text.ts), then fields outside it in table order (the worker builds no text for such a row).
 local function encodeFields(fields, schema, since, plain)
   local out = {}
-  for k, v in pairs(fields) do
+  local function put(k, v)
     if v ~= '' and not schema.operational[k] and not (schema.zeroIsAbsent[k] and v == '0') then
       local c = string.sub(v, 1, 1)
       local encoded
@@ -45,8 +49,15 @@ local function encodeFields(fields, schema, since, plain)
       elseif schema.json[k] and (c == '{' or c == '[') and not plain[k] then encoded = v
       elseif string.match(v, '^[1-9]%d*$') and #v <= 15 then encoded = v
       else encoded = text(v) end
-      out[#out + 1] = text(schema.names[k] or k) .. ':' .. encoded
+      out[#out + 1] = (schema.label[k] or text(schema.names[k] or k)) .. ':' .. encoded
     end
+  end
+  for _, k in ipairs(schema.order) do
+    local v = fields[k]
+    if v then put(k, v) end
+  end
+  for k, v in pairs(fields) do
+    if not schema.label[k] then put(k, v) end
   end
   return '{' .. table.concat(out, ',') .. '}'
 end
@@ -76,6 +87,42 @@ local function slimDelegation(d, workflow, stepAgents, workflowId)
   end
   return plain
 end
+-- A delegation's record text with its artifacts (kept: order, meta, parts) as member 'art', when it has any.
+local function withArtifacts(record, schema, artifactsKey)
+  local artifacts = toFields(redis.call('HGETALL', artifactsKey))
+  local kept = {}
+  for k, v in pairs(artifacts) do
+    local kind = string.match(k, '^(%a+):')
+    if kind == 'order' or kind == 'meta' or kind == 'parts' then kept[k] = v end
+  end
+  if not next(kept) then return record end
+  local parts = {}
+  for k, v in pairs(kept) do
+    local c = string.sub(v, 1, 1)
+    parts[#parts + 1] = text(k) .. ':' .. ((string.match(k, '^order:') or not (c == '{' or c == '[')) and text(v) or v)
+  end
+  return string.sub(record, 1, -2) .. (#record > 2 and ',' or '') .. text(schema.names.artifacts) .. ':{' .. table.concat(parts, ',') .. '}}'
+end
+-- The whole record from the workflow's text and its delegations' (artifacts included), with its history list
+-- (read only when the row's 'historyBytes' says it holds entries: lua/includes/history.lua); nil past maxBytes
+-- (given up as soon as the delegations built so far pass it).
+local function assemble(schema, encodedWorkflow, records, ids, base, historyBytes)
+  local delegations, size = {}, 0
+  for index, id in ipairs(ids) do
+    local record = withArtifacts(records[index], schema, base .. ':d:' .. id .. ':artifacts')
+    size = size + #record + 1
+    if size > schema.maxBytes then return nil end
+    delegations[index] = record
+  end
+  local history = ''
+  if historyBytes ~= '' and historyBytes ~= '0' then
+    local entries = redis.call('LRANGE', base .. ':history', 0, -1)
+    if #entries > 0 then history = ',"history":[' .. table.concat(entries, ',') .. ']' end
+  end
+  local done = '{"workflow":' .. encodedWorkflow .. ',"delegations":[' .. table.concat(delegations, ',') .. ']' .. history .. '}'
+  if #done > schema.maxBytes then return nil end
+  return done
+end
 -- `workflow`: the workflow row (field -> value) as this step leaves it; compact changes it.
 local function compact(schema, workflow, listKey, base, workflowId)
   local ids = redis.call('LRANGE', listKey, 0, -1)
@@ -87,33 +134,17 @@ local function compact(schema, workflow, listKey, base, workflowId)
     end
   end
   local since = string.match(workflow.createdAt or '', '^%d+$') and tonumber(workflow.createdAt) or nil
-  -- `size`: bytes of the record so far; past maxBytes it is given up at once (not built whole, then measured).
   -- `push`: delegation id, push token, … (the push webhook reads a token without the record).
-  local delegations, artifactBytes, size, push = {}, 0, 0, {}
+  local records, artifactBytes, size, push = {}, 0, 0, {}
   for index, id in ipairs(ids) do
     local d = toFields(redis.call('HGETALL', base .. ':d:' .. id))
     if not schema.finalDelegation[d.state] then return nil end
     artifactBytes = artifactBytes + (tonumber(d.artifactBytes or '0') or 0)
     if artifactBytes > schema.maxBytes then return nil end
     if (d.pushToken or '') ~= '' then push[#push + 1] = id; push[#push + 1] = d.pushToken end
-    local record = encodeFields(d, schema, since, slimDelegation(d, workflow, stepAgents, workflowId))
-    local artifacts = toFields(redis.call('HGETALL', base .. ':d:' .. id .. ':artifacts'))
-    local kept = {}
-    for k, v in pairs(artifacts) do
-      local kind = string.match(k, '^(%a+):')
-      if kind == 'order' or kind == 'meta' or kind == 'parts' then kept[k] = v end
-    end
-    if next(kept) then
-      local parts = {}
-      for k, v in pairs(kept) do
-        local c = string.sub(v, 1, 1)
-        parts[#parts + 1] = text(k) .. ':' .. ((string.match(k, '^order:') or not (c == '{' or c == '[')) and text(v) or v)
-      end
-      record = string.sub(record, 1, -2) .. (#record > 2 and ',' or '') .. text(schema.names.artifacts) .. ':{' .. table.concat(parts, ',') .. '}}'
-    end
-    size = size + #record + 1
+    records[index] = encodeFields(d, schema, since, slimDelegation(d, workflow, stepAgents, workflowId))
+    size = size + #records[index] + 1
     if size > schema.maxBytes then return nil end
-    delegations[index] = record
   end
   workflow.workflowId = nil
   local historyBytes = workflow.historyBytes or ''
@@ -124,31 +155,68 @@ local function compact(schema, workflow, listKey, base, workflowId)
   local createdAt = workflow.createdAt
   workflow.createdAt = nil
   local encoded = encodeFields(workflow, schema, since, plain)
-  if createdAt then encoded = '{' .. text(schema.names.createdAt or 'createdAt') .. ':' .. (since and createdAt or text(createdAt)) .. (#encoded > 2 and ',' or '') .. string.sub(encoded, 2) end
-  -- The history list is read only when the row says it holds entries (lua/includes/history.lua 'historyBytes').
-  local history = ''
-  if historyBytes ~= '' and historyBytes ~= '0' then
-    local entries = redis.call('LRANGE', base .. ':history', 0, -1)
-    if #entries > 0 then history = ',"history":[' .. table.concat(entries, ',') .. ']' end
-  end
-  local done = '{"workflow":' .. encoded .. ',"delegations":[' .. table.concat(delegations, ',') .. ']' .. history .. '}'
-  if #done > schema.maxBytes then return nil end
+  if createdAt then encoded = '{' .. schema.label.createdAt .. ':' .. (since and createdAt or text(createdAt)) .. (#encoded > 2 and ',' or '') .. string.sub(encoded, 2) end
+  local done = assemble(schema, encoded, records, ids, base, historyBytes)
+  if not done then return nil end
   return done, ids, push
 end
 
+-- The caller's own record text (`prebuilt`: { workflow = text, ids = {…}, records = {…}, rows = {…} }, the texts as
+-- compacted-record-text.ts builds them from rows it read), kept only when it is the text `compact` would build now:
+-- the delegation list is `ids`, and every delegation row still holds the version, fence, push config state, push
+-- config id and push token it was built from (`rows[i]`: those five values, '' for an absent field). Every change to
+-- a delegation row bumps its version except the lease's fence and owner and the push config's life cycle
+-- (notePushConfig-1.lua): those are compared here; the owner is not in the record. Artifacts and history change
+-- only with a version, and are read here. The workflow row's version and historyDropped were checked by the caller
+-- (`prebuilt.stale`). Returns the ids and push tokens, or nil (then `compact` builds the text).
+local function checkPrebuilt(listKey, base, prebuilt)
+  if prebuilt.stale then return nil end
+  local ids = redis.call('LRANGE', listKey, 0, -1)
+  if #ids ~= #prebuilt.ids then return nil end
+  local push = {}
+  for index, id in ipairs(ids) do
+    if id ~= prebuilt.ids[index] then return nil end
+    local expected = prebuilt.rows[index]
+    local row = redis.call('HMGET', base .. ':d:' .. id, 'version', 'fence', 'pushConfigState', 'pushConfigId', 'pushToken')
+    for i = 1, 5 do
+      if (row[i] or '') ~= expected[i] then return nil end
+    end
+    if row[5] and row[5] ~= '' then push[#push + 1] = id; push[#push + 1] = row[5] end
+  end
+  return ids, push
+end
+
 -- Stores a finished workflow (`finishWorkflowKeys`): compacted when `compactIt` and `compact` succeeds (returns the
--- compacted record), else its keys expire after `retention` ms (0 = kept; returns nil).
+-- compacted record and whether it is the caller's `prebuilt` text), else its keys expire after `retention` ms
+-- (0 = kept; returns nil).
 -- `unwritten`: nil when the workflow row holds this step's change (read here when compacting), or
 -- { row = the row as this step leaves it (field -> value), flat = the change's HSET arguments } when the caller read
 -- the row whole and held its change back: a compacted workflow's row is deleted, so the change is written only when
--- the row stays (one HSET and one HGETALL fewer on the settle).
-local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retention, compactIt, unwritten)
-  local done, ids, push
+-- the row stays (one HSET and one HGETALL fewer on the settle). With `prebuilt` the caller held its change back
+-- without reading the row ({ flat = …, historyBytes = the row's }): the row is read whole only when the text is not
+-- kept.
+local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retention, compactIt, unwritten, prebuilt)
+  local done, ids, push, kept
   if compactIt then
-    -- names: field -> stored name; json, operational, zeroIsAbsent, times, finalDelegation: sets (name -> true).
+    -- names: field -> stored name; label: field -> quoted stored name; order: the fields in the order written;
+    -- json, operational, zeroIsAbsent, times, finalDelegation: sets (name -> true).
     local schema = {} --[[COMPACTED_RECORD_LAYOUT]]
-    local workflow = unwritten and unwritten.row or toFields(redis.call('HGETALL', workflowKey))
-    done, ids, push = compact(schema, workflow, listKey, base, workflowId)
+    if prebuilt then
+      ids, push = checkPrebuilt(listKey, base, prebuilt)
+      if ids then
+        done = assemble(schema, prebuilt.workflow, prebuilt.records, ids, base, unwritten.historyBytes)
+        kept = done ~= nil
+      elseif unwritten then
+        -- The text is stale: the row whole, as this step leaves it, for `compact`.
+        local row = toFields(redis.call('HGETALL', workflowKey))
+        for i = 1, #unwritten.flat, 2 do row[unwritten.flat[i]] = unwritten.flat[i + 1] end
+        unwritten.row = row
+      end
+    end
+    if not kept and not (prebuilt and ids) then
+      local workflow = unwritten and unwritten.row or toFields(redis.call('HGETALL', workflowKey))
+      done, ids, push = compact(schema, workflow, listKey, base, workflowId)
+    end
   end
   if unwritten and not done then redis.call('HSET', workflowKey, unpack(unwritten.flat)) end
   if done then
@@ -177,5 +245,5 @@ local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retent
     redis.call('PEXPIRE', listKey, retention)
     redis.call('PEXPIRE', base .. ':history', retention)
   end
-  return done
+  return done, kept
 end

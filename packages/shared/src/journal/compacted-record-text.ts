@@ -1,0 +1,183 @@
+/**
+ * The compacted record's text (compacted-record.ts), built by the worker from the rows it already read, byte for
+ * byte what lua/includes/compaction.lua `compact` builds from the same rows, so updateWorkflow-4.lua only checks
+ * that those rows are still current and swaps the keys (no row read into Lua, no encoding there). Each function
+ * below mirrors the Lua function of the same name; a change to one is a change to both
+ * (test/journal/compacted-text.test.ts holds them equal on random workflows).
+ *
+ * Built only for what the worker can build exactly, else undefined (the script then compacts as before): every
+ * field of every row is in `COMPACTED_RECORD_LAYOUT.order`, every delegation is final, the definition decodes the
+ * same in cjson and JSON.parse, and time offsets are safe integers. Artifacts and the history list are not here:
+ * the script appends them (they change only with a delegation's version, which it checks).
+ */
+import { COMPACTED_RECORD_LAYOUT } from './compacted-record.ts';
+
+/** A hash as HGETALL returns it (field → value). */
+export type StoredRow = Readonly<Record<string, string>>;
+
+/** The text of a finished workflow's record, in parts, and what each delegation's text was built from. */
+export interface CompactedRecordText {
+  /** The workflow object's text (`"workflow":` member). */
+  workflow: string;
+  /** In the delegation list's order: the id, the row it was built from, and the delegation object's text without artifacts. */
+  delegations: { id: string; row: StoredRow; text: string }[];
+}
+
+const layout = COMPACTED_RECORD_LAYOUT;
+const known = new Set(layout.order);
+const json = new Set(layout.json);
+const operational = new Set(layout.operational);
+const times = new Set(layout.times);
+const zeroIsAbsent = new Set(layout.zeroIsAbsent);
+const finalDelegation = new Set<string>(layout.finalDelegation);
+const label = new Map(layout.order.map((field) => [field, `"${layout.names[field] ?? field}"`]));
+/** cjson's escapes of single characters (lua_cjson char2escape): control characters, '"', '\' and DEL; '/' is kept plain. */
+const ESCAPES: Record<string, string> = { '"': '\\"', '\\': '\\\\', '\b': '\\b', '\t': '\\t', '\n': '\\n', '\f': '\\f', '\r': '\\r' };
+const NEEDS_ESCAPE = /[\u0000-\u001f"\\\u007f]/g;
+const DIGITS = /^[0-9]+$/;
+const NUMBER = /^[1-9][0-9]*$/;
+/** A \u escape of a UTF-16 surrogate, which cjson refuses to decode (JSON.parse takes it). */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
+
+/** Lua `text`: cjson.encode of a string with '\/' back to '/'. */
+export function text(value: string): string {
+  return `"${value.replace(NEEDS_ESCAPE, (character) => ESCAPES[character] ?? `\\u${character.charCodeAt(0).toString(16).padStart(4, '0')}`)}"`;
+}
+
+/** Lua `replaceMember`: the first `from` that starts a member (after '{' or ','), replaced by `to`. */
+function replaceMember(value: string, from: string, to: string): string {
+  let start = 0;
+  for (;;) {
+    const first = value.indexOf(from, start);
+    if (first < 0) return value;
+    const before = value[first - 1];
+    if (before === '{' || before === ',') return value.slice(0, first) + to + value.slice(first + from.length);
+    start = first + 1;
+  }
+}
+
+const markable = (value: string | undefined): value is string => value !== undefined && value !== '' && !value.includes('"="');
+
+function plainFields(fields: Record<string, string>, names: readonly string[]): Set<string> {
+  return new Set(names.filter((name) => fields[name] !== undefined && fields[name] !== '' && !markable(fields[name])));
+}
+
+/** Thrown inside: the worker cannot build this text exactly (the script builds it). */
+const DECLINED = Symbol('declined');
+
+/** Lua `encodeFields`, for rows whose every field is in `order` (checked by the caller). */
+function encodeFields(fields: Record<string, string>, since: number | undefined, plain: Set<string>): string {
+  const out: string[] = [];
+  for (const field of layout.order) {
+    const value = fields[field];
+    if (value === undefined || value === '' || operational.has(field) || (zeroIsAbsent.has(field) && value === '0')) continue;
+    const first = value[0];
+    let encoded: string;
+    if (since !== undefined && times.has(field) && DIGITS.test(value) && value.length <= 15) {
+      const offset = Number(value) - since;
+      if (!Number.isSafeInteger(offset)) throw DECLINED;
+      encoded = String(offset);
+    } else if (json.has(field) && (first === '{' || first === '[') && !plain.has(field)) encoded = value;
+    else if (NUMBER.test(value) && value.length <= 15) encoded = value;
+    else encoded = text(value);
+    out.push(`${label.get(field)!}:${encoded}`);
+  }
+  return `{${out.join(',')}}`;
+}
+
+/** Lua `slimDelegation`: leaves out or marks what the rest of the record implies; `d` is changed. */
+function slimDelegation(d: Record<string, string | undefined>, workflow: StoredRow, stepAgents: Map<string, string>, workflowId: string): Set<string> {
+  const plain = plainFields(d as Record<string, string>, ['statusMessage', 'message']);
+  delete d.workflowId;
+  if (d.delegationId === `${d.step ?? ''}.${d.attempt ?? ''}`) delete d.delegationId;
+  if (d.createdAt === workflow.createdAt) delete d.createdAt;
+  if (d.updatedAt === d.finishedAt) delete d.updatedAt;
+  if ((d.statusTimestamp ?? '') !== '') delete d.statusTimestampMs;
+  if ((d.kind ?? 'step') === 'step' && stepAgents.get(d.step as string) === d.agentCardUrl) delete d.agentCardUrl;
+  if (d.kind === 'step') delete d.kind;
+  if (d.requestedContextId !== undefined && d.requestedContextId === d.contextId) d.requestedContextId = '=';
+  if (markable(d.statusMessage)) {
+    if ((d.contextId ?? '') !== '') d.statusMessage = replaceMember(d.statusMessage, `"contextId":${text(d.contextId!)}`, '"contextId":"="');
+    if ((d.taskId ?? '') !== '') d.statusMessage = replaceMember(d.statusMessage, `"taskId":${text(d.taskId!)}`, '"taskId":"="');
+  }
+  if (markable(d.message) && d.attempt !== undefined) {
+    const stamp = `{"workflowId":${text(workflowId)},"step":${text(d.step ?? '')},"attempt":${d.attempt}}`;
+    d.message = replaceMember(d.message, `"durableA2a":${stamp}`, '"durableA2a":"="');
+  }
+  return plain;
+}
+
+/** How deep a JSON value nests (cjson refuses to decode past 1000). */
+function depthOf(value: unknown, limit: number): number {
+  if (value === null || typeof value !== 'object') return 0;
+  if (limit <= 0) return 1;
+  let deepest = 0;
+  for (const item of Object.values(value)) deepest = Math.max(deepest, depthOf(item, limit - 1));
+  return deepest + 1;
+}
+
+/** Step name → fixed agent, as `compact` reads them with cjson (a definition cjson would decode differently declines). */
+function stepAgentsOf(definitionText: string | undefined): Map<string, string> {
+  const agents = new Map<string, string>();
+  if (definitionText === undefined || definitionText === '') return agents;
+  if (SURROGATE_ESCAPE.test(definitionText)) throw DECLINED;
+  let definition: unknown;
+  try {
+    definition = JSON.parse(definitionText);
+  } catch {
+    throw DECLINED; // cjson takes some texts JSON.parse refuses (hexadecimal numbers, inf, nan)
+  }
+  if (depthOf(definition, 900) >= 900) throw DECLINED;
+  const steps = definition !== null && typeof definition === 'object' ? (definition as { steps?: unknown }).steps : undefined;
+  if (!Array.isArray(steps)) return agents;
+  for (const step of steps) {
+    const { name, agent } = (step !== null && typeof step === 'object' ? step : {}) as { name?: unknown; agent?: unknown };
+    if (typeof name === 'string' && typeof agent === 'string') agents.set(name, agent);
+  }
+  return agents;
+}
+
+const onlyKnownFields = (row: StoredRow) => Object.keys(row).every((field) => known.has(field));
+
+/**
+ * The record text `compact` would build for workflow `workflowId` from `workflow` (its row as the finishing change
+ * leaves it: the change's fields, `updatedAt` and `version` written) and its delegations' rows in list order; or
+ * undefined when the worker cannot build it exactly, or the script would not compact it (a delegation not final,
+ * artifacts or the record over `maxBytes`).
+ */
+export function compactedRecordText(workflowId: string, workflow: StoredRow, delegations: readonly { id: string; row: StoredRow }[]): CompactedRecordText | undefined {
+  try {
+    return build(workflowId, workflow, delegations);
+  } catch (error) {
+    if (error === DECLINED) return undefined;
+    throw error;
+  }
+}
+
+function build(workflowId: string, workflowRow: StoredRow, delegations: readonly { id: string; row: StoredRow }[]): CompactedRecordText | undefined {
+  if (!onlyKnownFields(workflowRow) || !delegations.every(({ row }) => onlyKnownFields(row))) return undefined;
+  const stepAgents = stepAgentsOf(workflowRow.definition);
+  const since = DIGITS.test(workflowRow.createdAt ?? '') ? Number(workflowRow.createdAt) : undefined;
+  let artifactBytes = 0;
+  let size = 0;
+  const built: CompactedRecordText['delegations'] = [];
+  for (const { id, row } of delegations) {
+    if (!finalDelegation.has(row.state ?? '')) return undefined;
+    artifactBytes += Number(row.artifactBytes ?? '0') || 0;
+    if (artifactBytes > layout.maxBytes) return undefined;
+    const d: Record<string, string | undefined> = { ...row };
+    const encoded = encodeFields(d as Record<string, string>, since, slimDelegation(d, workflowRow, stepAgents, workflowId));
+    size += Buffer.byteLength(encoded) + 1;
+    if (size > layout.maxBytes) return undefined;
+    built.push({ id, row, text: encoded });
+  }
+  const workflow: Record<string, string> = { ...workflowRow };
+  delete workflow.workflowId;
+  const plain = plainFields(workflow, ['definition']);
+  if (markable(workflow.definition)) workflow.definition = replaceMember(workflow.definition, `"workflowId":${text(workflowId)},`, '"workflowId":"=",');
+  const createdAt = workflow.createdAt;
+  delete workflow.createdAt;
+  let encoded = encodeFields(workflow, since, plain);
+  if (createdAt !== undefined) encoded = `{${label.get('createdAt')!}:${since !== undefined ? createdAt : text(createdAt)}${encoded.length > 2 ? ',' : ''}${encoded.slice(1)}`;
+  return { workflow: encoded, delegations: built };
+}
