@@ -173,6 +173,11 @@ export class JournalCoordination extends JournalReplies {
     return (await this.call(forgetWorkerScript, { liveness: this.keys.workerLiveness(workerId), roster: this.keys.fleetWorkers() }, workerId)) === 1;
   }
 
+  /** True while worker `workerId`'s liveness key exists (heartbeat-2.lua sets it; it runs out when the worker stops beating). */
+  async isWorkerLive(workerId: string): Promise<boolean> {
+    return (await this.redis.exists(this.keys.workerLiveness(workerId))) === 1;
+  }
+
   /** A worker that closed gracefully (its leases given back) leaves the roster and drops its liveness key: no sweep follows. */
   async leaveFleet(workerId: string): Promise<void> {
     await Promise.all([this.redis.zrem(this.keys.fleetWorkers(), workerId), this.redis.del(this.keys.workerLiveness(workerId))]);

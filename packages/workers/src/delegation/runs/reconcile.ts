@@ -161,21 +161,14 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
   }
   // When its sender died (docs/recovery.md), one search now that finds our message adopts the task (never a
   // SendMessage): taken over in seconds. Once per death, so a search's call budget holds. A miss decides nothing.
-  const early = holderDied && !record.agentCardUrl.startsWith(HANDLER_PREFIX);
+  const handler = record.agentCardUrl.startsWith(HANDLER_PREFIX);
+  const early = holderDied && !handler;
   const heldMs = await ctx.journal.followLeaseRemainingMs(ref);
   if (heldMs > 0) {
     // A send job still waits for the answer (an agent that holds the send, V2), or a dead sender's send lease runs
     // until its TTL (its request may still be open at the agent): nothing is sent again before it ends.
-    if (early) {
-      // Read before the search: a lease taken after it is not one the dead sender held.
-      const holder = await ctx.journal.leaseHolder(ref);
-      // Once the agent is found to have our message (the task proven ours), the dead sender's lease guards nothing:
-      // it is ended (compare-and-delete) before the adoption, so the adopted task's follow starts now, not at its TTL.
-      const endDeadSendLease = async () => {
-        if (holder && isSendRunToken(holder) && (await ctx.journal.lease(ref, 'release', holder))) ctx.metrics.leasesTakenOver.inc();
-      };
-      if ((await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log, endDeadSendLease))) === 'adopted-early') return 'adopted-early';
-    }
+    const holder = handler ? undefined : await ctx.journal.leaseHolder(ref);
+    if (holder && isSendRunToken(holder) && (early || (await senderDead(ctx, holder)))) return deadSenderHeld(ctx, record, holder, heldMs, log);
     await ctx.journal.scheduleCheck(ref, ctx.options.now() + heldMs + Math.floor(Math.random() * 1_000));
     return 'send-held';
   }
@@ -233,6 +226,31 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
  * adopts it, reading a finished summary in full first); a miss or a failed search is not applied.
  * @returns `adopted-early`, or `not-found` (nothing written)
  */
+/** True when lease holder `holder`'s worker stopped beating (its liveness key is gone); false with liveness off. */
+async function senderDead(ctx: WorkerContext, holder: string): Promise<boolean> {
+  return ctx.options.livenessTtlMs > 0 && !(await ctx.journal.isWorkerLive(holder.slice(0, holder.indexOf('/'))));
+}
+
+/**
+ * A send lease held by a worker found dead (its liveness key gone). It is not ended: the worker may only have
+ * stalled, its SendMessage still open at the agent. A search that finds our message ends it (compare-and-delete on
+ * the holder read before the search) and adopts the task, so its follow starts now. A miss sends nothing: the record
+ * is looked at again when the send settles (the agent may create its task by then), else when the lease runs out.
+ */
+async function deadSenderHeld(ctx: WorkerContext, record: DelegationRecord, holder: string, heldMs: number, log: WorkerContext['logger']): Promise<string> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const endDeadSendLease = async () => {
+    if (await ctx.journal.lease(ref, 'release', holder)) ctx.metrics.leasesTakenOver.inc();
+  };
+  if ((await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log, endDeadSendLease))) === 'adopted-early') return 'adopted-early';
+  const now = ctx.options.now();
+  const settlesAt = (record.sendStartedAt ?? now) + ctx.options.sendSettleMs;
+  const nextAt = now < settlesAt ? Math.min(settlesAt, now + heldMs) : now + heldMs + Math.floor(Math.random() * 1_000);
+  await ctx.journal.scheduleCheck(ref, nextAt);
+  await enqueueReconcile(ctx.queues, ref, { dueAt: nextAt, now });
+  return 'send-held';
+}
+
 async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger'], beforeAdopting?: () => Promise<void>): Promise<string> {
   const observed = await searchForMessage(ctx, record, 'reconcile', 'looking for a send whose sender stopped before it settled');
   if (observed.kind !== 'search-result' || observed.finding.kind !== 'found' || observed.finding.ownership.kind !== 'proven') return 'not-found';
