@@ -73,10 +73,11 @@ module.exports = {
     },
     {
       name: 'only-the-executor-writes',
-      comment: 'delegation/write.ts performs the journal transitions of a step: called by apply.ts (and the workflow decision for its own write-only row).',
+      comment:
+        'delegation/apply.ts asks the table (core/transitions.ts) for a step and performs its journal transitions; nothing else asks it (the workflow decision closes held intents through apply.ts, passed in as a port: CloseHeldIntent).',
       severity: 'error',
-      from: { path: '^packages/workers/src/', pathNot: '^packages/workers/src/delegation/apply\\.ts$|^packages/workers/src/workflow/advance\\.ts$' },
-      to: { path: '^packages/workers/src/delegation/write\\.ts$', dependencyTypesNot: ['type-only'] },
+      from: { path: '^packages/workers/src/', pathNot: '^packages/workers/src/delegation/(apply\\.ts$|core/)' },
+      to: { path: '^packages/workers/src/delegation/core/transitions\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'only-the-executor-registers-push',
@@ -90,7 +91,7 @@ module.exports = {
       comment: 'delegation/io/ talks to agents and returns observations: it never writes the journal, routes, settles or parks, and runs no process machinery.',
       severity: 'error',
       from: { path: '^packages/workers/src/delegation/io/' },
-      to: { path: '^packages/workers/src/(delegation/(apply|write|settle|park|deadline|verifier-check|auth)\\.ts|delegation/runs/|workflow/|queues/)', dependencyTypesNot: ['type-only'] },
+      to: { path: '^packages/workers/src/(delegation/(apply|settle|park|deadline|verifier-check|auth)\\.ts|delegation/runs/|workflow/|queues/)', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'producer-never-imports-workers',

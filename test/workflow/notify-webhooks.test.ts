@@ -72,6 +72,20 @@ describe('outbound notifications', () => {
     expect(counted).toBe(2);
   });
 
+  it('a question that expires unanswered: question.expired arrives once, with what was done', async () => {
+    const { producer, receiver, agent } = await setUp();
+    receiver.answerWith(() => ({ kind: 'accept' }));
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book a table', idempotencyKey: 'expires', notify: { url: receiver.url }, question: { expiresAfterMs: 1_000, onExpiry: 'cancel' } });
+    const question = await questionOf(producer, id);
+    const eventId = notificationEventId({ kind: 'question.expired', workflowId: id, delegationId: 'main.1', occasion: question.questionKey! });
+    await eventually(async () => receiver.acceptedIds().has(eventId), 'question.expired accepted', 30_000);
+    const expired = receiver.received.filter((request) => request.id === eventId);
+    expect(expired.every((request) => request.verified)).toBe(true);
+    expect(new Set(expired.map((request) => request.body)).size).toBe(1);
+    expect(JSON.parse(expired[0]!.body)).toMatchObject({ type: 'question.expired', workflowId: id, delegationId: 'main.1', data: { step: 'main', questionKey: question.questionKey, action: 'cancel' } });
+    expect((await producer.journal.notification(id, eventId))?.stage).toBe('delivered');
+  });
+
   it('a receiver that hangs does not hold the delegation: it completes while the request is still open', async () => {
     const { producer, receiver, agent } = await setUp({ requestTimeoutMs: 15_000 });
     receiver.answerWith(() => ({ kind: 'hang' }));

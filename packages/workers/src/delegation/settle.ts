@@ -11,14 +11,15 @@
  */
 import { declaredVerifier, enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef, type WorkflowAtFinish } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
-import { advanceWorkflow } from '../workflow/advance.ts';
+import { advanceWorkflow, type CloseHeldIntent } from '../workflow/advance.ts';
 import { endPushConfig } from './push-registration.ts';
 
 /**
- * Settles a finished delegation; does nothing for an unfinished one. `known`: the row as written; `knownWorkflow`:
- * the workflow as the transition that finished it read it (the decision is compare-and-set on its version).
+ * Settles a finished delegation; does nothing for an unfinished one. `closeHeld`: the executor's port the workflow's
+ * decision closes held intents through (apply.ts passes its own); `known`: the row as written; `knownWorkflow`: the
+ * workflow as the transition that finished it read it (the decision is compare-and-set on its version).
  */
-export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: DelegationRecord, knownWorkflow?: WorkflowAtFinish): Promise<void> {
+export async function settle(ctx: WorkerContext, ref: DelegationRef, closeHeld: CloseHeldIntent, known?: DelegationRecord, knownWorkflow?: WorkflowAtFinish): Promise<void> {
   const record = known ?? (await ctx.journal.getDelegation(ref));
   if (!record) {
     await ctx.journal.removeFromIndex(ref);
@@ -53,7 +54,7 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, known?: Del
   // entry and the workflow's `*` in its own script (after every write of the settle: still last).
   let droppedWithFinish: boolean | undefined;
   const finishDrops = ctx.journal.removesIndexWithFinish ? { entries: [ref], removed: (any: boolean) => (droppedWithFinish = any) } : undefined;
-  const decision = await advanceWorkflow(ctx, ref.workflowId, { record: workflow, delegationIds, settled: [record], callerDropsWorkflowEntry: true, ...(finishDrops ? { finishDrops } : {}) });
+  const decision = await advanceWorkflow(ctx, ref.workflowId, closeHeld, { record: workflow, delegationIds, settled: [record], callerDropsWorkflowEntry: true, ...(finishDrops ? { finishDrops } : {}) });
   if (droppedWithFinish !== undefined) {
     if (droppedWithFinish) observeSettled(ctx, record);
     return;

@@ -1,10 +1,11 @@
 /**
- * `question.opened`: a parked delegation's question waits for a person. Emitted when the question is journaled and
- * parked (`park.ts`), and again on a later re-read if it was never journaled as emitted (a crash in between): the
- * event id is the question's (`questionKey`), so both are one event. With answer links configured the event carries
- * the question's signed link (the same one the API view shows).
+ * The question events. `question.opened`: a parked delegation's question waits for a person. Emitted when the
+ * question is journaled and parked (`park.ts`), and again on a later re-read if it was never journaled as emitted (a
+ * crash in between): the event id is the question's (`questionKey`), so both are one event. With answer links
+ * configured the event carries the question's signed link (the same one the API view shows). `question.expired`:
+ * what was done when a question expired unanswered, emitted after the expiry's transition (`apply.ts`).
  */
-import { answerLinkFor, isAwaitingAnswer, type DelegationRecord, type NotificationInput } from '@durable-a2a/shared';
+import { answerLinkFor, isAwaitingAnswer, type DelegationRecord, type NotificationInput, type QuestionExpiryAction } from '@durable-a2a/shared';
 import { emitNotification, notificationMissing, type NotifyContext } from './emit.ts';
 
 /** Longest question text carried in the event (characters): the link and the API show it all. */
@@ -47,4 +48,12 @@ export async function notifyQuestionOpened(ctx: NotifyContext, record: Delegatio
   const input = questionOpened(ctx, { ...record, questionKey: record.questionKey });
   const missing = asked || (await notificationMissing(ctx, input).catch(() => false));
   if (missing) await emitNotification(ctx, input);
+}
+
+/**
+ * Emits `question.expired` for the row's question `questionKey`, expired with `action` (the expiry's transition
+ * applied): one event per question, its occasion the question key. Never rejects.
+ */
+export async function notifyQuestionExpired(ctx: NotifyContext, record: DelegationRecord, questionKey: string, action: QuestionExpiryAction): Promise<void> {
+  await emitNotification(ctx, { kind: 'question.expired', workflowId: record.workflowId, delegationId: record.delegationId, occasion: questionKey, data: { step: record.step, questionKey, action } });
 }

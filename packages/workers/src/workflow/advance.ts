@@ -6,7 +6,9 @@
  * decision after each step outcome, re-delegation (new task, new messageId,
  * previous task ids and reasons carried), the budget (`maxAttemptsPerStep`),
  * stopping a failed workflow (CancelTask on running steps) and handing it to
- * compensation.
+ * compensation. It writes no delegation transition itself: a held intent it
+ * closes goes through the executor (`delegation/apply.ts`), passed in as
+ * `CloseHeldIntent` because the executor settles through this module.
  */
 import {
   candidateAgents,
@@ -31,10 +33,15 @@ import {
   type WorkflowState,
   lazyChildLogger,
 } from '@durable-a2a/shared';
-import { transition } from '../delegation/core/transitions.ts';
-import { writeStep } from '../delegation/write.ts';
 import type { WorkerContext } from '../context.ts';
 import { notifyAttentionNeeded, notifyWorkflowFinished } from '../notify/workflow.ts';
+
+/**
+ * Closes a held intent whose step will now never run (CANCELED `NEVER_SENT`, compare-and-set on the version read;
+ * nothing when it is no longer a held intent). `delegation/apply.ts` `closeHeldIntent` is the one implementation:
+ * a port, since the executor reaches this module (apply → settle → advance) and an import back would close a cycle.
+ */
+export type CloseHeldIntent = (ctx: WorkerContext, record: DelegationRecord) => Promise<void>;
 
 /** A workflow row and all its attempts. */
 export interface LoadedWorkflow {
@@ -109,8 +116,9 @@ async function candidateLookup(ctx: WorkerContext, definition: WorkflowDefinitio
 /**
  * Decides and applies the next actions of a workflow until there is nothing
  * more to do now (several steps may start at once). Returns the last decision.
+ * `closeHeld`: how a held intent of a stopping workflow is closed (`CloseHeldIntent`).
  */
-export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, known?: KnownWorkflow): Promise<Decision> {
+export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, closeHeld: CloseHeldIntent, known?: KnownWorkflow): Promise<Decision> {
   let last: Decision = { kind: 'wait', reason: 'not decided' };
   for (let round = 0; round < 20; round++) {
     // The first round may decide from what the caller read (the workflow's version is compare-and-set).
@@ -131,7 +139,7 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, kn
       await candidateLookup(ctx, loaded.definition),
     );
     try {
-      await applyDecision(ctx, workflowId, loaded, last, round === 0 && known?.callerDropsWorkflowEntry === true, round === 0 ? known?.finishDrops : undefined);
+      await applyDecision(ctx, workflowId, loaded, last, closeHeld, round === 0 && known?.callerDropsWorkflowEntry === true, round === 0 ? known?.finishDrops : undefined);
     } catch (error) {
       // Another worker changed the workflow first: decide again from what it wrote.
       if (error instanceof JournalError && (error.code === 'VERSION_CONFLICT' || error.code === 'WRONG_STATE')) continue;
@@ -147,6 +155,7 @@ async function applyDecision(
   workflowId: string,
   loaded: LoadedWorkflow,
   decision: Decision,
+  closeHeld: CloseHeldIntent,
   callerDropsWorkflowEntry = false,
   finishDrops?: KnownWorkflow['finishDrops'],
 ): Promise<void> {
@@ -196,13 +205,13 @@ async function applyDecision(
       log.info('workflow completed');
       return;
     case 'fail':
-      await closeHeldIntents(ctx, loaded.records);
+      await closeHeldIntents(ctx, loaded.records, closeHeld);
       await finish({ state: decision.canceled ? 'CANCELED' : 'FAILED', failure: decision.reasons });
       if (decision.canceled) log.info({ reasons: decision.reasons }, 'workflow canceled');
       else log.warn({ reasons: decision.reasons }, 'workflow failed');
       return;
     case 'compensate':
-      await closeHeldIntents(ctx, loaded.records);
+      await closeHeldIntents(ctx, loaded.records, closeHeld);
       await ctx.journal.updateWorkflow(workflowId, { state: 'COMPENSATING', failure: [decision.reason] }, loaded.version);
       await enqueueCompensate(ctx.queues, workflowId, { workflowVersion: loaded.version });
       log.warn({ reason: decision.reason }, 'workflow compensating');
@@ -256,11 +265,10 @@ async function journalAttempt(ctx: WorkerContext, workflowId: string, loaded: Lo
 }
 
 /** Intents journaled for steps that will now never run are closed as CANCELED (never sent). */
-async function closeHeldIntents(ctx: WorkerContext, records: DelegationRecord[]): Promise<void> {
+async function closeHeldIntents(ctx: WorkerContext, records: DelegationRecord[], closeHeld: CloseHeldIntent): Promise<void> {
   for (const record of records) {
     if (record.state !== 'INTENT' || !record.held) continue;
-    // The `workflow-stopped` row: a write and no next (this decision is the settle; nothing else follows).
-    await writeStep(ctx, record, transition(record, { kind: 'workflow-stopped' }, ctx.policy), {}, { kind: 'workflow-stopped' });
+    await closeHeld(ctx, record);
     await ctx.journal.removeFromIndex(record);
   }
 }

@@ -6,6 +6,7 @@
  */
 import { enqueueCompensate } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
+import { closeHeldIntent } from '../delegation/apply.ts';
 import { advanceWorkflow } from './advance.ts';
 
 /** Re-checks one workflow; returns a short outcome for logs and metrics. */
@@ -24,6 +25,6 @@ export async function reconcileWorkflow(ctx: WorkerContext, workflowId: string):
     return 'workflow-needs-attention';
   }
   // A workflow waiting for a decision (e.g. its first step's intent is not written yet).
-  const decision = await advanceWorkflow(ctx, workflowId);
+  const decision = await advanceWorkflow(ctx, workflowId, closeHeldIntent);
   return `workflow-${decision.kind}`;
 }

@@ -27,7 +27,7 @@ import type { WorkerContext } from '../../context.ts';
 import { jitteredCheckTime } from '../core/policy.ts';
 import { advanceWorkflow } from '../../workflow/advance.ts';
 import { reconcileWorkflow } from '../../workflow/recover.ts';
-import { apply } from '../apply.ts';
+import { apply, closeHeldIntent } from '../apply.ts';
 import { readTask } from '../io/read.ts';
 import { searchForMessage } from '../io/search.ts';
 import { HANDLER_PREFIX } from './handler.ts';
@@ -140,7 +140,7 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   if (record.held) {
     // Waiting for earlier steps: the workflow decides when to release it.
-    await advanceWorkflow(ctx, record.workflowId);
+    await advanceWorkflow(ctx, record.workflowId, closeHeldIntent);
     return 'held';
   }
   if (record.sendStartedAt === undefined && ctx.options.now() - record.updatedAt < ctx.options.sendSettleMs) {
