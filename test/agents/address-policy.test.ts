@@ -77,6 +77,18 @@ describe('R19: the library applies the address policy at delegate / startWorkflo
     for (let time = 0; time < 2; time++) await expect(checkAgentAddresses({ agent: 'http://10.0.0.1/' }, allowing)).rejects.toMatchObject({ field: 'agent' });
   });
 
+  it('at most 1,000 allowed IP-literal addresses are kept per policy: a new one forgets the least recently used, not all', async () => {
+    const policy = { allowLoopback: true };
+    const urlOf = (index: number) => `http://127.0.0.1:${10_000 + index}/.well-known/agent-card.json`;
+    for (let index = 0; index < 1_000; index++) await checkAgentAddresses({ agent: urlOf(index) }, policy);
+    await checkAgentAddresses({ agent: urlOf(0) }, policy); // used again: now the most recent
+    await checkAgentAddresses({ agent: urlOf(1_000) }, policy);
+    // The same policy object now refuses loopback: a kept address is not checked again, a forgotten one is.
+    policy.allowLoopback = false;
+    for (const index of [0, 2, 999, 1_000]) await checkAgentAddresses({ agent: urlOf(index) }, policy);
+    await expect(checkAgentAddresses({ agent: urlOf(1) }, policy)).rejects.toBeInstanceOf(AgentAddressRefusedError);
+  });
+
   it('allowLoopback accepts a loopback agent', async () => {
     const producer = producerWith(true, 'policy-lib-ok');
     try {

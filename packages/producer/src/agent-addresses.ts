@@ -9,6 +9,7 @@
  */
 import { isIP } from 'node:net';
 import { BlockedAddressError, NetworkError, checkUrl, type AddressPolicyOptions } from '@durable-a2a/a2a';
+import { LRUCache } from 'lru-cache';
 
 /** A refused agent URL, naming the request field that holds it. */
 export class AgentAddressRefusedError extends BlockedAddressError {
@@ -51,10 +52,10 @@ export function agentUrlsOf(body: AgentUrlHolder): { field: string; url: string 
 /**
  * URLs whose host is an IP literal that a policy allowed, per policy object: for those the verdict depends on the URL
  * and the policy alone (no DNS), so a producer delegating to the same agent again does not check it again. A host
- * name is checked on every call (what it resolves to may change). At most ALLOWED_LITERALS_KEPT URLs per policy; the
- * set starts again when full.
+ * name is checked on every call (what it resolves to may change). At most ALLOWED_LITERALS_KEPT URLs per policy (an
+ * LRUCache: the least recently used URL is checked again first).
  */
-const allowedLiterals = new WeakMap<AddressPolicyOptions, Set<string>>();
+const allowedLiterals = new WeakMap<AddressPolicyOptions, LRUCache<string, true>>();
 const ALLOWED_LITERALS_KEPT = 1_000;
 
 /** True when `url` parses and its host is an IP literal (IPv6 in brackets). */
@@ -68,13 +69,13 @@ export async function checkAgentAddresses(body: AgentUrlHolder, policy: AddressP
   const checked = new Set<string>();
   let allowed = allowedLiterals.get(policy);
   for (const { field, url } of agentUrlsOf(body)) {
-    if (checked.has(url) || allowed?.has(url)) continue;
+    if (checked.has(url) || allowed?.get(url)) continue;
     checked.add(url);
     try {
       await checkUrl(url, policy);
       if (!hasLiteralHost(url)) continue;
-      if (!allowed || allowed.size >= ALLOWED_LITERALS_KEPT) allowedLiterals.set(policy, (allowed = new Set()));
-      allowed.add(url);
+      if (!allowed) allowedLiterals.set(policy, (allowed = new LRUCache({ max: ALLOWED_LITERALS_KEPT })));
+      allowed.set(url, true);
     } catch (error) {
       if (error instanceof BlockedAddressError) throw new AgentAddressRefusedError(error, field);
       if (!(error instanceof NetworkError)) throw error;

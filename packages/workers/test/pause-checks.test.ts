@@ -38,7 +38,8 @@ describe('PauseChecks', () => {
     expect(await checks.ask('a', lookAt.look)).toEqual({ go: true });
     expect(lookAt.count).toBe(1);
     expect(checks.isClear('b')).toBe(false);
-    time.advance(999);
+    // lru-cache's ttl: an entry is stale once its age exceeds checkMs (age checkMs itself is still fresh).
+    time.advance(1_000);
     expect(checks.isClear('a')).toBe(true);
     time.advance(1);
     expect(checks.isClear('a')).toBe(false);
@@ -79,6 +80,19 @@ describe('PauseChecks', () => {
     expect(calls).toBe(1);
     await expect(checks.ask('a', failing)).rejects.toThrow('redis down');
     expect(calls).toBe(2);
+  });
+
+  it('at most 10,000 agents are kept: a new one forgets the least recently looked at, not all of them', async () => {
+    const checks = new PauseChecks(60_000, clock().now);
+    const go = () => Promise.resolve<FlowAcquired>({ go: true });
+    for (let index = 0; index < 10_000; index++) await checks.ask(`agent-${index}`, go);
+    expect(checks.isClear('agent-0')).toBe(true); // looked at again: now the most recent
+    await checks.ask('one-more', go);
+    expect(checks.isClear('one-more')).toBe(true);
+    expect(checks.isClear('agent-0')).toBe(true);
+    expect(checks.isClear('agent-1')).toBe(false);
+    expect(checks.isClear('agent-2')).toBe(true);
+    expect(checks.isClear('agent-9999')).toBe(true);
   });
 
   it('checkMs 0: every send looks, alone', async () => {

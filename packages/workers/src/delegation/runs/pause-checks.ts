@@ -4,19 +4,22 @@
  * pause). Used by `flow.ts` `takeSendTurn`; docs/flow-control.md "How fast a pause reaches the other workers".
  */
 import type { FlowAcquired } from '@durable-a2a/shared';
+import { LRUCache } from 'lru-cache';
 
-/** How many agents `PauseChecks` keeps before starting again (a forgotten agent costs one script call). */
+/** How many agents `PauseChecks` keeps (the least recently looked at is forgotten first; a forgotten agent costs one script call). */
 const MOST_AGENTS_KEPT = 10_000;
 
 const GO: FlowAcquired = { go: true };
 
 /**
  * A look that said go holds for `checkMs`: a pause another worker writes reaches this process's sends at most
- * `checkMs` later; a pause this process writes (`notePause`) reaches its next send at once. Sends that ask while a
- * look is under way share it (one script call, not one per send). `checkMs` 0: every send looks, alone.
+ * `checkMs` later (an LRUCache entry with `ttl` checkMs, stale once older than that); a pause this process writes
+ * (`notePause`) reaches its next send at once. Sends that ask while a look is under way share it (one script call,
+ * not one per send). At most MOST_AGENTS_KEPT agents are kept (`max`). `checkMs` 0: every send looks, alone.
  */
 export class PauseChecks {
-  private readonly clearUntil = new Map<string, number>();
+  /** Agents found unpaused, each for `checkMs` (none kept when `checkMs` is 0). */
+  private readonly clear: LRUCache<string, true> | undefined;
   private readonly looking = new Map<string, { answer: Promise<FlowAcquired>; pauses: number }>();
   /** Bumped by every pause this process notes: a look that began before it says nothing about after it. */
   private pauses = 0;
@@ -24,16 +27,15 @@ export class PauseChecks {
   /** `checkMs`: how long a look that found no pause holds, ms. `now`: clock, ms since epoch. */
   constructor(
     private readonly checkMs: number,
-    private readonly now: () => number,
-  ) {}
+    now: () => number,
+  ) {
+    // `ttlResolution` 0: the clock is read at each look-up (the default 1 ms caches it behind a timer per read).
+    this.clear = checkMs > 0 ? new LRUCache({ max: MOST_AGENTS_KEPT, ttl: checkMs, ttlResolution: 0, perf: { now } }) : undefined;
+  }
 
-  /** The agent was found unpaused less than `checkMs` ago (and this process has not paused it since). */
+  /** The agent was found unpaused at most `checkMs` ago (and this process has not paused it since). */
   isClear(agent: string): boolean {
-    const until = this.clearUntil.get(agent);
-    if (until === undefined) return false;
-    if (until > this.now()) return true;
-    this.clearUntil.delete(agent);
-    return false;
+    return this.clear?.get(agent) === true;
   }
 
   /**
@@ -47,7 +49,7 @@ export class PauseChecks {
     if (running && running.pauses === this.pauses) return running.answer;
     const pauses = this.pauses;
     const answer = look().then((acquired) => {
-      if (acquired.go && pauses === this.pauses) this.keepClear(agent);
+      if (acquired.go && pauses === this.pauses) this.clear?.set(agent, true);
       return acquired;
     });
     const entry = { answer, pauses };
@@ -62,11 +64,6 @@ export class PauseChecks {
   /** This process paused the agent (or is about to): its next send looks again. */
   notePause(agent: string): void {
     this.pauses++;
-    this.clearUntil.delete(agent);
-  }
-
-  private keepClear(agent: string): void {
-    if (this.clearUntil.size >= MOST_AGENTS_KEPT) this.clearUntil.clear();
-    this.clearUntil.set(agent, this.now() + this.checkMs);
+    this.clear?.delete(agent);
   }
 }
