@@ -86,11 +86,12 @@ export interface JournalKeys {
    */
   agentFlow(agentCardUrl: string): { slots: string; state: string };
   /**
-   * The send queue's fairness between tenants (sendOrder-2.lua): `counts` of a window (hash tenant → sends enqueued
-   * in it; `window`: its number, ms since epoch / window length) and `weights` (hash tenant → weight, written by the
-   * registry). One hash tag: one script reaches both on a Cluster.
+   * The send queue's fairness between tenants (sendOrder-2.lua): `counts`, the name the windows' counts hang from (the
+   * script names a window's hash `<counts>:<window>`, its number from Redis's clock: ms since epoch / window length;
+   * hash tenant → sends enqueued in it) and `weights` (hash tenant → weight, written by the registry). One hash tag:
+   * one script reaches them all on a Cluster.
    */
-  sendOrder(window?: number): { counts: string; weights: string };
+  sendOrder(): { counts: string; weights: string };
 }
 
 /** Builds the key layout for one prefix (default `da2a`). */
@@ -127,7 +128,7 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
       const tagged = `${prefix}:agents:flow:{${createHash('sha256').update(agentCardUrl).digest('hex').slice(0, 32)}}`;
       return { slots: `${tagged}:slots`, state: `${tagged}:state` };
     },
-    sendOrder: (window = 0) => ({ counts: `${prefix}:{send-order}:counts:${window}`, weights: `${prefix}:{send-order}:weights` }),
+    sendOrder: () => ({ counts: `${prefix}:{send-order}:counts`, weights: `${prefix}:{send-order}:weights` }),
   };
 }
 

@@ -1,6 +1,6 @@
 /**
  * Fairness between tenants on the send queue: each message send gets a place among the sends its tenant enqueued in
- * the current window (sendOrder-2.lua), divided by the tenant's weight; the send queue serves sends of one priority
+ * the current window (sendOrder-2.lua, windows numbered by Redis's clock), divided by the tenant's weight; the send queue serves sends of one priority
  * by place (`send-priority.ts`). One script call per message send enqueued. Weights are the registry's to write
  * (`AgentRegistry.setTenantWeight`); this reads them inside the script.
  */
@@ -8,7 +8,7 @@ import type { Cluster, Redis } from 'ioredis';
 import { journalKeys, type JournalKeys } from './keys.ts';
 import { callScript, defineScript, integerReply } from './scripts.ts';
 
-/** Default length of the window a tenant's sends are counted in, ms (windows are numbered from the epoch). */
+/** Default length of the window a tenant's sends are counted in, ms (windows are numbered from the epoch, on Redis's clock). */
 export const SEND_ORDER_WINDOW_MS = 60_000;
 
 const sendOrderScript = defineScript({
@@ -27,15 +27,14 @@ export class SendOrder {
     private readonly redis: Redis | Cluster,
     prefix?: string,
     private readonly windowMs: number = SEND_ORDER_WINDOW_MS,
-    private readonly now: () => number = Date.now,
   ) {
     this.keys = journalKeys(prefix);
   }
 
   /** The next send's place for `tenant` (0, 1, …: sends before it in this window / the tenant's weight). Throws what Redis throws. */
   place(tenant: string): Promise<number> {
-    // The window by this process's clock: processes whose clocks differ by a window or more count a tenant's sends in
-    // different windows, so a tenant enqueuing through both gets places from each (test/flow/send-order-skew.test.ts).
-    return callScript(this.redis, sendOrderScript, this.keys.sendOrder(Math.floor(this.now() / this.windowMs)), { tenant, windowMs: this.windowMs });
+    // The window is Redis's (TIME in the script): processes whose clocks differ count a tenant's sends in one window
+    // (test/flow/send-order-skew.test.ts).
+    return callScript(this.redis, sendOrderScript, this.keys.sendOrder(), { tenant, windowMs: this.windowMs });
   }
 }
