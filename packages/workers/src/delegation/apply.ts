@@ -89,7 +89,7 @@ export interface Scope {
 }
 
 /** What a step's write left: the row, the workflow's flags, the lease handed over, whether the row is finished. */
-export interface Written {
+interface Written {
   applied: boolean;
   record?: DelegationRecord;
   version?: number;
@@ -106,9 +106,7 @@ export interface Written {
   expiry?: QuestionExpiry['outcome'];
 }
 
-export const NOTHING_WRITTEN: Written = { applied: false, finished: false };
-
-
+const NOTHING_WRITTEN: Written = { applied: false, finished: false };
 
 /** What `apply` did. */
 export interface Applied {
@@ -180,7 +178,7 @@ export async function closeHeldIntent(ctx: WorkerContext, record: DelegationReco
  * Performs a step's writes in order. A send lease the scope holds is ended by the answer's transition; when no write
  * ended it (a foreign answer: only a note), it is given back here, before the next step (the reconciler must not wait).
  */
-export async function writeStep(ctx: WorkerContext, record: DelegationRecord, step: Step, scope: Scope, observation: Observation): Promise<Written> {
+async function writeStep(ctx: WorkerContext, record: DelegationRecord, step: Step, scope: Scope, observation: Observation): Promise<Written> {
   const writes: readonly Write[] = step.write === undefined ? [] : isWriteList(step.write) ? step.write : [step.write];
   const sendLease = { ended: false };
   let written = NOTHING_WRITTEN;
@@ -405,7 +403,7 @@ const stateOf = (response: StreamResponse): TaskState | undefined =>
  * written decides, not the state observed: a snapshot over the artifact limit ends FAILED (LIMIT_EXCEEDED) whatever
  * state it reported. Exactly when applyStatus-5.lua gives an `endsLease: finished` lease back.
  */
-export function leftFinished(result: StatusChangeResult, observed: TaskState | undefined): boolean {
+function leftFinished(result: StatusChangeResult, observed: TaskState | undefined): boolean {
   if (!result.applied) return result.reason === 'finished';
   return result.record ? isFinished(result.record.state) : observed !== undefined && isTerminalTaskState(observed);
 }
@@ -415,7 +413,7 @@ function countChange(ctx: WorkerContext, result: StatusChangeResult, state: Task
   else ctx.metrics.staleObservations.inc({ reason: result.reason });
 }
 
-export function writtenOf(result: StatusChangeResult, state: TaskState | undefined): Written {
+function writtenOf(result: StatusChangeResult, state: TaskState | undefined): Written {
   if (!result.applied) return { applied: false, finished: result.reason === 'finished' };
   return {
     applied: true,
@@ -429,7 +427,7 @@ export function writtenOf(result: StatusChangeResult, state: TaskState | undefin
   };
 }
 
-export const refOf = (record: DelegationRef): DelegationRef => ({ workflowId: record.workflowId, delegationId: record.delegationId });
+const refOf = (record: DelegationRef): DelegationRef => ({ workflowId: record.workflowId, delegationId: record.delegationId });
 
 // ---------------------------------------------------------------------------------------------------------------
 // Next
