@@ -73,7 +73,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     quiet = true;
     controller.abort();
   };
-  let quietTimer = setTimeout(onQuiet, ctx.options.streamQuietMs);
+  const quietTimer = setTimeout(onQuiet, ctx.options.streamQuietMs);
   for (const outside of [ctx.shutdownSignal, leaseLost]) {
     if (outside.aborted) controller.abort(outside.reason);
     else outside.addEventListener('abort', () => controller.abort(outside.reason), { once: true, signal });
@@ -104,8 +104,8 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
         end = next.value;
         break;
       }
-      clearTimeout(quietTimer);
-      quietTimer = setTimeout(onQuiet, ctx.options.streamQuietMs);
+      // The quiet window starts again: the same timer re-armed (no new timer per event).
+      quietTimer.refresh();
       const response = next.value.response;
       let responses: [StreamResponse] | [StreamResponse, StreamResponse] = [response];
       const ahead = 'artifactUpdate' in response ? await readAhead(stream) : undefined;

@@ -6,9 +6,13 @@
  * `retryAfterMaxMs`, for the whole fleet. A send to an agent without limits asks Redis only to see a pause: it skips
  * the script while this process found the agent unpaused less than `pauseCheckMs` ago (`pause-checks.ts`).
  */
+import { LRUCache } from 'lru-cache';
 import { agentKeyOf } from '@durable-a2a/a2a';
 import type { AgentLimits, DelegationRecord, FlowAcquired, RegisteredAgent } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
+
+/** Agent URL spellings whose key `AgentLimitsBook` keeps (the least recently used go first). */
+const AGENT_SPELLINGS_KEPT = 1_000;
 
 /**
  * Each agent's fleet-wide limits as this process last read them from the registry (every `agentLabelRefreshMs`, with
@@ -16,6 +20,8 @@ import type { WorkerContext } from '../../context.ts';
  */
 export class AgentLimitsBook {
   private byAgent = new Map<string, AgentLimits>();
+  /** The key (`agentKeyOf`, a few URL parses) of each spelling asked about: a pure function of the text, kept. */
+  private readonly keys = new LRUCache<string, string>({ max: AGENT_SPELLINGS_KEPT });
 
   constructor(private readonly fallback: AgentLimits) {}
 
@@ -26,7 +32,9 @@ export class AgentLimitsBook {
 
   /** The limits of the agent at `agentCardUrl` (any spelling). */
   of(agentCardUrl: string): AgentLimits {
-    return this.byAgent.get(agentKeyOf(agentCardUrl)) ?? this.fallback;
+    let key = this.keys.get(agentCardUrl);
+    if (key === undefined) this.keys.set(agentCardUrl, (key = agentKeyOf(agentCardUrl)));
+    return this.byAgent.get(key) ?? this.fallback;
   }
 }
 
