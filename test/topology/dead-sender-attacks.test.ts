@@ -8,15 +8,16 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { createProducer, type Producer } from '@durable-a2a/producer';
-import type { DelegationRecord } from '@durable-a2a/shared';
+import { enqueueReconcile, type DelegationRecord } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
-import { useRedisServer } from '../harness/redis.ts';
+import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { closeAfterEach } from '../harness/lifecycle.ts';
 import { eventually, reconcileOutcomes, spawnSendWorker, startTestFleet, type WorkerProcess } from '../harness/fleet.ts';
 import { startTaskAgent, type TaskAgentHandle } from '../harness/task-agent.ts';
 import { startGatedAgent, type GatedAgentHandle, type GatedAgentOptions } from '../harness/gated-agent.ts';
 
 const redisServer = useRedisServer();
+const redis = useRedisClient(redisServer);
 let counter = 0;
 
 /** Lets a paused process run again (a stopped process ignores SIGKILL until continued on some systems) and kills it. */
@@ -38,8 +39,8 @@ describe('a paused sender comes back after its peer acted on its send', () => {
     () => void (peer = sender = producer = agent = undefined),
   );
 
-  /** A sender process (send queue only) and a peer fleet; one delegation whose SendMessage reached the agent; the sender paused and presumed dead. */
-  async function pausedSend(agentOptions: GatedAgentOptions) {
+  /** A sender process (send queue only) and a peer fleet; one delegation whose SendMessage reached the agent; the sender paused and presumed dead (`pause`, default true). */
+  async function pausedSend(agentOptions: GatedAgentOptions, pause = true) {
     const prefix = `dead-sender${++counter}`;
     agent = await startGatedAgent(agentOptions);
     producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
@@ -49,8 +50,10 @@ describe('a paused sender comes back after its peer acted on its send', () => {
     const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'paused' });
     const ref = { workflowId: id, delegationId: 'main.1' };
     await eventually(async () => agent!.count('SendMessage') === 1, 'the SendMessage reached the agent');
-    sender.child.kill('SIGSTOP');
-    await eventually(async () => ((await peer!.metrics.deadWorkers.get()).values[0]?.value ?? 0) === 1, 'the paused sender presumed dead', 30_000);
+    if (pause) {
+      sender.child.kill('SIGSTOP');
+      await eventually(async () => ((await peer!.metrics.deadWorkers.get()).values[0]?.value ?? 0) === 1, 'the paused sender presumed dead', 30_000);
+    }
     const record = async (): Promise<DelegationRecord> => (await producer!.journal.getDelegation(ref))!;
     const sends = () => agent!.calls('SendMessage').filter((call) => call.params?.message?.messageId === messageId).length;
     /** Resumes the sender, releases its SendMessage's answer and waits until its send job has applied it. */
@@ -60,7 +63,7 @@ describe('a paused sender comes back after its peer acted on its send', () => {
       await eventually(async () => agent!.answered() === 1, 'the held answer written');
       await eventually(async () => ((await peer!.context.queues.send.getJobCounts('active')).active ?? 0) === 0, 'the sender\'s send job ended', 30_000);
     };
-    return { id, ref, record, sends, resumeWithAnswer };
+    return { id, ref, prefix, record, sends, resumeWithAnswer };
   }
 
   it('adopted while the task works, then the sender\'s late answer: one SendMessage, the task kept, finished once', async () => {
@@ -91,6 +94,35 @@ describe('a paused sender comes back after its peer acted on its send', () => {
     expect(after.state).toBe('COMPLETED');
     expect(after.version).toBe(finished.version);
     expect(scene.sends()).toBe(1);
+  }, 150_000);
+
+  // Not paused: the sender lives, but its liveness key is gone (deleted here, as by a Redis restart that lost it, until
+  // its next beat sets it again), and a reconcile of the delegation runs in that gap: the peer takes the sender for
+  // dead, its search finds the task, it ends the live sender's send lease and adopts the task. The sender's answer
+  // then comes to an adopted row: nothing is sent twice, nothing taken back.
+  it('a live sender whose liveness key is lost: the found task adopted, its answer later changes nothing; one SendMessage', async () => {
+    const scene = await pausedSend({ createOnReceive: true }, false);
+    const holder = (await producer!.journal.leaseHolder(scene.ref))!;
+    const livenessKey = `${scene.prefix}:{fleet}:live:${holder.slice(0, holder.indexOf('/'))}`;
+    const adoptedEarly = async () => (await reconcileOutcomes(peer!))['adopted-early'] ?? 0;
+    // Bounded: each round deletes the key and asks for one reconcile; the sender's beat (every second) sets it again.
+    for (let round = 0; round < 200 && (await adoptedEarly()) === 0; round++) {
+      await redis().del(livenessKey);
+      await enqueueReconcile(peer!.context.queues, scene.ref, { dueAt: Date.now(), now: Date.now() });
+      const idle = async () => {
+        const counts = await peer!.context.queues.reconcile.getJobCounts('wait', 'active');
+        return counts.wait === 0 && counts.active === 0;
+      };
+      await eventually(idle, 'the reconcile ran', 10_000, 20);
+    }
+    expect(await adoptedEarly()).toBe(1);
+    await eventually(async () => (await scene.record()).taskId === 'T-1', 'the task adopted', 30_000);
+    await scene.resumeWithAnswer();
+    expect((await scene.record()).taskId).toBe('T-1');
+    agent!.completeTasks();
+    await eventually(async () => (await producer!.get(scene.id)).state === 'COMPLETED', 'completed', 60_000);
+    expect(scene.sends()).toBe(1);
+    expect(agent!.created()).toBe(1);
   }, 150_000);
 
   it('the search misses, the sender comes back, the agent creates the task: one SendMessage, the sender\'s answer applied', async () => {
