@@ -107,6 +107,21 @@ export function spawnWorkerProcess(environment: Record<string, string>, entry: s
   };
 }
 
+/** Send-path timings a test gives a worker process and its in-process peers alike. */
+export interface SendTimings {
+  lockDurationMs: number;
+  requestTimeoutMs: number;
+  livenessTtlMs: number;
+}
+
+/** A worker process on `prefix` that runs the send queue only, with `timings` (the sender a test pauses or kills). */
+export function spawnSendWorker(redisUrl: string, prefix: string, timings: SendTimings): WorkerProcess {
+  return spawnWorkerProcess({
+    ...{ REDIS_URL: redisUrl, DA2A_PREFIX: prefix, DA2A_QUEUES: 'send' },
+    ...{ DA2A_LOCK_DURATION_MS: String(timings.lockDurationMs), DA2A_REQUEST_TIMEOUT_MS: String(timings.requestTimeoutMs), DA2A_LIVENESS_TTL_MS: String(timings.livenessTtlMs) },
+  });
+}
+
 /** Polls `check` until it returns a truthy value or `timeoutMs` passes (then throws with `what`). */
 export async function eventually<T>(check: () => Promise<T | undefined | false>, what: string, timeoutMs = 20_000, intervalMs = 50): Promise<T> {
   const deadline = Date.now() + timeoutMs;

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from '../harness/redis.ts';
-import { eventually, spawnWorkerProcess, startTestFleet, type WorkerProcess } from '../harness/fleet.ts';
+import { eventually, spawnSendWorker, startTestFleet, type WorkerProcess } from '../harness/fleet.ts';
 import { startTaskAgent, type TaskAgentHandle } from '../harness/task-agent.ts';
 
 const redisServer = useRedisServer();
@@ -32,10 +32,7 @@ describe('a sender paused past its liveness TTL while a slow agent holds its Sen
     agent = await startTaskAgent({ sendMs: 25_000, taskMs: 200 });
     producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
     const timings = { lockDurationMs: 600_000, requestTimeoutMs: 10_000, livenessTtlMs: 3_000 };
-    sender = spawnWorkerProcess({
-      ...{ REDIS_URL: redisServer().url, DA2A_PREFIX: prefix, DA2A_QUEUES: 'send' },
-      ...{ DA2A_LOCK_DURATION_MS: String(timings.lockDurationMs), DA2A_REQUEST_TIMEOUT_MS: String(timings.requestTimeoutMs), DA2A_LIVENESS_TTL_MS: String(timings.livenessTtlMs) },
-    });
+    sender = spawnSendWorker(redisServer().url, prefix, timings);
     await sender.ready;
     peer = await startTestFleet({ redisUrl: redisServer().url, prefix, workerId: 'peer', ...timings });
     const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'held' });

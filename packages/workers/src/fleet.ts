@@ -223,7 +223,8 @@ async function closeFleet({ workers, heldSends, agentHealth, localFollows, shutd
   // Nothing waits on a refusal backoff any more: what the close sends goes out (or fails) now.
   refusalGate.end();
   // Stop fetching, then end open streams (follow jobs and local follows): each hands its delegation to another worker.
-  // Held sends waiting outside their jobs stop waiting (their send leases go back: the reconciler searches).
+  // Held sends waiting outside their jobs stop waiting; a request stopped before its answer may still be open at the
+  // agent, so its send lease stays to its TTL (`holdingSendLease`): the reconciler searches, and resends only after it.
   const graceful = Promise.all([...workers.map((worker) => worker.close()), localFollows.drain(), heldSends.drain()]);
   shutdown.abort();
   const within = (promise: Promise<unknown>) => Promise.race([promise, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), timeoutMs).unref())]);
@@ -261,6 +262,9 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const logger = input.logger ?? createLogger();
   const metrics = createMetrics(input.metricsRegistry ?? new Registry(), 'workers');
   const workerId = input.workerId ?? `${hostname()}-${process.pid}`;
+  // A lease holder is `<workerId>/<run>`: the id ends at the first '/' (a dead holder's liveness, a send lease told
+  // from a follow lease), so an id with a '/' would make a dead sender's send lease look like a follow lease, ended at once.
+  if (workerId === '' || workerId.includes('/')) throw new TypeError(`startFleet: workerId must be non-empty and contain no '/' (got ${JSON.stringify(workerId)})`);
   // Workers need maxRetriesPerRequest: null (BullMQ; field case R23); the journal waits out short outages too.
   // Its commands of one event-loop turn leave in one socket write (`batchWritesPerTurn`).
   const connection = batchWritesPerTurn(openRedisClient(options.redis));

@@ -156,7 +156,7 @@ export interface FleetOptions {
   crashAt?: string;
   /** Stall fault hook (tests only): blocks the event loop for `ms` at this point, e.g. to lose a job lock. */
   stallAt?: { point: string; ms: number };
-  /** Worker id; default hostname-pid. */
+  /** Worker id, unique in the fleet, non-empty and without '/' (startFleet throws a TypeError); default hostname-pid. */
   workerId?: string;
   now?: () => number;
 }

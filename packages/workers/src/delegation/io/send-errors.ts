@@ -107,7 +107,8 @@ export const releaseSendLease = (ctx: WorkerContext, ref: DelegationRef, job: Jo
  * Runs `call` holding the delegation's lease (renewed every `lockDurationMs / 3`), so the reconciler
  * does not decide "may have been sent" while an agent holds the send (V2), and no other worker follows
  * the task while a streaming send reads it. A crash drops the lease after `lockDurationMs`, and the
- * reconciler takes over as before; `leaseLost` aborts when a renewal finds the lease taken; `held` is
+ * reconciler takes over as before; so does a close that stopped the request before its answer (the lease is left
+ * to its TTL, `releaseUnlessUnanswered`); `leaseLost` aborts when a renewal finds the lease taken; `held` is
  * false when another holder had the lease at the start (the caller decides whether it may still send).
  * `takenByMark`: whether `markSending` already took the lease for `token` (then it is not asked for again).
  * `handsOver(result)`: true when the caller gives the lease back with the answer's own transition
@@ -140,6 +141,25 @@ export async function holdingSendLease<T>(
     // lost its scripts (failover, restart) answers NOSCRIPT and the release goes again with EVAL, after what
     // followed it; the local follow is then turned away ('already-followed') and the reconciler reattaches the
     // delegation after the lease's end (no second send, no loss).
-    if (held && !handedOver) void ctx.journal.lease(ref, 'release', token).catch(() => undefined);
+    if (held && !handedOver) {
+      if (closing(ctx)) await releaseUnlessUnanswered(ctx, ref, token);
+      else void ctx.journal.lease(ref, 'release', token).catch(() => undefined);
+    }
   }
+}
+
+/** True once this process closes (`fleet.ts`): the held sends' pool and the open streams were told to stop. */
+const closing = (ctx: WorkerContext): boolean => ctx.shutdownSignal.aborted || ctx.heldSends.signal.aborted;
+
+/**
+ * A send run that ends because its process closes: a request the close stopped before the agent answered may still
+ * be open at the agent (one that creates its task only when it answers goes on whatever became of our connection).
+ * Its send lease is left to its TTL, as a dead sender's is (docs/recovery.md): the reconciler's search adopts the task
+ * when it finds it, and nothing is sent again before the lease runs out. Given back when the answer is journaled (a
+ * streaming send that bound its task and followed it): the next follow need not wait. Never rejects.
+ */
+async function releaseUnlessUnanswered(ctx: WorkerContext, ref: DelegationRef, token: string): Promise<void> {
+  const record = await ctx.journal.getDelegation(ref).catch(() => undefined);
+  if (record === undefined || (record.state === 'INTENT' && record.sendStartedAt !== undefined)) return;
+  await ctx.journal.lease(ref, 'release', token).catch(() => undefined);
 }

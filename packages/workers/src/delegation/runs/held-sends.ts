@@ -17,7 +17,7 @@ export class HeldSends {
   /** `slots`: held sends this process keeps at once (`heldSendSlots`; 0: none, a held send keeps its job). */
   constructor(private readonly slots: number) {}
 
-  /** Aborted when the fleet closes: every held send in the pool stops waiting (the reconciler searches for it). */
+  /** Aborted when the fleet closes: every held send in the pool stops waiting (its send lease left to its TTL; the reconciler searches for it). */
   get signal(): AbortSignal {
     return this.stop.signal;
   }

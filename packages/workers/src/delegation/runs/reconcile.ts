@@ -221,11 +221,6 @@ async function findAndDecide(ctx: WorkerContext, record: DelegationRecord, log: 
   return applied.next === 'resend' ? 'resend' : applied.next === 'settle' ? 'settled' : applied.next;
 }
 
-/**
- * Maybe sent, not settled yet: applies the search only when it found our message (ownership proven: the search row
- * adopts it, reading a finished summary in full first); a miss or a failed search is not applied.
- * @returns `adopted-early`, or `not-found` (nothing written)
- */
 /** True when lease holder `holder`'s worker stopped beating (its liveness key is gone); false with liveness off. */
 async function senderDead(ctx: WorkerContext, holder: string): Promise<boolean> {
   return ctx.options.livenessTtlMs > 0 && !(await ctx.journal.isWorkerLive(holder.slice(0, holder.indexOf('/'))));
@@ -251,6 +246,12 @@ async function deadSenderHeld(ctx: WorkerContext, record: DelegationRecord, hold
   return 'send-held';
 }
 
+/**
+ * Maybe sent, not settled yet: applies the search only when it found our message (ownership proven: the search row
+ * adopts it, reading a finished summary in full first); a miss or a failed search is not applied.
+ * `beforeAdopting`: runs once the task is proven ours, before it is adopted (a dead sender's send lease ended).
+ * @returns `adopted-early`, or `not-found` (nothing written)
+ */
 async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger'], beforeAdopting?: () => Promise<void>): Promise<string> {
   const observed = await searchForMessage(ctx, record, 'reconcile', 'looking for a send whose sender stopped before it settled');
   if (observed.kind !== 'search-result' || observed.finding.kind !== 'found' || observed.finding.ownership.kind !== 'proven') return 'not-found';
