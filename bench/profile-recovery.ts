@@ -6,6 +6,9 @@
  * graceful exit), prints how many records the fresh worker holds every 500 ms and the Redis commands (INFO
  * commandstats) from the kill to the last reattach, then SIGTERMs the fresh worker so the profile is written.
  * Run it with and without history: the commands per record must not change (recovery reads the unfinished index).
+ * It also prints the fresh worker's CPU seconds from ready to the last reattach (per record: the figure to compare
+ * A/B on a loaded machine). `PROFILE_MONITOR=1`: Redis MONITOR from the kill to the last reattach, the commands per
+ * record by key shape (this aid's own polling left out). `PROFILE_NODE_OPTIONS`: more Node flags for the fresh worker.
  */
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
@@ -62,11 +65,23 @@ console.log(`${inFlight} followed; load average ${loadAverage1()}; SIGKILL`);
 await first.kill('SIGKILL');
 const killedAt = performance.now();
 const before = await commandCalls(reader);
+// PROFILE_MONITOR=1: Redis MONITOR from the kill to the last reattach, commands by shape per record (this aid's own polling left out).
+const tally = new Map<string, number>();
+const monitor = process.env.PROFILE_MONITOR === '1' ? await new Redis(redisServer.url).monitor() : undefined;
+const readerAddress = /addr=(\S+)/.exec(String(await reader.call('CLIENT', 'INFO')))?.[1] ?? '';
+monitor?.on('monitor', (_time: string, args: string[], source: string) => {
+  if (source.endsWith(readerAddress)) return;
+  const command = (args[0] ?? '').toLowerCase();
+  const key = command === 'evalsha' ? `${(args[1] ?? '').slice(0, 8)} ${args[3] ?? ''}` : (args[1] ?? '');
+  const line = `${source.includes('lua') ? 'lua' : 'client'} ${command} ${keyShape(key.slice(0, 120))}`;
+  tally.set(line, (tally.get(line) ?? 0) + 1);
+});
 const redisCpuBefore = await redisCpuSeconds(reader);
 const agentCpuBefore = cpuSeconds(agent.child.pid!);
-const second = spawnWorkerProcess({ ...environment, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir}`, ...(process.env.SECOND_LOG_LEVEL ? { LOG_LEVEL: process.env.SECOND_LOG_LEVEL } : {}) });
+const second = spawnWorkerProcess({ ...environment, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir} ${process.env.PROFILE_NODE_OPTIONS ?? ''}`, ...(process.env.SECOND_LOG_LEVEL ? { LOG_LEVEL: process.env.SECOND_LOG_LEVEL } : {}) });
 await second.ready;
 console.log(`fresh worker ready after ${((performance.now() - killedAt) / 1000).toFixed(2)} s`);
+const workerCpuAtReady = cpuSeconds(second.child.pid!);
 const secondId = spawnedWorkerId(second.child.pid!);
 let lastHeld = -1;
 let sameSince = performance.now();
@@ -102,9 +117,13 @@ async function diagnose(rows: Awaited<ReturnType<typeof readLeasesAndStates>>) {
   }
   console.log('unfinished keys sample:', (await reader.keys(`${prefix}:unf*`)).slice(0, 3));
 }
+monitor?.disconnect();
+for (const [line, count] of [...tally].sort((a, b) => b[1] - a[1])) if (count / inFlight >= 0.05) console.log((count / inFlight).toFixed(2).padStart(7), line);
 const cpu = { worker: cpuSeconds(second.child.pid!), agent: cpuSeconds(agent.child.pid!) - agentCpuBefore, redis: (await redisCpuSeconds(reader)) - redisCpuBefore };
 console.log(`${history} finished records; SIGKILL → last reattach ${((performance.now() - killedAt) / 1000).toFixed(2)} s (to 0.5 s), load average ${loadAverage1()}`);
 console.log(`CPU seconds kill → all reattached: ${JSON.stringify(cpu)}`);
+const afterReady = cpu.worker - workerCpuAtReady;
+console.log(`fresh worker CPU from ready to the last reattach: ${afterReady.toFixed(2)} s (${((afterReady * 1000) / inFlight).toFixed(2)} ms per record)`);
 const delta = [...callsDelta(before, await commandCalls(reader))].sort((a, b) => b[1] - a[1]);
 const total = delta.reduce((sum, [, calls]) => sum + calls, 0);
 console.log(`Redis commands kill → all reattached: ${total} (${(total / inFlight).toFixed(1)} per record)`);
@@ -115,6 +134,15 @@ await producer.close();
 await agent.stop();
 await redisServer.stop();
 process.exit(0);
+
+/** A key with its ids, numbers and hashes replaced, so the keys of every record count as one shape. */
+function keyShape(key: string): string {
+  return key
+    .replace(/\{wf:[^}]*\}/g, '{wf:<id>}')
+    .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<id>')
+    .replace(/[0-9a-f]{40,64}/g, '<hex>')
+    .replace(/\b\d{4,}\b/g, '<n>');
+}
 
 /** User + system CPU seconds of a process so far (Linux /proc/<pid>/stat, 100 ticks per second). */
 function cpuSeconds(pid: number): number {

@@ -18,6 +18,7 @@ import type { HeldSends } from './delegation/runs/held-sends.ts';
 import type { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
 import type { AttemptSteps } from './delegation/attempt-step.ts';
 import type { AgentHealthRecorder } from './agent-health.ts';
+import type { ShutdownListeners } from './shutdown-listeners.ts';
 
 /** A named point where a crash changes what recovery must do (crash-point tests). */
 export type CrashPoint =
@@ -104,6 +105,8 @@ export interface WorkerContext {
   workerId: string;
   /** Aborted when the fleet closes: open streams hand their delegation over and stop. */
   shutdownSignal: AbortSignal;
+  /** Listeners of `shutdownSignal` added and removed in O(1) (one per open stream: `shutdown-listeners.ts`). */
+  shutdownListeners: ShutdownListeners;
   /**
    * Starts a delegation's follow in this process, detached from the caller (`delegation/follow-local.ts`),
    * when a local follow slot is free and the fleet is not closing. False: the caller enqueues a follow job.

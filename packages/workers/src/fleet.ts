@@ -51,6 +51,7 @@ import { PauseChecks } from './delegation/runs/pause-checks.ts';
 import { HeldSends } from './delegation/runs/held-sends.ts';
 import { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
 import { startLiveness, type Liveness } from './delegation/runs/liveness.ts';
+import { ShutdownListeners } from './shutdown-listeners.ts';
 import { AttemptSteps } from './delegation/attempt-step.ts';
 import { policyOf } from './delegation/core/policy.ts';
 import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
@@ -173,6 +174,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
   const onAgentCall = (agentCardUrl: string, call: AgentCall) => agentHealth.record(agentCardUrl, call);
   return {
     shutdownSignal: parts.shutdownSignal,
+    shutdownListeners: new ShutdownListeners(parts.shutdownSignal),
     journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation, onCorruptRecord }),
     registry,
     agentHealth,

@@ -64,8 +64,8 @@ export interface StreamSource {
 export async function readStream(ctx: WorkerContext, record: DelegationRecord, job: JobRun, leaseLost: AbortSignal, sink: StreamSink, source: StreamSource = {}): Promise<string> {
   const { open, atEnd = [] } = source;
   const log = lazyChildLogger(ctx.logger, { queue: open ? 'send' : 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
-  // One signal for the stream: our end, the quiet window, the fleet closing, the lease lost. Listeners on the
-  // long-lived signals go with the controller's abort in `finally` (cheaper than `AbortSignal.any`'s weak references).
+  // One signal for the stream: our end, the quiet window, the fleet closing, the lease lost. The listeners on the
+  // long-lived signals go in `finally` (cheaper than `AbortSignal.any`'s weak references).
   const controller = new AbortController();
   const signal = controller.signal;
   let quiet = false;
@@ -74,10 +74,10 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     controller.abort();
   };
   const quietTimer = setTimeout(onQuiet, ctx.options.streamQuietMs);
-  for (const outside of [ctx.shutdownSignal, leaseLost]) {
-    if (outside.aborted) controller.abort(outside.reason);
-    else outside.addEventListener('abort', () => controller.abort(outside.reason), { once: true, signal });
-  }
+  // The fleet's close through its fan-out (O(1) per stream, not one more listener on the fleet-wide signal).
+  const unlistenShutdown = ctx.shutdownListeners.add(() => controller.abort(ctx.shutdownSignal.reason));
+  if (leaseLost.aborted) controller.abort(leaseLost.reason);
+  else leaseLost.addEventListener('abort', () => controller.abort(leaseLost.reason), { once: true, signal });
   const stream = open ? open(signal) : (await ctx.agents.transportFor(record)).subscribeToTask({ id: record.taskId! }, { signal });
   let end: StreamEnd | undefined;
   let stopped: NextKind | undefined;
@@ -141,6 +141,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     return onStreamError(ctx, error, sink, log, delivered, ctx.metrics.agentLabels.of(record.agentCardUrl));
   } finally {
     clearTimeout(quietTimer);
+    unlistenShutdown();
     // Whatever ended the loop, the connection goes with it (no socket left to a fenced-out worker).
     controller.abort(FINISHED_ABORT_REASON);
     await stream.return(undefined as never).catch(() => undefined);

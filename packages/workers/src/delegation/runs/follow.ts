@@ -8,7 +8,7 @@
  * with one GetTask instead of a stream (`core/policy.ts` isSlowPolling). The
  * stream itself is `io/stream.ts`; every observation goes to `apply.ts`.
  */
-import { isFinished, lazyChildLogger, type DelegationRecord, type FollowJob, type FollowLease } from '@durable-a2a/shared';
+import { isFinished, lazyChildLogger, type DelegationRecord, type FlowAcquired, type FollowJob, type FollowLease } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply, type Scope, type StreamLease } from '../apply.ts';
 import { isSlowPolling, jitteredCheckTime, questionOpen } from '../core/policy.ts';
@@ -90,7 +90,7 @@ async function followUnleased(
     // And the agent's own turn (its `rate.resubscribesPerSecond`, a pause it asked for), fleet-wide too.
     const [fleetWaitMs, agentWaitMs] = await Promise.all([
       ctx.journal.takeToken('resubscribe', ctx.options.subscribeRateLimit.max, ctx.options.subscribeRateLimit.durationMs),
-      ctx.flow.resubscribeTurn(record.agentCardUrl, ctx.agentLimits.of(record.agentCardUrl).rate?.resubscribesPerSecond ?? 0),
+      agentResubscribeWaitMs(ctx, record.agentCardUrl),
     ]);
     const waitMs = Math.max(fleetWaitMs, agentWaitMs);
     if (waitMs > 0) {
@@ -121,6 +121,23 @@ async function followUnleased(
   } finally {
     if (!slowPoll) ctx.followSlots.release(record.agentCardUrl);
   }
+}
+
+/**
+ * The agent's own resubscription turn (ms to wait; 0: now): its `rate.resubscribesPerSecond` when it has one (one
+ * script call each); otherwise only a pause it asked for, which this process looks up at most once per `pauseCheckMs`
+ * (`pause-checks.ts`, shared with the sends to an agent without limits): a fresh worker reattaching thousands of
+ * streams asked the script once per stream to learn that nothing was paused.
+ */
+async function agentResubscribeWaitMs(ctx: WorkerContext, agentCardUrl: string): Promise<number> {
+  const perSecond = ctx.agentLimits.of(agentCardUrl).rate?.resubscribesPerSecond ?? 0;
+  if (perSecond > 0) return ctx.flow.resubscribeTurn(agentCardUrl, perSecond);
+  const look = async (): Promise<FlowAcquired> => {
+    const waitMs = await ctx.flow.resubscribeTurn(agentCardUrl, 0);
+    return waitMs > 0 ? { go: false, reason: 'paused', waitMs } : { go: true };
+  };
+  const turn = await ctx.pauseChecks.ask(agentCardUrl, look);
+  return turn.go ? 0 : turn.waitMs;
 }
 
 /**
