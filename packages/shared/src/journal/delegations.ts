@@ -5,10 +5,10 @@
  */
 import { parseArtifacts, type DelegationRecord, type DelegationView, type PushConfigState, type RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
-import { asHeldRow } from './held-rows.ts';
+import { asHeldRow, changedRow, heldVersion } from './held-rows.ts';
 import { rememberStoredRow } from './stored-rows.ts';
 import { unlessRefused } from './errors.ts';
-import { arrayReply, defineScript, fenceDecoder, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
+import { arrayReply, defineScript, fenceDecoder, hashOf, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
 import { parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
@@ -26,19 +26,33 @@ export interface WorkflowRecordSnapshot {
 /** claim-1.lua: the new fencing token. */
 const claimScript = defineScript({ name: 'claim', keys: ['delegation'], encode: (owner: string) => [owner], decode: fenceDecoder });
 
-/** markSending-2.lua (see its header): `leaseHeld` false when another holder has the lease. */
+const markSendingOutcome = outcomeDecoder({ 1: 'lease held', 2: 'lease elsewhere' });
+
+/**
+ * markSending-2.lua (see its header): `lease` 'lease elsewhere' when another holder has the lease; `change`: the
+ * fields the mark wrote, when the row was at `heldVersion` before it.
+ */
 const markSendingScript = defineScript({
   name: 'markSending',
   keys: ['delegation', 'lease'],
-  encode: (input: { fence: number; nowMs: number; agentInterface?: object; leaseToken: string; leaseMs: number; claim: boolean }) => [
+  encode: (input: { fence: number; nowMs: number; agentInterface?: object; leaseToken: string; leaseMs: number; claim: boolean; heldVersion: number | undefined }) => [
     input.fence,
     input.nowMs,
     input.agentInterface ? JSON.stringify(input.agentInterface) : '',
     input.leaseToken,
     input.leaseMs,
     input.claim ? '1' : '',
+    input.heldVersion ?? '',
   ],
-  decode: outcomeDecoder({ 1: 'lease held', 2: 'lease elsewhere' }),
+  decode: (reply: unknown, script): { lease: 'lease held' | 'lease elsewhere'; change?: Record<string, string> } | Refused => {
+    if (!Array.isArray(reply)) {
+      const outcome = markSendingOutcome(reply, script);
+      return typeof outcome === 'string' ? { lease: outcome } : outcome;
+    }
+    const [code, ...change] = reply;
+    const outcome = markSendingOutcome(code, script);
+    return typeof outcome === 'string' ? { lease: outcome, change: hashOf(change, script) } : outcome;
+  },
 });
 
 /** releaseForResend-1.lua: compare-and-set on the version the reconciler read. */
@@ -257,10 +271,15 @@ export class JournalDelegations extends JournalWorkflows {
    * delegation's lease for `durationMs` (the follow lease's key; see markSending-2.lua), so the reconciler waits
    * from the mark on; with `sendLease.claim`, it also claims the delegation for `token` (one round trip instead
    * of `claim` first): `fence` is then the fencing token the caller read with the record (0: never claimed).
+   * `ref` may be the record the journal handed out (a read: held-rows.ts); when the row was still at its version,
+   * `record` is that record as the mark left it (the same as a read after the mark), which a status change after the
+   * send can hold: its reply is then the change only (applyStatus-5.lua), not the row whole.
    * @returns `leaseHeld`: true when the lease was taken (or none was asked), false when another holder has it;
    *   `sendStartedAt`: the mark's time as written (ms, the journal's clock), where the reconciler's
    *   `sendSettleMs` starts counting (after the WAIT before the mark, before the WAIT after it);
-   *   `fence`: the run's fencing token from now on (`fence` + 1 when claimed, else `fence`)
+   *   `fence`: the run's fencing token from now on (`fence` + 1 when claimed, else `fence`);
+   *   `record`: the row as the mark left it, when `ref` held it at its version (undefined otherwise, or when a
+   *   written field does not parse)
    * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING; ReplicationTimeoutError
    *   (durability on: the mark is written but not proven on the replicas, so nothing may leave)
    */
@@ -269,7 +288,7 @@ export class JournalDelegations extends JournalWorkflows {
     fence: number,
     agentInterface?: object,
     sendLease?: { token: string; durationMs: number; claim?: boolean },
-  ): Promise<{ leaseHeld: boolean; sendStartedAt: number; fence: number }> {
+  ): Promise<{ leaseHeld: boolean; sendStartedAt: number; fence: number; record?: DelegationRecord }> {
     const generation = connectionGeneration(this.redis);
     // Replicas behind or gone: refuse before the mark, so a send that cannot leave is not marked as maybe sent.
     await this.awaitReplicas(ref.workflowId, generation);
@@ -277,11 +296,13 @@ export class JournalDelegations extends JournalWorkflows {
     const marked = await this.call(
       markSendingScript,
       { delegation: this.delegationKeys(ref)[0], lease: this.keys.followLease(ref.workflowId, ref.delegationId) },
-      { fence, nowMs: sendStartedAt, agentInterface, leaseToken: sendLease?.token ?? '', leaseMs: sendLease?.durationMs ?? 0, claim: sendLease?.claim ?? false },
+      { fence, nowMs: sendStartedAt, agentInterface, leaseToken: sendLease?.token ?? '', leaseMs: sendLease?.durationMs ?? 0, claim: sendLease?.claim ?? false, heldVersion: heldVersion(ref) },
     );
-    const leaseHeld = unlessRefused(marked, ref, 'markSending') === 'lease held';
+    const { lease, change } = unlessRefused(marked, ref, 'markSending');
     await this.awaitReplicas(ref.workflowId, generation);
-    return { leaseHeld, sendStartedAt, fence: sendLease?.claim ? fence + 1 : fence };
+    // A change comes back only when the row was at the version `ref` holds (a held record).
+    const record = change && changedRow(ref as DelegationRecord, change);
+    return { leaseHeld: lease === 'lease held', sendStartedAt, fence: sendLease?.claim ? fence + 1 : fence, ...(record ? { record: asHeldRow(record) } : {}) };
   }
 
   /**
