@@ -8,7 +8,7 @@ import { parseDelegationHash } from './record-parse.ts';
 import { asHeldRow, changedRow, heldVersion } from './held-rows.ts';
 import { rememberStoredRow } from './stored-rows.ts';
 import { unlessRefused } from './errors.ts';
-import { arrayReply, defineScript, fenceDecoder, hashOf, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
+import { arrayReply, defineScript, fenceDecoder, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
 import { parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
@@ -26,34 +26,29 @@ export interface WorkflowRecordSnapshot {
 /** claim-1.lua: the new fencing token. */
 const claimScript = defineScript({ name: 'claim', keys: ['delegation'], encode: (owner: string) => [owner], decode: fenceDecoder });
 
-const markSendingOutcome = outcomeDecoder({ 1: 'lease held', 2: 'lease elsewhere' });
-
 /**
- * markSending-2.lua (see its header): `lease` 'lease elsewhere' when another holder has the lease; `change`: the
- * fields the mark wrote, when the row was at `heldVersion` before it.
+ * markSending-2.lua (see its header): `lease` 'lease elsewhere' when another holder has the lease; `atHeldVersion`:
+ * the row was at `heldVersion` before the mark.
  */
 const markSendingScript = defineScript({
   name: 'markSending',
   keys: ['delegation', 'lease'],
-  encode: (input: { fence: number; nowMs: number; agentInterface?: object; leaseToken: string; leaseMs: number; claim: boolean; heldVersion: number | undefined }) => [
+  encode: (input: { fence: number; nowMs: number; agentInterfaceText: string; leaseToken: string; leaseMs: number; claim: boolean; heldVersion: number | undefined }) => [
     input.fence,
     input.nowMs,
-    input.agentInterface ? JSON.stringify(input.agentInterface) : '',
+    input.agentInterfaceText,
     input.leaseToken,
     input.leaseMs,
     input.claim ? '1' : '',
     input.heldVersion ?? '',
   ],
-  decode: (reply: unknown, script): { lease: 'lease held' | 'lease elsewhere'; change?: Record<string, string> } | Refused => {
-    if (!Array.isArray(reply)) {
-      const outcome = markSendingOutcome(reply, script);
-      return typeof outcome === 'string' ? { lease: outcome } : outcome;
-    }
-    const [code, ...change] = reply;
-    const outcome = markSendingOutcome(code, script);
-    return typeof outcome === 'string' ? { lease: outcome, change: hashOf(change, script) } : outcome;
+  decode: (reply: unknown, script) => {
+    const outcome = markSendingOutcome(reply, script);
+    if (typeof outcome !== 'string') return outcome;
+    return { lease: outcome === 'lease elsewhere' || outcome === 'lease elsewhere, at the held version' ? ('lease elsewhere' as const) : ('lease held' as const), atHeldVersion: outcome.endsWith('at the held version') };
   },
 });
+const markSendingOutcome = outcomeDecoder({ 1: 'lease held', 2: 'lease elsewhere', 3: 'lease held, at the held version', 4: 'lease elsewhere, at the held version' });
 
 /** releaseForResend-1.lua: compare-and-set on the version the reconciler read. */
 const releaseForResendScript = defineScript({
@@ -293,16 +288,31 @@ export class JournalDelegations extends JournalWorkflows {
     // Replicas behind or gone: refuse before the mark, so a send that cannot leave is not marked as maybe sent.
     await this.awaitReplicas(ref.workflowId, generation);
     const sendStartedAt = this.now();
+    const agentInterfaceText = agentInterface ? JSON.stringify(agentInterface) : '';
+    const claim = sendLease?.claim ?? false;
+    const held = heldVersion(ref);
     const marked = await this.call(
       markSendingScript,
       { delegation: this.delegationKeys(ref)[0], lease: this.keys.followLease(ref.workflowId, ref.delegationId) },
-      { fence, nowMs: sendStartedAt, agentInterface, leaseToken: sendLease?.token ?? '', leaseMs: sendLease?.durationMs ?? 0, claim: sendLease?.claim ?? false, heldVersion: heldVersion(ref) },
+      { fence, nowMs: sendStartedAt, agentInterfaceText, leaseToken: sendLease?.token ?? '', leaseMs: sendLease?.durationMs ?? 0, claim, heldVersion: held },
     );
-    const { lease, change } = unlessRefused(marked, ref, 'markSending');
+    const { lease, atHeldVersion } = unlessRefused(marked, ref, 'markSending');
     await this.awaitReplicas(ref.workflowId, generation);
-    // A change comes back only when the row was at the version `ref` holds (a held record).
-    const record = change && changedRow(ref as DelegationRecord, change);
-    return { leaseHeld: lease === 'lease held', sendStartedAt, fence: sendLease?.claim ? fence + 1 : fence, ...(record ? { record: asHeldRow(record) } : {}) };
+    const newFence = claim ? fence + 1 : fence;
+    if (!atHeldVersion) return { leaseHeld: lease === 'lease held', sendStartedAt, fence: newFence };
+    // The row was at the version `ref` holds (a held record): what the mark wrote, as markSending-2.lua writes it.
+    // Without a claim the fence is the row's (the script compared it): `ref`'s copy may predate a claim elsewhere.
+    const record = ref as DelegationRecord;
+    const change: Record<string, string> = {
+      sendStartedAt: String(sendStartedAt),
+      updatedAt: String(sendStartedAt),
+      sendCount: String(record.sendCount + 1),
+      version: String(record.version + 1),
+      ...(agentInterfaceText ? { agentInterface: agentInterfaceText } : {}),
+      ...(claim ? { fence: String(newFence), owner: sendLease?.token ?? '' } : newFence !== record.fence ? { fence: String(newFence) } : {}),
+    };
+    const asMarked = changedRow(record, change);
+    return { leaseHeld: lease === 'lease held', sendStartedAt, fence: newFence, ...(asMarked ? { record: asHeldRow(asMarked) } : {}) };
   }
 
   /**

@@ -243,13 +243,6 @@ export function stringReply(reply: unknown, script: ScriptName): string {
   return reply;
 }
 
-/** A flat field/value list (HGETALL's reply, a script's change) as a hash. @throws ScriptReplyError */
-export function hashOf(flat: unknown[], script: ScriptName): Record<string, string> {
-  const hash: Record<string, string> = {};
-  for (let index = 0; index + 1 < flat.length; index += 2) hash[stringReply(flat[index], script)] = stringReply(flat[index + 1], script);
-  return hash;
-}
-
 /** A refusal for a negative `code` (with `detail`). @throws Error for a code not in `SCRIPT_CODES` */
 export function refusal(code: number, script: ScriptName, detail: unknown = ''): Refused {
   return { refused: scriptCodeName(code, script), detail: detail === undefined || detail === null ? '' : String(detail) };

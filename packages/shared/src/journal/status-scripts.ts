@@ -7,7 +7,7 @@ import { storedArtifact } from '@durable-a2a/a2a/pure';
 import type { RecordedError } from './record.ts';
 import type { StatusChange } from './status.ts';
 import { parseAgentTimestamp } from './clock.ts';
-import { arrayReply, defineScript, hashOf, integerReply, outcomeDecoder, refusal, ScriptReplyError, stringReply, type Refused } from './scripts.ts';
+import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, ScriptReplyError, stringReply, type Refused } from './scripts.ts';
 
 /**
  * Identifies a question: its status message's id, else its timestamp in ms (so "…00Z" and
@@ -99,6 +99,13 @@ export type ApplyStatusOutcome =
     }
   | { applied: false; reason: IgnoredReason }
   | Refused;
+
+/** A flat field/value list (HGETALL's reply) as a hash. */
+function hashOf(flat: unknown[], script: string): Record<string, string> {
+  const hash: Record<string, string> = {};
+  for (let index = 0; index + 1 < flat.length; index += 2) hash[stringReply(flat[index], script)] = stringReply(flat[index + 1], script);
+  return hash;
+}
 
 function decodeApplyStatus(reply: unknown, script: string): ApplyStatusOutcome {
   const [codeReply, detail, row, flags, finished, followFence, whole] = arrayReply(reply, script);

@@ -105,15 +105,15 @@ local function apply()
   -- whose HGETALL reply becomes the row as written (changed in place, `at`: a field's value's index in `flat`).
   -- The HMGET holds the version too: a row at another version (rare) is read again whole.
   -- A task id bound here needs the agent card, a handover with a check the workflow id: read with the others.
+  -- (FIELDS_READ is this call's own table: appended to, not copied.)
   local whole = ARGV[17] == ''
   local hash, flat, at, read = {}, {}, {}, {}
   if not whole then
-    local fields = { unpack(FIELDS_READ) }
-    if ARGV[7] ~= '' and ARGV[14] ~= '1' then fields[#fields + 1] = 'agentCardUrl' end
-    if string.match(ARGV[16], '^handover:%d+:%d') then fields[#fields + 1] = 'workflowId' end
-    local values = redis.call('HMGET', KEYS[1], unpack(fields))
+    if ARGV[7] ~= '' and ARGV[14] ~= '1' then FIELDS_READ[#FIELDS_READ + 1] = 'agentCardUrl'; read.agentCardUrl = true end
+    if string.match(ARGV[16], '^handover:%d+:%d') then FIELDS_READ[#FIELDS_READ + 1] = 'workflowId'; read.workflowId = true end
+    local values = redis.call('HMGET', KEYS[1], unpack(FIELDS_READ))
     whole = tonumber(values[2]) ~= tonumber(ARGV[17])
-    if not whole then for i, field in ipairs(fields) do read[field] = true; if values[i] then hash[field] = values[i] end end end
+    if not whole then for i, field in ipairs(FIELDS_READ) do if values[i] then hash[field] = values[i] end end end
   end
   if whole then
     flat = redis.call('HGETALL', KEYS[1])
