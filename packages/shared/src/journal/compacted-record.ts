@@ -125,6 +125,15 @@ export function compactedRecordLayoutLua(): string {
   return `{ names = { ${stored.join(', ')} }, label = { ${labels.join(', ')} }, order = ${ordered}, json = ${set(json)}, operational = ${set(operational)}, zeroIsAbsent = ${set(zeroIsAbsent)}, times = ${set(times)}, finalDelegation = ${set(finalDelegation)}, maxBytes = ${maxBytes} }`;
 }
 
+/**
+ * What updateWorkflow-4.lua's `assemble` reads of the layout (the artifacts' stored name, `maxBytes`), as a Lua table
+ * constructor: the finishing call with the worker's own record text builds this instead of the whole layout.
+ */
+export function compactedRecordAssemblyLua(): string {
+  const { names, maxBytes } = COMPACTED_RECORD_LAYOUT;
+  return `{ names = { artifacts = '${names.artifacts}' }, maxBytes = ${maxBytes} }`;
+}
+
 /** A compacted workflow read back as hashes (field → string), delegations in creation order, history entries as parsed JSON (history.ts). */
 export interface CompactedWorkflow {
   workflow: Record<string, string>;

@@ -5,7 +5,7 @@
  */
 import { parseArtifacts, type DelegationRecord, type DelegationView, type PushConfigState, type RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
-import { asHeldRow } from './held-rows.ts';
+import { asHeldRow, changedRow, heldVersion } from './held-rows.ts';
 import { rememberStoredRow } from './stored-rows.ts';
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, fenceDecoder, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
@@ -26,20 +26,29 @@ export interface WorkflowRecordSnapshot {
 /** claim-1.lua: the new fencing token. */
 const claimScript = defineScript({ name: 'claim', keys: ['delegation'], encode: (owner: string) => [owner], decode: fenceDecoder });
 
-/** markSending-2.lua (see its header): `leaseHeld` false when another holder has the lease. */
+/**
+ * markSending-2.lua (see its header): `lease` 'lease elsewhere' when another holder has the lease; `atHeldVersion`:
+ * the row was at `heldVersion` before the mark.
+ */
 const markSendingScript = defineScript({
   name: 'markSending',
   keys: ['delegation', 'lease'],
-  encode: (input: { fence: number; nowMs: number; agentInterface?: object; leaseToken: string; leaseMs: number; claim: boolean }) => [
+  encode: (input: { fence: number; nowMs: number; agentInterfaceText: string; leaseToken: string; leaseMs: number; claim: boolean; heldVersion: number | undefined }) => [
     input.fence,
     input.nowMs,
-    input.agentInterface ? JSON.stringify(input.agentInterface) : '',
+    input.agentInterfaceText,
     input.leaseToken,
     input.leaseMs,
     input.claim ? '1' : '',
+    input.heldVersion ?? '',
   ],
-  decode: outcomeDecoder({ 1: 'lease held', 2: 'lease elsewhere' }),
+  decode: (reply: unknown, script) => {
+    const outcome = markSendingOutcome(reply, script);
+    if (typeof outcome !== 'string') return outcome;
+    return { lease: outcome === 'lease elsewhere' || outcome === 'lease elsewhere, at the held version' ? ('lease elsewhere' as const) : ('lease held' as const), atHeldVersion: outcome.endsWith('at the held version') };
+  },
 });
+const markSendingOutcome = outcomeDecoder({ 1: 'lease held', 2: 'lease elsewhere', 3: 'lease held, at the held version', 4: 'lease elsewhere, at the held version' });
 
 /** releaseForResend-1.lua: compare-and-set on the version the reconciler read. */
 const releaseForResendScript = defineScript({
@@ -257,10 +266,15 @@ export class JournalDelegations extends JournalWorkflows {
    * delegation's lease for `durationMs` (the follow lease's key; see markSending-2.lua), so the reconciler waits
    * from the mark on; with `sendLease.claim`, it also claims the delegation for `token` (one round trip instead
    * of `claim` first): `fence` is then the fencing token the caller read with the record (0: never claimed).
+   * `ref` may be the record the journal handed out (a read: held-rows.ts); when the row was still at its version,
+   * `record` is that record as the mark left it (the same as a read after the mark), which a status change after the
+   * send can hold: its reply is then the change only (applyStatus-5.lua), not the row whole.
    * @returns `leaseHeld`: true when the lease was taken (or none was asked), false when another holder has it;
    *   `sendStartedAt`: the mark's time as written (ms, the journal's clock), where the reconciler's
    *   `sendSettleMs` starts counting (after the WAIT before the mark, before the WAIT after it);
-   *   `fence`: the run's fencing token from now on (`fence` + 1 when claimed, else `fence`)
+   *   `fence`: the run's fencing token from now on (`fence` + 1 when claimed, else `fence`);
+   *   `record`: the row as the mark left it, when `ref` held it at its version (undefined otherwise, or when a
+   *   written field does not parse)
    * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING; ReplicationTimeoutError
    *   (durability on: the mark is written but not proven on the replicas, so nothing may leave)
    */
@@ -269,19 +283,36 @@ export class JournalDelegations extends JournalWorkflows {
     fence: number,
     agentInterface?: object,
     sendLease?: { token: string; durationMs: number; claim?: boolean },
-  ): Promise<{ leaseHeld: boolean; sendStartedAt: number; fence: number }> {
+  ): Promise<{ leaseHeld: boolean; sendStartedAt: number; fence: number; record?: DelegationRecord }> {
     const generation = connectionGeneration(this.redis);
     // Replicas behind or gone: refuse before the mark, so a send that cannot leave is not marked as maybe sent.
     await this.awaitReplicas(ref.workflowId, generation);
     const sendStartedAt = this.now();
+    const agentInterfaceText = agentInterface ? JSON.stringify(agentInterface) : '';
+    const claim = sendLease?.claim ?? false;
+    const held = heldVersion(ref);
     const marked = await this.call(
       markSendingScript,
       { delegation: this.delegationKeys(ref)[0], lease: this.keys.followLease(ref.workflowId, ref.delegationId) },
-      { fence, nowMs: sendStartedAt, agentInterface, leaseToken: sendLease?.token ?? '', leaseMs: sendLease?.durationMs ?? 0, claim: sendLease?.claim ?? false },
+      { fence, nowMs: sendStartedAt, agentInterfaceText, leaseToken: sendLease?.token ?? '', leaseMs: sendLease?.durationMs ?? 0, claim, heldVersion: held },
     );
-    const leaseHeld = unlessRefused(marked, ref, 'markSending') === 'lease held';
+    const { lease, atHeldVersion } = unlessRefused(marked, ref, 'markSending');
     await this.awaitReplicas(ref.workflowId, generation);
-    return { leaseHeld, sendStartedAt, fence: sendLease?.claim ? fence + 1 : fence };
+    const newFence = claim ? fence + 1 : fence;
+    if (!atHeldVersion) return { leaseHeld: lease === 'lease held', sendStartedAt, fence: newFence };
+    // The row was at the version `ref` holds (a held record): what the mark wrote, as markSending-2.lua writes it.
+    // Without a claim the fence is the row's (the script compared it): `ref`'s copy may predate a claim elsewhere.
+    const record = ref as DelegationRecord;
+    const change: Record<string, string> = {
+      sendStartedAt: String(sendStartedAt),
+      updatedAt: String(sendStartedAt),
+      sendCount: String(record.sendCount + 1),
+      version: String(record.version + 1),
+      ...(agentInterfaceText ? { agentInterface: agentInterfaceText } : {}),
+      ...(claim ? { fence: String(newFence), owner: sendLease?.token ?? '' } : newFence !== record.fence ? { fence: String(newFence) } : {}),
+    };
+    const asMarked = changedRow(record, change);
+    return { leaseHeld: lease === 'lease held', sendStartedAt, fence: newFence, ...(asMarked ? { record: asHeldRow(asMarked) } : {}) };
   }
 
   /**

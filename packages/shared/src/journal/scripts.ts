@@ -11,7 +11,7 @@
 import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { Cluster, type Redis } from 'ioredis';
-import { compactedRecordLayoutLua } from './compacted-record.ts';
+import { compactedRecordAssemblyLua, compactedRecordLayoutLua } from './compacted-record.ts';
 import { historyLimitsLua } from './history.ts';
 import { luaPrelude, scriptCodeName, type ScriptCode } from './script-codes.ts';
 
@@ -45,11 +45,13 @@ const COMPOSED: Readonly<Record<string, { parts: readonly [string, string]; betw
  * Values written into a script's text at load: each marker (`{} --[[NAME]]`, a valid empty table until then)
  * becomes a Lua value built from TypeScript, so one table serves the script and its reader, and the script's
  * digest changes with it. `COMPACTED_RECORD_LAYOUT`: the compacted record's layout (compacted-record.ts), a constant
- * the finishing call would otherwise decode from JSON on every call. `HISTORY_LIMITS`: a workflow
+ * the finishing call would otherwise decode from JSON on every call; `COMPACTED_RECORD_ASSEMBLY` the part of it a
+ * finishing call with the caller's record text reads. `HISTORY_LIMITS`: a workflow
  * history's bounds (history.ts), for lua/includes/history.lua.
  */
 const WRITTEN_AT_LOAD: Readonly<Record<string, () => string>> = {
   COMPACTED_RECORD_LAYOUT: compactedRecordLayoutLua,
+  COMPACTED_RECORD_ASSEMBLY: compactedRecordAssemblyLua,
   HISTORY_LIMITS: historyLimitsLua,
 };
 

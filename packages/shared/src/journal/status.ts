@@ -7,9 +7,9 @@ import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { artifactByteSize } from '@durable-a2a/a2a/pure';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
-import { mergeDelegationChange, parseDelegationHash } from './record-parse.ts';
-import { asHeldRow, heldVersion } from './held-rows.ts';
-import { rememberStoredRow, storedRowOf } from './stored-rows.ts';
+import { parseDelegationHash } from './record-parse.ts';
+import { asHeldRow, changedRow, heldVersion } from './held-rows.ts';
+import { rememberStoredRow } from './stored-rows.ts';
 import { PARKED_STATES, type JournalState, type WorkflowState } from './states.ts';
 import { JournalError, unlessRefused } from './errors.ts';
 import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
@@ -131,10 +131,7 @@ function rowAfter(outcome: Extract<ApplyStatusOutcome, { applied: true }>, held:
     const parsed = outcome.row.delegationId ? parseOrUndefined(outcome.row) : undefined;
     return parsed && rememberStoredRow(parsed, outcome.row);
   }
-  const merged = held && mergeDelegationChange(held, outcome.row);
-  // The stored row goes with it (the settle builds the compacted record's text from it): the change only sets fields.
-  const stored = held && storedRowOf(held);
-  return merged && stored ? rememberStoredRow(merged, { ...stored, ...outcome.row }) : merged;
+  return held && changedRow(held, outcome.row);
 }
 
 /** An applied change as `StatusChangeResult`: the typed row (when it parses), the workflow's flags or the workflow at finish. */

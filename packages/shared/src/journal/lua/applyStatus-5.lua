@@ -47,7 +47,8 @@
   ARGV[17] the row's version as the caller holds it ('' = none): when the row is at that version before this change,
            the reply carries only what the caller's typed record lacks (the change: every field written here, and the
            fields other scripts write without a version bump, FIELDS_UNVERSIONED below), else the whole row. The
-           change reads 16 of the row's 30 or so fields into Lua and sends back about half of them.
+           change reads 16 of the row's 30 or so fields into Lua (the version among them: one HMGET) and sends back about
+           half of them.
   ARGV[18] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
   ARGV[19] number of the Task's artifacts N ('' = leave artifacts untouched), then N
@@ -102,18 +103,25 @@ local function apply()
   -- One read of the row and one write (every field of the transition in a single HSET). The caller holds the row at
   -- its version: only the fields the transition needs are read, and the reply is the change. Else the row whole,
   -- whose HGETALL reply becomes the row as written (changed in place, `at`: a field's value's index in `flat`).
-  local whole = ARGV[17] == '' or tonumber(redis.call('HGET', KEYS[1], 'version')) ~= tonumber(ARGV[17])
-  local hash, flat, at = {}, {}, {}
+  -- The HMGET holds the version too: a row at another version (rare) is read again whole.
+  -- A task id bound here needs the agent card, a handover with a check the workflow id: read with the others.
+  -- (FIELDS_READ is this call's own table: appended to, not copied.)
+  local whole = ARGV[17] == ''
+  local hash, flat, at, read = {}, {}, {}, {}
+  if not whole then
+    if ARGV[7] ~= '' and ARGV[14] ~= '1' then FIELDS_READ[#FIELDS_READ + 1] = 'agentCardUrl'; read.agentCardUrl = true end
+    if string.match(ARGV[16], '^handover:%d+:%d') then FIELDS_READ[#FIELDS_READ + 1] = 'workflowId'; read.workflowId = true end
+    local values = redis.call('HMGET', KEYS[1], unpack(FIELDS_READ))
+    whole = tonumber(values[2]) ~= tonumber(ARGV[17])
+    if not whole then for i, field in ipairs(FIELDS_READ) do if values[i] then hash[field] = values[i] end end end
+  end
   if whole then
     flat = redis.call('HGETALL', KEYS[1])
     for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1]; at[flat[i]] = i + 1 end
-  else
-    local values = redis.call('HMGET', KEYS[1], unpack(FIELDS_READ))
-    for i, field in ipairs(FIELDS_READ) do if values[i] then hash[field] = values[i] end end
   end
   -- A field not in FIELDS_READ (nil when absent).
   local function field(name)
-    if whole then return hash[name] end
+    if whole or read[name] then return hash[name] end
     return redis.call('HGET', KEYS[1], name) or nil
   end
   local row = { hash.fence, hash.version, hash.state, hash.statusTimestampMs, hash.taskId, hash.contextId, hash.questionKey, hash.delegationId }

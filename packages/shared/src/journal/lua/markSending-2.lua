@@ -14,8 +14,13 @@
   ARGV[6] '1': the mark also claims the delegation for the holder in ARGV[4] (claim-1.lua in the
           same step): ARGV[1] is then the fencing token the caller read (0 when never claimed), and
           the new one is ARGV[1] + 1, recorded with the owner; a run that read an older token is refused
+  ARGV[7] the row's version as the caller holds it ('' = none): the reply says whether the row was at that version
+          before the mark; then the caller knows every value the mark wrote (its arguments, the held sendCount and
+          version plus one) and holds the row as the mark left it (the send's answer then gets a change reply from
+          applyStatus-5.lua, not the row whole)
   Returns: 1 marked and the lease taken (or none asked), 2 marked but the lease
-           held by another holder, DELEGATION_MISSING, FENCE_LOST, WRONG_STATE not in
+           held by another holder; 3 and 4 the same when the row was at the version in ARGV[7];
+           DELEGATION_MISSING, FENCE_LOST, WRONG_STATE not in
            INTENT, MAY_HAVE_SENT a send may already have happened (sendStartedAt set)
 ]]
 --- @include "prelude"
@@ -32,7 +37,8 @@ if ARGV[6] == '1' then
   set[#set + 1] = 'owner'; set[#set + 1] = ARGV[4]
 end
 redis.call('HSET', KEYS[1], unpack(set))
-if ARGV[4] == '' then return 1 end
-if redis.call('SET', KEYS[2], ARGV[4], 'NX', 'PX', ARGV[5]) then return 1 end
-if redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('PEXPIRE', KEYS[2], ARGV[5]); return 1 end
-return 2
+local outcome = 2
+if ARGV[4] == '' or redis.call('SET', KEYS[2], ARGV[4], 'NX', 'PX', ARGV[5]) then outcome = 1
+elseif redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('PEXPIRE', KEYS[2], ARGV[5]); outcome = 1 end
+if row[6] == ARGV[7] then return outcome + 2 end
+return outcome

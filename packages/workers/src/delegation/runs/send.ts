@@ -91,6 +91,8 @@ interface PreparedSend {
   streaming: boolean;
   /** The mark took the send lease (false: another holder has it). */
   leaseHeld: boolean;
+  /** The row as the mark left it (`markSending`'s `record`), which the answer's status change holds. */
+  marked?: DelegationRecord;
 }
 
 /**
@@ -106,6 +108,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
   let streaming = false;
   let leaseHeld: boolean;
   let markedAt: number;
+  let marked: DelegationRecord | undefined;
   try {
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
     if ((await attemptTimeLeftMs(ctx, record)) <= 0 && (await enforceAttemptDeadline(ctx, (await ctx.journal.getDelegation(ref)) ?? record, log))) return 'deadline-exceeded';
@@ -114,7 +117,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
     // The stall guard counts from the mark's sendStartedAt, where the reconciler's sendSettleMs starts: a stall anywhere
     // after it counts (the WAIT after the mark too), the WAIT before the mark does not (the reconciler waits from the mark).
     ctx.crashPoint('send.before-mark', record.step);
-    ({ leaseHeld, sendStartedAt: markedAt, fence } = await ctx.journal.markSending(ref, fence, record.agentInterface ? undefined : agentInterface, {
+    ({ leaseHeld, sendStartedAt: markedAt, fence, record: marked } = await ctx.journal.markSending(record, fence, record.agentInterface ? undefined : agentInterface, {
       token: sendRunToken(ctx, job),
       durationMs: ctx.options.lockDurationMs,
       claim: true,
@@ -130,7 +133,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
     return sendFailed(ctx, { record, fence, error, log, job, afterMark: false });
   }
   ctx.crashPoint('send.after-mark', record.step);
-  return { fence, agentInterface, markedAt, streaming, leaseHeld };
+  return { fence, agentInterface, markedAt, streaming, leaseHeld, ...(marked ? { marked } : {}) };
 }
 
 /**
@@ -151,7 +154,7 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     return 'stalled-before-request';
   }
   const { transport, request, timeLeftMs } = ready;
-  const held: HeldSend = { record, job, fence: prepared.fence, transport, request, log };
+  const held: HeldSend = { record, job, fence: prepared.fence, transport, request, log, ...(prepared.marked ? { marked: prepared.marked } : {}) };
   if (prepared.streaming) {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
     const applyAnswer = (response: SendMessageResponse) => apply(ctx, record, answerObservation(record, response, 'stream'), { log, source: 'send' });
@@ -231,6 +234,8 @@ interface HeldSend {
   log: Log;
   /** This run still holds its send lease: the answer's transition gives it back (`endsLease`), or it is released before anything else. */
   holdsLease?: boolean;
+  /** The row as the mark left it: the answer is applied to it (its status change replies with the change only). */
+  marked?: DelegationRecord;
 }
 
 /**
@@ -263,7 +268,7 @@ async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldS
     result.kind === 'found'
       ? { kind: 'send-answered', answer: { task: result.task }, ownership: { kind: 'proven', by: 'message-id' }, via: 'search-while-held', summary: !result.complete }
       : answerObservation(send.record, result.response, 'answer');
-  const applied = await apply(ctx, send.record, observation, { log: send.log, source: 'send', ...(sendLease ? { sendLease } : {}) });
+  const applied = await apply(ctx, send.marked ?? send.record, observation, { log: send.log, source: 'send', ...(sendLease ? { sendLease } : {}) });
   return outcomeOf(ctx, send.log, observation, applied);
 }
 
