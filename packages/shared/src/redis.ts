@@ -96,12 +96,15 @@ export function createFailFastRedisClient(url: string, commandTimeoutMs: number 
   return client;
 }
 
+/** True when `client` takes commands now, as `waitUntilConnected` counts it: ready, or a Cluster that has connected. */
+export const isConnectedNow = (client: Redis | Cluster): boolean => client.status === 'ready' || (client instanceof Cluster && client.status === 'connect');
+
 /**
  * Resolves true once `client` is ready (a Cluster: connected), false after
  * `waitMs` without it. Never rejects, sends nothing, queues nothing.
  */
 export async function waitUntilConnected(client: Redis | Cluster, waitMs: number): Promise<boolean> {
-  const connected = () => client.status === 'ready' || (client instanceof Cluster && client.status === 'connect');
+  const connected = () => isConnectedNow(client);
   if (connected()) return true;
   return new Promise<boolean>((resolve) => {
     const done = () => {

@@ -15,6 +15,7 @@ import {
   Journal,
   batchWritesPerTurn,
   createFailFastRedisClient,
+  isConnectedNow,
   queuePrefix,
   waitUntilConnected,
   type CorruptRecordHandler,
@@ -171,6 +172,8 @@ async function takesCommands(client: Redis | Cluster, waitMs: number): Promise<b
  * caller was told the call failed.
  */
 export async function ensureConnected(context: ProducerContext): Promise<void> {
+  // Both connected (every call of a running producer): nothing to wait for.
+  if (context.redis.status === 'ready' && isConnectedNow(context.queueRedis)) return;
   const waitMs = context.options.commandTimeoutMs ?? DEFAULT_COMMAND_TIMEOUT_MS;
   const [journalReady, queuesReady] = await Promise.all([takesCommands(context.redis, waitMs), waitUntilConnected(context.queueRedis, waitMs)]);
   if (!journalReady || !queuesReady) {

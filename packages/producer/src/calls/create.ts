@@ -10,6 +10,7 @@ import {
   candidateAgents,
   ID_PATTERN,
   WorkflowDefinitionSchema,
+  WORKFLOW_ID_PATTERN,
   StrictQuestionPolicySchema,
   SPAN_ATTRIBUTES,
   SendPrioritySchema,
@@ -180,18 +181,28 @@ function quotaExceeded(tenant: string, code: 'QUOTA_IN_FLIGHT' | 'QUOTA_STORED')
 export async function delegate(context: ProducerContext, scope: ProducerScope, input: DelegateInput): Promise<{ id: string; created: boolean; messageId: string }> {
   requireWriter(scope, 'delegate');
   const parsed = parseInput(DelegateInputSchema, input);
-  const metadata = parsed.metadata ? { metadata: parsed.metadata } : {};
-  const message = parsed.text !== undefined ? { text: parsed.text, ...metadata } : { parts: parsed.parts!, ...metadata };
-  const definition = parseInput(WorkflowDefinitionSchema, {
-    workflowId: createdWorkflowId(scope, parsed.idempotencyKey ?? randomUUID()),
-    steps: [{ name: 'main', agent: parsed.agent, message, ...(parsed.push !== undefined ? { push: parsed.push } : {}), ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}), ...(parsed.question ? { question: parsed.question } : {}) }],
-    maxAttemptsPerStep: 1,
-    ...(parsed.notify ? { notify: parsed.notify } : {}),
-    ...(parsed.priority !== undefined ? { priority: parsed.priority } : {}),
-  });
+  const definition = delegationDefinition(createdWorkflowId(scope, parsed.idempotencyKey ?? randomUUID()), parsed);
   await checkAgentAddresses({ agent: parsed.agent, ...(parsed.notify ? { notify: parsed.notify } : {}) }, context.options.addressPolicy ?? NO_ADDRESS_POLICY);
   const result = await withSpan('workflow.start', { [SPAN_ATTRIBUTES.workflowId]: definition.workflowId }, () => create(context, definition));
   return { id: result.id, created: result.created, messageId: result.messageId ?? '' };
+}
+
+/**
+ * The one-step workflow of a delegation, `parsed` being `DelegateInputSchema`'s output: what
+ * `WorkflowDefinitionSchema.parse` gives for it (the same keys in the same order, so the same journaled text), built
+ * without parsing again, since `DelegateInputSchema` validated every field under the same rules
+ * (packages/producer/test/delegate-definition.test.ts holds the two equal). A stored id the definition would refuse
+ * is parsed, to throw the same ProducerInputError.
+ */
+export function delegationDefinition(workflowId: string, parsed: z.output<typeof DelegateInputSchema>): Definition {
+  const metadata = parsed.metadata ? { metadata: parsed.metadata } : {};
+  const message = parsed.text !== undefined ? { text: parsed.text, ...metadata } : { parts: parsed.parts!, ...metadata };
+  // WorkflowDefinitionSchema's output order: the step's target (`agent`, its intersection's first part), then its own fields.
+  const step = { agent: parsed.agent, name: 'main', message, ...(parsed.push !== undefined ? { push: parsed.push } : {}), ...(parsed.unreachableForMs ? { unreachableForMs: parsed.unreachableForMs } : {}), ...(parsed.question ? { question: parsed.question } : {}) };
+  const notify = parsed.notify ? { notify: parsed.notify } : {};
+  const priority = parsed.priority !== undefined ? { priority: parsed.priority } : {};
+  if (!WORKFLOW_ID_PATTERN.test(workflowId)) return parseInput(WorkflowDefinitionSchema, { workflowId, steps: [step], maxAttemptsPerStep: 1, ...notify, ...priority });
+  return { workflowId, steps: [step], maxAttemptsPerStep: 1, ...priority, ...notify };
 }
 
 /**

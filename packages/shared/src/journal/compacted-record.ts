@@ -147,8 +147,10 @@ const FieldsSchema = z.custom<Record<string, unknown>>(
   'expected an object',
 );
 const CompactedSchema = z.object({ workflow: FieldsSchema, delegations: z.array(FieldsSchema), history: z.array(z.unknown()).optional() });
-const fullName = new Map(Object.entries(COMPACTED_RECORD_LAYOUT.names).map(([field, name]) => [name, field]));
-const MARK = '=';
+/** Stored name → field (`COMPACTED_RECORD_LAYOUT.names` reversed). */
+export const fullName = new Map(Object.entries(COMPACTED_RECORD_LAYOUT.names).map(([field, name]) => [name, field]));
+/** The value that stands for the record's own value (see the header). */
+export const MARK = '=';
 
 const times = new Set(COMPACTED_RECORD_LAYOUT.times);
 
@@ -168,7 +170,7 @@ const asText = (value: unknown): string => (typeof value === 'string' ? value : 
  * Replaces every `key: "="` inside a JSON value by `replacement` (at most one exists: see the header), in place: the
  * value is the record's own, fresh from JSON.parse. Returns `value`.
  */
-function restoreMark(value: unknown, key: string, replacement: unknown): unknown {
+export function restoreMark(value: unknown, key: string, replacement: unknown): unknown {
   if (!value || typeof value !== 'object') return value;
   if (Array.isArray(value)) {
     for (const item of value) restoreMark(item, key, replacement);

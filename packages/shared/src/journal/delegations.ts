@@ -10,6 +10,7 @@ import { rememberStoredRow } from './stored-rows.ts';
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, fenceDecoder, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
 import { parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
+import { readCompactedRecords } from './compacted-record-read.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalWorkflows } from './workflows.ts';
@@ -194,7 +195,7 @@ export class JournalDelegations extends JournalWorkflows {
   snapshotFromPublished(workflowId: string, published: string): WorkflowRecordSnapshot | undefined {
     if (!published.startsWith('{')) return undefined;
     try {
-      return snapshotOfCompacted(parseCompactedWorkflow(workflowId, published));
+      return snapshotOfCompactedText(workflowId, published);
     } catch {
       return undefined;
     }
@@ -215,7 +216,8 @@ export class JournalDelegations extends JournalWorkflows {
       this.redis.lrange(this.keys.history(workflowId), 0, -1),
     ]);
     if (!hash.workflowId) {
-      const finished = compacted ? this.parseCompacted(workflowId, compacted) : await this.finishedWorkflow(workflowId);
+      if (compacted) return this.parseAt('workflow', this.keys.finished(workflowId), () => snapshotOfCompactedText(workflowId, compacted));
+      const finished = await this.finishedWorkflow(workflowId);
       return finished ? this.parseAt('workflow', this.keys.finished(workflowId), () => snapshotOfCompacted(finished)) : undefined;
     }
     // A delegation compacted between the two reads is read from the compacted record (getDelegationView).
@@ -392,8 +394,18 @@ export class JournalDelegations extends JournalWorkflows {
   }
 }
 
-/** A compacted workflow's typed snapshot: its row and every delegation's view (artifacts parsed). */
-function snapshotOfCompacted(finished: CompactedWorkflow): WorkflowRecordSnapshot {
+/**
+ * The snapshot of a compacted record's text: its typed records read as they stand (compacted-record-read.ts), else
+ * through its hashes. Throws on a corrupt record (the hash path's error).
+ */
+export function snapshotOfCompactedText(workflowId: string, text: string): WorkflowRecordSnapshot {
+  const records = readCompactedRecords(workflowId, text);
+  if (!records) return snapshotOfCompacted(parseCompactedWorkflow(workflowId, text));
+  return { workflow: records.workflow, delegations: records.delegations, history: parseHistory(records.history, records.workflow.historyDropped) };
+}
+
+/** A compacted workflow's typed snapshot from its hashes (`parseCompactedWorkflow`): each row parsed by the journal's hash parsers, artifacts included. */
+export function snapshotOfCompacted(finished: CompactedWorkflow): WorkflowRecordSnapshot {
   const delegations = finished.delegations.map(({ hash: row, artifacts }) => ({ ...parseDelegationHash(row), artifacts: parseArtifacts(artifacts) }));
   const workflow = parseWorkflowHash(finished.workflow);
   return { workflow, delegations, history: parseHistory(finished.history, workflow.historyDropped) };

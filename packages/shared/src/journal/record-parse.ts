@@ -67,10 +67,8 @@ const count: Read = (hash, key) => {
   return value ? Number(value) : 0;
 };
 const flag: Read = (hash, key) => optional(hash, key) === '1';
-const jsonOf =
-  (schema: z.ZodType): Read =>
-  (hash, key) =>
-    json(hash, key, schema);
+/** A JSON field's reading; `schema` is kept for the compacted record's embedded values (`EMBEDDED_FIELDS`). */
+const jsonOf = (schema: z.ZodType): Read & { schema: z.ZodType } => Object.assign((hash: Hash, key: string) => json(hash, key, schema), { schema });
 const oneOf =
   (allowed: ReadonlySet<string>): Read =>
   (hash, key) =>
@@ -156,9 +154,30 @@ const FIELDS: readonly (readonly [string, Read | typeof secret])[] = [
   ['verifyAttempts', count],
 ];
 
-function fastParse(hash: Hash): DelegationRecord {
+/**
+ * A JSON field as a compacted record holds it (compacted-record-read.ts): embedded, an object or an array already
+ * parsed, checked by the field's schema as it is; anything else read as the hash's text.
+ */
+const embedded =
+  (schema: z.ZodType, asText: Read): Read =>
+  (hash, key) => {
+    const value = hash[key];
+    if (typeof value !== 'object' || value === null) return asText(hash, key);
+    const parsed = schema.safeParse(value);
+    if (!parsed.success) throw NOT_AS_IT_STANDS;
+    return parsed.data;
+  };
+
+/** `FIELDS` with every JSON field also read embedded. */
+const EMBEDDED_FIELDS: readonly (readonly [string, Read | typeof secret])[] = FIELDS.map(([key, read]) => {
+  if (read === message) return [key, embedded(OutgoingMessageSchema, message)] as const;
+  if (read !== secret && 'schema' in read) return [key, embedded(read.schema as z.ZodType, read)] as const;
+  return [key, read] as const;
+});
+
+function fastParse(hash: Hash, fields = FIELDS): DelegationRecord {
   const out: Record<string, unknown> = {};
-  for (const [key, read] of FIELDS) {
+  for (const [key, read] of fields) {
     if (read === secret) optional(hash, key);
     // zod's object output rule: a key whose value is undefined is kept only when the input had it.
     else {
@@ -179,6 +198,20 @@ export function parseDelegationHash(hash: Readonly<Record<string, unknown>>): De
     return fastParse(hash);
   } catch {
     return DelegationRecordSchema.parse(hash);
+  }
+}
+
+/**
+ * `parseDelegationHash`'s record from a delegation of a compacted record, its fields restored (compacted-record-read.ts):
+ * each value a string as the hash holds it, or for a JSON field its value embedded (an object or an array, checked by
+ * the field's schema as it is, not as text). Undefined when a field does not read as it stands: the caller parses
+ * the hash, which gives the record or the error.
+ */
+export function readEmbeddedDelegation(fields: Hash): DelegationRecord | undefined {
+  try {
+    return fastParse(fields, EMBEDDED_FIELDS);
+  } catch {
+    return undefined;
   }
 }
 

@@ -112,6 +112,89 @@ export function parseWorkflowHash(hash: Record<string, string>): WorkflowRecord 
   return record;
 }
 
+/** Thrown inside `readWorkflowFields`: the row takes `parseWorkflowHash`. */
+const NOT_AS_IT_STANDS = Symbol('not-as-it-stands');
+const STATES: ReadonlySet<string> = new Set(WORKFLOW_STATES);
+const DIGITS_MS = /^\d{1,16}$/;
+type Fields = Readonly<Record<string, unknown>>;
+
+/**
+ * `parseWorkflowHash`'s record from a compacted record's workflow fields (compacted-record-read.ts): the same keys,
+ * values and order. Each value is a string as the hash holds it, or for a list or `attention` its JSON embedded
+ * (checked as it is); `definition` is read from `definitionText`, the definition's text. Undefined when a field does
+ * not read as it stands, or the row holds an older release's `retry:` fields: the caller parses the hash, which
+ * gives the record or the error.
+ */
+export function readWorkflowFields(fields: Fields, definitionText: string): WorkflowRecord | undefined {
+  try {
+    return readFields(fields, definitionText);
+  } catch {
+    return undefined;
+  }
+}
+
+/** A field the hash holds as text (or absent). */
+function textField(fields: Fields, key: string): string | undefined {
+  const value = fields[key];
+  if (value !== undefined && typeof value !== 'string') throw NOT_AS_IT_STANDS;
+  return value;
+}
+
+/** `StoredMs`: digits, absent reads as 0. */
+function storedMsField(fields: Fields, key: string): number {
+  const value = textField(fields, key);
+  if (value !== undefined && !DIGITS_MS.test(value)) throw NOT_AS_IT_STANDS;
+  return Number(value ?? 0);
+}
+
+/** `optionalList`: a list of strings, as JSON text or embedded; empty text or absent reads as undefined. */
+function listField(fields: Fields, key: string): string[] | undefined {
+  const value = fields[key];
+  const parsed: unknown = typeof value === 'string' ? (value ? JSON.parse(value) : undefined) : value;
+  if (parsed === undefined) return undefined;
+  if (!Array.isArray(parsed) || !parsed.every((item) => typeof item === 'string')) throw NOT_AS_IT_STANDS;
+  return parsed as string[];
+}
+
+/** `attention`: text as `parseAttention` reads it, or embedded in its own shape (an older shape takes the hash path). */
+function attentionField(fields: Fields): Attention | undefined {
+  const value = fields.attention;
+  if (value === undefined || typeof value === 'string') return value ? parseAttention(value) : undefined;
+  const parsed = AttentionSchema.safeParse(value);
+  if (!parsed.success) throw NOT_AS_IT_STANDS;
+  return parsed.data;
+}
+
+function readFields(fields: Fields, definitionText: string): WorkflowRecord {
+  for (const key of Object.keys(fields)) if (key.startsWith('retry:')) throw NOT_AS_IT_STANDS;
+  const workflowId = textField(fields, 'workflowId');
+  const state = textField(fields, 'state');
+  const version = textField(fields, 'version');
+  if (workflowId === undefined || version === undefined || state === undefined || !STATES.has(state)) throw NOT_AS_IT_STANDS;
+  const record = {
+    workflowId,
+    state,
+    definition: parseDefinitionText(definitionText),
+    definitionText,
+    version: Number(version),
+    createdAt: storedMsField(fields, 'createdAt'),
+    updatedAt: storedMsField(fields, 'updatedAt'),
+    cancelRequested: textField(fields, 'cancelRequested') === '1',
+  } as WorkflowRecord;
+  // zod's object output: a key whose value is undefined is kept only when the input had it.
+  const stopping = listField(fields, 'stopping');
+  if (stopping !== undefined || 'stopping' in fields) record.stopping = stopping;
+  const failure = listField(fields, 'failure');
+  if (failure !== undefined || 'failure' in fields) record.failure = failure;
+  const attention = attentionField(fields);
+  if (attention !== undefined || 'attention' in fields) record.attention = attention;
+  record.retryApproved = listField(fields, 'retryApproved') ?? [];
+  record.abandonedCompensations = listField(fields, 'abandonedCompensations') ?? [];
+  const dropped = textField(fields, 'historyDropped');
+  record.historyDropped = dropped ? Number(dropped) : 0;
+  return record;
+}
+
 /** A change to a workflow row (compare-and-set in `Journal.updateWorkflow`). `null` clears a field. */
 export interface WorkflowPatch {
   state?: WorkflowState;
