@@ -67,11 +67,8 @@ export async function reconcileBatch(ctx: WorkerContext, refs: readonly Delegati
   return `batch ${refs.length}: ${[...outcomes].map(([outcome, count]) => `${outcome} ${count}`).join(', ')}`;
 }
 
-/**
- * Enqueues the delayed checks of `leaseEnds` (ms since epoch): one batch job per group of lease ends (see the module
- * header). `jobId`: the id of the job that found them held (part of the delayed jobs' ids).
- */
-export async function checkAtLeaseEnds(ctx: WorkerContext, leaseEnds: readonly { ref: DelegationRef; endsAt: number }[], jobId: string | undefined): Promise<void> {
+/** Enqueues the delayed checks of `leaseEnds` (ms since epoch): one batch job per group of lease ends (see the module header). */
+async function checkAtLeaseEnds(ctx: WorkerContext, leaseEnds: { ref: DelegationRef; endsAt: number }[], jobId: string | undefined): Promise<void> {
   const sorted = [...leaseEnds].sort((left, right) => left.endsAt - right.endsAt);
   const groups: { refs: DelegationRef[]; firstEnd: number; lastEnd: number }[] = [];
   for (const { ref, endsAt } of sorted) {

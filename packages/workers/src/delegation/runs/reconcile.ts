@@ -124,16 +124,13 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
  */
 export async function leaseHeld(ctx: WorkerContext, ref: DelegationRef, leaseMs: number, check: ReconcileCheck = {}): Promise<string> {
   const now = ctx.options.now();
-  const checkAt = leaseEndCheckAt(now, leaseMs);
+  const checkAt = now + leaseMs + Math.floor(Math.random() * LEASE_JITTER_MS);
   await ctx.journal.scheduleCheck(ref, checkAt);
   if (check.afterLease) return 'followed';
   if (check.onLeaseHeld) check.onLeaseHeld(ref, now + leaseMs);
   else await enqueueReconcile(ctx.queues, ref, { leaseEndsAt: checkAt, now });
   return 'followed';
 }
-
-/** When the index looks again at an entry whose follow lease runs out in `leaseMs` (ms since epoch): just after, jittered. */
-export const leaseEndCheckAt = (now: number, leaseMs: number): number => now + leaseMs + Math.floor(Math.random() * LEASE_JITTER_MS);
 
 /**
  * No taskId yet: never sent (send it), maybe sent (search, then adopt / resend / AMBIGUOUS). `holderDied`: its sender

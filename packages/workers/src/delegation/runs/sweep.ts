@@ -10,9 +10,7 @@ import { AgentCardError, isRetryable } from '@durable-a2a/a2a';
 import { enqueueReconcileBatch, pruneSearchIndex, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { jitteredCheckTime } from '../core/policy.ts';
-import { isSendRunToken } from '../io/send-errors.ts';
-import { batchesOf, checkAtLeaseEnds } from './reconcile-batch.ts';
-import { leaseEndCheckAt } from './reconcile.ts';
+import { batchesOf } from './reconcile-batch.ts';
 
 /** Id of the reconcile queue's job scheduler. */
 export const SWEEP_SCHEDULER_ID = 'reconcile-sweep';
@@ -68,14 +66,6 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
  * jobs; workflow entries' batches run after every delegation's (`later`): a running workflow only waits,
  * its delegation may need reattaching. Batch job ids carry the sweep's occasion (`startup-<now>`, or the
  * timer sweep's `now`) and a running part number; an entry a scan returns twice is checked once.
- *
- * A delegation whose follow lease someone holds (its stream is open, or was until its holder died) is not
- * reconciled now: the page's lease holders and their TTLs are read in one round trip, and such an entry is looked
- * at just after its lease ends (its index entry moved there, and a delayed batch job per group of lease ends), as
- * its reconcile would have decided after reading it (`leaseHeld`). Its attempt deadline and question life are
- * checked then. A fresh worker after a whole-fleet crash read and parsed every record (and its workflow's
- * definition) only to find each lease held by the dead fleet; those reads took about 3 s of its CPU for 10,000
- * streams, beside the dead-worker sweep that reattaches them (docs/performance.md, recovery).
  */
 class SweepChecks {
   count = 0;
@@ -95,37 +85,12 @@ class SweepChecks {
       return !this.seen.has(key) && this.seen.add(key);
     });
     for (const { dueAt } of fresh) ctx.metrics.reconcileLag.observe(Math.max(0, now - dueAt) / 1000);
-    const followed = await this.followLeaseEnds(fresh.map(({ ref }) => ref));
-    await ctx.journal.scheduleChecks(
-      fresh.map(({ ref }, index) => {
-        const leaseMs = followed[index];
-        return { ref, atMs: leaseMs === undefined ? jitteredCheckTime(now, ctx.options.reconcileIntervalMs) : leaseEndCheckAt(now, leaseMs) };
-      }),
-    );
-    const delegations = fresh.filter(({ ref }, index) => ref.delegationId !== '*' && followed[index] === undefined).map(({ ref }) => ref);
+    await ctx.journal.scheduleChecks(fresh.map(({ ref }) => ({ ref, atMs: jitteredCheckTime(now, ctx.options.reconcileIntervalMs) })));
+    const delegations = fresh.filter(({ ref }) => ref.delegationId !== '*').map(({ ref }) => ref);
     const workflows = fresh.filter(({ ref }) => ref.delegationId === '*').map(({ ref }) => ref);
-    const leaseEnds = fresh.flatMap(({ ref }, index) => (followed[index] === undefined ? [] : [{ ref, endsAt: now + followed[index] }]));
-    const part = this.part;
     const jobs = [...batchesOf(delegations).map((refs) => ({ refs, later: false })), ...batchesOf(workflows).map((refs) => ({ refs, later: true }))];
     await Promise.all(jobs.map(({ refs, later }) => enqueueReconcileBatch(ctx.queues, refs, { sweep: this.occasion, part: this.part++, later })));
-    await checkAtLeaseEnds(ctx, leaseEnds, `sweep-${this.occasion}-${part}`);
-    if (leaseEnds.length > 0) ctx.metrics.reconcileRuns.inc({ outcome: 'followed' }, leaseEnds.length);
     this.count += fresh.length;
-  }
-
-  /**
-   * Per entry, the ms left on its follow lease when someone holds one (undefined: a workflow entry, no lease, or a
-   * send lease: those are reconciled now). One round trip for the page (GET and PTTL of each lease, auto-pipelined).
-   */
-  private async followLeaseEnds(refs: readonly DelegationRef[]): Promise<(number | undefined)[]> {
-    const { journal } = this.ctx;
-    return Promise.all(
-      refs.map(async (ref) => {
-        if (ref.delegationId === '*') return undefined;
-        const [holder, leaseMs] = await Promise.all([journal.leaseHolder(ref), journal.followLeaseRemainingMs(ref)]);
-        return holder !== undefined && !isSendRunToken(holder) && leaseMs > 0 ? leaseMs : undefined;
-      }),
-    );
   }
 }
 
