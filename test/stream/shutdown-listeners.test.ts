@@ -5,6 +5,9 @@
  * after the close runs at once.
  */
 import { describe, expect, it } from 'vitest';
+import type { DelegationRecord } from '@durable-a2a/shared';
+import type { JobRun, WorkerContext } from '../../packages/workers/src/context.ts';
+import { readStream } from '../../packages/workers/src/delegation/io/stream.ts';
 import { ShutdownListeners } from '../../packages/workers/src/shutdown-listeners.ts';
 
 describe('shutdown listeners', () => {
@@ -46,4 +49,29 @@ describe('shutdown listeners', () => {
     shutdown.abort();
     expect(calls).toEqual(['first', 'added during the close']);
   });
+
+  it('a stream that fails to open leaves no listener waiting for the close (each failure would hold one until then)', async () => {
+    const shutdown = new AbortController();
+    const listeners = new ShutdownListeners(shutdown.signal);
+    // What readStream reads before the stream is open; the open itself fails (as transportFor does without an
+    // interface or an Agent Card).
+    const ctx = {
+      logger: { child: () => ({}) },
+      options: { streamQuietMs: 60_000 },
+      shutdownSignal: shutdown.signal,
+      shutdownListeners: listeners,
+    } as unknown as WorkerContext;
+    const record = { workflowId: 'wf', delegationId: 'd', step: 0, taskId: 'task' } as unknown as DelegationRecord;
+    const failures = 5;
+    for (let attempt = 0; attempt < failures; attempt++) {
+      const opening = readStream(ctx, record, { id: `job-${attempt}` } as JobRun, new AbortController().signal, async () => ({ next: 'nothing' }) as never, {
+        open: () => {
+          throw new Error('no interface to open a stream on');
+        },
+      });
+      await expect(opening).rejects.toThrow('no interface to open a stream on');
+    }
+    expect(listeners.size).toBe(0);
+  });
 });
+

@@ -20,6 +20,11 @@ export class ShutdownListeners {
     );
   }
 
+  /** How many listeners wait for the close (each open stream has one). */
+  get size(): number {
+    return this.listeners.size;
+  }
+
   /**
    * Calls `listener` once when the fleet closes (at once, before returning, when it already has).
    * @returns its removal (a no-op once it ran or was removed)

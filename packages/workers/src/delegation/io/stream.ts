@@ -78,7 +78,16 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   const unlistenShutdown = ctx.shutdownListeners.add(() => controller.abort(ctx.shutdownSignal.reason));
   if (leaseLost.aborted) controller.abort(leaseLost.reason);
   else leaseLost.addEventListener('abort', () => controller.abort(leaseLost.reason), { once: true, signal });
-  const stream = open ? open(signal) : (await ctx.agents.transportFor(record)).subscribeToTask({ id: record.taskId! }, { signal });
+  let stream: EventStream;
+  try {
+    stream = open ? open(signal) : (await ctx.agents.transportFor(record)).subscribeToTask({ id: record.taskId! }, { signal });
+  } catch (error) {
+    // Not opened (no interface and no Agent Card, say): the listeners and the timer go now, not at the fleet's close.
+    clearTimeout(quietTimer);
+    unlistenShutdown();
+    controller.abort(FINISHED_ABORT_REASON);
+    throw error;
+  }
   let end: StreamEnd | undefined;
   let stopped: NextKind | undefined;
   // An event carried artifacts (a terminal status update then needs no GetTask to collect them, R26).
