@@ -55,10 +55,10 @@ const REGISTRY_COMMANDS_PER_DELEGATION = 0;
 const REGISTRY_CLIENT_COMMANDS_PER_DELEGATION = 0;
 /**
  * The send queue's order (`<prefix>:{send-order}…`, counted apart): one script call per message send enqueued
- * (sendOrder-2.lua: EVALSHA, HINCRBY of the tenant's count in the window, HGET of its weight; a PEXPIRE once per
- * window; its TIME names no key and is not counted here).
+ * (sendOrder-2.lua: EVALSHA, HGET of the stored window, HINCRBY of the tenant's count in it, HGET of its weight; a
+ * DEL, HSET and PEXPIRE once per window; its TIME names no key and is not counted here).
  */
-const SEND_ORDER_COMMANDS_PER_DELEGATION = 3.5;
+const SEND_ORDER_COMMANDS_PER_DELEGATION = 4.5;
 const SEND_ORDER_CLIENT_COMMANDS_PER_DELEGATION = 1;
 const DELEGATIONS = 8;
 /**
