@@ -4,11 +4,10 @@
  * resubscription (a fresh worker reattaching 10,000 streams asked 10,000 times; docs/performance.md, recovery).
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { Redis } from 'ioredis';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { DelegationRef } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
-import { useRedisClient, useRedisServer } from '../harness/redis.ts';
+import { useRedisClient, useRedisServer, startMonitor } from '../harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import { runsSlowly } from '../harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
@@ -39,7 +38,7 @@ describe('resubscriptions to an agent without limits', () => {
     // A graceful close hands each stream over: a follow job each, a resubscription (`again`) for the next worker.
     await closing.close();
 
-    const monitor = await new Redis(redisServer().url).monitor();
+    const monitor = await startMonitor(redisServer().url);
     const flowCalls: string[] = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
       if (args[0]?.toLowerCase().startsWith('eval') && args.some((arg) => arg.includes(':agents:flow:'))) flowCalls.push(args[0]);

@@ -16,6 +16,7 @@ import { scriptSha } from '../../packages/shared/src/journal/scripts.ts';
 import { eventually, startTestFleet } from './fleet.ts';
 import { intentRow } from './journal-rows.ts';
 import { startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type SseWait } from './scripted-agent.ts';
+import { startMonitor } from './redis.ts';
 
 /** The task and context ids a story's events name, and the JSON-RPC id of the SubscribeToTask request it answers. */
 export interface Ids {
@@ -155,7 +156,7 @@ export class PairRig {
   /** Starts MONITOR (first, while Redis is quiet), the agent, the producer and a fleet whose reconciler stays away. */
   static async start(redisUrl: string, prefix: string, fleetOptions: Partial<StartFleetOptions> = {}): Promise<PairRig> {
     const names = new Map(WATCHED.map((name) => [scriptSha(name), name]));
-    const monitor = await new Redis(redisUrl).monitor();
+    const monitor = await startMonitor(redisUrl);
     const calls = new Map<string, Record<string, number>>();
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source.includes('lua') || (args[0] ?? '').toLowerCase() !== 'evalsha' || !(args[3] ?? '').startsWith(`${prefix}:`)) return;

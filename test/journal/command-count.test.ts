@@ -13,7 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { PATTERN_FROM_WAITERS } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
-import { useRedisServer, testsOnCluster } from '../harness/redis.ts';
+import { useRedisServer, testsOnCluster, startMonitor } from '../harness/redis.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 
@@ -109,7 +109,7 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     await delegate(2, 'warm'); // scripts loaded, connections open
     await new Promise((resolve) => setTimeout(resolve, 300));
     const pollerAddress = /addr=(\S+)/.exec(String(await poller.journal.redis.client('INFO')))![1]!;
-    const monitor = await new Redis(redisServer().url).monitor();
+    const monitor = await startMonitor(redisServer().url);
     const byShape = new Map<string, number>();
     // takeFollow-2.lua by its digest: the send's answer hands its lease to the local follow (`endsLease: handover`).
     const takeFollowSha = createHash('sha1').update(readFileSync(new URL('../../packages/shared/src/journal/lua/takeFollow-2.lua', import.meta.url), 'utf8')).digest('hex');

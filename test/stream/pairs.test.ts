@@ -18,7 +18,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Journal, type JournalState, type StatusChange } from '@durable-a2a/shared';
 import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
-import { testsOnCluster, useRedisClient, useRedisServer } from '../harness/redis.ts';
+import { testsOnCluster, useRedisClient, useRedisServer, startMonitor } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 import { scriptSha } from '../../packages/shared/src/journal/scripts.ts';
 import { closeAfterEach } from '../harness/lifecycle.ts';
@@ -162,7 +162,7 @@ describe.skipIf(testsOnCluster())('a stream whose artifact update and status upd
     const prefix = `stream-pairs-e2e-${tag}-${++counter}`;
     // MONITOR first, while Redis is quiet (ioredis takes replies that race its MONITOR for the command queue's).
     const names = new Map((['applyArtifact', 'applyArtifactThenStatus'] as const).map((name) => [scriptSha(name), name]));
-    monitorClient = await new Redis(redisServer().url).monitor();
+    monitorClient = await startMonitor(redisServer().url);
     const calls: string[] = [];
     monitorClient.on('monitor', (_time: string, args: string[], source: string) => {
       if (source.includes('lua') || (args[0] ?? '').toLowerCase() !== 'evalsha' || !(args[3] ?? '').startsWith(`${prefix}:`)) return;
