@@ -133,14 +133,16 @@ describe('benchmarks at smoke scale', () => {
     // Redis (or restate-server) does work for every durable side; the bare client has no store.
     expect(figure(result, 'WORK_MS=0, C=5: durable-separate engine CPU per delegation')).toBeGreaterThan(0);
     expect(figure(result, 'WORK_MS=0, C=5: bare engine CPU per delegation')).toBe(0);
-    // Crash check: the agent saw every delegation; durable-a2a and Restate resume without sending again.
-    // (The naive worker's jobs wait for BullMQ's 30 s lock and are sent again: counted, not asserted.)
+    // Crash check: the agent saw every delegation; durable-a2a resumes without sending again. Restate settles every
+    // one, but its `ctx.run` is at least once: a send whose result the killed endpoint had not yet journaled runs again
+    // (seen once in a CI run: 1 of 5), so its duplicates are counted, not asserted; so are the naive worker's (sent again
+    // after BullMQ's 30 s lock).
     const crashed = sides.filter((side) => side === 'naive' || side === 'restate' || side === 'durable-separate');
     for (const side of crashed) expect(figure(result, `crash ${side}: executions at the agent`), side).toBeGreaterThanOrEqual(5);
-    for (const side of crashed.filter((name) => name !== 'naive')) {
-      expect(figure(result, `crash ${side}: settled`), side).toBe(5);
-      expect(figure(result, `crash ${side}: duplicated delegations`), side).toBe(0);
-      expect(figure(result, `crash ${side}: executions at the agent`), side).toBe(5);
+    for (const side of crashed.filter((name) => name !== 'naive')) expect(figure(result, `crash ${side}: settled`), side).toBe(5);
+    if (crashed.includes('durable-separate')) {
+      expect(figure(result, 'crash durable-separate: duplicated delegations')).toBe(0);
+      expect(figure(result, 'crash durable-separate: executions at the agent')).toBe(5);
     }
     expect(result.tables?.some((table) => table.includes('| durable-separate |'))).toBe(true);
     expect(result.tables?.at(-1)).toMatch(/PASS|FAIL/);
