@@ -99,6 +99,19 @@ describe('a streaming send the agent holds silent past streamQuietMs', () => {
     once(await silentSend({ headers: true, keepAlive: true }, 2));
   }, 120_000);
 
+  it('an agent that never shows a task nor sends an event: at the attempt deadline the send ends DEADLINE_EXCEEDED, never sent again', async () => {
+    const prefix = `quiet-stream-send${++counter}`;
+    agent = await startSilentAgent({ headers: true });
+    producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, streamingSends: true, streamQuietMs: 300, requestTimeoutMs: 500, slowPollMs: 1_000, attemptDeadlineMs: 4_000 });
+    const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'charge card 4242 once', idempotencyKey: 'never' });
+    await eventually(async () => (await producer!.get(id)).state !== 'RUNNING', 'the delegation settled', 60_000);
+    const record = (await producer.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))!;
+    expect({ state: record.state, code: record.error?.code }).toEqual({ state: 'FAILED', code: 'DEADLINE_EXCEEDED' });
+    expect(agent.executions().filter((execution) => execution.messageId === messageId)).toHaveLength(1);
+    expect(agent.count('ListTasks')).toBeGreaterThanOrEqual(2);
+  }, 120_000);
+
   it('property: headers or not, keep-alives or not, any number of searches before the task shows: one execution, COMPLETED', async () => {
     await fc.assert(
       fc.asyncProperty(fc.boolean(), fc.boolean(), fc.integer({ min: 1, max: 3 }), async (headers, keepAlive, searches) => {
