@@ -68,6 +68,8 @@ export interface ScriptedAgentHandle {
   count(method: ScriptedMethod | string): number;
   /** Replaces (or adds) handlers; counts are kept. */
   script(handlers: ScriptedHandlers): void;
+  /** Requests of `method` (every method without one) whose connection is still open: not answered in full, or a stream not ended. */
+  openRequests(method?: ScriptedMethod | string): number;
   /** Destroys open sockets (hanging streams included) and stops listening. Safe to call twice. */
   close(): Promise<void>;
 }
@@ -132,7 +134,10 @@ export async function startScriptedAgent(initial: ScriptedHandlers): Promise<Scr
     // 'hang': leave it open
   };
 
+  const open = new Map<string, number>();
   const server = createServer((request, response) => {
+    let method: string | undefined;
+    response.on('close', () => void (method !== undefined && open.set(method, open.get(method)! - 1)));
     const chunks: Buffer[] = [];
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
@@ -149,7 +154,8 @@ export async function startScriptedAgent(initial: ScriptedHandlers): Promise<Scr
       } catch {
         return json(response, { jsonrpc: '2.0', id: null, error: { code: -32700, message: 'Parse error' } });
       }
-      const method = String(envelope.method);
+      method = String(envelope.method);
+      if (!response.destroyed) open.set(method, (open.get(method) ?? 0) + 1);
       requests.push({ method, params: envelope.params, id: envelope.id, body, headers: request.headers, at: Date.now() });
       const count = (counts.get(method) ?? 0) + 1;
       counts.set(method, count);
@@ -173,6 +179,7 @@ export async function startScriptedAgent(initial: ScriptedHandlers): Promise<Scr
     requests,
     calls: (method) => requests.filter((entry) => entry.method === method),
     count: (method) => requests.filter((entry) => entry.method === method).length,
+    openRequests: (method) => (method === undefined ? [...open.values()].reduce((sum, value) => sum + value, 0) : (open.get(method) ?? 0)),
     script(next) {
       handlers = { ...handlers, ...next };
     },

@@ -22,12 +22,16 @@ const sendOrderScript = defineScript({
 export class SendOrder {
   private readonly keys: JournalKeys;
 
-  /** `windowMs`: how long a tenant's sends are counted before its count starts again (default `SEND_ORDER_WINDOW_MS`). */
+  /**
+   * `windowMs`: how long a tenant's sends are counted before its count starts again (default `SEND_ORDER_WINDOW_MS`).
+   * Throws RangeError for a window that is not a whole number of ms ≥ 1 (0 would count for ever, without expiry).
+   */
   constructor(
     private readonly redis: Redis | Cluster,
     prefix?: string,
     private readonly windowMs: number = SEND_ORDER_WINDOW_MS,
   ) {
+    if (!Number.isSafeInteger(windowMs) || windowMs < 1) throw new RangeError(`SendOrder: windowMs must be a whole number of ms >= 1, got ${windowMs}`);
     this.keys = journalKeys(prefix);
   }
 

@@ -61,10 +61,11 @@ export async function sendWhileSearching(
 
 /**
  * Resolves with our task (`complete`: read in full, not a summary) once a search finds it; undefined when searching
- * stops (aborted, unsupported, failed, capped). Called `requestTimeoutMs` after the send left: searches at once, then
- * after twice as long each time (at most `max(slowPollMs, requestTimeoutMs)`).
+ * stops (aborted, unsupported, failed, capped at 20 searches). Called once the send has waited (a held SendMessage
+ * after `requestTimeoutMs`, a silent send stream after `streamQuietMs`): searches at once, then after twice as long
+ * each time, starting from `requestTimeoutMs` (at most `max(slowPollMs, requestTimeoutMs)`).
  */
-async function searchWhileHeld(ctx: WorkerContext, record: DelegationRecord, transport: A2ATransport, stop: AbortSignal): Promise<{ task: Task; complete: boolean } | undefined> {
+export async function searchWhileHeld(ctx: WorkerContext, record: DelegationRecord, transport: A2ATransport, stop: AbortSignal): Promise<{ task: Task; complete: boolean } | undefined> {
   const contextId = record.contextRefused ? undefined : record.requestedContextId;
   let delayMs = ctx.options.requestTimeoutMs;
   for (let search = 0; search < MAX_SEARCHES_WHILE_HELD; search++) {

@@ -7,8 +7,14 @@
  * event, by a search for our messageId) without a second send. The rest of the
  * stream is then the follow (`stream.ts`), under the delegation's lease, within
  * the agent's share of follow slots (`followSlotsPerAgent`): beyond it, or when
- * the stream stays quiet for `streamQuietMs`, our side closes and polling /
- * SubscribeToTask take over, so a send slot is held only while events flow.
+ * the followed stream stays quiet for `streamQuietMs`, our side closes and polling /
+ * SubscribeToTask take over. Before the first event the send is held, as a held
+ * SendMessage is (`send-held.ts`): an agent that has our message may work on it
+ * silently and show no task yet, and one that does not deduplicate by messageId
+ * runs a second request again, so our side never closes a silent send stream
+ * for quietness (a search miss would then resend a message the agent has). From
+ * `streamQuietMs` on it searches for our messageId meanwhile and adopts the task
+ * it finds; else it waits for the first event up to the attempt's time left.
  * A first event that is not ours, or a stream that ends or fails before one,
  * is a send failure like any other (`send.ts` sendFailed: the reconciler searches),
  * except a refusal of the method itself (-32601, -32004): then SendMessage.
@@ -29,9 +35,9 @@ import {
   type StreamResponse,
 } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
-import type { JobRun, WorkerContext } from '../../context.ts';
+import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
 import { holdingSendLease, sendRunToken } from '../io/send-errors.ts';
-import type { HeldSendResult } from '../io/send-held.ts';
+import { searchWhileHeld, type HeldSendResult } from '../io/send-held.ts';
 import { readStream } from '../io/stream.ts';
 import { apply, type Applied } from '../apply.ts';
 import { streamSink } from './follow.ts';
@@ -68,8 +74,9 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
   return holdingSendLease(ctx, ref, sendRunToken(ctx, job), async (leaseLost, held) => {
     const controller = new AbortController();
     const signal = AbortSignal.any([controller.signal, ctx.shutdownSignal, leaseLost]);
-    // Held (V2): the headers may take the attempt's time left, and a silent agent is given the quiet window, not the idle timeout.
-    const idleTimeoutMs = Math.max(ctx.options.streamIdleTimeoutMs, ctx.options.streamQuietMs);
+    // Held (V2): the headers and the first event may take the attempt's time left (`firstEvent`); once the stream is
+    // followed, `readStream`'s quiet window ends a stream without events sooner than this.
+    const idleTimeoutMs = Math.max(ctx.options.streamIdleTimeoutMs, ctx.options.streamQuietMs, send.timeLeftMs);
     const stream = send.transport.sendStreamingMessage(send.request, { signal, timeoutMs: send.timeLeftMs, idleTimeoutMs });
     const close = async () => {
       controller.abort();
@@ -80,7 +87,12 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
     // settle): the task is bound SUBMITTED now and that status applied after the rest of the stream (its artifacts).
     let deferred: StreamResponse | undefined;
     try {
-      const next = await firstEvent(ctx, stream, controller);
+      const next = await firstEvent(ctx, send, stream, controller);
+      if ('kind' in next) {
+        await close();
+        log.info({ taskId: next.task.id }, 'the agent holds the send stream silent; its task was found by our messageId');
+        return next;
+      }
       if (next.done) throw new ProtocolError(`the send stream ended (${next.value.kind}) before naming a task`, { delivery: 'received' });
       ctx.crashPoint('send.after-request', record.step);
       const first = next.value.response;
@@ -123,20 +135,37 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
 }
 
 /**
- * The stream's first event. Once the stream is open, an agent that sends nothing but keep-alives for
- * `streamQuietMs` (or holds its headers that long) gets no longer: our side closes and the reconciler
- * searches once the send has settled.
+ * The stream's first event, or our task found by a search while the agent holds the stream silent (headers or not,
+ * keep-alives or not): from `streamQuietMs` on, searched for by our messageId (`searchWhileHeld`). Our side closes
+ * only at the attempt's time left (`StreamIdleError`, delivery maybe: the reconciler searches, and past the deadline
+ * sends nothing again), on the fleet's close or a lost lease.
  */
-async function firstEvent(ctx: WorkerContext, stream: EventStream, controller: AbortController): Promise<IteratorResult<StreamEvent, StreamEnd>> {
-  let quiet = false;
-  const timer = setTimeout(() => ((quiet = true), controller.abort()), ctx.options.streamQuietMs);
+async function firstEvent(
+  ctx: WorkerContext,
+  send: StreamingSend,
+  stream: EventStream,
+  controller: AbortController,
+): Promise<IteratorResult<StreamEvent, StreamEnd> | Extract<HeldSendResult, { kind: 'found' }>> {
+  let timedOut = false;
+  const searching = new AbortController();
+  let quietTimer: ReturnType<typeof setTimeout> | undefined;
+  const found = new Promise<Extract<HeldSendResult, { kind: 'found' }>>((resolve) => {
+    quietTimer = setTimeout(() => {
+      void searchWhileHeld(ctx, send.record, send.transport, searching.signal).then((hit) => hit && !searching.signal.aborted && resolve({ kind: 'found', ...hit }));
+    }, ctx.options.streamQuietMs);
+  });
+  const deadline = setTimeout(() => ((timedOut = true), controller.abort()), send.timeLeftMs);
+  const next = stream.next();
+  next.catch(() => undefined);
   try {
-    return await stream.next();
+    return await Promise.race([next, found]);
   } catch (error) {
-    if (quiet) throw new StreamIdleError(`the send stream carried no event for ${ctx.options.streamQuietMs} ms`, { delivery: 'maybe', cause: error });
+    if (timedOut) throw new StreamIdleError(`the send stream carried no event within the attempt's time left (${send.timeLeftMs} ms)`, { delivery: 'maybe', cause: error });
     throw error;
   } finally {
-    clearTimeout(timer);
+    clearTimeout(quietTimer);
+    clearTimeout(deadline);
+    searching.abort(FINISHED_ABORT_REASON);
   }
 }
 
