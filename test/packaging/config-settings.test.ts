@@ -3,7 +3,8 @@
  * limits (unset ones keep their defaults; a bad value is refused at start-up, naming the variable).
  */
 import { describe, expect, it } from 'vitest';
-import { fleetOptionsFrom, parseWorkerEnvironment } from '../../packages/workers/src/config.ts';
+import { ServerEnvironmentSchema } from '@durable-a2a/producer/server';
+import { WorkerEnvironmentSchema, fleetOptionsFrom, parseWorkerEnvironment } from '../../packages/workers/src/config.ts';
 import { compileFleetOptions } from '../../packages/workers/src/options.ts';
 
 describe('attempt deadline and limits from the environment', () => {
@@ -21,5 +22,31 @@ describe('attempt deadline and limits from the environment', () => {
 
   it('a limit that is not a positive integer is refused, naming the variable', () => {
     expect(() => parseWorkerEnvironment({ DA2A_LIMIT_PARTS_PER_MESSAGE: '-1' })).toThrow(/DA2A_LIMIT_PARTS_PER_MESSAGE/);
+  });
+});
+
+describe('durations past Node timer range (about 24.8 days) in the environment', () => {
+  const TOO_LONG = String(2 ** 31);
+  const MONTH = String(30 * 24 * 3600 * 1000);
+  /** Every duration variable of a schema: its name ends in _MS. */
+  const durations = (shape: Record<string, unknown>) => Object.keys(shape).filter((name) => name.endsWith('_MS'));
+
+  it('every worker duration a timer waits for refuses 2^31 ms, naming the variable; the attempt deadline and the life of an answer link take a month', () => {
+    const names = durations(WorkerEnvironmentSchema.shape);
+    expect(names.length).toBeGreaterThan(15);
+    for (const name of names) {
+      // The attempt deadline's timers wait in hops (setLongTimeout); an answer link's life is a signed expiry, no timer.
+      if (name === 'DA2A_ATTEMPT_DEADLINE_MS' || name === 'DA2A_ANSWER_LINK_TTL_MS') continue;
+      expect(() => parseWorkerEnvironment({ [name]: TOO_LONG }), name).toThrow(name);
+    }
+    expect(() => parseWorkerEnvironment({ DA2A_REQUEST_TIMEOUT_MS: TOO_LONG })).toThrow(/24\.8 days/);
+    expect(fleetOptionsFrom(parseWorkerEnvironment({ DA2A_ATTEMPT_DEADLINE_MS: MONTH })).attemptDeadlineMs).toBe(Number(MONTH));
+    expect(parseWorkerEnvironment({ DA2A_ANSWER_LINK_TTL_MS: MONTH }).DA2A_ANSWER_LINK_TTL_MS).toBe(Number(MONTH));
+  });
+
+  it('every server duration a timer waits for refuses 2^31 ms', () => {
+    const names = durations(ServerEnvironmentSchema.shape).filter((name) => name !== 'DA2A_ANSWER_LINK_TTL_MS');
+    expect(names.length).toBeGreaterThan(5);
+    for (const name of names) expect(ServerEnvironmentSchema.safeParse({ [name]: TOO_LONG }).success, name).toBe(false);
   });
 });

@@ -10,6 +10,7 @@ import { traceContextHeaders } from './trace-context.ts';
 import type { CredentialsProvider } from './credentials.ts';
 import { A2AError, type Delivery, LimitExceededError, NetworkError, withDelivery } from './errors.ts';
 import { type A2ALimits, checkJsonDepth, resolveLimits } from './limits.ts';
+import { setLongTimeout } from './long-timer.ts';
 
 /** Options of one HTTP client (one per agent interface). */
 export interface HttpClientOptions {
@@ -154,12 +155,16 @@ function requestSignal(callerSignal: AbortSignal | undefined, timeoutMs: number)
   if (timeoutMs <= 0) return { signal: callerSignal, timedOut: () => false, done: () => undefined };
   const controller = new AbortController();
   let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    // The reason `AbortSignal.timeout` gives.
-    controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
-  }, timeoutMs);
-  timer.unref();
+  // A held send's timeout is its attempt's time left, which may pass Node's timer range (a month's deadline).
+  const timer = setLongTimeout(
+    () => {
+      timedOut = true;
+      // The reason `AbortSignal.timeout` gives.
+      controller.abort(new DOMException('The operation was aborted due to timeout', 'TimeoutError'));
+    },
+    timeoutMs,
+    { unref: true },
+  );
   const onCallerAbort = () => controller.abort(callerSignal?.reason);
   if (callerSignal?.aborted) onCallerAbort();
   else callerSignal?.addEventListener('abort', onCallerAbort, { once: true });
@@ -167,7 +172,7 @@ function requestSignal(callerSignal: AbortSignal | undefined, timeoutMs: number)
     signal: controller.signal,
     timedOut: () => timedOut,
     done: () => {
-      clearTimeout(timer);
+      timer.clear();
       callerSignal?.removeEventListener('abort', onCallerAbort);
     },
   };

@@ -10,6 +10,7 @@ import { createParser, type EventSourceMessage, type EventSourceParser } from 'e
 import { LimitExceededError, StreamIdleError } from './errors.ts';
 import { toNetworkError } from './http.ts';
 import { checkJsonDepth, DEFAULT_A2A_LIMITS } from './limits.ts';
+import { setLongTimeout } from './long-timer.ts';
 
 /** One dispatched SSE event. `lastEventId` is the last `id:` seen on this connection (it persists across events). */
 export interface SseMessage {
@@ -55,8 +56,9 @@ export function nextChunk<T>(
 ): Promise<IteratorResult<T>> {
   return new Promise((resolve, reject) => {
     if (signal?.aborted) return reject(signal.reason);
+    // A held send stream's idle timeout is its attempt's time left, which may pass Node's timer range.
     const timer = idleTimeoutMs > 0
-      ? setTimeout(() => {
+      ? setLongTimeout(() => {
           cleanup();
           reject(new StreamIdleError(`no bytes for ${idleTimeoutMs} ms from ${source}`));
         }, idleTimeoutMs)
@@ -66,7 +68,7 @@ export function nextChunk<T>(
       reject(signal?.reason);
     };
     const cleanup = (): void => {
-      clearTimeout(timer);
+      timer?.clear();
       signal?.removeEventListener('abort', onAbort);
     };
     signal?.addEventListener('abort', onAbort, { once: true });

@@ -7,6 +7,7 @@
  * message (a reconnect) only costs a read, since reconnecting counts as one.
  */
 import { z } from 'zod';
+import { setLongTimeout, type LongTimeout } from '@durable-a2a/a2a';
 import { type Journal, WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern } from '@durable-a2a/shared';
 
 export { WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern };
@@ -66,10 +67,11 @@ export async function waitForWorkflow(
   let wakeUp: () => void = () => undefined;
   // The deadline and the signal count from the call, the subscription included: a SUBSCRIBE waits for a connection
   // (the subscriber queues it while Redis is unreachable), and the caller's bound holds there too.
-  let timer: NodeJS.Timeout | undefined;
+  let timer: LongTimeout | undefined;
   let onAbort: () => void = () => undefined;
   const stop = new Promise<'timeout' | 'aborted'>((resolve) => {
-    if (options.timeoutMs !== undefined) timer = setTimeout(() => resolve('timeout'), options.timeoutMs);
+    // A caller may wait longer than Node's timer range (about 24.8 days).
+    if (options.timeoutMs !== undefined) timer = setLongTimeout(() => resolve('timeout'), options.timeoutMs);
     onAbort = () => resolve('aborted');
     options.signal?.addEventListener('abort', onAbort, { once: true });
   });
@@ -121,7 +123,7 @@ export async function waitForWorkflow(
     }
   } finally {
     wakeUp = () => undefined;
-    clearTimeout(timer);
+    timer?.clear();
     options.signal?.removeEventListener('abort', onAbort);
     // Settled: the view goes back at once, the UNSUBSCRIBE follows on its own (it never rejects; a later
     // SUBSCRIBE of the same channel is sent after it on the same connection). Timed out or aborted: the

@@ -4,7 +4,17 @@
  * readable line per bad variable and exit with code 2 (no stack trace).
  */
 import { z } from 'zod';
+import { MAX_TIMER_DELAY_MS } from '@durable-a2a/a2a';
 import { isSentinelUrl, parseSentinelUrl } from './redis-sentinel.ts';
+
+/** A duration in the environment with no upper bound: a whole number of ms ≥ 1 (`DA2A_ATTEMPT_DEADLINE_MS`: its timers are `setLongTimeout`). */
+export const LongMillisecondsSchema = z.coerce.number({ error: 'a whole number of milliseconds' }).int('a whole number of milliseconds').positive('a positive number of milliseconds');
+
+/**
+ * A duration in the environment that a timer waits for: a whole number of ms from 1 to `MAX_TIMER_DELAY_MS` (Node's
+ * timer range, about 24.8 days; Node fires a longer one after 1 ms, so it is refused here with a clear error).
+ */
+export const MillisecondsSchema = LongMillisecondsSchema.max(MAX_TIMER_DELAY_MS, `at most ${MAX_TIMER_DELAY_MS} ms (about 24.8 days: Node's timer range)`);
 
 /** Runs `parse(environment)`; on failure prints `configuration error: NAME: message` lines and exits 2. */
 export function parseEnvironmentOrExit<T>(parse: (environment: NodeJS.ProcessEnv) => T, environment: NodeJS.ProcessEnv = process.env): T {

@@ -129,7 +129,7 @@ export type { SentinelTarget } from './redis-sentinel.ts';
 export type { RedisClient } from './redis.ts';
 export { ReplicationTimeoutError, connectionGeneration, durabilityFrom, JournalDurabilityEnvironment } from './journal/durability.ts';
 export type { JournalDurability } from './journal/durability.ts';
-export { listenOrExit, parseEnvironmentOrExit, RedisUrlSchema, jsonVariable } from './config.ts';
+export { listenOrExit, parseEnvironmentOrExit, RedisUrlSchema, jsonVariable, MillisecondsSchema, LongMillisecondsSchema } from './config.ts';
 export type { ListenSetting } from './config.ts';
 export { exitOnSignals } from './shutdown.ts';
 export type { ShutdownOptions } from './shutdown.ts';

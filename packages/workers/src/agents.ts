@@ -9,6 +9,7 @@ import { LRUCache } from 'lru-cache';
 import {
   NetworkError,
   createAgentCardCache,
+  setLongTimeout,
   createTransport,
   defaultTransports,
   fetchAgentCard,
@@ -18,6 +19,7 @@ import {
   type AgentCard,
   type AddressPolicyOptions,
   type CredentialsProvider,
+  type LongTimeout,
   type TransportFactory,
 } from '@durable-a2a/a2a';
 import { grpcTransports } from '@durable-a2a/a2a/grpc';
@@ -240,10 +242,11 @@ const refOf = (chosen: AgentCard['interfaces'][number]): AgentInterfaceRef => ({
 
 /** `pending`, or a NetworkError (delivery `maybe`) after `timeoutMs` for this caller only; `pending` runs on. */
 function waitAtMost(pending: Promise<AgentCard>, timeoutMs: number, agentCardUrl: string): Promise<AgentCard> {
-  let timer: NodeJS.Timeout | undefined;
+  let timer: LongTimeout | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new NetworkError(`Agent Card ${agentCardUrl}: no answer within the attempt's time left (${timeoutMs} ms)`)), timeoutMs);
+    // The attempt's time left may pass Node's timer range (a month's deadline).
+    timer = setLongTimeout(() => reject(new NetworkError(`Agent Card ${agentCardUrl}: no answer within the attempt's time left (${timeoutMs} ms)`)), timeoutMs);
   });
-  return Promise.race([pending, timeout]).finally(() => clearTimeout(timer));
+  return Promise.race([pending, timeout]).finally(() => timer?.clear());
 }
 

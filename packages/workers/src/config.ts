@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { A2ALimitsSchema, bearerToken, type CredentialsProvider } from '@durable-a2a/a2a';
-import { AgentLimitsSchema, JournalDurabilityEnvironment, RedisUrlSchema, durabilityFrom, jsonVariable, type QueueName } from '@durable-a2a/shared';
+import { AgentLimitsSchema, JournalDurabilityEnvironment, LongMillisecondsSchema, MillisecondsSchema, RedisUrlSchema, durabilityFrom, jsonVariable, type QueueName } from '@durable-a2a/shared';
 import type { StartFleetOptions } from './fleet.ts';
 import { httpVerifier, type Verifier } from './verifiers.ts';
 
@@ -23,7 +23,9 @@ const HttpVerifierConfigSchema = z.record(
   }),
 );
 
-const Milliseconds = z.coerce.number({ error: 'a whole number of milliseconds' }).int('a whole number of milliseconds').positive('a positive number of milliseconds');
+const Milliseconds = MillisecondsSchema;
+/** The refusal of a duration past Node's timer range (the durations that may be 0 say it themselves). */
+const WITHIN_TIMER_RANGE = `at most ${MillisecondsSchema.maxValue} ms (about 24.8 days: Node's timer range)`;
 /** Bytes, parts or nesting levels (the `DA2A_LIMIT_*` variables). */
 const PositiveCount = z.coerce.number({ error: 'a whole positive number' }).int('a whole positive number').positive('a whole positive number');
 const Flag = z.enum(['true', 'false', '1', '0'], { error: 'true or false' }).transform((value) => value === 'true' || value === '1');
@@ -42,7 +44,7 @@ export const WorkerEnvironmentSchema = z.object({
   /** Signed answer links (docs/people.md "Signed answer links"): the HMAC key (as the HTTP service's) and the service's public URL. */
   DA2A_LINK_SECRET: z.string().min(32, 'at least 32 characters, e.g. $(openssl rand -base64 32)').optional(),
   DA2A_PUBLIC_URL: z.url({ protocol: /^https?$/, error: 'the http(s) base URL of the HTTP service, e.g. https://durable-a2a.example' }).optional(),
-  DA2A_ANSWER_LINK_TTL_MS: Milliseconds.optional(),
+  DA2A_ANSWER_LINK_TTL_MS: LongMillisecondsSchema.optional(),
   DA2A_REQUEST_TIMEOUT_MS: Milliseconds.optional(),
   DA2A_STREAM_IDLE_TIMEOUT_MS: Milliseconds.optional(),
   DA2A_RECONCILE_INTERVAL_MS: Milliseconds.optional(),
@@ -50,7 +52,7 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_LOCK_DURATION_MS: Milliseconds.optional(),
   DA2A_STALLED_INTERVAL_MS: Milliseconds.optional(),
   /** Liveness key TTL (docs/recovery.md); 0 turns takeover by liveness off. */
-  DA2A_LIVENESS_TTL_MS: z.coerce.number({ error: 'a whole number of milliseconds (0: off)' }).int('a whole number of milliseconds (0: off)').min(0, 'a whole number of milliseconds (0: off)').optional(),
+  DA2A_LIVENESS_TTL_MS: z.coerce.number({ error: 'a whole number of milliseconds (0: off)' }).int('a whole number of milliseconds (0: off)').min(0, 'a whole number of milliseconds (0: off)').max(MillisecondsSchema.maxValue!, WITHIN_TIMER_RANGE).optional(),
   DA2A_NOT_FOUND_WINDOW_MS: Milliseconds.optional(),
   DA2A_SEARCH_MARGIN_MS: Milliseconds.optional(),
   /** Progress rule and fairness (docs/agents.md "Progress rule"). */
@@ -65,12 +67,12 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_HELD_SEND_SLOTS: z.coerce.number().int('a whole number ≥ 0 (0: a held send keeps its job)').min(0, 'a whole number ≥ 0 (0: a held send keeps its job)').optional(),
   DA2A_RETRY_AFTER_MAX_MS: Milliseconds.optional(),
   /** How long a send to an agent without limits trusts this process's last look at the agent's pause (0: every send looks). */
-  DA2A_PAUSE_CHECK_MS: z.coerce.number().int('a whole number of ms ≥ 0 (0: every send looks)').min(0, 'a whole number of ms ≥ 0 (0: every send looks)').optional(),
+  DA2A_PAUSE_CHECK_MS: z.coerce.number().int('a whole number of ms ≥ 0 (0: every send looks)').min(0, 'a whole number of ms ≥ 0 (0: every send looks)').max(MillisecondsSchema.maxValue!, WITHIN_TIMER_RANGE).optional(),
   DA2A_DEFAULT_AGENT_LIMITS: jsonVariable(AgentLimitsSchema, 'a JSON object of limits for unregistered agents, e.g. {"maxInFlight":5,"rate":{"sendsPerSecond":10,"resubscribesPerSecond":5}}').optional(),
   /** Follows run in this process outside follow jobs (0: always follow jobs). */
   DA2A_LOCAL_FOLLOW_SLOTS: z.coerce.number().int('a whole number ≥ 0 (0: always follow jobs)').min(0, 'a whole number ≥ 0 (0: always follow jobs)').optional(),
   DA2A_CLOSE_TIMEOUT_MS: Milliseconds.default(10_000),
-  DA2A_ATTEMPT_DEADLINE_MS: Milliseconds.optional(),
+  DA2A_ATTEMPT_DEADLINE_MS: LongMillisecondsSchema.optional(),
   /** V2: send with SendStreamingMessage to agents whose card declares streaming (docs/agents.md "Agents that hold the send"). */
   DA2A_STREAMING_SENDS: Flag.optional(),
   DA2A_LIMIT_RESPONSE_BODY_BYTES: PositiveCount.optional(),

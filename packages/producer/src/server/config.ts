@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { TenantsConfigError, parseTenantsConfig, quotaSettingsOf, type TenantsConfig } from './tenants.ts';
-import { JournalDurabilityEnvironment, RedisUrlSchema, isClusterUrl } from '@durable-a2a/shared';
+import { JournalDurabilityEnvironment, MillisecondsSchema, RedisUrlSchema, isClusterUrl } from '@durable-a2a/shared';
 import { QUOTAS_ON_CLUSTER_REASON } from '../errors.ts';
 import { anyQuota } from '../tenancy.ts';
 import { DEFAULT_HTTP_LIMITS, type HttpLimits } from './http-limits.ts';
@@ -15,7 +15,7 @@ const Flag = z.enum(['true', 'false', '1', '0']).transform((value) => value === 
 
 const Count = z.coerce.number({ error: 'a whole positive number' }).int('a whole positive number').positive('a whole positive number');
 
-const Milliseconds = z.coerce.number({ error: 'a whole number of milliseconds' }).int('a whole number of milliseconds').positive('a positive number of milliseconds');
+const Milliseconds = MillisecondsSchema;
 
 export const ServerEnvironmentSchema = z.object({
   REDIS_URL: RedisUrlSchema.default('redis://127.0.0.1:6379'),

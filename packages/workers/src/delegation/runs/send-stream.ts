@@ -26,6 +26,7 @@ import {
   UnsupportedOperationError,
   StreamIdleError,
   isTerminalTaskState,
+  setLongTimeout,
   type A2ATransport,
   type EventStream,
   type SendMessageRequest,
@@ -154,7 +155,8 @@ async function firstEvent(
       void searchWhileHeld(ctx, send.record, send.transport, searching.signal).then((hit) => hit && !searching.signal.aborted && resolve({ kind: 'found', ...hit }));
     }, ctx.options.streamQuietMs);
   });
-  const deadline = setTimeout(() => ((timedOut = true), controller.abort()), send.timeLeftMs);
+  // The attempt's time left may pass Node's timer range (a month's deadline).
+  const deadline = setLongTimeout(() => ((timedOut = true), controller.abort()), send.timeLeftMs);
   const next = stream.next();
   next.catch(() => undefined);
   try {
@@ -164,7 +166,7 @@ async function firstEvent(
     throw error;
   } finally {
     clearTimeout(quietTimer);
-    clearTimeout(deadline);
+    deadline.clear();
     searching.abort(FINISHED_ABORT_REASON);
   }
 }
