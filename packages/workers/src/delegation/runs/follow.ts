@@ -89,7 +89,7 @@ async function followUnleased(
     // work are not held back. The slot is reserved once: the job sleeps until it and then runs without asking again.
     // And the agent's own turn (its `rate.resubscribesPerSecond`, a pause it asked for), fleet-wide too.
     const [fleetWaitMs, agentWaitMs] = await Promise.all([
-      ctx.journal.takeToken('resubscribe', ctx.options.subscribeRateLimit.max, ctx.options.subscribeRateLimit.durationMs),
+      ctx.resubscribeTokens.take(),
       agentResubscribeWaitMs(ctx, record.agentCardUrl),
     ]);
     const waitMs = Math.max(fleetWaitMs, agentWaitMs);
