@@ -7,9 +7,13 @@
  */
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Journal } from '@durable-a2a/shared';
+import { createProducer } from '@durable-a2a/producer';
+import { Journal, type DelegationRef } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { ResubscribeTokens } from '../../packages/workers/src/delegation/runs/resubscribe-tokens.ts';
+import { followDelegation } from '../../packages/workers/src/delegation/runs/follow.ts';
+import { startDemoAgent } from '../harness/agent.ts';
+import { runsSlowly } from '../harness/agent-behaviours.ts';
 import { startMonitor, useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 
@@ -147,4 +151,53 @@ describe("a fleet's resubscriptions", () => {
     expect(tokenCalls[0]!.at(-1)).toBe('6');
     expect(waits).toEqual([0, 250, 500, 750, 1000, 1250]);
   }, 30_000);
+});
+
+describe('a resubscription whose slot is a few ms away', () => {
+  /** A fleet without a follow queue (the follow job the send routed to waits) and one delegation whose task is known. */
+  async function setUp(name: string) {
+    const prefix = `${name}${++counter}`;
+    const agent = await startDemoAgent({ behaviour: runsSlowly(120_000) });
+    const producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    const fleet: Fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['send'], reconcileIntervalMs: 600_000, streamIdleTimeoutMs: 600_000 });
+    started.push(agent, producer, fleet);
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'a long job' });
+    const ref: DelegationRef = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => (await producer.journal.getDelegation(ref))?.taskId !== undefined, 'the task id journaled', 20_000);
+    return { fleet, producer, ref };
+  }
+
+  /** Runs a resubscription by hand whose fleet-wide slot is `slotWaitMs` away; what it asked `deferUntilSlot` for. */
+  function resubscribe(fleet: Fleet, ref: DelegationRef, slotWaitMs: number) {
+    const deferred: number[] = [];
+    const context = { ...fleet.context, resubscribeTokens: new ResubscribeTokens(async (count) => Array.from({ length: count }, () => slotWaitMs)) };
+    const run = { id: 'by-hand', attemptsMade: 0, attempts: 1 };
+    const outcome = followDelegation(context, { ...ref, resubscription: 1, again: true, slotTaken: false }, run, async (waitMs) => {
+      deferred.push(waitMs);
+      return 'deferred';
+    });
+    return { deferred, outcome };
+  }
+
+  it('3 ms away: waits for it in place and opens its stream (the lease taken), no delayed job', async () => {
+    const { fleet, producer, ref } = await setUp('inline-slot');
+    const { deferred, outcome } = resubscribe(fleet, ref, 3);
+    const leaseKey = producer.journal.keys.followLease(ref.workflowId, ref.delegationId);
+    await eventually(async () => (await redis().get(leaseKey)) === `${fleet.context.workerId}/by-hand` || deferred.length > 0, 'the stream opened or the follow deferred', 20_000);
+    expect(deferred).toEqual([]);
+    expect(await redis().get(leaseKey)).toBe(`${fleet.context.workerId}/by-hand`);
+    // The stream ends when the fleet closes (afterEach); its outcome is not this test's.
+    void outcome.catch(() => undefined);
+  }, 60_000);
+
+  it('5 s away: deferred to a job for that wait, the next check moved past it, no stream', async () => {
+    const { fleet, producer, ref } = await setUp('deferred-slot');
+    const before = Date.now();
+    const { deferred, outcome } = resubscribe(fleet, ref, 5_000);
+    expect(await outcome).toBe('deferred');
+    expect(deferred).toEqual([5_000]);
+    const checkAt = Number(await redis().zscore(producer.journal.keys.unfinished(), `${ref.workflowId}|${ref.delegationId}`));
+    expect(checkAt).toBeGreaterThanOrEqual(before + 5_000);
+    expect(await redis().get(producer.journal.keys.followLease(ref.workflowId, ref.delegationId))).toBeNull();
+  }, 60_000);
 });
