@@ -14,6 +14,7 @@ import type { Policy } from './delegation/core/policy.ts';
 import type { AgentSlots } from './delegation/runs/agent-slots.ts';
 import type { AgentLimitsBook } from './delegation/runs/flow.ts';
 import type { PauseChecks } from './delegation/runs/pause-checks.ts';
+import type { ResubscribeTokens } from './delegation/runs/resubscribe-tokens.ts';
 import type { HeldSends } from './delegation/runs/held-sends.ts';
 import type { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
 import type { AttemptSteps } from './delegation/attempt-step.ts';
@@ -95,6 +96,8 @@ export interface WorkerContext {
   agentLimits: AgentLimitsBook;
   /** When each agent without limits was last found unpaused (`pauseCheckMs`): its sends skip the acquire meanwhile. */
   pauseChecks: PauseChecks;
+  /** This process's resubscriptions' slots of the fleet-wide resubscribe rate (`subscribeRateLimit`), several per script call. */
+  resubscribeTokens: ResubscribeTokens;
   /** Held sends waiting outside their send job (`heldSendSlots`). */
   heldSends: HeldSends;
   /** The follow leases this process renews (`runs/lease-renewal.ts`). */

@@ -48,6 +48,7 @@ import { createLocalFollows, type LocalFollows } from './delegation/runs/follow-
 import { agentShares } from './delegation/runs/agent-slots.ts';
 import { AgentLimitsBook } from './delegation/runs/flow.ts';
 import { PauseChecks } from './delegation/runs/pause-checks.ts';
+import { ResubscribeTokens } from './delegation/runs/resubscribe-tokens.ts';
 import { HeldSends } from './delegation/runs/held-sends.ts';
 import { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
 import { startLiveness, type Liveness } from './delegation/runs/liveness.ts';
@@ -168,6 +169,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
   const { options, journalRedis, queues, dispatcher, logger } = parts;
   const onCorruptRecord = corruptRecordReporter({ logger, counter: parts.metrics.corruptRecords });
   const registry = new AgentRegistry(journalRedis, { prefix: options.prefix, now: options.now, onCorruptRecord });
+  const journal = new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation, onCorruptRecord });
   // An agent's health is told, not awaited: a send never waits for it, a window's calls go in one write, and a failed
   // write costs only those outcomes.
   const agentHealth = new AgentHealthRecorder(registry, options.now, (error, agentCardUrl) => logger.debug({ err: error, agent: agentCardUrl }, 'agent health not recorded'), input.agentHealthWindowMs);
@@ -175,7 +177,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
   return {
     shutdownSignal: parts.shutdownSignal,
     shutdownListeners: new ShutdownListeners(parts.shutdownSignal),
-    journal: new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation, onCorruptRecord }),
+    journal,
     registry,
     agentHealth,
     queues,
@@ -195,6 +197,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
     flow: new AgentFlow(journalRedis, options.prefix),
     agentLimits: new AgentLimitsBook(options.defaultAgentLimits),
     pauseChecks: new PauseChecks(options.pauseCheckMs, options.now),
+    resubscribeTokens: new ResubscribeTokens((count) => journal.takeTokens('resubscribe', options.subscribeRateLimit.max, options.subscribeRateLimit.durationMs, count)),
     heldSends: new HeldSends(options.heldSendSlots),
     leaseRenewals: new LeaseRenewals(),
     attemptSteps: new AttemptSteps(),

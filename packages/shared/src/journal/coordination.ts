@@ -57,12 +57,12 @@ const forgetWorkerScript = defineScript({ name: 'forgetWorker', keys: ['liveness
 /** countRound-1.lua: the rounds so far, this one included. */
 const countRoundScript = defineScript({ name: 'countRound', keys: ['rounds'], encode: (ttlMs: number) => [ttlMs], decode: integerReply });
 
-/** takeToken-1.lua: 0 to go now, else the ms to wait for the reserved slot. */
+/** takeToken-1.lua: per reserved slot, in order, 0 to go now, else the ms to wait for it. */
 const takeTokenScript = defineScript({
   name: 'takeToken',
   keys: ['slot'],
-  encode: (input: { max: number; windowMs: number; maxWaitMs: number }) => [input.max, input.windowMs, input.maxWaitMs],
-  decode: integerReply,
+  encode: (input: { max: number; windowMs: number; maxWaitMs: number; count: number }) => [input.max, input.windowMs, input.maxWaitMs, input.count],
+  decode: (reply, script): number[] => arrayReply(reply, script).map((wait) => integerReply(wait, script)),
 });
 
 /** Journal methods that coordinate workers across the fleet. */
@@ -216,6 +216,18 @@ export class JournalCoordination extends JournalReplies {
    * @returns 0 to go now, else the ms until the reserved slot.
    */
   async takeToken(name: string, max: number, windowMs: number, maxWaitMs = 600_000): Promise<number> {
-    return this.call(takeTokenScript, { slot: this.keys.rateLimit(name) }, { max, windowMs, maxWaitMs });
+    const [waitMs] = await this.takeTokens(name, max, windowMs, 1, maxWaitMs);
+    return waitMs!;
+  }
+
+  /**
+   * Reserves `count` (1 or more) slots of the limit `takeToken` describes in one script call, one after the other,
+   * exactly as `count` calls of `takeToken` at the same instant would (the same limit whatever the batching).
+   * @returns per slot, in order: 0 to go now, else the ms until it
+   * @throws RangeError when `count` is not a positive integer
+   */
+  async takeTokens(name: string, max: number, windowMs: number, count: number, maxWaitMs = 600_000): Promise<number[]> {
+    if (!Number.isInteger(count) || count < 1) throw new RangeError(`takeTokens: count ${count} is not a positive integer`);
+    return this.call(takeTokenScript, { slot: this.keys.rateLimit(name) }, { max, windowMs, maxWaitMs, count });
   }
 }

@@ -24,7 +24,8 @@ export async function reconcileWorkflow(ctx: WorkerContext, workflowId: string):
     await ctx.journal.scheduleCheck(ref, ctx.options.now() + 3_600_000);
     return 'workflow-needs-attention';
   }
-  // A workflow waiting for a decision (e.g. its first step's intent is not written yet).
-  const decision = await advanceWorkflow(ctx, workflowId, closeHeldIntent);
+  // A workflow waiting for a decision (e.g. its first step's intent is not written yet). Its first round decides from
+  // the row just read (the decision's write is compare-and-set on that version): one HGETALL of the workflow, not two.
+  const decision = await advanceWorkflow(ctx, workflowId, closeHeldIntent, workflow ? { record: workflow } : undefined);
   return `workflow-${decision.kind}`;
 }
