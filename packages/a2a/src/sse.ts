@@ -10,7 +10,7 @@ import { createParser, type EventSourceMessage, type EventSourceParser } from 'e
 import { LimitExceededError, StreamIdleError } from './errors.ts';
 import { toNetworkError } from './http.ts';
 import { checkJsonDepth, DEFAULT_A2A_LIMITS } from './limits.ts';
-import { setLongTimeout } from './long-timer.ts';
+import { MAX_TIMER_DELAY_MS, setLongTimeout, type LongTimeout } from './long-timer.ts';
 
 /** One dispatched SSE event. `lastEventId` is the last `id:` seen on this connection (it persists across events). */
 export interface SseMessage {
@@ -47,37 +47,88 @@ export const DEFAULT_IDLE_TIMEOUT_MS = 60_000;
  */
 export const DEFAULT_MAX_EVENT_SIZE_CHARS = 8 * 1024 * 1024;
 
-/** Waits for the next chunk, at most `idleTimeoutMs`; rejects with `StreamIdleError` or the abort reason. */
-export function nextChunk<T>(
-  iterator: AsyncIterator<T>,
-  idleTimeoutMs: number,
-  signal: AbortSignal | undefined,
-  source: string,
-): Promise<IteratorResult<T>> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(signal.reason);
-    // A held send stream's idle timeout is its attempt's time left, which may pass Node's timer range.
-    const timer = idleTimeoutMs > 0
-      ? setLongTimeout(() => {
-          cleanup();
-          reject(new StreamIdleError(`no bytes for ${idleTimeoutMs} ms from ${source}`));
-        }, idleTimeoutMs)
-      : undefined;
-    const onAbort = (): void => {
-      cleanup();
-      reject(signal?.reason);
-    };
-    const cleanup = (): void => {
-      timer?.clear();
-      signal?.removeEventListener('abort', onAbort);
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    // A late rejection after a timeout/abort lands here and is dropped: no unhandled rejection.
-    iterator.next().then(
-      (result) => { cleanup(); resolve(result); },
-      (error: unknown) => { cleanup(); reject(toNetworkError(error, source, signal)); },
-    );
-  });
+/** A read `ChunkReader.next` waits for: settled once, by the chunk, the watchdog or the abort. */
+interface PendingRead<T> {
+  resolve(result: IteratorResult<T>): void;
+  reject(error: unknown): void;
+}
+
+/**
+ * Reads `iterator` one chunk at a time, each wait bounded by `idleTimeoutMs` (0: no bound) and `signal`: `next`
+ * rejects with `StreamIdleError` or the abort reason. A late chunk after such a rejection is dropped (no unhandled
+ * rejection). Call `close` when done (it stops the watchdog and removes the abort listener).
+ *
+ * One watchdog timer and one abort listener per read, not per chunk: each `next` re-arms the timer
+ * (`refresh()`); between chunks it may fire and then does nothing, since no read waits, and the next `next` arms
+ * it again. Between chunks the timer does not hold the process open (`unref`), as no timer did before. A stream
+ * of many small chunks (SSE events, keep-alives) made a timer, an abort listener and three closures per chunk.
+ */
+export class ChunkReader<T> {
+  private timer: NodeJS.Timeout | undefined;
+  /** The watchdog when `idleTimeoutMs` passes Node's timer range (a held send stream's month-long time left): one per read. */
+  private longTimer: LongTimeout | undefined;
+  private pending: PendingRead<T> | undefined;
+  private listening = false;
+  private readonly onAbort = (): void => this.fail(this.signal?.reason);
+  private readonly onIdle = (): void => void (this.pending && this.fail(new StreamIdleError(`no bytes for ${this.idleTimeoutMs} ms from ${this.source}`)));
+
+  constructor(
+    private readonly iterator: AsyncIterator<T>,
+    private readonly idleTimeoutMs: number,
+    private readonly signal: AbortSignal | undefined,
+    private readonly source: string,
+  ) {}
+
+  /** The next chunk, or `{ done: true }`; rejects with `StreamIdleError`, the abort reason or a `NetworkError`. */
+  next(): Promise<IteratorResult<T>> {
+    const { signal } = this;
+    if (signal?.aborted) return Promise.reject(signal.reason);
+    if (signal && !this.listening) {
+      this.listening = true;
+      signal.addEventListener('abort', this.onAbort, { once: true });
+    }
+    if (this.idleTimeoutMs > MAX_TIMER_DELAY_MS) {
+      this.longTimer?.clear();
+      this.longTimer = setLongTimeout(this.onIdle, this.idleTimeoutMs);
+    } else if (this.idleTimeoutMs > 0) {
+      if (this.timer) this.timer.ref().refresh();
+      else this.timer = setTimeout(this.onIdle, this.idleTimeoutMs);
+    }
+    return new Promise<IteratorResult<T>>((resolve, reject) => {
+      const read: PendingRead<T> = { resolve, reject };
+      this.pending = read;
+      this.iterator.next().then(
+        (result) => this.settle(read, () => resolve(result)),
+        (error: unknown) => this.settle(read, () => reject(toNetworkError(error, this.source, signal))),
+      );
+    });
+  }
+
+  /** Stops the watchdog and removes the abort listener. */
+  close(): void {
+    clearTimeout(this.timer);
+    this.longTimer?.clear();
+    if (this.listening) this.signal?.removeEventListener('abort', this.onAbort);
+    this.listening = false;
+  }
+
+  /** Settles `read` if it is still the one waiting (not already rejected by the watchdog or the abort). */
+  private settle(read: PendingRead<T>, settle: () => void): void {
+    if (this.pending !== read) return;
+    this.pending = undefined;
+    this.timer?.unref();
+    this.longTimer?.clear();
+    settle();
+  }
+
+  /** Rejects the waiting read, if any. */
+  private fail(error: unknown): void {
+    const read = this.pending;
+    if (!read) return;
+    this.pending = undefined;
+    this.longTimer?.clear();
+    read.reject(error);
+  }
 }
 
 /** The limits of one read, defaults applied. */
@@ -187,10 +238,10 @@ export async function* readServerSentEvents(body: ByteBody, options: SseReaderOp
     source,
   });
   const { queue } = events;
-  const iterator = body[Symbol.asyncIterator]();
+  const chunks = new ChunkReader(body[Symbol.asyncIterator](), idleTimeoutMs, options.signal, source);
   try {
     for (;;) {
-      const next = await nextChunk(iterator, idleTimeoutMs, options.signal, source);
+      const next = await chunks.next();
       if (next.done) break;
       events.chunk(next.value);
       if (events.failure) throw events.failure;
@@ -200,6 +251,7 @@ export async function* readServerSentEvents(body: ByteBody, options: SseReaderOp
     if (events.failure) throw events.failure;
     while (queue.length > 0) yield queue.shift()!;
   } finally {
+    chunks.close();
     body.destroy?.();
   }
 }
@@ -208,12 +260,12 @@ export async function* readServerSentEvents(body: ByteBody, options: SseReaderOp
 export async function readBodyText(body: ByteBody, options: SseReaderOptions & { limitBytes?: number } = {}): Promise<string> {
   const limitBytes = options.limitBytes ?? 64 * 1024;
   const decoder = new TextDecoder('utf-8');
-  const iterator = body[Symbol.asyncIterator]();
+  const chunks = new ChunkReader(body[Symbol.asyncIterator](), options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, options.signal, options.source ?? 'body');
   let text = '';
   let bytes = 0;
   try {
     for (;;) {
-      const next = await nextChunk(iterator, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, options.signal, options.source ?? 'body');
+      const next = await chunks.next();
       if (next.done) break;
       bytes += next.value.byteLength;
       text += decoder.decode(next.value, { stream: true });
@@ -221,6 +273,7 @@ export async function readBodyText(body: ByteBody, options: SseReaderOptions & {
     }
     return text + decoder.decode();
   } finally {
+    chunks.close();
     body.destroy?.();
   }
 }

@@ -3,14 +3,14 @@
  * §10, §3.1.6) with the same contract as SSE (`stream.ts`): events are decoded
  * and validated one by one, the same `StreamEndTracker` decides how the stream
  * ended (terminal / interrupted / incomplete), the same idle watchdog
- * (`nextChunk`) bounds the wait for the next message, and an idle stream that
+ * (`ChunkReader`) bounds the wait for the next message, and an idle stream that
  * already reached a terminal or interrupted state ends normally. A non-OK status
  * is thrown as the typed error of `status-table.ts`. The size cap is the channel's
  * `grpc.max_receive_message_length` (see `channel.ts`).
  */
 import type { ClientReadableStream } from '@grpc/grpc-js';
 import { StreamIdleError } from '../errors.ts';
-import { DEFAULT_IDLE_TIMEOUT_MS, nextChunk } from '../sse.ts';
+import { ChunkReader, DEFAULT_IDLE_TIMEOUT_MS } from '../sse.ts';
 import type { StreamResponse } from '../schema.ts';
 import { StreamEndTracker } from '../stream.ts';
 import type { EventStream, StreamEvent } from '../transport.ts';
@@ -46,10 +46,10 @@ export async function* followGrpcStream(
 ): EventStream {
   const tracker = new StreamEndTracker();
   const messages = messagesOf(call, options.source);
-  const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+  const chunks = new ChunkReader(messages, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, options.signal, options.source);
   try {
     for (;;) {
-      const next = await nextChunk(messages, idleTimeoutMs, options.signal, options.source);
+      const next = await chunks.next();
       if (next.done) break;
       const event: StreamEvent = { response: decode(next.value) };
       tracker.observe(event);
@@ -59,6 +59,7 @@ export async function* followGrpcStream(
     if (error instanceof StreamIdleError && tracker.kind() !== 'incomplete') return tracker.end();
     throw error;
   } finally {
+    chunks.close();
     call.cancel();
   }
   return tracker.end();
