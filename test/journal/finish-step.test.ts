@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Journal, type DelegationRecord, type RecordedError, type StatusChange, type StatusChangeResult, type WorkflowPatch, type WorkflowState } from '@durable-a2a/shared';
 import { useRedisServer, testsOnCluster, useRedisClient } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
+import { scriptSha } from '../../packages/shared/src/journal/scripts.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
@@ -213,5 +214,42 @@ describe.skipIf(testsOnCluster())('the one-step finish: the terminal status and 
     // Both branches were reached.
     expect(finishedInOne).toBeGreaterThan(20);
     expect(refused).toBeGreaterThan(20);
+  });
+
+  it("replies 'large' and writes nothing when the record would pass maxBytes (stored artifacts, or a snapshot's): the change then runs alone", async () => {
+    // artifactBytes under maxBytes (the worker builds its text) and a status message that takes the record past it.
+    const artifact = { artifactId: 'big', parts: [{ text: 'x'.repeat(1_000_000) }] };
+    const statusMessage = { messageId: 'sm-big', role: 'ROLE_AGENT' as const, parts: [{ text: 'y'.repeat(80_000) }] };
+    for (const shape of ['event', 'snapshot'] as const) {
+      counter++;
+      const workflowId = `fl-${counter}`;
+      const client = new Redis(redisServer().url);
+      const shas: string[] = [];
+      const evalsha = client.evalsha.bind(client) as (...args: unknown[]) => unknown;
+      client.evalsha = ((...args: unknown[]) => {
+        shas.push(String(args[0]));
+        return evalsha(...args);
+      }) as typeof client.evalsha;
+      try {
+        const journal = new Journal(client, { prefix: `fslarge${counter}`, retentionMs: 60_000, now: () => NOW });
+        const s = { interference: 'none', state: 'COMPLETED', shape, artifacts: 0, message: undefined, timestamp: false, contextId: false, lease: false } satisfies Scenario;
+        const { ref, fence, workflow } = await setUp(journal, workflowId, s);
+        if (shape === 'event') await journal.applyArtifact(ref, fence, { artifact, lastChunk: true });
+        const held = (await journal.getDelegation(ref))!;
+        const change: StatusChange = { fence, mode: shape, state: 'COMPLETED', taskId: 't-1', statusMessage, held, ...(shape === 'snapshot' ? { artifacts: [artifact] } : {}) };
+        shas.length = 0;
+        const outcome = await journal.finishStep(ref, change, { workflow, patch: { state: 'COMPLETED' } });
+        expect(shas[0], shape).toBe(scriptSha('finishStep'));
+        expect(outcome.finished, shape).toBe(false);
+        // The change alone: the row finished with its artifact, the workflow left to the settle (not compacted).
+        expect(!outcome.finished && outcome.status.applied, shape).toBe(true);
+        expect((await journal.getDelegation(ref))!.state, shape).toBe('COMPLETED');
+        expect((await journal.getDelegationView(ref))!.artifacts.map((stored) => stored.artifactId), shape).toEqual(['big']);
+        expect((await journal.getWorkflow(workflowId))!.state, shape).toBe('RUNNING');
+        expect(await journal.isCompacted(workflowId), shape).toBe(false);
+      } finally {
+        await client.quit();
+      }
+    }
   });
 });

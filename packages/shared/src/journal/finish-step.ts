@@ -72,13 +72,13 @@ const finishStepArguments = (input: FinishStepInput): (string | number)[] => [
 
 /**
  * A bound in bytes of the compacted record without its history (finishStep-5.lua ARGV[10]): its texts, and each
- * stored artifact's members (`"meta:<id>":…,"parts:<id>":…,"order:<id>":"<i>"`) at most 6 bytes per byte (cjson's
- * longest escape, `\u00XX`) and their punctuation.
+ * stored artifact's members (`"meta:<id>":{…},"parts:<id>":[…],"order:<id>":"<i>"`: the JSON texts as they are, the
+ * quoted names and the order at most 6 bytes per byte, cjson's longest escape `\u00XX`) and their punctuation.
  */
 function recordBound(recordText: readonly string[], artifacts: ReturnType<typeof storedArtifact>[] | undefined): number {
   let bytes = 64 + recordText.reduce((sum, value) => sum + Buffer.byteLength(value), 0);
   for (const [index, { artifactId, meta, parts }] of (artifacts ?? []).entries()) {
-    bytes += 6 * (3 * (Buffer.byteLength(artifactId) + 8) + Buffer.byteLength(meta) + Buffer.byteLength(parts) + String(index).length) + 32;
+    bytes += Buffer.byteLength(meta) + Buffer.byteLength(parts) + 6 * (3 * (Buffer.byteLength(artifactId) + 8) + String(index).length) + 32;
   }
   return bytes;
 }
