@@ -155,7 +155,8 @@ export class PairRig {
 
   /** Starts MONITOR (first, while Redis is quiet), the agent, the producer and a fleet whose reconciler stays away. */
   static async start(redisUrl: string, prefix: string, fleetOptions: Partial<StartFleetOptions> = {}): Promise<PairRig> {
-    const names = new Map(WATCHED.map((name) => [scriptSha(name), name]));
+    // The pair that ends a one-step workflow (finish-step.ts: its settle in the same script) counts as the pair.
+    const names = new Map<string, string>([...WATCHED.map((name) => [scriptSha(name), name] as const), [scriptSha('applyArtifactThenFinishStep'), 'applyArtifactThenStatus']]);
     const monitor = await startMonitor(redisUrl);
     const calls = new Map<string, Record<string, number>>();
     monitor.on('monitor', (_time: string, args: string[], source: string) => {

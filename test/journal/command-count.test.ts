@@ -18,7 +18,10 @@ import { eventually, startTestFleet } from '../harness/fleet.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 
 /**
- * The journal's commands per happy-path delegation may not exceed this: 44 measured (46 before applyStatus read the
+ * The journal's commands per happy-path delegation may not exceed this: 39 measured (44 before the terminal status of
+ * a one-step workflow and its settle became one script, finishStep-5.lua: no HSET of either row, which it deletes,
+ * no HGETALL of the workflow row returned to the worker, one LRANGE; the send reads the workflow row whole instead of
+ * its definition; 46 before applyStatus read the
  * version with the fields a transition needs, one HMGET instead of an HGET and an HMGET, the agent card and the
  * workflow id in it when the transition needs them, and the send's answer held the row as its mark left it; 44 before applyStatus looked at the
  * version first, one HGET in each of its two calls: the send's answer, whose record predates the mark, then reads the
@@ -33,13 +36,13 @@ import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
  * finished workflows were compacted into one key), half a command of room for a rarer path (bench/monitor.ts:
  * ≈75 before the first of these cuts).
  */
-const JOURNAL_COMMANDS_PER_DELEGATION = 44.5;
+const JOURNAL_COMMANDS_PER_DELEGATION = 39.5;
 /**
  * The journal's client commands (scripts and plain commands sent, calls inside scripts not counted) per happy-path
- * delegation: 7 measured (9 before the create script wrote the unfinished and search indexes itself; 10 before the handover moved the follow's next check into the send answer's script, 12 before
+ * delegation: 6 measured (7 before the terminal status and the settle of a one-step workflow became one script; 9 before the create script wrote the unfinished and search indexes itself; 10 before the handover moved the follow's next check into the send answer's script, 12 before
  * the handover and the settle's index removal inside updateWorkflow).
  */
-const JOURNAL_CLIENT_COMMANDS_PER_DELEGATION = 7;
+const JOURNAL_CLIENT_COMMANDS_PER_DELEGATION = 6;
 /**
  * The agent registry's share (`<prefix>:agents…`, counted apart from the journal's): none per SendMessage here. The
  * agent's fleet-wide flow control before the send (agentFlow-2.lua `acquire`, EVALSHA and HMGET of its pause; nothing
@@ -157,9 +160,10 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
     const profile = [...byShape.entries()].sort((a, b) => b[1] - a[1]).map(([shape, count]) => `${(count / DELEGATIONS).toFixed(2)} ${shape}`);
     expect(byShape.get(`evalsha ${prefix}:{wf}:d:main.1`) ?? 0, profile.join('\n')).toBeGreaterThan(0); // the count saw the journal
     expect(perDelegation, profile.join('\n')).toBeLessThanOrEqual(JOURNAL_COMMANDS_PER_DELEGATION);
-    // The settle reads neither row whole: the worker builds the compacted record's text from the rows the finishing
-    // transition returned, and updateWorkflow-4.lua only checks them (HMGET) and swaps the keys. The workflow row is
-    // read whole once (by that finishing transition; 2 when the settle compacted in Lua), the delegation row once: the
+    // The settle reads neither row whole: the worker builds the compacted record's text from the rows it holds, and
+    // finishStep-5.lua (the terminal status and the settle in one) only checks them (HMGET) and swaps the keys. The
+    // workflow row is read whole once (by the send, with the delegation row; before finishStep by the finishing
+    // transition, which returned it; 2 when the settle compacted in Lua), the delegation row once: the
     // send's read. The send's answer and the terminal transition reply with the change only (HMGET), merged into the
     // row the worker holds, stored text included: the mark replies with what it wrote, so the send holds the row at
     // the mark's version (2 when the send held the row one version behind, its mark's; 3 when the terminal transition

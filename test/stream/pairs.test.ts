@@ -161,7 +161,11 @@ describe.skipIf(testsOnCluster())('a stream whose artifact update and status upd
   async function run(tag: string, sse: (string | SseWait)[], done: (view: WorkflowView) => boolean) {
     const prefix = `stream-pairs-e2e-${tag}-${++counter}`;
     // MONITOR first, while Redis is quiet (ioredis takes replies that race its MONITOR for the command queue's).
-    const names = new Map((['applyArtifact', 'applyArtifactThenStatus'] as const).map((name) => [scriptSha(name), name]));
+    // The pair that ends a one-step workflow (finish-step.ts: its settle in the same script) counts as the pair.
+    const names = new Map<string, string>([
+      ...(['applyArtifact', 'applyArtifactThenStatus'] as const).map((name) => [scriptSha(name), name] as const),
+      [scriptSha('applyArtifactThenFinishStep'), 'applyArtifactThenStatus'],
+    ]);
     monitorClient = await startMonitor(redisServer().url);
     const calls: string[] = [];
     monitorClient.on('monitor', (_time: string, args: string[], source: string) => {

@@ -2,7 +2,7 @@
 
 export { Journal, countUnfinishedByState, questionKeyOf } from './journal/journal.ts';
 export { WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern, PATTERN_FROM_WAITERS, PATTERN_LINGER_MS, type ChangeSubscriberOptions } from './journal/changes.ts';
-export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry } from './journal/journal.ts';
+export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry, FinishStepResult, OneStepFinish } from './journal/journal.ts';
 export { JournalError } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
 export { CorruptRecordError, corruptRecordReporter } from './journal/corrupt.ts';
@@ -31,6 +31,7 @@ export {
   isParked,
   isUnsuccessful,
   isWorkflowFinished,
+  journalStateOf,
 } from './journal/states.ts';
 export type { JournalState } from './journal/states.ts';
 export { AttentionSchema, ATTENTION_CODES, parseWorkflowHash } from './journal/workflow-record.ts';
@@ -44,7 +45,7 @@ export { OUTCOME_CODES, RECORDED_ERROR_CODES, recordedErrorCodeOf } from './jour
 export type { OutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 
-export { applyTask, applyStreamResponse, applyStreamResponsePair, type ArtifactThenStatus } from './journal/observe.ts';
+export { applyTask, applyStreamResponse, applyStreamResponsePair, applyTerminalFinishing, applyTaskFinishing, statusErrorOf, type ArtifactThenStatus } from './journal/observe.ts';
 export type { CorruptListing } from './journal/listing.ts';
 export { listOpenQuestions, decodeListingCursor, nextChecks } from './journal/listing.ts';
 export type { WorkflowSummary, OpenQuestionSummary, Page } from './journal/listing.ts';

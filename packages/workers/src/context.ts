@@ -29,6 +29,8 @@ export type CrashPoint =
   | 'push.after-create'
   | 'follow.before-stream'
   | 'follow.after-terminal-seen'
+  | 'follow.before-finish-step'
+  | 'follow.after-finish-step'
   | 'reconcile.after-search'
   | 'advance.after-outcome'
   | 'verify.after-check'

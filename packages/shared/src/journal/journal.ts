@@ -9,6 +9,7 @@
  * - workflows.ts: workflow rows (createWorkflow, createIntent, updateWorkflow, reads)
  * - delegations.ts: delegation reads and send-side transitions (claim, markSending, releaseForResend, …)
  * - status.ts: status and artifact changes (applyStatus, applyArtifact, bindTask, noteProtocolError)
+ * - finish-step.ts: a one-step workflow's terminal status and its finishing settle in one script (finishStep)
  * - replies.ts: replies to questions (recordReply, markReply, takeReplySend) and their expiry (expireQuestion)
  * - coordination.ts: one-time marks, the follow lease, the fleet-wide rate limit
  * - notifications.ts: outbound notification events and how far each got
@@ -24,3 +25,4 @@ export { questionKeyOf, type ArtifactOutcome, type ArtifactUpdate, type StatusCh
 export { countUnfinishedByState, STATE_SAMPLE_LIMIT } from './unfinished-index.ts';
 export { FrontPushConfigSchema, NOTIFICATION_STAGES, type FrontPushConfig, type NotificationEntry, type NotificationStage } from './notifications.ts';
 export type { QuestionExpiry } from './replies.ts';
+export type { FinishStepResult, OneStepFinish } from './finish-step.ts';

@@ -6,7 +6,7 @@
  * reported, not a failure (field case R16).
  */
 import type { StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent } from '@durable-a2a/a2a/pure';
-import type { DelegationRef, Journal, StatusChange, StatusChangeResult } from './journal.ts';
+import type { DelegationRef, FinishStepResult, Journal, OneStepFinish, StatusChange, StatusChangeResult } from './journal.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { journalStateOf } from './states.ts';
 
@@ -36,7 +36,8 @@ export interface ObserveOptions {
   held?: DelegationRecord;
 }
 
-const errorOf = (status: TaskStatus): RecordedError | undefined => {
+/** The error a finished unsuccessful status records (FAILED, REJECTED, CANCELED: the agent's message), else undefined. */
+export const statusErrorOf = (status: TaskStatus): RecordedError | undefined => {
   const state = journalStateOf(status.state);
   if (state !== 'FAILED' && state !== 'REJECTED' && state !== 'CANCELED') return undefined;
   const text = status.message?.parts.map((part) => part.text ?? '').join(' ').trim();
@@ -56,7 +57,12 @@ export async function applyTask(
   task: Task,
   options: ObserveOptions = {},
 ): Promise<StatusChangeResult> {
-  return journal.applyStatus(ref, {
+  return journal.applyStatus(ref, taskChangeOf(task, options));
+}
+
+/** The status change a full Task asks for (`applyTask`). */
+function taskChangeOf(task: Task, options: ObserveOptions): StatusChange {
+  return {
     fence: options.fence,
     expectedVersion: options.expectedVersion,
     mode: options.snapshot ? 'snapshot' : 'event',
@@ -65,12 +71,34 @@ export async function applyTask(
     taskId: task.id,
     contextId: task.contextId,
     statusMessage: task.status.message,
-    error: errorOf(task.status),
+    error: statusErrorOf(task.status),
     artifacts: task.artifacts,
     agentCardUrl: options.agentCardUrl,
     endsLease: options.endsLease,
     held: options.held,
-  });
+  };
+}
+
+/**
+ * `applyTask` of a finished Task with the one-step finish (`Journal.finishStep`): the same result, and `finished`
+ * when the workflow was finished in the same script (`removedFromIndex`: the delegation's own index entry was
+ * there). Otherwise the change ran alone and the caller settles as after `applyTask`.
+ * @throws JournalError as `applyTask`
+ */
+export async function applyTaskFinishing(
+  journal: Journal,
+  ref: DelegationRef,
+  task: Task,
+  options: ObserveOptions,
+  finish: OneStepFinish,
+): Promise<{ status: StatusChangeResult; finished?: { removedFromIndex: boolean } }> {
+  return finishedStatus(await journal.finishStep(ref, taskChangeOf(task, options), finish));
+}
+
+/** A `finishStep` result as the status change's result, and whether (and how) it finished the workflow. */
+function finishedStatus(outcome: FinishStepResult): { status: StatusChangeResult; finished?: { removedFromIndex: boolean } } {
+  if (!outcome.finished) return { status: outcome.status };
+  return { status: { applied: true, version: outcome.record.version, record: outcome.record }, finished: { removedFromIndex: outcome.removedFromIndex } };
 }
 
 /**
@@ -117,7 +145,7 @@ function statusChangeOf(event: TaskStatusUpdateEvent, options: ObserveOptions): 
     // Only a non-empty context is recorded, and only if none is known (R16).
     contextId: event.contextId || undefined,
     statusMessage: event.status.message,
-    error: errorOf(event.status),
+    error: statusErrorOf(event.status),
     endsLease: options.endsLease,
     held: options.held,
   };
@@ -147,4 +175,33 @@ export async function applyStreamResponsePair(
     { kind: 'artifact', artifact, contextAnomaly: contextAnomaly(artifactUpdate.contextId) },
     { kind: 'status', status, contextAnomaly: contextAnomaly(statusUpdate.contextId) },
   ];
+}
+
+/**
+ * `applyStreamResponse` of a stream's terminal status update, or `applyStreamResponsePair` of an artifact update and
+ * the terminal status update after it, with the one-step finish (`Journal.finishStep`): the same results (an event
+ * naming another task applies nothing), and `finished` when the workflow was finished in the same script (its
+ * `removedFromIndex`: the delegation's own index entry was there). Otherwise the change ran alone and the caller
+ * settles as after `applyStreamResponse`.
+ * @throws JournalError as `applyStreamResponse` (`applyStreamResponsePair`)
+ */
+export async function applyTerminalFinishing(
+  journal: Journal,
+  record: Pick<DelegationRecord, 'workflowId' | 'delegationId' | 'taskId' | 'contextId'>,
+  responses: [{ statusUpdate: TaskStatusUpdateEvent }] | ArtifactThenStatus,
+  options: ObserveOptions,
+  finish: OneStepFinish,
+): Promise<{ results: ObservationResult[]; finished?: { removedFromIndex: boolean } }> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const contextAnomaly = (contextId: string | undefined) =>
+    contextId && record.contextId && contextId !== record.contextId ? contextId : undefined;
+  const [first, second] = responses;
+  const event = second ? second.statusUpdate : (first as { statusUpdate: TaskStatusUpdateEvent }).statusUpdate;
+  if (!second && record.taskId && event.taskId !== record.taskId) return { results: [{ kind: 'ignored', foreignTaskId: event.taskId }] };
+  const artifactUpdate = second ? (first as { artifactUpdate: TaskArtifactUpdateEvent }).artifactUpdate : undefined;
+  const outcome = await journal.finishStep(ref, statusChangeOf(event, options), finish, artifactUpdate ? { fence: options.fence, update: artifactUpdate } : undefined);
+  const { status, finished } = finishedStatus(outcome);
+  const statusResult: ObservationResult = { kind: 'status', status, contextAnomaly: contextAnomaly(event.contextId) };
+  const results: ObservationResult[] = artifactUpdate ? [{ kind: 'artifact', artifact: outcome.artifact, contextAnomaly: contextAnomaly(artifactUpdate.contextId) }, statusResult] : [statusResult];
+  return { results, ...(finished ? { finished } : {}) };
 }

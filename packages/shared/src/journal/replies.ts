@@ -8,7 +8,7 @@ import type { QuestionExpiryAction } from './states.ts';
 import { connectionGeneration } from './durability.ts';
 import type { DelegationRef } from './core.ts';
 import type { Part } from '@durable-a2a/a2a/pure';
-import { JournalStatus } from './status.ts';
+import { JournalFinishStep } from './finish-step.ts';
 import { historyArgument, type HistoryEntryInput } from './history.ts';
 
 /** recordReply-1.lua: the reply's messageId, and whether this call journaled it (false: the question was answered). */
@@ -94,7 +94,7 @@ const markReplyScript = defineScript({
 });
 
 /** Journal methods over the replies to a delegation's questions. */
-export class JournalReplies extends JournalStatus {
+export class JournalReplies extends JournalFinishStep {
   /**
    * Journals a reply to the parked question before it is sent, and (when new) its history entry: its parts, when,
    * and `by` (who answered: `token <name>`, `session <name>`, `link <id>`; history.ts `ActorSchema`).

@@ -39,6 +39,9 @@ const COMPOSED: Readonly<Record<string, { parts: readonly [string, string]; betw
     parts: ['applyArtifact', 'applyStatus'],
     between: "if firstReply[1] == 1 and secondArgv[17] ~= '' then secondArgv[17] = tostring(tonumber(secondArgv[17]) + 1) end",
   },
+  // The same pair ending a one-step workflow (finish-step.ts): the text's version already counts the artifact
+  // update's bump; a sealed or refused update leaves the row a version short, so the finish writes nothing.
+  applyArtifactThenFinishStep: { parts: ['applyArtifact', 'finishStep'], between: '' },
 };
 
 /**

@@ -181,7 +181,7 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /** What applyStatus-5.lua's `outcome` for `change` means; binds a task id the script asked for and runs it again. */
-  private async statusResult(ref: DelegationRef, change: StatusChange, outcome: ApplyStatusOutcome): Promise<StatusChangeResult> {
+  protected async statusResult(ref: DelegationRef, change: StatusChange, outcome: ApplyStatusOutcome): Promise<StatusChangeResult> {
     if (isRefused(outcome) && outcome.refused === 'TASK_BOUND_ELSEWHERE') await this.refuseBoundElsewhere(ref, change.taskId!, outcome.detail);
     if (isRefused(outcome) && outcome.refused === 'TASK_NOT_BOUND') {
       // A new task id: bind it to this delegation first (at most one delegation per task id).
@@ -212,7 +212,7 @@ export class JournalStatus extends JournalDelegations {
    * done the work, so the step is not re-delegated blind, field case A31), or FAILED when the agent itself reported
    * the task FAILED, REJECTED or CANCELED.
    */
-  private withinArtifactLimit(change: StatusChange): StatusChange {
+  protected withinArtifactLimit(change: StatusChange): StatusChange {
     if (!change.artifacts) return change;
     const bytes = change.artifacts.reduce((sum, artifact) => sum + artifactByteSize(artifact), 0);
     if (bytes <= this.artifactBytesPerDelegation) return change;
@@ -232,7 +232,7 @@ export class JournalStatus extends JournalDelegations {
     };
   }
 
-  private applyStatusOnce(ref: DelegationRef, change: StatusChange, binding: TaskBinding): Promise<ApplyStatusOutcome> {
+  protected applyStatusOnce(ref: DelegationRef, change: StatusChange, binding: TaskBinding): Promise<ApplyStatusOutcome> {
     const { keys, input } = this.statusCall(ref, change, binding);
     return this.call(applyStatusScript, keys, input);
   }
@@ -326,12 +326,12 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /** applyArtifact-2.lua's input for `update`. */
-  private artifactInput(fence: number | undefined, update: ArtifactUpdate) {
+  protected artifactInput(fence: number | undefined, update: ArtifactUpdate) {
     return { fence, update, nowMs: this.now(), artifactBytesPerDelegation: this.artifactBytesPerDelegation };
   }
 
   /** What applyArtifact-2.lua's decoded reply means. */
-  private async artifactResult(ref: DelegationRef, outcome: ArtifactOutcome | Refused): Promise<ArtifactOutcome> {
+  protected async artifactResult(ref: DelegationRef, outcome: ArtifactOutcome | Refused): Promise<ArtifactOutcome> {
     if (isRefused(outcome) && outcome.refused === 'DELEGATION_MISSING' && (await this.isCompacted(ref.workflowId))) return 'finished';
     return unlessRefused(outcome, ref, 'applyArtifact');
   }

@@ -5,7 +5,7 @@
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refusal } from './scripts.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
-import { compactedRecordText } from './compacted-record-text.ts';
+import { compactedRecordText, type StoredRow } from './compacted-record-text.ts';
 import { rememberStoredRow, storedRowOf } from './stored-rows.ts';
 import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import { JournalIndex } from './unfinished-index.ts';
@@ -143,8 +143,17 @@ function prebuiltRecordText(workflowId: string, fields: Record<string, string>, 
     if (!row) return [];
     delegations.push({ id: record.delegationId, row });
   }
+  return recordTextArguments(workflowId, workflowRow, fields, nowMs, delegations);
+}
+
+/**
+ * The record text's arguments (updateWorkflow-4.lua ARGV[9+n..], finishStep-5.lua ARGV[10..]) for the workflow row
+ * `workflowRow` (at the version the change compares with) changed by `fields` at `nowMs`, and its delegations' rows
+ * as the script will find them (list order); [] when the text cannot be built here.
+ */
+export function recordTextArguments(workflowId: string, workflowRow: StoredRow, fields: Record<string, string>, nowMs: number, delegations: { id: string; row: StoredRow }[]): string[] {
   // The row as the script leaves it: updatedAt, the change's fields, the version (in that order, as it writes them).
-  const changed = { ...workflowRow, updatedAt: String(nowMs), ...fields, version: String(expectedVersion + 1) };
+  const changed = { ...workflowRow, updatedAt: String(nowMs), ...fields, version: String(Number(workflowRow.version) + 1) };
   const built = compactedRecordText(workflowId, changed, delegations);
   if (!built) return [];
   return [

@@ -14,24 +14,29 @@
  * where a new behaviour goes.
  */
 import { createHash } from 'node:crypto';
-import { isTerminalTaskState, type StreamResponse, type TaskState } from '@durable-a2a/a2a';
+import { isTerminalTaskState, type StreamResponse, type TaskState, type TaskStatusUpdateEvent } from '@durable-a2a/a2a';
 import {
   JournalError,
   applyStreamResponse,
   applyStreamResponsePair,
   applyTask,
+  applyTaskFinishing,
+  applyTerminalFinishing,
   enqueueCancel,
   enqueueFollow,
   enqueueReconcile,
   enqueueSend,
   enqueueSendTry,
   isFinished,
+  journalStateOf,
+  statusErrorOf,
   type ArtifactThenStatus,
   type DelegationRecord,
   type DelegationRef,
   type DelegationView,
   type FollowLease,
   type ObservationResult,
+  type OneStepFinish,
   type QuestionExpiry,
   type StatusChange,
   type StatusChangeResult,
@@ -50,7 +55,8 @@ import { readTask } from './io/read.ts';
 import { searchForMessage } from './io/search.ts';
 import { park } from './park.ts';
 import { registerPushConfig, wantsPushRegistration } from './push-registration.ts';
-import { settle } from './settle.ts';
+import { afterOneStepFinish, settle } from './settle.ts';
+import { oneStepFinish } from './finish-step.ts';
 
 type Log = WorkerContext['logger'];
 
@@ -104,6 +110,8 @@ interface Written {
   foreignTaskId?: string;
   /** What an `expire-question` write found (expireQuestion-1.lua). */
   expiry?: QuestionExpiry['outcome'];
+  /** The write finished the one-step workflow too (`finish-step.ts`): what is left of the settle is `afterOneStepFinish`. */
+  settled?: { finish: OneStepFinish; removedFromIndex: boolean };
 }
 
 const NOTHING_WRITTEN: Written = { applied: false, finished: false };
@@ -212,9 +220,28 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       const state = write.task.status.state;
       if (isTerminalTaskState(state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
       const options = { ...guardOf(write.guard, record, scope), snapshot: true, held: record, ...(write.bindAgent ? { agentCardUrl: record.agentCardUrl } : {}) };
-      const result = await withEndingLease(ctx, ref, scope, observation, sendLease, (endsLease) => applyTask(ctx.journal, ref, write.task, { ...options, ...(endsLease ? { endsLease } : {}) }), state);
+      // A finished Task ending a one-step workflow (a follow's, not a send's answer): the status and the settle in one call.
+      const finish = isTerminalTaskState(state) && !write.bindAgent && observation.kind !== 'send-answered' ? oneStepFinish(ctx, record, journalStateOf(state), statusErrorOf(write.task.status)) : undefined;
+      let settled: Written['settled'];
+      const result = await withEndingLease(
+        ctx,
+        ref,
+        scope,
+        observation,
+        sendLease,
+        async (endsLease) => {
+          const taskOptions = { ...options, ...(endsLease ? { endsLease } : {}) };
+          if (!finish) return applyTask(ctx.journal, ref, write.task, taskOptions);
+          ctx.crashPoint('follow.before-finish-step', record.step);
+          const written = await applyTaskFinishing(ctx.journal, ref, write.task, taskOptions, finish);
+          if (written.finished) ctx.crashPoint('follow.after-finish-step', record.step);
+          if (written.finished) settled = { finish, removedFromIndex: written.finished.removedFromIndex };
+          return written.status;
+        },
+        state,
+      );
       countChange(ctx, result, state, scope.source ?? 'get-task', record);
-      return writtenOf(result, state);
+      return { ...writtenOf(result, state), ...(settled ? { settled } : {}) };
     }
     case 'outcome': {
       const change: StatusChange = {
@@ -351,11 +378,21 @@ async function writeEvents(ctx: WorkerContext, record: DelegationRecord, respons
   const ending = scope.lease?.ending();
   const options = { ...(scope.fence !== undefined ? { fence: scope.fence } : {}), ...(ending ? { endsLease: ending.endsLease } : {}), held: record };
   const [first, second] = responses;
+  // A terminal status ending a one-step workflow: the status and the settle in one call, when nothing moved since.
+  const finish = 'statusUpdate' in last && state && isTerminalTaskState(state) ? oneStepFinish(ctx, record, journalStateOf(state), statusErrorOf(last.statusUpdate.status)) : undefined;
   let results: ObservationResult[];
+  let settled: Written['settled'];
+  if (finish) {
+    ctx.crashPoint('follow.before-finish-step', record.step);
+    const written = await applyTerminalFinishing(ctx.journal, record, responses as [{ statusUpdate: TaskStatusUpdateEvent }] | ArtifactThenStatus, options, finish);
+    results = written.results;
+    if (written.finished) ctx.crashPoint('follow.after-finish-step', record.step);
+    if (written.finished) settled = { finish, removedFromIndex: written.finished.removedFromIndex };
+  } else if (second !== undefined) results = await applyStreamResponsePair(ctx.journal, record, [first, second] as ArtifactThenStatus, options);
+  else results = [await applyStreamResponse(ctx.journal, record, first, { ...options, snapshot: 'task' in first })];
   let finished: boolean;
   if (second !== undefined) {
-    const [artifactResult, statusResult] = await applyStreamResponsePair(ctx.journal, record, [first, second] as ArtifactThenStatus, options);
-    results = [artifactResult, statusResult];
+    const [artifactResult, statusResult] = results as [ObservationResult, ObservationResult];
     noteEvent(ctx, log, record, first, artifactResult);
     if (artifactResult.artifact === 'finished') {
       // The artifact update found the row finished: the status change was refused, but its script gave the lease back.
@@ -365,8 +402,7 @@ async function writeEvents(ctx: WorkerContext, record: DelegationRecord, respons
     noteEvent(ctx, log, record, second, statusResult);
     finished = statusResult.status !== undefined && leftFinished(statusResult.status, state);
   } else {
-    const result = await applyStreamResponse(ctx.journal, record, first, { ...options, snapshot: 'task' in first });
-    results = [result];
+    const result = results[0]!;
     if (result.foreignTaskId) return { applied: false, finished: false, events: results, foreignTaskId: result.foreignTaskId };
     noteEvent(ctx, log, record, first, result);
     finished = (result.status !== undefined && leftFinished(result.status, state)) || result.artifact === 'finished';
@@ -383,6 +419,7 @@ async function writeEvents(ctx: WorkerContext, record: DelegationRecord, respons
     ...(applied?.record ? { record: applied.record } : {}),
     ...(applied?.finishedWorkflow ? { finishedWorkflow: applied.finishedWorkflow } : {}),
     ...(applied?.workflow ? { workflow: applied.workflow } : {}),
+    ...(settled ? { settled } : {}),
   };
 }
 
@@ -438,6 +475,12 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
   const done = (kind: NextKind, extra: Partial<Applied> = {}): Applied => ({ next: kind, ...(written.record ? { record: written.record } : {}), ...(written.events ? { events: written.events } : {}), ...extra });
   // A follow lease handed over by this write (or an earlier one) goes to the follow `route` starts, or back.
   const followLease = written.followLease ?? scope.followLease;
+  if (written.settled && written.record) {
+    // The write finished the one-step workflow too: what is left of the settle, whatever the table's next was.
+    await giveBack(ctx, ref, followLease);
+    await afterOneStepFinish(ctx, written.record, written.settled.finish, written.settled.removedFromIndex);
+    return done('settle');
+  }
   switch (next.kind) {
     case 'continue':
       return continueStream(ctx, record, scope, written, done);

@@ -3,7 +3,7 @@
  * never changes, so the send path (attempt deadline, verifier check) parses the definition once per
  * attempt (its messageId), not at every check. Bounded: the oldest entries go first.
  */
-import type { DelegationRecord, DelegationRef, WorkflowDefinition } from '@durable-a2a/shared';
+import type { DelegationRecord, DelegationRef, WorkflowDefinition, WorkflowRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import type { UnreachableBounds } from './core/observation.ts';
 import { attemptDeadlineOf } from './core/policy.ts';
@@ -20,6 +20,8 @@ const STEPS_KEPT = 10_000;
  */
 export class AttemptSteps {
   private readonly steps = new Map<string, WorkflowStep | undefined>();
+  /** A one-step workflow's row as the send read it, by its attempt's messageId (`finish-step.ts` builds its record from it). */
+  private readonly workflows = new Map<string, WorkflowRecord>();
 
   has(messageId: string): boolean {
     return this.steps.has(messageId);
@@ -36,6 +38,23 @@ export class AttemptSteps {
     this.steps.set(record.messageId, step);
     return step;
   }
+
+  /**
+   * Remembers the row of the attempt's workflow as the journal handed it out, when the workflow has one step (the
+   * finish of its only delegation may then be one script: `finish-step.ts`), at most `STEPS_KEPT`; the oldest go first.
+   */
+  rememberWorkflow(record: Pick<DelegationRecord, 'messageId'>, workflow: WorkflowRecord): void {
+    if (workflow.definition.steps.length !== 1) return;
+    if (this.workflows.size >= STEPS_KEPT) this.workflows.delete(this.workflows.keys().next().value!);
+    this.workflows.set(record.messageId, workflow);
+  }
+
+  /** The workflow row remembered for the attempt (`rememberWorkflow`), taken: a second finish reads it again. */
+  takeWorkflow(messageId: string): WorkflowRecord | undefined {
+    const workflow = this.workflows.get(messageId);
+    this.workflows.delete(messageId);
+    return workflow;
+  }
 }
 
 /**
@@ -50,13 +69,15 @@ export async function stepOfAttempt(ctx: WorkerContext, record: Pick<DelegationR
 }
 
 /**
- * Reads a delegation and, in the same round trip, its workflow's definition, remembering the attempt's step
- * (the send path asks `stepOfAttempt` next: attempt deadline, verifier check). Undefined when the delegation
- * is missing. Throws what `getDelegation` throws (a corrupt row); an unreadable definition is read again later.
+ * Reads a delegation and, in the same round trip, its workflow's row, remembering the attempt's step (the send
+ * path asks `stepOfAttempt` next: attempt deadline, verifier check) and a one-step workflow's row
+ * (`rememberWorkflow`). Undefined when the delegation is missing. Throws what `getDelegation` throws (a corrupt
+ * row); an unreadable workflow is read again later.
  */
 export async function readAttemptWithStep(ctx: WorkerContext, ref: DelegationRef): Promise<DelegationRecord | undefined> {
-  const [record, definition] = await Promise.all([ctx.journal.getDelegation(ref), ctx.journal.getWorkflowDefinition(ref.workflowId).catch(() => undefined)]);
-  if (record && definition && !ctx.attemptSteps.has(record.messageId)) ctx.attemptSteps.remember(record, definition);
+  const [record, workflow] = await Promise.all([ctx.journal.getDelegation(ref), ctx.journal.getWorkflow(ref.workflowId).catch(() => undefined)]);
+  if (record && workflow && !ctx.attemptSteps.has(record.messageId)) ctx.attemptSteps.remember(record, workflow.definition);
+  if (record && workflow?.state === 'RUNNING' && record.kind === 'step') ctx.attemptSteps.rememberWorkflow(record, workflow);
   return record;
 }
 

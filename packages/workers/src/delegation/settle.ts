@@ -9,9 +9,9 @@
  * decision (a finished step under a workflow left RUNNING with no index
  * entry). The push config's one Delete comes first (`push-registration.ts`). Only `apply.ts` calls this.
  */
-import { declaredVerifier, enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef, type WorkflowAtFinish } from '@durable-a2a/shared';
+import { declaredVerifier, enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef, type OneStepFinish, type WorkflowAtFinish } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
-import { advanceWorkflow, type CloseHeldIntent } from '../workflow/advance.ts';
+import { advanceWorkflow, workflowFinished, type CloseHeldIntent } from '../workflow/advance.ts';
 import { endPushConfig } from './push-registration.ts';
 
 /**
@@ -62,6 +62,16 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, closeHeld: 
   // A decision that finished the workflow left its entry `*` to this ZREM.
   const finishedWorkflow = decision.kind === 'complete' || decision.kind === 'fail';
   await dropFromIndex(ctx, ref, record, mark, finishedWorkflow ? [{ workflowId: ref.workflowId, delegationId: '*' }] : []);
+}
+
+/**
+ * What is left of the settle once the one-step finish (`finish-step.ts`, one script with the terminal status) wrote its
+ * finishing change: the delegation's duration (when its index entry was there: observed once), the workflow's count,
+ * notification and log line (`workflowFinished`).
+ */
+export async function afterOneStepFinish(ctx: WorkerContext, record: DelegationRecord, finish: OneStepFinish, removedFromIndex: boolean): Promise<void> {
+  if (removedFromIndex) observeSettled(ctx, record);
+  await workflowFinished(ctx, record.workflowId, finish.patch, finish.workflow.definition);
 }
 
 /** The verify job's occasion: this reconcile interval (a later settle of a row still unverified is a job of its own). */

@@ -107,6 +107,32 @@ const toAttempt = (record: DelegationRecord, workflow: WorkflowRecord) => ({
   held: record.state === 'INTENT' && record.held,
 });
 
+/**
+ * The decision for a workflow whose attempts are `records`, for a definition with no step that names a skill (its
+ * candidates need no registry read); `decide` as `advanceWorkflow` asks it. The one-step finish decides with it
+ * before its call (`delegation/finish-step.ts`).
+ */
+export function decideWithoutRegistry(workflow: WorkflowRecord, records: readonly DelegationRecord[]): Decision {
+  const tenant = tenantOfWorkflowId(workflow.definition.workflowId);
+  return decide(
+    { definition: workflow.definition, state: workflow.state, cancelRequested: workflow.cancelRequested, stopping: workflow.stopping, attempts: records.map((record) => toAttempt(record, workflow)) },
+    (step) => candidateAgents(step, [], tenant),
+  );
+}
+
+/**
+ * What follows a workflow's finishing change (written by `finishWorkflow`, `updateWorkflow` or the one-step finish):
+ * the count, the `workflow.finished` notification and the log line of the decision that made it.
+ */
+export async function workflowFinished(ctx: WorkerContext, workflowId: string, patch: WorkflowPatch & { state: WorkflowState }, definition: WorkflowDefinition): Promise<void> {
+  const log = lazyChildLogger(ctx.logger, { workflowId });
+  ctx.metrics.workflowsFinished.inc({ state: patch.state });
+  await notifyWorkflowFinished(ctx, workflowId, patch.state, patch.failure ?? undefined, definition);
+  if (patch.state === 'COMPLETED') log.info('workflow completed');
+  else if (patch.state === 'CANCELED') log.info({ reasons: patch.failure }, 'workflow canceled');
+  else log.warn({ reasons: patch.failure }, 'workflow failed');
+}
+
 /** Candidate agents per step (`candidateAgents`: the fixed agent first, then registered agents with the skill and its tags). */
 async function candidateLookup(ctx: WorkerContext, definition: WorkflowDefinition): Promise<(step: Step) => string[]> {
   const registered = definition.steps.some((step) => step.skill) ? await ctx.registry.list() : [];
@@ -170,14 +196,12 @@ async function applyDecision(
       // The rows the decision read: the compacted record's text is built from them, not read again in the script.
       const rows = { workflow: loaded.record, delegations: loaded.records };
       const { removedFromIndex } = await ctx.journal.finishWorkflow(workflowId, patch, loaded.version, [...finishDrops.entries, { workflowId, delegationId: '*' }], rows);
-      ctx.metrics.workflowsFinished.inc({ state: patch.state });
       finishDrops.removed(removedFromIndex);
     } else {
       await ctx.journal.updateWorkflow(workflowId, patch, loaded.version);
-      ctx.metrics.workflowsFinished.inc({ state: patch.state });
       await dropWorkflowEntry();
     }
-    await notifyWorkflowFinished(ctx, workflowId, patch.state, patch.failure ?? undefined, loaded.definition);
+    await workflowFinished(ctx, workflowId, patch, loaded.definition);
   };
   switch (decision.kind) {
     case 'wait':
@@ -201,15 +225,10 @@ async function applyDecision(
     case 'start-attempt':
       return journalAttempt(ctx, workflowId, loaded, decision);
     case 'complete':
-      await finish({ state: 'COMPLETED' });
-      log.info('workflow completed');
-      return;
+      return finish(finishingPatch(decision));
     case 'fail':
       await closeHeldIntents(ctx, loaded.records, closeHeld);
-      await finish({ state: decision.canceled ? 'CANCELED' : 'FAILED', failure: decision.reasons });
-      if (decision.canceled) log.info({ reasons: decision.reasons }, 'workflow canceled');
-      else log.warn({ reasons: decision.reasons }, 'workflow failed');
-      return;
+      return finish(finishingPatch(decision));
     case 'compensate':
       await closeHeldIntents(ctx, loaded.records, closeHeld);
       await ctx.journal.updateWorkflow(workflowId, { state: 'COMPENSATING', failure: [decision.reason] }, loaded.version);
@@ -224,6 +243,12 @@ async function applyDecision(
       return;
     }
   }
+}
+
+/** The workflow change of a finishing decision. */
+export function finishingPatch(decision: Extract<Decision, { kind: 'complete' | 'fail' }>): WorkflowPatch & { state: WorkflowState } {
+  if (decision.kind === 'complete') return { state: 'COMPLETED' };
+  return { state: decision.canceled ? 'CANCELED' : 'FAILED', failure: decision.reasons };
 }
 
 /** Journals a new attempt of a step (before any I/O), then enqueues its send. */

@@ -186,6 +186,27 @@ local function checkPrebuilt(listKey, base, prebuilt)
   return ids, push
 end
 
+-- Stores a finished workflow's compacted record `done` (retention ms: 0 = kept), its push tokens (`push`: delegation
+-- id, token, …) and deletes its hashes, list and history (`ids`: its delegation ids).
+local function storeCompacted(workflowKey, listKey, base, done, ids, push, retention)
+  if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
+  else redis.call('SET', base .. ':done', done) end
+  for first = 1, #push, 1000 do
+    redis.call('HSET', base .. ':push', unpack(push, first, math.min(first + 999, #push)))
+  end
+  if #push > 0 and retention > 0 then redis.call('PEXPIRE', base .. ':push', retention) end
+  -- DEL in chunks: Lua's unpack takes at most ~8,000 values, and a workflow may hold 4,000 delegations
+  -- (100 steps × 20 attempts, each with a compensation), two keys each.
+  local keys = { workflowKey, listKey, base .. ':history' }
+  for _, id in ipairs(ids) do
+    keys[#keys + 1] = base .. ':d:' .. id
+    keys[#keys + 1] = base .. ':d:' .. id .. ':artifacts'
+  end
+  for first = 1, #keys, 1000 do
+    redis.call('DEL', unpack(keys, first, math.min(first + 999, #keys)))
+  end
+end
+
 -- Stores a finished workflow (`finishWorkflowKeys`): compacted when `compactIt` and `compact` succeeds (returns the
 -- compacted record and whether it is the caller's `prebuilt` text), else its keys expire after `retention` ms
 -- (0 = kept; returns nil).
@@ -222,22 +243,7 @@ local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retent
   end
   if unwritten and not done then redis.call('HSET', workflowKey, unpack(unwritten.flat)) end
   if done then
-    if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
-    else redis.call('SET', base .. ':done', done) end
-    for first = 1, #push, 1000 do
-      redis.call('HSET', base .. ':push', unpack(push, first, math.min(first + 999, #push)))
-    end
-    if #push > 0 and retention > 0 then redis.call('PEXPIRE', base .. ':push', retention) end
-    -- DEL in chunks: Lua's unpack takes at most ~8,000 values, and a workflow may hold 4,000 delegations
-    -- (100 steps × 20 attempts, each with a compensation), two keys each.
-    local keys = { workflowKey, listKey, base .. ':history' }
-    for _, id in ipairs(ids) do
-      keys[#keys + 1] = base .. ':d:' .. id
-      keys[#keys + 1] = base .. ':d:' .. id .. ':artifacts'
-    end
-    for first = 1, #keys, 1000 do
-      redis.call('DEL', unpack(keys, first, math.min(first + 999, #keys)))
-    end
+    storeCompacted(workflowKey, listKey, base, done, ids, push, retention)
   elseif retention > 0 then
     redis.call('PEXPIRE', workflowKey, retention)
     for _, id in ipairs(redis.call('LRANGE', listKey, 0, -1)) do

@@ -1,0 +1,255 @@
+/**
+ * The one-step finish (finishStep-5.lua, `Journal.finishStep`): a one-step workflow's terminal status and its settle
+ * in one script. Property (the kind "two transitions made one"): whatever another writer did between the worker's
+ * read and the call (a late event, a workflow change, a lease taken, a push config noted, the row finished by
+ * someone else, a history bound, another delegation), the call followed by the settle the worker would then make
+ * leaves the same journal, key by key, and publishes the same messages on the change channel, as today's two calls
+ * (the status change, then the settle): the script either does all of it or nothing. Real Redis, the real scripts;
+ * one clock for both, so the bytes compare. And a test per return code.
+ */
+import fc from 'fast-check';
+import { Redis } from 'ioredis';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { Journal, type DelegationRecord, type RecordedError, type StatusChange, type StatusChangeResult, type WorkflowPatch, type WorkflowState } from '@durable-a2a/shared';
+import { useRedisServer, testsOnCluster, useRedisClient } from '../harness/redis.ts';
+import { intentRow } from '../harness/journal-rows.ts';
+import { scriptSha } from '../../packages/shared/src/journal/scripts.ts';
+
+const redisServer = useRedisServer();
+const redis = useRedisClient(redisServer);
+const CARD = 'http://agent.example/.well-known/agent-card.json';
+const NOW = 50_000;
+
+/** Messages published on any change channel, by channel. */
+const published: { channel: string; message: string }[] = [];
+let subscriber: Redis;
+beforeAll(async () => {
+  subscriber = new Redis(redisServer().url);
+  subscriber.on('pmessage', (_pattern: string, channel: string, message: string) => published.push({ channel, message }));
+  await subscriber.psubscribe('*');
+});
+afterAll(async () => {
+  await subscriber?.quit();
+});
+
+/** Waits until every message published before this call has reached the subscriber (a marker published after them). */
+async function drained(): Promise<void> {
+  const marker = `marker-${Math.random()}`;
+  await redis().publish(marker, '1');
+  for (let tries = 0; tries < 500 && !published.some((entry) => entry.channel === marker); tries++) await new Promise((resolve) => setImmediate(resolve));
+}
+
+const interferences = ['none', 'late-event', 'workflow-change', 'fence', 'push-config', 'finished-elsewhere', 'history-dropped', 'second-delegation', 'artifact-event'] as const;
+type Interference = (typeof interferences)[number];
+
+const scenario = fc.record({
+  interference: fc.constantFrom<Interference>(...interferences, 'none', 'none'),
+  state: fc.constantFrom<'COMPLETED' | 'FAILED' | 'REJECTED' | 'CANCELED'>('COMPLETED', 'COMPLETED', 'FAILED', 'REJECTED', 'CANCELED'),
+  /** A stream's status update, the pair (an artifact update and the status update after it), or a full Task (snapshot). */
+  shape: fc.constantFrom<'event' | 'pair' | 'snapshot'>('event', 'pair', 'snapshot'),
+  artifacts: fc.integer({ min: 0, max: 2 }),
+  message: fc.option(fc.string({ maxLength: 20 }), { nil: undefined }),
+  timestamp: fc.boolean(),
+  contextId: fc.boolean(),
+  lease: fc.boolean(),
+});
+type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
+
+/** The finishing patch the worker's decision makes of a terminal state (`finishingPatch` of 'complete' / 'fail'). */
+const patchOf = (state: Scenario['state']): WorkflowPatch & { state: WorkflowState } => (state === 'COMPLETED' ? { state: 'COMPLETED' } : { state: 'FAILED', failure: [`main: ${state}`] });
+
+/** A one-step workflow with its delegation SUBMITTED (task bound), claimed by a follow; what the worker holds then. */
+async function setUp(journal: Journal, workflowId: string, s: Scenario) {
+  const ref = { workflowId, delegationId: 'main.1' };
+  const definition = JSON.stringify({ workflowId, steps: [{ name: 'main', agent: CARD, message: { text: 'x' } }] });
+  await journal.createWorkflow(workflowId, { state: 'RUNNING', definition, createdAt: '1000' }, intentRow(workflowId));
+  await journal.applyStatus(ref, { mode: 'snapshot', state: 'SUBMITTED', taskId: 't-1', ...(s.contextId ? {} : { contextId: 'c-1' }), agentCardUrl: CARD });
+  const fence = await journal.claim(ref, 'follower');
+  if (s.lease) await journal.lease(ref, 'acquire', 'follow-token', 60_000);
+  const held = (await journal.getDelegation(ref))!;
+  const workflow = (await journal.getWorkflow(workflowId))!;
+  return { ref, fence, held, workflow };
+}
+
+/** What another writer does between the worker's read and its call. */
+async function interfere(journal: Journal, ref: { workflowId: string; delegationId: string }, interference: Interference): Promise<void> {
+  switch (interference) {
+    case 'none':
+      return;
+    case 'late-event':
+      await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', statusTimestamp: '2026-01-01T00:00:00Z' });
+      return;
+    case 'workflow-change':
+      await journal.updateWorkflow(ref.workflowId, { cancelRequested: true });
+      return;
+    case 'fence':
+      await journal.claim(ref, 'someone else');
+      return;
+    case 'push-config':
+      await journal.notePushConfig(ref, 'any', 'registered', 'cfg-1');
+      return;
+    case 'finished-elsewhere':
+      await journal.applyStatus(ref, { mode: 'outcome', state: 'AMBIGUOUS', error: { code: 'INVALID_AGENT_RESPONSE', message: 'decided elsewhere', retryable: false } });
+      return;
+    case 'history-dropped':
+      await redis().hset(journal.keys.workflow(ref.workflowId), 'historyDropped', '3');
+      return;
+    case 'second-delegation':
+      await journal.createIntent(ref.workflowId, intentRow(ref.workflowId, 'main.2'));
+      return;
+    case 'artifact-event':
+      await journal.applyArtifact(ref, undefined, { artifact: { artifactId: 'early', parts: [{ text: 'early' }] } });
+      return;
+  }
+}
+
+/** The terminal change (and the artifact update before it, for a pair) as the worker would apply it. */
+function changeOf(s: Scenario, fence: number, held: DelegationRecord): { change: StatusChange; artifact?: { fence: number; update: { artifact: { artifactId: string; parts: { text: string }[] }; lastChunk: boolean } } } {
+  const statusMessage = s.message === undefined ? undefined : { messageId: 'sm-1', role: 'ROLE_AGENT' as const, parts: [{ text: s.message }] };
+  const error: RecordedError | undefined = s.state === 'COMPLETED' ? undefined : { code: `TASK_${s.state}` as RecordedError['code'], message: s.message || `the agent reported ${s.state}`, retryable: false };
+  const change: StatusChange = {
+    fence,
+    mode: s.shape === 'snapshot' ? 'snapshot' : 'event',
+    state: s.state,
+    taskId: 't-1',
+    ...(s.timestamp ? { statusTimestamp: '2026-02-01T00:00:00.123Z' } : {}),
+    ...(s.contextId ? { contextId: 'c-late' } : {}),
+    ...(statusMessage ? { statusMessage } : {}),
+    ...(error ? { error } : {}),
+    ...(s.shape === 'snapshot' ? { artifacts: Array.from({ length: s.artifacts }, (_, index) => ({ artifactId: `a${index}`, name: `n${index}`, parts: [{ text: `part ${index} "q"` }] })) } : {}),
+    ...(s.lease ? { endsLease: { token: 'follow-token', when: 'finished' as const } } : {}),
+    held,
+  };
+  if (s.shape !== 'pair') return { change };
+  return { change, artifact: { fence, update: { artifact: { artifactId: 'result', parts: [{ text: 'done' }] }, lastChunk: true } } };
+}
+
+/** The settle the worker makes after a status change applied on its own (the happy path's `finishWorkflow`). */
+async function settleAsToday(journal: Journal, ref: { workflowId: string; delegationId: string }, status: StatusChangeResult, patch: WorkflowPatch & { state: WorkflowState }): Promise<void> {
+  if (!status.applied || !status.finishedWorkflow || !status.record) return;
+  const { record: workflow, delegationIds } = status.finishedWorkflow;
+  if (workflow.state !== 'RUNNING' || workflow.cancelRequested || workflow.stopping || delegationIds.length !== 1) return;
+  await journal.finishWorkflow(ref.workflowId, patch, workflow.version, [ref, { workflowId: ref.workflowId, delegationId: '*' }], { workflow, delegations: [status.record] });
+}
+
+/** Every key under `prefix` with its value and whether it expires, the prefix written as '<p>'. */
+async function dump(prefix: string): Promise<Record<string, unknown>> {
+  const keys = (await redis().keys(`${prefix}:*`)).sort();
+  const out: Record<string, unknown> = {};
+  for (const key of keys) {
+    const type = await redis().type(key);
+    const value =
+      type === 'string' ? await redis().get(key) : type === 'hash' ? await redis().hgetall(key) : type === 'list' ? await redis().lrange(key, 0, -1) : await redis().zrange(key, 0, -1, 'WITHSCORES');
+    out[key.replace(prefix, '<p>')] = { value: JSON.parse(JSON.stringify(value).split(prefix).join('<p>')), expires: (await redis().pttl(key)) > 0 };
+  }
+  return out;
+}
+
+/** `run`'s result, or the journal error code it threw (`{ refused }`). */
+async function refusalOf<T extends object>(run: () => Promise<T>): Promise<T | { refused: string }> {
+  try {
+    return await run();
+  } catch (error) {
+    const code = (error as { code?: string }).code;
+    if (!code) throw error;
+    return { refused: code };
+  }
+}
+
+let counter = 0;
+
+describe.skipIf(testsOnCluster())('the one-step finish: the terminal status and the settle in one script (real Redis)', () => {
+  it('leaves the same journal and publishes the same messages as the status change then the settle, whatever another writer did in between (property)', async () => {
+    let finishedInOne = 0;
+    let refused = 0;
+    await fc.assert(
+      fc.asyncProperty(scenario, async (s) => {
+        counter++;
+        const workflowId = `fs-${counter}`;
+        const options = { retentionMs: 60_000, now: () => NOW };
+        const one = new Journal(redis(), { prefix: `fsone${counter}`, ...options });
+        const two = new Journal(redis(), { prefix: `fstwo${counter}`, ...options });
+        const patch = patchOf(s.state);
+        const [a, b] = [await setUp(one, workflowId, s), await setUp(two, workflowId, s)];
+        await interfere(one, a.ref, s.interference);
+        await interfere(two, b.ref, s.interference);
+        await drained();
+        published.length = 0;
+
+        // The one-step finish, then (when it did not finish) the settle as after the change alone.
+        const first = changeOf(s, a.fence, a.held);
+        const outcome = await refusalOf(async () => {
+          const result = await one.finishStep(a.ref, first.change, { workflow: a.workflow, patch }, first.artifact);
+          if (!result.finished) await settleAsToday(one, a.ref, result.status, patch);
+          return result;
+        });
+        if ('finished' in outcome && outcome.finished) finishedInOne++;
+        else refused++;
+        await drained();
+        const publishedByOne = published.splice(0).filter((entry) => entry.channel.startsWith('fsone'));
+
+        // Today's two calls.
+        const second = changeOf(s, b.fence, b.held);
+        const today = await refusalOf(async () => {
+          const status = second.artifact ? (await two.applyArtifactThenStatus(b.ref, second.artifact.fence, second.artifact.update, second.change)).status : await two.applyStatus(b.ref, second.change);
+          await settleAsToday(two, b.ref, status, patch);
+          return status;
+        });
+        await drained();
+        const publishedByTwo = published.splice(0).filter((entry) => entry.channel.startsWith('fstwo'));
+
+        const context = JSON.stringify({ s, outcome: 'finished' in outcome ? outcome.finished : outcome });
+        // A refusal (a fence lost) is the same refusal either way.
+        expect('refused' in outcome ? outcome.refused : undefined, context).toBe('refused' in today ? today.refused : undefined);
+        expect(await dump(`fsone${counter}`), context).toEqual(await dump(`fstwo${counter}`));
+        const normalized = (entries: typeof published, prefix: string) => entries.map(({ channel, message }) => ({ channel: channel.replace(prefix, '<p>'), message }));
+        expect(normalized(publishedByOne, `fsone${counter}`), context).toEqual(normalized(publishedByTwo, `fstwo${counter}`));
+        // The worker's record of the row equals a read of what was written.
+        // Done in one script exactly when nobody wrote in between.
+        expect('finished' in outcome && outcome.finished, context).toBe(s.interference === 'none');
+        if ('finished' in outcome && outcome.finished) expect(outcome.record, context).toEqual(await one.getDelegation(a.ref));
+      }),
+      { numRuns: 120 },
+    );
+    // Both branches were reached.
+    expect(finishedInOne).toBeGreaterThan(20);
+    expect(refused).toBeGreaterThan(20);
+  });
+
+  it("replies 'large' and writes nothing when the record would pass maxBytes (stored artifacts, or a snapshot's): the change then runs alone", async () => {
+    // artifactBytes under maxBytes (the worker builds its text) and a status message that takes the record past it.
+    const artifact = { artifactId: 'big', parts: [{ text: 'x'.repeat(1_000_000) }] };
+    const statusMessage = { messageId: 'sm-big', role: 'ROLE_AGENT' as const, parts: [{ text: 'y'.repeat(80_000) }] };
+    for (const shape of ['event', 'snapshot'] as const) {
+      counter++;
+      const workflowId = `fl-${counter}`;
+      const client = new Redis(redisServer().url);
+      const shas: string[] = [];
+      const evalsha = client.evalsha.bind(client) as (...args: unknown[]) => unknown;
+      client.evalsha = ((...args: unknown[]) => {
+        shas.push(String(args[0]));
+        return evalsha(...args);
+      }) as typeof client.evalsha;
+      try {
+        const journal = new Journal(client, { prefix: `fslarge${counter}`, retentionMs: 60_000, now: () => NOW });
+        const s = { interference: 'none', state: 'COMPLETED', shape, artifacts: 0, message: undefined, timestamp: false, contextId: false, lease: false } satisfies Scenario;
+        const { ref, fence, workflow } = await setUp(journal, workflowId, s);
+        if (shape === 'event') await journal.applyArtifact(ref, fence, { artifact, lastChunk: true });
+        const held = (await journal.getDelegation(ref))!;
+        const change: StatusChange = { fence, mode: shape, state: 'COMPLETED', taskId: 't-1', statusMessage, held, ...(shape === 'snapshot' ? { artifacts: [artifact] } : {}) };
+        shas.length = 0;
+        const outcome = await journal.finishStep(ref, change, { workflow, patch: { state: 'COMPLETED' } });
+        expect(shas[0], shape).toBe(scriptSha('finishStep'));
+        expect(outcome.finished, shape).toBe(false);
+        // The change alone: the row finished with its artifact, the workflow left to the settle (not compacted).
+        expect(!outcome.finished && outcome.status.applied, shape).toBe(true);
+        expect((await journal.getDelegation(ref))!.state, shape).toBe('COMPLETED');
+        expect((await journal.getDelegationView(ref))!.artifacts.map((stored) => stored.artifactId), shape).toEqual(['big']);
+        expect((await journal.getWorkflow(workflowId))!.state, shape).toBe('RUNNING');
+        expect(await journal.isCompacted(workflowId), shape).toBe(false);
+      } finally {
+        await client.quit();
+      }
+    }
+  });
+});
