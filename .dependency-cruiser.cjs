@@ -124,12 +124,12 @@ module.exports = {
     {
       name: 'redis-only-in-journal-and-registry',
       comment:
-        'Redis is reached only through the journal (and the agent registry); clients are created in one place per process (redis.ts), the start-up checks read its config and version.',
+        'Redis is reached only through the journal (and the agent registry); clients are created in one place per process (redis.ts), the start-up checks read its config and version. The test kit\'s MONITOR (testing/src/monitor.ts) counts commands from outside, for tests and benchmarks.',
       severity: 'error',
       from: {
         path: '^packages/',
         pathNot:
-          '^packages/shared/src/(journal/[^/]+|registry|redis|redis-sentinel)\\.ts$|^packages/producer/src/(calls/context|server/routes/ops)\\.ts$|^packages/workers/src/(persistence|redis-version)\\.ts$|^packages/[^/]+/test/',
+          '^packages/shared/src/(journal/[^/]+|registry|redis|redis-sentinel)\\.ts$|^packages/producer/src/(calls/context|server/routes/ops)\\.ts$|^packages/workers/src/(persistence|redis-version)\\.ts$|^packages/testing/src/monitor\\.ts$|^packages/[^/]+/test/',
       },
       to: { path: 'node_modules/ioredis/' },
     },
