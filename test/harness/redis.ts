@@ -2,6 +2,7 @@
  * The private redis-server lives in @durable-a2a/testing; this file adds the
  * vitest hooks and the Redis Cluster switch the suite uses.
  */
+import { Redis } from 'ioredis';
 import { afterAll, beforeAll } from 'vitest';
 import { createRedisClient, type RedisClient } from '@durable-a2a/shared';
 import { startRedisServer, type RedisServerHandle, type RedisServerOptions } from '@durable-a2a/testing';
@@ -71,4 +72,23 @@ export function useRedisClient<Client extends RedisClient = RedisClient>(server:
     if (!client) throw new Error('useRedisClient: the client is only available inside tests (after beforeAll)');
     return client as Client;
   };
+}
+
+/**
+ * Runs `command` on every server of `handle`: the one server, or each master of a Cluster (whose PUBSUB and CLIENT
+ * commands answer for that node only), each on a connection of its own closed afterwards. Returns the answers in port
+ * order.
+ */
+export async function onEveryServer<T>(handle: RedisServerHandle, command: (server: Redis) => Promise<T>): Promise<T[]> {
+  const ports = 'ports' in handle ? (handle.ports as readonly number[]) : [handle.port];
+  return Promise.all(
+    ports.map(async (port) => {
+      const server = new Redis({ host: '127.0.0.1', port });
+      try {
+        return await command(server);
+      } finally {
+        await server.quit();
+      }
+    }),
+  );
 }
