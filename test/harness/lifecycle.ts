@@ -55,3 +55,15 @@ export function useScriptedFleet(
     return { agent, producer, fleet };
   };
 }
+
+/**
+ * Vitest helper: returns `keep(...resources)`; an `afterEach` closes what the test kept, the last kept first, one at a
+ * time (keep the fleet after the agent and the producer it uses, so that it closes first).
+ */
+export function closeKeptAfterEach(): (...resources: Closable[]) => void {
+  const kept: Closable[] = [];
+  afterEach(async () => {
+    for (const resource of kept.splice(0).reverse()) await resource.close();
+  });
+  return (...resources) => void kept.push(...resources);
+}
