@@ -9,7 +9,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { Redis } from 'ioredis';
+import { startMonitor } from '@durable-a2a/testing';
 import { spawnBenchChild } from './processes/ipc.ts';
 import { startSide, type SideName } from './peers/sides.ts';
 
@@ -58,7 +58,7 @@ try {
   const listening = execFileSync('ss', ['-tlnpH'], { encoding: 'utf8' }).split('\n').find((line) => line.includes(`pid=${redisPid},`));
   if (!listening) throw new Error(`redis-server ${redisPid} listens on no TCP port`);
   const redisUrl = `redis://${listening.split(/\s+/)[3]}`;
-  const monitor = await new Redis(redisUrl).monitor();
+  const monitor = await startMonitor(redisUrl);
   const owners = ownersOfPorts();
   const tally = new Map<string, number>();
   const writes = new Map<string, number>();

@@ -8,7 +8,7 @@
  * idle blocking reads of the workers are included, as in production.
  * `MONITOR_LOCAL_FOLLOW_SLOTS=0` measures with follow jobs only (as before local follows).
  */
-import { Redis } from 'ioredis';
+import { startMonitor } from '@durable-a2a/testing';
 import { delegateWithinConcurrency, sleep } from './common.ts';
 import { startProfilingRig } from './rig.ts';
 
@@ -26,7 +26,7 @@ const run = async (count: number, tag: string) => {
   await sleep(300);
 };
 await run(5, 'warm');
-const monitor = await new Redis(redisUrl).monitor();
+const monitor = await startMonitor(redisUrl);
 const tally = new Map<string, number>();
 const shape = (text: string) =>
   text

@@ -12,7 +12,7 @@
  */
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
-import { startRedisServer } from '../test/harness/redis.ts';
+import { startMonitor, startRedisServer } from '../test/harness/redis.ts';
 import { spawnWorkerProcess } from '../test/harness/fleet.ts';
 import { readFileSync } from 'node:fs';
 import { startDemoAgent } from '../test/harness/agent.ts';
@@ -67,7 +67,7 @@ const killedAt = performance.now();
 const before = await commandCalls(reader);
 // PROFILE_MONITOR=1: Redis MONITOR from the kill to the last reattach, commands by shape per record (this aid's own polling left out).
 const tally = new Map<string, number>();
-const monitor = process.env.PROFILE_MONITOR === '1' ? await new Redis(redisServer.url).monitor() : undefined;
+const monitor = process.env.PROFILE_MONITOR === '1' ? await startMonitor(redisServer.url) : undefined;
 const readerAddress = /addr=(\S+)/.exec(String(await reader.call('CLIENT', 'INFO')))?.[1] ?? '';
 monitor?.on('monitor', (_time: string, args: string[], source: string) => {
   if (source.endsWith(readerAddress)) return;

@@ -16,13 +16,11 @@
  * the load average beside each.
  */
 import { Redis } from 'ioredis';
-import { createProducer, type Producer } from '@durable-a2a/producer';
-import { startRedisServer } from '../test/harness/redis.ts';
+import type { Producer } from '@durable-a2a/producer';
 import { startDemoAgent } from '../test/harness/agent.ts';
 import { completesWith } from '../test/harness/agent-behaviours.ts';
 import { cloneFinishedWorkflow } from './history.ts';
-import { spawnBenchChild } from './processes/ipc.ts';
-import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
+import { startWorkerProcessRig } from './rig.ts';
 import {
   FINISHED,
   loadAverage1,
@@ -130,16 +128,13 @@ export async function run(scale: number): Promise<BenchResult> {
 }
 
 async function recoveryRun(inFlight: number, history: number): Promise<RecoveryRun> {
-  const redisServer = await startRedisServer();
-  const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: `slow:${TASK_MS}` });
-  const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix: PREFIX });
-  const reader = new Redis(redisServer.url);
-  const workers: WorkerProcess[] = [];
+  const rig = await startWorkerProcessRig(PREFIX, `slow:${TASK_MS}`);
+  const { agent, producer, reader } = rig;
   const label = history > 0 ? `${history} finished` : 'empty journal';
   const log = (line: string) => console.log(`  [recovery, ${label}, load ${loadAverage1()}] ${line}`);
   const environment = {
     ...PRODUCTION_TIMINGS,
-    REDIS_URL: redisServer.url,
+    REDIS_URL: rig.redisServer.url,
     DA2A_PREFIX: PREFIX,
     DA2A_CONCURRENCY: `follow=${inFlight + 100},send=50`,
     // One agent holds every stream here: its share is the whole follow concurrency (default: half, 90% at most).
@@ -149,11 +144,7 @@ async function recoveryRun(inFlight: number, history: number): Promise<RecoveryR
     DA2A_STREAM_QUIET_MS: String(TASK_MS),
     ...workerOverrides(),
   };
-  const spawn = () => {
-    const worker = spawnWorkerProcess(environment);
-    workers.push(worker);
-    return worker;
-  };
+  const spawn = () => rig.spawn(environment);
   try {
     const { cardUrl } = await agent.ready;
     const first = spawn();
@@ -206,11 +197,7 @@ async function recoveryRun(inFlight: number, history: number): Promise<RecoveryR
       loadAtEnd: loadAverage1(),
     };
   } finally {
-    await Promise.all(workers.map((worker) => worker.kill('SIGKILL')));
-    reader.disconnect();
-    await producer.close();
-    await agent.stop();
-    await redisServer.stop();
+    await rig.close();
   }
 }
 

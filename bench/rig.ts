@@ -1,11 +1,15 @@
 /**
  * The rig of the profiling aids (bench/monitor.ts, bench/timeline.ts, bench/profile-durable.ts): a private
  * redis-server, one benchmark agent in its own process, a producer and an in-process fleet whose send and follow
- * concurrency, and the agent's follow share, are `concurrency` (resubscriptions not rate-limited).
+ * concurrency, and the agent's follow share, are `concurrency` (resubscriptions not rate-limited). And the rig of the
+ * benchmarks that kill worker processes (bench/takeover.ts, bench/recovery.ts): the same without the fleet, with a
+ * reader for polling and spawned workers.
  */
+import { Redis } from 'ioredis';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
-import { startRedisServer } from '../test/harness/redis.ts';
+import { startRedisServer, type RedisServerHandle } from '../test/harness/redis.ts';
+import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
 import { startBenchFleet } from './common.ts';
 import { spawnBenchChild, type BenchChild } from './processes/ipc.ts';
 
@@ -47,6 +51,50 @@ export async function startProfilingRig(options: { prefix: string; agentBehaviou
     agent,
     async stop() {
       await fleet.close();
+      await producer.close();
+      await agent.stop();
+      await redisServer.stop();
+    },
+  };
+}
+
+/** A running rig of worker processes; `close()` SIGKILLs every worker spawned, then closes the rest. */
+export interface WorkerProcessRig {
+  redisServer: RedisServerHandle;
+  /** The agent's process, not awaited: `ready` gives its card URL (bench/processes/agent.ts). */
+  agent: BenchChild<{ cardUrl: string }>;
+  producer: Producer;
+  /** A plain client of the rig's Redis, for polling rows and reading INFO. */
+  reader: Redis;
+  /** Spawns a worker process (`spawnWorkerProcess(environment)`), SIGKILLed by `close()` if still running. */
+  spawn(environment: Record<string, string>): WorkerProcess;
+  /** SIGKILLs the spawned workers, then closes the reader, the producer, the agent and Redis, in that order. */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a private redis-server, the benchmark agent in its own process (`agentBehaviour`: its BENCH_AGENT_BEHAVIOUR,
+ * e.g. `slow:60000`; not awaited), a producer under `prefix` and a reader.
+ */
+export async function startWorkerProcessRig(prefix: string, agentBehaviour: string): Promise<WorkerProcessRig> {
+  const redisServer = await startRedisServer();
+  const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: agentBehaviour });
+  const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
+  const reader = new Redis(redisServer.url);
+  const workers: WorkerProcess[] = [];
+  return {
+    redisServer,
+    agent,
+    producer,
+    reader,
+    spawn(environment) {
+      const worker = spawnWorkerProcess(environment);
+      workers.push(worker);
+      return worker;
+    },
+    async close() {
+      await Promise.all(workers.map((worker) => worker.kill('SIGKILL')));
+      reader.disconnect();
       await producer.close();
       await agent.stop();
       await redisServer.stop();

@@ -119,6 +119,26 @@ function renamed(trace: Trace, tag: string): Step[] {
   return JSON.parse(out) as Step[];
 }
 
+/** Runs `trace` once, renamed by `tag` (`renamed`): its scripts through `call`, its plain commands on `redis`. */
+async function replayTrace(redis: Redis, call: (name: ScriptName, keys: string[], args: (string | number)[]) => Promise<unknown>, trace: Trace, tag: string): Promise<void> {
+  for (const step of renamed(trace, tag)) {
+    if ('script' in step) await call(step.script, step.keys, step.args);
+    else await redis.call(step.command[0]!, ...step.command.slice(1));
+  }
+}
+
+/**
+ * Runs `work` with SLOWLOG logging every command (threshold 0, emptied first; `slowlog-max-len` must hold them), then
+ * sets the threshold back to 10 ms. Returns the entries logged: [id, unix time, µs, arguments].
+ */
+async function slowlogDuring(redis: Redis, work: () => Promise<void>): Promise<[number, number, number, string[]][]> {
+  await redis.config('SET', 'slowlog-log-slower-than', '0');
+  await redis.slowlog('RESET');
+  await work();
+  await redis.config('SET', 'slowlog-log-slower-than', '10000');
+  return (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[]][];
+}
+
 async function replay(file: string, workflows: number, rounds: number): Promise<void> {
   const traces = JSON.parse(readFileSync(file, 'utf8')) as Trace[];
   const server = await startRedisServer();
@@ -127,21 +147,13 @@ async function replay(file: string, workflows: number, rounds: number): Promise<
   const byDigest = new Map(scriptNames().map((name) => [scriptSha(name), name]));
   const run = async (round: number) => {
     for (let index = 0; index < workflows; index++) {
-      const trace = traces[index % traces.length]!;
-      for (const step of renamed(trace, `r${round}w${index}-`)) {
-        if ('script' in step) await call(step.script, step.keys, step.args);
-        else await redis.call(step.command[0]!, ...step.command.slice(1));
-      }
+      await replayTrace(redis, call, traces[index % traces.length]!, `r${round}w${index}-`);
     }
   };
   await run(-1);
   await redis.config('SET', 'slowlog-max-len', '1000000');
   for (let round = 0; round < rounds; round++) {
-    await redis.config('SET', 'slowlog-log-slower-than', '0');
-    await redis.slowlog('RESET');
-    await run(round);
-    await redis.config('SET', 'slowlog-log-slower-than', '10000');
-    const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[]][];
+    const entries = await slowlogDuring(redis, () => run(round));
     const tally = new Map<string, number[]>();
     for (const [, , micros, args] of entries) {
       const name = (args[0] ?? '').toLowerCase() === 'evalsha' ? byDigest.get(args[1] ?? '') : undefined;
@@ -185,11 +197,7 @@ async function replayAb(a: [string, string], b: [string, string], workflows: num
   const run = async (round: number) => {
     for (let index = 0; index < workflows; index++) {
       for (const side of sides) {
-        const trace = side.traces[index % side.traces.length]!;
-        for (const step of renamed(trace, `${side.tag}${round}w${index}-`)) {
-          if ('script' in step) await side.call(step.script, step.keys, step.args);
-          else await redis.call(step.command[0]!, ...step.command.slice(1));
-        }
+        await replayTrace(redis, side.call, side.traces[index % side.traces.length]!, `${side.tag}${round}w${index}-`);
       }
     }
   };
@@ -197,11 +205,7 @@ async function replayAb(a: [string, string], b: [string, string], workflows: num
   await redis.config('SET', 'slowlog-max-len', '1000000');
   const ratios = new Map<string, number[]>();
   for (let round = 0; round < rounds; round++) {
-    await redis.config('SET', 'slowlog-log-slower-than', '0');
-    await redis.slowlog('RESET');
-    await run(round);
-    await redis.config('SET', 'slowlog-log-slower-than', '10000');
-    const entries = (await redis.call('SLOWLOG', 'GET', '-1')) as [number, number, number, string[]][];
+    const entries = await slowlogDuring(redis, () => run(round));
     const tally = new Map<string, number[]>();
     for (const [, , micros, args] of entries) {
       if ((args[0] ?? '').toLowerCase() !== 'evalsha') continue;

@@ -11,10 +11,7 @@
  * lease-expiry path alone).
  */
 import { Redis } from 'ioredis';
-import { createProducer } from '@durable-a2a/producer';
-import { startRedisServer } from '../test/harness/redis.ts';
-import { spawnBenchChild } from './processes/ipc.ts';
-import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
+import { startWorkerProcessRig } from './rig.ts';
 import { FINISHED, loadAverage1, PRODUCTION_TIMINGS, readLeasesAndStates, seconds, sleep, spawnedWorkerId, workerOverrides, type BenchResult } from './common.ts';
 
 const PREFIX = 'takeover';
@@ -47,23 +44,16 @@ export async function run(): Promise<BenchResult> {
 }
 
 async function takeoverRun(inFlight: number, overrides: Record<string, string>) {
-  const redisServer = await startRedisServer();
-  const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: `slow:${TASK_MS}` });
-  const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix: PREFIX });
-  const reader = new Redis(redisServer.url);
-  const workers: WorkerProcess[] = [];
+  const rig = await startWorkerProcessRig(PREFIX, `slow:${TASK_MS}`);
+  const { agent, producer, reader } = rig;
   const environment = {
-    ...{ REDIS_URL: redisServer.url, DA2A_PREFIX: PREFIX },
+    ...{ REDIS_URL: rig.redisServer.url, DA2A_PREFIX: PREFIX },
     // One agent holds every stream here: its share is the whole follow concurrency (as in the recovery benchmark).
     ...{ DA2A_CONCURRENCY: `follow=${inFlight + 100}`, DA2A_FOLLOW_SLOTS_PER_AGENT: String(inFlight + 100) },
     ...PRODUCTION_TIMINGS,
     ...overrides,
   };
-  const spawn = () => {
-    const worker = spawnWorkerProcess(environment);
-    workers.push(worker);
-    return worker;
-  };
+  const spawn = () => rig.spawn(environment);
   try {
     const { cardUrl } = await agent.ready;
     const victim = spawn();
@@ -96,11 +86,7 @@ async function takeoverRun(inFlight: number, overrides: Record<string, string>) 
       loadAverage: loadAverage1(),
     };
   } finally {
-    await Promise.all(workers.map((worker) => worker.kill('SIGKILL')));
-    reader.disconnect();
-    await producer.close();
-    await agent.stop();
-    await redisServer.stop();
+    await rig.close();
   }
 }
 

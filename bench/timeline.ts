@@ -8,7 +8,7 @@
  * previous one: the gaps show where the added latency goes (round trips,
  * queue hops, HTTP to the agent, wake-ups).
  */
-import { Redis } from 'ioredis';
+import { startMonitor } from '@durable-a2a/testing';
 import { sleep } from './common.ts';
 import { startProfilingRig } from './rig.ts';
 
@@ -23,7 +23,7 @@ const once = async (tag: string) => {
 };
 for (let index = 0; index < 10; index++) await once(`warm-${index}`);
 await sleep(200);
-const monitor = await new Redis(redisUrl).monitor();
+const monitor = await startMonitor(redisUrl);
 const lines: { at: number; tag: string; line: string }[] = [];
 let current = '';
 monitor.on('monitor', (time: string, args: string[], source: string) => {

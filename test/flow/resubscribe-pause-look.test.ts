@@ -3,35 +3,28 @@
  * per worker and `pauseCheckMs`, shared by the resubscriptions that ask meanwhile, not one script call per
  * resubscription (a fresh worker reattaching 10,000 streams asked 10,000 times; docs/performance.md, recovery).
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { createProducer, type Producer } from '@durable-a2a/producer';
+import { describe, expect, it } from 'vitest';
 import type { DelegationRef } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisClient, useRedisServer, startMonitor } from '../harness/redis.ts';
-import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
-import { runsSlowly } from '../harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { closeKeptAfterEach } from '../harness/lifecycle.ts';
+import { delegateJobs, startLongTasks } from '../harness/long-tasks.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
 /** Longer than the test: no timer sweep, renewal, idle cut or lapse of a look runs meanwhile. */
 const LONG_MS = 600_000;
-const started: { close(): Promise<unknown> }[] = [];
-
-afterEach(async () => {
-  for (const resource of started.splice(0).reverse()) await resource.close();
-});
+const keep = closeKeptAfterEach();
 
 describe('resubscriptions to an agent without limits', () => {
   it('five resubscriptions (streams handed over by a closing worker) ask agentFlow once between them', async () => {
     const prefix = 'resubscribe-look';
-    const agent: DemoAgentHandle = await startDemoAgent({ behaviour: runsSlowly(120_000) });
-    const producer: Producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
-    started.push(agent, producer);
+    const { agent, producer } = await startLongTasks(redisServer().url, prefix);
+    keep(agent, producer);
     const options = { redisUrl: redisServer().url, prefix, reconcileIntervalMs: LONG_MS, streamIdleTimeoutMs: LONG_MS, lockDurationMs: LONG_MS, pauseCheckMs: LONG_MS };
     const closing: Fleet = await startTestFleet({ ...options, workerId: 'closing', queues: ['send', 'follow'] });
-    const sent = await Promise.all(Array.from({ length: 5 }, (_, index) => producer.delegate({ agent: agent.cardUrl, text: `job ${index}`, idempotencyKey: `job-${index}` })));
-    const refs: DelegationRef[] = sent.map(({ id }) => ({ workflowId: id, delegationId: 'main.1' }));
+    const { refs } = await delegateJobs(producer, agent.cardUrl, 5);
     const leaseKey = (ref: DelegationRef) => producer.journal.keys.followLease(ref.workflowId, ref.delegationId);
     const holders = () => Promise.all(refs.map((ref) => redis().get(leaseKey(ref))));
     await eventually(async () => (await holders()).every((holder) => holder?.startsWith('closing/') && !holder.includes('/send/')), 'every stream open under the closing worker', 20_000);
@@ -45,7 +38,7 @@ describe('resubscriptions to an agent without limits', () => {
     });
     try {
       const fresh: Fleet = await startTestFleet({ ...options, workerId: 'fresh', queues: ['follow'] });
-      started.push(fresh);
+      keep(fresh);
       await eventually(async () => (await holders()).every((holder) => holder?.startsWith('fresh/')), 'every stream open again under the fresh worker', 30_000);
     } finally {
       monitor.disconnect();

@@ -1,7 +1,8 @@
 /**
  * Journal rows for tests that drive the journal directly (no fleet): a first attempt's INTENT row as the
- * producer would journal it.
+ * producer would journal it, and a journal holding one.
  */
+import { Journal, type DelegationRecord, type DelegationRef, type RedisClient } from '@durable-a2a/shared';
 
 /** The INTENT row of delegation `delegationId` (step `main`, attempt 1) of `workflowId`, for `createWorkflow` / `createIntent`. */
 export const intentRow = (workflowId: string, delegationId = 'main.1') => ({
@@ -19,3 +20,27 @@ export const intentRow = (workflowId: string, delegationId = 'main.1') => ({
   updatedAt: '1000',
   version: '1',
 });
+
+/** A journal holding one RUNNING workflow whose delegation main.1 is in INTENT, and that record as read back. */
+export interface JournalWithIntent {
+  journal: Journal;
+  ref: DelegationRef;
+  record: DelegationRecord;
+}
+
+/**
+ * A `Journal` on `redis` under `prefix` (retention 60 s, its clock `now`, ms) holding workflow `workflowId` RUNNING
+ * with delegation main.1 in INTENT (`intentRow`); returns it with the delegation's ref and record as read back.
+ */
+export async function journalWithIntent(redis: RedisClient, options: { prefix: string; workflowId: string; now: () => number }): Promise<JournalWithIntent> {
+  const journal = new Journal(redis, { prefix: options.prefix, retentionMs: 60_000, now: options.now });
+  const ref: DelegationRef = { workflowId: options.workflowId, delegationId: 'main.1' };
+  await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId));
+  return { journal, ref, record: (await journal.getDelegation(ref))! };
+}
+
+/** HGETALL calls the Redis server of `redis` has run so far (clients and scripts), from INFO commandstats. */
+export async function hgetallCalls(redis: RedisClient): Promise<number> {
+  const info = await redis.info('commandstats');
+  return Number(/cmdstat_hgetall:calls=(\d+)/.exec(info)?.[1] ?? 0);
+}

@@ -7,7 +7,7 @@ import { afterAll, beforeAll } from 'vitest';
 import { createRedisClient, type RedisClient } from '@durable-a2a/shared';
 import { startRedisServer, type RedisServerHandle, type RedisServerOptions } from '@durable-a2a/testing';
 
-export { resolveRedisServerBinary, startRedisServer, spawnRedisProcess, stopRedisProcess } from '@durable-a2a/testing';
+export { resolveRedisServerBinary, startMonitor, startRedisServer, spawnRedisProcess, stopRedisProcess } from '@durable-a2a/testing';
 export type { RedisServerHandle, RedisServerOptions } from '@durable-a2a/testing';
 
 /** True when the suite runs against a local Redis Cluster (`DA2A_TEST_REDIS=cluster`). */
@@ -74,32 +74,21 @@ export function useRedisClient<Client extends RedisClient = RedisClient>(server:
   };
 }
 
-/** Attempts `startMonitor` makes before it gives up. */
-const MONITOR_START_ATTEMPTS = 5;
-
 /**
- * A connection of its own in MONITOR mode on the server at `url`, ready when this resolves (its `monitor` events carry
- * every command the server runs from then on). ioredis marks a connection as monitoring a tick after MONITOR's +OK, so
- * a command line that arrives in the same read as the +OK (another client's ready-check INFO, or any command on a busy
- * server) is taken for a reply and fails the start with "Command queue state error" (redis/ioredis#1981,
- * taskforcesh/bullmq#2505). Such a start is dropped and tried again on a new connection, up to 5 times.
- * @throws the last start's error after 5 failed starts
+ * Runs `command` on every server of `handle`: the one server, or each master of a Cluster (whose PUBSUB and CLIENT
+ * commands answer for that node only), each on a connection of its own closed afterwards. Returns the answers in port
+ * order.
  */
-export async function startMonitor(url: string): Promise<Redis> {
-  let lastError: unknown;
-  for (let attempt = 0; attempt < MONITOR_START_ATTEMPTS; attempt++) {
-    const monitor = new Redis(url, { monitor: true, lazyConnect: true });
-    try {
-      await new Promise<void>((resolve, reject) => {
-        monitor.once('monitoring', () => resolve());
-        monitor.once('error', reject);
-        monitor.connect().catch(reject);
-      });
-      return monitor;
-    } catch (error) {
-      lastError = error;
-      monitor.disconnect();
-    }
-  }
-  throw lastError;
+export async function onEveryServer<T>(handle: RedisServerHandle, command: (server: Redis) => Promise<T>): Promise<T[]> {
+  const ports = 'ports' in handle ? (handle.ports as readonly number[]) : [handle.port];
+  return Promise.all(
+    ports.map(async (port) => {
+      const server = new Redis({ host: '127.0.0.1', port });
+      try {
+        return await command(server);
+      } finally {
+        await server.quit();
+      }
+    }),
+  );
 }

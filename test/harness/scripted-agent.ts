@@ -290,3 +290,14 @@ export function agentMessage(text: string, options: { messageId?: string; taskId
 export function userMessage(messageId: string, text = 'request') {
   return { messageId, role: 'ROLE_USER', parts: [{ text }] };
 }
+
+/**
+ * Handlers of an agent whose every SendMessage answers task `taskId` COMPLETED (the message's contextId, the message
+ * as its history, one artifact `a1` holding `text`) and whose GetTask reads that task back (context C1, no history).
+ */
+export function completesTask(taskId: string, text: string): ScriptedHandlers {
+  return {
+    SendMessage: (params) => ({ result: { task: task(taskId, 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: text } }) } }),
+    GetTask: () => ({ result: task(taskId, 'COMPLETED', { artifacts: { a1: text } }) }),
+  };
+}

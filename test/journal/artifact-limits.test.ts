@@ -4,15 +4,15 @@
  * ends AMBIGUOUS with a permanent LIMIT_EXCEEDED reason (the agent produced output: a person decides, A31; FAILED
  * when the agent itself reported the task FAILED, REJECTED or CANCELED). Real redis-server, real push route.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Journal, applyTask } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { ApiServer } from '@durable-a2a/producer/server';
-import type { Fleet } from '@durable-a2a/workers';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
-import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { eventually } from '../harness/fleet.ts';
 import { startTestServer } from '../harness/api-server.ts';
-import { startScriptedAgent, task, type ScriptedAgentHandle } from '../harness/scripted-agent.ts';
+import { completesTask, task } from '../harness/scripted-agent.ts';
+import { useScriptedFleet } from '../harness/lifecycle.ts';
 
 const redisServer = useRedisServer();
 const MiB = 1024 * 1024;
@@ -81,26 +81,14 @@ describe('artifact bytes per delegation', () => {
 });
 
 describe('an oversized artifact in a SendMessage answer (real fleet)', () => {
-  let producer: Producer | undefined;
-  let fleet: Fleet | undefined;
-  let agent: ScriptedAgentHandle | undefined;
-  afterEach(async () => {
-    await fleet?.close();
-    await agent?.close();
-    await producer?.close();
-  });
+  const start = useScriptedFleet(redisServer);
 
   it('a 2 MiB artifact against a 1 MiB limit: the attempt ends AMBIGUOUS LIMIT_EXCEEDED (a person decides), nothing stored, one SendMessage', async () => {
-    agent = await startScriptedAgent({
-      SendMessage: (params) => ({ result: { task: task('T1', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'z'.repeat(2 * MiB) } }) } }),
-      GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: { a1: 'z'.repeat(2 * MiB) } }) }),
-    });
-    producer = createProducer({ redis: redisServer().url, prefix: 'wj-art-fleet', addressPolicy: { allowLoopback: true } });
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: 'wj-art-fleet', artifactBytesPerDelegation: 1 * MiB });
+    const { agent, producer } = await start(completesTask('T1', 'z'.repeat(2 * MiB)), { prefix: 'wj-art-fleet', fleet: { artifactBytesPerDelegation: 1 * MiB } });
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'big', idempotencyKey: 'wj-art-fleet-1' });
     const [delegationId] = await producer.journal.delegationIds(id);
     const view = await eventually(async () => {
-      const current = await producer!.journal.getDelegationView({ workflowId: id, delegationId: delegationId! });
+      const current = await producer.journal.getDelegationView({ workflowId: id, delegationId: delegationId! });
       return current?.state === 'AMBIGUOUS' && current;
     }, 'attempt ended', 15_000);
     expect(view.error).toMatchObject({ code: 'LIMIT_EXCEEDED' });
@@ -113,16 +101,17 @@ describe('an oversized artifact in a SendMessage answer (real fleet)', () => {
   // protocol error, not "unreadable → reconciler → AMBIGUOUS") is send.ts's rule, branch wild-send. Flip to `it` then.
   it('RT5: a 50 MB artifact in the SendMessage answer (the edge stops the body): a person decides (AMBIGUOUS LIMIT_EXCEEDED: it arrived, the work may be done), nothing stored', async () => {
     const huge = JSON.stringify({ task: task('T1', 'COMPLETED', { contextId: 'C1', artifacts: { a1: 'w'.repeat(50_000_000) } }) });
-    agent = await startScriptedAgent({
-      SendMessage: () => ({ result: JSON.parse(huge) }),
-      GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: { a1: 'w'.repeat(50_000_000) } }) }),
-    });
-    producer = createProducer({ redis: redisServer().url, prefix: 'wj-art-50', addressPolicy: { allowLoopback: true } });
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: 'wj-art-50' });
+    const { agent, producer } = await start(
+      {
+        SendMessage: () => ({ result: JSON.parse(huge) }),
+        GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: { a1: 'w'.repeat(50_000_000) } }) }),
+      },
+      { prefix: 'wj-art-50' },
+    );
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'huge', idempotencyKey: 'wj-art-50-1' });
     const [delegationId] = await producer.journal.delegationIds(id);
     const view = await eventually(async () => {
-      const current = await producer!.journal.getDelegationView({ workflowId: id, delegationId: delegationId! });
+      const current = await producer.journal.getDelegationView({ workflowId: id, delegationId: delegationId! });
       return current && ['FAILED', 'AMBIGUOUS', 'COMPLETED'].includes(current.state) && current;
     }, 'attempt ended', 30_000);
     expect(view.state).toBe('AMBIGUOUS');

@@ -219,7 +219,7 @@ describe.skipIf(testsOnCluster())("the journal's Redis commands per happy-path d
       expect(addresses.size).toBeGreaterThanOrEqual(3); // the journal's, BullMQ's and the subscriber's
       const commands: string[] = [];
       // Started once the warm burst is done: ioredis' MONITOR reply racing a busy server's first lines breaks its client.
-      monitor = await client.monitor();
+      monitor = await startMonitor(redisServer().url);
       monitor.on('monitor', (_time: string, args: string[], source: string) => {
         if (![...addresses].some((address) => source.endsWith(address))) return;
         const command = (args[0] ?? '').toLowerCase();

@@ -8,9 +8,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Journal, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
+import type { DelegationRecord, DelegationRef, Journal } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
-import { intentRow } from '../harness/journal-rows.ts';
+import { hgetallCalls, journalWithIntent } from '../harness/journal-rows.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
@@ -41,12 +41,6 @@ type ValueOf<A> = A extends fc.Arbitrary<infer T> ? T : never;
 let counter = 0;
 const paths = { record: 0, none: 0 };
 
-/** HGETALL calls Redis has run (client and scripts). */
-async function hgetallCalls(): Promise<number> {
-  const info = await redis().info('commandstats');
-  return Number(/cmdstat_hgetall:calls=(\d+)/.exec(info)?.[1] ?? 0);
-}
-
 /** One write between reads: a claim (fence, no version bump), an INTENT outcome (version bump), or a note. */
 async function write(journal: Journal, ref: DelegationRef, kind: 'claim' | 'bump' | 'noProgress' | 'pushConfig'): Promise<void> {
   if (kind === 'claim') await journal.claim(ref, 'worker-x');
@@ -64,11 +58,7 @@ describe('markSending: the record as the mark left it (property, real Redis)', (
 });
 
 async function run(input: ValueOf<typeof scenario>): Promise<void> {
-  const prefix = `mark-reply-${++counter}`;
-  const journal = new Journal(redis(), { prefix, retentionMs: 60_000, now: () => 5_000 + counter });
-  const ref: DelegationRef = { workflowId: `w-${counter}`, delegationId: 'main.1' };
-  await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId));
-  const older = (await journal.getDelegation(ref))!;
+  const { journal, ref, record: older } = await journalWithIntent(redis(), { prefix: `mark-reply-${++counter}`, workflowId: `w-${counter}`, now: () => 5_000 + counter });
   for (const step of input.before) await write(journal, ref, step.kind);
   const latest = (await journal.getDelegation(ref))!;
   for (const step of input.after) await write(journal, ref, step.kind);
@@ -91,9 +81,9 @@ async function run(input: ValueOf<typeof scenario>): Promise<void> {
   expect(withoutUnversioned(marked.record), JSON.stringify(input)).toStrictEqual(withoutUnversioned(read));
   // The send's answer applied to it: the change reply (no HGETALL of the delegation row), the record a read gives.
   const isCluster = redis().isCluster;
-  const before = isCluster ? 0 : await hgetallCalls();
+  const before = isCluster ? 0 : await hgetallCalls(redis());
   const answered = await journal.applyStatus(ref, { mode: 'snapshot', state: 'WORKING', taskId: `t-${counter}`, agentCardUrl: 'http://agent.example/.well-known/agent-card.json', held: marked.record, endsLease: { token: 'send-x', when: 'always' } });
-  const calls = isCluster ? 0 : (await hgetallCalls()) - before;
+  const calls = isCluster ? 0 : (await hgetallCalls(redis())) - before;
   expect(answered.applied).toBe(true);
   if (!isCluster) expect(calls, JSON.stringify(input)).toBe(0);
   const after = (await journal.getDelegation(ref))!;

@@ -9,9 +9,9 @@
 import fc from 'fast-check';
 import type { Artifact } from '@durable-a2a/a2a';
 import { describe, expect, it } from 'vitest';
-import { isFinished, Journal, type DelegationRecord, type DelegationRef, type JournalState, type StatusChange } from '@durable-a2a/shared';
+import { isFinished, type Journal, type DelegationRecord, type DelegationRef, type JournalState, type StatusChange } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
-import { intentRow } from '../harness/journal-rows.ts';
+import { hgetallCalls, journalWithIntent } from '../harness/journal-rows.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
@@ -54,12 +54,6 @@ const steps = fc.array(fc.oneof({ arbitrary: statusStep, weight: 3 }, { arbitrar
 let counter = 0;
 const paths = { change: 0, whole: 0 };
 
-/** HGETALL calls Redis has run (client and scripts): the whole row's read inside applyStatus counts one. */
-async function hgetallCalls(): Promise<number> {
-  const info = await redis().info('commandstats');
-  return Number(/cmdstat_hgetall:calls=(\d+)/.exec(info)?.[1] ?? 0);
-}
-
 describe('applyStatus: the change reply merged into the held row is the row as read (property, real Redis)', () => {
   it('returns the record a read gives, whatever the caller holds and whatever happened before', async () => {
     await fc.assert(fc.asyncProperty(steps, run), { numRuns: 150 });
@@ -70,11 +64,8 @@ describe('applyStatus: the change reply merged into the held row is the row as r
 });
 
 async function run(sequence: ValueOf<typeof steps>): Promise<void> {
-  const prefix = `change-reply-${++counter}`;
-  const journal = new Journal(redis(), { prefix, retentionMs: 60_000, now: () => 5_000 + counter });
-  const ref: DelegationRef = { workflowId: `w-${counter}`, delegationId: 'main.1' };
-  await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId));
-  let latest = (await journal.getDelegation(ref))!;
+  const { journal, ref, record } = await journalWithIntent(redis(), { prefix: `change-reply-${++counter}`, workflowId: `w-${counter}`, now: () => 5_000 + counter });
+  let latest = record;
   let older = latest;
   for (const step of sequence) {
     switch (step.kind) {
@@ -135,13 +126,13 @@ async function applyOne(journal: Journal, ref: DelegationRef, step: ValueOf<type
     ...(held ? { held } : {}),
   };
   const isCluster = redis().isCluster;
-  const before = isCluster ? 0 : await hgetallCalls();
+  const before = isCluster ? 0 : await hgetallCalls(redis());
   // The composed script takes no binding: a row with a task id, the change naming it.
   const pair = step.withArtifactUpdate && row.taskId !== undefined;
   const result = pair
     ? (await journal.applyArtifactThenStatus(ref, undefined, { artifact: { artifactId: 'a3', parts: [{ text: 'z' }] } }, { ...change, taskId: row.taskId })).status
     : await journal.applyStatus(ref, taskId && !row.taskId ? { ...change, agentCardUrl: CARD } : change);
-  const calls = isCluster ? 0 : (await hgetallCalls()) - before;
+  const calls = isCluster ? 0 : (await hgetallCalls(redis())) - before;
   if (!result.applied) return undefined;
   const read = await journal.getDelegation(ref);
   expect(result.record, JSON.stringify(step)).toBeDefined();

@@ -3,16 +3,16 @@
  * delegation; a push applies only to the task id we recorded; push bodies are bounded.
  * Real redis-server, real journal scripts, the real HTTP push route, a real fleet and a raw agent.
  */
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { applyTask, JournalError, type DelegationRef } from '@durable-a2a/shared';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { ApiServer } from '@durable-a2a/producer/server';
-import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from '../harness/redis.ts';
-import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { eventually } from '../harness/fleet.ts';
 import { startTestServer } from '../harness/api-server.ts';
-import { startScriptedAgent, task, type ScriptedAgentHandle } from '../harness/scripted-agent.ts';
+import { completesTask } from '../harness/scripted-agent.ts';
+import { useScriptedFleet } from '../harness/lifecycle.ts';
 
 const redisServer = useRedisServer();
 const AGENT = 'http://127.0.0.1:9/agent';
@@ -137,28 +137,16 @@ describe('property: random interleavings never bind one task id to two delegatio
 });
 
 describe('an agent that answers two delegations with the same task id (real fleet)', () => {
-  let producer: Producer | undefined;
-  let fleet: Fleet | undefined;
-  let agent: ScriptedAgentHandle | undefined;
-  afterEach(async () => {
-    await fleet?.close();
-    await agent?.close();
-    await producer?.close();
-  });
+  const start = useScriptedFleet(redisServer);
 
   it('the first delegation keeps T1; the second is never bound to it', async () => {
-    agent = await startScriptedAgent({
-      SendMessage: (params) => ({ result: { task: task('T1', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'done' } }) } }),
-      GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: { a1: 'done' } }) }),
-    });
-    producer = createProducer({ redis: redisServer().url, prefix: 'wj-own-fleet', addressPolicy: { allowLoopback: true } });
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: 'wj-own-fleet' });
+    const { agent, producer } = await start(completesTask('T1', 'done'), { prefix: 'wj-own-fleet' });
     const first = await producer.delegate({ agent: agent.cardUrl, text: 'one', idempotencyKey: 'wj-own-fleet-1' });
-    await eventually(async () => (await producer!.get(first.id)).state === 'COMPLETED', 'first completed', 15_000);
+    await eventually(async () => (await producer.get(first.id)).state === 'COMPLETED', 'first completed', 15_000);
     const second = await producer.delegate({ agent: agent.cardUrl, text: 'two', idempotencyKey: 'wj-own-fleet-2' });
     const [secondDelegation] = await producer.journal.delegationIds(second.id);
     const record = await eventually(async () => {
-      const current = await producer!.journal.getDelegation({ workflowId: second.id, delegationId: secondDelegation! });
+      const current = await producer.journal.getDelegation({ workflowId: second.id, delegationId: secondDelegation! });
       return current?.protocolError && current;
     }, 'the refusal journaled', 15_000);
     expect(record.protocolError).toMatchObject({ code: 'TASK_BOUND_ELSEWHERE' });

@@ -4,34 +4,28 @@
  * page an entry due now (a send to search for) waited behind them for several intervals (seen with 10,000 in flight:
  * eight sends left in INTENT for minutes behind 8,500 due workflow entries).
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { createProducer, type Producer } from '@durable-a2a/producer';
+import { describe, expect, it } from 'vitest';
 import { indexMember, type DelegationRef } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { sweep } from '../../packages/workers/src/delegation/runs/sweep.ts';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
-import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
-import { runsSlowly } from '../harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { closeKeptAfterEach } from '../harness/lifecycle.ts';
+import { delegateJobs, startLongTasks } from '../harness/long-tasks.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
 /** Longer than the test: only the sweep called here runs. */
 const LONG_INTERVAL_MS = 600_000;
-const started: { close(): Promise<unknown> }[] = [];
-
-afterEach(async () => {
-  for (const resource of started.splice(0).reverse()) await resource.close();
-});
+const keep = closeKeptAfterEach();
 
 describe('timer sweep', () => {
   it('checks every due entry across pages of reconcileBatchSize', async () => {
     const prefix = 'sweep-backlog';
-    const agent: DemoAgentHandle = await startDemoAgent({ behaviour: runsSlowly(120_000) });
-    const producer: Producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    const { agent, producer } = await startLongTasks(redisServer().url, prefix);
     const fleet: Fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: LONG_INTERVAL_MS, streamIdleTimeoutMs: LONG_INTERVAL_MS, reconcileBatchSize: 3 });
-    started.push(agent, producer, fleet);
-    const sent = await Promise.all(Array.from({ length: 10 }, (_, index) => producer.delegate({ agent: agent.cardUrl, text: `job ${index}`, idempotencyKey: `job-${index}` })));
+    keep(agent, producer, fleet);
+    const { sent } = await delegateJobs(producer, agent.cardUrl, 10);
     const refs: DelegationRef[] = sent.flatMap(({ id }) => [{ workflowId: id, delegationId: 'main.1' }, { workflowId: id, delegationId: '*' }]);
     const unfinished = producer.journal.keys.unfinished();
     const leaseHeld = async () => (await Promise.all(sent.map(({ id }) => redis().exists(producer.journal.keys.followLease(id, 'main.1'))))).every((held) => held === 1);

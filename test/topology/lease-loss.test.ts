@@ -4,15 +4,15 @@
  * lease held by a dead holder stops. Each must be looked at again within a bounded time (its lease's end, or
  * at once), never only at the index's next check a reconcile interval later (60 s here, longer than each test).
  */
-import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { createProducer, type Producer } from '@durable-a2a/producer';
+import type { Producer } from '@durable-a2a/producer';
 import type { DelegationRef } from '@durable-a2a/shared';
 import { followDelegation } from '../../packages/workers/src/delegation/runs/follow.ts';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
-import { startDemoAgent } from '../harness/agent.ts';
-import { runsSlowly } from '../harness/agent-behaviours.ts';
 import { eventually, reconcileOutcomes, startTestFleet, TEST_TIMINGS } from '../harness/fleet.ts';
+import { closeKeptAfterEach } from '../harness/lifecycle.ts';
+import { delegateJobs, startLongTasks } from '../harness/long-tasks.ts';
 
 const redisServer = useRedisServer();
 /** Longer than each test: the index's next check never comes within it. */
@@ -22,26 +22,19 @@ const PICKED_UP_WITHIN_MS = TEST_TIMINGS.lockDurationMs + 6_000;
 const redis = useRedisClient(redisServer);
 let producer: Producer;
 /** What each test started, closed after it (last first). */
-const started: { close(): Promise<unknown> }[] = [];
+const keep = closeKeptAfterEach();
 let counter = 0;
-
-beforeAll(() => {
-  started.length = 0;
-});
-afterEach(async () => {
-  for (const resource of started.splice(0).reverse()) await resource.close();
-});
 
 /** An agent whose tasks stay WORKING past the test, a fleet with a long reconcile interval, and `count` delegations. */
 async function setUp(count: number, fleetOptions: Parameters<typeof startTestFleet>[0] extends infer O ? Partial<O> : never = {}) {
   const prefix = `lease${++counter}`;
-  const agent = await startDemoAgent({ behaviour: runsSlowly(120_000) });
-  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+  const started = await startLongTasks(redisServer().url, prefix);
+  const agent = started.agent;
+  producer = started.producer;
   // Streams stay open past each test (no idle cut and resubscription that would re-follow them by another way).
   const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: LONG_INTERVAL_MS, streamIdleTimeoutMs: LONG_INTERVAL_MS, ...fleetOptions });
-  started.push(agent, producer, fleet);
-  const sent = await Promise.all(Array.from({ length: count }, (_, index) => producer.delegate({ agent: agent.cardUrl, text: `job ${index}`, idempotencyKey: `job-${index}` })));
-  const refs: DelegationRef[] = sent.map(({ id }) => ({ workflowId: id, delegationId: 'main.1' }));
+  keep(agent, producer, fleet);
+  const { sent, refs } = await delegateJobs(producer, agent.cardUrl, count);
   return { prefix, agent, fleet, sent, refs };
 }
 

@@ -7,15 +7,15 @@
  * agent sees each messageId once.
  */
 import { hostname } from 'node:os';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { Journal, journalKeys } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
-import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
-import { completesWith, completionSteps, type Behaviour } from '../harness/agent-behaviours.ts';
+import { completesWith } from '../harness/agent-behaviours.ts';
 import { eventually, reconcileOutcomes, spawnWorkerProcess, startTestFleet, type WorkerProcess } from '../harness/fleet.ts';
 import { intentRow } from '../harness/journal-rows.ts';
+import { useHeldTasks } from '../harness/long-tasks.ts';
 
 const redisServer = useRedisServer({ appendOnly: true });
 const redis = useRedisClient(redisServer);
@@ -91,21 +91,13 @@ describe('heartbeat, roster and dead workers\' leases', () => {
 });
 
 describe('a worker SIGKILLed with streams open', () => {
-  let agent: DemoAgentHandle;
+  const held = useHeldTasks();
   let producer: Producer | undefined;
   let survivor: Fleet | undefined;
   const processes: WorkerProcess[] = [];
-  let release: () => void = () => undefined;
 
-  beforeAll(async () => {
-    agent = await startDemoAgent();
-  });
-  afterAll(async () => {
-    release();
-    await agent.close();
-  });
   afterEach(async () => {
-    release();
+    held.release();
     await survivor?.close();
     await Promise.all(processes.splice(0).map((worker) => worker.kill()));
     await producer?.close();
@@ -113,10 +105,9 @@ describe('a worker SIGKILLed with streams open', () => {
 
   it('50 in flight, a peer alive: the peer takes every stream over because the liveness key is gone; each messageId sent once', async () => {
     const prefix = `takeover${++counter}`;
+    const agent = held.agent();
     // Each task works until the test releases it: the takeover is what is measured, not the agent's pace.
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const gated: Behaviour = () => [{ state: 'WORKING' }, { sideEffect: () => released }, ...completionSteps('done').slice(1)];
-    agent.setBehaviour(gated);
+    held.hold();
     producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
     // Leases that last 10 minutes: within this test only the dead worker's missing liveness key can end them.
     const timings = { lockDurationMs: 600_000, livenessTtlMs: 3_000 };
@@ -140,7 +131,7 @@ describe('a worker SIGKILLed with streams open', () => {
     expect((await survivor.metrics.deadWorkers.get()).values[0]!.value).toBe(1);
     expect((await survivor.metrics.leasesTakenOver.get()).values[0]!.value).toBe(50);
 
-    release();
+    held.release();
     for (const { id } of started) await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', `workflow ${id} completed`, 60_000);
     expect(started.map(({ messageId }) => agent.sendMessageCount(messageId))).toEqual(started.map(() => 1));
     await eventually(async () => (await producer!.journal.unfinishedCount()) === 0, 'index drained');
@@ -148,6 +139,7 @@ describe('a worker SIGKILLed with streams open', () => {
 
   it('killed after the agent took SendMessage, before the task was journaled: adopted by the peer before the send settles, one SendMessage', async () => {
     const prefix = `adopt${++counter}`;
+    const agent = held.agent();
     agent.setBehaviour(completesWith('done'));
     producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
     // A 10-minute request timeout: the send settles 10 minutes after it left, so only an early search can adopt it.

@@ -6,35 +6,26 @@
  * a new fence, and the peer's are), nothing is sent twice and nothing is left unfinished.
  */
 import { hostname } from 'node:os';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { journalKeys } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
-import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
-import { completionSteps, type Behaviour } from '../harness/agent-behaviours.ts';
 import { TEST_TIMINGS, eventually, reconcileOutcomes, startTestFleet } from '../harness/fleet.ts';
 import { spawnObserved, type ObservedProcess } from '../harness/processes.ts';
+import { useHeldTasks } from '../harness/long-tasks.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
 
 describe('a worker stalled longer than its liveness TTL', () => {
-  let agent: DemoAgentHandle;
+  const held = useHeldTasks();
   let producer: Producer | undefined;
   let survivor: Fleet | undefined;
   let victim: ObservedProcess | undefined;
-  let release: () => void = () => undefined;
 
-  beforeAll(async () => {
-    agent = await startDemoAgent();
-  });
-  afterAll(async () => {
-    release();
-    await agent.close();
-  });
   afterEach(async () => {
-    release();
+    held.release();
     await survivor?.close();
     await victim?.kill();
     await producer?.close();
@@ -42,8 +33,8 @@ describe('a worker stalled longer than its liveness TTL', () => {
 
   it('holding 5 streams and an unapplied send answer: the peer takes all over, nothing sent twice, all finish once, it rejoins', async () => {
     const prefix = 'stall-takeover';
-    const released = new Promise<void>((resolve) => (release = resolve));
-    agent.setBehaviour((() => [{ state: 'WORKING' }, { sideEffect: () => released }, ...completionSteps('done').slice(1)]) satisfies Behaviour);
+    const agent = held.agent();
+    held.hold();
     producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
     // Leases that last 10 minutes: within this test only the missing liveness key can end them.
     const timings = { lockDurationMs: 600_000, livenessTtlMs: 3_000 };
@@ -83,7 +74,7 @@ describe('a worker stalled longer than its liveness TTL', () => {
     // Either way nothing is sent again and every workflow finishes once.
     await eventually(async () => victim!.stdoutLines().some((line) => line.includes('"msg":"task created"')), 'the victim applied its late answer');
 
-    release();
+    held.release();
     for (const { id } of [...followed, stalled]) await eventually(async () => (await producer!.get(id)).state === 'COMPLETED', `workflow ${id} completed`, 60_000);
     const stalledRecord = (await producer.journal.getDelegation(stalledRef))!;
     for (const { messageId } of [...followed, { messageId: stalledRecord.messageId }]) expect(agent.sendMessageCount(messageId), messageId).toBe(1);

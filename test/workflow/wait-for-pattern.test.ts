@@ -10,7 +10,7 @@ import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/p
 import { Redis } from 'ioredis';
 import { createRedisClient } from '@durable-a2a/shared';
 import { WorkflowChangeSubscriber, waitForWorkflow, workflowChangeChannel, workflowChangePattern } from '../../packages/producer/src/wait.ts';
-import { useRedisServer } from '../harness/redis.ts';
+import { onEveryServer, useRedisServer } from '../harness/redis.ts';
 import { eventually } from '../harness/fleet.ts';
 
 const redisServer = useRedisServer();
@@ -29,25 +29,9 @@ afterAll(async () => {
   await base?.quit();
 });
 
-/** Runs `command` on every server (the one server, or each master of a Cluster, whose PUBSUB answers for that node only). */
-async function onEveryServer<T>(command: (server: Redis) => Promise<T>): Promise<T[]> {
-  const handle = redisServer();
-  const ports = 'ports' in handle ? (handle.ports as readonly number[]) : [handle.port];
-  return Promise.all(
-    ports.map(async (port) => {
-      const server = new Redis({ host: '127.0.0.1', port });
-      try {
-        return await command(server);
-      } finally {
-        await server.quit();
-      }
-    }),
-  );
-}
-
 /** What is subscribed under PREFIX on any server: its channels, and how many pattern subscriptions exist. */
 async function subscribed(): Promise<{ channels: string[]; patterns: number }> {
-  const answers = await onEveryServer(async (server) => ({ channels: (await server.pubsub('CHANNELS', `${PREFIX}:*`)) as string[], patterns: Number(await server.pubsub('NUMPAT')) }));
+  const answers = await onEveryServer(redisServer(), async (server) => ({ channels: (await server.pubsub('CHANNELS', `${PREFIX}:*`)) as string[], patterns: Number(await server.pubsub('NUMPAT')) }));
   return { channels: answers.flatMap((answer) => answer.channels), patterns: answers.reduce((sum, answer) => sum + answer.patterns, 0) };
 }
 
@@ -146,7 +130,7 @@ describe('the change subscriber with a pattern', () => {
       await eventually(async () => (await subscribed()).patterns === 1, 'the pattern subscribed');
       // The subscriber connection is cut and the change lands while it connects again: the replacement subscribes the
       // pattern, then wakes the wait, which reads the change.
-      await onEveryServer((server) => server.client('KILL', 'TYPE', 'pubsub'));
+      await onEveryServer(redisServer(), (server) => server.client('KILL', 'TYPE', 'pubsub'));
       await idle.journal.updateWorkflow(id, { state: 'CANCELED' });
       expect((await waiting).state).toBe('CANCELED');
       // The replacement holds the pattern: a later wait is still woken through it.

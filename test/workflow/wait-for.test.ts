@@ -11,7 +11,7 @@ import type { Fleet } from '@durable-a2a/workers';
 import { Redis } from 'ioredis';
 import { createRedisClient } from '@durable-a2a/shared';
 import { WorkflowChangeSubscriber, waitForWorkflow, workflowChangeChannel } from '../../packages/producer/src/wait.ts';
-import { useRedisServer, testsOnCluster } from '../harness/redis.ts';
+import { onEveryServer, useRedisServer, testsOnCluster } from '../harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import { asksForInput, completionSteps, runsSlowly } from '../harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
@@ -50,28 +50,9 @@ afterAll(async () => {
   await Promise.all([slow?.close(), asking?.close()]);
 });
 
-/**
- * Runs `command` on every server: the one server, or each master of a Cluster (whose PUBSUB CHANNELS and
- * CLIENT KILL answer for that node only), and returns the answers in port order.
- */
-async function onEveryServer<T>(command: (server: Redis) => Promise<T>): Promise<T[]> {
-  const handle = redisServer();
-  const ports = 'ports' in handle ? (handle.ports as readonly number[]) : [handle.port];
-  return Promise.all(
-    ports.map(async (port) => {
-      const server = new Redis({ host: '127.0.0.1', port });
-      try {
-        return await command(server);
-      } finally {
-        await server.quit();
-      }
-    }),
-  );
-}
-
 /** The change channels subscribed under `prefix`, on any server. */
 async function subscribedChannels(prefix: string): Promise<string[]> {
-  return (await onEveryServer(async (server) => (await server.pubsub('CHANNELS', `${prefix}:*`)) as string[])).flat();
+  return (await onEveryServer(redisServer(), async (server) => (await server.pubsub('CHANNELS', `${prefix}:*`)) as string[])).flat();
 }
 
 /** A RUNNING workflow nobody works on (no fleet runs on IDLE_PREFIX): only the test moves it. */
@@ -287,7 +268,7 @@ describe('producer.waitFor', () => {
     // Every subscriber connection is cut (on a Cluster, on whichever node it is), and the change lands while
     // the subscriber connects again (it takes round trips more than the change): its message is lost to the
     // wait, which must still see the change (woken by the new connection once subscribed, it reads again).
-    await onEveryServer((server) => server.client('KILL', 'TYPE', 'pubsub'));
+    await onEveryServer(redisServer(), (server) => server.client('KILL', 'TYPE', 'pubsub'));
     await idle.journal.updateWorkflow(id, { state: 'CANCELED' });
     expect((await waiting).state).toBe('CANCELED');
   });

@@ -12,9 +12,12 @@
  *   `restart({ forgetTasks })` (restart and forget); counters
  *   `sendMessageCount`, `requestCount`, `receivedMessages`.
  * - `startRawAgent(handler)`: a plain node:http server for wire-level cases.
+ * - `startMonitor(url)`: Redis MONITOR on a connection of its own, to count the
+ *   commands a server runs.
  */
 export { resolveRedisServerBinary, startRedisServer, spawnReady as spawnRedisProcess, terminate as stopRedisProcess } from './redis.ts';
 export type { RedisServerHandle, RedisServerOptions } from './redis.ts';
+export { startMonitor } from './monitor.ts';
 export { startDemoAgent } from './agent.ts';
 export type { DemoAgentBinding, DemoAgentHandle, DemoAgentOptions, DemoAgentSkill, SeenHttpRequest } from './agent.ts';
 export {

@@ -5,154 +5,20 @@
  * field, a value outside an enum, unreadable JSON) goes to `DelegationRecordSchema.parse`, so a corrupt
  * row throws exactly the ZodError it threw before; packages/shared/test/record-parse.test.ts holds the two equal.
  */
-import { z } from 'zod';
-import { MessageSchema } from '@durable-a2a/a2a/pure';
-import { JOURNAL_STATES, QUESTION_EXPIRY_ACTIONS } from './states.ts';
-import { AgentInterfaceRefSchema, DelegationRecordSchema, PUSH_CONFIG_STATES, OutgoingMessageSchema, RecordedErrorSchema, type DelegationRecord } from './record.ts';
+import type { z } from 'zod';
+import { DelegationRecordSchema, type DelegationRecord } from './record.ts';
+import { NOT_AS_IT_STANDS, optional, readingOf, type Hash, type JsonRead, type Read } from './record-fields.ts';
 
-const STATES: ReadonlySet<string> = new Set(JOURNAL_STATES);
-const KINDS: ReadonlySet<string> = new Set(['step', 'compensation']);
-const REPLY_STATES: ReadonlySet<string> = new Set(['pending', 'sending', 'sent', 'refused']);
-const EFFECTS: ReadonlySet<string> = new Set(['present', 'absent', 'unknown']);
-const PUSH_STATES: ReadonlySet<string> = new Set(PUSH_CONFIG_STATES);
-const EXPIRY_ACTIONS: ReadonlySet<string> = new Set(QUESTION_EXPIRY_ACTIONS);
-const anything = z.unknown();
-
-/** Thrown inside the fast path only: the row takes the zod path. */
-const NOT_AS_IT_STANDS = Symbol('not-as-it-stands');
-
-type Hash = Readonly<Record<string, unknown>>;
-
-/** A field zod's object reads as `z.string()`; anything else takes the zod path. */
-function text(hash: Hash, key: string): string {
-  const value = hash[key];
-  if (typeof value !== 'string') throw NOT_AS_IT_STANDS;
-  return value;
-}
-
-/** An optional string field: undefined or a string. */
-function optional(hash: Hash, key: string): string | undefined {
-  const value = hash[key];
-  if (value !== undefined && typeof value !== 'string') throw NOT_AS_IT_STANDS;
-  return value;
-}
-
-/** An optional enum field. */
-function member(hash: Hash, key: string, allowed: ReadonlySet<string>): string | undefined {
-  const value = optional(hash, key);
-  if (value !== undefined && !allowed.has(value)) throw NOT_AS_IT_STANDS;
-  return value;
-}
-
-/** `optionalJson(schema)` of record.ts: empty or absent → undefined; a schema's error takes the zod path. */
-function json<T extends z.ZodType>(hash: Hash, key: string, schema: T): z.infer<T> | undefined {
-  const value = optional(hash, key);
-  if (!value) return undefined;
-  const parsed = schema.safeParse(JSON.parse(value));
-  if (!parsed.success) throw NOT_AS_IT_STANDS;
-  return parsed.data as z.infer<T>;
-}
-
-/** How one field is read from the hash (a wrong shape throws NOT_AS_IT_STANDS). */
-type Read = (hash: Hash, key: string) => unknown;
-const required: Read = text;
-const number: Read = (hash, key) => Number(text(hash, key));
-const optionalText: Read = (hash, key) => optional(hash, key) || undefined;
-const optionalMs: Read = (hash, key) => {
-  const value = optional(hash, key);
-  return value ? Number(value) : undefined;
-};
-const count: Read = (hash, key) => {
-  const value = optional(hash, key);
-  return value ? Number(value) : 0;
-};
-const flag: Read = (hash, key) => optional(hash, key) === '1';
-/** A JSON field's reading; `schema` is kept for the compacted record's embedded values (`EMBEDDED_FIELDS`). */
-const jsonOf = (schema: z.ZodType): Read & { schema: z.ZodType } => Object.assign((hash: Hash, key: string) => json(hash, key, schema), { schema });
-const oneOf =
-  (allowed: ReadonlySet<string>): Read =>
-  (hash, key) =>
-    member(hash, key, allowed);
-const state: Read = (hash, key) => {
-  const value = text(hash, key);
-  if (!STATES.has(value)) throw NOT_AS_IT_STANDS;
-  return value;
-};
-const message: Read = (hash, key) => {
-  const parsed = OutgoingMessageSchema.safeParse(JSON.parse(text(hash, key)));
-  if (!parsed.success) throw NOT_AS_IT_STANDS;
-  return parsed.data;
-};
-/** Checked (a string or absent) and never returned: the secret push token. */
+/** Checked (a string or absent) and never returned: the secret push token, which `DelegationRecordSchema` drops. */
 const secret = 'secret';
 
-/** DelegationRecordSchema's fields in its order, each with its reading. */
-const FIELDS: readonly (readonly [string, Read | typeof secret])[] = [
-  ['workflowId', required],
-  ['delegationId', required],
-  ['step', required],
-  ['kind', (hash, key) => member(hash, key, KINDS) ?? 'step'],
-  ['attempt', number],
-  ['agentCardUrl', required],
-  ['agentInterface', jsonOf(AgentInterfaceRefSchema)],
-  ['messageId', required],
-  ['requestedContextId', optionalText],
-  ['contextId', optionalText],
-  ['contextRefused', flag],
-  ['taskId', optionalText],
-  ['state', state],
-  ['statusTimestamp', optionalText],
-  ['statusTimestampMs', optionalMs],
-  ['question', jsonOf(MessageSchema)],
-  ['statusMessage', jsonOf(MessageSchema)],
-  ['message', message],
-  ['result', jsonOf(anything)],
-  ['error', jsonOf(RecordedErrorSchema)],
-  ['protocolError', jsonOf(RecordedErrorSchema)],
-  ['protocolErrorCount', count],
-  ['push', flag],
-  ['held', flag],
-  ['pushToken', secret],
-  ['pushConfigId', optionalText],
-  ['pushConfigState', oneOf(PUSH_STATES)],
-  ['createdAt', number],
-  ['updatedAt', number],
-  ['sendStartedAt', optionalMs],
-  ['priority', optionalMs],
-  ['sendCount', count],
-  ['resendCount', count],
-  ['unreachableCount', count],
-  ['unsentTries', count],
-  ['unreachableSince', optionalMs],
-  ['nextTryAt', optionalMs],
-  ['slotWaitUntil', optionalMs],
-  ['version', number],
-  ['fence', count],
-  ['notFoundCount', count],
-  ['firstNotFoundAt', optionalMs],
-  ['noProgressMark', optionalText],
-  ['noProgressSince', optionalMs],
-  ['noProgressCount', count],
-  ['noProgressLast', optionalText],
-  ['finishedAt', optionalMs],
-  ['replyMessageId', optionalText],
-  ['replyMessage', jsonOf(OutgoingMessageSchema)],
-  ['replyState', oneOf(REPLY_STATES)],
-  ['replySendToken', optionalText],
-  ['replySendUntil', optionalMs],
-  ['replyError', optionalText],
-  ['replyForQuestion', optionalText],
-  ['replyBy', optionalText],
-  ['questionKey', optionalText],
-  ['questionAskedAt', optionalMs],
-  ['questionExpired', optionalText],
-  ['questionExpiredAt', optionalMs],
-  ['questionExpiry', oneOf(EXPIRY_ACTIONS)],
-  ['effect', oneOf(EFFECTS)],
-  ['evidence', jsonOf(anything)],
-  ['verifiedAt', optionalMs],
-  ['verifyAttempts', count],
-];
+/** DelegationRecordSchema's fields in its order, each with its kind's fast reading (record-fields.ts). */
+const FIELDS: readonly (readonly [string, Read | typeof secret])[] = Object.entries(DelegationRecordSchema.in.shape).map(([key, schema]) => {
+  if (key === 'pushToken') return [key, secret] as const;
+  const read = readingOf(schema as z.ZodType);
+  if (!read) throw new Error(`record-parse: the field ${key} of DelegationRecordSchema is of no kind record-fields.ts defines`);
+  return [key, read] as const;
+});
 
 /**
  * A JSON field as a compacted record holds it (compacted-record-read.ts): embedded, an object or an array already
@@ -170,8 +36,7 @@ const embedded =
 
 /** `FIELDS` with every JSON field also read embedded. */
 const EMBEDDED_FIELDS: readonly (readonly [string, Read | typeof secret])[] = FIELDS.map(([key, read]) => {
-  if (read === message) return [key, embedded(OutgoingMessageSchema, message)] as const;
-  if (read !== secret && 'schema' in read) return [key, embedded(read.schema as z.ZodType, read)] as const;
+  if (read !== secret && 'schema' in read) return [key, embedded((read as JsonRead).schema, read)] as const;
   return [key, read] as const;
 });
 

@@ -6,8 +6,8 @@ import { z } from 'zod';
 import { MessageSchema, PartSchema, type Artifact } from '@durable-a2a/a2a/pure';
 import { JOURNAL_STATES, QUESTION_EXPIRY_ACTIONS } from './states.ts';
 import { RECORDED_ERROR_CODES } from './error-codes.ts';
+import { count, enumOr, flag, optionalEnum, optionalJson, optionalMs, optionalText, requiredEnum, requiredJson, requiredNumber, requiredText } from './record-fields.ts';
 
-/** The interface a delegation talks to, chosen from the Agent Card at first send and kept. */
 /**
  * Where a delegation's push notification config life cycle stands (docs/http-api.md "Push notifications"): `creating`
  * (our config id journaled, Create may have left), `registered` (the agent listed or created it), `unconfirmed`
@@ -17,6 +17,7 @@ import { RECORDED_ERROR_CODES } from './error-codes.ts';
 export const PUSH_CONFIG_STATES = ['creating', 'registered', 'unconfirmed', 'refused', 'deleted'] as const;
 export type PushConfigState = (typeof PUSH_CONFIG_STATES)[number];
 
+/** The interface a delegation talks to, chosen from the Agent Card at first send and kept. */
 export const AgentInterfaceRefSchema = z.object({
   url: z.string(),
   protocolBinding: z.enum(['JSONRPC', 'HTTP+JSON', 'GRPC']),
@@ -54,74 +55,47 @@ export const RecordedErrorSchema = z.object({
 });
 export type RecordedError = z.infer<typeof RecordedErrorSchema>;
 
-const json = <T extends z.ZodType>(schema: T) =>
-  z.string().transform((text, context) => {
-    try {
-      return schema.parse(JSON.parse(text)) as z.infer<T>;
-    } catch (error) {
-      context.addIssue({ code: 'custom', message: `invalid JSON field: ${String(error)}` });
-      return z.NEVER;
-    }
-  });
-const optionalJson = <T extends z.ZodType>(schema: T) =>
-  z
-    .string()
-    .optional()
-    .transform((text) => (text ? (schema.parse(JSON.parse(text)) as z.infer<T>) : undefined));
-const optionalText = z
-  .string()
-  .optional()
-  .transform((text) => (text ? text : undefined));
-const count = z
-  .string()
-  .optional()
-  .transform((text) => (text ? Number(text) : 0));
-const optionalMs = z
-  .string()
-  .optional()
-  .transform((text) => (text ? Number(text) : undefined));
-
-/** Parses a delegation hash (HGETALL) into a typed record. Throws a ZodError on a corrupt row. */
+/**
+ * Parses a delegation hash (HGETALL) into a typed record. Throws a ZodError on a corrupt row. Each field's kind
+ * (record-fields.ts) also gives its fast reading (`parseDelegationHash`, record-parse.ts).
+ */
 export const DelegationRecordSchema = z
   .object({
-    workflowId: z.string(),
-    delegationId: z.string(),
-    step: z.string(),
-    kind: z.enum(['step', 'compensation']).default('step'),
-    attempt: z.string().transform(Number),
-    agentCardUrl: z.string(),
+    workflowId: requiredText,
+    delegationId: requiredText,
+    step: requiredText,
+    kind: enumOr(['step', 'compensation'], 'step'),
+    attempt: requiredNumber,
+    agentCardUrl: requiredText,
     agentInterface: optionalJson(AgentInterfaceRefSchema),
-    messageId: z.string(),
+    messageId: requiredText,
     requestedContextId: optionalText,
     contextId: optionalText,
-    contextRefused: optionalText.transform((value) => value === '1'),
+    contextRefused: flag,
     taskId: optionalText,
-    state: z.enum(JOURNAL_STATES),
+    state: requiredEnum(JOURNAL_STATES),
     statusTimestamp: optionalText,
     statusTimestampMs: optionalMs,
     question: optionalJson(MessageSchema),
     statusMessage: optionalJson(MessageSchema),
-    message: json(OutgoingMessageSchema),
+    message: requiredJson(OutgoingMessageSchema),
     result: optionalJson(z.unknown()),
     error: optionalJson(RecordedErrorSchema),
     /** The last protocol error an agent caused without ending the attempt (noteProtocolError-1.lua). */
     protocolError: optionalJson(RecordedErrorSchema),
     protocolErrorCount: count,
-    push: optionalText.transform((value) => value === '1'),
-    held: optionalText.transform((value) => value === '1'),
+    push: flag,
+    held: flag,
     pushToken: optionalText,
     /** The push notification config id the agent knows for our task: ours, or the one it assigned (notePushConfig-1.lua). */
     pushConfigId: optionalText,
     /** Where the push notification config life cycle stands (notePushConfig-1.lua); absent: not checked yet. */
-    pushConfigState: z.enum(PUSH_CONFIG_STATES).optional(),
-    createdAt: z.string().transform(Number),
-    updatedAt: z.string().transform(Number),
+    pushConfigState: optionalEnum(PUSH_CONFIG_STATES),
+    createdAt: requiredNumber,
+    updatedAt: requiredNumber,
     sendStartedAt: optionalMs,
     /** The send priority its workflow gave it (1 to 10, `send-priority.ts`); absent: the default. */
-    priority: z
-      .string()
-      .optional()
-      .transform((text) => (text ? Number(text) : undefined)),
+    priority: optionalMs,
     sendCount: count,
     resendCount: count,
     /**
@@ -135,7 +109,7 @@ export const DelegationRecordSchema = z
     nextTryAt: optionalMs,
     /** Waiting for a slot at its agent (noteSlotWait-1.lua: fleet-wide limits, this worker's share, a pause): until when (ms). */
     slotWaitUntil: optionalMs,
-    version: z.string().transform(Number),
+    version: requiredNumber,
     fence: count,
     notFoundCount: count,
     firstNotFoundAt: optionalMs,
@@ -147,7 +121,7 @@ export const DelegationRecordSchema = z
     finishedAt: optionalMs,
     replyMessageId: optionalText,
     replyMessage: optionalJson(OutgoingMessageSchema),
-    replyState: z.enum(['pending', 'sending', 'sent', 'refused']).optional(),
+    replyState: optionalEnum(['pending', 'sending', 'sent', 'refused']),
     /** Owner of the 'sending' lease of the reply (markReply-1.lua), and its deadline (ms). */
     replySendToken: optionalText,
     replySendUntil: optionalMs,
@@ -164,8 +138,8 @@ export const DelegationRecordSchema = z
     /** The questionKey of a question that expired unanswered (expireQuestion-1.lua), when (ms) and what was done. */
     questionExpired: optionalText,
     questionExpiredAt: optionalMs,
-    questionExpiry: z.enum(QUESTION_EXPIRY_ACTIONS).optional(),
-    effect: z.enum(['present', 'absent', 'unknown']).optional(),
+    questionExpiry: optionalEnum(QUESTION_EXPIRY_ACTIONS),
+    effect: optionalEnum(['present', 'absent', 'unknown']),
     evidence: optionalJson(z.unknown()),
     verifiedAt: optionalMs,
     verifyAttempts: count,
