@@ -50,3 +50,14 @@ describe('durations past Node timer range (about 24.8 days) in the environment',
     for (const name of names) expect(ServerEnvironmentSchema.safeParse({ [name]: TOO_LONG }).success, name).toBe(false);
   });
 });
+
+describe('durations past Node timer range in startFleet options', () => {
+  it('every timer duration option refuses 2^31 ms, NaN and a negative value, naming the option; the attempt deadline takes a month', () => {
+    const names = ['requestTimeoutMs', 'streamIdleTimeoutMs', 'noProgressWindowMs', 'slowPollAfterMs', 'slowPollMs', 'streamQuietMs', 'retryAfterMaxMs', 'slotWaitMs', 'pauseCheckMs', 'reconcileIntervalMs', 'searchMarginMs', 'notFoundWindowMs', 'parkedPollMs', 'pushFallbackPollMs', 'agentRefreshMs', 'lockDurationMs', 'stalledIntervalMs', 'livenessTtlMs'];
+    for (const name of names) {
+      for (const value of [2 ** 31, Number.NaN, -1]) expect(() => compileFleetOptions({ redis: 'redis://127.0.0.1:1', [name]: value }), `${name} ${value}`).toThrow(new RegExp(`${name}.*timer range`));
+      expect(compileFleetOptions({ redis: 'redis://127.0.0.1:1', [name]: 2 ** 31 - 1 })[name as 'slowPollMs']).toBe(2 ** 31 - 1);
+    }
+    expect(compileFleetOptions({ redis: 'redis://127.0.0.1:1', attemptDeadlineMs: 30 * 24 * 3600 * 1000 }).attemptDeadlineMs).toBe(30 * 24 * 3600 * 1000);
+  });
+});

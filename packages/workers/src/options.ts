@@ -3,7 +3,7 @@
  * `CompiledFleetOptions` (durations in …Ms, everything set).
  */
 import type { Dispatcher } from 'undici';
-import type { A2ALimits, AddressPolicyOptions, CredentialsProvider } from '@durable-a2a/a2a';
+import { MAX_TIMER_DELAY_MS, type A2ALimits, type AddressPolicyOptions, type CredentialsProvider } from '@durable-a2a/a2a';
 import { ANSWER_LINK_SECRET_MIN_LENGTH, DEFAULT_JOB_OPTIONS, type AgentLimits, type JournalDurability, type NotifyRetry, type QueueName, type RedisClient } from '@durable-a2a/shared';
 import type { BackoffOptions } from './delegation/core/policy.ts';
 
@@ -239,7 +239,7 @@ export interface CompiledFleetOptions {
   now: () => number;
 }
 
-/** Applies every default once. */
+/** Applies every default once. Throws TypeError for a missing `redis` or a bad `localFollowSlots` or answer-link secret, RangeError for a duration a timer waits for past Node's timer range (`TIMER_DURATIONS`). */
 export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions {
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
   const concurrency = { send: 20, follow: 500, reconcile: 20, verify: 10, compensate: 5, notify: 10, ...options.concurrency };
@@ -249,7 +249,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     throw new TypeError(`startFleet: localFollowSlots must be a whole number ≥ 0 (got ${options.localFollowSlots})`);
   }
   if (options.answerLinks && options.answerLinks.secret.length < ANSWER_LINK_SECRET_MIN_LENGTH) throw new TypeError(`startFleet: answerLinks.secret must be at least ${ANSWER_LINK_SECRET_MIN_LENGTH} characters`);
-  return {
+  const compiled: CompiledFleetOptions = {
     redis,
     prefix: options.prefix ?? 'da2a',
     concurrency,
@@ -304,4 +304,42 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     stallAt: options.stallAt,
     now: options.now ?? Date.now,
   };
+  checkTimerDurations(compiled);
+  return compiled;
+}
+
+/**
+ * The options a timer waits for (ms). Each must be a number from 0 to `MAX_TIMER_DELAY_MS` (Node's timer range, about
+ * 24.8 days): Node fires a longer timer after 1 ms. Not `attemptDeadlineMs` (its timers wait in hops:
+ * `setLongTimeout`), `retentionMs` (a Redis expiry) or an answer link's life (a signed expiry).
+ */
+const TIMER_DURATIONS = [
+  'requestTimeoutMs',
+  'streamIdleTimeoutMs',
+  'noProgressWindowMs',
+  'slowPollAfterMs',
+  'slowPollMs',
+  'streamQuietMs',
+  'retryAfterMaxMs',
+  'slotWaitMs',
+  'pauseCheckMs',
+  'reconcileIntervalMs',
+  'searchMarginMs',
+  'notFoundWindowMs',
+  'parkedPollMs',
+  'pushFallbackPollMs',
+  'agentRefreshMs',
+  'lockDurationMs',
+  'stalledIntervalMs',
+  'livenessTtlMs',
+] as const satisfies readonly (keyof CompiledFleetOptions)[];
+
+/** Throws a RangeError naming the first option of `TIMER_DURATIONS` that is not a number from 0 to `MAX_TIMER_DELAY_MS`. */
+function checkTimerDurations(compiled: CompiledFleetOptions): void {
+  for (const name of TIMER_DURATIONS) {
+    const value = compiled[name];
+    if (!(value >= 0 && value <= MAX_TIMER_DELAY_MS)) {
+      throw new RangeError(`startFleet: ${name} must be a number of ms from 0 to ${MAX_TIMER_DELAY_MS} (about 24.8 days: Node's timer range), got ${value}`);
+    }
+  }
 }
