@@ -83,7 +83,8 @@ describe('outbound notifications', () => {
     expect(expired.every((request) => request.verified)).toBe(true);
     expect(new Set(expired.map((request) => request.body)).size).toBe(1);
     expect(JSON.parse(expired[0]!.body)).toMatchObject({ type: 'question.expired', workflowId: id, delegationId: 'main.1', data: { step: 'main', questionKey: question.questionKey, action: 'cancel' } });
-    expect((await producer.journal.notification(id, eventId))?.stage).toBe('delivered');
+    // The worker journals the delivery once the receiver's answer reached it: after the receiver counted it.
+    await eventually(async () => (await producer.journal.notification(id, eventId))?.stage === 'delivered', 'question.expired journaled delivered');
   });
 
   it('a receiver that hangs does not hold the delegation: it completes while the request is still open', async () => {
@@ -115,6 +116,7 @@ describe('outbound notifications', () => {
     receiver.answerWith(() => ({ kind: 'accept' }));
     await scene.startFleet({ notify: { secret: SECRET, url: receiver.url, retry: RETRY } });
     await eventually(async () => receiver.acceptedIds().has(eventId), 'delivered by the new worker', 30_000);
-    expect((await producer.journal.notification(id, eventId))?.stage).toBe('delivered');
+    // Journaled once the receiver's answer reached the worker: after the receiver counted it.
+    await eventually(async () => (await producer.journal.notification(id, eventId))?.stage === 'delivered', 'journaled delivered');
   });
 });
