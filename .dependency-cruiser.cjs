@@ -72,13 +72,6 @@ module.exports = {
       to: { path: '^packages/workers/src/delegation/(settle|park)\\.ts$', dependencyTypesNot: ['type-only'] },
     },
     {
-      name: 'only-apply-writes-steps',
-      comment: "A step's writes (delegation/step-writes.ts) are the executor's first half: only delegation/apply.ts performs them.",
-      severity: 'error',
-      from: { path: '^packages/workers/src/', pathNot: '^packages/workers/src/delegation/apply\\.ts$' },
-      to: { path: '^packages/workers/src/delegation/step-writes\\.ts$', dependencyTypesNot: ['type-only'] },
-    },
-    {
       name: 'only-the-executor-writes',
       comment:
         'delegation/apply.ts asks the table (core/transitions.ts) for a step and performs its journal transitions; nothing else asks it (the workflow decision closes held intents through apply.ts, passed in as a port: CloseHeldIntent).',
@@ -98,7 +91,7 @@ module.exports = {
       comment: 'delegation/io/ talks to agents and returns observations: it never writes the journal, routes, settles or parks, and runs no process machinery.',
       severity: 'error',
       from: { path: '^packages/workers/src/delegation/io/' },
-      to: { path: '^packages/workers/src/(delegation/(apply|step-writes|settle|park|deadline|verifier-check|auth)\\.ts|delegation/runs/|workflow/|queues/)', dependencyTypesNot: ['type-only'] },
+      to: { path: '^packages/workers/src/(delegation/(apply|settle|park|deadline|verifier-check|auth)\\.ts|delegation/runs/|workflow/|queues/)', dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'producer-never-imports-workers',

@@ -1,7 +1,7 @@
 /**
  * What dependency-cruiser cannot see (it checks modules, not the methods called): the journal's transition methods
  * (status, artifacts, notes, resend release, reply fate, verifier finding) are called in the workers only by the
- * delegation core's executor (`delegation/apply.ts` and its writes, `delegation/step-writes.ts`). A new call site elsewhere is a second place deciding what an
+ * delegation core's executor (`delegation/apply.ts`). A new call site elsewhere is a second place deciding what an
  * observation proves: this test names it.
  */
 import { readdirSync, readFileSync, statSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { describe, expect, it } from 'vitest';
 
 const SOURCE = join(import.meta.dirname, '..', 'src');
 /** The executor's modules: the entry and its writes. */
-const EXECUTOR = ['delegation/apply.ts', 'delegation/step-writes.ts'];
+const EXECUTOR = ['delegation/apply.ts'];
 /** The journal's transitions (journal methods and the free functions of `journal/observe.ts`). */
 const TRANSITIONS = /\b(applyStatus|applyTask|applyStreamResponse|applyStreamResponsePair|applyArtifactThenStatus|noteProtocolError|noteNotFound|noteNoProgress|releaseForResend|markReply|recordEffect)\s*\(/;
 
@@ -41,7 +41,7 @@ describe('one executor', () => {
     expect(codeLines(readFileSync(join(SOURCE, 'delegation/push-registration.ts'), 'utf8')).some((line) => /\bnotePushConfig\s*\(/.test(line))).toBe(true);
   });
 
-  it('no module but the executor (apply.ts, step-writes.ts) calls a journal transition', () => {
+  it('no module but the executor (apply.ts) calls a journal transition', () => {
     const callers = sources(SOURCE)
       .map((path) => relative(SOURCE, path))
       .filter((file) => !EXECUTOR.includes(file))
