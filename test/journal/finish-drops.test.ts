@@ -46,9 +46,9 @@ describe.skipIf(testsOnCluster())('finishWorkflow drops index entries in its scr
         }
         // The index as the test wants it (createWorkflow added the delegation's entry), and a bystander's entry.
         await journal.removeFromIndex(entries[0]!, entries[1]!);
-        if (s.delegationEntry) await journal.scheduleCheck(entries[0]!, 9_000);
-        if (s.workflowEntry) await journal.scheduleCheck(entries[1]!, 9_000);
-        await journal.scheduleCheck(bystander, 9_000);
+        if (s.delegationEntry) await journal.addToIndex(entries[0]!, 9_000);
+        if (s.workflowEntry) await journal.addToIndex(entries[1]!, 9_000);
+        await journal.addToIndex(bystander, 9_000);
         const workflowKey = journal.keys.workflow(workflowId);
         const version = s.before === 'none' ? undefined : Number(await redis().hget(workflowKey, 'version')) + (s.wrongVersion ? 5 : 0);
         const outcome = await journal.finishWorkflow(workflowId, { state: s.patchState }, version, entries).then(

@@ -18,7 +18,7 @@ describe('the unfinished index after a settle', () => {
     const journal = new Journal(redis(), { prefix: `ai${++counter}` });
     const live = { workflowId: 'wf-live', delegationId: 'main.1' };
     const settled = { workflowId: 'wf-settled', delegationId: 'main.1' };
-    await journal.scheduleCheck(live, 1_000);
+    await journal.addToIndex(live, 1_000);
     for (const ref of [live, settled]) expect(await journal.lease(ref, 'acquire', 'holder', 10_000)).toBe(true);
     expect(await journal.renewLeases([{ ref: live, token: 'holder' }, { ref: settled, token: 'holder' }], 10_000, () => 5_000)).toEqual(['renewed', 'renewed']);
     expect(await journal.nextCheckAt(live)).toBe(5_000);
@@ -29,8 +29,8 @@ describe('the unfinished index after a settle', () => {
     const journal = new Journal(redis(), { prefix: `ai${++counter}` });
     const kept = { workflowId: 'wf-kept', delegationId: 'main.1' };
     const removed = { workflowId: 'wf-removed', delegationId: 'main.1' };
-    await journal.scheduleCheck(kept, 1_000);
-    await journal.scheduleCheck(removed, 1_000);
+    await journal.addToIndex(kept, 1_000);
+    await journal.addToIndex(removed, 1_000);
     const scanned = await journal.scanUnfinished('0', 100);
     expect(scanned.due).toHaveLength(2);
     await journal.removeFromIndex(removed);

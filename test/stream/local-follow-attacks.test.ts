@@ -249,7 +249,7 @@ describe('a stale index entry of a compacted workflow with many attempts', () =>
     await journal.removeFromIndex({ workflowId: id, delegationId: '*' }, ...attempts.map(({ step, attempt }) => ({ workflowId: id, delegationId: `${step}.${attempt}` })));
     // Entries left behind (a crash between the compaction and the settle's removal, or a create written ahead).
     const refs = [{ workflowId: id, delegationId: 's4.20' }, { workflowId: id, delegationId: '*' }];
-    for (const ref of refs) await journal.scheduleCheck(ref, Date.now());
+    for (const ref of refs) await journal.addToIndex(ref, Date.now());
     const output = async () => Number(/total_net_output_bytes:(\d+)/.exec(await redis().info('stats'))![1]);
     const before = await output();
     await fleet.sweepAll();

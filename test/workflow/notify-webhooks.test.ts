@@ -65,11 +65,13 @@ describe('outbound notifications', () => {
     for (const eventId of expected) expect(new Set(receiver.received.filter((request) => request.id === eventId).map((request) => request.body)).size).toBe(1);
     const opened = JSON.parse(receiver.received.find((request) => request.id === expected[0])!.body);
     expect(opened).toMatchObject({ type: 'question.opened', workflowId: id, delegationId: 'main.1', data: { question: 'Which city?', step: 'main' } });
-    // Journaled delivered, counted.
+    // Journaled delivered, then counted: the worker writes the stage once the receiver's answer reaches it (after the
+    // receiver counted the request) and counts it after the write, so wait for both.
+    const counted = async () => (await fleet!.metrics.notifications.get()).values.filter((value) => value.labels.outcome === 'delivered').reduce((sum, value) => sum + value.value, 0);
+    await eventually(async () => (await counted()) >= 2, 'both deliveries journaled and counted');
     const journaled = await producer.journal.notifications(id);
     expect(Object.values(journaled).map((entry) => entry.stage)).toEqual(['delivered', 'delivered']);
-    const counted = (await fleet!.metrics.notifications.get()).values.filter((value) => value.labels.outcome === 'delivered').reduce((sum, value) => sum + value.value, 0);
-    expect(counted).toBe(2);
+    expect(await counted()).toBe(2);
   });
 
   it('a question that expires unanswered: question.expired arrives once, with what was done', async () => {

@@ -101,7 +101,7 @@ export async function resolveAttention(context: ProducerContext, id: string, act
       if (error instanceof JournalError && error.code === 'VERSION_CONFLICT' && round < ROUNDS) continue;
       throw error;
     }
-    await journal.scheduleCheck({ workflowId: id, delegationId: '*' }, Date.now());
+    await journal.addToIndex({ workflowId: id, delegationId: '*' }, Date.now());
     await enqueueDecide(context.queues, id, { by: 'resolve', at: Date.now() });
     return { state: 'RUNNING' };
   }

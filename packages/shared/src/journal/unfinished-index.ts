@@ -7,9 +7,22 @@ import { JournalCore, type DelegationRef } from './core.ts';
 
 /** Journal methods over the unfinished index. */
 export class JournalIndex extends JournalCore {
-  /** Puts (or moves) a delegation in the unfinished index, due at `atMs`. */
-  async scheduleCheck(ref: DelegationRef, atMs: number): Promise<void> {
+  /**
+   * Puts a delegation (or a workflow's entry `*`) in the unfinished index, due at `atMs` (ms since epoch), or moves
+   * it there. Only for what is unfinished by construction: a new intent, a workflow a person resolved. A worker's
+   * next check uses `scheduleCheck`, which never adds.
+   */
+  async addToIndex(ref: DelegationRef, atMs: number): Promise<void> {
     await this.redis.zadd(this.keys.unfinished(), atMs, indexMember(ref.workflowId, ref.delegationId));
+  }
+
+  /**
+   * Moves a delegation's entry in the unfinished index to `atMs` (ms since epoch; one ZADD XX). An entry that is not
+   * there is not put back: its workflow settled it (and dropped it) after the caller read the row, and a plain ZADD
+   * would make the reconciler settle it a second time.
+   */
+  async scheduleCheck(ref: DelegationRef, atMs: number): Promise<void> {
+    await this.redis.zadd(this.keys.unfinished(), 'XX', atMs, indexMember(ref.workflowId, ref.delegationId));
   }
 
   /**

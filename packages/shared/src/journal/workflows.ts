@@ -246,7 +246,7 @@ export class JournalWorkflows extends JournalIndex {
     options: { expectedWorkflowVersion?: number; workflowFields?: Record<string, string>; history?: HistoryEntryInput } = {},
   ): Promise<boolean> {
     const ref = { workflowId, delegationId: delegation.delegationId! };
-    await this.scheduleCheck(ref, this.now());
+    await this.addToIndex(ref, this.now());
     const result = await this.call(
       createIntentScript,
       { workflow: this.keys.workflow(workflowId), delegation: this.keys.delegation(workflowId, ref.delegationId), delegationList: this.delegationListKey(workflowId) },

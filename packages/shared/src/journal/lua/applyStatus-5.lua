@@ -43,7 +43,8 @@
            held the lease; on every other outcome it is released as with 'always'. One round trip
            instead of the follow's takeFollow after it. The reply then carries the new fence (6th). With
            <check at> (ms, '' = none) the delegation's unfinished-index entry (KEYS[5]) is due then, as the
-           follow's own check beside its stream would set it (ZADD): one command less.
+           follow's own check beside its stream would set it (ZADD XX: an entry its workflow dropped is not put
+           back): one command less.
   ARGV[17] the row's version as the caller holds it ('' = none): when the row is at that version before this change,
            the reply carries only what the caller's typed record lacks (the change: every field written here, and the
            fields other scripts write without a version bump, FIELDS_UNVERSIONED below), else the whole row. The

@@ -4,7 +4,8 @@
 --   not parked, and `holder` holds the lease, it passes to the follow token as takeFollow-2.lua would take it (the
 --   lease for <duration ms>, the fencing token bumped, the owner the follow token; the row (or change) in `reply`
 --   carries them too, and reply[6] the new fence); with <check at> the delegation's unfinished-index entry
---   (`indexKey`, member `member`: indexMember of keys.ts) is due then. On every other outcome it is released.
+--   (`indexKey`, member `member`: indexMember of keys.ts) is due then, if it is still there (ZADD XX: never put
+--   back once its workflow dropped it). On every other outcome it is released.
 -- - 'always': released on every outcome; 'finished': released when the delegation is finished afterwards (applied
 --   to a finished state, found finished, or gone; a refusal reads the row's state, only then).
 local function endLease(reply, rowKey, leaseKey, indexKey, holder, ending, state, member)
@@ -19,7 +20,7 @@ local function endLease(reply, rowKey, leaseKey, indexKey, holder, ending, state
     local written, fence = reply[3], 1
     for i = 1, #written, 2 do if written[i] == 'fence' then fence = (tonumber(written[i + 1]) or 0) + 1 end end
     redis.call('HSET', rowKey, 'fence', tostring(fence), 'owner', followToken)
-    if checkAt ~= '' then redis.call('ZADD', indexKey, checkAt, member) end
+    if checkAt ~= '' then redis.call('ZADD', indexKey, 'XX', checkAt, member) end
     local seen = {}
     for i = 1, #written, 2 do
       if written[i] == 'fence' then written[i + 1] = tostring(fence); seen.fence = true end
