@@ -56,7 +56,7 @@ describe('artifact bytes per delegation', () => {
     const view = await producer.get('rt5');
     expect(view.steps[0]?.attempts.at(-1)?.state).toBe('AMBIGUOUS');
     expect(view.steps[0]?.attempts).toHaveLength(1);
-  });
+  }, 120_000);
 
   it('a snapshot holding more than the limit is not stored: the attempt ends LIMIT_EXCEEDED', async () => {
     const journal = new Journal(redis(), { prefix: 'wj-art-snap', artifactBytesPerDelegation: 1 * MiB });
@@ -90,12 +90,11 @@ describe('an oversized artifact in a SendMessage answer (real fleet)', () => {
     const view = await eventually(async () => {
       const current = await producer.journal.getDelegationView({ workflowId: id, delegationId: delegationId! });
       return current?.state === 'AMBIGUOUS' && current;
-    }, 'attempt ended', 15_000);
+    }, 'attempt ended', 90_000);
     expect(view.error).toMatchObject({ code: 'LIMIT_EXCEEDED' });
-    expect(agent.count('SendMessage')).toBe(1);
     expect(view.artifacts).toEqual([]);
     expect(agent.count('SendMessage')).toBe(1);
-  });
+  }, 120_000);
 
   // The edge stops the body at responseBodyBytes; ending the attempt on that LimitExceededError (a permanent
   // protocol error, not "unreadable → reconciler → AMBIGUOUS") is send.ts's rule, branch wild-send. Flip to `it` then.
@@ -113,10 +112,10 @@ describe('an oversized artifact in a SendMessage answer (real fleet)', () => {
     const view = await eventually(async () => {
       const current = await producer.journal.getDelegationView({ workflowId: id, delegationId: delegationId! });
       return current && ['FAILED', 'AMBIGUOUS', 'COMPLETED'].includes(current.state) && current;
-    }, 'attempt ended', 30_000);
+    }, 'attempt ended', 90_000);
     expect(view.state).toBe('AMBIGUOUS');
     expect(view.error).toMatchObject({ code: 'LIMIT_EXCEEDED', delivery: 'received' });
     expect(view.artifacts).toEqual([]);
     expect(agent.count('SendMessage')).toBe(1);
-  });
+  }, 120_000);
 });
