@@ -6,22 +6,17 @@
  * before the timers were `setLongTimeout` (a second SendMessage, a send stream closed after 1 ms, WaitTimeoutError).
  */
 import { describe, expect, it } from 'vitest';
-import { createProducer, type Producer } from '@durable-a2a/producer';
-import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
+import { createProducer } from '@durable-a2a/producer';
+import type { StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from '../harness/redis.ts';
-import { closeAfterEach } from '../harness/lifecycle.ts';
-import { eventually, startTestFleet } from '../harness/fleet.ts';
-import { SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+import { closeKeptAfterEach, useScriptedFleet } from '../harness/lifecycle.ts';
+import { eventually } from '../harness/fleet.ts';
+import { SU, ev, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 
 const redisServer = useRedisServer();
-let producer: Producer | undefined;
-let fleet: Fleet | undefined;
-let agent: ScriptedAgentHandle | undefined;
+const startCase = useScriptedFleet(redisServer);
+const keep = closeKeptAfterEach();
 let counter = 0;
-closeAfterEach(
-  () => ({ fleet, agent, producer }),
-  () => void (fleet = agent = producer = undefined),
-);
 
 const MONTH_MS = 30 * 24 * 3600 * 1000;
 const HOLD_MS = 1_500;
@@ -43,35 +38,35 @@ function holdingAgent(): ScriptedHandlers & { SendStreamingMessage: ScriptedHand
   };
 }
 
-async function monthLongStep(fleetOptions: Partial<StartFleetOptions>) {
+async function monthLongStep(fleet: Partial<StartFleetOptions>) {
   const prefix = `long-${++counter}-${Date.now()}`;
-  agent = await startScriptedAgent(holdingAgent() as ScriptedHandlers);
-  producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
-  fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, ...fleetOptions });
-  const { id } = await producer.startWorkflow({ workflowId: `${prefix}-w`, steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'approve within a month' }, attemptDeadlineMs: MONTH_MS }] });
-  return eventually(async () => {
-    const current = await producer!.get(id);
+  const started = await startCase(holdingAgent() as ScriptedHandlers, { prefix, fleet });
+  const { id } = await started.producer.startWorkflow({ workflowId: `${prefix}-w`, steps: [{ name: 'main', agent: started.agent.cardUrl, message: { text: 'approve within a month' }, attemptDeadlineMs: MONTH_MS }] });
+  const view = await eventually(async () => {
+    const current = await started.producer.get(id);
     return current.state !== 'RUNNING' && current;
   }, 'workflow finished', 40_000);
+  return { view, agent: started.agent };
 }
 
 describe('durations past the timer range', () => {
   it('a held SendMessage of a step with a 30-day attempt deadline: not aborted at once; one SendMessage, COMPLETED', async () => {
-    const view = await monthLongStep({ requestTimeoutMs: 60_000 });
+    const { view, agent } = await monthLongStep({ requestTimeoutMs: 60_000 });
     expect(view.state).toBe('COMPLETED');
-    expect(agent!.count('SendMessage')).toBe(1);
+    expect(agent.count('SendMessage')).toBe(1);
   }, 60_000);
 
   it('a send stream held silent, 30-day attempt deadline: not closed as idle at once; one SendStreamingMessage, COMPLETED', async () => {
-    const view = await monthLongStep({ streamingSends: true });
+    const { view, agent } = await monthLongStep({ streamingSends: true });
     expect(view.state).toBe('COMPLETED');
-    expect(agent!.count('SendStreamingMessage' as never)).toBe(1);
-    expect(agent!.count('SendMessage')).toBe(0);
+    expect(agent.count('SendStreamingMessage' as never)).toBe(1);
+    expect(agent.count('SendMessage')).toBe(0);
   }, 60_000);
 
   it('waitFor with a timeout of a month waits (it does not time out at once)', async () => {
     const prefix = `long-${++counter}-${Date.now()}`;
-    producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+    const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+    keep(producer);
     const { id } = await producer.delegate({ agent: 'http://127.0.0.1:9/.well-known/agent-card.json', text: 'never sent' });
     const controller = new AbortController();
     const waiting = producer.waitFor(id, { timeoutMs: MONTH_MS, signal: controller.signal }).then(

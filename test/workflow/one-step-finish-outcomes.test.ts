@@ -7,24 +7,17 @@
  * counted once are what the two calls leave.
  */
 import { describe, expect, it } from 'vitest';
-import { createProducer, type Producer } from '@durable-a2a/producer';
-import type { Fleet } from '@durable-a2a/workers';
+import { createProducer } from '@durable-a2a/producer';
 import { completesWith, fails, type Behaviour } from '@durable-a2a/testing';
 import { scriptSha } from '../../packages/shared/src/journal/scripts.ts';
-import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
-import { closeAfterEach } from '../harness/lifecycle.ts';
+import { startDemoAgent } from '../harness/agent.ts';
+import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 import { startMonitor, testsOnCluster, useRedisServer } from '../harness/redis.ts';
 
 const redisServer = useRedisServer();
-let producer: Producer | undefined;
-let fleet: Fleet | undefined;
-let agent: DemoAgentHandle | undefined;
+const keep = closeKeptAfterEach();
 let counter = 0;
-closeAfterEach(
-  () => ({ fleet, agent, producer }),
-  () => void (fleet = agent = producer = undefined),
-);
 
 /** WORKING, then CANCELED by the agent itself. */
 const cancelsItself: Behaviour = () => [{ state: 'WORKING' }, { state: 'CANCELED', text: 'the agent stopped' }];
@@ -43,33 +36,32 @@ describe.skipIf(testsOnCluster())('the one-step finish, end to end', () => {
       const calls = { finishStep: 0, updateWorkflow: 0 };
       // Started while Redis is quiet (before the fleet): ioredis can take a command line arriving with MONITOR's +OK for a reply.
       const monitor = await startMonitor(redisServer().url);
+      keep({ close: async () => monitor.disconnect() });
       monitor.on('monitor', (_time: string, args: string[]) => {
         if ((args[0] ?? '').toLowerCase() !== 'evalsha' || !(args[3] ?? '').startsWith(`${prefix}:`)) return;
         if (shas.finishStep.includes(args[1]!)) calls.finishStep++;
         if (shas.updateWorkflow.includes(args[1]!)) calls.updateWorkflow++;
       });
-      agent = await startDemoAgent({ behaviour });
-      producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
-      fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
-      try {
-        const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book it', idempotencyKey: `${prefix}-k` });
-        const view = await producer.waitFor(id, { timeoutMs: 30_000 });
-        expect(view.state).toBe(workflow);
-        expect(view.steps[0]!.attempts.at(-1)!.state).toBe(attempt);
-        expect(JSON.stringify(view.steps[0]!.attempts.at(-1))).toContain(text);
-        expect(agent.sendMessageCount(messageId)).toBe(1);
-        expect(await producer.journal.isCompacted(id)).toBe(true);
-        // The script dropped both entries, and a check written afterwards by a reconcile that read the row before the
-        // finish only moves an entry (ZADD XX): none comes back, so the reconciler never settles the workflow again.
-        await eventually(async () => (await producer!.journal.unfinishedCount()) === 0, 'index drained', 20_000);
-        expect(calls.finishStep).toBe(1);
-        expect(calls.updateWorkflow).toBe(0);
-        expect(await producer.journal.isCompacted(id)).toBe(true);
-        expect((await producer.get(id)).state).toBe(workflow);
-        expect((await fleet.metrics.workflowsFinished.get()).values.reduce((sum, value) => sum + value.value, 0)).toBe(1);
-      } finally {
-        monitor.disconnect();
-      }
+      const agent = await startDemoAgent({ behaviour });
+      const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+      keep(producer, agent);
+      const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
+      keep(fleet);
+      const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book it', idempotencyKey: `${prefix}-k` });
+      const view = await producer.waitFor(id, { timeoutMs: 30_000 });
+      expect(view.state).toBe(workflow);
+      expect(view.steps[0]!.attempts.at(-1)!.state).toBe(attempt);
+      expect(JSON.stringify(view.steps[0]!.attempts.at(-1))).toContain(text);
+      expect(agent.sendMessageCount(messageId)).toBe(1);
+      expect(await producer.journal.isCompacted(id)).toBe(true);
+      // The script dropped both entries, and a check written afterwards by a reconcile that read the row before the
+      // finish only moves an entry (ZADD XX): none comes back, so the reconciler never settles the workflow again.
+      await eventually(async () => (await producer.journal.unfinishedCount()) === 0, 'index drained', 20_000);
+      expect(calls.finishStep).toBe(1);
+      expect(calls.updateWorkflow).toBe(0);
+      expect(await producer.journal.isCompacted(id)).toBe(true);
+      expect((await producer.get(id)).state).toBe(workflow);
+      expect((await fleet.metrics.workflowsFinished.get()).values.reduce((sum, value) => sum + value.value, 0)).toBe(1);
     }, 60_000);
   }
 });
