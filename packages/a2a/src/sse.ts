@@ -10,7 +10,7 @@ import { createParser, type EventSourceMessage, type EventSourceParser } from 'e
 import { LimitExceededError, StreamIdleError } from './errors.ts';
 import { toNetworkError } from './http.ts';
 import { checkJsonDepth, DEFAULT_A2A_LIMITS } from './limits.ts';
-import { MAX_TIMER_DELAY_MS, setLongTimeout, type LongTimeout } from './long-timer.ts';
+import { MAX_TIMER_DELAY_MS } from './long-timer.ts';
 
 /** One dispatched SSE event. `lastEventId` is the last `id:` seen on this connection (it persists across events). */
 export interface SseMessage {
@@ -62,15 +62,24 @@ interface PendingRead<T> {
  * (`refresh()`); between chunks it may fire and then does nothing, since no read waits, and the next `next` arms
  * it again. Between chunks the timer does not hold the process open (`unref`), as no timer did before. A stream
  * of many small chunks (SSE events, keep-alives) made a timer, an abort listener and three closures per chunk.
+ * An `idleTimeoutMs` past Node's timer range (`MAX_TIMER_DELAY_MS`: a held send stream's month-long time left) is
+ * waited in hops of the same timer, as `setLongTimeout` does: a hop that ends with time left arms the next one, and
+ * only a hop of another length than the timer's makes a new timer.
  */
 export class ChunkReader<T> {
   private timer: NodeJS.Timeout | undefined;
-  /** The watchdog when `idleTimeoutMs` passes Node's timer range (a held send stream's month-long time left): one per read. */
-  private longTimer: LongTimeout | undefined;
+  /** The delay `timer` was made with, ms: `refresh()` waits that long again. */
+  private timerMs = 0;
+  /** What the waiting read still has to wait after the current hop, ms (0 unless `idleTimeoutMs` passes the range). */
+  private leftMs = 0;
   private pending: PendingRead<T> | undefined;
   private listening = false;
   private readonly onAbort = (): void => this.fail(this.signal?.reason);
-  private readonly onIdle = (): void => void (this.pending && this.fail(new StreamIdleError(`no bytes for ${this.idleTimeoutMs} ms from ${this.source}`)));
+  private readonly onTimer = (): void => {
+    if (!this.pending) return;
+    if (this.leftMs > 0) this.arm(this.leftMs);
+    else this.fail(new StreamIdleError(`no bytes for ${this.idleTimeoutMs} ms from ${this.source}`));
+  };
 
   constructor(
     private readonly iterator: AsyncIterator<T>,
@@ -87,13 +96,7 @@ export class ChunkReader<T> {
       this.listening = true;
       signal.addEventListener('abort', this.onAbort, { once: true });
     }
-    if (this.idleTimeoutMs > MAX_TIMER_DELAY_MS) {
-      this.longTimer?.clear();
-      this.longTimer = setLongTimeout(this.onIdle, this.idleTimeoutMs);
-    } else if (this.idleTimeoutMs > 0) {
-      if (this.timer) this.timer.ref().refresh();
-      else this.timer = setTimeout(this.onIdle, this.idleTimeoutMs);
-    }
+    if (this.idleTimeoutMs > 0) this.arm(this.idleTimeoutMs);
     return new Promise<IteratorResult<T>>((resolve, reject) => {
       const read: PendingRead<T> = { resolve, reject };
       this.pending = read;
@@ -107,7 +110,6 @@ export class ChunkReader<T> {
   /** Stops the watchdog and removes the abort listener. */
   close(): void {
     clearTimeout(this.timer);
-    this.longTimer?.clear();
     if (this.listening) this.signal?.removeEventListener('abort', this.onAbort);
     this.listening = false;
   }
@@ -117,8 +119,23 @@ export class ChunkReader<T> {
     if (this.pending !== read) return;
     this.pending = undefined;
     this.timer?.unref();
-    this.longTimer?.clear();
     settle();
+  }
+
+  /**
+   * Starts the wait of `waitMs` (> 0; Infinity: never ends): its first hop, at most `MAX_TIMER_DELAY_MS`, on the
+   * timer (`refresh()` when the timer already has that length, else a new timer), the rest kept in `leftMs`.
+   */
+  private arm(waitMs: number): void {
+    const hopMs = Math.min(waitMs, MAX_TIMER_DELAY_MS);
+    this.leftMs = waitMs - hopMs;
+    if (this.timer && this.timerMs === hopMs) {
+      this.timer.ref().refresh();
+      return;
+    }
+    clearTimeout(this.timer);
+    this.timer = setTimeout(this.onTimer, hopMs);
+    this.timerMs = hopMs;
   }
 
   /** Rejects the waiting read, if any. */
@@ -126,7 +143,7 @@ export class ChunkReader<T> {
     const read = this.pending;
     if (!read) return;
     this.pending = undefined;
-    this.longTimer?.clear();
+    this.timer?.unref();
     read.reject(error);
   }
 }

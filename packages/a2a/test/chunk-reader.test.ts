@@ -5,6 +5,7 @@
 import fc from 'fast-check';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { StreamIdleError } from '../src/errors.ts';
+import { MAX_TIMER_DELAY_MS } from '../src/long-timer.ts';
 import { ChunkReader, readServerSentEvents } from '../src/sse.ts';
 
 afterEach(() => {
@@ -22,6 +23,18 @@ function controlledChunks() {
     end: () => waiting.shift()!.resolve({ value: undefined, done: true }),
     fail: (error: unknown) => waiting.shift()!.reject(error),
   };
+}
+
+/** Whether `promise` has settled by now (after the microtasks queued so far). */
+async function settled(promise: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  void promise.then(
+    () => (done = true),
+    () => (done = true),
+  );
+  await Promise.resolve();
+  await Promise.resolve();
+  return done;
 }
 
 /** A body of `chunks` as UTF-8 bytes, each chunk handed out on its own. */
@@ -86,6 +99,58 @@ describe('ChunkReader', () => {
     await Promise.resolve();
     reader.close();
     expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('a stream idle for exactly 2^31 ms (past the timer range) is closed once, at that time, and not before', async () => {
+    vi.useFakeTimers();
+    const source = controlledChunks();
+    let destroyed = 0;
+    const body = { [Symbol.asyncIterator]: () => source.iterator as AsyncIterator<Uint8Array>, destroy: () => void destroyed++ };
+    const idleTimeoutMs = 2 ** 31;
+    const reading = (async () => {
+      for await (const message of readServerSentEvents(body, { idleTimeoutMs, source: 'agent' })) void message;
+    })().catch((error: unknown) => error);
+    await vi.advanceTimersByTimeAsync(idleTimeoutMs - 1);
+    expect(await settled(reading)).toBe(false);
+    expect(destroyed).toBe(0);
+    await vi.advanceTimersByTimeAsync(1);
+    const failure = await reading;
+    expect(failure).toBeInstanceOf(StreamIdleError);
+    expect((failure as Error).message).toBe(`no bytes for ${idleTimeoutMs} ms from agent`);
+    await vi.advanceTimersByTimeAsync(4 * MAX_TIMER_DELAY_MS);
+    expect(destroyed).toBe(1);
+    expect(vi.getTimerCount()).toBe(0);
+  });
+
+  it('property: each read fails after exactly idleTimeoutMs of waiting, in the timer range and past it; one timer in the range', async () => {
+    vi.useFakeTimers();
+    const setTimer = vi.spyOn(globalThis, 'setTimeout');
+    const idleTimeouts = fc.oneof(fc.integer({ min: 1, max: 4 * MAX_TIMER_DELAY_MS }), fc.constantFrom(1, MAX_TIMER_DELAY_MS, MAX_TIMER_DELAY_MS + 1, 2 ** 31, 2 * MAX_TIMER_DELAY_MS, 2 * MAX_TIMER_DELAY_MS + 1));
+    await fc.assert(
+      fc.asyncProperty(idleTimeouts, fc.array(fc.double({ min: 0, max: 1, noNaN: true, maxExcluded: true }), { maxLength: 6 }), async (idleTimeoutMs, gaps) => {
+        setTimer.mockClear();
+        const source = controlledChunks();
+        const reader = new ChunkReader(source.iterator, idleTimeoutMs, undefined, 'agent');
+        for (const [index, gap] of gaps.entries()) {
+          const read = reader.next();
+          await vi.advanceTimersByTimeAsync(Math.floor(gap * idleTimeoutMs));
+          source.push(`chunk ${index}`);
+          expect(await read).toEqual({ value: `chunk ${index}`, done: false });
+          expect(vi.getTimerCount()).toBeLessThanOrEqual(1);
+          // Between reads the watchdog may run out: no read waits, nothing fails.
+          await vi.advanceTimersByTimeAsync(idleTimeoutMs);
+        }
+        const last = reader.next();
+        await vi.advanceTimersByTimeAsync(idleTimeoutMs - 1);
+        expect(await settled(last)).toBe(false);
+        await vi.advanceTimersByTimeAsync(1);
+        await expect(last).rejects.toBeInstanceOf(StreamIdleError);
+        if (idleTimeoutMs <= MAX_TIMER_DELAY_MS) expect(setTimer).toHaveBeenCalledTimes(1);
+        reader.close();
+        expect(vi.getTimerCount()).toBe(0);
+      }),
+      { numRuns: 100 },
+    );
   });
 
   it('rejects the waiting read with the abort reason, and a read after the abort at once', async () => {
