@@ -10,6 +10,7 @@ import type { DelegationView } from '@durable-a2a/shared';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from './redis.ts';
 import { eventually, startTestFleet } from './fleet.ts';
+export { workflowSettled } from './fleet.ts';
 import { startScriptedAgent, task, type ScriptedAgentHandle, type ScriptedHandler, type ScriptedHandlers } from './scripted-agent.ts';
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -39,13 +40,6 @@ export async function finished(p: Producer, id: string, timeoutMs = 20_000, dele
   }, `delegation ${id}/${delegationId} finished`, timeoutMs);
 }
 
-/** Waits (bounded) until a workflow left RUNNING; returns its view. */
-export async function workflowSettled(p: Producer, id: string, timeoutMs = 20_000) {
-  return eventually(async () => {
-    const view = await p.get(id);
-    return view.state !== 'RUNNING' && view;
-  }, `workflow ${id} settled`, timeoutMs);
-}
 
 /** Sum of a counter's values whose labels include `labels`. */
 export async function metric(counter: { get(): Promise<{ values: { value: number; labels: Record<string, unknown> }[] }> }, labels: Record<string, string> = {}) {

@@ -6,6 +6,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { Registry } from 'prom-client';
+import type { Producer, WorkflowView } from '@durable-a2a/producer';
 import { createLogger } from '@durable-a2a/shared';
 import { startFleet, type Fleet, type StartFleetOptions } from '@durable-a2a/workers';
 
@@ -136,4 +137,12 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
+}
+
+/** Waits (bounded: `timeoutMs`, default 20 s) until the workflow `id` left RUNNING; returns its view. */
+export async function workflowSettled(producer: Producer, id: string, timeoutMs = 20_000): Promise<WorkflowView> {
+  return eventually(async () => {
+    const view = await producer.get(id);
+    return view.state !== 'RUNNING' && view;
+  }, `workflow ${id} settled`, timeoutMs);
 }

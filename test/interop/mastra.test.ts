@@ -22,7 +22,7 @@ import {
 import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { type MastraAgentHandle, startMastraAgent } from '../harness/index.ts';
-import { TEST_TIMINGS, eventually, spawnWorkerProcess, startTestFleet } from '../harness/fleet.ts';
+import { TEST_TIMINGS, eventually, spawnWorkerProcess, startTestFleet, workflowSettled } from '../harness/fleet.ts';
 import { useRedisServer } from '../harness/redis.ts';
 import { textOf, useWildAgent, wildMessage as message } from '../harness/wild-agent.ts';
 
@@ -126,12 +126,7 @@ function useFleet(name: string, options: { streamingSends: boolean }) {
   return context;
 }
 
-async function finished(producer: Producer, id: string, timeoutMs = 30_000): Promise<WorkflowView> {
-  return eventually(async () => {
-    const current = await producer.get(id);
-    return current.state !== 'RUNNING' && current;
-  }, `workflow ${id} finished`, timeoutMs);
-}
+const finished = (producer: Producer, id: string, timeoutMs = 30_000): Promise<WorkflowView> => workflowSettled(producer, id, timeoutMs);
 
 async function journaledTaskId(producer: Producer, workflowId: string, timeoutMs = 10_000): Promise<string> {
   const record = await eventually(async () => {

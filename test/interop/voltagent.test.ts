@@ -17,7 +17,7 @@ import {
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { type VoltAgentHandle, startVoltAgent } from '../harness/index.ts';
-import { eventually, spawnWorkerProcess, startTestFleet } from '../harness/fleet.ts';
+import { eventually, spawnWorkerProcess, startTestFleet, workflowSettled } from '../harness/fleet.ts';
 import { useRedisServer } from '../harness/redis.ts';
 import { textOf, useWildAgent, wildMessage as message } from '../harness/wild-agent.ts';
 
@@ -95,10 +95,7 @@ describe('a delegation through the fleet to VoltAgent (V1: it completes)', () =>
     fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, slowPollAfterMs: 2_000, slowPollMs: 1_000, streamingSends: true });
     const before = volt.prompts.filter((prompt) => prompt === 'fleet hello').length;
     const { id } = await producer.delegate({ agent: volt.cardUrl, text: 'fleet hello', idempotencyKey: 'volt-fleet-1' });
-    const view = await eventually(async () => {
-      const current = await producer!.get(id);
-      return current.state !== 'RUNNING' && current;
-    }, 'delegation finished', 30_000);
+    const view = await workflowSettled(producer!, id, 30_000);
     expect(view.state).toBe('COMPLETED');
     expect(volt.prompts.filter((prompt) => prompt === 'fleet hello').length - before).toBe(1);
     expect(JSON.stringify(view)).toContain('Volt echo: fleet hello');
@@ -115,10 +112,7 @@ describe('a delegation through the fleet to VoltAgent (V1: it completes)', () =>
       return record?.taskId ? record : undefined;
     }, 'task id journaled', 5_000);
     expect(running.state).not.toBe('COMPLETED');
-    const view = await eventually(async () => {
-      const current = await producer!.get(id);
-      return current.state !== 'RUNNING' && current;
-    }, 'slow delegation finished', holdMs + 30_000);
+    const view = await workflowSettled(producer!, id, holdMs + 30_000);
     expect(view.state).toBe('COMPLETED');
     expect(volt.prompts.filter((prompt) => prompt === `slow:${holdMs} slow hello`).length - before).toBe(1);
     expect(JSON.stringify(view)).toContain('Volt echo: slow hello');
@@ -140,10 +134,7 @@ describe('a delegation through the fleet to VoltAgent (V1: it completes)', () =>
     await worker.kill('SIGKILL');
     const journaledTaskId = (await producer!.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.taskId;
     fleet = await startTestFleet({ redisUrl: redisServer().url, prefix: currentPrefix, slowPollAfterMs: 2_000, slowPollMs: 1_000, noProgressWindowMs: 6_000, streamingSends: true });
-    const view = await eventually(async () => {
-      const current = await producer!.get(id);
-      return current.state !== 'RUNNING' && current;
-    }, 'delegation finished', 40_000);
+    const view = await workflowSettled(producer!, id, 40_000);
     if (journaledTaskId) {
       const attempt = view.steps[0]!.attempts[0]!;
       expect(attempt.taskId).toBe(journaledTaskId);

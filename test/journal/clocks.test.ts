@@ -11,7 +11,7 @@ import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from '../harness/redis.ts';
-import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { eventually, startTestFleet, workflowSettled } from '../harness/fleet.ts';
 import { startTestServer } from '../harness/api-server.ts';
 import { SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle } from '../harness/scripted-agent.ts';
 
@@ -98,10 +98,7 @@ describe('clocks through a real fleet', () => {
     producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
     fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `${prefix}-1` });
-    const view = await eventually(async () => {
-      const current = await producer!.get(id);
-      return current.state !== 'RUNNING' && current;
-    }, 'delegation finished', 15_000);
+    const view = await workflowSettled(producer!, id, 15_000);
     const [delegationId] = await producer.journal.delegationIds(id);
     const record = await producer.journal.getDelegationView({ workflowId: id, delegationId: delegationId! });
     return { view, record };

@@ -12,23 +12,16 @@
  * refusal (-32602) proves no task: FAILED with its code, no search.
  */
 import { describe, expect, it } from 'vitest';
-import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
-import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import type { StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from '../harness/redis.ts';
-import { closeAfterEach } from '../harness/lifecycle.ts';
-import { eventually, spawnWorkerProcess, startTestFleet } from '../harness/fleet.ts';
-import { AU, SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+import { closeKeptAfterEach } from '../harness/lifecycle.ts';
+import { eventually, spawnWorkerProcess, startTestFleet, workflowSettled } from '../harness/fleet.ts';
+import { AU, SU, ev, startScriptedAgent, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 
 const redisServer = useRedisServer();
-let producer: Producer | undefined;
-let fleet: Fleet | undefined;
-let agent: ScriptedAgentHandle | undefined;
+const keep = closeKeptAfterEach();
 let counter = 0;
-
-closeAfterEach(
-  () => ({ fleet, agent, producer }),
-  () => void (fleet = agent = producer = undefined),
-);
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -62,67 +55,66 @@ function holdingAgent(holdMs: number): ScriptedHandlers & { SendStreamingMessage
   };
 }
 
-async function start(holdMs: number, fleetOptions: Partial<StartFleetOptions> = {}, withFleet = true) {
+/**
+ * Starts a scripted agent with `handlers`, a producer and (unless `withFleet` is false) a test fleet with
+ * `fleetOptions` on a new prefix; all closed after the test (the fleet first). `startFleet` starts one later.
+ */
+async function start(handlers: ScriptedHandlers, fleetOptions: Partial<StartFleetOptions> = {}, withFleet = true) {
   const prefix = `wild-held-${++counter}-${Date.now()}`;
-  agent = await startScriptedAgent(holdingAgent(holdMs) as ScriptedHandlers);
-  producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
-  if (withFleet) fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, ...fleetOptions });
-  return prefix;
+  const agent = await startScriptedAgent(handlers);
+  const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+  keep(producer, agent);
+  const startFleet = async () => keep(await startTestFleet({ redisUrl: redisServer().url, prefix, ...fleetOptions }));
+  if (withFleet) await startFleet();
+  return { prefix, agent, producer, startFleet };
 }
 
-const taskIdOf = async (id: string) => (await producer!.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.taskId;
-
-async function finished(id: string, timeoutMs: number): Promise<WorkflowView> {
-  return eventually(async () => {
-    const current = await producer!.get(id);
-    return current.state !== 'RUNNING' && current;
-  }, 'workflow finished', timeoutMs);
-}
+const taskIdOf = async (producer: Producer, id: string) => (await producer.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.taskId;
 
 describe('V2: an agent that holds the send', () => {
   it('SendMessage held for 5 s: the task is found by our messageId and journaled before the work ends; one SendMessage; COMPLETED', async () => {
     const holdMs = 5_000;
-    const prefix = await start(holdMs, { requestTimeoutMs: 1_000 });
+    const { prefix, agent, producer } = await start(holdingAgent(holdMs) as ScriptedHandlers, { requestTimeoutMs: 1_000 });
     const sentAt = Date.now();
-    const { id } = await producer!.delegate({ agent: agent!.cardUrl, text: 'hold it', idempotencyKey: `${prefix}-held` });
-    const taskId = await eventually(() => taskIdOf(id), 'task id journaled', holdMs);
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'hold it', idempotencyKey: `${prefix}-held` });
+    const taskId = await eventually(() => taskIdOf(producer, id), 'task id journaled', holdMs);
     expect(taskId).toBe('T-held');
     expect(Date.now() - sentAt).toBeLessThan(holdMs);
-    const view = await finished(id, holdMs + 20_000);
+    const view = await workflowSettled(producer, id, holdMs + 20_000);
     expect(view.state).toBe('COMPLETED');
     expect(JSON.stringify(view)).toContain('held');
-    expect(agent!.count('SendMessage')).toBe(1);
-    expect(agent!.count('ListTasks')).toBeGreaterThanOrEqual(1);
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(agent.count('ListTasks')).toBeGreaterThanOrEqual(1);
   }, 60_000);
 
   it('a card that declares streaming (streamingSends): SendStreamingMessage, the task id journaled with the first event, the same stream followed to COMPLETED; no SendMessage', async () => {
     const holdMs = 3_000;
-    const prefix = await start(holdMs, { streamingSends: true });
-    const { id } = await producer!.delegate({ agent: agent!.cardUrl, text: 'stream it', idempotencyKey: `${prefix}-streamed` });
-    expect(await eventually(() => taskIdOf(id), 'task id journaled', holdMs)).toBe('T-held');
-    expect((await producer!.get(id)).state).toBe('RUNNING');
-    const view = await finished(id, holdMs + 20_000);
+    const { prefix, agent, producer } = await start(holdingAgent(holdMs) as ScriptedHandlers, { streamingSends: true });
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'stream it', idempotencyKey: `${prefix}-streamed` });
+    expect(await eventually(() => taskIdOf(producer, id), 'task id journaled', holdMs)).toBe('T-held');
+    expect((await producer.get(id)).state).toBe('RUNNING');
+    const view = await workflowSettled(producer, id, holdMs + 20_000);
     expect(view.state).toBe('COMPLETED');
     expect(JSON.stringify(view)).toContain('held');
-    expect(agent!.count('SendStreamingMessage' as never)).toBe(1);
-    expect(agent!.count('SendMessage')).toBe(0);
-    expect(agent!.count('SubscribeToTask')).toBe(0);
+    expect(agent.count('SendStreamingMessage' as never)).toBe(1);
+    expect(agent.count('SendMessage')).toBe(0);
+    expect(agent.count('SubscribeToTask')).toBe(0);
   }, 60_000);
 
   it('a worker SIGKILLed while the agent holds SendMessage: another fleet finds the task by our messageId and adopts it; one SendMessage', async () => {
     const holdMs = 6_000;
-    const prefix = await start(holdMs, {}, false);
+    const { prefix, agent, producer, startFleet } = await start(holdingAgent(holdMs) as ScriptedHandlers, {}, false);
     const worker = spawnWorkerProcess({ REDIS_URL: redisServer().url, DA2A_PREFIX: prefix });
     await worker.ready;
-    const { id } = await producer!.delegate({ agent: agent!.cardUrl, text: 'kill while held', idempotencyKey: `${prefix}-killed` });
-    await eventually(async () => agent!.count('SendMessage') === 1, 'the agent holds the send', 15_000);
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'kill while held', idempotencyKey: `${prefix}-killed` });
+    await eventually(async () => agent.count('SendMessage') === 1, 'the agent holds the send', 15_000);
     await worker.kill('SIGKILL');
-    expect(await taskIdOf(id)).toBeUndefined();
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
-    const view = await finished(id, holdMs + 30_000);
+    expect(await taskIdOf(producer, id)).toBeUndefined();
+    await startFleet();
+    const view = await workflowSettled(producer, id, holdMs + 30_000);
     expect(view.state).toBe('COMPLETED');
-    expect(await taskIdOf(id)).toBe('T-held');
-    expect(agent!.count('SendMessage')).toBe(1);
+    expect(await taskIdOf(producer, id)).toBe('T-held');
+    expect(agent.count('SendMessage')).toBe(1);
   }, 90_000);
 });
 
@@ -139,12 +131,9 @@ describe('a SendMessage answered with an error', () => {
   };
 
   it('-32603 after the agent created the task: found by our messageId and adopted (COMPLETED), one SendMessage', async () => {
-    const prefix = `wild-held-${++counter}-${Date.now()}`;
-    agent = await startScriptedAgent(answeredWith({ code: -32603, message: 'internal error after accepting' }, true));
-    producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
+    const { prefix, agent, producer } = await start(answeredWith({ code: -32603, message: 'internal error after accepting' }, true));
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `${prefix}-500` });
-    const view = await finished(id, 30_000);
+    const view = await workflowSettled(producer, id, 30_000);
     expect(view.state).toBe('COMPLETED');
     expect(JSON.stringify(view)).toContain('done anyway');
     expect(agent.count('SendMessage')).toBe(1);
@@ -152,12 +141,9 @@ describe('a SendMessage answered with an error', () => {
   }, 60_000);
 
   it('-32602 (a refusal: no task created): FAILED with INVALID_PARAMS at once, no search, one SendMessage', async () => {
-    const prefix = `wild-held-${++counter}-${Date.now()}`;
-    agent = await startScriptedAgent(answeredWith({ code: -32602, message: 'bad params' }, false));
-    producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
-    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });
+    const { prefix, agent, producer } = await start(answeredWith({ code: -32602, message: 'bad params' }, false));
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `${prefix}-refused` });
-    const view = await finished(id, 30_000);
+    const view = await workflowSettled(producer, id, 30_000);
     expect(view.state).toBe('FAILED');
     expect(JSON.stringify(view)).toContain('INVALID_PARAMS');
     expect(agent.count('SendMessage')).toBe(1);

@@ -10,7 +10,7 @@ import { createProducer } from '@durable-a2a/producer';
 import type { StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach, useScriptedFleet } from '../harness/lifecycle.ts';
-import { eventually } from '../harness/fleet.ts';
+import { workflowSettled } from '../harness/fleet.ts';
 import { SU, ev, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 
 const redisServer = useRedisServer();
@@ -42,11 +42,7 @@ async function monthLongStep(fleet: Partial<StartFleetOptions>) {
   const prefix = `long-${++counter}-${Date.now()}`;
   const started = await startCase(holdingAgent() as ScriptedHandlers, { prefix, fleet });
   const { id } = await started.producer.startWorkflow({ workflowId: `${prefix}-w`, steps: [{ name: 'main', agent: started.agent.cardUrl, message: { text: 'approve within a month' }, attemptDeadlineMs: MONTH_MS }] });
-  const view = await eventually(async () => {
-    const current = await started.producer.get(id);
-    return current.state !== 'RUNNING' && current;
-  }, 'workflow finished', 40_000);
-  return { view, agent: started.agent };
+  return { view: await workflowSettled(started.producer, id, 40_000), agent: started.agent };
 }
 
 describe('durations past the timer range', () => {

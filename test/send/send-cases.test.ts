@@ -12,7 +12,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from '../harness/redis.ts';
-import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { eventually, startTestFleet, workflowSettled } from '../harness/fleet.ts';
 import { startScriptedAgent, task, type ScriptedAgentHandle, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 import { closeServer, listenOnLoopback, trackSockets } from '../harness/ports.ts';
 
@@ -43,12 +43,7 @@ async function start(handlers: ScriptedHandlers, fleetOptions: Partial<StartFlee
   return { agent, prefix };
 }
 
-async function finished(id: string, timeoutMs = 30_000): Promise<WorkflowView> {
-  return eventually(async () => {
-    const current = await producer!.get(id);
-    return current.state !== 'RUNNING' && current;
-  }, 'workflow finished', timeoutMs);
-}
+const finished = (id: string, timeoutMs = 30_000): Promise<WorkflowView> => workflowSettled(producer!, id, timeoutMs);
 
 /** A server on `port` that accepts every connection, reads the request and never answers. */
 async function startHangingServer(port: number) {
