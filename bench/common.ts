@@ -9,7 +9,8 @@ import { readFileSync } from 'node:fs';
 import { hostname, loadavg } from 'node:os';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
-import { createLogger, parseCompactedWorkflow } from '@durable-a2a/shared';
+import type { Producer } from '@durable-a2a/producer';
+import { createLogger, parseCompactedWorkflow, type DelegationRef } from '@durable-a2a/shared';
 import { startFleet, type Fleet, type StartFleetOptions } from '@durable-a2a/workers';
 import type { DemoAgentHandle } from '../test/harness/agent.ts';
 
@@ -184,6 +185,44 @@ export async function readLeasesAndStates(
     result.push({ state: (replies[3 * index]?.[1] as string | null) ?? compacted ?? null, lease: (replies[3 * index + 1]?.[1] as string | null) ?? null });
   });
   return result;
+}
+
+/**
+ * Polls the leases and states of `refs` under `prefix` every `intervalMs` (default 200 ms) until `accept` holds for
+ * every row; returns those rows. Throws naming `what` after `timeoutMs` (default 10 minutes).
+ */
+export async function untilEveryRow(
+  redis: Redis,
+  prefix: string,
+  refs: readonly DelegationRef[],
+  accept: (row: LeaseAndState) => boolean,
+  what: string,
+  options: { intervalMs?: number; timeoutMs?: number } = {},
+): Promise<LeaseAndState[]> {
+  const deadline = Date.now() + (options.timeoutMs ?? 600_000);
+  for (;;) {
+    const rows = await readLeasesAndStates(redis, prefix, refs);
+    if (rows.every(accept)) return rows;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(options.intervalMs ?? 200);
+  }
+}
+
+/** A row WORKING and followed by the worker `workerId` (its follow lease is `<workerId>/<jobId>`). */
+export const followedBy =
+  (workerId: string) =>
+  (row: LeaseAndState): boolean =>
+    row.lease?.startsWith(`${workerId}/`) === true && row.state === 'WORKING';
+
+/**
+ * Delegates `count` tasks to `cardUrl`, at most 50 `delegate` calls at once (text `<text> <n>`, idempotency key
+ * `<keyPrefix>-<n>`, n from 0); returns the refs of their first delegations (main.1), in that order.
+ */
+export async function delegateMany(producer: Producer, cardUrl: string, count: number, names: { text: string; keyPrefix: string }): Promise<DelegationRef[]> {
+  return mapLimit(Array.from({ length: count }), 50, async (_, index) => {
+    const { id } = await producer.delegate({ agent: cardUrl, text: `${names.text} ${index}`, idempotencyKey: `${names.keyPrefix}-${index}` });
+    return { workflowId: id, delegationId: 'main.1' };
+  });
 }
 
 export const FINISHED = new Set(['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST']);

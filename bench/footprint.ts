@@ -19,8 +19,9 @@ import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts
 import {
   BENCH_STREAM_IDLE_TIMEOUT_MS,
   commandCalls,
+  delegateMany,
+  followedBy,
   mapLimit,
-  readLeasesAndStates,
   round,
   rssBytes,
   scaled,
@@ -28,6 +29,7 @@ import {
   spawnedWorkerId,
   startBenchFleet,
   stopAgent,
+  untilEveryRow,
   usedMemory,
   waitForWorkflows,
   type BenchResult,
@@ -141,18 +143,8 @@ async function workerRss(streams: number) {
     const pid = worker.child.pid!;
     await sleep(1_000);
     const idle = rssBytes(pid);
-    const refs = await mapLimit(Array.from({ length: streams }), 50, async (_, index) => {
-      const { id } = await producer.delegate({ agent: agent.cardUrl, text: `stream ${index}`, idempotencyKey: `rss-${index}` });
-      return { workflowId: id, delegationId: 'main.1' };
-    });
-    const workerId = spawnedWorkerId(pid);
-    const deadline = Date.now() + 600_000;
-    for (;;) {
-      const rows = await readLeasesAndStates(reader, prefix, refs);
-      if (rows.every((row) => row.lease?.startsWith(`${workerId}/`) && row.state === 'WORKING')) break;
-      if (Date.now() > deadline) throw new Error('footprint: streams never all opened');
-      await sleep(200);
-    }
+    const refs = await delegateMany(producer, agent.cardUrl, streams, { text: 'stream', keyPrefix: 'rss' });
+    await untilEveryRow(reader, prefix, refs, followedBy(spawnedWorkerId(pid)), 'footprint: every stream open');
     await sleep(1_000);
     const loaded = rssBytes(pid);
     const total = (calls: Map<string, number>) => [...calls].filter(([name]) => name !== 'info').reduce((sum, [, count]) => sum + count, 0);

@@ -12,7 +12,7 @@ import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { TEST_TIMINGS } from '../test/harness/fleet.ts';
-import { BENCH_STREAM_IDLE_TIMEOUT_MS, mapLimit, readLeasesAndStates, sleep } from './common.ts';
+import { BENCH_STREAM_IDLE_TIMEOUT_MS, delegateMany, readLeasesAndStates, sleep } from './common.ts';
 import { spawnBenchChild } from './processes/ipc.ts';
 
 const streams = Number(process.argv[2] ?? '1000');
@@ -42,10 +42,7 @@ await new Promise<void>((resolve) => worker.on('message', (message: { ready?: bo
 const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
 const reader = new Redis(redisServer.url);
 const started = performance.now();
-const refs = await mapLimit(Array.from({ length: streams }), 50, async (_, index) => {
-  const { id } = await producer.delegate({ agent: cardUrl, text: `job ${index}`, idempotencyKey: `p-${index}` });
-  return { workflowId: id, delegationId: 'main.1' };
-});
+const refs = await delegateMany(producer, cardUrl, streams, { text: 'job', keyPrefix: 'p' });
 console.log(`delegated ${streams} in ${((performance.now() - started) / 1000).toFixed(1)} s`);
 for (let second = 0; second < 300; second++) {
   const rows = await readLeasesAndStates(reader, prefix, refs);

@@ -17,7 +17,7 @@ import { startRedisServer } from '../test/harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../test/harness/agent.ts';
 import { runsSlowly } from '../test/harness/agent-behaviours.ts';
 import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
-import { BENCH_STREAM_IDLE_TIMEOUT_MS, mapLimit, readLeasesAndStates, round, scaled, seconds, sleep, spawnedWorkerId, stopAgent, type BenchResult } from './common.ts';
+import { BENCH_STREAM_IDLE_TIMEOUT_MS, delegateMany, followedBy, round, scaled, seconds, sleep, spawnedWorkerId, stopAgent, untilEveryRow, type BenchResult } from './common.ts';
 
 const PREFIX = 'storm';
 const WINDOW_MS = 100;
@@ -45,17 +45,9 @@ export async function run(scale: number): Promise<BenchResult> {
     });
     await worker.ready;
     const workerId = spawnedWorkerId(worker.child.pid!);
-    const refs = await mapLimit(Array.from({ length: streams }), 50, async (_, index) => {
-      const { id } = await producer.delegate({ agent: agent.cardUrl, text: `job ${index}`, idempotencyKey: `storm-${index}` });
-      return { workflowId: id, delegationId: 'main.1' };
-    });
+    const refs = await delegateMany(producer, agent.cardUrl, streams, { text: 'job', keyPrefix: 'storm' });
     const setupStarted = performance.now();
-    for (;;) {
-      const rows = await readLeasesAndStates(reader, PREFIX, refs);
-      if (rows.every((row) => row.lease?.startsWith(`${workerId}/`) && row.state === 'WORKING')) break;
-      if (performance.now() - setupStarted > 600_000) throw new Error('reconnect-storm: streams never all opened');
-      await sleep(200);
-    }
+    await untilEveryRow(reader, PREFIX, refs, followedBy(workerId), 'reconnect-storm: every stream open');
     const setupSeconds = seconds(performance.now() - setupStarted);
     const taskIds = new Set((await Promise.all(refs.map((ref) => producer.journal.getDelegation(ref)))).map((record) => record!.taskId!));
 

@@ -12,7 +12,8 @@
  */
 import { Redis } from 'ioredis';
 import { startWorkerProcessRig } from './rig.ts';
-import { FINISHED, loadAverage1, PRODUCTION_TIMINGS, readLeasesAndStates, seconds, sleep, spawnedWorkerId, workerOverrides, type BenchResult } from './common.ts';
+import type { DelegationRef } from '@durable-a2a/shared';
+import { FINISHED, followedBy, loadAverage1, PRODUCTION_TIMINGS, seconds, sleep, spawnedWorkerId, untilEveryRow, workerOverrides, type BenchResult, type LeaseAndState } from './common.ts';
 
 const PREFIX = 'takeover';
 /** How long each task runs at the agent (ms): long enough for both workers to start and the victim to follow all. */
@@ -66,7 +67,7 @@ async function takeoverRun(inFlight: number, overrides: Record<string, string>) 
         return { workflowId: id, delegationId: 'main.1' };
       }),
     );
-    await poll(reader, refs, (row) => row.lease?.startsWith(`${victimId}/`) === true && row.state === 'WORKING', 'all followed by the first worker');
+    await poll(reader, refs, followedBy(victimId), 'all followed by the first worker');
     const survivor = spawn();
     await survivor.ready;
     const survivorId = spawnedWorkerId(survivor.child.pid!);
@@ -91,12 +92,6 @@ async function takeoverRun(inFlight: number, overrides: Record<string, string>) 
 }
 
 /** Polls every 50 ms (at most 120 s) until `accept` holds for every ref. */
-async function poll(redis: Redis, refs: readonly { workflowId: string; delegationId: string }[], accept: (row: { state: string | null; lease: string | null }) => boolean, what: string): Promise<void> {
-  const deadline = Date.now() + 120_000;
-  for (;;) {
-    const rows = await readLeasesAndStates(redis, PREFIX, refs);
-    if (rows.every(accept)) return;
-    if (Date.now() > deadline) throw new Error(`takeover: timed out waiting for ${what}`);
-    await sleep(50);
-  }
+async function poll(redis: Redis, refs: readonly DelegationRef[], accept: (row: LeaseAndState) => boolean, what: string): Promise<void> {
+  await untilEveryRow(redis, PREFIX, refs, accept, `takeover: ${what}`, { intervalMs: 50, timeoutMs: 120_000 });
 }
