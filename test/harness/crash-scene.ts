@@ -5,7 +5,7 @@
  * that prefix and at most one in-process fleet. After each test the fleet is closed, the processes killed and the
  * producer closed; after the file the agents stop.
  */
-import { afterAll, afterEach, beforeAll } from 'vitest';
+import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/producer';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer, type RedisServerHandle } from './redis.ts';
@@ -112,5 +112,58 @@ export function useTravelCrashScene(prefix: string): CrashScene<TravelCast> {
     startAgents: () => startTravelCast(),
     stopAgents: (cast) => cast.close(),
     workerEnvironment: (cast) => ({ DA2A_HTTP_VERIFIERS: travelVerifierEnvironment(cast.bookings.url) }),
+  });
+}
+
+/** What the send crash-window cases read of an agent: its card, the messages it took and how often it ran one. */
+export interface CountingAgent {
+  readonly cardUrl: string;
+  readonly receivedMessages: readonly { messageId: string }[];
+  sendMessageCount(messageId?: string): number;
+}
+
+/**
+ * Registers, in the calling describe, the send's crash windows (architecture windows 1 and 2) against `scene`'s
+ * agent: a worker SIGKILLed after the agent accepted SendMessage, before the task id was journaled (the fresh fleet
+ * adopts the task by our messageId: one SendMessage, no resend), and one SIGKILLed before the request left (resent
+ * once, same messageId). `keyPrefix` starts the idempotency keys; `agentInterface`, when given, is what the orphan
+ * must have journaled (the transport the card offers); `via` is added to the test names.
+ */
+export function sendCrashWindowCases(scene: CrashScene<CountingAgent>, options: { keyPrefix: string; via?: string; agentInterface?: { protocolBinding: string; protocolVersion: string } }): void {
+  const via = options.via ? ` ${options.via}` : '';
+  it(`killed after the agent accepted SendMessage, before the taskId was recorded: adopted by messageId${via}, one SendMessage`, async () => {
+    const { producer } = scene.setUp();
+    const agent = scene.agents();
+    const worker = scene.spawn({ DA2A_CRASH_AT: 'send.after-request' });
+    await worker.ready;
+    const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: `${options.keyPrefix}-2` });
+    expect((await worker.exited).signal).toBe('SIGKILL');
+    const orphan = (await producer.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))!;
+    expect(orphan).toMatchObject({ state: 'INTENT', ...(options.agentInterface ? { agentInterface: options.agentInterface } : {}) });
+    expect(orphan.taskId).toBeUndefined();
+    expect(orphan.sendStartedAt).toBeGreaterThan(0);
+    expect(agent.sendMessageCount(messageId)).toBe(1);
+
+    const fleet = await scene.startFleet();
+    const view = await scene.reached(id);
+    expect(view.steps[0]!.attempts[0]!.resendCount).toBe(0);
+    expect(agent.sendMessageCount(messageId)).toBe(1);
+    expect((await fleet.metrics.adoptions.get()).values[0]!.value).toBe(1);
+  });
+
+  it(`killed before the request left: resent once${via} with the same messageId`, async () => {
+    const { producer } = scene.setUp();
+    const agent = scene.agents();
+    const worker = scene.spawn({ DA2A_CRASH_AT: 'send.after-mark' });
+    await worker.ready;
+    const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: `${options.keyPrefix}-1` });
+    expect((await worker.exited).signal).toBe('SIGKILL');
+    expect(agent.sendMessageCount(messageId)).toBe(0);
+
+    await scene.startFleet();
+    const view = await scene.reached(id);
+    expect(view.steps[0]!.attempts[0]).toMatchObject({ resendCount: 1, messageId });
+    expect(agent.sendMessageCount(messageId)).toBe(1);
+    expect(agent.receivedMessages.filter((message) => message.messageId === messageId)).toHaveLength(1);
   });
 }

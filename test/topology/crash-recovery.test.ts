@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { startDemoAgent } from '../harness/agent.ts';
 import { completesWith, runsSlowly } from '../harness/agent-behaviours.ts';
 import { eventually } from '../harness/fleet.ts';
-import { useCrashScene } from '../harness/crash-scene.ts';
+import { sendCrashWindowCases, useCrashScene } from '../harness/crash-scene.ts';
 
 const scene = useCrashScene({
   prefix: 'crash',
@@ -17,40 +17,7 @@ const scene = useCrashScene({
 const completed = (id: string) => scene.reached(id);
 
 describe('crash recovery', () => {
-  it('killed after the agent accepted SendMessage, before the taskId was recorded: adopted, one SendMessage', async () => {
-    const { producer } = scene.setUp();
-    const agent = scene.agents();
-    const worker = scene.spawn({ DA2A_CRASH_AT: 'send.after-request' });
-    await worker.ready;
-    const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'window-2' });
-    expect((await worker.exited).signal).toBe('SIGKILL');
-    const orphan = (await producer.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))!;
-    expect(orphan.state).toBe('INTENT');
-    expect(orphan.taskId).toBeUndefined();
-    expect(orphan.sendStartedAt).toBeGreaterThan(0);
-    expect(agent.sendMessageCount(messageId)).toBe(1);
-
-    const fleet = await scene.startFleet();
-    const view = await completed(id);
-    expect(view.steps[0]!.attempts[0]!.resendCount).toBe(0);
-    expect(agent.sendMessageCount(messageId)).toBe(1);
-    expect((await fleet.metrics.adoptions.get()).values[0]!.value).toBe(1);
-  });
-
-  it('killed before the request left: resent once with the same messageId', async () => {
-    const { producer } = scene.setUp();
-    const agent = scene.agents();
-    const worker = scene.spawn({ DA2A_CRASH_AT: 'send.after-mark' });
-    await worker.ready;
-    const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'window-1' });
-    expect((await worker.exited).signal).toBe('SIGKILL');
-    expect(agent.sendMessageCount(messageId)).toBe(0);
-
-    await scene.startFleet();
-    const view = await completed(id);
-    expect(view.steps[0]!.attempts[0]).toMatchObject({ resendCount: 1, messageId });
-    expect(agent.sendMessageCount(messageId)).toBe(1);
-  });
+  sendCrashWindowCases(scene, { keyPrefix: 'window' });
 
   it('the whole fleet is SIGKILLed with 100 delegations in flight: all complete, none sent twice', async () => {
     const { producer } = scene.setUp();

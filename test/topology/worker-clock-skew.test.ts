@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from '../harness/redis.ts';
-import { eventually, spawnWorkerProcess, startTestFleet, type WorkerProcess } from '../harness/fleet.ts';
+import { eventually, spawnSendWorker, startTestFleet, type WorkerProcess } from '../harness/fleet.ts';
 import { startTaskAgent, type TaskAgentHandle } from '../harness/task-agent.ts';
 
 const redisServer = useRedisServer();
@@ -34,10 +34,7 @@ describe('a peer takes over a send still with the agent', () => {
     // The send settles 31 s after its mark: the agent's 25 s fall inside it, and the takeover (2 to 4 s after the kill,
     // more on a loaded machine) comes well before them.
     const timings = { lockDurationMs, requestTimeoutMs: 30_000, livenessTtlMs: 3_000 };
-    victim = spawnWorkerProcess({
-      ...{ REDIS_URL: redisServer().url, DA2A_PREFIX: prefix, DA2A_QUEUES: 'send' },
-      ...{ DA2A_LOCK_DURATION_MS: String(timings.lockDurationMs), DA2A_REQUEST_TIMEOUT_MS: String(timings.requestTimeoutMs), DA2A_LIVENESS_TTL_MS: String(timings.livenessTtlMs) },
-    });
+    victim = spawnSendWorker(redisServer().url, prefix, timings);
     await victim.ready;
     survivor = await startTestFleet({ redisUrl: redisServer().url, prefix, workerId: 'survivor', ...timings, now: () => Date.now() + peerClockSkewMs });
     const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'slow-accept' });
