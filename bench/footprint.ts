@@ -14,7 +14,6 @@ import { createProducer } from '@durable-a2a/producer';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { startDemoAgent } from '../test/harness/agent.ts';
 import { runsSlowly, type Behaviour } from '../test/harness/agent-behaviours.ts';
-import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
 
 import {
   BENCH_STREAM_IDLE_TIMEOUT_MS,
@@ -34,6 +33,7 @@ import {
   waitForWorkflows,
   type BenchResult,
 } from './common.ts';
+import { startInProcessAgentRig } from './rig.ts';
 
 /** WORKING, then COMPLETED with a short status message: no artifact rows. */
 const noArtifacts: Behaviour = () => [{ state: 'WORKING' }, { state: 'COMPLETED', text: 'done' }];
@@ -123,13 +123,10 @@ async function recordBytes(records: number) {
 
 async function workerRss(streams: number) {
   const prefix = 'rss';
-  const redisServer = await startRedisServer();
-  const agent = await startDemoAgent({ behaviour: runsSlowly(600_000) });
-  const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix });
-  const reader = new Redis(redisServer.url);
-  let worker: WorkerProcess | undefined;
+  const rig = await startInProcessAgentRig(prefix, { behaviour: runsSlowly(600_000) });
+  const { redisServer, agent, producer, reader } = rig;
   try {
-    worker = spawnWorkerProcess({
+    const worker = rig.spawn({
       REDIS_URL: redisServer.url,
       DA2A_PREFIX: prefix,
       DA2A_CONCURRENCY: `follow=${streams + 100}`,
@@ -153,10 +150,6 @@ async function workerRss(streams: number) {
     const [cpuAfter, callsAfter] = [cpuSeconds(pid), total(await commandCalls(reader))];
     return { idle, loaded, idleCpuPercent: ((cpuAfter - cpuBefore) / (IDLE_WINDOW_MS / 1000)) * 100, commandsPerSecond: (callsAfter - callsBefore) / (IDLE_WINDOW_MS / 1000) };
   } finally {
-    await worker?.kill('SIGKILL');
-    reader.disconnect();
-    await producer.close();
-    await stopAgent(agent);
-    await redisServer.stop();
+    await rig.close();
   }
 }

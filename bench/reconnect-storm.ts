@@ -11,13 +11,10 @@
  * task id in the URL (`…/tasks/<id>:subscribe`); the agent's request log is
  * sampled every 100 ms, which is the window resolution.
  */
-import { Redis } from 'ioredis';
-import { createProducer } from '@durable-a2a/producer';
-import { startRedisServer } from '../test/harness/redis.ts';
-import { startDemoAgent, type DemoAgentHandle } from '../test/harness/agent.ts';
+import type { DemoAgentHandle } from '../test/harness/agent.ts';
 import { runsSlowly } from '../test/harness/agent-behaviours.ts';
-import { spawnWorkerProcess, type WorkerProcess } from '../test/harness/fleet.ts';
-import { BENCH_STREAM_IDLE_TIMEOUT_MS, delegateMany, followedBy, round, scaled, seconds, sleep, spawnedWorkerId, stopAgent, untilEveryRow, type BenchResult } from './common.ts';
+import { BENCH_STREAM_IDLE_TIMEOUT_MS, delegateMany, followedBy, round, scaled, seconds, sleep, spawnedWorkerId, untilEveryRow, type BenchResult } from './common.ts';
+import { startInProcessAgentRig } from './rig.ts';
 
 const PREFIX = 'storm';
 const WINDOW_MS = 100;
@@ -27,13 +24,10 @@ const SUBSCRIBE = /\/tasks\/([^/?]+?)(?::|%3A)subscribe/i;
 
 export async function run(scale: number): Promise<BenchResult> {
   const streams = scaled(1_000, scale, 10);
-  const redisServer = await startRedisServer();
-  const agent = await startDemoAgent({ behaviour: runsSlowly(600_000), bindings: ['HTTP+JSON'] });
-  const producer = createProducer({ redis: redisServer.url, addressPolicy: { allowLoopback: true }, prefix: PREFIX });
-  const reader = new Redis(redisServer.url);
-  let worker: WorkerProcess | undefined;
+  const rig = await startInProcessAgentRig(PREFIX, { behaviour: runsSlowly(600_000), bindings: ['HTTP+JSON'] });
+  const { redisServer, agent, producer, reader } = rig;
   try {
-    worker = spawnWorkerProcess({
+    const worker = rig.spawn({
       REDIS_URL: redisServer.url,
       DA2A_PREFIX: PREFIX,
       DA2A_CONCURRENCY: `follow=${streams + 100}`,
@@ -96,11 +90,7 @@ export async function run(scale: number): Promise<BenchResult> {
       ],
     };
   } finally {
-    await worker?.kill('SIGKILL');
-    reader.disconnect();
-    await producer.close();
-    await stopAgent(agent);
-    await redisServer.stop();
+    await rig.close();
   }
 }
 
