@@ -131,13 +131,18 @@ export interface CountingAgent {
  */
 export function sendCrashWindowCases(scene: CrashScene<CountingAgent>, options: { keyPrefix: string; via?: string; agentInterface?: { protocolBinding: string; protocolVersion: string } }): void {
   const via = options.via ? ` ${options.via}` : '';
-  it(`killed after the agent accepted SendMessage, before the taskId was recorded: adopted by messageId${via}, one SendMessage`, async () => {
+  /** A delegation whose first worker process is SIGKILLed at `crashAt`. */
+  const killedAt = async (crashAt: string, idempotencyKey: string) => {
     const { producer } = scene.setUp();
     const agent = scene.agents();
-    const worker = scene.spawn({ DA2A_CRASH_AT: 'send.after-request' });
+    const worker = scene.spawn({ DA2A_CRASH_AT: crashAt });
     await worker.ready;
-    const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: `${options.keyPrefix}-2` });
+    const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey });
     expect((await worker.exited).signal).toBe('SIGKILL');
+    return { producer, agent, id, messageId };
+  };
+  it(`killed after the agent accepted SendMessage, before the taskId was recorded: adopted by messageId${via}, one SendMessage`, async () => {
+    const { producer, agent, id, messageId } = await killedAt('send.after-request', `${options.keyPrefix}-2`);
     const orphan = (await producer.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))!;
     expect(orphan).toMatchObject({ state: 'INTENT', ...(options.agentInterface ? { agentInterface: options.agentInterface } : {}) });
     expect(orphan.taskId).toBeUndefined();
@@ -152,12 +157,7 @@ export function sendCrashWindowCases(scene: CrashScene<CountingAgent>, options: 
   });
 
   it(`killed before the request left: resent once${via} with the same messageId`, async () => {
-    const { producer } = scene.setUp();
-    const agent = scene.agents();
-    const worker = scene.spawn({ DA2A_CRASH_AT: 'send.after-mark' });
-    await worker.ready;
-    const { id, messageId } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: `${options.keyPrefix}-1` });
-    expect((await worker.exited).signal).toBe('SIGKILL');
+    const { agent, id, messageId } = await killedAt('send.after-mark', `${options.keyPrefix}-1`);
     expect(agent.sendMessageCount(messageId)).toBe(0);
 
     await scene.startFleet();
