@@ -6,25 +6,20 @@
  * `max` slots, however the calls are batched.
  */
 import fc from 'fast-check';
-import { afterEach, describe, expect, it } from 'vitest';
-import { createProducer } from '@durable-a2a/producer';
+import { describe, expect, it } from 'vitest';
 import { Journal, type DelegationRef } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { ResubscribeTokens } from '../../packages/workers/src/delegation/runs/resubscribe-tokens.ts';
 import { followDelegation } from '../../packages/workers/src/delegation/runs/follow.ts';
-import { startDemoAgent } from '../harness/agent.ts';
-import { runsSlowly } from '../harness/agent-behaviours.ts';
+import { closeKeptAfterEach } from '../harness/lifecycle.ts';
+import { startLongTasks } from '../harness/long-tasks.ts';
 import { startMonitor, useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
-const started: { close(): Promise<unknown> }[] = [];
+const keep = closeKeptAfterEach();
 let counter = 0;
-
-afterEach(async () => {
-  for (const resource of started.splice(0).reverse()) await resource.close();
-});
 
 /** Redis's clock, ms since the epoch (the script's clock). */
 async function redisNow(): Promise<number> {
@@ -140,7 +135,7 @@ describe("a fleet's resubscriptions", () => {
   it('asking in one turn share one takeToken call, which reserves one slot each', async () => {
     const prefix = `tokens-fleet${++counter}`;
     const fleet: Fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['follow'], subscribeRateLimit: { max: 4, durationMs: 1_000 } });
-    started.push(fleet);
+    keep(fleet);
     const monitor = await startMonitor(redisServer().url);
     const tokenCalls: string[][] = [];
     monitor.on('monitor', (_time: string, args: string[]) => {
@@ -163,10 +158,9 @@ describe('a resubscription whose slot is a few ms away', () => {
   /** A fleet without a follow queue (the follow job the send routed to waits) and one delegation whose task is known. */
   async function setUp(name: string) {
     const prefix = `${name}${++counter}`;
-    const agent = await startDemoAgent({ behaviour: runsSlowly(120_000) });
-    const producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    const { agent, producer } = await startLongTasks(redisServer().url, prefix);
     const fleet: Fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['send'], reconcileIntervalMs: 600_000, streamIdleTimeoutMs: 600_000 });
-    started.push(agent, producer, fleet);
+    keep(agent, producer, fleet);
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'a long job' });
     const ref: DelegationRef = { workflowId: id, delegationId: 'main.1' };
     await eventually(async () => (await producer.journal.getDelegation(ref))?.taskId !== undefined, 'the task id journaled', 20_000);

@@ -14,6 +14,7 @@ import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import { completesWith, runsSlowly } from '../harness/agent-behaviours.ts';
 import { eventually, reconcileOutcomes, spawnWorkerProcess, startTestFleet, TEST_TIMINGS, type WorkerProcess } from '../harness/fleet.ts';
+import { delegateJobs, startLongTasks } from '../harness/long-tasks.ts';
 
 const redisServer = useRedisServer({ appendOnly: true });
 /** Longer than the test: only the start-up sweep and the checks at lease end can reattach anything. */
@@ -149,12 +150,10 @@ describe('local follows', () => {
 });
 
 async function setUpInFlight(prefix: string, count: number) {
-  const agent = await startDemoAgent({ behaviour: runsSlowly(120_000) });
+  const { agent, producer: started } = await startLongTasks(redisServer().url, prefix);
   agents.push(agent);
-  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
-  const sent = await Promise.all(Array.from({ length: count }, (_, index) => producer!.delegate({ agent: agent.cardUrl, text: `job ${index}`, idempotencyKey: `job-${index}` })));
-  const refs: DelegationRef[] = sent.map(({ id }) => ({ workflowId: id, delegationId: 'main.1' }));
-  return { agent, sent, refs };
+  producer = started;
+  return { agent, ...(await delegateJobs(started, agent.cardUrl, count)) };
 }
 
 /** The follow lease holders (`<workerId>/<run id>`, or null) of `refs`, read from Redis. */

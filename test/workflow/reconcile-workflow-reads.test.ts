@@ -3,30 +3,24 @@
  * after a whole-fleet crash) decides from the workflow row it read first: one HGETALL of the row, not a second one
  * in the decision (docs/performance.md, recovery). The decision's write stays compare-and-set on that row's version.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { createProducer } from '@durable-a2a/producer';
+import { describe, expect, it } from 'vitest';
 import type { Fleet } from '@durable-a2a/workers';
 import { reconcileDelegation } from '../../packages/workers/src/delegation/runs/reconcile.ts';
 import { startMonitor, useRedisClient, useRedisServer } from '../harness/redis.ts';
-import { startDemoAgent } from '../harness/agent.ts';
-import { runsSlowly } from '../harness/agent-behaviours.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { closeKeptAfterEach } from '../harness/lifecycle.ts';
+import { startLongTasks } from '../harness/long-tasks.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
-const started: { close(): Promise<unknown> }[] = [];
-
-afterEach(async () => {
-  for (const resource of started.splice(0).reverse()) await resource.close();
-});
+const keep = closeKeptAfterEach();
 
 describe("a workflow's own reconcile", () => {
   it('of a running workflow waiting on its followed step: reads the workflow row once and decides to wait', async () => {
     const prefix = 'workflow-reads';
-    const agent = await startDemoAgent({ behaviour: runsSlowly(120_000) });
-    const producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    const { agent, producer } = await startLongTasks(redisServer().url, prefix);
     const fleet: Fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['send', 'follow'], reconcileIntervalMs: 600_000 });
-    started.push(agent, producer, fleet);
+    keep(agent, producer, fleet);
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'a long job' });
     await eventually(async () => (await producer.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.state === 'WORKING', 'the step is followed', 20_000);
 
