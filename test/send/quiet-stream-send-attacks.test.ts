@@ -19,7 +19,7 @@ import { searchWhileHeld } from '../../packages/workers/src/delegation/io/send-h
 import { useRedisServer } from '../harness/redis.ts';
 import { closeAfterEach } from '../harness/lifecycle.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
-import { startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type ScriptedAnswer } from '../harness/scripted-agent.ts';
+import { SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type ScriptedAnswer } from '../harness/scripted-agent.ts';
 
 const redisServer = useRedisServer();
 const QUIET_MS = 300;
@@ -148,18 +148,24 @@ describe('a silent streaming send under attack', () => {
     );
   }, 120_000);
 
-  it('property: the first event arrives around streamQuietMs, while the search that finds the same task runs: one send, our task, COMPLETED', async () => {
+  it('property: the first event (our task working, our task finished, or a finished status) arrives around streamQuietMs, while the search that finds the same task runs: one send, our task, COMPLETED', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: -60, max: 60 }), async (offsetMs) => {
+      fc.asyncProperty(fc.integer({ min: -60, max: 60 }), fc.constantFrom('working', 'finished-task', 'finished-status'), async (offsetMs, first) => {
+        const finished = first !== 'working';
+        const firstEvent = (): string => {
+          const [task0] = ours(agent!.received, finished ? 'COMPLETED' : 'WORKING');
+          if (first === 'finished-status') return ev(SU('COMPLETED', { taskId: 'T-ours', contextId: String(task0!.contextId) }));
+          return taskEvent(task0!);
+        };
         try {
           onceAndOurs(
             await scene(
               {
                 // Our task from the first moment: the search finds it as soon as it runs.
-                stream: () => ({ sse: [{ waitMs: Math.max(0, QUIET_MS + offsetMs) }, taskEvent(ours(agent!.received, 'WORKING')[0]!)], endAfter: 'hang' }),
+                stream: () => ({ sse: [{ waitMs: Math.max(0, QUIET_MS + offsetMs) }, firstEvent()], endAfter: finished ? 'close' : 'hang' }),
                 listed: (received, done) => ours(received, done ? 'COMPLETED' : 'WORKING'),
               },
-              { searches: 0 },
+              { searches: 0, ...(finished ? { finishAt: 'start' as const } : {}) },
             ),
           );
         } finally {
@@ -169,7 +175,7 @@ describe('a silent streaming send under attack', () => {
           fleet = agent = producer = undefined;
         }
       }),
-      { numRuns: Number(process.env.QUIET_ATTACK_RUNS ?? 4), seed: 7_331, endOnFailure: true },
+      { numRuns: Number(process.env.QUIET_ATTACK_RUNS ?? 6), seed: 7_331, endOnFailure: true },
     );
   }, 600_000);
 
