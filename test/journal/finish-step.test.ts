@@ -9,35 +9,18 @@
  */
 import fc from 'fast-check';
 import { Redis } from 'ioredis';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Journal, type DelegationRecord, type RecordedError, type StatusChange, type StatusChangeResult, type WorkflowPatch, type WorkflowState } from '@durable-a2a/shared';
+import { describe, expect, it } from 'vitest';
+import { Journal, type StatusChange } from '@durable-a2a/shared';
 import { useRedisServer, testsOnCluster, useRedisClient } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
+import { dumpKeys, finishPatchOf as patchOf, refusalOf, settleAsToday, setUpOneStep as setUp, terminalChangeOf as changeOf, usePublished, type FinishScenario } from '../harness/finish-step.ts';
 import { scriptSha } from '../../packages/shared/src/journal/scripts.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
-const CARD = 'http://agent.example/.well-known/agent-card.json';
 const NOW = 50_000;
-
-/** Messages published on any change channel, by channel. */
-const published: { channel: string; message: string }[] = [];
-let subscriber: Redis;
-beforeAll(async () => {
-  subscriber = new Redis(redisServer().url);
-  subscriber.on('pmessage', (_pattern: string, channel: string, message: string) => published.push({ channel, message }));
-  await subscriber.psubscribe('*');
-});
-afterAll(async () => {
-  await subscriber?.quit();
-});
-
-/** Waits until every message published before this call has reached the subscriber (a marker published after them). */
-async function drained(): Promise<void> {
-  const marker = `marker-${Math.random()}`;
-  await redis().publish(marker, '1');
-  for (let tries = 0; tries < 500 && !published.some((entry) => entry.channel === marker); tries++) await new Promise((resolve) => setImmediate(resolve));
-}
+const { published, drained } = usePublished(() => redisServer().url, redis);
+const dump = (prefix: string) => dumpKeys(redis(), prefix);
 
 const interferences = ['none', 'late-event', 'workflow-change', 'fence', 'push-config', 'finished-elsewhere', 'history-dropped', 'second-delegation', 'artifact-event'] as const;
 type Interference = (typeof interferences)[number];
@@ -53,23 +36,7 @@ const scenario = fc.record({
   contextId: fc.boolean(),
   lease: fc.boolean(),
 });
-type Scenario = typeof scenario extends fc.Arbitrary<infer T> ? T : never;
-
-/** The finishing patch the worker's decision makes of a terminal state (`finishingPatch` of 'complete' / 'fail'). */
-const patchOf = (state: Scenario['state']): WorkflowPatch & { state: WorkflowState } => (state === 'COMPLETED' ? { state: 'COMPLETED' } : { state: 'FAILED', failure: [`main: ${state}`] });
-
-/** A one-step workflow with its delegation SUBMITTED (task bound), claimed by a follow; what the worker holds then. */
-async function setUp(journal: Journal, workflowId: string, s: Scenario) {
-  const ref = { workflowId, delegationId: 'main.1' };
-  const definition = JSON.stringify({ workflowId, steps: [{ name: 'main', agent: CARD, message: { text: 'x' } }] });
-  await journal.createWorkflow(workflowId, { state: 'RUNNING', definition, createdAt: '1000' }, intentRow(workflowId));
-  await journal.applyStatus(ref, { mode: 'snapshot', state: 'SUBMITTED', taskId: 't-1', ...(s.contextId ? {} : { contextId: 'c-1' }), agentCardUrl: CARD });
-  const fence = await journal.claim(ref, 'follower');
-  if (s.lease) await journal.lease(ref, 'acquire', 'follow-token', 60_000);
-  const held = (await journal.getDelegation(ref))!;
-  const workflow = (await journal.getWorkflow(workflowId))!;
-  return { ref, fence, held, workflow };
-}
+type Scenario = FinishScenario & { interference: Interference };
 
 /** What another writer does between the worker's read and its call. */
 async function interfere(journal: Journal, ref: { workflowId: string; delegationId: string }, interference: Interference): Promise<void> {
@@ -100,59 +67,6 @@ async function interfere(journal: Journal, ref: { workflowId: string; delegation
     case 'artifact-event':
       await journal.applyArtifact(ref, undefined, { artifact: { artifactId: 'early', parts: [{ text: 'early' }] } });
       return;
-  }
-}
-
-/** The terminal change (and the artifact update before it, for a pair) as the worker would apply it. */
-function changeOf(s: Scenario, fence: number, held: DelegationRecord): { change: StatusChange; artifact?: { fence: number; update: { artifact: { artifactId: string; parts: { text: string }[] }; lastChunk: boolean } } } {
-  const statusMessage = s.message === undefined ? undefined : { messageId: 'sm-1', role: 'ROLE_AGENT' as const, parts: [{ text: s.message }] };
-  const error: RecordedError | undefined = s.state === 'COMPLETED' ? undefined : { code: `TASK_${s.state}` as RecordedError['code'], message: s.message || `the agent reported ${s.state}`, retryable: false };
-  const change: StatusChange = {
-    fence,
-    mode: s.shape === 'snapshot' ? 'snapshot' : 'event',
-    state: s.state,
-    taskId: 't-1',
-    ...(s.timestamp ? { statusTimestamp: '2026-02-01T00:00:00.123Z' } : {}),
-    ...(s.contextId ? { contextId: 'c-late' } : {}),
-    ...(statusMessage ? { statusMessage } : {}),
-    ...(error ? { error } : {}),
-    ...(s.shape === 'snapshot' ? { artifacts: Array.from({ length: s.artifacts }, (_, index) => ({ artifactId: `a${index}`, name: `n${index}`, parts: [{ text: `part ${index} "q"` }] })) } : {}),
-    ...(s.lease ? { endsLease: { token: 'follow-token', when: 'finished' as const } } : {}),
-    held,
-  };
-  if (s.shape !== 'pair') return { change };
-  return { change, artifact: { fence, update: { artifact: { artifactId: 'result', parts: [{ text: 'done' }] }, lastChunk: true } } };
-}
-
-/** The settle the worker makes after a status change applied on its own (the happy path's `finishWorkflow`). */
-async function settleAsToday(journal: Journal, ref: { workflowId: string; delegationId: string }, status: StatusChangeResult, patch: WorkflowPatch & { state: WorkflowState }): Promise<void> {
-  if (!status.applied || !status.finishedWorkflow || !status.record) return;
-  const { record: workflow, delegationIds } = status.finishedWorkflow;
-  if (workflow.state !== 'RUNNING' || workflow.cancelRequested || workflow.stopping || delegationIds.length !== 1) return;
-  await journal.finishWorkflow(ref.workflowId, patch, workflow.version, [ref, { workflowId: ref.workflowId, delegationId: '*' }], { workflow, delegations: [status.record] });
-}
-
-/** Every key under `prefix` with its value and whether it expires, the prefix written as '<p>'. */
-async function dump(prefix: string): Promise<Record<string, unknown>> {
-  const keys = (await redis().keys(`${prefix}:*`)).sort();
-  const out: Record<string, unknown> = {};
-  for (const key of keys) {
-    const type = await redis().type(key);
-    const value =
-      type === 'string' ? await redis().get(key) : type === 'hash' ? await redis().hgetall(key) : type === 'list' ? await redis().lrange(key, 0, -1) : await redis().zrange(key, 0, -1, 'WITHSCORES');
-    out[key.replace(prefix, '<p>')] = { value: JSON.parse(JSON.stringify(value).split(prefix).join('<p>')), expires: (await redis().pttl(key)) > 0 };
-  }
-  return out;
-}
-
-/** `run`'s result, or the journal error code it threw (`{ refused }`). */
-async function refusalOf<T extends object>(run: () => Promise<T>): Promise<T | { refused: string }> {
-  try {
-    return await run();
-  } catch (error) {
-    const code = (error as { code?: string }).code;
-    if (!code) throw error;
-    return { refused: code };
   }
 }
 

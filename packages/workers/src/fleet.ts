@@ -36,7 +36,7 @@ import { AgentDirectory } from './agents.ts';
 import { AgentHealthRecorder } from './agent-health.ts';
 import type { WorkerContext } from './context.ts';
 import { crashPointHook } from './crash-point.ts';
-import { compileFleetOptions, type CompiledFleetOptions, type FleetOptions } from './options.ts';
+import { checkTimerDuration, compileFleetOptions, type CompiledFleetOptions, type FleetOptions } from './options.ts';
 import { checkPersistence, type PersistenceReport } from './persistence.ts';
 import { requireRedisVersion } from './redis-version.ts';
 import { watchFetchProgress, type FetchProgress, type QueueHealth } from './health.ts';
@@ -259,11 +259,18 @@ async function closeFleet({ workers, heldSends, agentHealth, localFollows, shutd
   await ownDispatcher?.close().catch(() => undefined);
 }
 
-/** Starts the worker fleet of this process. Throws UnsafePersistenceError in strict mode. */
+/** The options of `startFleet` beyond `FleetOptions` that a timer waits for (ms): checked as `compileFleetOptions` checks its own. */
+const FLEET_TIMER_DURATIONS = ['closeTimeoutMs', 'agentLabelRefreshMs', 'agentHealthWindowMs'] as const satisfies readonly (keyof StartFleetOptions)[];
+
+/**
+ * Starts the worker fleet of this process. Throws UnsafePersistenceError in strict mode, and a RangeError naming a
+ * duration option a timer waits for that is past Node's timer range (about 24.8 days), NaN or negative.
+ */
 export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   // Local follows only in a process that works on the follow queue (a send-only process enqueues follow jobs).
   const followsHere = (input.queues ?? ALL_QUEUES).includes('follow');
   const options = compileFleetOptions(followsHere ? input : { ...input, localFollowSlots: 0 });
+  for (const name of FLEET_TIMER_DURATIONS) if (input[name] !== undefined) checkTimerDuration(name, input[name]);
   const logger = input.logger ?? createLogger();
   const metrics = createMetrics(input.metricsRegistry ?? new Registry(), 'workers');
   const workerId = input.workerId ?? `${hostname()}-${process.pid}`;

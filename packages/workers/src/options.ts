@@ -334,12 +334,18 @@ const TIMER_DURATIONS = [
   'livenessTtlMs',
 ] as const satisfies readonly (keyof CompiledFleetOptions)[];
 
-/** Throws a RangeError naming the first option of `TIMER_DURATIONS` that is not a number from 0 to `MAX_TIMER_DELAY_MS`. */
+/** Throws a RangeError naming the first option a timer waits for (`TIMER_DURATIONS`, `notify.requestTimeoutMs`) that is not a number from 0 to `MAX_TIMER_DELAY_MS`. */
 function checkTimerDurations(compiled: CompiledFleetOptions): void {
-  for (const name of TIMER_DURATIONS) {
-    const value = compiled[name];
-    if (!(value >= 0 && value <= MAX_TIMER_DELAY_MS)) {
-      throw new RangeError(`startFleet: ${name} must be a number of ms from 0 to ${MAX_TIMER_DELAY_MS} (about 24.8 days: Node's timer range), got ${value}`);
-    }
+  for (const name of TIMER_DURATIONS) checkTimerDuration(name, compiled[name]);
+  checkTimerDuration('notify.requestTimeoutMs', compiled.notify.requestTimeoutMs);
+}
+
+/**
+ * Throws a RangeError naming option `name` when `value` (ms) is not a number from 0 to `MAX_TIMER_DELAY_MS` (Node's
+ * timer range, about 24.8 days): Node fires a longer timer after 1 ms (an interval every ms), and NaN at once.
+ */
+export function checkTimerDuration(name: string, value: number): void {
+  if (!(value >= 0 && value <= MAX_TIMER_DELAY_MS)) {
+    throw new RangeError(`startFleet: ${name} must be a number of ms from 0 to ${MAX_TIMER_DELAY_MS} (about 24.8 days: Node's timer range), got ${value}`);
   }
 }

@@ -43,7 +43,12 @@ export interface SearchOptions {
   readCandidates?: boolean;
 }
 
-const holdsMessage = (task: Task, messageId: string) => task.history?.some((message) => message.messageId === messageId) ?? false;
+/**
+ * Whether `task` holds our message (`messageId`) in its history: what proves a found task ours, whatever context the
+ * agent put it in (an agent may ignore our contextId and choose its own). The reconciler's search and the search while
+ * a send is held (`send-held.ts`) both judge by it.
+ */
+export const holdsMessage = (task: Task, messageId: string): boolean => task.history?.some((message) => message.messageId === messageId) ?? false;
 /** A history without any user message cannot prove the task is not ours. */
 const tooShortToTell = (task: Task) => !task.history?.some((message) => message.role === 'ROLE_USER');
 

@@ -9,10 +9,10 @@
  * cannot list tasks holds the slot until it answers or the attempt's deadline
  * (docs/agents.md "Agents that hold the send").
  */
-import { isRetryable, isTaskOurs, type A2ATransport, type SendMessageRequest, type SendMessageResponse, type Task } from '@durable-a2a/a2a';
+import { A2AError, type A2ATransport, type SendMessageRequest, type SendMessageResponse, type Task } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type WorkerContext } from '../../context.ts';
-import { findTaskByMessageId } from './search.ts';
+import { findTaskByMessageId, holdsMessage } from './search.ts';
 
 /** The send's outcome: the agent's answer, or our task found by a search while the send was held. */
 export type HeldSendResult = { kind: 'answer'; response: SendMessageResponse } | { kind: 'found'; task: Task; complete: boolean };
@@ -61,12 +61,14 @@ export async function sendWhileSearching(
 
 /**
  * Resolves with our task (`complete`: read in full, not a summary) once a search finds it; undefined when searching
- * stops (aborted, unsupported, failed, capped at 20 searches). Called once the send has waited (a held SendMessage
- * after `requestTimeoutMs`, a silent send stream after `streamQuietMs`): searches at once, then after twice as long
- * each time, starting from `requestTimeoutMs` (at most `max(slowPollMs, requestTimeoutMs)`).
+ * stops (aborted, unsupported, capped at 20 searches). Called once the send has waited (a held SendMessage after
+ * `requestTimeoutMs`, a silent send stream after `streamQuietMs`): searches at once, then after twice as long each
+ * time, starting from `requestTimeoutMs` (at most `max(slowPollMs, requestTimeoutMs)`). A task found is ours when it
+ * holds our messageId, in whatever context (`holdsMessage`, the reconciler's rule). A search that fails (an agent
+ * error, retryable or not: a malformed list is an answer the next search may not repeat) is a miss: the next one
+ * follows at its time; the cap bounds them.
  */
 export async function searchWhileHeld(ctx: WorkerContext, record: DelegationRecord, transport: A2ATransport, stop: AbortSignal): Promise<{ task: Task; complete: boolean } | undefined> {
-  const contextId = record.contextRefused ? undefined : record.requestedContextId;
   let delayMs = ctx.options.requestTimeoutMs;
   for (let search = 0; search < MAX_SEARCHES_WHILE_HELD; search++) {
     if (search > 0) {
@@ -76,9 +78,9 @@ export async function searchWhileHeld(ctx: WorkerContext, record: DelegationReco
     try {
       const result = await findTaskByMessageId(transport, record, { marginMs: ctx.options.searchMarginMs, maxListTasksCalls: ctx.options.maxListTasksCalls, now: ctx.options.now });
       if (stop.aborted || result.kind === 'unsupported') return undefined;
-      if (result.kind === 'found' && isTaskOurs(result.task, { contextId, messageId: record.messageId }, 'found')) return { task: result.task, complete: result.complete };
+      if (result.kind === 'found' && holdsMessage(result.task, record.messageId)) return { task: result.task, complete: result.complete };
     } catch (error) {
-      if (!isRetryable(error)) return undefined;
+      if (!(error instanceof A2AError)) return undefined;
     }
   }
   return undefined;
