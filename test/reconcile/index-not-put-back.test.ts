@@ -84,7 +84,7 @@ describe('a settled delegation stays out of the unfinished index', () => {
           else if (op === 'checkWorkflow') await journal.scheduleCheck(workflowRef, at);
           else if (op === 'checks') await journal.scheduleChecks([{ ref, atMs: at }, { ref: workflowRef, atMs: at }]);
           else if (op === 'renew') await journal.renewLeases([{ ref, token: 'us' }], 60_000, () => at);
-          else if (op === 'protocolError') await journal.noteProtocolError(ref, { code: 'INVALID_RESPONSE', message: 'a bad answer', retryable: true });
+          else if (op === 'protocolError') await journal.noteProtocolError(ref, { code: 'PROTOCOL_ERROR', message: 'a bad answer', retryable: true });
           else {
             const row = (await journal.getDelegation(ref))!;
             await journal
