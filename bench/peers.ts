@@ -12,7 +12,8 @@
  * PEERS_N (2000 × scale), PEERS_C (50,200), PEERS_WORK_MS (50,0), PEERS_ROUNDS (3), PEERS_WARMUP (min(100, N)),
  * PEERS_CRASH (1; 0 skips the crash check), PEERS_CRASH_COUNT (50), PEERS_CRASH_WORK_MS (3000),
  * PEERS_CRASH_TIMEOUT_MS (120000), PEERS_TARGET_SIDE (durable-separate), PEERS_FREEZE_IDLE (1), PEERS_CPU_PROF (a directory:
- * a V8 CPU profile of every Node process of every side, written when the side stops; default none). DA2A_* variables
+ * a V8 CPU profile of every Node process of every side, written when the side stops; default none), PEERS_CPU_PROF_INTERVAL_US
+ * (the profiles' sampling interval; default V8's, 1000). DA2A_* variables
  * are passed to the durable-a2a worker processes (e.g. DA2A_LOCK_DURATION_MS).
  */
 import { loadavg } from 'node:os';
@@ -59,6 +60,7 @@ function settingsFrom(environment: NodeJS.ProcessEnv, scale: number) {
       PEERS_TARGET_SIDE: z.enum(SIDE_NAMES).default('durable-separate'),
       PEERS_FREEZE_IDLE: z.enum(['0', '1']).default('1'),
       PEERS_CPU_PROF: z.string().min(1).optional(),
+      PEERS_CPU_PROF_INTERVAL_US: positive.optional(),
     })
     .parse(environment);
   const restateInstalled = restateServerBinary() !== undefined;
@@ -98,7 +100,7 @@ const roleCpuText = (measured: MeasuredRound): string =>
 async function runSetting(settings: Settings, agent: AgentReady, workMs: number, concurrency: number, notes: string[]): Promise<SettingResult> {
   const result: SettingResult = { workMs, concurrency, count: settings.PEERS_N, rounds: new Map(), loadAtStart: load1(), loadAtEnd: 0 };
   const sides: Side[] = [];
-  const options: SideOptions = { concurrency, workerEnvironment: settings.workerEnvironment, ...(settings.PEERS_CPU_PROF ? { profileDirectory: settings.PEERS_CPU_PROF } : {}) };
+  const options: SideOptions = { concurrency, workerEnvironment: settings.workerEnvironment, ...(settings.PEERS_CPU_PROF ? { profileDirectory: settings.PEERS_CPU_PROF } : {}), ...(settings.PEERS_CPU_PROF_INTERVAL_US ? { profileIntervalUs: settings.PEERS_CPU_PROF_INTERVAL_US } : {}) };
   try {
     for (const name of settings.sides) {
       try {

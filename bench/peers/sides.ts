@@ -86,11 +86,15 @@ export interface SideOptions {
    * exits (PEERS_CPU_PROF). Default none.
    */
   profileDirectory?: string;
+  /** The profiles' sampling interval in µs (PEERS_CPU_PROF_INTERVAL_US). Default V8's (1000). */
+  profileIntervalUs?: number;
 }
 
 /** `--cpu-prof` arguments for a side's Node process of `role`; none without `options.profileDirectory`. */
 function profileArguments(options: SideOptions, side: SideName, role: string): string[] {
-  return options.profileDirectory ? ['--cpu-prof', `--cpu-prof-dir=${options.profileDirectory}/${side}-${role}`] : [];
+  if (!options.profileDirectory) return [];
+  const interval = options.profileIntervalUs ? [`--cpu-prof-interval=${options.profileIntervalUs}`] : [];
+  return ['--cpu-prof', `--cpu-prof-dir=${options.profileDirectory}/${side}-${role}`, ...interval];
 }
 
 const WORKER_MAIN = fileURLToPath(new URL('../../packages/workers/src/main.ts', import.meta.url));

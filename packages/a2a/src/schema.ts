@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import { ROLES, TASK_STATES } from './enums.ts';
-import { partToV1Shape, readableEntries, salvageStatusMessage, salvageTimestamp, toBareTask, toWrappedResponse } from './shape.ts';
+import { partToV1Shape, readableList, salvageStatusMessage, salvageTimestamp, toBareTask, toWrappedResponse } from './shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from './spelling.ts';
 
 /** Task states, in proto order (spec §5.5 TaskState). Kept in `enums.ts` so `spelling.ts` can read them without a cycle. */
@@ -101,7 +101,7 @@ export const TaskSchema = z.object({
   status: TaskStatusSchema,
   artifacts: z.array(ArtifactSchema).optional(),
   // Informational: an entry that does not parse is dropped, never the whole answer.
-  history: z.preprocess((value) => readableEntries(value, (entry) => MessageSchema.safeParse(entry).success), z.array(MessageSchema).optional()),
+  history: readableList(MessageSchema),
   metadata: MetadataSchema.optional(),
 });
 /** See `TaskSchema`. */

@@ -8,6 +8,7 @@
  * `taskId` + `artifact` an artifact update, `messageId` + `parts`/`role` a Message.
  * Anything else is left as it is, for the schema to refuse.
  */
+import { z } from 'zod';
 
 /** The four kinds of object an A2A answer, stream event or push body can carry. */
 export type EventKind = 'task' | 'message' | 'status-update' | 'artifact-update';
@@ -132,10 +133,22 @@ export function salvageTimestamp(value: unknown): unknown {
 }
 
 /**
- * The entries of an informational list (a task's `history`) that `readable` accepts; an entry that does not parse is
- * dropped, never the whole answer (the A37 kind). Dropping can only lose evidence (our messageId in the history),
- * never make a task ours. A non-array passes unchanged (the schema decides).
+ * An informational list (a task's `history`) of the entries `entry` parses, each parsed once; an entry that does not
+ * parse is dropped, never the whole answer (the A37 kind). Dropping can only lose evidence (our messageId in the
+ * history), never make a task ours. Anything but an array (or absent) is refused as `z.array(entry).optional()`
+ * refuses it. The output is what `z.array(entry)` gives for the readable entries alone
+ * (packages/a2a/test/readable-list.test.ts holds it equal to filtering, then parsing again).
  */
-export function readableEntries(value: unknown, readable: (entry: unknown) => boolean): unknown {
-  return Array.isArray(value) ? value.filter(readable) : value;
+export function readableList<Entry extends z.ZodType>(entry: Entry) {
+  return z
+    .array(z.unknown())
+    .transform((entries) => {
+      const readable: z.output<Entry>[] = [];
+      for (const value of entries) {
+        const parsed = entry.safeParse(value);
+        if (parsed.success) readable.push(parsed.data);
+      }
+      return readable;
+    })
+    .optional();
 }

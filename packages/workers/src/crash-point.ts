@@ -6,8 +6,15 @@ import type { Logger } from '@durable-a2a/shared';
 import type { CrashPoint, WorkerContext } from './context.ts';
 import type { CompiledFleetOptions } from './options.ts';
 
-/** The fault hook: stalls or SIGKILLs this process at the configured point (tests and demo only). */
+/** The hook of a fleet with no fault configured (every production fleet): it does nothing. */
+export const NO_FAULT: WorkerContext['crashPoint'] = () => undefined;
+
+/**
+ * The fault hook: stalls or SIGKILLs this process at the configured point (tests and demo only); `NO_FAULT` when
+ * neither `stallAt` nor `crashAt` is configured, so the points on every delegation's path cost a call and nothing else.
+ */
 export function crashPointHook(options: CompiledFleetOptions, logger: Logger): WorkerContext['crashPoint'] {
+  if (options.stallAt === undefined && options.crashAt === undefined) return NO_FAULT;
   return (point: CrashPoint, step?: string) => {
     const hits = (configured: string | undefined) => configured === point || (step !== undefined && configured === `${point}@${step}`);
     if (hits(options.stallAt?.point)) {

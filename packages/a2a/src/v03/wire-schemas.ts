@@ -6,7 +6,7 @@
  */
 import { z } from 'zod';
 import type { TaskState } from '../schema.ts';
-import { partToV03Shape, readableEntries, salvageStatusMessage, salvageTimestamp, toKindTagged } from '../shape.ts';
+import { partToV03Shape, readableList, salvageStatusMessage, salvageTimestamp, toKindTagged } from '../shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from '../spelling.ts';
 
 const MetadataSchema = z.record(z.string(), z.unknown());
@@ -87,7 +87,7 @@ export const TaskV03Schema = z.object({
   status: TaskStatusV03Schema,
   artifacts: z.array(ArtifactV03Schema).optional(),
   // Informational: an entry that does not parse is dropped, never the whole answer.
-  history: z.preprocess((value) => readableEntries(value, (entry) => MessageV03Schema.safeParse(entry).success), z.array(MessageV03Schema).optional()),
+  history: readableList(MessageV03Schema),
   metadata: MetadataSchema.optional(),
 });
 export type TaskV03 = z.infer<typeof TaskV03Schema>;

@@ -69,7 +69,7 @@ const optionalList = z
   .transform((text) => (text ? stringList.parse(JSON.parse(text)) : undefined));
 
 /** The hash's fixed fields; dynamic `retry:<delegationId>` fields (older rows) are read by `parseWorkflowHash`. */
-const WorkflowHashSchema = z.object({
+export const WorkflowHashSchema = z.object({
   workflowId: z.string(),
   state: z.enum(WORKFLOW_STATES),
   definition: z.string().transform((text): WorkflowDefinition => parseDefinitionText(text)),
@@ -102,8 +102,22 @@ const WorkflowHashSchema = z.object({
 /** A workflow row, typed. */
 export type WorkflowRecord = z.output<typeof WorkflowHashSchema>;
 
-/** Parses a workflow hash (HGETALL). Throws a ZodError on a corrupt row. */
+/**
+ * Parses a workflow hash (HGETALL): the record `WorkflowHashSchema` gives (the same keys, values and order), read
+ * field by field (`readWorkflowFields`, as a compacted record's fields are) when the row reads as it stands; anything
+ * else (a corrupt row, an older release's `retry:` fields) goes through the schema, which gives the record or its
+ * error (packages/shared/test/workflow-record-parse.test.ts holds the two equal). Throws a ZodError on a corrupt row.
+ */
 export function parseWorkflowHash(hash: Record<string, string>): WorkflowRecord {
+  const read = typeof hash.definition === 'string' ? readWorkflowFields(hash, hash.definition) : undefined;
+  return read ?? parseWorkflowHashBySchema(hash);
+}
+
+/**
+ * `parseWorkflowHash` through `WorkflowHashSchema` alone (what it did before the field-by-field reading), with an
+ * older row's `retry:<delegationId>` approvals. Throws a ZodError on a corrupt row.
+ */
+export function parseWorkflowHashBySchema(hash: Record<string, string>): WorkflowRecord {
   const legacyApprovals = Object.keys(hash)
     .filter((field) => field.startsWith('retry:') && hash[field] === '1')
     .map((field) => field.slice('retry:'.length));
