@@ -54,6 +54,7 @@ const COVERED_ELSEWHERE = {
   'push.after-create': 'test/api/push-lifecycle.test.ts, P31 (c): killed after Create, before the id was journaled',
   'follow.before-finish-step': 'test/topology/crash-finish-step.test.ts: a one-step workflow, killed before its terminal status and settle (one script)',
   'follow.after-finish-step': 'test/topology/crash-finish-step.test.ts: a one-step workflow, killed right after its terminal status and settle',
+  'advance.after-finish': 'test/workflow/notify-webhooks.test.ts: killed between the finishing write and workflow.finished, which the reconciler emits',
 } satisfies Partial<Record<CrashPoint, string>>;
 
 /** The union's members, read from the source (the type has no runtime list). */

@@ -103,6 +103,31 @@ describe('outbound notifications', () => {
     expect(receiver.acceptedIds().size).toBe(0);
   });
 
+  it('a worker SIGKILLed between the finishing write and workflow.finished: the workflow kept its index entry, the reconciler emits it', async () => {
+    const { producer, receiver, agent } = await setUp({}, { fleet: false });
+    receiver.answerWith(() => ({ kind: 'accept' }));
+    const worker = scene.spawn({ DA2A_NOTIFY_URL: receiver.url, DA2A_NOTIFY_SECRET: SECRET, DA2A_CRASH_AT: 'advance.after-finish' });
+    await worker.ready;
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book a table', idempotencyKey: 'killed-at-finish' });
+    await questionOf(producer, id);
+    await producer.reply(id, 'Lyon');
+    // The workflow's finishing write happened, then the process died before the emit.
+    await worker.exited;
+    expect((await producer.get(id)).state).toBe('COMPLETED');
+    const eventId = notificationEventId({ kind: 'workflow.finished', workflowId: id, occasion: 'COMPLETED' });
+    expect(receiver.acceptedIds().has(eventId)).toBe(false);
+    expect(await producer.journal.notification(id, eventId)).toBeUndefined();
+    // The outbox: the workflow's entry is still in the unfinished index.
+    expect(await producer.journal.nextCheckAt({ workflowId: id, delegationId: '*' })).toBeDefined();
+    await scene.startFleet({ notify: { secret: SECRET, url: receiver.url, retry: RETRY } });
+    await eventually(async () => receiver.acceptedIds().has(eventId), 'workflow.finished delivered by the new worker', 30_000);
+    const finished = receiver.received.filter((request) => request.id === eventId);
+    expect(finished.every((request) => request.verified)).toBe(true);
+    expect(JSON.parse(finished[0]!.body)).toMatchObject({ type: 'workflow.finished', workflowId: id, data: { state: 'COMPLETED' } });
+    await eventually(async () => (await producer.journal.unfinishedCount()) === 0, 'the entry dropped once emitted', 30_000);
+    await eventually(async () => (await producer.journal.notification(id, eventId))?.stage === 'delivered', 'journaled delivered');
+  });
+
   it('events enqueued before a worker SIGKILL are delivered after a new worker starts', async () => {
     const { producer, receiver, agent } = await setUp({}, { fleet: false });
     receiver.answerWith(() => ({ kind: 'hang' }));

@@ -33,6 +33,7 @@ export type CrashPoint =
   | 'follow.after-finish-step'
   | 'reconcile.after-search'
   | 'advance.after-outcome'
+  | 'advance.after-finish'
   | 'verify.after-check'
   | 'compensate.after-intent';
 

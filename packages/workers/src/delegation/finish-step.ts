@@ -3,7 +3,8 @@
  * `delegate`) and the settle that finishes the workflow, in one journal call (`Journal.finishStep`) instead of the
  * status change and then `settle` → `advanceWorkflow` → `finishWorkflow`. Decided before the call, from what this
  * process holds: the row the stream holds and the workflow row the send read (`AttemptSteps.rememberWorkflow`).
- * Only where the settle would do nothing but finish: a step (no compensation), no verifier, no push config, one
+ * Only where the settle would do nothing but finish: a step (no compensation), no verifier, no push config, no
+ * notification receiver (its `workflow.finished` is emitted before the workflow's index entry goes), one
  * server without replicas to wait for (`removesIndexWithFinish`), and a decision of 'complete' or 'fail' on the
  * attempt as the change leaves it. The journal refuses when a row moved since (another writer, a version bump):
  * then nothing was written and the status change ran alone, and `apply.ts` settles as before; else what is left of
@@ -15,6 +16,7 @@
 import { declaredVerifier, isFinished, type DelegationRecord, type JournalState, type OneStepFinish, type RecordedError } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { decideWithoutRegistry, finishingPatch } from '../workflow/advance.ts';
+import { receiverOfDefinition } from '../notify/emit.ts';
 
 /**
  * The finish to ask for with the terminal status `state` (recording `error`, `statusErrorOf`) of `record` (the row
@@ -27,6 +29,9 @@ export function oneStepFinish(ctx: WorkerContext, record: DelegationRecord, stat
   if (!workflow || workflow.state !== 'RUNNING' || workflow.definition.steps.length !== 1) return undefined;
   const [step] = workflow.definition.steps;
   if (!step || step.name !== record.step || step.skill !== undefined || declaredVerifier(step, 'step') !== undefined) return undefined;
+  // A workflow with a notification receiver keeps its `*` in the index until `workflow.finished` is emitted (the
+  // outbox of `advance.ts`): the two calls run.
+  if (receiverOfDefinition(ctx, workflow.definition) !== undefined) return undefined;
   const decision = decideWithoutRegistry(workflow, [{ ...record, state, ...(error ? { error } : {}) }]);
   if (decision.kind !== 'complete' && decision.kind !== 'fail') return undefined;
   return { workflow, patch: finishingPatch(decision) };

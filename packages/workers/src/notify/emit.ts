@@ -19,7 +19,16 @@ export type NotifyContext = Pick<WorkerContext, 'journal' | 'queues' | 'options'
 async function receiverOf(ctx: NotifyContext, workflowId: string, known?: { notify?: NotifyTarget }): Promise<string | undefined> {
   if (!ctx.options.notify.secret) return undefined;
   const definition = known ?? (await ctx.journal.getWorkflowDefinition(workflowId));
-  return definition?.notify?.url ?? ctx.options.notify.url;
+  return definition ? receiverOfDefinition(ctx, definition) : ctx.options.notify.url;
+}
+
+/**
+ * The receiver of the events of a workflow whose definition is `definition`: its own `notify.url`, else the
+ * fleet-wide one; undefined without a signing secret or a URL. No I/O.
+ */
+export function receiverOfDefinition(ctx: Pick<NotifyContext, 'options'>, definition: { notify?: NotifyTarget }): string | undefined {
+  if (!ctx.options.notify.secret) return undefined;
+  return definition.notify?.url ?? ctx.options.notify.url;
 }
 
 /**
@@ -45,8 +54,13 @@ export async function emitNotification(ctx: NotifyContext, input: NotificationIn
 /**
  * True when the event of `input` was never journaled (not enqueued yet, or it expired): a re-read of a row that
  * should have emitted it (a crash between the transition and the emit) emits it then. False without a receiver.
+ * `known`: the workflow's definition if the caller has it (else one read).
  */
-export async function notificationMissing(ctx: NotifyContext, input: Pick<NotificationInput, 'kind' | 'workflowId' | 'delegationId' | 'occasion'>): Promise<boolean> {
-  if (!(await receiverOf(ctx, input.workflowId))) return false;
+export async function notificationMissing(
+  ctx: NotifyContext,
+  input: Pick<NotificationInput, 'kind' | 'workflowId' | 'delegationId' | 'occasion'>,
+  known?: { notify?: NotifyTarget },
+): Promise<boolean> {
+  if (!(await receiverOf(ctx, input.workflowId, known))) return false;
   return (await ctx.journal.notification(input.workflowId, notificationEventId(input))) === undefined;
 }

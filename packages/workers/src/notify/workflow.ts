@@ -12,7 +12,10 @@ export async function notifyAttentionNeeded(ctx: NotifyContext, workflowId: stri
   await emitNotification(ctx, { kind: 'attention.needed', workflowId, occasion: fromVersion, data }, known);
 }
 
-/** Emits `workflow.finished` for a workflow that reached `state` (`failure`: the journaled reasons). Never rejects. */
-export async function notifyWorkflowFinished(ctx: NotifyContext, workflowId: string, state: WorkflowState, failure?: readonly string[], known?: { notify?: NotifyTarget }): Promise<void> {
-  await emitNotification(ctx, { kind: 'workflow.finished', workflowId, occasion: state, data: { state, ...(failure?.length ? { failure: [...failure] } : {}) } }, known);
+/**
+ * Emits `workflow.finished` for a workflow that reached `state` (`failure`: the journaled reasons). Resolves true when
+ * the event was enqueued, false without a receiver or when the enqueue failed (`emitNotification`). Never rejects.
+ */
+export async function notifyWorkflowFinished(ctx: NotifyContext, workflowId: string, state: WorkflowState, failure?: readonly string[], known?: { notify?: NotifyTarget }): Promise<boolean> {
+  return emitNotification(ctx, { kind: 'workflow.finished', workflowId, occasion: state, data: { state, ...(failure?.length ? { failure: [...failure] } : {}) } }, known);
 }

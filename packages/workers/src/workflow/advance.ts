@@ -35,6 +35,7 @@ import {
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { notifyAttentionNeeded, notifyWorkflowFinished } from '../notify/workflow.ts';
+import { notificationMissing, receiverOfDefinition } from '../notify/emit.ts';
 
 /**
  * Closes a held intent whose step will now never run (CANCELED `NEVER_SENT`, compare-and-set on the version read;
@@ -124,13 +125,31 @@ export function decideWithoutRegistry(workflow: WorkflowRecord, records: readonl
  * What follows a workflow's finishing change (written by `finishWorkflow`, `updateWorkflow` or the one-step finish):
  * the count, the `workflow.finished` notification and the log line of the decision that made it.
  */
-export async function workflowFinished(ctx: WorkerContext, workflowId: string, patch: WorkflowPatch & { state: WorkflowState }, definition: WorkflowDefinition): Promise<void> {
+export async function workflowFinished(ctx: WorkerContext, workflowId: string, patch: WorkflowPatch & { state: WorkflowState }, definition: WorkflowDefinition): Promise<boolean> {
   const log = lazyChildLogger(ctx.logger, { workflowId });
   ctx.metrics.workflowsFinished.inc({ state: patch.state });
-  await notifyWorkflowFinished(ctx, workflowId, patch.state, patch.failure ?? undefined, definition);
+  // Killed here: the workflow is finished and its `workflow.finished` not emitted; a workflow with a receiver kept its
+  // `*` for the reconciler to emit it (`emitFinishedIfMissing`).
+  ctx.crashPoint('advance.after-finish');
+  const emitted = await notifyWorkflowFinished(ctx, workflowId, patch.state, patch.failure ?? undefined, definition);
   if (patch.state === 'COMPLETED') log.info('workflow completed');
   else if (patch.state === 'CANCELED') log.info({ reasons: patch.failure }, 'workflow canceled');
   else log.warn({ reasons: patch.failure }, 'workflow failed');
+  return emitted;
+}
+
+/**
+ * Emits `workflow.finished` for the finished workflow `loaded` when it has a receiver and the event was never
+ * journaled (the finisher crashed, or lost the finishing write's reply, before its emit). One read of the
+ * notifications hash with a receiver; none without one. Resolves false only when the event is still to be emitted
+ * (the read or the enqueue failed: Redis or the queue down); never rejects.
+ */
+async function emitFinishedIfMissing(ctx: WorkerContext, workflowId: string, loaded: LoadedWorkflow): Promise<boolean> {
+  if (!isWorkflowFinished(loaded.state) || receiverOfDefinition(ctx, loaded.definition) === undefined) return true;
+  const missing = await notificationMissing(ctx, { kind: 'workflow.finished', workflowId, occasion: loaded.state }, loaded.definition).catch(() => undefined);
+  if (missing === false) return true;
+  if (missing === undefined) return false;
+  return notifyWorkflowFinished(ctx, workflowId, loaded.state, loaded.record.failure, loaded.definition);
 }
 
 /** Candidate agents per step (`candidateAgents`: the fixed agent first, then registered agents with the skill and its tags). */
@@ -150,7 +169,11 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, cl
     // The first round may decide from what the caller read (the workflow's version is compare-and-set).
     const loaded = await loadWorkflow(ctx, workflowId, round === 0 ? known : undefined);
     if (!loaded || isWorkflowFinished(loaded.state)) {
-      // Nothing left to decide (or it expired): drop the workflow's index entry.
+      // Nothing left to decide (or it expired): drop the workflow's index entry. A finished workflow whose receiver
+      // never got `workflow.finished` journaled (a crash or a lost reply between the finishing write and the emit:
+      // its `*` stayed for this) emits it first.
+      // An emit that failed (Redis or the queue down) leaves the entry for the next look.
+      if (loaded && !(await emitFinishedIfMissing(ctx, workflowId, loaded))) return { kind: 'wait', reason: 'workflow.finished not enqueued yet' };
       await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
       return { kind: 'wait', reason: loaded ? `workflow is ${loaded.state}` : 'workflow missing' };
     }
@@ -191,17 +214,25 @@ async function applyDecision(
   };
   // A finished state: with `finishDrops`, the index entries go in the same script (and the caller is told).
   // Counted once: the write is compare-and-set on the version the decision read (a conflict throws first).
+  // A workflow with a receiver keeps its `*` until `workflow.finished` is emitted (an outbox: a crash or a lost reply
+  // in between leaves the entry, and the reconciler emits it, `emitFinishedIfMissing`).
   const finish = async (patch: WorkflowPatch & { state: WorkflowState }) => {
+    const keepsEntryForNotification = receiverOfDefinition(ctx, loaded.definition) !== undefined;
     if (finishDrops && ctx.journal.removesIndexWithFinish) {
       // The rows the decision read: the compacted record's text is built from them, not read again in the script.
       const rows = { workflow: loaded.record, delegations: loaded.records };
-      const { removedFromIndex } = await ctx.journal.finishWorkflow(workflowId, patch, loaded.version, [...finishDrops.entries, { workflowId, delegationId: '*' }], rows);
+      const entries = keepsEntryForNotification ? finishDrops.entries : [...finishDrops.entries, { workflowId, delegationId: '*' }];
+      const { removedFromIndex } = await ctx.journal.finishWorkflow(workflowId, patch, loaded.version, entries, rows);
       finishDrops.removed(removedFromIndex);
-    } else {
-      await ctx.journal.updateWorkflow(workflowId, patch, loaded.version);
-      await dropWorkflowEntry();
+      const emitted = await workflowFinished(ctx, workflowId, patch, loaded.definition);
+      if (keepsEntryForNotification && emitted) await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
+      return;
     }
-    await workflowFinished(ctx, workflowId, patch, loaded.definition);
+    await ctx.journal.updateWorkflow(workflowId, patch, loaded.version);
+    const emitted = await workflowFinished(ctx, workflowId, patch, loaded.definition);
+    // The settle's own ZREM leaves a kept `*` to this one (settle.ts).
+    if (!keepsEntryForNotification) await dropWorkflowEntry();
+    else if (emitted) await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
   };
   switch (decision.kind) {
     case 'wait':

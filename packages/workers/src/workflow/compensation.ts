@@ -15,6 +15,7 @@ import { loadWorkflow } from './advance.ts';
 import { HANDLER_PREFIX } from '../delegation/runs/handler.ts';
 import { nextUndo } from './undo-chain.ts';
 import { notifyAttentionNeeded, notifyWorkflowFinished } from '../notify/workflow.ts';
+import { receiverOfDefinition } from '../notify/emit.ts';
 
 export type { CompensationHandler } from '../delegation/runs/handler.ts';
 export { undoPlan, compensationOf, nextUndo } from './undo-chain.ts';
@@ -42,19 +43,21 @@ export async function advanceCompensation(ctx: WorkerContext, workflowId: string
     case 'done':
       break;
   }
+  let emitted: boolean;
   if (move.leftInPlace.length > 0) {
     const failure = [...(loaded.record.failure ?? []), ...move.leftInPlace];
     await ctx.journal.updateWorkflow(workflowId, { state: 'FAILED', failure }, loaded.version);
     ctx.metrics.workflowsFinished.inc({ state: 'FAILED' });
-    await notifyWorkflowFinished(ctx, workflowId, 'FAILED', failure, loaded.definition);
+    emitted = await notifyWorkflowFinished(ctx, workflowId, 'FAILED', failure, loaded.definition);
     log.warn({ leftInPlace: move.leftInPlace }, 'compensation ended: effects a person chose to leave in place');
   } else {
     await ctx.journal.updateWorkflow(workflowId, { state: 'COMPENSATED' }, loaded.version);
     ctx.metrics.workflowsFinished.inc({ state: 'COMPENSATED' });
-    await notifyWorkflowFinished(ctx, workflowId, 'COMPENSATED', loaded.record.failure, loaded.definition);
+    emitted = await notifyWorkflowFinished(ctx, workflowId, 'COMPENSATED', loaded.record.failure, loaded.definition);
     log.info('every effect compensated');
   }
-  await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
+  // A workflow with a receiver keeps its `*` while `workflow.finished` is not enqueued: the reconciler emits it then.
+  if (emitted || receiverOfDefinition(ctx, loaded.definition) === undefined) await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
   return move.leftInPlace.length > 0 ? 'failed' : 'compensated';
 }
 

@@ -1,0 +1,75 @@
+/**
+ * The kind "an effect after the finishing write is lost": `workflow.finished` is emitted after the write that
+ * finished the workflow, so a worker killed in between, a lost reply to that write (ioredis resends it, and the
+ * resend is refused), or an enqueue that failed (Redis or the queue down) left the workflow finished with no event,
+ * and nothing looked at it again. A workflow with a receiver now keeps its index entry `*` until the event is
+ * enqueued (an outbox), and the reconcile of a finished workflow's `*` emits the event when it was never journaled.
+ * The crash itself is in notify-webhooks.test.ts (crash point `advance.after-finish`); here, the reconcile's rule over
+ * every finished state and every journaled stage. Real Redis, real BullMQ, a real receiver.
+ */
+import { randomBytes } from 'node:crypto';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { createProducer } from '@durable-a2a/producer';
+import { notificationEventId, type WorkflowState } from '@durable-a2a/shared';
+import { reconcileDelegation } from '../../packages/workers/src/delegation/runs/reconcile.ts';
+import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { closeKeptAfterEach } from '../harness/lifecycle.ts';
+import { useRedisServer } from '../harness/redis.ts';
+import { startWebhookReceiver } from '../harness/webhook-receiver.ts';
+
+const SECRET = `whsec_${randomBytes(32).toString('base64')}`;
+const redisServer = useRedisServer();
+const keep = closeKeptAfterEach();
+let counter = 0;
+
+describe('workflow.finished is emitted at least once', () => {
+  it('property: the reconcile of a finished workflow emits it exactly when it was never journaled, and drops the entry', async () => {
+    const receiver = await startWebhookReceiver(SECRET);
+    receiver.answerWith(() => ({ kind: 'accept' }));
+    const prefix = `outbox-${++counter}`;
+    const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+    // No send queue: the workflows below are finished by hand, their steps never sent.
+    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['notify'], reconcileIntervalMs: 600_000, notify: { secret: SECRET, url: receiver.url } });
+    keep(receiver, producer, fleet);
+    const states: WorkflowState[] = ['COMPLETED', 'FAILED', 'CANCELED', 'COMPENSATED'];
+    const seen = { emitted: 0, skipped: 0 };
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...states), fc.constantFrom(undefined, 'enqueued', 'failed', 'delivered'), async (state, journaled) => {
+        const workflowId = `w-${++counter}`;
+        await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: 'http://127.0.0.1:9/never', message: { text: 'go' } }] });
+        const row = (await producer.journal.getWorkflow(workflowId))!;
+        // Finished as a finisher that died (or lost its reply) before the emit leaves it: the `*` still there.
+        await producer.journal.updateWorkflow(workflowId, { state, ...(state === 'COMPLETED' ? {} : { failure: ['by hand'] }) }, row.version);
+        await producer.journal.removeFromIndex({ workflowId, delegationId: 'main.1' });
+        const eventId = notificationEventId({ kind: 'workflow.finished', workflowId, occasion: state });
+        if (journaled) await producer.journal.recordNotification(workflowId, eventId, journaled, { kind: 'workflow.finished' });
+        const entry = { workflowId, delegationId: '*' };
+        expect(await producer.journal.nextCheckAt(entry)).toBeDefined();
+
+        await reconcileDelegation(fleet.context, entry, undefined);
+        expect(await producer.journal.nextCheckAt(entry)).toBeUndefined();
+        const job = await fleet.context.queues.notify.getJob(eventId);
+        if (journaled === undefined) {
+          seen.emitted++;
+          // Enqueued before the entry went, then delivered.
+          expect(job ?? receiver.acceptedIds().has(eventId)).toBeTruthy();
+          await eventually(async () => receiver.acceptedIds().has(eventId), 'workflow.finished delivered', 30_000);
+          const body = JSON.parse(receiver.received.find((request) => request.id === eventId)!.body);
+          expect(body).toMatchObject({ type: 'workflow.finished', workflowId, data: { state } });
+        } else {
+          seen.skipped++;
+          expect(job).toBeUndefined();
+          expect((await producer.journal.notification(workflowId, eventId))?.stage).toBe(journaled);
+        }
+      }),
+      { numRuns: 24 },
+    );
+    // Both branches were reached.
+    expect(seen.emitted).toBeGreaterThan(0);
+    expect(seen.skipped).toBeGreaterThan(0);
+    // Each event was delivered once: no emit of a journaled event, no second emit of one the reconcile emitted.
+    const ids = receiver.received.filter((request) => request.verified).map((request) => request.id);
+    expect(new Set(ids).size).toBe(ids.length);
+  }, 120_000);
+});
