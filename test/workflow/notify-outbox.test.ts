@@ -4,6 +4,8 @@
  * resend is refused), or an enqueue that failed (Redis or the queue down) left the workflow finished with no event,
  * and nothing looked at it again. A workflow with a receiver now keeps its index entry `*` until the event is
  * enqueued (an outbox), and the reconcile of a finished workflow's `*` emits the event when it was never journaled.
+ * `attention.needed` likewise: a workflow in NEEDS_ATTENTION keeps its `*` (looked at hourly), and its row now names
+ * the version the attention was decided from (the event's occasion), so that reconcile emits a missing one.
  * The crash itself is in notify-webhooks.test.ts (crash point `advance.after-finish`); here, the reconcile's rule over
  * every finished state and every journaled stage. Real Redis, real BullMQ, a real receiver.
  */
@@ -71,5 +73,50 @@ describe('workflow.finished is emitted at least once', () => {
     // Each event was delivered once: no emit of a journaled event, no second emit of one the reconcile emitted.
     const ids = receiver.received.filter((request) => request.verified).map((request) => request.id);
     expect(new Set(ids).size).toBe(ids.length);
+  }, 120_000);
+
+  it('property: the reconcile of a workflow waiting for a person emits attention.needed exactly when it was never journaled, and keeps the entry', async () => {
+    const receiver = await startWebhookReceiver(SECRET);
+    receiver.answerWith(() => ({ kind: 'accept' }));
+    const prefix = `outbox-${++counter}`;
+    const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['notify'], reconcileIntervalMs: 600_000, notify: { secret: SECRET, url: receiver.url } });
+    keep(receiver, producer, fleet);
+    const seen = { emitted: 0, skipped: 0 };
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom<'AMBIGUOUS_SEND' | 'COMPENSATION_FAILED'>('AMBIGUOUS_SEND', 'COMPENSATION_FAILED'), fc.constantFrom(undefined, 'enqueued', 'failed', 'delivered'), async (code, journaled) => {
+        const workflowId = `a-${++counter}`;
+        await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: 'http://127.0.0.1:9/never', message: { text: 'go' } }] });
+        const row = (await producer.journal.getWorkflow(workflowId))!;
+        // As the deciding worker writes it, then dies before its emit.
+        const attention = { code, message: 'a person decides', delegationId: 'main.1', fromVersion: row.version };
+        await producer.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention }, row.version);
+        await producer.journal.removeFromIndex({ workflowId, delegationId: 'main.1' });
+        const eventId = notificationEventId({ kind: 'attention.needed', workflowId, occasion: row.version });
+        if (journaled) await producer.journal.recordNotification(workflowId, eventId, journaled, { kind: 'attention.needed' });
+        const entry = { workflowId, delegationId: '*' };
+
+        expect(await reconcileDelegation(fleet.context, entry, undefined)).toBe('workflow-needs-attention');
+        // Still waiting for a person: looked at again, later.
+        expect(await producer.journal.nextCheckAt(entry)).toBeGreaterThan(Date.now() + 60_000);
+        const job = await fleet.context.queues.notify.getJob(eventId);
+        if (journaled === undefined) {
+          seen.emitted++;
+          expect(job ?? receiver.acceptedIds().has(eventId)).toBeTruthy();
+          await eventually(async () => receiver.acceptedIds().has(eventId), 'attention.needed delivered', 30_000);
+          const body = JSON.parse(receiver.received.find((request) => request.id === eventId)!.body);
+          expect(body).toMatchObject({ type: 'attention.needed', workflowId, data: { code, delegationId: 'main.1' } });
+        } else {
+          seen.skipped++;
+          expect(job).toBeUndefined();
+        }
+        // A second look emits nothing more.
+        await reconcileDelegation(fleet.context, entry, undefined);
+        expect(receiver.received.filter((request) => request.id === eventId).length).toBeLessThanOrEqual(1);
+      }),
+      { numRuns: 16 },
+    );
+    expect(seen.emitted).toBeGreaterThan(0);
+    expect(seen.skipped).toBeGreaterThan(0);
   }, 120_000);
 });

@@ -40,6 +40,11 @@ export const AttentionSchema = z.object({
   delegationId: z.string().optional(),
   /** What we know: the delegation's state, error and verifier evidence. */
   evidence: z.unknown().optional(),
+  /**
+   * The workflow version the decision to ask a person was made from: the `attention.needed` event's occasion, so the
+   * reconciler can emit an event the deciding worker died before emitting. Absent on rows written before it.
+   */
+  fromVersion: z.number().int().nonnegative().optional(),
 });
 export type Attention = z.infer<typeof AttentionSchema>;
 

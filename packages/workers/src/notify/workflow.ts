@@ -4,12 +4,30 @@
  * finished state; occasion: that state, reached once). Emitted by whoever wrote the state, after the write.
  */
 import type { Attention, NotifyTarget, WorkflowState } from '@durable-a2a/shared';
-import { emitNotification, type NotifyContext } from './emit.ts';
+import { emitNotification, notificationMissing, type NotifyContext } from './emit.ts';
 
-/** Emits `attention.needed` for a workflow that entered NEEDS_ATTENTION from `fromVersion`. Never rejects. */
-export async function notifyAttentionNeeded(ctx: NotifyContext, workflowId: string, fromVersion: number, attention: Attention, known?: { notify?: NotifyTarget }): Promise<void> {
+/**
+ * Emits `attention.needed` for a workflow that entered NEEDS_ATTENTION from `fromVersion`. Resolves true when the
+ * event was enqueued, false without a receiver or when the enqueue failed. Never rejects.
+ */
+export async function notifyAttentionNeeded(ctx: NotifyContext, workflowId: string, fromVersion: number, attention: Attention, known?: { notify?: NotifyTarget }): Promise<boolean> {
   const data = { code: attention.code, message: attention.message, ...(attention.delegationId ? { delegationId: attention.delegationId } : {}) };
-  await emitNotification(ctx, { kind: 'attention.needed', workflowId, occasion: fromVersion, data }, known);
+  return emitNotification(ctx, { kind: 'attention.needed', workflowId, occasion: fromVersion, data }, known);
+}
+
+/**
+ * Emits `attention.needed` for a workflow waiting in NEEDS_ATTENTION whose event was never journaled (the deciding
+ * worker died, or its enqueue failed, after the write): read again by the reconciler. A row without the version its
+ * attention was decided from (`fromVersion`, written before it existed) is left as it is. Resolves false only when
+ * the event is still to be emitted (the read or the enqueue failed); never rejects.
+ */
+export async function emitAttentionIfMissing(ctx: NotifyContext, workflowId: string, workflow: { attention?: Attention; definition: { notify?: NotifyTarget } }): Promise<boolean> {
+  const attention = workflow.attention;
+  if (attention?.fromVersion === undefined) return true;
+  const missing = await notificationMissing(ctx, { kind: 'attention.needed', workflowId, occasion: attention.fromVersion }, workflow.definition).catch(() => undefined);
+  if (missing === false) return true;
+  if (missing === undefined) return false;
+  return notifyAttentionNeeded(ctx, workflowId, attention.fromVersion, attention, workflow.definition);
 }
 
 /**

@@ -267,7 +267,7 @@ async function applyDecision(
       log.warn({ reason: decision.reason }, 'workflow compensating');
       return;
     case 'needs-attention': {
-      const attention = { code: decision.code, message: decision.reason, delegationId: decision.delegationId, evidence: decision.evidence };
+      const attention = { code: decision.code, message: decision.reason, delegationId: decision.delegationId, evidence: decision.evidence, fromVersion: loaded.version };
       await ctx.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention }, loaded.version);
       log.error({ step: decision.step, reason: decision.reason }, 'workflow needs a person');
       await notifyAttentionNeeded(ctx, workflowId, loaded.version, attention, loaded.definition);

@@ -113,7 +113,7 @@ async function compensationAgent(ctx: WorkerContext, target: AgentTarget, workfl
 }
 
 async function surface(ctx: WorkerContext, workflowId: string, version: number, reason: string, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {
-  const attention = { code: 'COMPENSATION_FAILED' as const, message: reason, delegationId: record.delegationId, evidence: { state: record.state, error: record.error, evidence: record.evidence } };
+  const attention = { code: 'COMPENSATION_FAILED' as const, message: reason, delegationId: record.delegationId, evidence: { state: record.state, error: record.error, evidence: record.evidence }, fromVersion: version };
   await ctx.journal.updateWorkflow(workflowId, { state: 'NEEDS_ATTENTION', attention }, version);
   log.error({ reason, delegationId: record.delegationId }, 'compensation needs a person');
   await notifyAttentionNeeded(ctx, workflowId, version, attention);

@@ -8,6 +8,7 @@ import { enqueueCompensate } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { closeHeldIntent } from '../delegation/apply.ts';
 import { advanceWorkflow } from './advance.ts';
+import { emitAttentionIfMissing } from '../notify/workflow.ts';
 
 /** Re-checks one workflow; returns a short outcome for logs and metrics. */
 export async function reconcileWorkflow(ctx: WorkerContext, workflowId: string): Promise<string> {
@@ -20,8 +21,10 @@ export async function reconcileWorkflow(ctx: WorkerContext, workflowId: string):
     return 'workflow-compensating';
   }
   if (workflow?.state === 'NEEDS_ATTENTION') {
-    // Waiting for a person: look again rarely.
-    await ctx.journal.scheduleCheck(ref, ctx.options.now() + 3_600_000);
+    // Waiting for a person: its `attention.needed` emitted if it never was (a crash or a failed enqueue after the
+    // write), then looked at again rarely (within a reconcile interval while the event is still to be emitted).
+    const emitted = await emitAttentionIfMissing(ctx, workflowId, workflow);
+    await ctx.journal.scheduleCheck(ref, ctx.options.now() + (emitted ? 3_600_000 : ctx.options.reconcileIntervalMs));
     return 'workflow-needs-attention';
   }
   // A workflow waiting for a decision (e.g. its first step's intent is not written yet). Its first round decides from
