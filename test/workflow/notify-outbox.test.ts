@@ -25,15 +25,20 @@ const redisServer = useRedisServer();
 const keep = closeKeptAfterEach();
 let counter = 0;
 
-describe('workflow.finished is emitted at least once', () => {
+/** A receiver that accepts, a producer and a fleet with only the notify queue (the workflows below are finished by hand, their steps never sent). */
+async function setUp() {
+  const receiver = await startWebhookReceiver(SECRET);
+  receiver.answerWith(() => ({ kind: 'accept' }));
+  const prefix = `outbox-${++counter}`;
+  const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+  const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['notify'], reconcileIntervalMs: 600_000, notify: { secret: SECRET, url: receiver.url } });
+  keep(receiver, producer, fleet);
+  return { receiver, producer, fleet };
+}
+
+describe('workflow.finished and attention.needed are emitted at least once', () => {
   it('property: the reconcile of a finished workflow emits it exactly when it was never journaled, and drops the entry', async () => {
-    const receiver = await startWebhookReceiver(SECRET);
-    receiver.answerWith(() => ({ kind: 'accept' }));
-    const prefix = `outbox-${++counter}`;
-    const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
-    // No send queue: the workflows below are finished by hand, their steps never sent.
-    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['notify'], reconcileIntervalMs: 600_000, notify: { secret: SECRET, url: receiver.url } });
-    keep(receiver, producer, fleet);
+    const { receiver, producer, fleet } = await setUp();
     const states: WorkflowState[] = ['COMPLETED', 'FAILED', 'CANCELED', 'COMPENSATED'];
     const seen = { emitted: 0, skipped: 0 };
     await fc.assert(
@@ -76,12 +81,7 @@ describe('workflow.finished is emitted at least once', () => {
   }, 120_000);
 
   it('property: the reconcile of a workflow waiting for a person emits attention.needed exactly when it was never journaled, and keeps the entry', async () => {
-    const receiver = await startWebhookReceiver(SECRET);
-    receiver.answerWith(() => ({ kind: 'accept' }));
-    const prefix = `outbox-${++counter}`;
-    const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
-    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['notify'], reconcileIntervalMs: 600_000, notify: { secret: SECRET, url: receiver.url } });
-    keep(receiver, producer, fleet);
+    const { receiver, producer, fleet } = await setUp();
     const seen = { emitted: 0, skipped: 0 };
     await fc.assert(
       fc.asyncProperty(fc.constantFrom<'AMBIGUOUS_SEND' | 'COMPENSATION_FAILED'>('AMBIGUOUS_SEND', 'COMPENSATION_FAILED'), fc.constantFrom(undefined, 'enqueued', 'failed', 'delivered'), async (code, journaled) => {
