@@ -49,7 +49,6 @@ interface FinishStepInput {
   state: WorkflowState;
   workflowVersion: number;
   members: readonly [string, string];
-  bound: number;
   artifacts: ReturnType<typeof storedArtifact>[] | undefined;
   recordText: readonly string[];
 }
@@ -64,24 +63,10 @@ const finishStepArguments = (input: FinishStepInput): (string | number)[] => [
   input.state,
   input.workflowVersion,
   ...input.members,
-  input.bound,
   input.artifacts ? input.artifacts.length : '',
   ...(input.artifacts ?? []).flatMap(({ artifactId, meta, parts, bytes }) => [artifactId, meta, parts, String(bytes)]),
   ...input.recordText,
 ];
-
-/**
- * A bound in bytes of the compacted record without its history (finishStep-5.lua ARGV[10]): its texts, and each
- * stored artifact's members (`"meta:<id>":{…},"parts:<id>":[…],"order:<id>":"<i>"`: the JSON texts as they are, the
- * quoted names and the order at most 6 bytes per byte, cjson's longest escape `\u00XX`) and their punctuation.
- */
-function recordBound(recordText: readonly string[], artifacts: ReturnType<typeof storedArtifact>[] | undefined): number {
-  let bytes = 64 + recordText.reduce((sum, value) => sum + Buffer.byteLength(value), 0);
-  for (const [index, { artifactId, meta, parts }] of (artifacts ?? []).entries()) {
-    bytes += Buffer.byteLength(meta) + Buffer.byteLength(parts) + 6 * (3 * (Buffer.byteLength(artifactId) + 8) + String(index).length) + 32;
-  }
-  return bytes;
-}
 
 /** finishStep-5.lua's reply: done (and whether the delegation's index entry was there), or nothing written. */
 type FinishStepOutcome = { done: true; removed: boolean } | { done: false; reason: 'changed' | 'large' };
@@ -206,7 +191,6 @@ export class JournalFinishStep extends JournalStatus {
     return {
       record,
       script: {
-        bound: recordBound(recordText, artifacts),
         artifacts,
         fence: change.fence,
         leaseToken: change.endsLease?.token ?? '',
