@@ -23,12 +23,16 @@
   ARGV[8] the delegation's index member, ARGV[9] the workflow's '*' member (indexMember)
   ARGV[10] number of the Task's artifacts N ('' = leave the stored artifacts), then N quadruples artifactId, meta
           JSON, parts JSON array, bytes (applyStatus-5.lua ARGV[19..]): a snapshot's artifacts replace the stored ones
-          (read into the record from here: never written, as the artifacts hash is deleted with the compaction)
+          (read into the record from here: never written, as the artifacts hash is deleted with the compaction);
+          or 'add', then one quadruple: an artifact update that came with the status, added to a row that holds no
+          artifact, as applyArtifact-2.lua would add it (its order '1', the hash's field count once its bytes are in;
+          the row's version moves by two, so it is the text's version - 2), N = 1
   ARGV[11+4N..] the record text as updateWorkflow-4.lua takes it (ARGV[9+n..]) for one delegation: the workflow
           object's text, the row's historyDropped ('' absent), then the delegation's id, the version its text holds
           (the row's version before the status change + 1), fence, pushConfigState, pushConfigId, pushToken ('' absent)
           and its record text without artifacts
-  Checked before any write: the delegation row is at the text's version - 1, unfinished, and holds the fence, push
+  Checked before any write: the delegation row is at the text's version - 1 (- 2 with 'add', and holds no artifact
+  then), unfinished, and holds the fence, push
   config state, push config id and push token the text was built from (and ARGV[1]'s fence when given); the
   workflow row is at ARGV[7], unfinished, with the same historyDropped; its delegation list is exactly this
   delegation; the record (with the snapshot's artifacts, or the stored ones) fits in the layout's maxBytes.
@@ -39,11 +43,13 @@
 --- @include "prelude"
 --- @include "workflowKeys"
 --- @include "compaction"
-local artifacts = ARGV[10] ~= '' and tonumber(ARGV[10]) or nil
+local adds = ARGV[10] == 'add'
+local artifacts = adds and 1 or (ARGV[10] ~= '' and tonumber(ARGV[10]) or nil)
 local at = 11 + 4 * (artifacts or 0)
 local textVersion, fence = ARGV[at + 3], ARGV[at + 4]
-local row = redis.call('HMGET', KEYS[1], 'version', 'state', 'fence', 'pushConfigState', 'pushConfigId', 'pushToken', 'delegationId')
-if row[7] ~= ARGV[at + 2] or tostring((tonumber(row[1]) or 0) + 1) ~= textVersion or FINISHED[row[2]] then return {0, 'changed'} end
+local row = redis.call('HMGET', KEYS[1], 'version', 'state', 'fence', 'pushConfigState', 'pushConfigId', 'pushToken', 'delegationId', 'artifactBytes')
+if row[7] ~= ARGV[at + 2] or tostring((tonumber(row[1]) or 0) + (adds and 2 or 1)) ~= textVersion or FINISHED[row[2]] then return {0, 'changed'} end
+if adds and row[8] then return {0, 'changed'} end
 if (row[3] or '') ~= fence or (ARGV[1] ~= '' and row[3] ~= ARGV[1]) then return {0, 'changed'} end
 for i = 4, 6 do
   if (row[i] or '') ~= ARGV[at + i + 1] then return {0, 'changed'} end
@@ -56,7 +62,7 @@ local ids = redis.call('LRANGE', listKey, 0, -1)
 if #ids ~= 1 or ids[1] ~= row[7] then return {0, 'changed'} end
 local schema = {} --[[COMPACTED_RECORD_ASSEMBLY]]
 -- A snapshot's artifacts as replaceArtifacts (applyStatus-5.lua) would leave the hash (a later duplicate id wins,
--- its order the later one's), read into the record from ARGV.
+-- its order the later one's), or the one artifact an update adds to an empty hash, read into the record from ARGV.
 local given
 if artifacts then
   local fields = {}
@@ -64,7 +70,7 @@ if artifacts then
     local a = 11 + i * 4
     fields['meta:' .. ARGV[a]] = ARGV[a + 1]
     fields['parts:' .. ARGV[a]] = ARGV[a + 2]
-    fields['order:' .. ARGV[a]] = tostring(i)
+    fields['order:' .. ARGV[a]] = adds and '1' or tostring(i)
   end
   given = { fields }
 end
