@@ -6,7 +6,7 @@
  * arguments may differ) is replayed `copies` times under fresh ids (default 400), step by step, each step of every
  * copy in pipelines of 100, A and B taking turns per step (the order swapped every round; default 8 rounds after an
  * untimed one). Only traces of one shape are replayed (`SHAPE`, default the create, the send's read, the mark, the
- * send's answer and the one-step finish). Prints per step the median µs of each side and the median of the rounds'
+ * send's answer and the one-step finish; `SHAPE_A` and `SHAPE_B` when the sides' scripts differ, step for step). Prints per step the median µs of each side and the median of the rounds'
  * B ÷ A: on a loaded machine both sides meet the same load within a step, which two runs one after the other cannot
  * promise.
  */
@@ -26,6 +26,7 @@ interface Side {
 }
 
 const SHAPE = process.env.SHAPE ?? 'createWorkflow,hgetall,hgetall,markSending,applyStatus,finishStep';
+const SHAPES = [process.env.SHAPE_A ?? SHAPE, process.env.SHAPE_B ?? SHAPE];
 const PIPELINE = 100;
 const shapeOf = (trace: Trace) => trace.steps.map((step) => ('script' in step ? step.script : step.command[0])).join(',');
 
@@ -37,10 +38,10 @@ function renamed(trace: Trace, tag: string): Step[] {
   return JSON.parse(out) as Step[];
 }
 
-async function sideOf(redis: Redis, tag: string, file: string, checkout: string): Promise<Side> {
+async function sideOf(redis: Redis, tag: string, file: string, checkout: string, shape: string): Promise<Side> {
   const { scriptText } = (await import(`${checkout}/packages/shared/src/journal/scripts.ts`)) as { scriptText: (name: string) => string };
-  const traces = (JSON.parse(readFileSync(file, 'utf8')) as Trace[]).filter((trace) => shapeOf(trace) === SHAPE);
-  if (traces.length === 0) throw new Error(`${file}: no trace of shape ${SHAPE}`);
+  const traces = (JSON.parse(readFileSync(file, 'utf8')) as Trace[]).filter((trace) => shapeOf(trace) === shape);
+  if (traces.length === 0) throw new Error(`${file}: no trace of shape ${shape}`);
   const shas = new Map<string, string>();
   for (const trace of traces) {
     for (const step of trace.steps) if ('script' in step && !shas.has(step.script)) shas.set(step.script, String(await redis.script('LOAD', scriptText(step.script))));
@@ -60,8 +61,9 @@ if (!traceA || !checkoutA || !traceB || !checkoutB) throw new Error('usage: scri
 const copies = Number(copiesText);
 const server = await startRedisServer();
 const redis = new Redis(server.url);
-const sides = [await sideOf(redis, 'a', traceA, checkoutA), await sideOf(redis, 'b', traceB, checkoutB)];
-const steps = SHAPE.split(',');
+const sides = [await sideOf(redis, 'a', traceA, checkoutA, SHAPES[0]!), await sideOf(redis, 'b', traceB, checkoutB, SHAPES[1]!)];
+const steps = SHAPES[0]!.split(',');
+if (SHAPES[1]!.split(',').length !== steps.length) throw new Error('SHAPE_A and SHAPE_B must have as many steps');
 const micros = sides.map(() => steps.map(() => [] as number[]));
 for (let round = -1; round < Number(roundsText); round++) {
   const runs = sides.map((side) => Array.from({ length: copies }, (_, index) => renamed(side.traces[index % side.traces.length]!, `${side.tag}${round}c${index}-`)));
