@@ -21,6 +21,8 @@ export interface FinishScenario {
   timestamp: boolean;
   contextId: boolean;
   lease: boolean;
+  /** The row before the terminal status: as the send's answer left it (default), working with a status message, or parked with a question. */
+  before?: 'submitted' | 'working' | 'asked';
 }
 
 /**
@@ -54,12 +56,20 @@ export function usePublished(url: () => string, redis: () => RedisClient) {
 export const finishPatchOf = (state: FinishScenario['state']): WorkflowPatch & { state: WorkflowState } =>
   state === 'COMPLETED' ? { state: 'COMPLETED' } : { state: 'FAILED', failure: [`main: ${state}`] };
 
-/** A one-step workflow with its delegation SUBMITTED (task bound), claimed by a follow; what the worker holds then. */
-export async function setUpOneStep(journal: Journal, workflowId: string, s: Pick<FinishScenario, 'contextId' | 'lease'>) {
+/**
+ * A one-step workflow with its delegation SUBMITTED (task bound; then WORKING with a status message, or INPUT_REQUIRED
+ * with a question, as `s.before` says), claimed by a follow; what the worker holds then.
+ */
+export async function setUpOneStep(journal: Journal, workflowId: string, s: Pick<FinishScenario, 'contextId' | 'lease' | 'before'>) {
   const ref = { workflowId, delegationId: 'main.1' };
   const definition = JSON.stringify({ workflowId, steps: [{ name: 'main', agent: FINISH_CARD, message: { text: 'x' } }] });
   await journal.createWorkflow(workflowId, { state: 'RUNNING', definition, createdAt: '1000' }, intentRow(workflowId));
   await journal.applyStatus(ref, { mode: 'snapshot', state: 'SUBMITTED', taskId: 't-1', ...(s.contextId ? {} : { contextId: 'c-1' }), agentCardUrl: FINISH_CARD });
+  if (s.before === 'working' || s.before === 'asked') {
+    const asked = s.before === 'asked';
+    const statusMessage = { messageId: asked ? 'q-1' : 'w-1', role: 'ROLE_AGENT' as const, parts: [{ text: asked ? 'which one?' : 'on it' }] };
+    await journal.applyStatus(ref, { mode: 'event', state: asked ? 'INPUT_REQUIRED' : 'WORKING', statusMessage });
+  }
   const fence = await journal.claim(ref, 'follower');
   if (s.lease) await journal.lease(ref, 'acquire', 'follow-token', 60_000);
   const held = (await journal.getDelegation(ref))!;

@@ -72,6 +72,20 @@ export const normalOf = (view: DelegationView): Normal => ({
 const readAnswer = (taskId: string, contextId: string) => task(taskId, 'COMPLETED', { contextId, message: { messageId: 'read', role: 'ROLE_AGENT', parts: [{ text: 'as read' }] } });
 
 const WATCHED = ['applyArtifact', 'applyArtifactThenStatus'] as const;
+
+/**
+ * The journal script an EVALSHA seen by MONITOR (`args`: the command and its arguments) ran, as the pair tests name it:
+ * 'applyArtifact', 'applyArtifactThenStatus', or undefined for any other. The pair that ends a one-step workflow
+ * (finish-step.ts: its settle in the same script) counts as the pair: `applyArtifactThenFinishStep`, or `finishStep`
+ * adding the artifact update itself (finishStep-5.lua ARGV[10] 'add', after its 5 keys).
+ */
+export function pairScriptOf(args: readonly string[]): (typeof WATCHED)[number] | undefined {
+  const sha = args[1];
+  const watched = WATCHED.find((name) => scriptSha(name) === sha);
+  if (watched) return watched;
+  if (sha === scriptSha('applyArtifactThenFinishStep') || (sha === scriptSha('finishStep') && args[3 + 5 + 9] === 'add')) return 'applyArtifactThenStatus';
+  return undefined;
+}
 let references = 0;
 
 /**
@@ -155,13 +169,11 @@ export class PairRig {
 
   /** Starts MONITOR (first, while Redis is quiet), the agent, the producer and a fleet whose reconciler stays away. */
   static async start(redisUrl: string, prefix: string, fleetOptions: Partial<StartFleetOptions> = {}): Promise<PairRig> {
-    // The pair that ends a one-step workflow (finish-step.ts: its settle in the same script) counts as the pair.
-    const names = new Map<string, string>([...WATCHED.map((name) => [scriptSha(name), name] as const), [scriptSha('applyArtifactThenFinishStep'), 'applyArtifactThenStatus']]);
     const monitor = await startMonitor(redisUrl);
     const calls = new Map<string, Record<string, number>>();
     monitor.on('monitor', (_time: string, args: string[], source: string) => {
       if (source.includes('lua') || (args[0] ?? '').toLowerCase() !== 'evalsha' || !(args[3] ?? '').startsWith(`${prefix}:`)) return;
-      const name = names.get(args[1]!);
+      const name = pairScriptOf(args);
       const workflowId = /\{wf:([^}]+)\}/.exec(args[3]!)?.[1];
       if (!name || !workflowId) return;
       const counts = calls.get(workflowId) ?? {};

@@ -2,7 +2,8 @@
  * The one-step finish (finishStep-5.lua, `Journal.finishStep`): a one-step workflow's terminal status and its settle
  * in one script. Property (the kind "two transitions made one"): whatever another writer did between the worker's
  * read and the call (a late event, a workflow change, a lease taken, a push config noted, the row finished by
- * someone else, a history bound, another delegation), the call followed by the settle the worker would then make
+ * someone else, a history bound, another delegation), from a row as the send's answer left it, working with a status
+ * message or parked with a question, the call followed by the settle the worker would then make
  * leaves the same journal, key by key, and publishes the same messages on the change channel, as today's two calls
  * (the status change, then the settle): the script either does all of it or nothing. Real Redis, the real scripts;
  * one clock for both, so the bytes compare. And a test per return code.
@@ -35,6 +36,7 @@ const scenario = fc.record({
   timestamp: fc.boolean(),
   contextId: fc.boolean(),
   lease: fc.boolean(),
+  before: fc.constantFrom<'submitted' | 'working' | 'asked'>('submitted', 'working', 'asked'),
 });
 type Scenario = FinishScenario & { interference: Interference };
 

@@ -20,9 +20,9 @@ import { createProducer, type Producer, type WorkflowView } from '@durable-a2a/p
 import type { Fleet } from '@durable-a2a/workers';
 import { testsOnCluster, useRedisClient, useRedisServer, startMonitor } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
-import { scriptSha } from '../../packages/shared/src/journal/scripts.ts';
 import { closeAfterEach } from '../harness/lifecycle.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { pairScriptOf } from '../harness/stream-pairs.ts';
 import { AU, SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type SseWait } from '../harness/scripted-agent.ts';
 
 const redisServer = useRedisServer();
@@ -161,16 +161,11 @@ describe.skipIf(testsOnCluster())('a stream whose artifact update and status upd
   async function run(tag: string, sse: (string | SseWait)[], done: (view: WorkflowView) => boolean) {
     const prefix = `stream-pairs-e2e-${tag}-${++counter}`;
     // MONITOR first, while Redis is quiet (ioredis takes replies that race its MONITOR for the command queue's).
-    // The pair that ends a one-step workflow (finish-step.ts: its settle in the same script) counts as the pair.
-    const names = new Map<string, string>([
-      ...(['applyArtifact', 'applyArtifactThenStatus'] as const).map((name) => [scriptSha(name), name] as const),
-      [scriptSha('applyArtifactThenFinishStep'), 'applyArtifactThenStatus'],
-    ]);
     monitorClient = await startMonitor(redisServer().url);
     const calls: string[] = [];
     monitorClient.on('monitor', (_time: string, args: string[], source: string) => {
       if (source.includes('lua') || (args[0] ?? '').toLowerCase() !== 'evalsha' || !(args[3] ?? '').startsWith(`${prefix}:`)) return;
-      calls.push(names.get(args[1]!) ?? 'another script');
+      calls.push(pairScriptOf(args) ?? 'another script');
     });
     agent = await startScriptedAgent({
       SendMessage: (params) => ({ result: { task: task('T1', 'SUBMITTED', { contextId: params.message.contextId, history: [params.message] }) } }),

@@ -49,8 +49,9 @@ interface FinishStepInput {
   state: WorkflowState;
   workflowVersion: number;
   members: readonly [string, string];
-  bound: number;
   artifacts: ReturnType<typeof storedArtifact>[] | undefined;
+  /** `artifacts` is one artifact update added to a row without artifacts (ARGV[10] 'add'), not a snapshot's. */
+  adds: boolean;
   recordText: readonly string[];
 }
 
@@ -64,24 +65,10 @@ const finishStepArguments = (input: FinishStepInput): (string | number)[] => [
   input.state,
   input.workflowVersion,
   ...input.members,
-  input.bound,
-  input.artifacts ? input.artifacts.length : '',
+  input.adds ? 'add' : input.artifacts ? input.artifacts.length : '',
   ...(input.artifacts ?? []).flatMap(({ artifactId, meta, parts, bytes }) => [artifactId, meta, parts, String(bytes)]),
   ...input.recordText,
 ];
-
-/**
- * A bound in bytes of the compacted record without its history (finishStep-5.lua ARGV[10]): its texts, and each
- * stored artifact's members (`"meta:<id>":{…},"parts:<id>":[…],"order:<id>":"<i>"`: the JSON texts as they are, the
- * quoted names and the order at most 6 bytes per byte, cjson's longest escape `\u00XX`) and their punctuation.
- */
-function recordBound(recordText: readonly string[], artifacts: ReturnType<typeof storedArtifact>[] | undefined): number {
-  let bytes = 64 + recordText.reduce((sum, value) => sum + Buffer.byteLength(value), 0);
-  for (const [index, { artifactId, meta, parts }] of (artifacts ?? []).entries()) {
-    bytes += Buffer.byteLength(meta) + Buffer.byteLength(parts) + 6 * (3 * (Buffer.byteLength(artifactId) + 8) + String(index).length) + 32;
-  }
-  return bytes;
-}
 
 /** finishStep-5.lua's reply: done (and whether the delegation's index entry was there), or nothing written. */
 type FinishStepOutcome = { done: true; removed: boolean } | { done: false; reason: 'changed' | 'large' };
@@ -159,7 +146,10 @@ export class JournalFinishStep extends JournalStatus {
   async finishStep(ref: DelegationRef, change: StatusChange, finish: OneStepFinish, artifact?: { fence: number | undefined; update: ArtifactUpdate }): Promise<FinishStepResult> {
     const nowMs = this.now();
     change = this.withinArtifactLimit(change);
-    const input = this.finishInput(ref, change, finish, nowMs, artifact !== undefined);
+    // An artifact update that adds the row's first artifact goes into the finish's record from its arguments (never
+    // written); any other goes first in the same script (applyArtifactThenFinishStep).
+    const added = artifact && this.addsFirstArtifact(change, artifact) ? artifact.update : undefined;
+    const input = this.finishInput(ref, change, finish, nowMs, artifact !== undefined, added);
     if (!input) return this.withoutFinish(ref, change, artifact);
     const keys = {
       delegation: this.keys.delegation(ref.workflowId, ref.delegationId),
@@ -170,12 +160,14 @@ export class JournalFinishStep extends JournalStatus {
     };
     let outcome: FinishStepOutcome | undefined;
     let artifactOutcome: ArtifactOutcome | undefined;
-    if (artifact) {
+    if (artifact && !added) {
       const reply = await this.call(applyArtifactThenFinishStepScript, keys, { artifact: this.artifactInput(artifact.fence, artifact.update), finish: input.script });
       artifactOutcome = await this.artifactResult(ref, reply.artifact);
       outcome = reply.finish;
     } else outcome = await this.call(finishStepScript, keys, input.script);
-    if (outcome?.done) return { finished: true, record: input.record, removedFromIndex: outcome.removed, ...(artifactOutcome ? { artifact: artifactOutcome } : {}) };
+    if (outcome?.done) return { finished: true, record: input.record, removedFromIndex: outcome.removed, ...(added ? { artifact: 'applied' as const } : artifactOutcome ? { artifact: artifactOutcome } : {}) };
+    // Nothing written, the artifact update either: both as the two calls' first, in one call.
+    if (added) return this.withoutFinish(ref, change, artifact);
     // Nothing of the change written: the change alone, as the two calls' first (an applied artifact update moved the
     // row's version past `held`: the whole row comes back).
     const status = await this.statusResult(ref, change, await this.applyStatusOnce(ref, change, 'unbound'));
@@ -189,8 +181,20 @@ export class JournalFinishStep extends JournalStatus {
     return { finished: false, status: both.status, artifact: both.artifact };
   }
 
-  /** finishStep-5.lua's input and the delegation as the change leaves it, or undefined when the text cannot be built. */
-  private finishInput(ref: DelegationRef, change: StatusChange, finish: OneStepFinish, nowMs: number, artifactApplied: boolean): { script: FinishStepInput; record: DelegationRecord } | undefined {
+  /**
+   * Whether `artifact` adds the first artifact of the row `change.held` holds, as applyArtifact-2.lua would apply it:
+   * the stream's fence, no artifact stored (no `artifactBytes`: every artifact write sets it), within the limit.
+   */
+  private addsFirstArtifact(change: StatusChange, artifact: { fence: number | undefined; update: ArtifactUpdate }): boolean {
+    const stored = change.held && storedRowOf(change.held);
+    return stored !== undefined && stored.artifactBytes === undefined && artifact.fence === change.fence && storedArtifact(artifact.update.artifact).bytes <= this.artifactBytesPerDelegation;
+  }
+
+  /**
+   * finishStep-5.lua's input and the delegation as the change leaves it, or undefined when the text cannot be built.
+   * `added`: an artifact update the script adds (`addsFirstArtifact`), read into the record from its arguments.
+   */
+  private finishInput(ref: DelegationRef, change: StatusChange, finish: OneStepFinish, nowMs: number, artifactApplied: boolean, added?: ArtifactUpdate): { script: FinishStepInput; record: DelegationRecord } | undefined {
     const held = change.held;
     if (!this.removesIndexWithFinish || !held || heldVersion(held) === undefined) return undefined;
     const stored = storedRowOf(held);
@@ -202,12 +206,12 @@ export class JournalFinishStep extends JournalStatus {
     const recordText = recordTextArguments(ref.workflowId, workflowRow, encodeWorkflowPatch(finish.patch), nowMs, [{ id: ref.delegationId, row }]);
     const record = recordText.length > 0 ? changedRow(held, row) : undefined;
     if (!record) return undefined;
-    const artifacts = change.artifacts?.map((stored) => storedArtifact(stored));
+    const artifacts = added ? [storedArtifact(added.artifact)] : change.artifacts?.map((stored) => storedArtifact(stored));
     return {
       record,
       script: {
-        bound: recordBound(recordText, artifacts),
         artifacts,
+        adds: added !== undefined,
         fence: change.fence,
         leaseToken: change.endsLease?.token ?? '',
         nowMs,

@@ -58,8 +58,14 @@ const WRITTEN_AT_LOAD: Readonly<Record<string, () => string>> = {
   HISTORY_LIMITS: historyLimitsLua,
 };
 
-/** Generated includes (any other include is a file in `lua/includes/`). */
-const GENERATED_INCLUDES: Readonly<Record<string, () => string>> = { prelude: luaPrelude };
+/**
+ * Generated includes (any other include is a file in `lua/includes/`): a marker line here, replaced once the whole
+ * text is known (`fileText`), as the prelude holds only the tables the script names.
+ */
+const GENERATED_INCLUDES: Readonly<Record<string, (rest: string) => string>> = {
+  prelude: (rest) => luaPrelude((table) => new RegExp(`\\b${table}\\b`).test(rest)),
+};
+const GENERATED = /^--\[\[GENERATED ([A-Za-z]+)\]\]$/gm;
 
 /** A journal script's verb (its file is `lua/<verb>-<key count>.lua`), or a composed script's name. */
 export type ScriptName = string;
@@ -79,8 +85,7 @@ function withIncludes(text: string, seen: Set<string>, from: string): string {
   return text.replace(INCLUDE, (_line, name: string) => {
     if (seen.has(name)) return `-- @include "${name}": already included`;
     seen.add(name);
-    const generated = GENERATED_INCLUDES[name];
-    if (generated) return generated();
+    if (GENERATED_INCLUDES[name]) return `--[[GENERATED ${name}]]`;
     let included: string;
     try {
       included = readFileSync(new URL(`includes/${name}.lua`, LUA_DIRECTORY), 'utf8');
@@ -98,7 +103,8 @@ function withIncludes(text: string, seen: Set<string>, from: string): string {
 function fileText(name: string): string {
   if (!KEY_COUNTS.has(name)) throw new Error(`no journal script '${name}' (lua/<verb>-<key count>.lua)`);
   const file = `${name}-${KEY_COUNTS.get(name)}.lua`;
-  const text = withIncludes(readFileSync(new URL(file, LUA_DIRECTORY), 'utf8'), new Set(), file);
+  const expanded = withIncludes(readFileSync(new URL(file, LUA_DIRECTORY), 'utf8'), new Set(), file);
+  const text = expanded.replace(GENERATED, (line, name: string) => GENERATED_INCLUDES[name]!(expanded.replace(line, '')));
   return text.replace(MARKER, (_marker, marker: string) => {
     const value = WRITTEN_AT_LOAD[marker];
     if (!value) throw new Error(`${file}: no value to write into '{} --[[${marker}]]'`);

@@ -99,6 +99,8 @@ local FIELDS_READ = { 'delegationId', 'version', 'state', 'statusTimestampMs', '
   'artifactBytes', unpack(FIELDS_UNVERSIONED) }
 -- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
 local member = ''
+-- ARGV[16] 'handover:…' read once (endLease.lua), else nil.
+local handover = handoverOf(ARGV[16])
 
 local function apply()
   -- One read of the row and one write (every field of the transition in a single HSET). The caller holds the row at
@@ -111,7 +113,7 @@ local function apply()
   local hash, flat, at, read = {}, {}, {}, {}
   if not whole then
     if ARGV[7] ~= '' and ARGV[14] ~= '1' then FIELDS_READ[#FIELDS_READ + 1] = 'agentCardUrl'; read.agentCardUrl = true end
-    if string.match(ARGV[16], '^handover:%d+:%d') then FIELDS_READ[#FIELDS_READ + 1] = 'workflowId'; read.workflowId = true end
+    if handover and handover.checkAt ~= '' then FIELDS_READ[#FIELDS_READ + 1] = 'workflowId'; read.workflowId = true end
     local values = redis.call('HMGET', KEYS[1], unpack(FIELDS_READ))
     whole = tonumber(values[2]) ~= tonumber(ARGV[17])
     if not whole then for i, field in ipairs(FIELDS_READ) do if values[i] then hash[field] = values[i] end end end
@@ -192,9 +194,10 @@ local function apply()
   if FINISHED[incoming] then put('finishedAt', now) end
   local version = (tonumber(row[2]) or 0) + 1
   put('version', tostring(version))
+  handoverFields(handover, KEYS[3], ARGV[15], incoming, row[1], put)
   redis.call('HSET', KEYS[1], unpack(set))
   if PARKED[incoming] then publishChange(workflowBaseOf(KEYS[1]), incoming) end
-  if string.match(ARGV[16], '^handover:%d+:%d') then member = (field('workflowId') or '') .. '|' .. row[8] end
+  if handover and handover.fence and handover.checkAt ~= '' then member = (field('workflowId') or '') .. '|' .. row[8] end
   if whole then
     for i = 1, #set, 2 do
       local index = at[set[i]]
@@ -213,5 +216,5 @@ local function apply()
 end
 
 local reply = apply()
-endLease(reply, KEYS[1], KEYS[3], KEYS[5], ARGV[15], ARGV[16], ARGV[4], member)
+endLease(reply, KEYS[1], KEYS[3], KEYS[5], ARGV[15], ARGV[16], ARGV[4], member, handover)
 return reply

@@ -9,7 +9,7 @@
   caller takes the two calls instead (applyStatus, then the settle), which decide from the rows as they are.
   KEYS[1] delegation hash (its workflow row '<base>:wf', delegation list '<base>:wf:delegations', history and
           change channel are derived from it: same hash tag, same slot)
-  KEYS[2] artifacts hash (read into the record, then deleted)
+  KEYS[2] artifacts hash (read into the record unless a snapshot's artifacts replace it, then deleted)
   KEYS[3] the delegation's lease (the follow lease the stream holds; lease-1.lua)
   KEYS[4] the unfinished index
   KEYS[5] the updated index (search-index.ts), the workflow scored ARGV[3] there
@@ -21,18 +21,21 @@
   ARGV[6] the workflow's state as the change sets it (published when ARGV[5] is '')
   ARGV[7] the workflow row's version the text was built from (the change writes it + 1)
   ARGV[8] the delegation's index member, ARGV[9] the workflow's '*' member (indexMember)
-  ARGV[10] a bound in bytes of the record without its history, artifacts included (when ARGV[11] gives them)
-  ARGV[11] number of the Task's artifacts N ('' = leave the stored artifacts), then N quadruples artifactId, meta
+  ARGV[10] number of the Task's artifacts N ('' = leave the stored artifacts), then N quadruples artifactId, meta
           JSON, parts JSON array, bytes (applyStatus-5.lua ARGV[19..]): a snapshot's artifacts replace the stored ones
-  ARGV[12+4N..] the record text as updateWorkflow-4.lua takes it (ARGV[9+n..]) for one delegation: the workflow
+          (read into the record from here: never written, as the artifacts hash is deleted with the compaction);
+          or 'add', then one quadruple: an artifact update that came with the status, added to a row that holds no
+          artifact, as applyArtifact-2.lua would add it (its order '1', the hash's field count once its bytes are in;
+          the row's version moves by two, so it is the text's version - 2), N = 1
+  ARGV[11+4N..] the record text as updateWorkflow-4.lua takes it (ARGV[9+n..]) for one delegation: the workflow
           object's text, the row's historyDropped ('' absent), then the delegation's id, the version its text holds
           (the row's version before the status change + 1), fence, pushConfigState, pushConfigId, pushToken ('' absent)
           and its record text without artifacts
-  Checked before any write: the delegation row is at the text's version - 1, unfinished, and holds the fence, push
+  Checked before any write: the delegation row is at the text's version - 1 (- 2 with 'add', and holds no artifact
+  then), unfinished, and holds the fence, push
   config state, push config id and push token the text was built from (and ARGV[1]'s fence when given); the
   workflow row is at ARGV[7], unfinished, with the same historyDropped; its delegation list is exactly this
-  delegation; the record fits in the layout's maxBytes (with new artifacts: ARGV[10] and the history's bytes do,
-  checked before they are written; else the record built from the stored ones does).
+  delegation; the record (with the snapshot's artifacts, or the stored ones) fits in the layout's maxBytes.
   Returns: {1, removed} done (removed: 1 when the delegation's own index entry was there: the caller observes its
            duration, once); {0, reason} nothing written ('changed': a row moved since the text was built, or is not
            what it claims; 'large': the record would pass maxBytes): the caller takes the two calls
@@ -40,12 +43,13 @@
 --- @include "prelude"
 --- @include "workflowKeys"
 --- @include "compaction"
---- @include "replaceArtifacts"
-local artifacts = ARGV[11] ~= '' and tonumber(ARGV[11]) or nil
-local at = 12 + 4 * (artifacts or 0)
+local adds = ARGV[10] == 'add'
+local artifacts = adds and 1 or (ARGV[10] ~= '' and tonumber(ARGV[10]) or nil)
+local at = 11 + 4 * (artifacts or 0)
 local textVersion, fence = ARGV[at + 3], ARGV[at + 4]
 local row = redis.call('HMGET', KEYS[1], 'version', 'state', 'fence', 'pushConfigState', 'pushConfigId', 'pushToken', 'delegationId', 'artifactBytes')
-if row[7] ~= ARGV[at + 2] or tostring((tonumber(row[1]) or 0) + 1) ~= textVersion or FINISHED[row[2]] then return {0, 'changed'} end
+if row[7] ~= ARGV[at + 2] or tostring((tonumber(row[1]) or 0) + (adds and 2 or 1)) ~= textVersion or FINISHED[row[2]] then return {0, 'changed'} end
+if adds and row[8] then return {0, 'changed'} end
 if (row[3] or '') ~= fence or (ARGV[1] ~= '' and row[3] ~= ARGV[1]) then return {0, 'changed'} end
 for i = 4, 6 do
   if (row[i] or '') ~= ARGV[at + i + 1] then return {0, 'changed'} end
@@ -57,27 +61,25 @@ if not workflow[5] or workflow[1] ~= ARGV[7] or FINISHED_WORKFLOW[workflow[2]] o
 local ids = redis.call('LRANGE', listKey, 0, -1)
 if #ids ~= 1 or ids[1] ~= row[7] then return {0, 'changed'} end
 local schema = {} --[[COMPACTED_RECORD_ASSEMBLY]]
-local historyBytes = workflow[4] or ''
-local done
+-- A snapshot's artifacts as replaceArtifacts (applyStatus-5.lua) would leave the hash (a later duplicate id wins,
+-- its order the later one's), or the one artifact an update adds to an empty hash, read into the record from ARGV.
+local given
 if artifacts then
-  -- The record is built from the artifacts once written: its size is bounded first (the history's text is its
-  -- entries, their commas and 13 bytes around them).
-  local history = tonumber(historyBytes) or 0
-  if history > 0 then history = history + redis.call('LLEN', base .. ':history') + 13 end
-  if (tonumber(ARGV[10]) or math.huge) + history > schema.maxBytes then return {0, 'large'} end
-else
-  done = assemble(schema, ARGV[at], { ARGV[at + 8] }, ids, base, historyBytes)
-  if not done then return {0, 'large'} end
+  local fields = {}
+  for i = 0, artifacts - 1 do
+    local a = 11 + i * 4
+    fields['meta:' .. ARGV[a]] = ARGV[a + 1]
+    fields['parts:' .. ARGV[a]] = ARGV[a + 2]
+    fields['order:' .. ARGV[a]] = adds and '1' or tostring(i)
+  end
+  given = { fields }
 end
+local done = assemble(schema, ARGV[at], { ARGV[at + 8] }, ids, base, workflow[4] or '', given)
+if not done then return {0, 'large'} end
 
--- Nothing written above: from here the same writes as the two scripts, in their order, minus the rows' HSETs (both
--- rows are deleted with the compaction).
+-- Nothing written above: from here the same writes as the two scripts, in their order, minus the rows' HSETs and the
+-- snapshot's artifacts (deleted with the compaction).
 if ARGV[2] ~= '' and redis.call('GET', KEYS[3]) == ARGV[2] then redis.call('DEL', KEYS[3]) end
-if artifacts then
-  replaceArtifacts(KEYS[2], row[8] ~= nil, 12, artifacts)
-  done = assemble(schema, ARGV[at], { ARGV[at + 8] }, ids, base, historyBytes)
-  if not done then return redis.error_reply('finishStep: the record passed the bound it was given (ARGV[10])') end
-end
 local pushed = (row[6] or '') ~= '' and { ids[1], row[6] } or {}
 storeCompacted(workflowKey, listKey, base, done, ids, pushed, tonumber(ARGV[4]) or 0)
 redis.call('ZADD', KEYS[5], 'GT', ARGV[3], workflow[5])

@@ -88,28 +88,33 @@ local function slimDelegation(d, workflow, stepAgents, workflowId)
   return plain
 end
 -- A delegation's record text with its artifacts (kept: order, meta, parts) as member 'art', when it has any.
-local function withArtifacts(record, schema, artifactsKey)
-  local artifacts = toFields(redis.call('HGETALL', artifactsKey))
-  local kept = {}
-  for k, v in pairs(artifacts) do
+-- `artifacts`: the artifacts hash as fields (field -> value). Members in the order of their names (sorted), so the
+-- text depends on the fields alone, not on how they were stored or read (a hash's or a Lua table's order).
+local function withArtifacts(record, schema, artifacts)
+  local names = {}
+  for k in pairs(artifacts) do
     local kind = string.match(k, '^(%a+):')
-    if kind == 'order' or kind == 'meta' or kind == 'parts' then kept[k] = v end
+    if kind == 'order' or kind == 'meta' or kind == 'parts' then names[#names + 1] = k end
   end
-  if not next(kept) then return record end
+  if #names == 0 then return record end
+  table.sort(names)
   local parts = {}
-  for k, v in pairs(kept) do
+  for i, k in ipairs(names) do
+    local v = artifacts[k]
     local c = string.sub(v, 1, 1)
-    parts[#parts + 1] = text(k) .. ':' .. ((string.match(k, '^order:') or not (c == '{' or c == '[')) and text(v) or v)
+    parts[i] = text(k) .. ':' .. ((string.match(k, '^order:') or not (c == '{' or c == '[')) and text(v) or v)
   end
   return string.sub(record, 1, -2) .. (#record > 2 and ',' or '') .. text(schema.names.artifacts) .. ':{' .. table.concat(parts, ',') .. '}}'
 end
 -- The whole record from the workflow's text and its delegations' (artifacts included), with its history list
 -- (read only when the row's 'historyBytes' says it holds entries: lua/includes/history.lua); nil past maxBytes
--- (given up as soon as the delegations built so far pass it).
-local function assemble(schema, encodedWorkflow, records, ids, base, historyBytes)
+-- (given up as soon as the delegations built so far pass it). `given` (optional): per delegation index, its
+-- artifacts as fields, instead of reading its artifacts hash (a snapshot's, not written: finishStep-5.lua).
+local function assemble(schema, encodedWorkflow, records, ids, base, historyBytes, given)
   local delegations, size = {}, 0
   for index, id in ipairs(ids) do
-    local record = withArtifacts(records[index], schema, base .. ':d:' .. id .. ':artifacts')
+    local artifacts = given and given[index] or toFields(redis.call('HGETALL', base .. ':d:' .. id .. ':artifacts'))
+    local record = withArtifacts(records[index], schema, artifacts)
     size = size + #record + 1
     if size > schema.maxBytes then return nil end
     delegations[index] = record
