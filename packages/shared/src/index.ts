@@ -10,7 +10,7 @@ export type { CorruptRecordHandler, CorruptRecordKind } from './journal/corrupt.
 export { indexMember, journalKeys, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
 export { AgentFlow, type AgentLimits, type FlowAcquired, type FlowWaitReason } from './journal/agent-flow.ts';
 export { SendOrder, SEND_ORDER_WINDOW_MS } from './journal/send-order.ts';
-export { SEND_PRIORITY, SendPrioritySchema, DEFAULT_SEND_TENANT, bullmqSendPriority, FairSendQueue, type SendPlaces } from './send-priority.ts';
+export { SEND_PRIORITY, SendPrioritySchema, DEFAULT_SEND_TENANT, bullmqSendPriority, placeOfSendPriority, FairSendQueue, type SendPlaces } from './send-priority.ts';
 export type { JournalKeys } from './journal/keys.ts';
 export { DEFAULT_TENANT, TENANT_PATTERN, TENANT_SEPARATOR, TenantSchema, WORKFLOW_ID_PATTERN, localWorkflowId, scopedWorkflowId, tenantOfWorkflowId, tenantWorkflowId } from './journal/tenant.ts';
 export { QUOTA_CHECKED_MEMBERS, type TenantQuota } from './journal/workflows.ts';

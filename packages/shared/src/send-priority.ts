@@ -29,6 +29,16 @@ export function bullmqSendPriority(priority: number, place: number): number {
   return band * BAND + 1 + Math.min(Math.max(0, Math.floor(place)), BAND - 2);
 }
 
+/**
+ * The tenant place a message send job was added with, read back from its BullMQ job priority (`bullmqSendPriority`);
+ * undefined for a job without one (a reply, a cancel). A send's next try is added at this place again: waiting for
+ * a slot or for its agent to come back does not count as a new send of its tenant.
+ */
+export function placeOfSendPriority(jobPriority: number | undefined): number | undefined {
+  if (jobPriority === undefined || !Number.isSafeInteger(jobPriority) || jobPriority < 1) return undefined;
+  return (jobPriority - 1) % BAND;
+}
+
 /** What places a tenant's send (`SendOrder`). */
 export interface SendPlaces {
   place(tenant: string): Promise<number>;

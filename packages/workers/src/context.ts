@@ -45,6 +45,8 @@ export interface JobRun {
   attempts: number;
   /** Called when the follow's stream is open (its first event, or its end): local follows pace their openings by it. */
   opened?: () => void;
+  /** A message send job's place among its tenant's sends (`placeOfSendPriority`): its next try keeps it. */
+  place?: number;
 }
 
 /** The `JobRun` of a BullMQ job. */

@@ -92,6 +92,8 @@ export interface Scope {
   log?: Log;
   /** Metrics label of the transitions this run applies (`stream`, `get-task`, `send`, `reconcile`, …). */
   source?: string;
+  /** The send job's place among its tenant's sends (`JobRun.place`): a next try (`send-later`) is added there again. */
+  place?: number;
 }
 
 /** What `apply` did. */
@@ -236,7 +238,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       await giveBack(ctx, ref, followLease);
       if (!written.applied) return done('nothing');
       await ctx.journal.scheduleCheck(ref, next.atMs + ctx.options.sendSettleMs);
-      await enqueueSendTry(ctx.queues, ref, record.resendCount, next.atMs, Math.max(0, next.atMs - ctx.options.now()), { priority: record.priority });
+      await enqueueSendTry(ctx.queues, ref, record.resendCount, next.atMs, Math.max(0, next.atMs - ctx.options.now()), { priority: record.priority, place: scope.place });
       return done('send-later');
     case 'check-later':
       await giveBack(ctx, ref, followLease);

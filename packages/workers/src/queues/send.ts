@@ -4,7 +4,7 @@
  * (`delegation/reply.ts`) or a CancelTask (`delegation/cancel.ts`).
  */
 import type { Job } from 'bullmq';
-import { SendJobSchema } from '@durable-a2a/shared';
+import { SendJobSchema, placeOfSendPriority } from '@durable-a2a/shared';
 import { jobRunOf, type WorkerContext } from '../context.ts';
 import { sendMessage, outgoingMessage } from '../delegation/runs/send.ts';
 import { sendReply } from '../delegation/runs/reply.ts';
@@ -24,5 +24,6 @@ export async function processSend(job: Job, ctx: WorkerContext): Promise<string>
   if (!record) return 'missing';
   if (data.kind === 'reply') return sendReply(ctx, record, jobRunOf(job));
   if (data.kind === 'cancel') return cancelTask(ctx, record);
-  return sendMessage(ctx, record, jobRunOf(job));
+  const place = placeOfSendPriority(job.opts.priority);
+  return sendMessage(ctx, record, place === undefined ? jobRunOf(job) : { ...jobRunOf(job), place });
 }

@@ -49,7 +49,7 @@ export async function sendFailed(ctx: WorkerContext, failure: SendFailure): Prom
   const observation = sendFailureObservation(error, failure.afterMark, failure.job, nextInterface, bounds);
   if (observation.kind !== 'send-failed') throw error;
   ctx.metrics.sendErrors.inc({ code: observation.error.code, agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
-  const applied = await apply(ctx, record, observation, { fence: failure.fence, log, source: 'send' });
+  const applied = await apply(ctx, record, observation, { fence: failure.fence, log, source: 'send', place: failure.job.place });
   const detail = { err: error, code: observation.error.code, delivery: observation.delivery, effect: observation.effect };
   if (observation.unreachable) return unreachableOutcome(log, detail, applied.next, observation.afterMark);
   if (applied.next === 'retry') {

@@ -70,7 +70,7 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
   // The agent's turn before the mark (nothing has left): a send over its agent's limits waits, never fails.
   const turn = record.agentCardUrl.startsWith(HANDLER_PREFIX) ? undefined : await takeSendTurn(ctx, record, sendRunToken(ctx, job));
   if (turn && 'untilMs' in turn) {
-    await apply(ctx, record, { kind: 'send-deferred', untilMs: turn.untilMs, reason: turn.reason }, { fence: record.fence, log, source: 'send' });
+    await apply(ctx, record, { kind: 'send-deferred', untilMs: turn.untilMs, reason: turn.reason }, { fence: record.fence, log, source: 'send', place: job.place });
     log.info({ reason: turn.reason, nextTryAt: turn.untilMs }, `waiting for a slot at ${record.agentCardUrl}`);
     return 'waiting-for-slot';
   }
