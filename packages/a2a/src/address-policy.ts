@@ -9,9 +9,8 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, buildConnector, Client, Pool, type Dispatcher } from 'undici';
+import { Agent, buildConnector } from 'undici';
 import { A2AError, NetworkError } from './errors.ts';
-import { FreePool } from './free-pool.ts';
 
 /** What an IP address is. Only `public` is allowed by default. */
 export type AddressCategory = 'loopback' | 'private' | 'link-local' | 'metadata' | 'unspecified' | 'multicast' | 'reserved' | 'public';
@@ -210,17 +209,6 @@ function policyLookup(policy: CompiledPolicy): LookupFunction {
   };
 }
 
-/**
- * The dispatcher of one origin: `FreePool` (a free connection found in O(1), however many streams hold the others)
- * unless `connections` bounds it, where undici's own choice stays (a `Client` for 1, else a queueing `Pool`).
- */
-function poolOf(origin: string | URL, options: object): Dispatcher {
-  const { connections } = options as Pool.Options;
-  if (connections === 1) return new Client(origin, options);
-  if (connections) return new Pool(origin, options);
-  return new FreePool(origin, options);
-}
-
 /** Connection timeout of the policy dispatcher; undici's own default. */
 const CONNECT_TIMEOUT_MS = 10_000;
 
@@ -229,8 +217,7 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * the policy. Host names are resolved by the policy's lookup and the socket
  * connects to the checked addresses (`net.connect` does no second lookup); IP
  * literals, which `net.connect` never looks up, are checked before connecting.
- * A refused address fails the request with `BlockedAddressError`. Each origin's connections are a `FreePool`
- * (`free-pool.ts`) unless `agentOptions` bound them (`connections`) or bring their own `factory`.
+ * A refused address fails the request with `BlockedAddressError`.
  */
 export function createPolicyDispatcher(options: AddressPolicyOptions = {}, agentOptions: Omit<Agent.Options, 'connect'> = {}): Agent {
   const policy = compilePolicy(options);
@@ -246,7 +233,7 @@ export function createPolicyDispatcher(options: AddressPolicyOptions = {}, agent
       (error: Error) => callback(error, null),
     );
   };
-  const agent = new Agent({ factory: poolOf, ...agentOptions, connect });
+  const agent = new Agent({ ...agentOptions, connect });
   policiesOfDispatchers.set(agent, options);
   return agent;
 }
