@@ -3,6 +3,10 @@
  * page per interval: every running workflow's entry comes due each interval, so with more running workflows than a
  * page an entry due now (a send to search for) waited behind them for several intervals (seen with 10,000 in flight:
  * eight sends left in INTENT for minutes behind 8,500 due workflow entries).
+ * Two sweeps that read the same due entries at once check each entry once: a timer sweep whose job came due while no
+ * worker ran (a whole-fleet crash), run by the fresh worker beside its start-up sweep, read every due workflow entry
+ * too, and both enqueued it (every running workflow decided twice, docs/performance.md, recovery). Each sweep now
+ * claims what it read with compare-and-set on the entry's next check (claimChecks-1.lua).
  */
 import { describe, expect, it } from 'vitest';
 import { indexMember, type DelegationRef } from '@durable-a2a/shared';
@@ -42,5 +46,32 @@ describe('timer sweep', () => {
     expect(await redis().zcount(unfinished, '-inf', sweptAt)).toBe(0);
     // Each workflow entry moved to its next check (0.5 to 1.5 intervals from the sweep).
     for (const { id } of sent) expect(Number(await redis().zscore(unfinished, indexMember(id, '*')))).toBeGreaterThan(sweptAt + LONG_INTERVAL_MS / 2 - 1_000);
+  }, 60_000);
+});
+
+describe('sweeps at once', () => {
+  it('a timer sweep and a start-up sweep that read the same due entries enqueue each for one check', async () => {
+    const prefix = 'sweep-claims';
+    const { agent, producer } = await startLongTasks(redisServer().url, prefix);
+    // No reconcile worker: the sweeps' batch jobs stay in the queue, to be counted.
+    const fleet: Fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['send', 'follow'], reconcileIntervalMs: LONG_INTERVAL_MS, streamIdleTimeoutMs: LONG_INTERVAL_MS });
+    keep(agent, producer, fleet);
+    const { sent } = await delegateJobs(producer, agent.cardUrl, 12);
+    const leaseHeld = async () => (await Promise.all(sent.map(({ id }) => redis().exists(producer.journal.keys.followLease(id, 'main.1'))))).every((held) => held === 1);
+    await eventually(leaseHeld, 'every stream open under a lease', 20_000);
+    // Every workflow entry due, as after a crash that outlasted their next checks.
+    const dueAt = Date.now() - 1_000;
+    await redis().zadd(producer.journal.keys.unfinished(), ...sent.flatMap(({ id }) => [dueAt, indexMember(id, '*')]));
+
+    await Promise.all([sweep(fleet.context, false), sweep(fleet.context, true)]);
+
+    const jobs = await fleet.context.queues.reconcile.getJobs(['waiting', 'prioritized', 'delayed']);
+    const checks = new Map<string, number>();
+    for (const job of jobs) for (const ref of (job.data as { refs?: DelegationRef[] }).refs ?? []) checks.set(indexMember(ref.workflowId, ref.delegationId), (checks.get(indexMember(ref.workflowId, ref.delegationId)) ?? 0) + 1);
+    // Each workflow entry (due, moved by nobody else) once.
+    expect(sent.map(({ id }) => checks.get(indexMember(id, '*')) ?? 0)).toEqual(sent.map(() => 1));
+    // Each followed delegation (not due: only the start-up sweep read it) at most once: not at all when its stream's
+    // lease renewal moved its next check between the sweep's read and its claim (its follow is alive).
+    expect(sent.map(({ id }) => checks.get(indexMember(id, 'main.1')) ?? 0).every((count) => count <= 1)).toBe(true);
   }, 60_000);
 });

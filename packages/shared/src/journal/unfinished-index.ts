@@ -4,6 +4,15 @@
  */
 import { indexMember, parseIndexMember } from './keys.ts';
 import { JournalCore, type DelegationRef } from './core.ts';
+import { arrayReply, defineScript, integerReply } from './scripts.ts';
+
+/** claimChecks-1.lua: per entry, in order, whether this sweep claimed it (moved it to its next check). */
+const claimChecksScript = defineScript({
+  name: 'claimChecks',
+  keys: ['unfinished'],
+  encode: (checks: readonly { member: string; seenAt: number; atMs: number }[]) => checks.flatMap(({ member, seenAt, atMs }) => [member, seenAt, atMs]),
+  decode: (reply, script): boolean[] => arrayReply(reply, script).map((claimed) => integerReply(claimed, script) === 1),
+});
 
 /** Journal methods over the unfinished index. */
 export class JournalIndex extends JournalCore {
@@ -32,6 +41,18 @@ export class JournalIndex extends JournalCore {
   async scheduleChecks(checks: readonly { ref: DelegationRef; atMs: number }[]): Promise<void> {
     if (checks.length === 0) return;
     await this.redis.zadd(this.keys.unfinished(), 'XX', ...checks.flatMap(({ ref, atMs }) => [atMs, indexMember(ref.workflowId, ref.delegationId)]));
+  }
+
+  /**
+   * A sweep's claim of the entries it read (claimChecks-1.lua, one call): each entry whose next check is still
+   * `seenAt` (as read) moves to `atMs` and is this sweep's to check; one moved meanwhile (another sweep claimed it,
+   * its follow or reconcile moved it) or gone (settled) is not, and is neither moved nor put back.
+   * @returns per check, in order, true when claimed
+   */
+  async claimChecks(checks: readonly { ref: DelegationRef; seenAt: number; atMs: number }[]): Promise<boolean[]> {
+    if (checks.length === 0) return [];
+    const claims = checks.map(({ ref, seenAt, atMs }) => ({ member: indexMember(ref.workflowId, ref.delegationId), seenAt, atMs }));
+    return this.call(claimChecksScript, { unfinished: this.keys.unfinished() }, claims);
   }
 
   /** When the reconciler next checks a delegation (ms since epoch), or undefined when it is not in the unfinished index. Read-only. */

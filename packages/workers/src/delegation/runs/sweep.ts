@@ -62,8 +62,9 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
 }
 
 /**
- * The checks of one sweep: each page's entries get their next check moved out (one ZADD), then go to batch
- * jobs; workflow entries' batches run after every delegation's (`later`): a running workflow only waits,
+ * The checks of one sweep: each page's entries are claimed (one script call: an entry whose next check is still the
+ * one read moves out to its next one; one another sweep claimed meanwhile, or that moved or left the index, is not
+ * this sweep's), then the claimed ones go to batch jobs; workflow entries' batches run after every delegation's (`later`): a running workflow only waits,
  * its delegation may need reattaching. Batch job ids carry the sweep's occasion (`startup-<now>`, or the
  * timer sweep's `now`) and a running part number; an entry a scan returns twice is checked once.
  */
@@ -84,13 +85,16 @@ class SweepChecks {
       const key = `${ref.workflowId}|${ref.delegationId}`;
       return !this.seen.has(key) && this.seen.add(key);
     });
-    for (const { dueAt } of fresh) ctx.metrics.reconcileLag.observe(Math.max(0, now - dueAt) / 1000);
-    await ctx.journal.scheduleChecks(fresh.map(({ ref }) => ({ ref, atMs: jitteredCheckTime(now, ctx.options.reconcileIntervalMs) })));
-    const delegations = fresh.filter(({ ref }) => ref.delegationId !== '*').map(({ ref }) => ref);
-    const workflows = fresh.filter(({ ref }) => ref.delegationId === '*').map(({ ref }) => ref);
+    // Claimed with compare-and-set on the next check read: an entry two sweeps read at once (a timer sweep that came
+    // due while no worker ran, beside a fresh worker's start-up sweep) is checked by one of them.
+    const claims = await ctx.journal.claimChecks(fresh.map(({ ref, dueAt }) => ({ ref, seenAt: dueAt, atMs: jitteredCheckTime(now, ctx.options.reconcileIntervalMs) })));
+    const claimed = fresh.filter((_, index) => claims[index]);
+    for (const { dueAt } of claimed) ctx.metrics.reconcileLag.observe(Math.max(0, now - dueAt) / 1000);
+    const delegations = claimed.filter(({ ref }) => ref.delegationId !== '*').map(({ ref }) => ref);
+    const workflows = claimed.filter(({ ref }) => ref.delegationId === '*').map(({ ref }) => ref);
     const jobs = [...batchesOf(delegations).map((refs) => ({ refs, later: false })), ...batchesOf(workflows).map((refs) => ({ refs, later: true }))];
     await Promise.all(jobs.map(({ refs, later }) => enqueueReconcileBatch(ctx.queues, refs, { sweep: this.occasion, part: this.part++, later })));
-    this.count += fresh.length;
+    this.count += claimed.length;
   }
 }
 
