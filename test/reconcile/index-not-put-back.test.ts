@@ -15,9 +15,9 @@ import { apply } from '../../packages/workers/src/delegation/apply.ts';
 import { leaseHeld, reconcileDelegation } from '../../packages/workers/src/delegation/runs/reconcile.ts';
 import { startDemoAgent } from '../harness/agent.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
-import { journalWithIntent } from '../harness/journal-rows.ts';
+import { intentRow, journalWithIntent } from '../harness/journal-rows.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
-import { useRedisClient, useRedisServer } from '../harness/redis.ts';
+import { startMonitor, testsOnCluster, useRedisClient, useRedisServer } from '../harness/redis.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
@@ -57,6 +57,32 @@ describe('a settled delegation stays out of the unfinished index', () => {
     expect((await fleet.metrics.workflowsFinished.get()).values.reduce((sum, value) => sum + value.value, 0)).toBe(settles);
     expect((await producer.get(id)).state).toBe('CANCELED');
   }, 90_000);
+
+  it.skipIf(testsOnCluster())('a new intent gets its entry in the script that writes its row (never before it, never again for one that exists)', async () => {
+    const { journal, ref } = await journalWithIntent(redis(), { prefix: `not-put-back-i${++counter}`, workflowId: 'w', now: () => 5_000 });
+    const next = { workflowId: ref.workflowId, delegationId: 'next.1' };
+    const sources: string[] = [];
+    const monitor = await startMonitor(redisServer().url);
+    keep({ close: async () => monitor.disconnect() });
+    const indexKey = journal.keys.unfinished();
+    monitor.on('monitor', (_time: string, args: string[], source: string) => {
+      if ((args[0] ?? '').toLowerCase() === 'zadd' && args[1] === indexKey) sources.push(source);
+      if ((args[0] ?? '').toLowerCase() === 'echo' && args[1] === 'intent-marker') sources.push('marker');
+    });
+    const row = { ...intentRow(ref.workflowId, next.delegationId), step: 'next' };
+    expect(await journal.createIntent(ref.workflowId, row)).toBe(true);
+    expect(await journal.nextCheckAt(next)).toBe(5_000);
+    // Settled and dropped; the same intent journaled again by a worker that decided from an older version: it exists,
+    // so its entry is not put back.
+    await journal.removeFromIndex(next);
+    expect(await journal.createIntent(ref.workflowId, row)).toBe(false);
+    expect(await journal.nextCheckAt(next)).toBeUndefined();
+    await redis().echo('intent-marker');
+    await eventually(async () => sources.includes('marker'), 'the monitor saw the marker', 10_000);
+    // One ZADD of the index in all, by the script (a reconcile that finds no row between a client's ZADD and the
+    // script would drop an entry added before the row, and nothing would add it again).
+    expect(sources.filter((source) => source !== 'marker')).toEqual(['lua']);
+  });
 
   it('property: whatever the order of worker checks and settles, only an add puts an entry in the index', async () => {
     type Operation = 'settle' | 'add' | 'check' | 'checkWorkflow' | 'checks' | 'renew' | 'protocolError' | 'handover';

@@ -18,8 +18,8 @@ const claimChecksScript = defineScript({
 export class JournalIndex extends JournalCore {
   /**
    * Puts a delegation (or a workflow's entry `*`) in the unfinished index, due at `atMs` (ms since epoch), or moves
-   * it there. Only for what is unfinished by construction: a new intent, a workflow a person resolved. A worker's
-   * next check uses `scheduleCheck`, which never adds.
+   * it there. Only for what is unfinished by construction: a new intent on a Cluster (on one server createIntent-4.lua
+   * adds it with the row), a workflow a person resolved. A worker's next check uses `scheduleCheck`, which never adds.
    */
   async addToIndex(ref: DelegationRef, atMs: number): Promise<void> {
     await this.redis.zadd(this.keys.unfinished(), atMs, indexMember(ref.workflowId, ref.delegationId));

@@ -1,6 +1,6 @@
 /**
  * Workflow rows: creating a workflow with its first intent, journaling later intents, reading the
- * typed row, and compare-and-set updates (createWorkflow-9.lua, createIntent-3.lua, updateWorkflow-4.lua).
+ * typed row, and compare-and-set updates (createWorkflow-9.lua, createIntent-4.lua, updateWorkflow-4.lua).
  */
 import { unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refusal } from './scripts.ts';
@@ -68,15 +68,23 @@ export interface TenantQuota {
 /** Members of a full quota set a creation checks for ones that left (oldest first; those still there go to the back): bounds a full tenant's creation. */
 export const QUOTA_CHECKED_MEMBERS = 100;
 
-/** createIntent-3.lua: one more delegation of a workflow, fenced on the workflow version. */
+/** createIntent-4.lua: one more delegation of a workflow, fenced on the workflow version, with its index entry (one server). */
 const createIntentScript = defineScript({
   name: 'createIntent',
-  keys: ['workflow', 'delegation', 'delegationList'],
-  encode: (input: { delegation: Record<string, string>; expectedWorkflowVersion?: number; workflowFields: Record<string, string>; history?: HistoryEntryInput }) => [
+  keys: ['workflow', 'delegation', 'delegationList', 'index'],
+  encode: (input: {
+    delegation: Record<string, string>;
+    expectedWorkflowVersion?: number;
+    workflowFields: Record<string, string>;
+    history?: HistoryEntryInput;
+    indexEntry?: { member: string; atMs: number };
+  }) => [
     JSON.stringify(input.delegation),
     input.expectedWorkflowVersion ?? '',
     JSON.stringify(input.workflowFields),
     historyArgument(input.history),
+    input.indexEntry?.member ?? '',
+    input.indexEntry?.atMs ?? '',
   ],
   decode: outcomeDecoder({ 1: 'created', 0: 'exists' }),
 });
@@ -246,11 +254,21 @@ export class JournalWorkflows extends JournalIndex {
     options: { expectedWorkflowVersion?: number; workflowFields?: Record<string, string>; history?: HistoryEntryInput } = {},
   ): Promise<boolean> {
     const ref = { workflowId, delegationId: delegation.delegationId! };
-    await this.addToIndex(ref, this.now());
+    const workflowKey = this.keys.workflow(workflowId);
+    // One server: the entry is added in the script, with the row. A Cluster's index is in another slot: added before
+    // the script (a crash after it would leave a row nobody reconciles).
+    const here = !this.redis.isCluster;
+    if (!here) await this.addToIndex(ref, this.now());
     const result = await this.call(
       createIntentScript,
-      { workflow: this.keys.workflow(workflowId), delegation: this.keys.delegation(workflowId, ref.delegationId), delegationList: this.delegationListKey(workflowId) },
-      { delegation, expectedWorkflowVersion: options.expectedWorkflowVersion, workflowFields: options.workflowFields ?? {}, history: options.history },
+      { workflow: workflowKey, delegation: this.keys.delegation(workflowId, ref.delegationId), delegationList: this.delegationListKey(workflowId), index: here ? this.keys.unfinished() : workflowKey },
+      {
+        delegation,
+        expectedWorkflowVersion: options.expectedWorkflowVersion,
+        workflowFields: options.workflowFields ?? {},
+        history: options.history,
+        ...(here ? { indexEntry: { member: indexMember(workflowId, ref.delegationId), atMs: this.now() } } : {}),
+      },
     );
     return unlessRefused(result, ref, 'createIntent') === 'created';
   }

@@ -5,11 +5,17 @@
   KEYS[1] workflow hash
   KEYS[2] delegation hash
   KEYS[3] the workflow's delegation list
+  KEYS[4] the unfinished index when ARGV[5] names a member (one server only: another Cluster slot); else KEYS[1] again,
+          unused
   ARGV[1] delegation fields, JSON object of strings (the workflow's `tenant` is added when the row has one)
   ARGV[2] expected workflow version ('' = any)
   ARGV[3] workflow fields to set alongside, JSON object of strings ('{}' for none)
   ARGV[4] the intent's history entry (a re-delegation or a compensation: history.ts `historyEntryText`; '' none),
           appended when created
+  ARGV[5] the delegation's unfinished-index member ('' = none: the caller adds it, a Cluster), ARGV[6] its due time
+          (ms): added in the same script when created, so the row and its entry exist together (an entry added before
+          the row could be dropped by a reconcile that found no row yet, and one added for an intent that existed
+          already could put back a settled delegation's)
   Returns: 1 created, 0 already existed, DELEGATION_MISSING (the workflow's row), VERSION_CONFLICT (the workflow's)
 ]]
 --- @include "prelude"
@@ -31,4 +37,5 @@ redis.call('RPUSH', KEYS[3], cjson.decode(ARGV[1]).delegationId)
 hset(KEYS[1], ARGV[3])
 redis.call('HINCRBY', KEYS[1], 'version', 1)
 appendHistory(string.sub(KEYS[1], 1, -4), ARGV[4])
+if ARGV[5] ~= '' then redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5]) end
 return 1
