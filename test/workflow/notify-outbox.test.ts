@@ -80,6 +80,26 @@ describe('workflow.finished and attention.needed are emitted at least once', () 
     expect(new Set(ids).size).toBe(ids.length);
   }, 120_000);
 
+  it("a workflow that FAILED with an agent's megabyte of reasons: its workflow.finished is sent (the reasons cut), and its entry goes", async () => {
+    const { receiver, producer, fleet } = await setUp();
+    const workflowId = `huge-${++counter}`;
+    await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: 'http://127.0.0.1:9/never', message: { text: 'go' } }] });
+    const row = (await producer.journal.getWorkflow(workflowId))!;
+    const reason = `main: ${'at frame (file.ts:1:1)\n'.repeat(50_000)}`;
+    await producer.journal.updateWorkflow(workflowId, { state: 'FAILED', failure: [reason] }, row.version);
+    await producer.journal.removeFromIndex({ workflowId, delegationId: 'main.1' });
+    const entry = { workflowId, delegationId: '*' };
+    await reconcileDelegation(fleet.context, entry, undefined);
+    // Before, the event was refused as too large when built: the entry stayed and the event was never sent.
+    expect(await producer.journal.nextCheckAt(entry)).toBeUndefined();
+    const eventId = notificationEventId({ kind: 'workflow.finished', workflowId, occasion: 'FAILED' });
+    await eventually(async () => receiver.acceptedIds().has(eventId), 'workflow.finished delivered', 30_000);
+    const body = JSON.parse(receiver.received.find((request) => request.id === eventId)!.body) as { data: { failure: string[] } };
+    expect(body.data.failure).toHaveLength(1);
+    expect(body.data.failure[0]!.endsWith('…')).toBe(true);
+    expect(reason.startsWith(body.data.failure[0]!.slice(0, -1))).toBe(true);
+  });
+
   it('property: the reconcile of a workflow waiting for a person emits attention.needed exactly when it was never journaled, and keeps the entry', async () => {
     const { receiver, producer, fleet } = await setUp();
     const seen = { emitted: 0, skipped: 0 };

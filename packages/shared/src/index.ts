@@ -69,7 +69,7 @@ export {
   JOB_RETENTION,
 } from './queues.ts';
 export type { QueueName, SendJob, FollowJob, ReconcileJob, VerifyJob, CompensateJob, NotifyJob } from './queues.ts';
-export { notificationEventId, notificationEventOf } from './notify/event.ts';
+export { boundedNotificationTexts, notificationEventId, notificationEventOf } from './notify/event.ts';
 export type { NotificationEvent, NotificationInput, NotificationKind } from './notify/event.ts';
 export {
   ANSWER_LINK_SECRET_MIN_LENGTH,

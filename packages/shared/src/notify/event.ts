@@ -50,6 +50,29 @@ export interface NotificationInput {
   data?: Record<string, unknown>;
 }
 
+/** What an event's free texts (failure reasons, an attention message: an agent's words) may take of its data, in JSON bytes. */
+export const NOTIFICATION_TEXT_BUDGET_BYTES = 48 * 1024;
+
+/**
+ * `texts` cut so that their JSON together stays within `budgetBytes` (default `NOTIFICATION_TEXT_BUDGET_BYTES`):
+ * each to an equal share, a cut one ending with '…'; texts within their share are returned as they are. An agent's
+ * status message can be megabytes; an event over `NOTIFICATION_DATA_MAX_BYTES` could never be sent, and one that
+ * reports a finished workflow is retried until it is (the outbox), so its texts are bounded, never its facts.
+ */
+export function boundedNotificationTexts(texts: readonly string[], budgetBytes = NOTIFICATION_TEXT_BUDGET_BYTES): string[] {
+  const share = Math.max(16, Math.floor(budgetBytes / Math.max(1, texts.length)));
+  return texts.map((text) => cutToJsonBytes(text, share));
+}
+
+function cutToJsonBytes(text: string, maxBytes: number): string {
+  const bytes = (value: string) => Buffer.byteLength(JSON.stringify(value));
+  if (bytes(text) <= maxBytes) return text;
+  // Each step keeps 90 % of the characters: at most about 150 steps from 8 MiB down to the share.
+  let end = Math.min(text.length, maxBytes);
+  while (end > 0 && bytes(`${text.slice(0, end)}…`) > maxBytes) end = Math.floor(end * 0.9);
+  return `${text.slice(0, end)}…`;
+}
+
 /** The stable id of an event: `evt_` and 32 hex digits of SHA-256 over workflow, kind, delegation and occasion. */
 export function notificationEventId(input: Pick<NotificationInput, 'kind' | 'workflowId' | 'delegationId' | 'occasion'>): string {
   const digest = createHash('sha256').update([input.workflowId, input.kind, input.delegationId ?? '*', String(input.occasion)].join('\n')).digest('hex');

@@ -5,7 +5,7 @@
  * configured the event carries the question's signed link (the same one the API view shows). `question.expired`:
  * what was done when a question expired unanswered, emitted after the expiry's transition (`apply.ts`).
  */
-import { answerLinkFor, isAwaitingAnswer, type DelegationRecord, type NotificationInput, type QuestionExpiryAction } from '@durable-a2a/shared';
+import { answerLinkFor, boundedNotificationTexts, isAwaitingAnswer, type DelegationRecord, type NotificationInput, type QuestionExpiryAction } from '@durable-a2a/shared';
 import { emitNotification, notificationMissing, type NotifyContext } from './emit.ts';
 
 /** Longest question text carried in the event (characters): the link and the API show it all. */
@@ -32,7 +32,7 @@ export function questionOpened(ctx: NotifyContext, record: DelegationRecord & { 
       step: record.step,
       state: record.state,
       questionKey: record.questionKey,
-      question: questionText(record),
+      question: boundedNotificationTexts([questionText(record)])[0],
       askedAt: new Date(askedAtMs).toISOString(),
       ...(link ? { answerLink: link } : {}),
     },

@@ -3,7 +3,7 @@
  * the decision was made from, so each entry into NEEDS_ATTENTION is its own event) and `workflow.finished` (a
  * finished state; occasion: that state, reached once). Emitted by whoever wrote the state, after the write.
  */
-import type { Attention, NotifyTarget, WorkflowState } from '@durable-a2a/shared';
+import { boundedNotificationTexts, type Attention, type NotifyTarget, type WorkflowState } from '@durable-a2a/shared';
 import { emitNotification, notificationMissing, type NotifyContext } from './emit.ts';
 
 /**
@@ -11,7 +11,8 @@ import { emitNotification, notificationMissing, type NotifyContext } from './emi
  * event was enqueued, false without a receiver or when the enqueue failed. Never rejects.
  */
 export async function notifyAttentionNeeded(ctx: NotifyContext, workflowId: string, fromVersion: number, attention: Attention, known?: { notify?: NotifyTarget }): Promise<boolean> {
-  const data = { code: attention.code, message: attention.message, ...(attention.delegationId ? { delegationId: attention.delegationId } : {}) };
+  const [message] = boundedNotificationTexts([attention.message]);
+  const data = { code: attention.code, message, ...(attention.delegationId ? { delegationId: attention.delegationId } : {}) };
   return emitNotification(ctx, { kind: 'attention.needed', workflowId, occasion: fromVersion, data }, known);
 }
 
@@ -35,5 +36,5 @@ export async function emitAttentionIfMissing(ctx: NotifyContext, workflowId: str
  * the event was enqueued, false without a receiver or when the enqueue failed (`emitNotification`). Never rejects.
  */
 export async function notifyWorkflowFinished(ctx: NotifyContext, workflowId: string, state: WorkflowState, failure?: readonly string[], known?: { notify?: NotifyTarget }): Promise<boolean> {
-  return emitNotification(ctx, { kind: 'workflow.finished', workflowId, occasion: state, data: { state, ...(failure?.length ? { failure: [...failure] } : {}) } }, known);
+  return emitNotification(ctx, { kind: 'workflow.finished', workflowId, occasion: state, data: { state, ...(failure?.length ? { failure: boundedNotificationTexts(failure) } : {}) } }, known);
 }
