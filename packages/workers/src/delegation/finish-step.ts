@@ -16,7 +16,7 @@
 import { declaredVerifier, isFinished, type DelegationRecord, type JournalState, type OneStepFinish, type RecordedError } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { decideWithoutRegistry, finishingPatch } from '../workflow/advance.ts';
-import { receiverOfDefinition } from '../notify/emit.ts';
+import { keepsEntryUntilNotified } from '../notify/emit.ts';
 
 /**
  * The finish to ask for with the terminal status `state` (recording `error`, `statusErrorOf`) of `record` (the row
@@ -31,7 +31,7 @@ export function oneStepFinish(ctx: WorkerContext, record: DelegationRecord, stat
   if (!step || step.name !== record.step || step.skill !== undefined || declaredVerifier(step, 'step') !== undefined) return undefined;
   // A workflow with a notification receiver keeps its `*` in the index until `workflow.finished` is emitted (the
   // outbox of `advance.ts`): the two calls run.
-  if (receiverOfDefinition(ctx, workflow.definition) !== undefined) return undefined;
+  if (keepsEntryUntilNotified(ctx, workflow.definition)) return undefined;
   const decision = decideWithoutRegistry(workflow, [{ ...record, state, ...(error ? { error } : {}) }]);
   if (decision.kind !== 'complete' && decision.kind !== 'fail') return undefined;
   return { workflow, patch: finishingPatch(decision) };

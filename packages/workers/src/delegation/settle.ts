@@ -13,7 +13,7 @@ import { declaredVerifier, enqueueCompensate, enqueueVerify, isFinished, type De
 import type { WorkerContext } from '../context.ts';
 import { advanceWorkflow, workflowFinished, type CloseHeldIntent } from '../workflow/advance.ts';
 import { endPushConfig } from './push-registration.ts';
-import { receiverOfDefinition } from '../notify/emit.ts';
+import { keepsEntryUntilNotified } from '../notify/emit.ts';
 
 /**
  * Settles a finished delegation; does nothing for an unfinished one. `closeHeld`: the executor's port the workflow's
@@ -62,7 +62,7 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, closeHeld: 
   }
   // A decision that finished the workflow left its entry `*` to this ZREM, unless the workflow has a notification
   // receiver: then the decision dropped it once `workflow.finished` was emitted (the outbox, advance.ts).
-  const finishedWorkflow = (decision.kind === 'complete' || decision.kind === 'fail') && (!workflow || receiverOfDefinition(ctx, workflow.definition) === undefined);
+  const finishedWorkflow = (decision.kind === 'complete' || decision.kind === 'fail') && (!workflow || !keepsEntryUntilNotified(ctx, workflow.definition));
   await dropFromIndex(ctx, ref, record, mark, finishedWorkflow ? [{ workflowId: ref.workflowId, delegationId: '*' }] : []);
 }
 

@@ -32,6 +32,16 @@ export function receiverOfDefinition(ctx: Pick<NotifyContext, 'options'>, defini
 }
 
 /**
+ * True when a workflow of `definition` has a receiver, so its index entry `*` stays until `workflow.finished` is
+ * enqueued (the outbox: a crash or a lost reply between the finishing write and the emit leaves the entry, and the
+ * reconciler emits the event, `emitFinishedIfMissing`). The finishing paths (advance.ts, compensation.ts, settle.ts)
+ * and the one-step finish (finish-step.ts, not taken then) all ask this.
+ */
+export function keepsEntryUntilNotified(ctx: Pick<NotifyContext, 'options'>, definition: { notify?: NotifyTarget }): boolean {
+  return receiverOfDefinition(ctx, definition) !== undefined;
+}
+
+/**
  * Emits one notification event (see the module header). Call it after the transition it reports was written.
  * `known`: the workflow's definition if the caller has it. Resolves true when the event was enqueued (or was
  * already), false when the workflow has no receiver or the enqueue failed. Never rejects.

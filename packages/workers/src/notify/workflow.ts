@@ -3,8 +3,8 @@
  * the decision was made from, so each entry into NEEDS_ATTENTION is its own event) and `workflow.finished` (a
  * finished state; occasion: that state, reached once). Emitted by whoever wrote the state, after the write.
  */
-import { boundedNotificationTexts, type Attention, type NotifyTarget, type WorkflowState } from '@durable-a2a/shared';
-import { emitNotification, notificationMissing, type NotifyContext } from './emit.ts';
+import { boundedNotificationTexts, type Attention, type NotificationInput, type NotifyTarget, type WorkflowState } from '@durable-a2a/shared';
+import { emitNotification, keepsEntryUntilNotified, notificationMissing, type NotifyContext } from './emit.ts';
 
 /**
  * Emits `attention.needed` for a workflow that entered NEEDS_ATTENTION from `fromVersion`. Resolves true when the
@@ -25,10 +25,28 @@ export async function notifyAttentionNeeded(ctx: NotifyContext, workflowId: stri
 export async function emitAttentionIfMissing(ctx: NotifyContext, workflowId: string, workflow: { attention?: Attention; definition: { notify?: NotifyTarget } }): Promise<boolean> {
   const attention = workflow.attention;
   if (attention?.fromVersion === undefined) return true;
-  const missing = await notificationMissing(ctx, { kind: 'attention.needed', workflowId, occasion: attention.fromVersion }, workflow.definition).catch(() => undefined);
-  if (missing === false) return true;
+  const fromVersion = attention.fromVersion;
+  return emitIfMissing(ctx, { kind: 'attention.needed', workflowId, occasion: fromVersion }, workflow.definition, () => notifyAttentionNeeded(ctx, workflowId, fromVersion, attention, workflow.definition));
+}
+
+/**
+ * Emits `workflow.finished` for a finished workflow (`state`, `failure` as journaled) whose event was never journaled
+ * (the finisher crashed, or lost the finishing write's reply, before its emit): read again by the reconciler, which
+ * found its `*` kept (`keepsEntryUntilNotified`). Resolves false only when the event is still to be emitted; never
+ * rejects.
+ */
+export async function emitFinishedIfMissing(ctx: NotifyContext, workflowId: string, workflow: { state: WorkflowState; failure?: readonly string[]; definition: { notify?: NotifyTarget } }): Promise<boolean> {
+  if (!keepsEntryUntilNotified(ctx, workflow.definition)) return true;
+  return emitIfMissing(ctx, { kind: 'workflow.finished', workflowId, occasion: workflow.state }, workflow.definition, () =>
+    notifyWorkflowFinished(ctx, workflowId, workflow.state, workflow.failure, workflow.definition),
+  );
+}
+
+/** `emit()` when the event of `input` was never journaled; true when nothing is left to emit, false when the read or the emit failed. */
+async function emitIfMissing(ctx: NotifyContext, input: Pick<NotificationInput, 'kind' | 'workflowId' | 'occasion'>, known: { notify?: NotifyTarget }, emit: () => Promise<boolean>): Promise<boolean> {
+  const missing = await notificationMissing(ctx, input, known).catch(() => undefined);
   if (missing === undefined) return false;
-  return notifyAttentionNeeded(ctx, workflowId, attention.fromVersion, attention, workflow.definition);
+  return missing ? emit() : true;
 }
 
 /**

@@ -34,8 +34,8 @@ import {
   lazyChildLogger,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
-import { notifyAttentionNeeded, notifyWorkflowFinished } from '../notify/workflow.ts';
-import { notificationMissing, receiverOfDefinition } from '../notify/emit.ts';
+import { emitFinishedIfMissing, notifyAttentionNeeded, notifyWorkflowFinished } from '../notify/workflow.ts';
+import { keepsEntryUntilNotified } from '../notify/emit.ts';
 
 /**
  * Closes a held intent whose step will now never run (CANCELED `NEVER_SENT`, compare-and-set on the version read;
@@ -138,20 +138,6 @@ export async function workflowFinished(ctx: WorkerContext, workflowId: string, p
   return emitted;
 }
 
-/**
- * Emits `workflow.finished` for the finished workflow `loaded` when it has a receiver and the event was never
- * journaled (the finisher crashed, or lost the finishing write's reply, before its emit). One read of the
- * notifications hash with a receiver; none without one. Resolves false only when the event is still to be emitted
- * (the read or the enqueue failed: Redis or the queue down); never rejects.
- */
-async function emitFinishedIfMissing(ctx: WorkerContext, workflowId: string, loaded: LoadedWorkflow): Promise<boolean> {
-  if (!isWorkflowFinished(loaded.state) || receiverOfDefinition(ctx, loaded.definition) === undefined) return true;
-  const missing = await notificationMissing(ctx, { kind: 'workflow.finished', workflowId, occasion: loaded.state }, loaded.definition).catch(() => undefined);
-  if (missing === false) return true;
-  if (missing === undefined) return false;
-  return notifyWorkflowFinished(ctx, workflowId, loaded.state, loaded.record.failure, loaded.definition);
-}
-
 /** Candidate agents per step (`candidateAgents`: the fixed agent first, then registered agents with the skill and its tags). */
 async function candidateLookup(ctx: WorkerContext, definition: WorkflowDefinition): Promise<(step: Step) => string[]> {
   const registered = definition.steps.some((step) => step.skill) ? await ctx.registry.list() : [];
@@ -173,7 +159,7 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, cl
       // never got `workflow.finished` journaled (a crash or a lost reply between the finishing write and the emit:
       // its `*` stayed for this) emits it first.
       // An emit that failed (Redis or the queue down) leaves the entry for the next look.
-      if (loaded && !(await emitFinishedIfMissing(ctx, workflowId, loaded))) return { kind: 'wait', reason: 'workflow.finished not enqueued yet' };
+      if (loaded && !(await emitFinishedIfMissing(ctx, workflowId, { state: loaded.state, failure: loaded.record.failure, definition: loaded.definition }))) return { kind: 'wait', reason: 'workflow.finished not enqueued yet' };
       await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
       return { kind: 'wait', reason: loaded ? `workflow is ${loaded.state}` : 'workflow missing' };
     }
@@ -217,7 +203,7 @@ async function applyDecision(
   // A workflow with a receiver keeps its `*` until `workflow.finished` is emitted (an outbox: a crash or a lost reply
   // in between leaves the entry, and the reconciler emits it, `emitFinishedIfMissing`).
   const finish = async (patch: WorkflowPatch & { state: WorkflowState }) => {
-    const keepsEntryForNotification = receiverOfDefinition(ctx, loaded.definition) !== undefined;
+    const keepsEntryForNotification = keepsEntryUntilNotified(ctx, loaded.definition);
     if (finishDrops && ctx.journal.removesIndexWithFinish) {
       // The rows the decision read: the compacted record's text is built from them, not read again in the script.
       const rows = { workflow: loaded.record, delegations: loaded.records };

@@ -15,7 +15,7 @@ import { loadWorkflow } from './advance.ts';
 import { HANDLER_PREFIX } from '../delegation/runs/handler.ts';
 import { nextUndo } from './undo-chain.ts';
 import { notifyAttentionNeeded, notifyWorkflowFinished } from '../notify/workflow.ts';
-import { receiverOfDefinition } from '../notify/emit.ts';
+import { keepsEntryUntilNotified } from '../notify/emit.ts';
 
 export type { CompensationHandler } from '../delegation/runs/handler.ts';
 export { undoPlan, compensationOf, nextUndo } from './undo-chain.ts';
@@ -57,7 +57,7 @@ export async function advanceCompensation(ctx: WorkerContext, workflowId: string
     log.info('every effect compensated');
   }
   // A workflow with a receiver keeps its `*` while `workflow.finished` is not enqueued: the reconciler emits it then.
-  if (emitted || receiverOfDefinition(ctx, loaded.definition) === undefined) await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
+  if (emitted || !keepsEntryUntilNotified(ctx, loaded.definition)) await ctx.journal.removeFromIndex({ workflowId, delegationId: '*' });
   return move.leftInPlace.length > 0 ? 'failed' : 'compensated';
 }
 
