@@ -2,6 +2,7 @@
  * The status and artifact scripts declared (`defineScript`): applyStatus-5.lua, applyArtifact-2.lua, the two composed
  * (`applyArtifactThenStatus`), and noteProtocolError-1.lua: how a change becomes ARGV, and what each reply means.
  */
+import { createHash } from 'node:crypto';
 import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { storedArtifact } from '@durable-a2a/a2a/pure';
 import type { RecordedError } from './record.ts';
@@ -9,12 +10,18 @@ import type { StatusChange } from './status.ts';
 import { parseAgentTimestamp } from './clock.ts';
 import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, ScriptReplyError, stringReply, type Refused } from './scripts.ts';
 
+/** The longest status message id used as a question key as it is (characters); a longer one is hashed. */
+export const QUESTION_KEY_MAX = 128;
+
 /**
  * Identifies a question: its status message's id, else its timestamp in ms (so "…00Z" and
- * "…00.000Z" are the same question), else '' (the script then numbers it).
+ * "…00.000Z" are the same question), else '' (the script then numbers it). An id longer than `QUESTION_KEY_MAX`
+ * (the agent's, unbounded by A2A) becomes `sha256:` and 40 hex digits of its SHA-256: the key names the question in
+ * the journal, the answer link and the notifications' ids, which refuse an occasion over 256 characters.
  */
 export function questionKeyOf(statusMessage: Message | undefined, statusTimestamp: string | undefined): string {
-  if (statusMessage?.messageId) return statusMessage.messageId;
+  const id = statusMessage?.messageId;
+  if (id) return id.length <= QUESTION_KEY_MAX ? id : `sha256:${createHash('sha256').update(id).digest('hex').slice(0, 40)}`;
   const ms = parseAgentTimestamp(statusTimestamp);
   return Number.isNaN(ms) ? '' : String(ms);
 }
