@@ -3,7 +3,8 @@
  * typed row, and compare-and-set updates (createWorkflow-9.lua, createIntent-4.lua, updateWorkflow-4.lua).
  */
 import { unlessRefused } from './errors.ts';
-import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refusal } from './scripts.ts';
+import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refusal, type Refused } from './scripts.ts';
+import { isFinished, type JournalState } from './states.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
 import { compactedRecordText, type StoredRow } from './compacted-record-text.ts';
 import { rememberStoredRow, storedRowOf } from './stored-rows.ts';
@@ -67,6 +68,12 @@ export interface TenantQuota {
 
 /** Members of a full quota set a creation checks for ones that left (oldest first; those still there go to the back): bounds a full tenant's creation. */
 export const QUOTA_CHECKED_MEMBERS = 100;
+
+/**
+ * How long after a Cluster adds a new intent's index entry (before the script that writes its row) the reconciler
+ * first looks at it, ms: longer than the script can take, so that no sweep finds the entry without its row.
+ */
+export const CLUSTER_INTENT_GRACE_MS = 30_000;
 
 /** createIntent-4.lua: one more delegation of a workflow, fenced on the workflow version, with its index entry (one server). */
 const createIntentScript = defineScript({
@@ -256,9 +263,9 @@ export class JournalWorkflows extends JournalIndex {
     const ref = { workflowId, delegationId: delegation.delegationId! };
     const workflowKey = this.keys.workflow(workflowId);
     // One server: the entry is added in the script, with the row. A Cluster's index is in another slot: added before
-    // the script (a crash after it would leave a row nobody reconciles).
+    // the script (a crash after it would leave a row nobody reconciles), see `addIntentEntryBefore`.
     const here = !this.redis.isCluster;
-    if (!here) await this.addToIndex(ref, this.now());
+    const addedBefore = here ? false : await this.addIntentEntryBefore(ref);
     const result = await this.call(
       createIntentScript,
       { workflow: workflowKey, delegation: this.keys.delegation(workflowId, ref.delegationId), delegationList: this.delegationListKey(workflowId), index: here ? this.keys.unfinished() : workflowKey },
@@ -270,7 +277,41 @@ export class JournalWorkflows extends JournalIndex {
         ...(here ? { indexEntry: { member: indexMember(workflowId, ref.delegationId), atMs: this.now() } } : {}),
       },
     );
+    if (addedBefore && result !== 'created') await this.dropIntentEntryBefore(ref, result);
     return unlessRefused(result, ref, 'createIntent') === 'created';
+  }
+
+  /**
+   * A Cluster's entry for a new intent, added before the script that writes its row (the index is in another slot):
+   * only when the delegation has none (ZADD NX: an existing entry keeps its time), due `CLUSTER_INTENT_GRACE_MS` from
+   * now, so that no sweep reconciles it while the row is still being written (a reconcile that finds no row drops the
+   * entry, and nothing would add it again).
+   * @returns true when this call added the entry
+   */
+  private async addIntentEntryBefore(ref: DelegationRef): Promise<boolean> {
+    const member = indexMember(ref.workflowId, ref.delegationId);
+    return (await this.redis.zadd(this.keys.unfinished(), 'NX', this.now() + CLUSTER_INTENT_GRACE_MS, member)) === 1;
+  }
+
+  /**
+   * Takes back the entry `addIntentEntryBefore` added when the script created nothing and no one can need it: the
+   * workflow is gone (DELEGATION_MISSING: no intent of it can be created), or the delegation exists finished (an
+   * unfinished row always has an entry, so one missing was dropped by its settle; putting it back would settle it
+   * again). Any other outcome keeps it: a VERSION_CONFLICT's intent may be created by another worker, which found our
+   * entry and added none, and an unfinished row without an entry gets one back. A failed read keeps it too: the
+   * reconcile of an entry whose row is finished or gone settles nothing new.
+   */
+  private async dropIntentEntryBefore(ref: DelegationRef, result: 'created' | 'exists' | Refused): Promise<void> {
+    const member = indexMember(ref.workflowId, ref.delegationId);
+    const gone = isRefused(result) && result.refused === 'DELEGATION_MISSING';
+    const finished = result === 'exists' && (await this.delegationRowFinished(ref).catch(() => false));
+    if (gone || finished) await this.redis.zrem(this.keys.unfinished(), member);
+  }
+
+  /** True when a delegation's live row exists in a finished state (one HGET of its `state`). */
+  private async delegationRowFinished(ref: DelegationRef): Promise<boolean> {
+    const state = await this.redis.hget(this.keys.delegation(ref.workflowId, ref.delegationId), 'state');
+    return state !== null && isFinished(state as JournalState);
   }
 
   /**
