@@ -10,9 +10,11 @@ import { closeHeldIntent } from '../delegation/apply.ts';
 import { advanceWorkflow } from './advance.ts';
 import { emitAttentionIfMissing } from '../notify/workflow.ts';
 
+/** How long a workflow waiting for a person waits between looks, ms (its `attention.needed` emitted). */
+export const ATTENTION_LOOK_MS = 3_600_000;
+
 /** Re-checks one workflow; returns a short outcome for logs and metrics. */
 export async function reconcileWorkflow(ctx: WorkerContext, workflowId: string): Promise<string> {
-  const ref = { workflowId, delegationId: '*' };
   const workflow = await ctx.journal.getWorkflow(workflowId);
   if (workflow?.state === 'COMPENSATING') {
     // Its compensate job may have been lost (a crash right after the state change): the
@@ -24,11 +26,24 @@ export async function reconcileWorkflow(ctx: WorkerContext, workflowId: string):
     // Waiting for a person: its `attention.needed` emitted if it never was (a crash or a failed enqueue after the
     // write), then looked at again rarely (within a reconcile interval while the event is still to be emitted).
     const emitted = await emitAttentionIfMissing(ctx, workflowId, workflow);
-    await ctx.journal.scheduleCheck(ref, ctx.options.now() + (emitted ? 3_600_000 : ctx.options.reconcileIntervalMs));
+    await lookAgainLater(ctx, workflowId, workflow.version, ctx.options.now() + (emitted ? ATTENTION_LOOK_MS : ctx.options.reconcileIntervalMs));
     return 'workflow-needs-attention';
   }
   // A workflow waiting for a decision (e.g. its first step's intent is not written yet). Its first round decides from
   // the row just read (the decision's write is compare-and-set on that version): one HGETALL of the workflow, not two.
   const decision = await advanceWorkflow(ctx, workflowId, closeHeldIntent, workflow ? { record: workflow } : undefined);
   return `workflow-${decision.kind}`;
+}
+
+/**
+ * Moves a workflow's `*` entry to `atMs` (ms since epoch), decided from the row read at `readVersion`, then reads the
+ * version again: a person's resolution written meanwhile (a new version, its entry put at once) must not wait until
+ * `atMs` behind this look's move, so the entry goes back to now. Whatever the order of the two writers, the entry ends
+ * due now when the row changed: the resolution's add comes after this move, or its version is seen by the read after.
+ */
+export async function lookAgainLater(ctx: WorkerContext, workflowId: string, readVersion: number, atMs: number): Promise<void> {
+  const ref = { workflowId, delegationId: '*' };
+  await ctx.journal.scheduleCheck(ref, atMs);
+  const current = await ctx.journal.getWorkflow(workflowId);
+  if (current?.version !== readVersion) await ctx.journal.scheduleCheck(ref, ctx.options.now());
 }
