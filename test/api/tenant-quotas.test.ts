@@ -1,7 +1,7 @@
 /**
  * Tenant quotas (docs/tenants.md "Quotas"): checked in the script that creates a workflow, so a creation over quota is
  * refused with 429 and Retry-After and writes nothing; a place in flight frees when a workflow finishes, a stored one
- * when retention removes its records. Every return code of createWorkflow-9.lua is met here: created, existed,
+ * when retention removes its records. Every return code of createWorkflow-11.lua is met here: created, existed,
  * QUOTA_IN_FLIGHT, QUOTA_STORED.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

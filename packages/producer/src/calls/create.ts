@@ -79,14 +79,14 @@ async function firstIntents(context: ProducerContext, definition: Definition, no
 
 /**
  * Journals the rest of the first attempts and enqueues the ones not held (only when this call created the workflow).
- * `places`: the sends' places among their tenant's, one per send, taken with the create (`placesAhead`), or none.
+ * `places`: the sends' places among their tenant's, one per send, taken with the create (`createWorkflowPlaced`).
  */
-async function sendFirstAttempts(context: ProducerContext, definition: Definition, intents: Record<string, string>[], places: Promise<number>[]): Promise<void> {
+async function sendFirstAttempts(context: ProducerContext, definition: Definition, intents: Record<string, string>[], places: readonly number[]): Promise<void> {
   const workflowId = definition.workflowId;
   for (const intent of intents.slice(1)) await context.journal.createIntent(workflowId, intent);
   const sends = intents.filter((candidate) => candidate.held !== '1');
   for (const [index, intent] of sends.entries()) {
-    const place = places[index] === undefined ? {} : { place: await places[index] };
+    const place = places[index] === undefined ? {} : { place: places[index] };
     await delegationSpan({ ...intent, workflowId, delegationId: intent.delegationId! }, () =>
       enqueueSend(context.queues, { workflowId, delegationId: intent.delegationId! }, 0, undefined, 0, { priority: definition.priority, ...place }),
     );
@@ -111,16 +111,19 @@ async function create(context: ProducerContext, definition: Definition): Promise
   const tenant = tenantOfWorkflowId(workflowId);
   const definitionText = JSON.stringify(definition);
   const quota = quotaOf(context.options.quotas, tenant);
-  const places = placesAhead(context, tenant, quota === undefined ? intents.filter((intent) => intent.held !== '1').length : 0);
+  // The sends' places among their tenant's are taken with the creation (`createWorkflowPlaced`), so the enqueue after
+  // it waits for no round trip of its own.
+  const places = { count: intents.filter((intent) => intent.held !== '1').length, windowMs: context.sendOrder.windowMs };
   // The workflow itself is indexed until it finishes (entry `*`, with the first intent's), so a crash anywhere is decided again.
-  const created = await journal
-    .createWorkflow(
+  const { created, places: placed } = await journal
+    .createWorkflowPlaced(
       workflowId,
       { state: 'RUNNING', definition: definitionText, createdAt: String(now), updatedAt: String(now) },
       intents[0],
       now + 5_000,
       searchableMetadata(definition),
       quota,
+      places,
     )
     .catch((error: unknown) => {
       if (error instanceof JournalError && (error.code === 'QUOTA_IN_FLIGHT' || error.code === 'QUOTA_STORED')) throw quotaExceeded(tenant, error.code);
@@ -129,7 +132,7 @@ async function create(context: ProducerContext, definition: Definition): Promise
   if (created) {
     // The view (`waitFor`, `get`) reads this text back: its parse is the definition validated here.
     keepParsedDefinition(definitionText, definition);
-    await sendFirstAttempts(context, definition, intents, places);
+    await sendFirstAttempts(context, definition, intents, placed);
   }
   if (!created) {
     // Same key, different request: refuse rather than silently return the other one.
@@ -145,22 +148,6 @@ async function create(context: ProducerContext, definition: Definition): Promise
   // Acknowledged only once on the replicas (also when it already existed: an earlier call may have timed out here).
   await journal.awaitReplicas(workflowId, generation);
   return { id: workflowId, created, messageId };
-}
-
-/**
- * The places of `count` message sends among `tenant`'s (`SendOrder`), asked now: called in the same event-loop turn as
- * the journal's create, their script calls leave in the same socket write as it (auto-pipelining), and the enqueue
- * after the create waits for no round trip of its own. The price: a `delegate` that creates nothing (the same
- * idempotency key again) still counts its places in the tenant's window, so that tenant's later sends in the window
- * go that much later. Not asked under a quota (`count` 0): a creation refused at its quota would count too.
- * Each promise is handled here too, so one left unawaited (the create failed) is no unhandled rejection.
- */
-function placesAhead(context: ProducerContext, tenant: string, count: number): Promise<number>[] {
-  return Array.from({ length: count }, () => {
-    const place = context.sendOrder.place(tenant);
-    place.catch(() => undefined);
-    return place;
-  });
 }
 
 /** How long a creation refused at a quota is told to wait (ms): a place in flight frees as a workflow finishes, a stored one at retention. */

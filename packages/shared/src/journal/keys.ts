@@ -65,8 +65,8 @@ export interface JournalKeys {
   /** Which delegation an agent's task id is bound to (`workflowId|delegationId`); one key per agent and task. */
   taskOwner(agentCardUrl: string, taskId: string): string;
   /**
-   * A tenant's quota sets (createWorkflow-9.lua): workflow ids scored by creation time (ms) or by the last full
-   * check that found them still there (createWorkflow-9.lua), `inFlight` until the workflow finishes, `stored` until its records are gone. Written only for a tenant with a quota.
+   * A tenant's quota sets (createWorkflow-11.lua): workflow ids scored by creation time (ms) or by the last full
+   * check that found them still there (createWorkflow-11.lua), `inFlight` until the workflow finishes, `stored` until its records are gone. Written only for a tenant with a quota.
    */
   tenantQuota(tenant: string): { inFlight: string; stored: string };
   /** The readiness probe's short-lived key (string `1` with a TTL; `Journal.probeWrites`). */

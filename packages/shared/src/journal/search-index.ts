@@ -14,7 +14,7 @@
  *   creation time (ms), so a tenant's listing reads its own workflows, not every tenant's. Not kept for `default`,
  *   whose workflows from before tenants it could not hold: its listing reads the updated index.
  *
- * All are written by the script that creates the workflow (createWorkflow-9.lua) on one server; on a Cluster (other
+ * All are written by the script that creates the workflow (createWorkflow-11.lua) on one server; on a Cluster (other
  * slots) just before it, acknowledged. An entry is a candidate, never a verdict: every search reads the workflow's
  * row and keeps it only if the row matches (a stale entry, e.g. from a creation refused as an idempotency
  * conflict, matches nothing). Entries of workflows whose record expired (retention) are removed by

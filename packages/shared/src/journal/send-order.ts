@@ -1,7 +1,8 @@
 /**
  * Fairness between tenants on the send queue: each message send gets a place among the sends its tenant enqueued in
  * the current window (sendOrder-2.lua, windows numbered by Redis's clock), divided by the tenant's weight; the send queue serves sends of one priority
- * by place (`send-priority.ts`). One script call per message send enqueued. Weights are the registry's to write
+ * by place (`send-priority.ts`). One script call per message send enqueued, but a new workflow's first sends on one
+ * server: the create script takes their places (`JournalWorkflows.createWorkflowPlaced`). Weights are the registry's to write
  * (`AgentRegistry.setTenantWeight`); this reads them inside the script.
  */
 import type { Cluster, Redis } from 'ioredis';
@@ -18,6 +19,20 @@ const sendOrderScript = defineScript({
   decode: integerReply,
 });
 
+/**
+ * The places of `wanted.count` sends of `tenant`, one sendOrder-2.lua call each, all sent now (in order, so in the
+ * same socket write as the caller's next command). Each promise is handled here too, so one left unawaited (the
+ * caller's create failed) is no unhandled rejection. For a Cluster, where the send order is in another slot than a
+ * workflow's keys; on one server the create script takes them (createWorkflow-11.lua).
+ */
+export function placeSendsApart(redis: Redis | Cluster, keys: JournalKeys, tenant: string, wanted: { count: number; windowMs: number }): Promise<number>[] {
+  return Array.from({ length: wanted.count }, () => {
+    const place = callScript(redis, sendOrderScript, keys.sendOrder(), { tenant, windowMs: wanted.windowMs });
+    place.catch(() => undefined);
+    return place;
+  });
+}
+
 /** Places of message sends among their tenants' recent sends (one per process, on the journal's connection). */
 export class SendOrder {
   private readonly keys: JournalKeys;
@@ -29,7 +44,8 @@ export class SendOrder {
   constructor(
     private readonly redis: Redis | Cluster,
     prefix?: string,
-    private readonly windowMs: number = SEND_ORDER_WINDOW_MS,
+    /** The window's length, ms (what a creation asking its places passes on: `SendPlacesWanted.windowMs`). */
+    readonly windowMs: number = SEND_ORDER_WINDOW_MS,
   ) {
     if (!Number.isSafeInteger(windowMs) || windowMs < 1) throw new RangeError(`SendOrder: windowMs must be a whole number of ms >= 1, got ${windowMs}`);
     this.keys = journalKeys(prefix);

@@ -1,9 +1,9 @@
 /**
  * Workflow rows: creating a workflow with its first intent, journaling later intents, reading the
- * typed row, and compare-and-set updates (createWorkflow-9.lua, createIntent-4.lua, updateWorkflow-4.lua).
+ * typed row, and compare-and-set updates (createWorkflow-11.lua, createIntent-4.lua, updateWorkflow-4.lua).
  */
 import { unlessRefused } from './errors.ts';
-import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refusal, type Refused } from './scripts.ts';
+import { arrayReply, defineScript, integerReply, isRefused, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
 import { isFinished, type JournalState } from './states.ts';
 import { encodeWorkflowPatch, parseWorkflowHash, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
 import { compactedRecordText, type StoredRow } from './compacted-record-text.ts';
@@ -14,6 +14,7 @@ import { skipCorrupt } from './corrupt.ts';
 import type { DelegationRef } from './core.ts';
 import type { DelegationRecord } from './record.ts';
 import { indexMember } from './keys.ts';
+import { placeSendsApart } from './send-order.ts';
 import { indexedPairs, searchMembers } from './search-index.ts';
 import { historyArgument, type HistoryEntryInput } from './history.ts';
 import { DEFAULT_TENANT, tenantOfWorkflowId } from './tenant.ts';
@@ -22,11 +23,22 @@ import { compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow
 /** Prefixes of a compacted record read for its workflow row, in bytes (then the whole record). */
 const ROW_READS_BYTES = [4_096, 65_536];
 
-/** createWorkflow-9.lua: the workflow's fields, its first delegation's, the index entries it writes (flat ARGV) and the quota it checks (on one server). */
+/**
+ * createWorkflow-11.lua: the workflow's fields, its first delegation's, the index entries it writes (flat ARGV), the
+ * quota it checks and the places it takes for the workflow's first sends (on one server).
+ */
 const createWorkflowScript = defineScript({
   name: 'createWorkflow',
-  keys: ['workflow', 'firstDelegation', 'delegationList', 'unfinished', 'search', 'updated', 'quotaInFlight', 'quotaStored', 'tenantCreated'],
-  encode: (input: { workflow: Record<string, string>; first?: Record<string, string>; unfinished: (string | number)[]; search: string[]; quota?: QuotaArgument; tenantCreatedAt?: number }) => {
+  keys: ['workflow', 'firstDelegation', 'delegationList', 'unfinished', 'search', 'updated', 'quotaInFlight', 'quotaStored', 'tenantCreated', 'sendOrderCounts', 'sendOrderWeights'],
+  encode: (input: {
+    workflow: Record<string, string>;
+    first?: Record<string, string>;
+    unfinished: (string | number)[];
+    search: string[];
+    quota?: QuotaArgument;
+    tenantCreatedAt?: number;
+    places?: SendPlacesWanted & { tenant: string };
+  }) => {
     // A field without a value is left out (as JSON.stringify left it out before).
     const pairs = (fields: Record<string, string> | undefined) => Object.entries(fields ?? {}).filter(([, value]) => value !== undefined);
     const workflow = pairs(input.workflow);
@@ -41,16 +53,44 @@ const createWorkflowScript = defineScript({
       input.workflow.workflowId ?? '',
       input.workflow.updatedAt ?? '',
       input.first?.delegationId ?? '',
+      input.places?.count ?? 0,
+      input.places?.windowMs ?? '',
+      input.places?.tenant ?? '',
       ...workflow.flat(),
       ...first.flat(),
       ...input.unfinished,
       ...input.search.flatMap((member) => [0, member]),
     ];
   },
-  decode: outcomeDecoder({ 1: 'created', 0: 'exists' }),
+  decode: (reply, script) => {
+    if (!Array.isArray(reply)) return createdDecoder(reply, script);
+    const [code, ...places] = reply;
+    if (code !== 1) throw new ScriptReplyError(script, reply);
+    return { places: places.map((place) => integerReply(place, script)) };
+  },
 });
+const createdDecoder = outcomeDecoder({ 1: 'created', 0: 'exists' });
 
-/** createWorkflow-9.lua's ARGV[5]: the tenant's quota, how many full-set members it checks, and the workflow key around an id. */
+/**
+ * Places wanted for a new workflow's first message sends among its tenant's (send-order.ts): `count` sends (0: none),
+ * counted in windows of `windowMs` (`SendOrder.windowMs`).
+ */
+export interface SendPlacesWanted {
+  count: number;
+  windowMs: number;
+}
+
+/** `createWorkflow`'s arguments (its doc comment says what each is). */
+type CreateWorkflowArguments = [
+  workflowId: string,
+  fields: Record<string, string>,
+  first?: Record<string, string>,
+  workflowCheckAtMs?: number,
+  metadata?: Readonly<Record<string, unknown>>,
+  quota?: TenantQuota,
+];
+
+/** createWorkflow-11.lua's ARGV[5]: the tenant's quota, how many full-set members it checks, and the workflow key around an id. */
 interface QuotaArgument extends TenantQuota {
   checked: number;
   at: number;
@@ -59,7 +99,7 @@ interface QuotaArgument extends TenantQuota {
 
 /**
  * A tenant's quota: unfinished workflows at once (`maxInFlight`) and workflows kept, finished or not, until retention
- * removes them (`maxStored`). Counted from the first creation under a quota (createWorkflow-9.lua).
+ * removes them (`maxStored`). Counted from the first creation under a quota (createWorkflow-11.lua).
  */
 export interface TenantQuota {
   maxInFlight: number;
@@ -193,14 +233,21 @@ export class JournalWorkflows extends JournalIndex {
    * @returns true if created, false if the workflow already existed (idempotent: nothing written)
    * @throws JournalError QUOTA_IN_FLIGHT or QUOTA_STORED (nothing written)
    */
-  async createWorkflow(
-    workflowId: string,
-    fields: Record<string, string>,
-    first?: Record<string, string>,
-    workflowCheckAtMs?: number,
-    metadata?: Readonly<Record<string, unknown>>,
-    quota?: TenantQuota,
-  ): Promise<boolean> {
+  async createWorkflow(...args: CreateWorkflowArguments): Promise<boolean> {
+    return (await this.createWorkflowPlaced(...args)).created;
+  }
+
+  /**
+   * `createWorkflow`, also taking the places of the workflow's first `places.count` message sends among its tenant's
+   * (send-order.ts, the tenant `tenantOfWorkflowId`). On one server the create script takes them, and only when it
+   * creates the workflow (`places` [] otherwise: an existing workflow or a refused one counts no send). On a Cluster
+   * the send order lives in another slot: one sendOrder-2.lua call per send leaves with the create (same event-loop
+   * turn, so the same socket write), counted whether or not the workflow is created.
+   * @returns whether it was created, and the sends' places in order (one per send when created)
+   * @throws JournalError QUOTA_IN_FLIGHT or QUOTA_STORED (nothing written); what Redis throws
+   */
+  async createWorkflowPlaced(...args: [...CreateWorkflowArguments, places?: SendPlacesWanted]): Promise<{ created: boolean; places: number[] }> {
+    const [workflowId, fields, first, workflowCheckAtMs, metadata, quota, places] = args;
     const tenant = tenantOfWorkflowId(workflowId);
     const unfinished: (string | number)[] = [];
     if (workflowCheckAtMs !== undefined) unfinished.push(workflowCheckAtMs, indexMember(workflowId, '*'));
@@ -212,6 +259,7 @@ export class JournalWorkflows extends JournalIndex {
     const createdAt = Number(fields.createdAt ?? updatedAt);
     // A tenant other than default lists its workflows from its own index (search-index.ts).
     const ownIndex = tenant !== DEFAULT_TENANT;
+    const placesApart = this.redis.isCluster && places ? placeSendsApart(this.redis, this.keys, tenant, places) : [];
     if (this.redis.isCluster) {
       await Promise.all([
         unfinished.length > 0 ? this.redis.zadd(this.keys.unfinished(), ...unfinished) : undefined,
@@ -236,6 +284,8 @@ export class JournalWorkflows extends JournalIndex {
         quotaInFlight: quotaKeys?.inFlight ?? workflowKey,
         quotaStored: quotaKeys?.stored ?? workflowKey,
         tenantCreated: here && ownIndex ? this.keys.tenantCreated(tenant) : workflowKey,
+        sendOrderCounts: here && places ? this.keys.sendOrder().counts : workflowKey,
+        sendOrderWeights: here && places ? this.keys.sendOrder().weights : workflowKey,
       },
       {
         workflow,
@@ -244,9 +294,13 @@ export class JournalWorkflows extends JournalIndex {
         search: here ? search : [],
         quota: quotaKeys && quota ? { ...quota, checked: QUOTA_CHECKED_MEMBERS, at: createdAt, workflowKey: [head, tail] } : undefined,
         ...(here && ownIndex ? { tenantCreatedAt: createdAt } : {}),
+        ...(here && places ? { places: { ...places, tenant } } : {}),
       },
     );
-    return unlessRefused(result, { workflowId, delegationId: '' }, 'createWorkflow') === 'created';
+    const outcome = unlessRefused(result, { workflowId, delegationId: '' }, 'createWorkflow');
+    if (outcome === 'exists') return { created: false, places: [] };
+    if (outcome !== 'created') return { created: true, places: outcome.places };
+    return { created: true, places: await Promise.all(placesApart) };
   }
 
   /**

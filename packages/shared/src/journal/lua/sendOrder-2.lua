@@ -13,23 +13,13 @@
   is given (a Cluster slot being migrated answers -ASK for a declared key only).
   Why windows: counts that only ever grow would put a tenant that was busy an hour ago behind one that was not;
   counts that go down would need one more write per send when it starts. Four commands per call (TIME, HGET,
-  HINCRBY, HGET), and a DEL, HSET and PEXPIRE at a window's first send. A window one window older than the stored
+  HINCRBY, HGET), and a DEL, HSET and PEXPIRE at a window's first send (includes/sendPlaces.lua; on one server the
+  create script takes a new workflow's places with the same include, createWorkflow-11.lua). A window one window older than the stored
   one (a clock stepped back a little) counts into the stored one; a stored window further ahead (a replica promoted
   with its clock behind the old primary's: the hash's expiry, an absolute time, is then that much further away) is
   stale and emptied, so the counts never outlive two windows of this clock.
   A weight that is not a number from 1 to 100 (written by hand: the registry refuses it) counts as the nearest of
   1 and 100 (NaN as 1), so no tenant takes place 0 for every send.
 ]]
-local time = redis.call('TIME')
-local windowMs = tonumber(ARGV[2])
-local window = math.floor((tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)) / windowMs)
-local stored = tonumber(redis.call('HGET', KEYS[1], 'window'))
-if stored == nil or window > stored or window < stored - 1 then
-  redis.call('DEL', KEYS[1])
-  redis.call('HSET', KEYS[1], 'window', string.format('%d', window))
-  redis.call('PEXPIRE', KEYS[1], 2 * windowMs)
-end
-local before = redis.call('HINCRBY', KEYS[1], 't:' .. ARGV[1], 1) - 1
-local weight = tonumber(redis.call('HGET', KEYS[2], ARGV[1])) or 1
-if weight ~= weight or weight < 1 then weight = 1 elseif weight > 100 then weight = 100 end
-return math.floor(before / math.floor(weight))
+--- @include "sendPlaces"
+return sendPlaces(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]), 1)[1]

@@ -11,6 +11,9 @@
   KEYS[8] the tenant's stored set when ARGV[5] is given (one server only); else KEYS[1] again, unused
   KEYS[9] the tenant's created index when ARGV[6] is given (a tenant other than default, one server only); else
           KEYS[1] again, unused
+  KEYS[10] the send order's window counts when ARGV[10] > 0 (one server only: another Cluster slot); else KEYS[1]
+          again, unused
+  KEYS[11] the send order's tenant weights when ARGV[10] > 0 (one server only); else KEYS[1] again, unused
   ARGV[1] W: the workflow's field count (its field/value pairs from ARGV[10]; its updatedAt scores it in KEYS[6])
   ARGV[2] D: the first delegation's field count (its pairs after the workflow's), 0 = no delegation
   ARGV[3] U: unfinished index entries (score/member pairs after the delegation's), 0 = none (on a Cluster the
@@ -22,7 +25,10 @@
   ARGV[6] the workflow's creation time (ms), its score in its tenant's created index, or '' (not indexed there; on a
           Cluster the caller wrote it before this script, acknowledged) (tenant-quota.ts)
   ARGV[7] the workflow id; ARGV[8] its updatedAt (ms); ARGV[9] the first delegation's id ('' = none)
-  ARGV[10..] the pairs above, in that order: flat, so the script decodes no JSON (but a quota) and hands each range
+  ARGV[10] P: message sends to place among the tenant's (includes/sendPlaces.lua, as sendOrder-2.lua would, one
+          call per send), 0 = none (on a Cluster the caller asks sendOrder-2.lua); ARGV[11] the send order's window
+          (ms); ARGV[12] the tenant
+  ARGV[13..] the pairs above, in that order: flat, so the script decodes no JSON (but a quota) and hands each range
           to its command as it stands
   Every entry is written with the workflow, in this one step: a crash cannot leave a workflow that an index does
   not name, nor (on one server) an entry without its workflow. A quota is checked here too, so no two creations
@@ -33,15 +39,18 @@
   looked at here, the ones that left are removed and the others go to the back (the oldest are the likeliest to have
   left; a long-running one must not hide the places freed behind it), so a full tenant pays for the check, never
   anyone else.
-  Returns: 1 created, 0 already existed (also when finished and compacted to '<prefix>:{wf:<id>}:done'; nothing
+  The sends' places are taken only once the workflow is created: a creation that finds the workflow, or is refused
+  at a quota, counts no send of its tenant.
+  Returns: 1 created (with P > 0: {1, place, ...}, P places in send order), 0 already existed (also when finished and compacted to '<prefix>:{wf:<id>}:done'; nothing
            is written, the indexes included), QUOTA_IN_FLIGHT or QUOTA_STORED (the tenant is at that quota; nothing
            is written but the quota sets' checked members: removed, or moved to the back)
 ]]
 --- @include "prelude"
+--- @include "sendPlaces"
 -- The live row or its compacted record (one EXISTS of both keys: same hash tag, same slot).
 if redis.call('EXISTS', KEYS[1], string.sub(KEYS[1], 1, -4) .. ':done') > 0 then return 0 end
 local workflowId = ARGV[7]
-local workflowAt = 10
+local workflowAt = 13
 local delegationAt = workflowAt + 2 * tonumber(ARGV[1])
 local unfinishedAt = delegationAt + 2 * tonumber(ARGV[2])
 local searchAt = unfinishedAt + 2 * tonumber(ARGV[3])
@@ -77,6 +86,12 @@ if ARGV[5] ~= '' then
   redis.call('ZADD', KEYS[7], quota.at, workflowId)
   redis.call('ZADD', KEYS[8], quota.at, workflowId)
 end
+-- The places before the rows too (a refused write leaves counts, never a workflow whose sends took no place).
+local reply
+if tonumber(ARGV[10]) > 0 then
+  reply = sendPlaces(KEYS[10], KEYS[11], ARGV[12], tonumber(ARGV[11]), tonumber(ARGV[10]))
+  table.insert(reply, 1, 1)
+end
 -- The indexes first: an index write refused (out of memory) ends the script before the workflow exists.
 if unfinishedAt < searchAt then redis.call('ZADD', KEYS[4], unpack(ARGV, unfinishedAt, searchAt - 1)) end
 if searchAt < searchEnd then
@@ -89,4 +104,5 @@ if delegationAt < unfinishedAt then
   redis.call('HSET', KEYS[2], unpack(ARGV, delegationAt, unfinishedAt - 1))
   redis.call('RPUSH', KEYS[3], ARGV[9])
 end
+if reply then return reply end
 return 1
