@@ -8,7 +8,8 @@
  * The rule: ask while asking finds a job; after a finish that asked and found none, ask again only every
  * `probeEvery`-th finish (a backlog that builds meanwhile is fetched by the worker's own moveToActive, as after a
  * fetch that found none, and the next probe finds it). Pure: no clock, no I/O. Only the Redis work changes: which
- * job runs next and when is BullMQ's, as before (a finish that does not ask leaves the fetch to the worker's loop).
+ * job runs next is BullMQ's, as before (a finish that does not ask leaves the fetch to the worker's loop, a round
+ * trip later).
  */
 export class NextJobGuess {
   private found = true;
