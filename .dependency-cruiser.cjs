@@ -41,6 +41,13 @@ module.exports = {
       to: { dependencyTypes: ['core'] },
     },
     {
+      name: 'next-job-guess-is-pure',
+      comment: 'Whether a finish asks BullMQ for the next job is a pure rule (next-job-guess.ts): it imports nothing at run time.',
+      severity: 'error',
+      from: { path: '^packages/workers/src/next-job-guess\\.ts$' },
+      to: { dependencyTypesNot: ['type-only'] },
+    },
+    {
       name: 'delegation-core-is-pure',
       comment: 'The delegation core (observations, table, next, policy, outcomes) performs no I/O: at run time it imports only itself and @durable-a2a/shared/pure (types from anywhere).',
       severity: 'error',

@@ -40,6 +40,7 @@ import { checkTimerDuration, compileFleetOptions, type CompiledFleetOptions, typ
 import { checkPersistence, type PersistenceReport } from './persistence.ts';
 import { requireRedisVersion } from './redis-version.ts';
 import { watchFetchProgress, type FetchProgress, type QueueHealth } from './health.ts';
+import { NextJobGuess } from './next-job-guess.ts';
 import { processCompensate } from './queues/compensate.ts';
 import type { CompensationHandler } from './delegation/runs/handler.ts';
 import type { AuthHandler } from './delegation/auth.ts';
@@ -111,6 +112,22 @@ const PROCESSORS: Record<QueueName, (job: Job, ctx: WorkerContext) => Promise<st
   notify: processNotify,
 };
 
+/**
+ * The send queue's BullMQ Worker: a finish asks for the next job in the same script only as `NextJobGuess` says
+ * (send jobs are short, so the next send is usually added after the finish and the fetch would find nothing).
+ * Everything else is BullMQ's Worker: a finish that does not ask leaves the fetch to its loop, as one that found none.
+ */
+class SendQueueWorker extends Worker {
+  private readonly nextJob = new NextJobGuess();
+
+  override async processJob(job: Job, token: string, fetchNextCallback: () => boolean = () => true): ReturnType<Worker['processJob']> {
+    let asked = false;
+    const next = await super.processJob(job, token, () => (asked = fetchNextCallback() && this.nextJob.ask()));
+    if (asked) this.nextJob.record(next !== undefined);
+    return next;
+  }
+}
+
 /** One BullMQ Worker for `name`, timed and watched for liveness (R23). */
 function startWorker(name: QueueName, context: WorkerContext, connection: RedisClient, prefix: string, livenessStaleAfterMs: number, telemetry: Telemetry | undefined): { worker: Worker; watch: FetchProgress } {
   const { options, metrics, logger } = context;
@@ -130,14 +147,8 @@ function startWorker(name: QueueName, context: WorkerContext, connection: RedisC
       watch?.jobFinished();
     }
   };
-  const worker = new Worker(name, processor, {
-    connection,
-    prefix,
-    concurrency: options.concurrency[name],
-    lockDuration: options.lockDurationMs,
-    stalledInterval: options.stalledIntervalMs,
-    telemetry,
-  });
+  const workerOptions = { connection, prefix, concurrency: options.concurrency[name], lockDuration: options.lockDurationMs, stalledInterval: options.stalledIntervalMs, telemetry };
+  const worker: Worker = name === 'send' ? new SendQueueWorker(name, processor, workerOptions) : new Worker(name, processor, workerOptions);
   watch = watchFetchProgress(worker, name, options.concurrency[name], livenessStaleAfterMs);
   // One line per failed attempt; the stack only at debug. An attempt that failed because Redis was unreachable or
   // refused the command is the episode's, logged once (logRedisConnectionState, RedisRefusalGate): debug only here.
