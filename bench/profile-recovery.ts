@@ -8,7 +8,8 @@
  * Run it with and without history: the commands per record must not change (recovery reads the unfinished index).
  * It also prints the fresh worker's CPU seconds from ready to the last reattach (per record: the figure to compare
  * A/B on a loaded machine). `PROFILE_MONITOR=1`: Redis MONITOR from the kill to the last reattach, the commands per
- * record by key shape (this aid's own polling left out). `PROFILE_NODE_OPTIONS`: more Node flags for the fresh worker.
+ * record by key shape (this aid's own polling left out). `PROFILE_STALL_MS`: how long no new reattach may last before
+ * the aid prints what is left and stops (default 10,000; a loaded machine needs more). `PROFILE_NODE_OPTIONS`: more Node flags for the fresh worker.
  */
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
@@ -24,6 +25,8 @@ import { spawnBenchChild } from './processes/ipc.ts';
 const inFlight = Number(process.argv[2] ?? '2000');
 const dir = process.argv[3] ?? '/tmp';
 const history = Number(process.argv[4] ?? '0');
+/** No record reattached for this long (ms; `PROFILE_STALL_MS`, default 10 s): print what the records left look like and stop. */
+const stallMs = Number(process.env.PROFILE_STALL_MS ?? '10000');
 const prefix = 'profrec';
 const redisServer = await startRedisServer();
 const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: 'slow:600000' });
@@ -91,7 +94,7 @@ for (let tick = 0; tick < 600; tick++) {
   console.log(`${((performance.now() - killedAt) / 1000).toFixed(2)} s after the kill: ${held} reattached`);
   if (held === inFlight) break;
   if (held !== lastHeld) [lastHeld, sameSince] = [held, performance.now()];
-  if (performance.now() - sameSince > 10_000) {
+  if (performance.now() - sameSince > stallMs) {
     await diagnose(rows);
     break;
   }
