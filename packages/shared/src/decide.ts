@@ -158,7 +158,9 @@ function startAttempt(step: Step, attempt: number, previous: PreviousAttempt[], 
   // An agent that forgot a task (LOST), or a read-only step we could not prove (AMBIGUOUS),
   // may go back to the same agent; one that refused or failed does not.
   const again = last === 'lost' || last === 'ambiguous';
-  const next = all.find((url) => !tried.has(agentKeyOf(url))) ?? (again ? previous.at(-1)!.agentCardUrl : undefined);
+  // Nothing tried yet (every first attempt): the first candidate, without a key per candidate.
+  const untried = tried.size === 0 ? all[0] : all.find((url) => !tried.has(agentKeyOf(url)));
+  const next = untried ?? (again ? previous.at(-1)!.agentCardUrl : undefined);
   if (!next) {
     const reasons = previous.map((entry) => `${entry.delegationId} (${entry.agentCardUrl}): ${entry.reason}`);
     const none = all.length === 0 ? `no available agent has skill ${step.skill ?? '(none)'} for step ${step.name}` : `no other agent can run step ${step.name}`;

@@ -319,10 +319,12 @@ function withSkill(registered: readonly RegisteredAgent[], skillId: string, tags
  */
 export function candidateAgents(target: AgentTarget, registered: readonly RegisteredAgent[], tenant: string = DEFAULT_TENANT): string[] {
   const chosen: string[] = target.agent ? [target.agent] : [];
+  // Without a skill there is nothing to add, so no key to compare (a fixed agent's `delegate` computed one for nothing).
+  if (!target.skill) return chosen;
   const seen = new Set(chosen.map(agentKeyOf));
   // Another tenant's agent is never a candidate (docs/tenants.md "Roles").
   const visible = registered.filter((agent) => agentVisibleTo(agent, tenant));
-  for (const agent of target.skill ? withSkill(visible, target.skill, target.tags ?? []) : []) {
+  for (const agent of withSkill(visible, target.skill, target.tags ?? [])) {
     const key = agentKeyOf(agent.cardUrl);
     if (seen.has(key)) continue;
     seen.add(key);

@@ -4,11 +4,12 @@
  * (`candidateAgents`), and the decider never taking another spelling of a tried agent for another agent.
  */
 import fc from 'fast-check';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { AgentCardError, agentKeyOf, normalizeAgentCardUrl } from '@durable-a2a/a2a';
-import { candidateAgents, type RegisteredAgent } from '../src/registry.ts';
+import { DEFAULT_TENANT } from '../src/journal/tenant.ts';
+import { agentVisibleTo, candidateAgents, type RegisteredAgent } from '../src/registry.ts';
 import { agentIdOf, agentView, mergeSpellings } from '../src/registry-view.ts';
-import { decide } from '../src/decide.ts';
+import { decide, firstAttempts } from '../src/decide.ts';
 import type { WorkflowSnapshot } from '../src/decide-types.ts';
 import { WorkflowDefinitionSchema } from '../src/workflow.ts';
 
@@ -116,6 +117,77 @@ describe('candidateAgents', () => {
     const view = agentView(registered(url, { disabled: { since: Date.parse('2026-01-02T03:04:05Z'), reason: 'maintenance' } }), { recent: '1101' });
     expect(view).toMatchObject({ status: 'disabled', statusReason: expect.stringContaining('maintenance'), disabled: { since: '2026-01-02T03:04:05.000Z', reason: 'maintenance' } });
     expect(view.health).toEqual({ window: 20, calls: 4, successes: 3, successRate: 0.75 });
+  });
+});
+
+/** candidateAgents as it was before a target without a skill returned its fixed agent at once (the reference, verbatim). */
+function candidatesBefore(target: { agent?: string; skill?: string; tags?: string[] }, list: readonly RegisteredAgent[], tenant: string = DEFAULT_TENANT): string[] {
+  const withSkill = (all: readonly RegisteredAgent[], skillId: string, tags: readonly string[]) =>
+    all.filter((agent) => !agent.unavailable && !agent.disabled && agent.card.skills.some((skill) => skill.id === skillId && tags.every((tag) => skill.tags.includes(tag))));
+  const chosen: string[] = target.agent ? [target.agent] : [];
+  const seen = new Set(chosen.map(agentKeyOf));
+  const visible = list.filter((agent) => agentVisibleTo(agent, tenant));
+  for (const agent of target.skill ? withSkill(visible, target.skill, target.tags ?? []) : []) {
+    const key = agentKeyOf(agent.cardUrl);
+    if (seen.has(key)) continue;
+    seen.add(key);
+    chosen.push(agent.cardUrl);
+  }
+  return chosen;
+}
+
+describe('candidateAgents and firstAttempts: no agent key without a choice to make', () => {
+  const spellingOf = fc.constantFrom('http://127.0.0.1:7202', 'http://127.0.0.1:7202/', 'HTTP://127.0.0.1:7202/.well-known/agent-card.json', 'http://127.0.0.1:7300/', 'https://b.example/cards/x.json?t=1', 'handler:refund', 'not a url');
+  const agentEntry = fc.record({
+    cardUrl: spellingOf,
+    skill: fc.constantFrom('book', 'quote'),
+    tags: fc.subarray(['eu', 'fast']),
+    disabled: fc.boolean(),
+    unavailable: fc.boolean(),
+    tenant: fc.option(fc.constantFrom('t1', 't2'), { nil: undefined }),
+  }).map(({ cardUrl, skill, tags, disabled, unavailable, tenant }): RegisteredAgent => ({
+    ...registered(cardUrl, { card: { ...card(skill), skills: [{ id: skill, name: skill, description: '', tags }] } }),
+    ...(disabled ? { disabled: { since: 1 } } : {}),
+    ...(unavailable ? { unavailable: { reason: 'x', since: 1 } } : {}),
+    ...(tenant ? { tenant } : {}),
+  }));
+  const target = fc.record({ agent: spellingOf, skill: fc.constantFrom('book', 'quote', 'none'), tags: fc.subarray(['eu', 'fast']) }, { requiredKeys: [] });
+
+  it("a fixed agent's first attempt (delegate's) parses no URL: no agent key is computed", () => {
+    const definition = WorkflowDefinitionSchema.parse({ workflowId: 'w', steps: [{ name: 'main', agent: 'http://127.0.0.1:7202', message: { text: 'go' } }] });
+    const canParse = vi.spyOn(URL, 'canParse');
+    try {
+      const attempts = firstAttempts(definition, (step) => candidateAgents(step, [registered('http://127.0.0.1:7300/.well-known/agent-card.json')]));
+      expect(attempts.map((attempt) => attempt.agentCardUrl)).toEqual(['http://127.0.0.1:7202']);
+      // Two on the old code: the candidates' seen set and the search over untried agents.
+      expect(canParse).not.toHaveBeenCalled();
+    } finally {
+      canParse.mockRestore();
+    }
+  });
+
+  it('property: the candidates of a target are those of the rule before (a target without a skill: its fixed agent, or none)', () => {
+    fc.assert(
+      fc.property(target, fc.array(agentEntry, { maxLength: 5 }), fc.option(fc.constantFrom('t1', 't2'), { nil: undefined }), (aim, list, tenant) => {
+        expect(candidateAgents(aim, list, tenant)).toEqual(candidatesBefore(aim, list, tenant));
+      }),
+      { numRuns: 1_000 },
+    );
+  });
+
+  it('property: a first attempt goes to the first candidate, as the search over untried agents chose it', () => {
+    fc.assert(
+      fc.property(fc.array(fc.array(spellingOf, { maxLength: 3 }), { minLength: 1, maxLength: 3 }), (lists) => {
+        const definition = WorkflowDefinitionSchema.parse({ workflowId: 'w', steps: lists.map((_, index) => ({ name: `s${index}`, skill: 'book', message: { text: 'go' } })) });
+        const candidates = (step: { name: string }) => lists[Number(step.name.slice(1))]!;
+        const before = lists.flatMap((list, index) => {
+          const first = list.find((url) => !new Set<string>().has(agentKeyOf(url)));
+          return first === undefined ? [] : [{ step: `s${index}`, agentCardUrl: first }];
+        });
+        expect(firstAttempts(definition, candidates).map(({ step, agentCardUrl }) => ({ step: step.name, agentCardUrl }))).toEqual(before);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
 
