@@ -1,0 +1,86 @@
+/**
+ * A JSON-RPC answer is read by its envelope, not by the HTTP framing around it (docs/a2a-edge.md "Ownership"): our
+ * success envelope inside a 4xx/5xx, or inside a batch (an array) answering our one request, is the answer; an
+ * envelope that does not carry our id is never adopted, whatever the status or position. Byte-exact node:http server.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTransport } from '../src/client.ts';
+import { A2AError, sendEffectOf, TaskNotFoundError } from '../src/errors.ts';
+import { type RawServer, startRawServer } from './helpers/raw-server.ts';
+
+const message = { messageId: 'm1', role: 'ROLE_USER' as const, parts: [{ text: 'hi' }] };
+const taskNamed = (id: string) => ({ id, contextId: 'c1', status: { state: 'TASK_STATE_COMPLETED' } });
+
+type Item = { kind: 'ours-result' } | { kind: 'ours-error' } | { kind: 'foreign-result'; id: string | number | null } | { kind: 'junk' };
+let answer: (requestId: unknown) => { status: number; body: string } = () => ({ status: 200, body: '{}' });
+let server: RawServer;
+beforeAll(async () => {
+  server = await startRawServer((request, response) => {
+    const { status, body } = answer((JSON.parse(request.body) as { id: unknown }).id);
+    response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    response.end(body);
+  });
+});
+afterAll(() => server.close());
+
+const envelope = (item: Item, requestId: unknown): unknown => {
+  switch (item.kind) {
+    case 'ours-result':
+      return { jsonrpc: '2.0', id: requestId, result: { task: taskNamed('OURS') } };
+    case 'ours-error':
+      return { jsonrpc: '2.0', id: requestId, error: { code: -32001, message: 'no such task' } };
+    case 'foreign-result':
+      return { jsonrpc: '2.0', id: item.id, result: { task: taskNamed('FOREIGN') } };
+    case 'junk':
+      return 'x';
+  }
+};
+
+const transport = () => createTransport({ url: server.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+
+describe('examples', () => {
+  it('HTTP 500 whose body is our success envelope: the task, not an UpstreamError', async () => {
+    answer = (id) => ({ status: 500, body: JSON.stringify({ jsonrpc: '2.0', id, result: { task: taskNamed('OURS') } }) });
+    expect(await transport().sendMessage({ message })).toMatchObject({ task: { id: 'OURS' } });
+  });
+
+  it('HTTP 503 whose body is another request\'s success envelope: the status decides (UpstreamError, effect maybe)', async () => {
+    answer = () => ({ status: 503, body: JSON.stringify({ jsonrpc: '2.0', id: 'other', result: { task: taskNamed('FOREIGN') } }) });
+    const error = await transport().sendMessage({ message }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ code: 'UPSTREAM_ERROR', delivery: 'received' });
+    expect(sendEffectOf(error)).toBe('maybe');
+  });
+
+  it('a batch holding our error envelope at 200: the typed error', async () => {
+    answer = (id) => ({ status: 200, body: JSON.stringify([{ jsonrpc: '2.0', id: 'x', result: {} }, { jsonrpc: '2.0', id, error: { code: -32001, message: 'gone' } }]) });
+    await expect(transport().getTask({ id: 'T1' })).rejects.toBeInstanceOf(TaskNotFoundError);
+  });
+});
+
+describe('property: our envelope is found wherever it is framed; a foreign one is never adopted', () => {
+  it('any status, any batch, any ids', async () => {
+    const item = fc.oneof(
+      fc.constant<Item>({ kind: 'ours-result' }),
+      fc.constant<Item>({ kind: 'ours-error' }),
+      fc.record({ kind: fc.constant('foreign-result' as const), id: fc.oneof(fc.string({ maxLength: 4 }).filter((id) => id !== '1'), fc.integer({ min: 2, max: 9 }), fc.constant(null)) }),
+      fc.constant<Item>({ kind: 'junk' }),
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(200, 201, 400, 404, 409, 429, 500, 502, 503), fc.boolean(), fc.array(item, { minLength: 1, maxLength: 4 }), async (status, batch, items) => {
+        const framed = batch ? items : items.slice(0, 1);
+        answer = (requestId) => ({ status, body: JSON.stringify(batch ? framed.map((each) => envelope(each, requestId)) : envelope(framed[0]!, requestId)) });
+        const outcome = await transport()
+          .sendMessage({ message })
+          .then((result) => ('task' in result ? result.task.id : 'message'), (error: unknown) => error);
+        const ours = framed.filter((each) => each.kind === 'ours-result' || each.kind === 'ours-error');
+        // Never the foreign task, whatever the framing.
+        expect(outcome).not.toBe('FOREIGN');
+        if (ours.length === 1 && ours[0]!.kind === 'ours-result') expect(outcome).toBe('OURS');
+        else expect(outcome).toBeInstanceOf(A2AError);
+        if (outcome instanceof A2AError) expect(outcome.delivery).toBe('received');
+      }),
+      { numRuns: 200 },
+    );
+  });
+});
