@@ -43,6 +43,21 @@ describe('attack: our success envelope inside an HTTP error status or a batch', 
   }
 });
 
+describe('attack: a streaming send answered with a whole JSON answer (the streaming method served as the plain one)', () => {
+  for (const status of [200, 503]) {
+    it(`SendStreamingMessage answered HTTP ${status} application/json with our success envelope: COMPLETED with the artifact, one send`, async () => {
+      const { producer, agent, id } = await h.setUpAndDelegate(
+        () => ({ SendStreamingMessage: (params, call) => raw(status, { jsonrpc: '2.0', id: call.id, result: { task: oursCompleted(params) } }) }),
+        { streamingSends: true },
+      );
+      const record = await finished(producer, id, 30_000);
+      expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
+      expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked');
+      expect(agent.count('SendStreamingMessage') + agent.count('SendMessage')).toBe(1);
+    }, 45_000);
+  }
+});
+
 describe('attack: answers not proven ours, or proving nothing, are never adopted nor re-sent', () => {
   const variants: [string, (params: any, id: unknown) => ScriptedAnswer][] = [
     ['HTTP 500 whose body is another request\'s success envelope', (params, _id) => raw(500, { jsonrpc: '2.0', id: 'someone-else', result: { task: task('T9', 'COMPLETED', { contextId: 'other' }) } })],

@@ -304,7 +304,17 @@ export class JsonRpcTransport implements A2ATransport {
       frames.accepted();
       return event;
     };
-    return yield* followEventStream(response, decode, decodeJsonRpcStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal });
+    const answer = (bodyText: string) => {
+      const value = ourEnvelope(tryParseJson(bodyText), rpc.id, bodyText, 'stream answer', true);
+      if (!isSuccessEnvelope(value)) return undefined;
+      try {
+        return decodeJsonRpcEnvelope(value, bodyText, StreamResponseSchema, 'JSON answer to a stream request', response.status, rpc.id, frames.proof);
+      } catch (error) {
+        if (error instanceof ResponseIdMismatchError) return undefined;
+        throw error;
+      }
+    };
+    return yield* followEventStream(response, decode, decodeJsonRpcStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal }, answer);
   }
 
   sendMessage: A2ATransport['sendMessage'] = (request, options) =>

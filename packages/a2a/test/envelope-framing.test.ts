@@ -7,6 +7,8 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTransport } from '../src/client.ts';
 import { A2AError, sendEffectOf, TaskNotFoundError } from '../src/errors.ts';
+import { drainStream } from '../src/stream.ts';
+import type { A2ATransport } from '../src/transport.ts';
 import { type RawServer, startRawServer } from './helpers/raw-server.ts';
 
 const message = { messageId: 'm1', role: 'ROLE_USER' as const, parts: [{ text: 'hi' }] };
@@ -58,8 +60,34 @@ describe('examples', () => {
   });
 });
 
+/** The task id a send answered (SendMessage), or its stream's first event named (SendStreamingMessage); or the error. */
+async function sendOutcome(agent: A2ATransport, streaming: boolean): Promise<unknown> {
+  if (!streaming) return agent.sendMessage({ message }).then((result) => ('task' in result ? result.task.id : 'message'), (error: unknown) => error);
+  const ids: string[] = [];
+  return drainStream(agent.sendStreamingMessage({ message }), (event) => void ids.push('task' in event.response ? event.response.task.id : 'other')).then(
+    () => ids.join(','),
+    (error: unknown) => error,
+  );
+}
+
+describe('a stream request answered with a whole JSON answer (the streaming method served as the plain one)', () => {
+  for (const status of [200, 500]) {
+    it(`SendStreamingMessage answered HTTP ${status} application/json with our success envelope: one event, the task`, async () => {
+      answer = (id) => ({ status, body: JSON.stringify({ jsonrpc: '2.0', id, result: { task: taskNamed('OURS') } }) });
+      expect(await sendOutcome(transport(), true)).toBe('OURS');
+    });
+  }
+
+  it('SendStreamingMessage answered with another request\'s success envelope: an error, never its task', async () => {
+    answer = () => ({ status: 200, body: JSON.stringify({ jsonrpc: '2.0', id: 'other', result: { task: taskNamed('FOREIGN') } }) });
+    const outcome = await sendOutcome(transport(), true);
+    expect(outcome).toBeInstanceOf(A2AError);
+    expect(outcome).toMatchObject({ delivery: 'received' });
+  });
+});
+
 describe('property: our envelope is found wherever it is framed; a foreign one is never adopted', () => {
-  it('any status, any batch, any ids', async () => {
+  it('any status, any batch, any ids, SendMessage or SendStreamingMessage', async () => {
     const item = fc.oneof(
       fc.constant<Item>({ kind: 'ours-result' }),
       fc.constant<Item>({ kind: 'ours-error' }),
@@ -67,12 +95,10 @@ describe('property: our envelope is found wherever it is framed; a foreign one i
       fc.constant<Item>({ kind: 'junk' }),
     );
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(200, 201, 400, 404, 409, 429, 500, 502, 503), fc.boolean(), fc.array(item, { minLength: 1, maxLength: 4 }), async (status, batch, items) => {
+      fc.asyncProperty(fc.constantFrom(200, 201, 400, 404, 409, 429, 500, 502, 503), fc.boolean(), fc.array(item, { minLength: 1, maxLength: 4 }), fc.boolean(), async (status, batch, items, streaming) => {
         const framed = batch ? items : items.slice(0, 1);
         answer = (requestId) => ({ status, body: JSON.stringify(batch ? framed.map((each) => envelope(each, requestId)) : envelope(framed[0]!, requestId)) });
-        const outcome = await transport()
-          .sendMessage({ message })
-          .then((result) => ('task' in result ? result.task.id : 'message'), (error: unknown) => error);
+        const outcome = await sendOutcome(transport(), streaming);
         const ours = framed.filter((each) => each.kind === 'ours-result' || each.kind === 'ours-error');
         // Never the foreign task, whatever the framing.
         expect(outcome).not.toBe('FOREIGN');
