@@ -27,6 +27,7 @@ describe('attack: our success envelope inside an HTTP error status or a batch', 
     ['HTTP 503 with Retry-After: 1 whose body is our success envelope', (params, id) => raw(503, { jsonrpc: '2.0', id, result: { task: oursCompleted(params) } }, { 'retry-after': '1' })],
     ['HTTP 502 whose body is our success envelope', (params, id) => raw(502, { jsonrpc: '2.0', id, result: { task: oursCompleted(params) } })],
     ['a batch (array) holding our one success envelope', (params, id) => raw(200, [{ jsonrpc: '2.0', id, result: { task: oursCompleted(params) } }])],
+    ['HTTP 200 text/event-stream whose first event is our success envelope', (params, id) => raw(200, `data: ${JSON.stringify({ jsonrpc: '2.0', id, result: { task: oursCompleted(params) } })}\n\n`, { 'content-type': 'text/event-stream' })],
     [
       'a batch holding another request\'s error and our success envelope',
       (params, id) => raw(200, [{ jsonrpc: '2.0', id: 'not-yours', error: { code: -32600, message: 'invalid' } }, { jsonrpc: '2.0', id, result: { task: oursCompleted(params) } }]),

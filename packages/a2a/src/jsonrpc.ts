@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { type A2AError, InvalidAgentResponseError, ProtocolError, ResponseIdMismatchError } from './errors.ts';
-import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType, tryParseJson } from './error-mapping.ts';
+import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType, mediaType, tryParseJson } from './error-mapping.ts';
 import { createHttpClient, type HttpClient } from './http.ts';
 import { parseJsonText, requireJsonContentType, validateWith } from './response.ts';
 import {
@@ -16,7 +16,7 @@ import {
   TaskPushNotificationConfigSchema,
   TaskResultSchema,
 } from './schema.ts';
-import type { SseMessage } from './sse.ts';
+import { firstServerSentEvent, type SseMessage } from './sse.ts';
 import { followEventStream, streamOptionsOf, type EventStreamOptions, idleOf } from './stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from './transport.ts';
 
@@ -233,9 +233,12 @@ export async function postJsonRpc<Schema extends z.ZodType>(
       throw error instanceof ResponseIdMismatchError ? statusError() : error;
     }
   }
-  requireJsonContentType(response.contentType, response.bodyText, response.status, method);
-  const value = ourEnvelope(prepare(parseJsonText(response.bodyText, what, response.status)), rpc.id, response.bodyText, what);
-  return decodeJsonRpcEnvelope(value, response.bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
+  // A server that answers every call as a stream (SSE): its first event is the answer, read as a JSON body would be.
+  const event = mediaType(response.contentType) === 'text/event-stream' ? firstServerSentEvent(response.bodyText) : undefined;
+  if (event === undefined) requireJsonContentType(response.contentType, response.bodyText, response.status, method);
+  const bodyText = event?.data ?? response.bodyText;
+  const value = ourEnvelope(prepare(parseJsonText(bodyText, what, response.status)), rpc.id, bodyText, what);
+  return decodeJsonRpcEnvelope(value, bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
 }
 
 /** A JSON-RPC success envelope: an object with `jsonrpc`, a `result` member and no error. */

@@ -15,12 +15,12 @@ const message = { messageId: 'm1', role: 'ROLE_USER' as const, parts: [{ text: '
 const taskNamed = (id: string) => ({ id, contextId: 'c1', status: { state: 'TASK_STATE_COMPLETED' } });
 
 type Item = { kind: 'ours-result' } | { kind: 'ours-error' } | { kind: 'foreign-result'; id: string | number | null } | { kind: 'junk' };
-let answer: (requestId: unknown) => { status: number; body: string } = () => ({ status: 200, body: '{}' });
+let answer: (requestId: unknown) => { status: number; body: string; contentType?: string } = () => ({ status: 200, body: '{}' });
 let server: RawServer;
 beforeAll(async () => {
   server = await startRawServer((request, response) => {
-    const { status, body } = answer((JSON.parse(request.body) as { id: unknown }).id);
-    response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    const { status, body, contentType = 'application/json' } = answer((JSON.parse(request.body) as { id: unknown }).id);
+    response.writeHead(status, { 'content-type': contentType, 'content-length': Buffer.byteLength(body) });
     response.end(body);
   });
 });
@@ -70,6 +70,20 @@ async function sendOutcome(agent: A2ATransport, streaming: boolean): Promise<unk
   );
 }
 
+describe('a plain request answered as a stream (SSE), as some servers answer every call', () => {
+  it('SendMessage answered with text/event-stream whose first event is our success envelope: the task', async () => {
+    answer = (id) => ({ status: 200, contentType: 'text/event-stream', body: `data: ${JSON.stringify({ jsonrpc: '2.0', id, result: { task: taskNamed('OURS') } })}\n\ndata: {"more":1}\n\n` });
+    expect(await sendOutcome(transport(), false)).toBe('OURS');
+  });
+
+  it('SendMessage answered with text/event-stream whose first event is another request\'s envelope: an error, never its task', async () => {
+    answer = () => ({ status: 200, contentType: 'text/event-stream', body: `data: ${JSON.stringify({ jsonrpc: '2.0', id: 'x', result: { task: taskNamed('FOREIGN') } })}\n\n` });
+    const outcome = await sendOutcome(transport(), false);
+    expect(outcome).toBeInstanceOf(A2AError);
+    expect(outcome).toMatchObject({ delivery: 'received' });
+  });
+});
+
 describe('a stream request answered with a whole JSON answer (the streaming method served as the plain one)', () => {
   for (const status of [200, 500]) {
     it(`SendStreamingMessage answered HTTP ${status} application/json with our success envelope: one event, the task`, async () => {
@@ -95,9 +109,13 @@ describe('property: our envelope is found wherever it is framed; a foreign one i
       fc.constant<Item>({ kind: 'junk' }),
     );
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(200, 201, 400, 404, 409, 429, 500, 502, 503), fc.boolean(), fc.array(item, { minLength: 1, maxLength: 4 }), fc.boolean(), async (status, batch, items, streaming) => {
+      fc.asyncProperty(fc.constantFrom(200, 201, 400, 404, 409, 429, 500, 502, 503), fc.boolean(), fc.array(item, { minLength: 1, maxLength: 4 }), fc.boolean(), fc.boolean(), async (status, batch, items, streaming, asSse) => {
         const framed = batch ? items : items.slice(0, 1);
-        answer = (requestId) => ({ status, body: JSON.stringify(batch ? framed.map((each) => envelope(each, requestId)) : envelope(framed[0]!, requestId)) });
+        answer = (requestId) => {
+          const json = JSON.stringify(batch ? framed.map((each) => envelope(each, requestId)) : envelope(framed[0]!, requestId));
+          // A 2xx plain answer framed as one SSE event (a server that answers every call as a stream).
+          return asSse && !streaming && status < 300 ? { status, body: `data: ${json}\n\n`, contentType: 'text/event-stream' } : { status, body: json };
+        };
         const outcome = await sendOutcome(transport(), streaming);
         const ours = framed.filter((each) => each.kind === 'ours-result' || each.kind === 'ours-error');
         // Never the foreign task, whatever the framing.
