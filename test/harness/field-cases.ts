@@ -143,5 +143,18 @@ export function useFieldCases() {
     await eventually(async () => (await setup.producer.journal.getDelegation(ref(id))) !== undefined, 'journaled');
     return { ...setup, id };
   };
-  return { redisServer, at, newPrefix, producer, agentWith, fleetFor, accept, setUp, setUpAndDelegate, closeFleetsAndProducers, counter: () => counter };
+  /**
+   * Crash window 2: one delegation to `agent`, journaled and marked sent but never recorded (its messageId handed to
+   * `onMessageId` before any worker runs); then a fleet whose reconciler searches for our message.
+   */
+  const sentNotRecorded = async (agent: ScriptedAgentHandle, onMessageId: (messageId: string) => void = () => undefined, fleetOptions: Partial<StartFleetOptions> = { reconcileIntervalMs: 300 }) => {
+    const prefix = newPrefix();
+    const created = producer(prefix);
+    const { id } = await created.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `crash-${prefix}` });
+    onMessageId((await recordOf(created, id))!.messageId);
+    await markSentNotRecorded(created, id, agent);
+    await fleetFor(prefix, fleetOptions);
+    return { producer: created, id };
+  };
+  return { redisServer, at, newPrefix, producer, agentWith, fleetFor, accept, setUp, setUpAndDelegate, sentNotRecorded, closeFleetsAndProducers, counter: () => counter };
 }

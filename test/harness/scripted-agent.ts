@@ -31,8 +31,8 @@ export type ScriptedAnswer =
   | { sse: string | (string | SseWait)[]; endAfter?: 'close' | 'destroy' | 'hang' }
   /** Never answer (the client's request timeout decides). The socket is destroyed on `close()`. */
   | { hang: true }
-  /** A plain HTTP answer: this status, body and headers (default content-type application/json). */
-  | { http: { status: number; body: string; headers?: Record<string, string> } };
+  /** A plain HTTP answer: this status, body (text, or exact bytes: a compressed body) and headers (default content-type application/json). */
+  | { http: { status: number; body: string | Buffer; headers?: Record<string, string> } };
 
 export interface ScriptedCall {
   /** 1-based count of calls of this method so far, this one included. */

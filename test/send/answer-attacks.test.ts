@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { A2AError, sendEffectOf } from '../../packages/a2a/src/index.ts';
 import { GrpcTransport } from '../../packages/a2a/src/grpc/transport.ts';
-import { artifactText, finished, markSentNotRecorded, recordOf, useFieldCases, viewOf, workflowSettled, type Setup } from '../harness/field-cases.ts';
-import { SU, ev, task, taskEvent, type ScriptedAgentHandle, type ScriptedHandler, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+import { artifactText, finished, useFieldCases, viewOf, workflowSettled, type Setup } from '../harness/field-cases.ts';
+import { SU, ev, task, taskEvent, type ScriptedHandler, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 import { eventually } from '../harness/fleet.ts';
 import { startTestServer } from '../harness/api-server.ts';
 
@@ -23,16 +23,7 @@ const ours = (params: { message: { messageId: string; contextId?: string } }, st
 
 const start = h.setUpAndDelegate;
 
-/** Crash window 2: journaled and marked sent, never recorded; then a fleet whose reconciler searches for our message. */
-async function sentNotRecorded(agent: ScriptedAgentHandle, onMessageId: (messageId: string) => void = () => undefined) {
-  const prefix = h.newPrefix();
-  const producer = h.producer(prefix);
-  const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `crash-${prefix}` });
-  onMessageId((await recordOf(producer, id))!.messageId);
-  await markSentNotRecorded(producer, id, agent);
-  await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
-  return { producer, id };
-}
+const sentNotRecorded = h.sentNotRecorded;
 
 describe('attack: a refusal that does not prove nothing was created', () => {
   const conflicts: [string, (bookings: string[]) => ScriptedHandler][] = [

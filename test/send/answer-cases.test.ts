@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { httpVerifier } from '@durable-a2a/workers';
 import type { DelegationRecord, DelegationView } from '@durable-a2a/shared';
-import { artifactText, finished, markSentNotRecorded, recordOf, useFieldCases, viewOf, workflowSettled, type Setup } from '../harness/field-cases.ts';
+import { artifactText, finished, recordOf, useFieldCases, viewOf, workflowSettled, type Setup } from '../harness/field-cases.ts';
 import { AU, SU, ev, task, taskEvent, type ScriptedHandler } from '../harness/scripted-agent.ts';
 import { eventually } from '../harness/fleet.ts';
 import { closeServer, listenOnLoopback } from '../harness/ports.ts';
@@ -119,17 +119,12 @@ describe('A34: a stream we opened, whose first event carries no history', () => 
 
 describe('A35: a task adopted from a ListTasks summary keeps its result', () => {
   it('sent, not recorded; ListTasks answers a summary (no artifacts) of the COMPLETED task: read in full before it is journaled, the artifact kept, no second send', async () => {
-    const prefix = h.newPrefix();
     let messageId = '';
     const agent = await h.agentWith({
       ListTasks: (params) => ({ result: { tasks: [task('T1', 'COMPLETED', { contextId: params.contextId, history: [{ messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] }] })], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
       GetTask: () => ({ result: task('T1', 'COMPLETED', { history: [{ messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] }], artifacts: { a1: 'the booking' } }) }),
     });
-    const producer = h.producer(prefix);
-    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: 'a35' });
-    messageId = (await recordOf(producer, id))!.messageId;
-    await markSentNotRecorded(producer, id, agent);
-    await h.fleetFor(prefix, { reconcileIntervalMs: 60_000 });
+    const { producer, id } = await h.sentNotRecorded(agent, (ours) => (messageId = ours), { reconcileIntervalMs: 60_000 });
     const record = await finished(producer, id, 30_000);
     expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
     expect(artifactText(await viewOf(producer, id), 'a1')).toBe('the booking');

@@ -4,8 +4,10 @@
  * it; the 1.3.0 SDK rejects a missing header with -32009), the agent's
  * credential headers, and network failures mapped to `NetworkError`.
  */
+import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher, request } from 'undici';
 import { BlockedAddressError } from './address-policy.ts';
+import { decodeContentCoding } from './content-coding.ts';
 import { traceContextHeaders } from './trace-context.ts';
 import type { CredentialsProvider } from './credentials.ts';
 import { A2AError, type Delivery, LimitExceededError, NetworkError, withDelivery } from './errors.ts';
@@ -50,16 +52,20 @@ export interface HttpResponse {
   headers: Record<string, string>;
 }
 
-/** A response whose body is still streaming. Call `body.destroy()` (or iterate to the end) to release it. */
+/**
+ * A response whose body is still streaming, already decoded from its `Content-Encoding` (`content-coding.ts`).
+ * Call `body.destroy()` (or iterate to the end) to release it.
+ */
 export interface HttpStreamResponse {
   status: number;
   contentType: string | undefined;
-  body: Dispatcher.ResponseData['body'];
+  body: Readable;
 }
 
 export interface HttpClient {
   /**
-   * Sends a request and reads the whole body within `requestTimeoutMs`, counting bytes as they arrive:
+   * Sends a request and reads the whole body within `requestTimeoutMs`, decoded from its `Content-Encoding` (gzip,
+   * deflate, br; `content-coding.ts`) and counting the decoded bytes as they arrive:
    * past the body limit it stops reading, closes the connection and throws `LimitExceededError`; a JSON
    * body nested deeper than `jsonDepth` throws it too. Throws `NetworkError`, or the caller's abort reason.
    */
@@ -113,11 +119,11 @@ export function toNetworkError(error: unknown, url: string, callerSignal?: Abort
  * Reads a body as text, counting bytes as they arrive; past `limitBytes` it stops, destroys the body
  * (closing the connection) and throws `LimitExceededError(limit)`. Never holds more than the limit plus one chunk.
  */
-export async function readLimitedText(body: Dispatcher.ResponseData['body'], limitBytes: number, limit: 'responseBodyBytes' | 'agentCardBytes', url: string): Promise<string> {
+export async function readLimitedText(body: AsyncIterable<Uint8Array> & { destroy(): unknown }, limitBytes: number, limit: 'responseBodyBytes' | 'agentCardBytes', url: string): Promise<string> {
   const decoder = new TextDecoder('utf-8');
   const pieces: string[] = [];
   let bytes = 0;
-  for await (const chunk of body as AsyncIterable<Uint8Array>) {
+  for await (const chunk of body) {
     bytes += chunk.byteLength;
     if (bytes > limitBytes) {
       body.destroy();
@@ -206,9 +212,10 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
           signal,
         });
         answered = true;
-        const bodyText = await readLimitedText(response.body, limits[bodyLimit], bodyLimit, spec.url);
-        if (looksLikeJson(bodyText)) checkJsonDepth(bodyText, limits.jsonDepth);
         const headers = firstHeaderValues(response.headers);
+        const body = decodeContentCoding(response.body, headers['content-encoding'], `answer from ${spec.url}`);
+        const bodyText = await readLimitedText(body, limits[bodyLimit], bodyLimit, spec.url);
+        if (looksLikeJson(bodyText)) checkJsonDepth(bodyText, limits.jsonDepth);
         return { status: response.statusCode, contentType: headers['content-type'], bodyText, headers };
       } catch (error) {
         throw toNetworkError(error, spec.url, spec.signal, timedOut(), answered);
@@ -228,7 +235,8 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
           headersTimeout: spec.timeoutMs ?? requestTimeoutMs, // a held streaming send (V2): up to its own deadline
           bodyTimeout: 0,
         });
-        return { status: response.statusCode, contentType: headerValue(response.headers['content-type']), body: response.body };
+        const body = decodeContentCoding(response.body, headerValue(response.headers['content-encoding']), `stream from ${spec.url}`);
+        return { status: response.statusCode, contentType: headerValue(response.headers['content-type']), body };
       } catch (error) {
         throw toNetworkError(error, spec.url, spec.signal);
       }

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { type A2AError, InvalidAgentResponseError, ProtocolError, ResponseIdMismatchError } from './errors.ts';
-import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType } from './error-mapping.ts';
+import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType, mediaType, tryParseJson } from './error-mapping.ts';
 import { createHttpClient, type HttpClient } from './http.ts';
 import { parseJsonText, requireJsonContentType, validateWith } from './response.ts';
 import {
@@ -16,7 +16,7 @@ import {
   TaskPushNotificationConfigSchema,
   TaskResultSchema,
 } from './schema.ts';
-import type { SseMessage } from './sse.ts';
+import { firstServerSentEvent, type SseMessage } from './sse.ts';
 import { followEventStream, streamOptionsOf, type EventStreamOptions, idleOf } from './stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from './transport.ts';
 
@@ -218,10 +218,51 @@ export async function postJsonRpc<Schema extends z.ZodType>(
     signal: options?.signal,
     ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
-  if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText, response.headers);
-  requireJsonContentType(response.contentType, response.bodyText, response.status, method);
-  const value = prepare(parseJsonText(response.bodyText, `${method} response`, response.status));
-  return decodeJsonRpcEnvelope(value, response.bodyText, schema, `${method} response`, response.status, rpc.id, rpc.contentProof);
+  const what = `${method} response`;
+  if (response.status < 200 || response.status >= 300) {
+    // A success envelope answering our request is the answer whatever the HTTP status around it (a server or proxy
+    // that reports its own trouble in the status after the work was done): decoded as on a 2xx, never discarded.
+    const parsed = isJsonMediaType(response.contentType) ? tryParseJson(response.bodyText) : undefined;
+    const envelope = parsed === undefined ? undefined : ourEnvelope(prepare(parsed), rpc.id, response.bodyText, what, true);
+    const statusError = () => errorFromHttp(response.status, response.contentType, response.bodyText, response.headers);
+    if (!isSuccessEnvelope(envelope)) throw statusError();
+    try {
+      return decodeJsonRpcEnvelope(envelope, response.bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
+    } catch (error) {
+      // Not proven ours: the status decides, as for any other body.
+      throw error instanceof ResponseIdMismatchError ? statusError() : error;
+    }
+  }
+  // A server that answers every call as a stream (SSE): its first event is the answer, read as a JSON body would be.
+  const event = mediaType(response.contentType) === 'text/event-stream' ? firstServerSentEvent(response.bodyText) : undefined;
+  if (event === undefined) requireJsonContentType(response.contentType, response.bodyText, response.status, method);
+  const bodyText = event?.data ?? response.bodyText;
+  const value = ourEnvelope(prepare(parseJsonText(bodyText, what, response.status)), rpc.id, bodyText, what);
+  return decodeJsonRpcEnvelope(value, bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
+}
+
+/** A JSON-RPC success envelope: an object with `jsonrpc`, a `result` member and no error. */
+const isSuccessEnvelope = (value: unknown): value is object =>
+  typeof value === 'object' && value !== null && !Array.isArray(value) && 'jsonrpc' in value && 'result' in value && ((value as { error?: unknown }).error ?? null) === null;
+
+/**
+ * The envelope answering request `id` in a parsed answer. An object is itself (its id is checked when decoded). A
+ * batch (an array, JSON-RPC 2.0 §6, though we sent one request) is read for the one element carrying our id, compared
+ * as text: that element is the answer; none, or more than one, proves nothing and is `InvalidAgentResponseError`
+ * (delivery `received`). With `lenient`, an array that holds no single answer gives `undefined` instead of throwing.
+ */
+export function ourEnvelope(value: unknown, id: JsonRpcId, rawBody: string, what: string, lenient = false): unknown {
+  if (!Array.isArray(value)) return value;
+  const ours = value.filter((item) => {
+    const itemId = (item as { id?: unknown } | null)?.id;
+    return (typeof itemId === 'string' || typeof itemId === 'number') && String(itemId) === String(id);
+  });
+  if (ours.length === 1) return ours[0];
+  if (lenient) return undefined;
+  throw new InvalidAgentResponseError(`${what} is a batch of ${value.length} with ${ours.length} answers carrying our request id ${JSON.stringify(id)}`, {
+    cause: rawBody,
+    bodyExcerpt: excerpt(rawBody),
+  });
 }
 
 /** `A2ATransport` over JSON-RPC 2.0, protocol version 1.0. */
@@ -266,7 +307,17 @@ export class JsonRpcTransport implements A2ATransport {
       frames.accepted();
       return event;
     };
-    return yield* followEventStream(response, decode, decodeJsonRpcStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal });
+    const answer = (bodyText: string) => {
+      const value = ourEnvelope(tryParseJson(bodyText), rpc.id, bodyText, 'stream answer', true);
+      if (!isSuccessEnvelope(value)) return undefined;
+      try {
+        return decodeJsonRpcEnvelope(value, bodyText, StreamResponseSchema, 'JSON answer to a stream request', response.status, rpc.id, frames.proof);
+      } catch (error) {
+        if (error instanceof ResponseIdMismatchError) return undefined;
+        throw error;
+      }
+    };
+    return yield* followEventStream(response, decode, decodeJsonRpcStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal }, answer);
   }
 
   sendMessage: A2ATransport['sendMessage'] = (request, options) =>

@@ -235,6 +235,17 @@ class SseDecoder {
   }
 }
 
+/** A decoder under `options`' caps (defaults: `sseEventBytes`, `DEFAULT_MAX_EVENT_SIZE_CHARS`, `jsonDepth`). */
+function sseDecoderFor(options: SseReaderOptions, source: string): SseDecoder {
+  const maxEventBytes = options.maxEventBytes ?? DEFAULT_A2A_LIMITS.sseEventBytes;
+  return new SseDecoder({
+    maxEventBytes,
+    maxEventSizeChars: Math.min(options.maxEventSizeChars ?? DEFAULT_MAX_EVENT_SIZE_CHARS, maxEventBytes),
+    maxJsonDepth: options.maxJsonDepth ?? DEFAULT_A2A_LIMITS.jsonDepth,
+    source,
+  });
+}
+
 /**
  * Reads SSE messages from `body` until EOF. Comments are skipped (they only
  * reset the watchdog). An unterminated last event at EOF is discarded, as the
@@ -246,14 +257,8 @@ class SseDecoder {
  */
 export async function* readServerSentEvents(body: ByteBody, options: SseReaderOptions = {}): AsyncGenerator<SseMessage, void, void> {
   const idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
-  const maxEventBytes = options.maxEventBytes ?? DEFAULT_A2A_LIMITS.sseEventBytes;
   const source = options.source ?? 'stream';
-  const events = new SseDecoder({
-    maxEventBytes,
-    maxEventSizeChars: Math.min(options.maxEventSizeChars ?? DEFAULT_MAX_EVENT_SIZE_CHARS, maxEventBytes),
-    maxJsonDepth: options.maxJsonDepth ?? DEFAULT_A2A_LIMITS.jsonDepth,
-    source,
-  });
+  const events = sseDecoderFor(options, source);
   const { queue } = events;
   const chunks = new ChunkReader(body[Symbol.asyncIterator](), idleTimeoutMs, options.signal, source);
   try {
@@ -271,6 +276,18 @@ export async function* readServerSentEvents(body: ByteBody, options: SseReaderOp
     chunks.close();
     body.destroy?.();
   }
+}
+
+/**
+ * The first SSE message of a whole body already read (`text`), under the same size and depth caps as a stream's
+ * (`SseReaderOptions`); `undefined` when it holds none. Throws what `readServerSentEvents` throws for a bad event.
+ */
+export function firstServerSentEvent(text: string, options: SseReaderOptions = {}): SseMessage | undefined {
+  const events = sseDecoderFor(options, options.source ?? 'body');
+  events.chunk(new TextEncoder().encode(text));
+  events.end();
+  if (events.queue.length === 0 && events.failure) throw events.failure;
+  return events.queue[0];
 }
 
 /** Reads a whole (small) body as text, keeping at most `limitBytes`, under the same idle watchdog. */

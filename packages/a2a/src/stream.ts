@@ -3,18 +3,25 @@
  * branch on Content-Type before parsing (field case R08), decode each SSE
  * message with the binding's decoder, and report how the stream ended.
  */
-import { type A2AError, ProtocolError, StreamIdleError } from './errors.ts';
-import { excerpt, mediaType } from './error-mapping.ts';
+import { type A2AError, LimitExceededError, ProtocolError, StreamIdleError } from './errors.ts';
+import { excerpt, isJsonMediaType, mediaType } from './error-mapping.ts';
 import type { HttpStreamResponse } from './http.ts';
 import { isInterruptedTaskState, isTerminalTaskState, type StreamResponse, type TaskState } from './schema.ts';
 import { readBodyText, readServerSentEvents, type SseMessage, type SseReaderOptions } from './sse.ts';
 import type { CallOptions, EventStream, StreamEnd, StreamEvent, TransportOptions } from './transport.ts';
-import { resolveLimits } from './limits.ts';
+import { checkJsonDepth, DEFAULT_A2A_LIMITS, resolveLimits } from './limits.ts';
 
 /** Turns one SSE message into a `StreamResponse`; throws the typed error an error event carries. */
 export type StreamEventDecoder = (message: SseMessage) => StreamResponse;
 /** Turns a non-SSE answer to a stream request (any status) into the typed error it carries. */
 export type StreamErrorDecoder = (status: number, contentType: string | undefined, bodyText: string) => A2AError;
+
+/**
+ * Reads a JSON answer to a stream request (a server that answers the streaming method as the plain one, whatever
+ * the HTTP status) as the stream's one event, when the answer is our success envelope; `undefined` (not a success
+ * envelope, or not proven ours) leaves it to the `StreamErrorDecoder`. Throws what decoding our result throws.
+ */
+export type StreamAnswerDecoder = (bodyText: string) => StreamResponse | undefined;
 
 /** Options of one stream: the SSE reader's (`idleTimeoutMs` default 60_000, size caps, abort signal, source label). */
 export type EventStreamOptions = SseReaderOptions;
@@ -76,8 +83,9 @@ export class StreamEndTracker {
 
 /**
  * Follows an opened stream response. Only `text/event-stream` with a 2xx status
- * is parsed; any other answer is read (up to 64 KiB) and thrown as the typed
- * error it carries: a JSON error envelope gives its A2A error (R08 a), other
+ * is parsed as a stream; a JSON answer that `decodeAnswer` reads as our success
+ * envelope is the stream's one event (bounded as one event: `sseEventBytes`, `jsonDepth`);
+ * any other answer is read (up to 64 KiB) and thrown as the typed error it carries: a JSON error envelope gives its A2A error (R08 a), other
  * content gives a `ProtocolError` with an excerpt (R08 d). Never an empty success.
  *
  * The stream is left to the server to close (spec §11.7: it MAY resend a final
@@ -90,11 +98,27 @@ export async function* followEventStream(
   decodeEvent: StreamEventDecoder,
   decodeError: StreamErrorDecoder,
   options: EventStreamOptions = {},
+  decodeAnswer?: StreamAnswerDecoder,
 ): EventStream {
   const type = mediaType(response.contentType);
   const isSuccess = response.status >= 200 && response.status < 300;
   if (!isSuccess || type !== 'text/event-stream') {
-    const bodyText = await readBodyText(response.body, options);
+    const asAnswer = isJsonMediaType(response.contentType) ? decodeAnswer : undefined;
+    // A whole answer in place of a stream is held to one event's bounds, as its one event would be.
+    const limitBytes = asAnswer ? (options.maxEventBytes ?? DEFAULT_A2A_LIMITS.sseEventBytes) + 1 : undefined;
+    const bodyText = await readBodyText(response.body, { ...options, ...(limitBytes === undefined ? {} : { limitBytes }) });
+    if (asAnswer && limitBytes !== undefined && Buffer.byteLength(bodyText) >= limitBytes) {
+      throw new LimitExceededError('sseEventBytes', limitBytes - 1, `a JSON answer to a stream request is larger than ${limitBytes - 1} bytes`, { delivery: 'received' });
+    }
+    if (asAnswer) checkJsonDepth(bodyText, options.maxJsonDepth ?? DEFAULT_A2A_LIMITS.jsonDepth);
+    const answered = asAnswer?.(bodyText);
+    if (answered !== undefined) {
+      const tracker = new StreamEndTracker();
+      const event: StreamEvent = { response: answered };
+      tracker.observe(event);
+      yield event;
+      return tracker.end();
+    }
     if (!isSuccess || type === 'application/json' || type.endsWith('+json')) {
       throw decodeError(response.status, response.contentType, bodyText);
     }
