@@ -4,7 +4,7 @@
  * journal, each test under its own key prefix. `useFieldCases()` registers
  * the private redis-server and the teardown; the rest are plain helpers.
  */
-import { afterEach } from 'vitest';
+import { afterEach, expect } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { DelegationView } from '@durable-a2a/shared';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
@@ -38,6 +38,15 @@ export async function finished(p: Producer, id: string, timeoutMs = 20_000, dele
     const record = await recordOf(p, id, delegationId);
     return record && ['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST'].includes(record.state) && record;
   }, `delegation ${id}/${delegationId} finished`, timeoutMs);
+}
+
+/**
+ * Waits (bounded, 30 s) until a delegation is finished and asserts it COMPLETED with `taskId` and the artifact `a1`
+ * holding `text`: the adopted task's result kept.
+ */
+export async function expectCompletedWith(p: Producer, id: string, taskId: string, text: string): Promise<void> {
+  expect(await finished(p, id, 30_000)).toMatchObject({ state: 'COMPLETED', taskId });
+  expect(artifactText(await viewOf(p, id), 'a1')).toBe(text);
 }
 
 

@@ -7,7 +7,7 @@
  */
 import zlib from 'node:zlib';
 import { describe, expect, it } from 'vitest';
-import { artifactText, finished, useFieldCases, viewOf } from '../harness/field-cases.ts';
+import { expectCompletedWith, useFieldCases } from '../harness/field-cases.ts';
 import { task, type ScriptedAnswer } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
@@ -26,9 +26,7 @@ describe('a delegation to an agent that compresses every answer', () => {
       const { producer, agent, id } = await h.setUpAndDelegate(() => ({
         SendMessage: (params, call) => encoded(coding, call.id, { task: task('T1', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'booked' } }) }),
       }));
-      const record = await finished(producer, id, 30_000);
-      expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
-      expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked');
+      await expectCompletedWith(producer, id, 'T1', 'booked');
       expect(agent.count('SendMessage')).toBe(1);
     }, 45_000);
   }
@@ -40,9 +38,7 @@ describe('a delegation to an agent that compresses every answer', () => {
       SubscribeToTask: () => ({ error: { code: -32004, message: 'streaming is not supported' } }),
       GetTask: (_params, call) => encoded('gzip', call.id, task('T1', 'COMPLETED', { history: history as never, artifacts: { a1: 'booked' } })),
     }));
-    const record = await finished(producer, id, 30_000);
-    expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
-    expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked');
+    await expectCompletedWith(producer, id, 'T1', 'booked');
     expect(agent.count('SendMessage')).toBe(1);
   }, 45_000);
 
@@ -54,9 +50,7 @@ describe('a delegation to an agent that compresses every answer', () => {
       GetTask: (_params, call) => encoded('br', call.id, task('T1', 'COMPLETED', { history: history(), artifacts: { a1: 'the booking' } })),
     });
     const { producer, id } = await h.sentNotRecorded(agent, (ours) => (messageId = ours));
-    const record = await finished(producer, id, 30_000);
-    expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
-    expect(artifactText(await viewOf(producer, id), 'a1')).toBe('the booking');
+    await expectCompletedWith(producer, id, 'T1', 'the booking');
     expect(agent.count('SendMessage')).toBe(0);
   }, 45_000);
 });

@@ -8,7 +8,7 @@
  * ListTasks), so an answer thrown away cannot be recovered by the search: it ends with a person.
  */
 import { describe, expect, it } from 'vitest';
-import { artifactText, finished, useFieldCases, viewOf } from '../harness/field-cases.ts';
+import { expectCompletedWith, finished, useFieldCases } from '../harness/field-cases.ts';
 import { task, type ScriptedAnswer } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
@@ -36,9 +36,7 @@ describe('attack: our success envelope inside an HTTP error status or a batch', 
   for (const [name, answer] of variants) {
     it(`SendMessage answered with ${name}: COMPLETED with the artifact, one SendMessage`, async () => {
       const { producer, agent, id } = await h.setUpAndDelegate(() => ({ SendMessage: (params, call) => answer(params, call.id) }));
-      const record = await finished(producer, id, 30_000);
-      expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
-      expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked');
+      await expectCompletedWith(producer, id, 'T1', 'booked');
       expect(agent.count('SendMessage')).toBe(1);
     }, 45_000);
   }
@@ -51,9 +49,7 @@ describe('attack: a streaming send answered with a whole JSON answer (the stream
         () => ({ SendStreamingMessage: (params, call) => raw(status, { jsonrpc: '2.0', id: call.id, result: { task: oursCompleted(params) } }) }),
         { streamingSends: true },
       );
-      const record = await finished(producer, id, 30_000);
-      expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
-      expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked');
+      await expectCompletedWith(producer, id, 'T1', 'booked');
       expect(agent.count('SendStreamingMessage') + agent.count('SendMessage')).toBe(1);
     }, 45_000);
   }
