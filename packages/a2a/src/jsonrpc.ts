@@ -222,16 +222,10 @@ export async function postJsonRpc<Schema extends z.ZodType>(
   if (response.status < 200 || response.status >= 300) {
     // A success envelope answering our request is the answer whatever the HTTP status around it (a server or proxy
     // that reports its own trouble in the status after the work was done): decoded as on a 2xx, never discarded.
-    const parsed = isJsonMediaType(response.contentType) ? tryParseJson(response.bodyText) : undefined;
-    const envelope = parsed === undefined ? undefined : ourEnvelope(prepare(parsed), rpc.id, response.bodyText, what, true);
-    const statusError = () => errorFromHttp(response.status, response.contentType, response.bodyText, response.headers);
-    if (!isSuccessEnvelope(envelope)) throw statusError();
-    try {
-      return decodeJsonRpcEnvelope(envelope, response.bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
-    } catch (error) {
-      // Not proven ours: the status decides, as for any other body.
-      throw error instanceof ResponseIdMismatchError ? statusError() : error;
-    }
+    // Not proven ours: the status decides, as for any other body.
+    const answer = isJsonMediaType(response.contentType) ? ourSuccessIn(response.bodyText, rpc, schema, what, response.status, rpc.contentProof, prepare) : undefined;
+    if (answer === undefined) throw errorFromHttp(response.status, response.contentType, response.bodyText, response.headers);
+    return answer.result;
   }
   // A server that answers every call as a stream (SSE): its first event is the answer, read as a JSON body would be.
   const event = mediaType(response.contentType) === 'text/event-stream' ? firstServerSentEvent(response.bodyText) : undefined;
@@ -239,6 +233,32 @@ export async function postJsonRpc<Schema extends z.ZodType>(
   const bodyText = event?.data ?? response.bodyText;
   const value = ourEnvelope(prepare(parseJsonText(bodyText, what, response.status)), rpc.id, bodyText, what);
   return decodeJsonRpcEnvelope(value, bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
+}
+
+/**
+ * Our success envelope in `bodyText` (an object, or the one element of a batch carrying our id), decoded with
+ * `schema` (`prepare` first), as `{ result }`; undefined when the body holds none proven ours (not JSON, an error
+ * envelope, another request's id), and the framing around it decides. A success envelope ours whose result breaks
+ * `schema` throws as `decodeJsonRpcEnvelope` does.
+ */
+function ourSuccessIn<Schema extends z.ZodType>(
+  bodyText: string,
+  rpc: JsonRpcRequest,
+  schema: Schema,
+  what: string,
+  httpStatus: number,
+  contentProof: ((result: unknown) => boolean) | undefined,
+  prepare: (value: unknown) => unknown = (value) => value,
+): { result: z.output<Schema> } | undefined {
+  const parsed = tryParseJson(bodyText);
+  const envelope = parsed === undefined ? undefined : ourEnvelope(prepare(parsed), rpc.id, bodyText, what, true);
+  if (!isSuccessEnvelope(envelope)) return undefined;
+  try {
+    return { result: decodeJsonRpcEnvelope(envelope, bodyText, schema, what, httpStatus, rpc.id, contentProof) };
+  } catch (error) {
+    if (error instanceof ResponseIdMismatchError) return undefined;
+    throw error;
+  }
 }
 
 /** A JSON-RPC success envelope: an object with `jsonrpc`, a `result` member and no error. */
@@ -307,16 +327,7 @@ export class JsonRpcTransport implements A2ATransport {
       frames.accepted();
       return event;
     };
-    const answer = (bodyText: string) => {
-      const value = ourEnvelope(tryParseJson(bodyText), rpc.id, bodyText, 'stream answer', true);
-      if (!isSuccessEnvelope(value)) return undefined;
-      try {
-        return decodeJsonRpcEnvelope(value, bodyText, StreamResponseSchema, 'JSON answer to a stream request', response.status, rpc.id, frames.proof);
-      } catch (error) {
-        if (error instanceof ResponseIdMismatchError) return undefined;
-        throw error;
-      }
-    };
+    const answer = (bodyText: string) => ourSuccessIn(bodyText, rpc, StreamResponseSchema, 'JSON answer to a stream request', response.status, frames.proof)?.result;
     return yield* followEventStream(response, decode, decodeJsonRpcStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal }, answer);
   }
 
