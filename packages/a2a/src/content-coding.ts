@@ -44,7 +44,8 @@ class DecodedBody extends PassThrough {
 
   override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
     const code = (error as { code?: unknown } | null)?.code;
-    const isCoding = typeof code === 'string' && (code.startsWith('Z_') || code.startsWith('ERR_ZLIB') || code.startsWith('ERR__'));
+    // zlib's (Z_*, ERR_ZLIB*), brotli's (ERR__*) and zstd's (ZSTD_*) decoding errors; anything else (the connection) is the body's own.
+    const isCoding = typeof code === 'string' && ['Z_', 'ERR_ZLIB', 'ERR__', 'ZSTD_'].some((prefix) => code.startsWith(prefix));
     callback(isCoding ? new ProtocolError(`${this.what}: its content coding does not decode (${error!.message})`, { cause: error, delivery: 'received' }) : error);
   }
 }

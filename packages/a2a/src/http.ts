@@ -140,6 +140,16 @@ const looksLikeJson = (text: string): boolean => /^[\s\u001e]*[[{]/.test(text.sl
 
 const headerValue = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
 
+/**
+ * The `Content-Encoding` list of an answer, every header line of it joined (RFC 9110 §5.3: two lines are one list);
+ * none for an answer without a body (204, 304, `Content-Length: 0`), whose empty body no decoder would accept.
+ */
+function contentCodingsHeader(status: number, raw: Record<string, string | string[] | undefined>): string | undefined {
+  if (status === 204 || status === 304 || headerValue(raw['content-length'])?.trim() === '0') return undefined;
+  const value = raw['content-encoding'];
+  return Array.isArray(value) ? value.join(', ') : value;
+}
+
 /** Response headers by lower-case name, the first value of each. */
 function firstHeaderValues(raw: Record<string, string | string[] | undefined>): Record<string, string> {
   const headers: Record<string, string> = {};
@@ -213,7 +223,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         });
         answered = true;
         const headers = firstHeaderValues(response.headers);
-        const body = decodeContentCoding(response.body, headers['content-encoding'], `answer from ${spec.url}`);
+        const body = decodeContentCoding(response.body, contentCodingsHeader(response.statusCode, response.headers), `answer from ${spec.url}`);
         const bodyText = await readLimitedText(body, limits[bodyLimit], bodyLimit, spec.url);
         if (looksLikeJson(bodyText)) checkJsonDepth(bodyText, limits.jsonDepth);
         return { status: response.statusCode, contentType: headers['content-type'], bodyText, headers };
@@ -235,7 +245,7 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
           headersTimeout: spec.timeoutMs ?? requestTimeoutMs, // a held streaming send (V2): up to its own deadline
           bodyTimeout: 0,
         });
-        const body = decodeContentCoding(response.body, headerValue(response.headers['content-encoding']), `stream from ${spec.url}`);
+        const body = decodeContentCoding(response.body, contentCodingsHeader(response.statusCode, response.headers), `stream from ${spec.url}`);
         return { status: response.statusCode, contentType: headerValue(response.headers['content-type']), body };
       } catch (error) {
         throw toNetworkError(error, spec.url, spec.signal);
