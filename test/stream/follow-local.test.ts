@@ -173,15 +173,13 @@ describe('recovery after the whole fleet is SIGKILLed', () => {
     const { agent, sent, refs } = await setUpInFlight(prefix, 50);
     await eventually(async () => (await leaseHolders(refs)).every((holder) => holder !== null), 'every stream open under a lease', 30_000);
     await first.kill('SIGKILL');
-    const killedAt = Date.now();
 
     // A batch of 10 index entries: the 100 (50 delegations, 50 workflows) take ten pages of the start-up sweep.
     const fresh = await startFleet(prefix, { reconcileIntervalMs: LONG_INTERVAL_MS, reconcileBatchSize: 10, lockDurationMs: LEASE_MS });
     const ours = `${fresh.context.workerId}/`;
-    await eventually(async () => (await leaseHolders(refs)).every((holder) => holder?.startsWith(ours)), 'every delegation reattached by the fresh fleet', 20_000, 100);
-    const seconds = (Date.now() - killedAt) / 1000;
-    // The dead leases end at most LEASE_MS after the kill; the checks at their end add ≤ 0.5 s of jitter.
-    expect(seconds).toBeLessThan(LEASE_MS / 1000 + 4);
+    // Within a third of the reconcile interval (no periodic sweep ran): the checks at the dead leases' ends did it. A
+    // bound on the wait, not a timing claim (a loaded machine takes longer than the leases' 4 s; it passes all the same).
+    await eventually(async () => (await leaseHolders(refs)).every((holder) => holder?.startsWith(ours)), 'every delegation reattached by the fresh fleet', LONG_INTERVAL_MS / 3, 100);
     // The start-up sweep found leases still held: the checks at their end did the reattaching.
     expect((await reconcileOutcomes(fresh)).followed ?? 0).toBeGreaterThan(0);
     for (const { messageId } of sent) expect(agent.sendMessageCount(messageId)).toBe(1);
