@@ -12,12 +12,13 @@ import {
   ListTaskPushNotificationConfigsResponseSchema,
   ListTasksResponseSchema,
   SendMessageResponseSchema,
+  type StreamResponse,
   StreamResponseSchema,
   TaskPushNotificationConfigSchema,
   TaskResultSchema,
 } from './schema.ts';
 import { firstServerSentEvent, type SseMessage } from './sse.ts';
-import { followEventStream, streamOptionsOf, type EventStreamOptions, idleOf } from './stream.ts';
+import { followEventStream, streamOptionsOf, type EventStreamOptions, idleOf, type StreamErrorDecoder } from './stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from './transport.ts';
 
 /** JSON-RPC response envelope (JSON-RPC 2.0 §5). `result` and `error` are checked separately. */
@@ -285,6 +286,55 @@ export function ourEnvelope(value: unknown, id: JsonRpcId, rawBody: string, what
   });
 }
 
+/**
+ * How one protocol version reads a JSON-RPC stream (1.0 here, 0.3 in `v03/jsonrpc.ts`): `decodeFrame` decodes one SSE
+ * message to a result of `schema` (checking our request id, see `decodeJsonRpcStreamEvent`), `toEvent` makes that
+ * result the 1.0 event, `decodeError` reads a non-stream answer's error, `prepare` adapts a parsed whole answer before
+ * decoding (the 0.3 adapter drops its free-form error data).
+ */
+export interface JsonRpcStreamReading<Schema extends z.ZodType> {
+  schema: Schema;
+  decodeFrame: (message: SseMessage, expectedId: JsonRpcId, contentProof: (result: unknown) => boolean) => z.output<Schema>;
+  toEvent: (result: z.output<Schema>) => StreamResponse;
+  decodeError: StreamErrorDecoder;
+  prepare?: (value: unknown) => unknown;
+}
+
+/**
+ * One JSON-RPC stream request (a POST of `rpc` to `url`) followed to its end, for every protocol version alike: each
+ * SSE frame decoded by `reading` (our request id, or content proving it ours, `streamFrameProof`), and a whole JSON
+ * answer in place of the stream (the streaming method served as the plain one, any HTTP status) read as the stream's
+ * one event when it is our success envelope (`ourSuccessIn`), else as the error it carries (`followEventStream`).
+ */
+export async function* followJsonRpcStream<Schema extends z.ZodType>(
+  http: HttpClient,
+  url: string,
+  rpc: JsonRpcRequest,
+  reading: JsonRpcStreamReading<Schema>,
+  streamOptions: EventStreamOptions,
+  options?: CallOptions,
+): EventStream {
+  const response = await http.openStream({
+    method: 'POST',
+    url,
+    headers: { 'content-type': 'application/json' },
+    body: rpc.body,
+    signal: options?.signal,
+    ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+  });
+  const frames = streamFrameProof(rpc);
+  const decode = (message: SseMessage): StreamResponse => {
+    const result = reading.decodeFrame(message, rpc.id, frames.proof);
+    frames.accepted();
+    return reading.toEvent(result);
+  };
+  const answer = (bodyText: string): StreamResponse | undefined => {
+    const ours = ourSuccessIn(bodyText, rpc, reading.schema, 'JSON answer to a stream request', response.status, frames.proof, reading.prepare);
+    return ours === undefined ? undefined : reading.toEvent(ours.result);
+  };
+  return yield* followEventStream(response, decode, reading.decodeError, { ...streamOptions, ...idleOf(options), signal: options?.signal }, answer);
+}
+
 /** `A2ATransport` over JSON-RPC 2.0, protocol version 1.0. */
 export class JsonRpcTransport implements A2ATransport {
   readonly binding = 'JSONRPC' as const;
@@ -311,24 +361,9 @@ export class JsonRpcTransport implements A2ATransport {
     return postJsonRpc(this.http, this.url, method, this.envelope(method, params), schema, options);
   }
 
-  private async *stream(method: string, params: object, options?: CallOptions): EventStream {
-    const rpc = this.envelope(method, params);
-    const response = await this.http.openStream({
-      method: 'POST',
-      url: this.url,
-      headers: { 'content-type': 'application/json' },
-      body: rpc.body,
-      signal: options?.signal,
-      ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-    });
-    const frames = streamFrameProof(rpc);
-    const decode = (message: SseMessage) => {
-      const event = decodeJsonRpcStreamEvent(message, rpc.id, frames.proof);
-      frames.accepted();
-      return event;
-    };
-    const answer = (bodyText: string) => ourSuccessIn(bodyText, rpc, StreamResponseSchema, 'JSON answer to a stream request', response.status, frames.proof)?.result;
-    return yield* followEventStream(response, decode, decodeJsonRpcStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal }, answer);
+  private stream(method: string, params: object, options?: CallOptions): EventStream {
+    const reading = { schema: StreamResponseSchema, decodeFrame: decodeJsonRpcStreamEvent, toEvent: (result: StreamResponse) => result, decodeError: decodeJsonRpcStreamError };
+    return followJsonRpcStream(this.http, this.url, this.envelope(method, params), reading, this.streamOptions, options);
   }
 
   sendMessage: A2ATransport['sendMessage'] = (request, options) =>

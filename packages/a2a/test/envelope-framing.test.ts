@@ -13,6 +13,8 @@ import { type RawServer, startRawServer } from './helpers/raw-server.ts';
 
 const message = { messageId: 'm1', role: 'ROLE_USER' as const, parts: [{ text: 'hi' }] };
 const taskNamed = (id: string) => ({ id, contextId: 'c1', status: { state: 'TASK_STATE_COMPLETED' } });
+/** A send's (or a stream frame's) result naming task `id`: 1.0 `{task}`, or the 0.3 bare kind-tagged Task. */
+const resultNamed = (id: string, v03: boolean) => (v03 ? { kind: 'task', id, contextId: 'c1', status: { state: 'completed' } } : { task: taskNamed(id) });
 
 type Item = { kind: 'ours-result' } | { kind: 'ours-error' } | { kind: 'foreign-result'; id: string | number | null } | { kind: 'junk' };
 let answer: (requestId: unknown) => { status: number; body: string; contentType?: string } = () => ({ status: 200, body: '{}' });
@@ -26,20 +28,20 @@ beforeAll(async () => {
 });
 afterAll(() => server.close());
 
-const envelope = (item: Item, requestId: unknown): unknown => {
+const envelope = (item: Item, requestId: unknown, v03 = false): unknown => {
   switch (item.kind) {
     case 'ours-result':
-      return { jsonrpc: '2.0', id: requestId, result: { task: taskNamed('OURS') } };
+      return { jsonrpc: '2.0', id: requestId, result: resultNamed('OURS', v03) };
     case 'ours-error':
       return { jsonrpc: '2.0', id: requestId, error: { code: -32001, message: 'no such task' } };
     case 'foreign-result':
-      return { jsonrpc: '2.0', id: item.id, result: { task: taskNamed('FOREIGN') } };
+      return { jsonrpc: '2.0', id: item.id, result: resultNamed('FOREIGN', v03) };
     case 'junk':
       return 'x';
   }
 };
 
-const transport = () => createTransport({ url: server.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+const transport = (v03 = false) => createTransport({ url: server.url, protocolBinding: 'JSONRPC', protocolVersion: v03 ? '0.3' : '1.0' });
 
 describe('examples', () => {
   it('HTTP 500 whose body is our success envelope: the task, not an UpstreamError', async () => {
@@ -98,10 +100,25 @@ describe('a stream request answered with a whole JSON answer (the streaming meth
     expect(outcome).toBeInstanceOf(A2AError);
     expect(outcome).toMatchObject({ delivery: 'received' });
   });
+
+  // 0.3 streams read a whole JSON answer with the same reader as 1.0 (`followJsonRpcStream`).
+  for (const status of [200, 500]) {
+    it(`0.3 message/stream answered HTTP ${status} application/json with our success envelope (a bare 0.3 Task): one event, the task`, async () => {
+      answer = (id) => ({ status, body: JSON.stringify({ jsonrpc: '2.0', id, result: resultNamed('OURS', true) }) });
+      expect(await sendOutcome(transport(true), true)).toBe('OURS');
+    });
+  }
+
+  it('0.3 message/stream answered with another request\'s success envelope: an error, never its task', async () => {
+    answer = () => ({ status: 200, body: JSON.stringify({ jsonrpc: '2.0', id: 'other', result: resultNamed('FOREIGN', true) }) });
+    const outcome = await sendOutcome(transport(true), true);
+    expect(outcome).toBeInstanceOf(A2AError);
+    expect(outcome).toMatchObject({ delivery: 'received' });
+  });
 });
 
 describe('property: our envelope is found wherever it is framed; a foreign one is never adopted', () => {
-  it('any status, any batch, any ids, SendMessage or SendStreamingMessage', async () => {
+  it('any status, any batch, any ids, SendMessage or SendStreamingMessage, A2A 1.0 or 0.3', async () => {
     const item = fc.oneof(
       fc.constant<Item>({ kind: 'ours-result' }),
       fc.constant<Item>({ kind: 'ours-error' }),
@@ -109,14 +126,14 @@ describe('property: our envelope is found wherever it is framed; a foreign one i
       fc.constant<Item>({ kind: 'junk' }),
     );
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom(200, 201, 400, 404, 409, 429, 500, 502, 503), fc.boolean(), fc.array(item, { minLength: 1, maxLength: 4 }), fc.boolean(), fc.boolean(), async (status, batch, items, streaming, asSse) => {
+      fc.asyncProperty(fc.constantFrom(200, 201, 400, 404, 409, 429, 500, 502, 503), fc.boolean(), fc.array(item, { minLength: 1, maxLength: 4 }), fc.boolean(), fc.boolean(), fc.boolean(), async (status, batch, items, streaming, asSse, v03) => {
         const framed = batch ? items : items.slice(0, 1);
         answer = (requestId) => {
-          const json = JSON.stringify(batch ? framed.map((each) => envelope(each, requestId)) : envelope(framed[0]!, requestId));
+          const json = JSON.stringify(batch ? framed.map((each) => envelope(each, requestId, v03)) : envelope(framed[0]!, requestId, v03));
           // A 2xx plain answer framed as one SSE event (a server that answers every call as a stream).
           return asSse && !streaming && status < 300 ? { status, body: `data: ${json}\n\n`, contentType: 'text/event-stream' } : { status, body: json };
         };
-        const outcome = await sendOutcome(transport(), streaming);
+        const outcome = await sendOutcome(transport(v03), streaming);
         const ours = framed.filter((each) => each.kind === 'ours-result' || each.kind === 'ours-error');
         // Never the foreign task, whatever the framing.
         expect(outcome).not.toBe('FOREIGN');

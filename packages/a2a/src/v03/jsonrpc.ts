@@ -8,11 +8,11 @@ import { z } from 'zod';
 import { type A2AError, UnsupportedOperationError } from '../errors.ts';
 import { errorFromJsonRpc } from '../error-mapping.ts';
 import { createHttpClient, type HttpClient } from '../http.ts';
-import { decodeJsonRpcEnvelope, decodeJsonRpcStreamError, type JsonRpcId, type JsonRpcRequest, jsonRpcRequest, postJsonRpc, streamFrameProof } from '../jsonrpc.ts';
+import { decodeJsonRpcEnvelope, decodeJsonRpcStreamError, followJsonRpcStream, type JsonRpcId, type JsonRpcRequest, jsonRpcRequest, postJsonRpc } from '../jsonrpc.ts';
 import { parseJsonText } from '../response.ts';
 import type { StreamResponse } from '../schema.ts';
 import type { SseMessage } from '../sse.ts';
-import { followEventStream, streamOptionsOf, type EventStreamOptions, idleOf } from '../stream.ts';
+import { streamOptionsOf, type EventStreamOptions } from '../stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from '../transport.ts';
 import { stopAtFinal } from './final.ts';
 import {
@@ -95,24 +95,13 @@ export class JsonRpcV03Transport implements A2ATransport {
   }
 
   private async *stream(method: string, params: object, options?: CallOptions): EventStream {
-    const rpc = this.envelope(method, params);
-    const response = await this.http.openStream({
-      method: 'POST',
-      url: this.url,
-      headers: { 'content-type': 'application/json' },
-      body: rpc.body,
-      signal: options?.signal,
-      ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
-    });
     const state = { final: false };
-    const frames = streamFrameProof(rpc);
-    const decode = (message: SseMessage): StreamResponse => {
-      const event = decodeJsonRpcV03StreamEvent(message, rpc.id, frames.proof);
-      frames.accepted();
+    const toEvent = (event: z.output<typeof EventV03Schema>): StreamResponse => {
       if (isFinalEvent(event)) state.final = true;
       return eventFromV03(event);
     };
-    const inner = followEventStream(response, decode, decodeStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal });
+    const reading = { schema: EventV03Schema, decodeFrame: decodeJsonRpcV03StreamEvent, toEvent, decodeError: decodeStreamError, prepare: withoutErrorData };
+    const inner = followJsonRpcStream(this.http, this.url, this.envelope(method, params), reading, this.streamOptions, options);
     return yield* stopAtFinal(inner, () => state.final);
   }
 
