@@ -5,7 +5,7 @@
  * a 16 KiB gzip bomb stops at the limit like a 16 MiB plain body. Decoding is a stream under backpressure: a reader
  * that stops (a limit, an idle stream, an abort) stops the inflater and closes the connection.
  */
-import { PassThrough, pipeline, type Readable, type Transform } from 'node:stream';
+import { PassThrough, pipeline, type Readable, Transform } from 'node:stream';
 import zlib from 'node:zlib';
 import { ProtocolError } from './errors.ts';
 
@@ -15,11 +15,61 @@ import { ProtocolError } from './errors.ts';
  */
 export const MAX_CONTENT_CODINGS = 2;
 
-/** Decoders by coding name (lower case; `x-gzip` is gzip, RFC 9110 §8.4.1.3). `deflate` is the zlib format (§8.4.1.2). */
+/**
+ * `true` when `head` (the first two bytes of a `deflate` body) is a zlib header (RFC 1950 §2.2: method 8, window at
+ * most 32 KiB, `CMF·256 + FLG` a multiple of 31). A raw deflate stream (RFC 1951) cannot start so: its first byte's low
+ * nibble is 8 only in a stored block's zero padding, which encoders never set.
+ */
+export function isZlibHeader(head: Uint8Array): boolean {
+  return head.length >= 2 && (head[0]! & 0x0f) === 8 && head[0]! >> 4 <= 7 && ((head[0]! << 8) | head[1]!) % 31 === 0;
+}
+
+/**
+ * The `deflate` decoder. RFC 9110 §8.4.1.2 says the zlib format, yet some servers send raw deflate under that name;
+ * browsers and curl read both, and so do we: the first two bytes pick the inflater (`isZlibHeader`), as undici's own
+ * fetch does (it does not export that decoder). Output flows under the consumer's backpressure like any transform.
+ */
+class DeflateEitherForm extends Transform {
+  private inflater: zlib.Inflate | zlib.InflateRaw | undefined;
+  private head = Buffer.alloc(0);
+
+  private start(): zlib.Inflate | zlib.InflateRaw {
+    const inflater = this.head.length < 2 || isZlibHeader(this.head) ? zlib.createInflate() : zlib.createInflateRaw();
+    inflater.on('data', (chunk: Buffer) => this.push(chunk));
+    inflater.on('error', (error) => this.destroy(error));
+    this.inflater = inflater;
+    return inflater;
+  }
+
+  override _transform(chunk: Buffer, _encoding: BufferEncoding, callback: (error?: Error | null) => void): void {
+    if (this.inflater !== undefined) return void this.inflater.write(chunk, () => callback());
+    this.head = Buffer.concat([this.head, chunk]);
+    if (this.head.length < 2) return callback();
+    this.start().write(this.head, () => callback());
+  }
+
+  override _flush(callback: (error?: Error | null) => void): void {
+    let inflater = this.inflater;
+    if (inflater === undefined) {
+      // Under two bytes: nothing to tell the forms apart by, and neither decodes it (the zlib inflater reports it).
+      inflater = this.start();
+      if (this.head.length > 0) inflater.write(this.head);
+    }
+    inflater.once('end', () => callback());
+    inflater.end();
+  }
+
+  override _destroy(error: Error | null, callback: (error?: Error | null) => void): void {
+    this.inflater?.destroy();
+    callback(error);
+  }
+}
+
+/** Decoders by coding name (lower case; `x-gzip` is gzip, RFC 9110 §8.4.1.3). `deflate`: zlib or raw (`DeflateEitherForm`). */
 const DECODERS: Readonly<Record<string, () => Transform>> = {
   gzip: () => zlib.createGunzip(),
   'x-gzip': () => zlib.createGunzip(),
-  deflate: () => zlib.createInflate(),
+  deflate: () => new DeflateEitherForm(),
   br: () => zlib.createBrotliDecompress(),
   ...(typeof zlib.createZstdDecompress === 'function' ? { zstd: () => zlib.createZstdDecompress() } : {}),
 };

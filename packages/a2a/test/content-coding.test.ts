@@ -16,16 +16,20 @@ import { createHttpClient } from '../src/http.ts';
 import { drainStream } from '../src/stream.ts';
 import { type RawServer, startRawServer } from './helpers/raw-server.ts';
 
-type Coding = 'gzip' | 'x-gzip' | 'deflate' | 'br' | 'identity';
+/** `raw-deflate`: RFC 1951 without the zlib wrapper, sent as `Content-Encoding: deflate` (as some servers do). */
+type Coding = 'gzip' | 'x-gzip' | 'deflate' | 'raw-deflate' | 'br' | 'identity';
 const ENCODERS: Record<Coding, (bytes: Buffer) => Buffer> = {
   gzip: (bytes) => zlib.gzipSync(bytes),
   'x-gzip': (bytes) => zlib.gzipSync(bytes),
   deflate: (bytes) => zlib.deflateSync(bytes),
+  'raw-deflate': (bytes) => zlib.deflateRawSync(bytes),
   br: (bytes) => zlib.brotliCompressSync(bytes),
   identity: (bytes) => bytes,
 };
 /** `bytes` with `codings` applied in order (the order a `Content-Encoding` list names them). */
 const encode = (bytes: Buffer, codings: readonly Coding[]): Buffer => codings.reduce((body, coding) => ENCODERS[coding](body), bytes);
+/** The `Content-Encoding` value naming `codings` (raw deflate goes by `deflate`). */
+const headerOf = (codings: readonly Coding[]): string => codings.map((coding) => (coding === 'raw-deflate' ? 'deflate' : coding)).join(', ');
 
 let server: RawServer | undefined;
 afterEach(async () => {
@@ -40,15 +44,15 @@ const completed = { id: 'T1', contextId: 'c1', status: { state: 'TASK_STATE_COMP
 
 function answerEncoded(response: ServerResponse, payload: unknown, codings: readonly Coding[], status = 200): void {
   const body = encode(Buffer.from(JSON.stringify(payload)), codings);
-  response.writeHead(status, { 'content-type': 'application/json', 'content-encoding': codings.join(', '), 'content-length': body.length });
+  response.writeHead(status, { 'content-type': 'application/json', 'content-encoding': headerOf(codings), 'content-length': body.length });
   response.end(body);
 }
 
 const transport = () => createTransport({ url: server!.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
 
 describe('an answer in a content coding we never asked for is decoded before it is read', () => {
-  for (const codings of [['gzip'], ['x-gzip'], ['deflate'], ['br'], ['gzip', 'br'], ['identity', 'gzip']] as Coding[][]) {
-    it(`SendMessage, GetTask and ListTasks answered with Content-Encoding: ${codings.join(', ')}: read as sent`, async () => {
+  for (const codings of [['gzip'], ['x-gzip'], ['deflate'], ['raw-deflate'], ['br'], ['gzip', 'br'], ['raw-deflate', 'gzip'], ['identity', 'gzip']] as Coding[][]) {
+    it(`SendMessage, GetTask and ListTasks answered with ${codings.join(', ')} (Content-Encoding: ${headerOf(codings)}): read as sent`, async () => {
       server = await startRawServer((request, response) => {
         const { id, method } = JSON.parse(request.body) as { id: unknown; method: string };
         const result = method === 'SendMessage' ? { task: completed } : method === 'GetTask' ? completed : { tasks: [completed], nextPageToken: '', pageSize: 50, totalSize: 1 };
@@ -61,12 +65,12 @@ describe('an answer in a content coding we never asked for is decoded before it 
     });
   }
 
-  for (const method of ['SubscribeToTask', 'SendStreamingMessage'] as const) {
-    it(`${method} answered with a gzip SSE stream flushed event by event: every event read, in order`, async () => {
+  for (const [method, coding] of [['SubscribeToTask', 'gzip'], ['SendStreamingMessage', 'gzip'], ['SubscribeToTask', 'raw-deflate']] as const) {
+    it(`${method} answered with a ${coding} SSE stream flushed event by event: every event read, in order`, async () => {
       server = await startRawServer(async (request, response) => {
         const id = rpcId(request.body);
-        response.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': 'gzip' });
-        const gzip = zlib.createGzip();
+        response.writeHead(200, { 'content-type': 'text/event-stream', 'content-encoding': headerOf([coding]) });
+        const gzip = coding === 'gzip' ? zlib.createGzip() : zlib.createDeflateRaw();
         gzip.pipe(response);
         const frames = [{ task: { ...completed, status: { state: 'TASK_STATE_WORKING' }, artifacts: [] } }, { statusUpdate: { taskId: 'T1', contextId: 'c1', status: { state: 'TASK_STATE_COMPLETED' } } }];
         for (const result of frames) {
@@ -99,6 +103,17 @@ describe('the limits count decoded bytes: a small compressed answer cannot becom
     expect(sendEffectOf(error)).toBe('maybe');
   });
 
+  it('a raw deflate SendMessage answer (Content-Encoding: deflate) decoding to 64 MiB stops at responseBodyBytes', async () => {
+    const bomb = zlib.deflateRawSync(Buffer.concat([Buffer.from('{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"T1","metadata":{"x":"'), Buffer.alloc(64 * MiB, 'x'), Buffer.from('"}}}}')]), { level: 9 });
+    server = await startRawServer((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'deflate', 'content-length': bomb.length });
+      response.end(bomb);
+    });
+    const error = await transport().sendMessage({ message }).catch((caught: unknown) => caught);
+    expect(error).toBeInstanceOf(LimitExceededError);
+    expect(error).toMatchObject({ limit: 'responseBodyBytes', delivery: 'received' });
+  });
+
   it('a gzip SSE event that decodes past sseEventBytes stops at that limit', async () => {
     const bomb = zlib.gzipSync(Buffer.concat([Buffer.from('data: {"jsonrpc":"2.0","id":1,"result":{"task":{"id":"'), Buffer.alloc(32 * MiB, 'x'), Buffer.from('"}}}\n\n')]));
     server = await startRawServer((_request, response) => {
@@ -116,6 +131,8 @@ describe('a coding we cannot decode is an unreadable answer: delivered, the effe
     ['an unknown coding (compress)', (response) => (response.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'compress' }), response.end('{}'))],
     [`more than ${MAX_CONTENT_CODINGS} codings`, (response) => answerEncoded(response, { jsonrpc: '2.0', id: 1, result: { task: completed } }, ['gzip', 'gzip', 'gzip'])],
     ['a corrupt gzip body', (response) => (response.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }), response.end(Buffer.from('\x1f\x8b\x08\x00not gzip at all')))],
+    ['a deflate body that is neither zlib nor raw deflate', (response) => (response.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'deflate' }), response.end(Buffer.from([0xff, 0xff, 0xff, 0x00, 0x01])))],
+    ['a raw deflate body cut short', (response) => (response.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'deflate' }), response.end(zlib.deflateRawSync(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: completed } })).subarray(0, 20)))],
     ['a gzip body cut short', (response) => (response.writeHead(200, { 'content-type': 'application/json', 'content-encoding': 'gzip' }), response.end(zlib.gzipSync(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: completed } })).subarray(0, 30)))],
   ];
   for (const [name, answer] of cases) {
@@ -158,7 +175,7 @@ describe('property: any body, any codings we decode, any split into chunks: the 
     await fc.assert(
       fc.asyncProperty(
         fc.string({ unit: 'binary', maxLength: 3000 }),
-        fc.array(fc.constantFrom<Coding>('gzip', 'x-gzip', 'deflate', 'br', 'identity'), { maxLength: 3 }).filter((codings) => contentCodingsOf(codings.join(',')).length <= MAX_CONTENT_CODINGS),
+        fc.array(fc.constantFrom<Coding>('gzip', 'x-gzip', 'deflate', 'raw-deflate', 'br', 'identity'), { maxLength: 3 }).filter((codings) => contentCodingsOf(headerOf(codings)).length <= MAX_CONTENT_CODINGS),
         fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 8 }),
         async (text, codings, cuts) => {
           const plain = Buffer.from(text, 'utf8');
@@ -169,7 +186,7 @@ describe('property: any body, any codings we decode, any split into chunks: the 
             chunks.push(encoded.subarray(offset, offset + size));
             offset += size;
           }
-          current = { chunks, header: codings.join(', ') };
+          current = { chunks, header: headerOf(codings) };
           const outcome = await http.request({ method: 'POST', url: shared.url, body: '{}' }).then(
             (response) => response.bodyText,
             (error: unknown) => error,
