@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { type A2AError, InvalidAgentResponseError, ProtocolError, ResponseIdMismatchError } from './errors.ts';
 import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType, mediaType, tryParseJson } from './error-mapping.ts';
 import { createHttpClient, type HttpClient } from './http.ts';
+import { answerContentProof } from './ownership.ts';
 import { parseJsonText, requireJsonContentType, validateWith } from './response.ts';
 import {
   ListTaskPushNotificationConfigsResponseSchema,
@@ -141,58 +142,9 @@ export interface JsonRpcRequest {
   contentProof?: (result: unknown) => boolean;
 }
 
-/** The task in a result: 1.0 `{task}`, or a 0.3 / bare Task. */
-function taskOfResult(result: unknown): { id?: unknown; history?: unknown } | undefined {
-  if (typeof result !== 'object' || result === null) return undefined;
-  const task = 'task' in result ? (result as { task: unknown }).task : result;
-  return typeof task === 'object' && task !== null ? (task as { id?: unknown; history?: unknown }) : undefined;
-}
-
-/** The Task or Message a send result carries: 1.0 `{task}` / `{message}`, or a bare (0.3, kind-tagged) one. */
-function messageOrTaskOfResult(result: unknown): { history?: unknown; contextId?: unknown } | undefined {
-  if (typeof result !== 'object' || result === null) return undefined;
-  const inner = 'message' in result ? (result as { message: unknown }).message : taskOfResult(result);
-  return typeof inner === 'object' && inner !== null ? (inner as { history?: unknown; contextId?: unknown }) : undefined;
-}
-
-/** The task id a result names: a Task's id (1.0 `{task}`, bare, 0.3), or a stream event's `taskId` (1.0 updates, 0.3 events). */
-function taskIdOfResult(result: unknown): unknown {
-  if (typeof result !== 'object' || result === null) return undefined;
-  const value = result as { statusUpdate?: { taskId?: unknown }; artifactUpdate?: { taskId?: unknown }; taskId?: unknown };
-  return value.statusUpdate?.taskId ?? value.artifactUpdate?.taskId ?? value.taskId ?? taskOfResult(result)?.id;
-}
-
-/**
- * What proves an answer to a request with these params ours by its content: our messageId in the history of the task,
- * or the context we sent on the Task or Message answered (SendMessage), the task id we asked about (GetTask, CancelTask, and each frame of SubscribeToTask), a ListTasks page
- * that lists tasks, each in the context we asked for (an empty page proves nothing). Other requests have no content proof.
- */
-function contentProofOf(method: string, params: object): JsonRpcRequest['contentProof'] {
-  if (method === JSON_RPC_METHODS.listTasks) {
-    const contextId = (params as { contextId?: unknown }).contextId;
-    return (result) => {
-      const tasks = (result as { tasks?: unknown } | null)?.tasks;
-      return Array.isArray(tasks) && tasks.length > 0 && tasks.every((task) => contextId === undefined || (task as { contextId?: unknown } | null)?.contextId === contextId);
-    };
-  }
-  const { messageId, contextId } = (params as { message?: { messageId?: unknown; contextId?: unknown } }).message ?? {};
-  if (typeof messageId === 'string') {
-    return (result) => {
-      const answered = messageOrTaskOfResult(result);
-      const history = answered?.history;
-      if (Array.isArray(history) && history.some((message) => (message as { messageId?: unknown } | null)?.messageId === messageId)) return true;
-      // Our context (a fresh one per delegation, sent with the message) on the Task or Message answered.
-      return typeof contextId === 'string' && contextId !== '' && answered?.contextId === contextId;
-    };
-  }
-  const taskId = (params as { id?: unknown }).id;
-  if (typeof taskId === 'string' && taskId !== '') return (result) => taskIdOfResult(result) === taskId;
-  return undefined;
-}
-
 /** Builds a request envelope `{jsonrpc, id, method, params}`. */
 export const jsonRpcRequest = (id: JsonRpcId, method: string, params: object): JsonRpcRequest => {
-  const contentProof = contentProofOf(method, params);
+  const contentProof = answerContentProof(params, method === JSON_RPC_METHODS.listTasks ? 'list' : 'one');
   return { id, body: JSON.stringify({ jsonrpc: '2.0', id, method, params }), ...(contentProof ? { contentProof } : {}) };
 };
 

@@ -5,7 +5,7 @@
  */
 import type { z } from 'zod';
 import { InvalidAgentResponseError, ProtocolError, UnknownWireValueError } from './errors.ts';
-import { excerpt, isJsonMediaType } from './error-mapping.ts';
+import { excerpt, isJsonMediaType, tryParseJson } from './error-mapping.ts';
 import { UNKNOWN_WIRE_VALUE } from './spelling.ts';
 
 /** Leading record separators (0x1E, RFC 7464 framing leaking into SSE: V4) and whitespace. */
@@ -68,3 +68,27 @@ export function validateWith<Schema extends z.ZodType>(schema: Schema, value: un
     bodyExcerpt: excerpt(rawBody),
   });
 }
+
+/**
+ * An answer in a non-2xx status adopted as the answer (HTTP+JSON; docs/a2a-edge.md "Ownership"): a server or proxy
+ * may report its own trouble in the status after the work was done, as a JSON-RPC one may around our envelope
+ * (`jsonrpc.ts`). The body is `{ result }` when it is JSON, not an error body (`isErrorBody`), valid for `schema`, and
+ * its content proves it answers our request (`proof`, `answerContentProof`); `undefined` otherwise (no proof for
+ * this request, not JSON, an error body, invalid, not proven ours), and the status decides as for any other body.
+ */
+export function provenAnswerIn<Schema extends z.ZodType>(
+  bodyText: string,
+  contentType: string | undefined,
+  schema: Schema,
+  proof: ((result: unknown) => boolean) | undefined,
+  isErrorBody: (value: unknown) => boolean,
+): { result: z.output<Schema> } | undefined {
+  if (proof === undefined || !isJsonMediaType(contentType)) return undefined;
+  const value = tryParseJson(bodyText);
+  if (value === undefined || isErrorBody(value)) return undefined;
+  const parsed = schema.safeParse(value);
+  return parsed.success && proof(parsed.data) ? { result: parsed.data } : undefined;
+}
+
+/** A body with an `error` member: an error body (google.rpc.Status, spec §11.6, or any other), never an answer. */
+export const hasErrorMember = (value: unknown): boolean => typeof value === 'object' && value !== null && 'error' in value;

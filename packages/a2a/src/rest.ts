@@ -6,8 +6,9 @@
 import { z } from 'zod';
 import { type A2AError, ProtocolError } from './errors.ts';
 import { errorFromHttp, excerpt, findErrorInfoReason, HttpErrorBodySchema, isJsonMediaType, tryParseJson } from './error-mapping.ts';
-import { createHttpClient, type HttpClient, type HttpRequest } from './http.ts';
-import { parseJsonText, requireJsonContentType, validateWith } from './response.ts';
+import { createHttpClient, type HttpClient, type HttpRequest, type HttpResponse } from './http.ts';
+import { answerContentProof } from './ownership.ts';
+import { hasErrorMember, parseJsonText, provenAnswerIn, requireJsonContentType, validateWith } from './response.ts';
 import {
   ListTaskPushNotificationConfigsResponseSchema,
   ListTasksResponseSchema,
@@ -43,6 +44,29 @@ export function decodeRestStreamError(status: number, contentType: string | unde
     return new ProtocolError('JSON answer to a streaming call', { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
   }
   return errorFromHttp(status, contentType, bodyText);
+}
+
+/**
+ * An HTTP+JSON answer (1.0 or 0.3) → the call's result, validated with `schema`. A non-2xx is `errorOf`'s typed error,
+ * unless its body is the answer proven ours by `proof` (`provenAnswerIn`; `isErrorBody` tells the binding's error
+ * bodies, never adopted); a 204 or an empty 2xx is `{}`; any other 2xx must be JSON.
+ */
+export function readRestAnswer<Schema extends z.ZodType>(
+  response: HttpResponse,
+  what: string,
+  schema: Schema,
+  proof: ((result: unknown) => boolean) | undefined,
+  isErrorBody: (value: unknown) => boolean,
+  errorOf: (status: number, contentType: string | undefined, bodyText: string) => A2AError,
+): z.output<Schema> {
+  if (response.status < 200 || response.status >= 300) {
+    const answer = provenAnswerIn(response.bodyText, response.contentType, schema, proof, isErrorBody);
+    if (answer === undefined) throw errorOf(response.status, response.contentType, response.bodyText);
+    return answer.result;
+  }
+  if (response.status === 204 || response.bodyText === '') return validateWith(schema, {}, response.bodyText, what);
+  requireJsonContentType(response.contentType, response.bodyText, response.status, what);
+  return validateWith(schema, parseJsonText(response.bodyText, what, response.status), response.bodyText, what);
 }
 
 /** Query string from defined values, camelCase names as-is (spec §11.5). */
@@ -84,16 +108,17 @@ export class RestTransport implements A2ATransport {
     };
   }
 
-  private async call<Schema extends z.ZodType>(method: HttpRequest['method'], path: string, body: unknown, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
-    const what = `${method} ${path}`;
+  /** One call, its answer read by `readRestAnswer` (a non-2xx proven ours by `proof` is the answer). */
+  private async call<Schema extends z.ZodType>(method: HttpRequest['method'], path: string, body: unknown, schema: Schema, options?: CallOptions, proof?: (result: unknown) => boolean): Promise<z.output<Schema>> {
     const response = await this.http.request(this.spec(method, path, body, options));
-    if (response.status < 200 || response.status >= 300) throw errorFromHttp(response.status, response.contentType, response.bodyText, response.headers);
-    if (response.status === 204 || response.bodyText === '') return validateWith(schema, {}, response.bodyText, what);
-    requireJsonContentType(response.contentType, response.bodyText, response.status, what);
-    return validateWith(schema, parseJsonText(response.bodyText, what, response.status), response.bodyText, what);
+    return readRestAnswer(response, `${method} ${path}`, schema, proof, hasErrorMember, (status, contentType, bodyText) => errorFromHttp(status, contentType, bodyText, response.headers));
   }
 
-  private async *stream(specs: HttpRequest[], options?: CallOptions): EventStream {
+  /**
+   * One stream request (`specs[0]`, then the fallbacks below). A whole JSON answer in place of the stream (any status)
+   * whose body is an event proven ours by `proof` is the stream's one event (`provenAnswerIn`), as on JSON-RPC.
+   */
+  private async *stream(specs: HttpRequest[], options?: CallOptions, proof?: (result: unknown) => boolean): EventStream {
     let response = await this.http.openStream(specs[0]!);
     // SubscribeToTask: the proto says GET, the spec text POST (A2A#1574). Send POST; on a
     // 405, or a 404 that is not an A2A error (no ErrorInfo: an unknown route), retry with GET.
@@ -104,26 +129,27 @@ export class RestTransport implements A2ATransport {
       if (response.status === 404 && reason !== undefined) throw errorFromHttp(response.status, response.contentType, bodyText);
       response = await this.http.openStream(fallback);
     }
-    return yield* followEventStream(response, decodeRestStreamEvent, decodeRestStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal });
+    const answer = (bodyText: string) => provenAnswerIn(bodyText, response.contentType, StreamResponseSchema, proof, hasErrorMember)?.result;
+    return yield* followEventStream(response, decodeRestStreamEvent, decodeRestStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal }, answer);
   }
 
   sendMessage: A2ATransport['sendMessage'] = (request, options) =>
-    this.call('POST', '/message:send', request, SendMessageResponseSchema, options);
+    this.call('POST', '/message:send', request, SendMessageResponseSchema, options, answerContentProof(request));
 
   sendStreamingMessage: A2ATransport['sendStreamingMessage'] = (request, options) =>
-    this.stream([this.spec('POST', '/message:stream', request, options)], options);
+    this.stream([this.spec('POST', '/message:stream', request, options)], options, answerContentProof(request));
 
   getTask: A2ATransport['getTask'] = ({ id, historyLength }, options) =>
-    this.call('GET', `/tasks/${segment(id)}${query({ historyLength })}`, undefined, TaskResultSchema, options);
+    this.call('GET', `/tasks/${segment(id)}${query({ historyLength })}`, undefined, TaskResultSchema, options, answerContentProof({ id }));
 
   listTasks: A2ATransport['listTasks'] = (request, options) =>
-    this.call('GET', `/tasks${query({ ...request })}`, undefined, ListTasksResponseSchema, options);
+    this.call('GET', `/tasks${query({ ...request })}`, undefined, ListTasksResponseSchema, options, answerContentProof(request, 'list'));
 
   cancelTask: A2ATransport['cancelTask'] = ({ id, metadata }, options) =>
-    this.call('POST', `/tasks/${segment(id)}:cancel`, metadata === undefined ? {} : { metadata }, TaskResultSchema, options);
+    this.call('POST', `/tasks/${segment(id)}:cancel`, metadata === undefined ? {} : { metadata }, TaskResultSchema, options, answerContentProof({ id }));
 
   subscribeToTask: A2ATransport['subscribeToTask'] = ({ id }, options) =>
-    this.stream([this.spec('POST', `/tasks/${segment(id)}:subscribe`, {}, options), this.spec('GET', `/tasks/${segment(id)}:subscribe`, undefined, options)], options);
+    this.stream([this.spec('POST', `/tasks/${segment(id)}:subscribe`, {}, options), this.spec('GET', `/tasks/${segment(id)}:subscribe`, undefined, options)], options, answerContentProof({ id }));
 
   createTaskPushNotificationConfig: A2ATransport['createTaskPushNotificationConfig'] = (config, options) =>
     this.call('POST', `/tasks/${segment(config.taskId)}/pushNotificationConfigs`, config, TaskPushNotificationConfigSchema, options);

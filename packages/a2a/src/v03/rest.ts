@@ -9,7 +9,9 @@ import { z } from 'zod';
 import { type A2AError, ProtocolError, UnsupportedOperationError } from '../errors.ts';
 import { errorFromHttp, excerpt, JsonRpcErrorObjectSchema, tryParseJson } from '../error-mapping.ts';
 import { createHttpClient, type HttpClient, type HttpRequest } from '../http.ts';
-import { parseJsonText, requireJsonContentType, validateWith } from '../response.ts';
+import { answerContentProof } from '../ownership.ts';
+import { readRestAnswer } from '../rest.ts';
+import { hasErrorMember, parseJsonText, provenAnswerIn, validateWith } from '../response.ts';
 import type { SseMessage } from '../sse.ts';
 import { followEventStream, streamOptionsOf, type EventStreamOptions, idleOf } from '../stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from '../transport.ts';
@@ -40,6 +42,9 @@ export function errorFromHttpV03(status: number, contentType: string | undefined
   return errorFromHttp(status, contentType, bodyText);
 }
 
+/** A 0.3 error body: `{code, message, data?}` (or anything with an `error` member), never an answer. */
+const isErrorBodyV03 = (value: unknown): boolean => hasErrorMember(value) || JsonRpcErrorObjectSchema.safeParse(value).success;
+
 function decodeStreamError(status: number, contentType: string | undefined, bodyText: string): A2AError {
   if (status >= 200 && status < 300) {
     return new ProtocolError('JSON answer to a streaming call', { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
@@ -53,6 +58,9 @@ export function decodeRestV03StreamEvent(message: SseMessage): z.output<typeof P
   if (message.event === 'error') throw errorFromHttpV03(500, 'application/json', message.data);
   return validateWith(ProtoStreamResponseSchema, value, message.data, 'stream event');
 }
+
+/** A 0.3 stream event as its 1.0 `response` (what a content proof reads; a whole answer is the stream's one event, so `final` says nothing more). */
+const ProtoStreamEventSchema = ProtoStreamResponseSchema.transform(({ response }) => response);
 
 const segment = encodeURIComponent;
 
@@ -83,16 +91,14 @@ export class RestV03Transport implements A2ATransport {
     };
   }
 
-  private async call<Schema extends z.ZodType>(method: HttpRequest['method'], path: string, body: unknown, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {
-    const what = `${method} ${REST_V03_PREFIX}${path}`;
+  /** One call, its answer read by `readRestAnswer` (a non-2xx proven ours by `proof` is the answer). */
+  private async call<Schema extends z.ZodType>(method: HttpRequest['method'], path: string, body: unknown, schema: Schema, options?: CallOptions, proof?: (result: unknown) => boolean): Promise<z.output<Schema>> {
     const response = await this.http.request(this.spec(method, path, body, options));
-    if (response.status < 200 || response.status >= 300) throw errorFromHttpV03(response.status, response.contentType, response.bodyText);
-    if (response.status === 204 || response.bodyText === '') return validateWith(schema, {}, response.bodyText, what);
-    requireJsonContentType(response.contentType, response.bodyText, response.status, what);
-    return validateWith(schema, parseJsonText(response.bodyText, what, response.status), response.bodyText, what);
+    return readRestAnswer(response, `${method} ${REST_V03_PREFIX}${path}`, schema, proof, isErrorBodyV03, errorFromHttpV03);
   }
 
-  private async *stream(spec: HttpRequest, options?: CallOptions): EventStream {
+  /** One stream request; a whole JSON answer proven ours by `proof` is its one event (`provenAnswerIn`), as on 1.0. */
+  private async *stream(spec: HttpRequest, options?: CallOptions, proof?: (result: unknown) => boolean): EventStream {
     const response = await this.http.openStream(spec);
     const state = { final: false };
     const decode = (message: SseMessage) => {
@@ -100,28 +106,29 @@ export class RestV03Transport implements A2ATransport {
       if (final) state.final = true;
       return event;
     };
-    const inner = followEventStream(response, decode, decodeStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal });
+    const answer = (bodyText: string) => provenAnswerIn(bodyText, response.contentType, ProtoStreamEventSchema, proof, isErrorBodyV03)?.result;
+    const inner = followEventStream(response, decode, decodeStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal }, answer);
     return yield* stopAtFinal(inner, () => state.final);
   }
 
   sendMessage: A2ATransport['sendMessage'] = (request, options) =>
-    this.call('POST', '/message:send', protoSendRequest(request), ProtoSendResponseSchema, options);
+    this.call('POST', '/message:send', protoSendRequest(request), ProtoSendResponseSchema, options, answerContentProof(request));
 
   sendStreamingMessage: A2ATransport['sendStreamingMessage'] = (request, options) =>
-    this.stream(this.spec('POST', '/message:stream', protoSendRequest(request), options), options);
+    this.stream(this.spec('POST', '/message:stream', protoSendRequest(request), options), options, answerContentProof(request));
 
   getTask: A2ATransport['getTask'] = ({ id, historyLength }, options) =>
-    this.call('GET', `/tasks/${segment(id)}${historyLength === undefined ? '' : `?historyLength=${historyLength}`}`, undefined, ProtoTaskSchema, options);
+    this.call('GET', `/tasks/${segment(id)}${historyLength === undefined ? '' : `?historyLength=${historyLength}`}`, undefined, ProtoTaskSchema, options, answerContentProof({ id }));
 
   listTasks: A2ATransport['listTasks'] = () =>
     Promise.reject(new UnsupportedOperationError('A2A 0.3 HTTP+JSON has no task list (spec v0.3.0 §3.5.6)'));
 
   /** 0.3 cancel takes no body fields; `metadata` has nowhere to go. */
   cancelTask: A2ATransport['cancelTask'] = ({ id }, options) =>
-    this.call('POST', `/tasks/${segment(id)}:cancel`, {}, ProtoTaskSchema, options);
+    this.call('POST', `/tasks/${segment(id)}:cancel`, {}, ProtoTaskSchema, options, answerContentProof({ id }));
 
   subscribeToTask: A2ATransport['subscribeToTask'] = ({ id }, options) =>
-    this.stream(this.spec('POST', `/tasks/${segment(id)}:subscribe`, {}, options), options);
+    this.stream(this.spec('POST', `/tasks/${segment(id)}:subscribe`, {}, options), options, answerContentProof({ id }));
 
   /**
    * The body is the `TaskPushNotificationConfig` (`{name, pushNotificationConfig}`,
