@@ -1,3 +1,5 @@
+import zlib from 'node:zlib';
+import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { Queue } from 'bullmq';
@@ -6,7 +8,8 @@ import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { Fleet } from '@durable-a2a/workers';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
-import { startTestServer } from '../harness/api-server.ts';
+import { listenOnLoopback, startTestServer } from '../harness/api-server.ts';
+import { PUSH_BODY_LIMIT_BYTES } from '../../packages/producer/src/server/routes/push.ts';
 import { startPushConfigAgent, type PushConfigAgentHandle } from '../harness/push-config-agent.ts';
 
 const redisServer = useRedisServer();
@@ -189,6 +192,77 @@ describe('push webhook authentication and task check (R18)', () => {
     const junk = await app.inject({ method: 'POST', url, payload: { hello: 'world' }, headers: { authorization: `Bearer ${secret}` } });
     expect(junk.statusCode).toBe(400);
     expect(junk.json()).toMatchObject({ code: 'INVALID_INPUT' });
+  });
+
+  /**
+   * Attack: an agent that gzips (or brotli-, zstd-, deflate-codes) the push it POSTs. Read as raw bytes, every such
+   * push was "not JSON" (400) and its news lost until the fallback poll. Decoded with the client's decoder, its
+   * decoded bytes held to PUSH_BODY_LIMIT_BYTES; a coding we cannot decode is a clear 415. Real sockets (undici).
+   */
+  describe('push bodies in a content coding (Content-Encoding on the POST)', () => {
+    let base: string;
+    beforeAll(async () => {
+      base = await listenOnLoopback(app);
+    });
+
+    const codings: [string, (bytes: Buffer) => Buffer][] = [
+      ['gzip', (bytes) => zlib.gzipSync(bytes)],
+      ['x-gzip', (bytes) => zlib.gzipSync(bytes)],
+      ['deflate', (bytes) => zlib.deflateSync(bytes)],
+      ['deflate', (bytes) => zlib.deflateRawSync(bytes)],
+      ['br', (bytes) => zlib.brotliCompressSync(bytes)],
+      ['zstd', (bytes) => zlib.zstdCompressSync(bytes)],
+      ['gzip, br', (bytes) => zlib.brotliCompressSync(zlib.gzipSync(bytes))],
+    ];
+    const post = (url: string, secret: string, body: Buffer, contentEncoding: string) =>
+      request(base + url, { method: 'POST', body, headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/a2a+json', 'content-encoding': contentEncoding } });
+
+    for (const [index, [name, encode]] of codings.entries()) {
+      it(`a COMPLETED Task pushed with Content-Encoding: ${name}${index === 3 ? ' (raw deflate)' : ''}: 204, applied`, async () => {
+        const { url, secret, record } = await pushedDelegation('T1');
+        const response = await post(url, secret, encode(Buffer.from(JSON.stringify(completedPush('T1')))), name);
+        expect(response.statusCode).toBe(204);
+        await response.body.dump();
+        expect((await record()).state).toBe('COMPLETED');
+      });
+    }
+
+    for (const [name, contentEncoding, body] of [
+      ['an unknown coding', 'compress', Buffer.from(JSON.stringify(completedPush('T1')))],
+      ['three layers', 'gzip, gzip, gzip', zlib.gzipSync(zlib.gzipSync(zlib.gzipSync(JSON.stringify(completedPush('T1')))))],
+    ] as const) {
+      it(`${name} (${contentEncoding}): 415 with Accept-Encoding, nothing applied, the workers woken to read the task`, async () => {
+        const { url, secret, record, ref } = await pushedDelegation('T1');
+        const before = await record();
+        const countBefore = await pushCount(app, 'unsupported-encoding');
+        const response = await post(url, secret, body, contentEncoding);
+        expect(response.statusCode).toBe(415);
+        expect(response.headers['accept-encoding']).toMatch(/gzip/);
+        expect(await response.body.json()).toMatchObject({ code: 'UNSUPPORTED_MEDIA_TYPE' });
+        expect(await record()).toMatchObject({ state: 'SUBMITTED', version: before.version });
+        expect(await pushCount(app, 'unsupported-encoding')).toBe(countBefore + 1);
+        expect(await reconcileJobsFor(ref.workflowId)).toHaveLength(1);
+      });
+    }
+
+    it('a corrupt gzip body: 400, nothing applied', async () => {
+      const { url, secret, record } = await pushedDelegation('T1');
+      const response = await post(url, secret, Buffer.from('\x1f\x8b\x08\x00not gzip'), 'gzip');
+      expect(response.statusCode).toBe(400);
+      expect(await response.body.json()).toMatchObject({ code: 'INVALID_INPUT' });
+      expect((await record()).state).toBe('SUBMITTED');
+    });
+
+    it('a gzip bomb (a few KiB decoding past PUSH_BODY_LIMIT_BYTES): 413 at the limit, the answer sent, nothing applied', async () => {
+      const { url, secret, record } = await pushedDelegation('T1');
+      const padded = { ...completedPush('T1'), metadata: { pad: 'x'.repeat(4 * PUSH_BODY_LIMIT_BYTES) } };
+      const bomb = zlib.gzipSync(JSON.stringify(padded), { level: 9 });
+      expect(bomb.length).toBeLessThan(PUSH_BODY_LIMIT_BYTES / 64);
+      const response = await post(url, secret, bomb, 'gzip');
+      expect(response.statusCode).toBe(413);
+      expect(await response.body.json()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE' });
+      expect((await record()).state).toBe('SUBMITTED');
+    });
   });
 });
 

@@ -74,6 +74,9 @@ const DECODERS: Readonly<Record<string, () => Transform>> = {
   ...(typeof zlib.createZstdDecompress === 'function' ? { zstd: () => zlib.createZstdDecompress() } : {}),
 };
 
+/** The content codings we decode, by name (for an `Accept-Encoding` answer, RFC 9110 §12.5.3). */
+export const CONTENT_CODINGS: readonly string[] = Object.keys(DECODERS);
+
 /** The content codings a `Content-Encoding` value names, in the order they were applied, `identity` left out. */
 export function contentCodingsOf(header: string | undefined): string[] {
   if (header === undefined) return [];

@@ -59,6 +59,7 @@ export {
 } from './limits.ts';
 
 export { roleFromWire, taskStateFromWire } from './spelling.ts';
+export { CONTENT_CODINGS, MAX_CONTENT_CODINGS, contentCodingsOf, decodeContentCoding } from './content-coding.ts';
 export { MAX_TIMER_DELAY_MS, setLongTimeout, type LongTimeout } from './long-timer.ts';
 
 export {

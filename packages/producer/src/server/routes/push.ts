@@ -41,7 +41,9 @@ import {
   type Journal,
   type Metrics,
 } from '@durable-a2a/shared';
+import type { Readable } from 'node:stream';
 import { bearerOf, secretEquals } from '../auth.ts';
+import { ACCEPTED_REQUEST_CODINGS, decodedRequestBody } from '../coded-body.ts';
 import { depthCheckedJsonParser } from '../json-body.ts';
 import { problem, sendProblem } from '../problem.ts';
 import { PushParamsSchema, problemResponses } from '../schemas.ts';
@@ -104,8 +106,11 @@ interface PushContext {
   limits: A2ALimits;
   /** Counts one push by outcome (`da2a_pushes_total`). */
   count: (outcome: string) => void;
-  /** A reconcile job for the delegation (the workers settle or follow it); `readFor`: the status timestamp (ms, 0: none) of a pushed completion to read in full. */
-  wakeWorkers: (ref: DelegationRef, readFor?: number) => Promise<unknown>;
+  /**
+   * A reconcile job for the delegation (the workers settle or follow it); `readFor`: the status timestamp (ms, 0: none)
+   * of a pushed completion to read in full; `at`: the push's time in ms (default now; one job per delegation and `at`).
+   */
+  wakeWorkers: (ref: DelegationRef, readFor?: number, at?: number) => Promise<unknown>;
 }
 
 /**
@@ -130,6 +135,27 @@ function pushAuthentication(context: PushContext) {
         ? secretEquals(bearer, secret)
         : request.headers.authorization === undefined && typeof tokenHeader === 'string' && secretEquals(tokenHeader, secret);
     if (!authorized) await deny();
+  };
+}
+
+/**
+ * `preParsing`: a push in a content coding (an agent that gzips what it POSTs) decoded before it is parsed, its
+ * decoded bytes held to `PUSH_BODY_LIMIT_BYTES` (`decodedRequestBody`). A coding we cannot decode is 415 with the
+ * codings we can in `Accept-Encoding` (RFC 9110 §15.5.16), so the agent can send it again; the news is not lost
+ * either way: the workers are woken (one reconcile job per delegation per second at most) to read the task.
+ */
+function pushDecoding(context: PushContext) {
+  return async function decode(request: FastifyRequest, reply: FastifyReply, payload: Readable): Promise<Readable> {
+    try {
+      return decodedRequestBody(payload, request.headers['content-encoding'], PUSH_BODY_LIMIT_BYTES, 'push body');
+    } catch (error) {
+      const { workflowId, delegationId } = request.params as DelegationRef;
+      context.count('unsupported-encoding');
+      request.log.warn({ workflowId, delegationId, contentEncoding: request.headers['content-encoding'] }, 'push in a content coding we do not decode; the workers read the task');
+      reply.header('accept-encoding', ACCEPTED_REQUEST_CODINGS);
+      await context.wakeWorkers({ workflowId, delegationId }, undefined, Math.floor(Date.now() / 1000) * 1000);
+      throw error;
+    }
   };
 }
 
@@ -205,7 +231,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
     journal,
     limits: resolveLimits(options.limits),
     count: (outcome) => metrics.pushes.inc({ outcome }),
-    wakeWorkers: (ref, readFor) => enqueueReconcile({ reconcile }, ref, readFor === undefined ? { push: Date.now() } : { pushedCompletion: readFor }),
+    wakeWorkers: (ref, readFor, at = Date.now()) => enqueueReconcile({ reconcile }, ref, readFor === undefined ? { push: at } : { pushedCompletion: readFor }),
   };
   return async (app) => {
     app.removeAllContentTypeParsers();
@@ -214,6 +240,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
       '/push/:workflowId/:delegationId',
       {
         onRequest: pushAuthentication(context),
+        preParsing: pushDecoding(context),
         bodyLimit: PUSH_BODY_LIMIT_BYTES,
         schema: {
           operationId: 'receivePushNotification',
@@ -221,7 +248,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
           security: [{ pushToken: [] }, { notificationToken: [] }],
           response: { 204: z.null().describe('Applied, or a duplicate that changed nothing'), ...problemResponses(400, 403, 404, 413, 415) },
           summary: 'Push notification webhook for one delegation (A2A 1.0 StreamResponse or 0.3 Task body)',
-          description: 'Authorization: Bearer <per-delegation push token>, or X-A2A-Notification-Token: <the same token> without Authorization. Answers 204; 401 before the body is read when credentials are missing or wrong; 403 when the body names another task.',
+          description: 'Authorization: Bearer <per-delegation push token>, or X-A2A-Notification-Token: <the same token> without Authorization. Answers 204; 401 before the body is read when credentials are missing or wrong; 403 when the body names another task. A body in a Content-Encoding (gzip, x-gzip, deflate, br, zstd; at most two layers) is decoded, its decoded size held to the body limit (413); any other coding is 415 with Accept-Encoding.',
           params: PushParamsSchema,
         },
       },
