@@ -41,7 +41,7 @@ describe('decodedRequestBody', () => {
         fc.array(fc.integer({ min: 1, max: 64 }), { minLength: 1, maxLength: 8 }),
         async (text, codings, cuts) => {
           const plain = Buffer.from(text, 'utf8');
-          const encoded = codings.reduce((body, coding) => ENCODERS[coding](body), plain);
+          const encoded = codings.reduce<Buffer>((body, coding) => ENCODERS[coding](body), plain);
           const chunks: Buffer[] = [];
           for (let offset = 0, index = 0; offset < encoded.length; index++) {
             const size = cuts[index % cuts.length]!;
