@@ -90,8 +90,14 @@ export function errorFromJsonRpc(errorObject: unknown, rawBody: string, httpStat
  * excerpt: an HTML 404 means a wrong URL, not a missing task.
  */
 export function errorFromHttp(status: number, contentType: string | undefined, bodyText: string, headers?: Readonly<Record<string, string>>): A2AError {
-  const error = errorFromHttpBody(status, contentType, bodyText);
-  // RFC 9110 §10.2.3: on 429 and 503 the server says when to come back; a JSON-RPC RetryInfo already read wins.
+  return withStatusRetryAfter(errorFromHttpBody(status, contentType, bodyText), status, headers);
+}
+
+/**
+ * `error` with the `Retry-After` header of a 429 or 503 answer (RFC 9110 §10.2.3: the server says when to come back),
+ * unless it already has a delay (a JSON-RPC RetryInfo already read wins); other statuses: `error` itself.
+ */
+export function withStatusRetryAfter(error: A2AError, status: number, headers?: Readonly<Record<string, string>>): A2AError {
   if ((status === 429 || status === 503) && error.retryAfterMs === undefined) return withRetryAfter(error, retryAfterOfHeader(headers?.['retry-after'], Date.now()));
   return error;
 }

@@ -106,11 +106,11 @@ describe('examples', () => {
     await expect(transport().getTask({ id: 'T2' })).rejects.toBeInstanceOf(A2AError);
   });
 
-  it('0.3 HTTP+JSON: HTTP 500 whose body is our task: the task; a 0.3 error body stays the error', async () => {
+  it('0.3 HTTP+JSON: HTTP 500 whose body is our task: the task; a 0.3 error body stays the error, a 503\'s Retry-After kept', async () => {
     answer = () => ({ status: 500, body: bodyOf('ours-history', true) });
     expect(await sendOutcome(transport(true), false)).toBe('task:OURS');
-    answer = () => ({ status: 500, body: bodyOf('error', true) });
-    expect(await sendOutcome(transport(true), false)).toBeInstanceOf(A2AError);
+    answer = () => ({ status: 503, body: bodyOf('error', true), headers: { 'retry-after': '7' } });
+    expect(await sendOutcome(transport(true), false)).toMatchObject({ delivery: 'received', retryAfterMs: 7000 });
   });
 
   for (const v03 of [false, true]) {

@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { type A2AError, ProtocolError, UnsupportedOperationError } from '../errors.ts';
-import { errorFromHttp, excerpt, JsonRpcErrorObjectSchema, tryParseJson } from '../error-mapping.ts';
+import { errorFromHttp, excerpt, JsonRpcErrorObjectSchema, tryParseJson, withStatusRetryAfter } from '../error-mapping.ts';
 import { createHttpClient, type HttpClient, type HttpRequest } from '../http.ts';
 import { answerContentProof } from '../ownership.ts';
 import { readRestAnswer } from '../rest.ts';
@@ -34,12 +34,13 @@ export const REST_V03_PREFIX = '/v1';
 /**
  * A non-2xx 0.3 REST answer → typed error. The body is `{code, message, data?}`
  * with a JSON-RPC code (so -32001 with 404 is `TaskNotFoundError`); 401/403 stay
- * `AuthenticationError`; anything else goes through the 1.0 HTTP mapping.
+ * `AuthenticationError`; anything else goes through the 1.0 HTTP mapping. With `headers`,
+ * a 429's or 503's `Retry-After` is kept, as on 1.0.
  */
-export function errorFromHttpV03(status: number, contentType: string | undefined, bodyText: string): A2AError {
+export function errorFromHttpV03(status: number, contentType: string | undefined, bodyText: string, headers?: Readonly<Record<string, string>>): A2AError {
   const body = status === 401 || status === 403 ? undefined : JsonRpcErrorObjectSchema.safeParse(tryParseJson(bodyText));
-  if (body?.success) return errorFromJsonRpcV03(body.data, bodyText, status);
-  return errorFromHttp(status, contentType, bodyText);
+  if (body?.success) return withStatusRetryAfter(errorFromJsonRpcV03(body.data, bodyText, status), status, headers);
+  return errorFromHttp(status, contentType, bodyText, headers);
 }
 
 /** A 0.3 error body: `{code, message, data?}` (or anything with an `error` member), never an answer. */
@@ -94,7 +95,7 @@ export class RestV03Transport implements A2ATransport {
   /** One call, its answer read by `readRestAnswer` (a non-2xx proven ours by `proof` is the answer). */
   private async call<Schema extends z.ZodType>(method: HttpRequest['method'], path: string, body: unknown, schema: Schema, options?: CallOptions, proof?: (result: unknown) => boolean): Promise<z.output<Schema>> {
     const response = await this.http.request(this.spec(method, path, body, options));
-    return readRestAnswer(response, `${method} ${REST_V03_PREFIX}${path}`, schema, proof, isErrorBodyV03, errorFromHttpV03);
+    return readRestAnswer(response, `${method} ${REST_V03_PREFIX}${path}`, schema, proof, isErrorBodyV03, (status, contentType, bodyText) => errorFromHttpV03(status, contentType, bodyText, response.headers));
   }
 
   /** One stream request; a whole JSON answer proven ours by `proof` is its one event (`provenAnswerIn`), as on 1.0. */
