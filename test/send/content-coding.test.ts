@@ -12,12 +12,13 @@ import { task, type ScriptedAnswer } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
 
-const ENCODE = { gzip: zlib.gzipSync, deflate: zlib.deflateSync, br: zlib.brotliCompressSync } as const;
+/** `raw deflate`: RFC 1951 without the zlib wrapper, sent as `Content-Encoding: deflate` as some servers do. */
+const ENCODE = { gzip: zlib.gzipSync, deflate: zlib.deflateSync, 'raw deflate': zlib.deflateRawSync, br: zlib.brotliCompressSync } as const;
 type Coding = keyof typeof ENCODE;
 
 /** A JSON-RPC success with `result`, its body in `coding`. */
 const encoded = (coding: Coding, id: unknown, result: unknown): ScriptedAnswer => ({
-  http: { status: 200, body: ENCODE[coding](Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, result }))), headers: { 'content-encoding': coding } },
+  http: { status: 200, body: ENCODE[coding](Buffer.from(JSON.stringify({ jsonrpc: '2.0', id, result }))), headers: { 'content-encoding': coding === 'raw deflate' ? 'deflate' : coding } },
 });
 
 describe('a delegation to an agent that compresses every answer', () => {

@@ -9,6 +9,9 @@
  * the task in full first (a partial read never settles). The reconciler's fallback poll
  * stays the backstop for agents that push once and never again (R17).
  *
+ * A body in a content coding (an agent that gzips its POSTs) is decoded in `preParsing` with the A2A client's
+ * decoder, the body limit counting decoded bytes (`coded-body.ts`; docs/a2a-edge.md "Content codings").
+ *
  * Authentication runs in `onRequest`, before the body is even read (R18).
  * The secret is the delegation's push token, journaled with its intent and
  * registered by the workers both as the config's `token` and as `Bearer`
