@@ -6,6 +6,8 @@
  * - about our task: a stream event must name the task we subscribed to (`eventOwnership`);
  * - in our context, and, when the call cannot tell (a search, a push, a task found rather
  *   than returned to our own send), holding our messageId in its history (`taskOwnership`).
+ * - an answer whose framing proves nothing (a JSON-RPC answer without an id, an HTTP+JSON answer
+ *   in a non-2xx status): its content (`answerContentProof`, the transports' one rule for every binding).
  * These are pure checks; the workers call them before journaling anything.
  */
 import type { Message, StreamResponse, Task } from './schema.ts';
