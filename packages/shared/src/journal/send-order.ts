@@ -1,7 +1,8 @@
 /**
- * Fairness between tenants on the send queue: each message send gets a place among the sends its tenant enqueued in
- * the current window (sendOrder-2.lua, windows numbered by Redis's clock), divided by the tenant's weight; the send queue serves sends of one priority
- * by place (`send-priority.ts`). One script call per message send enqueued, but a new workflow's first sends on one
+ * Fairness between tenants on the send queue: each message send gets a place on a virtual clock that moves one place
+ * every `windowMs` of Redis's time (sendOrder-2.lua): its tenant's last place, or the clock's if that is behind, taken
+ * by `weight` sends each; the send queue serves sends of one priority by place (`send-priority.ts`), so a tenant's
+ * sends go in the order it enqueued them and a waiting send is behind no send enqueued once the clock reached its place. One script call per message send enqueued, but a new workflow's first sends on one
  * server: the create script takes their places (`JournalWorkflows.createWorkflowPlaced`). Weights are the registry's to write
  * (`AgentRegistry.setTenantWeight`); this reads them inside the script.
  */
@@ -9,12 +10,12 @@ import type { Cluster, Redis } from 'ioredis';
 import { journalKeys, type JournalKeys } from './keys.ts';
 import { callScript, defineScript, integerReply } from './scripts.ts';
 
-/** Default length of the window a tenant's sends are counted in, ms (windows are numbered from the epoch, on Redis's clock). */
+/** Default Redis time one place of the send order's clock lasts, ms (the clock starts at 0 when its hash is made). */
 export const SEND_ORDER_WINDOW_MS = 60_000;
 
 const sendOrderScript = defineScript({
   name: 'sendOrder',
-  keys: ['counts', 'weights'],
+  keys: ['clock', 'weights'],
   encode: (input: { tenant: string; windowMs: number }) => [input.tenant, input.windowMs],
   decode: integerReply,
 });
@@ -38,22 +39,26 @@ export class SendOrder {
   private readonly keys: JournalKeys;
 
   /**
-   * `windowMs`: how long a tenant's sends are counted before its count starts again (default `SEND_ORDER_WINDOW_MS`).
-   * Throws RangeError for a window that is not a whole number of ms ≥ 1 (0 would count for ever, without expiry).
+   * `windowMs`: the Redis time one place of the clock lasts (default `SEND_ORDER_WINDOW_MS`): how fast a waiting send
+   * ages (it is behind no send enqueued once the clock reached its place). Throws RangeError for a length that is not
+   * a whole number of ms ≥ 1 (0 would never move the clock, without expiry).
    */
   constructor(
     private readonly redis: Redis | Cluster,
     prefix?: string,
-    /** The window's length, ms (what a creation asking its places passes on: `SendPlacesWanted.windowMs`). */
+    /** One place's length, ms (what a creation asking its places passes on: `SendPlacesWanted.windowMs`). */
     readonly windowMs: number = SEND_ORDER_WINDOW_MS,
   ) {
     if (!Number.isSafeInteger(windowMs) || windowMs < 1) throw new RangeError(`SendOrder: windowMs must be a whole number of ms >= 1, got ${windowMs}`);
     this.keys = journalKeys(prefix);
   }
 
-  /** The next send's place for `tenant` (0, 1, …: sends before it in this window / the tenant's weight). Throws what Redis throws. */
+  /**
+   * The next send's place for `tenant`: a whole number ≥ 0, never below its tenant's last one (first in, first out)
+   * nor below the clock, nor more than 20,000 ahead of the clock. Throws what Redis throws.
+   */
   place(tenant: string): Promise<number> {
-    // The window is Redis's (TIME in the script): processes whose clocks differ count a tenant's sends in one window
+    // The clock is Redis's (TIME in the script): processes whose clocks differ place a tenant's sends on one clock
     // (test/flow/send-order-skew.test.ts).
     return callScript(this.redis, sendOrderScript, this.keys.sendOrder(), { tenant, windowMs: this.windowMs });
   }
