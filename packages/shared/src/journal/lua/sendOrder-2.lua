@@ -19,7 +19,9 @@
   Why a clock of Redis's (TIME, inside the script: no round trip of its own): every process that enqueues reads the
   same clock whatever its own says. Redis's clock going back (stepped back, or a replica promoted with a slower clock)
   never takes the clock back: it waits and moves on from the new now, so no send placed after goes ahead of one placed
-  before. A clock going forward (a faster replica) moves the clock on: newer sends go behind older ones (safe side).
+  before. A clock going forward (a faster replica) moves the clock on: newer sends go behind older ones (safe side),
+  by PLACE_LEAD + 2 places at most in one step (an idle hash expires before that: a longer step is a clock leaping
+  ahead, which would use up the band for good).
   Why bounded: BullMQ's priorities end at 2^21 - 1 and each delegation priority owns a band of 200,000 (send-priority.ts);
   a place past the band's end stays at its end, where sends go in the order they were added (first in, first out: no
   send overtaken, only the fairness between tenants lost). Places ahead of the clock stay within the band while the

@@ -12,13 +12,17 @@ local function sendPlaces(clockKey, weightsKey, tenant, placeMs, count)
   local stored = redis.call('HMGET', clockKey, 'v', 'ms', field)
   local clock, since = tonumber(stored[1]), tonumber(stored[2])
   local moved = false
-  if clock == nil or since == nil or clock ~= clock or since ~= since or clock < 0 or clock ~= math.floor(clock) then
-    -- A new clock (or one a hand broke): place 0 starts now.
+  if clock == nil or clock ~= clock or clock < 0 or clock ~= math.floor(clock) then
+    -- A new clock (or one a hand broke): place 0 starts now (a tenant's entry, if any, still holds its place).
     clock, since, moved = 0, now, true
-    stored[3] = false
+  elseif since == nil or since ~= since then
+    since, moved = now, true
   elseif now >= since + placeMs then
+    -- At most PLACE_LEAD + 2 places at once: a hash idle longer has expired, so a longer step is a clock leaping
+    -- ahead (a replica's, or a clock set wrong), which would otherwise use up the band for good.
     local steps = math.floor((now - since) / placeMs)
-    clock, since, moved = clock + steps, since + steps * placeMs, true
+    if steps > PLACE_LEAD + 2 then clock, since = clock + PLACE_LEAD + 2, now else clock, since = clock + steps, since + steps * placeMs end
+    moved = true
   elseif now < since then
     -- Redis's clock went back (stepped, or a replica promoted with a slower clock): the clock waits, never goes back,
     -- and moves on from this clock's now.
