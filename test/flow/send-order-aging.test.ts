@@ -9,25 +9,15 @@
 import fc from 'fast-check';
 import { Worker } from 'bullmq';
 import { Redis } from 'ioredis';
-import { describe, expect, it, onTestFinished } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentRegistry, FairSendQueue, SendOrder, journalKeys } from '@durable-a2a/shared';
 import { useRedisServer } from '../harness/redis.ts';
+import { closedAtEnd, redisNow } from '../harness/send-order.ts';
 import { eventually } from '../harness/fleet.ts';
 
 const redisServer = useRedisServer();
 let counter = 0;
-/** `resource`, closed when the test ends (the last opened first). */
-function closedAtEnd<T extends { close(): Promise<unknown> } | Redis>(resource: T): T {
-  onTestFinished(async () => void (await (resource instanceof Redis ? resource.quit() : resource.close()).catch(() => undefined)));
-  return resource;
-}
 const connect = (): Redis => closedAtEnd(new Redis(redisServer().url, { maxRetriesPerRequest: null }));
-
-/** Redis's clock, ms. */
-async function redisNow(redis: Redis): Promise<number> {
-  const [seconds, micros] = await redis.time();
-  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
-}
 
 /** A paused fair send queue whose clock's place lasts `placeMs`, and a way to serve it (concurrency 1) in order. */
 function pausedQueue(prefix: string, placeMs: number) {

@@ -1,9 +1,9 @@
 --[[
   A message send's place on the send order's virtual clock (start-time fair queueing between tenants, send-order.ts):
   the send queue orders sends of one priority by place (BullMQ priority), then in the order they were added.
-  KEYS[1] the clock hash: `v` (the clock: places since the hash was made), `ms` (Redis's time, ms, when place `v`
-          began) and, per tenant, `t:<tenant>` = `<place>:<sends>` (its last send's place, and how many of its sends
-          took that place)
+  KEYS[1] the clock hash: `v` (the clock: places since the hash was made or last rebased), `ms` (Redis's time, ms,
+          when place `v` began), `at` (Redis's time, ms, of the last place given) and, per tenant, `t:<tenant>` =
+          `<place>:<sends>` (its last send's place, and how many of its sends took that place)
   KEYS[2] hash of tenant weights (the registry's: tenant → whole number ≥ 1; absent: 1)
   ARGV[1] tenant, ARGV[2] the Redis time one place of the clock lasts (ms, `SendOrder.windowMs`)
   Returns the place: the tenant's last place, or the clock's if that is behind it, taken by `weight` sends each, then
@@ -25,13 +25,16 @@
   Why bounded: BullMQ's priorities end at 2^21 - 1 and each delegation priority owns a band of 200,000 (send-priority.ts);
   a place past the band's end stays at its end, where sends go in the order they were added (first in, first out: no
   send overtaken, only the fairness between tenants lost). Places ahead of the clock stay within the band while the
-  clock is below 200,000 − PLACE_LEAD: 125 days of Redis time after the hash is made at the 60 s default. The hash
-  expires (PEXPIRE, renewed as the clock moves) once no send was placed for PLACE_LEAD + 2 places (2 weeks at 60 s):
-  every place given is then behind where the clock would be, so a new clock starting at 0 passes only sends that
-  waited that long with not one send enqueued meanwhile.
+  clock is below 200,000 − PLACE_LEAD: 125 days of Redis time at the 60 s default. So the clock is rebased to 0
+  (rebaseSendOrder-1.lua) from a quarter of the band on, when the workers' sweep finds the send queue holding no job
+  and no place was given for a few seconds (`at`, written here in the same HSET); a next try at a place from before a
+  rebase goes at the clock's place (keepSendPlace-1.lua). The hash also expires (PEXPIRE, renewed as the clock moves)
+  once no send was placed for PLACE_LEAD + 2 places (2 weeks at 60 s): every place given is then behind where the
+  clock would be, so a new clock starting at 0 passes only sends that waited that long with not one send enqueued
+  meanwhile.
   Why not wrap the places round: BullMQ serves the lowest first, so a wrap would put every new send ahead of every
   waiting one, the fault above.
-  State: the clock's two fields and one field per tenant; a tenant whose place is behind the clock is as good as
+  State: the clock's three fields and one field per tenant; a tenant whose place is behind the clock is as good as
   absent, and each tenant that starts at the clock samples two fields (HRANDFIELD) and removes such entries, so the
   hash holds about twice the tenants at or ahead of the clock at most. One declared key (a script may only touch the
   keys it is given; a Cluster slot being migrated answers -ASK for a declared key only). Commands: TIME, HMGET, HGET,

@@ -3,8 +3,9 @@
 -- declared key, what bounds the state). clockKey: the clock hash; weightsKey: the tenant weights (the registry's);
 -- placeMs: the Redis time one place of the clock lasts. Commands: TIME, HMGET, HGET, HSET; an HRANDFIELD (and an HDEL
 -- when the two fields sampled hold a stale tenant) when the tenant starts at the clock; a PEXPIRE when the clock
--- starts or moves on a place.
-local PLACE_LEAD = 20000
+-- starts or moves on a place. Each call writes `at` (Redis's time, ms, of the last place given) in the same HSET: a
+-- rebase of the clock waits until no place was given for a while (rebaseSendOrder-1.lua).
+--- @include "sendPlaceLead"
 local function sendPlaces(clockKey, weightsKey, tenant, placeMs, count)
   local time = redis.call('TIME')
   local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -43,10 +44,10 @@ local function sendPlaces(clockKey, weightsKey, tenant, placeMs, count)
     sent = sent + 1
   end
   if moved then
-    redis.call('HSET', clockKey, 'v', string.format('%d', clock), 'ms', string.format('%d', since), field, string.format('%d:%d', place, sent))
+    redis.call('HSET', clockKey, 'v', string.format('%d', clock), 'ms', string.format('%d', since), 'at', string.format('%d', now), field, string.format('%d:%d', place, sent))
     redis.call('PEXPIRE', clockKey, (PLACE_LEAD + 2) * placeMs)
   else
-    redis.call('HSET', clockKey, field, string.format('%d:%d', place, sent))
+    redis.call('HSET', clockKey, 'at', string.format('%d', now), field, string.format('%d:%d', place, sent))
   end
   -- A tenant that starts at the clock (new, or its entry behind the clock) looks at two fields at random: a tenant
   -- whose last place is behind the clock is as good as absent (its next send starts at the clock), so it goes. The
