@@ -1,11 +1,12 @@
 /**
- * Attacks on the send queue's fair order (sendOrder-2.lua, docs/flow-control.md "Tenants"): the current window's
- * counts are one hash (`window` field + `t:<tenant>` fields) numbered by Redis's clock. Tenant names that look like
- * the hash's own field or carry odd bytes, a promoted replica whose clock is behind the old primary's (simulated by
- * writing a window ahead of this server's clock into the hash, with the long expiry such a hash would then have),
- * weights written by hand (NaN, infinite, negative, fractional), a window length of 0, many tenants, and concurrent
- * producers. What must hold: places are counted per tenant, the counts never outlive two windows of the clock that
- * serves them, a weight counts as a whole number 1 to 100, and bad input at the boundary is a typed error.
+ * Attacks on the send queue's fair order (sendOrder-2.lua, docs/flow-control.md "Tenants"): the virtual clock and the
+ * tenants' entries are one hash (`v` and `ms` fields + `t:<tenant>` fields) moved by Redis's clock. Tenant names that
+ * look like the hash's own fields or carry odd bytes, Redis's clock behind the stored one (stepped back, or a promoted
+ * replica whose clock is behind the old primary's: simulated by writing an `ms` ahead of this server's clock),
+ * entries written by hand, weights written by hand (NaN, infinite, negative, fractional), a place length of 0, many
+ * tenants, and concurrent producers. What must hold: places are taken per tenant, the clock never goes back and a
+ * tenant's places never go down, stale tenants' entries go and the hash expires, a weight counts as a whole number 1
+ * to 100, and bad input at the boundary is a typed error.
  */
 import { Redis } from 'ioredis';
 import fc from 'fast-check';
@@ -30,11 +31,11 @@ const connect = (): Redis => {
   return redis;
 };
 const newPrefix = (name: string) => `order-attack-${name}-${++counter}`;
-const keysOf = (prefix: string) => ({ counts: `${prefix}:{send-order}:counts`, weights: `${prefix}:{send-order}:weights` });
-/** The window number Redis's clock gives now for windows of `windowMs`. */
-async function windowNow(redis: Redis, windowMs: number): Promise<number> {
+const keysOf = (prefix: string) => ({ clock: `${prefix}:{send-order}:clock`, weights: `${prefix}:{send-order}:weights` });
+/** Redis's clock, ms. */
+async function redisNow(redis: Redis): Promise<number> {
   const [seconds, micros] = await redis.time();
-  return Math.floor((Number(seconds) * 1000 + Math.floor(Number(micros) / 1000)) / windowMs);
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }
 async function places(order: SendOrder, tenant: string, count: number): Promise<number[]> {
   const seen: number[] = [];
@@ -43,16 +44,17 @@ async function places(order: SendOrder, tenant: string, count: number): Promise<
 }
 
 describe('tenant names', () => {
-  it('a tenant named `window`, one with ":" or odd bytes, one 64 characters long: each counted apart; the window field untouched', async () => {
+  it('tenants named `v`, `ms`, `at`, `window`, one with ":" or odd bytes, one 64 characters long: each placed apart; the clock\'s fields untouched', async () => {
     const redis = connect();
     const prefix = newPrefix('names');
     const order = new SendOrder(redis, prefix);
-    const odd = ['window', 't', 'a:b', 't:window', 'é\u0000\u{1F600}', 'x'.repeat(64)];
+    const odd = ['v', 'ms', 'at', 'window', 't', 'a:b', 't:v', 'é\u0000\u{1F600}', 'x'.repeat(64)];
     await order.place('seed');
-    const window = await redis.hget(keysOf(prefix).counts, 'window');
+    const clock = await redis.hmget(keysOf(prefix).clock, 'v', 'ms');
     for (const tenant of odd) expect(await places(order, tenant, 3)).toEqual([0, 1, 2]);
-    expect(await redis.hget(keysOf(prefix).counts, 'window')).toBe(window);
-    expect(await redis.hlen(keysOf(prefix).counts)).toBe(2 + odd.length);
+    expect(await redis.hmget(keysOf(prefix).clock, 'v', 'ms')).toEqual(clock);
+    // `v`, `ms`, `at` (the last place's time, for a rebase's quiet check), the seed and each tenant.
+    expect(await redis.hlen(keysOf(prefix).clock)).toBe(4 + odd.length);
   });
 
   it('the producer\'s boundary refuses a tenant that is not 1 to 32 letters, digits, "_" or "-" with a ZodError; `window` is a tenant like any other', async () => {
@@ -67,46 +69,67 @@ describe('tenant names', () => {
 });
 
 describe('the clock', () => {
-  it('a promoted replica whose clock is behind: a stored window far ahead is emptied, not counted into for the skew\'s length', async () => {
+  it("Redis's clock a day behind the stored one (a promoted replica's): the clock does not go back, the tenant's places do not go down, and the clock moves on from the new now", async () => {
     const redis = connect();
     const prefix = newPrefix('behind');
-    const { counts } = keysOf(prefix);
-    const now = await windowNow(redis, 60_000);
-    // The old primary's hash, its clock a day ahead: window +1440, a busy tenant, and the expiry a day away on this clock.
-    await redis.hset(counts, 'window', String(now + 1_440), 't:busy', '150000', 't:quiet', '3');
-    await redis.pexpire(counts, 86_400_000 + 120_000);
-    const order = new SendOrder(redis, prefix);
-    expect(await order.place('busy')).toBe(0);
-    expect(await order.place('quiet')).toBe(0);
-    expect(Number(await redis.hget(counts, 'window'))).toBeLessThanOrEqual(now + 1);
-    expect(await redis.pttl(counts)).toBeLessThanOrEqual(120_000);
+    const { clock } = keysOf(prefix);
+    const now = await redisNow(redis);
+    // The old primary's hash, its clock a day ahead: place 1,440 began there "now", a busy tenant far ahead.
+    await redis.hset(clock, 'v', '1440', 'ms', String(now + 86_400_000), 't:busy', '9000:1', 't:quiet', '1440:1');
+    const order = new SendOrder(redis, prefix, 200);
+    expect(await order.place('busy')).toBe(9001);
+    expect(await order.place('quiet')).toBe(1441);
+    expect(await order.place('new')).toBe(1440);
+    expect(Number(await redis.hget(clock, 'v'))).toBe(1440);
+    expect(Number(await redis.hget(clock, 'ms'))).toBeLessThanOrEqual((await redisNow(redis)) + 1);
+    // And it moves on at this clock's pace: two places (400 ms) later a new tenant starts at 1,442 or after.
+    const from = await redisNow(redis);
+    await eventually(async () => (await redisNow(redis)) >= from + 450, 'two places went by', 10_000, 20);
+    expect(await order.place('later')).toBeGreaterThanOrEqual(1442);
+    expect(await redis.pttl(clock)).toBeLessThanOrEqual(20_002 * 200);
   });
 
-  it('a clock stepped back less than a window: its sends count into the stored window (no reset)', async () => {
+  it("Redis's clock a year ahead of the stored one (a clock set wrong): the clock moves on 20,002 places at most, not to the band's end for good", async () => {
     const redis = connect();
-    const prefix = newPrefix('step-back');
-    const { counts } = keysOf(prefix);
-    const now = await windowNow(redis, 60_000);
-    await redis.hset(counts, 'window', String(now + 1), 't:busy', '7');
-    await redis.pexpire(counts, 120_000);
-    expect(await new SendOrder(redis, prefix).place('busy')).toBe(7);
+    const prefix = newPrefix('ahead');
+    const { clock } = keysOf(prefix);
+    await redis.hset(clock, 'v', '5', 'ms', String((await redisNow(redis)) - 365 * 86_400_000), 't:busy', '30:1');
+    const order = new SendOrder(redis, prefix);
+    expect(await order.place('new')).toBe(5 + 20_002);
+    expect(await order.place('busy')).toBe(5 + 20_002);
+    expect(Number(await redis.hget(clock, 'ms'))).toBeGreaterThan((await redisNow(redis)) - 60_000);
   });
 
-  it('a window length that is not a whole number of ms >= 1 is a RangeError at construction (0 counted for ever, without expiry)', () => {
+  it('a place length that is not a whole number of ms >= 1 is a RangeError at construction (0 would never move the clock, without expiry)', () => {
     const redis = connect();
     for (const windowMs of [0, -1, Number.NaN, 1.5, Number.POSITIVE_INFINITY]) expect(() => new SendOrder(redis, newPrefix('length'), windowMs)).toThrow(RangeError);
   });
 
-  it('many tenants: a newer window empties the hash, and it never lives past two windows', async () => {
+  it('many tenants, each sending once a place and never again: the hash holds at most about twice the tenants at or ahead of the clock; it expires after 20,002 places', async () => {
     const redis = connect();
     const prefix = newPrefix('many');
-    const { counts } = keysOf(prefix);
+    const { clock } = keysOf(prefix);
     const order = new SendOrder(redis, prefix, 200);
-    await Promise.all(Array.from({ length: 2_000 }, (_, index) => order.place(`tenant-${index}`)));
-    const first = await redis.hget(counts, 'window');
-    expect(await redis.pttl(counts)).toBeLessThanOrEqual(400);
-    await eventually(async () => (await order.place('probe'), (await redis.hget(counts, 'window')) !== first), 'a newer window', 10_000, 50);
-    expect(await redis.hlen(counts)).toBeLessThanOrEqual(2);
+    const sizes: number[] = [];
+    const liveMissing: string[] = [];
+    for (let round = 0; round < 8; round++) {
+      const from = await redisNow(redis);
+      const tenants = Array.from({ length: 300 }, (_, index) => `r${round}-${index}`);
+      const taken = await Promise.all(tenants.map((tenant) => order.place(tenant)));
+      const hash = await redis.hgetall(clock);
+      sizes.push(Object.keys(hash).length);
+      // A tenant at or ahead of the clock is never removed (however the round's calls spread over the clock's moves).
+      const now = Number(hash.v);
+      tenants.forEach((tenant, index) => {
+        if (taken[index]! >= now && hash[`t:${tenant}`] === undefined) liveMissing.push(`${tenant}@${taken[index]} (clock ${now})`);
+      });
+      // The round's tenants are stale once the clock has moved past their place.
+      await eventually(async () => (await redisNow(redis)) >= from + 450, 'the clock moved past the round', 10_000, 20);
+    }
+    expect(await redis.pttl(clock)).toBeLessThanOrEqual(20_002 * 200);
+    // Without the removal: 8 × 300 + 2. Each start samples two fields (a simulation settles near 350).
+    for (const size of sizes) expect(size, JSON.stringify(sizes)).toBeLessThanOrEqual(2 * 300 + 2);
+    expect(liveMissing).toEqual([]);
   });
 });
 
@@ -137,24 +160,25 @@ describe('weights written by hand', () => {
 });
 
 describe('property: whatever a hand or another clock left in the hashes', () => {
-  it('any stored window (behind, equal, ahead), counts, expiry and weight text: the place is a whole number >= 0, the counts live at most two windows unless the stored window is at most one ahead', async () => {
+  it("any stored clock, start time (behind, now, ahead), tenant entry and weight text: the place is a whole number >= 0, never behind the stored clock, never below the tenant's stored place, and the clock never goes back", async () => {
     const redis = connect();
     const weightText = fc.constantFrom('nan', '-nan', 'inf', '-inf', '-1', '0', '0.25', '1', '3', '2.5', '100', '1e300', 'abc', '');
+    const entryText = fc.oneof(fc.tuple(fc.nat({ max: 200_000 }), fc.nat({ max: 200 })).map(([place, sends]) => `${place}:${sends}`), fc.constantFrom('', '150000', 'x:y', '-1:0', '1.5:2'));
     await fc.assert(
-      fc.asyncProperty(fc.integer({ min: -3, max: 100_000 }), fc.nat({ max: 1_000_000 }), fc.integer({ min: 1_000, max: 86_400_000 * 30 }), weightText, async (offset, stored, expiryMs, weight) => {
+      fc.asyncProperty(fc.nat({ max: 100_000 }), fc.integer({ min: -86_400_000, max: 86_400_000 }), entryText, weightText, async (stored, offsetMs, entry, weight) => {
         const prefix = newPrefix('hand');
-        const { counts, weights } = keysOf(prefix);
-        const now = await windowNow(redis, 60_000);
-        await redis.hset(counts, 'window', String(now + offset), 't:acme', String(stored));
-        await redis.pexpire(counts, expiryMs);
+        const { clock, weights } = keysOf(prefix);
+        await redis.hset(clock, 'v', String(stored), 'ms', String((await redisNow(redis)) + offsetMs));
+        if (entry !== '') await redis.hset(clock, 't:acme', entry);
         if (weight !== '') await redis.hset(weights, 'acme', weight);
         const place = await new SendOrder(redis, prefix).place('acme');
         expect(Number.isSafeInteger(place) && place >= 0).toBe(true);
-        // Counted into the stored window only when it is this clock's window, or one ahead of it (a step back).
-        const keptStored = offset === 0 || offset === 1;
-        const ttl = await redis.pttl(counts);
-        if (keptStored) expect(place).toBeLessThanOrEqual(stored);
-        else expect({ offset, place, expiresWithinTwoWindows: ttl > 0 && ttl <= 120_000 }).toEqual({ offset, place: 0, expiresWithinTwoWindows: true });
+        const now = Number(await redis.hget(clock, 'v'));
+        expect(now).toBeGreaterThanOrEqual(stored);
+        expect(place).toBeGreaterThanOrEqual(now);
+        const kept = /^(\d+):(\d+)$/.exec(entry);
+        if (kept) expect(place).toBeGreaterThanOrEqual(Number(kept[1]));
+        expect(place).toBeLessThanOrEqual(Math.max(now, kept ? Number(kept[1]) : 0) + 1);
       }),
       { numRuns: 60, seed: 2_026 },
     );
@@ -164,7 +188,7 @@ describe('property: whatever a hand or another clock left in the hashes', () => 
 describe('property: concurrent producers', () => {
   it('sends placed at once through several connections: each tenant\'s places are floor(i / weight) for i = 0 … n-1', async () => {
     const connections = [connect(), connect(), connect()];
-    // A window of a week: the run never crosses a window's end in practice (a crossing would restart a count).
+    // A place of a week: the clock does not move during the run in practice.
     const WEEK = 7 * 86_400_000;
     const tenant = fc.constantFrom('window', 'acme', 'a-b', 't', 'default');
     await fc.assert(

@@ -26,7 +26,7 @@ let counter = 0;
 
 /**
  * Counts, under `prefix`, the calls of the named journal scripts that Redis runs from now on, and as `places` the
- * places taken in the send order (the increments of the tenants' counts, includes/sendPlaces.lua: by the create script
+ * places taken in the send order (from the tenants' entries the scripts write, includes/sendPlaces.lua: by the create script
  * or by sendOrder-2.lua, whichever takes them).
  */
 async function countScripts(prefix: string, names: readonly string[]) {
@@ -34,8 +34,16 @@ async function countScripts(prefix: string, names: readonly string[]) {
   keep({ close: async () => monitor.disconnect() });
   const shas = new Map(names.map((name) => [scriptSha(name as never), name]));
   const counts: Record<string, number> = Object.fromEntries([...names, 'places'].map((name) => [name, 0]));
+  const taken = new Map<string, number>();
   monitor.on('monitor', (_time: string, args: string[]) => {
-    if ((args[0] ?? '').toLowerCase() === 'hincrby' && args[1] === `${prefix}:{send-order}:counts`) counts.places! += Number(args[3]);
+    if ((args[0] ?? '').toLowerCase() === 'hset' && args[1] === `${prefix}:{send-order}:clock`) {
+      // The tenant's entry `<place>:<sends at it>`: a weight-1 tenant on a clock that stands (a place lasts 60 s) has
+      // taken place + sends places in all.
+      const at = args.findIndex((arg, index) => index >= 2 && index % 2 === 0 && arg.startsWith('t:'));
+      const [place, sends] = (args[at + 1] ?? '0:0').split(':').map(Number);
+      counts.places! += place! + sends! - (taken.get(args[at]!) ?? 0);
+      taken.set(args[at]!, place! + sends!);
+    }
     if ((args[0] ?? '').toLowerCase() !== 'evalsha' || !args.slice(3).some((key) => key.startsWith(`${prefix}:`))) return;
     const name = shas.get(args[1]!);
     if (name) counts[name]!++;

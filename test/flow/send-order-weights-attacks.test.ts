@@ -2,8 +2,8 @@
  * Attacks on the send queue's fair order (sendOrder-2.lua) that test/flow/send-order-attacks.test.ts does not make:
  * weights the registry changes in the middle of a window, and the order a real BullMQ queue then serves two bursting
  * tenants of different weights in (the places are only half of the promise: the queue must turn them into a share).
- * What must hold: each place is floor(the tenant's sends before it in the window / its weight at that send), the
- * other tenant's places never move, and while both tenants have sends waiting, every prefix of the served order gives
+ * What must hold: a tenant's place moves on once `its weight at that send` sends took it (a weight changed applies from
+ * the tenant's current place on: its places never go down, first in, first out), the other tenant's places never move, and while both tenants have sends waiting, every prefix of the served order gives
  * each tenant its weighted share to within one place. These held; they guard the behaviour.
  */
 import fc from 'fast-check';
@@ -25,11 +25,11 @@ const connect = (options: { maxRetriesPerRequest?: null } = {}): Redis => {
   open.push({ close: () => redis.quit() });
   return redis;
 };
-/** A window of a week: a run never crosses a window's end in practice (a crossing restarts every count). */
+/** A place of the clock lasts a week: the clock does not move during a run in practice. */
 const WEEK = 7 * 86_400_000;
 
-describe('weights changed in the middle of a window', () => {
-  it('property: the registry sets, changes and clears weights between sends: each place is floor(sends before / the weight then), the other tenant untouched', async () => {
+describe('weights changed while the clock stands', () => {
+  it('property: the registry sets, changes and clears weights between sends: a place takes `the weight then` sends, places never go down, the other tenant untouched', async () => {
     const redis = connect();
     const step = fc.oneof(
       fc.record({ kind: fc.constant('send' as const), tenant: fc.constantFrom('acme', 'beta') }),
@@ -40,7 +40,8 @@ describe('weights changed in the middle of a window', () => {
         const prefix = `order-weights-${++counter}`;
         const registry = new AgentRegistry(redis, { prefix });
         const order = new SendOrder(redis, prefix, WEEK);
-        const sent = new Map<string, number>();
+        // The model: each tenant's current place and its sends at it (includes/sendPlaces.lua).
+        const at = new Map<string, { place: number; sends: number }>();
         const weights = new Map<string, number>();
         for (const s of steps) {
           if (s.kind === 'weigh') {
@@ -49,9 +50,10 @@ describe('weights changed in the middle of a window', () => {
             else weights.set(s.tenant, s.weight);
             continue;
           }
-          const before = sent.get(s.tenant) ?? 0;
-          expect(await order.place(s.tenant)).toBe(Math.floor(before / (weights.get(s.tenant) ?? 1)));
-          sent.set(s.tenant, before + 1);
+          const current = at.get(s.tenant) ?? { place: 0, sends: 0 };
+          const next = current.sends >= (weights.get(s.tenant) ?? 1) ? { place: current.place + 1, sends: 0 } : current;
+          expect(await order.place(s.tenant)).toBe(next.place);
+          at.set(s.tenant, { place: next.place, sends: next.sends + 1 });
         }
       }),
       { numRuns: 40, seed: 9_090 },

@@ -123,7 +123,7 @@ describe('tenants', () => {
     for (const [, data] of again) expect(data).toMatchObject({ workflowId: id, kind: 'message', tenant: 'acme' });
   }, 120_000);
 
-  it('sendOrder-2.lua: places count per tenant and window, divided by the weight the registry set; a cleared weight is 1; a new window starts at 0', async () => {
+  it("sendOrder-2.lua: a place takes the tenant's weight in sends (the registry's); a cleared weight is 1 from the tenant's place on; a tenant idle while the clock moved on starts at the clock", async () => {
     const redis = new Redis(redisServer().url);
     open.push({ close: () => redis.quit() });
     const prefix = newPrefix('places');
@@ -140,10 +140,18 @@ describe('tenants', () => {
     expect(await places('heavy', 5)).toEqual([0, 0, 1, 1, 2]);
     expect(await places('light', 3)).toEqual([0, 1, 2]);
     await registry.setTenantWeight('heavy', undefined);
-    expect(await places('heavy', 2)).toEqual([5, 6]);
-    const short = new SendOrder(redis, newPrefix('window'), 200);
-    const first = await short.place('a');
-    await eventually(async () => (await short.place('a')) === 0, 'a new window starts at place 0', 10_000, 50);
-    expect(first).toBe(0);
+    expect(await places('heavy', 2)).toEqual([3, 4]);
+    const shortPrefix = newPrefix('clock');
+    const short = new SendOrder(redis, shortPrefix, 200);
+    expect(await short.place('a')).toBe(0);
+    const [seconds, micros] = await redis.time();
+    const from = Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
+    await eventually(async () => {
+      const [s2, m2] = await redis.time();
+      return Number(s2) * 1000 + Math.floor(Number(m2) / 1000) >= from + 450;
+    }, 'two places of the clock went by', 10_000, 20);
+    const next = await short.place('a');
+    expect(next).toBeGreaterThanOrEqual(2);
+    expect(Number(await redis.hget(`${shortPrefix}:{send-order}:clock`, 'v'))).toBe(next);
   });
 });

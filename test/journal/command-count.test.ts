@@ -61,9 +61,11 @@ const REGISTRY_COMMANDS_PER_DELEGATION = 0;
 const REGISTRY_CLIENT_COMMANDS_PER_DELEGATION = 0;
 /**
  * The send queue's order (`<prefix>:{send-order}…`, counted apart): a new workflow's first send takes its place in the
- * create script (createWorkflow-11.lua with includes/sendPlaces.lua: HGET of the stored window, HINCRBY of the
- * tenant's count in it, HGET of its weight; a DEL, HSET and PEXPIRE once per window; its TIME names no key and is not
- * counted here), so no script call of its own (4.5 and 1 when it was a sendOrder-2.lua call beside the create).
+ * create script (createWorkflow-11.lua with includes/sendPlaces.lua: HMGET of the clock and the tenant's entry, HGET of
+ * its weight, HSET of the entry; an HRANDFIELD when the tenant starts at the clock and a PEXPIRE once a place of the
+ * clock; its TIME names no key and is not counted here): 3 a delegation here, as with the windows' counts before
+ * (HGET of the stored window, HINCRBY, HGET of the weight; a DEL, HSET and PEXPIRE once per window), so no script call
+ * of its own (4.5 and 1 when it was a sendOrder-2.lua call beside the create).
  */
 const SEND_ORDER_COMMANDS_PER_DELEGATION = 3.5;
 const SEND_ORDER_CLIENT_COMMANDS_PER_DELEGATION = 0;

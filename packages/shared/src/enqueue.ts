@@ -33,6 +33,8 @@ export interface JobQueue<Data> {
       backoff?: { type: 'exponential'; delay: number; jitter: number };
       /** A message send's place among its tenant's, taken already (the send queue's `FairSendQueue` takes one otherwise). */
       place?: number;
+      /** A next try's place, its job's: kept unless from before the send order's last rebase (`FairSendQueue.add`). */
+      keptPlace?: number;
     },
   ): Promise<unknown>;
 }
@@ -86,11 +88,12 @@ export async function enqueueSend(queues: Needs<'send'>, ref: Ref, resendCount: 
  * The next try of a send that found its agent unreachable or every slot taken (nothing was sent), after `delayMs`:
  * one job per try of each send number (`resendCount`), the try identified by its journaled time (`tryAt`, ms since
  * epoch). `placement.place`: the place the send's job had (`placeOfSendPriority`), kept, so a waiting send is not
- * counted again among its tenant's; without it the send queue takes a new one.
+ * counted again among its tenant's (the clock's place instead when it is from before the send order's last rebase:
+ * `FairSendQueue.add` `keptPlace`); without it the send queue takes a new one.
  */
 export async function enqueueSendTry(queues: Needs<'send'>, ref: Ref, resendCount: number, tryAt: number, delayMs: number, placement: SendPlacement = {}): Promise<void> {
   const id = jobId('send', ref.workflowId, ref.delegationId, resendCount, 'try', tryAt);
-  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(withTenant(ref, placement)) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}), ...(placement.place !== undefined ? { place: placement.place } : {}) });
+  await queues.send.add('send', { ...refOf(ref), kind: 'message', ...placementData(withTenant(ref, placement)) }, { jobId: id, ...(delayMs > 0 ? { delay: delayMs } : {}), ...(placement.place !== undefined ? { keptPlace: placement.place } : {}) });
 }
 
 /** Sends a journaled reply (one job per reply messageId; `requeuedAt` when a stuck one is enqueued again). */

@@ -9,7 +9,7 @@ export { CorruptRecordError, corruptRecordReporter } from './journal/corrupt.ts'
 export type { CorruptRecordHandler, CorruptRecordKind } from './journal/corrupt.ts';
 export { indexMember, journalKeys, parseIndexMember, ID_PATTERN } from './journal/keys.ts';
 export { AgentFlow, type AgentLimits, type FlowAcquired, type FlowWaitReason } from './journal/agent-flow.ts';
-export { SendOrder, SEND_ORDER_WINDOW_MS } from './journal/send-order.ts';
+export { SendOrder, SEND_ORDER_WINDOW_MS, SEND_ORDER_REBASE_FROM, SEND_ORDER_REBASE_QUIET_MS, type SendOrderRebase } from './journal/send-order.ts';
 export { SEND_PRIORITY, SendPrioritySchema, DEFAULT_SEND_TENANT, bullmqSendPriority, placeOfSendPriority, FairSendQueue, type SendPlaces } from './send-priority.ts';
 export type { JournalKeys } from './journal/keys.ts';
 export { DEFAULT_TENANT, TENANT_PATTERN, TENANT_SEPARATOR, TenantSchema, WORKFLOW_ID_PATTERN, localWorkflowId, scopedWorkflowId, tenantOfWorkflowId, tenantWorkflowId } from './journal/tenant.ts';

@@ -86,12 +86,12 @@ export interface JournalKeys {
    */
   agentFlow(agentCardUrl: string): { slots: string; state: string };
   /**
-   * The send queue's fairness between tenants (sendOrder-2.lua): `counts`, the name the windows' counts hang from (the
-   * script names a window's hash `<counts>:<window>`, its number from Redis's clock: ms since epoch / window length;
-   * hash tenant → sends enqueued in it) and `weights` (hash tenant → weight, written by the registry). One hash tag:
-   * one script reaches them all on a Cluster.
+   * The send queue's fairness between tenants (sendOrder-2.lua): `clock` (hash: the virtual clock's `v` and `ms`,
+   * and `t:<tenant>` → `<place>:<sends>`, the tenant's last place and its sends at it) and `weights` (hash tenant →
+   * weight, written by the registry). One hash tag: one script reaches them all on a Cluster. (`…:counts`, the
+   * windows' counts of an earlier release, is no longer read or written; it expires by itself.)
    */
-  sendOrder(): { counts: string; weights: string };
+  sendOrder(): { clock: string; weights: string };
 }
 
 /** Builds the key layout for one prefix (default `da2a`). */
@@ -128,7 +128,7 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
       const tagged = `${prefix}:agents:flow:{${createHash('sha256').update(agentCardUrl).digest('hex').slice(0, 32)}}`;
       return { slots: `${tagged}:slots`, state: `${tagged}:state` };
     },
-    sendOrder: () => ({ counts: `${prefix}:{send-order}:counts`, weights: `${prefix}:{send-order}:weights` }),
+    sendOrder: () => ({ clock: `${prefix}:{send-order}:clock`, weights: `${prefix}:{send-order}:weights` }),
   };
 }
 

@@ -29,7 +29,7 @@ const ROW_READS_BYTES = [4_096, 65_536];
  */
 const createWorkflowScript = defineScript({
   name: 'createWorkflow',
-  keys: ['workflow', 'firstDelegation', 'delegationList', 'unfinished', 'search', 'updated', 'quotaInFlight', 'quotaStored', 'tenantCreated', 'sendOrderCounts', 'sendOrderWeights'],
+  keys: ['workflow', 'firstDelegation', 'delegationList', 'unfinished', 'search', 'updated', 'quotaInFlight', 'quotaStored', 'tenantCreated', 'sendOrderClock', 'sendOrderWeights'],
   encode: (input: {
     workflow: Record<string, string>;
     first?: Record<string, string>;
@@ -73,7 +73,7 @@ const createdDecoder = outcomeDecoder({ 1: 'created', 0: 'exists' });
 
 /**
  * Places wanted for a new workflow's first message sends among its tenant's (send-order.ts): `count` sends (0: none),
- * counted in windows of `windowMs` (`SendOrder.windowMs`).
+ * on the send order's clock whose place lasts `windowMs` of Redis time (`SendOrder.windowMs`).
  */
 export interface SendPlacesWanted {
   count: number;
@@ -284,7 +284,7 @@ export class JournalWorkflows extends JournalIndex {
         quotaInFlight: quotaKeys?.inFlight ?? workflowKey,
         quotaStored: quotaKeys?.stored ?? workflowKey,
         tenantCreated: here && ownIndex ? this.keys.tenantCreated(tenant) : workflowKey,
-        sendOrderCounts: here && places ? this.keys.sendOrder().counts : workflowKey,
+        sendOrderClock: here && places ? this.keys.sendOrder().clock : workflowKey,
         sendOrderWeights: here && places ? this.keys.sendOrder().weights : workflowKey,
       },
       {

@@ -11,7 +11,7 @@
   KEYS[8] the tenant's stored set when ARGV[5] is given (one server only); else KEYS[1] again, unused
   KEYS[9] the tenant's created index when ARGV[6] is given (a tenant other than default, one server only); else
           KEYS[1] again, unused
-  KEYS[10] the send order's window counts when ARGV[10] > 0 (one server only: another Cluster slot); else KEYS[1]
+  KEYS[10] the send order's clock hash when ARGV[10] > 0 (one server only: another Cluster slot); else KEYS[1]
           again, unused
   KEYS[11] the send order's tenant weights when ARGV[10] > 0 (one server only); else KEYS[1] again, unused
   ARGV[1] W: the workflow's field count (its field/value pairs from ARGV[10]; its updatedAt scores it in KEYS[6])
@@ -26,8 +26,8 @@
           Cluster the caller wrote it before this script, acknowledged) (tenant-quota.ts)
   ARGV[7] the workflow id; ARGV[8] its updatedAt (ms); ARGV[9] the first delegation's id ('' = none)
   ARGV[10] P: message sends to place among the tenant's (includes/sendPlaces.lua, as sendOrder-2.lua would, one
-          call per send), 0 = none (on a Cluster the caller asks sendOrder-2.lua); ARGV[11] the send order's window
-          (ms); ARGV[12] the tenant
+          call per send), 0 = none (on a Cluster the caller asks sendOrder-2.lua); ARGV[11] the Redis time one
+          place of the send order's clock lasts (ms); ARGV[12] the tenant
   ARGV[13..] the pairs above, in that order: flat, so the script decodes no JSON (but a quota) and hands each range
           to its command as it stands
   Every entry is written with the workflow, in this one step: a crash cannot leave a workflow that an index does

@@ -4,10 +4,11 @@
  * deploys never multiply it: R22), the due entries of the unfinished index go
  * to reconcile batch jobs (`reconcile-batch.ts`, `REFS_PER_BATCH` entries
  * each); registered Agent Cards are refreshed on the way, and the timer sweep
- * drops the search index entries of workflows whose record expired.
+ * drops the search index entries of workflows whose record expired and
+ * rebases the send order's clock when due and the send queue is idle.
  */
 import { AgentCardError, isRetryable } from '@durable-a2a/a2a';
-import { enqueueReconcileBatch, pruneSearchIndex, type DelegationRef } from '@durable-a2a/shared';
+import { FairSendQueue, enqueueReconcileBatch, pruneSearchIndex, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { jitteredCheckTime } from '../core/policy.ts';
 import { batchesOf } from './reconcile-batch.ts';
@@ -44,6 +45,7 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
     ctx.logger.debug({ swept: checks.count }, 'sweep');
     // The search index forgets workflows whose record expired (a few hundred per sweep, oldest first).
     await pruneSearchIndex(ctx.journal).catch((error: unknown) => ctx.logger.warn({ err: error }, 'search index prune failed; the next sweep tries again'));
+    await rebaseSendOrder(ctx);
     return `swept ${checks.count}`;
   }
   const maxPages = PAGES_PER_BATCH * (Math.ceil((await ctx.journal.unfinishedCount()) / batch) + 1);
@@ -95,6 +97,23 @@ class SweepChecks {
     const jobs = [...batchesOf(delegations).map((refs) => ({ refs, later: false })), ...batchesOf(workflows).map((refs) => ({ refs, later: true }))];
     await Promise.all(jobs.map(({ refs, later }) => enqueueReconcileBatch(ctx.queues, refs, { sweep: this.occasion, part: this.part++, later })));
     this.count += claimed.length;
+  }
+}
+
+/**
+ * The send order's clock back to place 0 when it is due (a quarter of a priority's band run: about monthly at the
+ * 60 s default) and the send queue holds no job (`FairSendQueue.rebaseOrderWhenIdle`), so its places never reach the
+ * band's end, where the fairness between tenants is lost (docs/flow-control.md). Once per timer sweep: the sweep is
+ * one fleet-wide job scheduler, and a rebase is a compare-and-set, so workers sweeping at once rebase once. A failure
+ * is logged; the next sweep tries again.
+ */
+async function rebaseSendOrder(ctx: WorkerContext): Promise<void> {
+  const queue = ctx.queues.send;
+  if (!(queue instanceof FairSendQueue)) return;
+  try {
+    if ((await queue.rebaseOrderWhenIdle()) === 'rebased') ctx.logger.info('send order rebased: its clock is back at place 0');
+  } catch (error) {
+    ctx.logger.warn({ err: error }, 'send order rebase failed; the next sweep tries again');
   }
 }
 
