@@ -7,6 +7,9 @@
  *   step with the error text as its output. A Task (or a task event) carries its own state: it may be adopted.
  * - a proof that compares a field the request does not have: a ListTasks without a context filter (the search's
  *   time-bounded passes) took any non-empty page in a 5xx as ours.
+ * And a true answer was thrown away: a whole JSON answer to a stream request in a 2xx had to prove itself by content,
+ * where the same body to the plain request is the answer by its framing (an agent's Message without a context: the
+ * step went to the search, which finds no task for a message, then to a person).
  * Held (kept as cases): a task id that differs by a prefix, case, or Unicode normalization is not the id asked.
  * Byte-exact node:http server; A2A 1.0 and 0.3 HTTP+JSON.
  */
@@ -133,6 +136,57 @@ describe('property: a non-2xx is adopted only for a body that carries its own st
         },
       ),
       { numRuns: 120 },
+    );
+  });
+});
+
+describe('a whole JSON answer to a stream request in a 2xx is the answer by its framing, as on the plain route', () => {
+  /** The agent's Message without a context, or its Task in a context of its own with no history (R16 agents). */
+  const noProof = (v03: boolean, kind: 'message' | 'task') =>
+    kind === 'message'
+      ? { message: { messageId: 'reply', role: 'ROLE_AGENT', ...(v03 ? { content: [{ text: 'done' }] } : { parts: [{ text: 'done' }] }) } }
+      : { task: task('T-agent', '') };
+  for (const v03 of [false, true]) {
+    for (const kind of ['message', 'task'] as const) {
+      it(`${v03 ? '0.3' : '1.0'} SendStreamingMessage answered HTTP 200 application/json with a ${kind} proving nothing by content: its one event, as SendMessage reads it`, async () => {
+        answer = () => ({ status: 200, body: JSON.stringify(noProof(v03, kind)) });
+        const plain = await transport(v03).sendMessage({ message });
+        const events: unknown[] = [];
+        await drainStream(transport(v03).sendStreamingMessage({ message }), (event) => void events.push((event as { response: unknown }).response));
+        expect(events).toEqual([plain]);
+      });
+    }
+  }
+});
+
+describe('property: a whole JSON answer to a stream request reads as the plain request reads it', () => {
+  it('any status, 1.0 or 0.3, a Task or Message proven or not: the stream\'s one event is what SendMessage returns, an error when SendMessage throws', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom(200, 201, 400, 500, 503),
+        fc.constantFrom('message-ours', 'message-bare', 'task-ours', 'task-bare', 'task-foreign'),
+        fc.boolean(),
+        async (status, kind, v03) => {
+          const content = v03 ? { content: [{ text: 'x' }] } : { parts: [{ text: 'x' }] };
+          const body = {
+            'message-ours': { message: { messageId: 'r', contextId: 'c-ours', role: 'ROLE_AGENT', ...content } },
+            'message-bare': { message: { messageId: 'r', role: 'ROLE_AGENT', ...content } },
+            'task-ours': { task: task('T1', 'c-ours') },
+            'task-bare': { task: task('T1', '') },
+            'task-foreign': { task: task('T9', 'c-other') },
+          }[kind];
+          answer = () => ({ status, body: JSON.stringify(body) });
+          const plain = await outcome(() => transport(v03).sendMessage({ message }));
+          const events: unknown[] = [];
+          const streamed = await drainStream(transport(v03).sendStreamingMessage({ message }), (event) => void events.push((event as { response: unknown }).response)).then(
+            () => ({ value: events }),
+            (error: unknown) => error,
+          );
+          if (plain instanceof A2AError) expect(streamed).toBeInstanceOf(A2AError);
+          else expect(streamed).toEqual({ value: [(plain as { value: unknown }).value] });
+        },
+      ),
+      { numRuns: 80 },
     );
   });
 });
