@@ -3,7 +3,8 @@
  * 5xx whose body is our COMPLETED Task (docs/a2a-edge.md "Ownership", "HTTP+JSON: the content, not the status").
  * REST has no request id; the content proves the answer ours (our messageId in the task's history, the context we
  * sent), as for a JSON-RPC answer without an id. Before, the task was thrown away: the search, and with an agent that
- * lists no tasks (as this one), a person. A body proving nothing ours is never adopted, and never re-sent either.
+ * lists no tasks (as this one), a person. A body proving nothing ours is never adopted, and never re-sent either; nor
+ * is a Message in a 4xx (a refusal with its reason, not a reply).
  * Real redis-server, real fleet, a raw REST agent (exact bytes).
  */
 import type { ServerResponse } from 'node:http';
@@ -32,8 +33,11 @@ const json = (response: ServerResponse, status: number, body: unknown, headers: 
   response.end(text);
 };
 
-/** A REST-only agent answering SendMessage with `status` and our task (`proven`) or one naming nothing of ours; it lists no tasks. */
-async function restAgent(status: number, proven: boolean, headers: Record<string, string> = {}) {
+/**
+ * A REST-only agent answering SendMessage with `status` and our task (`proven`) or one naming nothing of ours, or with
+ * what `answer` makes of our message; it lists no tasks.
+ */
+async function restAgent(status: number, proven: boolean, headers: Record<string, string> = {}, answer = (sent: Message): unknown => ({ task: completed(sent, proven) })) {
   let sent: Message | undefined;
   const agent = await startRawAgent((request, response, body) => {
     const path = (request.url ?? '').split('?')[0]!;
@@ -51,7 +55,7 @@ async function restAgent(status: number, proven: boolean, headers: Record<string
     }
     if (request.method === 'POST' && path === '/rest/message:send') {
       sent = (JSON.parse(body) as { message: Message }).message;
-      return json(response, status, { task: completed(sent, proven) }, headers);
+      return json(response, status, answer(sent), headers);
     }
     if (request.method === 'GET' && path.startsWith('/rest/tasks/') && sent) return json(response, 200, completed(sent, proven));
     return json(response, 404, { error: { code: 404, status: 'NOT_FOUND', message: `no route ${path}` } });
@@ -81,6 +85,19 @@ describe('attack: our COMPLETED task inside an HTTP+JSON 5xx', () => {
 
   it('SendMessage answered HTTP 500 whose body is a task proving nothing ours: not COMPLETED from it, one SendMessage', async () => {
     const agent = await restAgent(500, false);
+    const { producer, id } = await delegateTo(agent.cardUrl);
+    const record = await finished(producer, id, 30_000);
+    expect(record.state).not.toBe('COMPLETED');
+    expect(agent.sends()).toBe(1);
+  }, 45_000);
+});
+
+describe('attack: an HTTP+JSON 400 whose body is the agent\'s Message in our context', () => {
+  // A Message carries no verdict of its own (agent frameworks wrap errors in a reply): the status is the verdict
+  // (packages/a2a/test/rest-adoption-attacks.test.ts). Before, the step COMPLETED with the error's text.
+  it('SendMessage refused with HTTP 400 and a Message saying why: not COMPLETED with the error text, one SendMessage', async () => {
+    const why = (sent: Message) => ({ message: { messageId: 'why', contextId: sent.contextId, role: 'ROLE_AGENT', parts: [{ text: 'invalid request: no such booking' }] } });
+    const agent = await restAgent(400, true, {}, why);
     const { producer, id } = await delegateTo(agent.cardUrl);
     const record = await finished(producer, id, 30_000);
     expect(record.state).not.toBe('COMPLETED');

@@ -75,10 +75,17 @@ export function validateWith<Schema extends z.ZodType>(schema: Schema, value: un
  * (`jsonrpc.ts`). The body is `{ result }` when it is JSON, not an error body (`isErrorBody`), valid for `schema`, and
  * its content proves it answers our request (`proof`, `answerContentProof`); `undefined` otherwise (no proof for
  * this request, not JSON, an error body, invalid, not proven ours), and the status decides as for any other body.
+ * In a non-2xx `httpStatus`, the answer must also carry its own verdict: a Task or a task event does (its state), a
+ * Message (`{message}`, a direct reply) does not: there the status is the only verdict ("invalid request" in a 400
+ * is a refusal, not a reply), so it is never adopted. A whole JSON answer to a stream request in a 2xx is the answer
+ * by its framing, as a 2xx to a plain request is (no content proof: an agent's Message without a context, or a Task
+ * in a context of its own, is as much the answer on the stream route as on the plain one); the workers still judge
+ * its ownership (`eventOwnership`, `taskOwnership`).
  */
 export function provenAnswerIn<Schema extends z.ZodType>(
   bodyText: string,
   contentType: string | undefined,
+  httpStatus: number,
   schema: Schema,
   proof: ((result: unknown) => boolean) | undefined,
   isErrorBody: (value: unknown) => boolean,
@@ -87,7 +94,11 @@ export function provenAnswerIn<Schema extends z.ZodType>(
   const value = tryParseJson(bodyText);
   if (value === undefined || isErrorBody(value)) return undefined;
   const parsed = schema.safeParse(value);
-  return parsed.success && proof(parsed.data) ? { result: parsed.data } : undefined;
+  if (!parsed.success) return undefined;
+  // A 2xx is the answer to our request by its framing, as `readRestAnswer` reads one (the workers judge its content).
+  if (httpStatus >= 200 && httpStatus < 300) return { result: parsed.data };
+  const verdictless = typeof parsed.data === 'object' && parsed.data !== null && 'message' in parsed.data;
+  return verdictless || !proof(parsed.data) ? undefined : { result: parsed.data };
 }
 
 /** A body with an `error` member: an error body (google.rpc.Status, spec §11.6, or any other), never an answer. */

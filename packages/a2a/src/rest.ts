@@ -60,7 +60,7 @@ export function readRestAnswer<Schema extends z.ZodType>(
   errorOf: (status: number, contentType: string | undefined, bodyText: string) => A2AError,
 ): z.output<Schema> {
   if (response.status < 200 || response.status >= 300) {
-    const answer = provenAnswerIn(response.bodyText, response.contentType, schema, proof, isErrorBody);
+    const answer = provenAnswerIn(response.bodyText, response.contentType, response.status, schema, proof, isErrorBody);
     if (answer === undefined) throw errorOf(response.status, response.contentType, response.bodyText);
     return answer.result;
   }
@@ -129,7 +129,7 @@ export class RestTransport implements A2ATransport {
       if (response.status === 404 && reason !== undefined) throw errorFromHttp(response.status, response.contentType, bodyText);
       response = await this.http.openStream(fallback);
     }
-    const answer = (bodyText: string) => provenAnswerIn(bodyText, response.contentType, StreamResponseSchema, proof, hasErrorMember)?.result;
+    const answer = (bodyText: string) => provenAnswerIn(bodyText, response.contentType, response.status, StreamResponseSchema, proof, hasErrorMember)?.result;
     return yield* followEventStream(response, decodeRestStreamEvent, decodeRestStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal }, answer);
   }
 
@@ -142,8 +142,13 @@ export class RestTransport implements A2ATransport {
   getTask: A2ATransport['getTask'] = ({ id, historyLength }, options) =>
     this.call('GET', `/tasks/${segment(id)}${query({ historyLength })}`, undefined, TaskResultSchema, options, answerContentProof({ id }));
 
+  /**
+   * A non-2xx page is adopted only for a request with a context filter (each task in our context): without one (a
+   * search by time or status) nothing in a page names what we asked, and the status decides. (A JSON-RPC answer
+   * without an id keeps `answerContentProof`'s list rule: its `result` is the agent's own success, A33.)
+   */
   listTasks: A2ATransport['listTasks'] = (request, options) =>
-    this.call('GET', `/tasks${query({ ...request })}`, undefined, ListTasksResponseSchema, options, answerContentProof(request, 'list'));
+    this.call('GET', `/tasks${query({ ...request })}`, undefined, ListTasksResponseSchema, options, request.contextId ? answerContentProof(request, 'list') : undefined);
 
   cancelTask: A2ATransport['cancelTask'] = ({ id, metadata }, options) =>
     this.call('POST', `/tasks/${segment(id)}:cancel`, metadata === undefined ? {} : { metadata }, TaskResultSchema, options, answerContentProof({ id }));

@@ -17,9 +17,9 @@ import { type RawServer, startRawServer } from './helpers/raw-server.ts';
 
 const message = { messageId: 'm-ours', contextId: 'c-ours', role: 'ROLE_USER' as const, parts: [{ text: 'hi' }] };
 
-/** What the body holds: a task proven ours by its history or by its context, a message answer in our context, a task naming neither, an error body, junk. */
+/** What the body holds: a task proven ours by its history or by its context, a message answer in our context (no verdict: never adopted in a non-2xx), a task naming neither, an error body, junk. */
 type Body = 'ours-history' | 'ours-context' | 'ours-message' | 'foreign' | 'error' | 'ours-with-error' | 'not-json';
-const OURS: readonly Body[] = ['ours-history', 'ours-context', 'ours-message'];
+const OURS: readonly Body[] = ['ours-history', 'ours-context'];
 
 /** A task (1.0 or 0.3 ProtoJSON: the same members here) with `contextId`, its history holding `messageIds`. */
 function task(id: string, contextId: string, messageIds: string[], v03: boolean) {
@@ -78,9 +78,9 @@ describe('examples', () => {
     expect(await sendOutcome(transport(), false)).toBe('task:OURS');
   });
 
-  it('HTTP 502 whose body is our message answer (our context): the message', async () => {
+  it('HTTP 502 whose body is a message answer in our context: the 502 (a Message carries no verdict of its own; rest-adoption-attacks.test.ts)', async () => {
     answer = () => ({ status: 502, body: bodyOf('ours-message', false) });
-    expect(await sendOutcome(transport(), false)).toBe('message');
+    expect(await sendOutcome(transport(), false)).toMatchObject({ code: 'UPSTREAM_ERROR', delivery: 'received' });
   });
 
   it('HTTP 502 whose body is a task proving nothing ours: the status decides (delivered, effect maybe), never that task', async () => {
@@ -133,7 +133,7 @@ describe('property: an HTTP+JSON answer in any status is adopted exactly when it
           answer = () => ({ status, body: bodyOf(kind, v03), headers: { 'retry-after': '3' } });
           const outcome = await sendOutcome(transport(v03), streaming);
           expect(outcome).not.toBe('task:FOREIGN');
-          if (OURS.includes(kind)) expect(outcome).toBe(kind === 'ours-message' ? 'message' : 'task:OURS');
+          if (OURS.includes(kind)) expect(outcome).toBe('task:OURS');
           else {
             expect(outcome).toBeInstanceOf(A2AError);
             expect((outcome as A2AError).delivery).toBe('received');

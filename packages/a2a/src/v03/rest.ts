@@ -107,7 +107,7 @@ export class RestV03Transport implements A2ATransport {
       if (final) state.final = true;
       return event;
     };
-    const answer = (bodyText: string) => provenAnswerIn(bodyText, response.contentType, ProtoStreamEventSchema, proof, isErrorBodyV03)?.result;
+    const answer = (bodyText: string) => provenAnswerIn(bodyText, response.contentType, response.status, ProtoStreamEventSchema, proof, isErrorBodyV03)?.result;
     const inner = followEventStream(response, decode, decodeStreamError, { ...this.streamOptions, ...idleOf(options), signal: options?.signal }, answer);
     return yield* stopAtFinal(inner, () => state.final);
   }
