@@ -8,7 +8,7 @@
  */
 import type { Cluster, Redis } from 'ioredis';
 import { journalKeys, type JournalKeys } from './keys.ts';
-import { callScript, defineScript, integerReply } from './scripts.ts';
+import { callScript, defineScript, integerReply, ScriptReplyError } from './scripts.ts';
 
 /** Default Redis time one place of the send order's clock lasts, ms (the clock starts at 0 when its hash is made). */
 export const SEND_ORDER_WINDOW_MS = 60_000;
@@ -43,7 +43,9 @@ const rebaseScript = defineScript({
   decode: (reply: unknown, script): SendOrderRebase => {
     const code = integerReply(reply, script);
     if (code === 1) return 'rebased';
-    return code === 0 ? 'not-due' : 'recent';
+    if (code === 2) return 'recent';
+    if (code === 0) return 'not-due';
+    throw new ScriptReplyError(script, reply);
   },
 });
 

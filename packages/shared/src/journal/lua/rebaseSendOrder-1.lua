@@ -9,7 +9,7 @@
   ARGV[2] quietMs: no place may have been given for this long (Redis's time, ms)
   ARGV[3] the Redis time one place of the clock lasts (ms), for the hash's expiry as sendOrder-2.lua sets it
   Returns 1 rebased; 0 not due (no clock, or the clock before `from`: a clock already rebased by another worker, the
-  compare-and-set); -1 a place given less than quietMs ago (or `at` absent: only an earlier release placed sends).
+  compare-and-set); 2 a place given less than quietMs ago (or `at` absent: only an earlier release placed sends).
   Why only from a quarter of the band: a rebase forgives every tenant's lead (a tenant that had a burst served starts
   at the clock again); done at every idle moment it would undo the fairness over time, so it is done about monthly
   (50,000 places at 60 s: 35 days), leaving 130,000 places (90 days) to find an idle moment before places reach the
@@ -28,7 +28,7 @@ if clock == nil or clock ~= clock or clock < tonumber(ARGV[1]) then return 0 end
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 -- `at` ahead of now (Redis's clock stepped back) counts as recent: the rebase waits.
-if at == nil or at ~= at or now - at < tonumber(ARGV[2]) then return -1 end
+if at == nil or at ~= at or now - at < tonumber(ARGV[2]) then return 2 end
 redis.call('DEL', KEYS[1])
 redis.call('HSET', KEYS[1], 'v', '0', 'ms', string.format('%d', now), 'at', string.format('%d', at))
 redis.call('PEXPIRE', KEYS[1], (PLACE_LEAD + 2) * tonumber(ARGV[3]))
