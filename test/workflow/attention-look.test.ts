@@ -20,7 +20,9 @@ let counter = 0;
 async function setUp(): Promise<{ producer: Producer; fleet: Fleet }> {
   const prefix = `attention-look-${++counter}`;
   const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
-  const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: 600_000 });
+  // Only the notify queue: the looks and resolutions are the test's own; a fleet that sent the workflow's step (to
+  // an unreachable agent) and decided it would move the entry itself, by its own right, in the middle of an order.
+  const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: 600_000, queues: ['notify'] });
   keep(producer, fleet);
   return { producer, fleet };
 }
