@@ -174,7 +174,7 @@ export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occ
  * `afterLease`; `batch`: the id of the batch job that found them held), or a worker found at `lostAt` (ms)
  * that the leases of its streams were no longer its own (`holder`: that worker's id), or the sweep of a dead
  * workers ended their leases (`deadWorker`: the first one's id, `at`: when they were found dead, ms), or a start-up
- * sweep (`sweep`, `part`) found them under the leases of worker `holder`, on the fleet's roster: delayed until `liveUntil`
+ * sweep (`sweep`, `part`) found them under the leases of worker `holder`, still beating: delayed until `liveUntil`
  * (ms, just past its liveness key's end; job data `ifHolderLive`). Removed on completion.
  */
 export type ReconcileBatchOccasion =

@@ -19,7 +19,7 @@ export const SWEEP_SCHEDULER_ID = 'reconcile-sweep';
 /** Pages the start-up sweep may read per `reconcileBatchSize` entries of the index (ZSCAN may return sparse pages). */
 const PAGES_PER_BATCH = 16;
 
-/** A start-up sweep's batch under a listed worker's leases runs this long (ms) after that worker's liveness key ends (a batch that runs early, the key still there, checks its records as before). */
+/** A start-up sweep's batch under a beating worker's leases runs this long (ms) after that worker's liveness key ends. */
 const LIVENESS_END_MARGIN_MS = 100;
 
 /**
