@@ -173,13 +173,10 @@ export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occ
  * BullMQ priority 1), their follow leases run out by `leaseEndsAt` (delayed until then; job data
  * `afterLease`; `batch`: the id of the batch job that found them held), or a worker found at `lostAt` (ms)
  * that the leases of its streams were no longer its own (`holder`: that worker's id), or the sweep of a dead
- * workers ended their leases (`deadWorker`: the first one's id, `at`: when they were found dead, ms), or a start-up
- * sweep (`sweep`, `part`) found them under the leases of worker `holder`, still beating: delayed until `liveUntil`
- * (ms, just past its liveness key's end; job data `ifHolderLive`). Removed on completion.
+ * workers ended their leases (`deadWorker`: the first one's id, `at`: when they were found dead, ms). Removed on completion.
  */
 export type ReconcileBatchOccasion =
   | { sweep: string | number; part: number; later?: boolean }
-  | { holder: string; liveUntil: number; now: number; sweep: string | number; part: number }
   | { leaseEndsAt: number; now: number; batch: string }
   | { lostAt: number; holder: string; part: number }
   | { deadWorker: string; at: number; part: number };
@@ -187,10 +184,7 @@ export type ReconcileBatchOccasion =
 /** Reconciles a batch of delegations (or workflow entries `*`) in one job. */
 export async function enqueueReconcileBatch(queues: Needs<'reconcile'>, refs: readonly { workflowId: string; delegationId: string }[], occasion: ReconcileBatchOccasion): Promise<void> {
   const data = { refs: refs.map(refOf) };
-  if ('liveUntil' in occasion) {
-    const options = { jobId: jobId('reconcile-batch', 'holder', occasion.holder, occasion.sweep, occasion.part), delay: Math.max(0, occasion.liveUntil - occasion.now), removeOnComplete: true };
-    await queues.reconcile.add('batch', { ...data, ifHolderLive: occasion.holder }, options);
-  } else if ('sweep' in occasion) {
+  if ('sweep' in occasion) {
     const options = { jobId: jobId('reconcile-batch', 'sweep', occasion.sweep, occasion.part), removeOnComplete: true };
     await queues.reconcile.add('batch', data, occasion.later ? { ...options, priority: 1 } : options);
   } else if ('lostAt' in occasion) {

@@ -73,11 +73,6 @@ export const ReconcileJobSchema = z.object({
   afterLease: z.boolean().optional(),
   /** A batch whose leases a dead worker held (the dead-worker sweep ended them): its sends may be looked for early. */
   holderDied: z.boolean().optional(),
-  /**
-   * A batch the start-up sweep found under the leases of this worker, then beating: reconciled only if its liveness
-   * key is still there when the job runs, else left to that worker's dead-worker sweep.
-   */
-  ifHolderLive: z.string().min(1).max(300).optional(),
   /** Workers found dead (their liveness keys gone): end their leases in the unfinished index and reconcile those records now. */
   deadWorkers: z.array(z.string().min(1).max(300)).min(1).max(DEAD_WORKERS_PER_SWEEP).optional(),
 });

@@ -178,43 +178,6 @@ export class JournalCoordination extends JournalReplies {
     return (await this.redis.exists(this.keys.workerLiveness(workerId))) === 1;
   }
 
-  /**
-   * Whose leases `refs` are under, for the start-up sweep: one GET per lease (sent together), then for each distinct
-   * holder worker other than `selfId` (the token's part before its first `/`) one ZSCORE of the roster and one PTTL
-   * of its liveness key (sent together). Only workers on the roster are kept: each is either alive (it beats, and
-   * follows its streams) or dead, and then a heartbeat names it within a beat of its key's end (forgetWorker-2.lua
-   * takes a worker off the roster only once its key is gone, and whoever does enqueues its dead-worker sweep, which
-   * reconciles every record under its leases).
-   * @returns per such worker: the refs under its leases (follow or send), in order, and the ms its liveness key has
-   *   left (0 when it ran out); refs under no lease, this worker's, or a worker off the roster are in none
-   */
-  async leasesOfListedWorkers(refs: readonly DelegationRef[], selfId: string): Promise<Map<string, { refs: DelegationRef[]; livenessMs: number }>> {
-    const byWorker = new Map<string, { refs: DelegationRef[]; livenessMs: number }>();
-    if (refs.length === 0) return byWorker;
-    // Issued in one turn: one write on the journal's auto-pipelined connection (per node on a Cluster).
-    const holders = await Promise.all(refs.map((ref) => this.redis.get(this.keys.followLease(ref.workflowId, ref.delegationId))));
-    refs.forEach((ref, index) => {
-      const holder = holders[index];
-      const slash = holder ? holder.indexOf('/') : -1;
-      if (slash <= 0) return;
-      const workerId = holder!.slice(0, slash);
-      if (workerId === selfId) return;
-      const entry = byWorker.get(workerId) ?? { refs: [], livenessMs: 0 };
-      entry.refs.push(ref);
-      byWorker.set(workerId, entry);
-    });
-    const workers = [...byWorker.keys()];
-    const [listed, left] = await Promise.all([
-      Promise.all(workers.map((workerId) => this.redis.zscore(this.keys.fleetWorkers(), workerId))),
-      Promise.all(workers.map((workerId) => this.redis.pttl(this.keys.workerLiveness(workerId)))),
-    ]);
-    workers.forEach((workerId, index) => {
-      if (listed[index] === null) byWorker.delete(workerId);
-      else byWorker.get(workerId)!.livenessMs = Math.max(0, left[index]!);
-    });
-    return byWorker;
-  }
-
   /** A worker that closed gracefully (its leases given back) leaves the roster and drops its liveness key: no sweep follows. */
   async leaveFleet(workerId: string): Promise<void> {
     await Promise.all([this.redis.zrem(this.keys.fleetWorkers(), workerId), this.redis.del(this.keys.workerLiveness(workerId))]);

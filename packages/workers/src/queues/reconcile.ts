@@ -19,7 +19,7 @@ export { ReconcileJobSchema, SWEEP_SCHEDULER_ID };
 export async function processReconcile(job: Job, ctx: WorkerContext): Promise<string> {
   const data = ReconcileJobSchema.parse(job.data);
   if (data.deadWorkers) return sweepDeadWorkers(ctx, data.deadWorkers);
-  if (data.refs) return reconcileBatch(ctx, data.refs, job.id, { afterLease: data.afterLease === true, holderDied: data.holderDied === true, ...(data.ifHolderLive ? { ifHolderLive: data.ifHolderLive } : {}) });
+  if (data.refs) return reconcileBatch(ctx, data.refs, job.id, { afterLease: data.afterLease === true, holderDied: data.holderDied === true });
   if (!data.workflowId || !data.delegationId) return sweep(ctx, data.all === true);
   return reconcileDelegation(ctx, { workflowId: data.workflowId, delegationId: data.delegationId }, job.id, { afterLease: data.afterLease === true });
 }

@@ -44,21 +44,10 @@ export function batchesOf<T>(refs: readonly T[], size = REFS_PER_BATCH): T[][] {
 
 /**
  * Reconciles every entry of one batch job (`afterLease`: the batch enqueued for its leases' end; `holderDied`: the
- * dead-worker sweep ended their leases, see `ReconcileCheck`; `ifHolderLive`: a start-up sweep found them under
- * this worker's leases, see `sweep.ts`: nothing is read when its liveness key is gone, since its dead-worker sweep
- * reconciles them, and each counts as outcome `holder-dead`).
+ * dead-worker sweep ended their leases, see `ReconcileCheck`).
  * @returns a short summary, e.g. `batch 100: followed 98, reattached 2`.
  */
-export async function reconcileBatch(
-  ctx: WorkerContext,
-  refs: readonly DelegationRef[],
-  jobId: string | undefined,
-  { afterLease, holderDied, ifHolderLive }: { afterLease: boolean; holderDied: boolean; ifHolderLive?: string },
-): Promise<string> {
-  if (ifHolderLive !== undefined && !(await ctx.journal.isWorkerLive(ifHolderLive))) {
-    ctx.metrics.reconcileRuns.inc({ outcome: 'holder-dead' }, refs.length);
-    return `batch ${refs.length}: holder ${ifHolderLive} dead, left to its dead-worker sweep`;
-  }
+export async function reconcileBatch(ctx: WorkerContext, refs: readonly DelegationRef[], jobId: string | undefined, { afterLease, holderDied }: { afterLease: boolean; holderDied: boolean }): Promise<string> {
   const leaseEnds: { ref: DelegationRef; endsAt: number }[] = [];
   const onLeaseHeld = (ref: DelegationRef, endsAt: number) => void leaseEnds.push({ ref, endsAt });
   const outcomes = new Map<string, number>();

@@ -19,9 +19,6 @@ export const SWEEP_SCHEDULER_ID = 'reconcile-sweep';
 /** Pages the start-up sweep may read per `reconcileBatchSize` entries of the index (ZSCAN may return sparse pages). */
 const PAGES_PER_BATCH = 16;
 
-/** A start-up sweep's batch under a beating worker's leases runs this long (ms) after that worker's liveness key ends. */
-const LIVENESS_END_MARGIN_MS = 100;
-
 /**
  * Enqueues the due delegations in reconcile batch jobs and pushes each one's next check out (per-record jitter),
  * page by page of `reconcileBatchSize` until none is due. `all` (start-up): every unfinished delegation, due or
@@ -31,7 +28,7 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
   const now = ctx.options.now();
   await refreshAgentCards(ctx).catch((error: unknown) => ctx.logger.warn({ err: error }, 'agent card refresh failed'));
   const batch = ctx.options.reconcileBatchSize;
-  const checks = new SweepChecks(ctx, all ? `startup-${now}` : now, now, all && defersToLiveness(ctx.options));
+  const checks = new SweepChecks(ctx, all ? `startup-${now}` : now, now);
   if (!all) {
     // Every due entry, a page of `batch` at a time: each page's entries move to their next check, so the next read
     // gets the ones after them. One page per sweep would check `batch` entries an interval, while every running
@@ -67,16 +64,6 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
 }
 
 /**
- * Whether a start-up sweep leaves the records under another listed worker's leases to that worker's liveness (see
- * `SweepChecks`): liveness on, and leases long enough (`lockDurationMs` at least 3 × `livenessTtlMs`, the defaults
- * 30 s and 3 s) that a lease a worker held when its key was last set cannot run out before a heartbeat names it
- * dead and its sweep ends the lease (else the lease's own end is what frees the record: checked as before).
- */
-export function defersToLiveness(options: Pick<WorkerContext['options'], 'livenessTtlMs' | 'lockDurationMs'>): boolean {
-  return options.livenessTtlMs > 0 && options.lockDurationMs >= 3 * options.livenessTtlMs;
-}
-
-/**
  * The checks of one sweep: each page's entries are claimed (one script call: an entry whose next check is still the
  * one read moves out to its next one; one another sweep claimed meanwhile, or that moved or left the index, is not
  * this sweep's), then the claimed ones go to batch jobs; workflow entries' batches run after every delegation's (`later`): a running workflow only waits,
@@ -92,7 +79,6 @@ class SweepChecks {
     private readonly ctx: WorkerContext,
     private readonly occasion: string | number,
     private readonly now: number,
-    private readonly byHolder: boolean,
   ) {}
 
   async enqueue(due: readonly { ref: DelegationRef; dueAt: number }[]): Promise<void> {
@@ -106,18 +92,10 @@ class SweepChecks {
     const claims = await ctx.journal.claimChecks(fresh.map(({ ref, dueAt }) => ({ ref, seenAt: dueAt, atMs: jitteredCheckTime(now, ctx.options.reconcileIntervalMs) })));
     const claimed = fresh.filter((_, index) => claims[index]);
     for (const { dueAt } of claimed) ctx.metrics.reconcileLag.observe(Math.max(0, now - dueAt) / 1000);
-    let delegations = claimed.filter(({ ref }) => ref.delegationId !== '*').map(({ ref }) => ref);
+    const delegations = claimed.filter(({ ref }) => ref.delegationId !== '*').map(({ ref }) => ref);
     const workflows = claimed.filter(({ ref }) => ref.delegationId === '*').map(({ ref }) => ref);
-    const held = this.byHolder ? await ctx.journal.leasesOfListedWorkers(delegations, ctx.workerId) : new Map<string, { refs: DelegationRef[]; livenessMs: number }>();
-    const deferred = new Set([...held.values()].flatMap(({ refs }) => refs));
-    if (deferred.size > 0) delegations = delegations.filter((ref) => !deferred.has(ref));
     const jobs = [...batchesOf(delegations).map((refs) => ({ refs, later: false })), ...batchesOf(workflows).map((refs) => ({ refs, later: true }))];
-    await Promise.all([
-      ...jobs.map(({ refs, later }) => enqueueReconcileBatch(ctx.queues, refs, { sweep: this.occasion, part: this.part++, later })),
-      ...[...held].flatMap(([holder, { refs, livenessMs }]) =>
-        batchesOf(refs).map((part) => enqueueReconcileBatch(ctx.queues, part, { holder, liveUntil: now + livenessMs + LIVENESS_END_MARGIN_MS, now, sweep: this.occasion, part: this.part++ })),
-      ),
-    ]);
+    await Promise.all(jobs.map(({ refs, later }) => enqueueReconcileBatch(ctx.queues, refs, { sweep: this.occasion, part: this.part++, later })));
     this.count += claimed.length;
   }
 }
