@@ -122,7 +122,7 @@ export type { Metrics } from './metrics.ts';
 export { AgentRegistry, candidateAgents, agentIdOf, agentVisibleTo, AgentLimitsSchema, TenantNameSchema, TenantWeightSchema } from './registry.ts';
 export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, TimedAgentCall, AgentView, AgentStatus } from './registry.ts';
 export { keepParsedDefinition } from './workflow.ts';
-export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, isConnectedNow, isClusterUrl, batchWritesPerTurn, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
+export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, untilReadyOrTimeout, nextReady, isConnectedNow, isClusterUrl, batchWritesPerTurn, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';
 export { redisErrorKind, reconnectOnRedisError, REDIS_REPLY_PREFIXES, type RedisErrorKind } from './redis-errors.ts';
 export { RedisRefusalGate, redisBackoffMs, type RedisRefusalGateOptions } from './redis-refusal-gate.ts';
 export { parseSentinelUrl } from './redis-sentinel.ts';

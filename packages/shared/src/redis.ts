@@ -99,6 +99,45 @@ export function createFailFastRedisClient(url: string, commandTimeoutMs: number 
 /** True when `client` takes commands now, as `waitUntilConnected` counts it: ready, or a Cluster that has connected. */
 export const isConnectedNow = (client: Redis | Cluster): boolean => client.status === 'ready' || (client instanceof Cluster && client.status === 'connect');
 
+/** The next 'ready' of each client that a call waits for: one listener per client, however many calls wait. */
+const nextReadyOf = new WeakMap<Redis | Cluster, Promise<void>>();
+
+/**
+ * Resolves at `client`'s next 'ready' event. Every caller waiting at the same time shares one listener, so a burst of
+ * first calls on a connecting client (a fresh producer's `delegate`s) adds one listener, not one each (Node warned of
+ * a leak past ten: MaxListenersExceededWarning).
+ */
+export function nextReady(client: Redis | Cluster): Promise<void> {
+  let pending = nextReadyOf.get(client);
+  if (!pending) {
+    pending = new Promise<void>((resolve) =>
+      client.once('ready', () => {
+        nextReadyOf.delete(client);
+        resolve();
+      }),
+    );
+    nextReadyOf.set(client, pending);
+  }
+  return pending;
+}
+
+/**
+ * Resolves with `ready()` once `client` emits 'ready' or `waitMs` has passed, whichever comes first. Never rejects;
+ * the timer is cleared when the event comes first.
+ */
+export async function untilReadyOrTimeout(client: Redis | Cluster, waitMs: number, ready: () => boolean): Promise<boolean> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<void>((resolve) => {
+    timer = setTimeout(resolve, waitMs);
+  });
+  try {
+    await Promise.race([nextReady(client), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+  return ready();
+}
+
 /**
  * Resolves true once `client` is ready (a Cluster: connected), false after
  * `waitMs` without it. Never rejects, sends nothing, queues nothing.
@@ -106,15 +145,7 @@ export const isConnectedNow = (client: Redis | Cluster): boolean => client.statu
 export async function waitUntilConnected(client: Redis | Cluster, waitMs: number): Promise<boolean> {
   const connected = () => isConnectedNow(client);
   if (connected()) return true;
-  return new Promise<boolean>((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      client.off('ready', done);
-      resolve(connected());
-    };
-    const timer = setTimeout(done, waitMs);
-    client.once('ready', done);
-  });
+  return untilReadyOrTimeout(client, waitMs, connected);
 }
 
 /*

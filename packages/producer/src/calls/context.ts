@@ -18,6 +18,7 @@ import {
   isConnectedNow,
   queuePrefix,
   waitUntilConnected,
+  untilReadyOrTimeout,
   type CorruptRecordHandler,
   type JournalDurability,
   FairSendQueue,
@@ -155,15 +156,7 @@ async function takesCommands(client: Redis | Cluster, waitMs: number): Promise<b
   const deadline = Date.now() + waitMs;
   if (!(await waitUntilConnected(client, waitMs))) return false;
   if (client.status === 'ready') return true;
-  return new Promise<boolean>((resolve) => {
-    const done = () => {
-      clearTimeout(timer);
-      client.off('ready', done);
-      resolve(client.status === 'ready');
-    };
-    const timer = setTimeout(done, Math.max(0, deadline - Date.now()));
-    client.once('ready', done);
-  });
+  return untilReadyOrTimeout(client, Math.max(0, deadline - Date.now()), () => client.status === 'ready');
 }
 
 /**
