@@ -2,7 +2,7 @@
  * `pnpm demo`: the travel scenario end to end against real A2A agents built on
  * @a2a-js/sdk (flight, hotel, two car agents) and a booking service, with a
  * worker process that is SIGKILLed mid-flight. Prints a timeline and exits 0
- * only if every expectation held. `--keep` leaves the API, Bull Board and /ui up.
+ * only if every expectation held. `--keep` leaves the API, Bull Board, /ui and the worker's /metrics up.
  *
  * With no REDIS_URL it starts its own redis-server (AOF on) in a temp dir.
  */
@@ -207,6 +207,7 @@ try {
     console.log(`\nAPI:        ${apiUrl}  (Authorization: Bearer ${apiToken})`);
     console.log(`Workflows:  ${apiUrl}/ui  (questions, attention, timelines; sign in with the API token ${apiToken})`);
     console.log(`Bull Board: ${apiUrl}/admin/queues  (the same sign-in)`);
+    console.log(`Worker:     http://127.0.0.1:${second.opsPort()}/metrics  (the worker process's metrics, no token; /healthz and /readyz beside it)`);
     console.log(`Press Ctrl+C, or send SIGTERM to this process (kill ${process.pid}), to stop.`);
     await new Promise<NodeJS.Signals>((resolve) => (waitForStop = resolve));
   }

@@ -5,7 +5,7 @@
  */
 import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import type { Fleet } from '@durable-a2a/workers';
 import { EXIT_CODES, run } from '@durable-a2a/cli';
@@ -143,18 +143,41 @@ describe('durable-a2a CLI', () => {
     expect(JSON.parse((await cli(['--json', 'show', 'cli-cancel', '--wait', '30000'])).stdout)).toMatchObject({ state: 'CANCELED' });
   });
 
-  it('exit codes: usage 2, not found 3, unauthorized 5, unreachable 6; flags win over env', async () => {
+  it('show --wait --until-question: the long poll ends at the open question, before its 30 s', async () => {
+    const seat = await startDemoAgent({ behaviour: asksForInput('Window or aisle?', (answer) => completionSteps(`seat ${answer}`)) });
+    onTestFinished(() => seat.close());
+    await startWorkflow('cli-until-question', seat.cardUrl);
+    // Without --until-question the API would hold this poll the whole 30 s (a question is not a settled state); the
+    // test's own bound (20 s) is shorter, so only a wait that ends at the question passes.
+    const shown = await cli(['--json', 'show', 'cli-until-question', '--wait', '30000', '--until-question']);
+    expect(shown.code).toBe(0);
+    expect(JSON.parse(shown.stdout)).toMatchObject({ state: 'RUNNING', openQuestions: [{ step: 'main', text: 'Window or aisle?' }] });
+    expect((await cli(['show', 'cli-until-question', '--until-question'])).code).toBe(EXIT_CODES.USAGE);
+    expect((await cli(['reply', 'cli-until-question', 'main', 'window'])).code).toBe(0);
+    expect(JSON.parse((await cli(['--json', 'show', 'cli-until-question', '--wait', '30000'])).stdout)).toMatchObject({ state: 'COMPLETED' });
+  }, 20_000);
+
+  it('exit codes: usage 2, not found 3, unauthorized 5, unreachable 6, each of the last two naming what to set; flags win over env', async () => {
     expect((await cli(['frobnicate'])).code).toBe(EXIT_CODES.USAGE);
     expect((await cli(['resolve', 'cli-done', 'maybe'])).code).toBe(EXIT_CODES.USAGE);
     expect((await cli(['list', '--limit', 'many'])).code).toBe(EXIT_CODES.USAGE);
     expect((await cli(['list', '--state', 'SLEEPING'])).code).toBe(EXIT_CODES.USAGE);
     expect((await cli(['show', 'no-such-workflow'])).code).toBe(EXIT_CODES.NOT_FOUND);
-    expect((await cli(['show', 'cli-done'], { DURABLE_A2A_URL: apiUrl })).code).toBe(EXIT_CODES.UNAUTHORIZED);
-    expect((await cli(['show', 'cli-done', '--token', 'wrong-token-0123456789'])).code).toBe(EXIT_CODES.UNAUTHORIZED);
+    const noToken = await cli(['show', 'cli-done'], { DURABLE_A2A_URL: apiUrl });
+    expect(noToken.code).toBe(EXIT_CODES.UNAUTHORIZED);
+    expect(noToken.stderr).toMatch(/no token given: set DURABLE_A2A_TOKEN or pass --token/);
+    const wrongToken = await cli(['show', 'cli-done', '--token', 'wrong-token-0123456789']);
+    expect(wrongToken.code).toBe(EXIT_CODES.UNAUTHORIZED);
+    expect(wrongToken.stderr).toContain("the token (--token) is not one of the service's DA2A_API_TOKENS");
     expect((await cli(['--url', apiUrl, '--token', TEST_API_TOKEN, 'show', 'cli-done'], {})).code).toBe(EXIT_CODES.OK);
     const unreachable = await cli(['--url', 'http://127.0.0.1:9', 'show', 'cli-done']);
     expect(unreachable.code).toBe(EXIT_CODES.UNREACHABLE);
     expect(unreachable.stderr).toContain('cannot reach http://127.0.0.1:9');
+    expect(unreachable.stderr).toMatch(/\(--url\)\? Set DURABLE_A2A_URL or pass --url/);
+    // The URL from the environment: the hint says so.
+    const nothingSet = await cli(['show', 'cli-done'], { DURABLE_A2A_URL: 'http://127.0.0.1:9' });
+    expect(nothingSet.code).toBe(EXIT_CODES.UNREACHABLE);
+    expect(nothingSet.stderr).toMatch(/\(DURABLE_A2A_URL\)\? Set DURABLE_A2A_URL or pass --url/);
     expect((await cli(['--help'])).code).toBe(EXIT_CODES.OK);
   });
 

@@ -117,6 +117,20 @@ describe('the address policy answers the same on every route, at request time', 
     expect((await authorized(strict, { method: 'GET', url: '/v1/workflows/policy-w' })).statusCode).toBe(404);
   });
 
+  it('a refused address says what allows it: the switch of its category and its variable (DA2A_ALLOW_PRIVATE for 10.0.0.5)', async () => {
+    const cases = [
+      { url: 'http://10.0.0.5/', says: ['addressPolicy.allowPrivate', 'DA2A_ALLOW_PRIVATE=true', 'DA2A_ALLOWED_AGENT_HOSTS=<host>'] },
+      { url: 'http://127.0.0.1:1/', says: ['addressPolicy.allowLoopback', 'DA2A_ALLOW_LOOPBACK=true'] },
+      { url: 'http://169.254.1.1/', says: ['addressPolicy.allowLinkLocal', 'DA2A_ALLOWED_AGENT_HOSTS=<host>'] },
+    ];
+    for (const { url, says } of cases) {
+      const detail = (await post(strict, '/v1/delegations', { agent: url, text: 'hi', idempotencyKey: 'policy-hint' })).json().detail as string;
+      for (const words of says) expect(detail, url).toContain(words);
+    }
+    const metadata = (await post(strict, '/v1/agents', { cardUrl: 'http://169.254.169.254/' })).json().detail as string;
+    expect(metadata).not.toMatch(/DA2A_|addressPolicy/); // no switch allows a metadata address
+  });
+
   it('a compensation agent is checked too', async () => {
     const response = await post(strict, '/v1/workflows', {
       workflowId: 'policy-c',

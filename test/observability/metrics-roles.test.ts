@@ -1,8 +1,10 @@
 /**
  * Metrics per role: each process exports only the metrics it
  * updates; the worker process exports Node/process default metrics and the
- * end-to-end delegation duration histogram.
+ * end-to-end delegation duration histogram; every metric either registers is
+ * documented in docs/observability.md.
  */
+import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
 import { useRedisServer } from '../harness/redis.ts';
@@ -37,6 +39,15 @@ it('the workers export theirs, the default process metrics and the end-to-end hi
   const exported = names(await (await fetch(`http://127.0.0.1:${opsPort}/metrics`)).text());
   for (const name of ['durable_a2a_sends_total', 'durable_a2a_job_duration_seconds', 'durable_a2a_local_follows', 'durable_a2a_delegation_duration_seconds', 'process_cpu_user_seconds_total', 'nodejs_heap_size_used_bytes']) expect(exported).toContain(name);
   for (const name of ['durable_a2a_push_notifications_total', 'durable_a2a_queue_jobs']) expect(exported).not.toContain(name);
+});
+
+it('every durable_a2a metric either process registers is in the metrics table of docs/observability.md', async () => {
+  const { opsPort } = await workers.ready;
+  const exported = [...names((await app.inject({ method: 'GET', url: '/metrics' })).body), ...names(await (await fetch(`http://127.0.0.1:${opsPort}/metrics`)).text())];
+  const ours = [...new Set(exported.filter((name) => name.startsWith('durable_a2a_')))];
+  expect(ours.length).toBeGreaterThan(25);
+  const table = readFileSync(new URL('../../docs/observability.md', import.meta.url), 'utf8').split('\n').filter((line) => line.startsWith('| `durable_a2a_'));
+  expect(ours.filter((name) => !table.some((row) => row.startsWith(`| \`${name}\``)))).toEqual([]);
 });
 
 it('the end-to-end histogram counts each settled delegation once, by its final state', async () => {

@@ -1,4 +1,7 @@
-/** `pnpm demo --keep` stops everything it started on SIGTERM, not only on Ctrl+C (a container stop or `kill` sends SIGTERM), and exits 0. */
+/**
+ * `pnpm demo --keep` prints the worker's /metrics address with the API's, and stops everything it started on SIGTERM,
+ * not only on Ctrl+C (a container stop or `kill` sends SIGTERM), and exits 0.
+ */
 import { execFileSync, spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { expect, it } from 'vitest';
@@ -25,7 +28,7 @@ const alive = (pid: number) => {
   }
 };
 
-it('pnpm demo --keep: SIGTERM stops the workers, the agents and redis-server, and exits 0', async () => {
+it('pnpm demo --keep: the worker /metrics address printed and answering; SIGTERM stops the workers, the agents and redis-server, and exits 0', async () => {
   const root = fileURLToPath(new URL('../..', import.meta.url));
   const environment: NodeJS.ProcessEnv = { ...process.env, PORT: String(await findFreePort()) };
   delete environment.REDIS_URL;
@@ -38,6 +41,10 @@ it('pnpm demo --keep: SIGTERM stops the workers, the agents and redis-server, an
   expect(started.length).toBeGreaterThanOrEqual(2); // the recovering worker process and redis-server (the first worker was SIGKILLed)
   // The pid it tells people to send SIGTERM to is its own (not pnpm's, which answers SIGTERM with ELIFECYCLE).
   expect(output).toContain(`kill ${child.pid}`);
+  // It prints where the worker's metrics are, and they answer there.
+  const workerMetrics = /^Worker: +(http:\/\/127\.0\.0\.1:\d+\/metrics)/m.exec(output)?.[1];
+  expect(workerMetrics).toBeDefined();
+  expect(await (await fetch(workerMetrics!)).text()).toContain('durable_a2a_sends_total');
   child.kill('SIGTERM');
   // A clean stop after a passing run: exit 0, not a failure.
   expect(await exited).toBe(0);

@@ -11,7 +11,7 @@ import { describe, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { WorkerEnvironmentSchema } from '@durable-a2a/workers';
 import { ServerEnvironmentSchema } from '@durable-a2a/producer/server';
-import { parseSentinelUrl } from '@durable-a2a/shared';
+import { QUEUE_JOB_STATUSES, parseSentinelUrl } from '@durable-a2a/shared';
 
 type Manifest = { apiVersion: string; kind: string; metadata: { name: string }; spec?: any; data?: Record<string, string>; stringData?: Record<string, string> };
 const directory = new URL('../../deploy/k8s/', import.meta.url);
@@ -56,16 +56,23 @@ describe('deploy/k8s', () => {
     expect(environment.DA2A_STRICT_PERSISTENCE).toBe(true);
   });
 
-  it('HPA scales the workers on waiting jobs, each queue counted once whatever the API replicas; PDBs select the pods', () => {
+  it('HPA scales the workers on jobs ready to run (waiting and prioritized), each queue counted once whatever the API replicas; PDBs select the pods', () => {
     const hpa = find('HorizontalPodAutoscaler', 'durable-a2a-workers');
     expect(hpa.spec.scaleTargetRef).toMatchObject({ kind: 'Deployment', name: 'durable-a2a-workers' });
     const adapter = parseAllDocuments(find('ConfigMap', 'durable-a2a-prometheus-adapter-rules').data!['config.yaml']!)[0]!.toJS() as {
       externalRules: { seriesQuery: string; name: { as: string }; metricsQuery: string }[];
     };
     const rule = adapter.externalRules.find((candidate) => candidate.name.as === hpa.spec.metrics[0].external.metric.name)!;
-    expect(rule.seriesQuery).toBe('durable_a2a_queue_jobs{status="waiting"}');
-    // Every API replica reports every queue: one series per queue (max by queue), then the sum.
-    expect(rule.metricsQuery.replace(/\s+/g, ' ')).toBe('sum(max by (queue) (durable_a2a_queue_jobs{status="waiting"}))');
+    // Ready work is every job a worker could take now: BullMQ keeps it in `waiting` and in `prioritized` (every
+    // message send is a prioritized job, so a backlog of sends is only there). Delayed, active, failed and
+    // waiting-children jobs would not run sooner with more workers.
+    const readyStatuses = ['waiting', 'prioritized'];
+    for (const status of readyStatuses) expect(QUEUE_JOB_STATUSES).toContain(status);
+    const selector = `durable_a2a_queue_jobs{status=~"${readyStatuses.join('|')}"}`;
+    expect(rule.seriesQuery).toBe(selector);
+    // Every API replica reports every queue: one series per queue and status (max by queue, status), then the sum.
+    // `max by (queue)` alone would keep the larger of waiting and prioritized instead of adding them.
+    expect(rule.metricsQuery.replace(/\s+/g, ' ')).toBe(`sum(max by (queue, status) (${selector}))`);
     expect(find('Deployment', 'durable-a2a-api').spec.replicas).toBeGreaterThan(1);
     for (const name of ['durable-a2a-workers', 'durable-a2a-api']) {
       const pdb = find('PodDisruptionBudget', name);

@@ -1,13 +1,16 @@
 /**
  * The documentation's relative links resolve (README.md, docs/**, bench/README.md, packages/*\/README.md): each
  * names a file of the repository, and each #anchor into a Markdown page one of its headings as GitHub slugs them
- * (harness/markdown-links.ts). And the README stays a page a newcomer reads: at most 15 KiB.
+ * (harness/markdown-links.ts). And the README stays a page a newcomer reads: at most 15 KiB. A package's README is
+ * also its page on npm and in the tarball: its relative links stay inside the files the package publishes, and the
+ * tarball names it gives (`dist-packages/durable-a2a-<name>-<version>.tgz`) are those `pnpm pack:all` writes.
  */
-import { readdirSync, statSync } from 'node:fs';
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { posix } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import fc from 'fast-check';
 import { expect, it } from 'vitest';
-import { checkLinks, checkPathSpans, diskSource, type PageSource } from '../harness/markdown-links.ts';
+import { checkLinks, checkPathSpans, diskSource, linkUrls, type PageSource } from '../harness/markdown-links.ts';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const README_LIMIT_BYTES = 15 * 1024;
@@ -98,4 +101,32 @@ it('a link to any heading by its GitHub slug resolves, a repeated heading by its
   );
   const codeHeading = { 'a.md': '# The ` lua/ ` folder\n\n[ok](#the-lua-folder) [spaces kept](#the--lua--folder)\n' };
   expect(checkLinks(['a.md'], memory(codeHeading)).broken).toEqual([{ page: 'a.md', url: '#the--lua--folder', reason: 'no such anchor' }]);
+});
+
+/** `packages/<name>/package.json`, as read from disk. */
+const manifestOf = (name: string) => JSON.parse(readFileSync(new URL(`../../packages/${name}/package.json`, import.meta.url), 'utf8')) as { name: string; version: string; files: string[] };
+
+it('a package README links only to files its tarball holds (elsewhere: the repository by its URL)', () => {
+  const leaving: { page: string; url: string }[] = [];
+  for (const page of packageReadmes) {
+    const folder = posix.dirname(page);
+    const published = manifestOf(posix.basename(folder)).files;
+    for (const url of linkUrls(readFileSync(new URL(`../../${page}`, import.meta.url), 'utf8'))) {
+      if (/^[a-z][a-z0-9+.-]*:|^\/\/|^#/i.test(url)) continue;
+      const inside = posix.relative(folder, posix.normalize(posix.join(folder, url.split('#')[0]!)));
+      if (inside.startsWith('..') || !published.some((entry) => inside === entry || inside.startsWith(`${entry}/`))) leaving.push({ page, url });
+    }
+  }
+  expect(packageReadmes.length).toBeGreaterThanOrEqual(6);
+  expect(leaving).toEqual([]);
+});
+
+it('every tarball a page names is one pnpm pack:all writes (package and version as in its package.json)', () => {
+  const written = new Set(readdirSync(new URL('../../packages', import.meta.url)).filter((name) => statSync(new URL(`../../packages/${name}/package.json`, import.meta.url), { throwIfNoEntry: false })).map((name) => {
+    const manifest = manifestOf(name);
+    return `${manifest.name.replace('@', '').replace('/', '-')}-${manifest.version}.tgz`;
+  }));
+  const named = PAGES.flatMap((page) => [...readFileSync(new URL(`../../${page}`, import.meta.url), 'utf8').matchAll(/dist-packages\/(durable-a2a-[a-z0-9-]+-\d[^\s`)]*\.tgz)/g)].map((match) => ({ page, tarball: match[1]! })));
+  expect(named.length).toBeGreaterThan(5);
+  expect(named.filter(({ tarball }) => !written.has(tarball))).toEqual([]);
 });

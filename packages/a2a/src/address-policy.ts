@@ -47,6 +47,22 @@ export interface ValidatedAddress extends ResolvedAddress {
 /** Why a URL was refused: the address category, or `scheme` for a non-http(s) or unparsable URL. */
 export type BlockedCategory = Exclude<AddressCategory, 'public'> | 'scheme';
 
+/**
+ * The `AddressPolicyOptions` switch that allows each category a person may choose to allow. The other categories
+ * (metadata, unspecified, multicast, reserved) have none: only a host named in `allowedHosts` passes with them.
+ */
+export const ALLOWING_OPTION: Readonly<Partial<Record<BlockedCategory, 'allowLoopback' | 'allowPrivate' | 'allowLinkLocal'>>> = {
+  loopback: 'allowLoopback',
+  private: 'allowPrivate',
+  'link-local': 'allowLinkLocal',
+};
+
+/** What a refusal of `category` adds to its message: how to allow it, so the person who sees it knows what to set. */
+function allowingHint(category: BlockedCategory): string {
+  const option = ALLOWING_OPTION[category];
+  return option ? `; to allow it: addressPolicy.${option}, or the host in addressPolicy.allowedHosts` : '';
+}
+
 /** A URL or address the policy refuses. Not retryable: the same URL gets the same verdict. */
 export class BlockedAddressError extends A2AError {
   readonly host: string;
@@ -141,9 +157,7 @@ const defaultLookup = (hostname: string): Promise<ResolvedAddress[]> => dnsLooku
 function compilePolicy(options: AddressPolicyOptions): CompiledPolicy {
   const allowedHosts = new Set((options.allowedHosts ?? []).map(normalizeHost));
   const allowed = new Set<AddressCategory>(['public']);
-  if (options.allowLoopback) allowed.add('loopback');
-  if (options.allowPrivate) allowed.add('private');
-  if (options.allowLinkLocal) allowed.add('link-local');
+  for (const [category, option] of Object.entries(ALLOWING_OPTION)) if (options[option]) allowed.add(category as AddressCategory);
   return {
     allows: (category) => allowed.has(category),
     isAllowedHost: (host) => allowedHosts.has(normalizeHost(host)),
@@ -160,7 +174,7 @@ async function resolveChecked(policy: CompiledPolicy, host: string): Promise<Val
   return resolved.map(({ address, family }) => {
     const category = classifyAddress(address);
     if (!trusted && category !== 'public' && !policy.allows(category)) {
-      throw new BlockedAddressError(`blocked address: ${bare === address ? bare : `${bare} -> ${address}`} (${category})`, { host: bare, category, address });
+      throw new BlockedAddressError(`blocked address: ${bare === address ? bare : `${bare} -> ${address}`} (${category})${allowingHint(category)}`, { host: bare, category, address });
     }
     return { address, family, category };
   });

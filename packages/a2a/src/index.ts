@@ -78,9 +78,11 @@ export {
 } from './credentials.ts';
 export { DEFAULT_REQUEST_TIMEOUT_MS } from './http.ts';
 export {
+  ALLOWING_OPTION,
   type AddressCategory,
   type AddressPolicyOptions,
   BlockedAddressError,
+  type BlockedCategory,
   type ResolvedAddress,
   checkUrl,
   classifyAddress,

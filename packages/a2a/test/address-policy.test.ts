@@ -8,7 +8,9 @@ import diagnosticsChannel from 'node:diagnostics_channel';
 import { type AddressInfo, createServer, type Server, type Socket } from 'node:net';
 import { request } from 'undici';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
 import {
+  ALLOWING_OPTION,
   type AddressCategory,
   type AddressPolicyOptions,
   BlockedAddressError,
@@ -133,6 +135,35 @@ describe('checkUrl', () => {
     const { lookup } = fakeDns({ 'card.test': [['127.0.0.1']] });
     await expect(checkUrl('http://CARD.test./x', { lookup, allowedHosts: ['card.test'] })).resolves.toEqual([{ address: '127.0.0.1', family: 4, category: 'loopback' }]);
     await expect(checkUrl('http://card.test/x', { lookup })).rejects.toMatchObject({ category: 'loopback' });
+  });
+
+  it('a refusal says how to allow it: the addressPolicy switch of its category (10.0.0.5 → allowPrivate)', async () => {
+    await expect(checkUrl('http://10.0.0.5/')).rejects.toThrow('blocked address: 10.0.0.5 (private); to allow it: addressPolicy.allowPrivate, or the host in addressPolicy.allowedHosts');
+    // A category no switch allows says nothing of the kind: there is no switch to give.
+    await expect(checkUrl('http://169.254.169.254/')).rejects.toThrow(/^blocked address: 169\.254\.169\.254 \(metadata\)$/);
+  });
+
+  it('property: any address of a category a switch allows is refused naming that switch, and allowed with it', async () => {
+    const octet = fc.integer({ min: 0, max: 255 });
+    const addresses = fc.oneof(
+      fc.tuple(octet, octet, octet).map(([b, c, d]) => `10.${b}.${c}.${d}`),
+      fc.tuple(fc.integer({ min: 16, max: 31 }), octet, octet).map(([b, c, d]) => `172.${b}.${c}.${d}`),
+      fc.tuple(octet, octet).map(([c, d]) => `192.168.${c}.${d}`),
+      fc.tuple(octet, octet, octet).map(([b, c, d]) => `127.${b}.${c}.${d}`),
+      fc.tuple(octet, octet).filter(([c, d]) => `${c}.${d}` !== '169.254').map(([c, d]) => `169.254.${c}.${d}`),
+    );
+    await fc.assert(
+      fc.asyncProperty(addresses, async (address) => {
+        const category = classifyAddress(address);
+        const option = ALLOWING_OPTION[category as keyof typeof ALLOWING_OPTION];
+        if (!option) return; // a metadata address inside 169.254/16: no switch allows it
+        const refused = await checkUrl(`http://${address}/`).then(() => undefined, (error: unknown) => error);
+        expect(refused).toBeInstanceOf(BlockedAddressError);
+        expect((refused as Error).message).toContain(`addressPolicy.${option}`);
+        await expect(checkUrl(`http://${address}/`, { [option]: true })).resolves.toHaveLength(1);
+      }),
+      { numRuns: 300 },
+    );
   });
 
   it('a host that does not resolve is a NetworkError (retryable), not a block', async () => {

@@ -19,8 +19,8 @@ export interface CommandHelpers {
   api: (command: Command) => ApiClientOptions;
   /** Prints `value` as JSON with `--json`, else `human()`. */
   print: (command: Command, value: unknown, human: () => string) => void;
-  /** GET /v1/workflows/:id, optionally as a long poll of `waitMs`. */
-  view: (command: Command, id: string, waitMs?: number) => Promise<WorkflowView>;
+  /** GET /v1/workflows/:id, optionally as a long poll of `waitMs` that, with `untilQuestion`, also ends at an open question. */
+  view: (command: Command, id: string, waitMs?: number, untilQuestion?: boolean) => Promise<WorkflowView>;
 }
 
 interface ListOptions {
@@ -48,9 +48,15 @@ export function addReadCommands(program: Command, helpers: CommandHelpers): void
   program
     .command('show <id>')
     .description('timeline of a workflow: steps, attempts, questions, compensations, evidence')
-    .option('--wait <ms>', 'long poll: wait up to this long (capped at 30000) for the workflow to finish or need a person', (value) => positiveInteger(value, '--wait'))
-    .action(async (id: string, options: { wait?: number }, command: Command) => {
-      const found = await helpers.view(command, id, options.wait);
+    .option(
+      '--wait <ms>',
+      'long poll: wait up to this long (capped at 30000) for the workflow to finish (COMPLETED, COMPENSATED, FAILED, CANCELED) or reach NEEDS_ATTENTION; an open question does not end the wait unless --until-question',
+      (value) => positiveInteger(value, '--wait'),
+    )
+    .option('--until-question', 'with --wait: also stop as soon as a step asks a question (INPUT_REQUIRED or AUTH_REQUIRED), the other thing a person waits on')
+    .action(async (id: string, options: { wait?: number; untilQuestion?: boolean }, command: Command) => {
+      if (options.untilQuestion && !options.wait) command.error('error: --until-question needs --wait <ms>', { exitCode: EXIT_CODES.USAGE, code: 'durable-a2a.until-question' });
+      const found = await helpers.view(command, id, options.wait, options.untilQuestion);
       helpers.print(command, found, () => formatTimeline(found));
     });
 

@@ -36,20 +36,39 @@ export async function run(argv: string[], io: CliIo): Promise<number> {
     await program.parseAsync(argv, { from: 'user' });
     return EXIT_CODES.OK;
   } catch (error) {
-    return exitCodeOf(error, io);
+    return exitCodeOf(error, io, program.opts<Partial<GlobalOptions>>());
   }
 }
 
-function exitCodeOf(error: unknown, io: CliIo): number {
+/**
+ * What to set when the API cannot be reached or refuses the token: the flag, the variable and where the value in use
+ * came from, so a first run says how to fix it (one line after the error).
+ */
+function settingHint(error: ApiUnreachableError | ApiError, io: CliIo, options: Partial<GlobalOptions>): string | undefined {
+  if (error instanceof ApiUnreachableError) {
+    const source = options.url !== (io.env.DURABLE_A2A_URL ?? DEFAULT_API_URL) ? '--url' : io.env.DURABLE_A2A_URL ? 'DURABLE_A2A_URL' : 'the default';
+    return `hint: is the API running there (${source})? Set DURABLE_A2A_URL or pass --url with its base URL, e.g. --url http://127.0.0.1:8080`;
+  }
+  if (error.status === 401) {
+    return options.token ?? io.env.DURABLE_A2A_TOKEN
+      ? `hint: the token (${options.token ? '--token' : 'DURABLE_A2A_TOKEN'}) is not one of the service's DA2A_API_TOKENS`
+      : "hint: no token given: set DURABLE_A2A_TOKEN or pass --token with one of the service's DA2A_API_TOKENS";
+  }
+  if (error.status === 403) return "hint: the token is valid but its role may not do this (the service's DA2A_TENANTS, docs/tenants.md)";
+  return undefined;
+}
+
+function exitCodeOf(error: unknown, io: CliIo, options: Partial<GlobalOptions>): number {
   if (error instanceof CommanderError) {
     return error.exitCode === 0 || error.code === 'commander.helpDisplayed' || error.code === 'commander.version' ? EXIT_CODES.OK : EXIT_CODES.USAGE;
   }
+  const hint = error instanceof ApiUnreachableError || error instanceof ApiError ? settingHint(error, io, options) : undefined;
   if (error instanceof ApiUnreachableError) {
-    io.stderr(`error: ${error.message}\n`);
+    io.stderr(`error: ${error.message}\n${hint}\n`);
     return EXIT_CODES.UNREACHABLE;
   }
   if (error instanceof ApiError) {
-    io.stderr(`error: ${error.code}: ${error.message}\n`);
+    io.stderr(`error: ${error.code}: ${error.message}\n${hint ? `${hint}\n` : ''}`);
     if (error.status === 404) return EXIT_CODES.NOT_FOUND;
     if (error.status === 409) return EXIT_CODES.CONFLICT;
     if (error.status === 401 || error.status === 403) return EXIT_CODES.UNAUTHORIZED;
@@ -92,6 +111,7 @@ function commandHelpers(io: CliIo): CommandHelpers {
   return {
     api,
     print: (command, value, human) => io.stdout(`${globals(command).json ? JSON.stringify(value, null, 2) : human()}\n`),
-    view: (command, id, waitMs) => callApi<WorkflowView>(api(command), 'GET', `v1/workflows/${encodeURIComponent(id)}${waitMs ? `?waitMs=${waitMs}` : ''}`),
+    view: (command, id, waitMs, untilQuestion) =>
+      callApi<WorkflowView>(api(command), 'GET', `v1/workflows/${encodeURIComponent(id)}${waitMs ? `?waitMs=${waitMs}${untilQuestion ? '&untilQuestion=true' : ''}` : ''}`),
   };
 }

@@ -72,6 +72,13 @@ export const ServerEnvironmentSchema = z.object({
   ...JournalDurabilityEnvironment,
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
+
+/** The variable that sets each `addressPolicy` switch of `durable-a2a-api` (the workers read the same names). */
+export const ADDRESS_POLICY_VARIABLES = {
+  allowLoopback: 'DA2A_ALLOW_LOOPBACK',
+  allowPrivate: 'DA2A_ALLOW_PRIVATE',
+  allowedHosts: 'DA2A_ALLOWED_AGENT_HOSTS',
+} as const satisfies Record<string, keyof z.input<typeof ServerEnvironmentSchema>>;
 export type ServerEnvironment = z.output<typeof ServerEnvironmentSchema>;
 
 /** Parses the environment; throws a ZodError naming each bad variable. */
