@@ -1,0 +1,116 @@
+/**
+ * A step's question closes when its workflow is stopping (a person's cancel, or another step failed for good): the
+ * answer would have the agent do the very work the CancelTask is on its way to stop. Whatever the channel (the
+ * producer's reply, a signed answer link) and whenever the answer was given (after the stop, or journaled before it
+ * and not yet sent), the agent never receives it; a compensation's question stays open (compensations run after a
+ * cancel). End to end with a scripted raw JSON-RPC agent that counts every call, and a property over the journal
+ * scripts that take answers.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import type { Redis } from 'ioredis';
+import { Journal } from '@durable-a2a/shared';
+import { eventually } from '../harness/fleet.ts';
+import { useFieldCases } from '../harness/field-cases.ts';
+import { useRedisClient } from '../harness/redis.ts';
+import { intentRow } from '../harness/journal-rows.ts';
+import { agentMessage, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+
+const h = useFieldCases();
+const redis = useRedisClient<Redis>(h.redisServer);
+const NOT_CANCELABLE = { error: { code: -32002, message: 'Task cannot be canceled' } };
+
+/**
+ * An agent whose SendMessage opens T1 INPUT_REQUIRED ("how many?"); an answer on T1 completes it (the booking: the
+ * work a cancel must stop); CancelTask is refused as not cancelable (the task keeps waiting for its answer).
+ */
+const asking = (seen: { contextId?: string }): ScriptedHandlers => {
+  let answered = false;
+  const current = () =>
+    answered
+      ? task('T1', 'COMPLETED', { contextId: seen.contextId, timestamp: h.at(2), artifacts: { a1: 'booked' } })
+      : task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, timestamp: h.at(1), message: agentMessage('how many?', { taskId: 'T1', contextId: seen.contextId }) });
+  return {
+    SendMessage: (params) => {
+      seen.contextId ??= params.message.contextId;
+      if (params.message.taskId === 'T1') answered = true;
+      return { result: { task: { ...current(), history: [params.message] } } };
+    },
+    GetTask: () => ({ result: current() }),
+    SubscribeToTask: () => ({ sse: [taskEvent(current())], endAfter: 'close' }),
+    CancelTask: () => NOT_CANCELABLE,
+  };
+};
+/** The answers the agent received: SendMessage calls on T1. */
+const answersAt = (agent: { calls(method: string): { params: any }[] }) => agent.calls('SendMessage').filter((call) => call.params.message.taskId === 'T1').length;
+
+describe('an answer to a step of a canceled workflow never reaches the agent', () => {
+  it('answered after the cancel: refused NO_OPEN_QUESTION, the question no longer listed, no answer at the agent', async () => {
+    const { producer: p, agent } = await h.setUp(asking);
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'answer-after-cancel' });
+    await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+    await p.cancel(id);
+    await expect(p.reply(id, 'six people')).rejects.toMatchObject({ code: 'NO_OPEN_QUESTION' });
+    expect((await p.get(id)).openQuestions).toEqual([]);
+    await eventually(async () => agent.count('CancelTask') >= 1, 'CancelTask sent', 10_000);
+    // The cancel's own work (CancelTask, its read, the decision) is done before the count is read.
+    await eventually(async () => agent.count('GetTask') >= 1 || agent.count('SubscribeToTask') >= 2, 'the cancel read the task', 10_000);
+    expect(answersAt(agent)).toBe(0);
+    expect((await p.get(id)).steps[0]!.attempts[0]!.state).not.toBe('COMPLETED');
+  });
+
+  it('answered before the cancel, not yet sent (no worker running): the workers hold it back', async () => {
+    const { producer: p, agent, prefix } = await h.setUp(asking);
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'answer-before-cancel' });
+    await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+    await h.closeFleetsAndProducers();
+    const p2 = h.producer(prefix);
+    const reply = await p2.reply(id, 'six people');
+    expect(reply.created).toBe(true);
+    await p2.cancel(id);
+    const fleet = await h.fleetFor(prefix);
+    await eventually(async () => agent.count('CancelTask') >= 1, 'CancelTask sent', 15_000);
+    // The reply's send job and the cancel's have both run (the send queue holds no job).
+    await eventually(async () => {
+      const counts = await fleet.context.queues.send.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+      return Object.values(counts).every((count) => count === 0) && agent.openRequests() === 0;
+    }, 'the send queue done', 15_000);
+    expect(answersAt(agent)).toBe(0);
+    expect((await p2.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.state).toBe('INPUT_REQUIRED');
+  });
+});
+
+describe('property: the journal takes an answer unless the step is stopping', () => {
+  it('over the stop (none, cancel, another step failed, both), the kind (step, compensation) and the channel (reply, link)', async () => {
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(
+        fc.boolean(),
+        fc.constantFrom(undefined, '', '[]', '["car"]'),
+        fc.constantFrom('step', 'compensation'),
+        fc.constantFrom('reply', 'link'),
+        async (cancelRequested, stopping, kind, channel) => {
+          const prefix = `stop-prop-${++n}`;
+          const journal = new Journal(redis(), { prefix, retentionMs: 60_000 });
+          const ref = { workflowId: `wf-${n}`, delegationId: 'main.1' };
+          await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId));
+          // The row parked on question q1 (set directly: the fleet's path there is covered above).
+          await redis().hset(journal.keys.delegation(ref.workflowId, ref.delegationId), { state: 'INPUT_REQUIRED', questionKey: 'q1', taskId: 'T1', kind });
+          const flags: Record<string, string> = {};
+          if (cancelRequested) flags.cancelRequested = '1';
+          if (stopping !== undefined) flags.stopping = stopping;
+          if (Object.keys(flags).length > 0) await redis().hset(journal.keys.workflow(ref.workflowId), flags);
+          const answer = { parts: [{ text: 'six' }] };
+          const taking = channel === 'reply' ? journal.recordReply(ref, `r-${n}`, answer) : journal.answerByLink(ref, { questionKey: 'q1', linkId: 'l1' }, `r-${n}`, answer);
+          const outcome = await taking.then(
+            (recorded) => (recorded.created ? 'taken' : 'other'),
+            (error: { code?: string }) => error.code,
+          );
+          const stopped = cancelRequested || stopping === '["car"]';
+          expect(outcome).toBe(stopped && kind === 'step' ? 'WRONG_STATE' : 'taken');
+        },
+      ),
+      { numRuns: 40 },
+    );
+  });
+});
