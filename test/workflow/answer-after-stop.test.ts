@@ -24,14 +24,15 @@ const NOT_CANCELABLE = { error: { code: -32002, message: 'Task cannot be cancele
  * An agent whose SendMessage opens T1 INPUT_REQUIRED ("how many?"); an answer on T1 completes it (the booking: the
  * work a cancel must stop); CancelTask is refused as not cancelable (the task keeps waiting for its answer).
  */
-const asking = (seen: { contextId?: string }): ScriptedHandlers => {
+const askingIn = (questionState: 'INPUT_REQUIRED' | 'AUTH_REQUIRED') => (seen: { contextId?: string }): ScriptedHandlers => {
   let answered = false;
   const current = () =>
     answered
       ? task('T1', 'COMPLETED', { contextId: seen.contextId, timestamp: h.at(2), artifacts: { a1: 'booked' } })
-      : task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, timestamp: h.at(1), message: agentMessage('how many?', { taskId: 'T1', contextId: seen.contextId }) });
+      : task('T1', questionState, { contextId: seen.contextId, timestamp: h.at(1), message: agentMessage('how many?', { taskId: 'T1', contextId: seen.contextId }) });
   return {
     SendMessage: (params) => {
+      if (params.message.parts?.[0]?.text === 'undo') return { result: { task: task('U1', 'COMPLETED', { contextId: params.message.contextId, history: [params.message] }) } };
       seen.contextId ??= params.message.contextId;
       if (params.message.taskId === 'T1') answered = true;
       return { result: { task: { ...current(), history: [params.message] } } };
@@ -41,6 +42,7 @@ const asking = (seen: { contextId?: string }): ScriptedHandlers => {
     CancelTask: () => NOT_CANCELABLE,
   };
 };
+const asking = askingIn('INPUT_REQUIRED');
 /** The answers the agent received: SendMessage calls on T1. */
 const answersAt = (agent: { calls(method: string): { params: any }[] }) => agent.calls('SendMessage').filter((call) => call.params.message.taskId === 'T1').length;
 
@@ -76,7 +78,46 @@ describe('an answer to a step of a canceled workflow never reaches the agent', (
       return Object.values(counts).every((count) => count === 0) && agent.openRequests() === 0;
     }, 'the send queue done', 15_000);
     expect(answersAt(agent)).toBe(0);
-    expect((await p2.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.state).toBe('INPUT_REQUIRED');
+    // The task still waits (the agent refused the cancel): a person decides, never a COMPLETED booking.
+    expect((await p2.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.state).not.toBe('COMPLETED');
+  });
+});
+
+describe('a canceled workflow whose agent refuses CancelTask while its task waits for an answer', () => {
+  for (const questionState of ['INPUT_REQUIRED', 'AUTH_REQUIRED'] as const) {
+    it(`${questionState}, no compensation: a person decides (the attempt AMBIGUOUS CANCEL_REFUSED, the workflow NEEDS_ATTENTION), one CancelTask, nothing answered`, async () => {
+      const { producer: p, agent } = await h.setUp(askingIn(questionState), { reconcileIntervalMs: 300 });
+      const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: `refused-${questionState}` });
+      await eventually(async () => (await p.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.state === questionState, 'the question', 15_000);
+      await p.cancel(id);
+      const view = await eventually(async () => {
+        const current = await p.get(id);
+        return current.state === 'NEEDS_ATTENTION' && current;
+      }, 'a person decides', 20_000);
+      expect(view.attention).toMatchObject({ code: 'CANCEL_LOST_RACE', delegationId: 'main.1' });
+      expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'CANCEL_REFUSED' } });
+      expect(agent.count('CancelTask')).toBe(1);
+      expect(answersAt(agent)).toBe(0);
+      // A person abandons it: FAILED, nothing sent.
+      await p.resolve(id, 'abandon');
+      await eventually(async () => (await p.get(id)).state === 'FAILED', 'abandoned', 15_000);
+      expect(agent.count('CancelTask')).toBe(1);
+    });
+  }
+
+  it('with a compensation: what the task may have done is undone once, then COMPENSATED', async () => {
+    const { producer: p, agent } = await h.setUp(asking, { reconcileIntervalMs: 300 });
+    const { id } = await p.startWorkflow({ workflowId: 'refused-undo', steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'book' }, compensation: { agent: agent.cardUrl, message: { text: 'undo' } } }] });
+    await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+    await p.cancel(id);
+    const view = await eventually(async () => {
+      const current = await p.get(id);
+      return ['COMPENSATED', 'NEEDS_ATTENTION', 'FAILED', 'CANCELED'].includes(current.state) && current;
+    }, 'settled', 20_000);
+    expect(view.state).toBe('COMPENSATED');
+    expect(agent.calls('SendMessage').filter((call) => call.params.message.parts?.[0]?.text === 'undo')).toHaveLength(1);
+    expect(agent.count('CancelTask')).toBe(1);
+    expect(answersAt(agent)).toBe(0);
   });
 });
 

@@ -658,3 +658,28 @@ describe('a send that waits for its agent (flow control: fleet-wide slots, a sha
     expect(transition(recordIn('WORKING'), { kind: 'send-deferred', untilMs: NOW + 1_500, reason: 'paused' }, policy)).toEqual({ next: { kind: 'route' } });
   });
 });
+
+describe('a cancel the agent refuses (the workflow is stopping)', () => {
+  const states: TaskState[] = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'];
+  it('property: a refused CancelTask whose task waits for an answer goes to a person (CANCEL_REFUSED, delivered), never left parked; any other answer keeps the row followed', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom<JournalState>('SENT', 'SUBMITTED', 'WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED'),
+        fc.constantFrom(...states),
+        fc.option(fc.constantFrom('Task cannot be canceled', 'Unsupported operation', 'x'), { nil: undefined }),
+        (state, taskState, refused) => {
+          const step = transition(recordIn(state), { kind: 'cancel-answered', task: task(taskState), ownership: { kind: 'proven', by: 'task-id' }, ...(refused !== undefined ? { refused } : {}) }, policy);
+          const waits = taskState === 'TASK_STATE_INPUT_REQUIRED' || taskState === 'TASK_STATE_AUTH_REQUIRED';
+          if (refused !== undefined && waits) {
+            expect(step.next).toMatchObject({ kind: 'needs-person', code: 'CANCEL_REFUSED', delivery: 'received' });
+            expect(step.write).toBeUndefined();
+          } else {
+            expect(step.next).toEqual({ kind: 'route', plan: { cancelIfRequested: false } });
+            expect(step.write).toMatchObject({ kind: 'snapshot' });
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

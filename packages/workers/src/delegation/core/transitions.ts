@@ -241,6 +241,12 @@ export function transition(record: DelegationRecord, observation: Observation, p
         const error: RecordedError = { code: 'FOREIGN_TASK', message: `CancelTask ${record.taskId} answered task ${observation.task.id}`, retryable: false };
         return { write: { kind: 'note-protocol-error', error }, next: { kind: 'route', plan: { cancelIfRequested: false } } };
       }
+      // A task the agent will not cancel that waits for an answer: the stopping workflow never gives one (its answers
+      // are refused), so it would wait for ever, CancelTask again every reconcile interval. A person decides.
+      if (observation.refused !== undefined && isParked(journalStateOf(observation.task.status.state))) {
+        const message = `the workflow is stopping; the agent refused CancelTask of task ${record.taskId} (${observation.refused}) and the task waits for an answer that will not come (${observation.task.status.state}); it may have done part of its work`;
+        return { next: { kind: 'needs-person', code: 'CANCEL_REFUSED', message, delivery: 'received' } };
+      }
       // Keep following until the agent reports the cancellation (it may finish first); no second CancelTask.
       return { write: { kind: 'snapshot', task: observation.task, guard: 'none' }, next: { kind: 'route', plan: { cancelIfRequested: false } } };
     case 'cancel-before-task':

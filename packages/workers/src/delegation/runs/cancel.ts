@@ -29,6 +29,7 @@ export async function cancelTask(ctx: WorkerContext, record: DelegationRecord): 
 async function cancelObservation(ctx: WorkerContext, record: DelegationRecord): Promise<Observation> {
   const transport = await ctx.agents.transportFor(record);
   const ownership = (id: string) => (id === record.taskId ? ({ kind: 'proven', by: 'task-id' } as const) : ({ kind: 'disproven', reason: `CancelTask ${record.taskId} answered task ${id}` } as const));
+  let refusal: string;
   try {
     const task = await transport.cancelTask({ id: record.taskId! });
     return { kind: 'cancel-answered', task, ownership: ownership(task.id) };
@@ -36,10 +37,11 @@ async function cancelObservation(ctx: WorkerContext, record: DelegationRecord): 
     if (!(error instanceof A2AError) || isRetryable(error)) throw error;
     const refused = readFailure(error, 'cancel', 'CancelTask refused', false, ctx.logger);
     if (refused.kind === 'task-not-found') return refused;
+    refusal = error.message;
   }
   try {
     const task = await transport.getTask({ id: record.taskId! });
-    return { kind: 'cancel-answered', task, ownership: ownership(task.id) };
+    return { kind: 'cancel-answered', task, ownership: ownership(task.id), refused: refusal };
   } catch (error) {
     if (isRetryable(error)) throw error;
     return readFailure(error, 'cancel', 'GetTask after a refused CancelTask', false, ctx.logger);
