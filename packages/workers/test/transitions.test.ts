@@ -91,6 +91,7 @@ const SAMPLES: { [K in ObservationKind]: Extract<Observation, { kind: K }> } = {
   'handler-interrupted': { kind: 'handler-interrupted' },
   'effect-verified': { kind: 'effect-verified', effect: 'present', evidence: { id: 1 } },
   'row-checked': { kind: 'row-checked' },
+  'task-bound-elsewhere': { kind: 'task-bound-elsewhere', reason: 'the agent named task T1, which belongs to delegation wf|other.1' },
   'follow-deferred': { kind: 'follow-deferred', delayMs: 1_000, resubscription: 2, reason: 'agent-share-full' },
   'send-deferred': { kind: 'send-deferred', untilMs: NOW + 1_000, reason: 'slots-full' },
   'stream-handed-off': { kind: 'stream-handed-off', reason: 'agent-share-full' },
@@ -680,6 +681,19 @@ describe('a cancel the agent refuses (the workflow is stopping)', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('a task that belongs to another delegation', () => {
+  it('property: whatever unfinished row, a person decides at once (AMBIGUOUS, delivery received), nothing written, never a search or resend', () => {
+    fc.assert(
+      fc.property(fc.constantFrom<JournalState>(...JOURNAL_STATES.filter((state) => !FINISHED.has(state))), fc.string({ maxLength: 80 }), (state, reason) => {
+        const step = transition(recordIn(state), { kind: 'task-bound-elsewhere', reason }, policy);
+        expect(step.write).toBeUndefined();
+        expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS', delivery: 'received' });
+      }),
+      { numRuns: 200 },
     );
   });
 });

@@ -175,6 +175,11 @@ export type Observation =
   | { kind: 'stream-handed-off'; reason: string }
   /** The journal row was looked at (a reconcile, a follow job, a verifier that found the effect already journaled): nothing new from the agent. */
   | { kind: 'row-checked'; plan?: FollowPlan }
+  /**
+   * The agent named, for our message, a task the journal binds to another delegation (`bindTask`: the write was
+   * refused and journaled as a protocol error). `reason` names the task and its holder.
+   */
+  | { kind: 'task-bound-elsewhere'; reason: string }
   /** A follow must wait (the agent's share of follow slots is full, a lease holder went away): follow again after `delayMs`. */
   | { kind: 'follow-deferred'; delayMs: number; resubscription: number; reason: string }
   /**
@@ -218,6 +223,7 @@ export const OBSERVATION_KINDS = [
   'handler-interrupted',
   'effect-verified',
   'row-checked',
+  'task-bound-elsewhere',
   'follow-deferred',
   'send-deferred',
   'stream-handed-off',

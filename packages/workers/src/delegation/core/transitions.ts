@@ -236,6 +236,11 @@ export function transition(record: DelegationRecord, observation: Observation, p
     case 'reply-refused':
       // The question is open again: a person answers anew (the row stays parked).
       return { write: { kind: 'mark-reply', replyMessageId: observation.replyMessageId, replyState: 'refused', reason: observation.message }, next: { kind: 'nothing' } };
+    case 'task-bound-elsewhere':
+      // One task cannot be ours and another delegation's: the agent had our message (it answered about it), so the
+      // work may have happened. Nothing a later search finds can change the binding: a person decides at once
+      // (before, every search found the same task again and the row stayed INTENT, searched for ever).
+      return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `${observation.reason}; the agent had our message, so the work may have happened`, delivery: 'received' } };
     case 'cancel-answered':
       if (observation.ownership.kind === 'disproven' || observation.task.id !== record.taskId) {
         const error: RecordedError = { code: 'FOREIGN_TASK', message: `CancelTask ${record.taskId} answered task ${observation.task.id}`, retryable: false };
