@@ -9,7 +9,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import type { Redis } from 'ioredis';
-import { Journal } from '@durable-a2a/shared';
+import { Journal, listOpenQuestions } from '@durable-a2a/shared';
 import { eventually } from '../harness/fleet.ts';
 import { useFieldCases } from '../harness/field-cases.ts';
 import { useRedisClient } from '../harness/redis.ts';
@@ -54,6 +54,7 @@ describe('an answer to a step of a canceled workflow never reaches the agent', (
     await p.cancel(id);
     await expect(p.reply(id, 'six people')).rejects.toMatchObject({ code: 'NO_OPEN_QUESTION' });
     expect((await p.get(id)).openQuestions).toEqual([]);
+    expect((await listOpenQuestions(p.journal, { limit: 50 })).items).toEqual([]);
     await eventually(async () => agent.count('CancelTask') >= 1, 'CancelTask sent', 10_000);
     // The cancel's own work (CancelTask, its read, the decision) is done before the count is read.
     await eventually(async () => agent.count('GetTask') >= 1 || agent.count('SubscribeToTask') >= 2, 'the cancel read the task', 10_000);
