@@ -122,6 +122,30 @@ describe('a canceled workflow whose agent refuses CancelTask while its task wait
   });
 });
 
+describe('a workflow stopping because another step failed for good', () => {
+  it('the parked step\'s question closes, its refused cancel goes to a person, the workflow ends FAILED (never RUNNING for ever), no answer sent', async () => {
+    const { producer: p, agent } = await h.setUp(asking, { reconcileIntervalMs: 300 });
+    const rejecting = await h.agentWith({ SendMessage: (params) => ({ result: { task: task('R1', 'REJECTED', { contextId: params.message.contextId, history: [params.message] }) } }) });
+    const { id } = await p.startWorkflow({
+      workflowId: 'stopping-parked',
+      maxAttemptsPerStep: 1,
+      steps: [
+        { name: 'ask', after: [], agent: agent.cardUrl, message: { text: 'book' } },
+        { name: 'car', after: [], agent: rejecting.cardUrl, message: { text: 'rent' } },
+      ],
+    });
+    const view = await eventually(async () => {
+      const current = await p.get(id);
+      return ['COMPLETED', 'FAILED', 'COMPENSATED', 'CANCELED', 'NEEDS_ATTENTION'].includes(current.state) && current;
+    }, 'the workflow ends', 20_000);
+    expect(view.state).toBe('FAILED');
+    expect(view.steps.find((step) => step.name === 'ask')!.attempts[0]).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'CANCEL_REFUSED' } });
+    await expect(p.reply(id, 'six', 'ask')).rejects.toMatchObject({ code: 'NO_OPEN_QUESTION' });
+    expect(answersAt(agent)).toBe(0);
+    expect(agent.count('CancelTask')).toBe(1);
+  });
+});
+
 describe('property: the journal takes an answer unless the step is stopping', () => {
   it('over the stop (none, cancel, another step failed, both), the kind (step, compensation) and the channel (reply, link)', async () => {
     let n = 0;
