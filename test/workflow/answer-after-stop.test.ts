@@ -24,7 +24,7 @@ const NOT_CANCELABLE = { error: { code: -32002, message: 'Task cannot be cancele
  * An agent whose SendMessage opens T1 INPUT_REQUIRED ("how many?"); an answer on T1 completes it (the booking: the
  * work a cancel must stop); CancelTask is refused as not cancelable (the task keeps waiting for its answer).
  */
-const askingIn = (questionState: 'INPUT_REQUIRED' | 'AUTH_REQUIRED') => (seen: { contextId?: string }): ScriptedHandlers => {
+const askingIn = (questionState: 'INPUT_REQUIRED' | 'AUTH_REQUIRED', cancel: 'refuse' | 'accept-and-keep-waiting' = 'refuse') => (seen: { contextId?: string }): ScriptedHandlers => {
   let answered = false;
   const current = () =>
     answered
@@ -39,7 +39,7 @@ const askingIn = (questionState: 'INPUT_REQUIRED' | 'AUTH_REQUIRED') => (seen: {
     },
     GetTask: () => ({ result: current() }),
     SubscribeToTask: () => ({ sse: [taskEvent(current())], endAfter: 'close' }),
-    CancelTask: () => NOT_CANCELABLE,
+    CancelTask: () => (cancel === 'refuse' ? NOT_CANCELABLE : { result: current() }),
   };
 };
 const asking = askingIn('INPUT_REQUIRED');
@@ -105,6 +105,20 @@ describe('a canceled workflow whose agent refuses CancelTask while its task wait
       expect(agent.count('CancelTask')).toBe(1);
     });
   }
+
+  it('an agent that answers CancelTask but leaves its task waiting: a person decides after 3 rounds (CANCEL_REFUSED), never CancelTask for ever', async () => {
+    const { producer: p, agent } = await h.setUp(askingIn('INPUT_REQUIRED', 'accept-and-keep-waiting'), { reconcileIntervalMs: 300 });
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'accepted-waiting' });
+    await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+    await p.cancel(id);
+    const view = await eventually(async () => {
+      const current = await p.get(id);
+      return current.state === 'NEEDS_ATTENTION' && current;
+    }, 'a person decides', 30_000);
+    expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'CANCEL_REFUSED' } });
+    expect(agent.count('CancelTask')).toBe(3);
+    expect(answersAt(agent)).toBe(0);
+  });
 
   it('with a compensation: what the task may have done is undone once, then COMPENSATED', async () => {
     const { producer: p, agent } = await h.setUp(asking, { reconcileIntervalMs: 300 });

@@ -662,16 +662,18 @@ describe('a send that waits for its agent (flow control: fleet-wide slots, a sha
 
 describe('a cancel the agent refuses (the workflow is stopping)', () => {
   const states: TaskState[] = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'];
-  it('property: a refused CancelTask whose task waits for an answer goes to a person (CANCEL_REFUSED, delivered), never left parked; any other answer keeps the row followed', () => {
+  it('property: a CancelTask refused, or answered round after round (unacceptableAnswerLimit), whose task waits for an answer goes to a person (CANCEL_REFUSED, delivered), never left parked; any other answer keeps the row followed', () => {
     fc.assert(
       fc.property(
         fc.constantFrom<JournalState>('SENT', 'SUBMITTED', 'WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED'),
         fc.constantFrom(...states),
         fc.option(fc.constantFrom('Task cannot be canceled', 'Unsupported operation', 'x'), { nil: undefined }),
-        (state, taskState, refused) => {
-          const step = transition(recordIn(state), { kind: 'cancel-answered', task: task(taskState), ownership: { kind: 'proven', by: 'task-id' }, ...(refused !== undefined ? { refused } : {}) }, policy);
+        fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+        (state, taskState, refused, parkedRounds) => {
+          const observation = { kind: 'cancel-answered' as const, task: task(taskState), ownership: { kind: 'proven' as const, by: 'task-id' as const }, ...(refused !== undefined ? { refused } : {}), ...(parkedRounds !== undefined ? { parkedRounds } : {}) };
+          const step = transition(recordIn(state), observation, policy);
           const waits = taskState === 'TASK_STATE_INPUT_REQUIRED' || taskState === 'TASK_STATE_AUTH_REQUIRED';
-          if (refused !== undefined && waits) {
+          if (waits && (refused !== undefined || (parkedRounds ?? 0) >= policy.unacceptableAnswerLimit)) {
             expect(step.next).toMatchObject({ kind: 'needs-person', code: 'CANCEL_REFUSED', delivery: 'received' });
             expect(step.write).toBeUndefined();
           } else {

@@ -145,8 +145,11 @@ export type Observation =
   | { kind: 'reply-delivered'; replyMessageId: string; task?: Task; ownership: Ownership }
   /** The agent refused our reply (-32602, -32005): the question is open again. */
   | { kind: 'reply-refused'; replyMessageId: string; message: string }
-  /** CancelTask was answered (or, when refused, GetTask read the task instead; `refused`: the agent's refusal). */
-  | { kind: 'cancel-answered'; task: Task; ownership: Ownership; refused?: string }
+  /**
+   * CancelTask was answered (or, when refused, GetTask read the task instead; `refused`: the agent's refusal).
+   * `parkedRounds`: how many CancelTask answers so far left the task waiting for an answer (counted fleet-wide).
+   */
+  | { kind: 'cancel-answered'; task: Task; ownership: Ownership; refused?: string; parkedRounds?: number }
   /** The workflow was canceled before this attempt had a task. `mayHaveSent`: the mark is written. */
   | { kind: 'cancel-before-task'; mayHaveSent: boolean }
   /** An authorized push notification (spec §4.3.3) carried a task or an event. */

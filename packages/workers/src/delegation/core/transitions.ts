@@ -248,8 +248,11 @@ export function transition(record: DelegationRecord, observation: Observation, p
       }
       // A task the agent will not cancel that waits for an answer: the stopping workflow never gives one (its answers
       // are refused), so it would wait for ever, CancelTask again every reconcile interval. A person decides.
-      if (observation.refused !== undefined && isParked(journalStateOf(observation.task.status.state))) {
-        const message = `the workflow is stopping; the agent refused CancelTask of task ${record.taskId} (${observation.refused}) and the task waits for an answer that will not come (${observation.task.status.state}); it may have done part of its work`;
+      // The same when the agent accepts CancelTask round after round and its task still waits (`unacceptableAnswerLimit`).
+      const waits = isParked(journalStateOf(observation.task.status.state));
+      if (waits && (observation.refused !== undefined || (observation.parkedRounds ?? 0) >= policy.unacceptableAnswerLimit)) {
+        const how = observation.refused !== undefined ? `refused CancelTask of task ${record.taskId} (${observation.refused})` : `answered CancelTask of task ${record.taskId} ${observation.parkedRounds} times without canceling it`;
+        const message = `the workflow is stopping; the agent ${how} and the task waits for an answer that will not come (${observation.task.status.state}); it may have done part of its work`;
         return { next: { kind: 'needs-person', code: 'CANCEL_REFUSED', message, delivery: 'received' } };
       }
       // Keep following until the agent reports the cancellation (it may finish first); no second CancelTask.
