@@ -69,8 +69,11 @@ describe('attack: the send path', () => {
     const owners = records.filter((record) => record.taskId === 'SAME');
     expect(owners).toHaveLength(1);
     const refused = records.find((record) => record.taskId !== 'SAME')!;
-    expect(refused.state).toBe('INTENT');
-    expect(refused.protocolError?.code).toBe('TASK_BOUND_ELSEWHERE');
+    // One task cannot be both delegations': the refused one goes to a person at once (task-bound-elsewhere), never
+    // searched for ever (test/reconcile/task-bound-elsewhere.test.ts).
+    const settledRefused = await finished(p, refused.workflowId);
+    expect(settledRefused).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'AMBIGUOUS' } });
+    expect(settledRefused.protocolError?.code).toBe('TASK_BOUND_ELSEWHERE');
     expect(await p.journal.followLeaseRemainingMs(ref(refused.workflowId))).toBe(0);
     expect(await redis().get(p.journal.keys.taskOwner(agent.cardUrl, 'SAME'))).toBe(indexMember(owners[0]!.workflowId, 'main.1'));
     expect(agent.count('SendMessage')).toBe(2);

@@ -262,8 +262,11 @@ export async function workflowView(journal: Journal, workflowId: string, publish
     attempts: delegations.filter((d) => d.kind === 'step' && d.step === step.name).map(summary),
     compensations: delegations.filter((d) => d.kind === 'compensation' && d.step === step.name).map(summary),
   }));
+  // A step's question closes when its workflow is stopping (canceled, or another step failed for good): the journal
+  // refuses its answer (stepStopped.lua). A compensation's stays open.
+  const stopping = hash.cancelRequested || (hash.stopping?.length ?? 0) > 0;
   const openQuestions: OpenQuestion[] = delegations
-    .filter((d) => isAwaitingAnswer(d))
+    .filter((d) => isAwaitingAnswer(d) && !(stopping && d.kind === 'step'))
     .map((d) => ({
       step: d.step,
       delegationId: d.delegationId,

@@ -91,6 +91,7 @@ const SAMPLES: { [K in ObservationKind]: Extract<Observation, { kind: K }> } = {
   'handler-interrupted': { kind: 'handler-interrupted' },
   'effect-verified': { kind: 'effect-verified', effect: 'present', evidence: { id: 1 } },
   'row-checked': { kind: 'row-checked' },
+  'task-bound-elsewhere': { kind: 'task-bound-elsewhere', reason: 'the agent named task T1, which belongs to delegation wf|other.1' },
   'follow-deferred': { kind: 'follow-deferred', delayMs: 1_000, resubscription: 2, reason: 'agent-share-full' },
   'send-deferred': { kind: 'send-deferred', untilMs: NOW + 1_000, reason: 'slots-full' },
   'stream-handed-off': { kind: 'stream-handed-off', reason: 'agent-share-full' },
@@ -656,5 +657,45 @@ describe('a send that waits for its agent (flow control: fleet-wide slots, a sha
   it('a marked row (it may have been sent) or a bound task is never told to wait: routed as it is', () => {
     expect(transition(recordIn('INTENT'), { kind: 'send-deferred', untilMs: NOW + 1_500, reason: 'slots-full' }, policy)).toEqual({ next: { kind: 'route' } });
     expect(transition(recordIn('WORKING'), { kind: 'send-deferred', untilMs: NOW + 1_500, reason: 'paused' }, policy)).toEqual({ next: { kind: 'route' } });
+  });
+});
+
+describe('a cancel the agent refuses (the workflow is stopping)', () => {
+  const states: TaskState[] = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'];
+  it('property: a CancelTask refused, or answered round after round (unacceptableAnswerLimit), whose task waits for an answer goes to a person (CANCEL_REFUSED, delivered), never left parked; any other answer keeps the row followed', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom<JournalState>('SENT', 'SUBMITTED', 'WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED'),
+        fc.constantFrom(...states),
+        fc.option(fc.constantFrom('Task cannot be canceled', 'Unsupported operation', 'x'), { nil: undefined }),
+        fc.option(fc.integer({ min: 1, max: 6 }), { nil: undefined }),
+        (state, taskState, refused, parkedRounds) => {
+          const observation = { kind: 'cancel-answered' as const, task: task(taskState), ownership: { kind: 'proven' as const, by: 'task-id' as const }, ...(refused !== undefined ? { refused } : {}), ...(parkedRounds !== undefined ? { parkedRounds } : {}) };
+          const step = transition(recordIn(state), observation, policy);
+          const waits = taskState === 'TASK_STATE_INPUT_REQUIRED' || taskState === 'TASK_STATE_AUTH_REQUIRED';
+          if (waits && (refused !== undefined || (parkedRounds ?? 0) >= policy.unacceptableAnswerLimit)) {
+            expect(step.next).toMatchObject({ kind: 'needs-person', code: 'CANCEL_REFUSED', delivery: 'received' });
+            expect(step.write).toBeUndefined();
+          } else {
+            expect(step.next).toEqual({ kind: 'route', plan: { cancelIfRequested: false } });
+            expect(step.write).toMatchObject({ kind: 'snapshot' });
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});
+
+describe('a task that belongs to another delegation', () => {
+  it('property: whatever unfinished row, a person decides at once (AMBIGUOUS, delivery received), nothing written, never a search or resend', () => {
+    fc.assert(
+      fc.property(fc.constantFrom<JournalState>(...JOURNAL_STATES.filter((state) => !FINISHED.has(state))), fc.string({ maxLength: 80 }), (state, reason) => {
+        const step = transition(recordIn(state), { kind: 'task-bound-elsewhere', reason }, policy);
+        expect(step.write).toBeUndefined();
+        expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS', delivery: 'received' });
+      }),
+      { numRuns: 200 },
+    );
   });
 });

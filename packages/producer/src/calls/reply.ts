@@ -72,12 +72,14 @@ export async function replyToQuestion(context: ProducerContext, id: string, answ
     // Sending the same reply twice is harmless: the earlier reply of that step is returned.
     const answered = lastReply(current, step);
     if (answered) return repeatedReply(context, { workflowId: id, delegationId: answered.delegationId }, answered.messageId, parts);
-    throw new NoOpenQuestionError(`workflow ${id} has no open question${step ? ` on step ${step}` : ''}`);
+    const closed = current.cancelRequested ? ': it is being canceled, which closes its steps\' questions' : '';
+    throw new NoOpenQuestionError(`workflow ${id} has no open question${step ? ` on step ${step}` : ''}${closed}`);
   }
   const ref = { workflowId: id, delegationId: question.delegationId };
   const reply = await context.journal.recordReply(ref, randomUUID(), { parts }, by).catch((error: unknown) => {
-    // The question closed between the read and the reply: it expired (its step's question.expiresAfterMs) or moved on.
-    if (error instanceof JournalError && error.code === 'WRONG_STATE') throw new NoOpenQuestionError(`workflow ${id} has no open question on ${question.delegationId}: it expired or was closed`);
+    // The question closed between the read and the reply: it expired (its step's question.expiresAfterMs), moved on,
+    // or the workflow is stopping (a cancel, another step failed for good: stepStopped.lua).
+    if (error instanceof JournalError && error.code === 'WRONG_STATE') throw new NoOpenQuestionError(`workflow ${id} has no open question on ${question.delegationId}: it expired or was closed (answered, moved on, or the workflow is being canceled)`);
     throw error;
   });
   // Another reply was journaled for this question first (a race): the same reply, or a refusal.

@@ -42,6 +42,12 @@ export const OUTCOME_CODES = [
    * `unreachableForMs` or until the attempt deadline: nothing was sent, so the step may go to another agent.
    */
   'AGENT_UNREACHABLE',
+  /**
+   * The workflow is stopping (canceled, or another step failed for good), the agent refused CancelTask, and its task
+   * waits for an answer a stopping workflow never gives: it would wait for ever. A person decides (the task may have
+   * done part of its work before it asked).
+   */
+  'CANCEL_REFUSED',
   /** Nobody answered the agent's question within the step's `question.expiresAfterMs` (`onExpiry: 'fail'`): re-delegable. */
   'QUESTION_EXPIRED',
 ] as const;

@@ -118,7 +118,22 @@ export async function allOpenQuestions(journal: Journal, tenant?: string): Promi
   const members = await journal.redis.zrange(journal.keys.unfinished(), 0, LISTING_SCAN_LIMIT - 1);
   const refs = members.map(parseIndexMember).filter((ref) => ref.delegationId !== '*' && (tenant === undefined || tenantOfWorkflowId(ref.workflowId) === tenant));
   const rows = await Promise.all(refs.map((ref) => journal.redis.hmget(journal.keys.delegation(ref.workflowId, ref.delegationId), ...OPEN_QUESTION_FIELDS)));
-  return rows.flatMap((row, index) => openQuestionOf(refs[index]!, row) ?? []);
+  return withoutStoppedSteps(journal, rows.flatMap((row, index) => openQuestionOf(refs[index]!, row) ?? []));
+}
+
+/**
+ * `open` without the questions of steps whose workflow is stopping (canceled, or another step failed for good): they
+ * are closed, the journal refuses their answers (stepStopped.lua). A compensation's question stays. One read per
+ * workflow and per question listed, none when nothing is open.
+ */
+async function withoutStoppedSteps(journal: Journal, open: OpenQuestionSummary[]): Promise<OpenQuestionSummary[]> {
+  if (open.length === 0) return open;
+  const workflowIds = [...new Set(open.map((question) => question.workflowId))];
+  const flags = await Promise.all(workflowIds.map((id) => journal.redis.hmget(journal.keys.workflow(id), 'cancelRequested', 'stopping')));
+  const stopping = new Set(workflowIds.filter((_id, index) => flags[index]![0] === '1' || (!!flags[index]![1] && flags[index]![1] !== '[]')));
+  if (stopping.size === 0) return open;
+  const kinds = await Promise.all(open.map((question) => (stopping.has(question.workflowId) ? journal.redis.hget(journal.keys.delegation(question.workflowId, question.delegationId), 'kind') : null)));
+  return open.filter((question, index) => !stopping.has(question.workflowId) || kinds[index] === 'compensation');
 }
 
 /** Open questions across workflows (with `tenant`, that tenant's only: tenant.ts), newest first, paged (limit 1..500). */

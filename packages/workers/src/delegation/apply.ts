@@ -114,7 +114,18 @@ export interface Applied {
  */
 export async function apply(ctx: WorkerContext, record: DelegationRecord, observation: Observation, scope: Scope = {}): Promise<Applied> {
   const step = transition(record, observation, ctx.policy);
-  const written = await writeStep(ctx, record, step, scope, observation);
+  let written: Written;
+  try {
+    written = await writeStep(ctx, record, step, scope, observation);
+  } catch (error) {
+    // The write bound a task the journal binds to another delegation (refused, journaled as a protocol error): the
+    // `task-bound-elsewhere` row decides from the row as it is now.
+    if (!(error instanceof JournalError && error.code === 'TASK_BOUND_ELSEWHERE') || observation.kind === 'task-bound-elsewhere') throw error;
+    const current = await ctx.journal.getDelegation(refOf(record));
+    if (!current) throw error;
+    const reason = current.protocolError?.code === 'TASK_BOUND_ELSEWHERE' ? current.protocolError.message : 'the agent named a task that belongs to another delegation';
+    return apply(ctx, current, { kind: 'task-bound-elsewhere', reason }, scope);
+  }
   if (written.applied && isAdoption(step, observation)) ctx.metrics.adoptions.inc();
   if (step.warning) (scope.log ?? ctx.logger).warn({ ...refOf(record), taskId: record.taskId, reason: step.warning }, 'a result kept from a partial view');
   // A side duty once the task is bound: the push config is checked (and created) before the next step runs, so a

@@ -6,7 +6,7 @@
  * resume on its own once the credential arrives out of band.
  */
 import type { DelegationRecord, OutgoingMessage } from '@durable-a2a/shared';
-import { enqueueReply, lazyChildLogger } from '@durable-a2a/shared';
+import { JournalError, enqueueReply, lazyChildLogger } from '@durable-a2a/shared';
 import { randomUUID } from 'node:crypto';
 import type { WorkerContext } from '../context.ts';
 
@@ -43,9 +43,17 @@ export async function handleAuthRequired(ctx: WorkerContext, record: DelegationR
   ctx.agents.forget(record.agentCardUrl);
   if (result && result.reply !== undefined) {
     const parts = typeof result.reply === 'string' ? [{ text: result.reply }] : result.reply;
-    const reply = await ctx.journal.recordReply(record, randomUUID(), { parts }, 'auth handler');
-    await enqueueReply(ctx.queues, record, reply.messageId);
-    log.info('auth handler answered the challenge');
+    const reply = await ctx.journal.recordReply(record, randomUUID(), { parts }, 'auth handler').catch((error: unknown) => {
+      // The question closed meanwhile: answered, moved on, or its workflow is stopping (stepStopped.lua). Nothing to send.
+      if (error instanceof JournalError && error.code === 'WRONG_STATE') return undefined;
+      throw error;
+    });
+    if (reply) {
+      await enqueueReply(ctx.queues, record, reply.messageId);
+      log.info('auth handler answered the challenge');
+    } else {
+      log.info('auth handler answered a question that closed meanwhile (answered, moved on, or the workflow is stopping): not sent');
+    }
   } else {
     log.info('auth handler ran; waiting for the agent to resume');
   }

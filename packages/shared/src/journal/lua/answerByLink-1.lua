@@ -4,7 +4,7 @@
   yet; the reply is then journaled as recordReply-1.lua does, with `replyBy` = `link <id>` (who answered).
   Once this question has a reply (from this link or any other way) every later use is refused, so a link
   answers at most once; once the delegation left the question (answered and resumed, canceled, finished, asked
-  another question, expired) the link is refused as closed.
+  another question, expired, or its workflow is stopping: stepStopped) the link is refused as closed.
   KEYS[1] delegation hash
   ARGV[1] the link's question key
   ARGV[2] the link's id
@@ -18,12 +18,14 @@
 --- @include "prelude"
 --- @include "workflowKeys"
 --- @include "history"
+--- @include "stepStopped"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {CODE.DELEGATION_MISSING} end
 local row = redis.call('HMGET', KEYS[1], 'state', 'questionKey', 'replyForQuestion', 'replyMessageId', 'questionExpired')
 if row[3] == ARGV[1] and row[4] and row[4] ~= '' then return {0, row[4]} end
 if not PARKED[row[1]] or (row[2] or '') ~= ARGV[1] then return {CODE.WRONG_STATE} end
 -- An expired question takes no answer, by link or otherwise (expireQuestion-1.lua: the first script wins).
 if (row[5] or '') == ARGV[1] then return {CODE.WRONG_STATE} end
+if stepStopped(KEYS[1]) then return {CODE.WRONG_STATE} end
 redis.call('HSET', KEYS[1], 'replyMessageId', ARGV[3], 'replyMessage', ARGV[4],
   'replyForQuestion', ARGV[1], 'replyState', 'pending', 'replyBy', 'link ' .. ARGV[2], 'updatedAt', ARGV[5])
 redis.call('HINCRBY', KEYS[1], 'version', 1)

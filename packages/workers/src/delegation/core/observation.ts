@@ -145,8 +145,11 @@ export type Observation =
   | { kind: 'reply-delivered'; replyMessageId: string; task?: Task; ownership: Ownership }
   /** The agent refused our reply (-32602, -32005): the question is open again. */
   | { kind: 'reply-refused'; replyMessageId: string; message: string }
-  /** CancelTask was answered (or, when refused, GetTask read the task instead). */
-  | { kind: 'cancel-answered'; task: Task; ownership: Ownership }
+  /**
+   * CancelTask was answered (or, when refused, GetTask read the task instead; `refused`: the agent's refusal).
+   * `parkedRounds`: how many CancelTask answers so far left the task waiting for an answer (counted fleet-wide).
+   */
+  | { kind: 'cancel-answered'; task: Task; ownership: Ownership; refused?: string; parkedRounds?: number }
   /** The workflow was canceled before this attempt had a task. `mayHaveSent`: the mark is written. */
   | { kind: 'cancel-before-task'; mayHaveSent: boolean }
   /** An authorized push notification (spec §4.3.3) carried a task or an event. */
@@ -175,6 +178,11 @@ export type Observation =
   | { kind: 'stream-handed-off'; reason: string }
   /** The journal row was looked at (a reconcile, a follow job, a verifier that found the effect already journaled): nothing new from the agent. */
   | { kind: 'row-checked'; plan?: FollowPlan }
+  /**
+   * The agent named, for our message, a task the journal binds to another delegation (`bindTask`: the write was
+   * refused and journaled as a protocol error). `reason` names the task and its holder.
+   */
+  | { kind: 'task-bound-elsewhere'; reason: string }
   /** A follow must wait (the agent's share of follow slots is full, a lease holder went away): follow again after `delayMs`. */
   | { kind: 'follow-deferred'; delayMs: number; resubscription: number; reason: string }
   /**
@@ -218,6 +226,7 @@ export const OBSERVATION_KINDS = [
   'handler-interrupted',
   'effect-verified',
   'row-checked',
+  'task-bound-elsewhere',
   'follow-deferred',
   'send-deferred',
   'stream-handed-off',

@@ -236,10 +236,24 @@ export function transition(record: DelegationRecord, observation: Observation, p
     case 'reply-refused':
       // The question is open again: a person answers anew (the row stays parked).
       return { write: { kind: 'mark-reply', replyMessageId: observation.replyMessageId, replyState: 'refused', reason: observation.message }, next: { kind: 'nothing' } };
+    case 'task-bound-elsewhere':
+      // One task cannot be ours and another delegation's: the agent had our message (it answered about it), so the
+      // work may have happened. Nothing a later search finds can change the binding: a person decides at once
+      // (before, every search found the same task again and the row stayed INTENT, searched for ever).
+      return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `${observation.reason}; the agent had our message, so the work may have happened`, delivery: 'received' } };
     case 'cancel-answered':
       if (observation.ownership.kind === 'disproven' || observation.task.id !== record.taskId) {
         const error: RecordedError = { code: 'FOREIGN_TASK', message: `CancelTask ${record.taskId} answered task ${observation.task.id}`, retryable: false };
         return { write: { kind: 'note-protocol-error', error }, next: { kind: 'route', plan: { cancelIfRequested: false } } };
+      }
+      // A task the agent will not cancel that waits for an answer: the stopping workflow never gives one (its answers
+      // are refused), so it would wait for ever, CancelTask again every reconcile interval. A person decides.
+      // The same when the agent accepts CancelTask round after round and its task still waits (`unacceptableAnswerLimit`).
+      const waits = isParked(journalStateOf(observation.task.status.state));
+      if (waits && (observation.refused !== undefined || (observation.parkedRounds ?? 0) >= policy.unacceptableAnswerLimit)) {
+        const how = observation.refused !== undefined ? `refused CancelTask of task ${record.taskId} (${observation.refused})` : `answered CancelTask of task ${record.taskId} ${observation.parkedRounds} times without canceling it`;
+        const message = `the workflow is stopping; the agent ${how} and the task waits for an answer that will not come (${observation.task.status.state}); it may have done part of its work`;
+        return { next: { kind: 'needs-person', code: 'CANCEL_REFUSED', message, delivery: 'received' } };
       }
       // Keep following until the agent reports the cancellation (it may finish first); no second CancelTask.
       return { write: { kind: 'snapshot', task: observation.task, guard: 'none' }, next: { kind: 'route', plan: { cancelIfRequested: false } } };

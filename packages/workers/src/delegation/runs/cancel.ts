@@ -5,11 +5,14 @@
  * CancelTask or the GetTask after it is the `task-not-found` row, never a BullMQ retry loop).
  */
 import { A2AError, isRetryable } from '@durable-a2a/a2a';
-import { isFinished, type DelegationRecord } from '@durable-a2a/shared';
+import { isFinished, isParked, journalStateOf, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';
 import type { Observation } from '../core/observation.ts';
 import { readFailure } from '../io/read.ts';
+
+/** How long the count of CancelTask answers that left the task waiting is kept (a day: far past any reconcile interval). */
+const PARKED_ROUNDS_TTL_MS = 24 * 3600 * 1000;
 
 /** The user canceled the workflow: CancelTask on a running task (see the module header). Returns a short outcome. */
 export async function cancelTask(ctx: WorkerContext, record: DelegationRecord): Promise<string> {
@@ -21,7 +24,13 @@ export async function cancelTask(ctx: WorkerContext, record: DelegationRecord): 
     const applied = await apply(ctx, record, { kind: 'cancel-before-task', mayHaveSent: record.sendStartedAt !== undefined }, { source: 'cancel' });
     return applied.next === 'ask-reconciler' ? 'cancel-after-reconcile' : applied.next === 'settle' ? 'already-finished' : 'canceled-locally';
   }
-  const applied = await apply(ctx, record, await cancelObservation(ctx, record), { source: 'cancel' });
+  const observation = await cancelObservation(ctx, record);
+  // A task still waiting for an answer after the agent answered the cancel: counted, so the row goes to a person
+  // after a few rounds instead of CancelTask every reconcile interval for ever (the cancel-answered row).
+  if (observation.kind === 'cancel-answered' && observation.refused === undefined && isParked(journalStateOf(observation.task.status.state))) {
+    observation.parkedRounds = await ctx.journal.countRound(record, 'cancel-parked', PARKED_ROUNDS_TTL_MS);
+  }
+  const applied = await apply(ctx, record, observation, { source: 'cancel' });
   return applied.next === 'settle' ? 'cancel-finished' : 'cancel-sent';
 }
 
@@ -29,6 +38,7 @@ export async function cancelTask(ctx: WorkerContext, record: DelegationRecord): 
 async function cancelObservation(ctx: WorkerContext, record: DelegationRecord): Promise<Observation> {
   const transport = await ctx.agents.transportFor(record);
   const ownership = (id: string) => (id === record.taskId ? ({ kind: 'proven', by: 'task-id' } as const) : ({ kind: 'disproven', reason: `CancelTask ${record.taskId} answered task ${id}` } as const));
+  let refusal: string;
   try {
     const task = await transport.cancelTask({ id: record.taskId! });
     return { kind: 'cancel-answered', task, ownership: ownership(task.id) };
@@ -36,10 +46,11 @@ async function cancelObservation(ctx: WorkerContext, record: DelegationRecord): 
     if (!(error instanceof A2AError) || isRetryable(error)) throw error;
     const refused = readFailure(error, 'cancel', 'CancelTask refused', false, ctx.logger);
     if (refused.kind === 'task-not-found') return refused;
+    refusal = error.message;
   }
   try {
     const task = await transport.getTask({ id: record.taskId! });
-    return { kind: 'cancel-answered', task, ownership: ownership(task.id) };
+    return { kind: 'cancel-answered', task, ownership: ownership(task.id), refused: refusal };
   } catch (error) {
     if (isRetryable(error)) throw error;
     return readFailure(error, 'cancel', 'GetTask after a refused CancelTask', false, ctx.logger);

@@ -19,6 +19,7 @@ import {
   questionKeyOf,
   type DelegationRecord,
   type DelegationRef,
+  type WorkflowRecord,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';
@@ -42,6 +43,11 @@ function replyDelivered(task: Task, record: DelegationRecord): boolean {
   return !(isInterruptedTaskState(task.status.state) && (key === '' || key === record.replyForQuestion));
 }
 
+/** The workflow is stopping: canceled by a person (or a question's expiry), or another step failed for good. */
+function workflowStopping(workflow: Pick<WorkflowRecord, 'cancelRequested' | 'stopping'> | undefined): boolean {
+  return workflow !== undefined && (workflow.cancelRequested || (workflow.stopping?.length ?? 0) > 0);
+}
+
 interface ReplyRun {
   ctx: WorkerContext;
   ref: DelegationRef;
@@ -63,6 +69,10 @@ export async function sendReply(ctx: WorkerContext, record: DelegationRecord, jo
   if (!record.replyMessageId || !record.replyMessage || !record.taskId || !record.replyState) return 'no-reply';
   if (record.replyState === 'sent' || record.replyState === 'refused') return `already-${record.replyState}`;
   if (isFinished(record.state)) return 'already-finished';
+  // A step's reply never leaves once its workflow is stopping (a cancel, or another step failed for good): the agent
+  // would do the work the CancelTask is on its way to stop. The journal refuses such answers (stepStopped.lua); this
+  // holds back one journaled before the stop, and a default answer (question expiry) or an auth handler's.
+  if (record.kind === 'step' && workflowStopping(await ctx.journal.getWorkflow(ref.workflowId))) return 'workflow-stopping';
   if (record.replyState === 'sending' && (record.replySendUntil ?? 0) >= ctx.options.now()) throw new ReplyInFlightError(ref);
   const transport = await ctx.agents.transportFor(record);
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/reply/${job.id}`);
