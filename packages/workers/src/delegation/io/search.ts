@@ -51,6 +51,13 @@ export interface SearchOptions {
 export const holdsMessage = (task: Task, messageId: string): boolean => task.history?.some((message) => message.messageId === messageId) ?? false;
 /** A history without any user message cannot prove the task is not ours. */
 const tooShortToTell = (task: Task) => !task.history?.some((message) => message.role === 'ROLE_USER');
+/**
+ * A task in the context we sent (a fresh one per delegation, `requestedContextId`) was created by our message, whatever
+ * its history says (an agent may store our message under an id of its own): it proves delivery, so the search can
+ * never conclude "not found" and resend (the work would be done twice).
+ */
+const inOurContext = (task: Task, record: DelegationRecord): boolean =>
+  !record.contextRefused && Boolean(record.requestedContextId) && task.contextId === record.requestedContextId;
 
 /** Searches the agent for the task holding `record.messageId`. Throws transport errors other than "unsupported". */
 export async function findTaskByMessageId(transport: A2ATransport, record: DelegationRecord, options: SearchOptions): Promise<SearchResult> {
@@ -68,8 +75,10 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
     // ListTasks may trim history; read each candidate in full.
     const task = await transport.getTask({ id: candidate.id });
     if (holdsMessage(task, record.messageId)) return { kind: 'found', task, complete: true };
-    if (tooShortToTell(task)) inconclusive = true;
+    if (tooShortToTell(task) || inOurContext(task, record)) inconclusive = true;
   }
+  // Candidates not read in full (a read search) still prove delivery when they are in our context.
+  if ([...scan.candidates.values()].some((candidate) => inOurContext(candidate, record))) inconclusive = true;
   const { contextRefused, paginationBroken } = scan;
   return { kind: 'not-found', inconclusive, contextRefused, candidates: [...scan.candidates.keys()], paginationBroken };
 }
