@@ -24,21 +24,39 @@ async function streamingSendCompletes(frames: (params: any) => string[], endAfte
   expect(agent.count('SendStreamingMessage') + agent.count('SendMessage')).toBe(1);
 }
 
-describe('attack10: a search that finds a task in our own context', () => {
-  it('ListTasks by our context lists a finished task whose user message carries an id the agent assigned: never resent', async () => {
+describe('attack10/attack12: a search that finds tasks in our own context', () => {
+  /** An agent that stores our message under an id of its own; `ids`: the tasks it keeps in our context. */
+  async function agentKeeping(ids: string[]) {
     let contextId = '';
-    const agentTask = () => task('T1', 'COMPLETED', { contextId, history: [userMessage('agent-assigned-id', 'go')], artifacts: { a1: 'booked' } });
+    const agentTask = (id: string) => task(id, 'COMPLETED', { contextId, history: [userMessage(`agent-assigned-${id}`, 'go')], artifacts: { a1: `booked by ${id}` } });
     const agent = await h.agentWith({
-      SendMessage: (params) => ({ result: { task: agentTask() } }),
-      ListTasks: (params) => ({ result: { tasks: params.contextId === contextId ? [agentTask()] : [], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
-      GetTask: () => ({ result: agentTask() }),
+      SendMessage: () => ({ result: { task: agentTask(ids[0]!) } }),
+      ListTasks: (params) => ({ result: { tasks: params.contextId === contextId ? ids.map(agentTask) : [], nextPageToken: '', pageSize: 50, totalSize: ids.length } }),
+      GetTask: (params) => ({ result: agentTask(params.id) }),
     });
     const { producer, id } = await h.sentNotRecorded(agent, () => undefined);
     contextId = (await recordOf(producer, id))!.requestedContextId!;
-    // The search lists and reads the task, and never concludes "not found": a person decides, nothing is resent.
+    return { agent, producer, id };
+  }
+
+  it('ListTasks by our context lists one finished task whose user message carries an id the agent assigned: adopted (COMPLETED with its artifact), never resent', async () => {
+    const { agent, producer, id } = await agentKeeping(['T1']);
+    // The only task in the context we sent (a fresh one per delegation), read in full: ours, as our context proves a send answer ours.
+    const record = await finished(producer, id, 30_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(record.taskId).toBe('T1');
+    expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked by T1');
+    expect(agent.count('SendMessage')).toBe(0);
+    expect(agent.count('GetTask')).toBeGreaterThan(0);
+  }, 45_000);
+
+  it('two tasks in our context, neither holding our messageId: a person decides (AMBIGUOUS), never resent', async () => {
+    const { agent, producer, id } = await agentKeeping(['T1', 'T2']);
     await eventually(async () => (await recordOf(producer, id))?.state === 'AMBIGUOUS' || agent.count('SendMessage') > 0, 'a verdict', 30_000);
     expect(agent.count('SendMessage')).toBe(0);
-    expect((await recordOf(producer, id))?.state).toBe('AMBIGUOUS');
+    const record = await recordOf(producer, id);
+    expect(record?.state).toBe('AMBIGUOUS');
+    expect(record?.taskId).toBeUndefined();
   }, 45_000);
 });
 
