@@ -103,7 +103,8 @@ describe('R15: ListTasks pagination skips or loops', () => {
       },
       GetTask: (params) => {
         if (params.id === 'T1') return { result: task('T1', 'COMPLETED', { contextId: seen.contextId, history: [userMessage(ourMessageId), agentMessage('done')], timestamp: h.at(6) }) };
-        return { result: other(params.id, seen.contextId) };
+        // Another client's task read in full names no context of ours (one in our context would prove delivery).
+        return { result: other(params.id, '') };
       },
     });
     const producer = h.producer(prefix);
@@ -155,7 +156,8 @@ describe('R15: ListTasks pagination skips or loops', () => {
 
   it('a page without nextPageToken is the last page: one call per pass, no pageToken ever sent; proven absent → resent once', async () => {
     const { agent, id, p, messageId } = await searchSetUp((seen) => () => ({
-      result: { tasks: [other('T3', seen.contextId, 5), other('T2', seen.contextId, 4)], pageSize: 2, totalSize: 2 },
+      // Tasks naming no context (a task in our own context would prove delivery: never resent, attack10).
+      result: { tasks: [other('T3', '', 5), other('T2', '', 4)], pageSize: 2, totalSize: 2 },
     }));
     const record = await finished(p, id, 30_000);
     expect(agent.count('ListTasks')).toBe(2);

@@ -104,3 +104,21 @@ describe('attack: an HTTP+JSON 400 whose body is the agent\'s Message in our con
     expect(agent.sends()).toBe(1);
   }, 45_000);
 });
+
+describe('attack12: an HTTP+JSON 4xx whose body is a Task that proves nothing ours', () => {
+  // A Task carries its own verdict: the agent created a task (effect maybe), whatever the status says. Not proven ours
+  // (the agent's own context, our message under an id of its own), it is not adopted; never read as "nothing created"
+  // either (FAILED would let the step go to another agent: the work done twice).
+  const agentsOwn = (sent: Message) => ({
+    task: { id: 'T5', contextId: 'agents-own', status: { state: 'TASK_STATE_WORKING' }, history: [{ ...sent, messageId: 'agent-assigned', contextId: 'agents-own' }] },
+  });
+  for (const status of [400, 404, 409, 422]) {
+    it(`SendMessage answered HTTP ${status} with a WORKING Task in a context of the agent's own: not FAILED, one SendMessage`, async () => {
+      const agent = await restAgent(status, false, {}, agentsOwn);
+      const { producer, id } = await delegateTo(agent.cardUrl);
+      const record = await finished(producer, id, 30_000);
+      expect(record.state).not.toBe('FAILED');
+      expect(agent.sends()).toBe(1);
+    }, 45_000);
+  }
+});

@@ -7,6 +7,7 @@ import {
   type A2AError,
   AuthenticationError,
   InternalAgentError,
+  InvalidAgentResponseError,
   ProtocolError,
   UpstreamError,
   errorClassForHttpStatus,
@@ -120,8 +121,26 @@ function errorFromHttpBody(status: number, contentType: string | undefined, body
     return new ProtocolError(`HTTP ${status}: ${message ?? ''}`, { ...base, reason, bodyExcerpt: excerpt(bodyText) });
   }
   const transient = status >= 500 || status === 408 || status === 429;
+  // A body naming a task says a task exists, whatever the status: never a refusal (attack12: FAILED, the work done twice).
+  if (!transient && namesTask(json ?? tryParseJson(bodyText))) {
+    return new InvalidAgentResponseError(`HTTP ${status} whose body is a task the answer does not prove ours`, { ...base, bodyExcerpt: excerpt(bodyText) });
+  }
   const Class = transient ? UpstreamError : ProtocolError;
   return new Class(`HTTP ${status} (${contentType ?? 'no content type'})`, { ...base, bodyExcerpt: excerpt(bodyText) });
+}
+
+/** A Task as any binding spells it (1.0, 0.3 `kind: "task"`): an id and a status. */
+const TaskLikeSchema = z.looseObject({ id: z.string().min(1), status: z.looseObject({}) });
+
+/**
+ * Whether an answer's body names a task: a Task, `{task}` (SendMessage 1.0), or a JSON-RPC success envelope whose
+ * `result` is one (whatever its id). Such a body in a 4xx is not a refusal: the agent has a task (effect maybe,
+ * `sendEffectOf`), ours or not (only `answerContentProof` adopts it).
+ */
+function namesTask(value: unknown): boolean {
+  const inner = typeof value === 'object' && value !== null && 'jsonrpc' in value ? (value as { result?: unknown }).result : value;
+  const task = typeof inner === 'object' && inner !== null && 'task' in inner ? (inner as { task: unknown }).task : inner;
+  return TaskLikeSchema.safeParse(task).success;
 }
 
 /** The media type without parameters, lower-cased: `application/json; charset=utf-8` → `application/json`. */

@@ -13,6 +13,7 @@ import {
   InternalAgentError,
   InvalidParamsError,
   InvalidRequestError,
+  LimitExceededError,
   NetworkError,
   ProtocolError,
   TaskNotFoundError,
@@ -98,9 +99,9 @@ export function errorInfoReason(error: Pick<ServiceError, 'metadata'>): string |
 
 /**
  * grpc-js reports a message over `grpc.max_receive_message_length` as a local
- * RESOURCE_EXHAUSTED with this text; it is our size cap, not the server's quota.
+ * RESOURCE_EXHAUSTED with this text (`(<received> vs <max>)`); it is our size cap, not the server's quota.
  */
-const LOCAL_SIZE_CAP = /^Received message larger than max/;
+const LOCAL_SIZE_CAP = /^Received message larger than max(?: \((\d+) vs\.? (\d+)\))?/;
 
 /**
  * The typed error for a failed gRPC call: the ErrorInfo reason first (known
@@ -110,8 +111,12 @@ export function errorFromGrpc(error: ServiceError, url: string): A2AError {
   const reason = errorInfoReason(error);
   const details = { reason, cause: error };
   const message = error.details || `gRPC status ${GrpcStatus[error.code] ?? error.code} from ${url}`;
-  if (error.code === GrpcStatus.RESOURCE_EXHAUSTED && LOCAL_SIZE_CAP.test(error.details ?? '')) {
-    return new ProtocolError(`message from ${url} over the size limit: ${error.details}`, details);
+  const overCap = error.code === GrpcStatus.RESOURCE_EXHAUSTED ? LOCAL_SIZE_CAP.exec(error.details ?? '') : null;
+  if (overCap) {
+    // The agent answered (a message arrived, over our cap): as an answer over a limit on the other bindings (A31),
+    // delivery received, never "nothing happened" (attack12: a plain protocol error, delivery maybe, let the search
+    // resend when it did not see the task).
+    return new LimitExceededError('sseEventBytes', Number(overCap[2] ?? 0), `message from ${url} over the size limit: ${error.details}`, { ...details, delivery: 'received' });
   }
   const errorClass = (reason === undefined ? undefined : errorClassForReason(reason)) ?? GRPC_STATUS_TABLE.get(error.code);
   const mapped = errorClass ? new errorClass(message, details) : new ProtocolError(`unknown gRPC status ${error.code}: ${message}`, details);

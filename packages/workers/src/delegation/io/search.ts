@@ -21,13 +21,17 @@ import {
 } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import type { Observation, SearchPurpose } from '../core/observation.ts';
+import type { Observation, Ownership, SearchFinding, SearchPurpose } from '../core/observation.ts';
 import { attemptDeadlineAt } from '../attempt-step.ts';
 import { codeOf } from './read.ts';
 
-/** What a search returned; `complete`: the task was read with its artifacts (GetTask, or ListTasks with includeArtifacts), not a summary. */
+/**
+ * What a search returned; `complete`: the task was read with its artifacts (GetTask, or ListTasks with includeArtifacts),
+ * not a summary; `by`: what proves the found task ours: our messageId in its history, or (no task holds it) the only
+ * task in the context we sent, read in full (`soleTaskInOurContext`).
+ */
 export type SearchResult =
-  | { kind: 'found'; task: Task; complete: boolean }
+  | { kind: 'found'; task: Task; complete: boolean; by: 'message-id' | 'context' }
   /** No task holds our message; `inconclusive` when a candidate's history was too short to tell. */
   | { kind: 'not-found'; inconclusive: boolean; contextRefused: boolean; candidates: string[]; paginationBroken: boolean }
   /** The agent cannot list tasks (0.3, or no ListTasks support). */
@@ -51,6 +55,30 @@ export interface SearchOptions {
 export const holdsMessage = (task: Task, messageId: string): boolean => task.history?.some((message) => message.messageId === messageId) ?? false;
 /** A history without any user message cannot prove the task is not ours. */
 const tooShortToTell = (task: Task) => !task.history?.some((message) => message.role === 'ROLE_USER');
+/**
+ * A task in the context we sent (a fresh one per delegation, `requestedContextId`) was created by our message, whatever
+ * its history says (an agent may store our message under an id of its own): it proves delivery, so the search can
+ * never conclude "not found" and resend (the work would be done twice).
+ */
+const inOurContext = (task: Task, record: DelegationRecord): boolean =>
+  !record.contextRefused && Boolean(record.requestedContextId) && task.contextId === record.requestedContextId;
+
+/**
+ * The task our context proves ours when none holds our messageId: the only task the agent listed or read in the context
+ * we sent, read in full (GetTask, same id, same context), as `answerContentProof` proves an answer ours by that context.
+ * Nothing when the context proves nothing (refused, or ignored by the agent's filter: it may not keep contexts apart),
+ * when the listing may be incomplete (pagination broken or capped: another task of our context may be unseen), when
+ * more than one task is in our context (which one our message created is for a person to decide), or when the read
+ * holds no user message at all (a trimmed history, field case R14: a person decides).
+ */
+function soleTaskInOurContext(scan: Scan, reads: ReadonlyMap<string, Task>, record: DelegationRecord): Task | undefined {
+  if (!scan.contextHonoured() || scan.paginationBroken) return undefined;
+  const ids = new Set([...scan.candidates.values(), ...reads.values()].filter((task) => inOurContext(task, record)).map((task) => task.id));
+  if (ids.size !== 1) return undefined;
+  const [id] = ids;
+  const read = reads.get(id!);
+  return read && read.id === id && inOurContext(read, record) && !tooShortToTell(read) ? read : undefined;
+}
 
 /** Searches the agent for the task holding `record.messageId`. Throws transport errors other than "unsupported". */
 export async function findTaskByMessageId(transport: A2ATransport, record: DelegationRecord, options: SearchOptions): Promise<SearchResult> {
@@ -58,18 +86,24 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   try {
     const found = await searchPasses((since) => scan.pass(since), record.createdAt, options.now(), options.marginMs, () => scan.byContext());
     // A listed task is a summary unless artifacts were asked for (spec §3.1.4: includeArtifacts defaults to false).
-    if (found) return { kind: 'found', task: found, complete: options.includeArtifacts === true };
+    if (found) return { kind: 'found', task: found, complete: options.includeArtifacts === true, by: 'message-id' };
   } catch (error) {
     if (error instanceof SearchUnsupported) return { kind: 'unsupported' };
     throw error;
   }
   let inconclusive = false;
+  const reads = new Map<string, Task>();
   for (const candidate of options.readCandidates === false ? [] : scan.candidates.values()) {
     // ListTasks may trim history; read each candidate in full.
     const task = await transport.getTask({ id: candidate.id });
-    if (holdsMessage(task, record.messageId)) return { kind: 'found', task, complete: true };
-    if (tooShortToTell(task)) inconclusive = true;
+    if (holdsMessage(task, record.messageId)) return { kind: 'found', task, complete: true, by: 'message-id' };
+    reads.set(candidate.id, task);
+    if (tooShortToTell(task) || inOurContext(task, record)) inconclusive = true;
   }
+  const sole = soleTaskInOurContext(scan, reads, record);
+  if (sole) return { kind: 'found', task: sole, complete: true, by: 'context' };
+  // Candidates not read in full (a read search) still prove delivery when they are in our context.
+  if ([...scan.candidates.values()].some((candidate) => inOurContext(candidate, record))) inconclusive = true;
   const { contextRefused, paginationBroken } = scan;
   return { kind: 'not-found', inconclusive, contextRefused, candidates: [...scan.candidates.keys()], paginationBroken };
 }
@@ -92,6 +126,11 @@ class Scan {
 
   /** True while our context can bound the search (not refused, not ignored by the agent). */
   byContext(): boolean {
+    return this.contextHonoured();
+  }
+
+  /** True when the agent honoured the context we sent: not refused (now or on an earlier send), its filter not ignored. */
+  contextHonoured(): boolean {
     return !this.contextRefused && !this.contextIgnored && Boolean(this.record.requestedContextId);
   }
 
@@ -210,14 +249,17 @@ export async function searchForMessage(ctx: WorkerContext, record: DelegationRec
     return { kind: 'search-result', purpose, deduplicates, why, finding: { kind: 'failed', error: { code: codeOf(error), message: error.message }, retryable: isRetryable(error) } };
   }
   if (purpose === 'reconcile') ctx.crashPoint('reconcile.after-search', record.step);
-  const finding =
-    result.kind === 'found'
-      ? {
-          ...result,
-          // Found by our messageId in its history (list passes and candidate reads both check it).
-          ownership: holdsMessage(result.task, record.messageId) ? ({ kind: 'proven', by: 'message-id' } as const) : ({ kind: 'unknown' } as const),
-        }
-      : result;
+  const finding: SearchFinding = result.kind === 'found' ? foundFinding(result, record) : result;
   const deadlineAt = purpose === 'reconcile' ? await attemptDeadlineAt(ctx, record) : undefined;
   return { kind: 'search-result', purpose, deduplicates, why, finding, ...(deadlineAt !== undefined ? { deadlineAt } : {}) };
+}
+
+/**
+ * A found task as a finding, with its ownership: proven by our messageId in its history (list passes and candidate
+ * reads both check it), or by our context when it is the only task there (`soleTaskInOurContext`); else unknown.
+ */
+function foundFinding(result: Extract<SearchResult, { kind: 'found' }>, record: DelegationRecord): SearchFinding {
+  const { task, complete, by } = result;
+  const ownership: Ownership = holdsMessage(task, record.messageId) ? { kind: 'proven', by: 'message-id' } : by === 'context' ? { kind: 'proven', by: 'context' } : { kind: 'unknown' };
+  return { kind: 'found', task, complete, ownership };
 }

@@ -8,6 +8,7 @@
 import {
   A2AError,
   AuthenticationError,
+  InvalidAgentResponseError,
   LimitExceededError,
   ProtocolError,
   deliveryOf,
@@ -31,10 +32,15 @@ import type { Delivery, Effect, Observation, UnreachableBounds } from '../core/o
 export const isTypedProtocolError = (error: unknown): error is ProtocolError =>
   error instanceof ProtocolError && !error.retryable && error.code !== 'PROTOCOL_ERROR';
 
-/** What arrived with a send error: the agent's error answer, an answer we could not read, or nothing. */
+/**
+ * What arrived with a send error: the agent's error answer, an answer we could not read, or nothing. Unreadable: a
+ * protocol error in a 2xx, or an invalid answer we judged so ourselves (no JSON-RPC code: the agent did not say
+ * -32006), such as a 4xx whose body is a task not proven ours: its status is no verdict of "nothing created".
+ */
 function answerOf(error: unknown): RecordedError['answer'] {
   if (!(error instanceof A2AError) || error.delivery !== 'received') return undefined;
-  const unreadable = error instanceof ProtocolError && error.jsonRpcCode === undefined && (error.httpStatus === undefined || error.httpStatus < 300);
+  const judgedInvalid = error instanceof InvalidAgentResponseError && error.jsonRpcCode === undefined;
+  const unreadable = judgedInvalid || (error instanceof ProtocolError && error.jsonRpcCode === undefined && (error.httpStatus === undefined || error.httpStatus < 300));
   return unreadable || (error.jsonRpcCode === undefined && error.httpStatus === undefined) ? 'unreadable' : 'error';
 }
 

@@ -125,7 +125,9 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
         else readAheadEvent = Promise.resolve(following);
       } else readAheadEvent = ahead?.pending;
       for (const each of responses) {
-        if ('artifactUpdate' in each || ('task' in each && each.task.artifacts?.length)) sawArtifacts = true;
+        // A Task carrying the field replaces the journaled artifacts (`applyTask`): after `[]` none are held any more.
+        if ('task' in each && each.task.artifacts !== undefined) sawArtifacts = each.task.artifacts.length > 0;
+        else if ('artifactUpdate' in each) sawArtifacts = true;
         seen(each);
       }
       const last = responses[responses.length - 1]!;

@@ -1,0 +1,81 @@
+/**
+ * Property (attack12): a SendMessage answered in a 4xx whose body names a task is never "nothing created". The agent
+ * has a task (a Task carries its own verdict), ours or not: the effect is `maybe` (`sendEffectOf`), so the step is
+ * never FAILED and sent to another agent (the work done twice). Not proven ours it is not adopted either. Before, a
+ * 4xx whose body was not an A2A error body was a refusal (meant for a wrong URL's page), Task or not.
+ * Over bindings (JSON-RPC, HTTP+JSON 1.0 and 0.3), 4xx statuses, spellings of the task (bare, `{task}`, 0.3
+ * `kind: "task"`, a JSON-RPC envelope with another id or none) and content types. Bodies naming no task keep the
+ * status's verdict. Byte-exact node:http server.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTransport } from '../src/client.ts';
+import { A2AError, sendEffectOf } from '../src/errors.ts';
+import { type RawServer, startRawServer } from './helpers/raw-server.ts';
+
+const message = { messageId: 'm-ours', contextId: 'c-ours', role: 'ROLE_USER' as const, parts: [{ text: 'hi' }] };
+
+let answer: { status: number; body: string; contentType: string } = { status: 200, body: '{}', contentType: 'application/json' };
+let server: RawServer;
+beforeAll(async () => {
+  server = await startRawServer((_request, response) => {
+    response.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': Buffer.byteLength(answer.body) });
+    response.end(answer.body);
+  });
+});
+afterAll(() => server.close());
+
+type Binding = 'JSONRPC' | 'HTTP+JSON 1.0' | 'HTTP+JSON 0.3';
+const transport = (binding: Binding) =>
+  createTransport(binding === 'JSONRPC' ? { url: server.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' } : { url: server.url, protocolBinding: 'HTTP+JSON', protocolVersion: binding.endsWith('0.3') ? '0.3' : '1.0' });
+
+/** A task of the agent's own (not proven ours: another context, our message not in its history). */
+const theirs = { id: 'T5', contextId: 'agents-own', status: { state: 'TASK_STATE_WORKING' } };
+const spellings: Record<string, (task: object) => unknown> = {
+  bare: (task) => task,
+  wrapped: (task) => ({ task }),
+  'v0.3 kind': (task) => ({ ...task, kind: 'task', status: { state: 'working' } }),
+  'envelope, another id': (task) => ({ jsonrpc: '2.0', id: 'someone-else', result: { task } }),
+  'envelope, no id': (task) => ({ jsonrpc: '2.0', id: null, result: task }),
+};
+/** Bodies that name no task: the status stays the verdict. */
+const noTask: Record<string, string> = {
+  html: '<html><body>Not Found</body></html>',
+  empty: '{}',
+  'a Message': JSON.stringify({ message: { messageId: 'why', contextId: 'c-ours', role: 'ROLE_AGENT', parts: [{ text: 'invalid request' }] } }),
+  'a task id alone': JSON.stringify({ task: { id: 'T5' } }),
+};
+const STATUSES = [400, 404, 405, 410, 413, 415, 422];
+
+const outcome = (binding: Binding) => transport(binding).sendMessage({ message }).then((value) => ({ value }), (error: unknown) => error);
+
+describe('property: a 4xx whose body names a task is never "nothing created"', () => {
+  it('over bindings, statuses, spellings and content types: an A2A error with effect maybe, never the task adopted', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom<Binding>('JSONRPC', 'HTTP+JSON 1.0', 'HTTP+JSON 0.3'),
+        fc.constantFrom(...STATUSES),
+        fc.constantFrom(...Object.keys(spellings)),
+        fc.constantFrom('application/json', 'application/a2a+json', 'text/plain'),
+        async (binding, status, spelling, contentType) => {
+          answer = { status, body: JSON.stringify(spellings[spelling]!(theirs)), contentType };
+          const error = await outcome(binding);
+          expect(error, JSON.stringify(error)).toBeInstanceOf(A2AError);
+          expect(sendEffectOf(error)).toBe('maybe');
+        },
+      ),
+      { numRuns: 120 },
+    );
+  });
+
+  it('bodies naming no task keep the status\'s verdict (a refusal)', async () => {
+    for (const binding of ['JSONRPC', 'HTTP+JSON 1.0', 'HTTP+JSON 0.3'] as const) {
+      for (const [name, body] of Object.entries(noTask)) {
+        answer = { status: 400, body, contentType: name === 'html' ? 'text/html' : 'application/json' };
+        const error = await outcome(binding);
+        expect(error, `${binding} ${name}`).toBeInstanceOf(A2AError);
+        expect(sendEffectOf(error), `${binding} ${name}`).toBe('none');
+      }
+    }
+  });
+});

@@ -1,0 +1,90 @@
+/**
+ * Red-team round 12: agent answers attack10 did not try. Real redis-server, real fleet, scripted raw JSON-RPC agents
+ * and a raw h2c gRPC agent (exact bytes); the HTTP+JSON cases are in `rest-framing.test.ts`.
+ */
+import http2 from 'node:http2';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { describe, expect, it } from 'vitest';
+import { finished, useFieldCases } from '../harness/field-cases.ts';
+import { startRawAgent } from '../harness/raw-agent.ts';
+import { task } from '../harness/scripted-agent.ts';
+
+const h = useFieldCases();
+
+describe('attack12: a JSON-RPC SendMessage answered in a 4xx whose body is a task not proven ours', () => {
+  // The agent created a task (the body names one), whatever the status: never "nothing created" (FAILED would let the
+  // step go to another agent), never adopted either (not proven ours: another request's id, or none and another context).
+  const agentsOwn = () => task('T5', 'WORKING', { contextId: 'agents-own' });
+  const bodies: [string, (id: unknown) => unknown][] = [
+    ['a JSON-RPC envelope with another request\'s id', () => ({ jsonrpc: '2.0', id: 'someone-else', result: { task: agentsOwn() } })],
+    ['a JSON-RPC envelope without an id', () => ({ jsonrpc: '2.0', id: null, result: { task: agentsOwn() } })],
+    ['a bare Task', () => agentsOwn()],
+  ];
+  for (const status of [400, 404, 422]) {
+    for (const [name, body] of bodies) {
+      it(`HTTP ${status}, ${name}: not FAILED, one SendMessage`, async () => {
+        const { producer, agent, id } = await h.setUpAndDelegate(() => ({
+          SendMessage: (_params, call) => ({ http: { status, body: JSON.stringify(body(call.id)) } }),
+          ListTasks: () => ({ result: { tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 } }),
+        }), { reconcileIntervalMs: 300 });
+        const record = await finished(producer, id, 30_000);
+        expect(record.state, JSON.stringify(record.error)).not.toBe('FAILED');
+        expect(record.taskId).toBeUndefined();
+        expect(agent.count('SendMessage')).toBe(1);
+      }, 45_000);
+    }
+  }
+});
+
+describe('attack12: a gRPC SendMessage answered with one message over our size cap', () => {
+  // The agent answered (a message arrived): as an answer over a limit on JSON-RPC and HTTP+JSON (A31), a person
+  // decides; never "nothing happened". Before, grpc-js's local RESOURCE_EXHAUSTED was a plain protocol error with
+  // delivery maybe: the search, which sees no task at this agent, resent our message.
+  it('SendMessage answers a 64 MiB message, ListTasks lists nothing: AMBIGUOUS LIMIT_EXCEEDED, one SendMessage', async () => {
+    const paths: string[] = [];
+    const grpc = http2.createServer();
+    grpc.on('stream', (stream, headers) => {
+      const path = String(headers[':path']);
+      paths.push(path);
+      stream.on('error', () => undefined);
+      stream.on('data', () => undefined);
+      stream.on('end', () => {
+        stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+        const header = Buffer.alloc(5);
+        // SendMessage: a message declared 64 MiB long (a few bytes of it follow); anything else: an empty message.
+        header.writeUInt32BE(path.endsWith('/SendMessage') ? 64 * 1024 * 1024 : 0, 1);
+        stream.write(path.endsWith('/SendMessage') ? Buffer.concat([header, Buffer.alloc(1024, 0x0a)]) : header);
+        stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+        stream.end();
+      });
+    });
+    grpc.listen(0, '127.0.0.1');
+    await once(grpc, 'listening');
+    const grpcUrl = `http://127.0.0.1:${(grpc.address() as AddressInfo).port}`;
+    const card = await startRawAgent((request, response) => {
+      const text = JSON.stringify({
+        name: 'gRPC', description: 'answers too much', version: '1.0.0',
+        capabilities: { streaming: false, pushNotifications: false },
+        defaultInputModes: ['text'], defaultOutputModes: ['text'],
+        skills: [{ id: 'book', name: 'book', description: 'book', tags: [] }],
+        supportedInterfaces: [{ protocolBinding: 'GRPC', url: grpcUrl, protocolVersion: '1.0' }],
+      });
+      response.writeHead(request.url?.startsWith('/.well-known/agent-card.json') ? 200 : 404, { 'content-type': 'application/json' });
+      response.end(text);
+    });
+    try {
+      const prefix = h.newPrefix();
+      const producer = h.producer(prefix);
+      await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
+      const { id } = await producer.delegate({ agent: `${card.url}/.well-known/agent-card.json`, text: 'go', idempotencyKey: `${prefix}-1` });
+      const record = await finished(producer, id, 30_000);
+      expect(record.state).toBe('AMBIGUOUS');
+      expect(record.error?.code).toBe('LIMIT_EXCEEDED');
+      expect(paths.filter((path) => path.endsWith('/SendMessage'))).toHaveLength(1);
+    } finally {
+      await card.close();
+      await new Promise<void>((resolve) => grpc.close(() => resolve()));
+    }
+  }, 45_000);
+});
