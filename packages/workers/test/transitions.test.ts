@@ -699,3 +699,27 @@ describe('a task that belongs to another delegation', () => {
     );
   });
 });
+
+describe('a cancel refused while the agent has our answer', () => {
+  it('property: a parked task whose current question our sent reply answered is followed (its result kept), whatever the refusal or the rounds; an unanswered one goes to a person', () => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom<JournalState>('INPUT_REQUIRED', 'AUTH_REQUIRED'),
+        fc.constantFrom('TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED') as fc.Arbitrary<TaskState>,
+        fc.constantFrom(undefined, 'pending', 'sending', 'sent', 'refused'),
+        fc.constantFrom('q1', 'q2', undefined),
+        fc.option(fc.constant('Task cannot be canceled'), { nil: undefined }),
+        fc.integer({ min: 1, max: 6 }),
+        (state, taskState, replyState, replyForQuestion, refused, parkedRounds) => {
+          const record = recordIn(state, { questionKey: 'q1', ...(replyState ? { replyState: replyState as DelegationRecord['replyState'], replyMessageId: 'r1' } : {}), ...(replyForQuestion ? { replyForQuestion } : {}) });
+          const observation = { kind: 'cancel-answered' as const, task: task(taskState), ownership: { kind: 'proven' as const, by: 'task-id' as const }, parkedRounds, ...(refused !== undefined ? { refused } : {}) };
+          const step = transition(record, observation, policy);
+          const answered = replyState === 'sent' && replyForQuestion === 'q1';
+          if (!answered && (refused !== undefined || parkedRounds >= policy.unacceptableAnswerLimit)) expect(step.next).toMatchObject({ kind: 'needs-person', code: 'CANCEL_REFUSED' });
+          else expect(step.next).toEqual({ kind: 'route', plan: { cancelIfRequested: false } });
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+});

@@ -249,7 +249,10 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // A task the agent will not cancel that waits for an answer: the stopping workflow never gives one (its answers
       // are refused), so it would wait for ever, CancelTask again every reconcile interval. A person decides.
       // The same when the agent accepts CancelTask round after round and its task still waits (`unacceptableAnswerLimit`).
-      const waits = isParked(journalStateOf(observation.task.status.state));
+      // Not when the agent has our answer to the question it shows (the reply sent: it asks nothing new): the task is
+      // about to work on it, not waiting for ever; it is followed (the progress rule bounds it) and its result kept.
+      const answered = record.replyState === 'sent' && record.replyForQuestion !== undefined && record.replyForQuestion === record.questionKey;
+      const waits = isParked(journalStateOf(observation.task.status.state)) && !answered;
       if (waits && (observation.refused !== undefined || (observation.parkedRounds ?? 0) >= policy.unacceptableAnswerLimit)) {
         const how = observation.refused !== undefined ? `refused CancelTask of task ${record.taskId} (${observation.refused})` : `answered CancelTask of task ${record.taskId} ${observation.parkedRounds} times without canceling it`;
         const message = `the workflow is stopping; the agent ${how} and the task waits for an answer that will not come (${observation.task.status.state}); it may have done part of its work`;

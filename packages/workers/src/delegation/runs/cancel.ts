@@ -26,9 +26,13 @@ export async function cancelTask(ctx: WorkerContext, record: DelegationRecord): 
   }
   const observation = await cancelObservation(ctx, record);
   // A task still waiting for an answer after the agent answered the cancel: counted, so the row goes to a person
-  // after a few rounds instead of CancelTask every reconcile interval for ever (the cancel-answered row).
+  // after a few rounds instead of CancelTask every reconcile interval for ever (the cancel-answered row). A round is
+  // a reconcile round: answers within half an interval of a counted one (several cancel requests, a late cancel, a
+  // stop, a retried job) are that round, not more (an agent that cancels asynchronously gets its rounds' time).
   if (observation.kind === 'cancel-answered' && observation.refused === undefined && isParked(journalStateOf(observation.task.status.state))) {
-    observation.parkedRounds = await ctx.journal.countRound(record, 'cancel-parked', PARKED_ROUNDS_TTL_MS);
+    if (await ctx.journal.markOnce(record, 'cancel-parked-round', ctx.workerId, Math.max(1, Math.floor(ctx.options.reconcileIntervalMs / 2)))) {
+      observation.parkedRounds = await ctx.journal.countRound(record, 'cancel-parked', PARKED_ROUNDS_TTL_MS);
+    }
   }
   const applied = await apply(ctx, record, observation, { source: 'cancel' });
   return applied.next === 'settle' ? 'cancel-finished' : 'cancel-sent';

@@ -1,0 +1,110 @@
+/**
+ * A CancelTask the agent accepts while its task still waits for an answer (an agent that cancels asynchronously):
+ * the attempt goes to a person (CANCEL_REFUSED) only after three reconcile rounds that found it still waiting, never
+ * after three CancelTask answers that came close together (several cancel requests of a person, a late cancel, a
+ * stop): those are one round. Before, every answer counted: a person pressing cancel three times sent a task the
+ * agent was canceling to a person (NEEDS_ATTENTION CANCEL_LOST_RACE, only `abandon`, FAILED) instead of CANCELED.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { eventually } from '../harness/fleet.ts';
+import { useFieldCases } from '../harness/field-cases.ts';
+import { agentMessage, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+
+const h = useFieldCases();
+
+/** The workflow's view once it ended or waits for a person. */
+const settled = <V extends { state: string }>(p: { get(id: string): Promise<V> }, id: string) =>
+  eventually(async () => {
+    const current = await p.get(id);
+    return ['CANCELED', 'FAILED', 'NEEDS_ATTENTION', 'COMPLETED'].includes(current.state) && current;
+  }, 'the workflow ends', 30_000);
+
+/** T1 asks "how many?"; CancelTask is accepted and answered with the task as it is; it shows CANCELED once `done.value`. */
+const slowToCancel = (done: { value: boolean }) => (seen: { contextId?: string }): ScriptedHandlers => {
+  const current = () =>
+    done.value
+      ? task('T1', 'CANCELED', { contextId: seen.contextId, timestamp: h.at(2) })
+      : task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, timestamp: h.at(1), message: agentMessage('how many?', { taskId: 'T1', contextId: seen.contextId }) });
+  return {
+    SendMessage: (params) => {
+      seen.contextId ??= params.message.contextId;
+      return { result: { task: { ...current(), history: [params.message] } } };
+    },
+    GetTask: () => ({ result: current() }),
+    SubscribeToTask: () => ({ sse: [taskEvent(current())], endAfter: 'close' }),
+    CancelTask: () => ({ result: current() }),
+  };
+};
+
+describe('a cancel requested several times of an agent that cancels its waiting task asynchronously', () => {
+  it('property: over 2..4 cancel requests in a row, the workflow ends CANCELED once the agent canceled, never sent to a person', async () => {
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 2, max: 4 }), async (requests) => {
+        const done = { value: false };
+        const { producer: p, agent, prefix } = await h.setUp(slowToCancel(done), { reconcileIntervalMs: 4_000 });
+        const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: `slow-cancel-${++n}` });
+        await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+        for (let request = 0; request < requests; request += 1) await p.cancel(id);
+        const fleet = await h.fleetFor(prefix);
+        await eventually(async () => agent.count('CancelTask') >= requests, 'every request\'s CancelTask answered', 15_000);
+        await eventually(async () => {
+          const counts = await fleet.context.queues.send.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+          return Object.values(counts).every((count) => count === 0) && agent.openRequests() === 0;
+        }, 'the cancel jobs done', 15_000);
+        // The agent's cancel completes now: the next reconcile round finds the task CANCELED.
+        done.value = true;
+        const view = await settled(p, id);
+        expect(view.state).toBe('CANCELED');
+        expect(view.steps[0]!.attempts[0]!.state).toBe('CANCELED');
+        await h.closeFleetsAndProducers();
+      }),
+      { numRuns: 3 },
+    );
+  });
+});
+
+/**
+ * T1 asks "how many?"; our answer is taken into its history while the task still shows the question (the agent works
+ * on answers asynchronously); CancelTask is refused while it works; it completes ("booked") once `done.value`.
+ */
+const answeredThenBusy = (done: { value: boolean }) => (seen: { contextId?: string; answered?: boolean; history?: unknown[] }): ScriptedHandlers => {
+  const current = () =>
+    done.value && seen.answered
+      ? task('T1', 'COMPLETED', { contextId: seen.contextId, timestamp: h.at(2), artifacts: { a1: 'booked' } })
+      : task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, timestamp: h.at(1), message: agentMessage('how many?', { messageId: 'q-how-many', taskId: 'T1', contextId: seen.contextId }), ...(seen.history ? { history: seen.history } : {}) });
+  return {
+    SendMessage: (params) => {
+      seen.contextId ??= params.message.contextId;
+      seen.history = [...(seen.history ?? []), params.message];
+      if (params.message.taskId === 'T1') seen.answered = true;
+      return { result: { task: current() } };
+    },
+    GetTask: () => ({ result: current() }),
+    SubscribeToTask: () => ({ sse: [taskEvent(current())], endAfter: 'close' }),
+    CancelTask: () => (done.value ? { result: current() } : { error: { code: -32002, message: 'Task cannot be canceled: working on your answer' } }),
+  };
+};
+
+describe('a cancel refused while the agent works on the answer it already has', () => {
+  it('the attempt is followed to its end and its result kept (COMPLETED, a person decides CANCEL_LOST_RACE with it), never AMBIGUOUS CANCEL_REFUSED', async () => {
+    const done = { value: false };
+    const { producer: p, agent } = await h.setUp(answeredThenBusy(done), { reconcileIntervalMs: 300 });
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'answered-then-cancel' });
+    await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+    await p.reply(id, 'six people');
+    const ref = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => (await p.journal.getDelegation(ref))?.replyState === 'sent', 'the answer delivered', 15_000);
+    await p.cancel(id);
+    await eventually(async () => agent.count('CancelTask') >= 1 && agent.count('GetTask') >= 1, 'the refused cancel read the task', 15_000);
+    await eventually(async () => {
+      const row = await p.journal.getDelegation(ref);
+      return (row?.state === 'AMBIGUOUS' || agent.count('CancelTask') >= 2) && agent.openRequests() === 0;
+    }, 'a second cancel round, or a person', 15_000);
+    done.value = true;
+    const view = await settled(p, id);
+    expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'COMPLETED' });
+    expect(view).toMatchObject({ state: 'NEEDS_ATTENTION', attention: { code: 'CANCEL_LOST_RACE', delegationId: 'main.1' } });
+  });
+});
