@@ -4,8 +4,9 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { artifactText, finished, useFieldCases, viewOf } from '../harness/field-cases.ts';
-import { AU, SU, ev, task, taskEvent } from '../harness/scripted-agent.ts';
+import { artifactText, finished, recordOf, useFieldCases, viewOf } from '../harness/field-cases.ts';
+import { eventually } from '../harness/fleet.ts';
+import { AU, SU, ev, task, taskEvent, userMessage } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
 
@@ -68,4 +69,25 @@ describe('review12: artifacts streamed after a Task snapshot that held none', ()
       { numRuns: 12 },
     );
   }, 300_000);
+});
+
+describe('review12: adoption by context never takes a task the listing only claims is in our context', () => {
+  it('an agent stamping the ListTasks filter\'s contextId on its one task (another client\'s, its own context when read): never adopted', async () => {
+    let contextId = '';
+    const theirs = (stamp: boolean) => task('T9', 'COMPLETED', { contextId: stamp ? contextId : 'someone-elses', history: [userMessage('their-message', 'theirs')], artifacts: { a1: 'their result' } });
+    const agent = await h.agentWith({
+      SendMessage: () => ({ result: { task: task('T1', 'COMPLETED', { contextId, artifacts: { a1: 'ours' } }) } }),
+      ListTasks: (params) => ({ result: { tasks: [theirs(params.contextId === contextId)], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
+      GetTask: () => ({ result: theirs(false) }),
+    });
+    const { producer, id } = await h.sentNotRecorded(agent, () => undefined);
+    contextId = (await recordOf(producer, id))!.requestedContextId!;
+    await eventually(async () => {
+      const record = await recordOf(producer, id);
+      return record?.state === 'AMBIGUOUS' || record?.state === 'COMPLETED' || record?.taskId !== undefined;
+    }, 'a verdict', 30_000);
+    const record = await recordOf(producer, id);
+    expect(record?.taskId).not.toBe('T9');
+    if (record?.state === 'COMPLETED') expect(artifactText(await viewOf(producer, id), 'a1')).toBe('ours');
+  }, 45_000);
 });
