@@ -129,8 +129,11 @@ function errorFromHttpBody(status: number, contentType: string | undefined, body
   return new Class(`HTTP ${status} (${contentType ?? 'no content type'})`, { ...base, bodyExcerpt: excerpt(bodyText) });
 }
 
-/** A Task as any binding spells it (1.0, 0.3 `kind: "task"`): an id and a status. */
-const TaskLikeSchema = z.looseObject({ id: z.string().min(1), status: z.looseObject({}) });
+/**
+ * A Task as any binding spells it (1.0, 0.3 `kind: "task"`): an id and a TaskStatus, which always has a `state`
+ * (`TaskStatusSchema` in `schema.ts`). An error body's `{id, status: {code, message}}` is no task (review12: it went to a person).
+ */
+const TaskLikeSchema = z.looseObject({ id: z.string().min(1), status: z.looseObject({ state: z.string().min(1) }) });
 
 /**
  * Whether an answer's body names a task: a Task, `{task}` (SendMessage 1.0), or a JSON-RPC success envelope whose

@@ -42,9 +42,15 @@ describe('property: a gRPC answer over the size cap arrived', () => {
     const transport = new GrpcTransport({ url, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000, maxEventSizeChars: CAP });
     try {
       await fc.assert(
-        fc.asyncProperty(fc.integer({ min: CAP + 1, max: 256 * 1024 * 1024 }), fc.integer({ min: 0, max: CAP * 2 }), fc.constantFrom('send', 'get'), async (declared, sent, call) => {
+        fc.asyncProperty(fc.integer({ min: CAP + 1, max: 256 * 1024 * 1024 }), fc.integer({ min: 0, max: CAP * 2 }), fc.constantFrom('send', 'get', 'subscribe'), async (declared, sent, call) => {
           answer = { declared, sent: Math.min(sent, declared) };
-          const request = call === 'send' ? transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] } }) : transport.getTask({ id: 'T1' });
+          const drain = async (stream: AsyncIterable<unknown>) => {
+            for await (const _event of stream) void _event;
+          };
+          const request =
+            call === 'send' ? transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] } })
+            : call === 'get' ? transport.getTask({ id: 'T1' })
+            : drain(transport.subscribeToTask({ id: 'T1' }));
           const error = await request.then(() => undefined, (caught: unknown) => caught);
           expect(error).toBeInstanceOf(A2AError);
           expect((error as A2AError).code).toBe('LIMIT_EXCEEDED');

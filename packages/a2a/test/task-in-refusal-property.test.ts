@@ -45,7 +45,7 @@ const noTask: Record<string, string> = {
   'a Message': JSON.stringify({ message: { messageId: 'why', contextId: 'c-ours', role: 'ROLE_AGENT', parts: [{ text: 'invalid request' }] } }),
   'a task id alone': JSON.stringify({ task: { id: 'T5' } }),
 };
-const STATUSES = [400, 404, 405, 410, 413, 415, 422];
+const STATUSES = [400, 404, 405, 409, 410, 413, 415, 422];
 
 const outcome = (binding: Binding) => transport(binding).sendMessage({ message }).then((value) => ({ value }), (error: unknown) => error);
 
@@ -77,5 +77,26 @@ describe('property: a 4xx whose body names a task is never "nothing created"', (
         expect(sendEffectOf(error), `${binding} ${name}`).toBe('none');
       }
     }
+  });
+
+  it('property (review12): error bodies with an id and a status object that is no TaskStatus (no state) are no task: a refusal', async () => {
+    const errorStatus = fc.record({ code: fc.oneof(fc.integer({ min: 400, max: 499 }), fc.constantFrom('NOT_FOUND', 'INVALID_ARGUMENT')), message: fc.string({ maxLength: 20 }) }, { requiredKeys: [] });
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom<Binding>('JSONRPC', 'HTTP+JSON 1.0', 'HTTP+JSON 0.3'),
+        fc.constantFrom(...STATUSES.filter((status) => status !== 409)),
+        fc.string({ minLength: 1, maxLength: 12 }),
+        errorStatus,
+        fc.boolean(),
+        async (binding, status, id, statusObject, wrapped) => {
+          const body = { id, status: statusObject };
+          answer = { status, body: JSON.stringify(wrapped ? { task: body } : body), contentType: 'application/json' };
+          const error = await outcome(binding);
+          expect(error, JSON.stringify(answer)).toBeInstanceOf(A2AError);
+          expect(sendEffectOf(error), JSON.stringify(answer)).toBe('none');
+        },
+      ),
+      { numRuns: 60 },
+    );
   });
 });

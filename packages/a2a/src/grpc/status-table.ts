@@ -99,24 +99,27 @@ export function errorInfoReason(error: Pick<ServiceError, 'metadata'>): string |
 
 /**
  * grpc-js reports a message over `grpc.max_receive_message_length` as a local
- * RESOURCE_EXHAUSTED with this text (`(<received> vs <max>)`); it is our size cap, not the server's quota.
+ * RESOURCE_EXHAUSTED with this text (`(<received> vs <max>)`). A grpc-js server refusing OUR request as over ITS
+ * cap sends the very same text as its status (the handler never ran): only `<max>` equal to our own cap is ours.
  */
-const LOCAL_SIZE_CAP = /^Received message larger than max(?: \((\d+) vs\.? (\d+)\))?/;
+const LOCAL_SIZE_CAP = /^Received message larger than max \((\d+) vs\.? (\d+)\)/;
 
 /**
  * The typed error for a failed gRPC call: the ErrorInfo reason first (known
- * reasons only), then the status code. The gRPC error is kept as `cause`.
+ * reasons only), then the status code. The gRPC error is kept as `cause`. `receiveCapBytes`: our channel's
+ * `grpc.max_receive_message_length`; without it no size error is taken for our cap (the status table decides).
  */
-export function errorFromGrpc(error: ServiceError, url: string): A2AError {
+export function errorFromGrpc(error: ServiceError, url: string, receiveCapBytes?: number): A2AError {
   const reason = errorInfoReason(error);
   const details = { reason, cause: error };
   const message = error.details || `gRPC status ${GrpcStatus[error.code] ?? error.code} from ${url}`;
   const overCap = error.code === GrpcStatus.RESOURCE_EXHAUSTED ? LOCAL_SIZE_CAP.exec(error.details ?? '') : null;
-  if (overCap) {
+  // Reported max not our cap: the server's refusal of our request (review12: read as an answer, a person decided).
+  if (overCap && receiveCapBytes !== undefined && Number(overCap[2]) === receiveCapBytes) {
     // The agent answered (a message arrived, over our cap): as an answer over a limit on the other bindings (A31),
     // delivery received, never "nothing happened" (attack12: a plain protocol error, delivery maybe, let the search
     // resend when it did not see the task).
-    return new LimitExceededError('sseEventBytes', Number(overCap[2] ?? 0), `message from ${url} over the size limit: ${error.details}`, { ...details, delivery: 'received' });
+    return new LimitExceededError('sseEventBytes', receiveCapBytes, `message from ${url} over the size limit: ${error.details}`, { ...details, delivery: 'received' });
   }
   const errorClass = (reason === undefined ? undefined : errorClassForReason(reason)) ?? GRPC_STATUS_TABLE.get(error.code);
   const mapped = errorClass ? new errorClass(message, details) : new ProtocolError(`unknown gRPC status ${error.code}: ${message}`, details);

@@ -23,14 +23,16 @@ export interface GrpcStreamOptions {
   signal?: AbortSignal;
   /** Label for error messages (the interface URL). */
   source: string;
+  /** Our channel's `grpc.max_receive_message_length` in bytes (tells our size cap from the server's, `errorFromGrpc`). */
+  receiveCapBytes?: number;
 }
 
 /** The call's messages; a failed status becomes its typed error. */
-async function* messagesOf(call: ClientReadableStream<Buffer>, source: string): AsyncGenerator<Buffer, void, void> {
+async function* messagesOf(call: ClientReadableStream<Buffer>, source: string, receiveCapBytes: number | undefined): AsyncGenerator<Buffer, void, void> {
   try {
     for await (const chunk of call) yield chunk as Buffer;
   } catch (error) {
-    throw isServiceError(error) ? errorFromGrpc(error, source) : error;
+    throw isServiceError(error) ? errorFromGrpc(error, source, receiveCapBytes) : error;
   }
 }
 
@@ -45,7 +47,7 @@ export async function* followGrpcStream(
   options: GrpcStreamOptions,
 ): EventStream {
   const tracker = new StreamEndTracker();
-  const messages = messagesOf(call, options.source);
+  const messages = messagesOf(call, options.source, options.receiveCapBytes);
   const chunks = new ChunkReader(messages, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, options.signal, options.source);
   try {
     for (;;) {

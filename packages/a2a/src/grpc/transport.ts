@@ -34,10 +34,10 @@ export interface GrpcTransportOptions extends TransportOptions {
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const passBytes = (value: Buffer): Buffer => value;
 
-/** Maps how a call failed: the caller's abort → its reason; a gRPC status → its typed error. */
-function callError(error: unknown, url: string, signal: AbortSignal | undefined): unknown {
+/** Maps how a call failed: the caller's abort → its reason; a gRPC status → its typed error (`receiveCapBytes`: our cap). */
+function callError(error: unknown, url: string, signal: AbortSignal | undefined, receiveCapBytes: number): unknown {
   if (signal?.aborted) return signal.reason;
-  return isServiceError(error) ? errorFromGrpc(error, url) : error;
+  return isServiceError(error) ? errorFromGrpc(error, url, receiveCapBytes) : error;
 }
 
 /**
@@ -73,6 +73,8 @@ export class GrpcTransport implements A2ATransport {
   private readonly service: DescService;
   private readonly requestTimeoutMs: number;
   private readonly idleTimeoutMs: number | undefined;
+  /** Our receive cap in bytes (`grpc.max_receive_message_length`). */
+  private readonly maxMessageBytes: number;
 
   constructor(
     agentInterface: AgentInterface,
@@ -85,9 +87,10 @@ export class GrpcTransport implements A2ATransport {
     this.service = serviceType(mapping.serviceName);
     this.requestTimeoutMs = options.requestTimeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS;
     this.idleTimeoutMs = options.idleTimeoutMs;
+    // One protobuf message is one event: the SSE cap in characters bounds its bytes too.
+    this.maxMessageBytes = options.maxEventSizeChars ?? DEFAULT_MAX_EVENT_SIZE_CHARS;
     this.pool = new GrpcChannelPool(this.url, {
-      // One protobuf message is one event: the SSE cap in characters bounds its bytes too.
-      maxMessageBytes: options.maxEventSizeChars ?? DEFAULT_MAX_EVENT_SIZE_CHARS,
+      maxMessageBytes: this.maxMessageBytes,
       addressPolicy: options.addressPolicy ?? addressPolicyOf(options.dispatcher),
     });
   }
@@ -124,7 +127,7 @@ export class GrpcTransport implements A2ATransport {
       const [client, metadata] = await Promise.all([this.pool.client(), this.metadata()]);
       answer = await this.callUnary(client, method, bytes, metadata, signal);
     } catch (error) {
-      throw callError(error, this.url, signal);
+      throw callError(error, this.url, signal, this.maxMessageBytes);
     }
     return this.decode(name, method, answer, schema);
   }
@@ -151,10 +154,10 @@ export class GrpcTransport implements A2ATransport {
       const [client, metadata] = await Promise.all([this.pool.client(), this.metadata()]);
       call = client.makeServerStreamRequest(methodPath(method), passBytes, passBytes, bytes, metadata, {});
     } catch (error) {
-      throw callError(error, this.url, signal);
+      throw callError(error, this.url, signal, this.maxMessageBytes);
     }
     const decodeEvent = (event: Buffer): StreamResponse => this.decode(name, method, event, StreamResponseSchema);
-    return yield* followGrpcStream(call, decodeEvent, { idleTimeoutMs: this.idleTimeoutMs, signal, source: this.url });
+    return yield* followGrpcStream(call, decodeEvent, { idleTimeoutMs: this.idleTimeoutMs, signal, source: this.url, receiveCapBytes: this.maxMessageBytes });
   }
 
   sendMessage: A2ATransport['sendMessage'] = (request, options) => this.unary('SendMessage', request, SendMessageResponseSchema, options);

@@ -92,6 +92,11 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   let stopped: NextKind | undefined;
   // An event carried artifacts (a terminal status update then needs no GetTask to collect them, R26).
   let sawArtifacts = false;
+  // A Task with "artifacts": [] came after artifacts were streamed (a stale snapshot, or the agent taking them back):
+  // which of them the agent keeps only a full read tells; artifacts streamed after it do not make the view whole
+  // (review12: a1 wiped, a2 streamed, COMPLETED settled without a1). A later Task with artifacts is whole again.
+  let takenBack = false;
+  const artifactsHeld = (): boolean => sawArtifacts && !takenBack;
   // Updates this stream delivered beyond the task snapshot SubscribeToTask sends first (spec §3.1.6). P36: a stream
   // that delivered updates before it ended is not "no progress"; a snapshot-only stream proves nothing new.
   let delivered = 0;
@@ -126,13 +131,15 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
       } else readAheadEvent = ahead?.pending;
       for (const each of responses) {
         // A Task carrying the field replaces the journaled artifacts (`applyTask`): after `[]` none are held any more.
-        if ('task' in each && each.task.artifacts !== undefined) sawArtifacts = each.task.artifacts.length > 0;
-        else if ('artifactUpdate' in each) sawArtifacts = true;
+        if ('task' in each && each.task.artifacts !== undefined) {
+          takenBack = each.task.artifacts.length === 0 && (sawArtifacts || takenBack);
+          sawArtifacts = each.task.artifacts.length > 0;
+        } else if ('artifactUpdate' in each) sawArtifacts = true;
         seen(each);
       }
       const last = responses[responses.length - 1]!;
       // R26: a COMPLETED status update that brought no artifacts: one GetTask collects them first (a full read).
-      const collected = 'statusUpdate' in last && last.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !sawArtifacts ? await collectBeforeTerminal(ctx, record, log) : undefined;
+      const collected = 'statusUpdate' in last && last.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !artifactsHeld() ? await collectBeforeTerminal(ctx, record, log, takenBack) : undefined;
       const result = await sink(collected ?? event(responses));
       if (responses.some((each) => !('task' in each))) delivered++;
       if (result.foreignTaskId) throw new ForeignEventError(`event for task ${result.foreignTaskId} on the stream of ${record.taskId}`);
@@ -161,7 +168,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   // Events held back until the stream ended (a streaming send's finished first status, A34): applied now, in order.
   for (const response of atEnd) {
     const last = atEnd.at(-1) === response;
-    const collected = last && 'statusUpdate' in response && response.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !sawArtifacts ? await collectBeforeTerminal(ctx, record, log) : undefined;
+    const collected = last && 'statusUpdate' in response && response.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !artifactsHeld() ? await collectBeforeTerminal(ctx, record, log, takenBack) : undefined;
     seen(response);
     const result = await sink(collected ?? event([response]));
     if (result.next !== 'continue') return result.next;
@@ -232,14 +239,15 @@ function pairable(record: DelegationRecord, first: StreamResponse, second: Strea
  * R26: before a COMPLETED status update that brought no artifacts is applied, one GetTask collects them: a terminal
  * answer about our task is the observation instead (a full read). An answer older than the stream (not terminal) is
  * read again, at most `STALE_READ_REREADS` times with jittered delays (`staleReadDelayMs`). Undefined when the record
- * already holds artifacts, the answers stay older or are not about our task (the stream's COMPLETED stands, R12), or
+ * already holds artifacts (unless the stream's artifacts were `takenBack` by a Task with none: then the journal's may
+ * lack some the agent keeps), the answers stay older or are not about our task (the stream's COMPLETED stands, R12), or
  * the agent cannot be read (no GetTask: -32601, UnsupportedOperation): the status update is applied alone. Any other
  * failure is its observation (`read-failed`, `task-not-found`): the status update is not applied (a finished row
  * takes no more artifacts; settling now would show a result-less success) and the follow reads the task again.
  */
-async function collectBeforeTerminal(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<Observation | undefined> {
+async function collectBeforeTerminal(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger'], takenBack = false): Promise<Observation | undefined> {
   const view = await ctx.journal.getDelegationView(record);
-  if (!view || view.artifacts.length > 0) return undefined;
+  if (!view || (view.artifacts.length > 0 && !takenBack)) return undefined;
   const why = 'collecting the artifacts of a finished task';
   try {
     const transport = await ctx.agents.transportFor(record);

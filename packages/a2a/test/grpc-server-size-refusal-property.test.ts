@@ -1,0 +1,91 @@
+/**
+ * Property (review12): a gRPC server's own refusal of our request as over ITS receive cap (grpc-js servers answer
+ * RESOURCE_EXHAUSTED "Received message larger than max (<n> vs <server max>)", the very text grpc-js raises locally for
+ * an answer over OUR cap) is the server's status: the handler never ran, nothing was created. It must not be read as
+ * an answer over our cap (LimitExceededError with delivery received: AMBIGUOUS, a person decides). Only the reported
+ * max equal to our own cap is our local cap. A real grpc-js server (handler calls counted) and a raw h2c server that
+ * sends the status trailers-only, over server caps other than ours and calls.
+ */
+import http2 from 'node:http2';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { A2AError } from '../src/errors.ts';
+import { GrpcTransport } from '../src/grpc/transport.ts';
+
+const CAP = 64 * 1024;
+const SERVER_CAP = 256;
+let handled = 0;
+let grpcServer: Server;
+let grpcUrl = '';
+let serverMax = 100;
+let raw: http2.Http2Server;
+let rawUrl = '';
+
+beforeAll(async () => {
+  grpcServer = new Server({ 'grpc.max_receive_message_length': SERVER_CAP });
+  const handler = (_call: unknown, callback: (error: null, value: Buffer) => void) => {
+    handled += 1;
+    callback(null, Buffer.alloc(0));
+  };
+  const path = (method: string) => ({ path: `/lf.a2a.v1.A2AService/${method}`, requestStream: false, responseStream: false, requestSerialize: (value: Buffer) => value, requestDeserialize: (value: Buffer) => value, responseSerialize: (value: Buffer) => value, responseDeserialize: (value: Buffer) => value });
+  grpcServer.addService({ SendMessage: path('SendMessage'), GetTask: path('GetTask') }, { SendMessage: handler, GetTask: handler } as UntypedServiceImplementation);
+  const port = await new Promise<number>((resolve, reject) => grpcServer.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+  grpcUrl = `http://127.0.0.1:${port}`;
+  raw = http2.createServer();
+  raw.on('stream', (stream) => {
+    stream.on('error', () => undefined);
+    stream.on('data', () => undefined);
+    stream.on('end', () => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '8', 'grpc-message': `Received message larger than max (${serverMax + 1} vs ${serverMax})` }, { endStream: true });
+    });
+  });
+  raw.listen(0, '127.0.0.1');
+  await once(raw, 'listening');
+  rawUrl = `http://127.0.0.1:${(raw.address() as AddressInfo).port}`;
+});
+afterAll(async () => {
+  grpcServer.forceShutdown();
+  await new Promise<void>((resolve) => raw.close(() => resolve()));
+});
+
+const outcome = (error: unknown) => ({ code: (error as A2AError).code, delivery: (error as A2AError).delivery });
+
+describe('property: a server refusing our request as over its cap is not an answer over ours', () => {
+  it('a real grpc-js server with a small receive cap: the handler never ran, no LIMIT_EXCEEDED with delivery received', async () => {
+    const transport = new GrpcTransport({ url: grpcUrl, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000, maxEventSizeChars: CAP });
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: SERVER_CAP + 1, max: 8 * 1024 }), async (textLength) => {
+          const error = await transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'b'.repeat(textLength) }] } }).then(() => undefined, (caught: unknown) => caught);
+          expect(error).toBeInstanceOf(A2AError);
+          expect(outcome(error)).not.toEqual({ code: 'LIMIT_EXCEEDED', delivery: 'received' });
+        }),
+        { numRuns: 10 },
+      );
+      expect(handled).toBe(0);
+    } finally {
+      transport.close();
+    }
+  });
+
+  it('a raw server sending that status trailers-only, over server caps other than ours and calls', async () => {
+    const transport = new GrpcTransport({ url: rawUrl, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000, maxEventSizeChars: CAP });
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 1, max: 256 * 1024 * 1024 }).filter((max) => max !== CAP), fc.constantFrom('send', 'get'), async (max, call) => {
+          serverMax = max;
+          const request = call === 'send' ? transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] } }) : transport.getTask({ id: 'T1' });
+          const error = await request.then(() => undefined, (caught: unknown) => caught);
+          expect(error).toBeInstanceOf(A2AError);
+          expect(outcome(error)).not.toEqual({ code: 'LIMIT_EXCEEDED', delivery: 'received' });
+        }),
+        { numRuns: 40 },
+      );
+    } finally {
+      transport.close();
+    }
+  });
+});

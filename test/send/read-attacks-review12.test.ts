@@ -1,0 +1,93 @@
+/**
+ * Review of attack12: a stream whose Task snapshot with "artifacts": [] (stale, or an agent taking its result back)
+ * comes between artifact updates. Real redis-server, real fleet, scripted raw JSON-RPC agent (exact bytes).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { artifactText, finished, recordOf, useFieldCases, viewOf } from '../harness/field-cases.ts';
+import { eventually } from '../harness/fleet.ts';
+import { AU, SU, ev, task, taskEvent, userMessage } from '../harness/scripted-agent.ts';
+
+const h = useFieldCases();
+
+describe('review12: artifacts streamed after a Task snapshot that held none', () => {
+  it('a1, a Task WORKING with "artifacts": [], a2 (whole), COMPLETED: the record holds a1 and a2 (read in full), one send', async () => {
+    const { producer, agent, id } = await h.setUpAndDelegate(
+      () => ({
+        SendStreamingMessage: (params) => {
+          const contextId = params.message.contextId;
+          return {
+            sse: [
+              taskEvent(task('T1', 'SUBMITTED', { contextId, history: [params.message] })),
+              ev(AU('a1', false, true, 'booked', { contextId })),
+              taskEvent(task('T1', 'WORKING', { contextId, artifacts: [] })),
+              ev(AU('a2', false, true, 'receipt', { contextId })),
+              ev(SU('COMPLETED', { contextId })),
+            ],
+            endAfter: 'close',
+          };
+        },
+        GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: { a1: 'booked', a2: 'receipt' } }) }),
+      }),
+      { streamingSends: true },
+    );
+    const record = await finished(producer, id, 30_000);
+    expect(record.state).toBe('COMPLETED');
+    const view = await viewOf(producer, id);
+    expect(artifactText(view, 'a2')).toBe('receipt');
+    expect(artifactText(view, 'a1')).toBe('booked');
+    expect(agent.count('SendStreamingMessage') + agent.count('SendMessage')).toBe(1);
+  }, 45_000);
+
+  it('property: artifacts streamed whole, Task snapshots with "artifacts": [] anywhere between them, COMPLETED: the record holds what the agent holds (its GetTask)', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.boolean(), { minLength: 1, maxLength: 4 }), fc.boolean(), async (snapshotAfter, workingBetween) => {
+        const names = snapshotAfter.map((_, index) => `a${index + 1}`);
+        const { producer, agent, id } = await h.setUpAndDelegate(
+          () => ({
+            SendStreamingMessage: (params) => {
+              const contextId = params.message.contextId;
+              const frames = [taskEvent(task('T1', 'SUBMITTED', { contextId, history: [params.message], artifacts: [] }))];
+              snapshotAfter.forEach((snapshot, index) => {
+                frames.push(ev(AU(names[index]!, false, true, `text ${index + 1}`, { contextId })));
+                if (workingBetween) frames.push(ev(SU('WORKING', { contextId })));
+                if (snapshot) frames.push(taskEvent(task('T1', 'WORKING', { contextId, artifacts: [] })));
+              });
+              frames.push(ev(SU('COMPLETED', { contextId })));
+              return { sse: frames, endAfter: 'close' };
+            },
+            GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: Object.fromEntries(names.map((name, index) => [name, `text ${index + 1}`])) }) }),
+          }),
+          { streamingSends: true },
+        );
+        const record = await finished(producer, id, 30_000);
+        expect(record.state).toBe('COMPLETED');
+        const view = await viewOf(producer, id);
+        for (const [index, name] of names.entries()) expect(artifactText(view, name), JSON.stringify({ snapshotAfter, workingBetween, name })).toBe(`text ${index + 1}`);
+        expect(agent.count('SendStreamingMessage') + agent.count('SendMessage')).toBe(1);
+      }),
+      { numRuns: 12 },
+    );
+  }, 300_000);
+});
+
+describe('review12: adoption by context never takes a task the listing only claims is in our context', () => {
+  it('an agent stamping the ListTasks filter\'s contextId on its one task (another client\'s, its own context when read): never adopted', async () => {
+    let contextId = '';
+    const theirs = (stamp: boolean) => task('T9', 'COMPLETED', { contextId: stamp ? contextId : 'someone-elses', history: [userMessage('their-message', 'theirs')], artifacts: { a1: 'their result' } });
+    const agent = await h.agentWith({
+      SendMessage: () => ({ result: { task: task('T1', 'COMPLETED', { contextId, artifacts: { a1: 'ours' } }) } }),
+      ListTasks: (params) => ({ result: { tasks: [theirs(params.contextId === contextId)], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
+      GetTask: () => ({ result: theirs(false) }),
+    });
+    const { producer, id } = await h.sentNotRecorded(agent, () => undefined);
+    contextId = (await recordOf(producer, id))!.requestedContextId!;
+    await eventually(async () => {
+      const record = await recordOf(producer, id);
+      return record?.state === 'AMBIGUOUS' || record?.state === 'COMPLETED' || record?.taskId !== undefined;
+    }, 'a verdict', 30_000);
+    const record = await recordOf(producer, id);
+    expect(record?.taskId).not.toBe('T9');
+    if (record?.state === 'COMPLETED') expect(artifactText(await viewOf(producer, id), 'a1')).toBe('ours');
+  }, 45_000);
+});
