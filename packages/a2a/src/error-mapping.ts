@@ -88,7 +88,9 @@ export function errorFromJsonRpc(errorObject: unknown, rawBody: string, httpStat
  * body, `ErrorInfo.reason` wins over the status because several errors share 400.
  * A non-JSON body (say, a proxy's HTML page) is an `UpstreamError` for 5xx/408/429,
  * an `AuthenticationError` for 401/403, and otherwise a `ProtocolError` with an
- * excerpt: an HTML 404 means a wrong URL, not a missing task.
+ * excerpt: an HTML 404 means a wrong URL, not a missing task. A body that is a task
+ * (`namesTask`) on any other status, 401/403 and A2A error bodies included, is an
+ * `InvalidAgentResponseError` (effect maybe): the agent has a task, ours or not.
  */
 export function errorFromHttp(status: number, contentType: string | undefined, bodyText: string, headers?: Readonly<Record<string, string>>): A2AError {
   return withStatusRetryAfter(errorFromHttpBody(status, contentType, bodyText), status, headers);
@@ -106,8 +108,14 @@ export function withStatusRetryAfter(error: A2AError, status: number, headers?: 
 /** `errorFromHttp` without the headers. */
 function errorFromHttpBody(status: number, contentType: string | undefined, bodyText: string): A2AError {
   const base = { httpStatus: status, cause: bodyText };
-  if (status === 401 || status === 403) return new AuthenticationError(`HTTP ${status}`, base);
   const json = isJsonMediaType(contentType) ? tryParseJson(bodyText) : undefined;
+  const transient = status >= 500 || status === 408 || status === 429;
+  // A body naming a task says a task exists, whatever the status: never a refusal, a 401/403's "nothing created" or an
+  // error body's verdict included (attack12: FAILED, the work done twice; review: a 401 with a task was resent).
+  if (!transient && namesTask(json ?? tryParseJson(bodyText))) {
+    return new InvalidAgentResponseError(`HTTP ${status} whose body is a task the answer does not prove ours`, { ...base, bodyExcerpt: excerpt(bodyText) });
+  }
+  if (status === 401 || status === 403) return new AuthenticationError(`HTTP ${status}`, base);
   // A JSON-RPC envelope on an error status (some JSON-RPC servers answer 4xx/5xx with one).
   if (json !== null && typeof json === 'object' && 'jsonrpc' in json && 'error' in json) {
     return errorFromJsonRpc((json as { error: unknown }).error, bodyText, status);
@@ -119,11 +127,6 @@ function errorFromHttpBody(status: number, contentType: string | undefined, body
     const errorClass = (reason === undefined ? undefined : errorClassForReason(reason)) ?? errorClassForHttpStatus(status);
     if (errorClass) return new errorClass(message || undefined, { ...base, reason });
     return new ProtocolError(`HTTP ${status}: ${message ?? ''}`, { ...base, reason, bodyExcerpt: excerpt(bodyText) });
-  }
-  const transient = status >= 500 || status === 408 || status === 429;
-  // A body naming a task says a task exists, whatever the status: never a refusal (attack12: FAILED, the work done twice).
-  if (!transient && namesTask(json ?? tryParseJson(bodyText))) {
-    return new InvalidAgentResponseError(`HTTP ${status} whose body is a task the answer does not prove ours`, { ...base, bodyExcerpt: excerpt(bodyText) });
   }
   const Class = transient ? UpstreamError : ProtocolError;
   return new Class(`HTTP ${status} (${contentType ?? 'no content type'})`, { ...base, bodyExcerpt: excerpt(bodyText) });

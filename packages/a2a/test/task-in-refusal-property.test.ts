@@ -37,6 +37,7 @@ const spellings: Record<string, (task: object) => unknown> = {
   'v0.3 kind': (task) => ({ ...task, kind: 'task', status: { state: 'working' } }),
   'envelope, another id': (task) => ({ jsonrpc: '2.0', id: 'someone-else', result: { task } }),
   'envelope, no id': (task) => ({ jsonrpc: '2.0', id: null, result: task }),
+  'beside an error body': (task) => ({ error: { code: 404, status: 'NOT_FOUND', message: 'task not found' }, task }),
 };
 /** Bodies that name no task: the status stays the verdict. */
 const noTask: Record<string, string> = {
@@ -45,7 +46,7 @@ const noTask: Record<string, string> = {
   'a Message': JSON.stringify({ message: { messageId: 'why', contextId: 'c-ours', role: 'ROLE_AGENT', parts: [{ text: 'invalid request' }] } }),
   'a task id alone': JSON.stringify({ task: { id: 'T5' } }),
 };
-const STATUSES = [400, 404, 405, 409, 410, 413, 415, 422];
+const STATUSES = [400, 401, 403, 404, 405, 409, 410, 413, 415, 422];
 
 const outcome = (binding: Binding) => transport(binding).sendMessage({ message }).then((value) => ({ value }), (error: unknown) => error);
 
@@ -71,10 +72,12 @@ describe('property: a 4xx whose body names a task is never "nothing created"', (
   it('bodies naming no task keep the status\'s verdict (a refusal)', async () => {
     for (const binding of ['JSONRPC', 'HTTP+JSON 1.0', 'HTTP+JSON 0.3'] as const) {
       for (const [name, body] of Object.entries(noTask)) {
-        answer = { status: 400, body, contentType: name === 'html' ? 'text/html' : 'application/json' };
-        const error = await outcome(binding);
-        expect(error, `${binding} ${name}`).toBeInstanceOf(A2AError);
-        expect(sendEffectOf(error), `${binding} ${name}`).toBe('none');
+        for (const status of [400, 401, 403]) {
+          answer = { status, body, contentType: name === 'html' ? 'text/html' : 'application/json' };
+          const error = await outcome(binding);
+          expect(error, `${binding} ${status} ${name}`).toBeInstanceOf(A2AError);
+          expect(sendEffectOf(error), `${binding} ${status} ${name}`).toBe('none');
+        }
       }
     }
   });
