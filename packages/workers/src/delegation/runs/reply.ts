@@ -78,6 +78,8 @@ export async function sendReply(ctx: WorkerContext, record: DelegationRecord, jo
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/reply/${job.id}`);
   const token = `${ctx.workerId}/${job.id}/${randomUUID()}`;
   const taken = await ctx.journal.takeReplySend(ref, fence, record.replyMessageId, token, ctx.options.sendSettleMs);
+  // A stop that landed after the read above: the take itself refused (atomic with the workflow's flags), held back alike.
+  if (taken === 'workflow-stopping') return 'workflow-stopping';
   if (taken === 'busy') {
     const current = await ctx.journal.getDelegation(ref);
     if (current?.replyMessageId === record.replyMessageId && current.replyState === 'sending') throw new ReplyInFlightError(ref);
