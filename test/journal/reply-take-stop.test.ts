@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Journal } from '@durable-a2a/shared';
+import { Journal, isWorkflowStopping } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 
@@ -45,6 +45,27 @@ describe('review13: a reply journaled before its workflow stopped is never taken
         const { outcome, replyState } = await takeAfterStop(kind, stop, via);
         expect(outcome, JSON.stringify({ kind, stop, via })).toBe(via === 'take' ? (goes ? 'taken' : 'workflow-stopping') : goes);
         expect(replyState).toBe(goes ? 'sending' : 'pending');
+      }),
+      { numRuns: 24 },
+    );
+  });
+
+  it('property: isWorkflowStopping (the TypeScript reading) agrees with stepStopped.lua (the take) over stored flags', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('', '1', '0'), fc.constantFrom(undefined, '', '[]', '["step car failed for good"]'), async (cancelRequested, stopping) => {
+        const journal = new Journal(redis(), { prefix: `rts${++counter}`, retentionMs: 60_000 });
+        const ref = { workflowId: `wf${counter}`, delegationId: 'main.1' };
+        await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId));
+        await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T1', statusTimestamp: '2026-01-01T10:00:01Z' });
+        await journal.recordReply(ref, 'r1', { parts: [{ text: 'yes' }] });
+        // The flags written as stored (raw HSET), as any writer may have left them.
+        await redis().hset(journal.keys.workflow(ref.workflowId), { cancelRequested, ...(stopping === undefined ? {} : { stopping }) });
+        const taken = await journal.takeReplySend(ref, await journal.claim(ref, 'w'), 'r1', 'token-1', 30_000);
+        const expected = isWorkflowStopping({ cancelRequested, stopping }) ? 'workflow-stopping' : 'taken';
+        expect(taken, JSON.stringify({ cancelRequested, stopping })).toBe(expected);
+        // The record's reading of the same flags (as parseWorkflowHash gives them) agrees too.
+        const record = { cancelRequested: cancelRequested === '1', stopping: stopping ? (JSON.parse(stopping) as string[]) : undefined };
+        expect(isWorkflowStopping(record)).toBe(expected === 'workflow-stopping');
       }),
       { numRuns: 24 },
     );
