@@ -71,6 +71,60 @@ describe('review12: artifacts streamed after a Task snapshot that held none', ()
   }, 300_000);
 });
 
+describe('review13: a stream whose first snapshot holds "artifacts": [] while the journal holds artifacts from before it', () => {
+  /**
+   * The send's answer holds `held` artifacts (a plain send: its Task; a streaming send: its stream, cut); the resubscription's first snapshot has
+   * "artifacts": [] (wiping what the journal holds), then `streamed` artifacts arrive whole, then COMPLETED. GetTask
+   * shows every one of them: the record must hold them all.
+   */
+  const cutThenResubscribed = async (held: number, streamed: number, workingFirst: boolean, streamingSend = true) => {
+    const names = Array.from({ length: held + streamed }, (_, index) => `a${index + 1}`);
+    const texts = Object.fromEntries(names.map((name, index) => [name, `text ${index + 1}`]));
+    const { producer, agent, id } = await h.setUpAndDelegate(
+      () => ({
+        SendStreamingMessage: (params) => {
+          const contextId = params.message.contextId;
+          const frames = [taskEvent(task('T1', 'SUBMITTED', { contextId, history: [params.message] }))];
+          for (const name of names.slice(0, held)) frames.push(ev(AU(name, false, true, texts[name]!, { contextId })));
+          return { sse: frames, endAfter: 'destroy' };
+        },
+        // A plain send: its answer, a Task WORKING, holds the first artifacts (the follow's stream is its first).
+        SendMessage: (params) => ({ result: { task: task('T1', 'WORKING', { contextId: params.message.contextId, history: [params.message], artifacts: Object.fromEntries(names.slice(0, held).map((name) => [name, texts[name]!])) }) } }),
+        // The read after the cut sees the task working (no artifacts field: the journal keeps what was streamed).
+        GetTask: (_params, call) => ({ result: call.count === 1 ? task('T1', 'WORKING') : task('T1', 'COMPLETED', { artifacts: texts }) }),
+        SubscribeToTask: () => {
+          const frames = [taskEvent(task('T1', 'WORKING', { artifacts: [] }))];
+          if (workingFirst) frames.push(ev(SU('WORKING')));
+          for (const name of names.slice(held)) frames.push(ev(AU(name, false, true, texts[name]!)));
+          frames.push(ev(SU('COMPLETED')));
+          return { sse: frames, endAfter: 'close' };
+        },
+      }),
+      { streamingSends: streamingSend },
+    );
+    const record = await finished(producer, id, 30_000);
+    expect(record.state).toBe('COMPLETED');
+    const view = await viewOf(producer, id);
+    for (const name of names) expect(artifactText(view, name), JSON.stringify({ held, streamed, workingFirst, streamingSend, name })).toBe(texts[name]);
+    expect(agent.count('SendStreamingMessage') + agent.count('SendMessage')).toBe(1);
+  };
+
+  it('a1 streamed, the stream cut; the resubscription: Task "artifacts": [], a2, COMPLETED: the record holds a1 and a2 (read in full)', async () => {
+    await cutThenResubscribed(1, 1, false);
+  }, 45_000);
+
+  it('a send answered by a Task WORKING holding a1; the first subscription: Task "artifacts": [], a2, COMPLETED: the record holds a1 and a2 (read in full)', async () => {
+    await cutThenResubscribed(1, 1, false, false);
+  }, 45_000);
+
+  it('property: any number of artifacts held from the cut stream and streamed after the empty snapshot: the record holds what the agent holds', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1, max: 3 }), fc.integer({ min: 1, max: 3 }), fc.boolean(), fc.boolean(), async (held, streamed, workingFirst, streamingSend) => cutThenResubscribed(held, streamed, workingFirst, streamingSend)),
+      { numRuns: 8 },
+    );
+  }, 300_000);
+});
+
 describe('review12: adoption by context never takes a task the listing only claims is in our context', () => {
   it('an agent stamping the ListTasks filter\'s contextId on its one task (another client\'s, its own context when read): never adopted', async () => {
     let contextId = '';

@@ -59,7 +59,13 @@ describe('an answer to a step of a canceled workflow never reaches the agent', (
     // The cancel's own work (CancelTask, its read, the decision) is done before the count is read.
     await eventually(async () => agent.count('GetTask') >= 1 || agent.count('SubscribeToTask') >= 2, 'the cancel read the task', 10_000);
     expect(answersAt(agent)).toBe(0);
-    expect((await p.get(id)).steps[0]!.attempts[0]!.state).not.toBe('COMPLETED');
+    // The agent refused the cancel while its task waits: the attempt ends AMBIGUOUS CANCEL_REFUSED (a person decides).
+    const attempt = await eventually(async () => {
+      const current = (await p.get(id)).steps[0]!.attempts[0]!;
+      return current.state === 'AMBIGUOUS' && current;
+    }, 'the attempt ambiguous', 20_000);
+    expect(attempt).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'CANCEL_REFUSED' } });
+    expect(answersAt(agent)).toBe(0);
   });
 
   it('answered before the cancel, not yet sent (no worker running): the workers hold it back', async () => {
@@ -79,8 +85,13 @@ describe('an answer to a step of a canceled workflow never reaches the agent', (
       return Object.values(counts).every((count) => count === 0) && agent.openRequests() === 0;
     }, 'the send queue done', 15_000);
     expect(answersAt(agent)).toBe(0);
-    // The task still waits (the agent refused the cancel): a person decides, never a COMPLETED booking.
-    expect((await p2.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.state).not.toBe('COMPLETED');
+    // The task still waits (the agent refused the cancel): the attempt ends AMBIGUOUS CANCEL_REFUSED, a person decides.
+    const attempt = await eventually(async () => {
+      const current = await p2.journal.getDelegation({ workflowId: id, delegationId: 'main.1' });
+      return current?.state === 'AMBIGUOUS' && current;
+    }, 'the attempt ambiguous', 20_000);
+    expect(attempt).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'CANCEL_REFUSED' } });
+    expect(answersAt(agent)).toBe(0);
   });
 });
 

@@ -51,7 +51,17 @@ afterAll(async () => {
   await new Promise<void>((resolve) => raw.close(() => resolve()));
 });
 
-const outcome = (error: unknown) => ({ code: (error as A2AError).code, delivery: (error as A2AError).delivery });
+const outcome = (error: unknown) => ({ code: (error as A2AError).code, retryable: (error as A2AError).retryable, delivery: (error as A2AError).delivery });
+/**
+ * The server's RESOURCE_EXHAUSTED is its status (status-table.ts): UPSTREAM_ERROR, retryable (the handler never ran,
+ * another try may fit), never an answer over our cap (LIMIT_EXCEEDED, delivery received).
+ */
+const expectServerRefusal = (error: unknown) => {
+  expect(error).toBeInstanceOf(A2AError);
+  const { code, retryable, delivery } = outcome(error);
+  expect({ code, retryable }).toEqual({ code: 'UPSTREAM_ERROR', retryable: true });
+  expect(delivery).not.toBe('received');
+};
 
 describe('property: a server refusing our request as over its cap is not an answer over ours', () => {
   it('a real grpc-js server with a small receive cap: the handler never ran, no LIMIT_EXCEEDED with delivery received', async () => {
@@ -60,8 +70,7 @@ describe('property: a server refusing our request as over its cap is not an answ
       await fc.assert(
         fc.asyncProperty(fc.integer({ min: SERVER_CAP + 1, max: 8 * 1024 }), async (textLength) => {
           const error = await transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'b'.repeat(textLength) }] } }).then(() => undefined, (caught: unknown) => caught);
-          expect(error).toBeInstanceOf(A2AError);
-          expect(outcome(error)).not.toEqual({ code: 'LIMIT_EXCEEDED', delivery: 'received' });
+          expectServerRefusal(error);
         }),
         { numRuns: 10 },
       );
@@ -79,8 +88,7 @@ describe('property: a server refusing our request as over its cap is not an answ
           serverMax = max;
           const request = call === 'send' ? transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] } }) : transport.getTask({ id: 'T1' });
           const error = await request.then(() => undefined, (caught: unknown) => caught);
-          expect(error).toBeInstanceOf(A2AError);
-          expect(outcome(error)).not.toEqual({ code: 'LIMIT_EXCEEDED', delivery: 'received' });
+          expectServerRefusal(error);
         }),
         { numRuns: 40 },
       );

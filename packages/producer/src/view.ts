@@ -7,6 +7,7 @@ import {
   isAwaitingAnswer,
   isFinished,
   isParked,
+  isWorkflowStopping,
   tenantOfWorkflowId,
   type AnswerLink,
   type Attention,
@@ -264,7 +265,7 @@ export async function workflowView(journal: Journal, workflowId: string, publish
   }));
   // A step's question closes when its workflow is stopping (canceled, or another step failed for good): the journal
   // refuses its answer (stepStopped.lua). A compensation's stays open.
-  const stopping = hash.cancelRequested || (hash.stopping?.length ?? 0) > 0;
+  const stopping = isWorkflowStopping(hash);
   const openQuestions: OpenQuestion[] = delegations
     .filter((d) => isAwaitingAnswer(d) && !(stopping && d.kind === 'step'))
     .map((d) => ({

@@ -175,6 +175,12 @@ export class JournalDelegations extends JournalWorkflows {
     return compacted ? record : asHeldRow(record);
   }
 
+  /** Whether a live delegation row holds any artifact now (one EXISTS of its artifacts hash; false for a compacted or missing row). */
+  async holdsArtifacts(ref: DelegationRef): Promise<boolean> {
+    const [, artifactsKey] = this.delegationKeys(ref);
+    return (await this.redis.exists(artifactsKey)) > 0;
+  }
+
   /** Reads one delegation (live or compacted) with its artifacts. */
   async getDelegationView(ref: DelegationRef): Promise<DelegationView | undefined> {
     const [key, artifactsKey] = this.delegationKeys(ref);

@@ -13,7 +13,7 @@
  * changing between two pages never repeat a row and never skip one that did
  * not move.
  */
-import type { Attention } from './workflow-record.ts';
+import { isWorkflowStopping, type Attention } from './workflow-record.ts';
 import { MessageSchema } from '@durable-a2a/a2a/pure';
 import type { Journal } from './journal.ts';
 import { indexMember, parseIndexMember } from './keys.ts';
@@ -130,7 +130,7 @@ async function withoutStoppedSteps(journal: Journal, open: OpenQuestionSummary[]
   if (open.length === 0) return open;
   const workflowIds = [...new Set(open.map((question) => question.workflowId))];
   const flags = await Promise.all(workflowIds.map((id) => journal.redis.hmget(journal.keys.workflow(id), 'cancelRequested', 'stopping')));
-  const stopping = new Set(workflowIds.filter((_id, index) => flags[index]![0] === '1' || (!!flags[index]![1] && flags[index]![1] !== '[]')));
+  const stopping = new Set(workflowIds.filter((_id, index) => isWorkflowStopping({ cancelRequested: flags[index]![0], stopping: flags[index]![1] })));
   if (stopping.size === 0) return open;
   const kinds = await Promise.all(open.map((question) => (stopping.has(question.workflowId) ? journal.redis.hget(journal.keys.delegation(question.workflowId, question.delegationId), 'kind') : null)));
   return open.filter((question, index) => !stopping.has(question.workflowId) || kinds[index] === 'compensation');

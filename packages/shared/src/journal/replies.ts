@@ -90,7 +90,7 @@ const markReplyScript = defineScript({
   name: 'markReply',
   keys: ['delegation'],
   encode: (input: MarkReplyInput) => [input.fence, input.messageId, input.nowMs, input.state, input.reason, input.sendToken, input.sendUntil, historyArgument(input.history)],
-  decode: outcomeDecoder({ 1: 'marked', 2: 'taken over', 0: 'unchanged' }),
+  decode: outcomeDecoder({ 1: 'marked', 2: 'taken over', 3: 'workflow stopping', 0: 'unchanged' }),
 });
 
 /** Journal methods over the replies to a delegation's questions. */
@@ -166,21 +166,23 @@ export class JournalReplies extends JournalFinishStep {
     const input = { fence, messageId, nowMs: now, state, reason, sendToken: send.token ?? '', sendUntil: until, history };
     const marked = unlessRefused(await this.call(markReplyScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'markReply');
     if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation); // before the reply leaves
-    return marked !== 'unchanged';
+    return marked === 'marked' || marked === 'taken over';
   }
 
   /**
    * Takes the reply's 'sending' lease for `token` (C1): `taken` from 'pending'; `taken-over` from an
    * expired lease (the agent may have the reply: ask it before any resend); `busy` when another
-   * worker's lease is live or the reply moved on.
+   * worker's lease is live or the reply moved on; `workflow-stopping` when it is a step's reply and its workflow is
+   * stopping (canceled, or a step failed for good: stepStopped.lua, checked atomically with the take), never sent.
    * @throws JournalError FENCE_LOST, DELEGATION_MISSING
    */
-  async takeReplySend(ref: DelegationRef, fence: number, messageId: string, token: string, leaseMs: number): Promise<'taken' | 'taken-over' | 'busy'> {
+  async takeReplySend(ref: DelegationRef, fence: number, messageId: string, token: string, leaseMs: number): Promise<'taken' | 'taken-over' | 'busy' | 'workflow-stopping'> {
     const generation = connectionGeneration(this.redis);
     await this.awaitReplicas(ref.workflowId, generation);
     const now = this.now();
     const input = { fence, messageId, nowMs: now, state: 'sending' as const, reason: '', sendToken: token, sendUntil: now + leaseMs };
     const marked = unlessRefused(await this.call(markReplyScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'markReply');
+    if (marked === 'workflow stopping') return 'workflow-stopping';
     if (marked !== 'unchanged') await this.awaitReplicas(ref.workflowId, generation); // before the reply leaves
     return marked === 'taken over' ? 'taken-over' : marked === 'marked' ? 'taken' : 'busy';
   }

@@ -107,6 +107,25 @@ export const WorkflowHashSchema = z.object({
 /** A workflow row, typed. */
 export type WorkflowRecord = z.output<typeof WorkflowHashSchema>;
 
+/** A workflow's stop flags: as the record holds them, or as stored (`cancelRequested` '1'; `stopping` JSON text). */
+export interface WorkflowStopFlags {
+  cancelRequested?: boolean | string | null;
+  stopping?: readonly string[] | string | null;
+}
+
+/**
+ * Whether a workflow is stopping: a person (or a question's `onExpiry: 'cancel'`) canceled it (`cancelRequested`), or
+ * a step failed for good (`stopping` holds reasons; stored text '' and '[]' hold none). Its steps' questions are
+ * closed and their answers never sent; a compensation's stay open (the caller checks the row's kind). Mirrors
+ * `lua/includes/stepStopped.lua`, which the journal scripts check atomically: keep the two equal. False for undefined.
+ */
+export function isWorkflowStopping(flags: WorkflowStopFlags | undefined): boolean {
+  if (flags === undefined) return false;
+  const { cancelRequested, stopping } = flags;
+  if (cancelRequested === true || cancelRequested === '1') return true;
+  return typeof stopping === 'string' ? stopping !== '' && stopping !== '[]' : (stopping?.length ?? 0) > 0;
+}
+
 /**
  * Parses a workflow hash (HGETALL): the record `WorkflowHashSchema` gives (the same keys, values and order), read
  * field by field (`readWorkflowFields`, as a compacted record's fields are) when the row reads as it stands; anything

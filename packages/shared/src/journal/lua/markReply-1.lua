@@ -17,12 +17,15 @@
   ARGV[7] with 'sending': the lease deadline (ms)
   ARGV[8] with 'refused': the refusal's history entry (history.ts `historyEntryText`; '' none), appended when marked
   Returns: 1 marked, 2 'sending' taken over from an expired lease (ask the agent first),
+           3 not taken: the reply of a step whose workflow is stopping never leaves (stepStopped: a cancel
+           or a step failed for good between the worker's read and this take; a compensation's reply goes),
            0 not in the state before (already moved on, replaced, or another worker's
            'sending' lease is live), DELEGATION_MISSING, FENCE_LOST
 ]]
 --- @include "prelude"
 --- @include "workflowKeys"
 --- @include "history"
+--- @include "stepStopped"
 if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
 local row = redis.call('HMGET', KEYS[1], 'fence', 'replyMessageId', 'replyState', 'replySendToken', 'replySendUntil', 'statusMessage', 'question')
 local token = ARGV[6] or ''
@@ -34,6 +37,8 @@ if ARGV[4] == 'sending' then
   -- Only a lease taker (with a token) takes an expired 'sending' over; a row without a deadline counts as expired.
   local expired = token ~= '' and row[3] == 'sending' and (tonumber(row[5] or '') or 0) < now
   if row[3] ~= 'pending' and not expired then return 0 end
+  -- Atomic with the take (review13): a cancel that lands after the worker read the workflow still holds the reply back.
+  if stepStopped(KEYS[1]) then return 3 end
   redis.call('HSET', KEYS[1], 'replyState', 'sending', 'replySendToken', token, 'replySendUntil', ARGV[7] or '', 'updatedAt', ARGV[3])
   redis.call('HINCRBY', KEYS[1], 'version', 1)
   if expired then return 2 end

@@ -95,7 +95,11 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   // A Task with "artifacts": [] came after artifacts were streamed (a stale snapshot, or the agent taking them back):
   // which of them the agent keeps only a full read tells; artifacts streamed after it do not make the view whole
   // (review12: a1 wiped, a2 streamed, COMPLETED settled without a1). A later Task with artifacts is whole again.
+  // review13: artifacts the journal held before this stream (an earlier stream's, a send's answer) count like artifacts
+  // this stream carried: a first snapshot with "artifacts": [] wipes them, and what is streamed after it is no whole
+  // view either. Read once, before the first such snapshot is applied.
   let takenBack = false;
+  let heldBefore: boolean | undefined;
   const artifactsHeld = (): boolean => sawArtifacts && !takenBack;
   // Updates this stream delivered beyond the task snapshot SubscribeToTask sends first (spec §3.1.6). P36: a stream
   // that delivered updates before it ended is not "no progress"; a snapshot-only stream proves nothing new.
@@ -132,7 +136,9 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
       for (const each of responses) {
         // A Task carrying the field replaces the journaled artifacts (`applyTask`): after `[]` none are held any more.
         if ('task' in each && each.task.artifacts !== undefined) {
-          takenBack = each.task.artifacts.length === 0 && (sawArtifacts || takenBack);
+          const empty = each.task.artifacts.length === 0;
+          if (empty && !sawArtifacts && !takenBack) heldBefore ??= await ctx.journal.holdsArtifacts({ workflowId: record.workflowId, delegationId: record.delegationId });
+          takenBack = empty && (sawArtifacts || takenBack || heldBefore === true);
           sawArtifacts = each.task.artifacts.length > 0;
         } else if ('artifactUpdate' in each) sawArtifacts = true;
         seen(each);

@@ -16,10 +16,10 @@ import {
 } from '@durable-a2a/a2a';
 import {
   isFinished,
+  isWorkflowStopping,
   questionKeyOf,
   type DelegationRecord,
   type DelegationRef,
-  type WorkflowRecord,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';
@@ -41,11 +41,6 @@ function replyDelivered(task: Task, record: DelegationRecord): boolean {
   if (task.history?.some((message) => message.messageId === record.replyMessageId)) return true;
   const key = questionKeyOf(task.status.message, task.status.timestamp);
   return !(isInterruptedTaskState(task.status.state) && (key === '' || key === record.replyForQuestion));
-}
-
-/** The workflow is stopping: canceled by a person (or a question's expiry), or another step failed for good. */
-function workflowStopping(workflow: Pick<WorkflowRecord, 'cancelRequested' | 'stopping'> | undefined): boolean {
-  return workflow !== undefined && (workflow.cancelRequested || (workflow.stopping?.length ?? 0) > 0);
 }
 
 interface ReplyRun {
@@ -72,12 +67,14 @@ export async function sendReply(ctx: WorkerContext, record: DelegationRecord, jo
   // A step's reply never leaves once its workflow is stopping (a cancel, or another step failed for good): the agent
   // would do the work the CancelTask is on its way to stop. The journal refuses such answers (stepStopped.lua); this
   // holds back one journaled before the stop, and a default answer (question expiry) or an auth handler's.
-  if (record.kind === 'step' && workflowStopping(await ctx.journal.getWorkflow(ref.workflowId))) return 'workflow-stopping';
+  if (record.kind === 'step' && isWorkflowStopping(await ctx.journal.getWorkflow(ref.workflowId))) return 'workflow-stopping';
   if (record.replyState === 'sending' && (record.replySendUntil ?? 0) >= ctx.options.now()) throw new ReplyInFlightError(ref);
   const transport = await ctx.agents.transportFor(record);
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/reply/${job.id}`);
   const token = `${ctx.workerId}/${job.id}/${randomUUID()}`;
   const taken = await ctx.journal.takeReplySend(ref, fence, record.replyMessageId, token, ctx.options.sendSettleMs);
+  // A stop that landed after the read above: the take itself refused (atomic with the workflow's flags), held back alike.
+  if (taken === 'workflow-stopping') return 'workflow-stopping';
   if (taken === 'busy') {
     const current = await ctx.journal.getDelegation(ref);
     if (current?.replyMessageId === record.replyMessageId && current.replyState === 'sending') throw new ReplyInFlightError(ref);
