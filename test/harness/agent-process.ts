@@ -4,10 +4,28 @@
  * IPC: `{ready: true}` once it serves, anything else goes to `onMessage`.
  */
 import { fork } from 'node:child_process';
+import { findFreePort } from './ports.ts';
 
-/** A started agent child: `close` kills it (SIGTERM, SIGKILL after 5 s). */
+/** A started agent child: `close` kills it (SIGTERM, SIGKILL after 5 s); `exitedWith` is the tail of its stderr once it exited, else undefined. */
 export interface AgentProcess {
   close(): Promise<void>;
+  exitedWith(): string | undefined;
+}
+
+/**
+ * Runs `start` on a free loopback port, again on another one (at most 5 tries) when the child could not listen
+ * because another process took the port between `findFreePort` and the child's listen (EADDRINUSE: seen once in a
+ * clean-clone CI run while other test processes ran). Any other failure is thrown at once.
+ */
+export async function onFreePort<T>(start: (port: number) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    const port = await findFreePort();
+    try {
+      return await start(port);
+    } catch (error) {
+      if (attempt >= 5 || !String((error as Error)?.message ?? error).includes('EADDRINUSE')) throw error;
+    }
+  }
 }
 
 /**
@@ -38,6 +56,7 @@ export async function startAgentProcess(
     void exited.then(() => { clearTimeout(timer); reject(new Error(`${name} exited: ${stderr}`)); });
   });
   return {
+    exitedWith: () => (child.exitCode !== null || child.signalCode !== null ? stderr : undefined),
     close: async () => {
       if (child.exitCode !== null || child.signalCode !== null) return;
       child.kill('SIGTERM');

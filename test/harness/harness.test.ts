@@ -383,3 +383,23 @@ async function waitFor(condition: () => Promise<boolean>, timeoutMs = 5_000): Pr
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+describe('onFreePort: an agent child whose port was taken before it listened is started on another port', () => {
+  it('EADDRINUSE twice, then listening: the third port is used; another error is thrown at once; five in a row give up', async () => {
+    const { onFreePort } = await import('./agent-process.ts');
+    const tried: number[] = [];
+    const port = await onFreePort(async (candidate) => {
+      tried.push(candidate);
+      if (tried.length < 3) throw new Error(`Mastra exited: Error: listen EADDRINUSE: address already in use 127.0.0.1:${candidate}`);
+      return candidate;
+    });
+    expect(tried).toHaveLength(3);
+    expect(port).toBe(tried[2]);
+    let calls = 0;
+    await expect(onFreePort(async () => ((calls += 1), Promise.reject(new Error('did not start in 60 s'))))).rejects.toThrow('did not start');
+    expect(calls).toBe(1);
+    calls = 0;
+    await expect(onFreePort(async () => ((calls += 1), Promise.reject(new Error('EADDRINUSE'))))).rejects.toThrow('EADDRINUSE');
+    expect(calls).toBe(5);
+  });
+});

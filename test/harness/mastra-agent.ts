@@ -3,8 +3,7 @@
  * The child runs with MASTRA_TELEMETRY_DISABLED (no analytics call to the internet).
  */
 import { fileURLToPath } from 'node:url';
-import { startAgentProcess } from './agent-process.ts';
-import { findFreePort } from './ports.ts';
+import { onFreePort, startAgentProcess } from './agent-process.ts';
 import type { MastraRequestReport } from './mastra.ts';
 
 const ENTRY = fileURLToPath(new URL('./mastra.ts', import.meta.url));
@@ -33,14 +32,16 @@ export interface MastraAgentHandle {
  * `hold:<ms> text` holds the HTTP answer). Ready when it listens.
  */
 export async function startMastraAgent(): Promise<MastraAgentHandle> {
-  const port = await findFreePort();
   const prompts: string[] = [];
   const answered: string[] = [];
   const requests: MastraRequestReport[] = [];
-  const child = await startAgentProcess('Mastra', ENTRY, port, { MASTRA_TELEMETRY_DISABLED: '1' }, (message) => {
-    if (typeof message.prompt === 'string') prompts.push(message.prompt);
-    if (typeof message.answered === 'string') answered.push(message.answered);
-    if (message.request) requests.push(message.request as MastraRequestReport);
+  const { port, child } = await onFreePort(async (port) => {
+    const child = await startAgentProcess('Mastra', ENTRY, port, { MASTRA_TELEMETRY_DISABLED: '1' }, (message) => {
+      if (typeof message.prompt === 'string') prompts.push(message.prompt);
+      if (typeof message.answered === 'string') answered.push(message.answered);
+      if (message.request) requests.push(message.request as MastraRequestReport);
+    });
+    return { port, child };
   });
   const baseUrl = `http://127.0.0.1:${port}`;
   const isSend = (request: MastraRequestReport) => request.method === 'message/send' || request.method === 'message/stream';
