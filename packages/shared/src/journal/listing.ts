@@ -117,23 +117,28 @@ export function openQuestionOf(ref: { workflowId: string; delegationId: string }
 export async function allOpenQuestions(journal: Journal, tenant?: string): Promise<OpenQuestionSummary[]> {
   const members = await journal.redis.zrange(journal.keys.unfinished(), 0, LISTING_SCAN_LIMIT - 1);
   const refs = members.map(parseIndexMember).filter((ref) => ref.delegationId !== '*' && (tenant === undefined || tenantOfWorkflowId(ref.workflowId) === tenant));
-  const rows = await Promise.all(refs.map((ref) => journal.redis.hmget(journal.keys.delegation(ref.workflowId, ref.delegationId), ...OPEN_QUESTION_FIELDS)));
-  return withoutStoppedSteps(journal, rows.flatMap((row, index) => openQuestionOf(refs[index]!, row) ?? []));
+  // The row's kind with its question fields: a stopping workflow keeps only its compensations' questions open.
+  const rows = await Promise.all(refs.map((ref) => journal.redis.hmget(journal.keys.delegation(ref.workflowId, ref.delegationId), ...OPEN_QUESTION_FIELDS, 'kind')));
+  return withoutStoppedSteps(
+    journal,
+    rows.flatMap((row, index) => {
+      const question = openQuestionOf(refs[index]!, row.slice(0, OPEN_QUESTION_FIELDS.length));
+      return question ? [{ question, kind: row[OPEN_QUESTION_FIELDS.length] ?? null }] : [];
+    }),
+  );
 }
 
 /**
- * `open` without the questions of steps whose workflow is stopping (canceled, or another step failed for good): they
- * are closed, the journal refuses their answers (stepStopped.lua). A compensation's question stays. One read per
- * workflow and per question listed, none when nothing is open.
+ * The questions of `open` (each with its row's kind) without those of steps whose workflow is stopping (canceled, or
+ * another step failed for good): they are closed, the journal refuses their answers (stepStopped.lua). A compensation's
+ * question stays. One read per workflow listed, none when nothing is open.
  */
-async function withoutStoppedSteps(journal: Journal, open: OpenQuestionSummary[]): Promise<OpenQuestionSummary[]> {
-  if (open.length === 0) return open;
-  const workflowIds = [...new Set(open.map((question) => question.workflowId))];
+async function withoutStoppedSteps(journal: Journal, open: readonly { question: OpenQuestionSummary; kind: string | null }[]): Promise<OpenQuestionSummary[]> {
+  if (open.length === 0) return [];
+  const workflowIds = [...new Set(open.map(({ question }) => question.workflowId))];
   const flags = await Promise.all(workflowIds.map((id) => journal.redis.hmget(journal.keys.workflow(id), 'cancelRequested', 'stopping')));
   const stopping = new Set(workflowIds.filter((_id, index) => isWorkflowStopping({ cancelRequested: flags[index]![0], stopping: flags[index]![1] })));
-  if (stopping.size === 0) return open;
-  const kinds = await Promise.all(open.map((question) => (stopping.has(question.workflowId) ? journal.redis.hget(journal.keys.delegation(question.workflowId, question.delegationId), 'kind') : null)));
-  return open.filter((question, index) => !stopping.has(question.workflowId) || kinds[index] === 'compensation');
+  return open.filter(({ question, kind }) => !stopping.has(question.workflowId) || kind === 'compensation').map(({ question }) => question);
 }
 
 /** Open questions across workflows (with `tenant`, that tenant's only: tenant.ts), newest first, paged (limit 1..500). */
