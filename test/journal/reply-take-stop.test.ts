@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Journal, isWorkflowStopping } from '@durable-a2a/shared';
+import { Journal, isWorkflowStopping, listOpenQuestions } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 
@@ -68,6 +68,23 @@ describe('review13: a reply journaled before its workflow stopped is never taken
         expect(isWorkflowStopping(record)).toBe(expected === 'workflow-stopping');
       }),
       { numRuns: 24 },
+    );
+  });
+
+  it('property: GET /v1/questions (listOpenQuestions) lists a parked question exactly when it is a compensation\'s or its workflow is not stopping', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('step' as const, 'compensation' as const), fc.constantFrom<Stop>('none', 'cancel', 'step-failed'), async (kind, stop) => {
+        const journal = new Journal(redis(), { prefix: `rts${++counter}`, retentionMs: 60_000 });
+        const ref = { workflowId: `wf${counter}`, delegationId: 'main.1' };
+        await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, { ...intentRow(ref.workflowId), kind });
+        await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T1', statusTimestamp: '2026-01-01T10:00:01Z' });
+        expect((await listOpenQuestions(journal, { limit: 50 })).items.map((question) => question.workflowId)).toEqual([ref.workflowId]);
+        if (stop === 'cancel') await journal.updateWorkflow(ref.workflowId, { cancelRequested: true });
+        if (stop === 'step-failed') await journal.updateWorkflow(ref.workflowId, { stopping: ['step car failed for good'] });
+        const listed = (await listOpenQuestions(journal, { limit: 50 })).items.map((question) => question.workflowId);
+        expect(listed, JSON.stringify({ kind, stop })).toEqual(kind === 'compensation' || stop === 'none' ? [ref.workflowId] : []);
+      }),
+      { numRuns: 12 },
     );
   });
 });

@@ -51,6 +51,8 @@ describe('an answer to a step of a canceled workflow never reaches the agent', (
     const { producer: p, agent } = await h.setUp(asking);
     const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'answer-after-cancel' });
     await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+    // Listed while open (so the empty listing after the cancel says something).
+    await eventually(async () => (await listOpenQuestions(p.journal, { limit: 50 })).items.some((question) => question.workflowId === id), 'the question listed', 15_000);
     await p.cancel(id);
     await expect(p.reply(id, 'six people')).rejects.toMatchObject({ code: 'NO_OPEN_QUESTION' });
     expect((await p.get(id)).openQuestions).toEqual([]);
