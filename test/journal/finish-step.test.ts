@@ -125,11 +125,19 @@ describe.skipIf(testsOnCluster())('the one-step finish: the terminal status and 
         expect('finished' in outcome && outcome.finished, context).toBe(s.interference === 'none');
         if ('finished' in outcome && outcome.finished) expect(outcome.record, context).toEqual(await one.getDelegation(a.ref));
       }),
-      { numRuns: 120 },
+      {
+        numRuns: 120,
+        // Both branches, whatever the seed: one row nobody touched and one another writer changed.
+        examples: [
+          [{ interference: 'none', state: 'COMPLETED', shape: 'snapshot', artifacts: 1, message: undefined, timestamp: true, contextId: true, lease: true, before: 'working' }],
+          [{ interference: 'workflow-change', state: 'FAILED', shape: 'event', artifacts: 0, message: 'no', timestamp: false, contextId: false, lease: false, before: 'asked' }],
+        ],
+      },
     );
-    // Both branches were reached.
-    expect(finishedInOne).toBeGreaterThan(20);
-    expect(refused).toBeGreaterThan(20);
+    // Both branches were reached by the random runs too (finished in one: 3 draws in 11, about 33 of 120; fewer
+    // than 5 has a chance under 1e-11, so this fails only when one branch is never taken).
+    expect(finishedInOne).toBeGreaterThanOrEqual(5);
+    expect(refused).toBeGreaterThanOrEqual(5);
   });
 
   it("replies 'large' and writes nothing when the record would pass maxBytes (stored artifacts, or a snapshot's): the change then runs alone", async () => {
