@@ -67,18 +67,22 @@ describe('a cancel requested several times of an agent that cancels its waiting 
 
 /**
  * T1 asks "how many?"; our answer is taken into its history while the task still shows the question (the agent works
- * on answers asynchronously); CancelTask is refused while it works; it completes ("booked") once `done.value`.
+ * on answers asynchronously); CancelTask is refused while it works; it completes ("booked") once `done.value`. With
+ * `answerBack`, the SendMessage that carried the answer is answered only once it resolves (the reply stays 'sending').
  */
-const answeredThenBusy = (done: { value: boolean }) => (seen: { contextId?: string; answered?: boolean; history?: unknown[] }): ScriptedHandlers => {
+const answeredThenBusy = (done: { value: boolean }, answerBack?: Promise<void>) => (seen: { contextId?: string; answered?: boolean; history?: unknown[] }): ScriptedHandlers => {
   const current = () =>
     done.value && seen.answered
       ? task('T1', 'COMPLETED', { contextId: seen.contextId, timestamp: h.at(2), artifacts: { a1: 'booked' } })
       : task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, timestamp: h.at(1), message: agentMessage('how many?', { messageId: 'q-how-many', taskId: 'T1', contextId: seen.contextId }), ...(seen.history ? { history: seen.history } : {}) });
   return {
-    SendMessage: (params) => {
+    SendMessage: async (params) => {
       seen.contextId ??= params.message.contextId;
       seen.history = [...(seen.history ?? []), params.message];
-      if (params.message.taskId === 'T1') seen.answered = true;
+      if (params.message.taskId === 'T1') {
+        seen.answered = true;
+        await answerBack;
+      }
       return { result: { task: current() } };
     },
     GetTask: () => ({ result: current() }),
@@ -106,5 +110,37 @@ describe('a cancel refused while the agent works on the answer it already has', 
     const view = await settled(p, id);
     expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'COMPLETED' });
     expect(view).toMatchObject({ state: 'NEEDS_ATTENTION', attention: { code: 'CANCEL_LOST_RACE', delegationId: 'main.1' } });
+  });
+});
+
+describe('a cancel refused while our answer is still being sent (the reply \'sending\', its send with the agent)', () => {
+  it('the attempt is followed to its end and its result kept (COMPLETED, CANCEL_LOST_RACE with it), never AMBIGUOUS CANCEL_REFUSED', async () => {
+    const done = { value: false };
+    let openAnswer = () => {};
+    const answerBack = new Promise<void>((resolve) => (openAnswer = resolve));
+    // The held SendMessage of the answer must not time out while the cancel runs (its lease: the request timeout + 1 s).
+    const { producer: p, agent } = await h.setUp(answeredThenBusy(done, answerBack), { reconcileIntervalMs: 300, requestTimeoutMs: 20_000 });
+    try {
+      const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'answer-sending-then-cancel' });
+      await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+      await p.reply(id, 'six people');
+      const ref = { workflowId: id, delegationId: 'main.1' };
+      await eventually(async () => agent.calls('SendMessage').some((call) => call.params.message.taskId === 'T1') && (await p.journal.getDelegation(ref))?.replyState === 'sending', 'the answer with the agent, journaled sending', 15_000);
+      await p.cancel(id);
+      await eventually(async () => agent.count('CancelTask') >= 1 && agent.count('GetTask') >= 1, 'the refused cancel read the task', 15_000);
+      await eventually(async () => {
+        const row = await p.journal.getDelegation(ref);
+        return (row?.state === 'AMBIGUOUS' || agent.count('CancelTask') >= 2) && agent.openRequests('CancelTask') === 0 && agent.openRequests('GetTask') === 0;
+      }, 'a second cancel round, or a person', 15_000);
+      expect((await p.journal.getDelegation(ref))?.state).toBe('INPUT_REQUIRED');
+      openAnswer();
+      await eventually(async () => (await p.journal.getDelegation(ref))?.replyState === 'sent', 'the answer journaled sent', 15_000);
+      done.value = true;
+      const view = await settled(p, id);
+      expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'COMPLETED' });
+      expect(view).toMatchObject({ state: 'NEEDS_ATTENTION', attention: { code: 'CANCEL_LOST_RACE', delegationId: 'main.1' } });
+    } finally {
+      openAnswer();
+    }
   });
 });

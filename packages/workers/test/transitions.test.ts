@@ -660,6 +660,17 @@ describe('a send that waits for its agent (flow control: fleet-wide slots, a sha
   });
 });
 
+/** A cancel-answered step: to a person (CANCEL_REFUSED, delivered, nothing written), else the task followed (its snapshot written). */
+const expectCancelStep = (step: ReturnType<typeof transition>, toPerson: boolean) => {
+  if (toPerson) {
+    expect(step.next).toMatchObject({ kind: 'needs-person', code: 'CANCEL_REFUSED', delivery: 'received' });
+    expect(step.write).toBeUndefined();
+  } else {
+    expect(step.next).toEqual({ kind: 'route', plan: { cancelIfRequested: false } });
+    expect(step.write).toMatchObject({ kind: 'snapshot' });
+  }
+};
+
 describe('a cancel the agent refuses (the workflow is stopping)', () => {
   const states: TaskState[] = ['TASK_STATE_SUBMITTED', 'TASK_STATE_WORKING', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED'];
   it('property: a CancelTask refused, or answered round after round (unacceptableAnswerLimit), whose task waits for an answer goes to a person (CANCEL_REFUSED, delivered), never left parked; any other answer keeps the row followed', () => {
@@ -673,13 +684,7 @@ describe('a cancel the agent refuses (the workflow is stopping)', () => {
           const observation = { kind: 'cancel-answered' as const, task: task(taskState), ownership: { kind: 'proven' as const, by: 'task-id' as const }, ...(refused !== undefined ? { refused } : {}), ...(parkedRounds !== undefined ? { parkedRounds } : {}) };
           const step = transition(recordIn(state), observation, policy);
           const waits = taskState === 'TASK_STATE_INPUT_REQUIRED' || taskState === 'TASK_STATE_AUTH_REQUIRED';
-          if (waits && (refused !== undefined || (parkedRounds ?? 0) >= policy.unacceptableAnswerLimit)) {
-            expect(step.next).toMatchObject({ kind: 'needs-person', code: 'CANCEL_REFUSED', delivery: 'received' });
-            expect(step.write).toBeUndefined();
-          } else {
-            expect(step.next).toEqual({ kind: 'route', plan: { cancelIfRequested: false } });
-            expect(step.write).toMatchObject({ kind: 'snapshot' });
-          }
+          expectCancelStep(step, waits && (refused !== undefined || (parkedRounds ?? 0) >= policy.unacceptableAnswerLimit));
         },
       ),
       { numRuns: 300 },
@@ -720,6 +725,35 @@ describe('a cancel refused while the agent has our answer', () => {
         },
       ),
       { numRuns: 300 },
+    );
+  });
+});
+
+describe('a cancel refused while our reply may be with the agent (sending)', () => {
+  type Deadline = 'none' | 'passed' | 'now' | 'ahead';
+  const deadlineOf = (deadline: Deadline) => (deadline === 'none' ? {} : { replySendUntil: deadline === 'passed' ? NOW - 1 : deadline === 'now' ? NOW : NOW + 5_000 });
+  /** One run per (reply state, deadline, sender) so every branch is reached whatever the seed. */
+  const branches = (['sent', 'sending', 'pending', 'refused'] as const).flatMap((replyState) =>
+    (['none', 'passed', 'now', 'ahead'] as const).flatMap((deadline) => [false, true].map((senderLive) => ({ replyState, deadline, senderLive }))),
+  );
+  it.each(branches)('property: reply $replyState, deadline $deadline, sender live $senderLive: a parked task whose current question our reply answers is followed while the reply may be with the agent, else a refused or drawn-out cancel goes to a person', ({ replyState, deadline, senderLive }) => {
+    fc.assert(
+      fc.property(
+        fc.constantFrom<JournalState>('INPUT_REQUIRED', 'AUTH_REQUIRED'),
+        fc.constantFrom('TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED') as fc.Arbitrary<TaskState>,
+        fc.constantFrom('q1', 'q2', undefined),
+        fc.option(fc.constant('Task cannot be canceled'), { nil: undefined }),
+        fc.integer({ min: 1, max: 6 }),
+        (state, taskState, replyForQuestion, refused, parkedRounds) => {
+          const record = recordIn(state, { questionKey: 'q1', replyState, replyMessageId: 'r1', ...deadlineOf(deadline), ...(replyForQuestion ? { replyForQuestion } : {}) });
+          const observation = { kind: 'cancel-answered' as const, task: task(taskState), ownership: { kind: 'proven' as const, by: 'task-id' as const }, parkedRounds, replySenderLive: senderLive, ...(refused !== undefined ? { refused } : {}) };
+          const step = transition(record, observation, policy);
+          const inFlight = replyState === 'sending' && (deadline === 'now' || deadline === 'ahead' || senderLive);
+          const withAgent = replyForQuestion === 'q1' && (replyState === 'sent' || inFlight);
+          expectCancelStep(step, !withAgent && (refused !== undefined || parkedRounds >= policy.unacceptableAnswerLimit));
+        },
+      ),
+      { numRuns: 60 },
     );
   });
 });

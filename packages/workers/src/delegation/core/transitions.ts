@@ -249,10 +249,9 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // A task the agent will not cancel that waits for an answer: the stopping workflow never gives one (its answers
       // are refused), so it would wait for ever, CancelTask again every reconcile interval. A person decides.
       // The same when the agent accepts CancelTask round after round and its task still waits (`unacceptableAnswerLimit`).
-      // Not when the agent has our answer to the question it shows (the reply sent: it asks nothing new): the task is
+      // Not when the agent has, or may have, our answer to the question it shows (`replyMayBeWithAgent`): the task is
       // about to work on it, not waiting for ever; it is followed (the progress rule bounds it) and its result kept.
-      const answered = record.replyState === 'sent' && record.replyForQuestion !== undefined && record.replyForQuestion === record.questionKey;
-      const waits = isParked(journalStateOf(observation.task.status.state)) && !answered;
+      const waits = isParked(journalStateOf(observation.task.status.state)) && !replyMayBeWithAgent(record, observation.replySenderLive === true, policy.now());
       if (waits && (observation.refused !== undefined || (observation.parkedRounds ?? 0) >= policy.unacceptableAnswerLimit)) {
         const how = observation.refused !== undefined ? `refused CancelTask of task ${record.taskId} (${observation.refused})` : `answered CancelTask of task ${record.taskId} ${observation.parkedRounds} times without canceling it`;
         const message = `the workflow is stopping; the agent ${how} and the task waits for an answer that will not come (${observation.task.status.state}); it may have done part of its work`;
@@ -321,6 +320,18 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // This worker is closing: another one follows at once (a follow job, no delay).
       return { next: isFinished(record.state) ? { kind: 'nothing' } : { kind: 'follow', plan: {} } };
   }
+}
+
+/**
+ * Whether our reply to the question the row shows may be with the agent: sent, or 'sending' while its send may still
+ * reach the agent (the lease deadline `replySendUntil` not passed, or its sender still beating: `senderLive`). A
+ * refused cancel of such a task is no task waiting for ever: the agent may work on our answer, so the row is followed
+ * to its end and the result kept (a 'sending' reply ends 'sent' or 'refused', and the next cancel round decides anew).
+ */
+function replyMayBeWithAgent(record: DelegationRecord, senderLive: boolean, now: number): boolean {
+  if (record.replyForQuestion === undefined || record.replyForQuestion !== record.questionKey) return false;
+  if (record.replyState === 'sent') return true;
+  return record.replyState === 'sending' && ((record.replySendUntil ?? 0) >= now || senderLive);
 }
 
 /**
