@@ -6,7 +6,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { artifactText, finished, recordOf, useFieldCases, viewOf } from '../harness/field-cases.ts';
 import { eventually } from '../harness/fleet.ts';
-import { AU, SU, ev, task, taskEvent, userMessage } from '../harness/scripted-agent.ts';
+import { AU, SU, agentMessage, ev, task, taskEvent, userMessage } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
 
@@ -123,6 +123,27 @@ describe('review13: a stream whose first snapshot holds "artifacts": [] while th
       { numRuns: 8 },
     );
   }, 300_000);
+});
+
+describe('a stale Task snapshot with "artifacts": [] while the task runs', () => {
+  it('a1 streamed, a Task WORKING with "artifacts": [], then the task asks a question (the stream ends there): the view shows a1 while the question waits', async () => {
+    const stream = (contextId: string, history: unknown[]) => [
+      taskEvent(task('T1', 'SUBMITTED', { contextId, history })),
+      ev(AU('a1', false, true, 'booked', { contextId })),
+      taskEvent(task('T1', 'WORKING', { contextId, artifacts: [] })),
+      ev(SU('INPUT_REQUIRED', { contextId, message: agentMessage('how many?', { taskId: 'T1', contextId }) })),
+    ];
+    const { producer, id } = await h.setUpAndDelegate(
+      () => ({
+        SendStreamingMessage: (params) => ({ sse: stream(params.message.contextId, [params.message]), endAfter: 'hang' }),
+        // The agent's store stays behind: any read shows the question with no artifacts (no proof they were taken back).
+        GetTask: () => ({ result: task('T1', 'INPUT_REQUIRED', { artifacts: [] }) }),
+      }),
+      { streamingSends: true },
+    );
+    await eventually(async () => (await recordOf(producer, id))?.state === 'INPUT_REQUIRED', 'the question journaled', 30_000);
+    expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked');
+  }, 45_000);
 });
 
 describe('review12: adoption by context never takes a task the listing only claims is in our context', () => {

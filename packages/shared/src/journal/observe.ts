@@ -8,7 +8,7 @@
 import type { StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent } from '@durable-a2a/a2a/pure';
 import type { DelegationRef, FinishStepResult, Journal, OneStepFinish, StatusChange, StatusChangeResult } from './journal.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
-import { journalStateOf } from './states.ts';
+import { isFinished, journalStateOf } from './states.ts';
 
 /** What applying one observation did, for logs and metrics. */
 export interface ObservationResult {
@@ -46,8 +46,8 @@ export const statusErrorOf = (status: TaskStatus): RecordedError | undefined => 
 
 /**
  * Applies a full Task (snapshot or event: a GetTask, a SendMessage answer, a stream's Task, ListTasks with artifacts,
- * a push). A Task is the task as the agent holds it, so its artifacts (when it carries the field, even `[]`) replace
- * the stored ones in the same transition as its status: a finished Task settles the row with its result, never
+ * a push). A Task is the task as the agent holds it, so its artifacts (when it carries the field; `[]` only when
+ * finished: `artifactsToStore`) replace the stored ones in the same transition as its status: a finished Task settles the row with its result, never
  * before it. `snapshot` decides only whether an equal status is applied again (snapshot) or a duplicate (event).
  * A ListTasks summary is no full Task: it never settles a row (the delegation core reads it in full first).
  */
@@ -58,6 +58,18 @@ export async function applyTask(
   options: ObserveOptions = {},
 ): Promise<StatusChangeResult> {
   return journal.applyStatus(ref, taskChangeOf(task, options));
+}
+
+/**
+ * The artifacts a Task's status change stores: the Task's own, except `[]` on an unfinished Task, which leaves the
+ * held ones (undefined). An empty list proves nothing while the task runs: a stale snapshot (an agent's store behind its
+ * stream) says `[]` as an agent taking its result back would, and the journal's view must not show no result meanwhile
+ * (the stream reads such a task in full before its COMPLETED settles: `readStream`'s `takenBack`). A finished Task is
+ * the agent's last word on its result: its list, `[]` included, replaces the held ones.
+ */
+function artifactsToStore(task: Task): Task['artifacts'] {
+  if (task.artifacts?.length === 0 && !isFinished(journalStateOf(task.status.state))) return undefined;
+  return task.artifacts;
 }
 
 /** The status change a full Task asks for (`applyTask`). */
@@ -72,7 +84,7 @@ function taskChangeOf(task: Task, options: ObserveOptions): StatusChange {
     contextId: task.contextId,
     statusMessage: task.status.message,
     error: statusErrorOf(task.status),
-    artifacts: task.artifacts,
+    artifacts: artifactsToStore(task),
     agentCardUrl: options.agentCardUrl,
     endsLease: options.endsLease,
     held: options.held,

@@ -94,10 +94,12 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   let sawArtifacts = false;
   // A Task with "artifacts": [] came after artifacts were streamed (a stale snapshot, or the agent taking them back):
   // which of them the agent keeps only a full read tells; artifacts streamed after it do not make the view whole
-  // (review12: a1 wiped, a2 streamed, COMPLETED settled without a1). A later Task with artifacts is whole again.
+  // (review12: a1 in doubt, a2 streamed, COMPLETED settled without a1). A later Task with artifacts is whole again.
+  // The journal keeps what it holds meanwhile (an unfinished Task's `[]` proves nothing: observe.ts artifactsToStore),
+  // so its view shows the result until that read decides.
   // review13: artifacts the journal held before this stream (an earlier stream's, a send's answer) count like artifacts
-  // this stream carried: a first snapshot with "artifacts": [] wipes them, and what is streamed after it is no whole
-  // view either. Read once, before the first such snapshot is applied.
+  // this stream carried: a first snapshot with "artifacts": [] puts them in doubt, and what is streamed after it is no
+  // whole view either. Read once, before the first such snapshot is applied.
   let takenBack = false;
   let heldBefore: boolean | undefined;
   const artifactsHeld = (): boolean => sawArtifacts && !takenBack;
@@ -134,7 +136,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
         else readAheadEvent = Promise.resolve(following);
       } else readAheadEvent = ahead?.pending;
       for (const each of responses) {
-        // A Task carrying the field replaces the journaled artifacts (`applyTask`): after `[]` none are held any more.
+        // A Task carrying artifacts replaces the journaled ones (`applyTask`); `[]` leaves them, in doubt until a full read.
         if ('task' in each && each.task.artifacts !== undefined) {
           const empty = each.task.artifacts.length === 0;
           if (empty && !sawArtifacts && !takenBack) heldBefore ??= await ctx.journal.holdsArtifacts({ workflowId: record.workflowId, delegationId: record.delegationId });
