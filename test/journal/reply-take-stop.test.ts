@@ -5,7 +5,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { Journal, isWorkflowStopping, listOpenQuestions } from '@durable-a2a/shared';
+import { Journal, isStepStopped, isWorkflowStopping, listOpenQuestions, searchWorkflows } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 
@@ -85,6 +85,40 @@ describe('review13: a reply journaled before its workflow stopped is never taken
         expect(listed, JSON.stringify({ kind, stop })).toEqual(kind === 'compensation' || stop === 'none' ? [ref.workflowId] : []);
       }),
       { numRuns: 12 },
+    );
+  });
+});
+
+describe('every listing of open questions leaves a stopping workflow\'s step questions out (isStepStopped)', () => {
+  /** A RUNNING workflow whose delegation of `kind` asks (`state`), then its stop: what each listing shows of it. */
+  async function listingsAfterStop(kind: 'step' | 'compensation', stop: Stop, state: 'INPUT_REQUIRED' | 'AUTH_REQUIRED') {
+    const journal = new Journal(redis(), { prefix: `rts${++counter}`, retentionMs: 60_000 });
+    const ref = { workflowId: `wf${counter}`, delegationId: 'main.1' };
+    await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, { ...intentRow(ref.workflowId), kind });
+    await journal.applyStatus(ref, { mode: 'event', state, taskId: 'T1', statusTimestamp: '2026-01-01T10:00:01Z' });
+    if (stop === 'cancel') await journal.updateWorkflow(ref.workflowId, { cancelRequested: true });
+    if (stop === 'step-failed') await journal.updateWorkflow(ref.workflowId, { stopping: ['step car failed for good'] });
+    const questions = (await listOpenQuestions(journal, { limit: 50 })).items.length;
+    const [summary] = (await searchWorkflows(journal, {}, { limit: 50 })).items;
+    const byState = (await searchWorkflows(journal, { state }, { limit: 50 })).items.length;
+    const waiting = (await searchWorkflows(journal, { waiting: true }, { limit: 50 })).items.length;
+    return { questions, search: { openQuestions: summary?.openQuestions, waitingFor: summary?.waitingFor }, byState, waiting };
+  }
+
+  it('a step asks, then its workflow is canceled: the search shows no open question, nothing waiting, no match by INPUT_REQUIRED (as GET /v1/questions)', async () => {
+    expect(await listingsAfterStop('step', 'cancel', 'INPUT_REQUIRED')).toEqual({ questions: 0, search: { openQuestions: 0, waitingFor: undefined }, byState: 0, waiting: 0 });
+  });
+
+  // One run per kind and stop (every pair reached whatever the seed); the question's kind drawn.
+  const pairs = (['step', 'compensation'] as const).flatMap((kind) => (['none', 'cancel', 'step-failed'] as const).map((stop) => ({ kind, stop })));
+  it.each(pairs)('property ($kind, stop $stop): the search and GET /v1/questions list the question exactly when the stored flags and kind leave it open (isStepStopped, stepStopped.lua)', async ({ kind, stop }) => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('INPUT_REQUIRED' as const, 'AUTH_REQUIRED' as const), async (state) => {
+        const open = kind === 'compensation' || stop === 'none' ? 1 : 0;
+        expect(isStepStopped(kind, { cancelRequested: stop === 'cancel' ? '1' : null, stopping: stop === 'step-failed' ? '["x"]' : null })).toBe(open === 0);
+        expect(await listingsAfterStop(kind, stop, state)).toEqual({ questions: open, search: { openQuestions: open, waitingFor: open ? state : undefined }, byState: open, waiting: open });
+      }),
+      { numRuns: 4 },
     );
   });
 });

@@ -7,7 +7,7 @@ import {
   isAwaitingAnswer,
   isFinished,
   isParked,
-  isWorkflowStopping,
+  isStepStopped,
   tenantOfWorkflowId,
   type AnswerLink,
   type Attention,
@@ -265,9 +265,8 @@ export async function workflowView(journal: Journal, workflowId: string, publish
   }));
   // A step's question closes when its workflow is stopping (canceled, or another step failed for good): the journal
   // refuses its answer (stepStopped.lua). A compensation's stays open.
-  const stopping = isWorkflowStopping(hash);
   const openQuestions: OpenQuestion[] = delegations
-    .filter((d) => isAwaitingAnswer(d) && !(stopping && d.kind === 'step'))
+    .filter((d) => isAwaitingAnswer(d) && !isStepStopped(d.kind, hash))
     .map((d) => ({
       step: d.step,
       delegationId: d.delegationId,

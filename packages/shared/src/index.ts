@@ -34,7 +34,7 @@ export {
   journalStateOf,
 } from './journal/states.ts';
 export type { JournalState } from './journal/states.ts';
-export { AttentionSchema, ATTENTION_CODES, isWorkflowStopping, parseWorkflowHash } from './journal/workflow-record.ts';
+export { AttentionSchema, ATTENTION_CODES, isStepStopped, isWorkflowStopping, parseWorkflowHash } from './journal/workflow-record.ts';
 export type { Attention, AttentionCode, WorkflowRecord, WorkflowPatch, WorkflowStopFlags } from './journal/workflow-record.ts';
 export {
   RecordedErrorSchema,

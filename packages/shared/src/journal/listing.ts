@@ -13,7 +13,7 @@
  * changing between two pages never repeat a row and never skip one that did
  * not move.
  */
-import { isWorkflowStopping, type Attention } from './workflow-record.ts';
+import { isStepStopped, type Attention } from './workflow-record.ts';
 import { MessageSchema } from '@durable-a2a/a2a/pure';
 import type { Journal } from './journal.ts';
 import { indexMember, parseIndexMember } from './keys.ts';
@@ -137,8 +137,8 @@ async function withoutStoppedSteps(journal: Journal, open: readonly { question: 
   if (open.length === 0) return [];
   const workflowIds = [...new Set(open.map(({ question }) => question.workflowId))];
   const flags = await Promise.all(workflowIds.map((id) => journal.redis.hmget(journal.keys.workflow(id), 'cancelRequested', 'stopping')));
-  const stopping = new Set(workflowIds.filter((_id, index) => isWorkflowStopping({ cancelRequested: flags[index]![0], stopping: flags[index]![1] })));
-  return open.filter(({ question, kind }) => !stopping.has(question.workflowId) || kind === 'compensation').map(({ question }) => question);
+  const flagsOf = new Map(workflowIds.map((id, index) => [id, { cancelRequested: flags[index]![0], stopping: flags[index]![1] }]));
+  return open.filter(({ question, kind }) => !isStepStopped(kind, flagsOf.get(question.workflowId))).map(({ question }) => question);
 }
 
 /** Open questions across workflows (with `tenant`, that tenant's only: tenant.ts), newest first, paged (limit 1..500). */

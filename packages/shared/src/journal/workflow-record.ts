@@ -127,6 +127,16 @@ export function isWorkflowStopping(flags: WorkflowStopFlags | undefined): boolea
 }
 
 /**
+ * Whether a delegation of kind `kind` (as stored: absent is a step) is a step whose workflow is stopping
+ * (`isWorkflowStopping`): its question is closed, never listed, its answer refused and never sent. A compensation's
+ * never is. The TypeScript twin of `lua/includes/stepStopped.lua`: every view and listing of open questions (the
+ * workflow view, GET /v1/questions, the workflow search) and the reply worker ask this one predicate.
+ */
+export function isStepStopped(kind: string | null | undefined, flags: WorkflowStopFlags | undefined): boolean {
+  return kind !== 'compensation' && isWorkflowStopping(flags);
+}
+
+/**
  * Parses a workflow hash (HGETALL): the record `WorkflowHashSchema` gives (the same keys, values and order), read
  * field by field (`readWorkflowFields`, as a compacted record's fields are) when the row reads as it stands; anything
  * else (a corrupt row, an older release's `retry:` fields) goes through the schema, which gives the record or its

@@ -16,7 +16,7 @@ import {
 } from '@durable-a2a/a2a';
 import {
   isFinished,
-  isWorkflowStopping,
+  isStepStopped,
   questionKeyOf,
   type DelegationRecord,
   type DelegationRef,
@@ -67,7 +67,7 @@ export async function sendReply(ctx: WorkerContext, record: DelegationRecord, jo
   // A step's reply never leaves once its workflow is stopping (a cancel, or another step failed for good): the agent
   // would do the work the CancelTask is on its way to stop. The journal refuses such answers (stepStopped.lua); this
   // holds back one journaled before the stop, and a default answer (question expiry) or an auth handler's.
-  if (record.kind === 'step' && isWorkflowStopping(await ctx.journal.getWorkflow(ref.workflowId))) return 'workflow-stopping';
+  if (record.kind !== 'compensation' && isStepStopped(record.kind, await ctx.journal.getWorkflow(ref.workflowId))) return 'workflow-stopping';
   if (record.replyState === 'sending' && (record.replySendUntil ?? 0) >= ctx.options.now()) throw new ReplyInFlightError(ref);
   const transport = await ctx.agents.transportFor(record);
   const fence = await ctx.journal.claim(ref, `${ctx.workerId}/reply/${job.id}`);
