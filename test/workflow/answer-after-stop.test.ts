@@ -19,12 +19,14 @@ import { agentMessage, task, taskEvent, type ScriptedHandlers } from '../harness
 const h = useFieldCases();
 const redis = useRedisClient<Redis>(h.redisServer);
 const NOT_CANCELABLE = { error: { code: -32002, message: 'Task cannot be canceled' } };
+/** An answer we cannot read: a proxy's HTML page with status 200. */
+const UNREADABLE = { http: { status: 200, body: '<html>gateway</html>', headers: { 'content-type': 'text/html' } } };
 
 /**
  * An agent whose SendMessage opens T1 INPUT_REQUIRED ("how many?"); an answer on T1 completes it (the booking: the
  * work a cancel must stop); CancelTask is refused as not cancelable (the task keeps waiting for its answer).
  */
-const askingIn = (questionState: 'INPUT_REQUIRED' | 'AUTH_REQUIRED', cancel: 'refuse' | 'accept-and-keep-waiting' = 'refuse') => (seen: { contextId?: string }): ScriptedHandlers => {
+const askingIn = (questionState: 'INPUT_REQUIRED' | 'AUTH_REQUIRED', cancel: 'refuse' | 'accept-and-keep-waiting' | 'unreadable' = 'refuse') => (seen: { contextId?: string }): ScriptedHandlers => {
   let answered = false;
   const current = () =>
     answered
@@ -39,7 +41,7 @@ const askingIn = (questionState: 'INPUT_REQUIRED' | 'AUTH_REQUIRED', cancel: 're
     },
     GetTask: () => ({ result: current() }),
     SubscribeToTask: () => ({ sse: [taskEvent(current())], endAfter: 'close' }),
-    CancelTask: () => (cancel === 'refuse' ? NOT_CANCELABLE : { result: current() }),
+    CancelTask: () => (cancel === 'refuse' ? NOT_CANCELABLE : cancel === 'unreadable' ? UNREADABLE : { result: current() }),
   };
 };
 const asking = askingIn('INPUT_REQUIRED');
@@ -97,6 +99,19 @@ describe('an answer to a step of a canceled workflow never reaches the agent', (
   });
 });
 
+/** A workflow asking INPUT_REQUIRED of an agent answering CancelTask as `cancel`, canceled: its view once a person decides. */
+async function canceledUntilPerson(cancel: 'accept-and-keep-waiting' | 'unreadable') {
+  const { producer: p, agent } = await h.setUp(askingIn('INPUT_REQUIRED', cancel), { reconcileIntervalMs: 300 });
+  const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: `cancel-${cancel}` });
+  await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+  await p.cancel(id);
+  const view = await eventually(async () => {
+    const current = await p.get(id);
+    return current.state === 'NEEDS_ATTENTION' && current;
+  }, 'a person decides', 30_000);
+  return { view, agent };
+}
+
 describe('a canceled workflow whose agent refuses CancelTask while its task waits for an answer', () => {
   for (const questionState of ['INPUT_REQUIRED', 'AUTH_REQUIRED'] as const) {
     it(`${questionState}, no compensation: a person decides (the attempt AMBIGUOUS CANCEL_REFUSED, the workflow NEEDS_ATTENTION), one CancelTask, nothing answered`, async () => {
@@ -119,15 +134,17 @@ describe('a canceled workflow whose agent refuses CancelTask while its task wait
     });
   }
 
+  it('an unreadable CancelTask answer (an HTML page): not canceled all the same, a person decides (AMBIGUOUS CANCEL_REFUSED), its reason says the answer could not be read, never that the agent refused', async () => {
+    const { view, agent } = await canceledUntilPerson('unreadable');
+    const attempt = view.steps[0]!.attempts[0]!;
+    expect(attempt).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'CANCEL_REFUSED' } });
+    expect(attempt.error!.message).toContain('with an answer we could not read');
+    expect(attempt.error!.message).not.toContain('refused CancelTask');
+    expect(answersAt(agent)).toBe(0);
+  });
+
   it('an agent that answers CancelTask but leaves its task waiting: a person decides after 3 rounds (CANCEL_REFUSED), never CancelTask for ever', async () => {
-    const { producer: p, agent } = await h.setUp(askingIn('INPUT_REQUIRED', 'accept-and-keep-waiting'), { reconcileIntervalMs: 300 });
-    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'accepted-waiting' });
-    await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
-    await p.cancel(id);
-    const view = await eventually(async () => {
-      const current = await p.get(id);
-      return current.state === 'NEEDS_ATTENTION' && current;
-    }, 'a person decides', 30_000);
+    const { view, agent } = await canceledUntilPerson('accept-and-keep-waiting');
     expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'CANCEL_REFUSED' } });
     expect(agent.count('CancelTask')).toBe(3);
     expect(answersAt(agent)).toBe(0);

@@ -757,3 +757,21 @@ describe('a cancel refused while our reply may be with the agent (sending)', () 
     );
   });
 });
+
+describe('a CancelTask answer we could not read', () => {
+  // One run per kind of answer (the agent's refusal, an answer we could not read), so both are reached whatever the seed.
+  it.each([false, true])('property (unreadable: %s): a waiting task still goes to a person (CANCEL_REFUSED: not canceled), the reason saying what we know: refused, or an answer we could not read', (unreadable) => {
+    fc.assert(
+      fc.property(fc.constantFrom<JournalState>('INPUT_REQUIRED', 'AUTH_REQUIRED', 'WORKING'), fc.constantFrom('TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_AUTH_REQUIRED') as fc.Arbitrary<TaskState>, fc.string({ minLength: 1, maxLength: 40 }), (state, taskState, text) => {
+        const observation = { kind: 'cancel-answered' as const, task: task(taskState), ownership: { kind: 'proven' as const, by: 'task-id' as const }, refused: text, ...(unreadable ? { unreadable } : {}) };
+        const step = transition(recordIn(state), observation, policy);
+        expectCancelStep(step, true);
+        const message = (step.next as { message: string }).message;
+        expect(message.includes('with an answer we could not read')).toBe(unreadable);
+        expect(message.includes(`refused CancelTask of task`)).toBe(!unreadable);
+        expect(message).toContain(text);
+      }),
+      { numRuns: 60 },
+    );
+  });
+});

@@ -253,7 +253,12 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // about to work on it, not waiting for ever; it is followed (the progress rule bounds it) and its result kept.
       const waits = isParked(journalStateOf(observation.task.status.state)) && !replyMayBeWithAgent(record, observation.replySenderLive === true, policy.now());
       if (waits && (observation.refused !== undefined || (observation.parkedRounds ?? 0) >= policy.unacceptableAnswerLimit)) {
-        const how = observation.refused !== undefined ? `refused CancelTask of task ${record.taskId} (${observation.refused})` : `answered CancelTask of task ${record.taskId} ${observation.parkedRounds} times without canceling it`;
+        const how =
+          observation.refused === undefined
+            ? `answered CancelTask of task ${record.taskId} ${observation.parkedRounds} times without canceling it`
+            : observation.unreadable
+              ? `answered CancelTask of task ${record.taskId} with an answer we could not read (${observation.refused}), so it is not known to be canceled`
+              : `refused CancelTask of task ${record.taskId} (${observation.refused})`;
         const message = `the workflow is stopping; the agent ${how} and the task waits for an answer that will not come (${observation.task.status.state}); it may have done part of its work`;
         return { next: { kind: 'needs-person', code: 'CANCEL_REFUSED', message, delivery: 'received' } };
       }

@@ -37,7 +37,7 @@ export const isTypedProtocolError = (error: unknown): error is ProtocolError =>
  * protocol error in a 2xx, or an invalid answer we judged so ourselves (no JSON-RPC code: the agent did not say
  * -32006), such as a 4xx whose body is a task not proven ours: its status is no verdict of "nothing created".
  */
-function answerOf(error: unknown): RecordedError['answer'] {
+export function answerOf(error: unknown): RecordedError['answer'] {
   if (!(error instanceof A2AError) || error.delivery !== 'received') return undefined;
   const judgedInvalid = error instanceof InvalidAgentResponseError && error.jsonRpcCode === undefined;
   const unreadable = judgedInvalid || (error instanceof ProtocolError && error.jsonRpcCode === undefined && (error.httpStatus === undefined || error.httpStatus < 300));

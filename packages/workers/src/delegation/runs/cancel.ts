@@ -10,6 +10,7 @@ import type { WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';
 import type { Observation } from '../core/observation.ts';
 import { readFailure } from '../io/read.ts';
+import { answerOf } from '../io/send-errors.ts';
 
 /** How long the count of CancelTask answers that left the task waiting is kept (a day: far past any reconcile interval). */
 const PARKED_ROUNDS_TTL_MS = 24 * 3600 * 1000;
@@ -48,6 +49,7 @@ async function cancelObservation(ctx: WorkerContext, record: DelegationRecord): 
   const transport = await ctx.agents.transportFor(record);
   const ownership = (id: string) => (id === record.taskId ? ({ kind: 'proven', by: 'task-id' } as const) : ({ kind: 'disproven', reason: `CancelTask ${record.taskId} answered task ${id}` } as const));
   let refusal: string;
+  let unreadable = false;
   try {
     const task = await transport.cancelTask({ id: record.taskId! });
     return { kind: 'cancel-answered', task, ownership: ownership(task.id) };
@@ -56,10 +58,13 @@ async function cancelObservation(ctx: WorkerContext, record: DelegationRecord): 
     const refused = readFailure(error, 'cancel', 'CancelTask refused', false, ctx.logger);
     if (refused.kind === 'task-not-found') return refused;
     refusal = error.message;
+    // An answer we could not read (a protocol error, an invalid answer we judged so) is no refusal we know of: it
+    // counts as not canceled all the same, worded as what we know.
+    unreadable = answerOf(error) === 'unreadable';
   }
   try {
     const task = await transport.getTask({ id: record.taskId! });
-    return { kind: 'cancel-answered', task, ownership: ownership(task.id), refused: refusal };
+    return { kind: 'cancel-answered', task, ownership: ownership(task.id), refused: refusal, ...(unreadable ? { unreadable } : {}) };
   } catch (error) {
     if (isRetryable(error)) throw error;
     return readFailure(error, 'cancel', 'GetTask after a refused CancelTask', false, ctx.logger);
