@@ -37,19 +37,79 @@ describe('attack12: a JSON-RPC SendMessage answered in a 4xx whose body is a tas
   }
 });
 
+/** An empty gRPC message (length 0) and status OK: ListTasks lists nothing, GetTask reads an empty task. */
+const emptyOk = (stream: http2.ServerHttp2Stream) => {
+  stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+  stream.write(Buffer.alloc(5));
+  stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+  stream.end();
+};
+
+/**
+ * A raw h2c gRPC agent (each call answered by `answer` once its request ended) behind a JSON Agent Card naming it, a
+ * fleet, one delegation to it: `check` gets the finished record and the gRPC paths called.
+ */
+async function withGrpcAgent(answer: (stream: http2.ServerHttp2Stream, path: string) => void, check: (record: NonNullable<Awaited<ReturnType<typeof finished>>>, paths: string[]) => Promise<void>) {
+  const paths: string[] = [];
+  const grpc = http2.createServer();
+  grpc.on('stream', (stream, headers) => {
+    const path = String(headers[':path']);
+    paths.push(path);
+    stream.on('error', () => undefined);
+    stream.on('data', () => undefined);
+    stream.on('end', () => answer(stream, path));
+  });
+  grpc.listen(0, '127.0.0.1');
+  await once(grpc, 'listening');
+  const grpcUrl = `http://127.0.0.1:${(grpc.address() as AddressInfo).port}`;
+  const card = await startRawAgent((request, response) => {
+    const text = JSON.stringify({
+      name: 'gRPC', description: 'a gRPC agent', version: '1.0.0',
+      capabilities: { streaming: false, pushNotifications: false },
+      defaultInputModes: ['text'], defaultOutputModes: ['text'],
+      skills: [{ id: 'book', name: 'book', description: 'book', tags: [] }],
+      supportedInterfaces: [{ protocolBinding: 'GRPC', url: grpcUrl, protocolVersion: '1.0' }],
+    });
+    response.writeHead(request.url?.startsWith('/.well-known/agent-card.json') ? 200 : 404, { 'content-type': 'application/json' });
+    response.end(text);
+  });
+  try {
+    const prefix = h.newPrefix();
+    const producer = h.producer(prefix);
+    await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
+    const { id } = await producer.delegate({ agent: `${card.url}/.well-known/agent-card.json`, text: 'go', idempotencyKey: `${prefix}-1` });
+    await check(await finished(producer, id, 30_000), paths);
+  } finally {
+    await card.close();
+    await new Promise<void>((resolve) => grpc.close(() => resolve()));
+  }
+}
+
+describe('a gRPC server refusing our SendMessage as over ITS size cap (RESOURCE_EXHAUSTED, its max not ours)', () => {
+  // The same bytes meet the same cap: no retry can help; the handler never ran, so nothing was created. Before, an
+  // UPSTREAM_ERROR retried as a quota would be, searched for and resent until the attempts ran out.
+  it('the step fails at once: FAILED REQUEST_TOO_LARGE (not retryable, delivery not-sent), one SendMessage', async () => {
+    await withGrpcAgent(
+      (stream, path) => {
+        if (!path.endsWith('/SendMessage')) return emptyOk(stream);
+        stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '8', 'grpc-message': 'Received message larger than max (5000 vs 100)' }, { endStream: true });
+      },
+      async (record, paths) => {
+        expect(record.state).toBe('FAILED');
+        expect(record.error).toMatchObject({ code: 'REQUEST_TOO_LARGE', retryable: false, delivery: 'not-sent' });
+        expect(paths.filter((path) => path.endsWith('/SendMessage'))).toHaveLength(1);
+      },
+    );
+  }, 45_000);
+});
+
 describe('attack12: a gRPC SendMessage answered with one message over our size cap', () => {
   // The agent answered (a message arrived): as an answer over a limit on JSON-RPC and HTTP+JSON (A31), a person
   // decides; never "nothing happened". Before, grpc-js's local RESOURCE_EXHAUSTED was a plain protocol error with
   // delivery maybe: the search, which sees no task at this agent, resent our message.
   it('SendMessage answers a 64 MiB message, ListTasks lists nothing: AMBIGUOUS LIMIT_EXCEEDED, one SendMessage', async () => {
-    const paths: string[] = [];
-    const grpc = http2.createServer();
-    grpc.on('stream', (stream, headers) => {
-      const path = String(headers[':path']);
-      paths.push(path);
-      stream.on('error', () => undefined);
-      stream.on('data', () => undefined);
-      stream.on('end', () => {
+    await withGrpcAgent(
+      (stream, path) => {
         stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
         const header = Buffer.alloc(5);
         // SendMessage: a message declared 64 MiB long (a few bytes of it follow); anything else: an empty message.
@@ -57,34 +117,12 @@ describe('attack12: a gRPC SendMessage answered with one message over our size c
         stream.write(path.endsWith('/SendMessage') ? Buffer.concat([header, Buffer.alloc(1024, 0x0a)]) : header);
         stream.on('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
         stream.end();
-      });
-    });
-    grpc.listen(0, '127.0.0.1');
-    await once(grpc, 'listening');
-    const grpcUrl = `http://127.0.0.1:${(grpc.address() as AddressInfo).port}`;
-    const card = await startRawAgent((request, response) => {
-      const text = JSON.stringify({
-        name: 'gRPC', description: 'answers too much', version: '1.0.0',
-        capabilities: { streaming: false, pushNotifications: false },
-        defaultInputModes: ['text'], defaultOutputModes: ['text'],
-        skills: [{ id: 'book', name: 'book', description: 'book', tags: [] }],
-        supportedInterfaces: [{ protocolBinding: 'GRPC', url: grpcUrl, protocolVersion: '1.0' }],
-      });
-      response.writeHead(request.url?.startsWith('/.well-known/agent-card.json') ? 200 : 404, { 'content-type': 'application/json' });
-      response.end(text);
-    });
-    try {
-      const prefix = h.newPrefix();
-      const producer = h.producer(prefix);
-      await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
-      const { id } = await producer.delegate({ agent: `${card.url}/.well-known/agent-card.json`, text: 'go', idempotencyKey: `${prefix}-1` });
-      const record = await finished(producer, id, 30_000);
-      expect(record.state).toBe('AMBIGUOUS');
-      expect(record.error?.code).toBe('LIMIT_EXCEEDED');
-      expect(paths.filter((path) => path.endsWith('/SendMessage'))).toHaveLength(1);
-    } finally {
-      await card.close();
-      await new Promise<void>((resolve) => grpc.close(() => resolve()));
-    }
+      },
+      async (record, paths) => {
+        expect(record.state).toBe('AMBIGUOUS');
+        expect(record.error?.code).toBe('LIMIT_EXCEEDED');
+        expect(paths.filter((path) => path.endsWith('/SendMessage'))).toHaveLength(1);
+      },
+    );
   }, 45_000);
 });

@@ -7,7 +7,8 @@
 
 /**
  * Did the request reach the agent? (docs/a2a-edge.md "Delivery (V5)"; field case V5)
- * - `not-sent`: it never left us (connection refused, DNS failure, a blocked address, a request we could not build);
+ * - `not-sent`: it never reached the agent: it never left us (connection refused, DNS failure, a blocked address, a
+ *   request we could not build), or the agent's server refused its bytes before any handler ran (`RequestTooLargeError`);
  * - `maybe`: it may have (a timeout or a reset before any answer);
  * - `received`: an answer arrived (any HTTP status with a body, a stream that opened): the agent had it.
  * Only `not-sent` allows "never reached the agent"; an unreadable 200 is `received`.
@@ -59,6 +60,7 @@ export const A2A_CLIENT_ERROR_CODES = [
   'UNKNOWN_WIRE_VALUE',
   'LIMIT_EXCEEDED',
   'RESPONSE_ID_MISMATCH',
+  'REQUEST_TOO_LARGE',
   'AUTHENTICATION_ERROR',
   'AGENT_CARD_ERROR',
   'BLOCKED_ADDRESS',
@@ -239,6 +241,15 @@ export class ResponseIdMismatchError extends ProtocolError {
   constructor(message = 'JSON-RPC answer carries another request id', details?: Details) { super(message, details); }
 }
 /**
+ * The agent's server refused our request as over ITS receive size cap before any handler ran (a gRPC server's
+ * RESOURCE_EXHAUSTED "Received message larger than max (<n> vs <its max>)", its max not our cap: status-table.ts).
+ * Resending the same bytes meets the same cap, so not retryable; the agent never had the request (delivery
+ * `not-sent`), so nothing was created (effect none): the step fails at once, or goes to another agent.
+ */
+export class RequestTooLargeError extends A2AError {
+  constructor(message = 'Request over the agent\'s size limit', details?: Details) { super(message, 'REQUEST_TOO_LARGE', false, { delivery: 'not-sent', ...details }); }
+}
+/**
  * HTTP 409 or gRPC ALREADY_EXISTS: the request conflicts with something the agent already holds (a task for our
  * messageId, say). Not retryable; never proof that nothing was created (the conflict may be with our own task).
  */
@@ -304,10 +315,12 @@ const maybeStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'ma
 /**
  * What a failed SendMessage proves about its effect (the table's `effect` column): `none` when the error is a
  * refusal (also an HTTP 4xx whose body is not an A2A error, e.g. a wrong URL's page, unless the table's row for
- * that status says `maybe`: 408, 409, 429), else `maybe`. A drop, a timeout or an unreadable answer is `maybe`:
+ * that status says `maybe`: 408, 409, 429; and a server's size refusal, `RequestTooLargeError`), else `maybe`. A drop, a timeout or an unreadable answer is `maybe`:
  * the agent may have created the task.
  */
 export function sendEffectOf(error: unknown): 'none' | 'maybe' {
+  // The agent's server refused our request's bytes before any handler ran: nothing was created.
+  if (error instanceof RequestTooLargeError) return 'none';
   if (refusals.some((refusal) => error instanceof refusal)) return 'none';
   const status = error instanceof ProtocolError && error.jsonRpcCode === undefined ? error.httpStatus : undefined;
   return status !== undefined && status >= 400 && status < 500 && !maybeStatuses.has(status) ? 'none' : 'maybe';

@@ -46,6 +46,7 @@ export {
   LimitExceededError,
   type LimitName,
   ResponseIdMismatchError,
+  RequestTooLargeError,
   UnknownWireValueError,
 } from './errors.ts';
 export {

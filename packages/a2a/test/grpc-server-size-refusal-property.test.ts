@@ -4,7 +4,8 @@
  * an answer over OUR cap) is the server's status: the handler never ran, nothing was created. It must not be read as
  * an answer over our cap (LimitExceededError with delivery received: AMBIGUOUS, a person decides). Only the reported
  * max equal to our own cap is our local cap. A real grpc-js server (handler calls counted) and a raw h2c server that
- * sends the status trailers-only, over server caps other than ours and calls.
+ * sends the status trailers-only, over server caps other than ours and calls. A refusal that retrying the same bytes
+ * cannot fix: REQUEST_TOO_LARGE, not retryable, nothing reached the agent (`expectServerRefusal`).
  */
 import http2 from 'node:http2';
 import { once } from 'node:events';
@@ -12,7 +13,7 @@ import type { AddressInfo } from 'node:net';
 import { Server, ServerCredentials, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { A2AError } from '../src/errors.ts';
+import { A2AError, RequestTooLargeError, sendEffectOf } from '../src/errors.ts';
 import { GrpcTransport } from '../src/grpc/transport.ts';
 
 const CAP = 64 * 1024;
@@ -53,14 +54,14 @@ afterAll(async () => {
 
 const outcome = (error: unknown) => ({ code: (error as A2AError).code, retryable: (error as A2AError).retryable, delivery: (error as A2AError).delivery });
 /**
- * The server's RESOURCE_EXHAUSTED is its status (status-table.ts): UPSTREAM_ERROR, retryable (the handler never ran,
- * another try may fit), never an answer over our cap (LIMIT_EXCEEDED, delivery received).
+ * The server's RESOURCE_EXHAUSTED is its refusal of our request's bytes (status-table.ts): REQUEST_TOO_LARGE, not
+ * retryable (the same bytes meet the same cap: before, UPSTREAM_ERROR retryable, resent until the attempts ran out),
+ * delivery not-sent (the handler never ran: nothing created), never an answer over our cap (LIMIT_EXCEEDED, received).
  */
 const expectServerRefusal = (error: unknown) => {
-  expect(error).toBeInstanceOf(A2AError);
-  const { code, retryable, delivery } = outcome(error);
-  expect({ code, retryable }).toEqual({ code: 'UPSTREAM_ERROR', retryable: true });
-  expect(delivery).not.toBe('received');
+  expect(error).toBeInstanceOf(RequestTooLargeError);
+  expect(outcome(error)).toEqual({ code: 'REQUEST_TOO_LARGE', retryable: false, delivery: 'not-sent' });
+  expect(sendEffectOf(error)).toBe('none');
 };
 
 describe('property: a server refusing our request as over its cap is not an answer over ours', () => {

@@ -16,6 +16,7 @@ import {
   LimitExceededError,
   NetworkError,
   ProtocolError,
+  RequestTooLargeError,
   TaskNotFoundError,
   UnsupportedOperationError,
   UpstreamError,
@@ -107,20 +108,25 @@ const LOCAL_SIZE_CAP = /^Received message larger than max \((\d+) vs\.? (\d+)\)/
 /**
  * The typed error for a failed gRPC call: the ErrorInfo reason first (known
  * reasons only), then the status code. The gRPC error is kept as `cause`. `receiveCapBytes`: our channel's
- * `grpc.max_receive_message_length`; without it no size error is taken for our cap (the status table decides).
+ * `grpc.max_receive_message_length`: a size error reporting it is an answer over our cap (`LimitExceededError`), one
+ * reporting another max the server's refusal of our request (`RequestTooLargeError`); without it neither can be told
+ * (the status table decides).
  */
 export function errorFromGrpc(error: ServiceError, url: string, receiveCapBytes?: number): A2AError {
   const reason = errorInfoReason(error);
   const details = { reason, cause: error };
   const message = error.details || `gRPC status ${GrpcStatus[error.code] ?? error.code} from ${url}`;
   const overCap = error.code === GrpcStatus.RESOURCE_EXHAUSTED ? LOCAL_SIZE_CAP.exec(error.details ?? '') : null;
-  // Reported max not our cap: the server's refusal of our request (review12: read as an answer, a person decided).
   if (overCap && receiveCapBytes !== undefined && Number(overCap[2]) === receiveCapBytes) {
     // The agent answered (a message arrived, over our cap): as an answer over a limit on the other bindings (A31),
     // delivery received, never "nothing happened" (attack12: a plain protocol error, delivery maybe, let the search
     // resend when it did not see the task).
     return new LimitExceededError('sseEventBytes', receiveCapBytes, `message from ${url} over the size limit: ${error.details}`, { ...details, delivery: 'received' });
   }
+  // Reported max not our cap: the server refused our request's bytes before its handler ran (review12: read as an
+  // answer, a person decided). Not a quota: the same bytes meet the same cap, so never retried (it was, until the
+  // attempts ran out); nothing reached the agent.
+  if (overCap && receiveCapBytes !== undefined) return new RequestTooLargeError(`request to ${url} over the agent's size limit: ${error.details}`, details);
   const errorClass = (reason === undefined ? undefined : errorClassForReason(reason)) ?? GRPC_STATUS_TABLE.get(error.code);
   const mapped = errorClass ? new errorClass(message, details) : new ProtocolError(`unknown gRPC status ${error.code}: ${message}`, details);
   // Quota or overload with RetryInfo (the richer error model): the server says when to come back.

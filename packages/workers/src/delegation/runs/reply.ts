@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import {
   ContentTypeNotSupportedError,
   InvalidParamsError,
+  RequestTooLargeError,
   A2AError,
   isRetryable,
   isInterruptedTaskState,
@@ -130,9 +131,9 @@ async function deliver(run: ReplyRun): Promise<string> {
       const failed = readFailure(error, 'reply', 'reply refused', false, ctx.logger);
       if (failed.kind === 'task-not-found') return (await apply(ctx, record, failed, { source: 'reply' }), 'reply-task-not-found');
     }
-    // Only an explicit refusal of the answer itself reopens the question; anything else is retried, and
+    // Only an explicit refusal of the answer itself (its parts, its content type, its size) reopens the question; anything else is retried, and
     // the rerun asks the agent first once the lease has expired (the reply is 'sending').
-    if (!(error instanceof InvalidParamsError || error instanceof ContentTypeNotSupportedError)) throw error;
+    if (!(error instanceof InvalidParamsError || error instanceof ContentTypeNotSupportedError || error instanceof RequestTooLargeError)) throw error;
     const task = await readOurTask(run);
     if (task && replyDelivered(task, record)) return settleDelivered(run, task, 'reply-already-delivered');
     await apply(ctx, record, { kind: 'reply-refused', replyMessageId: record.replyMessageId!, message: error.message }, { fence, replyToken: token, source: 'reply' });
