@@ -7,7 +7,9 @@
  * its artifacts in one transition; a completion pushed without its result (a
  * status update, a Task without artifacts) is not applied: the workers read
  * the task in full first (a partial read never settles). The reconciler's fallback poll
- * stays the backstop for agents that push once and never again (R17).
+ * stays the backstop for agents that push once and never again (R17). An
+ * artifact update pushed as a chunk (appended, or not the last) is not applied
+ * (`isPushedChunk`): pushes come late, out of order and repeated.
  *
  * A body in a content coding (an agent that gzips its POSTs) is decoded in `preParsing` with the A2A client's
  * decoder, the body limit counting decoded bytes (`coded-body.ts`; docs/a2a-edge.md "Content codings").
@@ -101,6 +103,19 @@ function isCompletionWithoutResult(response: StreamResponse): boolean {
   if ('statusUpdate' in response) return response.statusUpdate.status.state === 'TASK_STATE_COMPLETED';
   if ('task' in response) return response.task.status.state === 'TASK_STATE_COMPLETED' && !response.task.artifacts?.length;
   return false;
+}
+
+/**
+ * Whether a pushed artifact update is a chunk of an artifact rather than the whole of it: it appends (`append: true`)
+ * or announces more (`lastChunk` not `true`). Pushes are separate POSTs that arrive late, out of order and repeated
+ * (spec §9: duplicates happen) and carry no sequence number, so a chunk applied from a push can double (a repeated
+ * append) or cut (a late first chunk replacing the artifact a snapshot held whole) the result, and a stream's finished
+ * status would then settle the row with it (attack13). A chunk is not applied: the artifact comes whole from the
+ * stream (ordered), a full read or a pushed Task. A whole artifact (`lastChunk: true`, not appended) replaces the
+ * artifact with the same content however often and late it comes, and seals it: it is applied.
+ */
+export function isPushedChunk(event: { append?: boolean; lastChunk?: boolean }): boolean {
+  return event.append === true || event.lastChunk !== true;
 }
 
 /** What the push route works with, built once per plugin. */
@@ -212,6 +227,12 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     request.log.warn({ ...ref, taskId: taskIdOf(response), journaledTaskId: record.taskId }, 'push refused; nothing applied');
     await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refusal, retryable: false });
     return sendProblem(reply, problem('TASK_MISMATCH', refusal));
+  }
+  if ('artifactUpdate' in response && isPushedChunk(response.artifactUpdate)) {
+    // Nothing the workers need to read now (the completion brings the whole result): no wake, so a flood of chunks
+    // is no flood of GetTask calls.
+    context.count('chunk-not-applied');
+    return reply.code(204).send(null);
   }
   if (!isFinished(record.state) && isCompletionWithoutResult(response)) {
     context.count('read-in-full');
