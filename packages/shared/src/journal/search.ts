@@ -11,7 +11,7 @@
  * is bounded by the candidates it reads (a few commands each), whatever the number of workflows.
  */
 import { z } from 'zod';
-import { parseAttention, StoredMs } from './workflow-record.ts';
+import { isWorkflowStopping, parseAttention, StoredMs } from './workflow-record.ts';
 import { FINISHED_WORKFLOW_STATES, WORKFLOW_STATES } from './states.ts';
 import { CorruptRecordError } from './corrupt.ts';
 import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
@@ -58,6 +58,8 @@ interface CandidateRow {
   attention?: string;
   definition?: string;
   live: boolean;
+  /** The workflow is stopping (`isWorkflowStopping`): its steps' questions are closed, a compensation's stay open. */
+  stopping: boolean;
 }
 
 const CandidateRowSchema = z.object({ state: z.enum(WORKFLOW_STATES), createdAt: StoredMs, updatedAt: StoredMs, attention: z.string().optional(), definition: z.string().optional() });
@@ -78,7 +80,7 @@ function definitionOf(row: CandidateRow): WorkflowDefinition | undefined {
 
 /** A candidate's row: undefined when gone (expired); CorruptRecordError when it does not parse. */
 async function candidateRow(journal: Journal, id: string): Promise<CandidateRow | undefined | CorruptRecordError> {
-  const fields = ['state', 'createdAt', 'updatedAt', 'attention', 'definition', 'workflowId'] as const;
+  const fields = ['state', 'createdAt', 'updatedAt', 'attention', 'definition', 'workflowId', 'cancelRequested', 'stopping'] as const;
   const live = await journal.redis.hmget(journal.keys.workflow(id), ...fields);
   const isLive = live[0] !== null || live[5] !== null;
   const key = isLive ? journal.keys.workflow(id) : journal.keys.finished(id);
@@ -87,7 +89,7 @@ async function candidateRow(journal: Journal, id: string): Promise<CandidateRow 
     if (!row) return undefined;
     const [state, createdAt, updatedAt, attention, definition] = row.map((value) => value || undefined);
     const parsed = CandidateRowSchema.safeParse({ state, createdAt, updatedAt, attention, definition });
-    if (parsed.success) return { ...parsed.data, live: isLive };
+    if (parsed.success) return { ...parsed.data, live: isLive, stopping: isWorkflowStopping({ cancelRequested: row[6], stopping: row[7] }) };
     const error = new CorruptRecordError('workflow', key, { cause: parsed.error });
     journal.reportCorrupt(error);
     return error;
@@ -115,15 +117,18 @@ function rowMatches(id: string, row: CandidateRow, filter: WorkflowFilter): bool
   return true;
 }
 
-/** The open questions and the agents of a live workflow's recent delegations. */
-async function liveDelegations(journal: Journal, id: string): Promise<{ questions: OpenQuestionSummary[]; agents: string[] }> {
+/**
+ * The open questions and the agents of a live workflow's recent delegations. A `stopping` workflow's step questions are
+ * closed (the journal refuses their answers, stepStopped.lua): only its compensations' count, as in GET /v1/questions.
+ */
+async function liveDelegations(journal: Journal, id: string, stopping: boolean): Promise<{ questions: OpenQuestionSummary[]; agents: string[] }> {
   const delegationIds = await journal.redis.lrange(journal.delegationListKey(id), -RECENT_DELEGATIONS, -1);
-  const rows = await Promise.all(delegationIds.map((delegationId) => journal.redis.hmget(journal.keys.delegation(id, delegationId), ...OPEN_QUESTION_FIELDS, 'agentCardUrl')));
+  const rows = await Promise.all(delegationIds.map((delegationId) => journal.redis.hmget(journal.keys.delegation(id, delegationId), ...OPEN_QUESTION_FIELDS, 'agentCardUrl', 'kind')));
   const questions: OpenQuestionSummary[] = [];
   const agents: string[] = [];
   rows.forEach((row, index) => {
     const question = openQuestionOf({ workflowId: id, delegationId: delegationIds[index]! }, row.slice(0, OPEN_QUESTION_FIELDS.length));
-    if (question) questions.push(question);
+    if (question && (!stopping || row[OPEN_QUESTION_FIELDS.length + 1] === 'compensation')) questions.push(question);
     const agent = row[OPEN_QUESTION_FIELDS.length];
     if (agent) agents.push(agent);
   });
@@ -132,7 +137,7 @@ async function liveDelegations(journal: Journal, id: string): Promise<{ question
 
 /** The summary of a candidate whose row matched, or undefined when what its delegations show does not. */
 async function summaryIfMatching(journal: Journal, id: string, row: CandidateRow, filter: WorkflowFilter): Promise<WorkflowSummary | undefined> {
-  const { questions, agents } = row.live && !FINISHED.has(row.state) ? await liveDelegations(journal, id) : { questions: [], agents: [] };
+  const { questions, agents } = row.live && !FINISHED.has(row.state) ? await liveDelegations(journal, id, row.stopping) : { questions: [], agents: [] };
   const waitingFor = row.state === 'NEEDS_ATTENTION' ? 'NEEDS_ATTENTION' : questions[0]?.state;
   if ((filter.state === 'INPUT_REQUIRED' || filter.state === 'AUTH_REQUIRED') && !questions.some((question) => question.state === filter.state)) return undefined;
   if (filter.waiting && waitingFor === undefined) return undefined;
