@@ -111,6 +111,17 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     else if ('task' in response && response.task.artifacts?.length) partial = undefined;
   };
   const event = (responses: [StreamResponse] | [StreamResponse, StreamResponse]): Observation => ({ kind: 'stream-event', responses, ...(partial ? { partialArtifacts: partial } : {}) });
+  // A subscription's first event is its Task snapshot (spec §3.1.6): one that starts with anything else never showed
+  // the task whole, and the artifacts the journal held from before it (a send's answer, an earlier read of the task
+  // still working) may lack what the agent added since (attack13). Looked at once, at the first event.
+  let firstEvent = !open;
+  const snapshotMissing = async (response: StreamResponse): Promise<void> => {
+    if (!firstEvent) return;
+    firstEvent = false;
+    if ('task' in response || partial) return;
+    heldBefore ??= await ctx.journal.holdsArtifacts({ workflowId: record.workflowId, delegationId: record.delegationId });
+    if (heldBefore) partial = 'no-snapshot';
+  };
   // The event read ahead after an artifact update (`readAhead`), taken by the next turn.
   let readAheadEvent: Promise<IteratorResult<StreamEvent, StreamEnd>> | undefined;
   try {
@@ -125,6 +136,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
       // The quiet window starts again: the same timer re-armed (no new timer per event).
       quietTimer.refresh();
       const response = next.value.response;
+      await snapshotMissing(response);
       let responses: [StreamResponse] | [StreamResponse, StreamResponse] = [response];
       const ahead = 'artifactUpdate' in response ? await readAhead(stream) : undefined;
       if (ahead?.ready) {
