@@ -23,7 +23,7 @@ const redisServer = useRedisServer();
  * What a late push carries (the agent built a1 as "book" then "ed" appended): a stale Task (without artifacts, or with
  * another), a chunk of a1 again (the appended last one, the first one, a middle one), or a1 whole again.
  */
-const LATE_PUSHES = ['stale-task-no-artifacts', 'stale-task-other-artifact', 'repeated-appended-chunk', 'late-first-chunk', 'repeated-middle-chunk', 'whole-artifact-again'] as const;
+const LATE_PUSHES = ['stale-task-no-artifacts', 'stale-task-other-artifact', 'stale-task-new-message-no-artifacts', 'repeated-appended-chunk', 'late-first-chunk', 'repeated-middle-chunk', 'whole-artifact-again'] as const;
 type LatePush = (typeof LATE_PUSHES)[number];
 
 /** The push body for `kind` about task T1 in `contextId`. */
@@ -34,6 +34,8 @@ function pushBody(kind: LatePush, contextId: string): unknown {
   switch (kind) {
     case 'stale-task-no-artifacts':
       return { task: task('T1', 'WORKING', { contextId, artifacts: [] }) };
+    case 'stale-task-new-message-no-artifacts':
+      return { task: task('T1', 'WORKING', { contextId, artifacts: [], message: { messageId: 'progress-1', role: 'ROLE_AGENT', parts: [{ text: 'starting' }] } }) };
     case 'stale-task-other-artifact':
       return { task: task('T1', 'WORKING', { contextId, artifacts: { draft: 'draft' } }) };
     case 'repeated-appended-chunk':
@@ -117,6 +119,11 @@ describe('a push between a stream snapshot and its finished status (attack13)', 
     const { record, view } = await run('repeated-appended-chunk');
     expect(record.state).toBe('COMPLETED');
     expect(artifactText(view, 'a1')).toBe('booked');
+  }, 45_000);
+
+  it('a stale Task pushed with a new status message and "artifacts": [] after the snapshot held a1: the result a1 is kept, not wiped', async () => {
+    const { record, view } = await run('stale-task-new-message-no-artifacts');
+    expect({ state: record.state, a1: artifactText(view, 'a1') }).toEqual({ state: 'COMPLETED', a1: 'booked' });
   }, 45_000);
 
   it('property: any late push that changes the journal\'s artifacts between the snapshot and COMPLETED: the record holds what the agent holds, one send', async () => {

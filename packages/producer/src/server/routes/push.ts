@@ -9,7 +9,8 @@
  * the task in full first (a partial read never settles). The reconciler's fallback poll
  * stays the backstop for agents that push once and never again (R17). An
  * artifact update pushed as a chunk (appended, or not the last) is not applied
- * (`isPushedChunk`): pushes come late, out of order and repeated.
+ * (`isPushedChunk`), nor the artifacts of a pushed Task of an unfinished task
+ * (`appliedPart`): pushes come late, out of order and repeated.
  *
  * A body in a content coding (an agent that gzips its POSTs) is decoded in `preParsing` with the A2A client's
  * decoder, the body limit counting decoded bytes (`coded-body.ts`; docs/a2a-edge.md "Content codings").
@@ -28,6 +29,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Queue } from 'bullmq';
 import {
+  isTerminalTaskState,
   normalizePushBody,
   resolveLimits,
   taskOwnership,
@@ -116,6 +118,19 @@ function isCompletionWithoutResult(response: StreamResponse): boolean {
  */
 export function isPushedChunk(event: { append?: boolean; lastChunk?: boolean }): boolean {
   return event.append === true || event.lastChunk !== true;
+}
+
+/**
+ * What of a push is applied: a pushed Task of an unfinished task without its artifacts. Its status goes through the
+ * journal's forward-only rules, but its artifacts, a view at a time nothing orders against the stream and the reads,
+ * would replace the journal's whole (attack13: a stale Task pushed with a new status message and "artifacts": [] after a
+ * stream's snapshot held the result wiped it, and the stream's COMPLETED settled without it). A finished Task's
+ * artifacts are its result (a finished task never changes): applied with its status.
+ */
+export function appliedPart(response: StreamResponse): StreamResponse {
+  if (!('task' in response) || response.task.artifacts === undefined || isTerminalTaskState(response.task.status.state)) return response;
+  const { artifacts: _unordered, ...task } = response.task;
+  return { task };
 }
 
 /** What the push route works with, built once per plugin. */
@@ -239,7 +254,7 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     await context.wakeWorkers(ref, pushedTimestampMs(response));
     return reply.code(204).send(null);
   }
-  return applyPush(context, request, reply, record, response);
+  return applyPush(context, request, reply, record, appliedPart(response));
 }
 
 /** The pushed status's timestamp in ms (0 when it has none or it does not parse). */
