@@ -14,10 +14,8 @@ import { closeServer, listenOnLoopback, trackSockets } from './ports.ts';
 
 export type ScriptedMethod = 'SendMessage' | 'SendStreamingMessage' | 'GetTask' | 'ListTasks' | 'SubscribeToTask' | 'CancelTask';
 
-/** A wait inside an SSE script: `{ waitMs }` pauses before the next chunk. */
-export interface SseWait {
-  waitMs: number;
-}
+/** A wait inside an SSE script: `{ waitMs }` pauses before the next chunk; `{ until }` waits for the promise (an event of the test). */
+export type SseWait = { waitMs: number } | { until: Promise<unknown> };
 
 export type ScriptedAnswer =
   /** JSON-RPC success with this `result`; `envelopeId` replaces the request's id in the envelope (`null`: A33). */
@@ -119,9 +117,8 @@ export async function startScriptedAgent(initial: ScriptedHandlers): Promise<Scr
         // Frames are written with `"id":1`; a JSON-RPC answer carries the request's id (the client checks it).
         const framed = chunk.replaceAll('"jsonrpc":"2.0","id":1,', `"jsonrpc":"2.0","id":${JSON.stringify(id ?? null)},`);
         if (framed.length > 0) await new Promise<void>((resolve) => response.write(framed, () => resolve()));
-      } else {
-        await sleep(chunk.waitMs);
-      }
+      } else if ('until' in chunk) await chunk.until;
+      else await sleep(chunk.waitMs);
     }
     if (closed || response.destroyed) return;
     const endAfter = reply.endAfter ?? 'close';

@@ -90,8 +90,9 @@ let references = 0;
 
 /**
  * The attempt as the subscription's WORKING snapshot, then `events` (wire JSON-RPC envelopes, as `SU`/`AU` write them),
- * applied one at a time through `applyStreamResponse` leave it (a COMPLETED status update after no artifacts, or a
- * finished status update after appended chunks, takes the agent's GetTask answer instead: R26, a partial view). As on a stream, nothing applies after the row is
+ * applied one at a time through `applyStreamResponse` leave it (a COMPLETED status update after no artifacts, or after
+ * a Task that left out an artifact the journal held, or a finished status update after appended chunks, takes the
+ * agent's GetTask answer instead: R26, attack13, a partial view). As on a stream, nothing applies after the row is
  * finished, after an event the journal refuses (over the artifact limit), and after a protocol error (an event that does
  * not parse, or names another task); then, with `readAtEnd` and the row unfinished, the agent's GetTask answer (COMPLETED,
  * `readAnswer`, as `PairRig`'s agent gives it) applies as a snapshot.
@@ -114,12 +115,19 @@ export async function oneByOne(redis: Redis, events: (ids: Ids) => string[], opt
   let sawArtifacts = false;
   // Appended chunks make the streamed artifacts a partial view: a finished status after them takes the full read instead.
   let partial = false;
+  // A Task of ours whose artifacts leave out one the journal held takes them back (attack13): a COMPLETED status update
+  // after it takes the full read, until a later Task keeps what the journal holds.
+  let takenBack = false;
   for (const payload of [snapshot, ...events(ids)]) {
     let response;
     try {
       response = parse(payload);
     } catch {
       break;
+    }
+    if ('task' in response && response.task.id === ids.taskId && response.task.artifacts?.length) {
+      const kept = new Set(response.task.artifacts.map((artifact) => artifact.artifactId));
+      takenBack = (await journal.getDelegationView(ref))!.artifacts.some((artifact) => !kept.has(artifact.artifactId));
     }
     if ('artifactUpdate' in response || ('task' in response && response.task.artifacts?.length)) sawArtifacts = true;
     if ('artifactUpdate' in response && response.artifactUpdate.taskId === ids.taskId && (response.artifactUpdate.append === true || response.artifactUpdate.lastChunk === false)) partial = true;
@@ -130,8 +138,8 @@ export async function oneByOne(redis: Redis, events: (ids: Ids) => string[], opt
       break;
     }
     // R26: a COMPLETED status update after no artifacts, on a row holding none: the GetTask answer applies instead.
-    const collect = 'statusUpdate' in response && response.statusUpdate.taskId === ids.taskId && response.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !sawArtifacts;
-    if (collect && (await journal.getDelegationView(ref))!.artifacts.length === 0) {
+    const collect = 'statusUpdate' in response && response.statusUpdate.taskId === ids.taskId && response.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && (!sawArtifacts || takenBack);
+    if (collect && (takenBack || (await journal.getDelegationView(ref))!.artifacts.length === 0)) {
       await applyTask(journal, ref, readAnswerTask()!, { fence, snapshot: true });
       break;
     }

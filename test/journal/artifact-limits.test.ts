@@ -31,7 +31,7 @@ describe('artifact bytes per delegation', () => {
     await producer?.close();
   });
 
-  it('RT5: ten authorized pushes of a 3.9 MB appended chunk end the attempt LIMIT_EXCEEDED; Redis stays bounded', async () => {
+  it('RT5: ten authorized pushes of a 3.9 MB whole artifact end the attempt LIMIT_EXCEEDED; Redis stays bounded', async () => {
     await producer.startWorkflow({ workflowId: 'rt5', steps: [{ name: 'main', agent: 'http://127.0.0.1:9/rt5', message: { text: 'go' }, push: true }] });
     const ref = { workflowId: 'rt5', delegationId: 'main.1' };
     await applyTask(producer.journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } }, { snapshot: true });
@@ -39,7 +39,8 @@ describe('artifact bytes per delegation', () => {
     const chunk = 'x'.repeat(3_900_000);
     const statuses: number[] = [];
     for (let index = 0; index < 10; index++) {
-      const payload = JSON.stringify({ artifactUpdate: { taskId: 'T1', contextId: 'C1', artifact: { artifactId: 'a1', parts: [{ text: chunk }] }, append: true } });
+      // Whole artifacts (a pushed chunk is not applied: pushes come out of order and repeated, attack13).
+      const payload = JSON.stringify({ artifactUpdate: { taskId: 'T1', contextId: 'C1', artifact: { artifactId: `a${index}`, parts: [{ text: chunk }] }, lastChunk: true } });
       statuses.push((await app.inject({ method: 'POST', url: '/v1/push/rt5/main.1', headers, payload })).statusCode);
     }
     // 4 chunks fit in 16 MiB (15.6 MB); the 5th would pass the limit: the attempt ends there.

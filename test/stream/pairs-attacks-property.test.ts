@@ -106,7 +106,25 @@ describe.skipIf(testsOnCluster())('random interleavings and chunkings of a strea
         expect(outcome.leaseHeld, told).toBe(false);
         paired += outcome.calls.applyArtifactThenStatus ?? 0;
       }),
-      { numRuns: 150, interruptAfterTimeLimit: 90_000 },
+      {
+        numRuns: 150,
+        interruptAfterTimeLimit: 90_000,
+        // attack13: a Task that takes a1 back, then a chunk of a1 paired with COMPLETED: the chunk is applied, then the full read.
+        examples: [
+          [
+            {
+              events: [
+                { kind: 'artifact', artifactId: 'a1', append: false, lastChunk: false },
+                { kind: 'snapshot-with-artifacts' },
+                { kind: 'artifact', artifactId: 'a1', append: false, lastChunk: false },
+                { kind: 'completed' },
+                { kind: 'artifact', artifactId: 'a1', append: false, lastChunk: false },
+              ],
+              cuts: [],
+            },
+          ],
+        ],
+      },
     );
     // The pairing was exercised, not only the one-by-one path.
     expect(paired).toBeGreaterThan(5);

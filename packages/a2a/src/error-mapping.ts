@@ -138,15 +138,36 @@ function errorFromHttpBody(status: number, contentType: string | undefined, body
  */
 const TaskLikeSchema = z.looseObject({ id: z.string().min(1), status: z.looseObject({ state: z.string().min(1) }) });
 
+/** How deep, and over how many JSON values, `namesTask` looks for a task in an error answer (bodies are bounded before). */
+const TASK_SEARCH_DEPTH = 8;
+const TASK_SEARCH_VALUES = 10_000;
+
 /**
- * Whether an answer's body names a task: a Task, `{task}` (SendMessage 1.0), or a JSON-RPC success envelope whose
- * `result` is one (whatever its id). Such a body in a 4xx is not a refusal: the agent has a task (effect maybe,
- * `sendEffectOf`), ours or not (only `answerContentProof` adopts it).
+ * Whether an answer's body names a task anywhere: a Task, `{task}` (SendMessage 1.0), a JSON-RPC envelope's `result`
+ * (whatever its id), or a task beside an error (a sibling `task`, in `error.data`, in a google.rpc `details` entry;
+ * attack13: a JSON-RPC error envelope carrying a task was a refusal, a 401 envelope with one resent). Such an answer
+ * is no refusal: the agent has a task (effect maybe, `sendEffectOf`), ours or not (only `answerContentProof` adopts
+ * it). Looks `TASK_SEARCH_DEPTH` levels deep, over at most `TASK_SEARCH_VALUES` values.
  */
-function namesTask(value: unknown): boolean {
-  const inner = typeof value === 'object' && value !== null && 'jsonrpc' in value ? (value as { result?: unknown }).result : value;
-  const task = typeof inner === 'object' && inner !== null && 'task' in inner ? (inner as { task: unknown }).task : inner;
-  return TaskLikeSchema.safeParse(task).success;
+export function namesTask(value: unknown): boolean {
+  const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
+  for (let seen = 0; pending.length > 0 && seen < TASK_SEARCH_VALUES; seen++) {
+    const { value: current, depth } = pending.pop()!;
+    if (typeof current !== 'object' || current === null) continue;
+    if (!Array.isArray(current) && TaskLikeSchema.safeParse(current).success) return true;
+    if (depth < TASK_SEARCH_DEPTH) for (const child of Object.values(current)) pending.push({ value: child, depth: depth + 1 });
+  }
+  return false;
+}
+
+/**
+ * A JSON-RPC error answer (`rawBody`, any HTTP status, a 2xx included) that also names a task (`namesTask`: in
+ * `result` beside the error, in `error.data`, as a sibling): an `InvalidAgentResponseError` (delivery received, effect
+ * maybe), never the error's own verdict (a refusal's "nothing created", a 401's resend). Undefined otherwise.
+ */
+export function taskBesideError(rawBody: string, httpStatus?: number): InvalidAgentResponseError | undefined {
+  if (!namesTask(tryParseJson(rawBody))) return undefined;
+  return new InvalidAgentResponseError('a JSON-RPC error answer that also names a task (the answer does not prove it ours)', { cause: rawBody, bodyExcerpt: excerpt(rawBody), ...(httpStatus === undefined ? {} : { httpStatus }) });
 }
 
 /** The media type without parameters, lower-cased: `application/json; charset=utf-8` → `application/json`. */

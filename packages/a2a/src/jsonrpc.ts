@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { type A2AError, InvalidAgentResponseError, ProtocolError, ResponseIdMismatchError } from './errors.ts';
-import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType, mediaType, tryParseJson } from './error-mapping.ts';
+import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType, mediaType, taskBesideError, tryParseJson } from './error-mapping.ts';
 import { createHttpClient, type HttpClient } from './http.ts';
 import { answerContentProof } from './ownership.ts';
 import { parseJsonText, requireJsonContentType, validateWith } from './response.ts';
@@ -82,7 +82,7 @@ export function decodeJsonRpcEnvelope<Schema extends z.ZodType>(
   const envelope = validateWith(EnvelopeSchema, value, rawBody, what);
   const isError = envelope.error !== undefined && envelope.error !== null;
   if (expectedId !== undefined) checkResponseId(envelope.id, expectedId, isError, rawBody, what, contentProof && (() => contentProof(envelope.result)));
-  if (isError) throw errorFromJsonRpc(envelope.error, rawBody, httpStatus);
+  if (isError) throw taskBesideError(rawBody, httpStatus) ?? errorFromJsonRpc(envelope.error, rawBody, httpStatus);
   if (!('result' in (value as object))) throw new InvalidAgentResponseError(`${what} has neither result nor error`, { cause: rawBody, bodyExcerpt: excerpt(rawBody) });
   return validateWith(schema, envelope.result, rawBody, what);
 }
@@ -130,7 +130,7 @@ export function decodeJsonRpcStreamError(
   if (status < 200 || status >= 300 || !isJsonMediaType(contentType)) return errorFromHttp(status, contentType, bodyText);
   const value = parseJsonText(bodyText, 'stream response', status);
   const error = typeof value === 'object' && value !== null ? (value as { error?: unknown }).error : undefined;
-  if (error !== undefined && error !== null) return fromErrorObject(error, bodyText, status);
+  if (error !== undefined && error !== null) return taskBesideError(bodyText, status) ?? fromErrorObject(error, bodyText, status);
   return new ProtocolError('JSON answer without an error to a streaming call', { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
 }
 

@@ -103,3 +103,55 @@ describe('property: a 4xx whose body names a task is never "nothing created"', (
     );
   });
 });
+
+describe('property (attack13): an error answer that names a task anywhere is never "nothing created"', () => {
+  /** Where the task sits beside the error: the JSON-RPC `result`, `error.data`, a sibling `task`, a google.rpc `details` entry. */
+  const places: Record<string, (task: object, id: unknown, code: number) => unknown> = {
+    'envelope result': (task, id, code) => ({ jsonrpc: '2.0', id, error: { code, message: 'refused' }, result: { task } }),
+    'envelope error.data': (task, id, code) => ({ jsonrpc: '2.0', id, error: { code, message: 'refused', data: [{ task }] } }),
+    'envelope sibling': (task, id, code) => ({ jsonrpc: '2.0', id, error: { code, message: 'refused' }, task }),
+    'rest details': (task, _id, code) => ({ error: { code, status: 'INVALID_ARGUMENT', message: 'refused', details: [{ '@type': 'type.googleapis.com/x', task }] } }),
+  };
+  const theirs03 = { kind: 'task', id: 'T5', contextId: 'agents-own', status: { state: 'working' } };
+  let echoing: (id: unknown) => { status: number; body: string } = () => ({ status: 200, body: '{}' });
+  let echo: RawServer;
+  beforeAll(async () => {
+    echo = await startRawServer((request, response) => {
+      const id = (() => {
+        try {
+          return (JSON.parse(request.body) as { id?: unknown }).id ?? null;
+        } catch {
+          return null;
+        }
+      })();
+      const { status, body } = echoing(id);
+      response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+      response.end(body);
+    });
+  });
+  afterAll(() => echo.close());
+
+  it('over bindings, versions, statuses (200 included), refusal codes and places: an A2A error with effect maybe', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom('JSONRPC' as const, 'HTTP+JSON' as const),
+        fc.constantFrom('1.0' as const, '0.3' as const),
+        fc.constantFrom(200, 400, 401, 403, 404),
+        fc.constantFrom(-32600, -32601, -32602, -32700, -32009, -32005, 401, 400),
+        fc.constantFrom(...Object.keys(places)),
+        async (protocolBinding, protocolVersion, status, code, place) => {
+          // A 2xx HTTP+JSON body is a success body (no error envelope): the case is the JSON-RPC binding's.
+          fc.pre(status !== 200 || protocolBinding === 'JSONRPC');
+          const task = protocolVersion === '0.3' ? theirs03 : theirs;
+          echoing = (id) => ({ status, body: JSON.stringify(places[place]!(task, id, code)) });
+          const transport = createTransport({ url: echo.url, protocolBinding, protocolVersion });
+          const error = await transport.sendMessage({ message }).then((value) => ({ value }), (caught: unknown) => caught);
+          const what = JSON.stringify({ protocolBinding, protocolVersion, status, code, place });
+          expect(error, what).toBeInstanceOf(A2AError);
+          expect(sendEffectOf(error), what).toBe('maybe');
+        },
+      ),
+      { numRuns: 200 },
+    );
+  });
+});

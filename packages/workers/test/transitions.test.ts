@@ -222,6 +222,15 @@ describe('rows', () => {
     expect(transition(recordIn('WORKING'), { kind: 'stream-event', responses: [chunk, completed] }, policy)).toEqual({ write: { kind: 'events', responses: [chunk, completed] }, next: { kind: 'continue' } });
   });
 
+  it('attack13: a subscription without its first snapshot that finishes: the status waits for one full read, named for its cause', () => {
+    const completed = { statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED' as const } } };
+    const step = transition(recordIn('WORKING'), { kind: 'stream-event', responses: [completed], partialArtifacts: 'no-snapshot' }, policy);
+    expect(writesOf(step)).toEqual([]);
+    expect(step.next).toMatchObject({ kind: 'read-once', why: expect.stringMatching(/without its first snapshot/), heldBack: { responses: [completed], partialArtifacts: 'no-snapshot' } });
+    const failed = transition(recordIn('WORKING'), { kind: 'read-failed', call: 'get-task', code: 'NETWORK_ERROR', retryable: true, why: 'x', cycle: true, heldBack: { responses: [completed], partialArtifacts: 'no-snapshot' } }, policy);
+    expect(failed).toMatchObject({ write: { kind: 'events', responses: [completed] }, warning: expect.stringMatching(/without its first snapshot finished/) });
+  });
+
   it('subscribe refused (-32001, -32004: maybe terminal) is one GetTask, not the not-found window', () => {
     expect(transition(recordIn('WORKING'), { kind: 'stream-failed', code: 'TASK_NOT_FOUND', retryable: false, unacceptable: { code: 'TASK_NOT_FOUND', message: 'not found' } }, policy).next.kind).toBe('read-once');
   });

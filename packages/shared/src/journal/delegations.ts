@@ -181,6 +181,12 @@ export class JournalDelegations extends JournalWorkflows {
     return (await this.redis.exists(artifactsKey)) > 0;
   }
 
+  /** The ids of the artifacts a live delegation row holds now (one HKEYS of its artifacts hash; none for a compacted or missing row). */
+  async artifactIds(ref: DelegationRef): Promise<string[]> {
+    const [, artifactsKey] = this.delegationKeys(ref);
+    return (await this.redis.hkeys(artifactsKey)).filter((field) => field.startsWith('order:')).map((field) => field.slice('order:'.length));
+  }
+
   /** Reads one delegation (live or compacted) with its artifacts. */
   async getDelegationView(ref: DelegationRef): Promise<DelegationView | undefined> {
     const [key, artifactsKey] = this.delegationKeys(ref);

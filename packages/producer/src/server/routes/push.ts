@@ -7,7 +7,10 @@
  * its artifacts in one transition; a completion pushed without its result (a
  * status update, a Task without artifacts) is not applied: the workers read
  * the task in full first (a partial read never settles). The reconciler's fallback poll
- * stays the backstop for agents that push once and never again (R17).
+ * stays the backstop for agents that push once and never again (R17). An
+ * artifact update pushed as a chunk (appended, or not the last) is not applied
+ * (`isPushedChunk`), nor the artifacts of a pushed Task of an unfinished task
+ * (`appliedPart`): pushes come late, out of order and repeated.
  *
  * A body in a content coding (an agent that gzips its POSTs) is decoded in `preParsing` with the A2A client's
  * decoder, the body limit counting decoded bytes (`coded-body.ts`; docs/a2a-edge.md "Content codings").
@@ -26,6 +29,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Queue } from 'bullmq';
 import {
+  isTerminalTaskState,
   normalizePushBody,
   resolveLimits,
   taskOwnership,
@@ -101,6 +105,32 @@ function isCompletionWithoutResult(response: StreamResponse): boolean {
   if ('statusUpdate' in response) return response.statusUpdate.status.state === 'TASK_STATE_COMPLETED';
   if ('task' in response) return response.task.status.state === 'TASK_STATE_COMPLETED' && !response.task.artifacts?.length;
   return false;
+}
+
+/**
+ * Whether a pushed artifact update is a chunk of an artifact rather than the whole of it: it appends (`append: true`)
+ * or announces more (`lastChunk` not `true`). Pushes are separate POSTs that arrive late, out of order and repeated
+ * (spec §9: duplicates happen) and carry no sequence number, so a chunk applied from a push can double (a repeated
+ * append) or cut (a late first chunk replacing the artifact a snapshot held whole) the result, and a stream's finished
+ * status would then settle the row with it (attack13). A chunk is not applied: the artifact comes whole from the
+ * stream (ordered), a full read or a pushed Task. A whole artifact (`lastChunk: true`, not appended) replaces the
+ * artifact with the same content however often and late it comes, and seals it: it is applied.
+ */
+export function isPushedChunk(event: { append?: boolean; lastChunk?: boolean }): boolean {
+  return event.append === true || event.lastChunk !== true;
+}
+
+/**
+ * What of a push is applied: a pushed Task of an unfinished task without its artifacts. Its status goes through the
+ * journal's forward-only rules, but its artifacts, a view at a time nothing orders against the stream and the reads,
+ * would replace the journal's whole (attack13: a stale Task pushed with a new status message and "artifacts": [] after a
+ * stream's snapshot held the result wiped it, and the stream's COMPLETED settled without it). A finished Task's
+ * artifacts are its result (a finished task never changes): applied with its status.
+ */
+export function appliedPart(response: StreamResponse): StreamResponse {
+  if (!('task' in response) || response.task.artifacts === undefined || isTerminalTaskState(response.task.status.state)) return response;
+  const { artifacts: _unordered, ...task } = response.task;
+  return { task };
 }
 
 /** What the push route works with, built once per plugin. */
@@ -213,12 +243,18 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refusal, retryable: false });
     return sendProblem(reply, problem('TASK_MISMATCH', refusal));
   }
+  if ('artifactUpdate' in response && isPushedChunk(response.artifactUpdate)) {
+    // Nothing the workers need to read now (the completion brings the whole result): no wake, so a flood of chunks
+    // is no flood of GetTask calls.
+    context.count('chunk-not-applied');
+    return reply.code(204).send(null);
+  }
   if (!isFinished(record.state) && isCompletionWithoutResult(response)) {
     context.count('read-in-full');
     await context.wakeWorkers(ref, pushedTimestampMs(response));
     return reply.code(204).send(null);
   }
-  return applyPush(context, request, reply, record, response);
+  return applyPush(context, request, reply, record, appliedPart(response));
 }
 
 /** The pushed status's timestamp in ms (0 when it has none or it does not parse). */

@@ -65,10 +65,19 @@ export type SearchPurpose = 'reconcile' | 'lost-check' | 'read';
  * Why the artifacts a stream delivered are a partial view of the task's (A2A stream events carry no sequence number,
  * so a repeated, dropped or reordered chunk cannot be told from the stream): `appended` the stream delivered a chunk
  * to append (`append: true`) or one announcing more (`lastChunk: false`); `resubscribed` an earlier stream of the task
- * ended before its finished status (chunks it journaled may be repeated or missing). A Task event carrying artifacts
- * (a whole view) clears it until the next such chunk.
+ * ended before its finished status (chunks it journaled may be repeated or missing); `no-snapshot` a subscription
+ * whose first event was no Task snapshot (spec §3.1.6) while the journal held artifacts from before it (a send's
+ * answer, an earlier read of the task still working: what the agent added since may be missing, attack13). A Task
+ * event carrying artifacts (a whole view) clears it until the next such chunk.
  */
-export type PartialArtifacts = 'appended' | 'resubscribed';
+export type PartialArtifacts = 'appended' | 'resubscribed' | 'no-snapshot';
+
+/** How a partial view came about, for log lines and warnings (`PartialArtifacts`). */
+export const PARTIAL_ARTIFACTS_CAUSE: Readonly<Record<PartialArtifacts, string>> = {
+  appended: 'appended chunks',
+  resubscribed: 'a resubscription',
+  'no-snapshot': 'a subscription without its first snapshot',
+};
 
 /**
  * A stream's finished status, held back until a full read of the task (the stream's artifacts were a partial view):

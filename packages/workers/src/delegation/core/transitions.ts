@@ -15,7 +15,7 @@ import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalSta
 import type { StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
-import type { HeldBack, Observation, SearchFinding, Unacceptable } from './observation.ts';
+import { PARTIAL_ARTIFACTS_CAUSE, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, notFoundVerdict, unfoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
@@ -149,7 +149,7 @@ export function transition(record: DelegationRecord, observation: Observation, p
       const status = second ?? first;
       if (observation.partialArtifacts && 'statusUpdate' in status && isTerminalTaskState(status.statusUpdate.status.state)) {
         const heldBack: HeldBack = { responses: [status], partialArtifacts: observation.partialArtifacts };
-        const why = `stream finished ${status.statusUpdate.status.state} after ${observation.partialArtifacts === 'appended' ? 'appended chunks' : 'a resubscription'}: its artifacts are a partial view`;
+        const why = `stream finished ${status.statusUpdate.status.state} after ${PARTIAL_ARTIFACTS_CAUSE[observation.partialArtifacts]}: its artifacts are a partial view`;
         return { ...(second ? { write: { kind: 'events', responses: [first] } } : {}), next: { kind: 'read-once', why, heldBack } };
       }
       return { write: { kind: 'events', responses: observation.responses }, next: { kind: 'continue' } };
@@ -386,7 +386,7 @@ function waitForAgent(record: DelegationRecord, observation: Extract<Observation
  * search) journals the held-back status as streamed, with a warning: the result is never lost to the read.
  */
 function afterPartialStream(record: DelegationRecord, observation: Observation, heldBack: HeldBack): Step {
-  const why = `${heldBack.partialArtifacts === 'appended' ? 'a stream of appended chunks' : 'a resubscribed stream'} finished`;
+  const why = `a stream after ${PARTIAL_ARTIFACTS_CAUSE[heldBack.partialArtifacts]} finished`;
   const keepStreamed = (reason: string): Step => ({
     write: { kind: 'events', responses: heldBack.responses },
     next: route,

@@ -100,8 +100,12 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   // review13: artifacts the journal held before this stream (an earlier stream's, a send's answer) count like artifacts
   // this stream carried: a first snapshot with "artifacts": [] puts them in doubt, and what is streamed after it is no
   // whole view either. Read once, before the first such snapshot is applied.
+  // attack13: the same for a Task whose artifacts leave out some the journal held (a stale snapshot holding a1 after
+  // a1 and a2 were streamed, or a first snapshot holding a2 after the send's answer held a1): the ids the journal holds
+  // as this stream knows them (undefined: not known yet, read once when a Task with artifacts needs them).
   let takenBack = false;
   let heldBefore: boolean | undefined;
+  let heldIds: Set<string> | undefined;
   const artifactsHeld = (): boolean => sawArtifacts && !takenBack;
   // Updates this stream delivered beyond the task snapshot SubscribeToTask sends first (spec §3.1.6). P36: a stream
   // that delivered updates before it ended is not "no progress"; a snapshot-only stream proves nothing new.
@@ -113,6 +117,17 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     else if ('task' in response && response.task.artifacts?.length) partial = undefined;
   };
   const event = (responses: [StreamResponse] | [StreamResponse, StreamResponse]): Observation => ({ kind: 'stream-event', responses, ...(partial ? { partialArtifacts: partial } : {}) });
+  // A subscription's first event is its Task snapshot (spec §3.1.6): one that starts with anything else never showed
+  // the task whole, and the artifacts the journal held from before it (a send's answer, an earlier read of the task
+  // still working) may lack what the agent added since (attack13). Looked at once, at the first event.
+  let firstEvent = !open;
+  const snapshotMissing = async (response: StreamResponse): Promise<void> => {
+    if (!firstEvent) return;
+    firstEvent = false;
+    if ('task' in response || partial) return;
+    heldBefore ??= await ctx.journal.holdsArtifacts({ workflowId: record.workflowId, delegationId: record.delegationId });
+    if (heldBefore) partial = 'no-snapshot';
+  };
   // The event read ahead after an artifact update (`readAhead`), taken by the next turn.
   let readAheadEvent: Promise<IteratorResult<StreamEvent, StreamEnd>> | undefined;
   try {
@@ -127,6 +142,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
       // The quiet window starts again: the same timer re-armed (no new timer per event).
       quietTimer.refresh();
       const response = next.value.response;
+      await snapshotMissing(response);
       let responses: [StreamResponse] | [StreamResponse, StreamResponse] = [response];
       const ahead = 'artifactUpdate' in response ? await readAhead(stream) : undefined;
       if (ahead?.ready) {
@@ -139,16 +155,33 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
         // A Task carrying artifacts replaces the journaled ones (`applyTask`); `[]` leaves them, in doubt until a full read.
         if ('task' in each && each.task.artifacts !== undefined) {
           const empty = each.task.artifacts.length === 0;
+          const ids = new Set(each.task.artifacts.map((artifact) => artifact.artifactId));
           if (empty && !sawArtifacts && !takenBack) heldBefore ??= await ctx.journal.holdsArtifacts({ workflowId: record.workflowId, delegationId: record.delegationId });
-          takenBack = empty && (sawArtifacts || takenBack || heldBefore === true);
+          if (!empty) heldIds ??= new Set(await ctx.journal.artifactIds({ workflowId: record.workflowId, delegationId: record.delegationId }));
+          takenBack = empty ? sawArtifacts || takenBack || heldBefore === true : [...heldIds!].some((id) => !ids.has(id));
           sawArtifacts = each.task.artifacts.length > 0;
-        } else if ('artifactUpdate' in each) sawArtifacts = true;
+          // Applied, a Task's artifacts are all the journal holds; an unfinished Task's `[]` leaves what it held
+          // (observe.ts artifactsToStore), so the ids known stay.
+          if (!empty || isTerminalTaskState(each.task.status.state)) heldIds = ids;
+        } else if ('artifactUpdate' in each) {
+          sawArtifacts = true;
+          heldIds?.add(each.artifactUpdate.artifact.artifactId);
+        }
         seen(each);
       }
       const last = responses[responses.length - 1]!;
       // R26: a COMPLETED status update that brought no artifacts: one GetTask collects them first (a full read).
-      const collected = 'statusUpdate' in last && last.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !artifactsHeld() ? await collectBeforeTerminal(ctx, record, log, takenBack) : undefined;
-      const result = await sink(collected ?? event(responses));
+      const collecting = 'statusUpdate' in last && last.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !artifactsHeld();
+      // An artifact update paired with it is applied first, on its own: the read replaces it or keeps it, never drops it
+      // (a read without artifacts keeps what the journal holds; attack13: after a Task that took artifacts back).
+      const before = collecting && responses.length === 2 ? await sink(event([responses[0]])) : undefined;
+      if (before?.foreignTaskId) throw new ForeignEventError(`event for task ${before.foreignTaskId} on the stream of ${record.taskId}`);
+      if (before && before.next !== 'continue') {
+        stopped = before.next;
+        break;
+      }
+      const collected = collecting ? await collectBeforeTerminal(ctx, record, log, takenBack) : undefined;
+      const result = await sink(collected ?? event(before ? [last] : responses));
       if (responses.some((each) => !('task' in each))) delivered++;
       if (result.foreignTaskId) throw new ForeignEventError(`event for task ${result.foreignTaskId} on the stream of ${record.taskId}`);
       if (result.next !== 'continue') {
@@ -247,8 +280,8 @@ function pairable(record: DelegationRecord, first: StreamResponse, second: Strea
  * R26: before a COMPLETED status update that brought no artifacts is applied, one GetTask collects them: a terminal
  * answer about our task is the observation instead (a full read). An answer older than the stream (not terminal) is
  * read again, at most `STALE_READ_REREADS` times with jittered delays (`staleReadDelayMs`). Undefined when the record
- * already holds artifacts (unless the stream's artifacts were `takenBack` by a Task with none: then the journal's may
- * lack some the agent keeps), the answers stay older or are not about our task (the stream's COMPLETED stands, R12), or
+ * already holds artifacts (unless the stream's artifacts were `takenBack` by a Task that left some out, or held none:
+ * then the journal's may lack some the agent keeps), the answers stay older or are not about our task (the stream's COMPLETED stands, R12), or
  * the agent cannot be read (no GetTask: -32601, UnsupportedOperation): the status update is applied alone. Any other
  * failure is its observation (`read-failed`, `task-not-found`): the status update is not applied (a finished row
  * takes no more artifacts; settling now would show a result-less success) and the follow reads the task again.

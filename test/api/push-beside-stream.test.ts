@@ -1,0 +1,141 @@
+/**
+ * Pushes that arrive while a stream follows the same task (attack13). Pushes are separate POSTs: they arrive late,
+ * out of order and repeated (spec §9: duplicates happen), so what a push writes between a stream's snapshot and its
+ * finished status update is no part of the stream's view. A finished status must then not settle the row from the
+ * journal's artifacts as the push left them: a push of a stale Task with "artifacts": [] (the result wiped) or a
+ * repeated appended chunk (the result doubled). Real redis-server, real fleet, the real push webhook, a scripted raw
+ * JSON-RPC agent.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { artifactText, finished, viewOf } from '../harness/field-cases.ts';
+import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { listenOnLoopback, startTestServer } from '../harness/api-server.ts';
+import { useRedisServer } from '../harness/redis.ts';
+import { SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle } from '../harness/scripted-agent.ts';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import type { ApiServer } from '@durable-a2a/producer/server';
+import type { Fleet } from '@durable-a2a/workers';
+
+const redisServer = useRedisServer();
+
+/**
+ * What a late push carries (the agent built a1 as "book" then "ed" appended): a stale Task (without artifacts, or with
+ * another), a chunk of a1 again (the appended last one, the first one, a middle one), or a1 whole again.
+ */
+const LATE_PUSHES = ['stale-task-no-artifacts', 'stale-task-other-artifact', 'stale-task-new-message-no-artifacts', 'repeated-appended-chunk', 'late-first-chunk', 'repeated-middle-chunk', 'whole-artifact-again'] as const;
+type LatePush = (typeof LATE_PUSHES)[number];
+
+/** The push body for `kind` about task T1 in `contextId`. */
+function pushBody(kind: LatePush, contextId: string): unknown {
+  const chunk = (text: string, append: boolean, lastChunk?: boolean) => ({
+    artifactUpdate: { taskId: 'T1', contextId, artifact: { artifactId: 'a1', parts: [{ text }] }, append, ...(lastChunk === undefined ? {} : { lastChunk }) },
+  });
+  switch (kind) {
+    case 'stale-task-no-artifacts':
+      return { task: task('T1', 'WORKING', { contextId, artifacts: [] }) };
+    case 'stale-task-new-message-no-artifacts':
+      return { task: task('T1', 'WORKING', { contextId, artifacts: [], message: { messageId: 'progress-1', role: 'ROLE_AGENT', parts: [{ text: 'starting' }] } }) };
+    case 'stale-task-other-artifact':
+      return { task: task('T1', 'WORKING', { contextId, artifacts: { draft: 'draft' } }) };
+    case 'repeated-appended-chunk':
+      return chunk('ed', true, true);
+    case 'late-first-chunk':
+      return chunk('book', false, false);
+    case 'repeated-middle-chunk':
+      return chunk('ed', true);
+    case 'whole-artifact-again':
+      return chunk('booked', false, true);
+  }
+}
+
+describe('a push between a stream snapshot and its finished status (attack13)', () => {
+  let app: ApiServer;
+  let producer: Producer;
+  let fleet: Fleet;
+  let n = 0;
+  beforeAll(async () => {
+    const prefix = 'pushstream';
+    app = startTestServer({ redisUrl: redisServer().url, prefix });
+    const webhookUrl = `${await listenOnLoopback(app)}/v1/push`;
+    producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, webhookUrl });
+  });
+  afterAll(async () => {
+    await fleet?.close();
+    await app?.close();
+    await producer?.close();
+  });
+
+  /**
+   * One pushed delegation to an agent whose stream sends a snapshot WORKING holding a1 "booked" (whole), waits until
+   * the test's late push (`kind`) was answered, then COMPLETED; its GetTask holds a1 "booked". Returns the settled view.
+   */
+  async function run(kind: LatePush) {
+    let release: () => void = () => undefined;
+    const pushed = new Promise<void>((resolve) => (release = resolve));
+    let contextId = '';
+    const agent: ScriptedAgentHandle = await startScriptedAgent({
+      SendMessage: (params) => {
+        contextId = params.message.contextId;
+        return { result: { task: task('T1', 'WORKING', { contextId, history: [params.message] }) } };
+      },
+      SubscribeToTask: () => ({
+        sse: [taskEvent(task('T1', 'WORKING', { contextId, artifacts: { a1: 'booked' } })), { until: pushed }, ev(SU('COMPLETED', { contextId }))],
+        endAfter: 'close',
+      }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId, artifacts: { a1: 'booked' } }) }),
+    });
+    try {
+      const workflowId = `late-${kind}-${++n}`;
+      const ref = { workflowId, delegationId: 'main.1' };
+      await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'book' }, push: true }] });
+      // The stream's snapshot is journaled: a1 "booked".
+      await eventually(async () => artifactText(await viewOf(producer, workflowId), 'a1') === 'booked', 'snapshot journaled', 20_000);
+      const token = (await producer.journal.pushToken(ref))!;
+      const response = await app.inject({
+        method: 'POST',
+        url: `/v1/push/${workflowId}/main.1`,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/a2a+json' },
+        payload: JSON.stringify(pushBody(kind, contextId)),
+      });
+      expect(response.statusCode).toBe(204);
+      release();
+      const record = await finished(producer, workflowId, 30_000);
+      return { record, view: await viewOf(producer, workflowId), agent };
+    } finally {
+      release();
+      await agent.close();
+    }
+  }
+
+  it('the first chunk of a1 ("book", lastChunk false) pushed late, after the snapshot held a1 whole: the result is "booked", not "book"', async () => {
+    const { record, view } = await run('late-first-chunk');
+    expect(record.state).toBe('COMPLETED');
+    expect(artifactText(view, 'a1')).toBe('booked');
+  }, 45_000);
+
+  it('a chunk pushed again (append) after the snapshot held it: the result is "booked", not "bookeded"', async () => {
+    const { record, view } = await run('repeated-appended-chunk');
+    expect(record.state).toBe('COMPLETED');
+    expect(artifactText(view, 'a1')).toBe('booked');
+  }, 45_000);
+
+  it('a stale Task pushed with a new status message and "artifacts": [] after the snapshot held a1: the result a1 is kept, not wiped', async () => {
+    const { record, view } = await run('stale-task-new-message-no-artifacts');
+    expect({ state: record.state, a1: artifactText(view, 'a1') }).toEqual({ state: 'COMPLETED', a1: 'booked' });
+  }, 45_000);
+
+  it('property: any late push that changes the journal\'s artifacts between the snapshot and COMPLETED: the record holds what the agent holds, one send', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...LATE_PUSHES), async (kind) => {
+        const { record, view, agent } = await run(kind);
+        expect(record.state).toBe('COMPLETED');
+        expect(view.artifacts.map((artifact) => ({ id: artifact.artifactId, text: artifactText(view, artifact.artifactId) }))).toEqual([{ id: 'a1', text: 'booked' }]);
+        expect(agent.count('SendMessage')).toBe(1);
+      }),
+      // Every kind, whatever the seed: the examples run first.
+      { numRuns: 8, examples: LATE_PUSHES.map((kind) => [kind] as [LatePush]) },
+    );
+  }, 300_000);
+});
