@@ -9,7 +9,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, buildConnector } from 'undici';
+import { Agent, buildConnector, Client } from 'undici';
 import { A2AError, NetworkError } from './errors.ts';
 
 /** What an IP address is. Only `public` is allowed by default. */
@@ -249,10 +249,24 @@ export function createPolicyDispatcher(options: AddressPolicyOptions = {}, agent
   };
   const agent = new Agent({ ...agentOptions, connect });
   policiesOfDispatchers.set(agent, options);
+  connectorsOfDispatchers.set(agent, connect);
   return agent;
 }
 
 const policiesOfDispatchers = new WeakMap<object, AddressPolicyOptions>();
+const connectorsOfDispatchers = new WeakMap<object, buildConnector.connector>();
+
+/**
+ * A connection of its own to `origin` (an undici `Client`, one socket) that connects through the same address check
+ * as `dispatcher`, a `createPolicyDispatcher` dispatcher: for a long-lived stream, which would hold one connection of
+ * the dispatcher's pool for its whole life, and every request to that origin would then look through each such busy
+ * connection for a free one (undici's Pool scans its connections per request: 10,000 open streams, 10,000 looks per
+ * request). Undefined for any other dispatcher (an injected one is used as it is). The caller destroys it with its stream.
+ */
+export function ownConnectionOf(dispatcher: object, origin: string): Client | undefined {
+  const connect = connectorsOfDispatchers.get(dispatcher);
+  return connect === undefined ? undefined : new Client(origin, { connect });
+}
 
 /** The policy a `createPolicyDispatcher` dispatcher enforces, so a binding that does not use undici (gRPC) applies the same one. */
 export function addressPolicyOf(dispatcher: object | undefined): AddressPolicyOptions | undefined {

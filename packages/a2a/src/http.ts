@@ -6,7 +6,7 @@
  */
 import type { Readable } from 'node:stream';
 import { Agent, type Dispatcher, request } from 'undici';
-import { BlockedAddressError } from './address-policy.ts';
+import { BlockedAddressError, ownConnectionOf } from './address-policy.ts';
 import { decodeContentCoding } from './content-coding.ts';
 import { traceContextHeaders } from './trace-context.ts';
 import type { CredentialsProvider } from './credentials.ts';
@@ -41,6 +41,11 @@ export interface HttpRequest {
   timeoutMs?: number;
   /** Which byte limit the answer's body is held to. Default `responseBodyBytes`. */
   bodyLimit?: 'responseBodyBytes' | 'agentCardBytes';
+  /**
+   * Streams: a connection of its own, closed with the stream, instead of one of the dispatcher's pool (`ownConnectionOf`;
+   * only with a `createPolicyDispatcher` dispatcher). For a stream expected to stay open long (a task taken up again).
+   */
+  ownConnection?: boolean;
 }
 
 /** A fully read response. */
@@ -235,9 +240,11 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
     },
 
     async openStream(spec) {
+      const own = spec.ownConnection ? ownConnectionOf(dispatcher, new URL(spec.url).origin) : undefined;
+      const closeOwn = () => void own?.destroy().catch(() => undefined);
       try {
         const response = await request(spec.url, {
-          dispatcher,
+          dispatcher: own ?? dispatcher,
           method: spec.method,
           headers: { accept: 'text/event-stream', ...(await buildHeaders(spec)) },
           body: spec.body,
@@ -245,9 +252,12 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
           headersTimeout: spec.timeoutMs ?? requestTimeoutMs, // a held streaming send (V2): up to its own deadline
           bodyTimeout: 0,
         });
+        if (own) response.body.once('close', closeOwn);
         const body = decodeContentCoding(response.body, contentCodingsHeader(response.statusCode, response.headers), `stream from ${spec.url}`);
+        if (own && body !== response.body) body.once('close', closeOwn);
         return { status: response.statusCode, contentType: headerValue(response.headers['content-type']), body };
       } catch (error) {
+        closeOwn();
         throw toNetworkError(error, spec.url, spec.signal);
       }
     },

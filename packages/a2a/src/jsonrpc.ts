@@ -273,6 +273,7 @@ export async function* followJsonRpcStream<Schema extends z.ZodType>(
     body: rpc.body,
     signal: options?.signal,
     ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+    ...(options?.ownConnection ? { ownConnection: true } : {}),
   });
   const frames = streamFrameProof(rpc);
   const decode = (message: SseMessage): StreamResponse => {

@@ -105,6 +105,7 @@ export class RestTransport implements A2ATransport {
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: options?.signal,
       ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      ...(options?.ownConnection ? { ownConnection: true } : {}),
     };
   }
 

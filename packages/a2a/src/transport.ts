@@ -36,6 +36,8 @@ export interface CallOptions {
    * transport's `idleTimeoutMs`: an agent holding a streaming send may stay silent while it works (V2).
    */
   idleTimeoutMs?: number;
+  /** Streams over HTTP: a connection of its own, closed with the stream (`HttpRequest.ownConnection`); ignored by gRPC. */
+  ownConnection?: boolean;
 }
 
 /** One parsed SSE event. `eventId` is the last SSE `id:` seen on the connection, if any. */

@@ -89,6 +89,7 @@ export class RestV03Transport implements A2ATransport {
       ...(body === undefined ? {} : { body: JSON.stringify(body) }),
       signal: options?.signal,
       ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
+      ...(options?.ownConnection ? { ownConnection: true } : {}),
     };
   }
 

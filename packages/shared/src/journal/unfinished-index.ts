@@ -44,6 +44,29 @@ export class JournalIndex extends JournalCore {
   }
 
   /**
+   * `scheduleCheck` for a check moved beside other work, not waited on before it (a stream's first check, moved as
+   * it opens): the moves asked in the same turn of the event loop go as one ZADD XX, sent at the end of that turn
+   * (a fresh worker reattaching thousands of streams moved each with a ZADD of its own). Resolves once that ZADD
+   * answered; rejects with its error. As with `scheduleCheck`, an entry that is gone is not put back.
+   */
+  scheduleCheckSoon(ref: DelegationRef, atMs: number): Promise<void> {
+    let pending = this.pendingChecks;
+    if (!pending) {
+      const checks: { ref: DelegationRef; atMs: number }[] = [];
+      const sent = new Promise<void>((resolve) => setImmediate(resolve)).then(() => {
+        this.pendingChecks = undefined;
+        return this.scheduleChecks(checks);
+      });
+      pending = this.pendingChecks = { checks, sent };
+    }
+    pending.checks.push({ ref, atMs });
+    return pending.sent;
+  }
+
+  /** The moves `scheduleCheckSoon` gathers in this turn of the event loop, and their one ZADD. */
+  private pendingChecks: { checks: { ref: DelegationRef; atMs: number }[]; sent: Promise<void> } | undefined;
+
+  /**
    * A sweep's claim of the entries it read (claimChecks-1.lua, one call): each entry whose next check is still
    * `seenAt` (as read) moves to `atMs` and is this sweep's to check; one moved meanwhile (another sweep claimed it,
    * its follow or reconcile moved it) or gone (settled) is not, and is neither moved nor put back.

@@ -80,7 +80,9 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   else leaseLost.addEventListener('abort', () => controller.abort(leaseLost.reason), { once: true, signal });
   let stream: EventStream;
   try {
-    stream = open ? open(signal) : (await ctx.agents.transportFor(record)).subscribeToTask({ id: record.taskId! }, { signal });
+    // A task taken up again (a reattach after a crash: thousands at once) streams on a connection of its own, so the
+    // agent's pool does not look through every open stream for each request (`CallOptions.ownConnection`).
+    stream = open ? open(signal) : (await ctx.agents.transportFor(record)).subscribeToTask({ id: record.taskId! }, { signal, ...(source.resubscribed ? { ownConnection: true } : {}) });
   } catch (error) {
     // Not opened (no interface and no Agent Card, say): the listeners and the timer go now, not at the fleet's close.
     clearTimeout(quietTimer);

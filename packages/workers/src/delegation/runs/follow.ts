@@ -176,11 +176,12 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
     const log = lazyChildLogger(ctx.logger, { queue: 'follow', ...ref, taskId: record.taskId, jobId: job.id });
     const scope: Scope = { fence, lease, log, source: 'stream' };
     if (slowPoll) return (await apply(ctx, record, await readTask(ctx, record, { why: 'slow poll', log }), { ...scope, source: 'get-task' })).next;
-    // Keep the reconciler away while the stream is healthy. Sent beside the stream's opening, not before it: on the
-    // journal's one connection it still reaches Redis before anything the stream writes (a settle's index removal).
+    // Keep the reconciler away while the stream is healthy. Sent beside the stream's opening, not before it, with the
+    // other streams' opening in this turn (one ZADD XX for all of them: a fresh worker opens thousands at once); it
+    // is a ZADD XX, so one that reaches Redis after anything the stream writes (a settle's index removal) puts nothing back.
     // A lease handed over by the send's answer came with that check, written in the same script.
     ctx.crashPoint('follow.before-stream', record.step);
-    const checked = checkScheduled ? undefined : ctx.journal.scheduleCheck(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
+    const checked = checkScheduled ? undefined : ctx.journal.scheduleCheckSoon(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
     try {
       return await readStream(ctx, record, job, renewal.lost, streamSink(ctx, record, scope), { resubscribed });
     } finally {

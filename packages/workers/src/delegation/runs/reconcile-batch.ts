@@ -11,7 +11,10 @@
  * `LEASE_END_GROUP_MS` of lease ends (a dead worker renewed all its leases in
  * one tick: they end together), each due just after the latest lease end of
  * its group; each entry's index score moves to its own lease end (+ jitter)
- * first, as before.
+ * first, as before, all of the batch's in one ZADD (not one per entry: after
+ * a whole-fleet crash the start-up sweep's batches find every lease still
+ * held by a dead worker). A batch run at its leases' end (`afterLease`) that
+ * finds them held again only moves their entries, in one ZADD too.
  * An entry whose reconcile throws gets a job of its own, retried by BullMQ as
  * before; if even that cannot be enqueued the batch job fails and is retried
  * whole (reconciling is safe to repeat).
@@ -48,8 +51,8 @@ export function batchesOf<T>(refs: readonly T[], size = REFS_PER_BATCH): T[][] {
  * @returns a short summary, e.g. `batch 100: followed 98, reattached 2`.
  */
 export async function reconcileBatch(ctx: WorkerContext, refs: readonly DelegationRef[], jobId: string | undefined, { afterLease, holderDied }: { afterLease: boolean; holderDied: boolean }): Promise<string> {
-  const leaseEnds: { ref: DelegationRef; endsAt: number }[] = [];
-  const onLeaseHeld = (ref: DelegationRef, endsAt: number) => void leaseEnds.push({ ref, endsAt });
+  const leaseEnds: { ref: DelegationRef; endsAt: number; atMs: number }[] = [];
+  const onLeaseHeld = (ref: DelegationRef, endsAt: number, atMs: number) => void leaseEnds.push({ ref, endsAt, atMs });
   const outcomes = new Map<string, number>();
   await eachLimited(refs, BATCH_PARALLELISM, async (ref) => {
     let outcome: string;
@@ -63,7 +66,10 @@ export async function reconcileBatch(ctx: WorkerContext, refs: readonly Delegati
     }
     outcomes.set(outcome, (outcomes.get(outcome) ?? 0) + 1);
   });
-  await checkAtLeaseEnds(ctx, leaseEnds, jobId);
+  // The entries whose lease is held move to just after its end first (one ZADD XX: one settled meanwhile is not put
+  // back), then the checks at the lease ends are enqueued (a batch at its leases' end only moves them).
+  await ctx.journal.scheduleChecks(leaseEnds.map(({ ref, atMs }) => ({ ref, atMs })));
+  if (!afterLease) await checkAtLeaseEnds(ctx, leaseEnds, jobId);
   return `batch ${refs.length}: ${[...outcomes].map(([outcome, count]) => `${outcome} ${count}`).join(', ')}`;
 }
 

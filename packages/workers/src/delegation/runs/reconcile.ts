@@ -49,11 +49,11 @@ export interface ReconcileCheck {
    */
   holderDied?: boolean;
   /**
-   * A batch (`reconcile-batch.ts`) enqueues the checks at the lease ends of its whole batch together: a held
-   * lease is handed here with the time it ends (ms since epoch; the index entry already moved to just after
-   * it) instead of a delayed job of its own.
+   * A batch (`reconcile-batch.ts`) moves the index entries of its held leases and enqueues the checks at their ends
+   * for its whole batch together (one ZADD, a delayed job per group of lease ends): a held lease is handed here with
+   * the time it ends and the index entry's next check (ms since epoch) instead of a ZADD and a delayed job of its own.
    */
-  onLeaseHeld?: (ref: DelegationRef, leaseEndsAt: number) => void;
+  onLeaseHeld?: (ref: DelegationRef, leaseEndsAt: number, checkAt: number) => void;
 }
 
 /**
@@ -128,10 +128,12 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
 export async function leaseHeld(ctx: WorkerContext, ref: DelegationRef, leaseMs: number, check: ReconcileCheck = {}): Promise<string> {
   const now = ctx.options.now();
   const checkAt = now + leaseMs + Math.floor(Math.random() * LEASE_JITTER_MS);
+  if (check.onLeaseHeld) {
+    check.onLeaseHeld(ref, now + leaseMs, checkAt);
+    return 'followed';
+  }
   await ctx.journal.scheduleCheck(ref, checkAt);
-  if (check.afterLease) return 'followed';
-  if (check.onLeaseHeld) check.onLeaseHeld(ref, now + leaseMs);
-  else await enqueueReconcile(ctx.queues, ref, { leaseEndsAt: checkAt, now });
+  if (!check.afterLease) await enqueueReconcile(ctx.queues, ref, { leaseEndsAt: checkAt, now });
   return 'followed';
 }
 
