@@ -144,3 +144,45 @@ describe('a cancel refused while our answer is still being sent (the reply \'sen
     }
   });
 });
+
+/**
+ * Review14: T1 asks "how many?"; the SendMessage carrying our answer is answered HTTP 503 (retryable: the reply stays
+ * 'sending', retried later); the workflow is canceled before that retry, which then holds the answer back for good
+ * (a stopping workflow's step reply never leaves). CancelTask is refused every time; the task keeps asking.
+ */
+const replyLeftSending = (seen: { contextId?: string }): ScriptedHandlers => {
+  const current = () => task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, timestamp: h.at(1), message: agentMessage('how many?', { messageId: 'q-how-many', taskId: 'T1', contextId: seen.contextId }) });
+  return {
+    SendMessage: (params) => {
+      seen.contextId ??= params.message.contextId;
+      if (params.message.taskId === 'T1') return { http: { status: 503, body: 'busy' } };
+      return { result: { task: current() } };
+    },
+    GetTask: () => ({ result: current() }),
+    SubscribeToTask: () => ({ sse: [taskEvent(current())], endAfter: 'close' }),
+    CancelTask: () => ({ error: { code: -32002, message: 'Task cannot be canceled' } }),
+  };
+};
+
+describe('a cancel refused while our reply is left \'sending\' for good (its send failed, the workflow stopped before the retry)', () => {
+  it('once the send lease passed and the task shows no reply, the attempt goes to a person (AMBIGUOUS CANCEL_REFUSED), never CancelTask refused round after round for ever while the sender\'s worker lives (fails on fix14)', async () => {
+    const { producer: p, agent } = await h.setUp(replyLeftSending, { reconcileIntervalMs: 300, requestTimeoutMs: 1_500 });
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'reply-left-sending' });
+    await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+    await p.reply(id, 'six people');
+    const ref = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => agent.calls('SendMessage').some((call) => call.params.message.taskId === 'T1') && (await p.journal.getDelegation(ref))?.replyState === 'sending', 'the answer refused 503, journaled sending', 15_000);
+    await p.cancel(id);
+    // The send lease passes (the request timeout + 1 s); then a few more cancel rounds, or a person.
+    const until = (await p.journal.getDelegation(ref))?.replySendUntil ?? 0;
+    await eventually(async () => Date.now() > until || (await p.journal.getDelegation(ref))?.state === 'AMBIGUOUS', 'the send lease passed', 15_000);
+    const roundsBefore = agent.count('CancelTask');
+    await eventually(async () => {
+      const row = await p.journal.getDelegation(ref);
+      return (row?.state === 'AMBIGUOUS' || agent.count('CancelTask') >= roundsBefore + 5) && agent.openRequests() === 0;
+    }, 'a person, or five more refused cancel rounds', 20_000);
+    const row = await p.journal.getDelegation(ref);
+    expect(row?.replyState).toBe('sending');
+    expect(row).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'CANCEL_REFUSED' } });
+  });
+});
