@@ -175,10 +175,10 @@ export class JournalDelegations extends JournalWorkflows {
     return compacted ? record : asHeldRow(record);
   }
 
-  /** Whether a live delegation row holds any artifact now (one EXISTS of its artifacts hash; false for a compacted or missing row). */
-  async holdsArtifacts(ref: DelegationRef): Promise<boolean> {
+  /** The ids of the artifacts a live delegation row holds now (one HKEYS of its artifacts hash; none for a compacted or missing row). */
+  async heldArtifactIds(ref: DelegationRef): Promise<string[]> {
     const [, artifactsKey] = this.delegationKeys(ref);
-    return (await this.redis.exists(artifactsKey)) > 0;
+    return (await this.redis.hkeys(artifactsKey)).filter((field) => field.startsWith('order:')).map((field) => field.slice('order:'.length));
   }
 
   /** Reads one delegation (live or compacted) with its artifacts. */
