@@ -6,6 +6,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { Journal, isStepStopped, isWorkflowStopping, listOpenQuestions, searchWorkflows } from '@durable-a2a/shared';
+import { workflowView } from '@durable-a2a/producer';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 
@@ -94,7 +95,8 @@ describe('every listing of open questions leaves a stopping workflow\'s step que
   async function listingsAfterStop(kind: 'step' | 'compensation', stop: Stop, state: 'INPUT_REQUIRED' | 'AUTH_REQUIRED') {
     const journal = new Journal(redis(), { prefix: `rts${++counter}`, retentionMs: 60_000 });
     const ref = { workflowId: `wf${counter}`, delegationId: 'main.1' };
-    await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, { ...intentRow(ref.workflowId), kind });
+    const definition = JSON.stringify({ workflowId: ref.workflowId, steps: [{ name: 'main', agent: 'https://agent.example/.well-known/agent-card.json', message: { text: 'x' } }] });
+    await journal.createWorkflow(ref.workflowId, { state: 'RUNNING', definition, createdAt: '1000' }, { ...intentRow(ref.workflowId), kind });
     await journal.applyStatus(ref, { mode: 'event', state, taskId: 'T1', statusTimestamp: '2026-01-01T10:00:01Z' });
     if (stop === 'cancel') await journal.updateWorkflow(ref.workflowId, { cancelRequested: true });
     if (stop === 'step-failed') await journal.updateWorkflow(ref.workflowId, { stopping: ['step car failed for good'] });
@@ -102,11 +104,15 @@ describe('every listing of open questions leaves a stopping workflow\'s step que
     const [summary] = (await searchWorkflows(journal, {}, { limit: 50 })).items;
     const byState = (await searchWorkflows(journal, { state }, { limit: 50 })).items.length;
     const waiting = (await searchWorkflows(journal, { waiting: true }, { limit: 50 })).items.length;
-    return { questions, search: { openQuestions: summary?.openQuestions, waitingFor: summary?.waitingFor }, byState, waiting };
+    // Review14: the workflow view too, its open questions and the attempt's progress ('waiting for a person' only while open).
+    const view = await workflowView(journal, ref.workflowId);
+    const attempt = view!.steps.flatMap((step) => [...step.attempts, ...step.compensations]).find((each) => each.delegationId === ref.delegationId);
+    const viewed = { openQuestions: view!.openQuestions.length, waitingForPerson: attempt?.progress === 'waiting for a person' ? 1 : 0 };
+    return { questions, search: { openQuestions: summary?.openQuestions, waitingFor: summary?.waitingFor }, byState, waiting, viewed };
   }
 
   it('a step asks, then its workflow is canceled: the search shows no open question, nothing waiting, no match by INPUT_REQUIRED (as GET /v1/questions)', async () => {
-    expect(await listingsAfterStop('step', 'cancel', 'INPUT_REQUIRED')).toEqual({ questions: 0, search: { openQuestions: 0, waitingFor: undefined }, byState: 0, waiting: 0 });
+    expect(await listingsAfterStop('step', 'cancel', 'INPUT_REQUIRED')).toEqual({ questions: 0, search: { openQuestions: 0, waitingFor: undefined }, byState: 0, waiting: 0, viewed: { openQuestions: 0, waitingForPerson: 0 } });
   });
 
   // One run per kind and stop (every pair reached whatever the seed); the question's kind drawn.
@@ -116,7 +122,7 @@ describe('every listing of open questions leaves a stopping workflow\'s step que
       fc.asyncProperty(fc.constantFrom('INPUT_REQUIRED' as const, 'AUTH_REQUIRED' as const), async (state) => {
         const open = kind === 'compensation' || stop === 'none' ? 1 : 0;
         expect(isStepStopped(kind, { cancelRequested: stop === 'cancel' ? '1' : null, stopping: stop === 'step-failed' ? '["x"]' : null })).toBe(open === 0);
-        expect(await listingsAfterStop(kind, stop, state)).toEqual({ questions: open, search: { openQuestions: open, waitingFor: open ? state : undefined }, byState: open, waiting: open });
+        expect(await listingsAfterStop(kind, stop, state)).toEqual({ questions: open, search: { openQuestions: open, waitingFor: open ? state : undefined }, byState: open, waiting: open, viewed: { openQuestions: open, waitingForPerson: open } });
       }),
       { numRuns: 4 },
     );

@@ -46,18 +46,20 @@ const emptyOk = (stream: http2.ServerHttp2Stream) => {
 };
 
 /**
- * A raw h2c gRPC agent (each call answered by `answer` once its request ended) behind a JSON Agent Card naming it, a
+ * A raw h2c gRPC agent (each call answered by `answer` once its request ended, with its request message's length) behind a JSON Agent Card naming it, a
  * fleet, one delegation to it: `check` gets the finished record and the gRPC paths called.
  */
-async function withGrpcAgent(answer: (stream: http2.ServerHttp2Stream, path: string) => void, check: (record: NonNullable<Awaited<ReturnType<typeof finished>>>, paths: string[]) => Promise<void>) {
+async function withGrpcAgent(answer: (stream: http2.ServerHttp2Stream, path: string, requestLength: number) => void, check: (record: NonNullable<Awaited<ReturnType<typeof finished>>>, paths: string[]) => Promise<void>) {
   const paths: string[] = [];
   const grpc = http2.createServer();
   grpc.on('stream', (stream, headers) => {
     const path = String(headers[':path']);
     paths.push(path);
     stream.on('error', () => undefined);
-    stream.on('data', () => undefined);
-    stream.on('end', () => answer(stream, path));
+    let received = 0;
+    stream.on('data', (chunk: Buffer) => (received += chunk.length));
+    // The request message's length: what was received, its 5-byte frame header off.
+    stream.on('end', () => answer(stream, path, received - 5));
   });
   grpc.listen(0, '127.0.0.1');
   await once(grpc, 'listening');
@@ -90,9 +92,10 @@ describe('a gRPC server refusing our SendMessage as over ITS size cap (RESOURCE_
   // UPSTREAM_ERROR retried as a quota would be, searched for and resent until the attempts ran out.
   it('the step fails at once: FAILED REQUEST_TOO_LARGE (not retryable, delivery not-sent), one SendMessage', async () => {
     await withGrpcAgent(
-      (stream, path) => {
+      (stream, path, requestLength) => {
         if (!path.endsWith('/SendMessage')) return emptyOk(stream);
-        stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '8', 'grpc-message': 'Received message larger than max (5000 vs 100)' }, { endStream: true });
+        // As a server's decoder reports it: our request message's own length (review14: another is no refusal of ours).
+        stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '8', 'grpc-message': `Received message larger than max (${requestLength} vs 4)` }, { endStream: true });
       },
       async (record, paths) => {
         expect(record.state).toBe('FAILED');

@@ -1,5 +1,6 @@
 /**
- * Review of attack12: a stream whose Task snapshot with "artifacts": [] (stale, or an agent taking its result back)
+ * Review of attack12: a stream whose Task snapshot with "artifacts": [] (stale, or an agent taking its result back), or
+ * (review14) listing only some of the artifacts streamed,
  * comes between artifact updates. Real redis-server, real fleet, scripted raw JSON-RPC agent (exact bytes).
  */
 import fc from 'fast-check';
@@ -43,30 +44,67 @@ describe('review12: artifacts streamed after a Task snapshot that held none', ()
     await fc.assert(
       fc.asyncProperty(fc.array(fc.boolean(), { minLength: 1, maxLength: 4 }), fc.boolean(), async (snapshotAfter, workingBetween) => {
         const names = snapshotAfter.map((_, index) => `a${index + 1}`);
-        const { producer, agent, id } = await h.setUpAndDelegate(
-          () => ({
-            SendStreamingMessage: (params) => {
-              const contextId = params.message.contextId;
-              const frames = [taskEvent(task('T1', 'SUBMITTED', { contextId, history: [params.message], artifacts: [] }))];
-              snapshotAfter.forEach((snapshot, index) => {
-                frames.push(ev(AU(names[index]!, false, true, `text ${index + 1}`, { contextId })));
-                if (workingBetween) frames.push(ev(SU('WORKING', { contextId })));
-                if (snapshot) frames.push(taskEvent(task('T1', 'WORKING', { contextId, artifacts: [] })));
-              });
-              frames.push(ev(SU('COMPLETED', { contextId })));
-              return { sse: frames, endAfter: 'close' };
-            },
-            GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: Object.fromEntries(names.map((name, index) => [name, `text ${index + 1}`])) }) }),
-          }),
-          { streamingSends: true },
-        );
-        const record = await finished(producer, id, 30_000);
-        expect(record.state).toBe('COMPLETED');
-        const view = await viewOf(producer, id);
-        for (const [index, name] of names.entries()) expect(artifactText(view, name), JSON.stringify({ snapshotAfter, workingBetween, name })).toBe(`text ${index + 1}`);
-        expect(agent.count('SendStreamingMessage') + agent.count('SendMessage')).toBe(1);
+        await expectWhole(names, (contextId, message) => {
+          const frames = [taskEvent(task('T1', 'SUBMITTED', { contextId, history: [message], artifacts: [] }))];
+          snapshotAfter.forEach((snapshot, index) => {
+            frames.push(ev(AU(names[index]!, false, true, `text ${index + 1}`, { contextId })));
+            if (workingBetween) frames.push(ev(SU('WORKING', { contextId })));
+            if (snapshot) frames.push(taskEvent(task('T1', 'WORKING', { contextId, artifacts: [] })));
+          });
+          return frames;
+        }, { snapshotAfter, workingBetween });
       }),
       { numRuns: 12 },
+    );
+  }, 300_000);
+});
+
+/**
+ * A streaming send answered by `frames` (then COMPLETED) whose agent's GetTask holds `names` (`text <n>`): the record
+ * must hold every one of them, with one send (`label` names the case in a failure).
+ */
+async function expectWhole(names: string[], frames: (contextId: string | undefined, message: unknown) => string[], label: unknown): Promise<void> {
+  const { producer, agent, id } = await h.setUpAndDelegate(
+    () => ({
+      SendStreamingMessage: (params) => ({ sse: [...frames(params.message.contextId, params.message), ev(SU('COMPLETED', { contextId: params.message.contextId }))], endAfter: 'close' }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { artifacts: Object.fromEntries(names.map((name, index) => [name, `text ${index + 1}`])) }) }),
+    }),
+    { streamingSends: true },
+  );
+  const record = await finished(producer, id, 30_000);
+  expect(record.state).toBe('COMPLETED');
+  const view = await viewOf(producer, id);
+  for (const [index, name] of names.entries()) expect(artifactText(view, name), JSON.stringify({ label, name })).toBe(`text ${index + 1}`);
+  expect(agent.count('SendStreamingMessage') + agent.count('SendMessage')).toBe(1);
+}
+
+/**
+ * Review14: a Task snapshot of an unfinished task that lists only SOME of the artifacts already streamed (a stale
+ * snapshot taken between two artifact updates, or an agent taking one back). Its list replaced the journal's and the
+ * stream took its view as whole: the COMPLETED after it settled with the listed artifacts alone, without a full read.
+ */
+describe('review14: a Task snapshot listing some of the streamed artifacts while the task runs', () => {
+  /** `names` streamed whole, then a Task WORKING listing those of `listed` (by index). */
+  const someListed = (names: string[], listed: number[]) => (contextId: string | undefined, message: unknown) => [
+    taskEvent(task('T1', 'SUBMITTED', { contextId, history: [message] })),
+    ...names.map((name, index) => ev(AU(name, false, true, `text ${index + 1}`, { contextId }))),
+    taskEvent(task('T1', 'WORKING', { contextId, artifacts: Object.fromEntries(listed.map((index) => [names[index]!, `text ${index + 1}`])) })),
+  ];
+
+  it('a1, a2, a Task WORKING listing a1 alone, COMPLETED: the record holds a1 and a2 (read in full; fails on fix14: a2 lost)', async () => {
+    await expectWhole(['a1', 'a2'], someListed(['a1', 'a2'], [0]), 'a1 of a1, a2');
+  }, 45_000);
+
+  it('property: 2..4 artifacts streamed, a snapshot listing a proper non-empty subset of them, COMPLETED: the record holds what the agent holds', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 2, max: 4 }).chain((count) => fc.tuple(fc.constant(count), fc.subarray([...Array(count).keys()], { minLength: 1, maxLength: count - 1 }))),
+        async ([count, listed]) => {
+          const names = [...Array(count).keys()].map((index) => `a${index + 1}`);
+          await expectWhole(names, someListed(names, listed), { names, listed });
+        },
+      ),
+      { numRuns: 8 },
     );
   }, 300_000);
 });

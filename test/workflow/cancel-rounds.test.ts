@@ -10,6 +10,10 @@ import fc from 'fast-check';
 import { eventually } from '../harness/fleet.ts';
 import { useFieldCases } from '../harness/field-cases.ts';
 import { agentMessage, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+import { startWebhookReceiver } from '../harness/webhook-receiver.ts';
+import { notificationEventId } from '@durable-a2a/shared';
+
+const WEBHOOK_SECRET = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
 
 const h = useFieldCases();
 
@@ -141,6 +145,99 @@ describe('a cancel refused while our answer is still being sent (the reply \'sen
       expect(view).toMatchObject({ state: 'NEEDS_ATTENTION', attention: { code: 'CANCEL_LOST_RACE', delegationId: 'main.1' } });
     } finally {
       openAnswer();
+    }
+  });
+});
+
+/**
+ * Review14: T1 asks "how many?"; the SendMessage carrying our answer is answered HTTP 503 (retryable: the reply stays
+ * 'sending', retried later); the workflow is canceled before that retry, which then holds the answer back for good
+ * (a stopping workflow's step reply never leaves). CancelTask is refused every time; the task keeps asking.
+ */
+const replyLeftSending = (seen: { contextId?: string }): ScriptedHandlers => {
+  const current = () => task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, timestamp: h.at(1), message: agentMessage('how many?', { messageId: 'q-how-many', taskId: 'T1', contextId: seen.contextId }) });
+  return {
+    SendMessage: (params) => {
+      seen.contextId ??= params.message.contextId;
+      if (params.message.taskId === 'T1') return { http: { status: 503, body: 'busy' } };
+      return { result: { task: current() } };
+    },
+    GetTask: () => ({ result: current() }),
+    SubscribeToTask: () => ({ sse: [taskEvent(current())], endAfter: 'close' }),
+    CancelTask: () => ({ error: { code: -32002, message: 'Task cannot be canceled' } }),
+  };
+};
+
+describe('a cancel refused while our reply is left \'sending\' for good (its send failed, the workflow stopped before the retry)', () => {
+  it('once the send lease passed and the task shows no reply, the attempt goes to a person (AMBIGUOUS CANCEL_REFUSED), never CancelTask refused round after round for ever while the sender\'s worker lives (fails on fix14)', async () => {
+    const { producer: p, agent } = await h.setUp(replyLeftSending, { reconcileIntervalMs: 300, requestTimeoutMs: 1_500 });
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'reply-left-sending' });
+    await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+    await p.reply(id, 'six people');
+    const ref = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => agent.calls('SendMessage').some((call) => call.params.message.taskId === 'T1') && (await p.journal.getDelegation(ref))?.replyState === 'sending', 'the answer refused 503, journaled sending', 15_000);
+    await p.cancel(id);
+    // The send lease passes (the request timeout + 1 s); then a few more cancel rounds, or a person.
+    const until = (await p.journal.getDelegation(ref))?.replySendUntil ?? 0;
+    await eventually(async () => Date.now() > until || (await p.journal.getDelegation(ref))?.state === 'AMBIGUOUS', 'the send lease passed', 15_000);
+    const roundsBefore = agent.count('CancelTask');
+    await eventually(async () => {
+      const row = await p.journal.getDelegation(ref);
+      return (row?.state === 'AMBIGUOUS' || agent.count('CancelTask') >= roundsBefore + 5) && agent.openRequests() === 0;
+    }, 'a person, or five more refused cancel rounds', 20_000);
+    const row = await p.journal.getDelegation(ref);
+    expect(row?.replyState).toBe('sending');
+    expect(row).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'CANCEL_REFUSED' } });
+  });
+});
+
+/**
+ * Review14: the agent accepts CancelTask but its task, still waiting, asks a NEW question (q2) while the workflow is
+ * stopping; on the next round it shows CANCELED. q2 is a step question of a stopping workflow: closed (isStepStopped),
+ * its answer refused. Before, parking on it emitted `question.opened` with an answer link: a person asked to answer a
+ * question the journal refuses.
+ */
+describe('a stopping workflow\'s step asking a new question', () => {
+  it('no question.opened for it (the question is closed: isStepStopped); the first question\'s was sent, the workflow ends CANCELED (fails on fix14)', async () => {
+    const receiver = await startWebhookReceiver(WEBHOOK_SECRET);
+    try {
+      const rounds = { value: 0 };
+      const asking = (seen: { contextId?: string }) => (key: 'q1' | 'q2', at: number) => task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, timestamp: h.at(at), message: agentMessage(key === 'q1' ? 'how many?' : 'which day?', { messageId: `m-${key}`, taskId: 'T1', contextId: seen.contextId }) });
+      const { producer: p, agent, fleet } = await h.setUp(
+        (seen) => {
+          const current = () => (rounds.value === 0 ? asking(seen)('q1', 1) : rounds.value === 1 ? asking(seen)('q2', 2) : task('T1', 'CANCELED', { contextId: seen.contextId, timestamp: h.at(3) }));
+          return {
+            SendMessage: (params) => {
+              seen.contextId ??= params.message.contextId;
+              return { result: { task: current() } };
+            },
+            GetTask: () => ({ result: current() }),
+            SubscribeToTask: () => ({ sse: [taskEvent(current())], endAfter: 'close' }),
+            CancelTask: () => {
+              rounds.value = Math.min(2, rounds.value + 1);
+              return { result: current() };
+            },
+          };
+        },
+        { reconcileIntervalMs: 300, notify: { secret: WEBHOOK_SECRET, retry: { attempts: 6, backoffMs: 100 } } },
+      );
+      const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'stopped-step-new-question', notify: { url: receiver.url } });
+      const first = await eventually(async () => (await p.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.questionKey, 'the first question', 15_000);
+      const openedIds = (questionKey: string) => notificationEventId({ kind: 'question.opened', workflowId: id, delegationId: 'main.1', occasion: questionKey });
+      await eventually(async () => receiver.acceptedIds().has(openedIds(first)), 'question.opened of the first question', 15_000);
+      await p.cancel(id);
+      const view = await settled(p, id);
+      expect(view.state).toBe('CANCELED');
+      const finishedId = notificationEventId({ kind: 'workflow.finished', workflowId: id, occasion: 'CANCELED' });
+      await eventually(async () => {
+        const counts = await fleet.context.queues.notify.getJobCounts('waiting', 'active', 'delayed', 'prioritized');
+        return receiver.acceptedIds().has(finishedId) && Object.values(counts).every((count) => count === 0);
+      }, 'workflow.finished delivered, the notify queue drained', 15_000);
+      const opened = receiver.received.filter((request) => request.answer === 'accept' && (JSON.parse(request.body) as { type?: string }).type === 'question.opened');
+      expect(new Set(opened.map((request) => request.id))).toEqual(new Set([openedIds(first)]));
+      expect(agent.count('CancelTask')).toBeGreaterThanOrEqual(2);
+    } finally {
+      await receiver.close();
     }
   });
 });

@@ -22,6 +22,7 @@ let handled = 0;
 let grpcServer: Server;
 let grpcUrl = '';
 let serverMax = 100;
+let reportedOffset = 0;
 let raw: http2.Http2Server;
 let rawUrl = '';
 
@@ -38,9 +39,13 @@ beforeAll(async () => {
   raw = http2.createServer();
   raw.on('stream', (stream) => {
     stream.on('error', () => undefined);
-    stream.on('data', () => undefined);
+    let received = 0;
+    stream.on('data', (chunk: Buffer) => (received += chunk.length));
     stream.on('end', () => {
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '8', 'grpc-message': `Received message larger than max (${serverMax + 1} vs ${serverMax})` }, { endStream: true });
+      // The length it reports: our request message's (its 5-byte frame header off), or, as a proxy relaying its refusal
+      // of the agent's answer would, another (review14).
+      const length = received - 5 + reportedOffset;
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '8', 'grpc-message': `Received message larger than max (${length} vs ${serverMax})` }, { endStream: true });
     });
   });
   raw.listen(0, '127.0.0.1');
@@ -87,9 +92,30 @@ describe('property: a server refusing our request as over its cap is not an answ
       await fc.assert(
         fc.asyncProperty(fc.integer({ min: 1, max: 256 * 1024 * 1024 }).filter((max) => max !== CAP), fc.constantFrom('send', 'get'), async (max, call) => {
           serverMax = max;
+          reportedOffset = 0;
           const request = call === 'send' ? transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] } }) : transport.getTask({ id: 'T1' });
           const error = await request.then(() => undefined, (caught: unknown) => caught);
           expectServerRefusal(error);
+        }),
+        { numRuns: 40 },
+      );
+    } finally {
+      transport.close();
+    }
+  });
+
+  it('review14: the same status reporting a length other than our request\'s (a proxy refusing the agent\'s answer) is no proof nothing reached the agent', async () => {
+    const transport = new GrpcTransport({ url: rawUrl, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000, maxEventSizeChars: CAP });
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 1, max: 256 * 1024 * 1024 }).filter((max) => max !== CAP), fc.integer({ min: -3, max: 1_000_000 }).filter((offset) => offset !== 0), fc.constantFrom('send', 'get'), async (max, offset, call) => {
+          serverMax = max;
+          reportedOffset = offset;
+          const request = call === 'send' ? transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] } }) : transport.getTask({ id: 'T1' });
+          const error = await request.then(() => undefined, (caught: unknown) => caught);
+          expect(error).not.toBeInstanceOf(RequestTooLargeError);
+          expect((error as A2AError).delivery).not.toBe('not-sent');
+          expect(sendEffectOf(error)).toBe('maybe');
         }),
         { numRuns: 40 },
       );

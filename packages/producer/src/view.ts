@@ -167,10 +167,13 @@ export interface WorkflowView {
 
 const textOf = (message?: Message) => message?.parts.map((part) => part.text ?? '').join('') ?? '';
 
-/** The attempt's progress from its journal row, its follow lease and the workflow state. */
-function progressOf(view: DelegationView, followed: boolean, workflowState: string, nowMs: number): AttemptProgress {
+/**
+ * The attempt's progress from its journal row, its follow lease and the workflow state. `stepStopped`: its question is
+ * closed (`isStepStopped`: a step of a stopping workflow): no person's answer is awaited (the journal refuses it).
+ */
+function progressOf(view: DelegationView, followed: boolean, workflowState: string, nowMs: number, stepStopped: boolean): AttemptProgress {
   if (isFinished(view.state)) return 'finished';
-  if (isAwaitingAnswer(view) || view.state === 'AMBIGUOUS' || (workflowState === 'NEEDS_ATTENTION' && view.error)) return 'waiting for a person';
+  if ((isAwaitingAnswer(view) && !stepStopped) || view.state === 'AMBIGUOUS' || (workflowState === 'NEEDS_ATTENTION' && view.error)) return 'waiting for a person';
   if (isParked(view.state)) return 'parked';
   if (view.held) return 'held';
   if (followed) return 'following';
@@ -202,8 +205,9 @@ const NOT_OBSERVED: Observed = { followed: false };
 /**
  * The attempt's summary (`AttemptSummary`, instants ISO 8601 against `nowMs`): its row's fields in their order (minus `LEFT_OUT`, instants as ISO 8601), then what the view
  * derives. Built in one object, field by field (this runs for every attempt of every view `waitFor` returns).
+ * `stepStopped`: a step of a stopping workflow (`isStepStopped`): its question is closed, so not 'waiting for a person'.
  */
-export function summarize(view: DelegationView, observed: Observed, workflowState: string, abandoned: boolean, nowMs: number): AttemptSummary {
+export function summarize(view: DelegationView, observed: Observed, workflowState: string, abandoned: boolean, nowMs: number, stepStopped = false): AttemptSummary {
   const row = view as unknown as Readonly<Record<string, unknown>>;
   const summary: Record<string, unknown> = {};
   for (const field of Object.keys(row)) {
@@ -219,7 +223,7 @@ export function summarize(view: DelegationView, observed: Observed, workflowStat
   const finished = isFinished(view.state);
   summary.finished = finished;
   if (resultText) summary.resultText = resultText;
-  summary.progress = progressOf(view, observed.followed, workflowState, nowMs);
+  summary.progress = progressOf(view, observed.followed, workflowState, nowMs, stepStopped);
   summary.tries = view.sendCount + view.unsentTries;
   if (view.error) summary.lastError = view.error;
   if (waitingForAgent(view, nowMs) || waitingForSlot(view, nowMs)) summary.nextTryAt = instantOf(view.nextTryAt!);
@@ -257,7 +261,7 @@ export async function workflowView(journal: Journal, workflowId: string, publish
   const observed = delegations.every((d) => isFinished(d.state)) ? undefined : await observe(journal, workflowId, delegations);
   const abandoned = new Set(hash.abandonedCompensations);
   const summary = (d: DelegationView) =>
-    summarize(d, observed?.get(d.delegationId) ?? NOT_OBSERVED, hash.state!, d.kind === 'compensation' && abandoned.has(d.delegationId), nowMs);
+    summarize(d, observed?.get(d.delegationId) ?? NOT_OBSERVED, hash.state!, d.kind === 'compensation' && abandoned.has(d.delegationId), nowMs, isStepStopped(d.kind, hash));
   const steps = definition.steps.map((step) => ({
     name: step.name,
     attempts: delegations.filter((d) => d.kind === 'step' && d.step === step.name).map(summary),

@@ -741,11 +741,13 @@ describe('a cancel refused while the agent has our answer', () => {
 describe('a cancel refused while our reply may be with the agent (sending)', () => {
   type Deadline = 'none' | 'passed' | 'now' | 'ahead';
   const deadlineOf = (deadline: Deadline) => (deadline === 'none' ? {} : { replySendUntil: deadline === 'passed' ? NOW - 1 : deadline === 'now' ? NOW : NOW + 5_000 });
-  /** One run per (reply state, deadline, sender) so every branch is reached whatever the seed. */
+  /** One run per (reply state, deadline, whether the task read holds the reply) so every branch is reached whatever the seed. */
   const branches = (['sent', 'sending', 'pending', 'refused'] as const).flatMap((replyState) =>
-    (['none', 'passed', 'now', 'ahead'] as const).flatMap((deadline) => [false, true].map((senderLive) => ({ replyState, deadline, senderLive }))),
+    (['none', 'passed', 'now', 'ahead'] as const).flatMap((deadline) => [false, true].map((inHistory) => ({ replyState, deadline, inHistory }))),
   );
-  it.each(branches)('property: reply $replyState, deadline $deadline, sender live $senderLive: a parked task whose current question our reply answers is followed while the reply may be with the agent, else a refused or drawn-out cancel goes to a person', ({ replyState, deadline, senderLive }) => {
+  // Review14: no sender liveness: a fleet worker beats for as long as it runs, so a reply left 'sending' kept the row
+  // followed for ever. Past the lease only the task read showing the reply keeps it followed.
+  it.each(branches)('property: reply $replyState, deadline $deadline, reply in the task\'s history $inHistory: a parked task whose current question our reply answers is followed while the reply may be with the agent, else a refused or drawn-out cancel goes to a person', ({ replyState, deadline, inHistory }) => {
     fc.assert(
       fc.property(
         fc.constantFrom<JournalState>('INPUT_REQUIRED', 'AUTH_REQUIRED'),
@@ -755,9 +757,11 @@ describe('a cancel refused while our reply may be with the agent (sending)', () 
         fc.integer({ min: 1, max: 6 }),
         (state, taskState, replyForQuestion, refused, parkedRounds) => {
           const record = recordIn(state, { questionKey: 'q1', replyState, replyMessageId: 'r1', ...deadlineOf(deadline), ...(replyForQuestion ? { replyForQuestion } : {}) });
-          const observation = { kind: 'cancel-answered' as const, task: task(taskState), ownership: { kind: 'proven' as const, by: 'task-id' as const }, parkedRounds, replySenderLive: senderLive, ...(refused !== undefined ? { refused } : {}) };
+          const read = task(taskState);
+          const history = [{ messageId: 'other', role: 'ROLE_USER' as const, parts: [{ text: 'book' }] }, ...(inHistory ? [{ messageId: 'r1', role: 'ROLE_USER' as const, parts: [{ text: 'six' }] }] : [])];
+          const observation = { kind: 'cancel-answered' as const, task: { ...read, history }, ownership: { kind: 'proven' as const, by: 'task-id' as const }, parkedRounds, ...(refused !== undefined ? { refused } : {}) };
           const step = transition(record, observation, policy);
-          const inFlight = replyState === 'sending' && (deadline === 'now' || deadline === 'ahead' || senderLive);
+          const inFlight = replyState === 'sending' && (deadline === 'now' || deadline === 'ahead' || inHistory);
           const withAgent = replyForQuestion === 'q1' && (replyState === 'sent' || inFlight);
           expectCancelStep(step, !withAgent && (refused !== undefined || parkedRounds >= policy.unacceptableAnswerLimit));
         },

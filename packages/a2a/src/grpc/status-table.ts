@@ -108,11 +108,14 @@ const LOCAL_SIZE_CAP = /^Received message larger than max \((\d+) vs\.? (\d+)\)/
 /**
  * The typed error for a failed gRPC call: the ErrorInfo reason first (known
  * reasons only), then the status code. The gRPC error is kept as `cause`. `receiveCapBytes`: our channel's
- * `grpc.max_receive_message_length`: a size error reporting it is an answer over our cap (`LimitExceededError`), one
- * reporting another max the server's refusal of our request (`RequestTooLargeError`); without it neither can be told
- * (the status table decides).
+ * `grpc.max_receive_message_length`: a size error reporting it is an answer over our cap (`LimitExceededError`).
+ * `requestBytes`: the length of our request message, given while nothing of the answer arrived: a size error reporting
+ * another max AND our request's very length is the server's refusal of our request (`RequestTooLargeError`). One
+ * reporting another length is about some other message: an answer a proxy (or the agent's own call to another
+ * service) refused after the agent's handler had our request, so nothing proves the agent never had it (the status
+ * table decides: retryable, delivery not proven not-sent). Without them neither can be told.
  */
-export function errorFromGrpc(error: ServiceError, url: string, receiveCapBytes?: number): A2AError {
+export function errorFromGrpc(error: ServiceError, url: string, receiveCapBytes?: number, requestBytes?: number): A2AError {
   const reason = errorInfoReason(error);
   const details = { reason, cause: error };
   const message = error.details || `gRPC status ${GrpcStatus[error.code] ?? error.code} from ${url}`;
@@ -123,10 +126,12 @@ export function errorFromGrpc(error: ServiceError, url: string, receiveCapBytes?
     // resend when it did not see the task).
     return new LimitExceededError('sseEventBytes', receiveCapBytes, `message from ${url} over the size limit: ${error.details}`, { ...details, delivery: 'received' });
   }
-  // Reported max not our cap: the server refused our request's bytes before its handler ran (review12: read as an
-  // answer, a person decided). Not a quota: the same bytes meet the same cap, so never retried (it was, until the
-  // attempts ran out); nothing reached the agent.
-  if (overCap && receiveCapBytes !== undefined) return new RequestTooLargeError(`request to ${url} over the agent's size limit: ${error.details}`, details);
+  // Reported max not our cap, reported length our request's: the server refused our request's bytes before its
+  // handler ran (review12: read as an answer, a person decided). Not a quota: the same bytes meet the same cap, so
+  // never retried (it was, until the attempts ran out); nothing reached the agent. Another length (review14) is no
+  // refusal of our request: a proxy relaying its refusal of the agent's answer (grpc-js, C-core and Go proxies word
+  // their receive cap the same), after the agent's handler ran: "not sent, re-delegate" would do the work twice.
+  if (overCap && receiveCapBytes !== undefined && requestBytes !== undefined && Number(overCap[1]) === requestBytes) return new RequestTooLargeError(`request to ${url} over the agent's size limit: ${error.details}`, details);
   const errorClass = (reason === undefined ? undefined : errorClassForReason(reason)) ?? GRPC_STATUS_TABLE.get(error.code);
   const mapped = errorClass ? new errorClass(message, details) : new ProtocolError(`unknown gRPC status ${error.code}: ${message}`, details);
   // Quota or overload with RetryInfo (the richer error model): the server says when to come back.

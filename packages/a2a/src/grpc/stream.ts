@@ -25,14 +25,23 @@ export interface GrpcStreamOptions {
   source: string;
   /** Our channel's `grpc.max_receive_message_length` in bytes (tells our size cap from the server's, `errorFromGrpc`). */
   receiveCapBytes?: number;
+  /** Our request message's length in bytes (tells the server's refusal of our request, `errorFromGrpc`). */
+  requestBytes?: number;
 }
 
-/** The call's messages; a failed status becomes its typed error. */
-async function* messagesOf(call: ClientReadableStream<Buffer>, source: string, receiveCapBytes: number | undefined): AsyncGenerator<Buffer, void, void> {
+/**
+ * The call's messages; a failed status becomes its typed error. Once a message arrived the server had our request
+ * (its handler answered), so a later size error is never its refusal of our request (no `requestBytes` then).
+ */
+async function* messagesOf(call: ClientReadableStream<Buffer>, options: GrpcStreamOptions): AsyncGenerator<Buffer, void, void> {
+  let answered = false;
   try {
-    for await (const chunk of call) yield chunk as Buffer;
+    for await (const chunk of call) {
+      answered = true;
+      yield chunk as Buffer;
+    }
   } catch (error) {
-    throw isServiceError(error) ? errorFromGrpc(error, source, receiveCapBytes) : error;
+    throw isServiceError(error) ? errorFromGrpc(error, options.source, options.receiveCapBytes, answered ? undefined : options.requestBytes) : error;
   }
 }
 
@@ -47,7 +56,7 @@ export async function* followGrpcStream(
   options: GrpcStreamOptions,
 ): EventStream {
   const tracker = new StreamEndTracker();
-  const messages = messagesOf(call, options.source, options.receiveCapBytes);
+  const messages = messagesOf(call, options);
   const chunks = new ChunkReader(messages, options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, options.signal, options.source);
   try {
     for (;;) {

@@ -34,10 +34,13 @@ export interface GrpcTransportOptions extends TransportOptions {
 const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
 const passBytes = (value: Buffer): Buffer => value;
 
-/** Maps how a call failed: the caller's abort → its reason; a gRPC status → its typed error (`receiveCapBytes`: our cap). */
-function callError(error: unknown, url: string, signal: AbortSignal | undefined, receiveCapBytes: number): unknown {
+/**
+ * Maps how a call failed: the caller's abort → its reason; a gRPC status → its typed error (`receiveCapBytes`: our
+ * cap; `requestBytes`: our request message's length, `errorFromGrpc`).
+ */
+function callError(error: unknown, url: string, signal: AbortSignal | undefined, receiveCapBytes: number, requestBytes: number): unknown {
   if (signal?.aborted) return signal.reason;
-  return isServiceError(error) ? errorFromGrpc(error, url, receiveCapBytes) : error;
+  return isServiceError(error) ? errorFromGrpc(error, url, receiveCapBytes, requestBytes) : error;
 }
 
 /**
@@ -127,7 +130,7 @@ export class GrpcTransport implements A2ATransport {
       const [client, metadata] = await Promise.all([this.pool.client(), this.metadata()]);
       answer = await this.callUnary(client, method, bytes, metadata, signal);
     } catch (error) {
-      throw callError(error, this.url, signal, this.maxMessageBytes);
+      throw callError(error, this.url, signal, this.maxMessageBytes, bytes.length);
     }
     return this.decode(name, method, answer, schema);
   }
@@ -154,10 +157,10 @@ export class GrpcTransport implements A2ATransport {
       const [client, metadata] = await Promise.all([this.pool.client(), this.metadata()]);
       call = client.makeServerStreamRequest(methodPath(method), passBytes, passBytes, bytes, metadata, {});
     } catch (error) {
-      throw callError(error, this.url, signal, this.maxMessageBytes);
+      throw callError(error, this.url, signal, this.maxMessageBytes, bytes.length);
     }
     const decodeEvent = (event: Buffer): StreamResponse => this.decode(name, method, event, StreamResponseSchema);
-    return yield* followGrpcStream(call, decodeEvent, { idleTimeoutMs: this.idleTimeoutMs, signal, source: this.url, receiveCapBytes: this.maxMessageBytes });
+    return yield* followGrpcStream(call, decodeEvent, { idleTimeoutMs: this.idleTimeoutMs, signal, source: this.url, receiveCapBytes: this.maxMessageBytes, requestBytes: bytes.length });
   }
 
   sendMessage: A2ATransport['sendMessage'] = (request, options) => this.unary('SendMessage', request, SendMessageResponseSchema, options);

@@ -175,14 +175,8 @@ export class JournalDelegations extends JournalWorkflows {
     return compacted ? record : asHeldRow(record);
   }
 
-  /** Whether a live delegation row holds any artifact now (one EXISTS of its artifacts hash; false for a compacted or missing row). */
-  async holdsArtifacts(ref: DelegationRef): Promise<boolean> {
-    const [, artifactsKey] = this.delegationKeys(ref);
-    return (await this.redis.exists(artifactsKey)) > 0;
-  }
-
   /** The ids of the artifacts a live delegation row holds now (one HKEYS of its artifacts hash; none for a compacted or missing row). */
-  async artifactIds(ref: DelegationRef): Promise<string[]> {
+  async heldArtifactIds(ref: DelegationRef): Promise<string[]> {
     const [, artifactsKey] = this.delegationKeys(ref);
     return (await this.redis.hkeys(artifactsKey)).filter((field) => field.startsWith('order:')).map((field) => field.slice('order:'.length));
   }

@@ -5,7 +5,7 @@
  * configured the event carries the question's signed link (the same one the API view shows). `question.expired`:
  * what was done when a question expired unanswered, emitted after the expiry's transition (`apply.ts`).
  */
-import { answerLinkFor, boundedNotificationTexts, isAwaitingAnswer, type DelegationRecord, type NotificationInput, type QuestionExpiryAction } from '@durable-a2a/shared';
+import { answerLinkFor, boundedNotificationTexts, isAwaitingAnswer, isStepStopped, type DelegationRecord, type NotificationInput, type QuestionExpiryAction } from '@durable-a2a/shared';
 import { emitNotification, notificationMissing, type NotifyContext } from './emit.ts';
 
 /** Longest question text carried in the event (characters): the link and the API show it all. */
@@ -41,10 +41,13 @@ export function questionOpened(ctx: NotifyContext, record: DelegationRecord & { 
 
 /**
  * Emits `question.opened` for a row parked on a question nobody answered yet: at once when `asked` (the observation
- * just journaled it), else only when the journal has no record of it (one read). Never rejects.
+ * just journaled it), else only when the journal has no record of it (one read). Never for a step of a stopping
+ * workflow (`isStepStopped`: its question is closed, the journal refuses its answer; review14: a question asked after
+ * the stop sent a person an answer link). Never rejects.
  */
 export async function notifyQuestionOpened(ctx: NotifyContext, record: DelegationRecord, asked: boolean): Promise<void> {
   if (!isAwaitingAnswer(record) || !record.questionKey) return;
+  if (record.kind !== 'compensation' && isStepStopped(record.kind, await ctx.journal.getWorkflow(record.workflowId).catch(() => undefined))) return;
   const input = questionOpened(ctx, { ...record, questionKey: record.questionKey });
   const missing = asked || (await notificationMissing(ctx, input).catch(() => false));
   if (missing) await emitNotification(ctx, input);

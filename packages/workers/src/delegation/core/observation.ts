@@ -158,10 +158,8 @@ export type Observation =
    * CancelTask was answered (or, when refused, GetTask read the task instead; `refused`: the agent's refusal, or with
    * `unreadable` an answer we could not read: what it said is unknown, so the task is not known to be canceled).
    * `parkedRounds`: how many CancelTask answers so far left the task waiting for an answer (counted fleet-wide).
-   * `replySenderLive`: the worker that holds our reply's 'sending' lease still beats (asked only once that lease's
-   * deadline passed: before it, the reply may be with the agent whatever the sender).
    */
-  | { kind: 'cancel-answered'; task: Task; ownership: Ownership; refused?: string; unreadable?: boolean; parkedRounds?: number; replySenderLive?: boolean }
+  | { kind: 'cancel-answered'; task: Task; ownership: Ownership; refused?: string; unreadable?: boolean; parkedRounds?: number }
   /** The workflow was canceled before this attempt had a task. `mayHaveSent`: the mark is written. */
   | { kind: 'cancel-before-task'; mayHaveSent: boolean }
   /** An authorized push notification (spec §4.3.3) carried a task or an event. */

@@ -251,7 +251,7 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // The same when the agent accepts CancelTask round after round and its task still waits (`unacceptableAnswerLimit`).
       // Not when the agent has, or may have, our answer to the question it shows (`replyMayBeWithAgent`): the task is
       // about to work on it, not waiting for ever; it is followed (the progress rule bounds it) and its result kept.
-      const waits = isParked(journalStateOf(observation.task.status.state)) && !replyMayBeWithAgent(record, observation.replySenderLive === true, policy.now());
+      const waits = isParked(journalStateOf(observation.task.status.state)) && !replyMayBeWithAgent(record, observation.task, policy.now());
       if (waits && (observation.refused !== undefined || (observation.parkedRounds ?? 0) >= policy.unacceptableAnswerLimit)) {
         const how =
           observation.refused === undefined
@@ -329,14 +329,19 @@ export function transition(record: DelegationRecord, observation: Observation, p
 
 /**
  * Whether our reply to the question the row shows may be with the agent: sent, or 'sending' while its send may still
- * reach the agent (the lease deadline `replySendUntil` not passed, or its sender still beating: `senderLive`). A
- * refused cancel of such a task is no task waiting for ever: the agent may work on our answer, so the row is followed
- * to its end and the result kept (a 'sending' reply ends 'sent' or 'refused', and the next cancel round decides anew).
+ * reach the agent (the lease deadline `replySendUntil` not passed: the lease outlasts the send's request timeout), or
+ * past it when the task read shows it (its history holds the reply's messageId). A refused cancel of such a task is no
+ * task waiting for ever: the agent may work on our answer, so the row is followed to its end and the result kept.
+ * Past the lease nothing else can bring the reply to the agent: a stopping workflow's step reply is never sent again
+ * (reply.ts). Review14: the sender's worker still beating counted too; a fleet worker beats for as long as it runs,
+ * so a reply left 'sending' (its send failed, the workflow stopped before the retry) kept the row followed, CancelTask
+ * refused every round and uncounted, the workflow stuck for ever.
  */
-function replyMayBeWithAgent(record: DelegationRecord, senderLive: boolean, now: number): boolean {
+function replyMayBeWithAgent(record: DelegationRecord, task: Task, now: number): boolean {
   if (record.replyForQuestion === undefined || record.replyForQuestion !== record.questionKey) return false;
   if (record.replyState === 'sent') return true;
-  return record.replyState === 'sending' && ((record.replySendUntil ?? 0) >= now || senderLive);
+  if (record.replyState !== 'sending') return false;
+  return (record.replySendUntil ?? 0) >= now || (task.history ?? []).some((message) => message.messageId === record.replyMessageId);
 }
 
 /**

@@ -102,12 +102,13 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   // review13: artifacts the journal held before this stream (an earlier stream's, a send's answer) count like artifacts
   // this stream carried: a first snapshot with "artifacts": [] puts them in doubt, and what is streamed after it is no
   // whole view either. Read once, before the first such snapshot is applied.
-  // attack13: the same for a Task whose artifacts leave out some the journal held (a stale snapshot holding a1 after
-  // a1 and a2 were streamed, or a first snapshot holding a2 after the send's answer held a1): the ids the journal holds
-  // as this stream knows them (undefined: not known yet, read once when a Task with artifacts needs them).
+  // review14: the same for a Task that lists SOME of them (a stale snapshot taken between two artifact updates, or an
+  // agent taking one back): the journal's list is replaced by it, and a COMPLETED settled from it without a full read
+  // lost the others. Any artifact this stream showed, or the journal held before it, missing from a Task's list puts
+  // the view in doubt (`known`: every id shown so far; the journal's read once, before the first Task's list is applied).
   let takenBack = false;
-  let heldBefore: boolean | undefined;
-  let heldIds: Set<string> | undefined;
+  let heldBefore: string[] | undefined;
+  const known = new Set<string>();
   const artifactsHeld = (): boolean => sawArtifacts && !takenBack;
   // Updates this stream delivered beyond the task snapshot SubscribeToTask sends first (spec §3.1.6). P36: a stream
   // that delivered updates before it ended is not "no progress"; a snapshot-only stream proves nothing new.
@@ -127,8 +128,8 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     if (!firstEvent) return;
     firstEvent = false;
     if ('task' in response || partial) return;
-    heldBefore ??= await ctx.journal.holdsArtifacts({ workflowId: record.workflowId, delegationId: record.delegationId });
-    if (heldBefore) partial = 'no-snapshot';
+    heldBefore ??= await ctx.journal.heldArtifactIds({ workflowId: record.workflowId, delegationId: record.delegationId });
+    if (heldBefore.length > 0) partial = 'no-snapshot';
   };
   // The event read ahead after an artifact update (`readAhead`), taken by the next turn.
   let readAheadEvent: Promise<IteratorResult<StreamEvent, StreamEnd>> | undefined;
@@ -156,18 +157,16 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
       for (const each of responses) {
         // A Task carrying artifacts replaces the journaled ones (`applyTask`); `[]` leaves them, in doubt until a full read.
         if ('task' in each && each.task.artifacts !== undefined) {
-          const empty = each.task.artifacts.length === 0;
-          const ids = new Set(each.task.artifacts.map((artifact) => artifact.artifactId));
-          if (empty && !sawArtifacts && !takenBack) heldBefore ??= await ctx.journal.holdsArtifacts({ workflowId: record.workflowId, delegationId: record.delegationId });
-          if (!empty) heldIds ??= new Set(await ctx.journal.artifactIds({ workflowId: record.workflowId, delegationId: record.delegationId }));
-          takenBack = empty ? sawArtifacts || takenBack || heldBefore === true : [...heldIds!].some((id) => !ids.has(id));
-          sawArtifacts = each.task.artifacts.length > 0;
-          // Applied, a Task's artifacts are all the journal holds; an unfinished Task's `[]` leaves what it held
-          // (observe.ts artifactsToStore), so the ids known stay.
-          if (!empty || isTerminalTaskState(each.task.status.state)) heldIds = ids;
+          const listed = new Set(each.task.artifacts.map((artifact) => artifact.artifactId));
+          heldBefore ??= await ctx.journal.heldArtifactIds({ workflowId: record.workflowId, delegationId: record.delegationId });
+          for (const id of heldBefore) known.add(id);
+          // In doubt until a Task lists every one of them again (review12: a later `[]` keeps it so).
+          takenBack = [...known].some((id) => !listed.has(id));
+          for (const id of listed) known.add(id);
+          sawArtifacts = listed.size > 0;
         } else if ('artifactUpdate' in each) {
           sawArtifacts = true;
-          heldIds?.add(each.artifactUpdate.artifact.artifactId);
+          known.add(each.artifactUpdate.artifact.artifactId);
         }
         seen(each);
       }

@@ -35,11 +35,6 @@ export async function cancelTask(ctx: WorkerContext, record: DelegationRecord): 
       observation.parkedRounds = await ctx.journal.countRound(record, 'cancel-parked', PARKED_ROUNDS_TTL_MS);
     }
   }
-  // Our reply 'sending' past its lease deadline: it may still be with the agent while its sender beats (the row then
-  // follows the task rather than going to a person: transitions' replyMayBeWithAgent).
-  if (observation.kind === 'cancel-answered' && record.replyState === 'sending' && (record.replySendUntil ?? 0) < ctx.options.now()) {
-    observation.replySenderLive = await replySenderLive(ctx, record);
-  }
   const applied = await apply(ctx, record, observation, { source: 'cancel' });
   return applied.next === 'settle' ? 'cancel-finished' : 'cancel-sent';
 }
@@ -69,16 +64,4 @@ async function cancelObservation(ctx: WorkerContext, record: DelegationRecord): 
     if (isRetryable(error)) throw error;
     return readFailure(error, 'cancel', 'GetTask after a refused CancelTask', false, ctx.logger);
   }
-}
-
-/**
- * True while the worker holding the reply's 'sending' lease (its token `<workerId>/<job id>/<uuid>`) still beats.
- * With liveness off (`livenessTtlMs` 0) nothing tells: false, so only the lease deadline counts (the row never
- * follows a reply that may never end for as long as the fleet runs).
- */
-async function replySenderLive(ctx: WorkerContext, record: DelegationRecord): Promise<boolean> {
-  const token = record.replySendToken ?? '';
-  const slash = token.indexOf('/');
-  if (ctx.options.livenessTtlMs <= 0 || slash <= 0) return false;
-  return ctx.journal.isWorkerLive(token.slice(0, slash));
 }
