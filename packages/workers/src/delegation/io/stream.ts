@@ -104,10 +104,15 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   // whole view either. Read once, before the first such snapshot is applied.
   // attack13: the same for a Task whose artifacts leave out some the journal held (a stale snapshot holding a1 after
   // a1 and a2 were streamed, or a first snapshot holding a2 after the send's answer held a1): the ids the journal holds
-  // as this stream knows them (undefined: not known yet, read once when a Task with artifacts needs them).
+  // are read as each Task with artifacts comes (few: the first snapshot, a rare one after), not kept from the stream's
+  // first one: a push writes a whole artifact beside the stream (review15: a2 pushed between two snapshots holding a1,
+  // the second replaced a2 away unseen and COMPLETED settled without it).
+  // The ids a Task took back that no Task since held again: a second stale snapshot like the first leaves nothing out of
+  // what the first left, yet the agent still holds what they both lack (review15: a1, a2 streamed, then [a1] twice,
+  // COMPLETED settled without a2). Only a Task holding them again, or a full read, ends the doubt.
+  const takenIds = new Set<string>();
   let takenBack = false;
   let heldBefore: boolean | undefined;
-  let heldIds: Set<string> | undefined;
   const artifactsHeld = (): boolean => sawArtifacts && !takenBack;
   // Updates this stream delivered beyond the task snapshot SubscribeToTask sends first (spec §3.1.6). P36: a stream
   // that delivered updates before it ended is not "no progress"; a snapshot-only stream proves nothing new.
@@ -159,16 +164,12 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
           const empty = each.task.artifacts.length === 0;
           const ids = new Set(each.task.artifacts.map((artifact) => artifact.artifactId));
           if (empty && !sawArtifacts && !takenBack) heldBefore ??= await ctx.journal.holdsArtifacts({ workflowId: record.workflowId, delegationId: record.delegationId });
-          if (!empty) heldIds ??= new Set(await ctx.journal.artifactIds({ workflowId: record.workflowId, delegationId: record.delegationId }));
-          takenBack = empty ? sawArtifacts || takenBack || heldBefore === true : [...heldIds!].some((id) => !ids.has(id));
+          const heldIds = empty ? [] : await ctx.journal.artifactIds({ workflowId: record.workflowId, delegationId: record.delegationId });
+          for (const id of heldIds) if (!ids.has(id)) takenIds.add(id);
+          for (const id of ids) takenIds.delete(id);
+          takenBack = empty ? sawArtifacts || takenBack || heldBefore === true : takenIds.size > 0;
           sawArtifacts = each.task.artifacts.length > 0;
-          // Applied, a Task's artifacts are all the journal holds; an unfinished Task's `[]` leaves what it held
-          // (observe.ts artifactsToStore), so the ids known stay.
-          if (!empty || isTerminalTaskState(each.task.status.state)) heldIds = ids;
-        } else if ('artifactUpdate' in each) {
-          sawArtifacts = true;
-          heldIds?.add(each.artifactUpdate.artifact.artifactId);
-        }
+        } else if ('artifactUpdate' in each) sawArtifacts = true;
         seen(each);
       }
       const last = responses[responses.length - 1]!;
