@@ -71,35 +71,44 @@ describe('a push between a stream snapshot and its finished status (attack13)', 
    * One pushed delegation to an agent whose stream sends a snapshot WORKING holding a1 "booked" (whole), waits until
    * the test's late push (`kind`) was answered, then COMPLETED; its GetTask holds a1 "booked". Returns the settled view.
    */
-  async function run(kind: LatePush) {
+  const run = (kind: LatePush) => runWith((contextId) => [pushBody(kind, contextId)], 0, { a1: 'booked' });
+
+  /**
+   * `run` with any pushes (bodies for the task's context), then `stale` snapshots WORKING holding a1 "booked" only
+   * before COMPLETED; GetTask holds `agentHolds`.
+   */
+  async function runWith(pushes: (contextId: string) => unknown[], stale: number, agentHolds: Record<string, string>) {
     let release: () => void = () => undefined;
     const pushed = new Promise<void>((resolve) => (release = resolve));
     let contextId = '';
+    const snapshot = () => taskEvent(task('T1', 'WORKING', { contextId, artifacts: { a1: 'booked' } }));
     const agent: ScriptedAgentHandle = await startScriptedAgent({
       SendMessage: (params) => {
         contextId = params.message.contextId;
         return { result: { task: task('T1', 'WORKING', { contextId, history: [params.message] }) } };
       },
       SubscribeToTask: () => ({
-        sse: [taskEvent(task('T1', 'WORKING', { contextId, artifacts: { a1: 'booked' } })), { until: pushed }, ev(SU('COMPLETED', { contextId }))],
+        sse: [snapshot(), { until: pushed }, ...Array.from({ length: stale }, snapshot), ev(SU('COMPLETED', { contextId }))],
         endAfter: 'close',
       }),
-      GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId, artifacts: { a1: 'booked' } }) }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId, artifacts: agentHolds }) }),
     });
     try {
-      const workflowId = `late-${kind}-${++n}`;
+      const workflowId = `late-${++n}`;
       const ref = { workflowId, delegationId: 'main.1' };
       await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'book' }, push: true }] });
       // The stream's snapshot is journaled: a1 "booked".
       await eventually(async () => artifactText(await viewOf(producer, workflowId), 'a1') === 'booked', 'snapshot journaled', 20_000);
       const token = (await producer.journal.pushToken(ref))!;
-      const response = await app.inject({
-        method: 'POST',
-        url: `/v1/push/${workflowId}/main.1`,
-        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/a2a+json' },
-        payload: JSON.stringify(pushBody(kind, contextId)),
-      });
-      expect(response.statusCode).toBe(204);
+      for (const body of pushes(contextId)) {
+        const response = await app.inject({
+          method: 'POST',
+          url: `/v1/push/${workflowId}/main.1`,
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/a2a+json' },
+          payload: JSON.stringify(body),
+        });
+        expect(response.statusCode).toBe(204);
+      }
       release();
       const record = await finished(producer, workflowId, 30_000);
       return { record, view: await viewOf(producer, workflowId), agent };
@@ -136,6 +145,33 @@ describe('a push between a stream snapshot and its finished status (attack13)', 
       }),
       // Every kind, whatever the seed: the examples run first.
       { numRuns: 8, examples: LATE_PUSHES.map((kind) => [kind] as [LatePush]) },
+    );
+  }, 300_000);
+
+  /** Whole artifacts `ids` pushed (each "pushed <id>"), between the stream's snapshot and its stale ones. */
+  const wholePushes = (ids: string[]) => (contextId: string) =>
+    ids.map((id) => ({ artifactUpdate: { taskId: 'T1', contextId, artifact: { artifactId: id, parts: [{ text: `pushed ${id}` }] }, lastChunk: true } }));
+  const textsOf = (view: Awaited<ReturnType<typeof viewOf>>) => Object.fromEntries(view.artifacts.map((artifact) => [artifact.artifactId, artifactText(view, artifact.artifactId)]));
+
+  // review15: the stream kept the ids the journal held from its first Task on; a2 pushed whole beside it was no id it
+  // knew, so the next (stale) snapshot holding a1 replaced a2 away, counted as taking nothing back, and COMPLETED
+  // settled without a2. The ids held are read as each Task with artifacts comes.
+  it('review15: a2 pushed whole after the snapshot holding a1, then a stale snapshot holding a1, then COMPLETED: the record holds a1 and a2', async () => {
+    const { record, view } = await runWith(wholePushes(['a2']), 1, { a1: 'booked', a2: 'pushed a2' });
+    expect({ state: record.state, artifacts: textsOf(view) }).toEqual({ state: 'COMPLETED', artifacts: { a1: 'booked', a2: 'pushed a2' } });
+  }, 45_000);
+
+  it('property (review15): any whole artifacts pushed between the snapshots, 1 or 2 stale snapshots after: the record holds what the agent holds, one send', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(fc.constantFrom('a2', 'a3', 'a4'), { minLength: 1, maxLength: 3 }), fc.integer({ min: 1, max: 2 }), async (ids, stale) => {
+        const agentHolds = { a1: 'booked', ...Object.fromEntries(ids.map((id) => [id, `pushed ${id}`])) };
+        const { record, view, agent } = await runWith(wholePushes(ids), stale, agentHolds);
+        const what = JSON.stringify({ ids, stale });
+        expect(record.state, what).toBe('COMPLETED');
+        expect(textsOf(view), what).toEqual(agentHolds);
+        expect(agent.count('SendMessage'), what).toBe(1);
+      }),
+      { numRuns: 6, examples: [[['a2'], 2], [['a3', 'a2'], 1]] },
     );
   }, 300_000);
 });

@@ -138,26 +138,37 @@ function errorFromHttpBody(status: number, contentType: string | undefined, body
  */
 const TaskLikeSchema = z.looseObject({ id: z.string().min(1), status: z.looseObject({ state: z.string().min(1) }) });
 
-/** How deep, and over how many JSON values, `namesTask` looks for a task in an error answer (bodies are bounded before). */
+/** How deep `namesTask` looks for a task in an error answer. */
 const TASK_SEARCH_DEPTH = 8;
-const TASK_SEARCH_VALUES = 10_000;
 
 /**
  * Whether an answer's body names a task anywhere: a Task, `{task}` (SendMessage 1.0), a JSON-RPC envelope's `result`
  * (whatever its id), or a task beside an error (a sibling `task`, in `error.data`, in a google.rpc `details` entry;
  * attack13: a JSON-RPC error envelope carrying a task was a refusal, a 401 envelope with one resent). Such an answer
  * is no refusal: the agent has a task (effect maybe, `sendEffectOf`), ours or not (only `answerContentProof` adopts
- * it). Looks `TASK_SEARCH_DEPTH` levels deep, over at most `TASK_SEARCH_VALUES` values.
+ * it). Looks `TASK_SEARCH_DEPTH` levels deep, level by level, over every value: no count of values seen, since a cap
+ * let padding anywhere in the body (a long `error.data` list) hide the task beside it (review15: the work done twice).
+ * The walk is linear in the body, which `responseBodyBytes` bounds; only an object with a string `id` and an object
+ * `status` is parsed.
  */
 export function namesTask(value: unknown): boolean {
-  const pending: { value: unknown; depth: number }[] = [{ value, depth: 0 }];
-  for (let seen = 0; pending.length > 0 && seen < TASK_SEARCH_VALUES; seen++) {
-    const { value: current, depth } = pending.pop()!;
-    if (typeof current !== 'object' || current === null) continue;
-    if (!Array.isArray(current) && TaskLikeSchema.safeParse(current).success) return true;
-    if (depth < TASK_SEARCH_DEPTH) for (const child of Object.values(current)) pending.push({ value: child, depth: depth + 1 });
+  let level: unknown[] = [value];
+  for (let depth = 0; depth <= TASK_SEARCH_DEPTH && level.length > 0; depth++) {
+    const below: object[] = [];
+    for (const current of level) {
+      if (typeof current !== 'object' || current === null) continue;
+      if (!Array.isArray(current) && mayBeTask(current) && TaskLikeSchema.safeParse(current).success) return true;
+      if (depth < TASK_SEARCH_DEPTH) for (const child of Object.values(current)) if (typeof child === 'object' && child !== null) below.push(child);
+    }
+    level = below;
   }
   return false;
+}
+
+/** The cheap half of `TaskLikeSchema`: a string `id` and an object `status`. */
+function mayBeTask(value: object): boolean {
+  const { id, status } = value as { id?: unknown; status?: unknown };
+  return typeof id === 'string' && typeof status === 'object' && status !== null;
 }
 
 /**

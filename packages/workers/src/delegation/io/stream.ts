@@ -104,8 +104,11 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   // whole view either. Read once, before the first such snapshot is applied.
   // review14: the same for a Task that lists SOME of them (a stale snapshot taken between two artifact updates, or an
   // agent taking one back): the journal's list is replaced by it, and a COMPLETED settled from it without a full read
-  // lost the others. Any artifact this stream showed, or the journal held before it, missing from a Task's list puts
-  // the view in doubt (`known`: every id shown so far; the journal's read once, before the first Task's list is applied).
+  // lost the others. Any artifact this stream showed, or the journal held, missing from a Task's list puts the view in
+  // doubt (`known`: every id shown so far), until a later Task lists every one of them again or a full read is done
+  // (review15: a1, a2 streamed, then [a1] twice: the second [a1] leaves out a2 still). The journal's ids are read at
+  // each Task with artifacts (few: the first snapshot, a rare one after), since a push writes a whole artifact beside
+  // the stream (review15: a2 pushed between two snapshots holding a1, the second replaced a2 away unseen).
   let takenBack = false;
   let heldBefore: string[] | undefined;
   const known = new Set<string>();
@@ -158,9 +161,8 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
         // A Task carrying artifacts replaces the journaled ones (`applyTask`); `[]` leaves them, in doubt until a full read.
         if ('task' in each && each.task.artifacts !== undefined) {
           const listed = new Set(each.task.artifacts.map((artifact) => artifact.artifactId));
-          heldBefore ??= await ctx.journal.heldArtifactIds({ workflowId: record.workflowId, delegationId: record.delegationId });
+          heldBefore = await ctx.journal.heldArtifactIds({ workflowId: record.workflowId, delegationId: record.delegationId });
           for (const id of heldBefore) known.add(id);
-          // In doubt until a Task lists every one of them again (review12: a later `[]` keeps it so).
           takenBack = [...known].some((id) => !listed.has(id));
           for (const id of listed) known.add(id);
           sawArtifacts = listed.size > 0;
