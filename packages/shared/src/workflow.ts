@@ -55,7 +55,7 @@ export const isBlankText = (text: string): boolean => text.trim() === '';
  *     within `maxAttemptsPerStep`); `answer`: `defaultAnswer` (required, not blank) is sent as the reply.
  *   - `remindEveryMs` (ms): a reminder (a log line and the `durable_a2a_question_reminders_total` counter) every
  *     interval while the question is open, at most 10 per question (the workers' `MAX_QUESTION_REMINDERS`), none once
- *     it expired.
+ *     it expired, none for a step of a stopping workflow (`isStepStopped`: its question is closed).
  */
 const questionPolicyFields = {
   expiresAfterMs: z.number().int().positive().optional(),

@@ -8,12 +8,14 @@
  *     done, compare-and-set against an answer, then FAILED `QUESTION_EXPIRED`, the workflow canceled, or the
  *     default answer sent by the reply path);
  *   - a reminder due: one log line and `durable_a2a_question_reminders_total`, once per reminder fleet-wide (a
- *     one-time mark), at most `MAX_QUESTION_REMINDERS` per question.
+ *     one-time mark), at most `MAX_QUESTION_REMINDERS` per question; none for a step of a stopping workflow
+ *     (`isStepStopped`, as every listing of open questions: its question is closed, no person is asked any more).
  * Without a `question` on the step (and for compensations) a question waits until the attempt deadline.
  */
 import { randomUUID } from 'node:crypto';
 import { isAwaitingAnswer, isParked, type DelegationRecord, type QuestionPolicy } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
+import { questionClosedByStop } from '../notify/question.ts';
 import { apply } from './apply.ts';
 import { attemptDeadlineAt } from './attempt-step.ts';
 import type { Observation } from './core/observation.ts';
@@ -22,7 +24,8 @@ import { askedAtOf, questionPolicyOf } from './question-schedule.ts';
 
 /**
  * The reconciler's look at a parked row's question (see the module header). Returns true when the question expired
- * (the `question-expired` observation was applied: the caller stops), false otherwise (a due reminder was sent).
+ * (the `question-expired` observation was applied: the caller stops), false otherwise (a due reminder was sent,
+ * unless the step is stopped: `isStepStopped`).
  * Throws journal errors (VERSION_CONFLICT: the reconciler checks again soon).
  */
 export async function checkQuestionLife(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger']): Promise<boolean> {
@@ -38,7 +41,7 @@ export async function checkQuestionLife(ctx: WorkerContext, record: DelegationRe
     await apply(ctx, record, expiryObservation(record, policy, moments.expiresAt ?? now), { log, source: 'question' });
     return true;
   }
-  if (moments.dueReminder !== undefined && isAwaitingAnswer(record)) await remind(ctx, record, moments.dueReminder, moments.expiresAt, log);
+  if (moments.dueReminder !== undefined && isAwaitingAnswer(record) && !(await questionClosedByStop(ctx, record))) await remind(ctx, record, moments.dueReminder, moments.expiresAt, log);
   return false;
 }
 

@@ -40,6 +40,15 @@ export function questionOpened(ctx: NotifyContext, record: DelegationRecord & { 
 }
 
 /**
+ * Whether the row's question is closed because it is a step of a stopping workflow (`isStepStopped`, one workflow
+ * read; a compensation's never is). Asked by everything that would tell a person about a question (`question.opened`,
+ * reminders: `question-life.ts`). An unreadable workflow row reads as not stopping. Never rejects.
+ */
+export async function questionClosedByStop(ctx: Pick<NotifyContext, 'journal'>, record: Pick<DelegationRecord, 'kind' | 'workflowId'>): Promise<boolean> {
+  return record.kind !== 'compensation' && isStepStopped(record.kind, await ctx.journal.getWorkflow(record.workflowId).catch(() => undefined));
+}
+
+/**
  * Emits `question.opened` for a row parked on a question nobody answered yet: at once when `asked` (the observation
  * just journaled it), else only when the journal has no record of it (one read). Never for a step of a stopping
  * workflow (`isStepStopped`: its question is closed, the journal refuses its answer; review14: a question asked after
@@ -47,7 +56,7 @@ export function questionOpened(ctx: NotifyContext, record: DelegationRecord & { 
  */
 export async function notifyQuestionOpened(ctx: NotifyContext, record: DelegationRecord, asked: boolean): Promise<void> {
   if (!isAwaitingAnswer(record) || !record.questionKey) return;
-  if (record.kind !== 'compensation' && isStepStopped(record.kind, await ctx.journal.getWorkflow(record.workflowId).catch(() => undefined))) return;
+  if (await questionClosedByStop(ctx, record)) return;
   const input = questionOpened(ctx, { ...record, questionKey: record.questionKey });
   const missing = asked || (await notificationMissing(ctx, input).catch(() => false));
   if (missing) await emitNotification(ctx, input);
