@@ -32,6 +32,11 @@ export interface GrpcAgentOptions {
   behaviour?: Behaviour;
   /** `capabilities.pushNotifications`, with an in-memory push store. Default true. */
   pushNotifications?: boolean;
+  /**
+   * The gRPC server's `grpc.max_receive_message_length` (bytes): a request over it is refused RESOURCE_EXHAUSTED
+   * before any handler runs (grpc-js default: 4 MiB).
+   */
+  maxReceiveMessageBytes?: number;
 }
 
 export interface GrpcAgentHandle {
@@ -137,8 +142,9 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
       }),
     ) as UntypedServiceImplementation;
 
+  const serverOptions = options.maxReceiveMessageBytes !== undefined ? { 'grpc.max_receive_message_length': options.maxReceiveMessageBytes } : {};
   const build = (): Server => {
-    const server = new Server();
+    const server = new Server(serverOptions);
     for (const [definition, implementation] of services()) server.addService(definition, instrument(definition, implementation));
     return server;
   };

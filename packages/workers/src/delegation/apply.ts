@@ -44,7 +44,7 @@ import {
   type WorkflowFlags,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
-import { notifyQuestionExpired } from '../notify/question.ts';
+import { notifyQuestionExpired, notifyQuestionOpened } from '../notify/question.ts';
 import { requestWorkflowCancel } from '../workflow/cancel.ts';
 import type { FollowPlan, Next, NextKind } from './core/next.ts';
 import type { HeldBack, Observation } from './core/observation.ts';
@@ -600,10 +600,17 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       await ctx.journal.releaseForResend(ref, expectedVersion, write.contextRefused, write.agentInterface);
       return NOTHING_WRITTEN;
     }
-    case 'mark-reply':
-      await ctx.journal.markReply(ref, scope.fence ?? 0, write.replyMessageId, write.replyState, write.reason, scope.replyToken ? { token: scope.replyToken } : {});
-      if (write.replyState === 'refused') (scope.log ?? ctx.logger).warn({ ...ref, reason: write.reason }, 'the agent refused the reply; the question is open again');
+    case 'mark-reply': {
+      const marked = await ctx.journal.markReply(ref, scope.fence ?? 0, write.replyMessageId, write.replyState, write.reason, scope.replyToken ? { token: scope.replyToken } : {});
+      if (write.replyState === 'refused' && marked) {
+        (scope.log ?? ctx.logger).warn({ ...ref, reason: write.reason }, 'the agent refused the reply; the question is open again');
+        // The person is asked again and told why (`question.opened`, once per refusal; a crash before it: the parked
+        // row's next re-read emits it). The row as the refusal left it, read back.
+        const current = await ctx.journal.getDelegation(ref);
+        if (current) await notifyQuestionOpened(ctx, current, true);
+      }
       return NOTHING_WRITTEN;
+    }
     case 'expire-question': {
       const reply = write.action === 'answer' ? { reply: { messageId: write.reply.messageId, message: { parts: [{ text: write.reply.text }] } } } : {};
       const expiry = await ctx.journal.expireQuestion(ref, { questionKey: write.questionKey, action: write.action, nowMs: ctx.options.now(), ...reply });

@@ -1,10 +1,12 @@
 /**
  * The question events. `question.opened`: a parked delegation's question waits for a person. Emitted when the
  * question is journaled and parked (`park.ts`), and again on a later re-read if it was never journaled as emitted (a
- * crash in between): the event id is the question's (`questionKey`), so both are one event. With answer links
+ * crash in between): the event id is the question's (`questionKey`), so both are one event; and again, once per
+ * refusal, when the agent refused an answer to it (the question is open again: the person is asked anew, told why). With answer links
  * configured the event carries the question's signed link (the same one the API view shows). `question.expired`:
  * what was done when a question expired unanswered, emitted after the expiry's transition (`apply.ts`).
  */
+import { createHash } from 'node:crypto';
 import { answerLinkFor, boundedNotificationTexts, isAwaitingAnswer, isStepStopped, type DelegationRecord, type NotificationInput, type QuestionExpiryAction } from '@durable-a2a/shared';
 import { emitNotification, notificationMissing, type NotifyContext } from './emit.ts';
 
@@ -18,22 +20,38 @@ function questionText(record: DelegationRecord): string {
   return text.length > QUESTION_TEXT_MAX ? `${text.slice(0, QUESTION_TEXT_MAX)}…` : text;
 }
 
-/** The `question.opened` event of a parked row (its occasion: the question key). */
+/**
+ * The occasion of a parked row's `question.opened`: its question key; once the agent refused an answer to it (the
+ * question is open again: `replyState` 'refused'), one per refused answer (`refused:` and SHA-256 hex of the question
+ * key and the answer's messageId, 72 characters), so the person is asked again, once per refusal.
+ */
+function questionOpenedOccasion(record: DelegationRecord & { questionKey: string }): string {
+  if (record.replyState !== 'refused' || !record.replyMessageId) return record.questionKey;
+  return `refused:${createHash('sha256').update(`${record.questionKey}\n${record.replyMessageId}`).digest('hex')}`;
+}
+
+/**
+ * The `question.opened` event of a parked row (its occasion: `questionOpenedOccasion`). After a refused answer it
+ * carries `previousReplyRefused`, the agent's reason (as the API view's open question does).
+ */
 export function questionOpened(ctx: NotifyContext, record: DelegationRecord & { questionKey: string }): NotificationInput {
   const links = ctx.options.answerLinks;
   const askedAtMs = record.statusTimestampMs ?? record.updatedAt;
   const link = links ? answerLinkFor(links, { workflowId: record.workflowId, delegationId: record.delegationId, questionKey: record.questionKey, askedAtMs }) : undefined;
+  const refused = record.replyState === 'refused' ? record.replyError : undefined;
+  const [question, previousReplyRefused] = boundedNotificationTexts(refused !== undefined ? [questionText(record), refused] : [questionText(record)]);
   return {
     kind: 'question.opened',
     workflowId: record.workflowId,
     delegationId: record.delegationId,
-    occasion: record.questionKey,
+    occasion: questionOpenedOccasion(record),
     data: {
       step: record.step,
       state: record.state,
       questionKey: record.questionKey,
-      question: boundedNotificationTexts([questionText(record)])[0],
+      question,
       askedAt: new Date(askedAtMs).toISOString(),
+      ...(previousReplyRefused !== undefined ? { previousReplyRefused } : {}),
       ...(link ? { answerLink: link } : {}),
     },
   };
