@@ -30,6 +30,8 @@ export interface ObserveOptions {
   snapshot?: boolean;
   /** The delegation's Agent Card URL when the caller's record has no task id yet (binds a new one first, see `StatusChange`). */
   agentCardUrl?: string;
+  /** With `agentCardUrl`: the attempt deadline (ms since epoch): the new task id stays bound at least that long (see `StatusChange.bindUntilMs`). */
+  bindUntilMs?: number;
   /** A lease the status change ends (see `StatusChange.endsLease`); artifact updates never end one. */
   endsLease?: StatusChange['endsLease'];
   /** The row as the caller holds it (see `StatusChange.held`): the status change's reply may then carry only what changed. */
@@ -86,6 +88,7 @@ function taskChangeOf(task: Task, options: ObserveOptions): StatusChange {
     error: statusErrorOf(task.status),
     artifacts: artifactsToStore(task),
     agentCardUrl: options.agentCardUrl,
+    ...(options.bindUntilMs !== undefined ? { bindUntilMs: options.bindUntilMs } : {}),
     endsLease: options.endsLease,
     held: options.held,
   };

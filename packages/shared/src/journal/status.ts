@@ -54,6 +54,12 @@ export interface StatusChange {
    */
   agentCardUrl?: string;
   /**
+   * With a new `taskId`: until when (ms since epoch) the delegation may stay unfinished, its attempt deadline. The
+   * binding is then kept that long plus twice the retention (`Journal.bindTask`), so it never lapses while the row
+   * that records the task id may still act on it. Default: now (twice the retention from the binding).
+   */
+  bindUntilMs?: number;
+  /**
    * A lease (send or follow, `lease`) this change ends, released in the same script when `token` holds it:
    * `always` on every outcome (the send lease, with the send's answer), `finished` only when the delegation is
    * finished afterwards (the follow lease, at the stream's terminal event). Saves a release round trip. A caller
@@ -153,6 +159,12 @@ function workflowAtFinish(hash: Record<string, string>, delegationIds: string[])
   }
 }
 
+/**
+ * The longest an attempt deadline extends a task binding (ms): a year. A deadline is an option (fleet or step) and may
+ * be far off; the binding's TTL stays a sane number whatever it says.
+ */
+const MAX_BINDING_HORIZON_MS = 365 * 24 * 3600 * 1000;
+
 /** Journal methods that apply what an agent reported (or our own outcome) to a delegation. */
 export class JournalStatus extends JournalDelegations {
   /**
@@ -174,10 +186,10 @@ export class JournalStatus extends JournalDelegations {
   private async bindingFor(ref: DelegationRef, change: StatusChange): Promise<TaskBinding> {
     if (change.taskId === undefined || change.agentCardUrl === undefined) return 'unbound';
     if (this.redis.isCluster) {
-      await this.bindTask(ref, change.agentCardUrl, change.taskId);
+      await this.bindTask(ref, change.agentCardUrl, change.taskId, change.bindUntilMs);
       return 'bound';
     }
-    return { key: this.keys.taskOwner(change.agentCardUrl, change.taskId), ttlMs: this.taskBindingTtlMs(), owner: indexMember(ref.workflowId, ref.delegationId) };
+    return { key: this.keys.taskOwner(change.agentCardUrl, change.taskId), ttlMs: this.taskBindingTtlMs(change.bindUntilMs), owner: indexMember(ref.workflowId, ref.delegationId) };
   }
 
   /** What applyStatus-5.lua's `outcome` for `change` means; binds a task id the script asked for and runs it again. */
@@ -185,7 +197,7 @@ export class JournalStatus extends JournalDelegations {
     if (isRefused(outcome) && outcome.refused === 'TASK_BOUND_ELSEWHERE') await this.refuseBoundElsewhere(ref, change.taskId!, outcome.detail);
     if (isRefused(outcome) && outcome.refused === 'TASK_NOT_BOUND') {
       // A new task id: bind it to this delegation first (at most one delegation per task id).
-      await this.bindTask(ref, outcome.detail, change.taskId!);
+      await this.bindTask(ref, outcome.detail, change.taskId!, change.bindUntilMs);
       outcome = await this.applyStatusOnce(ref, change, 'bound');
     }
     // A finished workflow's delegations live in its compacted record: nothing more applies to them.
@@ -226,6 +238,7 @@ export class JournalStatus extends JournalDelegations {
       taskId: change.taskId,
       contextId: change.contextId,
       agentCardUrl: change.agentCardUrl,
+      ...(change.bindUntilMs !== undefined ? { bindUntilMs: change.bindUntilMs } : {}),
       endsLease: change.endsLease,
       held: change.held,
       error: { code: 'LIMIT_EXCEEDED', message, retryable: false, delivery: 'received', limit: 'artifactBytesPerDelegation' },
@@ -252,19 +265,27 @@ export class JournalStatus extends JournalDelegations {
     return { keys, input: { change, nowMs: this.now(), binding, checkHere, heldVersion: heldVersion(change.held) } };
   }
 
-  /** How long a task id stays bound: twice the retention of a finished workflow (0: kept). */
-  private taskBindingTtlMs(): number {
-    return this.retentionMs > 0 ? this.retentionMs * 2 : 0;
+  /**
+   * How long a task id stays bound (ms; 0: kept, as records are with retention 0): until `untilMs` (the attempt
+   * deadline: the row may act on the task until then), then twice the retention of a finished workflow. A binding
+   * counted from its making alone lapsed while its row still ran (an attempt deadline past twice the retention), and
+   * another delegation could then bind the same task id.
+   */
+  private taskBindingTtlMs(untilMs?: number): number {
+    if (this.retentionMs <= 0) return 0;
+    const now = this.now();
+    return this.retentionMs * 2 + Math.max(0, Math.min((untilMs ?? now) - now, MAX_BINDING_HORIZON_MS));
   }
 
   /**
-   * Binds `taskId` (of the agent at `agentCardUrl`) to this delegation, kept as long as a finished workflow.
+   * Binds `taskId` (of the agent at `agentCardUrl`) to this delegation, kept until `untilMs` (ms since epoch, the
+   * attempt deadline; default now) and then as long as a finished workflow (`taskBindingTtlMs`).
    * @throws JournalError TASK_BOUND_ELSEWHERE when another delegation holds it; that refusal is journaled
    *   on this delegation as a protocol error and the delegation is handed to the reconciler (due now).
    */
-  async bindTask(ref: DelegationRef, agentCardUrl: string, taskId: string): Promise<void> {
+  async bindTask(ref: DelegationRef, agentCardUrl: string, taskId: string, untilMs?: number): Promise<void> {
     const owner = indexMember(ref.workflowId, ref.delegationId);
-    const ttlMs = this.taskBindingTtlMs();
+    const ttlMs = this.taskBindingTtlMs(untilMs);
     // One command (no script): SET … NX GET binds a free task id and answers the holder of a bound one.
     const key = this.keys.taskOwner(agentCardUrl, taskId);
     const holder = ttlMs > 0 ? await this.redis.call('SET', key, owner, 'NX', 'GET', 'PX', ttlMs) : await this.redis.call('SET', key, owner, 'NX', 'GET');

@@ -55,6 +55,7 @@ import { oneStepFinish } from './finish-step.ts';
 import { readTask } from './io/read.ts';
 import { searchForMessage } from './io/search.ts';
 import { park } from './park.ts';
+import { attemptDeadlineAt } from './attempt-step.ts';
 import { registerPushConfig, wantsPushRegistration } from './push-registration.ts';
 import { afterOneStepFinish, settle } from './settle.ts';
 
@@ -511,7 +512,9 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
     case 'snapshot': {
       const state = write.task.status.state;
       if (isTerminalTaskState(state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
-      const options = { ...guardOf(write.guard, record, scope), snapshot: true, held: record, ...(write.bindAgent ? { agentCardUrl: record.agentCardUrl } : {}) };
+      // A first task id stays bound while the attempt may still act on it (its deadline), then as a finished record.
+      const binding = write.bindAgent ? { agentCardUrl: record.agentCardUrl, bindUntilMs: await attemptDeadlineAt(ctx, record) } : {};
+      const options = { ...guardOf(write.guard, record, scope), snapshot: true, held: record, ...binding };
       // A finished Task ending a one-step workflow (a follow's, not a send's answer): the status and the settle in one call.
       const finish = isTerminalTaskState(state) && !write.bindAgent && observation.kind !== 'send-answered' ? oneStepFinish(ctx, record, journalStateOf(state), statusErrorOf(write.task.status)) : undefined;
       let settled: Written['settled'];
