@@ -61,12 +61,23 @@ describe('artifact bytes per delegation', () => {
     expect(view.steps[0]?.attempts).toHaveLength(1);
   }, 120_000);
 
-  it('a snapshot holding more than the limit is not stored: the attempt ends LIMIT_EXCEEDED', async () => {
-    const journal = new Journal(redis(), { prefix: 'wj-art-snap', artifactBytesPerDelegation: 1 * MiB });
-    const small = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: 'wj-art-snap' });
+  /**
+   * A journal whose limit is 1 MiB under `prefix`, a producer on it, and a started one-step workflow `workflowId`
+   * (its row `ref`): `body` runs with them, the producer closed after it.
+   */
+  const withSmallLimit = async (prefix: string, workflowId: string, body: (journal: Journal, small: Producer, ref: { workflowId: string; delegationId: string }) => Promise<void>) => {
+    const journal = new Journal(redis(), { prefix, artifactBytesPerDelegation: 1 * MiB });
+    const small = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix });
     try {
-      await small.startWorkflow({ workflowId: 'snap', steps: [{ name: 'main', agent: 'http://127.0.0.1:9/snap', message: { text: 'go' } }] });
-      const ref = { workflowId: 'snap', delegationId: 'main.1' };
+      await small.startWorkflow({ workflowId, steps: [{ name: 'main', agent: `http://127.0.0.1:9/${workflowId}`, message: { text: 'go' } }] });
+      await body(journal, small, { workflowId, delegationId: 'main.1' });
+    } finally {
+      await small.close();
+    }
+  };
+
+  it('a snapshot holding more than the limit is not stored: the attempt ends LIMIT_EXCEEDED', async () => {
+    await withSmallLimit('wj-art-snap', 'snap', async (journal, small, ref) => {
       const artifacts = [{ artifactId: 'a1', parts: [{ text: 'y'.repeat(2 * MiB) }] }];
       await applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED' }, artifacts }, { snapshot: true });
       const view = (await journal.getDelegationView(ref))!;
@@ -77,9 +88,27 @@ describe('artifact bytes per delegation', () => {
       const failedRef = { workflowId: 'snap-failed', delegationId: 'main.1' };
       await applyTask(journal, failedRef, { id: 'T2', contextId: 'C2', status: { state: 'TASK_STATE_FAILED' }, artifacts }, { snapshot: true });
       expect(await journal.getDelegationView(failedRef)).toMatchObject({ state: 'FAILED', error: { code: 'LIMIT_EXCEEDED' }, artifacts: [] });
-    } finally {
-      await small.close();
-    }
+    });
+  });
+
+  // mend15: a running Task's list is merged in (what it leaves out is kept); a merge whose bytes would pass the limit
+  // replaces instead, so the stored bytes never pass it (what it dropped is named in leftOut: in doubt until a full read).
+  it('a running Task within the limit whose merge with the held artifacts would pass it replaces them; the bytes stay within the limit', async () => {
+    await withSmallLimit('wj-art-merge', 'merge', async (journal, _small, ref) => {
+      const running = (artifacts: { artifactId: string; parts: { text: string }[] }[]) => applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' }, artifacts }, { snapshot: true });
+      const ids = async () => (await journal.getDelegationView(ref))!.artifacts.map((each) => each.artifactId);
+      const artifactBytes = async () => Number(await redis().hget(journal.keys.delegation(ref.workflowId, ref.delegationId), 'artifactBytes'));
+      await running([{ artifactId: 'a1', parts: [{ text: 'x'.repeat(100) }] }, { artifactId: 'a2', parts: [{ text: 'y'.repeat(MiB / 2) }] }]);
+      // a2 left out, a1 grown: within the limit merged (a1 and a2 kept).
+      expect(await running([{ artifactId: 'a1', parts: [{ text: 'x'.repeat(MiB / 4) }] }])).toMatchObject({ applied: true, leftOut: ['a2'] });
+      expect(await ids()).toEqual(['a1', 'a2']);
+      expect(await artifactBytes()).toBeLessThanOrEqual(MiB);
+      // a1 grown past what a2 leaves room for: replaced (a1 alone), never over the limit.
+      expect(await running([{ artifactId: 'a1', parts: [{ text: 'x'.repeat((3 * MiB) / 4) }] }])).toMatchObject({ applied: true, leftOut: ['a2'] });
+      expect(await ids()).toEqual(['a1']);
+      expect(await artifactBytes()).toBeLessThanOrEqual(MiB);
+      expect((await journal.getDelegation(ref))!.state).toBe('WORKING');
+    });
   });
 });
 

@@ -1,7 +1,9 @@
 /**
  * A Task whose "artifacts" is [] while the task runs (a stale snapshot: the agent's store behind its stream) proves
  * nothing about the result: the journal keeps the artifacts it holds, so the workflow's view (GET, waitFor) still
- * shows them. A finished Task's list, [] included, is the agent's last word and replaces them. Real redis-server.
+ * shows them. The same for a running Task that lists only SOME of them (mend15: a stale snapshot taken between two
+ * artifact updates, or before a push): its list is merged in, what it leaves out kept and named (`leftOut`, read in the
+ * same script). A finished Task's list, [] included, is the agent's last word and replaces them. Real redis-server.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -43,6 +45,33 @@ describe('a Task with "artifacts": [] while the task runs', () => {
   };
   const heldIds = async (ref: Ref) => (await producer.journal.getDelegationView(ref))!.artifacts.map((each) => each.artifactId).sort();
 
+  // mend15 (b): a running Task listing a1 only replaced the journal's list: GET and waitFor showed a1 without a2 until
+  // the full read before COMPLETED (or for good, had that read failed).
+  it('a1 and a2 journaled, then a Task WORKING listing a1 only (stale): the view still shows a1 and a2, and the change names a2 left out', async () => {
+    const ref = await runningRow();
+    await apply(ref, { kind: 'artifact', id: 'a1' });
+    await apply(ref, { kind: 'artifact', id: 'a2' });
+    const result = await applyTask(producer.journal, ref, taskWith(ref.taskId, 'WORKING', ['a1']), { snapshot: true });
+    expect(result).toMatchObject({ applied: true, leftOut: ['a2'] });
+    expect(await heldIds(ref)).toEqual(['a1', 'a2']);
+    const view = await producer.get(ref.workflowId);
+    expect(view.steps[0]!.attempts[0]!.artifacts?.map((each) => each.artifactId).sort()).toEqual(['a1', 'a2']);
+  });
+
+  // mend15 (a): the stream read the journal's ids (HKEYS), then applied the Task; a push landing between the two was
+  // replaced away, and the stream, which had not seen it, counted the Task as taking nothing back. Driven here as the
+  // stream drives the journal: the ids the script names are read with the write, so the push is among them.
+  it('a push lands between what the stream knew and the Task it applies: the pushed artifact is kept and named left out', async () => {
+    const ref = await runningRow();
+    await apply(ref, { kind: 'snapshot', ids: ['a1'] });
+    const knownBefore = await producer.journal.heldArtifactIds(ref);
+    await apply(ref, { kind: 'artifact', id: 'a2' });
+    const result = await applyTask(producer.journal, ref, taskWith(ref.taskId, 'WORKING', ['a1']), { snapshot: true });
+    expect(knownBefore).toEqual(['a1']);
+    expect(result).toMatchObject({ applied: true, leftOut: ['a2'] });
+    expect(await heldIds(ref)).toEqual(['a1', 'a2']);
+  });
+
   it('a1 journaled, then a Task WORKING with "artifacts": []: the view of the workflow still shows a1', async () => {
     const ref = await runningRow();
     await apply(ref, { kind: 'snapshot', ids: ['a1'] });
@@ -57,7 +86,7 @@ describe('a Task with "artifacts": [] while the task runs', () => {
     fc.subarray(['a1', 'a2', 'a3']).map((ids) => ({ kind: 'snapshot' as const, ids })),
   );
   // One run per ending, so both are reached whatever the seed.
-  it.each([false, true])('property (finished at the end: %s): artifacts streamed and Task snapshots in any order, every snapshot with "artifacts": [] among them: a running row holds what it held before each [], a finished Task with [] holds none', async (finishEmpty) => {
+  it.each([false, true])('property (finished at the end: %s): artifacts streamed and Task snapshots in any order, every snapshot with "artifacts": [] among them: a running row holds what it held before each snapshot and what the snapshot lists, a finished Task with [] holds none', async (finishEmpty) => {
     await fc.assert(
       fc.asyncProperty(fc.array(operation, { maxLength: 6 }), fc.array(operation, { maxLength: 6 }), async (before, after) => {
         const ref = await runningRow();
@@ -66,8 +95,9 @@ describe('a Task with "artifacts": [] while the task runs', () => {
         let held = new Set<string>();
         for (const each of operations) {
           await apply(ref, each);
+          // A running Task's list is merged in (mend15): nothing held goes.
           if (each.kind === 'artifact') held.add(each.id);
-          else if (each.ids.length > 0) held = new Set(each.ids);
+          else for (const id of each.ids) held.add(id);
           expect(await heldIds(ref)).toEqual([...held].sort());
         }
         if (!finishEmpty) return;
@@ -78,4 +108,60 @@ describe('a Task with "artifacts": [] while the task runs', () => {
       { numRuns: 25 },
     );
   }, 120_000);
+
+  /**
+   * What happens to a running task's row (mend15): the agent makes or remakes artifact `id` and shows it (a stream's
+   * update or a push: one script either way), the agent pushes its Task as it holds it now, or a stale snapshot comes:
+   * the Task as the agent held it `age` changes ago.
+   */
+  type Step = { kind: 'show'; id: string } | { kind: 'pushed-task' } | { kind: 'stale'; age: number };
+  const step: fc.Arbitrary<Step> = fc.oneof(
+    fc.constantFrom('a1', 'a2', 'a3', 'a4').map((id) => ({ kind: 'show' as const, id })),
+    fc.constant({ kind: 'pushed-task' as const }),
+    fc.integer({ min: 0, max: 6 }).map((age) => ({ kind: 'stale' as const, age })),
+  );
+  it('property (mend15): snapshots (stale or not), pushes and artifact updates in any order: a running row never shows fewer artifacts than the agent showed, each change names exactly the held ones its list left out, the finished Task decides', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 10 }), fc.subarray(['a1', 'a2', 'a3', 'a4']), async (steps, takenBack) => {
+        const ref = await runningRow();
+        // The agent's artifacts (id -> text) after each of its changes; [0] none.
+        const history: Map<string, string>[] = [new Map()];
+        const shown = new Set<string>();
+        const taskOf = (state: 'WORKING' | 'COMPLETED', held: Map<string, string>): Task =>
+          ({ id: ref.taskId, contextId: 'C1', status: { state: `TASK_STATE_${state}` }, artifacts: [...held].map(([id, text]) => ({ artifactId: id, parts: [{ text }] })) }) as Task;
+        for (const each of steps) {
+          if (each.kind === 'show') {
+            const now = new Map(history.at(-1)!);
+            now.set(each.id, `v${history.length} of ${each.id}`);
+            history.push(now);
+            shown.add(each.id);
+            await applyStreamResponse(producer.journal, { ...ref, contextId: 'C1' }, { artifactUpdate: { taskId: ref.taskId, contextId: 'C1', artifact: { artifactId: each.id, parts: [{ text: now.get(each.id)! }] }, lastChunk: true } });
+            continue;
+          }
+          const held = each.kind === 'pushed-task' ? history.at(-1)! : history[Math.max(0, history.length - 1 - each.age)]!;
+          const before = await heldIds(ref);
+          const result = await applyTask(producer.journal, ref, taskOf('WORKING', held), { snapshot: each.kind === 'stale' });
+          for (const id of held.keys()) shown.add(id);
+          // What the change names: the ids held before it that its list leaves out (nothing else wrote meanwhile).
+          expect(result.leftOut?.slice().sort()).toEqual(before.filter((id) => !held.has(id)));
+          expect(await heldIds(ref)).toEqual([...new Set([...before, ...held.keys()])].sort());
+          expect((await heldIds(ref)).filter((id) => shown.has(id)).length).toBe(shown.size);
+        }
+        // The agent's last word: what it made, less what it took back.
+        const last = new Map([...history.at(-1)!].filter(([id]) => !takenBack.includes(id)));
+        await applyTask(producer.journal, ref, taskOf('COMPLETED', last), { snapshot: true });
+        const view = (await producer.journal.getDelegationView(ref))!;
+        expect(view.state).toBe('COMPLETED');
+        expect(view.artifacts.map((each) => [each.artifactId, each.parts[0]?.text])).toEqual([...last]);
+      }),
+      {
+        numRuns: 40,
+        // Reached whatever the seed: a stale snapshot leaving out a shown artifact, and one after a push of the Task.
+        examples: [
+          [[{ kind: 'show', id: 'a1' }, { kind: 'show', id: 'a2' }, { kind: 'stale', age: 1 }], []],
+          [[{ kind: 'show', id: 'a1' }, { kind: 'pushed-task' }, { kind: 'show', id: 'a2' }, { kind: 'stale', age: 1 }, { kind: 'stale', age: 2 }], ['a1']],
+        ],
+      },
+    );
+  }, 180_000);
 });

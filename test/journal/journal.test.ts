@@ -186,14 +186,26 @@ describe('applyStatus', () => {
     expect(await refusal(journal.applyStatus({ ...ref, delegationId: 'none' }, { mode: 'event', state: 'COMPLETED' }))).toBe('DELEGATION_MISSING');
   });
 
-  it('a snapshot replaces the artifacts', async () => {
+  it('a finished snapshot replaces the artifacts; a running one is merged in (what it leaves out is kept, named in leftOut)', async () => {
     await journal.applyArtifact(ref, undefined, { artifact: { artifactId: 'old', parts: [{ text: 'x' }] } });
-    await journal.applyStatus(ref, {
+    const running = await journal.applyStatus(ref, {
       mode: 'snapshot',
       state: 'WORKING',
       taskId: 'T1',
+      artifacts: [{ artifactId: 'a1', name: 'result', parts: [{ text: 'draft' }] }],
+    });
+    expect(running).toMatchObject({ applied: true, leftOut: ['old'] });
+    expect((await journal.getDelegationView(ref))!.artifacts).toEqual([
+      { artifactId: 'a1', name: 'result', parts: [{ text: 'draft' }] },
+      { artifactId: 'old', parts: [{ text: 'x' }] },
+    ]);
+    const done = await journal.applyStatus(ref, {
+      mode: 'snapshot',
+      state: 'COMPLETED',
+      taskId: 'T1',
       artifacts: [{ artifactId: 'a1', name: 'result', parts: [{ text: 'full' }] }],
     });
+    expect(done).toMatchObject({ applied: true, leftOut: ['old'] });
     expect((await journal.getDelegationView(ref))!.artifacts).toEqual([{ artifactId: 'a1', name: 'result', parts: [{ text: 'full' }] }]);
   });
 });

@@ -117,19 +117,29 @@ describe('a cancel refused while the agent works on the answer it already has', 
   });
 });
 
+/**
+ * A fleet (reconcile every 300 ms, `requestTimeoutMs`) for an agent scripted by `handlers` whose task T1 asks a
+ * question: one delegation (idempotency key `key`) answered "six people", once the answer's SendMessage reached the
+ * agent and the reply is journaled 'sending'. The producer, the agent, the workflow id and the row's ref.
+ */
+async function answerSending(handlers: Parameters<typeof h.setUp>[0], requestTimeoutMs: number, key: string) {
+  const { producer: p, agent } = await h.setUp(handlers, { reconcileIntervalMs: 300, requestTimeoutMs });
+  const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: key });
+  await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
+  await p.reply(id, 'six people');
+  const ref = { workflowId: id, delegationId: 'main.1' };
+  await eventually(async () => agent.calls('SendMessage').some((call) => call.params.message.taskId === 'T1') && (await p.journal.getDelegation(ref))?.replyState === 'sending', 'the answer with the agent, journaled sending', 15_000);
+  return { p, agent, id, ref };
+}
+
 describe('a cancel refused while our answer is still being sent (the reply \'sending\', its send with the agent)', () => {
   it('the attempt is followed to its end and its result kept (COMPLETED, CANCEL_LOST_RACE with it), never AMBIGUOUS CANCEL_REFUSED', async () => {
     const done = { value: false };
     let openAnswer = () => {};
     const answerBack = new Promise<void>((resolve) => (openAnswer = resolve));
     // The held SendMessage of the answer must not time out while the cancel runs (its lease: the request timeout + 1 s).
-    const { producer: p, agent } = await h.setUp(answeredThenBusy(done, answerBack), { reconcileIntervalMs: 300, requestTimeoutMs: 20_000 });
     try {
-      const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'answer-sending-then-cancel' });
-      await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
-      await p.reply(id, 'six people');
-      const ref = { workflowId: id, delegationId: 'main.1' };
-      await eventually(async () => agent.calls('SendMessage').some((call) => call.params.message.taskId === 'T1') && (await p.journal.getDelegation(ref))?.replyState === 'sending', 'the answer with the agent, journaled sending', 15_000);
+      const { p, agent, id, ref } = await answerSending(answeredThenBusy(done, answerBack), 20_000, 'answer-sending-then-cancel');
       await p.cancel(id);
       await eventually(async () => agent.count('CancelTask') >= 1 && agent.count('GetTask') >= 1, 'the refused cancel read the task', 15_000);
       await eventually(async () => {
@@ -170,12 +180,7 @@ const replyLeftSending = (seen: { contextId?: string }): ScriptedHandlers => {
 
 describe('a cancel refused while our reply is left \'sending\' for good (its send failed, the workflow stopped before the retry)', () => {
   it('once the send lease passed and the task shows no reply, the attempt goes to a person (AMBIGUOUS CANCEL_REFUSED), never CancelTask refused round after round for ever while the sender\'s worker lives (fails on fix14)', async () => {
-    const { producer: p, agent } = await h.setUp(replyLeftSending, { reconcileIntervalMs: 300, requestTimeoutMs: 1_500 });
-    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'reply-left-sending' });
-    await eventually(async () => (await p.questions(id)).length > 0, 'the question', 15_000);
-    await p.reply(id, 'six people');
-    const ref = { workflowId: id, delegationId: 'main.1' };
-    await eventually(async () => agent.calls('SendMessage').some((call) => call.params.message.taskId === 'T1') && (await p.journal.getDelegation(ref))?.replyState === 'sending', 'the answer refused 503, journaled sending', 15_000);
+    const { p, agent, id, ref } = await answerSending(replyLeftSending, 1_500, 'reply-left-sending');
     await p.cancel(id);
     // The send lease passes (the request timeout + 1 s); then a few more cancel rounds, or a person.
     const until = (await p.journal.getDelegation(ref))?.replySendUntil ?? 0;

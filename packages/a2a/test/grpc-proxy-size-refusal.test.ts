@@ -10,7 +10,7 @@ import { Client, credentials, Server, ServerCredentials, type ServiceError, type
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A2AError, RequestTooLargeError, sendEffectOf } from '../src/errors.ts';
-import { GrpcTransport } from '../src/grpc/transport.ts';
+import { callError, withGrpcTransport } from './helpers/grpc-calls.ts';
 
 const CAP = 64 * 1024;
 const PROXY_CAP = 1024;
@@ -59,35 +59,28 @@ const expectNotNotSent = (error: unknown) => {
 
 describe('a proxy refusing the agent\'s answer as over its cap (after the agent\'s handler had our request)', () => {
   it('case: SendMessage through the proxy, the agent handled it, its answer over the proxy\'s cap: not REQUEST_TOO_LARGE (fails on fix14)', async () => {
-    const transport = new GrpcTransport({ url: proxyUrl, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000, maxEventSizeChars: CAP });
-    try {
+    await withGrpcTransport(proxyUrl, CAP, async (transport) => {
       answerBytes = 2_000;
       const before = handled;
-      const error = await transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] } }).then(() => undefined, (caught: unknown) => caught);
+      const error = await callError(transport, 'send', 'book');
       expect(handled).toBe(before + 1);
       expect((error as A2AError).message).toContain(`Received message larger than max (${answerBytes} vs ${PROXY_CAP})`);
       expectNotNotSent(error);
-    } finally {
-      transport.close();
-    }
+    });
   });
 
   it('property: over answer sizes past the proxy\'s cap, requests and calls, the handler ran and the error never says not-sent', async () => {
-    const transport = new GrpcTransport({ url: proxyUrl, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000, maxEventSizeChars: CAP });
-    try {
+    await withGrpcTransport(proxyUrl, CAP, async (transport) => {
       await fc.assert(
-        fc.asyncProperty(fc.integer({ min: PROXY_CAP + 1, max: 16 * 1024 }), fc.integer({ min: 1, max: 600 }), fc.constantFrom('send', 'get'), async (size, textLength, call) => {
+        fc.asyncProperty(fc.integer({ min: PROXY_CAP + 1, max: 16 * 1024 }), fc.integer({ min: 1, max: 600 }), fc.constantFrom('send' as const, 'get' as const), async (size, textLength, call) => {
           answerBytes = size;
           const before = handled;
-          const request = call === 'send' ? transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'b'.repeat(textLength) }] } }) : transport.getTask({ id: 'T'.repeat(textLength) });
-          const error = await request.then(() => undefined, (caught: unknown) => caught);
+          const error = await callError(transport, call, (call === 'send' ? 'b' : 'T').repeat(textLength));
           expect(handled).toBe(before + 1);
           expectNotNotSent(error);
         }),
         { numRuns: 30 },
       );
-    } finally {
-      transport.close();
-    }
+    });
   });
 });

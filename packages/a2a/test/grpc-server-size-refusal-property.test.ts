@@ -14,7 +14,7 @@ import { Server, ServerCredentials, type UntypedServiceImplementation } from '@g
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { A2AError, RequestTooLargeError, sendEffectOf } from '../src/errors.ts';
-import { GrpcTransport } from '../src/grpc/transport.ts';
+import { callError, withGrpcTransport } from './helpers/grpc-calls.ts';
 
 const CAP = 64 * 1024;
 const SERVER_CAP = 256;
@@ -71,56 +71,45 @@ const expectServerRefusal = (error: unknown) => {
 
 describe('property: a server refusing our request as over its cap is not an answer over ours', () => {
   it('a real grpc-js server with a small receive cap: the handler never ran, no LIMIT_EXCEEDED with delivery received', async () => {
-    const transport = new GrpcTransport({ url: grpcUrl, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000, maxEventSizeChars: CAP });
-    try {
+    await withGrpcTransport(grpcUrl, CAP, async (transport) => {
       await fc.assert(
         fc.asyncProperty(fc.integer({ min: SERVER_CAP + 1, max: 8 * 1024 }), async (textLength) => {
-          const error = await transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'b'.repeat(textLength) }] } }).then(() => undefined, (caught: unknown) => caught);
+          const error = await callError(transport, 'send', 'b'.repeat(textLength));
           expectServerRefusal(error);
         }),
         { numRuns: 10 },
       );
       expect(handled).toBe(0);
-    } finally {
-      transport.close();
-    }
+    });
   });
 
   it('a raw server sending that status trailers-only, over server caps other than ours and calls', async () => {
-    const transport = new GrpcTransport({ url: rawUrl, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000, maxEventSizeChars: CAP });
-    try {
+    await withGrpcTransport(rawUrl, CAP, async (transport) => {
       await fc.assert(
-        fc.asyncProperty(fc.integer({ min: 1, max: 256 * 1024 * 1024 }).filter((max) => max !== CAP), fc.constantFrom('send', 'get'), async (max, call) => {
+        fc.asyncProperty(fc.integer({ min: 1, max: 256 * 1024 * 1024 }).filter((max) => max !== CAP), fc.constantFrom('send' as const, 'get' as const), async (max, call) => {
           serverMax = max;
           reportedOffset = 0;
-          const request = call === 'send' ? transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] } }) : transport.getTask({ id: 'T1' });
-          const error = await request.then(() => undefined, (caught: unknown) => caught);
+          const error = await callError(transport, call, call === 'send' ? 'book' : 'T1');
           expectServerRefusal(error);
         }),
         { numRuns: 40 },
       );
-    } finally {
-      transport.close();
-    }
+    });
   });
 
   it('review14: the same status reporting a length other than our request\'s (a proxy refusing the agent\'s answer) is no proof nothing reached the agent', async () => {
-    const transport = new GrpcTransport({ url: rawUrl, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000, maxEventSizeChars: CAP });
-    try {
+    await withGrpcTransport(rawUrl, CAP, async (transport) => {
       await fc.assert(
-        fc.asyncProperty(fc.integer({ min: 1, max: 256 * 1024 * 1024 }).filter((max) => max !== CAP), fc.integer({ min: -3, max: 1_000_000 }).filter((offset) => offset !== 0), fc.constantFrom('send', 'get'), async (max, offset, call) => {
+        fc.asyncProperty(fc.integer({ min: 1, max: 256 * 1024 * 1024 }).filter((max) => max !== CAP), fc.integer({ min: -3, max: 1_000_000 }).filter((offset) => offset !== 0), fc.constantFrom('send' as const, 'get' as const), async (max, offset, call) => {
           serverMax = max;
           reportedOffset = offset;
-          const request = call === 'send' ? transport.sendMessage({ message: { messageId: 'M1', role: 'ROLE_USER', parts: [{ text: 'book' }] } }) : transport.getTask({ id: 'T1' });
-          const error = await request.then(() => undefined, (caught: unknown) => caught);
+          const error = await callError(transport, call, call === 'send' ? 'book' : 'T1');
           expect(error).not.toBeInstanceOf(RequestTooLargeError);
           expect((error as A2AError).delivery).not.toBe('not-sent');
           expect(sendEffectOf(error)).toBe('maybe');
         }),
         { numRuns: 40 },
       );
-    } finally {
-      transport.close();
-    }
+    });
   });
 });

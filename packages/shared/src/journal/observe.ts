@@ -8,7 +8,7 @@
 import type { StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent } from '@durable-a2a/a2a/pure';
 import type { DelegationRef, FinishStepResult, Journal, OneStepFinish, StatusChange, StatusChangeResult } from './journal.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
-import { isFinished, journalStateOf } from './states.ts';
+import { journalStateOf } from './states.ts';
 
 /** What applying one observation did, for logs and metrics. */
 export interface ObservationResult {
@@ -48,9 +48,13 @@ export const statusErrorOf = (status: TaskStatus): RecordedError | undefined => 
 
 /**
  * Applies a full Task (snapshot or event: a GetTask, a SendMessage answer, a stream's Task, ListTasks with artifacts,
- * a push). A Task is the task as the agent holds it, so its artifacts (when it carries the field; `[]` only when
- * finished: `artifactsToStore`) replace the stored ones in the same transition as its status: a finished Task settles the row with its result, never
- * before it. `snapshot` decides only whether an equal status is applied again (snapshot) or a duplicate (event).
+ * a push). A Task is the task as the agent holds it, so its artifacts (when it carries the field) are stored in the
+ * same transition as its status: a finished Task's list replaces the stored ones (`[]` included: the agent's last word
+ * on its result) and settles the row with its result, never before it. An unfinished Task's list is merged in: the
+ * held artifacts it leaves out are kept (applyStatus-5.lua), since a Task read while the task runs may be a stale
+ * snapshot (an agent's store behind its stream or a push) and the journal's view must not show less than the agent
+ * showed meanwhile; the result's `leftOut` names them (the stream's `takenBack`: a full read before COMPLETED settles).
+ * `snapshot` decides only whether an equal status is applied again (snapshot) or a duplicate (event).
  * A ListTasks summary is no full Task: it never settles a row (the delegation core reads it in full first).
  */
 export async function applyTask(
@@ -60,18 +64,6 @@ export async function applyTask(
   options: ObserveOptions = {},
 ): Promise<StatusChangeResult> {
   return journal.applyStatus(ref, taskChangeOf(task, options));
-}
-
-/**
- * The artifacts a Task's status change stores: the Task's own, except `[]` on an unfinished Task, which leaves the
- * held ones (undefined). An empty list proves nothing while the task runs: a stale snapshot (an agent's store behind its
- * stream) says `[]` as an agent taking its result back would, and the journal's view must not show no result meanwhile
- * (the stream reads such a task in full before its COMPLETED settles: `readStream`'s `takenBack`). A finished Task is
- * the agent's last word on its result: its list, `[]` included, replaces the held ones.
- */
-function artifactsToStore(task: Task): Task['artifacts'] {
-  if (task.artifacts?.length === 0 && !isFinished(journalStateOf(task.status.state))) return undefined;
-  return task.artifacts;
 }
 
 /** The status change a full Task asks for (`applyTask`). */
@@ -86,7 +78,7 @@ function taskChangeOf(task: Task, options: ObserveOptions): StatusChange {
     contextId: task.contextId,
     statusMessage: task.status.message,
     error: statusErrorOf(task.status),
-    artifacts: artifactsToStore(task),
+    artifacts: task.artifacts,
     agentCardUrl: options.agentCardUrl,
     ...(options.bindUntilMs !== undefined ? { bindUntilMs: options.bindUntilMs } : {}),
     endsLease: options.endsLease,

@@ -42,17 +42,19 @@ export interface ApplyStatusInput {
   binding: TaskBinding;
   checkHere: boolean;
   heldVersion: number | undefined;
+  /** The limit on a delegation's artifact bytes (`artifactBytesPerDelegation`): an unfinished Task's merge that would pass it replaces instead. */
+  artifactBytesPerDelegation: number;
 }
 
 /** applyStatus-5.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
-function statusArguments({ change, nowMs, binding, checkHere, heldVersion }: ApplyStatusInput): (string | number)[] {
+function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artifactBytesPerDelegation }: ApplyStatusInput): (string | number)[] {
   const timestampMs = parseAgentTimestamp(change.statusTimestamp);
   const artifactArgs: string[] = [];
   if (change.artifacts) {
     const stored = change.artifacts.map((artifact) => storedArtifact(artifact));
-    artifactArgs.push(String(stored.reduce((sum, artifact) => sum + artifact.bytes, 0)), String(stored.length));
+    artifactArgs.push(String(stored.reduce((sum, artifact) => sum + artifact.bytes, 0)), String(artifactBytesPerDelegation), String(stored.length));
     for (const { artifactId, meta, parts, bytes } of stored) artifactArgs.push(artifactId, meta, parts, String(bytes));
-  } else artifactArgs.push('', '');
+  } else artifactArgs.push('', '', '');
   return [
     change.fence ?? '',
     change.expectedVersion ?? '',
@@ -92,11 +94,14 @@ const IGNORED_REASONS: ReadonlySet<string> = new Set<IgnoredReason>(['finished',
  * copy at the version it named (the fields written and those written elsewhere without a version bump); `flags`
  * (state, cancelRequested, stopping) when it changed to an unfinished state and the workflow row was there;
  * `finished` (the workflow row and its delegation ids) when it changed to a finished state; `followFence` when the
- * send lease was handed to the follow.
+ * send lease was handed to the follow. `leftOut` (a change carrying a Task's artifacts, applied or ignored but for
+ * 'finished'): the ids of the artifacts the row held that the Task's list leaves out, in their held order, read in the
+ * same script (kept when the Task is unfinished, dropped when it is finished).
  */
 export type ApplyStatusOutcome =
   | {
       applied: true;
+      leftOut?: string[];
       version: number;
       row: Record<string, string>;
       whole: boolean;
@@ -104,7 +109,7 @@ export type ApplyStatusOutcome =
       finished?: { workflow: Record<string, string>; delegationIds: string[] };
       followFence?: number;
     }
-  | { applied: false; reason: IgnoredReason }
+  | { applied: false; reason: IgnoredReason; leftOut?: string[] }
   | Refused;
 
 /** A flat field/value list (HGETALL's reply) as a hash. */
@@ -115,13 +120,14 @@ function hashOf(flat: unknown[], script: string): Record<string, string> {
 }
 
 function decodeApplyStatus(reply: unknown, script: string): ApplyStatusOutcome {
-  const [codeReply, detail, row, flags, finished, followFence, whole] = arrayReply(reply, script);
+  const [codeReply, detail, row, flags, finished, followFence, whole, appliedLeftOut] = arrayReply(reply, script);
   const code = integerReply(codeReply, script);
   if (code < 0) return refusal(code, script, detail);
+  const idsOf = (ids: unknown) => (ids === undefined ? {} : { leftOut: arrayReply(ids, script).map((id) => stringReply(id, script)) });
   if (code === 0) {
     const reason = stringReply(detail, script);
     if (!IGNORED_REASONS.has(reason)) throw new ScriptReplyError(script, reply);
-    return { applied: false, reason: reason as IgnoredReason };
+    return { applied: false, reason: reason as IgnoredReason, ...idsOf(row) };
   }
   const flagList = arrayReply(flags ?? [], script).map((flag) => stringReply(flag, script));
   const finishedList = arrayReply(finished ?? [], script);
@@ -135,6 +141,7 @@ function decodeApplyStatus(reply: unknown, script: string): ApplyStatusOutcome {
       ? { finished: { workflow: hashOf(arrayReply(finishedList[0], script), script), delegationIds: arrayReply(finishedList[1], script).map((id) => stringReply(id, script)) } }
       : {}),
     ...(integerReply(followFence, script) > 0 ? { followFence: integerReply(followFence, script) } : {}),
+    ...idsOf(appliedLeftOut),
   };
 }
 

@@ -45,7 +45,11 @@ export interface StatusChange {
   statusMessage?: Message;
   result?: unknown;
   error?: RecordedError;
-  /** A full Task's artifacts (snapshot or event): replace every stored artifact, in this same transition. Undefined leaves them. */
+  /**
+   * A full Task's artifacts (snapshot or event), stored in this same transition: a finished state's list replaces every
+   * stored artifact (`[]` included), an unfinished one's is merged in (the held ones it leaves out are kept, `[]`
+   * changes nothing; applyStatus-5.lua). Undefined leaves them. The result's `leftOut` names the held ones it left out.
+   */
   artifacts?: Artifact[];
   /**
    * The delegation's Agent Card URL, when the caller read a record without a task id: a new `taskId` is then
@@ -116,8 +120,18 @@ export type StatusChangeResult =
       finishedWorkflow?: WorkflowAtFinish;
       /** The follow lease this change's `endsLease: handover` passed on: its token and fencing token (`takeFollow`'s). */
       followLease?: FollowLease;
+      /** See `ApplyStatusOutcome.leftOut`: set only when the change carried a Task's artifacts. */
+      leftOut?: string[];
     }
-  | { applied: false; reason: 'finished' | 'stale' | 'regress' | 'duplicate' };
+  | {
+      applied: false;
+      reason: 'finished' | 'stale' | 'regress' | 'duplicate';
+      /**
+       * The ids of the artifacts the row held that the change's Task's list leaves out, read in the same script (set
+       * only when the change carried a Task's artifacts and the row was unfinished).
+       */
+      leftOut?: string[];
+    };
 
 /** The typed row, or undefined when it does not parse (the caller reads it again). */
 function parseOrUndefined(hash: Record<string, string>): DelegationRecord | undefined {
@@ -146,7 +160,15 @@ function appliedResult(outcome: Extract<ApplyStatusOutcome, { applied: true }>, 
   const parsed = row && asHeldRow(row);
   const workflow = outcome.flags ? { state: outcome.flags[0] as WorkflowState, cancelRequested: outcome.flags[1] === '1', stopping: Boolean(outcome.flags[2]) } : undefined;
   const finishedWorkflow = outcome.finished ? workflowAtFinish(outcome.finished.workflow, outcome.finished.delegationIds) : undefined;
-  return { applied: true, version: outcome.version, ...(parsed ? { record: parsed } : {}), ...(workflow ? { workflow } : {}), ...(finishedWorkflow ? { finishedWorkflow } : {}), ...(followLease ? { followLease } : {}) };
+  return {
+    applied: true,
+    version: outcome.version,
+    ...(parsed ? { record: parsed } : {}),
+    ...(workflow ? { workflow } : {}),
+    ...(finishedWorkflow ? { finishedWorkflow } : {}),
+    ...(followLease ? { followLease } : {}),
+    ...(outcome.leftOut ? { leftOut: outcome.leftOut } : {}),
+  };
 }
 
 /** The workflow as the finishing transition read it; undefined when gone or unreadable (the settle reads it then). */
@@ -262,7 +284,7 @@ export class JournalStatus extends JournalDelegations {
       taskOwner: typeof binding === 'object' ? binding.key : row,
       index: checkHere ? this.keys.unfinished() : row,
     };
-    return { keys, input: { change, nowMs: this.now(), binding, checkHere, heldVersion: heldVersion(change.held) } };
+    return { keys, input: { change, nowMs: this.now(), binding, checkHere, heldVersion: heldVersion(change.held), artifactBytesPerDelegation: this.artifactBytesPerDelegation } };
   }
 
   /**

@@ -52,10 +52,18 @@
            half of them.
   ARGV[18] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
-  ARGV[19] number of the Task's artifacts N ('' = leave artifacts untouched), then N
-           quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[20..]. Any mode: a full Task
+  ARGV[19] artifactBytesPerDelegation: the limit on the delegation's artifact bytes (an unfinished Task's merge
+           that would pass it replaces instead, below)
+  ARGV[20] number of the Task's artifacts N ('' = leave artifacts untouched), then N
+           quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[21..]. Any mode: a full Task
            (snapshot or pushed event) stores its artifacts in the transition that applies its status, so a
-           finished row always holds the result the Task carried
+           finished row always holds the result the Task carried. A FINISHED state's list replaces the stored
+           artifacts (`[]` included: the agent's last word); an unfinished one's is merged in (replaceArtifacts.lua
+           `mergeArtifacts`): the held artifacts it leaves out are kept (a stale snapshot proves nothing about them),
+           `[]` changes nothing; a merge whose bytes (the Task's and those kept) would pass ARGV[19] replaces instead
+           (the stored bytes stay within the limit; what it drops is in `leftOut`, in doubt until a full read).
+           Either way the reply names the held ids the list left out (`leftOut`, whatever the outcome once the row
+           is found unfinished), read in this same script: the stream's `takenBack`
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
   A change of state also sets the workflow row's 'updatedAt' (<prefix>:{wf:<id>}:wf, derived
@@ -63,12 +71,14 @@
   and stopping read on the way (what the router needs), so the caller reads nothing more.
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
-  Returns: {1, version, record, workflow, finished, fence, whole} applied: record = the row as written (flat
+  Returns: {1, version, record, workflow, finished, fence, whole, leftOut} applied: record = the row as written (flat
            field/value list) when whole is 1, or the change against the caller's copy (ARGV[17]) when whole is 0;
            workflow = {state, cancelRequested, stopping} when it changed to an
            unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
            changed to a finished state (what the settle decides from), else {}; fence = the follow's fencing
-           token when the send lease was handed over (ARGV[16] 'handover:…'), else 0; {0, reason} ignored ('finished', 'stale', 'regress',
+           token when the send lease was handed over (ARGV[16] 'handover:…'), else 0; leftOut = the ids of the artifacts
+           the row held that the Task's list (ARGV[20]) leaves out, in their held order, only when the change carries a
+           list; {0, reason, leftOut} ignored ('finished' without leftOut, 'stale', 'regress',
            'duplicate'); {DELEGATION_MISSING,'missing'}, {FENCE_LOST,'fence'}, {VERSION_CONFLICT,'version'},
            {TASK_MISMATCH,'task'}; {TASK_NOT_BOUND, agentCardUrl}: bind the task id first, then call again with
            ARGV[14] = '1'; {TASK_BOUND_ELSEWHERE, holder}: the task id is bound to another delegation (ARGV[14]
@@ -136,17 +146,21 @@ local function apply()
   local knownTask = row[5] or ''
   if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {CODE.TASK_MISMATCH, 'task'} end
   local statusMessage = hash.statusMessage or ''
+  -- A Task's list: the held artifacts it leaves out, read with the change (no push lands between this read and the
+  -- write), reported on every outcome below.
+  local leftOut, leftOutBytes
+  if ARGV[20] ~= '' then leftOut, leftOutBytes = artifactsLeftOut(KEYS[2], 21, tonumber(ARGV[20])) end
 
   local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
   if mode ~= 'outcome' then
     -- Clocks (R27): a move forward in state order is never vetoed by a timestamp;
     -- timestamps only order observations of the same rank.
-    if RANK[incoming] < RANK[current] then return {0, 'regress'} end
-    if RANK[incoming] == RANK[current] and currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale'} end
+    if RANK[incoming] < RANK[current] then return {0, 'regress', leftOut} end
+    if RANK[incoming] == RANK[current] and currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale', leftOut} end
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
     -- (another question, another challenge) replaces the status whole even without a timestamp.
     if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and ARGV[9] == statusMessage then
-      return {0, 'duplicate'}
+      return {0, 'duplicate', leftOut}
     end
   end
 
@@ -186,9 +200,15 @@ local function apply()
   if ARGV[10] ~= '' then put('result', ARGV[10]) end
   if ARGV[11] ~= '' then put('error', ARGV[11]) end
 
-  if ARGV[19] ~= '' then
-    replaceArtifacts(KEYS[2], hash.artifactBytes ~= nil, 20, tonumber(ARGV[19]))
-    put('artifactBytes', ARGV[18])
+  if ARGV[20] ~= '' then
+    local count, merged = tonumber(ARGV[20]), (tonumber(ARGV[18]) or 0) + leftOutBytes
+    if FINISHED[incoming] or (count > 0 and merged > tonumber(ARGV[19])) then
+      replaceArtifacts(KEYS[2], hash.artifactBytes ~= nil, 21, count)
+      put('artifactBytes', ARGV[18])
+    elseif count > 0 then
+      mergeArtifacts(KEYS[2], 21, count, leftOut)
+      put('artifactBytes', tostring(merged))
+    end
   end
 
   if FINISHED[incoming] then put('finishedAt', now) end
@@ -204,7 +224,7 @@ local function apply()
       if index then flat[index] = set[i + 1]
       else flat[#flat + 1] = set[i]; flat[#flat + 1] = set[i + 1]; at[set[i]] = #flat end
     end
-    return {1, version, flat, workflow, finished, 0, 1}
+    return {1, version, flat, workflow, finished, 0, 1, leftOut}
   end
   -- The change: the unversioned fields the row has, then what this transition wrote (later values win).
   local change = {}
@@ -212,7 +232,7 @@ local function apply()
     if hash[field] then change[#change + 1] = field; change[#change + 1] = hash[field] end
   end
   for i = 1, #set do change[#change + 1] = set[i] end
-  return {1, version, change, workflow, finished, 0, 0}
+  return {1, version, change, workflow, finished, 0, 0, leftOut}
 end
 
 local reply = apply()

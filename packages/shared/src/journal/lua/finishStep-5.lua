@@ -22,7 +22,7 @@
   ARGV[7] the workflow row's version the text was built from (the change writes it + 1)
   ARGV[8] the delegation's index member, ARGV[9] the workflow's '*' member (indexMember)
   ARGV[10] number of the Task's artifacts N ('' = leave the stored artifacts), then N quadruples artifactId, meta
-          JSON, parts JSON array, bytes (applyStatus-5.lua ARGV[19..]): a snapshot's artifacts replace the stored ones
+          JSON, parts JSON array, bytes (applyStatus-5.lua ARGV[20..]): a snapshot's artifacts replace the stored ones
           (read into the record from here: never written, as the artifacts hash is deleted with the compaction);
           or 'add', then one quadruple: an artifact update that came with the status, added to a row that holds no
           artifact, as applyArtifact-2.lua would add it (its order '1', the hash's field count once its bytes are in;

@@ -24,7 +24,7 @@ import {
   type StreamResponse,
   type TaskStatusUpdateEvent,
 } from '@durable-a2a/a2a';
-import { JournalError, lazyChildLogger, type DelegationRecord } from '@durable-a2a/shared';
+import { JournalError, lazyChildLogger, type DelegationRecord, type ObservationResult } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
 import type { NextKind } from '../core/next.ts';
 import type { Observation, PartialArtifacts } from '../core/observation.ts';
@@ -36,6 +36,8 @@ export interface SinkResult {
   next: NextKind;
   record?: DelegationRecord;
   foreignTaskId?: string;
+  /** What the events' write returned (`Applied.events`): a Task's `status.leftOut` feeds the stream's `takenBack`. */
+  events?: readonly ObservationResult[];
 }
 
 /** Applies one observation of the stream (the run's `apply`); `continue` keeps the stream open. */
@@ -97,21 +99,30 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   // A Task with "artifacts": [] came after artifacts were streamed (a stale snapshot, or the agent taking them back):
   // which of them the agent keeps only a full read tells; artifacts streamed after it do not make the view whole
   // (review12: a1 in doubt, a2 streamed, COMPLETED settled without a1). A later Task with artifacts is whole again.
-  // The journal keeps what it holds meanwhile (an unfinished Task's `[]` proves nothing: observe.ts artifactsToStore),
-  // so its view shows the result until that read decides.
+  // The journal keeps what it holds meanwhile (an unfinished Task's list is merged in: observe.ts applyTask), so its
+  // view shows the result until that read decides.
   // review13: artifacts the journal held before this stream (an earlier stream's, a send's answer) count like artifacts
   // this stream carried: a first snapshot with "artifacts": [] puts them in doubt, and what is streamed after it is no
-  // whole view either. Read once, before the first such snapshot is applied.
+  // whole view either (the first Task's write names them: `leftOut` below).
   // review14: the same for a Task that lists SOME of them (a stale snapshot taken between two artifact updates, or an
-  // agent taking one back): the journal's list is replaced by it, and a COMPLETED settled from it without a full read
-  // lost the others. Any artifact this stream showed, or the journal held, missing from a Task's list puts the view in
+  // agent taking one back): a COMPLETED settled from it without a full read lost the others (the journal keeps them
+  // now, merged, but which of them the agent keeps only a full read tells). Any artifact this stream showed, or the journal held, missing from a Task's list puts the view in
   // doubt (`known`: every id shown so far), until a later Task lists every one of them again or a full read is done
-  // (review15: a1, a2 streamed, then [a1] twice: the second [a1] leaves out a2 still). The journal's ids are read at
-  // each Task with artifacts (few: the first snapshot, a rare one after), since a push writes a whole artifact beside
-  // the stream (review15: a2 pushed between two snapshots holding a1, the second replaced a2 away unseen).
+  // (review15: a1, a2 streamed, then [a1] twice: the second [a1] leaves out a2 still). A push writes a whole artifact
+  // beside the stream (review15: a2 pushed between two snapshots holding a1): the journal's ids a Task leaves out come
+  // from the script that applies the Task (`StatusChangeResult.leftOut`, read and kept in that one transition: mend15,
+  // no push lands between a read and the write), and join `known`. A Task whose write answered none (not written)
+  // keeps the view in doubt.
   let takenBack = false;
-  let heldBefore: string[] | undefined;
   const known = new Set<string>();
+  const takeList = (task: { artifacts?: readonly { artifactId: string }[] }, result: SinkResult): void => {
+    const listed = new Set(task.artifacts!.map((artifact) => artifact.artifactId));
+    const leftOut = result.events?.[0]?.status?.leftOut;
+    for (const id of leftOut ?? []) known.add(id);
+    takenBack = leftOut === undefined || [...known].some((id) => !listed.has(id));
+    for (const id of listed) known.add(id);
+    sawArtifacts = listed.size > 0;
+  };
   const artifactsHeld = (): boolean => sawArtifacts && !takenBack;
   // Updates this stream delivered beyond the task snapshot SubscribeToTask sends first (spec §3.1.6). P36: a stream
   // that delivered updates before it ended is not "no progress"; a snapshot-only stream proves nothing new.
@@ -131,8 +142,15 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     if (!firstEvent) return;
     firstEvent = false;
     if ('task' in response || partial) return;
-    heldBefore ??= await ctx.journal.heldArtifactIds({ workflowId: record.workflowId, delegationId: record.delegationId });
+    const heldBefore = await ctx.journal.heldArtifactIds({ workflowId: record.workflowId, delegationId: record.delegationId });
     if (heldBefore.length > 0) partial = 'no-snapshot';
+  };
+  // A sink's answer: a foreign event is a protocol error (RT4, thrown in the loop); anything but `continue` stops the
+  // stream (settled or parked: our side closes; a person may take hours, an agent may never close).
+  const stops = (result: SinkResult): boolean => {
+    if (result.foreignTaskId) throw new ForeignEventError(`event for task ${result.foreignTaskId} on the stream of ${record.taskId}`);
+    if (result.next !== 'continue') stopped = result.next;
+    return stopped !== undefined;
   };
   // The event read ahead after an artifact update (`readAhead`), taken by the next turn.
   let readAheadEvent: Promise<IteratorResult<StreamEvent, StreamEnd>> | undefined;
@@ -157,16 +175,11 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
         // Not a pair: the event read ahead is the next turn's.
         else readAheadEvent = Promise.resolve(following);
       } else readAheadEvent = ahead?.pending;
+      // A Task is never paired (only an artifact update with the status update after it): its list is taken once its
+      // write answered (`takeList`), before the next event is looked at.
+      const listing = 'task' in response && response.task.artifacts !== undefined ? response.task : undefined;
       for (const each of responses) {
-        // A Task carrying artifacts replaces the journaled ones (`applyTask`); `[]` leaves them, in doubt until a full read.
-        if ('task' in each && each.task.artifacts !== undefined) {
-          const listed = new Set(each.task.artifacts.map((artifact) => artifact.artifactId));
-          heldBefore = await ctx.journal.heldArtifactIds({ workflowId: record.workflowId, delegationId: record.delegationId });
-          for (const id of heldBefore) known.add(id);
-          takenBack = [...known].some((id) => !listed.has(id));
-          for (const id of listed) known.add(id);
-          sawArtifacts = listed.size > 0;
-        } else if ('artifactUpdate' in each) {
+        if ('artifactUpdate' in each) {
           sawArtifacts = true;
           known.add(each.artifactUpdate.artifact.artifactId);
         }
@@ -177,21 +190,12 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
       const collecting = 'statusUpdate' in last && last.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !artifactsHeld();
       // An artifact update paired with it is applied first, on its own: the read replaces it or keeps it, never drops it
       // (a read without artifacts keeps what the journal holds; attack13: after a Task that took artifacts back).
-      const before = collecting && responses.length === 2 ? await sink(event([responses[0]])) : undefined;
-      if (before?.foreignTaskId) throw new ForeignEventError(`event for task ${before.foreignTaskId} on the stream of ${record.taskId}`);
-      if (before && before.next !== 'continue') {
-        stopped = before.next;
-        break;
-      }
+      if (collecting && responses.length === 2 && stops(await sink(event([responses[0]])))) break;
       const collected = collecting ? await collectBeforeTerminal(ctx, record, log, takenBack) : undefined;
-      const result = await sink(collected ?? event(before ? [last] : responses));
+      const result = await sink(collected ?? event(collecting && responses.length === 2 ? [last] : responses));
       if (responses.some((each) => !('task' in each))) delivered++;
-      if (result.foreignTaskId) throw new ForeignEventError(`event for task ${result.foreignTaskId} on the stream of ${record.taskId}`);
-      if (result.next !== 'continue') {
-        // Settled or parked: close our side (a person may take hours; an agent may never close).
-        stopped = result.next;
-        break;
-      }
+      if (listing) takeList(listing, result);
+      if (stops(result)) break;
     }
   } catch (error) {
     if (leaseLost.aborted) return (await sink({ kind: 'lease-lost' }), 'lease-lost');

@@ -1,13 +1,65 @@
--- A snapshot's artifacts replace every stored one: `count` quadruples (artifactId, meta JSON, parts JSON array,
--- bytes) in ARGV from `first` on, written to `artifactsKey` (deleted first when `hadArtifacts`: a row without
--- 'artifactBytes' never stored one). In batches of 100 artifacts per HSET (unpack stays far below Lua's stack limit).
-local function replaceArtifacts(artifactsKey, hadArtifacts, first, count)
-  if hadArtifacts then redis.call('DEL', artifactsKey) end
+-- A Task's artifacts (applyStatus-5.lua ARGV[20..]): `count` quadruples (artifactId, meta JSON, parts JSON array,
+-- bytes) in ARGV from `first` on.
+
+-- Writes the Task's artifacts to `artifactsKey`, each at its place in the Task's list (order:<id> = its index; a
+-- later duplicate id wins). In batches of 100 artifacts per HSET (unpack stays far below Lua's stack limit).
+local function writeArtifacts(artifactsKey, first, count)
   local flat = {}
   for i = 0, count - 1 do
     local at = first + i * 4
     local id, meta, parts, bytes = ARGV[at], ARGV[at + 1], ARGV[at + 2], ARGV[at + 3]
     for _, item in ipairs({ 'meta:' .. id, meta, 'parts:' .. id, parts, 'order:' .. id, tostring(i), 'bytes:' .. id, bytes }) do flat[#flat + 1] = item end
+    if #flat >= 800 then redis.call('HSET', artifactsKey, unpack(flat)); flat = {} end
+  end
+  if #flat > 0 then redis.call('HSET', artifactsKey, unpack(flat)) end
+end
+
+-- The artifacts `artifactsKey` holds that the Task's list leaves out: their ids in their held order (order:<id>),
+-- and their bytes summed (bytes:<id>). One HKEYS, then HMGETs of 200 ids each.
+local function artifactsLeftOut(artifactsKey, first, count)
+  local listed = {}
+  for i = 0, count - 1 do listed[ARGV[first + i * 4]] = true end
+  local ids = {}
+  for _, field in ipairs(redis.call('HKEYS', artifactsKey)) do
+    if string.sub(field, 1, 6) == 'order:' then
+      local id = string.sub(field, 7)
+      if not listed[id] then ids[#ids + 1] = id end
+    end
+  end
+  local place, bytes = {}, 0
+  for start = 1, #ids, 200 do
+    local fields = {}
+    for i = start, math.min(start + 199, #ids) do fields[#fields + 1] = 'order:' .. ids[i]; fields[#fields + 1] = 'bytes:' .. ids[i] end
+    local values = redis.call('HMGET', artifactsKey, unpack(fields))
+    for j = 1, #fields, 2 do
+      local id = ids[start + (j - 1) / 2]
+      place[id] = tonumber(values[j]) or 0
+      bytes = bytes + (tonumber(values[j + 1]) or 0)
+    end
+  end
+  table.sort(ids, function(a, b) if place[a] ~= place[b] then return place[a] < place[b] end return a < b end)
+  return ids, bytes
+end
+
+-- A FINISHED Task's artifacts replace every stored one (deleted first when `hadArtifacts`: a row without
+-- 'artifactBytes' never stored one): the agent's last word on its result.
+local function replaceArtifacts(artifactsKey, hadArtifacts, first, count)
+  if hadArtifacts then redis.call('DEL', artifactsKey) end
+  writeArtifacts(artifactsKey, first, count)
+end
+
+-- An UNFINISHED Task's artifacts are merged in: each listed one replaces its stored self (its seal, if any, goes, as a
+-- replacement would leave it), at its place in the Task's list; the held ones the list leaves out (`leftOut`, in
+-- their held order) are kept after them. A Task read while the task runs may be a stale snapshot (taken between two
+-- artifact updates, or before a push) and proves nothing about what it leaves out; the finished Task decides.
+local function mergeArtifacts(artifactsKey, first, count, leftOut)
+  local seals = {}
+  for i = 0, count - 1 do seals[#seals + 1] = 'sealed:' .. ARGV[first + i * 4] end
+  for start = 1, #seals, 200 do redis.call('HDEL', artifactsKey, unpack(seals, start, math.min(start + 199, #seals))) end
+  writeArtifacts(artifactsKey, first, count)
+  local flat = {}
+  for j, id in ipairs(leftOut) do
+    flat[#flat + 1] = 'order:' .. id; flat[#flat + 1] = tostring(count + j - 1)
     if #flat >= 800 then redis.call('HSET', artifactsKey, unpack(flat)); flat = {} end
   end
   if #flat > 0 then redis.call('HSET', artifactsKey, unpack(flat)) end
