@@ -431,9 +431,19 @@ function searchFailed(finding: Extract<SearchFinding, { kind: 'failed' }>, why: 
   return { next: { kind: 'progress', what: `${why}: the search for our message failed (${finding.error.code}: ${finding.error.message})`, unacceptable: { code: finding.error.code, outcome: 'SEARCH_UNAVAILABLE' } } };
 }
 
-/** The search row: adopt, read in full first, resend the same messageId, FAILED with the agent's error, LOST, or a person. */
+/**
+ * The search row: adopt, read in full first, resend the same messageId, FAILED with the agent's error, LOST, or a person.
+ * Several tasks holding our messageId (`several`) is a person whatever the purpose, both ids named: the work may have
+ * been done twice, and adopting the one listed first would leave the other running unseen (or settle the step from
+ * the wrong one); nothing is resent, re-delegated or written.
+ */
 function searchRow(record: DelegationRecord, observation: Extract<Observation, { kind: 'search-result' }>, policy: Policy): Step {
   const { finding, purpose } = observation;
+  if (finding.kind === 'several') {
+    const ids = finding.taskIds.join(', ');
+    const bound = record.taskId === undefined ? '' : ` (our task is ${record.taskId})`;
+    return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `our message ${record.messageId} is in ${finding.taskIds.length} tasks at the agent: ${ids}${bound}; the work may have been done more than once, and which task is ours is for a person to decide` } };
+  }
   if (purpose === 'read') {
     // GetTask could not be used; ListTasks (with artifacts) showed our task, or nothing usable.
     // Ours: our bound task, or (not yet bound: a task found by our messageId whose GetTask we could not use) proven by our messageId.
