@@ -6,7 +6,8 @@
  * scripted raw JSON-RPC agent (exact bytes).
  */
 import { describe, expect, it } from 'vitest';
-import { finished, markSentNotRecorded, sleep, useFieldCases, workflowSettled } from '../harness/field-cases.ts';
+import { finished, markSentNotRecorded, metric, NOT_FOUND, sleep, useFieldCases, workflowSettled } from '../harness/field-cases.ts';
+import { eventually } from '../harness/fleet.ts';
 import { agentMessage, task, userMessage, type ScriptedHandler } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
@@ -91,5 +92,30 @@ describe('attack16: two tasks hold our messageId', () => {
     expect(record.state).toBe('COMPLETED');
     expect(record.taskId).toBe('T1');
     expect(agent.count('SendMessage')).toBe(0);
+  });
+});
+
+describe('attack16: the agent denies our task while another task holds our message (the check before LOST)', () => {
+  it('T1 denied (-32001) over the window, ListTasks shows T2 COMPLETED holding our messageId: never LOST and re-delegated (the work done twice, T2\'s result dropped); a person, both ids named', async () => {
+    let messageId = '';
+    const { producer: p, agent, fleet, seen } = await h.setUp(
+      (seen) => ({
+        GetTask: (params) => (params.id === 'T1' ? NOT_FOUND : { result: twin('T2', 'COMPLETED', seen.contextId, messageId) }),
+        SubscribeToTask: (params) => (params.id === 'T1' ? NOT_FOUND : { error: { code: -32004, message: 'terminal' } }),
+        ListTasks: () => ({ result: { tasks: [twin('T2', 'COMPLETED', seen.contextId, messageId, 2)], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
+      }),
+      { notFoundWindowMs: 1_000, notFoundThreshold: 3, reconcileIntervalMs: 500 },
+    );
+    const { id } = await p.startWorkflow({ workflowId: `lost-twin-${h.counter()}`, steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'lost twin' } }], maxAttemptsPerStep: 2 });
+    await eventually(async () => (messageId = seen.messageId ?? '') !== '', 'sent');
+    const record = await finished(p, id, 30_000);
+    expect(agent.count('ListTasks')).toBeGreaterThanOrEqual(1);
+    expect(record.state).not.toBe('LOST');
+    expect(record.state).toBe('AMBIGUOUS');
+    expect(record.error?.message).toContain('T1');
+    expect(record.error?.message).toContain('T2');
+    expect((await workflowSettled(p, id)).state).toBe('NEEDS_ATTENTION');
+    expect(await metric(fleet.metrics.redelegations)).toBe(0);
+    expect(agent.count('SendMessage')).toBe(1);
   });
 });

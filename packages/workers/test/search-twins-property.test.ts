@@ -119,4 +119,32 @@ describe('property: several tasks holding our messageId', () => {
       ),
     );
   });
+
+  it('the check before LOST: a task other than ours proven to hold our message (by messageId or as the only task in our context) is never LOST (a re-delegation): a person, both ids named', () => {
+    const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
+    fc.assert(
+      fc.property(
+        fc.constantFrom('T1', 'T2', 'T3'),
+        fc.constantFrom('TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_INPUT_REQUIRED'),
+        fc.constantFrom('message-id', 'context', 'unknown'),
+        fc.boolean(),
+        (foundId, state, by, complete) => {
+          const ours = { ...record, state: 'WORKING', taskId: 'T1', version: 3, fence: 1, resendCount: 0 } as DelegationRecord;
+          const found = { id: foundId, contextId: OUR_CONTEXT, status: { state }, history: [userTurn(OUR_MESSAGE)] } as Task;
+          const ownership = by === 'unknown' ? { kind: 'unknown' as const } : { kind: 'proven' as const, by };
+          const step = transition(ours, { kind: 'search-result', purpose: 'lost-check', deduplicates: false, why: 'the agent denied task T1 3 times', finding: { kind: 'found', task: found, complete, ownership } }, policy);
+          const writes = step.write === undefined ? [] : Array.isArray(step.write) ? step.write : [step.write];
+          const lost = writes.some((write) => write.kind === 'outcome' && write.state === 'LOST');
+          if (foundId === 'T1') expect(lost).toBe(false);
+          else if (by !== 'unknown') {
+            expect(lost).toBe(false);
+            expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
+            expect((step.next as { message: string }).message).toContain('T1');
+            expect((step.next as { message: string }).message).toContain(foundId);
+          }
+        },
+      ),
+      { examples: [['T2', 'TASK_STATE_COMPLETED', 'message-id', true], ['T3', 'TASK_STATE_WORKING', 'context', false], ['T1', 'TASK_STATE_WORKING', 'message-id', false]] },
+    );
+  });
 });

@@ -460,6 +460,12 @@ function searchRow(record: DelegationRecord, observation: Extract<Observation, {
       if (!finding.complete && isTerminalTaskState(finding.task.status.state)) return { next: { kind: 'read-once', why: 'found again by ListTasks' } };
       return { write: { kind: 'snapshot', task: finding.task, guard: 'none' }, next: route };
     }
+    // Another task proven to hold our message: the agent has it, under another id (a replay, a task re-created), and
+    // may have done or be doing the work; LOST would re-delegate it (the work twice, that task's result dropped).
+    if (finding.kind === 'found' && finding.ownership.kind === 'proven') {
+      const message = `${observation.why ?? `the agent denied task ${record.taskId}`}, but task ${finding.task.id} (${finding.task.status.state}) holds our message ${record.messageId}: the work may have been done there; which task is ours is for a person to decide`;
+      return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message } };
+    }
     // A search that failed proves no absence: never LOST on it; bounded rounds, then a person (P32).
     if (finding.kind === 'failed') return searchFailed(finding, observation.why ?? 'checking before LOST');
     const message = `${observation.why ?? `the agent denied task ${record.taskId}`}; ListTasks does not show our message either`;
