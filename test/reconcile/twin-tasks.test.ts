@@ -96,6 +96,25 @@ describe('attack16: two tasks hold our messageId', () => {
 });
 
 describe('attack16: the agent denies our task while another task holds our message (the check before LOST)', () => {
+  it('T1 denied over the window, ListTasks shows T2 WORKING in the context we sent (a fresh one per delegation) whose history is trimmed: never LOST and re-delegated; a person', async () => {
+    const trimmed = (contextId: string | undefined) => task('T2', 'WORKING', { contextId, timestamp: h.at(2), history: [agentMessage('working on it')] });
+    const { producer: p, agent, fleet, seen } = await h.setUp(
+      (seen) => ({
+        GetTask: (params) => (params.id === 'T1' ? NOT_FOUND : { result: trimmed(seen.contextId) }),
+        SubscribeToTask: () => NOT_FOUND,
+        ListTasks: () => ({ result: { tasks: [trimmed(seen.contextId)], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
+      }),
+      { notFoundWindowMs: 1_000, notFoundThreshold: 3, reconcileIntervalMs: 500 },
+    );
+    const { id } = await p.startWorkflow({ workflowId: `lost-ctx-${h.counter()}`, steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'lost ctx' } }], maxAttemptsPerStep: 2 });
+    const record = await finished(p, id, 30_000);
+    expect(seen.contextId).toBeDefined();
+    expect(record.state).toBe('AMBIGUOUS');
+    expect(record.error?.message).toContain('T2');
+    expect(await metric(fleet.metrics.redelegations)).toBe(0);
+    expect(agent.count('SendMessage')).toBe(1);
+  });
+
   it('T1 denied (-32001) over the window, ListTasks shows T2 COMPLETED holding our messageId: never LOST and re-delegated (the work done twice, T2\'s result dropped); a person, both ids named', async () => {
     let messageId = '';
     const { producer: p, agent, fleet, seen } = await h.setUp(

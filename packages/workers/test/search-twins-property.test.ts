@@ -147,4 +147,19 @@ describe('property: several tasks holding our messageId', () => {
       { examples: [['T2', 'TASK_STATE_COMPLETED', 'message-id', true], ['T3', 'TASK_STATE_WORKING', 'context', false], ['T1', 'TASK_STATE_WORKING', 'message-id', false]] },
     );
   });
+
+  it('the check before LOST: LOST only on a conclusive absence (no candidate that may hold our message, pagination intact); else a person', () => {
+    const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
+    fc.assert(
+      fc.property(fc.boolean(), fc.boolean(), fc.boolean(), fc.uniqueArray(fc.constantFrom('T2', 'T3'), { maxLength: 2 }), (inconclusive, paginationBroken, contextRefused, candidates) => {
+        const ours = { ...record, state: 'WORKING', taskId: 'T1', version: 3, fence: 1, resendCount: 0 } as DelegationRecord;
+        const step = transition(ours, { kind: 'search-result', purpose: 'lost-check', deduplicates: false, finding: { kind: 'not-found', inconclusive, paginationBroken, contextRefused, candidates } }, policy);
+        const writes = step.write === undefined ? [] : Array.isArray(step.write) ? step.write : [step.write];
+        const lost = writes.some((write) => write.kind === 'outcome' && write.state === 'LOST');
+        expect(lost).toBe(!inconclusive && !paginationBroken);
+        if (!lost) expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
+      }),
+      { examples: [[true, false, false, ['T2']], [false, true, false, []], [false, false, false, []]] },
+    );
+  });
 });

@@ -468,6 +468,12 @@ function searchRow(record: DelegationRecord, observation: Extract<Observation, {
     }
     // A search that failed proves no absence: never LOST on it; bounded rounds, then a person (P32).
     if (finding.kind === 'failed') return searchFailed(finding, observation.why ?? 'checking before LOST');
+    // A search that cannot conclude proves no absence either: a task in the context we sent (our message delivered,
+    // under an id the agent did not deny), a history too short to tell, a listing paged badly. LOST would re-delegate.
+    if (finding.kind === 'not-found' && (finding.inconclusive || finding.paginationBroken)) {
+      const why = finding.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${finding.candidates.join(', ')} may hold it (in the context we sent, or too little history to tell)`;
+      return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `${observation.why ?? `the agent denied task ${record.taskId}`}; the search for our message cannot tell whether the agent still has it: ${why}` } };
+    }
     const message = `${observation.why ?? `the agent denied task ${record.taskId}`}; ListTasks does not show our message either`;
     return { write: { kind: 'outcome', state: 'LOST', guard: 'none', error: { code: 'TASK_LOST', message, retryable: false } }, next: route };
   }
