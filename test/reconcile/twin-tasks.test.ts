@@ -2,8 +2,10 @@
  * attack16: two tasks at the agent both hold our messageId (the agent got our SendMessage twice: a layer below us
  * replayed it, or an earlier search missed the first task and the same messageId was resent). The reconciler's search
  * must not adopt whichever the agent happens to list first and leave the other running unseen: the work may have been
- * done twice, and which task is "ours" is for a person to decide, with both ids shown. Real fleet, real Redis, a
- * scripted raw JSON-RPC agent (exact bytes).
+ * done twice, and which task is "ours" is for a person to decide, with both ids shown. The same kind on the check
+ * before LOST: the agent denies our task while its listing shows our message in another task (or cannot rule it out):
+ * LOST would re-delegate the step over work that may be done. Real fleet, real Redis, a scripted raw JSON-RPC agent
+ * (exact bytes).
  */
 import { describe, expect, it } from 'vitest';
 import { finished, markSentNotRecorded, metric, NOT_FOUND, sleep, useFieldCases, workflowSettled } from '../harness/field-cases.ts';
