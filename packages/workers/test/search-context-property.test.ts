@@ -5,7 +5,7 @@
  * `answerContentProof`); several tasks in our context leave the search inconclusive (a person decides, never a resend),
  * and so does one when the context proves nothing (refused, ignored by the agent's filter, or a listing that may be
  * incomplete: a repeated page token) or whose history holds no user message (trimmed, field case R14). The transport is a plain object answering ListTasks and GetTask from a generated
- * list of tasks (no I/O).
+ * list of tasks (no I/O). More than one listed task holding our messageId is `several` (attack16), never one adopted.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -74,7 +74,12 @@ describe('property: the search over tasks in our context', () => {
           // The agent shows that it ignores the filter when it lists a task of another context.
           const filterIgnored = behaviour === 'ignores' && tasks.some((task) => task.contextId !== '' && task.contextId !== OUR_CONTEXT);
           const contextProves = !contextRefused && !filterIgnored && behaviour !== 'repeats-token';
-          if (visible.some(holds)) {
+          const holders = visible.filter(holds);
+          if (holders.length > 1) {
+            // attack16: more than one task holds our message: none is adopted, every one is named.
+            expect(result.kind).toBe('several');
+            expect([...(result as { taskIds: string[] }).taskIds].sort()).toEqual(holders.map((task) => task.id).sort());
+          } else if (holders.length === 1) {
             expect(result).toMatchObject({ kind: 'found', by: 'message-id' });
             expect(holds((result as { task: Task }).task)).toBe(true);
           } else if (readCandidates && contextProves && ours.length === 1 && ours[0]!.history?.some((message) => message.role === 'ROLE_USER')) {

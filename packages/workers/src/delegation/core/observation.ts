@@ -53,6 +53,8 @@ export type AgentCall = 'get-task' | 'subscribe' | 'cancel' | 'reply' | 'push' |
 export type SearchFinding =
   /** `complete`: the task was read with its artifacts and full history (GetTask, or ListTasks with includeArtifacts). */
   | { kind: 'found'; task: Task; complete: boolean; ownership: Ownership }
+  /** More than one task holds our messageId (`taskIds`, each once): the work may have been done twice; none is provably the one. */
+  | { kind: 'several'; taskIds: string[] }
   | { kind: 'not-found'; inconclusive: boolean; contextRefused: boolean; candidates: string[]; paginationBroken: boolean }
   | { kind: 'unsupported' }
   /** The search itself failed: `retryable` a drop or an overloaded agent (HTTP 5xx), else an answer retrying will not change. */

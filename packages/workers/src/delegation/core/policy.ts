@@ -244,7 +244,7 @@ export function notFoundVerdict(record: Pick<DelegationRecord, 'notFoundCount' |
 export type UnfoundVerdict = { resend: true } | { resend: false; fail: RecordedError } | { resend: false; reason: string };
 
 /** See `UnfoundVerdict`. */
-export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boolean; search: Exclude<SearchFinding, { kind: 'found' } | { kind: 'failed' }> }): UnfoundVerdict {
+export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boolean; search: Exclude<SearchFinding, { kind: 'found' } | { kind: 'several' } | { kind: 'failed' }> }): UnfoundVerdict {
   const { error, deduplicates, search } = input;
   const conclusive = search.kind === 'not-found' && !search.inconclusive && !search.paginationBroken;
   if (error?.delivery === 'received' && error.answer === 'error' && conclusive) return error.retryable ? { resend: true } : { resend: false, fail: error };

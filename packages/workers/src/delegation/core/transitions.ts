@@ -431,9 +431,19 @@ function searchFailed(finding: Extract<SearchFinding, { kind: 'failed' }>, why: 
   return { next: { kind: 'progress', what: `${why}: the search for our message failed (${finding.error.code}: ${finding.error.message})`, unacceptable: { code: finding.error.code, outcome: 'SEARCH_UNAVAILABLE' } } };
 }
 
-/** The search row: adopt, read in full first, resend the same messageId, FAILED with the agent's error, LOST, or a person. */
+/**
+ * The search row: adopt, read in full first, resend the same messageId, FAILED with the agent's error, LOST, or a person.
+ * Several tasks holding our messageId (`several`) is a person whatever the purpose, both ids named: the work may have
+ * been done twice, and adopting the one listed first would leave the other running unseen (or settle the step from
+ * the wrong one); nothing is resent, re-delegated or written.
+ */
 function searchRow(record: DelegationRecord, observation: Extract<Observation, { kind: 'search-result' }>, policy: Policy): Step {
   const { finding, purpose } = observation;
+  if (finding.kind === 'several') {
+    const ids = finding.taskIds.join(', ');
+    const bound = record.taskId === undefined ? '' : ` (our task is ${record.taskId})`;
+    return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `our message ${record.messageId} is in ${finding.taskIds.length} tasks at the agent: ${ids}${bound}; the work may have been done more than once, and which task is ours is for a person to decide` } };
+  }
   if (purpose === 'read') {
     // GetTask could not be used; ListTasks (with artifacts) showed our task, or nothing usable.
     // Ours: our bound task, or (not yet bound: a task found by our messageId whose GetTask we could not use) proven by our messageId.
@@ -450,8 +460,20 @@ function searchRow(record: DelegationRecord, observation: Extract<Observation, {
       if (!finding.complete && isTerminalTaskState(finding.task.status.state)) return { next: { kind: 'read-once', why: 'found again by ListTasks' } };
       return { write: { kind: 'snapshot', task: finding.task, guard: 'none' }, next: route };
     }
+    // Another task proven to hold our message: the agent has it, under another id (a replay, a task re-created), and
+    // may have done or be doing the work; LOST would re-delegate it (the work twice, that task's result dropped).
+    if (finding.kind === 'found' && finding.ownership.kind === 'proven') {
+      const message = `${observation.why ?? `the agent denied task ${record.taskId}`}, but task ${finding.task.id} (${finding.task.status.state}) holds our message ${record.messageId}: the work may have been done there; which task is ours is for a person to decide`;
+      return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message } };
+    }
     // A search that failed proves no absence: never LOST on it; bounded rounds, then a person (P32).
     if (finding.kind === 'failed') return searchFailed(finding, observation.why ?? 'checking before LOST');
+    // A search that cannot conclude proves no absence either: a task in the context we sent (our message delivered,
+    // under an id the agent did not deny), a history too short to tell, a listing paged badly. LOST would re-delegate.
+    if (finding.kind === 'not-found' && (finding.inconclusive || finding.paginationBroken)) {
+      const why = finding.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${finding.candidates.join(', ')} may hold it (in the context we sent, or too little history to tell)`;
+      return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `${observation.why ?? `the agent denied task ${record.taskId}`}; the search for our message cannot tell whether the agent still has it: ${why}` } };
+    }
     const message = `${observation.why ?? `the agent denied task ${record.taskId}`}; ListTasks does not show our message either`;
     return { write: { kind: 'outcome', state: 'LOST', guard: 'none', error: { code: 'TASK_LOST', message, retryable: false } }, next: route };
   }

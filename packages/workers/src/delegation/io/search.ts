@@ -32,6 +32,12 @@ import { codeOf } from './read.ts';
  */
 export type SearchResult =
   | { kind: 'found'; task: Task; complete: boolean; by: 'message-id' | 'context' }
+  /**
+   * More than one task holds our messageId (the agent got our message twice: a layer below us replayed it, or a
+   * resend after a search that missed the first task): the work may have been done more than once, and which task is
+   * ours no answer can tell. `taskIds` in the order seen, each once.
+   */
+  | { kind: 'several'; taskIds: string[] }
   /** No task holds our message; `inconclusive` when a candidate's history was too short to tell. */
   | { kind: 'not-found'; inconclusive: boolean; contextRefused: boolean; candidates: string[]; paginationBroken: boolean }
   /** The agent cannot list tasks (0.3, or no ListTasks support). */
@@ -85,6 +91,7 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   const scan = new Scan(transport, record, options);
   try {
     const found = await searchPasses((since) => scan.pass(since), record.createdAt, options.now(), options.marginMs, () => scan.byContext());
+    if (scan.holders.size > 1) return { kind: 'several', taskIds: [...scan.holders.keys()] };
     // A listed task is a summary unless artifacts were asked for (spec §3.1.4: includeArtifacts defaults to false).
     if (found) return { kind: 'found', task: found, complete: options.includeArtifacts === true, by: 'message-id' };
   } catch (error) {
@@ -93,13 +100,20 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   }
   let inconclusive = false;
   const reads = new Map<string, Task>();
+  const holders = new Map<string, Task>();
   for (const candidate of options.readCandidates === false ? [] : scan.candidates.values()) {
-    // ListTasks may trim history; read each candidate in full.
+    // ListTasks may trim history; read each candidate in full, every one: a second holder is a task done twice.
     const task = await transport.getTask({ id: candidate.id });
-    if (holdsMessage(task, record.messageId)) return { kind: 'found', task, complete: true, by: 'message-id' };
     reads.set(candidate.id, task);
+    if (holdsMessage(task, record.messageId)) {
+      holders.set(task.id, task);
+      continue;
+    }
     if (tooShortToTell(task) || inOurContext(task, record)) inconclusive = true;
   }
+  if (holders.size > 1) return { kind: 'several', taskIds: [...holders.keys()] };
+  const [held] = holders.values();
+  if (held) return { kind: 'found', task: held, complete: true, by: 'message-id' };
   const sole = soleTaskInOurContext(scan, reads, record);
   if (sole) return { kind: 'found', task: sole, complete: true, by: 'context' };
   // Candidates not read in full (a read search) still prove delivery when they are in our context.
@@ -115,6 +129,8 @@ class Scan {
   contextRefused: boolean;
   contextIgnored = false;
   readonly candidates = new Map<string, Task>();
+  /** Every task a listing showed holding our messageId, by id (one task listed on two pages is one holder). */
+  readonly holders = new Map<string, Task>();
 
   constructor(
     private readonly transport: A2ATransport,
@@ -134,15 +150,27 @@ class Scan {
     return !this.contextRefused && !this.contextIgnored && Boolean(this.record.requestedContextId);
   }
 
-  /** One pass over the pages: by our context, else (with `since`) by status time. Returns the task holding our message. */
+  /**
+   * One pass over the pages: by our context, else (with `since`) by status time. Returns the first task holding our
+   * message; the pass still reads to its last page (or its cap), since a second holder means the work may have been
+   * done twice (`holders`).
+   */
   async pass(since: number | undefined): Promise<Task | undefined> {
     const seenTokens = new Set<string>();
     const seenPages = new Set<string>();
+    const first = () => this.holders.values().next().value;
     let pageToken: string | undefined;
     for (;;) {
-      if (this.calls >= this.options.maxListTasksCalls) return this.broken();
+      if (this.calls >= this.options.maxListTasksCalls) return first() ?? this.broken();
       const byContext = this.byContext();
-      const page = await this.list(this.request(byContext, since, pageToken), pageToken);
+      let page: Awaited<ReturnType<Scan['list']>>;
+      try {
+        page = await this.list(this.request(byContext, since, pageToken), pageToken);
+      } catch (error) {
+        // A later page that fails does not undo a holder already seen (the search for a second one is best effort).
+        if (this.holders.size > 0 && error instanceof A2AError) return first();
+        throw error;
+      }
       if (page === 'context-refused') {
         // A context pass has no time bound: the time-bounded passes take over (searchPasses).
         if (since === undefined) return undefined;
@@ -151,13 +179,13 @@ class Scan {
       for (const task of page.tasks) {
         // An agent that answers other contexts does not honour the filter: search by time instead.
         if (byContext && task.contextId && task.contextId !== this.record.requestedContextId) this.contextIgnored = true;
-        if (holdsMessage(task, this.record.messageId)) return task;
-        this.candidates.set(task.id, task);
+        if (holdsMessage(task, this.record.messageId)) this.holders.set(task.id, task);
+        else this.candidates.set(task.id, task);
       }
       const pageKey = page.tasks.map((task) => task.id).join(',');
       const next = page.nextPageToken;
-      if (!next) return undefined;
-      if (seenTokens.has(next) || (pageKey && seenPages.has(pageKey))) return this.broken();
+      if (!next) return first();
+      if (seenTokens.has(next) || (pageKey && seenPages.has(pageKey))) return first() ?? this.broken();
       seenTokens.add(next);
       if (pageKey) seenPages.add(pageKey);
       pageToken = next;

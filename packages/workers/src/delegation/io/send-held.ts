@@ -77,7 +77,8 @@ export async function searchWhileHeld(ctx: WorkerContext, record: DelegationReco
     }
     try {
       const result = await findTaskByMessageId(transport, record, { marginMs: ctx.options.searchMarginMs, maxListTasksCalls: ctx.options.maxListTasksCalls, now: ctx.options.now });
-      if (stop.aborted || result.kind === 'unsupported') return undefined;
+      // Several tasks holding our message: a person decides (the reconciler's search row), searching again changes nothing.
+      if (stop.aborted || result.kind === 'unsupported' || result.kind === 'several') return undefined;
       if (result.kind === 'found' && holdsMessage(result.task, record.messageId)) return { task: result.task, complete: result.complete };
     } catch (error) {
       if (!(error instanceof A2AError)) return undefined;

@@ -1,0 +1,165 @@
+/**
+ * Property (attack16): more than one task at the agent holds our messageId (the agent got our SendMessage twice). The
+ * search reads on past the first holder (the rest of its pass, every candidate's full read) and concludes `several`
+ * with every holder it saw, each once; one task listed on two pages is one holder. The search row never adopts, resends
+ * or writes on `several`, whatever the purpose: a person decides, both ids named. The agent is a plain object paging
+ * ListTasks over a generated list of tasks (no I/O).
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { A2ATransport, Task } from '@durable-a2a/a2a';
+import type { DelegationRecord } from '@durable-a2a/shared';
+import { findTaskByMessageId } from '../src/delegation/io/search.ts';
+import type { Policy } from '../src/delegation/core/policy.ts';
+import { transition } from '../src/delegation/core/transitions.ts';
+
+const OUR_CONTEXT = 'ctx-ours';
+const OUR_MESSAGE = 'msg-ours';
+
+const taskArbitrary = fc.record({
+  id: fc.constantFrom('T1', 'T2', 'T3', 'T4', 'T5', 'T6'),
+  holds: fc.boolean(),
+  /** What ListTasks shows of its history: the whole, an agent message only (trimmed), or no history. */
+  listed: fc.constantFrom('full', 'trimmed', 'none'),
+  context: fc.constantFrom(OUR_CONTEXT, ''),
+  state: fc.constantFrom('TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED'),
+});
+type Generated = fc.infer<typeof taskArbitrary>;
+
+const userTurn = (messageId: string) => ({ messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] });
+const agentTurn = { messageId: 'agent-reply', role: 'ROLE_AGENT', parts: [{ text: 'ok' }] };
+
+/** The task as GetTask reads it (whole history). */
+const fullTask = (generated: Generated): Task =>
+  ({ id: generated.id, contextId: generated.context, status: { state: generated.state }, history: [userTurn(generated.holds ? OUR_MESSAGE : `other-${generated.id}`), agentTurn] }) as Task;
+
+/** The task as ListTasks shows it. */
+const listedTask = (generated: Generated): Task => {
+  const { history: _history, ...task } = fullTask(generated);
+  if (generated.listed === 'full') return fullTask(generated);
+  return (generated.listed === 'trimmed' ? { ...task, history: [agentTurn] } : task) as Task;
+};
+
+/**
+ * An agent listing `tasks` `pageSize` at a time with tokens `p1`, `p2`, ...; with `repeatOne`, each page after the
+ * first opens with the last task of the page before (a task that moved pages while we read).
+ */
+function transportOf(tasks: Generated[], pageSize: number, repeatOne: boolean): A2ATransport {
+  return {
+    listTasks: async (request: { pageToken?: string }) => {
+      const page = request.pageToken ? Number(request.pageToken.slice(1)) : 0;
+      const start = page * pageSize;
+      const shown = tasks.slice(start, start + pageSize);
+      const moved = repeatOne && page > 0 ? [tasks[start - 1]!] : [];
+      const more = start + pageSize < tasks.length;
+      return { tasks: [...moved, ...shown].map(listedTask), nextPageToken: more ? `p${page + 1}` : '', pageSize, totalSize: tasks.length };
+    },
+    getTask: async ({ id }: { id: string }) => fullTask(tasks.find((task) => task.id === id)!),
+  } as unknown as A2ATransport;
+}
+
+const record = { messageId: OUR_MESSAGE, requestedContextId: OUR_CONTEXT, contextRefused: false, createdAt: 1_000_000 } as DelegationRecord;
+
+describe('property: several tasks holding our messageId', () => {
+  it('the search names every holder it saw and adopts none; one holder is found; a task listed twice is one holder', async () => {
+    const twoOnOnePage: Generated[] = [
+      { id: 'T2', holds: true, listed: 'full', context: OUR_CONTEXT, state: 'TASK_STATE_WORKING' },
+      { id: 'T1', holds: true, listed: 'full', context: OUR_CONTEXT, state: 'TASK_STATE_COMPLETED' },
+    ];
+    const twoByReads: Generated[] = [
+      { id: 'T2', holds: true, listed: 'trimmed', context: OUR_CONTEXT, state: 'TASK_STATE_WORKING' },
+      { id: 'T3', holds: false, listed: 'full', context: '', state: 'TASK_STATE_WORKING' },
+      { id: 'T1', holds: true, listed: 'none', context: '', state: 'TASK_STATE_COMPLETED' },
+    ];
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(taskArbitrary, { selector: (task) => task.id, maxLength: 6 }), fc.integer({ min: 1, max: 3 }), fc.boolean(), async (tasks, pageSize, repeatOne) => {
+        const result = await findTaskByMessageId(transportOf(tasks, pageSize, repeatOne), record, { marginMs: 1000, maxListTasksCalls: 10, now: () => 2_000_000 });
+        const shownHolding = tasks.filter((task) => task.holds && task.listed === 'full').map((task) => task.id);
+        // The listing shows no holder: every listed task is read in full.
+        const holders = shownHolding.length > 0 ? shownHolding : tasks.filter((task) => task.holds).map((task) => task.id);
+        if (holders.length > 1) {
+          // Never adopt one: the other may be the work done twice.
+          expect(result.kind).toBe('several');
+          expect([...(result as { taskIds: string[] }).taskIds].sort()).toEqual([...holders].sort());
+        } else if (holders.length === 1) {
+          expect(result).toMatchObject({ kind: 'found', by: 'message-id', task: { id: holders[0] } });
+        } else {
+          // No holder: the context rule decides (search-context-property.test.ts); never a holder found, never `several`.
+          expect(result.kind === 'not-found' || (result.kind === 'found' && result.by === 'context')).toBe(true);
+        }
+      }),
+      {
+        numRuns: 300,
+        examples: [
+          [twoOnOnePage, 2, false],
+          [twoOnOnePage, 1, true],
+          [twoByReads, 1, false],
+          [twoByReads, 3, true],
+        ],
+      },
+    );
+  });
+
+  it('the search row on `several`: no write, no resend, no adoption: a person, every id named', () => {
+    const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
+    fc.assert(
+      fc.property(
+        fc.constantFrom('reconcile', 'lost-check', 'read') ,
+        fc.uniqueArray(fc.constantFrom('T1', 'T2', 'T3', 'T4'), { minLength: 2, maxLength: 4 }),
+        fc.option(fc.constantFrom('T1', 'T9'), { nil: undefined }),
+        fc.boolean(),
+        (purpose, taskIds, boundTask, deduplicates) => {
+          const state = boundTask === undefined ? 'INTENT' : 'WORKING';
+          const bound = { ...record, state, version: 3, fence: 1, resendCount: 0, ...(boundTask ? { taskId: boundTask } : {}) } as DelegationRecord;
+          const step = transition(bound, { kind: 'search-result', purpose, deduplicates, finding: { kind: 'several', taskIds } }, policy);
+          expect(step.write).toBeUndefined();
+          expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
+          for (const id of taskIds) expect((step.next as { message: string }).message).toContain(id);
+        },
+      ),
+    );
+  });
+
+  it('the check before LOST: a task other than ours proven to hold our message (by messageId or as the only task in our context) is never LOST (a re-delegation): a person, both ids named', () => {
+    const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
+    fc.assert(
+      fc.property(
+        fc.constantFrom('T1', 'T2', 'T3'),
+        fc.constantFrom('TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_INPUT_REQUIRED'),
+        fc.constantFrom('message-id', 'context', 'unknown'),
+        fc.boolean(),
+        (foundId, state, by, complete) => {
+          const ours = { ...record, state: 'WORKING', taskId: 'T1', version: 3, fence: 1, resendCount: 0 } as DelegationRecord;
+          const found = { id: foundId, contextId: OUR_CONTEXT, status: { state }, history: [userTurn(OUR_MESSAGE)] } as Task;
+          const ownership = by === 'unknown' ? { kind: 'unknown' as const } : { kind: 'proven' as const, by };
+          const step = transition(ours, { kind: 'search-result', purpose: 'lost-check', deduplicates: false, why: 'the agent denied task T1 3 times', finding: { kind: 'found', task: found, complete, ownership } }, policy);
+          const writes = step.write === undefined ? [] : Array.isArray(step.write) ? step.write : [step.write];
+          const lost = writes.some((write) => write.kind === 'outcome' && write.state === 'LOST');
+          if (foundId === 'T1') expect(lost).toBe(false);
+          else if (by !== 'unknown') {
+            expect(lost).toBe(false);
+            expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
+            expect((step.next as { message: string }).message).toContain('T1');
+            expect((step.next as { message: string }).message).toContain(foundId);
+          }
+        },
+      ),
+      { examples: [['T2', 'TASK_STATE_COMPLETED', 'message-id', true], ['T3', 'TASK_STATE_WORKING', 'context', false], ['T1', 'TASK_STATE_WORKING', 'message-id', false]] },
+    );
+  });
+
+  it('the check before LOST: LOST only on a conclusive absence (no candidate that may hold our message, pagination intact); else a person', () => {
+    const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
+    fc.assert(
+      fc.property(fc.boolean(), fc.boolean(), fc.boolean(), fc.uniqueArray(fc.constantFrom('T2', 'T3'), { maxLength: 2 }), (inconclusive, paginationBroken, contextRefused, candidates) => {
+        const ours = { ...record, state: 'WORKING', taskId: 'T1', version: 3, fence: 1, resendCount: 0 } as DelegationRecord;
+        const step = transition(ours, { kind: 'search-result', purpose: 'lost-check', deduplicates: false, finding: { kind: 'not-found', inconclusive, paginationBroken, contextRefused, candidates } }, policy);
+        const writes = step.write === undefined ? [] : Array.isArray(step.write) ? step.write : [step.write];
+        const lost = writes.some((write) => write.kind === 'outcome' && write.state === 'LOST');
+        expect(lost).toBe(!inconclusive && !paginationBroken);
+        if (!lost) expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
+      }),
+      { examples: [[true, false, false, ['T2']], [false, true, false, []], [false, false, false, []]] },
+    );
+  });
+});
