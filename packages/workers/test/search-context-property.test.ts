@@ -25,7 +25,7 @@ const taskArbitrary = fc.record({
   state: fc.constantFrom('TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED'),
 });
 
-type Generated = fc.infer<typeof taskArbitrary>;
+type Generated = typeof taskArbitrary extends fc.Arbitrary<infer Value> ? Value : never;
 /** How the agent answers ListTasks: honours the context filter, ignores it (lists every task), or repeats its page token. */
 type Behaviour = 'honours' | 'ignores' | 'repeats-token';
 

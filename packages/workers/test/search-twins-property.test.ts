@@ -24,7 +24,7 @@ const taskArbitrary = fc.record({
   context: fc.constantFrom(OUR_CONTEXT, ''),
   state: fc.constantFrom('TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED'),
 });
-type Generated = fc.infer<typeof taskArbitrary>;
+type Generated = typeof taskArbitrary extends fc.Arbitrary<infer Value> ? Value : never;
 
 const userTurn = (messageId: string) => ({ messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] });
 const agentTurn = { messageId: 'agent-reply', role: 'ROLE_AGENT', parts: [{ text: 'ok' }] };
