@@ -131,6 +131,26 @@ describe('a gRPC answer over the agent server\'s receive cap', () => {
     expect(await replySends()).toBe(2);
   }, 60_000);
 
+  it('case: a question whose expiry answers with a default answer over the cap: refused, so a person decides at once (AMBIGUOUS QUESTION_EXPIRED); it waited, silent, for the attempt deadline', async () => {
+    const { id } = await producer.delegate({
+      agent: agent.cardUrl,
+      text: 'book a room',
+      idempotencyKey: `reply-cap-${++counter}`,
+      // The longest default answer a definition takes (4096 characters): with its request's envelope, over the cap.
+      question: { expiresAfterMs: 1_000, onExpiry: 'answer', defaultAnswer: 'd'.repeat(4_096) },
+    });
+    await eventually(async () => (await producer.journal.getDelegation(ref(id)))?.replyState === 'refused', `${id}'s default answer refused`, 20_000);
+    const record = await eventually(async () => {
+      const current = await producer.journal.getDelegation(ref(id));
+      return current?.state === 'AMBIGUOUS' && current;
+    }, `${id} handed to a person`, 20_000);
+    expect(record.error).toMatchObject({ code: 'QUESTION_EXPIRED', delivery: 'received' });
+    expect(record.error!.message).toMatch(/default answer .*over the agent's size limit/);
+    expect(await answersSeen(id)).toEqual([]);
+    // Never asked again: an expired question takes no answer (the only question.opened is the first one).
+    expect(questionsOpened(id)).toHaveLength(1);
+  }, 60_000);
+
   it('property over answer sizes and order: every answer over the cap is refused and reopens the question, the first under it completes the task', async () => {
     const short = fc.integer({ min: 1, max: 1_000 }).map((length) => 'a'.repeat(length));
     const long = fc.integer({ min: SERVER_CAP * 2, max: SERVER_CAP * 8 }).map((length) => 'b'.repeat(length));

@@ -11,8 +11,9 @@
  *     another delegation naming it is refused. Releasing it on the refusal would race the change that did apply
  *     (FENCE_LOST, VERSION_CONFLICT: another worker's write of the same task, bound as the same owner), leaving a
  *     recorded task id unbound.
- *   - Never kept for ever, never lapsed while its row may act: a binding expires at the attempt deadline (at most a
- *     year away) plus twice the retention (PX; before, twice the retention from its making: an attempt running longer
+ *   - Never kept for ever, never lapsed while its row may act: a binding expires at the attempt deadline (however far:
+ *     a deadline has no upper bound; before review16s at most a year) plus twice the retention (PX, a safe integer
+ *     whatever the deadline: `taskBindingTtlMs`; before, twice the retention from its making: an attempt running longer
  *     lost its binding while it ran, and another delegation could bind the same task id), the compacted record the
  *     retention after the finish; with retention 0 both are kept.
  * Property over the paths, retentions and deadlines; every path reached whatever the seed (`examples`).
@@ -21,6 +22,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createProducer } from '@durable-a2a/producer';
 import { Journal, JournalError, type DelegationRef } from '@durable-a2a/shared';
+import { taskBindingTtlMs } from '../../packages/shared/src/journal/status.ts';
 import { completesWith } from '../harness/agent-behaviours.ts';
 import { startDemoAgent } from '../harness/agent.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
@@ -79,16 +81,16 @@ async function binding(journal: Journal, taskId: string): Promise<{ owner: strin
   return { owner: await redis().get(key), ttlMs: await redis().pttl(key) };
 }
 
-/** A year: the longest an attempt deadline extends a binding (status.ts MAX_BINDING_HORIZON_MS). */
+/** A year (before review16s the longest an attempt deadline extended a binding, though deadlines have no upper bound). */
 const YEAR_MS = 365 * 24 * 3600 * 1000;
 
 /**
- * A binding's TTL under `retentionMs` for an attempt deadline `untilInMs` from its making: until the deadline (at most a
- * year; none past), then twice the retention (less what passed since), or none (-1) with retention 0.
+ * A binding's TTL under `retentionMs` for an attempt deadline `untilInMs` from its making: until the deadline (however
+ * far; none past), then twice the retention (less what passed since), or none (-1) with retention 0.
  */
 function expectBindingTtl(ttlMs: number, retentionMs: number, untilInMs = 0): void {
   if (retentionMs === 0) return void expect(ttlMs).toBe(-1);
-  const full = 2 * retentionMs + Math.min(Math.max(untilInMs, 0), YEAR_MS);
+  const full = 2 * retentionMs + Math.max(untilInMs, 0);
   expect(ttlMs).toBeGreaterThan(full - 30_000);
   expect(ttlMs).toBeLessThanOrEqual(full);
 }
@@ -102,11 +104,42 @@ describe('task-id bindings: claimed with the change that records the task, never
     expectBindingTtl(claimed.ttlMs, 60_000, 600_000);
   });
 
+  it('case: an attempt deadline two years away (DA2A_ATTEMPT_DEADLINE_MS has no upper bound) keeps the binding two years (it lapsed after one year and two retentions, the attempt still running)', async () => {
+    const { journal, ref } = await intentOf(60_000);
+    expect(await report(journal, ref, 'applied', 'T-two-years', Date.now() + 2 * YEAR_MS)).toBe('applied');
+    expectBindingTtl((await binding(journal, 'T-two-years')).ttlMs, 60_000, 2 * YEAR_MS);
+  });
+
+  it('property over retentions, clocks and deadlines (NaN, infinities, fractions, past, far off): a TTL Redis takes, never shorter than the attempt plus twice the retention', async () => {
+    const { journal } = await intentOf(60_000);
+    const ms = fc.oneof(fc.double({ noDefaultInfinity: false }), fc.integer({ min: -1e13, max: 1e13 }), fc.constantFrom(Number.NaN, Infinity, -Infinity, 0.5, Number.MAX_SAFE_INTEGER, 1e300));
+    const examples: [number, number, number | undefined][] = [[60_000, 1_000, Number.NaN], [60_000, 1_000, Infinity], [60_000, 1_000, 1_000 + 2 * YEAR_MS], [60_000, 1_000, 1_000.5], [60_000, 1_000, -5], [0, 1_000, 5_000], [60_000, 1_000, undefined]];
+    let bound = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(0, 1, 60_000, 1.5, 7 * 24 * 3600 * 1000), fc.integer({ min: 0, max: 4e12 }), fc.option(ms, { nil: undefined }), async (retentionMs, nowMs, untilMs) => {
+        const ttl = taskBindingTtlMs(retentionMs, nowMs, untilMs);
+        if (retentionMs === 0) return void expect(ttl).toBe(0);
+        expect(Number.isSafeInteger(ttl) && ttl > 0).toBe(true);
+        expect(ttl).toBeGreaterThanOrEqual(2 * retentionMs);
+        const wanted = 2 * retentionMs + ((untilMs ?? nowMs) - nowMs);
+        // Never shorter than the attempt plus twice the retention (a NaN deadline: as long as it can be).
+        if (Number.isNaN(wanted)) expect(ttl).toBe(Number.MAX_SAFE_INTEGER);
+        else expect(ttl).toBeGreaterThanOrEqual(Math.min(wanted, Number.MAX_SAFE_INTEGER));
+        // Redis takes it as a PX (digits, within its range): a real binding with it.
+        const key = journal.keys.taskOwner(CARD, `T-ttl-${++bound}`);
+        expect(await redis().call('SET', key, 'x', 'NX', 'GET', 'PX', ttl)).toBeNull();
+        // With a TTL (a 2 ms one may have run out already: -2), never kept for ever (-1).
+        expect(await redis().pttl(key)).not.toBe(-1);
+      }),
+      { numRuns: 200, examples },
+    );
+  });
+
   it('property over paths x Cluster order x retention x attempt deadline: the binding in Redis (owner, TTL), then after the finish', async () => {
     type Run = [Path, boolean, number, number | undefined];
     const examples: Run[] = PATHS.flatMap((path): Run[] => [[path, false, 60_000, undefined], [path, true, 60_000, 600_000]]);
     examples.push(['applied', false, 0, 600_000], ['fence-lost', true, 0, undefined], ['applied', false, 60_000, -5_000], ['applied', true, 60_000, 2 * YEAR_MS]);
-    const deadlines = fc.option(fc.constantFrom(-5_000, 0, 90_000, 600_000, 30 * 24 * 3600 * 1000, 2 * YEAR_MS), { nil: undefined });
+    const deadlines = fc.option(fc.constantFrom(-5_000, 0, 90_000, 600_000, 30 * 24 * 3600 * 1000, 2 * YEAR_MS, 100 * YEAR_MS), { nil: undefined });
     await fc.assert(
       fc.asyncProperty(fc.constantFrom(...PATHS), fc.boolean(), fc.constantFrom(60_000, 3_600_000, 0), deadlines, async (path, clusterOrder, retentionMs, deadlineIn) => {
         const { journal, ref } = await intentOf(retentionMs);
@@ -150,7 +183,7 @@ describe('task-id bindings: claimed with the change that records the task, never
           expect(recordTtl).toBeLessThanOrEqual(retentionMs);
           expectBindingTtl(after.ttlMs, retentionMs, deadlineIn);
           // It outlives the compacted record by at most one retention past the attempt deadline.
-          expect(after.ttlMs - recordTtl).toBeLessThanOrEqual(retentionMs + Math.min(Math.max(deadlineIn ?? 0, 0), YEAR_MS) + 30_000);
+          expect(after.ttlMs - recordTtl).toBeLessThanOrEqual(retentionMs + Math.max(deadlineIn ?? 0, 0) + 30_000);
         }
       }),
       { numRuns: 40, examples },

@@ -11,6 +11,9 @@ import type { Part } from '@durable-a2a/a2a/pure';
 import { JournalFinishStep } from './finish-step.ts';
 import { historyArgument, type HistoryEntryInput } from './history.ts';
 
+/** The reason `Journal.markReply` keeps for a refusal the agent gave none for (an empty `replyError` reads as no refusal). */
+export const REFUSED_WITHOUT_REASON = 'the agent refused the answer without saying why';
+
 /** recordReply-1.lua: the reply's messageId, and whether this call journaled it (false: the question was answered). */
 const recordReplyScript = defineScript({
   name: 'recordReply',
@@ -142,7 +145,8 @@ export class JournalReplies extends JournalFinishStep {
 
   /**
    * Moves the journaled reply to 'sending' (about to leave), 'sent' (delivered) or 'refused'
-   * (the agent refused it for good; the question opens again and `reason` is kept as `replyError`).
+   * (the agent refused it for good; the question opens again and `reason` is kept as `replyError`; a blank one as
+   * `REFUSED_WITHOUT_REASON`, so a refusal always reads as one).
    * 'sending' is a lease owned by `send.token` for `send.leaseMs`: it is taken from 'pending', or from
    * an expired 'sending' (the taker must then ask the agent before any resend). 'sent' / 'refused'
    * are accepted with the fencing token or the lease owner's token.
@@ -162,6 +166,8 @@ export class JournalReplies extends JournalFinishStep {
     if (state === 'sending') await this.awaitReplicas(ref.workflowId, generation);
     const now = this.now();
     const until: number | '' = send.leaseMs === undefined ? '' : now + send.leaseMs;
+    // A refusal always keeps a reason: an empty `replyError` reads as no refusal (the views, `question.opened`).
+    if (state === 'refused' && reason.trim() === '') reason = REFUSED_WITHOUT_REASON;
     const history: HistoryEntryInput | undefined = state === 'refused' ? { kind: 'answer-refused', at: now, delegationId: ref.delegationId, messageId, reason } : undefined;
     const input = { fence, messageId, nowMs: now, state, reason, sendToken: send.token ?? '', sendUntil: until, history };
     const marked = unlessRefused(await this.call(markReplyScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'markReply');

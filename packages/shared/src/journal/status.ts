@@ -182,10 +182,19 @@ function workflowAtFinish(hash: Record<string, string>, delegationIds: string[])
 }
 
 /**
- * The longest an attempt deadline extends a task binding (ms): a year. A deadline is an option (fleet or step) and may
- * be far off; the binding's TTL stays a sane number whatever it says.
+ * How long a task id stays bound (ms, a PX: a positive safe integer; 0: kept, as records are with retention 0): until
+ * `untilMs` (ms since epoch, the attempt deadline: the row may act on its task until then; default `nowMs`), then
+ * twice `retentionMs`, the retention of a finished workflow. An attempt deadline has no upper bound
+ * (`DA2A_ATTEMPT_DEADLINE_MS`, a step's `attemptDeadlineMs`), so neither has the binding but the largest safe integer
+ * (about 285,000 years: Redis takes it, and it is written in digits); an unreadable deadline (NaN) keeps it that long
+ * too, never shorter than its attempt. Before, a year was the most: an attempt with a deadline further off lost its
+ * binding while it ran. A fraction of a ms is rounded up.
  */
-const MAX_BINDING_HORIZON_MS = 365 * 24 * 3600 * 1000;
+export function taskBindingTtlMs(retentionMs: number, nowMs: number, untilMs: number = nowMs): number {
+  if (!(retentionMs > 0)) return 0;
+  const ahead = Number.isNaN(untilMs - nowMs) ? Number.MAX_SAFE_INTEGER : Math.max(0, untilMs - nowMs);
+  return Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(retentionMs * 2 + ahead));
+}
 
 /** Journal methods that apply what an agent reported (or our own outcome) to a delegation. */
 export class JournalStatus extends JournalDelegations {
@@ -211,7 +220,7 @@ export class JournalStatus extends JournalDelegations {
       await this.bindTask(ref, change.agentCardUrl, change.taskId, change.bindUntilMs);
       return 'bound';
     }
-    return { key: this.keys.taskOwner(change.agentCardUrl, change.taskId), ttlMs: this.taskBindingTtlMs(change.bindUntilMs), owner: indexMember(ref.workflowId, ref.delegationId) };
+    return { key: this.keys.taskOwner(change.agentCardUrl, change.taskId), ttlMs: taskBindingTtlMs(this.retentionMs, this.now(), change.bindUntilMs), owner: indexMember(ref.workflowId, ref.delegationId) };
   }
 
   /** What applyStatus-5.lua's `outcome` for `change` means; binds a task id the script asked for and runs it again. */
@@ -288,18 +297,6 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /**
-   * How long a task id stays bound (ms; 0: kept, as records are with retention 0): until `untilMs` (the attempt
-   * deadline: the row may act on the task until then), then twice the retention of a finished workflow. A binding
-   * counted from its making alone lapsed while its row still ran (an attempt deadline past twice the retention), and
-   * another delegation could then bind the same task id.
-   */
-  private taskBindingTtlMs(untilMs?: number): number {
-    if (this.retentionMs <= 0) return 0;
-    const now = this.now();
-    return this.retentionMs * 2 + Math.max(0, Math.min((untilMs ?? now) - now, MAX_BINDING_HORIZON_MS));
-  }
-
-  /**
    * Binds `taskId` (of the agent at `agentCardUrl`) to this delegation, kept until `untilMs` (ms since epoch, the
    * attempt deadline; default now) and then as long as a finished workflow (`taskBindingTtlMs`).
    * @throws JournalError TASK_BOUND_ELSEWHERE when another delegation holds it; that refusal is journaled
@@ -307,7 +304,7 @@ export class JournalStatus extends JournalDelegations {
    */
   async bindTask(ref: DelegationRef, agentCardUrl: string, taskId: string, untilMs?: number): Promise<void> {
     const owner = indexMember(ref.workflowId, ref.delegationId);
-    const ttlMs = this.taskBindingTtlMs(untilMs);
+    const ttlMs = taskBindingTtlMs(this.retentionMs, this.now(), untilMs);
     // One command (no script): SET … NX GET binds a free task id and answers the holder of a bound one.
     const key = this.keys.taskOwner(agentCardUrl, taskId);
     const holder = ttlMs > 0 ? await this.redis.call('SET', key, owner, 'NX', 'GET', 'PX', ttlMs) : await this.redis.call('SET', key, owner, 'NX', 'GET');

@@ -27,6 +27,7 @@ import {
   enqueueReconcile,
   enqueueSend,
   enqueueSendTry,
+  isAwaitingAnswer,
   isFinished,
   journalStateOf,
   statusErrorOf,
@@ -606,10 +607,12 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
     case 'mark-reply': {
       const marked = await ctx.journal.markReply(ref, scope.fence ?? 0, write.replyMessageId, write.replyState, write.reason, scope.replyToken ? { token: scope.replyToken } : {});
       if (write.replyState === 'refused' && marked) {
-        (scope.log ?? ctx.logger).warn({ ...ref, reason: write.reason }, 'the agent refused the reply; the question is open again');
         // The person is asked again and told why (`question.opened`, once per refusal; a crash before it: the parked
-        // row's next re-read emits it). The row as the refusal left it, read back.
+        // row's next re-read emits it). The row as the refusal left it, read back. An expired question stays closed
+        // (its default answer refused: a person decides, the `reply-refused` row's next).
         const current = await ctx.journal.getDelegation(ref);
+        const reopened = current !== undefined && isAwaitingAnswer(current);
+        (scope.log ?? ctx.logger).warn({ ...ref, reason: write.reason }, reopened ? 'the agent refused the reply; the question is open again' : 'the agent refused the reply; its question is closed');
         if (current) await notifyQuestionOpened(ctx, current, true);
       }
       return NOTHING_WRITTEN;

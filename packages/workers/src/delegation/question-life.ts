@@ -6,7 +6,8 @@
  * calls `checkQuestionLife`:
  *   - past the expiry, unanswered: the `question-expired` observation (the table journals the expiry with what is
  *     done, compare-and-set against an answer, then FAILED `QUESTION_EXPIRED`, the workflow canceled, or the
- *     default answer sent by the reply path);
+ *     default answer sent by the reply path; a default answer the agent refused for good: a person decides, AMBIGUOUS
+ *     `QUESTION_EXPIRED`, as the reply path does at the refusal, here after a crash before it);
  *   - a reminder due: one log line and `durable_a2a_question_reminders_total`, once per reminder fleet-wide (a
  *     one-time mark), at most `MAX_QUESTION_REMINDERS` per question; none for a step of a stopping workflow
  *     (`isStepStopped`, as every listing of open questions: its question is closed, no person is asked any more).
@@ -35,7 +36,12 @@ export async function checkQuestionLife(ctx: WorkerContext, record: DelegationRe
   const now = ctx.options.now();
   const moments = questionMoments(askedAtOf(record), policy, now);
   const expiredBefore = record.questionExpired === record.questionKey;
-  // A default answer journaled by the expiry is the reply path's now (the park re-sends it if its job was lost).
+  // A default answer journaled by the expiry is the reply path's now (the park re-sends it if its job was lost). Once
+  // the agent refused it for good, a person decides (the `reply-refused` row; again here after a crash before it).
+  if (expiredBefore && record.questionExpiry === 'answer' && record.replyState === 'refused' && record.replyMessageId) {
+    await apply(ctx, record, { kind: 'reply-refused', replyMessageId: record.replyMessageId, message: record.replyError ?? '' }, { log, source: 'question' });
+    return true;
+  }
   if (expiredBefore && record.questionExpiry === 'answer') return false;
   if (expiredBefore || (moments.expiresAt !== undefined && now >= moments.expiresAt && isAwaitingAnswer(record))) {
     await apply(ctx, record, expiryObservation(record, policy, moments.expiresAt ?? now), { log, source: 'question' });

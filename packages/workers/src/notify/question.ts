@@ -21,12 +21,21 @@ function questionText(record: DelegationRecord): string {
 }
 
 /**
+ * The agent's reason for refusing an answer to the row's current question, or undefined. A refusal is the row's
+ * `replyState` 'refused' with its reason (`replyError`, never empty: `Journal.markReply`); a later question clears the
+ * reason (applyStatus-5.lua), so a refusal of an answer to an earlier question is never this one's.
+ */
+function refusalOf(record: Pick<DelegationRecord, 'replyState' | 'replyError'>): string | undefined {
+  return record.replyState === 'refused' && record.replyError ? record.replyError : undefined;
+}
+
+/**
  * The occasion of a parked row's `question.opened`: its question key; once the agent refused an answer to it (the
  * question is open again: `replyState` 'refused'), one per refused answer (`refused:` and SHA-256 hex of the question
  * key and the answer's messageId, 72 characters), so the person is asked again, once per refusal.
  */
 function questionOpenedOccasion(record: DelegationRecord & { questionKey: string }): string {
-  if (record.replyState !== 'refused' || !record.replyMessageId) return record.questionKey;
+  if (refusalOf(record) === undefined || !record.replyMessageId) return record.questionKey;
   return `refused:${createHash('sha256').update(`${record.questionKey}\n${record.replyMessageId}`).digest('hex')}`;
 }
 
@@ -38,7 +47,7 @@ export function questionOpened(ctx: NotifyContext, record: DelegationRecord & { 
   const links = ctx.options.answerLinks;
   const askedAtMs = record.statusTimestampMs ?? record.updatedAt;
   const link = links ? answerLinkFor(links, { workflowId: record.workflowId, delegationId: record.delegationId, questionKey: record.questionKey, askedAtMs }) : undefined;
-  const refused = record.replyState === 'refused' ? record.replyError : undefined;
+  const refused = refusalOf(record);
   const [question, previousReplyRefused] = boundedNotificationTexts(refused !== undefined ? [questionText(record), refused] : [questionText(record)]);
   return {
     kind: 'question.opened',

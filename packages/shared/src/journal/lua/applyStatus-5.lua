@@ -85,7 +85,8 @@
            'here:…'), nothing written (codes: script-codes.ts)
   A new question (entering a parked state, or a parked row asked under another question key) is appended to the
   workflow's history (lua/includes/history.lua) with its message: the row's question is replaced by the next status,
-  the history keeps it.
+  the history keeps it. A new question clears `replyError` (a refused answer's reason, markReply-1.lua): that answer
+  was to the question before, so the new one is never shown nor notified as "previous answer refused".
   Side jobs are includes (lua/includes/): bindTaskHere, touchWorkflow, replaceArtifacts, publishChange (in
   workflowKeys), endLease, history.
 ]]
@@ -186,7 +187,12 @@ local function apply()
     end
     put('question', ARGV[9]); put('questionKey', questionKey)
     -- A question's life (expiry, reminders) counts from when it was first journaled.
-    if questionKey ~= (row[7] or '') or not PARKED[current] then put('questionAskedAt', now) end
+    if questionKey ~= (row[7] or '') or not PARKED[current] then
+      put('questionAskedAt', now)
+      -- A refusal (markReply-1.lua: `replyError`) was of an answer to the question before: this one has no answer
+      -- yet, so no view or `question.opened` tells its person a previous answer was refused.
+      if (field('replyError') or '') ~= '' then put('replyError', '') end
+    end
     if not PARKED[current] or questionKey ~= (row[7] or '') then
       appendHistory(workflowBaseOf(KEYS[1]), questionEntry(now, row[8], field('step') or '', incoming, ARGV[9]))
     end

@@ -233,9 +233,19 @@ export function transition(record: DelegationRecord, observation: Observation, p
         return { write: [sent, { kind: 'note-protocol-error', error }], next };
       }
       return { write: [sent, { kind: 'snapshot', task: observation.task, guard: 'none' }], next };
-    case 'reply-refused':
+    case 'reply-refused': {
       // The question is open again: a person answers anew (the row stays parked).
-      return { write: { kind: 'mark-reply', replyMessageId: observation.replyMessageId, replyState: 'refused', reason: observation.message }, next: { kind: 'nothing' } };
+      const refused: Write = { kind: 'mark-reply', replyMessageId: observation.replyMessageId, replyState: 'refused', reason: observation.message };
+      // Unless it expired (the refused answer was its default answer): an expired question takes no answer, so the row
+      // would wait, silent, for its attempt deadline. A person decides now (the agent never got the answer).
+      // (Journaled refused already: the reconciler's re-read after a crash, `question-life.ts`; nothing to write again.)
+      if (record.questionKey !== undefined && record.questionExpired === record.questionKey) {
+        const journaled = record.replyState === 'refused' && record.replyMessageId === observation.replyMessageId;
+        const next: Next = { kind: 'needs-person', code: 'QUESTION_EXPIRED', message: `the question expired and the agent refused its default answer for good: ${observation.message}`, delivery: 'received' };
+        return journaled ? { next } : { write: refused, next };
+      }
+      return { write: refused, next: { kind: 'nothing' } };
+    }
     case 'task-bound-elsewhere':
       // One task cannot be ours and another delegation's: the agent had our message (it answered about it), so the
       // work may have happened. Nothing a later search finds can change the binding: a person decides at once
