@@ -31,20 +31,36 @@ export interface FinishScenario {
  */
 export function usePublished(url: () => string, redis: () => RedisClient) {
   const published: { channel: string; message: string }[] = [];
+  // Markers `drained` waits for, by channel: resolved when the subscriber receives them.
+  const markers = new Map<string, () => void>();
   let subscriber: Redis | undefined;
   beforeAll(async () => {
     subscriber = new Redis(url());
-    subscriber.on('pmessage', (_pattern: string, channel: string, message: string) => published.push({ channel, message }));
+    subscriber.on('pmessage', (_pattern: string, channel: string, message: string) => {
+      published.push({ channel, message });
+      markers.get(channel)?.();
+    });
     await subscriber.psubscribe('*');
   });
   afterAll(async () => {
     await subscriber?.quit();
   });
-  /** Waits until every message published before this call has reached the subscriber (a marker published after them). */
+  /**
+   * Waits until every message published before this call has reached the subscriber (a marker published after them,
+   * waited for as an event). A restarted redis-server drops the subscriber, which subscribes again once it has
+   * reconnected: a PUBLISH no subscriber received (its reply 0) is sent again after a `psubscribe` of our own, which
+   * the client runs once connected, so no message published after this call is missed (before: a bounded spin of
+   * setImmediate turns, which a reconnect could outlast, so the next message published was lost).
+   */
   const drained = async (): Promise<void> => {
     const marker = `marker-${Math.random()}`;
-    await redis().publish(marker, '1');
-    for (let tries = 0; tries < 500 && !published.some((entry) => entry.channel === marker); tries++) await new Promise((resolve) => setImmediate(resolve));
+    const seen = new Promise<void>((resolve) => markers.set(marker, resolve));
+    for (let tries = 0; (await redis().publish(marker, '1')) === 0; tries++) {
+      if (tries >= 20) throw new Error('the subscriber did not subscribe again');
+      await subscriber!.psubscribe('*');
+    }
+    await seen;
+    markers.delete(marker);
   };
   /** Takes the messages published on channels under `prefix`, the prefix written as '<p>'. */
   const take = (prefix: string) =>

@@ -72,6 +72,19 @@ describe('a Task with "artifacts": [] while the task runs', () => {
     expect(await heldIds(ref)).toEqual(['a1', 'a2']);
   });
 
+  // review16m: the merge wrote a stale Task's copy over the journal's newer one and said nothing of it (the stream took
+  // the Task as whole: COMPLETED settled with the older copy).
+  it('a1 journaled in two chunks, then a Task WORKING holding its first chunk alone: the change names a1 rewritten; the same Task again names none', async () => {
+    const ref = await runningRow();
+    const chunk = (text: string, append: boolean) =>
+      applyStreamResponse(producer.journal, { ...ref, contextId: 'C1' }, { artifactUpdate: { taskId: ref.taskId, contextId: 'C1', artifact: { artifactId: 'a1', parts: [{ text }] }, append, lastChunk: append } });
+    await chunk('one ', false);
+    await chunk('two', true);
+    const stale = { ...taskWith(ref.taskId, 'WORKING', []), artifacts: [{ artifactId: 'a1', parts: [{ text: 'one ' }] }] } as Task;
+    expect(await applyTask(producer.journal, ref, stale, { snapshot: true })).toMatchObject({ applied: true, leftOut: [], rewritten: ['a1'] });
+    expect(await applyTask(producer.journal, ref, stale, { snapshot: true })).toMatchObject({ applied: true, leftOut: [], rewritten: [] });
+  });
+
   it('a1 journaled, then a Task WORKING with "artifacts": []: the view of the workflow still shows a1', async () => {
     const ref = await runningRow();
     await apply(ref, { kind: 'snapshot', ids: ['a1'] });
@@ -140,7 +153,10 @@ describe('a Task with "artifacts": [] while the task runs', () => {
           }
           const held = each.kind === 'pushed-task' ? history.at(-1)! : history[Math.max(0, history.length - 1 - each.age)]!;
           const before = await heldIds(ref);
+          const stored = new Map((await producer.journal.getDelegationView(ref))!.artifacts.map((artifact) => [artifact.artifactId, artifact.parts[0]?.text]));
           const result = await applyTask(producer.journal, ref, taskOf('WORKING', held), { snapshot: each.kind === 'stale' });
+          // review16m: and, written, exactly the held ones it wrote over with another copy (a stale one's older text).
+          if (result.applied) expect(result.rewritten).toEqual([...held].filter(([id, text]) => stored.has(id) && stored.get(id) !== text).map(([id]) => id));
           for (const id of held.keys()) shown.add(id);
           // What the change names: the ids held before it that its list leaves out (nothing else wrote meanwhile).
           expect(result.leftOut?.slice().sort()).toEqual(before.filter((id) => !held.has(id)));
@@ -156,8 +172,10 @@ describe('a Task with "artifacts": [] while the task runs', () => {
       }),
       {
         numRuns: 40,
-        // Reached whatever the seed: a stale snapshot leaving out a shown artifact, and one after a push of the Task.
+        // Reached whatever the seed: a stale snapshot leaving out a shown artifact, one after a push of the Task, and one
+        // holding an older copy of a remade artifact (rewritten, review16m).
         examples: [
+          [[{ kind: 'show', id: 'a1' }, { kind: 'show', id: 'a1' }, { kind: 'stale', age: 1 }], []],
           [[{ kind: 'show', id: 'a1' }, { kind: 'show', id: 'a2' }, { kind: 'stale', age: 1 }], []],
           [[{ kind: 'show', id: 'a1' }, { kind: 'pushed-task' }, { kind: 'show', id: 'a2' }, { kind: 'stale', age: 1 }, { kind: 'stale', age: 2 }], ['a1']],
         ],

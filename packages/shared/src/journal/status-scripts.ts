@@ -102,6 +102,11 @@ export type ApplyStatusOutcome =
   | {
       applied: true;
       leftOut?: string[];
+      /**
+       * An unfinished Task's change (review16m): the ids of the held artifacts its list carried with other content
+       * (parts or meta) than the stored copy, which it wrote over; in the Task's order.
+       */
+      rewritten?: string[];
       version: number;
       row: Record<string, string>;
       whole: boolean;
@@ -120,10 +125,10 @@ function hashOf(flat: unknown[], script: string): Record<string, string> {
 }
 
 function decodeApplyStatus(reply: unknown, script: string): ApplyStatusOutcome {
-  const [codeReply, detail, row, flags, finished, followFence, whole, appliedLeftOut] = arrayReply(reply, script);
+  const [codeReply, detail, row, flags, finished, followFence, whole, appliedLeftOut, rewritten] = arrayReply(reply, script);
   const code = integerReply(codeReply, script);
   if (code < 0) return refusal(code, script, detail);
-  const idsOf = (ids: unknown) => (ids === undefined ? {} : { leftOut: arrayReply(ids, script).map((id) => stringReply(id, script)) });
+  const idsOf = (ids: unknown, name = 'leftOut') => (ids === undefined ? {} : { [name]: arrayReply(ids, script).map((id) => stringReply(id, script)) });
   if (code === 0) {
     const reason = stringReply(detail, script);
     if (!IGNORED_REASONS.has(reason)) throw new ScriptReplyError(script, reply);
@@ -142,6 +147,7 @@ function decodeApplyStatus(reply: unknown, script: string): ApplyStatusOutcome {
       : {}),
     ...(integerReply(followFence, script) > 0 ? { followFence: integerReply(followFence, script) } : {}),
     ...idsOf(appliedLeftOut),
+    ...idsOf(rewritten, 'rewritten'),
   };
 }
 

@@ -122,6 +122,11 @@ export type StatusChangeResult =
       followLease?: FollowLease;
       /** See `ApplyStatusOutcome.leftOut`: set only when the change carried a Task's artifacts. */
       leftOut?: string[];
+      /**
+       * See `ApplyStatusOutcome.rewritten`: the held artifacts an unfinished Task's list wrote over with other content
+       * (a stale snapshot's older copy, or a newer one: only a full read tells). Set only for an unfinished Task's list.
+       */
+      rewritten?: string[];
     }
   | {
       applied: false;
@@ -168,6 +173,7 @@ function appliedResult(outcome: Extract<ApplyStatusOutcome, { applied: true }>, 
     ...(finishedWorkflow ? { finishedWorkflow } : {}),
     ...(followLease ? { followLease } : {}),
     ...(outcome.leftOut ? { leftOut: outcome.leftOut } : {}),
+    ...(outcome.rewritten ? { rewritten: outcome.rewritten } : {}),
   };
 }
 

@@ -71,14 +71,17 @@
   and stopping read on the way (what the router needs), so the caller reads nothing more.
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
-  Returns: {1, version, record, workflow, finished, fence, whole, leftOut} applied: record = the row as written (flat
+  Returns: {1, version, record, workflow, finished, fence, whole, leftOut, rewritten} applied: record = the row as written (flat
            field/value list) when whole is 1, or the change against the caller's copy (ARGV[17]) when whole is 0;
            workflow = {state, cancelRequested, stopping} when it changed to an
            unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
            changed to a finished state (what the settle decides from), else {}; fence = the follow's fencing
            token when the send lease was handed over (ARGV[16] 'handover:…'), else 0; leftOut = the ids of the artifacts
            the row held that the Task's list (ARGV[20]) leaves out, in their held order, only when the change carries a
-           list; {0, reason, leftOut} ignored ('finished' without leftOut, 'stale', 'regress',
+           list; rewritten = the ids of the held artifacts an UNFINISHED Task's list carried with other content (parts
+           or meta) than the stored copy, which it wrote over (a stale snapshot taken between two chunks: older than
+           what the stream stored; review16m), only when an unfinished change carries a list;
+           {0, reason, leftOut} ignored ('finished' without leftOut, 'stale', 'regress',
            'duplicate'); {DELEGATION_MISSING,'missing'}, {FENCE_LOST,'fence'}, {VERSION_CONFLICT,'version'},
            {TASK_MISMATCH,'task'}; {TASK_NOT_BOUND, agentCardUrl}: bind the task id first, then call again with
            ARGV[14] = '1'; {TASK_BOUND_ELSEWHERE, holder}: the task id is bound to another delegation (ARGV[14]
@@ -206,8 +209,11 @@ local function apply()
   if ARGV[10] ~= '' then put('result', ARGV[10]) end
   if ARGV[11] ~= '' then put('error', ARGV[11]) end
 
+  -- An unfinished Task's copies written over held ones with other content (review16m): named in the reply.
+  local rewritten
   if ARGV[20] ~= '' then
     local count, merged = tonumber(ARGV[20]), (tonumber(ARGV[18]) or 0) + leftOutBytes
+    if not FINISHED[incoming] then rewritten = artifactsRewritten(KEYS[2], 21, count) end
     if FINISHED[incoming] or (count > 0 and merged > tonumber(ARGV[19])) then
       replaceArtifacts(KEYS[2], hash.artifactBytes ~= nil, 21, count)
       put('artifactBytes', ARGV[18])
@@ -230,7 +236,7 @@ local function apply()
       if index then flat[index] = set[i + 1]
       else flat[#flat + 1] = set[i]; flat[#flat + 1] = set[i + 1]; at[set[i]] = #flat end
     end
-    return {1, version, flat, workflow, finished, 0, 1, leftOut}
+    return {1, version, flat, workflow, finished, 0, 1, leftOut, rewritten}
   end
   -- The change: the unversioned fields the row has, then what this transition wrote (later values win).
   local change = {}
@@ -238,7 +244,7 @@ local function apply()
     if hash[field] then change[#change + 1] = field; change[#change + 1] = hash[field] end
   end
   for i = 1, #set do change[#change + 1] = set[i] end
-  return {1, version, change, workflow, finished, 0, 0, leftOut}
+  return {1, version, change, workflow, finished, 0, 0, leftOut, rewritten}
 end
 
 local reply = apply()

@@ -113,13 +113,20 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   // from the script that applies the Task (`StatusChangeResult.leftOut`, read and kept in that one transition: mend15,
   // no push lands between a read and the write), and join `known`. A Task whose write answered none (not written)
   // keeps the view in doubt.
+  // review16m: a Task that lists an artifact with other content than the journal held (a stale snapshot taken between
+  // two chunks of it, its first chunk alone) wrote its copy over the journal's (`StatusChangeResult.rewritten`): which
+  // copy is the agent's only a full read tells, whatever Task comes later (one listing the stale copy again agrees with
+  // the journal, and is no proof). In doubt for the rest of this stream (`rewritten`).
   let takenBack = false;
   const known = new Set<string>();
+  const rewritten = new Set<string>();
   const takeList = (task: { artifacts?: readonly { artifactId: string }[] }, result: SinkResult): void => {
     const listed = new Set(task.artifacts!.map((artifact) => artifact.artifactId));
-    const leftOut = result.events?.[0]?.status?.leftOut;
+    const status = result.events?.[0]?.status;
+    const leftOut = status?.leftOut;
     for (const id of leftOut ?? []) known.add(id);
-    takenBack = leftOut === undefined || [...known].some((id) => !listed.has(id));
+    for (const id of (status?.applied && status.rewritten) || []) rewritten.add(id);
+    takenBack = leftOut === undefined || rewritten.size > 0 || [...known].some((id) => !listed.has(id));
     for (const id of listed) known.add(id);
     sawArtifacts = listed.size > 0;
   };
