@@ -26,7 +26,10 @@ async function twinSetUp(listTasks: Lister, getTask?: (id: string, contextId: st
       contextId ??= params.contextId;
       return { result: listTasks(contextId, ourMessageId, call.count, params.pageToken) };
     },
-    GetTask: (params) => ({ result: getTask?.(params.id, contextId, ourMessageId) ?? twin(params.id, params.id === 'T1' ? 'COMPLETED' : 'WORKING', contextId, ourMessageId) }),
+    GetTask: (params) => {
+      const read = getTask?.(params.id, contextId, ourMessageId) ?? twin(params.id, params.id === 'T1' ? 'COMPLETED' : 'WORKING', contextId, ourMessageId);
+      return read === 'gone' ? NOT_FOUND : { result: read };
+    },
   };
   const agent = await h.agentWith(handlers);
   const producer = h.producer(prefix);
@@ -82,6 +85,20 @@ describe('attack16: two tasks hold our messageId', () => {
   it('the listing trims history (neither listed task shows our message), the full reads show it in both', async () => {
     const trimmed = (taskId: string, contextId: string | undefined) => task(taskId, 'WORKING', { contextId, timestamp: h.at(3), history: [agentMessage('…')] });
     await expectPersonNamingBoth(await twinSetUp((contextId) => ({ tasks: [trimmed('T2', contextId), trimmed('T1', contextId)], nextPageToken: '', pageSize: 50, totalSize: 2 })));
+  });
+
+  it('review16a: the listing trims history, T1\'s full read holds our message, T2 is gone by its read (-32001): T1 adopted, not a failed search for a person', async () => {
+    // Before: every candidate was read on past the holder, and T2's TaskNotFound failed the whole search
+    // (SEARCH_UNAVAILABLE, a person) though our task had been read in full.
+    const trimmed = (taskId: string, contextId: string | undefined) => task(taskId, 'WORKING', { contextId, timestamp: h.at(3), history: [agentMessage('…')] });
+    const { agent, id, p } = await twinSetUp(
+      (contextId) => ({ tasks: [trimmed('T1', contextId), trimmed('T2', contextId)], nextPageToken: '', pageSize: 50, totalSize: 2 }),
+      (taskId, contextId, messageId) => (taskId === 'T1' ? twin('T1', 'COMPLETED', contextId, messageId) : 'gone'),
+    );
+    const record = await finished(p, id, 30_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(record.taskId).toBe('T1');
+    expect(agent.count('SendMessage')).toBe(0);
   });
 
   it('one task listed twice (it moved pages while we read) is one task: adopted, not a person', async () => {

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { A2ATransport, Task } from '@durable-a2a/a2a';
+import { NetworkError, TaskNotFoundError, type A2ATransport, type Task } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import { findTaskByMessageId } from '../src/delegation/io/search.ts';
 import type { Policy } from '../src/delegation/core/policy.ts';
@@ -160,6 +160,53 @@ describe('property: several tasks holding our messageId', () => {
         if (!lost) expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
       }),
       { examples: [[true, false, false, ['T2']], [false, true, false, []], [false, false, false, []]] },
+    );
+  });
+});
+
+describe('property (review16a): a candidate whose full read fails', () => {
+  it('never undoes a holder read in full: the holder is found (or several are named); with no holder read, the read error is thrown', async () => {
+    const withReads = fc.record({ task: taskArbitrary, read: fc.constantFrom('ok', 'not-found', 'drop') });
+    const listedTrimmed = (tasks: { task: Generated }[]): Generated[] => tasks.map(({ task }) => ({ ...task, listed: task.listed === 'full' ? 'trimmed' : task.listed }));
+    const agentOf = (tasks: { task: Generated; read: string }[]): A2ATransport => {
+      const base = transportOf(listedTrimmed(tasks), 50, false);
+      return {
+        listTasks: base.listTasks,
+        getTask: async ({ id }: { id: string }) => {
+          const entry = tasks.find(({ task }) => task.id === id)!;
+          if (entry.read === 'not-found') throw new TaskNotFoundError();
+          if (entry.read === 'drop') throw new NetworkError('connection reset');
+          return fullTask(entry.task);
+        },
+      } as unknown as A2ATransport;
+    };
+    const holding = (id: string, read: string) => ({ task: { id, holds: true, listed: 'trimmed' as const, context: OUR_CONTEXT, state: 'TASK_STATE_COMPLETED' as const }, read });
+    const other = (id: string, read: string) => ({ task: { id, holds: false, listed: 'none' as const, context: OUR_CONTEXT, state: 'TASK_STATE_WORKING' as const }, read });
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(withReads, { selector: ({ task }) => task.id, maxLength: 6 }), async (tasks) => {
+        // No listed task shows our message (histories trimmed): every candidate is read in full.
+        const readable = tasks.filter(({ task, read }) => task.holds && read === 'ok').map(({ task }) => task.id);
+        const unreadable = tasks.some(({ read }) => read !== 'ok');
+        const outcome = await findTaskByMessageId(agentOf(tasks), record, { marginMs: 1000, maxListTasksCalls: 10, now: () => 2_000_000 }).then(
+          (result) => result,
+          (error: unknown) => ({ kind: 'thrown' as const, error }),
+        );
+        if (readable.length > 1) {
+          expect(outcome.kind).toBe('several');
+          expect([...(outcome as { taskIds: string[] }).taskIds].sort()).toEqual([...readable].sort());
+        } else if (readable.length === 1) expect(outcome).toMatchObject({ kind: 'found', by: 'message-id', task: { id: readable[0] } });
+        else if (unreadable) expect(outcome.kind).toBe('thrown');
+        else expect(outcome.kind === 'not-found' || (outcome.kind === 'found' && outcome.by === 'context')).toBe(true);
+      }),
+      {
+        numRuns: 300,
+        examples: [
+          [[holding('T1', 'ok'), other('T2', 'not-found')]],
+          [[other('T2', 'drop'), holding('T1', 'ok')]],
+          [[holding('T1', 'ok'), holding('T2', 'not-found'), holding('T3', 'ok')]],
+          [[holding('T1', 'not-found'), other('T2', 'ok')]],
+        ],
+      },
     );
   });
 });

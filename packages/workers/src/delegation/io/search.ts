@@ -86,7 +86,10 @@ function soleTaskInOurContext(scan: Scan, reads: ReadonlyMap<string, Task>, reco
   return read && read.id === id && inOurContext(read, record) && !tooShortToTell(read) ? read : undefined;
 }
 
-/** Searches the agent for the task holding `record.messageId`. Throws transport errors other than "unsupported". */
+/**
+ * Searches the agent for the task holding `record.messageId`. Throws transport errors other than "unsupported"; a
+ * candidate whose full read fails is thrown only when no other candidate read holds our message.
+ */
 export async function findTaskByMessageId(transport: A2ATransport, record: DelegationRecord, options: SearchOptions): Promise<SearchResult> {
   const scan = new Scan(transport, record, options);
   try {
@@ -101,9 +104,20 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   let inconclusive = false;
   const reads = new Map<string, Task>();
   const holders = new Map<string, Task>();
+  let unread: A2AError | undefined;
   for (const candidate of options.readCandidates === false ? [] : scan.candidates.values()) {
     // ListTasks may trim history; read each candidate in full, every one: a second holder is a task done twice.
-    const task = await transport.getTask({ id: candidate.id });
+    let task: Task;
+    try {
+      task = await transport.getTask({ id: candidate.id });
+    } catch (error) {
+      // A candidate that cannot be read (gone since the listing: -32001, a 5xx, a drop) proves nothing either way:
+      // it does not undo a holder read in full (the search for a second one is best effort, as a failing later page);
+      // with no holder read, the search failed (rethrown below).
+      if (!(error instanceof A2AError)) throw error;
+      unread ??= error;
+      continue;
+    }
     reads.set(candidate.id, task);
     if (holdsMessage(task, record.messageId)) {
       holders.set(task.id, task);
@@ -114,6 +128,7 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   if (holders.size > 1) return { kind: 'several', taskIds: [...holders.keys()] };
   const [held] = holders.values();
   if (held) return { kind: 'found', task: held, complete: true, by: 'message-id' };
+  if (unread) throw unread;
   const sole = soleTaskInOurContext(scan, reads, record);
   if (sole) return { kind: 'found', task: sole, complete: true, by: 'context' };
   // Candidates not read in full (a read search) still prove delivery when they are in our context.
