@@ -101,6 +101,22 @@ describe('attack16: two tasks hold our messageId', () => {
     expect(agent.count('SendMessage')).toBe(0);
   });
 
+  it('review16a: T2 has our messageId on an agent\'s message only (a reply built by copying ours, a quote), T1 holds our message: one holder, T1 adopted, not a person', async () => {
+    // Before: any message with our messageId made a holder: T1 and T2 were 'several', a person asked without need.
+    const quoting = (contextId: string | undefined, messageId: string) =>
+      task('T2', 'WORKING', { contextId, timestamp: h.at(5), history: [userMessage('someone-else'), agentMessage('you said', { messageId })] });
+    const { agent, id, p } = await twinSetUp((contextId, messageId) => ({
+      tasks: [quoting(contextId, messageId), twin('T1', 'COMPLETED', contextId, messageId, 4)],
+      nextPageToken: '',
+      pageSize: 50,
+      totalSize: 2,
+    }));
+    const record = await finished(p, id, 30_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(record.taskId).toBe('T1');
+    expect(agent.count('SendMessage')).toBe(0);
+  });
+
   it('one task listed twice (it moved pages while we read) is one task: adopted, not a person', async () => {
     const { agent, id, p } = await twinSetUp((contextId, messageId, _count, pageToken) =>
       pageToken === 'p2'

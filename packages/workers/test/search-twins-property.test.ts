@@ -210,3 +210,45 @@ describe('property (review16a): a candidate whose full read fails', () => {
     );
   });
 });
+
+describe('property (review16a): our messageId on an agent\'s message only', () => {
+  it('is never a holder (never `several`, never adopted by messageId) and never a proven absence: holders are the tasks with our message as ours', async () => {
+    const kinds = fc.record({ id: fc.constantFrom('T1', 'T2', 'T3', 'T4', 'T5'), ours: fc.constantFrom('user', 'agent-quote', 'both', 'none'), context: fc.constantFrom(OUR_CONTEXT, 'ctx-other'), listed: fc.boolean() });
+    type Kind = fc.infer<typeof kinds>;
+    const history = (kind: Kind) => [
+      kind.ours === 'user' || kind.ours === 'both' ? userTurn(OUR_MESSAGE) : userTurn(`other-${kind.id}`),
+      kind.ours === 'agent-quote' || kind.ours === 'both' ? { ...agentTurn, messageId: OUR_MESSAGE } : agentTurn,
+    ];
+    const full = (kind: Kind) => ({ id: kind.id, contextId: kind.context, status: { state: 'TASK_STATE_COMPLETED' }, history: history(kind) }) as Task;
+    const agentOf = (tasks: Kind[]): A2ATransport =>
+      ({
+        listTasks: async () => ({ tasks: tasks.map((kind) => (kind.listed ? full(kind) : { ...full(kind), history: undefined })), nextPageToken: '', pageSize: 50, totalSize: tasks.length }),
+        getTask: async ({ id }: { id: string }) => full(tasks.find((kind) => kind.id === id)!),
+      }) as unknown as A2ATransport;
+    const ofKind = (id: string, ours: Kind['ours'], listed: boolean): Kind => ({ id, ours, context: OUR_CONTEXT, listed });
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(kinds, { selector: (kind) => kind.id, maxLength: 5 }), async (tasks) => {
+        const result = await findTaskByMessageId(agentOf(tasks), record, { marginMs: 1000, maxListTasksCalls: 10, now: () => 2_000_000 });
+        const holding = (kind: Kind) => kind.ours === 'user' || kind.ours === 'both';
+        const shown = tasks.filter((kind) => kind.listed && holding(kind)).map((kind) => kind.id);
+        const holders = shown.length > 0 ? shown : tasks.filter(holding).map((kind) => kind.id);
+        if (holders.length > 1) expect([...(result as { taskIds: string[] }).taskIds].sort()).toEqual([...holders].sort());
+        else if (holders.length === 1) expect(result).toMatchObject({ kind: 'found', by: 'message-id', task: { id: holders[0] } });
+        else {
+          // A quote proves delivery: never a conclusive absence (a resend), never a task adopted by messageId.
+          expect(result.kind === 'found' && result.by === 'message-id').toBe(false);
+          if (result.kind === 'not-found' && tasks.some((kind) => kind.ours === 'agent-quote')) expect(result.inconclusive).toBe(true);
+        }
+      }),
+      {
+        numRuns: 300,
+        examples: [
+          [[ofKind('T2', 'agent-quote', true), ofKind('T1', 'user', true)]],
+          [[ofKind('T2', 'agent-quote', false), ofKind('T1', 'both', false)]],
+          [[{ ...ofKind('T2', 'agent-quote', true), context: 'ctx-other' }]],
+          [[ofKind('T1', 'user', true), ofKind('T2', 'both', true)]],
+        ],
+      },
+    );
+  });
+});

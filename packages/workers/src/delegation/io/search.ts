@@ -38,7 +38,10 @@ export type SearchResult =
    * ours no answer can tell. `taskIds` in the order seen, each once.
    */
   | { kind: 'several'; taskIds: string[] }
-  /** No task holds our message; `inconclusive` when a candidate's history was too short to tell. */
+  /**
+   * No task holds our message; `inconclusive` when a candidate may (too short a history to tell, in the context we
+   * sent, or our messageId on an agent's message: `quotesMessage`).
+   */
   | { kind: 'not-found'; inconclusive: boolean; contextRefused: boolean; candidates: string[]; paginationBroken: boolean }
   /** The agent cannot list tasks (0.3, or no ListTasks support). */
   | { kind: 'unsupported' };
@@ -54,11 +57,18 @@ export interface SearchOptions {
 }
 
 /**
- * Whether `task` holds our message (`messageId`) in its history: what proves a found task ours, whatever context the
- * agent put it in (an agent may ignore our contextId and choose its own). The reconciler's search and the search while
- * a send is held (`send-held.ts`) both judge by it.
+ * Whether `task` holds our message (`messageId`) in its history, as a message of ours (any role but the agent's): what
+ * proves a found task ours, whatever context the agent put it in (an agent may ignore our contextId and choose its
+ * own). The reconciler's search and the search while a send is held (`send-held.ts`) both judge by it. Our messageId
+ * on an agent's message only (a reply built by copying our message, a quote) is `quotesMessage`, not a holder.
  */
-export const holdsMessage = (task: Task, messageId: string): boolean => task.history?.some((message) => message.messageId === messageId) ?? false;
+export const holdsMessage = (task: Task, messageId: string): boolean => task.history?.some((message) => message.messageId === messageId && message.role !== 'ROLE_AGENT') ?? false;
+/**
+ * Our messageId in `task`'s history on an agent's message only: the agent knew our message (so it was delivered), but
+ * this task is not shown to hold it. Never a holder (never adopted by messageId, never a second holder: `several`),
+ * and never a proven absence either: the search is inconclusive (a person, never a resend).
+ */
+const quotesMessage = (task: Task, messageId: string): boolean => !holdsMessage(task, messageId) && (task.history?.some((message) => message.messageId === messageId) ?? false);
 /** A history without any user message cannot prove the task is not ours. */
 const tooShortToTell = (task: Task) => !task.history?.some((message) => message.role === 'ROLE_USER');
 /**
@@ -123,7 +133,7 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
       holders.set(task.id, task);
       continue;
     }
-    if (tooShortToTell(task) || inOurContext(task, record)) inconclusive = true;
+    if (tooShortToTell(task) || inOurContext(task, record) || quotesMessage(task, record.messageId)) inconclusive = true;
   }
   if (holders.size > 1) return { kind: 'several', taskIds: [...holders.keys()] };
   const [held] = holders.values();
@@ -132,7 +142,7 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   const sole = soleTaskInOurContext(scan, reads, record);
   if (sole) return { kind: 'found', task: sole, complete: true, by: 'context' };
   // Candidates not read in full (a read search) still prove delivery when they are in our context.
-  if ([...scan.candidates.values()].some((candidate) => inOurContext(candidate, record))) inconclusive = true;
+  if ([...scan.candidates.values()].some((candidate) => inOurContext(candidate, record) || quotesMessage(candidate, record.messageId))) inconclusive = true;
   const { contextRefused, paginationBroken } = scan;
   return { kind: 'not-found', inconclusive, contextRefused, candidates: [...scan.candidates.keys()], paginationBroken };
 }
