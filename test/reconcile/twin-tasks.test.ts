@@ -8,7 +8,7 @@
  * (exact bytes).
  */
 import { describe, expect, it } from 'vitest';
-import { finished, markSentNotRecorded, metric, NOT_FOUND, sleep, useFieldCases, workflowSettled } from '../harness/field-cases.ts';
+import { finished, markSentNotRecorded, metric, NOT_FOUND, useFieldCases, workflowSettled } from '../harness/field-cases.ts';
 import { eventually } from '../harness/fleet.ts';
 import { agentMessage, task, userMessage, type ScriptedHandler } from '../harness/scripted-agent.ts';
 
@@ -26,7 +26,10 @@ async function twinSetUp(listTasks: Lister, getTask?: (id: string, contextId: st
       contextId ??= params.contextId;
       return { result: listTasks(contextId, ourMessageId, call.count, params.pageToken) };
     },
-    GetTask: (params) => ({ result: getTask?.(params.id, contextId, ourMessageId) ?? twin(params.id, params.id === 'T1' ? 'COMPLETED' : 'WORKING', contextId, ourMessageId) }),
+    GetTask: (params) => {
+      const read = getTask?.(params.id, contextId, ourMessageId) ?? twin(params.id, params.id === 'T1' ? 'COMPLETED' : 'WORKING', contextId, ourMessageId);
+      return read === 'gone' ? NOT_FOUND : { result: read };
+    },
   };
   const agent = await h.agentWith(handlers);
   const producer = h.producer(prefix);
@@ -64,8 +67,8 @@ describe('attack16: two tasks hold our messageId', () => {
       totalSize: 2,
     }));
     await expectPersonNamingBoth(setup);
+    // Settled: the workflow waits for a person, so nothing can resend later (no fixed sleep to watch for one).
     expect((await workflowSettled(setup.p, setup.id)).state).toBe('NEEDS_ATTENTION');
-    await sleep(300);
     expect(setup.agent.count('SendMessage')).toBe(0);
   });
 
@@ -82,6 +85,36 @@ describe('attack16: two tasks hold our messageId', () => {
   it('the listing trims history (neither listed task shows our message), the full reads show it in both', async () => {
     const trimmed = (taskId: string, contextId: string | undefined) => task(taskId, 'WORKING', { contextId, timestamp: h.at(3), history: [agentMessage('…')] });
     await expectPersonNamingBoth(await twinSetUp((contextId) => ({ tasks: [trimmed('T2', contextId), trimmed('T1', contextId)], nextPageToken: '', pageSize: 50, totalSize: 2 })));
+  });
+
+  it('review16a: the listing trims history, T1\'s full read holds our message, T2 is gone by its read (-32001): T1 adopted, not a failed search for a person', async () => {
+    // Before: every candidate was read on past the holder, and T2's TaskNotFound failed the whole search
+    // (SEARCH_UNAVAILABLE, a person) though our task had been read in full.
+    const trimmed = (taskId: string, contextId: string | undefined) => task(taskId, 'WORKING', { contextId, timestamp: h.at(3), history: [agentMessage('…')] });
+    const { agent, id, p } = await twinSetUp(
+      (contextId) => ({ tasks: [trimmed('T1', contextId), trimmed('T2', contextId)], nextPageToken: '', pageSize: 50, totalSize: 2 }),
+      (taskId, contextId, messageId) => (taskId === 'T1' ? twin('T1', 'COMPLETED', contextId, messageId) : 'gone'),
+    );
+    const record = await finished(p, id, 30_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(record.taskId).toBe('T1');
+    expect(agent.count('SendMessage')).toBe(0);
+  });
+
+  it('review16a: T2 has our messageId on an agent\'s message only (a reply built by copying ours, a quote), T1 holds our message: one holder, T1 adopted, not a person', async () => {
+    // Before: any message with our messageId made a holder: T1 and T2 were 'several', a person asked without need.
+    const quoting = (contextId: string | undefined, messageId: string) =>
+      task('T2', 'WORKING', { contextId, timestamp: h.at(5), history: [userMessage('someone-else'), agentMessage('you said', { messageId })] });
+    const { agent, id, p } = await twinSetUp((contextId, messageId) => ({
+      tasks: [quoting(contextId, messageId), twin('T1', 'COMPLETED', contextId, messageId, 4)],
+      nextPageToken: '',
+      pageSize: 50,
+      totalSize: 2,
+    }));
+    const record = await finished(p, id, 30_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(record.taskId).toBe('T1');
+    expect(agent.count('SendMessage')).toBe(0);
   });
 
   it('one task listed twice (it moved pages while we read) is one task: adopted, not a person', async () => {

@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { A2ATransport, Task } from '@durable-a2a/a2a';
+import { NetworkError, TaskNotFoundError, type A2ATransport, type Task } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import { findTaskByMessageId } from '../src/delegation/io/search.ts';
 import type { Policy } from '../src/delegation/core/policy.ts';
@@ -160,6 +160,104 @@ describe('property: several tasks holding our messageId', () => {
         if (!lost) expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
       }),
       { examples: [[true, false, false, ['T2']], [false, true, false, []], [false, false, false, []]] },
+    );
+  });
+});
+
+describe('property (review16a): a candidate whose full read fails', () => {
+  it('never undoes a holder read in full: the holder is found (or several are named); with no holder read, the read error is thrown; a drop ends the reads', async () => {
+    const withReads = fc.record({ task: taskArbitrary, read: fc.constantFrom('ok', 'not-found', 'drop') });
+    const listedTrimmed = (tasks: { task: Generated }[]): Generated[] => tasks.map(({ task }) => ({ ...task, listed: task.listed === 'full' ? 'trimmed' : task.listed }));
+    let reads = 0;
+    const agentOf = (tasks: { task: Generated; read: string }[]): A2ATransport => {
+      const base = transportOf(listedTrimmed(tasks), 50, false);
+      return {
+        listTasks: base.listTasks,
+        getTask: async ({ id }: { id: string }) => {
+          reads++;
+          const entry = tasks.find(({ task }) => task.id === id)!;
+          if (entry.read === 'not-found') throw new TaskNotFoundError();
+          if (entry.read === 'drop') throw new NetworkError('connection reset');
+          return fullTask(entry.task);
+        },
+      } as unknown as A2ATransport;
+    };
+    const holding = (id: string, read: string) => ({ task: { id, holds: true, listed: 'trimmed' as const, context: OUR_CONTEXT, state: 'TASK_STATE_COMPLETED' as const }, read });
+    const other = (id: string, read: string) => ({ task: { id, holds: false, listed: 'none' as const, context: OUR_CONTEXT, state: 'TASK_STATE_WORKING' as const }, read });
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(withReads, { selector: ({ task }) => task.id, maxLength: 6 }), async (tasks) => {
+        // No listed task shows our message (histories trimmed): every candidate is read in full, in listed order, up
+        // to the first transport failure (a drop ends the reads: an agent gone down is not waited on once per task).
+        reads = 0;
+        const dropAt = tasks.findIndex(({ read }) => read === 'drop');
+        const tried = dropAt < 0 ? tasks : tasks.slice(0, dropAt + 1);
+        const readable = tried.filter(({ task, read }) => task.holds && read === 'ok').map(({ task }) => task.id);
+        const unreadable = tried.some(({ read }) => read !== 'ok');
+        const outcome = await findTaskByMessageId(agentOf(tasks), record, { marginMs: 1000, maxListTasksCalls: 10, now: () => 2_000_000 }).then(
+          (result) => result,
+          (error: unknown) => ({ kind: 'thrown' as const, error }),
+        );
+        if (readable.length > 1) {
+          expect(outcome.kind).toBe('several');
+          expect([...(outcome as { taskIds: string[] }).taskIds].sort()).toEqual([...readable].sort());
+        } else if (readable.length === 1) expect(outcome).toMatchObject({ kind: 'found', by: 'message-id', task: { id: readable[0] } });
+        else if (unreadable) expect(outcome.kind).toBe('thrown');
+        else expect(outcome.kind === 'not-found' || (outcome.kind === 'found' && outcome.by === 'context')).toBe(true);
+        // Reads stop at a drop; without one, at most two context passes list the candidates, each read once.
+        expect(reads).toBeLessThanOrEqual(tried.length);
+      }),
+      {
+        numRuns: 300,
+        examples: [
+          [[holding('T1', 'ok'), other('T2', 'not-found')]],
+          [[other('T2', 'drop'), holding('T1', 'ok')]],
+          [[holding('T1', 'ok'), holding('T2', 'not-found'), holding('T3', 'ok')]],
+          [[holding('T1', 'not-found'), other('T2', 'ok')]],
+          [[other('T2', 'drop'), other('T3', 'drop'), other('T4', 'drop'), holding('T1', 'ok')]],
+        ],
+      },
+    );
+  });
+});
+
+describe('property (review16a): our messageId on an agent\'s message only', () => {
+  it('is never a holder (never `several`, never adopted by messageId) and never a proven absence: holders are the tasks with our message as ours', async () => {
+    const kinds = fc.record({ id: fc.constantFrom('T1', 'T2', 'T3', 'T4', 'T5'), ours: fc.constantFrom('user', 'agent-quote', 'both', 'none'), context: fc.constantFrom(OUR_CONTEXT, 'ctx-other'), listed: fc.boolean() });
+    type Kind = fc.infer<typeof kinds>;
+    const history = (kind: Kind) => [
+      kind.ours === 'user' || kind.ours === 'both' ? userTurn(OUR_MESSAGE) : userTurn(`other-${kind.id}`),
+      kind.ours === 'agent-quote' || kind.ours === 'both' ? { ...agentTurn, messageId: OUR_MESSAGE } : agentTurn,
+    ];
+    const full = (kind: Kind) => ({ id: kind.id, contextId: kind.context, status: { state: 'TASK_STATE_COMPLETED' }, history: history(kind) }) as Task;
+    const agentOf = (tasks: Kind[]): A2ATransport =>
+      ({
+        listTasks: async () => ({ tasks: tasks.map((kind) => (kind.listed ? full(kind) : { ...full(kind), history: undefined })), nextPageToken: '', pageSize: 50, totalSize: tasks.length }),
+        getTask: async ({ id }: { id: string }) => full(tasks.find((kind) => kind.id === id)!),
+      }) as unknown as A2ATransport;
+    const ofKind = (id: string, ours: Kind['ours'], listed: boolean): Kind => ({ id, ours, context: OUR_CONTEXT, listed });
+    await fc.assert(
+      fc.asyncProperty(fc.uniqueArray(kinds, { selector: (kind) => kind.id, maxLength: 5 }), async (tasks) => {
+        const result = await findTaskByMessageId(agentOf(tasks), record, { marginMs: 1000, maxListTasksCalls: 10, now: () => 2_000_000 });
+        const holding = (kind: Kind) => kind.ours === 'user' || kind.ours === 'both';
+        const shown = tasks.filter((kind) => kind.listed && holding(kind)).map((kind) => kind.id);
+        const holders = shown.length > 0 ? shown : tasks.filter(holding).map((kind) => kind.id);
+        if (holders.length > 1) expect([...(result as { taskIds: string[] }).taskIds].sort()).toEqual([...holders].sort());
+        else if (holders.length === 1) expect(result).toMatchObject({ kind: 'found', by: 'message-id', task: { id: holders[0] } });
+        else {
+          // A quote proves delivery: never a conclusive absence (a resend), never a task adopted by messageId.
+          expect(result.kind === 'found' && result.by === 'message-id').toBe(false);
+          if (result.kind === 'not-found' && tasks.some((kind) => kind.ours === 'agent-quote')) expect(result.inconclusive).toBe(true);
+        }
+      }),
+      {
+        numRuns: 300,
+        examples: [
+          [[ofKind('T2', 'agent-quote', true), ofKind('T1', 'user', true)]],
+          [[ofKind('T2', 'agent-quote', false), ofKind('T1', 'both', false)]],
+          [[{ ...ofKind('T2', 'agent-quote', true), context: 'ctx-other' }]],
+          [[ofKind('T1', 'user', true), ofKind('T2', 'both', true)]],
+        ],
+      },
     );
   });
 });

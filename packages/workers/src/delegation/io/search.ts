@@ -13,6 +13,7 @@ import {
   A2AError,
   InvalidParamsError,
   MethodNotFoundError,
+  TaskNotFoundError,
   UnsupportedOperationError,
   isRetryable,
   type A2ATransport,
@@ -38,7 +39,10 @@ export type SearchResult =
    * ours no answer can tell. `taskIds` in the order seen, each once.
    */
   | { kind: 'several'; taskIds: string[] }
-  /** No task holds our message; `inconclusive` when a candidate's history was too short to tell. */
+  /**
+   * No task holds our message; `inconclusive` when a candidate may (too short a history to tell, in the context we
+   * sent, or our messageId on an agent's message: `quotesMessage`).
+   */
   | { kind: 'not-found'; inconclusive: boolean; contextRefused: boolean; candidates: string[]; paginationBroken: boolean }
   /** The agent cannot list tasks (0.3, or no ListTasks support). */
   | { kind: 'unsupported' };
@@ -54,11 +58,18 @@ export interface SearchOptions {
 }
 
 /**
- * Whether `task` holds our message (`messageId`) in its history: what proves a found task ours, whatever context the
- * agent put it in (an agent may ignore our contextId and choose its own). The reconciler's search and the search while
- * a send is held (`send-held.ts`) both judge by it.
+ * Whether `task` holds our message (`messageId`) in its history, as a message of ours (any role but the agent's): what
+ * proves a found task ours, whatever context the agent put it in (an agent may ignore our contextId and choose its
+ * own). The reconciler's search and the search while a send is held (`send-held.ts`) both judge by it. Our messageId
+ * on an agent's message only (a reply built by copying our message, a quote) is `quotesMessage`, not a holder.
  */
-export const holdsMessage = (task: Task, messageId: string): boolean => task.history?.some((message) => message.messageId === messageId) ?? false;
+export const holdsMessage = (task: Task, messageId: string): boolean => task.history?.some((message) => message.messageId === messageId && message.role !== 'ROLE_AGENT') ?? false;
+/**
+ * Our messageId in `task`'s history on an agent's message only: the agent knew our message (so it was delivered), but
+ * this task is not shown to hold it. Never a holder (never adopted by messageId, never a second holder: `several`),
+ * and never a proven absence either: the search is inconclusive (a person, never a resend).
+ */
+const quotesMessage = (task: Task, messageId: string): boolean => !holdsMessage(task, messageId) && (task.history?.some((message) => message.messageId === messageId) ?? false);
 /** A history without any user message cannot prove the task is not ours. */
 const tooShortToTell = (task: Task) => !task.history?.some((message) => message.role === 'ROLE_USER');
 /**
@@ -86,7 +97,10 @@ function soleTaskInOurContext(scan: Scan, reads: ReadonlyMap<string, Task>, reco
   return read && read.id === id && inOurContext(read, record) && !tooShortToTell(read) ? read : undefined;
 }
 
-/** Searches the agent for the task holding `record.messageId`. Throws transport errors other than "unsupported". */
+/**
+ * Searches the agent for the task holding `record.messageId`. Throws transport errors other than "unsupported"; a
+ * candidate whose full read fails is thrown only when no other candidate read holds our message.
+ */
 export async function findTaskByMessageId(transport: A2ATransport, record: DelegationRecord, options: SearchOptions): Promise<SearchResult> {
   const scan = new Scan(transport, record, options);
   try {
@@ -101,23 +115,37 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   let inconclusive = false;
   const reads = new Map<string, Task>();
   const holders = new Map<string, Task>();
+  let unread: A2AError | undefined;
   for (const candidate of options.readCandidates === false ? [] : scan.candidates.values()) {
     // ListTasks may trim history; read each candidate in full, every one: a second holder is a task done twice.
-    const task = await transport.getTask({ id: candidate.id });
+    let task: Task;
+    try {
+      task = await transport.getTask({ id: candidate.id });
+    } catch (error) {
+      // A candidate that cannot be read (gone since the listing: -32001, a 5xx, a drop) proves nothing either way:
+      // it does not undo a holder read in full (the search for a second one is best effort, as a failing later page);
+      // with no holder read, the search failed (rethrown below). Only a task the agent says is gone lets the reads go
+      // on: after a transport failure each further read could wait out its timeout on an agent gone down.
+      if (!(error instanceof A2AError)) throw error;
+      unread ??= error;
+      if (error instanceof TaskNotFoundError) continue;
+      break;
+    }
     reads.set(candidate.id, task);
     if (holdsMessage(task, record.messageId)) {
       holders.set(task.id, task);
       continue;
     }
-    if (tooShortToTell(task) || inOurContext(task, record)) inconclusive = true;
+    if (tooShortToTell(task) || inOurContext(task, record) || quotesMessage(task, record.messageId)) inconclusive = true;
   }
   if (holders.size > 1) return { kind: 'several', taskIds: [...holders.keys()] };
   const [held] = holders.values();
   if (held) return { kind: 'found', task: held, complete: true, by: 'message-id' };
+  if (unread) throw unread;
   const sole = soleTaskInOurContext(scan, reads, record);
   if (sole) return { kind: 'found', task: sole, complete: true, by: 'context' };
   // Candidates not read in full (a read search) still prove delivery when they are in our context.
-  if ([...scan.candidates.values()].some((candidate) => inOurContext(candidate, record))) inconclusive = true;
+  if ([...scan.candidates.values()].some((candidate) => inOurContext(candidate, record) || quotesMessage(candidate, record.messageId))) inconclusive = true;
   const { contextRefused, paginationBroken } = scan;
   return { kind: 'not-found', inconclusive, contextRefused, candidates: [...scan.candidates.keys()], paginationBroken };
 }

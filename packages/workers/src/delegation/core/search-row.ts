@@ -1,0 +1,93 @@
+/**
+ * The search row of the table (`transitions.ts`): what a search for our messageId (`io/search.ts`) decides, by the
+ * purpose it ran for: `reconcile` (a maybe-sent INTENT: adopt, resend the same messageId, FAILED, or a person),
+ * `lost-check` (once more before LOST), `read` (our task by ListTasks when GetTask could not be used). Pure.
+ */
+import { isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
+import type { DelegationRecord } from '@durable-a2a/shared';
+import type { Next } from './next.ts';
+import type { Observation, SearchFinding } from './observation.ts';
+import { unfoundVerdict, type Policy } from './policy.ts';
+import type { Step, Write } from './transitions.ts';
+
+const route: Next = { kind: 'route' };
+
+/**
+ * A search for our message that failed (P32): a drop or HTTP 5xx is one counted round (the progress rule ends
+ * `unacceptableAnswerLimit` rounds in a row with SEARCH_UNAVAILABLE, never a retry for ever); a refusal retrying
+ * will not change ends with a person at once. Either way nothing is resent: the send may have happened.
+ */
+function searchFailed(finding: Extract<SearchFinding, { kind: 'failed' }>, why: string): Step {
+  if (!finding.retryable) return { next: { kind: 'needs-person', code: 'SEARCH_UNAVAILABLE', message: `${why}: the search for our message failed: ${finding.error.message}` } };
+  return { next: { kind: 'progress', what: `${why}: the search for our message failed (${finding.error.code}: ${finding.error.message})`, unacceptable: { code: finding.error.code, outcome: 'SEARCH_UNAVAILABLE' } } };
+}
+
+/**
+ * The search row: adopt, read in full first, resend the same messageId, FAILED with the agent's error, LOST, or a person.
+ * Several tasks holding our messageId (`several`) is a person whatever the purpose, both ids named: the work may have
+ * been done twice, and adopting the one listed first would leave the other running unseen (or settle the step from
+ * the wrong one); nothing is resent, re-delegated or written.
+ */
+export function searchRow(record: DelegationRecord, observation: Extract<Observation, { kind: 'search-result' }>, policy: Policy): Step {
+  const { finding, purpose } = observation;
+  if (finding.kind === 'several') {
+    const ids = finding.taskIds.join(', ');
+    const bound = record.taskId === undefined ? '' : ` (our task is ${record.taskId})`;
+    return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `our message ${record.messageId} is in ${finding.taskIds.length} tasks at the agent: ${ids}${bound}; the work may have been done more than once, and which task is ours is for a person to decide` } };
+  }
+  if (purpose === 'read') {
+    // GetTask could not be used; ListTasks (with artifacts) showed our task, or nothing usable.
+    // Ours: our bound task, or (not yet bound: a task found by our messageId whose GetTask we could not use) proven by our messageId.
+    const ours = finding.kind === 'found' && (record.taskId !== undefined ? finding.task.id === record.taskId : finding.ownership.kind === 'proven');
+    if (finding.kind === 'found' && ours && finding.complete) {
+      const write: Write = record.taskId === undefined ? { kind: 'snapshot', task: finding.task, guard: 'version', bindAgent: true } : { kind: 'snapshot', task: finding.task, guard: 'fence' };
+      return { write, next: isFinished(journalStateOf(finding.task.status.state)) ? route : { kind: 'progress', what: `${observation.why ?? 'read'}; ListTasks ${finding.task.status.state}` } };
+    }
+    return { next: { kind: 'progress', what: observation.why ?? 'GetTask unusable; ListTasks did not show our task', unacceptable: { code: 'PROTOCOL_ERROR' } } };
+  }
+  if (purpose === 'lost-check') {
+    if (finding.kind === 'found' && finding.task.id === record.taskId) {
+      // Found again: the task is still there. Its outcome from a full read only (A35), then routed as any read.
+      if (!finding.complete && isTerminalTaskState(finding.task.status.state)) return { next: { kind: 'read-once', why: 'found again by ListTasks' } };
+      return { write: { kind: 'snapshot', task: finding.task, guard: 'none' }, next: route };
+    }
+    // Another task proven to hold our message: the agent has it, under another id (a replay, a task re-created), and
+    // may have done or be doing the work; LOST would re-delegate it (the work twice, that task's result dropped).
+    if (finding.kind === 'found' && finding.ownership.kind === 'proven') {
+      const message = `${observation.why ?? `the agent denied task ${record.taskId}`}, but task ${finding.task.id} (${finding.task.status.state}) holds our message ${record.messageId}: the work may have been done there; which task is ours is for a person to decide`;
+      return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message } };
+    }
+    // A search that failed proves no absence: never LOST on it; bounded rounds, then a person (P32).
+    if (finding.kind === 'failed') return searchFailed(finding, observation.why ?? 'checking before LOST');
+    // A search that cannot conclude proves no absence either: a task in the context we sent (our message delivered,
+    // under an id the agent did not deny), a history too short to tell, a listing paged badly. LOST would re-delegate.
+    if (finding.kind === 'not-found' && (finding.inconclusive || finding.paginationBroken)) {
+      const why = finding.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${finding.candidates.join(', ')} may hold it (in the context we sent, or too little history to tell)`;
+      return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `${observation.why ?? `the agent denied task ${record.taskId}`}; the search for our message cannot tell whether the agent still has it: ${why}` } };
+    }
+    const message = `${observation.why ?? `the agent denied task ${record.taskId}`}; ListTasks does not show our message either`;
+    return { write: { kind: 'outcome', state: 'LOST', guard: 'none', error: { code: 'TASK_LOST', message, retryable: false } }, next: route };
+  }
+  // purpose 'reconcile': a maybe-sent INTENT (crash window 2).
+  if (finding.kind === 'failed') return searchFailed(finding, observation.why ?? 'reconciling a send that may have happened');
+  if (finding.kind === 'found') {
+    if (finding.ownership.kind !== 'proven') return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `the search found task ${finding.task.id}, which is not provably ours` } };
+    // A35: a ListTasks summary (no artifacts by the spec's default) identifies the task; a finished one is read in full first.
+    if (!finding.complete && isTerminalTaskState(finding.task.status.state)) return { next: { kind: 'read-once', why: 'adopting a task found by our messageId', taskId: finding.task.id } };
+    return { write: { kind: 'snapshot', task: finding.task, guard: 'version', bindAgent: true }, next: route };
+  }
+  const verdict = unfoundVerdict({ ...(record.error ? { error: record.error } : {}), deduplicates: observation.deduplicates, search: finding });
+  if ('fail' in verdict) return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: verdict.fail }, next: route };
+  if (!verdict.resend) return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: verdict.reason } };
+  if (record.resendCount + 1 >= policy.sendAttempts) {
+    const answered = record.error?.answer === 'error' ? `; the agent's last answer: ${record.error.code}` : '';
+    const message = `SendMessage created no task at the agent in ${record.resendCount + 1} attempts${answered}`;
+    return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'SEND_ATTEMPTS_EXHAUSTED', message, retryable: true } }, next: route };
+  }
+  if (observation.deadlineAt !== undefined && policy.now() >= observation.deadlineAt) {
+    // Proven absent, but past the deadline: the step moves on instead of a resend.
+    const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled); our message was proven absent`;
+    return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'DEADLINE_EXCEEDED', message, retryable: false } }, next: route };
+  }
+  return { write: { kind: 'release-for-resend', contextRefused: finding.kind === 'not-found' && finding.contextRefused }, next: { kind: 'resend', contextRefused: finding.kind === 'not-found' && finding.contextRefused } };
+}
