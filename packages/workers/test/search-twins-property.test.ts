@@ -166,7 +166,8 @@ describe('property: several tasks holding our messageId', () => {
 
 describe('property (review16a): a candidate whose full read fails', () => {
   it('never undoes a holder read in full: the holder is found (or several are named); with no holder read, the read error is thrown; a drop ends the reads', async () => {
-    const withReads = fc.record({ task: taskArbitrary, read: fc.constantFrom('ok', 'not-found', 'drop') });
+    type Read = 'ok' | 'not-found' | 'drop';
+    const withReads = fc.record({ task: taskArbitrary, read: fc.constantFrom<Read>('ok', 'not-found', 'drop') });
     const listedTrimmed = (tasks: { task: Generated }[]): Generated[] => tasks.map(({ task }) => ({ ...task, listed: task.listed === 'full' ? 'trimmed' : task.listed }));
     let reads = 0;
     const agentOf = (tasks: { task: Generated; read: string }[]): A2ATransport => {
@@ -182,8 +183,8 @@ describe('property (review16a): a candidate whose full read fails', () => {
         },
       } as unknown as A2ATransport;
     };
-    const holding = (id: string, read: string) => ({ task: { id, holds: true, listed: 'trimmed' as const, context: OUR_CONTEXT, state: 'TASK_STATE_COMPLETED' as const }, read });
-    const other = (id: string, read: string) => ({ task: { id, holds: false, listed: 'none' as const, context: OUR_CONTEXT, state: 'TASK_STATE_WORKING' as const }, read });
+    const holding = (id: Generated['id'], read: Read): { task: Generated; read: Read } => ({ task: { id, holds: true, listed: 'trimmed' as const, context: OUR_CONTEXT, state: 'TASK_STATE_COMPLETED' as const }, read });
+    const other = (id: Generated['id'], read: Read): { task: Generated; read: Read } => ({ task: { id, holds: false, listed: 'none' as const, context: OUR_CONTEXT, state: 'TASK_STATE_WORKING' as const }, read });
     await fc.assert(
       fc.asyncProperty(fc.uniqueArray(withReads, { selector: ({ task }) => task.id, maxLength: 6 }), async (tasks) => {
         // No listed task shows our message (histories trimmed): every candidate is read in full, in listed order, up
@@ -223,7 +224,7 @@ describe('property (review16a): a candidate whose full read fails', () => {
 describe('property (review16a): our messageId on an agent\'s message only', () => {
   it('is never a holder (never `several`, never adopted by messageId) and never a proven absence: holders are the tasks with our message as ours', async () => {
     const kinds = fc.record({ id: fc.constantFrom('T1', 'T2', 'T3', 'T4', 'T5'), ours: fc.constantFrom('user', 'agent-quote', 'both', 'none'), context: fc.constantFrom(OUR_CONTEXT, 'ctx-other'), listed: fc.boolean() });
-    type Kind = fc.infer<typeof kinds>;
+    type Kind = typeof kinds extends fc.Arbitrary<infer Value> ? Value : never;
     const history = (kind: Kind) => [
       kind.ours === 'user' || kind.ours === 'both' ? userTurn(OUR_MESSAGE) : userTurn(`other-${kind.id}`),
       kind.ours === 'agent-quote' || kind.ours === 'both' ? { ...agentTurn, messageId: OUR_MESSAGE } : agentTurn,
@@ -234,7 +235,7 @@ describe('property (review16a): our messageId on an agent\'s message only', () =
         listTasks: async () => ({ tasks: tasks.map((kind) => (kind.listed ? full(kind) : { ...full(kind), history: undefined })), nextPageToken: '', pageSize: 50, totalSize: tasks.length }),
         getTask: async ({ id }: { id: string }) => full(tasks.find((kind) => kind.id === id)!),
       }) as unknown as A2ATransport;
-    const ofKind = (id: string, ours: Kind['ours'], listed: boolean): Kind => ({ id, ours, context: OUR_CONTEXT, listed });
+    const ofKind = (id: Kind['id'], ours: Kind['ours'], listed: boolean): Kind => ({ id, ours, context: OUR_CONTEXT, listed });
     await fc.assert(
       fc.asyncProperty(fc.uniqueArray(kinds, { selector: (kind) => kind.id, maxLength: 5 }), async (tasks) => {
         const result = await findTaskByMessageId(agentOf(tasks), record, { marginMs: 1000, maxListTasksCalls: 10, now: () => 2_000_000 });
