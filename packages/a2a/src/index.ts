@@ -66,6 +66,7 @@ export { MAX_TIMER_DELAY_MS, setLongTimeout, type LongTimeout } from './long-tim
 export {
   type Ownership,
   eventOwnership,
+  historyHolds,
   isTaskOurs,
   taskOwnership,
 } from './ownership.ts';

@@ -11,6 +11,7 @@
  * These are pure checks; the workers call them before journaling anything.
  */
 import type { Message, StreamResponse, Task } from './schema.ts';
+import { roleFromWire } from './spelling.ts';
 
 /** What we know about the delegation the answer should belong to. */
 export interface OwnershipExpectation {
@@ -32,9 +33,24 @@ export type Ownership =
 
 const notOurs = (reason: Exclude<Ownership, { ours: true }>['reason'], detail: string): Ownership => ({ ours: false, reason, detail });
 
-/** `true` when `history` holds a message with `messageId`. */
+/**
+ * `true` when `history` holds our message: one with `messageId` written by us (any role but the agent's). An agent's
+ * own message that carries our messageId (a quote, a copy, an echo) proves nothing: the one rule of every ownership
+ * check by messageId (reads, pushes, the reconciler's search, a send answer's content proof).
+ */
 export const historyHolds = (history: readonly Message[] | undefined, messageId: string): boolean =>
-  (history ?? []).some((message) => message.messageId === messageId);
+  (history ?? []).some((message) => message.messageId === messageId && message.role !== 'ROLE_AGENT');
+
+/**
+ * `historyHolds` on a history not yet validated (a JSON-RPC answer whose id proves nothing): an entry holds our
+ * message when it carries `messageId` and a role that is not the agent's in any spelling (`roleFromWire`).
+ */
+const rawHistoryHolds = (history: unknown, messageId: string): boolean =>
+  Array.isArray(history) &&
+  history.some((entry) => {
+    const message = entry as { messageId?: unknown; role?: unknown } | null;
+    return message?.messageId === messageId && roleFromWire(message.role) !== 'ROLE_AGENT';
+  });
 
 /**
  * Whether `task` is ours:
@@ -141,8 +157,7 @@ export function answerContentProof(params: object, kind: 'one' | 'list' = 'one')
   if (typeof messageId === 'string') {
     return (result) => {
       const answered = messageOrTaskOfResult(result);
-      const history = answered?.history;
-      if (Array.isArray(history) && history.some((message) => (message as { messageId?: unknown } | null)?.messageId === messageId)) return true;
+      if (rawHistoryHolds(answered?.history, messageId)) return true;
       // Our context (a fresh one per delegation, sent with the message) on the Task or Message answered.
       return typeof contextId === 'string' && contextId !== '' && answered?.contextId === contextId;
     };

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { errorFromHttp } from '../src/error-mapping.ts';
 import { deliveryOf, NetworkError, ResponseIdMismatchError, TaskNotFoundError } from '../src/errors.ts';
 import { JsonRpcTransport } from '../src/jsonrpc.ts';
-import { eventOwnership, isTaskOurs, taskOwnership } from '../src/ownership.ts';
+import { eventOwnership, historyHolds, isTaskOurs, taskOwnership } from '../src/ownership.ts';
 import type { A2ATransport } from '../src/transport.ts';
 import { drainStream } from '../src/stream.ts';
 import { JsonRpcV03Transport } from '../src/v03/jsonrpc.ts';
@@ -233,6 +233,51 @@ describe('taskOwnership / eventOwnership', () => {
         expect(eventOwnership(event, { taskId: ourTask }).ours).toBe(taskId === ourTask);
       }),
       { numRuns: 500 },
+    );
+  });
+});
+
+describe('our messageId on an agent\'s own message proves nothing (one rule: historyHolds)', () => {
+  const ours = { messageId: 'm1' };
+  const agentCopy = { messageId: 'm1', role: 'ROLE_AGENT' as const, parts: [{ text: 'you said: hi' }] };
+
+  it('a found task whose history holds our messageId only on the agent\'s message is not ours; with our own message it is', () => {
+    const found = { id: 'T1', contextId: 'C-agent', status: { state: 'TASK_STATE_COMPLETED' as const } };
+    expect(taskOwnership({ ...found, history: [agentCopy] }, ours, 'found')).toMatchObject({ ours: false, reason: 'message-not-in-history' });
+    expect(taskOwnership({ ...found, history: [agentCopy, message] }, ours, 'found')).toEqual({ ours: true });
+    expect(historyHolds([agentCopy], 'm1')).toBe(false);
+  });
+
+  it('a null id on a send answer whose only message with our messageId is the agent\'s (any spelling): refused, both versions', async () => {
+    for (const role of ['ROLE_AGENT', 'agent']) {
+      server = await startRawServer((request, response) => {
+        const { method } = JSON.parse(request.body) as { method: string };
+        const history = [{ kind: 'message', role, messageId: 'm1', parts: [] }];
+        const result = method === 'SendMessage' ? { task: { ...task, contextId: 'C-agent', history } } : { ...task, contextId: 'C-agent', history, status: { state: 'working' } };
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ jsonrpc: '2.0', id: null, result }));
+      });
+      for (const transport of transports(server.url)) {
+        const outcome = await transport.sendMessage({ message: { ...message, contextId: 'C-ours' } }).then((value) => value, (caught: unknown) => caught);
+        expect(outcome, `${role} ${transport.protocolVersion}`).toBeInstanceOf(ResponseIdMismatchError);
+      }
+      await server.close();
+      server = undefined;
+    }
+  });
+
+  it('property: a found task is ours by messageId exactly when a message of ours (any role but the agent\'s) carries it', () => {
+    const entry = fc.record({ messageId: fc.constantFrom('m1', 'm2', 'x'), role: fc.constantFrom('ROLE_USER' as const, 'ROLE_AGENT' as const, 'ROLE_UNSPECIFIED' as const) });
+    fc.assert(
+      fc.property(fc.array(entry, { maxLength: 6 }), (entries) => {
+        const history = entries.map((each) => ({ ...each, parts: [] }));
+        const expected = entries.some((each) => each.messageId === 'm1' && each.role !== 'ROLE_AGENT');
+        expect(historyHolds(history, 'm1')).toBe(expected);
+        expect(isTaskOurs({ id: 'T1', status: { state: 'TASK_STATE_WORKING' }, history }, ours, 'found')).toBe(expected);
+      }),
+      {
+        numRuns: 300,
+        examples: [[[{ messageId: 'm1', role: 'ROLE_AGENT' }]], [[{ messageId: 'm1', role: 'ROLE_AGENT' }, { messageId: 'm1', role: 'ROLE_USER' }]], [[{ messageId: 'm1', role: 'ROLE_UNSPECIFIED' }]], [[]]],
+      },
     );
   });
 });

@@ -15,6 +15,7 @@ import {
   MethodNotFoundError,
   TaskNotFoundError,
   UnsupportedOperationError,
+  historyHolds,
   isRetryable,
   type A2ATransport,
   type ListTasksRequest,
@@ -63,7 +64,7 @@ export interface SearchOptions {
  * own). The reconciler's search and the search while a send is held (`send-held.ts`) both judge by it. Our messageId
  * on an agent's message only (a reply built by copying our message, a quote) is `quotesMessage`, not a holder.
  */
-export const holdsMessage = (task: Task, messageId: string): boolean => task.history?.some((message) => message.messageId === messageId && message.role !== 'ROLE_AGENT') ?? false;
+export const holdsMessage = (task: Task, messageId: string): boolean => historyHolds(task.history, messageId);
 /**
  * Our messageId in `task`'s history on an agent's message only: the agent knew our message (so it was delivered), but
  * this task is not shown to hold it. Never a holder (never adopted by messageId, never a second holder: `several`),
