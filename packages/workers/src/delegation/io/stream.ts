@@ -197,9 +197,10 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
       const collecting = 'statusUpdate' in last && last.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !artifactsHeld();
       // An artifact update paired with it is applied first, on its own: the read replaces it or keeps it, never drops it
       // (a read without artifacts keeps what the journal holds; attack13: after a Task that took artifacts back).
-      if (collecting && responses.length === 2 && stops(await sink(event([responses[0]])))) break;
+      const paired = collecting && responses.length === 2;
+      if (paired && stops(await sink(event([responses[0]])))) break;
       const collected = collecting ? await collectBeforeTerminal(ctx, record, log, takenBack) : undefined;
-      const result = await sink(collected ?? event(collecting && responses.length === 2 ? [last] : responses));
+      const result = await sink(collected ?? event(paired ? [last] : responses));
       if (responses.some((each) => !('task' in each))) delivered++;
       if (listing) takeList(listing, result);
       if (stops(result)) break;
