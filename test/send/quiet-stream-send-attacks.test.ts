@@ -243,19 +243,21 @@ describe("the search while a send is held, against the reconciler's search (in-p
     } as unknown as A2ATransport;
   }
 
-  /** The task id the reconciler's search proves ours (found, holding our messageId), or undefined. */
-  async function reconcilerVerdict(tasks: Listed): Promise<string | undefined> {
+  /** What the reconciler's search concludes: the task it proves ours (found, holding our messageId), every holder when several, or undefined. */
+  async function reconcilerVerdict(tasks: Listed): Promise<{ found: string } | { several: string[] } | undefined> {
     const result = await findTaskByMessageId(agentOf(tasks), record, { marginMs: 5_000, maxListTasksCalls: 10, now: () => NOW });
-    return result.kind === 'found' && holdsMessage(result.task, record.messageId) ? result.task.id : undefined;
+    if (result.kind === 'several') return { several: [...result.taskIds].sort() };
+    return result.kind === 'found' && holdsMessage(result.task, record.messageId) ? { found: result.task.id } : undefined;
   }
 
-  it("property: a list of tasks in any context, holding our message or not, after failed searches (a malformed list, a drop, a refusal): the held search adopts exactly the task the reconciler's search proves ours", async () => {
+  it("property: a list of tasks in any context, holding our message or not, after failed searches (a malformed list, a drop, a refusal): the held search adopts exactly the task the reconciler's search proves ours, and ends on `several` where it does", async () => {
     await fc.assert(
       fc.asyncProperty(listed, fc.array(failure, { maxLength: 5 }), async (tasks, failures) => {
         const expected = await reconcilerVerdict(tasks);
         const hit = await searchWhileHeld(ctx, record, agentOf(tasks, failures), new AbortController().signal);
-        expect(hit?.task.id).toBe(expected);
-        if (hit) expect(holdsMessage(hit.task, record.messageId)).toBe(true);
+        const verdict = hit === undefined ? undefined : hit.kind === 'several' ? { several: [...hit.taskIds].sort() } : { found: hit.task.id };
+        expect(verdict).toEqual(expected);
+        if (hit?.kind === 'found') expect(holdsMessage(hit.task, record.messageId)).toBe(true);
       }),
       { numRuns: 150 },
     );

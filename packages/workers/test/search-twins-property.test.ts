@@ -7,7 +7,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { NetworkError, TaskNotFoundError, type A2ATransport, type Task } from '@durable-a2a/a2a';
+import { NetworkError, TaskNotFoundError, type A2ATransport, type StreamResponse, type Task, type TaskState } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import { findTaskByMessageId } from '../src/delegation/io/search.ts';
 import type { Policy } from '../src/delegation/core/policy.ts';
@@ -100,23 +100,63 @@ describe('property: several tasks holding our messageId', () => {
     );
   });
 
-  it('the search row on `several`: no write, no resend, no adoption: a person, every id named', () => {
+  it('the search row on `several`, whatever search found it (the reconciler\'s, the read after a partial stream, a held send\'s): no write, no resend, no adoption: a person, every id named', () => {
     const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
+    const streamed = fc.option(
+      fc.record({ state: fc.constantFrom<TaskState>('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED'), partialArtifacts: fc.constantFrom('appended' as const, 'resubscribed' as const, 'no-snapshot' as const) }),
+      { nil: undefined },
+    );
     fc.assert(
       fc.property(
         fc.constantFrom('reconcile', 'lost-check', 'read') ,
         fc.uniqueArray(fc.constantFrom('T1', 'T2', 'T3', 'T4'), { minLength: 2, maxLength: 4 }),
         fc.option(fc.constantFrom('T1', 'T9'), { nil: undefined }),
         fc.boolean(),
-        (purpose, taskIds, boundTask, deduplicates) => {
+        streamed,
+        (purpose, taskIds, boundTask, deduplicates, partial) => {
           const state = boundTask === undefined ? 'INTENT' : 'WORKING';
           const bound = { ...record, state, version: 3, fence: 1, resendCount: 0, ...(boundTask ? { taskId: boundTask } : {}) } as DelegationRecord;
-          const step = transition(bound, { kind: 'search-result', purpose, deduplicates, finding: { kind: 'several', taskIds } }, policy);
+          // A stream's finished status held back for its full read (GetTask unusable: ListTasks read it) settles nothing here either.
+          const heldBack = partial && boundTask ? { heldBack: { responses: [{ statusUpdate: { taskId: boundTask, contextId: OUR_CONTEXT, status: { state: partial.state } } }] as [StreamResponse], partialArtifacts: partial.partialArtifacts } } : {};
+          const step = transition(bound, { kind: 'search-result', purpose, deduplicates, finding: { kind: 'several', taskIds }, ...heldBack }, policy);
           expect(step.write).toBeUndefined();
           expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
           for (const id of taskIds) expect((step.next as { message: string }).message).toContain(id);
+          if ('heldBack' in heldBack) expect((step.next as { message: string }).message).toContain(partial!.state);
         },
       ),
+      { examples: [['read', ['T1', 'T2'], 'T1', false, { state: 'TASK_STATE_COMPLETED', partialArtifacts: 'appended' }], ['reconcile', ['T2', 'T3'], undefined, false, undefined]] },
+    );
+  });
+
+  it('the read after a partial stream: ListTasks showing another task than ours holding our message is a person naming both, never our streamed status settled alone', () => {
+    const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
+    fc.assert(
+      fc.property(
+        fc.constantFrom('T1', 'T2', 'T3'),
+        fc.constantFrom('message-id', 'context', 'unknown'),
+        fc.boolean(),
+        fc.constantFrom<TaskState>('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED'),
+        (foundId, by, complete, streamedState) => {
+          const ours = { ...record, state: 'WORKING', taskId: 'T1', version: 3, fence: 1, resendCount: 0 } as DelegationRecord;
+          const found = { id: foundId, contextId: OUR_CONTEXT, status: { state: 'TASK_STATE_COMPLETED' }, history: [userTurn(OUR_MESSAGE)], artifacts: [{ artifactId: 'a1', parts: [{ text: 'whole' }] }] } as Task;
+          const ownership = by === 'unknown' ? { kind: 'unknown' as const } : { kind: 'proven' as const, by };
+          const heldBack = { responses: [{ statusUpdate: { taskId: 'T1', contextId: OUR_CONTEXT, status: { state: streamedState } } }] as [StreamResponse], partialArtifacts: 'appended' as const };
+          const step = transition(ours, { kind: 'search-result', purpose: 'read', deduplicates: false, finding: { kind: 'found', task: found, complete, ownership }, heldBack }, policy);
+          const person = step.next.kind === 'needs-person';
+          // Another task shown holding our message by its history: the agent has it twice. Anything else is not.
+          expect(person).toBe(foundId !== 'T1' && by === 'message-id');
+          if (person) {
+            expect(step.write).toBeUndefined();
+            expect(step.next).toMatchObject({ code: 'AMBIGUOUS', message: expect.stringContaining(foundId) });
+            expect((step.next as { message: string }).message).toContain('T1');
+          } else {
+            // Our task read in full, or the streamed status kept (warned): the result is never lost.
+            expect(step.write).toBeDefined();
+          }
+        },
+      ),
+      { examples: [['T2', 'message-id', true, 'TASK_STATE_COMPLETED'], ['T1', 'message-id', true, 'TASK_STATE_COMPLETED'], ['T3', 'context', false, 'TASK_STATE_FAILED']] },
     );
   });
 

@@ -23,6 +23,19 @@ function searchFailed(finding: Extract<SearchFinding, { kind: 'failed' }>, why: 
 }
 
 /**
+ * Several tasks at the agent hold our messageId, whatever search found them (the reconciler's, the read after a
+ * partial stream, the one while the agent held our send): a person (AMBIGUOUS), every id named, nothing adopted,
+ * resent, re-delegated or written. The work may have been done more than once; settling from one task (the first
+ * listed, the one our stream followed, the one the held send answers) would leave the other unseen. `seen`: what
+ * we saw of our own task meanwhile (a stream's finished status held back for its full read), kept in the message.
+ */
+export function severalHolders(record: DelegationRecord, taskIds: readonly string[], seen = ''): Step {
+  const bound = record.taskId === undefined ? '' : ` (our task is ${record.taskId})`;
+  const message = `our message ${record.messageId} is in ${taskIds.length} tasks at the agent: ${taskIds.join(', ')}${bound}${seen ? `; ${seen}` : ''}; the work may have been done more than once, and which task is ours is for a person to decide`;
+  return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message } };
+}
+
+/**
  * The search row: adopt, read in full first, resend the same messageId, FAILED with the agent's error, LOST, or a person.
  * Several tasks holding our messageId (`several`) is a person whatever the purpose, both ids named: the work may have
  * been done twice, and adopting the one listed first would leave the other running unseen (or settle the step from
@@ -30,11 +43,7 @@ function searchFailed(finding: Extract<SearchFinding, { kind: 'failed' }>, why: 
  */
 export function searchRow(record: DelegationRecord, observation: Extract<Observation, { kind: 'search-result' }>, policy: Policy): Step {
   const { finding, purpose } = observation;
-  if (finding.kind === 'several') {
-    const ids = finding.taskIds.join(', ');
-    const bound = record.taskId === undefined ? '' : ` (our task is ${record.taskId})`;
-    return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `our message ${record.messageId} is in ${finding.taskIds.length} tasks at the agent: ${ids}${bound}; the work may have been done more than once, and which task is ours is for a person to decide` } };
-  }
+  if (finding.kind === 'several') return severalHolders(record, finding.taskIds);
   if (purpose === 'read') {
     // GetTask could not be used; ListTasks (with artifacts) showed our task, or nothing usable.
     // Ours: our bound task, or (not yet bound: a task found by our messageId whose GetTask we could not use) proven by our messageId.

@@ -17,7 +17,7 @@ import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryA
 import type { Next } from './next.ts';
 import { PARTIAL_ARTIFACTS_CAUSE, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, notFoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
-import { searchRow } from './search-row.ts';
+import { searchRow, severalHolders } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
 export type Guard = 'fence' | 'version' | 'none';
@@ -394,12 +394,20 @@ function waitForAgent(record: DelegationRecord, observation: Extract<Observation
   return { write: { kind: 'note-unreachable', error: noted, nextTryAt: verdict.nextTryAt, marked: afterMark }, next: { kind: 'send-later', atMs: verdict.nextTryAt } };
 }
 
+/** The held-back finished status, in words: `the stream said task T1 COMPLETED`. */
+function streamedState(heldBack: HeldBack): string {
+  const [status] = heldBack.responses;
+  return 'statusUpdate' in status ? `the stream said task ${status.statusUpdate.taskId} ${status.statusUpdate.status.state}` : 'the stream finished';
+}
+
 /**
  * The full read after a stream whose artifacts were a partial view (its finished status `heldBack`): a finished task
  * of ours read in full is journaled as read (its artifacts replace the streamed ones; without artifacts of its own
  * the streamed ones are kept, with a warning). A GetTask answer about another task or one we cannot use is made up
- * for by ListTasks with artifacts. Anything else (a failed read, a task not found, an unfinished task, no usable
- * search) journals the held-back status as streamed, with a warning: the result is never lost to the read.
+ * for by ListTasks with artifacts. ListTasks showing our message in several tasks is a person (`severalHolders`: the
+ * work may have been done twice), the streamed status named in the message. Anything else (a failed read, a task not
+ * found, an unfinished task, no usable search) journals the held-back status as streamed, with a warning: the result
+ * is never lost to the read.
  */
 function afterPartialStream(record: DelegationRecord, observation: Observation, heldBack: HeldBack): Step {
   const why = `a stream after ${PARTIAL_ARTIFACTS_CAUSE[heldBack.partialArtifacts]} finished`;
@@ -420,6 +428,14 @@ function afterPartialStream(record: DelegationRecord, observation: Observation, 
     return keepStreamed(`the full read failed (${observation.code})`);
   } else if (observation.kind === 'search-result') {
     const { finding } = observation;
+    // Our message in several tasks (the search row's rule): a person, the streamed status named in the message.
+    // Our message in several tasks (the search row's rule): a person, the streamed status named in the message. So is
+    // another task than ours shown holding our message (by its history): the agent has it twice, ours trimmed or unlisted.
+    if (finding.kind === 'several') return severalHolders(record, finding.taskIds, `${why}: ${streamedState(heldBack)}`);
+    const other = finding.kind === 'found' && record.taskId !== undefined && finding.task.id !== record.taskId;
+    if (other && finding.ownership.kind === 'proven' && finding.ownership.by === 'message-id') {
+      return severalHolders(record, [record.taskId!, finding.task.id], `${why}: ${streamedState(heldBack)}`);
+    }
     if (finding.kind === 'found' && finding.complete && finding.task.id === record.taskId) task = finding.task;
     else return keepStreamed('neither GetTask nor ListTasks gave a full read of our task');
   } else {

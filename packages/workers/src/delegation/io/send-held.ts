@@ -14,8 +14,14 @@ import type { DelegationRecord } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type WorkerContext } from '../../context.ts';
 import { findTaskByMessageId, holdsMessage } from './search.ts';
 
-/** The send's outcome: the agent's answer, or our task found by a search while the send was held. */
-export type HeldSendResult = { kind: 'answer'; response: SendMessageResponse } | { kind: 'found'; task: Task; complete: boolean };
+/**
+ * The send's outcome: the agent's answer, or what a search found while the send was held: our task, or our message in
+ * several tasks (`several`, every id: the agent got it more than once; a person decides, as the reconciler's search row).
+ */
+export type HeldSendResult = { kind: 'answer'; response: SendMessageResponse } | HeldSearchHit;
+
+/** What a search while the send is held ends the wait with (see `HeldSendResult`). */
+export type HeldSearchHit = { kind: 'found'; task: Task; complete: boolean } | { kind: 'several'; taskIds: string[] };
 
 /** Searches at most this many times while one send is held (then waits for the answer or the deadline). */
 const MAX_SEARCHES_WHILE_HELD = 20;
@@ -43,12 +49,12 @@ export async function sendWhileSearching(
   const found = new Promise<HeldSendResult>((resolve) => {
     timer = setTimeout(() => {
       searching = new AbortController();
-      resolve(searchWhileHeld(ctx, record, transport, searching.signal).then((hit) => (hit ? ({ kind: 'found', ...hit } as const) : answer)));
+      resolve(searchWhileHeld(ctx, record, transport, searching.signal).then((hit) => hit ?? answer));
     }, ctx.options.requestTimeoutMs);
   });
   try {
     const result = await Promise.race([answer, found]);
-    if (result.kind === 'found') {
+    if (result.kind !== 'answer') {
       send.abort();
       answer.catch(() => undefined);
     }
@@ -60,15 +66,16 @@ export async function sendWhileSearching(
 }
 
 /**
- * Resolves with our task (`complete`: read in full, not a summary) once a search finds it; undefined when searching
- * stops (aborted, unsupported, capped at 20 searches). Called once the send has waited (a held SendMessage after
+ * Resolves with our task (`complete`: read in full, not a summary) once a search finds it, or with `several` once a
+ * search shows our message in more than one task (searching again changes nothing: a person decides); undefined when
+ * searching stops (aborted, unsupported, capped at 20 searches). Called once the send has waited (a held SendMessage after
  * `requestTimeoutMs`, a silent send stream after `streamQuietMs`): searches at once, then after twice as long each
  * time, starting from `requestTimeoutMs` (at most `max(slowPollMs, requestTimeoutMs)`). A task found is ours when it
  * holds our messageId, in whatever context (`holdsMessage`, the reconciler's rule). A search that fails (an agent
  * error, retryable or not: a malformed list is an answer the next search may not repeat) is a miss: the next one
  * follows at its time; the cap bounds them.
  */
-export async function searchWhileHeld(ctx: WorkerContext, record: DelegationRecord, transport: A2ATransport, stop: AbortSignal): Promise<{ task: Task; complete: boolean } | undefined> {
+export async function searchWhileHeld(ctx: WorkerContext, record: DelegationRecord, transport: A2ATransport, stop: AbortSignal): Promise<HeldSearchHit | undefined> {
   let delayMs = ctx.options.requestTimeoutMs;
   for (let search = 0; search < MAX_SEARCHES_WHILE_HELD; search++) {
     if (search > 0) {
@@ -77,9 +84,10 @@ export async function searchWhileHeld(ctx: WorkerContext, record: DelegationReco
     }
     try {
       const result = await findTaskByMessageId(transport, record, { marginMs: ctx.options.searchMarginMs, maxListTasksCalls: ctx.options.maxListTasksCalls, now: ctx.options.now });
+      if (stop.aborted || result.kind === 'unsupported') return undefined;
       // Several tasks holding our message: a person decides (the reconciler's search row), searching again changes nothing.
-      if (stop.aborted || result.kind === 'unsupported' || result.kind === 'several') return undefined;
-      if (result.kind === 'found' && holdsMessage(result.task, record.messageId)) return { task: result.task, complete: result.complete };
+      if (result.kind === 'several') return { kind: 'several', taskIds: result.taskIds };
+      if (result.kind === 'found' && holdsMessage(result.task, record.messageId)) return { kind: 'found', task: result.task, complete: result.complete };
     } catch (error) {
       if (!(error instanceof A2AError)) return undefined;
     }

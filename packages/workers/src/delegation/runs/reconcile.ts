@@ -180,7 +180,10 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
   const settlesAt = record.sendStartedAt + ctx.options.sendSettleMs;
   if (ctx.options.now() < settlesAt) {
     // The send may still be in flight: a search now could miss it, so a miss decides nothing until `settlesAt`.
-    if (early && (await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log))) === 'adopted-early') return 'adopted-early';
+    if (early) {
+      const found = await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log));
+      if (found === 'adopted-early' || found === 'several-early') return found;
+    }
     await ctx.journal.scheduleCheck(ref, settlesAt);
     await enqueueReconcile(ctx.queues, ref, { dueAt: settlesAt, now: ctx.options.now() });
     return 'send-in-flight';
@@ -242,7 +245,8 @@ async function deadSenderHeld(ctx: WorkerContext, record: DelegationRecord, hold
   const endDeadSendLease = async () => {
     if (await ctx.journal.lease(ref, 'release', holder)) ctx.metrics.leasesTakenOver.inc();
   };
-  if ((await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log, endDeadSendLease))) === 'adopted-early') return 'adopted-early';
+  const found = await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log, endDeadSendLease));
+  if (found === 'adopted-early' || found === 'several-early') return found;
   const now = ctx.options.now();
   const settlesAt = (record.sendStartedAt ?? now) + ctx.options.sendSettleMs;
   const nextAt = now < settlesAt ? Math.min(settlesAt, now + heldMs) : now + heldMs + Math.floor(Math.random() * 1_000);
@@ -253,13 +257,19 @@ async function deadSenderHeld(ctx: WorkerContext, record: DelegationRecord, hold
 
 /**
  * Maybe sent, not settled yet: applies the search only when it found our message (ownership proven: the search row
- * adopts it, reading a finished summary in full first); a miss or a failed search is not applied.
+ * adopts it, reading a finished summary in full first) or found it in several tasks (the search row: a person, every
+ * id named; waiting for the send to settle cannot undo a second holder); a miss or a failed search is not applied.
  * `beforeAdopting`: runs once the task is proven ours, before it is adopted (a dead sender's send lease ended).
- * @returns `adopted-early`, or `not-found` (nothing written)
+ * @returns `adopted-early`, `several-early` (AMBIGUOUS), or `not-found` (nothing written)
  */
 async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger'], beforeAdopting?: () => Promise<void>): Promise<string> {
   const observed = await searchForMessage(ctx, record, 'reconcile', 'looking for a send whose sender stopped before it settled');
-  if (observed.kind !== 'search-result' || observed.finding.kind !== 'found' || observed.finding.ownership.kind !== 'proven') return 'not-found';
+  if (observed.kind !== 'search-result') return 'not-found';
+  if (observed.finding.kind === 'several') {
+    await apply(ctx, record, observed, { log, source: 'reconcile' });
+    return 'several-early';
+  }
+  if (observed.finding.kind !== 'found' || observed.finding.ownership.kind !== 'proven') return 'not-found';
   await beforeAdopting?.();
   await apply(ctx, record, observed, { log, source: 'reconcile' });
   log.info({ taskId: observed.finding.task.id, state: observed.finding.task.status.state }, 'adopted the task found by our messageId before the send settled');

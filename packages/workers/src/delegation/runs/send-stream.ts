@@ -38,7 +38,7 @@ import {
 import type { DelegationRecord } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
 import { holdingSendLease, sendRunToken } from '../io/send-errors.ts';
-import { searchWhileHeld, type HeldSendResult } from '../io/send-held.ts';
+import { searchWhileHeld, type HeldSearchHit, type HeldSendResult } from '../io/send-held.ts';
 import { readStream } from '../io/stream.ts';
 import { apply, type Applied } from '../apply.ts';
 import { streamSink } from './follow.ts';
@@ -91,7 +91,8 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       const next = await firstEvent(ctx, send, stream, controller);
       if ('kind' in next) {
         await close();
-        log.info({ taskId: next.task.id }, 'the agent holds the send stream silent; its task was found by our messageId');
+        if (next.kind === 'found') log.info({ taskId: next.task.id }, 'the agent holds the send stream silent; its task was found by our messageId');
+        else log.warn({ taskIds: next.taskIds }, 'the agent holds the send stream silent; our message is in several of its tasks');
         return next;
       }
       if (next.done) throw new ProtocolError(`the send stream ended (${next.value.kind}) before naming a task`, { delivery: 'received' });
@@ -146,13 +147,13 @@ async function firstEvent(
   send: StreamingSend,
   stream: EventStream,
   controller: AbortController,
-): Promise<IteratorResult<StreamEvent, StreamEnd> | Extract<HeldSendResult, { kind: 'found' }>> {
+): Promise<IteratorResult<StreamEvent, StreamEnd> | HeldSearchHit> {
   let timedOut = false;
   const searching = new AbortController();
   let quietTimer: ReturnType<typeof setTimeout> | undefined;
-  const found = new Promise<Extract<HeldSendResult, { kind: 'found' }>>((resolve) => {
+  const found = new Promise<HeldSearchHit>((resolve) => {
     quietTimer = setTimeout(() => {
-      void searchWhileHeld(ctx, send.record, send.transport, searching.signal).then((hit) => hit && !searching.signal.aborted && resolve({ kind: 'found', ...hit }));
+      void searchWhileHeld(ctx, send.record, send.transport, searching.signal).then((hit) => hit && !searching.signal.aborted && resolve(hit));
     }, ctx.options.streamQuietMs);
   });
   // The attempt's time left may pass Node's timer range (a month's deadline).

@@ -267,7 +267,9 @@ async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldS
   const observation: Observation =
     result.kind === 'found'
       ? { kind: 'send-answered', answer: { task: result.task }, ownership: { kind: 'proven', by: 'message-id' }, via: 'search-while-held', summary: !result.complete }
-      : answerObservation(send.record, result.response, 'answer');
+      : result.kind === 'several'
+        ? { kind: 'search-result', purpose: 'reconcile', finding: result, deduplicates: ctx.options.deduplicatingAgents.has(send.record.agentCardUrl), why: 'searching while the agent held our send' }
+        : answerObservation(send.record, result.response, 'answer');
   const applied = await apply(ctx, send.marked ?? send.record, observation, { log: send.log, source: 'send', ...(sendLease ? { sendLease } : {}) });
   return outcomeOf(ctx, send.log, observation, applied);
 }
