@@ -4,7 +4,8 @@
  * question closed, so a due reminder sends no log line, no `durable_a2a_question_reminders_total` and no
  * notification; a live step's due reminder still does. Real redis-server and a real fleet's context (its journal,
  * queues and options); the reconciler's `checkQuestionLife` is called with a clock past the first reminder, while the
- * fleet's own clock never reaches it.
+ * fleet's own clock never reaches it. Nor is a stopped step's question checked at a reminder's time (`nextQuestionCheckAt`:
+ * its expiry or the parked poll only), where a live step's is.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +13,7 @@ import { isStepStopped, type DelegationRecord, type WorkflowStopFlags } from '@d
 import type { Fleet } from '@durable-a2a/workers';
 import type { WorkerContext } from '../../packages/workers/src/context.ts';
 import { checkQuestionLife } from '../../packages/workers/src/delegation/question-life.ts';
+import { nextQuestionCheckAt } from '../../packages/workers/src/delegation/question-schedule.ts';
 import { useFieldCases } from '../harness/field-cases.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 import { startWebhookReceiver } from '../harness/webhook-receiver.ts';
@@ -36,10 +38,16 @@ function recordingLogger(base: WorkerContext['logger']): { log: WorkerContext['l
  * Workflow `workflowId` RUNNING, its step `main` asking a question under `{ remindEveryMs: REMIND_EVERY_MS }`, then
  * stopped by `flags` (none: live); returns the parked row as read back.
  */
-async function parkedStep(fleet: Fleet, workflowId: string, flags: WorkflowStopFlags | undefined, state: 'INPUT_REQUIRED' | 'AUTH_REQUIRED' = 'INPUT_REQUIRED'): Promise<DelegationRecord> {
+async function parkedStep(
+  fleet: Fleet,
+  workflowId: string,
+  flags: WorkflowStopFlags | undefined,
+  state: 'INPUT_REQUIRED' | 'AUTH_REQUIRED' = 'INPUT_REQUIRED',
+  question: { remindEveryMs: number; expiresAfterMs?: number; onExpiry?: 'fail' } = { remindEveryMs: REMIND_EVERY_MS },
+): Promise<DelegationRecord> {
   const journal = fleet.context.journal;
   const ref = { workflowId, delegationId: 'main.1' };
-  const definition = JSON.stringify({ workflowId, steps: [{ name: 'main', agent: 'https://agent.example/.well-known/agent-card.json', message: { text: 'x' }, question: { remindEveryMs: REMIND_EVERY_MS } }] });
+  const definition = JSON.stringify({ workflowId, steps: [{ name: 'main', agent: 'https://agent.example/.well-known/agent-card.json', message: { text: 'x' }, question }] });
   await journal.createWorkflow(workflowId, { state: 'RUNNING', definition, createdAt: String(Date.now()) }, { ...intentRow(workflowId), createdAt: String(Date.now()) });
   await journal.applyStatus(ref, { mode: 'event', state, taskId: `T-${workflowId}`, statusTimestamp: new Date().toISOString() });
   if (flags?.cancelRequested === true) await journal.updateWorkflow(workflowId, { cancelRequested: true });
@@ -77,7 +85,7 @@ describe('a reminder of a stopped step’s question', () => {
     });
   });
 
-  it('property over stop flags and question states: a reminder is sent exactly when the step is not stopped (isStepStopped)', async () => {
+  it('property over stop flags and question states: a reminder is sent, and checked for at its time, exactly when the step is not stopped (isStepStopped)', async () => {
     await fleetWithReceiver(async (fleet) => {
       let counter = 0;
       const flags = fc.record({ cancelRequested: fc.boolean(), stopping: fc.array(fc.constantFrom('step car failed for good', 'step hotel failed for good'), { maxLength: 2 }) });
@@ -94,11 +102,33 @@ describe('a reminder of a stopped step’s question', () => {
           const record = await parkedStep(fleet, workflowId, { ...(stop.cancelRequested ? { cancelRequested: true } : {}), stopping: stop.stopping }, state);
           const stopped = isStepStopped(record.kind, await fleet.context.journal.getWorkflow(workflowId));
           expect(stopped).toBe(stop.cancelRequested || stop.stopping.length > 0);
+          // Its next check: the first reminder's time when live, the parked poll when stopped (no reminder, no expiry).
+          const pollAt = fleet.context.options.now() + 3_600_000;
+          expect(await nextQuestionCheckAt(fleet.context, record, pollAt)).toBe(stopped ? pollAt : record.questionAskedAt! + REMIND_EVERY_MS);
           const told = await remindLate(fleet, record);
           expect(told).toEqual(stopped ? { counted: 0, lines: [], notified: 0 } : { counted: 1, lines: ['a question is waiting for an answer'], notified: 0 });
         }),
         { numRuns: 12, examples },
       );
+    });
+  }, 60_000);
+
+  it('the next check of a stopped step’s question is its expiry or the parked poll, never a reminder’s time (no delayed reconcile job for it); a live step’s is its next reminder (fails before the fix)', async () => {
+    await fleetWithReceiver(async (fleet) => {
+      const delayedChecks = async () => (await fleet.context.queues.reconcile.getJobCounts('delayed')).delayed ?? 0;
+      /** The row's next check with the parked poll an hour away, and the delayed reconcile jobs it enqueued. */
+      const scheduled = async (record: DelegationRecord) => {
+        const before = await delayedChecks();
+        const pollAt = fleet.context.options.now() + 3_600_000;
+        const at = await nextQuestionCheckAt(fleet.context, record, pollAt);
+        return { at: at === pollAt ? 'poll' : at - record.questionAskedAt!, enqueued: (await delayedChecks()) - before };
+      };
+      const remindEvery = { remindEveryMs: REMIND_EVERY_MS };
+      const withExpiry = { remindEveryMs: REMIND_EVERY_MS, expiresAfterMs: 10 * REMIND_EVERY_MS, onExpiry: 'fail' as const };
+      expect(await scheduled(await parkedStep(fleet, 'wf-next-live', undefined, 'INPUT_REQUIRED', remindEvery))).toEqual({ at: REMIND_EVERY_MS, enqueued: 1 });
+      expect(await scheduled(await parkedStep(fleet, 'wf-next-canceled', { cancelRequested: true }, 'INPUT_REQUIRED', remindEvery))).toEqual({ at: 'poll', enqueued: 0 });
+      expect(await scheduled(await parkedStep(fleet, 'wf-next-failed', { stopping: ['step car failed for good'] }, 'AUTH_REQUIRED', withExpiry))).toEqual({ at: 10 * REMIND_EVERY_MS, enqueued: 1 });
+      expect(await scheduled(await parkedStep(fleet, 'wf-next-live-expiry', undefined, 'AUTH_REQUIRED', withExpiry))).toEqual({ at: REMIND_EVERY_MS, enqueued: 1 });
     });
   }, 60_000);
 });

@@ -4,6 +4,7 @@
  */
 import { enqueueReconcile, isAwaitingAnswer, isParked, type DelegationRecord, type QuestionPolicy } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
+import { questionClosedByStop } from '../notify/question.ts';
 import { stepOfAttempt } from './attempt-step.ts';
 import { questionMoments } from './core/policy.ts';
 
@@ -20,6 +21,7 @@ export const askedAtOf = (record: DelegationRecord): number => record.questionAs
 /**
  * The next check of a parked row (`park.ts`): its question's next moment when that comes before `pollAt` (the parked
  * poll), with a delayed reconcile job at that moment so a reminder or the expiry is on time whichever worker runs it.
+ * A step of a stopping workflow (`isStepStopped`) gets no reminder, so no check at a reminder's time: its expiry only.
  * Returns the time to schedule the row's next check at.
  */
 export async function nextQuestionCheckAt(ctx: WorkerContext, record: DelegationRecord, pollAt: number): Promise<number> {
@@ -29,7 +31,11 @@ export async function nextQuestionCheckAt(ctx: WorkerContext, record: Delegation
   const now = ctx.options.now();
   const { nextAt, expiresAt } = questionMoments(askedAtOf(record), policy, now);
   // Past the expiry and still open (its check did not run yet): now.
-  const at = expiresAt !== undefined && expiresAt <= now ? now : nextAt;
+  const expired = expiresAt !== undefined && expiresAt <= now;
+  let at = expired ? now : nextAt;
+  // A reminder of a stopped step's question is never sent (`checkQuestionLife`): only its expiry is a moment then (one
+  // workflow read, only when a reminder would come before the parked poll).
+  if (!expired && at !== undefined && at !== expiresAt && at < pollAt && (await questionClosedByStop(ctx, record))) at = expiresAt;
   if (at === undefined || at >= pollAt) return pollAt;
   await enqueueReconcile(ctx.queues, record, { dueAt: at, now });
   return at;
