@@ -183,4 +183,17 @@ describe('our message in several tasks, found by a search other than the reconci
     const view = await producer.get(id);
     expect(JSON.stringify(view)).toContain("T1's booking");
   }, 90_000);
+
+  it('the read by ListTasks after a stream that simply ended (GetTask answers another task) shows our message in T2, ours listed without history: AMBIGUOUS naming both (review20: before, a PROTOCOL_ERROR round, then the next stream\'s COMPLETED settled the step from T1)', async () => {
+    const { agent, producer, id } = await scene((received, record) => ({
+      SendMessage: (params) => ({ result: { task: holder('T1', 'WORKING', record(params)) } }),
+      // First: T1 works, then the stream ends (a read follows). Any later subscription: T1 COMPLETED in full.
+      SubscribeToTask: (_params, call) => ({ sse: [taskEvent(holder('T1', call.count === 1 ? 'WORKING' : 'COMPLETED', received()!))] }),
+      // Not our task: the read falls back on ListTasks (with artifacts).
+      GetTask: () => ({ result: task('T9', 'COMPLETED', { contextId: 'C-other' }) }),
+      ListTasks: () => listing([holder('T1', 'COMPLETED', received()!, false), holder('T2', 'COMPLETED', received()!)]),
+    }));
+    await personNamingTwins(producer, id);
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 90_000);
 });

@@ -160,6 +160,36 @@ describe('property: several tasks holding our messageId', () => {
     );
   });
 
+  it('the read by ListTasks (GetTask unusable or about another task), no stream held back: another task than ours shown holding our message is a person naming both (review20: before, a PROTOCOL_ERROR round and our task settled later)', () => {
+    const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
+    fc.assert(
+      fc.property(
+        fc.constantFrom('T1', 'T2', 'T3'),
+        fc.option(fc.constantFrom('T1'), { nil: undefined }),
+        fc.constantFrom('message-id', 'context', 'unknown'),
+        fc.boolean(),
+        fc.constantFrom<TaskState>('TASK_STATE_COMPLETED', 'TASK_STATE_WORKING'),
+        (foundId, boundTask, by, complete, state) => {
+          const row = { ...record, state: boundTask ? 'WORKING' : 'INTENT', version: 3, fence: 1, resendCount: 0, ...(boundTask ? { taskId: boundTask } : {}) } as DelegationRecord;
+          const found = { id: foundId, contextId: OUR_CONTEXT, status: { state }, history: [userTurn(OUR_MESSAGE)], artifacts: [{ artifactId: 'a1', parts: [{ text: 'whole' }] }] } as Task;
+          const ownership = by === 'unknown' ? { kind: 'unknown' as const } : { kind: 'proven' as const, by };
+          const step = transition(row, { kind: 'search-result', purpose: 'read', deduplicates: false, why: 'GetTask answered another task', finding: { kind: 'found', task: found, complete, ownership } }, policy);
+          const twice = boundTask !== undefined && foundId !== boundTask && by === 'message-id';
+          expect(step.next.kind === 'needs-person').toBe(twice);
+          if (twice) {
+            expect(step.write).toBeUndefined();
+            expect(step.next).toMatchObject({ code: 'AMBIGUOUS', message: expect.stringContaining(foundId) });
+            expect((step.next as { message: string }).message).toContain(boundTask);
+          }
+          // Never a write of another task than ours onto a bound row.
+          const writes = step.write === undefined ? [] : Array.isArray(step.write) ? step.write : [step.write];
+          if (boundTask) for (const write of writes) if (write.kind === 'snapshot') expect(write.task.id).toBe(boundTask);
+        },
+      ),
+      { examples: [['T2', 'T1', 'message-id', true, 'TASK_STATE_COMPLETED'], ['T1', 'T1', 'message-id', true, 'TASK_STATE_COMPLETED'], ['T2', undefined, 'message-id', true, 'TASK_STATE_COMPLETED'], ['T3', 'T1', 'context', false, 'TASK_STATE_WORKING']] },
+    );
+  });
+
   it('the check before LOST: a task other than ours proven to hold our message (by messageId or as the only task in our context) is never LOST (a re-delegation): a person, both ids named', () => {
     const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
     fc.assert(

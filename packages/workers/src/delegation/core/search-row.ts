@@ -36,15 +36,28 @@ export function severalHolders(record: DelegationRecord, taskIds: readonly strin
 }
 
 /**
+ * Another task than our bound one shown holding our message by its history (ours listed without it, or not listed):
+ * the agent has our message twice, the same kind as `several` (`severalHolders`, both ids). The task ids, else undefined.
+ */
+export function otherHolder(record: DelegationRecord, finding: SearchFinding): [string, string] | undefined {
+  if (finding.kind !== 'found' || record.taskId === undefined || finding.task.id === record.taskId) return undefined;
+  return finding.ownership.kind === 'proven' && finding.ownership.by === 'message-id' ? [record.taskId, finding.task.id] : undefined;
+}
+
+/**
  * The search row: adopt, read in full first, resend the same messageId, FAILED with the agent's error, LOST, or a person.
  * Several tasks holding our messageId (`several`) is a person whatever the purpose, both ids named: the work may have
  * been done twice, and adopting the one listed first would leave the other running unseen (or settle the step from
- * the wrong one); nothing is resent, re-delegated or written.
+ * the wrong one); nothing is resent, re-delegated or written. So is a read of our bound task by ListTasks that shows
+ * another task holding our message (`otherHolder`).
  */
 export function searchRow(record: DelegationRecord, observation: Extract<Observation, { kind: 'search-result' }>, policy: Policy): Step {
   const { finding, purpose } = observation;
   if (finding.kind === 'several') return severalHolders(record, finding.taskIds);
   if (purpose === 'read') {
+    // Another task than ours shown holding our message: the agent has it twice (a person, as after a partial stream).
+    const twice = otherHolder(record, finding);
+    if (twice) return severalHolders(record, twice);
     // GetTask could not be used; ListTasks (with artifacts) showed our task, or nothing usable.
     // Ours: our bound task, or (not yet bound: a task found by our messageId whose GetTask we could not use) proven by our messageId.
     const ours = finding.kind === 'found' && (record.taskId !== undefined ? finding.task.id === record.taskId : finding.ownership.kind === 'proven');
