@@ -196,4 +196,20 @@ describe('our message in several tasks, found by a search other than the reconci
     await personNamingTwins(producer, id);
     expect(agent.count('SendMessage')).toBe(1);
   }, 90_000);
+
+  it('a hostile agent lists 3000 tasks holding our message, each id 300 characters: AMBIGUOUS, its message bounded (the first ids, clipped, and the count; review20: before, every id in full, 900 KB)', async () => {
+    const longId = (n: number) => `T${n}-${'x'.repeat(300)}`;
+    const { producer, id } = await scene(
+      (received, record) => ({
+        SendMessage: (params) => (record(params), { hang: true }),
+        ListTasks: () => listing(received() ? Array.from({ length: 3000 }, (_, n) => holder(longId(n), 'WORKING', received()!)) : []),
+      }),
+      { requestTimeoutMs: 500 },
+    );
+    const row = await finishedAttempt(producer, id);
+    expect(row.state).toBe('AMBIGUOUS');
+    expect(row.error?.message).toContain('3000 tasks');
+    expect(row.error?.message).toContain('T0-xxx');
+    expect(row.error!.message.length).toBeLessThan(4_000);
+  }, 90_000);
 });

@@ -190,6 +190,28 @@ describe('property: several tasks holding our messageId', () => {
     );
   });
 
+  it('a message for a person naming task ids the agent gave is bounded whatever it listed (review20): the first ids, clipped, and how many; a few short ids each named in full', () => {
+    const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
+    const id = fc.oneof(fc.constantFrom('T1', 'T2', 'T3'), fc.string({ minLength: 1, maxLength: 400 }));
+    fc.assert(
+      fc.property(fc.uniqueArray(id, { minLength: 2, maxLength: 40 }), fc.option(id, { nil: undefined }), fc.constantFrom('reconcile', 'lost-check', 'read'), (taskIds, boundTask, purpose) => {
+        const row = { ...record, state: boundTask ? 'WORKING' : 'INTENT', version: 3, fence: 1, resendCount: 0, ...(boundTask ? { taskId: boundTask } : {}) } as DelegationRecord;
+        const several = transition(row, { kind: 'search-result', purpose, deduplicates: false, finding: { kind: 'several', taskIds } }, policy);
+        const candidates = transition(row, { kind: 'search-result', purpose, deduplicates: false, finding: { kind: 'not-found', inconclusive: true, paginationBroken: false, contextRefused: false, candidates: taskIds } }, policy);
+        for (const step of [several, candidates]) {
+          if (step.next.kind !== 'needs-person') continue;
+          // 10 ids of 128 characters, our bound id, the message's own words.
+          expect(step.next.message.length).toBeLessThan(12 * 130 + 400);
+        }
+        const message = (several.next as { message: string }).message;
+        expect(message).toContain(`${taskIds.length} tasks`);
+        if (taskIds.length <= 10 && taskIds.every((taskId) => taskId.length <= 128)) for (const taskId of taskIds) expect(message).toContain(taskId);
+        if (taskIds.length > 10) expect(message).toContain(`${taskIds.length - 10} more`);
+      }),
+      { endOnFailure: true, examples: [[Array.from({ length: 40 }, (_, n) => `T${n}-${'x'.repeat(300)}`), 'T1', 'reconcile'], [['T1', 'T2'], undefined, 'read']] },
+    );
+  });
+
   it('the check before LOST: a task other than ours proven to hold our message (by messageId or as the only task in our context) is never LOST (a re-delegation): a person, both ids named', () => {
     const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
     fc.assert(

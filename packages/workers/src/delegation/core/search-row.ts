@@ -7,7 +7,7 @@ import { isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/sh
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { Observation, SearchFinding } from './observation.ts';
-import { unfoundVerdict, type Policy } from './policy.ts';
+import { namedTask, namedTasks, unfoundVerdict, type Policy } from './policy.ts';
 import type { Step, Write } from './transitions.ts';
 
 const route: Next = { kind: 'route' };
@@ -28,10 +28,11 @@ function searchFailed(finding: Extract<SearchFinding, { kind: 'failed' }>, why: 
  * resent, re-delegated or written. The work may have been done more than once; settling from one task (the first
  * listed, the one our stream followed, the one the held send answers) would leave the other unseen. `seen`: what
  * we saw of our own task meanwhile (a stream's finished status held back for its full read), kept in the message.
+ * The ids come from the agent: the message names the first few, clipped, and how many (`namedTasks`).
  */
 export function severalHolders(record: DelegationRecord, taskIds: readonly string[], seen = ''): Step {
-  const bound = record.taskId === undefined ? '' : ` (our task is ${record.taskId})`;
-  const message = `our message ${record.messageId} is in ${taskIds.length} tasks at the agent: ${taskIds.join(', ')}${bound}${seen ? `; ${seen}` : ''}; the work may have been done more than once, and which task is ours is for a person to decide`;
+  const bound = record.taskId === undefined ? '' : ` (our task is ${namedTask(record.taskId)})`;
+  const message = `our message ${record.messageId} is in ${taskIds.length} tasks at the agent: ${namedTasks(taskIds)}${bound}${seen ? `; ${seen}` : ''}; the work may have been done more than once, and which task is ours is for a person to decide`;
   return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message } };
 }
 
@@ -84,7 +85,7 @@ export function searchRow(record: DelegationRecord, observation: Extract<Observa
     // A search that cannot conclude proves no absence either: a task in the context we sent (our message delivered,
     // under an id the agent did not deny), a history too short to tell, a listing paged badly. LOST would re-delegate.
     if (finding.kind === 'not-found' && (finding.inconclusive || finding.paginationBroken)) {
-      const why = finding.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${finding.candidates.join(', ')} may hold it (in the context we sent, or too little history to tell)`;
+      const why = finding.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${namedTasks(finding.candidates)} may hold it (in the context we sent, or too little history to tell)`;
       return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `${observation.why ?? `the agent denied task ${record.taskId}`}; the search for our message cannot tell whether the agent still has it: ${why}` } };
     }
     const message = `${observation.why ?? `the agent denied task ${record.taskId}`}; ListTasks does not show our message either`;

@@ -16,7 +16,7 @@ import type { StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import { PARTIAL_ARTIFACTS_CAUSE, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
-import { fullJitterDelayMs, notFoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
+import { fullJitterDelayMs, namedTask, notFoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
 import { otherHolder, searchRow, severalHolders } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
@@ -397,7 +397,7 @@ function waitForAgent(record: DelegationRecord, observation: Extract<Observation
 /** The held-back finished status, in words: `the stream said task T1 COMPLETED`. */
 function streamedState(heldBack: HeldBack): string {
   const [status] = heldBack.responses;
-  return 'statusUpdate' in status ? `the stream said task ${status.statusUpdate.taskId} ${status.statusUpdate.status.state}` : 'the stream finished';
+  return 'statusUpdate' in status ? `the stream said task ${namedTask(status.statusUpdate.taskId)} ${status.statusUpdate.status.state}` : 'the stream finished';
 }
 
 /**
