@@ -33,7 +33,9 @@ function searchFailed(finding: Extract<SearchFinding, { kind: 'failed' }>, why: 
 export function severalHolders(record: DelegationRecord, taskIds: readonly string[], seen = ''): Step {
   const bound = record.taskId === undefined ? '' : ` (our task is ${namedTask(record.taskId)})`;
   const message = `our message ${record.messageId} is in ${taskIds.length} tasks at the agent: ${namedTasks(taskIds)}${bound}${seen ? `; ${seen}` : ''}; the work may have been done more than once, and which task is ours is for a person to decide`;
-  return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message } };
+  // A fact about our messageId, whoever wrote the row since the search (a woken sender's answer binding one of the
+  // tasks, a peer's adoption): written on any unfinished row (review20: refused by the version read, T1 unseen).
+  return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message, anyRow: true } };
 }
 
 /**
