@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
-import { eventually, spawnWorkerProcess, startTestFleet } from '../harness/fleet.ts';
+import { eventually, reconcileOutcomes, spawnSendWorker, spawnWorkerProcess, startTestFleet } from '../harness/fleet.ts';
 import { AU, SU, agentMessage, ev, startScriptedAgent, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 
 const redisServer = useRedisServer();
@@ -183,4 +183,81 @@ describe('our message in several tasks, found by a search other than the reconci
     const view = await producer.get(id);
     expect(JSON.stringify(view)).toContain("T1's booking");
   }, 90_000);
+
+  it('the read by ListTasks after a stream that simply ended (GetTask answers another task) shows our message in T2, ours listed without history: AMBIGUOUS naming both (review20: before, a PROTOCOL_ERROR round, then the next stream\'s COMPLETED settled the step from T1)', async () => {
+    const { agent, producer, id } = await scene((received, record) => ({
+      SendMessage: (params) => ({ result: { task: holder('T1', 'WORKING', record(params)) } }),
+      // First: T1 works, then the stream ends (a read follows). Any later subscription: T1 COMPLETED in full.
+      SubscribeToTask: (_params, call) => ({ sse: [taskEvent(holder('T1', call.count === 1 ? 'WORKING' : 'COMPLETED', received()!))] }),
+      // Not our task: the read falls back on ListTasks (with artifacts).
+      GetTask: () => ({ result: task('T9', 'COMPLETED', { contextId: 'C-other' }) }),
+      ListTasks: () => listing([holder('T1', 'COMPLETED', received()!, false), holder('T2', 'COMPLETED', received()!)]),
+    }));
+    await personNamingTwins(producer, id);
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 90_000);
+
+  it('a hostile agent lists 3000 tasks holding our message, each id 300 characters: AMBIGUOUS, its message bounded (the first ids, clipped, and the count; review20: before, every id in full, 900 KB)', async () => {
+    const longId = (n: number) => `T${n}-${'x'.repeat(300)}`;
+    const { producer, id } = await scene(
+      (received, record) => ({
+        SendMessage: (params) => (record(params), { hang: true }),
+        ListTasks: () => listing(received() ? Array.from({ length: 3000 }, (_, n) => holder(longId(n), 'WORKING', received()!)) : []),
+      }),
+      { requestTimeoutMs: 500 },
+    );
+    const row = await finishedAttempt(producer, id);
+    expect(row.state).toBe('AMBIGUOUS');
+    expect(row.error?.message).toContain('3000 tasks');
+    expect(row.error?.message).toContain('T0-xxx');
+    expect(row.error!.message.length).toBeLessThan(4_000);
+  }, 90_000);
+
+  it('the dead sender alive after all: a peer\'s early search sees T1 and T2 while the paused sender wakes and its held answer binds T2 (WORKING); AMBIGUOUS naming both (review20: before, refused by the version the peer read, T2 followed, T1 unseen)', async () => {
+    const prefix = `several-alive-${++counter}-${Date.now()}`;
+    const timings = { lockDurationMs: 600_000, requestTimeoutMs: 60_000, livenessTtlMs: 3_000 };
+    const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+    const sender = spawnSendWorker(redisServer().url, prefix, timings);
+    keep(producer, { close: async () => (sender.child.exitCode === null && sender.child.kill('SIGCONT'), await sender.kill()) });
+    let ref = { workflowId: '', delegationId: 'main.1' };
+    let received: Received | undefined;
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const agent = await startScriptedAgent({
+      // Held until the peer searches; then T2, still working.
+      SendMessage: async (params) => {
+        received ??= { messageId: params.message.messageId, contextId: params.message.contextId ?? 'C-agent' };
+        await answered;
+        return { result: { task: holder('T2', 'WORKING', received) } };
+      },
+      // The peer's early search: the paused sender wakes, its answer is journaled (T2 bound), then the listing shows both.
+      ListTasks: async () => {
+        if (!received) return listing([]);
+        sender.child.kill('SIGCONT');
+        answer();
+        await eventually(async () => (await producer.journal.getDelegation(ref))?.taskId === 'T2', 'the woken sender bound T2', 30_000);
+        return listing([holder('T1', 'COMPLETED', received), holder('T2', 'WORKING', received)]);
+      },
+      GetTask: (params) => ({ result: holder(String(params.id), 'WORKING', received!) }),
+      SubscribeToTask: (params) => ({ sse: [taskEvent(holder(String(params.id), 'WORKING', received!))], endAfter: 'hang' }),
+    });
+    keep(agent);
+    await sender.ready;
+    const peer = await startTestFleet({ redisUrl: redisServer().url, prefix, workerId: 'peer', reconcileIntervalMs: 60_000, ...timings });
+    keep(peer);
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book it', idempotencyKey: `${prefix}-key` });
+    ref = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => agent.count('SendMessage') === 1, 'the agent holds our send', 30_000);
+    sender.child.kill('SIGSTOP');
+    // The peer's early search decided: its AMBIGUOUS written, or refused (VERSION_CONFLICT, before the fix).
+    await eventually(async () => {
+      const outcomes = await reconcileOutcomes(peer);
+      return (outcomes['several-early'] ?? 0) + (outcomes.conflict ?? 0) > 0;
+    }, 'the peer\'s early search decided', 60_000);
+    const row = (await producer.journal.getDelegation(ref))!;
+    expect(row.state).toBe('AMBIGUOUS');
+    expect(row.error?.message).toContain('T1');
+    expect(row.error?.message).toContain('T2');
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 120_000);
 });

@@ -120,7 +120,8 @@ describe('property: several tasks holding our messageId', () => {
           const heldBack = partial && boundTask ? { heldBack: { responses: [{ statusUpdate: { taskId: boundTask, contextId: OUR_CONTEXT, status: { state: partial.state } } }] as [StreamResponse], partialArtifacts: partial.partialArtifacts } } : {};
           const step = transition(bound, { kind: 'search-result', purpose, deduplicates, finding: { kind: 'several', taskIds }, ...heldBack }, policy);
           expect(step.write).toBeUndefined();
-          expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
+          // Written on any unfinished row, whoever bound a task since the search (review20: refused by the version read).
+          expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS', anyRow: true });
           for (const id of taskIds) expect((step.next as { message: string }).message).toContain(id);
           if ('heldBack' in heldBack) expect((step.next as { message: string }).message).toContain(partial!.state);
         },
@@ -157,6 +158,58 @@ describe('property: several tasks holding our messageId', () => {
         },
       ),
       { examples: [['T2', 'message-id', true, 'TASK_STATE_COMPLETED'], ['T1', 'message-id', true, 'TASK_STATE_COMPLETED'], ['T3', 'context', false, 'TASK_STATE_FAILED']] },
+    );
+  });
+
+  it('the read by ListTasks (GetTask unusable or about another task), no stream held back: another task than ours shown holding our message is a person naming both (review20: before, a PROTOCOL_ERROR round and our task settled later)', () => {
+    const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
+    fc.assert(
+      fc.property(
+        fc.constantFrom('T1', 'T2', 'T3'),
+        fc.option(fc.constantFrom('T1'), { nil: undefined }),
+        fc.constantFrom('message-id', 'context', 'unknown'),
+        fc.boolean(),
+        fc.constantFrom<TaskState>('TASK_STATE_COMPLETED', 'TASK_STATE_WORKING'),
+        (foundId, boundTask, by, complete, state) => {
+          const row = { ...record, state: boundTask ? 'WORKING' : 'INTENT', version: 3, fence: 1, resendCount: 0, ...(boundTask ? { taskId: boundTask } : {}) } as DelegationRecord;
+          const found = { id: foundId, contextId: OUR_CONTEXT, status: { state }, history: [userTurn(OUR_MESSAGE)], artifacts: [{ artifactId: 'a1', parts: [{ text: 'whole' }] }] } as Task;
+          const ownership = by === 'unknown' ? { kind: 'unknown' as const } : { kind: 'proven' as const, by };
+          const step = transition(row, { kind: 'search-result', purpose: 'read', deduplicates: false, why: 'GetTask answered another task', finding: { kind: 'found', task: found, complete, ownership } }, policy);
+          const twice = boundTask !== undefined && foundId !== boundTask && by === 'message-id';
+          expect(step.next.kind === 'needs-person').toBe(twice);
+          if (twice) {
+            expect(step.write).toBeUndefined();
+            expect(step.next).toMatchObject({ code: 'AMBIGUOUS', message: expect.stringContaining(foundId), anyRow: true });
+            expect((step.next as { message: string }).message).toContain(boundTask);
+          }
+          // Never a write of another task than ours onto a bound row.
+          const writes = step.write === undefined ? [] : Array.isArray(step.write) ? step.write : [step.write];
+          if (boundTask) for (const write of writes) if (write.kind === 'snapshot') expect(write.task.id).toBe(boundTask);
+        },
+      ),
+      { examples: [['T2', 'T1', 'message-id', true, 'TASK_STATE_COMPLETED'], ['T1', 'T1', 'message-id', true, 'TASK_STATE_COMPLETED'], ['T2', undefined, 'message-id', true, 'TASK_STATE_COMPLETED'], ['T3', 'T1', 'context', false, 'TASK_STATE_WORKING']] },
+    );
+  });
+
+  it('a message for a person naming task ids the agent gave is bounded whatever it listed (review20): the first ids, clipped, and how many; a few short ids each named in full', () => {
+    const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3 } as unknown as Policy;
+    const id = fc.oneof(fc.constantFrom('T1', 'T2', 'T3'), fc.string({ minLength: 1, maxLength: 400 }));
+    fc.assert(
+      fc.property(fc.uniqueArray(id, { minLength: 2, maxLength: 40 }), fc.option(id, { nil: undefined }), fc.constantFrom('reconcile', 'lost-check', 'read'), (taskIds, boundTask, purpose) => {
+        const row = { ...record, state: boundTask ? 'WORKING' : 'INTENT', version: 3, fence: 1, resendCount: 0, ...(boundTask ? { taskId: boundTask } : {}) } as DelegationRecord;
+        const several = transition(row, { kind: 'search-result', purpose, deduplicates: false, finding: { kind: 'several', taskIds } }, policy);
+        const candidates = transition(row, { kind: 'search-result', purpose, deduplicates: false, finding: { kind: 'not-found', inconclusive: true, paginationBroken: false, contextRefused: false, candidates: taskIds } }, policy);
+        for (const step of [several, candidates]) {
+          if (step.next.kind !== 'needs-person') continue;
+          // 10 ids of 128 characters, our bound id, the message's own words.
+          expect(step.next.message.length).toBeLessThan(12 * 130 + 400);
+        }
+        const message = (several.next as { message: string }).message;
+        expect(message).toContain(`${taskIds.length} tasks`);
+        if (taskIds.length <= 10 && taskIds.every((taskId) => taskId.length <= 128)) for (const taskId of taskIds) expect(message).toContain(taskId);
+        if (taskIds.length > 10) expect(message).toContain(`${taskIds.length - 10} more`);
+      }),
+      { endOnFailure: true, examples: [[Array.from({ length: 40 }, (_, n) => `T${n}-${'x'.repeat(300)}`), 'T1', 'reconcile'], [['T1', 'T2'], undefined, 'read']] },
     );
   });
 

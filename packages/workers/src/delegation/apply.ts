@@ -234,9 +234,12 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       await enqueueSend(ctx.queues, ref, record.resendCount + 1, undefined, next.delayMs ?? 0, { priority: record.priority });
       log.info({ ...ref, contextRefused: next.contextRefused }, 'our message was proven absent at the agent; resending with the same messageId');
       return done('resend');
-    case 'needs-person':
-      // Guarded by the run's fence, else by the version the step started from when the step wrote nothing.
-      return done(await needsPerson(ctx, record, next, scope, scope.fence !== undefined ? { fence: scope.fence } : written === NOTHING_WRITTEN ? { expectedVersion: record.version } : {}, followLease));
+    case 'needs-person': {
+      // Guarded by the run's fence, else by the version the step started from when the step wrote nothing; evidence
+      // that holds whoever wrote since (`anyRow`) only by the row's being unfinished.
+      const guard = next.anyRow ? {} : scope.fence !== undefined ? { fence: scope.fence } : written === NOTHING_WRITTEN ? { expectedVersion: record.version } : {};
+      return done(await needsPerson(ctx, record, next, scope, guard, followLease));
+    }
     case 'cancel':
       await giveBack(ctx, ref, followLease);
       await enqueueCancel(ctx.queues, ref, { by: 'late', at: ctx.options.now() });

@@ -50,8 +50,13 @@ export type Next =
   | { kind: 'ask-reconciler'; dueAt?: number }
   /** Resend with the same messageId (the journal releases the send first), after `delayMs` (default 0). */
   | { kind: 'resend'; contextRefused: boolean; delayMs?: number }
-  /** Journal the attempt AMBIGUOUS with `code` (the workflow then needs a person), then settle. */
-  | { kind: 'needs-person'; code: OutcomeCode; message: string; limit?: string; delivery?: 'maybe' | 'received' }
+  /**
+   * Journal the attempt AMBIGUOUS with `code` (the workflow then needs a person), then settle. `anyRow`: the evidence
+   * holds whatever was written since it was observed (our messageId in several tasks), so the write is guarded by
+   * nothing but the row's being unfinished (no fence, no version): a run that bound one of the tasks meanwhile cannot
+   * make it unseen.
+   */
+  | { kind: 'needs-person'; code: OutcomeCode; message: string; limit?: string; delivery?: 'maybe' | 'received'; anyRow?: true }
   /** Enqueue CancelTask for the task (the user canceled the workflow while this task was found or sent). */
   | { kind: 'cancel' }
   /**

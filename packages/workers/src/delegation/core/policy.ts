@@ -243,6 +243,24 @@ export function notFoundVerdict(record: Pick<DelegationRecord, 'notFoundCount' |
  */
 export type UnfoundVerdict = { resend: true } | { resend: false; fail: RecordedError } | { resend: false; reason: string };
 
+/** At most this many task ids are named in a message for a person (an agent's listing may name thousands). */
+export const NAMED_TASKS = 10;
+/** Characters of one task id kept in a message for a person (an agent chooses its ids, of any length). */
+export const TASK_ID_CHARS = 128;
+
+/** One task id as a message names it: clipped at `TASK_ID_CHARS`. */
+export const namedTask = (id: string): string => (id.length > TASK_ID_CHARS ? `${id.slice(0, TASK_ID_CHARS)}…` : id);
+
+/**
+ * Task ids an agent gave, as a message for a person names them: the first `NAMED_TASKS`, each clipped (`namedTask`),
+ * then how many more. The journal, the API, notifications and the log line carry the message: bounded whatever the
+ * agent listed (review20: 3000 listed ids of 300 characters made a 900 KB message).
+ */
+export function namedTasks(ids: readonly string[]): string {
+  const named = ids.slice(0, NAMED_TASKS).map(namedTask).join(', ');
+  return ids.length > NAMED_TASKS ? `${named} and ${ids.length - NAMED_TASKS} more` : named;
+}
+
 /** See `UnfoundVerdict`. */
 export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boolean; search: Exclude<SearchFinding, { kind: 'found' } | { kind: 'several' } | { kind: 'failed' }> }): UnfoundVerdict {
   const { error, deduplicates, search } = input;
@@ -253,7 +271,7 @@ export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boo
     return deduplicates ? { resend: true } : { resend: false, reason: 'the agent cannot list tasks, so a send that may have happened cannot be checked' };
   }
   if (!conclusive) {
-    const why = search.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${search.candidates.join(', ')} have too little history`;
+    const why = search.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${namedTasks(search.candidates)} have too little history`;
     return { resend: false, reason: `cannot tell whether the agent received our message: ${why}` };
   }
   return { resend: true };

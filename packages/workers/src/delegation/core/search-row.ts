@@ -7,7 +7,7 @@ import { isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/sh
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { Observation, SearchFinding } from './observation.ts';
-import { unfoundVerdict, type Policy } from './policy.ts';
+import { namedTask, namedTasks, unfoundVerdict, type Policy } from './policy.ts';
 import type { Step, Write } from './transitions.ts';
 
 const route: Next = { kind: 'route' };
@@ -28,23 +28,39 @@ function searchFailed(finding: Extract<SearchFinding, { kind: 'failed' }>, why: 
  * resent, re-delegated or written. The work may have been done more than once; settling from one task (the first
  * listed, the one our stream followed, the one the held send answers) would leave the other unseen. `seen`: what
  * we saw of our own task meanwhile (a stream's finished status held back for its full read), kept in the message.
+ * The ids come from the agent: the message names the first few, clipped, and how many (`namedTasks`).
  */
 export function severalHolders(record: DelegationRecord, taskIds: readonly string[], seen = ''): Step {
-  const bound = record.taskId === undefined ? '' : ` (our task is ${record.taskId})`;
-  const message = `our message ${record.messageId} is in ${taskIds.length} tasks at the agent: ${taskIds.join(', ')}${bound}${seen ? `; ${seen}` : ''}; the work may have been done more than once, and which task is ours is for a person to decide`;
-  return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message } };
+  const bound = record.taskId === undefined ? '' : ` (our task is ${namedTask(record.taskId)})`;
+  const message = `our message ${record.messageId} is in ${taskIds.length} tasks at the agent: ${namedTasks(taskIds)}${bound}${seen ? `; ${seen}` : ''}; the work may have been done more than once, and which task is ours is for a person to decide`;
+  // A fact about our messageId, whoever wrote the row since the search (a woken sender's answer binding one of the
+  // tasks, a peer's adoption): written on any unfinished row (review20: refused by the version read, T1 unseen).
+  return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message, anyRow: true } };
+}
+
+/**
+ * Another task than our bound one shown holding our message by its history (ours listed without it, or not listed):
+ * the agent has our message twice, the same kind as `several` (`severalHolders`, both ids). The task ids, else undefined.
+ */
+export function otherHolder(record: DelegationRecord, finding: SearchFinding): [string, string] | undefined {
+  if (finding.kind !== 'found' || record.taskId === undefined || finding.task.id === record.taskId) return undefined;
+  return finding.ownership.kind === 'proven' && finding.ownership.by === 'message-id' ? [record.taskId, finding.task.id] : undefined;
 }
 
 /**
  * The search row: adopt, read in full first, resend the same messageId, FAILED with the agent's error, LOST, or a person.
  * Several tasks holding our messageId (`several`) is a person whatever the purpose, both ids named: the work may have
  * been done twice, and adopting the one listed first would leave the other running unseen (or settle the step from
- * the wrong one); nothing is resent, re-delegated or written.
+ * the wrong one); nothing is resent, re-delegated or written. So is a read of our bound task by ListTasks that shows
+ * another task holding our message (`otherHolder`).
  */
 export function searchRow(record: DelegationRecord, observation: Extract<Observation, { kind: 'search-result' }>, policy: Policy): Step {
   const { finding, purpose } = observation;
   if (finding.kind === 'several') return severalHolders(record, finding.taskIds);
   if (purpose === 'read') {
+    // Another task than ours shown holding our message: the agent has it twice (a person, as after a partial stream).
+    const twice = otherHolder(record, finding);
+    if (twice) return severalHolders(record, twice);
     // GetTask could not be used; ListTasks (with artifacts) showed our task, or nothing usable.
     // Ours: our bound task, or (not yet bound: a task found by our messageId whose GetTask we could not use) proven by our messageId.
     const ours = finding.kind === 'found' && (record.taskId !== undefined ? finding.task.id === record.taskId : finding.ownership.kind === 'proven');
@@ -71,7 +87,7 @@ export function searchRow(record: DelegationRecord, observation: Extract<Observa
     // A search that cannot conclude proves no absence either: a task in the context we sent (our message delivered,
     // under an id the agent did not deny), a history too short to tell, a listing paged badly. LOST would re-delegate.
     if (finding.kind === 'not-found' && (finding.inconclusive || finding.paginationBroken)) {
-      const why = finding.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${finding.candidates.join(', ')} may hold it (in the context we sent, or too little history to tell)`;
+      const why = finding.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${namedTasks(finding.candidates)} may hold it (in the context we sent, or too little history to tell)`;
       return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `${observation.why ?? `the agent denied task ${record.taskId}`}; the search for our message cannot tell whether the agent still has it: ${why}` } };
     }
     const message = `${observation.why ?? `the agent denied task ${record.taskId}`}; ListTasks does not show our message either`;

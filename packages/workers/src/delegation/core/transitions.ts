@@ -16,8 +16,8 @@ import type { StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import { PARTIAL_ARTIFACTS_CAUSE, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
-import { fullJitterDelayMs, notFoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
-import { searchRow, severalHolders } from './search-row.ts';
+import { fullJitterDelayMs, namedTask, notFoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
+import { otherHolder, searchRow, severalHolders } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
 export type Guard = 'fence' | 'version' | 'none';
@@ -397,7 +397,7 @@ function waitForAgent(record: DelegationRecord, observation: Extract<Observation
 /** The held-back finished status, in words: `the stream said task T1 COMPLETED`. */
 function streamedState(heldBack: HeldBack): string {
   const [status] = heldBack.responses;
-  return 'statusUpdate' in status ? `the stream said task ${status.statusUpdate.taskId} ${status.statusUpdate.status.state}` : 'the stream finished';
+  return 'statusUpdate' in status ? `the stream said task ${namedTask(status.statusUpdate.taskId)} ${status.statusUpdate.status.state}` : 'the stream finished';
 }
 
 /**
@@ -428,14 +428,11 @@ function afterPartialStream(record: DelegationRecord, observation: Observation, 
     return keepStreamed(`the full read failed (${observation.code})`);
   } else if (observation.kind === 'search-result') {
     const { finding } = observation;
-    // Our message in several tasks (the search row's rule): a person, the streamed status named in the message.
     // Our message in several tasks (the search row's rule): a person, the streamed status named in the message. So is
     // another task than ours shown holding our message (by its history): the agent has it twice, ours trimmed or unlisted.
     if (finding.kind === 'several') return severalHolders(record, finding.taskIds, `${why}: ${streamedState(heldBack)}`);
-    const other = finding.kind === 'found' && record.taskId !== undefined && finding.task.id !== record.taskId;
-    if (other && finding.ownership.kind === 'proven' && finding.ownership.by === 'message-id') {
-      return severalHolders(record, [record.taskId!, finding.task.id], `${why}: ${streamedState(heldBack)}`);
-    }
+    const twice = otherHolder(record, finding);
+    if (twice) return severalHolders(record, twice, `${why}: ${streamedState(heldBack)}`);
     if (finding.kind === 'found' && finding.complete && finding.task.id === record.taskId) task = finding.task;
     else return keepStreamed('neither GetTask nor ListTasks gave a full read of our task');
   } else {

@@ -41,6 +41,7 @@ import { holdingSendLease, sendRunToken } from '../io/send-errors.ts';
 import { searchWhileHeld, type HeldSearchHit, type HeldSendResult } from '../io/send-held.ts';
 import { readStream } from '../io/stream.ts';
 import { apply, type Applied } from '../apply.ts';
+import { namedTasks } from '../core/policy.ts';
 import { streamSink } from './follow.ts';
 import { sendFailed } from './send-failure.ts';
 
@@ -92,7 +93,7 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       if ('kind' in next) {
         await close();
         if (next.kind === 'found') log.info({ taskId: next.task.id }, 'the agent holds the send stream silent; its task was found by our messageId');
-        else log.warn({ taskIds: next.taskIds }, 'the agent holds the send stream silent; our message is in several of its tasks');
+        else log.warn({ taskIds: namedTasks(next.taskIds) }, 'the agent holds the send stream silent; our message is in several of its tasks');
         return next;
       }
       if (next.done) throw new ProtocolError(`the send stream ended (${next.value.kind}) before naming a task`, { delivery: 'received' });
