@@ -26,17 +26,33 @@ function fold(value: string, prefix: string): string {
   return word.startsWith(prefix) && word.length > prefix.length ? word.slice(prefix.length) : word;
 }
 
-function fromWire<T>(value: unknown, byNumber: readonly T[], byWord: ReadonlyMap<string, T>, prefix: string): T | undefined {
+function fromWire<T>(value: unknown, byNumber: readonly T[], byWord: ReadonlyMap<string, T>, prefix: string, exact: ReadonlyMap<string, T>): T | undefined {
   if (typeof value === 'number') return Number.isInteger(value) ? byNumber[value] : undefined;
   if (typeof value !== 'string' || value.length > 64) return undefined;
-  return byWord.get(fold(value, prefix));
+  return exact.get(value) ?? byWord.get(fold(value, prefix));
 }
 
+/**
+ * The spellings agents send most, as they are (the 1.0 values, `TASK_STATE_COMPLETED`, `ROLE_USER`, and the folded
+ * words, 0.3's `completed`, `user`), each mapped to what the fold gives it: read without the fold's lower-casing and
+ * regular expression. Any other spelling is folded.
+ */
+function exactSpellings<T extends string>(values: readonly T[], byWord: ReadonlyMap<string, T>, prefix: string): ReadonlyMap<string, T> {
+  const exact = new Map<string, T>();
+  for (const spelling of [...values, ...byWord.keys()]) {
+    const value = byWord.get(fold(spelling, prefix));
+    if (value !== undefined) exact.set(spelling, value);
+  }
+  return exact;
+}
+const EXACT_STATES = exactSpellings(TASK_STATES, STATE_BY_WORD, 'taskstate');
+const EXACT_ROLES = exactSpellings(ROLES, ROLE_BY_WORD, 'role');
+
 /** Any known spelling of a task state → the 1.0 value; `undefined` when none explains it. */
-export const taskStateFromWire = (value: unknown): TaskState | undefined => fromWire(value, TASK_STATES, STATE_BY_WORD, 'taskstate');
+export const taskStateFromWire = (value: unknown): TaskState | undefined => fromWire(value, TASK_STATES, STATE_BY_WORD, 'taskstate', EXACT_STATES);
 
 /** Any known spelling of a message role (`user`, `ROLE_AGENT`, `Agent`, 2, ...) → the 1.0 value. */
-export const roleFromWire = (value: unknown): Role | undefined => fromWire(value, ROLES, ROLE_BY_WORD, 'role');
+export const roleFromWire = (value: unknown): Role | undefined => fromWire(value, ROLES, ROLE_BY_WORD, 'role', EXACT_ROLES);
 
 /** Marker on a zod issue raised for a value no spelling explains; `validateWith` turns it into `UnknownWireValueError`. */
 export const UNKNOWN_WIRE_VALUE = 'unknownWireValue';

@@ -7,7 +7,7 @@
  * missing one cannot happen.
  */
 
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** Ids we accept for workflows, steps, delegations and idempotency keys: safe in keys and BullMQ job ids. */
 export const ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
@@ -118,14 +118,15 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     agents: () => `${prefix}:agents`,
     agentHealth: () => `${prefix}:agents:health`,
     agentsDisabled: () => `${prefix}:agents:disabled`,
-    // Agents choose task ids (any length, any characters): the key holds a digest.
-    taskOwner: (agentCardUrl, taskId) => `${prefix}:task:${createHash('sha256').update(agentCardUrl).update('\n').update(taskId).digest('hex')}`,
+    // Agents choose task ids (any length, any characters): the key holds a digest (one-shot `hash`: the same hex
+    // digest as a Hash object fed the same text, without the object).
+    taskOwner: (agentCardUrl, taskId) => `${prefix}:task:${hash('sha256', `${agentCardUrl}\n${taskId}`, 'hex')}`,
     tenantQuota: (tenant) => ({ inFlight: `${prefix}:tenant:${tenant}:in-flight`, stored: `${prefix}:tenant:${tenant}:stored` }),
     writeProbe: () => `${prefix}:write-probe`,
     workerLiveness: (workerId) => `${prefix}:{fleet}:live:${workerId}`,
     fleetWorkers: () => `${prefix}:{fleet}:workers`,
     agentFlow: (agentCardUrl) => {
-      const tagged = `${prefix}:agents:flow:{${createHash('sha256').update(agentCardUrl).digest('hex').slice(0, 32)}}`;
+      const tagged = `${prefix}:agents:flow:{${hash('sha256', agentCardUrl, 'hex').slice(0, 32)}}`;
       return { slots: `${tagged}:slots`, state: `${tagged}:state` };
     },
     sendOrder: () => ({ clock: `${prefix}:{send-order}:clock`, weights: `${prefix}:{send-order}:weights` }),
