@@ -294,8 +294,11 @@ export async function callScript<Key extends string, Input, Result>(
 
 /**
  * Runs one script many times with one round trip: a pipeline on a standalone Redis (one socket write);
- * on a Cluster the calls go out at once, each to its own slot. Results in call order; a call the server
- * answered NOSCRIPT runs again with EVAL.
+ * on a Cluster the calls go out at once, each to its own slot. Results in call order. When the server answered
+ * NOSCRIPT (it does not hold the script yet: a fresh worker's first dead-worker sweep releases a page of leases with
+ * a script nobody in the fleet had run), the script is loaded once (SCRIPT LOAD) and those calls go again by
+ * digest in one pipeline; one still answered NOSCRIPT (the cache flushed in between) runs with EVAL. Before, each
+ * such call went again as an EVAL carrying the script's text: one per lease of the page.
  * @throws the first call's error, if any failed.
  */
 export async function callScriptMany<Key extends string, Input, Result>(
@@ -310,6 +313,17 @@ export async function callScriptMany<Key extends string, Input, Result>(
   const pipeline = redis.pipeline();
   for (const { keys, args } of raw) pipeline.evalsha(sha, keys.length, ...keys, ...args);
   const replies = (await pipeline.exec()) ?? [];
+  const missing = replies.flatMap(([error], index) => (error && isNoScript(error) ? [index] : []));
+  if (missing.length > 0) {
+    await redis.script('LOAD', lua);
+    const again = redis.pipeline();
+    for (const index of missing) {
+      const { keys, args } = raw[index]!;
+      again.evalsha(sha, keys.length, ...keys, ...args);
+    }
+    const retried = (await again.exec()) ?? [];
+    missing.forEach((index, at) => (replies[index] = retried[at] ?? [new Error('NOSCRIPT no reply'), null]));
+  }
   return Promise.all(
     replies.map(async ([error, reply], index) => {
       if (!error) return script.decode(reply, script.name);
