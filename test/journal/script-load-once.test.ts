@@ -1,6 +1,7 @@
 /**
  * A pipelined script call (`callScriptMany`: the dead-worker sweep's release of a page of leases, the lease renewals)
- * on a server that does not hold the script yet: the script is loaded once and the calls go again by digest. Before,
+ * on a server that does not hold the script yet: the client loads it once before its first page (and once again when
+ * the server answers NOSCRIPT all the same: the calls then go again by digest). Before,
  * every call of the page went again as an EVAL with the script's text (a fresh worker after a whole-fleet crash: one
  * NOSCRIPT error and one EVAL per lease it took over; docs/performance.md, recov20).
  */
@@ -18,9 +19,9 @@ async function calls(command: string): Promise<number> {
 }
 
 describe('callScriptMany on a server without the script', () => {
-  it('ends five dead leases with one SCRIPT LOAD and no EVAL; a second page goes by digest alone', async () => {
+  it('ends five dead leases with one SCRIPT LOAD and no EVAL; a second page goes by digest alone; after a flush, one SCRIPT LOAD again', async () => {
     const journal = new Journal(redis(), { prefix: 'script-load' });
-    const refs: DelegationRef[] = Array.from({ length: 10 }, (_, index) => ({ workflowId: `wf-${index}`, delegationId: 'main.1' }));
+    const refs: DelegationRef[] = Array.from({ length: 15 }, (_, index) => ({ workflowId: `wf-${index}`, delegationId: 'main.1' }));
     for (const ref of refs) await redis().set(journal.keys.followLease(ref.workflowId, ref.delegationId), 'dead-worker/run-1', 'PX', 60_000);
     await redis().script('FLUSH');
     await redis().config('RESETSTAT');
@@ -28,11 +29,20 @@ describe('callScriptMany on a server without the script', () => {
     expect(first.ended.map(({ ref }) => ref)).toEqual(refs.slice(0, 5));
     expect(await calls('eval')).toBe(0);
     expect(await calls('script|load')).toBe(1);
-    const second = await journal.endLeasesOf(['dead-worker'], refs.slice(5));
-    expect(second.ended.map(({ ref }) => ref)).toEqual(refs.slice(5));
+    // Each call of the page answered NOSCRIPT first, then sent again, is a wasted EVALSHA: none.
+    expect(await calls('evalsha')).toBe(5);
+    const second = await journal.endLeasesOf(['dead-worker'], refs.slice(5, 10));
+    expect(second.ended.map(({ ref }) => ref)).toEqual(refs.slice(5, 10));
     expect(await calls('eval')).toBe(0);
     expect(await calls('script|load')).toBe(1);
-    expect(await calls('evalsha')).toBe(15);
+    expect(await calls('evalsha')).toBe(10);
+    // The server lost its scripts (a restart, a flush): the page is answered NOSCRIPT, the script loaded once, the page sent again.
+    await redis().script('FLUSH');
+    const third = await journal.endLeasesOf(['dead-worker'], refs.slice(10));
+    expect(third.ended.map(({ ref }) => ref)).toEqual(refs.slice(10));
+    expect(await calls('eval')).toBe(0);
+    expect(await calls('script|load')).toBe(2);
+    expect(await calls('evalsha')).toBe(20);
     for (const ref of refs) expect(await redis().exists(journal.keys.followLease(ref.workflowId, ref.delegationId))).toBe(0);
   }, 60_000);
 });
