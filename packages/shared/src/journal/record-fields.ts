@@ -127,16 +127,46 @@ export function enumOr<const T extends readonly string[]>(values: T, fallback: T
   return kind(z.enum(values).default(fallback as never), (hash, key) => member(hash, key, allowed) ?? fallback);
 }
 
+/** Byte budget of the parsed JSON values one field kind keeps in-process (`keptParse`): the text as key plus its parse, about three times the text. */
+const JSON_FIELD_CACHE_BYTES = 8 * 1024 * 1024;
+/** Longest JSON text whose parse is kept. */
+const LONGEST_KEPT_JSON = 4_096;
+
+/**
+ * The fast reading of a JSON field's text with `schema`: `schema`'s parse of `JSON.parse(text)`, NOT_AS_IT_STANDS when
+ * it refuses. A text's parse depends on the text alone, so it is kept in-process (texts of at most 4,096 characters,
+ * 8 MiB per field kind, the oldest out first) and handed out again: a fresh worker reads each unfinished row three
+ * times (its start-up sweep's workflow entry and its own entry, then the dead-worker sweep's batch) and parsed the
+ * same `message` and `agentInterface` texts with zod each time. Callers read such values, never change them (as the
+ * workflow definitions `parseDefinitionText` hands out). A field of any value (`z.unknown()`: a result, evidence) is
+ * parsed as JSON only, never kept: no schema to spare, and it may be large.
+ */
+function keptParse(schema: z.ZodType): (text: string) => unknown {
+  if (schema instanceof z.ZodUnknown) return (text) => JSON.parse(text) as unknown;
+  const kept = new Map<string, unknown>();
+  let bytes = 0;
+  return (text) => {
+    const hit = kept.get(text);
+    if (hit !== undefined) return hit;
+    const parsed = schema.safeParse(JSON.parse(text));
+    if (!parsed.success) throw NOT_AS_IT_STANDS;
+    if (text.length <= LONGEST_KEPT_JSON && parsed.data !== undefined) {
+      kept.set(text, parsed.data);
+      bytes += text.length * 3;
+      for (const [oldest] of kept) {
+        if (bytes <= JSON_FIELD_CACHE_BYTES) break;
+        kept.delete(oldest);
+        bytes -= oldest.length * 3;
+      }
+    }
+    return parsed.data;
+  };
+}
+
 /** JSON text whose value `schema` parses, required. */
 export function requiredJson<T extends z.ZodType>(schema: T) {
-  const read: JsonRead = Object.assign(
-    (hash: Hash, key: string) => {
-      const parsed = schema.safeParse(JSON.parse(text(hash, key)));
-      if (!parsed.success) throw NOT_AS_IT_STANDS;
-      return parsed.data;
-    },
-    { schema },
-  );
+  const parse = keptParse(schema);
+  const read: JsonRead = Object.assign((hash: Hash, key: string) => parse(text(hash, key)), { schema });
   return kind(
     z.string().transform((value, context) => {
       try {
@@ -152,13 +182,11 @@ export function requiredJson<T extends z.ZodType>(schema: T) {
 
 /** JSON text whose value `schema` parses: empty or absent → undefined. */
 export function optionalJson<T extends z.ZodType>(schema: T) {
+  const parse = keptParse(schema);
   const read: JsonRead = Object.assign(
     (hash: Hash, key: string) => {
       const value = optional(hash, key);
-      if (!value) return undefined;
-      const parsed = schema.safeParse(JSON.parse(value));
-      if (!parsed.success) throw NOT_AS_IT_STANDS;
-      return parsed.data as z.infer<T>;
+      return value ? (parse(value) as z.infer<T>) : undefined;
     },
     { schema },
   );

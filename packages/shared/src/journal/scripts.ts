@@ -292,10 +292,17 @@ export async function callScript<Key extends string, Input, Result>(
   return script.decode(await runScript(redis, script.name, orderedKeys(script.keys, keys), script.encode(input)), script.name);
 }
 
+/** The scripts each client has loaded (SCRIPT LOAD) before its first `callScriptMany` of them. */
+const loadedOn = new WeakMap<Redis, Set<ScriptName>>();
+
 /**
  * Runs one script many times with one round trip: a pipeline on a standalone Redis (one socket write);
- * on a Cluster the calls go out at once, each to its own slot. Results in call order; a call the server
- * answered NOSCRIPT runs again with EVAL.
+ * on a Cluster the calls go out at once, each to its own slot. Results in call order. The first time a client sends
+ * a script this way it loads it first (SCRIPT LOAD, once per client and script: `loadedOn`), so the page is not
+ * answered NOSCRIPT call by call (a fresh worker's first dead-worker sweep releases a page of leases with a script
+ * nobody in the fleet may have run). When the server answers NOSCRIPT all the same (restarted, flushed), the script
+ * is loaded once and those calls go again by digest in one pipeline; one still answered NOSCRIPT runs with EVAL.
+ * Before, each such call went again as an EVAL carrying the script's text: one per lease of the page.
  * @throws the first call's error, if any failed.
  */
 export async function callScriptMany<Key extends string, Input, Result>(
@@ -307,9 +314,26 @@ export async function callScriptMany<Key extends string, Input, Result>(
   if (redis instanceof Cluster) return Promise.all(calls.map(({ keys, input }) => callScript(redis, script, keys, input)));
   const { lua, sha } = loaded.get(script.name) ?? { lua: '', sha: '' };
   const raw = calls.map(({ keys, input }) => ({ keys: orderedKeys(script.keys, keys), args: script.encode(input) }));
+  const sent = loadedOn.get(redis) ?? new Set<ScriptName>();
+  loadedOn.set(redis, sent);
+  if (!sent.has(script.name)) {
+    await redis.script('LOAD', lua);
+    sent.add(script.name);
+  }
   const pipeline = redis.pipeline();
   for (const { keys, args } of raw) pipeline.evalsha(sha, keys.length, ...keys, ...args);
   const replies = (await pipeline.exec()) ?? [];
+  const missing = replies.flatMap(([error], index) => (error && isNoScript(error) ? [index] : []));
+  if (missing.length > 0) {
+    await redis.script('LOAD', lua);
+    const again = redis.pipeline();
+    for (const index of missing) {
+      const { keys, args } = raw[index]!;
+      again.evalsha(sha, keys.length, ...keys, ...args);
+    }
+    const retried = (await again.exec()) ?? [];
+    missing.forEach((index, at) => (replies[index] = retried[at] ?? [new Error('NOSCRIPT no reply'), null]));
+  }
   return Promise.all(
     replies.map(async ([error, reply], index) => {
       if (!error) return script.decode(reply, script.name);
