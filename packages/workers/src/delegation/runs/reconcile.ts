@@ -182,7 +182,7 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
     // The send may still be in flight: a search now could miss it, so a miss decides nothing until `settlesAt`.
     if (early) {
       const found = await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log));
-      if (found === 'adopted-early' || found === 'several-early') return found;
+      if (decidedEarly(found)) return found;
     }
     await ctx.journal.scheduleCheck(ref, settlesAt);
     await enqueueReconcile(ctx.queues, ref, { dueAt: settlesAt, now: ctx.options.now() });
@@ -246,7 +246,7 @@ async function deadSenderHeld(ctx: WorkerContext, record: DelegationRecord, hold
     if (await ctx.journal.lease(ref, 'release', holder)) ctx.metrics.leasesTakenOver.inc();
   };
   const found = await withReconcileSlot(ctx, record, () => adoptIfFound(ctx, record, log, endDeadSendLease));
-  if (found === 'adopted-early' || found === 'several-early') return found;
+  if (decidedEarly(found)) return found;
   const now = ctx.options.now();
   const settlesAt = (record.sendStartedAt ?? now) + ctx.options.sendSettleMs;
   const nextAt = now < settlesAt ? Math.min(settlesAt, now + heldMs) : now + heldMs + Math.floor(Math.random() * 1_000);
@@ -254,6 +254,9 @@ async function deadSenderHeld(ctx: WorkerContext, record: DelegationRecord, hold
   await enqueueReconcile(ctx.queues, ref, { dueAt: nextAt, now });
   return 'send-held';
 }
+
+/** An early search's outcome (`adoptIfFound`) that decided the record: nothing more to schedule. */
+const decidedEarly = (outcome: string): boolean => outcome === 'adopted-early' || outcome === 'several-early';
 
 /**
  * Maybe sent, not settled yet: applies the search only when it found our message (ownership proven: the search row
