@@ -17,27 +17,12 @@ import { createProducer, type Producer } from '@durable-a2a/producer';
 import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { eventually, reconcileOutcomes, spawnSendWorker, spawnWorkerProcess, startTestFleet } from '../harness/fleet.ts';
-import { AU, SU, agentMessage, ev, startScriptedAgent, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+import { AU, SU, ev, startScriptedAgent, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+import { finishedAttempt, holder, listing, personNaming, type Received } from '../harness/holders.ts';
 
 const redisServer = useRedisServer();
 const keep = closeKeptAfterEach();
 let counter = 0;
-
-/** The message our SendMessage carried, as the agent recorded it. */
-interface Received {
-  messageId: string;
-  contextId: string;
-}
-
-/** A task holding our message (ROLE_USER) in its history, with an artifact when COMPLETED. */
-const holder = (id: string, state: 'WORKING' | 'COMPLETED', received: Received, withHistory = true) =>
-  task(id, state, {
-    contextId: received.contextId,
-    ...(withHistory ? { history: [{ role: 'ROLE_USER', messageId: received.messageId, contextId: received.contextId, parts: [{ text: 'book it' }] }, agentMessage(`${id} on it`)] } : {}),
-    ...(state === 'COMPLETED' ? { artifacts: { [`a-${id}`]: `${id}'s booking` } } : {}),
-  });
-
-const listing = (tasks: unknown[]) => ({ result: { tasks, nextPageToken: '', pageSize: 50, totalSize: tasks.length } });
 
 /** Starts `handlers` (given the message the agent received, once it has), a producer and a fleet; delegates once. */
 async function scene(handlers: (received: () => Received | undefined, record: (params: any) => Received) => ScriptedHandlers, fleetOptions: Record<string, unknown> = {}) {
@@ -52,15 +37,6 @@ async function scene(handlers: (received: () => Received | undefined, record: (p
   return { agent, producer, id, messageId };
 }
 
-/** The attempt once finished (any finished journal state), read from the journal. */
-async function finishedAttempt(producer: Producer, id: string) {
-  const finished = ['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST'];
-  return eventually(async () => {
-    const row = await producer.journal.getDelegation({ workflowId: id, delegationId: 'main.1' });
-    return row && finished.includes(row.state) ? row : undefined;
-  }, `${id}: the attempt finished`, 60_000);
-}
-
 /** ListTasks shows T1 COMPLETED and T2 WORKING, both holding our message, once the agent has it (`onListed` then); GetTask reads either. */
 const listsTwins = (received: () => Received | undefined, onListed: () => void): ScriptedHandlers => ({
   ListTasks: () => {
@@ -73,13 +49,7 @@ const listsTwins = (received: () => Received | undefined, onListed: () => void):
 });
 
 /** The attempt once finished: AMBIGUOUS, its message naming T1 and T2. */
-async function personNamingTwins(producer: Producer, id: string) {
-  const row = await finishedAttempt(producer, id);
-  expect(row.state).toBe('AMBIGUOUS');
-  expect(row.error?.message).toContain('T1');
-  expect(row.error?.message).toContain('T2');
-  return row;
-}
+const personNamingTwins = (producer: Producer, id: string) => personNaming(producer, id, ['T1', 'T2']);
 
 describe('our message in several tasks, found by a search other than the reconciler\'s: a person, every id named', () => {
   it('a held SendMessage: the search while it is held shows T1 and T2 holding our message; AMBIGUOUS naming both, nothing adopted, one SendMessage', async () => {

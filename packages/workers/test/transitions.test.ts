@@ -272,7 +272,8 @@ describe('properties per kind', () => {
       fc.property(states, terminal, calls, fc.boolean(), (state, taskState, call, cycle) => {
         const step = transition(recordIn(state), { kind: 'task-read', task: task(taskState), call, complete: false, ownership: { kind: 'proven', by: 'message-id' }, why: 'x', cycle }, policy);
         expect(writesOf(step).filter((write) => write.kind === 'snapshot')).toEqual([]);
-        expect(step.next.kind).toBe('read-once');
+        // (A read of the task a refused push named is never applied: nothing, unless it shows our message elsewhere.)
+        expect(step.next.kind).toBe(call === 'push' ? 'nothing' : 'read-once');
         const search = transition(recordIn('INTENT'), { kind: 'search-result', purpose: 'reconcile', deduplicates: false, finding: { kind: 'found', task: task(taskState), complete: false, ownership: { kind: 'proven', by: 'message-id' } } }, policy);
         expect(writesOf(search)).toEqual([]);
       }),
@@ -283,7 +284,8 @@ describe('properties per kind', () => {
     const terminal = fc.constantFrom<TaskState>('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_CANCELED', 'TASK_STATE_REJECTED');
     const anyState = fc.constantFrom<TaskState>('TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_FAILED', 'TASK_STATE_INPUT_REQUIRED');
     const reads = fc.oneof(
-      fc.record({ kind: fc.constant('task-read' as const), state: anyState, artifacts: fc.boolean(), foreign: fc.boolean() }),
+      // foreign: another task (T9) answered in ours' place, without our message or holding it (the agent has it twice).
+      fc.record({ kind: fc.constant('task-read' as const), state: anyState, artifacts: fc.boolean(), foreign: fc.constantFrom(false as const, 'other' as const, 'holder' as const) }),
       fc.record({ kind: fc.constant('read-failed' as const), retryable: fc.boolean(), overLimit: fc.boolean() }),
       fc.record({ kind: fc.constant('task-not-found' as const) }),
       fc.record({ kind: fc.constant('search-result' as const), found: fc.boolean(), complete: fc.boolean() }),
@@ -297,10 +299,11 @@ describe('properties per kind', () => {
         expect(writesOf(streamed)).toEqual(paired ? [{ kind: 'events', responses: [chunk] }] : []);
         expect(streamed.next).toEqual({ kind: 'read-once', why: expect.any(String), heldBack: { responses: [status], partialArtifacts } });
         const heldBack = { responses: [status] as [typeof status], partialArtifacts };
-        const full = (state: TaskState, artifacts: boolean, id = 'T1') => task(state, { id, ...(artifacts ? { artifacts: [{ artifactId: 'a1', parts: [{ text: 'whole' }] }] } : {}) });
+        const full = (state: TaskState, artifacts: boolean, id = 'T1', holds = true) =>
+          task(state, { id, ...(holds ? {} : { history: [{ messageId: 'M-other', role: 'ROLE_USER', parts: [{ text: 'other' }] }] }), ...(artifacts ? { artifacts: [{ artifactId: 'a1', parts: [{ text: 'whole' }] }] } : {}) });
         const observation: Observation =
           read.kind === 'task-read'
-            ? { kind: 'task-read', task: full(read.state, read.artifacts, read.foreign ? 'T9' : 'T1'), call: 'get-task', complete: true, ownership: read.foreign ? { kind: 'disproven', reason: 'x' } : { kind: 'proven', by: 'task-id' }, why: 'x', cycle: true, heldBack }
+            ? { kind: 'task-read', task: full(read.state, read.artifacts, read.foreign ? 'T9' : 'T1', read.foreign !== 'other'), call: 'get-task', complete: true, ownership: read.foreign ? { kind: 'disproven', reason: 'x' } : { kind: 'proven', by: 'task-id' }, why: 'x', cycle: true, heldBack }
             : read.kind === 'read-failed'
               ? { kind: 'read-failed', call: 'get-task', code: 'NETWORK_ERROR', retryable: read.retryable, why: 'x', cycle: true, heldBack, ...(read.overLimit ? { unacceptable: limit } : {}) }
               : read.kind === 'task-not-found'
@@ -308,6 +311,12 @@ describe('properties per kind', () => {
                 : { kind: 'search-result', purpose: 'read', deduplicates: false, finding: read.found ? { kind: 'found', task: full('TASK_STATE_COMPLETED', true), complete: read.complete, ownership: { kind: 'proven', by: 'message-id' } } : { kind: 'unsupported' }, heldBack };
         const step = transition(recordIn(state), observation, policy);
         const writes = writesOf(step);
+        if (read.kind === 'task-read' && read.foreign === 'holder') {
+          // Another task holding our message: the agent has it twice; a person, both ids and the streamed status named.
+          expect(writes).toEqual([]);
+          expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS', anyRow: true, message: expect.stringMatching(/T1.*T9[\s\S]*the stream said task T1/) });
+          return;
+        }
         if (step.next.kind === 'search') {
           // GetTask unusable: ListTasks reads it, the status still held.
           expect(writes).toEqual([]);

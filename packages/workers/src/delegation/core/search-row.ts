@@ -3,7 +3,8 @@
  * purpose it ran for: `reconcile` (a maybe-sent INTENT: adopt, resend the same messageId, FAILED, or a person),
  * `lost-check` (once more before LOST), `read` (our task by ListTasks when GetTask could not be used). Pure.
  */
-import { isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
+import { historyHolds, isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
+import type { Task } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { Observation, SearchFinding } from './observation.ts';
@@ -30,9 +31,10 @@ function searchFailed(finding: Extract<SearchFinding, { kind: 'failed' }>, why: 
  * we saw of our own task meanwhile (a stream's finished status held back for its full read), kept in the message.
  * The ids come from the agent: the message names the first few, clipped, and how many (`namedTasks`).
  */
-export function severalHolders(record: DelegationRecord, taskIds: readonly string[], seen = ''): Step {
+export function severalHolders(record: DelegationRecord, taskIds: readonly string[], seen = '', messageId = record.messageId): Step {
   const bound = record.taskId === undefined ? '' : ` (our task is ${namedTask(record.taskId)})`;
-  const message = `our message ${record.messageId} is in ${taskIds.length} tasks at the agent: ${namedTasks(taskIds)}${bound}${seen ? `; ${seen}` : ''}; the work may have been done more than once, and which task is ours is for a person to decide`;
+  const which = messageId === record.messageId ? `our message ${messageId}` : `our message ${messageId} (the reply to the agent's question; our first message is ${record.messageId})`;
+  const message = `${which} is in ${taskIds.length} tasks at the agent: ${namedTasks(taskIds)}${bound}${seen ? `; ${seen}` : ''}; the work may have been done more than once, and which task is ours is for a person to decide`;
   // A fact about our messageId, whoever wrote the row since the search (a woken sender's answer binding one of the
   // tasks, a peer's adoption): written on any unfinished row (review20: refused by the version read, T1 unseen).
   return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message, anyRow: true } };
@@ -45,6 +47,22 @@ export function severalHolders(record: DelegationRecord, taskIds: readonly strin
 export function otherHolder(record: DelegationRecord, finding: SearchFinding): [string, string] | undefined {
   if (finding.kind !== 'found' || record.taskId === undefined || finding.task.id === record.taskId) return undefined;
   return finding.ownership.kind === 'proven' && finding.ownership.by === 'message-id' ? [record.taskId, finding.task.id] : undefined;
+}
+
+/**
+ * Another task than our bound one, read from the agent (GetTask of ours answering another task, CancelTask's answer,
+ * the reply's answer, the task a refused push named read by GetTask), whose history holds a message of ours
+ * (`historyHolds`: written by us, not an agent's echo of it): our first message, or `reply` (default the row's), the
+ * reply journaled for the agent's question (a message only we could have sent). The agent has our message in two
+ * tasks: the same kind as `several` (`severalHolders`, both ids), whatever path read it. Delivery is proven (the
+ * agent holds it), ownership of that task is not ours (we bound another), and the effect may have happened twice.
+ * The task ids and the message found, else undefined: a task without a message of ours in its history stays a
+ * protocol error (nothing of it applied).
+ */
+export function foreignHolder(record: DelegationRecord, task: Task, reply = record.replyMessageId): { taskIds: [string, string]; messageId: string } | undefined {
+  if (record.taskId === undefined || task.id === record.taskId) return undefined;
+  const messageId = [record.messageId, ...(reply !== undefined ? [reply] : [])].find((id) => historyHolds(task.history, id));
+  return messageId === undefined ? undefined : { taskIds: [record.taskId, task.id], messageId };
 }
 
 /**

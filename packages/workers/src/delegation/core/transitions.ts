@@ -15,9 +15,9 @@ import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalSta
 import type { StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
-import { PARTIAL_ARTIFACTS_CAUSE, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
+import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, namedTask, notFoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
-import { otherHolder, searchRow, severalHolders } from './search-row.ts';
+import { foreignHolder, otherHolder, searchRow, severalHolders } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
 export type Guard = 'fence' | 'version' | 'none';
@@ -169,6 +169,14 @@ export function transition(record: DelegationRecord, observation: Observation, p
     }
     case 'task-read': {
       const { task, ownership, complete, call, why, cycle, afterLiveStream } = observation;
+      // Another task than ours holding our message (its history): the agent has it twice, whichever call read it (in a
+      // follow cycle or not, a parked re-read, the task a refused push named): a person, both ids named, nothing of it
+      // applied. The read itself is the proof: no ListTasks needed (it may not list that task at all).
+      const twice = foreignHolder(record, task);
+      if (twice) return severalHolders(record, twice.taskIds, readOfOther(record, call, task.id));
+      // The task a refused push named (GetTask, the agent's own read path) without our message: nothing about our task,
+      // never adopted or applied (the push was journaled PUSH_NOT_OURS); the reconciler goes on as for any check.
+      if (call === 'push') return { next: { kind: 'nothing' } };
       if (ownership.kind === 'disproven' || (record.taskId !== undefined && task.id !== record.taskId)) {
         const error: RecordedError = { code: 'FOREIGN_TASK', message: `${call} about ${record.taskId ?? 'our message'} answered task ${task.id}`, retryable: false };
         // A follow cycle reads our task by ListTasks instead; elsewhere nothing of it is applied and the row is routed as it is.
@@ -228,6 +236,11 @@ export function transition(record: DelegationRecord, observation: Observation, p
       const sent: Write = { kind: 'mark-reply', replyMessageId: observation.replyMessageId, replyState: 'sent', reason: '' };
       const next: Next = { kind: 'route', plan: { again: false } };
       if (!observation.task) return { write: sent, next };
+      // The answer names another task holding our message or this reply (its history): the agent acted on our message in
+      // another task than ours, and the work (or what follows the answer) may happen there, or in both: a person, both
+      // ids named. The reply stays journaled sent (the agent has it: never sent again).
+      const twice = foreignHolder(record, observation.task, observation.replyMessageId);
+      if (twice) return { write: sent, ...severalHolders(record, twice.taskIds, readOfOther(record, 'reply', observation.task.id), twice.messageId) };
       if (observation.ownership.kind === 'disproven' || observation.task.id !== record.taskId) {
         // An answer about another task: nothing of it is applied (a protocol error), our task is followed as it is.
         const error: RecordedError = { code: 'FOREIGN_TASK', message: `the reply on ${record.taskId} was answered with task ${observation.task.id}`, retryable: false };
@@ -252,7 +265,10 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // work may have happened. Nothing a later search finds can change the binding: a person decides at once
       // (before, every search found the same task again and the row stayed INTENT, searched for ever).
       return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `${observation.reason}; the agent had our message, so the work may have happened`, delivery: 'received' } };
-    case 'cancel-answered':
+    case 'cancel-answered': {
+      // CancelTask answered with another task holding our message: the same kind as a read's (`foreignHolder`).
+      const twice = foreignHolder(record, observation.task);
+      if (twice) return severalHolders(record, twice.taskIds, readOfOther(record, 'cancel', observation.task.id));
       if (observation.ownership.kind === 'disproven' || observation.task.id !== record.taskId) {
         const error: RecordedError = { code: 'FOREIGN_TASK', message: `CancelTask ${record.taskId} answered task ${observation.task.id}`, retryable: false };
         return { write: { kind: 'note-protocol-error', error }, next: { kind: 'route', plan: { cancelIfRequested: false } } };
@@ -275,6 +291,7 @@ export function transition(record: DelegationRecord, observation: Observation, p
       }
       // Keep following until the agent reports the cancellation (it may finish first); no second CancelTask.
       return { write: { kind: 'snapshot', task: observation.task, guard: 'none' }, next: { kind: 'route', plan: { cancelIfRequested: false } } };
+    }
     case 'cancel-before-task':
       if (observation.mayHaveSent) return { next: { kind: 'ask-reconciler', dueAt: (record.sendStartedAt ?? policy.now()) + policy.sendSettleMs } };
       return { write: { kind: 'outcome', state: 'CANCELED', guard: 'version', error: { code: 'CANCELED_BEFORE_SEND', message: 'canceled before it was sent' } }, next: route };
@@ -394,6 +411,14 @@ function waitForAgent(record: DelegationRecord, observation: Extract<Observation
   return { write: { kind: 'note-unreachable', error: noted, nextTryAt: verdict.nextTryAt, marked: afterMark }, next: { kind: 'send-later', atMs: verdict.nextTryAt } };
 }
 
+/** How another task holding our message was read, in words for a person (`foreignHolder`): the call and what it answered. */
+function readOfOther(record: DelegationRecord, call: AgentCall, taskId: string): string {
+  if (call === 'push') return `a push named task ${namedTask(taskId)}, and GetTask of it shows our message in its history`;
+  if (call === 'reply') return `the reply on our task ${namedTask(record.taskId ?? '')} was answered with task ${namedTask(taskId)}, which holds it`;
+  const name = call === 'cancel' ? 'CancelTask' : call === 'list-tasks' ? 'ListTasks' : call === 'subscribe' ? 'SubscribeToTask' : 'GetTask';
+  return `${name} of our task ${namedTask(record.taskId ?? '')} answered task ${namedTask(taskId)}, which holds it`;
+}
+
 /** The held-back finished status, in words: `the stream said task T1 COMPLETED`. */
 function streamedState(heldBack: HeldBack): string {
   const [status] = heldBack.responses;
@@ -418,6 +443,9 @@ function afterPartialStream(record: DelegationRecord, observation: Observation, 
   });
   let task: Task | undefined;
   if (observation.kind === 'task-read') {
+    // Another task holding our message, read in our task's place: a person, the streamed status named (`foreignHolder`).
+    const twice = foreignHolder(record, observation.task);
+    if (twice) return severalHolders(record, twice.taskIds, `${why}: ${streamedState(heldBack)}; ${readOfOther(record, observation.call, observation.task.id)}`);
     const foreign = observation.ownership.kind === 'disproven' || observation.task.id !== record.taskId;
     if (foreign) return { next: { kind: 'search', purpose: 'read', why: `${observation.why}; ${observation.call} answered another task`, heldBack } };
     task = observation.task;

@@ -1,0 +1,167 @@
+/**
+ * Property (holders3): an answer about another task than the one we bound, read from the agent (GetTask of ours
+ * answering another task, in a follow cycle or not, a parked re-read, a partial stream's full read; CancelTask's
+ * answer; the reply's answer; GetTask of the task a refused push named), is the agent holding our message twice
+ * exactly when that task's history holds a message of ours (our messageId, or the reply's: written by us, not an
+ * agent's echo of it). Then: AMBIGUOUS for a person naming both tasks (`severalHolders`), on any unfinished row
+ * (`anyRow`), nothing adopted, applied or resent, the message bounded whatever the agent's ids. Otherwise the path
+ * keeps its rule: a protocol error (nothing of it applied), the ListTasks read in a follow cycle, nothing at all for
+ * a push-named task. Pure: the table alone (`core/transitions.ts`). The end-to-end cases are in
+ * test/send/foreign-holder.test.ts.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Message, StreamResponse, Task, TaskState } from '@durable-a2a/a2a';
+import type { DelegationRecord, JournalState } from '@durable-a2a/shared';
+import type { Observation } from '../src/delegation/core/observation.ts';
+import type { Policy } from '../src/delegation/core/policy.ts';
+import { transition, type Step, type Write } from '../src/delegation/core/transitions.ts';
+
+const OURS = 'M-ours';
+const REPLY = 'R-ours';
+const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3, unacceptableAnswerLimit: 3, reconcileIntervalMs: 30_000 } as unknown as Policy;
+
+/** What the other task's history holds. */
+type Holds = 'ours' | 'reply' | 'agent-echo' | 'other' | 'none';
+const holdsArbitrary = fc.constantFrom<Holds>('ours', 'reply', 'agent-echo', 'other', 'none');
+
+/** The path that read the other task. */
+type Path = 'get-task' | 'get-task-cycle' | 'parked-reread' | 'partial-stream' | 'cancel-read' | 'cancel-answered' | 'reply' | 'push';
+const pathArbitrary = fc.constantFrom<Path>('get-task', 'get-task-cycle', 'parked-reread', 'partial-stream', 'cancel-read', 'cancel-answered', 'reply', 'push');
+
+const user = (messageId: string): Message => ({ messageId, role: 'ROLE_USER', parts: [{ text: 'book it' }] }) as Message;
+const history = (holds: Holds): Message[] | undefined =>
+  holds === 'none'
+    ? undefined
+    : [
+        ...(holds === 'ours' ? [user(OURS)] : holds === 'reply' ? [user('M-first-elsewhere'), user(REPLY)] : holds === 'other' ? [user('M-someone-else')] : []),
+        // An agent's own message that quotes our messageId proves nothing (`historyHolds`).
+        { messageId: holds === 'agent-echo' ? OURS : 'agent-1', role: 'ROLE_AGENT', parts: [{ text: 'on it' }] } as Message,
+      ];
+
+const otherTask = (id: string, state: TaskState, holds: Holds): Task => ({ id, contextId: 'C-other', status: { state }, ...(history(holds) ? { history: history(holds)! } : {}) }) as Task;
+
+const recordOf = (taskId: string, state: JournalState, replied: boolean): DelegationRecord =>
+  ({
+    workflowId: 'wf',
+    delegationId: 'main.1',
+    messageId: OURS,
+    requestedContextId: 'C-ours',
+    contextId: 'C-ours',
+    taskId,
+    state,
+    version: 7,
+    fence: 2,
+    resendCount: 0,
+    createdAt: 1_000_000,
+    updatedAt: 4_000_000,
+    notFoundCount: 0,
+    noProgressCount: 0,
+    protocolErrorCount: 0,
+    ...(replied ? { questionKey: 'q1', replyForQuestion: 'q1', replyMessageId: REPLY, replyState: 'sending' } : {}),
+  }) as unknown as DelegationRecord;
+
+function observationOf(path: Path, task: Task, boundTaskId: string): Observation {
+  const disproven = { kind: 'disproven' as const, reason: `answered ${task.id}, not ${boundTaskId}` };
+  switch (path) {
+    case 'get-task':
+      return { kind: 'task-read', task, call: 'get-task', complete: true, ownership: disproven, why: 'slow poll', cycle: false };
+    case 'get-task-cycle':
+      return { kind: 'task-read', task, call: 'get-task', complete: true, ownership: disproven, why: 'stream ended', cycle: true };
+    case 'parked-reread':
+      return { kind: 'task-read', task, call: 'get-task', complete: true, ownership: disproven, why: 'reconcile re-read of a parked task', cycle: false };
+    case 'partial-stream': {
+      const heldBack = { responses: [{ statusUpdate: { taskId: boundTaskId, contextId: 'C-ours', status: { state: 'TASK_STATE_COMPLETED' } } }] as [StreamResponse], partialArtifacts: 'appended' as const };
+      return { kind: 'task-read', task, call: 'get-task', complete: true, ownership: disproven, why: 'stream finished', cycle: true, heldBack };
+    }
+    case 'cancel-read':
+      return { kind: 'task-read', task, call: 'cancel', complete: true, ownership: disproven, why: 'cancel', cycle: false };
+    case 'cancel-answered':
+      return { kind: 'cancel-answered', task, ownership: disproven };
+    case 'reply':
+      return { kind: 'reply-delivered', replyMessageId: REPLY, task, ownership: disproven };
+    case 'push':
+      // GetTask of the task a refused push named: it answers about the id we asked (ownership by task id), not ours.
+      return { kind: 'task-read', task, call: 'push', complete: true, ownership: { kind: 'proven', by: 'task-id' }, why: 'a refused push', cycle: false };
+  }
+}
+
+const writesOf = (step: Step): Write[] => (step.write === undefined ? [] : Array.isArray(step.write) ? [...(step.write as readonly Write[])] : [step.write as Write]);
+
+describe('property: another task holding our message, whichever path read it', () => {
+  it('AMBIGUOUS naming both tasks iff its history holds a message of ours; never adopted, applied or resent; the message bounded', () => {
+    const idArbitrary = fc.oneof(fc.constantFrom('T2', 'T9'), fc.string({ minLength: 1, maxLength: 3_000 }).map((text) => `T-${text}`));
+    const unfinished = fc.constantFrom<JournalState>('SUBMITTED', 'WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED');
+    const taskStates = fc.constantFrom<TaskState>('TASK_STATE_WORKING', 'TASK_STATE_COMPLETED', 'TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_FAILED');
+    const long = `T-${'x'.repeat(3_000)}`;
+    fc.assert(
+      fc.property(pathArbitrary, holdsArbitrary, idArbitrary, unfinished, taskStates, fc.boolean(), (path, holds, otherId, state, taskState, replied) => {
+        const boundTaskId = 'T1';
+        fc.pre(otherId !== boundTaskId);
+        const record = recordOf(boundTaskId, state, replied || path === 'reply');
+        const task = otherTask(otherId, taskState, holds);
+        const step = transition(record, observationOf(path, task, boundTaskId), policy);
+        const writes = writesOf(step);
+        // A message of ours: our first message, or the reply journaled for the question (only we could have sent it).
+        const ours = holds === 'ours' || (holds === 'reply' && record.replyMessageId === REPLY);
+        // Never adopted, never applied: nothing of the other task is written, nothing bound, nothing resent.
+        expect(writes.filter((write) => write.kind === 'snapshot' || write.kind === 'events' || write.kind === 'outcome' || write.kind === 'release-for-resend')).toEqual([]);
+        expect(['resend', 'retry', 'settle']).not.toContain(step.next.kind);
+        if (ours) {
+          expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS', anyRow: true });
+          const message = (step.next as { message: string }).message;
+          expect(message).toContain(boundTaskId);
+          expect(message).toContain(otherId.slice(0, 100));
+          expect(message.length).toBeLessThan(1_500);
+          // The reply keeps its journaled fate (sent: the agent has it); nothing else is written.
+          expect(writes).toEqual(path === 'reply' ? [{ kind: 'mark-reply', replyMessageId: REPLY, replyState: 'sent', reason: '' }] : []);
+          return;
+        }
+        expect(step.next.kind).not.toBe('needs-person');
+        // The path's own rule for a task that is not ours and holds nothing of ours.
+        if (path === 'push') expect(step).toEqual({ next: { kind: 'nothing' } });
+        else if (path === 'get-task-cycle' || path === 'partial-stream') expect(step.next.kind).toBe('search');
+        else expect(writes.map((write) => write.kind)).toContain('note-protocol-error');
+      }),
+      {
+        numRuns: 500,
+        examples: [
+          // Each path with our message in the other task, and without it.
+          ['get-task', 'ours', 'T2', 'WORKING', 'TASK_STATE_WORKING', false],
+          ['get-task', 'other', 'T2', 'WORKING', 'TASK_STATE_WORKING', false],
+          ['get-task-cycle', 'ours', 'T2', 'WORKING', 'TASK_STATE_COMPLETED', false],
+          ['get-task-cycle', 'none', 'T2', 'WORKING', 'TASK_STATE_COMPLETED', false],
+          ['parked-reread', 'ours', 'T2', 'INPUT_REQUIRED', 'TASK_STATE_WORKING', false],
+          ['partial-stream', 'ours', 'T2', 'WORKING', 'TASK_STATE_COMPLETED', false],
+          ['partial-stream', 'agent-echo', 'T2', 'WORKING', 'TASK_STATE_COMPLETED', false],
+          ['cancel-read', 'ours', 'T2', 'WORKING', 'TASK_STATE_WORKING', false],
+          ['cancel-answered', 'ours', 'T2', 'WORKING', 'TASK_STATE_CANCELED' as TaskState, false],
+          ['cancel-answered', 'other', 'T2', 'WORKING', 'TASK_STATE_CANCELED' as TaskState, false],
+          ['reply', 'ours', 'T2', 'INPUT_REQUIRED', 'TASK_STATE_WORKING', true],
+          ['reply', 'reply', 'T2', 'INPUT_REQUIRED', 'TASK_STATE_WORKING', true],
+          ['reply', 'agent-echo', 'T2', 'INPUT_REQUIRED', 'TASK_STATE_WORKING', true],
+          ['push', 'ours', 'T2', 'WORKING', 'TASK_STATE_WORKING', false],
+          ['push', 'reply', 'T2', 'WORKING', 'TASK_STATE_WORKING', false],
+          ['push', 'reply', 'T2', 'WORKING', 'TASK_STATE_WORKING', true],
+          ['push', 'other', 'T2', 'WORKING', 'TASK_STATE_WORKING', false],
+          // A hostile id: the message names it clipped.
+          ['get-task', 'ours', long, 'WORKING', 'TASK_STATE_WORKING', false],
+          ['push', 'ours', long, 'WORKING', 'TASK_STATE_WORKING', false],
+        ],
+      },
+    );
+  });
+
+  it('a read of our own task (or, unbound, of a found one) is not this kind: the other-task rule never fires on the task we bound', () => {
+    fc.assert(
+      fc.property(holdsArbitrary, fc.constantFrom<Path>('get-task', 'get-task-cycle', 'parked-reread', 'cancel-read', 'reply'), (holds, path) => {
+        const record = recordOf('T1', 'WORKING', path === 'reply');
+        const own = { ...otherTask('T1', 'TASK_STATE_WORKING', holds), contextId: 'C-ours' };
+        const observation = observationOf(path, own, 'T1');
+        const proven = observation.kind === 'task-read' || observation.kind === 'reply-delivered' ? { ...observation, ownership: { kind: 'proven' as const, by: 'task-id' as const } } : observation;
+        const step = transition(record, proven, policy);
+        expect(step.next.kind === 'needs-person' && step.next.code === 'AMBIGUOUS').toBe(false);
+      }),
+    );
+  });
+});

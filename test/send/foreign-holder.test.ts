@@ -1,0 +1,111 @@
+/**
+ * Our message held by another task at the agent than the one we bound (holders3): the agent may have done the work
+ * twice, so it goes to a person (AMBIGUOUS naming both tasks), never adopted, never resent, whichever path saw it:
+ * - GetTask of our task answering another task that holds our message, outside a follow cycle (the reconciler's
+ *   re-read of a parked task; before: a FOREIGN_TASK protocol error, the row parked for ever) and inside one (before:
+ *   ListTasks read our task, which does not list the other, and the next stream's COMPLETED settled from ours);
+ * - the reply's answer naming another task that holds the reply (or our first message) (before: FOREIGN_TASK, our
+ *   task followed, the work done in the other unseen);
+ * - a push about another task whose body shows our message (before: 403, PUSH_NOT_OURS, nothing else): the webhook
+ *   wakes the reconciler naming that task; the reconciler reads it from the agent (GetTask, never the push body
+ *   alone) and the same row decides. A flood of such pushes is at most one GetTask a second.
+ * Real fleet, real Redis, a raw JSON-RPC agent (exact bytes). The property over the kind is in
+ * packages/workers/test/foreign-holder-property.test.ts.
+ */
+import { describe, expect, it } from 'vitest';
+import { createProducer } from '@durable-a2a/producer';
+import { useRedisServer } from '../harness/redis.ts';
+import { closeKeptAfterEach } from '../harness/lifecycle.ts';
+import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { startScriptedAgent, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+import { finishedAttempt, holder, listing, personNaming, receivedOf, type Received } from '../harness/holders.ts';
+
+const redisServer = useRedisServer();
+const keep = closeKeptAfterEach();
+let counter = 0;
+
+/** The agent's question (INPUT_REQUIRED's status message). */
+const question = { messageId: 'q1', role: 'ROLE_AGENT', parts: [{ text: 'two rooms or one?' }] };
+
+/** Starts `handlers` (given the message the agent received, once it has), a producer and a fleet; delegates once. */
+async function scene(handlers: (received: () => Received | undefined, record: (params: any) => Received) => ScriptedHandlers) {
+  const prefix = `foreign-${++counter}-${Date.now()}`;
+  let received: Received | undefined;
+  const record = (params: any) => (received ??= receivedOf(params));
+  const agent = await startScriptedAgent(handlers(() => received, record));
+  const producer = createProducer({ redis: redisServer().url, prefix, addressPolicy: { allowLoopback: true } });
+  keep(producer, agent);
+  keep(await startTestFleet({ redisUrl: redisServer().url, prefix }));
+  const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book it', idempotencyKey: `${prefix}-key` });
+  return { agent, producer, id };
+}
+
+describe('GetTask of our task answers another task holding our message: a person, both tasks named', () => {
+  it('outside a follow cycle (the reconciler re-reads our parked task): AMBIGUOUS naming T1 and T2, nothing adopted, one SendMessage (before: FOREIGN_TASK, parked for ever)', async () => {
+    const { agent, producer, id } = await scene((received, record) => ({
+      SendMessage: (params) => ({ result: { task: holder('T1', 'INPUT_REQUIRED', record(params), true, { status: question }) } }),
+      SubscribeToTask: () => ({ sse: [taskEvent(holder('T1', 'INPUT_REQUIRED', received()!, true, { status: question }))], endAfter: 'hang' }),
+      // Asked about T1, the agent answers with T2, which holds our message: it has it twice.
+      GetTask: () => ({ result: holder('T2', 'WORKING', received()!) }),
+      ListTasks: () => listing([holder('T1', 'INPUT_REQUIRED', received()!, true, { status: question })]),
+    }));
+    const row = await personNaming(producer, id, ['T1', 'T2'], 30_000);
+    expect(row.taskId).toBe('T1');
+    expect(agent.count('SendMessage')).toBe(1);
+    // The workflow's view follows the row (its decision runs after the row's write).
+    await eventually(async () => (await producer.get(id)).state === 'NEEDS_ATTENTION', 'the workflow needs attention', 20_000);
+  }, 60_000);
+
+  it('inside a follow cycle, ListTasks listing only ours: AMBIGUOUS from GetTask\'s own proof, no ListTasks needed (before: ListTasks read T1, and the next stream\'s COMPLETED settled from it, T2 unseen)', async () => {
+    const { agent, producer, id } = await scene((received, record) => ({
+      SendMessage: (params) => ({ result: { task: holder('T1', 'WORKING', record(params)) } }),
+      // First: T1 works, then the stream ends (a read follows, in the cycle). Any later subscription: T1 COMPLETED in full.
+      SubscribeToTask: (_params, call) => ({ sse: [taskEvent(holder('T1', call.count === 1 ? 'WORKING' : 'COMPLETED', received()!))] }),
+      GetTask: () => ({ result: holder('T2', 'WORKING', received()!) }),
+      // The listing does not show T2 at all (a filter, a page limit, an agent that lists only some).
+      ListTasks: () => listing([holder('T1', 'WORKING', received()!)]),
+    }));
+    const row = await personNaming(producer, id, ['T1', 'T2'], 30_000);
+    expect(row.taskId).toBe('T1');
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(agent.count('ListTasks')).toBe(0);
+  }, 60_000);
+
+  it('the control: GetTask answering another task WITHOUT our message stays a protocol error (FOREIGN_TASK), and our task completes', async () => {
+    const { producer, id } = await scene((received, record) => ({
+      SendMessage: (params) => ({ result: { task: holder('T1', 'WORKING', record(params)) } }),
+      SubscribeToTask: (_params, call) => ({ sse: [taskEvent(holder('T1', call.count === 1 ? 'WORKING' : 'COMPLETED', received()!))] }),
+      GetTask: () => ({ result: task('T9', 'WORKING', { contextId: 'C-other', history: [{ role: 'ROLE_USER', messageId: 'M-someone-else', parts: [{ text: 'x' }] }] }) }),
+      ListTasks: () => listing([holder('T1', 'WORKING', received()!)]),
+    }));
+    const row = await finishedAttempt(producer, id, 30_000);
+    expect(row.state).toBe('COMPLETED');
+  }, 60_000);
+});
+
+describe('the reply is answered with another task holding our reply or our message: a person, both tasks named', () => {
+  it.each([
+    ['the reply', true],
+    ['our first message', false],
+  ] as const)('the other task holds %s: AMBIGUOUS naming T1 and T2, the reply journaled sent, nothing resent (before: FOREIGN_TASK, T1 followed)', async (_what, holdsReply) => {
+    const { agent, producer, id } = await scene((received, record) => ({
+      SendMessage: (params) => {
+        if (params.message.taskId !== 'T1') return { result: { task: holder('T1', 'INPUT_REQUIRED', record(params), true, { status: question }) } };
+        // The reply (to T1) answered with T2, whose history holds it (or only our first message).
+        const other = holdsReply ? task('T2', 'WORKING', { contextId: received()!.contextId, history: [params.message] }) : holder('T2', 'WORKING', received()!);
+        return { result: { task: other } };
+      },
+      SubscribeToTask: () => ({ sse: [taskEvent(holder('T1', 'INPUT_REQUIRED', received()!, true, { status: question }))], endAfter: 'hang' }),
+      GetTask: () => ({ result: holder('T1', 'INPUT_REQUIRED', received()!, true, { status: question }) }),
+      ListTasks: () => listing([holder('T1', 'INPUT_REQUIRED', received()!, true, { status: question })]),
+    }));
+    await eventually(async () => (await producer.get(id)).openQuestions.length === 1, 'parked on the question', 20_000);
+    const { messageId: replyId } = await producer.reply(id, 'one');
+    const row = await personNaming(producer, id, ['T1', 'T2'], 30_000);
+    expect(row.error?.message).toContain(holdsReply ? replyId : row.messageId);
+    expect(row.taskId).toBe('T1');
+    expect(row.replyState).toBe('sent');
+    // Our first message once, the reply once: nothing resent.
+    expect(agent.count('SendMessage')).toBe(2);
+  }, 60_000);
+});
