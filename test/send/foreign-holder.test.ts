@@ -12,11 +12,13 @@
  * Real fleet, real Redis, a raw JSON-RPC agent (exact bytes). The property over the kind is in
  * packages/workers/test/foreign-holder-property.test.ts.
  */
+import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { createProducer } from '@durable-a2a/producer';
 import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { delegatePushed, startPushStack } from '../harness/push-stack.ts';
 import { startScriptedAgent, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 import { finishedAttempt, holder, listing, personNaming, receivedOf, type Received } from '../harness/holders.ts';
 
@@ -39,6 +41,9 @@ async function scene(handlers: (received: () => Received | undefined, record: (p
   const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book it', idempotencyKey: `${prefix}-key` });
   return { agent, producer, id };
 }
+
+/** GetTask calls of the agent about task `taskId`. */
+const getTaskCalls = (agent: { calls(method: string): { params: any }[] }, taskId: string) => agent.calls('GetTask').filter((call) => call.params.id === taskId).length;
 
 describe('GetTask of our task answers another task holding our message: a person, both tasks named', () => {
   it('outside a follow cycle (the reconciler re-reads our parked task): AMBIGUOUS naming T1 and T2, nothing adopted, one SendMessage (before: FOREIGN_TASK, parked for ever)', async () => {
@@ -107,5 +112,71 @@ describe('the reply is answered with another task holding our reply or our messa
     expect(row.replyState).toBe('sent');
     // Our first message once, the reply once: nothing resent.
     expect(agent.count('SendMessage')).toBe(2);
+  }, 60_000);
+});
+
+describe('a push about another task that shows our message: the reconciler reads that task, and the same row decides', () => {
+  /** A pushed delegation at a scripted agent whose T1 keeps working (the stream holds); the webhook and the fleet on one prefix. */
+  async function pushScene(getTask: (taskId: string, received: Received) => unknown) {
+    const env = await startPushStack(redisServer().url, `foreign-push-${++counter}-${Date.now()}`);
+    let received: Received | undefined;
+    const agent = await startScriptedAgent({
+      SendMessage: (params) => ({ result: { task: holder('T1', 'WORKING', (received ??= receivedOf(params))) } }),
+      SubscribeToTask: () => ({ sse: [taskEvent(holder('T1', 'WORKING', received!))], endAfter: 'hang' }),
+      GetTask: (params) => ({ result: getTask(String(params.id), received!) }),
+      ListTasks: () => listing([holder('T1', 'WORKING', received!)]),
+    });
+    keep(env, agent);
+    const workflowId = `foreign-push-${counter}`;
+    const { ref, record } = await delegatePushed(env, agent.cardUrl, workflowId);
+    await eventually(async () => (await record()).taskId === 'T1' && (await record()).state === 'WORKING', 'T1 bound and followed', 20_000);
+    const secret = (await env.producer.journal.pushToken(ref))!;
+    const messageId = (await record()).messageId;
+    const push = async (body: unknown) =>
+      (await request(`${env.webhookUrl}/${workflowId}/main.1`, { method: 'POST', body: JSON.stringify(body), headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/a2a+json' } })).statusCode;
+    /** A pushed Task `taskId` whose history holds `heldMessageId`. */
+    const pushedTask = (taskId: string, heldMessageId: string) => ({
+      task: { id: taskId, contextId: received!.contextId, status: { state: 'TASK_STATE_WORKING' }, history: [{ role: 'ROLE_USER', messageId: heldMessageId, parts: [{ text: 'go' }] }] },
+    });
+    const pushCount = async (outcome: string) => {
+      const text = (await env.app.inject({ method: 'GET', url: '/metrics' })).body;
+      return Number(new RegExp(`^durable_a2a_push_notifications_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
+    };
+    return { env, agent, workflowId, record, messageId, push, pushedTask, pushCount };
+  }
+
+  it('the agent\'s GetTask of the pushed task shows our message: AMBIGUOUS naming T1 and T2, the push still 403, nothing adopted, one SendMessage (before: PUSH_NOT_OURS only, T2 unseen)', async () => {
+    const { agent, record, messageId, push, pushedTask, env, workflowId } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received));
+    expect(await push(pushedTask('T2', messageId))).toBe(403);
+    const row = await personNaming(env.producer, workflowId, ['T1', 'T2'], 30_000);
+    expect(row.taskId).toBe('T1');
+    expect((await record()).state).toBe('AMBIGUOUS');
+    expect(getTaskCalls(agent, 'T2')).toBeGreaterThanOrEqual(1);
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 60_000);
+
+  it('a push body that claims our message while the agent\'s own read of that task does not show it: nothing decided; a flood of such pushes is at most one GetTask of it a second; a foreign push without our message wakes nothing', async () => {
+    const { agent, record, messageId, push, pushedTask, pushCount } = await pushScene((taskId, received) =>
+      taskId === 'T1' ? holder('T1', 'WORKING', received) : task(taskId, 'WORKING', { contextId: 'C-other', history: [{ role: 'ROLE_USER', messageId: 'M-someone-else', parts: [{ text: 'x' }] }] }),
+    );
+    // Without our message in the pushed body: refused as before, no reconcile named for it.
+    const plainBefore = await pushCount('foreign-task');
+    const suspectedBefore = await pushCount('foreign-task-holding-ours');
+    expect(await push(pushedTask('T4', 'M-someone-else'))).toBe(403);
+    expect(await pushCount('foreign-task')).toBe(plainBefore + 1);
+    expect(await pushCount('foreign-task-holding-ours')).toBe(suspectedBefore);
+    // The flood: each push claims our message in T3.
+    const startedAt = Date.now();
+    for (let n = 0; n < 40; n++) expect(await push(pushedTask('T3', messageId))).toBe(403);
+    const endedAt = Date.now();
+    expect(await pushCount('foreign-task-holding-ours')).toBe(suspectedBefore + 40);
+    // The last second's job runs at that second's end: wait for a GetTask of T3 after the flood ended.
+    await eventually(async () => agent.calls('GetTask').some((call) => call.params.id === 'T3' && (call as { at: number }).at >= Math.floor(endedAt / 1000) * 1000 + 1000), 'the last second\'s read of T3', 20_000);
+    const seconds = Math.floor(endedAt / 1000) - Math.floor(startedAt / 1000) + 1;
+    expect(getTaskCalls(agent, 'T3')).toBeLessThanOrEqual(seconds);
+    expect(getTaskCalls(agent, 'T4')).toBe(0);
+    // The agent's read decides, not the push body: our task is still followed, nothing written over it.
+    expect(await record()).toMatchObject({ state: 'WORKING', taskId: 'T1' });
+    expect(agent.count('SendMessage')).toBe(1);
   }, 60_000);
 });

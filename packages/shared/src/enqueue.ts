@@ -139,14 +139,18 @@ export async function enqueueFollow(queues: Needs<'follow'>, ref: Ref, plan: Sub
  * `leaseEndsAt` (delayed until then; job data `afterLease`), the sweep found it due (one job per `bucket`,
  * removed on completion; `later`: after every job without it, BullMQ priority 1), a push moved it (`push`: when, ms), or a
  * push reported its completion without the result (`pushedCompletion`: the pushed status timestamp, ms; 0 when it
- * has none): the same completion pushed again while its read waits is one job, not one GetTask per push.
+ * has none): the same completion pushed again while its read waits is one job, not one GetTask per push; or a push
+ * about another task showed our messageId in that task's history (`suspectTaskId`: that task, read by GetTask before
+ * anything else): one job per delegation per second of `at` (ms), delayed to that second's end, so every such push of
+ * the same second is that one job (the first one's suspect; a flood of foreign pushes is at most one GetTask a second).
  */
 export type ReconcileOccasion =
   | { dueAt: number; now: number }
   | { leaseEndsAt: number; now: number }
   | { sweep: string | number; later?: boolean }
   | { push: number }
-  | { pushedCompletion: number };
+  | { pushedCompletion: number }
+  | { suspectTaskId: string; at: number; now: number };
 
 /** Reconciles one delegation. */
 export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occasion: ReconcileOccasion): Promise<void> {
@@ -160,6 +164,11 @@ export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occ
   } else if ('sweep' in occasion) {
     const options = { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'sweep', occasion.sweep), removeOnComplete: true };
     await queues.reconcile.add('delegation', data, occasion.later ? { ...options, priority: 1 } : options);
+  } else if ('suspectTaskId' in occasion) {
+    // Delayed to the end of its second, so it is still waiting (and deduplicates) while that second's pushes arrive.
+    const dueAt = Math.floor(occasion.at / 1000) * 1000 + 1000;
+    const options = { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'suspect', dueAt), delay: Math.max(0, dueAt - occasion.now) };
+    await queues.reconcile.add('delegation', { ...data, suspectTaskId: occasion.suspectTaskId }, options);
   } else if ('push' in occasion) {
     await queues.reconcile.add('delegation', data, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'push', occasion.push) });
   } else {

@@ -61,6 +61,7 @@ export {
   ReconcileJobSchema,
   RECONCILE_BATCH_MAX,
   DEAD_WORKERS_PER_SWEEP,
+  SUSPECT_TASK_ID_MAX,
   VerifyJobSchema,
   CompensateJobSchema,
   NotifyJobSchema,

@@ -56,6 +56,12 @@ export const RECONCILE_BATCH_MAX = 1_000;
 /** Dead workers one sweep job ends the leases of (one pass over the unfinished index for all of them). */
 export const DEAD_WORKERS_PER_SWEEP = 16;
 
+/**
+ * The longest task id a reconcile job names as a suspect (`suspectTaskId`): a task id is the agent's, of any length;
+ * one longer than this is not carried (the job stays small; the push that named it was refused all the same).
+ */
+export const SUSPECT_TASK_ID_MAX = 1_024;
+
 /** reconcile: the fixed-id sweep (no ids), one delegation, or a batch of them (`refs`). */
 export const ReconcileJobSchema = z.object({
   workflowId: WorkflowId.optional(),
@@ -73,6 +79,12 @@ export const ReconcileJobSchema = z.object({
   afterLease: z.boolean().optional(),
   /** A batch whose leases a dead worker held (the dead-worker sweep ended them): its sends may be looked for early. */
   holderDied: z.boolean().optional(),
+  /**
+   * A task the agent pushed about that is not the delegation's own and whose pushed body showed our messageId in its
+   * history (the push was refused): the reconciler reads it from the agent (GetTask) before anything else, and a read
+   * that shows our message there is the agent holding it twice (AMBIGUOUS, both ids). Never trusted from the push alone.
+   */
+  suspectTaskId: z.string().min(1).max(SUSPECT_TASK_ID_MAX).optional(),
   /** Workers found dead (their liveness keys gone): end their leases in the unfinished index and reconcile those records now. */
   deadWorkers: z.array(z.string().min(1).max(300)).min(1).max(DEAD_WORKERS_PER_SWEEP).optional(),
 });

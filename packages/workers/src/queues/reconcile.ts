@@ -21,5 +21,5 @@ export async function processReconcile(job: Job, ctx: WorkerContext): Promise<st
   if (data.deadWorkers) return sweepDeadWorkers(ctx, data.deadWorkers);
   if (data.refs) return reconcileBatch(ctx, data.refs, job.id, { afterLease: data.afterLease === true, holderDied: data.holderDied === true });
   if (!data.workflowId || !data.delegationId) return sweep(ctx, data.all === true);
-  return reconcileDelegation(ctx, { workflowId: data.workflowId, delegationId: data.delegationId }, job.id, { afterLease: data.afterLease === true });
+  return reconcileDelegation(ctx, { workflowId: data.workflowId, delegationId: data.delegationId }, job.id, { afterLease: data.afterLease === true, ...(data.suspectTaskId !== undefined ? { suspectTaskId: data.suspectTaskId } : {}) });
 }

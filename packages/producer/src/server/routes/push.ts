@@ -29,17 +29,20 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Queue } from 'bullmq';
 import {
+  historyHolds,
   isTerminalTaskState,
   normalizePushBody,
   resolveLimits,
   taskOwnership,
   type A2ALimits,
+  type Message,
   type StreamResponse,
 } from '@durable-a2a/a2a';
 import {
   ID_PATTERN,
   WORKFLOW_ID_PATTERN,
   JournalError,
+  SUSPECT_TASK_ID_MAX,
   applyStreamResponse,
   enqueueReconcile,
   isFinished,
@@ -84,6 +87,26 @@ function pushRefusal(record: DelegationRecord, response: StreamResponse): string
     if (!ownership.ours) return ownership.detail;
   }
   return undefined;
+}
+
+/**
+ * The task a refused push names that the workers must read (`wakeForSuspect`), else undefined: another task than the
+ * delegation's own whose pushed body shows a message of ours (our messageId, or the reply journaled for the agent's
+ * question) in what it carries of the task's conversation: a Task's history or status message, a status update's
+ * message, a pushed Message. The body alone proves nothing (anyone holding the token can push it): it only tells the
+ * workers which task to read from the agent. A task id over `SUSPECT_TASK_ID_MAX` is not carried.
+ */
+function suspectOf(record: DelegationRecord, response: StreamResponse): string | undefined {
+  const taskId = taskIdOf(response);
+  if (taskId === undefined || taskId === '' || taskId === record.taskId || taskId.length > SUSPECT_TASK_ID_MAX) return undefined;
+  const carried: Message[] =
+    'task' in response
+      ? [...(response.task.history ?? []), ...(response.task.status.message ? [response.task.status.message] : [])]
+      : 'statusUpdate' in response
+        ? response.statusUpdate.status.message ? [response.statusUpdate.status.message] : []
+        : 'message' in response ? [response.message] : [];
+  const ours = [record.messageId, ...(record.replyMessageId !== undefined ? [record.replyMessageId] : [])];
+  return ours.some((messageId) => historyHolds(carried, messageId)) ? taskId : undefined;
 }
 
 /** The task a StreamResponse speaks about (a Message may name none). */
@@ -144,6 +167,12 @@ interface PushContext {
    * of a pushed completion to read in full; `at`: the push's time in ms (default now; one job per delegation and `at`).
    */
   wakeWorkers: (ref: DelegationRef, readFor?: number, at?: number) => Promise<unknown>;
+  /**
+   * A reconcile job naming `taskId`, a task a refused push showed holding our message (`suspectOf`): the workers read
+   * it by GetTask first. One job per delegation per second (the first suspect of the second): a flood of foreign
+   * pushes is at most one GetTask a second.
+   */
+  wakeForSuspect: (ref: DelegationRef, taskId: string) => Promise<unknown>;
 }
 
 /**
@@ -238,9 +267,13 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
   }
   const refusal = pushRefusal(record, response);
   if (refusal) {
-    context.count('foreign-task');
-    request.log.warn({ ...ref, taskId: taskIdOf(response), journaledTaskId: record.taskId }, 'push refused; nothing applied');
+    // Nothing of it is applied; but another task that shows our message may be the agent holding it twice: the workers
+    // read that task from the agent itself and decide (the task-read row: AMBIGUOUS when the read shows it).
+    const suspect = suspectOf(record, response);
+    context.count(suspect === undefined ? 'foreign-task' : 'foreign-task-holding-ours');
+    request.log.warn({ ...ref, taskId: taskIdOf(response), journaledTaskId: record.taskId }, suspect === undefined ? 'push refused; nothing applied' : 'push refused; it shows our message in another task: the workers read that task');
     await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refusal, retryable: false });
+    if (suspect !== undefined) await context.wakeForSuspect(ref, suspect);
     return sendProblem(reply, problem('TASK_MISMATCH', refusal));
   }
   if ('artifactUpdate' in response && isPushedChunk(response.artifactUpdate)) {
@@ -271,6 +304,10 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
     limits: resolveLimits(options.limits),
     count: (outcome) => metrics.pushes.inc({ outcome }),
     wakeWorkers: (ref, readFor, at = Date.now()) => enqueueReconcile({ reconcile }, ref, readFor === undefined ? { push: at } : { pushedCompletion: readFor }),
+    wakeForSuspect: (ref, taskId) => {
+      const now = Date.now();
+      return enqueueReconcile({ reconcile }, ref, { suspectTaskId: taskId, at: now, now });
+    },
   };
   return async (app) => {
     app.removeAllContentTypeParsers();

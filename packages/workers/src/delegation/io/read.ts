@@ -23,6 +23,8 @@ export interface ReadRequest {
   refused?: Unacceptable;
   /** The stream before this read delivered events (P36). */
   afterLiveStream?: boolean;
+  /** What the read is for, in the observation: `push` reads the task a refused push named (not ours); default `get-task`. */
+  call?: Extract<AgentCall, 'get-task' | 'push'>;
   log?: WorkerContext['logger'];
 }
 
@@ -40,9 +42,9 @@ export async function readTask(ctx: WorkerContext, record: DelegationRecord, req
     // Ownership (docs/a2a-edge.md): GetTask must answer about the task we asked for.
     const ownership = task.id === taskId ? ({ kind: 'proven', by: 'task-id' } as const) : ({ kind: 'disproven', reason: `GetTask ${taskId} answered task ${task.id}` } as const);
     const live = request.afterLiveStream ? { afterLiveStream: true } : {};
-    return { kind: 'task-read', task, call: 'get-task', complete: true, ownership, why: request.why, cycle, ...(request.refused ? { afterRefused: request.refused } : {}), ...live };
+    return { kind: 'task-read', task, call: request.call ?? 'get-task', complete: true, ownership, why: request.why, cycle, ...(request.refused ? { afterRefused: request.refused } : {}), ...live };
   } catch (error) {
-    const failed = readFailure(error, 'get-task', request.why, cycle, request.log ?? ctx.logger);
+    const failed = readFailure(error, request.call ?? 'get-task', request.why, cycle, request.log ?? ctx.logger);
     return failed.kind === 'read-failed' && request.afterLiveStream ? { ...failed, afterLiveStream: true } : failed;
   }
 }

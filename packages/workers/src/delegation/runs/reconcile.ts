@@ -54,6 +54,11 @@ export interface ReconcileCheck {
    * the time it ends and the index entry's next check (ms since epoch) instead of a ZADD and a delayed job of its own.
    */
   onLeaseHeld?: (ref: DelegationRef, leaseEndsAt: number, checkAt: number) => void;
+  /**
+   * A task a refused push showed holding our message (the push route's suspect, `ReconcileJob.suspectTaskId`): read
+   * by GetTask first, whoever follows the row (`readSuspect`).
+   */
+  suspectTaskId?: string;
 }
 
 /**
@@ -105,6 +110,13 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (await checkQuestionLife(ctx, record, log)) return 'question-expired';
   if (record.state === 'INTENT') return reconcileIntent(ctx, record, log, check.holderDied === true);
+  if (check.suspectTaskId !== undefined && record.taskId !== undefined && check.suspectTaskId !== record.taskId) {
+    // Before the lease: a stream following our task (the usual case when an agent pushes) reads only ours.
+    const suspect = check.suspectTaskId;
+    const read = await withReconcileSlot(ctx, record, () => readSuspect(ctx, record, suspect, log));
+    if (read === 'agent-share-full') await enqueueReconcile(ctx.queues, ref, { suspectTaskId: suspect, at: ctx.options.now() + ctx.options.slotWaitMs, now: ctx.options.now() });
+    if (read !== 'suspect-not-holding') return read;
+  }
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
   if (leaseMs > 0) return leaseHeld(ctx, ref, leaseMs, check);
   // Parked: re-read (the agent may have moved on). Otherwise reattach: the subscription's
@@ -277,6 +289,24 @@ async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: W
   await apply(ctx, record, observed, { log, source: 'reconcile' });
   log.info({ taskId: observed.finding.task.id, state: observed.finding.task.status.state }, 'adopted the task found by our messageId before the send settled');
   return 'adopted-early';
+}
+
+/**
+ * The task a refused push named, showing our message in its history (`ReconcileCheck.suspectTaskId`): read from the
+ * agent (GetTask, its own read path: the push body alone proves nothing) and applied as a read of another task (the
+ * task-read row, call `push`): our message in its history is the agent holding it twice, a person with both ids
+ * (`several-holders`); without it nothing is written (`suspect-not-holding`) and the reconcile goes on. A read that
+ * fails, or finds no such task, says nothing about ours: nothing is applied (a drop is not counted against our task,
+ * a TaskNotFound is not ours), and the reconcile goes on the same way.
+ */
+async function readSuspect(ctx: WorkerContext, record: DelegationRecord, suspectTaskId: string, log: WorkerContext['logger']): Promise<string> {
+  const observed = await readTask(ctx, record, { why: `a refused push showed our message in task ${suspectTaskId.slice(0, 128)}`, taskId: suspectTaskId, cycle: false, call: 'push', log });
+  if (observed.kind !== 'task-read') {
+    log.info({ suspectTaskId: suspectTaskId.slice(0, 128), observed: observed.kind }, 'the task a refused push named could not be read; nothing applied');
+    return 'suspect-not-holding';
+  }
+  const applied = await apply(ctx, record, observed, { log, source: 'reconcile' });
+  return applied.next === 'nothing' ? 'suspect-not-holding' : 'several-holders';
 }
 
 /** taskId known, parked: GetTask decides: record terminal, keep the question, or reattach (the task-read row). */
