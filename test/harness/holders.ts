@@ -21,7 +21,7 @@ export const receivedOf = (params: any): Received => ({ messageId: params.messag
  * A task holding our message (ROLE_USER) in its history, with an artifact when COMPLETED; `withHistory` false: no
  * history at all; `status`: the status message (a question); `extra`: more of our messages in its history (a reply).
  */
-export const holder = (id: string, state: 'WORKING' | 'COMPLETED' | 'INPUT_REQUIRED', received: Received, withHistory = true, options: { status?: unknown; extra?: unknown[] } = {}) =>
+export const holder = (id: string, state: 'WORKING' | 'COMPLETED' | 'INPUT_REQUIRED' | 'CANCELED', received: Received, withHistory = true, options: { status?: unknown; extra?: unknown[] } = {}) =>
   task(id, state, {
     contextId: received.contextId,
     ...(options.status ? { message: options.status } : {}),

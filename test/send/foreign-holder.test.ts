@@ -4,6 +4,7 @@
  * - GetTask of our task answering another task that holds our message, outside a follow cycle (the reconciler's
  *   re-read of a parked task; before: a FOREIGN_TASK protocol error, the row parked for ever) and inside one (before:
  *   ListTasks read our task, which does not list the other, and the next stream's COMPLETED settled from ours);
+ *   the same for CancelTask's answer when the workflow is canceled;
  * - the reply's answer naming another task that holds the reply (or our first message) (before: FOREIGN_TASK, our
  *   task followed, the work done in the other unseen);
  * - a push about another task whose body shows our message (before: 403, PUSH_NOT_OURS, nothing else): the webhook
@@ -74,6 +75,22 @@ describe('GetTask of our task answers another task holding our message: a person
     expect(row.taskId).toBe('T1');
     expect(agent.count('SendMessage')).toBe(1);
     expect(agent.count('ListTasks')).toBe(0);
+  }, 60_000);
+
+  it('CancelTask of our task answered with another task holding our message (the workflow canceled): AMBIGUOUS naming T1 and T2, nothing adopted (before: FOREIGN_TASK, our task followed)', async () => {
+    const { agent, producer, id } = await scene((received, record) => ({
+      SendMessage: (params) => ({ result: { task: holder('T1', 'WORKING', record(params)) } }),
+      SubscribeToTask: () => ({ sse: [taskEvent(holder('T1', 'WORKING', received()!))], endAfter: 'hang' }),
+      GetTask: () => ({ result: holder('T1', 'WORKING', received()!) }),
+      CancelTask: () => ({ result: holder('T2', 'CANCELED', received()!) }),
+      ListTasks: () => listing([holder('T1', 'WORKING', received()!)]),
+    }));
+    await eventually(async () => (await producer.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.taskId === 'T1', 'T1 bound', 20_000);
+    await producer.cancel(id);
+    const row = await personNaming(producer, id, ['T1', 'T2'], 30_000);
+    expect(row.taskId).toBe('T1');
+    expect(row.error?.message).toContain('CancelTask');
+    expect(agent.count('SendMessage')).toBe(1);
   }, 60_000);
 
   it('the control: GetTask answering another task WITHOUT our message stays a protocol error (FOREIGN_TASK), and our task completes', async () => {
