@@ -15,15 +15,18 @@
  */
 import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
+import { Queue } from 'bullmq';
+import { queuePrefix } from '@durable-a2a/shared';
 import { createProducer } from '@durable-a2a/producer';
-import { useRedisServer } from '../harness/redis.ts';
+import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
-import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { TEST_TIMINGS, eventually, startTestFleet } from '../harness/fleet.ts';
 import { delegatePushed, startPushStack } from '../harness/push-stack.ts';
 import { startScriptedAgent, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 import { finishedAttempt, holder, listing, personNaming, receivedOf, type Received } from '../harness/holders.ts';
 
 const redisServer = useRedisServer();
+const redis = useRedisClient(redisServer);
 const keep = closeKeptAfterEach();
 let counter = 0;
 
@@ -134,11 +137,17 @@ describe('the reply is answered with another task holding our reply or our messa
 
 describe('a push about another task that shows our message: the reconciler reads that task, and the same row decides', () => {
   /** A pushed delegation at a scripted agent whose T1 keeps working (the stream holds); the webhook and the fleet on one prefix. */
-  async function pushScene(getTask: (taskId: string, received: Received) => unknown) {
-    const env = await startPushStack(redisServer().url, `foreign-push-${++counter}-${Date.now()}`);
+  async function pushScene(getTask: (taskId: string, received: Received) => unknown, answered: Promise<unknown> = Promise.resolve()) {
+    const prefix = `foreign-push-${++counter}-${Date.now()}`;
+    const env = await startPushStack(redisServer().url, prefix);
     let received: Received | undefined;
     const agent = await startScriptedAgent({
-      SendMessage: (params) => ({ result: { task: holder('T1', 'WORKING', (received ??= receivedOf(params))) } }),
+      // Answered once `answered` resolves (a push may come first).
+      SendMessage: async (params) => {
+        received ??= receivedOf(params);
+        await answered;
+        return { result: { task: holder('T1', 'WORKING', received) } };
+      },
       SubscribeToTask: () => ({ sse: [taskEvent(holder('T1', 'WORKING', received!))], endAfter: 'hang' }),
       GetTask: (params) => ({ result: getTask(String(params.id), received!) }),
       ListTasks: () => listing([holder('T1', 'WORKING', received!)]),
@@ -146,9 +155,10 @@ describe('a push about another task that shows our message: the reconciler reads
     keep(env, agent);
     const workflowId = `foreign-push-${counter}`;
     const { ref, record } = await delegatePushed(env, agent.cardUrl, workflowId);
-    await eventually(async () => (await record()).taskId === 'T1' && (await record()).state === 'WORKING', 'T1 bound and followed', 20_000);
+    await eventually(async () => agent.count('SendMessage') === 1, 'our message sent', 20_000);
     const secret = (await env.producer.journal.pushToken(ref))!;
     const messageId = (await record()).messageId;
+    const bound = () => eventually(async () => (await record()).taskId === 'T1' && (await record()).state === 'WORKING', 'T1 bound and followed', 20_000);
     const push = async (body: unknown) =>
       (await request(`${env.webhookUrl}/${workflowId}/main.1`, { method: 'POST', body: JSON.stringify(body), headers: { authorization: `Bearer ${secret}`, 'content-type': 'application/a2a+json' } })).statusCode;
     /** A pushed Task `taskId` whose history holds `heldMessageId`. */
@@ -159,11 +169,12 @@ describe('a push about another task that shows our message: the reconciler reads
       const text = (await env.app.inject({ method: 'GET', url: '/metrics' })).body;
       return Number(new RegExp(`^durable_a2a_push_notifications_total\\{outcome="${outcome}"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? 0);
     };
-    return { env, agent, workflowId, record, messageId, push, pushedTask, pushCount };
+    return { env, agent, prefix, workflowId, record, messageId, push, pushedTask, pushCount, bound };
   }
 
   it('the agent\'s GetTask of the pushed task shows our message: AMBIGUOUS naming T1 and T2, the push still 403, nothing adopted, one SendMessage (before: PUSH_NOT_OURS only, T2 unseen)', async () => {
-    const { agent, record, messageId, push, pushedTask, env, workflowId } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received));
+    const { agent, record, messageId, push, pushedTask, env, workflowId, bound } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received));
+    await bound();
     expect(await push(pushedTask('T2', messageId))).toBe(403);
     const row = await personNaming(env.producer, workflowId, ['T1', 'T2'], 30_000);
     expect(row.taskId).toBe('T1');
@@ -173,9 +184,10 @@ describe('a push about another task that shows our message: the reconciler reads
   }, 60_000);
 
   it('a push body that claims our message while the agent\'s own read of that task does not show it: nothing decided; a flood of such pushes is at most one GetTask of it a second; a foreign push without our message wakes nothing', async () => {
-    const { agent, record, messageId, push, pushedTask, pushCount } = await pushScene((taskId, received) =>
+    const { agent, record, messageId, push, pushedTask, pushCount, bound } = await pushScene((taskId, received) =>
       taskId === 'T1' ? holder('T1', 'WORKING', received) : task(taskId, 'WORKING', { contextId: 'C-other', history: [{ role: 'ROLE_USER', messageId: 'M-someone-else', parts: [{ text: 'x' }] }] }),
     );
+    await bound();
     // Without our message in the pushed body: refused as before, no reconcile named for it.
     const plainBefore = await pushCount('foreign-task');
     const suspectedBefore = await pushCount('foreign-task-holding-ours');
@@ -194,6 +206,24 @@ describe('a push about another task that shows our message: the reconciler reads
     expect(getTaskCalls(agent, 'T4')).toBe(0);
     // The agent's read decides, not the push body: our task is still followed, nothing written over it.
     expect(await record()).toMatchObject({ state: 'WORKING', taskId: 'T1' });
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 60_000);
+
+  it('the push comes while our send is in flight (nothing bound yet: 403), then the send\'s answer binds T1: the read waits for the send to settle, and the agent\'s GetTask of T2 showing our message is AMBIGUOUS naming both', async () => {
+    let answer!: () => void;
+    const answered = new Promise<void>((resolve) => (answer = resolve));
+    const { agent, messageId, push, pushedTask, env, prefix, workflowId, record } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received), answered);
+    expect(await push(pushedTask('T2', messageId))).toBe(403);
+    // The send is still in flight when the wake runs (nothing to compare T2 with): its read is deferred until the send
+    // settles (sendStartedAt + sendSettleMs). Only then does the agent answer our send.
+    const reconcile = new Queue('reconcile', { connection: redis(), prefix: queuePrefix(prefix) });
+    keep(reconcile);
+    const settlesAt = (await record()).sendStartedAt! + TEST_TIMINGS.requestTimeoutMs + 1_000;
+    await eventually(async () => (await reconcile.getJobs(['delayed', 'waiting'])).some((job) => job.data.suspectTaskId === 'T2' && job.timestamp + (job.opts.delay ?? 0) >= settlesAt), 'the read of T2 deferred until our send settles', 20_000);
+    answer();
+    const row = await personNaming(env.producer, workflowId, ['T1', 'T2'], 30_000);
+    expect(row.taskId).toBe('T1');
+    expect(getTaskCalls(agent, 'T2')).toBeGreaterThanOrEqual(1);
     expect(agent.count('SendMessage')).toBe(1);
   }, 60_000);
 });

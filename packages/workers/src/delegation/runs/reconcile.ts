@@ -56,7 +56,7 @@ export interface ReconcileCheck {
   onLeaseHeld?: (ref: DelegationRef, leaseEndsAt: number, checkAt: number) => void;
   /**
    * A task a refused push showed holding our message (the push route's suspect, `ReconcileJob.suspectTaskId`): read
-   * by GetTask first, whoever follows the row (`readSuspect`).
+   * by GetTask first, whoever follows the row (`readSuspect`); on a row not yet bound, once more when its send settles.
    */
   suspectTaskId?: string;
 }
@@ -109,7 +109,16 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   }
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (await checkQuestionLife(ctx, record, log)) return 'question-expired';
-  if (record.state === 'INTENT') return reconcileIntent(ctx, record, log, check.holderDied === true);
+  if (record.state === 'INTENT') {
+    // A push showed our message in a task while ours is not bound yet (our send's answer not journaled): nothing to
+    // compare it with now. Its read waits for the send to settle (once: the job of that second), when the answer has
+    // bound our task or the search for our messageId decides.
+    if (check.suspectTaskId !== undefined && record.sendStartedAt !== undefined) {
+      const settlesAt = record.sendStartedAt + ctx.options.sendSettleMs;
+      if (ctx.options.now() < settlesAt) await enqueueReconcile(ctx.queues, ref, { suspectTaskId: check.suspectTaskId, at: settlesAt, now: ctx.options.now() });
+    }
+    return reconcileIntent(ctx, record, log, check.holderDied === true);
+  }
   if (check.suspectTaskId !== undefined && record.taskId !== undefined && check.suspectTaskId !== record.taskId) {
     // Before the lease: a stream following our task (the usual case when an agent pushes) reads only ours.
     const suspect = check.suspectTaskId;
