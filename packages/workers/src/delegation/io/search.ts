@@ -5,6 +5,9 @@
  * agree with ours), or, when the agent refuses or ignores the context filter,
  * tasks since just before the record was created, widened before concluding;
  * then read each candidate's full history (never a small historyLength: R14).
+ * A search that may conclude "absent" (a resend, LOST) lists by time too when our
+ * context shows nothing: an agent that put our message in a context of its own
+ * (R16) honours the filter on a context it never used (redteam21).
  * Pagination is distrusted (R15): a repeated token or page stops the scan,
  * calls are capped, and a second pass restricted to tasks updated since the
  * scan began catches a task that moved pages while we read.
@@ -56,6 +59,13 @@ export interface SearchOptions {
   includeArtifacts?: boolean;
   /** Read each listed candidate in full with GetTask when none holds our message. Default true. */
   readCandidates?: boolean;
+  /**
+   * When our context shows no task (none holding our message, none in the context we sent), list by time too before
+   * concluding "not found": an empty listing of our context proves nothing at an agent that put our message in a
+   * context of its own (field case R16: the agent's context is authoritative for its task), and a "not found" that
+   * resends or ends LOST would have the work done twice (redteam21). Default false (a miss that decides nothing).
+   */
+  beyondContext?: boolean;
 }
 
 /**
@@ -105,7 +115,8 @@ function soleTaskInOurContext(scan: Scan, reads: ReadonlyMap<string, Task>, reco
 export async function findTaskByMessageId(transport: A2ATransport, record: DelegationRecord, options: SearchOptions): Promise<SearchResult> {
   const scan = new Scan(transport, record, options);
   try {
-    const found = await searchPasses((since) => scan.pass(since), record.createdAt, options.now(), options.marginMs, () => scan.byContext());
+    const lookFurther = () => options.beyondContext === true && ![...scan.candidates.values()].some((task) => inOurContext(task, record));
+    const found = await searchPasses((since) => scan.pass(since), record.createdAt, options.now(), options.marginMs, () => scan.byContext(), lookFurther);
     if (scan.holders.size > 1) return { kind: 'several', taskIds: [...scan.holders.keys()] };
     // A listed task is a summary unless artifacts were asked for (spec §3.1.4: includeArtifacts defaults to false).
     if (found) return { kind: 'found', task: found, complete: options.includeArtifacts === true, by: 'message-id' };
@@ -180,7 +191,7 @@ class Scan {
   }
 
   /**
-   * One pass over the pages: by our context, else (with `since`) by status time. Returns the first task holding our
+   * One pass over the pages: by our context (no `since`), else by status time. Returns the first task holding our
    * message; the pass still reads to its last page (or its cap), since a second holder means the work may have been
    * done twice (`holders`).
    */
@@ -191,7 +202,7 @@ class Scan {
     let pageToken: string | undefined;
     for (;;) {
       if (this.calls >= this.options.maxListTasksCalls) return first() ?? this.broken();
-      const byContext = this.byContext();
+      const byContext = since === undefined && this.byContext();
       let page: Awaited<ReturnType<Scan['list']>>;
       try {
         page = await this.list(this.request(byContext, since, pageToken), pageToken);
@@ -257,7 +268,8 @@ export const CLOCK_SKEW_WIDENING_MS = 24 * 3600 * 1000;
 
 /**
  * Runs the passes of a search. With our context honoured, two passes without a time bound
- * (the second catches a task that moved pages while we read);
+ * (the second catches a task that moved pages while we read), and, when they show nothing in
+ * our context and `lookFurther` says so, the passes by time as well (`SearchOptions.beyondContext`);
  * otherwise since just before the record, again since the scan began (tasks that moved
  * pages), and once more widened by CLOCK_SKEW_WIDENING_MS before concluding "not found",
  * so an agent whose clock lags ours is still searched (kind "clocks").
@@ -268,11 +280,12 @@ async function searchPasses(
   scanStart: number,
   marginMs: number,
   byContext: () => boolean,
+  lookFurther: () => boolean = () => false,
 ): Promise<Task | undefined> {
   if (byContext()) {
     // The second pass catches a task that moved pages while we read (R15).
     const found = (await pass(undefined)) ?? (byContext() ? await pass(undefined) : undefined);
-    if (found || byContext()) return found;
+    if (found || (byContext() && !lookFurther())) return found;
   }
   return (
     (await pass(createdAt - marginMs)) ??
@@ -293,7 +306,7 @@ export async function searchForMessage(ctx: WorkerContext, record: DelegationRec
     marginMs: ctx.options.searchMarginMs,
     maxListTasksCalls: ctx.options.maxListTasksCalls,
     now: ctx.options.now,
-    ...(purpose === 'read' ? { includeArtifacts: true, readCandidates: false } : {}),
+    ...(purpose === 'read' ? { includeArtifacts: true, readCandidates: false } : { beyondContext: true }),
   };
   let result: SearchResult;
   try {
