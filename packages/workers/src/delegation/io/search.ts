@@ -9,8 +9,9 @@
  * context shows nothing: an agent that put our message in a context of its own
  * (R16) honours the filter on a context it never used (redteam21).
  * Pagination is distrusted (R15): a repeated token or page stops the scan,
- * calls are capped, and a second pass restricted to tasks updated since the
- * scan began catches a task that moved pages while we read.
+ * calls are capped, a second pass restricted to tasks updated since the
+ * scan began catches a task that moved pages while we read, and a last pass
+ * that lists fewer tasks than its own `totalSize` proves no absence (redteam21).
  */
 import {
   A2AError,
@@ -100,7 +101,7 @@ const inOurContext = (task: Task, record: DelegationRecord): boolean =>
  * holds no user message at all (a trimmed history, field case R14: a person decides).
  */
 function soleTaskInOurContext(scan: Scan, reads: ReadonlyMap<string, Task>, record: DelegationRecord): Task | undefined {
-  if (!scan.contextHonoured() || scan.paginationBroken) return undefined;
+  if (!scan.contextHonoured() || scan.incomplete()) return undefined;
   const ids = new Set([...scan.candidates.values(), ...reads.values()].filter((task) => inOurContext(task, record)).map((task) => task.id));
   if (ids.size !== 1) return undefined;
   const [id] = ids;
@@ -158,14 +159,22 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   if (sole) return { kind: 'found', task: sole, complete: true, by: 'context' };
   // Candidates not read in full (a read search) still prove delivery when they are in our context.
   if ([...scan.candidates.values()].some((candidate) => inOurContext(candidate, record) || quotesMessage(candidate, record.messageId))) inconclusive = true;
-  const { contextRefused, paginationBroken } = scan;
-  return { kind: 'not-found', inconclusive, contextRefused, candidates: [...scan.candidates.keys()], paginationBroken };
+  return { kind: 'not-found', inconclusive, contextRefused: scan.contextRefused, candidates: [...scan.candidates.keys()], paginationBroken: scan.incomplete() };
 }
 
 /** One search's state across its passes: calls made, what the agent refused or ignored, candidates seen. */
 class Scan {
   calls = 0;
   paginationBroken = false;
+  /**
+   * The last pass listed fewer tasks than its own `totalSize` (the count of the tasks its filter matches, before
+   * pagination): a task was left out, so the listing proves no absence (redteam21: @a2a-js/sdk's DatabaseTaskStore
+   * skips a row it cannot read, and its InMemoryTaskStore answers an empty page when the cursor's task moved; both
+   * still count every task). The last pass decides: a later whole pass lists every task of an earlier short one.
+   */
+  lastPassShort = false;
+  /** A pass by our context came up short: the agent counts a task in the context we sent that it did not show (our message delivered). */
+  contextShort = false;
   contextRefused: boolean;
   contextIgnored = false;
   readonly candidates = new Map<string, Task>();
@@ -178,6 +187,11 @@ class Scan {
     private readonly options: SearchOptions,
   ) {
     this.contextRefused = record.contextRefused;
+  }
+
+  /** The listing may have left a task out: its pagination broke (a repeated token or page, the call cap), or its last pass came up short. */
+  incomplete(): boolean {
+    return this.paginationBroken || this.lastPassShort || this.contextShort;
   }
 
   /** True while our context can bound the search (not refused, not ignored by the agent). */
@@ -199,6 +213,9 @@ class Scan {
     const seenTokens = new Set<string>();
     const seenPages = new Set<string>();
     const first = () => this.holders.values().next().value;
+    // Every task this pass listed, by id (a task listed on two pages counts once), against the pass's `totalSize`.
+    const shown = new Set<string>();
+    this.lastPassShort = false;
     let pageToken: string | undefined;
     for (;;) {
       if (this.calls >= this.options.maxListTasksCalls) return first() ?? this.broken();
@@ -221,10 +238,15 @@ class Scan {
         if (byContext && task.contextId && task.contextId !== this.record.requestedContextId) this.contextIgnored = true;
         if (holdsMessage(task, this.record.messageId)) this.holders.set(task.id, task);
         else this.candidates.set(task.id, task);
+        shown.add(task.id);
       }
       const pageKey = page.tasks.map((task) => task.id).join(',');
       const next = page.nextPageToken;
-      if (!next) return first();
+      if (!next) {
+        this.lastPassShort = typeof page.totalSize === 'number' && page.totalSize > shown.size;
+        if (byContext && this.lastPassShort) this.contextShort = true;
+        return first();
+      }
       if (seenTokens.has(next) || (pageKey && seenPages.has(pageKey))) return first() ?? this.broken();
       seenTokens.add(next);
       if (pageKey) seenPages.add(pageKey);
