@@ -7,7 +7,7 @@
  * second task (the work done twice). Real redis-server, real fleet, a scripted raw JSON-RPC agent.
  */
 import { describe, expect, it } from 'vitest';
-import { artifactText, finished, useFieldCases, viewOf } from '../harness/field-cases.ts';
+import { artifactText, finished, NOT_FOUND, useFieldCases, viewOf } from '../harness/field-cases.ts';
 import { task } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
@@ -61,5 +61,26 @@ describe('attack: the crash between send and record at an agent that keeps our t
     // Our context first (two passes), then by time (three passes): bounded, no page token ever sent.
     expect(agent.count('ListTasks')).toBeLessThanOrEqual(10);
     expect(agent.calls('ListTasks').some((call) => call.params.contextId === undefined)).toBe(true);
+  }, 45_000);
+
+  it('the check before LOST: T1 (bound, in the agent\'s context) denied over the window, our message held again in T5 in that context: never LOST, a person naming both', async () => {
+    let ours: { messageId: string; role: string; parts: unknown[] } | undefined;
+    const t5 = () => task('T5', 'WORKING', { contextId: 'agent-ctx-3', history: [ours!], timestamp: new Date().toISOString() });
+    const { producer, agent, id } = await h.setUpAndDelegate(() => ({
+      SendMessage: (params) => {
+        ours = params.message;
+        return { result: { task: task('T1', 'WORKING', { contextId: 'agent-ctx-3', history: [params.message] }) } };
+      },
+      SubscribeToTask: () => NOT_FOUND,
+      GetTask: (params) => (params.id === 'T5' ? { result: t5() } : NOT_FOUND),
+      ListTasks: (params) => {
+        const listed = params.contextId === undefined || params.contextId === 'agent-ctx-3' ? [t5()] : [];
+        return { result: { tasks: listed, nextPageToken: '', pageSize: 50, totalSize: listed.length } };
+      },
+    }), { notFoundWindowMs: 1_000, notFoundThreshold: 3, reconcileIntervalMs: 500 });
+    const record = await finished(producer, id, 30_000);
+    expect(record.state).toBe('AMBIGUOUS');
+    expect(record.error?.message).toContain('T5');
+    expect(agent.count('SendMessage')).toBe(1);
   }, 45_000);
 });
