@@ -160,7 +160,9 @@ describe('R15: ListTasks pagination skips or loops', () => {
       result: { tasks: [other('T3', '', 5), other('T2', '', 4)], pageSize: 2, totalSize: 2 },
     }));
     const record = await finished(p, id, 30_000);
-    expect(agent.count('ListTasks')).toBe(2);
+    // Two passes by our context, then (nothing in it: the agent may have put our message in a context of its own,
+    // redteam21) the three by time.
+    expect(agent.count('ListTasks')).toBe(5);
     expect(agent.calls('ListTasks').every((call) => call.params.pageToken === undefined)).toBe(true);
     expect(agent.count('SendMessage')).toBe(1);
     expect(agent.calls('SendMessage')[0]!.params.message.messageId).toBe(messageId);

@@ -48,7 +48,9 @@ function transportOf(tasks: Task[], behaviour: Behaviour): A2ATransport {
       tasks: listed(tasks, behaviour, request.contextId),
       nextPageToken: behaviour === 'repeats-token' ? 'again' : '',
       pageSize: 50,
-      totalSize: tasks.length,
+      // The count of the tasks the filter matches, as the spec and @a2a-js/sdk give it (a listing shorter than its own
+      // count proves no absence: redteam21).
+      totalSize: listed(tasks, behaviour, request.contextId).length,
     }),
     getTask: async ({ id }: { id: string }) => tasks.find((task) => task.id === id)!,
   } as unknown as A2ATransport;

@@ -271,7 +271,7 @@ export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boo
     return deduplicates ? { resend: true } : { resend: false, reason: 'the agent cannot list tasks, so a send that may have happened cannot be checked' };
   }
   if (!conclusive) {
-    const why = search.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${namedTasks(search.candidates)} have too little history`;
+    const why = search.paginationBroken ? 'ListTasks pagination is broken, or its listing shows fewer tasks than it counts' : `candidate task(s) ${namedTasks(search.candidates)} have too little history`;
     return { resend: false, reason: `cannot tell whether the agent received our message: ${why}` };
   }
   return { resend: true };

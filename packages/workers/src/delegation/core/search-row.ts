@@ -105,7 +105,7 @@ export function searchRow(record: DelegationRecord, observation: Extract<Observa
     // A search that cannot conclude proves no absence either: a task in the context we sent (our message delivered,
     // under an id the agent did not deny), a history too short to tell, a listing paged badly. LOST would re-delegate.
     if (finding.kind === 'not-found' && (finding.inconclusive || finding.paginationBroken)) {
-      const why = finding.paginationBroken ? 'ListTasks pagination is broken' : `candidate task(s) ${namedTasks(finding.candidates)} may hold it (in the context we sent, or too little history to tell)`;
+      const why = finding.paginationBroken ? 'ListTasks pagination is broken, or its listing shows fewer tasks than it counts' : `candidate task(s) ${namedTasks(finding.candidates)} may hold it (in the context we sent, or too little history to tell)`;
       return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `${observation.why ?? `the agent denied task ${record.taskId}`}; the search for our message cannot tell whether the agent still has it: ${why}` } };
     }
     const message = `${observation.why ?? `the agent denied task ${record.taskId}`}; ListTasks does not show our message either`;

@@ -5,9 +5,13 @@
  * agree with ours), or, when the agent refuses or ignores the context filter,
  * tasks since just before the record was created, widened before concluding;
  * then read each candidate's full history (never a small historyLength: R14).
+ * A search that may conclude "absent" (a resend, LOST) lists by time too when our
+ * context shows nothing: an agent that put our message in a context of its own
+ * (R16) honours the filter on a context it never used (redteam21).
  * Pagination is distrusted (R15): a repeated token or page stops the scan,
- * calls are capped, and a second pass restricted to tasks updated since the
- * scan began catches a task that moved pages while we read.
+ * calls are capped, a second pass restricted to tasks updated since the
+ * scan began catches a task that moved pages while we read, and a last pass
+ * that lists fewer tasks than its own `totalSize` proves no absence (redteam21).
  */
 import {
   A2AError,
@@ -56,6 +60,13 @@ export interface SearchOptions {
   includeArtifacts?: boolean;
   /** Read each listed candidate in full with GetTask when none holds our message. Default true. */
   readCandidates?: boolean;
+  /**
+   * When our context shows no task (none holding our message, none in the context we sent), list by time too before
+   * concluding "not found": an empty listing of our context proves nothing at an agent that put our message in a
+   * context of its own (field case R16: the agent's context is authoritative for its task), and a "not found" that
+   * resends or ends LOST would have the work done twice (redteam21). Default false (a miss that decides nothing).
+   */
+  beyondContext?: boolean;
 }
 
 /**
@@ -90,7 +101,7 @@ const inOurContext = (task: Task, record: DelegationRecord): boolean =>
  * holds no user message at all (a trimmed history, field case R14: a person decides).
  */
 function soleTaskInOurContext(scan: Scan, reads: ReadonlyMap<string, Task>, record: DelegationRecord): Task | undefined {
-  if (!scan.contextHonoured() || scan.paginationBroken) return undefined;
+  if (!scan.contextHonoured() || scan.incomplete()) return undefined;
   const ids = new Set([...scan.candidates.values(), ...reads.values()].filter((task) => inOurContext(task, record)).map((task) => task.id));
   if (ids.size !== 1) return undefined;
   const [id] = ids;
@@ -105,7 +116,8 @@ function soleTaskInOurContext(scan: Scan, reads: ReadonlyMap<string, Task>, reco
 export async function findTaskByMessageId(transport: A2ATransport, record: DelegationRecord, options: SearchOptions): Promise<SearchResult> {
   const scan = new Scan(transport, record, options);
   try {
-    const found = await searchPasses((since) => scan.pass(since), record.createdAt, options.now(), options.marginMs, () => scan.byContext());
+    const lookFurther = () => options.beyondContext === true && ![...scan.candidates.values()].some((task) => inOurContext(task, record));
+    const found = await searchPasses((since) => scan.pass(since), record.createdAt, options.now(), options.marginMs, () => scan.byContext(), lookFurther);
     if (scan.holders.size > 1) return { kind: 'several', taskIds: [...scan.holders.keys()] };
     // A listed task is a summary unless artifacts were asked for (spec §3.1.4: includeArtifacts defaults to false).
     if (found) return { kind: 'found', task: found, complete: options.includeArtifacts === true, by: 'message-id' };
@@ -147,14 +159,22 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   if (sole) return { kind: 'found', task: sole, complete: true, by: 'context' };
   // Candidates not read in full (a read search) still prove delivery when they are in our context.
   if ([...scan.candidates.values()].some((candidate) => inOurContext(candidate, record) || quotesMessage(candidate, record.messageId))) inconclusive = true;
-  const { contextRefused, paginationBroken } = scan;
-  return { kind: 'not-found', inconclusive, contextRefused, candidates: [...scan.candidates.keys()], paginationBroken };
+  return { kind: 'not-found', inconclusive, contextRefused: scan.contextRefused, candidates: [...scan.candidates.keys()], paginationBroken: scan.incomplete() };
 }
 
 /** One search's state across its passes: calls made, what the agent refused or ignored, candidates seen. */
 class Scan {
   calls = 0;
   paginationBroken = false;
+  /**
+   * The last pass listed fewer tasks than its own `totalSize` (the count of the tasks its filter matches, before
+   * pagination): a task was left out, so the listing proves no absence (redteam21: @a2a-js/sdk's DatabaseTaskStore
+   * skips a row it cannot read, and its InMemoryTaskStore answers an empty page when the cursor's task moved; both
+   * still count every task). The last pass decides: a later whole pass lists every task of an earlier short one.
+   */
+  lastPassShort = false;
+  /** A pass by our context came up short: the agent counts a task in the context we sent that it did not show (our message delivered). */
+  contextShort = false;
   contextRefused: boolean;
   contextIgnored = false;
   readonly candidates = new Map<string, Task>();
@@ -169,6 +189,11 @@ class Scan {
     this.contextRefused = record.contextRefused;
   }
 
+  /** The listing may have left a task out: its pagination broke (a repeated token or page, the call cap), or its last pass came up short. */
+  incomplete(): boolean {
+    return this.paginationBroken || this.lastPassShort || this.contextShort;
+  }
+
   /** True while our context can bound the search (not refused, not ignored by the agent). */
   byContext(): boolean {
     return this.contextHonoured();
@@ -180,7 +205,7 @@ class Scan {
   }
 
   /**
-   * One pass over the pages: by our context, else (with `since`) by status time. Returns the first task holding our
+   * One pass over the pages: by our context (no `since`), else by status time. Returns the first task holding our
    * message; the pass still reads to its last page (or its cap), since a second holder means the work may have been
    * done twice (`holders`).
    */
@@ -188,10 +213,13 @@ class Scan {
     const seenTokens = new Set<string>();
     const seenPages = new Set<string>();
     const first = () => this.holders.values().next().value;
+    // Every task this pass listed, by id (a task listed on two pages counts once), against the pass's `totalSize`.
+    const shown = new Set<string>();
+    this.lastPassShort = false;
     let pageToken: string | undefined;
     for (;;) {
       if (this.calls >= this.options.maxListTasksCalls) return first() ?? this.broken();
-      const byContext = this.byContext();
+      const byContext = since === undefined && this.byContext();
       let page: Awaited<ReturnType<Scan['list']>>;
       try {
         page = await this.list(this.request(byContext, since, pageToken), pageToken);
@@ -210,10 +238,15 @@ class Scan {
         if (byContext && task.contextId && task.contextId !== this.record.requestedContextId) this.contextIgnored = true;
         if (holdsMessage(task, this.record.messageId)) this.holders.set(task.id, task);
         else this.candidates.set(task.id, task);
+        shown.add(task.id);
       }
       const pageKey = page.tasks.map((task) => task.id).join(',');
       const next = page.nextPageToken;
-      if (!next) return first();
+      if (!next) {
+        this.lastPassShort = typeof page.totalSize === 'number' && page.totalSize > shown.size;
+        if (byContext && this.lastPassShort) this.contextShort = true;
+        return first();
+      }
       if (seenTokens.has(next) || (pageKey && seenPages.has(pageKey))) return first() ?? this.broken();
       seenTokens.add(next);
       if (pageKey) seenPages.add(pageKey);
@@ -257,7 +290,8 @@ export const CLOCK_SKEW_WIDENING_MS = 24 * 3600 * 1000;
 
 /**
  * Runs the passes of a search. With our context honoured, two passes without a time bound
- * (the second catches a task that moved pages while we read);
+ * (the second catches a task that moved pages while we read), and, when they show nothing in
+ * our context and `lookFurther` says so, the passes by time as well (`SearchOptions.beyondContext`);
  * otherwise since just before the record, again since the scan began (tasks that moved
  * pages), and once more widened by CLOCK_SKEW_WIDENING_MS before concluding "not found",
  * so an agent whose clock lags ours is still searched (kind "clocks").
@@ -268,11 +302,12 @@ async function searchPasses(
   scanStart: number,
   marginMs: number,
   byContext: () => boolean,
+  lookFurther: () => boolean = () => false,
 ): Promise<Task | undefined> {
   if (byContext()) {
     // The second pass catches a task that moved pages while we read (R15).
     const found = (await pass(undefined)) ?? (byContext() ? await pass(undefined) : undefined);
-    if (found || byContext()) return found;
+    if (found || (byContext() && !lookFurther())) return found;
   }
   return (
     (await pass(createdAt - marginMs)) ??
@@ -285,15 +320,17 @@ async function searchPasses(
  * A search for our messageId as an observation (`search-result`): `reconcile` resolves a maybe-sent INTENT (crash
  * window 2), `lost-check` looks once more before LOST, `read` reads our task by ListTasks (with artifacts) when
  * GetTask could not be used. Every agent failure is a `failed` finding (`retryable`: a drop or HTTP 5xx); the table
- * bounds the rounds (P32). Rethrows only journal and programming errors.
+ * bounds the rounds (P32). Rethrows only journal and programming errors. `missDecides`: false for a search whose miss
+ * decides nothing (the early search while a send may still be in flight: a dead worker's sends, thousands at once):
+ * it stays within the context we sent (`SearchOptions.beyondContext`), as the read by ListTasks does.
  */
-export async function searchForMessage(ctx: WorkerContext, record: DelegationRecord, purpose: SearchPurpose, why: string): Promise<Observation> {
+export async function searchForMessage(ctx: WorkerContext, record: DelegationRecord, purpose: SearchPurpose, why: string, missDecides = true): Promise<Observation> {
   const deduplicates = ctx.options.deduplicatingAgents.has(record.agentCardUrl);
   const options: SearchOptions = {
     marginMs: ctx.options.searchMarginMs,
     maxListTasksCalls: ctx.options.maxListTasksCalls,
     now: ctx.options.now,
-    ...(purpose === 'read' ? { includeArtifacts: true, readCandidates: false } : {}),
+    ...(purpose === 'read' ? { includeArtifacts: true, readCandidates: false } : { beyondContext: missDecides }),
   };
   let result: SearchResult;
   try {

@@ -287,7 +287,8 @@ const decidedEarly = (outcome: string): boolean => outcome === 'adopted-early' |
  * @returns `adopted-early`, `several-early` (AMBIGUOUS), or `not-found` (nothing written)
  */
 async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger'], beforeAdopting?: () => Promise<void>): Promise<string> {
-  const observed = await searchForMessage(ctx, record, 'reconcile', 'looking for a send whose sender stopped before it settled');
+  // A miss here decides nothing: the search stays within the context we sent (no listing by time of every task).
+  const observed = await searchForMessage(ctx, record, 'reconcile', 'looking for a send whose sender stopped before it settled', false);
   if (observed.kind !== 'search-result') return 'not-found';
   if (observed.finding.kind === 'several') {
     await apply(ctx, record, observed, { log, source: 'reconcile' });
