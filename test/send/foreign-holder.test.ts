@@ -137,7 +137,7 @@ describe('the reply is answered with another task holding our reply or our messa
 
 describe('a push about another task that shows our message: the reconciler reads that task, and the same row decides', () => {
   /** A pushed delegation at a scripted agent whose T1 keeps working (the stream holds); the webhook and the fleet on one prefix. */
-  async function pushScene(getTask: (taskId: string, received: Received) => unknown, answered: Promise<unknown> = Promise.resolve()) {
+  async function pushScene(getTask: (taskId: string, received: Received) => unknown, answered: Promise<unknown> = Promise.resolve(), list: (received: Received) => ReturnType<typeof listing> = (received) => listing([holder('T1', 'WORKING', received)])) {
     const prefix = `foreign-push-${++counter}-${Date.now()}`;
     const env = await startPushStack(redisServer().url, prefix);
     let received: Received | undefined;
@@ -150,7 +150,7 @@ describe('a push about another task that shows our message: the reconciler reads
       },
       SubscribeToTask: () => ({ sse: [taskEvent(holder('T1', 'WORKING', received!))], endAfter: 'hang' }),
       GetTask: (params) => ({ result: getTask(String(params.id), received!) }),
-      ListTasks: () => listing([holder('T1', 'WORKING', received!)]),
+      ListTasks: () => list(received!),
     });
     keep(env, agent);
     const workflowId = `foreign-push-${counter}`;
@@ -209,17 +209,31 @@ describe('a push about another task that shows our message: the reconciler reads
     expect(agent.count('SendMessage')).toBe(1);
   }, 60_000);
 
-  it('the push comes while our send is in flight (nothing bound yet: 403), then the send\'s answer binds T1: the read waits for the send to settle, and the agent\'s GetTask of T2 showing our message is AMBIGUOUS naming both', async () => {
+  it.each([
+    ['answers our send before it settles', false],
+    // review21: before, the job at the settle time found the send held and dropped the read; T1 followed, T2 unseen.
+    ['holds our send past its settle time (it lists no task), then answers it', true],
+  ] as const)('the push comes while our send is in flight (nothing bound yet: 403), then the agent %s with T1: the read waits while the send may be in flight, and the agent\'s GetTask of T2 showing our message is AMBIGUOUS naming both', async (_how, held) => {
     let answer!: () => void;
     const answered = new Promise<void>((resolve) => (answer = resolve));
-    const { agent, messageId, push, pushedTask, env, prefix, workflowId, record } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received), answered);
+    const list = (received: Received) => listing(held ? [] : [holder('T1', 'WORKING', received)]);
+    const { agent, messageId, push, pushedTask, env, prefix, workflowId, record } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received), answered, list);
     expect(await push(pushedTask('T2', messageId))).toBe(403);
     // The send is still in flight when the wake runs (nothing to compare T2 with): its read is deferred until the send
-    // settles (sendStartedAt + sendSettleMs). Only then does the agent answer our send.
+    // settles (sendStartedAt + sendSettleMs), and past it while the agent holds the send. Only then does it answer.
     const reconcile = new Queue('reconcile', { connection: redis(), prefix: queuePrefix(prefix) });
     keep(reconcile);
     const settlesAt = (await record()).sendStartedAt! + TEST_TIMINGS.requestTimeoutMs + 1_000;
-    await eventually(async () => (await reconcile.getJobs(['delayed', 'waiting'])).some((job) => job.data.suspectTaskId === 'T2' && job.timestamp + (job.opts.delay ?? 0) >= settlesAt), 'the read of T2 deferred until our send settles', 20_000);
+    const settleJobDue = Math.floor(settlesAt / 1000) * 1000 + 1000;
+    const suspectJobs = async () => (await reconcile.getJobs(['delayed', 'waiting', 'active'])).filter((job) => job.data.suspectTaskId === 'T2').map((job) => job.timestamp + (job.opts.delay ?? 0));
+    if (held) {
+      // Every suspect job due by the settle time has run, the send still held.
+      await eventually(async () => Date.now() > settleJobDue && (await suspectJobs()).every((due) => due > settleJobDue), 'the suspect job at the settle time ran while the send is held', 20_000);
+      expect(await record()).toMatchObject({ state: 'INTENT' });
+      expect((await record()).taskId).toBeUndefined();
+    } else {
+      await eventually(async () => (await suspectJobs()).some((due) => due >= settlesAt), 'the read of T2 deferred until our send settles', 20_000);
+    }
     answer();
     const row = await personNaming(env.producer, workflowId, ['T1', 'T2'], 30_000);
     expect(row.taskId).toBe('T1');

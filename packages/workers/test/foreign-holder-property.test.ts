@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import type { Message, StreamResponse, Task, TaskState } from '@durable-a2a/a2a';
 import type { DelegationRecord, JournalState } from '@durable-a2a/shared';
 import type { Observation } from '../src/delegation/core/observation.ts';
-import type { Policy } from '../src/delegation/core/policy.ts';
+import { suspectReadAt, type Policy } from '../src/delegation/core/policy.ts';
 import { transition, type Step, type Write } from '../src/delegation/core/transitions.ts';
 
 const OURS = 'M-ours';
@@ -162,6 +162,36 @@ describe('property: another task holding our message, whichever path read it', (
         const step = transition(record, proven, policy);
         expect(step.next.kind === 'needs-person' && step.next.code === 'AMBIGUOUS').toBe(false);
       }),
+    );
+  });
+  it('the read of a pushed suspect on a row not yet bound waits while the send may be in flight: until it settles and while its lease is held (review21: a held send past its settle time dropped it)', () => {
+    fc.assert(
+      fc.property(fc.option(fc.integer({ min: 0, max: 10_000_000 }), { nil: undefined }), fc.integer({ min: 0, max: 10_000_000 }), fc.integer({ min: -5, max: 600_000 }), fc.integer({ min: 0, max: 120_000 }), (sendStartedAt, now, heldMs, sendSettleMs) => {
+        const at = suspectReadAt(sendStartedAt, heldMs, { now: () => now, sendSettleMs });
+        if (sendStartedAt === undefined) {
+          expect(at).toBeUndefined();
+          return;
+        }
+        const settlesAt = sendStartedAt + sendSettleMs;
+        const mayBeInFlight = now < settlesAt || heldMs > 0;
+        expect(at !== undefined).toBe(mayBeInFlight);
+        if (at === undefined) return;
+        expect(at).toBeGreaterThan(now);
+        expect(at).toBeGreaterThanOrEqual(settlesAt);
+        expect(at).toBeGreaterThanOrEqual(now + heldMs);
+      }),
+      {
+        numRuns: 500,
+        examples: [
+          [undefined, 5_000, 1_000, 3_000],
+          // Before the settle time, no lease: at the settle time.
+          [4_000, 5_000, 0, 3_000],
+          // Past the settle time, the agent holding our send (the lease held): after the lease.
+          [1_000, 5_000, 2_000, 3_000],
+          // Past the settle time, no lease: nothing to wait for (the search decides).
+          [1_000, 5_000, 0, 3_000],
+        ],
+      },
     );
   });
 });

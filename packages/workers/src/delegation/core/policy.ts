@@ -284,6 +284,21 @@ export const attemptDeadlineOf = (createdAt: number, fleetDeadlineMs: number, st
 export const mayHaveReachedAgent = (record: Pick<DelegationRecord, 'state' | 'sendStartedAt' | 'error'>): boolean =>
   record.state === 'INTENT' && record.sendStartedAt !== undefined && record.error?.delivery !== 'not-sent';
 
+/**
+ * When to read the task a refused push named (`suspectTaskId`) on a row not yet bound (INTENT): nothing to compare it
+ * with until our send's answer binds our task, so the read waits while the send may still be in flight: until it
+ * settles (`sendStartedAt + sendSettleMs`), and while a send lease is still held (`heldMs`: an agent holding our
+ * SendMessage past its settle time, V2; review21: the read was dropped then, the answer bound T1 and T2 went unseen).
+ * Undefined when there is nothing to wait for: never marked sent, or settled and no longer held (the search for our
+ * messageId decides; it sees every task the agent lists holding it). Always after `now` when defined.
+ */
+export function suspectReadAt(sendStartedAt: number | undefined, heldMs: number, policy: Pick<Policy, 'now' | 'sendSettleMs'>): number | undefined {
+  if (sendStartedAt === undefined) return undefined;
+  const now = policy.now();
+  const at = Math.max(sendStartedAt + policy.sendSettleMs, now + Math.max(0, heldMs));
+  return at > now ? at : undefined;
+}
+
 /** What an attempt does after a try that could not reach its agent (`unreachableVerdict`). */
 export type UnreachableVerdict = { verdict: 'wait'; nextTryAt: number } | { verdict: 'give-up'; message: string };
 
