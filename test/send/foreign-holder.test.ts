@@ -137,7 +137,13 @@ describe('the reply is answered with another task holding our reply or our messa
 
 describe('a push about another task that shows our message: the reconciler reads that task, and the same row decides', () => {
   /** A pushed delegation at a scripted agent whose T1 keeps working (the stream holds); the webhook and the fleet on one prefix. */
-  async function pushScene(getTask: (taskId: string, received: Received) => unknown, answered: Promise<unknown> = Promise.resolve(), list: (received: Received) => ReturnType<typeof listing> = (received) => listing([holder('T1', 'WORKING', received)])) {
+  /** `answered`: the send's answer waits for it; `list`: the ListTasks page; `state`: T1's state in the send's answer. */
+  async function pushScene(
+    getTask: (taskId: string, received: Received) => unknown,
+    answered: Promise<unknown> = Promise.resolve(),
+    list: (received: Received) => ReturnType<typeof listing> = (received) => listing([holder('T1', 'WORKING', received)]),
+    state: 'WORKING' | 'COMPLETED' = 'WORKING',
+  ) {
     const prefix = `foreign-push-${++counter}-${Date.now()}`;
     const env = await startPushStack(redisServer().url, prefix);
     let received: Received | undefined;
@@ -146,7 +152,7 @@ describe('a push about another task that shows our message: the reconciler reads
       SendMessage: async (params) => {
         received ??= receivedOf(params);
         await answered;
-        return { result: { task: holder('T1', 'WORKING', received) } };
+        return { result: { task: holder('T1', state, received) } };
       },
       SubscribeToTask: () => ({ sse: [taskEvent(holder('T1', 'WORKING', received!))], endAfter: 'hang' }),
       GetTask: (params) => ({ result: getTask(String(params.id), received!) }),
@@ -239,5 +245,19 @@ describe('a push about another task that shows our message: the reconciler reads
     expect(row.taskId).toBe('T1');
     expect(getTaskCalls(agent, 'T2')).toBeGreaterThanOrEqual(1);
     expect(agent.count('SendMessage')).toBe(1);
+  }, 60_000);
+  it('a push showing our message in another task after our row finished wakes nothing: a finished row never changes, so the read could decide nothing (review21: before, one reconcile job a second re-settled the finished row for as long as such pushes came)', async () => {
+    const { messageId, push, pushedTask, pushCount, env, prefix, workflowId } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received), undefined, undefined, 'COMPLETED');
+    expect((await finishedAttempt(env.producer, workflowId, 30_000)).state).toBe('COMPLETED');
+    const reconcile = new Queue('reconcile', { connection: redis(), prefix: queuePrefix(prefix) });
+    keep(reconcile);
+    // Paused: a job the push added stays in the queue to be seen (the workers take none meanwhile).
+    await reconcile.pause();
+    const refusedBefore = (await pushCount('foreign-task')) + (await pushCount('foreign-task-holding-ours'));
+    expect(await push(pushedTask('T2', messageId))).toBe(403);
+    expect((await pushCount('foreign-task')) + (await pushCount('foreign-task-holding-ours'))).toBe(refusedBefore + 1);
+    expect((await reconcile.getJobs(['delayed', 'waiting'])).filter((job) => job.data.suspectTaskId !== undefined)).toEqual([]);
+    await reconcile.resume();
+    expect((await finishedAttempt(env.producer, workflowId)).state).toBe('COMPLETED');
   }, 60_000);
 });
