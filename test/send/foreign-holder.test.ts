@@ -20,7 +20,7 @@ import { queuePrefix } from '@durable-a2a/shared';
 import { createProducer } from '@durable-a2a/producer';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
-import { TEST_TIMINGS, eventually, startTestFleet } from '../harness/fleet.ts';
+import { TEST_TIMINGS, eventually, reconcileOutcomes, startTestFleet } from '../harness/fleet.ts';
 import { delegatePushed, startPushStack } from '../harness/push-stack.ts';
 import { startScriptedAgent, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 import { finishedAttempt, holder, listing, personNaming, receivedOf, type Received } from '../harness/holders.ts';
@@ -155,7 +155,7 @@ describe('a push about another task that shows our message: the reconciler reads
         return { result: { task: holder('T1', state, received) } };
       },
       SubscribeToTask: () => ({ sse: [taskEvent(holder('T1', 'WORKING', received!))], endAfter: 'hang' }),
-      GetTask: (params) => ({ result: getTask(String(params.id), received!) }),
+      GetTask: async (params) => ({ result: await getTask(String(params.id), received!) }),
       ListTasks: () => list(received!),
     });
     keep(env, agent);
@@ -259,5 +259,27 @@ describe('a push about another task that shows our message: the reconciler reads
     expect((await reconcile.getJobs(['delayed', 'waiting'])).filter((job) => job.data.suspectTaskId !== undefined)).toEqual([]);
     await reconcile.resume();
     expect((await finishedAttempt(env.producer, workflowId)).state).toBe('COMPLETED');
+  }, 60_000);
+  it('the row finishes while the agent answers the read of the pushed task: the finished row stays COMPLETED, nothing regressed (the AMBIGUOUS written on any unfinished row is refused on a finished one)', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let ours: Received | undefined;
+    const { agent, messageId, push, pushedTask, env, workflowId, record, bound } = await pushScene(async (taskId, received) => {
+      if (taskId !== 'T2') return holder(taskId, 'WORKING', received);
+      ours = received;
+      await released;
+      return holder('T2', 'WORKING', received);
+    });
+    await bound();
+    expect(await push(pushedTask('T2', messageId))).toBe(403);
+    await eventually(async () => getTaskCalls(agent, 'T2') === 1, 'the read of T2 asked', 20_000);
+    // Meanwhile our task completes (a pushed Task of T1, in full): the row is finished before the read of T2 answers.
+    expect(await push({ task: holder('T1', 'COMPLETED', ours!) })).toBe(204);
+    await eventually(async () => (await record()).state === 'COMPLETED', 'T1 completed', 20_000);
+    release();
+    await eventually(async () => (await reconcileOutcomes(env.fleet!))['several-holders'] === 1, 'the read of T2 applied', 20_000);
+    const row = await record();
+    expect(row).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
+    expect((await env.producer.get(workflowId)).state).toBe('COMPLETED');
   }, 60_000);
 });
