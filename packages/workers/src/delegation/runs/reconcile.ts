@@ -111,10 +111,10 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   if (await checkQuestionLife(ctx, record, log)) return 'question-expired';
   if (record.state === 'INTENT') {
     // A push showed our message in a task while ours is not bound yet (our send's answer not journaled): nothing to
-    // compare it with now. Its read waits while the send may be in flight (`suspectReadAt`: until it settles, and
-    // while the agent holds it), when the answer has bound our task or the search for our messageId decides.
-    if (check.suspectTaskId !== undefined && record.sendStartedAt !== undefined) {
-      const at = suspectReadAt(record.sendStartedAt, await ctx.journal.followLeaseRemainingMs(ref), ctx.policy);
+    // compare it with now. Its read waits until our task is bound (`suspectReadAt`: while the send may be in flight,
+    // then after this run's decision), when the answer, an adoption or a resend has bound our task.
+    if (check.suspectTaskId !== undefined) {
+      const at = suspectReadAt(record, await ctx.journal.followLeaseRemainingMs(ref), ctx.policy);
       if (at !== undefined) await enqueueReconcile(ctx.queues, ref, { suspectTaskId: check.suspectTaskId, at, now: ctx.options.now() });
     }
     return reconcileIntent(ctx, record, log, check.holderDied === true);
