@@ -20,9 +20,9 @@ import { queuePrefix } from '@durable-a2a/shared';
 import { createProducer } from '@durable-a2a/producer';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
-import { TEST_TIMINGS, eventually, startTestFleet } from '../harness/fleet.ts';
+import { TEST_TIMINGS, eventually, reconcileOutcomes, startTestFleet } from '../harness/fleet.ts';
 import { delegatePushed, startPushStack } from '../harness/push-stack.ts';
-import { startScriptedAgent, task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+import { startScriptedAgent, task, taskEvent, type ScriptedAnswer, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 import { finishedAttempt, holder, listing, personNaming, receivedOf, type Received } from '../harness/holders.ts';
 
 const redisServer = useRedisServer();
@@ -136,21 +136,36 @@ describe('the reply is answered with another task holding our reply or our messa
 });
 
 describe('a push about another task that shows our message: the reconciler reads that task, and the same row decides', () => {
-  /** A pushed delegation at a scripted agent whose T1 keeps working (the stream holds); the webhook and the fleet on one prefix. */
-  async function pushScene(getTask: (taskId: string, received: Received) => unknown, answered: Promise<unknown> = Promise.resolve()) {
+  /** How the agent of `pushScene` answers our send, and what it lists. */
+  interface SceneOptions {
+    /** The send's answer waits for it (a push may come first). */
+    answered?: Promise<unknown>;
+    /** The ListTasks page (default: our task). */
+    list?: (received: Received) => ReturnType<typeof listing> | Promise<ReturnType<typeof listing>>;
+    /** Our task's state in the send's answer (default WORKING). */
+    state?: 'WORKING' | 'COMPLETED';
+    /** Our task's id (default T1). */
+    ours?: string;
+    /** The answer to SendMessage call `count` instead of our task (a failure before it). */
+    failSend?: (count: number) => ScriptedAnswer | undefined;
+  }
+
+  /** A pushed delegation at a scripted agent whose task (T1) keeps working (the stream holds); the webhook and the fleet on one prefix. */
+  async function pushScene(getTask: (taskId: string, received: Received) => unknown, options: SceneOptions = {}) {
+    const { answered = Promise.resolve(), state = 'WORKING', ours = 'T1', failSend = () => undefined } = options;
+    const list = options.list ?? ((received: Received) => listing([holder(ours, 'WORKING', received)]));
     const prefix = `foreign-push-${++counter}-${Date.now()}`;
     const env = await startPushStack(redisServer().url, prefix);
     let received: Received | undefined;
     const agent = await startScriptedAgent({
-      // Answered once `answered` resolves (a push may come first).
-      SendMessage: async (params) => {
+      SendMessage: async (params, call) => {
         received ??= receivedOf(params);
         await answered;
-        return { result: { task: holder('T1', 'WORKING', received) } };
+        return failSend(call.count) ?? { result: { task: holder(ours, state, received) } };
       },
-      SubscribeToTask: () => ({ sse: [taskEvent(holder('T1', 'WORKING', received!))], endAfter: 'hang' }),
-      GetTask: (params) => ({ result: getTask(String(params.id), received!) }),
-      ListTasks: () => listing([holder('T1', 'WORKING', received!)]),
+      SubscribeToTask: () => ({ sse: [taskEvent(holder(ours, 'WORKING', received!))], endAfter: 'hang' }),
+      GetTask: async (params) => ({ result: await getTask(String(params.id), received!) }),
+      ListTasks: async () => list(received!),
     });
     keep(env, agent);
     const workflowId = `foreign-push-${counter}`;
@@ -172,6 +187,27 @@ describe('a push about another task that shows our message: the reconciler reads
     return { env, agent, prefix, workflowId, record, messageId, push, pushedTask, pushCount, bound };
   }
 
+
+  /** The attempt AMBIGUOUS naming our task `ours` and T2, bound to `ours`, T2 read by GetTask, after `sends` SendMessage calls. */
+  async function personNamingT2(env: { producer: Parameters<typeof personNaming>[0] }, agent: Parameters<typeof getTaskCalls>[0] & { count(method: string): number }, workflowId: string, ours: string, sends: number) {
+    const row = await personNaming(env.producer, workflowId, [ours, 'T2'], 30_000);
+    expect(row.taskId).toBe(ours);
+    expect(getTaskCalls(agent, 'T2')).toBeGreaterThanOrEqual(1);
+    expect(agent.count('SendMessage')).toBe(sends);
+  }
+
+  /**
+   * The reconcile jobs that will read pushed suspect T2 (their due times, ms; `active` too when asked), and our send's
+   * settle time with the end of its second (when the job deferred to the settle time runs).
+   */
+  async function suspectJobsOf(prefix: string, record: () => Promise<{ sendStartedAt?: number }>) {
+    const reconcile = new Queue('reconcile', { connection: redis(), prefix: queuePrefix(prefix) });
+    keep(reconcile);
+    const settlesAt = (await record()).sendStartedAt! + TEST_TIMINGS.requestTimeoutMs + 1_000;
+    const dues = async (active = false) =>
+      (await reconcile.getJobs(active ? ['delayed', 'waiting', 'active'] : ['delayed', 'waiting'])).filter((job) => job.data.suspectTaskId === 'T2').map((job) => job.timestamp + (job.opts.delay ?? 0));
+    return { settlesAt, settleJobDue: Math.floor(settlesAt / 1000) * 1000 + 1000, dues };
+  }
   it('the agent\'s GetTask of the pushed task shows our message: AMBIGUOUS naming T1 and T2, the push still 403, nothing adopted, one SendMessage (before: PUSH_NOT_OURS only, T2 unseen)', async () => {
     const { agent, record, messageId, push, pushedTask, env, workflowId, bound } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received));
     await bound();
@@ -209,21 +245,81 @@ describe('a push about another task that shows our message: the reconciler reads
     expect(agent.count('SendMessage')).toBe(1);
   }, 60_000);
 
-  it('the push comes while our send is in flight (nothing bound yet: 403), then the send\'s answer binds T1: the read waits for the send to settle, and the agent\'s GetTask of T2 showing our message is AMBIGUOUS naming both', async () => {
+  it.each([
+    ['answers our send before it settles', false],
+    // review21: before, the job at the settle time found the send held and dropped the read; T1 followed, T2 unseen.
+    ['holds our send past its settle time (it lists no task), then answers it', true],
+  ] as const)('the push comes while our send is in flight (nothing bound yet: 403), then the agent %s with T1: the read waits while the send may be in flight, and the agent\'s GetTask of T2 showing our message is AMBIGUOUS naming both', async (_how, held) => {
     let answer!: () => void;
     const answered = new Promise<void>((resolve) => (answer = resolve));
-    const { agent, messageId, push, pushedTask, env, prefix, workflowId, record } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received), answered);
+    const list = (received: Received) => listing(held ? [] : [holder('T1', 'WORKING', received)]);
+    const { agent, messageId, push, pushedTask, env, prefix, workflowId, record } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received), { answered, list });
     expect(await push(pushedTask('T2', messageId))).toBe(403);
     // The send is still in flight when the wake runs (nothing to compare T2 with): its read is deferred until the send
-    // settles (sendStartedAt + sendSettleMs). Only then does the agent answer our send.
+    // settles (sendStartedAt + sendSettleMs), and past it while the agent holds the send. Only then does it answer.
+    const { settlesAt, settleJobDue, dues } = await suspectJobsOf(prefix, record);
+    const suspectJobs = () => dues(true);
+    if (held) {
+      // Every suspect job due by the settle time has run, the send still held.
+      await eventually(async () => Date.now() > settleJobDue && (await suspectJobs()).every((due) => due > settleJobDue), 'the suspect job at the settle time ran while the send is held', 20_000);
+      expect(await record()).toMatchObject({ state: 'INTENT' });
+      expect((await record()).taskId).toBeUndefined();
+    } else {
+      await eventually(async () => (await suspectJobs()).some((due) => due >= settlesAt), 'the read of T2 deferred until our send settles', 20_000);
+    }
+    answer();
+    await personNamingT2(env, agent, workflowId, 'T1', 1);
+  }, 60_000);
+  it('a push showing our message in another task after our row finished wakes nothing: a finished row never changes, so the read could decide nothing (review21: before, one reconcile job a second re-settled the finished row for as long as such pushes came)', async () => {
+    const { messageId, push, pushedTask, pushCount, env, prefix, workflowId } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received), { state: 'COMPLETED' });
+    expect((await finishedAttempt(env.producer, workflowId, 30_000)).state).toBe('COMPLETED');
     const reconcile = new Queue('reconcile', { connection: redis(), prefix: queuePrefix(prefix) });
     keep(reconcile);
-    const settlesAt = (await record()).sendStartedAt! + TEST_TIMINGS.requestTimeoutMs + 1_000;
-    await eventually(async () => (await reconcile.getJobs(['delayed', 'waiting'])).some((job) => job.data.suspectTaskId === 'T2' && job.timestamp + (job.opts.delay ?? 0) >= settlesAt), 'the read of T2 deferred until our send settles', 20_000);
-    answer();
-    const row = await personNaming(env.producer, workflowId, ['T1', 'T2'], 30_000);
-    expect(row.taskId).toBe('T1');
-    expect(getTaskCalls(agent, 'T2')).toBeGreaterThanOrEqual(1);
-    expect(agent.count('SendMessage')).toBe(1);
+    // Paused: a job the push added stays in the queue to be seen (the workers take none meanwhile).
+    await reconcile.pause();
+    const refusedBefore = (await pushCount('foreign-task')) + (await pushCount('foreign-task-holding-ours'));
+    expect(await push(pushedTask('T2', messageId))).toBe(403);
+    expect((await pushCount('foreign-task')) + (await pushCount('foreign-task-holding-ours'))).toBe(refusedBefore + 1);
+    expect((await reconcile.getJobs(['delayed', 'waiting'])).filter((job) => job.data.suspectTaskId !== undefined)).toEqual([]);
+    await reconcile.resume();
+    expect((await finishedAttempt(env.producer, workflowId)).state).toBe('COMPLETED');
+  }, 60_000);
+  it('the row finishes while the agent answers the read of the pushed task: the finished row stays COMPLETED, nothing regressed (the AMBIGUOUS written on any unfinished row is refused on a finished one)', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let ours: Received | undefined;
+    const { agent, messageId, push, pushedTask, env, workflowId, record, bound } = await pushScene(async (taskId, received) => {
+      if (taskId !== 'T2') return holder(taskId, 'WORKING', received);
+      ours = received;
+      await released;
+      return holder('T2', 'WORKING', received);
+    });
+    await bound();
+    expect(await push(pushedTask('T2', messageId))).toBe(403);
+    await eventually(async () => getTaskCalls(agent, 'T2') === 1, 'the read of T2 asked', 20_000);
+    // Meanwhile our task completes (a pushed Task of T1, in full): the row is finished before the read of T2 answers.
+    expect(await push({ task: holder('T1', 'COMPLETED', ours!) })).toBe(204);
+    await eventually(async () => (await record()).state === 'COMPLETED', 'T1 completed', 20_000);
+    release();
+    await eventually(async () => (await reconcileOutcomes(env.fleet!))['several-holders'] === 1, 'the read of T2 applied', 20_000);
+    const row = await record();
+    expect(row).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
+    expect((await env.producer.get(workflowId)).state).toBe('COMPLETED');
+  }, 60_000);
+  it('the push comes while our send is in doubt (a 502); the search, slow, lists nothing and our message is resent into T3: the read of T2 follows the resend, and T2 holding our message is AMBIGUOUS naming T3 and T2 (review21: before, the job at the settle time found the row still unbound and dropped the read; T3 followed, T2 unseen)', async () => {
+    let listed!: () => void;
+    const searched = new Promise<void>((resolve) => (listed = resolve));
+    const { agent, messageId, push, pushedTask, env, prefix, workflowId, record } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received), {
+      ours: 'T3',
+      // The search answers once the job of the settle time has run: our task is not bound before it.
+      list: async () => searched.then(() => listing([])),
+      failSend: (count) => (count === 1 ? { http: { status: 502, body: 'bad gateway' } } : undefined),
+    });
+    expect(await push(pushedTask('T2', messageId))).toBe(403);
+    const { settleJobDue, dues } = await suspectJobsOf(prefix, record);
+    await eventually(async () => Date.now() > settleJobDue && agent.count('ListTasks') >= 1 && (await dues()).every((due) => due > settleJobDue), 'the job of the settle time taken, the search waiting', 20_000);
+    listed();
+    // The resend is the search row's (the listing proved our message absent); the read of T2 shows it was not.
+    await personNamingT2(env, agent, workflowId, 'T3', 2);
   }, 60_000);
 });

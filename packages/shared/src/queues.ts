@@ -80,9 +80,10 @@ export const ReconcileJobSchema = z.object({
   /** A batch whose leases a dead worker held (the dead-worker sweep ended them): its sends may be looked for early. */
   holderDied: z.boolean().optional(),
   /**
-   * A task the agent pushed about that is not the delegation's own and whose pushed body showed our messageId in its
-   * history (the push was refused): the reconciler reads it from the agent (GetTask) before anything else, and a read
-   * that shows our message there is the agent holding it twice (AMBIGUOUS, both ids). Never trusted from the push alone.
+   * A task the agent pushed about that is not the delegation's own and whose pushed body showed a message of ours (our
+   * messageId or our reply's, in its history, status message or a pushed Message; the push was refused): the
+   * reconciler reads it from the agent (GetTask) before anything else, and a read that shows our message in its
+   * history is the agent holding it twice (AMBIGUOUS, both ids). Never trusted from the push alone.
    */
   suspectTaskId: z.string().min(1).max(SUSPECT_TASK_ID_MAX).optional(),
   /** Workers found dead (their liveness keys gone): end their leases in the unfinished index and reconcile those records now. */

@@ -14,7 +14,7 @@ import { describe, expect, it } from 'vitest';
 import type { Message, StreamResponse, Task, TaskState } from '@durable-a2a/a2a';
 import type { DelegationRecord, JournalState } from '@durable-a2a/shared';
 import type { Observation } from '../src/delegation/core/observation.ts';
-import type { Policy } from '../src/delegation/core/policy.ts';
+import { suspectReadAt, type Policy } from '../src/delegation/core/policy.ts';
 import { transition, type Step, type Write } from '../src/delegation/core/transitions.ts';
 
 const OURS = 'M-ours';
@@ -162,6 +162,44 @@ describe('property: another task holding our message, whichever path read it', (
         const step = transition(record, proven, policy);
         expect(step.next.kind === 'needs-person' && step.next.code === 'AMBIGUOUS').toBe(false);
       }),
+    );
+  });
+  it('the read of a pushed suspect on a row not yet bound waits until it may be bound: while the send may be in flight, then on a grid after the run decides (review21: a held send, or a resend after a search that listed nothing, dropped it)', () => {
+    fc.assert(
+      fc.property(fc.option(fc.integer({ min: 0, max: 10_000_000 }), { nil: undefined }), fc.nat(3), fc.integer({ min: 0, max: 10_000_000 }), fc.integer({ min: -5, max: 600_000 }), fc.integer({ min: 0, max: 120_000 }), (sendStartedAt, resendCount, now, heldMs, sendSettleMs) => {
+        const at = suspectReadAt({ sendStartedAt, resendCount }, heldMs, { now: () => now, sendSettleMs });
+        if (sendStartedAt === undefined && resendCount === 0) {
+          // Never sent: the agent cannot hold our message; nothing to read.
+          expect(at).toBeUndefined();
+          return;
+        }
+        expect(at).toBeDefined();
+        expect(at!).toBeGreaterThan(now);
+        if (sendStartedAt !== undefined) expect(at!).toBeGreaterThanOrEqual(sendStartedAt + sendSettleMs);
+        expect(at!).toBeGreaterThanOrEqual(now + heldMs);
+        const inFlight = (sendStartedAt !== undefined && now < sendStartedAt + sendSettleMs) || heldMs > 0;
+        if (!inFlight) {
+          // After the run's decision: on the grid (every suspect of the row meets in one job), within one grid step.
+          const grid = Math.max(1_000, sendSettleMs);
+          expect(at! % grid).toBe(0);
+          expect(at!).toBeLessThanOrEqual(now + grid);
+        }
+      }),
+      {
+        numRuns: 500,
+        examples: [
+          [undefined, 0, 5_000, 1_000, 3_000],
+          // Released for a resend (no mark yet): read after the run decides.
+          [undefined, 1, 5_000, 0, 3_000],
+          // Before the settle time, no lease: at the settle time.
+          [4_000, 0, 5_000, 0, 3_000],
+          // Past the settle time, the agent holding our send (the lease held): after the lease.
+          [1_000, 0, 5_000, 2_000, 3_000],
+          // Past the settle time, no lease: after this run's decision, on the grid.
+          [1_000, 0, 5_000, 0, 3_000],
+          [1_000, 0, 5_000, 0, 0],
+        ],
+      },
     );
   });
 });

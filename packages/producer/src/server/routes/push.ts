@@ -94,9 +94,12 @@ function pushRefusal(record: DelegationRecord, response: StreamResponse): string
  * delegation's own whose pushed body shows a message of ours (our messageId, or the reply journaled for the agent's
  * question) in what it carries of the task's conversation: a Task's history or status message, a status update's
  * message, a pushed Message. The body alone proves nothing (anyone holding the token can push it): it only tells the
- * workers which task to read from the agent. A task id over `SUSPECT_TASK_ID_MAX` is not carried.
+ * workers which task to read from the agent. A task id over `SUSPECT_TASK_ID_MAX` is not carried. None for a finished
+ * row: it never changes again, so the read could decide nothing (review21: before, one reconcile job a second
+ * re-settled it for as long as such pushes came).
  */
-function suspectOf(record: DelegationRecord, response: StreamResponse): string | undefined {
+export function suspectOf(record: DelegationRecord, response: StreamResponse): string | undefined {
+  if (isFinished(record.state)) return undefined;
   const taskId = taskIdOf(response);
   if (taskId === undefined || taskId === '' || taskId === record.taskId || taskId.length > SUSPECT_TASK_ID_MAX) return undefined;
   const carried: Message[] =

@@ -284,6 +284,26 @@ export const attemptDeadlineOf = (createdAt: number, fleetDeadlineMs: number, st
 export const mayHaveReachedAgent = (record: Pick<DelegationRecord, 'state' | 'sendStartedAt' | 'error'>): boolean =>
   record.state === 'INTENT' && record.sendStartedAt !== undefined && record.error?.delivery !== 'not-sent';
 
+/**
+ * When to read the task a refused push named (`suspectTaskId`) on a row not yet bound (INTENT): nothing to compare it
+ * with until our task is bound, so the read waits while the send may still be in flight: until it settles
+ * (`sendStartedAt + sendSettleMs`), and while a send lease is still held (`heldMs`: an agent holding our SendMessage
+ * past its settle time, V2; review21: the read was dropped then, the answer bound T1 and T2 went unseen). Settled and
+ * not held, the reconcile run decides now (adopt what the search finds, resend, a person) and the read follows it, on
+ * a grid of `sendSettleMs` (at least a second) so that every suspect of the row meets in one job (review21: the read
+ * was dropped, the search listed nothing, our message was resent into T3 and T2 went unseen). Undefined for a row
+ * never sent (no mark, no resend): the agent cannot hold our message. Always after `now` when defined; the chain ends
+ * when the row is bound (the read) or finished.
+ */
+export function suspectReadAt(record: Pick<DelegationRecord, 'sendStartedAt' | 'resendCount'>, heldMs: number, policy: Pick<Policy, 'now' | 'sendSettleMs'>): number | undefined {
+  if (record.sendStartedAt === undefined && record.resendCount === 0) return undefined;
+  const now = policy.now();
+  const inFlightUntil = Math.max(record.sendStartedAt === undefined ? 0 : record.sendStartedAt + policy.sendSettleMs, now + Math.max(0, heldMs));
+  if (inFlightUntil > now) return inFlightUntil;
+  const grid = Math.max(1_000, policy.sendSettleMs);
+  return (Math.floor(now / grid) + 1) * grid;
+}
+
 /** What an attempt does after a try that could not reach its agent (`unreachableVerdict`). */
 export type UnreachableVerdict = { verdict: 'wait'; nextTryAt: number } | { verdict: 'give-up'; message: string };
 

@@ -25,7 +25,7 @@ import {
   type DelegationRef,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import { jitteredCheckTime } from '../core/policy.ts';
+import { jitteredCheckTime, suspectReadAt } from '../core/policy.ts';
 import { advanceWorkflow } from '../../workflow/advance.ts';
 import { reconcileWorkflow } from '../../workflow/recover.ts';
 import { apply, closeHeldIntent } from '../apply.ts';
@@ -111,11 +111,11 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   if (await checkQuestionLife(ctx, record, log)) return 'question-expired';
   if (record.state === 'INTENT') {
     // A push showed our message in a task while ours is not bound yet (our send's answer not journaled): nothing to
-    // compare it with now. Its read waits for the send to settle (once: the job of that second), when the answer has
-    // bound our task or the search for our messageId decides.
-    if (check.suspectTaskId !== undefined && record.sendStartedAt !== undefined) {
-      const settlesAt = record.sendStartedAt + ctx.options.sendSettleMs;
-      if (ctx.options.now() < settlesAt) await enqueueReconcile(ctx.queues, ref, { suspectTaskId: check.suspectTaskId, at: settlesAt, now: ctx.options.now() });
+    // compare it with now. Its read waits until our task is bound (`suspectReadAt`: while the send may be in flight,
+    // then after this run's decision), when the answer, an adoption or a resend has bound our task.
+    if (check.suspectTaskId !== undefined) {
+      const at = suspectReadAt(record, await ctx.journal.followLeaseRemainingMs(ref), ctx.policy);
+      if (at !== undefined) await enqueueReconcile(ctx.queues, ref, { suspectTaskId: check.suspectTaskId, at, now: ctx.options.now() });
     }
     return reconcileIntent(ctx, record, log, check.holderDied === true);
   }
