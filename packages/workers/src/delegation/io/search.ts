@@ -213,8 +213,11 @@ class Scan {
     const seenTokens = new Set<string>();
     const seenPages = new Set<string>();
     const first = () => this.holders.values().next().value;
-    // Every task this pass listed, by id (a task listed on two pages counts once), against the pass's `totalSize`.
+    // Every task this pass listed, by id (a task listed on two pages counts once), against the pass's `totalSize` as
+    // its first page gave it: a task another client creates while we page (listed before our cursor, newest first)
+    // is counted by the later pages only, and is no task left out of the listing that began before it (review21b).
     const shown = new Set<string>();
+    let counted: number | undefined;
     this.lastPassShort = false;
     let pageToken: string | undefined;
     for (;;) {
@@ -233,6 +236,7 @@ class Scan {
         if (since === undefined) return undefined;
         continue;
       }
+      if (pageToken === undefined && typeof page.totalSize === 'number') counted = page.totalSize;
       for (const task of page.tasks) {
         // An agent that answers other contexts does not honour the filter: search by time instead.
         if (byContext && task.contextId && task.contextId !== this.record.requestedContextId) this.contextIgnored = true;
@@ -243,7 +247,7 @@ class Scan {
       const pageKey = page.tasks.map((task) => task.id).join(',');
       const next = page.nextPageToken;
       if (!next) {
-        this.lastPassShort = typeof page.totalSize === 'number' && page.totalSize > shown.size;
+        this.lastPassShort = counted !== undefined && counted > shown.size;
         if (byContext && this.lastPassShort) this.contextShort = true;
         return first();
       }
