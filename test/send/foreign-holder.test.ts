@@ -270,6 +270,28 @@ describe('a push about another task that shows our message: the reconciler reads
     answer();
     await personNamingT2(env, agent, workflowId, 'T1', 1);
   }, 60_000);
+  it('within one second a push names a decoy T3 (its body claims our message, the agent\'s read of T3 does not show it), then a push names T2, which holds it: both are read, AMBIGUOUS naming T1 and T2 (review: before, the one job of the second kept only T3: T3 read once, T2 never, the row WORKING)', async () => {
+    const { agent, messageId, push, pushedTask, env, prefix, workflowId, record, bound } = await pushScene((taskId, received) =>
+      taskId === 'T3' ? task('T3', 'WORKING', { contextId: 'C-other', history: [{ role: 'ROLE_USER', messageId: 'M-someone-else', parts: [{ text: 'x' }] }] }) : holder(taskId, 'WORKING', received),
+    );
+    await bound();
+    const reconcile = new Queue('reconcile', { connection: redis(), prefix: queuePrefix(prefix) });
+    keep(reconcile);
+    // Paused: the job of the second stays in the queue to be seen; the two pushes early in one second.
+    await reconcile.pause();
+    await eventually(async () => Date.now() % 1000 < 300, 'the start of a second', 5_000, 5);
+    expect(await push(pushedTask('T3', messageId))).toBe(403);
+    expect(await push(pushedTask('T2', messageId))).toBe(403);
+    // The one job of that second names the first suspect only (T3): T2 is read because the journal keeps it.
+    const suspectJobs = (await reconcile.getJobs(['delayed', 'waiting'])).filter((job) => job.data.suspectTaskId !== undefined);
+    expect(suspectJobs.map((job) => job.data.suspectTaskId)).toEqual(['T3']);
+    await reconcile.resume();
+    await personNamingT2(env, agent, workflowId, 'T1', 1);
+    expect(getTaskCalls(agent, 'T3')).toBe(1);
+    expect((await record()).state).toBe('AMBIGUOUS');
+    expect(await env.producer.journal.pendingSuspects({ workflowId, delegationId: 'main.1' })).toEqual([]);
+  }, 60_000);
+
   it('a push showing our message in another task after our row finished wakes nothing: a finished row never changes, so the read could decide nothing (review21: before, one reconcile job a second re-settled the finished row for as long as such pushes came)', async () => {
     const { messageId, push, pushedTask, pushCount, env, prefix, workflowId } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received), { state: 'COMPLETED' });
     expect((await finishedAttempt(env.producer, workflowId, 30_000)).state).toBe('COMPLETED');

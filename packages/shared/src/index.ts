@@ -62,6 +62,7 @@ export {
   RECONCILE_BATCH_MAX,
   DEAD_WORKERS_PER_SWEEP,
   SUSPECT_TASK_ID_MAX,
+  SUSPECTS_PENDING_MAX,
   VerifyJobSchema,
   CompensateJobSchema,
   NotifyJobSchema,

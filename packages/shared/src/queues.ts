@@ -4,7 +4,7 @@
  * compensate is its own BullMQ queue, so any worker can take over any duty.
  */
 import { z } from 'zod';
-import { ID_PATTERN } from './journal/keys.ts';
+import { ID_PATTERN, SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX } from './journal/keys.ts';
 import { WORKFLOW_ID_PATTERN } from './journal/tenant.ts';
 import { NotificationEventSchema } from './notify/event.ts';
 
@@ -56,11 +56,7 @@ export const RECONCILE_BATCH_MAX = 1_000;
 /** Dead workers one sweep job ends the leases of (one pass over the unfinished index for all of them). */
 export const DEAD_WORKERS_PER_SWEEP = 16;
 
-/**
- * The longest task id a reconcile job names as a suspect (`suspectTaskId`): a task id is the agent's, of any length;
- * one longer than this is not carried (the job stays small; the push that named it was refused all the same).
- */
-export const SUSPECT_TASK_ID_MAX = 1_024;
+export { SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX };
 
 /** reconcile: the fixed-id sweep (no ids), one delegation, or a batch of them (`refs`). */
 export const ReconcileJobSchema = z.object({

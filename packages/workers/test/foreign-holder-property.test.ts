@@ -14,8 +14,14 @@ import { describe, expect, it } from 'vitest';
 import type { Message, StreamResponse, Task, TaskState } from '@durable-a2a/a2a';
 import type { DelegationRecord, JournalState } from '@durable-a2a/shared';
 import type { Observation } from '../src/delegation/core/observation.ts';
-import { suspectReadAt, type Policy } from '../src/delegation/core/policy.ts';
+import { Journal, SUSPECTS_PENDING_MAX } from '@durable-a2a/shared';
+import { readUntilDecided, suspectReadAt, suspectsToRead, type Policy } from '../src/delegation/core/policy.ts';
+import { useRedisClient, useRedisServer } from '../../../test/harness/redis.ts';
+import { intentRow } from '../../../test/harness/journal-rows.ts';
 import { transition, type Step, type Write } from '../src/delegation/core/transitions.ts';
+
+const redisServer = useRedisServer();
+const redis = useRedisClient(redisServer);
 
 const OURS = 'M-ours';
 const REPLY = 'R-ours';
@@ -202,4 +208,61 @@ describe('property: another task holding our message, whichever path read it', (
       },
     );
   });
+
+  it('every suspect pushed within one second is read by that second\'s one job: AMBIGUOUS iff at least one truly holds our message (a decoy first hides none), at most SUSPECTS_PENDING_MAX GetTask calls (review: only the first suspect of the second was read)', async () => {
+    let run = 0;
+    // A push names one of these tasks; `T1` is ours (pushed before our task was bound: never read, cleared).
+    const pool = ['T1', ...Array.from({ length: SUSPECTS_PENDING_MAX + 3 }, (_, n) => `S${n}`)];
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.constantFrom(...pool), { minLength: 1, maxLength: 16 }), fc.subarray(pool), async (pushes, holders) => {
+        // A fresh row: the job of this second is the first to read its suspects.
+        const journal = new Journal(redis(), { prefix: `fhp${++run}`, retentionMs: 60_000 });
+        const ref = { workflowId: `wf${run}`, delegationId: 'main.1' };
+        await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId));
+        // The push route: each suspect kept in the journal (the real script); the second's one job names the first.
+        for (const taskId of pushes) await journal.noteSuspect(ref, taskId);
+        // The job: what it reads, the agent's answer to each GetTask through the task-read row (call `push`).
+        const record = recordOf('T1', 'WORKING', false);
+        const { read: suspects, ours } = suspectsToRead(await journal.pendingSuspects(ref), pushes[0], 'T1', SUSPECTS_PENDING_MAX);
+        let getTasks = 0;
+        const { outcome, read } = await readUntilDecided(suspects, async (taskId) => {
+          getTasks += 1;
+          const step = transition(record, observationOf('push', otherTask(taskId, 'TASK_STATE_WORKING', holders.includes(taskId) ? 'ours' : 'other'), 'T1'), policy);
+          if (step.next.kind === 'needs-person') {
+            expect(step.next).toMatchObject({ code: 'AMBIGUOUS' });
+            return 'several-holders';
+          }
+          expect(step).toEqual({ next: { kind: 'nothing' } });
+          return 'suspect-not-holding';
+        });
+        await journal.clearSuspects(ref, [...ours, ...read]);
+        const distinct = [...new Set(pushes)].filter((taskId) => taskId !== 'T1');
+        // Kept: the oldest SUSPECTS_PENDING_MAX distinct ids (T1 among them when pushed before the cap was reached).
+        const kept = [...new Set(pushes)].slice(0, SUSPECTS_PENDING_MAX).filter((taskId) => taskId !== 'T1');
+        expect(getTasks).toBeLessThanOrEqual(SUSPECTS_PENDING_MAX);
+        expect(read).not.toContain('T1');
+        expect(outcome === 'several-holders').toBe(kept.some((taskId) => holders.includes(taskId)));
+        // Within the cap nothing is dropped: AMBIGUOUS iff any pushed suspect truly holds our message.
+        if (new Set(pushes).size <= SUSPECTS_PENDING_MAX) {
+          expect(outcome === 'several-holders').toBe(distinct.some((taskId) => holders.includes(taskId)));
+          if (outcome !== 'several-holders') expect(await journal.pendingSuspects(ref)).toEqual([]);
+        }
+      }),
+      {
+        numRuns: 150,
+        examples: [
+          // The review's case: a decoy first, then the task that holds our message, in one second.
+          [['S0', 'S1'], ['S1']],
+          // The honest agent: two tasks pushed in one second before ours was bound, ours among them.
+          [['T1', 'S1'], ['S1']],
+          [['S0', 'S0', 'S1', 'S0'], ['S1']],
+          // None holds; every id of a second within the cap read once.
+          [['S0', 'S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7'], []],
+          // Past the cap: the oldest kept and read, at most the cap of GetTask calls.
+          [['S0', 'S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9'], ['S9']],
+          [['S0', 'S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9'], ['S7']],
+        ],
+      },
+    );
+  }, 120_000);
 });

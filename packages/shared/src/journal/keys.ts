@@ -12,6 +12,19 @@ import { hash } from 'node:crypto';
 /** Ids we accept for workflows, steps, delegations and idempotency keys: safe in keys and BullMQ job ids. */
 export const ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 
+/**
+ * The longest task id a reconcile job names as a suspect (`suspectTaskId`): a task id is the agent's, of any length;
+ * one longer than this is not carried (the job stays small; the push that named it was refused all the same).
+ */
+export const SUSPECT_TASK_ID_MAX = 1_024;
+
+/**
+ * The most suspects one delegation keeps waiting to be read (noteSuspect-1.lua), and so the most GetTask calls one
+ * reconcile job makes for them: every suspect of a second is kept (the job is one per second), the work bounded.
+ * An id arriving while this many wait unread is counted (`suspectsOverCap` in the row), not kept.
+ */
+export const SUSPECTS_PENDING_MAX = 8;
+
 /** Default key prefix. */
 export const DEFAULT_PREFIX = 'da2a';
 

@@ -212,6 +212,22 @@ export const applyArtifactThenStatusScript = defineScript({
   },
 });
 
+/** noteSuspect-1.lua: the suspect kept, already pending, over the cap (counted), or the row finished (nothing kept). */
+export const noteSuspectScript = defineScript({
+  name: 'noteSuspect',
+  keys: ['delegation'],
+  encode: (input: { taskId: string; cap: number }) => [input.taskId, input.cap],
+  decode: outcomeDecoder({ 1: 'kept', 2: 'pending', 3: 'over-cap', 0: 'finished' }),
+});
+
+/** clearSuspects-1.lua: how many suspects are still pending once `taskIds` are removed. */
+export const clearSuspectsScript = defineScript({
+  name: 'clearSuspects',
+  keys: ['delegation'],
+  encode: (input: { taskIds: readonly string[] }) => [...input.taskIds],
+  decode: integerReply,
+});
+
 /** noteProtocolError-1.lua: 'journaled', or 'finished' (the delegation is: left alone). */
 export const noteProtocolErrorScript = defineScript({
   name: 'noteProtocolError',

@@ -1,7 +1,8 @@
 /**
  * Status and artifact changes of a delegation, forward only (applyStatus-5.lua, applyArtifact-2.lua),
  * with the task-id binding (one SET NX GET: inside applyStatus on one server, `bindTask` on a Cluster) and protocol
- * errors an agent caused (noteProtocolError-1.lua).
+ * errors an agent caused (noteProtocolError-1.lua); the pending suspects a refused push named (noteSuspect-1.lua,
+ * clearSuspects-1.lua).
  */
 import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { artifactByteSize } from '@durable-a2a/a2a/pure';
@@ -15,12 +16,15 @@ import { JournalError, unlessRefused } from './errors.ts';
 import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalDelegations } from './delegations.ts';
+import { SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX } from './keys.ts';
 import { isRefused, type Refused } from './scripts.ts';
 import {
   applyArtifactScript,
   applyArtifactThenStatusScript,
   applyStatusScript,
+  clearSuspectsScript,
   noteProtocolErrorScript,
+  noteSuspectScript,
   type ApplyStatusOutcome,
   type ArtifactOutcome,
   type ArtifactUpdate,
@@ -326,6 +330,42 @@ export class JournalStatus extends JournalDelegations {
       retryable: false,
     });
     throw new JournalError('TASK_BOUND_ELSEWHERE', ref, 'applyStatus');
+  }
+
+  /**
+   * Keeps `taskId`, a task a refused push showed holding our message, among the delegation's pending suspects for the
+   * reconciler to read (noteSuspect-1.lua): at most `SUSPECTS_PENDING_MAX` wait, the oldest unread kept; one more is
+   * counted in the row (`suspectsOverCap`), not kept. 'finished' and 'missing': nothing kept (nothing to decide).
+   */
+  async noteSuspect(ref: DelegationRef, taskId: string): Promise<'kept' | 'pending' | 'over-cap' | 'finished' | 'missing'> {
+    if (taskId === '' || taskId.length > SUSPECT_TASK_ID_MAX) throw new RangeError(`noteSuspect: a task id of 1 to ${SUSPECT_TASK_ID_MAX} characters`);
+    const noted = await this.call(noteSuspectScript, { delegation: this.delegationKeys(ref)[0] }, { taskId, cap: SUSPECTS_PENDING_MAX });
+    return typeof noted === 'string' ? noted : 'missing';
+  }
+
+  /**
+   * The delegation's pending suspects (noteSuspect-1.lua), oldest first, at most `SUSPECTS_PENDING_MAX`; none when the
+   * row or the field is gone, or the field is not a list of task ids (then `clearSuspects` drops it).
+   */
+  async pendingSuspects(ref: DelegationRef): Promise<string[]> {
+    const raw = await this.redis.hget(this.delegationKeys(ref)[0], 'suspects');
+    if (raw === null) return [];
+    try {
+      const ids: unknown = JSON.parse(raw);
+      if (!Array.isArray(ids)) return [];
+      return ids.filter((id): id is string => typeof id === 'string' && id !== '' && id.length <= SUSPECT_TASK_ID_MAX).slice(0, SUSPECTS_PENDING_MAX);
+    } catch {
+      return [];
+    }
+  }
+
+  /**
+   * Removes `taskIds` (read, or our own task) from the pending suspects (clearSuspects-1.lua), each compare-and-set: a
+   * suspect noted while they were read stays. Returns how many are still pending.
+   */
+  async clearSuspects(ref: DelegationRef, taskIds: readonly string[]): Promise<number> {
+    if (taskIds.length === 0) return (await this.pendingSuspects(ref)).length;
+    return this.call(clearSuspectsScript, { delegation: this.delegationKeys(ref)[0] }, { taskIds });
   }
 
   /**

@@ -43,6 +43,7 @@ import {
   WORKFLOW_ID_PATTERN,
   JournalError,
   SUSPECT_TASK_ID_MAX,
+  SUSPECTS_PENDING_MAX,
   applyStreamResponse,
   enqueueReconcile,
   isFinished,
@@ -171,11 +172,13 @@ interface PushContext {
    */
   wakeWorkers: (ref: DelegationRef, readFor?: number, at?: number) => Promise<unknown>;
   /**
-   * A reconcile job naming `taskId`, a task a refused push showed holding our message (`suspectOf`): the workers read
-   * it by GetTask first. One job per delegation per second (the first suspect of the second): a flood of foreign
-   * pushes is at most one GetTask a second.
+   * `taskId`, a task a refused push showed holding our message (`suspectOf`), kept among the delegation's pending
+   * suspects (`Journal.noteSuspect`: at most `SUSPECTS_PENDING_MAX` wait, the oldest unread kept), then a reconcile job
+   * naming it: the workers read every pending suspect by GetTask first. One job per delegation per second, which reads
+   * every suspect of its second (review: it kept only the first, so a decoy pushed first hid the task holding our
+   * message): a flood of foreign pushes is at most `SUSPECTS_PENDING_MAX` GetTask calls a second.
    */
-  wakeForSuspect: (ref: DelegationRef, taskId: string) => Promise<unknown>;
+  wakeForSuspect: (ref: DelegationRef, taskId: string) => Promise<Awaited<ReturnType<Journal['noteSuspect']>>>;
 }
 
 /**
@@ -276,7 +279,9 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     context.count(suspect === undefined ? 'foreign-task' : 'foreign-task-holding-ours');
     request.log.warn({ ...ref, taskId: taskIdOf(response), journaledTaskId: record.taskId }, suspect === undefined ? 'push refused; nothing applied' : 'push refused; it shows our message in another task: the workers read that task');
     await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refusal, retryable: false });
-    if (suspect !== undefined) await context.wakeForSuspect(ref, suspect);
+    if (suspect !== undefined && (await context.wakeForSuspect(ref, suspect)) === 'over-cap') {
+      request.log.warn({ ...ref, taskId: suspect.slice(0, 128) }, `${SUSPECTS_PENDING_MAX} suspects already wait to be read; this one is not kept (counted in the row's suspectsOverCap)`);
+    }
     return sendProblem(reply, problem('TASK_MISMATCH', refusal));
   }
   if ('artifactUpdate' in response && isPushedChunk(response.artifactUpdate)) {
@@ -307,9 +312,14 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
     limits: resolveLimits(options.limits),
     count: (outcome) => metrics.pushes.inc({ outcome }),
     wakeWorkers: (ref, readFor, at = Date.now()) => enqueueReconcile({ reconcile }, ref, readFor === undefined ? { push: at } : { pushedCompletion: readFor }),
-    wakeForSuspect: (ref, taskId) => {
+    wakeForSuspect: async (ref, taskId) => {
+      // Kept in the journal first (every suspect of the second, at most SUSPECTS_PENDING_MAX waiting): the job is one a
+      // second and reads them all. It still names this push's suspect (the first of its second).
+      const noted = await journal.noteSuspect(ref, taskId);
+      if (noted === 'finished' || noted === 'missing') return noted;
       const now = Date.now();
-      return enqueueReconcile({ reconcile }, ref, { suspectTaskId: taskId, at: now, now });
+      await enqueueReconcile({ reconcile }, ref, { suspectTaskId: taskId, at: now, now });
+      return noted;
     },
   };
   return async (app) => {

@@ -304,6 +304,38 @@ export function suspectReadAt(record: Pick<DelegationRecord, 'sendStartedAt' | '
   return (Math.floor(now / grid) + 1) * grid;
 }
 
+/**
+ * The suspects one reconcile job reads by GetTask, oldest first, on a row bound to `boundTaskId`: the delegation's
+ * pending suspects (`Journal.pendingSuspects`, oldest first) and the one the job names (the first of its second; a job
+ * an older producer enqueued names the only one), each once, never our own task, at most `cap` (`SUSPECTS_PENDING_MAX`:
+ * the GetTask calls of one job). `ours`: pending ids that are our own task (pushed before it was bound), to clear.
+ */
+export function suspectsToRead(pending: readonly string[], named: string | undefined, boundTaskId: string, cap: number): { read: string[]; ours: string[] } {
+  const read: string[] = [];
+  for (const id of named === undefined ? pending : [...pending, named]) {
+    if (id !== boundTaskId && !read.includes(id) && read.length < cap) read.push(id);
+  }
+  return { read, ours: pending.filter((id) => id === boundTaskId) };
+}
+
+/**
+ * Reads `suspects` in order with `readOne` (GetTask and the task-read row) until one is not `suspect-not-holding` (it
+ * showed our message: the row is decided) or `readOne` answers `stop` (the row finished meanwhile). Returns the last
+ * outcome and the ids read (to clear from the pending suspects): at most `suspects.length` calls.
+ */
+export async function readUntilDecided(suspects: readonly string[], readOne: (taskId: string, index: number) => Promise<string | 'stop'>): Promise<{ outcome: string; read: string[] }> {
+  const read: string[] = [];
+  let outcome = 'suspect-not-holding';
+  for (const [index, suspect] of suspects.entries()) {
+    const answer = await readOne(suspect, index);
+    if (answer === 'stop') break;
+    outcome = answer;
+    read.push(suspect);
+    if (outcome !== 'suspect-not-holding') break;
+  }
+  return { outcome, read };
+}
+
 /** What an attempt does after a try that could not reach its agent (`unreachableVerdict`). */
 export type UnreachableVerdict = { verdict: 'wait'; nextTryAt: number } | { verdict: 'give-up'; message: string };
 

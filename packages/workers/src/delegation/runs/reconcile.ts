@@ -16,6 +16,7 @@ import { isRetryable } from '@durable-a2a/a2a';
 import {
   CorruptRecordError,
   JournalError,
+  SUSPECTS_PENDING_MAX,
   enqueueReconcile,
   enqueueSend,
   isFinished,
@@ -25,7 +26,7 @@ import {
   type DelegationRef,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import { jitteredCheckTime, suspectReadAt } from '../core/policy.ts';
+import { jitteredCheckTime, readUntilDecided, suspectReadAt, suspectsToRead } from '../core/policy.ts';
 import { advanceWorkflow } from '../../workflow/advance.ts';
 import { reconcileWorkflow } from '../../workflow/recover.ts';
 import { apply, closeHeldIntent } from '../apply.ts';
@@ -119,12 +120,17 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
     }
     return reconcileIntent(ctx, record, log, check.holderDied === true);
   }
-  if (check.suspectTaskId !== undefined && record.taskId !== undefined && check.suspectTaskId !== record.taskId) {
-    // Before the lease: a stream following our task (the usual case when an agent pushes) reads only ours.
-    const suspect = check.suspectTaskId;
-    const read = await withReconcileSlot(ctx, record, () => readSuspect(ctx, record, suspect, log));
-    if (read === 'agent-share-full') await enqueueReconcile(ctx.queues, ref, { suspectTaskId: suspect, at: ctx.options.now() + ctx.options.slotWaitMs, now: ctx.options.now() });
-    if (read !== 'suspect-not-holding') return read;
+  if (check.suspectTaskId !== undefined && record.taskId !== undefined) {
+    // Before the lease: a stream following our task (the usual case when an agent pushes) reads only ours. Every
+    // suspect pending in the journal is read (the job is one a second; review: only the first of a second was read).
+    const { read: suspects, ours } = suspectsToRead(await ctx.journal.pendingSuspects(ref), check.suspectTaskId, record.taskId, SUSPECTS_PENDING_MAX);
+    if (suspects.length === 0 && ours.length > 0) await ctx.journal.clearSuspects(ref, ours);
+    if (suspects.length > 0) {
+      const read = await withReconcileSlot(ctx, record, () => readSuspects(ctx, record, suspects, ours, log));
+      // None read: all still pending, and read by this job's successor.
+      if (read === 'agent-share-full') await enqueueReconcile(ctx.queues, ref, { suspectTaskId: check.suspectTaskId, at: ctx.options.now() + ctx.options.slotWaitMs, now: ctx.options.now() });
+      if (read !== 'suspect-not-holding') return read;
+    }
   }
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
   if (leaseMs > 0) return leaseHeld(ctx, ref, leaseMs, check);
@@ -317,6 +323,32 @@ async function readSuspect(ctx: WorkerContext, record: DelegationRecord, suspect
   }
   const applied = await apply(ctx, record, observed, { log, source: 'reconcile' });
   return applied.next === 'nothing' ? 'suspect-not-holding' : 'several-holders';
+}
+
+/**
+ * Reads `suspects` (`suspectsToRead`) one by one (`readSuspect`) until one shows our message (`several-holders`: the
+ * row is AMBIGUOUS, nothing more to read); then removes from the pending suspects those it read and `ours`
+ * (`Journal.clearSuspects`, compare-and-set: a suspect pushed meanwhile stays for the next job, which its push wakes).
+ */
+async function readSuspects(ctx: WorkerContext, record: DelegationRecord, suspects: readonly string[], ours: readonly string[], log: WorkerContext['logger']): Promise<string> {
+  let row: DelegationRecord = record;
+  const read: string[] = [];
+  try {
+    const done = await readUntilDecided(suspects, async (suspect, index) => {
+      if (index > 0) {
+        // The row as it is now for the next read (a stream may have moved it meanwhile); finished: nothing to decide.
+        const now = await ctx.journal.getDelegation(record);
+        if (!now || isFinished(now.state)) return 'stop';
+        row = now;
+      }
+      const outcome = await readSuspect(ctx, row, suspect, log);
+      read.push(suspect);
+      return outcome;
+    });
+    return done.outcome;
+  } finally {
+    await ctx.journal.clearSuspects(record, [...ours, ...read]);
+  }
 }
 
 /** taskId known, parked: GetTask decides: record terminal, keep the question, or reattach (the task-read row). */
