@@ -9,7 +9,9 @@
  *   task followed, the work done in the other unseen);
  * - a push about another task whose body shows our message (before: 403, PUSH_NOT_OURS, nothing else): the webhook
  *   wakes the reconciler naming that task; the reconciler reads it from the agent (GetTask, never the push body
- *   alone) and the same row decides. A flood of such pushes is at most one GetTask a second.
+ *   alone) and the same row decides. Every task pushed within one second is read (the journal keeps them pending;
+ *   before, a decoy pushed first hid the one holding our message). A flood of pushes naming one task is at most one
+ *   GetTask a second.
  * Real fleet, real Redis, a raw JSON-RPC agent (exact bytes). The property over the kind is in
  * packages/workers/test/foreign-holder-property.test.ts.
  */

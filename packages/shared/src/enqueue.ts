@@ -140,9 +140,10 @@ export async function enqueueFollow(queues: Needs<'follow'>, ref: Ref, plan: Sub
  * removed on completion; `later`: after every job without it, BullMQ priority 1), a push moved it (`push`: when, ms), or a
  * push reported its completion without the result (`pushedCompletion`: the pushed status timestamp, ms; 0 when it
  * has none): the same completion pushed again while its read waits is one job, not one GetTask per push; or a push
- * about another task showed a message of ours in that task (`suspectTaskId`: that task, read by GetTask before
- * anything else): one job per delegation per second of `at` (ms), delayed to that second's end, so every such push of
- * the same second is that one job (the first one's suspect; a flood of foreign pushes is at most one GetTask a second).
+ * about another task showed a message of ours in that task (`suspectTaskId`: that task, the first of its second;
+ * the job reads it and every suspect the journal keeps pending, `Journal.noteSuspect`, by GetTask before anything
+ * else): one job per delegation per second of `at` (ms), delayed to that second's end, so every such push of the same
+ * second is that one job (a flood of foreign pushes is at most `SUSPECTS_PENDING_MAX` GetTask calls a second).
  */
 export type ReconcileOccasion =
   | { dueAt: number; now: number }

@@ -56,8 +56,9 @@ export interface ReconcileCheck {
    */
   onLeaseHeld?: (ref: DelegationRef, leaseEndsAt: number, checkAt: number) => void;
   /**
-   * A task a refused push showed holding our message (the push route's suspect, `ReconcileJob.suspectTaskId`): read
-   * by GetTask first, whoever follows the row (`readSuspect`); on a row not yet bound, once more when its send settles.
+   * A task a refused push showed holding our message (the push route's suspect, `ReconcileJob.suspectTaskId`, the first
+   * of its second): it and every suspect pending in the journal are read by GetTask first, whoever follows the row
+   * (`readSuspects`); on a row not yet bound, once more when its send settles.
    */
   suspectTaskId?: string;
 }
