@@ -110,7 +110,7 @@ describe('oversized suspect ids', () => {
     expect(row.taskId).toBe('T1');
   }, 60_000);
 
-  // FINDING (attack22): a task id of 1,025 characters whose push shows our message is silently dropped (suspectOf
+  // attack22 (fixed in foreignHolder): a task id of 1,025 characters whose push shows our message is silently dropped (suspectOf
   // returns undefined, counted as a plain 'foreign-task'); if the agent really holds our message in it, nothing ever
   // reads it: the row stays WORKING on T1 and the duplicate is never surfaced as AMBIGUOUS. Expected: the search or a
   // truncated marker makes the row suspect (at least AMBIGUOUS without naming it), not nothing.
@@ -144,7 +144,7 @@ describe('9 distinct suspects in one second', () => {
     expect(row.taskId).toBe('T1');
   }, 90_000);
 
-  // FINDING (attack22): 8 decoy pushes fill SUSPECTS_PENDING_MAX, then the push naming T2 (which the agent's own
+  // attack22 (fixed in foreignHolder): 8 decoy pushes fill SUSPECTS_PENDING_MAX, then the push naming T2 (which the agent's own
   // GetTask shows holding our message) is 'over-cap': counted in the row's suspectsOverCap, which nothing reads, and
   // never kept or read again. The duplicate is never surfaced (the same class as review's "a decoy pushed first hid
   // the holder", moved from 1 decoy to 8). Expected: T2 read (or an over-cap count triggers a search by messageId),
@@ -208,11 +208,11 @@ async function scene(handlers: (received: () => Received | undefined, record: (p
 const ourStatus = (received: Received) => ({ role: 'ROLE_USER', messageId: received.messageId, parts: [{ text: 'book it' }] });
 
 describe('our messageId only in the status message of the task the agent reads back', () => {
-  // FINDING (attack22): the push route's suspectOf counts a Task's status message as holding our message, but the
+  // attack22 (fixed in foreignHolder): the push route's suspectOf counts a Task's status message as holding our message, but the
   // reader's foreignHolder (search-row.ts) looks in task.history only. A push of T2 whose status message is ours is
   // read by GetTask; the agent's own read of T2 shows our message in its status message (no history): nothing is
   // decided, the row stays WORKING on T1. The two rules disagree on the same evidence. Expected: AMBIGUOUS naming both.
-  it.fails('push route: T2 pushed and read back with our message only in status.message: AMBIGUOUS naming T1 and T2 (observed: read, nothing decided)', async () => {
+  it('push route: T2 pushed and read back with our message only in status.message: AMBIGUOUS naming T1 and T2', async () => {
     const { push, messageId, env, workflowId, contextId, agent } = await pushScene((taskId, received) =>
       taskId === 'T1' ? holder('T1', 'WORKING', received) : holder(taskId, 'INPUT_REQUIRED', received, false, { status: ourStatus(received) }));
     expect(await push({ task: { id: 'T2', contextId: contextId(), status: { state: 'TASK_STATE_INPUT_REQUIRED', message: { role: 'ROLE_USER', messageId, parts: [{ text: 'go' }] } } } })).toBe(403);
@@ -220,10 +220,10 @@ describe('our messageId only in the status message of the task the agent reads b
     await personNaming(env.producer, workflowId, ['T1', 'T2'], 20_000);
   }, 60_000);
 
-  // FINDING (attack22): GetTask of our T1 answered with T2 whose status message (not history) is our message: not a
+  // attack22 (fixed in foreignHolder): GetTask of our T1 answered with T2 whose status message (not history) is our message: not a
   // foreign holder (history only), so FOREIGN_TASK as for any other task; our T1 is then followed and settles
   // COMPLETED, T2 (which shows our message) never surfaced. Expected: AMBIGUOUS naming T1 and T2, as with history.
-  it.fails('GetTask of T1 answers T2 whose status message is ours (no history): AMBIGUOUS naming T1 and T2 (observed: COMPLETED from T1)', async () => {
+  it('GetTask of T1 answers T2 whose status message is ours (no history): AMBIGUOUS naming T1 and T2', async () => {
     const { producer, id, agent } = await scene((received, record) => ({
       SendMessage: (params) => ({ result: { task: holder('T1', 'WORKING', record(params)) } }),
       SubscribeToTask: (_params, call) => ({ sse: [taskEvent(holder('T1', call.count === 1 ? 'WORKING' : 'COMPLETED', received()!))] }),

@@ -158,6 +158,23 @@ describe('property: another task holding our message, whichever path read it', (
     );
   });
 
+  it('our message only in the other task\'s status message counts as its history does (attack22: the push route counted it, the reader did not)', () => {
+    const statusOf = (holds: Holds): Message | undefined =>
+      holds === 'ours' ? user(OURS) : holds === 'reply' ? user(REPLY) : holds === 'other' ? user('M-someone-else') : holds === 'agent-echo' ? ({ messageId: OURS, role: 'ROLE_AGENT', parts: [{ text: 'on it' }] } as Message) : undefined;
+    fc.assert(
+      fc.property(pathArbitrary, holdsArbitrary, fc.boolean(), (path, holds, replied) => {
+        const record = recordOf('T1', 'WORKING', replied || path === 'reply');
+        const message = statusOf(holds);
+        const task = { id: 'T2', contextId: 'C-other', status: { state: 'TASK_STATE_INPUT_REQUIRED', ...(message ? { message } : {}) } } as Task;
+        const step = transition(record, observationOf(path, task, 'T1'), policy);
+        const ours = holds === 'ours' || (holds === 'reply' && record.replyMessageId === REPLY);
+        if (ours) expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS', anyRow: true });
+        else expect(step.next.kind).not.toBe('needs-person');
+      }),
+      { numRuns: 200, examples: [['get-task', 'ours', false], ['push', 'ours', false], ['reply', 'reply', true], ['cancel-answered', 'agent-echo', false], ['get-task', 'none', false]] },
+    );
+  });
+
   it('a read of our own task (or, unbound, of a found one) is not this kind: the other-task rule never fires on the task we bound', () => {
     fc.assert(
       fc.property(holdsArbitrary, fc.constantFrom<Path>('get-task', 'get-task-cycle', 'parked-reread', 'cancel-read', 'reply'), (holds, path) => {

@@ -51,8 +51,8 @@ export function otherHolder(record: DelegationRecord, finding: SearchFinding): [
 
 /**
  * Another task than our bound one, read from the agent (GetTask of ours answering another task, CancelTask's answer,
- * the reply's answer, the task a refused push named read by GetTask), whose history holds a message of ours
- * (`historyHolds`: written by us, not an agent's echo of it): our first message, or `reply` (default the row's), the
+ * the reply's answer, the task a refused push named read by GetTask), whose history or status message holds a message of
+ * ours (`historyHolds`: written by us, not an agent's echo of it): our first message, or `reply` (default the row's), the
  * reply journaled for the agent's question (a message only we could have sent). The agent has our message in two
  * tasks: the same kind as `several` (`severalHolders`, both ids), whatever path read it. Delivery is proven (the
  * agent holds it), ownership of that task is not ours (we bound another), and the effect may have happened twice.
@@ -61,7 +61,10 @@ export function otherHolder(record: DelegationRecord, finding: SearchFinding): [
  */
 export function foreignHolder(record: DelegationRecord, task: Task, reply = record.replyMessageId): { taskIds: [string, string]; messageId: string } | undefined {
   if (record.taskId === undefined || task.id === record.taskId) return undefined;
-  const messageId = [record.messageId, ...(reply !== undefined ? [reply] : [])].find((id) => historyHolds(task.history, id));
+  // What the task carries of its conversation: its history and its status message (an agent may keep our message only
+  // there, as the push route's `suspectOf` counts it; attack22: the two disagreed and the duplicate went unseen).
+  const carried = task.status.message ? [...(task.history ?? []), task.status.message] : task.history;
+  const messageId = [record.messageId, ...(reply !== undefined ? [reply] : [])].find((id) => historyHolds(carried, id));
   return messageId === undefined ? undefined : { taskIds: [record.taskId, task.id], messageId };
 }
 
