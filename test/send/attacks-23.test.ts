@@ -4,9 +4,9 @@
  * a finding, with the input, the observed and expected outcome and the suspected code location in its comment.
  */
 import { describe, expect, it } from 'vitest';
-import { artifactText, finished, useFieldCases, viewOf } from '../harness/field-cases.ts';
+import { artifactText, finished, useFieldCases, viewOf, workflowSettled } from '../harness/field-cases.ts';
 import { eventually } from '../harness/fleet.ts';
-import { agentMessage, task, taskEvent, type ScriptedCall } from '../harness/scripted-agent.ts';
+import { agentMessage, ev, task, taskEvent, type ScriptedAnswer, type ScriptedCall } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
 const start = h.setUpAndDelegate;
@@ -279,4 +279,104 @@ describe('attack 23: an agent clock far ahead, on a task that asks twice', () =>
     expect(artifactText(await viewOf(p, id), 'a1')).toBe('booked');
     expect(agent.count('SubscribeToTask') + agent.count('GetTask') - readsBefore).toBeLessThanOrEqual(30);
   }, 90_000);
+});
+
+describe('attack 23: bytes an error answer brings', () => {
+  /*
+   * FINDING (unbounded stored bytes; kind: text from an agent journaled without a byte bound, B31's kind). Input:
+   * SendMessage answers JSON-RPC -32603 (effect maybe) whose `message` is 8 MiB of text (inside responseBodyBytes);
+   * ListTasks lists T1 holding our message, GetTask reads it COMPLETED with a1. Observed: COMPLETED with one
+   * SendMessage (the delivery/effect reading holds), but the attempt keeps the whole 8 MiB message as its `error`
+   * after it COMPLETED: the delegation view is 8.4 MB and the workflow view 16.8 MB (the text twice), in Redis for the
+   * record's life; every attempt and every round of such an answer adds as much. Expected: an agent's error text is
+   * journaled as a bounded excerpt (as `bodyExcerpt` is: 500 characters), and counted against a byte budget; the
+   * views stay small. Fault: workers/src/delegation/io/send-errors.ts `recordedErrorOf` (`message: error.message`) and
+   * a2a/src/error-mapping.ts `errorFromJsonRpc` (the agent's `message` whole into the error's message); read.ts
+   * `readFailure` journals `(error as Error).message` the same way.
+   */
+  it.fails('a -32603 whose message is 8 MiB, then the task found COMPLETED: the views stay under 1 MiB (observed: 8.4 MB and 16.8 MB)', async () => {
+    let message: any;
+    const { producer: p, agent, id } = await start(
+      () => ({
+        SendMessage: (params) => ((message = params.message), { error: { code: -32603, message: 'x'.repeat(8 * 1024 * 1024) } }),
+        ListTasks: () => ({ result: { tasks: [task('T1', 'COMPLETED', { contextId: message.contextId, history: [message] })], nextPageToken: '', pageSize: 50, totalSize: 1 } }),
+        GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: message.contextId, history: [message], artifacts: { a1: 'booked' } }) }),
+      }),
+      { reconcileIntervalMs: 300 },
+    );
+    const record = await finished(p, id, 30_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(JSON.stringify(await viewOf(p, id)).length).toBeLessThan(1024 * 1024);
+    expect(JSON.stringify(await p.get(id)).length).toBeLessThan(1024 * 1024);
+  }, 45_000);
+});
+
+describe('attack 23: JSON-RPC error codes outside the spec, after the agent acted', () => {
+  /** Handlers of an agent that books (records our message, lists and reads its COMPLETED task T1) and answers `answer`. */
+  const bookingThenAnswering = (answer: ScriptedAnswer, bookings: string[]) => {
+    let message: any;
+    return {
+      SendMessage: (params: any) => ((message = params.message), bookings.push(params.message.messageId), answer),
+      ListTasks: (params: any) => ({ result: { tasks: message ? [task('T1', 'COMPLETED', { contextId: params.contextId ?? message.contextId, history: [message] })] : [], nextPageToken: '', pageSize: 50, totalSize: message ? 1 : 0 } }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: message.contextId, history: [message], artifacts: { a1: 'booked' } }) }),
+      SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'COMPLETED', { contextId: message.contextId, history: [message], artifacts: { a1: 'booked' } }))] }),
+    };
+  };
+
+  const held: [string, ScriptedAnswer][] = [
+    ['code 1 (positive, no meaning)', { error: { code: 1, message: 'backend said no' } }],
+    ['-32603 whose ErrorInfo says INVALID_PARAMS (the code wins)', { error: { code: -32603, message: 'x', data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'INVALID_PARAMS', domain: 'a2a-protocol.org' }] } }],
+    ['HTTP 202 with an empty body', { http: { status: 202, body: '' } }],
+    ['HTTP 204', { http: { status: 204, body: '' } }],
+  ];
+  for (const [name, answer] of held) {
+    it(`${name} after booking: searched, the task adopted: COMPLETED with a1, one SendMessage`, async () => {
+      // Tried: answers proving nothing either way after the agent acted. Holds: effect maybe, the search adopts T1.
+      const bookings: string[] = [];
+      const { producer: p, agent, id } = await start(() => bookingThenAnswering(answer, bookings), { reconcileIntervalMs: 300 });
+      const record = await finished(p, id, 30_000);
+      expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
+      expect(artifactText(await viewOf(p, id), 'a1')).toBe('booked');
+      expect(agent.count('SendMessage')).toBe(1);
+    }, 45_000);
+  }
+
+  /*
+   * FINDING (done twice; kind: a code outside the JSON-RPC/A2A ranges read as an A2A refusal, "nothing created").
+   * Input: workflow {maxAttemptsPerStep: 2, one step by skill}, two agents with the skill; each books, then answers
+   * SendMessage (HTTP 200, our request id) with a JSON-RPC error whose code is outside the spec: 404 or 400 (an HTTP
+   * status in `code`), or -32050 (implementation-defined server error) with ErrorInfo reason TASK_NOT_FOUND although our
+   * message named no task. Each lists and reads T1 COMPLETED. Observed: hotel.1 FAILED at once (TASK_NOT_FOUND /
+   * INVALID_REQUEST, "delivery received", no search), hotel.2 sent to the second agent: two bookings. The same agent
+   * answering code 1 (tests above) is searched and COMPLETED. Expected: a code the spec does not define for SendMessage
+   * proves delivery, not absence of effect: effect maybe, the search adopts T1; one booking, COMPLETED.
+   * Fault: packages/a2a/src/error-mapping.ts `errorFromJsonRpc` maps `code >= 100 && code <= 599` through
+   * `errorClassForHttpStatus` (so 404 → TaskNotFoundError, 400 → InvalidRequestError, 415 → ContentTypeNotSupported)
+   * and a reason over an unknown code through `errorClassForReason`; errors.ts `sendEffectOf` then reads those classes
+   * as refusals (`refusals`, effect none). Only the spec's own codes for a request error are proof of "not created";
+   * the HTTP-status-in-code rule (R08 c) was meant for 5xx (transient, effect maybe).
+   */
+  const refusedTooReadily: [string, ScriptedAnswer][] = [
+    ['code 404', { error: { code: 404, message: 'Not Found' } }],
+    ['code 400', { error: { code: 400, message: 'Bad Request' } }],
+    ['-32050 with reason TASK_NOT_FOUND', { error: { code: -32050, message: 'downstream lookup failed', data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' }] } }],
+  ];
+  for (const [name, answer] of refusedTooReadily) {
+    it.fails(`${name} after booking, two agents: one booking, COMPLETED (observed: FAILED without a search, re-delegated, two bookings)`, async () => {
+      const prefix = h.newPrefix();
+      const bookings: string[] = [];
+      const first = await h.agentWith(bookingThenAnswering(answer, bookings));
+      const second = await h.agentWith(bookingThenAnswering(answer, bookings));
+      const producer = h.producer(prefix);
+      await producer.registerAgent(first.cardUrl);
+      await producer.registerAgent(second.cardUrl);
+      await h.fleetFor(prefix, { reconcileIntervalMs: 300 });
+      const workflowId = `code-${prefix}`;
+      await producer.startWorkflow({ workflowId, maxAttemptsPerStep: 2, steps: [{ name: 'hotel', skill: 'scripted', message: { text: 'book' } }] });
+      const view = await workflowSettled(producer, workflowId, 30_000);
+      expect(bookings).toHaveLength(1);
+      expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'COMPLETED' });
+    }, 45_000);
+  }
 });
