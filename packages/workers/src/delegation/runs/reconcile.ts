@@ -15,8 +15,9 @@
 import { isRetryable } from '@durable-a2a/a2a';
 import {
   CorruptRecordError,
+  DEFAULT_JOB_OPTIONS,
   JournalError,
-  SUSPECTS_PENDING_MAX,
+  SUSPECT_READS_PER_JOB,
   enqueueReconcile,
   enqueueSend,
   isFinished,
@@ -24,9 +25,10 @@ import {
   lazyChildLogger,
   type DelegationRecord,
   type DelegationRef,
+  type SuspectsLeft,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import { jitteredCheckTime, readUntilDecided, suspectReadAt, suspectsToRead } from '../core/policy.ts';
+import { afterSuspectReads, jitteredCheckTime, readUntilDecided, suspectReadAt, suspectRound, suspectsToRead, type SuspectRead } from '../core/policy.ts';
 import { advanceWorkflow } from '../../workflow/advance.ts';
 import { reconcileWorkflow } from '../../workflow/recover.ts';
 import { apply, closeHeldIntent } from '../apply.ts';
@@ -57,8 +59,8 @@ export interface ReconcileCheck {
   onLeaseHeld?: (ref: DelegationRef, leaseEndsAt: number, checkAt: number) => void;
   /**
    * A task a refused push showed holding our message (the push route's suspect, `ReconcileJob.suspectTaskId`, the first
-   * of its second): it and every suspect pending in the journal are read by GetTask first, whoever follows the row
-   * (`readSuspects`); on a row not yet bound, once more when its send settles.
+   * of its second): read by GetTask first with the suspects pending in the journal, whoever follows the row
+   * (`reconcileSuspects`); on a row not yet bound, once more when its send settles. Any reconcile reads the pending ones.
    */
   suspectTaskId?: string;
 }
@@ -111,27 +113,22 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   }
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (await checkQuestionLife(ctx, record, log)) return 'question-expired';
+  // Suspects: tasks refused pushes showed holding our message, pending in the journal (or lost), or named by the job.
+  const suspects = check.suspectTaskId !== undefined || record.suspects !== undefined || record.suspectsLost > 0;
   if (record.state === 'INTENT') {
     // A push showed our message in a task while ours is not bound yet (our send's answer not journaled): nothing to
     // compare it with now. Its read waits until our task is bound (`suspectReadAt`: while the send may be in flight,
     // then after this run's decision), when the answer, an adoption or a resend has bound our task.
-    if (check.suspectTaskId !== undefined) {
+    if (suspects) {
       const at = suspectReadAt(record, await ctx.journal.followLeaseRemainingMs(ref), ctx.policy);
-      if (at !== undefined) await enqueueReconcile(ctx.queues, ref, { suspectTaskId: check.suspectTaskId, at, now: ctx.options.now() });
+      if (at !== undefined) await enqueueReconcile(ctx.queues, ref, { suspect: check.suspectTaskId, at, now: ctx.options.now() });
     }
     return reconcileIntent(ctx, record, log, check.holderDied === true);
   }
-  if (check.suspectTaskId !== undefined && record.taskId !== undefined) {
-    // Before the lease: a stream following our task (the usual case when an agent pushes) reads only ours. Every
-    // suspect pending in the journal is read (the job is one a second; review: only the first of a second was read).
-    const { read: suspects, ours } = suspectsToRead(await ctx.journal.pendingSuspects(ref), check.suspectTaskId, record.taskId, SUSPECTS_PENDING_MAX);
-    if (suspects.length === 0 && ours.length > 0) await ctx.journal.clearSuspects(ref, ours);
-    if (suspects.length > 0) {
-      const read = await withReconcileSlot(ctx, record, () => readSuspects(ctx, record, suspects, ours, log));
-      // None read: all still pending, and read by this job's successor.
-      if (read === 'agent-share-full') await enqueueReconcile(ctx.queues, ref, { suspectTaskId: check.suspectTaskId, at: ctx.options.now() + ctx.options.slotWaitMs, now: ctx.options.now() });
-      if (read !== 'suspect-not-holding') return read;
-    }
+  if (suspects && record.taskId !== undefined) {
+    // Before the lease: a stream following our task (the usual case when an agent pushes) reads only ours.
+    const decided = await reconcileSuspects(ctx, record, record.taskId, check.suspectTaskId, log);
+    if (decided !== undefined) return decided;
   }
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
   if (leaseMs > 0) return leaseHeld(ctx, ref, leaseMs, check);
@@ -229,7 +226,7 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
  * slots (`reconcileSlotsPerAgent`): beyond it the record is looked at again after `slotWaitMs` (+ jitter), so an agent
  * that answers slowly cannot hold every reconcile slot.
  */
-async function withReconcileSlot(ctx: WorkerContext, record: DelegationRecord, call: () => Promise<string>): Promise<string> {
+async function withReconcileSlot<T>(ctx: WorkerContext, record: DelegationRecord, call: () => Promise<T>): Promise<T | 'agent-share-full'> {
   if (!ctx.reconcileSlots.take(record.agentCardUrl)) {
     const delayMs = ctx.options.slotWaitMs + Math.floor(Math.random() * ctx.options.slotWaitMs);
     await ctx.journal.scheduleCheck(record, ctx.options.now() + delayMs);
@@ -309,18 +306,59 @@ async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: W
 }
 
 /**
- * The task a refused push named, showing our message in its history (`ReconcileCheck.suspectTaskId`): read from the
- * agent (GetTask, its own read path: the push body alone proves nothing) and applied as a read of another task (the
- * task-read row, call `push`): our message in its history is the agent holding it twice, a person with both ids
- * (`several-holders`); without it nothing is written (`suspect-not-holding`) and the reconcile goes on. A read that
- * fails, or finds no such task, says nothing about ours: nothing is applied (a drop is not counted against our task,
- * a TaskNotFound is not ours), and the reconcile goes on the same way.
+ * The suspects of a bound, unfinished row (tasks refused pushes showed holding our message): the pending ones and the
+ * one the job names, `SUSPECT_READS_PER_JOB` at a time, oldest first (`readSuspects`), then what is left decides
+ * (`afterSuspectReads`): a holder read is AMBIGUOUS (the task-read row); evidence lost (not kept, or never read to a
+ * conclusion) is a person (`suspects-unread`); suspects still pending are read by a later job (the next second, or
+ * after a backoff when reads failed). Returns the run's outcome when it ends here, else undefined (the reconcile goes
+ * on: lease, reattach).
  */
-async function readSuspect(ctx: WorkerContext, record: DelegationRecord, suspectTaskId: string, log: WorkerContext['logger']): Promise<string> {
+async function reconcileSuspects(ctx: WorkerContext, record: DelegationRecord, boundTaskId: string, named: string | undefined, log: WorkerContext['logger']): Promise<string | undefined> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const { read: toRead, ours } = suspectsToRead(await ctx.journal.pendingSuspects(ref), named, boundTaskId, SUSPECT_READS_PER_JOB);
+  let left = { pending: 0, lost: record.suspectsLost, rounds: 0 };
+  if (toRead.length > 0) {
+    const read = await withReconcileSlot(ctx, record, () => readSuspects(ctx, record, toRead, ours, log));
+    if (read === 'agent-share-full') {
+      // None read: all still pending, and read by this job's successor.
+      await enqueueReconcile(ctx.queues, ref, { suspect: named, at: ctx.options.now() + ctx.options.slotWaitMs, now: ctx.options.now() });
+      return read;
+    }
+    if (read === 'several-holders') return read;
+    // Finished meanwhile: whoever finished it routed it.
+    if (read === 'finished') return 'settled';
+    left = read;
+  } else if (ours.length > 0 || record.suspects !== undefined) {
+    left = await ctx.journal.clearSuspects(ref, { read: ours });
+  }
+  const now = ctx.options.now();
+  const after = afterSuspectReads(left, now, DEFAULT_JOB_OPTIONS.reconcile.backoff.delay);
+  if (after.kind === 'person') {
+    const current = await ctx.journal.getDelegation(ref);
+    if (!current || isFinished(current.state)) return 'settled';
+    const pending = await ctx.journal.pendingSuspects(ref);
+    await apply(ctx, current, { kind: 'suspects-unread', lost: after.lost, pending }, { log, source: 'reconcile' });
+    return 'suspects-unread';
+  }
+  if (after.kind === 'read-again') await enqueueReconcile(ctx.queues, ref, { suspect: undefined, at: after.at, now });
+  return undefined;
+}
+
+/**
+ * The task a refused push named, showing our message (`ReconcileCheck.suspectTaskId`): read from the agent (GetTask,
+ * its own read path: the push body alone proves nothing) and applied as a read of another task (the task-read row,
+ * call `push`): our message in its history is the agent holding it twice, a person with both ids (`several-holders`);
+ * without it nothing is written (`suspect-not-holding`), as for a TaskNotFound (the agent's own word that no such task
+ * holds it). A read that fails is no conclusion: a drop, HTTP 5xx or a timeout is read again later (`suspect-unread`),
+ * an answer we cannot accept is evidence lost (`suspect-unreadable`): neither is cleared as "not holding".
+ */
+async function readSuspect(ctx: WorkerContext, record: DelegationRecord, suspectTaskId: string, log: WorkerContext['logger']): Promise<SuspectRead> {
   const observed = await readTask(ctx, record, { why: `a refused push showed our message in task ${suspectTaskId.slice(0, 128)}`, taskId: suspectTaskId, cycle: false, call: 'push', log });
+  if (observed.kind === 'task-not-found') return 'suspect-not-holding';
   if (observed.kind !== 'task-read') {
-    log.info({ suspectTaskId: suspectTaskId.slice(0, 128), observed: observed.kind }, 'the task a refused push named could not be read; nothing applied');
-    return 'suspect-not-holding';
+    const retryable = observed.kind === 'read-failed' && observed.retryable;
+    log.info({ suspectTaskId: suspectTaskId.slice(0, 128), observed: observed.kind }, retryable ? 'the task a refused push named could not be read; read again later' : 'the task a refused push named cannot be read; counted as evidence lost');
+    return retryable ? 'suspect-unread' : 'suspect-unreadable';
   }
   const applied = await apply(ctx, record, observed, { log, source: 'reconcile' });
   return applied.next === 'nothing' ? 'suspect-not-holding' : 'several-holders';
@@ -328,28 +366,38 @@ async function readSuspect(ctx: WorkerContext, record: DelegationRecord, suspect
 
 /**
  * Reads `suspects` (`suspectsToRead`) one by one (`readSuspect`) until one shows our message (`several-holders`: the
- * row is AMBIGUOUS, nothing more to read); then removes from the pending suspects those it read and `ours`
- * (`Journal.clearSuspects`, compare-and-set: a suspect pushed meanwhile stays for the next job, which its push wakes).
+ * row is AMBIGUOUS, nothing more to read), then ends the round in the journal (`Journal.clearSuspects`, compare-and-set:
+ * a suspect pushed meanwhile stays): the ones read and `ours` removed, the unread kept for another round, the
+ * unreadable counted lost. Returns `several-holders`, `finished` (the row finished meanwhile), or what is left.
  */
-async function readSuspects(ctx: WorkerContext, record: DelegationRecord, suspects: readonly string[], ours: readonly string[], log: WorkerContext['logger']): Promise<string> {
+async function readSuspects(ctx: WorkerContext, record: DelegationRecord, suspects: readonly string[], ours: readonly string[], log: WorkerContext['logger']): Promise<'several-holders' | 'finished' | SuspectsLeft> {
   let row: DelegationRecord = record;
-  const read: string[] = [];
+  const reads = new Map<string, SuspectRead>();
+  let outcome: 'several-holders' | 'finished' | undefined;
+  let left: SuspectsLeft;
   try {
-    const done = await readUntilDecided(suspects, async (suspect, index) => {
-      if (index > 0) {
-        // The row as it is now for the next read (a stream may have moved it meanwhile); finished: nothing to decide.
-        const now = await ctx.journal.getDelegation(record);
-        if (!now || isFinished(now.state)) return 'stop';
-        row = now;
-      }
-      const outcome = await readSuspect(ctx, row, suspect, log);
-      read.push(suspect);
-      return outcome;
-    });
-    return done.outcome;
+    const done = await readUntilDecided(
+      suspects,
+      async (suspect, index) => {
+        if (index > 0) {
+          // The row as it is now for the next read (a stream may have moved it meanwhile); finished: nothing to decide.
+          const now = await ctx.journal.getDelegation(record);
+          if (!now || isFinished(now.state)) {
+            outcome = 'finished';
+            return 'stop';
+          }
+          row = now;
+        }
+        return readSuspect(ctx, row, suspect, log);
+      },
+      reads,
+    );
+    if (done.decided) outcome = 'several-holders';
   } finally {
-    await ctx.journal.clearSuspects(record, [...ours, ...read]);
+    // Also when a read threw (the journal, a bug): what was read to a conclusion is not read again.
+    left = await ctx.journal.clearSuspects(record, suspectRound(reads, ours), DEFAULT_JOB_OPTIONS.reconcile.attempts);
   }
+  return outcome ?? left;
 }
 
 /** taskId known, parked: GetTask decides: record terminal, keep the question, or reattach (the task-read row). */
