@@ -15,7 +15,8 @@ import type { Message, StreamResponse, Task, TaskState } from '@durable-a2a/a2a'
 import type { DelegationRecord, JournalState } from '@durable-a2a/shared';
 import type { Observation } from '../src/delegation/core/observation.ts';
 import { Journal, SUSPECTS_PENDING_MAX, SUSPECT_READS_PER_JOB, SUSPECT_TASK_ID_MAX, DEFAULT_JOB_OPTIONS } from '@durable-a2a/shared';
-import { afterSuspectReads, readUntilDecided, suspectReadAt, suspectRound, suspectsToRead, type Policy, type SuspectRead } from '../src/delegation/core/policy.ts';
+import { afterSuspectReads, suspectReadAt, suspectRound, suspectsToRead, type Policy, type SuspectRead } from '../src/delegation/core/policy.ts';
+import { readUntilDecided } from '../src/delegation/runs/suspect-reads.ts';
 import { useRedisClient, useRedisServer } from '../../../test/harness/redis.ts';
 import { intentRow } from '../../../test/harness/journal-rows.ts';
 import { transition, type Step, type Write } from '../src/delegation/core/transitions.ts';

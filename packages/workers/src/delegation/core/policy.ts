@@ -327,26 +327,6 @@ export function suspectsToRead(pending: readonly string[], named: string | undef
  */
 export type SuspectRead = 'several-holders' | 'suspect-not-holding' | 'suspect-unread' | 'suspect-unreadable';
 
-/**
- * Reads `suspects` in order with `readOne` (GetTask and the task-read row) until one decides the row (`several-holders`)
- * or `readOne` answers `stop` (the row finished meanwhile). Returns whether it decided and what each id read concluded
- * (to clear, keep or count lost in the pending suspects), also filled into `reads` as it goes (a caller whose read
- * throws still knows what was read): at most `suspects.length` calls.
- */
-export async function readUntilDecided(
-  suspects: readonly string[],
-  readOne: (taskId: string, index: number) => Promise<SuspectRead | 'stop'>,
-  reads = new Map<string, SuspectRead>(),
-): Promise<{ decided: boolean; reads: Map<string, SuspectRead> }> {
-  for (const [index, suspect] of suspects.entries()) {
-    const answer = await readOne(suspect, index);
-    if (answer === 'stop') break;
-    reads.set(suspect, answer);
-    if (answer === 'several-holders') return { decided: true, reads };
-  }
-  return { decided: false, reads };
-}
-
 /** One round of suspect reads as `Journal.clearSuspects` takes it (`readUntilDecided`'s reads, and our own task's ids). */
 export function suspectRound(reads: ReadonlyMap<string, SuspectRead>, ours: readonly string[]): { read: string[]; unread: string[]; unreadable: string[] } {
   const of = (kind: SuspectRead) => [...reads].filter(([, read]) => read === kind).map(([id]) => id);
