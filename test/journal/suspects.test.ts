@@ -1,8 +1,9 @@
 /**
  * noteSuspect-1.lua and clearSuspects-1.lua: the pending suspects of a delegation (tasks refused pushes showed
  * holding our message, read by the reconciler). Every return code; the cap (the oldest unread kept, the rest
- * counted); the take compare-and-set (read-then-remove: a suspect noted while the reader read stays); the fields live
- * and go with the row (operational: never in the compacted record, gone with the row's hash).
+ * counted lost); an id too long counted lost; the take compare-and-set (read-then-remove: a suspect noted while the
+ * reader read stays); reads that fail kept for a bounded number of rounds, then counted lost; the fields live and go
+ * with the row (operational: never in the compacted record, gone with the row's hash).
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import { Journal, SUSPECTS_PENDING_MAX, SUSPECT_TASK_ID_MAX, type DelegationRef } from '@durable-a2a/shared';
@@ -33,26 +34,36 @@ describe('noteSuspect', () => {
     expect((await journal.getDelegation(ref))!.version).toBe(version);
   });
 
-  it('3 over the cap: the oldest unread are kept, a new id counted in suspectsOverCap and not kept; room made by a read takes the next', async () => {
+  it('3 over the cap: the oldest unread are kept, a new id counted lost (suspectsLost) and not kept; room made by a read takes the next', async () => {
     const ids = Array.from({ length: SUSPECTS_PENDING_MAX }, (_, n) => `T-${n}-${'x'.repeat(SUSPECT_TASK_ID_MAX - 10)}`);
     for (const id of ids) expect(await journal.noteSuspect(ref, id)).toBe('kept');
     expect(await journal.noteSuspect(ref, 'T-late')).toBe('over-cap');
     expect(await journal.noteSuspect(ref, 'T-later')).toBe('over-cap');
     expect(await journal.noteSuspect(ref, ids[0]!)).toBe('pending');
     expect(await journal.pendingSuspects(ref)).toEqual(ids);
-    expect(await redis().hget(row(), 'suspectsOverCap')).toBe('2');
-    expect(await journal.clearSuspects(ref, [ids[0]!])).toBe(SUSPECTS_PENDING_MAX - 1);
+    expect(await redis().hget(row(), 'suspectsLost')).toBe('2');
+    expect((await journal.getDelegation(ref))!.suspectsLost).toBe(2);
+    expect(await journal.clearSuspects(ref, { read: [ids[0]!] })).toEqual({ pending: SUSPECTS_PENDING_MAX - 1, lost: 2, rounds: 0 });
     expect(await journal.noteSuspect(ref, 'T-late')).toBe('kept');
     expect(await journal.pendingSuspects(ref)).toEqual([...ids.slice(1), 'T-late']);
   });
 
-  it('0 on a finished row (nothing kept); missing for a row that is gone; a task id out of bounds is refused before Redis', async () => {
+  it('3 for an id over SUSPECT_TASK_ID_MAX: not kept (never sent to Redis), counted lost; the longest one is kept', async () => {
+    expect(await journal.noteSuspect(ref, 'x'.repeat(SUSPECT_TASK_ID_MAX + 1))).toBe('too-long');
+    expect(await journal.noteSuspect(ref, 'x'.repeat(4 * 1024 * 1024))).toBe('too-long');
+    expect(await journal.noteSuspect(ref, 'y'.repeat(SUSPECT_TASK_ID_MAX))).toBe('kept');
+    expect(await journal.pendingSuspects(ref)).toEqual(['y'.repeat(SUSPECT_TASK_ID_MAX)]);
+    expect((await journal.getDelegation(ref))!.suspectsLost).toBe(2);
+  });
+
+  it('0 on a finished row (nothing kept, nothing counted); missing for a row that is gone; an empty id is refused before Redis', async () => {
     await redis().hset(row(), 'state', 'COMPLETED');
     expect(await journal.noteSuspect(ref, 'T2')).toBe('finished');
+    expect(await journal.noteSuspect(ref, 'x'.repeat(SUSPECT_TASK_ID_MAX + 1))).toBe('finished');
     expect(await redis().hexists(row(), 'suspects')).toBe(0);
+    expect(await redis().hexists(row(), 'suspectsLost')).toBe(0);
     expect(await journal.noteSuspect({ ...ref, delegationId: 'none' }, 'T2')).toBe('missing');
     await expect(journal.noteSuspect(ref, '')).rejects.toThrow(RangeError);
-    await expect(journal.noteSuspect(ref, 'x'.repeat(SUSPECT_TASK_ID_MAX + 1))).rejects.toThrow(RangeError);
   });
 });
 
@@ -63,13 +74,28 @@ describe('clearSuspects (the reconciler reads, then removes what it read)', () =
     const taken = await journal.pendingSuspects(ref);
     // Noted between the read of the pending list and the removal.
     await journal.noteSuspect(ref, 'T4');
-    expect(await journal.clearSuspects(ref, taken)).toBe(1);
+    expect(await journal.clearSuspects(ref, { read: taken })).toEqual({ pending: 1, lost: 0, rounds: 0 });
     expect(await journal.pendingSuspects(ref)).toEqual(['T4']);
-    expect(await journal.clearSuspects(ref, ['T-never-noted'])).toBe(1);
-    expect(await journal.clearSuspects(ref, ['T4'])).toBe(0);
+    expect((await journal.clearSuspects(ref, { read: ['T-never-noted'] })).pending).toBe(1);
+    expect((await journal.clearSuspects(ref, { read: ['T4'] })).pending).toBe(0);
     expect(await redis().hexists(row(), 'suspects')).toBe(0);
-    expect(await journal.clearSuspects(ref, [])).toBe(0);
-    expect(await journal.clearSuspects({ ...ref, delegationId: 'none' }, ['T4'])).toBe(0);
+    expect(await journal.clearSuspects(ref, {})).toEqual({ pending: 0, lost: 0, rounds: 0 });
+    expect(await journal.clearSuspects({ ...ref, delegationId: 'none' }, { read: ['T4'], unread: ['T5'], unreadable: ['T6'] })).toEqual({ pending: 0, lost: 0, rounds: 0 });
+    expect(await redis().exists(journal.keys.delegation(ref.workflowId, 'none'))).toBe(0);
+  });
+
+  it('a read that failed keeps its suspect for another round, `rounds` in a row at most, then counts it lost; a round that reads all ends the count; an unreadable one is lost at once', async () => {
+    for (const id of ['T2', 'T3', 'T4']) await journal.noteSuspect(ref, id);
+    expect(await journal.clearSuspects(ref, { read: ['T2'], unread: ['T3'] }, 3)).toEqual({ pending: 2, lost: 0, rounds: 1 });
+    expect(await journal.clearSuspects(ref, { unread: ['T3'] }, 3)).toEqual({ pending: 2, lost: 0, rounds: 2 });
+    // A round that read what it tried ends the run of failed rounds.
+    expect(await journal.clearSuspects(ref, { read: ['T-other'] }, 3)).toEqual({ pending: 2, lost: 0, rounds: 0 });
+    expect(await redis().hexists(row(), 'suspectReadRounds')).toBe(0);
+    for (const rounds of [1, 2]) expect(await journal.clearSuspects(ref, { unread: ['T3', 'T-not-pending'] }, 3)).toEqual({ pending: 2, lost: 0, rounds });
+    expect(await journal.clearSuspects(ref, { unread: ['T3'] }, 3)).toEqual({ pending: 1, lost: 1, rounds: 0 });
+    expect(await journal.pendingSuspects(ref)).toEqual(['T4']);
+    expect(await journal.clearSuspects(ref, { unreadable: ['T4', 'T-not-pending'] }, 3)).toEqual({ pending: 0, lost: 2, rounds: 0 });
+    expect((await journal.getDelegation(ref))!.suspectsLost).toBe(2);
   });
 
   it('a field that is not a list of task ids reads as none and is dropped by the next removal', async () => {
@@ -79,7 +105,7 @@ describe('clearSuspects (the reconciler reads, then removes what it read)', () =
     expect(await journal.pendingSuspects(ref)).toEqual(['T2']);
     await redis().hset(row(), 'suspects', '"T2"');
     expect(await journal.pendingSuspects(ref)).toEqual([]);
-    expect(await journal.clearSuspects(ref, ['T2'])).toBe(0);
+    expect((await journal.clearSuspects(ref, { read: ['T2'] })).pending).toBe(0);
     expect(await redis().hexists(row(), 'suspects')).toBe(0);
   });
 });
@@ -87,7 +113,7 @@ describe('clearSuspects (the reconciler reads, then removes what it read)', () =
 describe('expiry: the pending suspects are the row\'s own fields', () => {
   it('they expire and go with the row (no key of their own), and compaction never keeps them (operational)', async () => {
     await journal.noteSuspect(ref, 'T2');
-    expect(await redis().hset(row(), 'suspectsOverCap', '1')).toBe(1);
+    expect(await redis().hset(row(), 'suspectsLost', '1', 'suspectReadRounds', '1')).toBe(2);
     const keys = await redis().keys(`sus${counter}:*`);
     expect(keys.some((key) => key.includes('suspect'))).toBe(false);
     await redis().pexpire(row(), 1);
@@ -98,7 +124,7 @@ describe('expiry: the pending suspects are the row\'s own fields', () => {
 
   it('a finished workflow\'s compacted record keeps none of them, and its hashes are gone', async () => {
     await journal.noteSuspect(ref, 'T-pending-at-the-end');
-    await redis().hset(row(), 'suspectsOverCap', '3');
+    await redis().hset(row(), 'suspectsLost', '3', 'suspectReadRounds', '2');
     // The row finished with a suspect still pending (its job not run yet).
     await redis().hset(row(), 'state', 'FAILED', 'error', JSON.stringify({ code: 'INTERNAL_ERROR', message: 'x', retryable: false }));
     await journal.updateWorkflow(ref.workflowId, { state: 'FAILED' });
@@ -106,6 +132,7 @@ describe('expiry: the pending suspects are the row\'s own fields', () => {
     expect(text).toBeTruthy();
     expect(text).not.toContain('T-pending-at-the-end');
     expect(text).not.toContain('suspects');
+    expect(text).not.toContain('suspectRead');
     expect(await redis().exists(row())).toBe(0);
     expect((await journal.getDelegation(ref))!.state).toBe('FAILED');
   });

@@ -2,13 +2,12 @@
  * Red team 22: the push route's suspects (`suspectOf`, `noteSuspect`) under other spellings, other routes, oversized
  * ids, a flood over the pending cap, bad input and a Redis that refuses writes. Tests marked `it.fails` are findings.
  */
-import { request } from 'undici';
 import { describe, expect, it } from 'vitest';
 import { Redis } from 'ioredis';
 import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { eventually } from '../harness/fleet.ts';
-import { delegatePushed, startPushStack } from '../harness/push-stack.ts';
+import { getTaskCalls, pushScene as pushedScene } from '../harness/push-scene.ts';
 import { startScriptedAgent, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 import { createProducer } from '@durable-a2a/producer';
 import { startTestFleet } from '../harness/fleet.ts';
@@ -18,35 +17,9 @@ const redisServer = useRedisServer();
 const keep = closeKeptAfterEach();
 let counter = 0;
 
-async function pushScene(getTask: (taskId: string, received: Received) => unknown) {
-  const prefix = `atk22-${++counter}-${Date.now()}`;
-  const env = await startPushStack(redisServer().url, prefix);
-  let received: Received | undefined;
-  const agent = await startScriptedAgent({
-    SendMessage: async (params) => {
-      received ??= receivedOf(params);
-      return { result: { task: holder('T1', 'WORKING', received) } };
-    },
-    SubscribeToTask: () => ({ sse: [taskEvent(holder('T1', 'WORKING', received!))], endAfter: 'hang' }),
-    GetTask: async (params) => ({ result: await getTask(String(params.id), received!) }),
-    ListTasks: async () => listing([holder('T1', 'WORKING', received!)]),
-  });
-  keep(env, agent);
-  const workflowId = `atk22-${counter}`;
-  const { ref, record } = await delegatePushed(env, agent.cardUrl, workflowId);
-  await eventually(async () => agent.count('SendMessage') === 1, 'our message sent', 20_000);
-  const secret = (await env.producer.journal.pushToken(ref))!;
-  const messageId = (await record()).messageId;
-  await eventually(async () => (await record()).taskId === 'T1' && (await record()).state === 'WORKING', 'T1 bound', 20_000);
-  const raw = async (body: string, contentType = 'application/a2a+json') => {
-    const answer = await request(`${env.webhookUrl}/${workflowId}/main.1`, { method: 'POST', body, headers: { authorization: `Bearer ${secret}`, 'content-type': contentType } });
-    return { status: answer.statusCode, body: await answer.body.text() };
-  };
-  const push = async (body: unknown) => (await raw(JSON.stringify(body))).status;
-  return { env, agent, record, messageId, push, raw, workflowId, contextId: () => received!.contextId };
-}
+/** The harness's pushed scene (test/harness/push-scene.ts) on this file's redis-server. */
+const pushScene = (getTask: (taskId: string, received: Received) => unknown) => pushedScene({ redisUrl: redisServer().url, keep }, getTask);
 
-const getTaskCalls = (agent: { calls(method: string): { params: any }[] }, taskId: string) => agent.calls('GetTask').filter((call) => call.params.id === taskId).length;
 /** The agent's honest GetTask: every task holds our message. */
 const everyHolds = (taskId: string, received: Received) => holder(taskId, 'WORKING', received);
 
@@ -110,15 +83,17 @@ describe('oversized suspect ids', () => {
     expect(row.taskId).toBe('T1');
   }, 60_000);
 
-  // attack22 (fixed in foreignHolder): a task id of 1,025 characters whose push shows our message is silently dropped (suspectOf
-  // returns undefined, counted as a plain 'foreign-task'); if the agent really holds our message in it, nothing ever
-  // reads it: the row stays WORKING on T1 and the duplicate is never surfaced as AMBIGUOUS. Expected: the search or a
-  // truncated marker makes the row suspect (at least AMBIGUOUS without naming it), not nothing.
-  it.fails('a suspect id of 1,025 characters holding our message: the duplicate is surfaced (observed: dropped, never read, row WORKING)', async () => {
-    const { push, messageId, record, agent, contextId } = await pushScene(everyHolds);
+  // attack22: a task id of 1,025 characters whose push shows our message was silently dropped (suspectOf returned
+  // undefined, counted as a plain 'foreign-task'); if the agent held our message in it, nothing ever read it and the
+  // row stayed WORKING on T1. Now the journal counts it as evidence lost (too long to keep) and a person decides.
+  it('a suspect id of 1,025 characters holding our message: not kept, counted lost, AMBIGUOUS for a person (before: dropped, never read, row WORKING)', async () => {
+    const { push, messageId, record, contextId } = await pushScene(everyHolds);
     const long = 'T'.repeat(1_025);
     expect(await push({ task: { id: long, contextId: contextId(), status: { state: 'TASK_STATE_WORKING' }, history: [{ role: 'ROLE_USER', messageId, parts: [{ text: 'go' }] }] } })).toBe(403);
-    await eventually(async () => (await record()).state === 'AMBIGUOUS' || getTaskCalls(agent, long) >= 1, 'the 1,025-char holder surfaced', 15_000);
+    const row = await eventually(async () => ((await record()).state === 'AMBIGUOUS' ? record() : undefined), 'the 1,025-char holder surfaced', 20_000);
+    expect(row.taskId).toBe('T1');
+    expect(row.error?.message).toContain('1 other task we could not read');
+    expect(row.error?.message).toContain('T1');
   }, 60_000);
 });
 
@@ -134,24 +109,15 @@ describe('9 distinct suspects in one second', () => {
     return scene;
   }
 
-  it('observed: 8 decoys (bodies claiming our message, the agent\'s read not showing it) are each read; T2, the 9th, is over-cap and never read; the row stays WORKING on T1', async () => {
-    const { agent, record } = await nineInOneSecond();
-    await eventually(async () => Array.from({ length: 8 }, (_, n) => getTaskCalls(agent, `D${n}`)).every((c) => c >= 1), 'every decoy read', 30_000);
-    await eventually(async () => ((await record()) as any).suspects === undefined || ((await record()) as any).suspects === '' || ((await record()) as any).suspects?.length === 0, 'no suspect pending', 30_000).catch(() => undefined);
-    const row = (await record()) as any;
-    expect(getTaskCalls(agent, 'T2')).toBe(0);
-    expect(row.state).toBe('WORKING');
+  // attack22: 8 decoy pushes filled the pending cap (8), then the push naming T2 (which the agent's own GetTask shows
+  // holding our message) was 'over-cap': counted in the row, never kept or read. Now the journal keeps up to
+  // SUSPECTS_PENDING_MAX waiting and the reconciler drains them SUSPECT_READS_PER_JOB a job: T2 is read by the next job.
+  it('8 decoys then the real holder T2 within one second: every decoy read, T2 read by the next job, AMBIGUOUS naming T1 and T2', async () => {
+    const { env, workflowId, agent } = await nineInOneSecond();
+    const row = await personNaming(env.producer, workflowId, ['T1', 'T2'], 30_000);
     expect(row.taskId).toBe('T1');
-  }, 90_000);
-
-  // attack22 (fixed in foreignHolder): 8 decoy pushes fill SUSPECTS_PENDING_MAX, then the push naming T2 (which the agent's own
-  // GetTask shows holding our message) is 'over-cap': counted in the row's suspectsOverCap, which nothing reads, and
-  // never kept or read again. The duplicate is never surfaced (the same class as review's "a decoy pushed first hid
-  // the holder", moved from 1 decoy to 8). Expected: T2 read (or an over-cap count triggers a search by messageId),
-  // AMBIGUOUS naming T1 and T2.
-  it.fails('8 decoys then the real holder T2 within one second: T2 is still read, AMBIGUOUS naming T1 and T2', async () => {
-    const { env, workflowId } = await nineInOneSecond();
-    await personNaming(env.producer, workflowId, ['T1', 'T2'], 20_000);
+    expect(Array.from({ length: 8 }, (_, n) => getTaskCalls(agent, `D${n}`)).every((c) => c >= 1)).toBe(true);
+    expect(getTaskCalls(agent, 'T2')).toBeGreaterThanOrEqual(1);
   }, 90_000);
 });
 

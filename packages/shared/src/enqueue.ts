@@ -140,10 +140,11 @@ export async function enqueueFollow(queues: Needs<'follow'>, ref: Ref, plan: Sub
  * removed on completion; `later`: after every job without it, BullMQ priority 1), a push moved it (`push`: when, ms), or a
  * push reported its completion without the result (`pushedCompletion`: the pushed status timestamp, ms; 0 when it
  * has none): the same completion pushed again while its read waits is one job, not one GetTask per push; or a push
- * about another task showed a message of ours in that task (`suspectTaskId`: that task, the first of its second;
- * the job reads it and every suspect the journal keeps pending, `Journal.noteSuspect`, by GetTask before anything
- * else): one job per delegation per second of `at` (ms), delayed to that second's end, so every such push of the same
- * second is that one job (a flood of foreign pushes is at most `SUSPECTS_PENDING_MAX` GetTask calls a second).
+ * about another task showed a message of ours in that task, or suspects wait in the journal (`suspect`: that task, the
+ * first of its second, or undefined: one the journal could not keep, or more left to read; the job reads the suspects
+ * the journal keeps pending, `Journal.noteSuspect`, by GetTask before anything else): one job per delegation per second
+ * of `at` (ms), delayed to that second's end, so every such push of the same second is that one job (a flood of
+ * foreign pushes is at most `SUSPECT_READS_PER_JOB` GetTask calls a second).
  */
 export type ReconcileOccasion =
   | { dueAt: number; now: number }
@@ -151,7 +152,7 @@ export type ReconcileOccasion =
   | { sweep: string | number; later?: boolean }
   | { push: number }
   | { pushedCompletion: number }
-  | { suspectTaskId: string; at: number; now: number };
+  | { suspect: string | undefined; at: number; now: number };
 
 /** Reconciles one delegation. */
 export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occasion: ReconcileOccasion): Promise<void> {
@@ -165,11 +166,11 @@ export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occ
   } else if ('sweep' in occasion) {
     const options = { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'sweep', occasion.sweep), removeOnComplete: true };
     await queues.reconcile.add('delegation', data, occasion.later ? { ...options, priority: 1 } : options);
-  } else if ('suspectTaskId' in occasion) {
+  } else if ('suspect' in occasion) {
     // Delayed to the end of its second, so it is still waiting (and deduplicates) while that second's pushes arrive.
     const dueAt = Math.floor(occasion.at / 1000) * 1000 + 1000;
     const options = { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'suspect', dueAt), delay: Math.max(0, dueAt - occasion.now) };
-    await queues.reconcile.add('delegation', { ...data, suspectTaskId: occasion.suspectTaskId }, options);
+    await queues.reconcile.add('delegation', occasion.suspect === undefined ? data : { ...data, suspectTaskId: occasion.suspect }, options);
   } else if ('push' in occasion) {
     await queues.reconcile.add('delegation', data, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'push', occasion.push) });
   } else {

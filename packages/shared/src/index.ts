@@ -2,7 +2,7 @@
 
 export { Journal, countUnfinishedByState, questionKeyOf } from './journal/journal.ts';
 export { WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern, PATTERN_FROM_WAITERS, PATTERN_LINGER_MS, type ChangeSubscriberOptions } from './journal/changes.ts';
-export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry, FinishStepResult, OneStepFinish } from './journal/journal.ts';
+export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry, FinishStepResult, OneStepFinish, SuspectsLeft } from './journal/journal.ts';
 export { JournalError } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
 export { CorruptRecordError, corruptRecordReporter } from './journal/corrupt.ts';
@@ -61,6 +61,7 @@ export {
   ReconcileJobSchema,
   RECONCILE_BATCH_MAX,
   DEAD_WORKERS_PER_SWEEP,
+  SUSPECT_READS_PER_JOB,
   SUSPECT_TASK_ID_MAX,
   SUSPECTS_PENDING_MAX,
   VerifyJobSchema,

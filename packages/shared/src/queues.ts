@@ -4,7 +4,7 @@
  * compensate is its own BullMQ queue, so any worker can take over any duty.
  */
 import { z } from 'zod';
-import { ID_PATTERN, SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX } from './journal/keys.ts';
+import { ID_PATTERN, SUSPECT_READS_PER_JOB, SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX } from './journal/keys.ts';
 import { WORKFLOW_ID_PATTERN } from './journal/tenant.ts';
 import { NotificationEventSchema } from './notify/event.ts';
 
@@ -56,7 +56,7 @@ export const RECONCILE_BATCH_MAX = 1_000;
 /** Dead workers one sweep job ends the leases of (one pass over the unfinished index for all of them). */
 export const DEAD_WORKERS_PER_SWEEP = 16;
 
-export { SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX };
+export { SUSPECT_READS_PER_JOB, SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX };
 
 /** reconcile: the fixed-id sweep (no ids), one delegation, or a batch of them (`refs`). */
 export const ReconcileJobSchema = z.object({
@@ -79,7 +79,8 @@ export const ReconcileJobSchema = z.object({
    * A task the agent pushed about that is not the delegation's own and whose pushed body showed a message of ours (our
    * messageId or our reply's, in its history, status message or a pushed Message; the push was refused): the
    * reconciler reads it from the agent (GetTask) before anything else, and a read that shows our message in its
-   * history is the agent holding it twice (AMBIGUOUS, both ids). Never trusted from the push alone.
+   * history is the agent holding it twice (AMBIGUOUS, both ids). Never trusted from the push alone. Every reconcile of
+   * the delegation reads the suspects pending in the journal; a job naming one only makes sure it comes soon.
    */
   suspectTaskId: z.string().min(1).max(SUSPECT_TASK_ID_MAX).optional(),
   /** Workers found dead (their liveness keys gone): end their leases in the unfinished index and reconcile those records now. */

@@ -14,8 +14,9 @@ import { describe, expect, it } from 'vitest';
 import type { Message, StreamResponse, Task, TaskState } from '@durable-a2a/a2a';
 import type { DelegationRecord, JournalState } from '@durable-a2a/shared';
 import type { Observation } from '../src/delegation/core/observation.ts';
-import { Journal, SUSPECTS_PENDING_MAX } from '@durable-a2a/shared';
-import { readUntilDecided, suspectReadAt, suspectsToRead, type Policy } from '../src/delegation/core/policy.ts';
+import { Journal, SUSPECTS_PENDING_MAX, SUSPECT_READS_PER_JOB, SUSPECT_TASK_ID_MAX, DEFAULT_JOB_OPTIONS } from '@durable-a2a/shared';
+import { afterSuspectReads, suspectReadAt, suspectRound, suspectsToRead, type Policy, type SuspectRead } from '../src/delegation/core/policy.ts';
+import { readUntilDecided } from '../src/delegation/runs/suspect-reads.ts';
 import { useRedisClient, useRedisServer } from '../../../test/harness/redis.ts';
 import { intentRow } from '../../../test/harness/journal-rows.ts';
 import { transition, type Step, type Write } from '../src/delegation/core/transitions.ts';
@@ -226,60 +227,96 @@ describe('property: another task holding our message, whichever path read it', (
     );
   });
 
-  it('every suspect pushed within one second is read by that second\'s one job: AMBIGUOUS iff at least one truly holds our message (a decoy first hides none), at most SUSPECTS_PENDING_MAX GetTask calls (review: only the first suspect of the second was read)', async () => {
+  it('any push sequence against the real scripts (decoys, holders, ids too long to keep, more than the journal keeps, reads that fail): a holder the agent really has is never dropped (the row ends AMBIGUOUS for a person); without a holder and with no evidence lost it never does; each job reads at most SUSPECT_READS_PER_JOB (attack22: a 9th suspect over the cap, a 1,025-character id and a failed read were dropped unread)', async () => {
     let run = 0;
-    // A push names one of these tasks; `T1` is ours (pushed before our task was bound: never read, cleared).
-    const pool = ['T1', ...Array.from({ length: SUSPECTS_PENDING_MAX + 3 }, (_, n) => `S${n}`)];
+    const long = ['L'.repeat(SUSPECT_TASK_ID_MAX + 1), 'M'.repeat(2 * SUSPECT_TASK_ID_MAX)];
+    // `T1` is ours (pushed before our task was bound: never read, cleared); more ids than the journal keeps.
+    const pool = ['T1', ...Array.from({ length: SUSPECTS_PENDING_MAX + 8 }, (_, n) => `S${n}`), ...long];
+    type Event = { push: string } | { job: true };
+    type ReadFault = 'ok' | 'retryable' | 'permanent';
+    const events = fc.array(fc.oneof({ weight: 4, arbitrary: fc.constantFrom(...pool).map((id): Event => ({ push: id })) }, { weight: 1, arbitrary: fc.constant<Event>({ job: true }) }), { minLength: 1, maxLength: 60 });
+    const faults = fc.array(fc.constantFrom<ReadFault>('ok', 'ok', 'retryable', 'permanent'), { maxLength: 12 });
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.constantFrom(...pool), { minLength: 1, maxLength: 16 }), fc.subarray(pool), async (pushes, holders) => {
-        // A fresh row: the job of this second is the first to read its suspects.
-        const journal = new Journal(redis(), { prefix: `fhp${++run}`, retentionMs: 60_000 });
+      fc.asyncProperty(events, fc.subarray(pool), faults, async (script, holders, readFaults) => {
+        const journal = new Journal(redis(), { prefix: `fhq${++run}`, retentionMs: 60_000 });
         const ref = { workflowId: `wf${run}`, delegationId: 'main.1' };
         await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId));
-        // The push route: each suspect kept in the journal (the real script); the second's one job names the first.
-        for (const taskId of pushes) await journal.noteSuspect(ref, taskId);
-        // The job: what it reads, the agent's answer to each GetTask through the task-read row (call `push`).
         const record = recordOf('T1', 'WORKING', false);
-        const { read: suspects, ours } = suspectsToRead(await journal.pendingSuspects(ref), pushes[0], 'T1', SUSPECTS_PENDING_MAX);
-        let getTasks = 0;
-        const { outcome, read } = await readUntilDecided(suspects, async (taskId) => {
-          getTasks += 1;
-          const step = transition(record, observationOf('push', otherTask(taskId, 'TASK_STATE_WORKING', holders.includes(taskId) ? 'ours' : 'other'), 'T1'), policy);
-          if (step.next.kind === 'needs-person') {
-            expect(step.next).toMatchObject({ code: 'AMBIGUOUS' });
-            return 'several-holders';
+        const pendingFaults = [...readFaults];
+        let person: Step | undefined;
+        // One reconcile job (runs/reconcile.ts `reconcileSuspects`): read up to SUSPECT_READS_PER_JOB pending suspects
+        // through the task-read row, end the round in the journal, then what is left decides.
+        const job = async (): Promise<'again' | 'done'> => {
+          const { read: toRead, ours } = suspectsToRead(await journal.pendingSuspects(ref), undefined, 'T1', SUSPECT_READS_PER_JOB);
+          let left = { pending: 0, lost: (await journal.getDelegation(ref))!.suspectsLost, rounds: 0 };
+          if (toRead.length > 0) {
+            const reads = new Map<string, SuspectRead>();
+            const done = await readUntilDecided(
+              toRead,
+              async (taskId) => {
+                const fault = pendingFaults.shift() ?? 'ok';
+                if (fault === 'retryable') return 'suspect-unread';
+                if (fault === 'permanent') return 'suspect-unreadable';
+                const step = transition(record, observationOf('push', otherTask(taskId, 'TASK_STATE_WORKING', holders.includes(taskId) ? 'ours' : 'other'), 'T1'), policy);
+                if (step.next.kind !== 'needs-person') return 'suspect-not-holding';
+                person = step;
+                return 'several-holders';
+              },
+              reads,
+            );
+            expect(reads.size).toBeLessThanOrEqual(SUSPECT_READS_PER_JOB);
+            left = await journal.clearSuspects(ref, suspectRound(reads, ours), DEFAULT_JOB_OPTIONS.reconcile.attempts);
+            if (done.decided) return 'done';
+          } else if (ours.length > 0) left = await journal.clearSuspects(ref, { read: ours });
+          const after = afterSuspectReads(left, 1_000, 1_000);
+          if (after.kind === 'person') {
+            person = transition(record, { kind: 'suspects-unread', lost: after.lost, pending: await journal.pendingSuspects(ref) }, policy);
+            return 'done';
           }
-          expect(step).toEqual({ next: { kind: 'nothing' } });
-          return 'suspect-not-holding';
-        });
-        await journal.clearSuspects(ref, [...ours, ...read]);
-        const distinct = [...new Set(pushes)].filter((taskId) => taskId !== 'T1');
-        // Kept: the oldest SUSPECTS_PENDING_MAX distinct ids (T1 among them when pushed before the cap was reached).
-        const kept = [...new Set(pushes)].slice(0, SUSPECTS_PENDING_MAX).filter((taskId) => taskId !== 'T1');
-        expect(getTasks).toBeLessThanOrEqual(SUSPECTS_PENDING_MAX);
-        expect(read).not.toContain('T1');
-        expect(outcome === 'several-holders').toBe(kept.some((taskId) => holders.includes(taskId)));
-        // Within the cap nothing is dropped: AMBIGUOUS iff any pushed suspect truly holds our message.
-        if (new Set(pushes).size <= SUSPECTS_PENDING_MAX) {
-          expect(outcome === 'several-holders').toBe(distinct.some((taskId) => holders.includes(taskId)));
-          if (outcome !== 'several-holders') expect(await journal.pendingSuspects(ref)).toEqual([]);
+          return after.kind === 'read-again' ? 'again' : 'done';
+        };
+        for (const event of script) {
+          if (person) break;
+          if ('push' in event) await journal.noteSuspect(ref, event.push);
+          else await job();
+          expect((await journal.pendingSuspects(ref)).length).toBeLessThanOrEqual(SUSPECTS_PENDING_MAX);
         }
+        // The jobs the last pushes woke, and their successors, until nothing is left (bounded: every job reads or counts).
+        for (let jobs = 0; !person && jobs < 200; jobs++) if ((await job()) === 'done' && (await journal.pendingSuspects(ref)).length === 0) break;
+        const row = (await journal.getDelegation(ref))!;
+        const holderPushed = script.some((event) => 'push' in event && event.push !== 'T1' && holders.includes(event.push));
+        if (person) {
+          expect(person.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS', anyRow: true });
+          expect((person.next as { message: string }).message.length).toBeLessThan(2_000);
+        } else expect(await journal.pendingSuspects(ref)).toEqual([]);
+        // Never dropped: a holder pushed ends with a person, read and named or counted lost.
+        if (holderPushed) expect(person).toBeDefined();
+        // Evidence lost is a person; without a holder and nothing lost, never one.
+        if (row.suspectsLost > 0) expect(person).toBeDefined();
+        if (!holderPushed && row.suspectsLost === 0) expect(person).toBeUndefined();
       }),
       {
-        numRuns: 150,
+        numRuns: 120,
         examples: [
-          // The review's case: a decoy first, then the task that holds our message, in one second.
-          [['S0', 'S1'], ['S1']],
-          // The honest agent: two tasks pushed in one second before ours was bound, ours among them.
-          [['T1', 'S1'], ['S1']],
-          [['S0', 'S0', 'S1', 'S0'], ['S1']],
-          // None holds; every id of a second within the cap read once.
-          [['S0', 'S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7'], []],
-          // Past the cap: the oldest kept and read, at most the cap of GetTask calls.
-          [['S0', 'S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9'], ['S9']],
-          [['S0', 'S1', 'S2', 'S3', 'S4', 'S5', 'S6', 'S7', 'S8', 'S9'], ['S7']],
+          // attack22: 8 decoys fill one job's reads, the holder 9th: read by the next job.
+          [[...Array.from({ length: 8 }, (_, n) => ({ push: `S${n}` })), { push: 'S8' }], ['S8'], []],
+          // More than the journal keeps, the holder last: counted lost, a person.
+          [[...Array.from({ length: SUSPECTS_PENDING_MAX }, (_, n) => ({ push: `S${n}` })), { push: `S${SUSPECTS_PENDING_MAX}` }], [`S${SUSPECTS_PENDING_MAX}`], []],
+          // An id too long to keep, holding our message: counted lost, a person.
+          [[{ push: long[0]! }], [long[0]!], []],
+          // The holder's read fails twice, then succeeds: read again, named.
+          [[{ push: 'S0' }], ['S0'], ['retryable', 'retryable']],
+          // It fails every round of the budget: counted lost, a person.
+          [[{ push: 'S0' }], ['S0'], ['retryable', 'retryable', 'retryable', 'retryable']],
+          // A decoy whose answer we cannot accept: counted lost, a person though none holds.
+          [[{ push: 'S0' }], [], ['permanent']],
+          // Ordinary traffic: decoys (more than one job reads) and our own task, none holding, reads that recover.
+          [[{ push: 'T1' }, ...Array.from({ length: 12 }, (_, n) => ({ push: `S${n}` }))], [], ['retryable']],
+          // A job between the pushes: the holder arrives after a round found nothing.
+          [[{ push: 'S0' }, { job: true }, { push: 'S1' }], ['S1'], []],
+          [[{ push: 'T1' }, { job: true }], ['T1'], []],
         ],
       },
     );
-  }, 120_000);
+  }, 240_000);
 });

@@ -92,6 +92,7 @@ const SAMPLES: { [K in ObservationKind]: Extract<Observation, { kind: K }> } = {
   'effect-verified': { kind: 'effect-verified', effect: 'present', evidence: { id: 1 } },
   'row-checked': { kind: 'row-checked' },
   'task-bound-elsewhere': { kind: 'task-bound-elsewhere', reason: 'the agent named task T1, which belongs to delegation wf|other.1' },
+  'suspects-unread': { kind: 'suspects-unread', lost: 1, pending: ['T9'] },
   'follow-deferred': { kind: 'follow-deferred', delayMs: 1_000, resubscription: 2, reason: 'agent-share-full' },
   'send-deferred': { kind: 'send-deferred', untilMs: NOW + 1_000, reason: 'slots-full' },
   'stream-handed-off': { kind: 'stream-handed-off', reason: 'agent-share-full' },

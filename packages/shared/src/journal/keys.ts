@@ -13,17 +13,25 @@ import { hash } from 'node:crypto';
 export const ID_PATTERN = /^[A-Za-z0-9._-]{1,128}$/;
 
 /**
- * The longest task id a reconcile job names as a suspect (`suspectTaskId`): a task id is the agent's, of any length;
- * one longer than this is not carried (the job stays small; the push that named it was refused all the same).
+ * The longest task id a reconcile job names as a suspect (`suspectTaskId`) and the journal keeps pending: a task id is
+ * the agent's, of any length; one longer than this is not carried (the job and the row stay small) but counted as
+ * evidence lost (`suspectsLost` in the row, noteSuspect-1.lua): the reconciler then leaves the row to a person.
  */
 export const SUSPECT_TASK_ID_MAX = 1_024;
 
 /**
- * The most suspects one delegation keeps waiting to be read (noteSuspect-1.lua), and so the most GetTask calls one
- * reconcile job makes for them: every suspect of a second is kept (the job is one per second), the work bounded.
- * An id arriving while this many wait unread is counted (`suspectsOverCap` in the row), not kept.
+ * The most suspects one delegation keeps waiting to be read (noteSuspect-1.lua): a queue the reconciler drains,
+ * `SUSPECT_READS_PER_JOB` a job, one job a second while any wait. Bounded so that a flood of foreign pushes cannot grow
+ * the row past about 32 KiB (32 ids of at most `SUSPECT_TASK_ID_MAX` characters); an id arriving while this many wait
+ * is counted as evidence lost (`suspectsLost`), not kept, and the reconciler leaves the row to a person.
  */
-export const SUSPECTS_PENDING_MAX = 8;
+export const SUSPECTS_PENDING_MAX = 32;
+
+/**
+ * The most suspects one reconcile job reads (GetTask calls): a flood of foreign pushes is at most this many GetTask
+ * calls a second for one delegation; what is left waits for the next second's job.
+ */
+export const SUSPECT_READS_PER_JOB = 8;
 
 /** Default key prefix. */
 export const DEFAULT_PREFIX = 'da2a';

@@ -143,6 +143,13 @@ export const DelegationRecordSchema = z
     evidence: optionalJson(z.unknown()),
     verifiedAt: optionalMs,
     verifyAttempts: count,
+    /**
+     * Tasks refused pushes showed holding our message, waiting to be read by GetTask (noteSuspect-1.lua): the field's
+     * JSON text, present only while some wait (`Journal.pendingSuspects` reads the list); and how many such tasks were
+     * not kept or never read to a conclusion (`suspectsLost`: over the cap, an id too long, reads that kept failing).
+     */
+    suspects: optionalText,
+    suspectsLost: count,
   })
   .transform(({ pushToken: _secret, ...record }) => record);
 export type DelegationRecord = z.output<typeof DelegationRecordSchema>;

@@ -212,20 +212,40 @@ export const applyArtifactThenStatusScript = defineScript({
   },
 });
 
-/** noteSuspect-1.lua: the suspect kept, already pending, over the cap (counted), or the row finished (nothing kept). */
+/** noteSuspect-1.lua: the suspect kept, already pending, not kept (counted lost), or the row finished (nothing kept). */
 export const noteSuspectScript = defineScript({
   name: 'noteSuspect',
   keys: ['delegation'],
   encode: (input: { taskId: string; cap: number }) => [input.taskId, input.cap],
-  decode: outcomeDecoder({ 1: 'kept', 2: 'pending', 3: 'over-cap', 0: 'finished' }),
+  decode: outcomeDecoder({ 1: 'kept', 2: 'pending', 3: 'lost', 0: 'finished' }),
 });
 
-/** clearSuspects-1.lua: how many suspects are still pending once `taskIds` are removed. */
+/** What one round of suspect reads left (clearSuspects-1.lua). */
+export interface SuspectsLeft {
+  /** Ids still pending. */
+  pending: number;
+  /** Suspects counted lost so far (not kept, or never read to a conclusion). */
+  lost: number;
+  /** Rounds in a row in which a pending suspect could not be read (0 once one round reads all it tried). */
+  rounds: number;
+}
+
+/** clearSuspects-1.lua: the read ids removed, the unread kept (a round counted), the unreadable counted lost. */
 export const clearSuspectsScript = defineScript({
   name: 'clearSuspects',
   keys: ['delegation'],
-  encode: (input: { taskIds: readonly string[] }) => [...input.taskIds],
-  decode: integerReply,
+  encode: (input: { rounds: number; read: readonly string[]; unread: readonly string[]; unreadable: readonly string[] }) => [
+    input.rounds,
+    input.read.length,
+    ...input.read,
+    input.unread.length,
+    ...input.unread,
+    ...input.unreadable,
+  ],
+  decode: (reply, script): SuspectsLeft => {
+    const [pending, lost, rounds] = arrayReply(reply, script).map((value) => integerReply(value, script));
+    return { pending: pending ?? 0, lost: lost ?? 0, rounds: rounds ?? 0 };
+  },
 });
 
 /** noteProtocolError-1.lua: 'journaled', or 'finished' (the delegation is: left alone). */

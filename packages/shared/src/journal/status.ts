@@ -18,6 +18,7 @@ import type { DelegationRef } from './core.ts';
 import { JournalDelegations } from './delegations.ts';
 import { SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX } from './keys.ts';
 import { isRefused, type Refused } from './scripts.ts';
+import { z } from 'zod';
 import {
   applyArtifactScript,
   applyArtifactThenStatusScript,
@@ -28,10 +29,14 @@ import {
   type ApplyStatusOutcome,
   type ArtifactOutcome,
   type ArtifactUpdate,
+  type SuspectsLeft,
   type TaskBinding,
 } from './status-scripts.ts';
 
-export { questionKeyOf, type ArtifactOutcome, type ArtifactUpdate } from './status-scripts.ts';
+/** The row's `suspects` field (noteSuspect-1.lua): a JSON list of task ids, oldest first. */
+const PendingSuspectsSchema = z.array(z.string());
+
+export { questionKeyOf, type ArtifactOutcome, type ArtifactUpdate, type SuspectsLeft } from './status-scripts.ts';
 
 /** An observed status (or a local outcome) to apply with `applyStatus`. */
 export interface StatusChange {
@@ -334,38 +339,44 @@ export class JournalStatus extends JournalDelegations {
 
   /**
    * Keeps `taskId`, a task a refused push showed holding our message, among the delegation's pending suspects for the
-   * reconciler to read (noteSuspect-1.lua): at most `SUSPECTS_PENDING_MAX` wait, the oldest unread kept; one more is
-   * counted in the row (`suspectsOverCap`), not kept. 'finished' and 'missing': nothing kept (nothing to decide).
+   * reconciler to read (noteSuspect-1.lua): at most `SUSPECTS_PENDING_MAX` wait, the oldest unread kept. One that cannot
+   * be kept is counted as evidence lost (`suspectsLost`): `over-cap` (that many already wait) or `too-long` (an id over
+   * `SUSPECT_TASK_ID_MAX` characters, never sent to Redis). 'finished' and 'missing': nothing kept (nothing to decide).
    */
-  async noteSuspect(ref: DelegationRef, taskId: string): Promise<'kept' | 'pending' | 'over-cap' | 'finished' | 'missing'> {
-    if (taskId === '' || taskId.length > SUSPECT_TASK_ID_MAX) throw new RangeError(`noteSuspect: a task id of 1 to ${SUSPECT_TASK_ID_MAX} characters`);
-    const noted = await this.call(noteSuspectScript, { delegation: this.delegationKeys(ref)[0] }, { taskId, cap: SUSPECTS_PENDING_MAX });
+  async noteSuspect(ref: DelegationRef, taskId: string): Promise<'kept' | 'pending' | 'over-cap' | 'too-long' | 'finished' | 'missing'> {
+    if (taskId === '') throw new RangeError('noteSuspect: a task id of at least 1 character');
+    const tooLong = taskId.length > SUSPECT_TASK_ID_MAX;
+    const noted = await this.call(noteSuspectScript, { delegation: this.delegationKeys(ref)[0] }, { taskId: tooLong ? '' : taskId, cap: SUSPECTS_PENDING_MAX });
+    if (noted === 'lost') return tooLong ? 'too-long' : 'over-cap';
     return typeof noted === 'string' ? noted : 'missing';
   }
 
   /**
    * The delegation's pending suspects (noteSuspect-1.lua), oldest first, at most `SUSPECTS_PENDING_MAX`; none when the
-   * row or the field is gone, or the field is not a list of task ids (then `clearSuspects` drops it).
+   * row or the field is gone, or the field is not a list of task ids (`PendingSuspectsSchema`; `clearSuspects` drops it).
    */
   async pendingSuspects(ref: DelegationRef): Promise<string[]> {
     const raw = await this.redis.hget(this.delegationKeys(ref)[0], 'suspects');
     if (raw === null) return [];
+    let parsed: unknown;
     try {
-      const ids: unknown = JSON.parse(raw);
-      if (!Array.isArray(ids)) return [];
-      return ids.filter((id): id is string => typeof id === 'string' && id !== '' && id.length <= SUSPECT_TASK_ID_MAX).slice(0, SUSPECTS_PENDING_MAX);
+      parsed = JSON.parse(raw);
     } catch {
       return [];
     }
+    const ids = PendingSuspectsSchema.safeParse(parsed);
+    return ids.success ? ids.data.filter((id) => id !== '' && id.length <= SUSPECT_TASK_ID_MAX).slice(0, SUSPECTS_PENDING_MAX) : [];
   }
 
   /**
-   * Removes `taskIds` (read, or our own task) from the pending suspects (clearSuspects-1.lua), each compare-and-set: a
-   * suspect noted while they were read stays. Returns how many are still pending.
+   * Ends one round of suspect reads (clearSuspects-1.lua, each id compare-and-set: a suspect noted meanwhile stays):
+   * `read` (read to a conclusion, or our own task) removed; `unread` (the read failed and may succeed later) kept, the
+   * round counted, and counted lost after `rounds` rounds in a row; `unreadable` (an answer we cannot accept) counted
+   * lost. Returns what is left: pending ids, suspects lost so far, failed rounds in a row.
    */
-  async clearSuspects(ref: DelegationRef, taskIds: readonly string[]): Promise<number> {
-    if (taskIds.length === 0) return (await this.pendingSuspects(ref)).length;
-    return this.call(clearSuspectsScript, { delegation: this.delegationKeys(ref)[0] }, { taskIds });
+  async clearSuspects(ref: DelegationRef, round: { read?: readonly string[]; unread?: readonly string[]; unreadable?: readonly string[] }, rounds = 1): Promise<SuspectsLeft> {
+    const input = { rounds, read: round.read ?? [], unread: round.unread ?? [], unreadable: round.unreadable ?? [] };
+    return this.call(clearSuspectsScript, { delegation: this.delegationKeys(ref)[0] }, input);
   }
 
   /**

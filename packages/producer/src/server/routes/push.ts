@@ -95,14 +95,15 @@ function pushRefusal(record: DelegationRecord, response: StreamResponse): string
  * delegation's own whose pushed body shows a message of ours (our messageId, or the reply journaled for the agent's
  * question) in what it carries of the task's conversation: a Task's history or status message, a status update's
  * message, a pushed Message. The body alone proves nothing (anyone holding the token can push it): it only tells the
- * workers which task to read from the agent. A task id over `SUSPECT_TASK_ID_MAX` is not carried. None for a finished
+ * workers which task to read from the agent. A task id over `SUSPECT_TASK_ID_MAX` is returned too: the journal cannot
+ * keep it, so it counts it as evidence lost (`Journal.noteSuspect`) and a person decides. None for a finished
  * row: it never changes again, so the read could decide nothing (review21: before, one reconcile job a second
  * re-settled it for as long as such pushes came).
  */
 export function suspectOf(record: DelegationRecord, response: StreamResponse): string | undefined {
   if (isFinished(record.state)) return undefined;
   const taskId = taskIdOf(response);
-  if (taskId === undefined || taskId === '' || taskId === record.taskId || taskId.length > SUSPECT_TASK_ID_MAX) return undefined;
+  if (taskId === undefined || taskId === '' || taskId === record.taskId) return undefined;
   const carried: Message[] =
     'task' in response
       ? [...(response.task.history ?? []), ...(response.task.status.message ? [response.task.status.message] : [])]
@@ -173,10 +174,11 @@ interface PushContext {
   wakeWorkers: (ref: DelegationRef, readFor?: number, at?: number) => Promise<unknown>;
   /**
    * `taskId`, a task a refused push showed holding our message (`suspectOf`), kept among the delegation's pending
-   * suspects (`Journal.noteSuspect`: at most `SUSPECTS_PENDING_MAX` wait, the oldest unread kept), then a reconcile job
-   * naming it: the workers read every pending suspect by GetTask first. One job per delegation per second, which reads
-   * every suspect of its second (review: it kept only the first, so a decoy pushed first hid the task holding our
-   * message): a flood of foreign pushes is at most `SUSPECTS_PENDING_MAX` GetTask calls a second.
+   * suspects (`Journal.noteSuspect`: at most `SUSPECTS_PENDING_MAX` wait, the oldest unread kept; one not kept is
+   * counted as evidence lost, which the workers leave to a person), then a reconcile job: the workers read the pending
+   * suspects by GetTask first. One job per delegation per second (review: it kept only the first, so a decoy pushed
+   * first hid the task holding our message): a flood of foreign pushes is at most `SUSPECT_READS_PER_JOB` GetTask calls
+   * a second, the rest read by the next second's job.
    */
   wakeForSuspect: (ref: DelegationRef, taskId: string) => Promise<Awaited<ReturnType<Journal['noteSuspect']>>>;
 }
@@ -279,8 +281,10 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     context.count(suspect === undefined ? 'foreign-task' : 'foreign-task-holding-ours');
     request.log.warn({ ...ref, taskId: taskIdOf(response), journaledTaskId: record.taskId }, suspect === undefined ? 'push refused; nothing applied' : 'push refused; it shows our message in another task: the workers read that task');
     await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refusal, retryable: false });
-    if (suspect !== undefined && (await context.wakeForSuspect(ref, suspect)) === 'over-cap') {
-      request.log.warn({ ...ref, taskId: suspect.slice(0, 128) }, `${SUSPECTS_PENDING_MAX} suspects already wait to be read; this one is not kept (counted in the row's suspectsOverCap)`);
+    const noted = suspect === undefined ? undefined : await context.wakeForSuspect(ref, suspect);
+    if (noted === 'over-cap' || noted === 'too-long') {
+      const why = noted === 'over-cap' ? `${SUSPECTS_PENDING_MAX} suspects already wait to be read` : `its id is over ${SUSPECT_TASK_ID_MAX} characters`;
+      request.log.warn({ ...ref, taskId: suspect!.slice(0, 128) }, `${why}: this one is not kept, counted as evidence lost (the row's suspectsLost; a person decides)`);
     }
     return sendProblem(reply, problem('TASK_MISMATCH', refusal));
   }
@@ -313,12 +317,12 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
     count: (outcome) => metrics.pushes.inc({ outcome }),
     wakeWorkers: (ref, readFor, at = Date.now()) => enqueueReconcile({ reconcile }, ref, readFor === undefined ? { push: at } : { pushedCompletion: readFor }),
     wakeForSuspect: async (ref, taskId) => {
-      // Kept in the journal first (every suspect of the second, at most SUSPECTS_PENDING_MAX waiting): the job is one a
-      // second and reads them all. It still names this push's suspect (the first of its second).
+      // Kept in the journal first (at most SUSPECTS_PENDING_MAX waiting; one not kept counted lost): the job is one a
+      // second and reads them. It names this push's suspect (the first of its second) when the journal kept it.
       const noted = await journal.noteSuspect(ref, taskId);
       if (noted === 'finished' || noted === 'missing') return noted;
       const now = Date.now();
-      await enqueueReconcile({ reconcile }, ref, { suspectTaskId: taskId, at: now, now });
+      await enqueueReconcile({ reconcile }, ref, { suspect: noted === 'kept' || noted === 'pending' ? taskId : undefined, at: now, now });
       return noted;
     },
   };

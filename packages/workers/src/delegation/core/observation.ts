@@ -195,6 +195,12 @@ export type Observation =
    * refused and journaled as a protocol error). `reason` names the task and its holder.
    */
   | { kind: 'task-bound-elsewhere'; reason: string }
+  /**
+   * Tasks refused pushes showed holding our message that we could not keep or read to a conclusion (`lost`: over the
+   * pending cap, an id too long, reads that kept failing or answers we cannot accept), and the suspects still waiting
+   * unread (`pending`): the agent may hold our message twice, and no read of ours can tell now.
+   */
+  | { kind: 'suspects-unread'; lost: number; pending: readonly string[] }
   /** A follow must wait (the agent's share of follow slots is full, a lease holder went away): follow again after `delayMs`. */
   | { kind: 'follow-deferred'; delayMs: number; resubscription: number; reason: string }
   /**
@@ -239,6 +245,7 @@ export const OBSERVATION_KINDS = [
   'effect-verified',
   'row-checked',
   'task-bound-elsewhere',
+  'suspects-unread',
   'follow-deferred',
   'send-deferred',
   'stream-handed-off',

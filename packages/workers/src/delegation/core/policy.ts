@@ -307,8 +307,9 @@ export function suspectReadAt(record: Pick<DelegationRecord, 'sendStartedAt' | '
 /**
  * The suspects one reconcile job reads by GetTask, oldest first, on a row bound to `boundTaskId`: the delegation's
  * pending suspects (`Journal.pendingSuspects`, oldest first) and the one the job names (the first of its second; a job
- * an older producer enqueued names the only one), each once, never our own task, at most `cap` (`SUSPECTS_PENDING_MAX`:
- * the GetTask calls of one job). `ours`: pending ids that are our own task (pushed before it was bound), to clear.
+ * an older producer enqueued names the only one), each once, never our own task, at most `cap`
+ * (`SUSPECT_READS_PER_JOB`: the GetTask calls of one job; the rest wait for the next job). `ours`: pending ids that
+ * are our own task (pushed before it was bound), to clear.
  */
 export function suspectsToRead(pending: readonly string[], named: string | undefined, boundTaskId: string, cap: number): { read: string[]; ours: string[] } {
   const read: string[] = [];
@@ -319,21 +320,30 @@ export function suspectsToRead(pending: readonly string[], named: string | undef
 }
 
 /**
- * Reads `suspects` in order with `readOne` (GetTask and the task-read row) until one is not `suspect-not-holding` (it
- * showed our message: the row is decided) or `readOne` answers `stop` (the row finished meanwhile). Returns the last
- * outcome and the ids read (to clear from the pending suspects): at most `suspects.length` calls.
+ * What one GetTask of a suspect concluded: it holds our message (`several-holders`: the row is AMBIGUOUS, decided),
+ * it does not (`suspect-not-holding`: the agent's own read, or its TaskNotFound), the read failed and may succeed
+ * later (`suspect-unread`: a drop, HTTP 5xx, a timeout: kept for another round), or it cannot be read (`suspect-unreadable`:
+ * an answer we cannot accept: evidence lost).
  */
-export async function readUntilDecided(suspects: readonly string[], readOne: (taskId: string, index: number) => Promise<string | 'stop'>): Promise<{ outcome: string; read: string[] }> {
-  const read: string[] = [];
-  let outcome = 'suspect-not-holding';
-  for (const [index, suspect] of suspects.entries()) {
-    const answer = await readOne(suspect, index);
-    if (answer === 'stop') break;
-    outcome = answer;
-    read.push(suspect);
-    if (outcome !== 'suspect-not-holding') break;
-  }
-  return { outcome, read };
+export type SuspectRead = 'several-holders' | 'suspect-not-holding' | 'suspect-unread' | 'suspect-unreadable';
+
+/** One round of suspect reads as `Journal.clearSuspects` takes it (`readUntilDecided`'s reads, and our own task's ids). */
+export function suspectRound(reads: ReadonlyMap<string, SuspectRead>, ours: readonly string[]): { read: string[]; unread: string[]; unreadable: string[] } {
+  const of = (kind: SuspectRead) => [...reads].filter(([, read]) => read === kind).map(([id]) => id);
+  return { read: [...ours, ...of('suspect-not-holding'), ...of('several-holders')], unread: of('suspect-unread'), unreadable: of('suspect-unreadable') };
+}
+
+/**
+ * What the reconciler does once a round of suspect reads found no holder, from what the journal says is left
+ * (`Journal.clearSuspects`): evidence lost (`lost`: suspects not kept, or never read to a conclusion) is a person at
+ * once, whatever still waits (never silently dropped; waiting for a flood to drain could wait for ever); suspects still
+ * pending are read by a later job: after `retry`'s backoff when the last round could not read some (`rounds` in a
+ * row: `retryDelayMs` doubling, the reconcile job's own backoff), else the next second; none: nothing more.
+ */
+export function afterSuspectReads(left: { pending: number; lost: number; rounds: number }, now: number, retryDelayMs: number): { kind: 'person'; lost: number } | { kind: 'read-again'; at: number } | { kind: 'done' } {
+  if (left.lost > 0) return { kind: 'person', lost: left.lost };
+  if (left.pending === 0) return { kind: 'done' };
+  return { kind: 'read-again', at: left.rounds > 0 ? now + retryDelayMs * 2 ** (left.rounds - 1) : now };
 }
 
 /** What an attempt does after a try that could not reach its agent (`unreachableVerdict`). */

@@ -41,6 +41,20 @@ export function severalHolders(record: DelegationRecord, taskIds: readonly strin
 }
 
 /**
+ * Pushes showed our message in tasks we could not read (`lost`: not kept, over the pending cap or with an id too long,
+ * or never read to a conclusion; `pending`: still waiting unread): the agent may have our message twice, and which of
+ * its tasks do is more than our reads can tell. A person (AMBIGUOUS) on any unfinished row, as for a holder read
+ * (`severalHolders`): dropping the evidence would leave a duplicate unseen. The pending ids are named, clipped.
+ */
+export function suspectsUnread(record: DelegationRecord, lost: number, pending: readonly string[]): Step {
+  const count = lost + pending.length;
+  const bound = record.taskId === undefined ? '' : ` (our task is ${namedTask(record.taskId)})`;
+  const named = pending.length > 0 ? `, among them ${namedTasks(pending)}` : '';
+  const message = `pushes showed our message ${record.messageId} in ${count} other task${count === 1 ? '' : 's'} we could not read${named}${bound}: more than the journal keeps waiting, an id too long to keep, or reads that kept failing; the work may have been done more than once, and which task is ours is for a person to decide`;
+  return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message, anyRow: true } };
+}
+
+/**
  * Another task than our bound one shown holding our message by its history (ours listed without it, or not listed):
  * the agent has our message twice, the same kind as `several` (`severalHolders`, both ids). The task ids, else undefined.
  */

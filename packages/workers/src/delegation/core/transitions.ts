@@ -17,7 +17,7 @@ import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryA
 import type { Next } from './next.ts';
 import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, namedTask, notFoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
-import { foreignHolder, otherHolder, searchRow, severalHolders } from './search-row.ts';
+import { foreignHolder, otherHolder, searchRow, severalHolders, suspectsUnread } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
 export type Guard = 'fence' | 'version' | 'none';
@@ -265,6 +265,8 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // work may have happened. Nothing a later search finds can change the binding: a person decides at once
       // (before, every search found the same task again and the row stayed INTENT, searched for ever).
       return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `${observation.reason}; the agent had our message, so the work may have happened`, delivery: 'received' } };
+    case 'suspects-unread':
+      return suspectsUnread(record, observation.lost, observation.pending);
     case 'cancel-answered': {
       // CancelTask answered with another task holding our message: the same kind as a read's (`foreignHolder`).
       const twice = foreignHolder(record, observation.task);

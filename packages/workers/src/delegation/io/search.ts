@@ -320,21 +320,29 @@ async function searchPasses(
   );
 }
 
+/** How `searchForMessage` searches. */
+export interface MessageSearchOptions {
+  /**
+   * Whether a miss decides anything (default true). False for the early search while a send may still be in flight (a
+   * dead worker's sends, thousands at once): it stays within the context we sent (`SearchOptions.beyondContext`), as
+   * the read by ListTasks does.
+   */
+  missDecides?: boolean;
+}
+
 /**
  * A search for our messageId as an observation (`search-result`): `reconcile` resolves a maybe-sent INTENT (crash
  * window 2), `lost-check` looks once more before LOST, `read` reads our task by ListTasks (with artifacts) when
  * GetTask could not be used. Every agent failure is a `failed` finding (`retryable`: a drop or HTTP 5xx); the table
- * bounds the rounds (P32). Rethrows only journal and programming errors. `missDecides`: false for a search whose miss
- * decides nothing (the early search while a send may still be in flight: a dead worker's sends, thousands at once):
- * it stays within the context we sent (`SearchOptions.beyondContext`), as the read by ListTasks does.
+ * bounds the rounds (P32). Rethrows only journal and programming errors.
  */
-export async function searchForMessage(ctx: WorkerContext, record: DelegationRecord, purpose: SearchPurpose, why: string, missDecides = true): Promise<Observation> {
+export async function searchForMessage(ctx: WorkerContext, record: DelegationRecord, purpose: SearchPurpose, why: string, search: MessageSearchOptions = {}): Promise<Observation> {
   const deduplicates = ctx.options.deduplicatingAgents.has(record.agentCardUrl);
   const options: SearchOptions = {
     marginMs: ctx.options.searchMarginMs,
     maxListTasksCalls: ctx.options.maxListTasksCalls,
     now: ctx.options.now,
-    ...(purpose === 'read' ? { includeArtifacts: true, readCandidates: false } : { beyondContext: missDecides }),
+    ...(purpose === 'read' ? { includeArtifacts: true, readCandidates: false } : { beyondContext: search.missDecides ?? true }),
   };
   let result: SearchResult;
   try {

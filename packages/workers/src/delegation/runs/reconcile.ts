@@ -16,7 +16,6 @@ import { isRetryable } from '@durable-a2a/a2a';
 import {
   CorruptRecordError,
   JournalError,
-  SUSPECTS_PENDING_MAX,
   enqueueReconcile,
   enqueueSend,
   isFinished,
@@ -26,7 +25,9 @@ import {
   type DelegationRef,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import { jitteredCheckTime, readUntilDecided, suspectReadAt, suspectsToRead } from '../core/policy.ts';
+import { jitteredCheckTime, suspectReadAt } from '../core/policy.ts';
+import { withReconcileSlot } from './reconcile-slot.ts';
+import { reconcileSuspects } from './suspect-reads.ts';
 import { advanceWorkflow } from '../../workflow/advance.ts';
 import { reconcileWorkflow } from '../../workflow/recover.ts';
 import { apply, closeHeldIntent } from '../apply.ts';
@@ -57,8 +58,8 @@ export interface ReconcileCheck {
   onLeaseHeld?: (ref: DelegationRef, leaseEndsAt: number, checkAt: number) => void;
   /**
    * A task a refused push showed holding our message (the push route's suspect, `ReconcileJob.suspectTaskId`, the first
-   * of its second): it and every suspect pending in the journal are read by GetTask first, whoever follows the row
-   * (`readSuspects`); on a row not yet bound, once more when its send settles.
+   * of its second): read by GetTask first with the suspects pending in the journal, whoever follows the row
+   * (`reconcileSuspects`); on a row not yet bound, once more when its send settles. Any reconcile reads the pending ones.
    */
   suspectTaskId?: string;
 }
@@ -111,27 +112,22 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   }
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (await checkQuestionLife(ctx, record, log)) return 'question-expired';
+  // Suspects: tasks refused pushes showed holding our message, pending in the journal (or lost), or named by the job.
+  const suspects = check.suspectTaskId !== undefined || record.suspects !== undefined || record.suspectsLost > 0;
   if (record.state === 'INTENT') {
     // A push showed our message in a task while ours is not bound yet (our send's answer not journaled): nothing to
     // compare it with now. Its read waits until our task is bound (`suspectReadAt`: while the send may be in flight,
     // then after this run's decision), when the answer, an adoption or a resend has bound our task.
-    if (check.suspectTaskId !== undefined) {
+    if (suspects) {
       const at = suspectReadAt(record, await ctx.journal.followLeaseRemainingMs(ref), ctx.policy);
-      if (at !== undefined) await enqueueReconcile(ctx.queues, ref, { suspectTaskId: check.suspectTaskId, at, now: ctx.options.now() });
+      if (at !== undefined) await enqueueReconcile(ctx.queues, ref, { suspect: check.suspectTaskId, at, now: ctx.options.now() });
     }
     return reconcileIntent(ctx, record, log, check.holderDied === true);
   }
-  if (check.suspectTaskId !== undefined && record.taskId !== undefined) {
-    // Before the lease: a stream following our task (the usual case when an agent pushes) reads only ours. Every
-    // suspect pending in the journal is read (the job is one a second; review: only the first of a second was read).
-    const { read: suspects, ours } = suspectsToRead(await ctx.journal.pendingSuspects(ref), check.suspectTaskId, record.taskId, SUSPECTS_PENDING_MAX);
-    if (suspects.length === 0 && ours.length > 0) await ctx.journal.clearSuspects(ref, ours);
-    if (suspects.length > 0) {
-      const read = await withReconcileSlot(ctx, record, () => readSuspects(ctx, record, suspects, ours, log));
-      // None read: all still pending, and read by this job's successor.
-      if (read === 'agent-share-full') await enqueueReconcile(ctx.queues, ref, { suspectTaskId: check.suspectTaskId, at: ctx.options.now() + ctx.options.slotWaitMs, now: ctx.options.now() });
-      if (read !== 'suspect-not-holding') return read;
-    }
+  if (suspects && record.taskId !== undefined) {
+    // Before the lease: a stream following our task (the usual case when an agent pushes) reads only ours.
+    const decided = await reconcileSuspects(ctx, record, record.taskId, check.suspectTaskId, log);
+    if (decided !== undefined) return decided;
   }
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);
   if (leaseMs > 0) return leaseHeld(ctx, ref, leaseMs, check);
@@ -225,24 +221,6 @@ async function reconcileIntent(ctx: WorkerContext, record: DelegationRecord, log
 }
 
 /**
- * Runs a reconcile call to the agent (a search, a re-read) within the agent's share of this process's reconcile
- * slots (`reconcileSlotsPerAgent`): beyond it the record is looked at again after `slotWaitMs` (+ jitter), so an agent
- * that answers slowly cannot hold every reconcile slot.
- */
-async function withReconcileSlot(ctx: WorkerContext, record: DelegationRecord, call: () => Promise<string>): Promise<string> {
-  if (!ctx.reconcileSlots.take(record.agentCardUrl)) {
-    const delayMs = ctx.options.slotWaitMs + Math.floor(Math.random() * ctx.options.slotWaitMs);
-    await ctx.journal.scheduleCheck(record, ctx.options.now() + delayMs);
-    return 'agent-share-full';
-  }
-  try {
-    return await call();
-  } finally {
-    ctx.reconcileSlots.release(record.agentCardUrl);
-  }
-}
-
-/**
  * Maybe sent, settled: find our message (crash window 2) and apply what the search found (the search row): found →
  * adopt (never a second SendMessage; a ListTasks summary of a finished task is read in full first, A35); proven
  * absent (or a deduplicating agent) → resend with the same messageId, within `sendAttempts`; cannot tell → AMBIGUOUS.
@@ -295,7 +273,7 @@ const decidedEarly = (outcome: string): boolean => outcome === 'adopted-early' |
  */
 async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: WorkerContext['logger'], beforeAdopting?: () => Promise<void>): Promise<string> {
   // A miss here decides nothing: the search stays within the context we sent (no listing by time of every task).
-  const observed = await searchForMessage(ctx, record, 'reconcile', 'looking for a send whose sender stopped before it settled', false);
+  const observed = await searchForMessage(ctx, record, 'reconcile', 'looking for a send whose sender stopped before it settled', { missDecides: false });
   if (observed.kind !== 'search-result') return 'not-found';
   if (observed.finding.kind === 'several') {
     await apply(ctx, record, observed, { log, source: 'reconcile' });
@@ -306,50 +284,6 @@ async function adoptIfFound(ctx: WorkerContext, record: DelegationRecord, log: W
   await apply(ctx, record, observed, { log, source: 'reconcile' });
   log.info({ taskId: observed.finding.task.id, state: observed.finding.task.status.state }, 'adopted the task found by our messageId before the send settled');
   return 'adopted-early';
-}
-
-/**
- * The task a refused push named, showing our message in its history (`ReconcileCheck.suspectTaskId`): read from the
- * agent (GetTask, its own read path: the push body alone proves nothing) and applied as a read of another task (the
- * task-read row, call `push`): our message in its history is the agent holding it twice, a person with both ids
- * (`several-holders`); without it nothing is written (`suspect-not-holding`) and the reconcile goes on. A read that
- * fails, or finds no such task, says nothing about ours: nothing is applied (a drop is not counted against our task,
- * a TaskNotFound is not ours), and the reconcile goes on the same way.
- */
-async function readSuspect(ctx: WorkerContext, record: DelegationRecord, suspectTaskId: string, log: WorkerContext['logger']): Promise<string> {
-  const observed = await readTask(ctx, record, { why: `a refused push showed our message in task ${suspectTaskId.slice(0, 128)}`, taskId: suspectTaskId, cycle: false, call: 'push', log });
-  if (observed.kind !== 'task-read') {
-    log.info({ suspectTaskId: suspectTaskId.slice(0, 128), observed: observed.kind }, 'the task a refused push named could not be read; nothing applied');
-    return 'suspect-not-holding';
-  }
-  const applied = await apply(ctx, record, observed, { log, source: 'reconcile' });
-  return applied.next === 'nothing' ? 'suspect-not-holding' : 'several-holders';
-}
-
-/**
- * Reads `suspects` (`suspectsToRead`) one by one (`readSuspect`) until one shows our message (`several-holders`: the
- * row is AMBIGUOUS, nothing more to read); then removes from the pending suspects those it read and `ours`
- * (`Journal.clearSuspects`, compare-and-set: a suspect pushed meanwhile stays for the next job, which its push wakes).
- */
-async function readSuspects(ctx: WorkerContext, record: DelegationRecord, suspects: readonly string[], ours: readonly string[], log: WorkerContext['logger']): Promise<string> {
-  let row: DelegationRecord = record;
-  const read: string[] = [];
-  try {
-    const done = await readUntilDecided(suspects, async (suspect, index) => {
-      if (index > 0) {
-        // The row as it is now for the next read (a stream may have moved it meanwhile); finished: nothing to decide.
-        const now = await ctx.journal.getDelegation(record);
-        if (!now || isFinished(now.state)) return 'stop';
-        row = now;
-      }
-      const outcome = await readSuspect(ctx, row, suspect, log);
-      read.push(suspect);
-      return outcome;
-    });
-    return done.outcome;
-  } finally {
-    await ctx.journal.clearSuspects(record, [...ours, ...read]);
-  }
 }
 
 /** taskId known, parked: GetTask decides: record terminal, keep the question, or reattach (the task-read row). */
