@@ -70,7 +70,9 @@ export function errorFromJsonRpc(errorObject: unknown, rawBody: string, httpStat
   if (!parsed.success) {
     return new ProtocolError('malformed JSON-RPC error object', { cause: rawBody, bodyExcerpt: excerpt(rawBody), httpStatus });
   }
-  const { code, message = '', data } = parsed.data;
+  const { code, data } = parsed.data;
+  // The agent's own text, as long as the response limit allows: kept as an excerpt (logs, journal; attack 23).
+  const message = excerpt(parsed.data.message ?? '');
   const reason = findErrorInfoReason(data);
   const retryAfterMs = retryAfterOfData(data);
   const details = { jsonRpcCode: code, httpStatus, reason, cause: rawBody, ...(retryAfterMs === undefined ? {} : { retryAfterMs }) };
@@ -122,7 +124,8 @@ function errorFromHttpBody(status: number, contentType: string | undefined, body
   }
   const httpBody = HttpErrorBodySchema.safeParse(json);
   if (httpBody.success) {
-    const { message, details } = httpBody.data.error;
+    const { details } = httpBody.data.error;
+    const message = httpBody.data.error.message === undefined ? undefined : excerpt(httpBody.data.error.message);
     const reason = findErrorInfoReason(details);
     const errorClass = (reason === undefined ? undefined : errorClassForReason(reason)) ?? errorClassForHttpStatus(status);
     if (errorClass) return new errorClass(message || undefined, { ...base, reason });

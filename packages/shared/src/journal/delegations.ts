@@ -3,7 +3,7 @@
  * and the reconciler's bookkeeping (noteNotFound, noteNoProgress, releaseHold, recordEffect). Each
  * transition is one script (`lua/<verb>-1.lua`); status changes are in status.ts, replies in replies.ts.
  */
-import { parseArtifacts, type DelegationRecord, type DelegationView, type PushConfigState, type RecordedError } from './record.ts';
+import { encodeRecordedError, parseArtifacts, type DelegationRecord, type DelegationView, type PushConfigState, type RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
 import { asHeldRow, changedRow, heldVersion } from './held-rows.ts';
 import { rememberStoredRow } from './stored-rows.ts';
@@ -91,7 +91,7 @@ const noteUnreachableScript = defineScript({
     input.fence,
     input.nowMs,
     input.nextTryAt,
-    JSON.stringify(input.error),
+    encodeRecordedError(input.error),
     input.marked ? '1' : '0',
   ],
   decode: (reply, script) => {

@@ -13,7 +13,7 @@ import type { DelegationRef } from './core.ts';
 import type { StoredRow } from './compacted-record-text.ts';
 import { changedRow, heldVersion } from './held-rows.ts';
 import { indexMember } from './keys.ts';
-import type { DelegationRecord } from './record.ts';
+import { encodeRecordedError, type DelegationRecord } from './record.ts';
 import { arrayReply, defineScript, integerReply, stringReply, ScriptReplyError } from './scripts.ts';
 import { FINISHED_STATES, type WorkflowState } from './states.ts';
 import { JournalStatus, type StatusChange, type StatusChangeResult } from './status.ts';
@@ -124,7 +124,7 @@ export function terminalRow(stored: StoredRow, change: StatusChange, nowMs: numb
   if (change.statusMessage) set.statusMessage = JSON.stringify(change.statusMessage);
   else if (stored.statusMessage) set.statusMessage = '';
   if (change.result !== undefined) set.result = JSON.stringify(change.result);
-  if (change.error) set.error = JSON.stringify(change.error);
+  if (change.error) set.error = encodeRecordedError(change.error);
   if (change.artifacts) set.artifactBytes = String(change.artifacts.reduce((sum, artifact) => sum + storedArtifact(artifact).bytes, 0));
   set.finishedAt = String(nowMs);
   set.version = String((Number(stored.version) || 0) + (artifactApplied ? 2 : 1));

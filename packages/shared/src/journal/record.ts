@@ -56,6 +56,26 @@ export const RecordedErrorSchema = z.object({
 export type RecordedError = z.infer<typeof RecordedErrorSchema>;
 
 /**
+ * Characters of a `RecordedError.message` (and `limit`) the journal keeps (default 1,000). An error's message often
+ * carries an agent's own text (a JSON-RPC error's `message`, an HTTP error body), which the agent may make as long as
+ * the response limit allows: the journal keeps a bounded excerpt, ending in `…` when clipped, so an attempt's record
+ * and every view of it stay small whatever the agent answers (attack 23).
+ */
+export const RECORDED_ERROR_TEXT_MAX = 1_000;
+
+const clipped = (text: string): string => (text.length > RECORDED_ERROR_TEXT_MAX ? `${text.slice(0, RECORDED_ERROR_TEXT_MAX)}…` : text);
+
+/**
+ * The one way a `RecordedError` becomes journal text (JSON): its `message` and `limit` clipped to
+ * `RECORDED_ERROR_TEXT_MAX` characters. Every script input that writes an error field goes through it.
+ */
+export function encodeRecordedError(error: RecordedError): string {
+  const bounded: RecordedError = { ...error, message: clipped(error.message) };
+  if (error.limit !== undefined) bounded.limit = clipped(error.limit);
+  return JSON.stringify(bounded);
+}
+
+/**
  * Parses a delegation hash (HGETALL) into a typed record. Throws a ZodError on a corrupt row. Each field's kind
  * (record-fields.ts) also gives its fast reading (`parseDelegationHash`, record-parse.ts).
  */

@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { storedArtifact } from '@durable-a2a/a2a/pure';
-import type { RecordedError } from './record.ts';
+import { encodeRecordedError, type RecordedError } from './record.ts';
 import type { StatusChange } from './status.ts';
 import { parseAgentTimestamp } from './clock.ts';
 import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, ScriptReplyError, stringReply, type Refused } from './scripts.ts';
@@ -66,7 +66,7 @@ function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artif
     change.contextId ?? '',
     change.statusMessage ? JSON.stringify(change.statusMessage) : '',
     change.result === undefined ? '' : JSON.stringify(change.result),
-    change.error ? JSON.stringify(change.error) : '',
+    change.error ? encodeRecordedError(change.error) : '',
     nowMs,
     questionKeyOf(change.statusMessage, change.statusTimestamp),
     binding === 'bound' ? '1' : binding === 'unbound' ? '' : `here:${binding.ttlMs}:${binding.owner}`,
@@ -252,6 +252,6 @@ export const clearSuspectsScript = defineScript({
 export const noteProtocolErrorScript = defineScript({
   name: 'noteProtocolError',
   keys: ['delegation'],
-  encode: (input: { error: RecordedError; nowMs: number }) => [JSON.stringify(input.error), input.nowMs],
+  encode: (input: { error: RecordedError; nowMs: number }) => [encodeRecordedError(input.error), input.nowMs],
   decode: outcomeDecoder({ 1: 'journaled', 0: 'finished' }),
 });
