@@ -283,6 +283,7 @@ describe('attack 23: an agent clock far ahead, on a task that asks twice', () =>
 
 describe('attack 23: bytes an error answer brings', () => {
   /*
+   * FIXED (ff987e9: encodeRecordedError, the client's excerpt of an agent's error message; test/send/error-text-bytes.test.ts).
    * FINDING (unbounded stored bytes; kind: text from an agent journaled without a byte bound, B31's kind). Input:
    * SendMessage answers JSON-RPC -32603 (effect maybe) whose `message` is 8 MiB of text (inside responseBodyBytes);
    * ListTasks lists T1 holding our message, GetTask reads it COMPLETED with a1. Observed: COMPLETED with one
@@ -294,7 +295,7 @@ describe('attack 23: bytes an error answer brings', () => {
    * a2a/src/error-mapping.ts `errorFromJsonRpc` (the agent's `message` whole into the error's message); read.ts
    * `readFailure` journals `(error as Error).message` the same way.
    */
-  it.fails('a -32603 whose message is 8 MiB, then the task found COMPLETED: the views stay under 1 MiB (observed: 8.4 MB and 16.8 MB)', async () => {
+  it('a -32603 whose message is 8 MiB, then the task found COMPLETED: the views stay under 1 MiB (before ff987e9: 8.4 MB and 16.8 MB)', async () => {
     let message: any;
     const { producer: p, agent, id } = await start(
       () => ({
