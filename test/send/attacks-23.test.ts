@@ -232,8 +232,10 @@ describe('attack 23: an agent clock far ahead, on a task that asks twice', () =>
    * incomingTs and incomingTs < currentTs then return {0, 'stale'}` runs before the "a new message replaces the status
    * whole" rule, so one far-future stamp freezes the row's rank-2 state (WORKING/INPUT_REQUIRED/AUTH_REQUIRED) for the
    * rest of the task; our own reply (a local, ordered event) does not reset the agent-clock baseline.
+   * Fixed: a question under a key never asked, after our reply was delivered, is new whatever its stamp; the earlier
+   * stretch's stamp becomes a floor for replays (applyStatus-5.lua; property: test/journal/question-clock.test.ts).
    */
-  it.fails('q1 stamped 2099: the second question is shown (observed: dropped as stale, hidden, the row stuck on q1)', async () => {
+  it('q1 stamped 2099: the second question is shown (was: dropped as stale, hidden, the row stuck on q1)', async () => {
     const { q2Shown } = await run('2099-01-01T00:00:00.000Z');
     expect(q2Shown).toBe(true);
   }, 90_000);
