@@ -39,6 +39,17 @@ export async function journalWithIntent(redis: RedisClient, options: { prefix: s
   return { journal, ref, record: (await journal.getDelegation(ref))! };
 }
 
+/**
+ * Workflow `workflowId` RUNNING (with a one-step definition naming `card`) in `journal`, its delegation main.1 in
+ * INTENT at fence 1 (`intentRow`): a row a test then drives through the journal's scripts.
+ */
+export async function runningIntent(journal: Journal, workflowId: string, card: string): Promise<DelegationRef> {
+  const ref = { workflowId, delegationId: 'main.1' };
+  const definition = JSON.stringify({ workflowId, steps: [{ name: 'main', agent: card, message: { text: 'x' } }] });
+  await journal.createWorkflow(workflowId, { state: 'RUNNING', definition, createdAt: String(Date.now()) }, { ...intentRow(workflowId), agentCardUrl: card, fence: '1' });
+  return ref;
+}
+
 /** HGETALL calls the Redis server of `redis` has run so far (clients and scripts), from INFO commandstats. */
 export async function hgetallCalls(redis: RedisClient): Promise<number> {
   const info = await redis.info('commandstats');

@@ -16,7 +16,7 @@ import { questionOpened } from '../../packages/workers/src/notify/question.ts';
 import type { NotifyContext } from '../../packages/workers/src/notify/emit.ts';
 import { REFUSED_WITHOUT_REASON } from '../../packages/shared/src/journal/replies.ts';
 import { eventually } from '../harness/fleet.ts';
-import { intentRow } from '../harness/journal-rows.ts';
+import { runningIntent } from '../harness/journal-rows.ts';
 import { useRedisServer } from '../harness/redis.ts';
 
 const redisServer = useRedisServer();
@@ -37,12 +37,7 @@ afterAll(async () => {
 });
 
 /** A RUNNING workflow whose step main.1 (fence 1) is in INTENT. */
-async function newDelegation(): Promise<DelegationRef> {
-  const ref = { workflowId: `rs-${++counter}`, delegationId: 'main.1' };
-  const definition = JSON.stringify({ workflowId: ref.workflowId, steps: [{ name: 'main', agent: CARD, message: { text: 'x' } }] });
-  await journal.createWorkflow(ref.workflowId, { state: 'RUNNING', definition, createdAt: String(Date.now()) }, { ...intentRow(ref.workflowId), agentCardUrl: CARD, fence: '1' });
-  return ref;
-}
+const newDelegation = (): Promise<DelegationRef> => runningIntent(journal, `rs-${++counter}`, CARD);
 
 /** The agent's status on the delegation's task T: INPUT_REQUIRED asking question `questionId`, or WORKING. */
 async function agentSays(ref: DelegationRef, questionId: string | undefined): Promise<void> {

@@ -48,7 +48,7 @@
   ARGV[17] the row's version as the caller holds it ('' = none): when the row is at that version before this change,
            the reply carries only what the caller's typed record lacks (the change: every field written here, and the
            fields other scripts write without a version bump, FIELDS_UNVERSIONED below), else the whole row. The
-           change reads 16 of the row's 30 or so fields into Lua (the version among them: one HMGET) and sends back about
+           change reads 17 of the row's 30 or so fields into Lua (the version among them: one HMGET) and sends back about
            half of them.
   ARGV[18] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
@@ -90,8 +90,15 @@
   workflow's history (lua/includes/history.lua) with its message: the row's question is replaced by the next status,
   the history keeps it. A new question clears `replyError` (a refused answer's reason, markReply-1.lua): that answer
   was to the question before, so the new one is never shown nor notified as "previous answer refused".
+  The agent's clock orders events within one stretch of the task only (between two of our delivered replies): a
+  question under a key never asked (askedKeys, askedKeys.lua) that arrives when the row's question has our reply
+  delivered is new whatever its stamp (an agent clock far ahead must not hide it), and it starts a new stretch: the
+  stamp the row held becomes the floor ('clockFloorMs'), so an event of an earlier stretch replayed later, stamped at or
+  below it or not stamped, is 'stale' even when newer than the new question's stamp (a later event that can only be
+  ordered by a clock that was far ahead waits for a finished state or the next new question). A question asked under a key the row was
+  parked on before its latest question is 'stale' whatever its stamp (asked before what we already moved past).
   Side jobs are includes (lua/includes/): bindTaskHere, touchWorkflow, replaceArtifacts, publishChange (in
-  workflowKeys), endLease, history.
+  workflowKeys), endLease, history, askedKeys.
 ]]
 --- @include "prelude"
 --- @include "workflowKeys"
@@ -100,6 +107,7 @@
 --- @include "replaceArtifacts"
 --- @include "endLease"
 --- @include "history"
+--- @include "askedKeys"
 
 -- The fields of the typed record (record-parse.ts) that other scripts write without a bump of the version (claim-1.lua,
 -- takeFollow-2.lua and the handover: fence; noteNoProgress-1.lua; notePushConfig-1.lua; noteNotFound-1.lua's two are
@@ -110,7 +118,7 @@ local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noPr
 -- What every transition reads when the caller holds the row (FIELDS_UNVERSIONED too); a field only some need is read
 -- when needed (`field`). A field costs about 0.3 µs to read into Lua, whatever its size.
 local FIELDS_READ = { 'delegationId', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId', 'questionKey', 'statusMessage',
-  'artifactBytes', unpack(FIELDS_UNVERSIONED) }
+  'artifactBytes', 'clockFloorMs', unpack(FIELDS_UNVERSIONED) }
 -- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
 local member = ''
 -- ARGV[16] 'handover:…' read once (endLease.lua), else nil.
@@ -156,11 +164,26 @@ local function apply()
   if ARGV[20] ~= '' then leftOut, leftOutBytes = artifactsLeftOut(KEYS[2], 21, tonumber(ARGV[20])) end
 
   local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
+  -- A question by our own ordered facts (ARGV[13] a known key; askedKeys: the keys the row was parked on, oldest
+  -- first): 'new' when the row's question has our reply delivered and this key was never asked (the agent asks
+  -- again after our reply, whatever its clock says); 'old' when it is a question asked before the row's latest one.
+  local asked, newQuestion = nil, false
+  if mode ~= 'outcome' and PARKED[incoming] and ARGV[13] ~= '' and ARGV[13] ~= (row[7] or '') then
+    asked = askedKeysOf(field('askedKeys'))
+    if asked.has[ARGV[13]] then return {0, 'stale', leftOut} end
+    newQuestion = row[7] ~= nil and field('replyForQuestion') == row[7] and field('replyState') == 'sent'
+  end
+  local floorTs = tonumber(hash.clockFloorMs or '')
   if mode ~= 'outcome' then
     -- Clocks (R27): a move forward in state order is never vetoed by a timestamp;
-    -- timestamps only order observations of the same rank.
+    -- timestamps only order observations of the same rank, within one stretch of the task: a new question after our
+    -- delivered reply is not (above), and a stamp no later than an earlier stretch's (clockFloorMs) is no proof of
+    -- being newer than what that stretch ended on (an agent clock far ahead, or a replay).
     if RANK[incoming] < RANK[current] then return {0, 'regress', leftOut} end
-    if RANK[incoming] == RANK[current] and currentTs and incomingTs and incomingTs < currentTs then return {0, 'stale', leftOut} end
+    -- (With a floor, a stamp-less event of that rank proves no order either.)
+    if RANK[incoming] == RANK[current] and not newQuestion and ((incomingTs and currentTs and incomingTs < currentTs) or (floorTs and (not incomingTs or incomingTs <= floorTs))) then
+      return {0, 'stale', leftOut}
+    end
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
     -- (another question, another challenge) replaces the status whole even without a timestamp.
     if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and ARGV[9] == statusMessage then
@@ -177,7 +200,9 @@ local function apply()
   local set = { 'state', incoming, 'updatedAt', now, 'notFoundCount', '0', 'firstNotFoundAt', '' }
   local function put(field, value) set[#set + 1] = field; set[#set + 1] = value end
   if incomingTs then put('statusTimestampMs', ARGV[5]); put('statusTimestamp', ARGV[6])
-  elseif RANK[incoming] ~= RANK[current] then put('statusTimestampMs', ''); put('statusTimestamp', '') end
+  elseif RANK[incoming] ~= RANK[current] or newQuestion then put('statusTimestampMs', ''); put('statusTimestamp', '') end
+  -- A new stretch by our facts: its stamps are not compared with the last one's, whose highest becomes the floor.
+  if newQuestion and currentTs and (not floorTs or currentTs > floorTs) then put('clockFloorMs', row[4]) end
   if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end
   if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
   local workflow, finished = {}, {}
@@ -198,6 +223,10 @@ local function apply()
     end
     if not PARKED[current] or questionKey ~= (row[7] or '') then
       appendHistory(workflowBaseOf(KEYS[1]), questionEntry(now, row[8], field('step') or '', incoming, ARGV[9]))
+      if ARGV[13] ~= '' then
+        local keys = askedKeysAdded(asked or askedKeysOf(field('askedKeys')), ARGV[13])
+        if keys then put('askedKeys', keys) end
+      end
     end
   elseif mode ~= 'outcome' or FINISHED[incoming] then
     put('question', '')

@@ -16,7 +16,7 @@ import type { StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
-import { fullJitterDelayMs, namedTask, notFoundVerdict, unreachableVerdict, type Policy } from './policy.ts';
+import { fullJitterDelayMs, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
 import { foreignHolder, otherHolder, searchRow, severalHolders, suspectsUnread } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
@@ -159,7 +159,10 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // Forward-only events; the stream keeps being read unless the row finished or asks a question (apply decides from the row as written).
       return { write: { kind: 'events', responses: observation.responses }, next: { kind: 'continue' } };
     case 'stream-ended':
-      if (observation.how === 'interrupted' && (record.state === 'INPUT_REQUIRED' || record.state === 'AUTH_REQUIRED')) return { next: route };
+      // Only a stream ended at an open question parks. Any other end before a finished state (an interrupted state
+      // whose question has our reply delivered: the agent still shows it; SUBMITTED, WORKING) is one read, a follow
+      // cycle the progress rule counts and backs off: no route leads to an immediate, uncounted resubscribe.
+      if (observation.how === 'interrupted' && questionOpen(record)) return { next: route };
       return { next: { kind: 'read-once', why: `stream ended (${observation.how}) in ${record.state}`, ...live(observation) } };
     case 'stream-failed': {
       // A32: an event over a limit was refused: one full read must make up for it (the task-read row decides).

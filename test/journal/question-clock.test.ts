@@ -1,0 +1,138 @@
+/**
+ * An agent's clock orders events within one stretch of a task, never across our delivered reply (applyStatus-5.lua
+ * "The agent's clock orders events within one stretch"): after our reply to q1 is delivered, a question under a new
+ * status message id (q2) is shown whatever its stamp; an event of the stretch before (q1 again, a WORKING from before
+ * q1) replayed after q2 never moves the row off q2, whatever its stamp. Before the fix, one far-future stamp on q1
+ * (2099) made every later status of the same rank 'stale': q2 was never shown and the row stayed on q1 for ever.
+ * Real redis-server, the journal's scripts, the producer's open questions.
+ */
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import type { DelegationRef, Journal } from '@durable-a2a/shared';
+import { eventually } from '../harness/fleet.ts';
+import { runningIntent } from '../harness/journal-rows.ts';
+import { useRedisServer } from '../harness/redis.ts';
+
+const redisServer = useRedisServer();
+const CARD = 'http://agent.example/.well-known/agent-card.json';
+const BASE = Date.UTC(2026, 0, 1);
+const FAR = '2099-01-01T00:00:00.000Z';
+let producer: Producer;
+let journal: Journal;
+let counter = 0;
+
+beforeAll(async () => {
+  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix: 'question-clock' });
+  journal = producer.journal;
+  await eventually(() => journal.getWorkflow('none').then(() => true, () => false), 'the producer connected', 10_000);
+});
+afterAll(async () => {
+  await producer?.close();
+});
+
+const newDelegation = () => runningIntent(journal, `qc-${++counter}`, CARD);
+
+/** What the agent may say: its question q1 or q2 (by status message id), or WORKING (with no message). */
+interface Said {
+  what: 'q1' | 'q2' | 'working';
+  stamp: string | undefined;
+  snapshot: boolean;
+}
+const TEXT = { q1: 'how many?', q2: 'which day?' } as const;
+
+async function agentSays(ref: DelegationRef, said: Said): Promise<void> {
+  const statusMessage = said.what === 'working' ? undefined : { messageId: said.what, role: 'ROLE_AGENT' as const, parts: [{ text: TEXT[said.what] }] };
+  await journal.applyStatus(ref, {
+    mode: said.snapshot ? 'snapshot' : 'event',
+    state: said.what === 'working' ? 'WORKING' : 'INPUT_REQUIRED',
+    taskId: `T-${ref.workflowId}`,
+    ...(said.stamp ? { statusTimestamp: said.stamp } : {}),
+    ...(statusMessage ? { statusMessage } : {}),
+  });
+}
+
+/** Our answer to the row's question, delivered (journaled, taken, sent). */
+async function answered(ref: DelegationRef, answerId: string): Promise<void> {
+  expect((await journal.recordReply(ref, answerId, { parts: [{ text: 'six' }] })).created).toBe(true);
+  expect(await journal.markReply(ref, 1, answerId, 'sending', '', { token: `tok-${answerId}`, leaseMs: 60_000 })).toBe(true);
+  expect(await journal.markReply(ref, 1, answerId, 'sent', '', { token: `tok-${answerId}` })).toBe(true);
+}
+
+/** The row's state and question key, and the texts of its open questions as the producer shows them. */
+async function shown(ref: DelegationRef): Promise<{ state: string; questionKey: string | undefined; open: string[] }> {
+  const record = (await journal.getDelegation(ref))!;
+  const open = (await producer.questions(ref.workflowId)).map((question) => JSON.stringify(question));
+  return { state: record.state, questionKey: record.questionKey, open };
+}
+
+const showsQ2 = (view: Awaited<ReturnType<typeof shown>>) =>
+  view.state === 'INPUT_REQUIRED' && view.questionKey === 'q2' && view.open.length === 1 && view.open[0]!.includes(TEXT.q2);
+
+describe('an agent clock far ahead does not hide a question asked after our reply', () => {
+  it('case: q1 stamped 2099, our reply delivered, q2 stamped now: q2 shown; q1 and an earlier WORKING replayed after it change nothing (was: q2 stale, the row on q1)', async () => {
+    const ref = await newDelegation();
+    await agentSays(ref, { what: 'working', stamp: '2098-12-31T00:00:00.000Z', snapshot: false });
+    await agentSays(ref, { what: 'q1', stamp: FAR, snapshot: false });
+    expect((await shown(ref)).open.join()).toContain(TEXT.q1);
+    await answered(ref, 'r1');
+    await agentSays(ref, { what: 'q2', stamp: new Date(BASE).toISOString(), snapshot: false });
+    expect(showsQ2(await shown(ref))).toBe(true);
+    await agentSays(ref, { what: 'q1', stamp: FAR, snapshot: true });
+    await agentSays(ref, { what: 'working', stamp: '2098-12-31T00:00:00.000Z', snapshot: true });
+    await agentSays(ref, { what: 'working', stamp: undefined, snapshot: false });
+    expect(showsQ2(await shown(ref))).toBe(true);
+    // The second answer goes to q2; then the task finishes.
+    await answered(ref, 'r2');
+    await journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: `T-${ref.workflowId}`, statusTimestamp: new Date(BASE + 1).toISOString() });
+    expect((await journal.getDelegation(ref))!.state).toBe('COMPLETED');
+  });
+
+  it('property: any stamps (far future, past, equal, missing) across q1 and q2 with our reply between: q2 is shown, and no replay of the stretch before moves the row off it', async () => {
+    const EQUAL = new Date(BASE).toISOString();
+    const stamp = fc.oneof(
+      fc.constant(undefined),
+      fc.constantFrom(FAR, '1970-01-01T00:00:01.000Z', EQUAL),
+      fc.integer({ min: -900_000, max: 900_000 }).map((skew) => new Date(BASE + skew).toISOString()),
+    );
+    const said = (what: fc.Arbitrary<Said['what']>) => fc.record({ what, stamp, snapshot: fc.boolean() });
+    // The stretch before our reply (ending on q1), and after it: q2 at some place among replays of the stretch before.
+    const before = fc.tuple(fc.array(said(fc.constantFrom('q1', 'working')), { maxLength: 4 }), said(fc.constant('q1')));
+    const after = fc.tuple(fc.array(fc.nat(), { maxLength: 6 }), fc.nat(), said(fc.constant('q2')), fc.array(fc.nat(), { maxLength: 6 }), fc.array(stamp, { maxLength: 6 }));
+    let replied = 0;
+    await fc.assert(
+      fc.asyncProperty(before, after, async ([earlier, q1], [replaysBefore, q2Place, q2, replaysAfter, q1Again]) => {
+        const ref = await newDelegation();
+        const stretch = [...earlier, q1];
+        for (const each of stretch) await agentSays(ref, each);
+        // (Within the stretch the agent's clock decides: when it left the row off q1, there is nothing to answer.)
+        const parked = await shown(ref);
+        if (parked.state !== 'INPUT_REQUIRED' || parked.questionKey !== 'q1') return;
+        replied++;
+        await answered(ref, 'r1');
+        // Replays of the stretch before (and q1 shown again under any stamp), then q2, then more of them.
+        const replay = (index: number, i: number): Said => (i % 2 === 0 ? stretch[index % stretch.length]! : { what: 'q1', stamp: q1Again[i % Math.max(1, q1Again.length)], snapshot: i % 3 === 0 });
+        for (const [i, index] of replaysBefore.slice(0, q2Place % (replaysBefore.length + 1)).entries()) await agentSays(ref, replay(index, i));
+        await agentSays(ref, q2);
+        expect(showsQ2(await shown(ref))).toBe(true);
+        for (const [i, index] of [...replaysBefore, ...replaysAfter].entries()) {
+          await agentSays(ref, replay(index, i));
+          expect(showsQ2(await shown(ref))).toBe(true);
+        }
+      }),
+      {
+        numRuns: 80,
+        seed: Number(process.env.FAST_CHECK_SEED ?? 23),
+        examples: [
+          // q1 far ahead, q2 now; replays of q1 (far ahead) and of a WORKING before it, stamped and not.
+          [[[{ what: 'working', stamp: '2098-01-01T00:00:00.000Z', snapshot: false }], { what: 'q1', stamp: FAR, snapshot: false }], [[0, 1], 2, { what: 'q2', stamp: EQUAL, snapshot: false }, [0, 1, 0], [FAR, undefined]]],
+          // q1 and q2 with the same stamp; q2 with none; q1 without one.
+          [[[], { what: 'q1', stamp: EQUAL, snapshot: true }], [[], 0, { what: 'q2', stamp: EQUAL, snapshot: true }, [0, 1], [EQUAL]]],
+          [[[], { what: 'q1', stamp: FAR, snapshot: false }], [[], 0, { what: 'q2', stamp: undefined, snapshot: false }, [0, 1], [undefined]]],
+          [[[{ what: 'working', stamp: FAR, snapshot: false }], { what: 'q1', stamp: undefined, snapshot: false }], [[0], 1, { what: 'q2', stamp: '1970-01-01T00:00:01.000Z', snapshot: false }, [0, 1, 0, 1], [FAR]]],
+        ],
+      },
+    );
+    expect(replied).toBeGreaterThan(20);
+  }, 120_000);
+});
