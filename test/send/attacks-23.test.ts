@@ -370,7 +370,7 @@ describe('attack 23: JSON-RPC error codes outside the spec, after the agent acte
     ['-32050 with reason TASK_NOT_FOUND', { error: { code: -32050, message: 'downstream lookup failed', data: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'a2a-protocol.org' }] } }],
   ];
   for (const [name, answer] of refusedTooReadily) {
-    it.fails(`${name} after booking, two agents: one booking, COMPLETED (observed: FAILED without a search, re-delegated, two bookings)`, async () => {
+    it(`${name} after booking, two agents: one booking, COMPLETED (before: FAILED without a search, re-delegated, two bookings)`, async () => {
       const prefix = h.newPrefix();
       const bookings: string[] = [];
       const first = await h.agentWith(bookingThenAnswering(answer, bookings));
@@ -396,7 +396,7 @@ describe('attack 23: JSON-RPC error codes outside the spec, after the agent acte
    * adopted (effect maybe, found by our messageId): workflow COMPLETED, no undo sent. Fault: as above
    * (error-mapping.ts `errorFromJsonRpc` HTTP-status-in-code rule → errors.ts `sendEffectOf` none).
    */
-  it.fails('a saga whose second step books and answers code 404: COMPLETED, no undo (observed: COMPENSATED, the flight left booked)', async () => {
+  it('a saga whose second step books and answers code 404: COMPLETED, no undo (before: COMPENSATED, the flight left booked)', async () => {
     const prefix = h.newPrefix();
     const flights: string[] = [];
     const hotel = await h.agentWith({ SendMessage: (params) => ({ result: { task: task('H1', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'hotel booked' } }) } }) });

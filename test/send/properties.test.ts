@@ -92,12 +92,15 @@ describe('send properties', () => {
     );
   });
 
-  it('a send error proves that no task was created only when it is a refusal (request errors, validation errors, 401/403, a non-A2A 4xx)', () => {
+  it('a send error proves that no task was created only when it is a refusal (request errors, validation errors, 401/403, a non-A2A 4xx) under a refusing code', () => {
     fc.assert(
       fc.property(errorArbitrary, ({ kind, error }) => {
         const status = error.httpStatus;
         const plain4xx = (kind === 'protocol' || kind === 'wire' || kind === 'rpcId' || kind === 'limit') && status !== undefined && status >= 400 && status < 500;
-        expect(provesNotCreated(error)).toBe(kind === 'notFound' || kind === 'auth' || plain4xx);
+        // A refusal class proves it only when the answer's own code refuses too: here the HTTP status (none: raised
+        // without an answer); a 500 or a 200 around it is a reason over a code that does not carry it (attack23).
+        const refusingCode = status === undefined || (status >= 400 && status < 500);
+        expect(provesNotCreated(error)).toBe(((kind === 'notFound' || kind === 'auth') && refusingCode) || plain4xx);
       }),
       { numRuns: 300 },
     );
@@ -106,6 +109,8 @@ describe('send properties', () => {
     expect(provesNotCreated(new InternalAgentError('later', { jsonRpcCode: -32603, httpStatus: 400 }))).toBe(false);
     expect(provesNotCreated(new TaskNotCancelableError('odd', { jsonRpcCode: -32002 }))).toBe(false);
     expect(provesNotCreated(new UpstreamError('502', { httpStatus: 502 }))).toBe(false);
+    expect(provesNotCreated(new TaskNotFoundError('404 in code', { jsonRpcCode: 404 }))).toBe(false);
+    expect(provesNotCreated(new TaskNotFoundError('reason over -32050', { jsonRpcCode: -32050, reason: 'TASK_NOT_FOUND' }))).toBe(false);
   });
 
   it('typed protocol errors are permanent for the attempt and journal their code and limit; plain unreadable answers go to the reconciler', () => {

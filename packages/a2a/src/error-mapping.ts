@@ -63,7 +63,10 @@ export function findErrorInfoReason(details: unknown): string | undefined {
  * then `ErrorInfo.reason`, then an HTTP status a proxy put into `code`
  * (field case R08 c: `502` is an `UpstreamError`), then implementation-defined
  * server errors (-32000..-32099) as `InternalAgentError`; anything else is a
- * `ProtocolError`. `rawBody` is kept as `cause`.
+ * `ProtocolError`. `rawBody` is kept as `cause`. Only the first (the spec's own code) can prove a refusal: a class
+ * named by a reason over another code, or by an HTTP status in `code` (404 → `TaskNotFoundError`), describes the
+ * error for the logs, and `sendEffectOf` reads it as effect `maybe` from `jsonRpcCode` (an agent booked, then
+ * answered code 404: read as "nothing created", the step went to a second agent and booked twice).
  */
 export function errorFromJsonRpc(errorObject: unknown, rawBody: string, httpStatus?: number): A2AError {
   const parsed = JsonRpcErrorObjectSchema.safeParse(errorObject);

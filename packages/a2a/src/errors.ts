@@ -23,6 +23,8 @@ export interface A2AErrorDetails {
   jsonRpcCode?: number;
   /** HTTP status of the response. */
   httpStatus?: number;
+  /** gRPC status code as received (`google.rpc.Code`). */
+  grpcStatus?: number;
   /** `google.rpc.ErrorInfo.reason`, e.g. `TASK_NOT_FOUND`. */
   reason?: string;
   /** What was received (raw body text or the thrown error). */
@@ -75,6 +77,7 @@ export class A2AError extends Error {
   readonly retryable: boolean;
   readonly jsonRpcCode?: number;
   readonly httpStatus?: number;
+  readonly grpcStatus?: number;
   readonly reason?: string;
   readonly bodyExcerpt?: string;
   /** Whether the request reached the agent (`Delivery`). Never `not-sent` for an answer that arrived. */
@@ -92,6 +95,7 @@ export class A2AError extends Error {
     this.retryable = retryable;
     if (details.jsonRpcCode !== undefined) this.jsonRpcCode = details.jsonRpcCode;
     if (details.httpStatus !== undefined) this.httpStatus = details.httpStatus;
+    if (details.grpcStatus !== undefined) this.grpcStatus = details.grpcStatus;
     if (details.reason !== undefined) this.reason = details.reason;
     if (details.bodyExcerpt !== undefined) this.bodyExcerpt = details.bodyExcerpt;
     if (details.retryAfterMs !== undefined) this.retryAfterMs = details.retryAfterMs;
@@ -276,7 +280,9 @@ export interface ErrorTableRow {
    * What a SendMessage answered with this error proves about its effect: `none`, the agent refused the request
    * before acting on it (JSON-RPC 2.0 §5.1 request errors, the A2A errors raised while validating a request, spec
    * §3.3.2, §3.6, §5.4, and 401/403), so no task was created; `maybe`, it may come after the task was created
-   * (-32603, -32002, -32006, 408, 409 / ALREADY_EXISTS, 429): a search for our messageId decides.
+   * (-32603, -32002, -32006, 408, 409 / ALREADY_EXISTS, 429): a search for our messageId decides. `none` holds only
+   * when the binding signalled the row by its own code (`sendEffectOf`, `codeRefuses`): the class alone, named from a
+   * reason or from an HTTP status in a JSON-RPC `code`, is no proof.
    */
   effect: 'none' | 'maybe';
 }
@@ -312,18 +318,50 @@ const refusals = [...new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'non
 /** HTTP statuses whose row says the work may have been done (408, 409, 429). */
 const maybeStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'maybe' && row.httpStatus !== undefined).map((row) => row.httpStatus));
 
+/** An HTTP status that refuses a request by itself (HTTP+JSON, spec §11.6): a 4xx whose row does not say `maybe` (408, 409, 429). */
+const statusRefuses = (status: number): boolean => status >= 400 && status < 500 && !maybeStatuses.has(status);
+
 /**
- * What a failed SendMessage proves about its effect (the table's `effect` column): `none` when the error is a
- * refusal (also an HTTP 4xx whose body is not an A2A error, e.g. a wrong URL's page, unless the table's row for
- * that status says `maybe`: 408, 409, 429; and a server's size refusal, `RequestTooLargeError`), else `maybe`. A drop, a timeout or an unreadable answer is `maybe`:
- * the agent may have created the task.
+ * gRPC statuses that refuse a request by themselves (`google.rpc.Code`; spec §5.4 gRPC column): INVALID_ARGUMENT 3,
+ * NOT_FOUND 5, PERMISSION_DENIED 7, FAILED_PRECONDITION 9, OUT_OF_RANGE 11, UNIMPLEMENTED 12, UNAUTHENTICATED 16, the
+ * statuses `GRPC_STATUS_TABLE` (grpc/status-table.ts) maps to a refusal class (a test keeps the two in step). The
+ * others (UNKNOWN, INTERNAL, UNAVAILABLE, ABORTED, DATA_LOSS, ...) report trouble that may come after the work.
+ */
+export const GRPC_REFUSING_STATUSES: ReadonlySet<number> = new Set([3, 5, 7, 9, 11, 12, 16]);
+
+/**
+ * Whether the code of the binding that answered, read alone, is a refusal (spec §5.4, §9.5, §11.6, §10.6): on JSON-RPC
+ * the `error.code` must be the spec's own code of a refusal row (-32001, -32003..-32005, -32008, -32009, -32600..-32602,
+ * -32700); an HTTP status in `code` (a proxy's 404), a code of the implementation-defined range (-32000..-32099 outside
+ * the table) or any other integer is not, whatever class an `ErrorInfo.reason` or the status named for the logs. On gRPC
+ * the status must refuse by itself (`GRPC_REFUSING_STATUSES`); on HTTP+JSON (and any HTTP answer without a JSON-RPC
+ * code) the status is the code: a 4xx other than 408/409/429. A reason refines a refusing code (400 + TASK_NOT_CANCELABLE
+ * is `maybe` by its class) but never turns another code into a refusal. An error raised here with no answer (a 0.3
+ * binding lacking the method, a part we cannot encode) carries no code: its class decides.
+ */
+function codeRefuses(error: A2AError): boolean {
+  if (error.jsonRpcCode !== undefined) return byJsonRpcCode.get(error.jsonRpcCode)?.effect === 'none';
+  if (error.grpcStatus !== undefined) return GRPC_REFUSING_STATUSES.has(error.grpcStatus);
+  if (error.httpStatus !== undefined) return statusRefuses(error.httpStatus);
+  return true;
+}
+
+/**
+ * What a failed SendMessage proves about its effect (the table's `effect` column, the one place it is decided):
+ * `none` when the error is a refusal (a class whose row says `none`) AND the answering binding's own code is a refusal
+ * (`codeRefuses`: a class named from a reason over another code, or from an HTTP status a proxy put in a JSON-RPC
+ * `code`, describes the error for the logs but proves nothing); also an HTTP 4xx whose body is not an A2A error (a
+ * wrong URL's page; `statusRefuses`), and a server's size refusal (`RequestTooLargeError`). Else `maybe`: a drop, a
+ * timeout, an unreadable answer, a code the spec does not define: the agent may have created the task, and a search
+ * for our messageId decides (an error answer and a conclusive miss: nothing was created, `unfoundVerdict`).
  */
 export function sendEffectOf(error: unknown): 'none' | 'maybe' {
   // The agent's server refused our request's bytes before any handler ran: nothing was created.
   if (error instanceof RequestTooLargeError) return 'none';
-  if (refusals.some((refusal) => error instanceof refusal)) return 'none';
-  const status = error instanceof ProtocolError && error.jsonRpcCode === undefined ? error.httpStatus : undefined;
-  return status !== undefined && status >= 400 && status < 500 && !maybeStatuses.has(status) ? 'none' : 'maybe';
+  if (!(error instanceof A2AError)) return 'maybe';
+  if (refusals.some((refusal) => error instanceof refusal)) return codeRefuses(error) ? 'none' : 'maybe';
+  const status = error instanceof ProtocolError && error.jsonRpcCode === undefined && error.grpcStatus === undefined ? error.httpStatus : undefined;
+  return status !== undefined && statusRefuses(status) ? 'none' : 'maybe';
 }
 
 /** Looks up a class by JSON-RPC code, `ErrorInfo.reason` or HTTP status. */

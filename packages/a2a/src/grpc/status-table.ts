@@ -26,7 +26,7 @@ import {
 import { RETRY_INFO_TYPE_URL, retryAfterOfRetryInfo } from '../retry-after.ts';
 import { messageType } from './codec.ts';
 
-type ErrorClass = new (message?: string, details?: { reason?: string; cause?: unknown }) => A2AError;
+type ErrorClass = new (message?: string, details?: { reason?: string; cause?: unknown; grpcStatus?: number }) => A2AError;
 
 /** One row per gRPC status code (gRPC `status.proto`), with why where it is not obvious. */
 export const GRPC_STATUS_TABLE: ReadonlyMap<GrpcStatus, ErrorClass> = new Map<GrpcStatus, ErrorClass>([
@@ -117,7 +117,8 @@ const LOCAL_SIZE_CAP = /^Received message larger than max \((\d+) vs\.? (\d+)\)/
  */
 export function errorFromGrpc(error: ServiceError, url: string, receiveCapBytes?: number, requestBytes?: number): A2AError {
   const reason = errorInfoReason(error);
-  const details = { reason, cause: error };
+  // The status is the gRPC binding's own code: a reason over one that does not refuse proves no refusal (`sendEffectOf`).
+  const details = { reason, cause: error, grpcStatus: error.code };
   const message = error.details || `gRPC status ${GrpcStatus[error.code] ?? error.code} from ${url}`;
   const overCap = error.code === GrpcStatus.RESOURCE_EXHAUSTED ? LOCAL_SIZE_CAP.exec(error.details ?? '') : null;
   if (overCap && receiveCapBytes !== undefined && Number(overCap[2]) === receiveCapBytes) {

@@ -94,7 +94,8 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
     lastAttempt: job.attemptsMade + 1 >= job.attempts,
     ...(overLimit ? { unacceptable: { code: 'LIMIT_EXCEEDED', message: recorded.message, limit: error.limit } } : {}),
     ...(credentialsRefused ? { credentialsRefused } : {}),
-    ...(nextInterface && afterMark ? { nextInterface } : {}),
+    // P37: another interface gets the same messageId only after a proven refusal (-32009 as the spec's own code).
+    ...(nextInterface && afterMark && effect === 'none' ? { nextInterface } : {}),
     ...(unreachable && provesUnreachable(error, delivery) ? { unreachable } : {}),
   };
 }

@@ -10,6 +10,7 @@ import {
   RequestTooLargeError,
   A2AError,
   isRetryable,
+  sendEffectOf,
   isInterruptedTaskState,
   type A2ATransport,
   type Message,
@@ -131,9 +132,11 @@ async function deliver(run: ReplyRun): Promise<string> {
       const failed = readFailure(error, 'reply', 'reply refused', false, ctx.logger);
       if (failed.kind === 'task-not-found') return (await apply(ctx, record, failed, { source: 'reply' }), 'reply-task-not-found');
     }
-    // Only an explicit refusal of the answer itself (its parts, its content type, its size) reopens the question; anything else is retried, and
-    // the rerun asks the agent first once the lease has expired (the reply is 'sending').
-    if (!(error instanceof InvalidParamsError || error instanceof ContentTypeNotSupportedError || error instanceof RequestTooLargeError)) throw error;
+    // Only an explicit refusal of the answer itself (its parts, its content type, its size), proven by the binding's own
+    // code (effect none), reopens the question; anything else is retried, and the rerun asks the agent first once the
+    // lease has expired (the reply is 'sending'). A 415 a proxy put in a JSON-RPC `code` proves no refusal.
+    const refused = error instanceof InvalidParamsError || error instanceof ContentTypeNotSupportedError || error instanceof RequestTooLargeError;
+    if (!refused || sendEffectOf(error) !== 'none') throw error;
     const task = await readOurTask(run);
     if (task && replyDelivered(task, record)) return settleDelivered(run, task, 'reply-already-delivered');
     await apply(ctx, record, { kind: 'reply-refused', replyMessageId: record.replyMessageId!, message: error.message }, { fence, replyToken: token, source: 'reply' });

@@ -26,6 +26,7 @@ import {
   UnsupportedOperationError,
   StreamIdleError,
   isTerminalTaskState,
+  sendEffectOf,
   setLongTimeout,
   type A2ATransport,
   type EventStream,
@@ -103,7 +104,9 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       answered = await applyFirstEvent(send, first);
     } catch (error) {
       await close();
-      if (error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) {
+      // Streaming refused by the spec's own code (effect none): nothing was created, the plain send may follow. The same
+      // class named from a reason over another code, or a 405 in a JSON-RPC `code`, proves nothing: the search decides.
+      if ((error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) && sendEffectOf(error) === 'none') {
         // Without the lease held throughout, the reconciler may already have searched (nothing: the
         // refusal created no task) and resent: it owns the delegation now, so nothing is sent here.
         if (!held || leaseLost.aborted) {

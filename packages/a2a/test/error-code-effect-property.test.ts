@@ -1,0 +1,158 @@
+/**
+ * Property (attack23): only the answering binding's own code proves that a SendMessage created nothing. An agent
+ * booked, then answered a JSON-RPC error whose code the spec does not define for it: an HTTP status a proxy put in
+ * `code` (404, 400), or a code of the implementation-defined range (-32050) with an ErrorInfo reason TASK_NOT_FOUND.
+ * Before, the class named by the status or the reason (TaskNotFoundError, InvalidRequestError) was read as a refusal:
+ * effect none, no search, the step sent to a second agent: booked twice. Now such a class describes the error for the
+ * logs and its effect is `maybe` (a search by our messageId decides). Over every binding: JSON-RPC (any integer code,
+ * with or without reasons, on any HTTP status), HTTP+JSON 1.0 (`google.rpc.Status`, the status is the code) and 0.3
+ * (`{code, message}`), gRPC (any status, with or without an ErrorInfo). The oracle below is the spec's table (spec
+ * §5.4, §9.5, §11.6; JSON-RPC 2.0 §5.1), written out, not read from `A2A_ERROR_TABLE`.
+ */
+import { Metadata, type ServiceError } from '@grpc/grpc-js';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { errorFromHttp, errorFromJsonRpc } from '../src/error-mapping.ts';
+import { A2AError, GRPC_REFUSING_STATUSES, TaskNotFoundError, UpstreamError, isRetryable, sendEffectOf } from '../src/errors.ts';
+import { encodeFromJson, messageType } from '../src/grpc/codec.ts';
+import { GRPC_STATUS_DETAILS_KEY, GRPC_STATUS_TABLE, errorFromGrpc } from '../src/grpc/status-table.ts';
+import { errorFromHttpV03 } from '../src/v03/rest.ts';
+
+/** JSON-RPC codes that refuse a SendMessage before it acts: the request errors of JSON-RPC 2.0 §5.1 and the A2A errors raised while validating it. */
+const SPEC_REFUSAL_CODES = new Set([-32700, -32600, -32601, -32602, -32001, -32003, -32004, -32005, -32008, -32009]);
+/** The spec's other codes: may come after the task was created (internal error, not cancelable, invalid agent response, card not configured). */
+const SPEC_OTHER_CODES = [-32603, -32002, -32006, -32007];
+/** Reasons naming an error that may come after the work (their class is never a refusal). */
+const MAYBE_REASONS = new Set(['TASK_NOT_CANCELABLE', 'INVALID_AGENT_RESPONSE', 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', 'INTERNAL_ERROR', 'ALREADY_EXISTS']);
+const REASONS = ['TASK_NOT_FOUND', 'UNSUPPORTED_OPERATION', 'CONTENT_TYPE_NOT_SUPPORTED', 'VERSION_NOT_SUPPORTED', 'EXTENSION_SUPPORT_REQUIRED', 'PUSH_NOTIFICATION_NOT_SUPPORTED', 'INVALID_PARAMS', 'INVALID_REQUEST', 'METHOD_NOT_FOUND', 'PARSE_ERROR', ...MAYBE_REASONS];
+/** HTTP+JSON: the status is the code; a 4xx refuses, but 408, 409 and 429 may come after the work. */
+const statusRefuses = (status: number) => status >= 400 && status < 500 && ![408, 409, 429].includes(status);
+
+const errorInfo = (reason: string) => ({ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'a2a-protocol.org' });
+const reasonArb = fc.option(fc.oneof(fc.constantFrom(...REASONS), fc.string({ maxLength: 12 })), { nil: undefined });
+/** `error.data` as agents send it: an ErrorInfo list (1.0), one ErrorInfo object (0.3 habit), or something else. */
+const dataArb = (reason: string | undefined) =>
+  reason === undefined ? fc.constantFrom<unknown>(undefined, null, 'details', { retry: true }) : fc.constantFrom<unknown>([errorInfo(reason)], errorInfo(reason), [{ note: 'x' }, errorInfo(reason)]);
+const codeArb = fc.oneof(
+  fc.integer(),
+  fc.constantFrom(...SPEC_REFUSAL_CODES, ...SPEC_OTHER_CODES),
+  fc.integer({ min: -32099, max: -32000 }),
+  fc.integer({ min: -32768, max: -32000 }),
+  fc.integer({ min: 100, max: 599 }),
+);
+/** 200: the error in a 2xx (JSON-RPC's own way); any other: the JSON-RPC envelope on an error status. */
+const httpStatusArb = fc.oneof(fc.constant(200), fc.integer({ min: 300, max: 599 }));
+
+/** A JSON-RPC error answer to our request as the client reads it (1.0, or a 0.3 REST `{code, message, data}` body). */
+function jsonRpcAnswer(code: number, data: unknown, httpStatus: number, binding: 'JSONRPC' | 'HTTP+JSON 0.3'): A2AError {
+  const error = { code, message: 'no', ...(data === undefined ? {} : { data }) };
+  if (binding === 'HTTP+JSON 0.3') return errorFromHttpV03(httpStatus === 200 ? 500 : httpStatus, 'application/json', JSON.stringify(error));
+  const body = JSON.stringify({ jsonrpc: '2.0', id: 1, error });
+  return httpStatus === 200 ? errorFromJsonRpc(error, body, 200) : errorFromHttp(httpStatus, 'application/json', body);
+}
+
+/** A gRPC failure with `code` and, given a reason, its ErrorInfo in the details trailer. */
+function grpcFailure(code: number, reason: string | undefined): ServiceError {
+  const metadata = new Metadata();
+  if (reason !== undefined) {
+    metadata.set(GRPC_STATUS_DETAILS_KEY, encodeFromJson(messageType('google.rpc.Status'), { code, message: reason, details: [errorInfo(reason)] }));
+  }
+  return Object.assign(new Error('no'), { code, details: 'no', metadata });
+}
+
+describe('property: only the binding\'s own refusal code proves nothing was created', () => {
+  it('JSON-RPC (1.0 and 0.3 REST): any integer code, any reason, any HTTP status: effect none only for the spec\'s refusal codes (and a 401/403 status)', () => {
+    fc.assert(
+      fc.property(
+        codeArb,
+        reasonArb.chain((reason) => dataArb(reason).map((data) => ({ reason, data }))),
+        httpStatusArb,
+        fc.constantFrom<'JSONRPC' | 'HTTP+JSON 0.3'>('JSONRPC', 'HTTP+JSON 0.3'),
+        (code, { data }, httpStatus, binding) => {
+          const error = jsonRpcAnswer(code, data, httpStatus, binding);
+          expect(error).toBeInstanceOf(A2AError);
+          // A 401/403 status refuses our credentials before any JSON-RPC handler ran, whatever the body says.
+          const expected = SPEC_REFUSAL_CODES.has(code) || httpStatus === 401 || httpStatus === 403 ? 'none' : 'maybe';
+          expect(sendEffectOf(error), `${binding} HTTP ${httpStatus} code ${code} ${JSON.stringify(data)}: ${error.name}`).toBe(expected);
+        },
+      ),
+      {
+        numRuns: 600,
+        examples: [
+          [404, { reason: undefined, data: undefined }, 200, 'JSONRPC'],
+          [400, { reason: undefined, data: undefined }, 200, 'JSONRPC'],
+          [415, { reason: undefined, data: undefined }, 200, 'JSONRPC'],
+          [405, { reason: undefined, data: undefined }, 200, 'JSONRPC'],
+          [401, { reason: undefined, data: undefined }, 200, 'JSONRPC'],
+          [502, { reason: undefined, data: undefined }, 200, 'JSONRPC'],
+          [-32050, { reason: 'TASK_NOT_FOUND', data: [errorInfo('TASK_NOT_FOUND')] }, 200, 'JSONRPC'],
+          [-32050, { reason: 'VERSION_NOT_SUPPORTED', data: errorInfo('VERSION_NOT_SUPPORTED') }, 200, 'JSONRPC'],
+          [1, { reason: 'UNSUPPORTED_OPERATION', data: [errorInfo('UNSUPPORTED_OPERATION')] }, 200, 'JSONRPC'],
+          [-32603, { reason: 'INVALID_PARAMS', data: [errorInfo('INVALID_PARAMS')] }, 200, 'JSONRPC'],
+          [-32001, { reason: undefined, data: undefined }, 200, 'JSONRPC'],
+          [-32602, { reason: 'INTERNAL_ERROR', data: [errorInfo('INTERNAL_ERROR')] }, 200, 'JSONRPC'],
+          [-32001, { reason: undefined, data: undefined }, 404, 'JSONRPC'],
+          [404, { reason: undefined, data: undefined }, 404, 'JSONRPC'],
+          [-32009, { reason: undefined, data: undefined }, 400, 'HTTP+JSON 0.3'],
+          [404, { reason: undefined, data: undefined }, 404, 'HTTP+JSON 0.3'],
+          [-32050, { reason: 'TASK_NOT_FOUND', data: [errorInfo('TASK_NOT_FOUND')] }, 401, 'JSONRPC'],
+        ],
+      },
+    );
+  });
+
+  it('HTTP+JSON 1.0: any status, any reason: effect none only when the status refuses (401/403 whatever the reason) and the reason names no error that may follow the work', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 300, max: 599 }), reasonArb, fc.boolean(), (status, reason, withStatusName) => {
+        const body = { error: { code: status, ...(withStatusName ? { status: 'SOME_STATUS' } : {}), message: 'no', ...(reason === undefined ? {} : { details: [errorInfo(reason)] }) } };
+        const error = errorFromHttp(status, 'application/json', JSON.stringify(body));
+        // 401/403 refuse our credentials before any handler ran, whatever the body says (`AuthenticationError`).
+        const credentials = status === 401 || status === 403;
+        const expected = credentials || (statusRefuses(status) && (reason === undefined || !MAYBE_REASONS.has(reason))) ? 'none' : 'maybe';
+        expect(sendEffectOf(error), `HTTP ${status} reason ${reason}: ${error.name}`).toBe(expected);
+      }),
+      {
+        numRuns: 400,
+        examples: [
+          [404, 'TASK_NOT_FOUND', true],
+          [400, 'UNSUPPORTED_OPERATION', true],
+          [400, 'TASK_NOT_CANCELABLE', true],
+          [500, 'TASK_NOT_FOUND', true],
+          [503, 'UNSUPPORTED_OPERATION', false],
+          [302, 'INVALID_REQUEST', false],
+          [408, 'INVALID_PARAMS', false],
+          [410, undefined, false],
+          [409, undefined, true],
+          [401, 'INTERNAL_ERROR', false],
+        ],
+      },
+    );
+  });
+
+  it('gRPC: any status, any reason: effect none only when the status refuses by itself and the reason names no error that may follow the work', () => {
+    const refusing = new Set([3, 5, 7, 9, 11, 12, 16]);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 20 }), reasonArb, (code, reason) => {
+        const error = errorFromGrpc(grpcFailure(code, reason), 'http://agent.test');
+        const expected = refusing.has(code) && (reason === undefined || !MAYBE_REASONS.has(reason)) ? 'none' : 'maybe';
+        expect(sendEffectOf(error), `gRPC ${code} reason ${reason}: ${error.name}`).toBe(expected);
+      }),
+      { numRuns: 300, examples: [[5, 'TASK_NOT_FOUND'], [13, 'TASK_NOT_FOUND'], [2, 'VERSION_NOT_SUPPORTED'], [14, 'UNSUPPORTED_OPERATION'], [9, 'TASK_NOT_CANCELABLE'], [9, undefined], [12, undefined], [6, 'TASK_NOT_FOUND'], [17, 'INVALID_PARAMS']] },
+    );
+  });
+
+  it('the gRPC refusing statuses are those the status table maps to a refusal class', () => {
+    for (const [status, ErrorClass] of GRPC_STATUS_TABLE) expect(GRPC_REFUSING_STATUSES.has(status), String(status)).toBe(sendEffectOf(new ErrorClass('x')) === 'none');
+  });
+
+  it('a descriptive class is kept for the logs (404 in code: TaskNotFoundError, maybe); R08 c: a proxy\'s 502 in code stays a retryable upstream error', () => {
+    const notFound = errorFromJsonRpc({ code: 404, message: 'Not Found' }, '{}', 200);
+    expect(notFound).toBeInstanceOf(TaskNotFoundError);
+    expect(notFound).toMatchObject({ jsonRpcCode: 404, delivery: 'received' });
+    expect(sendEffectOf(notFound)).toBe('maybe');
+    const badGateway = errorFromJsonRpc({ code: 502, message: 'Bad Gateway' }, '{}', 200);
+    expect(badGateway).toBeInstanceOf(UpstreamError);
+    expect(isRetryable(badGateway)).toBe(true);
+    expect(sendEffectOf(badGateway)).toBe('maybe');
+  });
+});
