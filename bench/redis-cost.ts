@@ -4,7 +4,13 @@
  * delegation, read before and after, against BullMQ's own floor: add and
  * process two trivial jobs per delegation (what send → follow needs at the
  * least) through plain BullMQ queues on the same Redis.
+ * INFO cpu follows the machine: on 2 shared cores the durable side's Node processes run beside redis-server, the
+ * floor's hardly. `BENCH_CALLGRIND_DIR=<dir> REDIS_SERVER_BIN=<wrapper>` (see `instructionsSinceDump`) adds each
+ * side's redis-server instructions, which do not move with the load; `BENCH_SCALE=0.4` is enough under callgrind.
  */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Queue, Worker } from 'bullmq';
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
@@ -26,6 +32,30 @@ interface Cost {
   commandMicros: number;
   byCommand: Map<string, number>;
   byMicros: Map<string, number>;
+  /** redis-server's instructions over the run (callgrind `Ir`, `BENCH_CALLGRIND_DIR` only; else 0). */
+  instructions: number;
+  /** The system part of `cpuSeconds` (used_cpu_sys): the kernel's share, networking mostly. */
+  sysSeconds: number;
+}
+
+async function redisSysSeconds(meter: Redis): Promise<number> {
+  return Number(/used_cpu_sys:([\d.]+)/.exec(await meter.info('cpu'))?.[1]);
+}
+
+/**
+ * With `BENCH_CALLGRIND_DIR` set, redis-server runs under valgrind's callgrind (REDIS_SERVER_BIN: a wrapper that execs
+ * `valgrind --tool=callgrind --callgrind-out-file=$BENCH_CALLGRIND_DIR/cg.%p … redis-server "$@"`), and each side's
+ * instructions are read from a dump before and after it: a count that does not move with the machine's load, unlike
+ * INFO cpu on a shared machine. Returns the instructions since the last dump.
+ */
+let dumps = 0;
+async function instructionsSinceDump(meter: Redis): Promise<number> {
+  const dir = process.env.BENCH_CALLGRIND_DIR;
+  if (!dir) return 0;
+  const pid = /process_id:(\d+)/.exec(await meter.info('server'))?.[1];
+  execFileSync('callgrind_control', ['-d', String(pid)], { stdio: 'ignore' });
+  dumps += 1;
+  return Number(/^totals: (\d+)/m.exec(readFileSync(join(dir, `cg.${pid}.${dumps}`), 'utf8'))?.[1]);
 }
 
 export async function run(scale: number): Promise<BenchResult> {
@@ -35,7 +65,7 @@ export async function run(scale: number): Promise<BenchResult> {
   try {
     const durable = await durableCost(redisServer.url, meter, delegations);
     const floor = await bullmqFloor(redisServer.url, meter, delegations);
-    const per = (cost: Cost) => ({ commands: cost.commands / delegations, cpuMs: (cost.cpuSeconds * 1000) / delegations, commandMicros: cost.commandMicros / delegations });
+    const per = (cost: Cost) => ({ commands: cost.commands / delegations, cpuMs: (cost.cpuSeconds * 1000) / delegations, commandMicros: cost.commandMicros / delegations, instructions: cost.instructions / delegations, sysMs: (cost.sysSeconds * 1000) / delegations });
     const d = per(durable);
     const f = per(floor);
     const top = (values: Map<string, number>) =>
@@ -55,7 +85,16 @@ export async function run(scale: number): Promise<BenchResult> {
         { metric: 'BullMQ floor: Redis command time per delegation (commandstats usec)', value: round(f.commandMicros, 1), unit: 'µs' },
         { metric: 'durable-a2a: Redis process CPU per delegation (INFO cpu)', value: round(d.cpuMs * 1000, 1), unit: 'µs' },
         { metric: 'BullMQ floor: Redis process CPU per delegation (INFO cpu)', value: round(f.cpuMs * 1000, 1), unit: 'µs' },
+        { metric: 'durable-a2a: of which system (used_cpu_sys)', value: round(d.sysMs * 1000, 1), unit: 'µs' },
+        { metric: 'BullMQ floor: of which system (used_cpu_sys)', value: round(f.sysMs * 1000, 1), unit: 'µs' },
         { metric: 'CPU ratio durable / floor (INFO cpu)', value: round(d.cpuMs / f.cpuMs, 2), unit: '' },
+        ...(d.instructions > 0
+          ? [
+              { metric: 'durable-a2a: redis-server instructions per delegation (callgrind)', value: round(d.instructions / 1000, 1), unit: 'k Ir' },
+              { metric: 'BullMQ floor: redis-server instructions per delegation (callgrind)', value: round(f.instructions / 1000, 1), unit: 'k Ir' },
+              { metric: 'instructions ratio durable / floor (callgrind)', value: round(d.instructions / f.instructions, 2), unit: '' },
+            ]
+          : []),
         { metric: 'delegations measured', value: delegations, unit: 'per side' },
       ],
       notes: [
@@ -79,8 +118,12 @@ async function measure(meter: Redis, work: () => Promise<void>): Promise<Cost> {
   const before = await commandCalls(meter);
   const microsBefore = await commandMicros(meter);
   const cpuBefore = await redisCpuSeconds(meter);
+  const sysBefore = await redisSysSeconds(meter);
+  await instructionsSinceDump(meter);
   await work();
+  const instructions = await instructionsSinceDump(meter);
   const cpuAfter = await redisCpuSeconds(meter);
+  const sysSeconds = (await redisSysSeconds(meter)) - sysBefore;
   const byCommand = callsDelta(before, await commandCalls(meter));
   const byMicros = callsDelta(microsBefore, await commandMicros(meter));
   for (const command of OWN_COMMANDS) {
@@ -88,7 +131,7 @@ async function measure(meter: Redis, work: () => Promise<void>): Promise<Cost> {
     byMicros.delete(command);
   }
   const sum = (values: Map<string, number>) => [...values.values()].reduce((total, value) => total + value, 0);
-  return { commands: sum(byCommand), cpuSeconds: cpuAfter - cpuBefore, commandMicros: sum(byMicros), byCommand, byMicros };
+  return { commands: sum(byCommand), cpuSeconds: cpuAfter - cpuBefore, commandMicros: sum(byMicros), byCommand, byMicros, instructions, sysSeconds };
 }
 
 async function durableCost(redisUrl: string, meter: Redis, delegations: number): Promise<Cost> {

@@ -181,3 +181,27 @@ function build(workflowId: string, workflowRow: StoredRow, delegations: readonly
   if (createdAt !== undefined) encoded = `{${label.get('createdAt')!}:${since !== undefined ? createdAt : text(createdAt)}${encoded.length > 2 ? ',' : ''}${encoded.slice(1)}`;
   return { workflow: encoded, delegations: built };
 }
+
+/**
+ * Lua `withArtifacts` (lua/includes/compaction.lua) for artifacts the caller holds, as finishStep-5.lua would have
+ * read them into the record from its arguments: `artifacts` in the Task's order (a later duplicate id wins, its order
+ * the later one's), each stored as `order:<id>` (its index, or '1' when `adds`: one artifact update added to a row
+ * that holds none), `meta:<id>` and `parts:<id>`; members sorted by name byte for byte (Lua compares strings as
+ * bytes), a JSON value kept as it is, any other (and every order) as a string. The record whole when there is none.
+ */
+export function withArtifactsText(record: string, artifacts: readonly { artifactId: string; meta: string; parts: string }[], adds: boolean): string {
+  const fields = new Map<string, string>();
+  artifacts.forEach(({ artifactId, meta, parts }, index) => {
+    fields.set(`meta:${artifactId}`, meta);
+    fields.set(`parts:${artifactId}`, parts);
+    fields.set(`order:${artifactId}`, adds ? '1' : String(index));
+  });
+  if (fields.size === 0) return record;
+  const names = [...fields.keys()].sort((a, b) => Buffer.compare(Buffer.from(a, 'utf8'), Buffer.from(b, 'utf8')));
+  const members = names.map((name) => {
+    const value = fields.get(name)!;
+    const embedded = !name.startsWith('order:') && (value.startsWith('{') || value.startsWith('['));
+    return `${text(name)}:${embedded ? value : text(value)}`;
+  });
+  return `${record.slice(0, -1)}${record.length > 2 ? ',' : ''}${text(layout.names.artifacts ?? 'artifacts')}:{${members.join(',')}}}`;
+}

@@ -10,7 +10,7 @@
 import { storedArtifact } from '@durable-a2a/a2a/pure';
 import { parseAgentTimestamp } from './clock.ts';
 import type { DelegationRef } from './core.ts';
-import type { StoredRow } from './compacted-record-text.ts';
+import { withArtifactsText, type StoredRow } from './compacted-record-text.ts';
 import { changedRow, heldVersion } from './held-rows.ts';
 import { indexMember } from './keys.ts';
 import { encodeRecordedError, type DelegationRecord } from './record.ts';
@@ -40,7 +40,11 @@ export type FinishStepResult =
   | { finished: true; record: DelegationRecord; removedFromIndex: boolean; artifact?: ArtifactOutcome }
   | { finished: false; status: StatusChangeResult; artifact?: ArtifactOutcome };
 
-/** finishStep-5.lua's input (see its header): `artifacts` the snapshot's, as stored (undefined: left as they are). */
+/**
+ * finishStep-5.lua's input (see its header): `artifacts` 'given' (a snapshot's) or 'add' (one update added to a row
+ * without artifacts) when `recordText`'s delegation text holds them (`withArtifactsText`), 'stored' when the script
+ * reads them.
+ */
 interface FinishStepInput {
   fence: number | undefined;
   leaseToken: string;
@@ -49,9 +53,7 @@ interface FinishStepInput {
   state: WorkflowState;
   workflowVersion: number;
   members: readonly [string, string];
-  artifacts: ReturnType<typeof storedArtifact>[] | undefined;
-  /** `artifacts` is one artifact update added to a row without artifacts (ARGV[10] 'add'), not a snapshot's. */
-  adds: boolean;
+  artifacts: 'stored' | 'given' | 'add';
   recordText: readonly string[];
 }
 
@@ -65,8 +67,7 @@ const finishStepArguments = (input: FinishStepInput): (string | number)[] => [
   input.state,
   input.workflowVersion,
   ...input.members,
-  input.adds ? 'add' : input.artifacts ? input.artifacts.length : '',
-  ...(input.artifacts ?? []).flatMap(({ artifactId, meta, parts, bytes }) => [artifactId, meta, parts, String(bytes)]),
+  input.artifacts === 'stored' ? '' : input.artifacts,
   ...input.recordText,
 ];
 
@@ -206,12 +207,13 @@ export class JournalFinishStep extends JournalStatus {
     const recordText = recordTextArguments(ref.workflowId, workflowRow, encodeWorkflowPatch(finish.patch), nowMs, [{ id: ref.delegationId, row }]);
     const record = recordText.length > 0 ? changedRow(held, row) : undefined;
     if (!record) return undefined;
+    // The artifacts the script would read into the record from its arguments, in the delegation's text here (its last).
     const artifacts = added ? [storedArtifact(added.artifact)] : change.artifacts?.map((stored) => storedArtifact(stored));
+    if (artifacts) recordText.push(withArtifactsText(recordText.pop()!, artifacts, added !== undefined));
     return {
       record,
       script: {
-        artifacts,
-        adds: added !== undefined,
+        artifacts: added ? 'add' : artifacts ? 'given' : 'stored',
         fence: change.fence,
         leaseToken: change.endsLease?.token ?? '',
         nowMs,

@@ -21,16 +21,17 @@
   ARGV[6] the workflow's state as the change sets it (published when ARGV[5] is '')
   ARGV[7] the workflow row's version the text was built from (the change writes it + 1)
   ARGV[8] the delegation's index member, ARGV[9] the workflow's '*' member (indexMember)
-  ARGV[10] number of the Task's artifacts N ('' = leave the stored artifacts), then N quadruples artifactId, meta
-          JSON, parts JSON array, bytes (applyStatus-5.lua ARGV[20..]): a snapshot's artifacts replace the stored ones
-          (read into the record from here: never written, as the artifacts hash is deleted with the compaction);
-          or 'add', then one quadruple: an artifact update that came with the status, added to a row that holds no
-          artifact, as applyArtifact-2.lua would add it (its order '1', the hash's field count once its bytes are in;
-          the row's version moves by two, so it is the text's version - 2), N = 1
-  ARGV[11+4N..] the record text as updateWorkflow-4.lua takes it (ARGV[9+n..]) for one delegation: the workflow
+  ARGV[10] '' = the stored artifacts (read into the record here); 'given' = a snapshot's artifacts replace them, or
+          'add' = one artifact update added to a row that holds no artifact, as applyArtifact-2.lua would add it (the
+          row's version moves by two, so it is the text's version - 2): in both the caller's delegation text
+          (ARGV[19]) already holds them as `withArtifacts` (includes/compaction.lua) would add them
+          (compacted-record-text.ts `withArtifactsText`), and they are never written (the artifacts hash is deleted
+          with the compaction). Reading them into the record here from their arguments took about a fifth of this
+          script's instructions (pattern matches, a sort and string building in Lua).
+  ARGV[11..] the record text as updateWorkflow-4.lua takes it (ARGV[9+n..]) for one delegation: the workflow
           object's text, the row's historyDropped ('' absent), then the delegation's id, the version its text holds
           (the row's version before the status change + 1), fence, pushConfigState, pushConfigId, pushToken ('' absent)
-          and its record text without artifacts
+          and its record text (with the artifacts when ARGV[10] is 'given' or 'add')
   Checked before any write: the delegation row is at the text's version - 1 (- 2 with 'add', and holds no artifact
   then), unfinished, and holds the fence, push
   config state, push config id and push token the text was built from (and ARGV[1]'s fence when given); the
@@ -44,8 +45,7 @@
 --- @include "workflowKeys"
 --- @include "compaction"
 local adds = ARGV[10] == 'add'
-local artifacts = adds and 1 or (ARGV[10] ~= '' and tonumber(ARGV[10]) or nil)
-local at = 11 + 4 * (artifacts or 0)
+local at = 11
 local textVersion, fence = ARGV[at + 3], ARGV[at + 4]
 local row = redis.call('HMGET', KEYS[1], 'version', 'state', 'fence', 'pushConfigState', 'pushConfigId', 'pushToken', 'delegationId', 'artifactBytes')
 if row[7] ~= ARGV[at + 2] or tostring((tonumber(row[1]) or 0) + (adds and 2 or 1)) ~= textVersion or FINISHED[row[2]] then return {0, 'changed'} end
@@ -61,19 +61,8 @@ if not workflow[5] or workflow[1] ~= ARGV[7] or FINISHED_WORKFLOW[workflow[2]] o
 local ids = redis.call('LRANGE', listKey, 0, -1)
 if #ids ~= 1 or ids[1] ~= row[7] then return {0, 'changed'} end
 local schema = {} --[[COMPACTED_RECORD_ASSEMBLY]]
--- A snapshot's artifacts as replaceArtifacts (applyStatus-5.lua) would leave the hash (a later duplicate id wins,
--- its order the later one's), or the one artifact an update adds to an empty hash, read into the record from ARGV.
-local given
-if artifacts then
-  local fields = {}
-  for i = 0, artifacts - 1 do
-    local a = 11 + i * 4
-    fields['meta:' .. ARGV[a]] = ARGV[a + 1]
-    fields['parts:' .. ARGV[a]] = ARGV[a + 2]
-    fields['order:' .. ARGV[a]] = adds and '1' or tostring(i)
-  end
-  given = { fields }
-end
+-- The caller's text holds the Task's artifacts ('given', 'add'): `assemble` adds none (an empty set), reads none.
+local given = ARGV[10] ~= '' and { {} } or nil
 local done = assemble(schema, ARGV[at], { ARGV[at + 8] }, ids, base, workflow[4] or '', given)
 if not done then return {0, 'large'} end
 
