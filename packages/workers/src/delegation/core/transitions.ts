@@ -88,16 +88,20 @@ export function transition(record: DelegationRecord, observation: Observation, p
   switch (observation.kind) {
     case 'send-answered': {
       const { answer, ownership } = observation;
-      if ('message' in answer) {
-        // A direct Message reply completes the delegation (spec §3.1.1).
-        return { write: { kind: 'outcome', state: 'COMPLETED', guard: 'none', result: { message: answer.message }, ...(answer.message.contextId ? { contextId: answer.message.contextId } : {}) }, next: route };
-      }
-      if (ownership.kind === 'disproven') {
-        // The agent had our message (delivery received); what it names is not ours: a search decides.
+      if (ownership.kind === 'disproven' || ('message' in answer && ownership.kind !== 'proven')) {
+        // The agent had our message (delivery received); what it answered is not shown ours (a Task, or a Message by
+        // `messageAnswerProof`): the work may have happened (effect maybe), never COMPLETED from it: a search decides.
+        const reason = ownership.kind === 'disproven' ? ownership.reason : 'the answer is not shown ours';
         return {
-          write: { kind: 'note-send-error', error: { code: 'FOREIGN_TASK', message: ownership.reason, retryable: false, delivery: 'received', answer: 'unreadable' } },
+          write: { kind: 'note-send-error', error: { code: 'FOREIGN_TASK', message: reason, retryable: false, delivery: 'received', answer: 'unreadable' } },
           next: { kind: 'ask-reconciler' },
         };
+      }
+      if ('message' in answer) {
+        // A Message naming a task of ours: the task is bound and followed, its result read from it, never from this
+        // interim Message. A plain direct reply completes the delegation with its parts (spec §3.1.1).
+        if (observation.namesTask !== undefined) return namedTaskRow(record, observation.namesTask, answer.message.contextId);
+        return { write: { kind: 'outcome', state: 'COMPLETED', guard: 'none', result: { message: answer.message }, ...(answer.message.contextId ? { contextId: answer.message.contextId } : {}) }, next: route };
       }
       // A35: a summary found while the send was held identifies the task; a finished one is read in full first.
       if (observation.summary && isTerminalTaskState(answer.task.status.state)) {
@@ -353,6 +357,18 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // This worker is closing: another one follows at once (a follow job, no delay).
       return { next: isFinished(record.state) ? { kind: 'nothing' } : { kind: 'follow', plan: {} } };
   }
+}
+
+/**
+ * A task a Message answer of ours named (`messageAnswerProof`): a task exists, so the row is bound to it as SUBMITTED
+ * (its state unknown until read, as a send stream's first status identifies a task, A34) and routed: the follow reads
+ * it (SubscribeToTask's snapshot, or GetTask) and only what it reads settles the row. Already bound to it: routed.
+ */
+function namedTaskRow(record: DelegationRecord, taskId: string, contextId: string | undefined): Step {
+  const next: Next = { kind: 'route', plan: { again: false } };
+  if (record.taskId === taskId) return { next };
+  const task: Task = { id: taskId, ...(contextId ? { contextId } : {}), status: { state: 'TASK_STATE_SUBMITTED' } };
+  return { write: { kind: 'snapshot', task, guard: 'none', bindAgent: record.taskId === undefined }, next };
 }
 
 /**
