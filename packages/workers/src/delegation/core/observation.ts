@@ -36,8 +36,9 @@ export interface Asked {
  *   - `role` other than the agent's (an echo of our own message): not the agent's answer;
  *   - a `contextId` that is not ours (when we sent one), or a `taskId` that is not the task we hold: not shown ours
  *     (a Message carries no history to show our messageId in, as a Task answered in another context does, R16);
- *   - then a `taskId` (`namesTask`): a task exists whose result this Message is not (an interim word about it): the
- *     task is bound and read, never settled from the Message;
+ *   - then a `taskId` (`namesTask`): a task may exist whose result this Message is not (an interim word about it):
+ *     the task is bound and read, settled from what the reads show; only a TaskNotFound for it (an SDK executor that
+ *     copies its request's task id into its reply and keeps no task) makes the Message the whole answer;
  *   - else a plain reply: its parts are the result.
  * Not ours: ownership disproven, delivery received, effect maybe (the send-answered row: a search by our messageId,
  * or a person); never COMPLETED from it.
@@ -138,7 +139,10 @@ export type Observation =
       ownership: Ownership;
       via: 'answer' | 'search-while-held' | 'stream';
       summary?: boolean;
-      /** A Message answer naming a task of ours (`messageAnswerProof`): that task is bound and read, the Message is no result. */
+      /**
+       * A Message answer naming a task of ours (`messageAnswerProof`): that task is bound and read, the Message kept
+       * with it; it is the result only when the agent then says the task does not exist (transitions.ts `unreadNamedTask`).
+       */
       namesTask?: string;
     }
   /** SendMessage failed. `afterMark`: the request may have left. `effect: 'none'`: the answer is a refusal (the A2A error table's `effect` column). */
