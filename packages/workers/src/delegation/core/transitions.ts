@@ -10,7 +10,8 @@
  *   - a partial read (a ListTasks summary, a stream of appended chunks) identifies a task but never settles it: the
  *     outcome comes from a full read;
  *   - TaskNotFound from any call is one row (a window of answers, then a ListTasks check, then LOST), but for a task
- *     a Message answer named and nothing read since: that Message was the whole answer (COMPLETED with it).
+ *     a Message answer named and nothing read since: at the window's end that Message was the whole answer
+ *     (COMPLETED with it).
  */
 import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
 import type { Message, StreamResponse, Task } from '@durable-a2a/a2a';
@@ -210,13 +211,15 @@ export function transition(record: DelegationRecord, observation: Observation, p
       return { write, next: { kind: 'route', plan: { cancelIfRequested: call !== 'cancel' } } };
     }
     case 'task-not-found': {
-      // The task a Message answer named, never read since, is one the agent says does not exist: that Message was
-      // its whole answer (an SDK executor that copies its request's task id into a reply and keeps no task), a plain
-      // direct reply: COMPLETED with it, compare-and-set on the row as read (a read of the task meanwhile wins).
-      const answered = unreadNamedTask(record);
-      if (answered) return { write: { kind: 'outcome', state: 'COMPLETED', guard: 'version', result: { message: answered }, ...(answered.contextId ? { contextId: answered.contextId } : {}) }, next: route };
       const verdict = notFoundVerdict(record, policy);
       if (verdict.verdict === 'ask-later') return { write: { kind: 'note-not-found' }, next: { kind: 'check-later', atMs: verdict.atMs } };
+      // The task a Message answer named, never read since, is one the agent has said all through the window does not
+      // exist: that Message was its whole answer (an SDK executor that copies its request's task id into a reply and
+      // keeps no task), a plain direct reply: COMPLETED with it, compare-and-set on the row as read (a read of the task
+      // meanwhile wins). Not at the first denial: a task store that lags behind the agent's answer (the window's
+      // reason) would have the interim Message taken for the result and the task's own result lost.
+      const answered = unreadNamedTask(record);
+      if (answered) return { write: { kind: 'outcome', state: 'COMPLETED', guard: 'version', result: { message: answered }, ...(answered.contextId ? { contextId: answered.contextId } : {}) }, next: route };
       return { write: { kind: 'note-not-found' }, next: { kind: 'search', purpose: 'lost-check', why: `the agent denied task ${record.taskId} ${verdict.count} times over ${verdict.spanMs} ms` } };
     }
     case 'read-failed': {
