@@ -128,8 +128,9 @@ describe('attack 23: a direct Message answer that is not a plain reply', () => {
    * COMPLETED with T9 and a1 "booked". Fault: core/transitions.ts `send-answered` completes on any `'message' in answer`
    * ("A direct Message reply completes the delegation") and runs/send.ts `answerObservation` gives every Message
    * `proven by request-id` without reading its `taskId` (nor its context or role); the Message's own facts are dropped.
+   * Fixed: `messageAnswerProof` (core/observation.ts) names the task; the row binds it and the follow reads it.
    */
-  it.fails('a Message naming task T9 (WORKING, then COMPLETED with a1): T9 followed, its result kept (observed: COMPLETED from the interim message, a1 lost)', async () => {
+  it('a Message naming task T9 (WORKING, then COMPLETED with a1): T9 followed, its result kept (observed: COMPLETED from the interim message, a1 lost)', async () => {
     let message: any;
     const t9 = (state: string) => task('T9', state, { contextId: message.contextId, history: [message], ...(state === 'COMPLETED' ? { artifacts: { a1: 'booked' } } : {}) });
     const { producer: p, agent, id } = await start(
@@ -155,8 +156,9 @@ describe('attack 23: a direct Message answer that is not a plain reply', () => {
    * COMPLETED from it. (With "id": null the same answer is refused by the content proof: test/send/answer-attacks.)
    * Fault: runs/send.ts `answerObservation` checks ownership for a Task (`taskOwnership`: context, then history) but
    * not for a Message; transitions.ts then writes the foreign context with the outcome.
+   * Fixed: `messageAnswerProof` disproves it (another context, no history to show our messageId): the search decides.
    */
-  it.fails('a Message in another context naming another task: never COMPLETED from it (observed: COMPLETED, the foreign context journaled)', async () => {
+  it('a Message in another context naming another task: never COMPLETED from it (observed: COMPLETED, the foreign context journaled)', async () => {
     const { producer: p, agent, id } = await start(
       () => ({
         SendMessage: () => ({ result: { message: agentMessage('your booking is cancelled', { taskId: 'T-OTHER', contextId: 'ctx-of-someone-else' }) } }),

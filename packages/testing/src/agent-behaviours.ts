@@ -37,6 +37,12 @@ export interface SideEffectStep {
 /** Replies with a Message instead of a task; only valid before any state or artifact step. */
 export interface DirectMessageStep {
   directMessage: string;
+  /**
+   * The Message carries the request context's generated task id (`taskId: requestContext.taskId`), as executors that
+   * build every reply from their context do, while the SDK stores no task for it (GetTask and SubscribeToTask on that
+   * id answer TaskNotFound). Default: no task id.
+   */
+  withTaskId?: boolean;
 }
 
 export type Step = StateStep | ArtifactStep | DelayStep | SideEffectStep | DirectMessageStep;

@@ -144,7 +144,7 @@ export class ScriptedExecutor implements AgentExecutor {
         await step.sideEffect();
       } else if ('directMessage' in step) {
         if (taskPublished) throw new Error('demo agent: a directMessage step must come before any state or artifact step');
-        bus.publish(AgentEvent.message(agentMessage(step.directMessage, '', contextId)));
+        bus.publish(AgentEvent.message(agentMessage(step.directMessage, step.withTaskId ? taskId : '', contextId)));
         return;
       } else if ('artifact' in step) {
         publishTask();

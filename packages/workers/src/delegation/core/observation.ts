@@ -7,7 +7,8 @@
  *   ownership  is this our task?                        proven (by what) | unknown | disproven
  *   effect     may the agent have done the work?       none | maybe | done
  * An answer we cannot read proves delivery, never the absence of effect; absence of evidence is not foreignness.
- * Pure types: nothing here performs I/O.
+ * What a direct Message answer proves is decided here once (`messageAnswerProof`) for every path that receives one.
+ * Pure: nothing here performs I/O.
  */
 import type { Message, StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, QuestionExpiryAction, RecordedError, RecordedErrorCode } from '@durable-a2a/shared';
@@ -21,6 +22,41 @@ export type Ownership =
   | { kind: 'proven'; by: 'request-id' | 'message-id' | 'context' | 'task-id' | 'stream' }
   | { kind: 'unknown' }
   | { kind: 'disproven'; reason: string };
+
+/** What we asked, to judge an answer by: the context we sent (none when the agent chooses it) and the task we hold. */
+export interface Asked {
+  contextId?: string;
+  taskId?: string;
+}
+
+/**
+ * What a direct Message answering our SendMessage proves (spec §3.1.1: a send answers a Task or a Message; §5.5
+ * Message `role`, `contextId`, `taskId`). The request id (or the stream we opened) proves delivery, never that the
+ * Message is our result; its own facts decide, for the SendMessage answer and a send stream's first event alike:
+ *   - `role` other than the agent's (an echo of our own message): not the agent's answer;
+ *   - a `contextId` that is not ours (when we sent one), or a `taskId` that is not the task we hold: not shown ours
+ *     (a Message carries no history to show our messageId in, as a Task answered in another context does, R16);
+ *   - then a `taskId` (`namesTask`): a task may exist whose result this Message is not (an interim word about it):
+ *     the task is bound and read, settled from what the reads show; only a TaskNotFound for it (an SDK executor that
+ *     copies its request's task id into its reply and keeps no task) makes the Message the whole answer;
+ *   - else a plain reply: its parts are the result.
+ * Not ours: ownership disproven, delivery received, effect maybe (the send-answered row: a search by our messageId,
+ * or a person); never COMPLETED from it.
+ */
+export function messageAnswerProof(message: Message, asked: Asked, by: 'request-id' | 'stream'): { ownership: Ownership; namesTask?: string } {
+  if (message.role !== 'ROLE_AGENT') return { ownership: { kind: 'disproven', reason: `the answer is a Message of role ${message.role} (${message.messageId}), not the agent's` } };
+  const contextId = message.contextId || undefined;
+  if (contextId !== undefined && asked.contextId !== undefined && contextId !== asked.contextId) {
+    const named = message.taskId ? ` naming task ${message.taskId}` : '';
+    return { ownership: { kind: 'disproven', reason: `the answer is a Message in context ${contextId}${named}, not ours ${asked.contextId}` } };
+  }
+  const taskId = message.taskId || undefined;
+  if (taskId !== undefined && asked.taskId !== undefined && taskId !== asked.taskId) {
+    return { ownership: { kind: 'disproven', reason: `the answer is a Message about task ${taskId}, not our task ${asked.taskId}` } };
+  }
+  const ownership: Ownership = { kind: 'proven', by: contextId !== undefined && asked.contextId !== undefined ? 'context' : by };
+  return taskId === undefined ? { ownership } : { ownership, namesTask: taskId };
+}
 
 /** May the agent have done the work? `none` only when an answer proves nothing was created. */
 export type Effect = 'none' | 'maybe' | 'done';
@@ -97,7 +133,18 @@ export type Observation =
    * The agent answered our SendMessage (or, while it held the send, a search found our task). `summary`: the task is a
    * ListTasks summary (no artifacts by the spec's default), not the agent's answer or a full read.
    */
-  | { kind: 'send-answered'; answer: { message: Message } | { task: Task }; ownership: Ownership; via: 'answer' | 'search-while-held' | 'stream'; summary?: boolean }
+  | {
+      kind: 'send-answered';
+      answer: { message: Message } | { task: Task };
+      ownership: Ownership;
+      via: 'answer' | 'search-while-held' | 'stream';
+      summary?: boolean;
+      /**
+       * A Message answer naming a task of ours (`messageAnswerProof`): that task is bound and read, the Message kept
+       * with it; it is the result only when the agent then says the task does not exist (transitions.ts `unreadNamedTask`).
+       */
+      namesTask?: string;
+    }
   /** SendMessage failed. `afterMark`: the request may have left. `effect: 'none'`: the answer is a refusal (the A2A error table's `effect` column). */
   | {
       kind: 'send-failed';

@@ -9,13 +9,15 @@
  *     (a person decides, with the evidence), and never shown as a result-less success;
  *   - a partial read (a ListTasks summary, a stream of appended chunks) identifies a task but never settles it: the
  *     outcome comes from a full read;
- *   - TaskNotFound from any call is one row (a window of answers, then a ListTasks check, then LOST).
+ *   - TaskNotFound from any call is one row (a window of answers, then a ListTasks check, then LOST), but for a task
+ *     a Message answer named and nothing read since: at the window's end that Message was the whole answer
+ *     (COMPLETED with it).
  */
 import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
-import type { StreamResponse, Task } from '@durable-a2a/a2a';
+import type { Message, StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
-import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
+import { messageAnswerProof, PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
 import { foreignHolder, otherHolder, searchRow, severalHolders, suspectsUnread } from './search-row.ts';
 
@@ -88,16 +90,21 @@ export function transition(record: DelegationRecord, observation: Observation, p
   switch (observation.kind) {
     case 'send-answered': {
       const { answer, ownership } = observation;
-      if ('message' in answer) {
-        // A direct Message reply completes the delegation (spec §3.1.1).
-        return { write: { kind: 'outcome', state: 'COMPLETED', guard: 'none', result: { message: answer.message }, ...(answer.message.contextId ? { contextId: answer.message.contextId } : {}) }, next: route };
-      }
-      if (ownership.kind === 'disproven') {
-        // The agent had our message (delivery received); what it names is not ours: a search decides.
+      if (ownership.kind === 'disproven' || ('message' in answer && ownership.kind !== 'proven')) {
+        // The agent had our message (delivery received); what it answered is not shown ours (a Task, or a Message by
+        // `messageAnswerProof`): the work may have happened (effect maybe), never COMPLETED from it: a search decides.
+        const reason = ownership.kind === 'disproven' ? ownership.reason : 'the answer is not shown ours';
         return {
-          write: { kind: 'note-send-error', error: { code: 'FOREIGN_TASK', message: ownership.reason, retryable: false, delivery: 'received', answer: 'unreadable' } },
+          write: { kind: 'note-send-error', error: { code: 'FOREIGN_TASK', message: reason, retryable: false, delivery: 'received', answer: 'unreadable' } },
           next: { kind: 'ask-reconciler' },
         };
+      }
+      if ('message' in answer) {
+        // A Message naming a task of ours: the task is bound and followed, its result read from it, never from this
+        // interim Message (kept: the task not found, it was the whole answer). A plain direct reply completes the
+        // delegation with its parts (spec §3.1.1).
+        if (observation.namesTask !== undefined) return namedTaskRow(record, answer.message, observation.namesTask);
+        return { write: { kind: 'outcome', state: 'COMPLETED', guard: 'none', result: { message: answer.message }, ...(answer.message.contextId ? { contextId: answer.message.contextId } : {}) }, next: route };
       }
       // A35: a summary found while the send was held identifies the task; a finished one is read in full first.
       if (observation.summary && isTerminalTaskState(answer.task.status.state)) {
@@ -209,6 +216,13 @@ export function transition(record: DelegationRecord, observation: Observation, p
     case 'task-not-found': {
       const verdict = notFoundVerdict(record, policy);
       if (verdict.verdict === 'ask-later') return { write: { kind: 'note-not-found' }, next: { kind: 'check-later', atMs: verdict.atMs } };
+      // The task a Message answer named, never read since, is one the agent has said all through the window does not
+      // exist: that Message was its whole answer (an SDK executor that copies its request's task id into a reply and
+      // keeps no task), a plain direct reply: COMPLETED with it, compare-and-set on the row as read (a read of the task
+      // meanwhile wins). Not at the first denial: a task store that lags behind the agent's answer (the window's
+      // reason) would have the interim Message taken for the result and the task's own result lost.
+      const answered = unreadNamedTask(record);
+      if (answered) return { write: { kind: 'outcome', state: 'COMPLETED', guard: 'version', result: { message: answered }, ...(answered.contextId ? { contextId: answered.contextId } : {}) }, next: route };
       return { write: { kind: 'note-not-found' }, next: { kind: 'search', purpose: 'lost-check', why: `the agent denied task ${record.taskId} ${verdict.count} times over ${verdict.spanMs} ms` } };
     }
     case 'read-failed': {
@@ -358,6 +372,34 @@ export function transition(record: DelegationRecord, observation: Observation, p
       // This worker is closing: another one follows at once (a follow job, no delay).
       return { next: isFinished(record.state) ? { kind: 'nothing' } : { kind: 'follow', plan: {} } };
   }
+}
+
+/**
+ * A task a Message answer of ours named (`messageAnswerProof`): the row is bound to it as SUBMITTED (its state unknown
+ * until read, as a send stream's first status identifies a task, A34), the Message kept as that status's message, and
+ * routed: the follow reads it (SubscribeToTask's snapshot, or GetTask) and only what it reads settles the row. A read
+ * that finds the task replaces the status whole (the Message with it); one that finds no such task completes the row
+ * from the Message kept (`unreadNamedTask`), in whichever process reads it. Already bound to it: routed.
+ */
+function namedTaskRow(record: DelegationRecord, message: Message, taskId: string): Step {
+  const next: Next = { kind: 'route', plan: { again: false } };
+  if (record.taskId === taskId) return { next };
+  const task: Task = { id: taskId, ...(message.contextId ? { contextId: message.contextId } : {}), status: { state: 'TASK_STATE_SUBMITTED', message } };
+  return { write: { kind: 'snapshot', task, guard: 'none', bindAgent: record.taskId === undefined }, next };
+}
+
+/**
+ * The Message answer a row bound to the task it named still holds (`namedTaskRow`): SUBMITTED without a status
+ * timestamp, its status message the agent's Message in our context naming the row's task (`messageAnswerProof`). Any
+ * status the agent gives for the task replaces it (applyStatus-5.lua: a status is one value, its message with it; a
+ * later state or a timestamp shows it read). Undefined otherwise: the task was read, or never named by a Message.
+ */
+export function unreadNamedTask(record: DelegationRecord): Message | undefined {
+  const message = record.statusMessage;
+  if (record.state !== 'SUBMITTED' || record.taskId === undefined || record.statusTimestamp !== undefined || message === undefined) return undefined;
+  const asked = { contextId: record.contextRefused ? undefined : record.requestedContextId, taskId: record.taskId };
+  const { ownership, namesTask } = messageAnswerProof(message, asked, 'request-id');
+  return ownership.kind === 'proven' && namesTask === record.taskId ? message : undefined;
 }
 
 /**

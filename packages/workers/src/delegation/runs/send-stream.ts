@@ -117,7 +117,8 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       }
       return sendFailed(ctx, { record, fence, error, log, job, afterMark: true });
     }
-    // Settled (a direct Message, a finished task), parked, or refused as not ours: nothing more to read here.
+    // Settled (a plain direct Message, a finished task), parked, a task a Message named (followed anew), or refused
+    // as not ours: nothing more to read here.
     if (answered.next !== 'continue') {
       await close();
       return answered.next === 'ask-reconciler' ? 'foreign-answer' : answered.next === 'settle' ? 'completed' : answered.next;
@@ -177,8 +178,9 @@ async function firstEvent(
 }
 
 /**
- * The first event is the send's answer: a Task (or a whole-Task event) names our task, a Message is a
- * direct reply (spec §3.1.2). A status update naming a task is read as that task's snapshot. Anything
+ * The first event is the send's answer: a Task (or a whole-Task event) names our task, a Message is judged as
+ * SendMessage's (spec §3.1.2; `messageAnswerProof`: a plain reply, a task it names, or not ours). A status update
+ * naming a task is read as that task's snapshot. Anything
  * else (an artifact before the task) does not name a task we can prove: the reconciler searches.
  */
 async function applyFirstEvent(send: StreamingSend, response: StreamResponse): Promise<Applied> {

@@ -26,7 +26,7 @@ import {
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply, type Applied } from '../apply.ts';
-import type { Observation, Ownership } from '../core/observation.ts';
+import { messageAnswerProof, type Observation, type Ownership } from '../core/observation.ts';
 import { attemptTimeLeftMs } from '../attempt-step.ts';
 import { enforceAttemptDeadline } from '../deadline.ts';
 import { refuseUnknownVerifier } from '../verifier-check.ts';
@@ -277,12 +277,16 @@ async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldS
 /**
  * The answer to our SendMessage as an observation, with its ownership (docs/a2a-edge.md "Ownership"): a task in the answer to our
  * own SendMessage must be in our context; an agent may replace our context with its own (R16), then its history must
- * hold our messageId. Without a context of ours to compare, the request id (checked at the edge) is the proof.
+ * hold our messageId. Without a context of ours to compare, the request id (checked at the edge) is the proof. A
+ * Message (the SendMessage answer or a send stream's first event) is judged by `messageAnswerProof`.
  */
 export function answerObservation(record: DelegationRecord, response: SendMessageResponse, via: 'answer' | 'stream'): Observation {
-  if ('message' in response) return { kind: 'send-answered', answer: { message: response.message }, ownership: { kind: 'proven', by: 'request-id' }, via };
-  if (via === 'stream') return { kind: 'send-answered', answer: { task: response.task }, ownership: streamOwnership(record, response.task), via };
   const contextId = record.contextRefused ? undefined : record.requestedContextId;
+  if ('message' in response) {
+    const { ownership, namesTask } = messageAnswerProof(response.message, { contextId, taskId: record.taskId }, via === 'stream' ? 'stream' : 'request-id');
+    return { kind: 'send-answered', answer: { message: response.message }, ownership, via, ...(namesTask !== undefined ? { namesTask } : {}) };
+  }
+  if (via === 'stream') return { kind: 'send-answered', answer: { task: response.task }, ownership: streamOwnership(record, response.task), via };
   let ownership = taskOwnership(response.task, { contextId, messageId: contextId ? record.messageId : undefined, taskId: record.taskId }, 'answer');
   if (!ownership.ours && ownership.reason === 'foreign-context') ownership = taskOwnership(response.task, { messageId: record.messageId, taskId: record.taskId }, 'found');
   const proven: Ownership = ownership.ours ? { kind: 'proven', by: contextId ? 'context' : 'request-id' } : { kind: 'disproven', reason: `${ownership.reason}: ${ownership.detail}` };
@@ -307,13 +311,18 @@ function streamOwnership(record: DelegationRecord, task: Task): Ownership {
 /** A short outcome for logs and tests, and the log line of an applied answer. */
 function outcomeOf(ctx: WorkerContext, log: Log, observation: Observation, applied: Applied): string {
   if (observation.kind !== 'send-answered') return applied.next;
+  if (observation.ownership.kind !== 'proven') {
+    const reason = observation.ownership.kind === 'disproven' ? observation.ownership.reason : 'not shown ours';
+    log.warn({ reason }, 'the SendMessage answer is not shown ours; the reconciler will search');
+    return 'foreign-answer';
+  }
   if ('message' in observation.answer) {
+    if (observation.namesTask !== undefined) {
+      log.info({ taskId: observation.namesTask }, 'agent replied with a message naming a task; following the task');
+      return 'sent';
+    }
     log.info('agent replied with a message');
     return 'completed-by-message';
-  }
-  if (observation.ownership.kind === 'disproven') {
-    log.warn({ reason: observation.ownership.reason }, 'the SendMessage answer names a task that is not ours; the reconciler will search');
-    return 'foreign-answer';
   }
   if (observation.via === 'search-while-held') {
     log.info({ taskId: observation.answer.task.id, state: observation.answer.task.status.state }, 'the agent holds the send; its task was found by our messageId');

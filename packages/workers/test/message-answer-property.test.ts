@@ -1,0 +1,260 @@
+/**
+ * Property (attack 23, a fact in a Message answer not read): for any direct Message answering our send, on the
+ * SendMessage answer and on a send stream's first event (`answerObservation` → `messageAnswerProof` → the
+ * `send-answered` row), whatever its role, context and taskId and whatever context and task the row holds:
+ *   - COMPLETED is written only from a plain reply shown ours: the agent's role, our context (or none to compare),
+ *     no taskId; its context journaled only then;
+ *   - a Message naming a task of ours never settles: the row is bound to that task, unfinished, and routed (the
+ *     follow reads it), so the named task is always read before anything completes;
+ *   - anything else is not ours: delivery received (FOREIGN_TASK noted, the answer unreadable) and the reconciler
+ *     searches: no outcome, no binding, no resend.
+ * And for a Message naming a task (T9), whatever the reads of T9 that follow show (found ours, not found, failing),
+ * the row as journaled after each (a model of applyStatus-5.lua's forward-only status): the Message is never dropped
+ * for LOST (the first answer about T9 a TaskNotFound: COMPLETED with it), never the result while T9 was read to exist
+ * (then only T9's reads and the not-found window decide), and kept on the row while the reads fail.
+ * The end-to-end cases are in test/send/attacks-23.test.ts and test/send/message-answer.test.ts.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import type { Message, Task } from '@durable-a2a/a2a';
+import type { DelegationRecord } from '@durable-a2a/shared';
+import { isFinished, journalStateOf } from '@durable-a2a/shared/pure';
+import type { Observation } from '../src/delegation/core/observation.ts';
+import type { Policy } from '../src/delegation/core/policy.ts';
+import { transition, unreadNamedTask, type Write } from '../src/delegation/core/transitions.ts';
+import { answerObservation } from '../src/delegation/runs/send.ts';
+
+const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3, sendSettleMs: 31_000, notFoundThreshold: 3, notFoundWindowMs: 0, reconcileIntervalMs: 1_000 } as unknown as Policy;
+
+type Role = 'ROLE_AGENT' | 'ROLE_USER';
+type Context = 'ours' | 'other' | 'empty' | 'absent';
+type Named = 'absent' | 'empty' | 'new' | 'held' | 'other';
+
+interface Case {
+  role: Role;
+  context: Context;
+  named: Named;
+  /** The row already holds task T-held (a resend after a task was bound): else none. */
+  rowHoldsTask: boolean;
+  /** We sent a context (C-ours), or left it to the agent; `refused`: the agent refused ours before (sent without). */
+  asked: 'sent' | 'none' | 'refused';
+  via: 'answer' | 'stream';
+}
+
+const caseArbitrary: fc.Arbitrary<Case> = fc.record({
+  role: fc.constantFrom<Role>('ROLE_AGENT', 'ROLE_USER'),
+  context: fc.constantFrom<Context>('ours', 'other', 'empty', 'absent'),
+  named: fc.constantFrom<Named>('absent', 'empty', 'new', 'held', 'other'),
+  rowHoldsTask: fc.boolean(),
+  asked: fc.constantFrom<Case['asked']>('sent', 'none', 'refused'),
+  via: fc.constantFrom<Case['via']>('answer', 'stream'),
+});
+
+const recordOf = (c: Case): DelegationRecord =>
+  ({
+    workflowId: 'wf',
+    delegationId: 'main.1',
+    step: 'main',
+    kind: 'step',
+    messageId: 'M-ours',
+    ...(c.asked === 'none' ? {} : { requestedContextId: 'C-ours' }),
+    contextRefused: c.asked === 'refused',
+    ...(c.rowHoldsTask ? { taskId: 'T-held' } : {}),
+    state: 'INTENT',
+    message: { parts: [{ text: 'book' }] },
+    createdAt: 4_000_000,
+    sendStartedAt: 4_900_000,
+    resendCount: 0,
+    version: 7,
+    fence: 2,
+  }) as unknown as DelegationRecord;
+
+const taskIdOf = (named: Named): string | undefined => ({ absent: undefined, empty: '', new: 'T9', held: 'T-held', other: 'T-other' })[named];
+const contextOf = (context: Context): string | undefined => ({ ours: 'C-ours', other: 'C-someone-else', empty: '', absent: undefined })[context];
+
+const messageOf = (c: Case): Message => {
+  const taskId = taskIdOf(c.named);
+  const contextId = contextOf(c.context);
+  return { messageId: 'agent-1', role: c.role, parts: [{ text: 'working on it' }], ...(taskId !== undefined ? { taskId } : {}), ...(contextId !== undefined ? { contextId } : {}) } as Message;
+};
+
+const writesOf = (write: Write | readonly [Write, Write] | undefined): Write[] => (write === undefined ? [] : Array.isArray(write) ? [...write] : [write as Write]);
+
+describe('a direct Message answer: completed only from a plain reply shown ours; a named task read first', () => {
+  it('holds for every role, context, taskId and row, on the SendMessage answer and the send stream', () => {
+    fc.assert(
+      fc.property(caseArbitrary, (c) => {
+        const record = recordOf(c);
+        const message = messageOf(c);
+        const step = transition(record, answerObservation(record, { message }, c.via), policy);
+        const writes = writesOf(step.write);
+        const askedContext = c.asked === 'sent' ? 'C-ours' : undefined;
+        const contextId = contextOf(c.context) || undefined;
+        const taskId = taskIdOf(c.named) || undefined;
+        const foreignContext = contextId !== undefined && askedContext !== undefined && contextId !== askedContext;
+        const foreignTask = taskId !== undefined && c.rowHoldsTask && taskId !== 'T-held';
+        const shownOurs = c.role === 'ROLE_AGENT' && !foreignContext && !foreignTask;
+
+        const completed = writes.some((write) => write.kind === 'outcome' && write.state === 'COMPLETED');
+        expect(completed).toBe(shownOurs && taskId === undefined);
+        for (const write of writes) {
+          // No outcome of any kind from a Message but the plain reply's COMPLETED; never a foreign context journaled.
+          if (write.kind === 'outcome') expect(write.state).toBe('COMPLETED');
+          if (write.kind === 'outcome' && write.contextId !== undefined) expect(foreignContext).toBe(false);
+          expect(write.kind).not.toBe('release-for-resend');
+        }
+        if (!shownOurs) {
+          expect(step).toEqual({ write: { kind: 'note-send-error', error: expect.objectContaining({ code: 'FOREIGN_TASK', delivery: 'received', answer: 'unreadable' }) }, next: { kind: 'ask-reconciler' } });
+        } else if (taskId !== undefined) {
+          // The named task: bound (unless the row already holds it) as not yet read, and routed for the follow to read.
+          expect(step.next).toEqual({ kind: 'route', plan: { again: false } });
+          if (taskId === record.taskId) expect(writes).toEqual([]);
+          else expect(writes).toEqual([{ kind: 'snapshot', task: expect.objectContaining({ id: taskId, status: { state: 'TASK_STATE_SUBMITTED', message } }), guard: 'none', bindAgent: true }]);
+        }
+      }),
+      {
+        numRuns: 400,
+        examples: [
+          // The two findings: a Message naming T9 in our context; one in another context naming another task.
+          [{ role: 'ROLE_AGENT', context: 'ours', named: 'new', rowHoldsTask: false, asked: 'sent', via: 'answer' }],
+          [{ role: 'ROLE_AGENT', context: 'other', named: 'other', rowHoldsTask: false, asked: 'sent', via: 'answer' }],
+          // The plain reply, kept: our context, or none sent, no taskId.
+          [{ role: 'ROLE_AGENT', context: 'ours', named: 'absent', rowHoldsTask: false, asked: 'sent', via: 'answer' }],
+          [{ role: 'ROLE_AGENT', context: 'other', named: 'absent', rowHoldsTask: false, asked: 'none', via: 'answer' }],
+          // An echo of ours (role user), on the stream; a Message about another task than the one we hold.
+          [{ role: 'ROLE_USER', context: 'ours', named: 'absent', rowHoldsTask: false, asked: 'sent', via: 'stream' }],
+          [{ role: 'ROLE_AGENT', context: 'ours', named: 'other', rowHoldsTask: true, asked: 'sent', via: 'stream' }],
+          [{ role: 'ROLE_AGENT', context: 'empty', named: 'held', rowHoldsTask: true, asked: 'refused', via: 'answer' }],
+        ],
+      },
+    );
+  });
+});
+
+/** One later read of the named task T9 (whichever call: the follow's SubscribeToTask, a GetTask, the reconciler's). */
+type Read =
+  | { kind: 'found'; state: 'SUBMITTED' | 'WORKING' | 'INPUT_REQUIRED' | 'COMPLETED'; timestamp: boolean; statusMessage: 'none' | 'own' | 'the-answer' }
+  | { kind: 'not-found'; call: 'get-task' | 'subscribe' }
+  | { kind: 'failing'; call: 'get-task' | 'subscribe'; cycle: boolean };
+
+const readArbitrary: fc.Arbitrary<Read> = fc.oneof(
+  fc.record({
+    kind: fc.constant('found' as const),
+    state: fc.constantFrom('SUBMITTED' as const, 'WORKING' as const, 'INPUT_REQUIRED' as const, 'COMPLETED' as const),
+    timestamp: fc.boolean(),
+    statusMessage: fc.constantFrom('none' as const, 'own' as const, 'the-answer' as const),
+  }),
+  fc.record({ kind: fc.constant('not-found' as const), call: fc.constantFrom('get-task' as const, 'subscribe' as const) }),
+  fc.record({ kind: fc.constant('failing' as const), call: fc.constantFrom('get-task' as const, 'subscribe' as const), cycle: fc.boolean() }),
+);
+
+/**
+ * A read the journal cannot tell from the bound, unread status (the documented limit of keeping the Message as that
+ * status's message): T9 SUBMITTED, without a status timestamp, its status message the agent's naming T9.
+ */
+const indistinguishable = (read: Read): boolean => read.kind === 'found' && read.state === 'SUBMITTED' && !read.timestamp && read.statusMessage !== 'none';
+
+/** applyStatus-5.lua's forward-only order (shared journal/states.ts JOURNAL_STATE_RANK). */
+const rankOf = (state: DelegationRecord['state']): number => (isFinished(state) ? 9 : state === 'INTENT' ? 0 : state === 'SUBMITTED' ? 1 : 2);
+
+/** The row as applyStatus-5.lua leaves it after a status (`snapshot`) or our outcome (forward only, finished kept). */
+function journaled(row: DelegationRecord, write: Write): DelegationRecord {
+  if (isFinished(row.state)) return row;
+  if (write.kind === 'outcome') return { ...row, state: write.state, ...(write.result !== undefined ? { result: write.result } : {}), version: row.version + 1 };
+  if (write.kind === 'note-not-found') return { ...row, notFoundCount: row.notFoundCount + 1 };
+  if (write.kind !== 'snapshot') throw new Error(`unexpected write ${write.kind}`);
+  const { status, id } = write.task;
+  const state = journalStateOf(status.state);
+  if (rankOf(state) < rankOf(row.state)) return row;
+  const { statusTimestamp: _t, statusMessage: _m, ...rest } = row;
+  const timestamp = status.timestamp ?? (rankOf(state) === rankOf(row.state) ? row.statusTimestamp : undefined);
+  return { ...rest, state, taskId: row.taskId ?? id, notFoundCount: 0, version: row.version + 1, ...(timestamp ? { statusTimestamp: timestamp } : {}), ...(status.message ? { statusMessage: status.message } : {}) } as DelegationRecord;
+}
+
+describe('a Message naming a task, whatever the reads of that task show', () => {
+  it('never LOST with the Message dropped, never COMPLETED from it while the task was read to exist, kept while reads fail', () => {
+    fc.assert(
+      fc.property(fc.constantFrom<Case['via']>('answer', 'stream'), fc.constantFrom<Case['asked']>('sent', 'none'), fc.array(readArbitrary, { minLength: 1, maxLength: 6 }), (via, asked, reads) => {
+        const c: Case = { role: 'ROLE_AGENT', context: asked === 'sent' ? 'ours' : 'absent', named: 'new', rowHoldsTask: false, asked, via };
+        fc.pre(!reads.some(indistinguishable));
+        const message = messageOf(c);
+        let row = { ...recordOf(c), notFoundCount: 0 } as DelegationRecord;
+        const sent = transition(row, answerObservation(row, { message }, via), policy);
+        for (const write of writesOf(sent.write)) row = journaled(row, write);
+        // The row holds the Message with the task it named (another process reads it from the journal alone).
+        expect(row).toMatchObject({ state: 'SUBMITTED', taskId: 'T9' });
+        expect(unreadNamedTask(row)).toEqual(message);
+
+        let found = false;
+        let lostCheck = false;
+        for (const read of reads) {
+          if (isFinished(row.state) || lostCheck) break;
+          const t9: Task = {
+            id: 'T9',
+            ...(message.contextId ? { contextId: message.contextId } : {}),
+            status: {
+              state: `TASK_STATE_${read.kind === 'found' ? read.state : 'WORKING'}`,
+              ...(read.kind === 'found' && read.timestamp ? { timestamp: '2026-12-06T14:00:00Z' } : {}),
+              ...(read.kind === 'found' && read.statusMessage === 'own' ? { message: { messageId: 'status-1', role: 'ROLE_AGENT', parts: [{ text: 'queued' }], taskId: 'T9' } as Message } : {}),
+              ...(read.kind === 'found' && read.statusMessage === 'the-answer' ? { message } : {}),
+            },
+            history: [{ messageId: 'M-ours', role: 'ROLE_USER', parts: [{ text: 'book' }] } as Message],
+            ...(read.kind === 'found' && read.state === 'COMPLETED' ? { artifacts: [{ artifactId: 'a1', parts: [{ text: 'booked' }] }] } : {}),
+          } as Task;
+          const observation: Observation =
+            read.kind === 'found'
+              ? { kind: 'task-read', task: t9, call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'request-id' }, why: 'follow', cycle: true }
+              : read.kind === 'not-found'
+                ? { kind: 'task-not-found', call: read.call }
+                : { kind: 'read-failed', call: read.call, code: 'AGENT_UNAVAILABLE', retryable: true, why: 'follow', cycle: read.cycle };
+          const step = transition(row, observation, policy);
+          const writes = writesOf(step.write);
+          const fromMessage = writes.some((write) => write.kind === 'outcome' && JSON.stringify(write.result ?? null).includes('working on it'));
+          if (read.kind === 'not-found' && !found && row.notFoundCount + 1 < policy.notFoundThreshold) {
+            // Within the not-found window (a task store may lag behind the agent's answer): counted, asked again later.
+            expect(writes).toEqual([{ kind: 'note-not-found' }]);
+            expect(step.next.kind).toBe('check-later');
+          } else if (read.kind === 'not-found' && !found) {
+            // T9 denied all through the window, never read: the Message was the whole answer, compare-and-set.
+            expect(writes).toEqual([{ kind: 'outcome', state: 'COMPLETED', guard: 'version', result: { message }, ...(message.contextId ? { contextId: message.contextId } : {}) }]);
+          } else {
+            // T9 read to exist (or not answered yet): never COMPLETED from the Message.
+            expect(fromMessage).toBe(false);
+          }
+          if (read.kind === 'failing') {
+            // A failing read keeps following: no outcome, the Message kept on the row as it was.
+            expect(writes.some((write) => write.kind === 'outcome')).toBe(false);
+            if (!found) expect(unreadNamedTask(row)).toEqual(message);
+          }
+          if (step.next.kind === 'search' && step.next.purpose === 'lost-check') {
+            // The road to LOST opens only for a task read to exist, never over the Message.
+            expect(found).toBe(true);
+            lostCheck = true;
+          }
+          if (read.kind === 'found') found = true;
+          for (const write of writes) row = journaled(row, write);
+          if (found) expect(unreadNamedTask(row)).toBeUndefined();
+        }
+        if (row.state === 'COMPLETED' && !found) expect(row.result).toEqual({ message });
+        if (found) expect(JSON.stringify(row.result ?? null)).not.toContain('working on it');
+      }),
+      {
+        numRuns: 400,
+        examples: [
+          // The SDK executor: SubscribeToTask (or GetTask) answers TaskNotFound all through the window.
+          ['answer', 'sent', [{ kind: 'not-found', call: 'subscribe' }, { kind: 'not-found', call: 'get-task' }, { kind: 'not-found', call: 'get-task' }]],
+          ['answer', 'none', [{ kind: 'not-found', call: 'get-task' }, { kind: 'not-found', call: 'get-task' }, { kind: 'not-found', call: 'subscribe' }]],
+          // A task store that lags: denied once, then T9 read WORKING and COMPLETED: never completed from the Message.
+          ['answer', 'sent', [{ kind: 'not-found', call: 'subscribe' }, { kind: 'found', state: 'WORKING', timestamp: true, statusMessage: 'none' }, { kind: 'found', state: 'COMPLETED', timestamp: true, statusMessage: 'none' }]],
+          ['stream', 'sent', [{ kind: 'failing', call: 'subscribe', cycle: true }, { kind: 'failing', call: 'get-task', cycle: false }, { kind: 'not-found', call: 'get-task' }]],
+          // The red-team case: T9 WORKING, then COMPLETED with a1; and T9 read, then denied (the window decides).
+          ['answer', 'sent', [{ kind: 'found', state: 'WORKING', timestamp: true, statusMessage: 'the-answer' }, { kind: 'found', state: 'COMPLETED', timestamp: true, statusMessage: 'none' }]],
+          ['answer', 'sent', [{ kind: 'found', state: 'SUBMITTED', timestamp: true, statusMessage: 'own' }, { kind: 'not-found', call: 'get-task' }, { kind: 'not-found', call: 'subscribe' }, { kind: 'not-found', call: 'get-task' }]],
+          ['answer', 'sent', [{ kind: 'found', state: 'SUBMITTED', timestamp: false, statusMessage: 'none' }, { kind: 'not-found', call: 'get-task' }, { kind: 'not-found', call: 'get-task' }, { kind: 'not-found', call: 'get-task' }]],
+          // Reads that only fail: the Message stays on the row.
+          ['stream', 'none', [{ kind: 'failing', call: 'get-task', cycle: false }, { kind: 'failing', call: 'subscribe', cycle: true }]],
+        ],
+      },
+    );
+  });
+});
