@@ -7,7 +7,9 @@
  * commandstats) from the kill to the last reattach, then SIGTERMs the fresh worker so the profile is written.
  * Run it with and without history: the commands per record must not change (recovery reads the unfinished index).
  * It also prints the fresh worker's CPU seconds from ready to the last reattach (per record: the figure to compare
- * A/B on a loaded machine). `PROFILE_MONITOR=1`: Redis MONITOR from the kill to the last reattach, the commands per
+ * A/B on a loaded machine), the same by thread (JavaScript's main thread, V8's GC and compiler threads, the profiler's)
+ * and the window from ready to the last reattach in the profile's clock, for `bench/cpuprofile-top.ts` (the start-up
+ * and the close after the SIGTERM left out). `PROFILE_MONITOR=1`: Redis MONITOR from the kill to the last reattach, the commands per
  * record by key shape (this aid's own polling left out). `PROFILE_STALL_MS`: how long no new reattach may last before
  * the aid prints what is left and stops (default 10,000; a loaded machine needs more). `PROFILE_NODE_OPTIONS`: more Node flags for the fresh worker.
  */
@@ -15,7 +17,7 @@ import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
 import { startMonitor, startRedisServer } from '../test/harness/redis.ts';
 import { spawnWorkerProcess } from '../test/harness/fleet.ts';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { startDemoAgent } from '../test/harness/agent.ts';
 import { completesWith } from '../test/harness/agent-behaviours.ts';
 import { callsDelta, commandCalls, loadAverage1, mapLimit, PRODUCTION_TIMINGS, readLeasesAndStates, redisCpuSeconds, sleep, spawnedWorkerId, stopAgent } from './common.ts';
@@ -85,12 +87,16 @@ const second = spawnWorkerProcess({ ...environment, NODE_OPTIONS: `--cpu-prof --
 await second.ready;
 console.log(`fresh worker ready after ${((performance.now() - killedAt) / 1000).toFixed(2)} s`);
 const workerCpuAtReady = cpuSeconds(second.child.pid!);
+const threadsAtReady = cpuByThread(second.child.pid!);
+const readyMicros = monotonicMicros();
+let lastReattachMicros = readyMicros;
 const secondId = spawnedWorkerId(second.child.pid!);
 let lastHeld = -1;
 let sameSince = performance.now();
 for (let tick = 0; tick < 600; tick++) {
   const rows = await readLeasesAndStates(reader, prefix, refs);
   const held = rows.filter((row) => row.lease?.startsWith(`${secondId}/`)).length;
+  lastReattachMicros = monotonicMicros();
   console.log(`${((performance.now() - killedAt) / 1000).toFixed(2)} s after the kill: ${held} reattached`);
   if (held === inFlight) break;
   if (held !== lastHeld) [lastHeld, sameSince] = [held, performance.now()];
@@ -127,6 +133,10 @@ console.log(`${history} finished records; SIGKILL → last reattach ${((performa
 console.log(`CPU seconds kill → all reattached: ${JSON.stringify(cpu)}`);
 const afterReady = cpu.worker - workerCpuAtReady;
 console.log(`fresh worker CPU from ready to the last reattach: ${afterReady.toFixed(2)} s (${((afterReady * 1000) / inFlight).toFixed(2)} ms per record)`);
+const threadsAfter = cpuByThread(second.child.pid!);
+const byThread = [...threadsAfter].map(([name, seconds]) => [name, seconds - (threadsAtReady.get(name) ?? 0)] as const).filter(([, seconds]) => seconds > 0);
+console.log(`the same by thread: ${byThread.map(([name, seconds]) => `${name} ${seconds.toFixed(2)} s`).join(', ')}`);
+console.log(`profile window, ready to the last reattach (µs, the profile's clock): pnpm tsx bench/cpuprofile-top.ts <${dir}/CPU…cpuprofile> 0 30 ${readyMicros} ${lastReattachMicros}`);
 const delta = [...callsDelta(before, await commandCalls(reader))].sort((a, b) => b[1] - a[1]);
 const total = delta.reduce((sum, [, calls]) => sum + calls, 0);
 console.log(`Redis commands kill → all reattached: ${total} (${(total / inFlight).toFixed(1)} per record)`);
@@ -145,6 +155,30 @@ function keyShape(key: string): string {
     .replace(/[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/g, '<id>')
     .replace(/[0-9a-f]{40,64}/g, '<hex>')
     .replace(/\b\d{4,}\b/g, '<n>');
+}
+
+/** Now on the monotonic clock a V8 CPU profile's `startTime` and `timeDeltas` are on, in µs. */
+function monotonicMicros(): number {
+  return Number(process.hrtime.bigint() / 1000n);
+}
+
+/**
+ * User + system CPU seconds of a process's threads so far, by thread name (Linux /proc/<pid>/task; threads of one
+ * name summed): `MainThread` runs JavaScript, `V8Worker` the concurrent and parallel GC and the optimizing compilers,
+ * `v8:ProfEvntProc` the CPU profiler itself, `libuv-worker` the thread pool.
+ */
+function cpuByThread(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const task of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const name = readFileSync(`/proc/${pid}/task/${task}/comm`, 'utf8').trim();
+      const fields = readFileSync(`/proc/${pid}/task/${task}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      byName.set(name, (byName.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // The thread ended between the listing and the read.
+    }
+  }
+  return byName;
 }
 
 /** User + system CPU seconds of a process so far (Linux /proc/<pid>/stat, 100 ticks per second). */
