@@ -42,8 +42,9 @@ describe('attack 23: the jsonDepth limit of a non-stream answer', () => {
    * whose first structural character is past byte 64 is not checked (`request()` line `if (looksLikeJson(bodyText))
    * checkJsonDepth(...)`), while `response.ts parseJsonText` strips any amount of leading whitespace and parses it.
    * The guard and the parser disagree on what "JSON" is; the check should run on what the parser will parse.
+   * Fixed: `http.ts` checks the whole text of every body (packages/a2a/test/answer-guard.test.ts, the padding property).
    */
-  it.fails('a SendMessage answer nested 100 deep behind 64 leading spaces: still LIMIT_EXCEEDED (observed: COMPLETED, the limit skipped)', async () => {
+  it('a SendMessage answer nested 100 deep behind 64 leading spaces: still LIMIT_EXCEEDED (observed: COMPLETED, the limit skipped)', async () => {
     const { producer: p, agent, id } = await start(() => ({ SendMessage: (params, call) => rawResult(call, completedWithData(params, nested(100)), ' '.repeat(64)) }));
     const record = await finished(p, id, 30_000);
     expect(agent.count('SendMessage')).toBe(1);
@@ -71,8 +72,9 @@ describe('attack 23: the jsonDepth limit of a non-stream answer', () => {
    * the answer, `apply.ts`) escapes the job with the answer's delivery unrecorded, so `send-in-doubt` and the search
    * decide as if nothing had come back; `send-failure.ts sendFailureObservation` would also read a RangeError as
    * retryable-unknown. Any answer that arrived must leave `delivery: received` in the journal before anything can throw.
+   * Fixed: `apply.ts` applies a runtime fault on an answer as its failure (`unprocessedAnswer`; test/send/answer-guard.test.ts).
    */
-  it.fails('a 5,000-deep answer behind 64 spaces, the agent listing nothing: one SendMessage, a person decides (observed: 6 SendMessage, FAILED)', async () => {
+  it('a 5,000-deep answer behind 64 spaces, the agent listing nothing: one SendMessage, a person decides (observed: 6 SendMessage, FAILED)', async () => {
     const { producer: p, agent, id } = await start(
       () => ({
         SendMessage: (params, call) => rawResult(call, `{"task":${deepTaskJson(params.message)}}`, pad),
@@ -95,8 +97,9 @@ describe('attack 23: the jsonDepth limit of a non-stream answer', () => {
    * attempt at a person in bounded calls (A32). Fault: io/read.ts `readTask` / `readFailure` rethrow what is not an
    * A2AError ("programming errors") and runs/reconcile.ts lets it fail the job; an answer the worker cannot process is
    * an agent's fault and must become an observation, not an exception retried for ever.
+   * Fixed: as above; the read's failure is a counted `read-failed` (test/send/answer-guard.test.ts, the read-path case).
    */
-  it.fails('the honest variant (ListTasks lists T1, GetTask answers the deep task): the attempt ends in bounded calls (observed: INTENT for ever, ListTasks+GetTask unbounded)', async () => {
+  it('the honest variant (ListTasks lists T1, GetTask answers the deep task): the attempt ends in bounded calls (observed: INTENT for ever, ListTasks+GetTask unbounded)', async () => {
     let message: any;
     const { producer: p, agent, id } = await start(
       () => ({

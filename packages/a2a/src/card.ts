@@ -8,6 +8,7 @@ import { type AddressPolicyOptions, BlockedAddressError, checkUrl, createPolicyD
 import { AgentCardError, normalizeAgentCard, normalizeAgentCardUrl, type AgentCard } from './card-normalize.ts';
 import type { CredentialsProvider } from './credentials.ts';
 import { AuthenticationError, UpstreamError } from './errors.ts';
+import { readingAnswer } from './answer-fault.ts';
 import { excerpt, tryParseJson } from './error-mapping.ts';
 import { createHttpClient } from './http.ts';
 import type { A2ALimits } from './limits.ts';
@@ -135,7 +136,7 @@ async function requestCard(cardUrl: string, options: FetchAgentCardOptions): Pro
   if (status !== 200) throw new AgentCardError('HTTP_STATUS', `HTTP ${status} for ${cardUrl}`, { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
   const raw = tryParseJson(bodyText);
   if (raw === undefined) throw new AgentCardError('NOT_JSON', `agent card at ${cardUrl} is not JSON`, { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
-  const card = normalizeAgentCard(raw);
+  const card = readingAnswer(`agent card at ${cardUrl}`, () => normalizeAgentCard(raw));
   const etag = response.headers.etag;
   if (options.cache && etag) options.cache.set(cardUrl, { etag, card });
   return card;

@@ -71,8 +71,8 @@ export interface HttpClient {
   /**
    * Sends a request and reads the whole body within `requestTimeoutMs`, decoded from its `Content-Encoding` (gzip,
    * deflate, br; `content-coding.ts`) and counting the decoded bytes as they arrive:
-   * past the body limit it stops reading, closes the connection and throws `LimitExceededError`; a JSON
-   * body nested deeper than `jsonDepth` throws it too. Throws `NetworkError`, or the caller's abort reason.
+   * past the body limit it stops reading, closes the connection and throws `LimitExceededError`; any
+   * body nested deeper than `jsonDepth` throws it too (checked on the whole text, whatever its leading bytes). Throws `NetworkError`, or the caller's abort reason.
    */
   request(spec: HttpRequest): Promise<HttpResponse>;
   /**
@@ -139,9 +139,6 @@ export async function readLimitedText(body: AsyncIterable<Uint8Array> & { destro
   pieces.push(decoder.decode());
   return pieces.join('');
 }
-
-/** `true` when `text` looks like JSON structure (first non-blank character `{` or `[`, after an optional RS). */
-const looksLikeJson = (text: string): boolean => /^[\s\u001e]*[[{]/.test(text.slice(0, 64));
 
 const headerValue = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);
 
@@ -230,7 +227,10 @@ export function createHttpClient(options: HttpClientOptions = {}): HttpClient {
         const headers = firstHeaderValues(response.headers);
         const body = decodeContentCoding(response.body, contentCodingsHeader(response.statusCode, response.headers), `answer from ${spec.url}`);
         const bodyText = await readLimitedText(body, limits[bodyLimit], bodyLimit, spec.url);
-        if (looksLikeJson(bodyText)) checkJsonDepth(bodyText, limits.jsonDepth);
+        // Every body, whatever its content type or leading bytes (BOM, whitespace, record separators): a parser reads
+        // past any of them (`parseJsonText`, `tryParseJson` on an error body), so no guess at the body's shape may
+        // decide whether the limit applies. A text that is not JSON nests nothing past the limit in practice.
+        checkJsonDepth(bodyText, limits.jsonDepth);
         return { status: response.statusCode, contentType: headers['content-type'], bodyText, headers };
       } catch (error) {
         throw toNetworkError(error, spec.url, spec.signal, timedOut(), answered);

@@ -58,6 +58,7 @@ export {
   resolveLimits,
   storedArtifact,
 } from './limits.ts';
+export { answerFault, isRuntimeFault, readingAnswer } from './answer-fault.ts';
 
 export { roleFromWire, taskStateFromWire } from './spelling.ts';
 export { CONTENT_CODINGS, MAX_CONTENT_CODINGS, contentCodingsOf, decodeContentCoding } from './content-coding.ts';

@@ -9,6 +9,7 @@ import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType, mediaType, t
 import { createHttpClient, type HttpClient } from './http.ts';
 import { answerContentProof } from './ownership.ts';
 import { parseJsonText, requireJsonContentType, validateWith } from './response.ts';
+import { readingAnswer } from './answer-fault.ts';
 import {
   ListTaskPushNotificationConfigsResponseSchema,
   ListTasksResponseSchema,
@@ -172,20 +173,23 @@ export async function postJsonRpc<Schema extends z.ZodType>(
     ...(options?.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }),
   });
   const what = `${method} response`;
-  if (response.status < 200 || response.status >= 300) {
-    // A success envelope answering our request is the answer whatever the HTTP status around it (a server or proxy
-    // that reports its own trouble in the status after the work was done): decoded as on a 2xx, never discarded.
-    // Not proven ours: the status decides, as for any other body.
-    const answer = isJsonMediaType(response.contentType) ? ourSuccessIn(response.bodyText, rpc, schema, what, response.status, rpc.contentProof, prepare) : undefined;
-    if (answer === undefined) throw errorFromHttp(response.status, response.contentType, response.bodyText, response.headers);
-    return answer.result;
-  }
-  // A server that answers every call as a stream (SSE): its first event is the answer, read as a JSON body would be.
-  const event = mediaType(response.contentType) === 'text/event-stream' ? firstServerSentEvent(response.bodyText) : undefined;
-  if (event === undefined) requireJsonContentType(response.contentType, response.bodyText, response.status, method);
-  const bodyText = event?.data ?? response.bodyText;
-  const value = ourEnvelope(prepare(parseJsonText(bodyText, what, response.status)), rpc.id, bodyText, what);
-  return decodeJsonRpcEnvelope(value, bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
+  // The answer arrived: whatever reading it throws is the answer's fault (delivery `received`, `answer-fault.ts`).
+  return readingAnswer(what, () => {
+    if (response.status < 200 || response.status >= 300) {
+      // A success envelope answering our request is the answer whatever the HTTP status around it (a server or proxy
+      // that reports its own trouble in the status after the work was done): decoded as on a 2xx, never discarded.
+      // Not proven ours: the status decides, as for any other body.
+      const answer = isJsonMediaType(response.contentType) ? ourSuccessIn(response.bodyText, rpc, schema, what, response.status, rpc.contentProof, prepare) : undefined;
+      if (answer === undefined) throw errorFromHttp(response.status, response.contentType, response.bodyText, response.headers);
+      return answer.result;
+    }
+    // A server that answers every call as a stream (SSE): its first event is the answer, read as a JSON body would be.
+    const event = mediaType(response.contentType) === 'text/event-stream' ? firstServerSentEvent(response.bodyText) : undefined;
+    if (event === undefined) requireJsonContentType(response.contentType, response.bodyText, response.status, method);
+    const bodyText = event?.data ?? response.bodyText;
+    const value = ourEnvelope(prepare(parseJsonText(bodyText, what, response.status)), rpc.id, bodyText, what);
+    return decodeJsonRpcEnvelope(value, bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
+  });
 }
 
 /**

@@ -7,7 +7,7 @@
  * | `sseEventBytes` | 8 MiB | one SSE event, counted as bytes arrive (`sse.ts`) |
  * | `agentCardBytes` | 1 MiB | the Agent Card body (`card.ts`) |
  * | `partsPerMessage` | 1,000 | parts of one message or artifact, in every answer, event and push body |
- * | `jsonDepth` | 64 | nesting of any JSON body or event, checked on the text before parsing (no recursion) |
+ * | `jsonDepth` | 64 | nesting of any body or event, checked on its whole text before parsing (no recursion), whatever its leading bytes |
  * | `artifactBytesPerDelegation` | 16 MiB | artifact bytes summed over chunks and pushes: exported for the journal, which enforces it |
  *
  * Going over a limit throws `LimitExceededError` (permanent for the attempt, `limit` names it).

@@ -4,9 +4,11 @@
  * (spec §11.6), streams as SSE of bare StreamResponse objects (spec §11.7).
  */
 import { z } from 'zod';
+import { readingAnswer } from './answer-fault.ts';
 import { type A2AError, ProtocolError } from './errors.ts';
 import { errorFromHttp, excerpt, findErrorInfoReason, HttpErrorBodySchema, isJsonMediaType, tryParseJson } from './error-mapping.ts';
 import { createHttpClient, type HttpClient, type HttpRequest, type HttpResponse } from './http.ts';
+import { checkJsonDepth, DEFAULT_A2A_LIMITS } from './limits.ts';
 import { answerContentProof } from './ownership.ts';
 import { hasErrorMember, parseJsonText, provenAnswerIn, requireJsonContentType, validateWith } from './response.ts';
 import {
@@ -112,7 +114,8 @@ export class RestTransport implements A2ATransport {
   /** One call, its answer read by `readRestAnswer` (a non-2xx proven ours by `proof` is the answer). */
   private async call<Schema extends z.ZodType>(method: HttpRequest['method'], path: string, body: unknown, schema: Schema, options?: CallOptions, proof?: (result: unknown) => boolean): Promise<z.output<Schema>> {
     const response = await this.http.request(this.spec(method, path, body, options));
-    return readRestAnswer(response, `${method} ${path}`, schema, proof, hasErrorMember, (status, contentType, bodyText) => errorFromHttp(status, contentType, bodyText, response.headers));
+    // The answer arrived: whatever reading it throws is the answer's fault (delivery `received`, `answer-fault.ts`).
+    return readingAnswer(`${method} ${path}`, () => readRestAnswer(response, `${method} ${path}`, schema, proof, hasErrorMember, (status, contentType, bodyText) => errorFromHttp(status, contentType, bodyText, response.headers)));
   }
 
   /**
@@ -126,6 +129,8 @@ export class RestTransport implements A2ATransport {
     for (const fallback of specs.slice(1)) {
       if (response.status !== 404 && response.status !== 405) break;
       const bodyText = await readBodyText(response.body, this.streamOptions);
+      // Parsed below whatever its content type: held to `jsonDepth` as every agent text parsed is.
+      checkJsonDepth(bodyText, this.streamOptions.maxJsonDepth ?? DEFAULT_A2A_LIMITS.jsonDepth);
       const reason = isJsonMediaType(response.contentType) ? findErrorInfoReason((tryParseJson(bodyText) as { error?: { details?: unknown } } | undefined)?.error?.details) : undefined;
       if (response.status === 404 && reason !== undefined) throw errorFromHttp(response.status, response.contentType, bodyText);
       response = await this.http.openStream(fallback);

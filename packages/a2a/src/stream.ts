@@ -10,6 +10,7 @@ import { isInterruptedTaskState, isTerminalTaskState, type StreamResponse, type 
 import { readBodyText, readServerSentEvents, type SseMessage, type SseReaderOptions } from './sse.ts';
 import type { CallOptions, EventStream, StreamEnd, StreamEvent, TransportOptions } from './transport.ts';
 import { checkJsonDepth, DEFAULT_A2A_LIMITS, resolveLimits } from './limits.ts';
+import { readingAnswer } from './answer-fault.ts';
 
 /** Turns one SSE message into a `StreamResponse`; throws the typed error an error event carries. */
 export type StreamEventDecoder = (message: SseMessage) => StreamResponse;
@@ -110,8 +111,11 @@ export async function* followEventStream(
     if (asAnswer && limitBytes !== undefined && Buffer.byteLength(bodyText) >= limitBytes) {
       throw new LimitExceededError('sseEventBytes', limitBytes - 1, `a JSON answer to a stream request is larger than ${limitBytes - 1} bytes`, { delivery: 'received' });
     }
-    if (asAnswer) checkJsonDepth(bodyText, options.maxJsonDepth ?? DEFAULT_A2A_LIMITS.jsonDepth);
-    const answered = asAnswer?.(bodyText);
+    // Every body read here may be parsed (as the answer, or as an error body by `decodeError` whatever its content
+    // type): each is held to `jsonDepth`, whatever its leading bytes; reading it is the answer's fault from here on.
+    const maxDepth = options.maxJsonDepth ?? DEFAULT_A2A_LIMITS.jsonDepth;
+    checkJsonDepth(bodyText, maxDepth);
+    const answered = readingAnswer('a whole answer to a stream request', () => asAnswer?.(bodyText), maxDepth);
     if (answered !== undefined) {
       const tracker = new StreamEndTracker();
       const event: StreamEvent = { response: answered };
@@ -120,7 +124,7 @@ export async function* followEventStream(
       return tracker.end();
     }
     if (!isSuccess || type === 'application/json' || type.endsWith('+json')) {
-      throw decodeError(response.status, response.contentType, bodyText);
+      throw readingAnswer('an error answer to a stream request', () => decodeError(response.status, response.contentType, bodyText), maxDepth);
     }
     throw new ProtocolError(`expected text/event-stream, got ${response.contentType ?? 'no content type'}`, {
       httpStatus: response.status,
@@ -133,7 +137,7 @@ export async function* followEventStream(
   try {
     for await (const message of readServerSentEvents(response.body, options)) {
       const event: StreamEvent = {
-        response: decodeEvent(message),
+        response: readingAnswer('a stream event', () => decodeEvent(message), options.maxJsonDepth),
         ...(message.lastEventId === undefined ? {} : { eventId: message.lastEventId }),
       };
       tracker.observe(event);

@@ -8,7 +8,7 @@ import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { isTerminalTaskState, type Task, type TaskState } from '@durable-a2a/a2a';
 import { JOURNAL_STATES, type DelegationRecord, type JournalState } from '@durable-a2a/shared';
-import { OBSERVATION_KINDS, type AgentCall, type Observation, type ObservationKind } from '../src/delegation/core/observation.ts';
+import { OBSERVATION_KINDS, unprocessedAnswer, type AgentCall, type Observation, type ObservationKind } from '../src/delegation/core/observation.ts';
 import { OUTCOME_CODES } from '../src/delegation/core/outcomes.ts';
 import { progressNext, routeOf, type Policy } from '../src/delegation/core/policy.ts';
 import { transition, type Step, type Write } from '../src/delegation/core/transitions.ts';
@@ -796,5 +796,36 @@ describe('a CancelTask answer we could not read', () => {
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+describe('an answer that arrived and could not be processed (unprocessedAnswer)', () => {
+  const ANSWERS: readonly ObservationKind[] = ['send-answered', 'stream-event', 'task-read', 'search-result', 'push-received', 'cancel-answered', 'reply-delivered'];
+  const found = { kind: 'search-result', purpose: 'reconcile', deduplicates: false, finding: { kind: 'found', task: task('TASK_STATE_COMPLETED'), complete: true, ownership: { kind: 'proven', by: 'message-id' } } } as const;
+  const reply = { kind: 'reply-delivered', replyMessageId: 'R1', task: task('TASK_STATE_WORKING'), ownership: { kind: 'proven', by: 'task-id' } } as const;
+  const sampleOf = (kind: ObservationKind): Observation => (kind === 'search-result' ? found : kind === 'reply-delivered' ? reply : SAMPLES[kind]);
+  const stack = { code: 'LIMIT_EXCEEDED' as const, message: 'the answer could not be processed (RangeError: Maximum call stack size exceeded)', limit: 'jsonDepth' };
+  const fault = { code: 'PROTOCOL_ERROR' as const, message: 'the answer could not be processed (TypeError: x)' };
+
+  it('property: every observation carrying an answer becomes its failure with delivery received; none resends, none searches again for what failed', () => {
+    fc.assert(
+      fc.property(fc.constantFrom(...ANSWERS), fc.constantFrom<JournalState>('INTENT', 'SENT', 'WORKING', 'INPUT_REQUIRED'), fc.constantFrom(stack, fault), (kind, state, unacceptable) => {
+        const substitute = unprocessedAnswer(sampleOf(kind), unacceptable);
+        expect(substitute).toBeDefined();
+        expect(unprocessedAnswer(substitute!, unacceptable)).toBeUndefined();
+        if (substitute!.kind === 'send-failed') expect(substitute).toMatchObject({ afterMark: true, delivery: 'received', effect: 'maybe', error: { delivery: 'received', answer: 'unreadable' } });
+        const record = recordIn(state, state === 'INTENT' ? {} : { taskId: 'T1' });
+        const step = transition(record, substitute!, policy);
+        expect(step.next.kind).not.toBe('resend');
+        if (kind === 'search-result') expect(step.next.kind).not.toBe('search');
+        if (kind === 'send-answered' && unacceptable.limit && state === 'INTENT') expect(step.next).toMatchObject({ kind: 'needs-person' });
+      }),
+      { examples: [['send-answered', 'INTENT', stack], ['send-answered', 'INTENT', fault], ['task-read', 'WORKING', stack], ['search-result', 'INTENT', fault]] },
+    );
+  });
+
+  it('an observation carrying no answer has none: its failure is ours and is thrown', () => {
+    for (const kind of OBSERVATION_KINDS.filter((name) => !ANSWERS.includes(name))) expect(unprocessedAnswer(SAMPLES[kind], fault)).toBeUndefined();
+    expect(unprocessedAnswer({ kind: 'reply-delivered', replyMessageId: 'R1', ownership: { kind: 'unknown' } }, fault)).toBeUndefined();
   });
 });

@@ -55,12 +55,12 @@ export function encodeFromJson(type: DescMessage, json: unknown): Buffer {
 /**
  * Decodes a response into its ProtoJSON form (fields at their default value are
  * omitted, as ProtoJSON writers do). Bytes that are not a valid message:
- * `InvalidAgentResponseError`.
+ * `InvalidAgentResponseError` (delivery `received`: the bytes are the agent's answer).
  */
 export function decodeToJson(type: DescMessage, bytes: Uint8Array): unknown {
   try {
     return toJson(type, fromBinary(type, bytes), { registry: GRPC_REGISTRY });
   } catch (error) {
-    throw new InvalidAgentResponseError(`cannot decode ${type.typeName}: ${(error as Error).message}`, { cause: error });
+    throw new InvalidAgentResponseError(`cannot decode ${type.typeName}: ${(error as Error).message}`, { cause: error, delivery: 'received' });
   }
 }

@@ -11,6 +11,8 @@ import { z } from 'zod';
 import { type AddressPolicyOptions, addressPolicyOf } from '../address-policy.ts';
 import { DEFAULT_MAX_EVENT_SIZE_CHARS } from '../sse.ts';
 import { validateWith } from '../response.ts';
+import { readingAnswer } from '../answer-fault.ts';
+import { checkJsonDepth, resolveLimits } from '../limits.ts';
 import {
   ListTaskPushNotificationConfigsResponseSchema,
   ListTasksResponseSchema,
@@ -116,9 +118,18 @@ export class GrpcTransport implements A2ATransport {
     return { method, bytes: encodeFromJson(method.input, this.mapping.toRequest(name, withTenant as Record<string, unknown>)) };
   }
 
+  /**
+   * One answer or stream message, arrived: decoded, held to `jsonDepth` (a Struct nests as JSON does; checked on the
+   * text it is validated as) and validated; whatever that throws is the answer's fault (delivery `received`).
+   */
   private decode<Schema extends z.ZodType>(name: string, method: DescMethod, bytes: Buffer, schema: Schema): z.output<Schema> {
-    const json = this.mapping.fromResponse(name, decodeToJson(method.output, bytes));
-    return validateWith(schema, json, JSON.stringify(json), `gRPC ${name} answer`);
+    const maxDepth = resolveLimits(this.options.limits).jsonDepth;
+    return readingAnswer(`gRPC ${name} answer`, () => {
+      const json = this.mapping.fromResponse(name, decodeToJson(method.output, bytes));
+      const text = JSON.stringify(json);
+      checkJsonDepth(text, maxDepth);
+      return validateWith(schema, json, text, `gRPC ${name} answer`);
+    }, maxDepth);
   }
 
   private async unary<Schema extends z.ZodType>(name: string, params: object, schema: Schema, options?: CallOptions): Promise<z.output<Schema>> {

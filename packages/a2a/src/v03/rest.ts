@@ -6,6 +6,7 @@
  * Routes as served by @a2a-js/sdk 0.3.14 and the 1.3.0 `legacyCompat` router.
  */
 import { z } from 'zod';
+import { readingAnswer } from '../answer-fault.ts';
 import { type A2AError, ProtocolError, UnsupportedOperationError } from '../errors.ts';
 import { errorFromHttp, excerpt, JsonRpcErrorObjectSchema, tryParseJson, withStatusRetryAfter } from '../error-mapping.ts';
 import { createHttpClient, type HttpClient, type HttpRequest } from '../http.ts';
@@ -96,7 +97,8 @@ export class RestV03Transport implements A2ATransport {
   /** One call, its answer read by `readRestAnswer` (a non-2xx proven ours by `proof` is the answer). */
   private async call<Schema extends z.ZodType>(method: HttpRequest['method'], path: string, body: unknown, schema: Schema, options?: CallOptions, proof?: (result: unknown) => boolean): Promise<z.output<Schema>> {
     const response = await this.http.request(this.spec(method, path, body, options));
-    return readRestAnswer(response, `${method} ${REST_V03_PREFIX}${path}`, schema, proof, isErrorBodyV03, (status, contentType, bodyText) => errorFromHttpV03(status, contentType, bodyText, response.headers));
+    // The answer arrived: whatever reading it throws is the answer's fault (delivery `received`, `answer-fault.ts`).
+    return readingAnswer(`${method} ${REST_V03_PREFIX}${path}`, () => readRestAnswer(response, `${method} ${REST_V03_PREFIX}${path}`, schema, proof, isErrorBodyV03, (status, contentType, bodyText) => errorFromHttpV03(status, contentType, bodyText, response.headers)));
   }
 
   /** One stream request; a whole JSON answer proven ours by `proof` is its one event (`provenAnswerIn`), as on 1.0. */

@@ -14,7 +14,7 @@
  * where a new behaviour goes.
  */
 import { createHash } from 'node:crypto';
-import { isTerminalTaskState, type StreamResponse, type TaskState, type TaskStatusUpdateEvent } from '@durable-a2a/a2a';
+import { answerFault, isRuntimeFault, isTerminalTaskState, type StreamResponse, type TaskState, type TaskStatusUpdateEvent } from '@durable-a2a/a2a';
 import {
   JournalError,
   applyStreamResponse,
@@ -48,12 +48,12 @@ import type { WorkerContext } from '../context.ts';
 import { notifyQuestionExpired, notifyQuestionOpened } from '../notify/question.ts';
 import { requestWorkflowCancel } from '../workflow/cancel.ts';
 import type { FollowPlan, Next, NextKind } from './core/next.ts';
-import type { HeldBack, Observation } from './core/observation.ts';
+import { unprocessedAnswer, type HeldBack, type Observation } from './core/observation.ts';
 import { jitteredCheckTime, mayWantCancel, progressNext, questionOpen, routeOf } from './core/policy.ts';
 import { transition, type Guard, type Step, type Write } from './core/transitions.ts';
 import { handleAuthRequired } from './auth.ts';
 import { oneStepFinish } from './finish-step.ts';
-import { readTask } from './io/read.ts';
+import { readTask, unacceptableOf } from './io/read.ts';
 import { searchForMessage } from './io/search.ts';
 import { park } from './park.ts';
 import { attemptDeadlineAt } from './attempt-step.ts';
@@ -112,14 +112,24 @@ export interface Applied {
 
 /**
  * Applies one observation to a delegation (see the module header). `record`: the row as the caller last read or
- * wrote it. Throws journal errors (FENCE_LOST, VERSION_CONFLICT, Redis down) and nothing an agent caused.
+ * wrote it. Throws journal errors (FENCE_LOST, VERSION_CONFLICT, Redis down) and nothing an agent caused: a fault of
+ * the runtime while applying an answer (`isRuntimeFault`) is applied as that answer's failure (`unprocessedAnswer`).
  */
 export async function apply(ctx: WorkerContext, record: DelegationRecord, observation: Observation, scope: Scope = {}): Promise<Applied> {
-  const step = transition(record, observation, ctx.policy);
+  let step: Step;
   let written: Written;
   try {
+    step = transition(record, observation, ctx.policy);
     written = await writeStep(ctx, record, step, scope, observation);
   } catch (error) {
+    // The agent's answer could not be processed (a stack overflow encoding it for the journal, a shape the code did
+    // not foresee): it arrived, so its failure is applied as an observation (delivery received), never thrown with the
+    // answer's delivery unrecorded (the reconciler would read "maybe sent" + an empty search as absence and resend).
+    const unprocessed = isRuntimeFault(error) ? unprocessedAnswer(observation, unacceptableOf(answerFault(error, `the ${observation.kind} answer`, ctx.options.limits.jsonDepth))) : undefined;
+    if (unprocessed) {
+      (scope.log ?? ctx.logger).warn({ ...refOf(record), err: error, observation: observation.kind }, 'an answer could not be processed; applied as an unusable answer');
+      return apply(ctx, (await ctx.journal.getDelegation(refOf(record))) ?? record, unprocessed, scope);
+    }
     // The write bound a task the journal binds to another delegation (refused, journaled as a protocol error): the
     // `task-bound-elsewhere` row decides from the row as it is now.
     if (!(error instanceof JournalError && error.code === 'TASK_BOUND_ELSEWHERE') || observation.kind === 'task-bound-elsewhere') throw error;

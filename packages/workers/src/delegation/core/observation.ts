@@ -301,3 +301,38 @@ export const OBSERVATION_KINDS = [
   'lease-lost',
   'closing',
 ] as const satisfies readonly ObservationKind[];
+
+/**
+ * What an observation carrying an agent's answer becomes when processing it failed (`unacceptable`: over a limit, or
+ * a fault of the runtime on its content, e.g. a stack overflow encoding it for the journal): the answer arrived, so
+ * delivery is `received` and the effect may be done; what it says is unknown. A SendMessage answer (or the task a
+ * search found while the agent held it) is a `send-failed` after the mark (over a limit: a person; else the search,
+ * which never resends once an answer arrived); a stream event or a push a refused event (one full read makes up for
+ * it, A32); a search's finding a failed search; any other read a `read-failed` the progress rule counts. None of these
+ * asks again for what failed in the same step, so a chain of them is bounded. Undefined for an observation that
+ * carries no answer: its failure is ours, not the agent's.
+ */
+export function unprocessedAnswer(observation: Observation, unacceptable: Unacceptable): Observation | undefined {
+  const { code } = unacceptable;
+  const readFailed = (call: AgentCall, why: string, cycle = false): Observation => ({ kind: 'read-failed', call, code, retryable: false, unacceptable, why, cycle });
+  switch (observation.kind) {
+    case 'send-answered': {
+      const error: RecordedError = { code, message: unacceptable.message, retryable: false, delivery: 'received', answer: 'unreadable', ...(unacceptable.limit ? { limit: unacceptable.limit } : {}) };
+      return { kind: 'send-failed', afterMark: true, delivery: 'received', effect: 'maybe', error, permanent: true, lastAttempt: false, unacceptable };
+    }
+    case 'task-read':
+      return readFailed(observation.call, `${observation.why}; the answer could not be processed`, observation.cycle);
+    case 'search-result':
+      // The search's answer cannot be used: a failed search (bounded rounds, then a person), never another search.
+      return observation.finding.kind === 'found' ? { ...observation, finding: { kind: 'failed', error: unacceptable, retryable: false } } : undefined;
+    case 'stream-event':
+    case 'push-received':
+      return { kind: 'stream-failed', code, retryable: false, unacceptable };
+    case 'cancel-answered':
+      return readFailed('cancel', 'the CancelTask answer could not be processed');
+    case 'reply-delivered':
+      return observation.task ? readFailed('reply', 'the answer to our reply could not be processed') : undefined;
+    default:
+      return undefined;
+  }
+}

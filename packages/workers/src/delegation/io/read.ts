@@ -30,7 +30,9 @@ export interface ReadRequest {
 
 /**
  * One GetTask of our task as an observation. Rethrows only what is not the agent's (journal errors, programming
- * errors); every answer and failure of the agent becomes an observation.
+ * errors before the request); every answer and failure of the agent becomes an observation: the transports type a
+ * failure to read an answer that arrived (`answerFault`, delivery `received`), and `apply` turns a fault applying it
+ * into a `read-failed` (`unprocessedAnswer`).
  */
 export async function readTask(ctx: WorkerContext, record: DelegationRecord, request: ReadRequest): Promise<Observation> {
   const taskId = request.taskId ?? record.taskId;
@@ -59,8 +61,16 @@ export function readFailure(error: unknown, call: AgentCall, why: string, cycle:
   const retryable = isRetryable(error);
   log.warn({ err: error, call }, retryable ? 'a call about our task failed; looking again later' : 'an answer about our task cannot be used');
   const code = codeOf(error);
-  const unacceptable: Unacceptable | undefined = retryable
-    ? undefined
-    : { code, message: (error as Error).message, ...(error instanceof LimitExceededError ? { limit: error.limit } : {}), ...(error instanceof AuthenticationError ? { outcome: 'AUTH' as const } : {}) };
+  const unacceptable: Unacceptable | undefined = retryable ? undefined : unacceptableOf(error);
   return { kind: 'read-failed', call, code, retryable, why, cycle, ...(unacceptable ? { unacceptable } : {}) };
+}
+
+/** An answer we cannot accept, as its observation carries it: the error's code, message, limit (and AUTH for refused credentials). */
+export function unacceptableOf(error: unknown): Unacceptable {
+  return {
+    code: codeOf(error),
+    message: error instanceof Error ? error.message : String(error),
+    ...(error instanceof LimitExceededError ? { limit: error.limit } : {}),
+    ...(error instanceof AuthenticationError ? { outcome: 'AUTH' as const } : {}),
+  };
 }

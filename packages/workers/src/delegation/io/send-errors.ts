@@ -11,7 +11,9 @@ import {
   InvalidAgentResponseError,
   LimitExceededError,
   ProtocolError,
+  answerFault,
   deliveryOf,
+  isRuntimeFault,
   sendEffectOf,
   isRetryable,
 } from '@durable-a2a/a2a';
@@ -99,6 +101,15 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
     ...(unreachable && provesUnreachable(error, delivery) ? { unreachable } : {}),
   };
 }
+
+/**
+ * An error thrown once the agent's answer had arrived (processing it, not reaching the agent): a fault of the runtime
+ * on the answer (`isRuntimeFault`: a stack overflow, a shape the code did not foresee) is the answer's failure, an A2A
+ * error with delivery `received` (`answerFault`: LIMIT_EXCEEDED jsonDepth for a stack overflow, else PROTOCOL_ERROR);
+ * anything else (a journal or Redis error) stays as it is. Never read as "nothing came back" (retryable-unknown).
+ */
+export const afterAnswer = (ctx: WorkerContext, error: unknown, what: string): unknown =>
+  isRuntimeFault(error) ? answerFault(error, what, ctx.options.limits.jsonDepth) : error;
 
 /** A send job run's holder token: its claim's owner and its send lease's holder. */
 export const sendRunToken = (ctx: WorkerContext, job: JobRun): string => `${ctx.workerId}/send/${job.id}`;

@@ -38,7 +38,7 @@ import {
 } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
-import { holdingSendLease, sendRunToken } from '../io/send-errors.ts';
+import { afterAnswer, holdingSendLease, sendRunToken } from '../io/send-errors.ts';
 import { searchWhileHeld, type HeldSearchHit, type HeldSendResult } from '../io/send-held.ts';
 import { readStream } from '../io/stream.ts';
 import { apply, type Applied } from '../apply.ts';
@@ -89,6 +89,7 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
     // A34: a first event that is a finished status update without anything else (a status identifies, it does not
     // settle): the task is bound SUBMITTED now and that status applied after the rest of the stream (its artifacts).
     let deferred: StreamResponse | undefined;
+    let arrived = false;
     try {
       const next = await firstEvent(ctx, send, stream, controller);
       if ('kind' in next) {
@@ -98,6 +99,7 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
         return next;
       }
       if (next.done) throw new ProtocolError(`the send stream ended (${next.value.kind}) before naming a task`, { delivery: 'received' });
+      arrived = true;
       ctx.crashPoint('send.after-request', record.step);
       const first = next.value.response;
       if ('statusUpdate' in first && isTerminalTaskState(first.statusUpdate.status.state)) deferred = first;
@@ -115,7 +117,8 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
         }
         return send.fallback();
       }
-      return sendFailed(ctx, { record, fence, error, log, job, afterMark: true });
+      // Once the first event arrived, failing to process it is the answer's failure (delivery received, `afterAnswer`).
+      return sendFailed(ctx, { record, fence, error: arrived ? afterAnswer(ctx, error, 'the send stream\'s first event') : error, log, job, afterMark: true });
     }
     // Settled (a plain direct Message, a finished task), parked, a task a Message named (followed anew), or refused
     // as not ours: nothing more to read here.

@@ -30,7 +30,7 @@ import { messageAnswerProof, type Observation, type Ownership } from '../core/ob
 import { attemptTimeLeftMs } from '../attempt-step.ts';
 import { enforceAttemptDeadline } from '../deadline.ts';
 import { refuseUnknownVerifier } from '../verifier-check.ts';
-import { holdingSendLease, releaseSendLease, sendRunToken } from '../io/send-errors.ts';
+import { afterAnswer, holdingSendLease, releaseSendLease, sendRunToken } from '../io/send-errors.ts';
 import { sendFailed } from './send-failure.ts';
 import { sendWhileSearching, type HeldSendResult } from '../io/send-held.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
@@ -264,12 +264,19 @@ async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: numbe
 async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldSendResult): Promise<string> {
   ctx.crashPoint('send.after-request', send.record.step);
   const sendLease = send.holdsLease ? { token: sendRunToken(ctx, send.job), release: () => releaseSendLease(ctx, send.record, send.job) } : undefined;
-  const observation: Observation =
-    result.kind === 'found'
-      ? { kind: 'send-answered', answer: { task: result.task }, ownership: { kind: 'proven', by: 'message-id' }, via: 'search-while-held', summary: !result.complete }
-      : result.kind === 'several'
-        ? { kind: 'search-result', purpose: 'reconcile', finding: result, deduplicates: ctx.options.deduplicatingAgents.has(send.record.agentCardUrl), why: 'searching while the agent held our send' }
-        : answerObservation(send.record, result.response, 'answer');
+  let observation: Observation;
+  try {
+    observation =
+      result.kind === 'found'
+        ? { kind: 'send-answered', answer: { task: result.task }, ownership: { kind: 'proven', by: 'message-id' }, via: 'search-while-held', summary: !result.complete }
+        : result.kind === 'several'
+          ? { kind: 'search-result', purpose: 'reconcile', finding: result, deduplicates: ctx.options.deduplicatingAgents.has(send.record.agentCardUrl), why: 'searching while the agent held our send' }
+          : answerObservation(send.record, result.response, 'answer');
+  } catch (error) {
+    // The answer arrived: failing to read it is the answer's failure (delivery received), applied as a send failure.
+    await sendLease?.release();
+    return sendFailed(ctx, { record: send.marked ?? send.record, fence: send.fence, error: afterAnswer(ctx, error, 'the SendMessage answer'), log: send.log, job: send.job, afterMark: true });
+  }
   const applied = await apply(ctx, send.marked ?? send.record, observation, { log: send.log, source: 'send', ...(sendLease ? { sendLease } : {}) });
   return outcomeOf(ctx, send.log, observation, applied);
 }
