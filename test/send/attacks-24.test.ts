@@ -6,11 +6,11 @@
 import { describe, expect, it } from 'vitest';
 import { artifactText, finished, NOT_FOUND, useFieldCases, viewOf } from '../harness/field-cases.ts';
 import { eventually } from '../harness/fleet.ts';
-import { agentMessage, task, taskEvent } from '../harness/scripted-agent.ts';
+import { agentMessage, ev, task, taskEvent } from '../harness/scripted-agent.ts';
 import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { getTaskCalls, pushScene } from '../harness/push-scene.ts';
-import { finishedAttempt, holder } from '../harness/holders.ts';
+import { finishedAttempt, holder, personNaming } from '../harness/holders.ts';
 
 const h = useFieldCases();
 const start = h.setUpAndDelegate;
@@ -43,6 +43,29 @@ describe('attack 24: a Message answer naming a task', () => {
     );
     const record = await finished(p, id, 30_000);
     expect(agent.count('SendMessage')).toBe(1);
+    expect(record.state === 'COMPLETED' && JSON.stringify(await viewOf(p, id)).includes('their booking')).toBe(false);
+  }, 45_000);
+
+  /*
+   * FINDING (the same fault as above, on the send stream). Input: SendStreamingMessage's only event is an agent Message
+   * in our context naming "T9"; GetTask/SubscribeToTask T9 answer the COMPLETED task of another context holding another
+   * client's message, artifact "their booking". Observed: COMPLETED with "their booking". Expected: never COMPLETED with
+   * another client's result (a search or a person). Fault: as above (transitions.ts `namedTaskRow`, the bound-task
+   * reads checking only the id), reached from runs/send-stream.ts through `messageAnswerProof`.
+   */
+  it.fails('via a send stream: the named task someone else\'s, never COMPLETED with its result (observed: COMPLETED with "their booking")', async () => {
+    const theirs = () => task('T9', 'COMPLETED', { contextId: 'ctx-other', history: [{ role: 'ROLE_USER', messageId: 'someone-else', parts: [{ text: 'book' }] }], artifacts: { a1: 'their booking' } });
+    const { producer: p, agent, id } = await start(
+      () => ({
+        SendStreamingMessage: (params) => ({ sse: [ev(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { message: agentMessage('working on it in T9', { taskId: 'T9', contextId: params.message.contextId }) } }))] }),
+        GetTask: () => ({ result: theirs() }),
+        SubscribeToTask: () => ({ sse: [taskEvent(theirs())] }),
+        ListTasks: noTasks,
+      }),
+      { ...fast, streamingSends: true },
+    );
+    const record = await finished(p, id, 30_000);
+    expect(agent.count('SendStreamingMessage') + agent.count('SendMessage')).toBe(1);
     expect(record.state === 'COMPLETED' && JSON.stringify(await viewOf(p, id)).includes('their booking')).toBe(false);
   }, 45_000);
 
@@ -97,6 +120,29 @@ describe('attack 24: a Message answer naming a task', () => {
     expect(agent.count('SendMessage')).toBe(1);
     expect(record.state).not.toBe('COMPLETED');
   }, 70_000);
+});
+
+describe('attack 24: a Message naming a task the agent cannot be asked about', () => {
+  it('GetTask and SubscribeToTask answer MethodNotFound (-32601): the attempt ends in bounded calls, one SendMessage', async () => {
+    // Tried: a Message-only agent that names a task id but implements neither tasks/get nor tasks/resubscribe (the
+    // not-found window never starts). Holds if the attempt finishes (any finished state) within bounded reads.
+    const { producer: p, agent, id } = await start(
+      () => ({
+        SendMessage: (params) => ({ result: { message: agentMessage('done, room 12', { taskId: 'T9', contextId: params.message.contextId }) } }),
+        GetTask: () => ({ error: { code: -32601, message: 'Method not found' } }),
+        SubscribeToTask: () => ({ error: { code: -32601, message: 'Method not found' } }),
+        ListTasks: () => ({ error: { code: -32601, message: 'Method not found' } }),
+      }),
+      fast,
+    );
+    const done = async () => {
+      const record = await p.journal.getDelegation({ workflowId: id, delegationId: 'main.1' });
+      return record && !['INTENT', 'SENT', 'SUBMITTED', 'WORKING'].includes(record.state) ? record : undefined;
+    };
+    await eventually(async () => (await done()) !== undefined || agent.count('GetTask') + agent.count('SubscribeToTask') >= 40, 'finished, or 40 reads', 30_000);
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(await done()).toBeDefined();
+  }, 45_000);
 });
 
 describe('attack 24: answers with odd JSON values are processed normally', () => {
@@ -228,4 +274,47 @@ describe('attack 24: a push suspect on a row that finishes meanwhile', () => {
     expect(getTaskCalls(agent, 'T2')).toBeGreaterThan(0);
     expect(['COMPLETED', 'AMBIGUOUS']).toContain(row.state);
   }, 60_000);
+});
+
+describe('attack 24: decoys mixed with a real holder', () => {
+  const redisServer = useRedisServer();
+  const keep = closeKeptAfterEach();
+  it('20 decoys pushed in one burst with the holder T2 12th (past the first job\'s 8 reads): T2 read, AMBIGUOUS naming T1 and T2', async () => {
+    // Tried: a real second holder hidden in a burst of decoys (tasks whose GetTask shows someone else's message), past
+    // one job's reads, under the queue's 32. Holds if T2 is read and the person is told of T1 and T2.
+    const { env, workflowId, agent, push, holding } = await pushScene({ redisUrl: redisServer().url, keep }, (taskId, received) =>
+      taskId === 'T1' || taskId === 'T2' ? holder(taskId, 'WORKING', received) : holder(taskId, 'WORKING', { ...received, messageId: 'M-other' }),
+    );
+    for (let n = 0; n < 20; n++) expect(await push(holding(n === 11 ? 'T2' : `D${n}`))).toBe(403);
+    await personNaming(env.producer, workflowId, ['T1', 'T2'], 40_000);
+    expect(getTaskCalls(agent, 'T2')).toBeGreaterThan(0);
+  }, 60_000);
+});
+
+describe('attack 24: a stream ending at AUTH_REQUIRED', () => {
+  it('the agent shows AUTH_REQUIRED for 3 s (each subscription closes at the snapshot), then COMPLETED: bounded reads, COMPLETED with a1', async () => {
+    // Tried: the resubscribe rule's other interrupted state (AUTH_REQUIRED, no question of ours, no reply to send): a
+    // stream closed at it must park or back off, not resubscribe at once. Holds if <= 30 reads over the 3 s.
+    let startedAt = 0;
+    const { producer: p, agent } = await h.setUp((seen: { contextId?: string }) => {
+      const current = () =>
+        Date.now() - startedAt < 3_000
+          ? task('T1', 'AUTH_REQUIRED', { contextId: seen.contextId, timestamp: new Date(startedAt).toISOString(), message: agentMessage('sign in at https://example.test/auth', { messageId: 'auth1', taskId: 'T1', contextId: seen.contextId }) })
+          : task('T1', 'COMPLETED', { contextId: seen.contextId, timestamp: new Date().toISOString(), artifacts: { a1: 'booked' } });
+      return {
+        SendMessage: (params: any) => {
+          seen.contextId ??= params.message.contextId;
+          startedAt ||= Date.now();
+          return { result: { task: { ...current(), history: [params.message] } } };
+        },
+        GetTask: () => ({ result: current() }),
+        SubscribeToTask: () => ({ sse: [taskEvent(current())], endAfter: 'close' as const }),
+      };
+    }, { slowPollMs: 1_000 });
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: 'auth-required-stream-end' });
+    const record = await finished(p, id, 60_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(artifactText(await viewOf(p, id), 'a1')).toBe('booked');
+    expect(agent.count('SubscribeToTask') + agent.count('GetTask')).toBeLessThanOrEqual(30);
+  }, 90_000);
 });
