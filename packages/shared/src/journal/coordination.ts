@@ -152,19 +152,24 @@ export class JournalCoordination extends JournalReplies {
   }
 
   /**
-   * Which of `refs` a follow run of another live worker holds (`followedByAnotherLive`): the lease holders read (a GET
-   * each, sent together), then each other worker named looked up once (its liveness key, EXISTS, sent together).
-   * `self`: this worker's id; `isFollowRun`: tells a follow run's token from a send run's.
-   * @returns per ref, in order: true when a follow run of a live worker other than `self` holds its lease
+   * Which of `refs` a follow run of another live worker holds (`followedByAnotherLive`) with more than `minLeftMs` of
+   * its lease left: the lease holders and their time left read (a GET and a PTTL each, sent together), then each other
+   * worker named looked up once (its liveness key, EXISTS, sent together). `self`: this worker's id; `isFollowRun`:
+   * tells a follow run's token from a send run's. `minLeftMs`: should the holder be dead after all, its lease must
+   * outlast the moment a heartbeat names it dead, or the dead-worker sweep (which ends only leases still naming it)
+   * would pass over the delegation.
+   * @returns per ref, in order: true when a follow run of a live worker other than `self` holds its lease, with more
+   *   than `minLeftMs` left
    */
-  async followedByLiveWorkers(refs: readonly DelegationRef[], self: string, isFollowRun: (holder: string) => boolean): Promise<boolean[]> {
+  async followedByLiveWorkers(refs: readonly DelegationRef[], self: string, isFollowRun: (holder: string) => boolean, minLeftMs: number): Promise<boolean[]> {
     if (refs.length === 0) return [];
     // Issued in one turn: the journal's connection sends them in one write (auto-pipelining; per node on a Cluster).
-    const holders = await Promise.all(refs.map((ref) => this.redis.get(this.keys.followLease(ref.workflowId, ref.delegationId))));
+    const keys = refs.map((ref) => this.keys.followLease(ref.workflowId, ref.delegationId));
+    const [holders, lefts] = await Promise.all([Promise.all(keys.map((key) => this.redis.get(key))), Promise.all(keys.map((key) => this.redis.pttl(key)))]);
     const named = [...new Set(holders.flatMap((holder) => (holder && isFollowRun(holder) ? [workerOfHolder(holder)] : [])))].filter((id) => id !== '' && id !== self);
     const present = await Promise.all(named.map((workerId) => this.redis.exists(this.keys.workerLiveness(workerId))));
     const live = new Set(named.filter((_, index) => present[index] === 1));
-    return holders.map((holder) => followedByAnotherLive(holder ?? undefined, self, live, isFollowRun));
+    return holders.map((holder, index) => lefts[index]! > minLeftMs && followedByAnotherLive(holder ?? undefined, self, live, isFollowRun));
   }
 
   /** Milliseconds left on a delegation's follow lease (0 when nobody holds it). */

@@ -14,6 +14,14 @@ import { jitteredCheckTime } from '../core/policy.ts';
 import { isSendRunToken } from '../io/send-errors.ts';
 import { batchesOf } from './reconcile-batch.ts';
 
+/**
+ * Liveness TTLs of lease left for the start-up sweep to leave a delegation to a live-looking follower (`SweepChecks`).
+ * The holder's key is present, so it beat less than a TTL ago; if it is dead, a heartbeat names it within about two
+ * TTLs more (after a fleet-wide silence every roster entry gets one TTL to beat again, and beats come a third of a TTL
+ * apart), and its lease must still name it then. With the defaults a renewed lease has 20 to 30 s left, three TTLs 9 s.
+ */
+const LIVE_FOLLOW_MIN_LEFT_TTLS = 3;
+
 /** Id of the reconcile queue's job scheduler. */
 export const SWEEP_SCHEDULER_ID = 'reconcile-sweep';
 
@@ -72,9 +80,11 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
  * timer sweep's `now`) and a running part number; an entry a scan returns twice is checked once.
  *
  * `leaveLiveFollows` (the sweep of every entry, with worker liveness on): a delegation a follow run of another live
- * worker holds (`Journal.followedByLiveWorkers`) is claimed but not reconciled: its follower keeps its next check
- * moving while the stream is healthy, and should that worker be dead already, the dead-worker sweep ends its lease
- * and reconciles it once its liveness key runs out (within `livenessTtlMs`). Its attempt deadline is its follower's
+ * worker holds (`Journal.followedByLiveWorkers`) with more than `LIVE_FOLLOW_MIN_LEFT_TTLS` liveness TTLs of its lease
+ * left is claimed but not reconciled: its follower keeps its next check moving while the stream is healthy, and
+ * should that worker be dead already, the dead-worker sweep ends its lease and reconciles it once its liveness key
+ * runs out (within `livenessTtlMs`), the lease still naming it then. A shorter lease left (short `lockDurationMs`, a
+ * renewal late) is reconciled as before: the dead-worker sweep could come after it ran out and pass it over. Its attempt deadline is its follower's
  * (`delegation/deadline.ts`: a stream closes at it), so nothing is decided later for being left here. Reconciling it
  * here only found the lease held, read the row and its workflow's definition and moved its check to the lease end:
  * after a whole-fleet crash, every followed delegation, about a sixth of the fresh worker's CPU before the first
@@ -111,7 +121,7 @@ class SweepChecks {
     const claimed = fresh.filter((_, index) => claims[index]);
     for (const { dueAt } of claimed) ctx.metrics.reconcileLag.observe(Math.max(0, now - dueAt) / 1000);
     const claimedDelegations = claimed.filter(({ ref }) => ref.delegationId !== '*').map(({ ref }) => ref);
-    const followed = this.leaveLiveFollows ? await ctx.journal.followedByLiveWorkers(claimedDelegations, ctx.workerId, (holder) => !isSendRunToken(holder)) : [];
+    const followed = this.leaveLiveFollows ? await ctx.journal.followedByLiveWorkers(claimedDelegations, ctx.workerId, (holder) => !isSendRunToken(holder), LIVE_FOLLOW_MIN_LEFT_TTLS * ctx.options.livenessTtlMs) : [];
     const delegations = claimedDelegations.filter((_, index) => !followed[index]);
     this.left += claimedDelegations.length - delegations.length;
     const workflows = claimed.filter(({ ref }) => ref.delegationId === '*').map(({ ref }) => ref);
