@@ -151,6 +151,27 @@ export class JournalCoordination extends JournalReplies {
     return (await this.redis.get(this.keys.followLease(ref.workflowId, ref.delegationId))) ?? undefined;
   }
 
+  /**
+   * Which of `refs` a follow run of another live worker holds (`followedByAnotherLive`) with more than `minLeftMs` of
+   * its lease left: the lease holders and their time left read (a GET and a PTTL each, sent together), then each other
+   * worker named looked up once (its liveness key, EXISTS, sent together). `self`: this worker's id; `isFollowRun`:
+   * tells a follow run's token from a send run's. `minLeftMs`: should the holder be dead after all, its lease must
+   * outlast the moment a heartbeat names it dead, or the dead-worker sweep (which ends only leases still naming it)
+   * would pass over the delegation.
+   * @returns per ref, in order: true when a follow run of a live worker other than `self` holds its lease, with more
+   *   than `minLeftMs` left
+   */
+  async followedByLiveWorkers(refs: readonly DelegationRef[], self: string, isFollowRun: (holder: string) => boolean, minLeftMs: number): Promise<boolean[]> {
+    if (refs.length === 0) return [];
+    // Issued in one turn: the journal's connection sends them in one write (auto-pipelining; per node on a Cluster).
+    const keys = refs.map((ref) => this.keys.followLease(ref.workflowId, ref.delegationId));
+    const [holders, lefts] = await Promise.all([Promise.all(keys.map((key) => this.redis.get(key))), Promise.all(keys.map((key) => this.redis.pttl(key)))]);
+    const named = [...new Set(holders.flatMap((holder) => (holder && isFollowRun(holder) ? [workerOfHolder(holder)] : [])))].filter((id) => id !== '' && id !== self);
+    const present = await Promise.all(named.map((workerId) => this.redis.exists(this.keys.workerLiveness(workerId))));
+    const live = new Set(named.filter((_, index) => present[index] === 1));
+    return holders.map((holder, index) => lefts[index]! > minLeftMs && followedByAnotherLive(holder ?? undefined, self, live, isFollowRun));
+  }
+
   /** Milliseconds left on a delegation's follow lease (0 when nobody holds it). */
   async followLeaseRemainingMs(ref: DelegationRef): Promise<number> {
     return Math.max(0, await this.redis.pttl(this.keys.followLease(ref.workflowId, ref.delegationId)));
@@ -230,4 +251,22 @@ export class JournalCoordination extends JournalReplies {
     if (!Number.isInteger(count) || count < 1) throw new RangeError(`takeTokens: count ${count} is not a positive integer`);
     return this.call(takeTokenScript, { slot: this.keys.rateLimit(name) }, { max, windowMs, maxWaitMs, count });
   }
+}
+
+/** The worker id a lease token (`<workerId>/<runId>`) names; '' when it names none. */
+function workerOfHolder(holder: string): string {
+  const slash = holder.indexOf('/');
+  return slash > 0 ? holder.slice(0, slash) : '';
+}
+
+/**
+ * Whether lease holder `holder` is a follow run (`isFollowRun`) of a worker other than `self` whose liveness key was
+ * present (`live`): that worker follows the delegation and keeps its next check moving; should it die, the dead-worker
+ * sweep ends the lease once its liveness key is gone (forgetWorker-2.lua cannot succeed before). A send run's lease,
+ * this worker's own id (an earlier process under it) and a holder whose worker is not live are not.
+ */
+function followedByAnotherLive(holder: string | undefined, self: string, live: ReadonlySet<string>, isFollowRun: (holder: string) => boolean): boolean {
+  if (holder === undefined || !isFollowRun(holder)) return false;
+  const workerId = workerOfHolder(holder);
+  return workerId !== '' && workerId !== self && live.has(workerId);
 }

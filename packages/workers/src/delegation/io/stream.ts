@@ -18,6 +18,7 @@ import {
   UnsupportedOperationError,
   isRetryable,
   isTerminalTaskState,
+  setLongTimeout,
   type EventStream,
   type StreamEnd,
   type StreamEvent,
@@ -56,6 +57,11 @@ export interface StreamSource {
   atEnd?: readonly StreamResponse[];
   /** An earlier stream of the task ended before its finished status: the artifacts journaled so far are a partial view. */
   resubscribed?: boolean;
+  /**
+   * The attempt's deadline (epoch ms; `delegation/deadline.ts`): the stream closes there and `deadline-passed` is
+   * observed, however lively the stream (its lease renewals keep the reconciler's next check ahead of it). Default: none.
+   */
+  deadlineAt?: number;
 }
 
 /**
@@ -76,6 +82,11 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     controller.abort();
   };
   const quietTimer = setTimeout(onQuiet, ctx.options.streamQuietMs);
+  // The attempt's deadline, however far (a month's deadline passes Node's timer range).
+  let pastDeadline = false;
+  const { deadlineAt } = source;
+  const deadlineTimer = deadlineAt === undefined ? undefined : setLongTimeout(() => ((pastDeadline = true), controller.abort()), deadlineAt - ctx.options.now());
+  const deadlinePassed = async (): Promise<string> => (await sink({ kind: 'deadline-passed', deadlineAt: deadlineAt! })).next;
   // The fleet's close through its fan-out (O(1) per stream, not one more listener on the fleet-wide signal).
   const unlistenShutdown = ctx.shutdownListeners.add(() => controller.abort(ctx.shutdownSignal.reason));
   if (leaseLost.aborted) controller.abort(leaseLost.reason);
@@ -86,8 +97,9 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     // agent's pool does not look through every open stream for each request (`CallOptions.ownConnection`).
     stream = open ? open(signal) : (await ctx.agents.transportFor(record)).subscribeToTask({ id: record.taskId! }, { signal, ...(source.resubscribed ? { ownConnection: true } : {}) });
   } catch (error) {
-    // Not opened (no interface and no Agent Card, say): the listeners and the timer go now, not at the fleet's close.
+    // Not opened (no interface and no Agent Card, say): the listeners and the timers go now, not at the fleet's close.
     clearTimeout(quietTimer);
+    deadlineTimer?.clear();
     unlistenShutdown();
     controller.abort(FINISHED_ABORT_REASON);
     throw error;
@@ -207,6 +219,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     }
   } catch (error) {
     if (leaseLost.aborted) return (await sink({ kind: 'lease-lost' }), 'lease-lost');
+    if (pastDeadline && !ctx.shutdownSignal.aborted) return await deadlinePassed();
     if (quiet && !ctx.shutdownSignal.aborted) {
       ctx.metrics.resubscriptions.inc({ reason: 'quiet', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
       log.info({ quietMs: ctx.options.streamQuietMs }, 'stream carried no event for the quiet window; handing over to polling');
@@ -215,12 +228,15 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     return onStreamError(ctx, error, sink, log, delivered, ctx.metrics.agentLabels.of(record.agentCardUrl));
   } finally {
     clearTimeout(quietTimer);
+    deadlineTimer?.clear();
     unlistenShutdown();
     // Whatever ended the loop, the connection goes with it (no socket left to a fenced-out worker).
     controller.abort(FINISHED_ABORT_REASON);
     await stream.return(undefined as never).catch(() => undefined);
   }
   if (stopped) return stopped;
+  // Closed by the deadline while between events (the stream's end then looks like an interruption).
+  if (pastDeadline && !ctx.shutdownSignal.aborted && !leaseLost.aborted) return deadlinePassed();
   // Events held back until the stream ended (a streaming send's finished first status, A34): applied now, in order.
   for (const response of atEnd) {
     const last = atEnd.at(-1) === response;

@@ -15,6 +15,7 @@ import { isSlowPolling, jitteredCheckTime, questionOpen } from '../core/policy.t
 import type { Observation } from '../core/observation.ts';
 import { readTask } from '../io/read.ts';
 import { readStream, type SinkResult } from '../io/stream.ts';
+import { checkAttemptDeadline } from '../deadline.ts';
 import { renewWhileHeld } from './lease-renewal.ts';
 import { leaseHeld } from './reconcile.ts';
 
@@ -85,6 +86,10 @@ async function followUnleased(
     await apply(ctx, record, { kind: 'row-checked' });
     return 'parked';
   }
+  // Past the attempt deadline, no stream and no poll: the attempt ends here (a follow job's or a resubscription's
+  // next check keeps the reconciler's check ahead of it, as a healthy stream's renewals do).
+  const deadline = await checkAttemptDeadline(ctx, record, lazyChildLogger(ctx.logger, { queue: 'follow', ...ref, taskId: record.taskId, jobId: job.id }));
+  if (deadline === 'passed') return 'deadline-exceeded';
   const token = followToken(ctx, job.id);
   if (ctx.shutdownSignal.aborted) {
     // This worker is closing: leave the delegation to another one.
@@ -125,7 +130,7 @@ async function followUnleased(
       else await apply(ctx, record, { kind: 'follow-deferred', delayMs: ctx.options.followBackoff.baseMs, resubscription: data.resubscription, reason: 'lease-taken' });
       return 'already-followed';
     }
-    return await followLeased(ctx, record, token, job, slowPoll, fence, taken?.checkScheduled === true, data.again);
+    return await followLeased(ctx, record, token, job, { slowPoll, fence, checkScheduled: taken?.checkScheduled === true, resubscribed: data.again, deadlineAt: deadline });
   } finally {
     if (!slowPoll) ctx.followSlots.release(record.agentCardUrl);
   }
@@ -148,12 +153,22 @@ async function agentResubscribeWaitMs(ctx: WorkerContext, agentCardUrl: string):
   return turn.go ? 0 : turn.waitMs;
 }
 
-/**
- * Follows (or, when slow-polled, reads once) under the follow lease, renewing it while the stream is healthy.
- * `checkScheduled`: the handover that gave this follow its lease already moved the reconciler's next check;
- * `resubscribed`: not the first subscription of the task (an earlier stream ended before its finished status).
- */
-async function followLeased(ctx: WorkerContext, record: DelegationRecord, token: string, job: JobRun, slowPoll: boolean, fence: number, checkScheduled: boolean, resubscribed: boolean): Promise<string> {
+/** How a leased follow runs (`followLeased`). */
+interface LeasedFollow {
+  /** Read once with GetTask instead of a stream (the progress rule's slow poll). */
+  slowPoll: boolean;
+  /** The run's fencing token. */
+  fence: number;
+  /** The handover that gave this follow its lease already moved the reconciler's next check. */
+  checkScheduled: boolean;
+  /** Not the first subscription of the task (an earlier stream ended before its finished status). */
+  resubscribed: boolean;
+  /** The attempt's deadline (epoch ms): the stream closes there and the attempt ends (undefined: none applies). */
+  deadlineAt: number | undefined;
+}
+
+/** Follows (or, when slow-polled, reads once) under the follow lease, renewing it while the stream is healthy. */
+async function followLeased(ctx: WorkerContext, record: DelegationRecord, token: string, job: JobRun, { slowPoll, fence, checkScheduled, resubscribed, deadlineAt }: LeasedFollow): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   // While the stream is healthy, the lease and the reconciler's next check move forward together (one batch per tick).
   const renewal = renewWhileHeld(ctx, ref, token);
@@ -183,7 +198,7 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
     ctx.crashPoint('follow.before-stream', record.step);
     const checked = checkScheduled ? undefined : ctx.journal.scheduleCheckSoon(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
     try {
-      return await readStream(ctx, record, job, renewal.lost, streamSink(ctx, record, scope), { resubscribed });
+      return await readStream(ctx, record, job, renewal.lost, streamSink(ctx, record, scope), { resubscribed, ...(deadlineAt !== undefined ? { deadlineAt } : {}) });
     } finally {
       await checked;
     }

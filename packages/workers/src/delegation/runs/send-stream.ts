@@ -42,6 +42,7 @@ import { afterAnswer, holdingSendLease, sendRunToken } from '../io/send-errors.t
 import { searchWhileHeld, type HeldSearchHit, type HeldSendResult } from '../io/send-held.ts';
 import { readStream } from '../io/stream.ts';
 import { apply, type Applied } from '../apply.ts';
+import { attemptDeadlineAt } from '../attempt-step.ts';
 import { namedTasks } from '../core/policy.ts';
 import { streamSink } from './follow.ts';
 import { sendFailed } from './send-failure.ts';
@@ -135,7 +136,9 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
     }
     try {
       const sink = streamSink(ctx, bound, { fence, log, source: 'stream' });
-      await readStream(ctx, bound, job, leaseLost, sink, { open: (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream), atEnd: deferred ? [deferred] : [] });
+      // The rest of the stream is the follow: it closes at the attempt's deadline too (`delegation/deadline.ts`).
+      const deadlineAt = await attemptDeadlineAt(ctx, bound);
+      await readStream(ctx, bound, job, leaseLost, sink, { open: (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream), atEnd: deferred ? [deferred] : [], deadlineAt });
       return 'sent-streaming';
     } finally {
       ctx.followSlots.release(record.agentCardUrl);

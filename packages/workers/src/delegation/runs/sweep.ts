@@ -11,7 +11,16 @@ import { AgentCardError, isRetryable } from '@durable-a2a/a2a';
 import { FairSendQueue, enqueueReconcileBatch, pruneSearchIndex, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { jitteredCheckTime } from '../core/policy.ts';
+import { isSendRunToken } from '../io/send-errors.ts';
 import { batchesOf } from './reconcile-batch.ts';
+
+/**
+ * Liveness TTLs of lease left for the start-up sweep to leave a delegation to a live-looking follower (`SweepChecks`).
+ * The holder's key is present, so it beat less than a TTL ago; if it is dead, a heartbeat names it within about two
+ * TTLs more (after a fleet-wide silence every roster entry gets one TTL to beat again, and beats come a third of a TTL
+ * apart), and its lease must still name it then. With the defaults a renewed lease has 20 to 30 s left, three TTLs 9 s.
+ */
+const LIVE_FOLLOW_MIN_LEFT_TTLS = 3;
 
 /** Id of the reconcile queue's job scheduler. */
 export const SWEEP_SCHEDULER_ID = 'reconcile-sweep';
@@ -28,7 +37,7 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
   const now = ctx.options.now();
   await refreshAgentCards(ctx).catch((error: unknown) => ctx.logger.warn({ err: error }, 'agent card refresh failed'));
   const batch = ctx.options.reconcileBatchSize;
-  const checks = new SweepChecks(ctx, all ? `startup-${now}` : now, now);
+  const checks = new SweepChecks(ctx, all ? `startup-${now}` : now, now, all && ctx.options.livenessTtlMs > 0);
   if (!all) {
     // Every due entry, a page of `batch` at a time: each page's entries move to their next check, so the next read
     // gets the ones after them. One page per sweep would check `batch` entries an interval, while every running
@@ -55,12 +64,12 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
     await checks.enqueue(result.due);
     cursor = result.cursor;
     if (cursor === '0') {
-      ctx.logger.info({ swept: checks.count }, 'start-up sweep: every unfinished delegation and workflow enqueued for a check');
-      return `swept ${checks.count}`;
+      ctx.logger.info({ swept: checks.count, leftToLiveFollowers: checks.left }, 'start-up sweep: every unfinished delegation and workflow enqueued for a check');
+      return `swept ${checks.count}${checks.summaryOfLeft()}`;
     }
   }
-  ctx.logger.warn({ swept: checks.count, maxPages }, 'start-up sweep stopped at its page bound; the timer sweep finds the rest');
-  return `swept ${checks.count} (page bound)`;
+  ctx.logger.warn({ swept: checks.count, leftToLiveFollowers: checks.left, maxPages }, 'start-up sweep stopped at its page bound; the timer sweep finds the rest');
+  return `swept ${checks.count}${checks.summaryOfLeft()} (page bound)`;
 }
 
 /**
@@ -69,9 +78,22 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
  * this sweep's), then the claimed ones go to batch jobs; workflow entries' batches run after every delegation's (`later`): a running workflow only waits,
  * its delegation may need reattaching. Batch job ids carry the sweep's occasion (`startup-<now>`, or the
  * timer sweep's `now`) and a running part number; an entry a scan returns twice is checked once.
+ *
+ * `leaveLiveFollows` (the sweep of every entry, with worker liveness on): a delegation a follow run of another live
+ * worker holds (`Journal.followedByLiveWorkers`) with more than `LIVE_FOLLOW_MIN_LEFT_TTLS` liveness TTLs of its lease
+ * left is claimed but not reconciled: its follower keeps its next check moving while the stream is healthy, and
+ * should that worker be dead already, the dead-worker sweep ends its lease and reconciles it once its liveness key
+ * runs out (within `livenessTtlMs`), the lease still naming it then. A shorter lease left (short `lockDurationMs`, a
+ * renewal late) is reconciled as before: the dead-worker sweep could come after it ran out and pass it over. Its attempt deadline is its follower's
+ * (`delegation/deadline.ts`: a stream closes at it), so nothing is decided later for being left here. Reconciling it
+ * here only found the lease held, read the row and its workflow's definition and moved its check to the lease end:
+ * after a whole-fleet crash, every followed delegation, about a sixth of the fresh worker's CPU before the first
+ * reattach (the dead worker's liveness key still present).
  */
 class SweepChecks {
   count = 0;
+  /** Delegations followed by another live worker, left to it (`leaveLiveFollows`). */
+  left = 0;
   private part = 0;
   private readonly seen = new Set<string>();
 
@@ -79,7 +101,13 @@ class SweepChecks {
     private readonly ctx: WorkerContext,
     private readonly occasion: string | number,
     private readonly now: number,
+    private readonly leaveLiveFollows: boolean,
   ) {}
+
+  /** `, N left to live followers` when some were (the sweep's summary). */
+  summaryOfLeft(): string {
+    return this.left > 0 ? `, ${this.left} left to live followers` : '';
+  }
 
   async enqueue(due: readonly { ref: DelegationRef; dueAt: number }[]): Promise<void> {
     const { ctx, now } = this;
@@ -92,7 +120,10 @@ class SweepChecks {
     const claims = await ctx.journal.claimChecks(fresh.map(({ ref, dueAt }) => ({ ref, seenAt: dueAt, atMs: jitteredCheckTime(now, ctx.options.reconcileIntervalMs) })));
     const claimed = fresh.filter((_, index) => claims[index]);
     for (const { dueAt } of claimed) ctx.metrics.reconcileLag.observe(Math.max(0, now - dueAt) / 1000);
-    const delegations = claimed.filter(({ ref }) => ref.delegationId !== '*').map(({ ref }) => ref);
+    const claimedDelegations = claimed.filter(({ ref }) => ref.delegationId !== '*').map(({ ref }) => ref);
+    const followed = this.leaveLiveFollows ? await ctx.journal.followedByLiveWorkers(claimedDelegations, ctx.workerId, (holder) => !isSendRunToken(holder), LIVE_FOLLOW_MIN_LEFT_TTLS * ctx.options.livenessTtlMs) : [];
+    const delegations = claimedDelegations.filter((_, index) => !followed[index]);
+    this.left += claimedDelegations.length - delegations.length;
     const workflows = claimed.filter(({ ref }) => ref.delegationId === '*').map(({ ref }) => ref);
     const jobs = [...batchesOf(delegations).map((refs) => ({ refs, later: false })), ...batchesOf(workflows).map((refs) => ({ refs, later: true }))];
     await Promise.all(jobs.map(({ refs, later }) => enqueueReconcileBatch(ctx.queues, refs, { sweep: this.occasion, part: this.part++, later })));
