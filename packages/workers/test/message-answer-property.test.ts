@@ -206,7 +206,7 @@ describe('a Message naming a task, whatever the reads of that task show', () => 
               ? { kind: 'task-read', task: t9, call: 'get-task', complete: true, ownership: { kind: 'proven', by: 'request-id' }, why: 'follow', cycle: true }
               : read.kind === 'not-found'
                 ? { kind: 'task-not-found', call: read.call }
-                : { kind: 'read-failed', call: read.call, code: 'AGENT_UNAVAILABLE', retryable: true, why: 'follow', cycle: read.cycle };
+                : { kind: 'read-failed', call: read.call, code: 'UPSTREAM_ERROR', retryable: true, why: 'follow', cycle: read.cycle };
           const step = transition(row, observation, policy);
           const writes = writesOf(step.write);
           const fromMessage = writes.some((write) => write.kind === 'outcome' && JSON.stringify(write.result ?? null).includes('working on it'));
