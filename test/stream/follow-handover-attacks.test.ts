@@ -326,7 +326,9 @@ describe('attack: the handed lease and the openings queue', () => {
     const busy: { ref: { workflowId: string; delegationId: string }; known: DelegationRecord }[] = [];
     for (let index = 0; index < 200; index++) {
       const workflowId = `busy-${index}`;
-      await p.journal.createWorkflow(workflowId, { state: 'RUNNING', definition: '{}', createdAt: '1', updatedAt: '1' }, { ...intentRow(workflowId), agentCardUrl: slow.cardUrl });
+      // Created now: a row journaled in 1970 is past its attempt deadline, and a follow ends such an attempt at once.
+      const now = String(Date.now());
+      await p.journal.createWorkflow(workflowId, { state: 'RUNNING', definition: '{}', createdAt: now, updatedAt: now }, { ...intentRow(workflowId), agentCardUrl: slow.cardUrl, createdAt: now, updatedAt: now });
       const target = { workflowId, delegationId: 'main.1' };
       await p.journal.applyStatus(target, { mode: 'event', state: 'WORKING', taskId: `T-${index}`, agentCardUrl: slow.cardUrl });
       busy.push({ ref: target, known: (await p.journal.getDelegation(target))! });
