@@ -231,7 +231,7 @@ describe('a Message naming a task, whatever the reads of that task show', () => 
                 ? { kind: 'stream-event', responses: [{ statusUpdate: { taskId: 'T9', contextId: t9.contextId!, status: { state: `TASK_STATE_${read.state}`, timestamp: '2026-12-06T14:00:00Z' } } }] }
               : read.kind === 'not-found'
                 ? { kind: 'task-not-found', call: read.call }
-                : { kind: 'read-failed', call: read.call, code: 'AGENT_UNAVAILABLE', retryable: true, why: 'follow', cycle: read.cycle };
+                : { kind: 'read-failed', call: read.call, code: 'UPSTREAM_ERROR', retryable: true, why: 'follow', cycle: read.cycle };
           const step = transition(row, observation, policy);
           const writes = writesOf(step.write);
           const fromMessage = writes.some((write) => write.kind === 'outcome' && JSON.stringify(write.result ?? null).includes('working on it'));
