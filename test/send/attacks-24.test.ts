@@ -29,8 +29,10 @@ describe('attack 24: a Message answer naming a task', () => {
    * before any read, and the bound-task reads (transitions.ts `task-read`, the follow's snapshot) check only
    * `task.id === record.taskId` (line ~191, FOREIGN_TASK only on another id), never `taskOwnership` (context/history)
    * as runs/send.ts does for a Task answer: before this session a bound id always came from an ownership-checked Task.
+   * Fixed (branch named-task-proof): the row is flagged `namedTaskUnread`; the first full read of T9 is judged by
+   * context or history (transitions.ts `namedTaskNotOurs`): not ours, FOREIGN_TASK noted and a person, nothing applied.
    */
-  it.fails('the named task is someone else\'s (another context, another message in its history): never COMPLETED with its result (observed: COMPLETED with "their booking")', async () => {
+  it('the named task is someone else\'s (another context, another message in its history): never COMPLETED with its result (before: COMPLETED with "their booking")', async () => {
     const theirs = () => task('T9', 'COMPLETED', { contextId: 'ctx-other', history: [{ role: 'ROLE_USER', messageId: 'someone-else', parts: [{ text: 'book' }] }], artifacts: { a1: 'their booking' } });
     const { producer: p, agent, id } = await start(
       () => ({
@@ -51,9 +53,9 @@ describe('attack 24: a Message answer naming a task', () => {
    * in our context naming "T9"; GetTask/SubscribeToTask T9 answer the COMPLETED task of another context holding another
    * client's message, artifact "their booking". Observed: COMPLETED with "their booking". Expected: never COMPLETED with
    * another client's result (a search or a person). Fault: as above (transitions.ts `namedTaskRow`, the bound-task
-   * reads checking only the id), reached from runs/send-stream.ts through `messageAnswerProof`.
+   * reads checking only the id), reached from runs/send-stream.ts through `messageAnswerProof`. Fixed as above.
    */
-  it.fails('via a send stream: the named task someone else\'s, never COMPLETED with its result (observed: COMPLETED with "their booking")', async () => {
+  it('via a send stream: the named task someone else\'s, never COMPLETED with its result (before: COMPLETED with "their booking")', async () => {
     const theirs = () => task('T9', 'COMPLETED', { contextId: 'ctx-other', history: [{ role: 'ROLE_USER', messageId: 'someone-else', parts: [{ text: 'book' }] }], artifacts: { a1: 'their booking' } });
     const { producer: p, agent, id } = await start(
       () => ({
@@ -101,9 +103,10 @@ describe('attack 24: a Message answer naming a task', () => {
    * read" from the row's shape (SUBMITTED, no statusTimestamp, a status message in our context naming the task); a
    * real read of such a status leaves the same shape (applyStatus-5.lua replaces the status whole), so the task's own
    * status message is taken for the Message answer. A row flag set by `namedTaskRow` and cleared by any applied read
-   * would not confuse them.
+   * would not confuse them. Fixed (branch named-task-proof): `namedTaskUnread`, cleared by applyStatus-5.lua with the
+   * read; `unreadNamedTask` reads the flag.
    */
-  it.fails('the named task is shown once (SUBMITTED, no timestamp, its own status message), then denied: not COMPLETED (observed: COMPLETED from the task\'s "queued")', async () => {
+  it('the named task is shown once (SUBMITTED, no timestamp, its own status message), then denied: not COMPLETED (before: COMPLETED from the task\'s "queued")', async () => {
     let message: any;
     let shown = 0;
     const t9 = () => task('T9', 'SUBMITTED', { contextId: message.contextId, history: [message], message: agentMessage('queued', { taskId: 'T9', contextId: message.contextId }) });

@@ -74,12 +74,12 @@ export const COMPACTED_RECORD_LAYOUT = {
     'owner', 'notFoundCount', 'firstNotFoundAt', 'sendStartedAt', 'replySendToken', 'replySendUntil',
     'questionSeq', 'artifactBytes', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable',
     'unreachableSince', 'nextTryAt', 'historyBytes', 'slotWaitUntil', 'suspects', 'suspectsOverCap', 'suspectsLost', 'suspectReadRounds',
-    'askedKeys', 'clockFloorMs',
+    'askedKeys', 'clockFloorMs', 'namedTaskUnread',
   ],
   /** Times (ms) stored as a number of ms after the workflow's createdAt (a string is the hash's own text). */
   times: ['createdAt', 'updatedAt', 'finishedAt', 'verifiedAt', 'statusTimestampMs', 'replySendUntil'],
   /** Counters and flags whose '0' reads as absent. */
-  zeroIsAbsent: ['sendCount', 'resendCount', 'unreachableCount', 'unsentTries', 'protocolErrorCount', 'verifyAttempts', 'contextRefused', 'push', 'held'],
+  zeroIsAbsent: ['sendCount', 'resendCount', 'unreachableCount', 'unsentTries', 'protocolErrorCount', 'verifyAttempts', 'contextRefused', 'push', 'held', 'namedTaskUnread'],
   /** A workflow is compacted only when its record stays within this many bytes, artifacts included (1 MiB; one key stays small). */
   maxBytes: 1024 * 1024,
   /** A workflow is compacted only when every delegation is in one of these states (else its hashes expire as they are). */
@@ -99,7 +99,7 @@ export const COMPACTED_RECORD_LAYOUT = {
     'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable', 'finishedAt', 'replyMessageId', 'replyMessage',
     'replyState', 'replySendToken', 'replySendUntil', 'replyError', 'replyForQuestion', 'replyBy', 'questionKey', 'questionAskedAt',
     'questionExpired', 'questionExpiredAt', 'questionExpiry', 'questionSeq', 'effect', 'evidence', 'verifiedAt', 'verifyAttempts',
-    'artifactBytes', 'suspects', 'suspectsOverCap', 'suspectsLost', 'suspectReadRounds', 'askedKeys', 'clockFloorMs',
+    'artifactBytes', 'suspects', 'suspectsOverCap', 'suspectsLost', 'suspectReadRounds', 'askedKeys', 'clockFloorMs', 'namedTaskUnread',
     // The workflow row (workflow-record.ts).
     'tenant', 'definition', 'cancelRequested', 'stopping', 'failure', 'attention', 'retryApproved', 'abandonedCompensations',
     'historyDropped', 'historyBytes',

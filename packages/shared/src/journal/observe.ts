@@ -36,6 +36,8 @@ export interface ObserveOptions {
   endsLease?: StatusChange['endsLease'];
   /** The row as the caller holds it (see `StatusChange.held`): the status change's reply may then carry only what changed. */
   held?: DelegationRecord;
+  /** The Task is the placeholder of a task a Message answer named, not yet read (see `StatusChange.namedTaskUnread`). */
+  namedTaskUnread?: true;
 }
 
 /** The error a finished unsuccessful status records (FAILED, REJECTED, CANCELED: the agent's message), else undefined. */
@@ -83,6 +85,7 @@ function taskChangeOf(task: Task, options: ObserveOptions): StatusChange {
     ...(options.bindUntilMs !== undefined ? { bindUntilMs: options.bindUntilMs } : {}),
     endsLease: options.endsLease,
     held: options.held,
+    ...(options.namedTaskUnread ? { namedTaskUnread: true as const } : {}),
   };
 }
 

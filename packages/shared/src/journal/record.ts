@@ -98,6 +98,12 @@ export const DelegationRecordSchema = z
     statusTimestampMs: optionalMs,
     question: optionalJson(MessageSchema),
     statusMessage: optionalJson(MessageSchema),
+    /**
+     * Bound to a task a Message answer named, not yet read (applyStatus-5.lua): no status of the agent applied since,
+     * so the task's ownership is unproven (its first full read is judged by context or history) and a TaskNotFound
+     * for it may make the Message the whole answer.
+     */
+    namedTaskUnread: flag,
     message: requiredJson(OutgoingMessageSchema),
     result: optionalJson(z.unknown()),
     error: optionalJson(RecordedErrorSchema),

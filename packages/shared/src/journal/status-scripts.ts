@@ -74,6 +74,7 @@ function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artif
     leaseEnding(change.endsLease, checkHere),
     heldVersion ?? '',
     ...artifactArgs,
+    change.namedTaskUnread ? '1' : '',
   ];
 }
 

@@ -61,6 +61,11 @@ export interface StatusChange {
    */
   artifacts?: Artifact[];
   /**
+   * This change binds the row to a task a Message answer named, not yet read (the row's `namedTaskUnread` set); any
+   * status of the agent applied later clears it (applyStatus-5.lua).
+   */
+  namedTaskUnread?: true;
+  /**
    * The delegation's Agent Card URL, when the caller read a record without a task id: a new `taskId` is then
    * bound with the change (inside applyStatus on one server, `bindTask` just before it on a Cluster) instead of
    * after the script's refusal (TASK_NOT_BOUND): one round trip less, or two.

@@ -64,6 +64,9 @@
            (the stored bytes stay within the limit; what it drops is in `leftOut`, in doubt until a full read).
            Either way the reply names the held ids the list left out (`leftOut`, whatever the outcome once the row
            is found unfinished), read in this same script: the stream's `takenBack`
+  ARGV[21 + 4N] (after the artifacts; N = 0 without them) '1': this change binds the row to a task a Message answer
+           named, not yet read (core/transitions.ts `namedTaskRow`): 'namedTaskUnread' is set; '' = not that: any
+           status of the agent (mode other than 'outcome') applied clears a set flag ('0'). Our own outcomes leave it.
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
   A change of state also sets the workflow row's 'updatedAt' (<prefix>:{wf:<id>}:wf, derived
@@ -118,7 +121,7 @@ local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noPr
 -- What every transition reads when the caller holds the row (FIELDS_UNVERSIONED too); a field only some need is read
 -- when needed (`field`). A field costs about 0.3 µs to read into Lua, whatever its size.
 local FIELDS_READ = { 'delegationId', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId', 'questionKey', 'statusMessage',
-  'artifactBytes', 'clockFloorMs', unpack(FIELDS_UNVERSIONED) }
+  'artifactBytes', 'clockFloorMs', 'namedTaskUnread', unpack(FIELDS_UNVERSIONED) }
 -- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
 local member = ''
 -- ARGV[16] 'handover:…' read once (endLease.lua), else nil.
@@ -236,6 +239,9 @@ local function apply()
   if ARGV[9] ~= '' then put('statusMessage', ARGV[9])
   elseif mode ~= 'outcome' and statusMessage ~= '' then put('statusMessage', '') end
   if ARGV[10] ~= '' then put('result', ARGV[10]) end
+  -- A task a Message answer named, bound unread (ARGV[21 + 4N]); any status of the agent applied since shows it read.
+  if ARGV[21 + 4 * (tonumber(ARGV[20]) or 0)] == '1' then put('namedTaskUnread', '1')
+  elseif mode ~= 'outcome' and hash.namedTaskUnread == '1' then put('namedTaskUnread', '0') end
   if ARGV[11] ~= '' then put('error', ARGV[11]) end
 
   -- An unfinished Task's copies written over held ones with other content (review16m): named in the reply.

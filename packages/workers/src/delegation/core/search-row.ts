@@ -7,7 +7,7 @@ import { historyHolds, isFinished, isTerminalTaskState, journalStateOf } from '@
 import type { Task } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
-import type { Observation, SearchFinding } from './observation.ts';
+import type { AgentCall, Observation, SearchFinding } from './observation.ts';
 import { namedTask, namedTasks, unfoundVerdict, type Policy } from './policy.ts';
 import type { Step, Write } from './transitions.ts';
 
@@ -83,6 +83,29 @@ export function foreignHolder(record: DelegationRecord, task: Task, reply = reco
 }
 
 /**
+ * Whether `task`, read in full for the first time since a Message answer named it (the row's `namedTaskUnread`), is
+ * shown ours as a Task answer must be (runs/send.ts, R16): in the context we sent, or its history holding our
+ * messageId. A Message's claim is no proof: a read of that id may show another client's task (attack24). Not shown
+ * ours: FOREIGN_TASK noted (delivery received: the agent had our message; the effect maybe), nothing of it applied,
+ * never COMPLETED from it: a person decides (the row is bound to that id, so no other task can be adopted by our
+ * messageId). Undefined: not such a read, or the task shown ours (applied as any read; the flag cleared with it).
+ */
+export function namedTaskNotOurs(record: DelegationRecord, task: Task, call: AgentCall, complete = true): Step | undefined {
+  if (!record.namedTaskUnread || task.id !== record.taskId) return undefined;
+  // A summary (ListTasks) is no full read: the task is read in full before anything of it is applied.
+  if (!complete) return { next: { kind: 'read-once', why: `a summary of task ${namedTask(task.id)}, which a Message answer named, before a full read of it` } };
+  const contextId = record.contextRefused ? undefined : record.requestedContextId;
+  if (contextId !== undefined && task.contextId === contextId) return undefined;
+  if (historyHolds(task.history, record.messageId)) return undefined;
+  const where = task.contextId ? `in context ${task.contextId}` : 'in no context';
+  const message = `task ${namedTask(task.id)}, which the agent's Message answer named, is not shown ours (${call}): ${where}, its history without our message ${record.messageId}`;
+  return {
+    write: { kind: 'note-protocol-error', error: { code: 'FOREIGN_TASK', message, retryable: false, delivery: 'received', answer: 'unreadable' } },
+    next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `${message}; the agent had our message, so the work may have happened`, delivery: 'received' },
+  };
+}
+
+/**
  * The search row: adopt, read in full first, resend the same messageId, FAILED with the agent's error, LOST, or a person.
  * Several tasks holding our messageId (`several`) is a person whatever the purpose, both ids named: the work may have
  * been done twice, and adopting the one listed first would leave the other running unseen (or settle the step from
@@ -100,6 +123,9 @@ export function searchRow(record: DelegationRecord, observation: Extract<Observa
     // Ours: our bound task, or (not yet bound: a task found by our messageId whose GetTask we could not use) proven by our messageId.
     const ours = finding.kind === 'found' && (record.taskId !== undefined ? finding.task.id === record.taskId : finding.ownership.kind === 'proven');
     if (finding.kind === 'found' && ours && finding.complete) {
+      // The first full read of a task a Message answer named: judged as a Task answer (not shown ours: never applied).
+      const named = namedTaskNotOurs(record, finding.task, 'list-tasks');
+      if (named) return named;
       const write: Write = record.taskId === undefined ? { kind: 'snapshot', task: finding.task, guard: 'version', bindAgent: true } : { kind: 'snapshot', task: finding.task, guard: 'fence' };
       return { write, next: isFinished(journalStateOf(finding.task.status.state)) ? route : { kind: 'progress', what: `${observation.why ?? 'read'}; ListTasks ${finding.task.status.state}` } };
     }

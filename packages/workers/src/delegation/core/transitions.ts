@@ -19,15 +19,19 @@ import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryA
 import type { Next } from './next.ts';
 import { messageAnswerProof, PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
-import { foreignHolder, otherHolder, searchRow, severalHolders, suspectsUnread } from './search-row.ts';
+import { foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
 export type Guard = 'fence' | 'version' | 'none';
 
 /** What a step writes through the journal (one transition script each). */
 export type Write =
-  /** A full Task read replaces state (and artifacts); `bindAgent`: a first task id is bound to the row's agent. */
-  | { kind: 'snapshot'; task: Task; guard: Guard; bindAgent?: boolean }
+  /**
+   * A full Task read replaces state (and artifacts); `bindAgent`: a first task id is bound to the row's agent;
+   * `namedTaskUnread`: the Task is the placeholder of a task a Message answer named (`namedTaskRow`), the row flagged
+   * unread until a status of the agent is applied.
+   */
+  | { kind: 'snapshot'; task: Task; guard: Guard; bindAgent?: boolean; namedTaskUnread?: true }
   /** Stream (or push) events, forward only; two events are an artifact update and its status update (one script). */
   | { kind: 'events'; responses: [StreamResponse] | [StreamResponse, StreamResponse] }
   /** Our own decision: a local outcome or a state with its reason. */
@@ -151,6 +155,8 @@ export function transition(record: DelegationRecord, observation: Observation, p
     case 'send-in-doubt':
       return { next: { kind: 'ask-reconciler', dueAt: (observation.since ?? record.sendStartedAt ?? policy.now()) + policy.sendSettleMs } };
     case 'stream-event': {
+      const unproven = namedTaskEvent(record, observation.responses, 'subscribe');
+      if (unproven) return unproven;
       // A finished status after a partial view of the artifacts: the artifact update before it is journaled, the
       // status is held back for one full read (whose artifacts replace the streamed ones).
       const [first, second] = observation.responses;
@@ -162,9 +168,12 @@ export function transition(record: DelegationRecord, observation: Observation, p
       }
       return { write: { kind: 'events', responses: observation.responses }, next: { kind: 'continue' } };
     }
-    case 'push-received':
+    case 'push-received': {
+      const unproven = namedTaskEvent(record, observation.responses, 'push');
+      if (unproven) return unproven;
       // Forward-only events; the stream keeps being read unless the row finished or asks a question (apply decides from the row as written).
       return { write: { kind: 'events', responses: observation.responses }, next: { kind: 'continue' } };
+    }
     case 'stream-ended':
       // Only a stream ended at an open question parks. Any other end before a finished state (an interrupted state
       // whose question has our reply delivered: the agent still shows it; SUBMITTED, WORKING) is one read, a follow
@@ -197,6 +206,9 @@ export function transition(record: DelegationRecord, observation: Observation, p
       if (record.taskId === undefined && ownership.kind !== 'proven') {
         return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `found task ${task.id}, which is not provably ours` } };
       }
+      // The first full read of a task a Message answer named: judged as a Task answer (not shown ours: never applied).
+      const named = namedTaskNotOurs(record, task, call, complete);
+      if (named) return named;
       // A35: a summary identifies the task; its outcome is read in full before it is journaled.
       if (!complete && isTerminalTaskState(task.status.state)) return { next: { kind: 'read-once', why: `${why}; a summary of a finished task`, taskId: task.id } };
       // A32: a finished task read after we refused a stream event over a limit, with no result of its own: the
@@ -385,18 +397,31 @@ function namedTaskRow(record: DelegationRecord, message: Message, taskId: string
   const next: Next = { kind: 'route', plan: { again: false } };
   if (record.taskId === taskId) return { next };
   const task: Task = { id: taskId, ...(message.contextId ? { contextId: message.contextId } : {}), status: { state: 'TASK_STATE_SUBMITTED', message } };
-  return { write: { kind: 'snapshot', task, guard: 'none', bindAgent: record.taskId === undefined }, next };
+  return { write: { kind: 'snapshot', task, guard: 'none', bindAgent: record.taskId === undefined, namedTaskUnread: true }, next };
 }
 
 /**
- * The Message answer a row bound to the task it named still holds (`namedTaskRow`): SUBMITTED without a status
- * timestamp, its status message the agent's Message in our context naming the row's task (`messageAnswerProof`). Any
- * status the agent gives for the task replaces it (applyStatus-5.lua: a status is one value, its message with it; a
- * later state or a timestamp shows it read). Undefined otherwise: the task was read, or never named by a Message.
+ * Stream or push events of a task a Message answer named, before any read of it was applied: only a Task of it is
+ * judged (`namedTaskNotOurs`) and applied when shown ours (the flag cleared); a status or artifact update carries no
+ * context or history to prove it ours, so nothing of it is applied and the task is read once in full instead.
+ */
+function namedTaskEvent(record: DelegationRecord, responses: readonly StreamResponse[], call: AgentCall): Step | undefined {
+  if (!record.namedTaskUnread) return undefined;
+  const [first] = responses;
+  if (responses.length === 1 && first && 'task' in first && first.task.id === record.taskId) return namedTaskNotOurs(record, first.task, call);
+  return { next: { kind: 'read-once', why: `an event of task ${namedTask(record.taskId ?? '')}, which a Message answer named, before a full read of it` } };
+}
+
+/**
+ * The Message answer a row bound to the task it named still holds (`namedTaskRow`): the row's `namedTaskUnread` flag
+ * (set by that snapshot, cleared by any status of the agent the journal applies since: a read, a stream event, a
+ * push; applyStatus-5.lua), never guessed from the row's shape (a read may show SUBMITTED, no timestamp, a status
+ * message naming the task: attack24), with its status message the agent's Message in our context naming the row's
+ * task (`messageAnswerProof`). Undefined otherwise: the task was read, or never named by a Message.
  */
 export function unreadNamedTask(record: DelegationRecord): Message | undefined {
   const message = record.statusMessage;
-  if (record.state !== 'SUBMITTED' || record.taskId === undefined || record.statusTimestamp !== undefined || message === undefined) return undefined;
+  if (!record.namedTaskUnread || record.state !== 'SUBMITTED' || record.taskId === undefined || message === undefined) return undefined;
   const asked = { contextId: record.contextRefused ? undefined : record.requestedContextId, taskId: record.taskId };
   const { ownership, namesTask } = messageAnswerProof(message, asked, 'request-id');
   return ownership.kind === 'proven' && namesTask === record.taskId ? message : undefined;
