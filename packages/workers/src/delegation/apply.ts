@@ -56,6 +56,7 @@ import { oneStepFinish } from './finish-step.ts';
 import { readTask, unacceptableOf } from './io/read.ts';
 import { searchForMessage } from './io/search.ts';
 import { park } from './park.ts';
+import { scheduleQuestionMoment } from './question-schedule.ts';
 import { attemptDeadlineAt } from './attempt-step.ts';
 import { registerPushConfig, wantsPushRegistration } from './push-registration.ts';
 import { afterOneStepFinish, settle } from './settle.ts';
@@ -308,9 +309,11 @@ async function continueStream(ctx: WorkerContext, record: DelegationRecord, scop
   }
   if (written.followLease) await giveBack(ctx, ref, written.followLease);
   if (written.applied && written.state === 'TASK_STATE_AUTH_REQUIRED') {
-    // Keep the stream open (the agent may resume on its own); the handler runs beside it.
+    // Keep the stream open (the agent may resume on its own); the handler runs beside it. A new question's next
+    // moment (a reminder, its expiry) goes on a job of its own: the stream keeps the reconciler's check away.
     const current = written.record ?? (await ctx.journal.getDelegation(ref));
     if (current) void authThen(ctx, current, scope).catch((error: unknown) => (scope.log ?? ctx.logger).warn({ err: error }, 'auth handler failed'));
+    if (current && current.questionKey !== record.questionKey) await scheduleQuestionMoment(ctx, current);
     return done('continue');
   }
   if (written.state === 'TASK_STATE_INPUT_REQUIRED') {

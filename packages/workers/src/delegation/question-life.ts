@@ -11,17 +11,19 @@
  *   - a reminder due: one log line and `durable_a2a_question_reminders_total`, once per reminder fleet-wide (a
  *     one-time mark), at most `MAX_QUESTION_REMINDERS` per question; none for a step of a stopping workflow
  *     (`isStepStopped`, as every listing of open questions: its question is closed, no person is asked any more).
+ * A question the follow keeps streaming (AUTH_REQUIRED) has the same moments, on delayed reconcile jobs of their own
+ * (`scheduleQuestionMoment`): the follow schedules them before it streams and when the stream shows a new question.
  * Without a `question` on the step (and for compensations) a question waits until the attempt deadline.
  */
 import { randomUUID } from 'node:crypto';
-import { isAwaitingAnswer, isParked, type DelegationRecord, type QuestionPolicy } from '@durable-a2a/shared';
+import { JournalError, enqueueReconcile, isAwaitingAnswer, isParked, type DelegationRecord, type QuestionPolicy } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { questionClosedByStop } from '../notify/question.ts';
 import { apply } from './apply.ts';
 import { attemptDeadlineAt } from './attempt-step.ts';
 import type { Observation } from './core/observation.ts';
 import { MAX_QUESTION_REMINDERS, questionMoments } from './core/policy.ts';
-import { askedAtOf, questionPolicyOf } from './question-schedule.ts';
+import { askedAtOf, questionPolicyOf, scheduleQuestionMoment } from './question-schedule.ts';
 
 /**
  * The reconciler's look at a parked row's question (see the module header). Returns true when the question expired
@@ -44,11 +46,32 @@ export async function checkQuestionLife(ctx: WorkerContext, record: DelegationRe
   }
   if (expiredBefore && record.questionExpiry === 'answer') return false;
   if (expiredBefore || (moments.expiresAt !== undefined && now >= moments.expiresAt && isAwaitingAnswer(record))) {
-    await apply(ctx, record, expiryObservation(record, policy, moments.expiresAt ?? now), { log, source: 'question' });
+    await expire(ctx, record, expiryObservation(record, policy, moments.expiresAt ?? now), log);
     return true;
   }
-  if (moments.dueReminder !== undefined && isAwaitingAnswer(record) && !(await questionClosedByStop(ctx, record))) await remind(ctx, record, moments.dueReminder, moments.expiresAt, log);
+  if (moments.dueReminder !== undefined && isAwaitingAnswer(record) && !(await questionClosedByStop(ctx, record))) {
+    await remind(ctx, record, moments.dueReminder, moments.expiresAt, log);
+    // The moment after it: a parked row's park schedules it too (the same job); a streamed one has only this.
+    await scheduleQuestionMoment(ctx, record);
+  }
   return false;
+}
+
+/**
+ * Applies the expiry. A write that lost to a concurrent one (VERSION_CONFLICT: a stream's event, say) is looked at
+ * again a second later by a job of its own, not only by the index (a live stream's renewals keep moving the row's
+ * next check ahead), and the error is rethrown for the reconciler's count.
+ */
+async function expire(ctx: WorkerContext, record: DelegationRecord, observation: Observation, log: WorkerContext['logger']): Promise<void> {
+  try {
+    await apply(ctx, record, observation, { log, source: 'question' });
+  } catch (error) {
+    if (error instanceof JournalError && error.code === 'VERSION_CONFLICT') {
+      const now = ctx.options.now();
+      await enqueueReconcile(ctx.queues, record, { dueAt: now + 1_000, now });
+    }
+    throw error;
+  }
 }
 
 /** The `question-expired` observation of the row's question under `policy` (a new messageId for a default answer). */

@@ -40,3 +40,15 @@ export async function nextQuestionCheckAt(ctx: WorkerContext, record: Delegation
   await enqueueReconcile(ctx.queues, record, { dueAt: at, now });
   return at;
 }
+
+/**
+ * The next moment of a row's open question while a stream follows it (AUTH_REQUIRED: the agent waits for a credential
+ * given out of band, so the follow keeps its stream): a delayed reconcile job at that moment (a reminder, the expiry),
+ * which `checkQuestionLife` takes whoever holds the stream. The row's next check in the index is left to the stream's
+ * lease renewals, which keep moving it ahead: without this job a question never expired, and was never reminded of,
+ * while its stream lived. One job per moment (its id names the moment): calling it again for the same question
+ * enqueues nothing new. Nothing for a row not awaiting an answer or a step without a question policy.
+ */
+export async function scheduleQuestionMoment(ctx: WorkerContext, record: DelegationRecord): Promise<void> {
+  await nextQuestionCheckAt(ctx, record, Number.POSITIVE_INFINITY);
+}

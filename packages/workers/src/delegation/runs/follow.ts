@@ -8,7 +8,7 @@
  * with one GetTask instead of a stream (`core/policy.ts` isSlowPolling). The
  * stream itself is `io/stream.ts`; every observation goes to `apply.ts`.
  */
-import { isFinished, lazyChildLogger, type DelegationRecord, type FlowAcquired, type FollowJob, type FollowLease } from '@durable-a2a/shared';
+import { isFinished, isParked, lazyChildLogger, type DelegationRecord, type FlowAcquired, type FollowJob, type FollowLease } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply, type Scope, type StreamLease } from '../apply.ts';
 import { isSlowPolling, jitteredCheckTime, questionOpen } from '../core/policy.ts';
@@ -16,6 +16,7 @@ import type { Observation } from '../core/observation.ts';
 import { readTask } from '../io/read.ts';
 import { readStream, type SinkResult } from '../io/stream.ts';
 import { checkAttemptDeadline } from '../deadline.ts';
+import { scheduleQuestionMoment } from '../question-schedule.ts';
 import { renewWhileHeld } from './lease-renewal.ts';
 import { leaseHeld } from './reconcile.ts';
 
@@ -90,6 +91,8 @@ async function followUnleased(
   // next check keeps the reconciler's check ahead of it, as a healthy stream's renewals do).
   const deadline = await checkAttemptDeadline(ctx, record, lazyChildLogger(ctx.logger, { queue: 'follow', ...ref, taskId: record.taskId, jobId: job.id }));
   if (deadline === 'passed') return 'deadline-exceeded';
+  // A question streamed on (AUTH_REQUIRED): its next moment on a job of its own, as the stream keeps the index away.
+  if (isParked(record.state)) await scheduleQuestionMoment(ctx, record);
   const token = followToken(ctx, job.id);
   if (ctx.shutdownSignal.aborted) {
     // This worker is closing: leave the delegation to another one.
