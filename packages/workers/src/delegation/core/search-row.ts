@@ -82,6 +82,12 @@ export function foreignHolder(record: DelegationRecord, task: Task, reply = reco
   return messageId === undefined ? undefined : { taskIds: [record.taskId, task.id], messageId };
 }
 
+/** How a Task of a named task came (`namedTaskNotOurs`): the call (`send`: a send's answer), and whether it is a full read (default true; a ListTasks summary is not). */
+export interface NamedTaskRead {
+  call: AgentCall | 'send';
+  complete?: boolean;
+}
+
 /**
  * Whether `task`, read in full for the first time since a Message answer named it (the row's `namedTaskUnread`), is
  * shown ours as a Task answer must be (runs/send.ts, R16): in the context we sent, or its history holding our
@@ -90,7 +96,8 @@ export function foreignHolder(record: DelegationRecord, task: Task, reply = reco
  * never COMPLETED from it: a person decides (the row is bound to that id, so no other task can be adopted by our
  * messageId). Undefined: not such a read, or the task shown ours (applied as any read; the flag cleared with it).
  */
-export function namedTaskNotOurs(record: DelegationRecord, task: Task, call: AgentCall, complete = true): Step | undefined {
+export function namedTaskNotOurs(record: DelegationRecord, task: Task, read: NamedTaskRead): Step | undefined {
+  const { call, complete = true } = read;
   if (!record.namedTaskUnread || task.id !== record.taskId) return undefined;
   // A summary (ListTasks) is no full read: the task is read in full before anything of it is applied.
   if (!complete) return { next: { kind: 'read-once', why: `a summary of task ${namedTask(task.id)}, which a Message answer named, before a full read of it` } };
@@ -123,9 +130,6 @@ export function searchRow(record: DelegationRecord, observation: Extract<Observa
     // Ours: our bound task, or (not yet bound: a task found by our messageId whose GetTask we could not use) proven by our messageId.
     const ours = finding.kind === 'found' && (record.taskId !== undefined ? finding.task.id === record.taskId : finding.ownership.kind === 'proven');
     if (finding.kind === 'found' && ours && finding.complete) {
-      // The first full read of a task a Message answer named: judged as a Task answer (not shown ours: never applied).
-      const named = namedTaskNotOurs(record, finding.task, 'list-tasks');
-      if (named) return named;
       const write: Write = record.taskId === undefined ? { kind: 'snapshot', task: finding.task, guard: 'version', bindAgent: true } : { kind: 'snapshot', task: finding.task, guard: 'fence' };
       return { write, next: isFinished(journalStateOf(finding.task.status.state)) ? route : { kind: 'progress', what: `${observation.why ?? 'read'}; ListTasks ${finding.task.status.state}` } };
     }
