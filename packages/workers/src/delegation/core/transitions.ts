@@ -17,7 +17,7 @@ import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalSta
 import type { Message, StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
-import { messageAnswerProof, PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
+import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
 import { foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread, type NamedTaskRead } from './search-row.ts';
 
@@ -472,18 +472,15 @@ function isWriteList(write: Write | readonly [Write, Write]): write is readonly 
 }
 
 /**
- * The Message answer a row bound to the task it named still holds (`namedTaskRow`): the row's `namedTaskUnread` flag
- * (set by that snapshot, cleared by any status of the agent the journal applies since: a read, a stream event, a
- * push; applyStatus-5.lua), never guessed from the row's shape (a read may show SUBMITTED, no timestamp, a status
- * message naming the task: attack24), with its status message the agent's Message in our context naming the row's
- * task (`messageAnswerProof`). Undefined otherwise: the task was read, or never named by a Message.
+ * The Message answer a row bound to the task it named still holds (`namedTaskRow`): the row's status message while its
+ * `namedTaskUnread` flag is set. The flag is the whole proof: only that placeholder sets it, with the Message that
+ * `messageAnswerProof` showed ours naming the row's task, and any status of the agent the journal applies since (a
+ * read, a stream event, a push) clears it (applyStatus-5.lua), so the row's shape is never read for it (a read may show
+ * SUBMITTED, no timestamp, a status message naming the task: attack24). Undefined otherwise: the task was read, or
+ * never named by a Message.
  */
 export function unreadNamedTask(record: DelegationRecord): Message | undefined {
-  const message = record.statusMessage;
-  if (!record.namedTaskUnread || record.state !== 'SUBMITTED' || record.taskId === undefined || message === undefined) return undefined;
-  const asked = { contextId: record.contextRefused ? undefined : record.requestedContextId, taskId: record.taskId };
-  const { ownership, namesTask } = messageAnswerProof(message, asked, 'request-id');
-  return ownership.kind === 'proven' && namesTask === record.taskId ? message : undefined;
+  return record.namedTaskUnread ? record.statusMessage : undefined;
 }
 
 /**
