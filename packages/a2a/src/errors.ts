@@ -322,12 +322,53 @@ const maybeStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'ma
 const statusRefuses = (status: number): boolean => status >= 400 && status < 500 && !maybeStatuses.has(status);
 
 /**
- * gRPC statuses that refuse a request by themselves (`google.rpc.Code`; spec §5.4 gRPC column): INVALID_ARGUMENT 3,
- * NOT_FOUND 5, PERMISSION_DENIED 7, FAILED_PRECONDITION 9, OUT_OF_RANGE 11, UNIMPLEMENTED 12, UNAUTHENTICATED 16, the
- * statuses `GRPC_STATUS_TABLE` (grpc/status-table.ts) maps to a refusal class (a test keeps the two in step). The
- * others (UNKNOWN, INTERNAL, UNAVAILABLE, ABORTED, DATA_LOSS, ...) report trouble that may come after the work.
+ * gRPC status codes (`google.rpc.Code`: the values of @grpc/grpc-js `status`, spelled here so this pure module loads
+ * no gRPC client; a test keeps the two equal).
  */
-export const GRPC_REFUSING_STATUSES: ReadonlySet<number> = new Set([3, 5, 7, 9, 11, 12, 16]);
+export const GRPC_CODE = {
+  CANCELLED: 1, UNKNOWN: 2, INVALID_ARGUMENT: 3, DEADLINE_EXCEEDED: 4, NOT_FOUND: 5, ALREADY_EXISTS: 6, PERMISSION_DENIED: 7, RESOURCE_EXHAUSTED: 8,
+  FAILED_PRECONDITION: 9, ABORTED: 10, OUT_OF_RANGE: 11, UNIMPLEMENTED: 12, INTERNAL: 13, UNAVAILABLE: 14, DATA_LOSS: 15, UNAUTHENTICATED: 16,
+} as const;
+
+/**
+ * gRPC status code → the typed error it means without an `ErrorInfo.reason` (spec §5.4 gRPC column, §10.6), one row per
+ * status, with why where it is not obvious (`grpc/status-table.ts` `errorFromGrpc` reads it).
+ */
+export const GRPC_STATUS_TABLE: ReadonlyMap<number, ErrorClass> = new Map<number, ErrorClass>([
+  // Not our abort (that rethrows the caller's reason): a proxy or the server dropped the call. Try again.
+  [GRPC_CODE.CANCELLED, NetworkError],
+  // A server that threw without a status: like HTTP 500, often transient; callers cap attempts.
+  [GRPC_CODE.UNKNOWN, InternalAgentError],
+  [GRPC_CODE.INVALID_ARGUMENT, InvalidParamsError],
+  // Our `requestTimeoutMs` deadline (or the server's): the call may or may not have run. Transient.
+  [GRPC_CODE.DEADLINE_EXCEEDED, NetworkError],
+  [GRPC_CODE.NOT_FOUND, TaskNotFoundError],
+  // Conflicts with something the agent holds (a task for our messageId, say): never proof nothing was created.
+  [GRPC_CODE.ALREADY_EXISTS, ConflictError],
+  [GRPC_CODE.PERMISSION_DENIED, AuthenticationError],
+  // Quota or overload, like HTTP 429 (our own size cap is told apart in `errorFromGrpc`).
+  [GRPC_CODE.RESOURCE_EXHAUSTED, UpstreamError],
+  // Spec §5.4: several A2A errors share FAILED_PRECONDITION; without an ErrorInfo none can be named.
+  [GRPC_CODE.FAILED_PRECONDITION, InvalidRequestError],
+  // A concurrency conflict on the server: retrying later may succeed.
+  [GRPC_CODE.ABORTED, UpstreamError],
+  [GRPC_CODE.OUT_OF_RANGE, InvalidParamsError],
+  // The method is not served (a server without push, or an older service version).
+  [GRPC_CODE.UNIMPLEMENTED, UnsupportedOperationError],
+  [GRPC_CODE.INTERNAL, InternalAgentError],
+  // Connection refused or reset, server shutting down, overloaded proxy. Transient.
+  [GRPC_CODE.UNAVAILABLE, UpstreamError],
+  [GRPC_CODE.DATA_LOSS, InternalAgentError],
+  [GRPC_CODE.UNAUTHENTICATED, AuthenticationError],
+]);
+
+/**
+ * gRPC statuses that refuse a request by themselves: those `GRPC_STATUS_TABLE` maps to a refusal class (a row whose
+ * effect is `none`): INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED,
+ * UNAUTHENTICATED. The others (UNKNOWN, INTERNAL, UNAVAILABLE, ABORTED, DATA_LOSS, ...) report trouble that may come
+ * after the work.
+ */
+export const GRPC_REFUSING_STATUSES: ReadonlySet<number> = new Set([...GRPC_STATUS_TABLE].filter(([, errorClass]) => refusals.includes(errorClass)).map(([status]) => status));
 
 /**
  * Whether the code of the binding that answered, read alone, is a refusal (spec §5.4, §9.5, §11.6, §10.6): on JSON-RPC

@@ -69,7 +69,9 @@ export {
   eventOwnership,
   historyHolds,
   isTaskOurs,
+  type ShownOursOptions,
   taskOwnership,
+  taskShownOurs,
 } from './ownership.ts';
 export { errorFromHttp, errorFromJsonRpc } from './error-mapping.ts';
 export {

@@ -70,6 +70,33 @@ export function taskOwnership(task: Task, expected: OwnershipExpectation, source
   return notOurs('message-not-in-history', `task ${task.id} does not hold our message ${expected.messageId} in its history`);
 }
 
+/** How `taskShownOurs` judges: `requestIdProves`, the task is the answer to our own request (its id checked at the edge). */
+export interface ShownOursOptions {
+  /**
+   * The request id proves the task ours when its content cannot be compared: we sent no context, or it answers about
+   * the task id we hold (`expected.taskId`) in no context. Default false: the task's own content alone decides (a task
+   * another answer merely named, a Message's claim).
+   */
+  requestIdProves?: boolean;
+}
+
+/**
+ * Whether `task` shows it is ours, the rule for a Task an agent gave us about our message (the answer to our
+ * SendMessage, R16; the first full read of a task an agent's Message named): its id, when we hold one, is that id;
+ * and it is in the context we sent (`expected.contextId`), or its history holds our messageId (`historyHolds`: an
+ * agent may replace our context with its own), or, with `requestIdProves`, nothing to compare (see there).
+ * Not ours: `foreign-task`, else `message-not-in-history` (its context, when it has one, not ours either).
+ */
+export function taskShownOurs(task: Task, expected: OwnershipExpectation, options: ShownOursOptions = {}): Ownership {
+  if (expected.taskId !== undefined && task.id !== expected.taskId) return notOurs('foreign-task', `task ${task.id} is not our task ${expected.taskId}`);
+  const contextKnown = expected.contextId !== undefined && task.contextId !== undefined && task.contextId !== '';
+  if (contextKnown && task.contextId === expected.contextId) return { ours: true };
+  if (expected.messageId !== undefined && historyHolds(task.history, expected.messageId)) return { ours: true };
+  if (options.requestIdProves && !contextKnown && (expected.contextId === undefined || expected.taskId !== undefined)) return { ours: true };
+  const where = contextKnown ? `is in context ${task.contextId}, not ours ${expected.contextId}, and ` : '';
+  return notOurs('message-not-in-history', `task ${task.id} ${where}does not hold our message ${expected.messageId ?? '(none)'} in its history`);
+}
+
 /** Boolean form of `taskOwnership` (see there). */
 export const isTaskOurs = (task: Task, expected: OwnershipExpectation, source: TaskSource = 'found'): boolean =>
   taskOwnership(task, expected, source).ours;

@@ -16,7 +16,7 @@ export {
 } from './errors.ts';
 export { type A2ALimits, A2ALimitsSchema, DEFAULT_A2A_LIMITS, artifactByteSize, resolveLimits, storedArtifact } from './limits.ts';
 export { AGENT_CARD_PATH, agentKeyOf, cardUrlOf, isHttpUrl } from './card-url.ts';
-export { historyHolds } from './ownership.ts';
+export { historyHolds, taskShownOurs, type ShownOursOptions } from './ownership.ts';
 export {
   ArtifactSchema,
   type Artifact,

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { errorFromHttp } from '../src/error-mapping.ts';
 import { deliveryOf, NetworkError, ResponseIdMismatchError, TaskNotFoundError } from '../src/errors.ts';
 import { JsonRpcTransport } from '../src/jsonrpc.ts';
-import { eventOwnership, historyHolds, isTaskOurs, taskOwnership } from '../src/ownership.ts';
+import { eventOwnership, historyHolds, isTaskOurs, taskOwnership, taskShownOurs } from '../src/ownership.ts';
 import type { A2ATransport } from '../src/transport.ts';
 import { drainStream } from '../src/stream.ts';
 import { JsonRpcV03Transport } from '../src/v03/jsonrpc.ts';
@@ -318,5 +318,39 @@ describe('V5: an answer that arrived is never "not sent"', () => {
     });
     const slowBody = await new JsonRpcTransport({ url: server.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }, timeout).sendMessage({ message }).catch((error: unknown) => error);
     expect(slowBody).toMatchObject({ code: 'NETWORK_ERROR', delivery: 'received' });
+  });
+});
+
+describe('taskShownOurs: the rule for a Task given to us about our message (a send answer, a task a Message named)', () => {
+  const ours = { role: 'ROLE_USER' as const, messageId: 'm1', parts: [{ text: 'book' }] };
+  const theirs = { role: 'ROLE_USER' as const, messageId: 'other', parts: [{ text: 'book' }] };
+  const echo = { role: 'ROLE_AGENT' as const, messageId: 'm1', parts: [{ text: 'book' }] };
+  it('property: ours by our context, or our message in its history; the request id only when there is nothing to compare; never another task id', () => {
+    const maybe = (values: string[]) => fc.option(fc.constantFrom(...values), { nil: undefined });
+    fc.assert(
+      fc.property(
+        fc.constantFrom('T1', 'T2'),
+        maybe(['C1', 'C2', '']),
+        fc.constantFrom<'ours' | 'theirs' | 'echo' | 'none'>('ours', 'theirs', 'echo', 'none'),
+        maybe(['C1']),
+        maybe(['T1']),
+        fc.boolean(),
+        (taskId, contextId, history, sentContext, heldTask, requestIdProves) => {
+          const task = { id: taskId, status: { state: 'TASK_STATE_COMPLETED' as const }, ...(contextId !== undefined ? { contextId } : {}), ...(history === 'none' ? {} : { history: [{ ours, theirs, echo }[history]] }) };
+          const expected = { messageId: 'm1', ...(sentContext ? { contextId: sentContext } : {}), ...(heldTask ? { taskId: heldTask } : {}) };
+          const verdict = taskShownOurs(task, expected, { requestIdProves });
+          const comparable = sentContext !== undefined && !!contextId;
+          const shown = (comparable && contextId === sentContext) || history === 'ours' || (requestIdProves && !comparable && (sentContext === undefined || heldTask !== undefined));
+          expect(verdict.ours).toBe((heldTask === undefined || taskId === heldTask) && shown);
+          // The send answer's rule before it was shared: in our context by the request id, else our message in its history.
+          if (requestIdProves) {
+            const contextOnly = taskOwnership(task, { ...expected, ...(sentContext ? {} : { messageId: undefined }) }, 'answer');
+            const before = contextOnly.ours || (contextOnly.reason === 'foreign-context' && taskOwnership(task, { messageId: 'm1', ...(heldTask ? { taskId: heldTask } : {}) }, 'found').ours);
+            expect(verdict.ours).toBe(before);
+          }
+        },
+      ),
+      { numRuns: 500, examples: [['T1', 'C2', 'ours', 'C1', undefined, false], ['T1', 'C2', 'theirs', 'C1', undefined, true], ['T1', undefined, 'echo', 'C1', undefined, true], ['T1', '', 'none', undefined, undefined, true]] },
+    );
   });
 });

@@ -9,11 +9,11 @@
  * (`{code, message}`), gRPC (any status, with or without an ErrorInfo). The oracle below is the spec's table (spec
  * §5.4, §9.5, §11.6; JSON-RPC 2.0 §5.1), written out, not read from `A2A_ERROR_TABLE`.
  */
-import { Metadata, type ServiceError } from '@grpc/grpc-js';
+import { Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { errorFromHttp, errorFromJsonRpc } from '../src/error-mapping.ts';
-import { A2AError, GRPC_REFUSING_STATUSES, TaskNotFoundError, UpstreamError, isRetryable, sendEffectOf } from '../src/errors.ts';
+import { A2AError, GRPC_CODE, GRPC_REFUSING_STATUSES, TaskNotFoundError, UpstreamError, isRetryable, sendEffectOf } from '../src/errors.ts';
 import { encodeFromJson, messageType } from '../src/grpc/codec.ts';
 import { GRPC_STATUS_DETAILS_KEY, GRPC_STATUS_TABLE, errorFromGrpc } from '../src/grpc/status-table.ts';
 import { errorFromHttpV03 } from '../src/v03/rest.ts';
@@ -143,6 +143,12 @@ describe('property: only the binding\'s own refusal code proves nothing was crea
 
   it('the gRPC refusing statuses are those the status table maps to a refusal class', () => {
     for (const [status, ErrorClass] of GRPC_STATUS_TABLE) expect(GRPC_REFUSING_STATUSES.has(status), String(status)).toBe(sendEffectOf(new ErrorClass('x')) === 'none');
+    expect([...GRPC_REFUSING_STATUSES].sort((a, b) => a - b)).toEqual([3, 5, 7, 9, 11, 12, 16]);
+  });
+
+  it('the pure spelling of the gRPC status codes is the gRPC client\'s, and the table has a row for every status but OK', () => {
+    for (const [name, code] of Object.entries(GRPC_CODE)) expect(GrpcStatus[name as keyof typeof GrpcStatus], name).toBe(code);
+    expect([...GRPC_STATUS_TABLE.keys()].sort((a, b) => a - b)).toEqual(Object.values(GrpcStatus).filter((code): code is number => typeof code === 'number' && code !== GrpcStatus.OK).sort((a, b) => a - b));
   });
 
   it('a descriptive class is kept for the logs (404 in code: TaskNotFoundError, maybe); R08 c: a proxy\'s 502 in code stays a retryable upstream error', () => {

@@ -26,6 +26,7 @@ import type { Observation } from '../src/delegation/core/observation.ts';
 import type { Policy } from '../src/delegation/core/policy.ts';
 import { transition, unreadNamedTask, type Write } from '../src/delegation/core/transitions.ts';
 import { answerObservation } from '../src/delegation/runs/send.ts';
+import { stepRow } from './step-row.ts';
 
 const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3, sendSettleMs: 31_000, notFoundThreshold: 3, notFoundWindowMs: 0, reconcileIntervalMs: 1_000 } as unknown as Policy;
 
@@ -53,24 +54,10 @@ const caseArbitrary: fc.Arbitrary<Case> = fc.record({
   via: fc.constantFrom<Case['via']>('answer', 'stream'),
 });
 
-const recordOf = (c: Case): DelegationRecord =>
-  ({
-    workflowId: 'wf',
-    delegationId: 'main.1',
-    step: 'main',
-    kind: 'step',
-    messageId: 'M-ours',
-    ...(c.asked === 'none' ? {} : { requestedContextId: 'C-ours' }),
-    contextRefused: c.asked === 'refused',
-    ...(c.rowHoldsTask ? { taskId: 'T-held' } : {}),
-    state: 'INTENT',
-    message: { parts: [{ text: 'book' }] },
-    createdAt: 4_000_000,
-    sendStartedAt: 4_900_000,
-    resendCount: 0,
-    version: 7,
-    fence: 2,
-  }) as unknown as DelegationRecord;
+const recordOf = (c: Case): DelegationRecord => {
+  const { requestedContextId: _sent, ...row } = stepRow({ contextRefused: c.asked === 'refused', ...(c.rowHoldsTask ? { taskId: 'T-held' } : {}) });
+  return (c.asked === 'none' ? row : { ...row, requestedContextId: 'C-ours' }) as DelegationRecord;
+};
 
 const taskIdOf = (named: Named): string | undefined => ({ absent: undefined, empty: '', new: 'T9', held: 'T-held', other: 'T-other' })[named];
 const contextOf = (context: Context): string | undefined => ({ ours: 'C-ours', other: 'C-someone-else', empty: '', absent: undefined })[context];

@@ -8,18 +8,10 @@ import { fromBinary, type DescMessage } from '@bufbuild/protobuf';
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import {
   type A2AError,
-  AuthenticationError,
-  ConflictError,
-  InternalAgentError,
-  InvalidParamsError,
-  InvalidRequestError,
   LimitExceededError,
-  NetworkError,
   ProtocolError,
   RequestTooLargeError,
-  TaskNotFoundError,
-  UnsupportedOperationError,
-  UpstreamError,
+  GRPC_STATUS_TABLE as STATUS_TABLE,
   errorClassForReason,
   withRetryAfter,
 } from '../errors.ts';
@@ -28,34 +20,8 @@ import { messageType } from './codec.ts';
 
 type ErrorClass = new (message?: string, details?: { reason?: string; cause?: unknown; grpcStatus?: number }) => A2AError;
 
-/** One row per gRPC status code (gRPC `status.proto`), with why where it is not obvious. */
-export const GRPC_STATUS_TABLE: ReadonlyMap<GrpcStatus, ErrorClass> = new Map<GrpcStatus, ErrorClass>([
-  // Not our abort (that rethrows the caller's reason): a proxy or the server dropped the call. Try again.
-  [GrpcStatus.CANCELLED, NetworkError],
-  // A server that threw without a status: like HTTP 500, often transient; callers cap attempts.
-  [GrpcStatus.UNKNOWN, InternalAgentError],
-  [GrpcStatus.INVALID_ARGUMENT, InvalidParamsError],
-  // Our `requestTimeoutMs` deadline (or the server's): the call may or may not have run. Transient.
-  [GrpcStatus.DEADLINE_EXCEEDED, NetworkError],
-  [GrpcStatus.NOT_FOUND, TaskNotFoundError],
-  // Conflicts with something the agent holds (a task for our messageId, say): never proof nothing was created.
-  [GrpcStatus.ALREADY_EXISTS, ConflictError],
-  [GrpcStatus.PERMISSION_DENIED, AuthenticationError],
-  // Quota or overload, like HTTP 429 (our own size cap is told apart in `errorFromGrpc`).
-  [GrpcStatus.RESOURCE_EXHAUSTED, UpstreamError],
-  // Spec §5.4: several A2A errors share FAILED_PRECONDITION; without an ErrorInfo none can be named.
-  [GrpcStatus.FAILED_PRECONDITION, InvalidRequestError],
-  // A concurrency conflict on the server: retrying later may succeed.
-  [GrpcStatus.ABORTED, UpstreamError],
-  [GrpcStatus.OUT_OF_RANGE, InvalidParamsError],
-  // The method is not served (a server without push, or an older service version).
-  [GrpcStatus.UNIMPLEMENTED, UnsupportedOperationError],
-  [GrpcStatus.INTERNAL, InternalAgentError],
-  // Connection refused or reset, server shutting down, overloaded proxy. Transient.
-  [GrpcStatus.UNAVAILABLE, UpstreamError],
-  [GrpcStatus.DATA_LOSS, InternalAgentError],
-  [GrpcStatus.UNAUTHENTICATED, AuthenticationError],
-]);
+/** The status → error table of `errors.ts` (one row per gRPC status code), keyed by the gRPC client's status type. */
+export const GRPC_STATUS_TABLE: ReadonlyMap<GrpcStatus, ErrorClass> = STATUS_TABLE;
 
 /** Trailer carrying a serialized `google.rpc.Status` (gRPC richer error model). */
 export const GRPC_STATUS_DETAILS_KEY = 'grpc-status-details-bin';

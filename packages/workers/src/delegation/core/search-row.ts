@@ -3,7 +3,7 @@
  * purpose it ran for: `reconcile` (a maybe-sent INTENT: adopt, resend the same messageId, FAILED, or a person),
  * `lost-check` (once more before LOST), `read` (our task by ListTasks when GetTask could not be used). Pure.
  */
-import { historyHolds, isFinished, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
+import { historyHolds, isFinished, isTerminalTaskState, journalStateOf, taskShownOurs } from '@durable-a2a/shared/pure';
 import type { Task } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
@@ -82,21 +82,27 @@ export function foreignHolder(record: DelegationRecord, task: Task, reply = reco
   return messageId === undefined ? undefined : { taskIds: [record.taskId, task.id], messageId };
 }
 
+/** How a Task of a named task came (`namedTaskNotOurs`): the call (`send`: a send's answer), and whether it is a full read (default true; a ListTasks summary is not). */
+export interface NamedTaskRead {
+  call: AgentCall | 'send';
+  complete?: boolean;
+}
+
 /**
  * Whether `task`, read in full for the first time since a Message answer named it (the row's `namedTaskUnread`), is
- * shown ours as a Task answer must be (runs/send.ts, R16): in the context we sent, or its history holding our
- * messageId. A Message's claim is no proof: a read of that id may show another client's task (attack24). Not shown
+ * shown ours as a Task answer must be (`taskShownOurs`, the rule runs/send.ts judges a Task answer by, R16): in the
+ * context we sent, or its history holding our messageId; the id it was read by proves nothing. A Message's claim is no proof: a read of that id may show another client's task (attack24). Not shown
  * ours: FOREIGN_TASK noted (delivery received: the agent had our message; the effect maybe), nothing of it applied,
  * never COMPLETED from it: a person decides (the row is bound to that id, so no other task can be adopted by our
  * messageId). Undefined: not such a read, or the task shown ours (applied as any read; the flag cleared with it).
  */
-export function namedTaskNotOurs(record: DelegationRecord, task: Task, call: AgentCall, complete = true): Step | undefined {
+export function namedTaskNotOurs(record: DelegationRecord, task: Task, read: NamedTaskRead): Step | undefined {
+  const { call, complete = true } = read;
   if (!record.namedTaskUnread || task.id !== record.taskId) return undefined;
   // A summary (ListTasks) is no full read: the task is read in full before anything of it is applied.
   if (!complete) return { next: { kind: 'read-once', why: `a summary of task ${namedTask(task.id)}, which a Message answer named, before a full read of it` } };
   const contextId = record.contextRefused ? undefined : record.requestedContextId;
-  if (contextId !== undefined && task.contextId === contextId) return undefined;
-  if (historyHolds(task.history, record.messageId)) return undefined;
+  if (taskShownOurs(task, { ...(contextId !== undefined ? { contextId } : {}), messageId: record.messageId }).ours) return undefined;
   const where = task.contextId ? `in context ${task.contextId}` : 'in no context';
   const message = `task ${namedTask(task.id)}, which the agent's Message answer named, is not shown ours (${call}): ${where}, its history without our message ${record.messageId}`;
   return {
@@ -123,9 +129,6 @@ export function searchRow(record: DelegationRecord, observation: Extract<Observa
     // Ours: our bound task, or (not yet bound: a task found by our messageId whose GetTask we could not use) proven by our messageId.
     const ours = finding.kind === 'found' && (record.taskId !== undefined ? finding.task.id === record.taskId : finding.ownership.kind === 'proven');
     if (finding.kind === 'found' && ours && finding.complete) {
-      // The first full read of a task a Message answer named: judged as a Task answer (not shown ours: never applied).
-      const named = namedTaskNotOurs(record, finding.task, 'list-tasks');
-      if (named) return named;
       const write: Write = record.taskId === undefined ? { kind: 'snapshot', task: finding.task, guard: 'version', bindAgent: true } : { kind: 'snapshot', task: finding.task, guard: 'fence' };
       return { write, next: isFinished(journalStateOf(finding.task.status.state)) ? route : { kind: 'progress', what: `${observation.why ?? 'read'}; ListTasks ${finding.task.status.state}` } };
     }

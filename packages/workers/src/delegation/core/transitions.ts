@@ -17,9 +17,9 @@ import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalSta
 import type { Message, StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
-import { messageAnswerProof, PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
+import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
-import { foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread } from './search-row.ts';
+import { foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread, type NamedTaskRead } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
 export type Guard = 'fence' | 'version' | 'none';
@@ -85,8 +85,17 @@ const live = (observation: { delivered?: number }): { afterLiveStream?: true } =
 /**
  * The table (see the module header). `record` is the row as last read or written by the caller; the journal's
  * scripts remain the last word on forward-only rules (a stale `record` can only make a row ask again).
+ * Whatever row a Task comes through (a read, CancelTask's answer or the GetTask after its refusal, a search, a stream
+ * or push Task, the reply's answer), the first one applied to a task a Message answer named is judged for ownership
+ * first (`namedTaskJudged`): one rule for every path, not one check per row.
  */
 export function transition(record: DelegationRecord, observation: Observation, policy: Policy): Step {
+  const step = tableRow(record, observation, policy);
+  return namedTaskJudged(record, observation, step) ?? step;
+}
+
+/** The table's rows, before the named task's judgement (`transition`). */
+function tableRow(record: DelegationRecord, observation: Observation, policy: Policy): Step {
   // A finished row never changes again: whatever arrives, it is (re)settled, once more at most.
   // (The verifier's finding is the one write a finished row still takes.)
   if (isFinished(record.state) && observation.kind !== 'lease-lost' && observation.kind !== 'closing' && observation.kind !== 'effect-verified') return { next: { kind: 'settle' } };
@@ -155,7 +164,7 @@ export function transition(record: DelegationRecord, observation: Observation, p
     case 'send-in-doubt':
       return { next: { kind: 'ask-reconciler', dueAt: (observation.since ?? record.sendStartedAt ?? policy.now()) + policy.sendSettleMs } };
     case 'stream-event': {
-      const unproven = namedTaskEvent(record, observation.responses, 'subscribe');
+      const unproven = namedTaskEvent(record, observation.responses);
       if (unproven) return unproven;
       // A finished status after a partial view of the artifacts: the artifact update before it is journaled, the
       // status is held back for one full read (whose artifacts replace the streamed ones).
@@ -169,7 +178,7 @@ export function transition(record: DelegationRecord, observation: Observation, p
       return { write: { kind: 'events', responses: observation.responses }, next: { kind: 'continue' } };
     }
     case 'push-received': {
-      const unproven = namedTaskEvent(record, observation.responses, 'push');
+      const unproven = namedTaskEvent(record, observation.responses);
       if (unproven) return unproven;
       // Forward-only events; the stream keeps being read unless the row finished or asks a question (apply decides from the row as written).
       return { write: { kind: 'events', responses: observation.responses }, next: { kind: 'continue' } };
@@ -206,9 +215,6 @@ export function transition(record: DelegationRecord, observation: Observation, p
       if (record.taskId === undefined && ownership.kind !== 'proven') {
         return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: `found task ${task.id}, which is not provably ours` } };
       }
-      // The first full read of a task a Message answer named: judged as a Task answer (not shown ours: never applied).
-      const named = namedTaskNotOurs(record, task, call, complete);
-      if (named) return named;
       // A35: a summary identifies the task; its outcome is read in full before it is journaled.
       if (!complete && isTerminalTaskState(task.status.state)) return { next: { kind: 'read-once', why: `${why}; a summary of a finished task`, taskId: task.id } };
       // A32: a finished task read after we refused a stream event over a limit, with no result of its own: the
@@ -405,26 +411,76 @@ function namedTaskRow(record: DelegationRecord, message: Message, taskId: string
  * judged (`namedTaskNotOurs`) and applied when shown ours (the flag cleared); a status or artifact update carries no
  * context or history to prove it ours, so nothing of it is applied and the task is read once in full instead.
  */
-function namedTaskEvent(record: DelegationRecord, responses: readonly StreamResponse[], call: AgentCall): Step | undefined {
+function namedTaskEvent(record: DelegationRecord, responses: readonly StreamResponse[]): Step | undefined {
   if (!record.namedTaskUnread) return undefined;
+  // A Task of it is applied as any event, judged first (`namedTaskJudged`).
   const [first] = responses;
-  if (responses.length === 1 && first && 'task' in first && first.task.id === record.taskId) return namedTaskNotOurs(record, first.task, call);
+  if (responses.length === 1 && first && 'task' in first && first.task.id === record.taskId) return undefined;
   return { next: { kind: 'read-once', why: `an event of task ${namedTask(record.taskId ?? '')}, which a Message answer named, before a full read of it` } };
 }
 
+/** The Task a write applies whole (a snapshot, a stream or push Task event); the named task's placeholder is none. */
+function appliedTask(write: Write): Task | undefined {
+  if (write.kind === 'snapshot') return write.namedTaskUnread ? undefined : write.task;
+  if (write.kind !== 'events' || write.responses.length !== 1) return undefined;
+  const [response] = write.responses;
+  return 'task' in response ? response.task : undefined;
+}
+
+/** Which call brought the Task an observation applies, for the words of `namedTaskNotOurs`, and whether it is a full read. */
+function readOf(observation: Observation): NamedTaskRead {
+  switch (observation.kind) {
+    case 'task-read':
+      return { call: observation.call, complete: observation.complete };
+    case 'search-result':
+      return { call: 'list-tasks', complete: observation.finding.kind !== 'found' || observation.finding.complete };
+    case 'send-answered':
+      return { call: 'send', complete: !observation.summary };
+    case 'cancel-answered':
+      return { call: 'cancel', complete: true };
+    case 'reply-delivered':
+      return { call: 'reply', complete: true };
+    case 'push-received':
+      return { call: 'push', complete: true };
+    default:
+      return { call: 'subscribe', complete: true };
+  }
+}
+
 /**
- * The Message answer a row bound to the task it named still holds (`namedTaskRow`): the row's `namedTaskUnread` flag
- * (set by that snapshot, cleared by any status of the agent the journal applies since: a read, a stream event, a
- * push; applyStatus-5.lua), never guessed from the row's shape (a read may show SUBMITTED, no timestamp, a status
- * message naming the task: attack24), with its status message the agent's Message in our context naming the row's
- * task (`messageAnswerProof`). Undefined otherwise: the task was read, or never named by a Message.
+ * The step's application of a Task of the row's task while a Message answer named it and nothing of it was read
+ * (`namedTaskUnread`), judged before it is written (`namedTaskNotOurs`): not shown ours, the step is replaced by the
+ * judgement (FOREIGN_TASK noted, a person), the step's other writes kept (a reply journaled sent stays so); a summary,
+ * one full read first. Undefined: the step applies no such Task, or the Task is shown ours (the step as it is).
+ */
+function namedTaskJudged(record: DelegationRecord, observation: Observation, step: Step): Step | undefined {
+  if (!record.namedTaskUnread || record.taskId === undefined || step.write === undefined) return undefined;
+  const writes: readonly Write[] = isWriteList(step.write) ? step.write : [step.write];
+  const applied = writes.find((write) => appliedTask(write)?.id === record.taskId);
+  if (applied === undefined) return undefined;
+  const judged = namedTaskNotOurs(record, appliedTask(applied)!, readOf(observation));
+  if (judged === undefined) return undefined;
+  const judgedWrites: readonly Write[] = judged.write === undefined ? [] : isWriteList(judged.write) ? judged.write : [judged.write];
+  const [first, second] = [...writes.filter((write) => write !== applied), ...judgedWrites];
+  const write = first === undefined ? undefined : second === undefined ? first : ([first, second] as const);
+  return { next: judged.next, ...(write ? { write } : {}) };
+}
+
+/** A step's two writes (a tuple) rather than one. */
+function isWriteList(write: Write | readonly [Write, Write]): write is readonly [Write, Write] {
+  return Array.isArray(write);
+}
+
+/**
+ * The Message answer a row bound to the task it named still holds (`namedTaskRow`): the row's status message while its
+ * `namedTaskUnread` flag is set. The flag is the whole proof: only that placeholder sets it, with the Message that
+ * `messageAnswerProof` showed ours naming the row's task, and any status of the agent the journal applies since (a
+ * read, a stream event, a push) clears it (applyStatus-5.lua), so the row's shape is never read for it (a read may show
+ * SUBMITTED, no timestamp, a status message naming the task: attack24). Undefined otherwise: the task was read, or
+ * never named by a Message.
  */
 export function unreadNamedTask(record: DelegationRecord): Message | undefined {
-  const message = record.statusMessage;
-  if (!record.namedTaskUnread || record.state !== 'SUBMITTED' || record.taskId === undefined || message === undefined) return undefined;
-  const asked = { contextId: record.contextRefused ? undefined : record.requestedContextId, taskId: record.taskId };
-  const { ownership, namesTask } = messageAnswerProof(message, asked, 'request-id');
-  return ownership.kind === 'proven' && namesTask === record.taskId ? message : undefined;
+  return record.namedTaskUnread ? record.statusMessage : undefined;
 }
 
 /**

@@ -10,7 +10,7 @@
  * (`io/send-errors.ts` sendFailureObservation: delivery, effect, limit), is applied by `apply.ts`.
  */
 import {
-  taskOwnership,
+  taskShownOurs,
   type A2ATransport,
   type Message,
   type SendMessageRequest,
@@ -294,8 +294,7 @@ export function answerObservation(record: DelegationRecord, response: SendMessag
     return { kind: 'send-answered', answer: { message: response.message }, ownership, via, ...(namesTask !== undefined ? { namesTask } : {}) };
   }
   if (via === 'stream') return { kind: 'send-answered', answer: { task: response.task }, ownership: streamOwnership(record, response.task), via };
-  let ownership = taskOwnership(response.task, { contextId, messageId: contextId ? record.messageId : undefined, taskId: record.taskId }, 'answer');
-  if (!ownership.ours && ownership.reason === 'foreign-context') ownership = taskOwnership(response.task, { messageId: record.messageId, taskId: record.taskId }, 'found');
+  const ownership = taskShownOurs(response.task, { contextId, messageId: record.messageId, taskId: record.taskId }, { requestIdProves: true });
   const proven: Ownership = ownership.ours ? { kind: 'proven', by: contextId ? 'context' : 'request-id' } : { kind: 'disproven', reason: `${ownership.reason}: ${ownership.detail}` };
   return { kind: 'send-answered', answer: { task: response.task }, ownership: proven, via };
 }
