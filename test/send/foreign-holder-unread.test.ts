@@ -62,7 +62,9 @@ describe('a suspect kept while the push route crashed before enqueuing its job',
   it('the fleet restarts: its start-up sweep reads the pending suspect T2, AMBIGUOUS naming T1 and T2 (before: it waited for another such push)', async () => {
     const scene = await pushScene(host(), t2Holds);
     await scene.env.fleet!.close();
-    // What the route did before it crashed: the suspect kept in the journal, no reconcile job.
+    // What the route did before it crashed: the suspect kept in the journal, no reconcile job. The new fleet's follow
+    // worker may take the handed-over follow job before its start-up sweep claims the row (its check moved): the sweep
+    // reads the suspect all the same (test/reconcile/startup-sweep-suspects.test.ts).
     expect(await scene.env.producer.journal.noteSuspect(scene.ref, 'T2')).toBe('kept');
     keep(await startTestFleet({ redisUrl: redisServer().url, prefix: scene.prefix, webhookUrl: scene.env.webhookUrl }));
     const row = await personNaming(scene.env.producer, scene.workflowId, ['T1', 'T2'], 30_000);

@@ -357,6 +357,18 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /**
+   * Which of `refs` keep suspect evidence a reconcile must read or decide on (noteSuspect-1.lua): suspects pending
+   * (the row's `suspects` field) or counted lost (`suspectsLost` above 0), as `reconcile.ts` tests a row it read. One
+   * HMGET each, sent together (auto-pipelining on the journal's connection); a missing row keeps none.
+   * @returns per ref, in order: true when its row keeps suspects
+   */
+  async keepSuspects(refs: readonly DelegationRef[]): Promise<boolean[]> {
+    if (refs.length === 0) return [];
+    const fields = await Promise.all(refs.map((ref) => this.redis.hmget(this.delegationKeys(ref)[0], 'suspects', 'suspectsLost')));
+    return fields.map(([suspects, lost]) => suspects !== null || Number(lost ?? 0) > 0);
+  }
+
+  /**
    * The delegation's pending suspects (noteSuspect-1.lua), oldest first, at most `SUSPECTS_PENDING_MAX`; none when the
    * row or the field is gone, or the field is not a list of task ids (`PendingSuspectsSchema`; `clearSuspects` drops it).
    */

@@ -346,6 +346,19 @@ export function afterSuspectReads(left: { pending: number; lost: number; rounds:
   return { kind: 'read-again', at: left.rounds > 0 ? now + retryDelayMs * 2 ** (left.rounds - 1) : now };
 }
 
+/**
+ * What the start-up sweep does with one delegation entry of the unfinished index it read (`runs/sweep.ts`):
+ * `reconcile` it in a batch when its claim was this sweep's (`claimed`) and no follow run of another live worker holds
+ * it (`followedByLive`); else, when its row keeps suspect evidence (`keepsSuspects`: suspects pending or counted lost,
+ * `Journal.keepSuspects`), `read-suspects` (a suspect read job, `reconcile.ts` reads them before the lease): whoever
+ * moved its check (a follow run that took it over, another sweep) or follows it does not read them, and a push route
+ * that crashed after keeping one enqueued nothing; else `leave` it to the sweep that claimed it or to its follower.
+ */
+export function startupSweepVerdict(entry: { claimed: boolean; followedByLive: boolean; keepsSuspects: boolean }): 'reconcile' | 'read-suspects' | 'leave' {
+  if (entry.claimed && !entry.followedByLive) return 'reconcile';
+  return entry.keepsSuspects ? 'read-suspects' : 'leave';
+}
+
 /** What an attempt does after a try that could not reach its agent (`unreachableVerdict`). */
 export type UnreachableVerdict = { verdict: 'wait'; nextTryAt: number } | { verdict: 'give-up'; message: string };
 

@@ -8,9 +8,9 @@
  * rebases the send order's clock when due and the send queue is idle.
  */
 import { AgentCardError, isRetryable } from '@durable-a2a/a2a';
-import { FairSendQueue, enqueueReconcileBatch, pruneSearchIndex, type DelegationRef } from '@durable-a2a/shared';
+import { FairSendQueue, enqueueReconcile, enqueueReconcileBatch, pruneSearchIndex, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import { jitteredCheckTime } from '../core/policy.ts';
+import { jitteredCheckTime, startupSweepVerdict } from '../core/policy.ts';
 import { isSendRunToken } from '../io/send-errors.ts';
 import { batchesOf } from './reconcile-batch.ts';
 
@@ -37,7 +37,7 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
   const now = ctx.options.now();
   await refreshAgentCards(ctx).catch((error: unknown) => ctx.logger.warn({ err: error }, 'agent card refresh failed'));
   const batch = ctx.options.reconcileBatchSize;
-  const checks = new SweepChecks(ctx, all ? `startup-${now}` : now, now, all && ctx.options.livenessTtlMs > 0);
+  const checks = new SweepChecks(ctx, all ? `startup-${now}` : now, now, all);
   if (!all) {
     // Every due entry, a page of `batch` at a time: each page's entries move to their next check, so the next read
     // gets the ones after them. One page per sweep would check `batch` entries an interval, while every running
@@ -64,11 +64,11 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
     await checks.enqueue(result.due);
     cursor = result.cursor;
     if (cursor === '0') {
-      ctx.logger.info({ swept: checks.count, leftToLiveFollowers: checks.left }, 'start-up sweep: every unfinished delegation and workflow enqueued for a check');
+      ctx.logger.info({ swept: checks.count, leftToLiveFollowers: checks.left, suspectReads: checks.suspectReads }, 'start-up sweep: every unfinished delegation and workflow enqueued for a check');
       return `swept ${checks.count}${checks.summaryOfLeft()}`;
     }
   }
-  ctx.logger.warn({ swept: checks.count, leftToLiveFollowers: checks.left, maxPages }, 'start-up sweep stopped at its page bound; the timer sweep finds the rest');
+  ctx.logger.warn({ swept: checks.count, leftToLiveFollowers: checks.left, suspectReads: checks.suspectReads, maxPages }, 'start-up sweep stopped at its page bound; the timer sweep finds the rest');
   return `swept ${checks.count}${checks.summaryOfLeft()} (page bound)`;
 }
 
@@ -79,7 +79,7 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
  * its delegation may need reattaching. Batch job ids carry the sweep's occasion (`startup-<now>`, or the
  * timer sweep's `now`) and a running part number; an entry a scan returns twice is checked once.
  *
- * `leaveLiveFollows` (the sweep of every entry, with worker liveness on): a delegation a follow run of another live
+ * The start-up sweep (`startUp`, with worker liveness on): a delegation a follow run of another live
  * worker holds (`Journal.followedByLiveWorkers`) with more than `LIVE_FOLLOW_MIN_LEFT_TTLS` liveness TTLs of its lease
  * left is claimed but not reconciled: its follower keeps its next check moving while the stream is healthy, and
  * should that worker be dead already, the dead-worker sweep ends its lease and reconciles it once its liveness key
@@ -89,11 +89,20 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
  * here only found the lease held, read the row and its workflow's definition and moved its check to the lease end:
  * after a whole-fleet crash, every followed delegation, about a sixth of the fresh worker's CPU before the first
  * reattach (the dead worker's liveness key still present).
+ *
+ * The start-up sweep (`startUp`) decides each delegation entry with `startupSweepVerdict`: one it leaves (left to a
+ * live follower, or its claim lost because its check moved meanwhile: a follow run that took it over, often the follow
+ * job a gracefully closed worker handed over, or another sweep) whose row keeps suspect evidence gets a suspect read
+ * job (deduplicated per second across workers): no follower reads suspects and a followed entry never comes due, so a
+ * suspect kept by a push route that crashed before its job waited for the follow to end (CI: a restart right after a
+ * graceful close left T2 unread for 30 s when the handed-over follow moved the check between scan and claim).
  */
 class SweepChecks {
   count = 0;
-  /** Delegations followed by another live worker, left to it (`leaveLiveFollows`). */
+  /** Delegations followed by another live worker, left to it (the start-up sweep). */
   left = 0;
+  /** Delegations this start-up sweep did not reconcile whose suspects it had read (`startupSweepVerdict`). */
+  suspectReads = 0;
   private part = 0;
   private readonly seen = new Set<string>();
 
@@ -101,12 +110,12 @@ class SweepChecks {
     private readonly ctx: WorkerContext,
     private readonly occasion: string | number,
     private readonly now: number,
-    private readonly leaveLiveFollows: boolean,
+    private readonly startUp: boolean,
   ) {}
 
-  /** `, N left to live followers` when some were (the sweep's summary). */
+  /** `, N left to live followers` and `, N suspect reads` when some were (the start-up sweep's summary). */
   summaryOfLeft(): string {
-    return this.left > 0 ? `, ${this.left} left to live followers` : '';
+    return `${this.left > 0 ? `, ${this.left} left to live followers` : ''}${this.suspectReads > 0 ? `, ${this.suspectReads} suspect reads` : ''}`;
   }
 
   async enqueue(due: readonly { ref: DelegationRef; dueAt: number }[]): Promise<void> {
@@ -120,14 +129,34 @@ class SweepChecks {
     const claims = await ctx.journal.claimChecks(fresh.map(({ ref, dueAt }) => ({ ref, seenAt: dueAt, atMs: jitteredCheckTime(now, ctx.options.reconcileIntervalMs) })));
     const claimed = fresh.filter((_, index) => claims[index]);
     for (const { dueAt } of claimed) ctx.metrics.reconcileLag.observe(Math.max(0, now - dueAt) / 1000);
-    const claimedDelegations = claimed.filter(({ ref }) => ref.delegationId !== '*').map(({ ref }) => ref);
-    const followed = this.leaveLiveFollows ? await ctx.journal.followedByLiveWorkers(claimedDelegations, ctx.workerId, (holder) => !isSendRunToken(holder), LIVE_FOLLOW_MIN_LEFT_TTLS * ctx.options.livenessTtlMs) : [];
-    const delegations = claimedDelegations.filter((_, index) => !followed[index]);
-    this.left += claimedDelegations.length - delegations.length;
+    const entries = fresh.flatMap(({ ref }, index) => (ref.delegationId === '*' ? [] : [{ ref, claimed: claims[index] === true }]));
+    const delegations = this.startUp ? await this.startupVerdicts(entries) : entries.filter((entry) => entry.claimed).map(({ ref }) => ref);
     const workflows = claimed.filter(({ ref }) => ref.delegationId === '*').map(({ ref }) => ref);
     const jobs = [...batchesOf(delegations).map((refs) => ({ refs, later: false })), ...batchesOf(workflows).map((refs) => ({ refs, later: true }))];
     await Promise.all(jobs.map(({ refs, later }) => enqueueReconcileBatch(ctx.queues, refs, { sweep: this.occasion, part: this.part++, later })));
     this.count += claimed.length;
+  }
+
+  /**
+   * The start-up sweep's delegations to reconcile among `entries` (`startupSweepVerdict`): the claimed ones a follow run
+   * of another live worker holds (with worker liveness on) are left to it; the ones it leaves that keep suspects get a
+   * suspect read job each (`enqueueReconcile`, its second's job: one per second across workers).
+   */
+  private async startupVerdicts(entries: readonly { ref: DelegationRef; claimed: boolean }[]): Promise<DelegationRef[]> {
+    const { ctx } = this;
+    const claimed = entries.filter((entry) => entry.claimed).map(({ ref }) => ref);
+    const followed = ctx.options.livenessTtlMs > 0 ? await ctx.journal.followedByLiveWorkers(claimed, ctx.workerId, (holder) => !isSendRunToken(holder), LIVE_FOLLOW_MIN_LEFT_TTLS * ctx.options.livenessTtlMs) : [];
+    const live = new Set(claimed.filter((_, index) => followed[index] === true));
+    this.left += live.size;
+    const notReconciled = entries.filter((entry) => !entry.claimed || live.has(entry.ref));
+    const keeps = await ctx.journal.keepSuspects(notReconciled.map(({ ref }) => ref));
+    const withSuspects = new Set(notReconciled.filter((_, index) => keeps[index] === true).map(({ ref }) => ref));
+    const verdicts = entries.map((entry) => ({ ref: entry.ref, verdict: startupSweepVerdict({ claimed: entry.claimed, followedByLive: live.has(entry.ref), keepsSuspects: withSuspects.has(entry.ref) }) }));
+    const toRead = verdicts.filter(({ verdict }) => verdict === 'read-suspects').map(({ ref }) => ref);
+    const now = ctx.options.now();
+    await Promise.all(toRead.map((ref) => enqueueReconcile(ctx.queues, ref, { suspect: undefined, at: now, now })));
+    this.suspectReads += toRead.length;
+    return verdicts.filter(({ verdict }) => verdict === 'reconcile').map(({ ref }) => ref);
   }
 }
 
