@@ -11,11 +11,12 @@
  * it books once and then lists/reads T1 (holding our message, COMPLETED with a1 "booked"), so an answer thrown away
  * can still be settled by the search, and a second SendMessage is a second booking.
  */
-import { createServer } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { artifactText, expectCompletedWith, finished, useFieldCases, viewOf } from '../harness/field-cases.ts';
 import { AU, SU, ev, task, taskEvent, type ScriptedAnswer, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 import { closeServer, listenOnLoopback, trackSockets } from '../harness/ports.ts';
+import { startRawAgent } from '../harness/raw-agent.ts';
 
 const h = useFieldCases();
 
@@ -394,15 +395,15 @@ describe('attack 26: ProtoJSON spellings, the agent listing nothing (the answer 
   });
   const withTimestamp = (timestamp: string) => (params: Params) => ({ ...oursCompleted(params), status: { state: 'TASK_STATE_COMPLETED', timestamp } });
   /*
-   * FINDING (ProtoJSON field names). Input: SendMessage answers our COMPLETED T1 with ProtoJSON's original proto field
+   * FINDING, fixed (ProtoJSON field names; `proto-names.ts`). Input: SendMessage answers our COMPLETED T1 with ProtoJSON's original proto field
    * names (`context_id`, `message_id`, `artifact_id`), our request id on the envelope; GetTask answers the same; the
-   * agent lists nothing. Observed: AMBIGUOUS (a person decides), the result never kept. Expected: COMPLETED with a1,
+   * agent lists nothing. Observed before the fix: AMBIGUOUS (a person decides), the result never kept. Expected: COMPLETED with a1,
    * one SendMessage: A2A 1.0 JSON is ProtoJSON, whose parsers accept the proto field name as well as the lowerCamelCase
    * one. Suspected location: packages/a2a/src/schema.ts (`MessageSchema.messageId`, `ArtifactSchema.artifactId`
    * required under their camelCase names only; the answer is refused as a ProtocolError, effect maybe, and the search
    * has nothing to list).
    */
-  it.fails('SendMessage and GetTask answer our COMPLETED task with snake_case field names: COMPLETED with a1, one SendMessage', async () => {
+  it('SendMessage and GetTask answer our COMPLETED task with snake_case field names: COMPLETED with a1, one SendMessage', async () => {
     let sent: Params | undefined;
     const { producer, agent, id } = await h.setUpAndDelegate(() => ({
       SendMessage: (params: Params) => ((sent = params), { result: { task: snake(params) } }),
@@ -446,12 +447,12 @@ describe('attack 26: a listing that says more than it shows', () => {
 
 describe('attack 26: ProtoJSON proto field names on a stream', () => {
   /*
-   * FINDING (ProtoJSON field names, stream). Input: SubscribeToTask frames `{task}`, `{artifact_update}`,
+   * FINDING, fixed (ProtoJSON field names, stream). Input: SubscribeToTask frames `{task}`, `{artifact_update}`,
    * `{status_update}` with `task_id`, `context_id`, `artifact_id`, `last_chunk`; GetTask in the same spelling.
-   * Observed: never COMPLETED (the frames are refused, the follow ends with a person). Expected: COMPLETED with a1.
+   * Observed before the fix: never COMPLETED (the frames are refused, the follow ends with a person). Expected: COMPLETED with a1.
    * Suspected location: packages/a2a/src/schema.ts and shape.ts (`toWrappedResponse` knows only the camelCase members).
    */
-  it.fails('SubscribeToTask frames in snake_case (status_update, artifact_update, task_id, artifact_id, last_chunk), GetTask in snake_case too: COMPLETED with a1', async () => {
+  it('SubscribeToTask frames in snake_case (status_update, artifact_update, task_id, artifact_id, last_chunk), GetTask in snake_case too: COMPLETED with a1', async () => {
     const frame = (result: unknown) => ev(JSON.stringify({ jsonrpc: '2.0', id: 1, result }));
     const { producer, id } = await h.setUpAndDelegate(
       (seen) => ({
@@ -466,5 +467,50 @@ describe('attack 26: ProtoJSON proto field names on a stream', () => {
       }),
     );
     await expectCompletedWith(producer, id, 'T1', 'booked');
+  }, 45_000);
+});
+
+describe('attack 26: ProtoJSON proto field names on the HTTP+JSON binding (no request id: the content proves it ours)', () => {
+  it('POST /message:send answered 200 with our COMPLETED task in snake_case, GET /tasks/T1 the same, nothing listed: COMPLETED with a1, one send', async () => {
+    let sent: Params['message'] | undefined;
+    const snakeTask = () => ({
+      id: 'T1',
+      context_id: sent?.contextId,
+      status: { state: 'TASK_STATE_COMPLETED' },
+      history: [{ message_id: sent?.messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] }],
+      artifacts: [{ artifact_id: 'a1', parts: [{ text: 'booked' }] }],
+    });
+    const reply = (response: ServerResponse, status: number, body: unknown) => {
+      const text = JSON.stringify(body);
+      response.writeHead(status, { 'content-type': 'application/a2a+json', 'content-length': String(Buffer.byteLength(text)) });
+      response.end(text);
+    };
+    const agent = await startRawAgent((request, response, body) => {
+      const path = (request.url ?? '').split('?')[0]!;
+      if (path === '/.well-known/agent-card.json') {
+        return reply(response, 200, {
+          name: 'REST snake', description: 'prints proto field names', version: '1.0.0',
+          capabilities: { streaming: false, pushNotifications: false }, defaultInputModes: ['text'], defaultOutputModes: ['text'],
+          skills: [{ id: 'book', name: 'book', description: 'book', tags: [] }],
+          supportedInterfaces: [{ protocolBinding: 'HTTP+JSON', url: `${agent.url}/rest`, protocolVersion: '1.0' }],
+        });
+      }
+      if (request.method === 'POST' && path === '/rest/message:send') {
+        sent = (JSON.parse(body) as Params).message;
+        return reply(response, 200, { task: snakeTask() });
+      }
+      if (request.method === 'GET' && path === '/rest/tasks/T1' && sent) return reply(response, 200, snakeTask());
+      return reply(response, 404, { error: { code: 404, status: 'NOT_FOUND', message: `no route ${path}` } });
+    });
+    try {
+      const prefix = h.newPrefix();
+      const producer = h.producer(prefix);
+      await h.fleetFor(prefix);
+      const { id } = await producer.delegate({ agent: `${agent.url}/.well-known/agent-card.json`, text: 'go', idempotencyKey: `${prefix}-rest` });
+      await expectCompletedWith(producer, id, 'T1', 'booked');
+      expect(agent.requests.filter((seen) => seen.url.endsWith('/message:send'))).toHaveLength(1);
+    } finally {
+      await agent.close();
+    }
   }, 45_000);
 });
