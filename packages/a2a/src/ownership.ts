@@ -11,6 +11,7 @@
  * These are pure checks; the workers call them before journaling anything.
  */
 import type { Message, StreamResponse, Task } from './schema.ts';
+import { rawField } from './proto-names.ts';
 import { roleFromWire } from './spelling.ts';
 
 /** What we know about the delegation the answer should belong to. */
@@ -48,8 +49,7 @@ export const historyHolds = (history: readonly Message[] | undefined, messageId:
 const rawHistoryHolds = (history: unknown, messageId: string): boolean =>
   Array.isArray(history) &&
   history.some((entry) => {
-    const message = entry as { messageId?: unknown; role?: unknown } | null;
-    return message?.messageId === messageId && roleFromWire(message.role) !== 'ROLE_AGENT';
+    return rawField(entry, 'messageId') === messageId && roleFromWire(rawField(entry, 'role')) !== 'ROLE_AGENT';
   });
 
 /**
@@ -160,8 +160,7 @@ function messageOrTaskOfResult(result: unknown): { history?: unknown; contextId?
 /** The task id a result names: a Task's id (1.0 `{task}`, bare, 0.3), or a stream event's `taskId` (1.0 updates, 0.3 events). */
 function taskIdOfResult(result: unknown): unknown {
   if (typeof result !== 'object' || result === null) return undefined;
-  const value = result as { statusUpdate?: { taskId?: unknown }; artifactUpdate?: { taskId?: unknown }; taskId?: unknown };
-  return value.statusUpdate?.taskId ?? value.artifactUpdate?.taskId ?? value.taskId ?? taskOfResult(result)?.id;
+  return rawField(rawField(result, 'statusUpdate'), 'taskId') ?? rawField(rawField(result, 'artifactUpdate'), 'taskId') ?? rawField(result, 'taskId') ?? taskOfResult(result)?.id;
 }
 
 /**
@@ -177,7 +176,7 @@ export function answerContentProof(params: object, kind: 'one' | 'list' = 'one')
     const contextId = (params as { contextId?: unknown }).contextId;
     return (result) => {
       const tasks = (result as { tasks?: unknown } | null)?.tasks;
-      return Array.isArray(tasks) && tasks.length > 0 && tasks.every((task) => contextId === undefined || (task as { contextId?: unknown } | null)?.contextId === contextId);
+      return Array.isArray(tasks) && tasks.length > 0 && tasks.every((task) => contextId === undefined || rawField(task, 'contextId') === contextId);
     };
   }
   const { messageId, contextId } = (params as { message?: { messageId?: unknown; contextId?: unknown } }).message ?? {};
@@ -186,7 +185,7 @@ export function answerContentProof(params: object, kind: 'one' | 'list' = 'one')
       const answered = messageOrTaskOfResult(result);
       if (rawHistoryHolds(answered?.history, messageId)) return true;
       // Our context (a fresh one per delegation, sent with the message) on the Task or Message answered.
-      return typeof contextId === 'string' && contextId !== '' && answered?.contextId === contextId;
+      return typeof contextId === 'string' && contextId !== '' && rawField(answered, 'contextId') === contextId;
     };
   }
   const taskId = (params as { id?: unknown }).id;

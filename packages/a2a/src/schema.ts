@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { ROLES, TASK_STATES } from './enums.ts';
 import { partToV1Shape, readableList, salvageStatusMessage, salvageTimestamp, toBareTask, toWrappedResponse } from './shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from './spelling.ts';
+import { protoJsonObject } from './proto-names.ts';
 
 /** Task states, in proto order (spec §5.5 TaskState). Kept in `enums.ts` so `spelling.ts` can read them without a cycle. */
 export { TASK_STATES };
@@ -41,7 +42,7 @@ export type Role = z.infer<typeof RoleSchema>;
 const MetadataSchema = z.record(z.string(), z.unknown());
 
 /** A Part is a oneof: exactly one of `text`, `raw` (base64), `url`, `data` (spec §5.5 Part). A 0.3 `{kind:'file'}` part is read too. */
-export const PartSchema = z.preprocess(partToV1Shape, z
+export const PartSchema = z.preprocess(partToV1Shape, protoJsonObject(z
   .object({
     text: z.string().optional(),
     raw: z.string().optional(),
@@ -50,7 +51,7 @@ export const PartSchema = z.preprocess(partToV1Shape, z
     mediaType: z.string().optional(),
     filename: z.string().optional(),
     metadata: MetadataSchema.optional(),
-  })
+  }))
   .refine(
     (part) => [part.text, part.raw, part.url, part.data].filter((value) => value !== undefined).length === 1,
     { message: 'a Part carries exactly one of text, raw, url or data' },
@@ -59,7 +60,7 @@ export const PartSchema = z.preprocess(partToV1Shape, z
 export type Part = z.infer<typeof PartSchema>;
 
 /** Message (spec §5.5). `contextId` and `taskId` are optional on client messages. `role` in any spelling (`spelling.ts`). */
-export const MessageSchema = z.object({
+export const MessageSchema = protoJsonObject(z.object({
   messageId: z.string().min(1),
   contextId: z.string().optional(),
   taskId: z.string().optional(),
@@ -68,7 +69,7 @@ export const MessageSchema = z.object({
   metadata: MetadataSchema.optional(),
   extensions: z.array(z.string()).optional(),
   referenceTaskIds: z.array(z.string()).optional(),
-});
+}));
 /** One message (spec §5.5 Message); `messageId` identifies it for deduplication. */
 export type Message = z.infer<typeof MessageSchema>;
 
@@ -83,19 +84,19 @@ export const TaskStatusSchema = z.object({
 export type TaskStatus = z.infer<typeof TaskStatusSchema>;
 
 /** An artifact (spec §5.5 Artifact): an output of a task, keyed by `artifactId`. */
-export const ArtifactSchema = z.object({
+export const ArtifactSchema = protoJsonObject(z.object({
   artifactId: z.string().min(1),
   name: z.string().optional(),
   description: z.string().optional(),
   parts: z.array(PartSchema),
   metadata: MetadataSchema.optional(),
   extensions: z.array(z.string()).optional(),
-});
+}));
 /** See `ArtifactSchema`. */
 export type Artifact = z.infer<typeof ArtifactSchema>;
 
 /** A task (spec §5.5 Task): id, context, status, artifacts and history. */
-export const TaskSchema = z.object({
+export const TaskSchema = protoJsonObject(z.object({
   id: z.string().min(1),
   contextId: z.string().optional(),
   status: TaskStatusSchema,
@@ -103,7 +104,7 @@ export const TaskSchema = z.object({
   // Informational: an entry that does not parse is dropped, never the whole answer.
   history: readableList(MessageSchema),
   metadata: MetadataSchema.optional(),
-});
+}));
 /** See `TaskSchema`. */
 export type Task = z.infer<typeof TaskSchema>;
 
@@ -111,25 +112,25 @@ export type Task = z.infer<typeof TaskSchema>;
 export const TaskResultSchema = z.preprocess(toBareTask, TaskSchema);
 
 /** 1.0 status update: no `final` flag; the stream closing ends it (spec §5.5, A2A#1308). */
-export const TaskStatusUpdateEventSchema = z.object({
+export const TaskStatusUpdateEventSchema = protoJsonObject(z.object({
   taskId: z.string().min(1),
   // Required by the spec, but agents send "" or omit it (field case R16): events are keyed by taskId.
   contextId: z.string().optional(),
   status: TaskStatusSchema,
   metadata: MetadataSchema.optional(),
-});
+}));
 /** See `TaskStatusUpdateEventSchema`. */
 export type TaskStatusUpdateEvent = z.infer<typeof TaskStatusUpdateEventSchema>;
 
 /** `append:true` adds parts to the artifact with the same id; `lastChunk:true` seals it. */
-export const TaskArtifactUpdateEventSchema = z.object({
+export const TaskArtifactUpdateEventSchema = protoJsonObject(z.object({
   taskId: z.string().min(1),
   contextId: z.string().optional(),
   artifact: ArtifactSchema,
   append: z.boolean().optional(),
   lastChunk: z.boolean().optional(),
   metadata: MetadataSchema.optional(),
-});
+}));
 /** See `TaskArtifactUpdateEventSchema`. */
 export type TaskArtifactUpdateEvent = z.infer<typeof TaskArtifactUpdateEventSchema>;
 
@@ -161,22 +162,22 @@ export const AuthenticationInfoSchema = z.object({
 });
 
 /** TaskPushNotificationConfig (spec §4.3.3). `taskId` is left empty inside SendMessageConfiguration. */
-export const TaskPushNotificationConfigSchema = z.object({
+export const TaskPushNotificationConfigSchema = protoJsonObject(z.object({
   tenant: z.string().optional(),
   id: z.string().optional(),
   taskId: z.string().optional(),
   url: z.string(),
   token: z.string().optional(),
   authentication: AuthenticationInfoSchema.optional(),
-});
+}));
 /** See `TaskPushNotificationConfigSchema`. */
 export type TaskPushNotificationConfig = z.infer<typeof TaskPushNotificationConfigSchema>;
 
 /** The answer to ListTaskPushNotificationConfigs: one page of configs. */
-export const ListTaskPushNotificationConfigsResponseSchema = z.object({
+export const ListTaskPushNotificationConfigsResponseSchema = protoJsonObject(z.object({
   configs: z.array(TaskPushNotificationConfigSchema).optional(),
   nextPageToken: z.string().optional(),
-});
+}));
 
 /** SendMessageConfiguration (spec §3.2.2); `returnImmediately` defaults to false (blocking). */
 export interface SendMessageConfiguration {
@@ -206,11 +207,11 @@ export interface ListTasksRequest {
 }
 
 /** ListTasksResponse. `nextPageToken` is required by the spec but missing in some agents (R15): absent = last page. */
-export const ListTasksResponseSchema = z.object({
+export const ListTasksResponseSchema = protoJsonObject(z.object({
   tasks: z.array(TaskSchema),
   nextPageToken: z.string().optional(),
   pageSize: z.number().optional(),
   totalSize: z.number().optional(),
-});
+}));
 /** See `ListTasksResponseSchema`. */
 export type ListTasksResponse = z.infer<typeof ListTasksResponseSchema>;

@@ -9,6 +9,7 @@
  * Anything else is left as it is, for the schema to refuse.
  */
 import { z } from 'zod';
+import { jsonNameOf } from './proto-names.ts';
 
 /** The four kinds of object an A2A answer, stream event or push body can carry. */
 export type EventKind = 'task' | 'message' | 'status-update' | 'artifact-update';
@@ -35,17 +36,21 @@ export function eventKindOf(value: unknown): EventKind | undefined {
   return undefined;
 }
 
-/** `{member: inner}` when `value` is a 1.0 wrapper with exactly one known member. */
-function wrappedMember(value: unknown): { kind: EventKind; inner: Record<string, unknown> } | undefined {
+/**
+ * `{member: inner}` when `value` is a 1.0 wrapper with exactly one known member, under its JSON name or its ProtoJSON
+ * proto field name (`status_update`, `artifact_update`; `proto-names.ts`).
+ */
+function wrappedMember(value: unknown): { kind: EventKind; inner: Record<string, unknown>; key: string } | undefined {
   if (!isObject(value)) return undefined;
-  const members = Object.keys(value).filter((key) => KIND_OF_MEMBER.has(key) && isObject(value[key]));
+  const members = Object.keys(value).filter((key) => KIND_OF_MEMBER.has(jsonNameOf(key)) && isObject(value[key]));
   if (members.length !== 1) return undefined;
-  return { kind: KIND_OF_MEMBER.get(members[0]!)!, inner: value[members[0]!] as Record<string, unknown> };
+  return { kind: KIND_OF_MEMBER.get(jsonNameOf(members[0]!))!, inner: value[members[0]!] as Record<string, unknown>, key: members[0]! };
 }
 
-/** For 1.0 schemas: a bare or `kind`-tagged object → the 1.0 wrapper; a wrapper stays as it is. */
+/** For 1.0 schemas: a bare or `kind`-tagged object → the 1.0 wrapper; a wrapper stays as it is (its member under its JSON name). */
 export function toWrappedResponse(value: unknown): unknown {
-  if (wrappedMember(value)) return value;
+  const wrapped = wrappedMember(value);
+  if (wrapped) return wrapped.key === MEMBER_OF_KIND[wrapped.kind] ? value : { [MEMBER_OF_KIND[wrapped.kind]]: wrapped.inner };
   const kind = eventKindOf(value);
   return kind === undefined ? value : { [MEMBER_OF_KIND[kind]]: value };
 }

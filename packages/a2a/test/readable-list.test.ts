@@ -11,7 +11,7 @@ import { MessageV03Schema, TaskV03Schema } from '../src/v03/wire-schemas.ts';
 /** The history schema before `readableList`: the readable entries filtered with one parse, then parsed again. */
 const filteredThenParsed = (entry: z.ZodType) =>
   z.preprocess((value) => (Array.isArray(value) ? value.filter((item) => entry.safeParse(item).success) : value), z.array(entry).optional());
-const OldTaskSchema = TaskSchema.extend({ history: filteredThenParsed(MessageSchema) });
+const OldTaskSchema = TaskSchema.out.extend({ history: filteredThenParsed(MessageSchema) });
 const OldTaskV03Schema = TaskV03Schema.extend({ history: filteredThenParsed(MessageV03Schema) });
 
 const text = fc.string({ maxLength: 8 });
