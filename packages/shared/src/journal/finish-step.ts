@@ -132,6 +132,17 @@ export function terminalRow(stored: StoredRow, change: StatusChange, nowMs: numb
   return { ...stored, ...set };
 }
 
+/**
+ * The fields of `row` whose text differs from `stored`'s: what the change writes. `held` already holds every other
+ * field parsed from the same text, so merging only these gives the record a merge of the whole row gives, without
+ * parsing the unchanged JSON fields (the message, the interface) again.
+ */
+function fieldsChanged(stored: StoredRow, row: StoredRow): Record<string, string> {
+  const changed: Record<string, string> = {};
+  for (const field in row) if (row[field] !== stored[field]) changed[field] = row[field]!;
+  return changed;
+}
+
 /** Journal method for the one-step finish (see the module header). */
 export class JournalFinishStep extends JournalStatus {
   /**
@@ -205,7 +216,7 @@ export class JournalFinishStep extends JournalStatus {
     const row = terminalRow(stored, change, nowMs, artifactApplied);
     if (!row) return undefined;
     const recordText = recordTextArguments(ref.workflowId, workflowRow, encodeWorkflowPatch(finish.patch), nowMs, [{ id: ref.delegationId, row }]);
-    const record = recordText.length > 0 ? changedRow(held, row) : undefined;
+    const record = recordText.length > 0 ? changedRow(held, fieldsChanged(stored, row)) : undefined;
     if (!record) return undefined;
     // The artifacts the script would read into the record from its arguments, in the delegation's text here (its last).
     const artifacts = added ? [storedArtifact(added.artifact)] : change.artifacts?.map((stored) => storedArtifact(stored));
