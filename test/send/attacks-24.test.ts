@@ -11,6 +11,7 @@ import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { getTaskCalls, pushScene } from '../harness/push-scene.ts';
 import { finishedAttempt, holder, personNaming } from '../harness/holders.ts';
+import { statusMessageCut } from '@durable-a2a/shared';
 
 const h = useFieldCases();
 const start = h.setUpAndDelegate;
@@ -177,16 +178,22 @@ describe('attack 24: agent text journaled unbounded', () => {
    * same, for the record's life (every attempt as much again). Expected: an agent's status message text (a failure's
    * reason, a question) is journaled bounded like the error it duplicates, or counted against a byte budget; the
    * views stay under 1 MiB. Fault: the snapshot/status write (journal applyStatus-5.lua via status-scripts.ts, the
-   * `statusMessage` field) stores `status.message` whole; ff987e9 bounded only the error paths.
+   * `statusMessage` field) stores `status.message` whole; ff987e9 bounded only the error paths. Fixed: every status
+   * write bounds the status message first (journal status.ts `withinLimits`, `boundedStatusMessage`: within
+   * `statusMessageBytes`, default 64 KiB, an excerpt that says it was cut and `metadata.durableA2a.cut`).
    */
-  it.fails('a FAILED task whose status message is 4 MiB of text: the views stay under 1 MiB (observed: 4.2 MB, statusMessage whole)', async () => {
+  it('a FAILED task whose status message is 4 MiB of text: the views stay under 1 MiB (observed: 4.2 MB, statusMessage whole)', async () => {
     const { producer: p, agent, id } = await start(() => ({
       SendMessage: (params) => ({ result: { task: task('T1', 'FAILED', { contextId: params.message.contextId, history: [params.message], message: agentMessage('x'.repeat(4 * 1024 * 1024), { taskId: 'T1', contextId: params.message.contextId }) }) } }),
     }));
     const record = await finished(p, id, 30_000);
     expect(agent.count('SendMessage')).toBe(1);
     expect(record.state).toBe('FAILED');
-    expect(JSON.stringify(await viewOf(p, id)).length).toBeLessThan(1024 * 1024);
+    const view = JSON.stringify(await viewOf(p, id));
+    expect(view.length).toBeLessThan(1024 * 1024);
+    // Kept as an excerpt that says it was cut, with the whole message's size.
+    expect(view).toContain('status message cut by durable-a2a');
+    expect(statusMessageCut(record.statusMessage)?.bytes).toBeGreaterThan(4 * 1024 * 1024);
   }, 45_000);
 });
 

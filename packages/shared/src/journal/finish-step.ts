@@ -146,7 +146,7 @@ export class JournalFinishStep extends JournalStatus {
    */
   async finishStep(ref: DelegationRef, change: StatusChange, finish: OneStepFinish, artifact?: { fence: number | undefined; update: ArtifactUpdate }): Promise<FinishStepResult> {
     const nowMs = this.now();
-    change = this.withinArtifactLimit(change);
+    change = this.withinLimits(change);
     // An artifact update that adds the row's first artifact goes into the finish's record from its arguments (never
     // written); any other goes first in the same script (applyArtifactThenFinishStep).
     const added = artifact && this.addsFirstArtifact(change, artifact) ? artifact.update : undefined;

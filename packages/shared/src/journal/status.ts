@@ -6,6 +6,7 @@
  */
 import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { artifactByteSize } from '@durable-a2a/a2a/pure';
+import { boundedStatusMessage } from './status-message.ts';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
@@ -225,7 +226,7 @@ export class JournalStatus extends JournalDelegations {
    * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, TASK_BOUND_ELSEWHERE, DELEGATION_MISSING
    */
   async applyStatus(ref: DelegationRef, change: StatusChange): Promise<StatusChangeResult> {
-    change = this.withinArtifactLimit(change);
+    change = this.withinLimits(change);
     const binding = await this.bindingFor(ref, change);
     return this.statusResult(ref, change, await this.applyStatusOnce(ref, change, binding));
   }
@@ -270,12 +271,21 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /**
-   * A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead, nothing of
-   * the artifacts stored (RT5), with a permanent LIMIT_EXCEEDED error: AMBIGUOUS (a person decides: the agent may have
-   * done the work, so the step is not re-delegated blind, field case A31), or FAILED when the agent itself reported
-   * the task FAILED, REJECTED or CANCELED.
+   * `change` within the journal's limits on what an agent sends, the one bound of every status write (applyStatus,
+   * applyArtifactThenStatus, finishStep): its status message within `statusMessageBytes` (`boundedStatusMessage`: an
+   * excerpt that says it was cut; the row's question, status message and the workflow's question history all come
+   * from it). A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead,
+   * nothing of the artifacts stored (RT5), with a permanent LIMIT_EXCEEDED error: AMBIGUOUS (a person decides: the
+   * agent may have done the work, so the step is not re-delegated blind, field case A31), or FAILED when the agent
+   * itself reported the task FAILED, REJECTED or CANCELED.
    */
-  protected withinArtifactLimit(change: StatusChange): StatusChange {
+  protected withinLimits(change: StatusChange): StatusChange {
+    if (change.statusMessage) change = { ...change, statusMessage: boundedStatusMessage(change.statusMessage, this.statusMessageBytes) };
+    return this.withinArtifactLimit(change);
+  }
+
+  /** The artifact half of `withinLimits`. */
+  private withinArtifactLimit(change: StatusChange): StatusChange {
     if (!change.artifacts) return change;
     const bytes = change.artifacts.reduce((sum, artifact) => sum + artifactByteSize(artifact), 0);
     if (bytes <= this.artifactBytesPerDelegation) return change;
@@ -417,7 +427,7 @@ export class JournalStatus extends JournalDelegations {
    */
   async applyArtifactThenStatus(ref: DelegationRef, fence: number | undefined, update: ArtifactUpdate, change: StatusChange): Promise<{ artifact: ArtifactOutcome; status: StatusChangeResult }> {
     if (change.agentCardUrl !== undefined) throw new TypeError('applyArtifactThenStatus: a change that binds a task id goes through applyStatus');
-    change = this.withinArtifactLimit(change);
+    change = this.withinLimits(change);
     const { keys, input } = this.statusCall(ref, change, 'unbound');
     const { artifact: artifactReply, status: statusReply } = await this.call(applyArtifactThenStatusScript, keys, { artifact: this.artifactInput(fence, update), status: input });
     const artifact = await this.artifactResult(ref, artifactReply);
