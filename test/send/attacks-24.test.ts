@@ -268,9 +268,12 @@ describe('attack 24: a push suspect on a row that finishes meanwhile', () => {
    * confirmed second holder goes to a person (AMBIGUOUS naming T1 and T2, as on an unfinished row) or at least is
    * recorded beside the COMPLETED result. Fault: workers/src/delegation/runs/reconcile.ts `reconcileOne`: `if
    * (isFinished(record.state)) { apply row-checked; return 'settled' }` runs before `reconcileSuspects`, so a job
-   * enqueued for a suspect of a row that has finished meanwhile reads nothing.
+   * enqueued for a suspect of a row that has finished meanwhile reads nothing. Fixed: a finished row's pending
+   * suspects are read before its workflow decides (settle.ts waits while any is pending, finishStep-5.lua refuses the
+   * one-step finish; reconcile.ts reads them, runs/finished-suspects.ts); a holder is noted on the row
+   * (noteDuplicateTask-1.lua: `protocolError` DUPLICATE_TASK naming both tasks), the state COMPLETED unchanged.
    */
-  it.fails('T2 (holding our message) pushed, then T1 pushed COMPLETED at once: T2 is read (observed: 0 GetTask T2, suspects left pending on the COMPLETED row)', async () => {
+  it('T2 (holding our message) pushed, then T1 pushed COMPLETED at once: T2 is read (observed: 0 GetTask T2, suspects left pending on the COMPLETED row)', async () => {
     let t1Done = false;
     const { env, workflowId, agent, push, holding, record } = await pushScene({ redisUrl: redisServer().url, keep }, (taskId, received) =>
       taskId === 'T1' ? holder('T1', t1Done ? 'COMPLETED' : 'WORKING', received) : holder(taskId, 'WORKING', received),
@@ -283,6 +286,14 @@ describe('attack 24: a push suspect on a row that finishes meanwhile', () => {
     await eventually(async () => getTaskCalls(agent, 'T2') > 0 || ((await record()) as any).state === 'AMBIGUOUS', 'T2 read', 10_000).catch(() => undefined);
     expect(getTaskCalls(agent, 'T2')).toBeGreaterThan(0);
     expect(['COMPLETED', 'AMBIGUOUS']).toContain(row.state);
+    // The finished state stands; the second holder is noted beside it, naming both tasks; then the workflow settles.
+    const noted = await eventually(async () => {
+      const current = await env.producer.journal.getDelegation({ workflowId, delegationId: 'main.1' });
+      return current?.protocolError?.code === 'DUPLICATE_TASK' ? current : undefined;
+    }, 'the duplicate noted', 20_000);
+    expect(noted.state).toBe('COMPLETED');
+    expect(noted.protocolError!.message).toMatch(/T2.*T1/);
+    await eventually(async () => (await env.producer.get(workflowId)).state === 'COMPLETED', 'the workflow COMPLETED', 20_000);
   }, 60_000);
 });
 

@@ -114,6 +114,8 @@ export function terminalRow(stored: StoredRow, change: StatusChange, nowMs: numb
   if (change.expectedVersion !== undefined || (change.endsLease !== undefined && change.endsLease.when !== 'finished')) return undefined;
   const current = stored.state;
   if (current === undefined || FINISHED_STATES.has(current as never) || !stored.taskId) return undefined;
+  // Suspects pending: the settle waits for their reads (finishStep-5.lua refuses too; settle.ts).
+  if (stored.suspects !== undefined) return undefined;
   if (change.taskId !== undefined && change.taskId !== stored.taskId) return undefined;
   const set: Record<string, string> = { state: change.state, updatedAt: String(nowMs), notFoundCount: '0', firstNotFoundAt: '' };
   // Every finished state outranks every unfinished one: the timestamp is written, or cleared.

@@ -25,6 +25,7 @@ import {
   applyArtifactThenStatusScript,
   applyStatusScript,
   clearSuspectsScript,
+  noteDuplicateTaskScript,
   noteProtocolErrorScript,
   noteSuspectScript,
   type ApplyStatusOutcome,
@@ -392,6 +393,19 @@ export class JournalStatus extends JournalDelegations {
   async clearSuspects(ref: DelegationRef, round: { read?: readonly string[]; unread?: readonly string[]; unreadable?: readonly string[] }, rounds = 1): Promise<SuspectsLeft> {
     const input = { rounds, read: round.read ?? [], unread: round.unread ?? [], unreadable: round.unreadable ?? [] };
     return this.call(clearSuspectsScript, { delegation: this.delegationKeys(ref)[0] }, input);
+  }
+
+  /**
+   * Notes on a finished delegation that another task of the agent holds our message too (noteDuplicateTask-1.lua):
+   * `protocolError` with code DUPLICATE_TASK and the two task ids, the finished state, result and error unchanged.
+   * Returns false when the row is not finished (nothing written: the task-read row decides there) or missing.
+   */
+  async noteDuplicateTask(ref: DelegationRef, taskIds: readonly [ours: string, other: string]): Promise<boolean> {
+    const [ours, other] = taskIds.map((id) => id.slice(0, 128));
+    const message = `task ${other} holds our message too (read after task ${ours} finished): the agent may have done the work twice`;
+    const error: RecordedError = { code: 'DUPLICATE_TASK', message, retryable: false, delivery: 'received' };
+    const noted = await this.call(noteDuplicateTaskScript, { delegation: this.delegationKeys(ref)[0] }, { error, nowMs: this.now() });
+    return noted === 'noted';
   }
 
   /**
