@@ -7,7 +7,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { Journal, applyTask, boundedStatusMessage, statusMessageCut } from '@durable-a2a/shared';
+import { Journal, applyTask, boundedResult, boundedStatusMessage, statusMessageCut } from '@durable-a2a/shared';
 import { MessageSchema, type Message } from '@durable-a2a/a2a';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
@@ -48,7 +48,7 @@ describe('boundedStatusMessage', () => {
         expect(MessageSchema.safeParse(bounded).success).toBe(true);
         if (whole <= maxBytes) return void expect(bounded).toBe(message);
         expect(statusMessageCut(bounded)).toMatchObject({ bytes: whole });
-        expect(bounded.parts[0]!.text).toContain('status message cut by durable-a2a');
+        expect(bounded.parts[0]!.text).toContain('message cut by durable-a2a');
         // The excerpt is the start of the text, never a lone half of a surrogate pair.
         expect(bounded.parts[0]!.text).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/u);
       }),
@@ -61,6 +61,22 @@ describe('boundedStatusMessage', () => {
           [{ kind: 'plain', length: 0, idLength: 1, parts: 1, data: true }, 2_048],
         ],
       },
+    );
+  });
+});
+
+describe('boundedResult', () => {
+  it('property: a Message answer\'s result is bounded as a status message is; any other result unchanged', () => {
+    fc.assert(
+      fc.property(messageArbitrary, fc.constantFrom('message', 'handler', 'plain'), (shape, kind) => {
+        const message = messageOf(shape);
+        const result = kind === 'message' ? { message } : kind === 'handler' ? { handler: 'h', evidence: { blob: 'z'.repeat(shape.length) } } : 'x'.repeat(shape.length);
+        const bounded = boundedResult(result, 2_048);
+        if (kind !== 'message') return void expect(bounded).toBe(result);
+        expect((bounded as { message: Message }).message).toEqual(boundedStatusMessage(message, 2_048));
+        expect(bytesOf(JSON.stringify(bounded))).toBeLessThanOrEqual(2_048 + 20);
+      }),
+      { numRuns: 100, examples: [[{ kind: 'plain', length: 60_000, idLength: 10, parts: 1, data: false }, 'message'], [{ kind: 'plain', length: 10, idLength: 10, parts: 1, data: false }, 'message']] },
     );
   });
 });
@@ -106,7 +122,7 @@ describe('the journal keeps a status message within statusMessageBytes on every 
         if (path === 'question') {
           const [question] = await producer.questions(workflowId);
           expect(bytesOf(JSON.stringify(question))).toBeLessThan(2 * maxBytes + 4_096);
-          if (whole > maxBytes) expect(JSON.stringify(question)).toContain('status message cut by durable-a2a');
+          if (whole > maxBytes) expect(JSON.stringify(question)).toContain('message cut by durable-a2a');
         }
       }),
       {

@@ -182,18 +182,29 @@ describe('attack 24: agent text journaled unbounded', () => {
    * write bounds the status message first (journal status.ts `withinLimits`, `boundedStatusMessage`: within
    * `statusMessageBytes`, default 64 KiB, an excerpt that says it was cut and `metadata.durableA2a.cut`).
    */
-  it('a FAILED task whose status message is 4 MiB of text: the views stay under 1 MiB (observed: 4.2 MB, statusMessage whole)', async () => {
-    const { producer: p, agent, id } = await start(() => ({
-      SendMessage: (params) => ({ result: { task: task('T1', 'FAILED', { contextId: params.message.contextId, history: [params.message], message: agentMessage('x'.repeat(4 * 1024 * 1024), { taskId: 'T1', contextId: params.message.contextId }) }) } }),
-    }));
+  /** The attempt once finished after SendMessage answered `answer` (one call), checked: its views under 1 MiB and cut. */
+  const cutAttempt = async (answer: (params: any) => unknown) => {
+    const { producer: p, agent, id } = await start(() => ({ SendMessage: (params) => ({ result: answer(params) }) }));
     const record = await finished(p, id, 30_000);
     expect(agent.count('SendMessage')).toBe(1);
-    expect(record.state).toBe('FAILED');
     const view = JSON.stringify(await viewOf(p, id));
     expect(view.length).toBeLessThan(1024 * 1024);
-    // Kept as an excerpt that says it was cut, with the whole message's size.
-    expect(view).toContain('status message cut by durable-a2a');
+    // Kept as an excerpt that says it was cut.
+    expect(view).toContain('message cut by durable-a2a');
+    return record;
+  };
+
+  it('a FAILED task whose status message is 4 MiB of text: the views stay under 1 MiB (observed: 4.2 MB, statusMessage whole)', async () => {
+    const record = await cutAttempt((params) => ({ task: task('T1', 'FAILED', { contextId: params.message.contextId, history: [params.message], message: agentMessage('x'.repeat(4 * 1024 * 1024), { taskId: 'T1', contextId: params.message.contextId }) }) }));
+    expect(record.state).toBe('FAILED');
     expect(statusMessageCut(record.statusMessage)?.bytes).toBeGreaterThan(4 * 1024 * 1024);
+  }, 45_000);
+
+  // The same kind on a Message answer (the step's whole result, `result.message`): before, journaled whole (4.2 MB
+  // views). Fixed with the status message's bound (journal status.ts `withinLimits`, `boundedResult`).
+  it('a Message answer of 4 MiB: COMPLETED from it, the views stay under 1 MiB and show it was cut (before: 4.2 MB)', async () => {
+    const record = await cutAttempt((params) => ({ message: agentMessage('y'.repeat(4 * 1024 * 1024), { contextId: params.message.contextId }) }));
+    expect(record.state).toBe('COMPLETED');
   }, 45_000);
 });
 

@@ -37,7 +37,7 @@ export function boundedStatusMessage(message: Message, maxBytes: number): Messag
   const id = message.messageId.length <= KEPT_ID_MAX ? message.messageId : `sha256:${createHash('sha256').update(message.messageId).digest('hex').slice(0, 40)}`;
   const cutOf = (kept: string): Message => {
     const keptTextBytes = byteLength(kept);
-    const note = `\n…[status message cut by durable-a2a: ${bytes} bytes in all, the first ${keptTextBytes} bytes of its text kept]`;
+    const note = `\n…[message cut by durable-a2a: ${bytes} bytes in all, the first ${keptTextBytes} bytes of its text kept]`;
     return {
       messageId: id,
       role: message.role,
@@ -64,6 +64,18 @@ export function boundedStatusMessage(message: Message, maxBytes: number): Messag
 function startOf(text: string, length: number): string {
   const code = text.charCodeAt(length - 1);
   return text.slice(0, code >= 0xd800 && code <= 0xdbff ? length - 1 : length);
+}
+
+/**
+ * A result as the journal stores it (`StatusChange.result`): a Message answer's `{ message }` with its message bounded
+ * as a status message is (`boundedStatusMessage`: the step's whole result, never cut silently); anything else as it is.
+ */
+export function boundedResult(result: unknown, maxBytes: number): unknown {
+  if (typeof result !== 'object' || result === null || !('message' in result)) return result;
+  const message = (result as { message: unknown }).message;
+  if (typeof message !== 'object' || message === null || !Array.isArray((message as Message).parts) || typeof (message as Message).messageId !== 'string') return result;
+  const bounded = boundedStatusMessage(message as Message, maxBytes);
+  return bounded === message ? result : { ...result, message: bounded };
 }
 
 /** The cut the journal made of a stored status message (`boundedStatusMessage`), or undefined when it is whole. */

@@ -6,7 +6,7 @@
  */
 import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { artifactByteSize } from '@durable-a2a/a2a/pure';
-import { boundedStatusMessage } from './status-message.ts';
+import { boundedResult, boundedStatusMessage } from './status-message.ts';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
@@ -273,15 +273,16 @@ export class JournalStatus extends JournalDelegations {
 
   /**
    * `change` within the journal's limits on what an agent sends, the one bound of every status write (applyStatus,
-   * applyArtifactThenStatus, finishStep): its status message within `statusMessageBytes` (`boundedStatusMessage`: an
-   * excerpt that says it was cut; the row's question, status message and the workflow's question history all come
-   * from it). A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead,
+   * applyArtifactThenStatus, finishStep): its status message, and a Message answer's message in its result, within
+   * `statusMessageBytes` (`boundedStatusMessage`, `boundedResult`: an excerpt that says it was cut; the row's
+   * question, status message and the workflow's question history all come from it). A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead,
    * nothing of the artifacts stored (RT5), with a permanent LIMIT_EXCEEDED error: AMBIGUOUS (a person decides: the
    * agent may have done the work, so the step is not re-delegated blind, field case A31), or FAILED when the agent
    * itself reported the task FAILED, REJECTED or CANCELED.
    */
   protected withinLimits(change: StatusChange): StatusChange {
     if (change.statusMessage) change = { ...change, statusMessage: boundedStatusMessage(change.statusMessage, this.statusMessageBytes) };
+    if (change.result !== undefined) change = { ...change, result: boundedResult(change.result, this.statusMessageBytes) };
     return this.withinArtifactLimit(change);
   }
 
