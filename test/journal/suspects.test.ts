@@ -3,10 +3,11 @@
  * holding our message, read by the reconciler). Every return code; the cap (the oldest unread kept, the rest
  * counted lost); an id too long counted lost; the take compare-and-set (read-then-remove: a suspect noted while the
  * reader read stays); reads that fail kept for a bounded number of rounds, then counted lost; the fields live and go
- * with the row (operational: never in the compacted record, gone with the row's hash).
+ * with the row (operational: never in the compacted record, gone with the row's hash). noteDuplicateTask-1.lua: a
+ * holder read after the row finished, noted beside its unchanged finished state.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { Journal, SUSPECTS_PENDING_MAX, SUSPECT_TASK_ID_MAX, type DelegationRef } from '@durable-a2a/shared';
+import { Journal, SUSPECTS_PENDING_MAX, SUSPECT_TASK_ID_MAX, applyTask, type DelegationRef } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 
@@ -135,5 +136,33 @@ describe('expiry: the pending suspects are the row\'s own fields', () => {
     expect(text).not.toContain('suspectRead');
     expect(await redis().exists(row())).toBe(0);
     expect((await journal.getDelegation(ref))!.state).toBe('FAILED');
+  });
+});
+
+/** noteDuplicateTask-1.lua: a suspect read after the row finished holds our message: every return code. */
+describe('noteDuplicateTask', () => {
+  it('1 noted on a finished row: protocolError DUPLICATE_TASK naming both tasks, the state and result unchanged, the version bumped', async () => {
+    await applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED' }, artifacts: [{ artifactId: 'a1', parts: [{ text: 'booked' }] }] }, { snapshot: true, agentCardUrl: 'http://agent.test/card' });
+    const before = (await journal.getDelegation(ref))!;
+    expect(before.state).toBe('COMPLETED');
+    expect(await journal.noteDuplicateTask(ref, ['T1', 'T2'])).toBe(true);
+    const after = (await journal.getDelegation(ref))!;
+    expect(after).toMatchObject({ state: 'COMPLETED', taskId: 'T1', protocolErrorCount: before.protocolErrorCount + 1, version: before.version + 1 });
+    expect(after.protocolError).toMatchObject({ code: 'DUPLICATE_TASK', retryable: false });
+    expect(after.protocolError!.message).toMatch(/task T2 .*task T1/);
+    expect(after.result).toEqual(before.result);
+  });
+
+  it('0 on an unfinished row: nothing written (the task-read row decides there)', async () => {
+    await applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } }, { snapshot: true, agentCardUrl: 'http://agent.test/card' });
+    const before = await redis().hgetall(journal.keys.delegation(ref.workflowId, ref.delegationId));
+    expect(await journal.noteDuplicateTask(ref, ['T1', 'T2'])).toBe(false);
+    expect(await redis().hgetall(journal.keys.delegation(ref.workflowId, ref.delegationId))).toEqual(before);
+  });
+
+  it('DELEGATION_MISSING: a row that is gone is false, nothing created', async () => {
+    const gone = { workflowId: ref.workflowId, delegationId: 'nope.1' };
+    expect(await journal.noteDuplicateTask(gone, ['T1', 'T2'])).toBe(false);
+    expect(await redis().exists(journal.keys.delegation(gone.workflowId, gone.delegationId))).toBe(0);
   });
 });

@@ -11,6 +11,7 @@ import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { getTaskCalls, pushScene } from '../harness/push-scene.ts';
 import { finishedAttempt, holder, personNaming } from '../harness/holders.ts';
+import { statusMessageCut } from '@durable-a2a/shared';
 
 const h = useFieldCases();
 const start = h.setUpAndDelegate;
@@ -177,16 +178,33 @@ describe('attack 24: agent text journaled unbounded', () => {
    * same, for the record's life (every attempt as much again). Expected: an agent's status message text (a failure's
    * reason, a question) is journaled bounded like the error it duplicates, or counted against a byte budget; the
    * views stay under 1 MiB. Fault: the snapshot/status write (journal applyStatus-5.lua via status-scripts.ts, the
-   * `statusMessage` field) stores `status.message` whole; ff987e9 bounded only the error paths.
+   * `statusMessage` field) stores `status.message` whole; ff987e9 bounded only the error paths. Fixed: every status
+   * write bounds the status message first (journal status.ts `withinLimits`, `boundedStatusMessage`: within
+   * `statusMessageBytes`, default 64 KiB, an excerpt that says it was cut and `metadata.durableA2a.cut`).
    */
-  it.fails('a FAILED task whose status message is 4 MiB of text: the views stay under 1 MiB (observed: 4.2 MB, statusMessage whole)', async () => {
-    const { producer: p, agent, id } = await start(() => ({
-      SendMessage: (params) => ({ result: { task: task('T1', 'FAILED', { contextId: params.message.contextId, history: [params.message], message: agentMessage('x'.repeat(4 * 1024 * 1024), { taskId: 'T1', contextId: params.message.contextId }) }) } }),
-    }));
+  /** The attempt once finished after SendMessage answered `answer` (one call), checked: its views under 1 MiB and cut. */
+  const cutAttempt = async (answer: (params: any) => unknown) => {
+    const { producer: p, agent, id } = await start(() => ({ SendMessage: (params) => ({ result: answer(params) }) }));
     const record = await finished(p, id, 30_000);
     expect(agent.count('SendMessage')).toBe(1);
+    const view = JSON.stringify(await viewOf(p, id));
+    expect(view.length).toBeLessThan(1024 * 1024);
+    // Kept as an excerpt that says it was cut.
+    expect(view).toContain('message cut by durable-a2a');
+    return record;
+  };
+
+  it('a FAILED task whose status message is 4 MiB of text: the views stay under 1 MiB (observed: 4.2 MB, statusMessage whole)', async () => {
+    const record = await cutAttempt((params) => ({ task: task('T1', 'FAILED', { contextId: params.message.contextId, history: [params.message], message: agentMessage('x'.repeat(4 * 1024 * 1024), { taskId: 'T1', contextId: params.message.contextId }) }) }));
     expect(record.state).toBe('FAILED');
-    expect(JSON.stringify(await viewOf(p, id)).length).toBeLessThan(1024 * 1024);
+    expect(statusMessageCut(record.statusMessage)?.bytes).toBeGreaterThan(4 * 1024 * 1024);
+  }, 45_000);
+
+  // The same kind on a Message answer (the step's whole result, `result.message`): before, journaled whole (4.2 MB
+  // views). Fixed with the status message's bound (journal status.ts `withinLimits`, `boundedResult`).
+  it('a Message answer of 4 MiB: COMPLETED from it, the views stay under 1 MiB and show it was cut (before: 4.2 MB)', async () => {
+    const record = await cutAttempt((params) => ({ message: agentMessage('y'.repeat(4 * 1024 * 1024), { contextId: params.message.contextId }) }));
+    expect(record.state).toBe('COMPLETED');
   }, 45_000);
 });
 
@@ -261,9 +279,12 @@ describe('attack 24: a push suspect on a row that finishes meanwhile', () => {
    * confirmed second holder goes to a person (AMBIGUOUS naming T1 and T2, as on an unfinished row) or at least is
    * recorded beside the COMPLETED result. Fault: workers/src/delegation/runs/reconcile.ts `reconcileOne`: `if
    * (isFinished(record.state)) { apply row-checked; return 'settled' }` runs before `reconcileSuspects`, so a job
-   * enqueued for a suspect of a row that has finished meanwhile reads nothing.
+   * enqueued for a suspect of a row that has finished meanwhile reads nothing. Fixed: a finished row's pending
+   * suspects are read before its workflow decides (settle.ts waits while any is pending, finishStep-5.lua refuses the
+   * one-step finish; reconcile.ts reads them, runs/finished-suspects.ts); a holder is noted on the row
+   * (noteDuplicateTask-1.lua: `protocolError` DUPLICATE_TASK naming both tasks), the state COMPLETED unchanged.
    */
-  it.fails('T2 (holding our message) pushed, then T1 pushed COMPLETED at once: T2 is read (observed: 0 GetTask T2, suspects left pending on the COMPLETED row)', async () => {
+  it('T2 (holding our message) pushed, then T1 pushed COMPLETED at once: T2 is read (observed: 0 GetTask T2, suspects left pending on the COMPLETED row)', async () => {
     let t1Done = false;
     const { env, workflowId, agent, push, holding, record } = await pushScene({ redisUrl: redisServer().url, keep }, (taskId, received) =>
       taskId === 'T1' ? holder('T1', t1Done ? 'COMPLETED' : 'WORKING', received) : holder(taskId, 'WORKING', received),
@@ -276,6 +297,14 @@ describe('attack 24: a push suspect on a row that finishes meanwhile', () => {
     await eventually(async () => getTaskCalls(agent, 'T2') > 0 || ((await record()) as any).state === 'AMBIGUOUS', 'T2 read', 10_000).catch(() => undefined);
     expect(getTaskCalls(agent, 'T2')).toBeGreaterThan(0);
     expect(['COMPLETED', 'AMBIGUOUS']).toContain(row.state);
+    // The finished state stands; the second holder is noted beside it, naming both tasks; then the workflow settles.
+    const noted = await eventually(async () => {
+      const current = await env.producer.journal.getDelegation({ workflowId, delegationId: 'main.1' });
+      return current?.protocolError?.code === 'DUPLICATE_TASK' ? current : undefined;
+    }, 'the duplicate noted', 20_000);
+    expect(noted.state).toBe('COMPLETED');
+    expect(noted.protocolError!.message).toMatch(/T2.*T1/);
+    await eventually(async () => (await env.producer.get(workflowId)).state === 'COMPLETED', 'the workflow COMPLETED', 20_000);
   }, 60_000);
 });
 

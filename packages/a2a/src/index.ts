@@ -53,6 +53,7 @@ export {
   type A2ALimits,
   A2ALimitsSchema,
   DEFAULT_A2A_LIMITS,
+  STATUS_MESSAGE_BYTES_MIN,
   artifactByteSize,
   checkJsonDepth,
   resolveLimits,

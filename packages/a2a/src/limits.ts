@@ -9,6 +9,7 @@
  * | `partsPerMessage` | 1,000 | parts of one message or artifact, in every answer, event and push body |
  * | `jsonDepth` | 64 | nesting of any body or event, checked on its whole text before parsing (no recursion), whatever its leading bytes |
  * | `artifactBytesPerDelegation` | 16 MiB | artifact bytes summed over chunks and pushes: exported for the journal, which enforces it |
+ * | `statusMessageBytes` | 64 KiB | one status message as the journal keeps it (JSON); a longer one is kept as an excerpt that says it was cut (the journal's `boundedStatusMessage`) |
  *
  * Going over a limit throws `LimitExceededError` (permanent for the attempt, `limit` names it).
  */
@@ -29,7 +30,13 @@ export const DEFAULT_A2A_LIMITS: A2ALimits = Object.freeze({
   partsPerMessage: 1_000,
   jsonDepth: 64,
   artifactBytesPerDelegation: 16 * MiB,
+  statusMessageBytes: 64 * 1024,
 });
+
+/**
+ * The smallest `statusMessageBytes` accepted (bytes): room for a cut message's ids, its note and some of its text.
+ */
+export const STATUS_MESSAGE_BYTES_MIN = 2_048;
 
 /** zod schema of a partial override (positive integers), for config parsing. */
 export const A2ALimitsSchema = z
@@ -40,6 +47,7 @@ export const A2ALimitsSchema = z
     partsPerMessage: z.number().int().positive(),
     jsonDepth: z.number().int().positive(),
     artifactBytesPerDelegation: z.number().int().positive(),
+    statusMessageBytes: z.number().int().min(STATUS_MESSAGE_BYTES_MIN),
   })
   .partial();
 

@@ -4,7 +4,7 @@
  * coordination) adds its methods on top of this, ending in `Journal` (journal.ts).
  */
 import type { Redis, Cluster } from 'ioredis';
-import { DEFAULT_A2A_LIMITS } from '@durable-a2a/a2a/pure';
+import { DEFAULT_A2A_LIMITS, STATUS_MESSAGE_BYTES_MIN } from '@durable-a2a/a2a/pure';
 import { journalKeys, type JournalKeys } from './keys.ts';
 import { NO_DURABILITY, awaitReplicas, connectionGeneration, type JournalDurability } from './durability.ts';
 import { callScript, type JournalScript } from './scripts.ts';
@@ -27,6 +27,11 @@ export interface JournalOptions {
   durability?: JournalDurability;
   /** Artifact bytes one delegation may hold, summed over chunks and pushes; default 16 MiB (`DEFAULT_A2A_LIMITS`). */
   artifactBytesPerDelegation?: number;
+  /**
+   * UTF-8 bytes of an agent's status message the journal keeps (as JSON); a longer one is kept as an excerpt that says
+   * it was cut (`boundedStatusMessage`); default 64 KiB (`DEFAULT_A2A_LIMITS.statusMessageBytes`), at least 2,048.
+   */
+  statusMessageBytes?: number;
   /** Told of every corrupt record a listing skipped or a read refused (`corruptRecordReporter`: metric, one log line per key); default nothing. */
   onCorruptRecord?: CorruptRecordHandler;
 }
@@ -38,6 +43,7 @@ export class JournalCore {
   readonly now: () => number;
   readonly durability: JournalDurability;
   readonly artifactBytesPerDelegation: number;
+  readonly statusMessageBytes: number;
   private readonly onCorruptRecord: CorruptRecordHandler;
 
   constructor(
@@ -49,6 +55,7 @@ export class JournalCore {
     this.now = options.now ?? Date.now;
     this.durability = options.durability ?? NO_DURABILITY;
     this.artifactBytesPerDelegation = options.artifactBytesPerDelegation ?? DEFAULT_A2A_LIMITS.artifactBytesPerDelegation;
+    this.statusMessageBytes = Math.max(STATUS_MESSAGE_BYTES_MIN, options.statusMessageBytes ?? DEFAULT_A2A_LIMITS.statusMessageBytes);
     this.onCorruptRecord = options.onCorruptRecord ?? (() => undefined);
   }
 

@@ -38,6 +38,11 @@ export const OUTCOME_CODES = [
   /** An answer about another task (nothing of it applied). */
   'FOREIGN_TASK',
   /**
+   * Noted on a finished attempt (its state unchanged): another task of the agent, read after the attempt finished,
+   * holds our message too, so the agent may have done the work twice (noteDuplicateTask-1.lua; a person looks).
+   */
+  'DUPLICATE_TASK',
+  /**
    * The agent could not be reached (connection refused, DNS, its Agent Card unavailable) for the step's
    * `unreachableForMs` or until the attempt deadline: nothing was sent, so the step may go to another agent.
    */

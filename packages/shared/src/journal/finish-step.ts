@@ -114,6 +114,8 @@ export function terminalRow(stored: StoredRow, change: StatusChange, nowMs: numb
   if (change.expectedVersion !== undefined || (change.endsLease !== undefined && change.endsLease.when !== 'finished')) return undefined;
   const current = stored.state;
   if (current === undefined || FINISHED_STATES.has(current as never) || !stored.taskId) return undefined;
+  // Suspects pending: the settle waits for their reads (finishStep-5.lua refuses too; settle.ts).
+  if (stored.suspects !== undefined) return undefined;
   if (change.taskId !== undefined && change.taskId !== stored.taskId) return undefined;
   const set: Record<string, string> = { state: change.state, updatedAt: String(nowMs), notFoundCount: '0', firstNotFoundAt: '' };
   // Every finished state outranks every unfinished one: the timestamp is written, or cleared.
@@ -157,7 +159,7 @@ export class JournalFinishStep extends JournalStatus {
    */
   async finishStep(ref: DelegationRef, change: StatusChange, finish: OneStepFinish, artifact?: { fence: number | undefined; update: ArtifactUpdate }): Promise<FinishStepResult> {
     const nowMs = this.now();
-    change = this.withinArtifactLimit(change);
+    change = this.withinLimits(change);
     // An artifact update that adds the row's first artifact goes into the finish's record from its arguments (never
     // written); any other goes first in the same script (applyArtifactThenFinishStep).
     const added = artifact && this.addsFirstArtifact(change, artifact) ? artifact.update : undefined;

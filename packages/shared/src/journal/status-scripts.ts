@@ -250,6 +250,14 @@ export const clearSuspectsScript = defineScript({
 });
 
 /** noteProtocolError-1.lua: 'journaled', or 'finished' (the delegation is: left alone). */
+/** noteDuplicateTask-1.lua: another task holding our message, noted on a finished row (state unchanged). */
+export const noteDuplicateTaskScript = defineScript({
+  name: 'noteDuplicateTask',
+  keys: ['delegation'],
+  encode: (input: { error: RecordedError; nowMs: number }) => [encodeRecordedError(input.error), input.nowMs],
+  decode: outcomeDecoder({ 1: 'noted', 0: 'unfinished' }),
+});
+
 export const noteProtocolErrorScript = defineScript({
   name: 'noteProtocolError',
   keys: ['delegation'],

@@ -6,6 +6,7 @@
  */
 import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { artifactByteSize } from '@durable-a2a/a2a/pure';
+import { boundedResult, boundedStatusMessage } from './status-message.ts';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
@@ -24,6 +25,7 @@ import {
   applyArtifactThenStatusScript,
   applyStatusScript,
   clearSuspectsScript,
+  noteDuplicateTaskScript,
   noteProtocolErrorScript,
   noteSuspectScript,
   type ApplyStatusOutcome,
@@ -225,7 +227,7 @@ export class JournalStatus extends JournalDelegations {
    * @throws JournalError FENCE_LOST, VERSION_CONFLICT, TASK_MISMATCH, TASK_BOUND_ELSEWHERE, DELEGATION_MISSING
    */
   async applyStatus(ref: DelegationRef, change: StatusChange): Promise<StatusChangeResult> {
-    change = this.withinArtifactLimit(change);
+    change = this.withinLimits(change);
     const binding = await this.bindingFor(ref, change);
     return this.statusResult(ref, change, await this.applyStatusOnce(ref, change, binding));
   }
@@ -270,12 +272,22 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /**
-   * A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead, nothing of
-   * the artifacts stored (RT5), with a permanent LIMIT_EXCEEDED error: AMBIGUOUS (a person decides: the agent may have
-   * done the work, so the step is not re-delegated blind, field case A31), or FAILED when the agent itself reported
-   * the task FAILED, REJECTED or CANCELED.
+   * `change` within the journal's limits on what an agent sends, the one bound of every status write (applyStatus,
+   * applyArtifactThenStatus, finishStep): its status message, and a Message answer's message in its result, within
+   * `statusMessageBytes` (`boundedStatusMessage`, `boundedResult`: an excerpt that says it was cut; the row's
+   * question, status message and the workflow's question history all come from it). A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead,
+   * nothing of the artifacts stored (RT5), with a permanent LIMIT_EXCEEDED error: AMBIGUOUS (a person decides: the
+   * agent may have done the work, so the step is not re-delegated blind, field case A31), or FAILED when the agent
+   * itself reported the task FAILED, REJECTED or CANCELED.
    */
-  protected withinArtifactLimit(change: StatusChange): StatusChange {
+  protected withinLimits(change: StatusChange): StatusChange {
+    if (change.statusMessage) change = { ...change, statusMessage: boundedStatusMessage(change.statusMessage, this.statusMessageBytes) };
+    if (change.result !== undefined) change = { ...change, result: boundedResult(change.result, this.statusMessageBytes) };
+    return this.withinArtifactLimit(change);
+  }
+
+  /** The artifact half of `withinLimits`. */
+  private withinArtifactLimit(change: StatusChange): StatusChange {
     if (!change.artifacts) return change;
     const bytes = change.artifacts.reduce((sum, artifact) => sum + artifactByteSize(artifact), 0);
     if (bytes <= this.artifactBytesPerDelegation) return change;
@@ -397,6 +409,19 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /**
+   * Notes on a finished delegation that another task of the agent holds our message too (noteDuplicateTask-1.lua):
+   * `protocolError` with code DUPLICATE_TASK and the two task ids, the finished state, result and error unchanged.
+   * Returns false when the row is not finished (nothing written: the task-read row decides there) or missing.
+   */
+  async noteDuplicateTask(ref: DelegationRef, taskIds: readonly [ours: string, other: string]): Promise<boolean> {
+    const [ours, other] = taskIds.map((id) => id.slice(0, 128));
+    const message = `task ${other} holds our message too (read after task ${ours} finished): the agent may have done the work twice`;
+    const error: RecordedError = { code: 'DUPLICATE_TASK', message, retryable: false, delivery: 'received' };
+    const noted = await this.call(noteDuplicateTaskScript, { delegation: this.delegationKeys(ref)[0] }, { error, nowMs: this.now() });
+    return noted === 'noted';
+  }
+
+  /**
    * Journals a protocol error an agent caused (state unchanged, see noteProtocolError-1.lua) and
    * hands the delegation to the reconciler (due now). Returns false when the delegation is finished or missing.
    */
@@ -429,7 +454,7 @@ export class JournalStatus extends JournalDelegations {
    */
   async applyArtifactThenStatus(ref: DelegationRef, fence: number | undefined, update: ArtifactUpdate, change: StatusChange): Promise<{ artifact: ArtifactOutcome; status: StatusChangeResult }> {
     if (change.agentCardUrl !== undefined) throw new TypeError('applyArtifactThenStatus: a change that binds a task id goes through applyStatus');
-    change = this.withinArtifactLimit(change);
+    change = this.withinLimits(change);
     const { keys, input } = this.statusCall(ref, change, 'unbound');
     const { artifact: artifactReply, status: statusReply } = await this.call(applyArtifactThenStatusScript, keys, { artifact: this.artifactInput(fence, update), status: input });
     const artifact = await this.artifactResult(ref, artifactReply);

@@ -9,7 +9,7 @@
  * decision (a finished step under a workflow left RUNNING with no index
  * entry). The push config's one Delete comes first (`push-registration.ts`). Only `apply.ts` calls this.
  */
-import { declaredVerifier, enqueueCompensate, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef, type OneStepFinish, type WorkflowAtFinish } from '@durable-a2a/shared';
+import { declaredVerifier, enqueueCompensate, enqueueReconcile, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef, type OneStepFinish, type WorkflowAtFinish } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { advanceWorkflow, workflowFinished, type CloseHeldIntent } from '../workflow/advance.ts';
 import { endPushConfig } from './push-registration.ts';
@@ -27,6 +27,13 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, closeHeld: 
     return;
   }
   if (!isFinished(record.state)) return;
+  // Tasks a refused push showed holding our message wait to be read (the row's `suspects`): the workflow decides only
+  // after the reconciler read them (reconcile.ts `reconcileOne`, `readFinishedRowSuspects`), since its decision may
+  // compact the row and drop them unread. The index entry stays meanwhile, so a lost job is picked up by the sweep.
+  if (record.suspects !== undefined) {
+    await enqueueReconcile(ctx.queues, ref, { suspect: undefined, at: ctx.options.now(), now: ctx.options.now() });
+    return;
+  }
   // The one Delete of our push config, before the workflow decides (a finishing decision may compact the row).
   await endPushConfig(ctx, record);
   const mark = ctx.journal.replicationMark();

@@ -28,6 +28,7 @@ import type { WorkerContext } from '../../context.ts';
 import { jitteredCheckTime, suspectReadAt } from '../core/policy.ts';
 import { withReconcileSlot } from './reconcile-slot.ts';
 import { reconcileSuspects } from './suspect-reads.ts';
+import { readFinishedRowSuspects } from './finished-suspects.ts';
 import { advanceWorkflow } from '../../workflow/advance.ts';
 import { reconcileWorkflow } from '../../workflow/recover.ts';
 import { apply, closeHeldIntent } from '../apply.ts';
@@ -107,6 +108,15 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   // serializes and redacts its bindings when made (1.5 % of a fresh worker's CPU reattaching 10,000 streams).
   const log = lazyChildLogger(ctx.logger, { queue: 'reconcile', ...ref, step: record.step, messageId: record.messageId, taskId: record.taskId, jobId });
   if (isFinished(record.state)) {
+    // Suspects noted before it finished are read before its workflow decides (settle.ts waits for them).
+    if (record.suspects !== undefined && record.taskId !== undefined) {
+      const pending = await readFinishedRowSuspects(ctx, record, record.taskId, log);
+      if (pending !== undefined) return pending;
+      const current = await ctx.journal.getDelegation(ref);
+      if (!current) return 'expired';
+      await apply(ctx, current, { kind: 'row-checked' }, { source: 'reconcile' });
+      return 'settled';
+    }
     await apply(ctx, record, { kind: 'row-checked' }, { source: 'reconcile' });
     return 'settled';
   }

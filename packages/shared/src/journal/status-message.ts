@@ -1,0 +1,85 @@
+/**
+ * The one bound on an agent's status message as the journal stores it (docs/operations.md "Limits",
+ * `statusMessageBytes`). A status message may be the step's whole result (a task COMPLETED or FAILED with only a
+ * status message), a question shown to a person, or a failure's reason: it is never dropped, and never cut silently.
+ * Over the bound, the journal keeps an excerpt of its text and says so, in the text itself (what a person reads in a
+ * question, a view, a notification) and in its metadata (`durableA2a.cut`, what a program reads).
+ */
+import { createHash } from 'node:crypto';
+import type { Message } from '@durable-a2a/a2a/pure';
+
+/** The status message's cut, as `metadata.durableA2a.cut` of the message the journal keeps. */
+export interface StatusMessageCut {
+  /** UTF-8 bytes of the agent's whole message as JSON. */
+  bytes: number;
+  /** UTF-8 bytes of its text parts kept in the excerpt (the first ones, in order). */
+  keptTextBytes: number;
+}
+
+/** Ids the cut message keeps as they are, at most this many characters each; a longer messageId is hashed, a longer taskId or contextId dropped. */
+const KEPT_ID_MAX = 256;
+
+const byteLength = (text: string): number => Buffer.byteLength(text, 'utf8');
+
+/**
+ * `message` within `maxBytes` UTF-8 bytes of JSON (the journal's `statusMessageBytes`, default 64 KiB): unchanged
+ * when it fits; else a Message with its role, messageId (over 256 characters: `sha256:` and 40 hex digits of it),
+ * taskId and contextId (each dropped when over 256 characters), one text part holding the start of its text parts
+ * (joined by a newline) followed by a line saying it was cut and how large it was, and `metadata.durableA2a.cut`
+ * (`StatusMessageCut`); its other parts, metadata, extensions and referenced tasks are left out. Whatever the input,
+ * the result's JSON is at most `maxBytes` bytes when `maxBytes` is at least 2,048 (the smallest the config accepts).
+ */
+export function boundedStatusMessage(message: Message, maxBytes: number): Message {
+  const whole = JSON.stringify(message);
+  const bytes = byteLength(whole);
+  if (bytes <= maxBytes) return message;
+  const text = message.parts.flatMap((part) => (typeof part.text === 'string' ? [part.text] : [])).join('\n');
+  const id = message.messageId.length <= KEPT_ID_MAX ? message.messageId : `sha256:${createHash('sha256').update(message.messageId).digest('hex').slice(0, 40)}`;
+  const cutOf = (kept: string): Message => {
+    const keptTextBytes = byteLength(kept);
+    const note = `\n…[message cut by durable-a2a: ${bytes} bytes in all, the first ${keptTextBytes} bytes of its text kept]`;
+    return {
+      messageId: id,
+      role: message.role,
+      ...(message.taskId !== undefined && message.taskId.length <= KEPT_ID_MAX ? { taskId: message.taskId } : {}),
+      ...(message.contextId !== undefined && message.contextId.length <= KEPT_ID_MAX ? { contextId: message.contextId } : {}),
+      parts: [{ text: kept + note }],
+      metadata: { durableA2a: { cut: { bytes, keptTextBytes } satisfies StatusMessageCut } },
+    };
+  };
+  // The longest start of the text whose cut message fits (JSON escapes make a character 1 to 6 bytes): a binary
+  // search over characters, about 20 steps for the 16 MiB a response may hold; never ending inside a surrogate pair.
+  const fits = (length: number) => byteLength(JSON.stringify(cutOf(startOf(text, length)))) <= maxBytes;
+  let low = 0;
+  let high = Math.min(text.length, maxBytes);
+  while (low < high) {
+    const middle = Math.ceil((low + high) / 2);
+    if (fits(middle)) low = middle;
+    else high = middle - 1;
+  }
+  return cutOf(startOf(text, low));
+}
+
+/** The first `length` UTF-16 units of `text`, one fewer when that would split a surrogate pair. */
+function startOf(text: string, length: number): string {
+  const code = text.charCodeAt(length - 1);
+  return text.slice(0, code >= 0xd800 && code <= 0xdbff ? length - 1 : length);
+}
+
+/**
+ * A result as the journal stores it (`StatusChange.result`): a Message answer's `{ message }` with its message bounded
+ * as a status message is (`boundedStatusMessage`: the step's whole result, never cut silently); anything else as it is.
+ */
+export function boundedResult(result: unknown, maxBytes: number): unknown {
+  if (typeof result !== 'object' || result === null || !('message' in result)) return result;
+  const message = (result as { message: unknown }).message;
+  if (typeof message !== 'object' || message === null || !Array.isArray((message as Message).parts) || typeof (message as Message).messageId !== 'string') return result;
+  const bounded = boundedStatusMessage(message as Message, maxBytes);
+  return bounded === message ? result : { ...result, message: bounded };
+}
+
+/** The cut the journal made of a stored status message (`boundedStatusMessage`), or undefined when it is whole. */
+export function statusMessageCut(message: Message | undefined): StatusMessageCut | undefined {
+  const cut = (message?.metadata?.durableA2a as { cut?: unknown } | undefined)?.cut as Partial<StatusMessageCut> | undefined;
+  return typeof cut?.bytes === 'number' && typeof cut.keptTextBytes === 'number' ? { bytes: cut.bytes, keptTextBytes: cut.keptTextBytes } : undefined;
+}

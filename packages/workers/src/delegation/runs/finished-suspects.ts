@@ -1,0 +1,61 @@
+/**
+ * The suspects of a FINISHED row (tasks refused pushes showed holding our message, noted while the row was unfinished,
+ * noteSuspect-1.lua): still read, before its workflow decides (settle.ts waits while any is pending), since evidence
+ * that the agent holds our message twice is never dropped unread. A finished state never regresses, so a suspect
+ * shown holding our message is not the task-read row's AMBIGUOUS: it is noted on the row beside its result
+ * (`Journal.noteDuplicateTask`: `protocolError` DUPLICATE_TASK naming both tasks, shown in every view), and a person
+ * sees it there.
+ */
+import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, type DelegationRecord } from '@durable-a2a/shared';
+import type { WorkerContext } from '../../context.ts';
+import { afterSuspectReads, suspectRound, suspectsToRead, type SuspectRead } from '../core/policy.ts';
+import { foreignHolder } from '../core/search-row.ts';
+import { readTask } from '../io/read.ts';
+import { withReconcileSlot } from './reconcile-slot.ts';
+
+/**
+ * Reads the pending suspects of the finished `record` bound to `boundTaskId`, `SUSPECT_READS_PER_JOB` a job (GetTask,
+ * as for an unfinished row), notes each one holding our message (`noteDuplicateTask`), and ends the round in the
+ * journal (`clearSuspects`: read ones removed, unread kept for another round, unreadable counted lost). Returns the
+ * run's outcome when suspects are still pending (a later job reads them: the settle waits), else undefined (none left:
+ * the caller settles the row).
+ */
+export async function readFinishedRowSuspects(ctx: WorkerContext, record: DelegationRecord, boundTaskId: string, log: WorkerContext['logger']): Promise<string | undefined> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const { read: toRead, ours } = suspectsToRead(await ctx.journal.pendingSuspects(ref), undefined, boundTaskId, SUSPECT_READS_PER_JOB);
+  const reads = new Map<string, SuspectRead>();
+  const read = await withReconcileSlot(ctx, record, async () => {
+    for (const suspect of toRead) reads.set(suspect, await readFinishedRowSuspect(ctx, record, suspect, log));
+    return 'read' as const;
+  });
+  if (read === 'agent-share-full') {
+    await enqueueReconcile(ctx.queues, ref, { suspect: undefined, at: ctx.options.now() + ctx.options.slotWaitMs, now: ctx.options.now() });
+    return read;
+  }
+  const left = await ctx.journal.clearSuspects(ref, suspectRound(reads, ours), DEFAULT_JOB_OPTIONS.reconcile.attempts);
+  const now = ctx.options.now();
+  const after = afterSuspectReads(left, now, DEFAULT_JOB_OPTIONS.reconcile.backoff.delay);
+  if (after.kind === 'read-again') {
+    await enqueueReconcile(ctx.queues, ref, { suspect: undefined, at: after.at, now });
+    return 'suspects-pending';
+  }
+  // Evidence lost (never read to a conclusion) on a finished row: its state stands; said once, for a person reading logs.
+  if (after.kind === 'person') log.warn({ lost: after.lost, state: record.state }, 'tasks that may hold our message too could not be read after this attempt finished');
+  return undefined;
+}
+
+/**
+ * One suspect of a finished row read by GetTask: holding our message (its history or status message, `foreignHolder`)
+ * is noted on the row (`several-holders`), else as for an unfinished row: TaskNotFound or another message is
+ * `suspect-not-holding`, a failed read `suspect-unread` (retryable) or `suspect-unreadable`.
+ */
+async function readFinishedRowSuspect(ctx: WorkerContext, record: DelegationRecord, suspectTaskId: string, log: WorkerContext['logger']): Promise<SuspectRead> {
+  const observed = await readTask(ctx, record, { why: `a refused push showed our message in task ${suspectTaskId.slice(0, 128)} (read after this attempt finished)`, taskId: suspectTaskId, cycle: false, call: 'push', log });
+  if (observed.kind === 'task-not-found') return 'suspect-not-holding';
+  if (observed.kind !== 'task-read') return observed.kind === 'read-failed' && observed.retryable ? 'suspect-unread' : 'suspect-unreadable';
+  const twice = foreignHolder(record, observed.task);
+  if (!twice) return 'suspect-not-holding';
+  await ctx.journal.noteDuplicateTask(record, twice.taskIds);
+  log.warn({ taskIds: twice.taskIds, state: record.state }, 'another task holds our message too, read after this attempt finished: noted on the attempt (the agent may have done the work twice)');
+  return 'several-holders';
+}

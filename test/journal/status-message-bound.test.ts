@@ -1,0 +1,140 @@
+/**
+ * An agent's status message is journaled within `statusMessageBytes` (docs/operations.md "Limits"; attack 24): on
+ * every path that stores one (a stream event, a snapshot, a question, a finished state), the row's status message,
+ * its question, the workflow's question history and every view stay bounded, and a message over the bound is kept as
+ * an excerpt that says it was cut (its text and `metadata.durableA2a.cut`, with the whole message's size).
+ * Real redis-server.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { Journal, applyTask, boundedResult, boundedStatusMessage, statusMessageCut } from '@durable-a2a/shared';
+import { MessageSchema, type Message } from '@durable-a2a/a2a';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import { useRedisClient, useRedisServer } from '../harness/redis.ts';
+
+const redisServer = useRedisServer();
+const bytesOf = (text: string) => Buffer.byteLength(text, 'utf8');
+
+/** Text of `length` characters of one kind: plain, JSON-escaped controls (6 bytes each), or astral (surrogate pairs). */
+const textOf = (kind: 'plain' | 'control' | 'astral' | 'mixed', length: number): string =>
+  kind === 'plain' ? 'x'.repeat(length) : kind === 'control' ? '\u0001'.repeat(length) : kind === 'astral' ? '😀'.repeat(Math.ceil(length / 2)) : 'a\u0000é😀"\\'.repeat(Math.ceil(length / 6));
+
+const messageArbitrary = fc.record({
+  kind: fc.constantFrom('plain', 'control', 'astral', 'mixed') as fc.Arbitrary<'plain' | 'control' | 'astral' | 'mixed'>,
+  length: fc.integer({ min: 0, max: 60_000 }),
+  idLength: fc.integer({ min: 1, max: 2_000 }),
+  parts: fc.integer({ min: 1, max: 4 }),
+  data: fc.boolean(),
+});
+
+type Shape = { kind: 'plain' | 'control' | 'astral' | 'mixed'; length: number; idLength: number; parts: number; data: boolean };
+const messageOf = ({ kind, length, idLength, parts, data }: Shape): Message => ({
+  messageId: 'm'.repeat(idLength),
+  role: 'ROLE_AGENT',
+  taskId: 'T1',
+  contextId: 'C1',
+  parts: [...Array.from({ length: parts }, () => ({ text: textOf(kind, Math.floor(length / parts)) })), ...(data ? [{ data: { blob: 'd'.repeat(length) } }] : [])],
+  metadata: { agent: 'y'.repeat(Math.floor(length / 4)) },
+});
+
+describe('boundedStatusMessage', () => {
+  it('property: any message and bound: within the bound, a valid Message, whole when it fit, else cut and flagged with its size', () => {
+    fc.assert(
+      fc.property(messageArbitrary, fc.integer({ min: 2_048, max: 20_000 }), (shape, maxBytes) => {
+        const message = messageOf(shape);
+        const bounded = boundedStatusMessage(message, maxBytes);
+        const whole = bytesOf(JSON.stringify(message));
+        expect(bytesOf(JSON.stringify(bounded))).toBeLessThanOrEqual(maxBytes);
+        expect(MessageSchema.safeParse(bounded).success).toBe(true);
+        if (whole <= maxBytes) return void expect(bounded).toBe(message);
+        expect(statusMessageCut(bounded)).toMatchObject({ bytes: whole });
+        expect(bounded.parts[0]!.text).toContain('message cut by durable-a2a');
+        // The excerpt is the start of the text, never a lone half of a surrogate pair.
+        expect(bounded.parts[0]!.text).not.toMatch(/[\ud800-\udbff](?![\udc00-\udfff])/u);
+      }),
+      {
+        numRuns: 200,
+        examples: [
+          [{ kind: 'plain', length: 41_943, idLength: 10, parts: 1, data: false }, 2_048],
+          [{ kind: 'control', length: 20_000, idLength: 2_000, parts: 3, data: true }, 2_048],
+          [{ kind: 'astral', length: 9_000, idLength: 1, parts: 1, data: false }, 4_099],
+          [{ kind: 'plain', length: 0, idLength: 1, parts: 1, data: true }, 2_048],
+        ],
+      },
+    );
+  });
+});
+
+describe('boundedResult', () => {
+  it('property: a Message answer\'s result is bounded as a status message is; any other result unchanged', () => {
+    fc.assert(
+      fc.property(messageArbitrary, fc.constantFrom('message', 'handler', 'plain'), (shape, kind) => {
+        const message = messageOf(shape);
+        const result = kind === 'message' ? { message } : kind === 'handler' ? { handler: 'h', evidence: { blob: 'z'.repeat(shape.length) } } : 'x'.repeat(shape.length);
+        const bounded = boundedResult(result, 2_048);
+        if (kind !== 'message') return void expect(bounded).toBe(result);
+        expect((bounded as { message: Message }).message).toEqual(boundedStatusMessage(message, 2_048));
+        expect(bytesOf(JSON.stringify(bounded))).toBeLessThanOrEqual(2_048 + 20);
+      }),
+      { numRuns: 100, examples: [[{ kind: 'plain', length: 60_000, idLength: 10, parts: 1, data: false }, 'message'], [{ kind: 'plain', length: 10, idLength: 10, parts: 1, data: false }, 'message']] },
+    );
+  });
+});
+
+describe('the journal keeps a status message within statusMessageBytes on every path', () => {
+  const redis = useRedisClient(redisServer);
+  const prefix = 'wj-smsg';
+  const maxBytes = 4_096;
+  let producer: Producer;
+  let journal: Journal;
+  beforeAll(() => {
+    producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix, limits: { statusMessageBytes: maxBytes } });
+    journal = new Journal(redis(), { prefix, statusMessageBytes: maxBytes });
+  });
+  afterAll(async () => {
+    await producer?.close();
+  });
+
+  const paths = ['working event', 'working snapshot', 'question', 'completed', 'failed'] as const;
+  let run = 0;
+
+  it('property: any status message size × path: the row, its question, the history and the view bounded, a cut one flagged', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom(...paths), fc.integer({ min: 0, max: 40_000 }), fc.constantFrom('plain', 'control', 'astral', 'mixed') as fc.Arbitrary<'plain' | 'control' | 'astral' | 'mixed'>, async (path, length, kind) => {
+        const workflowId = `smsg-${run++}`;
+        const ref = { workflowId, delegationId: 'main.1' };
+        await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: `http://127.0.0.1:9/${workflowId}`, message: { text: 'go' } }] });
+        const message = { messageId: `q-${run}`, role: 'ROLE_AGENT' as const, taskId: 'T1', contextId: 'C1', parts: [{ text: textOf(kind, length) }] };
+        const state = path === 'question' ? 'TASK_STATE_INPUT_REQUIRED' : path === 'completed' ? 'TASK_STATE_COMPLETED' : path === 'failed' ? 'TASK_STATE_FAILED' : 'TASK_STATE_WORKING';
+        await applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_SUBMITTED' } }, { snapshot: true });
+        await applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state, message } }, { snapshot: path !== 'working event' });
+        const row = await redis().hgetall(journal.keys.delegation(workflowId, 'main.1'));
+        const record = (await journal.getDelegation(ref))!;
+        expect(record.state).toBe(path === 'question' ? 'INPUT_REQUIRED' : path === 'completed' ? 'COMPLETED' : path === 'failed' ? 'FAILED' : 'WORKING');
+        expect(bytesOf(row.statusMessage ?? '')).toBeLessThanOrEqual(maxBytes);
+        expect(bytesOf(row.question ?? '')).toBeLessThanOrEqual(maxBytes);
+        const whole = bytesOf(JSON.stringify(message));
+        expect(statusMessageCut(record.statusMessage)?.bytes).toBe(whole > maxBytes ? whole : undefined);
+        if (whole <= maxBytes) expect(record.statusMessage).toEqual(message);
+        const view = JSON.stringify(await producer.get(workflowId));
+        // The view holds the status message, the question and its history entry at most once each, and little else.
+        expect(bytesOf(view)).toBeLessThan(4 * maxBytes + 16_384);
+        if (path === 'question') {
+          const [question] = await producer.questions(workflowId);
+          expect(bytesOf(JSON.stringify(question))).toBeLessThan(2 * maxBytes + 4_096);
+          if (whole > maxBytes) expect(JSON.stringify(question)).toContain('message cut by durable-a2a');
+        }
+      }),
+      {
+        numRuns: 30,
+        examples: [
+          ['question', 40_000, 'mixed'],
+          ['completed', 40_000, 'control'],
+          ['failed', 10, 'plain'],
+          ['working event', 40_000, 'astral'],
+          ['working snapshot', 4_000, 'plain'],
+        ],
+      },
+    );
+  }, 120_000);
+});

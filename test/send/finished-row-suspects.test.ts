@@ -1,0 +1,51 @@
+/**
+ * A row's pending suspects (tasks refused pushes showed holding our message, noteSuspect-1.lua) are read even when the
+ * row finishes before the reconciler's job runs (attack 24): the workflow waits for the reads (settle.ts), a holder is
+ * surfaced (AMBIGUOUS naming it when read before the finish, else the finished row's `protocolError` DUPLICATE_TASK
+ * naming both tasks), and a finished state never changes. Real redis-server, real fleet and push route, raw agent.
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { eventually } from '../harness/fleet.ts';
+import { useRedisServer } from '../harness/redis.ts';
+import { closeKeptAfterEach } from '../harness/lifecycle.ts';
+import { getTaskCalls, pushScene } from '../harness/push-scene.ts';
+import { finishedAttempt, holder } from '../harness/holders.ts';
+
+describe('the suspects of a row that finishes meanwhile', () => {
+  const redisServer = useRedisServer();
+  const keep = closeKeptAfterEach();
+
+  it('property: any order of the holder T2 and decoys pushed before T1\'s finishing push, any finished state: every suspect read, T2 surfaced, the state kept', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 0, max: 2 }).chain((decoys) => fc.tuple(fc.constant(decoys), fc.integer({ min: 0, max: decoys }))),
+        fc.constantFrom('COMPLETED', 'CANCELED') as fc.Arbitrary<'COMPLETED' | 'CANCELED'>,
+        async ([decoys, holderAt], finalState) => {
+          let t1Done = false;
+          const { env, workflowId, agent, push, holding, record } = await pushScene({ redisUrl: redisServer().url, keep }, (taskId, received) =>
+            taskId === 'T1' ? holder('T1', t1Done ? finalState : 'WORKING', received) : taskId === 'T2' ? holder('T2', 'WORKING', received) : holder(taskId, 'WORKING', { ...received, messageId: 'M-other' }),
+          );
+          const order = Array.from({ length: decoys }, (_, n) => `D${n}`);
+          order.splice(holderAt, 0, 'T2');
+          for (const id of order) expect(await push(holding(id))).toBe(403);
+          t1Done = true;
+          const r = (await record()) as any;
+          await push({ task: holder('T1', finalState, { messageId: r.messageId, contextId: r.contextId ?? r.requestedContextId }) });
+          await finishedAttempt(env.producer, workflowId, 30_000);
+          // Settled: the workflow decided (it waits for the suspects' reads).
+          await eventually(async () => !['RUNNING'].includes((await env.producer.get(workflowId)).state), 'the workflow decided', 30_000);
+          const row = (await env.producer.journal.getDelegation({ workflowId, delegationId: 'main.1' }))!;
+          for (const id of order) expect(getTaskCalls(agent, id), `GetTask ${id}`).toBeGreaterThan(0);
+          if (row.state === 'AMBIGUOUS') expect(row.error?.message).toContain('T2');
+          else {
+            expect(row.state).toBe(finalState);
+            expect(row.protocolError?.code).toBe('DUPLICATE_TASK');
+            expect(row.protocolError?.message).toMatch(/T2.*T1/);
+          }
+        },
+      ),
+      { numRuns: 4, examples: [[[0, 0], 'COMPLETED'], [[2, 2], 'CANCELED'], [[2, 0], 'COMPLETED']] },
+    );
+  }, 240_000);
+});
