@@ -378,10 +378,23 @@ describe('follow lease', () => {
     expect(await journal.lease(third, 'acquire', 'b', 5_000)).toBe(true);
     // `other`: a's lease ran out (nobody holds it); `third`: b holds it.
     const renewals = await journal.renewLeases([{ ref, token: 'a' }, { ref: other, token: 'a' }, { ref: third, token: 'a' }], 7_000, () => 1);
-    expect(renewals).toEqual(['renewed', 'retaken', 'lost']);
+    expect(renewals.map(({ lease }) => lease)).toEqual(['renewed', 'retaken', 'lost']);
     expect(await redis().get(journal.keys.followLease(other.workflowId, other.delegationId))).toBe('a');
     expect(await redis().pttl(journal.keys.followLease(ref.workflowId, ref.delegationId))).toBeGreaterThan(5_000);
     expect(await redis().get(journal.keys.followLease(third.workflowId, third.delegationId))).toBe('b');
+  });
+
+  it('renewLeases: says, from the same script, whether a row still ours keeps suspects (pending or counted lost); never for a lease lost', async () => {
+    const renewals = async (token = 'a') => (await journal.renewLeases([{ ref, token }], 7_000, () => 1))[0];
+    expect(await journal.lease(ref, 'acquire', 'a', 5_000)).toBe(true);
+    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: false });
+    expect(await journal.noteSuspect(ref, 'T2')).toBe('kept');
+    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: true });
+    expect(await renewals('b')).toEqual({ lease: 'lost', keepsSuspects: false });
+    expect(await journal.clearSuspects(ref, { read: ['T2'] })).toMatchObject({ pending: 0, lost: 0 });
+    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: false });
+    expect(await journal.noteSuspect(ref, 'T'.repeat(2_000))).toBe('too-long');
+    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: true });
   });
 });
 
@@ -535,7 +548,7 @@ describe('scripts run by digest', () => {
     await redis().script('FLUSH');
     expect(await journal.lease(ref, 'renew', 'holder', 5_000)).toBe(true);
     await redis().script('FLUSH');
-    expect(await journal.renewLeases([{ ref, token: 'holder' }, { ref, token: 'not-the-holder' }], 5_000, () => 1)).toEqual(['renewed', 'lost']);
+    expect((await journal.renewLeases([{ ref, token: 'holder' }, { ref, token: 'not-the-holder' }], 5_000, () => 1)).map(({ lease }) => lease)).toEqual(['renewed', 'lost']);
   });
 });
 

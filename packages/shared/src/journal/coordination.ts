@@ -13,12 +13,36 @@ import { unlessRefused } from './errors.ts';
 /** What renewing one follow lease found (`renewLeases`). */
 export type LeaseRenewal = 'renewed' | 'retaken' | 'lost';
 
-/** lease-1.lua: 'done', 'taken back' (keep: it had run out) or 'not ours' (held by someone else). */
+/** What the renewal of one follow lease found (`renewLeases`): the lease, and whether its row keeps suspects. */
+export interface FollowRenewal {
+  /** `renewed`, `retaken` (it had run out and nobody took it since), or `lost` (someone else holds it). */
+  lease: LeaseRenewal;
+  /**
+   * The delegation's row keeps suspect evidence (noteSuspect-1.lua: suspects pending, or `suspectsLost` above 0), read
+   * in the same script while the lease is ours; false when the lease is lost or the row is gone.
+   */
+  keepsSuspects: boolean;
+}
+
+/** lease-1.lua: 'done' or 'not ours' (held by someone else). */
 const leaseScript = defineScript({
   name: 'lease',
   keys: ['lease'],
-  encode: (input: { op: 'acquire' | 'renew' | 'keep' | 'release'; token: string; durationMs: number }) => [input.op, input.token, input.durationMs],
-  decode: outcomeDecoder({ 1: 'done', 2: 'taken back', 0: 'not ours' }),
+  encode: (input: { op: 'acquire' | 'renew' | 'release'; token: string; durationMs: number }) => [input.op, input.token, input.durationMs],
+  decode: outcomeDecoder({ 1: 'done', 0: 'not ours' }),
+});
+
+/** renewFollow-2.lua: the lease renewed, taken back or lost, and whether the row keeps suspects. */
+const renewFollowScript = defineScript({
+  name: 'renewFollow',
+  keys: ['delegation', 'lease'],
+  encode: (input: { token: string; durationMs: number }) => [input.token, input.durationMs],
+  decode: (reply, script): FollowRenewal => {
+    const [outcome, suspects] = arrayReply(reply, script);
+    const lease = ({ 1: 'renewed', 2: 'retaken', 0: 'lost' } as const)[integerReply(outcome, script) as 0 | 1 | 2];
+    if (lease === undefined) throw new ScriptReplyError(script, reply);
+    return { lease, keepsSuspects: lease !== 'lost' && integerReply(suspects, script) === 1 };
+  },
 });
 
 /** takeFollow-2.lua: the new fencing token, or 0 when another holder has the lease. */
@@ -123,19 +147,19 @@ export class JournalCoordination extends JournalReplies {
   }
 
   /**
-   * Renews many follow leases of open streams with one round trip (lease-1.lua `keep` each, pipelined: a
-   * lease that ran out and that nobody took since is taken back) and moves the reconciler's next check of
-   * every lease still ours to `checkAt(ref)` (ms since epoch; one ZADD XX: a delegation settled while its
-   * stream was closing is not put back in the unfinished index).
-   * @returns per lease, in order: `renewed`, `retaken` (it had run out), or `lost` (someone else holds it).
+   * Renews many follow leases of open streams with one round trip (renewFollow-2.lua each, pipelined: a lease that
+   * ran out and that nobody took since is taken back; the same script says whether the row keeps suspects) and moves
+   * the reconciler's next check of every lease still ours to `checkAt(ref)` (ms since epoch; one ZADD XX: a
+   * delegation settled while its stream was closing is not put back in the unfinished index).
+   * @returns per lease, in order: `renewed`, `retaken` (it had run out), or `lost` (someone else holds it), and
+   *   whether its row keeps suspects pending or counted lost (`FollowRenewal`)
    */
-  async renewLeases(leases: readonly { ref: DelegationRef; token: string }[], durationMs: number, checkAt: (ref: DelegationRef) => number): Promise<LeaseRenewal[]> {
-    const calls = leases.map(({ ref, token }) => ({ keys: { lease: this.keys.followLease(ref.workflowId, ref.delegationId) }, input: { op: 'keep' as const, token, durationMs } }));
-    const renewals = (await callScriptMany(this.redis, leaseScript, calls)).map((reply): LeaseRenewal => (reply === 'taken back' ? 'retaken' : reply === 'done' ? 'renewed' : 'lost'));
-    const held = renewals.map((renewal) => renewal !== 'lost');
+  async renewLeases(leases: readonly { ref: DelegationRef; token: string }[], durationMs: number, checkAt: (ref: DelegationRef) => number): Promise<FollowRenewal[]> {
+    const calls = leases.map(({ ref, token }) => ({ keys: { delegation: this.keys.delegation(ref.workflowId, ref.delegationId), lease: this.keys.followLease(ref.workflowId, ref.delegationId) }, input: { token, durationMs } }));
+    const renewals = await callScriptMany(this.redis, renewFollowScript, calls);
     const scores: (string | number)[] = [];
     leases.forEach(({ ref }, index) => {
-      if (held[index]) scores.push(checkAt(ref), indexMember(ref.workflowId, ref.delegationId));
+      if (renewals[index]!.lease !== 'lost') scores.push(checkAt(ref), indexMember(ref.workflowId, ref.delegationId));
     });
     if (scores.length > 0) await this.redis.zadd(this.keys.unfinished(), 'XX', ...scores);
     return renewals;

@@ -347,12 +347,21 @@ export function afterSuspectReads(left: { pending: number; lost: number; rounds:
 }
 
 /**
+ * Whether a row keeps suspect evidence a reconcile must read or decide on (noteSuspect-1.lua): suspects pending (the
+ * row's `suspects` field) or counted lost (`suspectsLost` above 0). What `reconcile.ts` reads before its lease check,
+ * and a follow run starting on such a row asks it to (`follow.ts`).
+ */
+export function keepsSuspects(record: Pick<DelegationRecord, 'suspects' | 'suspectsLost'>): boolean {
+  return record.suspects !== undefined || record.suspectsLost > 0;
+}
+
+/**
  * What the start-up sweep does with one delegation entry of the unfinished index it read (`runs/sweep.ts`):
  * `reconcile` it in a batch when its claim was this sweep's (`claimed`) and no follow run of another live worker holds
  * it (`followedByLive`); else, when its row keeps suspect evidence (`keepsSuspects`: suspects pending or counted lost,
  * `Journal.keepSuspects`), `read-suspects` (a suspect read job, `reconcile.ts` reads them before the lease): whoever
- * moved its check (a follow run that took it over, another sweep) or follows it does not read them, and a push route
- * that crashed after keeping one enqueued nothing; else `leave` it to the sweep that claimed it or to its follower.
+ * moved its check (a follow run that took it over, another sweep) or follows it reads only its own task (its renewal
+ * tick asks for the read a tick later at most), and a push route that crashed after keeping one enqueued nothing; else `leave` it to the sweep that claimed it or to its follower.
  */
 export function startupSweepVerdict(entry: { claimed: boolean; followedByLive: boolean; keepsSuspects: boolean }): 'reconcile' | 'read-suspects' | 'leave' {
   if (entry.claimed && !entry.followedByLive) return 'reconcile';

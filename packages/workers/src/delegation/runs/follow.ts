@@ -11,13 +11,13 @@
 import { isFinished, isParked, lazyChildLogger, type DelegationRecord, type FlowAcquired, type FollowJob, type FollowLease } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply, type Scope, type StreamLease } from '../apply.ts';
-import { isSlowPolling, jitteredCheckTime, questionOpen } from '../core/policy.ts';
+import { isSlowPolling, jitteredCheckTime, keepsSuspects, questionOpen } from '../core/policy.ts';
 import type { Observation } from '../core/observation.ts';
 import { readTask } from '../io/read.ts';
 import { readStream, type SinkResult } from '../io/stream.ts';
 import { checkAttemptDeadline } from '../deadline.ts';
 import { scheduleQuestionMoment } from '../question-schedule.ts';
-import { renewWhileHeld } from './lease-renewal.ts';
+import { enqueueSuspectReads, renewWhileHeld } from './lease-renewal.ts';
 import { leaseHeld } from './reconcile.ts';
 
 /**
@@ -173,6 +173,10 @@ interface LeasedFollow {
 /** Follows (or, when slow-polled, reads once) under the follow lease, renewing it while the stream is healthy. */
 async function followLeased(ctx: WorkerContext, record: DelegationRecord, token: string, job: JobRun, { slowPoll, fence, checkScheduled, resubscribed, deadlineAt }: LeasedFollow): Promise<string> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  // Suspects the row keeps (a push route that kept one and crashed before its job): the reconciler reads them now,
+  // not when this follow ends (its renewals keep the periodic check away). From the row in hand: no Redis call when
+  // there are none. Those kept while it streams are found by the renewal tick (`lease-renewal.ts`).
+  if (keepsSuspects(record)) await enqueueSuspectReads(ctx, [ref], 'start');
   // While the stream is healthy, the lease and the reconciler's next check move forward together (one batch per tick).
   const renewal = renewWhileHeld(ctx, ref, token);
   // The stream's finishing status change releases the lease in its own script: then it is no longer renewed, and

@@ -9,13 +9,20 @@
  *
  * A lease that ran out before its renewal (this process too slow: an event
  * loop stalled past `lockDurationMs`) and that nobody took since is taken back
- * (lease-1.lua `keep`): the stream goes on, as before the stall (the journal's
+ * (renewFollow-2.lua): the stream goes on, as before the stall (the journal's
  * fence refuses its writes if anyone claimed the delegation meanwhile). A lease
  * someone else holds is lost: its stream stops, and the record is reconciled
  * at once (one batch job per tick), never left to its index entry a reconcile
  * interval away (the reconciler checks again when the other holder's lease ends).
+ *
+ * A follower reads only its own task, and a followed row never comes due for the reconciler's periodic check (the
+ * renewals keep it ahead): the same renewal script says whether the row keeps suspects (tasks a refused push showed
+ * holding our message, noteSuspect-1.lua), and each such row gets a suspect read job (`enqueueReconcile`, one per
+ * delegation per second across workers, as the push route's), read by the reconciler before its lease check. A suspect
+ * the push route kept without its job (a crash between the two, a failed enqueue) is read within a tick, not when
+ * the follow ends (hours for a long-lived stream). A row without suspects costs nothing more (the script's HMGET).
  */
-import { enqueueReconcileBatch, RECONCILE_BATCH_MAX, type DelegationRef } from '@durable-a2a/shared';
+import { enqueueReconcile, enqueueReconcileBatch, RECONCILE_BATCH_MAX, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { jitteredCheckTime } from '../core/policy.ts';
 import { batchesOf } from './reconcile-batch.ts';
@@ -45,7 +52,7 @@ export class LeaseRenewals {
 /**
  * Registers a follow lease (just acquired with `token`) for renewal until `release()`.
  * `lost` aborts when a renewal finds the lease no longer ours. `issued()`: the renewals issued for it so far; one
- * issued after a write that gave the lease back reaches Redis after it and may take the lease back (lease-1.lua `keep`).
+ * issued after a write that gave the lease back reaches Redis after it and may take the lease back (renewFollow-2.lua).
  */
 export function renewWhileHeld(ctx: WorkerContext, ref: DelegationRef, token: string): { lost: AbortSignal; release(): void; issued(): number } {
   const renewal = ctx.leaseRenewals.renewal;
@@ -73,8 +80,12 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   // Counted as the batch is issued (the same turn of the event loop): a write issued before it reaches Redis first.
   for (const lease of leases) lease.issued++;
   let lost: HeldLease[] = [];
+  let suspected: HeldLease[] = [];
   try {
-    const renewals = await ctx.journal.renewLeases(leases, ctx.options.lockDurationMs, () => jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
+    const results = await ctx.journal.renewLeases(leases, ctx.options.lockDurationMs, () => jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
+    const renewals = results.map(({ lease }) => lease);
+    // Rows keeping suspects, of streams still open here (a stream that ended meanwhile left its row to whoever routed it).
+    suspected = leases.filter((lease, index) => results[index]!.keepsSuspects && renewal.held.get(lease.token) === lease);
     lost = leases.filter((_, index) => renewals[index] === 'lost');
     // A lease its holder gave back meanwhile (a stream that ended) and that this batch took back is released by that
     // holder (`issued`): not a stall.
@@ -90,6 +101,7 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
     // Redis unreachable for this tick: the next one tries again (as the per-stream timers did).
     return;
   }
+  await enqueueSuspectReads(ctx, suspected.map(({ ref }) => ref), 'tick');
   // Not ours any more: stop these streams, and have the reconciler look at each at once (not those released
   // meanwhile: a stream that ended gave its lease back during the round trip).
   const stillRegistered = lost.filter((lease) => renewal.held.get(lease.token) === lease);
@@ -99,4 +111,19 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   await Promise.all(batches.map((refs, part) => enqueueReconcileBatch(ctx.queues, refs, { lostAt, holder: ctx.workerId, part })))
     .then(() => batches.length > 0 && ctx.logger.warn({ lost: lost.length }, 'follow leases lost; reconciling them now'))
     .catch((error: unknown) => ctx.logger.warn({ err: error, lost: lost.length }, 'follow leases lost; their reconcile could not be enqueued (the index entries remain)'));
+}
+
+/**
+ * A suspect read job for each of `refs` (followed rows that keep suspects pending or lost: found by a renewal `tick`,
+ * or in the row a follow run `start`s on): the reconciler reads them before its lease check (`reconcile.ts`,
+ * `reconcileSuspects`), whoever follows the row. One job per delegation per second across workers
+ * (`enqueueReconcile`'s id). Never throws: a failed enqueue is logged and tried again on the next renewal tick (the
+ * suspects stay in the row until read).
+ */
+export async function enqueueSuspectReads(ctx: WorkerContext, refs: readonly DelegationRef[], found: 'tick' | 'start'): Promise<void> {
+  if (refs.length === 0) return;
+  const now = ctx.options.now();
+  await Promise.all(refs.map((ref) => enqueueReconcile(ctx.queues, ref, { suspect: undefined, at: now, now })))
+    .then(() => ctx.logger.debug({ suspected: refs.length, found }, 'followed delegations keep suspects; suspect reads enqueued'))
+    .catch((error: unknown) => ctx.logger.warn({ err: error, suspected: refs.length, found }, 'followed delegations keep suspects; their reads could not be enqueued (tried again next renewal tick)'));
 }

@@ -25,7 +25,7 @@ import {
   type DelegationRef,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import { jitteredCheckTime, suspectReadAt } from '../core/policy.ts';
+import { jitteredCheckTime, keepsSuspects, suspectReadAt } from '../core/policy.ts';
 import { withReconcileSlot } from './reconcile-slot.ts';
 import { reconcileSuspects } from './suspect-reads.ts';
 import { readFinishedRowSuspects } from './finished-suspects.ts';
@@ -123,7 +123,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
   if (await checkQuestionLife(ctx, record, log)) return 'question-expired';
   // Suspects: tasks refused pushes showed holding our message, pending in the journal (or lost), or named by the job.
-  const suspects = check.suspectTaskId !== undefined || record.suspects !== undefined || record.suspectsLost > 0;
+  const suspects = check.suspectTaskId !== undefined || keepsSuspects(record);
   if (record.state === 'INTENT') {
     // A push showed our message in a task while ours is not bound yet (our send's answer not journaled): nothing to
     // compare it with now. Its read waits until our task is bound (`suspectReadAt`: while the send may be in flight,

@@ -93,9 +93,11 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
  * The start-up sweep (`startUp`) decides each delegation entry with `startupSweepVerdict`: one it leaves (left to a
  * live follower, or its claim lost because its check moved meanwhile: a follow run that took it over, often the follow
  * job a gracefully closed worker handed over, or another sweep) whose row keeps suspect evidence gets a suspect read
- * job (deduplicated per second across workers): no follower reads suspects and a followed entry never comes due, so a
- * suspect kept by a push route that crashed before its job waited for the follow to end (CI: a restart right after a
- * graceful close left T2 unread for 30 s when the handed-over follow moved the check between scan and claim).
+ * job (deduplicated per second across workers): a follower reads only its own task and a followed entry never comes
+ * due, so a suspect kept by a push route that crashed before its job waited for the follow to end (CI: a restart right
+ * after a graceful close left T2 unread for 30 s when the handed-over follow moved the check between scan and claim).
+ * The follower's lease renewal tick now asks for that read too (`lease-renewal.ts`), a tick later at most: this job
+ * reads it at once.
  */
 class SweepChecks {
   count = 0;
