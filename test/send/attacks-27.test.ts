@@ -183,15 +183,17 @@ describe('attack 27: the push webhook', () => {
 
 describe('attack 27: Agent Cards', () => {
   /*
-   * FINDING (ProtoJSON proto field names in the card; kind: a 1.0 object read under its JSON names only). Input: an
+   * FIXED FINDING (ProtoJSON proto field names in the card; kind: a 1.0 object read under its JSON names only). Input: an
    * Agent Card written with the proto field names (`supported_interfaces`, `protocol_binding`, `protocol_version`,
    * `default_input_modes`, ...), as a ProtoJSON printer with `preserving_proto_field_name` writes it. Observed: the
    * delegation is refused (AGENT_CARD_ERROR NO_USABLE_INTERFACE): no SendMessage. Expected: ProtoJSON parsers accept
    * either name (proto3 JSON mapping: "parsers accept both the lowerCamelCase name and the original proto field name"),
    * so the card's interface is used and the task completes. Location: packages/a2a/src/card-normalize.ts `interfacesOf`
    * (CardV1Schema / InterfaceV1Schema read only `supportedInterfaces` / `protocolBinding` / `protocolVersion`).
+   * Fixed: `normalizeAgentCard` reads the card's, its interfaces', capabilities' and skills' proto names as their JSON
+   * names first (`withJsonNames`; the JSON name wins when both are present). Property: packages/a2a/test/card-proto-names.test.ts.
    */
-  it.fails('a card with proto field names (supported_interfaces, protocol_binding): used, the task completes (before: refused, NO_USABLE_INTERFACE)', async () => {
+  it('a card with proto field names (supported_interfaces, protocol_binding): used, the task completes (before: refused, NO_USABLE_INTERFACE)', async () => {
     const { producer: p, agent } = await h.setUp((seen) => ({
       SendMessage: (params) => ((seen.messageId = params.message.messageId), { result: { task: holder('T1', 'COMPLETED', receivedOf(params)) } }),
     }), fast);
