@@ -149,7 +149,7 @@ describe('attack 27: the push webhook', () => {
   }, 60_000);
 
   /*
-   * FINDING (a finished row's stream kept open; kind: nothing tells a live follow that another path finished its row).
+   * FIXED FINDING (a finished row's stream kept open; kind: nothing tells a live follow that another path finished its row).
    * Input: a pushed delegation on T1; its SubscribeToTask stream sends the WORKING snapshot, then only SSE keep-alive
    * comments (": keep-alive", every 500 ms); a push of our T1 COMPLETED (whole, with its artifact) finishes the row.
    * Observed: the row is COMPLETED at once, but the agent's SubscribeToTask connection stays open past 20 s (measured:
@@ -158,9 +158,11 @@ describe('attack 27: the push webhook', () => {
    * socket per such delegation held. The same for a row finished by the reconciler or a person's resolve. Expected:
    * the stream of a finished row is closed within a lease renewal tick (lockDurationMs / 3) or so. Location:
    * packages/shared/src/journal/coordination.ts `renewLeases` + lease-1.lua (the renewal never reads the row), and
-   * packages/workers/src/delegation/runs/lease-renewal.ts `renewAll` (only 'lost' aborts a stream).
+   * packages/workers/src/delegation/runs/lease-renewal.ts `renewAll` (only 'lost' aborts a stream). Fixed: the
+   * renewal is keepLease-2.lua, which reads the row and answers `finished` for a finished one (nothing renewed);
+   * `renewAll` stops those streams without a reconcile. Property: test/journal/journal.test.ts (every journal state).
    */
-  it.fails('a row finished by a push while keep-alive comments only hold the stream: closed within 20 s, not at streamQuietMs (before: open past 20 s)', async () => {
+  it('a row finished by a push while keep-alive comments only hold the stream: closed within 20 s, not at streamQuietMs (before: open past 20 s)', async () => {
     const env = await startPushStack(h.redisServer().url, `a27-keepalive-${Date.now()}`);
     let received: Received | undefined;
     const agent = await startScriptedAgent({

@@ -10,15 +10,26 @@ import { JournalReplies } from './replies.ts';
 import { arrayReply, callScriptMany, defineScript, integerReply, outcomeDecoder, fenceDecoder, ScriptReplyError } from './scripts.ts';
 import { unlessRefused } from './errors.ts';
 
-/** What renewing one follow lease found (`renewLeases`). */
-export type LeaseRenewal = 'renewed' | 'retaken' | 'lost';
+/**
+ * What renewing one follow lease found (`renewLeases`): `finished` when the delegation it follows is finished (its
+ * row finished, or gone: a finished workflow's rows are compacted away): nothing renewed, nothing left to follow.
+ */
+export type LeaseRenewal = 'renewed' | 'retaken' | 'lost' | 'finished';
 
-/** lease-1.lua: 'done', 'taken back' (keep: it had run out) or 'not ours' (held by someone else). */
+/** lease-1.lua: 'done' or 'not ours' (held by someone else). */
 const leaseScript = defineScript({
   name: 'lease',
   keys: ['lease'],
-  encode: (input: { op: 'acquire' | 'renew' | 'keep' | 'release'; token: string; durationMs: number }) => [input.op, input.token, input.durationMs],
-  decode: outcomeDecoder({ 1: 'done', 2: 'taken back', 0: 'not ours' }),
+  encode: (input: { op: 'acquire' | 'renew' | 'release'; token: string; durationMs: number }) => [input.op, input.token, input.durationMs],
+  decode: outcomeDecoder({ 1: 'done', 0: 'not ours' }),
+});
+
+/** keepLease-2.lua: 'done', 'taken back' (it had run out), 'not ours' (held by someone else) or 'finished' (the row is, or is gone). */
+const keepLeaseScript = defineScript({
+  name: 'keepLease',
+  keys: ['lease', 'delegation'],
+  encode: (input: { token: string; durationMs: number }) => [input.token, input.durationMs],
+  decode: outcomeDecoder({ 1: 'done', 2: 'taken back', 0: 'not ours', 3: 'finished' }),
 });
 
 /** takeFollow-2.lua: the new fencing token, or 0 when another holder has the lease. */
@@ -123,16 +134,22 @@ export class JournalCoordination extends JournalReplies {
   }
 
   /**
-   * Renews many follow leases of open streams with one round trip (lease-1.lua `keep` each, pipelined: a
-   * lease that ran out and that nobody took since is taken back) and moves the reconciler's next check of
-   * every lease still ours to `checkAt(ref)` (ms since epoch; one ZADD XX: a delegation settled while its
-   * stream was closing is not put back in the unfinished index).
-   * @returns per lease, in order: `renewed`, `retaken` (it had run out), or `lost` (someone else holds it).
+   * Renews many follow leases of open streams with one round trip (keepLease-2.lua each, pipelined: a lease that
+   * ran out and that nobody took since is taken back; none is renewed for a finished or gone row) and moves the
+   * reconciler's next check of every lease still ours to `checkAt(ref)` (ms since epoch; one ZADD XX: a
+   * delegation settled while its stream was closing is not put back in the unfinished index).
+   * @returns per lease, in order: `renewed`, `retaken` (it had run out), `lost` (someone else holds it), or
+   *   `finished` (the delegation is finished or its row gone: its stream should stop).
    */
   async renewLeases(leases: readonly { ref: DelegationRef; token: string }[], durationMs: number, checkAt: (ref: DelegationRef) => number): Promise<LeaseRenewal[]> {
-    const calls = leases.map(({ ref, token }) => ({ keys: { lease: this.keys.followLease(ref.workflowId, ref.delegationId) }, input: { op: 'keep' as const, token, durationMs } }));
-    const renewals = (await callScriptMany(this.redis, leaseScript, calls)).map((reply): LeaseRenewal => (reply === 'taken back' ? 'retaken' : reply === 'done' ? 'renewed' : 'lost'));
-    const held = renewals.map((renewal) => renewal !== 'lost');
+    const calls = leases.map(({ ref, token }) => ({
+      keys: { lease: this.keys.followLease(ref.workflowId, ref.delegationId), delegation: this.keys.delegation(ref.workflowId, ref.delegationId) },
+      input: { token, durationMs },
+    }));
+    const renewals = (await callScriptMany(this.redis, keepLeaseScript, calls)).map((reply): LeaseRenewal =>
+      reply === 'taken back' ? 'retaken' : reply === 'done' ? 'renewed' : reply === 'finished' ? 'finished' : 'lost',
+    );
+    const held = renewals.map((renewal) => renewal === 'renewed' || renewal === 'retaken');
     const scores: (string | number)[] = [];
     leases.forEach(({ ref }, index) => {
       if (held[index]) scores.push(checkAt(ref), indexMember(ref.workflowId, ref.delegationId));

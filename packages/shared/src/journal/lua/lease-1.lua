@@ -2,13 +2,11 @@
   A per-delegation lease held while a follow stream is open, so that two
   sweeps or a sweep and a resubscription never open two streams (field case R22).
   KEYS[1] lease key
-  ARGV[1] 'acquire' | 'renew' | 'keep' | 'release'
+  ARGV[1] 'acquire' | 'renew' | 'release'
   ARGV[2] holder token
-  ARGV[3] lease duration in ms (acquire, renew, keep)
-  'keep' renews the lease of a stream still open, or takes it back when it ran out and nobody took it
-  since (its holder renewed too late: a stalled event loop); the journal's fence still refuses the
-  holder's writes if anyone claimed the delegation meanwhile.
-  Returns: 1 done, 2 taken back (keep), 0 held by someone else (acquire, keep) or not ours (renew, release)
+  ARGV[3] lease duration in ms (acquire, renew)
+  The renewal of an open stream's lease, which also takes back one that ran out, is keepLease-2.lua.
+  Returns: 1 done, 0 held by someone else (acquire) or not ours (renew, release)
 ]]
 local op, token = ARGV[1], ARGV[2]
 if op == 'acquire' then
@@ -16,9 +14,7 @@ if op == 'acquire' then
   if redis.call('GET', KEYS[1]) == token then redis.call('PEXPIRE', KEYS[1], ARGV[3]); return 1 end
   return 0
 end
-if op == 'keep' and redis.call('SET', KEYS[1], token, 'NX', 'PX', ARGV[3]) then return 2 end
 if redis.call('GET', KEYS[1]) ~= token then return 0 end
-if op == 'keep' then return redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 if op == 'renew' then return redis.call('PEXPIRE', KEYS[1], ARGV[3]) end
 redis.call('DEL', KEYS[1])
 return 1

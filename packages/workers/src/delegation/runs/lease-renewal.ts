@@ -9,11 +9,16 @@
  *
  * A lease that ran out before its renewal (this process too slow: an event
  * loop stalled past `lockDurationMs`) and that nobody took since is taken back
- * (lease-1.lua `keep`): the stream goes on, as before the stall (the journal's
+ * (keepLease-2.lua): the stream goes on, as before the stall (the journal's
  * fence refuses its writes if anyone claimed the delegation meanwhile). A lease
  * someone else holds is lost: its stream stops, and the record is reconciled
  * at once (one batch job per tick), never left to its index entry a reconcile
  * interval away (the reconciler checks again when the other holder's lease ends).
+ *
+ * A lease whose delegation is finished (by a push, the reconciler, a person's resolve while the stream stayed open)
+ * is not renewed and its stream stops: nothing it could still carry changes a finished row, and a stream of
+ * keep-alive comments alone would otherwise hold the lease, a job slot and a socket until `streamQuietMs` (attack 27).
+ * No reconcile is asked for it: the row is finished.
  */
 import { enqueueReconcileBatch, RECONCILE_BATCH_MAX, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
@@ -45,7 +50,7 @@ export class LeaseRenewals {
 /**
  * Registers a follow lease (just acquired with `token`) for renewal until `release()`.
  * `lost` aborts when a renewal finds the lease no longer ours. `issued()`: the renewals issued for it so far; one
- * issued after a write that gave the lease back reaches Redis after it and may take the lease back (lease-1.lua `keep`).
+ * issued after a write that gave the lease back reaches Redis after it and may take the lease back (keepLease-2.lua).
  */
 export function renewWhileHeld(ctx: WorkerContext, ref: DelegationRef, token: string): { lost: AbortSignal; release(): void; issued(): number } {
   const renewal = ctx.leaseRenewals.renewal;
@@ -73,9 +78,11 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   // Counted as the batch is issued (the same turn of the event loop): a write issued before it reaches Redis first.
   for (const lease of leases) lease.issued++;
   let lost: HeldLease[] = [];
+  let finished: HeldLease[] = [];
   try {
     const renewals = await ctx.journal.renewLeases(leases, ctx.options.lockDurationMs, () => jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
     lost = leases.filter((_, index) => renewals[index] === 'lost');
+    finished = leases.filter((_, index) => renewals[index] === 'finished');
     // A lease its holder gave back meanwhile (a stream that ended) and that this batch took back is released by that
     // holder (`issued`): not a stall.
     const retaken = leases.filter((lease, index) => renewals[index] === 'retaken' && renewal.held.get(lease.token) === lease).length;
@@ -93,7 +100,8 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   // Not ours any more: stop these streams, and have the reconciler look at each at once (not those released
   // meanwhile: a stream that ended gave its lease back during the round trip).
   const stillRegistered = lost.filter((lease) => renewal.held.get(lease.token) === lease);
-  for (const lease of lost) lease.lost.abort();
+  // Finished elsewhere: its stream stops (the run gives the lease back); nothing to reconcile.
+  for (const lease of [...lost, ...finished]) lease.lost.abort();
   const lostAt = ctx.options.now();
   const batches = batchesOf(stillRegistered.map(({ ref }) => ref), RECONCILE_BATCH_MAX);
   await Promise.all(batches.map((refs, part) => enqueueReconcileBatch(ctx.queues, refs, { lostAt, holder: ctx.workerId, part })))
