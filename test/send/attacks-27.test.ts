@@ -290,3 +290,95 @@ describe('attack 27: Retry-After on a SendMessage the agent took', () => {
   }, 60_000);
 });
 
+
+/** A raw HTTP+JSON (REST) 1.0 agent: `routes` answers each request by method and path (counted per `METHOD path`). */
+async function restAgent(routes: (method: string, path: string, body: any) => { status: number; body?: unknown; sse?: string[] }) {
+  const counts = new Map<string, number>();
+  let base = '';
+  const server = createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (chunk: Buffer) => chunks.push(chunk));
+    req.on('end', () => {
+      const path = (req.url ?? '').split('?')[0]!;
+      if (req.method === 'GET' && path === '/.well-known/agent-card.json') {
+        const card = { ...cardFor(''), supportedInterfaces: [{ url: `${base}/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' }] };
+        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(card));
+      }
+      const key = `${req.method} ${path.replace(/^\/rest/, '')}`;
+      counts.set(key, (counts.get(key) ?? 0) + 1);
+      const text = Buffer.concat(chunks).toString('utf8');
+      const answer = routes(req.method ?? '', path.replace(/^\/rest/, ''), text ? JSON.parse(text) : undefined);
+      if (answer.sse) {
+        res.writeHead(200, { 'content-type': 'text/event-stream' });
+        for (const event of answer.sse) res.write(`data: ${event}\n\n`);
+        return void res.end();
+      }
+      res.writeHead(answer.status, { 'content-type': 'application/a2a+json' }).end(answer.body === undefined ? '' : JSON.stringify(answer.body));
+    });
+  });
+  const sockets = trackSockets(server);
+  base = `http://127.0.0.1:${await listenOnLoopback(server)}`;
+  const handle = { cardUrl: `${base}/.well-known/agent-card.json`, count: (key: string) => counts.get(key) ?? 0, async close() { sockets.destroyAll(); await closeServer(server); } };
+  keep(handle);
+  return handle;
+}
+
+const restError = (status: number, reason: string) => ({ error: { code: status, status: status === 404 ? 'NOT_FOUND' : 'INTERNAL', message: reason, details: [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'a2a-protocol.org' }] } });
+
+/*
+ * The HTTP+JSON binding's equivalents of known JSON-RPC faults. Tried (each held): a 500 on message:send after the
+ * agent made the task (adopted by our messageId from GET /tasks, one send); a message:send answer that is another
+ * client's COMPLETED task (never our result); a /tasks/T1:subscribe stream opening with another task's snapshot and its
+ * COMPLETED (never our result; T1 settles from its own reads). Not tried here: the gRPC binding (its harness serves
+ * the SDK's behaviours, not scripted wire faults).
+ */
+describe('attack 27: the HTTP+JSON binding', () => {
+  it('SendMessage answered 500 after the agent made the task (REST): adopted by our messageId, one SendMessage', async () => {
+    let received: Received | undefined;
+    const agent = await restAgent((method, path, body) => {
+      if (method === 'POST' && path === '/message:send') return ((received = receivedOf(body)), { status: 500, body: restError(500, 'INTERNAL') });
+      if (method === 'GET' && path === '/tasks') return { status: 200, body: { tasks: received ? [holder('T1', 'COMPLETED', received)] : [], nextPageToken: '', pageSize: 50, totalSize: received ? 1 : 0 } };
+      if (method === 'GET' && path === '/tasks/T1') return { status: 200, body: holder('T1', 'COMPLETED', received!) };
+      return { status: 404, body: restError(404, 'TASK_NOT_FOUND') };
+    });
+    const { producer: p } = await h.setUp(() => ({}), fast);
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `rest-500-${Date.now()}` });
+    const record = await finished(p, id, 40_000);
+    expect(agent.count('POST /message:send')).toBe(1);
+    expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
+  }, 60_000);
+
+  it('a REST SendMessage answer naming another client\'s task (another context, their message): never COMPLETED with its result', async () => {
+    const theirs = () => task('T9', 'COMPLETED', { contextId: 'ctx-other', history: [{ role: 'ROLE_USER', messageId: 'someone-else', parts: [{ text: 'x' }] }], artifacts: { a1: 'their booking' } });
+    const agent = await restAgent((method, path) => {
+      if (method === 'POST' && path === '/message:send') return { status: 200, body: { task: theirs() } };
+      if (method === 'GET' && path === '/tasks') return { status: 200, body: { tasks: [theirs()], nextPageToken: '', pageSize: 50, totalSize: 1 } };
+      if (method === 'GET' && path === '/tasks/T9') return { status: 200, body: theirs() };
+      return { status: 404, body: restError(404, 'TASK_NOT_FOUND') };
+    });
+    const { producer: p } = await h.setUp(() => ({}), fast);
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `rest-foreign-${Date.now()}` });
+    const record = await finished(p, id, 40_000);
+    expect(agent.count('POST /message:send')).toBe(1);
+    expect(record.state === 'COMPLETED' && JSON.stringify(await viewOf(p, id)).includes('their booking')).toBe(false);
+  }, 60_000);
+
+  it('a REST subscription whose stream is another task\'s (a foreign first snapshot): never COMPLETED with its result', async () => {
+    let received: Received | undefined;
+    const theirs = () => task('T9', 'COMPLETED', { contextId: 'ctx-other', history: [{ role: 'ROLE_USER', messageId: 'someone-else', parts: [{ text: 'x' }] }], artifacts: { a1: 'their booking' } });
+    let reads = 0;
+    const agent = await restAgent((method, path, body) => {
+      if (method === 'POST' && path === '/message:send') return ((received = receivedOf(body)), { status: 200, body: { task: holder('T1', 'WORKING', received) } });
+      if (path === '/tasks/T1:subscribe') return { status: 200, sse: [JSON.stringify({ task: theirs() }), JSON.stringify({ statusUpdate: { taskId: 'T9', contextId: 'ctx-other', status: { state: 'TASK_STATE_COMPLETED' } } })] };
+      if (method === 'GET' && path === '/tasks/T1') return { status: 200, body: holder('T1', ++reads > 3 ? 'COMPLETED' : 'WORKING', received!) };
+      if (method === 'GET' && path === '/tasks') return { status: 200, body: { tasks: [holder('T1', 'WORKING', received!)], nextPageToken: '', pageSize: 50, totalSize: 1 } };
+      return { status: 404, body: restError(404, 'TASK_NOT_FOUND') };
+    });
+    const { producer: p } = await h.setUp(() => ({}), fast);
+    const { id } = await p.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `rest-stream-${Date.now()}` });
+    const record = await finished(p, id, 40_000);
+    expect(agent.count('POST /message:send')).toBe(1);
+    expect(JSON.stringify(await viewOf(p, id))).not.toContain('their booking');
+    expect(record.state === 'COMPLETED' ? record.taskId : 'T1').toBe('T1');
+  }, 60_000);
+});
