@@ -93,6 +93,24 @@ describe('attack 27: the push webhook', () => {
     expect(JSON.stringify(await scene.env.producer.journal.getDelegationView(scene.ref))).not.toContain('their booking');
   }, 60_000);
 
+  /*
+   * FINDING (an update of our task in another context applied; kind: ownership checked on a pushed whole Task only).
+   * Input: the right token; a status update naming our T1 but context "ctx-other", state FAILED (no message); the
+   * agent's own T1 is WORKING in our context (GetTask, the stream). Observed: 204 and the row FAILED at once (the
+   * failure may re-delegate the step while T1 goes on working: the work twice). Expected: an event of our task id in
+   * another context is no proof either way (a whole Task in another context is refused, 403): not applied; the workers
+   * read T1 in full and settle from what it shows (WORKING: the row stays WORKING). Location:
+   * packages/producer/src/server/routes/push.ts `pushRefusal` (context checked only for `task` bodies) and
+   * `applyStreamResponse` (shared/src/journal/observe.ts: "kept by taskId", only a warning).
+   */
+  it.fails('a status update of our task in another context (FAILED): not applied, T1 read in full (before: FAILED at once)', async () => {
+    const scene = await pushScene(host(), (id, received) => holder(id as 'T1', 'WORKING', received));
+    const status = await scene.push({ statusUpdate: { taskId: 'T1', contextId: 'ctx-other', status: { state: 'TASK_STATE_FAILED', timestamp: new Date().toISOString() } } });
+    expect(status).toBe(204);
+    await eventually(async () => getTaskCalls(scene.agent, 'T1') >= 1 || (await scene.record()).state === 'FAILED', 'T1 read or the row failed', 20_000);
+    expect((await scene.record()).state).toBe('WORKING');
+  }, 60_000);
+
   it('a replayed completion (the same whole Task pushed five times, then an older WORKING update): settled once, never regressed', async () => {
     // Tried: our T1 COMPLETED with its artifact pushed 5 times, then a WORKING status update stamped an hour earlier.
     // Holds if the row is COMPLETED with T1's artifact, one COMPLETED transition, and stays COMPLETED.
