@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { beforeEach, describe, expect, it } from 'vitest';
 import type { Cluster } from 'ioredis';
-import { Journal, JournalError } from '@durable-a2a/shared';
+import { isFinished, JOURNAL_STATES, Journal, JournalError, type JournalState } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 
@@ -376,6 +376,8 @@ describe('follow lease', () => {
     const third = { workflowId: ref.workflowId, delegationId: 'third.1' };
     expect(await journal.lease(ref, 'acquire', 'a', 5_000)).toBe(true);
     expect(await journal.lease(third, 'acquire', 'b', 5_000)).toBe(true);
+    // Unfinished rows (a lease of a finished or gone row is not renewed: below).
+    for (const row of [other, third]) await redis().hset(journal.keys.delegation(row.workflowId, row.delegationId), 'state', 'WORKING');
     // `other`: a's lease ran out (nobody holds it); `third`: b holds it.
     const renewals = await journal.renewLeases([{ ref, token: 'a' }, { ref: other, token: 'a' }, { ref: third, token: 'a' }], 7_000, () => 1);
     expect(renewals.map(({ lease }) => lease)).toEqual(['renewed', 'retaken', 'lost']);
@@ -395,6 +397,29 @@ describe('follow lease', () => {
     expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: false });
     expect(await journal.noteSuspect(ref, 'T'.repeat(2_000))).toBe('too-long');
     expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: true });
+  });
+
+  it('renewLeases: a lease whose delegation is finished or gone (compacted) is not renewed (finished), whoever holds it (attack 27)', async () => {
+    const gone = { workflowId: ref.workflowId, delegationId: 'gone.1' };
+    expect(await journal.lease(ref, 'acquire', 'a', 5_000)).toBe(true);
+    expect(await journal.lease(gone, 'acquire', 'a', 5_000)).toBe(true);
+    await redis().hset(journal.keys.delegation(ref.workflowId, ref.delegationId), 'state', 'COMPLETED');
+    expect((await journal.renewLeases([{ ref, token: 'a' }, { ref, token: 'b' }, { ref: gone, token: 'a' }], 7_000, () => 1)).map(({ lease }) => lease)).toEqual(['finished', 'finished', 'finished']);
+    expect(await redis().pttl(journal.keys.followLease(ref.workflowId, ref.delegationId))).toBeLessThanOrEqual(5_000);
+  });
+
+  it('property: renewLeases answers finished exactly for the finished journal states and a gone row, and renews (or takes back) every other', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom<string>(...JOURNAL_STATES, 'GONE'), fc.boolean(), async (state, held) => {
+        const row = { workflowId: ref.workflowId, delegationId: `p${++counter}.1` };
+        // GONE: no row at all (a finished workflow's rows are compacted away).
+        if (state !== 'GONE') await redis().hset(journal.keys.delegation(row.workflowId, row.delegationId), 'state', state);
+        if (held) expect(await journal.lease(row, 'acquire', 'a', 5_000)).toBe(true);
+        const [renewal] = await journal.renewLeases([{ ref: row, token: 'a' }], 7_000, () => 1);
+        expect(renewal!.lease).toBe(state === 'GONE' || isFinished(state as JournalState) ? 'finished' : held ? 'renewed' : 'retaken');
+      }),
+      { examples: [['COMPLETED', true], ['AMBIGUOUS', false], ['LOST', true], ['WORKING', true], ['INPUT_REQUIRED', false], ['GONE', true]] },
+    );
   });
 });
 

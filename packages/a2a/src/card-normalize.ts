@@ -105,12 +105,53 @@ function interfacesOf(raw: unknown): AgentInterface[] {
   return found;
 }
 
+/** A snake_case proto field name's JSON name (proto3 JSON mapping: lowerCamelCase): `supported_interfaces` → `supportedInterfaces`. */
+function jsonNameOf(protoName: string): string {
+  return protoName.replace(/_([a-z0-9])/g, (_match, letter: string) => letter.toUpperCase());
+}
+
+/** An object's own keys under their JSON names; a key already spelled by its JSON name wins over its proto name. */
+function renamed(value: unknown): unknown {
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
+  const entries = Object.entries(value);
+  const spelled = new Set(entries.map(([key]) => key));
+  const result: Record<string, unknown> = {};
+  for (const [key, member] of entries) {
+    const name = jsonNameOf(key);
+    if (name !== key && spelled.has(name)) continue;
+    result[name] = member;
+  }
+  return result;
+}
+
+/**
+ * The card with the proto field names of the members read here (the card's own, each interface's, the capabilities',
+ * each skill's) read as their JSON names: a ProtoJSON printer that keeps proto field names writes
+ * `supported_interfaces`, `protocol_binding`, `protocol_version`, and ProtoJSON parsers accept either spelling (spec
+ * §5.7, proto3 JSON mapping). Map keys (`securitySchemes` names) and values are left as they are.
+ */
+function withJsonNames(raw: unknown): unknown {
+  const card = renamed(raw);
+  if (card === null || typeof card !== 'object' || Array.isArray(card)) return card;
+  const record = card as Record<string, unknown>;
+  const each = (list: unknown) => (Array.isArray(list) ? list.map(renamed) : list);
+  return {
+    ...record,
+    ...('supportedInterfaces' in record ? { supportedInterfaces: each(record.supportedInterfaces) } : {}),
+    ...('additionalInterfaces' in record ? { additionalInterfaces: each(record.additionalInterfaces) } : {}),
+    ...('skills' in record ? { skills: each(record.skills) } : {}),
+    ...('capabilities' in record ? { capabilities: renamed(record.capabilities) } : {}),
+  };
+}
+
 /**
  * Normalizes a parsed card (1.0 or 0.3). Interfaces with a non-http(s) or
- * empty URL are dropped. Throws `AgentCardError` (`INVALID_CARD`,
+ * empty URL are dropped. Proto field names (`supported_interfaces`, `protocol_binding`) are read as their JSON names
+ * (`withJsonNames`). Throws `AgentCardError` (`INVALID_CARD`,
  * `NO_USABLE_INTERFACE`).
  */
-export function normalizeAgentCard(raw: unknown): AgentCard {
+export function normalizeAgentCard(card: unknown): AgentCard {
+  const raw = withJsonNames(card);
   const common = CommonCardSchema.safeParse(raw);
   if (!common.success) {
     throw new AgentCardError('INVALID_CARD', `agent card invalid: ${common.error.issues[0]?.message ?? 'unknown'}`, { cause: raw });

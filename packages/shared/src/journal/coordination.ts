@@ -10,16 +10,22 @@ import { JournalReplies } from './replies.ts';
 import { arrayReply, callScriptMany, defineScript, integerReply, outcomeDecoder, fenceDecoder, ScriptReplyError } from './scripts.ts';
 import { unlessRefused } from './errors.ts';
 
-/** What renewing one follow lease found (`renewLeases`). */
-export type LeaseRenewal = 'renewed' | 'retaken' | 'lost';
+/**
+ * What renewing one follow lease found (`renewLeases`): `finished` when the delegation it follows is finished (its
+ * row finished, or gone: a finished workflow's rows are compacted away): nothing renewed, nothing left to follow.
+ */
+export type LeaseRenewal = 'renewed' | 'retaken' | 'lost' | 'finished';
 
 /** What the renewal of one follow lease found (`renewLeases`): the lease, and whether its row keeps suspects. */
 export interface FollowRenewal {
-  /** `renewed`, `retaken` (it had run out and nobody took it since), or `lost` (someone else holds it). */
+  /**
+   * `renewed`, `retaken` (it had run out and nobody took it since), `lost` (someone else holds it), or `finished` (the
+   * delegation is finished or its row gone: nothing renewed, its stream should stop).
+   */
   lease: LeaseRenewal;
   /**
    * The delegation's row keeps suspect evidence (noteSuspect-1.lua: suspects pending, or `suspectsLost` above 0), read
-   * in the same script while the lease is ours; false when the lease is lost or the row is gone.
+   * in the same script while the lease is ours; false when the lease is lost or the row finished or gone.
    */
   keepsSuspects: boolean;
 }
@@ -32,16 +38,16 @@ const leaseScript = defineScript({
   decode: outcomeDecoder({ 1: 'done', 0: 'not ours' }),
 });
 
-/** renewFollow-2.lua: the lease renewed, taken back or lost, and whether the row keeps suspects. */
+/** renewFollow-2.lua: the lease renewed, taken back, lost, or not renewed (the row finished), and whether the row keeps suspects. */
 const renewFollowScript = defineScript({
   name: 'renewFollow',
   keys: ['delegation', 'lease'],
   encode: (input: { token: string; durationMs: number }) => [input.token, input.durationMs],
   decode: (reply, script): FollowRenewal => {
     const [outcome, suspects] = arrayReply(reply, script);
-    const lease = ({ 1: 'renewed', 2: 'retaken', 0: 'lost' } as const)[integerReply(outcome, script) as 0 | 1 | 2];
+    const lease = ({ 1: 'renewed', 2: 'retaken', 0: 'lost', 3: 'finished' } as const)[integerReply(outcome, script) as 0 | 1 | 2 | 3];
     if (lease === undefined) throw new ScriptReplyError(script, reply);
-    return { lease, keepsSuspects: lease !== 'lost' && integerReply(suspects, script) === 1 };
+    return { lease, keepsSuspects: (lease === 'renewed' || lease === 'retaken') && integerReply(suspects, script) === 1 };
   },
 });
 
@@ -148,18 +154,21 @@ export class JournalCoordination extends JournalReplies {
 
   /**
    * Renews many follow leases of open streams with one round trip (renewFollow-2.lua each, pipelined: a lease that
-   * ran out and that nobody took since is taken back; the same script says whether the row keeps suspects) and moves
+   * ran out and that nobody took since is taken back; none is renewed for a finished or gone row; the same script says
+   * whether the row keeps suspects) and moves
    * the reconciler's next check of every lease still ours to `checkAt(ref)` (ms since epoch; one ZADD XX: a
    * delegation settled while its stream was closing is not put back in the unfinished index).
-   * @returns per lease, in order: `renewed`, `retaken` (it had run out), or `lost` (someone else holds it), and
-   *   whether its row keeps suspects pending or counted lost (`FollowRenewal`)
+   * @returns per lease, in order: `renewed`, `retaken` (it had run out), `lost` (someone else holds it), or `finished`
+   *   (the delegation is finished or its row gone: not renewed), and whether its row keeps suspects pending or
+   *   counted lost (`FollowRenewal`)
    */
   async renewLeases(leases: readonly { ref: DelegationRef; token: string }[], durationMs: number, checkAt: (ref: DelegationRef) => number): Promise<FollowRenewal[]> {
     const calls = leases.map(({ ref, token }) => ({ keys: { delegation: this.keys.delegation(ref.workflowId, ref.delegationId), lease: this.keys.followLease(ref.workflowId, ref.delegationId) }, input: { token, durationMs } }));
     const renewals = await callScriptMany(this.redis, renewFollowScript, calls);
     const scores: (string | number)[] = [];
     leases.forEach(({ ref }, index) => {
-      if (renewals[index]!.lease !== 'lost') scores.push(checkAt(ref), indexMember(ref.workflowId, ref.delegationId));
+      const lease = renewals[index]!.lease;
+      if (lease === 'renewed' || lease === 'retaken') scores.push(checkAt(ref), indexMember(ref.workflowId, ref.delegationId));
     });
     if (scores.length > 0) await this.redis.zadd(this.keys.unfinished(), 'XX', ...scores);
     return renewals;

@@ -136,6 +136,19 @@ function isCompletionWithoutResult(response: StreamResponse): boolean {
 }
 
 /**
+ * Whether a pushed status or artifact update names a context other than the delegation's (the agent's, else the one
+ * we asked for): an update of our task id in another context is no proof it is ours (a whole Task in another context
+ * is refused, `pushRefusal`), so it is not applied; the workers read the task in full (attack 27: a FAILED update of
+ * T1 in "ctx-other" settled the row FAILED at once while T1 went on working). An update without a context (0.3 agents
+ * may omit it) is judged by its task id alone, as before.
+ */
+export function isUpdateInAnotherContext(record: { contextId?: string; requestedContextId?: string }, response: StreamResponse): boolean {
+  const event = 'statusUpdate' in response ? response.statusUpdate : 'artifactUpdate' in response ? response.artifactUpdate : undefined;
+  const ours = record.contextId ?? record.requestedContextId;
+  return event !== undefined && !!event.contextId && ours !== undefined && event.contextId !== ours;
+}
+
+/**
  * Whether a pushed artifact update is a chunk of an artifact rather than the whole of it: it appends (`append: true`)
  * or announces more (`lastChunk` not `true`). Pushes are separate POSTs that arrive late, out of order and repeated
  * (spec §9: duplicates happen) and carry no sequence number, so a chunk applied from a push can double (a repeated
@@ -292,6 +305,14 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     // Nothing the workers need to read now (the completion brings the whole result): no wake, so a flood of chunks
     // is no flood of GetTask calls.
     context.count('chunk-not-applied');
+    return reply.code(204).send(null);
+  }
+  if (!isFinished(record.state) && isUpdateInAnotherContext(record, response)) {
+    // Our task id in another context proves nothing either way (a whole Task in another context is refused): not
+    // applied; the workers read the task in full and settle from what it shows.
+    context.count('another-context');
+    request.log.warn({ ...ref, taskId: taskIdOf(response) }, 'push names our task in another context; not applied, the workers read the task');
+    await context.wakeWorkers(ref, pushedTimestampMs(response));
     return reply.code(204).send(null);
   }
   if (!isFinished(record.state) && isCompletionWithoutResult(response)) {

@@ -21,6 +21,11 @@
  * delegation per second across workers, as the push route's), read by the reconciler before its lease check. A suspect
  * the push route kept without its job (a crash between the two, a failed enqueue) is read within a tick, not when
  * the follow ends (hours for a long-lived stream). A row without suspects costs nothing more (the script's HMGET).
+ *
+ * A lease whose delegation is finished (by a push, the reconciler, a person's resolve while the stream stayed open)
+ * is not renewed and its stream stops: nothing it could still carry changes a finished row, and a stream of
+ * keep-alive comments alone would otherwise hold the lease, a job slot and a socket until `streamQuietMs` (attack 27).
+ * No reconcile is asked for it: the row is finished.
  */
 import { enqueueReconcile, enqueueReconcileBatch, RECONCILE_BATCH_MAX, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
@@ -81,12 +86,14 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   for (const lease of leases) lease.issued++;
   let lost: HeldLease[] = [];
   let suspected: HeldLease[] = [];
+  let finished: HeldLease[] = [];
   try {
     const results = await ctx.journal.renewLeases(leases, ctx.options.lockDurationMs, () => jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
     const renewals = results.map(({ lease }) => lease);
     // Rows keeping suspects, of streams still open here (a stream that ended meanwhile left its row to whoever routed it).
     suspected = leases.filter((lease, index) => results[index]!.keepsSuspects && renewal.held.get(lease.token) === lease);
     lost = leases.filter((_, index) => renewals[index] === 'lost');
+    finished = leases.filter((_, index) => renewals[index] === 'finished');
     // A lease its holder gave back meanwhile (a stream that ended) and that this batch took back is released by that
     // holder (`issued`): not a stall.
     const retaken = leases.filter((lease, index) => renewals[index] === 'retaken' && renewal.held.get(lease.token) === lease).length;
@@ -105,7 +112,8 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   // Not ours any more: stop these streams, and have the reconciler look at each at once (not those released
   // meanwhile: a stream that ended gave its lease back during the round trip).
   const stillRegistered = lost.filter((lease) => renewal.held.get(lease.token) === lease);
-  for (const lease of lost) lease.lost.abort();
+  // Finished elsewhere: its stream stops (the run gives the lease back); nothing to reconcile.
+  for (const lease of [...lost, ...finished]) lease.lost.abort();
   const lostAt = ctx.options.now();
   const batches = batchesOf(stillRegistered.map(({ ref }) => ref), RECONCILE_BATCH_MAX);
   await Promise.all(batches.map((refs, part) => enqueueReconcileBatch(ctx.queues, refs, { lostAt, holder: ctx.workerId, part })))
