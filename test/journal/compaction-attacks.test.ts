@@ -196,12 +196,14 @@ describe('a finished workflow far over the compacted record\'s size', () => {
     const server = await startRedisServer();
     const client = createRedisClient(server.url) as Redis;
     try {
-      const big = new Journal(client, { prefix: 'huge', retentionMs: 60_000, now: () => 5_000 });
+      // Status messages kept whole up to 8 MiB (a fleet configured so: the default bound is 64 KiB).
+      const big = new Journal(client, { prefix: 'huge', retentionMs: 60_000, now: () => 5_000, statusMessageBytes: 8 * 1024 * 1024 });
       const id = 'wf-huge';
       await big.createWorkflow(id, { state: 'RUNNING', definition: definition(id), createdAt: '1000' }, intent(id));
       const refs = Array.from({ length: 12 }, (_, index) => ({ workflowId: id, delegationId: `main.${index + 1}` }));
       for (const ref of refs.slice(1)) await big.createIntent(id, { ...intent(id), delegationId: ref.delegationId, attempt: ref.delegationId.slice(5) });
-      // An agent's final status message may be as large as one stream event (8 MiB): 4 MiB each here, 48 MiB in all.
+      // An agent's final status message may be as large as one stream event (8 MiB) under that bound: 4 MiB each here,
+      // 48 MiB in all.
       const text = 'x'.repeat(4 * 1024 * 1024);
       for (const ref of refs) await big.applyStatus(ref, { mode: 'outcome', state: 'COMPLETED', statusMessage: { messageId: 's', role: 'ROLE_AGENT', parts: [{ text }] } });
       // The server's peak resident memory (Lua's heap is not in INFO's used_memory): VmHWM, in KiB.
