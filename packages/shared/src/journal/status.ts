@@ -410,12 +410,16 @@ export class JournalStatus extends JournalDelegations {
 
   /**
    * Notes on a finished delegation that another task of the agent holds our message too (noteDuplicateTask-1.lua):
-   * `protocolError` with code DUPLICATE_TASK and the two task ids, the finished state, result and error unchanged.
-   * Returns false when the row is not finished (nothing written: the task-read row decides there) or missing.
+   * `protocolError` with code DUPLICATE_TASK and the two task ids (`ours` undefined: the row finished without a task of
+   * ours, so the other task is the only one the agent made for our message), the finished state, result and error
+   * unchanged. Returns false when the row is not finished (nothing written: the task-read row decides there) or missing.
    */
-  async noteDuplicateTask(ref: DelegationRef, taskIds: readonly [ours: string, other: string]): Promise<boolean> {
-    const [ours, other] = taskIds.map((id) => id.slice(0, 128));
-    const message = `task ${other} holds our message too (read after task ${ours} finished): the agent may have done the work twice`;
+  async noteDuplicateTask(ref: DelegationRef, taskIds: readonly [ours: string | undefined, other: string]): Promise<boolean> {
+    const [ours, other] = taskIds.map((id) => id?.slice(0, 128));
+    const message =
+      ours === undefined
+        ? `task ${other} holds our message (read after this attempt finished without a task of ours): the agent got it and may have done the work`
+        : `task ${other} holds our message too (read after task ${ours} finished): the agent may have done the work twice`;
     const error: RecordedError = { code: 'DUPLICATE_TASK', message, retryable: false, delivery: 'received' };
     const noted = await this.call(noteDuplicateTaskScript, { delegation: this.delegationKeys(ref)[0] }, { error, nowMs: this.now() });
     return noted === 'noted';

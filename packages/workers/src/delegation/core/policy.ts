@@ -311,7 +311,7 @@ export function suspectReadAt(record: Pick<DelegationRecord, 'sendStartedAt' | '
  * (`SUSPECT_READS_PER_JOB`: the GetTask calls of one job; the rest wait for the next job). `ours`: pending ids that
  * are our own task (pushed before it was bound), to clear.
  */
-export function suspectsToRead(pending: readonly string[], named: string | undefined, boundTaskId: string, cap: number): { read: string[]; ours: string[] } {
+export function suspectsToRead(pending: readonly string[], named: string | undefined, boundTaskId: string | undefined, cap: number): { read: string[]; ours: string[] } {
   const read: string[] = [];
   for (const id of named === undefined ? pending : [...pending, named]) {
     if (id !== boundTaskId && !read.includes(id) && read.length < cap) read.push(id);

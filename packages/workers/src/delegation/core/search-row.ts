@@ -75,11 +75,18 @@ export function otherHolder(record: DelegationRecord, finding: SearchFinding): [
  */
 export function foreignHolder(record: DelegationRecord, task: Task, reply = record.replyMessageId): { taskIds: [string, string]; messageId: string } | undefined {
   if (record.taskId === undefined || task.id === record.taskId) return undefined;
-  // What the task carries of its conversation: its history and its status message (an agent may keep our message only
-  // there, as the push route's `suspectOf` counts it; attack22: the two disagreed and the duplicate went unseen).
-  const carried = task.status.message ? [...(task.history ?? []), task.status.message] : task.history;
-  const messageId = [record.messageId, ...(reply !== undefined ? [reply] : [])].find((id) => historyHolds(carried, id));
+  const messageId = messageOfOursIn(record, task, reply);
   return messageId === undefined ? undefined : { taskIds: [record.taskId, task.id], messageId };
+}
+
+/**
+ * The message of ours `task` holds (`historyHolds` over what it carries of its conversation: its history and its
+ * status message, where an agent may keep our message only, as the push route's `suspectOf` counts it; attack22: the
+ * two disagreed and the duplicate went unseen): our first message, or `reply` (default the row's). Undefined: none.
+ */
+export function messageOfOursIn(record: DelegationRecord, task: Task, reply = record.replyMessageId): string | undefined {
+  const carried = task.status.message ? [...(task.history ?? []), task.status.message] : task.history;
+  return [record.messageId, ...(reply !== undefined ? [reply] : [])].find((id) => historyHolds(carried, id));
 }
 
 /** How a Task of a named task came (`namedTaskNotOurs`): the call (`send`: a send's answer), and whether it is a full read (default true; a ListTasks summary is not). */

@@ -9,18 +9,19 @@
 import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { afterSuspectReads, suspectRound, suspectsToRead, type SuspectRead } from '../core/policy.ts';
-import { foreignHolder } from '../core/search-row.ts';
+import { foreignHolder, messageOfOursIn } from '../core/search-row.ts';
 import { readTask } from '../io/read.ts';
 import { withReconcileSlot } from './reconcile-slot.ts';
 
 /**
- * Reads the pending suspects of the finished `record` bound to `boundTaskId`, `SUSPECT_READS_PER_JOB` a job (GetTask,
+ * Reads the pending suspects of the finished `record` bound to `boundTaskId` (undefined: it finished without a task of
+ * ours, e.g. at its deadline or closed while held, so every suspect is read), `SUSPECT_READS_PER_JOB` a job (GetTask,
  * as for an unfinished row), notes each one holding our message (`noteDuplicateTask`), and ends the round in the
  * journal (`clearSuspects`: read ones removed, unread kept for another round, unreadable counted lost). Returns the
  * run's outcome when suspects are still pending (a later job reads them: the settle waits), else undefined (none left:
  * the caller settles the row).
  */
-export async function readFinishedRowSuspects(ctx: WorkerContext, record: DelegationRecord, boundTaskId: string, log: WorkerContext['logger']): Promise<string | undefined> {
+export async function readFinishedRowSuspects(ctx: WorkerContext, record: DelegationRecord, boundTaskId: string | undefined, log: WorkerContext['logger']): Promise<string | undefined> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   const { read: toRead, ours } = suspectsToRead(await ctx.journal.pendingSuspects(ref), undefined, boundTaskId, SUSPECT_READS_PER_JOB);
   const reads = new Map<string, SuspectRead>();
@@ -53,9 +54,11 @@ async function readFinishedRowSuspect(ctx: WorkerContext, record: DelegationReco
   const observed = await readTask(ctx, record, { why: `a refused push showed our message in task ${suspectTaskId.slice(0, 128)} (read after this attempt finished)`, taskId: suspectTaskId, cycle: false, call: 'push', log });
   if (observed.kind === 'task-not-found') return 'suspect-not-holding';
   if (observed.kind !== 'task-read') return observed.kind === 'read-failed' && observed.retryable ? 'suspect-unread' : 'suspect-unreadable';
-  const twice = foreignHolder(record, observed.task);
-  if (!twice) return 'suspect-not-holding';
-  await ctx.journal.noteDuplicateTask(record, twice.taskIds);
-  log.warn({ taskIds: twice.taskIds, state: record.state }, 'another task holds our message too, read after this attempt finished: noted on the attempt (the agent may have done the work twice)');
+  // A row that finished without a task of ours: a task holding our message is the agent's only one for it (delivered:
+  // the work may have happened although the row says otherwise), noted the same way.
+  const taskIds = record.taskId === undefined ? (messageOfOursIn(record, observed.task) !== undefined ? ([undefined, observed.task.id] as const) : undefined) : foreignHolder(record, observed.task)?.taskIds;
+  if (!taskIds) return 'suspect-not-holding';
+  await ctx.journal.noteDuplicateTask(record, taskIds);
+  log.warn({ taskIds, state: record.state }, 'a task holds our message, read after this attempt finished: noted on the attempt (the agent may have done the work, twice if another task of ours holds it)');
   return 'several-holders';
 }

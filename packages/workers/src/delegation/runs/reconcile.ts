@@ -108,8 +108,9 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   // serializes and redacts its bindings when made (1.5 % of a fresh worker's CPU reattaching 10,000 streams).
   const log = lazyChildLogger(ctx.logger, { queue: 'reconcile', ...ref, step: record.step, messageId: record.messageId, taskId: record.taskId, jobId });
   if (isFinished(record.state)) {
-    // Suspects noted before it finished are read before its workflow decides (settle.ts waits for them).
-    if (record.suspects !== undefined && record.taskId !== undefined) {
+    // Suspects noted before it finished are read before its workflow decides (settle.ts waits for them), whether or
+    // not it finished bound to a task of ours (an INTENT row keeps them too, and may finish at its deadline).
+    if (record.suspects !== undefined) {
       const pending = await readFinishedRowSuspects(ctx, record, record.taskId, log);
       if (pending !== undefined) return pending;
       const current = await ctx.journal.getDelegation(ref);
