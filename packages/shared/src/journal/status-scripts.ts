@@ -249,7 +249,6 @@ export const clearSuspectsScript = defineScript({
   },
 });
 
-/** noteProtocolError-1.lua: 'journaled', or 'finished' (the delegation is: left alone). */
 /** noteDuplicateTask-1.lua: another task holding our message, noted on a finished row (state unchanged). */
 export const noteDuplicateTaskScript = defineScript({
   name: 'noteDuplicateTask',
@@ -258,6 +257,7 @@ export const noteDuplicateTaskScript = defineScript({
   decode: outcomeDecoder({ 1: 'noted', 0: 'unfinished' }),
 });
 
+/** noteProtocolError-1.lua: 'journaled', or 'finished' (the delegation is: left alone). */
 export const noteProtocolErrorScript = defineScript({
   name: 'noteProtocolError',
   keys: ['delegation'],
