@@ -10,12 +10,10 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { createProducer } from '@durable-a2a/producer';
-import { createRedisClient, Journal } from '@durable-a2a/shared';
 import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
-import { intentRow } from '../harness/journal-rows.ts';
+import { agentWorkflowRows } from '../harness/journal-rows.ts';
 import { startScriptedAgent, task } from '../harness/scripted-agent.ts';
 
 const TASK_NOT_FOUND = { error: { code: -32001, message: 'Task not found' } } as const;
@@ -38,15 +36,9 @@ describe('a finished row that kept suspects without ever being bound to a task o
         return { result: task(id, 'WORKING', { contextId: `ctx-${id}`, history }) };
       },
     });
-    const producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    keep(agent);
     // The rows are journaled on a connection of the test's own (as the producer and a push route would leave them).
-    const client = createRedisClient(redisServer().url);
-    const journal = new Journal(client, { prefix, retentionMs: 60_000, now: Date.now });
-    keep(agent, producer, { close: async () => void (await client.quit()) });
-    const now = String(Date.now());
-    const definition = JSON.stringify({ workflowId, steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'book a flight' } }] });
-    await journal.createWorkflow(workflowId, { state: 'RUNNING', definition, createdAt: now }, { ...intentRow(workflowId), agentCardUrl: agent.cardUrl, createdAt: now, updatedAt: now });
-    const ref = { workflowId, delegationId: 'main.1' };
+    const { producer, journal, ref } = await agentWorkflowRows({ redisUrl: redisServer().url, prefix, workflowId, cardUrl: agent.cardUrl, keep });
     for (const id of suspects) expect(await journal.noteSuspect(ref, id)).toBe('kept');
     await journal.applyStatus(ref, { mode: 'outcome', state, error: { code: state === 'FAILED' ? 'DEADLINE_EXCEEDED' : 'CANCELED_BEFORE_SEND', message: 'ended before its send was answered' } });
     const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });

@@ -325,7 +325,10 @@ export class JournalStatus extends JournalDelegations {
       taskOwner: typeof binding === 'object' ? binding.key : row,
       index: checkHere ? this.keys.unfinished() : row,
     };
-    return { keys, input: { change, nowMs: this.now(), binding, checkHere, heldVersion: heldVersion(change.held), artifactBytesPerDelegation: this.artifactBytesPerDelegation } };
+    // A copy holding suspects names no version: clearSuspects-1.lua may have deleted them without a bump, and a change
+    // reply only sets fields (applyStatus-5.lua FIELDS_UNVERSIONED); the whole row comes back instead (rare: a refused push named a task).
+    const held = change.held?.suspects === undefined ? heldVersion(change.held) : undefined;
+    return { keys, input: { change, nowMs: this.now(), binding, checkHere, heldVersion: held, artifactBytesPerDelegation: this.artifactBytesPerDelegation } };
   }
 
   /**
