@@ -14,9 +14,8 @@ import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 import { agentWorkflowRows } from '../harness/journal-rows.ts';
-import { startScriptedAgent, task } from '../harness/scripted-agent.ts';
+import { startSuspectsAgent } from '../harness/holders.ts';
 
-const TASK_NOT_FOUND = { error: { code: -32001, message: 'Task not found' } } as const;
 let counter = 0;
 
 describe('a finished row that kept suspects without ever being bound to a task of ours', () => {
@@ -28,14 +27,7 @@ describe('a finished row that kept suspects without ever being bound to a task o
     const prefix = `unbound-suspects${++counter}`;
     const workflowId = `${prefix}-w`;
     const messageId = `m-${workflowId}`;
-    const agent = await startScriptedAgent({
-      GetTask: (params) => {
-        const id = String((params as { id?: unknown }).id);
-        if (!suspects.includes(id)) return TASK_NOT_FOUND;
-        const history = [{ messageId: holding.has(id) ? messageId : `m-someone-else-${id}`, role: 'ROLE_USER', parts: [{ text: 'book a flight' }] }];
-        return { result: task(id, 'WORKING', { contextId: `ctx-${id}`, history }) };
-      },
-    });
+    const agent = await startSuspectsAgent(suspects, holding, messageId);
     keep(agent);
     // The rows are journaled on a connection of the test's own (as the producer and a push route would leave them).
     const { producer, journal, ref } = await agentWorkflowRows({ redisUrl: redisServer().url, prefix, workflowId, cardUrl: agent.cardUrl, keep });

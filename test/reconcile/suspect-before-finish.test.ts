@@ -15,9 +15,8 @@ import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 import { agentWorkflowRows } from '../harness/journal-rows.ts';
-import { startScriptedAgent, task } from '../harness/scripted-agent.ts';
+import { startSuspectsAgent } from '../harness/holders.ts';
 
-const TASK_NOT_FOUND = { error: { code: -32001, message: 'Task not found' } } as const;
 let counter = 0;
 
 describe('a suspect noted between the last read of a row and its terminal status', () => {
@@ -28,13 +27,7 @@ describe('a suspect noted between the last read of a row and its terminal status
     const prefix = `suspect-window${++counter}`;
     const workflowId = `${prefix}-w`;
     const messageId = `m-${workflowId}`;
-    const agent = await startScriptedAgent({
-      GetTask: (params) => {
-        const id = String((params as { id?: unknown }).id);
-        if (id !== 'T2') return TASK_NOT_FOUND;
-        return { result: task('T2', 'WORKING', { contextId: 'ctx-T2', history: [{ messageId, role: 'ROLE_USER', parts: [{ text: 'book a flight' }] }] }) };
-      },
-    });
+    const agent = await startSuspectsAgent(['T2'], new Set(['T2']), messageId);
     keep(agent);
     const { producer, journal, ref } = await agentWorkflowRows({ redisUrl: redisServer().url, prefix, workflowId, cardUrl: agent.cardUrl, keep });
     await journal.applyStatus(ref, { mode: 'snapshot', state: 'WORKING', taskId: 'T1', contextId: 'ctx-T1', agentCardUrl: agent.cardUrl });
