@@ -6,7 +6,7 @@
 import { expect } from 'vitest';
 import type { Producer } from '@durable-a2a/producer';
 import { eventually } from './fleet.ts';
-import { agentMessage, task } from './scripted-agent.ts';
+import { agentMessage, startScriptedAgent, task, type ScriptedAgentHandle } from './scripted-agent.ts';
 
 /** The message our SendMessage carried, as the agent recorded it. */
 export interface Received {
@@ -47,4 +47,19 @@ export async function personNaming(producer: Producer, id: string, taskIds: read
   expect(row.state).toBe('AMBIGUOUS');
   for (const taskId of taskIds) expect(row.error?.message).toContain(taskId);
   return row;
+}
+
+/**
+ * A scripted agent answering GetTask for `suspects` (tasks a refused push named): those in `holding` hold our message
+ * `messageId` in their history, the others another client's; any other id is TaskNotFound.
+ */
+export function startSuspectsAgent(suspects: readonly string[], holding: ReadonlySet<string>, messageId: string): Promise<ScriptedAgentHandle> {
+  return startScriptedAgent({
+    GetTask: (params) => {
+      const id = String((params as { id?: unknown }).id);
+      if (!suspects.includes(id)) return { error: { code: -32001, message: 'Task not found' } };
+      const history = [{ messageId: holding.has(id) ? messageId : `m-someone-else-${id}`, role: 'ROLE_USER', parts: [{ text: 'book a flight' }] }];
+      return { result: task(id, 'WORKING', { contextId: `ctx-${id}`, history }) };
+    },
+  });
 }

@@ -2,7 +2,8 @@
  * Journal rows for tests that drive the journal directly (no fleet): a first attempt's INTENT row as the
  * producer would journal it, and a journal holding one.
  */
-import { Journal, type DelegationRecord, type DelegationRef, type RedisClient } from '@durable-a2a/shared';
+import { createProducer, type Producer } from '@durable-a2a/producer';
+import { createRedisClient, Journal, type DelegationRecord, type DelegationRef, type RedisClient } from '@durable-a2a/shared';
 
 /** The INTENT row of delegation `delegationId` (step `main`, attempt 1) of `workflowId`, for `createWorkflow` / `createIntent`. */
 export const intentRow = (workflowId: string, delegationId = 'main.1') => ({
@@ -54,4 +55,28 @@ export async function runningIntent(journal: Journal, workflowId: string, card: 
 export async function hgetallCalls(redis: RedisClient): Promise<number> {
   const info = await redis.info('commandstats');
   return Number(/cmdstat_hgetall:calls=(\d+)/.exec(info)?.[1] ?? 0);
+}
+
+/** What `agentWorkflowRows` journaled: a producer, a journal on a connection of the test's own, the step's ref. */
+export interface AgentWorkflowRows {
+  producer: Producer;
+  journal: Journal;
+  ref: DelegationRef;
+}
+
+/**
+ * Workflow `workflowId` RUNNING with one step `main` delegated to the agent at `cardUrl`, its delegation main.1 in
+ * INTENT (`intentRow`, created now), journaled on a connection of the test's own (as the producer and a push route
+ * would leave the rows); a producer on `prefix` beside it. `keep` closes the producer and the connection after the test.
+ */
+export async function agentWorkflowRows(options: { redisUrl: string; prefix: string; workflowId: string; cardUrl: string; keep: (...closables: { close(): Promise<unknown> }[]) => void }): Promise<AgentWorkflowRows> {
+  const { redisUrl, prefix, workflowId, cardUrl } = options;
+  const producer = createProducer({ redis: redisUrl, addressPolicy: { allowLoopback: true }, prefix });
+  const client = createRedisClient(redisUrl);
+  const journal = new Journal(client, { prefix, retentionMs: 60_000, now: Date.now });
+  options.keep(producer, { close: async () => void (await client.quit()) });
+  const now = String(Date.now());
+  const definition = JSON.stringify({ workflowId, steps: [{ name: 'main', agent: cardUrl, message: { text: 'book a flight' } }] });
+  await journal.createWorkflow(workflowId, { state: 'RUNNING', definition, createdAt: now }, { ...intentRow(workflowId), agentCardUrl: cardUrl, createdAt: now, updatedAt: now });
+  return { producer, journal, ref: { workflowId, delegationId: 'main.1' } };
 }

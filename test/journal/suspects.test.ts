@@ -139,13 +139,16 @@ describe('expiry: the pending suspects are the row\'s own fields', () => {
   });
 });
 
+/** The workflow's history entries, parsed (the list beside its row). */
+const historyEntries = async () => (await redis().lrange(journal.keys.history(ref.workflowId), 0, -1)).map((text) => JSON.parse(text) as { kind: string });
+
 /** noteDuplicateTask-1.lua: a suspect read after the row finished holds our message: every return code. */
 describe('noteDuplicateTask', () => {
   it('1 noted on a finished row: protocolError DUPLICATE_TASK naming both tasks, the state and result unchanged, the version bumped', async () => {
     await applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED' }, artifacts: [{ artifactId: 'a1', parts: [{ text: 'booked' }] }] }, { snapshot: true, agentCardUrl: 'http://agent.test/card' });
     const before = (await journal.getDelegation(ref))!;
     expect(before.state).toBe('COMPLETED');
-    expect(await journal.noteDuplicateTask(ref, ['T1', 'T2'])).toBe(true);
+    expect(await journal.noteDuplicateTask(ref, ['T1', 'T2'])).toBe('noted');
     const after = (await journal.getDelegation(ref))!;
     expect(after).toMatchObject({ state: 'COMPLETED', taskId: 'T1', protocolErrorCount: before.protocolErrorCount + 1, version: before.version + 1 });
     expect(after.protocolError).toMatchObject({ code: 'DUPLICATE_TASK', retryable: false });
@@ -153,16 +156,27 @@ describe('noteDuplicateTask', () => {
     expect(after.result).toEqual(before.result);
   });
 
+  it('1 writes the history entry naming both tasks; 2 the same note again (a retried read): nothing written', async () => {
+    await applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_COMPLETED' } }, { snapshot: true, agentCardUrl: 'http://agent.test/card' });
+    expect(await journal.noteDuplicateTask({ ...ref, step: 'main', state: 'COMPLETED' }, ['T1', 'T2'])).toBe('noted');
+    const entries = (await historyEntries()).filter((entry) => entry.kind === 'duplicate-task');
+    expect(entries).toEqual([expect.objectContaining({ kind: 'duplicate-task', delegationId: ref.delegationId, step: 'main', state: 'COMPLETED', taskId: 'T1', otherTaskId: 'T2' })]);
+    const before = await redis().hgetall(journal.keys.delegation(ref.workflowId, ref.delegationId));
+    expect(await journal.noteDuplicateTask(ref, ['T1', 'T2'])).toBe('already noted');
+    expect(await redis().hgetall(journal.keys.delegation(ref.workflowId, ref.delegationId))).toEqual(before);
+    expect((await historyEntries()).filter((entry) => entry.kind === 'duplicate-task')).toHaveLength(1);
+  });
+
   it('0 on an unfinished row: nothing written (the task-read row decides there)', async () => {
     await applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_WORKING' } }, { snapshot: true, agentCardUrl: 'http://agent.test/card' });
     const before = await redis().hgetall(journal.keys.delegation(ref.workflowId, ref.delegationId));
-    expect(await journal.noteDuplicateTask(ref, ['T1', 'T2'])).toBe(false);
+    expect(await journal.noteDuplicateTask(ref, ['T1', 'T2'])).toBeUndefined();
     expect(await redis().hgetall(journal.keys.delegation(ref.workflowId, ref.delegationId))).toEqual(before);
   });
 
   it('DELEGATION_MISSING: a row that is gone is false, nothing created', async () => {
     const gone = { workflowId: ref.workflowId, delegationId: 'nope.1' };
-    expect(await journal.noteDuplicateTask(gone, ['T1', 'T2'])).toBe(false);
+    expect(await journal.noteDuplicateTask(gone, ['T1', 'T2'])).toBeUndefined();
     expect(await redis().exists(journal.keys.delegation(gone.workflowId, gone.delegationId))).toBe(0);
   });
 });

@@ -10,15 +10,12 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { createProducer } from '@durable-a2a/producer';
-import { createRedisClient, Journal } from '@durable-a2a/shared';
 import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
-import { intentRow } from '../harness/journal-rows.ts';
-import { startScriptedAgent, task } from '../harness/scripted-agent.ts';
+import { agentWorkflowRows } from '../harness/journal-rows.ts';
+import { startSuspectsAgent } from '../harness/holders.ts';
 
-const TASK_NOT_FOUND = { error: { code: -32001, message: 'Task not found' } } as const;
 let counter = 0;
 
 describe('a finished row that kept suspects without ever being bound to a task of ours', () => {
@@ -30,23 +27,10 @@ describe('a finished row that kept suspects without ever being bound to a task o
     const prefix = `unbound-suspects${++counter}`;
     const workflowId = `${prefix}-w`;
     const messageId = `m-${workflowId}`;
-    const agent = await startScriptedAgent({
-      GetTask: (params) => {
-        const id = String((params as { id?: unknown }).id);
-        if (!suspects.includes(id)) return TASK_NOT_FOUND;
-        const history = [{ messageId: holding.has(id) ? messageId : `m-someone-else-${id}`, role: 'ROLE_USER', parts: [{ text: 'book a flight' }] }];
-        return { result: task(id, 'WORKING', { contextId: `ctx-${id}`, history }) };
-      },
-    });
-    const producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    const agent = await startSuspectsAgent(suspects, holding, messageId);
+    keep(agent);
     // The rows are journaled on a connection of the test's own (as the producer and a push route would leave them).
-    const client = createRedisClient(redisServer().url);
-    const journal = new Journal(client, { prefix, retentionMs: 60_000, now: Date.now });
-    keep(agent, producer, { close: async () => void (await client.quit()) });
-    const now = String(Date.now());
-    const definition = JSON.stringify({ workflowId, steps: [{ name: 'main', agent: agent.cardUrl, message: { text: 'book a flight' } }] });
-    await journal.createWorkflow(workflowId, { state: 'RUNNING', definition, createdAt: now }, { ...intentRow(workflowId), agentCardUrl: agent.cardUrl, createdAt: now, updatedAt: now });
-    const ref = { workflowId, delegationId: 'main.1' };
+    const { producer, journal, ref } = await agentWorkflowRows({ redisUrl: redisServer().url, prefix, workflowId, cardUrl: agent.cardUrl, keep });
     for (const id of suspects) expect(await journal.noteSuspect(ref, id)).toBe('kept');
     await journal.applyStatus(ref, { mode: 'outcome', state, error: { code: state === 'FAILED' ? 'DEADLINE_EXCEEDED' : 'CANCELED_BEFORE_SEND', message: 'ended before its send was answered' } });
     const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix });

@@ -54,6 +54,7 @@ export { searchWorkflows, listWorkflowSummaries, pruneSearchIndex, workflowSumma
 export type { WorkflowFilter } from './journal/search.ts';
 export { indexedPairs, searchableMetadata, SEARCH_METADATA_KEY, SEARCH_METADATA_LIMITS } from './journal/search-index.ts';
 export { parseAgentTimestamp } from './journal/clock.ts';
+export { EARLIER_PROTOCOL_ERRORS_MAX } from './journal/keys.ts';
 export type { ObservationResult } from './journal/observe.ts';
 export {
   ALL_QUEUES,

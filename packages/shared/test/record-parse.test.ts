@@ -12,7 +12,7 @@ const full: Record<string, string> = {
   requestedContextId: 'c1', contextId: 'c1', contextRefused: '1', taskId: 't1', state: 'INPUT_REQUIRED', statusTimestamp: '2026-01-01T00:00:00Z',
   statusTimestampMs: '1767225600000', question, statusMessage: question, namedTaskUnread: '1', message, result: JSON.stringify({ parts: [{ text: 'done' }] }),
   error: JSON.stringify({ code: 'X', message: 'x', retryable: true, delivery: 'maybe' }), protocolError: JSON.stringify({ code: 'P', message: 'p' }),
-  protocolErrorCount: '3', push: '1', held: '1', pushToken: 'secret', pushConfigId: 'da2a-config', pushConfigState: 'registered', createdAt: '10', updatedAt: '20', sendStartedAt: '11', priority: '7', sendCount: '1',
+  protocolErrorCount: '3', earlierProtocolErrors: JSON.stringify([{ code: 'Q', message: 'q', retryable: false }]), push: '1', held: '1', pushToken: 'secret', pushConfigId: 'da2a-config', pushConfigState: 'registered', createdAt: '10', updatedAt: '20', sendStartedAt: '11', priority: '7', sendCount: '1',
   resendCount: '2', unreachableCount: '3', unsentTries: '2', unreachableSince: '12', nextTryAt: '13', slotWaitUntil: '14', version: '7', fence: '4', notFoundCount: '1', firstNotFoundAt: '15', noProgressMark: 'mk', noProgressSince: '16',
   noProgressCount: '2', noProgressLast: 'ls', finishedAt: '19', replyMessageId: 'r1', replyMessage: message, replyState: 'sending',
   replySendToken: 'tok', replySendUntil: '30', replyError: 'no', replyForQuestion: 'q1', replyBy: 'expiry', questionKey: 'q1', questionAskedAt: '31', questionExpired: 'q0', questionExpiredAt: '32', questionExpiry: 'answer', effect: 'present',

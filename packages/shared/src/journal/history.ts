@@ -63,6 +63,12 @@ export const HISTORY_ENTRY_SCHEMAS = {
   }),
   /** A verifier's finding about an attempt's effect, with its evidence (cut to text when too large). */
   verification: z.object({ kind: z.literal('verification'), at, ...delegation, effect: z.enum(['present', 'absent', 'unknown']), evidence: z.unknown().optional(), cut: z.literal(true).optional() }),
+  /**
+   * A task of the agent other than ours (`otherTaskId`) holds our message, read after the attempt finished
+   * (`state`; `taskId`: our task, absent when it finished without one): the agent may have done the work twice
+   * (noteDuplicateTask-1.lua). The attempt's state and the workflow's outcome stand; a person checks.
+   */
+  'duplicate-task': z.object({ kind: z.literal('duplicate-task'), at, ...delegation, state: z.string().optional(), taskId: z.string().optional(), otherTaskId: z.string() }),
   /** An undo step (compensation) journaled for the attempt `compensates`. */
   compensation: z.object({ kind: z.literal('compensation'), at, ...delegation, compensates: z.string(), agentCardUrl: z.string() }),
 } as const;

@@ -33,6 +33,14 @@ export const SUSPECTS_PENDING_MAX = 32;
  */
 export const SUSPECT_READS_PER_JOB = 8;
 
+/**
+ * The most earlier protocol errors a delegation row keeps beside its latest one (`earlierProtocolErrors`,
+ * lua/includes/protocolErrors.lua): the first ones, so the first evidence of an agent's misbehaviour (a FOREIGN_TASK)
+ * is never hidden by a later note (a DUPLICATE_TASK); past it they are counted (`protocolErrorCount`). Each error is
+ * our own short text naming task ids, so the row stays within a few KiB.
+ */
+export const EARLIER_PROTOCOL_ERRORS_MAX = 4;
+
 /** Default key prefix. */
 export const DEFAULT_PREFIX = 'da2a';
 

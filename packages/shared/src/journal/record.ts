@@ -107,9 +107,14 @@ export const DelegationRecordSchema = z
     message: requiredJson(OutgoingMessageSchema),
     result: optionalJson(z.unknown()),
     error: optionalJson(RecordedErrorSchema),
-    /** The last protocol error an agent caused without ending the attempt (noteProtocolError-1.lua). */
+    /**
+     * The latest protocol error an agent caused without ending the attempt (noteProtocolError-1.lua; on a finished
+     * attempt, DUPLICATE_TASK: noteDuplicateTask-1.lua), how many were noted, and the first ones before the latest
+     * (`earlierProtocolErrors`, oldest first, at most `EARLIER_PROTOCOL_ERRORS_MAX`: a later note never hides them).
+     */
     protocolError: optionalJson(RecordedErrorSchema),
     protocolErrorCount: count,
+    earlierProtocolErrors: optionalJson(z.array(RecordedErrorSchema)),
     push: flag,
     held: flag,
     pushToken: optionalText,

@@ -6,6 +6,7 @@ import { createHash } from 'node:crypto';
 import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { storedArtifact } from '@durable-a2a/a2a/pure';
 import { encodeRecordedError, type RecordedError } from './record.ts';
+import { EARLIER_PROTOCOL_ERRORS_MAX } from './keys.ts';
 import type { StatusChange } from './status.ts';
 import { parseAgentTimestamp } from './clock.ts';
 import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, ScriptReplyError, stringReply, type Refused } from './scripts.ts';
@@ -253,14 +254,14 @@ export const clearSuspectsScript = defineScript({
 export const noteDuplicateTaskScript = defineScript({
   name: 'noteDuplicateTask',
   keys: ['delegation'],
-  encode: (input: { error: RecordedError; nowMs: number }) => [encodeRecordedError(input.error), input.nowMs],
-  decode: outcomeDecoder({ 1: 'noted', 0: 'unfinished' }),
+  encode: (input: { error: RecordedError; nowMs: number; history: string }) => [encodeRecordedError(input.error), input.nowMs, EARLIER_PROTOCOL_ERRORS_MAX, input.history],
+  decode: outcomeDecoder({ 1: 'noted', 2: 'already noted', 0: 'unfinished' }),
 });
 
 /** noteProtocolError-1.lua: 'journaled', or 'finished' (the delegation is: left alone). */
 export const noteProtocolErrorScript = defineScript({
   name: 'noteProtocolError',
   keys: ['delegation'],
-  encode: (input: { error: RecordedError; nowMs: number }) => [encodeRecordedError(input.error), input.nowMs],
+  encode: (input: { error: RecordedError; nowMs: number }) => [encodeRecordedError(input.error), input.nowMs, EARLIER_PROTOCOL_ERRORS_MAX],
   decode: outcomeDecoder({ 1: 'journaled', 0: 'finished' }),
 });

@@ -18,6 +18,7 @@ import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalDelegations } from './delegations.ts';
 import { SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX } from './keys.ts';
+import { historyArgument, type HistoryEntryInput } from './history.ts';
 import { isRefused, type Refused } from './scripts.ts';
 import { z } from 'zod';
 import {
@@ -325,7 +326,10 @@ export class JournalStatus extends JournalDelegations {
       taskOwner: typeof binding === 'object' ? binding.key : row,
       index: checkHere ? this.keys.unfinished() : row,
     };
-    return { keys, input: { change, nowMs: this.now(), binding, checkHere, heldVersion: heldVersion(change.held), artifactBytesPerDelegation: this.artifactBytesPerDelegation } };
+    // A copy holding suspects names no version: clearSuspects-1.lua may have deleted them without a bump, and a change
+    // reply only sets fields (applyStatus-5.lua FIELDS_UNVERSIONED); the whole row comes back instead (rare: a refused push named a task).
+    const held = change.held?.suspects === undefined ? heldVersion(change.held) : undefined;
+    return { keys, input: { change, nowMs: this.now(), binding, checkHere, heldVersion: held, artifactBytesPerDelegation: this.artifactBytesPerDelegation } };
   }
 
   /**
@@ -412,17 +416,30 @@ export class JournalStatus extends JournalDelegations {
    * Notes on a finished delegation that another task of the agent holds our message too (noteDuplicateTask-1.lua):
    * `protocolError` with code DUPLICATE_TASK and the two task ids (`ours` undefined: the row finished without a task of
    * ours, so the other task is the only one the agent made for our message), the finished state, result and error
-   * unchanged. Returns false when the row is not finished (nothing written: the task-read row decides there) or missing.
+   * unchanged, an earlier protocol error kept (`earlierProtocolErrors`); and a `duplicate-task` entry in the workflow's
+   * history naming both tasks (what the views show a person). `record`: the finished row (its step and state go into
+   * the entry). Returns `noted`, `already noted` (the row's latest protocol error is this note: a retried read; nothing
+   * written), or undefined when the row is not finished (nothing written: the task-read row decides there) or missing.
    */
-  async noteDuplicateTask(ref: DelegationRef, taskIds: readonly [ours: string | undefined, other: string]): Promise<boolean> {
+  async noteDuplicateTask(record: DelegationRef & Partial<Pick<DelegationRecord, 'step' | 'state'>>, taskIds: readonly [ours: string | undefined, other: string]): Promise<'noted' | 'already noted' | undefined> {
     const [ours, other] = taskIds.map((id) => id?.slice(0, 128));
     const message =
       ours === undefined
         ? `task ${other} holds our message (read after this attempt finished without a task of ours): the agent got it and may have done the work`
         : `task ${other} holds our message too (read after task ${ours} finished): the agent may have done the work twice`;
     const error: RecordedError = { code: 'DUPLICATE_TASK', message, retryable: false, delivery: 'received' };
-    const noted = await this.call(noteDuplicateTaskScript, { delegation: this.delegationKeys(ref)[0] }, { error, nowMs: this.now() });
-    return noted === 'noted';
+    const nowMs = this.now();
+    const entry: HistoryEntryInput = {
+      kind: 'duplicate-task',
+      at: nowMs,
+      delegationId: record.delegationId,
+      ...(record.step !== undefined ? { step: record.step } : {}),
+      ...(record.state !== undefined ? { state: record.state } : {}),
+      ...(ours !== undefined ? { taskId: ours } : {}),
+      otherTaskId: other!,
+    };
+    const noted = await this.call(noteDuplicateTaskScript, { delegation: this.delegationKeys(record)[0] }, { error, nowMs, history: historyArgument(entry) });
+    return noted === 'noted' || noted === 'already noted' ? noted : undefined;
   }
 
   /**

@@ -48,7 +48,7 @@
   ARGV[17] the row's version as the caller holds it ('' = none): when the row is at that version before this change,
            the reply carries only what the caller's typed record lacks (the change: every field written here, and the
            fields other scripts write without a version bump, FIELDS_UNVERSIONED below), else the whole row. The
-           change reads 17 of the row's 30 or so fields into Lua (the version among them: one HMGET) and sends back about
+           change reads 20 of the row's 30 or so fields into Lua (the version among them: one HMGET) and sends back about
            half of them.
   ARGV[18] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
@@ -113,11 +113,14 @@
 --- @include "askedKeys"
 
 -- The fields of the typed record (record-parse.ts) that other scripts write without a bump of the version (claim-1.lua,
--- takeFollow-2.lua and the handover: fence; noteNoProgress-1.lua; notePushConfig-1.lua; noteNotFound-1.lua's two are
--- written here always): a caller's copy at the row's version may lack them, so a change reply carries them whenever
--- the row has them. No script deletes a field. (`owner`, `noProgressUnacceptable` and `artifactBytes` are no field of
--- the typed record: a change reply leaves them out.)
-local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId' }
+-- takeFollow-2.lua and the handover: fence; noteNoProgress-1.lua; notePushConfig-1.lua; noteSuspect-1.lua's suspects
+-- and suspectsLost; noteNotFound-1.lua's two are written here always): a caller's copy at the row's version may lack
+-- them, so a change reply carries them whenever the row has them. A suspect noted after the caller read the row and
+-- before this change finished it is in the record the settle decides from (it waits for the suspects to be read:
+-- settle.ts), never dropped unread by the workflow's decision. Only clearSuspects-1.lua deletes one of them
+-- (`suspects`): a caller whose copy holds suspects names no version (status.ts) and gets the row whole. (`owner`,
+-- `noProgressUnacceptable` and `artifactBytes` are no field of the typed record: a change reply leaves them out.)
+local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost' }
 -- What every transition reads when the caller holds the row (FIELDS_UNVERSIONED too); a field only some need is read
 -- when needed (`field`). A field costs about 0.3 µs to read into Lua, whatever its size.
 local FIELDS_READ = { 'delegationId', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId', 'questionKey', 'statusMessage',

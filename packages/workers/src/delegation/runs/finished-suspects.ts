@@ -3,8 +3,9 @@
  * noteSuspect-1.lua): still read, before its workflow decides (settle.ts waits while any is pending), since evidence
  * that the agent holds our message twice is never dropped unread. A finished state never regresses, so a suspect
  * shown holding our message is not the task-read row's AMBIGUOUS: it is noted on the row beside its result
- * (`Journal.noteDuplicateTask`: `protocolError` DUPLICATE_TASK naming both tasks, shown in every view), and a person
- * sees it there.
+ * (`Journal.noteDuplicateTask`: `protocolError` DUPLICATE_TASK naming both tasks, an earlier protocol error kept, and a
+ * `duplicate-task` entry in the workflow's history, shown in every view); a person hears of it by the `duplicate.task`
+ * notification and `durable_a2a_duplicate_tasks_total` (`notify/duplicate-task.ts`).
  */
 import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
@@ -12,6 +13,7 @@ import { afterSuspectReads, suspectRound, suspectsToRead, type SuspectRead } fro
 import { foreignHolder, messageOfOursIn } from '../core/search-row.ts';
 import { readTask } from '../io/read.ts';
 import { withReconcileSlot } from './reconcile-slot.ts';
+import { notifyDuplicateTask } from '../../notify/duplicate-task.ts';
 
 /**
  * Reads the pending suspects of the finished `record` bound to `boundTaskId` (undefined: it finished without a task of
@@ -58,7 +60,12 @@ async function readFinishedRowSuspect(ctx: WorkerContext, record: DelegationReco
   // the work may have happened although the row says otherwise), noted the same way.
   const taskIds = record.taskId === undefined ? (messageOfOursIn(record, observed.task) !== undefined ? ([undefined, observed.task.id] as const) : undefined) : foreignHolder(record, observed.task)?.taskIds;
   if (!taskIds) return 'suspect-not-holding';
-  await ctx.journal.noteDuplicateTask(record, taskIds);
-  log.warn({ taskIds, state: record.state }, 'a task holds our message, read after this attempt finished: noted on the attempt (the agent may have done the work, twice if another task of ours holds it)');
+  const noted = await ctx.journal.noteDuplicateTask(record, taskIds);
+  if (noted === 'noted') {
+    ctx.metrics.duplicateTasks.inc({ agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
+    log.warn({ taskIds, state: record.state }, 'a task holds our message, read after this attempt finished: noted on the attempt (the agent may have done the work, twice if another task of ours holds it)');
+  }
+  // Also when noted before (a retried read after a crash between the note and this emit): the same event id.
+  if (noted !== undefined) await notifyDuplicateTask(ctx, record, taskIds[0], taskIds[1]);
   return 'several-holders';
 }
