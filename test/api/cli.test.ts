@@ -4,6 +4,7 @@
  * env, and the documented exit codes.
  */
 import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
@@ -56,6 +57,11 @@ async function startWorkflow(workflowId: string, agentCardUrl: string): Promise<
 }
 
 describe('durable-a2a CLI', () => {
+  it('--version (and -V) prints the package version, exit 0', async () => {
+    const { version } = JSON.parse(readFileSync(new URL('../../packages/cli/package.json', import.meta.url), 'utf8')) as { version: string };
+    for (const flag of ['--version', '-V']) expect(await cli([flag])).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+  });
+
   it('agents add and agents list (human and --json)', async () => {
     const added = await cli(['agents', 'add', done.cardUrl]);
     expect(added).toMatchObject({ code: 0, stderr: '' });
@@ -105,8 +111,10 @@ describe('durable-a2a CLI', () => {
       return parsed.length > 0 ? parsed : undefined;
     }, 'an open question');
     expect(questions).toEqual([expect.objectContaining({ workflowId: 'cli-asks', step: 'main', text: 'Window or aisle?' })]);
+    // A header row, then the workflow with what it waits on (its question's state), not RUNNING.
     const waiting = await cli(['list', '--waiting']);
-    expect(waiting.stdout.trim().split('\n')).toEqual([expect.stringMatching(/^cli-asks\tRUNNING\t1 step\(s\) {2}1 question\(s\)$/)]);
+    expect(waiting.stdout.trim().split('\n')).toEqual(['WORKFLOW\tSTATE\tSTEPS', expect.stringMatching(/^cli-asks\tINPUT_REQUIRED\t1 step\(s\) {2}1 question\(s\)$/)]);
+    expect(JSON.parse((await cli(['--json', 'list', '--waiting'])).stdout)).toEqual([expect.objectContaining({ workflowId: 'cli-asks', state: 'RUNNING' })]);
     // The API's question filters (GET /v1/workflows?state=INPUT_REQUIRED) are CLI choices too.
     const byQuestion = await cli(['list', '--state', 'INPUT_REQUIRED']);
     expect(byQuestion).toMatchObject({ code: 0, stdout: waiting.stdout });
@@ -129,9 +137,13 @@ describe('durable-a2a CLI', () => {
     expect((await cli(['resolve', 'cli-done', 'retry'])).code).toBe(EXIT_CODES.CONFLICT);
     expect((await cli(['reply', 'cli-done', 'main', 'late'])).code).toBe(EXIT_CODES.CONFLICT); // never asked
     expect((await cli(['reply', 'cli-asks', 'main', 'aisle'])).stdout).toMatch(/^already answered with this reply: message /); // the same reply twice is harmless
+    // A different reply once the workflow finished: refused as finished, not as "answered with a different reply".
     const different = await cli(['reply', 'cli-asks', 'main', 'window']);
-    expect(different.code).toBe(EXIT_CODES.CONFLICT); // a different reply to an answered question: refused
-    expect(different.stderr).toContain('NO_OPEN_QUESTION');
+    expect(different.code).toBe(EXIT_CODES.CONFLICT);
+    expect(different.stderr).toContain('NO_OPEN_QUESTION: workflow cli-asks is finished (COMPLETED): it has no question left to answer');
+    expect(different.stderr).not.toContain('different reply');
+    const neverAsked = await cli(['reply', 'cli-done', 'main', 'late']);
+    expect(neverAsked.stderr).toContain('workflow cli-done is finished (COMPLETED)');
   });
 
   it('cancel of a running workflow: cancel requested, the workflow ends CANCELED', async () => {

@@ -57,19 +57,37 @@ export const ALLOWING_OPTION: Readonly<Partial<Record<BlockedCategory, 'allowLoo
   'link-local': 'allowLinkLocal',
 };
 
-/** What a refusal of `category` adds to its message: how to allow it, so the person who sees it knows what to set. */
+/**
+ * The environment variable of the executables (`durable-a2a-api` and `durable-a2a-workers` read the same names) that
+ * sets each `AddressPolicyOptions` switch; `allowLinkLocal` has none (a library option only).
+ */
+export const ADDRESS_POLICY_VARIABLES = {
+  allowLoopback: 'DA2A_ALLOW_LOOPBACK',
+  allowPrivate: 'DA2A_ALLOW_PRIVATE',
+  allowedHosts: 'DA2A_ALLOWED_AGENT_HOSTS',
+} as const;
+
+/**
+ * What a refusal of `category` adds to its message: how to allow it, as the library option and as the executables'
+ * environment variable, so the person who sees it knows what to set wherever the policy came from.
+ */
 function allowingHint(category: BlockedCategory): string {
   const option = ALLOWING_OPTION[category];
-  return option ? `; to allow it: addressPolicy.${option}, or the host in addressPolicy.allowedHosts` : '';
+  if (!option) return '';
+  const variable = (ADDRESS_POLICY_VARIABLES as Partial<Record<string, string>>)[option];
+  return `; to allow it: addressPolicy.${option}, or the host in addressPolicy.allowedHosts (durable-a2a-api and durable-a2a-workers: ${variable ? `${variable}=true, or ` : ''}${ADDRESS_POLICY_VARIABLES.allowedHosts}=<host>)`;
 }
 
-/** A URL or address the policy refuses. Not retryable: the same URL gets the same verdict. */
+/**
+ * A URL or address the policy refuses. Not retryable: the same URL gets the same verdict. Delivery `not-sent`: the
+ * refusal comes before any request leaves this process (at discovery, or at connection time before a byte is written).
+ */
 export class BlockedAddressError extends A2AError {
   readonly host: string;
   readonly category: BlockedCategory;
   readonly address?: string;
   constructor(message: string, details: { host: string; category: BlockedCategory; address?: string; cause?: unknown }) {
-    super(message, 'BLOCKED_ADDRESS', false, { reason: 'BLOCKED_ADDRESS', cause: details.cause });
+    super(message, 'BLOCKED_ADDRESS', false, { reason: 'BLOCKED_ADDRESS', cause: details.cause, delivery: 'not-sent' });
     this.host = details.host;
     this.category = details.category;
     if (details.address !== undefined) this.address = details.address;
@@ -197,9 +215,9 @@ export async function checkUrl(url: string, options: AddressPolicyOptions = {}):
     validated = await resolveChecked(policy, parsed.hostname);
   } catch (error) {
     if (error instanceof A2AError) throw error;
-    throw new NetworkError(`cannot resolve ${parsed.hostname}`, { cause: error });
+    throw new NetworkError(`cannot resolve ${parsed.hostname}`, { cause: error, delivery: 'not-sent' });
   }
-  if (validated.length === 0) throw new NetworkError(`no address for ${parsed.hostname}`);
+  if (validated.length === 0) throw new NetworkError(`no address for ${parsed.hostname}`, { delivery: 'not-sent' });
   return validated;
 }
 

@@ -14,11 +14,18 @@ export { AGENT_CARD_PATH, agentKeyOf, isHttpUrl } from './card-url.ts';
 /** Why a card was rejected: `INVALID_URL`, `REDIRECT`, `HTTP_STATUS`, `NOT_JSON`, `INVALID_CARD`, `NO_USABLE_INTERFACE`, `BLOCKED_ADDRESS` (R19). */
 export type AgentCardRejection = 'INVALID_URL' | 'REDIRECT' | 'HTTP_STATUS' | 'NOT_JSON' | 'INVALID_CARD' | 'NO_USABLE_INTERFACE' | 'BLOCKED_ADDRESS';
 
-/** A card we refuse to use. `reason` says why; not retryable (the same card gets the same verdict). */
+/** The rejections decided before any request leaves (the URL alone, or the address policy): delivery `not-sent`. */
+const REFUSED_BEFORE_SENDING: ReadonlySet<AgentCardRejection> = new Set(['INVALID_URL', 'BLOCKED_ADDRESS']);
+
+/**
+ * A card we refuse to use. `reason` says why; not retryable (the same card gets the same verdict). Delivery `not-sent`
+ * for a refusal decided before a request left (`INVALID_URL`, `BLOCKED_ADDRESS`), else `received` (the card arrived).
+ */
 export class AgentCardError extends A2AError {
   declare readonly reason: AgentCardRejection;
   constructor(reason: AgentCardRejection, message: string, details: { httpStatus?: number; cause?: unknown; bodyExcerpt?: string } = {}) {
-    super(message, 'AGENT_CARD_ERROR', false, { ...details, reason });
+    const notSent = details.httpStatus === undefined && REFUSED_BEFORE_SENDING.has(reason);
+    super(message, 'AGENT_CARD_ERROR', false, { ...details, reason, ...(notSent ? { delivery: 'not-sent' as const } : {}) });
   }
 }
 

@@ -84,6 +84,7 @@ export {
 } from './credentials.ts';
 export { DEFAULT_REQUEST_TIMEOUT_MS } from './http.ts';
 export {
+  ADDRESS_POLICY_VARIABLES,
   ALLOWING_OPTION,
   type AddressCategory,
   type AddressPolicyOptions,

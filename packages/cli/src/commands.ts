@@ -7,7 +7,7 @@ import { Command, InvalidArgumentError, Option } from 'commander';
 import { ApiError, callApi, type ApiClientOptions } from './client.ts';
 import { EXIT_CODES } from './exit-codes.ts';
 import { addAgentLimitsCommand } from './flow-commands.ts';
-import { formatAgent, formatQuestion, formatTimeline, formatWorkflowLine, type Agent, type WorkflowView } from './format.ts';
+import { WORKFLOW_LINE_HEADER, formatAgent, formatQuestion, formatTimeline, formatWorkflowLine, type Agent, type WorkflowView } from './format.ts';
 
 /** Most workflows `list` reads by default (`--limit`). */
 const DEFAULT_LIST_LIMIT = 50;
@@ -42,7 +42,7 @@ export function addReadCommands(program: Command, helpers: CommandHelpers): void
     .option('--limit <n>', 'read at most this many workflows', (value) => positiveInteger(value, '--limit'), DEFAULT_LIST_LIMIT)
     .action(async (options: ListOptions, command: Command) => {
       const views = await listViews(helpers, command, options);
-      helpers.print(command, views, () => views.map(formatWorkflowLine).join('\n') || '(none)');
+      helpers.print(command, views, () => (views.length > 0 ? [WORKFLOW_LINE_HEADER, ...views.map(formatWorkflowLine)].join('\n') : '(none)'));
     });
 
   program

@@ -162,10 +162,18 @@ export function formatQuestion(workflowId: string, question: Question): string {
   return `  ? ${workflowId} step ${question.step} ${question.state}: ${question.text || '(no text)'}${refused}\n    answer: durable-a2a reply ${workflowId} ${question.step} "…"`;
 }
 
-/** `list`: one line per workflow. */
+/** `list`: the header row above the workflow lines (human output only; `--json` prints the API's views). */
+export const WORKFLOW_LINE_HEADER = 'WORKFLOW\tSTATE\tSTEPS';
+
+/**
+ * `list`: one line per workflow, tab-separated: id, state, steps (and open questions). A RUNNING workflow whose step
+ * asks a question shows what it waits on, the question's state (INPUT_REQUIRED or AUTH_REQUIRED, the `--state`
+ * filter's names), not RUNNING.
+ */
 export function formatWorkflowLine(view: WorkflowView): string {
   const questions = view.openQuestions.length ? `  ${view.openQuestions.length} question(s)` : '';
-  return `${view.workflowId}\t${view.state}\t${view.steps.length} step(s)${questions}`;
+  const waitingOn = view.state === 'RUNNING' ? view.openQuestions[0]?.state : undefined;
+  return `${view.workflowId}\t${waitingOn ?? view.state}\t${view.steps.length} step(s)${questions}`;
 }
 
 /**

@@ -3,6 +3,7 @@
  * with commander, calls the API and returns the exit code (see EXIT_CODES);
  * it never calls process.exit, so it runs in-process in tests.
  */
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { ApiError, ApiUnreachableError, callApi, type ApiClientOptions } from './client.ts';
 import { addAgentCommands, addReadCommands, addSteerCommands, type CommandHelpers } from './commands.ts';
@@ -79,12 +80,19 @@ function exitCodeOf(error: unknown, io: CliIo, options: Partial<GlobalOptions>):
   return EXIT_CODES.FAILURE;
 }
 
+/** This package's version (its package.json, next to `src/` and `dist/`): what `--version` prints. */
+export const CLI_VERSION: string = (() => {
+  const parsed = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: unknown };
+  return typeof parsed.version === 'string' ? parsed.version : 'unknown';
+})();
+
 function buildProgram(io: CliIo): Command {
   const program = new Command('durable-a2a')
     .description('Inspect and steer durable-a2a workflows over the HTTP API')
     .addOption(new Option('--url <url>', 'API base URL (env DURABLE_A2A_URL)').default(io.env.DURABLE_A2A_URL ?? DEFAULT_API_URL))
     .addOption(new Option('--token <token>', 'API token, one of the service\'s DA2A_API_TOKENS (env DURABLE_A2A_TOKEN)'))
     .option('--json', 'print the API answer as JSON')
+    .version(CLI_VERSION, '-V, --version', 'print the version of durable-a2a')
     .exitOverride()
     .configureOutput({ writeOut: io.stdout, writeErr: io.stderr })
     .showHelpAfterError()

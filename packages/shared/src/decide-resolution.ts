@@ -26,6 +26,7 @@ export const RESOLVE_ACTIONS: Readonly<Record<AttentionCode, readonly ResolveAct
   AMBIGUOUS_SEND: ['retry', 'abandon'],
   NO_PROGRESS: ['retry', 'abandon'],
   AUTH: ['retry', 'abandon'],
+  ADDRESS_REFUSED: ['retry', 'abandon'],
   SEARCH_UNAVAILABLE: ['retry', 'abandon'],
   PROTOCOL_ERROR: ['retry', 'abandon'],
   UNSPECIFIED: ['retry', 'abandon'],

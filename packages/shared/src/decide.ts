@@ -128,10 +128,13 @@ function nextAttemptOrFail(rules: StepRules, step: Step, attempts: AttemptView[]
 
 /** What the latest attempt of a step means for the workflow. */
 function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decision {
-  if (latest.state === 'AMBIGUOUS' && (step.readOnly || latest.retryApproved)) return 'failed';
+  // Our own configuration refused the address (nothing sent): a person, even for a read-only step (another attempt
+  // would be refused the same way and spend the budget).
+  const refused = latest.state === 'AMBIGUOUS' && latest.error?.code === 'ADDRESS_REFUSED' && !latest.retryApproved;
+  if (latest.state === 'AMBIGUOUS' && !refused && (step.readOnly || latest.retryApproved)) return 'failed';
   if (latest.state === 'AMBIGUOUS') {
     const code = latest.error?.code;
-    const stuck = code === 'NO_PROGRESS' || code === 'PROTOCOL_ERROR' || code === 'AUTH' || code === 'SEARCH_UNAVAILABLE' ? code : undefined;
+    const stuck = code === 'NO_PROGRESS' || code === 'PROTOCOL_ERROR' || code === 'AUTH' || code === 'SEARCH_UNAVAILABLE' || code === 'ADDRESS_REFUSED' ? code : undefined;
     if (stuck) return { kind: 'needs-attention', step: step.name, code: stuck, reason: `${latest.delegationId}: ${latest.error!.message}` };
     return { kind: 'needs-attention', step: step.name, code: 'AMBIGUOUS_SEND', reason: `${latest.delegationId} is AMBIGUOUS: a person must decide` };
   }

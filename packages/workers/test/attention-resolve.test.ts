@@ -33,6 +33,8 @@ const SCENARIOS: Record<AttentionCode, Scenario[]> = {
   PROTOCOL_ERROR: [ambiguous('PROTOCOL_ERROR')],
   AUTH: [ambiguous('AUTH')],
   SEARCH_UNAVAILABLE: [ambiguous('SEARCH_UNAVAILABLE')],
+  // The workers' own address policy refused the URL (nothing sent): a person, a read-only step too.
+  ADDRESS_REFUSED: [ambiguous('ADDRESS_REFUSED'), { steps: [book({ readOnly: true }), pay], scripted: { 'book.1': { state: 'AMBIGUOUS', errorCode: 'ADDRESS_REFUSED' } } }],
   EFFECT_UNKNOWN: [{ steps: [book({ verifier, compensation: undo }), pay], scripted: { 'book.1': { state: 'COMPLETED', effect: 'unknown' } } }],
   EFFECT_WITHOUT_COMPENSATION: [{ steps: [book({ verifier }), pay], scripted: { 'book.1': { state: 'FAILED', effect: 'present' } } }],
   COMPENSATION_FAILED: [
@@ -68,7 +70,7 @@ function atAttention(code: AttentionCode, scenario: Scenario, later: Outcome[]):
 const outcomeArb: fc.Arbitrary<Outcome> = fc.record({
   state: fc.constantFrom('COMPLETED', 'FAILED', 'REJECTED', 'AMBIGUOUS', 'CANCELED'),
   effect: fc.option(fc.constantFrom('present', 'absent', 'unknown'), { nil: undefined }),
-  errorCode: fc.constantFrom('AGENT', 'NO_PROGRESS', 'PROTOCOL_ERROR', 'AUTH', 'SEARCH_UNAVAILABLE'),
+  errorCode: fc.constantFrom('AGENT', 'NO_PROGRESS', 'PROTOCOL_ERROR', 'AUTH', 'SEARCH_UNAVAILABLE', 'ADDRESS_REFUSED'),
 });
 const cases = ATTENTION_CODES.flatMap((code) => SCENARIOS[code].map((scenario, index) => [code, index, scenario] as const));
 const signature = (world: World) => JSON.stringify([world.row.attention?.code, world.row.attention?.delegationId, world.row.attention?.message]);
@@ -76,7 +78,7 @@ const signature = (world: World) => JSON.stringify([world.row.attention?.code, w
 describe('every attention code × both actions: a decision never loops back to the same attention', () => {
   it.each(cases)('%s (scenario %i): retry is allowed exactly when there is something to send again', (code, _index, scenario) => {
     const world = atAttention(code, scenario, []);
-    const expected: ResolveAction[] = ['AMBIGUOUS_SEND', 'NO_PROGRESS', 'PROTOCOL_ERROR', 'AUTH', 'SEARCH_UNAVAILABLE', 'COMPENSATION_FAILED', 'UNSPECIFIED'].includes(code) ? ['retry', 'abandon'] : ['abandon'];
+    const expected: ResolveAction[] = ['AMBIGUOUS_SEND', 'NO_PROGRESS', 'PROTOCOL_ERROR', 'AUTH', 'SEARCH_UNAVAILABLE', 'ADDRESS_REFUSED', 'COMPENSATION_FAILED', 'UNSPECIFIED'].includes(code) ? ['retry', 'abandon'] : ['abandon'];
     // An older release's prose names no delegation: a failed compensation cannot be told apart from another, so only abandon.
     const legacyCompensation = scenario.legacy && world.records.some((record) => record.kind === 'compensation');
     expect(allowedNow(world)).toEqual(legacyCompensation ? ['abandon'] : expected);

@@ -26,7 +26,7 @@ export interface GrpcEndpoint {
 export function grpcEndpoint(url: string): GrpcEndpoint {
   const parsed = URL.canParse(url) ? new URL(url) : undefined;
   if (parsed === undefined || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-    throw new ProtocolError(`gRPC interface URL must be http(s) (TLS by scheme): ${url}`);
+    throw new ProtocolError(`gRPC interface URL must be http(s) (TLS by scheme): ${url}`, { delivery: 'not-sent' });
   }
   const secure = parsed.protocol === 'https:';
   const host = parsed.hostname.replace(/^\[(.*)\]$/, '$1');

@@ -48,7 +48,7 @@ export function encodeFromJson(type: DescMessage, json: unknown): Buffer {
   try {
     return Buffer.from(toBinary(type, fromJson(type, json as JsonValue, { ignoreUnknownFields: false, registry: GRPC_REGISTRY })));
   } catch (error) {
-    throw new InvalidParamsError(`cannot encode ${type.typeName}: ${(error as Error).message}`, { cause: error });
+    throw new InvalidParamsError(`cannot encode ${type.typeName}: ${(error as Error).message}`, { cause: error, delivery: 'not-sent' });
   }
 }
 

@@ -30,7 +30,7 @@ function partTo03(part: Json): Json {
   if (part.url !== undefined) return { file: defined({ fileWithUri: part.url, mimeType }) };
   if (part.raw !== undefined) return { file: defined({ fileWithBytes: part.raw, mimeType }) };
   // 0.3 DataPart holds a Struct: what it cannot carry is refused, not reshaped (as on the other 0.3 bindings).
-  if (!isObject(part.data)) throw new InvalidParamsError('A2A 0.3 cannot carry a data part that is not a JSON object');
+  if (!isObject(part.data)) throw new InvalidParamsError('A2A 0.3 cannot carry a data part that is not a JSON object', { delivery: 'not-sent' });
   return { data: { data: part.data } };
 }
 
@@ -83,7 +83,7 @@ function requestTo03(name: string, params: Json): unknown {
     case 'ListTaskPushNotificationConfigs':
       return defined({ parent: taskName(params.taskId), pageSize: params.pageSize, pageToken: params.pageToken });
     default:
-      throw new UnsupportedOperationError(`${name} does not exist in A2A 0.3 gRPC`);
+      throw new UnsupportedOperationError(`${name} does not exist in A2A 0.3 gRPC`, { delivery: 'not-sent' });
   }
 }
 
@@ -169,7 +169,7 @@ export const GRPC_V03_MAPPING: GrpcWireMapping = {
   protocolVersion: '0.3',
   serviceName: GRPC_SERVICE_NAMES['0.3'],
   methodName: (name) => {
-    if (name === 'ListTasks') throw new UnsupportedOperationError('ListTasks does not exist in A2A 0.3');
+    if (name === 'ListTasks') throw new UnsupportedOperationError('ListTasks does not exist in A2A 0.3', { delivery: 'not-sent' });
     return METHOD_NAMES[name] ?? name;
   },
   toRequest: (name, params) => {

@@ -117,7 +117,7 @@ export class JsonRpcV03Transport implements A2ATransport {
     taskFromV03(await this.call(JSON_RPC_METHODS_V03.getTask, params, TaskV03Schema, options));
 
   listTasks: A2ATransport['listTasks'] = () =>
-    Promise.reject(new UnsupportedOperationError('A2A 0.3 JSON-RPC has no tasks/list (spec v0.3.0 §7)'));
+    Promise.reject(new UnsupportedOperationError('A2A 0.3 JSON-RPC has no tasks/list (spec v0.3.0 §7)', { delivery: 'not-sent' }));
 
   cancelTask: A2ATransport['cancelTask'] = async (params, options) =>
     taskFromV03(await this.call(JSON_RPC_METHODS_V03.cancelTask, params, TaskV03Schema, options));

@@ -125,7 +125,7 @@ export class RestV03Transport implements A2ATransport {
     this.call('GET', `/tasks/${segment(id)}${historyLength === undefined ? '' : `?historyLength=${historyLength}`}`, undefined, ProtoTaskSchema, options, answerContentProof({ id }));
 
   listTasks: A2ATransport['listTasks'] = () =>
-    Promise.reject(new UnsupportedOperationError('A2A 0.3 HTTP+JSON has no task list (spec v0.3.0 §3.5.6)'));
+    Promise.reject(new UnsupportedOperationError('A2A 0.3 HTTP+JSON has no task list (spec v0.3.0 §3.5.6)', { delivery: 'not-sent' }));
 
   /** 0.3 cancel takes no body fields; `metadata` has nowhere to go. */
   cancelTask: A2ATransport['cancelTask'] = ({ id }, options) =>

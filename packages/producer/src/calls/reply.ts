@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { PartSchema, type Part } from '@durable-a2a/a2a';
-import { ActorSchema, JournalError, SPAN_ATTRIBUTES, enqueueReply, isBlankText, withSpan, type DelegationRef } from '@durable-a2a/shared';
+import { ActorSchema, JournalError, SPAN_ATTRIBUTES, enqueueReply, isBlankText, isWorkflowFinished, withSpan, type DelegationRef, type WorkflowState } from '@durable-a2a/shared';
 import { NoOpenQuestionError, NotFoundError } from '../errors.ts';
 import type { WorkflowView } from '../view.ts';
 import { parseInput, readView, type ProducerContext } from './context.ts';
@@ -43,13 +43,23 @@ function lastReply(view: WorkflowView, step: string | undefined): { delegationId
 /**
  * A repeated reply is the same reply (same parts) as the one journaled for that question: it is answered
  * with the earlier messageId. A different reply to an answered question is refused (NO_OPEN_QUESTION):
- * replies carry no idempotency key, so the content is what makes a retry a retry.
+ * replies carry no idempotency key, so the content is what makes a retry a retry. `finished`: the workflow's state
+ * when it has finished: then a different reply is refused saying so (nothing is left to answer), not "answered
+ * with a different reply".
  */
-async function repeatedReply(context: ProducerContext, ref: DelegationRef, messageId: string, parts: Part[]): Promise<{ messageId: string; created: false }> {
+async function repeatedReply(context: ProducerContext, ref: DelegationRef, messageId: string, parts: Part[], finished?: string): Promise<{ messageId: string; created: false }> {
   const journaled = await context.journal.getDelegationView(ref);
   if (journaled?.replyMessageId === messageId && JSON.stringify(journaled.replyMessage?.parts) === JSON.stringify(parts)) return { messageId, created: false };
+  if (finished) throw finishedError(ref.workflowId, finished);
   throw new NoOpenQuestionError(`workflow ${ref.workflowId} has no open question on ${ref.delegationId}: it was already answered with a different reply (${messageId})`);
 }
+/**
+ * A reply to a finished workflow: it has no question left to answer, whatever was answered before. Still
+ * NO_OPEN_QUESTION (HTTP 409, the CLI's exit 4): the message says why.
+ */
+const finishedError = (id: string, state: string): NoOpenQuestionError =>
+  new NoOpenQuestionError(`workflow ${id} is finished (${state}): it has no question left to answer`);
+
 /** Who acts, kept in the workflow's history (`token <name>`, `session <name>`, `link <id>`; at most 200 characters). */
 export interface ActorOptions {
   by?: string;
@@ -59,7 +69,8 @@ export interface ActorOptions {
  * `Producer.reply`: answers the open question of `step` (default: the one asking); `by` is kept with the answer in
  * the workflow's history.
  * @throws ProducerInputError (an empty or blank answer: whitespace alone, or an empty part), NotFoundError (no
- *   workflow, no such step), NoOpenQuestionError (none open, a different answer to an answered question, an expired one)
+ *   workflow, no such step), NoOpenQuestionError (none open, a different answer to an answered question, an expired one,
+ *   a finished workflow: its message says it finished; the same reply again still answers `created: false`)
  */
 export async function replyToQuestion(context: ProducerContext, id: string, answer: ReplyAnswer, step?: string, options: ActorOptions = {}): Promise<{ messageId: string; created: boolean }> {
   const by = parseInput(ActorSchema.optional(), options.by);
@@ -71,7 +82,9 @@ export async function replyToQuestion(context: ProducerContext, id: string, answ
   if (!question) {
     // Sending the same reply twice is harmless: the earlier reply of that step is returned.
     const answered = lastReply(current, step);
-    if (answered) return repeatedReply(context, { workflowId: id, delegationId: answered.delegationId }, answered.messageId, parts);
+    const finished = isWorkflowFinished(current.state as WorkflowState) ? current.state : undefined;
+    if (answered) return repeatedReply(context, { workflowId: id, delegationId: answered.delegationId }, answered.messageId, parts, finished);
+    if (finished) throw finishedError(id, finished);
     const closed = current.cancelRequested ? ': it is being canceled, which closes its steps\' questions' : '';
     throw new NoOpenQuestionError(`workflow ${id} has no open question${step ? ` on step ${step}` : ''}${closed}`);
   }

@@ -4,6 +4,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { ADDRESS_POLICY_VARIABLES as ADDRESS_POLICY_VARIABLES_OF_A2A } from '@durable-a2a/a2a';
 import { TenantsConfigError, parseTenantsConfig, quotaSettingsOf, type TenantsConfig } from './tenants.ts';
 import { JournalDurabilityEnvironment, MillisecondsSchema, RedisUrlSchema, isClusterUrl } from '@durable-a2a/shared';
 import { QUOTAS_ON_CLUSTER_REASON } from '../errors.ts';
@@ -74,11 +75,7 @@ export const ServerEnvironmentSchema = z.object({
 });
 
 /** The variable that sets each `addressPolicy` switch of `durable-a2a-api` (the workers read the same names). */
-export const ADDRESS_POLICY_VARIABLES = {
-  allowLoopback: 'DA2A_ALLOW_LOOPBACK',
-  allowPrivate: 'DA2A_ALLOW_PRIVATE',
-  allowedHosts: 'DA2A_ALLOWED_AGENT_HOSTS',
-} as const satisfies Record<string, keyof z.input<typeof ServerEnvironmentSchema>>;
+export const ADDRESS_POLICY_VARIABLES = ADDRESS_POLICY_VARIABLES_OF_A2A satisfies Record<string, keyof z.input<typeof ServerEnvironmentSchema>>;
 export type ServerEnvironment = z.output<typeof ServerEnvironmentSchema>;
 
 /** Parses the environment; throws a ZodError naming each bad variable. */

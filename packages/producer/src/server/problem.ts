@@ -5,12 +5,11 @@
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { A2AError, ALLOWING_OPTION, AgentCardError, BlockedAddressError } from '@durable-a2a/a2a';
+import { A2AError, AgentCardError, BlockedAddressError } from '@durable-a2a/a2a';
 import { CorruptRecordError, JournalError, ReplicationTimeoutError } from '@durable-a2a/shared';
 import { AgentAddressRefusedError } from '../agent-addresses.ts';
 import { describeIssues, ForbiddenError, QuotaExceededError, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
 import { redisProblemOf } from './redis-problem.ts';
-import { ADDRESS_POLICY_VARIABLES } from './config.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
 
@@ -98,8 +97,8 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof WorkflowFinishedError) return problem('WORKFLOW_FINISHED', error.message);
   if (error instanceof ResolutionNotAllowedError) return problem('RESOLUTION_NOT_ALLOWED', error.message, { attentionCode: error.attentionCode, allowedActions: error.allowedActions });
   if (error instanceof AgentCardError) return problem('AGENT_CARD_REJECTED', error.message, { field: 'cardUrl' });
-  // The message names the category and the addressPolicy switch that allows it; the API's callers set variables.
-  if (error instanceof BlockedAddressError) return problem('AGENT_ADDRESS_REFUSED', `${error.message}${addressVariableHint(error)}`, { field: error instanceof AgentAddressRefusedError ? error.field : 'cardUrl' });
+  // The message names the category, the addressPolicy switch that allows it and the executables' variable.
+  if (error instanceof BlockedAddressError) return problem('AGENT_ADDRESS_REFUSED', error.message, { field: error instanceof AgentAddressRefusedError ? error.field : 'cardUrl' });
   // Anything else an agent's host did while we fetched its card (refused, reset, timeout, DNS).
   if (error instanceof A2AError) return problem('AGENT_CARD_UNREACHABLE', `${error.message}`, { field: 'cardUrl' });
   if (error instanceof CorruptRecordError) return problem('CORRUPT_RECORD', `${error.message}; it stays in Redis for a person to inspect or delete`, { key: error.key });
@@ -134,14 +133,3 @@ function withRetryAdvice(body: Problem, method: string): Problem {
   return { ...body, title: body.title.replace('; retry with the same idempotency key', '; retry'), detail: body.detail.replace(/ with the same idempotency key/g, '') };
 }
 
-/**
- * The variables of `durable-a2a-api` and `durable-a2a-workers` that allow a refused address (both check agent URLs,
- * so both need it): its category's switch where one exists, and the allowed hosts. Empty for a category no switch
- * allows (metadata, reserved, a scheme).
- */
-function addressVariableHint(error: BlockedAddressError): string {
-  const option = ALLOWING_OPTION[error.category];
-  if (!option) return '';
-  const variable = ADDRESS_POLICY_VARIABLES[option as keyof typeof ADDRESS_POLICY_VARIABLES] as string | undefined;
-  return ` (durable-a2a-api and durable-a2a-workers: ${variable ? `${variable}=true, or ` : ''}${ADDRESS_POLICY_VARIABLES.allowedHosts}=<host>)`;
-}

@@ -53,6 +53,12 @@ export const OUTCOME_CODES = [
    * done part of its work before it asked).
    */
   'CANCEL_REFUSED',
+  /**
+   * The workers' own address policy refused the agent's URL (a loopback, private or link-local address not allowed
+   * on the workers): nothing was sent, and no try can pass until their configuration changes. A person fixes it and
+   * retries (the attention's message names the variable).
+   */
+  'ADDRESS_REFUSED',
   /** Nobody answered the agent's question within the step's `question.expiresAfterMs` (`onExpiry: 'fail'`): re-delegable. */
   'QUESTION_EXPIRED',
 ] as const;

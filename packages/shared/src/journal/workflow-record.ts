@@ -26,6 +26,11 @@ export const ATTENTION_CODES = [
   'PROTOCOL_ERROR',
   /** An agent kept refusing our credentials, or asked for them again and again (P33, P34); a person decides. */
   'AUTH',
+  /**
+   * The workers' address policy refused the agent's URL (nothing was sent): a person changes the workers'
+   * configuration (the message names the variable) and retries.
+   */
+  'ADDRESS_REFUSED',
   /** The search for a message that may have been sent kept failing (P32); a person decides. */
   'SEARCH_UNAVAILABLE',
   /** Written by an older release as prose. */

@@ -56,7 +56,7 @@ export type Next =
    * nothing but the row's being unfinished (no fence, no version): a run that bound one of the tasks meanwhile cannot
    * make it unseen.
    */
-  | { kind: 'needs-person'; code: OutcomeCode; message: string; limit?: string; delivery?: 'maybe' | 'received'; anyRow?: true }
+  | { kind: 'needs-person'; code: OutcomeCode; message: string; limit?: string; delivery?: 'not-sent' | 'maybe' | 'received'; anyRow?: true }
   /** Enqueue CancelTask for the task (the user canceled the workflow while this task was found or sent). */
   | { kind: 'cancel' }
   /**

@@ -167,6 +167,12 @@ export type Observation =
        * Agent Card unavailable, a request that never left), so the attempt may wait for it within these bounds.
        */
       unreachable?: UnreachableBounds;
+      /**
+       * Our own address policy refused the agent's URL (the card's or an interface's) before anything left: not the
+       * agent's verdict, and the same on every try until the workers' configuration changes. `message` says what is
+       * refused and the exact fix (the variable and the `addressPolicy` switch).
+       */
+      addressRefused?: { message: string };
     }
   /**
    * A send that may have left and cannot be resolved here (the mark is written, a replica did not confirm it, the

@@ -148,6 +148,12 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
         // there with the same messageId (card order, forward only: bounded by the card's interfaces).
         return { write: { kind: 'release-for-resend', contextRefused: false, agentInterface: observation.nextInterface }, next: { kind: 'resend', contextRefused: false } };
       }
+      if (observation.addressRefused && delivery === 'none') {
+        // Our own address policy refused the URL before anything left: not the agent's verdict and not the step's
+        // failure (it would spend the budget on a configuration): a person fixes the workers' configuration and
+        // retries from the attention (a retry approved does not count against the budget).
+        return { next: { kind: 'needs-person', code: 'ADDRESS_REFUSED', message: observation.addressRefused.message, delivery: 'not-sent' } };
+      }
       if (observation.unreachable && delivery === 'none' && observation.effect === 'none' && !permanent && record.state === 'INTENT' && record.taskId === undefined) {
         // The agent could not be reached and nothing was created: the attempt waits for it (a restart is not a failure).
         return waitForAgent(record, observation, policy);

@@ -6,8 +6,11 @@
  * reconciler away while an agent holds the send (V2).
  */
 import {
+  ADDRESS_POLICY_VARIABLES,
+  ALLOWING_OPTION,
   A2AError,
   AuthenticationError,
+  BlockedAddressError,
   InvalidAgentResponseError,
   LimitExceededError,
   ProtocolError,
@@ -72,13 +75,38 @@ export { unfoundVerdict, type UnfoundVerdict } from '../core/policy.ts';
  */
 export const provesUnreachable = (error: unknown, delivery: Delivery): boolean => delivery === 'none' && error instanceof A2AError && isRetryable(error);
 
+/** The policy's refusal in `error` (itself, or the cause of an `AgentCardError` `BLOCKED_ADDRESS`, of a connection), if any. */
+function addressRefusalOf(error: unknown): BlockedAddressError | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
+    if (current instanceof BlockedAddressError) return current;
+  }
+  return undefined;
+}
+
+/**
+ * What a person reads when the workers' own address policy refused an agent's URL (nothing sent), with the exact
+ * fix: the workers' variable and the `addressPolicy` switch of the refused category, or the allowed hosts when no
+ * switch allows it (metadata, reserved, a scheme: then the URL itself is what to change). E.g. `the workers' address
+ * policy refuses http://127.0.0.1:4000/...: set DA2A_ALLOW_LOOPBACK=true on the workers (addressPolicy.allowLoopback)`.
+ */
+export function addressRefusalMessage(refused: BlockedAddressError, cardUrl: string): string {
+  const option = ALLOWING_OPTION[refused.category];
+  const variable = option ? (ADDRESS_POLICY_VARIABLES as Partial<Record<string, string>>)[option] : undefined;
+  const hosts = `${ADDRESS_POLICY_VARIABLES.allowedHosts}=${refused.host || '<host>'} on the workers (addressPolicy.allowedHosts)`;
+  const fix = variable ? `set ${variable}=true on the workers (addressPolicy.${option})` : option ? `set addressPolicy.${option} on the workers, or ${hosts}` : `set ${hosts}, or change the agent's URL (no switch allows a ${refused.category} address)`;
+  const cardHost = URL.parse(cardUrl)?.hostname.replace(/^\[(.*)\]$/, '$1');
+  const what = cardHost === refused.host || !refused.host ? cardUrl : `${refused.host} (an interface of ${cardUrl})`;
+  const address = refused.address && refused.address !== refused.host ? ` -> ${refused.address}` : '';
+  return `the workers' address policy refuses ${what}: ${fix}; a ${refused.category} address${address}, nothing was sent; once the workers run with it, retry the workflow (durable-a2a resolve <workflow> retry)`;
+}
+
 /**
  * A failed SendMessage as an observation (`send-failed`): delivery (`none` before the mark or for a request that
  * never left), effect (`none` when the answer proves nothing was created: the A2A error table's `effect` column, `sendEffectOf`), whether retrying can
  * help, whether this was the job's last attempt, and, for an answer over a limit, the limit (delivery `received`).
  * `unreachable`: the attempt's wait bounds, attached when the error proves the agent unreachable (`provesUnreachable`).
  */
-export function sendFailureObservation(error: unknown, afterMark: boolean, job: JobRun, nextInterface?: AgentInterfaceRef, unreachable?: UnreachableBounds): Observation {
+export function sendFailureObservation(error: unknown, afterMark: boolean, job: JobRun, nextInterface?: AgentInterfaceRef, unreachable?: UnreachableBounds, url?: string): Observation {
   const recorded = recordedErrorOf(error, afterMark);
   // P34: credentials refused after the request left are asked again (per request) and the same messageId resent.
   const credentialsRefused = afterMark && error instanceof AuthenticationError;
@@ -86,6 +114,7 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
   const overLimit = error instanceof LimitExceededError;
   const delivery: Delivery = !afterMark || recorded.delivery === 'not-sent' ? 'none' : overLimit ? 'received' : (recorded.delivery ?? 'maybe');
   const effect: Effect = delivery === 'none' ? 'none' : sendEffectOf(error);
+  const refused = addressRefusalOf(error);
   return {
     kind: 'send-failed',
     afterMark,
@@ -99,6 +128,7 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
     // P37: another interface gets the same messageId only after a proven refusal (-32009 as the spec's own code).
     ...(nextInterface && afterMark && effect === 'none' ? { nextInterface } : {}),
     ...(unreachable && provesUnreachable(error, delivery) ? { unreachable } : {}),
+    ...(refused && delivery === 'none' ? { addressRefused: { message: addressRefusalMessage(refused, url ?? refused.host) } } : {}),
   };
 }
 

@@ -46,12 +46,16 @@ export async function sendFailed(ctx: WorkerContext, failure: SendFailure): Prom
   await pauseForRetryAfter(ctx, record.agentCardUrl, error, log);
   const nextInterface = failure.afterMark ? await interfaceAfterRefusal(ctx, record, error) : undefined;
   const bounds = isRetryable(error) ? await unreachableBoundsOf(ctx, record) : undefined;
-  const observation = sendFailureObservation(error, failure.afterMark, failure.job, nextInterface, bounds);
+  const observation = sendFailureObservation(error, failure.afterMark, failure.job, nextInterface, bounds, record.agentCardUrl);
   if (observation.kind !== 'send-failed') throw error;
   ctx.metrics.sendErrors.inc({ code: observation.error.code, agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
   const applied = await apply(ctx, record, observation, { fence: failure.fence, log, source: 'send', place: failure.job.place });
   const detail = { err: error, code: observation.error.code, delivery: observation.delivery, effect: observation.effect };
   if (observation.unreachable) return unreachableOutcome(log, detail, applied.next, observation.afterMark);
+  if (observation.addressRefused) {
+    log.error(detail, `${observation.addressRefused.message}: the workflow waits for a person`);
+    return 'address-refused';
+  }
   if (applied.next === 'retry') {
     log.warn(detail, 'send failed; will retry');
     throw error;
