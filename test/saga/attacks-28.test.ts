@@ -65,15 +65,17 @@ async function reach(producer: Producer, id: string, states: string[], timeoutMs
 
 describe('attack 28: compensation goes to the agent that made the effect', () => {
   /*
-   * FINDING (an undo sent to an agent that did not do the work; kind: a skill compensation picks the first agent with
+   * FIXED FINDING (an undo sent to an agent that did not do the work; kind: a skill compensation picks the first agent with
    * the skill, not the one whose effect it undoes). Input: agents A and B registered with skill `scripted` (A first);
    * step `hotel` {skill: scripted, compensation: {skill: scripted, message: "cancel it"}}, maxAttemptsPerStep 2; A
    * REJECTS the booking, B books (COMPLETED); the next step (fixed agent C) is REJECTED, so hotel.2 is compensated.
    * Observed: the compensation goes to A (the first registered agent with the skill), which answers COMPLETED (it
    * has nothing to cancel): the workflow ends COMPENSATED while B's booking stays. Expected: the undo goes to the agent
-   * of the attempt it undoes (hotel.2: B) whenever that agent has the compensation's skill.
+   * of the attempt it undoes (hotel.2: B) whenever that agent has the compensation's skill. Fixed:
+   * `compensationAgentOf` (packages/shared/src/registry.ts), used by workflow/compensation.ts. Property:
+   * packages/shared/test/compensation-agent-property.test.ts.
    */
-  it.fails('a skill compensation of the re-delegated attempt goes to B, which booked, never to A, which refused', async () => {
+  it('a skill compensation of the re-delegated attempt goes to B, which booked, never to A, which refused', async () => {
     const a = await bookingAgent((asked, params) => ({ result: { task: ours(`TA-${params.message.messageId}`, asked === 'step' ? 'REJECTED' : 'COMPLETED', params) } }));
     const b = await bookingAgent((_asked, params) => ({ result: { task: ours(`TB-${params.message.messageId}`, 'COMPLETED', params) } }));
     const c = await bookingAgent((_asked, params) => ({ result: { task: ours('TC', 'REJECTED', params) } }));
@@ -336,13 +338,16 @@ describe('attack 28: hostile or broken compensation agents', () => {
   }, 60_000);
 
   /*
-   * FINDING (an undo that cannot start is never surfaced; kind: a compensation with no agent throws in the compensate
+   * FIXED FINDING (an undo that cannot start is never surfaced; kind: a compensation with no agent throws in the compensate
    * job, retried for ever). Input: hotel COMPLETED; its compensation names skill `nobody-has-it`, which no registered
    * agent has; the next step is REJECTED. Observed: the workflow stays COMPENSATING for ever (the compensate job throws
    * "no registered agent has skill", the reconciler enqueues it again every interval), no person is told. Expected:
-   * NEEDS_ATTENTION COMPENSATION_FAILED naming the reason, as for any compensation that cannot succeed.
+   * NEEDS_ATTENTION COMPENSATION_FAILED naming the reason, as for any compensation that cannot succeed. Fixed: the
+   * undo is journaled under an unassigned agent (delegation/unassigned.ts) and refused by the send path before
+   * anything leaves (the `agent-missing` row: FAILED NO_AGENT, not-sent); the chain surfaces it. Property: the
+   * `agent-missing` row in packages/workers/test/transitions.test.ts and compensation-agent-property.test.ts.
    */
-  it.fails('a skill compensation no registered agent can run: a person is asked, the workflow not left COMPENSATING', async () => {
+  it('a skill compensation no registered agent can run: a person is asked, the workflow not left COMPENSATING', async () => {
     const hotel = await bookingAgent((_asked, params) => ({ result: { task: ours(`TH-${params.message.messageId}`, 'COMPLETED', params) } }));
     const payer = await bookingAgent((_asked, params) => ({ result: { task: ours(`TP-${params.message.messageId}`, 'REJECTED', params) } }));
     const { producer } = await saga([]);
@@ -357,5 +362,14 @@ describe('attack 28: hostile or broken compensation agents', () => {
     const view = await reach(producer, id, ['COMPENSATED', 'FAILED', 'NEEDS_ATTENTION'], 20_000);
     expect(view.state).toBe('NEEDS_ATTENTION');
     expect(view.attention?.code).toBe('COMPENSATION_FAILED');
+    expect(view.attention?.message).toContain('nobody-has-it');
+    const undo = view.steps[0]!.compensations[0]!;
+    expect(undo).toMatchObject({ state: 'FAILED', error: { code: 'NO_AGENT' } });
+    expect(hotel.compensations).toEqual([]);
+    // A person gives the undo up: FAILED, naming the effect left in place (never back to the same attention).
+    await producer.resolve(id, 'abandon');
+    const ended = await reach(producer, id, ['FAILED', 'COMPENSATED']);
+    expect(ended.state).toBe('FAILED');
+    expect(ended.failure?.join(' ')).toContain('left in place');
   }, 60_000);
 });
