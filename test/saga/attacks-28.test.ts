@@ -188,14 +188,16 @@ describe('attack 28: an answer of A that does not prove "nothing happened" never
   }
 
   /*
-   * FINDING (an error code read as a refusal of something we never asked; kind: TaskNotFound on a SendMessage that
+   * FIXED FINDING (an error code read as a refusal of something we never asked; kind: TaskNotFound on a SendMessage that
    * names no task proves nothing about our request). Input: agent A books (its task T, our message in history, listed
    * by ListTasks), then answers our first SendMessage, which names no taskId, with `-32001 Task not found`; agent B
    * has the skill; maxAttemptsPerStep 2. Observed: hotel.1 FAILED TASK_NOT_FOUND without a search, hotel.2 sent to B:
    * two bookings. Expected: -32001 refuses only a request that named a task (spec §3.3.2, §5.4: "the specified task
-   * ID"); on a SendMessage naming none its effect is `maybe`: the search adopts A's task, B gets nothing.
+   * ID"); on a SendMessage naming none its effect is `maybe`: the search adopts A's task, B gets nothing. Fixed:
+   * the error table's `concerns: 'task'` column, read by `sendEffectOf(error, { namesTask: false })` (packages/a2a/src/
+   * errors.ts) from the send path (io/send-errors.ts). Property: packages/a2a/test/error-code-effect-property.test.ts.
    */
-  it.fails('-32001 TaskNotFound answered to a SendMessage naming no task, after the booking: adopted, B gets no SendMessage', async () => {
+  it('-32001 TaskNotFound answered to a SendMessage naming no task, after the booking: adopted, B gets no SendMessage', async () => {
     const a = await doesThenAnswers(() => ({ error: { code: -32001, message: 'Task not found' } }));
     const b = await bookingAgent((_asked, params) => ({ result: { task: ours(`TB-${params.message.messageId}`, 'COMPLETED', params) } }));
     const { producer } = await saga([a.agent, b.agent]);

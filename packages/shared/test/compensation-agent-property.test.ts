@@ -39,7 +39,7 @@ const agentArbitrary = (cardUrl: string) =>
   }));
 
 const registry = fc.shuffledSubarray(urls).chain((chosen) => fc.tuple(...chosen.map(agentArbitrary)));
-const target = fc.record({ skill: fc.constantFrom('book', 'cancel', 'none'), tags: fc.constantFrom(undefined, ['fast'], ['eu']) });
+const target = fc.record({ skill: fc.constantFrom('book', 'cancel', 'none'), tags: fc.constantFrom<string[] | undefined>(undefined, ['fast'], ['eu']) });
 
 describe('compensationAgentOf', () => {
   it('property: the agent of the undone attempt when it is registered, visible, with the skill; else the first candidate; a fixed agent as given', () => {
