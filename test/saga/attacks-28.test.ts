@@ -119,12 +119,15 @@ describe('attack 28: what a re-delegation carries', () => {
 
 describe('attack 28: the verifier', () => {
   /*
-   * FINDING (a verifier's answer stored whole; kind: the read path that verifies an effect has no byte limit). Input:
-   * a step with `httpVerifier` whose system of record answers 20 MB of JSON. Observed: the whole body is read into
-   * memory and journaled as the evidence twice (the row's `evidence` and the history's verification entry).
+   * FIXED FINDING (a verifier's answer stored whole; kind: the read path that verifies an effect has no byte limit).
+   * Input: a step with `httpVerifier` whose system of record answers 20 MB of JSON. Observed: the whole body is read
+   * into memory and journaled as the evidence twice (the row's `evidence` and the history's verification entry).
    * Expected: the verifier's read stops at a limit, and the journal keeps a bounded excerpt of any verifier's evidence.
+   * Fixed: `httpVerifier` reads at most `maxBodyBytes` (1 MiB; over it: unknown, with the reason) and the journal's
+   * `recordEffect` keeps any evidence within `statusMessageBytes` (`boundedEvidence`, packages/shared/src/journal/
+   * evidence.ts). Property: packages/shared/test/evidence-bound-property.test.ts.
    */
-  it.fails('a system of record that answers 20 MB: the evidence journaled is bounded', async () => {
+  it('a system of record that answers 20 MB: the evidence journaled is bounded', async () => {
     const pad = 'y'.repeat(20 * 1024 * 1024);
     const server = createServer((_req, res) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'booked', pad })));
     const sockets = trackSockets(server);
@@ -136,8 +139,23 @@ describe('attack 28: the verifier', () => {
     const { id } = await producer.startWorkflow({ workflowId: `a28-evidence-${Date.now()}`, steps: [{ name: 'hotel', agent: a.agent.cardUrl, message: { text: 'book' }, verifier: { name: 'booking' } }] });
     const view = await reach(producer, id, ['COMPLETED', 'FAILED', 'NEEDS_ATTENTION']);
     const row = await producer.journal.getDelegationView({ workflowId: id, delegationId: 'hotel.1' });
-    expect(row?.effect).toBeDefined();
+    // Unknown: the read stopped at the limit, so nothing proves the effect either way (a person is asked).
+    expect(row).toMatchObject({ effect: 'unknown', evidence: { refused: expect.stringContaining('maxBodyBytes') } });
+    expect(view).toMatchObject({ state: 'NEEDS_ATTENTION', attention: { code: 'EFFECT_UNKNOWN' } });
     expect(JSON.stringify(row?.evidence ?? null).length).toBeLessThan(256 * 1024);
+    expect(JSON.stringify(view.history).length).toBeLessThan(256 * 1024);
+  }, 60_000);
+
+  it('a verifier of its own that returns 5 MB of evidence: its finding kept, the evidence journaled as a bounded excerpt', async () => {
+    const ledger = { verify: async () => ({ effect: 'present' as const, evidence: { entry: 'L-1', pad: 'q'.repeat(5 * 1024 * 1024) } }) };
+    const a = await bookingAgent((_asked, params) => ({ result: { task: ours('TA', 'COMPLETED', params) } }));
+    const { producer } = await saga([a.agent], { verifiers: { ledger } });
+    const { id } = await producer.startWorkflow({ workflowId: `a28-evidence-own-${Date.now()}`, steps: [{ name: 'hotel', agent: a.agent.cardUrl, message: { text: 'book' }, verifier: { name: 'ledger' } }] });
+    const view = await reach(producer, id, ['COMPLETED', 'FAILED', 'NEEDS_ATTENTION']);
+    expect(view.state).toBe('COMPLETED');
+    const row = await producer.journal.getDelegationView({ workflowId: id, delegationId: 'hotel.1' });
+    expect(row).toMatchObject({ effect: 'present', evidence: { excerpt: expect.stringContaining('"entry":"L-1"'), cut: { bytes: expect.any(Number) } } });
+    expect(JSON.stringify(row?.evidence).length).toBeLessThanOrEqual(64 * 1024);
     expect(JSON.stringify(view.history).length).toBeLessThan(256 * 1024);
   }, 60_000);
 });
