@@ -392,4 +392,40 @@ describe('attack 28: hostile or broken compensation agents', () => {
     expect(ended.state).toBe('FAILED');
     expect(ended.failure?.join(' ')).toContain('left in place');
   }, 60_000);
+
+  it('a worker closed while the compensation\'s SendMessage is held, then Redis restarted: the next fleet adopts it, sent once, COMPENSATED', async () => {
+    // The agent makes the undo's task at once (listed, COMPLETED) and never answers that SendMessage.
+    const hotel = await doesThenAnswers(() => ({ hang: true }), ['compensation']);
+    const payer = await bookingAgent((_asked, params) => ({ result: { task: ours(`TP-${params.message.messageId}`, 'REJECTED', params) } }));
+    const prefix = h.newPrefix();
+    const producer = h.producer(prefix);
+    const first = await h.fleetFor(prefix, fast);
+    const { id } = await producer.startWorkflow({
+      workflowId: `a28-undo-close-${Date.now()}`,
+      maxAttemptsPerStep: 1,
+      steps: [
+        { name: 'hotel', agent: hotel.agent.cardUrl, message: { text: 'book a room' }, compensation: { agent: hotel.agent.cardUrl, message: { text: 'cancel that room' } } },
+        { name: 'pay', agent: payer.agent.cardUrl, message: { text: 'pay' } },
+      ],
+    });
+    await eventually(async () => hotel.compensations.length === 1, 'the compensation held at the agent', 20_000);
+    await first.close();
+    // Redis restarts from a snapshot taken now (no fleet runs: nothing is written in between).
+    const server = h.redisServer();
+    const { Redis } = await import('ioredis');
+    const admin = new Redis(server.url);
+    try {
+      await admin.call('SAVE');
+    } finally {
+      admin.disconnect();
+    }
+    await server.kill();
+    await server.restart();
+    await h.fleetFor(prefix, fast);
+    const view = await reach(producer, id, ['COMPENSATED', 'FAILED', 'NEEDS_ATTENTION']);
+    expect(view.state).toBe('COMPENSATED');
+    expect(hotel.compensations).toHaveLength(1);
+    expect(hotel.sendsOf(hotel.compensations[0]!)).toBe(1);
+    expect(view.steps[0]!.compensations).toHaveLength(1);
+  }, 90_000);
 });
