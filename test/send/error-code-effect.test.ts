@@ -60,11 +60,22 @@ describe('an error code outside the spec from an agent that did nothing: one sea
     }, 45_000);
   }
 
-  it('control: the spec\'s own -32001 is a refusal: FAILED without a search', async () => {
-    const { producer: p, agent, id } = await start(() => ({ SendMessage: () => ({ error: { code: -32001, message: 'Task not found' } }) }), { reconcileIntervalMs: 300 });
+  it('control: the spec\'s own -32602 is a refusal: FAILED without a search', async () => {
+    const { producer: p, agent, id } = await start(() => ({ SendMessage: () => ({ error: { code: -32602, message: 'Invalid params' } }) }), { reconcileIntervalMs: 300 });
+    const record = await finished(p, id, 30_000);
+    expect(record).toMatchObject({ state: 'FAILED', error: { code: 'INVALID_PARAMS' } });
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(agent.count('ListTasks')).toBe(0);
+  }, 45_000);
+
+  it('the spec\'s own -32001 to a SendMessage naming no task (attack28): no refusal of ours, one search, then FAILED', async () => {
+    const { producer: p, agent, id } = await start(
+      () => ({ SendMessage: () => ({ error: { code: -32001, message: 'Task not found' } }), ListTasks: () => ({ result: { tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 } }) }),
+      { reconcileIntervalMs: 300 },
+    );
     const record = await finished(p, id, 30_000);
     expect(record).toMatchObject({ state: 'FAILED', error: { code: 'TASK_NOT_FOUND' } });
     expect(agent.count('SendMessage')).toBe(1);
-    expect(agent.count('ListTasks')).toBe(0);
+    expect(agent.count('ListTasks')).toBeGreaterThanOrEqual(1);
   }, 45_000);
 });

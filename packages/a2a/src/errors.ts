@@ -285,11 +285,18 @@ export interface ErrorTableRow {
    * reason or from an HTTP status in a JSON-RPC `code`, is no proof.
    */
   effect: 'none' | 'maybe';
+  /**
+   * The part of the request the error is about, when its refusal needs one (spec §5.4): TaskNotFoundError is about
+   * "the specified task ID", so it refuses only a request that names a task. To a request that names none (a step's
+   * first SendMessage, its resend) it refuses nothing of ours: an agent that created our task and then failed to find
+   * it answers it too (attack28: the step went to a second agent and was booked twice). `sendEffectOf` reads it.
+   */
+  concerns?: 'task';
 }
 
 /** The single source of truth for code/status/reason → class. */
 export const A2A_ERROR_TABLE: readonly ErrorTableRow[] = [
-  { errorClass: TaskNotFoundError, jsonRpcCode: -32001, httpStatus: 404, reason: 'TASK_NOT_FOUND', delivery: 'received', effect: 'none' },
+  { errorClass: TaskNotFoundError, jsonRpcCode: -32001, httpStatus: 404, reason: 'TASK_NOT_FOUND', delivery: 'received', effect: 'none', concerns: 'task' },
   { errorClass: TaskNotCancelableError, jsonRpcCode: -32002, reason: 'TASK_NOT_CANCELABLE', delivery: 'received', effect: 'maybe' },
   { errorClass: PushNotificationNotSupportedError, jsonRpcCode: -32003, reason: 'PUSH_NOTIFICATION_NOT_SUPPORTED', delivery: 'received', effect: 'none' },
   { errorClass: UnsupportedOperationError, jsonRpcCode: -32004, reason: 'UNSUPPORTED_OPERATION', delivery: 'received', effect: 'none' },
@@ -315,6 +322,8 @@ const byReason = new Map(A2A_ERROR_TABLE.filter((row) => row.reason !== undefine
 const byHttpStatus = new Map(A2A_ERROR_TABLE.filter((row) => row.httpStatus !== undefined).map((row) => [row.httpStatus, row]));
 
 const refusals = [...new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'none').map((row) => row.errorClass))];
+/** Refusal classes about a task (`concerns: 'task'`): no refusal of a request that names none. */
+const taskRefusals = [...new Set(A2A_ERROR_TABLE.filter((row) => row.concerns === 'task').map((row) => row.errorClass))];
 /** HTTP statuses whose row says the work may have been done (408, 409, 429). */
 const maybeStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'maybe' && row.httpStatus !== undefined).map((row) => row.httpStatus));
 
@@ -387,19 +396,28 @@ function codeRefuses(error: A2AError): boolean {
   return true;
 }
 
+/** What the failed request carried that an error may be about (`ErrorTableRow.concerns`). */
+export interface SentRequest {
+  /** The request names a task (`message.taskId`: a reply; a push config of a task). Default true; false for a step's first SendMessage and its resends. */
+  namesTask?: boolean;
+}
+
 /**
  * What a failed SendMessage proves about its effect (the table's `effect` column, the one place it is decided):
  * `none` when the error is a refusal (a class whose row says `none`) AND the answering binding's own code is a refusal
  * (`codeRefuses`: a class named from a reason over another code, or from an HTTP status a proxy put in a JSON-RPC
  * `code`, describes the error for the logs but proves nothing); also an HTTP 4xx whose body is not an A2A error (a
  * wrong URL's page; `statusRefuses`), and a server's size refusal (`RequestTooLargeError`). Else `maybe`: a drop, a
- * timeout, an unreadable answer, a code the spec does not define: the agent may have created the task, and a search
- * for our messageId decides (an error answer and a conclusive miss: nothing was created, `unfoundVerdict`).
+ * timeout, an unreadable answer, a code the spec does not define, an error about a part `request` did not carry
+ * (TaskNotFound to a SendMessage naming no task): the agent may have created the task, and a search for our messageId
+ * decides (an error answer and a conclusive miss: nothing was created, `unfoundVerdict`).
  */
-export function sendEffectOf(error: unknown): 'none' | 'maybe' {
+export function sendEffectOf(error: unknown, request: SentRequest = {}): 'none' | 'maybe' {
   // The agent's server refused our request's bytes before any handler ran: nothing was created.
   if (error instanceof RequestTooLargeError) return 'none';
   if (!(error instanceof A2AError)) return 'maybe';
+  // An error about a part the request did not carry refuses nothing of ours (the table's `concerns` column).
+  if (request.namesTask === false && taskRefusals.some((refusal) => error instanceof refusal)) return 'maybe';
   if (refusals.some((refusal) => error instanceof refusal)) return codeRefuses(error) ? 'none' : 'maybe';
   const status = error instanceof ProtocolError && error.jsonRpcCode === undefined && error.grpcStatus === undefined ? error.httpStatus : undefined;
   return status !== undefined && statusRefuses(status) ? 'none' : 'maybe';

@@ -43,6 +43,7 @@ export {
   type Delivery,
   deliveryOf,
   sendEffectOf,
+  type SentRequest,
   LimitExceededError,
   type LimitName,
   ResponseIdMismatchError,

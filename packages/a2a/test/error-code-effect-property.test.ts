@@ -51,6 +51,12 @@ function jsonRpcAnswer(code: number, data: unknown, httpStatus: number, binding:
   return httpStatus === 200 ? errorFromJsonRpc(error, body, 200) : errorFromHttp(httpStatus, 'application/json', body);
 }
 
+/** An HTTP+JSON 1.0 error answer (`google.rpc.Status`) with `status`, and an ErrorInfo when given a reason. */
+function httpJsonError(status: number, reason: string | undefined, withStatusName: boolean): A2AError {
+  const body = { error: { code: status, ...(withStatusName ? { status: 'SOME_STATUS' } : {}), message: 'no', ...(reason === undefined ? {} : { details: [errorInfo(reason)] }) } };
+  return errorFromHttp(status, 'application/json', JSON.stringify(body));
+}
+
 /** A gRPC failure with `code` and, given a reason, its ErrorInfo in the details trailer. */
 function grpcFailure(code: number, reason: string | undefined): ServiceError {
   const metadata = new Metadata();
@@ -104,8 +110,7 @@ describe('property: only the binding\'s own refusal code proves nothing was crea
   it('HTTP+JSON 1.0: any status, any reason: effect none only when the status refuses (401/403 whatever the reason) and the reason names no error that may follow the work', () => {
     fc.assert(
       fc.property(fc.integer({ min: 300, max: 599 }), reasonArb, fc.boolean(), (status, reason, withStatusName) => {
-        const body = { error: { code: status, ...(withStatusName ? { status: 'SOME_STATUS' } : {}), message: 'no', ...(reason === undefined ? {} : { details: [errorInfo(reason)] }) } };
-        const error = errorFromHttp(status, 'application/json', JSON.stringify(body));
+        const error = httpJsonError(status, reason, withStatusName);
         // 401/403 refuse our credentials before any handler ran, whatever the body says (`AuthenticationError`).
         const credentials = status === 401 || status === 403;
         const expected = credentials || (statusRefuses(status) && (reason === undefined || !MAYBE_REASONS.has(reason))) ? 'none' : 'maybe';
@@ -160,5 +165,55 @@ describe('property: only the binding\'s own refusal code proves nothing was crea
     expect(badGateway).toBeInstanceOf(UpstreamError);
     expect(isRetryable(badGateway)).toBe(true);
     expect(sendEffectOf(badGateway)).toBe('maybe');
+  });
+});
+
+/**
+ * Property (attack28): TaskNotFound refuses only a request that names a task (spec §5.4: "the specified task ID"). To
+ * a step's SendMessage, which names none, it proves nothing about our request: an agent that created our task and then
+ * failed to find it answers it too. Before, -32001 (or HTTP 404 / gRPC NOT_FOUND, or a TASK_NOT_FOUND reason on a
+ * refusing code) to such a send was effect none: FAILED without a search, the step re-delegated, booked twice. Every
+ * other error keeps its effect. The oracle is the spec's table written out, minus the task refusal.
+ */
+describe('property: TaskNotFound to a SendMessage naming no task never proves nothing was created', () => {
+  const noTask = { namesTask: false } as const;
+  it('JSON-RPC: effect none only for the spec\'s refusal codes other than -32001 (and a 401/403 status)', () => {
+    fc.assert(
+      fc.property(codeArb, reasonArb.chain((reason) => dataArb(reason).map((data) => ({ reason, data }))), httpStatusArb, fc.constantFrom<'JSONRPC' | 'HTTP+JSON 0.3'>('JSONRPC', 'HTTP+JSON 0.3'), (code, { data }, httpStatus, binding) => {
+        const error = jsonRpcAnswer(code, data, httpStatus, binding);
+        const expected = (SPEC_REFUSAL_CODES.has(code) && code !== -32001) || httpStatus === 401 || httpStatus === 403 ? 'none' : 'maybe';
+        expect(sendEffectOf(error, noTask), `${binding} HTTP ${httpStatus} code ${code} ${JSON.stringify(data)}: ${error.name}`).toBe(expected);
+        // A request that names a task (a reply): -32001 refuses it, as before.
+        if (code === -32001 && httpStatus === 200 && binding === 'JSONRPC') expect(sendEffectOf(error, { namesTask: true })).toBe('none');
+      }),
+      { numRuns: 400, examples: [[-32001, { reason: undefined, data: undefined }, 200, 'JSONRPC'], [-32001, { reason: 'TASK_NOT_FOUND', data: [errorInfo('TASK_NOT_FOUND')] }, 200, 'JSONRPC'], [-32602, { reason: undefined, data: undefined }, 200, 'JSONRPC'], [-32001, { reason: undefined, data: undefined }, 403, 'JSONRPC'], [-32001, { reason: undefined, data: undefined }, 404, 'HTTP+JSON 0.3']] },
+    );
+  });
+
+  it('HTTP+JSON 1.0: a 404 or a TASK_NOT_FOUND reason is no refusal of a send naming no task; the rest as before', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 300, max: 599 }), reasonArb, fc.boolean(), (status, reason, withStatusName) => {
+        const error = httpJsonError(status, reason, withStatusName);
+        const credentials = status === 401 || status === 403;
+        const aboutTask = reason === 'TASK_NOT_FOUND' || (reason === undefined && status === 404) || (reason !== undefined && !REASONS.includes(reason) && status === 404);
+        const expected = credentials || (statusRefuses(status) && (reason === undefined || !MAYBE_REASONS.has(reason)) && !aboutTask) ? 'none' : 'maybe';
+        expect(sendEffectOf(error, noTask), `HTTP ${status} reason ${reason}: ${error.name}`).toBe(expected);
+      }),
+      { numRuns: 400, examples: [[404, 'TASK_NOT_FOUND', true], [404, undefined, false], [400, 'TASK_NOT_FOUND', false], [400, 'INVALID_PARAMS', false], [401, 'TASK_NOT_FOUND', false]] },
+    );
+  });
+
+  it('gRPC: NOT_FOUND, or a TASK_NOT_FOUND reason, is no refusal of a send naming no task; the rest as before', () => {
+    const refusing = new Set([3, 5, 7, 9, 11, 12, 16]);
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 20 }), reasonArb, (code, reason) => {
+        const error = errorFromGrpc(grpcFailure(code, reason), 'http://agent.test');
+        // A known reason names the error (on a refusing status); else the status does (NOT_FOUND: TaskNotFound).
+        const named = reason !== undefined && REASONS.includes(reason) ? reason : code === 5 ? 'TASK_NOT_FOUND' : undefined;
+        const expected = refusing.has(code) && (named === undefined || (!MAYBE_REASONS.has(named) && named !== 'TASK_NOT_FOUND')) ? 'none' : 'maybe';
+        expect(sendEffectOf(error, noTask), `gRPC ${code} reason ${reason}: ${error.name}`).toBe(expected);
+      }),
+      { numRuns: 300, examples: [[5, 'TASK_NOT_FOUND'], [5, undefined], [5, 'INVALID_PARAMS'], [3, 'TASK_NOT_FOUND'], [3, undefined], [16, 'TASK_NOT_FOUND']] },
+    );
   });
 });

@@ -124,7 +124,7 @@ export { startTracing, withSpan, delegationSpan, annotateActiveSpan, TracingEnvi
 export type { Tracing, TracingOptions, TracingEnvironment, DelegationSpanInput } from './tracing.ts';
 export type { MetricsRole } from './metrics.ts';
 export type { Metrics } from './metrics.ts';
-export { AgentRegistry, candidateAgents, agentIdOf, agentVisibleTo, AgentLimitsSchema, TenantNameSchema, TenantWeightSchema } from './registry.ts';
+export { AgentRegistry, candidateAgents, compensationAgentOf, agentIdOf, agentVisibleTo, AgentLimitsSchema, TenantNameSchema, TenantWeightSchema } from './registry.ts';
 export type { RegisteredAgent, AgentTarget, AgentRegistryOptions, AgentCall, TimedAgentCall, AgentView, AgentStatus } from './registry.ts';
 export { keepParsedDefinition } from './workflow.ts';
 export { createRedisClient, openRedisClient, createFailFastRedisClient, waitUntilConnected, untilReadyOrTimeout, nextReady, isConnectedNow, isClusterUrl, batchWritesPerTurn, DEFAULT_COMMAND_TIMEOUT_MS } from './redis.ts';

@@ -305,10 +305,12 @@ export interface AgentTarget {
 
 /** The selectable agents of `registered` (neither disabled nor unavailable) with a skill of id `skillId` carrying every tag in `tags`, in their order. */
 function withSkill(registered: readonly RegisteredAgent[], skillId: string, tags: readonly string[]): RegisteredAgent[] {
-  return registered.filter(
-    (agent) => !agent.unavailable && !agent.disabled && agent.card.skills.some((skill) => skill.id === skillId && tags.every((tag) => skill.tags.includes(tag))),
-  );
+  return registered.filter((agent) => !agent.unavailable && !agent.disabled && hasSkill(agent, skillId, tags));
 }
+
+/** True when `agent`'s card declares a skill of id `skillId` carrying every tag in `tags`. */
+const hasSkill = (agent: RegisteredAgent, skillId: string, tags: readonly string[]): boolean =>
+  agent.card.skills.some((skill) => skill.id === skillId && tags.every((tag) => skill.tags.includes(tag)));
 
 /**
  * The candidate agents of a target, in the order they are tried: the fixed agent first (as spelled: an operator's
@@ -331,4 +333,20 @@ export function candidateAgents(target: AgentTarget, registered: readonly Regist
     chosen.push(agent.cardUrl);
   }
   return chosen;
+}
+
+/**
+ * The agent a compensation goes to (attack28): the one that holds the effect it undoes, whenever the target allows it.
+ * A fixed `agent` is the definition's explicit choice. A skill alone: the agent of the attempt it undoes (`undoing`, its
+ * Agent Card URL, compared by `agentKeyOf`) when that agent is registered, visible to `tenant`, with the skill and every
+ * tag, disabled or unavailable included (those marks are about new work; only the agent that did the work holds it, so
+ * an undo sent elsewhere undoes nothing and the workflow would read COMPENSATED with the effect in place); else the
+ * first candidate (`candidateAgents`: a separate service that cancels, say). Undefined: no agent can run it.
+ */
+export function compensationAgentOf(target: AgentTarget, undoing: string, registered: readonly RegisteredAgent[], tenant: string = DEFAULT_TENANT): string | undefined {
+  if (target.agent || !target.skill) return candidateAgents(target, registered, tenant)[0];
+  const key = agentKeyOf(undoing);
+  const skill = target.skill;
+  const holder = registered.find((agent) => agentVisibleTo(agent, tenant) && agentKeyOf(agent.cardUrl) === key && hasSkill(agent, skill, target.tags ?? []));
+  return holder?.cardUrl ?? candidateAgents(target, registered, tenant)[0];
 }

@@ -45,13 +45,20 @@ export interface HttpVerifierOptions<T> {
   headers?: Record<string, string>;
   /** Request timeout in ms. Default 10_000. */
   timeoutMs?: number;
+  /**
+   * Largest body read, in bytes (default 1 MiB, `HTTP_VERIFIER_BODY_BYTES`): reading stops there and the effect is
+   * `unknown` with the reason (the same read would answer the same again, so it is not retried).
+   */
+  maxBodyBytes?: number;
 }
+
+/** Default `maxBodyBytes` of `httpVerifier`: a record of a booking or a ledger entry, with room to spare. */
+const HTTP_VERIFIER_BODY_BYTES = 1024 * 1024;
 
 /**
  * The built-in verifier: an HTTP GET on the user's system of record. 2xx → the
- * body is validated and mapped to an effect; an absent status → absent; any
- * other status or a network error throws (the verify job retries, then
- * records unknown).
+ * body (at most `maxBodyBytes`: over it, unknown with the reason) is validated and mapped to an effect; an absent
+ * status → absent; any other status or a network error throws (the verify job retries, then records unknown).
  */
 export function httpVerifier<T>(options: HttpVerifierOptions<T>): Verifier {
   const absent = new Set(options.absentStatuses ?? [404, 410]);
@@ -80,10 +87,44 @@ export function httpVerifier<T>(options: HttpVerifierOptions<T>): Verifier {
         return { effect: 'unknown', evidence: { refused: `${names}: not a path segment the verifier may read`, urlTemplate: options.urlTemplate } };
       }
       const response = await fetch(url, { headers: options.headers, signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
-      if (absent.has(response.status)) return { effect: 'absent', evidence: { url, status: response.status } };
-      if (!response.ok) throw new Error(`verifier read ${url} answered ${response.status}`);
-      const body = options.responseSchema.parse(await response.json());
+      if (absent.has(response.status) || !response.ok) {
+        // The body is not read (its size is the system's): canceled, so the connection is not held.
+        await response.body?.cancel();
+        if (absent.has(response.status)) return { effect: 'absent', evidence: { url, status: response.status } };
+        throw new Error(`verifier read ${url} answered ${response.status}`);
+      }
+      const maxBytes = options.maxBodyBytes ?? HTTP_VERIFIER_BODY_BYTES;
+      const text = await boundedText(response, maxBytes);
+      if (text === undefined) return { effect: 'unknown', evidence: { url, status: response.status, refused: `the answer is over ${maxBytes} bytes (maxBodyBytes): not read` } };
+      const body = options.responseSchema.parse(JSON.parse(text));
       return { effect: options.effectOf?.(body) ?? 'present', evidence: { url, status: response.status, body } };
     },
   };
+}
+
+/**
+ * The body of `response` as text, read until `maxBytes` bytes (a larger `Content-Length` is refused before reading);
+ * undefined when it is larger (the rest is not read: the stream is canceled).
+ */
+async function boundedText(response: Response, maxBytes: number): Promise<string | undefined> {
+  const declared = Number(response.headers.get('content-length') ?? Number.NaN);
+  if (declared > maxBytes) {
+    await response.body?.cancel();
+    return undefined;
+  }
+  if (!response.body) return '';
+  const reader = response.body.getReader();
+  const chunks: Uint8Array[] = [];
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+    if (bytes > maxBytes) {
+      await reader.cancel();
+      return undefined;
+    }
+    chunks.push(value);
+  }
+  return Buffer.concat(chunks).toString('utf8');
 }

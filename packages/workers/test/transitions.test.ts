@@ -87,6 +87,7 @@ const SAMPLES: { [K in ObservationKind]: Extract<Observation, { kind: K }> } = {
   'deadline-passed': { kind: 'deadline-passed', deadlineAt: NOW - 1 },
   'question-expired': { kind: 'question-expired', questionKey: 'seq:1', expiresAt: NOW - 1, onExpiry: 'fail' },
   'verifier-missing': { kind: 'verifier-missing', verifier: 'bookings' },
+  'agent-missing': { kind: 'agent-missing', skill: 'cancel-booking' },
   'handler-ran': { kind: 'handler-ran', ok: true, handler: 'refund', evidence: { id: 1 } },
   'handler-interrupted': { kind: 'handler-interrupted' },
   'effect-verified': { kind: 'effect-verified', effect: 'present', evidence: { id: 1 } },

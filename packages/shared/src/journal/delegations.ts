@@ -16,6 +16,7 @@ import type { DelegationRef } from './core.ts';
 import { JournalWorkflows } from './workflows.ts';
 import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
 import { historyArgument, parseHistory, type History, type HistoryEntryInput } from './history.ts';
+import { boundedEvidence } from './evidence.ts';
 
 /** A workflow row with every delegation (views, artifacts included) and its history (history.ts). */
 export interface WorkflowRecordSnapshot {
@@ -390,10 +391,14 @@ export class JournalDelegations extends JournalWorkflows {
 
   /**
    * Records a verifier's finding once (see recordEffect-1.lua), with its history entry (the finding and its evidence).
+   * `found`: the verifier's evidence, journaled within `statusMessageBytes` of JSON (`boundedEvidence`: an excerpt that
+   * says it was cut).
    * @returns true if recorded, false if an effect was already recorded.
    */
-  async recordEffect(ref: DelegationRef, effect: 'present' | 'absent' | 'unknown', evidence: unknown, step?: string): Promise<boolean> {
+  async recordEffect(ref: DelegationRef, effect: 'present' | 'absent' | 'unknown', found: unknown, step?: string): Promise<boolean> {
     const nowMs = this.now();
+    // A verifier's answer within the journal's bound on one outside text (attack28: 20 MB journaled twice).
+    const evidence = boundedEvidence(found, this.statusMessageBytes);
     const history: HistoryEntryInput = { kind: 'verification', at: nowMs, delegationId: ref.delegationId, ...(step ? { step } : {}), effect, evidence };
     const recorded = await this.call(recordEffectScript, { delegation: this.delegationKeys(ref)[0] }, { effect, evidence, nowMs, history });
     return unlessRefused(recorded, ref, 'recordEffect') === 'recorded';

@@ -29,6 +29,8 @@ export const OUTCOME_CODES = [
   'VERIFIER_UNKNOWN',
   /** A compensation handler threw. */
   'HANDLER_FAILED',
+  /** No agent can run the compensation (no registered agent has its skill and tags); nothing was sent. */
+  'NO_AGENT',
   /** The workflow stopped before this held attempt was sent (it will never run). */
   'NEVER_SENT',
   /** The workflow was canceled before this attempt was sent. */

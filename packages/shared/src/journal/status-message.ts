@@ -47,17 +47,23 @@ export function boundedStatusMessage(message: Message, maxBytes: number): Messag
       metadata: { durableA2a: { cut: { bytes, keptTextBytes } satisfies StatusMessageCut } },
     };
   };
-  // The longest start of the text whose cut message fits (JSON escapes make a character 1 to 6 bytes): a binary
-  // search over characters, about 20 steps for the 16 MiB a response may hold; never ending inside a surrogate pair.
-  const fits = (length: number) => byteLength(JSON.stringify(cutOf(startOf(text, length)))) <= maxBytes;
+  return cutOf(longestStart(text, maxBytes, (start) => byteLength(JSON.stringify(cutOf(start))) <= maxBytes));
+}
+
+/**
+ * The longest start of `text`, at most `maxChars` UTF-16 units, for which `fits` holds (`fits('')` is assumed): a
+ * binary search over characters (JSON escapes make a character 1 to 6 bytes), about 20 steps for the 16 MiB a response
+ * may hold; never ending inside a surrogate pair. For every bound on an outside text the journal keeps as an excerpt.
+ */
+export function longestStart(text: string, maxChars: number, fits: (start: string) => boolean): string {
   let low = 0;
-  let high = Math.min(text.length, maxBytes);
+  let high = Math.min(text.length, maxChars);
   while (low < high) {
     const middle = Math.ceil((low + high) / 2);
-    if (fits(middle)) low = middle;
+    if (fits(startOf(text, middle))) low = middle;
     else high = middle - 1;
   }
-  return cutOf(startOf(text, low));
+  return startOf(text, low);
 }
 
 /** The first `length` UTF-16 units of `text`, one fewer when that would split a surrogate pair. */

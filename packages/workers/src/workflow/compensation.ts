@@ -9,10 +9,11 @@
  * reason and evidence), never silently dropped; one a person abandoned is skipped and named in the
  * workflow's failure (FAILED, its effect left in place).
  */
-import { buildIntent, candidateAgents, delegationSpan, tenantOfWorkflowId, enqueueSend, type AgentTarget, type DelegationRecord, type HistoryEntryInput, type Step } from '@durable-a2a/shared';
+import { buildIntent, compensationAgentOf, delegationSpan, tenantOfWorkflowId, enqueueSend, type AgentTarget, type DelegationRecord, type HistoryEntryInput, type Step } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { loadWorkflow } from './advance.ts';
 import { HANDLER_PREFIX } from '../delegation/runs/handler.ts';
+import { unassignedAgent } from '../delegation/unassigned.ts';
 import { nextUndo } from './undo-chain.ts';
 import { notifyAttentionNeeded, notifyWorkflowFinished } from '../notify/workflow.ts';
 import { keepsEntryUntilNotified } from '../notify/emit.ts';
@@ -81,7 +82,7 @@ async function startCompensation(
     agentCardUrl = `${HANDLER_PREFIX}${compensation.handler}`;
     parts = [{ text: `handler ${compensation.handler}` }];
   } else {
-    agentCardUrl = await compensationAgent(ctx, compensation, original.workflowId);
+    agentCardUrl = await compensationAgent(ctx, compensation, original);
     parts = 'text' in compensation.message ? [{ text: compensation.message.text }] : compensation.message.parts;
   }
   const intent = buildIntent({
@@ -105,11 +106,14 @@ async function startCompensation(
   await delegationSpan({ ...ref, step: step.name, attempt: original.attempt, kind: 'compensation', agentCardUrl, messageId: intent.messageId }, () => enqueueSend(ctx.queues, ref, 0, undefined, 0, { priority: original.priority }));
 }
 
-/** The compensation's agent: its fixed agent, else the first registered agent (of the workflow's tenant, or shared) with its skill and tags (`candidateAgents`). */
-async function compensationAgent(ctx: WorkerContext, target: AgentTarget, workflowId: string): Promise<string> {
-  const [agent] = candidateAgents(target, target.skill ? await ctx.registry.list() : [], tenantOfWorkflowId(workflowId));
-  if (!agent) throw new Error(`no registered agent has skill ${target.skill}${target.tags?.length ? ` with tags ${target.tags.join(', ')}` : ''} for a compensation`);
-  return agent;
+/**
+ * The compensation's agent (`compensationAgentOf`): its fixed agent; else the agent of the attempt it undoes when that
+ * one is registered (for the workflow's tenant, or shared) with its skill and tags; else the first registered agent with
+ * them; else none (`unassignedAgent`: the send path refuses it, FAILED `NO_AGENT`, and a person is asked).
+ */
+async function compensationAgent(ctx: WorkerContext, target: AgentTarget, original: DelegationRecord): Promise<string> {
+  const agent = compensationAgentOf(target, original.agentCardUrl, target.skill ? await ctx.registry.list() : [], tenantOfWorkflowId(original.workflowId));
+  return agent ?? unassignedAgent(target.skill ?? '');
 }
 
 async function surface(ctx: WorkerContext, workflowId: string, version: number, reason: string, record: DelegationRecord, log: WorkerContext['logger']): Promise<string> {

@@ -232,6 +232,8 @@ export type Observation =
     ))
   /** The step declares a verifier this worker does not have (nothing is sent). */
   | { kind: 'verifier-missing'; verifier: string }
+  /** A compensation journaled without an agent: no registered agent has its target's `skill` (nothing is sent). */
+  | { kind: 'agent-missing'; skill: string }
   /** A compensation handler ran (no agent). */
   | { kind: 'handler-ran'; ok: true; handler: string; evidence: unknown }
   | { kind: 'handler-ran'; ok: false; handler: string; message: string }
@@ -293,6 +295,7 @@ export const OBSERVATION_KINDS = [
   'deadline-passed',
   'question-expired',
   'verifier-missing',
+  'agent-missing',
   'handler-ran',
   'handler-interrupted',
   'effect-verified',

@@ -359,6 +359,10 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
       const message = `verifier ${observation.verifier} is not registered in the workers (verifiers option or DA2A_HTTP_VERIFIERS); nothing was sent`;
       return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'VERIFIER_UNKNOWN', message, retryable: false, delivery: 'not-sent' } }, next: route };
     }
+    case 'agent-missing': {
+      const message = `no registered agent has skill ${observation.skill} (with the compensation's tags) to run this compensation; nothing was sent`;
+      return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'NO_AGENT', message, retryable: false, delivery: 'not-sent' } }, next: route };
+    }
     case 'handler-ran':
       return observation.ok
         ? { write: { kind: 'outcome', state: 'COMPLETED', guard: 'fence', result: { handler: observation.handler, evidence: observation.evidence ?? null } }, next: route }

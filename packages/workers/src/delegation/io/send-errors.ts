@@ -113,7 +113,8 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
   const permanent = !credentialsRefused && (error instanceof A2AError || (error as { retryable?: boolean })?.retryable === false) && !isRetryable(error);
   const overLimit = error instanceof LimitExceededError;
   const delivery: Delivery = !afterMark || recorded.delivery === 'not-sent' ? 'none' : overLimit ? 'received' : (recorded.delivery ?? 'maybe');
-  const effect: Effect = delivery === 'none' ? 'none' : sendEffectOf(error);
+  // A step's SendMessage (first or resent) names no task: TaskNotFound to it refuses nothing of ours (attack28).
+  const effect: Effect = delivery === 'none' ? 'none' : sendEffectOf(error, { namesTask: false });
   const refused = addressRefusalOf(error);
   return {
     kind: 'send-failed',

@@ -30,6 +30,7 @@ import { messageAnswerProof, type Observation, type Ownership } from '../core/ob
 import { attemptTimeLeftMs } from '../attempt-step.ts';
 import { enforceAttemptDeadline } from '../deadline.ts';
 import { refuseUnknownVerifier } from '../verifier-check.ts';
+import { refuseUnassigned } from '../unassigned.ts';
 import { afterAnswer, holdingSendLease, releaseSendLease, sendRunToken } from '../io/send-errors.ts';
 import { sendFailed } from './send-failure.ts';
 import { sendWhileSearching, type HeldSendResult } from '../io/send-held.ts';
@@ -66,6 +67,7 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
   }
   const log = lazyChildLogger(ctx.logger, { queue: 'send', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, messageId: record.messageId, jobId: job.id, attempt: job.attemptsMade });
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';
+  if (await refuseUnassigned(ctx, record, log)) return 'agent-missing';
   if (await refuseUnknownVerifier(ctx, record, log)) return 'verifier-unknown';
   // The agent's turn before the mark (nothing has left): a send over its agent's limits waits, never fails.
   const turn = record.agentCardUrl.startsWith(HANDLER_PREFIX) ? undefined : await takeSendTurn(ctx, record, sendRunToken(ctx, job));
