@@ -102,9 +102,9 @@ describe('attack 29: an agent asks again under the key of the question we answer
 });
 
 describe('attack 29: answers with hostile content', () => {
-  // Kind: a metadata object read through the wire schemas (z.record) drops an own `__proto__` key (and takes its value
-  // as the copy's prototype): the agent receives other content than the person sent, silently.
-  it.fails('an answer with control characters and prototype keys (`__proto__`, `constructor`) in data and metadata reaches the agent exactly as given, once', async () => {
+  // Kind (fixed): a metadata object read through the wire schemas (z.record) dropped an own `__proto__` key (and took its
+  // value as the copy's prototype): the agent received other content than the person sent (JsonObjectSchema).
+  it('an answer with control characters and prototype keys (`__proto__`, `constructor`) in data and metadata reaches the agent exactly as given, once', async () => {
     const setup = await h.setUpAndDelegate(() => asking('q-1', 'Which city?')(h.at));
     await eventually(async () => (await openQuestions(setup, setup.id)).length === 1, 'question open');
     // As a JSON body would give it: JSON.parse makes `__proto__` an own key.
