@@ -62,9 +62,10 @@ describe('attack 29: two people answer one question at once', () => {
 });
 
 describe('attack 29: an agent asks again under the key of the question we answered', () => {
-  // Kind: a new question whose status message id is the one of a question our reply already answered (an agent that
-  // reuses message ids) is journaled parked but never open: nobody can answer it, the workflow waits for ever.
-  it.fails('INPUT_REQUIRED (message q-same) → our answer → WORKING → INPUT_REQUIRED again with message q-same, later: the second question is open, its answer reaches the agent once', async () => {
+  // Kind (fixed): a new question whose status message id is the one of a question our reply already answered (an agent
+  // that reuses message ids) was journaled parked but never open: nobody could answer it, the workflow waited for ever
+  // (applyStatus-5.lua now journals it as '<key>#re<n>').
+  it('INPUT_REQUIRED (message q-same) → our answer → WORKING → INPUT_REQUIRED again with message q-same, later: the second question is open, its answer reaches the agent once', async () => {
     let asked = 1;
     const setup = await h.setUpAndDelegate(() =>
       asking('q-same', 'Which city?', {
