@@ -253,9 +253,9 @@ describe('attack 29: a follow-up sent again (the same messageId) after the agent
 
 
 describe('attack 29: a SubscribeToTask client that never reads', () => {
-  // Kind: the front door's event streams ignore backpressure: every update is written whatever the socket holds, so a
-  // client that never reads makes the server buffer each growing artifact again and again (memory unbounded).
-  it.fails('the server holds at most about two events of it (twice the task\'s artifact), not every update of a growing artifact', async () => {
+  // Kind (fixed): the front door's event streams ignored backpressure: every update was written whatever the socket
+  // held, so a client that never reads made the server buffer each growing artifact again and again (events.ts Drained).
+  it('the server holds at most about two events of it (twice the task\'s artifact), not every update of a growing artifact', async () => {
     const responses: ServerResponse[] = [];
     const track = (request: { url?: string }, response: ServerResponse) => void (request.url === '/a2a' && responses.push(response));
     app.server.on('request', track);
