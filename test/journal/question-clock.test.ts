@@ -136,3 +136,78 @@ describe('an agent clock far ahead does not hide a question asked after our repl
     expect(replied).toBeGreaterThan(20);
   }, 120_000);
 });
+
+/**
+ * A question asked again under the key our delivered answer answered (an agent that reuses its status message's id,
+ * applyStatus-5.lua "Asked again"): at a stamp later than the row's (the answered asking's, or a status since), it is a
+ * new question, journaled as '<key>#re<n>': open, answerable, its own answer. A replay of the answered asking (its old
+ * stamp) never opens it again, and a replay of the new asking never changes its key. Before the fix the row parked on a
+ * question that counted as answered: open to nobody, the workflow waiting for ever.
+ */
+const againStamp = (seconds: number) => new Date(BASE + seconds * 1_000).toISOString();
+
+/** What the agent says: its question (always status message id `q`) with a text, or WORKING; at a stamp (seconds). */
+interface SaidAgain {
+  what: 'first' | 'second' | 'working';
+  at: number;
+  snapshot: boolean;
+}
+
+async function agentSaysAgain(ref: DelegationRef, said: SaidAgain): Promise<void> {
+  await journal.applyStatus(ref, {
+    mode: said.snapshot ? 'snapshot' : 'event',
+    state: said.what === 'working' ? 'WORKING' : 'INPUT_REQUIRED',
+    taskId: `T-${ref.workflowId}`,
+    statusTimestamp: againStamp(said.at),
+    ...(said.what === 'working' ? {} : { statusMessage: { messageId: 'q', role: 'ROLE_AGENT' as const, parts: [{ text: `${said.what} question` }] } }),
+  });
+}
+
+const openTexts = async (ref: DelegationRef) => (await producer.questions(ref.workflowId)).map((question) => JSON.stringify(question));
+
+describe('a question asked again under an answered key', () => {
+  it('property: after our delivered answer, the same key at a later stamp is a new open question; replays of either asking change nothing', async () => {
+    const replay = fc.record({ what: fc.constantFrom('first' as const, 'second' as const), snapshot: fc.boolean() });
+    await fc.assert(
+      fc.asyncProperty(fc.boolean(), fc.array(replay, { maxLength: 4 }), fc.array(replay, { maxLength: 4 }), async (movedOn, before, after) => {
+        const ref = await newDelegation();
+        await agentSaysAgain(ref, { what: 'first', at: 0, snapshot: false });
+        await answered(ref, 'r1');
+        if (movedOn) await agentSaysAgain(ref, { what: 'working', at: 1, snapshot: false });
+        // Replays of the answered asking (its stamp) open nothing.
+        for (const said of before.filter((entry) => entry.what === 'first')) await agentSaysAgain(ref, { what: 'first', at: 0, snapshot: said.snapshot });
+        expect(await openTexts(ref)).toEqual([]);
+        await agentSaysAgain(ref, { what: 'second', at: 2, snapshot: false });
+        const asked = (await journal.getDelegation(ref))!;
+        expect(asked.state).toBe('INPUT_REQUIRED');
+        expect(asked.questionKey).toMatch(/^q#re\d+$/);
+        for (const said of after) await agentSaysAgain(ref, { what: said.what, at: said.what === 'first' ? 0 : 2, snapshot: said.snapshot });
+        const open = await openTexts(ref);
+        expect(open).toHaveLength(1);
+        expect(open[0]).toContain('second question');
+        expect((await journal.getDelegation(ref))!.questionKey).toBe(asked.questionKey);
+        // Its own answer: journaled once, for the new key.
+        expect((await journal.recordReply(ref, 'r2', { parts: [{ text: 'again' }] })).created).toBe(true);
+        expect((await journal.getDelegation(ref))!.replyForQuestion).toBe(asked.questionKey);
+      }),
+      {
+        numRuns: 40,
+        examples: [
+          [true, [], []],
+          [false, [], []],
+          [true, [{ what: 'first', snapshot: true }], [{ what: 'second', snapshot: true }, { what: 'first', snapshot: false }]],
+          [false, [{ what: 'first', snapshot: false }], [{ what: 'second', snapshot: false }]],
+        ],
+      },
+    );
+  }, 120_000);
+
+  it('case: the answered asking read again at its own stamp, the row still parked (our answer just delivered): not a new question', async () => {
+    const ref = await newDelegation();
+    await agentSaysAgain(ref, { what: 'first', at: 0, snapshot: false });
+    await answered(ref, 'r1');
+    await agentSaysAgain(ref, { what: 'first', at: 0, snapshot: true });
+    expect(await openTexts(ref)).toEqual([]);
+    expect((await journal.getDelegation(ref))!.questionKey).toBe('q');
+  });
+});

@@ -3,6 +3,7 @@
  * `A2AError`, using the one table in `errors.ts`.
  */
 import { z } from 'zod';
+import { JsonObjectSchema } from './proto-names.ts';
 import {
   type A2AError,
   AuthenticationError,
@@ -27,7 +28,7 @@ const ErrorInfoSchema = z.object({
   '@type': z.string().optional(),
   reason: z.string(),
   domain: z.string().optional(),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: JsonObjectSchema.optional(),
 });
 
 /** JSON-RPC `error` member (JSON-RPC 2.0 §5.1; A2A puts ErrorInfo objects in `data`, spec §9.5). */

@@ -120,6 +120,7 @@ export {
   selectInterface,
 } from './card.ts';
 export { cardUrlOf, isHttpUrl } from './card-url.ts';
+export { JsonObjectSchema } from './proto-names.ts';
 export { JsonRpcTransport } from './jsonrpc.ts';
 export { RestTransport } from './rest.ts';
 export {

@@ -9,6 +9,18 @@ import { z } from 'zod';
 
 const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
 
+/**
+ * A JSON object kept exactly as it was given (a `metadata` object, a data part's value, ErrorInfo metadata): every own
+ * key whatever its name, the object itself returned (not a copy). `z.record` copies key by key by assignment, so an own
+ * `__proto__` key (JSON.parse makes one) was dropped and its value became the copy's prototype: the agent, or the
+ * journal, got other content than was sent. Anything but a plain object (an array, null, a string) is refused. Its JSON
+ * Schema is `{"type":"object","additionalProperties":{}}`, as the record's was.
+ */
+export const JsonObjectSchema = z
+  .unknown()
+  .refine(isObject, 'expected an object')
+  .meta({ type: 'object', additionalProperties: {} }) as unknown as z.ZodType<Record<string, unknown>, Record<string, unknown>>;
+
 /** `context_id` → `contextId`; a name without `_` followed by a lower-case letter or digit is returned as it is. */
 export const jsonNameOf = (protoName: string): string => protoName.replace(/_([a-z0-9])/g, (_match, letter: string) => letter.toUpperCase());
 

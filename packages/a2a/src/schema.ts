@@ -8,7 +8,7 @@ import { z } from 'zod';
 import { ROLES, TASK_STATES } from './enums.ts';
 import { partToV1Shape, readableList, salvageStatusMessage, salvageTimestamp, toBareTask, toWrappedResponse } from './shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from './spelling.ts';
-import { protoJsonObject } from './proto-names.ts';
+import { JsonObjectSchema, protoJsonObject } from './proto-names.ts';
 
 /** Task states, in proto order (spec §5.5 TaskState). Kept in `enums.ts` so `spelling.ts` can read them without a cycle. */
 export { TASK_STATES };
@@ -39,7 +39,8 @@ export const RoleSchema = z.enum(ROLES);
 /** One of `RoleSchema`'s values. */
 export type Role = z.infer<typeof RoleSchema>;
 
-const MetadataSchema = z.record(z.string(), z.unknown());
+/** A `metadata` object, kept as given (`JsonObjectSchema`). */
+const MetadataSchema = JsonObjectSchema;
 
 /** A Part is a oneof: exactly one of `text`, `raw` (base64), `url`, `data` (spec §5.5 Part). A 0.3 `{kind:'file'}` part is read too. */
 export const PartSchema = z.preprocess(partToV1Shape, protoJsonObject(z

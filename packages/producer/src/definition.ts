@@ -21,7 +21,7 @@
  * canonical form with defaults.
  */
 import { z } from 'zod';
-import { PartSchema } from '@durable-a2a/a2a';
+import { JsonObjectSchema, PartSchema } from '@durable-a2a/a2a';
 import { ID_PATTERN, SendPrioritySchema, StrictQuestionPolicySchema } from '@durable-a2a/shared';
 
 /** Documented step limit of one workflow. */
@@ -33,7 +33,7 @@ export const RESERVED_STEP_PREFIXES = ['undo', 'compensation', 'verify'] as cons
 
 const Id = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
 const HttpUrl = z.url({ protocol: /^https?$/, error: 'an http(s) URL' });
-const Metadata = z.record(z.string(), z.unknown());
+const Metadata = JsonObjectSchema;
 const StepName = z
   .string()
   .regex(STEP_NAME_PATTERN, 'letters, digits, "_" or "-", 1 to 64 characters (".", "|" and ":" are reserved)')

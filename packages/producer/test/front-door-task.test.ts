@@ -4,11 +4,11 @@
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { TaskState } from '@a2a-js/sdk';
+import { TaskState, type StreamResponse } from '@a2a-js/sdk';
 import { ID_PATTERN } from '@durable-a2a/shared';
 import { frontTaskId, isTaskOf, principalOf } from '../src/server/a2a/caller.ts';
 import { frontTask } from '../src/server/a2a/task.ts';
-import { streamEndsAt } from '../src/server/a2a/events.ts';
+import { streamEndsAt, taskEvents } from '../src/server/a2a/events.ts';
 import type { AttemptSummary, OpenQuestion, WorkflowView } from '../src/view.ts';
 
 describe('front task ids', () => {
@@ -89,5 +89,54 @@ describe('the front task of a workflow view', () => {
     const task = frontTask(view('COMPLETED', { attempts: [attempt({ state: 'FAILED', finished: true, artifacts: [{ artifactId: 'old', parts: [{ text: 'x' }] }] }), attempt({ delegationId: 'main.2', state: 'COMPLETED', finished: true, artifacts })] }));
     expect(task.artifacts.map((artifact) => artifact.artifactId)).toEqual(['a1', 'a2']);
     expect(task.artifacts[1]!.parts[0]!.content).toEqual({ $case: 'data', value: { total: 3 } });
+  });
+});
+
+describe('a stream to a caller that reads slowly (property)', () => {
+  // Kind: the front door's event streams ignored backpressure: every view's updates were written whatever the
+  // connection held, so a client that never reads made the server hold each update of a growing artifact.
+  const HIGH_WATER = 1_000;
+  const growing = (length: number, finished: boolean) =>
+    view(finished ? 'COMPLETED' : 'RUNNING', { attempts: [attempt({ taskId: 'remote', state: finished ? 'COMPLETED' : 'WORKING', finished, artifacts: [{ artifactId: 'a1', parts: [{ text: 'x'.repeat(length) }] }] } as Partial<AttemptSummary>)] });
+  const bytesOf = (event: StreamResponse) => JSON.stringify(event, (_key, value: unknown) => (typeof value === 'bigint' ? String(value) : value)).length;
+
+  it('the next view is read only once the connection holds at most its high-water mark; the last event is the final state with the whole artifact', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.integer({ min: 1, max: 4_000 }), { minLength: 1, maxLength: 12 }), fc.array(fc.integer({ min: 0, max: 3_000 }), { minLength: 1, maxLength: 6 }), async (growth, readRates) => {
+        const lengths = growth.reduce<number[]>((all, add) => [...all, (all.at(-1) ?? 0) + add], []);
+        const views = [...lengths.map((length) => growing(length, false)), growing(lengths.at(-1)!, true)];
+        let index = 0;
+        let pending = 0;
+        let mostPendingAtRead = 0;
+        let drains = 0;
+        const reader = {
+          get: async () => views[0]!,
+          waitFor: async () => {
+            mostPendingAtRead = Math.max(mostPendingAtRead, pending);
+            index = Math.min(index + 1, views.length - 1);
+            return views[index]!;
+          },
+        };
+        // The caller reads `readRates` bytes per turn (in turn, at least one byte: it never stops for good).
+        const drained = async () => {
+          while (pending > HIGH_WATER) pending = Math.max(0, pending - Math.max(1, readRates[drains++ % readRates.length]!));
+        };
+        const events: StreamResponse[] = [];
+        for await (const event of taskEvents(reader, views[0]!.workflowId, new AbortController().signal, 0, drained)) {
+          events.push(event);
+          pending += bytesOf(event);
+        }
+        expect(mostPendingAtRead).toBeLessThanOrEqual(HIGH_WATER);
+        const last = events.at(-1)!;
+        expect(last.payload?.$case).toBe('statusUpdate');
+        // The whole final artifact reached the caller: in the last artifact update, else in the first snapshot.
+        const texts = events.flatMap((event) => {
+          const artifacts = event.payload?.$case === 'artifactUpdate' ? [event.payload.value.artifact] : event.payload?.$case === 'task' ? event.payload.value.artifacts : [];
+          return artifacts.map((artifact) => (artifact?.parts ?? []).map((part) => (part.content?.$case === 'text' ? part.content.value : '')).join(''));
+        });
+        expect(texts.at(-1)?.length).toBe(lengths.at(-1));
+      }),
+      { numRuns: 100, examples: [[[4_000, 4_000, 4_000, 4_000], [0]], [[10, 10, 10], [3_000]], [[3_999], [1]]] },
+    );
   });
 });

@@ -6,7 +6,7 @@
  */
 import { LRUCache } from 'lru-cache';
 import { z } from 'zod';
-import { PartSchema } from '@durable-a2a/a2a/pure';
+import { JsonObjectSchema, PartSchema } from '@durable-a2a/a2a/pure';
 import { ID_PATTERN } from './journal/keys.ts';
 import { WORKFLOW_ID_PATTERN } from './journal/tenant.ts';
 import { QUESTION_EXPIRY_ACTIONS } from './journal/states.ts';
@@ -20,8 +20,8 @@ export type NotifyTarget = z.infer<typeof NotifyTargetSchema>;
 
 /** A message to send: plain text or parts, with optional metadata. */
 export const MessageInputSchema = z.union([
-  z.object({ text: z.string().min(1), metadata: z.record(z.string(), z.unknown()).optional() }),
-  z.object({ parts: z.array(PartSchema).min(1), metadata: z.record(z.string(), z.unknown()).optional() }),
+  z.object({ text: z.string().min(1), metadata: JsonObjectSchema.optional() }),
+  z.object({ parts: z.array(PartSchema).min(1), metadata: JsonObjectSchema.optional() }),
 ]);
 export type MessageInput = z.infer<typeof MessageInputSchema>;
 
@@ -121,7 +121,7 @@ export const WorkflowDefinitionSchema = z
     workflowId: z.string().regex(WORKFLOW_ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters'),
     steps: z.array(StepSchema).min(1).max(100),
     maxAttemptsPerStep: z.number().int().min(1).max(20).default(3),
-    metadata: z.record(z.string(), z.unknown()).optional(),
+    metadata: JsonObjectSchema.optional(),
     /** Priority of every send of this workflow, 1 (lowest) to 10 (highest); default 5 (`send-priority.ts`). Kept by re-sends and re-delegations. */
     priority: z.number().int().min(1).max(10).optional(),
     /**

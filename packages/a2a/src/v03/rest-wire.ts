@@ -9,12 +9,13 @@
  * The zod schemas below parse straight into the 1.0 model.
  */
 import { z } from 'zod';
+import { JsonObjectSchema } from '../proto-names.ts';
 import type { Message, Part, SendMessageRequest, StreamResponse, TaskPushNotificationConfig, TaskState } from '../schema.ts';
 import { toWrappedResponse } from '../shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from '../spelling.ts';
 import { partToV03, pushConfigToV03 } from './wire.ts';
 
-const MetadataSchema = z.record(z.string(), z.unknown());
+const MetadataSchema = JsonObjectSchema;
 
 const defined = <T extends object>(value: T): T =>
   Object.fromEntries(Object.entries(value).filter(([, field]) => field !== undefined)) as T;
@@ -26,7 +27,7 @@ const ProtoPartSchema = z
   .object({
     text: z.string().optional(),
     file: z.object({ fileWithUri: z.string().optional(), fileWithBytes: z.string().optional(), mimeType: z.string().optional() }).optional(),
-    data: z.object({ data: z.record(z.string(), z.unknown()).optional() }).optional(),
+    data: z.object({ data: JsonObjectSchema.optional() }).optional(),
   })
   .transform((part, context): Part => {
     if (part.text !== undefined) return { text: part.text };

@@ -5,11 +5,12 @@
  * 1.0 model is wire.ts.
  */
 import { z } from 'zod';
+import { JsonObjectSchema } from '../proto-names.ts';
 import type { TaskState } from '../schema.ts';
 import { partToV03Shape, readableList, salvageStatusMessage, salvageTimestamp, toKindTagged } from '../shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from '../spelling.ts';
 
-const MetadataSchema = z.record(z.string(), z.unknown());
+const MetadataSchema = JsonObjectSchema;
 
 /** 0.3 TaskState (spec v0.3.0 §6.3); `unknown` has no 1.0 twin but UNSPECIFIED. */
 export const TASK_STATES_V03 = ['submitted', 'working', 'input-required', 'completed', 'canceled', 'failed', 'rejected', 'auth-required', 'unknown'] as const;
@@ -44,7 +45,7 @@ const FileV03Schema = z
 export const PartV03Schema = z.preprocess(partToV03Shape, z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('text'), text: z.string(), metadata: MetadataSchema.optional() }),
   z.object({ kind: z.literal('file'), file: FileV03Schema, metadata: MetadataSchema.optional() }),
-  z.object({ kind: z.literal('data'), data: z.record(z.string(), z.unknown()), metadata: MetadataSchema.optional() }),
+  z.object({ kind: z.literal('data'), data: JsonObjectSchema, metadata: MetadataSchema.optional() }),
 ]));
 export type PartV03 = z.infer<typeof PartV03Schema>;
 

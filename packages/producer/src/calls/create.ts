@@ -5,7 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import { PartSchema } from '@durable-a2a/a2a';
+import { JsonObjectSchema, PartSchema } from '@durable-a2a/a2a';
 import {
   candidateAgents,
   ID_PATTERN,
@@ -48,7 +48,7 @@ export const DelegateInputSchema = z
     text: z.string().min(1, 'must not be empty').optional(),
     parts: z.array(PartSchema).min(1, 'must not be empty').optional(),
     idempotencyKey: IdempotencyKey.optional(),
-    metadata: z.record(z.string(), z.unknown()).optional(),
+    metadata: JsonObjectSchema.optional(),
     push: z.boolean().optional(),
     /** Where this delegation's notifications go (docs/people.md "Notifications"); default the fleet-wide `DA2A_NOTIFY_URL`. */
     notify: StrictNotifyTargetSchema.optional(),

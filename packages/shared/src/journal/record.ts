@@ -3,7 +3,7 @@
  * zod (the hash is a boundary: another release may have written it).
  */
 import { z } from 'zod';
-import { MessageSchema, PartSchema, type Artifact } from '@durable-a2a/a2a/pure';
+import { JsonObjectSchema, MessageSchema, PartSchema, type Artifact } from '@durable-a2a/a2a/pure';
 import { JOURNAL_STATES, QUESTION_EXPIRY_ACTIONS } from './states.ts';
 import { RECORDED_ERROR_CODES } from './error-codes.ts';
 import { count, enumOr, flag, optionalEnum, optionalJson, optionalMs, optionalText, requiredEnum, requiredJson, requiredNumber, requiredText } from './record-fields.ts';
@@ -29,7 +29,7 @@ export type AgentInterfaceRef = z.infer<typeof AgentInterfaceRefSchema>;
 /** What we send: parts plus optional metadata and referenced tasks (spec §5.5 Message). */
 export const OutgoingMessageSchema = z.object({
   parts: z.array(PartSchema).min(1),
-  metadata: z.record(z.string(), z.unknown()).optional(),
+  metadata: JsonObjectSchema.optional(),
   referenceTaskIds: z.array(z.string()).optional(),
 });
 export type OutgoingMessage = z.infer<typeof OutgoingMessageSchema>;

@@ -41,14 +41,16 @@ export function isTaskOf(principal: string, taskId: string): boolean {
 
 /**
  * The authenticated caller of one request (the SDK's `User`): its principal, its token's tenant and role (its tasks are
- * that tenant's workflows, docs/tenants.md), and a signal that aborts when the caller's connection closes (a blocking
- * send or a stream stops waiting then).
+ * that tenant's workflows, docs/tenants.md), a signal that aborts when the caller's connection closes (a blocking
+ * send or a stream stops waiting then), and a wait for its connection to take what was written (a stream's next view).
  */
 export class FrontDoorCaller implements User {
   constructor(
     readonly principal: string,
     readonly disconnected: AbortSignal,
     readonly scope: ProducerScope = OPERATOR_SCOPE,
+    /** Resolves once the caller's connection took what was written to it (events.ts `Drained`). Default: at once. */
+    readonly drained: () => Promise<void> = async () => undefined,
   ) {}
 
   get isAuthenticated(): boolean {

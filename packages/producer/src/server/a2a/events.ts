@@ -12,6 +12,14 @@ import type { WorkflowView } from '../../view.ts';
 import { WaitTimeoutError, isSettled, type WaitForOptions } from '../../wait.ts';
 import { INTERRUPTED_TASK_STATES, TERMINAL_TASK_STATES, frontTask } from './task.ts';
 
+/**
+ * Resolves once the caller's connection has taken what was written to it (its buffer back under its high-water mark)
+ * or closed. A stream waits on it before it reads the next view, so a client that reads slowly (or never) gets the
+ * views it can take, each update computed against what it was last sent, and the server holds at most one view's
+ * updates for it, not every update of a growing artifact. Default: never waits.
+ */
+export type Drained = () => Promise<void>;
+
 /** How often an open stream reads the journal again besides the change channel (ms). */
 export const STREAM_REFRESH_MS = 1_000;
 
@@ -64,14 +72,23 @@ export function updatesBetween(before: Task, after: Task): StreamResponse[] {
 
 /**
  * The event stream of `taskId`. Ends when the task ends or waits for the caller, or quietly when `signal`
- * aborts (the caller left). Rejects with NotFoundError for a missing task.
+ * aborts (the caller left). Each next view is read once the caller took what was written (`drained`).
+ * Rejects with NotFoundError for a missing task.
  */
-export async function* taskEvents(reader: TaskReader, taskId: string, signal: AbortSignal, refreshMs: number = STREAM_REFRESH_MS): AsyncGenerator<StreamResponse, void, undefined> {
+export async function* taskEvents(
+  reader: TaskReader,
+  taskId: string,
+  signal: AbortSignal,
+  refreshMs: number = STREAM_REFRESH_MS,
+  drained: Drained = async () => undefined,
+): AsyncGenerator<StreamResponse, void, undefined> {
   let view = await reader.get(taskId);
   let task = frontTask(view);
   yield { payload: { $case: 'task', value: task } };
   while (!streamEndsAt(task) && !signal.aborted) {
     try {
+      await drained();
+      if (signal.aborted) return;
       view = await nextView(reader, taskId, view, signal, refreshMs);
     } catch (error) {
       if (signal.aborted) return;

@@ -47,7 +47,7 @@ import { AgentAddressRefusedError } from '../../agent-addresses.ts';
 import { WaitTimeoutError } from '../../wait.ts';
 import { FrontDoorCaller, frontTaskId, isTaskOf, taskIdPrefix } from './caller.ts';
 import { TERMINAL_TASK_STATES, frontTask, messageJson } from './task.ts';
-import { taskEvents } from './events.ts';
+import { STREAM_REFRESH_MS, taskEvents } from './events.ts';
 import { availableAgents, frontDoorCard } from './card.ts';
 import { PushConfigRefusedError, type FrontDoorPushNotifier } from './push.ts';
 
@@ -270,7 +270,7 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
 
   private async *events(taskId: string, caller: FrontDoorCaller): AsyncGenerator<StreamResponse, void, undefined> {
     try {
-      yield* taskEvents(this.producerOf(caller), taskId, caller.disconnected);
+      yield* taskEvents(this.producerOf(caller), taskId, caller.disconnected, STREAM_REFRESH_MS, caller.drained);
     } catch (error) {
       throw asA2AError(error);
     }

@@ -8,7 +8,7 @@
  * its body (depth-checked like every API body; express's own parser then sees the body already read and
  * leaves it). Cards are public; everything else needs an API token as Bearer (401 problem+json otherwise).
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import express, { type Request, type RequestHandler } from 'express';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { agentCardHandler, jsonRpcHandler, restHandler } from '@a2a-js/sdk/server/express';
@@ -42,6 +42,28 @@ export interface FrontDoorOptions {
 }
 
 const CARD_SUFFIX = '/.well-known/agent-card.json';
+
+/** A caller's connection: aborted when it closes; `drained` resolves once it took what was written (events.ts `Drained`). */
+interface CallerConnection {
+  disconnected: AbortSignal;
+  drained: () => Promise<void>;
+}
+
+/** Resolves once `response` holds no more than its high-water mark unsent (its 'drain'), or the caller left. */
+function drainedOf(response: ServerResponse, left: AbortSignal): Promise<void> {
+  if (!response.writableNeedDrain || left.aborted || response.destroyed) return Promise.resolve();
+  return new Promise<void>((resolve) => {
+    const done = () => {
+      response.off('drain', done);
+      response.off('close', done);
+      left.removeEventListener('abort', done);
+      resolve();
+    };
+    response.once('drain', done);
+    response.once('close', done);
+    left.addEventListener('abort', done, { once: true });
+  });
+}
 /** Proxied agents whose transports are kept built (one small router pair each); past it the cache starts over. */
 const MAX_CACHED_AGENTS = 1_000;
 
@@ -49,13 +71,14 @@ const MAX_CACHED_AGENTS = 1_000;
 const originOf = (request: Request) => `${request.protocol}://${request.get('host') ?? 'localhost'}`;
 
 /** The express app that carries the SDK's handlers; `disconnected` gives each raw request's abort signal. */
-function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingMessage, AbortSignal>, push: FrontDoorPushNotifier): express.Express {
+function frontDoorApp(options: FrontDoorOptions, connections: WeakMap<IncomingMessage, CallerConnection>, push: FrontDoorPushNotifier): express.Express {
   const { producer } = options;
   const userBuilder = async (request: Request) => {
     const token = bearerOf({ headers: request.headers } as FastifyRequest);
     // The onRequest hook admitted only configured tokens: the scope is that token's.
     const scope = namedTokenOf(token, options.apiTokens)?.scope;
-    return new FrontDoorCaller(principalOf(token ?? ''), disconnected.get(request) ?? new AbortController().signal, scope);
+    const connection = connections.get(request);
+    return new FrontDoorCaller(principalOf(token ?? ''), connection?.disconnected ?? new AbortController().signal, scope, connection?.drained);
   };
   const transports = new Map<string, RequestHandler>();
   const transportsOf = (target: FrontDoorTarget): RequestHandler => {
@@ -100,7 +123,7 @@ function frontDoorApp(options: FrontDoorOptions, disconnected: WeakMap<IncomingM
 /** Registers the front door's routes (cards and `/a2a`) on `app`. */
 export function frontDoorRoutes(options: FrontDoorOptions) {
   return async (app: FastifyInstance): Promise<void> => {
-    const disconnected = new WeakMap<IncomingMessage, AbortSignal>();
+    const connections = new WeakMap<IncomingMessage, CallerConnection>();
     const push = new FrontDoorPushNotifier({
       producer: options.producer,
       tenants: options.tenants,
@@ -110,14 +133,14 @@ export function frontDoorRoutes(options: FrontDoorOptions) {
     // Watches of another (maybe dead) process resume here: at start, then periodically.
     app.addHook('onReady', async () => push.startResuming());
     app.addHook('onClose', () => push.close());
-    const expressApp = frontDoorApp(options, disconnected, push);
+    const expressApp = frontDoorApp(options, connections, push);
     // The SDK's express handlers answer on the raw response; fastify hands it over with the parsed body.
     const handOver = async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
       const raw = request.raw as IncomingMessage & { body?: unknown };
       raw.body = request.body;
       const left = new AbortController();
       reply.raw.once('close', () => left.abort());
-      disconnected.set(raw, left.signal);
+      connections.set(raw, { disconnected: left.signal, drained: () => drainedOf(reply.raw, left.signal) });
       for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) reply.raw.setHeader(name, value);
       // A hijacked reply skips fastify's onResponse hook: the request line is logged here instead.
       reply.raw.once('finish', () => request.log.info({ method: request.method, url: logUrl(request.url), statusCode: reply.raw.statusCode, ms: Math.round(reply.elapsedTime) }, 'request'));

@@ -24,7 +24,8 @@
   ARGV[12] now (ms)
   ARGV[13] question key ('' = unknown): the status message's messageId, else its timestamp;
            identifies the question a reply answers. Unknown: a new one each time the
-           delegation enters a parked state (questionSeq)
+           delegation enters a parked state (questionSeq). A key asked again after our answer to it
+           was delivered is journaled as '<key>#re<questionSeq>' (a new question: its own answer, link, event)
   ARGV[14] '1' when the task id in ARGV[7] is bound to this delegation (Journal.bindTask);
            a task id is recorded only then (a task id belongs to at most one delegation);
            'here:<ttl ms>:<owner>': a new task id is bound here to <owner> (indexMember), in KEYS[4]
@@ -173,12 +174,24 @@ local function apply()
   -- A question by our own ordered facts (ARGV[13] a known key; askedKeys: the keys the row was parked on, oldest
   -- first): 'new' when the row's question has our reply delivered and this key was never asked (the agent asks
   -- again after our reply, whatever its clock says); 'old' when it is a question asked before the row's latest one.
+  -- The row's question as the agent keyed it: a key asked again after our answer is kept as '<key>#re<n>' (below).
+  local agentKey = row[7] and (row[7]:match('^(.+)#re%d+$') or row[7]) or nil
+  local sameKey = ARGV[13] ~= '' and ARGV[13] == agentKey
   local asked, newQuestion = nil, false
-  if mode ~= 'outcome' and PARKED[incoming] and ARGV[13] ~= '' and ARGV[13] ~= (row[7] or '') then
+  if mode ~= 'outcome' and PARKED[incoming] and ARGV[13] ~= '' and not sameKey then
     asked = askedKeysOf(field('askedKeys'))
     if asked.has[ARGV[13]] then return {0, 'stale', leftOut} end
-    newQuestion = row[7] ~= nil and field('replyForQuestion') == row[7] and field('replyState') == 'sent'
+    -- (A row asked again under an answered key, '<key>#re<n>', is still in the stretch after that answer.)
+    local answeredKey = field('replyForQuestion')
+    newQuestion = row[7] ~= nil and (answeredKey == row[7] or answeredKey == agentKey) and field('replyState') == 'sent'
   end
+  -- Asked again under the key our delivered answer answered (an agent that reuses its status message's id): a new
+  -- question when its stamp is later than the row's (the answered asking's, or a status since); a read of the answered
+  -- asking carries that asking's own stamp, and without a stamp the two cannot be told apart (the row then stays on
+  -- the answered question, as before). It still passes the clock rules below. Without this the row parked on a
+  -- question that counted as answered: open to nobody, the workflow waiting for ever.
+  local askedAgain = mode ~= 'outcome' and PARKED[incoming] and sameKey and field('replyForQuestion') == row[7]
+    and field('replyState') == 'sent' and incomingTs ~= nil and (currentTs == nil or incomingTs > currentTs)
   local floorTs = tonumber(hash.clockFloorMs or '')
   if mode ~= 'outcome' then
     -- Clocks (R27): a move forward in state order is never vetoed by a timestamp;
@@ -207,14 +220,17 @@ local function apply()
   local function put(field, value) set[#set + 1] = field; set[#set + 1] = value end
   if incomingTs then put('statusTimestampMs', ARGV[5]); put('statusTimestamp', ARGV[6])
   elseif RANK[incoming] ~= RANK[current] or newQuestion then put('statusTimestampMs', ''); put('statusTimestamp', '') end
-  -- A new stretch by our facts: its stamps are not compared with the last one's, whose highest becomes the floor.
-  if newQuestion and currentTs and (not floorTs or currentTs > floorTs) then put('clockFloorMs', row[4]) end
+  -- A new stretch by our facts (a new question after our delivered reply, or the answered one asked again): its stamps
+  -- are not compared with the last one's, whose highest becomes the floor.
+  if (newQuestion or askedAgain) and currentTs and (not floorTs or currentTs > floorTs) then put('clockFloorMs', row[4]) end
   if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end
   if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
   local workflow, finished = {}, {}
   if incoming ~= current then workflow, finished = touchWorkflow(KEYS[1], FINISHED[incoming], now) end
   if PARKED[incoming] then
     local questionKey = ARGV[13]
+    if sameKey then questionKey = row[7] end
+    if askedAgain then local seq = (tonumber(field('questionSeq')) or 0) + 1; put('questionSeq', tostring(seq)); questionKey = agentKey .. '#re' .. seq end
     if questionKey == '' then
       questionKey = row[7] or ''
       if not PARKED[current] or questionKey == '' then local seq = (tonumber(field('questionSeq')) or 0) + 1; put('questionSeq', tostring(seq)); questionKey = 'seq:' .. seq end
