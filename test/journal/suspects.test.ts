@@ -57,12 +57,12 @@ describe('noteSuspect', () => {
     expect((await journal.getDelegation(ref))!.suspectsLost).toBe(2);
   });
 
-  it('0 on a finished row (nothing kept, nothing counted); missing for a row that is gone; an empty id is refused before Redis', async () => {
+  it('a finished row keeps them too (its finished-row reconcile reads them); missing for a row that is gone; an empty id is refused before Redis', async () => {
     await redis().hset(row(), 'state', 'COMPLETED');
-    expect(await journal.noteSuspect(ref, 'T2')).toBe('finished');
-    expect(await journal.noteSuspect(ref, 'x'.repeat(SUSPECT_TASK_ID_MAX + 1))).toBe('finished');
-    expect(await redis().hexists(row(), 'suspects')).toBe(0);
-    expect(await redis().hexists(row(), 'suspectsLost')).toBe(0);
+    expect(await journal.noteSuspect(ref, 'T2')).toBe('kept');
+    expect(await journal.noteSuspect(ref, 'x'.repeat(SUSPECT_TASK_ID_MAX + 1))).toBe('too-long');
+    expect(await journal.pendingSuspects(ref)).toEqual(['T2']);
+    expect((await journal.getDelegation(ref))!.suspectsLost).toBe(1);
     expect(await journal.noteSuspect({ ...ref, delegationId: 'none' }, 'T2')).toBe('missing');
     await expect(journal.noteSuspect(ref, '')).rejects.toThrow(RangeError);
   });

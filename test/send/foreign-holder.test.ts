@@ -312,7 +312,7 @@ describe('a push about another task that shows our message: the reconciler reads
     await personNamingT2(env, agent, workflowId, 'T1', 1);
   }, 60_000);
 
-  it('a push showing our message in another task after our row finished wakes nothing: a finished row never changes, so the read could decide nothing (review21: before, one reconcile job a second re-settled the finished row for as long as such pushes came)', async () => {
+  it('a push showing our message in another task after our one-step workflow finished (compacted: no row to keep it on) wakes nothing (review21: before, one reconcile job a second re-settled the finished row for as long as such pushes came); while a finished row is there it is read: test/reconcile/duplicate-after-finish.test.ts', async () => {
     const { messageId, push, pushedTask, pushCount, env, prefix, workflowId } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received), { state: 'COMPLETED' });
     expect((await finishedAttempt(env.producer, workflowId, 30_000)).state).toBe('COMPLETED');
     const reconcile = new Queue('reconcile', { connection: redis(), prefix: queuePrefix(prefix) });

@@ -9,7 +9,7 @@ import { partsText, type DelegationView, type History, type HistoryEntry } from 
 
 /** A history entry's view fields; fields beyond these are the stored entry's own (`message`, `parts`, `evidence`, `previous`, …). */
 interface HistoryEntryFields {
-  /** `question`, `answer`, `answer-refused`, `question-expired`, `cancel`, `resolution`, `redelegation`, `verification`, `compensation`, `duplicate-task`, `dropped`, or a kind a later release writes. */
+  /** `question`, `answer`, `answer-refused`, `question-expired`, `cancel`, `resolution`, `redelegation`, `verification`, `compensation`, `duplicate-task`, `duplicate-unchecked`, `dropped`, or a kind a later release writes. */
   kind: string;
   /** When it was journaled (ISO 8601). */
   at: string;
@@ -86,6 +86,10 @@ function summaryOf(entry: HistoryEntryFields): string {
     case 'duplicate-task': {
       const ours = typeof entry.taskId === 'string' ? `too (our task ${entry.taskId})` : '(the attempt finished without a task of ours)';
       return `${attempt}${typeof entry.state === 'string' ? ` (${entry.state})` : ''}: task ${String(entry.otherTaskId)} of the agent holds our message ${ours}: the work may have been done twice; a person checks`;
+    }
+    case 'duplicate-unchecked': {
+      const ours = typeof entry.taskId === 'string' ? ` (our task ${entry.taskId})` : '';
+      return `${attempt}${typeof entry.state === 'string' ? ` (${entry.state})` : ''}${ours}: ${String(entry.lost)} task(s) that may hold our message too could not be read: the agent may have done this twice; it could not be checked; a person checks`;
     }
     case 'dropped':
       return entry.text ?? 'older entries dropped';

@@ -54,10 +54,12 @@ export interface Metrics {
    */
   notifications: Counter<'kind' | 'outcome'>;
   /**
-   * Tasks of an agent found holding our message after the attempt finished (noteDuplicateTask-1.lua: the work may have
-   * been done twice; the attempt's history entry and `duplicate.task` tell a person), by `agent`; workers.
+   * Findings after an attempt finished that the work may have been done twice, by `agent` and `finding`: `duplicate`
+   * (a task of the agent holds our message too, noteDuplicateTask-1.lua; `duplicate.task` tells a person) or
+   * `unchecked` (tasks that may hold it could not be read, counted by the note, noteSuspectsUnchecked-1.lua;
+   * `duplicate.unchecked` tells a person); each with an entry in the workflow's history; workers.
    */
-  duplicateTasks: Counter<'agent'>;
+  duplicateTasks: Counter<'agent' | 'finding'>;
   /** Worker processes this process found dead (their liveness key gone) and swept the leases of; workers. */
   deadWorkers: Counter;
   /** Leases of dead workers this process ended at once (their liveness key gone), not at their TTL; workers. */
@@ -144,7 +146,7 @@ function createOn(registry: Registry, agentLabels: AgentLabels): Metrics {
     }),
     workflowsFinished: counter('durable_a2a_workflows_finished_total', 'Workflows that reached a finished state (COMPLETED, COMPENSATED, FAILED, CANCELED), by that state', ['state']),
     sendErrors: counter('durable_a2a_send_errors_total', 'Failed sends, by the journaled error code and agent', ['code', 'agent']),
-    duplicateTasks: counter('durable_a2a_duplicate_tasks_total', 'Tasks of an agent found holding our message after the attempt finished (the work may have been done twice), by agent', ['agent']),
+    duplicateTasks: counter('durable_a2a_duplicate_tasks_total', 'Findings after an attempt finished that the agent may have done the work twice: a task holding our message too (finding duplicate) or tasks that may hold it left unread (finding unchecked), by agent', ['agent', 'finding']),
     notifications: counter('durable_a2a_notifications_total', 'Notification deliveries by event kind and outcome (delivered, retried, failed, skipped, not-enqueued)', ['kind', 'outcome']),
     deadWorkers: counter('durable_a2a_dead_workers_total', 'Worker processes found dead (liveness key gone) whose leases this process swept'),
     leasesTakenOver: counter('durable_a2a_leases_taken_over_total', 'Leases of dead workers ended at once (liveness key gone) instead of at their TTL'),

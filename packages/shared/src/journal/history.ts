@@ -69,6 +69,13 @@ export const HISTORY_ENTRY_SCHEMAS = {
    * (noteDuplicateTask-1.lua). The attempt's state and the workflow's outcome stand; a person checks.
    */
   'duplicate-task': z.object({ kind: z.literal('duplicate-task'), at, ...delegation, state: z.string().optional(), taskId: z.string().optional(), otherTaskId: z.string() }),
+  /**
+   * Tasks that may hold our message too (suspects a refused push named) could not be read after the attempt finished
+   * (`lost`: how many, the row's `suspectsLost`; `state`; `taskId`: our task, absent when it finished without one): the
+   * agent may have done the work twice and it could not be checked (noteSuspectsUnchecked-1.lua). The attempt's state
+   * and the workflow's outcome stand; a person checks.
+   */
+  'duplicate-unchecked': z.object({ kind: z.literal('duplicate-unchecked'), at, ...delegation, state: z.string().optional(), taskId: z.string().optional(), lost: z.number().int().positive() }),
   /** An undo step (compensation) journaled for the attempt `compensates`. */
   compensation: z.object({ kind: z.literal('compensation'), at, ...delegation, compensates: z.string(), agentCardUrl: z.string() }),
 } as const;

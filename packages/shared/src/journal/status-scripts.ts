@@ -214,12 +214,12 @@ export const applyArtifactThenStatusScript = defineScript({
   },
 });
 
-/** noteSuspect-1.lua: the suspect kept, already pending, not kept (counted lost), or the row finished (nothing kept). */
+/** noteSuspect-1.lua: the suspect kept (finished row or not), already pending, or not kept (counted lost). */
 export const noteSuspectScript = defineScript({
   name: 'noteSuspect',
   keys: ['delegation'],
   encode: (input: { taskId: string; cap: number }) => [input.taskId, input.cap],
-  decode: outcomeDecoder({ 1: 'kept', 2: 'pending', 3: 'lost', 0: 'finished' }),
+  decode: outcomeDecoder({ 1: 'kept', 2: 'pending', 3: 'lost' }),
 });
 
 /** What one round of suspect reads left (clearSuspects-1.lua). */
@@ -255,6 +255,14 @@ export const noteDuplicateTaskScript = defineScript({
   name: 'noteDuplicateTask',
   keys: ['delegation'],
   encode: (input: { error: RecordedError; nowMs: number; history: string }) => [encodeRecordedError(input.error), input.nowMs, EARLIER_PROTOCOL_ERRORS_MAX, input.history],
+  decode: outcomeDecoder({ 1: 'noted', 2: 'already noted', 0: 'unfinished' }),
+});
+
+/** noteSuspectsUnchecked-1.lua: lost suspects told of on a finished row (state unchanged), once per count. */
+export const noteSuspectsUncheckedScript = defineScript({
+  name: 'noteSuspectsUnchecked',
+  keys: ['delegation'],
+  encode: (input: { lost: number; nowMs: number; history: string }) => [input.lost, input.nowMs, input.history],
   decode: outcomeDecoder({ 1: 'noted', 2: 'already noted', 0: 'unfinished' }),
 });
 

@@ -29,12 +29,27 @@ import {
   noteDuplicateTaskScript,
   noteProtocolErrorScript,
   noteSuspectScript,
+  noteSuspectsUncheckedScript,
   type ApplyStatusOutcome,
   type ArtifactOutcome,
   type ArtifactUpdate,
   type SuspectsLeft,
   type TaskBinding,
 } from './status-scripts.ts';
+
+/**
+ * The fields a history entry about a finished attempt shares (`duplicate-task`, `duplicate-unchecked`): when (ms), the
+ * attempt, its step and finished state when known, and our task (`taskId`, absent when it finished without one).
+ */
+function finishedAttemptEntry(record: DelegationRef & Partial<Pick<DelegationRecord, 'step' | 'state'>>, taskId: string | undefined, at: number) {
+  return {
+    at,
+    delegationId: record.delegationId,
+    ...(record.step !== undefined ? { step: record.step } : {}),
+    ...(record.state !== undefined ? { state: record.state } : {}),
+    ...(taskId !== undefined ? { taskId } : {}),
+  };
+}
 
 /** The row's `suspects` field (noteSuspect-1.lua): a JSON list of task ids, oldest first. */
 const PendingSuspectsSchema = z.array(z.string());
@@ -362,9 +377,11 @@ export class JournalStatus extends JournalDelegations {
    * Keeps `taskId`, a task a refused push showed holding our message, among the delegation's pending suspects for the
    * reconciler to read (noteSuspect-1.lua): at most `SUSPECTS_PENDING_MAX` wait, the oldest unread kept. One that cannot
    * be kept is counted as evidence lost (`suspectsLost`): `over-cap` (that many already wait) or `too-long` (an id over
-   * `SUSPECT_TASK_ID_MAX` characters, never sent to Redis). 'finished' and 'missing': nothing kept (nothing to decide).
+   * `SUSPECT_TASK_ID_MAX` characters, never sent to Redis). A finished row keeps them too (its finished-row reconcile
+   * reads them: a holder is a DUPLICATE_TASK, `noteDuplicateTask`; lost ones are told, `noteSuspectsUnchecked`).
+   * 'missing': nothing kept (no row: gone, or its finished workflow compacted).
    */
-  async noteSuspect(ref: DelegationRef, taskId: string): Promise<'kept' | 'pending' | 'over-cap' | 'too-long' | 'finished' | 'missing'> {
+  async noteSuspect(ref: DelegationRef, taskId: string): Promise<'kept' | 'pending' | 'over-cap' | 'too-long' | 'missing'> {
     if (taskId === '') throw new RangeError('noteSuspect: a task id of at least 1 character');
     const tooLong = taskId.length > SUSPECT_TASK_ID_MAX;
     const noted = await this.call(noteSuspectScript, { delegation: this.delegationKeys(ref)[0] }, { taskId: tooLong ? '' : taskId, cap: SUSPECTS_PENDING_MAX });
@@ -429,16 +446,25 @@ export class JournalStatus extends JournalDelegations {
         : `task ${other} holds our message too (read after task ${ours} finished): the agent may have done the work twice`;
     const error: RecordedError = { code: 'DUPLICATE_TASK', message, retryable: false, delivery: 'received' };
     const nowMs = this.now();
-    const entry: HistoryEntryInput = {
-      kind: 'duplicate-task',
-      at: nowMs,
-      delegationId: record.delegationId,
-      ...(record.step !== undefined ? { step: record.step } : {}),
-      ...(record.state !== undefined ? { state: record.state } : {}),
-      ...(ours !== undefined ? { taskId: ours } : {}),
-      otherTaskId: other!,
-    };
+    const entry: HistoryEntryInput = { kind: 'duplicate-task', ...finishedAttemptEntry(record, ours, nowMs), otherTaskId: other! };
     const noted = await this.call(noteDuplicateTaskScript, { delegation: this.delegationKeys(record)[0] }, { error, nowMs, history: historyArgument(entry) });
+    return noted === 'noted' || noted === 'already noted' ? noted : undefined;
+  }
+
+  /**
+   * Tells a person, on a finished delegation, that `lost` suspects (tasks refused pushes showed holding our message)
+   * could not be read to a conclusion (noteSuspectsUnchecked-1.lua): the agent may have done the work twice and it
+   * could not be checked. Writes a `duplicate-unchecked` entry in the workflow's history (`record`: the finished row;
+   * its step, state and task go into the entry), state and outcome unchanged. Returns `noted`, `already noted` (a person
+   * was told of this many already: a retried job; nothing written), or undefined when the row is not finished (the
+   * reconciler's suspects-unread gives it to a person) or missing.
+   * @throws RangeError when `lost` is not a positive integer
+   */
+  async noteSuspectsUnchecked(record: DelegationRef & Partial<Pick<DelegationRecord, 'step' | 'state' | 'taskId'>>, lost: number): Promise<'noted' | 'already noted' | undefined> {
+    if (!Number.isInteger(lost) || lost < 1) throw new RangeError('noteSuspectsUnchecked: at least 1 suspect lost');
+    const nowMs = this.now();
+    const entry: HistoryEntryInput = { kind: 'duplicate-unchecked', ...finishedAttemptEntry(record, record.taskId?.slice(0, 128), nowMs), lost };
+    const noted = await this.call(noteSuspectsUncheckedScript, { delegation: this.delegationKeys(record)[0] }, { lost, nowMs, history: historyArgument(entry) });
     return noted === 'noted' || noted === 'already noted' ? noted : undefined;
   }
 

@@ -13,9 +13,11 @@ import { WORKFLOW_ID_PATTERN } from '../journal/tenant.ts';
  * The kinds of event: a question opened (a person can answer), a question expired (what was done), a workflow
  * needs a person (NEEDS_ATTENTION), a workflow finished (COMPLETED, FAILED, COMPENSATED, CANCELED), another task of
  * the agent found holding our message after the attempt finished (`duplicate.task`: the work may have been done
- * twice; the attempt's state and the workflow's outcome stand, a person checks).
+ * twice; the attempt's state and the workflow's outcome stand, a person checks), tasks that may hold our message too
+ * could not be read after the attempt finished (`duplicate.unchecked`: the work may have been done twice, it could not
+ * be checked; a person checks).
  */
-export const NOTIFICATION_KINDS = ['question.opened', 'question.expired', 'attention.needed', 'workflow.finished', 'duplicate.task'] as const;
+export const NOTIFICATION_KINDS = ['question.opened', 'question.expired', 'attention.needed', 'workflow.finished', 'duplicate.task', 'duplicate.unchecked'] as const;
 export type NotificationKind = (typeof NOTIFICATION_KINDS)[number];
 
 const Id = z.string().regex(ID_PATTERN);
@@ -46,7 +48,8 @@ export interface NotificationInput {
   /**
    * What distinguishes this event from another of the same kind on the same workflow and delegation: the question
    * key for `question.*`, the workflow version the decision was made from for `attention.needed`, the finished
-   * state for `workflow.finished`, the other task's id for `duplicate.task`. At most 256 characters.
+   * state for `workflow.finished`, the other task's id for `duplicate.task`, the lost count for `duplicate.unchecked`.
+   * At most 256 characters.
    */
   occasion: string | number;
   data?: Record<string, unknown>;

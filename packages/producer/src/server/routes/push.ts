@@ -96,12 +96,11 @@ function pushRefusal(record: DelegationRecord, response: StreamResponse): string
  * question) in what it carries of the task's conversation: a Task's history or status message, a status update's
  * message, a pushed Message. The body alone proves nothing (anyone holding the token can push it): it only tells the
  * workers which task to read from the agent. A task id over `SUSPECT_TASK_ID_MAX` is returned too: the journal cannot
- * keep it, so it counts it as evidence lost (`Journal.noteSuspect`) and a person decides. None for a finished
- * row: it never changes again, so the read could decide nothing (review21: before, one reconcile job a second
- * re-settled it for as long as such pushes came).
+ * keep it, so it counts it as evidence lost (`Journal.noteSuspect`) and a person decides. A finished row's too: its
+ * state never changes, but the read may show the agent holding our message twice (DUPLICATE_TASK, a person hears of
+ * it: docs/people.md "A task done twice"); the journal keeps each id once, so a flood of the same push is one read.
  */
 export function suspectOf(record: DelegationRecord, response: StreamResponse): string | undefined {
-  if (isFinished(record.state)) return undefined;
   const taskId = taskIdOf(response);
   if (taskId === undefined || taskId === '' || taskId === record.taskId) return undefined;
   const carried: Message[] =
@@ -299,6 +298,8 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
       const why = noted === 'over-cap' ? `${SUSPECTS_PENDING_MAX} suspects already wait to be read` : `its id is over ${SUSPECT_TASK_ID_MAX} characters`;
       request.log.warn({ ...ref, taskId: suspect!.slice(0, 128) }, `${why}: this one is not kept, counted as evidence lost (the row's suspectsLost; a person decides)`);
     }
+    // A compacted workflow keeps no rows to note it on: said here, for a person reading logs.
+    if (noted === 'missing') request.log.warn({ ...ref, taskId: suspect!.slice(0, 128) }, 'push shows our message in another task, but this finished workflow was compacted: the task is not read (a person may check it)');
     return sendProblem(reply, problem('TASK_MISMATCH', refusal));
   }
   if ('artifactUpdate' in response && isPushedChunk(response.artifactUpdate)) {
@@ -341,7 +342,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
       // Kept in the journal first (at most SUSPECTS_PENDING_MAX waiting; one not kept counted lost): the job is one a
       // second and reads them. It names this push's suspect (the first of its second) when the journal kept it.
       const noted = await journal.noteSuspect(ref, taskId);
-      if (noted === 'finished' || noted === 'missing') return noted;
+      if (noted === 'missing') return noted;
       const now = Date.now();
       await enqueueReconcile({ reconcile }, ref, { suspect: noted === 'kept' || noted === 'pending' ? taskId : undefined, at: now, now });
       return noted;

@@ -5,7 +5,9 @@
  * shown holding our message is not the task-read row's AMBIGUOUS: it is noted on the row beside its result
  * (`Journal.noteDuplicateTask`: `protocolError` DUPLICATE_TASK naming both tasks, an earlier protocol error kept, and a
  * `duplicate-task` entry in the workflow's history, shown in every view); a person hears of it by the `duplicate.task`
- * notification and `durable_a2a_duplicate_tasks_total` (`notify/duplicate-task.ts`).
+ * notification and `durable_a2a_duplicate_tasks_total` (`notify/duplicate-task.ts`). Suspects noted after the row
+ * finished (a push naming another task, noteSuspect-1.lua) are read the same way. Suspects lost (not kept, or never
+ * read to a conclusion) are told too: `duplicate.unchecked` and a `duplicate-unchecked` history entry.
  */
 import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
@@ -13,7 +15,7 @@ import { afterSuspectReads, suspectRound, suspectsToRead, type SuspectRead } fro
 import { foreignHolder, messageOfOursIn } from '../core/search-row.ts';
 import { readTask } from '../io/read.ts';
 import { withReconcileSlot } from './reconcile-slot.ts';
-import { notifyDuplicateTask } from '../../notify/duplicate-task.ts';
+import { notifyDuplicateTask, notifyDuplicateUnchecked } from '../../notify/duplicate-task.ts';
 
 /**
  * Reads the pending suspects of the finished `record` bound to `boundTaskId` (undefined: it finished without a task of
@@ -27,7 +29,8 @@ export async function readFinishedRowSuspects(ctx: WorkerContext, record: Delega
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   const { read: toRead, ours } = suspectsToRead(await ctx.journal.pendingSuspects(ref), undefined, boundTaskId, SUSPECT_READS_PER_JOB);
   const reads = new Map<string, SuspectRead>();
-  const read = await withReconcileSlot(ctx, record, async () => {
+  // Nothing to read (only suspects lost): no slot taken from the agent's share.
+  const read = toRead.length === 0 ? ('read' as const) : await withReconcileSlot(ctx, record, async () => {
     for (const suspect of toRead) reads.set(suspect, await readFinishedRowSuspect(ctx, record, suspect, log));
     return 'read' as const;
   });
@@ -42,9 +45,26 @@ export async function readFinishedRowSuspects(ctx: WorkerContext, record: Delega
     await enqueueReconcile(ctx.queues, ref, { suspect: undefined, at: after.at, now });
     return 'suspects-pending';
   }
-  // Evidence lost (never read to a conclusion) on a finished row: its state stands; said once, for a person reading logs.
-  if (after.kind === 'person') log.warn({ lost: after.lost, state: record.state }, 'tasks that may hold our message too could not be read after this attempt finished');
+  if (after.kind === 'person') await tellUnchecked(ctx, record, after.lost, log);
   return undefined;
+}
+
+/**
+ * Evidence lost on a finished row (`lost` suspects not kept or never read to a conclusion): its state stands; a person
+ * is told the agent may have done the work twice and it could not be checked (`Journal.noteSuspectsUnchecked`: a
+ * `duplicate-unchecked` history entry; `duplicate.unchecked`; `durable_a2a_duplicate_tasks_total{finding="unchecked"}`),
+ * once per lost count: a retried job writes and counts nothing again and emits the same event id.
+ */
+async function tellUnchecked(ctx: WorkerContext, record: DelegationRecord, lost: number, log: WorkerContext['logger']): Promise<void> {
+  // An AMBIGUOUS attempt is a person's already (attention.needed; suspects lost while it ran made it so: suspects-unread).
+  if (record.state === 'AMBIGUOUS') return;
+  const noted = await ctx.journal.noteSuspectsUnchecked(record, lost);
+  if (noted === 'noted') {
+    ctx.metrics.duplicateTasks.inc({ agent: ctx.metrics.agentLabels.of(record.agentCardUrl), finding: 'unchecked' });
+    log.warn({ lost, state: record.state }, 'tasks that may hold our message too could not be read after this attempt finished: a person is told (the agent may have done the work twice)');
+  }
+  // Also when noted before (a retried job after a crash between the note and this emit): the same event id.
+  if (noted !== undefined) await notifyDuplicateUnchecked(ctx, record, lost);
 }
 
 /**
@@ -62,7 +82,7 @@ async function readFinishedRowSuspect(ctx: WorkerContext, record: DelegationReco
   if (!taskIds) return 'suspect-not-holding';
   const noted = await ctx.journal.noteDuplicateTask(record, taskIds);
   if (noted === 'noted') {
-    ctx.metrics.duplicateTasks.inc({ agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
+    ctx.metrics.duplicateTasks.inc({ agent: ctx.metrics.agentLabels.of(record.agentCardUrl), finding: 'duplicate' });
     log.warn({ taskIds, state: record.state }, 'a task holds our message, read after this attempt finished: noted on the attempt (the agent may have done the work, twice if another task of ours holds it)');
   }
   // Also when noted before (a retried read after a crash between the note and this emit): the same event id.

@@ -109,8 +109,9 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   const log = lazyChildLogger(ctx.logger, { queue: 'reconcile', ...ref, step: record.step, messageId: record.messageId, taskId: record.taskId, jobId });
   if (isFinished(record.state)) {
     // Suspects noted before it finished are read before its workflow decides (settle.ts waits for them), whether or
-    // not it finished bound to a task of ours (an INTENT row keeps them too, and may finish at its deadline).
-    if (record.suspects !== undefined) {
+    // not it finished bound to a task of ours (an INTENT row keeps them too, and may finish at its deadline); so are
+    // those a push named after it finished; and suspects lost are told to a person (finished-suspects.ts).
+    if (keepsSuspects(record)) {
       const pending = await readFinishedRowSuspects(ctx, record, record.taskId, log);
       if (pending !== undefined) return pending;
       const current = await ctx.journal.getDelegation(ref);
