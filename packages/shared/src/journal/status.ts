@@ -18,6 +18,7 @@ import { parseWorkflowHash, type WorkflowRecord } from './workflow-record.ts';
 import type { DelegationRef } from './core.ts';
 import { JournalDelegations } from './delegations.ts';
 import { SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX } from './keys.ts';
+import { keepsSuspects } from './suspects.ts';
 import { isRefused, type Refused } from './scripts.ts';
 import { z } from 'zod';
 import {
@@ -369,15 +370,15 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /**
-   * Which of `refs` keep suspect evidence a reconcile must read or decide on (noteSuspect-1.lua): suspects pending
-   * (the row's `suspects` field) or counted lost (`suspectsLost` above 0), as `reconcile.ts` tests a row it read. One
-   * HMGET each, sent together (auto-pipelining on the journal's connection); a missing row keeps none.
+   * Which of `refs` keep suspect evidence a reconcile must read or decide on (`keepsSuspects`, suspects.ts: suspects
+   * pending or counted lost), read as the record reads the two fields. One HMGET each, sent together (auto-pipelining
+   * on the journal's connection); a missing row keeps none.
    * @returns per ref, in order: true when its row keeps suspects
    */
   async keepSuspects(refs: readonly DelegationRef[]): Promise<boolean[]> {
     if (refs.length === 0) return [];
     const fields = await Promise.all(refs.map((ref) => this.redis.hmget(this.delegationKeys(ref)[0], 'suspects', 'suspectsLost')));
-    return fields.map(([suspects, lost]) => suspects !== null || Number(lost ?? 0) > 0);
+    return fields.map(([suspects, lost]) => keepsSuspects({ suspects: suspects || undefined, suspectsLost: lost ? Number(lost) : 0 }));
   }
 
   /**

@@ -19,6 +19,7 @@
            suspects 1 when the row keeps suspects pending or counted lost (outcome 1 or 2 only), else 0
 ]]
 --- @include "prelude"
+--- @include "suspects"
 local fields = redis.call('HMGET', KEYS[1], 'state', 'suspects', 'suspectsLost')
 if not fields[1] or FINISHED[fields[1]] then return {3, 0} end
 local token = ARGV[1]
@@ -31,6 +32,4 @@ elseif redis.call('GET', KEYS[2]) == token then
 else
   return {0, 0}
 end
-local keeps = 0
-if fields[2] or (tonumber(fields[3]) or 0) > 0 then keeps = 1 end
-return {outcome, keeps}
+return {outcome, keepsSuspects(fields[2], fields[3]) and 1 or 0}

@@ -347,15 +347,6 @@ export function afterSuspectReads(left: { pending: number; lost: number; rounds:
 }
 
 /**
- * Whether a row keeps suspect evidence a reconcile must read or decide on (noteSuspect-1.lua): suspects pending (the
- * row's `suspects` field) or counted lost (`suspectsLost` above 0). What `reconcile.ts` reads before its lease check,
- * and a follow run starting on such a row asks it to (`follow.ts`).
- */
-export function keepsSuspects(record: Pick<DelegationRecord, 'suspects' | 'suspectsLost'>): boolean {
-  return record.suspects !== undefined || record.suspectsLost > 0;
-}
-
-/**
  * What the start-up sweep does with one delegation entry of the unfinished index it read (`runs/sweep.ts`):
  * `reconcile` it in a batch when its claim was this sweep's (`claimed`) and no follow run of another live worker holds
  * it (`followedByLive`); else, when its row keeps suspect evidence (`keepsSuspects`: suspects pending or counted lost,

@@ -8,10 +8,10 @@
  * with one GetTask instead of a stream (`core/policy.ts` isSlowPolling). The
  * stream itself is `io/stream.ts`; every observation goes to `apply.ts`.
  */
-import { isFinished, isParked, lazyChildLogger, type DelegationRecord, type FlowAcquired, type FollowJob, type FollowLease } from '@durable-a2a/shared';
+import { isFinished, isParked, keepsSuspects, lazyChildLogger, type DelegationRecord, type FlowAcquired, type FollowJob, type FollowLease } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply, type Scope, type StreamLease } from '../apply.ts';
-import { isSlowPolling, jitteredCheckTime, keepsSuspects, questionOpen } from '../core/policy.ts';
+import { isSlowPolling, jitteredCheckTime, questionOpen } from '../core/policy.ts';
 import type { Observation } from '../core/observation.ts';
 import { readTask } from '../io/read.ts';
 import { readStream, type SinkResult } from '../io/stream.ts';

@@ -20,12 +20,14 @@ import {
   enqueueSend,
   isFinished,
   isParked,
+  keepsSuspects,
   lazyChildLogger,
+  suspectsPending,
   type DelegationRecord,
   type DelegationRef,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import { jitteredCheckTime, keepsSuspects, suspectReadAt } from '../core/policy.ts';
+import { jitteredCheckTime, suspectReadAt } from '../core/policy.ts';
 import { withReconcileSlot } from './reconcile-slot.ts';
 import { reconcileSuspects } from './suspect-reads.ts';
 import { readFinishedRowSuspects } from './finished-suspects.ts';
@@ -110,7 +112,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   if (isFinished(record.state)) {
     // Suspects noted before it finished are read before its workflow decides (settle.ts waits for them), whether or
     // not it finished bound to a task of ours (an INTENT row keeps them too, and may finish at its deadline).
-    if (record.suspects !== undefined) {
+    if (suspectsPending(record)) {
       const pending = await readFinishedRowSuspects(ctx, record, record.taskId, log);
       if (pending !== undefined) return pending;
       const current = await ctx.journal.getDelegation(ref);

@@ -4,7 +4,7 @@
  * `reconcile.ts`), each round ended in the journal in one script (clearSuspects-1.lua); the verdicts are pure
  * (`core/policy.ts` `suspectsToRead`, `suspectRound`, `afterSuspectReads`; the task-read and `suspects-unread` rows).
  */
-import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, isFinished, type DelegationRecord, type SuspectsLeft } from '@durable-a2a/shared';
+import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, isFinished, suspectsPending, type DelegationRecord, type SuspectsLeft } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { afterSuspectReads, suspectRound, suspectsToRead, type SuspectRead } from '../core/policy.ts';
 import { apply } from '../apply.ts';
@@ -34,7 +34,7 @@ export async function reconcileSuspects(ctx: WorkerContext, record: DelegationRe
     // Finished meanwhile: whoever finished it routed it.
     if (read === 'finished') return 'settled';
     left = read;
-  } else if (ours.length > 0 || record.suspects !== undefined) {
+  } else if (ours.length > 0 || suspectsPending(record)) {
     left = await ctx.journal.clearSuspects(ref, { read: ours });
   }
   const now = ctx.options.now();
