@@ -91,6 +91,7 @@ export {
   enqueueCancel,
   enqueueFollow,
   enqueueReconcile,
+  suspectReadJob,
   enqueueReconcileBatch,
   enqueueDecide,
   enqueueStartupSweep,
