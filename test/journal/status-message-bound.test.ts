@@ -19,20 +19,25 @@ const bytesOf = (text: string) => Buffer.byteLength(text, 'utf8');
 const textOf = (kind: 'plain' | 'control' | 'astral' | 'mixed', length: number): string =>
   kind === 'plain' ? 'x'.repeat(length) : kind === 'control' ? '\u0001'.repeat(length) : kind === 'astral' ? '😀'.repeat(Math.ceil(length / 2)) : 'a\u0000é😀"\\'.repeat(Math.ceil(length / 6));
 
+/** Any id an agent may send: any string (lone surrogates and controls included), or long runs of 3- and 6-byte characters. */
+const anyId = fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 400 }), fc.constantFrom('界'.repeat(256), '\u0001'.repeat(256), '😀'.repeat(128), '"'.repeat(256), 'T1'));
+
 const messageArbitrary = fc.record({
   kind: fc.constantFrom('plain', 'control', 'astral', 'mixed') as fc.Arbitrary<'plain' | 'control' | 'astral' | 'mixed'>,
   length: fc.integer({ min: 0, max: 60_000 }),
   idLength: fc.integer({ min: 1, max: 2_000 }),
   parts: fc.integer({ min: 1, max: 4 }),
   data: fc.boolean(),
+  ids: fc.record({ messageId: fc.option(anyId, { nil: undefined }), taskId: anyId, contextId: anyId }),
 });
 
-type Shape = { kind: 'plain' | 'control' | 'astral' | 'mixed'; length: number; idLength: number; parts: number; data: boolean };
-const messageOf = ({ kind, length, idLength, parts, data }: Shape): Message => ({
-  messageId: 'm'.repeat(idLength),
+type Ids = { messageId?: string | undefined; taskId: string; contextId: string };
+type Shape = { kind: 'plain' | 'control' | 'astral' | 'mixed'; length: number; idLength: number; parts: number; data: boolean; ids?: Ids };
+const messageOf = ({ kind, length, idLength, parts, data, ids }: Shape): Message => ({
+  messageId: ids?.messageId ?? 'm'.repeat(idLength),
   role: 'ROLE_AGENT',
-  taskId: 'T1',
-  contextId: 'C1',
+  taskId: ids?.taskId ?? 'T1',
+  contextId: ids?.contextId ?? 'C1',
   parts: [...Array.from({ length: parts }, () => ({ text: textOf(kind, Math.floor(length / parts)) })), ...(data ? [{ data: { blob: 'd'.repeat(length) } }] : [])],
   metadata: { agent: 'y'.repeat(Math.floor(length / 4)) },
 });
@@ -59,9 +64,26 @@ describe('boundedStatusMessage', () => {
           [{ kind: 'control', length: 20_000, idLength: 2_000, parts: 3, data: true }, 2_048],
           [{ kind: 'astral', length: 9_000, idLength: 1, parts: 1, data: false }, 4_099],
           [{ kind: 'plain', length: 0, idLength: 1, parts: 1, data: true }, 2_048],
+          [{ kind: 'control', length: 20_000, idLength: 1, parts: 1, data: false, ids: { messageId: '\u0001'.repeat(256), taskId: '\u0001'.repeat(256), contextId: '\u0001'.repeat(256) } }, 2_048],
+          [{ kind: 'plain', length: 9_000, idLength: 1, parts: 2, data: true, ids: { messageId: '界'.repeat(256), taskId: '界'.repeat(256), contextId: '界'.repeat(256) } }, 2_048],
         ],
       },
     );
+  });
+});
+
+describe('boundedStatusMessage with long ids', () => {
+  it.each([
+    ['CJK (3 bytes each)', '界'],
+    ['control characters (6 bytes each as JSON)', '\u0001'],
+  ])('case: messageId, taskId and contextId of 256 %s at the smallest bound (2,048): the excerpt stays within it (before: 2,546 and 4,850 bytes)', (_kind, character) => {
+    const id = character.repeat(256);
+    const message: Message = { messageId: id, role: 'ROLE_AGENT', taskId: id, contextId: id, parts: [{ text: 'x'.repeat(10_000) }] };
+    const bounded = boundedStatusMessage(message, 2_048);
+    expect(bytesOf(JSON.stringify(bounded))).toBeLessThanOrEqual(2_048);
+    expect(MessageSchema.safeParse(bounded).success).toBe(true);
+    expect(statusMessageCut(bounded)).toMatchObject({ bytes: bytesOf(JSON.stringify(message)) });
+    expect(bounded.messageId).toMatch(/^sha256:[0-9a-f]{40}$/);
   });
 });
 

@@ -16,15 +16,23 @@ export interface StatusMessageCut {
   keptTextBytes: number;
 }
 
-/** Ids the cut message keeps as they are, at most this many characters each; a longer messageId is hashed, a longer taskId or contextId dropped. */
-const KEPT_ID_MAX = 256;
+/**
+ * Ids the cut message keeps as they are, at most this many UTF-8 bytes each as JSON text (escapes counted: a control
+ * character is 6 bytes, a CJK one 3); a longer messageId is hashed, a longer taskId or contextId dropped. Measured in
+ * bytes, not characters: three ids of 256 escaped characters are 4,608 bytes, over the smallest bound (2,048) alone;
+ * three of 256 bytes leave the note, the metadata and the role about 1,200 bytes of it.
+ */
+const KEPT_ID_BYTES = 256;
 
 const byteLength = (text: string): number => Buffer.byteLength(text, 'utf8');
 
+/** Whether the cut message keeps `id` as it is (`KEPT_ID_BYTES`). */
+const keptId = (id: string): boolean => id.length <= KEPT_ID_BYTES && byteLength(JSON.stringify(id)) - 2 <= KEPT_ID_BYTES;
+
 /**
  * `message` within `maxBytes` UTF-8 bytes of JSON (the journal's `statusMessageBytes`, default 64 KiB): unchanged
- * when it fits; else a Message with its role, messageId (over 256 characters: `sha256:` and 40 hex digits of it),
- * taskId and contextId (each dropped when over 256 characters), one text part holding the start of its text parts
+ * when it fits; else a Message with its role, messageId (over 256 bytes as JSON text: `sha256:` and 40 hex digits of
+ * it), taskId and contextId (each dropped when over 256 bytes as JSON text), one text part holding the start of its text parts
  * (joined by a newline) followed by a line saying it was cut and how large it was, and `metadata.durableA2a.cut`
  * (`StatusMessageCut`); its other parts, metadata, extensions and referenced tasks are left out. Whatever the input,
  * the result's JSON is at most `maxBytes` bytes when `maxBytes` is at least 2,048 (the smallest the config accepts).
@@ -34,15 +42,15 @@ export function boundedStatusMessage(message: Message, maxBytes: number): Messag
   const bytes = byteLength(whole);
   if (bytes <= maxBytes) return message;
   const text = message.parts.flatMap((part) => (typeof part.text === 'string' ? [part.text] : [])).join('\n');
-  const id = message.messageId.length <= KEPT_ID_MAX ? message.messageId : `sha256:${createHash('sha256').update(message.messageId).digest('hex').slice(0, 40)}`;
+  const id = keptId(message.messageId) ? message.messageId : `sha256:${createHash('sha256').update(message.messageId).digest('hex').slice(0, 40)}`;
   const cutOf = (kept: string): Message => {
     const keptTextBytes = byteLength(kept);
     const note = `\n…[message cut by durable-a2a: ${bytes} bytes in all, the first ${keptTextBytes} bytes of its text kept]`;
     return {
       messageId: id,
       role: message.role,
-      ...(message.taskId !== undefined && message.taskId.length <= KEPT_ID_MAX ? { taskId: message.taskId } : {}),
-      ...(message.contextId !== undefined && message.contextId.length <= KEPT_ID_MAX ? { contextId: message.contextId } : {}),
+      ...(message.taskId !== undefined && keptId(message.taskId) ? { taskId: message.taskId } : {}),
+      ...(message.contextId !== undefined && keptId(message.contextId) ? { contextId: message.contextId } : {}),
       parts: [{ text: kept + note }],
       metadata: { durableA2a: { cut: { bytes, keptTextBytes } satisfies StatusMessageCut } },
     };
