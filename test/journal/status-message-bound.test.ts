@@ -28,11 +28,11 @@ const messageArbitrary = fc.record({
   idLength: fc.integer({ min: 1, max: 2_000 }),
   parts: fc.integer({ min: 1, max: 4 }),
   data: fc.boolean(),
-  ids: fc.record({ messageId: fc.option(anyId, { nil: undefined }), taskId: anyId, contextId: anyId }),
+  ids: fc.option(fc.record({ messageId: fc.option(anyId, { nil: undefined }), taskId: anyId, contextId: anyId }), { nil: undefined }),
 });
 
 type Ids = { messageId?: string | undefined; taskId: string; contextId: string };
-type Shape = { kind: 'plain' | 'control' | 'astral' | 'mixed'; length: number; idLength: number; parts: number; data: boolean; ids?: Ids };
+type Shape = { kind: 'plain' | 'control' | 'astral' | 'mixed'; length: number; idLength: number; parts: number; data: boolean; ids?: Ids | undefined };
 const messageOf = ({ kind, length, idLength, parts, data, ids }: Shape): Message => ({
   messageId: ids?.messageId ?? 'm'.repeat(idLength),
   role: 'ROLE_AGENT',
@@ -60,10 +60,10 @@ describe('boundedStatusMessage', () => {
       {
         numRuns: 200,
         examples: [
-          [{ kind: 'plain', length: 41_943, idLength: 10, parts: 1, data: false }, 2_048],
-          [{ kind: 'control', length: 20_000, idLength: 2_000, parts: 3, data: true }, 2_048],
-          [{ kind: 'astral', length: 9_000, idLength: 1, parts: 1, data: false }, 4_099],
-          [{ kind: 'plain', length: 0, idLength: 1, parts: 1, data: true }, 2_048],
+          [{ kind: 'plain', length: 41_943, idLength: 10, parts: 1, data: false, ids: undefined }, 2_048],
+          [{ kind: 'control', length: 20_000, idLength: 2_000, parts: 3, data: true, ids: undefined }, 2_048],
+          [{ kind: 'astral', length: 9_000, idLength: 1, parts: 1, data: false, ids: undefined }, 4_099],
+          [{ kind: 'plain', length: 0, idLength: 1, parts: 1, data: true, ids: undefined }, 2_048],
           [{ kind: 'control', length: 20_000, idLength: 1, parts: 1, data: false, ids: { messageId: '\u0001'.repeat(256), taskId: '\u0001'.repeat(256), contextId: '\u0001'.repeat(256) } }, 2_048],
           [{ kind: 'plain', length: 9_000, idLength: 1, parts: 2, data: true, ids: { messageId: '界'.repeat(256), taskId: '界'.repeat(256), contextId: '界'.repeat(256) } }, 2_048],
         ],
@@ -98,7 +98,7 @@ describe('boundedResult', () => {
         expect((bounded as { message: Message }).message).toEqual(boundedStatusMessage(message, 2_048));
         expect(bytesOf(JSON.stringify(bounded))).toBeLessThanOrEqual(2_048 + 20);
       }),
-      { numRuns: 100, examples: [[{ kind: 'plain', length: 60_000, idLength: 10, parts: 1, data: false }, 'message'], [{ kind: 'plain', length: 10, idLength: 10, parts: 1, data: false }, 'message']] },
+      { numRuns: 100, examples: [[{ kind: 'plain', length: 60_000, idLength: 10, parts: 1, data: false, ids: undefined }, 'message'], [{ kind: 'plain', length: 10, idLength: 10, parts: 1, data: false, ids: undefined }, 'message']] },
     );
   });
 });
