@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Journal, applyTask, boundedResult, boundedStatusMessage, statusMessageCut } from '@durable-a2a/shared';
 import { MessageSchema, type Message } from '@durable-a2a/a2a';
+import { jsonBytesAtMost } from '../../packages/shared/src/journal/status-message.ts';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 
@@ -69,6 +70,51 @@ describe('boundedStatusMessage', () => {
         ],
       },
     );
+  });
+});
+
+describe('boundedStatusMessage: the cheap upper bound before the exact size', () => {
+  const anyText = fc.oneof(fc.string({ unit: 'binary', maxLength: 200 }), fc.string({ unit: fc.constantFrom('\u0000', '\u001f', '"', '\\', '界', '😀', 'a'), maxLength: 300 }));
+  const smallMessage = fc.record({
+    messageId: fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }),
+    taskId: fc.option(anyText, { nil: undefined }),
+    texts: fc.array(anyText, { minLength: 1, maxLength: 4 }),
+    metadata: fc.option(fc.dictionary(anyText, fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }), { nil: undefined }),
+  });
+  const messageOfSmall = (shape: { messageId: string; taskId: string | undefined; texts: string[]; metadata: Record<string, unknown> | undefined }): Message => ({
+    messageId: shape.messageId,
+    role: 'ROLE_AGENT',
+    ...(shape.taskId !== undefined ? { taskId: shape.taskId } : {}),
+    parts: shape.texts.map((text) => ({ text })),
+    ...(shape.metadata !== undefined ? { metadata: shape.metadata } : {}),
+  });
+
+  it('property: the bound never says a value fits when its JSON does not, and the message is kept whole exactly when its JSON fits', () => {
+    fc.assert(
+      fc.property(smallMessage, fc.integer({ min: 2_048, max: 12_000 }), (shape, maxBytes) => {
+        const message = messageOfSmall(shape);
+        const exact = bytesOf(JSON.stringify(message));
+        if (jsonBytesAtMost(message, maxBytes)) expect(exact).toBeLessThanOrEqual(maxBytes);
+        expect(boundedStatusMessage(message, maxBytes) === message).toBe(exact <= maxBytes);
+      }),
+      {
+        numRuns: 300,
+        examples: [
+          // Fits by the bound (the fast path), fits only by the exact size (6 bytes a control counted, 1 written), over.
+          [{ messageId: 'm', taskId: undefined, texts: ['hello'], metadata: undefined }, 2_048],
+          [{ messageId: 'm', taskId: undefined, texts: ['x'.repeat(1_900)], metadata: undefined }, 2_048],
+          [{ messageId: 'm', taskId: '\u0000'.repeat(300), texts: ['\u0001'.repeat(300)], metadata: { k: [1.2345678901234567e-300, -1, true, null, 'é'] } }, 2_048],
+        ],
+      },
+    );
+  });
+
+  it('case: plain JSON data only; anything else is measured exactly', () => {
+    expect(jsonBytesAtMost({ a: [1, 'x', null, true] }, 100)).toBe(true);
+    expect(jsonBytesAtMost({ toJSON: () => 'x'.repeat(10_000) }, 100)).toBe(false);
+    expect(jsonBytesAtMost({ when: new Date(0) }, 100)).toBe(false);
+    expect(jsonBytesAtMost('\u0000'.repeat(10), 61)).toBe(false);
+    expect(jsonBytesAtMost('\u0000'.repeat(10), 62)).toBe(true);
   });
 });
 

@@ -38,6 +38,8 @@ const keptId = (id: string): boolean => id.length <= KEPT_ID_BYTES && byteLength
  * the result's JSON is at most `maxBytes` bytes when `maxBytes` is at least 2,048 (the smallest the config accepts).
  */
 export function boundedStatusMessage(message: Message, maxBytes: number): Message {
+  // The common small message: a cheap upper bound of its JSON size within the bound says it fits, unserialized.
+  if (jsonBytesAtMost(message, maxBytes)) return message;
   const whole = JSON.stringify(message);
   const bytes = byteLength(whole);
   if (bytes <= maxBytes) return message;
@@ -66,6 +68,41 @@ export function boundedStatusMessage(message: Message, maxBytes: number): Messag
     else high = middle - 1;
   }
   return cutOf(startOf(text, low));
+}
+
+/** Most UTF-8 bytes one UTF-16 unit of a string takes in JSON text: a control character escaped as `\u0000`. */
+const JSON_BYTES_PER_UNIT = 6;
+/** Most characters a number takes in JSON text (`-1.2345678901234567e-308`). */
+const JSON_NUMBER_MAX = 24;
+
+/**
+ * Whether `value`'s JSON text is surely at most `maxBytes` UTF-8 bytes, from an upper bound of its size: each string
+ * 6 bytes a UTF-16 unit plus its quotes, each number 24, each key as a string plus a colon, each member or element a
+ * comma, each object or array its brackets. Stops as soon as the bound passes `maxBytes` (false: the caller measures
+ * exactly); false for anything that is not plain JSON data (a `toJSON`, a bigint, a function). Never true when
+ * `JSON.stringify` would give more (test/journal/status-message-bound.test.ts).
+ */
+export function jsonBytesAtMost(value: unknown, maxBytes: number): boolean {
+  let total = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const next = stack.pop();
+    if (typeof next === 'string') total += next.length * JSON_BYTES_PER_UNIT + 2;
+    else if (typeof next === 'number') total += JSON_NUMBER_MAX;
+    else if (typeof next === 'boolean' || next === null || next === undefined) total += 5;
+    else if (Array.isArray(next)) {
+      total += 2 + next.length;
+      for (const element of next) stack.push(element);
+    } else if (typeof next === 'object' && (Object.getPrototypeOf(next) === Object.prototype || Object.getPrototypeOf(next) === null)) {
+      total += 2;
+      for (const key of Object.keys(next)) {
+        total += key.length * JSON_BYTES_PER_UNIT + 4;
+        stack.push((next as Record<string, unknown>)[key]);
+      }
+    } else return false;
+    if (total > maxBytes) return false;
+  }
+  return true;
 }
 
 /** The first `length` UTF-16 units of `text`, one fewer when that would split a surrogate pair. */
