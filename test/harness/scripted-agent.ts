@@ -267,6 +267,15 @@ export function task(id: string, state: ShortState | string, options: TaskOption
   return value;
 }
 
+/**
+ * A live stream's events after its first ones: `beat` (an SSE event or a keep-alive comment) every `everyMs`, for
+ * about 5 minutes at most (the stream outlives any bound a test waits for; end it with `endAfter: 'hang'`).
+ */
+export function liveStream(everyMs: number, beat: string): (string | SseWait)[] {
+  const beats = Math.ceil(300_000 / everyMs);
+  return Array.from({ length: beats }, (): (string | SseWait)[] => [{ waitMs: everyMs }, beat]).flat();
+}
+
 /** `ev` of a `{task}` StreamResponse (the first event of a subscription). */
 export function taskEvent(value: Record<string, unknown>): string {
   return ev(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { task: value } }));

@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { Journal, applyTask, boundedResult, boundedStatusMessage, statusMessageCut } from '@durable-a2a/shared';
 import { MessageSchema, type Message } from '@durable-a2a/a2a';
+import { jsonBytesAtMost } from '../../packages/shared/src/journal/status-message.ts';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 
@@ -19,20 +20,25 @@ const bytesOf = (text: string) => Buffer.byteLength(text, 'utf8');
 const textOf = (kind: 'plain' | 'control' | 'astral' | 'mixed', length: number): string =>
   kind === 'plain' ? 'x'.repeat(length) : kind === 'control' ? '\u0001'.repeat(length) : kind === 'astral' ? '😀'.repeat(Math.ceil(length / 2)) : 'a\u0000é😀"\\'.repeat(Math.ceil(length / 6));
 
+/** Any id an agent may send: any string (lone surrogates and controls included), or long runs of 3- and 6-byte characters. */
+const anyId = fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 400 }), fc.constantFrom('界'.repeat(256), '\u0001'.repeat(256), '😀'.repeat(128), '"'.repeat(256), 'T1'));
+
 const messageArbitrary = fc.record({
   kind: fc.constantFrom('plain', 'control', 'astral', 'mixed') as fc.Arbitrary<'plain' | 'control' | 'astral' | 'mixed'>,
   length: fc.integer({ min: 0, max: 60_000 }),
   idLength: fc.integer({ min: 1, max: 2_000 }),
   parts: fc.integer({ min: 1, max: 4 }),
   data: fc.boolean(),
+  ids: fc.option(fc.record({ messageId: fc.option(anyId, { nil: undefined }), taskId: anyId, contextId: anyId }), { nil: undefined }),
 });
 
-type Shape = { kind: 'plain' | 'control' | 'astral' | 'mixed'; length: number; idLength: number; parts: number; data: boolean };
-const messageOf = ({ kind, length, idLength, parts, data }: Shape): Message => ({
-  messageId: 'm'.repeat(idLength),
+type Ids = { messageId?: string | undefined; taskId: string; contextId: string };
+type Shape = { kind: 'plain' | 'control' | 'astral' | 'mixed'; length: number; idLength: number; parts: number; data: boolean; ids?: Ids | undefined };
+const messageOf = ({ kind, length, idLength, parts, data, ids }: Shape): Message => ({
+  messageId: ids?.messageId ?? 'm'.repeat(idLength),
   role: 'ROLE_AGENT',
-  taskId: 'T1',
-  contextId: 'C1',
+  taskId: ids?.taskId ?? 'T1',
+  contextId: ids?.contextId ?? 'C1',
   parts: [...Array.from({ length: parts }, () => ({ text: textOf(kind, Math.floor(length / parts)) })), ...(data ? [{ data: { blob: 'd'.repeat(length) } }] : [])],
   metadata: { agent: 'y'.repeat(Math.floor(length / 4)) },
 });
@@ -55,13 +61,75 @@ describe('boundedStatusMessage', () => {
       {
         numRuns: 200,
         examples: [
-          [{ kind: 'plain', length: 41_943, idLength: 10, parts: 1, data: false }, 2_048],
-          [{ kind: 'control', length: 20_000, idLength: 2_000, parts: 3, data: true }, 2_048],
-          [{ kind: 'astral', length: 9_000, idLength: 1, parts: 1, data: false }, 4_099],
-          [{ kind: 'plain', length: 0, idLength: 1, parts: 1, data: true }, 2_048],
+          [{ kind: 'plain', length: 41_943, idLength: 10, parts: 1, data: false, ids: undefined }, 2_048],
+          [{ kind: 'control', length: 20_000, idLength: 2_000, parts: 3, data: true, ids: undefined }, 2_048],
+          [{ kind: 'astral', length: 9_000, idLength: 1, parts: 1, data: false, ids: undefined }, 4_099],
+          [{ kind: 'plain', length: 0, idLength: 1, parts: 1, data: true, ids: undefined }, 2_048],
+          [{ kind: 'control', length: 20_000, idLength: 1, parts: 1, data: false, ids: { messageId: '\u0001'.repeat(256), taskId: '\u0001'.repeat(256), contextId: '\u0001'.repeat(256) } }, 2_048],
+          [{ kind: 'plain', length: 9_000, idLength: 1, parts: 2, data: true, ids: { messageId: '界'.repeat(256), taskId: '界'.repeat(256), contextId: '界'.repeat(256) } }, 2_048],
         ],
       },
     );
+  });
+});
+
+describe('boundedStatusMessage: the cheap upper bound before the exact size', () => {
+  const anyText = fc.oneof(fc.string({ unit: 'binary', maxLength: 200 }), fc.string({ unit: fc.constantFrom('\u0000', '\u001f', '"', '\\', '界', '😀', 'a'), maxLength: 300 }));
+  const smallMessage = fc.record({
+    messageId: fc.string({ unit: 'binary', minLength: 1, maxLength: 60 }),
+    taskId: fc.option(anyText, { nil: undefined }),
+    texts: fc.array(anyText, { minLength: 1, maxLength: 4 }),
+    metadata: fc.option(fc.dictionary(anyText, fc.jsonValue({ maxDepth: 3 }), { maxKeys: 4 }), { nil: undefined }),
+  });
+  const messageOfSmall = (shape: { messageId: string; taskId: string | undefined; texts: string[]; metadata: Record<string, unknown> | undefined }): Message => ({
+    messageId: shape.messageId,
+    role: 'ROLE_AGENT',
+    ...(shape.taskId !== undefined ? { taskId: shape.taskId } : {}),
+    parts: shape.texts.map((text) => ({ text })),
+    ...(shape.metadata !== undefined ? { metadata: shape.metadata } : {}),
+  });
+
+  it('property: the bound never says a value fits when its JSON does not, and the message is kept whole exactly when its JSON fits', () => {
+    fc.assert(
+      fc.property(smallMessage, fc.integer({ min: 2_048, max: 12_000 }), (shape, maxBytes) => {
+        const message = messageOfSmall(shape);
+        const exact = bytesOf(JSON.stringify(message));
+        if (jsonBytesAtMost(message, maxBytes)) expect(exact).toBeLessThanOrEqual(maxBytes);
+        expect(boundedStatusMessage(message, maxBytes) === message).toBe(exact <= maxBytes);
+      }),
+      {
+        numRuns: 300,
+        examples: [
+          // Fits by the bound (the fast path), fits only by the exact size (6 bytes a control counted, 1 written), over.
+          [{ messageId: 'm', taskId: undefined, texts: ['hello'], metadata: undefined }, 2_048],
+          [{ messageId: 'm', taskId: undefined, texts: ['x'.repeat(1_900)], metadata: undefined }, 2_048],
+          [{ messageId: 'm', taskId: '\u0000'.repeat(300), texts: ['\u0001'.repeat(300)], metadata: { k: [1.2345678901234567e-300, -1, true, null, 'é'] } }, 2_048],
+        ],
+      },
+    );
+  });
+
+  it('case: plain JSON data only; anything else is measured exactly', () => {
+    expect(jsonBytesAtMost({ a: [1, 'x', null, true] }, 100)).toBe(true);
+    expect(jsonBytesAtMost({ toJSON: () => 'x'.repeat(10_000) }, 100)).toBe(false);
+    expect(jsonBytesAtMost({ when: new Date(0) }, 100)).toBe(false);
+    expect(jsonBytesAtMost('\u0000'.repeat(10), 61)).toBe(false);
+    expect(jsonBytesAtMost('\u0000'.repeat(10), 62)).toBe(true);
+  });
+});
+
+describe('boundedStatusMessage with long ids', () => {
+  it.each([
+    ['CJK (3 bytes each)', '界'],
+    ['control characters (6 bytes each as JSON)', '\u0001'],
+  ])('case: messageId, taskId and contextId of 256 %s at the smallest bound (2,048): the excerpt stays within it (before: 2,546 and 4,850 bytes)', (_kind, character) => {
+    const id = character.repeat(256);
+    const message: Message = { messageId: id, role: 'ROLE_AGENT', taskId: id, contextId: id, parts: [{ text: 'x'.repeat(10_000) }] };
+    const bounded = boundedStatusMessage(message, 2_048);
+    expect(bytesOf(JSON.stringify(bounded))).toBeLessThanOrEqual(2_048);
+    expect(MessageSchema.safeParse(bounded).success).toBe(true);
+    expect(statusMessageCut(bounded)).toMatchObject({ bytes: bytesOf(JSON.stringify(message)) });
+    expect(bounded.messageId).toMatch(/^sha256:[0-9a-f]{40}$/);
   });
 });
 
@@ -76,7 +144,7 @@ describe('boundedResult', () => {
         expect((bounded as { message: Message }).message).toEqual(boundedStatusMessage(message, 2_048));
         expect(bytesOf(JSON.stringify(bounded))).toBeLessThanOrEqual(2_048 + 20);
       }),
-      { numRuns: 100, examples: [[{ kind: 'plain', length: 60_000, idLength: 10, parts: 1, data: false }, 'message'], [{ kind: 'plain', length: 10, idLength: 10, parts: 1, data: false }, 'message']] },
+      { numRuns: 100, examples: [[{ kind: 'plain', length: 60_000, idLength: 10, parts: 1, data: false, ids: undefined }, 'message'], [{ kind: 'plain', length: 10, idLength: 10, parts: 1, data: false, ids: undefined }, 'message']] },
     );
   });
 });

@@ -348,15 +348,16 @@ describe('attack 26: artifact ids that are names of Object.prototype', () => {
   }, 45_000);
 });
 
+/** Our COMPLETED T1, written with ProtoJSON's original proto field names (snake_case), which parsers accept too. */
+const snakeCompleted = (params: Params) => ({
+  id: 'T1',
+  context_id: params.message.contextId,
+  status: { state: 'TASK_STATE_COMPLETED' },
+  history: [{ message_id: params.message.messageId, context_id: params.message.contextId, role: 'ROLE_USER', parts: [{ text: 'go' }] }],
+  artifacts: [{ artifact_id: 'a1', parts: [{ text: 'booked' }] }],
+});
+
 describe('attack 26: ProtoJSON spellings a 1.0 parser must accept', () => {
-  /** Our COMPLETED T1, written with ProtoJSON's original proto field names (snake_case), which parsers accept too. */
-  const snakeCompleted = (params: Params) => ({
-    id: 'T1',
-    context_id: params.message.contextId,
-    status: { state: 'TASK_STATE_COMPLETED' },
-    history: [{ message_id: params.message.messageId, context_id: params.message.contextId, role: 'ROLE_USER', parts: [{ text: 'go' }] }],
-    artifacts: [{ artifact_id: 'a1', parts: [{ text: 'booked' }] }],
-  });
   const timestamped = (timestamp: string) => (params: Params, id: unknown) =>
     raw(200, JSON.stringify({ jsonrpc: '2.0', id, result: { task: { ...oursCompleted(params), status: { state: 'TASK_STATE_COMPLETED', timestamp } } } }));
   const variants: [string, (params: Params, id: unknown) => ScriptedAnswer][] = [
@@ -386,13 +387,6 @@ describe('attack 26: ProtoJSON spellings a 1.0 parser must accept', () => {
 });
 
 describe('attack 26: ProtoJSON spellings, the agent listing nothing (the answer alone must carry the result)', () => {
-  const snake = (params: Params) => ({
-    id: 'T1',
-    context_id: params.message.contextId,
-    status: { state: 'TASK_STATE_COMPLETED' },
-    history: [{ message_id: params.message.messageId, context_id: params.message.contextId, role: 'ROLE_USER', parts: [{ text: 'go' }] }],
-    artifacts: [{ artifact_id: 'a1', parts: [{ text: 'booked' }] }],
-  });
   const withTimestamp = (timestamp: string) => (params: Params) => ({ ...oursCompleted(params), status: { state: 'TASK_STATE_COMPLETED', timestamp } });
   /*
    * FINDING, fixed (ProtoJSON field names; `proto-names.ts`). Input: SendMessage answers our COMPLETED T1 with ProtoJSON's original proto field
@@ -403,17 +397,8 @@ describe('attack 26: ProtoJSON spellings, the agent listing nothing (the answer 
    * required under their camelCase names only; the answer is refused as a ProtocolError, effect maybe, and the search
    * has nothing to list).
    */
-  it('SendMessage and GetTask answer our COMPLETED task with snake_case field names: COMPLETED with a1, one SendMessage', async () => {
-    let sent: Params | undefined;
-    const { producer, agent, id } = await h.setUpAndDelegate(() => ({
-      SendMessage: (params: Params) => ((sent = params), { result: { task: snake(params) } }),
-      GetTask: () => ({ result: snake(sent!) }),
-    }));
-    await expectCompletedWith(producer, id, 'T1', 'booked');
-    expect(agent.count('SendMessage')).toBe(1);
-  }, 45_000);
-
   const variants: [string, (params: Params) => unknown][] = [
+    ['snake_case field names', snakeCompleted],
     ['a "+00:00" timestamp with microseconds', withTimestamp('2026-12-06T16:40:00.123456+00:00')],
     ['a timestamp without a zone', withTimestamp('2026-12-06T16:40:00.123456')],
     ['a timestamp with nanoseconds', withTimestamp('2026-12-06T16:40:00.123456789Z')],

@@ -2,7 +2,9 @@
  * A row's pending suspects (tasks refused pushes showed holding our message, noteSuspect-1.lua) are read even when the
  * row finishes before the reconciler's job runs (attack 24): the workflow waits for the reads (settle.ts), a holder is
  * surfaced (AMBIGUOUS naming it when read before the finish, else the finished row's `protocolError` DUPLICATE_TASK
- * naming both tasks), and a finished state never changes. Real redis-server, real fleet and push route, raw agent.
+ * naming both tasks), and a finished state never changes. Evidence counted lost (`suspectsLost`: never readable) is not
+ * waited for: the settle waits only for pending suspects (`suspectsPending`), since the lost count never goes down and a
+ * finished state stands (finished-suspects.ts says it for a person). Real redis-server, real fleet and push route, raw agent.
  */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
@@ -11,6 +13,7 @@ import { useRedisServer } from '../harness/redis.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { getTaskCalls, pushScene } from '../harness/push-scene.ts';
 import { finishedAttempt, holder } from '../harness/holders.ts';
+import { SUSPECT_TASK_ID_MAX } from '@durable-a2a/shared';
 
 describe('the suspects of a row that finishes meanwhile', () => {
   const redisServer = useRedisServer();
@@ -48,4 +51,20 @@ describe('the suspects of a row that finishes meanwhile', () => {
       { numRuns: 4, examples: [[[0, 0], 'COMPLETED'], [[2, 2], 'CANCELED'], [[2, 0], 'COMPLETED']] },
     );
   }, 240_000);
+
+  it('evidence counted lost only (an id too long to keep) when T1 finishes COMPLETED: the workflow decides (the settle waits only for suspects it can still read), the row stays COMPLETED', async () => {
+    const { env, workflowId, ref, push, record } = await pushScene({ redisUrl: redisServer().url, keep }, (taskId, received) => holder(taskId, 'WORKING', received));
+    // No reconcile runs until T1 finished: one before it would take the lost evidence to a person (AMBIGUOUS, unfinished row).
+    const reconcile = env.fleet!.context.queues.reconcile;
+    await reconcile.pause();
+    expect(await env.producer.journal.noteSuspect(ref, 'x'.repeat(SUSPECT_TASK_ID_MAX + 1))).toBe('too-long');
+    expect(await env.producer.journal.keepSuspects([ref])).toEqual([true]);
+    const r = (await record()) as any;
+    expect(await push({ task: holder('T1', 'COMPLETED', { messageId: r.messageId, contextId: r.contextId ?? r.requestedContextId }) })).toBe(204);
+    expect((await record()).state).toBe('COMPLETED');
+    await reconcile.resume();
+    await eventually(async () => (await env.producer.get(workflowId)).state === 'COMPLETED', 'the workflow decided', 30_000);
+    const row = await env.producer.journal.getDelegation(ref);
+    expect(row === undefined || row.state === 'COMPLETED').toBe(true);
+  }, 60_000);
 });

@@ -14,7 +14,7 @@ import type { Fleet } from '@durable-a2a/workers';
 import { useRedisServer } from '../harness/redis.ts';
 import { closeAfterEach } from '../harness/lifecycle.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
-import { SU, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type SseWait } from '../harness/scripted-agent.ts';
+import { SU, liveStream, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle } from '../harness/scripted-agent.ts';
 
 const redisServer = useRedisServer();
 let counter = 0;
@@ -43,13 +43,11 @@ describe('a followed task the agent keeps working for ever, its stream alive', (
     const prefix = `follow-deadline${++counter}`;
     let history: unknown[] = [];
     const current = () => task('T1', scene.state, { history });
-    // About 5 minutes of events at most: the stream outlives any bound below.
-    const beats = Math.ceil(300_000 / scene.everyMs);
     const beat = scene.keepAliveOnly ? ': keep-alive\n\n' : `data: ${SU(scene.state)}\n\n`;
     agent = await startScriptedAgent({
       SendMessage: (params) => ((history = [params.message]), { result: { task: current() } }),
       GetTask: () => ({ result: current() }),
-      SubscribeToTask: () => ({ sse: [taskEvent(current()), ...Array.from({ length: beats }, (): (string | SseWait)[] => [{ waitMs: scene.everyMs }, beat]).flat()], endAfter: 'hang' }),
+      SubscribeToTask: () => ({ sse: [taskEvent(current()), ...liveStream(scene.everyMs, beat)], endAfter: 'hang' }),
     });
     producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
     fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: 3_000, lockDurationMs: 2_000, streamQuietMs: 10_000 });

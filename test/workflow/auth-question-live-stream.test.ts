@@ -16,7 +16,7 @@ import type { QuestionPolicy } from '@durable-a2a/shared';
 import { useRedisServer } from '../harness/redis.ts';
 import { closeAfterEach } from '../harness/lifecycle.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
-import { SU, agentMessage, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type SseWait } from '../harness/scripted-agent.ts';
+import { SU, agentMessage, liveStream, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle } from '../harness/scripted-agent.ts';
 
 const redisServer = useRedisServer();
 let counter = 0;
@@ -48,8 +48,6 @@ describe('an AUTH_REQUIRED question while the agent keeps its stream open', () =
     let state: 'WORKING' | 'AUTH_REQUIRED' = 'WORKING';
     const challenge = agentMessage(CHALLENGE, { taskId: 'T1', contextId: 'C1', messageId: 'challenge-1' });
     const current = () => task('T1', state, { history, ...(state === 'AUTH_REQUIRED' ? { message: challenge } : {}) });
-    // About 5 minutes of events at most: the stream outlives any bound below.
-    const beats = Math.ceil(300_000 / scene.everyMs);
     const asked = `data: ${SU('AUTH_REQUIRED', { message: challenge })}\n\n`;
     const beat = scene.keepAliveOnly ? ': keep-alive\n\n' : asked;
     agent = await startScriptedAgent({
@@ -59,7 +57,7 @@ describe('an AUTH_REQUIRED question while the agent keeps its stream open', () =
       SubscribeToTask: () => {
         const snapshot = taskEvent(current());
         state = 'AUTH_REQUIRED';
-        return { sse: [snapshot, { waitMs: 50 }, asked, ...Array.from({ length: beats }, (): (string | SseWait)[] => [{ waitMs: scene.everyMs }, beat]).flat()], endAfter: 'hang' };
+        return { sse: [snapshot, { waitMs: 50 }, asked, ...liveStream(scene.everyMs, beat)], endAfter: 'hang' };
       },
     });
     producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });

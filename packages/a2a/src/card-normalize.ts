@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { A2AError } from './errors.ts';
 import type { AgentInterface } from './transport.ts';
 import { cardUrlOf, isHttpUrl } from './card-url.ts';
+import { withJsonNames } from './proto-names.ts';
 
 export { AGENT_CARD_PATH, agentKeyOf, isHttpUrl } from './card-url.ts';
 
@@ -112,53 +113,42 @@ function interfacesOf(raw: unknown): AgentInterface[] {
   return found;
 }
 
-/** A snake_case proto field name's JSON name (proto3 JSON mapping: lowerCamelCase): `supported_interfaces` → `supportedInterfaces`. */
-function jsonNameOf(protoName: string): string {
-  return protoName.replace(/_([a-z0-9])/g, (_match, letter: string) => letter.toUpperCase());
-}
-
-/** An object's own keys under their JSON names; a key already spelled by its JSON name wins over its proto name. */
-function renamed(value: unknown): unknown {
-  if (value === null || typeof value !== 'object' || Array.isArray(value)) return value;
-  const entries = Object.entries(value);
-  const spelled = new Set(entries.map(([key]) => key));
-  const result: Record<string, unknown> = {};
-  for (const [key, member] of entries) {
-    const name = jsonNameOf(key);
-    if (name !== key && spelled.has(name)) continue;
-    result[name] = member;
-  }
-  return result;
-}
+/** The fields read here at each level of a card, by their JSON names (the schemas above). */
+const fieldsOf = (...schemas: z.ZodObject[]): ReadonlySet<string> => new Set(schemas.flatMap((schema) => Object.keys(schema.shape)));
+const CARD_FIELDS = fieldsOf(CommonCardSchema, CardV1Schema, CardV03Schema);
+const INTERFACE_FIELDS = fieldsOf(InterfaceV1Schema, InterfaceV03Schema);
+const SKILL_FIELDS = fieldsOf(SkillSchema);
+const CAPABILITY_FIELDS = fieldsOf(CommonCardSchema.shape.capabilities.unwrap());
 
 /**
  * The card with the proto field names of the members read here (the card's own, each interface's, the capabilities',
- * each skill's) read as their JSON names: a ProtoJSON printer that keeps proto field names writes
- * `supported_interfaces`, `protocol_binding`, `protocol_version`, and ProtoJSON parsers accept either spelling (spec
- * §5.7, proto3 JSON mapping). Map keys (`securitySchemes` names) and values are left as they are.
+ * each skill's) read as their JSON names (proto-names.ts `withJsonNames`, the one renaming rule): a ProtoJSON printer
+ * that keeps proto field names writes `supported_interfaces`, `protocol_binding`, `protocol_version`, and ProtoJSON
+ * parsers accept either spelling (spec §5.7, proto3 JSON mapping). Map keys (`securitySchemes` names) and values are
+ * left as they are.
  */
-function withJsonNames(raw: unknown): unknown {
-  const card = renamed(raw);
+function cardWithJsonNames(raw: unknown): unknown {
+  const card = withJsonNames(raw, CARD_FIELDS);
   if (card === null || typeof card !== 'object' || Array.isArray(card)) return card;
   const record = card as Record<string, unknown>;
-  const each = (list: unknown) => (Array.isArray(list) ? list.map(renamed) : list);
+  const each = (list: unknown, fields: ReadonlySet<string>) => (Array.isArray(list) ? list.map((entry) => withJsonNames(entry, fields)) : list);
   return {
     ...record,
-    ...('supportedInterfaces' in record ? { supportedInterfaces: each(record.supportedInterfaces) } : {}),
-    ...('additionalInterfaces' in record ? { additionalInterfaces: each(record.additionalInterfaces) } : {}),
-    ...('skills' in record ? { skills: each(record.skills) } : {}),
-    ...('capabilities' in record ? { capabilities: renamed(record.capabilities) } : {}),
+    ...('supportedInterfaces' in record ? { supportedInterfaces: each(record.supportedInterfaces, INTERFACE_FIELDS) } : {}),
+    ...('additionalInterfaces' in record ? { additionalInterfaces: each(record.additionalInterfaces, INTERFACE_FIELDS) } : {}),
+    ...('skills' in record ? { skills: each(record.skills, SKILL_FIELDS) } : {}),
+    ...('capabilities' in record ? { capabilities: withJsonNames(record.capabilities, CAPABILITY_FIELDS) } : {}),
   };
 }
 
 /**
  * Normalizes a parsed card (1.0 or 0.3). Interfaces with a non-http(s) or
  * empty URL are dropped. Proto field names (`supported_interfaces`, `protocol_binding`) are read as their JSON names
- * (`withJsonNames`). Throws `AgentCardError` (`INVALID_CARD`,
+ * (`cardWithJsonNames`). Throws `AgentCardError` (`INVALID_CARD`,
  * `NO_USABLE_INTERFACE`).
  */
 export function normalizeAgentCard(card: unknown): AgentCard {
-  const raw = withJsonNames(card);
+  const raw = cardWithJsonNames(card);
   const common = CommonCardSchema.safeParse(raw);
   if (!common.success) {
     throw new AgentCardError('INVALID_CARD', `agent card invalid: ${common.error.issues[0]?.message ?? 'unknown'}`, { cause: raw });

@@ -43,6 +43,7 @@ export {
 } from './journal/record.ts';
 export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError, PushConfigState } from './journal/record.ts';
 export { OUTCOME_CODES, RECORDED_ERROR_CODES, recordedErrorCodeOf } from './journal/error-codes.ts';
+export { keepsSuspects, suspectsPending, type SuspectFields } from './journal/suspects.ts';
 export type { OutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 
@@ -91,6 +92,7 @@ export {
   enqueueCancel,
   enqueueFollow,
   enqueueReconcile,
+  suspectReadJob,
   enqueueReconcileBatch,
   enqueueDecide,
   enqueueStartupSweep,

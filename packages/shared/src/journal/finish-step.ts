@@ -19,6 +19,7 @@ import { FINISHED_STATES, type WorkflowState } from './states.ts';
 import { JournalStatus, type StatusChange, type StatusChangeResult } from './status.ts';
 import { applyArtifactScript, type ArtifactOutcome, type ArtifactUpdate, type ApplyArtifactInput } from './status-scripts.ts';
 import { storedRowOf } from './stored-rows.ts';
+import { suspectsPending } from './suspects.ts';
 import { encodeWorkflowPatch, type WorkflowPatch, type WorkflowRecord } from './workflow-record.ts';
 import { recordTextArguments } from './workflows.ts';
 
@@ -115,7 +116,7 @@ export function terminalRow(stored: StoredRow, change: StatusChange, nowMs: numb
   const current = stored.state;
   if (current === undefined || FINISHED_STATES.has(current as never) || !stored.taskId) return undefined;
   // Suspects pending: the settle waits for their reads (finishStep-5.lua refuses too; settle.ts).
-  if (stored.suspects !== undefined) return undefined;
+  if (suspectsPending({ suspects: stored.suspects })) return undefined;
   if (change.taskId !== undefined && change.taskId !== stored.taskId) return undefined;
   const set: Record<string, string> = { state: change.state, updatedAt: String(nowMs), notFoundCount: '0', firstNotFoundAt: '' };
   // Every finished state outranks every unfinished one: the timestamp is written, or cleared.

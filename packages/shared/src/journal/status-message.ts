@@ -16,33 +16,43 @@ export interface StatusMessageCut {
   keptTextBytes: number;
 }
 
-/** Ids the cut message keeps as they are, at most this many characters each; a longer messageId is hashed, a longer taskId or contextId dropped. */
-const KEPT_ID_MAX = 256;
+/**
+ * Ids the cut message keeps as they are, at most this many UTF-8 bytes each as JSON text (escapes counted: a control
+ * character is 6 bytes, a CJK one 3); a longer messageId is hashed, a longer taskId or contextId dropped. Measured in
+ * bytes, not characters: three ids of 256 escaped characters are 4,608 bytes, over the smallest bound (2,048) alone;
+ * three of 256 bytes leave the note, the metadata and the role about 1,200 bytes of it.
+ */
+const KEPT_ID_BYTES = 256;
 
 const byteLength = (text: string): number => Buffer.byteLength(text, 'utf8');
 
+/** Whether the cut message keeps `id` as it is (`KEPT_ID_BYTES`). */
+const keptId = (id: string): boolean => id.length <= KEPT_ID_BYTES && byteLength(JSON.stringify(id)) - 2 <= KEPT_ID_BYTES;
+
 /**
  * `message` within `maxBytes` UTF-8 bytes of JSON (the journal's `statusMessageBytes`, default 64 KiB): unchanged
- * when it fits; else a Message with its role, messageId (over 256 characters: `sha256:` and 40 hex digits of it),
- * taskId and contextId (each dropped when over 256 characters), one text part holding the start of its text parts
+ * when it fits; else a Message with its role, messageId (over 256 bytes as JSON text: `sha256:` and 40 hex digits of
+ * it), taskId and contextId (each dropped when over 256 bytes as JSON text), one text part holding the start of its text parts
  * (joined by a newline) followed by a line saying it was cut and how large it was, and `metadata.durableA2a.cut`
  * (`StatusMessageCut`); its other parts, metadata, extensions and referenced tasks are left out. Whatever the input,
  * the result's JSON is at most `maxBytes` bytes when `maxBytes` is at least 2,048 (the smallest the config accepts).
  */
 export function boundedStatusMessage(message: Message, maxBytes: number): Message {
+  // The common small message: a cheap upper bound of its JSON size within the bound says it fits, unserialized.
+  if (jsonBytesAtMost(message, maxBytes)) return message;
   const whole = JSON.stringify(message);
   const bytes = byteLength(whole);
   if (bytes <= maxBytes) return message;
   const text = message.parts.flatMap((part) => (typeof part.text === 'string' ? [part.text] : [])).join('\n');
-  const id = message.messageId.length <= KEPT_ID_MAX ? message.messageId : `sha256:${createHash('sha256').update(message.messageId).digest('hex').slice(0, 40)}`;
+  const id = keptId(message.messageId) ? message.messageId : `sha256:${createHash('sha256').update(message.messageId).digest('hex').slice(0, 40)}`;
   const cutOf = (kept: string): Message => {
     const keptTextBytes = byteLength(kept);
     const note = `\n…[message cut by durable-a2a: ${bytes} bytes in all, the first ${keptTextBytes} bytes of its text kept]`;
     return {
       messageId: id,
       role: message.role,
-      ...(message.taskId !== undefined && message.taskId.length <= KEPT_ID_MAX ? { taskId: message.taskId } : {}),
-      ...(message.contextId !== undefined && message.contextId.length <= KEPT_ID_MAX ? { contextId: message.contextId } : {}),
+      ...(message.taskId !== undefined && keptId(message.taskId) ? { taskId: message.taskId } : {}),
+      ...(message.contextId !== undefined && keptId(message.contextId) ? { contextId: message.contextId } : {}),
       parts: [{ text: kept + note }],
       metadata: { durableA2a: { cut: { bytes, keptTextBytes } satisfies StatusMessageCut } },
     };
@@ -64,6 +74,41 @@ export function longestStart(text: string, maxChars: number, fits: (start: strin
     else high = middle - 1;
   }
   return startOf(text, low);
+}
+
+/** Most UTF-8 bytes one UTF-16 unit of a string takes in JSON text: a control character escaped as `\u0000`. */
+const JSON_BYTES_PER_UNIT = 6;
+/** Most characters a number takes in JSON text (`-1.2345678901234567e-308`). */
+const JSON_NUMBER_MAX = 24;
+
+/**
+ * Whether `value`'s JSON text is surely at most `maxBytes` UTF-8 bytes, from an upper bound of its size: each string
+ * 6 bytes a UTF-16 unit plus its quotes, each number 24, each key as a string plus a colon, each member or element a
+ * comma, each object or array its brackets. Stops as soon as the bound passes `maxBytes` (false: the caller measures
+ * exactly); false for anything that is not plain JSON data (a `toJSON`, a bigint, a function). Never true when
+ * `JSON.stringify` would give more (test/journal/status-message-bound.test.ts).
+ */
+export function jsonBytesAtMost(value: unknown, maxBytes: number): boolean {
+  let total = 0;
+  const stack: unknown[] = [value];
+  while (stack.length > 0) {
+    const next = stack.pop();
+    if (typeof next === 'string') total += next.length * JSON_BYTES_PER_UNIT + 2;
+    else if (typeof next === 'number') total += JSON_NUMBER_MAX;
+    else if (typeof next === 'boolean' || next === null || next === undefined) total += 5;
+    else if (Array.isArray(next)) {
+      total += 2 + next.length;
+      for (const element of next) stack.push(element);
+    } else if (typeof next === 'object' && (Object.getPrototypeOf(next) === Object.prototype || Object.getPrototypeOf(next) === null)) {
+      total += 2;
+      for (const key of Object.keys(next)) {
+        total += key.length * JSON_BYTES_PER_UNIT + 4;
+        stack.push((next as Record<string, unknown>)[key]);
+      }
+    } else return false;
+    if (total > maxBytes) return false;
+  }
+  return true;
 }
 
 /** The first `length` UTF-16 units of `text`, one fewer when that would split a surrogate pair. */

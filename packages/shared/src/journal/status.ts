@@ -19,6 +19,7 @@ import type { DelegationRef } from './core.ts';
 import { JournalDelegations } from './delegations.ts';
 import { SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX } from './keys.ts';
 import { historyArgument, type HistoryEntryInput } from './history.ts';
+import { keepsSuspects } from './suspects.ts';
 import { isRefused, type Refused } from './scripts.ts';
 import { z } from 'zod';
 import {
@@ -390,15 +391,15 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /**
-   * Which of `refs` keep suspect evidence a reconcile must read or decide on (noteSuspect-1.lua): suspects pending
-   * (the row's `suspects` field) or counted lost (`suspectsLost` above 0), as `reconcile.ts` tests a row it read. One
-   * HMGET each, sent together (auto-pipelining on the journal's connection); a missing row keeps none.
+   * Which of `refs` keep suspect evidence a reconcile must read or decide on (`keepsSuspects`, suspects.ts: suspects
+   * pending or counted lost), read as the record reads the two fields. One HMGET each, sent together (auto-pipelining
+   * on the journal's connection); a missing row keeps none.
    * @returns per ref, in order: true when its row keeps suspects
    */
   async keepSuspects(refs: readonly DelegationRef[]): Promise<boolean[]> {
     if (refs.length === 0) return [];
     const fields = await Promise.all(refs.map((ref) => this.redis.hmget(this.delegationKeys(ref)[0], 'suspects', 'suspectsLost')));
-    return fields.map(([suspects, lost]) => suspects !== null || Number(lost ?? 0) > 0);
+    return fields.map(([suspects, lost]) => keepsSuspects({ suspects: suspects || undefined, suspectsLost: lost ? Number(lost) : 0 }));
   }
 
   /**
@@ -422,10 +423,12 @@ export class JournalStatus extends JournalDelegations {
    * Ends one round of suspect reads (clearSuspects-1.lua, each id compare-and-set: a suspect noted meanwhile stays):
    * `read` (read to a conclusion, or our own task) removed; `unread` (the read failed and may succeed later) kept, the
    * round counted, and counted lost after `rounds` rounds in a row; `unreadable` (an answer we cannot accept) counted
-   * lost. Returns what is left: pending ids, suspects lost so far, failed rounds in a row.
+   * lost. `at` (ms, default the journal's clock): when the round ended, kept with a counted round
+   * (`suspectReadRoundAt`: the next read waits for the backoff from it). Returns what is left: pending ids, suspects
+   * lost so far, failed rounds in a row.
    */
-  async clearSuspects(ref: DelegationRef, round: { read?: readonly string[]; unread?: readonly string[]; unreadable?: readonly string[] }, rounds = 1): Promise<SuspectsLeft> {
-    const input = { rounds, read: round.read ?? [], unread: round.unread ?? [], unreadable: round.unreadable ?? [] };
+  async clearSuspects(ref: DelegationRef, round: { read?: readonly string[]; unread?: readonly string[]; unreadable?: readonly string[] }, rounds = 1, at = this.now()): Promise<SuspectsLeft> {
+    const input = { rounds, at, read: round.read ?? [], unread: round.unread ?? [], unreadable: round.unreadable ?? [] };
     return this.call(clearSuspectsScript, { delegation: this.delegationKeys(ref)[0] }, input);
   }
 

@@ -9,7 +9,7 @@
  * decision (a finished step under a workflow left RUNNING with no index
  * entry). The push config's one Delete comes first (`push-registration.ts`). Only `apply.ts` calls this.
  */
-import { declaredVerifier, enqueueCompensate, enqueueReconcile, enqueueVerify, isFinished, type DelegationRecord, type DelegationRef, type OneStepFinish, type WorkflowAtFinish } from '@durable-a2a/shared';
+import { declaredVerifier, enqueueCompensate, enqueueReconcile, enqueueVerify, isFinished, suspectsPending, type DelegationRecord, type DelegationRef, type OneStepFinish, type WorkflowAtFinish } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { advanceWorkflow, workflowFinished, type CloseHeldIntent } from '../workflow/advance.ts';
 import { endPushConfig } from './push-registration.ts';
@@ -30,7 +30,9 @@ export async function settle(ctx: WorkerContext, ref: DelegationRef, closeHeld: 
   // Tasks a refused push showed holding our message wait to be read (the row's `suspects`): the workflow decides only
   // after the reconciler read them (reconcile.ts `reconcileOne`, `readFinishedRowSuspects`), since its decision may
   // compact the row and drop them unread. The index entry stays meanwhile, so a lost job is picked up by the sweep.
-  if (record.suspects !== undefined) {
+  // Pending only (`suspectsPending`): evidence counted lost is never read again, so waiting on it would wait for ever;
+  // the finished state stands and the reconciler's round says it for a person (finished-suspects.ts).
+  if (suspectsPending(record)) {
     await enqueueReconcile(ctx.queues, ref, { suspect: undefined, at: ctx.options.now(), now: ctx.options.now() });
     return;
   }

@@ -44,6 +44,7 @@
 --- @include "prelude"
 --- @include "workflowKeys"
 --- @include "compaction"
+--- @include "suspects"
 local adds = ARGV[10] == 'add'
 local at = 11
 local textVersion, fence = ARGV[at + 3], ARGV[at + 4]
@@ -52,7 +53,7 @@ if row[7] ~= ARGV[at + 2] or tostring((tonumber(row[1]) or 0) + (adds and 2 or 1
 if adds and row[8] then return {0, 'changed'} end
 -- Suspects pending (noteSuspect-1.lua, no version bump): read before the workflow decides (the compaction would drop
 -- them), so the change goes alone and the settle waits for the reconciler's reads (settle.ts).
-if row[9] then return {0, 'changed'} end
+if suspectsPending(row[9]) then return {0, 'changed'} end
 if (row[3] or '') ~= fence or (ARGV[1] ~= '' and row[3] ~= ARGV[1]) then return {0, 'changed'} end
 for i = 4, 6 do
   if (row[i] or '') ~= ARGV[at + i + 1] then return {0, 'changed'} end

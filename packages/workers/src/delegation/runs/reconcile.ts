@@ -20,12 +20,13 @@ import {
   enqueueSend,
   isFinished,
   isParked,
+  keepsSuspects,
   lazyChildLogger,
   type DelegationRecord,
   type DelegationRef,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import { jitteredCheckTime, keepsSuspects, suspectReadAt } from '../core/policy.ts';
+import { jitteredCheckTime, suspectReadAt } from '../core/policy.ts';
 import { withReconcileSlot } from './reconcile-slot.ts';
 import { reconcileSuspects } from './suspect-reads.ts';
 import { readFinishedRowSuspects } from './finished-suspects.ts';
@@ -138,7 +139,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   }
   if (suspects && record.taskId !== undefined) {
     // Before the lease: a stream following our task (the usual case when an agent pushes) reads only ours.
-    const decided = await reconcileSuspects(ctx, record, record.taskId, check.suspectTaskId, log);
+    const decided = await reconcileSuspects(ctx, record, record.taskId, check.suspectTaskId, jobId, log);
     if (decided !== undefined) return decided;
   }
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);

@@ -1,0 +1,32 @@
+/**
+ * The two readings of a delegation row's suspect evidence (tasks refused pushes showed holding our message,
+ * noteSuspect-1.lua and clearSuspects-1.lua), each written once for TypeScript here and once for Lua in
+ * `lua/includes/suspects.lua` (the same rule; test/journal/suspects-predicate.test.ts checks both agree on every
+ * combination of the two fields).
+ */
+import type { DelegationRecord } from './record.ts';
+
+/** The two row fields the readings look at, as the record holds them. */
+export type SuspectFields = Pick<DelegationRecord, 'suspects' | 'suspectsLost'>;
+
+/**
+ * Whether suspects wait to be read (the row's `suspects` field, a JSON list of task ids, present and not empty).
+ * What a FINISHED row's settle waits for (settle.ts, finish-step.ts, finishStep-5.lua) and what a reconcile of it
+ * reads: only pending ids can still be read. Evidence counted lost (`suspectsLost`) is never read again and the
+ * count never goes down, so waiting on it would hold the workflow for ever; on a finished row its state stands and
+ * the reconciler's round says it for a person (finished-suspects.ts), on an unfinished row it is a person at once
+ * (`keepsSuspects`, `afterSuspectReads`).
+ */
+export function suspectsPending(record: Pick<SuspectFields, 'suspects'>): boolean {
+  return record.suspects !== undefined && record.suspects !== '';
+}
+
+/**
+ * Whether the row keeps suspect evidence a reconcile must read or decide on: suspects pending (`suspectsPending`),
+ * or counted lost (`suspectsLost` above 0: not kept, or never read to a conclusion; a person decides). What the
+ * reconciler tests before its lease check, the follow-lease renewal asks a read for (renewFollow-2.lua), and the
+ * start-up sweep reads (`Journal.keepSuspects`).
+ */
+export function keepsSuspects(record: SuspectFields): boolean {
+  return suspectsPending(record) || record.suspectsLost > 0;
+}
