@@ -10,6 +10,7 @@ import type { DelegationRef, Journal } from '@durable-a2a/shared';
 import { eventually } from '../harness/fleet.ts';
 import { runningIntent } from '../harness/journal-rows.ts';
 import { useRedisServer } from '../harness/redis.ts';
+import { authorized, startTestServer } from '../harness/api-server.ts';
 
 const redisServer = useRedisServer();
 const CARD = 'http://agent.example/.well-known/agent-card.json';
@@ -46,5 +47,28 @@ describe('recordReply: a messageId already journaled as the reply is that reply'
     expect((await producer.questions(ref.workflowId)).map((question) => question.delegationId)).toEqual([ref.delegationId]);
     // Another messageId answers q2.
     expect(await journal.recordReply(ref, 'a2', { parts: [{ text: 'Friday' }] })).toEqual({ messageId: 'a2', created: true });
+  });
+});
+
+describe('POST /v1/workflows/:id/steps/:step/reply with a messageId (the REST idempotency key of a reply)', () => {
+  it('case: sent again after the agent asked q2 it is the q1 reply (200, created: false); other content under it is 409; q2 stays open', async () => {
+    const app = startTestServer({ redisUrl: redisServer().url, prefix: 'reply-identity' });
+    try {
+      const ref = await runningIntent(journal, 'ri-rest', CARD);
+      await agentAsks(ref, 'q1');
+      const reply = (text: string) => authorized(app, { method: 'POST', url: `/v1/workflows/${ref.workflowId}/steps/main/reply`, payload: { text, messageId: 'rest-answer-1' } });
+      const first = await reply('Paris');
+      expect([first.statusCode, first.json()]).toEqual([202, { messageId: 'rest-answer-1', created: true }]);
+      await journal.markReply(ref, 1, 'rest-answer-1', 'sending', '', { token: 'tok', leaseMs: 60_000 });
+      await journal.markReply(ref, 1, 'rest-answer-1', 'sent', '', { token: 'tok' });
+      await agentAsks(ref, 'q2');
+      const again = await reply('Paris');
+      expect([again.statusCode, again.json()]).toEqual([200, { messageId: 'rest-answer-1', created: false }]);
+      expect((await reply('Lyon')).json().code).toBe('IDEMPOTENCY_CONFLICT');
+      const row = (await journal.getDelegation(ref)) as unknown as { questionKey: string; replyForQuestion: string };
+      expect([row.questionKey, row.replyForQuestion]).toEqual(['q2', 'q1']);
+    } finally {
+      await app.close();
+    }
   });
 });
