@@ -230,11 +230,11 @@ describe('attack 29: push notification configs aimed at private addresses (publi
 });
 
 describe('attack 29: a follow-up sent again (the same messageId) after the agent asked its next question', () => {
-  // Kind: the front door takes a follow-up's messageId as no identity: a client's retry of its answer to one
-  // question (same messageId, same content) is journaled as the answer to the next question. Not fixed in round 29
-  // (deadline): the fix is a reply identity derived from the caller's messageId (handler.ts `answer` → `producer.reply`
-  // with a messageId option; a retry found among the workflow's journaled replies answers with that reply).
-  it.fails("the retry of the answer to 'Which city?' is the same message, not the answer to 'Which date?': the agent gets 'Paris' once", async () => {
+  // Kind (fixed): the front door took a follow-up's messageId as no identity: a client's retry of its answer to one
+  // question (same messageId, same content) was journaled as the answer to the next question. Now the reply's identity
+  // is derived from the caller's messageId (caller.ts `frontReplyId` → `producer.reply`'s `messageId`): a retry finds
+  // the reply journaled under it and answers nothing else.
+  it("the retry of the answer to 'Which city?' is the same message, not the answer to 'Which date?': the agent gets 'Paris' once", async () => {
     const created = await rpc(TOKENS.alice, 'SendMessage', { message: message('retry-1', 'a retried trip'), metadata: { skill: 'ask-twice' }, configuration: { returnImmediately: true } });
     const taskId = created.result.task.id as string;
     const statusText = async () => JSON.stringify((await rpc(TOKENS.alice, 'GetTask', { id: taskId })).result?.status ?? {});

@@ -15,7 +15,7 @@ export { ReplicationTimeoutError } from '@durable-a2a/shared';
 export { workflowView } from './view.ts';
 export type { WorkflowView, StepView, AttemptSummary, OpenQuestion, WorkflowSummaryView, OpenQuestionSummaryView } from './view.ts';
 export type { HistoryEntryView } from './history-view.ts';
-export type { ActorOptions } from './calls/reply.ts';
+export type { ActorOptions, ReplyOptions } from './calls/reply.ts';
 export type { TenantWeight } from './calls/tenants.ts';
 export { WaitTimeoutError, SETTLED_WORKFLOW_STATES } from './wait.ts';
 export type { WaitForOptions } from './wait.ts';

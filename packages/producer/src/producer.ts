@@ -15,7 +15,7 @@ import type { WorkflowView, OpenQuestion, WorkflowSummaryView } from './view.ts'
 import { waitForWorkflow, type WaitForOptions } from './wait.ts';
 import { closeProducer, connectProducer, ensureConnected, readView, type ProducerContext, type ProducerOptions } from './calls/context.ts';
 import { DelegateInputSchema, delegate, startWorkflow, type DelegateInput } from './calls/create.ts';
-import { replyToQuestion, type ActorOptions, type ReplyAnswer } from './calls/reply.ts';
+import { replyToQuestion, type ActorOptions, type ReplyAnswer, type ReplyOptions } from './calls/reply.ts';
 import { cancelWorkflow, resolveAttention } from './calls/cancel.ts';
 import { getAgent, listWorkflows, registerAgent, removeAgent, setAgentDisabled, setAgentLimits } from './calls/read.ts';
 import { searchWorkflowSummaries, type WorkflowFilterInput } from './calls/search.ts';
@@ -43,8 +43,10 @@ export interface Producer {
    * Answers a parked question on the same task and context. `step` defaults to the one asking. The same reply twice is
    * harmless (`created: false`, the earlier messageId); a different reply to an answered question throws
    * NoOpenQuestionError. `options.by`: who answered, kept in the workflow's history (docs/people.md "History").
+   * `options.messageId`: the reply's identity; sent again, it is the reply journaled under it, wherever the workflow
+   * moved since (`created: false`; other parts: IdempotencyConflictError).
    */
-  reply(id: string, answer: ReplyAnswer, step?: string, options?: ActorOptions): Promise<{ messageId: string; created: boolean }>;
+  reply(id: string, answer: ReplyAnswer, step?: string, options?: ReplyOptions): Promise<{ messageId: string; created: boolean }>;
   /** Cancels a workflow: running tasks get CancelTask; verified effects are compensated. `options.by`: who asked (history). Throws WorkflowFinishedError. */
   cancel(id: string, options?: ActorOptions): Promise<void>;
   /**

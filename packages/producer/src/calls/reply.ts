@@ -1,13 +1,15 @@
 /**
  * Answering a parked question (INPUT_REQUIRED / AUTH_REQUIRED) on the same task and context: the
  * reply is journaled first, then handed to the workers' reply queue. The same reply twice is harmless;
- * a different reply to an answered question is refused (NO_OPEN_QUESTION).
+ * a different reply to an answered question is refused (NO_OPEN_QUESTION). A reply given with its own messageId
+ * (`ReplyOptions.messageId`, the front door's follow-ups) is that reply wherever the workflow has moved since: sent
+ * again, it answers nothing else.
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { PartSchema, type Part } from '@durable-a2a/a2a';
-import { ActorSchema, JournalError, SPAN_ATTRIBUTES, enqueueReply, isBlankText, isWorkflowFinished, withSpan, type DelegationRef, type WorkflowState } from '@durable-a2a/shared';
-import { NoOpenQuestionError, NotFoundError } from '../errors.ts';
+import { ActorSchema, ID_PATTERN, JournalError, SPAN_ATTRIBUTES, enqueueReply, isBlankText, isWorkflowFinished, withSpan, type DelegationRef, type WorkflowState } from '@durable-a2a/shared';
+import { IdempotencyConflictError, NoOpenQuestionError, NotFoundError } from '../errors.ts';
 import type { WorkflowView } from '../view.ts';
 import { parseInput, readView, type ProducerContext } from './context.ts';
 
@@ -65,23 +67,62 @@ export interface ActorOptions {
   by?: string;
 }
 
+/** `Producer.reply`'s options: who answers, and the reply's own identity. */
+export interface ReplyOptions extends ActorOptions {
+  /**
+   * The reply's messageId (`ID_PATTERN`: letters, digits, `.`, `_`, `-`; 1 to 128 characters), its identity: when a
+   * reply with this messageId is already journaled in the workflow (for this question or an earlier one), the call
+   * answers with it (`created: false`) and answers nothing else; the same messageId with other parts is
+   * IdempotencyConflictError. Default: a new random one (a retry is then recognized by its content only).
+   */
+  messageId?: string;
+}
+
+const ReplyMessageIdSchema = z.string().regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters');
+
+/** The journaled reply `messageId` of workflow `id` (`view`): its attempt and its parts (undefined when the history kept them cut). */
+async function journaledReply(context: ProducerContext, id: string, view: WorkflowView, messageId: string): Promise<{ delegationId: string; parts: Part[] | undefined } | undefined> {
+  const entry = view.history.find((candidate) => candidate.kind === 'answer' && candidate.messageId === messageId);
+  if (entry && typeof entry.delegationId === 'string') return { delegationId: entry.delegationId, parts: entry.cut === true ? undefined : (entry.parts as Part[]) };
+  // The history's bounds may have dropped the entry: the attempt's row still names its latest reply.
+  const attempt = view.steps.flatMap((step) => step.attempts).find((candidate) => candidate.replyMessageId === messageId);
+  if (!attempt) return undefined;
+  const row = await context.journal.getDelegationView({ workflowId: id, delegationId: attempt.delegationId });
+  return { delegationId: attempt.delegationId, parts: row?.replyMessage?.parts };
+}
+
+/** The earlier reply `messageId` as this call's answer (`created: false`), undefined when there is none; IdempotencyConflictError when its parts differ. */
+async function earlierReply(context: ProducerContext, id: string, view: WorkflowView, messageId: string, parts: Part[]): Promise<{ messageId: string; created: false } | undefined> {
+  const earlier = await journaledReply(context, id, view, messageId);
+  if (!earlier) return undefined;
+  if (earlier.parts !== undefined && JSON.stringify(earlier.parts) !== JSON.stringify(parts)) {
+    throw new IdempotencyConflictError(`workflow ${id} already has reply ${messageId} (on ${earlier.delegationId}) with other parts`);
+  }
+  return { messageId, created: false };
+}
+
 /**
  * `Producer.reply`: answers the open question of `step` (default: the one asking); `by` is kept with the answer in
- * the workflow's history.
- * @throws ProducerInputError (an empty or blank answer: whitespace alone, or an empty part), NotFoundError (no
- *   workflow, no such step), NoOpenQuestionError (none open, a different answer to an answered question, an expired one,
- *   a finished workflow: its message says it finished; the same reply again still answers `created: false`)
+ * the workflow's history; with `messageId`, a reply already journaled under it is the answer (`ReplyOptions`).
+ * @throws ProducerInputError (an empty or blank answer: whitespace alone, or an empty part; a messageId out of
+ *   `ID_PATTERN`), NotFoundError (no workflow, no such step), NoOpenQuestionError (none open, a different answer to an
+ *   answered question, an expired one, a finished workflow: its message says it finished; the same reply again still
+ *   answers `created: false`), IdempotencyConflictError (`messageId` journaled with other parts)
  */
-export async function replyToQuestion(context: ProducerContext, id: string, answer: ReplyAnswer, step?: string, options: ActorOptions = {}): Promise<{ messageId: string; created: boolean }> {
+export async function replyToQuestion(context: ProducerContext, id: string, answer: ReplyAnswer, step?: string, options: ReplyOptions = {}): Promise<{ messageId: string; created: boolean }> {
   const by = parseInput(ActorSchema.optional(), options.by);
+  const messageId = parseInput(ReplyMessageIdSchema.optional(), options.messageId);
   const parsedAnswer = parseInput(ReplySchema, answer);
   const current = await readView(context, id);
   if (step !== undefined && !current.steps.some((candidate) => candidate.name === step)) throw new NotFoundError(`workflow ${id} has no step ${step}`);
-  const question = current.openQuestions.find((open) => step === undefined || open.step === step);
   const parts: Part[] = typeof parsedAnswer === 'string' ? [{ text: parsedAnswer }] : parsedAnswer.parts;
+  // A reply sent again (a retry after a lost response) is the reply journaled under its messageId, whatever is open now.
+  const earlier = messageId === undefined ? undefined : await earlierReply(context, id, current, messageId, parts);
+  if (earlier) return earlier;
+  const question = current.openQuestions.find((open) => step === undefined || open.step === step);
   if (!question) {
     // Sending the same reply twice is harmless: the earlier reply of that step is returned.
-    const answered = lastReply(current, step);
+    const answered = messageId === undefined ? lastReply(current, step) : undefined;
     const finished = isWorkflowFinished(current.state as WorkflowState) ? current.state : undefined;
     if (answered) return repeatedReply(context, { workflowId: id, delegationId: answered.delegationId }, answered.messageId, parts, finished);
     if (finished) throw finishedError(id, finished);
@@ -89,12 +130,16 @@ export async function replyToQuestion(context: ProducerContext, id: string, answ
     throw new NoOpenQuestionError(`workflow ${id} has no open question${step ? ` on step ${step}` : ''}${closed}`);
   }
   const ref = { workflowId: id, delegationId: question.delegationId };
-  const reply = await context.journal.recordReply(ref, randomUUID(), { parts }, by).catch((error: unknown) => {
+  const reply = await context.journal.recordReply(ref, messageId ?? randomUUID(), { parts }, by).catch(async (error: unknown) => {
     // The question closed between the read and the reply: it expired (its step's question.expiresAfterMs), moved on,
     // or the workflow is stopping (a cancel, another step failed for good: stepStopped.lua).
-    if (error instanceof JournalError && error.code === 'WRONG_STATE') throw new NoOpenQuestionError(`workflow ${id} has no open question on ${question.delegationId}: it expired or was closed (answered, moved on, or the workflow is being canceled)`);
-    throw error;
+    if (!(error instanceof JournalError && error.code === 'WRONG_STATE')) throw error;
+    // It moved on after a concurrent call journaled this very reply (a retry racing its original): that reply.
+    const journaled = messageId === undefined ? undefined : await earlierReply(context, id, await readView(context, id), messageId, parts);
+    if (journaled) return { ...journaled, earlier: true as const };
+    throw new NoOpenQuestionError(`workflow ${id} has no open question on ${question.delegationId}: it expired or was closed (answered, moved on, or the workflow is being canceled)`);
   });
+  if ('earlier' in reply) return { messageId: reply.messageId, created: false };
   // Another reply was journaled for this question first (a race): the same reply, or a refusal.
   if (!reply.created) return repeatedReply(context, ref, reply.messageId, parts);
   await withSpan('workflow.reply', { [SPAN_ATTRIBUTES.workflowId]: id, [SPAN_ATTRIBUTES.delegationId]: question.delegationId, [SPAN_ATTRIBUTES.messageId]: reply.messageId }, () =>

@@ -101,7 +101,8 @@ export class JournalReplies extends JournalFinishStep {
   /**
    * Journals a reply to the parked question before it is sent, and (when new) its history entry: its parts, when,
    * and `by` (who answered: `token <name>`, `session <name>`, `link <id>`; history.ts `ActorSchema`).
-   * @returns the reply's messageId and whether it is new (false = this question was already answered).
+   * @returns the reply's messageId and whether it is new (false = this question was already answered, or `messageId` is
+   *   the row's reply already: a retry, whatever question the row is parked on now).
    * @throws JournalError WRONG_STATE (not parked), DELEGATION_MISSING; ReplicationTimeoutError (durability on)
    */
   async recordReply(ref: DelegationRef, messageId: string, message: { parts: Part[] }, by?: string): Promise<{ messageId: string; created: boolean }> {

@@ -26,6 +26,18 @@ export function frontTaskId(principal: string, messageId: string): string {
   return `${taskIdPrefix(principal)}${sha256(messageId).slice(0, MESSAGE_HEX)}`;
 }
 
+/** The prefix of every reply messageId the front door derives (`frontReplyId`). */
+const FRONT_REPLY_ID_PREFIX = 'a2a-reply-';
+
+/**
+ * The reply messageId of a follow-up `messageId` the caller sent on task `taskId`: `a2a-reply-<digest>`, 42 characters.
+ * The caller's retry of a follow-up (same messageId) is the same reply (`Producer.reply`'s `messageId`), and the same
+ * messageId on two tasks is two replies.
+ */
+export function frontReplyId(taskId: string, messageId: string): string {
+  return `${FRONT_REPLY_ID_PREFIX}${sha256(`${taskId}\n${messageId}`).slice(0, MESSAGE_HEX)}`;
+}
+
 /** The prefix every front task id starts with (whoever the caller). */
 export const FRONT_TASK_ID_PREFIX = 'a2a-';
 

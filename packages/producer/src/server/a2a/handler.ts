@@ -5,7 +5,8 @@
  * - SendMessage creates a journaled workflow of one step (to a registered agent with the skill, re-delegated
  *   within its attempts; or to one named agent) whose id is derived from the caller's principal and
  *   messageId: the same message sent twice is one workflow and one remote SendMessage. A message naming a
- *   `taskId` answers that task's open question (`producer.reply`). A blocking send (the default) is answered
+ *   `taskId` answers that task's open question (`producer.reply`), the follow-up's messageId the reply's identity:
+ *   sent again, it is the same reply, not the answer to the agent's next question. A blocking send (the default) is answered
  *   when the task ends or waits for the caller, or after `blockingWaitMs` with the task as it is then.
  * - GetTask, ListTasks, CancelTask, SubscribeToTask read and act on the caller's own tasks only; another
  *   caller's task is "not found".
@@ -45,7 +46,7 @@ import type { Producer } from '../../producer.ts';
 import { ForbiddenError, QuotaExceededError, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../../errors.ts';
 import { AgentAddressRefusedError } from '../../agent-addresses.ts';
 import { WaitTimeoutError } from '../../wait.ts';
-import { FrontDoorCaller, frontTaskId, isTaskOf, taskIdPrefix } from './caller.ts';
+import { FrontDoorCaller, frontReplyId, frontTaskId, isTaskOf, taskIdPrefix } from './caller.ts';
 import { TERMINAL_TASK_STATES, frontTask, messageJson } from './task.ts';
 import { STREAM_REFRESH_MS, taskEvents } from './events.ts';
 import { availableAgents, frontDoorCard } from './card.ts';
@@ -212,7 +213,7 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
     if (!message) throw new RequestMalformedError('SendMessage needs a message');
     const parsed = CallerPartsSchema.safeParse((messageJson(message) as { parts?: unknown }).parts);
     if (!parsed.success) throw new RequestMalformedError(`message.parts: ${parsed.error.issues.map((issue) => issue.message).join('; ')}`);
-    if (message.taskId) return this.answer(this.ownTask(message.taskId, caller), parsed.data, caller);
+    if (message.taskId) return this.answer(this.ownTask(message.taskId, caller), message.messageId, parsed.data, caller);
     const localId = frontTaskId(caller.principal, message.messageId);
     const taskId = scopedWorkflowId(caller.scope.tenant, localId)!;
     const target = await this.targetOf(params, message, caller);
@@ -225,10 +226,13 @@ export class FrontDoorRequestHandler implements A2ARequestHandler {
     return taskId;
   }
 
-  /** The caller's follow-up on a task: the reply to its open question. */
-  private async answer(taskId: string, parts: z.infer<typeof CallerPartsSchema>, caller: FrontDoorCaller): Promise<string> {
+  /**
+   * The caller's follow-up on a task: the reply to its open question, whose identity is the follow-up's messageId
+   * (`frontReplyId`): the same follow-up sent again is that reply, never the answer to a later question.
+   */
+  private async answer(taskId: string, messageId: string, parts: z.infer<typeof CallerPartsSchema>, caller: FrontDoorCaller): Promise<string> {
     try {
-      await this.producerOf(caller).reply(taskId, { parts });
+      await this.producerOf(caller).reply(taskId, { parts }, undefined, { messageId: frontReplyId(taskId, messageId) });
     } catch (error) {
       if (!(error instanceof NoOpenQuestionError)) throw error;
       const state = frontTask(await this.producerOf(caller).get(taskId)).status?.state;

@@ -140,7 +140,7 @@ function replyRoute(app: V1App, producer: Producer): void {
     async (request, reply) => {
       const { id, step } = request.params;
       const answer = request.body.text ?? { parts: request.body.parts! };
-      const result = await producerFor(request, producer).reply(id, answer, step, { by: callerOf(request) });
+      const result = await producerFor(request, producer).reply(id, answer, step, { by: callerOf(request), ...(request.body.messageId ? { messageId: request.body.messageId } : {}) });
       return reply.code(result.created ? 202 : 200).send(result);
     },
   );

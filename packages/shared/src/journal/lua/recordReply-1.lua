@@ -1,6 +1,8 @@
 --[[
   Journals a reply to the question a delegation is parked on, before it is
-  sent. Answering the same question twice returns the first reply (harmless).
+  sent. Answering the same question twice returns the first reply (harmless). A reply whose messageId is the
+  row's reply already (a caller's retry, `ReplyOptions.messageId`) is that reply, whatever question the row is
+  parked on now: it answers no later question.
   A question is identified by `questionKey` (see applyStatus-5.lua).
   KEYS[1] delegation hash
   ARGV[1] reply messageId (new)
@@ -18,6 +20,7 @@
 --- @include "stepStopped"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {CODE.DELEGATION_MISSING} end
 local row = redis.call('HMGET', KEYS[1], 'state', 'questionKey', 'replyForQuestion', 'replyMessageId', 'version', 'questionExpired')
+if row[4] and row[4] == ARGV[1] then return {0, row[4]} end
 if not PARKED[row[1]] then
   if row[4] and row[4] ~= '' then return {0, row[4]} end
   return {CODE.WRONG_STATE}
