@@ -92,7 +92,6 @@ export {
   enqueueCancel,
   enqueueFollow,
   enqueueReconcile,
-  suspectReadJob,
   enqueueReconcileBatch,
   enqueueDecide,
   enqueueStartupSweep,
