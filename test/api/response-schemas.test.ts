@@ -129,7 +129,7 @@ describe('POST /v1/workflows/:id/resolve never claims a change that did not happ
     const before = await producer.journal.getWorkflowHash(workflowId);
     const response = await authorized(app, { method: 'POST', url: `/v1/workflows/${workflowId}/resolve`, payload: { action } });
     const after = await producer.journal.getWorkflowHash(workflowId);
-    const retryMeansSomething = attemptState === 'AMBIGUOUS' && ['AMBIGUOUS_SEND', 'NO_PROGRESS', 'PROTOCOL_ERROR', 'AUTH', 'SEARCH_UNAVAILABLE', 'UNSPECIFIED'].includes(code);
+    const retryMeansSomething = attemptState === 'AMBIGUOUS' && ['AMBIGUOUS_SEND', 'NO_PROGRESS', 'PROTOCOL_ERROR', 'AUTH', 'SEARCH_UNAVAILABLE', 'UNSPECIFIED', 'ADDRESS_REFUSED'].includes(code);
     if (action === 'abandon' || retryMeansSomething) {
       expect(response.statusCode, response.body).toBe(202);
       expect(after!.state).toBe('RUNNING');

@@ -32,7 +32,7 @@ const definitionInput = fc.record(
           name: fc.stringMatching(/^[a-z][a-z0-9]{0,8}$/),
           agent: fc.constantFrom('https://a.example', 'http://127.0.0.1:3000/.well-known/agent-card.json'),
           message: fc.oneof(
-            fc.record({ text: fc.string({ minLength: 1, maxLength: 20 }), metadata: fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 2 })) }, { requiredKeys: ['text'] }),
+            fc.record({ text: fc.string({ minLength: 1, maxLength: 20 }), metadata: fc.dictionary(fc.string({ maxLength: 5 }), fc.jsonValue({ maxDepth: 2 }), { noNullPrototype: true }) }, { requiredKeys: ['text'] }),
             fc.record({ parts: fc.array(fc.record({ text: fc.string({ maxLength: 10 }) }), { minLength: 1, maxLength: 2 }) }),
           ),
           push: fc.boolean(),
@@ -46,7 +46,7 @@ const definitionInput = fc.record(
       { minLength: 1, maxLength: 3, selector: (step) => step.name },
     ),
     maxAttemptsPerStep: fc.integer({ min: 1, max: 20 }),
-    metadata: fc.dictionary(fc.string({ maxLength: 5 }), fc.string({ maxLength: 5 })),
+    metadata: fc.dictionary(fc.string({ maxLength: 5 }), fc.string({ maxLength: 5 }), { noNullPrototype: true }),
     priority: fc.integer({ min: 1, max: 10 }),
   },
   { requiredKeys: ['workflowId', 'steps'] },
