@@ -271,14 +271,20 @@ async function refusedAfterHotel(hotelAgent: { agent: { cardUrl: string } }, hot
   return { producer, prefix, id };
 }
 
+/** The saga of `refusedAfterHotel` run to its end: COMPENSATED, hotel's compensation sent once (one SendMessage). */
+async function compensatedOnce(hotel: Parameters<typeof refusedAfterHotel>[0] & { compensations: string[]; sendsOf: (messageId: string) => number }) {
+  const { producer, id } = await refusedAfterHotel(hotel);
+  const view = await reach(producer, id, ['COMPENSATED', 'FAILED', 'NEEDS_ATTENTION']);
+  expect(view.state).toBe('COMPENSATED');
+  expect(hotel.compensations).toHaveLength(1);
+  expect(hotel.sendsOf(hotel.compensations[0]!)).toBe(1);
+  return view;
+}
+
 describe('attack 28: hostile or broken compensation agents', () => {
   it('the compensation was taken (task made) but its answer lost (HTTP 502): adopted by our messageId, sent once, COMPENSATED', async () => {
     const hotel = await doesThenAnswers(() => ({ http: { status: 502, body: 'Bad Gateway', headers: { 'content-type': 'text/plain' } } }), ['compensation']);
-    const { producer, id } = await refusedAfterHotel(hotel);
-    const view = await reach(producer, id, ['COMPENSATED', 'FAILED', 'NEEDS_ATTENTION']);
-    expect(view.state).toBe('COMPENSATED');
-    expect(hotel.compensations).toHaveLength(1);
-    expect(hotel.sendsOf(hotel.compensations[0]!)).toBe(1);
+    const view = await compensatedOnce(hotel);
     const undo = view.steps[0]!.compensations[0]!;
     expect(undo).toMatchObject({ state: 'COMPLETED', taskId: `T-compensation-${hotel.compensations[0]}` });
   }, 60_000);
@@ -316,20 +322,12 @@ describe('attack 28: hostile or broken compensation agents', () => {
     const hotel = await bookingAgent((asked, params) =>
       asked === 'step' ? { result: { task: ours(`TH-${params.message.messageId}`, 'COMPLETED', params) } } : { result: { task: protoTask(params, `TU-${params.message.messageId}`) }, envelopeId: null },
     );
-    const { producer, id } = await refusedAfterHotel(hotel);
-    const view = await reach(producer, id, ['COMPENSATED', 'FAILED', 'NEEDS_ATTENTION']);
-    expect(view.state).toBe('COMPENSATED');
-    expect(hotel.compensations).toHaveLength(1);
-    expect(hotel.sendsOf(hotel.compensations[0]!)).toBe(1);
+    await compensatedOnce(hotel);
   }, 60_000);
 
   it('a compensation agent that holds SendMessage (the task made at once, listed): adopted, sent once, COMPENSATED', async () => {
     const hotel = await doesThenAnswers(() => ({ hang: true }), ['compensation']);
-    const { producer, id } = await refusedAfterHotel(hotel);
-    const view = await reach(producer, id, ['COMPENSATED', 'FAILED', 'NEEDS_ATTENTION']);
-    expect(view.state).toBe('COMPENSATED');
-    expect(hotel.compensations).toHaveLength(1);
-    expect(hotel.sendsOf(hotel.compensations[0]!)).toBe(1);
+    await compensatedOnce(hotel);
   }, 60_000);
 
   it('compensation of a step whose effect is unknown (AMBIGUOUS, abandoned by a person): undone once, its task id unknown', async () => {
