@@ -99,7 +99,8 @@ export async function fetchAgentCard(cardOrBaseUrl: string, options: FetchAgentC
   return card;
 }
 
-function blockedCause(error: unknown): BlockedAddressError | undefined {
+/** The address policy's refusal in `error` (itself, or a cause up to 4 levels deep: an `AgentCardError` `BLOCKED_ADDRESS`, a connection's), if any. */
+export function blockedCause(error: unknown): BlockedAddressError | undefined {
   for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
     if (current instanceof BlockedAddressError) return current;
   }

@@ -110,6 +110,7 @@ export {
   AGENT_CARD_CACHE_BYTES,
   AGENT_CARD_PATH,
   AgentCardError,
+  blockedCause,
   agentKeyOf,
   normalizeAgentCardUrl,
   type FetchAgentCardOptions,

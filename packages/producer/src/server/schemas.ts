@@ -36,10 +36,7 @@ export const ReplyBodySchema = z
   .strictObject({
     text: AnswerTextSchema.optional(),
     parts: AnswerPartsSchema.optional(),
-    messageId: z
-      .string()
-      .regex(ID_PATTERN, 'letters, digits, ".", "_" or "-", 1 to 128 characters')
-      .optional()
+    messageId: Id.optional()
       .describe("The reply's identity (idempotency key): sent again, the reply journaled under it is the answer (200), whatever question is open now; other content under it is 409 IDEMPOTENCY_CONFLICT. Default: a new one"),
   })
   .refine((body) => (body.text === undefined) !== (body.parts === undefined), { message: 'give exactly one of text or parts', path: ['text'] });

@@ -15,6 +15,7 @@ import {
   LimitExceededError,
   ProtocolError,
   answerFault,
+  blockedCause,
   deliveryOf,
   isRuntimeFault,
   sendEffectOf,
@@ -75,14 +76,6 @@ export { unfoundVerdict, type UnfoundVerdict } from '../core/policy.ts';
  */
 export const provesUnreachable = (error: unknown, delivery: Delivery): boolean => delivery === 'none' && error instanceof A2AError && isRetryable(error);
 
-/** The policy's refusal in `error` (itself, or the cause of an `AgentCardError` `BLOCKED_ADDRESS`, of a connection), if any. */
-function addressRefusalOf(error: unknown): BlockedAddressError | undefined {
-  for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
-    if (current instanceof BlockedAddressError) return current;
-  }
-  return undefined;
-}
-
 /**
  * What a person reads when the workers' own address policy refused an agent's URL (nothing sent), with the exact
  * fix: the workers' variable and the `addressPolicy` switch of the refused category, or the allowed hosts when no
@@ -115,7 +108,7 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
   const delivery: Delivery = !afterMark || recorded.delivery === 'not-sent' ? 'none' : overLimit ? 'received' : (recorded.delivery ?? 'maybe');
   // A step's SendMessage (first or resent) names no task: TaskNotFound to it refuses nothing of ours (attack28).
   const effect: Effect = delivery === 'none' ? 'none' : sendEffectOf(error, { namesTask: false });
-  const refused = addressRefusalOf(error);
+  const refused = blockedCause(error);
   return {
     kind: 'send-failed',
     afterMark,
