@@ -71,4 +71,20 @@ describe('POST /v1/workflows/:id/steps/:step/reply with a messageId (the REST id
       await app.close();
     }
   });
+  it('case: sent again with the same parts whose metadata keys come in another order (a JSON library that reorders): the same reply (200, created: false), not a conflict', async () => {
+    const app = startTestServer({ redisUrl: redisServer().url, prefix: 'reply-identity' });
+    try {
+      const ref = await runningIntent(journal, 'ri-rest-order', CARD);
+      await agentAsks(ref, 'q1');
+      const reply = (metadata: Record<string, number>) =>
+        authorized(app, { method: 'POST', url: `/v1/workflows/${ref.workflowId}/steps/main/reply`, payload: { parts: [{ text: 'Paris', metadata }], messageId: 'rest-answer-2' } });
+      expect((await reply({ a: 1, b: 2 })).statusCode).toBe(202);
+      await agentAsks(ref, 'q2');
+      const again = await reply({ b: 2, a: 1 });
+      expect([again.statusCode, again.json()]).toEqual([200, { messageId: 'rest-answer-2', created: false }]);
+      expect((await reply({ a: 1, b: 3 })).json().code).toBe('IDEMPOTENCY_CONFLICT');
+    } finally {
+      await app.close();
+    }
+  });
 });

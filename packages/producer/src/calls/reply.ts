@@ -6,6 +6,7 @@
  * again, it answers nothing else.
  */
 import { randomUUID } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
 import { z } from 'zod';
 import { PartSchema, type Part } from '@durable-a2a/a2a';
 import { ActorSchema, ID_PATTERN, JournalError, SPAN_ATTRIBUTES, enqueueReply, isBlankText, isWorkflowFinished, withSpan, type DelegationRef, type WorkflowState } from '@durable-a2a/shared';
@@ -43,6 +44,13 @@ function lastReply(view: WorkflowView, step: string | undefined): { delegationId
 }
 
 /**
+ * Whether two replies' parts are the same content as JSON: key order aside (a client's JSON library may reorder a
+ * metadata object's keys on a retry), members JSON leaves out aside; each side read as JSON text would be.
+ */
+const sameParts = (left: readonly Part[] | undefined, right: readonly Part[]): boolean =>
+  left !== undefined && isDeepStrictEqual(JSON.parse(JSON.stringify(left)), JSON.parse(JSON.stringify(right)));
+
+/**
  * A repeated reply is the same reply (same parts) as the one journaled for that question: it is answered
  * with the earlier messageId. A different reply to an answered question is refused (NO_OPEN_QUESTION):
  * replies carry no idempotency key, so the content is what makes a retry a retry. `finished`: the workflow's state
@@ -51,7 +59,7 @@ function lastReply(view: WorkflowView, step: string | undefined): { delegationId
  */
 async function repeatedReply(context: ProducerContext, ref: DelegationRef, messageId: string, parts: Part[], finished?: string): Promise<{ messageId: string; created: false }> {
   const journaled = await context.journal.getDelegationView(ref);
-  if (journaled?.replyMessageId === messageId && JSON.stringify(journaled.replyMessage?.parts) === JSON.stringify(parts)) return { messageId, created: false };
+  if (journaled?.replyMessageId === messageId && sameParts(journaled.replyMessage?.parts, parts)) return { messageId, created: false };
   if (finished) throw finishedError(ref.workflowId, finished);
   throw new NoOpenQuestionError(`workflow ${ref.workflowId} has no open question on ${ref.delegationId}: it was already answered with a different reply (${messageId})`);
 }
@@ -95,7 +103,7 @@ async function journaledReply(context: ProducerContext, id: string, view: Workfl
 async function earlierReply(context: ProducerContext, id: string, view: WorkflowView, messageId: string, parts: Part[]): Promise<{ messageId: string; created: false } | undefined> {
   const earlier = await journaledReply(context, id, view, messageId);
   if (!earlier) return undefined;
-  if (earlier.parts !== undefined && JSON.stringify(earlier.parts) !== JSON.stringify(parts)) {
+  if (earlier.parts !== undefined && !sameParts(earlier.parts, parts)) {
     throw new IdempotencyConflictError(`workflow ${id} already has reply ${messageId} (on ${earlier.delegationId}) with other parts`);
   }
   return { messageId, created: false };
