@@ -94,7 +94,8 @@ export function errorFromJsonRpc(errorObject: unknown, rawBody: string, httpStat
  * body, `ErrorInfo.reason` wins over the status because several errors share 400.
  * A non-JSON body (say, a proxy's HTML page) is an `UpstreamError` for 5xx/408/429,
  * an `AuthenticationError` for 401/403, and otherwise a `ProtocolError` with an
- * excerpt: an HTML 404 means a wrong URL, not a missing task. A body that is a task
+ * excerpt: an HTML 404 is no missing task, nor proof of a wrong URL (its effect is `maybe`, `sendEffectOf`: the
+ * agent may have acted before its server answered 404; fourohfour). A body that is a task
  * (`namesTask`) on any other status, 401/403 and A2A error bodies included, is an
  * `InvalidAgentResponseError` (effect maybe): the agent has a task, ours or not.
  */

@@ -327,8 +327,22 @@ const taskRefusals = [...new Set(A2A_ERROR_TABLE.filter((row) => row.concerns ==
 /** HTTP statuses whose row says the work may have been done (408, 409, 429). */
 const maybeStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'maybe' && row.httpStatus !== undefined).map((row) => row.httpStatus));
 
-/** An HTTP status that refuses a request by itself (HTTP+JSON, spec §11.6): a 4xx whose row does not say `maybe` (408, 409, 429). */
+/** An HTTP status that may carry a refusal (HTTP+JSON, spec §11.6): a 4xx whose row does not say `maybe` (408, 409, 429). */
 const statusRefuses = (status: number): boolean => status >= 400 && status < 500 && !maybeStatuses.has(status);
+
+/** HTTP statuses whose row refuses by the status alone, whatever the body: 401 and 403, credentials refused before any handler ran. */
+const credentialStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.errorClass === AuthenticationError && row.httpStatus !== undefined).map((row) => row.httpStatus));
+
+/**
+ * Whether an HTTP answer without a JSON-RPC code is the A2A refusal it names (spec §11.6; fourohfour): a status that may
+ * refuse (`statusRefuses`) AND either a credentials row (401/403) or an `ErrorInfo.reason` of the spec's table, which
+ * the HTTP+JSON binding MUST send (several errors share 400; the class was then named by that reason). A status alone
+ * (a framework's 404 page, `{"message":"Task not found"}`, `application/problem+json`, a `google.rpc.Status` without an
+ * ErrorInfo or with another API's reason) is the answer of a server at the agent's URL, maybe after the agent acted:
+ * never proof that nothing was created (an agent booked, answered 404, and the step went to a second agent).
+ */
+const httpRefusalProven = (error: A2AError, status: number): boolean =>
+  statusRefuses(status) && (credentialStatuses.has(status) || (error.reason !== undefined && byReason.has(error.reason)));
 
 /**
  * gRPC status codes (`google.rpc.Code`: the values of @grpc/grpc-js `status`, spelled here so this pure module loads
@@ -385,14 +399,15 @@ export const GRPC_REFUSING_STATUSES: ReadonlySet<number> = new Set([...GRPC_STAT
  * -32700); an HTTP status in `code` (a proxy's 404), a code of the implementation-defined range (-32000..-32099 outside
  * the table) or any other integer is not, whatever class an `ErrorInfo.reason` or the status named for the logs. On gRPC
  * the status must refuse by itself (`GRPC_REFUSING_STATUSES`); on HTTP+JSON (and any HTTP answer without a JSON-RPC
- * code) the status is the code: a 4xx other than 408/409/429. A reason refines a refusing code (400 + TASK_NOT_CANCELABLE
- * is `maybe` by its class) but never turns another code into a refusal. An error raised here with no answer (a 0.3
+ * code) the status is the code, a 4xx other than 408/409/429, spoken with the ErrorInfo reason the binding MUST send
+ * (`httpRefusalProven`; 401/403 alone refuse our credentials). A reason refines a refusing code (400 +
+ * TASK_NOT_CANCELABLE is `maybe` by its class) but never turns another code into a refusal. An error raised here with no answer (a 0.3
  * binding lacking the method, a part we cannot encode) carries no code: its class decides.
  */
 function codeRefuses(error: A2AError): boolean {
   if (error.jsonRpcCode !== undefined) return byJsonRpcCode.get(error.jsonRpcCode)?.effect === 'none';
   if (error.grpcStatus !== undefined) return GRPC_REFUSING_STATUSES.has(error.grpcStatus);
-  if (error.httpStatus !== undefined) return statusRefuses(error.httpStatus);
+  if (error.httpStatus !== undefined) return httpRefusalProven(error, error.httpStatus);
   return true;
 }
 
@@ -406,9 +421,11 @@ export interface SentRequest {
  * What a failed SendMessage proves about its effect (the table's `effect` column, the one place it is decided):
  * `none` when the error is a refusal (a class whose row says `none`) AND the answering binding's own code is a refusal
  * (`codeRefuses`: a class named from a reason over another code, or from an HTTP status a proxy put in a JSON-RPC
- * `code`, describes the error for the logs but proves nothing); also an HTTP 4xx whose body is not an A2A error (a
- * wrong URL's page; `statusRefuses`), and a server's size refusal (`RequestTooLargeError`). Else `maybe`: a drop, a
- * timeout, an unreadable answer, a code the spec does not define, an error about a part `request` did not carry
+ * `code`, describes the error for the logs but proves nothing); also a server's size refusal (`RequestTooLargeError`).
+ * Else `maybe`: a drop, a timeout, an unreadable answer, any HTTP status whose body is no A2A refusal (a 404 page, a
+ * `{"message":"Task not found"}`, `application/problem+json`, nothing: a server at the agent's URL answered, maybe after
+ * the agent acted; before, a 4xx was read as a wrong URL's page and the step went to a second agent, booked twice;
+ * only 401/403 refuse by the status alone), a code the spec does not define, an error about a part `request` did not carry
  * (TaskNotFound to a SendMessage naming no task): the agent may have created the task, and a search for our messageId
  * decides (an error answer and a conclusive miss: nothing was created, `unfoundVerdict`).
  */
@@ -418,9 +435,7 @@ export function sendEffectOf(error: unknown, request: SentRequest = {}): 'none' 
   if (!(error instanceof A2AError)) return 'maybe';
   // An error about a part the request did not carry refuses nothing of ours (the table's `concerns` column).
   if (request.namesTask === false && taskRefusals.some((refusal) => error instanceof refusal)) return 'maybe';
-  if (refusals.some((refusal) => error instanceof refusal)) return codeRefuses(error) ? 'none' : 'maybe';
-  const status = error instanceof ProtocolError && error.jsonRpcCode === undefined && error.grpcStatus === undefined ? error.httpStatus : undefined;
-  return status !== undefined && statusRefuses(status) ? 'none' : 'maybe';
+  return refusals.some((refusal) => error instanceof refusal) && codeRefuses(error) ? 'none' : 'maybe';
 }
 
 /** Looks up a class by JSON-RPC code, `ErrorInfo.reason` or HTTP status. */

@@ -25,7 +25,9 @@ const SPEC_OTHER_CODES = [-32603, -32002, -32006, -32007];
 /** Reasons naming an error that may come after the work (their class is never a refusal). */
 const MAYBE_REASONS = new Set(['TASK_NOT_CANCELABLE', 'INVALID_AGENT_RESPONSE', 'EXTENDED_AGENT_CARD_NOT_CONFIGURED', 'INTERNAL_ERROR', 'ALREADY_EXISTS']);
 const REASONS = ['TASK_NOT_FOUND', 'UNSUPPORTED_OPERATION', 'CONTENT_TYPE_NOT_SUPPORTED', 'VERSION_NOT_SUPPORTED', 'EXTENSION_SUPPORT_REQUIRED', 'PUSH_NOTIFICATION_NOT_SUPPORTED', 'INVALID_PARAMS', 'INVALID_REQUEST', 'METHOD_NOT_FOUND', 'PARSE_ERROR', ...MAYBE_REASONS];
-/** HTTP+JSON: the status is the code; a 4xx refuses, but 408, 409 and 429 may come after the work. */
+/** An ErrorInfo reason of the spec's table naming a refusal (never one that may follow the work). */
+const refusalReason = (reason: string | undefined): boolean => reason !== undefined && REASONS.includes(reason) && !MAYBE_REASONS.has(reason);
+/** HTTP+JSON: the status is the code; a 4xx may refuse, but 408, 409 and 429 may come after the work. */
 const statusRefuses = (status: number) => status >= 400 && status < 500 && ![408, 409, 429].includes(status);
 
 const errorInfo = (reason: string) => ({ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain: 'a2a-protocol.org' });
@@ -107,13 +109,15 @@ describe('property: only the binding\'s own refusal code proves nothing was crea
     );
   });
 
-  it('HTTP+JSON 1.0: any status, any reason: effect none only when the status refuses (401/403 whatever the reason) and the reason names no error that may follow the work', () => {
+  it('HTTP+JSON 1.0: any status, any reason: effect none only when the status refuses (401/403 whatever the reason) and an ErrorInfo names a refusal of the spec\'s table', () => {
     fc.assert(
       fc.property(fc.integer({ min: 300, max: 599 }), reasonArb, fc.boolean(), (status, reason, withStatusName) => {
         const error = httpJsonError(status, reason, withStatusName);
         // 401/403 refuse our credentials before any handler ran, whatever the body says (`AuthenticationError`).
         const credentials = status === 401 || status === 403;
-        const expected = credentials || (statusRefuses(status) && (reason === undefined || !MAYBE_REASONS.has(reason))) ? 'none' : 'maybe';
+        // Spec §11.6: the ErrorInfo MUST be present; a google.rpc.Status without one (or with another API's reason) is
+        // any server's answer, maybe after the agent acted (fourohfour).
+        const expected = credentials || (statusRefuses(status) && refusalReason(reason)) ? 'none' : 'maybe';
         expect(sendEffectOf(error), `HTTP ${status} reason ${reason}: ${error.name}`).toBe(expected);
       }),
       {
@@ -195,8 +199,7 @@ describe('property: TaskNotFound to a SendMessage naming no task never proves no
       fc.property(fc.integer({ min: 300, max: 599 }), reasonArb, fc.boolean(), (status, reason, withStatusName) => {
         const error = httpJsonError(status, reason, withStatusName);
         const credentials = status === 401 || status === 403;
-        const aboutTask = reason === 'TASK_NOT_FOUND' || (reason === undefined && status === 404) || (reason !== undefined && !REASONS.includes(reason) && status === 404);
-        const expected = credentials || (statusRefuses(status) && (reason === undefined || !MAYBE_REASONS.has(reason)) && !aboutTask) ? 'none' : 'maybe';
+        const expected = credentials || (statusRefuses(status) && refusalReason(reason) && reason !== 'TASK_NOT_FOUND') ? 'none' : 'maybe';
         expect(sendEffectOf(error, noTask), `HTTP ${status} reason ${reason}: ${error.name}`).toBe(expected);
       }),
       { numRuns: 400, examples: [[404, 'TASK_NOT_FOUND', true], [404, undefined, false], [400, 'TASK_NOT_FOUND', false], [400, 'INVALID_PARAMS', false], [401, 'TASK_NOT_FOUND', false]] },

@@ -138,10 +138,11 @@ describe('sendEffectOf: a conflict never proves nothing was created', () => {
     expect(sendEffectOf(new Grpc('exists'))).toBe('maybe');
   });
 
-  it('every other plain 4xx still proves nothing was created, and 408 / 429 do not', () => {
+  it('a plain 4xx (no A2A error body) proves delivery, not that nothing was created: maybe, but 401/403 (credentials refused); fourohfour', () => {
+    // Before, every plain 4xx but 408/409/429 was a wrong URL's page: an agent that booked and answered 404 was re-delegated.
     for (let status = 400; status < 500; status++) {
       const error = errorFromHttp(status, 'text/html', '<h1>no</h1>');
-      expect(sendEffectOf(error), String(status)).toBe([408, 409, 429].includes(status) ? 'maybe' : 'none');
+      expect(sendEffectOf(error), String(status)).toBe([401, 403].includes(status) ? 'none' : 'maybe');
     }
   });
 });

@@ -45,6 +45,15 @@ export async function startRawServer(
 
 export const sleep = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** The JSON-RPC request id a recorded request carried (`null` when the body is not JSON or names none), for answers that echo it. */
+export function requestIdOf(request: RecordedRequest): unknown {
+  try {
+    return (JSON.parse(request.body) as { id?: unknown }).id ?? null;
+  } catch {
+    return null;
+  }
+}
+
 /** Field-report shorthands (cases/field-reports.md "Conventions"). */
 export const SU = (state: string): string =>
   JSON.stringify({ jsonrpc: '2.0', id: 1, result: { statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state: `TASK_STATE_${state}` } } } });
