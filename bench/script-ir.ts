@@ -16,9 +16,9 @@
  * (replies, concatenations) about 7 per byte.
  */
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Redis } from 'ioredis';
 import { sleep } from './common.ts';
 
@@ -31,8 +31,10 @@ interface Trace {
 const [file, checkout, copiesText = '200', outArg] = process.argv.slice(2);
 if (!file || !checkout) throw new Error('usage: script-ir.ts <trace.json> <checkout> [copies] [out dir]');
 const copies = Number(copiesText);
+// Made when named (callgrind cannot write its dumps into a missing directory: the server then never answers).
 const out = outArg ?? mkdtempSync(join(tmpdir(), 'script-ir-'));
-const { scriptText } = (await import(`${checkout}/packages/shared/src/journal/scripts.ts`)) as { scriptText: (name: string) => string };
+mkdirSync(out, { recursive: true });
+const { scriptText } = (await import(`${resolve(checkout)}/packages/shared/src/journal/scripts.ts`)) as { scriptText: (name: string) => string };
 const shapeOf = (trace: Trace) => trace.steps.map((step) => ('script' in step ? step.script : step.command[0])).join(',');
 
 function renamed(trace: Trace, tag: string): Step[] {

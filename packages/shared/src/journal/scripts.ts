@@ -63,7 +63,7 @@ const WRITTEN_AT_LOAD: Readonly<Record<string, () => string>> = {
  * text is known (`fileText`), as the prelude holds only the tables the script names.
  */
 const GENERATED_INCLUDES: Readonly<Record<string, (rest: string) => string>> = {
-  prelude: (rest) => luaPrelude((table) => new RegExp(`\\b${table}\\b`).test(rest)),
+  prelude: (rest) => luaPrelude((name) => new RegExp(`\\b${name.replace('.', '\\.')}\\b`).test(rest)),
 };
 const GENERATED = /^--\[\[GENERATED ([A-Za-z]+)\]\]$/gm;
 

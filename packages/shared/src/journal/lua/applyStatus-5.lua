@@ -122,10 +122,6 @@
 -- (`suspects`): a caller whose copy holds suspects names no version (status.ts) and gets the row whole. (`owner`,
 -- `noProgressUnacceptable` and `artifactBytes` are no field of the typed record: a change reply leaves them out.)
 local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost' }
--- What every transition reads when the caller holds the row (FIELDS_UNVERSIONED too); a field only some need is read
--- when needed (`field`). A field costs about 0.3 µs to read into Lua, whatever its size.
-local FIELDS_READ = { 'delegationId', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId', 'questionKey', 'statusMessage',
-  'artifactBytes', 'clockFloorMs', 'namedTaskUnread', unpack(FIELDS_UNVERSIONED) }
 -- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
 local member = ''
 -- ARGV[16] 'handover:…' read once (endLease.lua), else nil.
@@ -133,27 +129,36 @@ local handover = handoverOf(ARGV[16])
 
 local function apply()
   -- One read of the row and one write (every field of the transition in a single HSET). The caller holds the row at
-  -- its version: only the fields the transition needs are read, and the reply is the change. Else the row whole,
-  -- whose HGETALL reply becomes the row as written (changed in place, `at`: a field's value's index in `flat`).
-  -- The HMGET holds the version too: a row at another version (rare) is read again whole.
-  -- A task id bound here needs the agent card, a handover with a check the workflow id: read with the others.
-  -- (FIELDS_READ is this call's own table: appended to, not copied.)
+  -- its version: only the fields every transition needs are read (FIELDS_UNVERSIONED among them, and the workflow id a
+  -- handover's check names), and the reply is the change. Else the row whole, whose HGETALL reply becomes the row as
+  -- written (changed in place, `at`: a field's value's index in `flat`). The HMGET holds the version too: a row at
+  -- another version (rare) is read again whole. A field only some transitions need is read when needed (`field`).
+  -- The names are constants of the call and the values go into a table constructor (an absent field is nil, never
+  -- false): a name list unpacked into the call and a loop filling the table took a third of the read's instructions
+  -- (redis-server under callgrind, bench/script-ir.ts). A field costs about 1,000 instructions to read, present or not.
   local whole = ARGV[17] == ''
-  local hash, flat, at, read = {}, {}, {}, {}
+  local hash, flat, at = {}, {}, {}
   if not whole then
-    if ARGV[7] ~= '' and ARGV[14] ~= '1' then FIELDS_READ[#FIELDS_READ + 1] = 'agentCardUrl'; read.agentCardUrl = true end
-    if handover and handover.checkAt ~= '' then FIELDS_READ[#FIELDS_READ + 1] = 'workflowId'; read.workflowId = true end
-    local values = redis.call('HMGET', KEYS[1], unpack(FIELDS_READ))
-    whole = tonumber(values[2]) ~= tonumber(ARGV[17])
-    if not whole then for i, field in ipairs(FIELDS_READ) do if values[i] then hash[field] = values[i] end end end
+    local v = redis.call('HMGET', KEYS[1], 'delegationId', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId',
+      'questionKey', 'statusMessage', 'clockFloorMs', 'namedTaskUnread', 'workflowId', 'fence', 'noProgressMark',
+      'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost')
+    whole = tonumber(v[2]) ~= tonumber(ARGV[17])
+    if not whole then
+      hash = { delegationId = v[1] or nil, version = v[2] or nil, state = v[3] or nil, statusTimestampMs = v[4] or nil,
+        taskId = v[5] or nil, contextId = v[6] or nil, questionKey = v[7] or nil, statusMessage = v[8] or nil,
+        clockFloorMs = v[9] or nil, namedTaskUnread = v[10] or nil, workflowId = v[11] or nil, fence = v[12] or nil,
+        noProgressMark = v[13] or nil, noProgressSince = v[14] or nil, noProgressCount = v[15] or nil,
+        noProgressLast = v[16] or nil, pushConfigState = v[17] or nil, pushConfigId = v[18] or nil, suspects = v[19] or nil,
+        suspectsLost = v[20] or nil }
+    end
   end
   if whole then
     flat = redis.call('HGETALL', KEYS[1])
     for i = 1, #flat, 2 do hash[flat[i]] = flat[i + 1]; at[flat[i]] = i + 1 end
   end
-  -- A field not in FIELDS_READ (nil when absent).
+  -- A field the HMGET above leaves out (nil when absent).
   local function field(name)
-    if whole or read[name] then return hash[name] end
+    if whole then return hash[name] end
     return redis.call('HGET', KEYS[1], name) or nil
   end
   local row = { hash.fence, hash.version, hash.state, hash.statusTimestampMs, hash.taskId, hash.contextId, hash.questionKey, hash.delegationId }
@@ -211,7 +216,7 @@ local function apply()
   end
 
   if ARGV[7] ~= '' and knownTask == '' and ARGV[14] ~= '1' then
-    local refused = bindTaskHere(KEYS[4], ARGV[14], field('agentCardUrl'))
+    local refused = bindTaskHere(KEYS[4], ARGV[14], function() return field('agentCardUrl') end)
     if refused then return refused end
   end
 
@@ -269,7 +274,7 @@ local function apply()
     local count, merged = tonumber(ARGV[20]), (tonumber(ARGV[18]) or 0) + leftOutBytes
     if not FINISHED[incoming] then rewritten = artifactsRewritten(KEYS[2], 21, count) end
     if FINISHED[incoming] or (count > 0 and merged > tonumber(ARGV[19])) then
-      replaceArtifacts(KEYS[2], hash.artifactBytes ~= nil, 21, count)
+      replaceArtifacts(KEYS[2], field('artifactBytes') ~= nil, 21, count)
       put('artifactBytes', ARGV[18])
     elseif count > 0 then
       mergeArtifacts(KEYS[2], 21, count, leftOut)
@@ -283,7 +288,7 @@ local function apply()
   handoverFields(handover, KEYS[3], ARGV[15], incoming, row[1], put)
   redis.call('HSET', KEYS[1], unpack(set))
   if PARKED[incoming] then publishChange(workflowBaseOf(KEYS[1]), incoming) end
-  if handover and handover.fence and handover.checkAt ~= '' then member = (field('workflowId') or '') .. '|' .. row[8] end
+  if handover and handover.fence and handover.checkAt ~= '' then member = (hash.workflowId or '') .. '|' .. row[8] end
   if whole then
     for i = 1, #set, 2 do
       local index = at[set[i]]
