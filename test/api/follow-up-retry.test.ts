@@ -130,6 +130,32 @@ describe('a follow-up sent again is the answer it was, never the answer to a lat
     );
   }, 240_000);
 
+  it('case: the first follow-up sent again once 20 big answers pushed it out of the workflow history is still that answer: the agent gets it once', async () => {
+    run += 1;
+    const questions = 21;
+    const request = `run ${run} questions:${questions}`;
+    const created = await rpc('SendMessage', { message: message(`run-${run}`, request), metadata: { skill: 'ask-in-turn' }, configuration: { returnImmediately: true } });
+    const taskId = created.result.task.id as string;
+    // Answers near the history's 8 KiB entry bound: 20 of them pass its 128 KiB, so the first answer's entry is dropped.
+    const sent = Array.from({ length: questions }, (_, index) => ({ messageId: `run-${run}-answer-${index + 1}`, text: `answer ${index + 1}: ${'two rooms, '.repeat(index === 0 ? 1 : 700)}` }));
+    for (const [index, answer] of sent.slice(0, questions - 1).entries()) {
+      await eventually(async () => (await statusText(taskId)).includes(`Question ${index + 1}?`), `question ${index + 1}`);
+      expect((await rpc('SendMessage', { message: message(answer.messageId, answer.text, taskId), configuration: { returnImmediately: true } })).error).toBeUndefined();
+    }
+    await eventually(async () => (await statusText(taskId)).includes(`Question ${questions}?`), `question ${questions}`);
+    const history = (await authorized(app, { method: 'GET', url: `/v1/workflows/${taskId}` })).json().history as { kind: string; text?: string }[];
+    expect(history.some((entry) => entry.kind === 'answer' && entry.text?.startsWith('answer 1:'))).toBe(false);
+    // The first follow-up again: the answer it was, not the answer to question 21; other content under it is refused.
+    const retried = await rpc('SendMessage', { message: message(sent[0]!.messageId, sent[0]!.text, taskId), configuration: { returnImmediately: true } });
+    expect(retried.error).toBeUndefined();
+    expect((await rpc('SendMessage', { message: message(sent[0]!.messageId, 'Lyon', taskId), configuration: { returnImmediately: true } })).error?.message).toMatch(/other parts/);
+    expect(await statusText(taskId)).toContain(`Question ${questions}?`);
+    const last = sent[questions - 1]!;
+    expect((await rpc('SendMessage', { message: message(last.messageId, last.text, taskId), configuration: { returnImmediately: true } })).error).toBeUndefined();
+    await eventually(async () => (await statusText(taskId)).includes('TASK_STATE_COMPLETED'), 'completed');
+    expect(followUpsOf(request).map((received) => received.text)).toEqual(sent.map((answer) => answer.text));
+  }, 180_000);
+
   it('the same messageId with other content is refused, and the agent never gets it', async () => {
     run += 1;
     const request = `run ${run} questions:2`;

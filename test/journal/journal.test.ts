@@ -332,7 +332,7 @@ describe('noteNotFound / recordReply', () => {
     expect(await refusal(journal.recordReply(ref, 'r0', { parts: [{ text: 'two' }] }))).toBe('WRONG_STATE');
     await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T1', statusTimestamp: '2026-01-01T10:00:01Z' });
     expect(await journal.recordReply(ref, 'r1', { parts: [{ text: 'two' }] })).toEqual({ messageId: 'r1', created: true });
-    expect(await journal.recordReply(ref, 'r2', { parts: [{ text: 'one' }] })).toEqual({ messageId: 'r1', created: false });
+    expect(await journal.recordReply(ref, 'r2', { parts: [{ text: 'one' }] })).toEqual({ messageId: 'r1', created: false, same: false });
     const fence = await journal.claim(ref, 'w');
     expect(await journal.markReply(ref, fence, 'r1', 'sending')).toBe(true);
     expect(await journal.markReply(ref, fence, 'r1', 'sending')).toBe(false);

@@ -1,5 +1,5 @@
 /**
- * expireQuestion-1.lua, every return code, and its compare-and-set against recordReply-1.lua: of an answer and the
+ * expireQuestion-1.lua, every return code, and its compare-and-set against recordReply-2.lua: of an answer and the
  * expiry of the same question, exactly one is journaled whichever comes first (a property over interleavings).
  * Also: a question's life counts from when it was first journaled (`questionAskedAt`, applyStatus-5.lua).
  */
@@ -52,7 +52,7 @@ describe('expireQuestion', () => {
     expect((await expire(key, 'answer')).outcome).toBe('expired');
     expect(await journal.getDelegation(ref)).toMatchObject({ replyMessageId: 'R-expiry', replyMessage: { parts: [{ text: 'one room' }] }, replyForQuestion: key, replyState: 'pending', replyBy: 'expiry' });
     // A person's answer afterwards gets the journaled one (the producer then refuses a different answer).
-    expect(await journal.recordReply(ref, 'R-person', { parts: [{ text: 'two rooms' }] })).toEqual({ messageId: 'R-expiry', created: false });
+    expect(await journal.recordReply(ref, 'R-person', { parts: [{ text: 'two rooms' }] })).toEqual({ messageId: 'R-expiry', created: false, same: false });
   });
 
   it('0: answered first, or another question: nothing expires', async () => {

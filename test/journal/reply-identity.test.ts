@@ -1,5 +1,5 @@
 /**
- * A reply's messageId is its identity in the journal (recordReply-1.lua): the same messageId journaled again once the
+ * A reply's messageId is its identity in the journal (recordReply-2.lua): the same messageId journaled again once the
  * agent asked its next question is the reply it was (`created: false`), not the answer to the new question. The
  * producer finds a retry among the workflow's replies first (`Producer.reply`'s `messageId`); this is the script's own
  * guard for a retry that read the workflow before its original was journaled. Real redis-server, the journal's scripts.
@@ -41,7 +41,7 @@ describe('recordReply: a messageId already journaled as the reply is that reply'
     expect(await journal.markReply(ref, 1, 'a1', 'sending', '', { token: 'tok-a1', leaseMs: 60_000 })).toBe(true);
     expect(await journal.markReply(ref, 1, 'a1', 'sent', '', { token: 'tok-a1' })).toBe(true);
     await agentAsks(ref, 'q2');
-    expect(await journal.recordReply(ref, 'a1', { parts: [{ text: 'Paris' }] })).toEqual({ messageId: 'a1', created: false });
+    expect(await journal.recordReply(ref, 'a1', { parts: [{ text: 'Paris' }] })).toEqual({ messageId: 'a1', created: false, same: true });
     const row = (await journal.getDelegation(ref)) as unknown as { questionKey: string; replyForQuestion: string; replyMessageId: string };
     expect({ questionKey: row.questionKey, replyForQuestion: row.replyForQuestion, replyMessageId: row.replyMessageId }).toEqual({ questionKey: 'q2', replyForQuestion: 'q1', replyMessageId: 'a1' });
     expect((await producer.questions(ref.workflowId)).map((question) => question.delegationId)).toEqual([ref.delegationId]);

@@ -101,6 +101,22 @@ export class NoOpenQuestionError extends Error {
   readonly code = 'NO_OPEN_QUESTION';
 }
 
+/**
+ * The workflow holds its most answers (`limit`, `ANSWERS_PER_WORKFLOW_MAX`): its answer index refuses a new one rather
+ * than forget an older one's messageId (docs/people.md "Answers and their identity"). Nothing was journaled; not
+ * retryable: cancel or resolve the workflow.
+ */
+export class AnswerLimitError extends Error {
+  override readonly name = 'AnswerLimitError';
+  readonly code = 'ANSWER_LIMIT';
+  constructor(
+    readonly workflowId: string,
+    readonly limit: number,
+  ) {
+    super(`workflow ${workflowId} holds its most answers (${limit}): no further answer is journaled; cancel or resolve it`);
+  }
+}
+
 /** The parts of a zod issue this module reads (also what fastify-type-provider-zod keeps in `params`). */
 export interface IssueLike {
   code?: string;

@@ -1,7 +1,7 @@
 // Public surface of @durable-a2a/producer. The HTTP service is a separate entry point.
 export { createProducer, DelegateInputSchema } from './producer.ts';
 export type { Producer, ProducerOptions, DelegateInput } from './producer.ts';
-export { ProducerInputError, NotFoundError, ForbiddenError, QuotaExceededError, QuotasOnClusterError, NoOpenQuestionError, IdempotencyConflictError, RedisUnavailableError, RedisRefusingWritesError, WorkflowFinishedError, ResolutionNotAllowedError, fromZodError } from './errors.ts';
+export { AnswerLimitError, ProducerInputError, NotFoundError, ForbiddenError, QuotaExceededError, QuotasOnClusterError, NoOpenQuestionError, IdempotencyConflictError, RedisUnavailableError, RedisRefusingWritesError, WorkflowFinishedError, ResolutionNotAllowedError, fromZodError } from './errors.ts';
 export type { ResolveAction } from './errors.ts';
 export { RESOLVE_ACTIONS } from './calls/cancel.ts';
 export { BULK_ACTIONS, BULK_LIMIT, BulkInputSchema } from './calls/bulk.ts';

@@ -8,7 +8,7 @@ import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { A2AError, AgentCardError, BlockedAddressError } from '@durable-a2a/a2a';
 import { CorruptRecordError, JournalError, ReplicationTimeoutError } from '@durable-a2a/shared';
 import { AgentAddressRefusedError } from '../agent-addresses.ts';
-import { describeIssues, ForbiddenError, QuotaExceededError, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
+import { AnswerLimitError, describeIssues, ForbiddenError, QuotaExceededError, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, ResolutionNotAllowedError, WorkflowFinishedError } from '../errors.ts';
 import { redisProblemOf } from './redis-problem.ts';
 
 export const PROBLEM_CONTENT_TYPE = 'application/problem+json';
@@ -21,6 +21,7 @@ export const PROBLEMS = {
   TASK_MISMATCH: { status: 403, title: 'Task does not belong to this delegation' },
   NOT_FOUND: { status: 404, title: 'Not found' },
   NO_OPEN_QUESTION: { status: 409, title: 'No open question' },
+  ANSWER_LIMIT: { status: 409, title: 'The workflow holds its most answers; nothing was written' },
   IDEMPOTENCY_CONFLICT: { status: 409, title: 'Idempotency key already used for another request' },
   WORKFLOW_FINISHED: { status: 409, title: 'Workflow already finished' },
   RESOLUTION_NOT_ALLOWED: { status: 409, title: 'This decision is not possible for what the workflow needs attention for' },
@@ -93,6 +94,7 @@ export function toProblem(error: unknown): Problem {
   if (error instanceof ForbiddenError) return problem('FORBIDDEN', error.message);
   if (error instanceof QuotaExceededError) return problem('QUOTA_EXCEEDED', error.message, { retryAfterSeconds: Math.ceil(error.retryAfterMs / 1000) });
   if (error instanceof NoOpenQuestionError) return problem('NO_OPEN_QUESTION', error.message);
+  if (error instanceof AnswerLimitError) return problem('ANSWER_LIMIT', error.message);
   if (error instanceof IdempotencyConflictError) return problem('IDEMPOTENCY_CONFLICT', error.message);
   if (error instanceof WorkflowFinishedError) return problem('WORKFLOW_FINISHED', error.message);
   if (error instanceof ResolutionNotAllowedError) return problem('RESOLUTION_NOT_ALLOWED', error.message, { attentionCode: error.attentionCode, allowedActions: error.allowedActions });

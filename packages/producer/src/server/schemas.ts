@@ -73,7 +73,7 @@ const PROBLEM_DESCRIPTIONS: Record<number, string> = {
   401: 'Missing or wrong credentials (UNAUTHORIZED)',
   403: "Forbidden (FORBIDDEN): the token's role does not allow this action (a viewer writing, a non-operator changing the agent registry)",
   404: "Not found (NOT_FOUND), also a workflow of another tenant (its existence is not revealed)",
-  409: 'Conflict (IDEMPOTENCY_CONFLICT, WORKFLOW_FINISHED, NO_OPEN_QUESTION, RESOLUTION_NOT_ALLOWED with allowedActions)',
+  409: 'Conflict (IDEMPOTENCY_CONFLICT, WORKFLOW_FINISHED, NO_OPEN_QUESTION, ANSWER_LIMIT, RESOLUTION_NOT_ALLOWED with allowedActions)',
   413: 'Body too large (PAYLOAD_TOO_LARGE)',
   415: 'Unsupported media type',
   429: "The tenant is at a quota (QUOTA_EXCEEDED): nothing was written; Retry-After says when to try again",

@@ -10,7 +10,8 @@
  * - delegations.ts: delegation reads and send-side transitions (claim, markSending, releaseForResend, …)
  * - status.ts: status and artifact changes (applyStatus, applyArtifact, bindTask, noteProtocolError)
  * - finish-step.ts: a one-step workflow's terminal status and its finishing settle in one script (finishStep)
- * - replies.ts: replies to questions (recordReply, markReply, takeReplySend) and their expiry (expireQuestion)
+ * - replies.ts: replies to questions (recordReply, markReply, takeReplySend), the answer index (findAnswer) and their
+ *   expiry (expireQuestion)
  * - coordination.ts: one-time marks, the follow lease, the fleet-wide rate limit
  * - notifications.ts: outbound notification events and how far each got
  */
@@ -24,5 +25,5 @@ export type { DelegationRef, JournalOptions } from './core.ts';
 export { questionKeyOf, type ArtifactOutcome, type ArtifactUpdate, type SuspectsLeft, type StatusChange, type StatusChangeResult, type FollowLease, type WorkflowAtFinish, type WorkflowFlags } from './status.ts';
 export { countUnfinishedByState, STATE_SAMPLE_LIMIT } from './unfinished-index.ts';
 export { FrontPushConfigSchema, NOTIFICATION_STAGES, type FrontPushConfig, type NotificationEntry, type NotificationStage } from './notifications.ts';
-export type { QuestionExpiry } from './replies.ts';
+export { ANSWERS_PER_WORKFLOW_MAX, sameAnswerParts, type QuestionExpiry, type RecordedReply } from './replies.ts';
 export type { FinishStepResult, OneStepFinish } from './finish-step.ts';

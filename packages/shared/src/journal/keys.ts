@@ -57,6 +57,12 @@ export interface JournalKeys {
   delegationList(workflowId: string): string;
   /** A workflow's history: list of JSON entries, oldest first, bounded (history.ts; lua/includes/history.lua). */
   history(workflowId: string): string;
+  /**
+   * A workflow's answer index: hash reply messageId → `<content digest> <delegationId> <questionKey>`, one field per
+   * answer journaled by recordReply-2.lua (at most `ANSWERS_PER_WORKFLOW_MAX`); kept beside the compacted record and
+   * expiring with the workflow (lua/includes/compaction.lua).
+   */
+  answers(workflowId: string): string;
   /** A finished workflow's compacted record, replacing the keys above (string, JSON; compacted-record.ts). */
   finished(workflowId: string): string;
   /** A compacted workflow's push tokens (hash delegationId → token), beside its record: pushes are authenticated without it. */
@@ -133,6 +139,7 @@ export function journalKeys(prefix: string = DEFAULT_PREFIX): JournalKeys {
     followLease: (workflowId, delegationId) => `${tag(workflowId)}:d:${delegationId}:lease`,
     delegationList: (workflowId) => `${tag(workflowId)}:wf:delegations`,
     history: (workflowId) => `${tag(workflowId)}:history`,
+    answers: (workflowId) => `${tag(workflowId)}:answers`,
     finished: (workflowId) => `${tag(workflowId)}:done`,
     finishedPushTokens: (workflowId) => `${tag(workflowId)}:push`,
     notifications: (workflowId) => `${tag(workflowId)}:notify`,

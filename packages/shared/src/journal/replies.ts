@@ -1,8 +1,11 @@
 /**
  * Replies to a parked question (INPUT_REQUIRED / AUTH_REQUIRED): journaled before they are sent
- * (recordReply-1.lua), then moved through 'sending' (a lease), 'sent' or 'refused' (markReply-1.lua).
+ * (recordReply-2.lua, which also indexes each reply's messageId: the workflow's answer index), then moved through
+ * 'sending' (a lease), 'sent' or 'refused' (markReply-1.lua).
  */
-import { unlessRefused } from './errors.ts';
+import { hash } from 'node:crypto';
+import { isDeepStrictEqual } from 'node:util';
+import { JournalError, unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, stringReply, ScriptReplyError, type Refused } from './scripts.ts';
 import type { QuestionExpiryAction } from './states.ts';
 import { connectionGeneration } from './durability.ts';
@@ -14,17 +17,84 @@ import { historyArgument, type HistoryEntryInput } from './history.ts';
 /** The reason `Journal.markReply` keeps for a refusal the agent gave none for (an empty `replyError` reads as no refusal). */
 export const REFUSED_WITHOUT_REASON = 'the agent refused the answer without saying why';
 
-/** recordReply-1.lua: the reply's messageId, and whether this call journaled it (false: the question was answered). */
+/**
+ * The most answers one workflow's answer index holds (recordReply-2.lua, keys.ts `answers`): one field per reply
+ * journaled through `recordReply`, each some 100 to 400 bytes (a messageId of at most 128 characters, a 32-digit
+ * digest, a delegation id and a question key of at most 128 each), so at most a few MB for a workflow at the bound,
+ * a few hundred bytes for a usual one. Past it an answer is refused (ANSWER_LIMIT), never an older id forgotten: a
+ * forgotten id would let its retry become the answer to a later question. A person asked 10,000 questions in one
+ * workflow is beyond any conversation we know of; such a workflow is canceled or resolved instead.
+ */
+export const ANSWERS_PER_WORKFLOW_MAX = 10_000;
+
+/** `value` as JSON text with every object's keys sorted: one text per JSON value, whatever order its keys came in. */
+function canonicalJson(value: unknown): string {
+  const sorted = (item: unknown): unknown => {
+    if (Array.isArray(item)) return item.map(sorted);
+    if (item === null || typeof item !== 'object') return item;
+    return Object.fromEntries(Object.keys(item).sort().map((key) => [key, sorted((item as Record<string, unknown>)[key])]));
+  };
+  return JSON.stringify(sorted(JSON.parse(JSON.stringify(value))));
+}
+
+/**
+ * An answer's content digest in the answer index: the first 32 hex digits (128 bits) of SHA-256 over its parts as
+ * canonical JSON (keys sorted, members JSON leaves out left out), so a retry whose JSON library reordered a metadata
+ * object's keys has the same digest (`sameAnswerParts` as one string).
+ */
+export function answerDigest(parts: readonly Part[]): string {
+  return hash('sha256', canonicalJson(parts), 'hex').slice(0, 32);
+}
+
+/**
+ * Whether two answers' parts are the same content as JSON: key order aside, members JSON leaves out aside (each side
+ * read as JSON text would be). `left` undefined (not known) is never the same.
+ */
+export function sameAnswerParts(left: readonly Part[] | undefined, right: readonly Part[]): boolean {
+  return left !== undefined && isDeepStrictEqual(JSON.parse(JSON.stringify(left)), JSON.parse(JSON.stringify(right)));
+}
+
+/**
+ * What `recordReply` did: journaled this reply (`created`), or found it stored (`created: false`, `same: true`: this
+ * content is the answer `messageId` already, the reply's own or the question's), or found the question's (or the
+ * row's latest) reply `messageId` with other content (`created: false`, `same: false`: nothing journaled).
+ */
+export type RecordedReply = { messageId: string; created: true } | { messageId: string; created: false; same: boolean };
+
+/** recordReply-2.lua's reply, decoded (see its header). */
+type RecordReplyOutcome = { code: 0 | 1 | 2; messageId: string } | { code: 3; messageId: string; message: string };
+
+/** recordReply-2.lua: journaled, the same answer stored, another content stored, a reply from before the index. */
 const recordReplyScript = defineScript({
   name: 'recordReply',
-  keys: ['delegation'],
-  encode: (input: { messageId: string; message: object; nowMs: number; history?: HistoryEntryInput }) => [input.messageId, JSON.stringify(input.message), input.nowMs, historyArgument(input.history)],
-  decode: (reply, script) => {
-    const [code, messageId] = arrayReply(reply, script);
+  keys: ['delegation', 'answers'],
+  encode: (input: { messageId: string; message: object; nowMs: number; history?: HistoryEntryInput; digest: string; limit: number }) => [
+    input.messageId,
+    JSON.stringify(input.message),
+    input.nowMs,
+    historyArgument(input.history),
+    input.digest,
+    input.limit,
+  ],
+  decode: (reply, script): RecordReplyOutcome | Refused => {
+    const [code, messageId, message] = arrayReply(reply, script);
     const value = integerReply(code, script);
-    return value < 0 ? refusal(value, script) : { messageId: stringReply(messageId, script), created: value === 1 };
+    if (value < 0) return refusal(value, script);
+    if (value === 3) return { code: 3, messageId: stringReply(messageId, script), message: stringReply(message, script) };
+    if (value !== 0 && value !== 1 && value !== 2) throw new ScriptReplyError(script, reply);
+    return { code: value, messageId: stringReply(messageId, script) };
   },
 });
+
+/** The parts of a stored reply message (JSON text), undefined when they do not read as parts. */
+function storedParts(message: string): Part[] | undefined {
+  try {
+    const parts = (JSON.parse(message) as { parts?: unknown }).parts;
+    return Array.isArray(parts) ? (parts as Part[]) : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** answerByLink-1.lua: the reply's messageId, and whether this call journaled it (false: the question was answered). */
 const answerByLinkScript = defineScript({
@@ -38,7 +108,11 @@ const answerByLinkScript = defineScript({
     input.nowMs,
     historyArgument(input.history),
   ],
-  decode: recordReplyScript.decode,
+  decode: (reply, script) => {
+    const [code, messageId] = arrayReply(reply, script);
+    const value = integerReply(code, script);
+    return value < 0 ? refusal(value, script) : { messageId: stringReply(messageId, script), created: value === 1 };
+  },
 });
 
 /** expireQuestion-1.lua's input (see its header). */
@@ -99,19 +173,40 @@ const markReplyScript = defineScript({
 /** Journal methods over the replies to a delegation's questions. */
 export class JournalReplies extends JournalFinishStep {
   /**
-   * Journals a reply to the parked question before it is sent, and (when new) its history entry: its parts, when,
-   * and `by` (who answered: `token <name>`, `session <name>`, `link <id>`; history.ts `ActorSchema`).
-   * @returns the reply's messageId and whether it is new (false = this question was already answered, or `messageId` is
-   *   the row's reply already: a retry, whatever question the row is parked on now).
-   * @throws JournalError WRONG_STATE (not parked), DELEGATION_MISSING; ReplicationTimeoutError (durability on)
+   * Journals a reply to the parked question before it is sent, indexes its messageId in the workflow's answer index
+   * (recordReply-2.lua, at most `ANSWERS_PER_WORKFLOW_MAX`), and (when new) writes its history entry: its parts, when,
+   * and `by` (who answered: `token <name>`, `session <name>`, `link <id>`; history.ts `ActorSchema`). A messageId in
+   * the index is that answer for the workflow's whole life (the bounded history may have dropped its entry).
+   * @returns the reply's messageId and whether it is new; when not, `same` says whether this content is the stored
+   *   answer `messageId` (the reply's own id, whatever question the row is parked on now; or the question's answer)
+   * @throws JournalError REPLY_CONFLICT (`messageId` is an answer with other content: nothing written), ANSWER_LIMIT
+   *   (the index is full: nothing written), WRONG_STATE (not parked), DELEGATION_MISSING; ReplicationTimeoutError
    */
-  async recordReply(ref: DelegationRef, messageId: string, message: { parts: Part[] }, by?: string): Promise<{ messageId: string; created: boolean }> {
+  async recordReply(ref: DelegationRef, messageId: string, message: { parts: Part[] }, by?: string): Promise<RecordedReply> {
     const generation = connectionGeneration(this.redis);
     const nowMs = this.now();
     const history: HistoryEntryInput = { kind: 'answer', at: nowMs, delegationId: ref.delegationId, messageId, parts: message.parts, ...(by ? { by } : {}) };
-    const recorded = unlessRefused(await this.call(recordReplyScript, { delegation: this.delegationKeys(ref)[0] }, { messageId, message, nowMs, history }), ref, 'recordReply');
-    await this.awaitReplicas(ref.workflowId, generation); // the producer acknowledges the reply
-    return recorded;
+    const keys = { delegation: this.delegationKeys(ref)[0], answers: this.keys.answers(ref.workflowId) };
+    const input = { messageId, message, nowMs, history, digest: answerDigest(message.parts), limit: ANSWERS_PER_WORKFLOW_MAX };
+    const outcome = unlessRefused(await this.call(recordReplyScript, keys, input), ref, 'recordReply');
+    await this.awaitReplicas(ref.workflowId, generation); // the producer acknowledges the reply (or its index entry)
+    if (outcome.code === 1) return { messageId, created: true };
+    const same = outcome.code === 0 || (outcome.code === 3 && sameAnswerParts(storedParts(outcome.message), message.parts));
+    // A reply of the row from before the index under this very messageId, with other content: the same conflict.
+    if (!same && outcome.messageId === messageId) throw new JournalError('REPLY_CONFLICT', ref, 'recordReply');
+    return { messageId: outcome.messageId, created: false, same };
+  }
+
+  /**
+   * The answer `messageId` of workflow `workflowId` in its answer index (kept after the workflow finished, as long
+   * as its record), compared with `parts`: its delegation and whether it is the same content (`answerDigest`).
+   * Undefined when the index has no such answer (none given, or given before the index: see the history).
+   */
+  async findAnswer(workflowId: string, messageId: string, parts: readonly Part[]): Promise<{ delegationId: string; same: boolean } | undefined> {
+    const entry = await this.redis.hget(this.keys.answers(workflowId), messageId);
+    if (entry === null) return undefined;
+    const [digest = '', delegationId = ''] = entry.split(' ');
+    return { delegationId, same: digest === answerDigest(parts) };
   }
 
   /**

@@ -34,6 +34,10 @@ export const SCRIPT_CODES = {
   QUOTA_IN_FLIGHT: -10,
   /** The tenant has its quota of kept workflows (`TenantQuota.maxStored`): nothing was created. */
   QUOTA_STORED: -11,
+  /** The reply's messageId is in the workflow's answer index with other content (recordReply-2.lua): nothing written. */
+  REPLY_CONFLICT: -12,
+  /** The workflow's answer index holds its most answers (`ANSWERS_PER_WORKFLOW_MAX`): the answer was not journaled. */
+  ANSWER_LIMIT: -13,
 } as const;
 
 /** A refusal's name (`SCRIPT_CODES`). */

@@ -46,6 +46,11 @@ export async function handleAuthRequired(ctx: WorkerContext, record: DelegationR
     const reply = await ctx.journal.recordReply(record, randomUUID(), { parts }, 'auth handler').catch((error: unknown) => {
       // The question closed meanwhile: answered, moved on, or its workflow is stopping (stepStopped.lua). Nothing to send.
       if (error instanceof JournalError && error.code === 'WRONG_STATE') return undefined;
+      // The workflow's answer index is full (ANSWERS_PER_WORKFLOW_MAX): nothing journaled; a person cancels or resolves.
+      if (error instanceof JournalError && error.code === 'ANSWER_LIMIT') {
+        log.warn('auth handler answer not journaled: the workflow holds its most answers');
+        return undefined;
+      }
       throw error;
     });
     if (reply) {

@@ -43,7 +43,7 @@ import {
 import { PartSchema } from '@durable-a2a/a2a';
 import { localWorkflowId, scopedWorkflowId, type AgentView, type FrontPushConfig } from '@durable-a2a/shared';
 import type { Producer } from '../../producer.ts';
-import { ForbiddenError, QuotaExceededError, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../../errors.ts';
+import { AnswerLimitError, ForbiddenError, QuotaExceededError, IdempotencyConflictError, NoOpenQuestionError, NotFoundError, ProducerInputError, WorkflowFinishedError } from '../../errors.ts';
 import { AgentAddressRefusedError } from '../../agent-addresses.ts';
 import { WaitTimeoutError } from '../../wait.ts';
 import { FrontDoorCaller, frontReplyId, frontTaskId, isTaskOf, taskIdPrefix } from './caller.ts';
@@ -90,8 +90,8 @@ function callerOf(context: ServerCallContext): FrontDoorCaller {
 function asA2AError(error: unknown): unknown {
   if (error instanceof NotFoundError) return new TaskNotFoundError(error.message);
   if (error instanceof WorkflowFinishedError) return new TaskNotCancelableError(error.message);
-  // A2A has no refusal for a role or a quota: the operation is not supported for this caller now (the message says why).
-  if (error instanceof ForbiddenError || error instanceof QuotaExceededError) return new UnsupportedOperationError(error.message);
+  // A2A has no refusal for a role, a quota or a full answer index: the operation is not supported for this caller now (the message says why).
+  if (error instanceof ForbiddenError || error instanceof QuotaExceededError || error instanceof AnswerLimitError) return new UnsupportedOperationError(error.message);
   if (error instanceof ProducerInputError || error instanceof IdempotencyConflictError || error instanceof AgentAddressRefusedError || error instanceof PushConfigRefusedError) return new RequestMalformedError(error.message);
   return error;
 }

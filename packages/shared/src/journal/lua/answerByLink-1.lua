@@ -1,7 +1,7 @@
 --[[
   Journals the answer a person gave through a signed answer link, before it is sent: single use, compare-and-set
   on the question the link names. The link's question must be the one the delegation is parked on, with no reply
-  yet; the reply is then journaled as recordReply-1.lua does, with `replyBy` = `link <id>` (who answered).
+  yet; the reply is then journaled as recordReply-2.lua does, with `replyBy` = `link <id>` (who answered).
   Once this question has a reply (from this link or any other way) every later use is refused, so a link
   answers at most once; once the delegation left the question (answered and resumed, canceled, finished, asked
   another question, expired, or its workflow is stopping: stepStopped) the link is refused as closed.

@@ -1,7 +1,7 @@
 --[[
   Expires the question a delegation is parked on, unanswered past its step's
   `question.expiresAfterMs`, and journals what is done with it. Compare-and-set
-  against the answer: recordReply-1.lua refuses an expired question, and this
+  against the answer: recordReply-2.lua refuses an expired question, and this
   script refuses an answered one, so of an answer and the expiry racing exactly
   one takes effect. `answer` journals the default answer as the reply (by
   `expiry`, 'pending': the reply path sends it); `fail` and `cancel` only mark

@@ -48,7 +48,7 @@
 local adds = ARGV[10] == 'add'
 local at = 11
 local textVersion, fence = ARGV[at + 3], ARGV[at + 4]
-local row = redis.call('HMGET', KEYS[1], 'version', 'state', 'fence', 'pushConfigState', 'pushConfigId', 'pushToken', 'delegationId', 'artifactBytes', 'suspects')
+local row = redis.call('HMGET', KEYS[1], 'version', 'state', 'fence', 'pushConfigState', 'pushConfigId', 'pushToken', 'delegationId', 'artifactBytes', 'suspects', 'replyMessageId')
 if row[7] ~= ARGV[at + 2] or tostring((tonumber(row[1]) or 0) + (adds and 2 or 1)) ~= textVersion or FINISHED[row[2]] then return {0, 'changed'} end
 if adds and row[8] then return {0, 'changed'} end
 -- Suspects pending (noteSuspect-1.lua, no version bump): read before the workflow decides (the compaction would drop
@@ -74,7 +74,7 @@ if not done then return {0, 'large'} end
 -- snapshot's artifacts (deleted with the compaction).
 if ARGV[2] ~= '' and redis.call('GET', KEYS[3]) == ARGV[2] then redis.call('DEL', KEYS[3]) end
 local pushed = (row[6] or '') ~= '' and { ids[1], row[6] } or {}
-storeCompacted(workflowKey, listKey, base, done, ids, pushed, tonumber(ARGV[4]) or 0)
+storeCompacted(workflowKey, listKey, base, done, ids, pushed, tonumber(ARGV[4]) or 0, (row[10] or '') ~= '')
 redis.call('ZADD', KEYS[5], 'GT', ARGV[3], workflow[5])
 publishChange(base, ARGV[5] == '1' and done or ARGV[6])
 local removed = redis.call('ZREM', KEYS[4], ARGV[8])

@@ -140,10 +140,11 @@ local function compact(schema, workflow, listKey, base, workflowId)
   end
   local since = string.match(workflow.createdAt or '', '^%d+$') and tonumber(workflow.createdAt) or nil
   -- `push`: delegation id, push token, … (the push webhook reads a token without the record).
-  local records, artifactBytes, size, push = {}, 0, 0, {}
+  local records, artifactBytes, size, push, answered = {}, 0, 0, {}, false
   for index, id in ipairs(ids) do
     local d = toFields(redis.call('HGETALL', base .. ':d:' .. id))
     if not schema.finalDelegation[d.state] then return nil end
+    if (d.replyMessageId or '') ~= '' then answered = true end
     artifactBytes = artifactBytes + (tonumber(d.artifactBytes or '0') or 0)
     if artifactBytes > schema.maxBytes then return nil end
     if (d.pushToken or '') ~= '' then push[#push + 1] = id; push[#push + 1] = d.pushToken end
@@ -163,7 +164,7 @@ local function compact(schema, workflow, listKey, base, workflowId)
   if createdAt then encoded = '{' .. schema.label.createdAt .. ':' .. (since and createdAt or text(createdAt)) .. (#encoded > 2 and ',' or '') .. string.sub(encoded, 2) end
   local done = assemble(schema, encoded, records, ids, base, historyBytes)
   if not done then return nil end
-  return done, ids, push
+  return done, ids, push, answered
 end
 
 -- The caller's own record text (`prebuilt`: { workflow = text, ids = {…}, records = {…}, rows = {…} }, the texts as
@@ -173,33 +174,39 @@ end
 -- a delegation row bumps its version except the lease's fence and owner and the push config's life cycle
 -- (notePushConfig-1.lua): those are compared here; the owner is not in the record. Artifacts and history change
 -- only with a version, and are read here. The workflow row's version and historyDropped were checked by the caller
--- (`prebuilt.stale`). Returns the ids and push tokens, or nil (then `compact` builds the text).
+-- (`prebuilt.stale`). Returns the ids, push tokens and whether a delegation has a reply (the workflow may have an
+-- answer index: `storeCompacted`), or nil (then `compact` builds the text).
 local function checkPrebuilt(listKey, base, prebuilt)
   if prebuilt.stale then return nil end
   local ids = redis.call('LRANGE', listKey, 0, -1)
   if #ids ~= #prebuilt.ids then return nil end
-  local push = {}
+  local push, answered = {}, false
   for index, id in ipairs(ids) do
     if id ~= prebuilt.ids[index] then return nil end
     local expected = prebuilt.rows[index]
-    local row = redis.call('HMGET', base .. ':d:' .. id, 'version', 'fence', 'pushConfigState', 'pushConfigId', 'pushToken')
+    local row = redis.call('HMGET', base .. ':d:' .. id, 'version', 'fence', 'pushConfigState', 'pushConfigId', 'pushToken', 'replyMessageId')
     for i = 1, 5 do
       if (row[i] or '') ~= expected[i] then return nil end
     end
     if row[5] and row[5] ~= '' then push[#push + 1] = id; push[#push + 1] = row[5] end
+    if row[6] and row[6] ~= '' then answered = true end
   end
-  return ids, push
+  return ids, push, answered
 end
 
 -- Stores a finished workflow's compacted record `done` (retention ms: 0 = kept), its push tokens (`push`: delegation
--- id, token, …) and deletes its hashes, list and history (`ids`: its delegation ids).
-local function storeCompacted(workflowKey, listKey, base, done, ids, push, retention)
+-- id, token, …), keeps its answer index with the same expiry (`answered`: a delegation has a reply, so the index may
+-- exist; a workflow without one costs no command), and deletes its hashes, list and history (`ids`: its delegation
+-- ids).
+local function storeCompacted(workflowKey, listKey, base, done, ids, push, retention, answered)
   if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
   else redis.call('SET', base .. ':done', done) end
   for first = 1, #push, 1000 do
     redis.call('HSET', base .. ':push', unpack(push, first, math.min(first + 999, #push)))
   end
   if #push > 0 and retention > 0 then redis.call('PEXPIRE', base .. ':push', retention) end
+  -- The answer index (recordReply-2.lua) stays beside the record, with its expiry: a retried answer is still that answer.
+  if answered and retention > 0 then redis.call('PEXPIRE', base .. ':answers', retention) end
   -- DEL in chunks: Lua's unpack takes at most ~8,000 values, and a workflow may hold 4,000 delegations
   -- (100 steps × 20 attempts, each with a compensation), two keys each.
   local keys = { workflowKey, listKey, base .. ':history' }
@@ -222,10 +229,10 @@ end
 -- without reading the row ({ flat = …, historyBytes = the row's }): the row is read whole only when the text is not
 -- kept.
 local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retention, compactIt, unwritten, prebuilt)
-  local done, ids, push, kept
+  local done, ids, push, kept, answered
   if compactIt then
     if prebuilt then
-      ids, push = checkPrebuilt(listKey, base, prebuilt)
+      ids, push, answered = checkPrebuilt(listKey, base, prebuilt)
       if ids then
         -- The caller's text needs only what `assemble` reads (the artifacts' stored name, maxBytes): the layout whole
         -- is a table of some 300 entries, about 4 µs to build on every call.
@@ -243,12 +250,12 @@ local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retent
       -- json, operational, zeroIsAbsent, times, finalDelegation: sets (name -> true).
       local schema = {} --[[COMPACTED_RECORD_LAYOUT]]
       local workflow = unwritten and unwritten.row or toFields(redis.call('HGETALL', workflowKey))
-      done, ids, push = compact(schema, workflow, listKey, base, workflowId)
+      done, ids, push, answered = compact(schema, workflow, listKey, base, workflowId)
     end
   end
   if unwritten and not done then redis.call('HSET', workflowKey, unpack(unwritten.flat)) end
   if done then
-    storeCompacted(workflowKey, listKey, base, done, ids, push, retention)
+    storeCompacted(workflowKey, listKey, base, done, ids, push, retention, answered)
   elseif retention > 0 then
     redis.call('PEXPIRE', workflowKey, retention)
     for _, id in ipairs(redis.call('LRANGE', listKey, 0, -1)) do
@@ -257,6 +264,7 @@ local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retent
     end
     redis.call('PEXPIRE', listKey, retention)
     redis.call('PEXPIRE', base .. ':history', retention)
+    redis.call('PEXPIRE', base .. ':answers', retention)
   end
   return done, kept
 end

@@ -1,0 +1,232 @@
+/**
+ * A reply's messageId is its identity for the workflow's whole life, kept in the workflow's answer index
+ * (recordReply-2.lua, keys.ts `answers`; docs/people.md "Answers and their identity"), not only in its bounded
+ * history: a retry under a messageId whose history entry was dropped is still that answer (`created: false`, or
+ * IdempotencyConflictError for other content), never the answer to a later question. Real redis-server, the
+ * producer's `reply` over the journal's scripts; the agent is driven through the journal (its questions, the reply's
+ * delivery).
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { AnswerLimitError, IdempotencyConflictError, NoOpenQuestionError, createProducer, type Producer } from '@durable-a2a/producer';
+import { ANSWERS_PER_WORKFLOW_MAX, HISTORY_LIMITS, JournalError, type DelegationRef, type Journal } from '@durable-a2a/shared';
+import { eventually } from '../harness/fleet.ts';
+import { runningIntent } from '../harness/journal-rows.ts';
+import { useRedisClient, useRedisServer } from '../harness/redis.ts';
+
+const redisServer = useRedisServer();
+const redis = useRedisClient(redisServer);
+const PREFIX = 'answer-index';
+const CARD = 'http://agent.example/.well-known/agent-card.json';
+let producer: Producer;
+let journal: Journal;
+
+beforeAll(async () => {
+  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix: PREFIX });
+  journal = producer.journal;
+  await eventually(() => journal.getWorkflow('none').then(() => true, () => false), 'the producer connected', 10_000);
+});
+afterAll(async () => {
+  await producer?.close();
+});
+
+/** A question text that fills a history entry near its 8 KiB bound: some 17 of them pass the history's 128 KiB. */
+const BIG = 'Which of these rooms? '.repeat(330);
+let stamp = Date.UTC(2026, 0, 1);
+
+/** The agent asks question `questionId` (`text`) on the delegation's task. */
+async function agentAsks(ref: DelegationRef, questionId: string, text = `question ${questionId}`): Promise<void> {
+  const held = (await journal.getDelegation(ref))!;
+  const statusMessage = { messageId: questionId, role: 'ROLE_AGENT' as const, parts: [{ text }] };
+  stamp += 1_000;
+  await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: `T-${ref.workflowId}`, statusTimestamp: new Date(stamp).toISOString(), held, statusMessage });
+}
+
+/** The row's pending reply is delivered to the agent (what the reply queue's worker journals). */
+async function delivered(ref: DelegationRef): Promise<void> {
+  const row = (await journal.getDelegation(ref)) as unknown as { replyMessageId?: string; replyState?: string };
+  if (!row.replyMessageId || row.replyState === 'sent') return;
+  expect(await journal.markReply(ref, 1, row.replyMessageId, 'sending', '', { token: 'tok', leaseMs: 60_000 })).toBe(true);
+  expect(await journal.markReply(ref, 1, row.replyMessageId, 'sent', '', { token: 'tok' })).toBe(true);
+}
+
+const answerEntries = async (workflowId: string) => (await producer.get(workflowId)).history.filter((entry) => entry.kind === 'answer').map((entry) => String(entry.messageId));
+const rowReply = async (ref: DelegationRef) => {
+  const row = (await journal.getDelegation(ref)) as unknown as { questionKey: string; replyForQuestion: string; replyMessageId: string };
+  return { questionKey: row.questionKey, replyForQuestion: row.replyForQuestion, replyMessageId: row.replyMessageId };
+};
+
+describe('a retried answer whose history entry was dropped is still that answer', () => {
+  it('case: "first" answers q1; 20 big questions and their answers push it out of the history; "first" again at q22 is created: false, other content is a conflict, q22 stays open', async () => {
+    const ref = await runningIntent(journal, 'ai-case', CARD);
+    await agentAsks(ref, 'q1');
+    expect(await producer.reply(ref.workflowId, 'Paris', 'main', { messageId: 'first' })).toEqual({ messageId: 'first', created: true });
+    for (let question = 2; question <= 21; question++) {
+      await delivered(ref);
+      await agentAsks(ref, `q${question}`, BIG);
+      expect((await producer.reply(ref.workflowId, `answer ${question}`, 'main', { messageId: `a${question}` })).created).toBe(true);
+    }
+    await delivered(ref);
+    await agentAsks(ref, 'q22');
+    // The history's bound dropped the first answer's entry, and the row names a later reply.
+    expect(await answerEntries(ref.workflowId)).not.toContain('first');
+    expect((await rowReply(ref)).replyMessageId).toBe('a21');
+    expect(await producer.reply(ref.workflowId, 'Paris', 'main', { messageId: 'first' })).toEqual({ messageId: 'first', created: false });
+    await expect(producer.reply(ref.workflowId, 'Lyon', 'main', { messageId: 'first' })).rejects.toBeInstanceOf(IdempotencyConflictError);
+    // Nothing answered q22: the agent never gets "Paris" a second time.
+    expect(await rowReply(ref)).toEqual({ questionKey: 'q22', replyForQuestion: 'q21', replyMessageId: 'a21' });
+    expect((await producer.questions(ref.workflowId)).map((question) => question.delegationId)).toEqual([ref.delegationId]);
+    // Another messageId answers q22; the task completes and the workflow finishes (compacted).
+    expect(await producer.reply(ref.workflowId, 'Friday', 'main', { messageId: 'last' })).toEqual({ messageId: 'last', created: true });
+    await delivered(ref);
+    const held = (await journal.getDelegation(ref))!;
+    await journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: `T-${ref.workflowId}`, statusTimestamp: new Date((stamp += 1_000)).toISOString(), held });
+    await journal.updateWorkflow(ref.workflowId, { state: 'COMPLETED' });
+    expect(await redis().exists(journal.keys.finished(ref.workflowId), journal.keys.workflow(ref.workflowId))).toBe(1);
+    // The index stays beside the compacted record, expiring with it; a retry is still that answer.
+    expect(await redis().pttl(journal.keys.answers(ref.workflowId))).toBeGreaterThan(0);
+    expect(await redis().pttl(journal.keys.answers(ref.workflowId))).toBeLessThanOrEqual(await redis().pttl(journal.keys.finished(ref.workflowId)));
+    expect(await producer.reply(ref.workflowId, 'Paris', 'main', { messageId: 'first' })).toEqual({ messageId: 'first', created: false });
+    await expect(producer.reply(ref.workflowId, 'Lyon', 'main', { messageId: 'first' })).rejects.toBeInstanceOf(IdempotencyConflictError);
+    await expect(producer.reply(ref.workflowId, 'Lyon', 'main', { messageId: 'never-given' })).rejects.toBeInstanceOf(NoOpenQuestionError);
+  });
+
+  it(`case: a full index (${ANSWERS_PER_WORKFLOW_MAX} answers) refuses a new answer (AnswerLimitError), and still knows every answer it holds`, async () => {
+    const ref = await runningIntent(journal, 'ai-full', CARD);
+    await agentAsks(ref, 'q1');
+    expect((await producer.reply(ref.workflowId, 'Paris', 'main', { messageId: 'held' })).created).toBe(true);
+    await delivered(ref);
+    await agentAsks(ref, 'q2');
+    // Fill the index to its bound (what ANSWERS_PER_WORKFLOW_MAX answers would leave), in batches.
+    const key = journal.keys.answers(ref.workflowId);
+    for (let first = 0; first < ANSWERS_PER_WORKFLOW_MAX - 1; first += 1_000) {
+      const fields = Array.from({ length: Math.min(1_000, ANSWERS_PER_WORKFLOW_MAX - 1 - first) }, (_, n) => [`filler-${first + n}`, `0 main.1 q0`]).flat();
+      await redis().hset(key, ...fields);
+    }
+    await expect(producer.reply(ref.workflowId, 'Friday', 'main', { messageId: 'one-too-many' })).rejects.toBeInstanceOf(AnswerLimitError);
+    expect(await redis().hexists(key, 'one-too-many')).toBe(0);
+    expect(await producer.reply(ref.workflowId, 'Paris', 'main', { messageId: 'held' })).toEqual({ messageId: 'held', created: false });
+    await expect(producer.reply(ref.workflowId, 'Lyon', 'main', { messageId: 'held' })).rejects.toBeInstanceOf(IdempotencyConflictError);
+    expect((await rowReply(ref)).questionKey).toBe('q2');
+    expect((await rowReply(ref)).replyForQuestion).toBe('q1');
+  });
+});
+
+describe('recordReply-2.lua: every outcome', () => {
+  const refusal = (promise: Promise<unknown>) => promise.then(() => 'accepted', (error: unknown) => (error instanceof JournalError ? error.code : String(error)));
+  const parts = (text: string) => ({ parts: [{ text }] });
+
+  it('1 journaled and indexed; 0 its own id again; REPLY_CONFLICT its id with other content; 0 the same content under another id (indexed as that answer); 2 other content under another id', async () => {
+    const ref = await runningIntent(journal, 'ai-codes-1', CARD);
+    await agentAsks(ref, 'q1');
+    expect(await journal.recordReply(ref, 'a1', parts('Paris'))).toEqual({ messageId: 'a1', created: true });
+    expect((await redis().hget(journal.keys.answers(ref.workflowId), 'a1'))?.split(' ').slice(1)).toEqual(['main.1', 'q1']);
+    expect(await journal.recordReply(ref, 'a1', parts('Paris'))).toEqual({ messageId: 'a1', created: false, same: true });
+    expect(await refusal(journal.recordReply(ref, 'a1', parts('Lyon')))).toBe('REPLY_CONFLICT');
+    expect(await journal.recordReply(ref, 'a1-again', parts('Paris'))).toEqual({ messageId: 'a1', created: false, same: true });
+    expect(await journal.recordReply(ref, 'a2', parts('Lyon'))).toEqual({ messageId: 'a1', created: false, same: false });
+    // The id that answered with the same content names that answer from now on; the other one is not indexed.
+    await delivered(ref);
+    await agentAsks(ref, 'q2');
+    expect(await journal.recordReply(ref, 'a1-again', parts('Paris'))).toEqual({ messageId: 'a1-again', created: false, same: true });
+    expect(await refusal(journal.recordReply(ref, 'a1-again', parts('Lyon')))).toBe('REPLY_CONFLICT');
+    expect(await journal.recordReply(ref, 'a2', parts('Lyon'))).toEqual({ messageId: 'a2', created: true });
+    expect(await journal.findAnswer(ref.workflowId, 'a1', [{ text: 'Paris' }])).toEqual({ delegationId: 'main.1', same: true });
+    expect(await journal.findAnswer(ref.workflowId, 'a1', [{ text: 'Lyon' }])).toEqual({ delegationId: 'main.1', same: false });
+    expect(await journal.findAnswer(ref.workflowId, 'none', [{ text: 'Lyon' }])).toBeUndefined();
+  });
+
+  it('3: a reply from before the index (none of its id) is compared by the caller: the same content, other content, its own id with other content', async () => {
+    const ref = await runningIntent(journal, 'ai-codes-3', CARD);
+    await agentAsks(ref, 'q1');
+    await journal.recordReply(ref, 'old', parts('Paris'));
+    await redis().del(journal.keys.answers(ref.workflowId)); // as a row of an earlier release left it
+    expect(await journal.recordReply(ref, 'old', parts('Paris'))).toEqual({ messageId: 'old', created: false, same: true });
+    expect(await refusal(journal.recordReply(ref, 'old', parts('Lyon')))).toBe('REPLY_CONFLICT');
+    expect(await journal.recordReply(ref, 'new', parts('Paris'))).toEqual({ messageId: 'old', created: false, same: true });
+    expect(await journal.recordReply(ref, 'other', parts('Lyon'))).toEqual({ messageId: 'old', created: false, same: false });
+  });
+
+  it('WRONG_STATE not parked (and no reply), DELEGATION_MISSING; a new index takes the expiry of a workflow row that has one', async () => {
+    const ref = await runningIntent(journal, 'ai-codes-w', CARD);
+    expect(await refusal(journal.recordReply(ref, 'a1', parts('Paris')))).toBe('WRONG_STATE');
+    expect(await refusal(journal.recordReply({ ...ref, delegationId: 'none' }, 'a1', parts('Paris')))).toBe('DELEGATION_MISSING');
+    expect(await redis().exists(journal.keys.answers(ref.workflowId))).toBe(0);
+    await agentAsks(ref, 'q1');
+    await redis().pexpire(journal.keys.workflow(ref.workflowId), 60_000);
+    expect((await journal.recordReply(ref, 'a1', parts('Paris'))).created).toBe(true);
+    expect(await redis().pttl(journal.keys.answers(ref.workflowId))).toBeGreaterThan(0);
+  });
+});
+
+/** One step of a run: the agent asks its next question (big: near the entry bound), an answer under a new id, or a retry of a seen id. */
+type Action = { kind: 'ask'; big: boolean } | { kind: 'answer'; content: number } | { kind: 'retry'; pick: number; same: boolean };
+/** Answer contents: short texts, and one past the history's entry bound (its entry is cut: only the index knows it whole). */
+const CONTENTS = ['Paris', 'Lyon', 'L'.repeat(HISTORY_LIMITS.entryBytes + 100)];
+
+const actionArbitrary: fc.Arbitrary<Action> = fc.oneof(
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('ask' as const), big: fc.boolean() }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('answer' as const), content: fc.integer({ min: 0, max: CONTENTS.length - 1 }) }) },
+  { weight: 3, arbitrary: fc.record({ kind: fc.constant('retry' as const), pick: fc.nat(), same: fc.boolean() }) },
+);
+/** A run that starts by filling the history past its bound with answered big questions, so the early ids are dropped. */
+const pressure: Action[] = Array.from({ length: 20 }, (): Action[] => [{ kind: 'ask', big: true }, { kind: 'answer', content: 0 }]).flat();
+
+let run = 0;
+
+describe('property: answers and retries under history pressure', () => {
+  it('a seen messageId is never journaled again nor accepted with other content; each journaled answer is one question\'s', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(actionArbitrary, { minLength: 5, maxLength: 30 }), fc.array(actionArbitrary, { maxLength: 30 }), async (before, after) => {
+        run += 1;
+        const ref = await runningIntent(journal, `ai-prop-${run}`, CARD);
+        // The model: every id the workflow holds as an answer, with its content; the question open now and its answer.
+        const seen = new Map<string, number>();
+        const journaled: string[] = [];
+        let questions = 0;
+        let open: { key: string; answer?: string } | undefined;
+        let next = 0;
+        for (const action of [...before, ...pressure, ...after]) {
+          if (action.kind === 'ask') {
+            if (open && open.answer === undefined) continue; // the agent waits for its answer
+            await delivered(ref);
+            questions += 1;
+            open = { key: `q${questions}` };
+            await agentAsks(ref, open.key, action.big ? BIG : undefined);
+          } else if (action.kind === 'answer') {
+            const id = `r${run}-${++next}`;
+            const reply = producer.reply(ref.workflowId, CONTENTS[action.content]!, 'main', { messageId: id });
+            if (!open) {
+              await expect(reply).rejects.toBeInstanceOf(NoOpenQuestionError);
+            } else if (open.answer === undefined) {
+              expect(await reply).toEqual({ messageId: id, created: true });
+              open.answer = id;
+              seen.set(id, action.content);
+              journaled.push(id);
+            } else {
+              // An answered question is not open: a new id answers nothing, whatever its content.
+              await expect(reply).rejects.toBeInstanceOf(NoOpenQuestionError);
+            }
+          } else {
+            const ids = [...seen.keys()];
+            if (ids.length === 0) continue;
+            const id = ids[action.pick % ids.length]!;
+            const content = action.same ? seen.get(id)! : (seen.get(id)! + 1) % CONTENTS.length;
+            const reply = producer.reply(ref.workflowId, CONTENTS[content]!, 'main', { messageId: id });
+            if (action.same) expect(await reply).toEqual({ messageId: id, created: false });
+            else await expect(reply).rejects.toBeInstanceOf(IdempotencyConflictError);
+          }
+        }
+        // Each journaled answer went to the agent's queue once: one history entry at most (the bound drops, never adds).
+        const entries = await answerEntries(ref.workflowId);
+        expect(new Set(entries).size).toBe(entries.length);
+        expect(entries.every((id) => journaled.includes(id))).toBe(true);
+        expect(await redis().hlen(journal.keys.answers(ref.workflowId))).toBe(seen.size);
+        // The pressure worked: the history dropped entries, the index none.
+        expect(Number(await redis().hget(journal.keys.workflow(ref.workflowId), 'historyDropped'))).toBeGreaterThan(0);
+        if (open?.answer) expect((await rowReply(ref)).replyMessageId).toBe(open.answer);
+      }),
+      { numRuns: 12 },
+    );
+  }, 240_000);
+});
