@@ -130,6 +130,8 @@ local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noPr
 -- when needed (`field`). A field costs about 0.3 µs to read into Lua, whatever its size.
 local FIELDS_READ = { 'delegationId', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId', 'questionKey', 'statusMessage',
   'artifactBytes', 'clockFloorMs', 'namedTaskUnread', unpack(FIELDS_UNVERSIONED) }
+-- The floor of a stretch that followed one without a stamp (below every stamp: the earliest time a JavaScript Date holds).
+local FLOOR_UNSTAMPED = '-8640000000000000'
 -- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
 local member = ''
 -- ARGV[16] 'handover:…' read once (endLease.lua), else nil.
@@ -245,7 +247,11 @@ local function apply()
   elseif RANK[incoming] ~= RANK[current] or newQuestion then put('statusTimestampMs', ''); put('statusTimestamp', '') end
   -- A new stretch by our facts (a new question after our delivered reply, or the answered one asked again): its stamps
   -- are not compared with the last one's, whose highest becomes the floor.
-  if (newQuestion or askedAgain) and currentTs and (not floorTs or currentTs > floorTs) then put('clockFloorMs', row[4]) end
+  -- A stretch before without a stamp, this one's question stamped: the floor is below every stamp (FLOOR_UNSTAMPED), so
+  -- a stamp-less event of the stretch before replayed later (a WORKING before our answer) is 'stale', as with a floor
+  -- held; an agent that never stamps (this question unstamped too) keeps its events applied in order of arrival.
+  if (newQuestion or askedAgain) and currentTs and (not floorTs or currentTs > floorTs) then put('clockFloorMs', row[4])
+  elseif (newQuestion or askedAgain) and not currentTs and not floorTs and incomingTs then put('clockFloorMs', FLOOR_UNSTAMPED) end
   if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end
   if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
   local workflow, finished = {}, {}
