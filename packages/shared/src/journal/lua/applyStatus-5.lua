@@ -190,34 +190,36 @@ local function apply()
   -- first).
   local agentKey = row[7] and (row[7]:match('^(.+)#re%d+$') or row[7]) or nil
   local sameKey = names(row[7]) or names(agentKey)
-  -- Our answer to the row's question is with the agent.
+  -- Asked again after our answer (an agent that reuses its status message's ids): our answer to the row's question is
+  -- with the agent and this asking is later than the row's status (the answered asking's, or one since) and than the
+  -- floor of the stretches before. A read of an earlier asking carries that asking's own stamp, and without a stamp the
+  -- two cannot be told apart (the row then stays as it is). After a status that took the row off the question (a
+  -- WORKING that followed our answer), a stamp equal to that status's is later too: an earlier asking's stamp is older
+  -- than that status's unless the asking, our answer and the WORKING all fall in one tick of the agent's clock (the
+  -- limit, docs/people.md). Without this the row parked on a question that counted as answered: open to nobody, the
+  -- workflow waiting for ever.
   local answeredKey = field('replyForQuestion')
   local replied = row[7] ~= nil and answeredKey == row[7] and field('replyState') == 'sent'
+  local function askedLater()
+    return replied and incomingTs ~= nil and (floorTs == nil or incomingTs > floorTs)
+      and (currentTs == nil or incomingTs > currentTs or (incomingTs == currentTs and not PARKED[current]))
+  end
   local asked, newQuestion, reasked = nil, false, false
   if mode ~= 'outcome' and PARKED[incoming] and ARGV[13] ~= '' and not sameKey then
     asked = askedKeysOf(field('askedKeys'))
     if asked.has[ARGV[13]] or (legacyKey ~= '' and asked.has[legacyKey]) then
-      -- A key the row was parked on before its latest question: a replay of that asking (its own stamp), unless our
-      -- answer to the row's question is delivered and its stamp is later than every stamp the row has seen (the row's
-      -- and the floor of the stretches before): asked again.
-      local latest = math.max(currentTs or floorTs or 0, floorTs or currentTs or 0)
-      if not (replied and incomingTs and (currentTs or floorTs) and incomingTs > latest) then return {0, 'stale', leftOut} end
+      -- A key the row was parked on before its latest question: a replay of that asking, unless asked again (above;
+      -- with some stamp the row holds to be later than).
+      if not ((currentTs or floorTs) and askedLater()) then return {0, 'stale', leftOut} end
       reasked = true
     else
       -- (A row asked again under an answered key, '<key>#re<n>', is still in the stretch after that answer.)
       newQuestion = row[7] ~= nil and (answeredKey == row[7] or answeredKey == agentKey) and field('replyState') == 'sent'
     end
   end
-  -- Asked again under the key our delivered answer answered (an agent that reuses its status message's id): a new
-  -- question when its stamp is later than the row's (the answered asking's, or a status since); a read of the answered
-  -- asking carries that asking's own stamp, and without a stamp the two cannot be told apart (the row then stays on
-  -- the answered question, as before). After a status that took the row off the question (a WORKING that followed our
-  -- answer), a stamp equal to that status's is asked again too: the answered asking's stamp is older than that status's
-  -- unless the asking, our answer and the WORKING all fall in one tick of the agent's clock (the limit, docs/people.md).
-  -- It still passes the clock rules below. Without this the row parked on a question that counted as answered: open to
-  -- nobody, the workflow waiting for ever.
-  local askedAgain = reasked or (mode ~= 'outcome' and PARKED[incoming] and sameKey and replied and incomingTs ~= nil
-    and (currentTs == nil or incomingTs > currentTs or (incomingTs == currentTs and not PARKED[current])))
+  -- Asked again under the key our delivered answer answered: a new question (its own key, below). It still passes the
+  -- clock rules below.
+  local askedAgain = reasked or (mode ~= 'outcome' and PARKED[incoming] and sameKey and askedLater())
   if mode ~= 'outcome' then
     -- Clocks (R27): a move forward in state order is never vetoed by a timestamp;
     -- timestamps only order observations of the same rank, within one stretch of the task: a new question after our
