@@ -198,10 +198,17 @@ local function apply()
   -- than that status's unless the asking, our answer and the WORKING all fall in one tick of the agent's clock (the
   -- limit, docs/people.md). Without this the row parked on a question that counted as answered: open to nobody, the
   -- workflow waiting for ever.
-  local answeredKey = field('replyForQuestion')
-  local replied = row[7] ~= nil and answeredKey == row[7] and field('replyState') == 'sent'
+  -- (Read only when needed: a WORKING on a row without a floor reads neither field.)
+  local answeredKey, repliedRead
+  local function replied()
+    if repliedRead == nil then
+      answeredKey = field('replyForQuestion')
+      repliedRead = row[7] ~= nil and answeredKey == row[7] and field('replyState') == 'sent'
+    end
+    return repliedRead
+  end
   local function askedLater()
-    return replied and incomingTs ~= nil and (floorTs == nil or incomingTs > floorTs)
+    return replied() and incomingTs ~= nil and (floorTs == nil or incomingTs > floorTs)
       and (currentTs == nil or incomingTs > currentTs or (incomingTs == currentTs and not PARKED[current]))
   end
   local asked, newQuestion, reasked = nil, false, false
@@ -214,6 +221,7 @@ local function apply()
       reasked = true
     else
       -- (A row asked again under an answered key, '<key>#re<n>', is still in the stretch after that answer.)
+      replied()
       newQuestion = row[7] ~= nil and (answeredKey == row[7] or answeredKey == agentKey) and field('replyState') == 'sent'
     end
   end
@@ -226,8 +234,12 @@ local function apply()
     -- delivered reply is not (above), and a stamp no later than an earlier stretch's (clockFloorMs) is no proof of
     -- being newer than what that stretch ended on (an agent clock far ahead, or a replay).
     if RANK[incoming] < RANK[current] then return {0, 'regress', leftOut} end
-    -- (With a floor, a stamp-less event of that rank proves no order either.)
-    if RANK[incoming] == RANK[current] and not newQuestion and ((incomingTs and currentTs and incomingTs < currentTs) or (floorTs and (not incomingTs or incomingTs <= floorTs))) then
+    -- (With a floor, a stamp-less event of that rank proves no order either; with the floor of stretches without stamps
+    -- (FLOOR_UNSTAMPED), only while the row is parked on a question our answer has not reached: then a stamp-less
+    -- status of the stretch before, replayed, would take the row off an open question. Once our answer is delivered the
+    -- agent's own stamp-less statuses are applied in arrival order, as before the floor.)
+    local stampless = floorTs and not incomingTs and (hash.clockFloorMs ~= FLOOR_UNSTAMPED or (PARKED[current] and not replied()))
+    if RANK[incoming] == RANK[current] and not newQuestion and ((incomingTs and currentTs and incomingTs < currentTs) or (floorTs and incomingTs and incomingTs <= floorTs) or stampless) then
       return {0, 'stale', leftOut}
     end
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
@@ -249,11 +261,11 @@ local function apply()
   elseif RANK[incoming] ~= RANK[current] or newQuestion then put('statusTimestampMs', ''); put('statusTimestamp', '') end
   -- A new stretch by our facts (a new question after our delivered reply, or the answered one asked again): its stamps
   -- are not compared with the last one's, whose highest becomes the floor.
-  -- A stretch before without a stamp, this one's question stamped: the floor is below every stamp (FLOOR_UNSTAMPED), so
-  -- a stamp-less event of the stretch before replayed later (a WORKING before our answer) is 'stale', as with a floor
-  -- held; an agent that never stamps (this question unstamped too) keeps its events applied in order of arrival.
+  -- A stretch before without a stamp: the floor is below every stamp (FLOOR_UNSTAMPED), so a stamp-less event of the
+  -- stretch before replayed later (a WORKING before our answer) does not take the row off this question while it waits
+  -- for our answer (the clock rules above).
   if (newQuestion or askedAgain) and currentTs and (not floorTs or currentTs > floorTs) then put('clockFloorMs', row[4])
-  elseif (newQuestion or askedAgain) and not currentTs and not floorTs and incomingTs then put('clockFloorMs', FLOOR_UNSTAMPED) end
+  elseif (newQuestion or askedAgain) and not currentTs and not floorTs then put('clockFloorMs', FLOOR_UNSTAMPED) end
   if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end
   if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
   local workflow, finished = {}, {}
@@ -263,6 +275,7 @@ local function apply()
   -- Bounded: the row knows at most ASKED_KEYS_KEPT + 3 keys.
   local function keyMade(stem)
     local known = asked or askedKeysOf(field('askedKeys'))
+    replied()
     local taken = { [row[7] or ''] = true, [answeredKey or ''] = true, [field('questionExpired') or ''] = true }
     local seq = tonumber(field('questionSeq')) or 0
     for _ = 1, #known.list + 4 do
