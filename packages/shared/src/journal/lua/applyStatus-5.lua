@@ -103,8 +103,12 @@
   delivered is new whatever its stamp (an agent clock far ahead must not hide it), and it starts a new stretch: the
   stamp the row held becomes the floor ('clockFloorMs'), so an event of an earlier stretch replayed later, stamped at or
   below it or not stamped, is 'stale' even when newer than the new question's stamp (a later event that can only be
-  ordered by a clock that was far ahead waits for a finished state or the next new question). A question asked under a key the row was
-  parked on before its latest question is 'stale' whatever its stamp (asked before what we already moved past).
+  ordered by a clock that was far ahead waits for a finished state or the next new question). A row without a stamp
+  gets the floor FLOOR_UNSTAMPED (below every stamp): a stamp-less event is then 'stale' only while the row waits for
+  our answer to its question. A question asked under a key the row was parked on before its latest question is 'stale'
+  (asked before what we already moved past) unless asked again (`askedLater`: our answer to the row's question
+  delivered, a stamp later than the row's and the floor): then, like the row's own key asked again, it is a new
+  question under a key made here ('<key>#re<n>'; docs/people.md "Question keys").
   Side jobs are includes (lua/includes/): bindTaskHere, touchWorkflow, replaceArtifacts, publishChange (in
   workflowKeys), endLease, history, askedKeys.
 ]]
