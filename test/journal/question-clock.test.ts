@@ -88,6 +88,26 @@ describe('an agent clock far ahead does not hide a question asked after our repl
     expect((await journal.getDelegation(ref))!.state).toBe('COMPLETED');
   });
 
+  // Was: the row moved to WORKING, q2 no longer open (FAST_CHECK_SEED=7 with q2 stamped, 4 with q2 not stamped).
+  it.each([
+    ['stamped', FAR, '2099-01-01T00:00:01.000Z'],
+    ['not stamped either (an agent that never stamps)', undefined, undefined],
+  ])('case: a stretch without stamps (WORKING, q1), our reply delivered, q2 %s: the stretch\'s WORKING replayed without a stamp leaves the row on q2 until our answer to q2 is delivered; then the agent\'s WORKING is applied', async (_, q2Stamp, laterStamp) => {
+    const ref = await newDelegation();
+    await agentSays(ref, { what: 'working', stamp: undefined, snapshot: false });
+    await agentSays(ref, { what: 'q1', stamp: undefined, snapshot: false });
+    await answered(ref, 'r1');
+    await agentSays(ref, { what: 'q2', stamp: q2Stamp, snapshot: false });
+    expect(showsQ2(await shown(ref))).toBe(true);
+    await agentSays(ref, { what: 'working', stamp: undefined, snapshot: false });
+    await agentSays(ref, { what: 'working', stamp: undefined, snapshot: true });
+    await agentSays(ref, { what: 'q1', stamp: undefined, snapshot: true });
+    expect(showsQ2(await shown(ref))).toBe(true);
+    await answered(ref, 'r2');
+    await agentSays(ref, { what: 'working', stamp: laterStamp, snapshot: false });
+    expect((await shown(ref)).state).toBe('WORKING');
+  });
+
   it('property: any stamps (far future, past, equal, missing) across q1 and q2 with our reply between: q2 is shown, and no replay of the stretch before moves the row off it', async () => {
     const EQUAL = new Date(BASE).toISOString();
     const stamp = fc.oneof(
@@ -124,6 +144,10 @@ describe('an agent clock far ahead does not hide a question asked after our repl
         numRuns: 80,
         seed: Number(process.env.FAST_CHECK_SEED ?? 23),
         examples: [
+          // A stretch without stamps, q2 stamped; the stretch's WORKING replayed without a stamp (FAST_CHECK_SEED=7).
+          [[[{ what: 'working', stamp: undefined, snapshot: false }], { what: 'q1', stamp: undefined, snapshot: false }], [[], 0, { what: 'q2', stamp: FAR, snapshot: false }, [0], []]],
+          // The same with q2 not stamped either (an agent that never stamps; FAST_CHECK_SEED=4).
+          [[[{ what: 'working', stamp: undefined, snapshot: false }], { what: 'q1', stamp: undefined, snapshot: false }], [[], 0, { what: 'q2', stamp: undefined, snapshot: false }, [0], []]],
           // q1 far ahead, q2 now; replays of q1 (far ahead) and of a WORKING before it, stamped and not.
           [[[{ what: 'working', stamp: '2098-01-01T00:00:00.000Z', snapshot: false }], { what: 'q1', stamp: FAR, snapshot: false }], [[0, 1], 2, { what: 'q2', stamp: EQUAL, snapshot: false }, [0, 1, 0], [FAR, undefined]]],
           // q1 and q2 with the same stamp; q2 with none; q1 without one.

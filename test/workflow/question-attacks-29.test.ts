@@ -102,6 +102,43 @@ describe('attack 29: an agent asks again under the key of the question we answer
   }, 60_000);
 });
 
+describe('attack 29 follow-up: an agent\'s keys in the form of the keys we make', () => {
+  // Kind (fixed): the keys the journal makes for a question asked again (`<key>#re<n>`) shared the agent's namespace:
+  // `x`, then `x#re1`, then `x` again made `x#re1` for the third asking, the agent's own answered key, and an agent's
+  // own `k#re1` asked again was read as `k` and dropped (question-key-namespace.test.ts). The workflow waited for ever.
+  const questions = [
+    { id: 'x', text: 'Which city?', answer: 'Lyon' },
+    { id: 'x#re1', text: 'Which date?', answer: 'Tuesday' },
+    { id: 'x', text: 'Which time?', answer: 'noon' },
+    { id: 'x#re1', text: 'How many?', answer: 'two' },
+  ];
+  it('questions under `x`, `x#re1`, `x`, `x#re1` (each after our answer to the one before, with WORKING between): each is open in turn, each answer reaches the agent once', async () => {
+    let stage = 0;
+    const asked = (index: number) =>
+      task('T1', 'INPUT_REQUIRED', { timestamp: h.at(2 * index), message: agentMessage(questions[index]!.text, { messageId: questions[index]!.id, taskId: 'T1' }) });
+    const setup = await h.setUpAndDelegate(() =>
+      asking(questions[0]!.id, questions[0]!.text, {
+        onAnswer: (params) => {
+          stage++;
+          if (stage < questions.length) return { result: { task: task('T1', 'WORKING', { contextId: params.message.contextId, timestamp: h.at(2 * stage - 1) }) } };
+          return { result: { task: task('T1', 'COMPLETED', { contextId: params.message.contextId, timestamp: h.at(20), artifacts: { a1: 'done' } }) } };
+        },
+        current: () => (stage < questions.length ? asked(stage) : task('T1', 'COMPLETED', { timestamp: h.at(20), artifacts: { a1: 'done' } })),
+      })(h.at),
+    );
+    for (const [index, question] of questions.entries()) {
+      await eventually(async () => {
+        const open = (await openQuestions(setup, setup.id)) as { text?: string }[];
+        return open.length === 1 && JSON.stringify(open[0]).includes(question.text);
+      }, `question ${index} open`, 20_000);
+      await setup.producer.reply(setup.id, question.answer);
+    }
+    const view = await workflowSettled(setup.producer, setup.id, 20_000);
+    expect(view.state).toBe('COMPLETED');
+    expect(answersTo(setup.agent.requests).map(textOf)).toEqual(questions.map((question) => question.answer));
+  }, 90_000);
+});
+
 describe('attack 29: answers with hostile content', () => {
   // Kind (fixed): a metadata object read through the wire schemas (z.record) dropped an own `__proto__` key (and took its
   // value as the copy's prototype): the agent received other content than the person sent (JsonObjectSchema).

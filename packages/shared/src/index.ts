@@ -1,6 +1,6 @@
 // Public surface of @durable-a2a/shared. Names are listed one by one; the A2A client is @durable-a2a/a2a.
 
-export { Journal, countUnfinishedByState, questionKeyOf, ANSWERS_PER_WORKFLOW_MAX, sameAnswerParts } from './journal/journal.ts';
+export { Journal, countUnfinishedByState, questionKeyOf, asksQuestion, ANSWERS_PER_WORKFLOW_MAX, sameAnswerParts } from './journal/journal.ts';
 export { boundedResult, boundedStatusMessage, statusMessageCut, type StatusMessageCut } from './journal/status-message.ts';
 export { WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern, PATTERN_FROM_WAITERS, PATTERN_LINGER_MS, type ChangeSubscriberOptions } from './journal/changes.ts';
 export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry, RecordedReply, FinishStepResult, OneStepFinish, SuspectsLeft } from './journal/journal.ts';

@@ -14,17 +14,59 @@ import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, Script
 /** The longest status message id used as a question key as it is (characters); a longer one is hashed. */
 export const QUESTION_KEY_MAX = 128;
 
+const hashedKey = (id: string): string => `sha256:${createHash('sha256').update(id).digest('hex').slice(0, 40)}`;
+
 /**
- * Identifies a question: its status message's id, else its timestamp in ms (so "…00Z" and
- * "…00.000Z" are the same question), else '' (the script then numbers it). An id longer than `QUESTION_KEY_MAX`
- * (the agent's, unbounded by A2A) becomes `sha256:` and 40 hex digits of its SHA-256: the key names the question in
- * the journal, the answer link and the notifications' ids, which refuse an occasion over 256 characters.
+ * Whether the agent's status message id `id` is a question key as it is: at most `QUESTION_KEY_MAX` characters, no
+ * '#' and not beginning with `sha256:`. Every key the journal makes holds a '#' or begins with `sha256:`
+ * (`questionKeyOf`, applyStatus-5.lua), so no agent's id can name one of them.
+ */
+const plainId = (id: string): boolean => id.length <= QUESTION_KEY_MAX && !id.includes('#') && !id.startsWith('sha256:');
+
+/**
+ * Identifies a question: its status message's id, else `#t` and its timestamp in ms (so "…00Z" and "…00.000Z" are the
+ * same question), else '' (the script then numbers it: `#seq<n>`). An id that is not plain (longer than
+ * `QUESTION_KEY_MAX`: the agent's, unbounded by A2A; or holding a '#', or beginning with `sha256:`: the forms of the
+ * keys we make) becomes `sha256:` and 40 hex digits of its SHA-256. The key names the question in the journal, the
+ * answer link and the notifications' ids, which refuse an occasion over 256 characters. The keys the journal makes
+ * itself (`#t<ms>`, `#seq<n>`, `<key>#re<n>` for a key asked again after our answer: applyStatus-5.lua) hold a '#'
+ * and the hashed ones begin with `sha256:`: no agent's id reaches them (docs/people.md "Question keys").
  */
 export function questionKeyOf(statusMessage: Message | undefined, statusTimestamp: string | undefined): string {
   const id = statusMessage?.messageId;
-  if (id) return id.length <= QUESTION_KEY_MAX ? id : `sha256:${createHash('sha256').update(id).digest('hex').slice(0, 40)}`;
+  if (id) return plainId(id) ? id : hashedKey(id);
   const ms = parseAgentTimestamp(statusTimestamp);
-  return Number.isNaN(ms) ? '' : String(ms);
+  return Number.isNaN(ms) ? '' : `#t${ms}`;
+}
+
+/**
+ * The key the journal gave the same status before question keys had a namespace of their own (rows journaled then
+ * still hold it): the id as it is up to `QUESTION_KEY_MAX` characters, else hashed; else the timestamp in ms. '' when
+ * it is `questionKeyOf`'s (nothing to read in the old form).
+ */
+export function legacyQuestionKeyOf(statusMessage: Message | undefined, statusTimestamp: string | undefined): string {
+  const id = statusMessage?.messageId;
+  let legacy: string;
+  if (id) legacy = id.length <= QUESTION_KEY_MAX ? id : hashedKey(id);
+  else {
+    const ms = parseAgentTimestamp(statusTimestamp);
+    legacy = Number.isNaN(ms) ? '' : String(ms);
+  }
+  return legacy === questionKeyOf(statusMessage, statusTimestamp) ? '' : legacy;
+}
+
+/**
+ * Whether a status of the agent (its message and timestamp) asks the question journaled as `key` (a row's
+ * `questionKey` or `replyForQuestion`): its key in either form (`questionKeyOf`, `legacyQuestionKeyOf`) is `key`, or
+ * `key` is that key asked again (`<key>#re<n>`, applyStatus-5.lua). False for a status without a key.
+ */
+export function asksQuestion(key: string | undefined, statusMessage: Message | undefined, statusTimestamp: string | undefined): boolean {
+  if (!key) return false;
+  const asked = questionKeyOf(statusMessage, statusTimestamp);
+  if (asked === '') return false;
+  const legacy = legacyQuestionKeyOf(statusMessage, statusTimestamp);
+  const base = /^(.+)#re\d+$/.exec(key)?.[1];
+  return [key, base].some((candidate) => candidate !== undefined && (candidate === asked || (legacy !== '' && candidate === legacy)));
 }
 
 /**
@@ -76,6 +118,7 @@ function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artif
     heldVersion ?? '',
     ...artifactArgs,
     change.namedTaskUnread ? '1' : '',
+    legacyQuestionKeyOf(change.statusMessage, change.statusTimestamp),
   ];
 }
 

@@ -55,7 +55,7 @@ function finishedAttemptEntry(record: DelegationRef & Partial<Pick<DelegationRec
 /** The row's `suspects` field (noteSuspect-1.lua): a JSON list of task ids, oldest first. */
 const PendingSuspectsSchema = z.array(z.string());
 
-export { questionKeyOf, type ArtifactOutcome, type ArtifactUpdate, type SuspectsLeft } from './status-scripts.ts';
+export { questionKeyOf, asksQuestion, type ArtifactOutcome, type ArtifactUpdate, type SuspectsLeft } from './status-scripts.ts';
 
 /** An observed status (or a local outcome) to apply with `applyStatus`. */
 export interface StatusChange {

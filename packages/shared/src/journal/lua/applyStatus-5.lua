@@ -22,10 +22,11 @@
   ARGV[10] result JSON ('' = unchanged)
   ARGV[11] error JSON ('' = unchanged)
   ARGV[12] now (ms)
-  ARGV[13] question key ('' = unknown): the status message's messageId, else its timestamp;
-           identifies the question a reply answers. Unknown: a new one each time the
-           delegation enters a parked state (questionSeq). A key asked again after our answer to it
-           was delivered is journaled as '<key>#re<questionSeq>' (a new question: its own answer, link, event)
+  ARGV[13] question key ('' = unknown): status-scripts.ts questionKeyOf (the status message's messageId, hashed when
+           it could read as one of our keys; else '#t' and its timestamp); identifies the question a reply answers.
+           Unknown: a new one each time the delegation enters a parked state ('#seq<questionSeq>'). A key asked again
+           after our answer to it was delivered is journaled as '<key>#re<questionSeq>' (a new question: its own answer,
+           link, event). No agent's key holds a '#' (questionKeyOf): the keys made here are out of its reach.
   ARGV[14] '1' when the task id in ARGV[7] is bound to this delegation (Journal.bindTask);
            a task id is recorded only then (a task id belongs to at most one delegation);
            'here:<ttl ms>:<owner>': a new task id is bound here to <owner> (indexMember), in KEYS[4]
@@ -68,6 +69,9 @@
   ARGV[21 + 4N] (after the artifacts; N = 0 without them) '1': this change binds the row to a task a Message answer
            named, not yet read (core/transitions.ts `namedTaskRow`): 'namedTaskUnread' is set; '' = not that: any
            status of the agent (mode other than 'outcome') applied clears a set flag ('0'). Our own outcomes leave it.
+  ARGV[22 + 4N] the question key of ARGV[13]'s status in the form rows journaled before keys had a namespace of their
+           own still hold (status-scripts.ts legacyQuestionKeyOf; '' = the same): a row's key, asked keys or answered key
+           in that form name the same question (read both forms).
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
   A change of state also sets the workflow row's 'updatedAt' (<prefix>:{wf:<id>}:wf, derived
@@ -99,8 +103,12 @@
   delivered is new whatever its stamp (an agent clock far ahead must not hide it), and it starts a new stretch: the
   stamp the row held becomes the floor ('clockFloorMs'), so an event of an earlier stretch replayed later, stamped at or
   below it or not stamped, is 'stale' even when newer than the new question's stamp (a later event that can only be
-  ordered by a clock that was far ahead waits for a finished state or the next new question). A question asked under a key the row was
-  parked on before its latest question is 'stale' whatever its stamp (asked before what we already moved past).
+  ordered by a clock that was far ahead waits for a finished state or the next new question). A row without a stamp
+  gets the floor FLOOR_UNSTAMPED (below every stamp): a stamp-less event is then 'stale' only while the row waits for
+  our answer to its question. A question asked under a key the row was parked on before its latest question is 'stale'
+  (asked before what we already moved past) unless asked again (`askedLater`: our answer to the row's question
+  delivered, a stamp later than the row's and the floor): then, like the row's own key asked again, it is a new
+  question under a key made here ('<key>#re<n>'; docs/people.md "Question keys").
   Side jobs are includes (lua/includes/): bindTaskHere, touchWorkflow, replaceArtifacts, publishChange (in
   workflowKeys), endLease, history, askedKeys.
 ]]
@@ -122,6 +130,8 @@
 -- (`suspects`): a caller whose copy holds suspects names no version (status.ts) and gets the row whole. (`owner`,
 -- `noProgressUnacceptable` and `artifactBytes` are no field of the typed record: a change reply leaves them out.)
 local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost' }
+-- The floor of a stretch that followed one without a stamp (below every stamp: the earliest time a JavaScript Date holds).
+local FLOOR_UNSTAMPED = '-8640000000000000'
 -- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
 local member = ''
 -- ARGV[16] 'handover:…' read once (endLease.lua), else nil.
@@ -176,36 +186,69 @@ local function apply()
   if ARGV[20] ~= '' then leftOut, leftOutBytes = artifactsLeftOut(KEYS[2], 21, tonumber(ARGV[20])) end
 
   local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
+  local floorTs = tonumber(hash.clockFloorMs or '')
+  -- The incoming question's key in the old form too (ARGV[22 + 4N]: rows journaled before keys had a namespace of
+  -- their own hold it).
+  local legacyKey = ARGV[22 + 4 * (tonumber(ARGV[20]) or 0)] or ''
+  local function names(key) return key ~= nil and ARGV[13] ~= '' and (key == ARGV[13] or (legacyKey ~= '' and key == legacyKey)) end
   -- A question by our own ordered facts (ARGV[13] a known key; askedKeys: the keys the row was parked on, oldest
   -- first): 'new' when the row's question has our reply delivered and this key was never asked (the agent asks
   -- again after our reply, whatever its clock says); 'old' when it is a question asked before the row's latest one.
-  -- The row's question as the agent keyed it: a key asked again after our answer is kept as '<key>#re<n>' (below).
+  -- The row's question as the agent keyed it: a key asked again after our answer is kept as '<key>#re<n>' (below; no
+  -- agent key holds a '#', so the suffix is ours; a row of the old form may hold an agent's own '#re<n>': read as it is
+  -- first).
   local agentKey = row[7] and (row[7]:match('^(.+)#re%d+$') or row[7]) or nil
-  local sameKey = ARGV[13] ~= '' and ARGV[13] == agentKey
-  local asked, newQuestion = nil, false
+  local sameKey = names(row[7]) or names(agentKey)
+  -- Asked again after our answer (an agent that reuses its status message's ids): our answer to the row's question is
+  -- with the agent and this asking is later than the row's status (the answered asking's, or one since) and than the
+  -- floor of the stretches before. A read of an earlier asking carries that asking's own stamp, and without a stamp the
+  -- two cannot be told apart (the row then stays as it is). After a status that took the row off the question (a
+  -- WORKING that followed our answer), a stamp equal to that status's is later too: an earlier asking's stamp is older
+  -- than that status's unless the asking, our answer and the WORKING all fall in one tick of the agent's clock (the
+  -- limit, docs/people.md). Without this the row parked on a question that counted as answered: open to nobody, the
+  -- workflow waiting for ever.
+  -- (Read only when needed: a WORKING on a row without a floor reads neither field.)
+  local answeredKey, repliedRead
+  local function replied()
+    if repliedRead == nil then
+      answeredKey = field('replyForQuestion')
+      repliedRead = row[7] ~= nil and answeredKey == row[7] and field('replyState') == 'sent'
+    end
+    return repliedRead
+  end
+  local function askedLater()
+    return replied() and incomingTs ~= nil and (floorTs == nil or incomingTs > floorTs)
+      and (currentTs == nil or incomingTs > currentTs or (incomingTs == currentTs and not PARKED[current]))
+  end
+  local asked, newQuestion, reasked = nil, false, false
   if mode ~= 'outcome' and PARKED[incoming] and ARGV[13] ~= '' and not sameKey then
     asked = askedKeysOf(field('askedKeys'))
-    if asked.has[ARGV[13]] then return {0, 'stale', leftOut} end
-    -- (A row asked again under an answered key, '<key>#re<n>', is still in the stretch after that answer.)
-    local answeredKey = field('replyForQuestion')
-    newQuestion = row[7] ~= nil and (answeredKey == row[7] or answeredKey == agentKey) and field('replyState') == 'sent'
+    if asked.has[ARGV[13]] or (legacyKey ~= '' and asked.has[legacyKey]) then
+      -- A key the row was parked on before its latest question: a replay of that asking, unless asked again (above;
+      -- with some stamp the row holds to be later than).
+      if not ((currentTs or floorTs) and askedLater()) then return {0, 'stale', leftOut} end
+      reasked = true
+    else
+      -- (A row asked again under an answered key, '<key>#re<n>', is still in the stretch after that answer.)
+      replied()
+      newQuestion = row[7] ~= nil and (answeredKey == row[7] or answeredKey == agentKey) and field('replyState') == 'sent'
+    end
   end
-  -- Asked again under the key our delivered answer answered (an agent that reuses its status message's id): a new
-  -- question when its stamp is later than the row's (the answered asking's, or a status since); a read of the answered
-  -- asking carries that asking's own stamp, and without a stamp the two cannot be told apart (the row then stays on
-  -- the answered question, as before). It still passes the clock rules below. Without this the row parked on a
-  -- question that counted as answered: open to nobody, the workflow waiting for ever.
-  local askedAgain = mode ~= 'outcome' and PARKED[incoming] and sameKey and field('replyForQuestion') == row[7]
-    and field('replyState') == 'sent' and incomingTs ~= nil and (currentTs == nil or incomingTs > currentTs)
-  local floorTs = tonumber(hash.clockFloorMs or '')
+  -- Asked again under the key our delivered answer answered: a new question (its own key, below). It still passes the
+  -- clock rules below.
+  local askedAgain = reasked or (mode ~= 'outcome' and PARKED[incoming] and sameKey and askedLater())
   if mode ~= 'outcome' then
     -- Clocks (R27): a move forward in state order is never vetoed by a timestamp;
     -- timestamps only order observations of the same rank, within one stretch of the task: a new question after our
     -- delivered reply is not (above), and a stamp no later than an earlier stretch's (clockFloorMs) is no proof of
     -- being newer than what that stretch ended on (an agent clock far ahead, or a replay).
     if RANK[incoming] < RANK[current] then return {0, 'regress', leftOut} end
-    -- (With a floor, a stamp-less event of that rank proves no order either.)
-    if RANK[incoming] == RANK[current] and not newQuestion and ((incomingTs and currentTs and incomingTs < currentTs) or (floorTs and (not incomingTs or incomingTs <= floorTs))) then
+    -- (With a floor, a stamp-less event of that rank proves no order either; with the floor of stretches without stamps
+    -- (FLOOR_UNSTAMPED), only while the row is parked on a question our answer has not reached: then a stamp-less
+    -- status of the stretch before, replayed, would take the row off an open question. Once our answer is delivered the
+    -- agent's own stamp-less statuses are applied in arrival order, as before the floor.)
+    local stampless = floorTs and not incomingTs and (hash.clockFloorMs ~= FLOOR_UNSTAMPED or (PARKED[current] and not replied()))
+    if RANK[incoming] == RANK[current] and not newQuestion and ((incomingTs and currentTs and incomingTs < currentTs) or (floorTs and incomingTs and incomingTs <= floorTs) or stampless) then
       return {0, 'stale', leftOut}
     end
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
@@ -227,18 +270,37 @@ local function apply()
   elseif RANK[incoming] ~= RANK[current] or newQuestion then put('statusTimestampMs', ''); put('statusTimestamp', '') end
   -- A new stretch by our facts (a new question after our delivered reply, or the answered one asked again): its stamps
   -- are not compared with the last one's, whose highest becomes the floor.
-  if (newQuestion or askedAgain) and currentTs and (not floorTs or currentTs > floorTs) then put('clockFloorMs', row[4]) end
+  -- A stretch before without a stamp: the floor is below every stamp (FLOOR_UNSTAMPED), so a stamp-less event of the
+  -- stretch before replayed later (a WORKING before our answer) does not take the row off this question while it waits
+  -- for our answer (the clock rules above).
+  if (newQuestion or askedAgain) and currentTs and (not floorTs or currentTs > floorTs) then put('clockFloorMs', row[4])
+  elseif (newQuestion or askedAgain) and not currentTs and not floorTs then put('clockFloorMs', FLOOR_UNSTAMPED) end
   if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end
   if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
   local workflow, finished = {}, {}
   if incoming ~= current then workflow, finished = touchWorkflow(KEYS[1], FINISHED[incoming], now) end
+  -- A key made here: `stem` and the next question number (questionSeq) that names no key the row knows (its question,
+  -- the answered and the expired one, the asked keys): a row of the old form may hold an agent's key of this form.
+  -- Bounded: the row knows at most ASKED_KEYS_KEPT + 3 keys.
+  local function keyMade(stem)
+    local known = asked or askedKeysOf(field('askedKeys'))
+    replied()
+    local taken = { [row[7] or ''] = true, [answeredKey or ''] = true, [field('questionExpired') or ''] = true }
+    local seq = tonumber(field('questionSeq')) or 0
+    for _ = 1, #known.list + 4 do
+      seq = seq + 1
+      if not (known.has[stem .. seq] or taken[stem .. seq]) then break end
+    end
+    put('questionSeq', tostring(seq))
+    return stem .. seq
+  end
   if PARKED[incoming] then
     local questionKey = ARGV[13]
     if sameKey then questionKey = row[7] end
-    if askedAgain then local seq = (tonumber(field('questionSeq')) or 0) + 1; put('questionSeq', tostring(seq)); questionKey = agentKey .. '#re' .. seq end
+    if askedAgain then questionKey = keyMade(ARGV[13] .. '#re') end
     if questionKey == '' then
       questionKey = row[7] or ''
-      if not PARKED[current] or questionKey == '' then local seq = (tonumber(field('questionSeq')) or 0) + 1; put('questionSeq', tostring(seq)); questionKey = 'seq:' .. seq end
+      if not PARKED[current] or questionKey == '' then questionKey = keyMade('#seq') end
     end
     put('question', ARGV[9]); put('questionKey', questionKey)
     -- A question's life (expiry, reminders) counts from when it was first journaled.

@@ -19,6 +19,7 @@ import {
 import {
   isFinished,
   isStepStopped,
+  asksQuestion,
   questionKeyOf,
   type DelegationRecord,
   type DelegationRef,
@@ -38,11 +39,16 @@ export class ReplyInFlightError extends Error {
   }
 }
 
-/** The agent has our reply: its history holds the reply's messageId, or it no longer asks that question. */
+/**
+ * The agent has our reply: its history holds the reply's messageId, or it no longer asks that question (its status
+ * asks no question, or another one, in either key form). A question journaled as asked again (`<key>#re<n>`) is still
+ * asked by a status under `<key>` (`asksQuestion`): before, such a status read as "moved on" and the reply was never
+ * sent again.
+ */
 function replyDelivered(task: Task, record: DelegationRecord): boolean {
   if (task.history?.some((message) => message.messageId === record.replyMessageId)) return true;
   const key = questionKeyOf(task.status.message, task.status.timestamp);
-  return !(isInterruptedTaskState(task.status.state) && (key === '' || key === record.replyForQuestion));
+  return !(isInterruptedTaskState(task.status.state) && (key === '' || asksQuestion(record.replyForQuestion, task.status.message, task.status.timestamp)));
 }
 
 interface ReplyRun {
