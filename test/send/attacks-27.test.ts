@@ -14,6 +14,7 @@ import { getTaskCalls, pushScene } from '../harness/push-scene.ts';
 import { delegatePushed, startPushStack } from '../harness/push-stack.ts';
 import { holder, listing, receivedOf, type Received } from '../harness/holders.ts';
 import { closeServer, listenOnLoopback, trackSockets } from '../harness/ports.ts';
+import { startRestAgent } from '../harness/rest-agent.ts';
 import { startScriptedAgent, task, taskEvent } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
@@ -312,33 +313,8 @@ describe('attack 27: Retry-After on a SendMessage the agent took', () => {
 
 
 /** A raw HTTP+JSON (REST) 1.0 agent: `routes` answers each request by method and path (counted per `METHOD path`). */
-async function restAgent(routes: (method: string, path: string, body: any) => { status: number; body?: unknown; sse?: string[] }) {
-  const counts = new Map<string, number>();
-  let base = '';
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => {
-      const path = (req.url ?? '').split('?')[0]!;
-      if (req.method === 'GET' && path === '/.well-known/agent-card.json') {
-        const card = { ...cardFor(''), supportedInterfaces: [{ url: `${base}/rest`, protocolBinding: 'HTTP+JSON', tenant: '', protocolVersion: '1.0' }] };
-        return void res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(card));
-      }
-      const key = `${req.method} ${path.replace(/^\/rest/, '')}`;
-      counts.set(key, (counts.get(key) ?? 0) + 1);
-      const text = Buffer.concat(chunks).toString('utf8');
-      const answer = routes(req.method ?? '', path.replace(/^\/rest/, ''), text ? JSON.parse(text) : undefined);
-      if (answer.sse) {
-        res.writeHead(200, { 'content-type': 'text/event-stream' });
-        for (const event of answer.sse) res.write(`data: ${event}\n\n`);
-        return void res.end();
-      }
-      res.writeHead(answer.status, { 'content-type': 'application/a2a+json' }).end(answer.body === undefined ? '' : JSON.stringify(answer.body));
-    });
-  });
-  const sockets = trackSockets(server);
-  base = `http://127.0.0.1:${await listenOnLoopback(server)}`;
-  const handle = { cardUrl: `${base}/.well-known/agent-card.json`, count: (key: string) => counts.get(key) ?? 0, async close() { sockets.destroyAll(); await closeServer(server); } };
+async function restAgent(routes: Parameters<typeof startRestAgent>[0]) {
+  const handle = await startRestAgent(routes);
   keep(handle);
   return handle;
 }
