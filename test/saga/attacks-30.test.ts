@@ -2,8 +2,9 @@
  * Attack round 30: inputs of the field-report kinds (../shared/cases/field-reports-3.md) on paths the earlier rounds
  * left alone: limits and summaries on the reconciler's and the LOST check's reads, JSON-RPC ids of the wrong type,
  * stream events for another task or after the end, appended chunks without a start, a cancel answered "working",
- * Retry-After with absurd values, and an agent trickling its SendMessage answer. Real redis-server, real fleet, scripted raw
- * node:http agents counting SendMessage per messageId. Each `it` held on the code it was tried on (a regression test).
+ * Retry-After with absurd values, an agent trickling its SendMessage answer, and answers labelled with content types the
+ * bindings do not name (a FIXED FINDING). Real redis-server, real fleet, scripted raw
+ * node:http agents counting SendMessage per messageId. Each `it` holds; the one finding is marked FIXED FINDING.
  */
 import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
@@ -12,6 +13,7 @@ import { eventually } from '../harness/fleet.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { closeServer, listenOnLoopback, trackSockets } from '../harness/ports.ts';
 import { AU, SU, ev, task, taskEvent, type ScriptedAnswer } from '../harness/scripted-agent.ts';
+import { startRestAgent } from '../harness/rest-agent.ts';
 import { startTaskAgent } from '../harness/task-agent.ts';
 
 const h = useFieldCases();
@@ -264,6 +266,60 @@ describe('attack 30: a cancel the agent answers "working" and then finishes anyw
     expect(view.state).toBe('COMPENSATED');
     expect(compensations).toHaveLength(1);
   }, 60_000);
+});
+
+/*
+ * FIXED FINDING (a label read as proof; kind: weak evidence decides over the content, as A33's null id did). Input: an
+ * agent whose every 2xx answer is our own JSON (our envelope and request id, our task holding our messageId) labelled
+ * `text/html; charset=utf-8`, `text/plain` or `application/octet-stream` (Express `res.send(text)` labels JSON
+ * text/html), JSON-RPC or HTTP+JSON. Observed: every answer a ProtocolError ("expected JSON, got text/html"): the
+ * SendMessage answer unreadable, the search's ListTasks too, so AMBIGUOUS SEARCH_UNAVAILABLE, a person for every
+ * delegation, the happy path included. Expected: COMPLETED with a1, one send. Fixed: `jsonBodyOf`
+ * (packages/a2a/src/response.ts) reads a 2xx body that is JSON whatever its label. Property:
+ * packages/a2a/test/content-type-label-property.test.ts.
+ */
+describe('attack 30: the HTTP+JSON binding answered with content types it does not name', () => {
+  for (const contentType of ['text/html; charset=utf-8', 'text/plain', 'application/octet-stream']) {
+    it(`every answer (message:send WORKING ours, GET /tasks/T1 COMPLETED a1, GET /tasks) labelled ${contentType}: COMPLETED with a1, one message:send`, async () => {
+      let received: { messageId: string; contextId?: string } | undefined;
+      const full = () => task('T1', 'COMPLETED', { contextId: received?.contextId, history: [userOf(received!.messageId)], artifacts: { a1: 'booked' } });
+      const agent = await startRestAgent((method, path, body) => {
+        if (method === 'POST' && path === '/message:send') {
+          received = { messageId: body.message.messageId, contextId: body.message.contextId };
+          return { status: 200, body: { task: task('T1', 'WORKING', { contextId: received.contextId, history: [body.message] }) } };
+        }
+        if (method === 'GET' && path === '/tasks/T1') return { status: 200, body: full() };
+        if (method === 'GET' && path === '/tasks') return { status: 200, body: { tasks: received ? [summary(full())] : [], nextPageToken: '', pageSize: 50, totalSize: received ? 1 : 0 } };
+        return { status: 404, body: { error: { code: 404, status: 'NOT_FOUND', message: 'no route' } } };
+      }, { contentType, streaming: false });
+      keep(agent);
+      const prefix = h.newPrefix();
+      const producer = h.producer(prefix);
+      await h.fleetFor(prefix, fast);
+      const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `${prefix}-rest` });
+      await completedWith(producer, id, 'booked');
+      expect(agent.count('POST /message:send')).toBe(1);
+    }, 60_000);
+  }
+});
+
+describe('attack 30: the JSON-RPC binding answered with content types it does not name', () => {
+  for (const contentType of ['text/html; charset=utf-8', 'text/plain']) {
+    it(`every answer (our envelope, our id, our COMPLETED task) labelled ${contentType}: COMPLETED with a1, one SendMessage`, async () => {
+      let messageId = '';
+      let contextId = '';
+      const full = () => task('T1', 'COMPLETED', { contextId, history: [userOf(messageId)], artifacts: { a1: 'booked' } });
+      const labelled = (id: unknown, result: unknown): ScriptedAnswer => ({ http: { status: 200, body: JSON.stringify({ jsonrpc: '2.0', id, result }), headers: { 'content-type': contentType } } });
+      const { producer, agent, id } = await h.setUpAndDelegate(() => ({
+        SendMessage: (params, call) => ((messageId = params.message.messageId), (contextId = params.message.contextId), labelled(call.id, { task: full() })),
+        GetTask: (_params, call) => labelled(call.id, full()),
+        ListTasks: (_params, call) => labelled(call.id, { tasks: messageId ? [summary(full())] : [], nextPageToken: '', pageSize: 50, totalSize: messageId ? 1 : 0 }),
+        SubscribeToTask: () => ({ error: { code: -32004, message: 'terminal' } }),
+      }), fast);
+      await completedWith(producer, id, 'booked');
+      expect(agent.count('SendMessage')).toBe(1);
+    }, 60_000);
+  }
 });
 
 describe('attack 30: a stream of appended chunks whose full read is unusable and whose listing is a summary (A35 kind)', () => {
