@@ -1,6 +1,7 @@
 /**
  * Attack round 30: inputs of the field-report kinds (../shared/cases/field-reports-3.md) on paths the earlier rounds
- * left alone: limits and summaries on the reconciler's and the LOST check's reads, JSON-RPC ids of the wrong type,
+ * left alone: limits and summaries on the reconciler's, the LOST check's, the cancel's and a first snapshot's reads, an
+ * Agent Card moved to another binding before the reconcile, JSON-RPC ids of the wrong type,
  * stream events for another task or after the end, appended chunks without a start, a cancel answered "working",
  * Retry-After with absurd values, an agent trickling its SendMessage answer, and answers labelled with content types the
  * bindings do not name (a FIXED FINDING). Real redis-server, real fleet, scripted raw
@@ -152,9 +153,6 @@ describe('attack 30: JSON-RPC ids of the wrong type on answers whose content pro
     expect(agent.count('SendMessage')).toBe(0);
   }, 60_000);
 });
-
-/** SubscribeToTask frames for our task T1 in `contextId`, as JSON-RPC envelopes. */
-const frame = (result: unknown) => ev(JSON.stringify({ jsonrpc: '2.0', id: 1, result }));
 
 describe('attack 30: stream events that are not the whole story', () => {
   it('SubscribeToTask(T1): a statusUpdate COMPLETED and an artifact for T2 in our context: T1 never COMPLETED with them; T1 settles from its own reads', async () => {
@@ -420,4 +418,72 @@ describe('attack 30: an agent that trickles its SendMessage answer (slowloris) w
     expect(good.count('SendMessage')).toBe(4);
     expect(Math.max(...sends.values())).toBe(1);
   }, 90_000);
+});
+
+describe('attack 30: an Agent Card that moves to another binding between the send and the reconcile', () => {
+  it('crash window 2 at A (JSON-RPC, T1 holds our message); the card now names a REST agent B that lists nothing: T1 adopted from A, nothing sent to A or B', async () => {
+    let messageId = '';
+    const a = await h.agentWith({
+      ListTasks: () => page(messageId ? [summary(task('T1', 'COMPLETED', { history: [userOf(messageId)], artifacts: { a1: 'booked at A' } }))] : []),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { history: [userOf(messageId)], artifacts: { a1: 'booked at A' } }) }),
+      SubscribeToTask: () => ({ error: { code: -32004, message: 'terminal' } }),
+    });
+    const b = await startRestAgent((method, path) => {
+      if (method === 'GET' && path === '/tasks') return { status: 200, body: { tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 } };
+      if (method === 'POST' && path === '/message:send') return { status: 200, body: { task: task('TB', 'COMPLETED', { artifacts: { a1: 'booked at B' } }) } };
+      return { status: 404, body: { error: { code: 404, status: 'NOT_FOUND', message: 'no' } } };
+    });
+    keep(b);
+    let cardOf = () => ({ status: 200, body: '' });
+    const server = createServer(async (_req, res) => {
+      const { status, body } = cardOf();
+      res.writeHead(status, { 'content-type': 'application/json', 'cache-control': 'no-store' }).end(body);
+    });
+    const sockets = trackSockets(server);
+    const cardUrl = `http://127.0.0.1:${await listenOnLoopback(server)}/.well-known/agent-card.json`;
+    keep({ close: async () => (sockets.destroyAll(), closeServer(server)) });
+    const aCard = await (await fetch(a.cardUrl)).text();
+    cardOf = () => ({ status: 200, body: aCard });
+    const prefix = h.newPrefix();
+    const producer = h.producer(prefix);
+    const { id } = await producer.delegate({ agent: cardUrl, text: 'go', idempotencyKey: `${prefix}-moved` });
+    messageId = (await producer.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))!.messageId;
+    const fence = await producer.journal.claim({ workflowId: id, delegationId: 'main.1' }, 'test/crash-window-2');
+    await producer.journal.markSending({ workflowId: id, delegationId: 'main.1' }, fence, { url: a.rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
+    const bCard = await (await fetch(b.cardUrl)).text();
+    cardOf = () => ({ status: 200, body: bCard });
+    await h.fleetFor(prefix, fast);
+    await completedWith(producer, id, 'booked at A');
+    expect(a.count('SendMessage')).toBe(0);
+    expect(b.count('POST /message:send')).toBe(0);
+  }, 60_000);
+});
+
+describe('attack 30: a CancelTask answer over a limit (A31 kind on the cancel path)', () => {
+  it('the user cancels; CancelTask answers a task over responseBodyBytes; GetTask then shows CANCELED: never settled from the unread answer (COMPLETED), CANCELED from the read, one SendMessage', async () => {
+    let cancels = 0;
+    const { producer, agent, id } = await h.setUpAndDelegate((seen) => ({
+      SubscribeToTask: () => ({ error: { code: -32004, message: 'streaming not supported' } }),
+      GetTask: () => ({ result: task('T1', cancels > 0 ? 'CANCELED' : 'WORKING', { contextId: seen.contextId }) }),
+      CancelTask: () => ((cancels += 1), { result: task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { pad: 'p'.repeat(300 * 1024) } }) }),
+    }), { ...fast, limits: { responseBodyBytes: 256 * 1024 } });
+    await eventually(async () => agent.count('GetTask') > 0, 'followed', 20_000);
+    await producer.cancel(id);
+    const record = await finished(producer, id, 40_000);
+    expect(record.state).toBe('CANCELED');
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 60_000);
+});
+
+describe('attack 30: a limit hit on a subscription\'s first snapshot (A32 kind)', () => {
+  it('the over-limit event is the first snapshot itself (a WORKING Task holding the 1,001-part artifact), then COMPLETED; GetTask COMPLETED without artifacts: never a result-less success', async () => {
+    const { producer, id } = await h.setUpAndDelegate((seen) => ({
+      SubscribeToTask: () => ({
+        sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId, artifacts: [{ artifactId: 'a1', parts: Array.from({ length: 1_001 }, (_, index) => ({ text: `p${index}` })) }] })), ev(SU('COMPLETED', { contextId: seen.contextId }))],
+      }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: seen.contextId }) }),
+    }), fast);
+    const record = await finished(producer, id, 40_000);
+    expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED' } });
+  }, 60_000);
 });
