@@ -4,8 +4,8 @@
  * Agent Card moved to another binding before the reconcile, JSON-RPC ids of the wrong type,
  * stream events for another task or after the end, appended chunks without a start, a cancel answered "working",
  * Retry-After with absurd values, an agent trickling its SendMessage answer, and answers labelled with content types the
- * bindings do not name (a FIXED FINDING). Real redis-server, real fleet, scripted raw
- * node:http agents counting SendMessage per messageId. Each `it` holds; the one finding is marked FIXED FINDING.
+ * bindings do not name, and a task listed finished but denied on GetTask (two FIXED FINDINGs). Real redis-server, real fleet, scripted raw
+ * node:http agents counting SendMessage per messageId. Each `it` holds; the findings are marked FIXED FINDING.
  */
 import { createServer } from 'node:http';
 import { describe, expect, it } from 'vitest';
@@ -97,6 +97,32 @@ describe('attack 30: the check before LOST reads a listing it cannot accept (A31
   }, 60_000);
 });
 
+/*
+ * FIXED FINDING (a loop between two rows with no bound; kind: wherever an agent can make us repeat, bounded rounds).
+ * Input: T1 bound (SendMessage answered WORKING, ours); GetTask and SubscribeToTask answer TaskNotFound for ever;
+ * ListTasks lists T1 COMPLETED holding our message (a summary: includeArtifacts ignored). Observed: past the not-found
+ * window, the check before LOST found T1 again, read it in full (GetTask), was denied, checked again, and so on:
+ * ~300 GetTask and ~300 ListTasks a second, 11,000 of each in 60 s, the row WORKING, no person asked. Expected: a
+ * person (AMBIGUOUS), in bounded calls; never LOST (the listing shows the work), never COMPLETED without its result.
+ * Fixed: the read after "found again" carries it (`foundAgain` → `afterFoundAgain`), and its denial is the
+ * `task-not-found` row's needs-person (core/transitions.ts). Property: packages/workers/test/denied-yet-listed-property.test.ts.
+ */
+describe('attack 30: the check before LOST finds our task again, but only as a summary the agent will not read back (A35 kind)', () => {
+  it('T1 bound; GetTask and SubscribeToTask TaskNotFound for ever; ListTasks lists T1 COMPLETED (a summary, includeArtifacts ignored): ends in bounded calls, never LOST, never COMPLETED without its result', async () => {
+    let messageId = '';
+    const { producer, agent, id } = await h.setUpAndDelegate(() => ({
+      SendMessage: (params) => ((messageId = params.message.messageId), { result: { task: task('T1', 'WORKING', { contextId: params.message.contextId, history: [params.message] }) } }),
+      GetTask: () => NOT_FOUND,
+      SubscribeToTask: () => NOT_FOUND,
+      ListTasks: () => page([task('T1', 'COMPLETED', { history: [userOf(messageId)] })]),
+    }), { ...fast, notFoundWindowMs: 2_000 });
+    const record = await finished(producer, id, 45_000);
+    expect(record.state).toBe('AMBIGUOUS');
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(agent.count('ListTasks')).toBeLessThanOrEqual(12);
+  }, 60_000);
+});
+
 describe('attack 30: JSON-RPC ids of the wrong type on answers whose content proves them ours (A33 kind)', () => {
   const ids: [string, unknown][] = [
     ['true', true],
@@ -183,6 +209,21 @@ describe('attack 30: stream events that are not the whole story', () => {
       GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'booked' } }) }),
     }), fast);
     await completedWith(producer, id, 'booked');
+  }, 60_000);
+
+  it('a streaming send: our Task COMPLETED with a1 "booked", then a1 replaced "tampered" and FAILED on the same stream: COMPLETED with "booked", one send', async () => {
+    const { producer, agent, id } = await h.setUpAndDelegate(() => ({
+      SendStreamingMessage: (params) => ({
+        sse: [
+          taskEvent(task('T1', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'booked' } })),
+          ev(AU('a1', false, true, 'tampered', { contextId: params.message.contextId })),
+          ev(SU('FAILED', { contextId: params.message.contextId })),
+        ],
+      }),
+      GetTask: (params) => ({ result: task(params.id, 'COMPLETED', { artifacts: { a1: 'booked' } }) }),
+    }), { ...fast, streamingSends: true });
+    await completedWith(producer, id, 'booked');
+    expect(agent.count('SendStreamingMessage') + agent.count('SendMessage')).toBe(1);
   }, 60_000);
 
   it('a chunk with append: true for an artifact never started, then COMPLETED: read in full, a1 is the whole artifact GetTask shows', async () => {
