@@ -8,7 +8,7 @@ import { type A2AError, InvalidAgentResponseError, ProtocolError, ResponseIdMism
 import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType, mediaType, taskBesideError, tryParseJson } from './error-mapping.ts';
 import { createHttpClient, type HttpClient } from './http.ts';
 import { answerContentProof } from './ownership.ts';
-import { parseJsonText, requireJsonContentType, validateWith } from './response.ts';
+import { jsonBodyOf, parseJsonText, validateWith } from './response.ts';
 import { readingAnswer } from './answer-fault.ts';
 import {
   ListTaskPushNotificationConfigsResponseSchema,
@@ -185,9 +185,9 @@ export async function postJsonRpc<Schema extends z.ZodType>(
     }
     // A server that answers every call as a stream (SSE): its first event is the answer, read as a JSON body would be.
     const event = mediaType(response.contentType) === 'text/event-stream' ? firstServerSentEvent(response.bodyText) : undefined;
-    if (event === undefined) requireJsonContentType(response.contentType, response.bodyText, response.status, method);
     const bodyText = event?.data ?? response.bodyText;
-    const value = ourEnvelope(prepare(parseJsonText(bodyText, what, response.status)), rpc.id, bodyText, what);
+    const parsed = event === undefined ? jsonBodyOf(response.contentType, bodyText, response.status, what) : parseJsonText(bodyText, what, response.status);
+    const value = ourEnvelope(prepare(parsed), rpc.id, bodyText, what);
     return decodeJsonRpcEnvelope(value, bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
   });
 }

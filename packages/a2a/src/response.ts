@@ -23,15 +23,23 @@ export function parseJsonText(text: string, what: string, httpStatus?: number): 
   }
 }
 
-/** Requires a JSON media type (`application/json` or `application/*+json`); else `ProtocolError` (e.g. a proxy's HTML page). */
-export function requireJsonContentType(contentType: string | undefined, bodyText: string, httpStatus: number, what: string): void {
-  if (!isJsonMediaType(contentType)) {
-    throw new ProtocolError(`${what}: expected JSON, got ${contentType ?? 'no content type'}`, {
-      httpStatus,
-      cause: bodyText,
-      bodyExcerpt: excerpt(bodyText),
-    });
-  }
+/**
+ * The JSON value of a 2xx body, whatever its media-type label. `application/json` or `application/*+json` is what the
+ * bindings name (spec §9.1, §11.1), but a label is weak evidence and the bytes decide (the A33 kind): an agent whose
+ * framework labels its JSON `text/html` (Express `res.send(text)`), `text/plain` or `application/octet-stream` answered
+ * all the same, and reading its answer as unreadable sent every delegation to it, the happy path included, to a person
+ * (attack 30). A body that is not JSON is a `ProtocolError`: under a JSON label "is not JSON" (`parseJsonText`), under
+ * another label one naming that label (e.g. a proxy's HTML page). The caller has already checked the body's depth.
+ */
+export function jsonBodyOf(contentType: string | undefined, bodyText: string, httpStatus: number, what: string): unknown {
+  if (isJsonMediaType(contentType)) return parseJsonText(bodyText, what, httpStatus);
+  const value = tryParseJson(bodyText.replace(LEADING_RECORD_SEPARATORS, ''));
+  if (value !== undefined) return value;
+  throw new ProtocolError(`${what}: expected JSON, got ${contentType ?? 'no content type'}`, {
+    httpStatus,
+    cause: bodyText,
+    bodyExcerpt: excerpt(bodyText),
+  });
 }
 
 type Issue = z.core.$ZodIssue;

@@ -10,7 +10,7 @@ import { errorFromHttp, excerpt, findErrorInfoReason, HttpErrorBodySchema, isJso
 import { createHttpClient, type HttpClient, type HttpRequest, type HttpResponse } from './http.ts';
 import { checkJsonDepth, DEFAULT_A2A_LIMITS } from './limits.ts';
 import { answerContentProof } from './ownership.ts';
-import { hasErrorMember, parseJsonText, provenAnswerIn, requireJsonContentType, validateWith } from './response.ts';
+import { hasErrorMember, jsonBodyOf, parseJsonText, provenAnswerIn, validateWith } from './response.ts';
 import {
   ListTaskPushNotificationConfigsResponseSchema,
   ListTasksResponseSchema,
@@ -67,8 +67,7 @@ export function readRestAnswer<Schema extends z.ZodType>(
     return answer.result;
   }
   if (response.status === 204 || response.bodyText === '') return validateWith(schema, {}, response.bodyText, what);
-  requireJsonContentType(response.contentType, response.bodyText, response.status, what);
-  return validateWith(schema, parseJsonText(response.bodyText, what, response.status), response.bodyText, what);
+  return validateWith(schema, jsonBodyOf(response.contentType, response.bodyText, response.status, what), response.bodyText, what);
 }
 
 /** Query string from defined values, camelCase names as-is (spec §11.5). */

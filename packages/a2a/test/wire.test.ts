@@ -42,16 +42,26 @@ describe('JSON-RPC transport', () => {
     await expect(transport.cancelTask({ id: 'T1' })).rejects.toBeInstanceOf(TaskNotFoundError);
   });
 
-  it('a result that does not match the schema -> InvalidAgentResponseError; no result -> the same; HTML -> ProtocolError', async () => {
+  it('a result that does not match the schema -> InvalidAgentResponseError; no result -> the same; HTML -> ProtocolError; our JSON labelled text/html -> read', async () => {
     let answer: unknown = { jsonrpc: '2.0', id: 1, result: { id: 'T1' } };
     let contentType = 'application/json';
-    const { url } = await serve((_request, response) => json(response, 200, answer, contentType));
+    let html = false;
+    const { url } = await serve((request, response) => {
+      if (html) return void response.writeHead(200, { 'content-type': 'text/html' }).end('<html><body>Bad Gateway</body></html>');
+      const { id } = JSON.parse(request.body) as { id: number };
+      json(response, 200, answer === 'ours' ? { jsonrpc: '2.0', id, result: task } : answer, contentType);
+    });
     const transport = new JsonRpcTransport({ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' });
     await expect(transport.getTask({ id: 'T1' })).rejects.toBeInstanceOf(InvalidAgentResponseError);
     answer = { jsonrpc: '2.0', id: 2 }; // the second request's id
     await expect(transport.getTask({ id: 'T1' })).rejects.toBeInstanceOf(InvalidAgentResponseError);
-    contentType = 'text/html';
+    html = true;
     await expect(transport.getTask({ id: 'T1' })).rejects.toBeInstanceOf(ProtocolError);
+    // A label is weak evidence (attack 30): our envelope, labelled text/html by the agent's framework, is the answer.
+    html = false;
+    answer = 'ours';
+    contentType = 'text/html; charset=utf-8';
+    await expect(transport.getTask({ id: 'T1' })).resolves.toMatchObject({ id: task.id });
   });
 
   it('connection refused -> retryable NetworkError; a slow agent -> NetworkError after requestTimeoutMs', async () => {

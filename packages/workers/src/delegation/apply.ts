@@ -225,7 +225,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       const current = written.record ?? record;
       // A read that decides about a stream's held-back finished status is part of that stream's follow (its fence).
       const cycle = next.taskId === undefined && current.taskId !== undefined && (cycleOf(observation) || next.heldBack !== undefined);
-      const observed = await readTask(ctx, current, { why: next.why, ...(next.taskId ? { taskId: next.taskId } : {}), ...(next.refused ? { refused: next.refused } : {}), ...(next.afterLiveStream ? { afterLiveStream: true } : {}), cycle, ...(scope.log ? { log: scope.log } : {}) });
+      const observed = await readTask(ctx, current, { why: next.why, ...(next.taskId ? { taskId: next.taskId } : {}), ...(next.refused ? { refused: next.refused } : {}), ...(next.afterLiveStream ? { afterLiveStream: true } : {}), ...(next.foundAgain ? { foundAgain: true } : {}), cycle, ...(scope.log ? { log: scope.log } : {}) });
       return apply(ctx, current, withHeldBack(observed, next.heldBack), readScope(scope));
     }
     case 'search': {

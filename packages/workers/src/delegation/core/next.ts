@@ -41,9 +41,10 @@ export type Next =
    * Read the task once (GetTask) now; `taskId` when it is not yet the row's (a found task is read in full before it
    * is adopted); `refused`: the stream event we refused (over a limit) that the read must make up for; `afterLiveStream`:
    * the stream before it delivered events (P36); `heldBack`: the stream's finished status this full read decides about
-   * (the read's observation carries it to the table).
+   * (the read's observation carries it to the table); `foundAgain`: the check before LOST found the task the agent
+   * denied, as a summary of a finished task: a denial of this read is the agent's second word against its listing.
    */
-  | { kind: 'read-once'; why: string; taskId?: string; refused?: Unacceptable; afterLiveStream?: boolean; heldBack?: HeldBack }
+  | { kind: 'read-once'; why: string; taskId?: string; refused?: Unacceptable; afterLiveStream?: boolean; heldBack?: HeldBack; foundAgain?: boolean }
   /** Search for our messageId now; `heldBack` as for `read-once` (ListTasks with artifacts where GetTask was unusable). */
   | { kind: 'search'; purpose: SearchPurpose; why: string; heldBack?: HeldBack }
   /** Leave a maybe-sent INTENT to the reconciler, once the send has settled (`dueAt`, ms since epoch; undefined: now). */

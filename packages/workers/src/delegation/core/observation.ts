@@ -199,8 +199,11 @@ export type Observation =
    * `afterRefused`: the read makes up for a stream event we refused over a limit (A32).
    */
   | { kind: 'task-read'; task: Task; call: AgentCall; complete: boolean; ownership: Ownership; why: string; cycle: boolean; afterRefused?: Unacceptable; afterLiveStream?: boolean; heldBack?: HeldBack }
-  /** The agent says it has no such task (A2A -32001 TaskNotFoundError), from any call. */
-  | { kind: 'task-not-found'; call: AgentCall; heldBack?: HeldBack }
+  /**
+   * The agent says it has no such task (A2A -32001 TaskNotFoundError), from any call. `afterFoundAgain`: the denial
+   * answers the full read of a task the check before LOST found again in a summary (attack 30).
+   */
+  | { kind: 'task-not-found'; call: AgentCall; heldBack?: HeldBack; afterFoundAgain?: boolean }
   /** A read failed: a drop (`retryable`), or an answer we cannot accept (`unacceptable`). */
   | { kind: 'read-failed'; call: AgentCall; code: RecordedErrorCode; retryable: boolean; unacceptable?: Unacceptable; why: string; cycle: boolean; afterLiveStream?: boolean; heldBack?: HeldBack }
   /** A search by our messageId (see `SearchFinding`). `deduplicates`: the agent is listed as deduplicating messageIds; `deadlineAt`: the attempt's deadline (a proven absence past it is not resent). */

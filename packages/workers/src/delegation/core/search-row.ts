@@ -144,7 +144,7 @@ export function searchRow(record: DelegationRecord, observation: Extract<Observa
   if (purpose === 'lost-check') {
     if (finding.kind === 'found' && finding.task.id === record.taskId) {
       // Found again: the task is still there. Its outcome from a full read only (A35), then routed as any read.
-      if (!finding.complete && isTerminalTaskState(finding.task.status.state)) return { next: { kind: 'read-once', why: 'found again by ListTasks' } };
+      if (!finding.complete && isTerminalTaskState(finding.task.status.state)) return { next: { kind: 'read-once', why: 'found again by ListTasks', foundAgain: true } };
       return { write: { kind: 'snapshot', task: finding.task, guard: 'none' }, next: route };
     }
     // Another task proven to hold our message: the agent has it, under another id (a replay, a task re-created), and

@@ -247,6 +247,14 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
       // reason) would have the interim Message taken for the result and the task's own result lost.
       const answered = unreadNamedTask(record);
       if (answered) return { write: { kind: 'outcome', state: 'COMPLETED', guard: 'version', result: { message: answered }, ...(answered.contextId ? { contextId: answered.contextId } : {}) }, next: route };
+      // The check before LOST found the task again, a summary of a finished task, and the agent denies the full read of
+      // it again: its listing and its GetTask contradict each other, and asking both again answers the same (attack
+      // 30: before, GetTask and ListTasks about 300 times a second, for ever, the row WORKING). Its result cannot be
+      // read: a person decides, never LOST (the listing shows the work done) nor COMPLETED without its result.
+      if (observation.afterFoundAgain) {
+        const message = `the agent denied task ${record.taskId} ${verdict.count} times over ${verdict.spanMs} ms, but its ListTasks still shows it finished (a summary without its result): which is true, and the result, are for a person`;
+        return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message, delivery: 'received' } };
+      }
       return { write: { kind: 'note-not-found' }, next: { kind: 'search', purpose: 'lost-check', why: `the agent denied task ${record.taskId} ${verdict.count} times over ${verdict.spanMs} ms` } };
     }
     case 'read-failed': {

@@ -23,6 +23,8 @@ export interface ReadRequest {
   refused?: Unacceptable;
   /** The stream before this read delivered events (P36). */
   afterLiveStream?: boolean;
+  /** The check before LOST found the task again as a summary of a finished task (a denial of this read says so). */
+  foundAgain?: boolean;
   /** What the read is for, in the observation: `push` reads the task a refused push named (not ours); default `get-task`. */
   call?: Extract<AgentCall, 'get-task' | 'push'>;
   log?: WorkerContext['logger'];
@@ -47,6 +49,7 @@ export async function readTask(ctx: WorkerContext, record: DelegationRecord, req
     return { kind: 'task-read', task, call: request.call ?? 'get-task', complete: true, ownership, why: request.why, cycle, ...(request.refused ? { afterRefused: request.refused } : {}), ...live };
   } catch (error) {
     const failed = readFailure(error, request.call ?? 'get-task', request.why, cycle, request.log ?? ctx.logger);
+    if (failed.kind === 'task-not-found' && request.foundAgain) return { ...failed, afterFoundAgain: true };
     return failed.kind === 'read-failed' && request.afterLiveStream ? { ...failed, afterLiveStream: true } : failed;
   }
 }
