@@ -83,7 +83,7 @@ export {
   bearerToken,
   refreshingToken,
 } from './credentials.ts';
-export { DEFAULT_REQUEST_TIMEOUT_MS } from './http.ts';
+export { DEFAULT_REQUEST_TIMEOUT_MS, readLimitedText } from './http.ts';
 export {
   ADDRESS_POLICY_VARIABLES,
   ALLOWING_OPTION,
