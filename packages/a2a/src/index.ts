@@ -86,6 +86,8 @@ export {
 export { DEFAULT_REQUEST_TIMEOUT_MS, readLimitedText } from './http.ts';
 export {
   ADDRESS_POLICY_VARIABLES,
+  type AddressPolicyEnvironment,
+  addressPolicyFrom,
   ALLOWING_OPTION,
   type AddressCategory,
   type AddressPolicyOptions,
