@@ -6,7 +6,7 @@
 import { expect } from 'vitest';
 import type { Producer } from '@durable-a2a/producer';
 import { eventually } from './fleet.ts';
-import { agentMessage, startScriptedAgent, task, type ScriptedAgentHandle } from './scripted-agent.ts';
+import { agentMessage, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle } from './scripted-agent.ts';
 
 /** The message our SendMessage carried, as the agent recorded it. */
 export interface Received {
@@ -61,5 +61,21 @@ export function startSuspectsAgent(suspects: readonly string[], holding: Readonl
       const history = [{ messageId: holding.has(id) ? messageId : `m-someone-else-${id}`, role: 'ROLE_USER', parts: [{ text: 'book a flight' }] }];
       return { result: task(id, 'WORKING', { contextId: `ctx-${id}`, history }) };
     },
+  });
+}
+
+/**
+ * A scripted agent whose SendMessage answers task `taskId` in `state`, holding the message it was sent (so it is
+ * proven ours); GetTask answers it the same way (any other id: TaskNotFound), SubscribeToTask streams it and hangs.
+ */
+export function startHoldingAgent(taskId: string, state: 'WORKING' | 'COMPLETED'): Promise<ScriptedAgentHandle> {
+  let received: Received | undefined;
+  return startScriptedAgent({
+    SendMessage: async (params) => {
+      received ??= receivedOf(params);
+      return { result: { task: holder(taskId, state, received) } };
+    },
+    SubscribeToTask: () => ({ sse: [taskEvent(holder(taskId, state, received!))], endAfter: 'hang' }),
+    GetTask: async (params) => (String((params as { id?: unknown }).id) === taskId ? { result: holder(taskId, state, received!) } : { error: { code: -32001, message: 'Task not found' } }),
   });
 }

@@ -1,8 +1,10 @@
 /**
  * The new settings reach the fleet options: `DA2A_ATTEMPT_DEADLINE_MS` and the `DA2A_LIMIT_*` input
- * limits (unset ones keep their defaults; a bad value is refused at start-up, naming the variable).
+ * limits (unset ones keep their defaults; a bad value is refused at start-up, naming the variable), and the address
+ * policy's switches (`ADDRESS_POLICY_VARIABLES`).
  */
 import { describe, expect, it } from 'vitest';
+import { ADDRESS_POLICY_VARIABLES, addressPolicyFrom } from '@durable-a2a/a2a';
 import { ServerEnvironmentSchema } from '@durable-a2a/producer/server';
 import { WorkerEnvironmentSchema, fleetOptionsFrom, parseWorkerEnvironment } from '../../packages/workers/src/config.ts';
 import { compileFleetOptions } from '../../packages/workers/src/options.ts';
@@ -22,6 +24,16 @@ describe('attempt deadline and limits from the environment', () => {
 
   it('a limit that is not a positive integer is refused, naming the variable', () => {
     expect(() => parseWorkerEnvironment({ DA2A_LIMIT_PARTS_PER_MESSAGE: '-1' })).toThrow(/DA2A_LIMIT_PARTS_PER_MESSAGE/);
+  });
+});
+
+describe('the address policy from the environment', () => {
+  it('both executables read each switch under the name a refusal tells a person to set', () => {
+    const set = { [ADDRESS_POLICY_VARIABLES.allowLoopback]: 'true', [ADDRESS_POLICY_VARIABLES.allowPrivate]: '1', [ADDRESS_POLICY_VARIABLES.allowedHosts]: 'a.example, b.example' };
+    const expected = { allowLoopback: true, allowPrivate: true, allowedHosts: ['a.example', 'b.example'] };
+    expect(fleetOptionsFrom(parseWorkerEnvironment(set)).addressPolicy).toEqual(expected);
+    expect(addressPolicyFrom(ServerEnvironmentSchema.parse({ ...set, DA2A_API_TOKENS: 't'.repeat(32) }))).toEqual(expected);
+    expect(fleetOptionsFrom(parseWorkerEnvironment({})).addressPolicy).toEqual({ allowLoopback: false, allowPrivate: false, allowedHosts: [] });
   });
 });
 

@@ -67,6 +67,23 @@ export const ADDRESS_POLICY_VARIABLES = {
   allowedHosts: 'DA2A_ALLOWED_AGENT_HOSTS',
 } as const;
 
+/** An executable's parsed environment, as far as the address policy reads it (the names of `ADDRESS_POLICY_VARIABLES`). */
+export type AddressPolicyEnvironment = Readonly<
+  Record<(typeof ADDRESS_POLICY_VARIABLES)['allowLoopback' | 'allowPrivate'], boolean> & Record<(typeof ADDRESS_POLICY_VARIABLES)['allowedHosts'], string[]>
+>;
+
+/**
+ * The `AddressPolicyOptions` of `durable-a2a-api` and `durable-a2a-workers`: each switch read from the parsed
+ * environment under its `ADDRESS_POLICY_VARIABLES` name, the name a refusal's hint tells a person to set.
+ */
+export function addressPolicyFrom(environment: AddressPolicyEnvironment): AddressPolicyOptions {
+  return {
+    allowLoopback: environment[ADDRESS_POLICY_VARIABLES.allowLoopback],
+    allowPrivate: environment[ADDRESS_POLICY_VARIABLES.allowPrivate],
+    allowedHosts: environment[ADDRESS_POLICY_VARIABLES.allowedHosts],
+  };
+}
+
 /**
  * What a refusal of `category` adds to its message: how to allow it, as the library option and as the executables'
  * environment variable, so the person who sees it knows what to set wherever the policy came from.

@@ -121,17 +121,18 @@ export function toNetworkError(error: unknown, url: string, callerSignal?: Abort
 }
 
 /**
- * Reads a body as text, counting bytes as they arrive; past `limitBytes` it stops, destroys the body
- * (closing the connection) and throws `LimitExceededError(limit)`. Never holds more than the limit plus one chunk.
+ * Reads a body as UTF-8 text, counting bytes as they arrive; past `limitBytes` it stops, destroys the body (a Node
+ * stream's `destroy`; a web `ReadableStream` is canceled by leaving its iteration), closing the connection, and throws
+ * `LimitExceededError(limit)` (delivery `received`). Never holds more than the limit plus one chunk.
  */
-export async function readLimitedText(body: AsyncIterable<Uint8Array> & { destroy(): unknown }, limitBytes: number, limit: 'responseBodyBytes' | 'agentCardBytes', url: string): Promise<string> {
+export async function readLimitedText(body: AsyncIterable<Uint8Array> & { destroy?(): unknown }, limitBytes: number, limit: 'responseBodyBytes' | 'agentCardBytes', url: string): Promise<string> {
   const decoder = new TextDecoder('utf-8');
   const pieces: string[] = [];
   let bytes = 0;
   for await (const chunk of body) {
     bytes += chunk.byteLength;
     if (bytes > limitBytes) {
-      body.destroy();
+      body.destroy?.();
       throw new LimitExceededError(limit, limitBytes, `answer from ${url} is larger than the ${limit} limit of ${limitBytes} bytes`, { delivery: 'received' });
     }
     pieces.push(decoder.decode(chunk, { stream: true }));

@@ -83,9 +83,11 @@ export {
   bearerToken,
   refreshingToken,
 } from './credentials.ts';
-export { DEFAULT_REQUEST_TIMEOUT_MS } from './http.ts';
+export { DEFAULT_REQUEST_TIMEOUT_MS, readLimitedText } from './http.ts';
 export {
   ADDRESS_POLICY_VARIABLES,
+  type AddressPolicyEnvironment,
+  addressPolicyFrom,
   ALLOWING_OPTION,
   type AddressCategory,
   type AddressPolicyOptions,

@@ -13,9 +13,12 @@
 import type { Attention, AttentionCode, WorkflowPatch } from './journal/workflow-record.ts';
 import type { Effect } from './decide-types.ts';
 import { FINISHED_STATES, type JournalState } from './journal/states.ts';
+import { PERSON_OUTCOME_CODES, type PersonOutcomeCode } from './journal/error-codes.ts';
 
 /** What `resolve` may do on a workflow in NEEDS_ATTENTION. */
 export type ResolveAction = 'retry' | 'abandon';
+
+const RETRY_OR_ABANDON: readonly ResolveAction[] = ['retry', 'abandon'];
 
 /**
  * What `resolve` can do per attention code. `retry` needs something to send again: an AMBIGUOUS step
@@ -23,12 +26,9 @@ export type ResolveAction = 'retry' | 'abandon';
  * undo has nothing to send again: only `abandon` applies.
  */
 export const RESOLVE_ACTIONS: Readonly<Record<AttentionCode, readonly ResolveAction[]>> = {
+  // An AMBIGUOUS step attempt's own code: the attempt is there to send again.
+  ...(Object.fromEntries(PERSON_OUTCOME_CODES.map((code) => [code, RETRY_OR_ABANDON])) as Record<PersonOutcomeCode, readonly ResolveAction[]>),
   AMBIGUOUS_SEND: ['retry', 'abandon'],
-  NO_PROGRESS: ['retry', 'abandon'],
-  AUTH: ['retry', 'abandon'],
-  ADDRESS_REFUSED: ['retry', 'abandon'],
-  SEARCH_UNAVAILABLE: ['retry', 'abandon'],
-  PROTOCOL_ERROR: ['retry', 'abandon'],
   UNSPECIFIED: ['retry', 'abandon'],
   EFFECT_UNKNOWN: ['abandon'],
   EFFECT_WITHOUT_COMPENSATION: ['abandon'],

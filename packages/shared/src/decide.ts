@@ -9,6 +9,7 @@
 import { dependenciesOf, type Step, type WorkflowDefinition } from './workflow.ts';
 import { agentKeyOf } from '@durable-a2a/a2a/pure';
 import { UNSUCCESSFUL_STATES, isFinished } from './journal/states.ts';
+import { personOutcomeOf } from './journal/error-codes.ts';
 import { cancelOutcome, needsUndo, pendingAttempt } from './decide-effects.ts';
 import type { AttemptView, CandidateLookup, Decision, FailureKind, FirstAttempt, PreviousAttempt, WorkflowSnapshot } from './decide-types.ts';
 
@@ -22,7 +23,7 @@ export function classifyFailure(attempt: AttemptView, step: Step): { kind: Failu
   if (FAILED_STATES.has(attempt.state)) {
     return { kind: attempt.state === 'LOST' ? 'lost' : 'failed', reason: `${attempt.state}: ${attempt.error?.message ?? 'no reason given'}` };
   }
-  if (attempt.state === 'AMBIGUOUS' && (step.readOnly || attempt.retryApproved)) {
+  if (runsAgain(attempt, step)) {
     const reason = `AMBIGUOUS (${step.readOnly ? 'read-only step' : 'a person approved'}, run again): ${attempt.error?.message ?? ''}`;
     return { kind: 'ambiguous', reason };
   }
@@ -30,6 +31,16 @@ export function classifyFailure(attempt: AttemptView, step: Step): { kind: Failu
     return { kind: 'no-effect', reason: 'COMPLETED without effect: the verifier found nothing' };
   }
   return undefined;
+}
+
+/**
+ * Whether an AMBIGUOUS attempt runs again without a person: one a person sent back (retry approved), or one of a
+ * read-only step unless its code says another try would end the same way (`personOutcomeOf(…).readOnlyRunsAgain`,
+ * error-codes.ts: ADDRESS_REFUSED, our own configuration refused the address).
+ */
+function runsAgain(attempt: AttemptView, step: Step): boolean {
+  if (attempt.state !== 'AMBIGUOUS') return false;
+  return attempt.retryApproved === true || (step.readOnly === true && personOutcomeOf(attempt.error?.code)?.readOnlyRunsAgain !== false);
 }
 
 /** Why an attempt counts as failed, or undefined if it did not fail. */
@@ -128,14 +139,10 @@ function nextAttemptOrFail(rules: StepRules, step: Step, attempts: AttemptView[]
 
 /** What the latest attempt of a step means for the workflow. */
 function stepOutcome(step: Step, latest: AttemptView): 'done' | 'failed' | Decision {
-  // Our own configuration refused the address (nothing sent): a person, even for a read-only step (another attempt
-  // would be refused the same way and spend the budget).
-  const refused = latest.state === 'AMBIGUOUS' && latest.error?.code === 'ADDRESS_REFUSED' && !latest.retryApproved;
-  if (latest.state === 'AMBIGUOUS' && !refused && (step.readOnly || latest.retryApproved)) return 'failed';
+  if (runsAgain(latest, step)) return 'failed';
   if (latest.state === 'AMBIGUOUS') {
-    const code = latest.error?.code;
-    const stuck = code === 'NO_PROGRESS' || code === 'PROTOCOL_ERROR' || code === 'AUTH' || code === 'SEARCH_UNAVAILABLE' || code === 'ADDRESS_REFUSED' ? code : undefined;
-    if (stuck) return { kind: 'needs-attention', step: step.name, code: stuck, reason: `${latest.delegationId}: ${latest.error!.message}` };
+    const own = personOutcomeOf(latest.error?.code);
+    if (own) return { kind: 'needs-attention', step: step.name, code: own.code, reason: `${latest.delegationId}: ${latest.error!.message}` };
     return { kind: 'needs-attention', step: step.name, code: 'AMBIGUOUS_SEND', reason: `${latest.delegationId} is AMBIGUOUS: a person must decide` };
   }
   if (latest.state === 'COMPLETED') {

@@ -42,9 +42,9 @@ export {
   isAwaitingAnswer,
 } from './journal/record.ts';
 export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError, PushConfigState } from './journal/record.ts';
-export { OUTCOME_CODES, RECORDED_ERROR_CODES, recordedErrorCodeOf } from './journal/error-codes.ts';
-export { keepsSuspects, suspectsPending, type SuspectFields } from './journal/suspects.ts';
-export type { OutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';
+export { OUTCOME_CODES, PERSON_OUTCOME_CODES, RECORDED_ERROR_CODES, personOutcomeOf, recordedErrorCodeOf } from './journal/error-codes.ts';
+export { keepsSuspects, lostUntold, suspectsPending, type SuspectFields } from './journal/suspects.ts';
+export type { OutcomeCode, PersonOutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 
 export { applyTask, applyStreamResponse, applyStreamResponsePair, applyTerminalFinishing, applyTaskFinishing, statusErrorOf, type ArtifactThenStatus } from './journal/observe.ts';

@@ -4,7 +4,7 @@
  * in docs/operations.md.
  */
 import { z } from 'zod';
-import { A2ALimitsSchema, bearerToken, type CredentialsProvider } from '@durable-a2a/a2a';
+import { A2ALimitsSchema, addressPolicyFrom, bearerToken, type CredentialsProvider } from '@durable-a2a/a2a';
 import { AgentLimitsSchema, JournalDurabilityEnvironment, LongMillisecondsSchema, MillisecondsSchema, RedisUrlSchema, durabilityFrom, jsonVariable, type QueueName } from '@durable-a2a/shared';
 import type { StartFleetOptions } from './fleet.ts';
 import { httpVerifier, type Verifier } from './verifiers.ts';
@@ -226,7 +226,7 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     strictPersistence: environment.DA2A_STRICT_PERSISTENCE,
     durability: durabilityFrom(environment),
     deduplicatingAgents: environment.DA2A_DEDUPLICATING_AGENTS,
-    addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
+    addressPolicy: addressPolicyFrom(environment),
     crashAt: environment.DA2A_CRASH_AT,
     stallAt: environment.DA2A_STALL_AT,
     credentials: (agentCardUrl) => tokens.get(agentCardUrl),

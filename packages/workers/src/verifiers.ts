@@ -3,6 +3,7 @@
  * registered by name in the workers. Never a question to the same agent.
  */
 import type { DelegationView } from '@durable-a2a/shared';
+import { LimitExceededError, readLimitedText } from '@durable-a2a/a2a';
 
 /** present: the side effect exists; absent: it does not; unknown: the read path could not tell. */
 export type Effect = 'present' | 'absent' | 'unknown';
@@ -104,7 +105,7 @@ export function httpVerifier<T>(options: HttpVerifierOptions<T>): Verifier {
 
 /**
  * The body of `response` as text, read until `maxBytes` bytes (a larger `Content-Length` is refused before reading);
- * undefined when it is larger (the rest is not read: the stream is canceled).
+ * undefined when it is larger (the rest is not read: the stream is canceled). The a2a client's bounded reader.
  */
 async function boundedText(response: Response, maxBytes: number): Promise<string | undefined> {
   const declared = Number(response.headers.get('content-length') ?? Number.NaN);
@@ -113,18 +114,10 @@ async function boundedText(response: Response, maxBytes: number): Promise<string
     return undefined;
   }
   if (!response.body) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let bytes = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    bytes += value.byteLength;
-    if (bytes > maxBytes) {
-      await reader.cancel();
-      return undefined;
-    }
-    chunks.push(value);
+  try {
+    return await readLimitedText(response.body, maxBytes, 'responseBodyBytes', response.url);
+  } catch (error) {
+    if (error instanceof LimitExceededError) return undefined;
+    throw error;
   }
-  return Buffer.concat(chunks).toString('utf8');
 }

@@ -1,6 +1,6 @@
 /** The workflow decision is a pure function of the journal: tested without Redis. */
 import { describe, expect, it } from 'vitest';
-import { WorkflowDefinitionSchema } from '@durable-a2a/shared';
+import { PERSON_OUTCOME_CODES, RESOLVE_ACTIONS, WorkflowDefinitionSchema } from '@durable-a2a/shared';
 import { classifyFailure, decide, firstAttempts, type AttemptView, type WorkflowSnapshot } from '../src/workflow/decide.ts';
 
 const definition = (overrides: object = {}) =>
@@ -33,6 +33,15 @@ const agents = { 'book-flight': ['https://flight-1.example', 'https://flight-2.e
 const lookup = (step: { skill?: string }) => agents[step.skill as keyof typeof agents] ?? [];
 
 describe('decide', () => {
+  it.each(PERSON_OUTCOME_CODES)('an AMBIGUOUS attempt with %s asks a person under that code (retry allowed); a read-only step runs again unless the code says it would end the same way', (code) => {
+    const readOnly = snapshot([attempt('car', 1, 'AMBIGUOUS', { error: { code, message: 'why' } })], { definition: definition({ steps: [{ name: 'car', skill: 'rent-car', message: { text: 'car' }, readOnly: true }] }) });
+    const written = snapshot([attempt('car', 1, 'AMBIGUOUS', { error: { code, message: 'why' } })], { definition: definition({ steps: [{ name: 'car', skill: 'rent-car', message: { text: 'car' } }] }) });
+    const asked = { kind: 'needs-attention', step: 'car', code, reason: 'car.1: why' };
+    expect(decide(written, lookup)).toEqual(asked);
+    expect(decide(readOnly, lookup)).toMatchObject(code === 'ADDRESS_REFUSED' ? asked : { kind: 'start-attempt', step: 'car', attempt: 2 });
+    expect(RESOLVE_ACTIONS[code]).toEqual(['retry', 'abandon']);
+  });
+
   it('starts the first step with the first agent that has the skill', () => {
     expect(decide(snapshot([]), lookup)).toMatchObject({ kind: 'start-attempt', step: 'flight', attempt: 1, agentCardUrl: 'https://flight-1.example', previous: [] });
   });

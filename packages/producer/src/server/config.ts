@@ -4,7 +4,6 @@
  */
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ADDRESS_POLICY_VARIABLES as ADDRESS_POLICY_VARIABLES_OF_A2A } from '@durable-a2a/a2a';
 import { TenantsConfigError, parseTenantsConfig, quotaSettingsOf, type TenantsConfig } from './tenants.ts';
 import { JournalDurabilityEnvironment, MillisecondsSchema, RedisUrlSchema, isClusterUrl } from '@durable-a2a/shared';
 import { QUOTAS_ON_CLUSTER_REASON } from '../errors.ts';
@@ -74,8 +73,6 @@ export const ServerEnvironmentSchema = z.object({
   LOG_LEVEL: z.enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent']).default('info'),
 });
 
-/** The variable that sets each `addressPolicy` switch of `durable-a2a-api` (the workers read the same names). */
-export const ADDRESS_POLICY_VARIABLES = ADDRESS_POLICY_VARIABLES_OF_A2A satisfies Record<string, keyof z.input<typeof ServerEnvironmentSchema>>;
 export type ServerEnvironment = z.output<typeof ServerEnvironmentSchema>;
 
 /** Parses the environment; throws a ZodError naming each bad variable. */

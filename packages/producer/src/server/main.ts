@@ -6,6 +6,7 @@
  * it abandoned and exits 1.
  */
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { addressPolicyFrom } from '@durable-a2a/a2a';
 import { TracingEnvironmentSchema, createLogger, durabilityFrom, exitOnSignals, listenOrExit, parseEnvironmentOrExit, startTracing } from '@durable-a2a/shared';
 import { httpLimitsFrom, parseServerEnvironment, sessionFrom, tenantsFrom } from './config.ts';
 import { createServer, redisStatusOf } from './server.ts';
@@ -22,7 +23,7 @@ const app = createServer({
   apiTokens: environment.DA2A_API_TOKENS,
   tenants: parseEnvironmentOrExit(() => tenantsFrom(environment)),
   durability: durabilityFrom(environment),
-  addressPolicy: { allowLoopback: environment.DA2A_ALLOW_LOOPBACK, allowPrivate: environment.DA2A_ALLOW_PRIVATE, allowedHosts: environment.DA2A_ALLOWED_AGENT_HOSTS },
+  addressPolicy: addressPolicyFrom(environment),
   requestTimeoutMs: environment.DA2A_REQUEST_TIMEOUT_MS,
   httpLimits: httpLimitsFrom(environment),
   commandTimeoutMs: environment.DA2A_COMMAND_TIMEOUT_MS,

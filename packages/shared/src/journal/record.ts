@@ -177,10 +177,12 @@ export const DelegationRecordSchema = z
     /**
      * Tasks refused pushes showed holding our message, waiting to be read by GetTask (noteSuspect-1.lua): the field's
      * JSON text, present only while some wait (`Journal.pendingSuspects` reads the list); and how many such tasks were
-     * not kept or never read to a conclusion (`suspectsLost`: over the cap, an id too long, reads that kept failing).
+     * not kept or never read to a conclusion (`suspectsLost`: over the cap, an id too long, reads that kept failing),
+     * and of how many of those a person was told on the finished row (`suspectsLostTold`, noteSuspectsUnchecked-1.lua).
      */
     suspects: optionalText,
     suspectsLost: count,
+    suspectsLostTold: count,
   })
   .transform(({ pushToken: _secret, ...record }) => record);
 export type DelegationRecord = z.output<typeof DelegationRecordSchema>;

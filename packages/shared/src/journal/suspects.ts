@@ -30,3 +30,13 @@ export function suspectsPending(record: Pick<SuspectFields, 'suspects'>): boolea
 export function keepsSuspects(record: SuspectFields): boolean {
   return suspectsPending(record) || record.suspectsLost > 0;
 }
+
+/**
+ * Whether a FINISHED row's lost suspect evidence still has to be told to a person (finished-suspects.ts): more lost
+ * (`suspectsLost`) than a person was told of (`suspectsLostTold`, noteSuspectsUnchecked-1.lua), and the row is not
+ * AMBIGUOUS (a person's already: attention.needed). With nothing pending either, a reconcile of the finished row has
+ * nothing to read or tell: its read round runs once per finding, not on every later reconcile.
+ */
+export function lostUntold(record: Pick<DelegationRecord, 'state' | 'suspectsLost' | 'suspectsLostTold'>): boolean {
+  return record.state !== 'AMBIGUOUS' && record.suspectsLost > record.suspectsLostTold;
+}

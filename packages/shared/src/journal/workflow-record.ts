@@ -7,6 +7,7 @@
 import { z } from 'zod';
 import { parseDefinitionText, type WorkflowDefinition } from '../workflow.ts';
 import { WORKFLOW_STATES, type WorkflowState } from './states.ts';
+import { PERSON_OUTCOME_CODES } from './error-codes.ts';
 
 /** Why a workflow waits for a person: one shape in storage and in the API. */
 export const ATTENTION_CODES = [
@@ -20,19 +21,11 @@ export const ATTENTION_CODES = [
   'COMPENSATION_FAILED',
   /** The user canceled, but a step had (or may have had) an effect that no compensation can undo. */
   'CANCEL_LOST_RACE',
-  /** A delegation brought nothing new for the no-progress window (docs/agents.md "Progress rule"). */
-  'NO_PROGRESS',
-  /** An agent kept answering what cannot be understood; a person decides. */
-  'PROTOCOL_ERROR',
-  /** An agent kept refusing our credentials, or asked for them again and again (P33, P34); a person decides. */
-  'AUTH',
   /**
-   * The workers' address policy refused the agent's URL (nothing was sent): a person changes the workers'
-   * configuration (the message names the variable) and retries.
+   * An AMBIGUOUS step attempt's own code, when it is one a person is asked under (`PERSON_OUTCOME_CODES`,
+   * error-codes.ts: NO_PROGRESS, PROTOCOL_ERROR, SEARCH_UNAVAILABLE, AUTH, ADDRESS_REFUSED); a person decides.
    */
-  'ADDRESS_REFUSED',
-  /** The search for a message that may have been sent kept failing (P32); a person decides. */
-  'SEARCH_UNAVAILABLE',
+  ...PERSON_OUTCOME_CODES,
   /** Written by an older release as prose. */
   'UNSPECIFIED',
 ] as const;

@@ -10,21 +10,20 @@ import type { DelegationRecord } from '@durable-a2a/shared';
 import { emitNotification, type NotifyContext } from './emit.ts';
 
 /**
- * Emits `duplicate.task` for the finished `record` whose message task `otherTaskId` holds too (`ours`: our task,
- * undefined when the attempt finished without one). Call it after the note was journaled (noted now or already).
- * Resolves true when the event was enqueued, false without a receiver or when the enqueue failed. Never rejects.
+ * What a read after the attempt finished found: another task holding our message (`duplicate.task`; `ours`: our task,
+ * undefined when the attempt finished without one), or `lost` suspects that could not be read (`duplicate.unchecked`,
+ * the row's `suspectsLost`; our task is the row's `taskId`).
  */
-export async function notifyDuplicateTask(ctx: NotifyContext, record: Pick<DelegationRecord, 'workflowId' | 'delegationId' | 'step' | 'state'>, ours: string | undefined, otherTaskId: string): Promise<boolean> {
-  const data = { step: record.step, state: record.state, ...(ours !== undefined ? { taskId: ours.slice(0, 128) } : {}), otherTaskId: otherTaskId.slice(0, 128) };
-  return emitNotification(ctx, { kind: 'duplicate.task', workflowId: record.workflowId, delegationId: record.delegationId, occasion: otherTaskId.slice(0, 128), data });
-}
+export type DuplicateFinding = { kind: 'duplicate.task'; ours: string | undefined; otherTaskId: string } | { kind: 'duplicate.unchecked'; lost: number };
 
 /**
- * Emits `duplicate.unchecked` for the finished `record` of which `lost` suspects could not be read (the row's
- * `suspectsLost`). Call it after the note was journaled (noted now or already). Resolves true when the event was
- * enqueued, false without a receiver or when the enqueue failed. Never rejects.
+ * Emits the event of `finding` on the finished `record`. Call it after the note was journaled (noted now or already).
+ * Resolves true when the event was enqueued, false without a receiver or when the enqueue failed. Never rejects.
  */
-export async function notifyDuplicateUnchecked(ctx: NotifyContext, record: Pick<DelegationRecord, 'workflowId' | 'delegationId' | 'step' | 'state' | 'taskId'>, lost: number): Promise<boolean> {
-  const data = { step: record.step, state: record.state, ...(record.taskId !== undefined ? { taskId: record.taskId.slice(0, 128) } : {}), lost };
-  return emitNotification(ctx, { kind: 'duplicate.unchecked', workflowId: record.workflowId, delegationId: record.delegationId, occasion: lost, data });
+export async function notifyDuplicate(ctx: NotifyContext, record: Pick<DelegationRecord, 'workflowId' | 'delegationId' | 'step' | 'state' | 'taskId'>, finding: DuplicateFinding): Promise<boolean> {
+  const task = finding.kind === 'duplicate.task' ? finding.ours : record.taskId;
+  // The occasion (what makes it one event): the other task's id, or the lost count.
+  const [occasion, fact] = finding.kind === 'duplicate.task' ? [finding.otherTaskId.slice(0, 128), { otherTaskId: finding.otherTaskId.slice(0, 128) }] : [finding.lost, { lost: finding.lost }];
+  const data = { step: record.step, state: record.state, ...(task !== undefined ? { taskId: task.slice(0, 128) } : {}), ...fact };
+  return emitNotification(ctx, { kind: finding.kind, workflowId: record.workflowId, delegationId: record.delegationId, occasion, data });
 }

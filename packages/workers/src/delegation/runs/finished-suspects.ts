@@ -15,7 +15,7 @@ import { afterSuspectReads, suspectRound, suspectsToRead, type SuspectRead } fro
 import { foreignHolder, messageOfOursIn } from '../core/search-row.ts';
 import { readTask } from '../io/read.ts';
 import { withReconcileSlot } from './reconcile-slot.ts';
-import { notifyDuplicateTask, notifyDuplicateUnchecked } from '../../notify/duplicate-task.ts';
+import { notifyDuplicate } from '../../notify/duplicate-task.ts';
 
 /**
  * Reads the pending suspects of the finished `record` bound to `boundTaskId` (undefined: it finished without a task of
@@ -64,7 +64,7 @@ async function tellUnchecked(ctx: WorkerContext, record: DelegationRecord, lost:
     log.warn({ lost, state: record.state }, 'tasks that may hold our message too could not be read after this attempt finished: a person is told (the agent may have done the work twice)');
   }
   // Also when noted before (a retried job after a crash between the note and this emit): the same event id.
-  if (noted !== undefined) await notifyDuplicateUnchecked(ctx, record, lost);
+  if (noted !== undefined) await notifyDuplicate(ctx, record, { kind: 'duplicate.unchecked', lost });
 }
 
 /**
@@ -86,6 +86,6 @@ async function readFinishedRowSuspect(ctx: WorkerContext, record: DelegationReco
     log.warn({ taskIds, state: record.state }, 'a task holds our message, read after this attempt finished: noted on the attempt (the agent may have done the work, twice if another task of ours holds it)');
   }
   // Also when noted before (a retried read after a crash between the note and this emit): the same event id.
-  if (noted !== undefined) await notifyDuplicateTask(ctx, record, taskIds[0], taskIds[1]);
+  if (noted !== undefined) await notifyDuplicate(ctx, record, { kind: 'duplicate.task', ours: taskIds[0], otherTaskId: taskIds[1] });
   return 'several-holders';
 }

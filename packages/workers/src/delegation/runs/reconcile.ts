@@ -22,6 +22,8 @@ import {
   isParked,
   keepsSuspects,
   lazyChildLogger,
+  lostUntold,
+  suspectsPending,
   type DelegationRecord,
   type DelegationRef,
 } from '@durable-a2a/shared';
@@ -111,8 +113,9 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   if (isFinished(record.state)) {
     // Suspects noted before it finished are read before its workflow decides (settle.ts waits for them), whether or
     // not it finished bound to a task of ours (an INTENT row keeps them too, and may finish at its deadline); so are
-    // those a push named after it finished; and suspects lost are told to a person (finished-suspects.ts).
-    if (keepsSuspects(record)) {
+    // those a push named after it finished; and suspects lost are told to a person (finished-suspects.ts), once: a
+    // finished row whose lost ones were told has nothing left to read or tell.
+    if (suspectsPending(record) || lostUntold(record)) {
       const pending = await readFinishedRowSuspects(ctx, record, record.taskId, log);
       if (pending !== undefined) return pending;
       const current = await ctx.journal.getDelegation(ref);
