@@ -92,6 +92,7 @@ export {
   enqueueCancel,
   enqueueFollow,
   enqueueReconcile,
+  suspectReadJob,
   enqueueReconcileBatch,
   enqueueDecide,
   enqueueStartupSweep,

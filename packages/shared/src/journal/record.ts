@@ -181,6 +181,12 @@ export const DelegationRecordSchema = z
      */
     suspects: optionalText,
     suspectsLost: count,
+    /**
+     * Rounds of suspect reads in a row that could not read some (clearSuspects-1.lua), and when the last of them ended
+     * (ms): the next read waits for the backoff from then (policy.ts `suspectRetryAt`).
+     */
+    suspectReadRounds: count,
+    suspectReadRoundAt: optionalMs,
   })
   .transform(({ pushToken: _secret, ...record }) => record);
 export type DelegationRecord = z.output<typeof DelegationRecordSchema>;

@@ -236,8 +236,9 @@ export interface SuspectsLeft {
 export const clearSuspectsScript = defineScript({
   name: 'clearSuspects',
   keys: ['delegation'],
-  encode: (input: { rounds: number; read: readonly string[]; unread: readonly string[]; unreadable: readonly string[] }) => [
+  encode: (input: { rounds: number; at: number; read: readonly string[]; unread: readonly string[]; unreadable: readonly string[] }) => [
     input.rounds,
+    input.at,
     input.read.length,
     ...input.read,
     input.unread.length,

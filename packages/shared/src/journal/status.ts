@@ -423,10 +423,12 @@ export class JournalStatus extends JournalDelegations {
    * Ends one round of suspect reads (clearSuspects-1.lua, each id compare-and-set: a suspect noted meanwhile stays):
    * `read` (read to a conclusion, or our own task) removed; `unread` (the read failed and may succeed later) kept, the
    * round counted, and counted lost after `rounds` rounds in a row; `unreadable` (an answer we cannot accept) counted
-   * lost. Returns what is left: pending ids, suspects lost so far, failed rounds in a row.
+   * lost. `at` (ms, default the journal's clock): when the round ended, kept with a counted round
+   * (`suspectReadRoundAt`: the next read waits for the backoff from it). Returns what is left: pending ids, suspects
+   * lost so far, failed rounds in a row.
    */
-  async clearSuspects(ref: DelegationRef, round: { read?: readonly string[]; unread?: readonly string[]; unreadable?: readonly string[] }, rounds = 1): Promise<SuspectsLeft> {
-    const input = { rounds, read: round.read ?? [], unread: round.unread ?? [], unreadable: round.unreadable ?? [] };
+  async clearSuspects(ref: DelegationRef, round: { read?: readonly string[]; unread?: readonly string[]; unreadable?: readonly string[] }, rounds = 1, at = this.now()): Promise<SuspectsLeft> {
+    const input = { rounds, at, read: round.read ?? [], unread: round.unread ?? [], unreadable: round.unreadable ?? [] };
     return this.call(clearSuspectsScript, { delegation: this.delegationKeys(ref)[0] }, input);
   }
 

@@ -343,7 +343,25 @@ export function suspectRound(reads: ReadonlyMap<string, SuspectRead>, ours: read
 export function afterSuspectReads(left: { pending: number; lost: number; rounds: number }, now: number, retryDelayMs: number): { kind: 'person'; lost: number } | { kind: 'read-again'; at: number } | { kind: 'done' } {
   if (left.lost > 0) return { kind: 'person', lost: left.lost };
   if (left.pending === 0) return { kind: 'done' };
-  return { kind: 'read-again', at: left.rounds > 0 ? now + retryDelayMs * 2 ** (left.rounds - 1) : now };
+  return { kind: 'read-again', at: suspectRetryAt({ suspectReadRounds: left.rounds, suspectReadRoundAt: now }, retryDelayMs) ?? now };
+}
+
+/**
+ * When the pending suspects of a row may be read again after `suspectReadRounds` rounds in a row that could not read
+ * some, the last ended at `suspectReadRoundAt` (ms, clearSuspects-1.lua): `retryDelayMs` doubling from that time (the
+ * reconcile job's own backoff). Undefined when no failed round is counted (read at once). The one schedule every
+ * asker keeps: the ender of a round (`afterSuspectReads`), a renewal tick or a follow run starting on the row
+ * (lease-renewal.ts), and a suspect read job that finds itself early (suspect-reads.ts): each asks for its job at
+ * this time, so all of them are one job (`enqueueReconcile`'s id, per second of `at`).
+ */
+export function suspectRetryAt(row: { suspectReadRounds: number; suspectReadRoundAt?: number | undefined }, retryDelayMs: number): number | undefined {
+  if (row.suspectReadRounds <= 0 || row.suspectReadRoundAt === undefined) return undefined;
+  return row.suspectReadRoundAt + retryDelayMs * 2 ** (row.suspectReadRounds - 1);
+}
+
+/** When a read of the row's suspects asked for at `now` (ms) is due: now, or the backoff's end (`suspectRetryAt`) if later. */
+export function suspectReadDueAt(row: { suspectReadRounds: number; suspectReadRoundAt?: number | undefined }, now: number, retryDelayMs: number): number {
+  return Math.max(now, suspectRetryAt(row, retryDelayMs) ?? now);
 }
 
 /**

@@ -4,9 +4,9 @@
  * `reconcile.ts`), each round ended in the journal in one script (clearSuspects-1.lua); the verdicts are pure
  * (`core/policy.ts` `suspectsToRead`, `suspectRound`, `afterSuspectReads`; the task-read and `suspects-unread` rows).
  */
-import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, isFinished, suspectsPending, type DelegationRecord, type SuspectsLeft } from '@durable-a2a/shared';
+import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, isFinished, suspectReadJob, suspectsPending, type DelegationRecord, type SuspectsLeft } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import { afterSuspectReads, suspectRound, suspectsToRead, type SuspectRead } from '../core/policy.ts';
+import { afterSuspectReads, suspectRetryAt, suspectRound, suspectsToRead, type SuspectRead } from '../core/policy.ts';
 import { apply } from '../apply.ts';
 import { readTask } from '../io/read.ts';
 import { withReconcileSlot } from './reconcile-slot.ts';
@@ -16,13 +16,23 @@ import { withReconcileSlot } from './reconcile-slot.ts';
  * one the job names, `SUSPECT_READS_PER_JOB` at a time, oldest first (`readSuspects`), then what is left decides
  * (`afterSuspectReads`): a holder read is AMBIGUOUS (the task-read row); evidence lost (not kept, or never read to a
  * conclusion) is a person (`suspects-unread`); suspects still pending are read by a later job (the next second, or
- * after a backoff when reads failed). Returns the run's outcome when it ends here, else undefined (the reconcile goes
- * on: lease, reattach).
+ * after a backoff when reads failed). After such a round only the job the schedule names reads (`suspectRetryAt`:
+ * the job the round's ender asked for, `suspectReadJob`'s id, run once at a time by BullMQ); any other job naming no
+ * new suspect (a renewal tick's or a follow run's from an older round, a lease or sweep reconcile) asks for that job
+ * (enqueued again if it ran and went) and reads nothing, so the agent is read on the schedule whoever asks.
+ * Returns the run's outcome when it ends here, else undefined (the reconcile goes on: lease, reattach).
  */
-export async function reconcileSuspects(ctx: WorkerContext, record: DelegationRecord, boundTaskId: string, named: string | undefined, log: WorkerContext['logger']): Promise<string | undefined> {
+export async function reconcileSuspects(ctx: WorkerContext, record: DelegationRecord, boundTaskId: string, named: string | undefined, jobId: string | undefined, log: WorkerContext['logger']): Promise<string | undefined> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const retryDelayMs = DEFAULT_JOB_OPTIONS.reconcile.backoff.delay;
+  const retryAt = named === undefined && record.suspectsLost === 0 ? suspectRetryAt(record, retryDelayMs) : undefined;
+  if (retryAt !== undefined && jobId !== suspectReadJob(ref, retryAt).id) {
+    await enqueueReconcile(ctx.queues, ref, { suspect: undefined, at: retryAt, now: ctx.options.now() });
+    return undefined;
+  }
   const { read: toRead, ours } = suspectsToRead(await ctx.journal.pendingSuspects(ref), named, boundTaskId, SUSPECT_READS_PER_JOB);
   let left = { pending: 0, lost: record.suspectsLost, rounds: 0 };
+  let roundAt = ctx.options.now();
   if (toRead.length > 0) {
     const read = await withReconcileSlot(ctx, record, () => readSuspects(ctx, record, toRead, ours, log));
     if (read === 'agent-share-full') {
@@ -33,12 +43,13 @@ export async function reconcileSuspects(ctx: WorkerContext, record: DelegationRe
     if (read === 'several-holders') return read;
     // Finished meanwhile: whoever finished it routed it.
     if (read === 'finished') return 'settled';
-    left = read;
+    ({ left, at: roundAt } = read);
   } else if (ours.length > 0 || suspectsPending(record)) {
-    left = await ctx.journal.clearSuspects(ref, { read: ours });
+    left = await ctx.journal.clearSuspects(ref, { read: ours }, 1, roundAt);
   }
   const now = ctx.options.now();
-  const after = afterSuspectReads(left, now, DEFAULT_JOB_OPTIONS.reconcile.backoff.delay);
+  // From the time the round's script kept (`roundAt`): a tick asking for the next read computes the same time.
+  const after = afterSuspectReads(left, roundAt, retryDelayMs);
   if (after.kind === 'person') {
     const current = await ctx.journal.getDelegation(ref);
     if (!current || isFinished(current.state)) return 'settled';
@@ -74,13 +85,15 @@ async function readSuspect(ctx: WorkerContext, record: DelegationRecord, suspect
  * Reads `suspects` (`suspectsToRead`) one by one (`readSuspect`) until one shows our message (`several-holders`: the
  * row is AMBIGUOUS, nothing more to read), then ends the round in the journal (`Journal.clearSuspects`, compare-and-set:
  * a suspect pushed meanwhile stays): the ones read and `ours` removed, the unread kept for another round, the
- * unreadable counted lost. Returns `several-holders`, `finished` (the row finished meanwhile), or what is left.
+ * unreadable counted lost. Returns `several-holders`, `finished` (the row finished meanwhile), or what is left and
+ * when the round ended (ms, as the journal keeps it).
  */
-async function readSuspects(ctx: WorkerContext, record: DelegationRecord, suspects: readonly string[], ours: readonly string[], log: WorkerContext['logger']): Promise<'several-holders' | 'finished' | SuspectsLeft> {
+async function readSuspects(ctx: WorkerContext, record: DelegationRecord, suspects: readonly string[], ours: readonly string[], log: WorkerContext['logger']): Promise<'several-holders' | 'finished' | { left: SuspectsLeft; at: number }> {
   let row: DelegationRecord = record;
   const reads = new Map<string, SuspectRead>();
   let outcome: 'several-holders' | 'finished' | undefined;
   let left: SuspectsLeft;
+  let at = 0;
   try {
     const done = await readUntilDecided(
       suspects,
@@ -101,9 +114,10 @@ async function readSuspects(ctx: WorkerContext, record: DelegationRecord, suspec
     if (done.decided) outcome = 'several-holders';
   } finally {
     // Also when a read threw (the journal, a bug): what was read to a conclusion is not read again.
-    left = await ctx.journal.clearSuspects(record, suspectRound(reads, ours), DEFAULT_JOB_OPTIONS.reconcile.attempts);
+    at = ctx.options.now();
+    left = await ctx.journal.clearSuspects(record, suspectRound(reads, ours), DEFAULT_JOB_OPTIONS.reconcile.attempts, at);
   }
-  return outcome ?? left;
+  return outcome ?? { left, at };
 }
 
 /**
