@@ -3,7 +3,7 @@
 export { Journal, countUnfinishedByState, questionKeyOf } from './journal/journal.ts';
 export { boundedResult, boundedStatusMessage, statusMessageCut, type StatusMessageCut } from './journal/status-message.ts';
 export { WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern, PATTERN_FROM_WAITERS, PATTERN_LINGER_MS, type ChangeSubscriberOptions } from './journal/changes.ts';
-export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry, FinishStepResult, OneStepFinish, SuspectsLeft } from './journal/journal.ts';
+export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry, FinishStepResult, OneStepFinish, SuspectsLeft, SuspectRoundClaim } from './journal/journal.ts';
 export { JournalError } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
 export { CorruptRecordError, corruptRecordReporter } from './journal/corrupt.ts';
@@ -43,7 +43,7 @@ export {
 } from './journal/record.ts';
 export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError, PushConfigState } from './journal/record.ts';
 export { OUTCOME_CODES, RECORDED_ERROR_CODES, recordedErrorCodeOf } from './journal/error-codes.ts';
-export { keepsSuspects, suspectsPending, type SuspectFields } from './journal/suspects.ts';
+export { keepsSuspects, suspectsPending, type SuspectFields, type SuspectRoundFields } from './journal/suspects.ts';
 export type { OutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 

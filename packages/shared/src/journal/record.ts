@@ -187,6 +187,12 @@ export const DelegationRecordSchema = z
      */
     suspectReadRounds: count,
     suspectReadRoundAt: optionalMs,
+    /**
+     * The round of suspect reads in flight (claimSuspectRound-1.lua): its claimer's token and until when (ms) the claim
+     * holds; gone when the round ends (clearSuspects-1.lua). A job that sees it does not read (policy.ts `suspectReadTurn`).
+     */
+    suspectRoundBy: optionalText,
+    suspectRoundUntil: optionalMs,
   })
   .transform(({ pushToken: _secret, ...record }) => record);
 export type DelegationRecord = z.output<typeof DelegationRecordSchema>;
