@@ -368,8 +368,6 @@ export interface SuspectAsker {
   jobId: string | undefined;
   /** The id of the suspect read job due at a time (ms): `suspectReadJob(ref, at).id`. */
   scheduled: (at: number) => string;
-  /** Whether the job names a suspect a push just showed (read at once, backoff or not; a round in flight still waits). */
-  named: boolean;
   /** The row's suspects counted lost (`suspectsLost`): above 0, a person decides at once (no backoff). */
   lost: number;
   /** Now (ms). */
@@ -380,8 +378,10 @@ export interface SuspectAsker {
  * Whether a job reads the row's suspects now: the one schedule every asker keeps (a suspect read job, a renewal
  * tick's or a follow run's, a lease or sweep reconcile). A round in flight (claimed, claimSuspectRound-1.lua, its
  * claim not yet expired) is not read over: wait for the claim's end (its ender asks for the next read itself; this
- * job's own at the claim's end only looks again). After failed rounds (`suspectRetryAt`), unless the job names a
- * suspect or some are lost, nothing reads before the backoff's end: then only the job the round's ender asked for
+ * job's own at the claim's end only looks again). After failed rounds (`suspectRetryAt`), unless some are lost (a
+ * person decides at once), nothing reads before the backoff's end, not even a job naming a suspect a push just
+ * showed (it is pending in the row: the next round reads it; a job that ran again, stalled under load, names it too):
+ * then only the job the round's ender asked for
  * reads (`scheduled(retryAt)`), any other waits for that time (asking for that same job); but a claim past its time is
  * a round that never ended (its worker died, and with it maybe that job): any job takes it over once the backoff
  * allows. Pure; `suspect-reads.ts` claims the round compare-and-set on the fields it decided from before any GetTask,
@@ -391,7 +391,7 @@ export function suspectReadTurn(row: SuspectRoundFields, asker: SuspectAsker, re
   const claimed = row.suspectRoundBy !== undefined;
   const until = row.suspectRoundUntil ?? 0;
   if (claimed && until > asker.now) return { kind: 'wait', at: until };
-  const retryAt = !asker.named && asker.lost === 0 ? suspectRetryAt(row, retryDelayMs) : undefined;
+  const retryAt = asker.lost === 0 ? suspectRetryAt(row, retryDelayMs) : undefined;
   if (retryAt === undefined) return { kind: 'read' };
   if (claimed ? asker.now < retryAt : asker.jobId !== asker.scheduled(retryAt)) return { kind: 'wait', at: retryAt };
   return { kind: 'read' };

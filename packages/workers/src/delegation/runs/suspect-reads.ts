@@ -27,7 +27,7 @@ import { withReconcileSlot } from './reconcile-slot.ts';
 export async function reconcileSuspects(ctx: WorkerContext, record: DelegationRecord, boundTaskId: string, named: string | undefined, jobId: string | undefined, log: WorkerContext['logger']): Promise<string | undefined> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   const retryDelayMs = DEFAULT_JOB_OPTIONS.reconcile.backoff.delay;
-  const asker = { jobId, scheduled: (at: number) => suspectReadJob(ref, at).id, named: named !== undefined, lost: record.suspectsLost };
+  const asker = { jobId, scheduled: (at: number) => suspectReadJob(ref, at).id, lost: record.suspectsLost };
   const turn = suspectReadTurn(record, { ...asker, now: ctx.options.now() }, retryDelayMs);
   if (turn.kind === 'wait') {
     await enqueueReconcile(ctx.queues, ref, { suspect: named, at: turn.at, now: ctx.options.now() });
