@@ -386,17 +386,23 @@ describe('follow lease', () => {
     expect(await redis().get(journal.keys.followLease(third.workflowId, third.delegationId))).toBe('b');
   });
 
-  it('renewLeases: says, from the same script, whether a row still ours keeps suspects (pending or counted lost); never for a lease lost', async () => {
+  it('renewLeases: says, from the same script, whether a row still ours keeps suspects (pending or counted lost), with its failed read rounds and when the last ended; never for a lease lost', async () => {
     const renewals = async (token = 'a') => (await journal.renewLeases([{ ref, token }], 7_000, () => 1))[0];
+    const none = { suspectReadRounds: 0 };
     expect(await journal.lease(ref, 'acquire', 'a', 5_000)).toBe(true);
-    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: false });
+    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: false, ...none });
     expect(await journal.noteSuspect(ref, 'T2')).toBe('kept');
-    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: true });
-    expect(await renewals('b')).toEqual({ lease: 'lost', keepsSuspects: false });
+    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: true, ...none });
+    expect(await renewals('b')).toEqual({ lease: 'lost', keepsSuspects: false, ...none });
+    // A round that could not read T2: counted, timed; the renewal tick waits for its backoff (lease-renewal.ts).
+    expect(await journal.clearSuspects(ref, { unread: ['T2'] }, 3, 1_234_567)).toEqual({ pending: 1, lost: 0, rounds: 1 });
+    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: true, suspectReadRounds: 1, suspectReadRoundAt: 1_234_567 });
+    expect((await journal.getDelegation(ref))!).toMatchObject({ suspectReadRounds: 1, suspectReadRoundAt: 1_234_567 });
     expect(await journal.clearSuspects(ref, { read: ['T2'] })).toMatchObject({ pending: 0, lost: 0 });
-    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: false });
+    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: false, ...none });
+    expect((await journal.getDelegation(ref))!.suspectReadRoundAt).toBeUndefined();
     expect(await journal.noteSuspect(ref, 'T'.repeat(2_000))).toBe('too-long');
-    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: true });
+    expect(await renewals()).toEqual({ lease: 'renewed', keepsSuspects: true, ...none });
   });
 
   it('renewLeases: a lease whose delegation is finished or gone (compacted) is not renewed (finished), whoever holds it (attack 27)', async () => {

@@ -154,6 +154,16 @@ export type ReconcileOccasion =
   | { pushedCompletion: number }
   | { suspect: string | undefined; at: number; now: number };
 
+/**
+ * The id and due time (ms) of the suspect read job of `ref` asked for at `at` (ms): one job per delegation per second
+ * of `at`, due at that second's end (`ReconcileOccasion` `suspect`). A suspect read job compares its own id with the
+ * one its row's schedule names (suspect-reads.ts).
+ */
+export function suspectReadJob(ref: Ref, at: number): { id: string; dueAt: number } {
+  const dueAt = Math.floor(at / 1000) * 1000 + 1000;
+  return { id: jobId('reconcile', ref.workflowId, ref.delegationId, 'suspect', dueAt), dueAt };
+}
+
 /** Reconciles one delegation. */
 export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occasion: ReconcileOccasion): Promise<void> {
   const data = refOf(ref);
@@ -168,8 +178,8 @@ export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occ
     await queues.reconcile.add('delegation', data, occasion.later ? { ...options, priority: 1 } : options);
   } else if ('suspect' in occasion) {
     // Delayed to the end of its second, so it is still waiting (and deduplicates) while that second's pushes arrive.
-    const dueAt = Math.floor(occasion.at / 1000) * 1000 + 1000;
-    const options = { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'suspect', dueAt), delay: Math.max(0, dueAt - occasion.now) };
+    const { id, dueAt } = suspectReadJob(ref, occasion.at);
+    const options = { jobId: id, delay: Math.max(0, dueAt - occasion.now) };
     await queues.reconcile.add('delegation', occasion.suspect === undefined ? data : { ...data, suspectTaskId: occasion.suspect }, options);
   } else if ('push' in occasion) {
     await queues.reconcile.add('delegation', data, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'push', occasion.push) });

@@ -3,7 +3,7 @@
 export { Journal, countUnfinishedByState, questionKeyOf, asksQuestion, ANSWERS_PER_WORKFLOW_MAX, sameAnswerParts } from './journal/journal.ts';
 export { boundedResult, boundedStatusMessage, statusMessageCut, type StatusMessageCut } from './journal/status-message.ts';
 export { WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern, PATTERN_FROM_WAITERS, PATTERN_LINGER_MS, type ChangeSubscriberOptions } from './journal/changes.ts';
-export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry, RecordedReply, FinishStepResult, OneStepFinish, SuspectsLeft } from './journal/journal.ts';
+export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry, RecordedReply, FinishStepResult, OneStepFinish, SuspectsLeft, SuspectRoundClaim } from './journal/journal.ts';
 export { JournalError } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';
 export { CorruptRecordError, corruptRecordReporter } from './journal/corrupt.ts';
@@ -43,7 +43,7 @@ export {
 } from './journal/record.ts';
 export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError, PushConfigState } from './journal/record.ts';
 export { OUTCOME_CODES, PERSON_OUTCOME_CODES, RECORDED_ERROR_CODES, personOutcomeOf, recordedErrorCodeOf } from './journal/error-codes.ts';
-export { keepsSuspects, lostUntold, suspectsPending, type SuspectFields } from './journal/suspects.ts';
+export { keepsSuspects, lostUntold, suspectsPending, type SuspectFields, type SuspectRoundFields } from './journal/suspects.ts';
 export type { OutcomeCode, PersonOutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 
@@ -92,6 +92,7 @@ export {
   enqueueCancel,
   enqueueFollow,
   enqueueReconcile,
+  suspectReadJob,
   enqueueReconcileBatch,
   enqueueDecide,
   enqueueStartupSweep,

@@ -5,6 +5,6 @@
  */
 export { isFinished, isParked, isUnsuccessful, journalStateOf, FINISHED_STATES, PARKED_STATES } from './journal/states.ts';
 export { isAwaitingAnswer } from './journal/record.ts';
-export { keepsSuspects, lostUntold, suspectsPending, type SuspectFields } from './journal/suspects.ts';
+export { keepsSuspects, lostUntold, suspectsPending, type SuspectFields, type SuspectRoundFields } from './journal/suspects.ts';
 export { historyHolds, isTerminalTaskState, isInterruptedTaskState, taskShownOurs } from '@durable-a2a/a2a/pure';
 export { OUTCOME_CODES, type OutcomeCode } from './journal/error-codes.ts';

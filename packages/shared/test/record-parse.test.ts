@@ -16,7 +16,8 @@ const full: Record<string, string> = {
   resendCount: '2', unreachableCount: '3', unsentTries: '2', unreachableSince: '12', nextTryAt: '13', slotWaitUntil: '14', version: '7', fence: '4', notFoundCount: '1', firstNotFoundAt: '15', noProgressMark: 'mk', noProgressSince: '16',
   noProgressCount: '2', noProgressLast: 'ls', finishedAt: '19', replyMessageId: 'r1', replyMessage: message, replyState: 'sending',
   replySendToken: 'tok', replySendUntil: '30', replyError: 'no', replyForQuestion: 'q1', replyBy: 'expiry', questionKey: 'q1', questionAskedAt: '31', questionExpired: 'q0', questionExpiredAt: '32', questionExpiry: 'answer', effect: 'present',
-  evidence: JSON.stringify({ id: 9 }), verifiedAt: '21', verifyAttempts: '1', suspects: JSON.stringify(['T2']), suspectsLost: '2', suspectsLostTold: '1', unknownExtra: 'ignored',
+  evidence: JSON.stringify({ id: 9 }), verifiedAt: '21', verifyAttempts: '1', suspects: JSON.stringify(['T2']), suspectsLost: '2', suspectsLostTold: '1',
+  suspectReadRounds: '1', suspectReadRoundAt: '33', suspectRoundBy: 'claimer', suspectRoundUntil: '34', unknownExtra: 'ignored',
 };
 const minimal: Record<string, string> = { workflowId: 'w1', delegationId: 'd', step: 'a', attempt: '1', agentCardUrl: 'u', messageId: 'm', state: 'INTENT', message, createdAt: '1', updatedAt: '1', version: '1' };
 

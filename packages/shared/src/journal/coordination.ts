@@ -28,6 +28,12 @@ export interface FollowRenewal {
    * in the same script while the lease is ours; false when the lease is lost or the row finished or gone.
    */
   keepsSuspects: boolean;
+  /**
+   * With `keepsSuspects`: the failed suspect read rounds in a row and when the last ended (ms; 0 when none), the
+   * row's `suspectReadRounds` and `suspectReadRoundAt` (clearSuspects-1.lua), whose backoff the next read waits for.
+   */
+  suspectReadRounds: number;
+  suspectReadRoundAt?: number;
 }
 
 /** lease-1.lua: 'done' or 'not ours' (held by someone else). */
@@ -44,10 +50,12 @@ const renewFollowScript = defineScript({
   keys: ['delegation', 'lease'],
   encode: (input: { token: string; durationMs: number }) => [input.token, input.durationMs],
   decode: (reply, script): FollowRenewal => {
-    const [outcome, suspects] = arrayReply(reply, script);
+    const [outcome, suspects, rounds, roundAt] = arrayReply(reply, script);
     const lease = ({ 1: 'renewed', 2: 'retaken', 0: 'lost', 3: 'finished' } as const)[integerReply(outcome, script) as 0 | 1 | 2 | 3];
     if (lease === undefined) throw new ScriptReplyError(script, reply);
-    return { lease, keepsSuspects: (lease === 'renewed' || lease === 'retaken') && integerReply(suspects, script) === 1 };
+    const keepsSuspects = (lease === 'renewed' || lease === 'retaken') && integerReply(suspects, script) === 1;
+    const at = keepsSuspects && roundAt !== undefined ? integerReply(roundAt, script) : 0;
+    return { lease, keepsSuspects, suspectReadRounds: keepsSuspects && rounds !== undefined ? integerReply(rounds, script) : 0, ...(at > 0 ? { suspectReadRoundAt: at } : {}) };
   },
 });
 

@@ -22,7 +22,7 @@ export class Journal extends JournalNotifications {}
 
 export { JournalError } from './errors.ts';
 export type { DelegationRef, JournalOptions } from './core.ts';
-export { questionKeyOf, asksQuestion, type ArtifactOutcome, type ArtifactUpdate, type SuspectsLeft, type StatusChange, type StatusChangeResult, type FollowLease, type WorkflowAtFinish, type WorkflowFlags } from './status.ts';
+export { questionKeyOf, asksQuestion, type ArtifactOutcome, type ArtifactUpdate, type SuspectsLeft, type SuspectRoundClaim, type StatusChange, type StatusChangeResult, type FollowLease, type WorkflowAtFinish, type WorkflowFlags } from './status.ts';
 export { countUnfinishedByState, STATE_SAMPLE_LIMIT } from './unfinished-index.ts';
 export { FrontPushConfigSchema, NOTIFICATION_STAGES, type FrontPushConfig, type NotificationEntry, type NotificationStage } from './notifications.ts';
 export { ANSWERS_PER_WORKFLOW_MAX, sameAnswerParts, type QuestionExpiry, type RecordedReply } from './replies.ts';

@@ -183,6 +183,18 @@ export const DelegationRecordSchema = z
     suspects: optionalText,
     suspectsLost: count,
     suspectsLostTold: count,
+    /**
+     * Rounds of suspect reads in a row that could not read some (clearSuspects-1.lua), and when the last of them ended
+     * (ms): the next read waits for the backoff from then (policy.ts `suspectRetryAt`).
+     */
+    suspectReadRounds: count,
+    suspectReadRoundAt: optionalMs,
+    /**
+     * The round of suspect reads in flight (claimSuspectRound-1.lua): its claimer's token and until when (ms) the claim
+     * holds; gone when the round ends (clearSuspects-1.lua). A job that sees it does not read (policy.ts `suspectReadTurn`).
+     */
+    suspectRoundBy: optionalText,
+    suspectRoundUntil: optionalMs,
   })
   .transform(({ pushToken: _secret, ...record }) => record);
 export type DelegationRecord = z.output<typeof DelegationRecordSchema>;

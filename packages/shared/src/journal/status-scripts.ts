@@ -7,6 +7,7 @@ import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { storedArtifact } from '@durable-a2a/a2a/pure';
 import { encodeRecordedError, type RecordedError } from './record.ts';
 import { EARLIER_PROTOCOL_ERRORS_MAX } from './keys.ts';
+import type { SuspectRoundFields } from './suspects.ts';
 import type { StatusChange } from './status.ts';
 import { parseAgentTimestamp } from './clock.ts';
 import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, ScriptReplyError, stringReply, type Refused } from './scripts.ts';
@@ -279,8 +280,10 @@ export interface SuspectsLeft {
 export const clearSuspectsScript = defineScript({
   name: 'clearSuspects',
   keys: ['delegation'],
-  encode: (input: { rounds: number; read: readonly string[]; unread: readonly string[]; unreadable: readonly string[] }) => [
+  encode: (input: { rounds: number; at: number; claim: string; read: readonly string[]; unread: readonly string[]; unreadable: readonly string[] }) => [
     input.rounds,
+    input.at,
+    input.claim,
     input.read.length,
     ...input.read,
     input.unread.length,
@@ -290,6 +293,45 @@ export const clearSuspectsScript = defineScript({
   decode: (reply, script): SuspectsLeft => {
     const [pending, lost, rounds] = arrayReply(reply, script).map((value) => integerReply(value, script));
     return { pending: pending ?? 0, lost: lost ?? 0, rounds: rounds ?? 0 };
+  },
+});
+
+/**
+ * What claiming a round of suspect reads found (claimSuspectRound-1.lua): `claimed` (this claimer reads), `finished`
+ * (the row is finished or gone: nothing to read), or `moved`: another round was claimed or ended since the claimer
+ * looked, or a claim still holds; the row's round fields as they are now, to decide again.
+ */
+export type SuspectRoundClaim = { kind: 'claimed' } | { kind: 'finished' } | { kind: 'moved'; row: SuspectRoundFields };
+
+/** claimSuspectRound-1.lua: the round claimed compare-and-set on the round fields the claimer saw. */
+export const claimSuspectRoundScript = defineScript({
+  name: 'claimSuspectRound',
+  keys: ['delegation'],
+  encode: (input: { token: string; now: number; durationMs: number; seen: SuspectRoundFields }) => [
+    input.token,
+    input.now,
+    input.durationMs,
+    input.seen.suspectReadRounds,
+    input.seen.suspectReadRoundAt ?? '',
+    input.seen.suspectRoundBy ?? '',
+  ],
+  decode: (reply, script): SuspectRoundClaim => {
+    const [outcome, rounds, roundAt, by, until] = arrayReply(reply, script);
+    const code = integerReply(outcome, script);
+    if (code === 1) return { kind: 'claimed' };
+    if (code === 0) return { kind: 'finished' };
+    if (code !== 2) throw new ScriptReplyError(script, reply);
+    const at = integerReply(roundAt, script);
+    const untilMs = integerReply(until, script);
+    const claimer = stringReply(by, script);
+    return {
+      kind: 'moved',
+      row: {
+        suspectReadRounds: integerReply(rounds, script),
+        ...(at > 0 ? { suspectReadRoundAt: at } : {}),
+        ...(claimer !== '' ? { suspectRoundBy: claimer, suspectRoundUntil: untilMs } : {}),
+      },
+    };
   },
 });
 

@@ -19,13 +19,14 @@ import type { DelegationRef } from './core.ts';
 import { JournalDelegations } from './delegations.ts';
 import { SUSPECT_TASK_ID_MAX, SUSPECTS_PENDING_MAX } from './keys.ts';
 import { historyArgument, type HistoryEntryInput } from './history.ts';
-import { keepsSuspects } from './suspects.ts';
+import { keepsSuspects, type SuspectRoundFields } from './suspects.ts';
 import { isRefused, type Refused } from './scripts.ts';
 import { z } from 'zod';
 import {
   applyArtifactScript,
   applyArtifactThenStatusScript,
   applyStatusScript,
+  claimSuspectRoundScript,
   clearSuspectsScript,
   noteDuplicateTaskScript,
   noteProtocolErrorScript,
@@ -34,6 +35,7 @@ import {
   type ApplyStatusOutcome,
   type ArtifactOutcome,
   type ArtifactUpdate,
+  type SuspectRoundClaim,
   type SuspectsLeft,
   type TaskBinding,
 } from './status-scripts.ts';
@@ -55,7 +57,7 @@ function finishedAttemptEntry(record: DelegationRef & Partial<Pick<DelegationRec
 /** The row's `suspects` field (noteSuspect-1.lua): a JSON list of task ids, oldest first. */
 const PendingSuspectsSchema = z.array(z.string());
 
-export { questionKeyOf, asksQuestion, type ArtifactOutcome, type ArtifactUpdate, type SuspectsLeft } from './status-scripts.ts';
+export { questionKeyOf, asksQuestion, type ArtifactOutcome, type ArtifactUpdate, type SuspectsLeft, type SuspectRoundClaim } from './status-scripts.ts';
 
 /** An observed status (or a local outcome) to apply with `applyStatus`. */
 export interface StatusChange {
@@ -423,11 +425,25 @@ export class JournalStatus extends JournalDelegations {
    * Ends one round of suspect reads (clearSuspects-1.lua, each id compare-and-set: a suspect noted meanwhile stays):
    * `read` (read to a conclusion, or our own task) removed; `unread` (the read failed and may succeed later) kept, the
    * round counted, and counted lost after `rounds` rounds in a row; `unreadable` (an answer we cannot accept) counted
-   * lost. Returns what is left: pending ids, suspects lost so far, failed rounds in a row.
+   * lost. `at` (ms, default the journal's clock): when the round ended, kept with a counted round
+   * (`suspectReadRoundAt`: the next read waits for the backoff from it). Returns what is left: pending ids, suspects
+   * lost so far, failed rounds in a row. `claim`: the token the round was claimed with (`claimSuspectRound`; '' when
+   * none), whose claim the same script releases if it is still this one.
    */
-  async clearSuspects(ref: DelegationRef, round: { read?: readonly string[]; unread?: readonly string[]; unreadable?: readonly string[] }, rounds = 1): Promise<SuspectsLeft> {
-    const input = { rounds, read: round.read ?? [], unread: round.unread ?? [], unreadable: round.unreadable ?? [] };
+  async clearSuspects(ref: DelegationRef, round: { read?: readonly string[]; unread?: readonly string[]; unreadable?: readonly string[] }, rounds = 1, at = this.now(), claim = ''): Promise<SuspectsLeft> {
+    const input = { rounds, at, claim, read: round.read ?? [], unread: round.unread ?? [], unreadable: round.unreadable ?? [] };
     return this.call(clearSuspectsScript, { delegation: this.delegationKeys(ref)[0] }, input);
+  }
+
+  /**
+   * Claims the next round of suspect reads of an unfinished row before its first GetTask (claimSuspectRound-1.lua),
+   * compare-and-set on the round fields the claimer decided from (`seen`: failed rounds, the last one's end, an
+   * expired claim it takes over): the claim holds `durationMs` from `now` (ms), or until the round's `clearSuspects`
+   * with `token`. A job that sees it in the row does not read (workers policy.ts `suspectReadTurn`).
+   * @returns `claimed`; `finished` (row finished or gone); `moved` with the row's round fields as they are now
+   */
+  async claimSuspectRound(ref: DelegationRef, claim: { token: string; now: number; durationMs: number; seen: SuspectRoundFields }): Promise<SuspectRoundClaim> {
+    return this.call(claimSuspectRoundScript, { delegation: this.delegationKeys(ref)[0] }, claim);
   }
 
   /**

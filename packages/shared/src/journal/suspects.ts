@@ -40,3 +40,15 @@ export function keepsSuspects(record: SuspectFields): boolean {
 export function lostUntold(record: Pick<DelegationRecord, 'state' | 'suspectsLost' | 'suspectsLostTold'>): boolean {
   return record.state !== 'AMBIGUOUS' && record.suspectsLost > record.suspectsLostTold;
 }
+
+/**
+ * A row's round of suspect reads as its schedule reads it: failed rounds in a row and when the last ended (ms,
+ * clearSuspects-1.lua), and the round in flight, if any: its claimer's token and until when (ms) its claim holds
+ * (claimSuspectRound-1.lua; released by the round's end, taken over past that time).
+ */
+export interface SuspectRoundFields {
+  suspectReadRounds: number;
+  suspectReadRoundAt?: number | undefined;
+  suspectRoundBy?: string | undefined;
+  suspectRoundUntil?: number | undefined;
+}

@@ -14,14 +14,17 @@
   KEYS[2] lease key
   ARGV[1] holder token
   ARGV[2] lease duration in ms
-  Returns: {outcome, suspects}: outcome 1 renewed, 2 taken back, 0 held by someone else, 3 the delegation is
-           finished or its row gone (nothing renewed: its holder stops the stream and releases the lease);
-           suspects 1 when the row keeps suspects pending or counted lost (outcome 1 or 2 only), else 0
+  Returns: {outcome, suspects, rounds, roundAt}: outcome 1 renewed, 2 taken back, 0 held by someone else, 3 the
+           delegation is finished or its row gone (nothing renewed: its holder stops the stream and releases the lease);
+           suspects 1 when the row keeps suspects pending or counted lost (outcome 1 or 2 only), else 0; with suspects
+           1, the failed suspect read rounds in a row and when the last ended (`suspectReadRounds`,
+           `suspectReadRoundAt`, clearSuspects-1.lua; 0 when absent): the tick asks for the read no sooner than their
+           backoff allows
 ]]
 --- @include "prelude"
 --- @include "suspects"
-local fields = redis.call('HMGET', KEYS[1], 'state', 'suspects', 'suspectsLost')
-if not fields[1] or FINISHED[fields[1]] then return {3, 0} end
+local fields = redis.call('HMGET', KEYS[1], 'state', 'suspects', 'suspectsLost', 'suspectReadRounds', 'suspectReadRoundAt')
+if not fields[1] or FINISHED[fields[1]] then return {3, 0, 0, 0} end
 local token = ARGV[1]
 local outcome
 if redis.call('SET', KEYS[2], token, 'NX', 'PX', ARGV[2]) then
@@ -30,6 +33,7 @@ elseif redis.call('GET', KEYS[2]) == token then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   outcome = 1
 else
-  return {0, 0}
+  return {0, 0, 0, 0}
 end
-return {outcome, keepsSuspects(fields[2], fields[3]) and 1 or 0}
+if not keepsSuspects(fields[2], fields[3]) then return {outcome, 0, 0, 0} end
+return {outcome, 1, tonumber(fields[4]) or 0, tonumber(fields[5]) or 0}

@@ -5,7 +5,7 @@
  * function and the table test (`transitions.test.ts`) needs no Redis and no timers.
  */
 import { isAwaitingAnswer, isFinished, isParked } from '@durable-a2a/shared/pure';
-import type { DelegationRecord, RecordedError } from '@durable-a2a/shared';
+import type { DelegationRecord, RecordedError, SuspectRoundFields } from '@durable-a2a/shared';
 import type { FollowPlan, Next } from './next.ts';
 import type { SearchFinding, UnreachableBounds } from './observation.ts';
 import type { OutcomeCode } from './outcomes.ts';
@@ -343,7 +343,72 @@ export function suspectRound(reads: ReadonlyMap<string, SuspectRead>, ours: read
 export function afterSuspectReads(left: { pending: number; lost: number; rounds: number }, now: number, retryDelayMs: number): { kind: 'person'; lost: number } | { kind: 'read-again'; at: number } | { kind: 'done' } {
   if (left.lost > 0) return { kind: 'person', lost: left.lost };
   if (left.pending === 0) return { kind: 'done' };
-  return { kind: 'read-again', at: left.rounds > 0 ? now + retryDelayMs * 2 ** (left.rounds - 1) : now };
+  return { kind: 'read-again', at: suspectRetryAt({ suspectReadRounds: left.rounds, suspectReadRoundAt: now }, retryDelayMs) ?? now };
+}
+
+/**
+ * When the pending suspects of a row may be read again after `suspectReadRounds` rounds in a row that could not read
+ * some, the last ended at `suspectReadRoundAt` (ms, clearSuspects-1.lua): `retryDelayMs` doubling from that time (the
+ * reconcile job's own backoff). Undefined when no failed round is counted (read at once). The one schedule every
+ * asker keeps: the ender of a round (`afterSuspectReads`), a renewal tick or a follow run starting on the row
+ * (lease-renewal.ts), and a suspect read job that finds itself early (suspect-reads.ts): each asks for its job at
+ * this time, so all of them are one job (`enqueueReconcile`'s id, per second of `at`).
+ */
+export function suspectRetryAt(row: { suspectReadRounds: number; suspectReadRoundAt?: number | undefined }, retryDelayMs: number): number | undefined {
+  if (row.suspectReadRounds <= 0 || row.suspectReadRoundAt === undefined) return undefined;
+  return row.suspectReadRoundAt + retryDelayMs * 2 ** (row.suspectReadRounds - 1);
+}
+
+/** A job's turn at a row's suspects (`suspectReadTurn`): read them now, or leave them to a job due at `at` (ms). */
+export type SuspectReadTurn = { kind: 'read' } | { kind: 'wait'; at: number };
+
+/** Who asks to read a row's suspects (`suspectReadTurn`). */
+export interface SuspectAsker {
+  /** The asking job's id (undefined: not a queued job). */
+  jobId: string | undefined;
+  /** The id of the suspect read job due at a time (ms): `suspectReadJob(ref, at).id`. */
+  scheduled: (at: number) => string;
+  /** The row's suspects counted lost (`suspectsLost`): above 0, a person decides at once (no backoff). */
+  lost: number;
+  /** Now (ms). */
+  now: number;
+}
+
+/**
+ * Whether a job reads the row's suspects now: the one schedule every asker keeps (a suspect read job, a renewal
+ * tick's or a follow run's, a lease or sweep reconcile). A round in flight (claimed, claimSuspectRound-1.lua, its
+ * claim not yet expired) is not read over: wait for the claim's end (its ender asks for the next read itself; this
+ * job's own at the claim's end only looks again). After failed rounds (`suspectRetryAt`), unless some are lost (a
+ * person decides at once), nothing reads before the backoff's end, not even a job naming a suspect a push just
+ * showed (it is pending in the row: the next round reads it; a job that ran again, stalled under load, names it too):
+ * then only the job the round's ender asked for
+ * reads (`scheduled(retryAt)`), any other waits for that time (asking for that same job); but a claim past its time is
+ * a round that never ended (its worker died, and with it maybe that job): any job takes it over once the backoff
+ * allows. Pure; `suspect-reads.ts` claims the round compare-and-set on the fields it decided from before any GetTask,
+ * so two jobs never read one round.
+ */
+export function suspectReadTurn(row: SuspectRoundFields, asker: SuspectAsker, retryDelayMs: number): SuspectReadTurn {
+  const claimed = row.suspectRoundBy !== undefined;
+  const until = row.suspectRoundUntil ?? 0;
+  if (claimed && until > asker.now) return { kind: 'wait', at: until };
+  const retryAt = asker.lost === 0 ? suspectRetryAt(row, retryDelayMs) : undefined;
+  if (retryAt === undefined) return { kind: 'read' };
+  if (claimed ? asker.now < retryAt : asker.jobId !== asker.scheduled(retryAt)) return { kind: 'wait', at: retryAt };
+  return { kind: 'read' };
+}
+
+/**
+ * How long a claim on a round of suspect reads holds (ms): the round's GetTasks (`readsPerRound`, each bounded by
+ * `requestTimeoutMs`) and one more for its journal calls. Past it a round that never ended is taken over
+ * (`suspectReadTurn`): the bound on how long a dead worker's claim holds the reads back.
+ */
+export function suspectRoundClaimMs(readsPerRound: number, requestTimeoutMs: number): number {
+  return (readsPerRound + 1) * requestTimeoutMs;
+}
+
+/** When a read of the row's suspects asked for at `now` (ms) is due: now, or the backoff's end (`suspectRetryAt`) if later. */
+export function suspectReadDueAt(row: { suspectReadRounds: number; suspectReadRoundAt?: number | undefined }, now: number, retryDelayMs: number): number {
+  return Math.max(now, suspectRetryAt(row, retryDelayMs) ?? now);
 }
 
 /**

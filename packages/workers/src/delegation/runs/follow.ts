@@ -176,7 +176,7 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
   // Suspects the row keeps (a push route that kept one and crashed before its job): the reconciler reads them now,
   // not when this follow ends (its renewals keep the periodic check away). From the row in hand: no Redis call when
   // there are none. Those kept while it streams are found by the renewal tick (`lease-renewal.ts`).
-  if (keepsSuspects(record)) await enqueueSuspectReads(ctx, [ref], 'start');
+  if (keepsSuspects(record)) await enqueueSuspectReads(ctx, [{ ref, suspectReadRounds: record.suspectReadRounds, suspectReadRoundAt: record.suspectReadRoundAt }], 'start');
   // While the stream is healthy, the lease and the reconciler's next check move forward together (one batch per tick).
   const renewal = renewWhileHeld(ctx, ref, token);
   // The stream's finishing status change releases the lease in its own script: then it is no longer renewed, and

@@ -27,9 +27,9 @@
  * keep-alive comments alone would otherwise hold the lease, a job slot and a socket until `streamQuietMs` (attack 27).
  * No reconcile is asked for it: the row is finished.
  */
-import { enqueueReconcile, enqueueReconcileBatch, RECONCILE_BATCH_MAX, type DelegationRef } from '@durable-a2a/shared';
+import { DEFAULT_JOB_OPTIONS, enqueueReconcile, enqueueReconcileBatch, RECONCILE_BATCH_MAX, type DelegationRef } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import { jitteredCheckTime } from '../core/policy.ts';
+import { jitteredCheckTime, suspectReadDueAt } from '../core/policy.ts';
 import { batchesOf } from './reconcile-batch.ts';
 
 interface HeldLease {
@@ -85,13 +85,16 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   // Counted as the batch is issued (the same turn of the event loop): a write issued before it reaches Redis first.
   for (const lease of leases) lease.issued++;
   let lost: HeldLease[] = [];
-  let suspected: HeldLease[] = [];
+  let suspected: SuspectedRow[] = [];
   let finished: HeldLease[] = [];
   try {
     const results = await ctx.journal.renewLeases(leases, ctx.options.lockDurationMs, () => jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs));
     const renewals = results.map(({ lease }) => lease);
     // Rows keeping suspects, of streams still open here (a stream that ended meanwhile left its row to whoever routed it).
-    suspected = leases.filter((lease, index) => results[index]!.keepsSuspects && renewal.held.get(lease.token) === lease);
+    suspected = leases.flatMap((lease, index) => {
+      const { keepsSuspects, suspectReadRounds, suspectReadRoundAt } = results[index]!;
+      return keepsSuspects && renewal.held.get(lease.token) === lease ? [{ ref: lease.ref, suspectReadRounds, suspectReadRoundAt }] : [];
+    });
     lost = leases.filter((_, index) => renewals[index] === 'lost');
     finished = leases.filter((_, index) => renewals[index] === 'finished');
     // A lease its holder gave back meanwhile (a stream that ended) and that this batch took back is released by that
@@ -108,7 +111,7 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
     // Redis unreachable for this tick: the next one tries again (as the per-stream timers did).
     return;
   }
-  await enqueueSuspectReads(ctx, suspected.map(({ ref }) => ref), 'tick');
+  await enqueueSuspectReads(ctx, suspected, 'tick');
   // Not ours any more: stop these streams, and have the reconciler look at each at once (not those released
   // meanwhile: a stream that ended gave its lease back during the round trip).
   const stillRegistered = lost.filter((lease) => renewal.held.get(lease.token) === lease);
@@ -121,17 +124,26 @@ async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
     .catch((error: unknown) => ctx.logger.warn({ err: error, lost: lost.length }, 'follow leases lost; their reconcile could not be enqueued (the index entries remain)'));
 }
 
+/** A followed row that keeps suspects, with its failed suspect read rounds in a row and when the last ended (ms). */
+export interface SuspectedRow {
+  ref: DelegationRef;
+  suspectReadRounds: number;
+  suspectReadRoundAt?: number | undefined;
+}
+
 /**
- * A suspect read job for each of `refs` (followed rows that keep suspects pending or lost: found by a renewal `tick`,
+ * A suspect read job for each of `rows` (followed rows that keep suspects pending or lost: found by a renewal `tick`,
  * or in the row a follow run `start`s on): the reconciler reads them before its lease check (`reconcile.ts`,
- * `reconcileSuspects`), whoever follows the row. One job per delegation per second across workers
- * (`enqueueReconcile`'s id). Never throws: a failed enqueue is logged and tried again on the next renewal tick (the
- * suspects stay in the row until read).
+ * `reconcileSuspects`), whoever follows the row. Due now, or, after rounds that could not read some, when their
+ * backoff allows (`suspectRetryAt`): the same job as the one the round's ender asked for, never an earlier read. One
+ * job per delegation per second of its time across workers (`enqueueReconcile`'s id). Never throws: a failed enqueue
+ * is logged and tried again on the next renewal tick (the suspects stay in the row until read).
  */
-export async function enqueueSuspectReads(ctx: WorkerContext, refs: readonly DelegationRef[], found: 'tick' | 'start'): Promise<void> {
-  if (refs.length === 0) return;
+export async function enqueueSuspectReads(ctx: WorkerContext, rows: readonly SuspectedRow[], found: 'tick' | 'start'): Promise<void> {
+  if (rows.length === 0) return;
   const now = ctx.options.now();
-  await Promise.all(refs.map((ref) => enqueueReconcile(ctx.queues, ref, { suspect: undefined, at: now, now })))
-    .then(() => ctx.logger.debug({ suspected: refs.length, found }, 'followed delegations keep suspects; suspect reads enqueued'))
-    .catch((error: unknown) => ctx.logger.warn({ err: error, suspected: refs.length, found }, 'followed delegations keep suspects; their reads could not be enqueued (tried again next renewal tick)'));
+  const retryDelayMs = DEFAULT_JOB_OPTIONS.reconcile.backoff.delay;
+  await Promise.all(rows.map((row) => enqueueReconcile(ctx.queues, row.ref, { suspect: undefined, at: suspectReadDueAt(row, now, retryDelayMs), now })))
+    .then(() => ctx.logger.debug({ suspected: rows.length, found }, 'followed delegations keep suspects; suspect reads enqueued'))
+    .catch((error: unknown) => ctx.logger.warn({ err: error, suspected: rows.length, found }, 'followed delegations keep suspects; their reads could not be enqueued (tried again next renewal tick)'));
 }

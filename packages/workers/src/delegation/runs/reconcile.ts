@@ -142,7 +142,7 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
   }
   if (suspects && record.taskId !== undefined) {
     // Before the lease: a stream following our task (the usual case when an agent pushes) reads only ours.
-    const decided = await reconcileSuspects(ctx, record, record.taskId, check.suspectTaskId, log);
+    const decided = await reconcileSuspects(ctx, record, record.taskId, check.suspectTaskId, jobId, log);
     if (decided !== undefined) return decided;
   }
   const leaseMs = await ctx.journal.followLeaseRemainingMs(ref);

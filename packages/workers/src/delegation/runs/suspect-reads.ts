@@ -4,9 +4,10 @@
  * `reconcile.ts`), each round ended in the journal in one script (clearSuspects-1.lua); the verdicts are pure
  * (`core/policy.ts` `suspectsToRead`, `suspectRound`, `afterSuspectReads`; the task-read and `suspects-unread` rows).
  */
-import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, isFinished, suspectsPending, type DelegationRecord, type SuspectsLeft } from '@durable-a2a/shared';
+import { randomUUID } from 'node:crypto';
+import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, isFinished, suspectReadJob, suspectsPending, type DelegationRecord, type SuspectRoundFields, type SuspectsLeft } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import { afterSuspectReads, suspectRound, suspectsToRead, type SuspectRead } from '../core/policy.ts';
+import { afterSuspectReads, suspectReadTurn, suspectRound, suspectRoundClaimMs, suspectsToRead, type SuspectAsker, type SuspectRead } from '../core/policy.ts';
 import { apply } from '../apply.ts';
 import { readTask } from '../io/read.ts';
 import { withReconcileSlot } from './reconcile-slot.ts';
@@ -16,15 +17,38 @@ import { withReconcileSlot } from './reconcile-slot.ts';
  * one the job names, `SUSPECT_READS_PER_JOB` at a time, oldest first (`readSuspects`), then what is left decides
  * (`afterSuspectReads`): a holder read is AMBIGUOUS (the task-read row); evidence lost (not kept, or never read to a
  * conclusion) is a person (`suspects-unread`); suspects still pending are read by a later job (the next second, or
- * after a backoff when reads failed). Returns the run's outcome when it ends here, else undefined (the reconcile goes
- * on: lease, reattach).
+ * after a backoff when reads failed). Whoever asks, a job reads only on its turn (`suspectReadTurn`): not while
+ * another round is in flight (claimed in the row), and after failed rounds only the job the round's ender asked for
+ * (`suspectReadJob`'s id); any other asks for the job due then and reads nothing. A job whose turn it is claims the
+ * round in the row compare-and-set before its first GetTask (`claimRound`), so a job that looked at the row before the
+ * claim, or before the last round's end was written, does not read too; the round's end releases the claim.
+ * Returns the run's outcome when it ends here, else undefined (the reconcile goes on: lease, reattach).
  */
-export async function reconcileSuspects(ctx: WorkerContext, record: DelegationRecord, boundTaskId: string, named: string | undefined, log: WorkerContext['logger']): Promise<string | undefined> {
+export async function reconcileSuspects(ctx: WorkerContext, record: DelegationRecord, boundTaskId: string, named: string | undefined, jobId: string | undefined, log: WorkerContext['logger']): Promise<string | undefined> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const retryDelayMs = DEFAULT_JOB_OPTIONS.reconcile.backoff.delay;
+  const asker = { jobId, scheduled: (at: number) => suspectReadJob(ref, at).id, lost: record.suspectsLost };
+  const turn = suspectReadTurn(record, { ...asker, now: ctx.options.now() }, retryDelayMs);
+  if (turn.kind === 'wait') {
+    await enqueueReconcile(ctx.queues, ref, { suspect: named, at: turn.at, now: ctx.options.now() });
+    return undefined;
+  }
   const { read: toRead, ours } = suspectsToRead(await ctx.journal.pendingSuspects(ref), named, boundTaskId, SUSPECT_READS_PER_JOB);
   let left = { pending: 0, lost: record.suspectsLost, rounds: 0 };
+  let roundAt = ctx.options.now();
   if (toRead.length > 0) {
-    const read = await withReconcileSlot(ctx, record, () => readSuspects(ctx, record, toRead, ours, log));
+    const read = await withReconcileSlot(ctx, record, async () => {
+      const claim = await claimRound(ctx, record, asker, retryDelayMs);
+      if (claim === 'finished' || 'wait' in claim) return claim;
+      // The pending ids as the claim found them (a round that ended meanwhile removed some).
+      const claimed = suspectsToRead(await ctx.journal.pendingSuspects(ref), named, boundTaskId, SUSPECT_READS_PER_JOB);
+      return readSuspects(ctx, record, claimed.read, claimed.ours, claim.token, log);
+    });
+    if (typeof read === 'object' && 'wait' in read) {
+      // Another round is in flight, or ended since this job looked: its turn is later (or the ender's job's).
+      await enqueueReconcile(ctx.queues, ref, { suspect: named, at: read.wait, now: ctx.options.now() });
+      return undefined;
+    }
     if (read === 'agent-share-full') {
       // None read: all still pending, and read by this job's successor.
       await enqueueReconcile(ctx.queues, ref, { suspect: named, at: ctx.options.now() + ctx.options.slotWaitMs, now: ctx.options.now() });
@@ -33,12 +57,13 @@ export async function reconcileSuspects(ctx: WorkerContext, record: DelegationRe
     if (read === 'several-holders') return read;
     // Finished meanwhile: whoever finished it routed it.
     if (read === 'finished') return 'settled';
-    left = read;
+    ({ left, at: roundAt } = read);
   } else if (ours.length > 0 || suspectsPending(record)) {
-    left = await ctx.journal.clearSuspects(ref, { read: ours });
+    left = await ctx.journal.clearSuspects(ref, { read: ours }, 1, roundAt);
   }
   const now = ctx.options.now();
-  const after = afterSuspectReads(left, now, DEFAULT_JOB_OPTIONS.reconcile.backoff.delay);
+  // From the time the round's script kept (`roundAt`): a tick asking for the next read computes the same time.
+  const after = afterSuspectReads(left, roundAt, retryDelayMs);
   if (after.kind === 'person') {
     const current = await ctx.journal.getDelegation(ref);
     if (!current || isFinished(current.state)) return 'settled';
@@ -74,13 +99,15 @@ async function readSuspect(ctx: WorkerContext, record: DelegationRecord, suspect
  * Reads `suspects` (`suspectsToRead`) one by one (`readSuspect`) until one shows our message (`several-holders`: the
  * row is AMBIGUOUS, nothing more to read), then ends the round in the journal (`Journal.clearSuspects`, compare-and-set:
  * a suspect pushed meanwhile stays): the ones read and `ours` removed, the unread kept for another round, the
- * unreadable counted lost. Returns `several-holders`, `finished` (the row finished meanwhile), or what is left.
+ * unreadable counted lost, and the round's claim (`claim`, its token) released. Returns `several-holders`, `finished`
+ * (the row finished meanwhile), or what is left and when the round ended (ms, as the journal keeps it).
  */
-async function readSuspects(ctx: WorkerContext, record: DelegationRecord, suspects: readonly string[], ours: readonly string[], log: WorkerContext['logger']): Promise<'several-holders' | 'finished' | SuspectsLeft> {
+async function readSuspects(ctx: WorkerContext, record: DelegationRecord, suspects: readonly string[], ours: readonly string[], claim: string, log: WorkerContext['logger']): Promise<'several-holders' | 'finished' | { left: SuspectsLeft; at: number }> {
   let row: DelegationRecord = record;
   const reads = new Map<string, SuspectRead>();
   let outcome: 'several-holders' | 'finished' | undefined;
   let left: SuspectsLeft;
+  let at = 0;
   try {
     const done = await readUntilDecided(
       suspects,
@@ -101,9 +128,37 @@ async function readSuspects(ctx: WorkerContext, record: DelegationRecord, suspec
     if (done.decided) outcome = 'several-holders';
   } finally {
     // Also when a read threw (the journal, a bug): what was read to a conclusion is not read again.
-    left = await ctx.journal.clearSuspects(record, suspectRound(reads, ours), DEFAULT_JOB_OPTIONS.reconcile.attempts);
+    at = ctx.options.now();
+    left = await ctx.journal.clearSuspects(record, suspectRound(reads, ours), DEFAULT_JOB_OPTIONS.reconcile.attempts, at, claim);
   }
-  return outcome ?? left;
+  return outcome ?? { left, at };
+}
+
+/** How many times `claimRound` claims again after the row's round moved and the job's turn is still now. */
+const CLAIM_TRIES = 3;
+
+/**
+ * Claims the round of suspect reads `record`'s fields showed to be this job's turn (`Journal.claimSuspectRound`,
+ * compare-and-set on those fields), before its first GetTask. When the row's round moved since (another job claimed
+ * it, or a round ended), the job's turn is decided again from the row as it is now (`suspectReadTurn`): claimed again
+ * when still now (at most `CLAIM_TRIES` claims), else `wait` until when it is (a row still moving after them: the
+ * next second). Returns the claim's token, `wait` (ms), or `finished` (the row finished or went meanwhile).
+ */
+async function claimRound(ctx: WorkerContext, record: DelegationRecord, asker: Omit<SuspectAsker, 'now'>, retryDelayMs: number): Promise<{ token: string } | { wait: number } | 'finished'> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const durationMs = suspectRoundClaimMs(SUSPECT_READS_PER_JOB, ctx.options.requestTimeoutMs);
+  let seen: SuspectRoundFields = record;
+  for (let tries = 0; tries < CLAIM_TRIES; tries++) {
+    const token = randomUUID();
+    const now = ctx.options.now();
+    const claim = await ctx.journal.claimSuspectRound(ref, { token, now, durationMs, seen });
+    if (claim.kind === 'claimed') return { token };
+    if (claim.kind === 'finished') return 'finished';
+    seen = claim.row;
+    const turn = suspectReadTurn(seen, { ...asker, now }, retryDelayMs);
+    if (turn.kind === 'wait') return { wait: turn.at };
+  }
+  return { wait: ctx.options.now() + 1_000 };
 }
 
 /**
