@@ -350,7 +350,8 @@ describe('properties per kind', () => {
         expect(read.next).toMatchObject({ kind: 'needs-person', code: 'LIMIT_EXCEEDED', limit: limitName });
         const stream = transition(recordIn(state), { kind: 'stream-failed', code: 'LIMIT_EXCEEDED', retryable: false, unacceptable }, policy);
         expect(stream.next).toMatchObject({ kind: 'read-once', refused: unacceptable });
-        expect(writesOf(stream)).toEqual([]);
+        // The refusal is journaled on the row (A32, attack 30): a durable fact of the attempt, not only of that read.
+        expect(writesOf(stream)).toEqual([{ kind: 'note-refused-result', refused: { code: 'LIMIT_EXCEEDED', message: 'over', limit: limitName, delivery: 'received' } }]);
       }),
     );
   });

@@ -64,7 +64,7 @@ export const COMPACTED_RECORD_LAYOUT = {
     artifacts: 'art',
   } as Record<string, string>,
   /** Fields whose value is JSON text (embedded as JSON). */
-  json: ['definition', 'stopping', 'failure', 'attention', 'retryApproved', 'abandonedCompensations', 'agentInterface', 'question', 'statusMessage', 'message', 'result', 'error', 'protocolError', 'earlierProtocolErrors', 'replyMessage', 'evidence'],
+  json: ['definition', 'stopping', 'failure', 'attention', 'retryApproved', 'abandonedCompensations', 'agentInterface', 'question', 'statusMessage', 'message', 'result', 'error', 'protocolError', 'earlierProtocolErrors', 'refusedResult', 'replyMessage', 'evidence'],
   /**
    * Not kept once it finished: bookkeeping of a running workflow (the push token is kept: a late push is still answered
    * 204), and `tenant`, which the workflow id says (tenant.ts; reading restores it).
@@ -93,7 +93,7 @@ export const COMPACTED_RECORD_LAYOUT = {
     // The delegation row (record.ts DelegationRecordSchema).
     'workflowId', 'delegationId', 'step', 'kind', 'attempt', 'agentCardUrl', 'agentInterface', 'messageId', 'requestedContextId',
     'contextId', 'contextRefused', 'taskId', 'state', 'statusTimestamp', 'statusTimestampMs', 'question', 'statusMessage', 'message',
-    'result', 'error', 'protocolError', 'protocolErrorCount', 'earlierProtocolErrors', 'push', 'held', 'pushToken', 'pushConfigId', 'pushConfigState',
+    'result', 'error', 'protocolError', 'protocolErrorCount', 'earlierProtocolErrors', 'refusedResult', 'push', 'held', 'pushToken', 'pushConfigId', 'pushConfigState',
     'createdAt', 'updatedAt', 'sendStartedAt', 'priority', 'sendCount', 'resendCount', 'unreachableCount', 'unsentTries',
     'unreachableSince', 'nextTryAt', 'slotWaitUntil', 'version', 'fence', 'owner', 'notFoundCount', 'firstNotFoundAt', 'noProgressMark',
     'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable', 'finishedAt', 'replyMessageId', 'replyMessage',

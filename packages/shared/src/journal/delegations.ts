@@ -112,6 +112,17 @@ const noteSlotWaitScript = defineScript({
   },
 });
 
+/** noteRefusedResult-1.lua (see its header): the row's version as written; {0}: the row finished (left alone). */
+const noteRefusedResultScript = defineScript({
+  name: 'noteRefusedResult',
+  keys: ['delegation'],
+  encode: (input: { refused: RecordedError; nowMs: number }) => [encodeRecordedError(input.refused), input.nowMs],
+  decode: (reply, script) => {
+    const counts = countsReply(reply, script, 1);
+    return Array.isArray(counts) ? { version: counts[0]! } : counts;
+  },
+});
+
 /** noteNoProgress-1.lua (see its header). */
 const noteNoProgressScript = defineScript({
   name: 'noteNoProgress',
@@ -358,6 +369,17 @@ export class JournalDelegations extends JournalWorkflows {
   async noteSlotWait(ref: DelegationRef, fence: number, nextTryAt: number): Promise<{ version: number }> {
     const noted = await this.call(noteSlotWaitScript, { delegation: this.delegationKeys(ref)[0] }, { fence, nowMs: this.now(), nextTryAt });
     return unlessRefused(noted, ref, 'noteSlotWait');
+  }
+
+  /**
+   * Journals a part of the attempt's result we refused over a limit (`refusedResult`, noteRefusedResult-1.lua; field
+   * case A32): the first refusal is kept, a finished row is left alone. Written only when a refusal happens.
+   * @returns the row's version as written (`undefined`: the row finished)
+   * @throws JournalError DELEGATION_MISSING
+   */
+  async noteRefusedResult(ref: DelegationRef, refused: RecordedError): Promise<{ version: number } | undefined> {
+    const noted = unlessRefused(await this.call(noteRefusedResultScript, { delegation: this.delegationKeys(ref)[0] }, { refused, nowMs: this.now() }), ref, 'noteRefusedResult');
+    return noted.version === 0 ? undefined : noted;
   }
 
   /** Counts one TaskNotFoundError; returns the count and when the first one was seen (ms). */

@@ -115,6 +115,12 @@ export const DelegationRecordSchema = z
     protocolError: optionalJson(RecordedErrorSchema),
     protocolErrorCount: count,
     earlierProtocolErrors: optionalJson(z.array(RecordedErrorSchema)),
+    /**
+     * A part of the attempt's result we refused over a limit (a stream or push event of our task, field case A32;
+     * noteRefusedResult-1.lua, the first one kept): until a full read shows the result, a COMPLETED is never a plain
+     * success (workers delegation/core/refused-result.ts: LIMIT_EXCEEDED, a person decides).
+     */
+    refusedResult: optionalJson(RecordedErrorSchema),
     push: flag,
     held: flag,
     pushToken: optionalText,

@@ -604,6 +604,12 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       await ctx.journal.noteProtocolError(ref, write.error);
       (scope.log ?? ctx.logger).warn({ ...ref, code: write.error.code, detail: write.error.message }, 'an answer we cannot apply; journaled as a protocol error');
       return NOTHING_WRITTEN;
+    case 'note-refused-result': {
+      // Written only when a refusal happens (the happy path never pays for it); the row carried on with the field.
+      const noted = await ctx.journal.noteRefusedResult(ref, write.refused);
+      (scope.log ?? ctx.logger).warn({ ...ref, limit: write.refused.limit, detail: write.refused.message }, 'a part of the result was refused over a limit; journaled until a full read shows the result');
+      return noted ? { applied: false, finished: false, record: { ...record, refusedResult: record.refusedResult ?? write.refused, version: noted.version } } : NOTHING_WRITTEN;
+    }
     case 'note-not-found': {
       const { count } = await ctx.journal.noteNotFound(ref);
       (scope.log ?? ctx.logger).warn({ ...ref, count, call: observation.kind === 'task-not-found' ? observation.call : undefined }, 'the agent says it has no such task');

@@ -19,6 +19,7 @@ import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryA
 import type { Next } from './next.ts';
 import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
+import { overLimit, refusalOf, refusedResultJudged } from './refused-result.ts';
 import { foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread, type NamedTaskRead } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
@@ -44,6 +45,8 @@ export type Write =
   | { kind: 'note-slot-wait'; nextTryAt: number }
   /** A protocol error an agent caused without ending the attempt. */
   | { kind: 'note-protocol-error'; error: RecordedError }
+  /** A part of the result refused over a limit (A32): journaled on the row (`refusedResult`) until a full read shows the result. */
+  | { kind: 'note-refused-result'; refused: RecordedError }
   /** One more TaskNotFound answer (count, first time). */
   | { kind: 'note-not-found' }
   /** The send is released so the same messageId goes again (on `agentInterface` when given: P37). */
@@ -70,15 +73,6 @@ export interface Step {
 
 const route: Next = { kind: 'route' };
 
-/** The answer arrived over a limit: a person decides (the agent may have done the work; re-delegating would do it twice). */
-const overLimit = (unacceptable: Unacceptable, where: string): Next => ({
-  kind: 'needs-person',
-  code: 'LIMIT_EXCEEDED',
-  message: `${where} exceeded the ${unacceptable.limit} limit (${unacceptable.message}); the agent may have done the work, so the step is not re-delegated blind`,
-  delivery: 'received',
-  ...(unacceptable.limit ? { limit: unacceptable.limit } : {}),
-});
-
 /** P36: the stream delivered events before it ended: the read after it starts a fresh no-progress run. */
 const live = (observation: { delivered?: number }): { afterLiveStream?: true } => ((observation.delivered ?? 0) > 0 ? { afterLiveStream: true } : {});
 
@@ -90,8 +84,10 @@ const live = (observation: { delivered?: number }): { afterLiveStream?: true } =
  * first (`namedTaskJudged`): one rule for every path, not one check per row.
  */
 export function transition(record: DelegationRecord, observation: Observation, policy: Policy): Step {
-  const step = tableRow(record, observation, policy);
-  return namedTaskJudged(record, observation, step) ?? step;
+  const row = tableRow(record, observation, policy);
+  const step = namedTaskJudged(record, observation, row) ?? row;
+  // A32: a part of the result refused over a limit is judged on every finishing path (`refused-result.ts`).
+  return refusedResultJudged(record, observation, step) ?? step;
 }
 
 /** The table's rows, before the named task's judgement (`transition`). */
@@ -197,7 +193,11 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
       return { next: { kind: 'read-once', why: `stream ended (${observation.how}) in ${record.state}`, ...live(observation) } };
     case 'stream-failed': {
       // A32: an event over a limit was refused: one full read must make up for it (the task-read row decides).
-      if (observation.unacceptable?.limit) return { next: { kind: 'read-once', why: `a stream event was refused: ${observation.unacceptable.message}`, refused: observation.unacceptable } };
+      // The refusal is a durable fact of the attempt (`refusedResult`): every finishing path reads it (`refusedResultJudged`).
+      if (observation.unacceptable?.limit) {
+        const refused: RecordedError = { code: 'LIMIT_EXCEEDED', message: observation.unacceptable.message, limit: observation.unacceptable.limit, delivery: 'received' };
+        return { write: { kind: 'note-refused-result', refused }, next: { kind: 'read-once', why: `a stream event was refused: ${observation.unacceptable.message}`, refused: observation.unacceptable } };
+      }
       const why = observation.quiet ? `stream quiet (${observation.code})` : `stream ${observation.retryable ? 'dropped' : 'refused or broke the protocol'}: ${observation.code}`;
       return { next: { kind: 'read-once', why, ...live(observation) } };
     }
@@ -225,7 +225,7 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
       if (!complete && isTerminalTaskState(task.status.state)) return { next: { kind: 'read-once', why: `${why}; a summary of a finished task`, taskId: task.id } };
       // A32: a finished task read after we refused a stream event over a limit, with no result of its own: the
       // refused event may have been the result; never shown as a result-less success.
-      const refused = observation.afterRefused;
+      const refused = observation.afterRefused ?? (record.refusedResult ? refusalOf(record.refusedResult) : undefined);
       if (refused && isTerminalTaskState(task.status.state) && !(task.artifacts?.length)) return { next: overLimit(refused, `a stream event of task ${task.id} (finished ${task.status.state} without a result of its own)`) };
       const guard: Guard = cycle ? 'fence' : call === 'cancel' || call === 'reply' ? 'none' : 'version';
       const write: Write = { kind: 'snapshot', task, guard, ...(record.taskId === undefined ? { bindAgent: true } : {}) };
