@@ -608,7 +608,10 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       // Written only when a refusal happens (the happy path never pays for it); the row carried on with the field.
       const noted = await ctx.journal.noteRefusedResult(ref, write.refused);
       (scope.log ?? ctx.logger).warn({ ...ref, limit: write.refused.limit, detail: write.refused.message }, 'a part of the result was refused over a limit; journaled until a full read shows the result');
-      return noted ? { applied: false, finished: false, record: { ...record, refusedResult: record.refusedResult ?? write.refused, version: noted.version } } : NOTHING_WRITTEN;
+      // The copy keeps the version it was read at: the script checks none, so another writer may have bumped the row
+      // since (a push, a reply's mark); the next version-checked call then gets the row whole, never a change applied
+      // to a copy that lacks that writer's fields.
+      return noted ? { applied: false, finished: false, record: { ...record, refusedResult: record.refusedResult ?? write.refused } } : NOTHING_WRITTEN;
     }
     case 'note-not-found': {
       const { count } = await ctx.journal.noteNotFound(ref);

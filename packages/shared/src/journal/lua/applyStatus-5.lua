@@ -129,6 +129,9 @@
 -- settle.ts), never dropped unread by the workflow's decision. Only clearSuspects-1.lua deletes one of them
 -- (`suspects`): a caller whose copy holds suspects names no version (status.ts) and gets the row whole. (`owner`,
 -- `noProgressUnacceptable` and `artifactBytes` are no field of the typed record: a change reply leaves them out.)
+-- The suspect round's fields (suspectReadRounds, suspectReadRoundAt, suspectRoundBy, suspectRoundUntil) are written
+-- without a bump too and are left out on purpose: only the suspect-read schedule reads them, and claimSuspectRound-1.lua
+-- compares and sets them itself (a stale copy is answered with the row's fields, and the job decides again).
 local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost' }
 -- The floor of a stretch that followed one without a stamp (below every stamp: the earliest time a JavaScript Date holds).
 local FLOOR_UNSTAMPED = '-8640000000000000'
