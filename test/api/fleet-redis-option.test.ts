@@ -4,9 +4,10 @@
  * deprecated alias; neither set is refused at start with a TypeError.
  */
 import { afterAll, expect, it } from 'vitest';
+import fc from 'fast-check';
 import { Redis } from 'ioredis';
 import { Registry } from 'prom-client';
-import { createProducer } from '@durable-a2a/producer';
+import { createProducer, ProducerInputError } from '@durable-a2a/producer';
 import { createLogger } from '@durable-a2a/shared';
 import { startFleet, type StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer, testsOnCluster } from '../harness/redis.ts';
@@ -56,4 +57,39 @@ it('the deprecated redisUrl still starts a fleet; neither option is a TypeError'
   expect(fleet.health().queues).toHaveLength(6); // send, follow, reconcile, verify, compensate, notify
   await fleet.close();
   await expect(startFleet({ prefix: 'redis-none' })).rejects.toThrow(TypeError);
+});
+
+it('createProducer without a usable `redis` (an unset REDIS_URL passed through) throws ProducerInputError naming `redis`, not a TypeError', () => {
+  const attempt = () => createProducer({ redis: process.env.DA2A_SURELY_UNSET_VARIABLE as unknown as string, prefix: 'redis-none' });
+  expect(attempt).toThrow(ProducerInputError);
+  expect(attempt).toThrow(/`redis` must be a Redis URL .* got undefined \(is REDIS_URL set\?\)/);
+  try {
+    attempt();
+  } catch (error) {
+    expect(error).toMatchObject({ code: 'INVALID_INPUT', field: 'redis' });
+  }
+});
+
+it('property: any `redis` that is neither a non-empty string nor a client is refused with ProducerInputError before any connection', () => {
+  const notRedis = fc.oneof(
+    fc.constantFrom(undefined, null, '', 0, 1, true, false, [], {}),
+    fc.integer(),
+    fc.double(),
+    fc.array(fc.string(), { maxLength: 3 }),
+    fc.dictionary(fc.string({ maxLength: 8 }).filter((key) => key !== 'duplicate' && key !== '__proto__'), fc.jsonValue({ maxDepth: 1 }), { maxKeys: 4 }),
+    fc.record({ duplicate: fc.oneof(fc.string(), fc.integer(), fc.constant(null)) }),
+  );
+  fc.assert(
+    fc.property(notRedis, (redis) => {
+      let thrown: unknown;
+      try {
+        createProducer({ redis: redis as unknown as string, prefix: 'redis-property' });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(ProducerInputError);
+      expect(thrown).toMatchObject({ field: 'redis' });
+    }),
+    { numRuns: 300 },
+  );
 });

@@ -112,6 +112,30 @@ describe('where the ops endpoint listens, and its token', () => {
     expect((await fetch(`http://127.0.0.1:${(await loopbackOnly.ready).opsPort}/metrics`)).status).toBe(200);
   });
 
+  it('with DA2A_METRICS_PORT=0 the port the system picked is in the log (an operator reading the log can find it)', async () => {
+    const worker = spawnObserved('workers', { REDIS_URL: redisServer().url, DA2A_PREFIX: 'ops-log', DA2A_METRICS_PORT: '0', LOG_LEVEL: 'info' });
+    try {
+      const { opsPort } = await worker.ready;
+      const logged = (): { opsPort?: number } | undefined =>
+        worker
+          .stdoutLines()
+          .map((line) => JSON.parse(line) as { msg?: string; opsPort?: number })
+          .find((entry) => entry.opsPort !== undefined);
+      // The line is written before the ready message; the pipe may deliver it after: wait on stdout's data events, bounded.
+      if (logged() === undefined) {
+        await new Promise<void>((resolve, reject) => {
+          const timer = setTimeout(() => reject(new Error(`no log line with opsPort: ${worker.stdoutLines().join('\n').slice(-2_000)}`)), 30_000);
+          const onData = () => logged() !== undefined && (clearTimeout(timer), worker.child.stdout!.off('data', onData), resolve());
+          worker.child.stdout!.on('data', onData);
+        });
+      }
+      expect(opsPort).toBeGreaterThan(0);
+      expect(logged()).toMatchObject({ opsPort, msg: expect.stringContaining('/metrics') });
+    } finally {
+      await worker.kill('SIGTERM');
+    }
+  }, 60_000);
+
   it('the API: with DA2A_METRICS_TOKEN, GET /metrics needs it', async () => {
     const api = spawnObserved('api', { REDIS_URL: redisServer().url, DA2A_API_TOKENS: TEST_API_TOKEN, DA2A_METRICS_TOKEN: TOKEN, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent' });
     try {

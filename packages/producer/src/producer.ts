@@ -8,7 +8,7 @@
  * cancel.ts (cancel, resolve), read.ts (listWorkflows, registerAgent), over
  * context.ts (connections, input parsing, the view).
  */
-import type { z } from 'zod';
+import { z } from 'zod';
 import { MessageInputSchema, TenantSchema, isClusterUrl, agentVisibleTo, tenantOfWorkflowId, type AgentLimits, type AgentView, type Journal, type Page, type WorkflowDefinitionSchema } from '@durable-a2a/shared';
 import { ProducerInputError, NotFoundError, ForbiddenError, QuotaExceededError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, producerErrorOfRedis } from './errors.ts';
 import type { WorkflowView, OpenQuestion, WorkflowSummaryView } from './view.ts';
@@ -116,11 +116,26 @@ export interface Producer {
 }
 
 /**
+ * `options.redis`: a non-empty Redis URL or an ioredis client (anything with `duplicate()`, as BullMQ's queues need).
+ * Checked before anything connects, so an unset `REDIS_URL` passed through is a `ProducerInputError` naming `redis`,
+ * not a TypeError from deep inside.
+ */
+const RedisOptionSchema = z.union([
+  z.string().min(1, 'a Redis URL (redis://…, redis-cluster://…, redis-sentinel://…) may not be empty'),
+  z.custom<ProducerOptions['redis']>((value) => typeof value === 'object' && value !== null && typeof (value as { duplicate?: unknown }).duplicate === 'function', 'an ioredis client (Redis or Cluster)'),
+]);
+
+/**
  * Creates a producer. With `options.tenant`, a service of that tenant; without, the `default` tenant's operator
- * (tenancy.ts). Throws nothing until used, except `QuotasOnClusterError` at once for `quotas` on a Redis Cluster
- * (a `redis-cluster://` URL or a Cluster client): they could not be applied there.
+ * (tenancy.ts). Throws at once `ProducerInputError` (field `redis`) when `options.redis` is neither a Redis URL nor an
+ * ioredis client (an unset `REDIS_URL`, say), and `QuotasOnClusterError` for `quotas` on a Redis Cluster (a
+ * `redis-cluster://` URL or a Cluster client): they could not be applied there. Nothing else until used.
  */
 export function createProducer(options: ProducerOptions): Producer {
+  if (!RedisOptionSchema.safeParse(options?.redis).success) {
+    const given = options?.redis === undefined ? 'undefined (is REDIS_URL set?)' : typeof options.redis === 'string' ? 'an empty string' : typeof options.redis;
+    throw new ProducerInputError(`createProducer: \`redis\` must be a Redis URL (redis://…, redis-cluster://…, redis-sentinel://…) or an ioredis client; got ${given}`, 'redis');
+  }
   refuseQuotasOnCluster(options.quotas, typeof options.redis === 'string' ? isClusterUrl(options.redis) : options.redis.isCluster, 'createProducer({ quotas })');
   const context = connectProducer(options);
   const scope: ProducerScope = options.tenant === undefined ? OPERATOR_SCOPE : { tenant: TenantSchema.parse(options.tenant), role: 'service' };

@@ -55,6 +55,8 @@ exitOnSignals({
     await tracing.shutdown();
   },
 });
-// Tells a parent process (tests, the demo) that the fleet is running.
+// Tells a parent process (tests, the demo) that the fleet is running; the ops port is logged too (with
+// DA2A_METRICS_PORT=0 the system picks it, and a person reading the log needs to know which).
 const address = opsServer?.server.address();
+if (typeof address === 'object' && address) logger.info({ opsPort: address.port, host: address.address }, 'metrics and health listening (/metrics, /healthz, /readyz)');
 process.send?.({ ready: true, workerId: fleet.context.workerId, opsPort: typeof address === 'object' && address ? address.port : undefined });
