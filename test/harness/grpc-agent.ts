@@ -8,7 +8,7 @@
  * stream cutting as the HTTP demo agents; `restart` rebinds the same gRPC port.
  */
 import { createServer, type Server as HttpServer } from 'node:http';
-import { Metadata, Server, ServerCredentials, type ServiceDefinition, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import { Metadata, Server, ServerCredentials, type ServiceDefinition, type ServiceError, type ServerWritableStream, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import { DefaultPushNotificationSender, DefaultRequestHandler, InMemoryPushNotificationStore, InMemoryTaskStore } from '@a2a-js/sdk/server';
 import { A2AService, UserBuilder, grpcService } from '@a2a-js/sdk/server/grpc';
 import { LegacyA2AService, legacyGrpcService } from '@a2a-js/sdk/compat/v0_3/server/grpc';
@@ -21,6 +21,7 @@ import { ScriptedExecutor, type ReceivedMessage } from './agent-executor.ts';
 import { ScriptedExecutorV03 } from './agent-v03.ts';
 import { countingRequestHandler, type A2AMethod } from './agent-instrumentation.ts';
 import { closeServer, listenOnLoopback, trackSockets } from './ports.ts';
+import { encodeFromJson, messageType } from '../../packages/a2a/src/grpc/codec.ts';
 
 /** Which server: sdk 1.3.0 (1.0), sdk 1.3.0 with its 0.3 gRPC service too, or sdk 0.3.14. */
 export type GrpcAgentFlavour = '1.0' | 'legacyCompat' | 'v03';
@@ -39,6 +40,18 @@ export interface GrpcAgentOptions {
   maxReceiveMessageBytes?: number;
 }
 
+/**
+ * A status every SendMessage gets instead of the handler's answer (`answerSendsWith`): `code` (`google.rpc.Code`),
+ * `reason` an ErrorInfo reason in the `grpc-status-details-bin` trailer (domain a2a-protocol.org, as the gRPC binding
+ * carries an A2A error), none a bare status (a proxy's, an interceptor's, a server that threw); `afterHandler`: the
+ * handler ran first (the task was created and its executor started, the agent booked), else it never runs.
+ */
+export interface GrpcSendAnswer {
+  code: number;
+  reason?: string;
+  afterHandler: boolean;
+}
+
 export interface GrpcAgentHandle {
   /** `http://127.0.0.1:PORT` of the gRPC server. */
   readonly grpcUrl: string;
@@ -51,8 +64,13 @@ export interface GrpcAgentHandle {
   setBehaviour(behaviour: Behaviour): void;
   /** Executor invocations for `messageId` (flavours '1.0' and 'legacyCompat'). */
   sendMessageCount(messageId?: string): number;
-  /** A2A calls of `method` seen by the request handler (flavours '1.0' and 'legacyCompat'). */
+  /**
+   * A2A calls of `method` seen by the request handler (flavours '1.0' and 'legacyCompat'), and each SendMessage
+   * `answerSendsWith` answered before its handler.
+   */
   requestCount(method: A2AMethod): number;
+  /** Answer every SendMessage from now on with `answer` (`GrpcSendAnswer`); undefined = the handler's own answer again. */
+  answerSendsWith(answer: GrpcSendAnswer | undefined): void;
   /** End every server stream opened from now on after `events` messages (status OK, no terminal state); undefined = stop. */
   dropStreamsAfter(events: number | undefined): void;
   /** Kills the gRPC server (calls in flight fail), abandons executions, listens again on the same port with empty stores. */
@@ -76,6 +94,7 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
   const seenMetadata: Record<string, string>[] = [];
   let dropLimit: number | undefined;
   let droppedStreams = 0;
+  let sendAnswer: GrpcSendAnswer | undefined;
   const pushEnabled = options.pushNotifications ?? true;
 
   const cardServer: HttpServer = createServer();
@@ -129,11 +148,29 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
     return found;
   };
 
-  /** Wraps every method to record its metadata, and every server-streaming one to be cut by `dropStreamsAfter`. */
+  type UnaryCallback = (error: Partial<ServiceError> | null, value?: unknown) => void;
+  /** Wraps a SendMessage handler so its answer is `sendAnswer` when one is set (after the handler ran, or instead). */
+  const answeringSend = (handler: (call: unknown, callback: UnaryCallback) => void) => (call: unknown, callback: UnaryCallback) => {
+    const answer = sendAnswer;
+    if (answer === undefined) return handler(call, callback);
+    const status = (): Partial<ServiceError> => {
+      const metadata = new Metadata();
+      if (answer.reason !== undefined) {
+        const errorInfo = { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: answer.reason, domain: 'a2a-protocol.org' };
+        metadata.set('grpc-status-details-bin', encodeFromJson(messageType('google.rpc.Status'), { code: answer.code, message: answer.reason, details: [errorInfo] }));
+      }
+      return { code: answer.code, details: `scripted status ${answer.code}`, metadata };
+    };
+    if (!answer.afterHandler) return (count('SendMessage'), callback(status()));
+    return handler(call, (error, value) => (error ? callback(error, value) : callback(status())));
+  };
+
+  /** Wraps every method to record its metadata, every server-streaming one to be cut by `dropStreamsAfter`, SendMessage to answer `sendAnswer`. */
   const instrument = (definition: ServiceDefinition, implementation: UntypedServiceImplementation): UntypedServiceImplementation =>
     Object.fromEntries(
       Object.entries(implementation).map(([name, handler]) => {
-        const inner = definition[name]?.responseStream ? droppingStream(handler as (call: ServerWritableStream<unknown, unknown>) => void) : handler;
+        const streaming = definition[name]?.responseStream ? droppingStream(handler as (call: ServerWritableStream<unknown, unknown>) => void) : handler;
+        const inner = definition[name]?.path.endsWith('/SendMessage') ? answeringSend(handler as (call: unknown, callback: UnaryCallback) => void) : streaming;
         const wrapped = (call: { metadata: Metadata }, ...rest: unknown[]): unknown => {
           seenMetadata.push(Object.fromEntries(Object.entries(call.metadata.getMap()).map(([key, value]) => [key, String(value)])));
           return (inner as (...args: unknown[]) => unknown)(call, ...rest);
@@ -168,6 +205,7 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
     setBehaviour: (behaviour) => void (executor.behaviour = executorV03.behaviour = behaviour),
     sendMessageCount: (messageId) => executor.invocationCount(messageId),
     requestCount: (method) => counts.get(method) ?? 0,
+    answerSendsWith: (answer) => void (sendAnswer = answer),
     dropStreamsAfter: (events) => void (dropLimit = events),
     async restart() {
       server.forceShutdown();

@@ -334,17 +334,6 @@ const statusRefuses = (status: number): boolean => status >= 400 && status < 500
 const credentialStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.errorClass === AuthenticationError && row.httpStatus !== undefined).map((row) => row.httpStatus));
 
 /**
- * Whether an HTTP answer without a JSON-RPC code is the A2A refusal it names (spec §11.6; fourohfour): a status that may
- * refuse (`statusRefuses`) AND either a credentials row (401/403) or an `ErrorInfo.reason` of the spec's table, which
- * the HTTP+JSON binding MUST send (several errors share 400; the class was then named by that reason). A status alone
- * (a framework's 404 page, `{"message":"Task not found"}`, `application/problem+json`, a `google.rpc.Status` without an
- * ErrorInfo or with another API's reason) is the answer of a server at the agent's URL, maybe after the agent acted:
- * never proof that nothing was created (an agent booked, answered 404, and the step went to a second agent).
- */
-const httpRefusalProven = (error: A2AError, status: number): boolean =>
-  statusRefuses(status) && (credentialStatuses.has(status) || (error.reason !== undefined && byReason.has(error.reason)));
-
-/**
  * gRPC status codes (`google.rpc.Code`: the values of @grpc/grpc-js `status`, spelled here so this pure module loads
  * no gRPC client; a test keeps the two equal).
  */
@@ -386,28 +375,50 @@ export const GRPC_STATUS_TABLE: ReadonlyMap<number, ErrorClass> = new Map<number
 ]);
 
 /**
- * gRPC statuses that refuse a request by themselves: those `GRPC_STATUS_TABLE` maps to a refusal class (a row whose
- * effect is `none`): INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED,
+ * gRPC statuses that may carry a refusal: those `GRPC_STATUS_TABLE` maps to a refusal class (a row whose effect is
+ * `none`): INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED,
  * UNAUTHENTICATED. The others (UNKNOWN, INTERNAL, UNAVAILABLE, ABORTED, DATA_LOSS, ...) report trouble that may come
- * after the work.
+ * after the work. Alone, only the credentials ones refuse (`statusRefusalProven`).
  */
 export const GRPC_REFUSING_STATUSES: ReadonlySet<number> = new Set([...GRPC_STATUS_TABLE].filter(([, errorClass]) => refusals.includes(errorClass)).map(([status]) => status));
+
+/** gRPC statuses that refuse by the status alone: UNAUTHENTICATED and PERMISSION_DENIED, our credentials (the table's `AuthenticationError` rows, as HTTP 401/403). */
+const grpcCredentialStatuses = new Set([...GRPC_STATUS_TABLE].filter(([, errorClass]) => errorClass === AuthenticationError).map(([status]) => status));
+
+/** How a binding whose status is its code (HTTP+JSON, gRPC) speaks a refusal: which statuses may, which refuse our credentials alone. */
+const STATUS_BINDINGS = {
+  http: { mayRefuse: statusRefuses, credentials: credentialStatuses },
+  grpc: { mayRefuse: (status: number) => GRPC_REFUSING_STATUSES.has(status), credentials: grpcCredentialStatuses },
+} satisfies Record<string, { mayRefuse(status: number): boolean; credentials: ReadonlySet<number | undefined> }>;
+
+/**
+ * Whether a status is the A2A refusal it names (spec §5.4, §10.6, §11.6; fourohfour, grpcstatus): a status that may
+ * refuse AND either one that refuses our credentials (HTTP 401/403, gRPC UNAUTHENTICATED/PERMISSION_DENIED: resent to
+ * the same agent, then a person, never another agent) or an `ErrorInfo.reason` of the spec's table, which the binding
+ * carries with every A2A error (HTTP+JSON MUST: several errors share 400; gRPC in `grpc-status-details-bin`: several
+ * share FAILED_PRECONDITION). A status alone (a framework's 404 page, a `google.rpc.Status` without an ErrorInfo or with
+ * another API's reason; a proxy's UNIMPLEMENTED or NOT_FOUND for a route it does not know, an interceptor's
+ * INVALID_ARGUMENT, a server that threw after booking) is the answer of a server on the way to the agent, maybe after
+ * the agent acted: never proof that nothing was created (an agent booked, answered, and the step went to a second agent).
+ */
+const statusRefusalProven = (error: A2AError, status: number, binding: keyof typeof STATUS_BINDINGS): boolean =>
+  STATUS_BINDINGS[binding].mayRefuse(status) && (STATUS_BINDINGS[binding].credentials.has(status) || (error.reason !== undefined && byReason.has(error.reason)));
 
 /**
  * Whether the code of the binding that answered, read alone, is a refusal (spec §5.4, §9.5, §11.6, §10.6): on JSON-RPC
  * the `error.code` must be the spec's own code of a refusal row (-32001, -32003..-32005, -32008, -32009, -32600..-32602,
  * -32700); an HTTP status in `code` (a proxy's 404), a code of the implementation-defined range (-32000..-32099 outside
  * the table) or any other integer is not, whatever class an `ErrorInfo.reason` or the status named for the logs. On gRPC
- * the status must refuse by itself (`GRPC_REFUSING_STATUSES`); on HTTP+JSON (and any HTTP answer without a JSON-RPC
- * code) the status is the code, a 4xx other than 408/409/429, spoken with the ErrorInfo reason the binding MUST send
- * (`httpRefusalProven`; 401/403 alone refuse our credentials). A reason refines a refusing code (400 +
- * TASK_NOT_CANCELABLE is `maybe` by its class) but never turns another code into a refusal. An error raised here with no answer (a 0.3
- * binding lacking the method, a part we cannot encode) carries no code: its class decides.
+ * and on HTTP+JSON (and any HTTP answer without a JSON-RPC code) the status is the code: one that may refuse, spoken
+ * with the ErrorInfo reason the binding carries, or one refusing our credentials (`statusRefusalProven`). A reason
+ * refines a refusing code (400 or FAILED_PRECONDITION + TASK_NOT_CANCELABLE is `maybe` by its class) but never turns
+ * another code into a refusal. An error raised here with no answer (a 0.3 binding lacking the method, a part we cannot
+ * encode) carries no code: its class decides.
  */
 function codeRefuses(error: A2AError): boolean {
   if (error.jsonRpcCode !== undefined) return byJsonRpcCode.get(error.jsonRpcCode)?.effect === 'none';
-  if (error.grpcStatus !== undefined) return GRPC_REFUSING_STATUSES.has(error.grpcStatus);
-  if (error.httpStatus !== undefined) return httpRefusalProven(error, error.httpStatus);
+  if (error.grpcStatus !== undefined) return statusRefusalProven(error, error.grpcStatus, 'grpc');
+  if (error.httpStatus !== undefined) return statusRefusalProven(error, error.httpStatus, 'http');
   return true;
 }
 
@@ -425,7 +436,10 @@ export interface SentRequest {
  * Else `maybe`: a drop, a timeout, an unreadable answer, any HTTP status whose body is no A2A refusal (a 404 page, a
  * `{"message":"Task not found"}`, `application/problem+json`, nothing: a server at the agent's URL answered, maybe after
  * the agent acted; before, a 4xx was read as a wrong URL's page and the step went to a second agent, booked twice;
- * only 401/403 refuse by the status alone), a code the spec does not define, an error about a part `request` did not carry
+ * only 401/403 refuse by the status alone), any gRPC status without the binding's ErrorInfo naming a refusal (a bare
+ * NOT_FOUND, UNIMPLEMENTED, INVALID_ARGUMENT, FAILED_PRECONDITION or OUT_OF_RANGE of a proxy, an interceptor or a server
+ * that threw after booking; only UNAUTHENTICATED and PERMISSION_DENIED refuse alone), a code the spec does not define,
+ * an error about a part `request` did not carry
  * (TaskNotFound to a SendMessage naming no task): the agent may have created the task, and a search for our messageId
  * decides (an error answer and a conclusive miss: nothing was created, `unfoundVerdict`).
  */

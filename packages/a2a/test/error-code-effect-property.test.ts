@@ -138,19 +138,22 @@ describe('property: only the binding\'s own refusal code proves nothing was crea
     );
   });
 
-  it('gRPC: any status, any reason: effect none only when the status refuses by itself and the reason names no error that may follow the work', () => {
+  it('gRPC: any status, any reason: effect none only when the status may refuse and its ErrorInfo names a refusal of the spec (or the status refuses our credentials)', () => {
+    // grpcstatus: a status alone (no ErrorInfo, or another API's reason) refuses nothing but our credentials.
     const refusing = new Set([3, 5, 7, 9, 11, 12, 16]);
+    const credentials = new Set([7, 16]);
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 20 }), reasonArb, (code, reason) => {
         const error = errorFromGrpc(grpcFailure(code, reason), 'http://agent.test');
-        const expected = refusing.has(code) && (reason === undefined || !MAYBE_REASONS.has(reason)) ? 'none' : 'maybe';
+        const spoken = refusalReason(reason) || (credentials.has(code) && (reason === undefined || !MAYBE_REASONS.has(reason)));
+        const expected = refusing.has(code) && spoken ? 'none' : 'maybe';
         expect(sendEffectOf(error), `gRPC ${code} reason ${reason}: ${error.name}`).toBe(expected);
       }),
       { numRuns: 300, examples: [[5, 'TASK_NOT_FOUND'], [13, 'TASK_NOT_FOUND'], [2, 'VERSION_NOT_SUPPORTED'], [14, 'UNSUPPORTED_OPERATION'], [9, 'TASK_NOT_CANCELABLE'], [9, undefined], [12, undefined], [6, 'TASK_NOT_FOUND'], [17, 'INVALID_PARAMS']] },
     );
   });
 
-  it('the gRPC refusing statuses are those the status table maps to a refusal class', () => {
+  it('the gRPC statuses that may refuse are those the status table maps to a refusal class', () => {
     for (const [status, ErrorClass] of GRPC_STATUS_TABLE) expect(GRPC_REFUSING_STATUSES.has(status), String(status)).toBe(sendEffectOf(new ErrorClass('x')) === 'none');
     expect([...GRPC_REFUSING_STATUSES].sort((a, b) => a - b)).toEqual([3, 5, 7, 9, 11, 12, 16]);
   });
@@ -208,15 +211,18 @@ describe('property: TaskNotFound to a SendMessage naming no task never proves no
 
   it('gRPC: NOT_FOUND, or a TASK_NOT_FOUND reason, is no refusal of a send naming no task; the rest as before', () => {
     const refusing = new Set([3, 5, 7, 9, 11, 12, 16]);
+    const credentials = new Set([7, 16]);
     fc.assert(
       fc.property(fc.integer({ min: 0, max: 20 }), reasonArb, (code, reason) => {
         const error = errorFromGrpc(grpcFailure(code, reason), 'http://agent.test');
         // A known reason names the error (on a refusing status); else the status does (NOT_FOUND: TaskNotFound).
         const named = reason !== undefined && REASONS.includes(reason) ? reason : code === 5 ? 'TASK_NOT_FOUND' : undefined;
-        const expected = refusing.has(code) && (named === undefined || (!MAYBE_REASONS.has(named) && named !== 'TASK_NOT_FOUND')) ? 'none' : 'maybe';
+        // The refusal is spoken by the spec's reason in the ErrorInfo, or by a credentials status (grpcstatus).
+        const spoken = refusalReason(reason) || credentials.has(code);
+        const expected = refusing.has(code) && spoken && (named === undefined || (!MAYBE_REASONS.has(named) && named !== 'TASK_NOT_FOUND')) ? 'none' : 'maybe';
         expect(sendEffectOf(error, noTask), `gRPC ${code} reason ${reason}: ${error.name}`).toBe(expected);
       }),
-      { numRuns: 300, examples: [[5, 'TASK_NOT_FOUND'], [5, undefined], [5, 'INVALID_PARAMS'], [3, 'TASK_NOT_FOUND'], [3, undefined], [16, 'TASK_NOT_FOUND']] },
+      { numRuns: 300, examples: [[5, 'TASK_NOT_FOUND'], [5, undefined], [5, 'INVALID_PARAMS'], [3, 'TASK_NOT_FOUND'], [3, undefined], [3, 'INVALID_PARAMS'], [16, 'TASK_NOT_FOUND'], [16, undefined]] },
     );
   });
 });

@@ -8,12 +8,17 @@
  * spec's table (spec §11.6: ErrorInfo MUST be present, several errors share 400), on 0.3 a `{code}` body with such a
  * code; and 401/403 (credentials refused, the table's row; P34 resends to the same agent, never another). Everything
  * else is effect maybe: the search by our messageId decides. Over binding (JSON-RPC and HTTP+JSON, 1.0 and 0.3) × status ×
- * content type × body shape, through the real transports against a byte-exact node:http server.
+ * content type × body shape, through the real transports against a byte-exact node:http server; and over gRPC (below).
  */
+import { create, toBinary } from '@bufbuild/protobuf';
+import { Metadata, Server, ServerCredentials, type ServiceError, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTransport } from '../src/client.ts';
 import { A2AError, sendEffectOf } from '../src/errors.ts';
+import { messageType } from '../src/grpc/codec.ts';
+import { GrpcTransport } from '../src/grpc/transport.ts';
+import { callError } from './helpers/grpc-calls.ts';
 import { type RawServer, requestIdOf, startRawServer } from './helpers/raw-server.ts';
 
 const message = { messageId: 'm-ours', contextId: 'c-ours', role: 'ROLE_USER' as const, parts: [{ text: 'book' }] };
@@ -115,5 +120,131 @@ describe('property: a status without A2A proof of refusal never proves that a Se
       }),
       { numRuns: 60 },
     );
+  });
+});
+
+/**
+ * The same rule on gRPC (grpcstatus): a gRPC status refuses a SendMessage only when it may carry a refusal (the
+ * statuses the table maps to a refusal class) and the binding's ErrorInfo (the `grpc-status-details-bin` trailer)
+ * names a refusal of the spec's table, or when it refuses our credentials (UNAUTHENTICATED, PERMISSION_DENIED). A bare
+ * NOT_FOUND, UNIMPLEMENTED, INVALID_ARGUMENT, FAILED_PRECONDITION or OUT_OF_RANGE (a proxy's, an interceptor's, a
+ * server that threw after booking), or one whose details hold no ErrorInfo, another API's reason or bytes no one can
+ * decode, is effect maybe. Before, the status alone refused: an agent booked, answered such a status, and the step went
+ * to a second agent. Over status × details shape × reason (spec refusals, spec reasons that may follow the work, other
+ * APIs' reasons, any string) × whether the request names a task, through the real gRPC transport against a grpc-js
+ * server; each call's class is the one the reason (else the status) names, as the reads need (GetTask NOT_FOUND is a
+ * TaskNotFoundError), and a status only a server sends is delivery `received`.
+ */
+describe('property: a gRPC status without the binding\'s ErrorInfo refusal never proves that a SendMessage created nothing', () => {
+  type Shape = 'bare' | 'Status without details' | 'ErrorInfo' | 'another detail, then ErrorInfo' | 'undecodable details';
+  let grpcAnswer: { code: number; shape: Shape; reason: string; domain: string } = { code: 5, shape: 'bare', reason: '', domain: '' };
+  let grpcServer: Server;
+  let grpcUrl = '';
+
+  /** The `grpc-status-details-bin` trailer of `grpcAnswer` (undefined when bare). */
+  const detailsTrailer = ({ code, shape, reason, domain }: typeof grpcAnswer): Buffer | undefined => {
+    if (shape === 'bare') return undefined;
+    if (shape === 'undecodable details') return Buffer.from([0xff, 0xff, 0xff, 0x0f, 0x01]);
+    const statusType = messageType('google.rpc.Status');
+    const infoType = messageType('google.rpc.ErrorInfo');
+    const errorInfoAny = { typeUrl: 'type.googleapis.com/google.rpc.ErrorInfo', value: toBinary(infoType, create(infoType, { reason, domain } as never)) };
+    const debugInfoAny = { typeUrl: 'type.googleapis.com/google.rpc.DebugInfo', value: new Uint8Array([0x12, 0x02, 0x6e, 0x6f]) };
+    const details = shape === 'ErrorInfo' ? [errorInfoAny] : shape === 'another detail, then ErrorInfo' ? [debugInfoAny, errorInfoAny] : [];
+    return Buffer.from(toBinary(statusType, create(statusType, { code, message: 'refused', details } as never)));
+  };
+
+  beforeAll(async () => {
+    grpcServer = new Server();
+    const answerWithStatus = (_call: unknown, callback: (error: Partial<ServiceError>) => void) => {
+      const metadata = new Metadata();
+      const trailer = detailsTrailer(grpcAnswer);
+      if (trailer) metadata.set('grpc-status-details-bin', trailer);
+      callback({ code: grpcAnswer.code, details: `status ${grpcAnswer.code}`, metadata });
+    };
+    const method = (name: string) => ({ path: `/lf.a2a.v1.A2AService/${name}`, requestStream: false, responseStream: false, requestSerialize: (value: Buffer) => value, requestDeserialize: (value: Buffer) => value, responseSerialize: (value: Buffer) => value, responseDeserialize: (value: Buffer) => value });
+    grpcServer.addService({ SendMessage: method('SendMessage'), GetTask: method('GetTask') }, { SendMessage: answerWithStatus, GetTask: answerWithStatus } as UntypedServiceImplementation);
+    const port = await new Promise<number>((resolve, reject) => grpcServer.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
+    grpcUrl = `http://127.0.0.1:${port}`;
+  });
+  afterAll(() => grpcServer.forceShutdown());
+
+  /** The spec's refusals (spec §5.4 and JSON-RPC 2.0 §5.1 reasons), with the class name each names. */
+  const SPEC_REFUSALS: Record<string, string> = {
+    TASK_NOT_FOUND: 'TaskNotFoundError', PUSH_NOTIFICATION_NOT_SUPPORTED: 'PushNotificationNotSupportedError', UNSUPPORTED_OPERATION: 'UnsupportedOperationError',
+    CONTENT_TYPE_NOT_SUPPORTED: 'ContentTypeNotSupportedError', EXTENSION_SUPPORT_REQUIRED: 'ExtensionSupportRequiredError', VERSION_NOT_SUPPORTED: 'VersionNotSupportedError',
+    PARSE_ERROR: 'JsonRpcParseError', INVALID_REQUEST: 'InvalidRequestError', METHOD_NOT_FOUND: 'MethodNotFoundError', INVALID_PARAMS: 'InvalidParamsError',
+  };
+  /** The spec's reasons for errors that may follow the work. */
+  const SPEC_MAYBE: Record<string, string> = {
+    TASK_NOT_CANCELABLE: 'TaskNotCancelableError', INVALID_AGENT_RESPONSE: 'InvalidAgentResponseError', EXTENDED_AGENT_CARD_NOT_CONFIGURED: 'ExtendedAgentCardNotConfiguredError',
+    INTERNAL_ERROR: 'InternalAgentError', ALREADY_EXISTS: 'ConflictError',
+  };
+  /** gRPC status → the class it names without a known reason (spec §5.4 gRPC column; the others as status-table.ts says). */
+  const BY_STATUS: Record<number, string> = {
+    1: 'NetworkError', 2: 'InternalAgentError', 3: 'InvalidParamsError', 4: 'NetworkError', 5: 'TaskNotFoundError', 6: 'ConflictError', 7: 'AuthenticationError', 8: 'UpstreamError',
+    9: 'InvalidRequestError', 10: 'UpstreamError', 11: 'InvalidParamsError', 12: 'UnsupportedOperationError', 13: 'InternalAgentError', 14: 'UpstreamError', 15: 'InternalAgentError', 16: 'AuthenticationError',
+  };
+  /** Statuses that may carry a refusal; of them, the ones that refuse our credentials alone. */
+  const MAY_REFUSE = new Set([3, 5, 7, 9, 11, 12, 16]);
+  const CREDENTIALS = new Set([7, 16]);
+  /** Statuses grpc-js raises by itself (no answer needed): delivery not proven. */
+  const LOCAL = new Set([1, 2, 4, 8, 13, 14]);
+  const OTHER_REASONS = ['API_KEY_INVALID', 'RATE_LIMIT_EXCEEDED', 'SERVICE_DISABLED', 'NOT_FOUND', 'UNIMPLEMENTED', 'task_not_found', ''];
+  const reasonArb = fc.oneof(fc.constantFrom(...Object.keys(SPEC_REFUSALS)), fc.constantFrom(...Object.keys(SPEC_MAYBE)), fc.constantFrom(...OTHER_REASONS), fc.string({ maxLength: 16 }));
+  const shapeArb = fc.constantFrom<Shape>('bare', 'Status without details', 'ErrorInfo', 'another detail, then ErrorInfo', 'undecodable details');
+
+  /** The oracle, written out: the class and effect of a status with `reason` carried (or not) to a request that names a task (or not). */
+  function expectedOf(code: number, carried: string | undefined, namesTask: boolean): { name: string; effect: 'none' | 'maybe' } {
+    const known = carried !== undefined && (carried in SPEC_REFUSALS || carried in SPEC_MAYBE);
+    const name = known ? (SPEC_REFUSALS[carried!] ?? SPEC_MAYBE[carried!])! : BY_STATUS[code]!;
+    const refusalClass = Object.values(SPEC_REFUSALS).includes(name) || name === 'AuthenticationError';
+    const aboutAbsentTask = name === 'TaskNotFoundError' && !namesTask;
+    const spoken = MAY_REFUSE.has(code) && (CREDENTIALS.has(code) || (carried !== undefined && carried in SPEC_REFUSALS));
+    return { name, effect: refusalClass && !aboutAbsentTask && spoken ? 'none' : 'maybe' };
+  }
+
+  it('status × details shape × reason × names a task: effect none only for a refusing status with the spec\'s refusal in its ErrorInfo, or a credentials status', async () => {
+    const transport = new GrpcTransport({ url: grpcUrl, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000 });
+    try {
+      await fc.assert(
+        fc.asyncProperty(fc.integer({ min: 1, max: 16 }), shapeArb, reasonArb, fc.constantFrom('a2a-protocol.org', 'googleapis.com', ''), fc.boolean(), async (code, shape, reason, domain, namesTask) => {
+          grpcAnswer = { code, shape, reason, domain };
+          const carried = shape === 'ErrorInfo' || shape === 'another detail, then ErrorInfo' ? (reason === '' ? undefined : reason) : undefined;
+          const what = `gRPC ${code} ${shape} reason ${JSON.stringify(reason)} domain ${domain} namesTask ${namesTask}`;
+          const expected = expectedOf(code, carried, namesTask);
+          const sent = await callError(transport, 'send', 'book');
+          expect(sent, what).toBeInstanceOf(A2AError);
+          expect((sent as A2AError).name, what).toBe(expected.name);
+          // A status only a server sends, or any decoded reason, is an answer that arrived.
+          expect((sent as A2AError).delivery, what).toBe(LOCAL.has(code) && carried === undefined ? 'maybe' : 'received');
+          expect(sendEffectOf(sent, { namesTask }), what).toBe(expected.effect);
+          // The reads keep the class the status or reason names (GetTask NOT_FOUND on a task we know: TaskNotFoundError).
+          const read = await callError(transport, 'get', 'T1');
+          expect((read as A2AError).name, `GetTask ${what}`).toBe(expected.name);
+        }),
+        {
+          numRuns: 300,
+          examples: [
+            [5, 'bare', '', '', false],
+            [5, 'bare', '', '', true],
+            [12, 'bare', '', '', false],
+            [3, 'bare', '', '', false],
+            [9, 'Status without details', '', '', false],
+            [11, 'undecodable details', 'INVALID_PARAMS', 'a2a-protocol.org', false],
+            [12, 'ErrorInfo', 'API_KEY_INVALID', 'googleapis.com', false],
+            [12, 'ErrorInfo', 'UNSUPPORTED_OPERATION', 'a2a-protocol.org', false],
+            [9, 'another detail, then ErrorInfo', 'VERSION_NOT_SUPPORTED', 'a2a-protocol.org', false],
+            [3, 'ErrorInfo', 'CONTENT_TYPE_NOT_SUPPORTED', 'a2a-protocol.org', true],
+            [5, 'ErrorInfo', 'TASK_NOT_FOUND', 'a2a-protocol.org', true],
+            [9, 'ErrorInfo', 'TASK_NOT_CANCELABLE', 'a2a-protocol.org', false],
+            [16, 'bare', '', '', false],
+            [7, 'ErrorInfo', 'TOKEN_EXPIRED', 'googleapis.com', false],
+            [13, 'ErrorInfo', 'UNSUPPORTED_OPERATION', 'a2a-protocol.org', false],
+          ],
+        },
+      );
+    } finally {
+      transport.close();
+    }
   });
 });

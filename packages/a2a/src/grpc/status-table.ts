@@ -8,6 +8,7 @@ import { fromBinary, type DescMessage } from '@bufbuild/protobuf';
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import {
   type A2AError,
+  type Delivery,
   LimitExceededError,
   ProtocolError,
   RequestTooLargeError,
@@ -18,7 +19,7 @@ import {
 import { RETRY_INFO_TYPE_URL, retryAfterOfRetryInfo } from '../retry-after.ts';
 import { messageType } from './codec.ts';
 
-type ErrorClass = new (message?: string, details?: { reason?: string; cause?: unknown; grpcStatus?: number }) => A2AError;
+type ErrorClass = new (message?: string, details?: { reason?: string; cause?: unknown; grpcStatus?: number; delivery?: Delivery }) => A2AError;
 
 /** The status → error table of `errors.ts` (one row per gRPC status code), keyed by the gRPC client's status type. */
 export const GRPC_STATUS_TABLE: ReadonlyMap<GrpcStatus, ErrorClass> = STATUS_TABLE;
@@ -72,6 +73,18 @@ export function errorInfoReason(error: Pick<ServiceError, 'metadata'>): string |
 const LOCAL_SIZE_CAP = /^Received message larger than max \((\d+) vs\.? (\d+)\)/;
 
 /**
+ * Statuses grpc-js raises by itself with no answer from the far side: our cancel or deadline, a connection refused or
+ * dropped, a frame it could not read, a size cap, a server that threw without a status. Any other status of the table
+ * came from a server on the way (the agent's, a proxy's; grpc-js reads an HTTP 401, 403 or 404 answer as
+ * UNAUTHENTICATED, PERMISSION_DENIED, UNIMPLEMENTED): the request reached it, delivery `received`, as any HTTP status
+ * (V5). So a bare refusing status whose search finds nothing of ours ends the attempt FAILED after one search, as a
+ * 404 page does, instead of resending our message (`unfoundVerdict`).
+ */
+const LOCAL_STATUSES: ReadonlySet<number> = new Set([
+  GrpcStatus.CANCELLED, GrpcStatus.UNKNOWN, GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.RESOURCE_EXHAUSTED, GrpcStatus.INTERNAL, GrpcStatus.UNAVAILABLE,
+]);
+
+/**
  * The typed error for a failed gRPC call: the ErrorInfo reason first (known
  * reasons only), then the status code. The gRPC error is kept as `cause`. `receiveCapBytes`: our channel's
  * `grpc.max_receive_message_length`: a size error reporting it is an answer over our cap (`LimitExceededError`).
@@ -100,7 +113,8 @@ export function errorFromGrpc(error: ServiceError, url: string, receiveCapBytes?
   // their receive cap the same), after the agent's handler ran: "not sent, re-delegate" would do the work twice.
   if (overCap && receiveCapBytes !== undefined && requestBytes !== undefined && Number(overCap[1]) === requestBytes) return new RequestTooLargeError(`request to ${url} over the agent's size limit: ${error.details}`, details);
   const errorClass = (reason === undefined ? undefined : errorClassForReason(reason)) ?? GRPC_STATUS_TABLE.get(error.code);
-  const mapped = errorClass ? new errorClass(message, details) : new ProtocolError(`unknown gRPC status ${error.code}: ${message}`, details);
+  const answered = GRPC_STATUS_TABLE.has(error.code) && !LOCAL_STATUSES.has(error.code);
+  const mapped = errorClass ? new errorClass(message, answered ? { ...details, delivery: 'received' } : details) : new ProtocolError(`unknown gRPC status ${error.code}: ${message}`, details);
   // Quota or overload with RetryInfo (the richer error model): the server says when to come back.
   return error.code === GrpcStatus.RESOURCE_EXHAUSTED ? withRetryAfter(mapped, retryInfoDelayMs(error)) : mapped;
 }

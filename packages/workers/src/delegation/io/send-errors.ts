@@ -39,7 +39,8 @@ export const isTypedProtocolError = (error: unknown): error is ProtocolError =>
   error instanceof ProtocolError && !error.retryable && error.code !== 'PROTOCOL_ERROR';
 
 /**
- * What arrived with a send error: the agent's error answer, an answer we could not read, or nothing. Unreadable: a
+ * What arrived with a send error: the agent's error answer (a JSON-RPC code, an HTTP or a gRPC status), an answer we
+ * could not read, or nothing. Unreadable: a
  * protocol error in a 2xx, or an invalid answer we judged so ourselves (no JSON-RPC code: the agent did not say
  * -32006), such as a 4xx whose body is a task not proven ours: its status is no verdict of "nothing created".
  */
@@ -47,7 +48,7 @@ export function answerOf(error: unknown): RecordedError['answer'] {
   if (!(error instanceof A2AError) || error.delivery !== 'received') return undefined;
   const judgedInvalid = error instanceof InvalidAgentResponseError && error.jsonRpcCode === undefined;
   const unreadable = judgedInvalid || (error instanceof ProtocolError && error.jsonRpcCode === undefined && (error.httpStatus === undefined || error.httpStatus < 300));
-  return unreadable || (error.jsonRpcCode === undefined && error.httpStatus === undefined) ? 'unreadable' : 'error';
+  return unreadable || (error.jsonRpcCode === undefined && error.httpStatus === undefined && error.grpcStatus === undefined) ? 'unreadable' : 'error';
 }
 
 /** The journal form of a send error: code, message, retryable, delivery (`not-sent` before the mark), what arrived, limit. */
