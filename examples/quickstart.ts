@@ -3,7 +3,16 @@
  * (a private redis-server unless REDIS_URL is set, two demo A2A agents and a
  * worker fleet in this process) so it runs as is; in your service you only
  * keep the producer part and run the workers separately.
+ *
+ * With REDIS_URL (your own Redis) each run uses a key prefix of its own,
+ * `example-<8 hex>`: the ids below (`order-1001`, `trip-2001`) are then new on
+ * every run although its agents listen on new ports (the same id with another
+ * agent would be IdempotencyConflictError), and workers you run on that Redis
+ * (prefix `da2a`) leave its jobs to the fleet it starts. Its finished records
+ * expire after 7 days; about 25 small queue and index keys of the prefix stay
+ * (`redis-cli --scan --pattern '*example-*'` lists them).
  */
+import { randomUUID } from 'node:crypto';
 import { createProducer } from '@durable-a2a/producer';
 import { startFleet } from '@durable-a2a/workers';
 import { createLogger } from '@durable-a2a/shared';
@@ -14,6 +23,7 @@ quietSdkConsole();
 
 const redisServer = process.env.REDIS_URL ? undefined : await startRedisServer({ appendOnly: true });
 const redisUrl = process.env.REDIS_URL ?? redisServer!.url;
+const prefix = process.env.REDIS_URL ? `example-${randomUUID().slice(0, 8)}` : undefined; // default 'da2a'
 const skill = { id: 'book-hotel', name: 'Book a hotel', description: 'Books hotel rooms', tags: ['travel'] };
 const strictHotel = await startDemoAgent({ name: 'Strict hotel', skills: [skill], behaviour: rejects('we only take bookings by phone') });
 const friendlyHotel = await startDemoAgent({
@@ -22,10 +32,10 @@ const friendlyHotel = await startDemoAgent({
   behaviour: asksForInput('two rooms or one?', (answer) => completionSteps(`booked ${answer}`)),
 });
 const addressPolicy = { allowLoopback: true }; // the demo agents listen on 127.0.0.1
-const fleet = await startFleet({ redis: redisUrl, addressPolicy, logger: createLogger({ level: 'warn' }) });
+const fleet = await startFleet({ redis: redisUrl, prefix, addressPolicy, logger: createLogger({ level: 'warn' }) });
 
 // --- what a service writes -------------------------------------------------
-const producer = createProducer({ redis: redisUrl, addressPolicy });
+const producer = createProducer({ redis: redisUrl, prefix, addressPolicy }); // prefix: leave it out (the workers' default)
 
 // 1. One delegation, idempotent on its key: calling it twice never sends twice.
 const single = await producer.delegate({ agent: friendlyHotel.cardUrl, text: 'Book a room in Lisbon', idempotencyKey: 'order-1001' });
