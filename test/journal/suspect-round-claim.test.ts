@@ -10,7 +10,7 @@
  */
 import { beforeEach, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { DEFAULT_JOB_OPTIONS, Journal, suspectReadJob, type DelegationRef, type SuspectRoundFields } from '@durable-a2a/shared';
+import { DEFAULT_JOB_OPTIONS, Journal, SUSPECT_READS_PER_JOB, suspectReadJob, type DelegationRef, type SuspectRoundFields } from '@durable-a2a/shared';
 import { suspectReadTurn, suspectRetryAt, suspectRoundClaimMs } from '../../packages/workers/src/delegation/core/policy.ts';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
@@ -18,8 +18,8 @@ import { intentRow } from '../harness/journal-rows.ts';
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
 const { attempts, backoff } = DEFAULT_JOB_OPTIONS.reconcile;
-/** A claim's time as the workers reckon it, with a short request timeout so runs cross it. */
-const claimMs = suspectRoundClaimMs(2, 1_000);
+/** A claim's time as the workers reckon it, with a short request timeout (and card fetch) so runs cross it. */
+const claimMs = suspectRoundClaimMs(2, 1_000, 1_000);
 const T0 = 1_700_000_000_000;
 
 let journal: Journal;
@@ -165,4 +165,63 @@ describe('suspect read rounds with concurrent claimers', () => {
     await journal.clearSuspects(ref, { unread: ['T2'] }, attempts, T0 + 2_000, 'not-d');
     expect((await journal.getDelegation(ref))!).toMatchObject({ suspectRoundBy: 'd', suspectReadRounds: 2 });
   });
+
+  it('a finished row: claimed only by a claimer that read it finished (finished-suspects.ts); a row gone: by none', async () => {
+    await freshRow();
+    await journal.applyStatus(ref, { mode: 'outcome', state: 'FAILED', error: { code: 'DEADLINE_EXCEEDED', message: 'ended' } });
+    const seen = roundOf((await journal.getDelegation(ref))!);
+    expect(await journal.claimSuspectRound(ref, { token: 'unfinished-reader', now: T0, durationMs: claimMs, seen })).toEqual({ kind: 'finished' });
+    expect(await journal.claimSuspectRound(ref, { token: 'finished-reader', now: T0, durationMs: claimMs, seen, finished: true })).toEqual({ kind: 'claimed' });
+    // The same compare-and-set: a second claimer while it holds finds it moved.
+    expect(await journal.claimSuspectRound(ref, { token: 'another', now: T0 + 1, durationMs: claimMs, seen, finished: true })).toMatchObject({ kind: 'moved' });
+    const gone = { workflowId: ref.workflowId, delegationId: 'gone.1' };
+    expect(await journal.claimSuspectRound(gone, { token: 'x', now: T0, durationMs: claimMs, seen, finished: true })).toEqual({ kind: 'finished' });
+  });
+
+  /**
+   * A round as long as it may last: an Agent Card fetch (a row without a journaled interface) and then every GetTask,
+   * each up to the request timeout, then its journal calls. A second job that looks at the row while it is still in its
+   * journal calls, the claim's time passed, would take the claim over and read the same round again (its end counted
+   * twice: the suspect lost a round early). Before, the claim's time counted the GetTasks and the journal but no card.
+   */
+  const roundHeld = async (reads: number, requestTimeoutMs: number, card: number, getTasks: readonly number[], journalMs: number) => {
+    await freshRow();
+    const scheduled = (at: number) => suspectReadJob(ref, at).id;
+    const durationMs = suspectRoundClaimMs(reads, requestTimeoutMs, requestTimeoutMs);
+    expect(await journal.claimSuspectRound(ref, { token: 'first', now: T0, durationMs, seen: roundOf((await journal.getDelegation(ref))!) })).toEqual({ kind: 'claimed' });
+    // The last instant of the round before its end is written.
+    const now = T0 + card + getTasks.reduce((sum, ms) => sum + ms, 0) + journalMs;
+    const row = roundOf((await journal.getDelegation(ref))!);
+    const turn = suspectReadTurn(row, { jobId: 'tick', scheduled, lost: 0, now }, backoff.delay);
+    const second = await journal.claimSuspectRound(ref, { token: 'second', now, durationMs, seen: row });
+    return { turn, second };
+  };
+
+  it('case: a round whose card fetch and every GetTask took their whole timeout is still held in its journal calls (before: taken over by a second job)', async () => {
+    const requestTimeoutMs = 30_000;
+    const { turn, second } = await roundHeld(SUSPECT_READS_PER_JOB, requestTimeoutMs, requestTimeoutMs, Array.from({ length: SUSPECT_READS_PER_JOB }, () => requestTimeoutMs), 0);
+    expect(turn.kind).toBe('wait');
+    expect(second.kind).toBe('moved');
+  });
+
+  it('property: any round within its bounds (a card fetch or none, each GetTask up to the timeout, its journal calls under one more) is never claimed by a second job before its end', async () => {
+    const rounds = fc.integer({ min: 1, max: SUSPECT_READS_PER_JOB }).chain((reads) =>
+      fc.record({
+        reads: fc.constant(reads),
+        requestTimeoutMs: fc.integer({ min: 50, max: 60_000 }),
+        card: fc.double({ min: 0, max: 1, noNaN: true }),
+        getTasks: fc.array(fc.double({ min: 0, max: 1, noNaN: true }), { minLength: reads, maxLength: reads }),
+        journal: fc.double({ min: 0, max: 0.999, noNaN: true }),
+      }),
+    );
+    await fc.assert(
+      fc.asyncProperty(rounds, async ({ reads, requestTimeoutMs, card, getTasks, journal: journalShare }) => {
+        const ms = (share: number) => Math.floor(share * requestTimeoutMs);
+        const { turn, second } = await roundHeld(reads, requestTimeoutMs, ms(card), getTasks.map(ms), ms(journalShare));
+        expect(turn.kind).toBe('wait');
+        expect(second.kind).toBe('moved');
+      }),
+      { numRuns: 100, examples: [[{ reads: SUSPECT_READS_PER_JOB, requestTimeoutMs: 1_000, card: 1, getTasks: Array.from({ length: SUSPECT_READS_PER_JOB }, () => 1), journal: 0 }]] },
+    );
+  }, 120_000);
 });

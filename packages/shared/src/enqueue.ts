@@ -39,11 +39,20 @@ export interface JobQueue<Data> {
   ): Promise<unknown>;
 }
 
+/**
+ * A queue that is also asked about one job by id (BullMQ `Queue`): its state (`completed`, `failed`, `delayed`,
+ * `active`, `waiting`, `waiting-children`, `prioritized` or `unknown`) and its removal (1 removed, 0 locked: it runs).
+ */
+export interface JobQueueById<Data> extends JobQueue<Data> {
+  getJobState(jobId: string): Promise<string>;
+  remove(jobId: string): Promise<number>;
+}
+
 /** Queues by name, each typed by its job data. */
 export interface TypedQueues {
   send: JobQueue<z.input<typeof SendJobSchema>>;
   follow: JobQueue<z.input<typeof FollowJobSchema>>;
-  reconcile: JobQueue<z.input<typeof ReconcileJobSchema>>;
+  reconcile: JobQueueById<z.input<typeof ReconcileJobSchema>>;
   verify: JobQueue<z.input<typeof VerifyJobSchema>>;
   compensate: JobQueue<z.input<typeof CompensateJobSchema>>;
   notify: JobQueue<z.input<typeof NotifyJobSchema>>;
@@ -180,12 +189,27 @@ export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occ
     // Delayed to the end of its second, so it is still waiting (and deduplicates) while that second's pushes arrive.
     const { id, dueAt } = suspectReadJob(ref, occasion.at);
     const options = { jobId: id, delay: Math.max(0, dueAt - occasion.now) };
+    if (dueAt <= occasion.now) await clearSpentSuspectJob(queues, id);
     await queues.reconcile.add('delegation', occasion.suspect === undefined ? data : { ...data, suspectTaskId: occasion.suspect }, options);
   } else if ('push' in occasion) {
     await queues.reconcile.add('delegation', data, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'push', occasion.push) });
   } else {
     await queues.reconcile.add('delegation', data, { jobId: jobId('reconcile', ref.workflowId, ref.delegationId, 'pushed-completion', occasion.pushedCompletion) });
   }
+}
+
+/**
+ * A suspect read job asked for once its due time passed: it should have run already. One of that id that failed all
+ * its attempts (kept in the failed set: `JOB_RETENTION`, a week or 10,000 jobs) or completed without ending a round
+ * (kept only under other retention) would take the place of the add, and the row's schedule names that id
+ * (`suspectReadTurn` in workers policy.ts: after failed rounds only that job reads), so the suspects would wait until
+ * BullMQ evicts it. Such a job is removed first, so the add is a job again. A job that waits or runs is left as it is
+ * (removal refuses a running one); two readers never read one round all the same: the round's claim in the row
+ * (claimSuspectRound-1.lua) is what serializes them, whatever jobs exist.
+ */
+async function clearSpentSuspectJob(queues: Needs<'reconcile'>, id: string): Promise<void> {
+  const state = await queues.reconcile.getJobState(id);
+  if (state === 'failed' || state === 'completed') await queues.reconcile.remove(id);
 }
 
 /**

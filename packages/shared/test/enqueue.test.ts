@@ -29,6 +29,9 @@ function recordingQueues(): { queues: TypedQueues; added: Added[] } {
     add: async (jobName: string, data: unknown, options?: Added['options']) => {
       added.push({ queue: name, name: jobName, data, options });
     },
+    // No job is kept here: every id is unknown (`enqueueReconcile` removes only a failed or completed one).
+    getJobState: async () => 'unknown',
+    remove: async () => 0,
   });
   return { queues: { send: queue('send'), follow: queue('follow'), reconcile: queue('reconcile'), verify: queue('verify'), compensate: queue('compensate'), notify: queue('notify') }, added };
 }

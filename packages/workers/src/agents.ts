@@ -105,6 +105,11 @@ export class AgentDirectory {
     this.cards = new LRUCache({ maxSize, sizeCalculation: (entry) => Math.max(1, entry.bytes) });
   }
 
+  /** How long one Agent Card fetch may last at most (ms): `requestTimeoutMs` (`card`'s default bound). */
+  get cardFetchTimeoutMs(): number {
+    return this.options.requestTimeoutMs;
+  }
+
   /**
    * The agent's card, refreshed after `cardMaxAgeMs`; the fetch lasts at most `timeoutMs` (default
    * `requestTimeoutMs`: an agent that hangs on its card never holds a send past its deadline). A failed

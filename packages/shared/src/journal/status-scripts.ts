@@ -298,7 +298,7 @@ export const clearSuspectsScript = defineScript({
 
 /**
  * What claiming a round of suspect reads found (claimSuspectRound-1.lua): `claimed` (this claimer reads), `finished`
- * (the row is finished or gone: nothing to read), or `moved`: another round was claimed or ended since the claimer
+ * (the row is gone, or finished while the claimer read it unfinished: nothing to read), or `moved`: another round was claimed or ended since the claimer
  * looked, or a claim still holds; the row's round fields as they are now, to decide again.
  */
 export type SuspectRoundClaim = { kind: 'claimed' } | { kind: 'finished' } | { kind: 'moved'; row: SuspectRoundFields };
@@ -307,13 +307,14 @@ export type SuspectRoundClaim = { kind: 'claimed' } | { kind: 'finished' } | { k
 export const claimSuspectRoundScript = defineScript({
   name: 'claimSuspectRound',
   keys: ['delegation'],
-  encode: (input: { token: string; now: number; durationMs: number; seen: SuspectRoundFields }) => [
+  encode: (input: { token: string; now: number; durationMs: number; seen: SuspectRoundFields; finished?: boolean }) => [
     input.token,
     input.now,
     input.durationMs,
     input.seen.suspectReadRounds,
     input.seen.suspectReadRoundAt ?? '',
     input.seen.suspectRoundBy ?? '',
+    input.finished ? '1' : '0',
   ],
   decode: (reply, script): SuspectRoundClaim => {
     const [outcome, rounds, roundAt, by, until] = arrayReply(reply, script);

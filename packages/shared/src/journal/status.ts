@@ -436,13 +436,14 @@ export class JournalStatus extends JournalDelegations {
   }
 
   /**
-   * Claims the next round of suspect reads of an unfinished row before its first GetTask (claimSuspectRound-1.lua),
-   * compare-and-set on the round fields the claimer decided from (`seen`: failed rounds, the last one's end, an
-   * expired claim it takes over): the claim holds `durationMs` from `now` (ms), or until the round's `clearSuspects`
-   * with `token`. A job that sees it in the row does not read (workers policy.ts `suspectReadTurn`).
-   * @returns `claimed`; `finished` (row finished or gone); `moved` with the row's round fields as they are now
+   * Claims the next round of suspect reads of a row before its first GetTask (claimSuspectRound-1.lua), compare-and-set
+   * on the round fields the claimer decided from (`seen`: failed rounds, the last one's end, an expired claim it takes
+   * over): the claim holds `durationMs` from `now` (ms), or until the round's `clearSuspects` with `token`. A job that
+   * sees it in the row does not read (workers policy.ts `suspectReadTurn`). `finished` (default false): the claimer
+   * reads a finished row's suspects (finished-suspects.ts); else a row finished meanwhile is not claimed.
+   * @returns `claimed`; `finished` (row gone, or finished and `finished` false); `moved` with the row's round fields now
    */
-  async claimSuspectRound(ref: DelegationRef, claim: { token: string; now: number; durationMs: number; seen: SuspectRoundFields }): Promise<SuspectRoundClaim> {
+  async claimSuspectRound(ref: DelegationRef, claim: { token: string; now: number; durationMs: number; seen: SuspectRoundFields; finished?: boolean }): Promise<SuspectRoundClaim> {
     return this.call(claimSuspectRoundScript, { delegation: this.delegationKeys(ref)[0] }, claim);
   }
 

@@ -1,5 +1,6 @@
 --[[
-  Claims the next round of suspect reads of an unfinished delegation (suspect-reads.ts), compare-and-set, before its
+  Claims the next round of suspect reads of a delegation (suspect-reads.ts; a finished one's, finished-suspects.ts, when
+  ARGV[7] says the claimer read it finished), compare-and-set, before its
   first GetTask: a round in flight is in the row (`suspectRoundBy`, `suspectRoundUntil`) from its claim until its end
   (clearSuspects-1.lua releases it), so a job that looks at the row meanwhile sees it and does not read (policy.ts
   `suspectReadTurn`). The claimer decided from the row's round fields; the claim is taken only while they are still as
@@ -12,13 +13,15 @@
   ARGV[4] `suspectReadRounds` as the claimer saw it ('0' when absent)
   ARGV[5] `suspectReadRoundAt` as the claimer saw it ('' when absent)
   ARGV[6] `suspectRoundBy` as the claimer saw it ('' when absent; present: an expired claim it takes over)
-  Returns: {1} claimed; {0} the row is gone or finished (nothing claimed); {2, rounds, roundAt, by, until} the row's
+  ARGV[7] '1' when the claimer reads a finished row's suspects (a finished row never regresses: its suspects are read
+    under the same claim and backoff); absent or '0': an unfinished row's, and a row finished since is not claimed
+  Returns: {1} claimed; {0} the row is gone, or finished and ARGV[7] is not '1' (nothing claimed); {2, rounds, roundAt, by, until} the row's
   round moved since (claimed by another, or ended), or its claim still holds: nothing claimed, the row's four fields
   (0 or '' when absent) for the claimer to decide again
 ]]
 --- @include "prelude"
 local f = redis.call('HMGET', KEYS[1], 'state', 'suspectReadRounds', 'suspectReadRoundAt', 'suspectRoundBy', 'suspectRoundUntil')
-if not f[1] or FINISHED[f[1]] then return {0} end
+if not f[1] or (FINISHED[f[1]] and ARGV[7] ~= '1') then return {0} end
 local now = tonumber(ARGV[2])
 local rounds = tonumber(f[2]) or 0
 local roundAt = f[3] or ''

@@ -399,11 +399,14 @@ export function suspectReadTurn(row: SuspectRoundFields, asker: SuspectAsker, re
 
 /**
  * How long a claim on a round of suspect reads holds (ms): the round's GetTasks (`readsPerRound`, each bounded by
- * `requestTimeoutMs`) and one more for its journal calls. Past it a round that never ended is taken over
- * (`suspectReadTurn`): the bound on how long a dead worker's claim holds the reads back.
+ * `requestTimeoutMs`), one Agent Card fetch (`cardFetchTimeoutMs`: a row without a journaled interface fetches the card
+ * before its first GetTask; once fetched it is cached, and a fetch that fails ends that read without a GetTask, so a
+ * read costs at most one of the two bounds but the first, which may cost both) and one `requestTimeoutMs` more for its
+ * journal calls. Past it a round that never ended is taken over (`suspectReadTurn`): the bound on how long a dead
+ * worker's claim holds the reads back, and the least a live round may last without a second claimer counting it twice.
  */
-export function suspectRoundClaimMs(readsPerRound: number, requestTimeoutMs: number): number {
-  return (readsPerRound + 1) * requestTimeoutMs;
+export function suspectRoundClaimMs(readsPerRound: number, requestTimeoutMs: number, cardFetchTimeoutMs: number): number {
+  return (readsPerRound + 1) * requestTimeoutMs + cardFetchTimeoutMs;
 }
 
 /** When a read of the row's suspects asked for at `now` (ms) is due: now, or the backoff's end (`suspectRetryAt`) if later. */

@@ -31,7 +31,7 @@ import type { WorkerContext } from '../../context.ts';
 import { jitteredCheckTime, suspectReadAt } from '../core/policy.ts';
 import { withReconcileSlot } from './reconcile-slot.ts';
 import { reconcileSuspects } from './suspect-reads.ts';
-import { readFinishedRowSuspects } from './finished-suspects.ts';
+import { emitUncheckedIfMissing, readFinishedRowSuspects } from './finished-suspects.ts';
 import { advanceWorkflow } from '../../workflow/advance.ts';
 import { reconcileWorkflow } from '../../workflow/recover.ts';
 import { apply, closeHeldIntent } from '../apply.ts';
@@ -114,16 +114,24 @@ async function reconcileOne(ctx: WorkerContext, ref: DelegationRef, jobId: strin
     // Suspects noted before it finished are read before its workflow decides (settle.ts waits for them), whether or
     // not it finished bound to a task of ours (an INTENT row keeps them too, and may finish at its deadline); so are
     // those a push named after it finished; and suspects lost are told to a person (finished-suspects.ts), once: a
-    // finished row whose lost ones were told has nothing left to read or tell.
+    // finished row whose lost ones were noted as told has nothing left to read, only their event if it never left.
+    let row = record;
     if (suspectsPending(record) || lostUntold(record)) {
-      const pending = await readFinishedRowSuspects(ctx, record, record.taskId, log);
+      const pending = await readFinishedRowSuspects(ctx, record, record.taskId, jobId, log);
       if (pending !== undefined) return pending;
       const current = await ctx.journal.getDelegation(ref);
       if (!current) return 'expired';
-      await apply(ctx, current, { kind: 'row-checked' }, { source: 'reconcile' });
-      return 'settled';
+      row = current;
     }
-    await apply(ctx, record, { kind: 'row-checked' }, { source: 'reconcile' });
+    // Lost suspects a person was told of are told by their event too: emitted when it was never journaled (a crash or
+    // a failed enqueue after the note). Until it is enqueued the row is not settled, and is looked at again.
+    if (!(await emitUncheckedIfMissing(ctx, row))) {
+      const at = jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs);
+      await ctx.journal.scheduleCheck(ref, at);
+      await enqueueReconcile(ctx.queues, ref, { dueAt: at, now: ctx.options.now() });
+      return 'notify-pending';
+    }
+    await apply(ctx, row, { kind: 'row-checked' }, { source: 'reconcile' });
     return 'settled';
   }
   if (await enforceAttemptDeadline(ctx, record, log)) return 'deadline-exceeded';

@@ -142,16 +142,17 @@ const CLAIM_TRIES = 3;
  * compare-and-set on those fields), before its first GetTask. When the row's round moved since (another job claimed
  * it, or a round ended), the job's turn is decided again from the row as it is now (`suspectReadTurn`): claimed again
  * when still now (at most `CLAIM_TRIES` claims), else `wait` until when it is (a row still moving after them: the
- * next second). Returns the claim's token, `wait` (ms), or `finished` (the row finished or went meanwhile).
+ * next second). `finished` (default false): `record` is a finished row (finished-suspects.ts), claimed as it is.
+ * Returns the claim's token, `wait` (ms), or `finished` (the row went, or finished meanwhile while read unfinished).
  */
-async function claimRound(ctx: WorkerContext, record: DelegationRecord, asker: Omit<SuspectAsker, 'now'>, retryDelayMs: number): Promise<{ token: string } | { wait: number } | 'finished'> {
+export async function claimRound(ctx: WorkerContext, record: DelegationRecord, asker: Omit<SuspectAsker, 'now'>, retryDelayMs: number, finished = false): Promise<{ token: string } | { wait: number } | 'finished'> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  const durationMs = suspectRoundClaimMs(SUSPECT_READS_PER_JOB, ctx.options.requestTimeoutMs);
+  const durationMs = suspectRoundClaimMs(SUSPECT_READS_PER_JOB, ctx.options.requestTimeoutMs, ctx.agents.cardFetchTimeoutMs);
   let seen: SuspectRoundFields = record;
   for (let tries = 0; tries < CLAIM_TRIES; tries++) {
     const token = randomUUID();
     const now = ctx.options.now();
-    const claim = await ctx.journal.claimSuspectRound(ref, { token, now, durationMs, seen });
+    const claim = await ctx.journal.claimSuspectRound(ref, { token, now, durationMs, seen, finished });
     if (claim.kind === 'claimed') return { token };
     if (claim.kind === 'finished') return 'finished';
     seen = claim.row;
