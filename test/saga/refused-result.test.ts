@@ -46,4 +46,19 @@ describe('A32 across follow cycles: a refused part of the result is not forgotte
     expect(record.state).toBe('COMPLETED');
     expect(view.artifacts.map((artifact) => artifact.artifactId)).toEqual(['a1']);
   }, 60_000);
+
+  // Judged by the refused artifact's id: before, any artifact in the full read counted as "the result is here", so a
+  // read showing only another artifact (a2: a note, a summary) completed the row with the refused a1 silently missing.
+  it('the full read after stream 2 shows another artifact (a2) but not the refused a1: AMBIGUOUS LIMIT_EXCEEDED, a1 named', async () => {
+    const { producer, agent, id } = await h.setUpAndDelegate((seen) => ({
+      SubscribeToTask: (_params, call) =>
+        call.count === 1
+          ? { sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId })), overParts(seen.contextId)], endAfter: 'close' }
+          : { sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId })), ev(SU('COMPLETED', { contextId: seen.contextId }))] },
+      GetTask: () => ({ result: agent.count('SubscribeToTask') >= 2 ? task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a2: 'a note' } }) : task('T1', 'WORKING', { contextId: seen.contextId }) }),
+    }), fast);
+    const record = await finished(producer, id, 40_000);
+    expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED', limit: 'partsPerMessage' }, refusedResult: { artifactIds: ['a1'] } });
+    expect(record.error?.message).toContain('a1');
+  }, 60_000);
 });

@@ -230,10 +230,17 @@ export class LimitExceededError extends ProtocolError {
   override readonly code: A2AClientErrorCode = 'LIMIT_EXCEEDED';
   readonly limit: LimitName;
   readonly limitValue: number;
-  constructor(limit: LimitName, limitValue: number, message = `${limit} limit of ${limitValue} exceeded`, details?: Details) {
+  /**
+   * The artifact refused, when the limit was found on one artifact (its parts over `partsPerMessage`): what a later
+   * full read must show for the result to be whole. Undefined when the refusal knew no artifact (bytes over a limit
+   * before anything was parsed, a message over a limit).
+   */
+  readonly artifactId?: string;
+  constructor(limit: LimitName, limitValue: number, message = `${limit} limit of ${limitValue} exceeded`, details?: Details & { artifactId?: string }) {
     super(message, details);
     this.limit = limit;
     this.limitValue = limitValue;
+    if (details?.artifactId !== undefined) this.artifactId = details.artifactId;
   }
 }
 /**

@@ -57,6 +57,7 @@ export {
   STATUS_MESSAGE_BYTES_MIN,
   artifactByteSize,
   checkJsonDepth,
+  checkResponseParts,
   resolveLimits,
   storedArtifact,
 } from './limits.ts';

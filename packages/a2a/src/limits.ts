@@ -77,14 +77,15 @@ export function checkJsonDepth(text: string, maxDepth: number): void {
   }
 }
 
-function checkParts(parts: readonly Part[] | undefined, maxParts: number, where: string): void {
+function checkParts(parts: readonly Part[] | undefined, maxParts: number, where: string, artifactId?: string): void {
   if (parts !== undefined && parts.length > maxParts) {
-    throw new LimitExceededError('partsPerMessage', maxParts, `${where} has ${parts.length} parts, over the limit of ${maxParts}`, { delivery: 'received' });
+    throw new LimitExceededError('partsPerMessage', maxParts, `${where} has ${parts.length} parts, over the limit of ${maxParts}`, { delivery: 'received', ...(artifactId !== undefined ? { artifactId } : {}) });
   }
 }
 
 const checkMessage = (message: Message | undefined, maxParts: number): void => checkParts(message?.parts, maxParts, `message ${message?.messageId}`);
-const checkArtifact = (artifact: Artifact, maxParts: number): void => checkParts(artifact.parts, maxParts, `artifact ${artifact.artifactId}`);
+// The refused artifact's id travels with the error: a later full read must show that artifact (refused-result).
+const checkArtifact = (artifact: Artifact, maxParts: number): void => checkParts(artifact.parts, maxParts, `artifact ${artifact.artifactId}`, artifact.artifactId);
 
 /** Throws `LimitExceededError('partsPerMessage')` if any message or artifact of `task` has more than `maxParts` parts. */
 export function checkTaskParts(task: Task, maxParts: number): void {

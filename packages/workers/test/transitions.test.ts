@@ -350,8 +350,14 @@ describe('properties per kind', () => {
         expect(read.next).toMatchObject({ kind: 'needs-person', code: 'LIMIT_EXCEEDED', limit: limitName });
         const stream = transition(recordIn(state), { kind: 'stream-failed', code: 'LIMIT_EXCEEDED', retryable: false, unacceptable }, policy);
         expect(stream.next).toMatchObject({ kind: 'read-once', refused: unacceptable });
-        // The refusal is journaled on the row (A32, attack 30): a durable fact of the attempt, not only of that read.
-        expect(writesOf(stream)).toEqual([{ kind: 'note-refused-result', refused: { code: 'LIMIT_EXCEEDED', message: 'over', limit: limitName, delivery: 'received' } }]);
+        // The refusal is journaled on the row (A32, attack 30): a durable fact of the attempt, not only of that read;
+        // the same fact whichever path refused the answer (a stream event, a read, a SendMessage answer).
+        const noted = [{ kind: 'note-refused-result', refusal: { message: 'over', limit: limitName } }];
+        expect(writesOf(stream)).toEqual(noted);
+        expect(writesOf(read)).toEqual(noted);
+        const send = transition(recordIn(state), { kind: 'send-failed', afterMark: true, delivery: 'received', effect: 'maybe', error: { code: 'LIMIT_EXCEEDED', message: 'over', delivery: 'received' }, permanent: true, lastAttempt: false, unacceptable }, policy);
+        expect(send.next).toMatchObject({ kind: 'needs-person', code: 'LIMIT_EXCEEDED' });
+        expect(writesOf(send)).toEqual(noted);
       }),
     );
   });

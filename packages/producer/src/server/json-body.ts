@@ -30,7 +30,9 @@ export function parseJsonWithinDepth(body: string | Buffer, jsonDepth: number, w
     checkJsonDepth(String(body), jsonDepth);
     return JSON.parse(String(body));
   } catch (error) {
-    throw Object.assign(new Error(error instanceof LimitExceededError ? error.message : `${what} is not JSON`), { statusCode: 400 });
+    // A body over the depth limit keeps the limit's error as its cause (the push webhook journals it as refused).
+    if (error instanceof LimitExceededError) throw Object.assign(new Error(error.message, { cause: error }), { statusCode: 400 });
+    throw Object.assign(new Error(`${what} is not JSON`), { statusCode: 400 });
   }
 }
 

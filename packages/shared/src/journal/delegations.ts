@@ -3,6 +3,7 @@
  * and the reconciler's bookkeeping (noteNotFound, noteNoProgress, releaseHold, recordEffect). Each
  * transition is one script (`lua/<verb>-1.lua`); status changes are in status.ts, replies in replies.ts.
  */
+import { REFUSED_ARTIFACT_IDS_MAX, REFUSED_ARTIFACT_ID_BYTES_MAX, refusedResultOf, type LimitRefusal } from './refused-result.ts';
 import { encodeRecordedError, parseArtifacts, type DelegationRecord, type DelegationView, type PushConfigState, type RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
 import { asHeldRow, changedRow, heldVersion } from './held-rows.ts';
@@ -112,14 +113,17 @@ const noteSlotWaitScript = defineScript({
   },
 });
 
-/** noteRefusedResult-1.lua (see its header): the row's version as written; {0}: the row finished (left alone). */
+/** noteRefusedResult-1.lua (see its header): the row's version, and whether the fact changed; {0, 0}: the row finished (left alone). */
 const noteRefusedResultScript = defineScript({
   name: 'noteRefusedResult',
   keys: ['delegation'],
-  encode: (input: { refused: RecordedError; nowMs: number }) => [encodeRecordedError(input.refused), input.nowMs],
+  encode: (input: { refusal: LimitRefusal; nowMs: number }) => {
+    const { artifactIds: _id, ...refused } = refusedResultOf(input.refusal);
+    return [encodeRecordedError(refused), input.nowMs, input.refusal.artifactId ?? '', REFUSED_ARTIFACT_IDS_MAX, REFUSED_ARTIFACT_ID_BYTES_MAX];
+  },
   decode: (reply, script) => {
-    const counts = countsReply(reply, script, 1);
-    return Array.isArray(counts) ? { version: counts[0]! } : counts;
+    const counts = countsReply(reply, script, 2);
+    return Array.isArray(counts) ? { version: counts[0]!, changed: counts[1] === 1 } : counts;
   },
 });
 
@@ -373,12 +377,15 @@ export class JournalDelegations extends JournalWorkflows {
 
   /**
    * Journals a part of the attempt's result we refused over a limit (`refusedResult`, noteRefusedResult-1.lua; field
-   * case A32): the first refusal is kept, a finished row is left alone. Written only when a refusal happens.
-   * @returns the row's version as written (`undefined`: the row finished)
+   * case A32), as `refusedResultOf(refusal)`: the first refusal's error is kept, the refused artifact's id gathered
+   * (bounded: `REFUSED_ARTIFACT_IDS_MAX`, `REFUSED_ARTIFACT_ID_BYTES_MAX`), a finished row left alone. Written only when
+   * a refusal happens; every path that refuses an answer about our task over a limit calls it (the workers' table
+   * `note-refused-result`, the push webhook).
+   * @returns the row's version, and `changed` when this call bumped it (`undefined`: the row finished)
    * @throws JournalError DELEGATION_MISSING
    */
-  async noteRefusedResult(ref: DelegationRef, refused: RecordedError): Promise<{ version: number } | undefined> {
-    const noted = unlessRefused(await this.call(noteRefusedResultScript, { delegation: this.delegationKeys(ref)[0] }, { refused, nowMs: this.now() }), ref, 'noteRefusedResult');
+  async noteRefusedResult(ref: DelegationRef, refusal: LimitRefusal): Promise<{ version: number; changed: boolean } | undefined> {
+    const noted = unlessRefused(await this.call(noteRefusedResultScript, { delegation: this.delegationKeys(ref)[0] }, { refusal, nowMs: this.now() }), ref, 'noteRefusedResult');
     return noted.version === 0 ? undefined : noted;
   }
 

@@ -56,6 +56,19 @@ export const RecordedErrorSchema = z.object({
 export type RecordedError = z.infer<typeof RecordedErrorSchema>;
 
 /**
+ * A part of the attempt's result refused over a limit (the row's `refusedResult`, noteRefusedResult-1.lua): the first
+ * refusal's error, and the ids of the artifacts refused when the refusals knew them (`artifactIds`, each once, at
+ * most `REFUSED_ARTIFACT_IDS_MAX`, each at most `REFUSED_ARTIFACT_ID_BYTES_MAX` UTF-8 bytes); `artifactIdsLost`: an id
+ * refused past those bounds was not kept, so no read can show that every refused artifact is back (journal
+ * refused-result.ts `refusedResultShown`).
+ */
+export const RefusedResultSchema = RecordedErrorSchema.extend({
+  artifactIds: z.array(z.string()).optional(),
+  artifactIdsLost: z.literal(true).optional(),
+});
+export type RefusedResult = z.infer<typeof RefusedResultSchema>;
+
+/**
  * Characters of a `RecordedError.message` (and `limit`) the journal keeps (default 1,000). An error's message often
  * carries an agent's own text (a JSON-RPC error's `message`, an HTTP error body), which the agent may make as long as
  * the response limit allows: the journal keeps a bounded excerpt, ending in `…` when clipped, so an attempt's record
@@ -116,11 +129,13 @@ export const DelegationRecordSchema = z
     protocolErrorCount: count,
     earlierProtocolErrors: optionalJson(z.array(RecordedErrorSchema)),
     /**
-     * A part of the attempt's result we refused over a limit (a stream or push event of our task, field case A32;
-     * noteRefusedResult-1.lua, the first one kept): until a full read shows the result, a COMPLETED is never a plain
-     * success (workers delegation/core/refused-result.ts: LIMIT_EXCEEDED, a person decides).
+     * A part of the attempt's result we refused over a limit (field case A32; noteRefusedResult-1.lua: the first
+     * refusal kept, the refused artifacts' ids gathered): written by every path that refuses an agent's answer about
+     * our task over a limit (a stream or push event, a push body, a read, a SendMessage answer). Until a full read
+     * shows the result (`refusedResultShown`), a COMPLETED is never a plain success (workers
+     * delegation/core/refused-result.ts: LIMIT_EXCEEDED, a person decides).
      */
-    refusedResult: optionalJson(RecordedErrorSchema),
+    refusedResult: optionalJson(RefusedResultSchema),
     push: flag,
     held: flag,
     pushToken: optionalText,

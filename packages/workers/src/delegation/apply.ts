@@ -31,6 +31,7 @@ import {
   isFinished,
   journalStateOf,
   statusErrorOf,
+  withRefusal,
   type ArtifactThenStatus,
   type DelegationRecord,
   type DelegationRef,
@@ -248,7 +249,8 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
     case 'needs-person': {
       // Guarded by the run's fence, else by the version the step started from when the step wrote nothing; evidence
       // that holds whoever wrote since (`anyRow`) only by the row's being unfinished.
-      const guard = next.anyRow ? {} : scope.fence !== undefined ? { fence: scope.fence } : written === NOTHING_WRITTEN ? { expectedVersion: record.version } : {};
+      // (After a note of a refused result, the version the note left when it was the only write since the read.)
+      const guard = next.anyRow ? {} : scope.fence !== undefined ? { fence: scope.fence } : written === NOTHING_WRITTEN ? { expectedVersion: record.version } : written.noteVersion !== undefined ? { expectedVersion: written.noteVersion } : {};
       return done(await needsPerson(ctx, record, next, scope, guard, followLease));
     }
     case 'cancel':
@@ -487,6 +489,8 @@ interface Written {
   expiry?: QuestionExpiry['outcome'];
   /** The write finished the one-step workflow too (`finish-step.ts`): what is left of the settle is `afterOneStepFinish`. */
   settled?: { finish: OneStepFinish; removedFromIndex: boolean };
+  /** A note of a refused result (and nothing else) was the step's write: the row's version if no other writer wrote since the read. */
+  noteVersion?: number;
 }
 
 /** What a step left when it applied no change of the row's state (no write, or only a note); `apply.ts` tells it by identity. */
@@ -606,12 +610,14 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       return NOTHING_WRITTEN;
     case 'note-refused-result': {
       // Written only when a refusal happens (the happy path never pays for it); the row carried on with the field.
-      const noted = await ctx.journal.noteRefusedResult(ref, write.refused);
-      (scope.log ?? ctx.logger).warn({ ...ref, limit: write.refused.limit, detail: write.refused.message }, 'a part of the result was refused over a limit; journaled until a full read shows the result');
+      const noted = await ctx.journal.noteRefusedResult(ref, write.refusal);
+      (scope.log ?? ctx.logger).warn({ ...ref, limit: write.refusal.limit, artifactId: write.refusal.artifactId, detail: write.refusal.message }, 'a part of the result was refused over a limit; journaled until a full read shows the result');
       // The copy keeps the version it was read at: the script checks none, so another writer may have bumped the row
       // since (a push, a reply's mark); the next version-checked call then gets the row whole, never a change applied
-      // to a copy that lacks that writer's fields.
-      return noted ? { applied: false, finished: false, record: { ...record, refusedResult: record.refusedResult ?? write.refused } } : NOTHING_WRITTEN;
+      // to a copy that lacks that writer's fields. `noteVersion`: the version the row has if this note was the only
+      // write since the read (a needs-person after it is guarded by it).
+      if (!noted) return NOTHING_WRITTEN;
+      return { applied: false, finished: false, record: { ...record, refusedResult: withRefusal(record.refusedResult, write.refusal) }, noteVersion: record.version + (noted.changed ? 1 : 0) };
     }
     case 'note-not-found': {
       const { count } = await ctx.journal.noteNotFound(ref);

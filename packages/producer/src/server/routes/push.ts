@@ -29,6 +29,8 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { Queue } from 'bullmq';
 import {
+  LimitExceededError,
+  checkResponseParts,
   historyHolds,
   isTerminalTaskState,
   normalizePushBody,
@@ -47,9 +49,11 @@ import {
   applyStreamResponse,
   enqueueReconcile,
   isFinished,
+  refusedResultShown,
   type DelegationRecord,
   type DelegationRef,
   type Journal,
+  type LimitRefusal,
   type Metrics,
 } from '@durable-a2a/shared';
 import type { Readable } from 'node:stream';
@@ -123,16 +127,20 @@ function taskIdOf(response: StreamResponse): string | undefined {
 
 /**
  * Whether a push would settle the row COMPLETED without the result: a status update (it never carries artifacts),
- * or a Task without artifacts (agents that push a trimmed Task). A full read settles, a partial one never does
- * (docs/delegation-core.md): such a push is not applied; the workers read the task in full (GetTask) instead, as
- * a stream's COMPLETED status update without artifacts is read in full first. A pushed Task with artifacts is a
- * full read and settles the row with them, in one transition (`applyTask`).
+ * or a Task that does not show the result (`refusedResultShown`): without artifacts (agents that push a trimmed Task),
+ * or, after a part of the result was refused over a limit (the row's `refusedResult`), without every refused artifact.
+ * A full read settles, a partial one never does (docs/delegation-core.md): such a push is not applied; the workers
+ * read the task in full (GetTask) instead, as a stream's COMPLETED status update without artifacts is read in full
+ * first. A pushed Task showing the result is a full read and settles the row with it, in one transition (`applyTask`).
  */
-function isCompletionWithoutResult(response: StreamResponse): boolean {
+function isCompletionWithoutResult(record: DelegationRecord, response: StreamResponse): boolean {
   if ('statusUpdate' in response) return response.statusUpdate.status.state === 'TASK_STATE_COMPLETED';
-  if ('task' in response) return response.task.status.state === 'TASK_STATE_COMPLETED' && !response.task.artifacts?.length;
+  if ('task' in response) return response.task.status.state === 'TASK_STATE_COMPLETED' && !refusedResultShown(record.refusedResult ?? {}, response.task.artifacts);
   return false;
 }
+
+/** Whether a push would settle the row COMPLETED (a pushed COMPLETED Task): applied only on the row as judged (compare-and-set). */
+const isCompletion = (response: StreamResponse): boolean => 'task' in response && response.task.status.state === 'TASK_STATE_COMPLETED';
 
 /**
  * Whether a pushed status or artifact update names a context other than the delegation's (the agent's, else the one
@@ -193,6 +201,8 @@ interface PushContext {
    * a second, the rest read by the next second's job.
    */
   wakeForSuspect: (ref: DelegationRef, taskId: string) => Promise<Awaited<ReturnType<Journal['noteSuspect']>>>;
+  /** The requests whose push credentials were accepted (`pushAuthentication`): only theirs refused bodies are journaled. */
+  authorized: WeakSet<FastifyRequest>;
 }
 
 /**
@@ -216,7 +226,8 @@ function pushAuthentication(context: PushContext) {
       bearer !== undefined
         ? secretEquals(bearer, secret)
         : request.headers.authorization === undefined && typeof tokenHeader === 'string' && secretEquals(tokenHeader, secret);
-    if (!authorized) await deny();
+    if (!authorized) return void (await deny());
+    context.authorized.add(request);
   };
 }
 
@@ -246,10 +257,18 @@ async function applyPush(context: PushContext, request: FastifyRequest, reply: F
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   let changed: boolean;
   try {
-    const result = await applyStreamResponse(context.journal, record, response, {});
+    // A completion was judged on the row as read (`isCompletionWithoutResult`: a refused part of the result): it is
+    // applied on that row only, so a refusal journaled meanwhile (a stream's, another push's) is never passed over.
+    const result = await applyStreamResponse(context.journal, record, response, isCompletion(response) ? { expectedVersion: record.version } : {});
     changed = result.status?.applied === true || result.artifact === 'applied';
     if (result.contextAnomaly) request.log.warn({ ...ref, contextId: result.contextAnomaly }, 'push names another context (kept by taskId)');
   } catch (error) {
+    // The row changed since it was read: the workers read the task in full and settle from what it shows.
+    if (error instanceof JournalError && error.code === 'VERSION_CONFLICT') {
+      context.count('read-in-full');
+      await context.wakeWorkers(ref, pushedTimestampMs(response));
+      return reply.code(204).send(null);
+    }
     // The journal saw another task id first (a race with the first SendMessage answer).
     if (error instanceof JournalError && error.code === 'TASK_MISMATCH') {
       context.count('foreign-task');
@@ -274,7 +293,8 @@ async function applyPush(context: PushContext, request: FastifyRequest, reply: F
 async function receivePush(context: PushContext, ref: DelegationRef, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   let response: StreamResponse;
   try {
-    response = normalizePushBody(request.body, { maxParts: context.limits.partsPerMessage });
+    // Parts are counted once the push is known to be about our task (`refusedOverLimit`): a refusal is journaled on it.
+    response = normalizePushBody(request.body, { maxParts: Number.MAX_SAFE_INTEGER });
   } catch (error) {
     context.count('invalid');
     request.log.warn({ ...ref, err: error }, 'push body is neither a 1.0 StreamResponse nor a 0.3 event');
@@ -302,6 +322,12 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     if (noted === 'missing') request.log.warn({ ...ref, taskId: suspect!.slice(0, 128) }, 'push shows our message in another task, but this finished workflow was compacted: the task is not read (a person may check it)');
     return sendProblem(reply, problem('TASK_MISMATCH', refusal));
   }
+  try {
+    checkResponseParts(response, context.limits.partsPerMessage);
+  } catch (error) {
+    if (!(error instanceof LimitExceededError)) throw error;
+    return refusedOverLimit(context, request, reply, record, error);
+  }
   if ('artifactUpdate' in response && isPushedChunk(response.artifactUpdate)) {
     // Nothing the workers need to read now (the completion brings the whole result): no wake, so a flood of chunks
     // is no flood of GetTask calls.
@@ -316,12 +342,50 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     await context.wakeWorkers(ref, pushedTimestampMs(response));
     return reply.code(204).send(null);
   }
-  if (!isFinished(record.state) && isCompletionWithoutResult(response)) {
+  if (!isFinished(record.state) && isCompletionWithoutResult(record, response)) {
     context.count('read-in-full');
     await context.wakeWorkers(ref, pushedTimestampMs(response));
     return reply.code(204).send(null);
   }
   return applyPush(context, request, reply, record, appliedPart(response));
+}
+
+/**
+ * A push about our task refused over a limit (its parts over `partsPerMessage`; from `pushLimitRefused`, its bytes or
+ * nesting): a part of the result may be in it, so the refusal is journaled on the row as every path's is
+ * (`Journal.noteRefusedResult`, the refused artifact's id when the limit was found on one) and the workers are woken
+ * to read the task in full; 413 to the agent. Nothing of the body is applied.
+ */
+async function refusedOverLimit(context: PushContext, request: FastifyRequest, reply: FastifyReply, record: DelegationRecord, error: LimitExceededError): Promise<FastifyReply> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  await noteRefused(context, request, ref, { message: `a push: ${error.message}`, limit: error.limit, ...(error.artifactId !== undefined ? { artifactId: error.artifactId } : {}) });
+  return sendProblem(reply, problem('PAYLOAD_TOO_LARGE', error.message));
+}
+
+/** Journals a push refused over a limit (`refusedOverLimit`), counts it, and wakes the workers to read the task. */
+async function noteRefused(context: PushContext, request: FastifyRequest, ref: DelegationRef, refusal: LimitRefusal): Promise<void> {
+  context.count('limit-exceeded');
+  request.log.warn({ ...ref, limit: refusal.limit, artifactId: refusal.artifactId?.slice(0, 128) }, 'push refused over a limit; journaled as a refused part of the result, the workers read the task');
+  // (A finished row is left alone: nothing to read.)
+  if (await context.journal.noteRefusedResult(ref, refusal)) await context.wakeWorkers(ref);
+}
+
+/**
+ * `onError` of an authorized push whose body was refused before the handler ran: over `PUSH_BODY_LIMIT_BYTES` (413,
+ * the raw or the decoded bytes) or nested deeper than `jsonDepth` (400, the limit's error its cause). Such a body
+ * about a delegation bound to its task is a refused part of the result (nothing in it could be read, not even its
+ * task id: the delegation's push token is the proof it is the agent's): journaled without an artifact id.
+ */
+function pushLimitRefused(context: PushContext) {
+  return async function onError(request: FastifyRequest, _reply: FastifyReply, error: Error & { statusCode?: number }): Promise<void> {
+    const depth = error.cause instanceof LimitExceededError ? error.cause : undefined;
+    if (!context.authorized.has(request) || (error.statusCode !== 413 && depth === undefined)) return;
+    const ref = request.params as DelegationRef;
+    const record = await context.journal.getDelegation(ref);
+    if (!record?.taskId || isFinished(record.state)) return;
+    const refusal: LimitRefusal = depth ? { message: `a push: ${depth.message}`, limit: depth.limit } : { message: `a push body over ${PUSH_BODY_LIMIT_BYTES} bytes`, limit: 'pushBodyBytes' };
+    await noteRefused(context, request, ref, refusal);
+  };
 }
 
 /** The pushed status's timestamp in ms (0 when it has none or it does not parse). */
@@ -337,6 +401,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
     journal,
     limits: resolveLimits(options.limits),
     count: (outcome) => metrics.pushes.inc({ outcome }),
+    authorized: new WeakSet(),
     wakeWorkers: (ref, readFor, at = Date.now()) => enqueueReconcile({ reconcile }, ref, readFor === undefined ? { push: at } : { pushedCompletion: readFor }),
     wakeForSuspect: async (ref, taskId) => {
       // Kept in the journal first (at most SUSPECTS_PENDING_MAX waiting; one not kept counted lost): the job is one a
@@ -356,6 +421,7 @@ export function pushRoutes(options: PushRouteOptions): FastifyPluginAsyncZod {
       {
         onRequest: pushAuthentication(context),
         preParsing: pushDecoding(context),
+        onError: pushLimitRefused(context),
         bodyLimit: PUSH_BODY_LIMIT_BYTES,
         schema: {
           operationId: 'receivePushNotification',

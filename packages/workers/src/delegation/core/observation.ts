@@ -68,6 +68,8 @@ export interface Unacceptable {
   message: string;
   /** The limit that was exceeded (`LimitExceededError.limit`), when it was a limit. */
   limit?: string;
+  /** The artifact refused over the limit, when the refusal knew it (`LimitExceededError.artifactId`). */
+  artifactId?: string;
   /** The outcome code when rounds of this answer end with a person (`AUTH`: our credentials refused, P34). Default PROTOCOL_ERROR. */
   outcome?: 'AUTH';
 }

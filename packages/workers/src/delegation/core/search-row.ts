@@ -9,6 +9,7 @@ import type { DelegationRecord } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { AgentCall, Observation, SearchFinding } from './observation.ts';
 import { namedTask, namedTasks, unfoundVerdict, type Policy } from './policy.ts';
+import { refusalNoted } from './refused-result.ts';
 import type { Step, Write } from './transitions.ts';
 
 const route: Next = { kind: 'route' };
@@ -19,7 +20,9 @@ const route: Next = { kind: 'route' };
  * will not change ends with a person at once. Either way nothing is resent: the send may have happened.
  */
 function searchFailed(finding: Extract<SearchFinding, { kind: 'failed' }>, why: string): Step {
-  if (!finding.retryable) return { next: { kind: 'needs-person', code: 'SEARCH_UNAVAILABLE', message: `${why}: the search for our message failed: ${finding.error.message}` } };
+  // A ListTasks answer (with artifacts) over a limit may hold a part of our result: journaled as every refusal is (A32).
+  const noted = finding.error.limit ? { write: refusalNoted(finding.error) } : {};
+  if (!finding.retryable) return { ...noted, next: { kind: 'needs-person', code: 'SEARCH_UNAVAILABLE', message: `${why}: the search for our message failed: ${finding.error.message}` } };
   return { next: { kind: 'progress', what: `${why}: the search for our message failed (${finding.error.code}: ${finding.error.message})`, unacceptable: { code: finding.error.code, outcome: 'SEARCH_UNAVAILABLE' } } };
 }
 

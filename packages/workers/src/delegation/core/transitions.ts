@@ -13,13 +13,13 @@
  *     a Message answer named and nothing read since: at the window's end that Message was the whole answer
  *     (COMPLETED with it).
  */
-import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalStateOf } from '@durable-a2a/shared/pure';
+import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalStateOf, refusedResultOf } from '@durable-a2a/shared/pure';
 import type { Message, StreamResponse, Task } from '@durable-a2a/a2a';
-import type { AgentInterfaceRef, DelegationRecord, JournalState, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
+import type { AgentInterfaceRef, DelegationRecord, JournalState, LimitRefusal, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
-import { overLimit, refusalOf, refusedResultJudged } from './refused-result.ts';
+import { overLimit, refusalNoted, refusalOf, refusedResultJudged, resultShown } from './refused-result.ts';
 import { foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread, type NamedTaskRead } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
@@ -45,8 +45,11 @@ export type Write =
   | { kind: 'note-slot-wait'; nextTryAt: number }
   /** A protocol error an agent caused without ending the attempt. */
   | { kind: 'note-protocol-error'; error: RecordedError }
-  /** A part of the result refused over a limit (A32): journaled on the row (`refusedResult`) until a full read shows the result. */
-  | { kind: 'note-refused-result'; refused: RecordedError }
+  /**
+   * A part of the result refused over a limit (A32): journaled on the row (`refusedResult`, `Journal.noteRefusedResult`)
+   * until a full read shows the result; `refusal.artifactId` the refused artifact, when the refusal knew it.
+   */
+  | { kind: 'note-refused-result'; refusal: LimitRefusal }
   /** One more TaskNotFound answer (count, first time). */
   | { kind: 'note-not-found' }
   /** The send is released so the same messageId goes again (on `agentInterface` when given: P37). */
@@ -126,8 +129,9 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
     case 'send-failed': {
       const { afterMark, delivery, error, permanent, lastAttempt, unacceptable } = observation;
       if (afterMark && unacceptable?.limit && delivery === 'received') {
-        // A31: the answer arrived (delivery) but is over a limit: the agent may have done the work (effect maybe).
-        return { next: overLimit(unacceptable, 'the SendMessage answer') };
+        // A31: the answer arrived (delivery) but is over a limit: the agent may have done the work (effect maybe). The
+        // refusal is journaled as every refused part of the result is (`refusedResult`), whatever the outcome's write.
+        return { write: refusalNoted(unacceptable), next: overLimit(unacceptable, 'the SendMessage answer') };
       }
       if (afterMark && observation.credentialsRefused) {
         // P34: a 401/403 proves nothing was created. Credentials are asked per request: the same messageId is resent
@@ -195,8 +199,7 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
       // A32: an event over a limit was refused: one full read must make up for it (the task-read row decides).
       // The refusal is a durable fact of the attempt (`refusedResult`): every finishing path reads it (`refusedResultJudged`).
       if (observation.unacceptable?.limit) {
-        const refused: RecordedError = { code: 'LIMIT_EXCEEDED', message: observation.unacceptable.message, limit: observation.unacceptable.limit, delivery: 'received' };
-        return { write: { kind: 'note-refused-result', refused }, next: { kind: 'read-once', why: `a stream event was refused: ${observation.unacceptable.message}`, refused: observation.unacceptable } };
+        return { write: refusalNoted(observation.unacceptable), next: { kind: 'read-once', why: `a stream event was refused: ${observation.unacceptable.message}`, refused: observation.unacceptable } };
       }
       const why = observation.quiet ? `stream quiet (${observation.code})` : `stream ${observation.retryable ? 'dropped' : 'refused or broke the protocol'}: ${observation.code}`;
       return { next: { kind: 'read-once', why, ...live(observation) } };
@@ -223,10 +226,15 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
       }
       // A35: a summary identifies the task; its outcome is read in full before it is journaled.
       if (!complete && isTerminalTaskState(task.status.state)) return { next: { kind: 'read-once', why: `${why}; a summary of a finished task`, taskId: task.id } };
-      // A32: a finished task read after we refused a stream event over a limit, with no result of its own: the
-      // refused event may have been the result; never shown as a result-less success.
-      const refused = observation.afterRefused ?? (record.refusedResult ? refusalOf(record.refusedResult) : undefined);
-      if (refused && isTerminalTaskState(task.status.state) && !(task.artifacts?.length)) return { next: overLimit(refused, `a stream event of task ${task.id} (finished ${task.status.state} without a result of its own)`) };
+      // A32: a finished task read after we refused a part of its result over a limit, not showing that result (no
+      // artifacts of its own, or not the refused artifact: `resultShown`): the refused event may have been the
+      // result; never shown as a result-less success.
+      const journaled = record.refusedResult ?? (observation.afterRefused ? refusedResultOf(observation.afterRefused) : undefined);
+      const refused = observation.afterRefused ?? (journaled ? refusalOf(journaled) : undefined);
+      // (A task finished otherwise than COMPLETED needs only artifacts of its own: its result is not taken as done.)
+      const judgedBy = journaled && journalStateOf(task.status.state) !== 'COMPLETED' ? { message: journaled.message, code: journaled.code } : journaled;
+      const shown = judgedBy && isTerminalTaskState(task.status.state) ? resultShown(judgedBy, task.artifacts) : undefined;
+      if (refused && shown && !shown.shown) return { next: overLimit(refused, `a part of the result of task ${task.id} (finished ${task.status.state} ${shown.missing})`) };
       const guard: Guard = cycle ? 'fence' : call === 'cancel' || call === 'reply' ? 'none' : 'version';
       const write: Write = { kind: 'snapshot', task, guard, ...(record.taskId === undefined ? { bindAgent: true } : {}) };
       const state = journalStateOf(task.status.state);
@@ -259,7 +267,8 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
     }
     case 'read-failed': {
       const { unacceptable, why, code, call } = observation;
-      if (unacceptable?.limit) return { next: overLimit(unacceptable, `the ${call} answer`) };
+      // A31/A32: an answer about our task over a limit: journaled as every refused part of the result is, then a person.
+      if (unacceptable?.limit) return { write: refusalNoted(unacceptable), next: overLimit(unacceptable, `the ${call} answer`) };
       // An answer we cannot use (another request id, an unreadable shape): ListTasks may still show our task (in a
       // follow cycle, or reading a task found by our messageId before adopting it).
       // Our credentials refused (P34): counted rounds (credentials are asked per request), then a person with AUTH.

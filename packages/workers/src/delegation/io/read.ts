@@ -73,7 +73,13 @@ export function unacceptableOf(error: unknown): Unacceptable {
   return {
     code: codeOf(error),
     message: error instanceof Error ? error.message : String(error),
-    ...(error instanceof LimitExceededError ? { limit: error.limit } : {}),
+    ...limitOf(error),
     ...(error instanceof AuthenticationError ? { outcome: 'AUTH' as const } : {}),
   };
+}
+
+/** The limit an error went over and the artifact it refused, when it was a limit (`LimitExceededError`); else nothing. */
+export function limitOf(error: unknown): Pick<Unacceptable, 'limit' | 'artifactId'> {
+  if (!(error instanceof LimitExceededError)) return {};
+  return { limit: error.limit, ...(error.artifactId !== undefined ? { artifactId: error.artifactId } : {}) };
 }

@@ -29,7 +29,7 @@ import type { DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import type { Observation, Ownership, SearchFinding, SearchPurpose } from '../core/observation.ts';
 import { attemptDeadlineAt } from '../attempt-step.ts';
-import { codeOf } from './read.ts';
+import { codeOf, limitOf } from './read.ts';
 
 /**
  * What a search returned; `complete`: the task was read with its artifacts (GetTask, or ListTasks with includeArtifacts),
@@ -352,7 +352,7 @@ export async function searchForMessage(ctx: WorkerContext, record: DelegationRec
     // Journal and programming errors are not the agent's; every agent failure is an observation (P32: bounded rounds).
     if (!(error instanceof A2AError)) throw error;
     ctx.logger.warn({ workflowId: record.workflowId, delegationId: record.delegationId, err: error, purpose }, 'the search for our message failed');
-    return { kind: 'search-result', purpose, deduplicates, why, finding: { kind: 'failed', error: { code: codeOf(error), message: error.message }, retryable: isRetryable(error) } };
+    return { kind: 'search-result', purpose, deduplicates, why, finding: { kind: 'failed', error: { code: codeOf(error), message: error.message, ...limitOf(error) }, retryable: isRetryable(error) } };
   }
   if (purpose === 'reconcile') ctx.crashPoint('reconcile.after-search', record.step);
   const finding: SearchFinding = result.kind === 'found' ? foundFinding(result, record) : result;

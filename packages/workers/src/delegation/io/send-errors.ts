@@ -28,6 +28,7 @@ import {
   type RecordedError,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
+import { limitOf } from './read.ts';
 import type { Delivery, Effect, Observation, UnreachableBounds } from '../core/observation.ts';
 
 /**
@@ -118,7 +119,7 @@ export function sendFailureObservation(error: unknown, afterMark: boolean, job: 
     error: overLimit && afterMark ? { ...recorded, delivery: 'received' } : recorded,
     permanent,
     lastAttempt: job.attemptsMade + 1 >= job.attempts,
-    ...(overLimit ? { unacceptable: { code: 'LIMIT_EXCEEDED', message: recorded.message, limit: error.limit } } : {}),
+    ...(overLimit ? { unacceptable: { code: 'LIMIT_EXCEEDED', message: recorded.message, ...limitOf(error) } } : {}),
     ...(credentialsRefused ? { credentialsRefused } : {}),
     // P37: another interface gets the same messageId only after a proven refusal (-32009 as the spec's own code).
     ...(nextInterface && afterMark && effect === 'none' ? { nextInterface } : {}),

@@ -13,7 +13,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   A2AError,
-  LimitExceededError,
   MethodNotFoundError,
   UnsupportedOperationError,
   isRetryable,
@@ -30,7 +29,7 @@ import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../co
 import type { NextKind } from '../core/next.ts';
 import type { Observation, PartialArtifacts } from '../core/observation.ts';
 import { STALE_READ_REREADS, staleReadDelayMs } from '../core/policy.ts';
-import { codeOf, readFailure } from './read.ts';
+import { codeOf, limitOf, readFailure } from './read.ts';
 
 /** What the run's sink tells the stream after applying an observation. */
 export interface SinkResult {
@@ -268,7 +267,7 @@ async function onStreamError(ctx: WorkerContext, error: unknown, sink: StreamSin
   if (!(error instanceof A2AError) && !(error instanceof ForeignEventError)) throw error;
   const code = codeOf(error);
   const dropped = isRetryable(error);
-  const unacceptable = !dropped ? { code, message: error.message, ...(error instanceof LimitExceededError ? { limit: error.limit } : {}) } : undefined;
+  const unacceptable = !dropped ? { code, message: error.message, ...limitOf(error) } : undefined;
   const result = await sink({ kind: 'stream-failed', code, retryable: dropped, delivered, ...(unacceptable ? { unacceptable } : {}) });
   // A refusal of a task that GetTask then found finished is the spec's answer for a terminal task (§3.1.6), not a fault.
   const reason = code === 'STREAM_IDLE' ? 'idle' : dropped ? 'dropped' : result.next === 'settle' ? 'terminal' : 'protocol';
