@@ -78,7 +78,8 @@ async function rawMonitor(url: string, onCommand: (args: string[], source: strin
 }
 
 async function capture(file: string, delegations: number): Promise<void> {
-  const rig = await startProfilingRig({ prefix: PREFIX, agentBehaviour: 'completes:10', concurrency: 10 });
+  // The agent's work (ms): `SCRIPT_REPLAY_AGENT_MS`, default 10.
+  const rig = await startProfilingRig({ prefix: PREFIX, agentBehaviour: `completes:${Number(process.env.SCRIPT_REPLAY_AGENT_MS ?? 10)}`, concurrency: 10 });
   const byDigest = new Map(scriptNames().map((name) => [scriptSha(name), name]));
   const traces = new Map<string, Step[]>();
   // Workflow ids are the idempotency keys given below (`run-<n>`): they name the workflow's keys and index members.
