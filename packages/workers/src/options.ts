@@ -15,17 +15,18 @@ import type { BackoffOptions } from './delegation/core/policy.ts';
 export const WORKING_WRITE_DELAY_MAX_MS = 60_000;
 
 /** `workingWriteDelayMs` (and `DA2A_WORKING_WRITE_DELAY_MS`): whole ms from 0 to `WORKING_WRITE_DELAY_MAX_MS`. */
+const WORKING_WRITE_DELAY_TEXT = `a whole number of ms from 0 to ${WORKING_WRITE_DELAY_MAX_MS} (0: written at once)`;
 export const WorkingWriteDelayMsSchema = z.coerce
-  .number({ error: `a whole number of ms from 0 to ${WORKING_WRITE_DELAY_MAX_MS} (0: written at once)` })
-  .int(`a whole number of ms from 0 to ${WORKING_WRITE_DELAY_MAX_MS} (0: written at once)`)
-  .min(0, `a whole number of ms from 0 to ${WORKING_WRITE_DELAY_MAX_MS} (0: written at once)`)
-  .max(WORKING_WRITE_DELAY_MAX_MS, `a whole number of ms from 0 to ${WORKING_WRITE_DELAY_MAX_MS} (0: written at once)`);
+  .number({ error: WORKING_WRITE_DELAY_TEXT })
+  .int(WORKING_WRITE_DELAY_TEXT)
+  .min(0, WORKING_WRITE_DELAY_TEXT)
+  .max(WORKING_WRITE_DELAY_MAX_MS, WORKING_WRITE_DELAY_TEXT);
 
 /** `workingWriteDelayMs` checked (default 250). @throws TypeError naming the option and what it takes */
 function workingWriteDelayOf(value: number | undefined): number {
   if (value === undefined) return 250;
   const parsed = WorkingWriteDelayMsSchema.safeParse(value);
-  if (!parsed.success || typeof value !== 'number') throw new TypeError(`startFleet: workingWriteDelayMs must be ${parsed.error?.issues[0]?.message ?? 'a number'} (got ${String(value)})`);
+  if (!parsed.success || typeof value !== 'number') throw new TypeError(`startFleet: workingWriteDelayMs must be ${WORKING_WRITE_DELAY_TEXT} (got ${String(value)})`);
   return parsed.data;
 }
 

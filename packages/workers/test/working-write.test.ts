@@ -203,3 +203,16 @@ describe('holdWorkingWrites', () => {
     await end();
   });
 });
+
+describe('workingWriteDelayMs', () => {
+  it('default 250; whole ms from 0 to 60,000, from startFleet options and the environment alike', async () => {
+    const { compileFleetOptions, WorkingWriteDelayMsSchema } = await import('../src/options.ts');
+    const { parseWorkerEnvironment } = await import('../src/config.ts');
+    expect(compileFleetOptions({ redis: 'redis://x' }).workingWriteDelayMs).toBe(250);
+    for (const value of [0, 1, 60_000]) expect(compileFleetOptions({ redis: 'redis://x', workingWriteDelayMs: value }).workingWriteDelayMs).toBe(value);
+    for (const value of [-1, 1.5, 60_001, Number.NaN, '250' as never]) expect(() => compileFleetOptions({ redis: 'redis://x', workingWriteDelayMs: value })).toThrow(/workingWriteDelayMs must be a whole number of ms from 0 to 60000/);
+    expect(parseWorkerEnvironment({ DA2A_WORKING_WRITE_DELAY_MS: '0' }).DA2A_WORKING_WRITE_DELAY_MS).toBe(0);
+    expect(() => parseWorkerEnvironment({ DA2A_WORKING_WRITE_DELAY_MS: '90000' })).toThrow(/from 0 to 60000/);
+    expect(WorkingWriteDelayMsSchema.safeParse('x').success).toBe(false);
+  });
+});
