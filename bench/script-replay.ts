@@ -1,7 +1,7 @@
 /**
  * `pnpm tsx --conditions=@durable-a2a/source bench/script-replay.ts capture <trace.json> [delegations]`, then
  * `pnpm tsx --conditions=@durable-a2a/source bench/script-replay.ts replay <trace.json> [workflows] [rounds]`:
- * a profiling aid, not a benchmark. `capture` runs happy-path delegations (agent 10 ms, C=10) through the profiling
+ * a profiling aid, not a benchmark. `capture` runs happy-path delegations (agent 10 ms, or `SCRIPT_REPLAY_AGENT_MS`; C=10) through the profiling
  * rig with MONITOR and keeps, per workflow, the journal's own client commands in order (script calls by name,
  * BullMQ's commands left out). `replay` runs those sequences again on a private redis-server, each workflow under a
  * fresh id (its task ids too), with this checkout's script texts, and prints Redis's execution time per call of each
@@ -78,7 +78,8 @@ async function rawMonitor(url: string, onCommand: (args: string[], source: strin
 }
 
 async function capture(file: string, delegations: number): Promise<void> {
-  const rig = await startProfilingRig({ prefix: PREFIX, agentBehaviour: 'completes:10', concurrency: 10 });
+  // The agent's work (ms): `SCRIPT_REPLAY_AGENT_MS`, default 10.
+  const rig = await startProfilingRig({ prefix: PREFIX, agentBehaviour: `completes:${Number(process.env.SCRIPT_REPLAY_AGENT_MS ?? 10)}`, concurrency: 10 });
   const byDigest = new Map(scriptNames().map((name) => [scriptSha(name), name]));
   const traces = new Map<string, Step[]>();
   // Workflow ids are the idempotency keys given below (`run-<n>`): they name the workflow's keys and index members.

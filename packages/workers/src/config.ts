@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { A2ALimitsSchema, addressPolicyFrom, bearerToken, type CredentialsProvider } from '@durable-a2a/a2a';
 import { AgentLimitsSchema, JournalDurabilityEnvironment, LongMillisecondsSchema, MillisecondsSchema, RedisUrlSchema, durabilityFrom, jsonVariable, type QueueName } from '@durable-a2a/shared';
 import type { StartFleetOptions } from './fleet.ts';
+import { WorkingWriteDelayMsSchema } from './options.ts';
 import { httpVerifier, type Verifier } from './verifiers.ts';
 
 /**
@@ -60,6 +61,8 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_SLOW_POLL_AFTER_MS: Milliseconds.optional(),
   DA2A_SLOW_POLL_MS: Milliseconds.optional(),
   DA2A_STREAM_QUIET_MS: Milliseconds.optional(),
+  /** How long a followed stream's WORKING that changes nothing else waits for the status that replaces it (0: written at once). */
+  DA2A_WORKING_WRITE_DELAY_MS: WorkingWriteDelayMsSchema.optional(),
   DA2A_FOLLOW_SLOTS_PER_AGENT: z.coerce.number().int().positive().optional(),
   DA2A_SEND_SLOTS_PER_AGENT: z.coerce.number().int().positive().optional(),
   DA2A_RECONCILE_SLOTS_PER_AGENT: z.coerce.number().int().positive().optional(),
@@ -209,6 +212,7 @@ export function fleetOptionsFrom(environment: WorkerEnvironment): StartFleetOpti
     slowPollAfterMs: environment.DA2A_SLOW_POLL_AFTER_MS,
     slowPollMs: environment.DA2A_SLOW_POLL_MS,
     streamQuietMs: environment.DA2A_STREAM_QUIET_MS,
+    workingWriteDelayMs: environment.DA2A_WORKING_WRITE_DELAY_MS,
     followSlotsPerAgent: environment.DA2A_FOLLOW_SLOTS_PER_AGENT,
     sendSlotsPerAgent: environment.DA2A_SEND_SLOTS_PER_AGENT,
     reconcileSlotsPerAgent: environment.DA2A_RECONCILE_SLOTS_PER_AGENT,

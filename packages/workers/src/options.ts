@@ -5,7 +5,30 @@
 import type { Dispatcher } from 'undici';
 import { MAX_TIMER_DELAY_MS, type A2ALimits, type AddressPolicyOptions, type CredentialsProvider } from '@durable-a2a/a2a';
 import { ANSWER_LINK_SECRET_MIN_LENGTH, DEFAULT_JOB_OPTIONS, type AgentLimits, type JournalDurability, type NotifyRetry, type QueueName, type RedisClient } from '@durable-a2a/shared';
+import { z } from 'zod';
 import type { BackoffOptions } from './delegation/core/policy.ts';
+
+/**
+ * The longest `workingWriteDelayMs`: a minute. The wait only delays what a reader sees (the row's state name); past a
+ * minute a person looking at a task the agent works on would take SUBMITTED for a stuck send.
+ */
+export const WORKING_WRITE_DELAY_MAX_MS = 60_000;
+
+/** `workingWriteDelayMs` (and `DA2A_WORKING_WRITE_DELAY_MS`): whole ms from 0 to `WORKING_WRITE_DELAY_MAX_MS`. */
+const WORKING_WRITE_DELAY_TEXT = `a whole number of ms from 0 to ${WORKING_WRITE_DELAY_MAX_MS} (0: written at once)`;
+export const WorkingWriteDelayMsSchema = z.coerce
+  .number({ error: WORKING_WRITE_DELAY_TEXT })
+  .int(WORKING_WRITE_DELAY_TEXT)
+  .min(0, WORKING_WRITE_DELAY_TEXT)
+  .max(WORKING_WRITE_DELAY_MAX_MS, WORKING_WRITE_DELAY_TEXT);
+
+/** `workingWriteDelayMs` checked (default 250). @throws TypeError naming the option and what it takes */
+function workingWriteDelayOf(value: number | undefined): number {
+  if (value === undefined) return 250;
+  const parsed = WorkingWriteDelayMsSchema.safeParse(value);
+  if (!parsed.success || typeof value !== 'number') throw new TypeError(`startFleet: workingWriteDelayMs must be ${WORKING_WRITE_DELAY_TEXT} (got ${String(value)})`);
+  return parsed.data;
+}
 
 export interface FleetOptions {
   /**
@@ -43,6 +66,14 @@ export interface FleetOptions {
   slowPollMs?: number;
   /** A stream that carries no event (keep-alives do not count) for this long is handed to polling and releases its slot. Default 300_000. */
   streamQuietMs?: number;
+  /**
+   * How long a followed stream's WORKING that changes nothing but the state (SUBMITTED → WORKING: no message, no
+   * artifact, no question, the task already bound) waits before it is written, in ms: a finished status within
+   * that time replaces it (one status transition fewer), any other event writes it first
+   * (`delegation/runs/working-write.ts`). 0: every event is written as it comes. Whole ms from 0 to 60_000
+   * (`WORKING_WRITE_DELAY_MAX_MS`; a TypeError names the option otherwise). Default 250.
+   */
+  workingWriteDelayMs?: number;
   /**
    * Follow slots one agent may hold at once in this process (fairness, RT6): a cap. Default none: each agent's share
    * is half the follow concurrency (at least 1), and beyond it an agent may use free slots while no other agent's
@@ -199,6 +230,7 @@ export interface CompiledFleetOptions {
   slowPollAfterMs: number;
   slowPollMs: number;
   streamQuietMs: number;
+  workingWriteDelayMs: number;
   followSlotsPerAgent: number | undefined;
   sendSlotsPerAgent: number | undefined;
   reconcileSlotsPerAgent: number | undefined;
@@ -239,7 +271,7 @@ export interface CompiledFleetOptions {
   now: () => number;
 }
 
-/** Applies every default once. Throws TypeError for a missing `redis` or a bad `localFollowSlots` or answer-link secret, RangeError for a duration a timer waits for past Node's timer range (`TIMER_DURATIONS`). */
+/** Applies every default once. Throws TypeError for a missing `redis`, a bad `localFollowSlots`, `workingWriteDelayMs` or answer-link secret, RangeError for a duration a timer waits for past Node's timer range (`TIMER_DURATIONS`). */
 export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions {
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
   const concurrency = { send: 20, follow: 500, reconcile: 20, verify: 10, compensate: 5, notify: 10, ...options.concurrency };
@@ -261,6 +293,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     slowPollAfterMs: options.slowPollAfterMs ?? 60_000,
     slowPollMs: options.slowPollMs ?? 60_000,
     streamQuietMs: options.streamQuietMs ?? 300_000,
+    workingWriteDelayMs: workingWriteDelayOf(options.workingWriteDelayMs),
     followSlotsPerAgent: options.followSlotsPerAgent,
     sendSlotsPerAgent: options.sendSlotsPerAgent,
     reconcileSlotsPerAgent: options.reconcileSlotsPerAgent,

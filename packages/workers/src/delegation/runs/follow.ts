@@ -18,6 +18,7 @@ import { readStream, type SinkResult } from '../io/stream.ts';
 import { checkAttemptDeadline } from '../deadline.ts';
 import { scheduleQuestionMoment } from '../question-schedule.ts';
 import { enqueueSuspectReads, renewWhileHeld } from './lease-renewal.ts';
+import { holdWorkingWrites, type RowSink } from './working-write.ts';
 import { leaseHeld } from './reconcile.ts';
 
 /**
@@ -204,9 +205,13 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
     // A lease handed over by the send's answer came with that check, written in the same script.
     ctx.crashPoint('follow.before-stream', record.step);
     const checked = checkScheduled ? undefined : ctx.journal.scheduleCheckSoon(ref, jitteredCheckTime(ctx.options.now(), ctx.options.reconcileIntervalMs)).catch(() => undefined);
+    // A WORKING that moves nothing else waits a moment for the status that replaces it (`working-write.ts`); a write
+    // still waiting when the stream ends goes before the lease is given back (below).
+    const writes = holdWorkingWrites(streamSink(ctx, record, scope), { delayMs: ctx.options.workingWriteDelayMs, log });
     try {
-      return await readStream(ctx, record, job, renewal.lost, streamSink(ctx, record, scope), { resubscribed, ...(deadlineAt !== undefined ? { deadlineAt } : {}) });
+      return await readStream(ctx, record, job, renewal.lost, writes.sink, { resubscribed, ...(deadlineAt !== undefined ? { deadlineAt } : {}) });
     } finally {
+      await writes.end();
       await checked;
     }
   } finally {
@@ -217,14 +222,16 @@ async function followLeased(ctx: WorkerContext, record: DelegationRecord, token:
 
 /**
  * The sink of a stream this run reads: each observation is applied to the row as the last step left it (the row as
- * the last applied event wrote it; a stream's end reads it again, since another writer may have moved it).
+ * the last applied event wrote it; a stream's end reads it again, since another writer may have moved it); `row()`
+ * gives that row.
  */
-export function streamSink(ctx: WorkerContext, record: DelegationRecord, scope: Scope): (observation: Observation) => Promise<SinkResult> {
+export function streamSink(ctx: WorkerContext, record: DelegationRecord, scope: Scope): RowSink {
   let current = record;
-  return async (observation) => {
+  const sink = async (observation: Observation): Promise<SinkResult> => {
     if (observation.kind === 'stream-ended' && !isFinished(current.state)) current = (await ctx.journal.getDelegation(current)) ?? current;
     const applied = await apply(ctx, current, observation, observation.kind === 'stream-event' ? scope : { ...scope, source: 'get-task' });
     if (applied.record) current = applied.record;
     return applied;
   };
+  return Object.assign(sink, { row: () => current });
 }

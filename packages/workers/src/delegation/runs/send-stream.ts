@@ -45,6 +45,7 @@ import { apply, type Applied } from '../apply.ts';
 import { attemptDeadlineAt } from '../attempt-step.ts';
 import { namedTasks } from '../core/policy.ts';
 import { streamSink } from './follow.ts';
+import { holdWorkingWrites } from './working-write.ts';
 import { sendFailed } from './send-failure.ts';
 
 type Log = WorkerContext['logger'];
@@ -135,10 +136,15 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       return 'sent';
     }
     try {
-      const sink = streamSink(ctx, bound, { fence, log, source: 'stream' });
-      // The rest of the stream is the follow: it closes at the attempt's deadline too (`delegation/deadline.ts`).
+      // The rest of the stream is the follow: a WORKING that moves nothing else waits as there (`working-write.ts`),
+      // and the stream closes at the attempt's deadline too (`delegation/deadline.ts`).
+      const writes = holdWorkingWrites(streamSink(ctx, bound, { fence, log, source: 'stream' }), { delayMs: ctx.options.workingWriteDelayMs, log });
       const deadlineAt = await attemptDeadlineAt(ctx, bound);
-      await readStream(ctx, bound, job, leaseLost, sink, { open: (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream), atEnd: deferred ? [deferred] : [], deadlineAt });
+      try {
+        await readStream(ctx, bound, job, leaseLost, writes.sink, { open: (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream), atEnd: deferred ? [deferred] : [], deadlineAt });
+      } finally {
+        await writes.end();
+      }
       return 'sent-streaming';
     } finally {
       ctx.followSlots.release(record.agentCardUrl);
