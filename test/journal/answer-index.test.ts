@@ -9,7 +9,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { AnswerLimitError, IdempotencyConflictError, NoOpenQuestionError, type Producer } from '@durable-a2a/producer';
-import { ANSWERS_PER_WORKFLOW_MAX, HISTORY_LIMITS, JournalError, type DelegationRef, type Journal } from '@durable-a2a/shared';
+import { ANSWERS_PER_WORKFLOW_MAX, HISTORY_LIMITS, Journal, JournalError, type DelegationRef } from '@durable-a2a/shared';
 import { agentAsks as asks, delivered as deliveredBy, fillAnswerIndex, nextStamp, retryGiven, useAnswerJournal } from '../harness/answers.ts';
 import { runningIntent } from '../harness/journal-rows.ts';
 
@@ -203,4 +203,29 @@ describe('property: answers and retries under history pressure', () => {
       { numRuns: 12 },
     );
   }, 240_000);
+});
+
+describe('property: the answer index expires with the workflow it belongs to', () => {
+  it('at the same millisecond as the workflow row (a first answer to a row with an expiry) and as the compacted record, whatever the retention and answers', async () => {
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1_000, max: 30 * 24 * 3600 * 1000 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1_000, max: 3_600_000 }), async (retentionMs, count, rowTtlMs) => {
+        const own = new Journal(redis(), { prefix: 'answer-index-expiry', retentionMs });
+        const ref = await runningIntent(own, `ai-exp-${++n}`, CARD);
+        await redis().pexpire(own.keys.workflow(ref.workflowId), rowTtlMs);
+        for (let question = 1; question <= count; question++) {
+          await deliveredBy(own, ref);
+          await asks(own, ref, `q${question}`);
+          expect((await own.recordReply(ref, `a${question}`, { parts: [{ text: `answer ${question}` }] })).created).toBe(true);
+          if (question === 1) expect(await redis().pexpiretime(own.keys.answers(ref.workflowId))).toBe(await redis().pexpiretime(own.keys.workflow(ref.workflowId)));
+        }
+        await deliveredBy(own, ref);
+        await own.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: `T-${ref.workflowId}`, statusTimestamp: nextStamp(), held: (await own.getDelegation(ref))! });
+        await own.updateWorkflow(ref.workflowId, { state: 'COMPLETED' });
+        expect(await redis().exists(own.keys.finished(ref.workflowId))).toBe(1);
+        expect(await redis().pexpiretime(own.keys.answers(ref.workflowId))).toBe(await redis().pexpiretime(own.keys.finished(ref.workflowId)));
+      }),
+      { numRuns: 30 },
+    );
+  }, 120_000);
 });
