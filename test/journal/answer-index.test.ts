@@ -6,49 +6,29 @@
  * producer's `reply` over the journal's scripts; the agent is driven through the journal (its questions, the reply's
  * delivery).
  */
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import fc from 'fast-check';
-import { AnswerLimitError, IdempotencyConflictError, NoOpenQuestionError, createProducer, type Producer } from '@durable-a2a/producer';
-import { ANSWERS_PER_WORKFLOW_MAX, HISTORY_LIMITS, JournalError, type DelegationRef, type Journal } from '@durable-a2a/shared';
-import { eventually } from '../harness/fleet.ts';
+import { AnswerLimitError, IdempotencyConflictError, NoOpenQuestionError, type Producer } from '@durable-a2a/producer';
+import { ANSWERS_PER_WORKFLOW_MAX, HISTORY_LIMITS, Journal, JournalError, type DelegationRef } from '@durable-a2a/shared';
+import { agentAsks as asks, delivered as deliveredBy, fillAnswerIndex, nextStamp, retryGiven, useAnswerJournal } from '../harness/answers.ts';
 import { runningIntent } from '../harness/journal-rows.ts';
-import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 
-const redisServer = useRedisServer();
-const redis = useRedisClient(redisServer);
-const PREFIX = 'answer-index';
+const answers = useAnswerJournal('answer-index');
+const { redis } = answers;
 const CARD = 'http://agent.example/.well-known/agent-card.json';
 let producer: Producer;
 let journal: Journal;
-
-beforeAll(async () => {
-  producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix: PREFIX });
-  journal = producer.journal;
-  await eventually(() => journal.getWorkflow('none').then(() => true, () => false), 'the producer connected', 10_000);
-});
-afterAll(async () => {
-  await producer?.close();
+beforeAll(() => {
+  ({ producer, journal } = { producer: answers.producer(), journal: answers.journal() });
 });
 
 /** A question text that fills a history entry near its 8 KiB bound: some 17 of them pass the history's 128 KiB. */
 const BIG = 'Which of these rooms? '.repeat(330);
-let stamp = Date.UTC(2026, 0, 1);
 
 /** The agent asks question `questionId` (`text`) on the delegation's task. */
-async function agentAsks(ref: DelegationRef, questionId: string, text = `question ${questionId}`): Promise<void> {
-  const held = (await journal.getDelegation(ref))!;
-  const statusMessage = { messageId: questionId, role: 'ROLE_AGENT' as const, parts: [{ text }] };
-  stamp += 1_000;
-  await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: `T-${ref.workflowId}`, statusTimestamp: new Date(stamp).toISOString(), held, statusMessage });
-}
-
-/** The row's pending reply is delivered to the agent (what the reply queue's worker journals). */
-async function delivered(ref: DelegationRef): Promise<void> {
-  const row = (await journal.getDelegation(ref)) as unknown as { replyMessageId?: string; replyState?: string };
-  if (!row.replyMessageId || row.replyState === 'sent') return;
-  expect(await journal.markReply(ref, 1, row.replyMessageId, 'sending', '', { token: 'tok', leaseMs: 60_000 })).toBe(true);
-  expect(await journal.markReply(ref, 1, row.replyMessageId, 'sent', '', { token: 'tok' })).toBe(true);
-}
+const agentAsks = (ref: DelegationRef, questionId: string, text?: string) => asks(journal, ref, questionId, text);
+/** The row's pending reply is delivered to the agent. */
+const delivered = (ref: DelegationRef) => deliveredBy(journal, ref);
 
 const answerEntries = async (workflowId: string) => (await producer.get(workflowId)).history.filter((entry) => entry.kind === 'answer').map((entry) => String(entry.messageId));
 const rowReply = async (ref: DelegationRef) => {
@@ -80,12 +60,13 @@ describe('a retried answer whose history entry was dropped is still that answer'
     expect(await producer.reply(ref.workflowId, 'Friday', 'main', { messageId: 'last' })).toEqual({ messageId: 'last', created: true });
     await delivered(ref);
     const held = (await journal.getDelegation(ref))!;
-    await journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: `T-${ref.workflowId}`, statusTimestamp: new Date((stamp += 1_000)).toISOString(), held });
+    await journal.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: `T-${ref.workflowId}`, statusTimestamp: nextStamp(), held });
     await journal.updateWorkflow(ref.workflowId, { state: 'COMPLETED' });
     expect(await redis().exists(journal.keys.finished(ref.workflowId), journal.keys.workflow(ref.workflowId))).toBe(1);
-    // The index stays beside the compacted record, expiring with it; a retry is still that answer.
-    expect(await redis().pttl(journal.keys.answers(ref.workflowId))).toBeGreaterThan(0);
-    expect(await redis().pttl(journal.keys.answers(ref.workflowId))).toBeLessThanOrEqual(await redis().pttl(journal.keys.finished(ref.workflowId)));
+    // The index stays beside the compacted record, expiring with it (the same millisecond: compared as expiry times,
+    // not as two PTTL reads, which the clock may tick between); a retry is still that answer.
+    expect(await redis().pexpiretime(journal.keys.answers(ref.workflowId))).toBeGreaterThan(0);
+    expect(await redis().pexpiretime(journal.keys.answers(ref.workflowId))).toBe(await redis().pexpiretime(journal.keys.finished(ref.workflowId)));
     expect(await producer.reply(ref.workflowId, 'Paris', 'main', { messageId: 'first' })).toEqual({ messageId: 'first', created: false });
     await expect(producer.reply(ref.workflowId, 'Lyon', 'main', { messageId: 'first' })).rejects.toBeInstanceOf(IdempotencyConflictError);
     await expect(producer.reply(ref.workflowId, 'Lyon', 'main', { messageId: 'never-given' })).rejects.toBeInstanceOf(NoOpenQuestionError);
@@ -97,12 +78,9 @@ describe('a retried answer whose history entry was dropped is still that answer'
     expect((await producer.reply(ref.workflowId, 'Paris', 'main', { messageId: 'held' })).created).toBe(true);
     await delivered(ref);
     await agentAsks(ref, 'q2');
-    // Fill the index to its bound (what ANSWERS_PER_WORKFLOW_MAX answers would leave), in batches.
+    // Fill the index to its bound (what ANSWERS_PER_WORKFLOW_MAX answers would leave).
     const key = journal.keys.answers(ref.workflowId);
-    for (let first = 0; first < ANSWERS_PER_WORKFLOW_MAX - 1; first += 1_000) {
-      const fields = Array.from({ length: Math.min(1_000, ANSWERS_PER_WORKFLOW_MAX - 1 - first) }, (_, n) => [`filler-${first + n}`, `0 main.1 q0`]).flat();
-      await redis().hset(key, ...fields);
-    }
+    await fillAnswerIndex(redis(), journal, ref.workflowId, ANSWERS_PER_WORKFLOW_MAX);
     await expect(producer.reply(ref.workflowId, 'Friday', 'main', { messageId: 'one-too-many' })).rejects.toBeInstanceOf(AnswerLimitError);
     expect(await redis().hexists(key, 'one-too-many')).toBe(0);
     expect(await producer.reply(ref.workflowId, 'Paris', 'main', { messageId: 'held' })).toEqual({ messageId: 'held', created: false });
@@ -136,15 +114,17 @@ describe('recordReply-2.lua: every outcome', () => {
     expect(await journal.findAnswer(ref.workflowId, 'none', [{ text: 'Lyon' }])).toBeUndefined();
   });
 
-  it('3: a reply from before the index (none of its id) is compared by the caller: the same content, other content, its own id with other content', async () => {
+  it('3: a reply from before the index (none of its id) is compared by the caller, then indexed on its second call (ARGV[7]): the same content, other content, its own id with other content', async () => {
     const ref = await runningIntent(journal, 'ai-codes-3', CARD);
     await agentAsks(ref, 'q1');
     await journal.recordReply(ref, 'old', parts('Paris'));
     await redis().del(journal.keys.answers(ref.workflowId)); // as a row of an earlier release left it
     expect(await journal.recordReply(ref, 'old', parts('Paris'))).toEqual({ messageId: 'old', created: false, same: true });
+    expect(await journal.findAnswer(ref.workflowId, 'old', [{ text: 'Paris' }])).toEqual({ delegationId: 'main.1', same: true });
     expect(await refusal(journal.recordReply(ref, 'old', parts('Lyon')))).toBe('REPLY_CONFLICT');
     expect(await journal.recordReply(ref, 'new', parts('Paris'))).toEqual({ messageId: 'old', created: false, same: true });
     expect(await journal.recordReply(ref, 'other', parts('Lyon'))).toEqual({ messageId: 'old', created: false, same: false });
+    expect(await redis().hkeys(journal.keys.answers(ref.workflowId))).toEqual(['old', 'new']);
   });
 
   it('WRONG_STATE not parked (and no reply), DELEGATION_MISSING; a new index takes the expiry of a workflow row that has one', async () => {
@@ -155,7 +135,7 @@ describe('recordReply-2.lua: every outcome', () => {
     await agentAsks(ref, 'q1');
     await redis().pexpire(journal.keys.workflow(ref.workflowId), 60_000);
     expect((await journal.recordReply(ref, 'a1', parts('Paris'))).created).toBe(true);
-    expect(await redis().pttl(journal.keys.answers(ref.workflowId))).toBeGreaterThan(0);
+    expect(await redis().pexpiretime(journal.keys.answers(ref.workflowId))).toBe(await redis().pexpiretime(journal.keys.workflow(ref.workflowId)));
   });
 });
 
@@ -208,13 +188,7 @@ describe('property: answers and retries under history pressure', () => {
               await expect(reply).rejects.toBeInstanceOf(NoOpenQuestionError);
             }
           } else {
-            const ids = [...seen.keys()];
-            if (ids.length === 0) continue;
-            const id = ids[action.pick % ids.length]!;
-            const content = action.same ? seen.get(id)! : (seen.get(id)! + 1) % CONTENTS.length;
-            const reply = producer.reply(ref.workflowId, CONTENTS[content]!, 'main', { messageId: id });
-            if (action.same) expect(await reply).toEqual({ messageId: id, created: false });
-            else await expect(reply).rejects.toBeInstanceOf(IdempotencyConflictError);
+            await retryGiven(producer, ref.workflowId, seen, CONTENTS, action);
           }
         }
         // Each journaled answer went to the agent's queue once: one history entry at most (the bound drops, never adds).
@@ -229,4 +203,29 @@ describe('property: answers and retries under history pressure', () => {
       { numRuns: 12 },
     );
   }, 240_000);
+});
+
+describe('property: the answer index expires with the workflow it belongs to', () => {
+  it('at the same millisecond as the workflow row (a first answer to a row with an expiry) and as the compacted record, whatever the retention and answers', async () => {
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(fc.integer({ min: 1_000, max: 30 * 24 * 3600 * 1000 }), fc.integer({ min: 1, max: 4 }), fc.integer({ min: 1_000, max: 3_600_000 }), async (retentionMs, count, rowTtlMs) => {
+        const own = new Journal(redis(), { prefix: 'answer-index-expiry', retentionMs });
+        const ref = await runningIntent(own, `ai-exp-${++n}`, CARD);
+        await redis().pexpire(own.keys.workflow(ref.workflowId), rowTtlMs);
+        for (let question = 1; question <= count; question++) {
+          await deliveredBy(own, ref);
+          await asks(own, ref, `q${question}`);
+          expect((await own.recordReply(ref, `a${question}`, { parts: [{ text: `answer ${question}` }] })).created).toBe(true);
+          if (question === 1) expect(await redis().pexpiretime(own.keys.answers(ref.workflowId))).toBe(await redis().pexpiretime(own.keys.workflow(ref.workflowId)));
+        }
+        await deliveredBy(own, ref);
+        await own.applyStatus(ref, { mode: 'event', state: 'COMPLETED', taskId: `T-${ref.workflowId}`, statusTimestamp: nextStamp(), held: (await own.getDelegation(ref))! });
+        await own.updateWorkflow(ref.workflowId, { state: 'COMPLETED' });
+        expect(await redis().exists(own.keys.finished(ref.workflowId))).toBe(1);
+        expect(await redis().pexpiretime(own.keys.answers(ref.workflowId))).toBe(await redis().pexpiretime(own.keys.finished(ref.workflowId)));
+      }),
+      { numRuns: 30 },
+    );
+  }, 120_000);
 });

@@ -1,6 +1,6 @@
 /**
  * The notification and answer-link scripts, every return code: recordNotification-1.lua (recorded, unchanged, never
- * backwards) and answerByLink-1.lua (journaled, already answered, closed, missing).
+ * backwards) and answerByLink-2.lua (journaled, already answered, closed, missing; ANSWER_LIMIT: answer-index-race.test.ts).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Journal, JournalError, createRedisClient, type RedisClient } from '@durable-a2a/shared';
@@ -33,7 +33,7 @@ describe('recordNotification-1.lua', () => {
   });
 });
 
-describe('answerByLink-1.lua', () => {
+describe('answerByLink-2.lua', () => {
   const link = { questionKey: 'q-1', linkId: 'lnk_0123' };
 
   async function parked(workflowId: string, state = 'INPUT_REQUIRED', questionKey = 'q-1') {

@@ -1,5 +1,5 @@
 /**
- * expireQuestion-1.lua, every return code, and its compare-and-set against recordReply-2.lua: of an answer and the
+ * expireQuestion-2.lua, every return code (4, its default answer refused at a full answer index: answer-index-race.test.ts), and its compare-and-set against recordReply-2.lua: of an answer and the
  * expiry of the same question, exactly one is journaled whichever comes first (a property over interleavings).
  * Also: a question's life counts from when it was first journaled (`questionAskedAt`, applyStatus-5.lua).
  */

@@ -5,9 +5,10 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ApiServer } from '@durable-a2a/producer/server';
-import { signAnswerLink } from '@durable-a2a/shared';
+import { ANSWERS_PER_WORKFLOW_MAX, signAnswerLink } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
-import { useRedisServer } from '../harness/redis.ts';
+import { useRedisClient, useRedisServer } from '../harness/redis.ts';
+import { fillAnswerIndex } from '../harness/answers.ts';
 import { authorized, startTestServer } from '../harness/api-server.ts';
 import { startDemoAgent, type DemoAgentHandle } from '../harness/agent.ts';
 import { asksForInput, completionSteps } from '../harness/agent-behaviours.ts';
@@ -15,6 +16,7 @@ import { eventually, startTestFleet } from '../harness/fleet.ts';
 
 const LINKS = { secret: 'a-link-secret-of-at-least-32-characters!', baseUrl: 'http://durable-a2a.test' };
 const redisServer = useRedisServer();
+const redis = useRedisClient(redisServer);
 let agent: DemoAgentHandle;
 let app: ApiServer;
 let fleet: Fleet;
@@ -46,6 +48,16 @@ const answerVia = (path: string, answer: string) => app.inject({ method: 'POST',
 const answersSeen = (text: string) => agent.receivedMessages.filter((message) => JSON.stringify(message).includes(text)).length;
 
 describe('signed answer links', () => {
+  it('a link whose workflow holds its most answers is refused (409, nothing written), and the agent gets nothing', async () => {
+    const link = await openQuestion('link-full');
+    await fillAnswerIndex(redis(), fleet.context.journal, 'link-full', ANSWERS_PER_WORKFLOW_MAX);
+    const refused = await answerVia(link.path, 'Lyon-over-limit');
+    expect(refused.statusCode).toBe(409);
+    expect(refused.body).toContain('This workflow holds its most answers');
+    expect((await fleet.context.journal.getDelegation({ workflowId: 'link-full', delegationId: 'main.1' }))!.replyMessageId).toBeUndefined();
+    expect(answersSeen('Lyon-over-limit')).toBe(0);
+  });
+
   it('answers without a token: the agent gets the answer once, recorded as answered by the link; a second use is refused', async () => {
     const link = await openQuestion('link-once');
     const page = await app.inject({ method: 'GET', url: link.path });

@@ -5,11 +5,16 @@
  * parked on a closed question, told nobody, until its attempt deadline. Here the crash window: the refusal journaled
  * (markReply 'refused'), the worker gone before the hand-over; the reconciler's look at the parked row
  * (`checkQuestionLife`) hands it over then. Real redis-server and a real fleet's context. Property over the pure
- * transition: a refusal goes to a person exactly when the question expired, and is journaled exactly once.
+ * transition: a refusal goes to a person exactly when the question expired, and is journaled exactly once. A default
+ * answer the workflow's answer index has no room for (`ANSWERS_PER_WORKFLOW_MAX`) is refused by the journal itself
+ * (expireQuestion-2.lua), never sent: a person decides at once, the same way.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import type { DelegationRecord } from '@durable-a2a/shared';
+import { ANSWERS_PER_WORKFLOW_MAX, JournalError, type DelegationRecord, type DelegationRef, type Journal } from '@durable-a2a/shared';
+import { fillAnswerIndex } from '../harness/answers.ts';
+import { eventually } from '../harness/fleet.ts';
+import { useRedisClient } from '../harness/redis.ts';
 import { checkQuestionLife } from '../../packages/workers/src/delegation/question-life.ts';
 import { transition } from '../../packages/workers/src/delegation/core/transitions.ts';
 import type { Policy } from '../../packages/workers/src/delegation/core/policy.ts';
@@ -17,17 +22,23 @@ import { useFieldCases } from '../harness/field-cases.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 
 const h = useFieldCases();
+const redis = useRedisClient(h.redisServer);
 const CARD = 'https://agent.example/.well-known/agent-card.json';
+
+/** A one-step workflow whose step's question expires after `expiresAfterMs` with a default answer, parked on q1. */
+async function parkedOnQ1(journal: Journal, ref: DelegationRef, expiresAfterMs: number): Promise<void> {
+  const question = { expiresAfterMs, onExpiry: 'answer', defaultAnswer: 'one room' };
+  const definition = JSON.stringify({ workflowId: ref.workflowId, steps: [{ name: 'main', agent: CARD, message: { text: 'x' }, question }] });
+  await journal.createWorkflow(ref.workflowId, { state: 'RUNNING', definition, createdAt: String(Date.now()) }, { ...intentRow(ref.workflowId), agentCardUrl: CARD, createdAt: String(Date.now()) });
+  await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T-1', statusMessage: { messageId: 'q1', role: 'ROLE_AGENT', parts: [{ text: 'one room or two?' }] }, statusTimestamp: new Date().toISOString() });
+}
 
 describe('a default answer the agent refused for good', () => {
   it('case: journaled refused, the worker gone: the reconciler hands the row to a person (it stayed parked until the attempt deadline)', async () => {
     const fleet = await h.fleetFor(h.newPrefix());
     const journal = fleet.context.journal;
     const ref = { workflowId: 'wf-default-refused', delegationId: 'main.1' };
-    const question = { expiresAfterMs: 1_000, onExpiry: 'answer', defaultAnswer: 'one room' };
-    const definition = JSON.stringify({ workflowId: ref.workflowId, steps: [{ name: 'main', agent: CARD, message: { text: 'x' }, question }] });
-    await journal.createWorkflow(ref.workflowId, { state: 'RUNNING', definition, createdAt: String(Date.now()) }, { ...intentRow(ref.workflowId), agentCardUrl: CARD, createdAt: String(Date.now()) });
-    await journal.applyStatus(ref, { mode: 'event', state: 'INPUT_REQUIRED', taskId: 'T-1', statusMessage: { messageId: 'q1', role: 'ROLE_AGENT', parts: [{ text: 'one room or two?' }] }, statusTimestamp: new Date().toISOString() });
+    await parkedOnQ1(journal, ref, 1_000);
     expect((await journal.expireQuestion(ref, { questionKey: 'q1', action: 'answer', nowMs: Date.now(), reply: { messageId: 'd1', message: { parts: [{ text: 'one room' }] } } })).outcome).toBe('expired');
     const fence = await journal.claim(ref, 'test/reply');
     expect(await journal.takeReplySend(ref, fence, 'd1', 'tok', 60_000)).toBe('taken');
@@ -39,6 +50,30 @@ describe('a default answer the agent refused for good', () => {
     expect(after.state).toBe('AMBIGUOUS');
     expect(after.error).toMatchObject({ code: 'QUESTION_EXPIRED', delivery: 'received' });
     expect(after.error!.message).toContain('request over the agent\'s size limit');
+  });
+
+  it('case: the answer index is full when the question expires: the default answer is journaled refused (ANSWER_LIMIT), never sent, and a person decides at once', async () => {
+    const fleet = await h.fleetFor(h.newPrefix());
+    const journal = fleet.context.journal;
+    const ref = { workflowId: 'wf-default-over-limit', delegationId: 'main.1' };
+    await parkedOnQ1(journal, ref, 60_000);
+    const key = journal.keys.answers(ref.workflowId);
+    await fillAnswerIndex(redis(), journal, ref.workflowId, ANSWERS_PER_WORKFLOW_MAX);
+    // Asked long ago: past its expiry now (set on the row: the fleet's path there is covered by question-expiry tests).
+    await redis().hset(journal.keys.delegation(ref.workflowId, ref.delegationId), 'questionAskedAt', String(Date.now() - 120_000));
+    const parked = (await journal.getDelegation(ref))!;
+    // The fleet's own sweep may look at the row first: either run's result is the same.
+    await checkQuestionLife(fleet.context, parked, fleet.context.logger).catch((error: unknown) => {
+      if (!(error instanceof JournalError && error.code === 'VERSION_CONFLICT')) throw error;
+    });
+    const after = await eventually(async () => {
+      const row = (await journal.getDelegation(ref))!;
+      return row.state === 'AMBIGUOUS' ? row : undefined;
+    }, 'the row handed to a person');
+    expect(after).toMatchObject({ questionExpired: 'q1', questionExpiry: 'answer', replyState: 'refused', replyBy: 'expiry' });
+    expect(after.error).toMatchObject({ code: 'QUESTION_EXPIRED', delivery: 'received' });
+    expect(after.error!.message).toContain('ANSWER_LIMIT');
+    expect(await redis().hexists(key, after.replyMessageId!)).toBe(0);
   });
 
   it('property over questions (expired or open), reply states and answer ids: a person decides exactly when the question expired; the refusal is written unless journaled', () => {

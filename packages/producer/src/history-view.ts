@@ -100,7 +100,7 @@ function summaryOf(entry: HistoryEntryFields): string {
 
 /**
  * The `question-expired` entry of an attempt whose question expired unanswered, else undefined. The journal marks
- * the expiry on the attempt's row (expireQuestion-1.lua), not in the history list: the row keeps the last expiry.
+ * the expiry on the attempt's row (expireQuestion-2.lua), not in the history list: the row keeps the last expiry.
  */
 function expiryEntry(delegation: DelegationView): HistoryEntryFields | undefined {
   if (delegation.questionExpiredAt === undefined || delegation.questionExpiry === undefined) return undefined;

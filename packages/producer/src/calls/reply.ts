@@ -3,8 +3,9 @@
  * reply is journaled first, then handed to the workers' reply queue. The same reply twice is harmless;
  * a different reply to an answered question is refused (NO_OPEN_QUESTION). A reply given with its own messageId
  * (`ReplyOptions.messageId`, the REST route's, the front door's follow-ups) is that reply wherever the workflow has
- * moved since: sent again, it answers nothing else. The workflow's answer index (recordReply-2.lua) keeps every
- * messageId for the workflow's life; the bounded history is read only for answers journaled before it.
+ * moved since: sent again, it answers nothing else. The workflow's answer index (lua/includes/answerIndex.lua) keeps
+ * every answer's messageId for the workflow's life, however it was given (a reply, an answer link, an expiry's default
+ * answer); the bounded history is read only for answers journaled before it.
  */
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';

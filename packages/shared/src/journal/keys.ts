@@ -59,7 +59,8 @@ export interface JournalKeys {
   history(workflowId: string): string;
   /**
    * A workflow's answer index: hash reply messageId → `<content digest> <delegationId> <questionKey>`, one field per
-   * answer journaled by recordReply-2.lua (at most `ANSWERS_PER_WORKFLOW_MAX`); kept beside the compacted record and
+   * answer journaled (recordReply-2.lua, answerByLink-2.lua, expireQuestion-2.lua's default answer; lua/includes/
+   * answerIndex.lua; at most `ANSWERS_PER_WORKFLOW_MAX`); kept beside the compacted record and
    * expiring with the workflow (lua/includes/compaction.lua).
    */
   answers(workflowId: string): string;

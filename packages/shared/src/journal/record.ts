@@ -181,13 +181,13 @@ export const DelegationRecordSchema = z
     replyError: optionalText,
     /** The question (questionKey) the journaled reply answers. */
     replyForQuestion: optionalText,
-    /** Who gave the journaled reply when it was not a caller of `reply`: `link <id>` (a signed answer link, answerByLink-1.lua), `expiry` (the step's default answer). */
+    /** Who gave the journaled reply when it was not a caller of `reply`: `link <id>` (a signed answer link, answerByLink-2.lua), `expiry` (the step's default answer). */
     replyBy: optionalText,
     /** Identifies the current question: its message id, else its timestamp, else a sequence. */
     questionKey: optionalText,
     /** When the current question was journaled (ms): its life (`question.expiresAfterMs`, reminders) counts from here. */
     questionAskedAt: optionalMs,
-    /** The questionKey of a question that expired unanswered (expireQuestion-1.lua), when (ms) and what was done. */
+    /** The questionKey of a question that expired unanswered (expireQuestion-2.lua), when (ms) and what was done. */
     questionExpired: optionalText,
     questionExpiredAt: optionalMs,
     questionExpiry: optionalEnum(QUESTION_EXPIRY_ACTIONS),

@@ -1,9 +1,10 @@
 /**
  * Replies to a parked question (INPUT_REQUIRED / AUTH_REQUIRED): journaled before they are sent
- * (recordReply-2.lua, which also indexes each reply's messageId: the workflow's answer index), then moved through
- * 'sending' (a lease), 'sent' or 'refused' (markReply-1.lua).
+ * (recordReply-2.lua, answerByLink-2.lua, or an expiry's default answer: expireQuestion-2.lua), each indexed by its
+ * messageId with its content digest in the workflow's answer index (lua/includes/answerIndex.lua: the one record of which
+ * answers exist), then moved through 'sending' (a lease), 'sent' or 'refused' (markReply-1.lua).
  */
-import { hash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import { JournalError, unlessRefused } from './errors.ts';
 import { arrayReply, defineScript, integerReply, outcomeDecoder, refusal, stringReply, ScriptReplyError, type Refused } from './scripts.ts';
@@ -18,12 +19,13 @@ import { historyArgument, type HistoryEntryInput } from './history.ts';
 export const REFUSED_WITHOUT_REASON = 'the agent refused the answer without saying why';
 
 /**
- * The most answers one workflow's answer index holds (recordReply-2.lua, keys.ts `answers`): one field per reply
- * journaled through `recordReply`, each some 100 to 400 bytes (a messageId of at most 128 characters, a 32-digit
+ * The most answers one workflow's answer index holds (lua/includes/answerIndex.lua, keys.ts `answers`): one field
+ * per answer journaled (`recordReply`, `answerByLink`, an expiry's default answer), each some 100 to 400 bytes (a messageId of at most 128 characters, a 32-digit
  * digest, a delegation id and a question key of at most 128 each), so at most a few MB for a workflow at the bound,
  * a few hundred bytes for a usual one. Past it an answer is refused (ANSWER_LIMIT), never an older id forgotten: a
  * forgotten id would let its retry become the answer to a later question. A person asked 10,000 questions in one
- * workflow is beyond any conversation we know of; such a workflow is canceled or resolved instead.
+ * workflow is beyond any conversation we know of; such a workflow is canceled or resolved instead. An expiry's default
+ * answer past it is journaled refused, never sent (`expireQuestion`): a person decides.
  */
 export const ANSWERS_PER_WORKFLOW_MAX = 10_000;
 
@@ -61,6 +63,16 @@ export function sameAnswerParts(left: readonly Part[] | undefined, right: readon
  */
 export type RecordedReply = { messageId: string; created: true } | { messageId: string; created: false; same: boolean };
 
+/**
+ * A reply of a row from an earlier release (recordReply-2.lua's {3}: no index entry), to index on the next call: its
+ * messageId, the SHA1 of its message JSON as the script returned it (the compare-and-set), and its parts' digest.
+ */
+interface Adopt {
+  messageId: string;
+  messageSha1: string;
+  digest: string;
+}
+
 /** recordReply-2.lua's reply, decoded (see its header). */
 type RecordReplyOutcome = { code: 0 | 1 | 2; messageId: string } | { code: 3; messageId: string; message: string };
 
@@ -68,13 +80,14 @@ type RecordReplyOutcome = { code: 0 | 1 | 2; messageId: string } | { code: 3; me
 const recordReplyScript = defineScript({
   name: 'recordReply',
   keys: ['delegation', 'answers'],
-  encode: (input: { messageId: string; message: object; nowMs: number; history?: HistoryEntryInput; digest: string; limit: number }) => [
+  encode: (input: { messageId: string; message: object; nowMs: number; history?: HistoryEntryInput; digest: string; limit: number; adopt?: Adopt }) => [
     input.messageId,
     JSON.stringify(input.message),
     input.nowMs,
     historyArgument(input.history),
     input.digest,
     input.limit,
+    input.adopt ? `${input.adopt.messageId} ${input.adopt.messageSha1} ${input.adopt.digest}` : '',
   ],
   decode: (reply, script): RecordReplyOutcome | Refused => {
     const [code, messageId, message] = arrayReply(reply, script);
@@ -96,17 +109,19 @@ function storedParts(message: string): Part[] | undefined {
   }
 }
 
-/** answerByLink-1.lua: the reply's messageId, and whether this call journaled it (false: the question was answered). */
+/** answerByLink-2.lua: the reply's messageId, and whether this call journaled it (false: the question was answered). */
 const answerByLinkScript = defineScript({
   name: 'answerByLink',
-  keys: ['delegation'],
-  encode: (input: { questionKey: string; linkId: string; messageId: string; message: object; nowMs: number; history?: HistoryEntryInput }) => [
+  keys: ['delegation', 'answers'],
+  encode: (input: { questionKey: string; linkId: string; messageId: string; message: object; nowMs: number; history?: HistoryEntryInput; digest: string; limit: number }) => [
     input.questionKey,
     input.linkId,
     input.messageId,
     JSON.stringify(input.message),
     input.nowMs,
     historyArgument(input.history),
+    input.digest,
+    input.limit,
   ],
   decode: (reply, script) => {
     const [code, messageId] = arrayReply(reply, script);
@@ -115,36 +130,53 @@ const answerByLinkScript = defineScript({
   },
 });
 
-/** expireQuestion-1.lua's input (see its header). */
+/** expireQuestion-2.lua's input (see its header). */
 interface ExpireQuestionInput {
   questionKey: string;
   action: QuestionExpiryAction;
   nowMs: number;
   /** With `answer`: the default answer, journaled as the reply (by `expiry`). */
-  reply?: { messageId: string; message: object };
+  reply?: { messageId: string; message: { parts: Part[] } };
 }
 
-/** What expireQuestion-1.lua did, and the row's version after it. */
+/** What expireQuestion-2.lua did, and the row's version after it. */
 export interface QuestionExpiry {
   /** `expired` by this call; `already-expired` (an earlier call; what was done is the row's `questionExpiry`); `answered` first (or the question moved on). */
   outcome: 'expired' | 'already-expired' | 'answered';
   version: number;
+  /**
+   * `expired` with `answer` at a full answer index (`ANSWERS_PER_WORKFLOW_MAX`): the default answer is journaled
+   * refused (`replyError` `DEFAULT_ANSWER_OVER_LIMIT`), never sent; a person decides (the `reply-refused` row).
+   */
+  defaultAnswerRefused?: true;
 }
 
-const EXPIRY_OUTCOMES = { 1: 'expired', 2: 'already-expired', 0: 'answered' } as const;
+/** The `replyError` of a default answer refused because the workflow's answer index is full (expireQuestion-2.lua). */
+const DEFAULT_ANSWER_OVER_LIMIT = `not sent: the workflow holds its most answers (${ANSWERS_PER_WORKFLOW_MAX}, ANSWER_LIMIT)`;
 
-/** expireQuestion-1.lua: the question expired now, before, or was answered first; the row's version. */
+const EXPIRY_OUTCOMES = { 1: 'expired', 4: 'expired', 2: 'already-expired', 0: 'answered' } as const;
+
+/** expireQuestion-2.lua: the question expired now (its default answer refused: 4), before, or was answered first; the row's version. */
 const expireQuestionScript = defineScript({
   name: 'expireQuestion',
-  keys: ['delegation'],
-  encode: (input: ExpireQuestionInput) => [input.questionKey, input.action, input.nowMs, input.reply?.messageId ?? '', input.reply ? JSON.stringify(input.reply.message) : ''],
+  keys: ['delegation', 'answers'],
+  encode: (input: ExpireQuestionInput) => [
+    input.questionKey,
+    input.action,
+    input.nowMs,
+    input.reply?.messageId ?? '',
+    input.reply ? JSON.stringify(input.reply.message) : '',
+    input.reply ? answerDigest(input.reply.message.parts) : '',
+    ANSWERS_PER_WORKFLOW_MAX,
+    DEFAULT_ANSWER_OVER_LIMIT,
+  ],
   decode: (reply, script): QuestionExpiry | Refused => {
     const [code, version] = arrayReply(reply, script);
     const value = integerReply(code, script);
     if (value < 0) return refusal(value, script);
     const outcome = EXPIRY_OUTCOMES[value as keyof typeof EXPIRY_OUTCOMES];
     if (outcome === undefined) throw new ScriptReplyError(script, reply);
-    return { outcome, version: integerReply(version, script) };
+    return { outcome, version: integerReply(version, script), ...(value === 4 ? { defaultAnswerRefused: true as const } : {}) };
   },
 });
 
@@ -188,7 +220,14 @@ export class JournalReplies extends JournalFinishStep {
     const history: HistoryEntryInput = { kind: 'answer', at: nowMs, delegationId: ref.delegationId, messageId, parts: message.parts, ...(by ? { by } : {}) };
     const keys = { delegation: this.delegationKeys(ref)[0], answers: this.keys.answers(ref.workflowId) };
     const input = { messageId, message, nowMs, history, digest: answerDigest(message.parts), limit: ANSWERS_PER_WORKFLOW_MAX };
-    const outcome = unlessRefused(await this.call(recordReplyScript, keys, input), ref, 'recordReply');
+    let outcome = unlessRefused(await this.call(recordReplyScript, keys, input), ref, 'recordReply');
+    // A reply of an earlier release's row (no index entry): indexed with its digest on a second call, compare-and-set
+    // on its message; the second call's own outcome then stands (a {3} again: the row changed, or the index is full).
+    const before = outcome.code === 3 ? storedParts(outcome.message) : undefined;
+    if (outcome.code === 3 && before) {
+      const adopt = { messageId: outcome.messageId, messageSha1: createHash('sha1').update(outcome.message).digest('hex'), digest: answerDigest(before) };
+      outcome = unlessRefused(await this.call(recordReplyScript, keys, { ...input, adopt }), ref, 'recordReply');
+    }
     await this.awaitReplicas(ref.workflowId, generation); // the producer acknowledges the reply (or its index entry)
     if (outcome.code === 1) return { messageId, created: true };
     const same = outcome.code === 0 || (outcome.code === 3 && sameAnswerParts(storedParts(outcome.message), message.parts));
@@ -210,31 +249,35 @@ export class JournalReplies extends JournalFinishStep {
   }
 
   /**
-   * Journals the answer given through a signed answer link (answerByLink-1.lua): single use, on the question the
-   * link names, recorded as answered by `link <linkId>`.
+   * Journals the answer given through a signed answer link (answerByLink-2.lua): single use, on the question the
+   * link names, recorded as answered by `link <linkId>`, and indexed in the workflow's answer index as every answer is.
    * @returns the reply's messageId and whether it is new (false: this question already has a reply: the link is used)
-   * @throws JournalError WRONG_STATE (not parked on that question: closed), DELEGATION_MISSING; ReplicationTimeoutError
+   * @throws JournalError WRONG_STATE (not parked on that question: closed), ANSWER_LIMIT (the index is full: nothing
+   *   written), DELEGATION_MISSING; ReplicationTimeoutError
    */
-  async answerByLink(ref: DelegationRef, link: { questionKey: string; linkId: string }, messageId: string, message: object): Promise<{ messageId: string; created: boolean }> {
+  async answerByLink(ref: DelegationRef, link: { questionKey: string; linkId: string }, messageId: string, message: { parts: Part[] }): Promise<{ messageId: string; created: boolean }> {
     const generation = connectionGeneration(this.redis);
     const nowMs = this.now();
-    const parts = (message as { parts?: Part[] }).parts ?? [];
+    const { parts } = message;
     const history: HistoryEntryInput = { kind: 'answer', at: nowMs, delegationId: ref.delegationId, messageId, parts, by: `link ${link.linkId}` };
-    const input = { questionKey: link.questionKey, linkId: link.linkId, messageId, message, nowMs, history };
-    const recorded = unlessRefused(await this.call(answerByLinkScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'answerByLink');
+    const input = { questionKey: link.questionKey, linkId: link.linkId, messageId, message, nowMs, history, digest: answerDigest(parts), limit: ANSWERS_PER_WORKFLOW_MAX };
+    const keys = { delegation: this.delegationKeys(ref)[0], answers: this.keys.answers(ref.workflowId) };
+    const recorded = unlessRefused(await this.call(answerByLinkScript, keys, input), ref, 'answerByLink');
     await this.awaitReplicas(ref.workflowId, generation);
     return recorded;
   }
 
   /**
    * Expires the open question `questionKey` (unanswered past its step's `question.expiresAfterMs`) and journals what
-   * is done (`action`; with `answer`, `reply` is journaled as the reply by `expiry`, then sent by the reply path).
+   * is done (`action`; with `answer`, `reply` is journaled as the reply by `expiry` and indexed in the workflow's
+   * answer index, then sent by the reply path; at a full index journaled refused instead: `defaultAnswerRefused`).
    * Compare-and-set against `recordReply`: of an answer and the expiry, the first script wins.
    * @throws JournalError WRONG_STATE (not parked), DELEGATION_MISSING; ReplicationTimeoutError (durability on)
    */
   async expireQuestion(ref: DelegationRef, input: ExpireQuestionInput): Promise<QuestionExpiry> {
     const generation = connectionGeneration(this.redis);
-    const expired = unlessRefused(await this.call(expireQuestionScript, { delegation: this.delegationKeys(ref)[0] }, input), ref, 'expireQuestion');
+    const keys = { delegation: this.delegationKeys(ref)[0], answers: this.keys.answers(ref.workflowId) };
+    const expired = unlessRefused(await this.call(expireQuestionScript, keys, input), ref, 'expireQuestion');
     if (expired.outcome === 'expired') await this.awaitReplicas(ref.workflowId, generation);
     return expired;
   }

@@ -32,7 +32,7 @@ export const FINISHED_STATES: ReadonlySet<JournalState> = new Set([
 ]);
 /**
  * What was done with a question nobody answered in time (a step's `question.onExpiry`, journaled as
- * `questionExpiry` by expireQuestion-1.lua): the workflow canceled, the attempt FAILED, or the default answer sent.
+ * `questionExpiry` by expireQuestion-2.lua): the workflow canceled, the attempt FAILED, or the default answer sent.
  */
 export const QUESTION_EXPIRY_ACTIONS = ['cancel', 'fail', 'answer'] as const;
 export type QuestionExpiryAction = (typeof QUESTION_EXPIRY_ACTIONS)[number];

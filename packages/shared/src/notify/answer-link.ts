@@ -2,7 +2,7 @@
  * Signed answer links: a URL that lets a person answer one open question without an API token. The token names the
  * question (workflow, delegation, question key) and when the link stops working, and carries an HMAC-SHA256 of
  * exactly that under the deployment's link secret (`DA2A_LINK_SECRET`). It is the same for the same question and
- * expiry, so the notification and the API view show one link. Single use is the journal's (answerByLink-1.lua
+ * expiry, so the notification and the API view show one link. Single use is the journal's (answerByLink-2.lua
  * records the answer and the link that gave it in one compare-and-set): the token only proves it was issued by us.
  *
  * Token: `<payload>.<signature>`, both base64url; payload = JSON `[workflowId, delegationId, questionKey, expiresAtMs]`;

@@ -203,6 +203,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
     case 'continue':
       return continueStream(ctx, record, scope, written, done);
     case 'route':
+      if (written.defaultAnswerRefused) return refusedDefaultAnswer(ctx, ref, scope, followLease);
       return done(await routeRow(ctx, ref, written.applied ? written.record : undefined, next.plan ?? {}, written, followLease, record));
     case 'progress':
       return done(await progress(ctx, record, scope, written, next));
@@ -278,6 +279,18 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       await giveBack(ctx, ref, followLease);
       return done(next.kind);
   }
+}
+
+/**
+ * An expiry whose default answer was journaled refused (the answer index is full: expireQuestion-2.lua): the row read
+ * back gets the `reply-refused` observation, whose row hands an expired question's refused answer to a person (as
+ * `checkQuestionLife` does after a crash before it).
+ */
+async function refusedDefaultAnswer(ctx: WorkerContext, ref: DelegationRef, scope: Scope, followLease: FollowLease | undefined): Promise<Applied> {
+  await giveBack(ctx, ref, followLease);
+  const current = await ctx.journal.getDelegation(ref);
+  if (!current?.replyMessageId) return { next: 'nothing' };
+  return apply(ctx, current, { kind: 'reply-refused', replyMessageId: current.replyMessageId, message: current.replyError ?? '' }, { ...(scope.log ? { log: scope.log } : {}), source: 'question' });
 }
 
 /** A read's or search's observation carrying the stream's held-back finished status it decides about (when there is one). */
@@ -485,8 +498,10 @@ interface Written {
   state?: TaskState;
   events?: ObservationResult[];
   foreignTaskId?: string;
-  /** What an `expire-question` write found (expireQuestion-1.lua). */
+  /** What an `expire-question` write found (expireQuestion-2.lua). */
   expiry?: QuestionExpiry['outcome'];
+  /** The expiry journaled its default answer refused (the workflow's answer index is full): a person decides next. */
+  defaultAnswerRefused?: boolean;
   /** The write finished the one-step workflow too (`finish-step.ts`): what is left of the settle is `afterOneStepFinish`. */
   settled?: { finish: OneStepFinish; removedFromIndex: boolean };
   /** A note of a refused result (and nothing else) was the step's write: the row's version if no other writer wrote since the read. */
@@ -657,7 +672,7 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
         log.warn({ ...ref, action: write.action, ...(write.action === 'answer' ? { replyMessageId: write.reply.messageId } : {}) }, 'a question expired unanswered');
         await notifyQuestionExpired(ctx, record, write.questionKey, write.action);
       } else if (expiry.outcome === 'answered') log.info({ ...ref }, 'the question was answered before it expired');
-      return { applied: expiry.outcome !== 'answered', finished: false, version: expiry.version, expiry: expiry.outcome };
+      return { applied: expiry.outcome !== 'answered', finished: false, version: expiry.version, expiry: expiry.outcome, ...(expiry.defaultAnswerRefused ? { defaultAnswerRefused: true } : {}) };
     }
     case 'record-effect': {
       if (await ctx.journal.recordEffect(ref, write.effect, write.evidence, record.step)) {

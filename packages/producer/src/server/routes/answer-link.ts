@@ -1,19 +1,20 @@
 /**
  * `/answer/<token>`: the page a signed answer link opens (docs/people.md "Signed answer links"). A person answers that one
  * open question without an API token: the token is the credential, checked before anything is read (signature in
- * constant time, then expiry). GET shows the question and a form; POST journals the answer (answerByLink-1.lua:
+ * constant time, then expiry). GET shows the question and a form; POST journals the answer (answerByLink-2.lua:
  * single use, compare-and-set on the question the link names, recorded as answered by `link <id>`), then hands it
  * to the send queue as any reply. Answers:
  *   401 the token is not one of ours (malformed or a wrong signature)
  *   410 the link expired, or its question already has an answer (the link is used)
- *   409 the question is closed (the attempt moved on, was canceled or finished, or asks something else now)
+ *   409 the question is closed (the attempt moved on, was canceled or finished, or asks something else now), or the
+ *       workflow holds its most answers (`ANSWERS_PER_WORKFLOW_MAX`: nothing written)
  *   400 a blank answer (the form again, with the message)
  * Server-rendered, no script and nothing from outside the deployment; the security headers of every page apply
  * (security-headers.ts), and the token never reaches a log line (log-url.ts).
  */
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
-import { JournalError, enqueueReply, isParked, verifyAnswerLink, type AnswerLinkClaim, type DelegationRecord, type Journal, type TypedQueues } from '@durable-a2a/shared';
+import { ANSWERS_PER_WORKFLOW_MAX, JournalError, enqueueReply, isParked, verifyAnswerLink, type AnswerLinkClaim, type DelegationRecord, type Journal, type TypedQueues } from '@durable-a2a/shared';
 import { html, type Safe } from '../ui/html.ts';
 import type { AnswerLinkSettings } from '../../view.ts';
 
@@ -98,6 +99,9 @@ async function answer(options: AnswerLinkRouteOptions, request: FastifyRequest, 
   } catch (error) {
     if (error instanceof JournalError && (error.code === 'WRONG_STATE' || error.code === 'DELEGATION_MISSING')) {
       return refusal(reply, { open: false, status: 409, title: 'This question is closed', detail: 'The work no longer waits for this answer.' });
+    }
+    if (error instanceof JournalError && error.code === 'ANSWER_LIMIT') {
+      return refusal(reply, { open: false, status: 409, title: 'This workflow holds its most answers', detail: `It holds ${ANSWERS_PER_WORKFLOW_MAX} answers; nothing was written. It must be canceled or resolved.` });
     }
     throw error;
   }

@@ -57,7 +57,7 @@ export type Write =
   /** The reply's fate, under the reply's 'sending' lease (the run's fence and token). */
   | { kind: 'mark-reply'; replyMessageId: string; replyState: 'sent' | 'refused'; reason: string }
   /**
-   * The open question expired unanswered (compare-and-set against an answer: expireQuestion-1.lua), with what is
+   * The open question expired unanswered (compare-and-set against an answer: expireQuestion-2.lua), with what is
    * done; with `answer`, `reply` is journaled as the reply (by `expiry`). A refused expiry ends the step's writes.
    */
   | ({ kind: 'expire-question'; questionKey: string } & ({ action: Exclude<QuestionExpiryAction, 'answer'> } | { action: 'answer'; reply: { messageId: string; text: string } }))
@@ -313,7 +313,7 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
       // (Journaled refused already: the reconciler's re-read after a crash, `question-life.ts`; nothing to write again.)
       if (record.questionKey !== undefined && record.questionExpired === record.questionKey) {
         const journaled = record.replyState === 'refused' && record.replyMessageId === observation.replyMessageId;
-        const next: Next = { kind: 'needs-person', code: 'QUESTION_EXPIRED', message: `the question expired and the agent refused its default answer for good: ${observation.message}`, delivery: 'received' };
+        const next: Next = { kind: 'needs-person', code: 'QUESTION_EXPIRED', message: `the question expired and its default answer was refused for good: ${observation.message}`, delivery: 'received' };
         return journaled ? { next } : { write: refused, next };
       }
       return { write: refused, next: { kind: 'nothing' } };

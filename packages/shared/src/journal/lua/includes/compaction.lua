@@ -194,6 +194,13 @@ local function checkPrebuilt(listKey, base, prebuilt)
   return ids, push, answered
 end
 
+-- Gives `key` the expiry time of `other` (the same millisecond; PEXPIRE with the same duration may land a tick later),
+-- when `other` has one.
+local function expireWith(key, other)
+  local at = redis.call('PEXPIRETIME', other)
+  if at > 0 then redis.call('PEXPIREAT', key, at) end
+end
+
 -- Stores a finished workflow's compacted record `done` (retention ms: 0 = kept), its push tokens (`push`: delegation
 -- id, token, …), keeps its answer index with the same expiry (`answered`: a delegation has a reply, so the index may
 -- exist; a workflow without one costs no command), and deletes its hashes, list and history (`ids`: its delegation
@@ -205,8 +212,9 @@ local function storeCompacted(workflowKey, listKey, base, done, ids, push, reten
     redis.call('HSET', base .. ':push', unpack(push, first, math.min(first + 999, #push)))
   end
   if #push > 0 and retention > 0 then redis.call('PEXPIRE', base .. ':push', retention) end
-  -- The answer index (recordReply-2.lua) stays beside the record, with its expiry: a retried answer is still that answer.
-  if answered and retention > 0 then redis.call('PEXPIRE', base .. ':answers', retention) end
+  -- The answer index (includes/answerIndex.lua) stays beside the record, with its expiry: a retried answer is still
+  -- that answer. The record's own expiry time, not `retention` again: the clock may tick between two commands.
+  if answered and retention > 0 then expireWith(base .. ':answers', base .. ':done') end
   -- DEL in chunks: Lua's unpack takes at most ~8,000 values, and a workflow may hold 4,000 delegations
   -- (100 steps × 20 attempts, each with a compensation), two keys each.
   local keys = { workflowKey, listKey, base .. ':history' }
@@ -264,7 +272,7 @@ local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retent
     end
     redis.call('PEXPIRE', listKey, retention)
     redis.call('PEXPIRE', base .. ':history', retention)
-    redis.call('PEXPIRE', base .. ':answers', retention)
+    expireWith(base .. ':answers', workflowKey)
   end
   return done, kept
 end
