@@ -140,8 +140,8 @@ end
 
 -- The fields of the typed record (record-parse.ts) that other scripts write without a bump of the version (claim-1.lua,
 -- takeFollow-2.lua and the handover: fence; noteNoProgress-1.lua; notePushConfig-1.lua; noteSuspect-1.lua's suspects
--- and suspectsLost; noteNotFound-1.lua's two are written here always): a caller's copy at the row's version may lack
--- them, so a change reply carries them whenever the row has them. A suspect noted after the caller read the row and
+-- and suspectsLost; noteNotFound-1.lua's two are written back below whenever the row holds them): a caller's copy at
+-- the row's version may lack them, so a change reply carries them whenever the row has them. A suspect noted after the caller read the row and
 -- before this change finished it is in the record the settle decides from (it waits for the suspects to be read:
 -- settle.ts), never dropped unread by the workflow's decision. Only clearSuspects-1.lua deletes one of them
 -- (`suspects`): a caller whose copy holds suspects names no version (status.ts) and gets the row whole. (`owner`,
