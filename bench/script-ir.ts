@@ -8,7 +8,9 @@
  * are dumped around each step, and a step of PINGs gives the per-call floor of a round trip. The dumps stay in
  * `out dir` (default a temporary one) for `callgrind_annotate`. `SCRIPT_IR_OVERRIDE=name=file.lua,…` replays those
  * scripts' texts from files instead (what-if variants: a `do return … end` inserted at a line gives the cost up to it).
- * Needs valgrind (`apt-get install valgrind`).
+ * Each step is printed with all of redis-server's instructions per call and those inside Redis's `call()` (the commands
+ * alone: `insideCall`); the server logs no slow commands (under valgrind every script is "slow", and the log's copies of
+ * the arguments counted). Needs valgrind (`apt-get install valgrind`).
  *
  * What it showed on 2026-12-06 (redis-server 7.0.15): an EVALSHA costs about 11,000 instructions bare and 1,000 more
  * per argument (parsing, a Lua string hashed byte by byte, the KEYS/ARGV tables grown one slot at a time); a prelude
@@ -45,7 +47,7 @@ function renamed(trace: Trace, tag: string): Step[] {
 }
 
 const port = 20000 + Math.floor(Math.random() * 20000);
-const server = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}/cg.%p`, '--dump-instr=no', 'redis-server', '--port', String(port), '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+const server = spawn('valgrind', ['--tool=callgrind', `--callgrind-out-file=${out}/cg.%p`, '--dump-instr=no', 'redis-server', '--port', String(port), '--save', '', '--appendonly', 'no', '--slowlog-log-slower-than', '-1'], { stdio: 'ignore' });
 /** A fresh connection per try until the server answers (callgrind starts it slowly). */
 async function connected(): Promise<Redis> {
   for (let tries = 0; ; tries++) {
@@ -67,13 +69,23 @@ process.on('exit', () => server.kill('SIGTERM'));
 const redis = await connected();
 
 let dumps = 0;
-/** Instructions since the last dump (the dump file's `totals:` line). */
-function dump(): number {
+/** Instructions since the last dump (the dump file's `totals:` line), and the dump's path. */
+function dump(): { instructions: number; file: string } {
   execFileSync('callgrind_control', ['-d', String(server.pid)], { stdio: 'ignore' });
   dumps += 1;
   const name = readdirSync(out).find((entry) => entry === `cg.${server.pid}.${dumps}`);
   if (!name) throw new Error(`no dump ${dumps} in ${out}`);
-  return Number(/^totals: (\d+)/m.exec(readFileSync(join(out, name), 'utf8'))?.[1]);
+  return { instructions: Number(/^totals: (\d+)/m.exec(readFileSync(join(out, name), 'utf8'))?.[1]), file: join(out, name) };
+}
+
+/**
+ * Instructions inside Redis's `call()` in a dump (inclusive): the commands' execution alone, without reading and
+ * parsing the request, writing the reply, or the event loop's turns and `serverCron` (which a loaded machine stretches
+ * over more of them: a PING measured 2.8 k a call in one run and 3.9 k in another, 0.6 k inside `call` in both).
+ */
+function insideCall(file: string): number {
+  const annotated = execFileSync('callgrind_annotate', ['--inclusive=yes', '--threshold=100', file], { encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 });
+  return Number(/^\s*([\d,]+) \([^)]*\)\s+\?\?\?:call /m.exec(annotated)?.[1]?.replaceAll(',', '') ?? 'NaN');
 }
 
 /** `SCRIPT_IR_OVERRIDE=name=file.lua,…`: those scripts' texts from files instead (what-if variants). */
@@ -91,8 +103,9 @@ async function measure(label: string, calls: string[][]): Promise<void> {
   const pipeline = redis.pipeline();
   for (const [command, ...args] of calls) pipeline.call(command!, ...args);
   await pipeline.exec();
-  const instructions = dump();
-  console.log(`${label.padEnd(28)} ${(instructions / calls.length / 1000).toFixed(1).padStart(8)} k Ir/call  (${calls.length} calls)`);
+  const { instructions, file } = dump();
+  const inCall = (insideCall(file) / calls.length / 1000).toFixed(1).padStart(8);
+  console.log(`${label.padEnd(28)} ${(instructions / calls.length / 1000).toFixed(1).padStart(8)} k Ir/call  (${calls.length} calls)  ${inCall} k in call()`);
 }
 
 const shapes = new Map<string, Trace[]>();

@@ -1,7 +1,7 @@
 /**
  * Attacks on the send path's one-round-trip changes: the send lease given back by the answer's own transition
  * (applyStatus-5.lua `endsLease`), the mark that claims (markSending-2.lua ARGV[6]) and the task id bound inside
- * applyStatus on one server (ARGV[14] 'here:…'). Each case checks what the agent saw (SendMessage count), the
+ * applyStatus on one server (ARGV[12] 'here:…'). Each case checks what the agent saw (SendMessage count), the
  * journal, that no lease is left held (`followLeaseRemainingMs` 0: the reconciler would wait `lockDurationMs`)
  * and, where a task id was named, its owner key.
  */

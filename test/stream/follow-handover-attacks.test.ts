@@ -1,5 +1,5 @@
 /**
- * Attacks on the send lease handed straight to the local follow (applyStatus-5.lua ARGV[16] 'handover:…')
+ * Attacks on the send lease handed straight to the local follow (applyStatus-5.lua ARGV[14] 'handover:…')
  * and on the settle that drops its index entries inside updateWorkflow-4.lua. Each case checks what the agent saw
  * (SendMessage and SubscribeToTask counts), who holds the delegation's lease (a lease held by nobody makes the
  * reconciler wait `lockDurationMs`; one held by another holder must keep every other stream away) and the

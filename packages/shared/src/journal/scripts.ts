@@ -12,6 +12,7 @@ import { createHash } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import { Cluster, type Redis } from 'ioredis';
 import { compactedRecordAssemblyLua, compactedRecordLayoutLua } from './compacted-record.ts';
+import { createLayoutLua } from './create-layout.ts';
 import { historyLimitsLua } from './history.ts';
 import { luaPrelude, scriptCodeName, type ScriptCode } from './script-codes.ts';
 
@@ -31,13 +32,13 @@ const KEY_COUNTS: ReadonlyMap<string, number> = new Map(
  * trip instead of two. Its digest is that of the composed text, so it changes whenever either part does.
  * `between`: Lua run after the first with its reply (`firstReply`) and the second's ARGV (`secondArgv`) in scope.
  * Here: an applied artifact update bumped the row's version, so the version the caller holds (applyStatus-5.lua
- * ARGV[17]) moves with it (the update's other fields, 'artifactBytes' and 'updatedAt', are no field of the typed record
+ * ARGV[15]) moves with it (the update's other fields, 'artifactBytes' and 'updatedAt', are no field of the typed record
  * or written again by the status change).
  */
 const COMPOSED: Readonly<Record<string, { parts: readonly [string, string]; between: string }>> = {
   applyArtifactThenStatus: {
     parts: ['applyArtifact', 'applyStatus'],
-    between: "if firstReply[1] == 1 and secondArgv[17] ~= '' then secondArgv[17] = tostring(tonumber(secondArgv[17]) + 1) end",
+    between: "if firstReply[1] == 1 and secondArgv[15] ~= '' then secondArgv[15] = tostring(tonumber(secondArgv[15]) + 1) end",
   },
   // The same pair ending a one-step workflow (finish-step.ts): the text's version already counts the artifact
   // update's bump; a sealed or refused update leaves the row a version short, so the finish writes nothing.
@@ -60,10 +61,12 @@ const WRITTEN_AT_LOAD: Readonly<Record<string, () => string>> = {
 
 /**
  * Generated includes (any other include is a file in `lua/includes/`): a marker line here, replaced once the whole
- * text is known (`fileText`), as the prelude holds only the tables the script names.
+ * text is known (`fileText`), as the prelude holds only the tables the script names. `createLayout`: the created rows'
+ * field names (create-layout.ts).
  */
 const GENERATED_INCLUDES: Readonly<Record<string, (rest: string) => string>> = {
   prelude: (rest) => luaPrelude((name) => new RegExp(`\\b${name.replace('.', '\\.')}\\b`).test(rest)),
+  createLayout: () => createLayoutLua(),
 };
 const GENERATED = /^--\[\[GENERATED ([A-Za-z]+)\]\]$/gm;
 

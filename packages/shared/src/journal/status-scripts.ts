@@ -71,7 +71,7 @@ export function asksQuestion(key: string | undefined, statusMessage: Message | u
 }
 
 /**
- * How a change's new task id is bound (applyStatus-5.lua ARGV[14]): `bound` by the caller first (`bindTask`),
+ * How a change's new task id is bound (applyStatus-5.lua ARGV[12]): `bound` by the caller first (`bindTask`),
  * `unbound` (the script asks: TASK_NOT_BOUND), or in the script itself, in the owner key `key` (one server only).
  */
 export type TaskBinding = 'bound' | 'unbound' | { key: string; ttlMs: number; owner: string };
@@ -90,16 +90,15 @@ export interface ApplyStatusInput {
   artifactBytesPerDelegation: number;
 }
 
-/** applyStatus-5.lua's ARGV for `change` (see the script's header), snapshot artifacts last. */
+/**
+ * applyStatus-5.lua's ARGV for `change` (see the script's header): the 15 every change has, then those most changes
+ * lack (status message, result, error, a named task unread, the Task's artifacts last), '' when absent, with the ''
+ * ones at the end left out (the script reads a missing one as '': each argument costs redis-server about 1,000
+ * instructions).
+ */
 function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artifactBytesPerDelegation }: ApplyStatusInput): (string | number)[] {
   const timestampMs = parseAgentTimestamp(change.statusTimestamp);
-  const artifactArgs: string[] = [];
-  if (change.artifacts) {
-    const stored = change.artifacts.map((artifact) => storedArtifact(artifact));
-    artifactArgs.push(String(stored.reduce((sum, artifact) => sum + artifact.bytes, 0)), String(artifactBytesPerDelegation), String(stored.length));
-    for (const { artifactId, meta, parts, bytes } of stored) artifactArgs.push(artifactId, meta, parts, String(bytes));
-  } else artifactArgs.push('', '', '');
-  return [
+  const args: (string | number)[] = [
     change.fence ?? '',
     change.expectedVersion ?? '',
     change.mode,
@@ -108,22 +107,32 @@ function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artif
     change.statusTimestamp ?? '',
     change.taskId ?? '',
     change.contextId ?? '',
-    change.statusMessage ? JSON.stringify(change.statusMessage) : '',
-    change.result === undefined ? '' : JSON.stringify(change.result),
-    change.error ? encodeRecordedError(change.error) : '',
     nowMs,
     questionKeyOf(change.statusMessage, change.statusTimestamp),
+    legacyQuestionKeyOf(change.statusMessage, change.statusTimestamp),
     binding === 'bound' ? '1' : binding === 'unbound' ? '' : `here:${binding.ttlMs}:${binding.owner}`,
     change.endsLease?.token ?? '',
     leaseEnding(change.endsLease, checkHere),
     heldVersion ?? '',
-    ...artifactArgs,
+    change.statusMessage ? JSON.stringify(change.statusMessage) : '',
+    change.result === undefined ? '' : JSON.stringify(change.result),
+    change.error ? encodeRecordedError(change.error) : '',
     change.namedTaskUnread ? '1' : '',
-    legacyQuestionKeyOf(change.statusMessage, change.statusTimestamp),
   ];
+  if (change.artifacts) {
+    const stored = change.artifacts.map((artifact) => storedArtifact(artifact));
+    args.push(String(stored.length), String(stored.reduce((sum, artifact) => sum + artifact.bytes, 0)), String(artifactBytesPerDelegation));
+    for (const { artifactId, meta, parts, bytes } of stored) args.push(artifactId, meta, parts, String(bytes));
+  }
+  let end = args.length;
+  while (end > STATUS_ARGUMENTS_ALWAYS && args[end - 1] === '') end -= 1;
+  return end === args.length ? args : args.slice(0, end);
 }
 
-/** applyStatus-5.lua's ARGV[16]; a handover's check time only when the script may write the index (`checkHere`). */
+/** How many of applyStatus-5.lua's arguments every call sends (ARGV[1..15]; the rest are left out when '' at the end). */
+const STATUS_ARGUMENTS_ALWAYS = 15;
+
+/** applyStatus-5.lua's ARGV[14]; a handover's check time only when the script may write the index (`checkHere`). */
 function leaseEnding(endsLease: StatusChange['endsLease'], checkHere: boolean): string {
   if (endsLease === undefined) return '';
   if (endsLease.when !== 'handover') return endsLease.when;

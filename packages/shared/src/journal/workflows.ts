@@ -18,6 +18,7 @@ import { placeSendsApart } from './send-order.ts';
 import { indexedPairs, searchMembers } from './search-index.ts';
 import { historyArgument, type HistoryEntryInput } from './history.ts';
 import { DEFAULT_TENANT, tenantOfWorkflowId } from './tenant.ts';
+import { INTENT_ROW_LAYOUT, rowArguments, WORKFLOW_ROW_LAYOUT } from './create-layout.ts';
 import { compactedWorkflowEnd, parseCompactedWorkflow, parseCompactedWorkflowRow, type CompactedWorkflow } from './compacted-record.ts';
 
 /** Prefixes of a compacted record read for its workflow row, in bytes (then the whole record). */
@@ -40,12 +41,13 @@ const createWorkflowScript = defineScript({
     places?: SendPlacesWanted & { tenant: string };
   }) => {
     // A field without a value is left out (as JSON.stringify left it out before).
-    const pairs = (fields: Record<string, string> | undefined) => Object.entries(fields ?? {}).filter(([, value]) => value !== undefined);
-    const workflow = pairs(input.workflow);
-    const first = pairs(input.first);
+    const pairs = (fields: Record<string, string>) => Object.entries(fields).filter(([, value]) => value !== undefined);
+    // Each row in its fixed layout when its names begin with it (create-layout.ts): the names are then the script's.
+    const workflow = rowArguments(WORKFLOW_ROW_LAYOUT, pairs(input.workflow));
+    const first = input.first ? rowArguments(INTENT_ROW_LAYOUT, pairs(input.first)) : { count: 0, values: [] };
     return [
-      workflow.length,
-      first.length,
+      workflow.count,
+      first.count,
       input.unfinished.length / 2,
       input.search.length,
       input.quota ? JSON.stringify(input.quota) : '',
@@ -56,8 +58,8 @@ const createWorkflowScript = defineScript({
       input.places?.count ?? 0,
       input.places?.windowMs ?? '',
       input.places?.tenant ?? '',
-      ...workflow.flat(),
-      ...first.flat(),
+      ...workflow.values,
+      ...first.values,
       ...input.unfinished,
       ...input.search.flatMap((member) => [0, member]),
     ];

@@ -6,9 +6,9 @@
   KEYS[1] delegation hash
   KEYS[2] artifacts hash
   KEYS[3] the delegation's lease (send and follow lease, lease-1.lua; same hash tag, same slot)
-  KEYS[4] the task id's owner key (Journal.bindTask) when ARGV[14] is 'here:…' (one server only: another
+  KEYS[4] the task id's owner key (Journal.bindTask) when ARGV[12] is 'here:…' (one server only: another
           Cluster slot); else KEYS[1] again, unused
-  KEYS[5] the unfinished index when ARGV[16] is 'handover:<ms>:<check at>:…' with a check time (one server
+  KEYS[5] the unfinished index when ARGV[14] is 'handover:<ms>:<check at>:…' with a check time (one server
           only: another Cluster slot); else KEYS[1] again, unused
   ARGV[1]  fencing token ('' = unfenced: reconciler and push, which use ARGV[2])
   ARGV[2]  expected version ('' = any)
@@ -18,60 +18,64 @@
   ARGV[6]  status timestamp as sent by the agent ('' = unknown)
   ARGV[7]  taskId ('' = not given)
   ARGV[8]  contextId returned by the agent ('' = not given)
-  ARGV[9]  status message JSON ('' = none: an agent's status without a message clears the previous one): the question when the state is parked
-  ARGV[10] result JSON ('' = unchanged)
-  ARGV[11] error JSON ('' = unchanged)
-  ARGV[12] now (ms)
-  ARGV[13] question key ('' = unknown): status-scripts.ts questionKeyOf (the status message's messageId, hashed when
+  ARGV[9]  now (ms)
+  ARGV[10] question key ('' = unknown): status-scripts.ts questionKeyOf (the status message's messageId, hashed when
            it could read as one of our keys; else '#t' and its timestamp); identifies the question a reply answers.
            Unknown: a new one each time the delegation enters a parked state ('#seq<questionSeq>'). A key asked again
            after our answer to it was delivered is journaled as '<key>#re<questionSeq>' (a new question: its own answer,
            link, event). No agent's key holds a '#' (questionKeyOf): the keys made here are out of its reach.
-  ARGV[14] '1' when the task id in ARGV[7] is bound to this delegation (Journal.bindTask);
+  ARGV[11] the question key of ARGV[10]'s status in the form rows journaled before keys had a namespace of their
+           own still hold (status-scripts.ts legacyQuestionKeyOf; '' = the same): a row's key, asked keys or answered key
+           in that form name the same question (read both forms).
+  ARGV[12] '1' when the task id in ARGV[7] is bound to this delegation (Journal.bindTask);
            a task id is recorded only then (a task id belongs to at most one delegation);
            'here:<ttl ms>:<owner>': a new task id is bound here to <owner> (indexMember), in KEYS[4]
            (SET NX GET, as bindTask; ttl 0 = kept), only when this change records it: one round trip
            instead of a bind before
-  ARGV[15] lease holder token ('' = no lease ends here): the lease in KEYS[3] is released in
-           the same step when this holder has it, on every outcome (ARGV[16] 'always': the send
+  ARGV[13] lease holder token ('' = no lease ends here): the lease in KEYS[3] is released in
+           the same step when this holder has it, on every outcome (ARGV[14] 'always': the send
            lease, given back with the send's answer) or when the delegation is finished afterwards
-           (ARGV[16] 'finished': the follow lease, at the stream's terminal event; a row already
+           (ARGV[14] 'finished': the follow lease, at the stream's terminal event; a row already
            finished or gone counts, and a refused change reads the row's state). One round trip
            instead of a lease-1.lua release after it. Property: test/journal/lease-ending.test.ts.
-  ARGV[16] 'always' | 'finished' (with ARGV[15]) | 'handover:<duration ms>:<check at>:<follow token>': the send
+  ARGV[14] 'always' | 'finished' (with ARGV[13]) | 'handover:<duration ms>:<check at>:<follow token>': the send
            lease passes to the follow of this process, as takeFollow-2.lua would take it (the lease
            under the follow token for <duration ms>, the fencing token bumped, the owner the follow
-           token), when the change was applied, left the row unfinished and not parked, and ARGV[15]
+           token), when the change was applied, left the row unfinished and not parked, and ARGV[13]
            held the lease; on every other outcome it is released as with 'always'. One round trip
            instead of the follow's takeFollow after it. The reply then carries the new fence (6th). With
            <check at> (ms, '' = none) the delegation's unfinished-index entry (KEYS[5]) is due then, as the
            follow's own check beside its stream would set it (ZADD XX: an entry its workflow dropped is not put
            back): one command less.
-  ARGV[17] the row's version as the caller holds it ('' = none): when the row is at that version before this change,
+  ARGV[15] the row's version as the caller holds it ('' = none): when the row is at that version before this change,
            the reply carries only what the caller's typed record lacks (the change: every field written here, and the
            fields other scripts write without a version bump, FIELDS_UNVERSIONED below), else the whole row. The
-           change reads 20 of the row's 30 or so fields into Lua (the version among them: one HMGET) and sends back about
+           change reads 22 of the row's 30 or so fields into Lua (the version among them: one HMGET) and sends back about
            half of them.
-  ARGV[18] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
-           limit by the caller, the journal), kept as 'artifactBytes'
-  ARGV[19] artifactBytesPerDelegation: the limit on the delegation's artifact bytes (an unfinished Task's merge
-           that would pass it replaces instead, below)
-  ARGV[20] number of the Task's artifacts N ('' = leave artifacts untouched), then N
-           quadruples artifactId, meta JSON, parts JSON array, bytes in ARGV[21..]. Any mode: a full Task
+  ARGV[16..] the arguments most changes do not have, each '' when absent; the caller leaves out the '' ones at the end
+           (a missing argument reads as ''): each argument costs redis-server about 1,000 instructions, and the common
+           change (a status without message, result, error or artifacts) sends 15 instead of 22.
+  ARGV[16] status message JSON ('' = none: an agent's status without a message clears the previous one): the question
+           when the state is parked
+  ARGV[17] result JSON ('' = unchanged)
+  ARGV[18] error JSON ('' = unchanged)
+  ARGV[19] '1': this change binds the row to a task a Message answer named, not yet read (core/transitions.ts
+           `namedTaskRow`): 'namedTaskUnread' is set; '' = not that: any status of the agent (mode other than
+           'outcome') applied clears a set flag ('0'). Our own outcomes leave it.
+  ARGV[20] number of the Task's artifacts N ('' = leave artifacts untouched), then, from ARGV[23], N quadruples
+           artifactId, meta JSON, parts JSON array, bytes. Any mode: a full Task
            (snapshot or pushed event) stores its artifacts in the transition that applies its status, so a
            finished row always holds the result the Task carried. A FINISHED state's list replaces the stored
            artifacts (`[]` included: the agent's last word); an unfinished one's is merged in (replaceArtifacts.lua
            `mergeArtifacts`): the held artifacts it leaves out are kept (a stale snapshot proves nothing about them),
-           `[]` changes nothing; a merge whose bytes (the Task's and those kept) would pass ARGV[19] replaces instead
+           `[]` changes nothing; a merge whose bytes (the Task's and those kept) would pass ARGV[22] replaces instead
            (the stored bytes stay within the limit; what it drops is in `leftOut`, in doubt until a full read).
            Either way the reply names the held ids the list left out (`leftOut`, whatever the outcome once the row
            is found unfinished), read in this same script: the stream's `takenBack`
-  ARGV[21 + 4N] (after the artifacts; N = 0 without them) '1': this change binds the row to a task a Message answer
-           named, not yet read (core/transitions.ts `namedTaskRow`): 'namedTaskUnread' is set; '' = not that: any
-           status of the agent (mode other than 'outcome') applied clears a set flag ('0'). Our own outcomes leave it.
-  ARGV[22 + 4N] the question key of ARGV[13]'s status in the form rows journaled before keys had a namespace of their
-           own still hold (status-scripts.ts legacyQuestionKeyOf; '' = the same): a row's key, asked keys or answered key
-           in that form name the same question (read both forms).
+  ARGV[21] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
+           limit by the caller, the journal), kept as 'artifactBytes'
+  ARGV[22] artifactBytesPerDelegation: the limit on the delegation's artifact bytes (an unfinished Task's merge
+           that would pass it replaces instead, above)
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
   A change of state also sets the workflow row's 'updatedAt' (<prefix>:{wf:<id>}:wf, derived
@@ -80,11 +84,11 @@
   A delegation entering a parked state publishes it on '<prefix>:{wf:<id>}:changed' (wakes
   the producer's waitFor with untilQuestion).
   Returns: {1, version, record, workflow, finished, fence, whole, leftOut, rewritten} applied: record = the row as written (flat
-           field/value list) when whole is 1, or the change against the caller's copy (ARGV[17]) when whole is 0;
+           field/value list) when whole is 1, or the change against the caller's copy (ARGV[15]) when whole is 0;
            workflow = {state, cancelRequested, stopping} when it changed to an
            unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
            changed to a finished state (what the settle decides from), else {}; fence = the follow's fencing
-           token when the send lease was handed over (ARGV[16] 'handover:…'), else 0; leftOut = the ids of the artifacts
+           token when the send lease was handed over (ARGV[14] 'handover:…'), else 0; leftOut = the ids of the artifacts
            the row held that the Task's list (ARGV[20]) leaves out, in their held order, only when the change carries a
            list; rewritten = the ids of the held artifacts an UNFINISHED Task's list carried with other content (parts
            or meta) than the stored copy, which it wrote over (a stale snapshot taken between two chunks: older than
@@ -92,7 +96,7 @@
            {0, reason, leftOut} ignored ('finished' without leftOut, 'stale', 'regress',
            'duplicate'); {DELEGATION_MISSING,'missing'}, {FENCE_LOST,'fence'}, {VERSION_CONFLICT,'version'},
            {TASK_MISMATCH,'task'}; {TASK_NOT_BOUND, agentCardUrl}: bind the task id first, then call again with
-           ARGV[14] = '1'; {TASK_BOUND_ELSEWHERE, holder}: the task id is bound to another delegation (ARGV[14]
+           ARGV[12] = '1'; {TASK_BOUND_ELSEWHERE, holder}: the task id is bound to another delegation (ARGV[12]
            'here:…'), nothing written (codes: script-codes.ts)
   A new question (entering a parked state, or a parked row asked under another question key) is appended to the
   workflow's history (lua/includes/history.lua) with its message: the row's question is replaced by the next status,
@@ -109,22 +113,35 @@
   (asked before what we already moved past) unless asked again (`askedLater`: our answer to the row's question
   delivered, a stamp later than the row's and the floor): then, like the row's own key asked again, it is a new
   question under a key made here ('<key>#re<n>'; docs/people.md "Question keys").
-  Side jobs are includes (lua/includes/): bindTaskHere, touchWorkflow, replaceArtifacts, publishChange (in
-  workflowKeys), endLease, history, askedKeys.
+  Side jobs are includes (lua/includes/): bindTaskHere, touchWorkflow, publishChange (in workflowKeys), endLease; and,
+  defined only by a call that needs them (`rare`), replaceArtifacts, history, askedKeys.
 ]]
 --- @include "prelude"
 --- @include "workflowKeys"
 --- @include "bindTaskHere"
 --- @include "touchWorkflow"
---- @include "replaceArtifacts"
 --- @include "endLease"
+
+-- The helpers only rare paths use (a Task's artifact list; a question's history entry and asked keys), defined on the
+-- first use in a call rather than in every call's prelude: an EVAL script keeps nothing from one call to the next, so
+-- each of its functions is a closure made on every call (replaceArtifacts, history and askedKeys made 11 of them and
+-- the history's limits, about 15,000 redis-server instructions a call: bench/script-ir.ts).
+local rareHelpers
+local function rare()
+  if rareHelpers then return rareHelpers end
+--- @include "replaceArtifacts"
 --- @include "history"
 --- @include "askedKeys"
+  rareHelpers = { artifactsLeftOut = artifactsLeftOut, artifactsRewritten = artifactsRewritten, replaceArtifacts = replaceArtifacts,
+    mergeArtifacts = mergeArtifacts, appendHistory = appendHistory, questionEntry = questionEntry, askedKeysOf = askedKeysOf,
+    askedKeysAdded = askedKeysAdded }
+  return rareHelpers
+end
 
 -- The fields of the typed record (record-parse.ts) that other scripts write without a bump of the version (claim-1.lua,
 -- takeFollow-2.lua and the handover: fence; noteNoProgress-1.lua; notePushConfig-1.lua; noteSuspect-1.lua's suspects
--- and suspectsLost; noteNotFound-1.lua's two are written here always): a caller's copy at the row's version may lack
--- them, so a change reply carries them whenever the row has them. A suspect noted after the caller read the row and
+-- and suspectsLost; noteNotFound-1.lua's two are written back below whenever the row holds them): a caller's copy at
+-- the row's version may lack them, so a change reply carries them whenever the row has them. A suspect noted after the caller read the row and
 -- before this change finished it is in the record the settle decides from (it waits for the suspects to be read:
 -- settle.ts), never dropped unread by the workflow's decision. Only clearSuspects-1.lua deletes one of them
 -- (`suspects`): a caller whose copy holds suspects names no version (status.ts) and gets the row whole. (`owner`,
@@ -137,10 +154,14 @@ local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noPr
 local FLOOR_UNSTAMPED = '-8640000000000000'
 -- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
 local member = ''
--- ARGV[16] 'handover:…' read once (endLease.lua), else nil.
-local handover = handoverOf(ARGV[16])
+-- ARGV[14] 'handover:…' read once (endLease.lua), else nil.
+local handover = handoverOf(ARGV[14])
+-- Where a Task's artifact quadruples begin in ARGV.
+local ARTIFACTS_AT = 23
 
 local function apply()
+  -- The arguments a caller leaves out when they are '' (ARGV[16] on: see the header).
+  local statusMessageArg, listed = ARGV[16] or '', ARGV[20] or ''
   -- One read of the row and one write (every field of the transition in a single HSET). The caller holds the row at
   -- its version: only the fields every transition needs are read (FIELDS_UNVERSIONED among them, and the workflow id a
   -- handover's check names), and the reply is the change. Else the row whole, whose HGETALL reply becomes the row as
@@ -149,20 +170,21 @@ local function apply()
   -- The names are constants of the call and the values go into a table constructor (an absent field is nil, never
   -- false): a name list unpacked into the call and a loop filling the table took a third of the read's instructions
   -- (redis-server under callgrind, bench/script-ir.ts). A field costs about 1,000 instructions to read, present or not.
-  local whole = ARGV[17] == ''
+  local whole = ARGV[15] == ''
   local hash, flat, at = {}, {}, {}
   if not whole then
     local v = redis.call('HMGET', KEYS[1], 'delegationId', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId',
       'questionKey', 'statusMessage', 'clockFloorMs', 'namedTaskUnread', 'workflowId', 'fence', 'noProgressMark',
-      'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost')
-    whole = tonumber(v[2]) ~= tonumber(ARGV[17])
+      'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost',
+      'notFoundCount', 'firstNotFoundAt')
+    whole = tonumber(v[2]) ~= tonumber(ARGV[15])
     if not whole then
       hash = { delegationId = v[1] or nil, version = v[2] or nil, state = v[3] or nil, statusTimestampMs = v[4] or nil,
         taskId = v[5] or nil, contextId = v[6] or nil, questionKey = v[7] or nil, statusMessage = v[8] or nil,
         clockFloorMs = v[9] or nil, namedTaskUnread = v[10] or nil, workflowId = v[11] or nil, fence = v[12] or nil,
         noProgressMark = v[13] or nil, noProgressSince = v[14] or nil, noProgressCount = v[15] or nil,
         noProgressLast = v[16] or nil, pushConfigState = v[17] or nil, pushConfigId = v[18] or nil, suspects = v[19] or nil,
-        suspectsLost = v[20] or nil }
+        suspectsLost = v[20] or nil, notFoundCount = v[21] or nil, firstNotFoundAt = v[22] or nil }
     end
   end
   if whole then
@@ -186,15 +208,15 @@ local function apply()
   -- A Task's list: the held artifacts it leaves out, read with the change (no push lands between this read and the
   -- write), reported on every outcome below.
   local leftOut, leftOutBytes
-  if ARGV[20] ~= '' then leftOut, leftOutBytes = artifactsLeftOut(KEYS[2], 21, tonumber(ARGV[20])) end
+  if listed ~= '' then leftOut, leftOutBytes = rare().artifactsLeftOut(KEYS[2], ARTIFACTS_AT, tonumber(listed)) end
 
   local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
   local floorTs = tonumber(hash.clockFloorMs or '')
-  -- The incoming question's key in the old form too (ARGV[22 + 4N]: rows journaled before keys had a namespace of
-  -- their own hold it).
-  local legacyKey = ARGV[22 + 4 * (tonumber(ARGV[20]) or 0)] or ''
-  local function names(key) return key ~= nil and ARGV[13] ~= '' and (key == ARGV[13] or (legacyKey ~= '' and key == legacyKey)) end
-  -- A question by our own ordered facts (ARGV[13] a known key; askedKeys: the keys the row was parked on, oldest
+  -- The incoming question's key in the old form too (ARGV[11]: rows journaled before keys had a namespace of their own
+  -- hold it).
+  local legacyKey = ARGV[11]
+  local function names(key) return key ~= nil and ARGV[10] ~= '' and (key == ARGV[10] or (legacyKey ~= '' and key == legacyKey)) end
+  -- A question by our own ordered facts (ARGV[10] a known key; askedKeys: the keys the row was parked on, oldest
   -- first): 'new' when the row's question has our reply delivered and this key was never asked (the agent asks
   -- again after our reply, whatever its clock says); 'old' when it is a question asked before the row's latest one.
   -- The row's question as the agent keyed it: a key asked again after our answer is kept as '<key>#re<n>' (below; no
@@ -224,9 +246,9 @@ local function apply()
       and (currentTs == nil or incomingTs > currentTs or (incomingTs == currentTs and not PARKED[current]))
   end
   local asked, newQuestion, reasked = nil, false, false
-  if mode ~= 'outcome' and PARKED[incoming] and ARGV[13] ~= '' and not sameKey then
-    asked = askedKeysOf(field('askedKeys'))
-    if asked.has[ARGV[13]] or (legacyKey ~= '' and asked.has[legacyKey]) then
+  if mode ~= 'outcome' and PARKED[incoming] and ARGV[10] ~= '' and not sameKey then
+    asked = rare().askedKeysOf(field('askedKeys'))
+    if asked.has[ARGV[10]] or (legacyKey ~= '' and asked.has[legacyKey]) then
       -- A key the row was parked on before its latest question: a replay of that asking, unless asked again (above;
       -- with some stamp the row holds to be later than).
       if not ((currentTs or floorTs) and askedLater()) then return {0, 'stale', leftOut} end
@@ -256,19 +278,24 @@ local function apply()
     end
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
     -- (another question, another challenge) replaces the status whole even without a timestamp.
-    if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and ARGV[9] == statusMessage then
+    if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and statusMessageArg == statusMessage then
       return {0, 'duplicate', leftOut}
     end
   end
 
-  if ARGV[7] ~= '' and knownTask == '' and ARGV[14] ~= '1' then
-    local refused = bindTaskHere(KEYS[4], ARGV[14], function() return field('agentCardUrl') end)
+  if ARGV[7] ~= '' and knownTask == '' and ARGV[12] ~= '1' then
+    local refused = bindTaskHere(KEYS[4], ARGV[12], function() return field('agentCardUrl') end)
     if refused then return refused end
   end
 
-  local now = ARGV[12]
-  local set = { 'state', incoming, 'updatedAt', now, 'notFoundCount', '0', 'firstNotFoundAt', '' }
+  local now = ARGV[9]
+  local set = { 'state', incoming, 'updatedAt', now }
   local function put(field, value) set[#set + 1] = field; set[#set + 1] = value end
+  -- Any applied change ends a run of "task not found" answers (noteNotFound-1.lua, which bumps no version): the count
+  -- and its start are written back only when the row holds them (absent reads as 0 and none, record.ts), so the
+  -- common change writes and replies two fields fewer. A caller's copy at this version cannot hold a count the row
+  -- lacks: only a versioned change resets it.
+  if (hash.notFoundCount or '0') ~= '0' or (hash.firstNotFoundAt or '') ~= '' then put('notFoundCount', '0'); put('firstNotFoundAt', '') end
   if incomingTs then put('statusTimestampMs', ARGV[5]); put('statusTimestamp', ARGV[6])
   elseif RANK[incoming] ~= RANK[current] or newQuestion then put('statusTimestampMs', ''); put('statusTimestamp', '') end
   -- A new stretch by our facts (a new question after our delivered reply, or the answered one asked again): its stamps
@@ -282,30 +309,30 @@ local function apply()
   if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
   local workflow, finished = {}, {}
   if incoming ~= current then workflow, finished = touchWorkflow(KEYS[1], FINISHED[incoming], now) end
-  -- A key made here: `stem` and the next question number (questionSeq) that names no key the row knows (its question,
-  -- the answered and the expired one, the asked keys): a row of the old form may hold an agent's key of this form.
-  -- Bounded: the row knows at most ASKED_KEYS_KEPT + 3 keys.
-  local function keyMade(stem)
-    local known = asked or askedKeysOf(field('askedKeys'))
-    replied()
-    local taken = { [row[7] or ''] = true, [answeredKey or ''] = true, [field('questionExpired') or ''] = true }
-    local seq = tonumber(field('questionSeq')) or 0
-    for _ = 1, #known.list + 4 do
-      seq = seq + 1
-      if not (known.has[stem .. seq] or taken[stem .. seq]) then break end
-    end
-    put('questionSeq', tostring(seq))
-    return stem .. seq
-  end
   if PARKED[incoming] then
-    local questionKey = ARGV[13]
+    -- A key made here: `stem` and the next question number (questionSeq) that names no key the row knows (its question,
+    -- the answered and the expired one, the asked keys): a row of the old form may hold an agent's key of this form.
+    -- Bounded: the row knows at most ASKED_KEYS_KEPT + 3 keys. (Made only on this path: a closure costs every call.)
+    local function keyMade(stem)
+      local known = asked or rare().askedKeysOf(field('askedKeys'))
+      replied()
+      local taken = { [row[7] or ''] = true, [answeredKey or ''] = true, [field('questionExpired') or ''] = true }
+      local seq = tonumber(field('questionSeq')) or 0
+      for _ = 1, #known.list + 4 do
+        seq = seq + 1
+        if not (known.has[stem .. seq] or taken[stem .. seq]) then break end
+      end
+      put('questionSeq', tostring(seq))
+      return stem .. seq
+    end
+    local questionKey = ARGV[10]
     if sameKey then questionKey = row[7] end
-    if askedAgain then questionKey = keyMade(ARGV[13] .. '#re') end
+    if askedAgain then questionKey = keyMade(ARGV[10] .. '#re') end
     if questionKey == '' then
       questionKey = row[7] or ''
       if not PARKED[current] or questionKey == '' then questionKey = keyMade('#seq') end
     end
-    put('question', ARGV[9]); put('questionKey', questionKey)
+    put('question', statusMessageArg); put('questionKey', questionKey)
     -- A question's life (expiry, reminders) counts from when it was first journaled.
     if questionKey ~= (row[7] or '') or not PARKED[current] then
       put('questionAskedAt', now)
@@ -314,9 +341,9 @@ local function apply()
       if (field('replyError') or '') ~= '' then put('replyError', '') end
     end
     if not PARKED[current] or questionKey ~= (row[7] or '') then
-      appendHistory(workflowBaseOf(KEYS[1]), questionEntry(now, row[8], field('step') or '', incoming, ARGV[9]))
-      if ARGV[13] ~= '' then
-        local keys = askedKeysAdded(asked or askedKeysOf(field('askedKeys')), ARGV[13])
+      rare().appendHistory(workflowBaseOf(KEYS[1]), rare().questionEntry(now, row[8], field('step') or '', incoming, statusMessageArg))
+      if ARGV[10] ~= '' then
+        local keys = rare().askedKeysAdded(asked or rare().askedKeysOf(field('askedKeys')), ARGV[10])
         if keys then put('askedKeys', keys) end
       end
     end
@@ -325,24 +352,24 @@ local function apply()
   end
   -- A TaskStatus from the agent is one value (A36): a status without a message clears the previous one. Our own
   -- outcomes (mode 'outcome') leave it as the agent last sent it.
-  if ARGV[9] ~= '' then put('statusMessage', ARGV[9])
+  if statusMessageArg ~= '' then put('statusMessage', statusMessageArg)
   elseif mode ~= 'outcome' and statusMessage ~= '' then put('statusMessage', '') end
-  if ARGV[10] ~= '' then put('result', ARGV[10]) end
-  -- A task a Message answer named, bound unread (ARGV[21 + 4N]); any status of the agent applied since shows it read.
-  if ARGV[21 + 4 * (tonumber(ARGV[20]) or 0)] == '1' then put('namedTaskUnread', '1')
+  if (ARGV[17] or '') ~= '' then put('result', ARGV[17]) end
+  -- A task a Message answer named, bound unread (ARGV[19]); any status of the agent applied since shows it read.
+  if ARGV[19] == '1' then put('namedTaskUnread', '1')
   elseif mode ~= 'outcome' and hash.namedTaskUnread == '1' then put('namedTaskUnread', '0') end
-  if ARGV[11] ~= '' then put('error', ARGV[11]) end
+  if (ARGV[18] or '') ~= '' then put('error', ARGV[18]) end
 
   -- An unfinished Task's copies written over held ones with other content (review16m): named in the reply.
   local rewritten
-  if ARGV[20] ~= '' then
-    local count, merged = tonumber(ARGV[20]), (tonumber(ARGV[18]) or 0) + leftOutBytes
-    if not FINISHED[incoming] then rewritten = artifactsRewritten(KEYS[2], 21, count) end
-    if FINISHED[incoming] or (count > 0 and merged > tonumber(ARGV[19])) then
-      replaceArtifacts(KEYS[2], field('artifactBytes') ~= nil, 21, count)
-      put('artifactBytes', ARGV[18])
+  if listed ~= '' then
+    local count, merged = tonumber(listed), (tonumber(ARGV[21]) or 0) + leftOutBytes
+    if not FINISHED[incoming] then rewritten = rare().artifactsRewritten(KEYS[2], ARTIFACTS_AT, count) end
+    if FINISHED[incoming] or (count > 0 and merged > tonumber(ARGV[22])) then
+      rare().replaceArtifacts(KEYS[2], field('artifactBytes') ~= nil, ARTIFACTS_AT, count)
+      put('artifactBytes', ARGV[21])
     elseif count > 0 then
-      mergeArtifacts(KEYS[2], 21, count, leftOut)
+      rare().mergeArtifacts(KEYS[2], ARTIFACTS_AT, count, leftOut)
       put('artifactBytes', tostring(merged))
     end
   end
@@ -350,7 +377,7 @@ local function apply()
   if FINISHED[incoming] then put('finishedAt', now) end
   local version = (tonumber(row[2]) or 0) + 1
   put('version', tostring(version))
-  handoverFields(handover, KEYS[3], ARGV[15], incoming, row[1], put)
+  handoverFields(handover, KEYS[3], ARGV[13], incoming, row[1], put)
   redis.call('HSET', KEYS[1], unpack(set))
   if PARKED[incoming] then publishChange(workflowBaseOf(KEYS[1]), incoming) end
   if handover and handover.fence and handover.checkAt ~= '' then member = (hash.workflowId or '') .. '|' .. row[8] end
@@ -372,5 +399,5 @@ local function apply()
 end
 
 local reply = apply()
-endLease(reply, KEYS[1], KEYS[3], KEYS[5], ARGV[15], ARGV[16], ARGV[4], member, handover)
+endLease(reply, KEYS[1], KEYS[3], KEYS[5], ARGV[13], ARGV[14], ARGV[4], member, handover)
 return reply

@@ -14,8 +14,11 @@
   KEYS[10] the send order's clock hash when ARGV[10] > 0 (one server only: another Cluster slot); else KEYS[1]
           again, unused
   KEYS[11] the send order's tenant weights when ARGV[10] > 0 (one server only); else KEYS[1] again, unused
-  ARGV[1] W: the workflow's field count (its field/value pairs from ARGV[10]; its updatedAt scores it in KEYS[6])
-  ARGV[2] D: the first delegation's field count (its pairs after the workflow's), 0 = no delegation
+  ARGV[1] W: the workflow's field count (its field/value pairs from ARGV[13]; its updatedAt scores it in KEYS[6]),
+          or, below 0, the row in its fixed layout (create-layout.ts WORKFLOW_ROW_LAYOUT: the layout's values, its
+          names constants of this script, generated include `createLayout`) followed by -1 - W field/value pairs
+  ARGV[2] D: the first delegation's field count (its pairs after the workflow's), 0 = no delegation; below 0, its
+          fixed layout (INTENT_ROW_LAYOUT) and -1 - D pairs, as W
   ARGV[3] U: unfinished index entries (score/member pairs after the delegation's), 0 = none (on a Cluster the
           caller wrote them before this script, acknowledged)
   ARGV[4] S: search index members (search-index.ts `searchMembers`, as 0/member pairs after the entries), 0 = none
@@ -28,8 +31,8 @@
   ARGV[10] P: message sends to place among the tenant's (includes/sendPlaces.lua, as sendOrder-2.lua would, one
           call per send), 0 = none (on a Cluster the caller asks sendOrder-2.lua); ARGV[11] the Redis time one
           place of the send order's clock lasts (ms); ARGV[12] the tenant
-  ARGV[13..] the pairs above, in that order: flat, so the script decodes no JSON (but a quota) and hands each range
-          to its command as it stands
+  ARGV[13..] the two rows' arguments (W, D), then the pairs above, in that order: flat, so the script decodes no JSON
+          (but a quota) and hands each range to its command as it stands
   Every entry is written with the workflow, in this one step: a crash cannot leave a workflow that an index does
   not name, nor (on one server) an entry without its workflow. A quota is checked here too, so no two creations
   can both take the last place.
@@ -47,12 +50,16 @@
 ]]
 --- @include "prelude"
 --- @include "sendPlaces"
+--- @include "createLayout"
 -- The live row or its compacted record (one EXISTS of both keys: same hash tag, same slot).
 if redis.call('EXISTS', KEYS[1], string.sub(KEYS[1], 1, -4) .. ':done') > 0 then return 0 end
 local workflowId = ARGV[7]
+-- A row's arguments: pairs (count >= 0), or its layout's values and -1 - count pairs.
+local workflowCount, delegationCount = tonumber(ARGV[1]), tonumber(ARGV[2])
+local function width(count, values) if count < 0 then return values - 2 - 2 * count end return 2 * count end
 local workflowAt = 13
-local delegationAt = workflowAt + 2 * tonumber(ARGV[1])
-local unfinishedAt = delegationAt + 2 * tonumber(ARGV[2])
+local delegationAt = workflowAt + width(workflowCount, WORKFLOW_ROW_VALUES)
+local unfinishedAt = delegationAt + width(delegationCount, INTENT_ROW_VALUES)
 local searchAt = unfinishedAt + 2 * tonumber(ARGV[3])
 local searchEnd = searchAt + 2 * tonumber(ARGV[4])
 if ARGV[5] ~= '' then
@@ -99,9 +106,11 @@ if searchAt < searchEnd then
   redis.call('ZADD', KEYS[6], ARGV[8], workflowId)
 end
 if ARGV[6] ~= '' then redis.call('ZADD', KEYS[9], ARGV[6], workflowId) end
-redis.call('HSET', KEYS[1], unpack(ARGV, workflowAt, delegationAt - 1))
+if workflowCount < 0 then hsetWorkflowRow(KEYS[1], workflowAt, delegationAt - 1)
+else redis.call('HSET', KEYS[1], unpack(ARGV, workflowAt, delegationAt - 1)) end
 if delegationAt < unfinishedAt then
-  redis.call('HSET', KEYS[2], unpack(ARGV, delegationAt, unfinishedAt - 1))
+  if delegationCount < 0 then hsetIntentRow(KEYS[2], delegationAt, unfinishedAt - 1)
+  else redis.call('HSET', KEYS[2], unpack(ARGV, delegationAt, unfinishedAt - 1)) end
   redis.call('RPUSH', KEYS[3], ARGV[9])
 end
 if reply then return reply end

@@ -1,5 +1,5 @@
 -- Ends the lease `holder` holds at `leaseKey` (send or follow lease, lease-1.lua) after a status change to `state`
--- whose reply is `reply` (applyStatus-5.lua ARGV[15], ARGV[16] give `holder` and `ending`):
+-- whose reply is `reply` (applyStatus-5.lua ARGV[13], ARGV[14] give `holder` and `ending`):
 -- - 'handover:<duration ms>:<check at>:<follow token>' (`handover`, read by `handoverOf`): when the change was
 --   applied, left the row unfinished and not parked, and `holder` holds the lease, it passes to the follow token as
 --   takeFollow-2.lua would take it (the lease for <duration ms>, the fencing token bumped, the owner the follow
@@ -10,7 +10,7 @@
 -- - 'always': released on every outcome; 'finished': released when the delegation is finished afterwards (applied
 --   to a finished state, found finished, or gone; a refusal reads the row's state, only then).
 
--- ARGV[16] 'handover:<duration ms>:<check at>:<follow token>' as { holdMs, checkAt, token }, else nil.
+-- applyStatus-5.lua ARGV[14] 'handover:<duration ms>:<check at>:<follow token>' as { holdMs, checkAt, token }, else nil.
 local function handoverOf(ending)
   local holdMs, checkAt, token = string.match(ending, '^handover:(%d+):(%d*):(.+)$')
   if token then return { holdMs = holdMs, checkAt = checkAt, token = token } end

@@ -1,4 +1,4 @@
--- A Task's artifacts (applyStatus-5.lua ARGV[20..]): `count` quadruples (artifactId, meta JSON, parts JSON array,
+-- A Task's artifacts (applyStatus-5.lua ARGV[20], ARGV[23..]): `count` quadruples (artifactId, meta JSON, parts JSON array,
 -- bytes) in ARGV from `first` on.
 
 -- Writes the Task's artifacts to `artifactsKey`, each at its place in the Task's list (order:<id> = its index; a
