@@ -4,7 +4,7 @@
  * SSE whose `data:` lines are envelopes too (spec §9.4).
  */
 import { z } from 'zod';
-import { type A2AError, InvalidAgentResponseError, ProtocolError, ResponseIdMismatchError } from './errors.ts';
+import { type A2AError, InvalidAgentResponseError, ProtocolError, ResponseIdMismatchError, inStreamFrame } from './errors.ts';
 import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType, mediaType, taskBesideError, tryParseJson } from './error-mapping.ts';
 import { createHttpClient, type HttpClient } from './http.ts';
 import { answerContentProof } from './ownership.ts';
@@ -188,7 +188,12 @@ export async function postJsonRpc<Schema extends z.ZodType>(
     const bodyText = event?.data ?? response.bodyText;
     const parsed = event === undefined ? jsonBodyOf(response.contentType, bodyText, response.status, what) : parseJsonText(bodyText, what, response.status);
     const value = ourEnvelope(prepare(parsed), rpc.id, bodyText, what);
-    return decodeJsonRpcEnvelope(value, bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
+    try {
+      return decodeJsonRpcEnvelope(value, bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
+    } catch (error) {
+      // An error in the first frame of an answer sent as a stream is not the whole answer (`inStreamFrame`).
+      throw event === undefined ? error : inStreamFrame(error);
+    }
   });
 }
 
