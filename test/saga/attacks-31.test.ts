@@ -6,6 +6,7 @@
  */
 import { describe, expect, it } from 'vitest';
 import { artifactText, finished, useFieldCases, viewOf, workflowSettled } from '../harness/field-cases.ts';
+import { eventually } from '../harness/fleet.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { startRestAgent } from '../harness/rest-agent.ts';
 import { task, type ScriptedAnswer, type ScriptedHandlers } from '../harness/scripted-agent.ts';
@@ -274,4 +275,43 @@ describe('attack 31: a stream whose HTTP framing breaks after its first event', 
     expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked');
     expect(agent.count('SendMessage')).toBe(1);
   }, 60_000);
+});
+
+describe('attack 31: the answer to a person\'s reply breaks (the reply journaled sent: never sent twice)', () => {
+  const question = { messageId: 'q-rooms', role: 'ROLE_AGENT', parts: [{ text: 'two rooms or one?' }] };
+  const replies: [string, (id: unknown, working: Record<string, unknown>) => ScriptedAnswer][] = [
+    ['bytes that are no HTTP', () => ({ raw: MALFORMED['an invalid header token']! })],
+    ['a 64 KiB response header', (id, working) => ({ http: { status: 200, body: JSON.stringify({ jsonrpc: '2.0', id, result: { task: working } }), headers: HUGE_HEADERS } })],
+    ['an event stream whose first frame is -32602, then our task WORKING', (id, working) => ({
+      http: { status: 200, body: `data: ${JSON.stringify({ jsonrpc: '2.0', id, error: { code: -32602, message: 'Invalid params' } })}\n\ndata: ${JSON.stringify({ jsonrpc: '2.0', id, result: { task: working } })}\n\n`, headers: { 'content-type': 'text/event-stream' } },
+    })],
+  ];
+  for (const [name, answerReply] of replies) {
+    it(`T1 asks a question; the reply's SendMessage is answered with ${name}; T1 then COMPLETED: COMPLETED with a1, the reply sent once, our first message once`, async () => {
+      const sends = new Map<string, number>();
+      let contextId = '';
+      let replied = false;
+      const ours = (state: string, extra: Record<string, unknown> = {}) => task('T1', state, { contextId, ...extra });
+      const { producer, id } = await h.setUpAndDelegate(() => ({
+        SendMessage: (params, call) => {
+          sends.set(params.message.messageId, (sends.get(params.message.messageId) ?? 0) + 1);
+          if (params.message.taskId !== 'T1') {
+            contextId = params.message.contextId;
+            return { result: { task: ours('INPUT_REQUIRED', { history: [params.message], message: question }) } };
+          }
+          replied = true;
+          return answerReply(call.id, ours('WORKING'));
+        },
+        SubscribeToTask: () => ({ error: { code: -32004, message: 'streaming not supported' } }),
+        GetTask: () => ({ result: replied ? ours('COMPLETED', { artifacts: { a1: 'booked' } }) : ours('INPUT_REQUIRED', { message: question }) }),
+      }), fast);
+      await eventually(async () => (await producer.get(id)).openQuestions.length === 1, 'parked on the question', 20_000);
+      await producer.reply(id, 'one room');
+      const record = await finished(producer, id, 45_000);
+      expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
+      expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked');
+      expect(sends.size).toBe(2);
+      expect([...sends.values()]).toEqual([1, 1]);
+    }, 60_000);
+  }
 });
