@@ -8,6 +8,8 @@ import { describe, expect, it } from 'vitest';
 import { artifactText, finished, useFieldCases, viewOf, workflowSettled } from '../harness/field-cases.ts';
 import { eventually } from '../harness/fleet.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
+import { holder } from '../harness/holders.ts';
+import { getTaskCalls, pushScene } from '../harness/push-scene.ts';
 import { startRestAgent } from '../harness/rest-agent.ts';
 import { task, type ScriptedAnswer, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 
@@ -111,7 +113,8 @@ describe('attack 31: the agent booked, then its answer broke at the HTTP level (
  * HTTP) is answered with a 64 KiB response header (undici HeadersOverflowError) or a status line / header token / chunk
  * size that does not parse (HTTPParserError); or crash window 2 with every ListTasks answered so. Observed: the row
  * WORKING (or INTENT) after 45 s, nobody told: `toNetworkError` passed these errors through untyped, `readFailure` and
- * `searchForMessage` rethrew them as "not the agent's", the job failed and ran again for ever. Expected: an unreadable
+ * `searchForMessage` rethrew them as "not the agent's", the job failed and ran again for ever; the same for the read of a
+ * suspect a push named (T2 showing our message; row WORKING, the evidence never read). Expected: an unreadable
  * answer (delivery received), bounded rounds, a person. Fixed: `toNetworkError` (packages/a2a/src/http.ts) types them
  * (`UNREADABLE_ANSWER_ERRORS` → ProtocolError, any other undici error → NetworkError). Property:
  * packages/a2a/test/unreadable-http-answer-property.test.ts.
@@ -312,6 +315,22 @@ describe('attack 31: the answer to a person\'s reply breaks (the reply journaled
       expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked');
       expect(sends.size).toBe(2);
       expect([...sends.values()]).toEqual([1, 1]);
+    }, 60_000);
+  }
+});
+
+describe('attack 31: a suspect read (a push named another task showing our message) whose GetTask breaks at the HTTP level', () => {
+  for (const [name, answer] of [
+    ['bytes that are no HTTP', { raw: MALFORMED['a status line that is not HTTP']! }],
+    ['a 64 KiB response header', { http: { status: 200, body: '{}', headers: HUGE_HEADERS } }],
+  ] as const) {
+    it(`GetTask of T2 answered with ${name} every time: a person (AMBIGUOUS) in bounded time, T1 still ours, one SendMessage`, async () => {
+      const { agent, push, holding, record } = await pushScene({ redisUrl: h.redisServer().url, keep }, (taskId, received) => holder(taskId, 'WORKING', received), (taskId) => (taskId === 'T2' ? answer : undefined));
+      expect(await push(holding('T2'))).toBe(403);
+      const row = await eventually(async () => ((await record()).state === 'AMBIGUOUS' ? record() : undefined), 'a person decides', 40_000);
+      expect(row.taskId).toBe('T1');
+      expect(getTaskCalls(agent, 'T2')).toBeGreaterThanOrEqual(1);
+      expect(agent.count('SendMessage')).toBe(1);
     }, 60_000);
   }
 });
