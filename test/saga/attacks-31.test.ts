@@ -2,7 +2,7 @@
  * Attack round 31: hostile HTTP under the A2A answers (response headers past undici's limit, responses that do not
  * parse as HTTP/1.1, a redirect, 1xx before the answer, a 404 or 503 around work that was done), and searches that
  * page for ever or answer another request's id. Real redis-server, real fleet, scripted raw node:http agents counting
- * SendMessage per messageId. Each `it` holds; the findings (two kinds) are marked FIXED FINDING.
+ * SendMessage per messageId. Each `it` holds; the findings (three kinds) are marked FIXED FINDING.
  */
 import { describe, expect, it } from 'vitest';
 import { artifactText, finished, useFieldCases, viewOf, workflowSettled } from '../harness/field-cases.ts';
@@ -224,7 +224,8 @@ describe('attack 31: an HTTP+JSON agent that booked and answers in a status that
  * SendMessage as an event stream (or SendStreamingMessage) whose first frame is a -32602 error and whose next frame is
  * our task COMPLETED. Observed: FAILED INVALID_PARAMS at A, the step re-delegated to B: booked twice. Expected: effect
  * maybe, the search adopts T1, B never asked. Fixed: an error in a stream frame is marked (`inStreamFrame`, set in
- * src/stream.ts and for the SSE-framed plain answer in src/jsonrpc.ts) and `sendEffectOf` reads it as maybe. Property:
+ * src/stream.ts) and `sendEffectOf` reads it as maybe; the SSE-framed plain answer of several events is unreadable
+ * (`severalEvents`, the third finding below). Property:
  * packages/a2a/test/stream-frame-refusal-property.test.ts.
  */
 describe('attack 31: a refusal that is not the whole answer (the rest of the body names our task)', () => {
@@ -333,4 +334,31 @@ describe('attack 31: a suspect read (a push named another task showing our messa
       expect(agent.count('SendMessage')).toBe(1);
     }, 60_000);
   }
+});
+
+/*
+ * FIXED FINDING (a plain call's answer framed as several SSE events read from its first; kind: an answer is read whole
+ * or not at all). Input: crash window 2; ListTasks answered text/event-stream with two events, a page listing nothing
+ * then a page listing T1 holding our message. Observed: the first event read as the whole listing, "not found", our
+ * message resent (the agent's SendMessage, unscripted here, refused it: FAILED). Expected: never resent. Fixed:
+ * `severalEvents` in packages/a2a/src/jsonrpc.ts (an unreadable answer; a SendMessage whose first event is our task
+ * is still read from it). Property: packages/a2a/test/stream-frame-refusal-property.test.ts (second describe).
+ */
+describe('attack 31: a search answered as an event stream whose later frame shows our task', () => {
+  it('crash window 2: ListTasks answered text/event-stream, a first frame listing nothing, a second listing T1 holding our message: never resent', async () => {
+    let messageId = '';
+    const held = () => task('T1', 'COMPLETED', { history: [userOf(messageId)], artifacts: { a1: 'booked' } });
+    const agent = await h.agentWith({
+      ListTasks: (_params, call) => {
+        const frame = (tasks: unknown[]) => `data: ${JSON.stringify({ jsonrpc: '2.0', id: call.id, result: { tasks, nextPageToken: '', pageSize: 50, totalSize: tasks.length } })}\n\n`;
+        return { http: { status: 200, body: frame([]) + frame([held()]), headers: { 'content-type': 'text/event-stream' } } };
+      },
+      GetTask: () => ({ result: held() }),
+      SubscribeToTask: () => ({ error: { code: -32004, message: 'terminal' } }),
+    });
+    const { producer, id } = await h.sentNotRecorded(agent, (ours) => (messageId = ours), fast);
+    const record = await finished(producer, id, 45_000);
+    expect(['AMBIGUOUS', 'COMPLETED']).toContain(record.state);
+    expect(agent.count('SendMessage')).toBe(0);
+  }, 60_000);
 });

@@ -127,9 +127,9 @@ export function withDelivery<E>(error: E, delivery: Delivery): E {
  * Marks an error the agent reported in a frame of an event stream (`A2AError.inStreamFrame`); returns the same error.
  * An agent answers a refusal before any work as the whole answer (JSON, not SSE: spec §9.4 and the SDKs, digest §5,
  * "errors before the first event come back as plain JSON"); an error in a frame comes from a stream that had opened,
- * whose other frames may name the task our message created (attack 31: a send stream, or an SSE-framed SendMessage
- * answer, whose first frame said -32602 and whose next frame was our task COMPLETED; the refusal was read as "nothing
- * created" and the step re-delegated, booked twice).
+ * whose other frames may name the task our message created (attack 31: a send stream whose first frame said -32602
+ * and whose next frame was our task COMPLETED; the refusal was read as "nothing created" and the step re-delegated,
+ * booked twice). A plain call's answer framed as a stream is read only when it is one event (`jsonrpc.ts`).
  */
 export function inStreamFrame<E>(error: E): E {
   if (error instanceof A2AError && !error.inStreamFrame) {

@@ -5,12 +5,15 @@
  * stream (or an SSE-framed SendMessage answer) whose first frame said -32602 and whose next frame was our task
  * COMPLETED was read as "nothing created" and the step re-delegated: booked twice. The property: every refusal code of
  * the spec's table, on every HTTP binding, as `event: error` or as an `error` member of a data frame, whatever frames
- * follow, is effect `maybe` (`sendEffectOf`); the same refusal as the whole answer (plain JSON) stays `none`.
+ * follow, is effect `maybe` (`sendEffectOf`); the same refusal as the whole answer (plain JSON, or a plain call's
+ * answer framed as one event) stays `none`. And a plain call's answer framed as several events is an unreadable answer
+ * (`severalEvents` in src/jsonrpc.ts; a SendMessage whose first event is our task excepted: that task is followed):
+ * ListTasks framed as an empty page then one listing our task was read as the empty page, and our message resent.
  */
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTransport } from '../src/client.ts';
-import { A2AError, sendEffectOf } from '../src/errors.ts';
+import { A2AError, ProtocolError, sendEffectOf } from '../src/errors.ts';
 import type { A2ATransport } from '../src/transport.ts';
 import { type RawServer, startRawServer } from './helpers/raw-server.ts';
 
@@ -86,12 +89,49 @@ describe('a refusal in a frame of an event stream', () => {
         };
         const framed = await thrownBy(binding, asPlain);
         expect(framed).toBeInstanceOf(A2AError);
-        expect(sendEffectOf(framed, { namesTask: false })).toBe('maybe');
+        // A plain call's answer framed as one event is the whole answer; as several, an unreadable one.
+        expect(sendEffectOf(framed, { namesTask: false })).toBe(asPlain && framesAfter === 0 ? 'none' : 'maybe');
+        if (asPlain && framesAfter > 0) expect(framed).toBeInstanceOf(ProtocolError);
         // The same refusal as the whole answer (plain JSON, before any stream) still proves nothing was created.
         answer = (requestBody) => ({ status: binding === 'rest-1.0' ? 400 : 200, contentType: 'application/json', body: errorBody(binding, which, requestBody) });
         const whole = await thrownBy(binding, asPlain);
         expect(whole).toBeInstanceOf(A2AError);
         expect(sendEffectOf(whole, { namesTask: false })).toBe('none');
+      }),
+      { numRuns: 120 },
+    );
+  }, 120_000);
+});
+
+describe('a plain call answered as an event stream of several events', () => {
+  const pageOf = (tasks: unknown[]) => ({ tasks, nextPageToken: '', pageSize: 50, totalSize: tasks.length });
+  const results: Record<'getTask' | 'listTasks' | 'sendMessage' | 'cancelTask', (v03: boolean) => unknown[]> = {
+    getTask: (v03) => [v03 ? task03 : task10, { ...(v03 ? task03 : task10), id: 'T2' }],
+    listTasks: () => [pageOf([]), pageOf([task10])],
+    sendMessage: (v03) => [v03 ? task03 : { task: task10 }, v03 ? { ...task03, id: 'T2' } : { task: { ...task10, id: 'T2' } }],
+    cancelTask: (v03) => [v03 ? task03 : task10, v03 ? task03 : task10],
+  };
+  it('property: one event is read as the JSON answer would be; two or more are an unreadable answer (ProtocolError, delivered), but for a SendMessage whose first event is our task', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.boolean(), fc.constantFrom<keyof typeof results>('getTask', 'listTasks', 'sendMessage', 'cancelTask'), fc.array(fc.nat(1), { minLength: 1, maxLength: 4 }), async (v03, call, picks) => {
+        if (v03 && call === 'listTasks') return; // 0.3 has no tasks/list
+        const binding: Binding = v03 ? 'jsonrpc-0.3' : 'jsonrpc-1.0';
+        answer = (requestBody) => {
+          const { id } = JSON.parse(requestBody) as { id: unknown };
+          const body = picks.map((pick) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result: results[call](v03)[pick] })}\n\n`).join('');
+          return { status: 200, contentType: 'text/event-stream', body };
+        };
+        const agent = transportFor(binding);
+        const outcome = await (call === 'getTask' ? agent.getTask({ id: 'T1' }) : call === 'listTasks' ? agent.listTasks({ contextId: 'c-ours' }) : call === 'sendMessage' ? agent.sendMessage({ message }) : agent.cancelTask({ id: 'T1' })).then(
+          () => 'read',
+          (error: unknown) => error,
+        );
+        // A SendMessage whose first event is our success envelope is read from it (its task is followed).
+        if (picks.length === 1 || call === 'sendMessage') expect(outcome).toBe('read');
+        else {
+          expect(outcome).toBeInstanceOf(ProtocolError);
+          expect((outcome as ProtocolError).delivery).toBe('received');
+        }
       }),
       { numRuns: 120 },
     );
