@@ -30,7 +30,9 @@ export type ScriptedAnswer =
   /** Never answer (the client's request timeout decides). The socket is destroyed on `close()`. */
   | { hang: true }
   /** A plain HTTP answer: this status, body (text, or exact bytes: a compressed body) and headers (default content-type application/json). */
-  | { http: { status: number; body: string | Buffer; headers?: Record<string, string> } };
+  | { http: { status: number; body: string | Buffer; headers?: Record<string, string> } }
+  /** These bytes on the socket as they are, no HTTP framing of ours (a malformed or hand-made response), then the socket ended. */
+  | { raw: string };
 
 export interface ScriptedCall {
   /** 1-based count of calls of this method so far, this one included. */
@@ -101,6 +103,7 @@ export async function startScriptedAgent(initial: ScriptedHandlers): Promise<Scr
 
   const answer = async (response: ServerResponse, id: unknown, reply: ScriptedAnswer) => {
     if ('hang' in reply) return; // never answered; close() destroys the socket
+    if ('raw' in reply) return void response.socket?.end(reply.raw);
     if ('http' in reply) {
       response.writeHead(reply.http.status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(reply.http.body), ...reply.http.headers });
       return response.end(reply.http.body);

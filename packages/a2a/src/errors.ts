@@ -87,6 +87,11 @@ export class A2AError extends Error {
    * a RetryInfo (or `retryAfter` seconds) in a JSON-RPC error's data, a gRPC RESOURCE_EXHAUSTED's RetryInfo.
    */
   readonly retryAfterMs?: number;
+  /**
+   * The agent reported this error in a frame of an event stream (`event: error`, or an `error` member in a frame's
+   * data), not as the whole answer: set by `inStreamFrame`. Never proof that nothing was created (`sendEffectOf`).
+   */
+  readonly inStreamFrame?: true;
 
   constructor(message: string, code: A2AClientErrorCode, retryable: boolean, details: A2AErrorDetails = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
@@ -114,6 +119,21 @@ export const deliveryOf = (error: unknown): Delivery => (error instanceof A2AErr
 export function withDelivery<E>(error: E, delivery: Delivery): E {
   if (error instanceof A2AError && error.delivery !== 'received') {
     Object.defineProperty(error, 'delivery', { value: delivery, enumerable: true, configurable: true, writable: false });
+  }
+  return error;
+}
+
+/**
+ * Marks an error the agent reported in a frame of an event stream (`A2AError.inStreamFrame`); returns the same error.
+ * An agent answers a refusal before any work as the whole answer (JSON, not SSE: spec §9.4 and the SDKs, digest §5,
+ * "errors before the first event come back as plain JSON"); an error in a frame comes from a stream that had opened,
+ * whose other frames may name the task our message created (attack 31: a send stream whose first frame said -32602
+ * and whose next frame was our task COMPLETED; the refusal was read as "nothing created" and the step re-delegated,
+ * booked twice). A plain call's answer framed as a stream is read only when it is one event (`jsonrpc.ts`).
+ */
+export function inStreamFrame<E>(error: E): E {
+  if (error instanceof A2AError && !error.inStreamFrame) {
+    Object.defineProperty(error, 'inStreamFrame', { value: true, enumerable: true, configurable: true, writable: false });
   }
   return error;
 }
@@ -454,6 +474,8 @@ export function sendEffectOf(error: unknown, request: SentRequest = {}): 'none' 
   // The agent's server refused our request's bytes before any handler ran: nothing was created.
   if (error instanceof RequestTooLargeError) return 'none';
   if (!(error instanceof A2AError)) return 'maybe';
+  // A refusal in a frame of a stream that had opened is not the whole answer (`inStreamFrame`).
+  if (error.inStreamFrame) return 'maybe';
   // An error about a part the request did not carry refuses nothing of ours (the table's `concerns` column).
   if (request.namesTask === false && taskRefusals.some((refusal) => error instanceof refusal)) return 'maybe';
   return refusals.some((refusal) => error instanceof refusal) && codeRefuses(error) ? 'none' : 'maybe';

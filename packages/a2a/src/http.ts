@@ -5,12 +5,12 @@
  * credential headers, and network failures mapped to `NetworkError`.
  */
 import type { Readable } from 'node:stream';
-import { Agent, type Dispatcher, request } from 'undici';
+import { Agent, type Dispatcher, errors as undiciErrors, request } from 'undici';
 import { BlockedAddressError, ownConnectionOf } from './address-policy.ts';
 import { decodeContentCoding } from './content-coding.ts';
 import { traceContextHeaders } from './trace-context.ts';
 import type { CredentialsProvider } from './credentials.ts';
-import { A2AError, type Delivery, LimitExceededError, NetworkError, withDelivery } from './errors.ts';
+import { A2AError, type Delivery, LimitExceededError, NetworkError, ProtocolError, withDelivery } from './errors.ts';
 import { type A2ALimits, checkJsonDepth, resolveLimits } from './limits.ts';
 import { setLongTimeout } from './long-timer.ts';
 
@@ -95,6 +95,29 @@ const NETWORK_ERROR_CODES = new Set([
 /** Codes raised before a request could leave: the agent never saw it. */
 const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
 
+/**
+ * undici's failures to read a response whose bytes arrived: a head past its header limit (`HeadersOverflowError`),
+ * bytes that are no HTTP/1.1 answer (`HTTPParserError`: a status line, a header token, a chunk size), a body that
+ * contradicts its length or passes a size bound. The server answered with something we cannot read: an unreadable
+ * answer (`ProtocolError`, delivery `received`), as a 2xx whose body is not JSON is; never an error of ours (attack 31:
+ * such an error left the transport untyped, so the workers took it for their own fault and rethrew it: a search or a
+ * read of our task failed for ever, the row INTENT or WORKING, nobody told).
+ */
+const UNREADABLE_ANSWER_ERRORS: readonly (abstract new (...args: never[]) => Error)[] = [
+  undiciErrors.HeadersOverflowError,
+  undiciErrors.HTTPParserError,
+  undiciErrors.ResponseContentLengthMismatchError,
+  undiciErrors.ResponseExceededMaxSizeError,
+];
+
+/** The first error in `error`'s cause chain (at most 4 deep) that is an instance of one of `classes`. */
+function causeOf(error: unknown, classes: readonly (abstract new (...args: never[]) => Error)[]): Error | undefined {
+  for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
+    if (classes.some((errorClass) => current instanceof errorClass)) return current as Error;
+  }
+  return undefined;
+}
+
 function errorCode(error: unknown): string | undefined {
   for (let current = error, depth = 0; current instanceof Error && depth < 4; current = current.cause, depth++) {
     const code = (current as { code?: unknown }).code;
@@ -104,7 +127,9 @@ function errorCode(error: unknown): string | undefined {
 }
 
 /**
- * Maps a thrown transport error: caller abort → its reason; our deadline or a socket failure → `NetworkError`.
+ * Maps a thrown transport error: caller abort → its reason; our deadline or a socket failure → `NetworkError`; an
+ * answer undici could not read (`UNREADABLE_ANSWER_ERRORS`) → `ProtocolError`, delivery `received`; any other failure
+ * of undici's (`UndiciError`) → `NetworkError`, so no failure of the HTTP layer leaves it untyped.
  * `answered` (the response headers had arrived) makes its `delivery` `received`; otherwise a connect-phase
  * failure or a blocked address is `not-sent` and anything else `maybe` (V5).
  */
@@ -116,7 +141,14 @@ export function toNetworkError(error: unknown, url: string, callerSignal?: Abort
   const delivery: Delivery = answered ? 'received' : code !== undefined && NOT_SENT_CODES.has(code) ? 'not-sent' : 'maybe';
   if (timedOut) return new NetworkError(`request to ${url} timed out`, { cause: error, delivery });
   if (code !== undefined) return new NetworkError(`${code} on ${url}`, { cause: error, delivery });
-  if (blocked) withDelivery((error as Error).cause, 'not-sent');
+  if (blocked) {
+    withDelivery((error as Error).cause, 'not-sent');
+    return error;
+  }
+  const unreadable = causeOf(error, UNREADABLE_ANSWER_ERRORS);
+  if (unreadable) return new ProtocolError(`the answer from ${url} is no HTTP answer we can read (${unreadable.name}: ${unreadable.message})`, { cause: error, delivery: 'received' });
+  const undici = causeOf(error, [undiciErrors.UndiciError]);
+  if (undici) return new NetworkError(`${undici.name} on ${url}: ${undici.message}`, { cause: error, delivery });
   return error;
 }
 

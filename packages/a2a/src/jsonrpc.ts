@@ -19,7 +19,7 @@ import {
   TaskPushNotificationConfigSchema,
   TaskResultSchema,
 } from './schema.ts';
-import { firstServerSentEvent, type SseMessage } from './sse.ts';
+import { serverSentEventsOf, type SseMessage } from './sse.ts';
 import { followEventStream, streamOptionsOf, type EventStreamOptions, idleOf, type StreamErrorDecoder } from './stream.ts';
 import type { A2ATransport, AgentInterface, CallOptions, EventStream, TransportOptions } from './transport.ts';
 
@@ -184,12 +184,29 @@ export async function postJsonRpc<Schema extends z.ZodType>(
       return answer.result;
     }
     // A server that answers every call as a stream (SSE): its first event is the answer, read as a JSON body would be.
-    const event = mediaType(response.contentType) === 'text/event-stream' ? firstServerSentEvent(response.bodyText) : undefined;
+    const events = mediaType(response.contentType) === 'text/event-stream' ? serverSentEventsOf(response.bodyText) : undefined;
+    const event = events?.[0];
     const bodyText = event?.data ?? response.bodyText;
     const parsed = event === undefined ? jsonBodyOf(response.contentType, bodyText, response.status, what) : parseJsonText(bodyText, what, response.status);
     const value = ourEnvelope(prepare(parsed), rpc.id, bodyText, what);
+    if (events !== undefined && events.length > 1 && !(SENDS.has(method) && isSuccessEnvelope(value))) throw severalEvents(events.length, response.bodyText, what, response.status);
     return decodeJsonRpcEnvelope(value, bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
   });
+}
+
+/** SendMessage in either version: its answer's task is followed, so its first event may be read alone (`severalEvents`). */
+const SENDS = new Set(['SendMessage', 'message/send']);
+
+/**
+ * A plain call's answer framed as several events is one answer we cannot read from one of them: a later event may say
+ * otherwise (a page listing our task after one listing nothing, our task after a refusal): an unreadable answer
+ * (`ProtocolError`, delivery `received`). Only a SendMessage whose first event is our success envelope is read from it
+ * (the task it names is followed, and each later state comes from reads of that task). Attack 31: ListTasks framed as
+ * an empty page then one holding our message was read as the empty page, the search concluded "absent" and our
+ * message went again; a SendMessage framed as -32602 then our task COMPLETED was FAILED and re-delegated.
+ */
+function severalEvents(count: number, bodyText: string, what: string, httpStatus: number): ProtocolError {
+  return new ProtocolError(`${what} is framed as ${count} events: a call answered once is not read from one of them`, { httpStatus, cause: bodyText, bodyExcerpt: excerpt(bodyText), delivery: 'received' });
 }
 
 /**

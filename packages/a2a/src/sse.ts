@@ -279,15 +279,15 @@ export async function* readServerSentEvents(body: ByteBody, options: SseReaderOp
 }
 
 /**
- * The first SSE message of a whole body already read (`text`), under the same size and depth caps as a stream's
- * (`SseReaderOptions`); `undefined` when it holds none. Throws what `readServerSentEvents` throws for a bad event.
+ * The SSE messages of a whole body already read (`text`), in order, under the same size and depth caps as a stream's
+ * (`SseReaderOptions`); empty when it holds none. Throws what `readServerSentEvents` throws for a bad event.
  */
-export function firstServerSentEvent(text: string, options: SseReaderOptions = {}): SseMessage | undefined {
+export function serverSentEventsOf(text: string, options: SseReaderOptions = {}): SseMessage[] {
   const events = sseDecoderFor(options, options.source ?? 'body');
   events.chunk(new TextEncoder().encode(text));
   events.end();
   if (events.queue.length === 0 && events.failure) throw events.failure;
-  return events.queue[0];
+  return events.queue;
 }
 
 /** Reads a whole (small) body as text, keeping at most `limitBytes`, under the same idle watchdog. */

@@ -3,7 +3,7 @@
  * branch on Content-Type before parsing (field case R08), decode each SSE
  * message with the binding's decoder, and report how the stream ended.
  */
-import { type A2AError, LimitExceededError, ProtocolError, StreamIdleError } from './errors.ts';
+import { type A2AError, LimitExceededError, ProtocolError, StreamIdleError, inStreamFrame } from './errors.ts';
 import { excerpt, isJsonMediaType, mediaType } from './error-mapping.ts';
 import type { HttpStreamResponse } from './http.ts';
 import { isInterruptedTaskState, isTerminalTaskState, type StreamResponse, type TaskState } from './schema.ts';
@@ -137,7 +137,7 @@ export async function* followEventStream(
   try {
     for await (const message of readServerSentEvents(response.body, options)) {
       const event: StreamEvent = {
-        response: readingAnswer('a stream event', () => decodeEvent(message), options.maxJsonDepth),
+        response: readingAnswer('a stream event', () => decodedFrame(decodeEvent, message), options.maxJsonDepth),
         ...(message.lastEventId === undefined ? {} : { eventId: message.lastEventId }),
       };
       tracker.observe(event);
@@ -148,6 +148,15 @@ export async function* followEventStream(
     throw error;
   }
   return tracker.end();
+}
+
+/** One frame decoded; an error the frame carries is marked as reported in a stream frame (`inStreamFrame`). */
+function decodedFrame(decodeEvent: StreamEventDecoder, message: SseMessage): StreamResponse {
+  try {
+    return decodeEvent(message);
+  } catch (error) {
+    throw inStreamFrame(error);
+  }
 }
 
 /**
