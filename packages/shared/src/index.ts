@@ -93,6 +93,7 @@ export {
   enqueueFollow,
   enqueueReconcile,
   suspectReadJob,
+  isSuspectReadJob,
   enqueueReconcileBatch,
   enqueueDecide,
   enqueueStartupSweep,
