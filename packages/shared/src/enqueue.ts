@@ -173,6 +173,16 @@ export function suspectReadJob(ref: Ref, at: number): { id: string; dueAt: numbe
   return { id: jobId('reconcile', ref.workflowId, ref.delegationId, 'suspect', dueAt), dueAt };
 }
 
+/**
+ * Whether `id` (a reconcile job's id; undefined: not a queued job) is a suspect read job of `ref`
+ * (`suspectReadJob`'s id for some second): the only jobs that read a row's suspects, so that reads of a flood of
+ * pushes stay one job a second; any other reconcile of the row asks for the job of its second instead.
+ */
+export function isSuspectReadJob(ref: Ref, id: string | undefined): boolean {
+  const prefix = jobId('reconcile', ref.workflowId, ref.delegationId, 'suspect', '');
+  return id !== undefined && id.startsWith(prefix) && /^\d+$/.test(id.slice(prefix.length));
+}
+
 /** Reconciles one delegation. */
 export async function enqueueReconcile(queues: Needs<'reconcile'>, ref: Ref, occasion: ReconcileOccasion): Promise<void> {
   const data = refOf(ref);

@@ -94,6 +94,7 @@ export {
   enqueueFollow,
   enqueueReconcile,
   suspectReadJob,
+  isSuspectReadJob,
   enqueueReconcileBatch,
   enqueueDecide,
   enqueueStartupSweep,

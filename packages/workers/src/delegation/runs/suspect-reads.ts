@@ -5,7 +5,7 @@
  * (`core/policy.ts` `suspectsToRead`, `suspectRound`, `afterSuspectReads`; the task-read and `suspects-unread` rows).
  */
 import { randomUUID } from 'node:crypto';
-import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, isFinished, suspectReadJob, suspectsPending, type DelegationRecord, type SuspectRoundFields, type SuspectsLeft } from '@durable-a2a/shared';
+import { DEFAULT_JOB_OPTIONS, SUSPECT_READS_PER_JOB, enqueueReconcile, isFinished, isSuspectReadJob, suspectReadJob, suspectsPending, type DelegationRecord, type SuspectRoundFields, type SuspectsLeft } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { afterSuspectReads, suspectReadTurn, suspectRound, suspectRoundClaimMs, suspectsToRead, type SuspectAsker, type SuspectRead } from '../core/policy.ts';
 import { apply } from '../apply.ts';
@@ -31,6 +31,13 @@ export async function reconcileSuspects(ctx: WorkerContext, record: DelegationRe
   const turn = suspectReadTurn(record, { ...asker, now: ctx.options.now() }, retryDelayMs);
   if (turn.kind === 'wait') {
     await enqueueReconcile(ctx.queues, ref, { suspect: named, at: turn.at, now: ctx.options.now() });
+    return undefined;
+  }
+  if (!isSuspectReadJob(ref, jobId)) {
+    // A check, lease, push or sweep reconcile: the suspects are read by the suspect read job of this second (one a
+    // second), never here as well (before: a check read a suspect between two pushes' jobs, then the next job read it
+    // again: more than one GetTask of it a second of pushes).
+    await enqueueReconcile(ctx.queues, ref, { suspect: named, at: ctx.options.now(), now: ctx.options.now() });
     return undefined;
   }
   const { read: toRead, ours } = suspectsToRead(await ctx.journal.pendingSuspects(ref), named, boundTaskId, SUSPECT_READS_PER_JOB);
