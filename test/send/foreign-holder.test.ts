@@ -306,7 +306,14 @@ describe('a push about another task that shows our message: the reconciler reads
     let answer!: () => void;
     const answered = new Promise<void>((resolve) => (answer = resolve));
     const list = (received: Received) => listing(held ? [] : [holder('T1', 'WORKING', received)]);
-    const { agent, messageId, push, pushedTask, env, prefix, workflowId, record } = await pushScene((taskId, received) => holder(taskId, 'WORKING', received), { answered, list });
+    // The task bound in the row when the agent is asked about T2: the read never comes before our task is bound.
+    const boundAtT2Reads: (string | undefined)[] = [];
+    let rowNow!: () => Promise<{ taskId?: string }>;
+    const { agent, messageId, push, pushedTask, env, prefix, workflowId, record } = await pushScene(async (taskId, received) => {
+      if (taskId === 'T2') boundAtT2Reads.push((await rowNow()).taskId);
+      return holder(taskId, 'WORKING', received);
+    }, { answered, list });
+    rowNow = record;
     expect(await push(pushedTask('T2', messageId))).toBe(403);
     // The send is still in flight when the wake runs (nothing to compare T2 with): its read is deferred until the send
     // settles (sendStartedAt + sendSettleMs), and past it while the agent holds the send. Only then does it answer.
@@ -318,10 +325,16 @@ describe('a push about another task that shows our message: the reconciler reads
       expect(await record()).toMatchObject({ state: 'INTENT' });
       expect((await record()).taskId).toBeUndefined();
     } else {
-      await eventually(async () => (await suspectJobs()).some((due) => due >= settlesAt), 'the read of T2 deferred until our send settles', 20_000);
+      // Either the wake found nothing bound and deferred the read, or our task is bound already: the agent holding the
+      // send past requestTimeoutMs (a loaded machine answers late), the sender's search found T1 and bound it, and the
+      // read may have run and finished before this looks (no job left to see).
+      await eventually(async () => (await record()).taskId === 'T1' || (await suspectJobs()).some((due) => due >= settlesAt), 'the read of T2 deferred until our send settles, or T1 bound', 20_000);
     }
     answer();
     await personNamingT2(env, agent, workflowId, 'T1', 1);
+    // Not before: every read of T2 found our task bound (nothing to compare T2 with before it).
+    expect(boundAtT2Reads.length).toBeGreaterThanOrEqual(1);
+    expect(boundAtT2Reads).toEqual(boundAtT2Reads.map(() => 'T1'));
   }, 60_000);
   it('within one second a push names a decoy T3 (its body claims our message, the agent\'s read of T3 does not show it), then a push names T2, which holds it: both are read, AMBIGUOUS naming T1 and T2 (review: before, the one job of the second kept only T3: T3 read once, T2 never, the row WORKING)', async () => {
     const { agent, messageId, push, pushedTask, env, prefix, workflowId, record, bound } = await pushScene((taskId, received) =>
