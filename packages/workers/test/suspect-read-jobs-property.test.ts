@@ -19,7 +19,12 @@ const at = fc.integer({ min: 1_700_000_000_000, max: 1_800_000_000_000 });
 /** The id each occasion's job gets (the queue's add, captured: no Redis needed to read an id). */
 async function jobIdOf(ref: { workflowId: string; delegationId: string }, occasion: ReconcileOccasion): Promise<string> {
   let id = '';
-  const reconcile = { add: async (_name: string, _data: unknown, options: { jobId: string }) => void (id = options.jobId) };
+  // No earlier job of any id (a due suspect job first asks for the state of one of its id: `clearSpentSuspectJob`).
+  const reconcile = {
+    add: async (_name: string, _data: unknown, options: { jobId: string }) => void (id = options.jobId),
+    getJobState: async () => 'unknown',
+    remove: async () => 0,
+  };
   await enqueueReconcile({ reconcile } as unknown as Parameters<typeof enqueueReconcile>[0], ref, occasion);
   return id;
 }
