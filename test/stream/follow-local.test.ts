@@ -171,7 +171,10 @@ describe('recovery after the whole fleet is SIGKILLed', () => {
     processes.push(first);
     await first.ready;
     const { agent, sent, refs } = await setUpInFlight(prefix, 50);
-    await eventually(async () => (await leaseHolders(refs)).every((holder) => holder !== null), 'every stream open under a lease', 30_000);
+    // Every message received and every row under a lease. A lease alone is no proof of a stream: markSending takes the
+    // same key before its SendMessage goes out, so a kill then leaves a send in flight, resent (one SendMessage all
+    // the same) only once the fresh fleet's search settles, later than this test's look (CI under load: a count of 0).
+    await eventually(async () => sent.every(({ messageId }) => agent.sendMessageCount(messageId) === 1) && (await leaseHolders(refs)).every((holder) => holder !== null), 'every message received and every stream open under a lease', 30_000);
     await first.kill('SIGKILL');
 
     // A batch of 10 index entries: the 100 (50 delegations, 50 workflows) take ten pages of the start-up sweep.
