@@ -184,12 +184,15 @@ export async function postJsonRpc<Schema extends z.ZodType>(
       return answer.result;
     }
     // A server that answers every call as a stream (SSE): its first event is the answer, read as a JSON body would be.
-    const events = mediaType(response.contentType) === 'text/event-stream' ? serverSentEventsOf(response.bodyText) : undefined;
-    const event = events?.[0];
+    const framed = mediaType(response.contentType) === 'text/event-stream' ? serverSentEventsOf(response.bodyText, {}, 2) : undefined;
+    const event = framed?.events[0];
+    // The first event, and whether there is another (reading stops at 2). A frame that could not be read (over the
+    // event size limit, unterminated at the body's end) is a frame all the same: it may say otherwise.
+    const frames = framed === undefined ? 0 : framed.events.length + (framed.unreadableAfter ? 1 : 0);
     const bodyText = event?.data ?? response.bodyText;
     const parsed = event === undefined ? jsonBodyOf(response.contentType, bodyText, response.status, what) : parseJsonText(bodyText, what, response.status);
     const value = ourEnvelope(prepare(parsed), rpc.id, bodyText, what);
-    if (events !== undefined && events.length > 1 && !(SENDS.has(method) && isSuccessEnvelope(value))) throw severalEvents(events.length, response.bodyText, what, response.status);
+    if (frames > 1 && !(SENDS.has(method) && isSuccessEnvelope(value))) throw severalEvents(frames, response.bodyText, what, response.status, framed?.unreadableAfter);
     return decodeJsonRpcEnvelope(value, bodyText, schema, what, response.status, rpc.id, rpc.contentProof);
   });
 }
@@ -205,8 +208,9 @@ const SENDS = new Set(['SendMessage', 'message/send']);
  * an empty page then one holding our message was read as the empty page, the search concluded "absent" and our
  * message went again; a SendMessage framed as -32602 then our task COMPLETED was FAILED and re-delegated.
  */
-function severalEvents(count: number, bodyText: string, what: string, httpStatus: number): ProtocolError {
-  return new ProtocolError(`${what} is framed as ${count} events: a call answered once is not read from one of them`, { httpStatus, cause: bodyText, bodyExcerpt: excerpt(bodyText), delivery: 'received' });
+function severalEvents(count: number, bodyText: string, what: string, httpStatus: number, unreadable: Error | undefined): ProtocolError {
+  const detail = unreadable ? ` (one of them unreadable: ${unreadable.message})` : '';
+  return new ProtocolError(`${what} is framed as ${count} or more events${detail}: a call answered once is not read from one of them`, { httpStatus, cause: unreadable ?? bodyText, bodyExcerpt: excerpt(bodyText), delivery: 'received' });
 }
 
 /**
