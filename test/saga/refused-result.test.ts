@@ -16,6 +16,21 @@ const fast = { reconcileIntervalMs: 300, followBackoff: { baseMs: 200, capMs: 1_
 const overParts = (contextId?: string) =>
   ev(JSON.stringify({ jsonrpc: '2.0', id: 1, result: { artifactUpdate: { taskId: 'T1', contextId, artifact: { artifactId: 'a1', parts: Array.from({ length: 1_001 }, (_, index) => ({ text: `p${index}` })) }, lastChunk: true } } }));
 
+/**
+ * Delegates to an agent whose stream 1 is WORKING then an artifact over partsPerMessage (closed), stream 2 WORKING then
+ * COMPLETED; its GetTask shows WORKING until stream 2 was asked for, then COMPLETED with `artifacts` (by id: text).
+ */
+async function refusedThenRead(artifacts: Record<string, string>) {
+  const { producer, agent, id } = await h.setUpAndDelegate((seen) => ({
+    SubscribeToTask: (_params, call) =>
+      call.count === 1
+        ? { sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId })), overParts(seen.contextId)], endAfter: 'close' }
+        : { sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId })), ev(SU('COMPLETED', { contextId: seen.contextId }))] },
+    GetTask: () => ({ result: agent.count('SubscribeToTask') >= 2 ? task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts }) : task('T1', 'WORKING', { contextId: seen.contextId }) }),
+  }), fast);
+  return { producer, id };
+}
+
 describe('A32 across follow cycles: a refused part of the result is not forgotten', () => {
   for (const cut of [true, false]) {
     it(`stream 1: WORKING, an artifact over partsPerMessage${cut ? ', cut' : ', closed'}; GetTask WORKING; stream 2: WORKING, COMPLETED; GetTask COMPLETED without artifacts: AMBIGUOUS LIMIT_EXCEEDED`, async () => {
@@ -34,13 +49,7 @@ describe('A32 across follow cycles: a refused part of the result is not forgotte
   }
 
   it('the same, but the full read after stream 2 shows the result within limits: COMPLETED with it', async () => {
-    const { producer, agent, id } = await h.setUpAndDelegate((seen) => ({
-      SubscribeToTask: (_params, call) =>
-        call.count === 1
-          ? { sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId })), overParts(seen.contextId)], endAfter: 'close' }
-          : { sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId })), ev(SU('COMPLETED', { contextId: seen.contextId }))] },
-      GetTask: () => ({ result: agent.count('SubscribeToTask') >= 2 ? task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'the booking' } }) : task('T1', 'WORKING', { contextId: seen.contextId }) }),
-    }), fast);
+    const { producer, id } = await refusedThenRead({ a1: 'the booking' });
     const record = await finished(producer, id, 40_000);
     const view = await viewOf(producer, id);
     expect(record.state).toBe('COMPLETED');
@@ -50,13 +59,7 @@ describe('A32 across follow cycles: a refused part of the result is not forgotte
   // Judged by the refused artifact's id: before, any artifact in the full read counted as "the result is here", so a
   // read showing only another artifact (a2: a note, a summary) completed the row with the refused a1 silently missing.
   it('the full read after stream 2 shows another artifact (a2) but not the refused a1: AMBIGUOUS LIMIT_EXCEEDED, a1 named', async () => {
-    const { producer, agent, id } = await h.setUpAndDelegate((seen) => ({
-      SubscribeToTask: (_params, call) =>
-        call.count === 1
-          ? { sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId })), overParts(seen.contextId)], endAfter: 'close' }
-          : { sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId })), ev(SU('COMPLETED', { contextId: seen.contextId }))] },
-      GetTask: () => ({ result: agent.count('SubscribeToTask') >= 2 ? task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a2: 'a note' } }) : task('T1', 'WORKING', { contextId: seen.contextId }) }),
-    }), fast);
+    const { producer, id } = await refusedThenRead({ a2: 'a note' });
     const record = await finished(producer, id, 40_000);
     expect(record).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED', limit: 'partsPerMessage' }, refusedResult: { artifactIds: ['a1'] } });
     expect(record.error?.message).toContain('a1');

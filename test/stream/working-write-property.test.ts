@@ -13,9 +13,10 @@ import type { StreamResponse, TaskState } from '@durable-a2a/a2a';
 import { Journal, applyStreamResponse, applyStreamResponsePair, applyTask, type ArtifactThenStatus, type DelegationRecord, type DelegationRef } from '@durable-a2a/shared';
 import type { Observation } from '../../packages/workers/src/delegation/core/observation.ts';
 import type { SinkResult } from '../../packages/workers/src/delegation/io/stream.ts';
-import { holdWorkingWrites, type RowSink, type WaitTimer } from '../../packages/workers/src/delegation/runs/working-write.ts';
+import { holdWorkingWrites, type RowSink } from '../../packages/workers/src/delegation/runs/working-write.ts';
 import { runningIntent } from '../harness/journal-rows.ts';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
+import { manualTimer } from '../harness/manual-timer.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
@@ -105,22 +106,6 @@ function journalSink(journal: Journal, ref: DelegationRef, first: DelegationReco
     return { next: ['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST'].includes(current.state) ? 'settle' : current.state === 'INPUT_REQUIRED' ? 'park' : 'continue' };
   };
   return Object.assign(sink, { row: () => current });
-}
-
-/** A timer the driver fires when the window ends. */
-function manualTimer(): { timer: WaitTimer; fire(): void } {
-  let armed: (() => void) | undefined;
-  return {
-    timer: (done) => {
-      armed = done;
-      return () => (armed = undefined);
-    },
-    fire() {
-      const done = armed;
-      armed = undefined;
-      done?.();
-    },
-  };
 }
 
 const silent = { warn: () => undefined } as never;

@@ -42,7 +42,7 @@ export {
   isAwaitingAnswer,
 } from './journal/record.ts';
 export type { DelegationRecord, DelegationView, AgentInterfaceRef, OutgoingMessage, RecordedError, RefusedResult, PushConfigState } from './journal/record.ts';
-export { REFUSED_ARTIFACT_IDS_MAX, REFUSED_ARTIFACT_ID_BYTES_MAX, refusedResultOf, refusedResultShown, refusedArtifactsMissing, withRefusal, type LimitRefusal } from './journal/refused-result.ts';
+export { REFUSED_ARTIFACT_IDS_MAX, REFUSED_ARTIFACT_ID_BYTES_MAX, limitRefusalOf, refusedResultOf, refusedResultShown, refusedArtifactsMissing, withRefusal, type LimitRefusal } from './journal/refused-result.ts';
 export { OUTCOME_CODES, PERSON_OUTCOME_CODES, RECORDED_ERROR_CODES, personOutcomeOf, recordedErrorCodeOf } from './journal/error-codes.ts';
 export { keepsSuspects, lostUntold, suspectsPending, type SuspectFields, type SuspectRoundFields } from './journal/suspects.ts';
 export type { OutcomeCode, PersonOutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';

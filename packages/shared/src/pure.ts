@@ -8,4 +8,4 @@ export { isAwaitingAnswer } from './journal/record.ts';
 export { keepsSuspects, lostUntold, suspectsPending, type SuspectFields, type SuspectRoundFields } from './journal/suspects.ts';
 export { historyHolds, isTerminalTaskState, isInterruptedTaskState, taskShownOurs } from '@durable-a2a/a2a/pure';
 export { OUTCOME_CODES, type OutcomeCode } from './journal/error-codes.ts';
-export { refusedResultOf, refusedResultShown, refusedArtifactsMissing, withRefusal, type LimitRefusal } from './journal/refused-result.ts';
+export { limitRefusalOf, refusedResultOf, refusedResultShown, refusedArtifactsMissing, withRefusal, type LimitRefusal } from './journal/refused-result.ts';

@@ -9,7 +9,8 @@ import type { DelegationRecord, JournalState } from '@durable-a2a/shared';
 import type { Observation } from '../src/delegation/core/observation.ts';
 import { mayWait, whenNextArrives } from '../src/delegation/core/working-write.ts';
 import type { SinkResult } from '../src/delegation/io/stream.ts';
-import { holdWorkingWrites, type RowSink, type WaitTimer } from '../src/delegation/runs/working-write.ts';
+import { holdWorkingWrites, type RowSink } from '../src/delegation/runs/working-write.ts';
+import { manualTimer } from '../../../test/harness/manual-timer.ts';
 
 const row = (state: JournalState, extra: Partial<DelegationRecord> = {}): DelegationRecord =>
   ({ workflowId: 'wf', delegationId: 'main.1', state, taskId: 'T1', contextId: 'C1', namedTaskUnread: false, notFoundCount: 0, push: false, version: 3, fence: 2, ...extra }) as DelegationRecord;
@@ -105,23 +106,6 @@ function recordingSink(): RowSink & { written: Observation[] } {
     return { next: ['COMPLETED', 'FAILED'].includes(current.state) ? 'settle' : current.state === 'INPUT_REQUIRED' ? 'park' : 'continue' };
   };
   return Object.assign(sink, { row: () => current, written });
-}
-
-/** A timer the test fires: `fire()` runs the pending wait, `pending()` tells whether one is armed. */
-function manualTimer(): { timer: WaitTimer; fire(): void; pending(): boolean } {
-  let armed: (() => void) | undefined;
-  return {
-    timer: (done) => {
-      armed = done;
-      return () => (armed = undefined);
-    },
-    fire() {
-      const done = armed;
-      armed = undefined;
-      done?.();
-    },
-    pending: () => armed !== undefined,
-  };
 }
 
 const silent = { warn: () => undefined } as never;

@@ -23,6 +23,15 @@ export interface LimitRefusal {
 }
 
 /**
+ * The refusal a limit error reports (`LimitExceededError`, taken by its shape so this module stays pure): its limit, the
+ * artifact it found the limit on when it was one artifact, and `message` (default: the error's own). Every path that
+ * journals a refusal over a limit builds it here: the workers' observations (`limitOf`) and the push webhook.
+ */
+export function limitRefusalOf(error: { readonly message: string; readonly limit: string; readonly artifactId?: string | undefined }, message = error.message): LimitRefusal {
+  return { message, limit: error.limit, ...(error.artifactId !== undefined ? { artifactId: error.artifactId } : {}) };
+}
+
+/**
  * The fact a refusal over a limit leaves on the row (`refusedResult`): LIMIT_EXCEEDED, delivery `received` (the answer
  * arrived: the agent may have done the work), the limit, and the refused artifact's id when known.
  */

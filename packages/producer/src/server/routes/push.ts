@@ -49,6 +49,7 @@ import {
   applyStreamResponse,
   enqueueReconcile,
   isFinished,
+  limitRefusalOf,
   refusedResultShown,
   type DelegationRecord,
   type DelegationRef,
@@ -358,7 +359,7 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
  */
 async function refusedOverLimit(context: PushContext, request: FastifyRequest, reply: FastifyReply, record: DelegationRecord, error: LimitExceededError): Promise<FastifyReply> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  await noteRefused(context, request, ref, { message: `a push: ${error.message}`, limit: error.limit, ...(error.artifactId !== undefined ? { artifactId: error.artifactId } : {}) });
+  await noteRefused(context, request, ref, limitRefusalOf(error, `a push: ${error.message}`));
   return sendProblem(reply, problem('PAYLOAD_TOO_LARGE', error.message));
 }
 
@@ -383,7 +384,7 @@ function pushLimitRefused(context: PushContext) {
     const ref = request.params as DelegationRef;
     const record = await context.journal.getDelegation(ref);
     if (!record?.taskId || isFinished(record.state)) return;
-    const refusal: LimitRefusal = depth ? { message: `a push: ${depth.message}`, limit: depth.limit } : { message: `a push body over ${PUSH_BODY_LIMIT_BYTES} bytes`, limit: 'pushBodyBytes' };
+    const refusal: LimitRefusal = depth ? limitRefusalOf(depth, `a push: ${depth.message}`) : { message: `a push body over ${PUSH_BODY_LIMIT_BYTES} bytes`, limit: 'pushBodyBytes' };
     await noteRefused(context, request, ref, refusal);
   };
 }

@@ -5,7 +5,7 @@
  * or prove ours is `unacceptable`). Never writes the journal, never routes: `apply.ts` does.
  */
 import { A2AError, AuthenticationError, LimitExceededError, TaskNotFoundError, isRetryable } from '@durable-a2a/a2a';
-import { JournalError, recordedErrorCodeOf, type DelegationRecord } from '@durable-a2a/shared';
+import { JournalError, limitRefusalOf, recordedErrorCodeOf, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import type { AgentCall, Observation, Unacceptable } from '../core/observation.ts';
 
@@ -81,5 +81,6 @@ export function unacceptableOf(error: unknown): Unacceptable {
 /** The limit an error went over and the artifact it refused, when it was a limit (`LimitExceededError`); else nothing. */
 export function limitOf(error: unknown): Pick<Unacceptable, 'limit' | 'artifactId'> {
   if (!(error instanceof LimitExceededError)) return {};
-  return { limit: error.limit, ...(error.artifactId !== undefined ? { artifactId: error.artifactId } : {}) };
+  const { message: _message, ...limit } = limitRefusalOf(error);
+  return limit;
 }
