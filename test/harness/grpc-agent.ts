@@ -71,6 +71,14 @@ export interface GrpcAgentHandle {
   requestCount(method: A2AMethod): number;
   /** Answer every SendMessage from now on with `answer` (`GrpcSendAnswer`); undefined = the handler's own answer again. */
   answerSendsWith(answer: GrpcSendAnswer | undefined): void;
+  /**
+   * Answer every read of a task from now on (GetTask, CancelTask, SubscribeToTask; 0.3 TaskSubscription) with `answer`'s
+   * status before any handler runs (a proxy or an interceptor in front of the agent; `afterHandler` is ignored);
+   * `alsoListTasks`: ListTasks too. Counted as `reads answered`. Undefined = the handlers' own answers again.
+   */
+  answerReadsWith(answer: (Omit<GrpcSendAnswer, 'afterHandler'> & { alsoListTasks?: boolean }) | undefined): void;
+  /** Reads `answerReadsWith` answered so far. */
+  readonly readsAnswered: number;
   /** End every server stream opened from now on after `events` messages (status OK, no terminal state); undefined = stop. */
   dropStreamsAfter(events: number | undefined): void;
   /** Kills the gRPC server (calls in flight fail), abandons executions, listens again on the same port with empty stores. */
@@ -95,6 +103,8 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
   let dropLimit: number | undefined;
   let droppedStreams = 0;
   let sendAnswer: GrpcSendAnswer | undefined;
+  let readAnswer: (Omit<GrpcSendAnswer, 'afterHandler'> & { alsoListTasks?: boolean }) | undefined;
+  let readsAnswered = 0;
   const pushEnabled = options.pushNotifications ?? true;
 
   const cardServer: HttpServer = createServer();
@@ -149,28 +159,44 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
   };
 
   type UnaryCallback = (error: Partial<ServiceError> | null, value?: unknown) => void;
+  /** The status of a scripted answer: `code`, with an ErrorInfo of `reason` (domain a2a-protocol.org) when given. */
+  const statusOf = (answer: Pick<GrpcSendAnswer, 'code' | 'reason'>): Partial<ServiceError> => {
+    const metadata = new Metadata();
+    if (answer.reason !== undefined) {
+      const errorInfo = { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: answer.reason, domain: 'a2a-protocol.org' };
+      metadata.set('grpc-status-details-bin', encodeFromJson(messageType('google.rpc.Status'), { code: answer.code, message: answer.reason, details: [errorInfo] }));
+    }
+    return { code: answer.code, details: `scripted status ${answer.code}`, metadata };
+  };
   /** Wraps a SendMessage handler so its answer is `sendAnswer` when one is set (after the handler ran, or instead). */
   const answeringSend = (handler: (call: unknown, callback: UnaryCallback) => void) => (call: unknown, callback: UnaryCallback) => {
     const answer = sendAnswer;
     if (answer === undefined) return handler(call, callback);
-    const status = (): Partial<ServiceError> => {
-      const metadata = new Metadata();
-      if (answer.reason !== undefined) {
-        const errorInfo = { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: answer.reason, domain: 'a2a-protocol.org' };
-        metadata.set('grpc-status-details-bin', encodeFromJson(messageType('google.rpc.Status'), { code: answer.code, message: answer.reason, details: [errorInfo] }));
-      }
-      return { code: answer.code, details: `scripted status ${answer.code}`, metadata };
-    };
-    if (!answer.afterHandler) return (count('SendMessage'), callback(status()));
-    return handler(call, (error, value) => (error ? callback(error, value) : callback(status())));
+    if (!answer.afterHandler) return (count('SendMessage'), callback(statusOf(answer)));
+    return handler(call, (error, value) => (error ? callback(error, value) : callback(statusOf(answer))));
   };
+  /** Wraps a read (unary or server-streaming) so it is answered `readAnswer`'s status when one is set, its handler never run. */
+  const answeringRead = (handler: (...args: unknown[]) => unknown, streaming: boolean, list: boolean) => (call: { emit(event: 'error', error: Partial<ServiceError>): void }, ...rest: unknown[]) => {
+    const answer = readAnswer;
+    if (answer === undefined || (list && !answer.alsoListTasks)) return handler(call, ...rest);
+    readsAnswered++;
+    if (streaming) return void call.emit('error', statusOf(answer));
+    return (rest[0] as UnaryCallback)(statusOf(answer));
+  };
+  const READS = /\/(GetTask|CancelTask|SubscribeToTask|TaskSubscription|ListTasks)$/;
 
   /** Wraps every method to record its metadata, every server-streaming one to be cut by `dropStreamsAfter`, SendMessage to answer `sendAnswer`. */
   const instrument = (definition: ServiceDefinition, implementation: UntypedServiceImplementation): UntypedServiceImplementation =>
     Object.fromEntries(
       Object.entries(implementation).map(([name, handler]) => {
         const streaming = definition[name]?.responseStream ? droppingStream(handler as (call: ServerWritableStream<unknown, unknown>) => void) : handler;
-        const inner = definition[name]?.path.endsWith('/SendMessage') ? answeringSend(handler as (call: unknown, callback: UnaryCallback) => void) : streaming;
+        const path = definition[name]?.path ?? '';
+        const read = READS.exec(path);
+        const inner = path.endsWith('/SendMessage')
+          ? answeringSend(handler as (call: unknown, callback: UnaryCallback) => void)
+          : read
+            ? answeringRead(streaming as (...args: unknown[]) => unknown, definition[name]?.responseStream === true, read[1] === 'ListTasks')
+            : streaming;
         const wrapped = (call: { metadata: Metadata }, ...rest: unknown[]): unknown => {
           seenMetadata.push(Object.fromEntries(Object.entries(call.metadata.getMap()).map(([key, value]) => [key, String(value)])));
           return (inner as (...args: unknown[]) => unknown)(call, ...rest);
@@ -206,6 +232,10 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
     sendMessageCount: (messageId) => executor.invocationCount(messageId),
     requestCount: (method) => counts.get(method) ?? 0,
     answerSendsWith: (answer) => void (sendAnswer = answer),
+    answerReadsWith: (answer) => void (readAnswer = answer),
+    get readsAnswered() {
+      return readsAnswered;
+    },
     dropStreamsAfter: (events) => void (dropLimit = events),
     async restart() {
       server.forceShutdown();

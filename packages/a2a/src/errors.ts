@@ -149,7 +149,11 @@ export function withRetryAfter<E>(error: E, retryAfterMs: number | undefined): E
 type Details = A2AErrorDetails;
 
 // A2A errors (spec §5.4). None is retryable: the same request gets the same answer.
-/** -32001 / HTTP 404: the agent knows no such task (never had it, or forgot it). Delivery `received`. */
+/**
+ * -32001 / HTTP 404 / gRPC NOT_FOUND: the agent knows no such task (never had it, or forgot it), or, named from a
+ * status alone, a server on the way knows no such route. Delivery `received`. Only `taskNotFoundProven` says which:
+ * the class describes the error for the logs.
+ */
 export class TaskNotFoundError extends A2AError {
   constructor(message = 'Task not found', details?: Details) { super(message, 'TASK_NOT_FOUND', false, details); }
 }
@@ -381,6 +385,7 @@ export const GRPC_STATUS_TABLE: ReadonlyMap<number, ErrorClass> = new Map<number
   [GRPC_CODE.INVALID_ARGUMENT, InvalidParamsError],
   // Our `requestTimeoutMs` deadline (or the server's): the call may or may not have run. Transient.
   [GRPC_CODE.DEADLINE_EXCEEDED, NetworkError],
+  // Named for the logs; alone it proves no missing task (a proxy's answer for an unknown route): `taskNotFoundProven`.
   [GRPC_CODE.NOT_FOUND, TaskNotFoundError],
   // Conflicts with something the agent holds (a task for our messageId, say): never proof nothing was created.
   [GRPC_CODE.ALREADY_EXISTS, ConflictError],
@@ -447,6 +452,23 @@ function codeRefuses(error: A2AError): boolean {
   if (error.grpcStatus !== undefined) return statusRefusalProven(error, error.grpcStatus, 'grpc');
   if (error.httpStatus !== undefined) return statusRefusalProven(error, error.httpStatus, 'http');
   return true;
+}
+
+/**
+ * Whether `error` is the agent's own TaskNotFoundError, spoken as the binding that answered speaks it (spec §5.4,
+ * §9.5, §10.6, §11.6): JSON-RPC (1.0 and 0.3, and a 0.3 HTTP+JSON `{code}` body) the code -32001; HTTP+JSON and gRPC a
+ * status that may refuse (`statusRefusalProven`) carrying the ErrorInfo reason `TASK_NOT_FOUND`; the whole answer,
+ * not a frame of a stream that had opened. The same rule as a refusal of a SendMessage (`codeRefuses`): a bare HTTP 404
+ * (a proxy's or a framework's page, a `google.rpc.Status` without an ErrorInfo or with another API's reason, 404 put
+ * in a JSON-RPC `code`), a bare gRPC NOT_FOUND (Envoy's answer for a route it does not know, an interceptor's), or
+ * TASK_NOT_FOUND over another code (a JSON-RPC -32050, a 5xx, gRPC INTERNAL) is an answer that proves delivery and
+ * nothing about the task: the reads count it as an answer they cannot use (bounded rounds, then a person), never
+ * toward the not-found window that ends a task LOST (a LOST step may be re-delegated: the work done twice). An A2A
+ * 0.3 gRPC agent (@a2a-js/sdk 0.3.x) sends no ErrorInfo, so its NOT_FOUND is bare: its lost task goes to a person or
+ * its deadline (docs/delegation-core.md). An error raised here with no answer carries no code: its class decides.
+ */
+export function taskNotFoundProven(error: unknown): error is TaskNotFoundError {
+  return error instanceof TaskNotFoundError && !error.inStreamFrame && codeRefuses(error);
 }
 
 /** What the failed request carried that an error may be about (`ErrorTableRow.concerns`). */

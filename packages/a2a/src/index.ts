@@ -43,6 +43,7 @@ export {
   type Delivery,
   deliveryOf,
   sendEffectOf,
+  taskNotFoundProven,
   type SentRequest,
   LimitExceededError,
   type LimitName,

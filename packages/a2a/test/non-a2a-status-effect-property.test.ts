@@ -10,15 +10,13 @@
  * else is effect maybe: the search by our messageId decides. Over binding (JSON-RPC and HTTP+JSON, 1.0 and 0.3) × status ×
  * content type × body shape, through the real transports against a byte-exact node:http server; and over gRPC (below).
  */
-import { create, toBinary } from '@bufbuild/protobuf';
-import { Metadata, Server, ServerCredentials, type ServiceError, type UntypedServiceImplementation } from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTransport } from '../src/client.ts';
 import { A2AError, sendEffectOf } from '../src/errors.ts';
-import { messageType } from '../src/grpc/codec.ts';
 import { GrpcTransport } from '../src/grpc/transport.ts';
 import { callError } from './helpers/grpc-calls.ts';
+import { type ScriptedStatus, type StatusDetailsShape, startStatusServer } from './helpers/grpc-status-server.ts';
 import { type RawServer, requestIdOf, startRawServer } from './helpers/raw-server.ts';
 
 const message = { messageId: 'm-ours', contextId: 'c-ours', role: 'ROLE_USER' as const, parts: [{ text: 'book' }] };
@@ -136,37 +134,15 @@ describe('property: a status without A2A proof of refusal never proves that a Se
  * TaskNotFoundError), and a status only a server sends is delivery `received`.
  */
 describe('property: a gRPC status without the binding\'s ErrorInfo refusal never proves that a SendMessage created nothing', () => {
-  type Shape = 'bare' | 'Status without details' | 'ErrorInfo' | 'another detail, then ErrorInfo' | 'undecodable details';
-  let grpcAnswer: { code: number; shape: Shape; reason: string; domain: string } = { code: 5, shape: 'bare', reason: '', domain: '' };
-  let grpcServer: Server;
+  let grpcAnswer: ScriptedStatus = { code: 5, shape: 'bare', reason: '', domain: '' };
+  let grpcServer: { url: string; close: () => void };
   let grpcUrl = '';
 
-  /** The `grpc-status-details-bin` trailer of `grpcAnswer` (undefined when bare). */
-  const detailsTrailer = ({ code, shape, reason, domain }: typeof grpcAnswer): Buffer | undefined => {
-    if (shape === 'bare') return undefined;
-    if (shape === 'undecodable details') return Buffer.from([0xff, 0xff, 0xff, 0x0f, 0x01]);
-    const statusType = messageType('google.rpc.Status');
-    const infoType = messageType('google.rpc.ErrorInfo');
-    const errorInfoAny = { typeUrl: 'type.googleapis.com/google.rpc.ErrorInfo', value: toBinary(infoType, create(infoType, { reason, domain } as never)) };
-    const debugInfoAny = { typeUrl: 'type.googleapis.com/google.rpc.DebugInfo', value: new Uint8Array([0x12, 0x02, 0x6e, 0x6f]) };
-    const details = shape === 'ErrorInfo' ? [errorInfoAny] : shape === 'another detail, then ErrorInfo' ? [debugInfoAny, errorInfoAny] : [];
-    return Buffer.from(toBinary(statusType, create(statusType, { code, message: 'refused', details } as never)));
-  };
-
   beforeAll(async () => {
-    grpcServer = new Server();
-    const answerWithStatus = (_call: unknown, callback: (error: Partial<ServiceError>) => void) => {
-      const metadata = new Metadata();
-      const trailer = detailsTrailer(grpcAnswer);
-      if (trailer) metadata.set('grpc-status-details-bin', trailer);
-      callback({ code: grpcAnswer.code, details: `status ${grpcAnswer.code}`, metadata });
-    };
-    const method = (name: string) => ({ path: `/lf.a2a.v1.A2AService/${name}`, requestStream: false, responseStream: false, requestSerialize: (value: Buffer) => value, requestDeserialize: (value: Buffer) => value, responseSerialize: (value: Buffer) => value, responseDeserialize: (value: Buffer) => value });
-    grpcServer.addService({ SendMessage: method('SendMessage'), GetTask: method('GetTask') }, { SendMessage: answerWithStatus, GetTask: answerWithStatus } as UntypedServiceImplementation);
-    const port = await new Promise<number>((resolve, reject) => grpcServer.bindAsync('127.0.0.1:0', ServerCredentials.createInsecure(), (error, bound) => (error ? reject(error) : resolve(bound))));
-    grpcUrl = `http://127.0.0.1:${port}`;
+    grpcServer = await startStatusServer(['SendMessage', 'GetTask'], () => grpcAnswer);
+    grpcUrl = grpcServer.url;
   });
-  afterAll(() => grpcServer.forceShutdown());
+  afterAll(() => grpcServer.close());
 
   /** The spec's refusals (spec §5.4 and JSON-RPC 2.0 §5.1 reasons), with the class name each names. */
   const SPEC_REFUSALS: Record<string, string> = {
@@ -192,7 +168,7 @@ describe('property: a gRPC status without the binding\'s ErrorInfo refusal never
   const OTHER_REASONS = ['API_KEY_INVALID', 'RATE_LIMIT_EXCEEDED', 'SERVICE_DISABLED', 'NOT_FOUND', 'UNIMPLEMENTED', 'task_not_found', ''];
   // Names of Object.prototype too: a reason is looked up in a Map, never as an object key (CI drew one: the oracle erred).
   const reasonArb = fc.oneof(fc.constantFrom(...Object.keys(SPEC_REFUSALS)), fc.constantFrom(...Object.keys(SPEC_MAYBE)), fc.constantFrom(...OTHER_REASONS), fc.constantFrom('toString', 'constructor', '__proto__', 'hasOwnProperty', 'valueOf'), fc.string({ maxLength: 16 }));
-  const shapeArb = fc.constantFrom<Shape>('bare', 'Status without details', 'ErrorInfo', 'another detail, then ErrorInfo', 'undecodable details');
+  const shapeArb = fc.constantFrom<StatusDetailsShape>('bare', 'Status without details', 'ErrorInfo', 'another detail, then ErrorInfo', 'undecodable details');
 
   /** The oracle, written out: the class and effect of a status with `reason` carried (or not) to a request that names a task (or not). */
   function expectedOf(code: number, carried: string | undefined, namesTask: boolean): { name: string; effect: 'none' | 'maybe' } {

@@ -202,7 +202,9 @@ export type Observation =
    */
   | { kind: 'task-read'; task: Task; call: AgentCall; complete: boolean; ownership: Ownership; why: string; cycle: boolean; afterRefused?: Unacceptable; afterLiveStream?: boolean; heldBack?: HeldBack }
   /**
-   * The agent says it has no such task (A2A -32001 TaskNotFoundError), from any call. `afterFoundAgain`: the denial
+   * The agent says it has no such task, from any call: the spec's TaskNotFoundError as its binding speaks it
+   * (`taskNotFoundProven`: JSON-RPC -32001, the ErrorInfo reason TASK_NOT_FOUND on HTTP+JSON and gRPC; a bare 404 or
+   * NOT_FOUND is a `read-failed` answer we cannot use, never this kind). `afterFoundAgain`: the denial
    * answers the full read of a task the check before LOST found again in a summary (attack 30).
    */
   | { kind: 'task-not-found'; call: AgentCall; heldBack?: HeldBack; afterFoundAgain?: boolean }

@@ -9,7 +9,8 @@
  *     (a person decides, with the evidence), and never shown as a result-less success;
  *   - a partial read (a ListTasks summary, a stream of appended chunks) identifies a task but never settles it: the
  *     outcome comes from a full read;
- *   - TaskNotFound from any call is one row (a window of answers, then a ListTasks check, then LOST), but for a task
+ *   - TaskNotFound from any call (the binding's own, never a bare 404 or NOT_FOUND: `readFailure`) is one row (a
+ *     window of answers, then a ListTasks check, then LOST), but for a task
  *     a Message answer named and nothing read since: at the window's end that Message was the whole answer
  *     (COMPLETED with it).
  */

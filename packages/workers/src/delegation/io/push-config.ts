@@ -6,7 +6,7 @@
  * agent answers is thrown.
  */
 import { createHash } from 'node:crypto';
-import { A2AError, TaskNotFoundError, isRetryable, sendEffectOf, type A2ATransport, type TaskPushNotificationConfig } from '@durable-a2a/a2a';
+import { A2AError, isRetryable, sendEffectOf, taskNotFoundProven, type A2ATransport, type TaskPushNotificationConfig } from '@durable-a2a/a2a';
 import { JournalError, type DelegationRef } from '@durable-a2a/shared';
 import { codeOf } from './read.ts';
 
@@ -91,13 +91,16 @@ export async function createPushConfig(transport: A2ATransport, wanted: WantedPu
   }
 }
 
-/** Deletes a config once (Delete is idempotent, spec §4.3.3: a config or task not found is as good as deleted). */
+/**
+ * Deletes a config once (Delete is idempotent, spec §4.3.3: a config or task not found, said by the agent's binding,
+ * `taskNotFoundProven`, is as good as deleted; a bare 404 or NOT_FOUND proves nothing and is a failure, logged).
+ */
 export async function deletePushConfig(transport: A2ATransport, taskId: string, id: string): Promise<PushConfigDeletion> {
   try {
     await transport.deleteTaskPushNotificationConfig({ taskId, id });
     return { kind: 'deleted' };
   } catch (error) {
     const code = agentFailure(error);
-    return error instanceof TaskNotFoundError ? { kind: 'deleted' } : { kind: 'failed', code };
+    return taskNotFoundProven(error) ? { kind: 'deleted' } : { kind: 'failed', code };
   }
 }

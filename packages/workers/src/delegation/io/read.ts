@@ -1,10 +1,11 @@
 /**
  * Reads of one task (spec §3.1.3 GetTask) as observations: the answer (`task-read`, with its ownership: a GetTask
- * about the id we asked is about that task, an answer naming another id is disproven), TaskNotFound
- * (`task-not-found`), or a failure (`read-failed`: a drop is retryable; an answer over a limit, one we cannot parse
- * or prove ours is `unacceptable`). Never writes the journal, never routes: `apply.ts` does.
+ * about the id we asked is about that task, an answer naming another id is disproven), TaskNotFound proven by the
+ * binding (`task-not-found`), or a failure (`read-failed`: a drop is retryable; an answer over a limit, one we cannot
+ * parse or prove ours, a not-found the binding does not speak is `unacceptable`). Never writes the journal, never
+ * routes: `apply.ts` does.
  */
-import { A2AError, AuthenticationError, LimitExceededError, TaskNotFoundError, isRetryable } from '@durable-a2a/a2a';
+import { A2AError, AuthenticationError, LimitExceededError, TaskNotFoundError, isRetryable, taskNotFoundProven } from '@durable-a2a/a2a';
 import { JournalError, limitRefusalOf, recordedErrorCodeOf, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import type { AgentCall, Observation, Unacceptable } from '../core/observation.ts';
@@ -55,17 +56,31 @@ export async function readTask(ctx: WorkerContext, record: DelegationRecord, req
 }
 
 /**
- * A failed call about our task as an observation: TaskNotFound from any call is `task-not-found`; an A2A error is
- * `read-failed` (retryable: a drop; otherwise `unacceptable`). Rethrows journal and programming errors.
+ * A failed call about our task as an observation, the one place a read's "not found" is read: the agent's
+ * TaskNotFoundError as its binding speaks it (`taskNotFoundProven`: JSON-RPC -32001, the ErrorInfo reason
+ * TASK_NOT_FOUND on HTTP+JSON and gRPC), from any call, is `task-not-found` (the not-found window, then LOST); a bare
+ * HTTP 404 or gRPC NOT_FOUND (a proxy's, a route's; an A2A 0.3 gRPC agent's) is an answer that proves nothing about
+ * the task: `read-failed`, unacceptable (`PROTOCOL_ERROR`: bounded rounds, then a person), the row keeping its state
+ * (readnotfound: a proxy answering NOT_FOUND to every read ended a running task LOST, and the step went to another
+ * agent). Any other A2A error is `read-failed` (retryable: a drop; otherwise `unacceptable`). Rethrows journal and
+ * programming errors.
  */
 export function readFailure(error: unknown, call: AgentCall, why: string, cycle: boolean, log: WorkerContext['logger']): Observation {
-  if (error instanceof TaskNotFoundError) return { kind: 'task-not-found', call };
+  if (taskNotFoundProven(error)) return { kind: 'task-not-found', call };
   if (error instanceof JournalError || !(error instanceof A2AError || isRetryable(error))) throw error;
   const retryable = isRetryable(error);
-  log.warn({ err: error, call }, retryable ? 'a call about our task failed; looking again later' : 'an answer about our task cannot be used');
-  const code = codeOf(error);
-  const unacceptable: Unacceptable | undefined = retryable ? undefined : unacceptableOf(error);
+  const unproven = error instanceof TaskNotFoundError;
+  log.warn({ err: error, call }, unproven ? 'a not-found the binding does not speak (no TaskNotFoundError): it proves nothing about our task' : retryable ? 'a call about our task failed; looking again later' : 'an answer about our task cannot be used');
+  const unacceptable: Unacceptable | undefined = unproven ? unprovenNotFound(error) : retryable ? undefined : unacceptableOf(error);
+  const code = unacceptable?.code ?? codeOf(error);
   return { kind: 'read-failed', call, code, retryable, why, cycle, ...(unacceptable ? { unacceptable } : {}) };
+}
+
+/** A not-found without the binding's TaskNotFoundError, as the unusable answer it is: `PROTOCOL_ERROR`, what arrived named. */
+function unprovenNotFound(error: TaskNotFoundError): Unacceptable {
+  const status = error.grpcStatus !== undefined ? `gRPC status ${error.grpcStatus}` : error.jsonRpcCode !== undefined ? `JSON-RPC code ${error.jsonRpcCode}` : `HTTP ${error.httpStatus ?? '?'}`;
+  const reason = error.reason === undefined ? 'no ErrorInfo' : `ErrorInfo reason ${error.reason}`;
+  return { code: 'PROTOCOL_ERROR', message: `a not-found the binding does not speak (${status}, ${reason}): no proof the agent lost the task: ${error.message}` };
 }
 
 /** An answer we cannot accept, as its observation carries it: the error's code, message, limit (and AUTH for refused credentials). */

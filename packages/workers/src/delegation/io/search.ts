@@ -17,10 +17,10 @@ import {
   A2AError,
   InvalidParamsError,
   MethodNotFoundError,
-  TaskNotFoundError,
   UnsupportedOperationError,
   historyHolds,
   isRetryable,
+  taskNotFoundProven,
   type A2ATransport,
   type ListTasksRequest,
   type Task,
@@ -137,11 +137,12 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
     } catch (error) {
       // A candidate that cannot be read (gone since the listing: -32001, a 5xx, a drop) proves nothing either way:
       // it does not undo a holder read in full (the search for a second one is best effort, as a failing later page);
-      // with no holder read, the search failed (rethrown below). Only a task the agent says is gone lets the reads go
-      // on: after a transport failure each further read could wait out its timeout on an agent gone down.
+      // with no holder read, the search failed (rethrown below). Only a task the agent says is gone (its binding's
+      // TaskNotFoundError, `taskNotFoundProven`; a bare 404 or NOT_FOUND may be a proxy's) lets the reads go on: after
+      // a transport failure each further read could wait out its timeout on an agent gone down.
       if (!(error instanceof A2AError)) throw error;
       unread ??= error;
-      if (error instanceof TaskNotFoundError) continue;
+      if (taskNotFoundProven(error)) continue;
       break;
     }
     reads.set(candidate.id, task);

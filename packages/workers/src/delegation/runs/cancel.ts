@@ -2,9 +2,10 @@
  * Cancel (spec §3.1.5): CancelTask on a running task; a terminal task's outcome is read instead (a refusal such as
  * TaskNotCancelableError); a delegation never sent is closed locally as CANCELED; one that may have been sent is
  * found by the reconciler first. What the agent answers is an observation applied by `apply.ts` (TaskNotFound from
- * CancelTask or the GetTask after it is the `task-not-found` row, never a BullMQ retry loop).
+ * CancelTask or the GetTask after it, as the binding speaks it, is the `task-not-found` row, never a BullMQ retry
+ * loop; a bare 404 or NOT_FOUND is an answer we cannot use: `readFailure`).
  */
-import { A2AError, isRetryable } from '@durable-a2a/a2a';
+import { A2AError, TaskNotFoundError, isRetryable } from '@durable-a2a/a2a';
 import { isFinished, isParked, journalStateOf, type DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';
@@ -53,9 +54,9 @@ async function cancelObservation(ctx: WorkerContext, record: DelegationRecord): 
     const refused = readFailure(error, 'cancel', 'CancelTask refused', false, ctx.logger);
     if (refused.kind === 'task-not-found') return refused;
     refusal = error.message;
-    // An answer we could not read (a protocol error, an invalid answer we judged so) is no refusal we know of: it
-    // counts as not canceled all the same, worded as what we know.
-    unreadable = answerOf(error) === 'unreadable';
+    // An answer we could not read (a protocol error, an invalid answer we judged so, a not-found the binding does not
+    // speak: `readFailure` says so) is no refusal we know of: it counts as not canceled all the same, worded as what we know.
+    unreadable = answerOf(error) === 'unreadable' || error instanceof TaskNotFoundError;
   }
   try {
     const task = await transport.getTask({ id: record.taskId! });

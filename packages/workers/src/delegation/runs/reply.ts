@@ -133,7 +133,8 @@ async function deliver(run: ReplyRun): Promise<string> {
   try {
     response = await transport.sendMessage({ message, configuration: { returnImmediately: true } });
   } catch (error) {
-    // TaskNotFound: the task is gone (or forgotten): the `task-not-found` row, not a BullMQ retry loop.
+    // TaskNotFound as the binding speaks it: the task is gone (or forgotten): the `task-not-found` row, not a BullMQ
+    // retry loop. A bare 404 or NOT_FOUND proves nothing (`readFailure`): effect maybe, retried as below.
     if (error instanceof A2AError && !isRetryable(error)) {
       const failed = readFailure(error, 'reply', 'reply refused', false, ctx.logger);
       if (failed.kind === 'task-not-found') return (await apply(ctx, record, failed, { source: 'reply' }), 'reply-task-not-found');
