@@ -52,9 +52,7 @@ const createWorkflowScript = defineScript({
       input.search.length,
       input.quota ? JSON.stringify(input.quota) : '',
       input.tenantCreatedAt ?? '',
-      input.workflow.workflowId ?? '',
-      input.workflow.updatedAt ?? '',
-      input.first?.delegationId ?? '',
+      // (The workflow id, its updatedAt and the first delegation's id: the script reads them from the rows.)
       input.places?.count ?? 0,
       input.places?.windowMs ?? '',
       input.places?.tenant ?? '',
