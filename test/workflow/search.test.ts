@@ -59,8 +59,8 @@ describe.skipIf(testsOnCluster())('search over 50,000 workflows', () => {
         const at = String(BASE_MS + index);
         const fields = { state: 'RUNNING', definition: definitionOf(workflowId, metadataOf(index)), createdAt: at, updatedAt: at, workflowId, version: '1' };
         const members = searchMembers(workflowId, indexedPairs(metadataOf(index)));
-        // createWorkflow-11.lua's flat ARGV: the counts, quota, tenant time, no send places, then the fields and the 0/member pairs.
-        const args = [Object.keys(fields).length, 0, 0, members.length, '', '', 0, '', '', ...Object.entries(fields).flat(), ...members.flatMap((member) => [0, member])];
+        // createWorkflow-11.lua's flat ARGV: the counts, quota, tenant time, ids, no send places, then the fields and the 0/member pairs.
+        const args = [Object.keys(fields).length, 0, 0, members.length, '', '', workflowId, at, '', 0, '', '', ...Object.entries(fields).flat(), ...members.flatMap((member) => [0, member])];
         const unused = keys.workflow(workflowId);
         pipeline.evalsha(sha, 11, unused, unused, keys.delegationList(workflowId), unused, keys.search(), keys.updated(), unused, unused, unused, unused, unused, ...args);
       }

@@ -58,16 +58,13 @@ function hsetLua(name: string, layout: readonly string[]): string {
 }
 
 /**
- * The generated include `createLayout` (scripts.ts): the layouts' lengths, where the values the script also needs
- * alone sit in them (`WORKFLOW_ID_AT`, `UPDATED_AT_AT`: the workflow row's workflowId and updatedAt, `FIRST_ID_AT`:
- * the intent's delegationId; offsets from the row's first value), and a writer per row (`hsetWorkflowRow(key, at,
- * last)`, `hsetIntentRow(key, at, last)`).
+ * The generated include `createLayout` (scripts.ts): the layouts' lengths and a writer per row
+ * (`hsetWorkflowRow(key, at, last)`, `hsetIntentRow(key, at, last)`).
  */
 export function createLayoutLua(): string {
   return [
     '-- Generated at load from journal/create-layout.ts (scripts.ts): the created rows\' field names, constants of their HSET.',
     `local WORKFLOW_ROW_VALUES, INTENT_ROW_VALUES = ${WORKFLOW_ROW_LAYOUT.length}, ${INTENT_ROW_LAYOUT.length}`,
-    `local WORKFLOW_ID_AT, UPDATED_AT_AT, FIRST_ID_AT = ${WORKFLOW_ROW_LAYOUT.indexOf('workflowId')}, ${WORKFLOW_ROW_LAYOUT.indexOf('updatedAt')}, ${INTENT_ROW_LAYOUT.indexOf('delegationId')}`,
     hsetLua('hsetWorkflowRow', WORKFLOW_ROW_LAYOUT),
     hsetLua('hsetIntentRow', INTENT_ROW_LAYOUT),
   ].join('\n');

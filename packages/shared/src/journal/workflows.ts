@@ -52,7 +52,9 @@ const createWorkflowScript = defineScript({
       input.search.length,
       input.quota ? JSON.stringify(input.quota) : '',
       input.tenantCreatedAt ?? '',
-      // (The workflow id, its updatedAt and the first delegation's id: the script reads them from the rows.)
+      input.workflow.workflowId ?? '',
+      input.workflow.updatedAt ?? '',
+      input.first?.delegationId ?? '',
       input.places?.count ?? 0,
       input.places?.windowMs ?? '',
       input.places?.tenant ?? '',

@@ -11,10 +11,10 @@
   KEYS[8] the tenant's stored set when ARGV[5] is given (one server only); else KEYS[1] again, unused
   KEYS[9] the tenant's created index when ARGV[6] is given (a tenant other than default, one server only); else
           KEYS[1] again, unused
-  KEYS[10] the send order's clock hash when ARGV[7] > 0 (one server only: another Cluster slot); else KEYS[1]
+  KEYS[10] the send order's clock hash when ARGV[10] > 0 (one server only: another Cluster slot); else KEYS[1]
           again, unused
-  KEYS[11] the send order's tenant weights when ARGV[7] > 0 (one server only); else KEYS[1] again, unused
-  ARGV[1] W: the workflow's field count (its field/value pairs from ARGV[10]; its updatedAt scores it in KEYS[6]),
+  KEYS[11] the send order's tenant weights when ARGV[10] > 0 (one server only); else KEYS[1] again, unused
+  ARGV[1] W: the workflow's field count (its field/value pairs from ARGV[13]; its updatedAt scores it in KEYS[6]),
           or, below 0, the row in its fixed layout (create-layout.ts WORKFLOW_ROW_LAYOUT: the layout's values, its
           names constants of this script, generated include `createLayout`) followed by -1 - W field/value pairs
   ARGV[2] D: the first delegation's field count (its pairs after the workflow's), 0 = no delegation; below 0, its
@@ -27,13 +27,12 @@
           (`at`: the creation time, ms, the members' score), or '' (no quota: the sets are not touched)
   ARGV[6] the workflow's creation time (ms), its score in its tenant's created index, or '' (not indexed there; on a
           Cluster the caller wrote it before this script, acknowledged) (tenant-quota.ts)
-  ARGV[7] P: message sends to place among the tenant's (includes/sendPlaces.lua, as sendOrder-2.lua would, one
-          call per send), 0 = none (on a Cluster the caller asks sendOrder-2.lua); ARGV[8] the Redis time one
-          place of the send order's clock lasts (ms); ARGV[9] the tenant
-  ARGV[10..] the two rows' arguments (W, D), then the pairs above, in that order: flat, so the script decodes no JSON
-          (but a quota) and hands each range to its command as it stands. The workflow id, its updatedAt (ms) and
-          the first delegation's id are read from the rows (their layout's places, or their pairs): no argument
-          repeats them
+  ARGV[7] the workflow id; ARGV[8] its updatedAt (ms); ARGV[9] the first delegation's id ('' = none)
+  ARGV[10] P: message sends to place among the tenant's (includes/sendPlaces.lua, as sendOrder-2.lua would, one
+          call per send), 0 = none (on a Cluster the caller asks sendOrder-2.lua); ARGV[11] the Redis time one
+          place of the send order's clock lasts (ms); ARGV[12] the tenant
+  ARGV[13..] the two rows' arguments (W, D), then the pairs above, in that order: flat, so the script decodes no JSON
+          (but a quota) and hands each range to its command as it stands
   Every entry is written with the workflow, in this one step: a crash cannot leave a workflow that an index does
   not name, nor (on one server) an entry without its workflow. A quota is checked here too, so no two creations
   can both take the last place.
@@ -54,27 +53,13 @@
 --- @include "createLayout"
 -- The live row or its compacted record (one EXISTS of both keys: same hash tag, same slot).
 if redis.call('EXISTS', KEYS[1], string.sub(KEYS[1], 1, -4) .. ':done') > 0 then return 0 end
+local workflowId = ARGV[7]
 -- A row's arguments: pairs (count >= 0), or its layout's values and -1 - count pairs.
 local workflowCount, delegationCount = tonumber(ARGV[1]), tonumber(ARGV[2])
 local function width(count, values) if count < 0 then return values - 2 - 2 * count end return 2 * count end
-local workflowAt = 10
+local workflowAt = 13
 local delegationAt = workflowAt + width(workflowCount, WORKFLOW_ROW_VALUES)
 local unfinishedAt = delegationAt + width(delegationCount, INTENT_ROW_VALUES)
--- The workflow id, its updatedAt and the first delegation's id: at their layout's places, else in the row's pairs.
-local workflowId, updatedAt, firstId
-if workflowCount < 0 then workflowId, updatedAt = ARGV[workflowAt + WORKFLOW_ID_AT], ARGV[workflowAt + UPDATED_AT_AT]
-else
-  for i = workflowAt, delegationAt - 1, 2 do
-    if ARGV[i] == 'workflowId' then workflowId = ARGV[i + 1] elseif ARGV[i] == 'updatedAt' then updatedAt = ARGV[i + 1] end
-  end
-end
-if delegationCount < 0 then firstId = ARGV[delegationAt + FIRST_ID_AT]
-else
-  for i = delegationAt, unfinishedAt - 1, 2 do
-    if ARGV[i] == 'delegationId' then firstId = ARGV[i + 1] end
-  end
-end
-workflowId, updatedAt, firstId = workflowId or '', updatedAt or '', firstId or ''
 local searchAt = unfinishedAt + 2 * tonumber(ARGV[3])
 local searchEnd = searchAt + 2 * tonumber(ARGV[4])
 if ARGV[5] ~= '' then
@@ -110,15 +95,15 @@ if ARGV[5] ~= '' then
 end
 -- The places before the rows too (a refused write leaves counts, never a workflow whose sends took no place).
 local reply
-if tonumber(ARGV[7]) > 0 then
-  reply = sendPlaces(KEYS[10], KEYS[11], ARGV[9], tonumber(ARGV[8]), tonumber(ARGV[7]))
+if tonumber(ARGV[10]) > 0 then
+  reply = sendPlaces(KEYS[10], KEYS[11], ARGV[12], tonumber(ARGV[11]), tonumber(ARGV[10]))
   table.insert(reply, 1, 1)
 end
 -- The indexes first: an index write refused (out of memory) ends the script before the workflow exists.
 if unfinishedAt < searchAt then redis.call('ZADD', KEYS[4], unpack(ARGV, unfinishedAt, searchAt - 1)) end
 if searchAt < searchEnd then
   redis.call('ZADD', KEYS[5], unpack(ARGV, searchAt, searchEnd - 1))
-  redis.call('ZADD', KEYS[6], updatedAt, workflowId)
+  redis.call('ZADD', KEYS[6], ARGV[8], workflowId)
 end
 if ARGV[6] ~= '' then redis.call('ZADD', KEYS[9], ARGV[6], workflowId) end
 if workflowCount < 0 then hsetWorkflowRow(KEYS[1], workflowAt, delegationAt - 1)
@@ -126,7 +111,7 @@ else redis.call('HSET', KEYS[1], unpack(ARGV, workflowAt, delegationAt - 1)) end
 if delegationAt < unfinishedAt then
   if delegationCount < 0 then hsetIntentRow(KEYS[2], delegationAt, unfinishedAt - 1)
   else redis.call('HSET', KEYS[2], unpack(ARGV, delegationAt, unfinishedAt - 1)) end
-  redis.call('RPUSH', KEYS[3], firstId)
+  redis.call('RPUSH', KEYS[3], ARGV[9])
 end
 if reply then return reply end
 return 1
