@@ -28,7 +28,7 @@ describe('withoutUnusedFunctions', () => {
     expect(withoutUnusedFunctions(text)).toBe(['local function used(x) return x end', '--[[ a block naming helper and unusedCaller ]]', 'return used(ARGV[1])'].join('\n'));
   });
 
-  it('keeps a function named by code anywhere: a trailing comment, a string, a later function, a nested call', () => {
+  it('keeps a function named by code anywhere: a trailing comment, a string, a later function, after a block comment closes', () => {
     const text = [
       'local function inTrailing() end',
       'local function inString() end',
@@ -36,8 +36,13 @@ describe('withoutUnusedFunctions', () => {
       '  return 1',
       'end',
       'local function later() return inLater() end',
+      'local function afterBlock() end',
+      'local function afterLongBlock() end',
       "local x = 1 -- inTrailing",
       "redis.call('GET', 'inString')",
+      '--[[ a block ]] afterBlock()',
+      '--[[ a block',
+      'of two lines ]] afterLongBlock()',
       'return later()',
     ].join('\n');
     expect(withoutUnusedFunctions(text)).toBe(text);

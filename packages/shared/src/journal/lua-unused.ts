@@ -47,18 +47,26 @@ function definitions(lines: readonly string[]): Definition[] {
   return found;
 }
 
-/** Whether each line is code: not inside a `--[[ … ]]` block, not a whole-line `--` comment. */
+/** Whether anything follows the first `]]` of `text` (code after a block comment closes: counted as code). */
+const textAfterClose = (text: string) => text.slice(text.indexOf(']]') + 2).trim() !== '';
+
+/**
+ * Whether each line may hold code: not inside a `--[[ … ]]` block, not a whole-line `--` comment. A line where a
+ * block closes with anything after it counts as code.
+ */
 function codeLines(lines: readonly string[]): boolean[] {
   let inBlock = false;
   return lines.map((line) => {
     const trimmed = line.trimStart();
     if (inBlock) {
-      if (line.includes(']]')) inBlock = false;
-      return false;
+      if (!line.includes(']]')) return false;
+      inBlock = false;
+      return textAfterClose(line);
     }
     if (trimmed.startsWith('--[[')) {
-      inBlock = !trimmed.slice(4).includes(']]');
-      return false;
+      const rest = trimmed.slice(4);
+      inBlock = !rest.includes(']]');
+      return !inBlock && textAfterClose(rest);
     }
     return !trimmed.startsWith('--');
   });
