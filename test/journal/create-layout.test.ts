@@ -43,17 +43,21 @@ describe('the created rows\' fixed layout', () => {
   it('a created row holds its fields in the order given, with or without extra fields, in either form (property)', async () => {
     const extra = fc.uniqueArray(fc.tuple(fc.constantFrom('held', 'priority', 'push', 'pushToken', 'note', 'x1'), fc.string({ maxLength: 8 })), { selector: ([field]) => field, maxLength: 4 });
     await fc.assert(
-      fc.asyncProperty(extra, extra, fc.boolean(), async (workflowExtra, intentExtra, shuffled) => {
+      fc.asyncProperty(extra, extra, fc.boolean(), fc.boolean(), async (workflowExtra, intentExtra, shuffled, intentShuffled) => {
         const journal = new Journal(redis(), { prefix: `cl${++counter}`, retentionMs: 60_000 });
         const workflowId = `wf-${counter}`;
-        const base = { state: 'RUNNING', definition: '{"steps":[]}', createdAt: '5', updatedAt: '5' };
+        const base = { state: 'RUNNING', definition: '{"steps":[]}', createdAt: '5', updatedAt: '7' };
         const fields: Record<string, string> = Object.fromEntries([...(shuffled ? [['definition', base.definition]] : []), ...Object.entries(base), ...workflowExtra]);
-        const intent = { ...buildIntent({ workflowId, step: 'main', attempt: 1, agentCardUrl: 'http://a/card', message: { parts: [{ text: 'x' }] } as never, now: 5 }), ...Object.fromEntries(intentExtra) };
+        const built = buildIntent({ workflowId, step: 'main', attempt: 1, agentCardUrl: 'http://a/card', message: { parts: [{ text: 'x' }] } as never, now: 5 });
+        const intent = { ...(intentShuffled ? { note: 'first' } : {}), ...built, ...Object.fromEntries(intentExtra) };
         expect(await journal.createWorkflow(workflowId, fields, intent)).toBe(true);
         const workflowRow = await redis().call('HGETALL', journal.keys.workflow(workflowId));
-        expect(workflowRow).toEqual(Object.entries({ ...fields, workflowId, tenant: 'default', version: '1', updatedAt: '5' }).flat());
+        expect(workflowRow).toEqual(Object.entries({ ...fields, workflowId, tenant: 'default', version: '1', updatedAt: '7' }).flat());
         const intentRowStored = await redis().call('HGETALL', journal.keys.delegation(workflowId, 'main.1'));
         expect(intentRowStored).toEqual(Object.entries({ ...intent, tenant: 'default' }).flat());
+        // The first delegation listed, the workflow scored by its updatedAt in the updated index, in either form.
+        expect(await redis().lrange(journal.keys.delegationList(workflowId), 0, -1)).toEqual(['main.1']);
+        expect(await redis().zscore(journal.keys.updated(), workflowId)).toBe('7');
       }),
       { numRuns: 40 },
     );

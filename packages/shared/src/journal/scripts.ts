@@ -4,7 +4,8 @@
  * by their SHA1 (EVALSHA; on NOSCRIPT, a fresh or failed-over server, once with EVAL, which caches it there). Two
  * releases can run side by side during a deploy: each runs its own scripts' texts by their own digests.
  * A script's text is its file with its includes (`--- @include "<name>"`: `lua/includes/<name>.lua`, or the
- * generated `prelude` of codes and state sets, script-codes.ts) and its load-time values written in.
+ * generated `prelude` of codes and state sets, script-codes.ts) and its load-time values written in, without the
+ * top-level functions it never calls (lua-unused.ts: each would be a closure made on every call).
  * The scripts are not defined as ioredis commands: an auto-pipelined client copies every defined command
  * onto the pipeline of each batch it sends, a cost on every call.
  */
@@ -14,6 +15,7 @@ import { Cluster, type Redis } from 'ioredis';
 import { compactedRecordAssemblyLua, compactedRecordLayoutLua } from './compacted-record.ts';
 import { createLayoutLua } from './create-layout.ts';
 import { historyLimitsLua } from './history.ts';
+import { withoutUnusedFunctions } from './lua-unused.ts';
 import { luaPrelude, scriptCodeName, type ScriptCode } from './script-codes.ts';
 
 const LUA_DIRECTORY = new URL('./lua/', import.meta.url);
@@ -107,7 +109,9 @@ function fileText(name: string): string {
   if (!KEY_COUNTS.has(name)) throw new Error(`no journal script '${name}' (lua/<verb>-<key count>.lua)`);
   const file = `${name}-${KEY_COUNTS.get(name)}.lua`;
   const expanded = withIncludes(readFileSync(new URL(file, LUA_DIRECTORY), 'utf8'), new Set(), file);
-  const text = expanded.replace(GENERATED, (line, name: string) => GENERATED_INCLUDES[name]!(expanded.replace(line, '')));
+  // Unused functions out first: the prelude then holds only the tables the code left over names.
+  const used = withoutUnusedFunctions(expanded);
+  const text = used.replace(GENERATED, (line, name: string) => GENERATED_INCLUDES[name]!(used.replace(line, '')));
   return text.replace(MARKER, (_marker, marker: string) => {
     const value = WRITTEN_AT_LOAD[marker];
     if (!value) throw new Error(`${file}: no value to write into '{} --[[${marker}]]'`);

@@ -72,9 +72,10 @@ if not done then return {0, 'large'} end
 
 -- Nothing written above: from here the same writes as the two scripts, in their order, minus the rows' HSETs and the
 -- snapshot's artifacts (deleted with the compaction).
-if ARGV[2] ~= '' and redis.call('GET', KEYS[3]) == ARGV[2] then redis.call('DEL', KEYS[3]) end
+-- The follow lease, when ARGV[2] holds it, goes in the compaction's DEL (one command fewer than a DEL of its own).
+local leaseHeld = ARGV[2] ~= '' and redis.call('GET', KEYS[3]) == ARGV[2]
 local pushed = (row[6] or '') ~= '' and { ids[1], row[6] } or {}
-storeCompacted(workflowKey, listKey, base, done, ids, pushed, tonumber(ARGV[4]) or 0, (row[10] or '') ~= '')
+storeCompacted(workflowKey, listKey, base, done, ids, pushed, tonumber(ARGV[4]) or 0, (row[10] or '') ~= '', leaseHeld and KEYS[3] or nil)
 redis.call('ZADD', KEYS[5], 'GT', ARGV[3], workflow[5])
 publishChange(base, ARGV[5] == '1' and done or ARGV[6])
 local removed = redis.call('ZREM', KEYS[4], ARGV[8])

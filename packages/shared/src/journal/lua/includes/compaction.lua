@@ -204,8 +204,8 @@ end
 -- Stores a finished workflow's compacted record `done` (retention ms: 0 = kept), its push tokens (`push`: delegation
 -- id, token, …), keeps its answer index with the same expiry (`answered`: a delegation has a reply, so the index may
 -- exist; a workflow without one costs no command), and deletes its hashes, list and history (`ids`: its delegation
--- ids).
-local function storeCompacted(workflowKey, listKey, base, done, ids, push, retention, answered)
+-- ids), and `alsoDeleted` (optional: a key of the same slot the caller deletes with them).
+local function storeCompacted(workflowKey, listKey, base, done, ids, push, retention, answered, alsoDeleted)
   if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
   else redis.call('SET', base .. ':done', done) end
   for first = 1, #push, 1000 do
@@ -218,6 +218,7 @@ local function storeCompacted(workflowKey, listKey, base, done, ids, push, reten
   -- DEL in chunks: Lua's unpack takes at most ~8,000 values, and a workflow may hold 4,000 delegations
   -- (100 steps × 20 attempts, each with a compensation), two keys each.
   local keys = { workflowKey, listKey, base .. ':history' }
+  if alsoDeleted then keys[4] = alsoDeleted end
   for _, id in ipairs(ids) do
     keys[#keys + 1] = base .. ':d:' .. id
     keys[#keys + 1] = base .. ':d:' .. id .. ':artifacts'

@@ -1,0 +1,115 @@
+/**
+ * journal/lua-unused.ts: a script's unused top-level functions are taken out at load (each would be a closure made on
+ * every call), and nothing a script calls ever is.
+ */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { withoutUnusedFunctions } from '../src/journal/lua-unused.ts';
+import { scriptNames, scriptText } from '../src/journal/scripts.ts';
+
+const definedNames = (text: string) => [...text.matchAll(/^local function ([A-Za-z_][A-Za-z0-9_]*)/gm)].map((match) => match[1]!);
+
+describe('withoutUnusedFunctions', () => {
+  it('takes out unused functions, one line or several, with the comment above, and what only they called', () => {
+    const text = [
+      '-- helper: only `unusedCaller` calls it',
+      'local function helper(x) return x + 1 end',
+      '-- unusedCaller: nobody calls it',
+      '-- (two comment lines)',
+      'local function unusedCaller(x)',
+      '  local y = helper(x)',
+      '',
+      '  return unusedCaller(y)',
+      'end',
+      'local function used(x) return x end',
+      '--[[ a block naming helper and unusedCaller ]]',
+      'return used(ARGV[1])',
+    ].join('\n');
+    expect(withoutUnusedFunctions(text)).toBe(['local function used(x) return x end', '--[[ a block naming helper and unusedCaller ]]', 'return used(ARGV[1])'].join('\n'));
+  });
+
+  it('keeps a function named by code anywhere: a trailing comment, a string, a later function, after a block comment closes', () => {
+    const text = [
+      'local function inTrailing() end',
+      'local function inString() end',
+      'local function inLater()',
+      '  return 1',
+      'end',
+      'local function later() return inLater() end',
+      'local function afterBlock() end',
+      'local function afterLongBlock() end',
+      "local x = 1 -- inTrailing",
+      "redis.call('GET', 'inString')",
+      '--[[ a block ]] afterBlock()',
+      '--[[ a block',
+      'of two lines ]] afterLongBlock()',
+      'return later()',
+    ].join('\n');
+    expect(withoutUnusedFunctions(text)).toBe(text);
+  });
+
+  it('leaves a definition whose shape it does not take out as written, used or not', () => {
+    const ambiguous = ['local function opens(x) if x then return end', '  x = 1', 'end', 'return 1'].join('\n');
+    expect(withoutUnusedFunctions(ambiguous)).toBe(ambiguous);
+    const unclosed = ['local function f(x)', '  return x', 'return 1'].join('\n');
+    expect(withoutUnusedFunctions(unclosed)).toBe(unclosed);
+    const interrupted = ['local function f(x)', '  local y = x', 'local z = 2', 'end', 'return 1'].join('\n');
+    expect(withoutUnusedFunctions(interrupted)).toBe(interrupted);
+  });
+
+  it('keeps exactly the functions the main code reaches, for any call graph (property)', () => {
+    const graph = fc.integer({ min: 1, max: 8 }).chain((count) =>
+      fc.record({
+        count: fc.constant(count),
+        // As Lua's scoping allows a local function: calls of itself and of those defined before it.
+        calls: fc.tuple(...Array.from({ length: count }, (_, index) => fc.subarray(Array.from({ length: index + 1 }, (_, callee) => callee)))),
+        main: fc.subarray(Array.from({ length: count }, (_, index) => index)),
+        oneLine: fc.array(fc.boolean(), { minLength: count, maxLength: count }),
+      }),
+    );
+    fc.assert(
+      fc.property(graph, ({ count, calls, main, oneLine }) => {
+        const name = (index: number) => `fn${index}x`;
+        const body = (index: number) => calls[index]!.map((callee) => `${name(callee)}()`).join(' + ') || '0';
+        const lines = Array.from({ length: count }, (_, index) =>
+          oneLine[index] ? [`-- ${name(index)}`, `local function ${name(index)}() return ${body(index)} end`] : [`local function ${name(index)}()`, `  return ${body(index)}`, 'end'],
+        ).flat();
+        lines.push(`return ${main.map((index) => `${name(index)}()`).join(' + ') || '0'}`);
+        // Reachable from the main code through the calls.
+        const reached = new Set<number>();
+        const visit = (index: number) => {
+          if (reached.has(index)) return;
+          reached.add(index);
+          for (const callee of calls[index]!) visit(callee);
+        };
+        main.forEach(visit);
+        const kept = definedNames(withoutUnusedFunctions(lines.join('\n')));
+        expect(kept).toEqual(Array.from({ length: count }, (_, index) => index).filter((index) => reached.has(index)).map(name));
+      }),
+    );
+  });
+});
+
+describe("the journal scripts' texts", () => {
+  it('define every top-level function their code names, and each is named outside its own definition', () => {
+    for (const script of scriptNames()) {
+      const text = scriptText(script);
+      const code = text
+        .replace(/--\[\[[\s\S]*?\]\]/g, '')
+        .split('\n')
+        .filter((line) => !line.trimStart().startsWith('--'))
+        .join('\n');
+      for (const name of new Set(definedNames(text))) {
+        const uses = code.match(new RegExp(`\\b${name}\\b`, 'g'))?.length ?? 0;
+        expect(uses, `${script}: ${name} defined but never named`).toBeGreaterThan(1);
+      }
+    }
+  });
+
+  it('finishStep no longer makes the compaction helpers it never calls', () => {
+    const names = definedNames(scriptText('finishStep'));
+    expect(names).toEqual(expect.arrayContaining(['assemble', 'storeCompacted', 'withArtifacts']));
+    for (const unused of ['compact', 'encodeFields', 'slimDelegation', 'checkPrebuilt', 'finishWorkflowKeys']) expect(names).not.toContain(unused);
+    expect(definedNames(scriptText('updateWorkflow'))).toEqual(expect.arrayContaining(['compact', 'encodeFields', 'finishWorkflowKeys']));
+  });
+});
