@@ -4,7 +4,9 @@
  * and when a delegation opens a question (applyStatus). A waiter subscribes
  * first, then reads the journal back, and reads again on every message: a
  * change between the read and the subscription cannot be missed, and a lost
- * message (a reconnect) only costs a read, since reconnecting counts as one.
+ * message (a reconnect) only costs a read, since reconnecting counts as one. A workflow this process created while
+ * the subscriber's pattern was confirmed needs no first read: what its channel published since is kept for its wait
+ * (`WorkflowChangeSubscriber.watchCreation`).
  */
 import { z } from 'zod';
 import { MAX_TIMER_DELAY_MS, setLongTimeout, type LongTimeout } from '@durable-a2a/a2a';

@@ -18,7 +18,8 @@
  * subscribed sends nothing: it is listening as soon as it is registered, and
  * then reads its record, as after a SUBSCRIBE. The channels and what is
  * published on them are the same; only this subscriber also hears the changes
- * of workflows nobody here waits for (dropped on arrival).
+ * of workflows nobody here waits for (dropped on arrival, but for the workflows
+ * this process is creating: kept for their first wait, `watchCreation`).
  */
 import { Cluster, type Redis, type RedisOptions } from 'ioredis';
 import { DEFAULT_COMMAND_TIMEOUT_MS, batchWritesPerTurn, waitUntilConnected } from '../redis.ts';
