@@ -43,6 +43,9 @@ async function parkedWorkflow(): Promise<string> {
 }
 
 const read = (workflowId: string): Promise<WorkflowView> => idle.get(workflowId);
+/** The states a wait resolves on, and how long after the wait starts the change lands (ms). */
+const settledStates = fc.constantFrom('COMPLETED', 'FAILED', 'CANCELED', 'NEEDS_ATTENTION');
+const delaysMs = fc.integer({ min: 0, max: 30 });
 
 describe('the change subscriber with a pattern', () => {
   it('workflowChangePattern matches every change channel of its prefix and escapes the prefix', () => {
@@ -85,12 +88,19 @@ describe('the change subscriber with a pattern', () => {
 
   it('property: whenever the change lands (before the wait, during the read-back, while waiting), a wait through the pattern resolves with it', async () => {
     const subscriber = new WorkflowChangeSubscriber(base, { pattern: workflowChangePattern(idle.journal), patternFromWaiters: 1, lingerMs: 60_000 });
+    // Once the pattern is confirmed a wait registers at once (`listenNow`): only the first wait awaits `listen`.
+    let awaitedListens = 0;
+    const listen = subscriber.listen.bind(subscriber);
+    subscriber.listen = (...args) => {
+      awaitedListens++;
+      return listen(...args);
+    };
     try {
       await fc.assert(
         fc.asyncProperty(
-          fc.constantFrom('COMPLETED', 'FAILED', 'CANCELED', 'NEEDS_ATTENTION'),
+          settledStates,
           fc.constantFrom('before the wait', 'right after the first read', 'while waiting'),
-          fc.integer({ min: 0, max: 30 }),
+          delaysMs,
           async (finalState, when, delayMs) => {
             const id = await parkedWorkflow();
             if (when === 'before the wait') await idle.journal.updateWorkflow(id, { state: finalState });
@@ -117,22 +127,110 @@ describe('the change subscriber with a pattern', () => {
       );
       // Every wait went through the one pattern: no channel was subscribed.
       expect(await subscribed()).toEqual({ channels: [], patterns: 1 });
+      expect(awaitedListens).toBe(1);
     } finally {
       await subscriber.close();
     }
   });
 
-  it('a change published while the pattern subscriber reconnects is not lost', async () => {
+  it('listenNow registers only once the pattern is confirmed, and a wait so registered is woken by the next change', async () => {
+    const subscriber = new WorkflowChangeSubscriber(base, { pattern: workflowChangePattern(idle.journal), patternFromWaiters: 1, lingerMs: 60_000 });
+    try {
+      const id = await parkedWorkflow();
+      const channel = workflowChangeChannel(idle.journal, id);
+      expect(subscriber.listenNow(channel, () => undefined)).toBeUndefined();
+      const pending = subscriber.listen(channel, () => undefined);
+      // Asked, not confirmed yet: nothing registers without waiting.
+      expect(subscriber.listenNow(channel, () => undefined)).toBeUndefined();
+      const unlistenFirst = await pending;
+      const heard: (string | undefined)[] = [];
+      const unlisten = subscriber.listenNow(channel, (message) => heard.push(message));
+      expect(unlisten).toBeTypeOf('function');
+      await idle.journal.updateWorkflow(id, { state: 'COMPLETED' });
+      await eventually(async () => heard.length > 0, 'the change heard');
+      await unlisten!();
+      await unlistenFirst();
+      // Given up (nobody waits, then closed): nothing registers at once any more.
+      await subscriber.close();
+      expect(subscriber.listenNow(channel, () => undefined)).toBeUndefined();
+    } finally {
+      await subscriber.close();
+    }
+  });
+
+  it('property: a workflow this producer created while its pattern was confirmed is waited for with no state read, whenever its change lands', async () => {
+    // A producer of its own: its subscriber takes the pattern from PATTERN_FROM_WAITERS (8) waits at once.
+    const producer = createProducer({ addressPolicy: { allowLoopback: true }, redis: redisServer().url, prefix: PREFIX });
+    let stateReads = 0;
+    const workflowStates = producer.journal.workflowStates.bind(producer.journal);
+    producer.journal.workflowStates = async (ids) => {
+      stateReads++;
+      return workflowStates(ids);
+    };
+    const start = async () => {
+      const workflowId = `created-${++sequence}`;
+      await producer.startWorkflow({ workflowId, steps: [{ name: 'main', agent: NOWHERE, message: { text: 'never sent' } }] });
+      return workflowId;
+    };
+    const keepers = await Promise.all(Array.from({ length: 8 }, () => start()));
+    const kept = keepers.map((id) => producer.waitFor(id, { timeoutMs: 60_000 }));
+    try {
+      // Once the pattern is confirmed, a workflow created now is waited for without a read of its state.
+      let readsOfLast = 1;
+      for (let attempt = 0; attempt < 200 && readsOfLast > 0; attempt++) {
+        const id = await start();
+        const before = stateReads;
+        const waiting = producer.waitFor(id, { timeoutMs: 20_000 });
+        await producer.journal.updateWorkflow(id, { state: 'COMPLETED' });
+        expect((await waiting).state).toBe('COMPLETED');
+        readsOfLast = stateReads - before;
+      }
+      expect(readsOfLast).toBe(0);
+      await fc.assert(
+        fc.asyncProperty(fc.record({ finalState: settledStates, when: fc.constantFrom('before the wait', 'while waiting', 'twice before the wait'), delayMs: delaysMs }), async ({ finalState, when, delayMs }) => {
+            const id = await start();
+            if (when === 'twice before the wait') await producer.journal.updateWorkflow(id, { state: 'COMPENSATING' });
+            if (when !== 'while waiting') await producer.journal.updateWorkflow(id, { state: finalState });
+            const waiting = producer.waitFor(id, { timeoutMs: 20_000 });
+            if (when === 'while waiting') setTimeout(() => void producer.journal.updateWorkflow(id, { state: finalState }), delayMs);
+            expect((await waiting).state).toBe(finalState);
+        }),
+        { numRuns: 30 },
+      );
+      const readsBefore = stateReads;
+      // Created by another producer (an idempotent retry here creates nothing): its state is read.
+      const elsewhere = await parkedWorkflow();
+      const again = await start();
+      await expect(producer.startWorkflow({ workflowId: again, steps: [{ name: 'main', agent: NOWHERE, message: { text: 'never sent' } }] })).resolves.toEqual({ id: again, created: false });
+      await producer.journal.updateWorkflow(elsewhere, { state: 'COMPLETED' });
+      await producer.journal.updateWorkflow(again, { state: 'FAILED' });
+      expect((await producer.waitFor(elsewhere, { timeoutMs: 20_000 })).state).toBe('COMPLETED');
+      expect((await producer.waitFor(again, { timeoutMs: 20_000 })).state).toBe('FAILED');
+      expect(stateReads - readsBefore).toBe(2);
+    } finally {
+      await Promise.all(keepers.map((id) => producer.journal.updateWorkflow(id, { state: 'CANCELED' })));
+      await Promise.allSettled(kept);
+      await producer.close();
+    }
+  });
+
+  it('a change published while the pattern subscriber reconnects is not lost, and the creations kept are forgotten', async () => {
     const subscriber = new WorkflowChangeSubscriber(base, { pattern: workflowChangePattern(idle.journal), patternFromWaiters: 1, lingerMs: 60_000 });
     try {
       const id = await parkedWorkflow();
       const waiting = waitForWorkflow(subscriber, idle.journal, read, id, { timeoutMs: 30_000 });
       await eventually(async () => (await subscribed()).patterns === 1, 'the pattern subscribed');
+      // A creation kept for its first wait: after a replacement, what was published meanwhile may be lost, so it is not trusted.
+      const created = workflowChangeChannel(idle.journal, 'created-before-the-cut');
+      let watch: ReturnType<WorkflowChangeSubscriber['watchCreation']>;
+      await eventually(async () => (watch = subscriber.watchCreation(created)) !== undefined, 'the pattern confirmed');
+      subscriber.settleCreation(watch!, true);
       // The subscriber connection is cut and the change lands while it connects again: the replacement subscribes the
       // pattern, then wakes the wait, which reads the change.
       await onEveryServer(redisServer(), (server) => server.client('KILL', 'TYPE', 'pubsub'));
       await idle.journal.updateWorkflow(id, { state: 'CANCELED' });
       expect((await waiting).state).toBe('CANCELED');
+      expect(subscriber.takeCreation(created)).toBeUndefined();
       // The replacement holds the pattern: a later wait is still woken through it.
       await eventually(async () => (await subscribed()).patterns === 1, 'the pattern subscribed again');
       const next = await parkedWorkflow();

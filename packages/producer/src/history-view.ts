@@ -6,6 +6,7 @@
  * read from its attempt's row (`questionExpiredAt`, `questionExpiry`, and with `answer` the default answer sent).
  */
 import { partsText, type DelegationView, type History, type HistoryEntry } from '@durable-a2a/shared';
+import { instantOf } from './instant.ts';
 
 /** A history entry's view fields; fields beyond these are the stored entry's own (`message`, `parts`, `evidence`, `previous`, …). */
 interface HistoryEntryFields {
@@ -30,7 +31,6 @@ export interface HistoryEntryView extends HistoryEntryFields {
   summary: string;
 }
 
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /** The text an entry carries, by kind (undefined when it has none). */
 function textOf(entry: HistoryEntry): string | undefined {
@@ -107,7 +107,7 @@ function expiryEntry(delegation: DelegationView): HistoryEntryFields | undefined
   const defaultAnswer = delegation.questionExpiry === 'answer' && delegation.replyBy === 'expiry' && delegation.replyMessage ? partsText(delegation.replyMessage.parts) : undefined;
   return {
     kind: 'question-expired',
-    at: iso(delegation.questionExpiredAt),
+    at: instantOf(delegation.questionExpiredAt),
     delegationId: delegation.delegationId,
     step: delegation.step,
     onExpiry: delegation.questionExpiry,
@@ -124,7 +124,7 @@ export function historyView(history: History, delegations: readonly DelegationVi
     const text = textOf(entry);
     const view: HistoryEntryFields = {
       ...entry,
-      at: iso(entry.at),
+      at: instantOf(entry.at),
       ...(attempt && step === undefined ? { step: attempt.step } : {}),
       ...(text !== undefined ? { text } : {}),
       ...(entry.kind === 'question' && attempt ? { request: { messageId: attempt.messageId, text: partsText(attempt.message.parts) } } : {}),
@@ -142,6 +142,6 @@ export function historyView(history: History, delegations: readonly DelegationVi
   }
   if (history.dropped === 0) return entries;
   const text = `${history.dropped} ${history.dropped === 1 ? 'entry' : 'entries'} dropped`;
-  const marker: HistoryEntryView = { kind: 'dropped', at: entries[0]?.at ?? iso(createdAtMs), count: history.dropped, text, summary: `${text} (older history beyond its bounds)` };
+  const marker: HistoryEntryView = { kind: 'dropped', at: entries[0]?.at ?? instantOf(createdAtMs), count: history.dropped, text, summary: `${text} (older history beyond its bounds)` };
   return [marker, ...entries];
 }

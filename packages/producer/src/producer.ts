@@ -13,7 +13,7 @@ import { MessageInputSchema, TenantSchema, isClusterUrl, agentVisibleTo, tenantO
 import { ProducerInputError, NotFoundError, ForbiddenError, QuotaExceededError, NoOpenQuestionError, RedisUnavailableError, RedisRefusingWritesError, producerErrorOfRedis } from './errors.ts';
 import type { WorkflowView, OpenQuestion, WorkflowSummaryView } from './view.ts';
 import { waitForWorkflow, type WaitForOptions } from './wait.ts';
-import { closeProducer, connectProducer, ensureConnected, readView, type ProducerContext, type ProducerOptions } from './calls/context.ts';
+import { closeProducer, connectProducer, connectedOrWaiting, readView, type ProducerContext, type ProducerOptions } from './calls/context.ts';
 import { DelegateInputSchema, delegate, startWorkflow, type DelegateInput } from './calls/create.ts';
 import { replyToQuestion, type ActorOptions, type ReplyAnswer, type ReplyOptions } from './calls/reply.ts';
 import { cancelWorkflow, resolveAttention } from './calls/cancel.ts';
@@ -163,7 +163,7 @@ function scopedProducer(context: ProducerContext, scope: ProducerScope): Produce
     delegate: (input) => delegate(context, scope, input),
     startWorkflow: (definition) => startWorkflow(context, scope, definition),
     get: async (id) => view(resolved(id)),
-    waitFor: async (id, waitOptions) => waitForWorkflow(context.changes, context.journal, view, resolved(id), waitOptions, () => ensureConnected(context)),
+    waitFor: async (id, waitOptions) => waitForWorkflow(context.changes, context.journal, view, resolved(id), waitOptions, () => connectedOrWaiting(context)),
     questions: async (id) => (await view(resolved(id))).openQuestions,
     reply: async (id, answer, step, actor) => replyToQuestion(context, writable(id, 'reply'), answer, step, actor),
     cancel: async (id, actor) => cancelWorkflow(context, writable(id, 'cancel'), actor),
@@ -191,7 +191,7 @@ function scopedProducer(context: ProducerContext, scope: ProducerScope): Produce
     close: () => closeProducer(context),
   };
   for (const name of ['delegate', 'startWorkflow', 'get', 'questions', 'reply', 'cancel', 'resolve', 'registerAgent', 'listAgents', 'getAgent', 'setAgentDisabled', 'setAgentLimits', 'removeAgent', 'tenantWeights', 'tenantWeight', 'setTenantWeight', 'listWorkflows', 'search', 'bulk'] as const) {
-    producer[name] = failFast(producer[name] as (...args: never[]) => Promise<unknown>, () => ensureConnected(context)) as never;
+    producer[name] = failFast(producer[name] as (...args: never[]) => Promise<unknown>, () => connectedOrWaiting(context)) as never;
   }
   return producer;
 }
@@ -200,9 +200,10 @@ function scopedProducer(context: ProducerContext, scope: ProducerScope): Produce
  * Wraps a producer call: refuses at once while disconnected, and turns Redis errors into typed ones by kind
  * (`producerErrorOfRedis`: RedisRefusingWritesError, RedisUnavailableError; cause kept).
  */
-function failFast<A extends never[], R>(call: (...args: A) => Promise<R>, ensureConnected: () => Promise<void>): (...args: A) => Promise<R> {
+function failFast<A extends never[], R>(call: (...args: A) => Promise<R>, connected: () => Promise<void> | undefined): (...args: A) => Promise<R> {
   return async (...args: A) => {
-    await ensureConnected();
+    const connecting = connected();
+    if (connecting) await connecting;
     try {
       return await call(...args);
     } catch (error) {

@@ -18,6 +18,7 @@ import {
   type WorkflowSummary,
 } from '@durable-a2a/shared';
 import { historyView, type HistoryEntryView } from './history-view.ts';
+import { instantOf } from './instant.ts';
 
 /**
  * Where an attempt stands, derived from the journal:
@@ -61,8 +62,8 @@ const ATTEMPT_INSTANT_FIELDS = [
 ] as const satisfies readonly (keyof DelegationView)[];
 type AttemptInstantField = (typeof ATTEMPT_INSTANT_FIELDS)[number];
 
-/** An instant (ms since epoch) as a view shows it: ISO 8601, UTC. */
-export const instantOf = (ms: number): string => new Date(ms).toISOString();
+/** An instant (ms since epoch) as a view shows it: ISO 8601, UTC (`new Date(ms).toISOString()`'s text). */
+export { instantOf };
 
 /**
  * One attempt of a step (or of its compensation), as journaled. Every instant is an ISO 8601 string (UTC): `createdAt`,
@@ -197,8 +198,9 @@ export interface Observed {
 }
 
 /** DelegationView fields an attempt's summary leaves out (or shows in its own way: `nextTryAt`, `unreachableSince`). */
-const LEFT_OUT: ReadonlySet<string> = new Set(['message', 'replyMessage', 'nextTryAt', 'unreachableSince', 'slotWaitUntil', 'statusTimestampMs']);
-const INSTANTS: ReadonlySet<string> = new Set(ATTEMPT_INSTANT_FIELDS);
+const LEFT_OUT = ['message', 'replyMessage', 'nextTryAt', 'unreachableSince', 'slotWaitUntil', 'statusTimestampMs'] as const;
+/** How a summary shows a row's field, when not as it is: left out (`LEFT_OUT`) or an instant (ISO 8601). One lookup a field. */
+const SHOWN_AS: ReadonlyMap<string, 'left out' | 'instant'> = new Map([...LEFT_OUT.map((field) => [field, 'left out'] as const), ...ATTEMPT_INSTANT_FIELDS.map((field) => [field, 'instant'] as const)]);
 /** What a finished attempt observes (no lease, no check): nothing is read for it. */
 const NOT_OBSERVED: Observed = { followed: false };
 
@@ -211,9 +213,10 @@ export function summarize(view: DelegationView, observed: Observed, workflowStat
   const row = view as unknown as Readonly<Record<string, unknown>>;
   const summary: Record<string, unknown> = {};
   for (const field of Object.keys(row)) {
-    if (LEFT_OUT.has(field)) continue;
+    const shown = SHOWN_AS.get(field);
+    if (shown === 'left out') continue;
     const value = row[field];
-    summary[field] = value !== undefined && INSTANTS.has(field) ? instantOf(value as number) : value;
+    summary[field] = value !== undefined && shown === 'instant' ? instantOf(value as number) : value;
   }
   let fromArtifacts = '';
   for (const artifact of view.artifacts) for (const part of artifact.parts) fromArtifacts += part.text ?? '';

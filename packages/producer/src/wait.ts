@@ -4,10 +4,12 @@
  * and when a delegation opens a question (applyStatus). A waiter subscribes
  * first, then reads the journal back, and reads again on every message: a
  * change between the read and the subscription cannot be missed, and a lost
- * message (a reconnect) only costs a read, since reconnecting counts as one.
+ * message (a reconnect) only costs a read, since reconnecting counts as one. A workflow this process created while
+ * the subscriber's pattern was confirmed needs no first read: what its channel published since is kept for its wait
+ * (`WorkflowChangeSubscriber.watchCreation`).
  */
 import { z } from 'zod';
-import { setLongTimeout, type LongTimeout } from '@durable-a2a/a2a';
+import { MAX_TIMER_DELAY_MS, setLongTimeout, type LongTimeout } from '@durable-a2a/a2a';
 import { type Journal, WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern } from '@durable-a2a/shared';
 
 export { WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern };
@@ -43,6 +45,83 @@ export function isSettled(view: WorkflowView, untilQuestion = false): boolean {
   return SETTLED_WORKFLOW_STATES.includes(view.state) || (untilQuestion && view.openQuestions.length > 0);
 }
 
+/** Why a wait stopped before its workflow settled. */
+type Stopped = 'timeout' | 'aborted';
+
+/**
+ * One `waitFor`'s events: changes heard (`wake`, given to the subscriber), its deadline and its signal. Whoever awaits
+ * `next()` or `until()` is woken by the event; the deadline's timer and the signal's listener are this object's own
+ * (`setTimeout`'s argument, `handleEvent`), so a wait makes one closure (`wake`) and one promise per pause.
+ */
+class WaitEvents {
+  /** A change was heard since the last read. */
+  changed = false;
+  /** What the last change heard published (undefined: read the journal). */
+  published: string | undefined;
+  stopped: Stopped | undefined;
+  #woken: (() => void) | undefined;
+  #timer: NodeJS.Timeout | undefined;
+  #longTimer: LongTimeout | undefined;
+  readonly #signal: AbortSignal | undefined;
+
+  constructor(options: WaitForOptions) {
+    const { timeoutMs, signal } = options;
+    // A caller may wait longer than Node's timer range (about 24.8 days).
+    if (timeoutMs !== undefined && timeoutMs <= MAX_TIMER_DELAY_MS) this.#timer = setTimeout(stopAtDeadline, timeoutMs, this);
+    else if (timeoutMs !== undefined) this.#longTimer = setLongTimeout(() => this.stop('timeout'), timeoutMs);
+    this.#signal = signal;
+    signal?.addEventListener('abort', this, { once: true });
+  }
+
+  /** The subscriber's callback: a change (or a replacement connection) was heard. */
+  readonly wake = (message?: string): void => {
+    this.changed = true;
+    this.published = message;
+    this.#woken?.();
+  };
+
+  stop(why: Stopped): void {
+    this.stopped ??= why;
+    this.#woken?.();
+  }
+
+  /** The signal's 'abort' (EventListener object). */
+  handleEvent(): void {
+    this.stop('aborted');
+  }
+
+  /** Resolves once a change is heard or the wait stops (at once when either happened already). */
+  async next(): Promise<void> {
+    if (this.changed || this.stopped) return;
+    await new Promise<void>((resolve) => (this.#woken = resolve));
+    this.#woken = undefined;
+  }
+
+  /** `work`'s value, or why the wait stopped first (changes heard meanwhile are kept, not awaited). */
+  async until<T>(work: Promise<T>): Promise<T | Stopped> {
+    if (this.stopped) return this.stopped;
+    try {
+      return await new Promise<T | Stopped>((resolve, reject) => {
+        this.#woken = () => {
+          if (this.stopped) resolve(this.stopped);
+        };
+        work.then(resolve, reject);
+      });
+    } finally {
+      this.#woken = undefined;
+    }
+  }
+
+  close(): void {
+    this.#woken = undefined;
+    clearTimeout(this.#timer);
+    this.#longTimer?.clear();
+    this.#signal?.removeEventListener('abort', this);
+  }
+}
+
+const stopAtDeadline = (events: WaitEvents): void => events.stop('timeout');
+
 /**
  * Resolves with the workflow's view once it is settled (see SETTLED_WORKFLOW_STATES,
  * or an open question with `untilQuestion`). Rejects with NotFoundError (from
@@ -50,8 +129,9 @@ export function isSettled(view: WorkflowView, untilQuestion = false): boolean {
  * (Redis unreachable: the SUBSCRIBE waits for a connection). `read` gets the last message published since the last read
  * (a finished workflow's compacted record builds the view without a read; undefined after a reconnect).
  * `connected` resolves once the journal's connection can take the first read (rejects when it cannot: that
- * error is the wait's); it runs alongside the subscription, within `timeoutMs` and the signal.
- * Concurrent first waits share the subscriber's one connection attempt (WorkflowChangeSubscriber).
+ * error is the wait's), or returns undefined when it can now; it runs alongside the subscription, within `timeoutMs`
+ * and the signal. Concurrent first waits share the subscriber's one connection attempt (WorkflowChangeSubscriber).
+ * While the subscriber's pattern is confirmed and the connection ready, nothing is awaited before the first read.
  */
 export async function waitForWorkflow(
   subscriber: WorkflowChangeSubscriber,
@@ -59,72 +139,65 @@ export async function waitForWorkflow(
   read: (workflowId: string, published?: string) => Promise<WorkflowView>,
   workflowId: string,
   options: WaitForOptions = {},
-  connected: () => Promise<void> = async () => undefined,
+  connected: () => Promise<void> | undefined = () => undefined,
 ): Promise<WorkflowView> {
   options.signal?.throwIfAborted();
-  let changed = false;
-  let published: string | undefined;
-  let wakeUp: () => void = () => undefined;
   // The deadline and the signal count from the call, the subscription included: a SUBSCRIBE waits for a connection
   // (the subscriber queues it while Redis is unreachable), and the caller's bound holds there too.
-  let timer: LongTimeout | undefined;
-  let onAbort: () => void = () => undefined;
-  const stop = new Promise<'timeout' | 'aborted'>((resolve) => {
-    // A caller may wait longer than Node's timer range (about 24.8 days).
-    if (options.timeoutMs !== undefined) timer = setLongTimeout(() => resolve('timeout'), options.timeoutMs);
-    onAbort = () => resolve('aborted');
-    options.signal?.addEventListener('abort', onAbort, { once: true });
-  });
-  const listening = subscriber.listen(workflowChangeChannel(journal, workflowId), (message) => {
-    changed = true;
-    published = message;
-    wakeUp();
-  });
-  // Subscribed, and the journal's connection ready for the first read (a fresh producer's may still be connecting).
-  const ready = Promise.all([listening, connected()]).then(
-    ([unlisten]) => unlisten,
-    (error: unknown) => {
-      void listening.then((late) => late(), () => undefined);
-      throw error;
-    },
-  );
+  const events = new WaitEvents(options);
+  const channel = workflowChangeChannel(journal, workflowId);
   let unlisten: (() => Promise<void>) | undefined;
   let settled = false;
   try {
-    const subscribed = await Promise.race([ready, stop]);
-    if (subscribed === 'timeout' || subscribed === 'aborted') {
-      // Not subscribed in time: a subscription that comes later is given up as soon as it does.
-      void ready.then((late) => late(), () => undefined);
-      if (subscribed === 'aborted') throw options.signal!.reason;
-      const view = await read(workflowId);
-      if (isSettled(view, options.untilQuestion)) return view;
-      throw new WaitTimeoutError(`${timeoutMessage(workflowId, view, options)} (not subscribed to its changes yet)`, view);
+    const connecting = connected();
+    unlisten = connecting === undefined ? subscriber.listenNow(channel, events.wake) : undefined;
+    // Created by this process while the pattern was confirmed: what its channel published since (taken in the turn the
+    // wait registered, so every message is either in it or heard by the wait) tells the state. Nothing published:
+    // still as created, RUNNING with no question, so nothing is read before the first change.
+    const creation = unlisten === undefined ? undefined : subscriber.takeCreation(channel);
+    if (unlisten === undefined) {
+      const listening = subscriber.listen(channel, events.wake);
+      // Subscribed, and the journal's connection ready for the first read (a fresh producer's may still be connecting).
+      const ready = Promise.all([listening, connecting]).then(
+        ([late]) => late,
+        (error: unknown) => {
+          void listening.then((late) => late(), () => undefined);
+          throw error;
+        },
+      );
+      const subscribed = await events.until(ready);
+      if (subscribed === 'timeout' || subscribed === 'aborted') {
+        // Not subscribed in time: a subscription that comes later is given up as soon as it does.
+        void ready.then((late) => late(), () => undefined);
+        if (subscribed === 'aborted') throw options.signal!.reason;
+        const view = await read(workflowId);
+        if (isSettled(view, options.untilQuestion)) return view;
+        throw new WaitTimeoutError(`${timeoutMessage(workflowId, view, options)} (not subscribed to its changes yet)`, view);
+      }
+      unlisten = subscribed;
     }
-    unlisten = subscribed;
-    let view = await firstView(journal, read, workflowId, options.untilQuestion);
+    let view = creation === undefined ? await firstView(journal, read, workflowId, options.untilQuestion) : creation.heard ? await read(workflowId, creation.published) : undefined;
     for (;;) {
       if (view && isSettled(view, options.untilQuestion)) {
         settled = true;
         return view;
       }
-      if (!changed) {
-        const woken = new Promise<'changed'>((resolve) => (wakeUp = () => resolve('changed')));
-        const outcome = await Promise.race([woken, stop]);
-        if (outcome === 'timeout') {
+      if (!events.changed) {
+        await events.next();
+        // A change heard goes first; else the wait stopped.
+        if (!events.changed && events.stopped === 'timeout') {
           view ??= await read(workflowId);
           throw new WaitTimeoutError(timeoutMessage(workflowId, view, options), view);
         }
-        if (outcome === 'aborted') throw options.signal!.reason;
+        if (!events.changed) throw options.signal!.reason;
       }
-      changed = false;
-      const message = published;
-      published = undefined;
+      events.changed = false;
+      const message = events.published;
+      events.published = undefined;
       view = await read(workflowId, message);
     }
   } finally {
-    wakeUp = () => undefined;
-    timer?.clear();
-    options.signal?.removeEventListener('abort', onAbort);
+    events.close();
     // Settled: the view goes back at once, the UNSUBSCRIBE follows on its own (it never rejects; a later
     // SUBSCRIBE of the same channel is sent after it on the same connection). Timed out or aborted: the
     // caller gets control back only once nothing is subscribed for it.

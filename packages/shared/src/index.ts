@@ -2,7 +2,7 @@
 
 export { Journal, countUnfinishedByState, questionKeyOf, asksQuestion, ANSWERS_PER_WORKFLOW_MAX, sameAnswerParts } from './journal/journal.ts';
 export { boundedResult, boundedStatusMessage, statusMessageCut, type StatusMessageCut } from './journal/status-message.ts';
-export { WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern, PATTERN_FROM_WAITERS, PATTERN_LINGER_MS, type ChangeSubscriberOptions } from './journal/changes.ts';
+export { WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern, PATTERN_FROM_WAITERS, PATTERN_LINGER_MS, MAX_CREATION_WATCHES, type ChangeSubscriberOptions, type CreationWatch } from './journal/changes.ts';
 export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry, RecordedReply, FinishStepResult, OneStepFinish, SuspectsLeft, SuspectRoundClaim } from './journal/journal.ts';
 export { JournalError } from './journal/errors.ts';
 export type { JournalErrorCode } from './journal/errors.ts';

@@ -174,6 +174,11 @@ export async function ensureConnected(context: ProducerContext): Promise<void> {
   }
 }
 
+/** `ensureConnected`, or undefined when both connections are up now (nothing to wait for: no promise made). */
+export function connectedOrWaiting(context: ProducerContext): Promise<void> | undefined {
+  return context.redis.status === 'ready' && isConnectedNow(context.queueRedis) ? undefined : ensureConnected(context);
+}
+
 /**
  * Closes the queues and their connection, the change subscriber and the card dispatcher, and the connection when
  * owned. Resolves within `closeTimeoutMs` (default 10 s): with Redis down the connections are dropped at once, and

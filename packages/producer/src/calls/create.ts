@@ -26,6 +26,7 @@ import {
   searchableMetadata,
   tenantOfWorkflowId,
   withSpan,
+  workflowChangeChannel,
   type Step,
 } from '@durable-a2a/shared';
 import { IdempotencyConflictError, QuotaExceededError } from '../errors.ts';
@@ -114,8 +115,11 @@ async function create(context: ProducerContext, definition: Definition): Promise
   // The sends' places among their tenant's are taken with the creation (`createWorkflowPlaced`), so the enqueue after
   // it waits for no round trip of its own.
   const places = { count: intents.filter((intent) => intent.held !== '1').length, windowMs: context.sendOrder.windowMs };
+  // While the change subscriber's pattern is confirmed, what the new workflow's channel publishes is kept for its
+  // first wait, which then needs no read of its state (`watchCreation`).
+  const watch = context.changes.watchCreation(workflowChangeChannel(journal, workflowId));
   // The workflow itself is indexed until it finishes (entry `*`, with the first intent's), so a crash anywhere is decided again.
-  const { created, places: placed } = await journal
+  const creating = journal
     .createWorkflowPlaced(
       workflowId,
       { state: 'RUNNING', definition: definitionText, createdAt: String(now), updatedAt: String(now) },
@@ -129,6 +133,14 @@ async function create(context: ProducerContext, definition: Definition): Promise
       if (error instanceof JournalError && (error.code === 'QUOTA_IN_FLIGHT' || error.code === 'QUOTA_STORED')) throw quotaExceeded(tenant, error.code);
       throw error;
     });
+  let answer: Awaited<typeof creating> | undefined;
+  try {
+    answer = await creating;
+  } finally {
+    // Not created (it existed, or the create failed): its first wait reads its state.
+    if (watch) context.changes.settleCreation(watch, answer?.created === true);
+  }
+  const { created, places: placed } = answer;
   if (created) {
     // The view (`waitFor`, `get`) reads this text back: its parse is the definition validated here.
     keepParsedDefinition(definitionText, definition);

@@ -18,7 +18,8 @@
  * subscribed sends nothing: it is listening as soon as it is registered, and
  * then reads its record, as after a SUBSCRIBE. The channels and what is
  * published on them are the same; only this subscriber also hears the changes
- * of workflows nobody here waits for (dropped on arrival).
+ * of workflows nobody here waits for (dropped on arrival, but for the workflows
+ * this process is creating: kept for their first wait, `watchCreation`).
  */
 import { Cluster, type Redis, type RedisOptions } from 'ioredis';
 import { DEFAULT_COMMAND_TIMEOUT_MS, batchWritesPerTurn, waitUntilConnected } from '../redis.ts';
@@ -58,6 +59,23 @@ export const PATTERN_FROM_WAITERS = 8;
 /** Default `lingerMs`: a burst of waits a few seconds apart keeps one pattern subscription. */
 export const PATTERN_LINGER_MS = 5_000;
 
+/**
+ * Most creations kept for their first wait (`watchCreation`) at once: a producer that starts work and never waits
+ * keeps this many at most (the oldest forgotten first; its wait then reads its state, as without one).
+ */
+export const MAX_CREATION_WATCHES = 1_000;
+
+/** A workflow being created while the pattern is confirmed (`watchCreation`): what its channel published since. */
+export interface CreationWatch {
+  readonly channel: string;
+  /** The create made it (`settleCreation`); until then no wait takes it. */
+  created: boolean;
+  /** Something was published on its channel since the watch began. */
+  heard: boolean;
+  /** The last message heard. */
+  published: string | undefined;
+}
+
 /** Wakes a waiter; `message`: what was published (a state name, or a finished workflow's compacted record). */
 type Wake = (message?: string) => void;
 
@@ -74,6 +92,14 @@ export class WorkflowChangeSubscriber {
   #waiting = 0;
   /** While the pattern is wanted: resolves once its PSUBSCRIBE is confirmed (or a replacement connection is due). */
   #patternListening: Promise<void> | undefined;
+  /** `#patternListening` once its PSUBSCRIBE is confirmed (a stale value, once it is replaced or dropped, matches nothing). */
+  #patternConfirmed: Promise<void> | undefined;
+  /**
+   * Workflows this process creates while the pattern is confirmed, by channel (`watchCreation`): what their channel
+   * published since, until a wait takes it. Forgotten all at once whenever something published may have been missed
+   * (the pattern given up, a replacement connection, close), and the oldest first past MAX_CREATION_WATCHES.
+   */
+  readonly #creations = new Map<string, CreationWatch>();
   #linger: NodeJS.Timeout | undefined;
   readonly #pattern: string | undefined;
   readonly #patternFromWaiters: number;
@@ -97,6 +123,70 @@ export class WorkflowChangeSubscriber {
    */
   async listen(channel: string, wake: Wake): Promise<() => Promise<void>> {
     const subscription = (this.#subscription ??= this.#open());
+    const unlisten = this.#register(subscription, channel, wake);
+    const pattern = this.#pattern;
+    const throughPattern = pattern !== undefined && (this.#patternListening !== undefined || this.#waiting >= this.#patternFromWaiters);
+    const subscribed = throughPattern ? (this.#patternListening ?? this.#subscribePattern(subscription, pattern)) : undefined;
+    if (!throughPattern) this.#subscribed.add(channel);
+    try {
+      await (subscribed ?? subscription.subscribe('channel', channel));
+    } catch (error) {
+      if (subscribed && this.#patternListening === subscribed) {
+        this.#patternListening = undefined;
+        this.#creations.clear();
+      }
+      await unlisten();
+      throw error;
+    }
+    return unlisten;
+  }
+
+  /**
+   * `listen` without waiting, when it would not wait: the pattern's PSUBSCRIBE is confirmed already, so `wake` is
+   * listening once registered. Returns the unsubscribe function, or undefined (nothing registered: call `listen`).
+   */
+  listenNow(channel: string, wake: Wake): (() => Promise<void>) | undefined {
+    const subscription = this.#subscription;
+    if (subscription === undefined || this.#patternListening === undefined || this.#patternConfirmed !== this.#patternListening) return undefined;
+    return this.#register(subscription, channel, wake);
+  }
+
+  /**
+   * Starts hearing, for a workflow about to be created, what its channel publishes, so that its first wait needs no
+   * read of its state (`takeCreation`). Call it before the create is sent: the pattern's PSUBSCRIBE is confirmed by
+   * then, so Redis delivers every later publish of the channel on the pattern's connection. Returns undefined
+   * (nothing kept) when the pattern is not confirmed. `settleCreation` must follow the create, created or not.
+   */
+  watchCreation(channel: string): CreationWatch | undefined {
+    if (this.#subscription === undefined || this.#patternListening === undefined || this.#patternConfirmed !== this.#patternListening) return undefined;
+    const watch: CreationWatch = { channel, created: false, heard: false, published: undefined };
+    this.#creations.delete(channel);
+    this.#creations.set(channel, watch);
+    if (this.#creations.size > MAX_CREATION_WATCHES) this.#creations.delete(this.#creations.keys().next().value!);
+    return watch;
+  }
+
+  /** The create of `watch` is done: kept for a wait if it created the workflow, forgotten otherwise (it existed before). */
+  settleCreation(watch: CreationWatch, created: boolean): void {
+    if (this.#creations.get(watch.channel) !== watch) return;
+    if (created) watch.created = true;
+    else this.#creations.delete(watch.channel);
+  }
+
+  /**
+   * For a wait registered on `channel` (`listenNow`, in the same turn): what its workflow's channel published since
+   * this process created it (`heard` false: nothing, so it is still as created, RUNNING with no question), or
+   * undefined when that is not known (read its state). Taken once.
+   */
+  takeCreation(channel: string): { heard: boolean; published: string | undefined } | undefined {
+    const watch = this.#creations.get(channel);
+    if (watch === undefined || !watch.created) return undefined;
+    this.#creations.delete(channel);
+    return watch;
+  }
+
+  /** Registers `wake` on `channel` (no command); returns its unsubscribe function (harmless twice). */
+  #register(subscription: ChangeSubscription, channel: string, wake: Wake): () => Promise<void> {
     let waiters = this.#waiters.get(channel);
     if (!waiters) {
       waiters = new Set();
@@ -106,7 +196,7 @@ export class WorkflowChangeSubscriber {
     this.#waiting++;
     clearTimeout(this.#linger);
     let listening = true;
-    const unlisten = async () => {
+    return async () => {
       if (!listening) return;
       listening = false;
       waiters.delete(wake);
@@ -115,18 +205,19 @@ export class WorkflowChangeSubscriber {
       this.#waiters.delete(channel);
       if (this.#subscribed.delete(channel)) await subscription.unsubscribe('channel', channel);
     };
-    const pattern = this.#pattern;
-    const throughPattern = pattern !== undefined && (this.#patternListening !== undefined || this.#waiting >= this.#patternFromWaiters);
-    const subscribed = throughPattern ? (this.#patternListening ??= subscription.subscribe('pattern', pattern)) : undefined;
-    if (!throughPattern) this.#subscribed.add(channel);
-    try {
-      await (subscribed ?? subscription.subscribe('channel', channel));
-    } catch (error) {
-      if (subscribed && this.#patternListening === subscribed) this.#patternListening = undefined;
-      await unlisten();
-      throw error;
-    }
-    return unlisten;
+  }
+
+  /** Starts the pattern's subscription; once Redis confirmed it (and it is still wanted), `listenNow` registers at once. */
+  #subscribePattern(subscription: ChangeSubscription, pattern: string): Promise<void> {
+    const listening = subscription.subscribe('pattern', pattern);
+    this.#patternListening = listening;
+    listening.then(
+      () => {
+        if (this.#patternListening === listening) this.#patternConfirmed = listening;
+      },
+      () => undefined,
+    );
+    return listening;
   }
 
   async close(): Promise<void> {
@@ -136,6 +227,7 @@ export class WorkflowChangeSubscriber {
     this.#subscribed.clear();
     this.#waiting = 0;
     this.#patternListening = undefined;
+    this.#creations.clear();
     clearTimeout(this.#linger);
     await subscription?.close();
   }
@@ -147,14 +239,26 @@ export class WorkflowChangeSubscriber {
     this.#linger = setTimeout(() => {
       if (this.#waiting > 0 || this.#patternListening === undefined || this.#subscription !== subscription) return;
       this.#patternListening = undefined;
+      this.#creations.clear();
       void subscription.unsubscribe('pattern', this.#pattern!);
     }, this.#lingerMs);
     this.#linger.unref();
   }
 
-  #deliver = (channel: string, message: string) => this.#waiters.get(channel)?.forEach((wake) => wake(message));
+  #deliver = (channel: string, message: string) => {
+    const watch = this.#creations.get(channel);
+    if (watch !== undefined) {
+      watch.heard = true;
+      watch.published = message;
+    }
+    this.#waiters.get(channel)?.forEach((wake) => wake(message));
+  };
 
-  #wakeEveryWaiter = () => this.#waiters.forEach((waiters) => waiters.forEach((wake) => wake()));
+  #wakeEveryWaiter = () => {
+    // A replacement connection: what was published while none listened is lost, so no creation is known any more.
+    this.#creations.clear();
+    this.#waiters.forEach((waiters) => waiters.forEach((wake) => wake()));
+  };
 
   /** What a connection must subscribe: the channels SUBSCRIBEd for their waiters, and the pattern while it is wanted. */
   #wanted = (): Wanted => ({ channels: [...this.#subscribed], patterns: this.#patternListening !== undefined && this.#pattern !== undefined ? [this.#pattern] : [] });
