@@ -103,6 +103,59 @@ describe('attack 32: task ids that do not survive the journal', () => {
   }, 90_000);
 });
 
+/*
+ * FIXED FINDING (ids UTF-8 cannot carry were written as U+FFFD; kind: an identifier an agent sends is kept exactly as
+ * sent or refused). Input: a stream (JSON-RPC or HTTP+JSON) whose task shows two artifacts `a\ud800` "part A" and
+ * `a\udc00` "part B" (JSON text may hold a lone surrogate), each sealed, then COMPLETED; GetTask shows both. Observed:
+ * both journaled as one artifact `a\ufffd` (ioredis writes UTF-8), the second dropped as a chunk after the first's seal:
+ * COMPLETED with "part A" alone, "part B" lost without a word. Expected: never a finished step with part of the agent's
+ * result. Fixed: `WireIdSchema` (packages/a2a/src/wire-id.ts) refuses such ids in every 1.0 and 0.3 schema: the answer
+ * is unreadable (delivery received, effect maybe), so a full read, the search or a person decides; on gRPC the wire is
+ * UTF-8, so no agent can send one. Property: packages/a2a/test/wire-id-property.test.ts. A task id of the same kind
+ * (the first describe) ended with a person before and after: the journal held `T\ufffd`, the agent denied it.
+ */
+describe('attack 32: two artifact ids that differ only in a lone surrogate', () => {
+  const twoArtifacts = [{ artifactId: 'a\ud800', parts: [{ text: 'part A' }] }, { artifactId: 'a\udc00', parts: [{ text: 'part B' }] }];
+  const streamOf = (contextId: string | undefined) => [
+    { task: task('T1', 'WORKING', { contextId }) },
+    ...twoArtifacts.map((artifact) => ({ artifactUpdate: { taskId: 'T1', contextId, artifact, lastChunk: true } })),
+    { statusUpdate: { taskId: 'T1', contextId, status: { state: 'TASK_STATE_COMPLETED' } } },
+  ];
+  /** Asserts the step never finished with part of the result: both artifacts, or a person. */
+  async function neverHalfTheResult(producer: Producer, id: string) {
+    const record = await finished(producer, id, 60_000);
+    const artifacts = (await viewOf(producer, id)).artifacts;
+    if (record.state === 'COMPLETED') expect(artifacts).toHaveLength(2);
+    else expect(record.state).toBe('AMBIGUOUS');
+  }
+
+  it('JSON-RPC SubscribeToTask: never COMPLETED with one of the two, one SendMessage', async () => {
+    const { producer, agent, id } = await h.setUpAndDelegate((seen) => ({
+      SubscribeToTask: () => ({ sse: streamOf(seen.contextId).map((result) => ev(JSON.stringify({ jsonrpc: '2.0', id: 1, result }))) }),
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: twoArtifacts }) }),
+    }), fast);
+    await neverHalfTheResult(producer, id);
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 90_000);
+
+  it('HTTP+JSON POST /tasks/T1:subscribe: never COMPLETED with one of the two, one message:send', async () => {
+    let contextId: string | undefined;
+    const agent = await startRestAgent((method, path, body) => {
+      if (method === 'POST' && path === '/message:send') {
+        contextId = body.message.contextId;
+        return { status: 200, body: { task: task('T1', 'SUBMITTED', { contextId, history: [body.message] }) } };
+      }
+      if (path === '/tasks/T1:subscribe') return { status: 200, sse: streamOf(contextId).map((event) => JSON.stringify(event)) };
+      if (method === 'GET' && path === '/tasks/T1') return { status: 200, body: task('T1', 'COMPLETED', { contextId, artifacts: twoArtifacts }) };
+      return { status: 404, body: { error: { code: 404, status: 'NOT_FOUND', message: 'no route' } } };
+    });
+    keep(agent);
+    const { producer, id } = await delegateTo(agent.cardUrl);
+    await neverHalfTheResult(producer, id);
+    expect(agent.count('POST /message:send')).toBe(1);
+  }, 90_000);
+});
+
 /** Keep-alive comments are no event: a stream that carries nothing else for `streamQuietMs` is handed to polling. */
 describe('attack 32: streams that only say they are alive', () => {
   const keepAlives: [string, (contextId: string | undefined) => (string | SseWait)[]][] = [
