@@ -9,7 +9,7 @@ import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { DelegationView } from '@durable-a2a/shared';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from './redis.ts';
-import { eventually, startTestFleet } from './fleet.ts';
+import { eventually, startTestFleet, workflowSettled } from './fleet.ts';
 export { workflowSettled } from './fleet.ts';
 import { startScriptedAgent, task, type ScriptedAgentHandle, type ScriptedHandler, type ScriptedHandlers } from './scripted-agent.ts';
 
@@ -165,5 +165,21 @@ export function useFieldCases() {
     await fleetFor(prefix, fleetOptions);
     return { producer: created, id };
   };
-  return { redisServer, at, newPrefix, producer, agentWith, fleetFor, accept, setUp, setUpAndDelegate, sentNotRecorded, closeFleetsAndProducers, counter: () => counter };
+  /**
+   * A one-step workflow by skill `scripted` over agent A (`aCardUrl`, registered first) and agent B (a scripted agent
+   * that books at once, task TB), at most 2 attempts; waits (bounded by `timeoutMs`) until it settles. For the attacks
+   * whose step must never reach B (A's answer proves no refusal): B's calls are on `b`.
+   */
+  const stepOverTwo = async (aCardUrl: string, fleetOptions: Partial<StartFleetOptions> = {}, timeoutMs = 45_000) => {
+    const b = await agentWith({ SendMessage: (params) => ({ result: { task: task('TB', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'B did it' } }) } }) });
+    const prefix = newPrefix();
+    const created = producer(prefix);
+    await created.registerAgent(aCardUrl);
+    await created.registerAgent(b.cardUrl);
+    await fleetFor(prefix, fleetOptions);
+    const { id } = await created.startWorkflow({ workflowId: `two-${prefix}-${Date.now()}`, maxAttemptsPerStep: 2, steps: [{ name: 'hotel', skill: 'scripted', message: { text: 'book' } }] });
+    const view = await workflowSettled(created, id, timeoutMs);
+    return { b, producer: created, id, view };
+  };
+  return { redisServer, at, newPrefix, producer, agentWith, fleetFor, accept, setUp, setUpAndDelegate, sentNotRecorded, stepOverTwo, closeFleetsAndProducers, counter: () => counter };
 }

@@ -271,7 +271,12 @@ describe('attack 30: stream events that are not the whole story', () => {
 });
 
 describe('attack 30: a cancel the agent answers "working" and then finishes anyway (compensation)', () => {
-  it('CancelTask answers T1 WORKING (a success answer, not canceled), then T1 COMPLETES: the booking is compensated once, the step sent once', async () => {
+  // Attack 32 added the second: CancelTask answered with T1 COMPLETED (the booking happened) is a step done.
+  const cancelAnswers: [string, ScriptedAnswer][] = [
+    ['T1 WORKING (a success answer, not canceled), then T1 COMPLETES', { result: task('T1', 'WORKING') }],
+    ['T1 COMPLETED with a1 (the booking happened)', { result: task('T1', 'COMPLETED', { artifacts: { a1: 'booked anyway' } }) }],
+  ];
+  for (const [name, cancelAnswer] of cancelAnswers) it(`CancelTask answers ${name}: the booking is compensated once, the step sent once`, async () => {
     const steps = new Map<string, number>();
     const compensations: string[] = [];
     let canceled = false;
@@ -287,7 +292,7 @@ describe('attack 30: a cancel the agent answers "working" and then finishes anyw
       },
       SubscribeToTask: () => ({ error: { code: -32004, message: 'streaming not supported' } }),
       GetTask: () => ({ result: task('T1', canceled ? 'COMPLETED' : 'WORKING', canceled ? { artifacts: { a1: 'booked anyway' } } : {}) }),
-      CancelTask: () => ((canceled = true), { result: task('T1', 'WORKING') }),
+      CancelTask: () => ((canceled = true), cancelAnswer),
     }), fast);
     void prefix;
     const { id } = await producer.startWorkflow({

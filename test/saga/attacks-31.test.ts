@@ -5,12 +5,12 @@
  * SendMessage per messageId. Each `it` holds; the findings (three kinds) are marked FIXED FINDING.
  */
 import { describe, expect, it } from 'vitest';
-import { artifactText, finished, useFieldCases, viewOf, workflowSettled } from '../harness/field-cases.ts';
+import { artifactText, finished, useFieldCases, viewOf } from '../harness/field-cases.ts';
 import { eventually } from '../harness/fleet.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { holder } from '../harness/holders.ts';
 import { getTaskCalls, pushScene } from '../harness/push-scene.ts';
-import { startRestAgent } from '../harness/rest-agent.ts';
+import { startRestAgent, type RestAnswer } from '../harness/rest-agent.ts';
 import { task, type ScriptedAnswer, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
@@ -193,13 +193,18 @@ describe('attack 31: searches that lie', () => {
 });
 
 describe('attack 31: an HTTP+JSON agent that booked and answers in a status that says otherwise', () => {
-  for (const status of [404, 500]) {
-    it(`message:send answered ${status} with our own Task COMPLETED (our context, our message in its history, a1): COMPLETED with a1 (the answer or the search), one message:send`, async () => {
+  // Attack 32 added the last: HTTP 200 with an empty body (searched, T1 adopted).
+  const answers: [string, (booked: Record<string, unknown>) => RestAnswer][] = [
+    ...[404, 500].map((status): [string, (booked: Record<string, unknown>) => RestAnswer] => [`${status} with our own Task COMPLETED (our context, our message in its history, a1)`, (booked) => ({ status, body: booked })]),
+    ['200 with an empty body', () => ({ status: 200, raw: { body: '', contentType: 'application/a2a+json' } })],
+  ];
+  for (const [name, answer] of answers) {
+    it(`message:send answered ${name}: COMPLETED with a1 (the answer or the search), one message:send`, async () => {
       let booked: Record<string, unknown> | undefined;
       const agent = await startRestAgent((method, path, body) => {
         if (method === 'POST' && path === '/message:send') {
           booked ??= task('T1', 'COMPLETED', { contextId: body.message.contextId, history: [body.message], artifacts: { a1: 'booked' } });
-          return { status, body: booked };
+          return answer(booked);
         }
         if (method === 'GET' && path === '/tasks/T1' && booked) return { status: 200, body: booked };
         if (method === 'GET' && path === '/tasks') return { status: 200, body: { tasks: booked ? [booked] : [], nextPageToken: '', pageSize: 50, totalSize: booked ? 1 : 0 } };
@@ -236,14 +241,7 @@ describe('attack 31: a refusal that is not the whole answer (the rest of the bod
   async function neverRedelegated(answer: BookingAnswer, method: 'SendMessage' | 'SendStreamingMessage' = 'SendMessage', fleetOptions = {}) {
     const sends = new Map<string, number>();
     const a = await h.agentWith(bookingAgent(sends, answer, method));
-    const b = await h.agentWith({ SendMessage: (params) => ({ result: { task: task('TB', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'B did it' } }) } }) });
-    const prefix = h.newPrefix();
-    const producer = h.producer(prefix);
-    await producer.registerAgent(a.cardUrl);
-    await producer.registerAgent(b.cardUrl);
-    await h.fleetFor(prefix, { ...fast, ...fleetOptions });
-    const { id } = await producer.startWorkflow({ workflowId: `a31-two-${Date.now()}`, maxAttemptsPerStep: 2, steps: [{ name: 'hotel', skill: 'scripted', message: { text: 'book' } }] });
-    const view = await workflowSettled(producer, id, 45_000);
+    const { b, view } = await h.stepOverTwo(a.cardUrl, { ...fast, ...fleetOptions });
     expect(b.count('SendMessage') + b.count('SendStreamingMessage')).toBe(0);
     expect(view.steps[0]!.attempts).toHaveLength(1);
     expect([...sends.values()]).toEqual([1]);

@@ -23,6 +23,7 @@ import { intentRow } from '../harness/journal-rows.ts';
 import { closeAfterEach } from '../harness/lifecycle.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 import { pairScriptOf } from '../harness/stream-pairs.ts';
+import { artifactEntryBytes } from '../../packages/a2a/src/limits.ts';
 import { AU, SU, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle, type SseWait } from '../harness/scripted-agent.ts';
 
 const redisServer = useRedisServer();
@@ -31,8 +32,8 @@ const redisClient = useRedisClient(redisServer);
 const BEFORE: JournalState[] = ['INTENT', 'WORKING', 'INPUT_REQUIRED', 'COMPLETED', 'FAILED'];
 const AFTER: JournalState[] = ['WORKING', 'INPUT_REQUIRED', 'AUTH_REQUIRED', 'COMPLETED', 'FAILED', 'CANCELED'];
 const CARD = 'http://agent.example/.well-known/agent-card.json';
-/** The journal's limit on a delegation's artifact bytes in the property: an update of 300 characters passes it. */
-const ARTIFACT_LIMIT = 200;
+/** The journal's limit on a delegation's artifact bytes in the property: an update of 300 characters passes it (the entry of `a1` aside). */
+const ARTIFACT_LIMIT = artifactEntryBytes('a1') + 200;
 
 const scenario = fc.record({
   before: fc.constantFrom(...BEFORE),

@@ -103,15 +103,39 @@ export function checkResponseParts(response: StreamResponse | { task: Task } | {
 }
 
 /**
- * An artifact as the journal stores it: its id, its other fields (name, description, metadata, extensions) as JSON,
- * its parts (with their metadata, filenames, media types) as JSON, and `bytes`, every stored byte of the three (UTF-8),
- * which is what `artifactBytesPerDelegation` counts (field case B31: metadata, names and ids are stored bytes too).
+ * What the journal's artifacts hash costs for one artifact besides its JSON, in bytes: five fields (`meta:<id>`,
+ * `parts:<id>`, `order:<id>`, `bytes:<id>`, `sealed:<id>`), their small values and Redis's own cost per hash field
+ * (its entry, two allocations, its share of the bucket array, which doubles as the hash grows). redis-server's
+ * MEMORY USAGE reads 290 to 360 bytes per artifact with a 6-byte id and nothing in it, by how full the buckets are;
+ * 512 covers it.
+ * Without it an agent streaming many empty artifacts was counted about 10 bytes for each and Redis held 22 times the
+ * limit (attack 32: 20,000 empty artifacts under a 256 KiB limit, 5.8 MB).
  */
-export function storedArtifact(artifact: Artifact): { artifactId: string; meta: string; parts: string; bytes: number } {
+export const ARTIFACT_ENTRY_BYTES = 512;
+
+/** How many times the artifacts hash writes an artifact's id: once in each of its five field names. */
+const ARTIFACT_ID_COPIES = 5;
+
+/**
+ * The bytes an artifact costs the journal once, whatever its content (`ARTIFACT_ENTRY_BYTES` and its id in each field
+ * name, UTF-8). Appended chunks of a stored artifact cost their parts only (applyArtifact-2.lua takes this off again).
+ */
+export function artifactEntryBytes(artifactId: string): number {
+  return ARTIFACT_ENTRY_BYTES + ARTIFACT_ID_COPIES * Buffer.byteLength(artifactId, 'utf8');
+}
+
+/**
+ * An artifact as the journal stores it: its id, its other fields (name, description, metadata, extensions) as JSON,
+ * its parts (with their metadata, filenames, media types) as JSON, and `bytes`, every stored byte of the three (UTF-8)
+ * and the artifact's entry (`entryBytes`, `artifactEntryBytes`), which is what `artifactBytesPerDelegation` counts
+ * (field case B31: metadata, names and ids are stored bytes too; attack 32: so is each artifact's place in the hash).
+ */
+export function storedArtifact(artifact: Artifact): { artifactId: string; meta: string; parts: string; bytes: number; entryBytes: number } {
   const { artifactId, parts, ...meta } = artifact;
   const metaJson = JSON.stringify(meta);
   const partsJson = JSON.stringify(parts);
-  return { artifactId, meta: metaJson, parts: partsJson, bytes: Buffer.byteLength(artifactId, 'utf8') + Buffer.byteLength(metaJson, 'utf8') + Buffer.byteLength(partsJson, 'utf8') };
+  const entryBytes = artifactEntryBytes(artifactId);
+  return { artifactId, meta: metaJson, parts: partsJson, bytes: entryBytes + Buffer.byteLength(metaJson, 'utf8') + Buffer.byteLength(partsJson, 'utf8'), entryBytes };
 }
 
 /** Every byte the journal stores for an artifact (`storedArtifact(artifact).bytes`), for `artifactBytesPerDelegation`. */

@@ -14,7 +14,7 @@ export {
   deliveryOf,
   isRetryable,
 } from './errors.ts';
-export { type A2ALimits, A2ALimitsSchema, DEFAULT_A2A_LIMITS, STATUS_MESSAGE_BYTES_MIN, artifactByteSize, resolveLimits, storedArtifact } from './limits.ts';
+export { type A2ALimits, A2ALimitsSchema, DEFAULT_A2A_LIMITS, STATUS_MESSAGE_BYTES_MIN, ARTIFACT_ENTRY_BYTES, artifactByteSize, artifactEntryBytes, resolveLimits, storedArtifact } from './limits.ts';
 export { AGENT_CARD_PATH, agentKeyOf, cardUrlOf, isHttpUrl } from './card-url.ts';
 export { JsonObjectSchema } from './proto-names.ts';
 export { historyHolds, taskShownOurs, type ShownOursOptions } from './ownership.ts';

@@ -5,6 +5,7 @@
  * fields. Unknown fields are stripped (spec §5.7: SHOULD ignore unknown fields).
  */
 import { z } from 'zod';
+import { OptionalWireIdSchema, WireIdSchema } from './wire-id.ts';
 import { ROLES, TASK_STATES } from './enums.ts';
 import { partToV1Shape, readableList, salvageStatusMessage, salvageTimestamp, toBareTask, toWrappedResponse } from './shape.ts';
 import { WireRoleSchema, WireTaskStateSchema } from './spelling.ts';
@@ -62,9 +63,9 @@ export type Part = z.infer<typeof PartSchema>;
 
 /** Message (spec §5.5). `contextId` and `taskId` are optional on client messages. `role` in any spelling (`spelling.ts`). */
 export const MessageSchema = protoJsonObject(z.object({
-  messageId: z.string().min(1),
-  contextId: z.string().optional(),
-  taskId: z.string().optional(),
+  messageId: WireIdSchema,
+  contextId: OptionalWireIdSchema,
+  taskId: OptionalWireIdSchema,
   role: WireRoleSchema,
   parts: z.array(PartSchema),
   metadata: MetadataSchema.optional(),
@@ -86,7 +87,7 @@ export type TaskStatus = z.infer<typeof TaskStatusSchema>;
 
 /** An artifact (spec §5.5 Artifact): an output of a task, keyed by `artifactId`. */
 export const ArtifactSchema = protoJsonObject(z.object({
-  artifactId: z.string().min(1),
+  artifactId: WireIdSchema,
   name: z.string().optional(),
   description: z.string().optional(),
   parts: z.array(PartSchema),
@@ -98,8 +99,8 @@ export type Artifact = z.infer<typeof ArtifactSchema>;
 
 /** A task (spec §5.5 Task): id, context, status, artifacts and history. */
 export const TaskSchema = protoJsonObject(z.object({
-  id: z.string().min(1),
-  contextId: z.string().optional(),
+  id: WireIdSchema,
+  contextId: OptionalWireIdSchema,
   status: TaskStatusSchema,
   artifacts: z.array(ArtifactSchema).optional(),
   // Informational: an entry that does not parse is dropped, never the whole answer.
@@ -114,9 +115,9 @@ export const TaskResultSchema = z.preprocess(toBareTask, TaskSchema);
 
 /** 1.0 status update: no `final` flag; the stream closing ends it (spec §5.5, A2A#1308). */
 export const TaskStatusUpdateEventSchema = protoJsonObject(z.object({
-  taskId: z.string().min(1),
+  taskId: WireIdSchema,
   // Required by the spec, but agents send "" or omit it (field case R16): events are keyed by taskId.
-  contextId: z.string().optional(),
+  contextId: OptionalWireIdSchema,
   status: TaskStatusSchema,
   metadata: MetadataSchema.optional(),
 }));
@@ -125,8 +126,8 @@ export type TaskStatusUpdateEvent = z.infer<typeof TaskStatusUpdateEventSchema>;
 
 /** `append:true` adds parts to the artifact with the same id; `lastChunk:true` seals it. */
 export const TaskArtifactUpdateEventSchema = protoJsonObject(z.object({
-  taskId: z.string().min(1),
-  contextId: z.string().optional(),
+  taskId: WireIdSchema,
+  contextId: OptionalWireIdSchema,
   artifact: ArtifactSchema,
   append: z.boolean().optional(),
   lastChunk: z.boolean().optional(),
@@ -166,7 +167,7 @@ export const AuthenticationInfoSchema = z.object({
 export const TaskPushNotificationConfigSchema = protoJsonObject(z.object({
   tenant: z.string().optional(),
   id: z.string().optional(),
-  taskId: z.string().optional(),
+  taskId: OptionalWireIdSchema,
   url: z.string(),
   token: z.string().optional(),
   authentication: AuthenticationInfoSchema.optional(),

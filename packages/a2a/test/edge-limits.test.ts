@@ -153,11 +153,11 @@ describe('depth and part counts', () => {
 
 describe('B31: the artifact limit counts every stored byte', () => {
   it('metadata, names, descriptions and part metadata count, not only part content', async () => {
-    const { artifactByteSize, storedArtifact } = await import('../src/limits.ts');
+    const { artifactByteSize, artifactEntryBytes, storedArtifact } = await import('../src/limits.ts');
     const bare = { artifactId: 'a1', parts: [] };
     const heavy = { artifactId: 'a1', name: 'n'.repeat(1_000), description: 'd'.repeat(1_000), metadata: { blob: 'm'.repeat(2_000) }, parts: [{ text: '', metadata: { blob: 'p'.repeat(3_000) } }] };
     expect(artifactByteSize(heavy) - artifactByteSize(bare)).toBeGreaterThanOrEqual(7_000);
     const stored = storedArtifact(heavy);
-    expect(stored.bytes).toBe(Buffer.byteLength(stored.artifactId) + Buffer.byteLength(stored.meta) + Buffer.byteLength(stored.parts));
+    expect(stored.bytes).toBe(artifactEntryBytes(stored.artifactId) + Buffer.byteLength(stored.meta) + Buffer.byteLength(stored.parts));
   });
 });

@@ -9,6 +9,7 @@
  * The zod schemas below parse straight into the 1.0 model.
  */
 import { z } from 'zod';
+import { OptionalWireIdSchema, WireIdSchema } from '../wire-id.ts';
 import { JsonObjectSchema } from '../proto-names.ts';
 import type { Message, Part, SendMessageRequest, StreamResponse, TaskPushNotificationConfig, TaskState } from '../schema.ts';
 import { toWrappedResponse } from '../shape.ts';
@@ -41,9 +42,9 @@ const ProtoPartSchema = z
 
 const ProtoMessageSchema = z
   .object({
-    messageId: z.string().min(1),
-    contextId: z.string().optional(),
-    taskId: z.string().optional(),
+    messageId: WireIdSchema,
+    contextId: OptionalWireIdSchema,
+    taskId: OptionalWireIdSchema,
     role: WireRoleSchema.optional().transform((role) => role ?? 'ROLE_UNSPECIFIED'),
     content: z.array(ProtoPartSchema).default([]),
     metadata: MetadataSchema.optional(),
@@ -56,7 +57,7 @@ const ProtoStatusSchema = z
   .transform(({ state, message, update, timestamp }) => defined({ state, message: message ?? update, timestamp }));
 
 const ProtoArtifactSchema = z.object({
-  artifactId: z.string().min(1),
+  artifactId: WireIdSchema,
   name: z.string().optional(),
   description: z.string().optional(),
   parts: z.array(ProtoPartSchema).default([]),
@@ -65,8 +66,8 @@ const ProtoArtifactSchema = z.object({
 });
 
 export const ProtoTaskSchema = z.object({
-  id: z.string().min(1),
-  contextId: z.string().optional(),
+  id: WireIdSchema,
+  contextId: OptionalWireIdSchema,
   status: ProtoStatusSchema,
   artifacts: z.array(ProtoArtifactSchema).optional(),
   history: z.array(ProtoMessageSchema).optional(),
@@ -74,16 +75,16 @@ export const ProtoTaskSchema = z.object({
 });
 
 const ProtoStatusUpdateSchema = z.object({
-  taskId: z.string().min(1),
-  contextId: z.string().optional(),
+  taskId: WireIdSchema,
+  contextId: OptionalWireIdSchema,
   status: ProtoStatusSchema,
   final: z.boolean().optional(),
   metadata: MetadataSchema.optional(),
 });
 
 const ProtoArtifactUpdateSchema = z.object({
-  taskId: z.string().min(1),
-  contextId: z.string().optional(),
+  taskId: WireIdSchema,
+  contextId: OptionalWireIdSchema,
   artifact: ProtoArtifactSchema,
   append: z.boolean().optional(),
   lastChunk: z.boolean().optional(),

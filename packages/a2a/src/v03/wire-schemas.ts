@@ -5,6 +5,7 @@
  * 1.0 model is wire.ts.
  */
 import { z } from 'zod';
+import { OptionalWireIdSchema, WireIdSchema } from '../wire-id.ts';
 import { JsonObjectSchema } from '../proto-names.ts';
 import type { TaskState } from '../schema.ts';
 import { partToV03Shape, readableList, salvageStatusMessage, salvageTimestamp, toKindTagged } from '../shape.ts';
@@ -51,11 +52,11 @@ export type PartV03 = z.infer<typeof PartV03Schema>;
 
 export const MessageV03Schema = z.object({
   kind: z.literal('message').optional(),
-  messageId: z.string().min(1),
+  messageId: WireIdSchema,
   role: WireRoleV03Schema,
   parts: z.array(PartV03Schema),
-  contextId: z.string().optional(),
-  taskId: z.string().optional(),
+  contextId: OptionalWireIdSchema,
+  taskId: OptionalWireIdSchema,
   metadata: MetadataSchema.optional(),
   extensions: z.array(z.string()).optional(),
   referenceTaskIds: z.array(z.string()).optional(),
@@ -72,7 +73,7 @@ export const TaskStatusV03Schema = z.object({
 
 /** 0.3 Artifact (spec v0.3.0 §6.7). */
 export const ArtifactV03Schema = z.object({
-  artifactId: z.string().min(1),
+  artifactId: WireIdSchema,
   name: z.string().optional(),
   description: z.string().optional(),
   parts: z.array(PartV03Schema),
@@ -83,8 +84,8 @@ export const ArtifactV03Schema = z.object({
 /** `kind` is optional here so a lenient agent's GetTask answer still parses; events require it. */
 export const TaskV03Schema = z.object({
   kind: z.literal('task').optional(),
-  id: z.string().min(1),
-  contextId: z.string().optional(),
+  id: WireIdSchema,
+  contextId: OptionalWireIdSchema,
   status: TaskStatusV03Schema,
   artifacts: z.array(ArtifactV03Schema).optional(),
   // Informational: an entry that does not parse is dropped, never the whole answer.
@@ -95,8 +96,8 @@ export type TaskV03 = z.infer<typeof TaskV03Schema>;
 
 export const StatusUpdateV03Schema = z.object({
   kind: z.literal('status-update'),
-  taskId: z.string().min(1),
-  contextId: z.string().optional(),
+  taskId: WireIdSchema,
+  contextId: OptionalWireIdSchema,
   status: TaskStatusV03Schema,
   /** 0.3 only: the last event of this stream (removed in 1.0, A2A#1308). */
   final: z.boolean().optional(),
@@ -105,8 +106,8 @@ export const StatusUpdateV03Schema = z.object({
 
 export const ArtifactUpdateV03Schema = z.object({
   kind: z.literal('artifact-update'),
-  taskId: z.string().min(1),
-  contextId: z.string().optional(),
+  taskId: WireIdSchema,
+  contextId: OptionalWireIdSchema,
   artifact: ArtifactV03Schema,
   append: z.boolean().optional(),
   lastChunk: z.boolean().optional(),

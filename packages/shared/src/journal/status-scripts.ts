@@ -232,8 +232,8 @@ export interface ApplyArtifactInput {
 
 /** applyArtifact-2.lua's ARGV for one update. */
 function artifactArguments({ fence, update, nowMs, artifactBytesPerDelegation }: ApplyArtifactInput): (string | number)[] {
-  const { artifactId, meta, parts, bytes } = storedArtifact(update.artifact);
-  return [fence ?? '', artifactId, meta, parts, update.append ? '1' : '0', update.lastChunk ? '1' : '0', nowMs, bytes, artifactBytesPerDelegation];
+  const { artifactId, meta, parts, bytes, entryBytes } = storedArtifact(update.artifact);
+  return [fence ?? '', artifactId, meta, parts, update.append ? '1' : '0', update.lastChunk ? '1' : '0', nowMs, bytes, artifactBytesPerDelegation, entryBytes];
 }
 
 const ARTIFACT_OUTCOMES: ReadonlySet<string> = new Set<ArtifactOutcome>(['applied', 'sealed', 'finished']);

@@ -15,6 +15,8 @@
   ARGV[8] bytes these parts carry (artifactByteSize)
   ARGV[9] artifactBytesPerDelegation: the limit on the delegation's artifact bytes, summed
           over chunks and pushes (field 'artifactBytes', per artifact 'bytes:<id>')
+  ARGV[10] the artifact's entry bytes (artifactEntryBytes: its hash fields and its id in each, counted in ARGV[8]
+          once per artifact): a chunk appended to a stored artifact costs its bytes without them ('' = 0)
   Over the limit nothing is stored: the attempt ends AMBIGUOUS with a permanent LIMIT_EXCEEDED
   error, in this same script (RT5/RT7): the agent produced output, so it may have done the work,
   and the step is not re-delegated blind (field case A31); a person decides.
@@ -37,7 +39,7 @@ local incomingBytes = tonumber(ARGV[8]) or 0
 local storedBytes = tonumber(stored[3] or '0') or 0
 local artifactBytes = incomingBytes
 if ARGV[5] == '1' and existing then
-  artifactBytes = storedBytes + incomingBytes
+  artifactBytes = storedBytes + math.max(0, incomingBytes - (tonumber(ARGV[10]) or 0))
   if ARGV[4] == '[]' then parts = existing
   elseif existing ~= '[]' then parts = string.sub(existing, 1, -2) .. ',' .. string.sub(ARGV[4], 2) end
 end
