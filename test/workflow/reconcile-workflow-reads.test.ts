@@ -2,6 +2,8 @@
  * The reconcile of a workflow's own index entry (`<workflowId>|*`, one per running workflow in the start-up sweep
  * after a whole-fleet crash) decides from the workflow row it read first: one HGETALL of the row, not a second one
  * in the decision (docs/performance.md, recovery). The decision's write stays compare-and-set on that row's version.
+ * The running attempts' steps it read with that row are kept (`AttemptSteps`): a fresh worker's reconcile of the
+ * delegation after it reads no definition for the attempt deadline.
  */
 import { describe, expect, it } from 'vitest';
 import type { Fleet } from '@durable-a2a/workers';
@@ -25,23 +27,57 @@ describe("a workflow's own reconcile", () => {
     await eventually(async () => (await producer.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.state === 'WORKING', 'the step is followed', 20_000);
 
     const workflowKey = producer.journal.keys.workflow(id);
-    const monitor = await startMonitor(redisServer().url);
-    const reads: string[] = [];
-    let markerSeen = false;
-    monitor.on('monitor', (_time: string, args: string[]) => {
-      if (args[0]?.toLowerCase() === 'hgetall' && args[1] === workflowKey) reads.push(args[1]);
-      if (args[0]?.toLowerCase() === 'echo' && args[1] === 'workflow-reads-marker') markerSeen = true;
-    });
-    let outcome: string;
-    try {
-      outcome = await reconcileDelegation(fleet.context, { workflowId: id, delegationId: '*' }, undefined);
-      // MONITOR reports commands in the order Redis ran them: once the marker is seen, so is every read before it.
-      await redis().echo('workflow-reads-marker');
-      await eventually(async () => markerSeen, 'the monitor saw the marker', 10_000);
-    } finally {
-      monitor.disconnect();
-    }
+    const { result: outcome, seen: reads } = await commandsDuring((args) => args[0]?.toLowerCase() === 'hgetall' && args[1] === workflowKey, () =>
+      reconcileDelegation(fleet.context, { workflowId: id, delegationId: '*' }, undefined),
+    );
     expect(outcome).toBe('workflow-wait');
     expect(reads).toHaveLength(1);
   }, 60_000);
+
+  it("keeps its running attempts' steps: the delegation's reconcile after it in the same process reads no definition", async () => {
+    const prefix = 'workflow-steps-kept';
+    const { agent, producer } = await startLongTasks(redisServer().url, prefix);
+    const follower: Fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: ['send', 'follow'], reconcileIntervalMs: 600_000 });
+    // A second process (the fresh worker of a recovery): it has read no attempt of this workflow yet.
+    const fresh: Fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, queues: [], reconcileIntervalMs: 600_000 });
+    keep(agent, producer, follower, fresh);
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'a long job' });
+    const ref = { workflowId: id, delegationId: 'main.1' };
+    await eventually(async () => (await producer.journal.getDelegation(ref))?.state === 'WORKING', 'the step is followed', 20_000);
+    const { messageId } = (await producer.journal.getDelegation(ref))!;
+    expect(fresh.context.attemptSteps.has(messageId)).toBe(false);
+
+    expect(await reconcileDelegation(fresh.context, { workflowId: id, delegationId: '*' }, undefined)).toBe('workflow-wait');
+    expect(fresh.context.attemptSteps.has(messageId)).toBe(true);
+
+    const workflowKey = producer.journal.keys.workflow(id);
+    // The lease is the follower's: the reconcile checks the attempt deadline (its step's) and finds the stream held.
+    const { result: outcome, seen: definitionReads } = await commandsDuring(
+      (args) => args[0]?.toLowerCase() === 'hget' && args[1] === workflowKey && args[2] === 'definition',
+      () => reconcileDelegation(fresh.context, ref, undefined),
+    );
+    expect(outcome).toBe('followed');
+    expect(definitionReads).toHaveLength(0);
+  }, 60_000);
 });
+
+/** Runs `run` under a Redis MONITOR and returns its result with the commands `matches` picked, every one sent before it ended. */
+async function commandsDuring<T>(matches: (args: string[]) => boolean, run: () => Promise<T>): Promise<{ result: T; seen: string[][] }> {
+  const monitor = await startMonitor(redisServer().url);
+  const seen: string[][] = [];
+  const marker = `commands-during-${Math.random()}`;
+  let markerSeen = false;
+  monitor.on('monitor', (_time: string, args: string[]) => {
+    if (matches(args)) seen.push(args);
+    if (args[0]?.toLowerCase() === 'echo' && args[1] === marker) markerSeen = true;
+  });
+  try {
+    const result = await run();
+    // MONITOR reports commands in the order Redis ran them: once the marker is seen, so is every command before it.
+    await redis().echo(marker);
+    await eventually(async () => markerSeen, 'the monitor saw the marker', 10_000);
+    return { result, seen };
+  } finally {
+    monitor.disconnect();
+  }
+}

@@ -21,6 +21,7 @@ import {
   enqueueCompensate,
   delegationSpan,
   enqueueSend,
+  isFinished,
   isWorkflowFinished,
   type Decision,
   type DelegationRecord,
@@ -90,6 +91,13 @@ export async function loadWorkflow(ctx: WorkerContext, workflowId: string, known
   const records = (await Promise.all(ids.map((delegationId) => settled.get(delegationId) ?? ctx.journal.getDelegation({ workflowId, delegationId })))).filter(
     (delegation): delegation is DelegationRecord => delegation !== undefined,
   );
+  // The running attempts' steps, from the definition in hand (an attempt's step never changes): their own reconcile
+  // or follow asks for it next (attempt deadline) and reads no definition then. After a whole-fleet crash the start-up
+  // sweep's workflow entries come before the dead-worker sweep's reattaches: one HGET and lookup of the definition
+  // fewer per reattached delegation.
+  for (const attempt of records) {
+    if (attempt.kind === 'step' && !isFinished(attempt.state) && !ctx.attemptSteps.has(attempt.messageId)) ctx.attemptSteps.remember(attempt, record.definition);
+  }
   return { record, definition: record.definition, records, version: record.version, state: record.state };
 }
 
