@@ -161,6 +161,8 @@ export async function stopAgent(agent: DemoAgentHandle): Promise<void> {
 export interface LeaseAndState {
   state: string | null;
   lease: string | null;
+  /** The row's recorded error (JSON text of a RecordedError) while it is not compacted, else null. */
+  error?: string | null;
 }
 
 /** Reads state and follow-lease holder of many delegations in one pipeline. */
@@ -175,14 +177,19 @@ export async function readLeasesAndStates(
     pipeline.hget(base, 'state');
     pipeline.get(`${base}:lease`);
     pipeline.get(`${prefix}:{wf:${workflowId}}:done`);
+    pipeline.hget(base, 'error');
   }
   const replies = (await pipeline.exec()) ?? [];
   const result: LeaseAndState[] = [];
   refs.forEach(({ workflowId, delegationId }, index) => {
     // A finished workflow is compacted into one string: its delegations' states are read there.
-    const finished = replies[3 * index + 2]?.[1] as string | null;
+    const finished = replies[4 * index + 2]?.[1] as string | null;
     const compacted = finished ? parseCompactedWorkflow(workflowId, finished).delegations.find(({ hash }) => hash.delegationId === delegationId)?.hash.state : undefined;
-    result.push({ state: (replies[3 * index]?.[1] as string | null) ?? compacted ?? null, lease: (replies[3 * index + 1]?.[1] as string | null) ?? null });
+    result.push({
+      state: (replies[4 * index]?.[1] as string | null) ?? compacted ?? null,
+      lease: (replies[4 * index + 1]?.[1] as string | null) ?? null,
+      error: (replies[4 * index + 3]?.[1] as string | null) ?? null,
+    });
   });
   return result;
 }

@@ -209,7 +209,7 @@ async function recoveryRun(inFlight: number, history: number): Promise<RecoveryR
 async function waitUntil(
   redis: Redis,
   refs: readonly { workflowId: string; delegationId: string }[],
-  accept: (row: { state: string | null; lease: string | null }) => boolean,
+  accept: (row: { state: string | null; lease: string | null; error?: string | null }) => boolean,
   what: string,
   log: (line: string) => void,
   progress: (accepted: number) => void = () => undefined,
@@ -235,7 +235,8 @@ async function waitUntil(
     if (stalled || now - started > WAIT_TIMEOUT_MS) {
       const shapes = new Map<string, number>();
       for (const row of missing) {
-        const shape = `${row.state} lease=${row.lease ? row.lease.split('/')[0] : 'none'}`;
+        const code = row.error ? (/"code":"([^"]*)"/.exec(row.error)?.[1] ?? 'unparsed') : undefined;
+        const shape = `${row.state} lease=${row.lease ? row.lease.split('/')[0] : 'none'}${code ? ` error=${code}` : ''}`;
         shapes.set(shape, (shapes.get(shape) ?? 0) + 1);
       }
       const why = stalled ? `no record moved for ${STALL_MS / 1000} s` : `timed out after ${WAIT_TIMEOUT_MS / 1000} s`;
