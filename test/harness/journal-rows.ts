@@ -2,8 +2,10 @@
  * Journal rows for tests that drive the journal directly (no fleet): a first attempt's INTENT row as the
  * producer would journal it, and a journal holding one.
  */
+import { afterAll, beforeAll } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
 import { createRedisClient, Journal, type DelegationRecord, type DelegationRef, type RedisClient } from '@durable-a2a/shared';
+import { eventually } from './fleet.ts';
 
 /** The INTENT row of delegation `delegationId` (step `main`, attempt 1) of `workflowId`, for `createWorkflow` / `createIntent`. */
 export const intentRow = (workflowId: string, delegationId = 'main.1') => ({
@@ -49,6 +51,23 @@ export async function runningIntent(journal: Journal, workflowId: string, card: 
   const definition = JSON.stringify({ workflowId, steps: [{ name: 'main', agent: card, message: { text: 'x' } }] });
   await journal.createWorkflow(workflowId, { state: 'RUNNING', definition, createdAt: String(Date.now()) }, { ...intentRow(workflowId), agentCardUrl: card, fence: '1' });
   return ref;
+}
+
+/**
+ * A producer on `prefix` for the tests of a file (created before them, closed after them), connected before the first
+ * test runs: `producer()` and its `journal()`.
+ */
+export function useConnectedProducer(redisServer: () => { url: string }, prefix: string): { producer: () => Producer; journal: () => Journal } {
+  let producer: Producer | undefined;
+  beforeAll(async () => {
+    producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
+    const journal = producer.journal;
+    await eventually(() => journal.getWorkflow('none').then(() => true, () => false), 'the producer connected', 10_000);
+  });
+  afterAll(async () => {
+    await producer?.close();
+  });
+  return { producer: () => producer!, journal: () => producer!.journal };
 }
 
 /** HGETALL calls the Redis server of `redis` has run so far (clients and scripts), from INFO commandstats. */

@@ -74,7 +74,7 @@ export const COMPACTED_RECORD_LAYOUT = {
     'owner', 'notFoundCount', 'firstNotFoundAt', 'sendStartedAt', 'replySendToken', 'replySendUntil',
     'questionSeq', 'artifactBytes', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable',
     'unreachableSince', 'nextTryAt', 'historyBytes', 'slotWaitUntil', 'suspects', 'suspectsOverCap', 'suspectsLost', 'suspectsLostTold', 'suspectReadRounds',
-    'suspectReadRoundAt', 'suspectRoundBy', 'suspectRoundUntil', 'askedKeys', 'clockFloorMs', 'namedTaskUnread',
+    'suspectReadRoundAt', 'suspectRoundBy', 'suspectRoundUntil', 'askedKeys', 'clockFloorMs', 'namedTaskUnread', 'statusStream',
   ],
   /** Times (ms) stored as a number of ms after the workflow's createdAt (a string is the hash's own text). */
   times: ['createdAt', 'updatedAt', 'finishedAt', 'verifiedAt', 'statusTimestampMs', 'replySendUntil'],
@@ -100,7 +100,7 @@ export const COMPACTED_RECORD_LAYOUT = {
     'replyState', 'replySendToken', 'replySendUntil', 'replyError', 'replyForQuestion', 'replyBy', 'questionKey', 'questionAskedAt',
     'questionExpired', 'questionExpiredAt', 'questionExpiry', 'questionSeq', 'effect', 'evidence', 'verifiedAt', 'verifyAttempts',
     'artifactBytes', 'suspects', 'suspectsOverCap', 'suspectsLost', 'suspectsLostTold', 'suspectReadRounds', 'suspectReadRoundAt', 'suspectRoundBy',
-    'suspectRoundUntil', 'askedKeys', 'clockFloorMs', 'namedTaskUnread',
+    'suspectRoundUntil', 'askedKeys', 'clockFloorMs', 'namedTaskUnread', 'statusStream',
     // The workflow row (workflow-record.ts).
     'tenant', 'definition', 'cancelRequested', 'stopping', 'failure', 'attention', 'retryApproved', 'abandonedCompensations',
     'historyDropped', 'historyBytes',

@@ -38,6 +38,8 @@ export interface ObserveOptions {
   held?: DelegationRecord;
   /** The Task is the placeholder of a task a Message answer named, not yet read (see `StatusChange.namedTaskUnread`). */
   namedTaskUnread?: true;
+  /** The stream the event came on (see `StatusChange.stream`); undefined: an unordered observation (a read, a push). */
+  stream?: string;
 }
 
 /** The error a finished unsuccessful status records (FAILED, REJECTED, CANCELED: the agent's message), else undefined. */
@@ -86,6 +88,7 @@ function taskChangeOf(task: Task, options: ObserveOptions): StatusChange {
     endsLease: options.endsLease,
     held: options.held,
     ...(options.namedTaskUnread ? { namedTaskUnread: true as const } : {}),
+    ...(options.stream !== undefined ? { stream: options.stream } : {}),
   };
 }
 
@@ -158,6 +161,7 @@ function statusChangeOf(event: TaskStatusUpdateEvent, options: ObserveOptions): 
     error: statusErrorOf(event.status),
     endsLease: options.endsLease,
     held: options.held,
+    ...(options.stream !== undefined ? { stream: options.stream } : {}),
   };
 }
 

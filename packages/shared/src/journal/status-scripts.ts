@@ -118,6 +118,7 @@ function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artif
     change.result === undefined ? '' : JSON.stringify(change.result),
     change.error ? encodeRecordedError(change.error) : '',
     change.namedTaskUnread ? '1' : '',
+    change.stream ?? '',
   ];
   if (change.artifacts) {
     const stored = change.artifacts.map((artifact) => storedArtifact(artifact));

@@ -87,6 +87,13 @@ export interface StatusChange {
    */
   namedTaskUnread?: true;
   /**
+   * The ordered channel the observation came on: the id of one stream (a SubscribeToTask, or the rest of a streaming
+   * send), whose events arrive in the order the agent wrote them. An event of the stream that wrote the row's status
+   * is applied whatever its timestamp (applyStatus-5.lua "Ordered channels"); undefined (a read, a push, a send's
+   * answer, our outcome): unordered, ordered against the row by the status timestamps.
+   */
+  stream?: string;
+  /**
    * The delegation's Agent Card URL, when the caller read a record without a task id: a new `taskId` is then
    * bound with the change (inside applyStatus on one server, `bindTask` just before it on a Cluster) instead of
    * after the script's refusal (TASK_NOT_BOUND): one round trip less, or two.

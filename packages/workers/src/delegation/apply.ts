@@ -589,7 +589,7 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       return { ...writtenOf(result, undefined), finished: isFinished(write.state) && (result.applied || result.reason === 'finished') };
     }
     case 'events':
-      return writeEvents(ctx, record, write.responses, scope);
+      return writeEvents(ctx, record, write.responses, scope, observation.kind === 'stream-event' ? observation.stream : undefined);
     case 'note-send-error': {
       const current = await ctx.journal.getDelegation(ref);
       if (current?.state !== 'INTENT') return NOTHING_WRITTEN;
@@ -721,13 +721,14 @@ async function withEndingLease(
 }
 
 /** Stream (or push) events: one script for an artifact update and the status update after it, else one event. */
-async function writeEvents(ctx: WorkerContext, record: DelegationRecord, responses: [StreamResponse] | [StreamResponse, StreamResponse], scope: Scope): Promise<Written> {
+async function writeEvents(ctx: WorkerContext, record: DelegationRecord, responses: [StreamResponse] | [StreamResponse, StreamResponse], scope: Scope, stream: string | undefined): Promise<Written> {
   const log = scope.log ?? ctx.logger;
   const last = responses[responses.length - 1]!;
   const state = stateOf(last);
   if (state && isTerminalTaskState(state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
   const ending = scope.lease?.ending();
-  const options = { ...(scope.fence !== undefined ? { fence: scope.fence } : {}), ...(ending ? { endsLease: ending.endsLease } : {}), held: record };
+  // `stream`: the stream they came on, an ordered channel (undefined: a push, a held-back status written after a read).
+  const options = { ...(scope.fence !== undefined ? { fence: scope.fence } : {}), ...(ending ? { endsLease: ending.endsLease } : {}), held: record, ...(stream !== undefined ? { stream } : {}) };
   const [first, second] = responses;
   // A terminal status ending a one-step workflow: the status and the settle in one call, when nothing moved since.
   const finish = 'statusUpdate' in last && state && isTerminalTaskState(state) ? oneStepFinish(ctx, record, journalStateOf(state), statusErrorOf(last.statusUpdate.status)) : undefined;

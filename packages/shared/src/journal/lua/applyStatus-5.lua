@@ -62,19 +62,24 @@
   ARGV[19] '1': this change binds the row to a task a Message answer named, not yet read (core/transitions.ts
            `namedTaskRow`): 'namedTaskUnread' is set; '' = not that: any status of the agent (mode other than
            'outcome') applied clears a set flag ('0'). Our own outcomes leave it.
-  ARGV[20] number of the Task's artifacts N ('' = leave artifacts untouched), then, from ARGV[23], N quadruples
+  ARGV[20] the ordered channel this observation came on ('' = none: a read, a push, a send's answer): the id of one
+           stream (io/stream.ts `readStream`: one per SubscribeToTask or rest of a streaming send). A stream's events
+           arrive in the order the agent's store wrote them (spec: a stream's events are ordered) and one run applies
+           them one after the other, so an event of the stream that wrote the row's status ('statusStream') is later
+           than that status whatever the stamps say (see "Ordered channels" below).
+  ARGV[21] number of the Task's artifacts N ('' = leave artifacts untouched), then, from ARGV[24], N quadruples
            artifactId, meta JSON, parts JSON array, bytes. Any mode: a full Task
            (snapshot or pushed event) stores its artifacts in the transition that applies its status, so a
            finished row always holds the result the Task carried. A FINISHED state's list replaces the stored
            artifacts (`[]` included: the agent's last word); an unfinished one's is merged in (replaceArtifacts.lua
            `mergeArtifacts`): the held artifacts it leaves out are kept (a stale snapshot proves nothing about them),
-           `[]` changes nothing; a merge whose bytes (the Task's and those kept) would pass ARGV[22] replaces instead
+           `[]` changes nothing; a merge whose bytes (the Task's and those kept) would pass ARGV[23] replaces instead
            (the stored bytes stay within the limit; what it drops is in `leftOut`, in doubt until a full read).
            Either way the reply names the held ids the list left out (`leftOut`, whatever the outcome once the row
            is found unfinished), read in this same script: the stream's `takenBack`
-  ARGV[21] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
+  ARGV[22] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
-  ARGV[22] artifactBytesPerDelegation: the limit on the delegation's artifact bytes (an unfinished Task's merge
+  ARGV[23] artifactBytesPerDelegation: the limit on the delegation's artifact bytes (an unfinished Task's merge
            that would pass it replaces instead, above)
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
@@ -89,7 +94,7 @@
            unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
            changed to a finished state (what the settle decides from), else {}; fence = the follow's fencing
            token when the send lease was handed over (ARGV[14] 'handover:…'), else 0; leftOut = the ids of the artifacts
-           the row held that the Task's list (ARGV[20]) leaves out, in their held order, only when the change carries a
+           the row held that the Task's list (ARGV[21]) leaves out, in their held order, only when the change carries a
            list; rewritten = the ids of the held artifacts an UNFINISHED Task's list carried with other content (parts
            or meta) than the stored copy, which it wrote over (a stale snapshot taken between two chunks: older than
            what the stream stored; review16m), only when an unfinished change carries a list;
@@ -113,6 +118,16 @@
   (asked before what we already moved past) unless asked again (`askedLater`: our answer to the row's question
   delivered, a stamp later than the row's and the floor): then, like the row's own key asked again, it is a new
   question under a key made here ('<key>#re<n>'; docs/people.md "Question keys").
+  Ordered channels (streamorder30): the row keeps the id of the stream whose event wrote its status ('statusStream',
+  ARGV[20]; '' when a read or a push wrote it). An event later on that same stream is applied whatever its stamp (the
+  same-rank clock rules and a key asked before are passed; a rank below still 'regress'es and a finished row never
+  changes); when it overrules a later stamp (or has none) that stamp becomes the floor ('clockFloorMs'), so an
+  unordered observation (a late push, a GetTask that raced the stream, a resubscription's snapshot: another stream)
+  must be stamped after every stamp seen. Stamps order only observations from different channels. The row's own status
+  again (state, stamp and message) is never 'stale': an unordered one (a GetTask of what the stream said) leaves the
+  stream's claim, another stream's (a resubscription's snapshot) takes it; any other observation applied takes it too
+  ('' for an unordered one). Limit: a stream whose snapshot was refused as stale orders its events by their stamps until
+  one of them is applied. Property: test/journal/stream-order.test.ts; case: test/stream/skewed-stream-order.test.ts.
   Side jobs are includes (lua/includes/): bindTaskHere, touchWorkflow, publishChange (in workflowKeys), endLease; and,
   defined only by a call that needs them (`rare`), replaceArtifacts, history, askedKeys.
 ]]
@@ -157,11 +172,11 @@ local member = ''
 -- ARGV[14] 'handover:…' read once (endLease.lua), else nil.
 local handover = handoverOf(ARGV[14])
 -- Where a Task's artifact quadruples begin in ARGV.
-local ARTIFACTS_AT = 23
+local ARTIFACTS_AT = 24
 
 local function apply()
   -- The arguments a caller leaves out when they are '' (ARGV[16] on: see the header).
-  local statusMessageArg, listed = ARGV[16] or '', ARGV[20] or ''
+  local statusMessageArg, channel, listed = ARGV[16] or '', ARGV[20] or '', ARGV[21] or ''
   -- One read of the row and one write (every field of the transition in a single HSET). The caller holds the row at
   -- its version: only the fields every transition needs are read (FIELDS_UNVERSIONED among them, and the workflow id a
   -- handover's check names), and the reply is the change. Else the row whole, whose HGETALL reply becomes the row as
@@ -176,7 +191,7 @@ local function apply()
     local v = redis.call('HMGET', KEYS[1], 'delegationId', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId',
       'questionKey', 'statusMessage', 'clockFloorMs', 'namedTaskUnread', 'workflowId', 'fence', 'noProgressMark',
       'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost',
-      'notFoundCount', 'firstNotFoundAt')
+      'notFoundCount', 'firstNotFoundAt', 'statusStream')
     whole = tonumber(v[2]) ~= tonumber(ARGV[15])
     if not whole then
       hash = { delegationId = v[1] or nil, version = v[2] or nil, state = v[3] or nil, statusTimestampMs = v[4] or nil,
@@ -184,7 +199,7 @@ local function apply()
         clockFloorMs = v[9] or nil, namedTaskUnread = v[10] or nil, workflowId = v[11] or nil, fence = v[12] or nil,
         noProgressMark = v[13] or nil, noProgressSince = v[14] or nil, noProgressCount = v[15] or nil,
         noProgressLast = v[16] or nil, pushConfigState = v[17] or nil, pushConfigId = v[18] or nil, suspects = v[19] or nil,
-        suspectsLost = v[20] or nil, notFoundCount = v[21] or nil, firstNotFoundAt = v[22] or nil }
+        suspectsLost = v[20] or nil, notFoundCount = v[21] or nil, firstNotFoundAt = v[22] or nil, statusStream = v[23] or nil }
     end
   end
   if whole then
@@ -212,6 +227,13 @@ local function apply()
 
   local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
   local floorTs = tonumber(hash.clockFloorMs or '')
+  -- Ordered channels: an observation later on the stream that wrote the row's status (ARGV[20]) is the agent's later
+  -- word, whatever the stamps of replicas with skewed clocks say (streamorder30: a snapshot WORKING stamped 60 s ahead,
+  -- then INPUT_REQUIRED stamped now on the same stream: the question was 'stale', never shown).
+  local orderedAfter = mode ~= 'outcome' and channel ~= '' and hash.statusStream == channel
+  -- The row's own status again (state, stamp and message: a GetTask showing what the stream said, a resubscription's
+  -- snapshot of it): never 'stale', as it shows nothing older; a snapshot of it from a stream gives that stream the order.
+  local agrees = incoming == current and incomingTs == currentTs and statusMessageArg == statusMessage
   -- The incoming question's key in the old form too (ARGV[11]: rows journaled before keys had a namespace of their own
   -- hold it).
   local legacyKey = ARGV[11]
@@ -251,7 +273,8 @@ local function apply()
     if asked.has[ARGV[10]] or (legacyKey ~= '' and asked.has[legacyKey]) then
       -- A key the row was parked on before its latest question: a replay of that asking, unless asked again (above;
       -- with some stamp the row holds to be later than).
-      if not ((currentTs or floorTs) and askedLater()) then return {0, 'stale', leftOut} end
+      -- Asked again on the stream that wrote the row: a later asking by the stream's order (a key made here, as below).
+      if not (orderedAfter or ((currentTs or floorTs) and askedLater())) then return {0, 'stale', leftOut} end
       reasked = true
     else
       -- (A row asked again under an answered key, '<key>#re<n>', is still in the stretch after that answer.)
@@ -273,7 +296,7 @@ local function apply()
     -- status of the stretch before, replayed, would take the row off an open question. Once our answer is delivered the
     -- agent's own stamp-less statuses are applied in arrival order, as before the floor.)
     local stampless = floorTs and not incomingTs and (hash.clockFloorMs ~= FLOOR_UNSTAMPED or (PARKED[current] and not replied()))
-    if RANK[incoming] == RANK[current] and not newQuestion and ((incomingTs and currentTs and incomingTs < currentTs) or (floorTs and incomingTs and incomingTs <= floorTs) or stampless) then
+    if RANK[incoming] == RANK[current] and not newQuestion and not orderedAfter and not agrees and ((incomingTs and currentTs and incomingTs < currentTs) or (floorTs and incomingTs and incomingTs <= floorTs) or stampless) then
       return {0, 'stale', leftOut}
     end
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
@@ -304,7 +327,18 @@ local function apply()
   -- stretch before replayed later (a WORKING before our answer) does not take the row off this question while it waits
   -- for our answer (the clock rules above).
   if (newQuestion or askedAgain) and currentTs and (not floorTs or currentTs > floorTs) then put('clockFloorMs', row[4])
-  elseif (newQuestion or askedAgain) and not currentTs and not floorTs then put('clockFloorMs', FLOOR_UNSTAMPED) end
+  elseif (newQuestion or askedAgain) and not currentTs and not floorTs then put('clockFloorMs', FLOOR_UNSTAMPED)
+  elseif orderedAfter and currentTs and (not incomingTs or incomingTs < currentTs) and (not floorTs or currentTs > floorTs) then
+    -- The stream's order overruled a later stamp: that stamp becomes the floor, so an unordered observation (a late push,
+    -- a GetTask that raced the stream, a resubscription's snapshot) must be stamped after every stamp seen to move the
+    -- row, and one without a stamp proves no order (the clock rules above).
+    put('clockFloorMs', row[4])
+  end
+  -- The channel that wrote this status ('' = none). An unordered observation that only agrees with the row (the same
+  -- state, stamp and message: a GetTask showing what the stream said) leaves the stream's claim to order.
+  if mode ~= 'outcome' and channel ~= (hash.statusStream or '') and not (channel == '' and agrees) then
+    put('statusStream', channel)
+  end
   if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end
   if ARGV[8] ~= '' and (row[6] or '') == '' then put('contextId', ARGV[8]) end
   local workflow, finished = {}, {}
@@ -363,11 +397,11 @@ local function apply()
   -- An unfinished Task's copies written over held ones with other content (review16m): named in the reply.
   local rewritten
   if listed ~= '' then
-    local count, merged = tonumber(listed), (tonumber(ARGV[21]) or 0) + leftOutBytes
+    local count, merged = tonumber(listed), (tonumber(ARGV[22]) or 0) + leftOutBytes
     if not FINISHED[incoming] then rewritten = rare().artifactsRewritten(KEYS[2], ARTIFACTS_AT, count) end
-    if FINISHED[incoming] or (count > 0 and merged > tonumber(ARGV[22])) then
+    if FINISHED[incoming] or (count > 0 and merged > tonumber(ARGV[23])) then
       rare().replaceArtifacts(KEYS[2], field('artifactBytes') ~= nil, ARTIFACTS_AT, count)
-      put('artifactBytes', ARGV[21])
+      put('artifactBytes', ARGV[22])
     elseif count > 0 then
       rare().mergeArtifacts(KEYS[2], ARTIFACTS_AT, count, leftOut)
       put('artifactBytes', tostring(merged))

@@ -184,9 +184,11 @@ export type Observation =
   /**
    * One stream event, or an artifact update and the status update that arrived with it. `partialArtifacts`: the
    * artifacts streamed so far are a partial view (see `PartialArtifacts`), so a finished status is not journaled
-   * from the stream alone.
+   * from the stream alone. `stream`: the id of the stream it came on (one per stream read: `readStream`), an ordered
+   * channel: its events are journaled in the agent's order whatever their timestamps (applyStatus-5.lua "Ordered
+   * channels").
    */
-  | { kind: 'stream-event'; responses: [StreamResponse] | [StreamResponse, StreamResponse]; partialArtifacts?: PartialArtifacts }
+  | { kind: 'stream-event'; responses: [StreamResponse] | [StreamResponse, StreamResponse]; partialArtifacts?: PartialArtifacts; stream?: string }
   /**
    * The stream ended without an error: `how` as the SSE reader saw it (`closed`, `interrupted`, …); `delivered`: the
    * updates (status, artifact, message) it delivered before it ended, task snapshots not counted (P36: a stream that

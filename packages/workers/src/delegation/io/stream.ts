@@ -10,6 +10,7 @@
  * journal, never routes. `durable_a2a_resubscriptions_total{reason}`: quiet, idle, dropped, ended, protocol, or
  * terminal (subscription refused and GetTask found the task finished: the normal answer for a terminal task).
  */
+import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   A2AError,
@@ -151,7 +152,10 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     if ('artifactUpdate' in response && (response.artifactUpdate.append === true || response.artifactUpdate.lastChunk === false)) partial = 'appended';
     else if ('task' in response && response.task.artifacts?.length) partial = undefined;
   };
-  const event = (responses: [StreamResponse] | [StreamResponse, StreamResponse]): Observation => ({ kind: 'stream-event', responses, ...(partial ? { partialArtifacts: partial } : {}) });
+  // This stream's id: its events are one ordered channel (the journal applies a later event of the stream that wrote
+  // the row's status whatever its timestamp: applyStatus-5.lua "Ordered channels").
+  const streamId = randomUUID();
+  const event = (responses: [StreamResponse] | [StreamResponse, StreamResponse], ordered = true): Observation => ({ kind: 'stream-event', responses, ...(ordered ? { stream: streamId } : {}), ...(partial ? { partialArtifacts: partial } : {}) });
   // A subscription's first event is its Task snapshot (spec §3.1.6): one that starts with anything else never showed
   // the task whole, and the artifacts the journal held from before it (a send's answer, an earlier read of the task
   // still working) may lack what the agent added since (attack13). Looked at once, at the first event.
@@ -241,7 +245,8 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     const last = atEnd.at(-1) === response;
     const collected = last && 'statusUpdate' in response && response.statusUpdate.status.state === 'TASK_STATE_COMPLETED' && !artifactsHeld() ? await collectBeforeTerminal(ctx, record, log, takenBack) : undefined;
     seen(response);
-    const result = await sink(collected ?? event([response]));
+    // (Earlier on the stream than the events applied above: not of its order, so no stream id; ordered by the rules.)
+    const result = await sink(collected ?? event([response], false));
     if (result.next !== 'continue') return result.next;
   }
   // Ended before a terminal state (a clean close, an unterminated last event, an empty stream: R04), or interrupted.
