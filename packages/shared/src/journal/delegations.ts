@@ -9,7 +9,7 @@ import { parseDelegationHash } from './record-parse.ts';
 import { asHeldRow, changedRow, heldVersion } from './held-rows.ts';
 import { rememberStoredRow } from './stored-rows.ts';
 import { unlessRefused } from './errors.ts';
-import { arrayReply, defineScript, fenceDecoder, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
+import { arrayReply, defineScript, isRefused, fenceDecoder, integerReply, outcomeDecoder, refusal, ScriptReplyError, type Refused } from './scripts.ts';
 import { parseCompactedWorkflow, type CompactedWorkflow } from './compacted-record.ts';
 import { readCompactedRecords } from './compacted-record-read.ts';
 import { connectionGeneration } from './durability.ts';
@@ -64,6 +64,19 @@ const releaseForResendScript = defineScript({
     input.agentInterface ? JSON.stringify(input.agentInterface) : '',
   ],
   decode: outcomeDecoder({ 1: 'released' }),
+});
+
+/** giveBackMark-1.lua: compare-and-set on the run's fence and its own mark (its sendStartedAt, its version when known). */
+const giveBackMarkScript = defineScript({
+  name: 'giveBackMark',
+  keys: ['delegation'],
+  encode: (input: { fence: number; sendStartedAt: number; markedVersion: number | undefined; nowMs: number }) => [
+    input.fence,
+    input.sendStartedAt,
+    input.markedVersion === undefined ? '' : input.markedVersion,
+    input.nowMs,
+  ],
+  decode: outcomeDecoder({ 1: 'given back' }),
 });
 
 /** A reply `{count, …}` whose first element is a count or a negative code, as integers. */
@@ -347,6 +360,22 @@ export class JournalDelegations extends JournalWorkflows {
   async releaseForResend(ref: DelegationRef, expectedVersion: number, contextRefused = false, agentInterface?: object): Promise<void> {
     const released = await this.call(releaseForResendScript, { delegation: this.delegationKeys(ref)[0] }, { expectedVersion, nowMs: this.now(), contextRefused, agentInterface });
     unlessRefused(released, ref, 'releaseForResend');
+  }
+
+  /**
+   * Gives back a send run's own "may have been sent" mark that never left (giveBackMark-1.lua): the run stalled between
+   * the mark and the request and sent nothing, so the row is unmarked again (sendCount one less, resendCount unchanged)
+   * and the run may mark again. Compare-and-set on `fence` (the run's, as the mark claimed it), the mark's
+   * `sendStartedAt` (ms, as `markSending` returned it) and `markedVersion` (the version the mark wrote, when known).
+   * @returns true when given back; false when the row changed since the mark (the reconciler or another run acted:
+   *   it owns the delegation, nothing is written)
+   * @throws JournalError DELEGATION_MISSING
+   */
+  async giveBackMark(ref: DelegationRef, mark: { fence: number; sendStartedAt: number; markedVersion?: number }): Promise<boolean> {
+    const given = await this.call(giveBackMarkScript, { delegation: this.delegationKeys(ref)[0] }, { fence: mark.fence, sendStartedAt: mark.sendStartedAt, markedVersion: mark.markedVersion, nowMs: this.now() });
+    if (isRefused(given) && given.refused !== 'DELEGATION_MISSING') return false;
+    unlessRefused(given, ref, 'giveBackMark');
+    return true;
   }
 
   /**
