@@ -70,7 +70,15 @@ export interface StreamingSend {
   fallback: () => Promise<string | HeldSendResult>;
   /** The mark took the send lease (`markSending`); false: another holder has it. */
   leaseHeld: boolean;
+  /**
+   * Gives back the run's own mark when nothing was created under it (giveBackMark-1.lua, compare-and-set on the mark):
+   * true when given back (the send run marks again), false when anyone wrote the row since (the reconciler decides).
+   */
+  giveBackMark: () => Promise<boolean>;
 }
+
+/** `sendStreaming`'s outcome when streaming was refused (nothing created) and the run's mark was given back. */
+export const STREAM_MARK_GIVEN_BACK = 'stream-mark-given-back';
 
 /** Sends with SendStreamingMessage and follows the same stream (see the module header). */
 export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Promise<string | HeldSendResult> {
@@ -111,9 +119,14 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       // Streaming refused by the spec's own code (effect none): nothing was created, the plain send may follow. The same
       // class named from a reason over another code, or a 405 in a JSON-RPC `code`, proves nothing: the search decides.
       if ((error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) && sendEffectOf(error) === 'none') {
-        // Without the lease held throughout, the reconciler may already have searched (nothing: the
-        // refusal created no task) and resent: it owns the delegation now, so nothing is sent here.
+        // Without the lease held throughout, the reconciler may already have searched (nothing: the refusal created no
+        // task) and resent: nothing is sent here. Our mark is given back when the row is still as it left it
+        // (compare-and-set: nobody acted since), then the send run marks again; else the reconciler owns the delegation.
         if (!held || leaseLost.aborted) {
+          if (await send.giveBackMark()) {
+            log.warn('streaming send refused (nothing created) after the send lease was lost; the mark is given back and the message sent under a new one');
+            return STREAM_MARK_GIVEN_BACK;
+          }
           log.warn('streaming send refused after the send lease was lost; leaving the delegation to the reconciler');
           return 'stalled-before-request';
         }

@@ -35,7 +35,7 @@ import { afterAnswer, holdingSendLease, releaseSendLease, sendRunToken } from '.
 import { sendFailed } from './send-failure.ts';
 import { sendWhileSearching, type HeldSendResult } from '../io/send-held.ts';
 import { HANDLER_PREFIX, runHandler } from './handler.ts';
-import { sendStreaming } from './send-stream.ts';
+import { sendStreaming, STREAM_MARK_GIVEN_BACK } from './send-stream.ts';
 import { pushConfigOf, wantedPushConfig } from '../io/push-config.ts';
 import { takeSendTurn, type SendTurn } from './flow.ts';
 
@@ -77,11 +77,41 @@ export async function sendMessage(ctx: WorkerContext, record: DelegationRecord, 
     return 'waiting-for-slot';
   }
   try {
-    const prepared = await prepareSend(ctx, record, job, log);
-    return typeof prepared === 'string' ? prepared : await deliver(ctx, record, job, prepared, log, turn);
+    let current = record;
+    for (let given = 0; ; given++) {
+      const prepared = await prepareSend(ctx, current, job, log);
+      if (typeof prepared === 'string') return prepared;
+      const outcome = await deliver(ctx, current, job, prepared, log, turn);
+      if (outcome !== MARK_GIVEN_BACK) return outcome;
+      // The run stalled after its mark and sent nothing; its mark is given back (the row as before the mark). It sends
+      // again under a fresh mark, from the row as it is now; past MAX_MARKS_GIVEN_BACK the unmarked row is the
+      // reconciler's ("not sent yet": it enqueues the send again), as after a crash before the mark.
+      const again = given + 1 < MAX_MARKS_GIVEN_BACK ? await ctx.journal.getDelegation({ workflowId: record.workflowId, delegationId: record.delegationId }) : undefined;
+      if (!again || again.state !== 'INTENT' || again.held || again.sendStartedAt !== undefined) return 'stalled-before-request';
+      if (await enforceAttemptDeadline(ctx, again, log)) return 'deadline-exceeded';
+      current = again;
+    }
   } finally {
     turn?.release();
   }
+}
+
+/** `deliver`'s outcome when the run stalled after its mark, sent nothing, and gave its mark back (`giveBackUnsentMark`). */
+const MARK_GIVEN_BACK = 'mark-given-back';
+/** How many times one send run gives back its own unsent mark and marks again before it leaves the row to the reconciler. */
+const MAX_MARKS_GIVEN_BACK = 3;
+
+/**
+ * Gives back the run's own mark after it stalled between the mark and the request (nothing left): markSending-2.lua
+ * refuses a second mark while one is set, so under this mark only this run could have sent. Compare-and-set on the
+ * run's fence and its mark (giveBackMark-1.lua): when the reconciler (or another run) wrote anything since, nothing is
+ * written and the reconciler decides, as before. Without this, the reconciler searched for a message that never left
+ * and, at a busy agent whose ListTasks outgrows its call budget, asked a person (AMBIGUOUS).
+ * @returns true when given back (the run may mark again)
+ */
+export async function giveBackUnsentMark(ctx: WorkerContext, record: DelegationRecord, mark: { fence: number; markedAt: number; marked?: DelegationRecord }): Promise<boolean> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  return ctx.journal.giveBackMark(ref, { fence: mark.fence, sendStartedAt: mark.markedAt, ...(mark.marked ? { markedVersion: mark.marked.version } : {}) });
 }
 
 /** A send ready to leave: our fence, the interface (journaled by the mark) and when the mark was written. */
@@ -151,7 +181,14 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     throw error;
   });
   if (!ready) {
+    // Nothing left: the mark is given back (compare-and-set on it) before the lease, so the reconciler never finds our
+    // unsent mark without its lease; a crash between the two leaves an unmarked row (sent again, as before the mark).
+    const givenBack = await giveBackUnsentMark(ctx, record, prepared);
     await giveBack();
+    if (givenBack) {
+      log.warn('stalled between the mark and the request; nothing was sent: the mark is given back and the message sent under a new one');
+      return MARK_GIVEN_BACK;
+    }
     log.warn('stalled between the mark and the request; leaving the delegation to the reconciler');
     return 'stalled-before-request';
   }
@@ -164,7 +201,8 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     // SendMessage inside the same lease, with the time left read again (the refusal may have come late);
     // its answer is applied once the lease is released, so the follow it routes to is not turned away.
     const fallback = async () => requestHeld(ctx, held, Math.max(1, await attemptTimeLeftMs(ctx, record)));
-    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer, fallback, leaseHeld: prepared.leaseHeld });
+    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer, fallback, leaseHeld: prepared.leaseHeld, giveBackMark: () => giveBackUnsentMark(ctx, record, prepared) });
+    if (outcome === STREAM_MARK_GIVEN_BACK) return MARK_GIVEN_BACK;
     return typeof outcome === 'string' ? outcome : applyHeldResult(ctx, held, outcome);
   }
   // An answer (or a task found meanwhile) gives the lease back with its own transition (`endsLease`): one round trip less.
