@@ -66,6 +66,32 @@ export function checkResponseId(id: unknown, expectedId: JsonRpcId, isError: boo
   });
 }
 
+/** Statuses whose verdict is the status alone, whatever the body (HTTP 401/403: credentials refused before any handler ran; `errors.ts`). */
+const CREDENTIAL_STATUSES: ReadonlySet<number> = new Set([401, 403]);
+
+/**
+ * Ownership before the code, for every JSON-RPC error answer however it came (attack 33): a body that is a JSON-RPC
+ * error envelope carrying ANOTHER request's id (JSON-RPC 2.0 §5: an error carries the id of the request it answers, or
+ * null when the server could not read ours) answers another request, on any HTTP status and to a plain or a
+ * streaming call: its code refuses nothing of ours (delivery received, effect maybe: a `ResponseIdMismatchError`),
+ * as on a 2xx (`checkResponseId`). Undefined for any other body (our id, null or none, no envelope: the status and
+ * the body decide, `errorFromHttp`), and for HTTP 401/403, which refuse our credentials by the status alone. Before,
+ * a 400 or 500 carrying another request's -32602 was read as our refusal: the step was FAILED and went to a second
+ * agent after the first had booked.
+ */
+export function foreignErrorAnswer(status: number, bodyText: string, expectedId: JsonRpcId, what: string): ResponseIdMismatchError | undefined {
+  if (CREDENTIAL_STATUSES.has(status)) return undefined;
+  const value = tryParseJson(bodyText);
+  if (typeof value !== 'object' || value === null || Array.isArray(value) || !('jsonrpc' in value) || !('error' in value)) return undefined;
+  try {
+    checkResponseId((value as { id?: unknown }).id, expectedId, true, bodyText, what);
+    return undefined;
+  } catch (error) {
+    if (error instanceof ResponseIdMismatchError) return error;
+    throw error;
+  }
+}
+
 /**
  * Decodes a JSON-RPC envelope: with `expectedId`, the answer must carry it (`checkResponseId`);
  * an `error` member becomes the typed error (an error is never an empty success, even with
@@ -180,7 +206,7 @@ export async function postJsonRpc<Schema extends z.ZodType>(
       // that reports its own trouble in the status after the work was done): decoded as on a 2xx, never discarded.
       // Not proven ours: the status decides, as for any other body.
       const answer = isJsonMediaType(response.contentType) ? ourSuccessIn(response.bodyText, rpc, schema, what, response.status, rpc.contentProof, prepare) : undefined;
-      if (answer === undefined) throw errorFromHttp(response.status, response.contentType, response.bodyText, response.headers);
+      if (answer === undefined) throw foreignErrorAnswer(response.status, response.bodyText, rpc.id, what) ?? errorFromHttp(response.status, response.contentType, response.bodyText, response.headers);
       return answer.result;
     }
     // A server that answers every call as a stream (SSE): its first event is the answer, read as a JSON body would be.
@@ -310,7 +336,10 @@ export async function* followJsonRpcStream<Schema extends z.ZodType>(
     const ours = ourSuccessIn(bodyText, rpc, reading.schema, 'JSON answer to a stream request', response.status, frames.proof, reading.prepare);
     return ours === undefined ? undefined : reading.toEvent(ours.result);
   };
-  return yield* followEventStream(response, decode, reading.decodeError, { ...streamOptions, ...idleOf(options), signal: options?.signal }, answer);
+  // A whole error answer in place of the stream: ownership first (`foreignErrorAnswer`), then its code.
+  const decodeError: StreamErrorDecoder = (status, contentType, bodyText) =>
+    foreignErrorAnswer(status, bodyText, rpc.id, 'an error answer to a stream request') ?? reading.decodeError(status, contentType, bodyText);
+  return yield* followEventStream(response, decode, decodeError, { ...streamOptions, ...idleOf(options), signal: options?.signal }, answer);
 }
 
 /** `A2ATransport` over JSON-RPC 2.0, protocol version 1.0. */

@@ -54,6 +54,18 @@ export function requestIdOf(request: RecordedRequest): unknown {
   }
 }
 
+/**
+ * A server answering each JSON-RPC request with `answer(its request id)` (as JSON): for answers that echo, or pointedly
+ * do not echo, our request id. `answer` is read per request, so a test may swap it between calls.
+ */
+export function startEchoServer(answer: () => (id: unknown) => { status: number; body: string }): Promise<RawServer> {
+  return startRawServer((request, response) => {
+    const { status, body } = answer()(requestIdOf(request));
+    response.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    response.end(body);
+  });
+}
+
 /** Field-report shorthands (cases/field-reports.md "Conventions"). */
 export const SU = (state: string): string =>
   JSON.stringify({ jsonrpc: '2.0', id: 1, result: { statusUpdate: { taskId: 'T1', contextId: 'C1', status: { state: `TASK_STATE_${state}` } } } });
