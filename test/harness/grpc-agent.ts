@@ -50,6 +50,8 @@ export interface GrpcSendAnswer {
   code: number;
   reason?: string;
   afterHandler: boolean;
+  /** Details beside the ErrorInfo, in `google.rpc.Status` JSON form (`{ '@type': 'type.googleapis.com/lf.a2a.v1.Task', ... }`): what else the agent put in the status. */
+  extraDetails?: Record<string, unknown>[];
 }
 
 export interface GrpcAgentHandle {
@@ -160,11 +162,11 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
 
   type UnaryCallback = (error: Partial<ServiceError> | null, value?: unknown) => void;
   /** The status of a scripted answer: `code`, with an ErrorInfo of `reason` (domain a2a-protocol.org) when given. */
-  const statusOf = (answer: Pick<GrpcSendAnswer, 'code' | 'reason'>): Partial<ServiceError> => {
+  const statusOf = (answer: Pick<GrpcSendAnswer, 'code' | 'reason' | 'extraDetails'>): Partial<ServiceError> => {
     const metadata = new Metadata();
-    if (answer.reason !== undefined) {
-      const errorInfo = { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: answer.reason, domain: 'a2a-protocol.org' };
-      metadata.set('grpc-status-details-bin', encodeFromJson(messageType('google.rpc.Status'), { code: answer.code, message: answer.reason, details: [errorInfo] }));
+    if (answer.reason !== undefined || answer.extraDetails !== undefined) {
+      const errorInfo = answer.reason === undefined ? [] : [{ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: answer.reason, domain: 'a2a-protocol.org' }];
+      metadata.set('grpc-status-details-bin', encodeFromJson(messageType('google.rpc.Status'), { code: answer.code, message: answer.reason ?? '', details: [...errorInfo, ...(answer.extraDetails ?? [])] }));
     }
     return { code: answer.code, details: `scripted status ${answer.code}`, metadata };
   };

@@ -9,6 +9,7 @@ import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import {
   type A2AError,
   type Delivery,
+  InvalidAgentResponseError,
   LimitExceededError,
   ProtocolError,
   RequestTooLargeError,
@@ -17,7 +18,8 @@ import {
   withRetryAfter,
 } from '../errors.ts';
 import { RETRY_INFO_TYPE_URL, retryAfterOfRetryInfo } from '../retry-after.ts';
-import { messageType } from './codec.ts';
+import { namesTask } from '../error-mapping.ts';
+import { GRPC_REGISTRY, decodeToJson, messageType } from './codec.ts';
 
 type ErrorClass = new (message?: string, details?: { reason?: string; cause?: unknown; grpcStatus?: number; delivery?: Delivery }) => A2AError;
 
@@ -63,6 +65,27 @@ export function errorInfoReason(error: Pick<ServiceError, 'metadata'>): string |
     return undefined;
   }
   return undefined;
+}
+
+/**
+ * Whether the status details name a task, by the HTTP bindings' rule (`namesTask`; attack13: a task beside an error
+ * is no refusal): a detail of a message type the vendored registry knows, other than the google.rpc error model's
+ * (an A2A Task, SendMessageResponse, StreamResponse, 1.0 or 0.3), read in its ProtoJSON form. A detail of such a
+ * type whose bytes do not decode may be one too: the agent said it put one there (an answer we cannot read proves
+ * delivery, never the absence of effect).
+ */
+export function detailsNameTask(error: Pick<ServiceError, 'metadata'>): boolean {
+  for (const detail of statusDetails(error)) {
+    const typeName = detail.typeUrl.slice(detail.typeUrl.lastIndexOf('/') + 1);
+    const type = typeName.startsWith('google.rpc.') ? undefined : GRPC_REGISTRY.getMessage(typeName);
+    if (type === undefined) continue;
+    try {
+      if (namesTask(decodeToJson(type, detail.value))) return true;
+    } catch {
+      return true;
+    }
+  }
+  return false;
 }
 
 /**
@@ -112,6 +135,10 @@ export function errorFromGrpc(error: ServiceError, url: string, receiveCapBytes?
   // refusal of our request: a proxy relaying its refusal of the agent's answer (grpc-js, C-core and Go proxies word
   // their receive cap the same), after the agent's handler ran: "not sent, re-delegate" would do the work twice.
   if (overCap && receiveCapBytes !== undefined && requestBytes !== undefined && Number(overCap[1]) === requestBytes) return new RequestTooLargeError(`request to ${url} over the agent's size limit: ${error.details}`, details);
+  // A status whose details name a task (attack 33: INVALID_ARGUMENT with the ErrorInfo INVALID_PARAMS and the booked
+  // task beside it was a refusal: FAILED, the step sent to a second agent): the agent has a task, ours or not, as a
+  // JSON-RPC or HTTP+JSON error answer naming one (`taskBesideError`, `errorFromHttp`): never the status's verdict.
+  if (detailsNameTask(error)) return new InvalidAgentResponseError(`gRPC status ${GrpcStatus[error.code] ?? error.code} from ${url} whose details name a task (the answer does not prove it ours): ${message}`, { ...details, delivery: 'received' });
   const errorClass = (reason === undefined ? undefined : errorClassForReason(reason)) ?? GRPC_STATUS_TABLE.get(error.code);
   const answered = GRPC_STATUS_TABLE.has(error.code) && !LOCAL_STATUSES.has(error.code);
   const mapped = errorClass ? new errorClass(message, answered ? { ...details, delivery: 'received' } : details) : new ProtocolError(`unknown gRPC status ${error.code}: ${message}`, details);
