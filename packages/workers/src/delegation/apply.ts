@@ -550,7 +550,9 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       if (isTerminalTaskState(state)) ctx.crashPoint('follow.after-terminal-seen', record.step);
       // A first task id stays bound while the attempt may still act on it (its deadline), then as a finished record.
       const binding = write.bindAgent ? { agentCardUrl: record.agentCardUrl, bindUntilMs: await attemptDeadlineAt(ctx, record) } : {};
-      const options = { ...guardOf(write.guard, record, scope), snapshot: true, held: record, ...binding, ...(write.namedTaskUnread ? { namedTaskUnread: true as const } : {}) };
+      // A streaming send's first event: its stream's id (an ordered channel: the follow reads the rest under it).
+      const stream = observation.kind === 'send-answered' ? observation.stream : undefined;
+      const options = { ...guardOf(write.guard, record, scope), snapshot: true, held: record, ...binding, ...(write.namedTaskUnread ? { namedTaskUnread: true as const } : {}), ...(stream !== undefined ? { stream } : {}) };
       // A finished Task ending a one-step workflow (a follow's, not a send's answer): the status and the settle in one call.
       const finish = isTerminalTaskState(state) && !write.bindAgent && observation.kind !== 'send-answered' ? oneStepFinish(ctx, record, journalStateOf(state), statusErrorOf(write.task.status)) : undefined;
       let settled: Written['settled'];

@@ -65,8 +65,9 @@
   ARGV[20] the ordered channel this observation came on ('' = none: a read, a push, a send's answer): the id of one
            stream (io/stream.ts `readStream`: one per SubscribeToTask or rest of a streaming send). A stream's events
            arrive in the order the agent's store wrote them (spec: a stream's events are ordered) and one run applies
-           them one after the other, so an event of the stream that wrote the row's status ('statusStream') is later
-           than that status whatever the stamps say (see "Ordered channels" below).
+           them one after the other, so an event of the stream that wrote the row's status ('statusStream'; '~<id>': a
+           stream that caught up with it) is later than that status whatever the stamps say (see "Ordered channels"
+           below). A streaming send's answer carries its stream's id (the follow reads the rest under it).
   ARGV[21] number of the Task's artifacts N ('' = leave artifacts untouched), then, from ARGV[24], N quadruples
            artifactId, meta JSON, parts JSON array, bytes. Any mode: a full Task
            (snapshot or pushed event) stores its artifacts in the transition that applies its status, so a
@@ -126,8 +127,21 @@
   must be stamped after every stamp seen. Stamps order only observations from different channels. The row's own status
   again (state, stamp and message) is never 'stale': an unordered one (a GetTask of what the stream said) leaves the
   stream's claim, another stream's (a resubscription's snapshot) takes it; any other observation applied takes it too
-  ('' for an unordered one). Limit: a stream whose snapshot was refused as stale orders its events by their stamps until
-  one of them is applied. Property: test/journal/stream-order.test.ts; case: test/stream/skewed-stream-order.test.ts.
+  ('' for an unordered one). A stream's own order holds from its first event (streamorder31): an event of a stream
+  that does not hold the order, showing the row's status (same state and message) but refused (stamped earlier: a
+  resubscription's snapshot of the task as it is, stamped by a replica whose clock is behind) caught the stream up with
+  the row: its later events are later than the row's status, and the stream takes the order as '~<id>' (nothing else
+  written); the row's very status (stamp too) gives the whole order. Caught up, not the whole order: a question the row
+  was parked on before, asked again on it, is judged by the stamps (a replica behind replays what the row moved past).
+  A stream whose first event shows another status than the row's, refused, takes nothing: its events are ordered by
+  their stamps until one shows the row's status or is applied. On the stream that holds the whole order, the row's own
+  question after our delivered answer to it is asked again (a key made here). Where a floor shows the clocks disagree,
+  an unordered observation never takes the row off a question our answer has not reached to WORKING (a status the
+  journal never saw, stamped after every stamp seen: the limit below). Limit (no fix without an order the protocol does
+  not carry: a TaskStatus has no sequence number): any other unordered observation of a status the journal never saw,
+  stamped after every stamp seen, is taken as newer; it may be older (written by a replica with a fast clock while no
+  stream was open, pushed late). Property: test/journal/stream-order.test.ts; cases: the same file and
+  test/stream/skewed-stream-order.test.ts.
   Side jobs are includes (lua/includes/): bindTaskHere, touchWorkflow, publishChange (in workflowKeys), endLease; and,
   defined only by a call that needs them (`rare`), replaceArtifacts, history, askedKeys.
 ]]
@@ -230,7 +244,13 @@ local function apply()
   -- Ordered channels: an observation later on the stream that wrote the row's status (ARGV[20]) is the agent's later
   -- word, whatever the stamps of replicas with skewed clocks say (streamorder30: a snapshot WORKING stamped 60 s ahead,
   -- then INPUT_REQUIRED stamped now on the same stream: the question was 'stale', never shown).
-  local orderedAfter = mode ~= 'outcome' and channel ~= '' and hash.statusStream == channel
+  -- A stream that caught up with the row (below) holds the order as '~<id>': its later events are later than the row's
+  -- status, but its start is no proof that what it brings next is new to the row (a replica behind the row may bring
+  -- the statuses between its snapshot and the row's): a question the row was parked on before is not asked again on
+  -- the strength of this order, only by the stamps (`askedLater`).
+  local claim = hash.statusStream or ''
+  local caughtUp = channel ~= '' and claim == '~' .. channel
+  local orderedAfter = mode ~= 'outcome' and channel ~= '' and (claim == channel or caughtUp)
   -- The row's own status again (state, stamp and message: a GetTask showing what the stream said, a resubscription's
   -- snapshot of it): never 'stale', as it shows nothing older; a snapshot of it from a stream gives that stream the order.
   local agrees = incoming == current and incomingTs == currentTs and statusMessageArg == statusMessage
@@ -274,7 +294,7 @@ local function apply()
       -- A key the row was parked on before its latest question: a replay of that asking, unless asked again (above;
       -- with some stamp the row holds to be later than).
       -- Asked again on the stream that wrote the row: a later asking by the stream's order (a key made here, as below).
-      if not (orderedAfter or ((currentTs or floorTs) and askedLater())) then return {0, 'stale', leftOut} end
+      if not ((orderedAfter and not caughtUp) or ((currentTs or floorTs) and askedLater())) then return {0, 'stale', leftOut} end
       reasked = true
     else
       -- (A row asked again under an answered key, '<key>#re<n>', is still in the stretch after that answer.)
@@ -284,7 +304,13 @@ local function apply()
   end
   -- Asked again under the key our delivered answer answered: a new question (its own key, below). It still passes the
   -- clock rules below.
-  local askedAgain = reasked or (mode ~= 'outcome' and PARKED[incoming] and sameKey and askedLater())
+  -- On the stream that wrote the row (its whole order, not one that caught up: above), the row's question after our
+  -- delivered answer to it, other than the row's own status, is asked again too (streamorder31: before, it was applied
+  -- under the answered key, a question open to nobody).
+  local askedAgain = reasked or (mode ~= 'outcome' and PARKED[incoming] and sameKey and (askedLater() or (orderedAfter and not caughtUp and not agrees and replied())))
+  -- The row's answered question again on a stream that only caught up with the row: no later asking by that order (a
+  -- replica behind replays it), only by the stamps (`askedAgain`).
+  local replayed = caughtUp and PARKED[incoming] and sameKey and not askedAgain and replied()
   if mode ~= 'outcome' then
     -- Clocks (R27): a move forward in state order is never vetoed by a timestamp;
     -- timestamps only order observations of the same rank, within one stretch of the task: a new question after our
@@ -296,13 +322,34 @@ local function apply()
     -- status of the stretch before, replayed, would take the row off an open question. Once our answer is delivered the
     -- agent's own stamp-less statuses are applied in arrival order, as before the floor.)
     local stampless = floorTs and not incomingTs and (hash.clockFloorMs ~= FLOOR_UNSTAMPED or (PARKED[current] and not replied()))
-    if RANK[incoming] == RANK[current] and not newQuestion and not orderedAfter and not agrees and ((incomingTs and currentTs and incomingTs < currentTs) or (floorTs and incomingTs and incomingTs <= floorTs) or stampless) then
-      return {0, 'stale', leftOut}
-    end
+    -- Where the agent's clocks were shown to disagree (a floor from stamps), a stamp proves no order against a status
+    -- the journal never saw (streamorder31: a WORKING a replica with a fast clock wrote before the question, missed
+    -- between two streams and pushed late, is stamped after every stamp seen). An unordered observation does not take
+    -- the row off a question our answer has not reached to a status of the same rank: the agent works on after a
+    -- question once it has our answer. Its stream's order, a finished state or a new question still move the row.
+    local leavesQuestion = floorTs and hash.clockFloorMs ~= FLOOR_UNSTAMPED and PARKED[current] and not PARKED[incoming] and not replied()
+    local refusal
+    if RANK[incoming] == RANK[current] and not newQuestion and not (orderedAfter and not replayed) and not agrees and ((incomingTs and currentTs and incomingTs < currentTs) or (floorTs and incomingTs and incomingTs <= floorTs) or stampless or leavesQuestion) then
+      refusal = 'stale'
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
     -- (another question, another challenge) replaces the status whole even without a timestamp.
-    if mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and statusMessageArg == statusMessage then
-      return {0, 'duplicate', leftOut}
+    elseif mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and statusMessageArg == statusMessage then
+      refusal = 'duplicate'
+    end
+    if refusal then
+      -- A stream catching up with the row (streamorder31): an event of a stream that does not hold the order, showing the
+      -- row's status (the same state and message) but refused by the rules above (stamped earlier, or the same status
+      -- again: a resubscription's snapshot of the task as it is, stamped by a replica whose clock is behind the one that
+      -- stamped the row). The stream's events arrive in the agent's order, so the ones after it are later than the row's
+      -- status: the stream takes the order ('~<id>', above), nothing else is written (no version bump: `statusStream` is no
+      -- field of the typed record), and the refusal stands. A stream whose first event shows another status (one the row
+      -- moved past, by the stamps) takes nothing: a replica behind the row would bring next the statuses between the two;
+      -- its events are ordered by their stamps until one shows the row's status or is applied.
+      -- The row's very status (its stamp too) on a stream that caught up gives it the whole order.
+      if channel ~= '' and (not orderedAfter or (caughtUp and agrees)) and incoming == current and statusMessageArg == statusMessage then
+        redis.call('HSET', KEYS[1], 'statusStream', (agrees and '' or '~') .. channel)
+      end
+      return {0, refusal, leftOut}
     end
   end
 
@@ -336,7 +383,8 @@ local function apply()
   end
   -- The channel that wrote this status ('' = none). An unordered observation that only agrees with the row (the same
   -- state, stamp and message: a GetTask showing what the stream said) leaves the stream's claim to order.
-  if mode ~= 'outcome' and channel ~= (hash.statusStream or '') and not (channel == '' and agrees) then
+  -- A stream that caught up keeps its order as it took it ('~<id>').
+  if mode ~= 'outcome' and channel ~= claim and not caughtUp and not (channel == '' and agrees) then
     put('statusStream', channel)
   end
   if ARGV[7] ~= '' and knownTask == '' then put('taskId', ARGV[7]) end

@@ -146,6 +146,13 @@ export type Observation =
        * with it; it is the result only when the agent then says the task does not exist (transitions.ts `unreadNamedTask`).
        */
       namesTask?: string;
+      /**
+       * A streaming send's first event (`via` 'stream'): the id of that stream, whose rest the follow reads under the
+       * same id (`StreamSource.stream`), so the task's first status and the events after it are one ordered channel
+       * (applyStatus-5.lua "Ordered channels"; streamorder31: before, the first status was ordered by its stamp alone,
+       * and an event after it stamped earlier by another replica was 'stale').
+       */
+      stream?: string;
     }
   /** SendMessage failed. `afterMark`: the request may have left. `effect: 'none'`: the answer is a refusal (the A2A error table's `effect` column). */
   | {

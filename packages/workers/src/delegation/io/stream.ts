@@ -53,6 +53,11 @@ class ForeignEventError extends Error {
 export interface StreamSource {
   /** A stream already open (the rest of a streaming send, V2) instead of a SubscribeToTask; it receives the signal that must close it. */
   open?: (signal: AbortSignal) => EventStream;
+  /**
+   * The stream's id when its first event was applied before this read (a streaming send's answer: `send-stream.ts`),
+   * so the rest is of the same ordered channel; default: a new one.
+   */
+  stream?: string;
   /** Events applied once the stream ended cleanly, before its end is observed (a streaming send's finished first status, A34). */
   atEnd?: readonly StreamResponse[];
   /** An earlier stream of the task ended before its finished status: the artifacts journaled so far are a partial view. */
@@ -154,7 +159,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   };
   // This stream's id: its events are one ordered channel (the journal applies a later event of the stream that wrote
   // the row's status whatever its timestamp: applyStatus-5.lua "Ordered channels").
-  const streamId = randomUUID();
+  const streamId = source.stream ?? randomUUID();
   const event = (responses: [StreamResponse] | [StreamResponse, StreamResponse], ordered = true): Observation => ({ kind: 'stream-event', responses, ...(ordered ? { stream: streamId } : {}), ...(partial ? { partialArtifacts: partial } : {}) });
   // A subscription's first event is its Task snapshot (spec §3.1.6): one that starts with anything else never showed
   // the task whole, and the artifacts the journal held from before it (a send's answer, an earlier read of the task

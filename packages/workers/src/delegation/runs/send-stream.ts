@@ -20,6 +20,7 @@
  * except a refusal of the method itself (-32601, -32004): then SendMessage.
  * Enabled by the `streamingSends` option (DA2A_STREAMING_SENDS).
  */
+import { randomUUID } from 'node:crypto';
 import {
   MethodNotFoundError,
   ProtocolError,
@@ -60,8 +61,11 @@ export interface StreamingSend {
   /** The attempt's time left (ms): how long the agent may hold the stream's headers. */
   timeLeftMs: number;
   log: Log;
-  /** Applies the first event as the send's answer (a Task or a Message): `continue` when the stream is to be followed on. */
-  applyAnswer: (response: SendMessageResponse) => Promise<Applied>;
+  /**
+   * Applies the first event as the send's answer (a Task or a Message): `continue` when the stream is to be followed on.
+   * `stream`: the stream's id (the follow reads its rest under it: one ordered channel, applyStatus-5.lua "Ordered channels").
+   */
+  applyAnswer: (response: SendMessageResponse, stream: string) => Promise<Applied>;
   /**
    * Sends the same message with SendMessage when the agent refuses SendStreamingMessage (-32601, -32004:
    * no task created). Called inside the same send lease, only while it was held throughout, so the
@@ -100,6 +104,10 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
     // settle): the task is bound SUBMITTED now and that status applied after the rest of the stream (its artifacts).
     let deferred: StreamResponse | undefined;
     let arrived = false;
+    // The stream's id, from its first event on: the task's first status (the send's answer) and the events the follow
+    // reads after it are one ordered channel (streamorder31: before, the answer carried none, and an event after it
+    // stamped earlier by a replica with a slower clock was 'stale').
+    const streamId = randomUUID();
     try {
       const next = await firstEvent(ctx, send, stream, controller);
       if ('kind' in next) {
@@ -113,7 +121,7 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       ctx.crashPoint('send.after-request', record.step);
       const first = next.value.response;
       if ('statusUpdate' in first && isTerminalTaskState(first.statusUpdate.status.state)) deferred = first;
-      answered = await applyFirstEvent(send, first);
+      answered = await applyFirstEvent(send, first, streamId);
     } catch (error) {
       await close();
       // Streaming refused by the spec's own code (effect none): nothing was created, the plain send may follow. The same
@@ -154,7 +162,7 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       const writes = holdWorkingWrites(streamSink(ctx, bound, { fence, log, source: 'stream' }), { delayMs: ctx.options.workingWriteDelayMs, log });
       const deadlineAt = await attemptDeadlineAt(ctx, bound);
       try {
-        await readStream(ctx, bound, job, leaseLost, writes.sink, { open: (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream), atEnd: deferred ? [deferred] : [], deadlineAt });
+        await readStream(ctx, bound, job, leaseLost, writes.sink, { open: (signal) => (signal.addEventListener('abort', () => controller.abort(), { once: true }), stream), stream: streamId, atEnd: deferred ? [deferred] : [], deadlineAt });
       } finally {
         await writes.end();
       }
@@ -206,16 +214,17 @@ async function firstEvent(
  * The first event is the send's answer: a Task (or a whole-Task event) names our task, a Message is judged as
  * SendMessage's (spec §3.1.2; `messageAnswerProof`: a plain reply, a task it names, or not ours). A status update
  * naming a task is read as that task's snapshot. Anything
- * else (an artifact before the task) does not name a task we can prove: the reconciler searches.
+ * else (an artifact before the task) does not name a task we can prove: the reconciler searches. `stream`: the stream's
+ * id (`StreamingSend.applyAnswer`).
  */
-async function applyFirstEvent(send: StreamingSend, response: StreamResponse): Promise<Applied> {
-  if ('task' in response) return send.applyAnswer({ task: response.task });
-  if ('message' in response) return send.applyAnswer({ message: response.message });
+async function applyFirstEvent(send: StreamingSend, response: StreamResponse, stream: string): Promise<Applied> {
+  if ('task' in response) return send.applyAnswer({ task: response.task }, stream);
+  if ('message' in response) return send.applyAnswer({ message: response.message }, stream);
   if ('statusUpdate' in response) {
     const { taskId, contextId, status } = response.statusUpdate;
     // A finished status identifies the task; its outcome is applied after the rest of the stream (see `deferred`).
     const identified = isTerminalTaskState(status.state) ? { state: 'TASK_STATE_SUBMITTED' as const } : status;
-    return send.applyAnswer({ task: { id: taskId, ...(contextId ? { contextId } : {}), status: identified } });
+    return send.applyAnswer({ task: { id: taskId, ...(contextId ? { contextId } : {}), status: identified } }, stream);
   }
   throw new ProtocolError('the send stream opened with an artifact, not with our task', { delivery: 'received' });
 }

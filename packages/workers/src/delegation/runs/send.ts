@@ -196,7 +196,7 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
   const held: HeldSend = { record, job, fence: prepared.fence, transport, request, log, ...(prepared.marked ? { marked: prepared.marked } : {}) };
   if (prepared.streaming) {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
-    const applyAnswer = (response: SendMessageResponse) => apply(ctx, record, answerObservation(record, response, 'stream'), { log, source: 'send' });
+    const applyAnswer = (response: SendMessageResponse, stream: string) => apply(ctx, record, answerObservation(record, response, 'stream', stream), { log, source: 'send' });
     // A card that claims streaming, an agent that refuses it (no task created): the same message goes by
     // SendMessage inside the same lease, with the time left read again (the refusal may have come late);
     // its answer is applied once the lease is released, so the follow it routes to is not turned away.
@@ -325,15 +325,16 @@ async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldS
  * The answer to our SendMessage as an observation, with its ownership (docs/a2a-edge.md "Ownership"): a task in the answer to our
  * own SendMessage must be in our context; an agent may replace our context with its own (R16), then its history must
  * hold our messageId. Without a context of ours to compare, the request id (checked at the edge) is the proof. A
- * Message (the SendMessage answer or a send stream's first event) is judged by `messageAnswerProof`.
+ * Message (the SendMessage answer or a send stream's first event) is judged by `messageAnswerProof`. `stream`: the id of
+ * the send stream whose first event this is (`via` 'stream'), carried by a Task's observation (an ordered channel).
  */
-export function answerObservation(record: DelegationRecord, response: SendMessageResponse, via: 'answer' | 'stream'): Observation {
+export function answerObservation(record: DelegationRecord, response: SendMessageResponse, via: 'answer' | 'stream', stream?: string): Observation {
   const contextId = record.contextRefused ? undefined : record.requestedContextId;
   if ('message' in response) {
     const { ownership, namesTask } = messageAnswerProof(response.message, { contextId, taskId: record.taskId }, via === 'stream' ? 'stream' : 'request-id');
     return { kind: 'send-answered', answer: { message: response.message }, ownership, via, ...(namesTask !== undefined ? { namesTask } : {}) };
   }
-  if (via === 'stream') return { kind: 'send-answered', answer: { task: response.task }, ownership: streamOwnership(record, response.task), via };
+  if (via === 'stream') return { kind: 'send-answered', answer: { task: response.task }, ownership: streamOwnership(record, response.task), via, ...(stream !== undefined ? { stream } : {}) };
   const ownership = taskShownOurs(response.task, { contextId, messageId: record.messageId, taskId: record.taskId }, { requestIdProves: true });
   const proven: Ownership = ownership.ours ? { kind: 'proven', by: contextId ? 'context' : 'request-id' } : { kind: 'disproven', reason: `${ownership.reason}: ${ownership.detail}` };
   return { kind: 'send-answered', answer: { task: response.task }, ownership: proven, via };
