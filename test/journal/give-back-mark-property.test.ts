@@ -80,3 +80,60 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
     );
   });
 });
+
+/**
+ * Second property (attack33b, the kind "a request leaves without its send lease"): a claiming mark (markSending-2.lua with a
+ * holder token and a claim) holds the delegation's lease afterwards, whoever held it on the unmarked row before (a
+ * gone send run that gave its unsent mark back or noted its agent unreachable, a follower, the run itself) and
+ * however long that lease had left. The earlier holder is fenced out by the same claim: its release and renewal no
+ * longer touch the lease. A mark without a claim still reports a lease held elsewhere.
+ * Before, a claiming mark reported "lease elsewhere" and the send left unheld: once the old lease ran out the
+ * reconciler could search and resend while the agent held our request.
+ */
+type Before = 'free' | 'gone-sender-gave-back' | 'gone-sender-unreachable' | 'follower' | 'same-run';
+
+describe('markSending: a claiming mark holds the send lease', () => {
+  it('whoever held the lease on the unmarked row, for however long', async () => {
+    await fc.assert(
+      fc.asyncProperty(
+        fc.constantFrom<Before>('free', 'gone-sender-gave-back', 'gone-sender-unreachable', 'follower', 'same-run'),
+        fc.integer({ min: 10_000, max: 120_000 }),
+        fc.boolean(),
+        async (before, leftMs, claim) => {
+          ref = { workflowId: `wf${++counter}`, delegationId: 'main.1' };
+          expect(await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId))).toBe(true);
+          const earlier = before === 'follower' ? 'w0/f/1' : before === 'same-run' ? 'w1/send/9' : 'w0/send/1';
+          if (before === 'gone-sender-gave-back' || before === 'gone-sender-unreachable') {
+            // The gone run marked (taking the lease), then unmarked the row, and never released its lease.
+            const row = (await journal.getDelegation(ref))!;
+            const marked = await journal.markSending(row, row.fence, INTERFACE, { token: earlier, durationMs: leftMs, claim: true });
+            if (before === 'gone-sender-gave-back') expect(await journal.giveBackMark(ref, { fence: marked.fence, sendStartedAt: marked.sendStartedAt })).toBe(true);
+            else await journal.noteUnreachable(ref, marked.fence, { error: { code: 'AGENT_UNREACHABLE', message: 'refused', retryable: true }, nextTryAt: Date.now(), marked: true });
+          } else if (before !== 'free') {
+            expect(await journal.lease(ref, 'acquire', earlier, leftMs)).toBe(true);
+          }
+          const row = (await journal.getDelegation(ref))!;
+          expect(row.sendStartedAt).toBeUndefined();
+          const token = 'w1/send/9';
+          const mark = await journal.markSending(row, row.fence, claim ? INTERFACE : undefined, { token, durationMs: 60_000, claim });
+          const holder = await journal.leaseHolder(ref);
+          if (claim || before === 'free' || before === 'same-run') {
+            expect(mark.leaseHeld).toBe(true);
+            expect(holder).toBe(token);
+            expect(await journal.followLeaseRemainingMs(ref)).toBeGreaterThan(50_000);
+          } else {
+            expect(mark.leaseHeld).toBe(false);
+            expect(holder).toBe(earlier);
+          }
+          if (claim && earlier !== token) {
+            // The earlier holder, fenced out by the claim, can neither give the lease back nor renew it.
+            expect(await journal.lease(ref, 'release', earlier)).toBe(false);
+            expect(await journal.lease(ref, 'renew', earlier, 1_000)).toBe(false);
+            expect(await journal.leaseHolder(ref)).toBe(token);
+          }
+        },
+      ),
+      { numRuns: 60, examples: [['gone-sender-gave-back', 30_000, true], ['follower', 5_000, true], ['follower', 5_000, false]] },
+    );
+  });
+});

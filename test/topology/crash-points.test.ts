@@ -51,6 +51,7 @@ const SCENARIOS = {
 
 /** Crash points the travel saga cannot reach (it registers no push config), each with the test that covers it. */
 const COVERED_ELSEWHERE = {
+  'send.after-give-back': 'test/topology/crash-give-back.test.ts: a worker stalled past the guard, killed after giving its mark back, before its lease release (attack33b)',
   'push.after-create': 'test/api/push-lifecycle.test.ts, P31 (c): killed after Create, before the id was journaled',
   'follow.before-finish-step': 'test/topology/crash-finish-step.test.ts: a one-step workflow, killed before its terminal status and settle (one script)',
   'follow.after-finish-step': 'test/topology/crash-finish-step.test.ts: a one-step workflow, killed right after its terminal status and settle',

@@ -25,6 +25,7 @@ import type { ShutdownListeners } from './shutdown-listeners.ts';
 export type CrashPoint =
   | 'send.before-mark'
   | 'send.after-mark'
+  | 'send.after-give-back'
   | 'send.after-request'
   | 'push.after-create'
   | 'follow.before-stream'

@@ -306,7 +306,8 @@ export class JournalDelegations extends JournalWorkflows {
    * `ref` may be the record the journal handed out (a read: held-rows.ts); when the row was still at its version,
    * `record` is that record as the mark left it (the same as a read after the mark), which a status change after the
    * send can hold: its reply is then the change only (applyStatus-5.lua), not the row whole.
-   * @returns `leaseHeld`: true when the lease was taken (or none was asked), false when another holder has it;
+   * @returns `leaseHeld`: true when the lease was taken (or none was asked), false when another holder has it (never
+   *   with `sendLease.claim`: a claiming mark takes the lease from whoever held it, a gone run fenced out by the claim);
    *   `sendStartedAt`: the mark's time as written (ms, the journal's clock), where the reconciler's
    *   `sendSettleMs` starts counting (after the WAIT before the mark, before the WAIT after it);
    *   `fence`: the run's fencing token from now on (`fence` + 1 when claimed, else `fence`);

@@ -18,8 +18,8 @@
           before the mark; then the caller knows every value the mark wrote (its arguments, the held sendCount and
           version plus one) and holds the row as the mark left it (the send's answer then gets a change reply from
           applyStatus-5.lua, not the row whole)
-  Returns: 1 marked and the lease taken (or none asked), 2 marked but the lease
-           held by another holder; 3 and 4 the same when the row was at the version in ARGV[7];
+  Returns: 1 marked and the lease taken (or none asked; a claiming mark always takes it), 2 marked but the lease
+           held by another holder (a mark without a claim only); 3 and 4 the same when the row was at the version in ARGV[7];
            DELEGATION_MISSING, FENCE_LOST, WRONG_STATE not in
            INTENT, MAY_HAVE_SENT a send may already have happened (sendStartedAt set)
 ]]
@@ -38,7 +38,16 @@ if ARGV[6] == '1' then
 end
 redis.call('HSET', KEYS[1], unpack(set))
 local outcome = 2
-if ARGV[4] == '' or redis.call('SET', KEYS[2], ARGV[4], 'NX', 'PX', ARGV[5]) then outcome = 1
+if ARGV[4] == '' then outcome = 1
+elseif ARGV[6] == '1' then
+  -- A mark that claims takes the lease whoever holds it (attack33b): its claim fenced that holder out in this same
+  -- script, and on an unmarked row no request is in flight (one mark stands at a time; every request leaves under
+  -- one), so a lease left here is a gone run's (it gave its unsent mark back, or noted its agent unreachable, and did
+  -- not live to release it). Before, such a mark sent "lease elsewhere", unheld: once that lease ran out the
+  -- reconciler searched while the agent still held our request, missed it and resent.
+  redis.call('SET', KEYS[2], ARGV[4], 'PX', ARGV[5])
+  outcome = 1
+elseif redis.call('SET', KEYS[2], ARGV[4], 'NX', 'PX', ARGV[5]) then outcome = 1
 elseif redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('PEXPIRE', KEYS[2], ARGV[5]); outcome = 1 end
 if row[6] == ARGV[7] then return outcome + 2 end
 return outcome

@@ -184,6 +184,9 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     // Nothing left: the mark is given back (compare-and-set on it) before the lease, so the reconciler never finds our
     // unsent mark without its lease; a crash between the two leaves an unmarked row (sent again, as before the mark).
     const givenBack = await giveBackUnsentMark(ctx, record, prepared);
+    // A crash here leaves the run's send lease on the unmarked row until its TTL: the next mark takes it over
+    // (markSending-2.lua: its claim fences this run out), so the next request never leaves unheld (attack33b).
+    if (givenBack) ctx.crashPoint('send.after-give-back', record.step);
     await giveBack();
     if (givenBack) {
       log.warn('stalled between the mark and the request; nothing was sent: the mark is given back and the message sent under a new one');
