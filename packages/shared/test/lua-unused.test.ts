@@ -9,6 +9,18 @@ import { scriptNames, scriptText } from '../src/journal/scripts.ts';
 
 const definedNames = (text: string) => [...text.matchAll(/^local function ([A-Za-z_][A-Za-z0-9_]*)/gm)].map((match) => match[1]!);
 
+/** The functions the main code reaches (`main`: those it calls; `calls[i]`: those function i calls). */
+function reachedFrom(main: readonly number[], calls: readonly (readonly number[])[]): Set<number> {
+  const reached = new Set<number>();
+  const visit = (index: number) => {
+    if (reached.has(index)) return;
+    reached.add(index);
+    for (const callee of calls[index]!) visit(callee);
+  };
+  main.forEach(visit);
+  return reached;
+}
+
 describe('withoutUnusedFunctions', () => {
   it('takes out unused functions, one line or several, with the comment above, and what only they called', () => {
     const text = [
@@ -57,6 +69,20 @@ describe('withoutUnusedFunctions', () => {
     expect(withoutUnusedFunctions(interrupted)).toBe(interrupted);
   });
 
+  it('never takes the closing line of a block comment above an unused function (`--]]`), so no code is swallowed', () => {
+    const text = [
+      '--[[',
+      '  a header block, closed the usual way',
+      '--]]',
+      'local function unused() return 1 end',
+      'local function used(x) return x end',
+      'local t = { { 1 } }',
+      'if t[t[1][1]] then return 0 end',
+      'return used(ARGV[1])',
+    ].join('\n');
+    expect(withoutUnusedFunctions(text)).toBe(text.replace('local function unused() return 1 end\n', ''));
+  });
+
   it('keeps exactly the functions the main code reaches, for any call graph (property)', () => {
     const graph = fc.integer({ min: 1, max: 8 }).chain((count) =>
       fc.record({
@@ -75,17 +101,53 @@ describe('withoutUnusedFunctions', () => {
           oneLine[index] ? [`-- ${name(index)}`, `local function ${name(index)}() return ${body(index)} end`] : [`local function ${name(index)}()`, `  return ${body(index)}`, 'end'],
         ).flat();
         lines.push(`return ${main.map((index) => `${name(index)}()`).join(' + ') || '0'}`);
-        // Reachable from the main code through the calls.
-        const reached = new Set<number>();
-        const visit = (index: number) => {
-          if (reached.has(index)) return;
-          reached.add(index);
-          for (const callee of calls[index]!) visit(callee);
-        };
-        main.forEach(visit);
+        const reached = reachedFrom(main, calls);
         const kept = definedNames(withoutUnusedFunctions(lines.join('\n')));
         expect(kept).toEqual(Array.from({ length: count }, (_, index) => index).filter((index) => reached.has(index)).map(name));
       }),
+    );
+  });
+  it('takes out only unused definitions and their line comments, whatever block comments and long strings lie around them (property)', () => {
+    // What may stand just above a function: nothing, line comments (its doc: taken out with it), or a span that is not
+    // its doc and stays whole: a block comment closed by `]]` or `--]]`, a level-1 block, a one-line block, or a long
+    // string holding what looks like a comment and a definition (a string's text: never taken out).
+    const before = fc.constantFrom(
+      [],
+      ['-- doc'],
+      ['-- doc', '-- more doc'],
+      ['--[[', 'a block', ']]'],
+      ['--[[', '  a block closed the usual way', '--]]'],
+      ['--[=[', 'a level-1 block ]]', '--]=]'],
+      ['--[[ one line ]]'],
+      ['local text = [[', '-- not a comment', 'local function inString() return 1 end', ']]'],
+      ['local after = 1 --[[ a block after code', '-- inside it', ']]'],
+    );
+    const graph = fc.integer({ min: 1, max: 6 }).chain((count) =>
+      fc.record({
+        calls: fc.tuple(...Array.from({ length: count }, (_, index) => fc.subarray(Array.from({ length: index + 1 }, (_, callee) => callee)))),
+        main: fc.subarray(Array.from({ length: count }, (_, index) => index)),
+        oneLine: fc.array(fc.boolean(), { minLength: count, maxLength: count }),
+        above: fc.array(before, { minLength: count, maxLength: count }),
+      }),
+    );
+    fc.assert(
+      fc.property(graph, ({ calls, main, oneLine, above }) => {
+        const name = (index: number) => `fn${index}x`;
+        const body = (index: number) => calls[index]!.map((callee) => `${name(callee)}()`).join(' + ') || '0';
+        // Each line with the function whose taking out takes it too (undefined: stays whatever happens).
+        const lines: { text: string; of?: number }[] = [];
+        above.forEach((span, index) => {
+          const doc = span.every((line) => line.startsWith('-- '));
+          lines.push(...span.map((text) => (doc ? { text, of: index } : { text })));
+          const definition = oneLine[index] ? [`local function ${name(index)}() return ${body(index)} end`] : [`local function ${name(index)}()`, `  return ${body(index)}`, 'end'];
+          lines.push(...definition.map((text) => ({ text, of: index })));
+        });
+        lines.push({ text: `return ${main.map((index) => `${name(index)}()`).join(' + ') || '0'}` });
+        const reached = reachedFrom(main, calls);
+        const expected = lines.filter(({ of }) => of === undefined || reached.has(of)).map(({ text }) => text);
+        expect(withoutUnusedFunctions(lines.map(({ text }) => text).join('\n'))).toBe(expected.join('\n'));
+      }),
+      { numRuns: 300 },
     );
   });
 });
