@@ -184,7 +184,7 @@ describe("the journal scripts' texts", () => {
     for (const script of scriptNames()) expect(undeclaredCalls(scriptText(script)), script).toEqual([]);
   });
 
-  it('define every top-level function their code names, and each is named outside its own definition', () => {
+  it('keep no top-level function their code never names (each is named outside its own definition)', () => {
     for (const script of scriptNames()) {
       const text = scriptText(script);
       const code = text
