@@ -79,4 +79,18 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
       { numRuns: 60, examples: [['none', true, 0], ['search-noted', true, 1], ['decided', false, 0]] },
     );
   });
+
+  it('every return code: given back (1); a version the mark did not write, the row unchanged (VERSION_CONFLICT); no row (DELEGATION_MISSING, thrown)', async () => {
+    const run = ++counter;
+    ref = { workflowId: `wf${run}`, delegationId: 'main.1' };
+    expect(await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId))).toBe(true);
+    const before = (await journal.getDelegation(ref))!;
+    const marked = await journal.markSending(before, before.fence, INTERFACE, { token: 'run', durationMs: 60_000, claim: true });
+    const afterMark = (await journal.getDelegation(ref))!;
+    // The fence and the mark's sendStartedAt are the row's, the version is not the one the mark wrote.
+    expect(await journal.giveBackMark(ref, { fence: marked.fence, sendStartedAt: marked.sendStartedAt, markedVersion: afterMark.version + 1 })).toBe(false);
+    expect(await journal.getDelegation(ref)).toEqual(afterMark);
+    expect(await journal.giveBackMark(ref, { fence: marked.fence, sendStartedAt: marked.sendStartedAt, markedVersion: afterMark.version })).toBe(true);
+    await expect(journal.giveBackMark({ workflowId: `wf${run}-none`, delegationId: 'main.1' }, { fence: 1, sendStartedAt: marked.sendStartedAt })).rejects.toMatchObject({ code: 'DELEGATION_MISSING' });
+  });
 });
