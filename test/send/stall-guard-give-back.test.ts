@@ -12,7 +12,7 @@
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { finished, recordOf, useFieldCases } from '../harness/field-cases.ts';
+import { finished, recordOf, ref, useFieldCases } from '../harness/field-cases.ts';
 import { task, userMessage } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
@@ -104,4 +104,23 @@ describe('stall guard at a busy agent: a send held past the guard after its mark
       { numRuns: 8, examples: [[0, 1, false], [0, 1, true], [0, 4, false], [2, 2, true]] },
     );
   }, 300_000);
+
+  it('a streaming send refused (-32601, nothing created) without the send lease gives its mark back too: COMPLETED by the plain send once the lease is free, one SendMessage, no resend, no search', async () => {
+    // No SendStreamingMessage handler: the agent answers -32601 (the spec's own code, effect none) although its card
+    // claims streaming. The send lease is another holder's when the run marks (a run that gave its mark back and died
+    // before releasing it), so the refusal finds the lease not held: before, the marked row went to the reconciler,
+    // whose search at this busy agent could not prove absence (AMBIGUOUS).
+    const agent = await h.agentWith(busyHandlers());
+    const prefix = h.newPrefix();
+    const producer = h.producer(prefix);
+    const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: `${prefix}-1` });
+    expect(await producer.journal.lease(ref(id), 'acquire', 'a-dead-run', 1_500)).toBe(true);
+    await h.fleetFor(prefix, { streamingSends: true, reconcileIntervalMs: 300 });
+    const record = await finished(producer, id, 40_000);
+    expect(record.state).toBe('COMPLETED');
+    expect(agent.count('SendStreamingMessage')).toBeGreaterThanOrEqual(1);
+    expect(agent.count('SendMessage')).toBe(1);
+    expect(record.resendCount).toBe(0);
+    expect(agent.count('ListTasks')).toBe(0);
+  }, 60_000);
 });

@@ -369,7 +369,8 @@ export class JournalDelegations extends JournalWorkflows {
    * and the run may mark again. Compare-and-set on `fence` (the run's, as the mark claimed it), the mark's
    * `sendStartedAt` (ms, as `markSending` returned it) and `markedVersion` (the version the mark wrote, when known).
    * @returns true when given back; false when the row changed since the mark (the reconciler or another run acted:
-   *   it owns the delegation, nothing is written)
+   *   it owns the delegation, nothing is written) or suspect evidence waits on it (a task a refused push showed holding
+   *   our message: the reconciler reads it before anything is sent again)
    * @throws JournalError DELEGATION_MISSING
    */
   async giveBackMark(ref: DelegationRef, mark: { fence: number; sendStartedAt: number; markedVersion?: number }): Promise<boolean> {

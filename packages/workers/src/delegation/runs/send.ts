@@ -104,8 +104,9 @@ const MAX_MARKS_GIVEN_BACK = 3;
 /**
  * Gives back the run's own mark after it stalled between the mark and the request (nothing left): markSending-2.lua
  * refuses a second mark while one is set, so under this mark only this run could have sent. Compare-and-set on the
- * run's fence and its mark (giveBackMark-1.lua): when the reconciler (or another run) wrote anything since, nothing is
- * written and the reconciler decides, as before. Without this, the reconciler searched for a message that never left
+ * run's fence and its mark (giveBackMark-1.lua): when the reconciler (or another run) wrote the row since, or suspect
+ * evidence waits on it (a task a refused push showed holding our message), nothing is written and the reconciler
+ * decides, as before. Without this, the reconciler searched for a message that never left
  * and, at a busy agent whose ListTasks outgrows its call budget, asked a person (AMBIGUOUS).
  * @returns true when given back (the run may mark again)
  */
