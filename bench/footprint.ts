@@ -13,10 +13,9 @@ import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
 import { startRedisServer } from '../test/harness/redis.ts';
 import { startDemoAgent } from '../test/harness/agent.ts';
-import { runsSlowly, type Behaviour } from '../test/harness/agent-behaviours.ts';
+import type { Behaviour } from '../test/harness/agent-behaviours.ts';
 
 import {
-  BENCH_STREAM_IDLE_TIMEOUT_MS,
   commandCalls,
   delegateMany,
   followedBy,
@@ -33,10 +32,17 @@ import {
   waitForWorkflows,
   type BenchResult,
 } from './common.ts';
-import { startInProcessAgentRig } from './rig.ts';
+import { startWorkerProcessRig } from './rig.ts';
 
 /** WORKING, then COMPLETED with a short status message: no artifact rows. */
 const noArtifacts: Behaviour = () => [{ state: 'WORKING' }, { state: 'COMPLETED', text: 'done' }];
+
+/**
+ * How long each task of the streams' agent runs, and how long the worker keeps a stream that carries no event open
+ * (ms): far beyond the run. With the worker's defaults (stream quiet window 5 minutes) a set-up of 10,000 streams on
+ * a loaded machine outlived its first streams: they were closed and polled, and the set-up never finished.
+ */
+const TASK_MS = 3_600_000;
 
 /** How long the idle worker's CPU and Redis commands are measured (ms): three lease renewals, thirty heartbeats. */
 const IDLE_WINDOW_MS = 30_000;
@@ -71,7 +77,7 @@ export async function run(scale: number): Promise<BenchResult> {
       `Encoding of a finished record: ${bytes.encoding} (a finished workflow is compacted into one JSON string, \`…{wf:<id>}:done\`, replacing its hashes and delegation list; layout in packages/shared/src/journal/compacted-record.ts). Before compaction the delegation hash was a hashtable (fields over hash-max-listpack-value, 64 bytes), 3,357 bytes per record in all.`,
       `${records} single-step delegations completed through an in-process fleet (agent: WORKING → COMPLETED, no artifact); MEMORY USAGE … SAMPLES 0 summed over every \`{wf:…}\` key of each workflow.`,
       'used_memory is read before the producer starts and after every workflow finished and the fleet closed; BullMQ keeps up to 1,000 completed jobs per queue for an hour, which this delta includes.',
-      `Worker: spawnWorkerProcess (follow concurrency ${streams + 100}, subscribe limit 1000/1000 ms; production lease, lock, stalled-check and reconcile timings: 30 s each) following ${streams} tasks of an agent that runs 10 minutes each; RSS read once every stream is open (lease held, state WORKING) after 1 s to settle.`,
+      `Worker: spawnWorkerProcess (follow concurrency ${streams + 100}, subscribe limit 1000/1000 ms; production lease, lock, stalled-check and reconcile timings: 30 s each) following ${streams} tasks of an agent in its own process that runs ${TASK_MS / 60_000} minutes each (the stream idle and quiet windows as long); RSS read once every stream is open (lease held, state WORKING) after 1 s to settle.`,
       `Idle CPU: the worker's utime + stime (/proc/<pid>/stat) over ${IDLE_WINDOW_MS / 1000} s with every stream open and no event; Redis commands: INFO commandstats calls over the same window (a script's inner commands count too), minus the bench's own INFO calls (the renewal of every lease is one pipeline of one script per lease every 10 s; the heartbeat one script per second).`,
     ],
   };
@@ -123,9 +129,12 @@ async function recordBytes(records: number) {
 
 async function workerRss(streams: number) {
   const prefix = 'rss';
-  const rig = await startInProcessAgentRig(prefix, { behaviour: runsSlowly(600_000) });
+  // The agent in its own process (as the recovery benchmark's): in this one, beside the producer and the polling,
+  // 10,000 streams starved it, and the worker's sends and streams failed with network errors.
+  const rig = await startWorkerProcessRig(prefix, `slow:${TASK_MS}`);
   const { redisServer, agent, producer, reader } = rig;
   try {
+    const { cardUrl } = await agent.ready;
     const worker = rig.spawn({
       REDIS_URL: redisServer.url,
       DA2A_PREFIX: prefix,
@@ -133,15 +142,17 @@ async function workerRss(streams: number) {
       // One agent holds every stream here: its share is the whole follow concurrency (default: half, 90% at most).
       DA2A_FOLLOW_SLOTS_PER_AGENT: String(streams + 100),
       DA2A_SUBSCRIBE_RATE_LIMIT: '1000/1000',
-      DA2A_STREAM_IDLE_TIMEOUT_MS: String(BENCH_STREAM_IDLE_TIMEOUT_MS),
+      DA2A_STREAM_IDLE_TIMEOUT_MS: String(TASK_MS),
+      DA2A_STREAM_QUIET_MS: String(TASK_MS),
       ...{ DA2A_LOCK_DURATION_MS: '30000', DA2A_STALLED_INTERVAL_MS: '30000', DA2A_RECONCILE_INTERVAL_MS: '30000' },
     });
     await worker.ready;
     const pid = worker.child.pid!;
     await sleep(1_000);
     const idle = rssBytes(pid);
-    const refs = await delegateMany(producer, agent.cardUrl, streams, { text: 'stream', keyPrefix: 'rss' });
-    await untilEveryRow(reader, prefix, refs, followedBy(spawnedWorkerId(pid)), 'footprint: every stream open');
+    const refs = await delegateMany(producer, cardUrl, streams, { text: 'stream', keyPrefix: 'rss' });
+    // One poll reads two keys per stream: every max(200 ms, streams / 20 ms), so the polling does not load the machine.
+    await untilEveryRow(reader, prefix, refs, followedBy(spawnedWorkerId(pid)), 'footprint: every stream open', { intervalMs: Math.max(200, streams / 20), timeoutMs: 900_000 });
     await sleep(1_000);
     const loaded = rssBytes(pid);
     const total = (calls: Map<string, number>) => [...calls].filter(([name]) => name !== 'info').reduce((sum, [, count]) => sum + count, 0);

@@ -12,6 +12,8 @@
  * and the close after the SIGTERM left out). `PROFILE_MONITOR=1`: Redis MONITOR from the kill to the last reattach, the commands per
  * record by key shape (this aid's own polling left out). `PROFILE_STALL_MS`: how long no new reattach may last before
  * the aid prints what is left and stops (default 10,000; a loaded machine needs more). `PROFILE_NODE_OPTIONS`: more Node flags for the fresh worker.
+ * `PROFILE_RESTART_DELAY_MS`: how long after the SIGKILL the fresh worker is started (default 0; longer than the
+ * liveness TTL, 3 s, for a restart that finds the dead worker's liveness key gone, as most real restarts do).
  */
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
@@ -29,6 +31,8 @@ const dir = process.argv[3] ?? '/tmp';
 const history = Number(process.argv[4] ?? '0');
 /** No record reattached for this long (ms; `PROFILE_STALL_MS`, default 10 s): print what the records left look like and stop. */
 const stallMs = Number(process.env.PROFILE_STALL_MS ?? '10000');
+/** How long after the SIGKILL the fresh worker is started (ms; `PROFILE_RESTART_DELAY_MS`, default 0). */
+const restartDelayMs = Number(process.env.PROFILE_RESTART_DELAY_MS ?? '0');
 const prefix = 'profrec';
 const redisServer = await startRedisServer();
 const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: 'slow:600000' });
@@ -83,6 +87,7 @@ monitor?.on('monitor', (_time: string, args: string[], source: string) => {
 });
 const redisCpuBefore = await redisCpuSeconds(reader);
 const agentCpuBefore = cpuSeconds(agent.child.pid!);
+if (restartDelayMs > 0) await sleep(restartDelayMs);
 const second = spawnWorkerProcess({ ...environment, NODE_OPTIONS: `--cpu-prof --cpu-prof-dir=${dir} ${process.env.PROFILE_NODE_OPTIONS ?? ''}`, ...(process.env.SECOND_LOG_LEVEL ? { LOG_LEVEL: process.env.SECOND_LOG_LEVEL } : {}) });
 await second.ready;
 console.log(`fresh worker ready after ${((performance.now() - killedAt) / 1000).toFixed(2)} s`);

@@ -193,13 +193,17 @@ export class JournalCoordination extends JournalReplies {
   }
 
   /**
-   * Which of `refs` a follow run of another live worker holds (`followedByAnotherLive`) with more than `minLeftMs` of
-   * its lease left: the lease holders and their time left read (a GET and a PTTL each, sent together), then each other
-   * worker named looked up once (its liveness key, EXISTS, sent together). `self`: this worker's id; `isFollowRun`:
-   * tells a follow run's token from a send run's. `minLeftMs`: should the holder be dead after all, its lease must
-   * outlast the moment a heartbeat names it dead, or the dead-worker sweep (which ends only leases still naming it)
+   * Which of `refs` a follow run of another worker still on the fleet's roster holds (`followedByAnotherLive`) with
+   * more than `minLeftMs` of its lease left: the lease holders and their time left read (a GET and a PTTL each, sent
+   * together), then each other worker named looked up once (its liveness key, EXISTS, and its roster entry, ZSCORE,
+   * all sent together). Such a worker is live (its key present), or dead and not yet named by a heartbeat (key gone,
+   * still listed): a heartbeat names it within about two liveness TTLs (after a fleet-wide silence every listed worker
+   * gets one TTL to beat again) and the dead-worker sweep then ends its leases. A worker that left the roster (a
+   * graceful close, or a death whose sweep another worker took on) is not counted. `self`: this worker's id;
+   * `isFollowRun`: tells a follow run's token from a send run's. `minLeftMs`: should the holder be dead, its lease
+   * must outlast the moment a heartbeat names it, or the dead-worker sweep (which ends only leases still naming it)
    * would pass over the delegation.
-   * @returns per ref, in order: true when a follow run of a live worker other than `self` holds its lease, with more
+   * @returns per ref, in order: true when a follow run of a listed worker other than `self` holds its lease, with more
    *   than `minLeftMs` left
    */
   async followedByLiveWorkers(refs: readonly DelegationRef[], self: string, isFollowRun: (holder: string) => boolean, minLeftMs: number): Promise<boolean[]> {
@@ -208,8 +212,11 @@ export class JournalCoordination extends JournalReplies {
     const keys = refs.map((ref) => this.keys.followLease(ref.workflowId, ref.delegationId));
     const [holders, lefts] = await Promise.all([Promise.all(keys.map((key) => this.redis.get(key))), Promise.all(keys.map((key) => this.redis.pttl(key)))]);
     const named = [...new Set(holders.flatMap((holder) => (holder && isFollowRun(holder) ? [workerOfHolder(holder)] : [])))].filter((id) => id !== '' && id !== self);
-    const present = await Promise.all(named.map((workerId) => this.redis.exists(this.keys.workerLiveness(workerId))));
-    const live = new Set(named.filter((_, index) => present[index] === 1));
+    const [present, listed] = await Promise.all([
+      Promise.all(named.map((workerId) => this.redis.exists(this.keys.workerLiveness(workerId)))),
+      Promise.all(named.map((workerId) => this.redis.zscore(this.keys.fleetWorkers(), workerId))),
+    ]);
+    const live = new Set(named.filter((_, index) => present[index] === 1 || listed[index] !== null));
     return holders.map((holder, index) => lefts[index]! > minLeftMs && followedByAnotherLive(holder ?? undefined, self, live, isFollowRun));
   }
 
@@ -302,9 +309,10 @@ function workerOfHolder(holder: string): string {
 
 /**
  * Whether lease holder `holder` is a follow run (`isFollowRun`) of a worker other than `self` whose liveness key was
- * present (`live`): that worker follows the delegation and keeps its next check moving; should it die, the dead-worker
- * sweep ends the lease once its liveness key is gone (forgetWorker-2.lua cannot succeed before). A send run's lease,
- * this worker's own id (an earlier process under it) and a holder whose worker is not live are not.
+ * present or that is still on the roster (`live`): that worker follows the delegation and keeps its next check moving;
+ * should it be dead, the dead-worker sweep ends the lease once a heartbeat names it (forgetWorker-2.lua takes it off
+ * the roster only once its liveness key is gone). A send run's lease, this worker's own id (an earlier process under
+ * it) and a holder whose worker is neither live nor listed are not.
  */
 function followedByAnotherLive(holder: string | undefined, self: string, live: ReadonlySet<string>, isFollowRun: (holder: string) => boolean): boolean {
   if (holder === undefined || !isFollowRun(holder)) return false;

@@ -15,10 +15,11 @@ import { isSendRunToken } from '../io/send-errors.ts';
 import { batchesOf } from './reconcile-batch.ts';
 
 /**
- * Liveness TTLs of lease left for the start-up sweep to leave a delegation to a live-looking follower (`SweepChecks`).
- * The holder's key is present, so it beat less than a TTL ago; if it is dead, a heartbeat names it within about two
- * TTLs more (after a fleet-wide silence every roster entry gets one TTL to beat again, and beats come a third of a TTL
- * apart), and its lease must still name it then. With the defaults a renewed lease has 20 to 30 s left, three TTLs 9 s.
+ * Liveness TTLs of lease left for the start-up sweep to leave a delegation to its follower (`SweepChecks`). The holder
+ * is on the roster (its key present: it beat less than a TTL ago; or gone: it died and no heartbeat named it yet); if
+ * it is dead, a heartbeat names it within about two TTLs (after a fleet-wide silence every roster entry gets one TTL to
+ * beat again, and beats come a third of a TTL apart), and its lease must still name it then. With the defaults a
+ * renewed lease has 20 to 30 s left, three TTLs 9 s.
  */
 const LIVE_FOLLOW_MIN_LEFT_TTLS = 3;
 
@@ -79,11 +80,13 @@ export async function sweep(ctx: WorkerContext, all: boolean): Promise<string> {
  * its delegation may need reattaching. Batch job ids carry the sweep's occasion (`startup-<now>`, or the
  * timer sweep's `now`) and a running part number; an entry a scan returns twice is checked once.
  *
- * The start-up sweep (`startUp`, with worker liveness on): a delegation a follow run of another live
- * worker holds (`Journal.followedByLiveWorkers`) with more than `LIVE_FOLLOW_MIN_LEFT_TTLS` liveness TTLs of its lease
- * left is claimed but not reconciled: its follower keeps its next check moving while the stream is healthy, and
- * should that worker be dead already, the dead-worker sweep ends its lease and reconciles it once its liveness key
- * runs out (within `livenessTtlMs`), the lease still naming it then. A shorter lease left (short `lockDurationMs`, a
+ * The start-up sweep (`startUp`, with worker liveness on): a delegation a follow run of another worker on the roster
+ * holds (`Journal.followedByLiveWorkers`: its liveness key present, or gone and no heartbeat has named it yet) with more
+ * than `LIVE_FOLLOW_MIN_LEFT_TTLS` liveness TTLs of its lease left is claimed but not reconciled: its follower keeps
+ * its next check moving while the stream is healthy, and should that worker be dead, the dead-worker sweep ends its
+ * lease and reconciles it once a heartbeat names it (within about two TTLs), the lease still naming it then. A fresh
+ * worker that starts after the dead fleet's liveness keys ran out (any restart slower than `livenessTtlMs`) reconciled
+ * every followed delegation here only to find its lease held, then again when the dead-worker sweep ended it. A shorter lease left (short `lockDurationMs`, a
  * renewal late) is reconciled as before: the dead-worker sweep could come after it ran out and pass it over. Its attempt deadline is its follower's
  * (`delegation/deadline.ts`: a stream closes at it), so nothing is decided later for being left here. Reconciling it
  * here only found the lease held, read the row and its workflow's definition and moved its check to the lease end:
