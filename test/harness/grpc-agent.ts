@@ -76,9 +76,10 @@ export interface GrpcAgentHandle {
   /**
    * Answer every read of a task from now on (GetTask, CancelTask, SubscribeToTask; 0.3 TaskSubscription) with `answer`'s
    * status before any handler runs (a proxy or an interceptor in front of the agent; `afterHandler` is ignored);
-   * `alsoListTasks`: ListTasks too. Counted as `reads answered`. Undefined = the handlers' own answers again.
+   * `alsoListTasks`: ListTasks too; `times`: only the next that many reads, then the handlers' own answers again (a
+   * proxy's passing fault). Counted as `reads answered`. Undefined = the handlers' own answers again.
    */
-  answerReadsWith(answer: (Omit<GrpcSendAnswer, 'afterHandler'> & { alsoListTasks?: boolean }) | undefined): void;
+  answerReadsWith(answer: ReadAnswer | undefined): void;
   /** Reads `answerReadsWith` answered so far. */
   readonly readsAnswered: number;
   /** End every server stream opened from now on after `events` messages (status OK, no terminal state); undefined = stop. */
@@ -87,6 +88,9 @@ export interface GrpcAgentHandle {
   restart(): Promise<void>;
   stop(): Promise<void>;
 }
+
+/** A status every read gets instead of the handler's answer (`answerReadsWith`). */
+export type ReadAnswer = Omit<GrpcSendAnswer, 'afterHandler'> & { alsoListTasks?: boolean; times?: number };
 
 type Services = [ServiceDefinition, UntypedServiceImplementation][];
 const asImplementation = (service: unknown): UntypedServiceImplementation => service as UntypedServiceImplementation;
@@ -105,7 +109,9 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
   let dropLimit: number | undefined;
   let droppedStreams = 0;
   let sendAnswer: GrpcSendAnswer | undefined;
-  let readAnswer: (Omit<GrpcSendAnswer, 'afterHandler'> & { alsoListTasks?: boolean }) | undefined;
+  let readAnswer: ReadAnswer | undefined;
+  /** Reads `readAnswer` still answers (`ReadAnswer.times`); undefined: every read. */
+  let readAnswersLeft: number | undefined;
   let readsAnswered = 0;
   const pushEnabled = options.pushNotifications ?? true;
 
@@ -182,6 +188,7 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
     const answer = readAnswer;
     if (answer === undefined || (list && !answer.alsoListTasks)) return handler(call, ...rest);
     readsAnswered++;
+    if (readAnswersLeft !== undefined && --readAnswersLeft <= 0) readAnswer = undefined;
     if (streaming) return void call.emit('error', statusOf(answer));
     return (rest[0] as UnaryCallback)(statusOf(answer));
   };
@@ -234,7 +241,7 @@ export async function startGrpcAgent(options: GrpcAgentOptions = {}): Promise<Gr
     sendMessageCount: (messageId) => executor.invocationCount(messageId),
     requestCount: (method) => counts.get(method) ?? 0,
     answerSendsWith: (answer) => void (sendAnswer = answer),
-    answerReadsWith: (answer) => void (readAnswer = answer),
+    answerReadsWith: (answer) => void ((readAnswer = answer), (readAnswersLeft = answer?.times)),
     get readsAnswered() {
       return readsAnswered;
     },

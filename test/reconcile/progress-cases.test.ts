@@ -9,7 +9,8 @@
 import { describe, expect, it } from 'vitest';
 import { eventually } from '../harness/fleet.ts';
 import { NOT_FOUND, artifactText, finished, recordOf, sleep, useFieldCases, viewOf } from '../harness/field-cases.ts';
-import { SU, agentMessage, ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle } from '../harness/scripted-agent.ts';
+import { askingHandlers } from '../harness/asking-agent.ts';
+import { ev, startScriptedAgent, task, taskEvent, type ScriptedAgentHandle } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
 const frame = (result: unknown): string => JSON.stringify({ jsonrpc: '2.0', id: 1, result });
@@ -60,14 +61,7 @@ describe('RT4: a stream that breaks protocol after a valid snapshot', () => {
 
 describe('R28: subscribing to a parked task answers 200 SSE with only a TaskNotFound frame', () => {
   it('after 6 s parked: INPUT_REQUIRED, one open question, not LOST, at most 6 subscriptions', async () => {
-    const question = (contextId?: string) => agentMessage('two rooms or one?', { messageId: 'q1', taskId: 'T1', contextId });
-    const { producer: p, agent } = await h.setUp((seen) => ({
-      SubscribeToTask: (_params, call) =>
-        call.count === 1
-          ? { sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId })), ev(SU('INPUT_REQUIRED', { contextId: seen.contextId, message: question(seen.contextId) }))] }
-          : { sse: [ev(JSON.stringify({ jsonrpc: '2.0', id: 1, ...NOT_FOUND }))] },
-      GetTask: () => ({ result: task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, message: question(seen.contextId) }) }),
-    }));
+    const { producer: p, agent } = await h.setUp((seen) => askingHandlers(seen, { later: () => ({ sse: [ev(JSON.stringify({ jsonrpc: '2.0', id: 1, ...NOT_FOUND }))] }) }));
     const { id } = await p.delegate({ agent: agent.cardUrl, text: 'r28', idempotencyKey: 'r28' });
     await eventually(async () => (await recordOf(p, id))?.state === 'INPUT_REQUIRED', 'parked', 10_000);
     await sleep(6_000);

@@ -6,12 +6,13 @@
  * AMBIGUOUS, a person asked about a message that never left (seen in `BENCH_RECOVERY_IN_FLIGHT=10000 pnpm bench
  * recovery`). Now the run gives its own mark back (giveBackMark-1.lua, compare-and-set on the mark) and sends under a
  * fresh one: COMPLETED, exactly one SendMessage, no resend counted, no search.
- * The stall is the fleet's injectable clock jumping 1.5 s just after the mark's own clock read (no sleeps): the same
- * as a worker held 1.5 s from there, for every reader of the fleet's clock. Real redis-server, real fleet, a scripted
- * raw JSON-RPC agent.
+ * The stall is the fleet's injectable clock jumping 1.5 s right after the mark is journaled (the fleet's
+ * `onCrashPoint` hook at `send.after-mark`; no sleeps): the same as a worker held 1.5 s from there, for every reader of
+ * the fleet's clock. Real redis-server, real fleet, a scripted raw JSON-RPC agent.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
+import type { CrashPoint } from '@durable-a2a/workers';
 import { finished, recordOf, ref, useFieldCases } from '../harness/field-cases.ts';
 import { task, userMessage } from '../harness/scripted-agent.ts';
 
@@ -21,31 +22,29 @@ const h = useFieldCases();
 const other = (id: string) => task(id, 'COMPLETED', { contextId: `ctx-${id}`, timestamp: new Date().toISOString(), history: [userMessage(`m-${id}`)] });
 
 /**
- * A clock that runs `jumpMs` ahead from the `nth` (1-based) read after the mark's own read (`markSending`), `times`
- * times over (each mark of the run again): a worker stalled there.
+ * A clock that runs `jumpMs` ahead from its `nth` read after a send's mark is journaled (0: at once), `times` times
+ * over (each mark of the run again): a worker stalled there. The mark is told by the fleet's `onCrashPoint` hook at
+ * `send.after-mark` (pass `atPoint` as that option).
  */
-export function stallingClock(jumpMs: number, nth = 0, times = 1) {
+function stallingClock(jumpMs: number, nth = 0, times = 1) {
   let skew = 0;
   let readsSinceMark: number | undefined;
   let stalls = 0;
-  const now = () => {
-    const at = Date.now() + skew;
-    if (readsSinceMark !== undefined && ++readsSinceMark >= nth) {
-      skew += jumpMs;
-      stalls++;
-      readsSinceMark = undefined;
-    }
-    if (stalls < times && readsSinceMark === undefined && /\bmarkSending\b/.test(new Error().stack ?? '')) {
-      readsSinceMark = 0;
-      if (nth === 0) {
-        skew += jumpMs;
-        stalls++;
-        readsSinceMark = undefined;
-      }
-    }
-    return at;
+  const stall = () => {
+    skew += jumpMs;
+    stalls++;
+    readsSinceMark = undefined;
   };
-  return { now, stalls: () => stalls };
+  const now = () => {
+    if (readsSinceMark !== undefined && ++readsSinceMark >= nth) stall();
+    return Date.now() + skew;
+  };
+  const atPoint = (point: CrashPoint) => {
+    if (point !== 'send.after-mark' || stalls >= times) return;
+    readsSinceMark = 0;
+    if (nth === 0) stall();
+  };
+  return { now, atPoint, stalls: () => stalls };
 }
 
 /** A busy agent: every ListTasks page is full of other clients' recent tasks and names a next page (more than 10 pages). */
@@ -68,7 +67,7 @@ describe('stall guard at a busy agent: a send held past the guard after its mark
     const clock = stallingClock(1_500);
     const prefix = h.newPrefix();
     const producer = h.producer(prefix);
-    await h.fleetFor(prefix, { now: clock.now });
+    await h.fleetFor(prefix, { now: clock.now, onCrashPoint: clock.atPoint });
     const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: `${prefix}-1` });
     const record = await finished(producer, id, 30_000);
     expect(clock.stalls()).toBe(1);
@@ -88,7 +87,7 @@ describe('stall guard at a busy agent: a send held past the guard after its mark
         const clock = stallingClock(1_500, nth, times);
         const prefix = h.newPrefix();
         const producer = h.producer(prefix);
-        await h.fleetFor(prefix, { now: clock.now, streamingSends, reconcileIntervalMs: 300 });
+        await h.fleetFor(prefix, { now: clock.now, onCrashPoint: clock.atPoint, streamingSends, reconcileIntervalMs: 300 });
         const { id } = await producer.delegate({ agent: agent.cardUrl, text: 'book', idempotencyKey: `${prefix}-1` });
         const record = await finished(producer, id, 40_000);
         // Stalled right at the mark: every stall asked for happened before a request (each a mark given back).

@@ -15,6 +15,7 @@ import { describe, expect, it } from 'vitest';
 import type { Producer } from '@durable-a2a/producer';
 import { eventually } from '../harness/fleet.ts';
 import { recordOf, useFieldCases } from '../harness/field-cases.ts';
+import { askingHandlers } from '../harness/asking-agent.ts';
 import { SU, agentMessage, ev, task, taskEvent } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
@@ -31,19 +32,9 @@ async function questionOpen(p: Producer, id: string): Promise<void> {
 
 describe('streamorder30: a status later on the same stream is journaled whatever its stamp', () => {
   it('snapshot WORKING stamped 60 s ahead, then INPUT_REQUIRED stamped now: the question is open to a person (was: stale, never shown, NO_PROGRESS after 30 min)', async () => {
-    const { producer: p, agent } = await h.setUp((seen) => ({
-      SubscribeToTask: (_params, call) =>
-        call.count === 1
-          ? {
-              sse: [
-                taskEvent(task('T1', 'WORKING', { contextId: seen.contextId, timestamp: h.at(60) })),
-                ev(SU('INPUT_REQUIRED', { contextId: seen.contextId, timestamp: h.at(1), message: question(seen.contextId) })),
-              ],
-              endAfter: 'hang',
-            }
-          : { sse: [taskEvent(task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, timestamp: h.at(1), message: question(seen.contextId) }))], endAfter: 'hang' },
-      GetTask: () => ({ result: task('T1', 'INPUT_REQUIRED', { contextId: seen.contextId, timestamp: h.at(1), message: question(seen.contextId) }) }),
-    }));
+    const { producer: p, agent } = await h.setUp((seen) =>
+      askingHandlers(seen, { workingAt: h.at(60), askedAt: h.at(1), endAfter: 'hang', later: (asked) => ({ sse: [taskEvent(task('T1', 'INPUT_REQUIRED', asked))], endAfter: 'hang' }) }),
+    );
     const { id } = await p.delegate({ agent: agent.cardUrl, text: 'rooms', idempotencyKey: 'streamorder30' });
     await eventually(async () => (await recordOf(p, id))?.state === 'INPUT_REQUIRED', 'the question journaled', 15_000);
     const questions = await p.questions(id);

@@ -471,6 +471,25 @@ export function taskNotFoundProven(error: unknown): error is TaskNotFoundError {
   return error instanceof TaskNotFoundError && !error.inStreamFrame && codeRefuses(error);
 }
 
+/**
+ * Whether `error` is the agent's own "this operation is not served" (spec §3.3.4, §5.4, §9.5, §10.6, §11.6): a
+ * MethodNotFoundError or UnsupportedOperationError spoken as the binding that answered speaks it, the whole answer (not
+ * a frame of a stream that had opened). JSON-RPC (1.0 and 0.3) the code -32601 or -32004; HTTP+JSON and gRPC a status
+ * that may refuse carrying the ErrorInfo reason of the spec's table (METHOD_NOT_FOUND, UNSUPPORTED_OPERATION:
+ * `statusRefusalProven`); an error raised here with no answer (an A2A 0.3 binding that has no ListTasks) by its class.
+ * The same rule as `taskNotFoundProven` and a SendMessage's refusal (`codeRefuses`). A status alone is the answer of a
+ * server on the way (a proxy's or a gateway's UNIMPLEMENTED or 405 for a route it does not serve, a framework's 405
+ * page, 405 or -32601 put in a JSON-RPC `code` by a proxy... over HTTP; a METHOD_NOT_FOUND reason over another code):
+ * it proves delivery and nothing about what the agent serves. Callers read it as an answer they cannot use, never as
+ * "unsupported": a search that reads "the agent cannot list tasks" resends to a deduplicating agent or ends with a
+ * person at once (`unfoundVerdict`), a stream that reads "no GetTask" settles COMPLETED without collecting the artifacts
+ * (R26: a result-less success), a streaming send that reads "no streaming" sends again in plain. A boolean, not a type
+ * guard: both classes have A2AError's shape, so a guard would narrow an A2AError to `never` where it is false.
+ */
+export function operationUnsupportedProven(error: unknown): boolean {
+  return (error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) && !error.inStreamFrame && codeRefuses(error);
+}
+
 /** What the failed request carried that an error may be about (`ErrorTableRow.concerns`). */
 export interface SentRequest {
   /** The request names a task (`message.taskId`: a reply; a push config of a task). Default true; false for a step's first SendMessage and its resends. */

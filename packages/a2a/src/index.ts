@@ -44,6 +44,7 @@ export {
   deliveryOf,
   sendEffectOf,
   taskNotFoundProven,
+  operationUnsupportedProven,
   type SentRequest,
   LimitExceededError,
   type LimitName,

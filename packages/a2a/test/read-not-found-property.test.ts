@@ -10,56 +10,19 @@
  * byte-exact node:http server and a grpc-js server; the oracle is written out below.
  */
 import fc from 'fast-check';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createTransport } from '../src/client.ts';
+import { describe, expect, it } from 'vitest';
 import { A2AError, TaskNotFoundError, inStreamFrame, taskNotFoundProven } from '../src/errors.ts';
-import { GrpcTransport } from '../src/grpc/transport.ts';
-import { type ScriptedStatus, type StatusDetailsShape, startStatusServer } from './helpers/grpc-status-server.ts';
-import { type RawServer, requestIdOf, startRawServer } from './helpers/raw-server.ts';
+import { GRPC_MAY_REFUSE, HTTP_BINDINGS, SHAPES, type HttpBinding, type Shape, bodyOf, grpcStatusProperty, refusingHttpStatus, useAnswerServer } from './helpers/status-property.ts';
 
-let answer: { status: number; body: string; contentType: string } = { status: 200, body: '{}', contentType: 'application/json' };
-let server: RawServer;
-beforeAll(async () => {
-  server = await startRawServer((request, response) => {
-    const body = answer.body.replaceAll('"__ID__"', JSON.stringify(requestIdOf(request)));
-    response.writeHead(answer.status, { 'content-type': answer.contentType, 'content-length': Buffer.byteLength(body) });
-    response.end(body);
-  });
-});
-afterAll(() => server.close());
-
-type HttpBinding = 'JSONRPC' | 'JSONRPC 0.3' | 'HTTP+JSON 1.0' | 'HTTP+JSON 0.3';
-const HTTP_BINDINGS: HttpBinding[] = ['JSONRPC', 'JSONRPC 0.3', 'HTTP+JSON 1.0', 'HTTP+JSON 0.3'];
+const server = useAnswerServer();
 type Call = 'GetTask' | 'CancelTask';
-const transport = (binding: HttpBinding) =>
-  createTransport({ url: server.url, protocolBinding: binding.startsWith('JSONRPC') ? 'JSONRPC' : 'HTTP+JSON', protocolVersion: binding.endsWith('0.3') ? '0.3' : '1.0' });
 const readError = (read: { getTask(request: { id: string }): Promise<unknown>; cancelTask(request: { id: string }): Promise<unknown> }, call: Call): Promise<unknown> =>
   (call === 'GetTask' ? read.getTask({ id: 'T1' }) : read.cancelTask({ id: 'T1' })).then(() => undefined, (error: unknown) => error);
 
-const errorInfo = (reason: string, domain = 'a2a-protocol.org') => ({ '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason, domain });
-
-/** Body shapes: what an agent, a framework or a proxy may put under a status. */
-type Shape = 'JSON-RPC envelope' | '0.3 {code} body' | 'google.rpc.Status with ErrorInfo' | 'google.rpc.Status without ErrorInfo' | 'HTML page' | 'JSON message' | 'problem+json' | 'empty';
-const SHAPES: Shape[] = ['JSON-RPC envelope', '0.3 {code} body', 'google.rpc.Status with ErrorInfo', 'google.rpc.Status without ErrorInfo', 'HTML page', 'JSON message', 'problem+json', 'empty'];
 const REASONS = ['TASK_NOT_FOUND', 'TASK_NOT_CANCELABLE', 'INVALID_PARAMS', 'UNSUPPORTED_OPERATION', 'NOT_FOUND', 'task_not_found', 'API_KEY_INVALID'];
 const CODES = [-32001, 404, -32050, -32602, -32004, -32603, -32002];
 
-function bodyOf(shape: Shape, status: number, reason: string, code: number): { body: string; contentType: string } {
-  const json = (value: unknown) => ({ body: JSON.stringify(value), contentType: 'application/json' });
-  switch (shape) {
-    case 'JSON-RPC envelope': return json({ jsonrpc: '2.0', id: '__ID__', error: { code, message: 'no', data: [errorInfo(reason)] } });
-    case '0.3 {code} body': return json({ code, message: 'no' });
-    case 'google.rpc.Status with ErrorInfo': return { ...json({ error: { code: status, status: 'NOT_FOUND', message: 'no', details: [errorInfo(reason)] } }), contentType: 'application/a2a+json' };
-    case 'google.rpc.Status without ErrorInfo': return json({ error: { code: status, status: 'NOT_FOUND', message: 'Not Found' } });
-    case 'HTML page': return { body: '<html><body><h1>404 Not Found</h1></body></html>', contentType: 'text/html' };
-    case 'JSON message': return json({ message: 'Task not found' });
-    case 'problem+json': return { body: JSON.stringify({ type: 'about:blank', title: 'Not Found', status, detail: 'Task not found' }), contentType: 'application/problem+json' };
-    case 'empty': return { body: '', contentType: 'text/plain' };
-  }
-}
-
-/** HTTP statuses that may refuse on HTTP+JSON (spec §11.6): 4xx but 401/403 (credentials: no task error), 408, 409, 429. */
-const refusingHttpStatus = (status: number) => status >= 400 && status < 500 && ![401, 403, 408, 409, 429].includes(status);
+const WORDS = { statusName: 'NOT_FOUND', title: 'Not Found', message: 'Task not found' };
 
 /** The oracle over HTTP, written out: which answers are the agent's own TaskNotFoundError. */
 function provenOverHttp(binding: HttpBinding, status: number, shape: Shape, reason: string, code: number): boolean {
@@ -79,8 +42,8 @@ describe('property: over HTTP, only the binding\'s TaskNotFoundError proves a ta
       fc.asyncProperty(fc.constantFrom(...HTTP_BINDINGS), statusArb, fc.constantFrom(...SHAPES), fc.constantFrom(...REASONS), fc.constantFrom(...CODES), fc.constantFrom<Call>('GetTask', 'CancelTask'), async (binding, status, shape, reason, code, call) => {
         // A 2xx is an error answer only as a JSON-RPC envelope on JSON-RPC (the others are answers, read as such).
         fc.pre(status !== 200 || (shape === 'JSON-RPC envelope' && binding.startsWith('JSONRPC')));
-        answer = { status, ...bodyOf(shape, status, reason, code) };
-        const error = await readError(transport(binding), call);
+        server.set({ status, ...bodyOf(shape, status, reason, code, WORDS) });
+        const error = await readError(server.transport(binding), call);
         const what = `${binding} ${call} HTTP ${status} ${shape} reason ${reason} code ${code}`;
         expect(error, what).toBeInstanceOf(A2AError);
         expect((error as A2AError).delivery, what).toBe('received');
@@ -108,54 +71,28 @@ describe('property: over HTTP, only the binding\'s TaskNotFoundError proves a ta
 });
 
 describe('property: over gRPC, only NOT_FOUND (or another refusing status) with the ErrorInfo TASK_NOT_FOUND proves a task lost', () => {
-  let grpcAnswer: ScriptedStatus = { code: 5, shape: 'bare', reason: '', domain: 'a2a-protocol.org' };
-  let grpcServer: { url: string; close: () => void };
-
-  beforeAll(async () => {
-    grpcServer = await startStatusServer(['GetTask', 'CancelTask'], () => grpcAnswer);
-  });
-  afterAll(() => grpcServer.close());
-
-  /** Statuses that may refuse (`GRPC_REFUSING_STATUSES`): INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED, UNAUTHENTICATED. */
-  const MAY_REFUSE = new Set([3, 5, 7, 9, 11, 12, 16]);
-
   it('status × details shape × reason × call: taskNotFoundProven exactly for a refusing status whose ErrorInfo says TASK_NOT_FOUND', async () => {
-    const grpc = new GrpcTransport({ url: grpcServer.url, protocolBinding: 'GRPC', protocolVersion: '1.0' }, { requestTimeoutMs: 5_000 });
-    try {
-      await fc.assert(
-        fc.asyncProperty(
-          fc.integer({ min: 1, max: 16 }),
-          fc.constantFrom<StatusDetailsShape>('bare', 'Status without details', 'ErrorInfo', 'another detail, then ErrorInfo', 'undecodable details'),
-          fc.oneof(fc.constantFrom(...REASONS), fc.string({ maxLength: 16 })),
-          fc.constantFrom<Call>('GetTask', 'CancelTask'),
-          async (code, details, reason, call) => {
-            grpcAnswer = { code, shape: details, reason, domain: 'a2a-protocol.org' };
-            const carried = (details === 'ErrorInfo' || details === 'another detail, then ErrorInfo') && reason !== '' ? reason : undefined;
-            const error = await readError(grpc, call);
-            const what = `gRPC ${call} ${code} ${details} reason ${JSON.stringify(reason)}`;
-            expect(error, what).toBeInstanceOf(A2AError);
-            expect(taskNotFoundProven(error), `${what} (${(error as A2AError).name})`).toBe(MAY_REFUSE.has(code) && carried === 'TASK_NOT_FOUND');
-            // The class still names NOT_FOUND for the logs: a bare NOT_FOUND is a TaskNotFoundError that proves nothing.
-            if (code === 5 && carried === undefined) expect(error, what).toBeInstanceOf(TaskNotFoundError);
-          },
-        ),
-        {
-          numRuns: 200,
-          examples: [
-            [5, 'bare', '', 'GetTask'],
-            [5, 'Status without details', '', 'CancelTask'],
-            [5, 'undecodable details', 'TASK_NOT_FOUND', 'GetTask'],
-            [5, 'ErrorInfo', 'NOT_FOUND', 'GetTask'],
-            [5, 'ErrorInfo', 'TASK_NOT_FOUND', 'GetTask'],
-            [5, 'another detail, then ErrorInfo', 'TASK_NOT_FOUND', 'CancelTask'],
-            [13, 'ErrorInfo', 'TASK_NOT_FOUND', 'GetTask'],
-            [12, 'bare', '', 'GetTask'],
-          ],
-        },
-      );
-    } finally {
-      grpc.close();
-    }
+    await grpcStatusProperty<Call>({
+      calls: ['GetTask', 'CancelTask'],
+      reasons: REASONS,
+      callError: readError,
+      check: (error, { code, call, carried, what }) => {
+        expect(error, what).toBeInstanceOf(A2AError);
+        expect(taskNotFoundProven(error), `${what} (${(error as A2AError).name})`).toBe(GRPC_MAY_REFUSE.has(code) && carried === 'TASK_NOT_FOUND');
+        // The class still names NOT_FOUND for the logs: a bare NOT_FOUND is a TaskNotFoundError that proves nothing.
+        if (code === 5 && carried === undefined) expect(error, `${what} ${call}`).toBeInstanceOf(TaskNotFoundError);
+      },
+      examples: [
+        [5, 'bare', '', 'GetTask'],
+        [5, 'Status without details', '', 'CancelTask'],
+        [5, 'undecodable details', 'TASK_NOT_FOUND', 'GetTask'],
+        [5, 'ErrorInfo', 'NOT_FOUND', 'GetTask'],
+        [5, 'ErrorInfo', 'TASK_NOT_FOUND', 'GetTask'],
+        [5, 'another detail, then ErrorInfo', 'TASK_NOT_FOUND', 'CancelTask'],
+        [13, 'ErrorInfo', 'TASK_NOT_FOUND', 'GetTask'],
+        [12, 'bare', '', 'GetTask'],
+      ],
+    });
   });
 });
 

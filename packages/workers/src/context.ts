@@ -6,7 +6,7 @@ import type { Queue } from 'bullmq';
 import type { Dispatcher } from 'undici';
 import type { AgentFlow, AgentRegistry, DelegationRecord, DelegationRef, FollowLease, Journal, Logger, Metrics, QueueName } from '@durable-a2a/shared';
 import type { AgentDirectory } from './agents.ts';
-import type { CompiledFleetOptions } from './options.ts';
+import type { CompiledFleetOptions, CrashPoint } from './options.ts';
 import type { VerifierRegistry } from './verifiers.ts';
 import type { CompensationHandler } from './delegation/runs/handler.ts';
 import type { AuthHandler } from './delegation/auth.ts';
@@ -21,22 +21,7 @@ import type { AttemptSteps } from './delegation/attempt-step.ts';
 import type { AgentHealthRecorder } from './agent-health.ts';
 import type { ShutdownListeners } from './shutdown-listeners.ts';
 
-/** A named point where a crash changes what recovery must do (crash-point tests). */
-export type CrashPoint =
-  | 'send.before-mark'
-  | 'send.after-mark'
-  | 'send.after-give-back'
-  | 'send.after-request'
-  | 'push.after-create'
-  | 'follow.before-stream'
-  | 'follow.after-terminal-seen'
-  | 'follow.before-finish-step'
-  | 'follow.after-finish-step'
-  | 'reconcile.after-search'
-  | 'advance.after-outcome'
-  | 'advance.after-finish'
-  | 'verify.after-check'
-  | 'compensate.after-intent';
+export type { CrashPoint } from './options.ts';
 
 /** What a processor passes down of its BullMQ job: id (owner tokens, logs) and attempts (the last one records the failure). */
 export interface JobRun {

@@ -187,10 +187,34 @@ export interface FleetOptions {
   crashAt?: string;
   /** Stall fault hook (tests only): blocks the event loop for `ms` at this point, e.g. to lose a job lock. */
   stallAt?: { point: string; ms: number };
+  /**
+   * Observation hook (tests only): called at every named point of the delegation flow (`CrashPoint`) with the step's
+   * name, before a configured stall or crash; e.g. `send.after-mark` right after a send's mark ("may have been sent")
+   * is journaled, before anything else the run reads or writes. Synchronous; what it throws propagates into the flow
+   * (the job fails). Default none: the points then cost a call and nothing else (`NO_FAULT`).
+   */
+  onCrashPoint?: (point: CrashPoint, step?: string) => void;
   /** Worker id, unique in the fleet, non-empty and without '/' (startFleet throws a TypeError); default hostname-pid. */
   workerId?: string;
   now?: () => number;
 }
+
+/** A named point where a crash changes what recovery must do (crash-point tests). */
+export type CrashPoint =
+  | 'send.before-mark'
+  | 'send.after-mark'
+  | 'send.after-give-back'
+  | 'send.after-request'
+  | 'push.after-create'
+  | 'follow.before-stream'
+  | 'follow.after-terminal-seen'
+  | 'follow.before-finish-step'
+  | 'follow.after-finish-step'
+  | 'reconcile.after-search'
+  | 'advance.after-outcome'
+  | 'advance.after-finish'
+  | 'verify.after-check'
+  | 'compensate.after-intent';
 
 /** Outbound notifications (`notify/`): where to, how they are signed, how they are retried. */
 export interface NotifyOptions {
@@ -268,6 +292,7 @@ export interface CompiledFleetOptions {
   strictPersistence: boolean;
   crashAt: string | undefined;
   stallAt: { point: string; ms: number } | undefined;
+  onCrashPoint: ((point: CrashPoint, step?: string) => void) | undefined;
   now: () => number;
 }
 
@@ -335,6 +360,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     strictPersistence: options.strictPersistence ?? false,
     crashAt: options.crashAt,
     stallAt: options.stallAt,
+    onCrashPoint: options.onCrashPoint,
     now: options.now ?? Date.now,
   };
   checkTimerDurations(compiled);

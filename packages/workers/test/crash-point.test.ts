@@ -43,6 +43,19 @@ describe('crashPointHook', () => {
     ]);
   });
 
+  it('onCrashPoint alone is told every point with its step, in order, before any fault', () => {
+    const { logger, lines } = keptLogger();
+    const seen: [string, string | undefined][] = [];
+    const hook = crashPointHook({ ...faults(undefined, { point: 'send.after-mark', ms: 1 }), onCrashPoint: (point, step) => void seen.push([point, step]) } as CompiledFleetOptions, logger);
+    hook('send.before-mark', 'main');
+    hook('send.after-mark');
+    logger.flush();
+    expect(seen).toEqual([['send.before-mark', 'main'], ['send.after-mark', undefined]]);
+    expect(lines).toHaveLength(1);
+    const observing = crashPointHook({ ...faults(undefined, undefined), onCrashPoint: () => undefined } as CompiledFleetOptions, logger);
+    expect(observing).not.toBe(NO_FAULT);
+  });
+
   it('a crash point alone configured is a hook of its own (it would SIGKILL at that point only)', () => {
     const { logger } = keptLogger();
     expect(crashPointHook(faults('follow.before-stream', undefined), logger)).not.toBe(NO_FAULT);

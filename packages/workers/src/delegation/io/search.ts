@@ -20,6 +20,7 @@ import {
   UnsupportedOperationError,
   historyHolds,
   isRetryable,
+  operationUnsupportedProven,
   taskNotFoundProven,
   type A2ATransport,
   type ListTasksRequest,
@@ -27,7 +28,7 @@ import {
 } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
-import type { Observation, Ownership, SearchFinding, SearchPurpose } from '../core/observation.ts';
+import type { Observation, Ownership, SearchFinding, SearchPurpose, Unacceptable } from '../core/observation.ts';
 import { attemptDeadlineAt } from '../attempt-step.ts';
 import { codeOf, limitOf } from './read.ts';
 
@@ -49,7 +50,10 @@ export type SearchResult =
    * sent, or our messageId on an agent's message: `quotesMessage`).
    */
   | { kind: 'not-found'; inconclusive: boolean; contextRefused: boolean; candidates: string[]; paginationBroken: boolean }
-  /** The agent cannot list tasks (0.3, or no ListTasks support). */
+  /**
+   * The agent cannot list tasks: an A2A 0.3 binding (no ListTasks), or the agent's own MethodNotFoundError or
+   * UnsupportedOperationError on the first ListTasks (`operationUnsupportedProven`; a bare status is a failed search).
+   */
   | { kind: 'unsupported' };
 
 export interface SearchOptions {
@@ -275,7 +279,9 @@ class Scan {
     try {
       return await this.transport.listTasks(request);
     } catch (error) {
-      if ((error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) && this.calls === 1) throw new SearchUnsupported();
+      // Only the agent's own "not served" (its binding's code, `operationUnsupportedProven`) is "unsupported": a bare
+      // UNIMPLEMENTED or 405 (a proxy's, a gateway's) is rethrown, a search that failed (`searchForMessage`).
+      if (operationUnsupportedProven(error) && this.calls === 1) throw new SearchUnsupported();
       if (!(error instanceof InvalidParamsError && request.contextId && !pageToken)) throw error;
       this.contextRefused = true;
       return 'context-refused' as const;
@@ -353,12 +359,30 @@ export async function searchForMessage(ctx: WorkerContext, record: DelegationRec
     // Journal and programming errors are not the agent's; every agent failure is an observation (P32: bounded rounds).
     if (!(error instanceof A2AError)) throw error;
     ctx.logger.warn({ workflowId: record.workflowId, delegationId: record.delegationId, err: error, purpose }, 'the search for our message failed');
+    const unproven = unprovenUnsupported(error);
+    if (unproven) return { kind: 'search-result', purpose, deduplicates, why, finding: { kind: 'failed', error: unproven, retryable: true } };
     return { kind: 'search-result', purpose, deduplicates, why, finding: { kind: 'failed', error: { code: codeOf(error), message: error.message, ...limitOf(error) }, retryable: isRetryable(error) } };
   }
   if (purpose === 'reconcile') ctx.crashPoint('reconcile.after-search', record.step);
   const finding: SearchFinding = result.kind === 'found' ? foundFinding(result, record) : result;
   const deadlineAt = purpose === 'reconcile' ? await attemptDeadlineAt(ctx, record) : undefined;
   return { kind: 'search-result', purpose, deduplicates, why, finding, ...(deadlineAt !== undefined ? { deadlineAt } : {}) };
+}
+
+/**
+ * A MethodNotFoundError or UnsupportedOperationError the binding does not speak (`operationUnsupportedProven`: a bare
+ * gRPC UNIMPLEMENTED, an HTTP 405 without the ErrorInfo, 405 or -32601 a proxy put in a JSON-RPC `code` over HTTP, the
+ * reason over another code), as the unusable answer it is: `PROTOCOL_ERROR`, what arrived named. The search failed as
+ * a proxy's 5xx fails it: one counted round (`searchFailed`: `unacceptableAnswerLimit` rounds in a row, then a person,
+ * SEARCH_UNAVAILABLE), never "unsupported", which would resend to a deduplicating agent (`unfoundVerdict`: the agent
+ * may hold our message, listed once the way is clear) or give a non-deduplicating one's delegation to a person at once.
+ * Undefined for any other error.
+ */
+function unprovenUnsupported(error: A2AError): Unacceptable | undefined {
+  if (!(error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) || operationUnsupportedProven(error)) return undefined;
+  const status = error.grpcStatus !== undefined ? `gRPC status ${error.grpcStatus}` : error.jsonRpcCode !== undefined ? `JSON-RPC code ${error.jsonRpcCode}` : `HTTP ${error.httpStatus ?? '?'}`;
+  const reason = error.reason === undefined ? 'no ErrorInfo' : `ErrorInfo reason ${error.reason}`;
+  return { code: 'PROTOCOL_ERROR', message: `a "not served" the binding does not speak (${status}, ${reason}): no proof the agent cannot list tasks: ${error.message}` };
 }
 
 /**

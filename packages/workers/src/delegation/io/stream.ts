@@ -14,9 +14,8 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   A2AError,
-  MethodNotFoundError,
-  UnsupportedOperationError,
   isRetryable,
+  operationUnsupportedProven,
   isTerminalTaskState,
   setLongTimeout,
   type EventStream,
@@ -322,7 +321,8 @@ function pairable(record: DelegationRecord, first: StreamResponse, second: Strea
  * read again, at most `STALE_READ_REREADS` times with jittered delays (`staleReadDelayMs`). Undefined when the record
  * already holds artifacts (unless the stream's artifacts were `takenBack` by a Task that left some out, or held none:
  * then the journal's may lack some the agent keeps), the answers stay older or are not about our task (the stream's COMPLETED stands, R12), or
- * the agent cannot be read (no GetTask: -32601, UnsupportedOperation): the status update is applied alone. Any other
+ * the agent cannot be read (no GetTask: its binding's -32601 or UnsupportedOperation, `operationUnsupportedProven`; a
+ * bare UNIMPLEMENTED or 405 is no such proof): the status update is applied alone. Any other
  * failure is its observation (`read-failed`, `task-not-found`): the status update is not applied (a finished row
  * takes no more artifacts; settling now would show a result-less success) and the follow reads the task again.
  */
@@ -345,7 +345,10 @@ async function collectBeforeTerminal(ctx: WorkerContext, record: DelegationRecor
     }
   } catch (error) {
     if (error instanceof JournalError) throw error;
-    if (error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) {
+    // Only the agent's own "not served" (`operationUnsupportedProven`): a bare UNIMPLEMENTED or 405 is a proxy's answer,
+    // a read that failed (below): the COMPLETED waits for a read that can collect the artifacts (R26), never settled
+    // result-less on a status a server on the way gave.
+    if (operationUnsupportedProven(error)) {
       log.warn({ err: error }, 'the agent cannot be read with GetTask; applying the status update alone');
       return undefined;
     }

@@ -17,16 +17,16 @@
  * it finds; else it waits for the first event up to the attempt's time left.
  * A first event that is not ours, or a stream that ends or fails before one,
  * is a send failure like any other (`send.ts` sendFailed: the reconciler searches),
- * except a refusal of the method itself (-32601, -32004): then SendMessage.
+ * except a refusal of the method itself in the binding's own form (-32601, -32004, or the ErrorInfo reason over
+ * HTTP+JSON and gRPC: `operationUnsupportedProven`): then SendMessage.
  * Enabled by the `streamingSends` option (DA2A_STREAMING_SENDS).
  */
 import { randomUUID } from 'node:crypto';
 import {
-  MethodNotFoundError,
   ProtocolError,
-  UnsupportedOperationError,
   StreamIdleError,
   isTerminalTaskState,
+  operationUnsupportedProven,
   sendEffectOf,
   setLongTimeout,
   type A2ATransport,
@@ -124,9 +124,11 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
       answered = await applyFirstEvent(send, first, streamId);
     } catch (error) {
       await close();
-      // Streaming refused by the spec's own code (effect none): nothing was created, the plain send may follow. The same
-      // class named from a reason over another code, or a 405 in a JSON-RPC `code`, proves nothing: the search decides.
-      if ((error instanceof MethodNotFoundError || error instanceof UnsupportedOperationError) && sendEffectOf(error) === 'none') {
+      // Streaming refused by the agent's own "not served" (`operationUnsupportedProven`, so effect none): nothing was
+      // created, the plain send may follow. The same class named from a reason over another code, a 405 in a JSON-RPC
+      // `code`, a bare UNIMPLEMENTED or 405 of a proxy, or one in a frame of a stream that had opened proves nothing:
+      // the search decides.
+      if (operationUnsupportedProven(error) && sendEffectOf(error) === 'none') {
         // Without the lease held throughout, the reconciler may already have searched (nothing: the refusal created no
         // task) and resent: nothing is sent here. Our mark is given back when the row is still as it left it
         // (compare-and-set: nobody acted since), then the send run marks again; else the reconciler owns the delegation.

@@ -110,7 +110,7 @@ const MAX_MARKS_GIVEN_BACK = 3;
  * and, at a busy agent whose ListTasks outgrows its call budget, asked a person (AMBIGUOUS).
  * @returns true when given back (the run may mark again)
  */
-export async function giveBackUnsentMark(ctx: WorkerContext, record: DelegationRecord, mark: { fence: number; markedAt: number; marked?: DelegationRecord }): Promise<boolean> {
+async function giveBackUnsentMark(ctx: WorkerContext, record: DelegationRecord, mark: { fence: number; markedAt: number; marked?: DelegationRecord }): Promise<boolean> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   return ctx.journal.giveBackMark(ref, { fence: mark.fence, sendStartedAt: mark.markedAt, ...(mark.marked ? { markedVersion: mark.marked.version } : {}) });
 }
