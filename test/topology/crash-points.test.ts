@@ -1,5 +1,5 @@
 /**
- * Every named crash point (the `CrashPoint` union of packages/workers/src/context.ts),
+ * Every named crash point (the `CrashPoint` union of packages/workers/src/options.ts),
  * one at a time: a worker process is SIGKILLed there while it runs the travel
  * saga (verified bookings, a question, a rejected car, compensation in reverse
  * order), then fresh workers recover from the journal alone. The same
@@ -60,9 +60,9 @@ const COVERED_ELSEWHERE = {
 
 /** The union's members, read from the source (the type has no runtime list). */
 function crashPointsInSource(): string[] {
-  const source = readFileSync(new URL('../../packages/workers/src/context.ts', import.meta.url), 'utf8');
+  const source = readFileSync(new URL('../../packages/workers/src/options.ts', import.meta.url), 'utf8');
   const union = /export type CrashPoint\s*=([^;]+);/.exec(source);
-  if (!union) throw new Error('export type CrashPoint not found in packages/workers/src/context.ts');
+  if (!union) throw new Error('export type CrashPoint not found in packages/workers/src/options.ts');
   return [...union[1]!.matchAll(/'([^']+)'/g)].map((match) => match[1]!).sort();
 }
 
@@ -86,7 +86,7 @@ async function crashed(worker: WorkerProcess, producer: Producer, workflowId: st
 }
 
 describe('crash points', () => {
-  it('covers every member of the CrashPoint union in packages/workers/src/context.ts', () => {
+  it('covers every member of the CrashPoint union in packages/workers/src/options.ts', () => {
     expect([...Object.keys(SCENARIOS), ...Object.keys(COVERED_ELSEWHERE)].sort()).toEqual(crashPointsInSource());
   });
 
