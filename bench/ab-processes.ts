@@ -25,11 +25,14 @@ export const readyOf = (children: ChildProcess[], child: ChildProcess) =>
     child.once('exit', (code) => reject(new Error(`a bench process exited before ready (code ${code})`)));
   });
 
-/** A worker process of checkout `root` on `redisUrl` (prefix `ab`), send and follow concurrency `concurrency`. */
-export const workerProcessOf = (root: string, redisUrl: string, concurrency: number): ChildProcess =>
+/**
+ * A worker process of checkout `root` on `redisUrl` (prefix `ab`), send and follow concurrency `concurrency`;
+ * `nodeArguments` are Node or V8 options put before the entry (e.g. `--max-semi-space-size=32`), default none.
+ */
+export const workerProcessOf = (root: string, redisUrl: string, concurrency: number, nodeArguments: readonly string[] = []): ChildProcess =>
   fork(`${root}/packages/workers/src/main.ts`, [], {
     cwd: root,
-    execArgv: EXEC_ARGV,
+    execArgv: [...EXEC_ARGV, ...nodeArguments],
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: 'silent',

@@ -8,8 +8,11 @@
  *
  *   pnpm tsx --conditions=@durable-a2a/source bench/worker-ab.ts <checkout A> <checkout B> [rounds 8] [count 2000]
  *
- * Prints each batch's worker CPU µs per delegation (user + system from /proc/<pid>/stat), redis-server's and the
- * producer's as the load's control, and per round B ÷ A of the worker; then the medians.
+ * Prints each batch's worker CPU µs per delegation (user + system from /proc/<pid>/stat; of it, the main thread's
+ * from /proc/<pid>/task/<pid>/stat, the rest being V8's and libuv's threads), redis-server's and the producer's as
+ * the load's control, and per round B ÷ A of the worker; then the medians.
+ * `WORKER_AB_NODE_ARGS_A` / `WORKER_AB_NODE_ARGS_B` (space-separated) add Node or V8 options to one side's worker
+ * (e.g. the same checkout twice, B with `--max-semi-space-size=32`): a flag's A/B.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -25,9 +28,9 @@ const workMs = Number(process.env.WORKER_AB_WORK_MS ?? 0);
 const CONCURRENCY = Number(process.env.WORKER_AB_C ?? 50);
 const TICKS_PER_SECOND = 100;
 
-/** User + system CPU of `pid` in µs (/proc/<pid>/stat, clock ticks). */
-function cpuMicrosOf(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+/** User + system CPU of `pid` in µs (/proc/<pid>/stat, clock ticks), or of its main thread alone with `mainThread`. */
+function cpuMicrosOf(pid: number, mainThread = false): number {
+  const fields = readFileSync(mainThread ? `/proc/${pid}/task/${pid}/stat` : `/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1_000_000) / TICKS_PER_SECOND;
 }
 
@@ -39,7 +42,11 @@ const children: ChildProcess[] = [];
 const ready = (child: ChildProcess) => readyOf(children, child);
 
 try {
-  const workers = { A: workerProcessOf(roots.A, redisServer.url, CONCURRENCY), B: workerProcessOf(roots.B, redisServer.url, CONCURRENCY) };
+  const nodeArguments = (side: 'A' | 'B') => (process.env[`WORKER_AB_NODE_ARGS_${side}`] ?? '').split(' ').filter(Boolean);
+  const workers = {
+    A: workerProcessOf(roots.A, redisServer.url, CONCURRENCY, nodeArguments('A')),
+    B: workerProcessOf(roots.B, redisServer.url, CONCURRENCY, nodeArguments('B')),
+  };
   await Promise.all(Object.values(workers).map(ready));
   const producer = producerProcessOf(roots.A, redisServer.url);
   await ready(producer);
@@ -52,11 +59,11 @@ try {
     other.kill('SIGSTOP');
     workers[side].kill('SIGCONT');
     const worker = workers[side].pid!;
-    const before = { worker: cpuMicrosOf(worker), redis: cpuMicrosOf(redisPid) };
+    const before = { worker: cpuMicrosOf(worker), main: cpuMicrosOf(worker, true), redis: cpuMicrosOf(redisPid) };
     const result = await runBatch(producer, { count: n, concurrency: CONCURRENCY, tag, cardUrl: agent.cardUrl });
-    return { ...result, workerMicros: cpuMicrosOf(worker) - before.worker, redisMicros: cpuMicrosOf(redisPid) - before.redis };
+    return { ...result, workerMicros: cpuMicrosOf(worker) - before.worker, mainMicros: cpuMicrosOf(worker, true) - before.main, redisMicros: cpuMicrosOf(redisPid) - before.redis };
   };
-  await interleavedRounds(rounds, count, batch, (result) => result.workerMicros / count, (result) => `${(result.workerMicros / count).toFixed(1)} µs worker CPU per delegation (redis-server ${(result.redisMicros / count).toFixed(1)}, producer ${(result.cpuMicros / count).toFixed(1)})`);
+  await interleavedRounds(rounds, count, batch, (result) => result.workerMicros / count, (result) => `${(result.workerMicros / count).toFixed(1)} µs worker CPU per delegation (main thread ${(result.mainMicros / count).toFixed(1)}; redis-server ${(result.redisMicros / count).toFixed(1)}, producer ${(result.cpuMicros / count).toFixed(1)})`);
 } finally {
   for (const child of children) {
     child.kill('SIGCONT');
