@@ -58,7 +58,8 @@ async function complete(ref: DelegationRef, taskId: string, firstChunk = 'first 
 
 /** A record without the fields compaction leaves out as operational. */
 const audit = <T extends object>(record: T | undefined) => {
-  const { notFoundCount: _notFound, sendStartedAt: _sendStarted, ...rest } = record as T & Record<string, unknown>;
+  // Fields of the running row the compacted record does not keep (COMPACTED_RECORD_LAYOUT `operational`).
+  const { notFoundCount: _notFound, sendStartedAt: _sendStarted, artifactCount: _artifactCount, ...rest } = record as T & Record<string, unknown>;
   return rest;
 };
 

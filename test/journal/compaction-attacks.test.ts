@@ -58,8 +58,8 @@ async function compactWith(statusMessage: Message, taskId = 'T1', contextId = `c
   await journal.updateWorkflow(workflowId, { state: 'COMPLETED' });
   expect(await redis().exists(journal.keys.finished(workflowId))).toBe(1);
   const after = await journal.getDelegationView(ref);
-  const { notFoundCount: _a, sendStartedAt: _b, ...beforeAudit } = before!;
-  const { notFoundCount: _c, sendStartedAt: _d, ...afterAudit } = after!;
+  const { notFoundCount: _a, sendStartedAt: _b, artifactCount: _e, ...beforeAudit } = before!;
+  const { notFoundCount: _c, sendStartedAt: _d, artifactCount: _f, ...afterAudit } = after!;
   return { before: beforeAudit, after: afterAudit };
 }
 
@@ -243,7 +243,7 @@ describe('a workflow that needed attention, was abandoned and compensated', () =
     expect(await journal.getWorkflow(workflowId)).toEqual({ ...before.workflow, state: 'COMPENSATED', version: version + 1, updatedAt: 5_000 });
     expect(await journal.delegationIds(workflowId)).toEqual(['main.1', 'main.1.undo']);
     const strip = <T extends object>(view: T | undefined) => {
-      const { notFoundCount: _a, sendStartedAt: _b, ...rest } = view as T & Record<string, unknown>;
+      const { notFoundCount: _a, sendStartedAt: _b, artifactCount: _c, ...rest } = view as T & Record<string, unknown>;
       return rest;
     };
     expect((await Promise.all(refs.map((ref) => journal.getDelegationView(ref)))).map(strip)).toEqual(before.views.map(strip));

@@ -13,17 +13,39 @@
  */
 import type { Step } from './workflow.ts';
 import { isFinished } from './journal/states.ts';
-import type { AttemptView, Decision, WorkflowSnapshot } from './decide-types.ts';
+import type { JournalState } from './journal/states.ts';
+import type { AttemptView, Decision, Effect, WorkflowSnapshot } from './decide-types.ts';
+
+/** The task states in which an agent ended a task unsuccessfully (spec §5.5 TaskState): REJECTED, FAILED, CANCELED. */
+const AGENT_UNSUCCESSFUL: ReadonlySet<JournalState> = new Set(['REJECTED', 'FAILED', 'CANCELED']);
 
 /**
- * True when a step attempt had, or may have had, a side effect: a verifier's finding decides when there is
- * one (`present` / `unknown` yes, `absent` no); otherwise COMPLETED, and AMBIGUOUS that no person sent back
- * (`retryApproved`), count. A read-only step never has an effect; FAILED/REJECTED/CANCELED/LOST without a
- * finding count as none (the agent said it did nothing).
+ * What the workflow knows of an attempt's effect: a verifier's finding when there is one; else `unknown` for a task
+ * the agent ended REJECTED, FAILED or CANCELED that carries one or more artifacts (`artifactCount`: the agent produced
+ * output, so it did work, attack33a); else none (undefined). A verifier's `absent` outranks the artifacts: it is the
+ * independent read of the world.
+ */
+export function effectOf(attempt: Pick<AttemptView, 'effect' | 'state' | 'artifactCount'>): Effect | undefined {
+  if (attempt.effect !== undefined) return attempt.effect;
+  return artifactsShowWork(attempt) ? 'unknown' : undefined;
+}
+
+/** True when an attempt ended unsuccessfully by the agent's word yet its task carries artifacts (`effectOf`). */
+export function artifactsShowWork(attempt: Pick<AttemptView, 'state' | 'artifactCount'>): boolean {
+  return AGENT_UNSUCCESSFUL.has(attempt.state) && (attempt.artifactCount ?? 0) > 0;
+}
+
+/**
+ * True when a step attempt had, or may have had, a side effect: the effect known (`effectOf`: a verifier's finding,
+ * or `unknown` for an unsuccessful task carrying artifacts) decides when there is one (`present` / `unknown` yes,
+ * `absent` no); otherwise COMPLETED, and AMBIGUOUS that no person sent back (`retryApproved`), count. A read-only
+ * step never has an effect; FAILED/REJECTED/CANCELED/LOST without a finding or an artifact count as none (the agent
+ * said it did nothing).
  */
 export function mayHaveEffect(attempt: AttemptView, step: Step): boolean {
   if (attempt.kind !== 'step' || step.readOnly) return false;
-  if (attempt.effect !== undefined) return attempt.effect !== 'absent';
+  const effect = effectOf(attempt);
+  if (effect !== undefined) return effect !== 'absent';
   if (attempt.state === 'AMBIGUOUS') return !attempt.retryApproved;
   return attempt.state === 'COMPLETED';
 }
@@ -78,7 +100,7 @@ export function cancelOutcome(snapshot: WorkflowSnapshot): Decision {
   const lost = effects.find(({ step }) => step.compensation === undefined);
   if (lost) {
     const { attempt } = lost;
-    const had = attempt.state === 'AMBIGUOUS' || attempt.effect === 'unknown' ? 'may have had' : 'had';
+    const had = attempt.state === 'AMBIGUOUS' || effectOf(attempt) === 'unknown' ? 'may have had' : 'had';
     return {
       kind: 'needs-attention',
       step: attempt.step,

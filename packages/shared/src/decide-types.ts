@@ -30,6 +30,11 @@ export interface AttemptView {
   contextId?: string;
   error?: { code: string; message: string };
   effect?: Effect;
+  /**
+   * How many artifacts the attempt's task showed (the record's `artifactCount`; absent: none). An unsuccessful attempt
+   * with any has effect unknown when no verifier found otherwise (`effectOf`, decide-effects.ts).
+   */
+  artifactCount?: number;
   /** Journaled at start, waiting for earlier steps. */
   held?: boolean;
   /** A person looked at this AMBIGUOUS attempt and asked to run the step again (`producer.resolve`). */

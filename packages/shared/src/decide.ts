@@ -10,10 +10,10 @@ import { dependenciesOf, type Step, type WorkflowDefinition } from './workflow.t
 import { agentKeyOf } from '@durable-a2a/a2a/pure';
 import { UNSUCCESSFUL_STATES, isFinished } from './journal/states.ts';
 import { personOutcomeOf } from './journal/error-codes.ts';
-import { cancelOutcome, needsUndo, pendingAttempt } from './decide-effects.ts';
+import { cancelOutcome, effectOf, needsUndo, pendingAttempt } from './decide-effects.ts';
 import type { AttemptView, CandidateLookup, Decision, FailureKind, FirstAttempt, PreviousAttempt, WorkflowSnapshot } from './decide-types.ts';
 
-export { needsUndo, mayHaveEffect, pendingAttempt } from './decide-effects.ts';
+export { needsUndo, mayHaveEffect, pendingAttempt, effectOf, artifactsShowWork } from './decide-effects.ts';
 export type { AttemptView, CandidateLookup, Decision, Effect, FailureKind, FirstAttempt, PreviousAttempt, WorkflowSnapshot } from './decide-types.ts';
 
 const FAILED_STATES = UNSUCCESSFUL_STATES;
@@ -108,12 +108,19 @@ function decideStep(rules: StepRules, step: Step): 'done' | Decision {
 /**
  * An attempt that failed after its side effect happened (verified present, or unknown) is not
  * re-delegated: a second agent would do it again. Undo what was done, or ask a person.
+ * Unknown includes a task the agent ended REJECTED, FAILED or CANCELED that carries artifacts (`effectOf`).
  * LOST with its effect verified present: the agent forgot a task that did its work; decide from the effect.
  */
 function effectRule(rules: StepRules, step: Step, latest: AttemptView): 'done' | Decision | undefined {
   if (latest.state === 'LOST' && latest.effect === 'present') return 'done';
-  if (!FAILED_STATES.has(latest.state) || (latest.effect !== 'present' && latest.effect !== 'unknown')) return undefined;
-  const reason = `${latest.delegationId} ended ${latest.state} but its effect is ${latest.effect}`;
+  // A verifier's finding outranks the artifacts (`effectOf`): a step that declares one waits for it (`stepOutcome`).
+  if (latest.effect === undefined && step.verifier) return undefined;
+  const effect = effectOf(latest);
+  if (!FAILED_STATES.has(latest.state) || (effect !== 'present' && effect !== 'unknown')) return undefined;
+  const reason =
+    latest.effect === undefined
+      ? `${latest.delegationId} ended ${latest.state} but its task ${latest.taskId ?? '(no id)'} carries ${latest.artifactCount} artifact${latest.artifactCount === 1 ? '' : 's'}: its effect is unknown`
+      : `${latest.delegationId} ended ${latest.state} but its effect is ${latest.effect}`;
   if (!step.compensation) {
     return { kind: 'needs-attention', step: step.name, code: 'EFFECT_WITHOUT_COMPENSATION', reason: `${reason} and the step has no compensation` };
   }

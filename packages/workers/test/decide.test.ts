@@ -57,6 +57,27 @@ describe('decide', () => {
     expect(decide(snapshot([flight, attempt('car', 1, 'COMPLETED')]), lookup)).toEqual({ kind: 'complete' });
   });
 
+  it('an unsuccessful task carrying artifacts is effect unknown (attack33a): a person, or the compensation; never re-delegated; a verifier still decides', () => {
+    const car = (state: AttemptView['state'], artifactCount: number) => snapshot([attempt('flight', 1, 'COMPLETED', { effect: 'present' }), attempt('car', 1, state, { taskId: 'T1', artifactCount })]);
+    for (const state of ['REJECTED', 'FAILED', 'CANCELED'] as const) {
+      expect(decide(car(state, 2), lookup)).toEqual({
+        kind: 'needs-attention',
+        step: 'car',
+        code: 'EFFECT_WITHOUT_COMPENSATION',
+        reason: `car.1 ended ${state} but its task T1 carries 2 artifacts: its effect is unknown and the step has no compensation`,
+      });
+      expect(decide(car(state, 0), lookup)).toMatchObject({ kind: 'start-attempt', step: 'car', attempt: 2 });
+    }
+    // The flight declares a compensation and a verifier: the verifier's finding is awaited, then decides.
+    const flight = (extra: Partial<AttemptView>) => snapshot([attempt('flight', 1, 'REJECTED', { taskId: 'F1', artifactCount: 1, ...extra })]);
+    expect(decide(flight({}), lookup)).toMatchObject({ kind: 'wait', reason: expect.stringContaining('verification') });
+    expect(decide(flight({ effect: 'absent' }), lookup)).toMatchObject({ kind: 'start-attempt', step: 'flight', attempt: 2 });
+    expect(decide(flight({ effect: 'unknown' }), lookup)).toMatchObject({ kind: 'compensate' });
+    // Without a verifier, the compensation undoes it (mayHaveEffect counts the artifacts).
+    const noVerifier = definition({ steps: [{ name: 'flight', skill: 'book-flight', message: { text: 'fly' }, compensation: { skill: 'book-flight', message: { text: 'cancel' } } }] });
+    expect(decide(snapshot([attempt('flight', 1, 'FAILED', { taskId: 'F1', artifactCount: 1 })], { definition: noVerifier }), lookup)).toMatchObject({ kind: 'compensate' });
+  });
+
   it('re-delegates a rejected step to an untried agent, carrying the task and reason forward', () => {
     const flight = attempt('flight', 1, 'COMPLETED', { effect: 'present' });
     const rejected = attempt('car', 1, 'REJECTED', { agentCardUrl: 'https://car-1.example', taskId: 'T1', error: { code: 'TASK_REJECTED', message: 'no cars' } });

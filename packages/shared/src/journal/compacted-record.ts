@@ -72,7 +72,7 @@ export const COMPACTED_RECORD_LAYOUT = {
   operational: [
     'tenant',
     'owner', 'notFoundCount', 'firstNotFoundAt', 'sendStartedAt', 'replySendToken', 'replySendUntil',
-    'questionSeq', 'artifactBytes', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable',
+    'questionSeq', 'artifactBytes', 'artifactCount', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable',
     'unreachableSince', 'nextTryAt', 'historyBytes', 'slotWaitUntil', 'suspects', 'suspectsOverCap', 'suspectsLost', 'suspectsLostTold', 'suspectReadRounds',
     'suspectReadRoundAt', 'suspectRoundBy', 'suspectRoundUntil', 'askedKeys', 'clockFloorMs', 'namedTaskUnread', 'statusStream',
   ],
@@ -99,7 +99,7 @@ export const COMPACTED_RECORD_LAYOUT = {
     'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable', 'finishedAt', 'replyMessageId', 'replyMessage',
     'replyState', 'replySendToken', 'replySendUntil', 'replyError', 'replyForQuestion', 'replyBy', 'questionKey', 'questionAskedAt',
     'questionExpired', 'questionExpiredAt', 'questionExpiry', 'questionSeq', 'effect', 'evidence', 'verifiedAt', 'verifyAttempts',
-    'artifactBytes', 'suspects', 'suspectsOverCap', 'suspectsLost', 'suspectsLostTold', 'suspectReadRounds', 'suspectReadRoundAt', 'suspectRoundBy',
+    'artifactBytes', 'artifactCount', 'suspects', 'suspectsOverCap', 'suspectsLost', 'suspectsLostTold', 'suspectReadRounds', 'suspectReadRoundAt', 'suspectRoundBy',
     'suspectRoundUntil', 'askedKeys', 'clockFloorMs', 'namedTaskUnread', 'statusStream',
     // The workflow row (workflow-record.ts).
     'tenant', 'definition', 'cancelRequested', 'stopping', 'failure', 'attention', 'retryApproved', 'abandonedCompensations',

@@ -136,6 +136,16 @@ export const DelegationRecordSchema = z
      * delegation/core/refused-result.ts: LIMIT_EXCEEDED, a person decides).
      */
     refusedResult: optionalJson(RefusedResultSchema),
+    /**
+     * How many artifacts the attempt's task has shown (spec §5.5 Artifact): one more for each artifact the row's
+     * artifacts hash did not hold when an update or a Task's list stored it (applyArtifact-2.lua, applyStatus-5.lua, in
+     * the transition that stores it); never lowered, so a finished Task whose list drops the artifacts a stream showed
+     * keeps the count. 0 (absent): no artifact ever journaled. An unsuccessful attempt (REJECTED, FAILED, CANCELED)
+     * with one or more counts as effect unknown in the workflow's decision (`effectOf`, decide-effects.ts): the agent
+     * produced output, so the step is never re-delegated blind (attack33a). Not kept once the workflow is compacted
+     * (its artifacts are).
+     */
+    artifactCount: count,
     push: flag,
     held: flag,
     pushToken: optionalText,

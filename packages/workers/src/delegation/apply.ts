@@ -554,7 +554,7 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       const stream = observation.kind === 'send-answered' ? observation.stream : undefined;
       const options = { ...guardOf(write.guard, record, scope), snapshot: true, held: record, ...binding, ...(write.namedTaskUnread ? { namedTaskUnread: true as const } : {}), ...(stream !== undefined ? { stream } : {}) };
       // A finished Task ending a one-step workflow (a follow's, not a send's answer): the status and the settle in one call.
-      const finish = isTerminalTaskState(state) && !write.bindAgent && observation.kind !== 'send-answered' ? oneStepFinish(ctx, record, journalStateOf(state), statusErrorOf(write.task.status)) : undefined;
+      const finish = isTerminalTaskState(state) && !write.bindAgent && observation.kind !== 'send-answered' ? oneStepFinish(ctx, record, journalStateOf(state), statusErrorOf(write.task.status), write.task.artifacts?.length ?? 0) : undefined;
       let settled: Written['settled'];
       const result = await withEndingLease(
         ctx,
@@ -733,7 +733,7 @@ async function writeEvents(ctx: WorkerContext, record: DelegationRecord, respons
   const options = { ...(scope.fence !== undefined ? { fence: scope.fence } : {}), ...(ending ? { endsLease: ending.endsLease } : {}), held: record, ...(stream !== undefined ? { stream } : {}) };
   const [first, second] = responses;
   // A terminal status ending a one-step workflow: the status and the settle in one call, when nothing moved since.
-  const finish = 'statusUpdate' in last && state && isTerminalTaskState(state) ? oneStepFinish(ctx, record, journalStateOf(state), statusErrorOf(last.statusUpdate.status)) : undefined;
+  const finish = 'statusUpdate' in last && state && isTerminalTaskState(state) ? oneStepFinish(ctx, record, journalStateOf(state), statusErrorOf(last.statusUpdate.status), responses.length - 1) : undefined;
   let results: ObservationResult[];
   let settled: Written['settled'];
   if (finish) {

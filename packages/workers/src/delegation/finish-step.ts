@@ -20,10 +20,12 @@ import { keepsEntryUntilNotified } from '../notify/emit.ts';
 
 /**
  * The finish to ask for with the terminal status `state` (recording `error`, `statusErrorOf`) of `record` (the row
- * the stream holds), or undefined (the two calls run). Takes the workflow row remembered for the attempt: a later
- * settle of it reads the journal.
+ * the stream holds), or undefined (the two calls run). `artifactsShown`: artifacts the same call journals (a Task's
+ * list, an artifact update before the status; 0 by default), counted into the decision as the row's `artifactCount`
+ * will count them (an unsuccessful task carrying artifacts is effect unknown: never a plain FAILED finish, attack33a).
+ * Takes the workflow row remembered for the attempt: a later settle of it reads the journal.
  */
-export function oneStepFinish(ctx: WorkerContext, record: DelegationRecord, state: JournalState, error: RecordedError | undefined): OneStepFinish | undefined {
+export function oneStepFinish(ctx: WorkerContext, record: DelegationRecord, state: JournalState, error: RecordedError | undefined, artifactsShown = 0): OneStepFinish | undefined {
   if (!ctx.journal.removesIndexWithFinish || record.kind !== 'step' || record.push || !isFinished(state) || isFinished(record.state)) return undefined;
   const workflow = ctx.attemptSteps.takeWorkflow(record.messageId);
   if (!workflow || workflow.state !== 'RUNNING' || workflow.definition.steps.length !== 1) return undefined;
@@ -32,7 +34,7 @@ export function oneStepFinish(ctx: WorkerContext, record: DelegationRecord, stat
   // A workflow with a notification receiver keeps its `*` in the index until `workflow.finished` is emitted (the
   // outbox of `advance.ts`): the two calls run.
   if (keepsEntryUntilNotified(ctx, workflow.definition)) return undefined;
-  const decision = decideWithoutRegistry(workflow, [{ ...record, state, ...(error ? { error } : {}) }]);
+  const decision = decideWithoutRegistry(workflow, [{ ...record, state, artifactCount: record.artifactCount + artifactsShown, ...(error ? { error } : {}) }]);
   if (decision.kind !== 'complete' && decision.kind !== 'fail') return undefined;
   return { workflow, patch: finishingPatch(decision) };
 }

@@ -113,6 +113,7 @@ const toAttempt = (record: DelegationRecord, workflow: WorkflowRecord) => ({
   contextId: record.contextId,
   error: record.error,
   effect: record.effect,
+  artifactCount: record.artifactCount,
   held: record.state === 'INTENT' && record.held,
 });
 

@@ -17,6 +17,8 @@
           over chunks and pushes (field 'artifactBytes', per artifact 'bytes:<id>')
   ARGV[10] the artifact's entry bytes (artifactEntryBytes: its hash fields and its id in each, counted in ARGV[8]
           once per artifact): a chunk appended to a stored artifact costs its bytes without them ('' = 0)
+  A new artifact (its id not held) adds one to the row's 'artifactCount' (record.ts: the artifacts the attempt showed,
+  never lowered; an unsuccessful attempt with any is effect unknown in the workflow's decision, attack33a).
   Over the limit nothing is stored: the attempt ends AMBIGUOUS with a permanent LIMIT_EXCEEDED
   error, in this same script (RT5/RT7): the agent produced output, so it may have done the work,
   and the step is not re-delegated blind (field case A31); a person decides.
@@ -26,7 +28,7 @@
 ]]
 --- @include "prelude"
 -- One read of each hash and one write of each (fewer calls, same effect): the row's fields, then the artifact's.
-local row = redis.call('HMGET', KEYS[1], 'delegationId', 'fence', 'state', 'artifactBytes', 'version')
+local row = redis.call('HMGET', KEYS[1], 'delegationId', 'fence', 'state', 'artifactBytes', 'version', 'artifactCount')
 if not row[1] then return {CODE.DELEGATION_MISSING, 'missing'} end
 if ARGV[1] ~= '' and row[2] ~= ARGV[1] then return {CODE.FENCE_LOST, 'fence'} end
 if FINISHED[row[3]] then return {0, 'finished'} end
@@ -53,12 +55,15 @@ if total > tonumber(ARGV[9]) then
   return {CODE.ARTIFACT_LIMIT, 'limit'}
 end
 local artifact = { 'bytes:' .. id, tostring(artifactBytes), 'parts:' .. id, parts, 'meta:' .. id, ARGV[3] }
+local rowFields = { 'artifactBytes', tostring(total), 'updatedAt', ARGV[7], 'version', version }
 -- A new artifact's place: the hash's field count once its 'bytes:' field is in (the value the separate writes gave).
 if not existing then
   artifact[#artifact + 1] = 'order:' .. id
   artifact[#artifact + 1] = tostring(redis.call('HLEN', KEYS[2]) + (stored[3] and 0 or 1))
+  rowFields[#rowFields + 1] = 'artifactCount'
+  rowFields[#rowFields + 1] = tostring((tonumber(row[6] or '0') or 0) + 1)
 end
 if ARGV[6] == '1' then artifact[#artifact + 1] = 'sealed:' .. id; artifact[#artifact + 1] = '1' end
 redis.call('HSET', KEYS[2], unpack(artifact))
-redis.call('HSET', KEYS[1], 'artifactBytes', tostring(total), 'updatedAt', ARGV[7], 'version', version)
+redis.call('HSET', KEYS[1], unpack(rowFields))
 return {1, 'applied'}

@@ -161,7 +161,7 @@ local function rare()
 --- @include "replaceArtifacts"
 --- @include "history"
 --- @include "askedKeys"
-  rareHelpers = { artifactsLeftOut = artifactsLeftOut, artifactsRewritten = artifactsRewritten, replaceArtifacts = replaceArtifacts,
+  rareHelpers = { artifactsLeftOut = artifactsLeftOut, artifactsNew = artifactsNew, artifactsRewritten = artifactsRewritten, replaceArtifacts = replaceArtifacts,
     mergeArtifacts = mergeArtifacts, appendHistory = appendHistory, questionEntry = questionEntry, askedKeysOf = askedKeysOf,
     askedKeysAdded = askedKeysAdded }
   return rareHelpers
@@ -178,7 +178,10 @@ end
 -- The suspect round's fields (suspectReadRounds, suspectReadRoundAt, suspectRoundBy, suspectRoundUntil) are written
 -- without a bump too and are left out on purpose: only the suspect-read schedule reads them, and claimSuspectRound-1.lua
 -- compares and sets them itself (a stale copy is answered with the row's fields, and the job decides again).
-local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost' }
+-- `artifactCount` is among them too: applyArtifact-2.lua bumps the version, but in applyArtifactThenStatus the held
+-- version is moved past that bump (scripts.ts `COMPOSED`), so the caller's copy lacks a count the artifact update
+-- raised; the settle decides from the copy (an unsuccessful task carrying artifacts is effect unknown, attack33a).
+local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost', 'artifactCount' }
 -- The floor of a stretch that followed one without a stamp (below every stamp: the earliest time a JavaScript Date holds).
 local FLOOR_UNSTAMPED = '-8640000000000000'
 -- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
@@ -205,7 +208,7 @@ local function apply()
     local v = redis.call('HMGET', KEYS[1], 'delegationId', 'version', 'state', 'statusTimestampMs', 'taskId', 'contextId',
       'questionKey', 'statusMessage', 'clockFloorMs', 'namedTaskUnread', 'workflowId', 'fence', 'noProgressMark',
       'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost',
-      'notFoundCount', 'firstNotFoundAt', 'statusStream')
+      'notFoundCount', 'firstNotFoundAt', 'statusStream', 'artifactCount')
     whole = tonumber(v[2]) ~= tonumber(ARGV[15])
     if not whole then
       hash = { delegationId = v[1] or nil, version = v[2] or nil, state = v[3] or nil, statusTimestampMs = v[4] or nil,
@@ -213,7 +216,8 @@ local function apply()
         clockFloorMs = v[9] or nil, namedTaskUnread = v[10] or nil, workflowId = v[11] or nil, fence = v[12] or nil,
         noProgressMark = v[13] or nil, noProgressSince = v[14] or nil, noProgressCount = v[15] or nil,
         noProgressLast = v[16] or nil, pushConfigState = v[17] or nil, pushConfigId = v[18] or nil, suspects = v[19] or nil,
-        suspectsLost = v[20] or nil, notFoundCount = v[21] or nil, firstNotFoundAt = v[22] or nil, statusStream = v[23] or nil }
+        suspectsLost = v[20] or nil, notFoundCount = v[21] or nil, firstNotFoundAt = v[22] or nil, statusStream = v[23] or nil,
+        artifactCount = v[24] or nil }
     end
   end
   if whole then
@@ -447,6 +451,10 @@ local function apply()
   if listed ~= '' then
     local count, merged = tonumber(listed), (tonumber(ARGV[22]) or 0) + leftOutBytes
     if not FINISHED[incoming] then rewritten = rare().artifactsRewritten(KEYS[2], ARTIFACTS_AT, count) end
+    -- The artifacts shown ('artifactCount', record.ts): the listed ids the row did not hold are new (a replacing list
+    -- does not lower the count: what a stream showed before stays shown, attack33a).
+    local shown = count > 0 and rare().artifactsNew(KEYS[2], ARTIFACTS_AT, count) or 0
+    if shown > 0 then put('artifactCount', tostring((tonumber(hash.artifactCount or '0') or 0) + shown)) end
     if FINISHED[incoming] or (count > 0 and merged > tonumber(ARGV[23])) then
       rare().replaceArtifacts(KEYS[2], field('artifactBytes') ~= nil, ARTIFACTS_AT, count)
       put('artifactBytes', ARGV[22])

@@ -1,0 +1,115 @@
+/**
+ * Attack 33a: an agent ends our task REJECTED, FAILED or CANCELED, yet the task carries artifacts ("booked ref 12").
+ * Output proves the agent did work: the attempt's effect is unknown, so the step is never re-delegated to a second
+ * agent with the skill (before: `hotel.1 REJECTED`, then `hotel.2 COMPLETED` at agent B, the booking made twice).
+ * The artifacts count whichever channel journaled them: the SendMessage answer's Task, a stream's artifact update
+ * before the terminal status, a GetTask before it. A task ended unsuccessfully without artifacts still goes to B.
+ * Real redis-server, real fleet (two scripted raw node:http JSON-RPC agents with the same skill), SendMessage counted
+ * per agent. Rule: `effectOf` (packages/shared/src/decide-effects.ts), the row's `artifactCount` (record.ts).
+ */
+import { describe, expect, it } from 'vitest';
+import fc from 'fast-check';
+import { useFieldCases } from '../harness/field-cases.ts';
+import { ev, task, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+
+const h = useFieldCases();
+const fast = { reconcileIntervalMs: 300, followBackoff: { baseMs: 200, capMs: 1_000 }, requestTimeoutMs: 3_000, notFoundWindowMs: 2_000 };
+
+type Unsuccessful = 'REJECTED' | 'FAILED' | 'CANCELED';
+type Channel = 'send' | 'stream' | 'get';
+
+/** `count` artifacts named a1… ("booked ref 12" in the first). */
+const artifactsOf = (count: number) => Array.from({ length: count }, (_, index) => ({ artifactId: `a${index + 1}`, parts: [{ text: index === 0 ? 'booked ref 12' : `note ${index + 1}` }] }));
+
+/**
+ * Agent A: ends our task T1 `state` with `count` artifacts, shown on `channel`: `send` the SendMessage answer's Task
+ * (finished at once); `stream` SubscribeToTask after a WORKING answer: the artifact updates, then the terminal status
+ * update (no Task list after them); `get` GetTask after a WORKING answer (no stream): the artifacts on a WORKING task
+ * first, then the finished task without any. Its own ListTasks lists its task as GetTask would show it.
+ */
+function endsWithArtifacts(state: Unsuccessful, count: number, channel: Channel): ScriptedHandlers {
+  let contextId = '';
+  let history: unknown[] = [];
+  let reads = 0;
+  const shown = (taskState: string, artifacts: unknown[]) => task('T1', taskState, { contextId, history, ...(artifacts.length > 0 ? { artifacts } : {}) });
+  const last = () => (channel === 'get' ? shown(state, []) : shown(state, artifactsOf(count)));
+  return {
+    SendMessage: (params) => {
+      contextId = params.message.contextId;
+      history = [params.message];
+      return { result: { task: channel === 'send' ? shown(state, artifactsOf(count)) : shown('WORKING', []) } };
+    },
+    SubscribeToTask: () => {
+      if (channel !== 'stream') return { error: { code: -32004, message: 'streaming is not supported' } };
+      const frames = [
+        { task: shown('WORKING', []) },
+        ...artifactsOf(count).map((artifact) => ({ artifactUpdate: { taskId: 'T1', contextId, artifact, lastChunk: true } })),
+        { statusUpdate: { taskId: 'T1', contextId, status: { state: `TASK_STATE_${state}` } } },
+      ];
+      return { sse: frames.map((result) => ev(JSON.stringify({ jsonrpc: '2.0', id: 1, result }))) };
+    },
+    GetTask: () => {
+      reads += 1;
+      if (channel === 'get' && reads === 1) return { result: shown('WORKING', artifactsOf(count)) };
+      return { result: last() };
+    },
+    ListTasks: () => ({ result: { tasks: contextId ? [last()] : [], nextPageToken: '', pageSize: 50, totalSize: contextId ? 1 : 0 } }),
+    CancelTask: () => ({ error: { code: -32002, message: 'Task cannot be canceled' } }),
+  };
+}
+
+/** A two-agent step whose agent A ends as `endsWithArtifacts` says; the settled workflow and both agents' counts. */
+async function overTwo(state: Unsuccessful, count: number, channel: Channel) {
+  const a = await h.agentWith(endsWithArtifacts(state, count, channel));
+  const { b, view } = await h.stepOverTwo(a.cardUrl, fast, 60_000);
+  return { a, b, view };
+}
+
+/** The step stayed at A with a person: no SendMessage at B, A's attempt unsuccessful, its artifacts and task named. */
+function keptAtA({ a, b, view }: Awaited<ReturnType<typeof overTwo>>, state: Unsuccessful, count: number) {
+  expect(b.count('SendMessage')).toBe(0);
+  expect(a.count('SendMessage')).toBe(1);
+  expect(view.steps[0]!.attempts).toHaveLength(1);
+  expect(view.steps[0]!.attempts[0]).toMatchObject({ state, taskId: 'T1' });
+  expect(view.state).toBe('NEEDS_ATTENTION');
+  expect(view.attention).toMatchObject({ code: 'EFFECT_WITHOUT_COMPENSATION' });
+  expect(view.attention!.message).toContain(`task T1 carries ${count} artifact`);
+}
+
+describe('attack 33a: a task ended unsuccessfully that carries artifacts', () => {
+  it('REJECTED with an artifact on the SendMessage answer: never re-delegated to B; a person, the artifact count and the task named', async () => {
+    keptAtA(await overTwo('REJECTED', 1, 'send'), 'REJECTED', 1);
+  }, 90_000);
+
+  it('FAILED after a streamed artifact update (SubscribeToTask): never re-delegated to B; a person', async () => {
+    keptAtA(await overTwo('FAILED', 1, 'stream'), 'FAILED', 1);
+  }, 90_000);
+
+  it('control: REJECTED without artifacts is re-delegated (one SendMessage at each agent), B completes', async () => {
+    const { a, b, view } = await overTwo('REJECTED', 0, 'send');
+    expect(a.count('SendMessage')).toBe(1);
+    expect(b.count('SendMessage')).toBe(1);
+    expect(view.state).toBe('COMPLETED');
+    expect(view.steps[0]!.attempts.map((attempt) => attempt.state)).toEqual(['REJECTED', 'COMPLETED']);
+  }, 90_000);
+
+  it('property: terminal state × artifacts (0..3) × channel: never a SendMessage at B with artifacts, re-delegated without', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom<Unsuccessful>('REJECTED', 'FAILED', 'CANCELED'), fc.integer({ min: 0, max: 3 }), fc.constantFrom<Channel>('send', 'stream', 'get'), async (state, count, channel) => {
+        const run = await overTwo(state, count, channel);
+        expect(run.a.count('SendMessage')).toBe(1);
+        if (count > 0) keptAtA(run, state, count);
+        else expect(run.b.count('SendMessage')).toBe(1);
+      }),
+      {
+        numRuns: 16,
+        examples: [
+          ['CANCELED', 3, 'get'],
+          ['FAILED', 0, 'stream'],
+          ['REJECTED', 2, 'stream'],
+          ['FAILED', 1, 'get'],
+        ],
+      },
+    );
+  }, 600_000);
+});
