@@ -83,11 +83,12 @@ describe('artifact bytes per delegation', () => {
       const view = (await journal.getDelegationView(ref))!;
       expect(view).toMatchObject({ state: 'AMBIGUOUS', taskId: 'T1', error: { code: 'LIMIT_EXCEEDED', limit: 'artifactBytesPerDelegation' } });
       expect(view.artifacts).toEqual([]);
-      // The agent itself reported the task FAILED: the attempt stays FAILED (re-delegable), LIMIT_EXCEEDED kept.
+      // The agent itself reported the task FAILED: its artifacts still prove work we could not keep; AMBIGUOUS too
+      // (failedartifacts31: an unsuccessful task that carries artifacts is effect unknown, never re-delegated).
       await small.startWorkflow({ workflowId: 'snap-failed', steps: [{ name: 'main', agent: 'http://127.0.0.1:9/snap', message: { text: 'go' } }] });
       const failedRef = { workflowId: 'snap-failed', delegationId: 'main.1' };
       await applyTask(journal, failedRef, { id: 'T2', contextId: 'C2', status: { state: 'TASK_STATE_FAILED' }, artifacts }, { snapshot: true });
-      expect(await journal.getDelegationView(failedRef)).toMatchObject({ state: 'FAILED', error: { code: 'LIMIT_EXCEEDED' }, artifacts: [] });
+      expect(await journal.getDelegationView(failedRef)).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED' }, artifacts: [] });
     });
   });
 

@@ -116,7 +116,8 @@ describe('attack: the send path', () => {
     expect(await p.journal.followLeaseRemainingMs(ref(id))).toBe(0);
   }, 20_000);
 
-  it('an answer REJECTED with artifacts over the limit: FAILED (LIMIT_EXCEEDED) once, the task id bound to us, no lease left', async () => {
+  // An unsuccessful task carrying artifacts is effect unknown (failedartifacts31): AMBIGUOUS, a person decides.
+  it('an answer REJECTED with artifacts over the limit: AMBIGUOUS (LIMIT_EXCEEDED) once, the task id bound to us, no lease left', async () => {
     const { producer: p, agent, fleet } = await h.setUp(
       () => ({
         SendMessage: (params) => ({ result: { task: task('T-REJ', 'REJECTED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'x'.repeat(4_000) } }) } }),
@@ -125,7 +126,7 @@ describe('attack: the send path', () => {
     );
     const { id } = await p.delegate({ agent: agent.cardUrl, text: 'too much', idempotencyKey: 'over' });
     const record = await finished(p, id);
-    expect(record.state).toBe('FAILED');
+    expect(record.state).toBe('AMBIGUOUS');
     expect(record.error?.code).toBe('LIMIT_EXCEEDED');
     expect(record.taskId).toBe('T-REJ');
     expect(await metric(fleet.metrics.sends)).toBe(1);

@@ -303,8 +303,10 @@ export class JournalStatus extends JournalDelegations {
    * `statusMessageBytes` (`boundedStatusMessage`, `boundedResult`: an excerpt that says it was cut; the row's
    * question, status message and the workflow's question history all come from it). A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead,
    * nothing of the artifacts stored (RT5), with a permanent LIMIT_EXCEEDED error: AMBIGUOUS (a person decides: the
-   * agent may have done the work, so the step is not re-delegated blind, field case A31), or FAILED when the agent
-   * itself reported the task FAILED, REJECTED or CANCELED.
+   * agent may have done the work, so the step is not re-delegated blind, field case A31), whatever state the agent
+   * reported: a task ended FAILED, REJECTED or CANCELED that carries artifacts is effect unknown (`effectOf`), and
+   * artifacts over the limit are artifacts we could not keep (before: FAILED, re-delegable, so an unsuccessful task
+   * with an over-limit artifact went to a second agent while one with a small artifact went to a person).
    */
   protected withinLimits(change: StatusChange): StatusChange {
     if (change.statusMessage) change = { ...change, statusMessage: boundedStatusMessage(change.statusMessage, this.statusMessageBytes) };
@@ -319,18 +321,19 @@ export class JournalStatus extends JournalDelegations {
     if (bytes <= this.artifactBytesPerDelegation) return change;
     const message = `artifacts of this delegation would reach ${bytes} bytes, over the limit of ${this.artifactBytesPerDelegation}`;
     const agentSaysNotDone = change.state === 'FAILED' || change.state === 'REJECTED' || change.state === 'CANCELED';
+    const said = agentSaysNotDone ? ` (the agent ended the task ${change.state} with them)` : '';
     return {
       fence: change.fence,
       expectedVersion: change.expectedVersion,
       mode: 'outcome',
-      state: agentSaysNotDone ? 'FAILED' : 'AMBIGUOUS',
+      state: 'AMBIGUOUS',
       taskId: change.taskId,
       contextId: change.contextId,
       agentCardUrl: change.agentCardUrl,
       ...(change.bindUntilMs !== undefined ? { bindUntilMs: change.bindUntilMs } : {}),
       endsLease: change.endsLease,
       held: change.held,
-      error: { code: 'LIMIT_EXCEEDED', message, retryable: false, delivery: 'received', limit: 'artifactBytesPerDelegation' },
+      error: { code: 'LIMIT_EXCEEDED', message: `${message}${said}`, retryable: false, delivery: 'received', limit: 'artifactBytesPerDelegation' },
     };
   }
 
