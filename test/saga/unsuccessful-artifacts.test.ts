@@ -4,7 +4,8 @@
  * agent with the skill (before: `hotel.1 REJECTED`, then `hotel.2 COMPLETED` at agent B, the booking made twice).
  * The artifacts count whichever channel journaled them: the SendMessage answer's Task, a stream's artifact update
  * before the terminal status, a GetTask before it; artifacts over the fleet's artifact limit, which cannot be kept,
- * count as well (AMBIGUOUS LIMIT_EXCEEDED; before: FAILED, re-delegated to B). A task ended unsuccessfully without
+ * count as well (AMBIGUOUS LIMIT_EXCEEDED; before: FAILED, re-delegated to B); so do artifacts journaled from a task
+ * the agent then lost (LOST: every read proves it gone; before: re-delegated to B). A task ended unsuccessfully without
  * artifacts still goes to B.
  * Real redis-server, real fleet (two scripted raw node:http JSON-RPC agents with the same skill), SendMessage counted
  * per agent. Rule: `effectOf` (packages/shared/src/decide-effects.ts), the row's `artifactCount` (record.ts).
@@ -81,6 +82,23 @@ function keptAtA({ a, b, view }: Awaited<ReturnType<typeof overTwo>>, state: Uns
   expect(view.attention!.message).toContain(`task T1 carries ${count} artifact`);
 }
 
+/**
+ * Agent A answers our SendMessage with T1 WORKING carrying `count` artifacts, then forgets it: SubscribeToTask,
+ * GetTask and CancelTask answer the spec's TaskNotFoundError (-32001), ListTasks lists nothing: the attempt ends LOST.
+ */
+async function lostAfterArtifacts(count: number) {
+  const gone = () => ({ error: { code: -32001, message: 'Task not found' } });
+  const a = await h.agentWith({
+    SendMessage: (params) => ({ result: { task: task('T1', 'WORKING', { contextId: params.message.contextId, history: [params.message], ...(count > 0 ? { artifacts: artifactsOf(count) } : {}) }) } }),
+    SubscribeToTask: gone,
+    GetTask: gone,
+    CancelTask: gone,
+    ListTasks: () => ({ result: { tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0 } }),
+  });
+  const { b, view } = await h.stepOverTwo(a.cardUrl, fast, 60_000);
+  return { a, b, view };
+}
+
 /** The step stayed at A with a person, its attempt AMBIGUOUS for the artifacts over the limit it could not keep. */
 function keptOverLimit({ a, b, view }: Awaited<ReturnType<typeof overTwo>>) {
   expect(b.count('SendMessage')).toBe(0);
@@ -103,6 +121,24 @@ describe('attack 33a: a task ended unsuccessfully that carries artifacts', () =>
   // FAILED LIMIT_EXCEEDED, re-delegated to B (booked twice); now AMBIGUOUS LIMIT_EXCEEDED, a person decides.
   it('FAILED with an artifact over the artifact limit on the SendMessage answer: never re-delegated to B; AMBIGUOUS LIMIT_EXCEEDED, a person', async () => {
     keptOverLimit(await overTwo('FAILED', 1, 'send', true));
+  }, 90_000);
+
+  // The same kind on a task the agent lost: its artifacts were journaled while it ran, then every read proves it gone
+  // (-32001 over the not-found window). Before: LOST, re-delegated to B (booked twice); now effect unknown, a person.
+  it('LOST after its artifacts were journaled (the agent forgot the task): never re-delegated to B; a person', async () => {
+    const run = await lostAfterArtifacts(1);
+    expect(run.b.count('SendMessage')).toBe(0);
+    expect(run.a.count('SendMessage')).toBe(1);
+    expect(run.view.steps[0]!.attempts).toHaveLength(1);
+    expect(run.view.steps[0]!.attempts[0]).toMatchObject({ state: 'LOST', taskId: 'T1' });
+    expect(run.view.state).toBe('NEEDS_ATTENTION');
+  }, 90_000);
+
+  it('control: LOST without artifacts is re-delegated (one SendMessage at each agent), B completes', async () => {
+    const run = await lostAfterArtifacts(0);
+    expect(run.a.count('SendMessage')).toBe(1);
+    expect(run.b.count('SendMessage')).toBe(1);
+    expect(run.view.state).toBe('COMPLETED');
   }, 90_000);
 
   it('control: REJECTED without artifacts is re-delegated (one SendMessage at each agent), B completes', async () => {

@@ -16,12 +16,16 @@ import { isFinished } from './journal/states.ts';
 import type { JournalState } from './journal/states.ts';
 import type { AttemptView, Decision, Effect, WorkflowSnapshot } from './decide-types.ts';
 
-/** The task states in which an agent ended a task unsuccessfully (spec §5.5 TaskState): REJECTED, FAILED, CANCELED. */
-const AGENT_UNSUCCESSFUL: ReadonlySet<JournalState> = new Set(['REJECTED', 'FAILED', 'CANCELED']);
+/**
+ * The attempt states that end without success yet may follow work: the task states in which an agent ended a task
+ * unsuccessfully (spec §5.5 TaskState: REJECTED, FAILED, CANCELED), and LOST (the agent proved it no longer knows the
+ * task: artifacts journaled from it before show it did work, then lost the task, e.g. an in-memory store restarted).
+ */
+const AGENT_UNSUCCESSFUL: ReadonlySet<JournalState> = new Set(['REJECTED', 'FAILED', 'CANCELED', 'LOST']);
 
 /**
  * What the workflow knows of an attempt's effect: a verifier's finding when there is one; else `unknown` for a task
- * the agent ended REJECTED, FAILED or CANCELED that carries one or more artifacts (`artifactCount`: the agent produced
+ * the agent ended REJECTED, FAILED or CANCELED, or an attempt LOST, that carries one or more artifacts (`artifactCount`: the agent produced
  * output, so it did work, attack33a); else none (undefined). A verifier's `absent` outranks the artifacts: it is the
  * independent read of the world.
  */
