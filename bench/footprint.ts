@@ -77,7 +77,7 @@ export async function run(scale: number): Promise<BenchResult> {
       `Encoding of a finished record: ${bytes.encoding} (a finished workflow is compacted into one JSON string, \`…{wf:<id>}:done\`, replacing its hashes and delegation list; layout in packages/shared/src/journal/compacted-record.ts). Before compaction the delegation hash was a hashtable (fields over hash-max-listpack-value, 64 bytes), 3,357 bytes per record in all.`,
       `${records} single-step delegations completed through an in-process fleet (agent: WORKING → COMPLETED, no artifact); MEMORY USAGE … SAMPLES 0 summed over every \`{wf:…}\` key of each workflow.`,
       'used_memory is read before the producer starts and after every workflow finished and the fleet closed; BullMQ keeps up to 1,000 completed jobs per queue for an hour, which this delta includes.',
-      `Worker: spawnWorkerProcess (follow concurrency ${streams + 100}, subscribe limit 1000/1000 ms; production lease, lock, stalled-check and reconcile timings: 30 s each) following ${streams} tasks of an agent in its own process that runs ${TASK_MS / 60_000} minutes each (the stream idle and quiet windows as long); RSS read once every stream is open (lease held, state WORKING) after 1 s to settle.`,
+      `Worker: spawnWorkerProcess (follow concurrency ${streams + 100}, subscribe limit 1000/1000 ms; production lease, lock, stalled-check and reconcile timings: 30 s each) following ${streams} tasks of an agent in its own process that runs ${TASK_MS / 60_000} minutes each (the stream idle and quiet windows as long); RSS read once every stream is open (lease held, state WORKING) and the reconcile queue ran the set-up's jobs (at most the sweep's next one delayed), after 1 s to settle.`,
       `Idle CPU: the worker's utime + stime (/proc/<pid>/stat) over ${IDLE_WINDOW_MS / 1000} s with every stream open and no event; Redis commands: INFO commandstats calls over the same window (a script's inner commands count too), minus the bench's own INFO calls (the renewal of every lease is one pipeline of one script per lease every 10 s; the heartbeat one script per second).`,
     ],
   };
@@ -127,6 +127,24 @@ async function recordBytes(records: number) {
   }
 }
 
+/**
+ * Waits until the reconcile queue has run the set-up's jobs: nothing waiting or active, and at most the sweep
+ * scheduler's next job delayed. Entries that came due while the streams were still opening leave lease-end batch jobs
+ * behind (delayed about a lease duration); at 10,000 streams a 1 s settle measured them as idle work, and two runs
+ * differed by 2× (docs/performance.md, "An idle worker's 10,000 open streams"). Polled every second, for
+ * `timeoutMs` at most (default 300 s; then it measures anyway and says so).
+ */
+async function untilReconcileQuiet(reader: Redis, prefix: string, timeoutMs = 300_000): Promise<void> {
+  const queue = `{${prefix}}:reconcile`;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const [delayed, waiting, active] = await Promise.all([reader.zcard(`${queue}:delayed`), reader.llen(`${queue}:wait`), reader.llen(`${queue}:active`)]);
+    if (delayed <= 1 && waiting === 0 && active === 0) return;
+    await sleep(1_000);
+  }
+  console.warn(`footprint: the reconcile queue still had jobs after ${timeoutMs / 1000} s; measuring anyway`);
+}
+
 async function workerRss(streams: number) {
   const prefix = 'rss';
   // The agent in its own process (as the recovery benchmark's): in this one, beside the producer and the polling,
@@ -153,6 +171,7 @@ async function workerRss(streams: number) {
     const refs = await delegateMany(producer, cardUrl, streams, { text: 'stream', keyPrefix: 'rss' });
     // One poll reads two keys per stream: every max(200 ms, streams / 20 ms), so the polling does not load the machine.
     await untilEveryRow(reader, prefix, refs, followedBy(spawnedWorkerId(pid)), 'footprint: every stream open', { intervalMs: Math.max(200, streams / 20), timeoutMs: 900_000 });
+    await untilReconcileQuiet(reader, prefix);
     await sleep(1_000);
     const loaded = rssBytes(pid);
     const total = (calls: Map<string, number>) => [...calls].filter(([name]) => name !== 'info').reduce((sum, [, count]) => sum + count, 0);

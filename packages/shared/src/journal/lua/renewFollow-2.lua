@@ -27,11 +27,14 @@ local fields = redis.call('HMGET', KEYS[1], 'state', 'suspects', 'suspectsLost',
 if not fields[1] or FINISHED[fields[1]] then return {3, 0, 0, 0} end
 local token = ARGV[1]
 local outcome
-if redis.call('SET', KEYS[2], token, 'NX', 'PX', ARGV[2]) then
-  outcome = 2
-elseif redis.call('GET', KEYS[2]) == token then
+-- The GET first: a lease still ours (every tick but a stalled one's) costs GET + PEXPIRE, not a failed SET NX more.
+local holder = redis.call('GET', KEYS[2])
+if holder == token then
   redis.call('PEXPIRE', KEYS[2], ARGV[2])
   outcome = 1
+elseif not holder then
+  redis.call('SET', KEYS[2], token, 'PX', ARGV[2])
+  outcome = 2
 else
   return {0, 0, 0, 0}
 end
