@@ -87,8 +87,11 @@ describe('which agent is failing or slow', () => {
     expect((await producer.waitFor(failed, { timeoutMs: 30_000 })).state).toBe('FAILED');
     expect((await producer.waitFor(canceled, { timeoutMs: 30_000 })).state).toBe('CANCELED');
     expect((await producer.waitFor(completed, { timeoutMs: 30_000 })).state).toBe('COMPLETED');
+    // The count follows the journaled finish (advance.ts `workflowFinished`): a waiter may see the state first.
+    const deltas = (after: typeof before) => ({ COMPLETED: count(after, 'COMPLETED') - count(before, 'COMPLETED'), FAILED: count(after, 'FAILED') - count(before, 'FAILED'), CANCELED: count(after, 'CANCELED') - count(before, 'CANCELED') });
+    await eventually(async () => Object.values(deltas(samples(await scrape(), 'durable_a2a_workflows_finished_total'))).every((delta) => delta >= 1), 'every finish counted', 30_000);
     const after = samples(await scrape(), 'durable_a2a_workflows_finished_total');
-    expect({ COMPLETED: count(after, 'COMPLETED') - count(before, 'COMPLETED'), FAILED: count(after, 'FAILED') - count(before, 'FAILED'), CANCELED: count(after, 'CANCELED') - count(before, 'CANCELED') }).toEqual({
+    expect(deltas(after)).toEqual({
       COMPLETED: 1,
       FAILED: 1,
       CANCELED: 1,
