@@ -87,7 +87,7 @@ describe('the fleet closes with streams open or opening', () => {
     const ids: string[] = [];
     for (let index = 0; index < count; index++) ids.push((await producer.delegate({ agent: agent.cardUrl, text: 'go', idempotencyKey: `d${index}` })).id);
     const open = () => `${agent!.openRequests('SubscribeToTask')} open, ${agent!.count('SubscribeToTask')} subscriptions, ${agent!.count('GetTask')} reads`;
-    await eventually(async () => agent!.openRequests('SubscribeToTask') >= openBeforeClose, `${openBeforeClose} streams open`, 60_000, 20).catch((error: Error) => {
+    await eventually(async () => agent!.openRequests('SubscribeToTask') >= openBeforeClose, `${openBeforeClose} streams open`, 150_000, 20).catch((error: Error) => {
       throw new Error(`${error.message} (${open()})`);
     });
     if (openBeforeClose === count) {
@@ -111,11 +111,11 @@ describe('the fleet closes with streams open or opening', () => {
 
   it('60 streams held open (no headers, headers only, one event), each after two refused subscriptions: one listener per open stream; the close leaves no listener, socket or timer; all completed later', async () => {
     await scene(60, (taskNumber) => KINDS[taskNumber % KINDS.length]!, 2);
-  }, 240_000);
+  }, 400_000);
 
   it('the close while streams are still opening (a third open): the same', async () => {
     await scene(30, (taskNumber) => KINDS[taskNumber % KINDS.length]!, 1, 10);
-  }, 240_000);
+  }, 400_000);
 
   it('property: any count, mix of stream kinds, refusals and moment of the close: no listener, socket or timer left; every delegation completed once', async () => {
     await fc.assert(
