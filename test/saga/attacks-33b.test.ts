@@ -152,7 +152,19 @@ describe('attack33b: Redis away between the mark and the request', () => {
   const aof = useRedisServer({ appendOnly: true });
   for (const how of ['restart', 'kill'] as const) {
     it(`redis-server ${how === 'kill' ? 'SIGKILLed and started again from its AOF' : 'restarted'} as the sender's stall guard fires: one SendMessage, COMPLETED`, async () => {
-      const agent = await startScriptedAgent({ SendMessage: (params: any) => ({ result: { task: task('T1', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'booked' } }) } }) });
+      // The agent lists what it holds: when Redis is away before the give-back is written (the CI's timing), the row
+      // stays marked and the reconciler's search decides; the agent that never got our message lists nothing, so the
+      // search proves it absent and resends (without ListTasks: 'unsupported', a person, AMBIGUOUS).
+      const held: unknown[] = [];
+      const agent = await startScriptedAgent({
+        SendMessage: (params: any) => {
+          const booked = task('T1', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'booked' } });
+          held.push(booked);
+          return { result: { task: booked } };
+        },
+        ListTasks: () => ({ result: { tasks: held, nextPageToken: '', pageSize: 50, totalSize: held.length } }),
+        GetTask: () => (held.length > 0 ? { result: held[0] } : { error: { code: -32001, message: 'Task not found' } }),
+      });
       const prefix = `aof-${how}`;
       const producer = createProducer({ redis: aof().url, prefix, addressPolicy: { allowLoopback: true } });
       // The first stall guard's read: the host stalled 1.5 s after the mark, and Redis goes away right then.
