@@ -22,8 +22,18 @@ async function expectResult(env: PushStack, workflowId: string, text: string) {
 /** The row as the journal holds it now, with its artifacts. */
 const rowOf = (env: PushStack, workflowId: string) => env.producer.journal.getDelegationView({ workflowId, delegationId: 'main.1' }).then((view) => view!);
 
-/** Waits until the task id is journaled (a push before it is refused: it only applies to the task id we recorded). */
-const taskBound = (env: PushStack, workflowId: string) => eventually(async () => (await rowOf(env, workflowId)).taskId === 'T1', 'task id journaled');
+/**
+ * Waits until the task id is journaled (a push before it is refused: it only applies to the task id we recorded) and
+ * the follow's first read of it (WORKING, after the send's SUBMITTED) is too: a pushed completion is applied on the row
+ * as the webhook read it, and a read journaled in between is a version conflict that hands the push to a full read
+ * (routes/push.ts `applyPush`), which a test holding GetTask at WORKING never sees complete (the final CI run of
+ * 2026-12-07 failed so). Later reads of the same WORKING change nothing.
+ */
+const taskBound = (env: PushStack, workflowId: string) =>
+  eventually(async () => {
+    const row = await rowOf(env, workflowId);
+    return row.taskId === 'T1' && row.state === 'WORKING';
+  }, 'task id and the first read journaled');
 
 describe('a pushed final Task keeps its result (P31 (a))', () => {
   let env: PushStack;
