@@ -4,7 +4,7 @@
  * `lost-check` (once more before LOST), `read` (our task by ListTasks when GetTask could not be used). Pure.
  */
 import { historyHolds, isFinished, isTerminalTaskState, journalStateOf, taskShownOurs } from '@durable-a2a/shared/pure';
-import type { Task } from '@durable-a2a/a2a';
+import type { StreamResponse, Task } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { AgentCall, Observation, SearchFinding } from './observation.ts';
@@ -80,6 +80,20 @@ export function foreignHolder(record: DelegationRecord, task: Task, reply = reco
   if (record.taskId === undefined || task.id === record.taskId) return undefined;
   const messageId = messageOfOursIn(record, task, reply);
   return messageId === undefined ? undefined : { taskIds: [record.taskId, task.id], messageId };
+}
+
+/**
+ * A stream event (SubscribeToTask's, or the rest of a streaming send's) naming another task than our bound one and
+ * carrying a message of ours (`foreignHolder`: a Task's history or status message, a status update's message, a
+ * Message event itself): the agent answered on our task's own stream that another task holds our message, as a
+ * GetTask of ours answering it would (`foreignHolder`). The task ids and the message found, else undefined (an event
+ * naming another task without a message of ours stays a protocol error: one read of our task).
+ */
+export function foreignEventHolder(record: DelegationRecord, response: StreamResponse): { taskIds: [string, string]; messageId: string } | undefined {
+  if ('task' in response) return foreignHolder(record, response.task);
+  if ('statusUpdate' in response) return foreignHolder(record, { id: response.statusUpdate.taskId, status: response.statusUpdate.status });
+  if ('message' in response && response.message.taskId) return foreignHolder(record, { id: response.message.taskId, status: { state: 'TASK_STATE_UNSPECIFIED' }, history: [response.message] });
+  return undefined;
 }
 
 /**

@@ -21,7 +21,7 @@ import type { Next } from './next.ts';
 import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
 import { overLimit, refusalNoted, refusalOf, refusedResultJudged, resultShown } from './refused-result.ts';
-import { foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread, type NamedTaskRead } from './search-row.ts';
+import { foreignEventHolder, foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread, type NamedTaskRead } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
 export type Guard = 'fence' | 'version' | 'none';
@@ -171,6 +171,12 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
     case 'send-in-doubt':
       return { next: { kind: 'ask-reconciler', dueAt: (observation.since ?? record.sendStartedAt ?? policy.now()) + policy.sendSettleMs } };
     case 'stream-event': {
+      // Another task holding our message, shown on our task's own stream: the agent has it twice (`foreignEventHolder`),
+      // a person, both ids named; nothing of the stream applied after it (the stream stops here).
+      for (const response of observation.responses) {
+        const twice = foreignEventHolder(record, response);
+        if (twice) return severalHolders(record, twice.taskIds, `the stream of our task ${namedTask(record.taskId ?? '')} carried task ${namedTask(twice.taskIds[1])}, which holds it`, twice.messageId);
+      }
       const unproven = namedTaskEvent(record, observation.responses);
       if (unproven) return unproven;
       // A finished status after a partial view of the artifacts: the artifact update before it is journaled, the
