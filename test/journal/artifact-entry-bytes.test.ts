@@ -39,7 +39,8 @@ describe('the artifacts hash stays within the bytes counted for it', () => {
         fc.option(fc.record({ list: taskList, finished: fc.boolean() }), { nil: undefined }),
         async (updates, emptyOnes, task) => {
           const prefix = `entry-bytes-${++counter}`;
-          const journal = new Journal(redis(), { prefix, retentionMs: 60_000, artifactBytesPerDelegation: 64 * 1024 * 1024 });
+          // The bytes counted, not the artifacts' count (artifact-count-property.test.ts): up to 3,400 artifacts held.
+          const journal = new Journal(redis(), { prefix, retentionMs: 60_000, artifactBytesPerDelegation: 64 * 1024 * 1024, artifactsPerDelegation: 10_000 });
           const ref = { workflowId: `w${counter}`, delegationId: 'main.1' };
           await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId));
           const fence = await journal.claim(ref, 'worker');

@@ -11,9 +11,9 @@ import { compileFleetOptions } from '../../packages/workers/src/options.ts';
 
 describe('attempt deadline and limits from the environment', () => {
   it('DA2A_ATTEMPT_DEADLINE_MS and DA2A_LIMIT_* are passed to the fleet; unset limits stay defaults', () => {
-    const options = fleetOptionsFrom(parseWorkerEnvironment({ DA2A_ATTEMPT_DEADLINE_MS: '60000', DA2A_LIMIT_AGENT_CARD_BYTES: '2048', DA2A_LIMIT_JSON_DEPTH: '32' }));
+    const options = fleetOptionsFrom(parseWorkerEnvironment({ DA2A_ATTEMPT_DEADLINE_MS: '60000', DA2A_LIMIT_AGENT_CARD_BYTES: '2048', DA2A_LIMIT_JSON_DEPTH: '32', DA2A_LIMIT_ARTIFACTS_PER_DELEGATION: '200' }));
     expect(options.attemptDeadlineMs).toBe(60_000);
-    expect(options.limits).toEqual({ agentCardBytes: 2048, jsonDepth: 32 });
+    expect(options.limits).toEqual({ agentCardBytes: 2048, jsonDepth: 32, artifactsPerDelegation: 200 });
   });
 
   it('defaults: 24 h per attempt, no overrides', () => {

@@ -1,8 +1,9 @@
 /**
  * Attack round 35: answers that mix what they say about our task with what they say about another, on the channels
  * we opened ourselves (SubscribeToTask, the rest of a streaming send), with A2A 0.3 and 1.0 shapes mixed in one
- * stream. Real redis-server, real fleet, raw node:http JSON-RPC agents (exact bytes), counting SendMessage. The
- * finding is marked FIXED FINDING (verified failing on main); the other `it`s hold and stay as regression tests.
+ * stream; answers of many tiny artifacts (a count, within every byte limit). Real redis-server, real fleet, raw
+ * node:http JSON-RPC agents (exact bytes), counting SendMessage. The findings are marked FIXED FINDING (each verified
+ * failing on main); the other `it`s hold and stay as regression tests.
  */
 import { describe, expect, it } from 'vitest';
 import { artifactText, finished, useFieldCases, viewOf } from '../harness/field-cases.ts';
@@ -110,5 +111,57 @@ describe('attack 35: attacks that hold', () => {
     expect(await finished(producer, id, 40_000)).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
     expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked anyway');
     expect(agent.count('SendMessage')).toBe(1);
+  }, 60_000);
+});
+
+/*
+ * FIXED FINDING (kind: what one answer makes Redis do is bounded by count, not only by bytes). Input: a Task listing
+ * 30,000 empty artifacts (`{"artifactId":"a<n>","parts":[]}`: a 1 MB SSE event, within `sseEventBytes`; 15.4 MB as
+ * the journal counts it, within `artifactBytesPerDelegation`) as SubscribeToTask's snapshot, then COMPLETED; GetTask
+ * shows the same. Observed on main: `hotel.1 COMPLETED` with 30,000 artifacts, each snapshot one applyStatus-5.lua
+ * over all of them: Redis SLOWLOG 0.7 to 1.4 s per snapshot at load 8 (a 1-artifact snapshot over 30,000 held: 0.9 s),
+ * every other delegation's command waiting behind it; an agent that repeats the snapshot holds Redis for the fleet (this
+ * case took 52 s to settle on main at load 14, 0.9 s with the fix).
+ * Variant: 101 artifact updates, each a new id, under `artifactsPerDelegation: 100` (the option did not exist: all kept).
+ * Expected: a count limit as the bytes have (`artifactsPerDelegation`, default 1,000): over it nothing stored, AMBIGUOUS
+ * LIMIT_EXCEEDED naming it (a person: the agent produced output, never re-delegated), one SendMessage. Fixed: the
+ * journal (`withinArtifactLimit` in packages/shared/src/journal/status.ts, applyArtifact-2.lua ARGV[11]). Property:
+ * test/journal/artifact-count-property.test.ts.
+ */
+describe('attack 35: many tiny artifacts', () => {
+  /** One step over agent A (`handlers` after SendMessage) and B; A's attempt must end a person, B never sent to. */
+  async function overTheCount(frames: (received: Received) => string[], fleetOptions: Record<string, unknown> = {}) {
+    let received: Received | undefined;
+    const a = await h.agentWith({
+      SendMessage: (params) => ((received ??= receivedOf(params)), { result: { task: holder('T1', 'WORKING', received) } }),
+      SubscribeToTask: () => ({ sse: frames(received!), endAfter: 'close' }),
+      GetTask: () => ({ result: holder('T1', 'WORKING', received!) }),
+    });
+    const { b, producer, view, id } = await h.stepOverTwo(a.cardUrl, { ...fast, ...fleetOptions }, 50_000);
+    expect(view.steps[0]!.attempts).toHaveLength(1);
+    expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED', limit: 'artifactsPerDelegation' } });
+    expect(b.count('SendMessage')).toBe(0);
+    expect(a.count('SendMessage')).toBe(1);
+    return { producer, id };
+  }
+
+  it('a snapshot listing 30,000 empty artifacts (1 MB, within every byte limit): AMBIGUOUS LIMIT_EXCEEDED artifactsPerDelegation, none stored, never re-delegated', async () => {
+    const artifacts = Array.from({ length: 30_000 }, (_, index) => ({ artifactId: `a${index}`, parts: [] }));
+    const { producer, id } = await overTheCount((received) => [taskEvent(task('T1', 'WORKING', { contextId: received.contextId, artifacts })), ev(SU('COMPLETED', { taskId: 'T1', contextId: received.contextId }))]);
+    const attempt = await producer.journal.getDelegationView({ workflowId: id, delegationId: 'hotel.1' });
+    expect(attempt!.artifacts).toHaveLength(0);
+  }, 60_000);
+
+  it('101 artifact updates, each a new id, under artifactsPerDelegation 100: AMBIGUOUS LIMIT_EXCEEDED at the 101st, 100 kept, never re-delegated', async () => {
+    const { producer, id } = await overTheCount(
+      (received) => [
+        taskEvent(holder('T1', 'WORKING', received)),
+        ...Array.from({ length: 101 }, (_, index) => ev(AU(`x${index}`, false, true, '', { contextId: received.contextId }))),
+        ev(SU('COMPLETED', { taskId: 'T1', contextId: received.contextId })),
+      ],
+      { limits: { artifactsPerDelegation: 100 } },
+    );
+    const attempt = await producer.journal.getDelegationView({ workflowId: id, delegationId: 'hotel.1' });
+    expect(attempt!.artifacts).toHaveLength(100);
   }, 60_000);
 });

@@ -244,7 +244,7 @@ export class UnknownWireValueError extends ProtocolError {
   }
 }
 /** Names of the input limits (`limits.ts`). */
-export type LimitName = 'responseBodyBytes' | 'sseEventBytes' | 'agentCardBytes' | 'partsPerMessage' | 'jsonDepth' | 'artifactBytesPerDelegation' | 'statusMessageBytes';
+export type LimitName = 'responseBodyBytes' | 'sseEventBytes' | 'agentCardBytes' | 'partsPerMessage' | 'jsonDepth' | 'artifactBytesPerDelegation' | 'artifactsPerDelegation' | 'statusMessageBytes';
 /**
  * An answer went over one of the input limits (`limits.ts`; field cases RT2/RT4/RT5/RT7). Reading
  * stopped at the limit. Permanent for the attempt (the agent sends the same answer again); the attempt

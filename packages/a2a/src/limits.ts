@@ -9,6 +9,7 @@
  * | `partsPerMessage` | 1,000 | parts of one message or artifact, in every answer, event and push body |
  * | `jsonDepth` | 64 | nesting of any body or event, checked on its whole text before parsing (no recursion), whatever its leading bytes |
  * | `artifactBytesPerDelegation` | 16 MiB | artifact bytes summed over chunks and pushes: exported for the journal, which enforces it |
+ * | `artifactsPerDelegation` | 1,000 | artifacts (distinct ids) one delegation shows, over its stream, pushes and reads: exported for the journal, which enforces it |
  * | `statusMessageBytes` | 64 KiB | one status message as the journal keeps it (JSON); a longer one is kept as an excerpt that says it was cut (the journal's `boundedStatusMessage`) |
  *
  * Going over a limit throws `LimitExceededError` (permanent for the attempt, `limit` names it).
@@ -30,6 +31,7 @@ export const DEFAULT_A2A_LIMITS: A2ALimits = Object.freeze({
   partsPerMessage: 1_000,
   jsonDepth: 64,
   artifactBytesPerDelegation: 16 * MiB,
+  artifactsPerDelegation: 1_000,
   statusMessageBytes: 64 * 1024,
 });
 
@@ -47,6 +49,7 @@ export const A2ALimitsSchema = z
     partsPerMessage: z.number().int().positive(),
     jsonDepth: z.number().int().positive(),
     artifactBytesPerDelegation: z.number().int().positive(),
+    artifactsPerDelegation: z.number().int().positive(),
     statusMessageBytes: z.number().int().min(STATUS_MESSAGE_BYTES_MIN),
   })
   .partial();

@@ -85,6 +85,7 @@ export const WorkerEnvironmentSchema = z.object({
   DA2A_LIMIT_JSON_DEPTH: PositiveCount.optional(),
   DA2A_LIMIT_ARTIFACT_BYTES_PER_DELEGATION: PositiveCount.optional(),
   DA2A_LIMIT_STATUS_MESSAGE_BYTES: PositiveCount.optional(),
+  DA2A_LIMIT_ARTIFACTS_PER_DELEGATION: PositiveCount.optional(),
   /** Queues this process works on, comma-separated; default all six. */
   DA2A_QUEUES: z
     .string()
@@ -166,6 +167,7 @@ export function limitsFrom(environment: WorkerEnvironment): A2ALimitsOverride {
     jsonDepth: environment.DA2A_LIMIT_JSON_DEPTH,
     artifactBytesPerDelegation: environment.DA2A_LIMIT_ARTIFACT_BYTES_PER_DELEGATION,
     statusMessageBytes: environment.DA2A_LIMIT_STATUS_MESSAGE_BYTES,
+    artifactsPerDelegation: environment.DA2A_LIMIT_ARTIFACTS_PER_DELEGATION,
   });
   return Object.fromEntries(Object.entries(limits).filter(([, value]) => value !== undefined));
 }

@@ -180,7 +180,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
   const { options, journalRedis, queues, dispatcher, logger } = parts;
   const onCorruptRecord = corruptRecordReporter({ logger, counter: parts.metrics.corruptRecords });
   const registry = new AgentRegistry(journalRedis, { prefix: options.prefix, now: options.now, onCorruptRecord });
-  const journal = new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation, statusMessageBytes: options.limits.statusMessageBytes, onCorruptRecord });
+  const journal = new Journal(journalRedis, { prefix: options.prefix, retentionMs: options.retentionMs, now: options.now, durability: input.durability, artifactBytesPerDelegation: options.artifactBytesPerDelegation, statusMessageBytes: options.limits.statusMessageBytes, artifactsPerDelegation: options.limits.artifactsPerDelegation, onCorruptRecord });
   // An agent's health is told, not awaited: a send never waits for it, a window's calls go in one write, and a failed
   // write costs only those outcomes.
   const agentHealth = new AgentHealthRecorder(registry, options.now, (error, agentCardUrl) => logger.debug({ err: error, agent: agentCardUrl }, 'agent health not recorded'), input.agentHealthWindowMs);

@@ -118,7 +118,7 @@ export function connectProducer(options: ProducerOptions): ProducerContext {
   const sendOrder = new SendOrder(redis, prefix);
   const queues = { send: new FairSendQueue('send', queueOptions('send'), sendOrder), reconcile: new Queue('reconcile', queueOptions('reconcile')) };
   for (const each of [queues.send, queues.reconcile]) each.on('error', () => undefined); // surfaced per call as RedisUnavailableError
-  const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs, durability: options.durability, statusMessageBytes: options.limits?.statusMessageBytes, onCorruptRecord: options.onCorruptRecord });
+  const journal = new Journal(redis, { prefix, retentionMs: options.retentionMs, durability: options.durability, statusMessageBytes: options.limits?.statusMessageBytes, artifactsPerDelegation: options.limits?.artifactsPerDelegation, onCorruptRecord: options.onCorruptRecord });
   return {
     options,
     redis,

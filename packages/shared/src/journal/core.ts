@@ -28,6 +28,12 @@ export interface JournalOptions {
   /** Artifact bytes one delegation may hold, summed over chunks and pushes; default 16 MiB (`DEFAULT_A2A_LIMITS`). */
   artifactBytesPerDelegation?: number;
   /**
+   * Artifacts (distinct ids) one delegation may show, over its stream, pushes and reads; default 1,000
+   * (`DEFAULT_A2A_LIMITS.artifactsPerDelegation`). Each Task the journal applies is one script over its whole list and
+   * what the row holds: the count bounds how long one agent's answer holds Redis for everyone (attack35).
+   */
+  artifactsPerDelegation?: number;
+  /**
    * UTF-8 bytes of an agent's status message the journal keeps (as JSON); a longer one is kept as an excerpt that says
    * it was cut (`boundedStatusMessage`); default 64 KiB (`DEFAULT_A2A_LIMITS.statusMessageBytes`), at least 2,048.
    */
@@ -43,6 +49,7 @@ export class JournalCore {
   readonly now: () => number;
   readonly durability: JournalDurability;
   readonly artifactBytesPerDelegation: number;
+  readonly artifactsPerDelegation: number;
   readonly statusMessageBytes: number;
   private readonly onCorruptRecord: CorruptRecordHandler;
 
@@ -55,6 +62,7 @@ export class JournalCore {
     this.now = options.now ?? Date.now;
     this.durability = options.durability ?? NO_DURABILITY;
     this.artifactBytesPerDelegation = options.artifactBytesPerDelegation ?? DEFAULT_A2A_LIMITS.artifactBytesPerDelegation;
+    this.artifactsPerDelegation = options.artifactsPerDelegation ?? DEFAULT_A2A_LIMITS.artifactsPerDelegation;
     this.statusMessageBytes = Math.max(STATUS_MESSAGE_BYTES_MIN, options.statusMessageBytes ?? DEFAULT_A2A_LIMITS.statusMessageBytes);
     this.onCorruptRecord = options.onCorruptRecord ?? (() => undefined);
   }

@@ -88,6 +88,8 @@ export interface ApplyStatusInput {
   heldVersion: number | undefined;
   /** The limit on a delegation's artifact bytes (`artifactBytesPerDelegation`): an unfinished Task's merge that would pass it replaces instead. */
   artifactBytesPerDelegation: number;
+  /** The limit on the artifacts a delegation holds (`artifactsPerDelegation`): an unfinished Task's merge that would pass it replaces instead. */
+  artifactsPerDelegation: number;
 }
 
 /**
@@ -96,7 +98,7 @@ export interface ApplyStatusInput {
  * ones at the end left out (the script reads a missing one as '': each argument costs redis-server about 1,000
  * instructions).
  */
-function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artifactBytesPerDelegation }: ApplyStatusInput): (string | number)[] {
+function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artifactBytesPerDelegation, artifactsPerDelegation }: ApplyStatusInput): (string | number)[] {
   const timestampMs = parseAgentTimestamp(change.statusTimestamp);
   const args: (string | number)[] = [
     change.fence ?? '',
@@ -124,6 +126,7 @@ function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artif
     const stored = change.artifacts.map((artifact) => storedArtifact(artifact));
     args.push(String(stored.length), String(stored.reduce((sum, artifact) => sum + artifact.bytes, 0)), String(artifactBytesPerDelegation));
     for (const { artifactId, meta, parts, bytes } of stored) args.push(artifactId, meta, parts, String(bytes));
+    args.push(String(artifactsPerDelegation));
   }
   let end = args.length;
   while (end > STATUS_ARGUMENTS_ALWAYS && args[end - 1] === '') end -= 1;
@@ -223,18 +226,19 @@ export interface ArtifactUpdate {
   lastChunk?: boolean;
 }
 
-/** applyArtifact-2.lua's input: the update, the journal's clock and the delegation's artifact byte limit. */
+/** applyArtifact-2.lua's input: the update, the journal's clock and the delegation's artifact limits (bytes, count). */
 export interface ApplyArtifactInput {
   fence: number | undefined;
   update: ArtifactUpdate;
   nowMs: number;
   artifactBytesPerDelegation: number;
+  artifactsPerDelegation: number;
 }
 
 /** applyArtifact-2.lua's ARGV for one update. */
-function artifactArguments({ fence, update, nowMs, artifactBytesPerDelegation }: ApplyArtifactInput): (string | number)[] {
+function artifactArguments({ fence, update, nowMs, artifactBytesPerDelegation, artifactsPerDelegation }: ApplyArtifactInput): (string | number)[] {
   const { artifactId, meta, parts, bytes, entryBytes } = storedArtifact(update.artifact);
-  return [fence ?? '', artifactId, meta, parts, update.append ? '1' : '0', update.lastChunk ? '1' : '0', nowMs, bytes, artifactBytesPerDelegation, entryBytes];
+  return [fence ?? '', artifactId, meta, parts, update.append ? '1' : '0', update.lastChunk ? '1' : '0', nowMs, bytes, artifactBytesPerDelegation, entryBytes, artifactsPerDelegation];
 }
 
 const ARTIFACT_OUTCOMES: ReadonlySet<string> = new Set<ArtifactOutcome>(['applied', 'sealed', 'finished']);

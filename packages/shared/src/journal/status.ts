@@ -314,12 +314,20 @@ export class JournalStatus extends JournalDelegations {
     return this.withinArtifactLimit(change);
   }
 
-  /** The artifact half of `withinLimits`. */
+  /**
+   * The artifact half of `withinLimits`: the Task's list within `artifactBytesPerDelegation` bytes and
+   * `artifactsPerDelegation` distinct ids (a list longer than that is one script over all of it, holding Redis for every
+   * other delegation: attack35, 30,000 empty artifacts in a 1 MB Task held it about a second per snapshot).
+   */
   private withinArtifactLimit(change: StatusChange): StatusChange {
     if (!change.artifacts) return change;
     const bytes = change.artifacts.reduce((sum, artifact) => sum + artifactByteSize(artifact), 0);
-    if (bytes <= this.artifactBytesPerDelegation) return change;
-    const message = `artifacts of this delegation would reach ${bytes} bytes, over the limit of ${this.artifactBytesPerDelegation}`;
+    const count = change.artifacts.length > this.artifactsPerDelegation ? new Set(change.artifacts.map((artifact) => artifact.artifactId)).size : 0;
+    if (bytes <= this.artifactBytesPerDelegation && count <= this.artifactsPerDelegation) return change;
+    const overCount = bytes <= this.artifactBytesPerDelegation;
+    const message = overCount
+      ? `the task lists ${count} artifacts, over the limit of ${this.artifactsPerDelegation} a delegation may show`
+      : `artifacts of this delegation would reach ${bytes} bytes, over the limit of ${this.artifactBytesPerDelegation}`;
     const agentSaysNotDone = change.state === 'FAILED' || change.state === 'REJECTED' || change.state === 'CANCELED';
     const said = agentSaysNotDone ? ` (the agent ended the task ${change.state} with them)` : '';
     return {
@@ -333,7 +341,7 @@ export class JournalStatus extends JournalDelegations {
       ...(change.bindUntilMs !== undefined ? { bindUntilMs: change.bindUntilMs } : {}),
       endsLease: change.endsLease,
       held: change.held,
-      error: { code: 'LIMIT_EXCEEDED', message: `${message}${said}`, retryable: false, delivery: 'received', limit: 'artifactBytesPerDelegation' },
+      error: { code: 'LIMIT_EXCEEDED', message: `${message}${said}`, retryable: false, delivery: 'received', limit: overCount ? 'artifactsPerDelegation' : 'artifactBytesPerDelegation' },
     };
   }
 
@@ -357,7 +365,7 @@ export class JournalStatus extends JournalDelegations {
     // A copy holding suspects names no version: clearSuspects-1.lua may have deleted them without a bump, and a change
     // reply only sets fields (applyStatus-5.lua FIELDS_UNVERSIONED); the whole row comes back instead (rare: a refused push named a task).
     const held = change.held?.suspects === undefined ? heldVersion(change.held) : undefined;
-    return { keys, input: { change, nowMs: this.now(), binding, checkHere, heldVersion: held, artifactBytesPerDelegation: this.artifactBytesPerDelegation } };
+    return { keys, input: { change, nowMs: this.now(), binding, checkHere, heldVersion: held, artifactBytesPerDelegation: this.artifactBytesPerDelegation, artifactsPerDelegation: this.artifactsPerDelegation } };
   }
 
   /**
@@ -508,7 +516,8 @@ export class JournalStatus extends JournalDelegations {
 
   /**
    * Applies one artifact update (append / replace / seal, see applyArtifact-2.lua). The delegation's
-   * artifact bytes (artifactByteSize, summed over chunks and pushes) stay within `artifactBytesPerDelegation`.
+   * artifact bytes (artifactByteSize, summed over chunks and pushes) stay within `artifactBytesPerDelegation`, and the
+   * artifacts it shows (distinct ids, the row's `artifactCount`) within `artifactsPerDelegation`.
    * @returns 'applied', 'sealed' (dropped after the seal) or 'finished'.
    * @throws JournalError FENCE_LOST, DELEGATION_MISSING; ARTIFACT_LIMIT when this update would pass the
    *   limit: nothing was stored and the attempt ended AMBIGUOUS (LIMIT_EXCEEDED: a person decides, A31).
@@ -541,7 +550,7 @@ export class JournalStatus extends JournalDelegations {
 
   /** applyArtifact-2.lua's input for `update`. */
   protected artifactInput(fence: number | undefined, update: ArtifactUpdate) {
-    return { fence, update, nowMs: this.now(), artifactBytesPerDelegation: this.artifactBytesPerDelegation };
+    return { fence, update, nowMs: this.now(), artifactBytesPerDelegation: this.artifactBytesPerDelegation, artifactsPerDelegation: this.artifactsPerDelegation };
   }
 
   /** What applyArtifact-2.lua's decoded reply means. */

@@ -17,10 +17,13 @@
           over chunks and pushes (field 'artifactBytes', per artifact 'bytes:<id>')
   ARGV[10] the artifact's entry bytes (artifactEntryBytes: its hash fields and its id in each, counted in ARGV[8]
           once per artifact): a chunk appended to a stored artifact costs its bytes without them ('' = 0)
+  ARGV[11] artifactsPerDelegation: the limit on the artifacts (distinct ids) the delegation shows ('artifactCount')
   A new artifact (its id not held) adds one to the row's 'artifactCount' (record.ts: the artifacts the attempt showed,
-  never lowered; an unsuccessful attempt with any is effect unknown in the workflow's decision, attack33a).
-  Over the limit nothing is stored: the attempt ends AMBIGUOUS with a permanent LIMIT_EXCEEDED
-  error, in this same script (RT5/RT7): the agent produced output, so it may have done the work,
+  never lowered; an unsuccessful attempt with any is effect unknown in the workflow's decision, attack33a); one past
+  ARGV[11] is over that limit (attack35: a Task listing every artifact is one script over all of them, holding Redis
+  for every other delegation, so the count is bounded as the bytes are).
+  Over a limit nothing is stored: the attempt ends AMBIGUOUS with a permanent LIMIT_EXCEEDED
+  error naming the limit, in this same script (RT5/RT7): the agent produced output, so it may have done the work,
   and the step is not re-delegated blind (field case A31); a person decides.
   Returns: {1, 'applied'}; {0, 'sealed'} dropped after the seal; {0, 'finished'} the
            delegation is finished; {DELEGATION_MISSING, 'missing'}; {FENCE_LOST, 'fence'}; {ARTIFACT_LIMIT, 'limit'} the
@@ -47,10 +50,16 @@ if ARGV[5] == '1' and existing then
 end
 local total = (tonumber(row[4] or '0') or 0) - storedBytes + artifactBytes
 local version = tostring((tonumber(row[5]) or 0) + 1)
+local count = (tonumber(row[6] or '0') or 0) + (existing and 0 or 1)
+local overLimit, message
 if total > tonumber(ARGV[9]) then
-  local message = 'artifacts of this delegation would reach ' .. total .. ' bytes, over the limit of ' .. ARGV[9]
+  overLimit, message = 'artifactBytesPerDelegation', 'artifacts of this delegation would reach ' .. total .. ' bytes, over the limit of ' .. ARGV[9]
+elseif not existing and ARGV[11] and ARGV[11] ~= '' and count > tonumber(ARGV[11]) then
+  overLimit, message = 'artifactsPerDelegation', 'artifact ' .. count .. ' of this delegation, over the limit of ' .. ARGV[11] .. ' a delegation may show'
+end
+if overLimit then
   redis.call('HSET', KEYS[1], 'state', 'AMBIGUOUS', 'finishedAt', ARGV[7], 'updatedAt', ARGV[7], 'question', '',
-    'error', cjson.encode({ code = 'LIMIT_EXCEEDED', message = message, retryable = false, delivery = 'received', limit = 'artifactBytesPerDelegation' }),
+    'error', cjson.encode({ code = 'LIMIT_EXCEEDED', message = message, retryable = false, delivery = 'received', limit = overLimit }),
     'version', version)
   return {CODE.ARTIFACT_LIMIT, 'limit'}
 end
@@ -61,7 +70,7 @@ if not existing then
   artifact[#artifact + 1] = 'order:' .. id
   artifact[#artifact + 1] = tostring(redis.call('HLEN', KEYS[2]) + (stored[3] and 0 or 1))
   rowFields[#rowFields + 1] = 'artifactCount'
-  rowFields[#rowFields + 1] = tostring((tonumber(row[6] or '0') or 0) + 1)
+  rowFields[#rowFields + 1] = tostring(count)
 end
 if ARGV[6] == '1' then artifact[#artifact + 1] = 'sealed:' .. id; artifact[#artifact + 1] = '1' end
 redis.call('HSET', KEYS[2], unpack(artifact))

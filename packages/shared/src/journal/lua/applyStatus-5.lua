@@ -82,6 +82,10 @@
            limit by the caller, the journal), kept as 'artifactBytes'
   ARGV[23] artifactBytesPerDelegation: the limit on the delegation's artifact bytes (an unfinished Task's merge
            that would pass it replaces instead, above)
+  ARGV[24 + 4N] artifactsPerDelegation: the limit on the artifacts the row holds (absent = none): an unfinished Task's
+           merge whose list and the held ids it leaves out would pass it replaces instead, as for the bytes (attack35:
+           lists each within the limit, merged one after another, held every id, and every later Task's script went
+           over all of them; the Task's own list is held within the limit by the caller, the journal)
   Finished rows do not expire here: the whole workflow expires when it finishes
   (updateWorkflow), so a step's record outlives every later decision about it.
   A change of state also sets the workflow row's 'updatedAt' (<prefix>:{wf:<id>}:wf, derived
@@ -240,8 +244,8 @@ local function apply()
   local statusMessage = hash.statusMessage or ''
   -- A Task's list: the held artifacts it leaves out, read with the change (no push lands between this read and the
   -- write), reported on every outcome below.
-  local leftOut, leftOutBytes
-  if listed ~= '' then leftOut, leftOutBytes = rare().artifactsLeftOut(KEYS[2], ARTIFACTS_AT, tonumber(listed)) end
+  local leftOut, leftOutBytes, listedIds
+  if listed ~= '' then leftOut, leftOutBytes, listedIds = rare().artifactsLeftOut(KEYS[2], ARTIFACTS_AT, tonumber(listed)) end
 
   local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
   local floorTs = tonumber(hash.clockFloorMs or '')
@@ -455,7 +459,8 @@ local function apply()
     -- does not lower the count: what a stream showed before stays shown, attack33a).
     local shown = count > 0 and rare().artifactsNew(KEYS[2], ARTIFACTS_AT, count) or 0
     if shown > 0 then put('artifactCount', tostring((tonumber(hash.artifactCount or '0') or 0) + shown)) end
-    if FINISHED[incoming] or (count > 0 and merged > tonumber(ARGV[23])) then
+    local countLimit = tonumber(ARGV[ARTIFACTS_AT + 4 * count] or '')
+    if FINISHED[incoming] or (count > 0 and (merged > tonumber(ARGV[23]) or (countLimit ~= nil and listedIds + #leftOut > countLimit))) then
       rare().replaceArtifacts(KEYS[2], field('artifactBytes') ~= nil, ARTIFACTS_AT, count)
       put('artifactBytes', ARGV[22])
     elseif count > 0 then

@@ -15,10 +15,13 @@ local function writeArtifacts(artifactsKey, first, count)
 end
 
 -- The artifacts `artifactsKey` holds that the Task's list leaves out: their ids in their held order (order:<id>),
--- and their bytes summed (bytes:<id>). One HKEYS, then HMGETs of 200 ids each.
+-- their bytes summed (bytes:<id>), and how many distinct ids the list names. One HKEYS, then HMGETs of 200 ids each.
 local function artifactsLeftOut(artifactsKey, first, count)
-  local listed = {}
-  for i = 0, count - 1 do listed[ARGV[first + i * 4]] = true end
+  local listed, distinct = {}, 0
+  for i = 0, count - 1 do
+    local id = ARGV[first + i * 4]
+    if not listed[id] then listed[id] = true; distinct = distinct + 1 end
+  end
   local ids = {}
   for _, field in ipairs(redis.call('HKEYS', artifactsKey)) do
     if string.sub(field, 1, 6) == 'order:' then
@@ -38,7 +41,7 @@ local function artifactsLeftOut(artifactsKey, first, count)
     end
   end
   table.sort(ids, function(a, b) if place[a] ~= place[b] then return place[a] < place[b] end return a < b end)
-  return ids, bytes
+  return ids, bytes, distinct
 end
 
 -- How many distinct ids the Task's list names that `artifactsKey` does not hold (a new artifact each, for the row's
