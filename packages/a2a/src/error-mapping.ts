@@ -14,6 +14,7 @@ import {
   errorClassForHttpStatus,
   errorClassForJsonRpcCode,
   errorClassForReason,
+  refusesCredentialsByStatus,
   withRetryAfter,
 } from './errors.ts';
 import { retryAfterOfData, retryAfterOfHeader } from './retry-after.ts';
@@ -122,7 +123,7 @@ function errorFromHttpBody(status: number, contentType: string | undefined, body
   if (!transient && namesTask(json ?? tryParseJson(bodyText))) {
     return new InvalidAgentResponseError(`HTTP ${status} whose body is a task the answer does not prove ours`, { ...base, bodyExcerpt: excerpt(bodyText) });
   }
-  if (status === 401 || status === 403) return new AuthenticationError(`HTTP ${status}`, base);
+  if (refusesCredentialsByStatus(status)) return new AuthenticationError(`HTTP ${status}`, base);
   // A JSON-RPC envelope on an error status (some JSON-RPC servers answer 4xx/5xx with one).
   if (json !== null && typeof json === 'object' && 'jsonrpc' in json && 'error' in json) {
     return errorFromJsonRpc((json as { error: unknown }).error, bodyText, status);

@@ -365,6 +365,13 @@ const statusRefuses = (status: number): boolean => status >= 400 && status < 500
 const credentialStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.errorClass === AuthenticationError && row.httpStatus !== undefined).map((row) => row.httpStatus));
 
 /**
+ * Whether an HTTP status refuses our credentials by itself, whatever the body (the table's `AuthenticationError` rows:
+ * 401 and 403, refused before any handler ran; effect none, resent to the same agent, never another). Every binding
+ * over HTTP reads these two statuses so (`errorFromHttp`, `foreignErrorAnswer`, 0.3 `errorFromHttpV03`).
+ */
+export const refusesCredentialsByStatus = (status: number): boolean => credentialStatuses.has(status);
+
+/**
  * gRPC status codes (`google.rpc.Code`: the values of @grpc/grpc-js `status`, spelled here so this pure module loads
  * no gRPC client; a test keeps the two equal).
  */
