@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { JsonObjectSchema } from './proto-names.ts';
 import {
   type A2AError,
+  a2aReasonOf,
   AuthenticationError,
   InternalAgentError,
   InvalidAgentResponseError,
@@ -50,14 +51,16 @@ export const HttpErrorBodySchema = z.object({
   }),
 });
 
-/** The first `ErrorInfo.reason` found in a `data` / `details` array (or a single object, as 0.3 agents send). */
+/**
+ * The `ErrorInfo.reason` of a `data` / `details` array (or a single object, as 0.3 agents send), as `a2aReasonOf`
+ * keeps it: the A2A domain's bare, another domain's qualified by it.
+ */
 export function findErrorInfoReason(details: unknown): string | undefined {
   const candidates = Array.isArray(details) ? details : [details];
-  for (const candidate of candidates) {
+  return a2aReasonOf(candidates.flatMap((candidate) => {
     const parsed = ErrorInfoSchema.safeParse(candidate);
-    if (parsed.success) return parsed.data.reason;
-  }
-  return undefined;
+    return parsed.success ? [parsed.data] : [];
+  }));
 }
 
 /**
