@@ -5,7 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { useFieldCases } from '../harness/field-cases.ts';
 import { startRestAgent, type RestAgentHandle, type RestAnswer } from '../harness/rest-agent.ts';
-import { task, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+import { agentMessage, task, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
 const restAgents: RestAgentHandle[] = [];
@@ -107,4 +107,34 @@ describe('edges35: another domain\'s TASK_NOT_FOUND proves nothing about our tas
     // Reads it cannot use, bounded: a person decides (never the not-found window's LOST).
     expect(attempt).toMatchObject({ state: 'AMBIGUOUS', taskId: 'T1' });
   }, 60_000);
+});
+
+/*
+ * FIXED FINDING (kind: an answer over a limit read as if whole). Input: SendMessage (or SendStreamingMessage, its one
+ * event) answered by a Message, not a Task, whose text is 100 KiB: over `statusMessageBytes` (64 KiB). A direct Message
+ * is the step's whole result (spec §3.1.1; the view's `resultText`). Observed on main: `hotel.1 COMPLETED` with an
+ * excerpt of the first 64 KiB as its result, and the workflow went on with it: the rest of the result lost, nothing
+ * telling a person. Expected: as artifacts over `artifactBytesPerDelegation` (A31, `withinArtifactLimit`): AMBIGUOUS
+ * with LIMIT_EXCEEDED (`statusMessageBytes`), the excerpt kept for the person, never re-delegated (the agent did the
+ * work). Fixed: the journal's one bound of every status write (`withinLimits`, packages/shared/src/journal/status.ts)
+ * ends an outcome whose result message it had to cut, whatever channel brought it (send answer, send stream, the
+ * reconciler's write of a Message it holds). Property: packages/shared/test/message-answer-limit-property.test.ts.
+ */
+describe('edges35: a Message answer over statusMessageBytes ends visibly, never COMPLETED with an excerpt', () => {
+  const big = (contextId: string) => agentMessage(`${'r'.repeat(100 * 1024)}END`, { contextId });
+  for (const method of ['SendMessage', 'SendStreamingMessage'] as const) {
+    it(`${method} answered by a Message of 100 KiB: AMBIGUOUS LIMIT_EXCEEDED, the excerpt kept, never sent to B`, async () => {
+      const a = await h.agentWith(
+        method === 'SendMessage'
+          ? { SendMessage: (params) => ({ result: { message: big(params.message.contextId) } }) }
+          : { SendStreamingMessage: (params, call) => ({ sse: [`data: ${JSON.stringify({ jsonrpc: '2.0', id: call.id, result: { message: big(params.message.contextId) } })}\n\n`] }) },
+      );
+      const { view, attempt } = await neverTheSecondAgent(a.cardUrl, method === 'SendStreamingMessage' ? { streamingSends: true } : {});
+      expect(a.count(method)).toBe(1);
+      expect(attempt).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED', limit: 'statusMessageBytes' } });
+      // The excerpt is there for the person, and says it was cut.
+      expect(JSON.stringify(attempt)).toContain('message cut by durable-a2a');
+      expect(JSON.stringify(view).length).toBeLessThan(1024 * 1024);
+    }, 60_000);
+  }
 });
