@@ -25,8 +25,14 @@ const WELL_FORMED = { message: 'an id must be well-formed Unicode (a lone surrog
  */
 export const WIRE_ID_BYTES_MAX = 1024;
 
-/** Whether `text` is at most `WIRE_ID_BYTES_MAX` UTF-8 bytes (a UTF-16 unit is at most 3 bytes: short texts are not encoded). */
-export const isWithinIdBytes = (text: string): boolean => text.length * 3 <= WIRE_ID_BYTES_MAX || Buffer.byteLength(text, 'utf8') <= WIRE_ID_BYTES_MAX;
+const utf8 = new TextEncoder();
+
+/**
+ * Whether `text` is at most `WIRE_ID_BYTES_MAX` UTF-8 bytes. A UTF-16 unit is at most 3 bytes, so a short text is not
+ * encoded, and one of more units than the bound never fits; `TextEncoder`, not `Buffer`, so the pure entry stays pure.
+ */
+export const isWithinIdBytes = (text: string): boolean =>
+  text.length * 3 <= WIRE_ID_BYTES_MAX || (text.length <= WIRE_ID_BYTES_MAX && utf8.encode(text).length <= WIRE_ID_BYTES_MAX);
 
 const WITHIN_BYTES = { message: `an id must be at most ${WIRE_ID_BYTES_MAX} UTF-8 bytes` } as const;
 
