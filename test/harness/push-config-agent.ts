@@ -28,6 +28,8 @@ export interface PushConfigAgentBehaviour {
   listsEmptyTaskId?: boolean;
   /** Create assigns an id of its own, ignoring ours. Default false. */
   createAssignsId?: boolean;
+  /** Create assigns exactly this id (an over-long or malformed one: edges35), ignoring ours. */
+  assignedId?: string;
   /** These config calls answer a JSON-RPC error (-32603). */
   failing?: readonly ('list' | 'create' | 'delete')[];
   /** Create is refused with -32003 (push not supported for this task) instead of -32603 when it fails. */
@@ -88,7 +90,7 @@ export interface PushConfigAgentHandle {
 const CONFIG_METHODS = new Set(['CreateTaskPushNotificationConfig', 'GetTaskPushNotificationConfig', 'ListTaskPushNotificationConfigs', 'DeleteTaskPushNotificationConfig']);
 
 export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour = {}, taskId = 'T1'): Promise<PushConfigAgentHandle> {
-  const { keepsInline = true, keysBy = 'id-or-task', listsEmptyTaskId = false, createAssignsId = false, failing = [], refusesCreate = false, dropsConfigsOnCompletion = false, streamsSnapshot = false, completesOnSend, pushesSubmittedOnce = false } = behaviour;
+  const { keepsInline = true, keysBy = 'id-or-task', listsEmptyTaskId = false, createAssignsId = false, assignedId, failing = [], refusesCreate = false, dropsConfigsOnCompletion = false, streamsSnapshot = false, completesOnSend, pushesSubmittedOnce = false } = behaviour;
   const store = new Map<string, StoredPushConfig>();
   const deleted: StoredPushConfig[] = [];
   const calls: { method: string; params: Record<string, unknown>; afterCompletion: boolean }[] = [];
@@ -134,7 +136,7 @@ export async function startPushConfigAgent(behaviour: PushConfigAgentBehaviour =
       case 'CreateTaskPushNotificationConfig': {
         if (fails('create')) return { error: refusesCreate ? [-32003, 'push notifications are not supported for this task'] : [-32603, 'creating the config failed'] };
         const config = params as unknown as StoredPushConfig;
-        return { result: listed(keep({ ...config, id: createAssignsId ? randomUUID() : config.id })) };
+        return { result: listed(keep({ ...config, id: assignedId ?? (createAssignsId ? randomUUID() : config.id) })) };
       }
       case 'GetTaskPushNotificationConfig': {
         const found = store.get(String(params.id));

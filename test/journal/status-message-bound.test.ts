@@ -26,7 +26,8 @@ const anyId = fc.oneof(fc.string({ unit: 'binary', minLength: 1, maxLength: 400 
 const messageArbitrary = fc.record({
   kind: fc.constantFrom('plain', 'control', 'astral', 'mixed') as fc.Arbitrary<'plain' | 'control' | 'astral' | 'mixed'>,
   length: fc.integer({ min: 0, max: 60_000 }),
-  idLength: fc.integer({ min: 1, max: 2_000 }),
+  // Up to the wire's bound on ids (`WIRE_ID_BYTES_MAX`, 1 KiB): a longer one is refused at the edge, never journaled.
+  idLength: fc.integer({ min: 1, max: 1_024 }),
   parts: fc.integer({ min: 1, max: 4 }),
   data: fc.boolean(),
   ids: fc.option(fc.record({ messageId: fc.option(anyId, { nil: undefined }), taskId: anyId, contextId: anyId }), { nil: undefined }),
@@ -62,7 +63,7 @@ describe('boundedStatusMessage', () => {
         numRuns: 200,
         examples: [
           [{ kind: 'plain', length: 41_943, idLength: 10, parts: 1, data: false, ids: undefined }, 2_048],
-          [{ kind: 'control', length: 20_000, idLength: 2_000, parts: 3, data: true, ids: undefined }, 2_048],
+          [{ kind: 'control', length: 20_000, idLength: 1_024, parts: 3, data: true, ids: undefined }, 2_048],
           [{ kind: 'astral', length: 9_000, idLength: 1, parts: 1, data: false, ids: undefined }, 4_099],
           [{ kind: 'plain', length: 0, idLength: 1, parts: 1, data: true, ids: undefined }, 2_048],
           [{ kind: 'control', length: 20_000, idLength: 1, parts: 1, data: false, ids: { messageId: '\u0001'.repeat(256), taskId: '\u0001'.repeat(256), contextId: '\u0001'.repeat(256) } }, 2_048],

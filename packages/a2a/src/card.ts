@@ -7,7 +7,7 @@ import { LRUCache } from 'lru-cache';
 import { type AddressPolicyOptions, BlockedAddressError, checkUrl, createPolicyDispatcher } from './address-policy.ts';
 import { AgentCardError, normalizeAgentCard, normalizeAgentCardUrl, type AgentCard } from './card-normalize.ts';
 import type { CredentialsProvider } from './credentials.ts';
-import { AuthenticationError, UpstreamError } from './errors.ts';
+import { AuthenticationError, refusesCredentialsByStatus, UpstreamError } from './errors.ts';
 import { readingAnswer } from './answer-fault.ts';
 import { excerpt, tryParseJson } from './error-mapping.ts';
 import { createHttpClient } from './http.ts';
@@ -132,7 +132,7 @@ async function requestCard(cardUrl: string, options: FetchAgentCardOptions): Pro
   const { status, bodyText } = response;
   if (status === 304 && cached) return cached.card;
   if (status >= 300 && status < 400) throw new AgentCardError('REDIRECT', `agent card at ${cardUrl} redirects (HTTP ${status}); not followed`, { httpStatus: status });
-  if (status === 401 || status === 403) throw new AuthenticationError(`HTTP ${status} for ${cardUrl}`, { httpStatus: status, cause: bodyText });
+  if (refusesCredentialsByStatus(status)) throw new AuthenticationError(`HTTP ${status} for ${cardUrl}`, { httpStatus: status, cause: bodyText });
   if (status >= 500 || status === 408 || status === 429) throw new UpstreamError(`HTTP ${status} for ${cardUrl}`, { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
   if (status !== 200) throw new AgentCardError('HTTP_STATUS', `HTTP ${status} for ${cardUrl}`, { httpStatus: status, cause: bodyText, bodyExcerpt: excerpt(bodyText) });
   const raw = tryParseJson(bodyText);

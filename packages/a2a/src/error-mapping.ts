@@ -6,6 +6,7 @@ import { z } from 'zod';
 import { JsonObjectSchema } from './proto-names.ts';
 import {
   type A2AError,
+  a2aReasonOf,
   AuthenticationError,
   InternalAgentError,
   InvalidAgentResponseError,
@@ -14,6 +15,7 @@ import {
   errorClassForHttpStatus,
   errorClassForJsonRpcCode,
   errorClassForReason,
+  refusesCredentialsByStatus,
   withRetryAfter,
 } from './errors.ts';
 import { retryAfterOfData, retryAfterOfHeader } from './retry-after.ts';
@@ -49,14 +51,16 @@ export const HttpErrorBodySchema = z.object({
   }),
 });
 
-/** The first `ErrorInfo.reason` found in a `data` / `details` array (or a single object, as 0.3 agents send). */
+/**
+ * The `ErrorInfo.reason` of a `data` / `details` array (or a single object, as 0.3 agents send), as `a2aReasonOf`
+ * keeps it: the A2A domain's bare, another domain's qualified by it.
+ */
 export function findErrorInfoReason(details: unknown): string | undefined {
   const candidates = Array.isArray(details) ? details : [details];
-  for (const candidate of candidates) {
+  return a2aReasonOf(candidates.flatMap((candidate) => {
     const parsed = ErrorInfoSchema.safeParse(candidate);
-    if (parsed.success) return parsed.data.reason;
-  }
-  return undefined;
+    return parsed.success ? [parsed.data] : [];
+  }));
 }
 
 /**
@@ -122,7 +126,7 @@ function errorFromHttpBody(status: number, contentType: string | undefined, body
   if (!transient && namesTask(json ?? tryParseJson(bodyText))) {
     return new InvalidAgentResponseError(`HTTP ${status} whose body is a task the answer does not prove ours`, { ...base, bodyExcerpt: excerpt(bodyText) });
   }
-  if (status === 401 || status === 403) return new AuthenticationError(`HTTP ${status}`, base);
+  if (refusesCredentialsByStatus(status)) return new AuthenticationError(`HTTP ${status}`, base);
   // A JSON-RPC envelope on an error status (some JSON-RPC servers answer 4xx/5xx with one).
   if (json !== null && typeof json === 'object' && 'jsonrpc' in json && 'error' in json) {
     return errorFromJsonRpc((json as { error: unknown }).error, bodyText, status);

@@ -148,6 +148,25 @@ export function withRetryAfter<E>(error: E, retryAfterMs: number | undefined): E
 
 type Details = A2AErrorDetails;
 
+/** The `domain` of every A2A `google.rpc.ErrorInfo` (spec §10.6, §11.6: MUST be "a2a-protocol.org"). */
+export const A2A_ERROR_DOMAIN = 'a2a-protocol.org';
+
+/**
+ * The reason an answer's ErrorInfo list gives, as this client keeps it (`A2AError.reason`): the first ErrorInfo of the
+ * A2A domain's bare reason (`TASK_NOT_FOUND`), which the table reads; else the first other one's, qualified by its
+ * domain (`googleapis.com/API_KEY_INVALID`, `/TASK_NOT_FOUND` without a domain), kept for the logs and never one of
+ * the table's reasons (spec §10.6, §11.6: an A2A error's ErrorInfo has the A2A domain; a gateway's or another API's
+ * TASK_NOT_FOUND says nothing of our task: edges35, before it proved the task gone and the step went toward LOST).
+ * Undefined for a list without a reason.
+ */
+export function a2aReasonOf(errorInfos: readonly { reason: string; domain?: string | undefined }[]): string | undefined {
+  const withReason = errorInfos.filter((info) => info.reason !== '');
+  const ours = withReason.find((info) => info.domain === A2A_ERROR_DOMAIN);
+  if (ours) return ours.reason;
+  const first = withReason[0];
+  return first === undefined ? undefined : `${first.domain ?? ''}/${first.reason}`;
+}
+
 // A2A errors (spec §5.4). None is retryable: the same request gets the same answer.
 /**
  * -32001 / HTTP 404 / gRPC NOT_FOUND: the agent knows no such task (never had it, or forgot it), or, named from a
@@ -361,8 +380,26 @@ const maybeStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.effect === 'ma
 /** An HTTP status that may carry a refusal (HTTP+JSON, spec §11.6): a 4xx whose row does not say `maybe` (408, 409, 429). */
 const statusRefuses = (status: number): boolean => status >= 400 && status < 500 && !maybeStatuses.has(status);
 
+/**
+ * Whether an HTTP status may carry a refusal spoken in its body, on every binding over HTTP: a 2xx (JSON-RPC's own way:
+ * spec §9.5 sets no status, and the SDKs answer a refusal on 200) or a 4xx that may refuse (`statusRefuses`; HTTP+JSON's
+ * refusals are 4xx, spec §5.4, §11.6, and a 0.3 agent's are too). A 5xx is a server's report of its own trouble (a
+ * gateway's 502, a balancer's 503, an agent's server that threw after the work: the SDKs answer -32603 on 500), 408,
+ * 409 and 429 may follow the work, and a 1xx or 3xx answers nothing: whatever code the body carries (-32602 in a
+ * JSON-RPC envelope or a 0.3 `{code}` body, an ErrorInfo INVALID_PARAMS) it proves delivery and nothing about the work
+ * (edges35: a 502 with `{"code":-32602}` was read as the agent's refusal, the step re-delegated, booked twice).
+ */
+const statusMayCarryRefusal = (status: number): boolean => (status >= 200 && status < 300) || statusRefuses(status);
+
 /** HTTP statuses whose row refuses by the status alone, whatever the body: 401 and 403, credentials refused before any handler ran. */
 const credentialStatuses = new Set(A2A_ERROR_TABLE.filter((row) => row.errorClass === AuthenticationError && row.httpStatus !== undefined).map((row) => row.httpStatus));
+
+/**
+ * Whether an HTTP status refuses our credentials by itself, whatever the body (the table's `AuthenticationError` rows:
+ * 401 and 403, refused before any handler ran; effect none, resent to the same agent, never another). Every binding
+ * over HTTP reads these two statuses so (`errorFromHttp`, `foreignErrorAnswer`, 0.3 `errorFromHttpV03`).
+ */
+export const refusesCredentialsByStatus = (status: number): boolean => credentialStatuses.has(status);
 
 /**
  * gRPC status codes (`google.rpc.Code`: the values of @grpc/grpc-js `status`, spelled here so this pure module loads
@@ -440,7 +477,9 @@ const statusRefusalProven = (error: A2AError, status: number, binding: keyof typ
  * Whether the code of the binding that answered, read alone, is a refusal (spec §5.4, §9.5, §11.6, §10.6): on JSON-RPC
  * the `error.code` must be the spec's own code of a refusal row (-32001, -32003..-32005, -32008, -32009, -32600..-32602,
  * -32700); an HTTP status in `code` (a proxy's 404), a code of the implementation-defined range (-32000..-32099 outside
- * the table) or any other integer is not, whatever class an `ErrorInfo.reason` or the status named for the logs. On gRPC
+ * the table) or any other integer is not, whatever class an `ErrorInfo.reason` or the status named for the logs; and the
+ * HTTP status around it must be one that may carry a refusal (`statusMayCarryRefusal`: a 2xx or a refusing 4xx, never a
+ * 5xx), on the JSON-RPC binding and on a 0.3 HTTP+JSON `{code}` body alike. On gRPC
  * and on HTTP+JSON (and any HTTP answer without a JSON-RPC code) the status is the code: one that may refuse, spoken
  * with the ErrorInfo reason the binding carries, or one refusing our credentials (`statusRefusalProven`). A reason
  * refines a refusing code (400 or FAILED_PRECONDITION + TASK_NOT_CANCELABLE is `maybe` by its class) but never turns
@@ -448,7 +487,7 @@ const statusRefusalProven = (error: A2AError, status: number, binding: keyof typ
  * encode) carries no code: its class decides.
  */
 function codeRefuses(error: A2AError): boolean {
-  if (error.jsonRpcCode !== undefined) return byJsonRpcCode.get(error.jsonRpcCode)?.effect === 'none';
+  if (error.jsonRpcCode !== undefined) return (error.httpStatus === undefined || statusMayCarryRefusal(error.httpStatus)) && byJsonRpcCode.get(error.jsonRpcCode)?.effect === 'none';
   if (error.grpcStatus !== undefined) return statusRefusalProven(error, error.grpcStatus, 'grpc');
   if (error.httpStatus !== undefined) return statusRefusalProven(error, error.httpStatus, 'http');
   return true;

@@ -190,4 +190,5 @@ export {
   isInterruptedTaskState,
   isTerminalTaskState,
 } from './schema.ts';
+export { WIRE_ID_BYTES_MAX } from './wire-id.ts';
 export { RETRY_INFO_TYPE_URL, retryAfterOfData, retryAfterOfHeader, retryAfterOfRetryInfo } from './retry-after.ts';

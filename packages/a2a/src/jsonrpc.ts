@@ -4,7 +4,7 @@
  * SSE whose `data:` lines are envelopes too (spec §9.4).
  */
 import { z } from 'zod';
-import { type A2AError, InvalidAgentResponseError, ProtocolError, ResponseIdMismatchError } from './errors.ts';
+import { type A2AError, InvalidAgentResponseError, ProtocolError, refusesCredentialsByStatus, ResponseIdMismatchError } from './errors.ts';
 import { errorFromHttp, errorFromJsonRpc, excerpt, isJsonMediaType, mediaType, taskBesideError, tryParseJson } from './error-mapping.ts';
 import { createHttpClient, type HttpClient } from './http.ts';
 import { answerContentProof } from './ownership.ts';
@@ -66,9 +66,6 @@ export function checkResponseId(id: unknown, expectedId: JsonRpcId, isError: boo
   });
 }
 
-/** Statuses whose verdict is the status alone, whatever the body (HTTP 401/403: credentials refused before any handler ran; `errors.ts`). */
-const CREDENTIAL_STATUSES: ReadonlySet<number> = new Set([401, 403]);
-
 /**
  * Ownership before the code, for every JSON-RPC error answer however it came (attack 33): a body that is a JSON-RPC
  * error envelope carrying ANOTHER request's id (JSON-RPC 2.0 §5: an error carries the id of the request it answers, or
@@ -80,7 +77,7 @@ const CREDENTIAL_STATUSES: ReadonlySet<number> = new Set([401, 403]);
  * agent after the first had booked.
  */
 export function foreignErrorAnswer(status: number, bodyText: string, expectedId: JsonRpcId, what: string): ResponseIdMismatchError | undefined {
-  if (CREDENTIAL_STATUSES.has(status)) return undefined;
+  if (refusesCredentialsByStatus(status)) return undefined;
   const value = tryParseJson(bodyText);
   if (typeof value !== 'object' || value === null || Array.isArray(value) || !('jsonrpc' in value) || !('error' in value)) return undefined;
   try {

@@ -166,7 +166,8 @@ export const AuthenticationInfoSchema = z.object({
 /** TaskPushNotificationConfig (spec §4.3.3). `taskId` is left empty inside SendMessageConfiguration. */
 export const TaskPushNotificationConfigSchema = protoJsonObject(z.object({
   tenant: z.string().optional(),
-  id: z.string().optional(),
+  // The agent's id for the config: journaled and sent back by Delete, so held to the wire's id rule.
+  id: OptionalWireIdSchema,
   taskId: OptionalWireIdSchema,
   url: z.string(),
   token: z.string().optional(),

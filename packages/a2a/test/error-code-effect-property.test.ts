@@ -6,7 +6,8 @@
  * effect none, no search, the step sent to a second agent: booked twice. Now such a class describes the error for the
  * logs and its effect is `maybe` (a search by our messageId decides). Over every binding: JSON-RPC (any integer code,
  * with or without reasons, on any HTTP status), HTTP+JSON 1.0 (`google.rpc.Status`, the status is the code) and 0.3
- * (`{code, message}`), gRPC (any status, with or without an ErrorInfo). The oracle below is the spec's table (spec
+ * (`{code, message}`), gRPC (any status, with or without an ErrorInfo); a JSON-RPC code under a 5xx, 3xx or 408/409/429
+ * refuses nothing (edges35). The oracle below is the spec's table (spec
  * §5.4, §9.5, §11.6; JSON-RPC 2.0 §5.1), written out, not read from `A2A_ERROR_TABLE`.
  */
 import { Metadata, status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
@@ -45,6 +46,15 @@ const codeArb = fc.oneof(
 /** 200: the error in a 2xx (JSON-RPC's own way); any other: the JSON-RPC envelope on an error status. */
 const httpStatusArb = fc.oneof(fc.constant(200), fc.integer({ min: 300, max: 599 }));
 
+/**
+ * Whether the HTTP status around a JSON-RPC code may carry a refusal (edges35): a 2xx or a refusing 4xx, never a 5xx, a
+ * 3xx or 408/409/429. `jsonRpcAnswer` sends a 0.3 HTTP+JSON body asked on 200 under 500 (a 2xx is no error there).
+ */
+const codeCarriedBy = (binding: 'JSONRPC' | 'HTTP+JSON 0.3', httpStatus: number): boolean => {
+  const status = binding === 'HTTP+JSON 0.3' && httpStatus === 200 ? 500 : httpStatus;
+  return (status >= 200 && status < 300) || statusRefuses(status);
+};
+
 /** A JSON-RPC error answer to our request as the client reads it (1.0, or a 0.3 REST `{code, message, data}` body). */
 function jsonRpcAnswer(code: number, data: unknown, httpStatus: number, binding: 'JSONRPC' | 'HTTP+JSON 0.3'): A2AError {
   const error = { code, message: 'no', ...(data === undefined ? {} : { data }) };
@@ -79,8 +89,9 @@ describe('property: only the binding\'s own refusal code proves nothing was crea
         (code, { data }, httpStatus, binding) => {
           const error = jsonRpcAnswer(code, data, httpStatus, binding);
           expect(error).toBeInstanceOf(A2AError);
-          // A 401/403 status refuses our credentials before any JSON-RPC handler ran, whatever the body says.
-          const expected = SPEC_REFUSAL_CODES.has(code) || httpStatus === 401 || httpStatus === 403 ? 'none' : 'maybe';
+          // A 401/403 status refuses our credentials before any JSON-RPC handler ran, whatever the body says; a refusal
+          // code counts only under a status that may carry one (a 2xx, a refusing 4xx: never a 5xx, 3xx, 408/409/429).
+          const expected = (SPEC_REFUSAL_CODES.has(code) && codeCarriedBy(binding, httpStatus)) || httpStatus === 401 || httpStatus === 403 ? 'none' : 'maybe';
           expect(sendEffectOf(error), `${binding} HTTP ${httpStatus} code ${code} ${JSON.stringify(data)}: ${error.name}`).toBe(expected);
         },
       ),
@@ -188,7 +199,7 @@ describe('property: TaskNotFound to a SendMessage naming no task never proves no
     fc.assert(
       fc.property(codeArb, reasonArb.chain((reason) => dataArb(reason).map((data) => ({ reason, data }))), httpStatusArb, fc.constantFrom<'JSONRPC' | 'HTTP+JSON 0.3'>('JSONRPC', 'HTTP+JSON 0.3'), (code, { data }, httpStatus, binding) => {
         const error = jsonRpcAnswer(code, data, httpStatus, binding);
-        const expected = (SPEC_REFUSAL_CODES.has(code) && code !== -32001) || httpStatus === 401 || httpStatus === 403 ? 'none' : 'maybe';
+        const expected = (SPEC_REFUSAL_CODES.has(code) && code !== -32001 && codeCarriedBy(binding, httpStatus)) || httpStatus === 401 || httpStatus === 403 ? 'none' : 'maybe';
         expect(sendEffectOf(error, noTask), `${binding} HTTP ${httpStatus} code ${code} ${JSON.stringify(data)}: ${error.name}`).toBe(expected);
         // A request that names a task (a reply): -32001 refuses it, as before.
         if (code === -32001 && httpStatus === 200 && binding === 'JSONRPC') expect(sendEffectOf(error, { namesTask: true })).toBe('none');

@@ -187,14 +187,16 @@ describe('property: a gRPC status without the binding\'s ErrorInfo refusal never
       await fc.assert(
         fc.asyncProperty(fc.integer({ min: 1, max: 16 }), shapeArb, reasonArb, fc.constantFrom('a2a-protocol.org', 'googleapis.com', ''), fc.boolean(), async (code, shape, reason, domain, namesTask) => {
           grpcAnswer = { code, shape, reason, domain };
-          const carried = shape === 'ErrorInfo' || shape === 'another detail, then ErrorInfo' ? (reason === '' ? undefined : reason) : undefined;
+          const decoded = shape === 'ErrorInfo' || shape === 'another detail, then ErrorInfo' ? (reason === '' ? undefined : reason) : undefined;
+          // Only the A2A domain's ErrorInfo names an A2A error (spec §10.6; edges35): another domain's is kept for the logs.
+          const carried = domain === 'a2a-protocol.org' ? decoded : undefined;
           const what = `gRPC ${code} ${shape} reason ${JSON.stringify(reason)} domain ${domain} namesTask ${namesTask}`;
           const expected = expectedOf(code, carried, namesTask);
           const sent = await callError(transport, 'send', 'book');
           expect(sent, what).toBeInstanceOf(A2AError);
           expect((sent as A2AError).name, what).toBe(expected.name);
           // A status only a server sends, or any decoded reason, is an answer that arrived.
-          expect((sent as A2AError).delivery, what).toBe(LOCAL.has(code) && carried === undefined ? 'maybe' : 'received');
+          expect((sent as A2AError).delivery, what).toBe(LOCAL.has(code) && decoded === undefined ? 'maybe' : 'received');
           expect(sendEffectOf(sent, { namesTask }), what).toBe(expected.effect);
           // The reads keep the class the status or reason names (GetTask NOT_FOUND on a task we know: TaskNotFoundError).
           const read = await callError(transport, 'get', 'T1');
@@ -217,6 +219,8 @@ describe('property: a gRPC status without the binding\'s ErrorInfo refusal never
             [9, 'ErrorInfo', 'TASK_NOT_CANCELABLE', 'a2a-protocol.org', false],
             [16, 'bare', '', '', false],
             [7, 'ErrorInfo', 'TOKEN_EXPIRED', 'googleapis.com', false],
+            [5, 'ErrorInfo', 'TASK_NOT_FOUND', 'googleapis.com', true],
+            [3, 'ErrorInfo', 'INVALID_PARAMS', '', false],
             [13, 'ErrorInfo', 'UNSUPPORTED_OPERATION', 'a2a-protocol.org', false],
           ],
         },

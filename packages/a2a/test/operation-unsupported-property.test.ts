@@ -14,7 +14,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { A2AError, MethodNotFoundError, UnsupportedOperationError, inStreamFrame, operationUnsupportedProven } from '../src/errors.ts';
-import { GRPC_MAY_REFUSE, HTTP_BINDINGS, SHAPES, type HttpBinding, type Shape, bodyOf, grpcStatusProperty, refusingHttpStatus, useAnswerServer } from './helpers/status-property.ts';
+import { GRPC_MAY_REFUSE, HTTP_BINDINGS, SHAPES, type HttpBinding, type Shape, bodyOf, grpcStatusProperty, refusingHttpStatus, statusMayCarryCode, useAnswerServer } from './helpers/status-property.ts';
 
 const server = useAnswerServer();
 type Call = 'ListTasks' | 'GetTask';
@@ -32,8 +32,9 @@ function provenOverHttp(binding: HttpBinding, call: Call, status: number, shape:
   // A2A 0.3 has no ListTasks: the binding says so itself, nothing is sent.
   if (call === 'ListTasks' && binding.endsWith('0.3')) return true;
   if (status === 401 || status === 403) return false;
-  // The JSON-RPC code is the binding's own code (an envelope on any binding; a `{code}` body on 0.3 HTTP+JSON).
-  if (shape === 'JSON-RPC envelope' || (shape === '0.3 {code} body' && binding === 'HTTP+JSON 0.3')) return code === -32601 || code === -32004;
+  // The JSON-RPC code is the binding's own code (an envelope on any binding; a `{code}` body on 0.3 HTTP+JSON), under
+  // a status that may carry a refusal (never a 5xx, 408/409/429: edges35).
+  if (shape === 'JSON-RPC envelope' || (shape === '0.3 {code} body' && binding === 'HTTP+JSON 0.3')) return statusMayCarryCode(status) && (code === -32601 || code === -32004);
   // On a status binding (or any HTTP answer without a JSON-RPC code): a status that may refuse and its ErrorInfo.
   if (shape === 'google.rpc.Status with ErrorInfo') return status !== 200 && refusingHttpStatus(status) && UNSUPPORTED_REASONS.has(reason);
   return false;

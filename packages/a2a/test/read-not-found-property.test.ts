@@ -12,7 +12,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { A2AError, TaskNotFoundError, inStreamFrame, taskNotFoundProven } from '../src/errors.ts';
-import { GRPC_MAY_REFUSE, HTTP_BINDINGS, SHAPES, type HttpBinding, type Shape, bodyOf, grpcStatusProperty, refusingHttpStatus, useAnswerServer } from './helpers/status-property.ts';
+import { GRPC_MAY_REFUSE, HTTP_BINDINGS, SHAPES, type HttpBinding, type Shape, bodyOf, grpcStatusProperty, refusingHttpStatus, statusMayCarryCode, useAnswerServer } from './helpers/status-property.ts';
 
 const server = useAnswerServer();
 type Call = 'GetTask' | 'CancelTask';
@@ -27,8 +27,9 @@ const WORDS = { statusName: 'NOT_FOUND', title: 'Not Found', message: 'Task not 
 /** The oracle over HTTP, written out: which answers are the agent's own TaskNotFoundError. */
 function provenOverHttp(binding: HttpBinding, status: number, shape: Shape, reason: string, code: number): boolean {
   if (status === 401 || status === 403) return false;
-  // The JSON-RPC code is the binding's own code (an envelope on any binding; a `{code}` body on 0.3 HTTP+JSON).
-  if (shape === 'JSON-RPC envelope' || (shape === '0.3 {code} body' && binding === 'HTTP+JSON 0.3')) return code === -32001;
+  // The JSON-RPC code is the binding's own code (an envelope on any binding; a `{code}` body on 0.3 HTTP+JSON), under
+  // a status that may carry a refusal (never a 5xx, 408/409/429: edges35).
+  if (shape === 'JSON-RPC envelope' || (shape === '0.3 {code} body' && binding === 'HTTP+JSON 0.3')) return statusMayCarryCode(status) && code === -32001;
   // On a status binding (or any HTTP answer without a JSON-RPC code): a status that may refuse and its ErrorInfo.
   if (shape === 'google.rpc.Status with ErrorInfo') return status !== 200 && refusingHttpStatus(status) && reason === 'TASK_NOT_FOUND';
   return false;

@@ -21,7 +21,7 @@ import type { AttemptView, Decision, Effect, WorkflowSnapshot } from './decide-t
  * unsuccessfully (spec §5.5 TaskState: REJECTED, FAILED, CANCELED), and LOST (the agent proved it no longer knows the
  * task: artifacts journaled from it before show it did work, then lost the task, e.g. an in-memory store restarted).
  */
-const AGENT_UNSUCCESSFUL: ReadonlySet<JournalState> = new Set(['REJECTED', 'FAILED', 'CANCELED', 'LOST']);
+const ENDED_WITHOUT_SUCCESS: ReadonlySet<JournalState> = new Set(['REJECTED', 'FAILED', 'CANCELED', 'LOST']);
 
 /**
  * What the workflow knows of an attempt's effect: a verifier's finding when there is one; else `unknown` for a task
@@ -36,7 +36,7 @@ export function effectOf(attempt: Pick<AttemptView, 'effect' | 'state' | 'artifa
 
 /** True when an attempt ended unsuccessfully by the agent's word yet its task carries artifacts (`effectOf`). */
 export function artifactsShowWork(attempt: Pick<AttemptView, 'state' | 'artifactCount'>): boolean {
-  return AGENT_UNSUCCESSFUL.has(attempt.state) && (attempt.artifactCount ?? 0) > 0;
+  return ENDED_WITHOUT_SUCCESS.has(attempt.state) && (attempt.artifactCount ?? 0) > 0;
 }
 
 /**

@@ -1,7 +1,7 @@
 // Public surface of @durable-a2a/shared. Names are listed one by one; the A2A client is @durable-a2a/a2a.
 
 export { Journal, countUnfinishedByState, questionKeyOf, asksQuestion, ANSWERS_PER_WORKFLOW_MAX, sameAnswerParts } from './journal/journal.ts';
-export { boundedResult, boundedStatusMessage, statusMessageCut, type StatusMessageCut } from './journal/status-message.ts';
+export { boundedResult, boundedStatusMessage, resultWithinLimit, statusMessageCut, type StatusMessageCut } from './journal/status-message.ts';
 export { WorkflowChangeSubscriber, workflowChangeChannel, workflowChangePattern, PATTERN_FROM_WAITERS, PATTERN_LINGER_MS, MAX_CREATION_WATCHES, type ChangeSubscriberOptions, type CreationWatch } from './journal/changes.ts';
 export type { DelegationRef, StatusChange, StatusChangeResult, FollowLease, WorkflowAtFinish, WorkflowFlags, JournalOptions, QuestionExpiry, RecordedReply, FinishStepResult, OneStepFinish, SuspectsLeft, SuspectRoundClaim } from './journal/journal.ts';
 export { JournalError } from './journal/errors.ts';

@@ -8,6 +8,7 @@ import { fromBinary, type DescMessage } from '@bufbuild/protobuf';
 import { status as GrpcStatus, type ServiceError } from '@grpc/grpc-js';
 import {
   type A2AError,
+  a2aReasonOf,
   type Delivery,
   InvalidAgentResponseError,
   LimitExceededError,
@@ -51,20 +52,19 @@ export function retryInfoDelayMs(error: Pick<ServiceError, 'metadata'>): number 
   return detail ? retryAfterOfRetryInfo(detail.value) : undefined;
 }
 
-/** The `ErrorInfo.reason` in the error's `grpc-status-details-bin` trailer, if any (undecodable details are ignored). */
+/**
+ * The `ErrorInfo.reason` in the error's `grpc-status-details-bin` trailer, if any, as `a2aReasonOf` keeps it (the A2A
+ * domain's bare, another domain's qualified by it). Undecodable details are ignored.
+ */
 export function errorInfoReason(error: Pick<ServiceError, 'metadata'>): string | undefined {
   const details = statusDetails(error);
-  errorInfoType ??= messageType('google.rpc.ErrorInfo');
+  const infoType = (errorInfoType ??= messageType('google.rpc.ErrorInfo'));
   try {
-    for (const detail of details) {
-      if (detail.typeUrl !== ERROR_INFO_TYPE_URL) continue;
-      const info = fromBinary(errorInfoType, detail.value) as unknown as { reason: string };
-      if (info.reason) return info.reason;
-    }
+    const infos = details.filter((detail) => detail.typeUrl === ERROR_INFO_TYPE_URL).map((detail) => fromBinary(infoType, detail.value) as unknown as { reason: string; domain: string });
+    return a2aReasonOf(infos);
   } catch {
     return undefined;
   }
-  return undefined;
 }
 
 /**

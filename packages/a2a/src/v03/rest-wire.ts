@@ -125,7 +125,7 @@ export const ProtoTaskPushConfigSchema = z
   .object({
     name: z.string().default(''),
     pushNotificationConfig: z.object({
-      id: z.string().optional(),
+      id: OptionalWireIdSchema,
       url: z.string(),
       token: z.string().optional(),
       authentication: z.object({ schemes: z.array(z.string()).default([]), credentials: z.string().optional() }).optional(),

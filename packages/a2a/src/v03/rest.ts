@@ -7,7 +7,7 @@
  */
 import { z } from 'zod';
 import { readingAnswer } from '../answer-fault.ts';
-import { type A2AError, ProtocolError, UnsupportedOperationError } from '../errors.ts';
+import { type A2AError, ProtocolError, refusesCredentialsByStatus, UnsupportedOperationError } from '../errors.ts';
 import { errorFromHttp, excerpt, JsonRpcErrorObjectSchema, tryParseJson, withStatusRetryAfter } from '../error-mapping.ts';
 import { createHttpClient, type HttpClient, type HttpRequest } from '../http.ts';
 import { answerContentProof } from '../ownership.ts';
@@ -39,7 +39,7 @@ export const REST_V03_PREFIX = '/v1';
  * a 429's or 503's `Retry-After` is kept, as on 1.0.
  */
 export function errorFromHttpV03(status: number, contentType: string | undefined, bodyText: string, headers?: Readonly<Record<string, string>>): A2AError {
-  const body = status === 401 || status === 403 ? undefined : JsonRpcErrorObjectSchema.safeParse(tryParseJson(bodyText));
+  const body = refusesCredentialsByStatus(status) ? undefined : JsonRpcErrorObjectSchema.safeParse(tryParseJson(bodyText));
   if (body?.success) return withStatusRetryAfter(errorFromJsonRpcV03(body.data, bodyText, status), status, headers);
   return errorFromHttp(status, contentType, bodyText, headers);
 }

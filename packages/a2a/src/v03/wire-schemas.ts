@@ -134,7 +134,7 @@ export const SendResultV03Schema = z.preprocess(toKindTagged, z.discriminatedUni
 
 /** 0.3 PushNotificationConfig (spec v0.3.0 §6.8); `authentication.schemes` is a list. */
 export const PushConfigV03Schema = z.object({
-  id: z.string().optional(),
+  id: OptionalWireIdSchema,
   url: z.string(),
   token: z.string().optional(),
   authentication: z.object({ schemes: z.array(z.string()), credentials: z.string().optional() }).optional(),

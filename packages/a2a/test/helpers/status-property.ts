@@ -20,6 +20,12 @@ export const errorInfo = (reason: string, domain = 'a2a-protocol.org') => ({ '@t
 /** HTTP statuses that may refuse on HTTP+JSON (spec §11.6): 4xx but 401/403 (credentials), 408, 409, 429. */
 export const refusingHttpStatus = (status: number) => status >= 400 && status < 500 && ![401, 403, 408, 409, 429].includes(status);
 
+/**
+ * HTTP statuses under which a JSON-RPC code (an envelope, a 0.3 `{code}` body) may be a refusal, on every binding: a 2xx
+ * or a refusing 4xx; never a 5xx, 408/409/429 or a 3xx (edges35: a gateway's 502 with -32602 proves nothing).
+ */
+export const statusMayCarryCode = (status: number) => (status >= 200 && status < 300) || refusingHttpStatus(status);
+
 /** gRPC statuses that may refuse (`GRPC_REFUSING_STATUSES`): INVALID_ARGUMENT, NOT_FOUND, PERMISSION_DENIED, FAILED_PRECONDITION, OUT_OF_RANGE, UNIMPLEMENTED, UNAUTHENTICATED. */
 export const GRPC_MAY_REFUSE = new Set([3, 5, 7, 9, 11, 12, 16]);
 

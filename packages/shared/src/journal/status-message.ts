@@ -7,6 +7,8 @@
  */
 import { createHash } from 'node:crypto';
 import type { Message } from '@durable-a2a/a2a/pure';
+import type { RecordedError } from './record.ts';
+import type { JournalState } from './states.ts';
 
 /** The status message's cut, as `metadata.durableA2a.cut` of the message the journal keeps. */
 export interface StatusMessageCut {
@@ -127,6 +129,25 @@ export function boundedResult(result: unknown, maxBytes: number): unknown {
   if (typeof message !== 'object' || message === null || !Array.isArray((message as Message).parts) || typeof (message as Message).messageId !== 'string') return result;
   const bounded = boundedStatusMessage(message as Message, maxBytes);
   return bounded === message ? result : { ...result, message: bounded };
+}
+
+/**
+ * A status change's result within `maxBytes` (`boundedResult`), and what a cut result means for the attempt: a Message
+ * answer is the step's whole result (spec §3.1.1; the view's `resultText`), so a COMPLETED change whose result had to
+ * be cut ends AMBIGUOUS with a permanent LIMIT_EXCEEDED (`statusMessageBytes`), its excerpt kept for the person: the
+ * agent answered, so the work may be done and the step is never re-delegated blind, and the part of the result we
+ * could not keep is never passed on as the whole of it (edges35: COMPLETED with the first 64 KiB of a longer answer,
+ * and the workflow went on). The same rule as artifacts over `artifactBytesPerDelegation` (`withinArtifactLimit` in
+ * status.ts), on every path that writes a result (a send's answer, a send stream's event, the reconciler's write of a
+ * Message it holds). A result that fits, or a change of another state, is returned unchanged but for the bound.
+ */
+export function resultWithinLimit<Change extends { state: JournalState; result?: unknown; error?: RecordedError }>(change: Change, maxBytes: number): Change {
+  const result = boundedResult(change.result, maxBytes);
+  if (result === change.result) return change;
+  const bytes = statusMessageCut((result as { message: Message }).message)?.bytes;
+  if (change.state !== 'COMPLETED') return { ...change, result };
+  const message = `the agent's Message answer is ${bytes ?? 'more than'} bytes, over the limit of ${maxBytes}: only an excerpt is kept (the work may be done; a person decides)`;
+  return { ...change, result, state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED', message, retryable: false, delivery: 'received', limit: 'statusMessageBytes' } };
 }
 
 /** The cut the journal made of a stored status message (`boundedStatusMessage`), or undefined when it is whole. */

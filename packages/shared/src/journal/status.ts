@@ -6,7 +6,7 @@
  */
 import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { artifactByteSize } from '@durable-a2a/a2a/pure';
-import { boundedResult, boundedStatusMessage } from './status-message.ts';
+import { boundedStatusMessage, resultWithinLimit } from './status-message.ts';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
@@ -301,7 +301,9 @@ export class JournalStatus extends JournalDelegations {
    * `change` within the journal's limits on what an agent sends, the one bound of every status write (applyStatus,
    * applyArtifactThenStatus, finishStep): its status message, and a Message answer's message in its result, within
    * `statusMessageBytes` (`boundedStatusMessage`, `boundedResult`: an excerpt that says it was cut; the row's
-   * question, status message and the workflow's question history all come from it). A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead,
+   * question, status message and the workflow's question history all come from it). A Message answer is the step's
+   * whole result, so one that had to be cut ends the attempt AMBIGUOUS with LIMIT_EXCEEDED, its excerpt kept for the
+   * person (`resultWithinLimit`), never COMPLETED with part of its result. A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead,
    * nothing of the artifacts stored (RT5), with a permanent LIMIT_EXCEEDED error: AMBIGUOUS (a person decides: the
    * agent may have done the work, so the step is not re-delegated blind, field case A31), whatever state the agent
    * reported: a task ended FAILED, REJECTED or CANCELED that carries artifacts is effect unknown (`effectOf`), and
@@ -310,7 +312,7 @@ export class JournalStatus extends JournalDelegations {
    */
   protected withinLimits(change: StatusChange): StatusChange {
     if (change.statusMessage) change = { ...change, statusMessage: boundedStatusMessage(change.statusMessage, this.statusMessageBytes) };
-    if (change.result !== undefined) change = { ...change, result: boundedResult(change.result, this.statusMessageBytes) };
+    if (change.result !== undefined) change = resultWithinLimit(change, this.statusMessageBytes);
     return this.withinArtifactLimit(change);
   }
 

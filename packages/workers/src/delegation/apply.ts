@@ -791,7 +791,7 @@ const stateOf = (response: StreamResponse): TaskState | undefined =>
 
 /**
  * Whether a status change left the row finished: it applied a finished state, or found the row finished. The row as
- * written decides, not the state observed: a snapshot over the artifact limit ends FAILED (LIMIT_EXCEEDED) whatever
+ * written decides, not the state observed: a snapshot over the artifact limit ends AMBIGUOUS (LIMIT_EXCEEDED) whatever
  * state it reported. Exactly when applyStatus-5.lua gives an `endsLease: finished` lease back.
  */
 function leftFinished(result: StatusChangeResult, observed: TaskState | undefined): boolean {

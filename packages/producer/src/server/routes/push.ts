@@ -275,7 +275,7 @@ async function applyPush(context: PushContext, request: FastifyRequest, reply: F
       context.count('foreign-task');
       return sendProblem(reply, problem('TASK_MISMATCH', `the push names task ${taskIdOf(response)}, not this delegation's task`));
     }
-    // Over artifactBytesPerDelegation: nothing stored, the attempt ended FAILED (LIMIT_EXCEEDED); wake the workers.
+    // Over artifactBytesPerDelegation: nothing stored, the attempt ended AMBIGUOUS (LIMIT_EXCEEDED: a person decides); wake the workers.
     if (error instanceof JournalError && error.code === 'ARTIFACT_LIMIT') {
       context.count('limit-exceeded');
       await context.wakeWorkers(ref);
