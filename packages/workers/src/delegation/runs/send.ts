@@ -104,15 +104,15 @@ const MAX_MARKS_GIVEN_BACK = 3;
 /**
  * Gives back the run's own mark after it stalled between the mark and the request (nothing left): markSending-2.lua
  * refuses a second mark while one is set, so under this mark only this run could have sent. Compare-and-set on the
- * run's fence and its mark (giveBackMark-1.lua): when the reconciler (or another run) wrote the row since, or suspect
+ * run's fence and its mark, the version it wrote included (giveBackMark-1.lua): when anyone wrote the row since, or suspect
  * evidence waits on it (a task a refused push showed holding our message), nothing is written and the reconciler
  * decides, as before. Without this, the reconciler searched for a message that never left
  * and, at a busy agent whose ListTasks outgrows its call budget, asked a person (AMBIGUOUS).
  * @returns true when given back (the run may mark again)
  */
-async function giveBackUnsentMark(ctx: WorkerContext, record: DelegationRecord, mark: { fence: number; markedAt: number; marked?: DelegationRecord }): Promise<boolean> {
+async function giveBackUnsentMark(ctx: WorkerContext, record: DelegationRecord, mark: { fence: number; markedAt: number; markedVersion: number }): Promise<boolean> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  return ctx.journal.giveBackMark(ref, { fence: mark.fence, sendStartedAt: mark.markedAt, ...(mark.marked ? { markedVersion: mark.marked.version } : {}) });
+  return ctx.journal.giveBackMark(ref, { fence: mark.fence, sendStartedAt: mark.markedAt, markedVersion: mark.markedVersion });
 }
 
 /** A send ready to leave: our fence, the interface (journaled by the mark) and when the mark was written. */
@@ -120,6 +120,8 @@ interface PreparedSend {
   fence: number;
   agentInterface: AgentInterfaceRef;
   markedAt: number;
+  /** The version the mark wrote (`markSending`'s `markedVersion`): the give-back compares it, known or not the row before. */
+  markedVersion: number;
   /** The Agent Card declares `capabilities.streaming`: send with SendStreamingMessage (V2). */
   streaming: boolean;
   /** The mark took the send lease (false: another holder has it). */
@@ -141,6 +143,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
   let streaming = false;
   let leaseHeld: boolean;
   let markedAt: number;
+  let markedVersion: number;
   let marked: DelegationRecord | undefined;
   try {
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
@@ -150,7 +153,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
     // The stall guard counts from the mark's sendStartedAt, where the reconciler's sendSettleMs starts: a stall anywhere
     // after it counts (the WAIT after the mark too), the WAIT before the mark does not (the reconciler waits from the mark).
     ctx.crashPoint('send.before-mark', record.step);
-    ({ leaseHeld, sendStartedAt: markedAt, fence, record: marked } = await ctx.journal.markSending(record, fence, record.agentInterface ? undefined : agentInterface, {
+    ({ leaseHeld, sendStartedAt: markedAt, fence, markedVersion, record: marked } = await ctx.journal.markSending(record, fence, record.agentInterface ? undefined : agentInterface, {
       token: sendRunToken(ctx, job),
       durationMs: ctx.options.lockDurationMs,
       claim: true,
@@ -166,7 +169,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
     return sendFailed(ctx, { record, fence, error, log, job, afterMark: false });
   }
   ctx.crashPoint('send.after-mark', record.step);
-  return { fence, agentInterface, markedAt, streaming, leaseHeld, ...(marked ? { marked } : {}) };
+  return { fence, agentInterface, markedAt, markedVersion, streaming, leaseHeld, ...(marked ? { marked } : {}) };
 }
 
 /**
