@@ -9,13 +9,19 @@
  * markSending-2.lua refuses a second mark while one stands (MAY_HAVE_SENT), and giveBackMark-1.lua compares the
  * writing run's fence (each claiming mark moves it) and the mark's sendStartedAt. Kept as a regression: one SendMessage
  * per messageId, one task at the agent, wherever the first attempt fails and however often it stalled before.
+ * The same kind from the other side (retrygive35): a try whose SendMessage never left (ECONNREFUSED after its mark)
+ * clears the mark it wrote with that mark (noteUnreachable-1.lua compares its sendStartedAt and version), so each
+ * marked try is noted and waits for the next; without the mark passed the note is refused (a mutation fails here).
  * Real redis-server, real fleet and BullMQ retries, a scripted raw JSON-RPC agent.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { CrashPoint } from '@durable-a2a/workers';
-import { finished, recordOf, useFieldCases } from '../harness/field-cases.ts';
+import { createServer, type Server } from 'node:http';
+import { finished, recordOf, ref, useFieldCases } from '../harness/field-cases.ts';
 import { bookingSendHandlers } from '../harness/holding-agent.ts';
+import { eventually } from '../harness/fleet.ts';
+import { findFreePort } from '../harness/ports.ts';
 
 const h = useFieldCases();
 
@@ -85,4 +91,45 @@ describe('a retry of the same send job after its first attempt marked (and maybe
       { numRuns: 6, examples: [['send.after-request', 1], ['send.after-mark', 0]] },
     );
   }, 400_000);
+});
+
+/**
+ * The agent's card served at its own address, every interface moved to `port` (where nothing listens): the card is
+ * read, the send is marked, and its SendMessage is refused at connect (ECONNREFUSED: it never left).
+ */
+async function cardPointingAt(cardUrl: string, agentUrl: string, port: number): Promise<{ cardUrl: string; server: Server }> {
+  const text = (await (await fetch(cardUrl)).text()).replaceAll(agentUrl, `http://127.0.0.1:${port}`);
+  const server = createServer((_request, response) => response.writeHead(200, { 'content-type': 'application/json' }).end(text));
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const address = server.address();
+  if (address === null || typeof address === 'string') throw new Error('card server: no port');
+  return { cardUrl: `http://127.0.0.1:${address.port}/.well-known/agent-card.json`, server };
+}
+
+describe('a marked try whose SendMessage never left (the agent unreachable)', () => {
+  it('clears its own mark with the mark it wrote (noteUnreachable compares it): each try noted, waiting for the next', async () => {
+    const agent = bookingSendHandlers();
+    const scripted = await h.agentWith(agent.handlers);
+    const closed = await findFreePort();
+    const moved = await cardPointingAt(scripted.cardUrl, scripted.url, closed);
+    try {
+      const prefix = h.newPrefix();
+      const producer = h.producer(prefix);
+      await h.fleetFor(prefix, { reconcileIntervalMs: 300, unreachableBackoff: { baseMs: 200, capMs: 1_000 } });
+      const { id } = await producer.delegate({ agent: moved.cardUrl, text: 'book', idempotencyKey: `${prefix}-1` });
+      // Each marked try is noted: the mark cleared (the row unmarked between tries), its try counted as unreachable.
+      const row = await eventually(async () => {
+        const record = await recordOf(producer, id);
+        return record !== undefined && (record.unreachableCount ?? 0) >= 2 && record.sendStartedAt === undefined && record;
+      }, 'two marked tries noted unreachable', 30_000);
+      expect(row.state).toBe('INTENT');
+      expect(row.sendCount).toBeGreaterThanOrEqual(2);
+      expect(row.unsentTries ?? 0).toBe(0);
+      expect(row.error).toMatchObject({ delivery: 'not-sent' });
+      expect(agent.sends.size).toBe(0);
+      expect((await producer.journal.getDelegation(ref(id)))?.state).toBe('INTENT');
+    } finally {
+      await new Promise((resolve) => moved.server.close(resolve));
+    }
+  }, 60_000);
 });

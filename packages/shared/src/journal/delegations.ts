@@ -108,18 +108,30 @@ const noteNotFoundScript = defineScript({
 const noteUnreachableScript = defineScript({
   name: 'noteUnreachable',
   keys: ['delegation'],
-  encode: (input: { fence: number; nowMs: number; nextTryAt: number; error: RecordedError; marked: boolean }) => [
+  encode: (input: { fence: number; nowMs: number; nextTryAt: number; error: RecordedError; marked: boolean; mark?: RunMark }) => [
     input.fence,
     input.nowMs,
     input.nextTryAt,
     encodeRecordedError(input.error),
     input.marked ? '1' : '0',
+    input.marked && input.mark ? input.mark.sendStartedAt : '',
+    input.marked && input.mark ? input.mark.markedVersion : '',
   ],
   decode: (reply, script) => {
     const counts = countsReply(reply, script, 3);
     return Array.isArray(counts) ? { version: counts[0]!, unreachableCount: counts[1]!, unreachableSince: counts[2]! } : counts;
   },
 });
+
+/**
+ * A send run's own mark as `markSending` returned it: its `sendStartedAt` (ms) and the version it wrote
+ * (`markedVersion`). What `giveBackMark` and a marked `noteUnreachable` compare: only the run that wrote the mark knows
+ * both, and any write since moves the version.
+ */
+export interface RunMark {
+  sendStartedAt: number;
+  markedVersion: number;
+}
 
 /** noteSlotWait-1.lua (see its header): the row's new version. */
 const noteSlotWaitScript = defineScript({
@@ -392,13 +404,15 @@ export class JournalDelegations extends JournalWorkflows {
   /**
    * Journals a try that could not reach the agent and created nothing (noteUnreachable-1.lua): the attempt stays
    * INTENT with the error, one more unreachable try, since when, and the next try at `nextTryAt` (ms). `marked`: the
-   * try had written the send mark (its SendMessage never left): the mark is cleared, so the next try sends again.
-   * Compare-and-set on the send run's fencing token.
+   * try had written the send mark (its SendMessage never left): the mark is cleared, so the next try sends again, only
+   * while the row is as the run's own `mark` left it (its sendStartedAt and the version it wrote, no suspect evidence):
+   * as `giveBackMark`. Compare-and-set on the send run's fencing token.
    * @returns the row's new version, its unreachable tries so far and since when (ms)
    * @throws JournalError FENCE_LOST, WRONG_STATE (not INTENT, or a task is bound), MAY_HAVE_SENT (an unmarked try on a
-   *   marked row), DELEGATION_MISSING
+   *   marked row), VERSION_CONFLICT (a marked try without its `mark`, or the row written since the mark, or suspects
+   *   wait on it: the reconciler decides), DELEGATION_MISSING
    */
-  async noteUnreachable(ref: DelegationRef, fence: number, input: { error: RecordedError; nextTryAt: number; marked: boolean }): Promise<{ version: number; unreachableCount: number; unreachableSince: number }> {
+  async noteUnreachable(ref: DelegationRef, fence: number, input: { error: RecordedError; nextTryAt: number; marked: boolean; mark?: RunMark }): Promise<{ version: number; unreachableCount: number; unreachableSince: number }> {
     const noted = await this.call(noteUnreachableScript, { delegation: this.delegationKeys(ref)[0] }, { fence, nowMs: this.now(), ...input });
     return unlessRefused(noted, ref, 'noteUnreachable');
   }

@@ -22,6 +22,7 @@ import {
   isFinished,
   type AgentInterfaceRef,
   type DelegationRecord,
+  type RunMark,
   lazyChildLogger,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
@@ -200,7 +201,8 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     return 'stalled-before-request';
   }
   const { transport, request, timeLeftMs } = ready;
-  const held: HeldSend = { record, job, fence: prepared.fence, transport, request, log, ...(prepared.marked ? { marked: prepared.marked } : {}) };
+  const mark = { sendStartedAt: prepared.markedAt, markedVersion: prepared.markedVersion };
+  const held: HeldSend = { record, job, fence: prepared.fence, mark, transport, request, log, ...(prepared.marked ? { marked: prepared.marked } : {}) };
   if (prepared.streaming) {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
     const applyAnswer = (response: SendMessageResponse, stream: string) => apply(ctx, record, answerObservation(record, response, 'stream', stream), { log, source: 'send' });
@@ -208,7 +210,7 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     // SendMessage inside the same lease, with the time left read again (the refusal may have come late);
     // its answer is applied once the lease is released, so the follow it routes to is not turned away.
     const fallback = async () => requestHeld(ctx, held, Math.max(1, await attemptTimeLeftMs(ctx, record)));
-    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer, fallback, leaseHeld: prepared.leaseHeld, giveBackMark: () => giveBackUnsentMark(ctx, record, prepared) });
+    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, mark, transport, request, timeLeftMs, log, applyAnswer, fallback, leaseHeld: prepared.leaseHeld, giveBackMark: () => giveBackUnsentMark(ctx, record, prepared) });
     if (outcome === STREAM_MARK_GIVEN_BACK) return MARK_GIVEN_BACK;
     return typeof outcome === 'string' ? outcome : applyHeldResult(ctx, held, outcome);
   }
@@ -276,6 +278,8 @@ interface HeldSend {
   record: DelegationRecord;
   job: JobRun;
   fence: number;
+  /** The run's own mark (its sendStartedAt and the version it wrote). */
+  mark: RunMark;
   transport: A2ATransport;
   request: SendMessageRequest;
   log: Log;
@@ -299,7 +303,7 @@ async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: numbe
     // a search may find the task meanwhile (send-held.ts).
     return await sendWhileSearching(ctx, record, transport, request, timeLeftMs, stop);
   } catch (error) {
-    return sendFailed(ctx, { record, fence: send.fence, error, log, job, afterMark: true });
+    return sendFailed(ctx, { record, fence: send.fence, mark: send.mark, error, log, job, afterMark: true });
   }
 }
 
@@ -322,7 +326,7 @@ async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldS
   } catch (error) {
     // The answer arrived: failing to read it is the answer's failure (delivery received), applied as a send failure.
     await sendLease?.release();
-    return sendFailed(ctx, { record: send.marked ?? send.record, fence: send.fence, error: afterAnswer(ctx, error, 'the SendMessage answer'), log: send.log, job: send.job, afterMark: true });
+    return sendFailed(ctx, { record: send.marked ?? send.record, fence: send.fence, mark: send.mark, error: afterAnswer(ctx, error, 'the SendMessage answer'), log: send.log, job: send.job, afterMark: true });
   }
   const applied = await apply(ctx, send.marked ?? send.record, observation, { log: send.log, source: 'send', ...(sendLease ? { sendLease } : {}) });
   return outcomeOf(ctx, send.log, observation, applied);
