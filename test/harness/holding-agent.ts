@@ -21,10 +21,40 @@ export function holdingSendHandlers(holdMs: number): ScriptedHandlers {
       tasks.push(made);
       return { result: { task: made } };
     },
+    ...listedTaskHandlers(tasks),
+  };
+}
+
+/** ListTasks and GetTask over the tasks an agent made so far (`tasks`, as it grows): one page, -32001 for an unknown id. */
+export function listedTaskHandlers(tasks: readonly Record<string, unknown>[]): ScriptedHandlers {
+  return {
     ListTasks: () => ({ result: { tasks, pageSize: 50, totalSize: tasks.length } }),
     GetTask: (params: { id: string }) => {
       const found = tasks.find((one) => one.id === params.id);
       return found ? { result: found } : { error: { code: -32001, message: 'Task not found' } };
+    },
+  };
+}
+
+/**
+ * A NON-deduplicating agent: every SendMessage books anew (task `T<n>`, COMPLETED at once, our message in its history),
+ * so a second SendMessage of one messageId is a double booking. `sends`: SendMessage calls by messageId; `tasks`: every
+ * task made, listed by ListTasks and read by GetTask.
+ */
+export function bookingSendHandlers(): { sends: Map<string, number>; tasks: Record<string, unknown>[]; handlers: ScriptedHandlers } {
+  const tasks: Record<string, unknown>[] = [];
+  const sends = new Map<string, number>();
+  return {
+    sends,
+    tasks,
+    handlers: {
+      SendMessage: (params: any) => {
+        sends.set(params.message.messageId, (sends.get(params.message.messageId) ?? 0) + 1);
+        const made = task(`T${tasks.length + 1}`, 'COMPLETED', { contextId: params.message.contextId, history: [params.message], timestamp: new Date().toISOString(), artifacts: { a1: 'booked' } });
+        tasks.push(made);
+        return { result: { task: made } };
+      },
+      ...listedTaskHandlers(tasks),
     },
   };
 }

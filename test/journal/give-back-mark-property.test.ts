@@ -6,11 +6,15 @@
  * sent again), the give-back is refused and writes nothing: they own the delegation. When given back, the row is as
  * before the mark (unmarked, sendCount as before, resendCount untouched: no attempt used up) and the run's fresh mark
  * stands alone.
+ * retrygive35 widened the kind: versioned writes that move neither the fence nor the mark (a push refused before our
+ * task was recorded, a noted send error, a recorded effect) refuse too, whether or not the run's read of the row was at
+ * its version (the version the mark wrote is always known now: markSending-2.lua replies it); and a try whose
+ * SendMessage never left (noteUnreachable-1.lua, the agent unreachable) clears its mark by the same rule.
  * Real redis-server.
  */
 import fc from 'fast-check';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { Journal } from '@durable-a2a/shared';
+import { Journal, JournalError } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 
@@ -24,20 +28,86 @@ beforeEach(() => {
   journal = new Journal(redis(), { prefix: `gb${++counter}`, retentionMs: 60_000 });
 });
 
-type First = 'none' | 'search-noted' | 'suspect-noted' | 'released-and-marked-again' | 'claimed-elsewhere' | 'decided';
+type First =
+  | 'none'
+  | 'search-noted'
+  | 'suspect-noted'
+  | 'released-and-marked-again'
+  | 'claimed-elsewhere'
+  | 'decided'
+  // retrygive35: versioned writes that leave the fence, the mark, INTENT and no task as they were.
+  | 'push-refused'
+  | 'send-error-noted'
+  | 'effect-recorded';
+/** A fresh workflow whose delegation main.1 is in INTENT (`ref` names it); returns the run counter it used. */
+async function newIntent(): Promise<number> {
+  const run = ++counter;
+  ref = { workflowId: `wf${run}`, delegationId: 'main.1' };
+  expect(await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId))).toBe(true);
+  return run;
+}
+
+const FIRSTS: First[] = ['none', 'search-noted', 'suspect-noted', 'released-and-marked-again', 'claimed-elsewhere', 'decided', 'push-refused', 'send-error-noted', 'effect-recorded'];
+/** How the run read the row it marks: held at its version, or a copy older than the row (its version moved since). */
+type Read = 'held' | 'stale';
+/** How the run clears its own unsent mark: a stall's give-back, or a try whose SendMessage never left (unreachable). */
+type Clear = 'give-back' | 'unreachable';
+const UNREACHABLE = { code: 'AGENT_UNREACHABLE', message: 'ECONNREFUSED', retryable: true, delivery: 'not-sent' } as const;
+
+/** Clears the run's own mark as `how` does; false when refused (nothing written: the reconciler decides). */
+async function clearMark(how: Clear, fence: number, mark: { sendStartedAt: number; markedVersion: number }): Promise<boolean> {
+  if (how === 'give-back') return journal.giveBackMark(ref, { fence, ...mark });
+  return journal.noteUnreachable(ref, fence, { error: UNREACHABLE, nextTryAt: Date.now() + 60_000, marked: true, mark }).then(
+    () => true,
+    (error: unknown) => {
+      if (error instanceof JournalError && error.code !== 'DELEGATION_MISSING') return false;
+      throw error;
+    },
+  );
+}
 const INTERFACE = { url: 'http://a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
 
 describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted since', () => {
-  it('holds for whatever acted first, with or without the mark\'s version known', async () => {
+  it('retrygive35: a run whose read was older than the row at its mark gives nothing back over a push noted since (was: given back, blind to the version)', async () => {
+    const run = await newIntent();
+    const read = (await journal.getDelegation(ref))!;
+    // Between the run's read and its mark the row's version moved (fence and mark untouched): the mark's `record` is
+    // undefined, so before, the run knew no version of its own mark.
+    await journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: 'an unrelated note', retryable: false });
+    const marked = await journal.markSending(read, read.fence, INTERFACE, { token: 'run', durationMs: 60_000, claim: true });
+    expect(marked.record).toBeUndefined();
+    // Between the mark and the give-back: a push for a task before ours was recorded (our push config rides only on
+    // a SendMessage of ours: the agent holds one). Versioned evidence the reconciler must see before anything is sent.
+    expect(await journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: `a push for task X${run} before the task was recorded`, retryable: false })).toBe(true);
+    const beforeGiveBack = (await journal.getDelegation(ref))!;
+    // The give-back as the send run makes it (send.ts giveBackUnsentMark): the version `markSending` told it.
+    const given = await journal.giveBackMark(ref, { fence: marked.fence, sendStartedAt: marked.sendStartedAt, markedVersion: marked.markedVersion });
+    expect(given).toBe(false);
+    expect(await journal.getDelegation(ref)).toEqual(beforeGiveBack);
+    expect(beforeGiveBack.sendStartedAt).toBe(marked.sendStartedAt);
+  });
+
+  it('retrygive35: a marked try noted unreachable clears nothing over a suspect noted since its mark (was: cleared on the fence alone, the next try sent again)', async () => {
+    const run = await newIntent();
+    const read = (await journal.getDelegation(ref))!;
+    const marked = await journal.markSending(read, read.fence, INTERFACE, { token: 'run', durationMs: 60_000, claim: true });
+    // A refused push showed a task holding our message: an earlier SendMessage of ours that a search missed.
+    expect(await journal.noteSuspect(ref, `X${run}`)).toBe('kept');
+    const beforeNote = (await journal.getDelegation(ref))!;
+    expect(await clearMark('unreachable', marked.fence, marked)).toBe(false);
+    expect(await journal.getDelegation(ref)).toEqual(beforeNote);
+    expect(beforeNote.sendStartedAt).toBe(marked.sendStartedAt);
+  });
+
+  it('holds for whatever acted first, whether the run\'s read of the row was at its version or older, by a give-back or an unreachable note', async () => {
     await fc.assert(
       fc.asyncProperty(
-        fc.constantFrom<First>('none', 'search-noted', 'suspect-noted', 'released-and-marked-again', 'claimed-elsewhere', 'decided'),
-        fc.boolean(),
+        fc.constantFrom<First>(...FIRSTS),
+        fc.constantFrom<Read>('held', 'stale'),
         fc.integer({ min: 0, max: 2 }),
-        async (first, versionKnown, earlierResends) => {
-          const run = ++counter;
-          ref = { workflowId: `wf${run}`, delegationId: 'main.1' };
-          expect(await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId))).toBe(true);
+        fc.constantFrom<Clear>('give-back', 'unreachable'),
+        async (first, read, earlierResends, how) => {
+          const run = await newIntent();
           // Earlier resends (a reconciler proved absence before): they stay counted, never one more for a give-back.
           for (let index = 0; index < earlierResends; index++) {
             const fence = await journal.claim(ref, 'earlier');
@@ -45,9 +115,21 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
             await journal.releaseForResend(ref, (await journal.getDelegation(ref))!.version);
           }
           const before = (await journal.getDelegation(ref))!;
+          // A stale read: the row's version moved after the run read it (a noted protocol error), fence and mark untouched.
+          if (read === 'stale') await journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: 'a push before the task was recorded', retryable: false });
           const marked = await journal.markSending(before, before.fence, INTERFACE, { token: 'run', durationMs: 60_000, claim: true });
           const afterMark = (await journal.getDelegation(ref))!;
+          expect(marked.markedVersion).toBe(afterMark.version);
+          if (read === 'stale') expect(marked.record).toBeUndefined();
           if (first === 'search-noted') await journal.noteNotFound(ref);
+          // A push for a task before ours was recorded (noteProtocolError-1.lua, unversioned, moves the version): the agent
+          // holds a SendMessage of ours that carried our push config, maybe an earlier one a search missed.
+          if (first === 'push-refused') expect(await journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: `a push for task X${run} before the task was recorded`, retryable: false })).toBe(true);
+          if (first === 'send-error-noted') {
+            const current = (await journal.getDelegation(ref))!;
+            await journal.applyStatus(ref, { expectedVersion: current.version, mode: 'outcome', state: 'INTENT', held: current, error: { code: 'INVALID_AGENT_RESPONSE', message: 'an answer arrived', retryable: true, delivery: 'received' } });
+          }
+          if (first === 'effect-recorded') expect(await journal.recordEffect(ref, 'present', { found: true })).toBe(true);
           // A refused push showed a task holding our message (an earlier send's, which the search that released it missed).
           if (first === 'suspect-noted') expect(await journal.noteSuspect(ref, `X${run}`)).toBe('kept');
           if (first === 'released-and-marked-again') {
@@ -59,7 +141,7 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
           if (first === 'decided') await journal.applyStatus(ref, { fence: marked.fence, mode: 'snapshot', state: 'COMPLETED', taskId: `T${run}` });
           const beforeGiveBack = (await journal.getDelegation(ref))!;
 
-          const given = await journal.giveBackMark(ref, { fence: marked.fence, sendStartedAt: marked.sendStartedAt, ...(versionKnown ? { markedVersion: marked.record?.version ?? afterMark.version } : {}) });
+          const given = await clearMark(how, marked.fence, marked);
           const after = (await journal.getDelegation(ref))!;
 
           // A noted "not found" (noteNotFound-1.lua) leaves the row's version and the mark as they were: still ours.
@@ -70,24 +152,37 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
           }
           expect(after.sendStartedAt).toBeUndefined();
           expect(after.state).toBe('INTENT');
-          expect(after.sendCount).toBe(before.sendCount);
+          // A give-back takes its try back; an unreachable try stays counted (it was tried, and never left).
+          expect(after.sendCount).toBe(how === 'give-back' ? before.sendCount : before.sendCount + 1);
           expect(after.resendCount).toBe(earlierResends);
           expect(after.fence).toBe(marked.fence);
           // The run marks again (its fence), and that mark stands alone: nobody can mark beside it.
           const again = await journal.markSending(after, after.fence, undefined, { token: 'run', durationMs: 60_000, claim: true });
           await expect(journal.markSending(ref, again.fence)).rejects.toMatchObject({ code: 'MAY_HAVE_SENT' });
           // The old mark cannot be given back twice.
-          expect(await journal.giveBackMark(ref, { fence: marked.fence, sendStartedAt: marked.sendStartedAt })).toBe(false);
+          expect(await journal.giveBackMark(ref, { fence: marked.fence, sendStartedAt: marked.sendStartedAt, markedVersion: marked.markedVersion })).toBe(false);
         },
       ),
-      { numRuns: 60, examples: [['none', true, 0], ['search-noted', true, 1], ['suspect-noted', true, 1], ['decided', false, 0]] },
+      {
+        numRuns: 100,
+        examples: [
+          ['none', 'held', 0, 'give-back'],
+          ['search-noted', 'held', 1, 'give-back'],
+          ['suspect-noted', 'held', 1, 'give-back'],
+          ['decided', 'stale', 0, 'give-back'],
+          ['push-refused', 'stale', 0, 'give-back'],
+          ['send-error-noted', 'stale', 1, 'give-back'],
+          ['none', 'stale', 0, 'give-back'],
+          ['suspect-noted', 'held', 0, 'unreachable'],
+          ['push-refused', 'held', 0, 'unreachable'],
+          ['none', 'stale', 0, 'unreachable'],
+        ],
+      },
     );
   });
 
   it('every return code: given back (1); a version the mark did not write, the row unchanged (VERSION_CONFLICT); no row (DELEGATION_MISSING, thrown)', async () => {
-    const run = ++counter;
-    ref = { workflowId: `wf${run}`, delegationId: 'main.1' };
-    expect(await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId))).toBe(true);
+    const run = await newIntent();
     const before = (await journal.getDelegation(ref))!;
     const marked = await journal.markSending(before, before.fence, INTERFACE, { token: 'run', durationMs: 60_000, claim: true });
     const afterMark = (await journal.getDelegation(ref))!;
@@ -95,7 +190,7 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
     expect(await journal.giveBackMark(ref, { fence: marked.fence, sendStartedAt: marked.sendStartedAt, markedVersion: afterMark.version + 1 })).toBe(false);
     expect(await journal.getDelegation(ref)).toEqual(afterMark);
     expect(await journal.giveBackMark(ref, { fence: marked.fence, sendStartedAt: marked.sendStartedAt, markedVersion: afterMark.version })).toBe(true);
-    await expect(journal.giveBackMark({ workflowId: `wf${run}-none`, delegationId: 'main.1' }, { fence: 1, sendStartedAt: marked.sendStartedAt })).rejects.toMatchObject({ code: 'DELEGATION_MISSING' });
+    await expect(journal.giveBackMark({ workflowId: `wf${run}-none`, delegationId: 'main.1' }, { fence: 1, sendStartedAt: marked.sendStartedAt, markedVersion: 1 })).rejects.toMatchObject({ code: 'DELEGATION_MISSING' });
   });
 });
 
@@ -125,8 +220,8 @@ describe('markSending: a claiming mark holds the send lease', () => {
             // The gone run marked (taking the lease), then unmarked the row, and never released its lease.
             const row = (await journal.getDelegation(ref))!;
             const marked = await journal.markSending(row, row.fence, INTERFACE, { token: earlier, durationMs: leftMs, claim: true });
-            if (before === 'gone-sender-gave-back') expect(await journal.giveBackMark(ref, { fence: marked.fence, sendStartedAt: marked.sendStartedAt })).toBe(true);
-            else await journal.noteUnreachable(ref, marked.fence, { error: { code: 'AGENT_UNREACHABLE', message: 'refused', retryable: true }, nextTryAt: Date.now(), marked: true });
+            if (before === 'gone-sender-gave-back') expect(await journal.giveBackMark(ref, { fence: marked.fence, sendStartedAt: marked.sendStartedAt, markedVersion: marked.markedVersion })).toBe(true);
+            else await journal.noteUnreachable(ref, marked.fence, { error: { code: 'AGENT_UNREACHABLE', message: 'refused', retryable: true }, nextTryAt: Date.now(), marked: true, mark: marked });
           } else if (before !== 'free') {
             expect(await journal.lease(ref, 'acquire', earlier, leftMs)).toBe(true);
           }

@@ -99,16 +99,19 @@ describe('noteUnreachable (noteUnreachable-1.lua)', () => {
   });
   it('a marked try whose SendMessage never left clears the mark (the next try may send); fence, state and row are checked', async () => {
     const fence = (await journal.getDelegation(ref))!.fence;
-    await journal.markSending(ref, fence);
-    await journal.noteUnreachable(ref, fence, { error, nextTryAt: 5_000_000, marked: true });
+    const first = await journal.markSending(ref, fence);
+    // Without the run's own mark (its sendStartedAt and version), or with another one, nothing is cleared.
+    expect(await refusal(journal.noteUnreachable(ref, fence, { error, nextTryAt: 5_000_000, marked: true }))).toBe('VERSION_CONFLICT');
+    expect(await refusal(journal.noteUnreachable(ref, fence, { error, nextTryAt: 5_000_000, marked: true, mark: { ...first, markedVersion: first.markedVersion + 1 } }))).toBe('VERSION_CONFLICT');
+    await journal.noteUnreachable(ref, fence, { error, nextTryAt: 5_000_000, marked: true, mark: first });
     const record = (await journal.getDelegation(ref))!;
     expect(record).toMatchObject({ unreachableCount: 1, unsentTries: 0, sendCount: 1 });
     expect(record.sendStartedAt).toBeUndefined();
-    await journal.markSending(ref, fence);
-    expect(await refusal(journal.noteUnreachable(ref, fence + 1, { error, nextTryAt: 5_000_000, marked: true }))).toBe('FENCE_LOST');
+    const second = await journal.markSending(ref, fence);
+    expect(await refusal(journal.noteUnreachable(ref, fence + 1, { error, nextTryAt: 5_000_000, marked: true, mark: second }))).toBe('FENCE_LOST');
     await journal.applyStatus(ref, { mode: 'event', state: 'WORKING', taskId: 'T1' });
-    expect(await refusal(journal.noteUnreachable(ref, fence, { error, nextTryAt: 5_000_000, marked: true }))).toBe('WRONG_STATE');
-    expect(await refusal(journal.noteUnreachable({ ...ref, delegationId: 'none' }, 0, { error, nextTryAt: 5_000_000, marked: true }))).toBe('DELEGATION_MISSING');
+    expect(await refusal(journal.noteUnreachable(ref, fence, { error, nextTryAt: 5_000_000, marked: true, mark: second }))).toBe('WRONG_STATE');
+    expect(await refusal(journal.noteUnreachable({ ...ref, delegationId: 'none' }, 0, { error, nextTryAt: 5_000_000, marked: true, mark: second }))).toBe('DELEGATION_MISSING');
   });
 });
 

@@ -31,7 +31,7 @@ const claimScript = defineScript({ name: 'claim', keys: ['delegation'], encode: 
 
 /**
  * markSending-2.lua (see its header): `lease` 'lease elsewhere' when another holder has the lease; `atHeldVersion`:
- * the row was at `heldVersion` before the mark.
+ * the row was at `heldVersion` before the mark; `markedVersion`: the version the mark wrote.
  */
 const markSendingScript = defineScript({
   name: 'markSending',
@@ -46,9 +46,20 @@ const markSendingScript = defineScript({
     input.heldVersion ?? '',
   ],
   decode: (reply: unknown, script) => {
-    const outcome = markSendingOutcome(reply, script);
+    if (!Array.isArray(reply)) {
+      const refused = markSendingOutcome(reply, script);
+      // A bare integer is a refusal only: a mark replies {outcome, version}.
+      if (typeof refused === 'string') throw new ScriptReplyError(script, reply);
+      return refused;
+    }
+    const [code, version] = arrayReply(reply, script);
+    const outcome = markSendingOutcome(code, script);
     if (typeof outcome !== 'string') return outcome;
-    return { lease: outcome === 'lease elsewhere' || outcome === 'lease elsewhere, at the held version' ? ('lease elsewhere' as const) : ('lease held' as const), atHeldVersion: outcome.endsWith('at the held version') };
+    return {
+      lease: outcome === 'lease elsewhere' || outcome === 'lease elsewhere, at the held version' ? ('lease elsewhere' as const) : ('lease held' as const),
+      atHeldVersion: outcome.endsWith('at the held version'),
+      markedVersion: integerReply(version, script),
+    };
   },
 });
 const markSendingOutcome = outcomeDecoder({ 1: 'lease held', 2: 'lease elsewhere', 3: 'lease held, at the held version', 4: 'lease elsewhere, at the held version' });
@@ -66,16 +77,11 @@ const releaseForResendScript = defineScript({
   decode: outcomeDecoder({ 1: 'released' }),
 });
 
-/** giveBackMark-1.lua: compare-and-set on the run's fence and its own mark (its sendStartedAt, its version when known). */
+/** giveBackMark-1.lua: compare-and-set on the run's fence and its own mark (its sendStartedAt and the version it wrote). */
 const giveBackMarkScript = defineScript({
   name: 'giveBackMark',
   keys: ['delegation'],
-  encode: (input: { fence: number; sendStartedAt: number; markedVersion: number | undefined; nowMs: number }) => [
-    input.fence,
-    input.sendStartedAt,
-    input.markedVersion === undefined ? '' : input.markedVersion,
-    input.nowMs,
-  ],
+  encode: (input: { fence: number; sendStartedAt: number; markedVersion: number; nowMs: number }) => [input.fence, input.sendStartedAt, input.markedVersion, input.nowMs],
   decode: outcomeDecoder({ 1: 'given back' }),
 });
 
@@ -102,18 +108,30 @@ const noteNotFoundScript = defineScript({
 const noteUnreachableScript = defineScript({
   name: 'noteUnreachable',
   keys: ['delegation'],
-  encode: (input: { fence: number; nowMs: number; nextTryAt: number; error: RecordedError; marked: boolean }) => [
+  encode: (input: { fence: number; nowMs: number; nextTryAt: number; error: RecordedError; marked: boolean; mark?: RunMark }) => [
     input.fence,
     input.nowMs,
     input.nextTryAt,
     encodeRecordedError(input.error),
     input.marked ? '1' : '0',
+    input.marked && input.mark ? input.mark.sendStartedAt : '',
+    input.marked && input.mark ? input.mark.markedVersion : '',
   ],
   decode: (reply, script) => {
     const counts = countsReply(reply, script, 3);
     return Array.isArray(counts) ? { version: counts[0]!, unreachableCount: counts[1]!, unreachableSince: counts[2]! } : counts;
   },
 });
+
+/**
+ * A send run's own mark as `markSending` returned it: its `sendStartedAt` (ms) and the version it wrote
+ * (`markedVersion`). What `giveBackMark` and a marked `noteUnreachable` compare: only the run that wrote the mark knows
+ * both, and any write since moves the version.
+ */
+export interface RunMark {
+  sendStartedAt: number;
+  markedVersion: number;
+}
 
 /** noteSlotWait-1.lua (see its header): the row's new version. */
 const noteSlotWaitScript = defineScript({
@@ -311,6 +329,8 @@ export class JournalDelegations extends JournalWorkflows {
    *   `sendStartedAt`: the mark's time as written (ms, the journal's clock), where the reconciler's
    *   `sendSettleMs` starts counting (after the WAIT before the mark, before the WAIT after it);
    *   `fence`: the run's fencing token from now on (`fence` + 1 when claimed, else `fence`);
+   *   `markedVersion`: the version the mark wrote, always (what `giveBackMark` compares, whether or not `ref` held the
+   *   row at its version);
    *   `record`: the row as the mark left it, when `ref` held it at its version (undefined otherwise, or when a
    *   written field does not parse)
    * @throws JournalError FENCE_LOST, WRONG_STATE, MAY_HAVE_SENT, DELEGATION_MISSING; ReplicationTimeoutError
@@ -321,7 +341,7 @@ export class JournalDelegations extends JournalWorkflows {
     fence: number,
     agentInterface?: object,
     sendLease?: { token: string; durationMs: number; claim?: boolean },
-  ): Promise<{ leaseHeld: boolean; sendStartedAt: number; fence: number; record?: DelegationRecord }> {
+  ): Promise<{ leaseHeld: boolean; sendStartedAt: number; fence: number; markedVersion: number; record?: DelegationRecord }> {
     const generation = connectionGeneration(this.redis);
     // Replicas behind or gone: refuse before the mark, so a send that cannot leave is not marked as maybe sent.
     await this.awaitReplicas(ref.workflowId, generation);
@@ -334,10 +354,10 @@ export class JournalDelegations extends JournalWorkflows {
       { delegation: this.delegationKeys(ref)[0], lease: this.keys.followLease(ref.workflowId, ref.delegationId) },
       { fence, nowMs: sendStartedAt, agentInterfaceText, leaseToken: sendLease?.token ?? '', leaseMs: sendLease?.durationMs ?? 0, claim, heldVersion: held },
     );
-    const { lease, atHeldVersion } = unlessRefused(marked, ref, 'markSending');
+    const { lease, atHeldVersion, markedVersion } = unlessRefused(marked, ref, 'markSending');
     await this.awaitReplicas(ref.workflowId, generation);
     const newFence = claim ? fence + 1 : fence;
-    if (!atHeldVersion) return { leaseHeld: lease === 'lease held', sendStartedAt, fence: newFence };
+    if (!atHeldVersion) return { leaseHeld: lease === 'lease held', sendStartedAt, fence: newFence, markedVersion };
     // The row was at the version `ref` holds (a held record): what the mark wrote, as markSending-2.lua writes it.
     // Without a claim the fence is the row's (the script compared it): `ref`'s copy may predate a claim elsewhere.
     const record = ref as DelegationRecord;
@@ -350,7 +370,7 @@ export class JournalDelegations extends JournalWorkflows {
       ...(claim ? { fence: String(newFence), owner: sendLease?.token ?? '' } : newFence !== record.fence ? { fence: String(newFence) } : {}),
     };
     const asMarked = changedRow(record, change);
-    return { leaseHeld: lease === 'lease held', sendStartedAt, fence: newFence, ...(asMarked ? { record: asHeldRow(asMarked) } : {}) };
+    return { leaseHeld: lease === 'lease held', sendStartedAt, fence: newFence, markedVersion, ...(asMarked ? { record: asHeldRow(asMarked) } : {}) };
   }
 
   /**
@@ -367,13 +387,14 @@ export class JournalDelegations extends JournalWorkflows {
    * Gives back a send run's own "may have been sent" mark that never left (giveBackMark-1.lua): the run stalled between
    * the mark and the request and sent nothing, so the row is unmarked again (sendCount one less, resendCount unchanged)
    * and the run may mark again. Compare-and-set on `fence` (the run's, as the mark claimed it), the mark's
-   * `sendStartedAt` (ms, as `markSending` returned it) and `markedVersion` (the version the mark wrote, when known).
-   * @returns true when given back; false when the row changed since the mark (the reconciler or another run acted:
-   *   it owns the delegation, nothing is written) or suspect evidence waits on it (a task a refused push showed holding
-   *   our message: the reconciler reads it before anything is sent again)
+   * `sendStartedAt` (ms, as `markSending` returned it) and `markedVersion` (the version the mark wrote, `markSending`'s
+   * `markedVersion`): only the run that wrote the mark knows all three, and any write since moves the version.
+   * @returns true when given back; false when the row changed since the mark (the reconciler or another run acted, a
+   *   push or an error was noted: the reconciler owns the delegation, nothing is written) or suspect evidence waits on
+   *   it (a task a refused push showed holding our message: the reconciler reads it before anything is sent again)
    * @throws JournalError DELEGATION_MISSING
    */
-  async giveBackMark(ref: DelegationRef, mark: { fence: number; sendStartedAt: number; markedVersion?: number }): Promise<boolean> {
+  async giveBackMark(ref: DelegationRef, mark: { fence: number; sendStartedAt: number; markedVersion: number }): Promise<boolean> {
     const given = await this.call(giveBackMarkScript, { delegation: this.delegationKeys(ref)[0] }, { fence: mark.fence, sendStartedAt: mark.sendStartedAt, markedVersion: mark.markedVersion, nowMs: this.now() });
     if (isRefused(given) && given.refused !== 'DELEGATION_MISSING') return false;
     unlessRefused(given, ref, 'giveBackMark');
@@ -383,13 +404,15 @@ export class JournalDelegations extends JournalWorkflows {
   /**
    * Journals a try that could not reach the agent and created nothing (noteUnreachable-1.lua): the attempt stays
    * INTENT with the error, one more unreachable try, since when, and the next try at `nextTryAt` (ms). `marked`: the
-   * try had written the send mark (its SendMessage never left): the mark is cleared, so the next try sends again.
-   * Compare-and-set on the send run's fencing token.
+   * try had written the send mark (its SendMessage never left): the mark is cleared, so the next try sends again, only
+   * while the row is as the run's own `mark` left it (its sendStartedAt and the version it wrote, no suspect evidence):
+   * as `giveBackMark`. Compare-and-set on the send run's fencing token.
    * @returns the row's new version, its unreachable tries so far and since when (ms)
    * @throws JournalError FENCE_LOST, WRONG_STATE (not INTENT, or a task is bound), MAY_HAVE_SENT (an unmarked try on a
-   *   marked row), DELEGATION_MISSING
+   *   marked row), VERSION_CONFLICT (a marked try without its `mark`, or the row written since the mark, or suspects
+   *   wait on it: the reconciler decides), DELEGATION_MISSING
    */
-  async noteUnreachable(ref: DelegationRef, fence: number, input: { error: RecordedError; nextTryAt: number; marked: boolean }): Promise<{ version: number; unreachableCount: number; unreachableSince: number }> {
+  async noteUnreachable(ref: DelegationRef, fence: number, input: { error: RecordedError; nextTryAt: number; marked: boolean; mark?: RunMark }): Promise<{ version: number; unreachableCount: number; unreachableSince: number }> {
     const noted = await this.call(noteUnreachableScript, { delegation: this.delegationKeys(ref)[0] }, { fence, nowMs: this.now(), ...input });
     return unlessRefused(noted, ref, 'noteUnreachable');
   }

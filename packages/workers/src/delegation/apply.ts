@@ -44,6 +44,7 @@ import {
   type StatusChangeResult,
   type WorkflowAtFinish,
   type WorkflowFlags,
+  type RunMark,
 } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { notifyQuestionExpired, notifyQuestionOpened } from '../notify/question.ts';
@@ -84,6 +85,8 @@ export interface SendLease {
 export interface Scope {
   /** The run's fencing token: writes whose row says `guard: 'fence'` compare with it. */
   fence?: number;
+  /** The send run's own mark (`markSending`): a marked try noted unreachable clears it only while the row is as it left it. */
+  mark?: RunMark;
   /** The follow lease this run holds (a stream, a slow poll). */
   lease?: StreamLease;
   /** The send lease this run holds (a SendMessage answer). */
@@ -605,7 +608,7 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
     case 'note-unreachable': {
       // Only the send run that tried writes it (its fence); a run fenced out meanwhile writes nothing and stops.
       if (scope.fence === undefined) return NOTHING_WRITTEN;
-      const input = { error: write.error, nextTryAt: write.nextTryAt, marked: write.marked };
+      const input = { error: write.error, nextTryAt: write.nextTryAt, marked: write.marked, ...(scope.mark ? { mark: scope.mark } : {}) };
       const noted = await ctx.journal.noteUnreachable(ref, scope.fence, input).catch((error: unknown) => {
         if (error instanceof JournalError && error.code !== 'DELEGATION_MISSING') return undefined;
         throw error;

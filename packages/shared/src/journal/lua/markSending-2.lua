@@ -18,10 +18,11 @@
           before the mark; then the caller knows every value the mark wrote (its arguments, the held sendCount and
           version plus one) and holds the row as the mark left it (the send's answer then gets a change reply from
           applyStatus-5.lua, not the row whole)
-  Returns: 1 marked and the lease taken (or none asked; a claiming mark always takes it), 2 marked but the lease
-           held by another holder (a mark without a claim only); 3 and 4 the same when the row was at the version in ARGV[7];
-           DELEGATION_MISSING, FENCE_LOST, WRONG_STATE not in
-           INTENT, MAY_HAVE_SENT a send may already have happened (sendStartedAt set)
+  Returns: {outcome, version}: outcome 1 marked and the lease taken (or none asked; a claiming mark always takes it),
+           2 marked but the lease held by another holder (a mark without a claim only); 3 and 4 the same when the row was
+           at the version in ARGV[7]; version: the version the mark wrote, always (giveBackMark-1.lua compares it: a
+           run gives back only the row its own mark left, retrygive35). Refused: DELEGATION_MISSING, FENCE_LOST,
+           WRONG_STATE not in INTENT, MAY_HAVE_SENT a send may already have happened (sendStartedAt set)
 ]]
 --- @include "prelude"
 local row = redis.call('HMGET', KEYS[1], 'fence', 'state', 'sendStartedAt', 'delegationId', 'sendCount', 'version')
@@ -29,8 +30,9 @@ if not row[4] then return CODE.DELEGATION_MISSING end
 if (tonumber(row[1]) or 0) ~= tonumber(ARGV[1]) then return CODE.FENCE_LOST end
 if row[2] ~= 'INTENT' then return CODE.WRONG_STATE end
 if row[3] and row[3] ~= '' then return CODE.MAY_HAVE_SENT end
+local version = (tonumber(row[6]) or 0) + 1
 local set = { 'sendStartedAt', ARGV[2], 'updatedAt', ARGV[2],
-  'sendCount', tostring((tonumber(row[5]) or 0) + 1), 'version', tostring((tonumber(row[6]) or 0) + 1) }
+  'sendCount', tostring((tonumber(row[5]) or 0) + 1), 'version', tostring(version) }
 if ARGV[3] ~= '' then set[#set + 1] = 'agentInterface'; set[#set + 1] = ARGV[3] end
 if ARGV[6] == '1' then
   set[#set + 1] = 'fence'; set[#set + 1] = tostring(tonumber(ARGV[1]) + 1)
@@ -49,5 +51,5 @@ elseif ARGV[6] == '1' then
   outcome = 1
 elseif redis.call('SET', KEYS[2], ARGV[4], 'NX', 'PX', ARGV[5]) then outcome = 1
 elseif redis.call('GET', KEYS[2]) == ARGV[4] then redis.call('PEXPIRE', KEYS[2], ARGV[5]); outcome = 1 end
-if row[6] == ARGV[7] then return outcome + 2 end
-return outcome
+if row[6] == ARGV[7] then return {outcome + 2, version} end
+return {outcome, version}

@@ -5,7 +5,7 @@
  */
 import { UnrecoverableError } from 'bullmq';
 import { VersionNotSupportedError, isRetryable } from '@durable-a2a/a2a';
-import { JournalError, type AgentInterfaceRef, type DelegationRecord } from '@durable-a2a/shared';
+import { JournalError, type AgentInterfaceRef, type DelegationRecord, type RunMark } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
 import { apply } from '../apply.ts';
 import { sendFailureObservation } from '../io/send-errors.ts';
@@ -22,6 +22,8 @@ export interface SendFailure {
   log: Log;
   job: JobRun;
   afterMark: boolean;
+  /** The run's own mark, once written (`markSending`): an unreachable agent clears it only while the row is as it left it. */
+  mark?: RunMark;
 }
 
 /**
@@ -49,7 +51,7 @@ export async function sendFailed(ctx: WorkerContext, failure: SendFailure): Prom
   const observation = sendFailureObservation(error, failure.afterMark, failure.job, nextInterface, bounds, record.agentCardUrl);
   if (observation.kind !== 'send-failed') throw error;
   ctx.metrics.sendErrors.inc({ code: observation.error.code, agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
-  const applied = await apply(ctx, record, observation, { fence: failure.fence, log, source: 'send', place: failure.job.place });
+  const applied = await apply(ctx, record, observation, { fence: failure.fence, log, source: 'send', place: failure.job.place, ...(failure.mark ? { mark: failure.mark } : {}) });
   const detail = { err: error, code: observation.error.code, delivery: observation.delivery, effect: observation.effect };
   if (observation.unreachable) return unreachableOutcome(log, detail, applied.next, observation.afterMark);
   if (observation.addressRefused) {

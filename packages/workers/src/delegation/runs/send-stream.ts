@@ -37,7 +37,7 @@ import {
   type SendMessageResponse,
   type StreamResponse,
 } from '@durable-a2a/a2a';
-import type { DelegationRecord } from '@durable-a2a/shared';
+import type { DelegationRecord, RunMark } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
 import { afterAnswer, holdingSendLease, sendRunToken } from '../io/send-errors.ts';
 import { searchWhileHeld, type HeldSearchHit, type HeldSendResult } from '../io/send-held.ts';
@@ -56,6 +56,8 @@ export interface StreamingSend {
   record: DelegationRecord;
   job: JobRun;
   fence: number;
+  /** The run's own mark (its sendStartedAt and the version it wrote): a refused or unreachable send compares it. */
+  mark: RunMark;
   transport: A2ATransport;
   request: SendMessageRequest;
   /** The attempt's time left (ms): how long the agent may hold the stream's headers. */
@@ -143,7 +145,7 @@ export async function sendStreaming(ctx: WorkerContext, send: StreamingSend): Pr
         return send.fallback();
       }
       // Once the first event arrived, failing to process it is the answer's failure (delivery received, `afterAnswer`).
-      return sendFailed(ctx, { record, fence, error: arrived ? afterAnswer(ctx, error, 'the send stream\'s first event') : error, log, job, afterMark: true });
+      return sendFailed(ctx, { record, fence, mark: send.mark, error: arrived ? afterAnswer(ctx, error, 'the send stream\'s first event') : error, log, job, afterMark: true });
     }
     // Settled (a plain direct Message, a finished task), parked, a task a Message named (followed anew), or refused
     // as not ours: nothing more to read here.

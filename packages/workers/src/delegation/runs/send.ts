@@ -22,6 +22,7 @@ import {
   isFinished,
   type AgentInterfaceRef,
   type DelegationRecord,
+  type RunMark,
   lazyChildLogger,
 } from '@durable-a2a/shared';
 import type { JobRun, WorkerContext } from '../../context.ts';
@@ -104,15 +105,15 @@ const MAX_MARKS_GIVEN_BACK = 3;
 /**
  * Gives back the run's own mark after it stalled between the mark and the request (nothing left): markSending-2.lua
  * refuses a second mark while one is set, so under this mark only this run could have sent. Compare-and-set on the
- * run's fence and its mark (giveBackMark-1.lua): when the reconciler (or another run) wrote the row since, or suspect
+ * run's fence and its mark, the version it wrote included (giveBackMark-1.lua): when anyone wrote the row since, or suspect
  * evidence waits on it (a task a refused push showed holding our message), nothing is written and the reconciler
  * decides, as before. Without this, the reconciler searched for a message that never left
  * and, at a busy agent whose ListTasks outgrows its call budget, asked a person (AMBIGUOUS).
  * @returns true when given back (the run may mark again)
  */
-async function giveBackUnsentMark(ctx: WorkerContext, record: DelegationRecord, mark: { fence: number; markedAt: number; marked?: DelegationRecord }): Promise<boolean> {
+async function giveBackUnsentMark(ctx: WorkerContext, record: DelegationRecord, mark: { fence: number; markedAt: number; markedVersion: number }): Promise<boolean> {
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
-  return ctx.journal.giveBackMark(ref, { fence: mark.fence, sendStartedAt: mark.markedAt, ...(mark.marked ? { markedVersion: mark.marked.version } : {}) });
+  return ctx.journal.giveBackMark(ref, { fence: mark.fence, sendStartedAt: mark.markedAt, markedVersion: mark.markedVersion });
 }
 
 /** A send ready to leave: our fence, the interface (journaled by the mark) and when the mark was written. */
@@ -120,6 +121,8 @@ interface PreparedSend {
   fence: number;
   agentInterface: AgentInterfaceRef;
   markedAt: number;
+  /** The version the mark wrote (`markSending`'s `markedVersion`): the give-back compares it, known or not the row before. */
+  markedVersion: number;
   /** The Agent Card declares `capabilities.streaming`: send with SendStreamingMessage (V2). */
   streaming: boolean;
   /** The mark took the send lease (false: another holder has it). */
@@ -141,6 +144,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
   let streaming = false;
   let leaseHeld: boolean;
   let markedAt: number;
+  let markedVersion: number;
   let marked: DelegationRecord | undefined;
   try {
     agentInterface ??= await ctx.agents.chooseInterface(record.agentCardUrl, Math.max(1, await attemptTimeLeftMs(ctx, record)));
@@ -150,7 +154,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
     // The stall guard counts from the mark's sendStartedAt, where the reconciler's sendSettleMs starts: a stall anywhere
     // after it counts (the WAIT after the mark too), the WAIT before the mark does not (the reconciler waits from the mark).
     ctx.crashPoint('send.before-mark', record.step);
-    ({ leaseHeld, sendStartedAt: markedAt, fence, record: marked } = await ctx.journal.markSending(record, fence, record.agentInterface ? undefined : agentInterface, {
+    ({ leaseHeld, sendStartedAt: markedAt, fence, markedVersion, record: marked } = await ctx.journal.markSending(record, fence, record.agentInterface ? undefined : agentInterface, {
       token: sendRunToken(ctx, job),
       durationMs: ctx.options.lockDurationMs,
       claim: true,
@@ -166,7 +170,7 @@ async function prepareSend(ctx: WorkerContext, record: DelegationRecord, job: Jo
     return sendFailed(ctx, { record, fence, error, log, job, afterMark: false });
   }
   ctx.crashPoint('send.after-mark', record.step);
-  return { fence, agentInterface, markedAt, streaming, leaseHeld, ...(marked ? { marked } : {}) };
+  return { fence, agentInterface, markedAt, markedVersion, streaming, leaseHeld, ...(marked ? { marked } : {}) };
 }
 
 /**
@@ -197,7 +201,8 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     return 'stalled-before-request';
   }
   const { transport, request, timeLeftMs } = ready;
-  const held: HeldSend = { record, job, fence: prepared.fence, transport, request, log, ...(prepared.marked ? { marked: prepared.marked } : {}) };
+  const mark = { sendStartedAt: prepared.markedAt, markedVersion: prepared.markedVersion };
+  const held: HeldSend = { record, job, fence: prepared.fence, mark, transport, request, log, ...(prepared.marked ? { marked: prepared.marked } : {}) };
   if (prepared.streaming) {
     ctx.metrics.sends.inc({ kind: record.resendCount > 0 ? 'resend' : 'message', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
     const applyAnswer = (response: SendMessageResponse, stream: string) => apply(ctx, record, answerObservation(record, response, 'stream', stream), { log, source: 'send' });
@@ -205,7 +210,7 @@ async function deliver(ctx: WorkerContext, record: DelegationRecord, job: JobRun
     // SendMessage inside the same lease, with the time left read again (the refusal may have come late);
     // its answer is applied once the lease is released, so the follow it routes to is not turned away.
     const fallback = async () => requestHeld(ctx, held, Math.max(1, await attemptTimeLeftMs(ctx, record)));
-    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, transport, request, timeLeftMs, log, applyAnswer, fallback, leaseHeld: prepared.leaseHeld, giveBackMark: () => giveBackUnsentMark(ctx, record, prepared) });
+    const outcome = await sendStreaming(ctx, { record, job, fence: prepared.fence, mark, transport, request, timeLeftMs, log, applyAnswer, fallback, leaseHeld: prepared.leaseHeld, giveBackMark: () => giveBackUnsentMark(ctx, record, prepared) });
     if (outcome === STREAM_MARK_GIVEN_BACK) return MARK_GIVEN_BACK;
     return typeof outcome === 'string' ? outcome : applyHeldResult(ctx, held, outcome);
   }
@@ -273,6 +278,8 @@ interface HeldSend {
   record: DelegationRecord;
   job: JobRun;
   fence: number;
+  /** The run's own mark (its sendStartedAt and the version it wrote). */
+  mark: RunMark;
   transport: A2ATransport;
   request: SendMessageRequest;
   log: Log;
@@ -296,7 +303,7 @@ async function requestHeld(ctx: WorkerContext, send: HeldSend, timeLeftMs: numbe
     // a search may find the task meanwhile (send-held.ts).
     return await sendWhileSearching(ctx, record, transport, request, timeLeftMs, stop);
   } catch (error) {
-    return sendFailed(ctx, { record, fence: send.fence, error, log, job, afterMark: true });
+    return sendFailed(ctx, { record, fence: send.fence, mark: send.mark, error, log, job, afterMark: true });
   }
 }
 
@@ -319,7 +326,7 @@ async function applyHeldResult(ctx: WorkerContext, send: HeldSend, result: HeldS
   } catch (error) {
     // The answer arrived: failing to read it is the answer's failure (delivery received), applied as a send failure.
     await sendLease?.release();
-    return sendFailed(ctx, { record: send.marked ?? send.record, fence: send.fence, error: afterAnswer(ctx, error, 'the SendMessage answer'), log: send.log, job: send.job, afterMark: true });
+    return sendFailed(ctx, { record: send.marked ?? send.record, fence: send.fence, mark: send.mark, error: afterAnswer(ctx, error, 'the SendMessage answer'), log: send.log, job: send.job, afterMark: true });
   }
   const applied = await apply(ctx, send.marked ?? send.record, observation, { log: send.log, source: 'send', ...(sendLease ? { sendLease } : {}) });
   return outcomeOf(ctx, send.log, observation, applied);
