@@ -54,10 +54,10 @@ function fastParse(hash: Hash, fields = FIELDS): DelegationRecord {
 }
 
 /**
- * `built` (a record made by keyed stores, which past V8's limit on fast properties added that way is a dictionary
- * object) copied once by a spread into a fast object, the same keys in the same order: every later `record[key]`,
- * `key in record` and the merge's spread of it are then shape lookups, not hash lookups (docs/performance.md,
- * branch cpu35).
+ * `built` (a record made by keyed stores: V8 makes it a dictionary object once that adds more properties than its
+ * limit for keyed stores, unless an earlier spread of the same keys made the hidden classes) copied once by a spread
+ * into a fast object, the same keys in the same order: every later `record.field`, `record[key]`, `key in record`,
+ * `Object.keys` and the merge's `for…in` are then shape lookups, not hash lookups (docs/performance.md, branch cpu35).
  */
 function fastObject(built: Record<string, unknown>): DelegationRecord {
   return { ...built } as DelegationRecord;
