@@ -1,8 +1,11 @@
-/** parseDelegationHash (the fast path) returns exactly what DelegationRecordSchema.parse returns, and throws its errors. No Redis. */
+/**
+ * parseDelegationHash (the fast path) returns exactly what DelegationRecordSchema.parse returns, and throws its errors;
+ * mergeDelegationChange of a change into a parsed row returns exactly parseDelegationHash of the changed row. No Redis.
+ */
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { DelegationRecordSchema } from '../src/journal/record.ts';
-import { parseDelegationHash } from '../src/journal/record-parse.ts';
+import { mergeDelegationChange, parseDelegationHash } from '../src/journal/record-parse.ts';
 
 const message = JSON.stringify({ parts: [{ text: 'do the thing' }], metadata: { a: 1 } });
 const question = JSON.stringify({ role: 'ROLE_AGENT', messageId: 'q1', parts: [{ text: 'which one?' }] });
@@ -78,6 +81,69 @@ describe('parseDelegationHash', () => {
         expectSame({ ...base, ...changes });
       }),
       { numRuns: 300 },
+    );
+  });
+});
+
+/** A parse that gives undefined for a row it refuses. */
+function parsedOrUndefined(hash: Record<string, unknown>) {
+  try {
+    return parseDelegationHash(hash);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The merge of `change` into the parse of `row` against the parse of the changed row: the same keys, values and order,
+ * or undefined where the changed row does not parse.
+ */
+function expectMergeSame(row: Record<string, string>, change: Record<string, string>): void {
+  const held = parsedOrUndefined(row);
+  if (!held) return;
+  const merged = mergeDelegationChange(held, change);
+  const expected = parsedOrUndefined({ ...row, ...change });
+  if (merged === undefined) {
+    expect(expected).toBeUndefined();
+    return;
+  }
+  expect(merged).toStrictEqual(expected);
+  expect(Object.keys(merged)).toEqual(Object.keys(expected!));
+}
+
+describe('mergeDelegationChange', () => {
+  const keys = Object.keys(full);
+  const change = fc.dictionary(fc.constantFrom(...keys), fc.oneof(fc.constantFrom(...variants), fc.string()));
+
+  it('matches the parse of the changed row when every changed field is held, when some are new, and after an earlier merge', () => {
+    expectMergeSame(full, { state: 'COMPLETED', updatedAt: '40', version: '8' });
+    expectMergeSame(minimal, { state: 'COMPLETED', updatedAt: '40', version: '2', finishedAt: '40', result: full.result! });
+    expectMergeSame(minimal, { sendStartedAt: '5', pushToken: 'new secret', unknownExtra: 'x', contextId: '' });
+    const held = parseDelegationHash(minimal);
+    const once = mergeDelegationChange(held, { sendStartedAt: '5', updatedAt: '5', version: '2' })!;
+    const twice = mergeDelegationChange(once, { state: 'WORKING', taskId: 't1', updatedAt: '6', version: '3' })!;
+    expect(twice).toStrictEqual(parseDelegationHash({ ...minimal, sendStartedAt: '5', updatedAt: '6', version: '3', state: 'WORKING', taskId: 't1' }));
+    expect(Object.keys(twice)).toEqual(Object.keys(parseDelegationHash({ ...minimal, sendStartedAt: '5', state: 'WORKING', taskId: 't1' })));
+  });
+
+  it('gives the keys of the schema in its order when the held record has a key of no field or its keys out of order', () => {
+    const held = parseDelegationHash(full);
+    const changed = { state: 'COMPLETED', updatedAt: '40', version: '8', finishedAt: '40' };
+    const expected = parseDelegationHash({ ...full, ...changed });
+    const withExtra = mergeDelegationChange({ ...held, artifacts: [] } as typeof held, changed)!;
+    const reversed = mergeDelegationChange(Object.fromEntries(Object.entries(held).reverse()) as typeof held, changed)!;
+    for (const merged of [withExtra, reversed]) {
+      expect(merged).toStrictEqual(expected);
+      expect(Object.keys(merged)).toEqual(Object.keys(expected));
+    }
+  });
+
+  it('matches the parse of the changed row on random rows and random changes', () => {
+    fc.assert(
+      fc.property(change, change, fc.constantFrom(full, minimal), (rowChanges, changed, base) => {
+        expectMergeSame({ ...base, ...rowChanges }, changed);
+      }),
+      { numRuns: 500 },
     );
   });
 });

@@ -50,7 +50,17 @@ function fastParse(hash: Hash, fields = FIELDS): DelegationRecord {
       if (value !== undefined || key in hash) out[key] = value;
     }
   }
-  return out as DelegationRecord;
+  return fastObject(out);
+}
+
+/**
+ * `built` (a record made by keyed stores: V8 makes it a dictionary object once that adds more properties than its
+ * limit for keyed stores, unless an earlier spread of the same keys made the hidden classes) copied once by a spread
+ * into a fast object, the same keys in the same order: every later `record.field`, `record[key]`, `key in record`,
+ * `Object.keys` and the merge's `for…in` are then shape lookups, not hash lookups (docs/performance.md, branch cpu35).
+ */
+function fastObject(built: Record<string, unknown>): DelegationRecord {
+  return { ...built } as DelegationRecord;
 }
 
 /**
@@ -84,19 +94,59 @@ export function readEmbeddedDelegation(fields: Hash): DelegationRecord | undefin
  * The typed record of a row after a change, from `held` (the typed record of the row at the version the change was
  * made on) and `change` (what applyStatus-5.lua's change reply carries: every field it wrote, and those written
  * elsewhere without a version bump): the same keys, values and order as `parseDelegationHash` of the whole row.
- * Undefined when a changed field does not parse as it stands (the caller reads the row again).
+ * Undefined when a changed field does not parse as it stands (the caller reads the row again). A fast object.
  */
 export function mergeDelegationChange(held: DelegationRecord, change: Readonly<Record<string, string>>): DelegationRecord | undefined {
   const before = held as unknown as Readonly<Record<string, unknown>>;
-  const out: Record<string, unknown> = {};
   try {
-    for (const [key, read] of FIELDS) {
-      if (key in change) {
-        if (read !== secret) out[key] = read(change, key);
-      } else if (key in before) out[key] = before[key];
-    }
+    return mergeByKeys(before, change) ?? mergeInOrder(before, change);
   } catch {
     return undefined;
   }
-  return out as DelegationRecord;
+}
+
+/** Each field's place in `FIELDS` by name. */
+const PLACES: ReadonlyMap<string, number> = new Map(FIELDS.map(([key], place) => [key, place]));
+
+/**
+ * The merge over `held`'s own keys and the changed fields, each changed field put in at its place in the schema's
+ * order (a status change writes a few fields into a row of some 15 to 40: the schema's other fields are not looked
+ * at). Undefined when `held` is not as this module returns records (a key that is not a field of the schema, or keys
+ * out of the schema's order): the caller merges over the schema's fields. Throws NOT_AS_IT_STANDS as the readings do.
+ */
+function mergeByKeys(held: Readonly<Record<string, unknown>>, change: Readonly<Record<string, string>>): DelegationRecord | undefined {
+  const changed: number[] = [];
+  for (const key in change) {
+    const place = PLACES.get(key);
+    if (place !== undefined && FIELDS[place]![1] !== secret) changed.push(place);
+  }
+  if (changed.length > 1) changed.sort((a, b) => a - b);
+  const out: Record<string, unknown> = {};
+  let next = 0;
+  let last = -1;
+  const write = (place: number) => {
+    const [key, read] = FIELDS[place]!;
+    out[key] = (read as Read)(change, key);
+  };
+  for (const key in held) {
+    const place = PLACES.get(key);
+    if (place === undefined || place <= last) return undefined;
+    last = place;
+    while (next < changed.length && changed[next]! < place) write(changed[next++]!);
+    if (next < changed.length && changed[next] === place) write(changed[next++]!);
+    else out[key] = held[key];
+  }
+  while (next < changed.length) write(changed[next++]!);
+  return fastObject(out);
+}
+
+/** The merge over the schema's fields in order (a changed field new to `held` takes its place), made fast once. */
+function mergeInOrder(before: Readonly<Record<string, unknown>>, change: Readonly<Record<string, string>>): DelegationRecord {
+  const out: Record<string, unknown> = {};
+  for (const [key, read] of FIELDS) {
+    if (key in change) {
+      if (read !== secret) out[key] = read(change, key);
+    } else if (key in before) out[key] = before[key];
+  }
+  return fastObject(out);
 }
