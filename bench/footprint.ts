@@ -8,7 +8,7 @@
  * Knobs: BENCH_FOOTPRINT_RECORDS, BENCH_FOOTPRINT_STREAMS (default 1,000 ×
  * BENCH_SCALE each).
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, readdirSync } from 'node:fs';
 import { Redis } from 'ioredis';
 import { createProducer } from '@durable-a2a/producer';
 import { startRedisServer } from '../test/harness/redis.ts';
@@ -33,6 +33,7 @@ import {
   type BenchResult,
 } from './common.ts';
 import { startWorkerProcessRig } from './rig.ts';
+import { BUILT_MAIN } from '../test/harness/fleet.ts';
 
 /** WORKING, then COMPLETED with a short status message: no artifact rows. */
 const noArtifacts: Behaviour = () => [{ state: 'WORKING' }, { state: 'COMPLETED', text: 'done' }];
@@ -44,8 +45,39 @@ const noArtifacts: Behaviour = () => [{ state: 'WORKING' }, { state: 'COMPLETED'
  */
 const TASK_MS = 3_600_000;
 
-/** How long the idle worker's CPU and Redis commands are measured (ms): three lease renewals, thirty heartbeats. */
-const IDLE_WINDOW_MS = 30_000;
+/**
+ * How long the idle worker's CPU and Redis commands are measured (ms; `BENCH_FOOTPRINT_IDLE_MS`, default 30 s: three
+ * lease renewal ticks, thirty heartbeats). At 10,000 streams the old generation's full collection (a heap of 500 MB or
+ * more) comes about once a minute: a 30 s window holds one or none, and its CPU figure moved 2× between runs for that
+ * (docs/performance.md, "An idle worker's heap"). Several minutes average it.
+ */
+const IDLE_WINDOW_MS = Number.isInteger(Number(process.env.BENCH_FOOTPRINT_IDLE_MS)) && Number(process.env.BENCH_FOOTPRINT_IDLE_MS) > 0 ? Number(process.env.BENCH_FOOTPRINT_IDLE_MS) : 30_000;
+
+/** Node options for the footprint worker (`BENCH_FOOTPRINT_WORKER_NODE_ARGS`, space-separated), a profiling aid; default none. */
+const WORKER_NODE_ARGS = (process.env.BENCH_FOOTPRINT_WORKER_NODE_ARGS ?? '').split(' ').filter((arg) => arg !== '');
+
+/**
+ * Runs the built worker (`BENCH_FOOTPRINT_BUILT=1`: packages/workers/dist/main.js, `pnpm build` first), as production
+ * does; default the source under tsx, whose compiled functions carry an own `name` property each (esbuild's `__name`):
+ * about 8 KB of heap a stream more (docs/performance.md, "An idle worker's heap").
+ */
+const BUILT = process.env.BENCH_FOOTPRINT_BUILT === '1';
+
+/** CPU seconds of each of a process's threads so far, summed by thread name (`comm`: the main thread under its own name as `main`). */
+function cpuSecondsByThread(pid: number): Map<string, number> {
+  const byName = new Map<string, number>();
+  for (const tid of readdirSync(`/proc/${pid}/task`)) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8');
+      const name = Number(tid) === pid ? 'main' : stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')')).replace(/\d+$/, '');
+      const fields = stat.slice(stat.lastIndexOf(') ') + 2).split(' ');
+      byName.set(name, (byName.get(name) ?? 0) + (Number(fields[11]) + Number(fields[12])) / 100);
+    } catch {
+      // A thread that ended meanwhile.
+    }
+  }
+  return byName;
+}
 
 /** CPU seconds a process used so far (utime + stime from /proc/<pid>/stat, in clock ticks of 100 Hz). */
 function cpuSeconds(pid: number): number {
@@ -77,8 +109,9 @@ export async function run(scale: number): Promise<BenchResult> {
       `Encoding of a finished record: ${bytes.encoding} (a finished workflow is compacted into one JSON string, \`…{wf:<id>}:done\`, replacing its hashes and delegation list; layout in packages/shared/src/journal/compacted-record.ts). Before compaction the delegation hash was a hashtable (fields over hash-max-listpack-value, 64 bytes), 3,357 bytes per record in all.`,
       `${records} single-step delegations completed through an in-process fleet (agent: WORKING → COMPLETED, no artifact); MEMORY USAGE … SAMPLES 0 summed over every \`{wf:…}\` key of each workflow.`,
       'used_memory is read before the producer starts and after every workflow finished and the fleet closed; BullMQ keeps up to 1,000 completed jobs per queue for an hour, which this delta includes.',
-      `Worker: spawnWorkerProcess (follow concurrency ${streams + 100}, subscribe limit 1000/1000 ms; production lease, lock, stalled-check and reconcile timings: 30 s each) following ${streams} tasks of an agent in its own process that runs ${TASK_MS / 60_000} minutes each (the stream idle and quiet windows as long); RSS read once every stream is open (lease held, state WORKING) and the reconcile queue ran the set-up's jobs (at most the sweep's next one delayed), after 1 s to settle.`,
-      `Idle CPU: the worker's utime + stime (/proc/<pid>/stat) over ${IDLE_WINDOW_MS / 1000} s with every stream open and no event; Redis commands: INFO commandstats calls over the same window (a script's inner commands count too), minus the bench's own INFO calls (the renewal of every lease is one pipeline of one script per lease every 10 s; the heartbeat one script per second).`,
+      `Worker: spawnWorkerProcess (${BUILT ? 'built: packages/workers/dist/main.js' : 'source under tsx'}; follow concurrency ${streams + 100}, subscribe limit 1000/1000 ms; production lease, lock, stalled-check and reconcile timings: 30 s each) following ${streams} tasks of an agent in its own process that runs ${TASK_MS / 60_000} minutes each (the stream idle and quiet windows as long); RSS read once every stream is open (lease held, state WORKING) and the reconcile queue ran the set-up's jobs (at most the sweep's next one delayed), after 1 s to settle.`,
+      `Idle CPU by thread (% of a core): ${memory.threads}.`,
+      `Idle CPU: the worker's utime + stime (/proc/<pid>/stat) over ${IDLE_WINDOW_MS / 1000} s with every stream open and no event; Redis commands: INFO commandstats calls over the same window (a script's inner commands count too), minus the bench's own INFO calls (the renewal of every lease is one script per lease every 10 s, 500 per pipeline; the heartbeat one script per second).`,
     ],
   };
 }
@@ -163,7 +196,9 @@ async function workerRss(streams: number) {
       DA2A_STREAM_IDLE_TIMEOUT_MS: String(TASK_MS),
       DA2A_STREAM_QUIET_MS: String(TASK_MS),
       ...{ DA2A_LOCK_DURATION_MS: '30000', DA2A_STALLED_INTERVAL_MS: '30000', DA2A_RECONCILE_INTERVAL_MS: '30000' },
-    });
+      // A profiling aid: Node options for the worker (`--cpu-prof --cpu-prof-dir=<dir>`, `--trace-gc`); with them the
+      // worker is stopped by SIGTERM after the idle window, so a CPU profile is written.
+    }, WORKER_NODE_ARGS, BUILT ? BUILT_MAIN : undefined);
     await worker.ready;
     const pid = worker.child.pid!;
     await sleep(1_000);
@@ -175,10 +210,19 @@ async function workerRss(streams: number) {
     await sleep(1_000);
     const loaded = rssBytes(pid);
     const total = (calls: Map<string, number>) => [...calls].filter(([name]) => name !== 'info').reduce((sum, [, count]) => sum + count, 0);
-    const [cpuBefore, callsBefore] = [cpuSeconds(pid), total(await commandCalls(reader))];
+    const [cpuBefore, threadsBefore, callsBefore] = [cpuSeconds(pid), cpuSecondsByThread(pid), total(await commandCalls(reader))];
+    const windowStart = process.hrtime.bigint() / 1000n;
+    if (WORKER_NODE_ARGS.length > 0) console.log(`footprint: idle window starts (monotonic µs ${windowStart})`);
+    // With `--heapsnapshot-signal=SIGUSR2` among the Node options: a heap snapshot of the idle worker (it stalls the worker).
+    if (WORKER_NODE_ARGS.some((arg) => arg.startsWith('--heapsnapshot-signal'))) worker.child.kill('SIGUSR2');
     await sleep(IDLE_WINDOW_MS);
-    const [cpuAfter, callsAfter] = [cpuSeconds(pid), total(await commandCalls(reader))];
-    return { idle, loaded, idleCpuPercent: ((cpuAfter - cpuBefore) / (IDLE_WINDOW_MS / 1000)) * 100, commandsPerSecond: (callsAfter - callsBefore) / (IDLE_WINDOW_MS / 1000) };
+    const [cpuAfter, threadsAfter, callsAfter] = [cpuSeconds(pid), cpuSecondsByThread(pid), total(await commandCalls(reader))];
+    const threads = [...threadsAfter].map(([name, seconds]) => `${name} ${round(((seconds - (threadsBefore.get(name) ?? 0)) / (IDLE_WINDOW_MS / 1000)) * 100, 2)} %`).join(', ');
+    if (WORKER_NODE_ARGS.length > 0) {
+      console.log(`footprint: idle window ${windowStart} ${process.hrtime.bigint() / 1000n} (monotonic µs: bench/cpuprofile-top.ts <file> 0 40 <from> <to>)`);
+      await worker.kill('SIGTERM');
+    }
+    return { idle, loaded, threads, idleCpuPercent: ((cpuAfter - cpuBefore) / (IDLE_WINDOW_MS / 1000)) * 100, commandsPerSecond: (callsAfter - callsBefore) / (IDLE_WINDOW_MS / 1000) };
   } finally {
     await rig.close();
   }

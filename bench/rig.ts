@@ -68,8 +68,8 @@ export interface WorkerProcessRig<Agent = BenchChild<{ cardUrl: string }>> {
   producer: Producer;
   /** A plain client of the rig's Redis, for polling rows and reading INFO. */
   reader: Redis;
-  /** Spawns a worker process (`spawnWorkerProcess(environment)`), SIGKILLed by `close()` if still running. */
-  spawn(environment: Record<string, string>): WorkerProcess;
+  /** Spawns a worker process (`spawnWorkerProcess(environment, entry, nodeArgs)`), SIGKILLed by `close()` if still running. */
+  spawn(environment: Record<string, string>, nodeArgs?: readonly string[], entry?: string): WorkerProcess;
   /** SIGKILLs the spawned workers, then closes the reader, the producer, the agent and Redis, in that order. */
   close(): Promise<void>;
 }
@@ -103,8 +103,8 @@ function rigAround<Agent>(redisServer: RedisServerHandle, prefix: string, agent:
     agent,
     producer,
     reader,
-    spawn(environment) {
-      const worker = spawnWorkerProcess(environment);
+    spawn(environment, nodeArgs = [], entry = undefined) {
+      const worker = spawnWorkerProcess(environment, entry, nodeArgs);
       workers.push(worker);
       return worker;
     },

@@ -62,10 +62,17 @@ export interface WorkerProcess {
   kill(signal?: NodeJS.Signals): Promise<void>;
 }
 
-/** Starts `packages/workers/src/main.ts` (or another `entry` that reports ready the same way) as a child process with env-based config. */
-export function spawnWorkerProcess(environment: Record<string, string>, entry: string = MAIN): WorkerProcess {
+/** The built worker (`pnpm build`: packages/workers/dist/main.js), as production runs it: no tsx, no source condition. */
+export const BUILT_MAIN = fileURLToPath(new URL('../../packages/workers/dist/main.js', import.meta.url));
+
+/**
+ * Starts `packages/workers/src/main.ts` (or another `entry` that reports ready the same way) as a child process with
+ * env-based config, under tsx with the source condition; a built `.js` entry (`BUILT_MAIN`) without them. `nodeArgs`:
+ * Node options before those (default none).
+ */
+export function spawnWorkerProcess(environment: Record<string, string>, entry: string = MAIN, nodeArgs: readonly string[] = []): WorkerProcess {
   const child = fork(entry, [], {
-    execArgv: SOURCE_EXEC_ARGV,
+    execArgv: [...nodeArgs, ...(entry.endsWith('.js') ? [] : SOURCE_EXEC_ARGV)],
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',

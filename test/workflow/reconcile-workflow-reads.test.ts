@@ -8,7 +8,8 @@
 import { describe, expect, it } from 'vitest';
 import type { Fleet } from '@durable-a2a/workers';
 import { reconcileDelegation } from '../../packages/workers/src/delegation/runs/reconcile.ts';
-import { startMonitor, useRedisClient, useRedisServer } from '../harness/redis.ts';
+import { useRedisClient, useRedisServer } from '../harness/redis.ts';
+import { commandsDuring } from '../harness/commands-during.ts';
 import { eventually, startTestFleet } from '../harness/fleet.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { startLongTasks } from '../harness/long-tasks.ts';
@@ -27,7 +28,7 @@ describe("a workflow's own reconcile", () => {
     await eventually(async () => (await producer.journal.getDelegation({ workflowId: id, delegationId: 'main.1' }))?.state === 'WORKING', 'the step is followed', 20_000);
 
     const workflowKey = producer.journal.keys.workflow(id);
-    const { result: outcome, seen: reads } = await commandsDuring((args) => args[0]?.toLowerCase() === 'hgetall' && args[1] === workflowKey, () =>
+    const { result: outcome, seen: reads } = await commandsDuring(redisServer().url, redis(), (args) => args[0]?.toLowerCase() === 'hgetall' && args[1] === workflowKey, () =>
       reconcileDelegation(fleet.context, { workflowId: id, delegationId: '*' }, undefined),
     );
     expect(outcome).toBe('workflow-wait');
@@ -53,6 +54,8 @@ describe("a workflow's own reconcile", () => {
     const workflowKey = producer.journal.keys.workflow(id);
     // The lease is the follower's: the reconcile checks the attempt deadline (its step's) and finds the stream held.
     const { result: outcome, seen: definitionReads } = await commandsDuring(
+      redisServer().url,
+      redis(),
       (args) => args[0]?.toLowerCase() === 'hget' && args[1] === workflowKey && args[2] === 'definition',
       () => reconcileDelegation(fresh.context, ref, undefined),
     );
@@ -60,24 +63,3 @@ describe("a workflow's own reconcile", () => {
     expect(definitionReads).toHaveLength(0);
   }, 60_000);
 });
-
-/** Runs `run` under a Redis MONITOR and returns its result with the commands `matches` picked, every one sent before it ended. */
-async function commandsDuring<T>(matches: (args: string[]) => boolean, run: () => Promise<T>): Promise<{ result: T; seen: string[][] }> {
-  const monitor = await startMonitor(redisServer().url);
-  const seen: string[][] = [];
-  const marker = `commands-during-${Math.random()}`;
-  let markerSeen = false;
-  monitor.on('monitor', (_time: string, args: string[]) => {
-    if (matches(args)) seen.push(args);
-    if (args[0]?.toLowerCase() === 'echo' && args[1] === marker) markerSeen = true;
-  });
-  try {
-    const result = await run();
-    // MONITOR reports commands in the order Redis ran them: once the marker is seen, so is every command before it.
-    await redis().echo(marker);
-    await eventually(async () => markerSeen, 'the monitor saw the marker', 10_000);
-    return { result, seen };
-  } finally {
-    monitor.disconnect();
-  }
-}

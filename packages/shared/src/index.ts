@@ -14,7 +14,7 @@ export { SendOrder, SEND_ORDER_WINDOW_MS, SEND_ORDER_REBASE_FROM, SEND_ORDER_REB
 export { SEND_PRIORITY, SendPrioritySchema, DEFAULT_SEND_TENANT, bullmqSendPriority, placeOfSendPriority, FairSendQueue, type SendPlaces } from './send-priority.ts';
 export type { JournalKeys } from './journal/keys.ts';
 export { DEFAULT_TENANT, TENANT_PATTERN, TENANT_SEPARATOR, TenantSchema, WORKFLOW_ID_PATTERN, localWorkflowId, scopedWorkflowId, tenantOfWorkflowId, tenantWorkflowId } from './journal/tenant.ts';
-export { CLUSTER_INTENT_GRACE_MS, QUOTA_CHECKED_MEMBERS, type TenantQuota } from './journal/workflows.ts';
+export { CLUSTER_INTENT_GRACE_MS, QUOTA_CHECKED_MEMBERS, type TenantQuota, type WorkflowVersions } from './journal/workflows.ts';
 export { parseCompactedWorkflow } from './journal/compacted-record.ts';
 export {
   HISTORY_LIMITS,

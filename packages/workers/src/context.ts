@@ -18,6 +18,7 @@ import type { ResubscribeTokens } from './delegation/runs/resubscribe-tokens.ts'
 import type { HeldSends } from './delegation/runs/held-sends.ts';
 import type { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
 import type { AttemptSteps } from './delegation/attempt-step.ts';
+import type { WorkflowWaits } from './workflow/wait-memory.ts';
 import type { AgentHealthRecorder } from './agent-health.ts';
 import type { ShutdownListeners } from './shutdown-listeners.ts';
 
@@ -95,6 +96,8 @@ export interface WorkerContext {
   leaseRenewals: LeaseRenewals;
   /** The steps of attempts this process has read (`attempt-step.ts`). */
   attemptSteps: AttemptSteps;
+  /** The last "wait" decided for each running workflow, at its rows' versions (`workflow/wait-memory.ts`). */
+  workflowWaits: WorkflowWaits;
   /** Identifies this worker process in journal `owner` fields and logs. */
   workerId: string;
   /** Aborted when the fleet closes: open streams hand their delegation over and stop. */

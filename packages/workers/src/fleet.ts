@@ -55,6 +55,7 @@ import { LeaseRenewals } from './delegation/runs/lease-renewal.ts';
 import { startLiveness, type Liveness } from './delegation/runs/liveness.ts';
 import { ShutdownListeners } from './shutdown-listeners.ts';
 import { AttemptSteps } from './delegation/attempt-step.ts';
+import { WorkflowWaits } from './workflow/wait-memory.ts';
 import { policyOf } from './delegation/core/policy.ts';
 import { processReconcile, SWEEP_SCHEDULER_ID } from './queues/reconcile.ts';
 import { processSend } from './queues/send.ts';
@@ -212,6 +213,7 @@ function createWorkerContext(input: StartFleetOptions, parts: ContextParts): Wor
     heldSends: new HeldSends(options.heldSendSlots),
     leaseRenewals: new LeaseRenewals(),
     attemptSteps: new AttemptSteps(),
+    workflowWaits: new WorkflowWaits(),
     workerId: parts.workerId,
     crashPoint: crashPointHook(options, logger),
   };

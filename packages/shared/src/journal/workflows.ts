@@ -221,6 +221,16 @@ export function recordTextArguments(workflowId: string, workflowRow: StoredRow, 
 }
 
 /** Journal methods over workflow rows. */
+/** A live workflow's versions (`Journal.workflowVersions`); undefined for a row that is not there (missing or compacted). */
+export interface WorkflowVersions {
+  /** The workflow row's `version`. */
+  workflow: number | undefined;
+  /** How many delegation ids its list holds (0 when the list is gone). */
+  listLength: number;
+  /** Each named delegation row's `version`, in the order asked. */
+  delegations: (number | undefined)[];
+}
+
 export class JournalWorkflows extends JournalIndex {
   /**
    * Creates a workflow and (optionally) its first delegation's intent, atomically, with its index entries: the first
@@ -528,6 +538,23 @@ export class JournalWorkflows extends JournalIndex {
   async listWorkflowIds(cursor: string | undefined, count: number): Promise<{ ids: string[]; cursor?: string }> {
     const [next, flat] = await this.redis.zscan(this.keys.updated(), cursor ?? '0', 'COUNT', count);
     return { ids: flat.filter((_, index) => index % 2 === 0), cursor: next === '0' ? undefined : next };
+  }
+
+  /**
+   * The versions a workflow's decision was made at, read without its rows (one round trip: HGET of the workflow's
+   * `version`, LLEN of its delegation list, HGET of each named delegation's `version`): what the reconciler's check of
+   * a running workflow compares with the versions of its last "wait" (`workflow/wait-memory.ts`). Every journal
+   * change of a field the decision reads bumps the version of its row (packages/shared/test/decision-versions.test.ts);
+   * a missing or compacted row reads as undefined (a live workflow's list length 0 when it is gone).
+   */
+  async workflowVersions(workflowId: string, delegationIds: readonly string[]): Promise<WorkflowVersions> {
+    const version = (text: string | null) => (text === null ? undefined : Number(text));
+    const [workflow, listLength, ...delegations] = await Promise.all([
+      this.redis.hget(this.keys.workflow(workflowId), 'version'),
+      this.redis.llen(this.delegationListKey(workflowId)),
+      ...delegationIds.map((delegationId) => this.redis.hget(this.keys.delegation(workflowId, delegationId), 'version')),
+    ]);
+    return { workflow: version(workflow as string | null), listLength: listLength as number, delegations: (delegations as (string | null)[]).map(version) };
   }
 
   /** Delegation ids of a workflow, in creation order. */

@@ -182,6 +182,10 @@ export async function advanceWorkflow(ctx: WorkerContext, workflowId: string, cl
       },
       await candidateLookup(ctx, loaded.definition),
     );
+    // The reconciler's next look at this workflow compares versions with this "wait" (`wait-memory.ts`); any other
+    // decision is forgotten there, so the next look reads in full.
+    if (last.kind === 'wait') ctx.workflowWaits.rememberWait(loaded);
+    else ctx.workflowWaits.forget(workflowId);
     try {
       await applyDecision(ctx, workflowId, loaded, last, closeHeld, round === 0 && known?.callerDropsWorkflowEntry === true, round === 0 ? known?.finishDrops : undefined);
     } catch (error) {

@@ -2,12 +2,14 @@
  * Reconciliation of a workflow itself (index entry `<workflowId>|*`): a lost
  * compensate job is enqueued again, a workflow waiting for a person is looked
  * at rarely, and any other one is decided again from the journal (crash
- * window 6: exactly one next intent).
+ * window 6: exactly one next intent), or, when no version it decides from
+ * moved since its last "wait" here, waits again (`wait-memory.ts`).
  */
 import { enqueueCompensate } from '@durable-a2a/shared';
 import type { WorkerContext } from '../context.ts';
 import { closeHeldIntent } from '../delegation/apply.ts';
 import { advanceWorkflow } from './advance.ts';
+import { waitsAgain } from './wait-memory.ts';
 import { emitAttentionIfMissing } from '../notify/workflow.ts';
 
 /** How long a workflow waiting for a person waits between looks, ms (its `attention.needed` emitted). */
@@ -15,6 +17,9 @@ export const ATTENTION_LOOK_MS = 3_600_000;
 
 /** Re-checks one workflow; returns a short outcome for logs and metrics. */
 export async function reconcileWorkflow(ctx: WorkerContext, workflowId: string): Promise<string> {
+  // Nothing moved since this process last decided "wait" for it (the workflow's and every row's version): the same
+  // decision, without reading and parsing the rows (`wait-memory.ts`). Otherwise the full read below.
+  if (await waitsAgain(ctx, workflowId)) return 'workflow-wait-unchanged';
   const workflow = await ctx.journal.getWorkflow(workflowId);
   if (workflow?.state === 'COMPENSATING') {
     // Its compensate job may have been lost (a crash right after the state change): the
