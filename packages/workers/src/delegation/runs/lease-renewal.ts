@@ -1,11 +1,11 @@
 /**
  * Renewal of the follow leases this process holds: one timer per fleet, every
- * `lockDurationMs / 3`, renews them all, a journal call (`renewLeases`: one
- * pipelined round trip) per slice of `RENEWALS_PER_ROUND_TRIP`, and moves the reconciler's next check of each
+ * `lockDurationMs / 3`, renews them all with one journal call (`renewLeases`:
+ * one pipelined round trip) and moves the reconciler's next check of each
  * forward (a healthy stream keeps the reconciler away). A lease found lost
  * aborts its stream (someone else follows the task now). One timer and one
  * batch instead of a timer and two round trips per open stream: the cost of
- * 10,000 open streams is twenty pipelines per tick.
+ * 10,000 open streams is one pipeline per tick.
  *
  * A lease that ran out before its renewal (this process too slow: an event
  * loop stalled past `lockDurationMs`) and that nobody took since is taken back
@@ -78,28 +78,11 @@ export function renewWhileHeld(ctx: WorkerContext, ref: DelegationRef, token: st
   };
 }
 
-/**
- * Leases renewed per round trip of a tick, at most. A tick of 10,000 leases as one pipeline holds 10,000 commands, their
- * arguments and replies until its last reply; in slices a tick holds 500 at a time. Its effect on the idle worker's
- * garbage collection was not resolved (docs/performance.md, "An idle worker's heap").
- */
-export const RENEWALS_PER_ROUND_TRIP = 500;
-
-/**
- * One tick: renews every held lease, `RENEWALS_PER_ROUND_TRIP` per round trip one after another (a lease given back
- * before its slice is issued is left out); a failed slice is retried on the next tick.
- */
+/** One tick: renews every held lease at once; a failed batch is retried on the next tick. */
 async function renewAll(ctx: WorkerContext, renewal: Renewal): Promise<void> {
   const leases = [...renewal.held.values()];
-  for (let start = 0; start < leases.length; start += RENEWALS_PER_ROUND_TRIP) {
-    await renewSlice(ctx, renewal, leases.slice(start, start + RENEWALS_PER_ROUND_TRIP).filter((lease) => renewal.held.get(lease.token) === lease));
-  }
-}
-
-/** Renews `leases` with one journal call (`renewLeases`); a failed call is retried on the next tick. */
-async function renewSlice(ctx: WorkerContext, renewal: Renewal, leases: HeldLease[]): Promise<void> {
   if (leases.length === 0) return;
-  // Counted as the slice is issued (the same turn of the event loop): a write issued before it reaches Redis first.
+  // Counted as the batch is issued (the same turn of the event loop): a write issued before it reaches Redis first.
   for (const lease of leases) lease.issued++;
   let lost: HeldLease[] = [];
   let suspected: SuspectedRow[] = [];
