@@ -48,6 +48,7 @@ export { keepsSuspects, lostUntold, suspectsPending, type SuspectFields, type Su
 export type { OutcomeCode, PersonOutcomeCode, RecordedErrorCode } from './journal/error-codes.ts';
 export { buildIntent, delegationIdOf } from './journal/intent.ts';
 
+export { StreamQuestionWords, historyQuestionWords, type QuestionOwner } from './journal/question-words.ts';
 export { applyTask, applyStreamResponse, applyStreamResponsePair, applyTerminalFinishing, applyTaskFinishing, statusErrorOf, type ArtifactThenStatus } from './journal/observe.ts';
 export type { CorruptListing } from './journal/listing.ts';
 export { listOpenQuestions, decodeListingCursor, nextChecks } from './journal/listing.ts';

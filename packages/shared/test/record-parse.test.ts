@@ -18,7 +18,7 @@ const full: Record<string, string> = {
   protocolErrorCount: '3', earlierProtocolErrors: JSON.stringify([{ code: 'Q', message: 'q', retryable: false }]), refusedResult: JSON.stringify({ code: 'LIMIT_EXCEEDED', message: 'over', limit: 'parts', delivery: 'received' }), artifactCount: '2', push: '1', held: '1', pushToken: 'secret', pushConfigId: 'da2a-config', pushConfigState: 'registered', createdAt: '10', updatedAt: '20', sendStartedAt: '11', priority: '7', sendCount: '1',
   resendCount: '2', unreachableCount: '3', unsentTries: '2', unreachableSince: '12', nextTryAt: '13', slotWaitUntil: '14', version: '7', fence: '4', notFoundCount: '1', firstNotFoundAt: '15', noProgressMark: 'mk', noProgressSince: '16',
   noProgressCount: '2', noProgressLast: 'ls', finishedAt: '19', replyMessageId: 'r1', replyMessage: message, replyState: 'sending',
-  replySendToken: 'tok', replySendUntil: '30', replyError: 'no', replyForQuestion: 'q1', replyBy: 'expiry', questionKey: 'q1', questionAskedAt: '31', questionExpired: 'q0', questionExpiredAt: '32', questionExpiry: 'answer', effect: 'present',
+  replySendToken: 'tok', replySendUntil: '30', replyError: 'no', replyForQuestion: 'q1', replyBy: 'expiry', questionKey: 'q1', questionAskedAt: '31', questionWordsAfter: 'p1', questionExpired: 'q0', questionExpiredAt: '32', questionExpiry: 'answer', effect: 'present',
   evidence: JSON.stringify({ id: 9 }), verifiedAt: '21', verifyAttempts: '1', suspects: JSON.stringify(['T2']), suspectsLost: '2', suspectsLostTold: '1',
   suspectReadRounds: '1', suspectReadRoundAt: '33', suspectRoundBy: 'claimer', suspectRoundUntil: '34', unknownExtra: 'ignored',
 };

@@ -97,7 +97,7 @@ export const COMPACTED_RECORD_LAYOUT = {
     'createdAt', 'updatedAt', 'sendStartedAt', 'priority', 'sendCount', 'resendCount', 'unreachableCount', 'unsentTries',
     'unreachableSince', 'nextTryAt', 'slotWaitUntil', 'version', 'fence', 'owner', 'notFoundCount', 'firstNotFoundAt', 'noProgressMark',
     'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable', 'finishedAt', 'replyMessageId', 'replyMessage',
-    'replyState', 'replySendToken', 'replySendUntil', 'replyError', 'replyForQuestion', 'replyBy', 'questionKey', 'questionAskedAt',
+    'replyState', 'replySendToken', 'replySendUntil', 'replyError', 'replyForQuestion', 'replyBy', 'questionKey', 'questionAskedAt', 'questionWordsAfter',
     'questionExpired', 'questionExpiredAt', 'questionExpiry', 'questionSeq', 'effect', 'evidence', 'verifiedAt', 'verifyAttempts',
     'artifactBytes', 'artifactCount', 'suspects', 'suspectsOverCap', 'suspectsLost', 'suspectsLostTold', 'suspectReadRounds', 'suspectReadRoundAt', 'suspectRoundBy',
     'suspectRoundUntil', 'askedKeys', 'clockFloorMs', 'namedTaskUnread', 'statusStream',

@@ -5,9 +5,10 @@
  * taskId: an empty contextId is accepted, a different one is an anomaly that is
  * reported, not a failure (field case R16).
  */
-import type { StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent } from '@durable-a2a/a2a/pure';
+import type { Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent } from '@durable-a2a/a2a/pure';
 import type { DelegationRef, FinishStepResult, Journal, OneStepFinish, StatusChange, StatusChangeResult } from './journal.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
+import { historyQuestionWords, wordsFilled } from './question-words.ts';
 import { journalStateOf } from './states.ts';
 
 /** What applying one observation did, for logs and metrics. */
@@ -70,8 +71,27 @@ export async function applyTask(
   return journal.applyStatus(ref, taskChangeOf(task, options));
 }
 
+/**
+ * The question's words of a parked Task without a status message, from its history (`historyQuestionWords`), cut after
+ * the last status message the row recorded (`held`: its status message, else its `questionWordsAfter`): none without the
+ * held row, on a row parked on words already, nor on a row parked without words that does not say what came before (a
+ * progress message must never become the question, A36).
+ */
+function taskQuestionWords(task: Task, held: DelegationRecord | undefined): Message | undefined {
+  if (task.status.message || !held) return undefined;
+  const heldParked = held.state === 'INPUT_REQUIRED' || held.state === 'AUTH_REQUIRED';
+  const owner = { taskId: held.taskId, contextId: held.contextId };
+  const after = held.questionWordsAfter === '-' ? undefined : held.questionWordsAfter;
+  if (!heldParked) return historyQuestionWords(task, owner, held.statusMessage?.messageId ?? after);
+  // Parked with words: they stay (a bare read keeps them, applyStatus-5.lua). Without: after the status message
+  // recorded before the question (not said on an older row: none taken).
+  if (held.question || !held.questionWordsAfter) return undefined;
+  return historyQuestionWords(task, owner, after);
+}
+
 /** The status change a full Task asks for (`applyTask`). */
 function taskChangeOf(task: Task, options: ObserveOptions): StatusChange {
+  const words = taskQuestionWords(task, options.held);
   return {
     fence: options.fence,
     expectedVersion: options.expectedVersion,
@@ -80,7 +100,8 @@ function taskChangeOf(task: Task, options: ObserveOptions): StatusChange {
     statusTimestamp: task.status.timestamp,
     taskId: task.id,
     contextId: task.contextId,
-    statusMessage: task.status.message,
+    statusMessage: words ?? task.status.message,
+    ...(words ? { questionWords: true as const } : {}),
     error: statusErrorOf(task.status),
     artifacts: task.artifacts,
     agentCardUrl: options.agentCardUrl,
@@ -158,6 +179,7 @@ function statusChangeOf(event: TaskStatusUpdateEvent, options: ObserveOptions): 
     // Only a non-empty context is recorded, and only if none is known (R16).
     contextId: event.contextId || undefined,
     statusMessage: event.status.message,
+    ...(wordsFilled(event) ? { questionWords: true as const } : {}),
     error: statusErrorOf(event.status),
     endsLease: options.endsLease,
     held: options.held,

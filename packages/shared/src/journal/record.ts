@@ -197,6 +197,13 @@ export const DelegationRecordSchema = z
     questionKey: optionalText,
     /** When the current question was journaled (ms): its life (`question.expiresAfterMs`, reminders) counts from here. */
     questionAskedAt: optionalMs,
+    /**
+     * Where the agent's words of a question without a status message begin (question-words.ts, A36): the messageId of
+     * the last status message the row cleared (a status without a message after one with), and, on a row parked on a
+     * question without words, the messageId of the last status message before it ('-': none). A read's history
+     * gives the words after it only.
+     */
+    questionWordsAfter: optionalText,
     /** The questionKey of a question that expired unanswered (expireQuestion-2.lua), when (ms) and what was done. */
     questionExpired: optionalText,
     questionExpiredAt: optionalMs,

@@ -73,6 +73,12 @@ export interface StatusChange {
   taskId?: string;
   contextId?: string;
   statusMessage?: Message;
+  /**
+   * `statusMessage` holds the agent's words of a parked status that had no message (its messages of the task:
+   * question-words.ts), not the status's own message: the question is keyed by the status alone (its timestamp), as a
+   * read of the same status without the words is.
+   */
+  questionWords?: true;
   result?: unknown;
   error?: RecordedError;
   /**

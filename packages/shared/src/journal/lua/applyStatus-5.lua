@@ -112,6 +112,11 @@
   workflow's history (lua/includes/history.lua) with its message: the row's question is replaced by the next status,
   the history keeps it. A new question clears `replyError` (a refused answer's reason, markReply-1.lua): that answer
   was to the question before, so the new one is never shown nor notified as "previous answer refused".
+  A question's words (question-words.ts, question35): a parked status without a message may carry the agent's words
+  from its messages as ARGV[16] (its key then from the status alone, ARGV[10]); a bare re-read of the question the row
+  is parked on (the same parked state, no message, the same key or none) keeps the row's question and status message
+  and is the row's status again (`bareAgain`). `questionWordsAfter`: the messageId of a status message a status
+  without one cleared; on a question without words, that of the status message before it ('-': none).
   The agent's clock orders events within one stretch of the task only (between two of our delivered replies): a
   question under a key never asked (askedKeys, askedKeys.lua) that arrives when the row's question has our reply
   delivered is new whatever its stamp (an agent clock far ahead must not hide it), and it starts a new stretch: the
@@ -261,7 +266,11 @@ local function apply()
   local orderedAfter = mode ~= 'outcome' and channel ~= '' and (claim == channel or caughtUp)
   -- The row's own status again (state, stamp and message: a GetTask showing what the stream said, a resubscription's
   -- snapshot of it): never 'stale', as it shows nothing older; a snapshot of it from a stream gives that stream the order.
-  local agrees = incoming == current and incomingTs == currentTs and statusMessageArg == statusMessage
+  -- A bare re-read of the question the row is parked on (the same parked state, no message: a GetTask or push that
+  -- shows the status without the agent's words the row took from its messages, question-words.ts) keeps the words.
+  local bareAgain = mode ~= 'outcome' and statusMessageArg == '' and PARKED[incoming] and PARKED[current]
+    and (ARGV[10] == '' or ARGV[10] == (row[7] or ''))
+  local agrees = incoming == current and incomingTs == currentTs and (statusMessageArg == statusMessage or bareAgain)
   -- The incoming question's key in the old form too (ARGV[11]: rows journaled before keys had a namespace of their own
   -- hold it).
   local legacyKey = ARGV[11]
@@ -341,7 +350,7 @@ local function apply()
       refusal = 'stale'
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
     -- (another question, another challenge) replaces the status whole even without a timestamp.
-    elseif mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and statusMessageArg == statusMessage then
+    elseif mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and (statusMessageArg == statusMessage or bareAgain) then
       refusal = 'duplicate'
     end
     if refusal then
@@ -354,7 +363,7 @@ local function apply()
       -- moved past, by the stamps) takes nothing: a replica behind the row would bring next the statuses between the two;
       -- its events are ordered by their stamps until one shows the row's status or is applied.
       -- The row's very status (its stamp too) on a stream that caught up gives it the whole order.
-      if channel ~= '' and (not orderedAfter or (caughtUp and agrees)) and incoming == current and statusMessageArg == statusMessage then
+      if channel ~= '' and (not orderedAfter or (caughtUp and agrees)) and incoming == current and (statusMessageArg == statusMessage or bareAgain) then
         redis.call('HSET', KEYS[1], 'statusStream', (agrees and '' or '~') .. channel)
       end
       return {0, refusal, leftOut}
@@ -369,6 +378,13 @@ local function apply()
   local now = ARGV[9]
   local set = { 'state', incoming, 'updatedAt', now }
   local function put(field, value) set[#set + 1] = field; set[#set + 1] = value end
+  -- The messageId of a stored message's JSON ('' when none or unreadable).
+  local function messageIdOf(json)
+    if json == '' then return '' end
+    local ok, message = pcall(cjson.decode, json)
+    if ok and type(message) == 'table' and type(message.messageId) == 'string' then return message.messageId end
+    return ''
+  end
   -- Any applied change ends a run of "task not found" answers (noteNotFound-1.lua, which bumps no version): the count
   -- and its start are written back only when the row holds them (absent reads as 0 and none, record.ts), so the
   -- common change writes and replies two fields fewer. A caller's copy at this version cannot hold a count the row
@@ -422,7 +438,16 @@ local function apply()
       questionKey = row[7] or ''
       if not PARKED[current] or questionKey == '' then questionKey = keyMade('#seq') end
     end
-    put('question', statusMessageArg); put('questionKey', questionKey)
+    local keptWords = bareAgain and questionKey == (row[7] or '')
+    if not keptWords then put('question', statusMessageArg) end
+    put('questionKey', questionKey)
+    -- A question without words (question-words.ts): the words a later read's history shows come after the message of
+    -- the status before it ('-': none), never that message or one before it (a WORKING's progress message, A36).
+    if statusMessageArg == '' and not keptWords then
+      local before = messageIdOf(statusMessage)
+      if before == '' then before = field('questionWordsAfter') or '' end
+      put('questionWordsAfter', before ~= '' and before or '-')
+    end
     -- A question's life (expiry, reminders) counts from when it was first journaled.
     if questionKey ~= (row[7] or '') or not PARKED[current] then
       put('questionAskedAt', now)
@@ -443,7 +468,12 @@ local function apply()
   -- A TaskStatus from the agent is one value (A36): a status without a message clears the previous one. Our own
   -- outcomes (mode 'outcome') leave it as the agent last sent it.
   if statusMessageArg ~= '' then put('statusMessage', statusMessageArg)
-  elseif mode ~= 'outcome' and statusMessage ~= '' then put('statusMessage', '') end
+  elseif mode ~= 'outcome' and statusMessage ~= '' and not bareAgain then
+    put('statusMessage', '')
+    -- The message cleared: a later question without words takes the agent's words after it only (question-words.ts).
+    local cleared = messageIdOf(statusMessage)
+    if cleared ~= '' then put('questionWordsAfter', cleared) end
+  end
   if (ARGV[17] or '') ~= '' then put('result', ARGV[17]) end
   -- A task a Message answer named, bound unread (ARGV[19]); any status of the agent applied since shows it read.
   if ARGV[19] == '1' then put('namedTaskUnread', '1')

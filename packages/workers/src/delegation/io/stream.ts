@@ -24,7 +24,7 @@ import {
   type StreamResponse,
   type TaskStatusUpdateEvent,
 } from '@durable-a2a/a2a';
-import { JournalError, lazyChildLogger, type DelegationRecord, type ObservationResult } from '@durable-a2a/shared';
+import { JournalError, StreamQuestionWords, lazyChildLogger, type DelegationRecord, type ObservationResult } from '@durable-a2a/shared';
 import { FINISHED_ABORT_REASON, type JobRun, type WorkerContext } from '../../context.ts';
 import type { NextKind } from '../core/next.ts';
 import type { Observation, PartialArtifacts } from '../core/observation.ts';
@@ -178,6 +178,10 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     if (result.next !== 'continue') stopped = result.next;
     return stopped !== undefined;
   };
+  // The agent's Message events since the stream's last status: the words of a parked status without a message
+  // (question35; a Message after such a status gives it again with them), in the stream's order.
+  const questionWords = new StreamQuestionWords(() => ({ taskId: record.taskId, contextId: record.contextId }));
+  const withWords = (response: StreamResponse): StreamResponse => ('message' in response ? (questionWords.wordsAfter(response.message) ?? response) : questionWords.withWords(response));
   // The event read ahead after an artifact update (`readAhead`), taken by the next turn.
   let readAheadEvent: Promise<IteratorResult<StreamEvent, StreamEnd>> | undefined;
   try {
@@ -191,13 +195,13 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
       }
       // The quiet window starts again: the same timer re-armed (no new timer per event).
       quietTimer.refresh();
-      const response = next.value.response;
+      const response = withWords(next.value.response);
       await snapshotMissing(response);
       let responses: [StreamResponse] | [StreamResponse, StreamResponse] = [response];
       const ahead = 'artifactUpdate' in response ? await readAhead(stream) : undefined;
       if (ahead?.ready) {
         const following = ahead.ready;
-        if (!following.done && pairable(record, response, following.value.response)) responses = [response, following.value.response];
+        if (!following.done && pairable(record, response, following.value.response)) responses = [response, withWords(following.value.response)];
         // Not a pair: the event read ahead is the next turn's.
         else readAheadEvent = Promise.resolve(following);
       } else readAheadEvent = ahead?.pending;
