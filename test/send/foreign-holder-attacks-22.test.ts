@@ -97,6 +97,27 @@ describe('oversized suspect ids', () => {
   }, 60_000);
 });
 
+describe('ids over the wire bound (1 KiB) in a push: an answer over a limit, never dropped as unreadable', () => {
+  // edges35 bounded every id an agent sends to 1 KiB (the body became unreadable, 400, nothing journaled): the suspect
+  // above was dropped again, and a push of our own task naming a longer artifact id was read as nothing happened. Now
+  // (`refusedOverLongId`) another task holding ours is a suspect too long to keep, and our own task's push is a refused
+  // part of the result: a full read decides.
+  for (const [what, body] of [
+    ['an artifact update of T1 whose artifactId is 1,025 characters', (contextId: string) => ({ artifactUpdate: { taskId: 'T1', contextId, artifact: { artifactId: 'a'.repeat(1_025), parts: [{ text: 'booked' }] } } })],
+    ['a Task T1 COMPLETED whose artifact id is 2,000 characters', (contextId: string) => ({ task: { id: 'T1', contextId, status: { state: 'TASK_STATE_COMPLETED' }, artifacts: [{ artifactId: 'b'.repeat(2_000), parts: [{ text: 'booked' }] }] } })],
+    ['a 0.3 Task T1 (kind "task") whose contextId is 1,100 characters', () => ({ kind: 'task', id: 'T1', contextId: 'c'.repeat(1_100), status: { state: 'completed' } })],
+  ] as const) {
+    it(`${what}: 413, journaled as a refused part of the result (limit wireIdBytes), the workers read T1`, async () => {
+      const { push, record, contextId, agent } = await pushScene(everyHolds);
+      const readsBefore = getTaskCalls(agent, 'T1');
+      expect(await push(body(contextId()))).toBe(413);
+      expect((await record()).refusedResult).toMatchObject({ code: 'LIMIT_EXCEEDED', limit: 'wireIdBytes', delivery: 'received' });
+      await eventually(async () => getTaskCalls(agent, 'T1') > readsBefore, 'the workers read T1 after the refused push', 20_000);
+      expect((await record()).state).not.toBe('COMPLETED');
+    }, 60_000);
+  }
+});
+
 describe('9 distinct suspects in one second', () => {
   async function nineInOneSecond() {
     const scene = await pushScene((taskId, received) =>

@@ -8,6 +8,7 @@ import { InvalidAgentResponseError } from './errors.ts';
 import { checkResponseParts, DEFAULT_A2A_LIMITS } from './limits.ts';
 import { validateWith } from './response.ts';
 import { type StreamResponse, StreamResponseSchema } from './schema.ts';
+import { isWithinIdBytes } from './wire-id.ts';
 import { EventV03Schema, TaskV03Schema, eventFromV03, taskFromV03 } from './v03/wire.ts';
 
 /**
@@ -36,4 +37,44 @@ function readPushBody(body: unknown): StreamResponse {
   const kindlessTask = TaskV03Schema.safeParse(body);
   if (kindlessTask.success) return { task: taskFromV03(kindlessTask.data) };
   return validateWith(StreamResponseSchema, body, raw, 'push body');
+}
+
+/** Keys whose string values are identifiers in a push body (1.0 and 0.3): `id`, `taskId`, `contextId`, `messageId`, … */
+const ID_KEY = /^(id|[A-Za-z]+Id)$/;
+
+/**
+ * Whether a parsed push body (any JSON, not yet validated) names an identifier over `WIRE_ID_BYTES_MAX` UTF-8 bytes at
+ * an id key (`id`, `…Id`; `metadata`, free-form, is not read): the answer is over a limit, not merely unreadable, so
+ * the webhook journals it as such (a refused part of the result, or a suspect too long to keep) instead of dropping
+ * it. The walk visits each value once; the caller has bounded the body's bytes and depth.
+ */
+export function pushBodyNamesOverLongId(body: unknown): boolean {
+  const pending: unknown[] = [body];
+  while (pending.length > 0) {
+    const value = pending.pop();
+    if (Array.isArray(value)) {
+      pending.push(...value);
+      continue;
+    }
+    if (typeof value !== 'object' || value === null) continue;
+    for (const [key, member] of Object.entries(value)) {
+      if (typeof member === 'string' && ID_KEY.test(key) && !isWithinIdBytes(member)) return true;
+      if (typeof member === 'object' && member !== null && key !== 'metadata') pending.push(member);
+    }
+  }
+  return false;
+}
+
+/**
+ * The task id a parsed push body names, read without validating it (a 1.0 StreamResponse's `task.id`,
+ * `statusUpdate.taskId`, `artifactUpdate.taskId` or `message.taskId`; a 0.3 event's own `taskId`, or a 0.3 Task's
+ * `id`): for a body refused over a limit, to tell our task's from another's. Undefined when none is a string.
+ */
+export function pushedTaskIdOf(body: unknown): string | undefined {
+  if (typeof body !== 'object' || body === null) return undefined;
+  const read = (value: unknown, key: string): unknown => (typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[key] : undefined);
+  const candidates = 'kind' in body
+    ? [read(body, 'taskId'), read(body, 'kind') === 'task' ? read(body, 'id') : undefined]
+    : [read(read(body, 'task'), 'id'), read(read(body, 'statusUpdate'), 'taskId'), read(read(body, 'artifactUpdate'), 'taskId'), read(read(body, 'message'), 'taskId'), read(body, 'id')];
+  return candidates.find((candidate): candidate is string => typeof candidate === 'string');
 }

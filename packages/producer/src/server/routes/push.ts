@@ -34,8 +34,11 @@ import {
   historyHolds,
   isTerminalTaskState,
   normalizePushBody,
+  pushBodyNamesOverLongId,
+  pushedTaskIdOf,
   resolveLimits,
   taskOwnership,
+  WIRE_ID_BYTES_MAX,
   type A2ALimits,
   type Message,
   type StreamResponse,
@@ -297,6 +300,7 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     // Parts are counted once the push is known to be about our task (`refusedOverLimit`): a refusal is journaled on it.
     response = normalizePushBody(request.body, { maxParts: Number.MAX_SAFE_INTEGER });
   } catch (error) {
+    if (pushBodyNamesOverLongId(request.body)) return refusedOverLongId(context, ref, request, reply);
     context.count('invalid');
     request.log.warn({ ...ref, err: error }, 'push body is neither a 1.0 StreamResponse nor a 0.3 event');
     return sendProblem(reply, problem('INVALID_INPUT', 'push body is neither an A2A 1.0 StreamResponse nor a 0.3 event', { field: '(body)' }));
@@ -361,6 +365,42 @@ async function refusedOverLimit(context: PushContext, request: FastifyRequest, r
   const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
   await noteRefused(context, request, ref, limitRefusalOf(error, `a push: ${error.message}`));
   return sendProblem(reply, problem('PAYLOAD_TOO_LARGE', error.message));
+}
+
+/**
+ * A push naming an identifier over `WIRE_ID_BYTES_MAX` (a task, message, artifact or context id: unreadable, never
+ * journaled whole or cut) is an answer over a limit, not "nothing happened": another task than the row's whose body
+ * shows a message of ours is a suspect too long to keep (the journal counts it as evidence lost: a person decides;
+ * attack22's rule, held after edges35 bounded every id); otherwise, about a delegation bound to its task, a refused
+ * part of the result (a full read decides), as a body over the byte or depth limit. Answered 403 for another task, else
+ * 413 (400 when the row has no task yet: nothing to read).
+ */
+async function refusedOverLongId(context: PushContext, ref: DelegationRef, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const record = await context.journal.getDelegation(ref);
+  if (!record) {
+    context.count('expired');
+    return sendProblem(reply, problem('NOT_FOUND', 'delegation not found'));
+  }
+  const message = `a push naming an id over ${WIRE_ID_BYTES_MAX} UTF-8 bytes`;
+  const taskId = pushedTaskIdOf(request.body);
+  if (taskId !== undefined && record.taskId !== undefined && taskId !== record.taskId) {
+    const text = JSON.stringify(request.body);
+    const ours = [record.messageId, ...(record.replyMessageId !== undefined ? [record.replyMessageId] : [])];
+    const holdsOurs = ours.some((messageId) => text.includes(JSON.stringify(messageId)));
+    context.count(holdsOurs ? 'foreign-task-holding-ours' : 'foreign-task');
+    await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: `${message}, naming another task`, retryable: false });
+    if (holdsOurs) {
+      const noted = await context.wakeForSuspect(ref, taskId);
+      request.log.warn({ ...ref, taskId: taskId.slice(0, 128), noted }, `${message} shows our message in another task: counted as evidence the journal could not keep (a person decides)`);
+    }
+    return sendProblem(reply, problem('TASK_MISMATCH', `${message}, naming another task than the delegation's`));
+  }
+  if (record.taskId === undefined || isFinished(record.state)) {
+    context.count('invalid');
+    return sendProblem(reply, problem('INVALID_INPUT', message, { field: '(body)' }));
+  }
+  await noteRefused(context, request, ref, { message, limit: 'wireIdBytes' });
+  return sendProblem(reply, problem('PAYLOAD_TOO_LARGE', message));
 }
 
 /** Journals a push refused over a limit (`refusedOverLimit`), counts it, and wakes the workers to read the task. */
