@@ -179,10 +179,12 @@ describe('the journal keeps a status message within statusMessageBytes on every 
         await applyTask(journal, ref, { id: 'T1', contextId: 'C1', status: { state, message } }, { snapshot: path !== 'working event' });
         const row = await redis().hgetall(journal.keys.delegation(workflowId, 'main.1'));
         const record = (await journal.getDelegation(ref))!;
-        expect(record.state).toBe(path === 'question' ? 'INPUT_REQUIRED' : path === 'completed' ? 'COMPLETED' : path === 'failed' ? 'FAILED' : 'WORKING');
+        const whole = bytesOf(JSON.stringify(message));
+        // A COMPLETED task without artifacts whose status message was cut: that message is its result (overstatus35).
+        const completed = whole > maxBytes ? 'AMBIGUOUS' : 'COMPLETED';
+        expect(record.state).toBe(path === 'question' ? 'INPUT_REQUIRED' : path === 'completed' ? completed : path === 'failed' ? 'FAILED' : 'WORKING');
         expect(bytesOf(row.statusMessage ?? '')).toBeLessThanOrEqual(maxBytes);
         expect(bytesOf(row.question ?? '')).toBeLessThanOrEqual(maxBytes);
-        const whole = bytesOf(JSON.stringify(message));
         expect(statusMessageCut(record.statusMessage)?.bytes).toBe(whole > maxBytes ? whole : undefined);
         if (whole <= maxBytes) expect(record.statusMessage).toEqual(message);
         const view = JSON.stringify(await producer.get(workflowId));

@@ -138,3 +138,53 @@ describe('edges35: a Message answer over statusMessageBytes ends visibly, never 
     }, 60_000);
   }
 });
+
+/*
+ * FIXED FINDING (kind: an answer over a limit read as if whole; overstatus35). Input: SendMessage answered by a Task T1
+ * COMPLETED with no artifacts whose final status message is 100 KiB of text: over `statusMessageBytes` (64 KiB). A
+ * COMPLETED task without artifacts carries its result in that status message (the view's `resultText`, V3). Observed
+ * on integrate: `hotel.1 COMPLETED` with an excerpt of the first 64 KiB as its status message, shown as the step's
+ * result: the rest lost, nothing telling a person. Expected: as a Message answer over the limit: AMBIGUOUS with
+ * LIMIT_EXCEEDED (`statusMessageBytes`), the excerpt kept, never re-delegated; with an artifact the status message is
+ * not the result and the task stays COMPLETED (the excerpt only). Fixed: applyStatus-5.lua decides with the row's
+ * artifacts after the change (`overLimitIfResult`, `withinLimits`). Property: test/journal/status-result-limit-property.test.ts.
+ */
+describe('overstatus35: a COMPLETED task whose only result is a status message over statusMessageBytes ends visibly', () => {
+  const big = (contextId: string) => agentMessage(`${'r'.repeat(100 * 1024)}END`, { contextId, taskId: 'T1' });
+  for (const artifacts of [false, true]) {
+    it(`SendMessage answered by Task COMPLETED with a 100 KiB status message and ${artifacts ? 'an artifact: COMPLETED' : 'no artifacts: AMBIGUOUS LIMIT_EXCEEDED'}, the excerpt kept, never sent to B`, async () => {
+      const finished = (contextId: string) => task('T1', 'COMPLETED', { contextId, message: big(contextId), ...(artifacts ? { artifacts: { a1: 'booked' } } : {}) });
+      let contextId = '';
+      const a = await h.agentWith({
+        SendMessage: (params) => {
+          contextId = params.message.contextId;
+          return { result: { task: finished(contextId) } };
+        },
+        GetTask: () => ({ result: finished(contextId) }),
+      });
+      const { view, attempt } = await neverTheSecondAgent(a.cardUrl);
+      expect(a.count('SendMessage')).toBe(1);
+      if (artifacts) expect(attempt).toMatchObject({ state: 'COMPLETED', resultText: 'booked' });
+      else expect(attempt).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED', limit: 'statusMessageBytes' } });
+      expect(JSON.stringify(attempt)).toContain('message cut by durable-a2a');
+      expect(JSON.stringify(view).length).toBeLessThan(1024 * 1024);
+    }, 60_000);
+  }
+
+  it('SendStreamingMessage: the Task SUBMITTED, then a status update COMPLETED with a 100 KiB message and no artifacts: AMBIGUOUS LIMIT_EXCEEDED, never sent to B', async () => {
+    let contextId = '';
+    const data = (id: unknown, result: unknown) => `data: ${JSON.stringify({ jsonrpc: '2.0', id, result })}\n\n`;
+    const a = await h.agentWith({
+      SendStreamingMessage: (params, call) => {
+        contextId = params.message.contextId;
+        const statusUpdate = { taskId: 'T1', contextId, status: { state: 'TASK_STATE_COMPLETED', message: big(contextId) } };
+        return { sse: [data(call.id, { task: task('T1', 'SUBMITTED', { contextId, history: [params.message] }) }), data(call.id, { statusUpdate })] };
+      },
+      GetTask: () => ({ result: task('T1', 'COMPLETED', { contextId, message: big(contextId) }) }),
+    });
+    const { attempt } = await neverTheSecondAgent(a.cardUrl, { streamingSends: true });
+    expect(a.count('SendStreamingMessage')).toBe(1);
+    expect(attempt).toMatchObject({ state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED', limit: 'statusMessageBytes' } });
+    expect(JSON.stringify(attempt)).toContain('message cut by durable-a2a');
+  }, 60_000);
+});

@@ -150,6 +150,20 @@ export function resultWithinLimit<Change extends { state: JournalState; result?:
   return { ...change, result, state: 'AMBIGUOUS', error: { code: 'LIMIT_EXCEEDED', message, retryable: false, delivery: 'received', limit: 'statusMessageBytes' } };
 }
 
+/**
+ * What a status message cut to `maxBytes` (`boundedStatusMessage`'s excerpt, `cut`) means for a change of `state`: a
+ * COMPLETED task without artifacts carries its result in its final status message (the view's `resultText`), so the
+ * change gets `overLimitIfResult`, the permanent LIMIT_EXCEEDED (`statusMessageBytes`, delivery received) it ends
+ * AMBIGUOUS with when the row holds no artifacts after it (applyStatus-5.lua decides; the same rule as a Message answer
+ * over the limit, `resultWithinLimit`). Any other state: nothing (the excerpt only).
+ */
+export function statusMessageOverLimit(state: JournalState, cut: Message, maxBytes: number): { overLimitIfResult?: RecordedError } {
+  if (state !== 'COMPLETED') return {};
+  const bytes = statusMessageCut(cut)?.bytes;
+  const message = `the agent's final status message is ${bytes ?? 'more than'} bytes, over the limit of ${maxBytes}, and the task has no artifacts: it is the result, and only an excerpt is kept (the work may be done; a person decides)`;
+  return { overLimitIfResult: { code: 'LIMIT_EXCEEDED', message, retryable: false, delivery: 'received', limit: 'statusMessageBytes' } };
+}
+
 /** The cut the journal made of a stored status message (`boundedStatusMessage`), or undefined when it is whole. */
 export function statusMessageCut(message: Message | undefined): StatusMessageCut | undefined {
   const cut = (message?.metadata?.durableA2a as { cut?: unknown } | undefined)?.cut as Partial<StatusMessageCut> | undefined;

@@ -128,6 +128,11 @@ function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artif
     for (const { artifactId, meta, parts, bytes } of stored) args.push(artifactId, meta, parts, String(bytes));
     args.push(String(artifactsPerDelegation));
   }
+  // ARGV[25 + 4N] (N = 0 without a list): the error of a COMPLETED change whose cut status message is its result.
+  if (change.overLimitIfResult) {
+    while (args.length < 24 + 4 * (change.artifacts?.length ?? 0)) args.push('');
+    args.push(encodeRecordedError(change.overLimitIfResult));
+  }
   let end = args.length;
   while (end > STATUS_ARGUMENTS_ALWAYS && args[end - 1] === '') end -= 1;
   return end === args.length ? args : args.slice(0, end);

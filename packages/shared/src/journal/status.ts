@@ -6,7 +6,7 @@
  */
 import type { Artifact, Message } from '@durable-a2a/a2a/pure';
 import { artifactByteSize } from '@durable-a2a/a2a/pure';
-import { boundedStatusMessage, resultWithinLimit } from './status-message.ts';
+import { boundedStatusMessage, resultWithinLimit, statusMessageOverLimit } from './status-message.ts';
 import { indexMember } from './keys.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
 import { parseDelegationHash } from './record-parse.ts';
@@ -81,6 +81,13 @@ export interface StatusChange {
   questionWords?: true;
   result?: unknown;
   error?: RecordedError;
+  /**
+   * The error a COMPLETED change ends with when its status message had to be cut (`withinLimits`) and is the step's
+   * result: the row holds no artifacts after the change (applyStatus-5.lua ARGV[25 + 4N], read against `artifactCount`
+   * and the Task's list in the same script). The change is then written AMBIGUOUS with this LIMIT_EXCEEDED
+   * (`statusMessageBytes`), the excerpt kept; with artifacts it stays COMPLETED (the status message is not the result).
+   */
+  overLimitIfResult?: RecordedError;
   /**
    * A full Task's artifacts (snapshot or event), stored in this same transition: a finished state's list replaces every
    * stored artifact (`[]` included), an unfinished one's is merged in (the held ones it leaves out are kept, `[]`
@@ -309,7 +316,9 @@ export class JournalStatus extends JournalDelegations {
    * `statusMessageBytes` (`boundedStatusMessage`, `boundedResult`: an excerpt that says it was cut; the row's
    * question, status message and the workflow's question history all come from it). A Message answer is the step's
    * whole result, so one that had to be cut ends the attempt AMBIGUOUS with LIMIT_EXCEEDED, its excerpt kept for the
-   * person (`resultWithinLimit`), never COMPLETED with part of its result. A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead,
+   * person (`resultWithinLimit`), never COMPLETED with part of its result. So does a COMPLETED task whose cut status
+   * message is its result, no artifacts on the row after the change (`overLimitIfResult`, decided in applyStatus-5.lua
+   * where the row's artifacts are read: a stream's artifacts came in earlier scripts; overstatus35). A snapshot whose artifacts carry more than `artifactBytesPerDelegation` bytes ends the attempt instead,
    * nothing of the artifacts stored (RT5), with a permanent LIMIT_EXCEEDED error: AMBIGUOUS (a person decides: the
    * agent may have done the work, so the step is not re-delegated blind, field case A31), whatever state the agent
    * reported: a task ended FAILED, REJECTED or CANCELED that carries artifacts is effect unknown (`effectOf`), and
@@ -317,7 +326,10 @@ export class JournalStatus extends JournalDelegations {
    * with an over-limit artifact went to a second agent while one with a small artifact went to a person).
    */
   protected withinLimits(change: StatusChange): StatusChange {
-    if (change.statusMessage) change = { ...change, statusMessage: boundedStatusMessage(change.statusMessage, this.statusMessageBytes) };
+    if (change.statusMessage) {
+      const statusMessage = boundedStatusMessage(change.statusMessage, this.statusMessageBytes);
+      if (statusMessage !== change.statusMessage) change = { ...change, statusMessage, ...statusMessageOverLimit(change.state, statusMessage, this.statusMessageBytes) };
+    }
     if (change.result !== undefined) change = resultWithinLimit(change, this.statusMessageBytes);
     return this.withinArtifactLimit(change);
   }
