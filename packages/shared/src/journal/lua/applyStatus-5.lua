@@ -476,8 +476,9 @@ local function apply()
   elseif mode ~= 'outcome' and statusMessage ~= '' and not bareAgain then
     put('statusMessage', '')
     -- The message cleared: a later question without words takes the agent's words after it only (question-words.ts).
+    -- A finished row asks nothing more: not written (the one-step finish writes the same record without it).
     local cleared = messageIdOf(statusMessage)
-    if cleared ~= '' then put('questionWordsAfter', cleared) end
+    if cleared ~= '' and not FINISHED[incoming] then put('questionWordsAfter', cleared) end
   end
   if (ARGV[17] or '') ~= '' then put('result', ARGV[17]) end
   -- A task a Message answer named, bound unread (ARGV[19]); any status of the agent applied since shows it read.
