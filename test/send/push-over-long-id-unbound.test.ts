@@ -55,4 +55,18 @@ describe('a push with an id over 1 KiB on a row not yet bound, showing our messa
     expect(status).not.toBe(400);
     expect((await record()).suspects ?? '').toContain('T9');
   }, 60_000);
+
+  // `refusedOverLongId` took any quote of our messageId for "holds ours" (an agent's echo: evidence lost, a person asked);
+  // `suspectOf` only a message of ours in the task's conversation (`historyHolds`). Failed before the fix (suspectsLost 1).
+  it('an agent echo of our messageId in a task whose id is 1,025 characters is no evidence lost (as with a short id: no suspect)', async () => {
+    const { push, record } = await unboundScene();
+    const before = await record();
+    const echo = (id: string) => ({ task: { id, contextId: 'C-agent', status: { state: 'TASK_STATE_WORKING' }, history: [{ role: 'ROLE_AGENT', messageId: before.messageId, parts: [{ text: 'echo' }] }] } });
+    await push(echo('T8'));
+    expect((await record()).suspects ?? '').not.toContain('T8');
+    await push(echo('x'.repeat(1_025)));
+    const after = await record();
+    expect(after.suspectsLost ?? 0).toBe(0);
+  }, 60_000);
 });
+

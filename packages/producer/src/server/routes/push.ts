@@ -34,6 +34,7 @@ import {
   historyHolds,
   isTerminalTaskState,
   normalizePushBody,
+  pushBodyHoldsMessage,
   pushBodyNamesOverLongId,
   pushedTaskIdOf,
   resolveLimits,
@@ -387,9 +388,8 @@ async function refusedOverLongId(context: PushContext, ref: DelegationRef, reque
   // Another task than the row's, the row bound or not (a push before our task was recorded is refused with its
   // suspect, as `pushRefusal` and `suspectOf` take the same body without the long id: review35).
   if (taskId !== undefined && taskId !== record.taskId) {
-    const text = JSON.stringify(request.body);
     const ours = [record.messageId, ...(record.replyMessageId !== undefined ? [record.replyMessageId] : [])];
-    const holdsOurs = ours.some((messageId) => text.includes(JSON.stringify(messageId)));
+    const holdsOurs = pushBodyHoldsMessage(request.body, ours);
     context.count(holdsOurs ? 'foreign-task-holding-ours' : 'foreign-task');
     await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: `${message}, naming another task`, retryable: false });
     if (holdsOurs) {
