@@ -141,7 +141,7 @@ export {
 } from './client.ts';
 export { JsonRpcV03Transport, RestV03Transport } from './v03/index.ts';
 export { traceContextHeaders } from './trace-context.ts';
-export { normalizePushBody, pushBodyNamesOverLongId, pushedTaskIdOf } from './push.ts';
+export { normalizePushBody, pushBodyHoldsMessage, pushBodyNamesOverLongId, pushedTaskIdOf } from './push.ts';
 export type {
   A2ATransport,
   AgentInterface,

@@ -9,6 +9,8 @@ import { checkResponseParts, DEFAULT_A2A_LIMITS } from './limits.ts';
 import { validateWith } from './response.ts';
 import { type StreamResponse, StreamResponseSchema } from './schema.ts';
 import { isWithinIdBytes } from './wire-id.ts';
+import { rawField } from './proto-names.ts';
+import { roleFromWire } from './spelling.ts';
 import { EventV03Schema, TaskV03Schema, eventFromV03, taskFromV03 } from './v03/wire.ts';
 
 /**
@@ -78,3 +80,25 @@ export function pushedTaskIdOf(body: unknown): string | undefined {
     : [read(read(body, 'task'), 'id'), read(read(body, 'statusUpdate'), 'taskId'), read(read(body, 'artifactUpdate'), 'taskId'), read(read(body, 'message'), 'taskId'), read(body, 'id')];
   return candidates.find((candidate): candidate is string => typeof candidate === 'string');
 }
+
+/**
+ * Whether a parsed push body (any JSON, not validated) shows one of `messageIds` as a message of ours in what it
+ * carries of the task's conversation, as the push route's `suspectOf` reads a validated one (`historyHolds`): a Task's
+ * `history` or status message, a status update's message, a pushed Message (1.0 and 0.3 shapes), an entry carrying the
+ * id with a role that is not the agent's in any spelling. An agent's echo of our id, or a quote of it elsewhere in the
+ * body (an artifact's text, metadata), proves nothing (review35: any quote was taken for a holder).
+ */
+export function pushBodyHoldsMessage(body: unknown, messageIds: readonly string[]): boolean {
+  const read = (value: unknown, key: string): unknown => (typeof value === 'object' && value !== null ? rawField(value, key) : undefined);
+  const kind = read(body, 'kind');
+  const task = kind === 'task' ? body : read(body, 'task');
+  const statusUpdate = kind === 'status-update' ? body : read(body, 'statusUpdate');
+  const message = kind === 'message' ? body : read(body, 'message');
+  const history = read(task, 'history');
+  const carried = [...(Array.isArray(history) ? history : []), read(read(task, 'status'), 'message'), read(read(statusUpdate, 'status'), 'message'), message];
+  return carried.some((entry) => {
+    const messageId = read(entry, 'messageId');
+    return typeof messageId === 'string' && messageIds.includes(messageId) && roleFromWire(read(entry, 'role')) !== 'ROLE_AGENT';
+  });
+}
+

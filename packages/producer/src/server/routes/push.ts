@@ -34,6 +34,7 @@ import {
   historyHolds,
   isTerminalTaskState,
   normalizePushBody,
+  pushBodyHoldsMessage,
   pushBodyNamesOverLongId,
   pushedTaskIdOf,
   resolveLimits,
@@ -370,8 +371,9 @@ async function refusedOverLimit(context: PushContext, request: FastifyRequest, r
 /**
  * A push naming an identifier over `WIRE_ID_BYTES_MAX` (a task, message, artifact or context id: unreadable, never
  * journaled whole or cut) is an answer over a limit, not "nothing happened": another task than the row's whose body
- * shows a message of ours is a suspect too long to keep (the journal counts it as evidence lost: a person decides;
- * attack22's rule, held after edges35 bounded every id); otherwise, about a delegation bound to its task, a refused
+ * shows a message of ours is a suspect (too long to keep when its own id is the long one: the journal counts it as
+ * evidence lost, a person decides; attack22's rule, held after edges35 bounded every id), on a row bound to its task or
+ * not yet (review35: an unbound row's was a 400, nothing noted); otherwise, about a delegation bound to its task, a refused
  * part of the result (a full read decides), as a body over the byte or depth limit. Answered 403 for another task, else
  * 413 (400 when the row has no task yet: nothing to read).
  */
@@ -383,10 +385,11 @@ async function refusedOverLongId(context: PushContext, ref: DelegationRef, reque
   }
   const message = `a push naming an id over ${WIRE_ID_BYTES_MAX} UTF-8 bytes`;
   const taskId = pushedTaskIdOf(request.body);
-  if (taskId !== undefined && record.taskId !== undefined && taskId !== record.taskId) {
-    const text = JSON.stringify(request.body);
+  // Another task than the row's, the row bound or not (a push before our task was recorded is refused with its
+  // suspect, as `pushRefusal` and `suspectOf` take the same body without the long id: review35).
+  if (taskId !== undefined && taskId !== record.taskId) {
     const ours = [record.messageId, ...(record.replyMessageId !== undefined ? [record.replyMessageId] : [])];
-    const holdsOurs = ours.some((messageId) => text.includes(JSON.stringify(messageId)));
+    const holdsOurs = pushBodyHoldsMessage(request.body, ours);
     context.count(holdsOurs ? 'foreign-task-holding-ours' : 'foreign-task');
     await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: `${message}, naming another task`, retryable: false });
     if (holdsOurs) {

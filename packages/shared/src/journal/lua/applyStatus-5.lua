@@ -273,7 +273,9 @@ local function apply()
   -- snapshot of it): never 'stale', as it shows nothing older; a snapshot of it from a stream gives that stream the order.
   -- A bare re-read of the question the row is parked on (the same parked state, no message: a GetTask or push that
   -- shows the status without the agent's words the row took from its messages, question-words.ts) keeps the words.
-  local bareAgain = mode ~= 'outcome' and statusMessageArg == '' and PARKED[incoming] and PARKED[current]
+  -- The same parked state only (review35: an AUTH_REQUIRED without a message after an INPUT_REQUIRED's question kept
+  -- the input question as its own).
+  local bareAgain = mode ~= 'outcome' and statusMessageArg == '' and PARKED[incoming] and incoming == current
     and (ARGV[10] == '' or ARGV[10] == (row[7] or ''))
   local agrees = incoming == current and incomingTs == currentTs and (statusMessageArg == statusMessage or bareAgain)
   -- The incoming question's key in the old form too (ARGV[11]: rows journaled before keys had a namespace of their own
