@@ -10,11 +10,13 @@
  * task was recorded, a noted send error, a recorded effect) refuse too, whether or not the run's read of the row was at
  * its version (the version the mark wrote is always known now: markSending-2.lua replies it); and a try whose
  * SendMessage never left (noteUnreachable-1.lua, the agent unreachable) clears its mark by the same rule.
+ * unreachable35: and a try past the step's unreachable bound writes FAILED AGENT_UNREACHABLE (applyStatus-5.lua with
+ * `unsent`: the step may go to another agent) by the same rule; before, on the fence alone.
  * Real redis-server.
  */
 import fc from 'fast-check';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { Journal, JournalError } from '@durable-a2a/shared';
+import { Journal, JournalError, type DelegationRecord } from '@durable-a2a/shared';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
 import { intentRow } from '../harness/journal-rows.ts';
 
@@ -50,15 +52,23 @@ async function newIntent(): Promise<number> {
 const FIRSTS: First[] = ['none', 'search-noted', 'suspect-noted', 'released-and-marked-again', 'claimed-elsewhere', 'decided', 'push-refused', 'send-error-noted', 'effect-recorded'];
 /** How the run read the row it marks: held at its version, or a copy older than the row (its version moved since). */
 type Read = 'held' | 'stale';
-/** How the run clears its own unsent mark: a stall's give-back, or a try whose SendMessage never left (unreachable). */
-type Clear = 'give-back' | 'unreachable';
+/**
+ * How the run clears its own unsent mark: a stall's give-back, a try whose SendMessage never left (unreachable), or
+ * such a try past the step's unreachable bound (give-up: FAILED AGENT_UNREACHABLE, the step may go to another agent).
+ */
+type Clear = 'give-back' | 'unreachable' | 'give-up';
 const UNREACHABLE = { code: 'AGENT_UNREACHABLE', message: 'ECONNREFUSED', retryable: true, delivery: 'not-sent' } as const;
 
-/** Clears the run's own mark as `how` does; false when refused (nothing written: the reconciler decides). */
-async function clearMark(how: Clear, fence: number, mark: { sendStartedAt: number; markedVersion: number }): Promise<boolean> {
+/** Clears the run's own mark as `how` does (`held`: the row as the run holds it); false when refused (nothing written: the reconciler decides). */
+async function clearMark(how: Clear, fence: number, mark: { sendStartedAt: number; markedVersion: number }, held?: DelegationRecord): Promise<boolean> {
   if (how === 'give-back') return journal.giveBackMark(ref, { fence, ...mark });
-  return journal.noteUnreachable(ref, fence, { error: UNREACHABLE, nextTryAt: Date.now() + 60_000, marked: true, mark }).then(
-    () => true,
+  // The give-up as the send run writes it (apply.ts `outcome` with `unsent`): its fence, its mark and the version it wrote.
+  const write =
+    how === 'give-up'
+      ? journal.applyStatus(ref, { fence, expectedVersion: mark.markedVersion, unsent: { sendStartedAt: mark.sendStartedAt }, mode: 'outcome', state: 'FAILED', error: UNREACHABLE, ...(held ? { held } : {}) }).then((result) => result.applied)
+      : journal.noteUnreachable(ref, fence, { error: UNREACHABLE, nextTryAt: Date.now() + 60_000, marked: true, mark }).then(() => true);
+  return write.then(
+    (applied) => applied,
     (error: unknown) => {
       if (error instanceof JournalError && error.code !== 'DELEGATION_MISSING') return false;
       throw error;
@@ -66,6 +76,15 @@ async function clearMark(how: Clear, fence: number, mark: { sendStartedAt: numbe
   );
 }
 const INTERFACE = { url: 'http://a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
+
+/** A fresh row the run marked, then a suspect noted on it (a refused push showed a task holding our message: an earlier SendMessage of ours a search missed, or the agent doing the step); the row as it is then. */
+async function markedWithSuspect(): Promise<{ marked: Awaited<ReturnType<Journal['markSending']>>; beforeNote: DelegationRecord }> {
+  const run = await newIntent();
+  const read = (await journal.getDelegation(ref))!;
+  const marked = await journal.markSending(read, read.fence, INTERFACE, { token: 'run', durationMs: 60_000, claim: true });
+  expect(await journal.noteSuspect(ref, `X${run}`)).toBe('kept');
+  return { marked, beforeNote: (await journal.getDelegation(ref))! };
+}
 
 describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted since', () => {
   it('retrygive35: a run whose read was older than the row at its mark gives nothing back over a push noted since (was: given back, blind to the version)', async () => {
@@ -88,24 +107,38 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
   });
 
   it('retrygive35: a marked try noted unreachable clears nothing over a suspect noted since its mark (was: cleared on the fence alone, the next try sent again)', async () => {
-    const run = await newIntent();
-    const read = (await journal.getDelegation(ref))!;
-    const marked = await journal.markSending(read, read.fence, INTERFACE, { token: 'run', durationMs: 60_000, claim: true });
-    // A refused push showed a task holding our message: an earlier SendMessage of ours that a search missed.
-    expect(await journal.noteSuspect(ref, `X${run}`)).toBe('kept');
-    const beforeNote = (await journal.getDelegation(ref))!;
+    const { marked, beforeNote } = await markedWithSuspect();
     expect(await clearMark('unreachable', marked.fence, marked)).toBe(false);
     expect(await journal.getDelegation(ref)).toEqual(beforeNote);
     expect(beforeNote.sendStartedAt).toBe(marked.sendStartedAt);
   });
 
-  it('holds for whatever acted first, whether the run\'s read of the row was at its version or older, by a give-back or an unreachable note', async () => {
+  it('unreachable35: a try out of its unreachable bound writes no FAILED AGENT_UNREACHABLE over a suspect noted since (was: written on the fence alone, the step re-delegated)', async () => {
+    const { marked, beforeNote } = await markedWithSuspect();
+    expect(await clearMark('give-up', marked.fence, marked, beforeNote)).toBe(false);
+    expect(await journal.getDelegation(ref)).toEqual(beforeNote);
+    expect(beforeNote.state).toBe('INTENT');
+    // A try that ended before its mark (the Agent Card could not be fetched) on an unmarked row: the same.
+    const run = await newIntent();
+    const fence = await journal.claim(ref, 'run');
+    expect(await journal.noteSuspect(ref, `Y${run}`)).toBe('kept');
+    const unmarked = (await journal.getDelegation(ref))!;
+    const giveUp = journal.applyStatus(ref, { fence, unsent: {}, mode: 'outcome', state: 'FAILED', error: UNREACHABLE });
+    await expect(giveUp).rejects.toMatchObject({ code: 'VERSION_CONFLICT' });
+    expect(await journal.getDelegation(ref)).toEqual(unmarked);
+    // Without the suspect, the same give-up is written.
+    await newIntent();
+    const clean = await journal.claim(ref, 'run');
+    expect((await journal.applyStatus(ref, { fence: clean, unsent: {}, mode: 'outcome', state: 'FAILED', error: UNREACHABLE })).applied).toBe(true);
+  });
+
+  it('holds for whatever acted first, whether the run\'s read of the row was at its version or older, by a give-back, an unreachable note or a give-up', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom<First>(...FIRSTS),
         fc.constantFrom<Read>('held', 'stale'),
         fc.integer({ min: 0, max: 2 }),
-        fc.constantFrom<Clear>('give-back', 'unreachable'),
+        fc.constantFrom<Clear>('give-back', 'unreachable', 'give-up'),
         async (first, read, earlierResends, how) => {
           const run = await newIntent();
           // Earlier resends (a reconciler proved absence before): they stay counted, never one more for a give-back.
@@ -141,13 +174,20 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
           if (first === 'decided') await journal.applyStatus(ref, { fence: marked.fence, mode: 'snapshot', state: 'COMPLETED', taskId: `T${run}` });
           const beforeGiveBack = (await journal.getDelegation(ref))!;
 
-          const given = await clearMark(how, marked.fence, marked);
+          const given = await clearMark(how, marked.fence, marked, read === 'held' ? beforeGiveBack : undefined);
           const after = (await journal.getDelegation(ref))!;
 
           // A noted "not found" (noteNotFound-1.lua) leaves the row's version and the mark as they were: still ours.
           expect(given).toBe(first === 'none' || first === 'search-noted');
           if (!given) {
             expect(after).toEqual(beforeGiveBack);
+            return;
+          }
+          if (how === 'give-up') {
+            // unreachable35: the step ends FAILED AGENT_UNREACHABLE (nothing sent: it may go to another agent), once.
+            expect(after.state).toBe('FAILED');
+            expect(after.error).toMatchObject({ code: 'AGENT_UNREACHABLE', delivery: 'not-sent' });
+            expect(await clearMark(how, marked.fence, marked)).toBe(false);
             return;
           }
           expect(after.sendStartedAt).toBeUndefined();
@@ -176,6 +216,10 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
           ['suspect-noted', 'held', 0, 'unreachable'],
           ['push-refused', 'held', 0, 'unreachable'],
           ['none', 'stale', 0, 'unreachable'],
+          ['suspect-noted', 'held', 0, 'give-up'],
+          ['push-refused', 'stale', 0, 'give-up'],
+          ['released-and-marked-again', 'held', 0, 'give-up'],
+          ['search-noted', 'held', 1, 'give-up'],
         ],
       },
     );

@@ -121,6 +121,7 @@ function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artif
     change.error ? encodeRecordedError(change.error) : '',
     change.namedTaskUnread ? '1' : '',
     change.stream ?? '',
+    change.unsent ? (change.unsent.sendStartedAt ?? '-') : '',
   ];
   if (change.artifacts) {
     const stored = change.artifacts.map((artifact) => storedArtifact(artifact));

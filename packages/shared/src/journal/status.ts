@@ -107,6 +107,14 @@ export interface StatusChange {
    */
   stream?: string;
   /**
+   * An outcome that says nothing of ours was sent (delivery `not-sent`: FAILED `AGENT_UNREACHABLE` when the agent
+   * could not be reached until the step's bound), written only while the row is as the run that tried left it:
+   * INTENT, no task bound, no suspects (pending or counted lost), no refused result, and its mark the run's own
+   * (`sendStartedAt` as `markSending` wrote it; undefined: the row unmarked; give `expectedVersion` the version that
+   * mark wrote). Else nothing is written: VERSION_CONFLICT (applyStatus-5.lua ARGV[21]). Undefined: no such check.
+   */
+  unsent?: { sendStartedAt?: number };
+  /**
    * The delegation's Agent Card URL, when the caller read a record without a task id: a new `taskId` is then
    * bound with the change (inside applyStatus on one server, `bindTask` just before it on a Cluster) instead of
    * after the script's refusal (TASK_NOT_BOUND): one round trip less, or two.

@@ -207,6 +207,7 @@ async function performNext(ctx: WorkerContext, record: DelegationRecord, next: N
       return continueStream(ctx, record, scope, written, done);
     case 'route':
       if (written.defaultAnswerRefused) return refusedDefaultAnswer(ctx, ref, scope, followLease);
+      if (written.unsentRefused) return performNext(ctx, record, { kind: 'ask-reconciler' }, scope, written, observation);
       return done(await routeRow(ctx, ref, written.applied ? written.record : undefined, next.plan ?? {}, written, followLease, record));
     case 'progress':
       return done(await progress(ctx, record, scope, written, next));
@@ -509,10 +510,15 @@ interface Written {
   settled?: { finish: OneStepFinish; removedFromIndex: boolean };
   /** A note of a refused result (and nothing else) was the step's write: the row's version if no other writer wrote since the read. */
   noteVersion?: number;
+  /** An unsent outcome (`Write.unsent`) was refused: the row is not as the try left it, the reconciler decides. */
+  unsentRefused?: true;
 }
 
 /** What a step left when it applied no change of the row's state (no write, or only a note); `apply.ts` tells it by identity. */
 const NOTHING_WRITTEN: Written = { applied: false, finished: false };
+
+/** An unsent outcome refused (`unsentGuard`): nothing written; the row goes to the reconciler (`performNext`). */
+const UNSENT_REFUSED: Written = { applied: false, finished: false, unsentRefused: true };
 
 /**
  * Performs a step's writes in order. A send lease the scope holds is ended by the answer's transition; when no write
@@ -537,6 +543,18 @@ async function writeStep(ctx: WorkerContext, record: DelegationRecord, step: Ste
 }
 
 const isWriteList = (write: Write | readonly [Write, Write]): write is readonly [Write, Write] => Array.isArray(write);
+
+/**
+ * The journal options of an outcome saying nothing of ours was sent (`Write.unsent`, applyStatus-5.lua ARGV[21]):
+ * `marked`, the run's own mark (`scope.mark`: its sendStartedAt and the version it wrote); `refused` when the run
+ * knows no mark of its own (nothing may be written, as noteUnreachable-1.lua refuses); undefined for other writes.
+ */
+function unsentGuard(write: Extract<Write, { kind: 'outcome' }>, scope: Scope): Pick<StatusChange, 'unsent' | 'expectedVersion'> | 'refused' | undefined {
+  if (write.unsent === undefined) return undefined;
+  if (write.unsent === 'unmarked') return { unsent: {} };
+  if (!scope.mark) return 'refused';
+  return { unsent: { sendStartedAt: scope.mark.sendStartedAt }, expectedVersion: scope.mark.markedVersion };
+}
 
 /** The journal options of a row's guard. */
 function guardOf(guard: Guard, record: DelegationRecord, scope: Scope): { fence?: number; expectedVersion?: number } {
@@ -580,8 +598,11 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
       return { ...writtenOf(result, state), ...(settled ? { settled } : {}) };
     }
     case 'outcome': {
+      const unsent = unsentGuard(write, scope);
+      if (unsent === 'refused') return UNSENT_REFUSED;
       const change: StatusChange = {
         ...guardOf(write.guard, record, scope),
+        ...unsent,
         mode: 'outcome',
         state: write.state,
         held: record,
@@ -589,7 +610,12 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
         ...(write.result !== undefined ? { result: write.result } : {}),
         ...(write.contextId ? { contextId: write.contextId } : {}),
       };
-      const result = await withEndingLease(ctx, ref, scope, observation, sendLease, (endsLease) => ctx.journal.applyStatus(ref, { ...change, ...(endsLease ? { endsLease } : {}) }), undefined);
+      const result = await withEndingLease(ctx, ref, scope, observation, sendLease, (endsLease) => ctx.journal.applyStatus(ref, { ...change, ...(endsLease ? { endsLease } : {}) }), undefined).catch((error: unknown) => {
+        // An unsent outcome refused: the row is not as the try left it (a suspect, a task, another mark): the reconciler decides.
+        if (write.unsent && error instanceof JournalError && error.code === 'VERSION_CONFLICT') return undefined;
+        throw error;
+      });
+      if (!result) return UNSENT_REFUSED;
       if (result.applied) ctx.metrics.transitions.inc({ state: write.state, source: scope.source ?? 'outcome', agent: ctx.metrics.agentLabels.of(record.agentCardUrl) });
       return { ...writtenOf(result, undefined), finished: isFinished(write.state) && (result.applied || result.reason === 'finished') };
     }

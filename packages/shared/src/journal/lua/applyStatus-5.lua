@@ -68,21 +68,29 @@
            them one after the other, so an event of the stream that wrote the row's status ('statusStream'; '~<id>': a
            stream that caught up with it) is later than that status whatever the stamps say (see "Ordered channels"
            below). A streaming send's answer carries its stream's id (the follow reads the rest under it).
-  ARGV[21] number of the Task's artifacts N ('' = leave artifacts untouched), then, from ARGV[24], N quadruples
+  ARGV[21] '' (most changes), or an outcome that says nothing of ours was sent (delivery `not-sent`: the agent
+           unreachable until the step's bound, core/transitions.ts `waitForAgent`), written only while the row is as the
+           run that tried left it (unreachable35; the rule of noteUnreachable-1.lua): INTENT, no task bound, no suspect
+           evidence (includes/suspects.lua `keepsSuspects`: a task a refused push showed holding our message), no refused
+           result, and the mark the run's own: '-' the row unmarked, else the mark's sendStartedAt (ms; with ARGV[2] the
+           version that mark wrote). Else VERSION_CONFLICT and nothing is written: the reconciler decides. Before, a
+           FAILED AGENT_UNREACHABLE was written on the fence alone, over a suspect noted since: the step went to another
+           agent while the first one may have been doing it.
+  ARGV[22] number of the Task's artifacts N ('' = leave artifacts untouched), then, from ARGV[25], N quadruples
            artifactId, meta JSON, parts JSON array, bytes. Any mode: a full Task
            (snapshot or pushed event) stores its artifacts in the transition that applies its status, so a
            finished row always holds the result the Task carried. A FINISHED state's list replaces the stored
            artifacts (`[]` included: the agent's last word); an unfinished one's is merged in (replaceArtifacts.lua
            `mergeArtifacts`): the held artifacts it leaves out are kept (a stale snapshot proves nothing about them),
-           `[]` changes nothing; a merge whose bytes (the Task's and those kept) would pass ARGV[23] replaces instead
+           `[]` changes nothing; a merge whose bytes (the Task's and those kept) would pass ARGV[24] replaces instead
            (the stored bytes stay within the limit; what it drops is in `leftOut`, in doubt until a full read).
            Either way the reply names the held ids the list left out (`leftOut`, whatever the outcome once the row
            is found unfinished), read in this same script: the stream's `takenBack`
-  ARGV[22] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
+  ARGV[23] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
-  ARGV[23] artifactBytesPerDelegation: the limit on the delegation's artifact bytes (an unfinished Task's merge
+  ARGV[24] artifactBytesPerDelegation: the limit on the delegation's artifact bytes (an unfinished Task's merge
            that would pass it replaces instead, above)
-  ARGV[24 + 4N] artifactsPerDelegation: the limit on the artifacts the row holds (absent = none): an unfinished Task's
+  ARGV[25 + 4N] artifactsPerDelegation: the limit on the artifacts the row holds (absent = none): an unfinished Task's
            merge whose list and the held ids it leaves out would pass it replaces instead, as for the bytes (attack35:
            lists each within the limit, merged one after another, held every id, and every later Task's script went
            over all of them; the Task's own list is held within the limit by the caller, the journal)
@@ -104,7 +112,7 @@
            unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
            changed to a finished state (what the settle decides from), else {}; fence = the follow's fencing
            token when the send lease was handed over (ARGV[14] 'handover:…'), else 0; leftOut = the ids of the artifacts
-           the row held that the Task's list (ARGV[21]) leaves out, in their held order, only when the change carries a
+           the row held that the Task's list (ARGV[22]) leaves out, in their held order, only when the change carries a
            list; rewritten = the ids of the held artifacts an UNFINISHED Task's list carried with other content (parts
            or meta) than the stored copy, which it wrote over (a stale snapshot taken between two chunks: older than
            what the stream stored; review16m), only when an unfinished change carries a list;
@@ -175,9 +183,10 @@ local function rare()
 --- @include "replaceArtifacts"
 --- @include "history"
 --- @include "askedKeys"
+--- @include "suspects"
   rareHelpers = { artifactsLeftOut = artifactsLeftOut, artifactsNew = artifactsNew, artifactsRewritten = artifactsRewritten, replaceArtifacts = replaceArtifacts,
     mergeArtifacts = mergeArtifacts, appendHistory = appendHistory, questionEntry = questionEntry, askedKeysOf = askedKeysOf,
-    askedKeysAdded = askedKeysAdded }
+    askedKeysAdded = askedKeysAdded, keepsSuspects = keepsSuspects }
   return rareHelpers
 end
 
@@ -203,11 +212,11 @@ local member = ''
 -- ARGV[14] 'handover:…' read once (endLease.lua), else nil.
 local handover = handoverOf(ARGV[14])
 -- Where a Task's artifact quadruples begin in ARGV.
-local ARTIFACTS_AT = 24
+local ARTIFACTS_AT = 25
 
 local function apply()
   -- The arguments a caller leaves out when they are '' (ARGV[16] on: see the header).
-  local statusMessageArg, channel, listed = ARGV[16] or '', ARGV[20] or '', ARGV[21] or ''
+  local statusMessageArg, channel, listed = ARGV[16] or '', ARGV[20] or '', ARGV[22] or ''
   -- One read of the row and one write (every field of the transition in a single HSET). The caller holds the row at
   -- its version: only the fields every transition needs are read (FIELDS_UNVERSIONED among them, and the workflow id a
   -- handover's check names), and the reply is the change. Else the row whole, whose HGETALL reply becomes the row as
@@ -251,6 +260,15 @@ local function apply()
   if FINISHED[current] then return {0, 'finished'} end
   local knownTask = row[5] or ''
   if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {CODE.TASK_MISMATCH, 'task'} end
+  -- Nothing of ours was sent (ARGV[21]): only over the row as the run that tried left it.
+  local unsent = ARGV[21] or ''
+  if unsent ~= '' then
+    local marked = field('sendStartedAt') or ''
+    if current ~= 'INTENT' or knownTask ~= '' or marked ~= (unsent == '-' and '' or unsent)
+      or rare().keepsSuspects(hash.suspects or false, hash.suspectsLost or false) or (field('refusedResult') or '') ~= '' then
+      return {CODE.VERSION_CONFLICT, 'version'}
+    end
+  end
   local statusMessage = hash.statusMessage or ''
   -- A Task's list: the held artifacts it leaves out, read with the change (no push lands between this read and the
   -- write), reported on every outcome below.
@@ -491,16 +509,16 @@ local function apply()
   -- An unfinished Task's copies written over held ones with other content (review16m): named in the reply.
   local rewritten
   if listed ~= '' then
-    local count, merged = tonumber(listed), (tonumber(ARGV[22]) or 0) + leftOutBytes
+    local count, merged = tonumber(listed), (tonumber(ARGV[23]) or 0) + leftOutBytes
     if not FINISHED[incoming] then rewritten = rare().artifactsRewritten(KEYS[2], ARTIFACTS_AT, count) end
     -- The artifacts shown ('artifactCount', record.ts): the listed ids the row did not hold are new (a replacing list
     -- does not lower the count: what a stream showed before stays shown, attack33a).
     local shown = count > 0 and rare().artifactsNew(KEYS[2], ARTIFACTS_AT, count) or 0
     if shown > 0 then put('artifactCount', tostring((tonumber(hash.artifactCount or '0') or 0) + shown)) end
     local countLimit = tonumber(ARGV[ARTIFACTS_AT + 4 * count] or '')
-    if FINISHED[incoming] or (count > 0 and (merged > tonumber(ARGV[23]) or (countLimit ~= nil and listedIds + #leftOut > countLimit))) then
+    if FINISHED[incoming] or (count > 0 and (merged > tonumber(ARGV[24]) or (countLimit ~= nil and listedIds + #leftOut > countLimit))) then
       rare().replaceArtifacts(KEYS[2], field('artifactBytes') ~= nil, ARTIFACTS_AT, count)
-      put('artifactBytes', ARGV[22])
+      put('artifactBytes', ARGV[23])
     elseif count > 0 then
       rare().mergeArtifacts(KEYS[2], ARTIFACTS_AT, count, leftOut)
       put('artifactBytes', tostring(merged))

@@ -36,8 +36,13 @@ export type Write =
   | { kind: 'snapshot'; task: Task; guard: Guard; bindAgent?: boolean; namedTaskUnread?: true }
   /** Stream (or push) events, forward only; two events are an artifact update and its status update (one script). */
   | { kind: 'events'; responses: [StreamResponse] | [StreamResponse, StreamResponse] }
-  /** Our own decision: a local outcome or a state with its reason. */
-  | { kind: 'outcome'; state: JournalState; guard: Guard; error?: RecordedError; result?: unknown; contextId?: string }
+  /**
+   * Our own decision: a local outcome or a state with its reason. `unsent`: an outcome saying nothing of ours was sent
+   * (FAILED AGENT_UNREACHABLE), written only while the row is as the run's try left it (`marked`: its own mark;
+   * `unmarked`: no mark), with no suspect, task or refused result on it (applyStatus-5.lua ARGV[21]); else nothing is
+   * written and the reconciler decides.
+   */
+  | { kind: 'outcome'; state: JournalState; guard: Guard; error?: RecordedError; result?: unknown; contextId?: string; unsent?: 'marked' | 'unmarked' }
   /** A send error on a row that stays INTENT: the reconciler reads its `delivery` (never downgraded from `received`). */
   | { kind: 'note-send-error'; error: RecordedError }
   /** A try that could not reach the agent (nothing created): the row waits for `nextTryAt`; `marked`: the try's send mark is cleared. */
@@ -567,7 +572,10 @@ function waitForAgent(record: DelegationRecord, observation: Extract<Observation
   const { error, afterMark } = observation;
   const verdict = unreachableVerdict(record, observation.unreachable!, error.message, policy);
   if (verdict.verdict === 'give-up') {
-    return { write: { kind: 'outcome', state: 'FAILED', guard: 'fence', error: { code: 'AGENT_UNREACHABLE', message: verdict.message, retryable: true, delivery: 'not-sent' } }, next: route };
+    // unreachable35: only over the row as this try left it (its own mark or none, no suspect noted since), never on
+    // the fence alone: a suspect shows the agent may hold our message, and FAILED would re-delegate the step.
+    const unsent = afterMark ? 'marked' : 'unmarked';
+    return { write: { kind: 'outcome', state: 'FAILED', guard: 'fence', unsent, error: { code: 'AGENT_UNREACHABLE', message: verdict.message, retryable: true, delivery: 'not-sent' } }, next: route };
   }
   const noted: RecordedError = { ...error, retryable: true, delivery: 'not-sent' };
   return { write: { kind: 'note-unreachable', error: noted, nextTryAt: verdict.nextTryAt, marked: afterMark }, next: { kind: 'send-later', atMs: verdict.nextTryAt } };
