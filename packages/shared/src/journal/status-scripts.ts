@@ -129,9 +129,10 @@ function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artif
     for (const { artifactId, meta, parts, bytes } of stored) args.push(artifactId, meta, parts, String(bytes));
     args.push(String(artifactsPerDelegation));
   }
-  // ARGV[25 + 4N] (N = 0 without a list): the error of a COMPLETED change whose cut status message is its result.
+  // ARGV[26 + 4N] (N = 0 without a list), after the list's ARGV[22..24], its quadruples from ARGV[25] (ARTIFACTS_AT)
+  // and the count limit ARGV[25 + 4N]: the error of a COMPLETED change whose cut status message is its result.
   if (change.overLimitIfResult) {
-    while (args.length < 24 + 4 * (change.artifacts?.length ?? 0)) args.push('');
+    while (args.length < 25 + 4 * (change.artifacts?.length ?? 0)) args.push('');
     args.push(encodeRecordedError(change.overLimitIfResult));
   }
   let end = args.length;

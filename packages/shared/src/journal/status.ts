@@ -83,7 +83,7 @@ export interface StatusChange {
   error?: RecordedError;
   /**
    * The error a COMPLETED change ends with when its status message had to be cut (`withinLimits`) and is the step's
-   * result: the row holds no artifacts after the change (applyStatus-5.lua ARGV[25 + 4N], read against `artifactCount`
+   * result: the row holds no artifacts after the change (applyStatus-5.lua ARGV[26 + 4N], read against `artifactCount`
    * and the Task's list in the same script). The change is then written AMBIGUOUS with this LIMIT_EXCEEDED
    * (`statusMessageBytes`), the excerpt kept; with artifacts it stays COMPLETED (the status message is not the result).
    */

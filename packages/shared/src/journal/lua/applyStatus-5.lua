@@ -94,7 +94,7 @@
            merge whose list and the held ids it leaves out would pass it replaces instead, as for the bytes (attack35:
            lists each within the limit, merged one after another, held every id, and every later Task's script went
            over all of them; the Task's own list is held within the limit by the caller, the journal)
-  ARGV[25 + 4N] (N = 0 without a list) the error JSON of a COMPLETED change whose status message the journal had to
+  ARGV[26 + 4N] (N = 0 without a list) the error JSON of a COMPLETED change whose status message the journal had to
            cut (status.ts `overLimitIfResult`; '' = none): when the row holds no artifacts after the change (the
            finished Task's list is empty, or without a list the row's 'artifactCount' is 0), the status message is the
            step's result (the view's `resultText`), so the change is written AMBIGUOUS with this error (LIMIT_EXCEEDED,
@@ -525,7 +525,7 @@ local function apply()
     end
   end
 
-  -- A COMPLETED task whose cut status message is its result (ARGV[25 + 4N]): no artifacts held after the change.
+  -- A COMPLETED task whose cut status message is its result (ARGV[26 + 4N]): no artifacts held after the change.
   local overLimit = incoming == 'COMPLETED' and ARGV[ARTIFACTS_AT + 1 + 4 * (tonumber(listed) or 0)] or ''
   if overLimit ~= '' then
     -- A finished Task's list replaces the stored artifacts (above); without one the row holds what it showed.
