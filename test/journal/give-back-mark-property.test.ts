@@ -12,6 +12,9 @@
  * SendMessage never left (noteUnreachable-1.lua, the agent unreachable) clears its mark by the same rule.
  * unreachable35: and a try past the step's unreachable bound writes FAILED AGENT_UNREACHABLE (applyStatus-5.lua with
  * `unsent`: the step may go to another agent) by the same rule; before, on the fence alone.
+ * deadline35: and the reconciler's FAILED at the attempt deadline (AGENT_UNREACHABLE or DEADLINE_EXCEEDED, no fence:
+ * the version it read and the row's mark, or none, as read) by the same rule; before, on the version alone, over a
+ * suspect noted since its read (a suspect moves no version).
  * Real redis-server.
  */
 import fc from 'fast-check';
@@ -56,12 +59,15 @@ type Read = 'held' | 'stale';
  * How the run clears its own unsent mark: a stall's give-back, a try whose SendMessage never left (unreachable), or
  * such a try past the step's unreachable bound (give-up: FAILED AGENT_UNREACHABLE, the step may go to another agent).
  */
-type Clear = 'give-back' | 'unreachable' | 'give-up';
+type Clear = 'give-back' | 'unreachable' | 'give-up' | 'deadline';
 const UNREACHABLE = { code: 'AGENT_UNREACHABLE', message: 'ECONNREFUSED', retryable: true, delivery: 'not-sent' } as const;
 
 /** Clears the run's own mark as `how` does (`held`: the row as the run holds it); false when refused (nothing written: the reconciler decides). */
 async function clearMark(how: Clear, fence: number, mark: { sendStartedAt: number; markedVersion: number }, held?: DelegationRecord): Promise<boolean> {
   if (how === 'give-back') return journal.giveBackMark(ref, { fence, ...mark });
+  // deadline35: the reconciler's FAILED at the deadline as apply.ts writes it (`unsent: 'as-read'`, guard 'version'):
+  // no fence, the version it read (at the mark here) and the mark it read.
+  if (how === 'deadline') return failAtDeadline({ expectedVersion: mark.markedVersion, unsent: { sendStartedAt: mark.sendStartedAt } }, held);
   // The give-up as the send run writes it (apply.ts `outcome` with `unsent`): its fence, its mark and the version it wrote.
   const write =
     how === 'give-up'
@@ -76,6 +82,18 @@ async function clearMark(how: Clear, fence: number, mark: { sendStartedAt: numbe
   );
 }
 const INTERFACE = { url: 'http://a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' };
+
+/** The reconciler's FAILED at the attempt deadline (`deadline-passed`, guard 'version', `unsent: 'as-read'`); false when refused. */
+async function failAtDeadline(guard: { expectedVersion: number; unsent: { sendStartedAt?: number } }, held?: DelegationRecord): Promise<boolean> {
+  const error = { code: 'DEADLINE_EXCEEDED', message: 'the attempt passed its deadline', retryable: false } as const;
+  return journal.applyStatus(ref, { ...guard, mode: 'outcome', state: 'FAILED', error, ...(held ? { held } : {}) }).then(
+    (result) => result.applied,
+    (thrown: unknown) => {
+      if (thrown instanceof JournalError && thrown.code === 'VERSION_CONFLICT') return false;
+      throw thrown;
+    },
+  );
+}
 
 /** A fresh row the run marked, then a suspect noted on it (a refused push showed a task holding our message: an earlier SendMessage of ours a search missed, or the agent doing the step); the row as it is then. */
 async function markedWithSuspect(): Promise<{ marked: Awaited<ReturnType<Journal['markSending']>>; beforeNote: DelegationRecord }> {
@@ -132,13 +150,28 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
     expect((await journal.applyStatus(ref, { fence: clean, unsent: {}, mode: 'outcome', state: 'FAILED', error: UNREACHABLE })).applied).toBe(true);
   });
 
-  it('holds for whatever acted first, whether the run\'s read of the row was at its version or older, by a give-back, an unreachable note or a give-up', async () => {
+  it('deadline35: the reconciler\'s FAILED at the deadline, read before a suspect was noted, is refused (was: written on the version alone, the step re-delegated)', async () => {
+    // An unmarked row waiting for its agent, read by the reconciler; a suspect noted after the read moves no version.
+    const run = await newIntent();
+    const read = (await journal.getDelegation(ref))!;
+    expect(await journal.noteSuspect(ref, `Z${run}`)).toBe('kept');
+    const noted = (await journal.getDelegation(ref))!;
+    expect(noted.version).toBe(read.version);
+    expect(await failAtDeadline({ expectedVersion: read.version, unsent: {} }, read)).toBe(false);
+    expect(await journal.getDelegation(ref)).toEqual(noted);
+    // Without the suspect, the same write stands.
+    await newIntent();
+    const clean = (await journal.getDelegation(ref))!;
+    expect(await failAtDeadline({ expectedVersion: clean.version, unsent: {} }, clean)).toBe(true);
+  });
+
+  it('holds for whatever acted first, whether the run\'s read of the row was at its version or older, by a give-back, an unreachable note, a give-up or the reconciler\'s deadline', async () => {
     await fc.assert(
       fc.asyncProperty(
         fc.constantFrom<First>(...FIRSTS),
         fc.constantFrom<Read>('held', 'stale'),
         fc.integer({ min: 0, max: 2 }),
-        fc.constantFrom<Clear>('give-back', 'unreachable', 'give-up'),
+        fc.constantFrom<Clear>('give-back', 'unreachable', 'give-up', 'deadline'),
         async (first, read, earlierResends, how) => {
           const run = await newIntent();
           // Earlier resends (a reconciler proved absence before): they stay counted, never one more for a give-back.
@@ -178,15 +211,16 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
           const after = (await journal.getDelegation(ref))!;
 
           // A noted "not found" (noteNotFound-1.lua) leaves the row's version and the mark as they were: still ours.
-          expect(given).toBe(first === 'none' || first === 'search-noted');
+          // The reconciler's deadline holds no fence: a claim elsewhere (no version moved, nothing sent) does not stop it.
+          expect(given).toBe(first === 'none' || first === 'search-noted' || (how === 'deadline' && first === 'claimed-elsewhere'));
           if (!given) {
             expect(after).toEqual(beforeGiveBack);
             return;
           }
-          if (how === 'give-up') {
+          if (how === 'give-up' || how === 'deadline') {
             // unreachable35: the step ends FAILED AGENT_UNREACHABLE (nothing sent: it may go to another agent), once.
             expect(after.state).toBe('FAILED');
-            expect(after.error).toMatchObject({ code: 'AGENT_UNREACHABLE', delivery: 'not-sent' });
+            expect(after.error).toMatchObject(how === 'deadline' ? { code: 'DEADLINE_EXCEEDED' } : { code: 'AGENT_UNREACHABLE', delivery: 'not-sent' });
             expect(await clearMark(how, marked.fence, marked)).toBe(false);
             return;
           }
@@ -220,6 +254,9 @@ describe('giveBackMark: only the run\'s own unsent mark, only while nobody acted
           ['push-refused', 'stale', 0, 'give-up'],
           ['released-and-marked-again', 'held', 0, 'give-up'],
           ['search-noted', 'held', 1, 'give-up'],
+          ['suspect-noted', 'held', 0, 'deadline'],
+          ['suspect-noted', 'stale', 1, 'deadline'],
+          ['none', 'held', 0, 'deadline'],
         ],
       },
     );

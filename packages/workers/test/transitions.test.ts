@@ -554,6 +554,22 @@ describe('N31: waiting for an agent that cannot be reached (nothing was created)
     expect(transition(waiting(), { kind: 'deadline-passed', deadlineAt: NOW - 1 }, policy).write).toMatchObject({ error: { code: 'DEADLINE_EXCEEDED' } });
   });
 
+  it('deadline35 property: the attempt deadline on an unbound row keeping evidence (suspects pending or lost, a refused result) is a person, never FAILED; without it FAILED only over the row as read', () => {
+    fc.assert(
+      fc.property(fc.nat(5), fc.option(fc.constantFrom('["T2"]', '["T2","T3"]'), { nil: undefined }), fc.nat(3), fc.boolean(), (tries, suspects, lost, refusedResult) => {
+        const record = waiting({ unreachableCount: tries, ...(suspects !== undefined ? { suspects } : {}), suspectsLost: lost, ...(refusedResult ? { refusedResult: { code: 'LIMIT_EXCEEDED', message: 'an artifact over artifactBytesPerDelegation', retryable: false } } : {}) });
+        const step = transition(record, { kind: 'deadline-passed', deadlineAt: NOW - 1 }, policy);
+        if (suspects !== undefined || lost > 0 || refusedResult) {
+          expect(outcomeStates(step)).toEqual([]);
+          expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
+          if (suspects !== undefined) expect((step.next as { message: string }).message).toContain('T2');
+        } else {
+          expect(step.write).toMatchObject({ kind: 'outcome', state: 'FAILED', guard: 'version', unsent: 'as-read' });
+        }
+      }),
+    );
+  });
+
   it('property: any not-sent error at any try count waits within [0, cap] and never FAILED before its bound; FAILED AGENT_UNREACHABLE at it', () => {
     const bound = fc.record({ deadlineIn: fc.integer({ min: -5_000, max: 200_000 }), unreachableForMs: fc.option(fc.integer({ min: 1, max: 200_000 }), { nil: undefined }) });
     fc.assert(

@@ -4,7 +4,8 @@
  * the fleet-wide default (`DA2A_ATTEMPT_DEADLINE_MS`, default 24 h). Past it, whatever the agent is doing (hanging
  * on the Agent Card, holding the send, streaming nothing), the `deadline-passed` row ends it: FAILED
  * `DEADLINE_EXCEEDED` (re-delegable) when no task of ours exists at the agent, AMBIGUOUS for a person when the agent
- * took our message (the work may have happened: never re-delegated blind).
+ * took our message (the work may have happened: never re-delegated blind), or when no task is bound but the row keeps
+ * suspects (a refused push showed a task holding our message) or a refused result (deadline35).
  *
  * Checked by the reconciler on every sweep of an unfinished delegation, by the send path before the Agent Card
  * fetch and before SendMessage (every agent call of a send is bounded by the time left), and by every follow: before

@@ -58,6 +58,39 @@ export function suspectsUnread(record: DelegationRecord, lost: number, pending: 
 }
 
 /**
+ * The row's pending suspect ids (its `suspects` field, a JSON list of task ids, noteSuspect-1.lua), for a message only;
+ * none when absent or unreadable (a pure module: the list is checked by hand, as `Journal.pendingSuspects` does by schema).
+ */
+function pendingSuspectsOf(record: Pick<DelegationRecord, 'suspects'>): string[] {
+  if (record.suspects === undefined || record.suspects === '') return [];
+  try {
+    const ids: unknown = JSON.parse(record.suspects);
+    return Array.isArray(ids) ? ids.filter((id): id is string => typeof id === 'string') : [];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * An attempt past its deadline (`deadline-passed`, `why`) with no task of ours bound, on a row that keeps evidence that
+ * the agent may hold our message: suspects (tasks refused pushes showed holding it, pending or counted lost) or a
+ * refused result (an answer about it we could not accept). deadline35: before, FAILED (re-delegable) on the version
+ * alone, and the step went to a second agent while the first may have been doing it. A person (AMBIGUOUS, delivery
+ * maybe: a push's body alone proves nothing), the suspects named, clipped. Guarded by the version read, as any
+ * reconcile's decision; a refusal re-reads the row on the next reconcile, where the evidence still stands.
+ */
+export function deadlineWithEvidence(record: DelegationRecord, why: string): Step {
+  const pending = pendingSuspectsOf(record);
+  const count = pending.length + record.suspectsLost;
+  const named = pending.length > 0 ? `: ${namedTasks(pending)}` : '';
+  const lost = record.suspectsLost > 0 ? ` (${record.suspectsLost} of them not kept or not readable)` : '';
+  const suspects = count > 0 ? `pushes showed our message ${record.messageId} in ${count} other task${count === 1 ? '' : 's'} at the agent${named}${lost}` : '';
+  const refused = record.refusedResult !== undefined ? `${suspects ? '; ' : ''}an answer about our message arrived that we could not accept` : '';
+  const message = `${why}; no task of ours is bound, but ${suspects}${refused}: the agent may hold our message and the work may have happened, so the step is not sent to another agent; a person decides`;
+  return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message, delivery: 'maybe' } };
+}
+
+/**
  * Another task than our bound one shown holding our message by its history (ours listed without it, or not listed):
  * the agent has our message twice, the same kind as `several` (`severalHolders`, both ids). The task ids, else undefined.
  */

@@ -14,14 +14,14 @@
  *     a Message answer named and nothing read since: at the window's end that Message was the whole answer
  *     (COMPLETED with it).
  */
-import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalStateOf, refusedResultOf } from '@durable-a2a/shared/pure';
+import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalStateOf, keepsSuspects, refusedResultOf } from '@durable-a2a/shared/pure';
 import type { Message, StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, LimitRefusal, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
 import { fullJitterDelayMs, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
 import { overLimit, refusalNoted, refusalOf, refusedResultJudged, resultShown } from './refused-result.ts';
-import { foreignEventHolder, foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread, type NamedTaskRead } from './search-row.ts';
+import { deadlineWithEvidence, foreignEventHolder, foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread, type NamedTaskRead } from './search-row.ts';
 
 /** How a write is guarded: by the run's fencing token, by the version the caller read, or not at all (an agent's answer about our send is the truth whoever holds the row). */
 export type Guard = 'fence' | 'version' | 'none';
@@ -39,10 +39,11 @@ export type Write =
   /**
    * Our own decision: a local outcome or a state with its reason. `unsent`: an outcome saying nothing of ours was sent
    * (FAILED AGENT_UNREACHABLE), written only while the row is as the run's try left it (`marked`: its own mark;
-   * `unmarked`: no mark), with no suspect, task or refused result on it (applyStatus-5.lua ARGV[21]); else nothing is
+   * `unmarked`: no mark; `as-read`: the mark, or none, of the row the step read, with its version: the reconciler's
+   * deadline, deadline35), with no suspect, task or refused result on it (applyStatus-5.lua ARGV[21]); else nothing is
    * written and the reconciler decides.
    */
-  | { kind: 'outcome'; state: JournalState; guard: Guard; error?: RecordedError; result?: unknown; contextId?: string; unsent?: 'marked' | 'unmarked' }
+  | { kind: 'outcome'; state: JournalState; guard: Guard; error?: RecordedError; result?: unknown; contextId?: string; unsent?: 'marked' | 'unmarked' | 'as-read' }
   /** A send error on a row that stays INTENT: the reconciler reads its `delivery` (never downgraded from `received`). */
   | { kind: 'note-send-error'; error: RecordedError }
   /** A try that could not reach the agent (nothing created): the row waits for `nextTryAt`; `marked`: the try's send mark is cleared. */
@@ -368,19 +369,26 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
       if (observation.mayHaveSent) return { next: { kind: 'ask-reconciler', dueAt: (record.sendStartedAt ?? policy.now()) + policy.sendSettleMs } };
       return { write: { kind: 'outcome', state: 'CANCELED', guard: 'version', error: { code: 'CANCELED_BEFORE_SEND', message: 'canceled before it was sent' } }, next: route };
     case 'deadline-passed': {
+      const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled) in state ${record.state}`;
+      // deadline35: no task bound, but suspects (a refused push showed a task holding our message) or a refused result
+      // (an answer of the agent about our message): it may hold our message and be doing the step. Never FAILED
+      // (re-delegable: a second agent would do it too): a person decides, the suspects named.
+      if (record.taskId === undefined && (keepsSuspects(record) || record.refusedResult !== undefined)) return deadlineWithEvidence(record, message);
+      // Either FAILED below only over the row as read (applyStatus-5.lua ARGV[21]): a suspect noted since does not
+      // move the version, so the write is refused then and the next reconcile takes the branch above.
+      const unsent = record.state === 'INTENT' ? 'as-read' : undefined;
       if (record.state === 'INTENT' && record.unreachableCount > 0 && record.sendStartedAt === undefined) {
         // The attempt was waiting for an agent that could not be reached: nothing was sent, say so.
         const message = `the agent could not be reached until the attempt deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled): ${record.unreachableCount} tries (last: ${record.error?.message ?? 'unknown'}); nothing was sent`;
-        return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'AGENT_UNREACHABLE', message, retryable: true, delivery: 'not-sent' } }, next: route };
+        return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', unsent: 'as-read', error: { code: 'AGENT_UNREACHABLE', message, retryable: true, delivery: 'not-sent' } }, next: route };
       }
-      const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled) in state ${record.state}`;
       if (record.taskId !== undefined) {
         // The agent took our message (a task of ours exists): the work may have happened (effect maybe), so the step is
         // never re-delegated blind. A person decides with the evidence; an agent still asking for credentials is AUTH.
         const code = record.state === 'AUTH_REQUIRED' ? 'AUTH' : 'DEADLINE_EXCEEDED';
         return { next: { kind: 'needs-person', code, message: `${message}; the agent took our message (task ${record.taskId}), so the work may have happened`, delivery: 'received' } };
       }
-      return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'DEADLINE_EXCEEDED', message, retryable: false } }, next: route };
+      return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', ...(unsent ? { unsent } : {}), error: { code: 'DEADLINE_EXCEEDED', message, retryable: false } }, next: route };
     }
     case 'question-expired':
       return questionExpiredRow(record, observation);
