@@ -118,8 +118,13 @@ export function suspectOf(record: DelegationRecord, response: StreamResponse): s
       : 'statusUpdate' in response
         ? response.statusUpdate.status.message ? [response.statusUpdate.status.message] : []
         : 'message' in response ? [response.message] : [];
-  const ours = [record.messageId, ...(record.replyMessageId !== undefined ? [record.replyMessageId] : [])];
+  const ours = ourMessageIds(record);
   return ours.some((messageId) => historyHolds(carried, messageId)) ? taskId : undefined;
+}
+
+/** The messages of ours a task may hold: our message, and the reply journaled for the agent's question. */
+function ourMessageIds(record: DelegationRecord): string[] {
+  return [record.messageId, ...(record.replyMessageId !== undefined ? [record.replyMessageId] : [])];
 }
 
 /** The task a StreamResponse speaks about (a Message may name none). */
@@ -388,7 +393,7 @@ async function refusedOverLongId(context: PushContext, ref: DelegationRef, reque
   // Another task than the row's, the row bound or not (a push before our task was recorded is refused with its
   // suspect, as `pushRefusal` and `suspectOf` take the same body without the long id: review35).
   if (taskId !== undefined && taskId !== record.taskId) {
-    const ours = [record.messageId, ...(record.replyMessageId !== undefined ? [record.replyMessageId] : [])];
+    const ours = ourMessageIds(record);
     const holdsOurs = pushBodyHoldsMessage(request.body, ours);
     context.count(holdsOurs ? 'foreign-task-holding-ours' : 'foreign-task');
     await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: `${message}, naming another task`, retryable: false });
