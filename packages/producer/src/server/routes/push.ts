@@ -312,26 +312,12 @@ async function receivePush(context: PushContext, ref: DelegationRef, request: Fa
     return sendProblem(reply, problem('INVALID_INPUT', 'push body is neither an A2A 1.0 StreamResponse nor a 0.3 event', { field: '(body)' }));
   }
   const record = await context.journal.getDelegation(ref);
-  if (!record) {
-    context.count('expired');
-    return sendProblem(reply, problem('NOT_FOUND', 'delegation not found'));
-  }
+  if (!record) return refusedAsExpired(context, reply);
   const refusal = pushRefusal(record, response);
   if (refusal) {
     // Nothing of it is applied; but another task that shows our message may be the agent holding it twice: the workers
     // read that task from the agent itself and decide (the task-read row: AMBIGUOUS when the read shows it).
-    const suspect = suspectOf(record, response);
-    context.count(suspect === undefined ? 'foreign-task' : 'foreign-task-holding-ours');
-    request.log.warn({ ...ref, taskId: taskIdOf(response), journaledTaskId: record.taskId }, suspect === undefined ? 'push refused; nothing applied' : 'push refused; it shows our message in another task: the workers read that task');
-    await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refusal, retryable: false });
-    const noted = suspect === undefined ? undefined : await context.wakeForSuspect(ref, suspect);
-    if (noted === 'over-cap' || noted === 'too-long') {
-      const why = noted === 'over-cap' ? `${SUSPECTS_PENDING_MAX} suspects already wait to be read` : `its id is over ${SUSPECT_TASK_ID_MAX} characters`;
-      request.log.warn({ ...ref, taskId: suspect!.slice(0, 128) }, `${why}: this one is not kept, counted as evidence lost (the row's suspectsLost; a person decides)`);
-    }
-    // A compacted workflow keeps no rows to note it on: said here, for a person reading logs.
-    if (noted === 'missing') request.log.warn({ ...ref, taskId: suspect!.slice(0, 128) }, 'push shows our message in another task, but this finished workflow was compacted: the task is not read (a person may check it)');
-    return sendProblem(reply, problem('TASK_MISMATCH', refusal));
+    return refusedAsNotOurs(context, request, reply, record, { taskId: taskIdOf(response), suspect: suspectOf(record, response), journaled: refusal, answered: refusal });
   }
   try {
     checkResponseParts(response, context.limits.partsPerMessage);
@@ -378,30 +364,21 @@ async function refusedOverLimit(context: PushContext, request: FastifyRequest, r
  * journaled whole or cut) is an answer over a limit, not "nothing happened": another task than the row's whose body
  * shows a message of ours is a suspect (too long to keep when its own id is the long one: the journal counts it as
  * evidence lost, a person decides; attack22's rule, held after edges35 bounded every id), on a row bound to its task or
- * not yet (review35: an unbound row's was a 400, nothing noted); otherwise, about a delegation bound to its task, a refused
+ * not yet (review35: an unbound row's was a 400, nothing noted), refused as `receivePush` refuses another task's push
+ * (`refusedAsNotOurs`); otherwise, about a delegation bound to its task, a refused
  * part of the result (a full read decides), as a body over the byte or depth limit. Answered 403 for another task, else
  * 413 (400 when the row has no task yet: nothing to read).
  */
 async function refusedOverLongId(context: PushContext, ref: DelegationRef, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const record = await context.journal.getDelegation(ref);
-  if (!record) {
-    context.count('expired');
-    return sendProblem(reply, problem('NOT_FOUND', 'delegation not found'));
-  }
+  if (!record) return refusedAsExpired(context, reply);
   const message = `a push naming an id over ${WIRE_ID_BYTES_MAX} UTF-8 bytes`;
   const taskId = pushedTaskIdOf(request.body);
   // Another task than the row's, the row bound or not (a push before our task was recorded is refused with its
   // suspect, as `pushRefusal` and `suspectOf` take the same body without the long id: review35).
   if (taskId !== undefined && taskId !== record.taskId) {
-    const ours = ourMessageIds(record);
-    const holdsOurs = pushBodyHoldsMessage(request.body, ours);
-    context.count(holdsOurs ? 'foreign-task-holding-ours' : 'foreign-task');
-    await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: `${message}, naming another task`, retryable: false });
-    if (holdsOurs) {
-      const noted = await context.wakeForSuspect(ref, taskId);
-      request.log.warn({ ...ref, taskId: taskId.slice(0, 128), noted }, `${message} shows our message in another task: counted as evidence the journal could not keep (a person decides)`);
-    }
-    return sendProblem(reply, problem('TASK_MISMATCH', `${message}, naming another task than the delegation's`));
+    const suspect = pushBodyHoldsMessage(request.body, ourMessageIds(record)) ? taskId : undefined;
+    return refusedAsNotOurs(context, request, reply, record, { taskId, suspect, journaled: `${message}, naming another task`, answered: `${message}, naming another task than the delegation's` });
   }
   if (record.taskId === undefined || isFinished(record.state)) {
     context.count('invalid');
@@ -409,6 +386,42 @@ async function refusedOverLongId(context: PushContext, ref: DelegationRef, reque
   }
   await noteRefused(context, request, ref, { message, limit: 'wireIdBytes' });
   return sendProblem(reply, problem('PAYLOAD_TOO_LARGE', message));
+}
+
+/** A push for a delegation the journal does not hold (never was, or expired): counted `expired`, answered 404. */
+function refusedAsExpired(context: PushContext, reply: FastifyReply): FastifyReply {
+  context.count('expired');
+  return sendProblem(reply, problem('NOT_FOUND', 'delegation not found'));
+}
+
+/**
+ * Refuses a push as another task's (or not provably ours: `pushRefusal`, or a long-id push naming another task), the
+ * one rule for both: nothing of it is applied; counted `foreign-task`, or `foreign-task-holding-ours` when its body
+ * shows a message of ours in another task (`suspect`, that task's id); journaled as a PUSH_NOT_OURS protocol error
+ * (`journaled`); the suspect kept for the workers to read (`wakeForSuspect`: one not kept, over the cap or too long, is
+ * evidence lost and a person decides); answered 403 TASK_MISMATCH (`answered`). `taskId`: the task the push names,
+ * logged (cut to 128 characters).
+ */
+async function refusedAsNotOurs(
+  context: PushContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  record: DelegationRecord,
+  refused: { taskId: string | undefined; suspect: string | undefined; journaled: string; answered: string },
+): Promise<FastifyReply> {
+  const ref = { workflowId: record.workflowId, delegationId: record.delegationId };
+  const { suspect } = refused;
+  context.count(suspect === undefined ? 'foreign-task' : 'foreign-task-holding-ours');
+  request.log.warn({ ...ref, taskId: refused.taskId?.slice(0, 128), journaledTaskId: record.taskId }, suspect === undefined ? 'push refused; nothing applied' : 'push refused; it shows our message in another task: the workers read that task');
+  await context.journal.noteProtocolError(ref, { code: 'PUSH_NOT_OURS', message: refused.journaled, retryable: false });
+  const noted = suspect === undefined ? undefined : await context.wakeForSuspect(ref, suspect);
+  if (noted === 'over-cap' || noted === 'too-long') {
+    const why = noted === 'over-cap' ? `${SUSPECTS_PENDING_MAX} suspects already wait to be read` : `its id is over ${SUSPECT_TASK_ID_MAX} characters`;
+    request.log.warn({ ...ref, taskId: suspect!.slice(0, 128) }, `${why}: this one is not kept, counted as evidence lost (the row's suspectsLost; a person decides)`);
+  }
+  // A compacted workflow keeps no rows to note it on: said here, for a person reading logs.
+  if (noted === 'missing') request.log.warn({ ...ref, taskId: suspect!.slice(0, 128) }, 'push shows our message in another task, but this finished workflow was compacted: the task is not read (a person may check it)');
+  return sendProblem(reply, problem('TASK_MISMATCH', refused.answered));
 }
 
 /** Journals a push refused over a limit (`refusedOverLimit`), counts it, and wakes the workers to read the task. */
