@@ -155,7 +155,9 @@ describe.skipIf(testsOnCluster())('the one-step finish: the terminal status and 
         return evalsha(...args);
       }) as typeof client.evalsha;
       try {
-        const journal = new Journal(client, { prefix: `fslarge${counter}`, retentionMs: 60_000, now: () => NOW });
+        // The status message kept whole (statusMessageBytes above it): a cut one on a COMPLETED change is left to
+        // applyStatus-5.lua alone (`overLimitIfResult`), never to finishStep-5.lua.
+        const journal = new Journal(client, { prefix: `fslarge${counter}`, retentionMs: 60_000, now: () => NOW, statusMessageBytes: 128 * 1024 });
         const s = { interference: 'none', state: 'COMPLETED', shape, artifacts: 0, message: undefined, timestamp: false, contextId: false, lease: false } satisfies Scenario;
         const { ref, fence, workflow } = await setUp(journal, workflowId, s);
         if (shape === 'event') await journal.applyArtifact(ref, fence, { artifact, lastChunk: true });

@@ -212,10 +212,10 @@ export class JournalFinishStep extends JournalStatus {
   private finishInput(ref: DelegationRef, change: StatusChange, finish: OneStepFinish, nowMs: number, artifactApplied: boolean, added?: ArtifactUpdate): { script: FinishStepInput; record: DelegationRecord } | undefined {
     const held = change.held;
     if (!this.removesIndexWithFinish || !held || heldVersion(held) === undefined) return undefined;
-    // A cut status message that is the result (no artifacts after the change, as applyStatus-5.lua reads them; the
-    // script writes only at the held version): the change alone, which ends it AMBIGUOUS (`overLimitIfResult`).
-    const artifactsAfter = change.artifacts ? change.artifacts.length : held.artifactCount + (artifactApplied ? 1 : 0);
-    if (change.overLimitIfResult && artifactsAfter === 0) return undefined;
+    // A COMPLETED change whose status message was cut (`overLimitIfResult`): whether it is the result (no artifacts
+    // after the change: AMBIGUOUS) is applyStatus-5.lua's to decide alone, with the row's artifacts; the change goes
+    // alone and the caller settles after it (finishStep-5.lua predicts no state but the change's).
+    if (change.overLimitIfResult) return undefined;
     const stored = storedRowOf(held);
     const workflowRow = storedRowOf(finish.workflow);
     if (!stored || !workflowRow || workflowRow.workflowId !== ref.workflowId || workflowRow.version !== String(finish.workflow.version) || finish.workflow.state !== 'RUNNING') return undefined;
