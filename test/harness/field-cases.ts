@@ -11,11 +11,54 @@ import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from './redis.ts';
 import { eventually, startTestFleet, workflowSettled } from './fleet.ts';
 export { workflowSettled } from './fleet.ts';
-import { startScriptedAgent, task, type ScriptedAgentHandle, type ScriptedHandler, type ScriptedHandlers } from './scripted-agent.ts';
+import { startScriptedAgent, task, type ScriptedAgentHandle, type ScriptedAnswer, type ScriptedCall, type ScriptedHandler, type ScriptedHandlers } from './scripted-agent.ts';
 
 export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** A JSON-RPC TaskNotFoundError (spec §11, -32001). */
 export const NOT_FOUND = { error: { code: -32001, message: 'Task not found' } } as const;
+
+/**
+ * Fleet options for the attack rounds over two agents (`stepOverTwo`): a reconcile every 300 ms, follow back-off 200 ms
+ * to 1 s, requests bounded by 3 s, a not-found window of 2 s.
+ */
+export const FAST_ATTACK_OPTIONS = { reconcileIntervalMs: 300, followBackoff: { baseMs: 200, capMs: 1_000 }, requestTimeoutMs: 3_000, notFoundWindowMs: 2_000 };
+
+/** A JSON-RPC ListTasks result of `tasks` (page size 50, `nextPageToken` '' by default: the last page). */
+export const listTasksPage = (tasks: unknown[], nextPageToken = '') => ({ result: { tasks, nextPageToken, pageSize: 50, totalSize: tasks.length } });
+
+/**
+ * A JSON-RPC agent that books on SendMessage as T1 (COMPLETED a1 "booked", our context and message) and answers
+ * `sendAnswer` instead of its task; GetTask and ListTasks then tell the truth, SubscribeToTask is refused (no
+ * streaming). For the attacks whose step must never reach the second agent (`stepOverTwo`).
+ */
+export function bookingThenAnswering(sendAnswer: (call: ScriptedCall, booked: Record<string, unknown>) => ScriptedAnswer): ScriptedHandlers {
+  let contextId = '';
+  let history: unknown[] = [];
+  const booked = () => task('T1', 'COMPLETED', { contextId, history, artifacts: { a1: 'booked' } });
+  return {
+    SendMessage: (params, call) => {
+      contextId = params.message.contextId;
+      history = [params.message];
+      return sendAnswer(call, booked());
+    },
+    GetTask: (params) => (params.id === 'T1' && contextId ? { result: booked() } : { error: { code: -32001, message: 'Task not found' } }),
+    ListTasks: () => listTasksPage(contextId ? [booked()] : []),
+    SubscribeToTask: () => ({ error: { code: -32004, message: 'streaming not supported' } }),
+  };
+}
+
+/**
+ * Agents the field-case harness did not start (HTTP+JSON, gRPC), closed by `close` after each test once `h`'s fleets
+ * and producers are closed: push each one on the list returned.
+ */
+export function closedAfterEach<T>(h: { closeFleetsAndProducers(): Promise<void> }, close: (handle: T) => Promise<unknown>): T[] {
+  const handles: T[] = [];
+  afterEach(async () => {
+    await h.closeFleetsAndProducers();
+    await Promise.all(handles.splice(0).map(close));
+  });
+  return handles;
+}
 
 export interface Setup {
   prefix: string;

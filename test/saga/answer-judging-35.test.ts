@@ -2,18 +2,13 @@
  * edges35: how agents' answers are judged, end to end (real redis-server, real fleet, raw node:http agents for exact
  * bytes). Each FIXED FINDING was verified failing on main.
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { useFieldCases } from '../harness/field-cases.ts';
+import { describe, expect, it } from 'vitest';
+import { FAST_ATTACK_OPTIONS, bookingThenAnswering, closedAfterEach, useFieldCases } from '../harness/field-cases.ts';
 import { startRestAgent, type RestAgentHandle, type RestAnswer } from '../harness/rest-agent.ts';
-import { agentMessage, task, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+import { agentMessage, task } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
-const restAgents: RestAgentHandle[] = [];
-afterEach(async () => {
-  await h.closeFleetsAndProducers();
-  await Promise.all(restAgents.splice(0).map((agent) => agent.close()));
-});
-const fast = { reconcileIntervalMs: 300, followBackoff: { baseMs: 200, capMs: 1_000 }, requestTimeoutMs: 3_000, notFoundWindowMs: 2_000 };
+const restAgents = closedAfterEach<RestAgentHandle>(h, (agent) => agent.close());
 const refusal = (id: unknown) => ({ jsonrpc: '2.0', id, error: { code: -32602, message: 'Invalid params' } });
 
 /**
@@ -34,10 +29,21 @@ async function restAgentMaking(made: (message: any) => Record<string, unknown>, 
 
 /** A one-step workflow by skill over `aCardUrl` and B: B never asked, one attempt, whose record is returned. */
 async function neverTheSecondAgent(aCardUrl: string, fleetOptions: Record<string, unknown> = {}) {
-  const { b, view } = await h.stepOverTwo(aCardUrl, { ...fast, ...fleetOptions }, 45_000);
+  const { b, view } = await h.stepOverTwo(aCardUrl, { ...FAST_ATTACK_OPTIONS, ...fleetOptions }, 45_000);
   expect(b.count('SendMessage') + b.count('SendStreamingMessage')).toBe(0);
   expect(view.steps[0]!.attempts).toHaveLength(1);
   return { view, attempt: view.steps[0]!.attempts[0]! };
+}
+
+/**
+ * `restAgentMaking`'s agent A (its arguments as there), then the step over A and B (`neverTheSecondAgent`): A's
+ * message:send called once; the one attempt's record.
+ */
+async function onceOverRest(...agent: Parameters<typeof restAgentMaking>) {
+  const a = await restAgentMaking(...agent);
+  const { attempt } = await neverTheSecondAgent(a.cardUrl);
+  expect(a.count('POST /message:send')).toBe(1);
+  return attempt;
 }
 
 /*
@@ -52,34 +58,19 @@ async function neverTheSecondAgent(aCardUrl: string, fleetOptions: Record<string
  */
 describe('edges35: a 5xx carrying a refusal\'s code is no refusal', () => {
   it('JSON-RPC: SendMessage booked, answered HTTP 502 with -32602 under our id: never FAILED and sent to B; T1 adopted', async () => {
-    let contextId = '';
-    let history: unknown[] = [];
-    const booked = () => task('T1', 'COMPLETED', { contextId, history, artifacts: { a1: 'booked' } });
-    const handlers: ScriptedHandlers = {
-      SendMessage: (params, call) => {
-        contextId = params.message.contextId;
-        history = [params.message];
-        return { http: { status: 502, body: JSON.stringify(refusal(call.id)) } };
-      },
-      GetTask: (params) => (params.id === 'T1' && contextId ? { result: booked() } : { error: { code: -32001, message: 'Task not found' } }),
-      ListTasks: () => ({ result: { tasks: contextId ? [booked()] : [], nextPageToken: '', pageSize: 50, totalSize: contextId ? 1 : 0 } }),
-      SubscribeToTask: () => ({ error: { code: -32004, message: 'streaming not supported' } }),
-    };
-    const a = await h.agentWith(handlers);
+    const a = await h.agentWith(bookingThenAnswering((call) => ({ http: { status: 502, body: JSON.stringify(refusal(call.id)) } })));
     const { attempt } = await neverTheSecondAgent(a.cardUrl);
     expect(a.count('SendMessage')).toBe(1);
     expect(attempt).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
   }, 60_000);
 
   it('HTTP+JSON: message:send booked, answered HTTP 503 with a JSON-RPC -32602 envelope: never FAILED and sent to B; T1 adopted', async () => {
-    const a = await restAgentMaking(
+    const attempt = await onceOverRest(
       (message) => task('T1', 'COMPLETED', { contextId: message.contextId, history: [message], artifacts: { a1: 'booked' } }),
       () => ({ status: 503, raw: { body: JSON.stringify(refusal(null)), contentType: 'application/json' } }),
       (t1) => ({ status: 200, body: t1 }),
       true,
     );
-    const { attempt } = await neverTheSecondAgent(a.cardUrl);
-    expect(a.count('POST /message:send')).toBe(1);
     expect(attempt).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
   }, 60_000);
 });
@@ -96,14 +87,12 @@ describe('edges35: a 5xx carrying a refusal\'s code is no refusal', () => {
 describe('edges35: another domain\'s TASK_NOT_FOUND proves nothing about our task', () => {
   it('GetTask(T1) answered 404 with ErrorInfo TASK_NOT_FOUND of domain googleapis.com, for ever: never LOST and re-delegated to B', async () => {
     const errorInfo = { '@type': 'type.googleapis.com/google.rpc.ErrorInfo', reason: 'TASK_NOT_FOUND', domain: 'googleapis.com' };
-    const a = await restAgentMaking(
+    const attempt = await onceOverRest(
       (message) => task('T1', 'SUBMITTED', { contextId: message.contextId, history: [message] }),
       (t1) => ({ status: 200, body: { task: t1 } }),
       () => ({ status: 404, body: { error: { code: 404, status: 'NOT_FOUND', message: 'not found', details: [errorInfo] } } }),
       false,
     );
-    const { attempt } = await neverTheSecondAgent(a.cardUrl);
-    expect(a.count('POST /message:send')).toBe(1);
     // Reads it cannot use, bounded: a person decides (never the not-found window's LOST).
     expect(attempt).toMatchObject({ state: 'AMBIGUOUS', taskId: 'T1' });
   }, 60_000);

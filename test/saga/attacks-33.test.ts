@@ -6,46 +6,19 @@
  * raw node:http agents (exact bytes) and @a2a-js/sdk gRPC agents, counting SendMessage. Each `it` holds; the two
  * findings are marked FIXED FINDING (each verified failing on main).
  */
-import { afterEach, describe, expect, it } from 'vitest';
-import { artifactText, finished, useFieldCases, viewOf, workflowSettled } from '../harness/field-cases.ts';
+import { describe, expect, it } from 'vitest';
+import { FAST_ATTACK_OPTIONS, artifactText, bookingThenAnswering, closedAfterEach, finished, listTasksPage, useFieldCases, viewOf, workflowSettled } from '../harness/field-cases.ts';
 import { eventually } from '../harness/fleet.ts';
 import { startGrpcAgent, type GrpcAgentHandle } from '../harness/grpc-agent.ts';
-import { task, taskEvent, type ScriptedAnswer, type ScriptedCall, type ScriptedHandlers } from '../harness/scripted-agent.ts';
+import { task, taskEvent, type ScriptedHandlers } from '../harness/scripted-agent.ts';
 
 const h = useFieldCases();
-const grpcAgents: GrpcAgentHandle[] = [];
-afterEach(async () => {
-  await h.closeFleetsAndProducers();
-  await Promise.all(grpcAgents.splice(0).map((agent) => agent.stop()));
-});
-const fast = { reconcileIntervalMs: 300, followBackoff: { baseMs: 200, capMs: 1_000 }, requestTimeoutMs: 3_000, notFoundWindowMs: 2_000 };
-const page = (tasks: unknown[], nextPageToken = '') => ({ result: { tasks, nextPageToken, pageSize: 50, totalSize: tasks.length } });
-
-/**
- * A JSON-RPC agent A that books on SendMessage as T1 (COMPLETED a1 "booked", our context and message) and answers
- * `sendAnswer` instead of its task; GetTask and ListTasks then tell the truth. For the attacks whose step must never
- * reach the second agent (`h.stepOverTwo`).
- */
-function bookingThenAnswering(sendAnswer: (call: ScriptedCall, booked: Record<string, unknown>) => ScriptedAnswer): ScriptedHandlers {
-  let contextId = '';
-  let history: unknown[] = [];
-  const booked = () => task('T1', 'COMPLETED', { contextId, history, artifacts: { a1: 'booked' } });
-  return {
-    SendMessage: (params, call) => {
-      contextId = params.message.contextId;
-      history = [params.message];
-      return sendAnswer(call, booked());
-    },
-    GetTask: (params) => (params.id === 'T1' && contextId ? { result: booked() } : { error: { code: -32001, message: 'Task not found' } }),
-    ListTasks: () => page(contextId ? [booked()] : []),
-    SubscribeToTask: () => ({ error: { code: -32004, message: 'streaming not supported' } }),
-  };
-}
+const grpcAgents = closedAfterEach<GrpcAgentHandle>(h, (agent) => agent.stop());
 
 /** Runs a one-step workflow over A (`handlers`) and B; asserts B never got a SendMessage and A's booking was the outcome (or a person). */
 async function neverTheSecondAgent(handlers: ScriptedHandlers, fleetOptions: Record<string, unknown> = {}) {
   const a = await h.agentWith(handlers);
-  const { b, view } = await h.stepOverTwo(a.cardUrl, { ...fast, ...fleetOptions }, 45_000);
+  const { b, view } = await h.stepOverTwo(a.cardUrl, { ...FAST_ATTACK_OPTIONS, ...fleetOptions }, 45_000);
   expect(b.count('SendMessage')).toBe(0);
   expect(a.count('SendMessage')).toBe(1);
   expect(view.steps[0]!.attempts).toHaveLength(1);
@@ -74,9 +47,9 @@ describe('attack 33: a JSON-RPC error under another request\'s id', () => {
       SendMessage: (params) => ({ result: { task: task('T1', 'SUBMITTED', { contextId: params.message.contextId, history: [params.message] }) } }),
       SubscribeToTask: () => ({ error: { code: -32004, message: 'streaming not supported' } }),
       GetTask: () => ({ http: { status: 404, body: JSON.stringify({ jsonrpc: '2.0', id: 'someone-else', error: { code: -32001, message: 'Task not found' } }) } }),
-      ListTasks: () => page([]),
+      ListTasks: () => listTasksPage([]),
     });
-    const { b, view } = await h.stepOverTwo(a.cardUrl, fast, 45_000);
+    const { b, view } = await h.stepOverTwo(a.cardUrl, FAST_ATTACK_OPTIONS, 45_000);
     expect(b.count('SendMessage')).toBe(0);
     expect(view.steps[0]!.attempts).toHaveLength(1);
     expect(view.steps[0]!.attempts[0]!.state).not.toBe('LOST');
@@ -85,7 +58,7 @@ describe('attack 33: a JSON-RPC error under another request\'s id', () => {
 
   it('control: the same -32602 under our own id (HTTP 400) is a refusal: FAILED, the step goes to B', async () => {
     const a = await h.agentWith({ SendMessage: (_params, call) => ({ http: { status: 400, body: JSON.stringify({ jsonrpc: '2.0', id: call.id, error: { code: -32602, message: 'Invalid params' } }) } }) });
-    const { b, view } = await h.stepOverTwo(a.cardUrl, fast, 45_000);
+    const { b, view } = await h.stepOverTwo(a.cardUrl, FAST_ATTACK_OPTIONS, 45_000);
     expect(view.steps[0]!.attempts[0]).toMatchObject({ state: 'FAILED', error: { code: 'INVALID_PARAMS' } });
     expect(b.count('SendMessage')).toBe(1);
   }, 60_000);
@@ -180,7 +153,7 @@ describe('attack 33: reads that name another task or go back', () => {
       GetTask: (_params, call) => (call.count < 3
         ? { result: task('T2', 'COMPLETED', { contextId: seen.contextId, history: [{ messageId: seen.messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] }], artifacts: { a1: 'forged' } }) }
         : { result: task('T1', 'COMPLETED', { contextId: seen.contextId, artifacts: { a1: 'booked' } }) }),
-    }), fast);
+    }), FAST_ATTACK_OPTIONS);
     // Our messageId in two tasks: the work may have been done twice, a person decides (never T2 adopted, never "forged").
     const record = await finished(producer, id, 40_000);
     expect(record).toMatchObject({ state: 'AMBIGUOUS', taskId: 'T1' });
@@ -193,7 +166,7 @@ describe('attack 33: reads that name another task or go back', () => {
     const { producer, agent, id } = await h.setUpAndDelegate((seen) => ({
       SubscribeToTask: () => ({ error: { code: -32004, message: 'streaming not supported' } }),
       GetTask: (_params, call) => ({ result: task('T1', call.count === 1 ? 'COMPLETED' : 'WORKING', { contextId: seen.contextId, ...(call.count === 1 ? { artifacts: { a1: 'booked' } } : {}) }) }),
-    }), fast);
+    }), FAST_ATTACK_OPTIONS);
     expect(await finished(producer, id, 40_000)).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
     expect(artifactText(await viewOf(producer, id), 'a1')).toBe('booked');
     expect(agent.count('SendMessage')).toBe(1);
@@ -205,7 +178,7 @@ describe('attack 33: reads that name another task or go back', () => {
       SubscribeToTask: () => ({ sse: [taskEvent(task('T1', 'WORKING', { contextId: seen.contextId }))], endAfter: 'hang' }),
       GetTask: () => ({ result: task('T1', canceled ? 'CANCELED' : 'WORKING', { contextId: seen.contextId }) }),
       CancelTask: () => ((canceled = true), { result: task('T2', 'CANCELED', { contextId: seen.contextId, artifacts: { a1: 'theirs' } }) }),
-    }), fast);
+    }), FAST_ATTACK_OPTIONS);
     await eventually(async () => agent.count('SubscribeToTask') > 0, 'followed', 20_000);
     await producer.cancel(id);
     const record = await finished(producer, id, 40_000);
@@ -220,8 +193,8 @@ describe('attack 33: listings (crash window 2: sent, not recorded)', () => {
   it('ListTasks lists a task holding our messageId under ANOTHER context: never resent (adopted by our messageId, or a person)', async () => {
     let messageId = '';
     const theirs = () => task('T1', 'COMPLETED', { contextId: 'not-the-one-we-sent', history: [{ messageId, role: 'ROLE_USER', parts: [{ text: 'go' }] }], artifacts: { a1: 'booked' } });
-    const agent = await h.agentWith({ ListTasks: () => page([theirs()]), GetTask: () => ({ result: theirs() }) });
-    const { producer, id } = await h.sentNotRecorded(agent, (ours) => void (messageId = ours), fast);
+    const agent = await h.agentWith({ ListTasks: () => listTasksPage([theirs()]), GetTask: () => ({ result: theirs() }) });
+    const { producer, id } = await h.sentNotRecorded(agent, (ours) => void (messageId = ours), FAST_ATTACK_OPTIONS);
     const record = await finished(producer, id, 40_000);
     expect(['COMPLETED', 'AMBIGUOUS']).toContain(record.state);
     expect(agent.count('SendMessage')).toBe(0);
@@ -233,15 +206,15 @@ describe('attack 33: listings (crash window 2: sent, not recorded)', () => {
       return JSON.stringify({ jsonrpc: '2.0', id, result: { tasks: [], nextPageToken: '', pageSize: 50, totalSize: 0, pad: 'x'.repeat(8 * 1024 + 1 - Buffer.byteLength(bare)) } });
     };
     const agent = await h.agentWith({ ListTasks: (_params, call) => ({ http: { status: 200, body: padded(call.id) } }) });
-    const { producer, id } = await h.sentNotRecorded(agent, undefined, { ...fast, limits: { responseBodyBytes: 8 * 1024 } });
+    const { producer, id } = await h.sentNotRecorded(agent, undefined, { ...FAST_ATTACK_OPTIONS, limits: { responseBodyBytes: 8 * 1024 } });
     const record = await finished(producer, id, 40_000);
     expect(record.state).toBe('AMBIGUOUS');
     expect(agent.count('SendMessage')).toBe(0);
   }, 60_000);
 
   it('ListTasks whose nextPageToken is the request\'s token plus whitespace, for ever, never listing a task: a person, bounded calls, never resent', async () => {
-    const agent = await h.agentWith({ ListTasks: (params) => page([], `${params.pageToken ?? 'p'} `) });
-    const { producer, id } = await h.sentNotRecorded(agent, undefined, fast);
+    const agent = await h.agentWith({ ListTasks: (params) => listTasksPage([], `${params.pageToken ?? 'p'} `) });
+    const { producer, id } = await h.sentNotRecorded(agent, undefined, FAST_ATTACK_OPTIONS);
     const record = await finished(producer, id, 40_000);
     expect(record.state).toBe('AMBIGUOUS');
     expect(agent.count('SendMessage')).toBe(0);

@@ -15,18 +15,16 @@ import type { Message, StreamResponse, Task, TaskState } from '@durable-a2a/a2a'
 import type { DelegationRecord, JournalState } from '@durable-a2a/shared';
 import type { Observation } from '../src/delegation/core/observation.ts';
 import { Journal, SUSPECTS_PENDING_MAX, SUSPECT_READS_PER_JOB, SUSPECT_TASK_ID_MAX, DEFAULT_JOB_OPTIONS } from '@durable-a2a/shared';
-import { afterSuspectReads, suspectReadAt, suspectRound, suspectsToRead, type Policy, type SuspectRead } from '../src/delegation/core/policy.ts';
+import { afterSuspectReads, suspectReadAt, suspectRound, suspectsToRead, type SuspectRead } from '../src/delegation/core/policy.ts';
 import { readUntilDecided } from '../src/delegation/runs/suspect-reads.ts';
 import { useRedisClient, useRedisServer } from '../../../test/harness/redis.ts';
 import { intentRow } from '../../../test/harness/journal-rows.ts';
 import { transition, type Step, type Write } from '../src/delegation/core/transitions.ts';
+import { OURS, REPLY, holderPolicy } from './step-row.ts';
 
 const redisServer = useRedisServer();
 const redis = useRedisClient(redisServer);
 
-const OURS = 'M-ours';
-const REPLY = 'R-ours';
-const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3, unacceptableAnswerLimit: 3, reconcileIntervalMs: 30_000 } as unknown as Policy;
 
 /** What the other task's history holds. */
 type Holds = 'ours' | 'reply' | 'agent-echo' | 'other' | 'none';
@@ -107,7 +105,7 @@ describe('property: another task holding our message, whichever path read it', (
         fc.pre(otherId !== boundTaskId);
         const record = recordOf(boundTaskId, state, replied || path === 'reply');
         const task = otherTask(otherId, taskState, holds);
-        const step = transition(record, observationOf(path, task, boundTaskId), policy);
+        const step = transition(record, observationOf(path, task, boundTaskId), holderPolicy);
         const writes = writesOf(step);
         // A message of ours: our first message, or the reply journaled for the question (only we could have sent it).
         const ours = holds === 'ours' || (holds === 'reply' && record.replyMessageId === REPLY);
@@ -167,7 +165,7 @@ describe('property: another task holding our message, whichever path read it', (
         const record = recordOf('T1', 'WORKING', replied || path === 'reply');
         const message = statusOf(holds);
         const task = { id: 'T2', contextId: 'C-other', status: { state: 'TASK_STATE_INPUT_REQUIRED', ...(message ? { message } : {}) } } as Task;
-        const step = transition(record, observationOf(path, task, 'T1'), policy);
+        const step = transition(record, observationOf(path, task, 'T1'), holderPolicy);
         const ours = holds === 'ours' || (holds === 'reply' && record.replyMessageId === REPLY);
         if (ours) expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS', anyRow: true });
         else expect(step.next.kind).not.toBe('needs-person');
@@ -183,7 +181,7 @@ describe('property: another task holding our message, whichever path read it', (
         const own = { ...otherTask('T1', 'TASK_STATE_WORKING', holds), contextId: 'C-ours' };
         const observation = observationOf(path, own, 'T1');
         const proven = observation.kind === 'task-read' || observation.kind === 'reply-delivered' ? { ...observation, ownership: { kind: 'proven' as const, by: 'task-id' as const } } : observation;
-        const step = transition(record, proven, policy);
+        const step = transition(record, proven, holderPolicy);
         expect(step.next.kind === 'needs-person' && step.next.code === 'AMBIGUOUS').toBe(false);
       }),
     );
@@ -257,7 +255,7 @@ describe('property: another task holding our message, whichever path read it', (
                 const fault = pendingFaults.shift() ?? 'ok';
                 if (fault === 'retryable') return 'suspect-unread';
                 if (fault === 'permanent') return 'suspect-unreadable';
-                const step = transition(record, observationOf('push', otherTask(taskId, 'TASK_STATE_WORKING', holders.includes(taskId) ? 'ours' : 'other'), 'T1'), policy);
+                const step = transition(record, observationOf('push', otherTask(taskId, 'TASK_STATE_WORKING', holders.includes(taskId) ? 'ours' : 'other'), 'T1'), holderPolicy);
                 if (step.next.kind !== 'needs-person') return 'suspect-not-holding';
                 person = step;
                 return 'several-holders';
@@ -270,7 +268,7 @@ describe('property: another task holding our message, whichever path read it', (
           } else if (ours.length > 0) left = await journal.clearSuspects(ref, { read: ours });
           const after = afterSuspectReads(left, 1_000, 1_000);
           if (after.kind === 'person') {
-            person = transition(record, { kind: 'suspects-unread', lost: after.lost, pending: await journal.pendingSuspects(ref) }, policy);
+            person = transition(record, { kind: 'suspects-unread', lost: after.lost, pending: await journal.pendingSuspects(ref) }, holderPolicy);
             return 'done';
           }
           return after.kind === 'read-again' ? 'again' : 'done';

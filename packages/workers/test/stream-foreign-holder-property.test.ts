@@ -12,13 +12,9 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Message, StreamResponse, TaskState } from '@durable-a2a/a2a';
 import type { DelegationRecord, JournalState } from '@durable-a2a/shared';
-import type { Policy } from '../src/delegation/core/policy.ts';
 import { transition } from '../src/delegation/core/transitions.ts';
-import { stepRow } from './step-row.ts';
+import { OURS, REPLY, holderPolicy, stepRow } from './step-row.ts';
 
-const OURS = 'M-ours';
-const REPLY = 'R-ours';
-const policy = { now: () => 5_000_000, random: () => 0.5, sendAttempts: 3, unacceptableAnswerLimit: 3, reconcileIntervalMs: 30_000 } as unknown as Policy;
 
 /** What the event carries: our message, the reply, an agent's echo of our messageId, another client's message, nothing. */
 type Carries = 'ours' | 'reply' | 'agent-echo' | 'other' | 'none';
@@ -36,13 +32,15 @@ const messageOf = (carries: Exclude<Carries, 'none'>, taskId: string): Message =
 function eventOf(shape: Shape, taskId: string, carries: Carries, state: TaskState): StreamResponse {
   const carried = carries === 'none' ? undefined : messageOf(carries, taskId);
   const agentSays = { messageId: 'agent-1', role: 'ROLE_AGENT', parts: [{ text: 'on it' }] } as Message;
+  // A Task's or a status update's status, with the carried message when there is one.
+  const status = { state, ...(carried ? { message: carried } : {}) };
   switch (shape) {
     case 'task-history':
       return { task: { id: taskId, contextId: 'C-x', status: { state }, history: [...(carried ? [carried] : []), agentSays] } } as StreamResponse;
     case 'task-status':
-      return { task: { id: taskId, contextId: 'C-x', status: { state, ...(carried ? { message: carried } : {}) } } } as StreamResponse;
+      return { task: { id: taskId, contextId: 'C-x', status } } as StreamResponse;
     case 'status-update':
-      return { statusUpdate: { taskId, contextId: 'C-x', status: { state, ...(carried ? { message: carried } : {}) } } } as StreamResponse;
+      return { statusUpdate: { taskId, contextId: 'C-x', status } } as StreamResponse;
     case 'message':
       return { message: carried ?? { ...agentSays, taskId } } as StreamResponse;
     case 'artifact-update':
@@ -68,7 +66,7 @@ describe('property: another task holding our message, shown on our own stream', 
         // Alone, after an artifact update of our task (the pair the stream applies in one script), with or without a stream id.
         const pairable = how === 'paired' && 'statusUpdate' in event;
         const responses = (pairable ? [eventOf('artifact-update', 'T1', 'none', taskState), event] : [event]) as [StreamResponse] | [StreamResponse, StreamResponse];
-        const step = transition(record, { kind: 'stream-event', responses, ...(how === 'ordered' ? { stream: 's1' } : {}) }, policy);
+        const step = transition(record, { kind: 'stream-event', responses, ...(how === 'ordered' ? { stream: 's1' } : {}) }, holderPolicy);
         const foreign = named !== 'T1' && shape !== 'artifact-update';
         const ofOurs = carried === 'ours' || (carried === 'reply' && replied);
         if (foreign && ofOurs) {
