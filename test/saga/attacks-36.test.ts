@@ -159,3 +159,91 @@ describe('attack 36: a deduplicating agent that cannot list tasks', () => {
     expect(a.count('SendMessage')).toBe(2);
   }, 90_000);
 });
+
+/**
+ * Agent A as one raw server (card and JSON-RPC; skill `scripted`): SendMessage is taken and its connection cut without
+ * an answer (delivery maybe); ListTasks answers -32601 (no search can prove our message absent) and, once that answer
+ * is flushed, A goes down: it stops listening and cuts every connection (every later call ECONNREFUSED).
+ */
+async function goneAgent() {
+  const sockets = new Set<Socket>();
+  const sends: string[] = [];
+  let base = '';
+  const json = (response: ServerResponse, payload: unknown, then?: () => void) => {
+    const body = JSON.stringify(payload);
+    response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
+    response.end(body, then);
+  };
+  const server = createServer((request: IncomingMessage, response: ServerResponse) => {
+    const chunks: Buffer[] = [];
+    request.on('data', (chunk: Buffer) => chunks.push(chunk));
+    request.on('end', () => {
+      if (request.method === 'GET') {
+        return json(response, {
+          name: 'Gone agent',
+          description: 'takes our message, then goes down',
+          version: '1.0.0',
+          supportedInterfaces: [{ url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+          capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
+          defaultInputModes: ['text/plain'],
+          defaultOutputModes: ['text/plain'],
+          skills: [{ id: 'scripted', name: 'Scripted', description: 'books', tags: ['scripted'] }],
+        });
+      }
+      const envelope = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: unknown; method: string; params: { message?: { messageId: string } } };
+      if (envelope.method === 'SendMessage') {
+        sends.push(envelope.params.message!.messageId);
+        return void response.socket?.destroy();
+      }
+      if (envelope.method === 'ListTasks') return json(response, { jsonrpc: '2.0', id: envelope.id, error: { code: -32601, message: 'Method not found' } }, () => void down());
+      return json(response, { jsonrpc: '2.0', id: envelope.id, error: { code: -32001, message: 'Task not found' } });
+    });
+  });
+  server.on('connection', (socket: Socket) => (sockets.add(socket), socket.on('close', () => sockets.delete(socket))));
+  const down = async () => {
+    if (!server.listening) return;
+    const closed = new Promise((resolve) => server.close(resolve));
+    for (const socket of sockets) socket.destroy();
+    await closed;
+  };
+  base = `http://127.0.0.1:${await listenOnLoopback(server)}`;
+  return { cardUrl: `${base}/.well-known/agent-card.json`, sends, close: down };
+}
+
+/*
+ * FIXED FINDING (kind: a resend permission read as a proof of absence; the release's row). Input: agent A (listed as
+ * deduplicating, no ListTasks) takes our SendMessage, cuts the connection and goes down (a crash mid-work: every later
+ * call ECONNREFUSED). The search cannot conclude; the deduplicating agent lets the reconciler release the row for a
+ * resend (releaseForResend-1.lua clears the mark), and the resend cannot reach A: journaled `not-sent`, waiting for
+ * it until the step's `unreachableForMs`. Observed on main: FAILED AGENT_UNREACHABLE ("nothing was sent") on the
+ * unmarked row, the step booked again at agent B, though A had our first send. Expected: the row remembers that a send
+ * of ours may be at A (`resentUnproven`, written by the release), so neither the give-up nor the deadline writes a
+ * re-delegable FAILED over it: a person (AMBIGUOUS), B never sent to.
+ */
+describe('attack 36: a resend released without proof, then the agent unreachable', () => {
+  it('A takes our message and cuts the connection, answers ListTasks -32601 and goes down; the resend waits for A past unreachableForMs: a person, never agent B', async () => {
+    const a = await goneAgent();
+    try {
+    const b = await h.agentWith({ SendMessage: (params) => ({ result: { task: task('TB', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'B did it' } }) } }) });
+    const prefix = h.newPrefix();
+    const producer = h.producer(prefix);
+    const first = await producer.registerAgent(a.cardUrl);
+    await eventually(async () => Date.now() > Date.parse(first.registeredAt), 'a later millisecond', 1_000, 1);
+    await producer.registerAgent(b.cardUrl);
+    await h.fleetFor(prefix, { reconcileIntervalMs: 300, requestTimeoutMs: 1_000, unreachableBackoff: { baseMs: 200, capMs: 500 }, deduplicatingAgents: [a.cardUrl] });
+    const { id } = await producer.startWorkflow({ workflowId: `gone-${prefix}`, maxAttemptsPerStep: 2, steps: [{ name: 'hotel', skill: 'scripted', message: { text: 'book' }, unreachableForMs: 3_000 }] });
+    const row = await eventually(async () => {
+      const current = await producer.journal.getDelegation({ workflowId: id, delegationId: 'hotel.1' });
+      return current && FINISHED.includes(current.state) ? current : undefined;
+    }, 'hotel.1 finished', 60_000, 50);
+    expect(row.state).toBe('AMBIGUOUS');
+    expect(row.resendCount).toBeGreaterThanOrEqual(1);
+    const view = await workflowSettled(producer, id, 20_000);
+    expect(view.state).not.toBe('COMPLETED');
+    expect(b.count('SendMessage')).toBe(0);
+    expect(a.sends).toHaveLength(1);
+    } finally {
+      await a.close();
+    }
+  }, 90_000);
+});

@@ -12,12 +12,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { RecordedError } from '@durable-a2a/shared';
-import { mayHaveReachedAgent, type Policy } from '../src/delegation/core/policy.ts';
+import { earlierSendsMayHaveLeft, mayHaveReachedAgent, type Policy } from '../src/delegation/core/policy.ts';
 import { transition } from '../src/delegation/core/transitions.ts';
 import { stepRow } from './step-row.ts';
 
 const NOW = 5_000_000;
-const policy = { now: () => NOW, random: () => 0.5, sendAttempts: 3, sendSettleMs: 31_000, notFoundThreshold: 3, notFoundWindowMs: 30_000, reconcileIntervalMs: 1_000, unacceptableAnswerLimit: 3 } as unknown as Policy;
+const policy = { now: () => NOW, random: () => 0.5, unreachableBackoff: { baseMs: 100, capMs: 1_000 }, sendAttempts: 3, sendSettleMs: 31_000, notFoundThreshold: 3, notFoundWindowMs: 30_000, reconcileIntervalMs: 1_000, unacceptableAnswerLimit: 3 } as unknown as Policy;
 
 const errorArb: fc.Arbitrary<RecordedError | undefined> = fc.option(
   fc.record({
@@ -42,6 +42,57 @@ describe('attack36 property: the attempt deadline never FAILs a marked row', () 
           return;
         }
         expect(step.write).toMatchObject({ kind: 'outcome', state: 'FAILED', guard: 'version', unsent: 'as-read' });
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  /**
+   * One earlier try of the attempt, as the journal counts it: a try before its mark that could not reach the agent
+   * (noteUnreachable-1.lua unmarked: unreachableCount and unsentTries), a marked try whose SendMessage never left (its
+   * mark cleared: unreachableCount; the mark counted in sendCount), a mark given back (giveBackMark-1.lua: counted,
+   * then uncounted), a SendMessage that left and was released for a resend (releaseForResend-1.lua: sendCount, resendCount).
+   */
+  type Try = 'card-refused' | 'send-refused' | 'given-back' | 'left-released';
+  const rowAfter = (tries: readonly Try[], marked: boolean) => {
+    const count = (kind: Try) => tries.filter((each) => each === kind).length;
+    const unmarkedTries = count('card-refused');
+    const markedTries = count('send-refused');
+    return stepRow({
+      sendStartedAt: marked ? 4_900_000 : undefined,
+      sendCount: markedTries + count('left-released') + (marked ? 1 : 0),
+      resendCount: count('left-released'),
+      unreachableCount: unmarkedTries + markedTries,
+      unsentTries: unmarkedTries,
+      unreachableSince: NOW - 100_000,
+      suspectsLost: 0,
+      error: { code: 'NETWORK_ERROR', message: 'ECONNREFUSED', retryable: true, delivery: 'not-sent' },
+    });
+  };
+
+  it('tries × this try marked or not: after a send that left and was released (no proof of absence), neither the deadline nor the unreachable give-up is FAILED; without one, FAILED as before', () => {
+    const tryArb = fc.constantFrom<Try>('card-refused', 'send-refused', 'given-back', 'left-released');
+    fc.assert(
+      fc.property(fc.array(tryArb, { maxLength: 8 }), fc.boolean(), (tries, marked) => {
+        const left = tries.includes('left-released');
+        const record = rowAfter(tries, marked);
+        expect(earlierSendsMayHaveLeft(record) > 0).toBe(left);
+        const refused = { code: 'NETWORK_ERROR' as const, message: 'ECONNREFUSED', retryable: true, delivery: 'not-sent' as const };
+        const giveUp = transition(record, { kind: 'send-failed', afterMark: marked, delivery: 'none', effect: 'none', error: refused, permanent: false, lastAttempt: false, unreachable: { deadlineAt: NOW - 1 } }, policy);
+        if (left) {
+          expect(giveUp.write).toBeUndefined();
+          expect(giveUp.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
+        } else {
+          expect(giveUp.write).toMatchObject({ kind: 'outcome', state: 'FAILED', unsent: marked ? 'marked' : 'unmarked' });
+        }
+        if (marked) return;
+        const deadline = transition(record, { kind: 'deadline-passed', deadlineAt: NOW - 1 }, policy);
+        if (left) {
+          expect(deadline.write).toBeUndefined();
+          expect(deadline.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
+        } else {
+          expect(deadline.write).toMatchObject({ kind: 'outcome', state: 'FAILED', unsent: 'as-read' });
+        }
       }),
       { numRuns: 500 },
     );

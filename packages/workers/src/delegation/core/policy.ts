@@ -284,6 +284,18 @@ export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boo
 export const attemptDeadlineOf = (createdAt: number, fleetDeadlineMs: number, stepDeadlineMs: number | undefined): number => createdAt + (stepDeadlineMs ?? fleetDeadlineMs);
 
 /**
+ * SendMessages of this attempt before the current mark (if any) that may have reached the agent: the marks it counted
+ * (`sendCount`, a mark given back uncounted) less the marked tries journaled as never having left (`unreachableCount`
+ * less the unmarked ones, `unsentTries`) and less the current mark. More than 0 on an unbound row: a send of ours left
+ * and the row was released for a resend (releaseForResend-1.lua clears the mark) on a search that may prove nothing
+ * (a deduplicating agent that cannot list tasks, attack36), so the agent may hold our message: the attempt deadline
+ * and the unreachable give-up are a person then, never a re-delegable FAILED (before: FAILED AGENT_UNREACHABLE
+ * "nothing was sent", the step booked again at a second agent).
+ */
+export const earlierSendsMayHaveLeft = (record: Pick<DelegationRecord, 'sendStartedAt' | 'sendCount' | 'unreachableCount' | 'unsentTries'>): number =>
+  record.sendCount - (record.sendStartedAt !== undefined ? 1 : 0) - (record.unreachableCount - record.unsentTries);
+
+/**
  * An INTENT whose SendMessage may have left: marked (`sendStartedAt`), never abandoned blind (the reconciler's search
  * decides: adopt, resend, FAILED on a proven absence, a person). The row's `error` is not read: markSending-2.lua
  * leaves the error an earlier try noted, so a `not-sent` there may be the try before this mark (attack36: a try

@@ -8,7 +8,7 @@ import type { StreamResponse, Task } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { AgentCall, Observation, SearchFinding } from './observation.ts';
-import { namedTask, namedTasks, unfoundVerdict, type Policy } from './policy.ts';
+import { earlierSendsMayHaveLeft, namedTask, namedTasks, unfoundVerdict, type Policy } from './policy.ts';
 import { refusalNoted } from './refused-result.ts';
 import type { Step, Write } from './transitions.ts';
 
@@ -73,8 +73,9 @@ function pendingSuspectsOf(record: Pick<DelegationRecord, 'suspects'>): string[]
 
 /**
  * An attempt past its deadline (`deadline-passed`, `why`) with no task of ours bound, on a row that keeps evidence that
- * the agent may hold our message: suspects (tasks refused pushes showed holding it, pending or counted lost) or a
- * refused result (an answer about it we could not accept). deadline35: before, FAILED (re-delegable) on the version
+ * the agent may hold our message: suspects (tasks refused pushes showed holding it, pending or counted lost), a
+ * refused result (an answer about it we could not accept), or an earlier send that may have left (`earlierSendsMayHaveLeft`,
+ * attack36), as `why` (default the deadline's) says. deadline35: before, FAILED (re-delegable) on the version
  * alone, and the step went to a second agent while the first may have been doing it. A person (AMBIGUOUS, delivery
  * maybe: a push's body alone proves nothing), the suspects named, clipped. Guarded by the version read, as any
  * reconcile's decision; a refusal re-reads the row on the next reconcile, where the evidence still stands.
@@ -86,7 +87,9 @@ export function deadlineWithEvidence(record: DelegationRecord, why: string): Ste
   const lost = record.suspectsLost > 0 ? ` (${record.suspectsLost} of them not kept or not readable)` : '';
   const suspects = count > 0 ? `pushes showed our message ${record.messageId} in ${count} other task${count === 1 ? '' : 's'} at the agent${named}${lost}` : '';
   const refused = record.refusedResult !== undefined ? `${suspects ? '; ' : ''}an answer about our message arrived that we could not accept` : '';
-  const message = `${why}; no task of ours is bound, but ${suspects}${refused}: the agent may hold our message and the work may have happened, so the step is not sent to another agent; a person decides`;
+  const left = earlierSendsMayHaveLeft(record);
+  const sent = left > 0 ? `${suspects || refused ? '; ' : ''}${left} SendMessage${left === 1 ? '' : 's'} of ours may have reached it, and no search proved our message absent since` : '';
+  const message = `${why}; no task of ours is bound, but ${suspects}${refused}${sent}: the agent may hold our message and the work may have happened, so the step is not sent to another agent; a person decides`;
   return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message, delivery: 'maybe' } };
 }
 
