@@ -18,6 +18,18 @@ const h = useFieldCases();
 const DAY_MS = 86_400_000;
 const FINISHED = ['COMPLETED', 'FAILED', 'CANCELED', 'REJECTED', 'AMBIGUOUS', 'LOST'];
 
+/** An Agent Card (A2A 1.0, JSON-RPC at `rpcUrl`, skill `scripted`, no streaming) for the raw agents below. */
+const cardOf = (rpcUrl: string) => ({
+  name: 'Raw agent',
+  description: 'a raw node:http agent of attack 36',
+  version: '1.0.0',
+  supportedInterfaces: [{ url: rpcUrl, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
+  capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
+  defaultInputModes: ['text/plain'],
+  defaultOutputModes: ['text/plain'],
+  skills: [{ id: 'scripted', name: 'Scripted', description: 'books', tags: ['scripted'] }],
+});
+
 /**
  * Agent A as two raw servers: its Agent Card (up from the start; skill `scripted`), and its JSON-RPC endpoint on
  * `rpcPort`, which nobody listens on until `listen()` (a SendMessage before it: ECONNREFUSED, nothing sent). Once
@@ -29,16 +41,7 @@ async function lateAgent(onSend: () => void) {
   const rpcPort = await findFreePort();
   const sockets = new Set<Socket>();
   const track = (server: Server) => server.on('connection', (socket: Socket) => (sockets.add(socket), socket.on('close', () => sockets.delete(socket))));
-  const card = {
-    name: 'Late agent',
-    description: 'unreachable first, then takes our message and holds the answer',
-    version: '1.0.0',
-    supportedInterfaces: [{ url: `http://127.0.0.1:${rpcPort}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
-    capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
-    defaultInputModes: ['text/plain'],
-    defaultOutputModes: ['text/plain'],
-    skills: [{ id: 'scripted', name: 'Scripted', description: 'books', tags: ['scripted'] }],
-  };
+  const card = cardOf(`http://127.0.0.1:${rpcPort}/a2a/jsonrpc`);
   const json = (response: ServerResponse, payload: unknown) => {
     const body = JSON.stringify(payload);
     response.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) });
@@ -179,16 +182,7 @@ async function goneAgent() {
     request.on('data', (chunk: Buffer) => chunks.push(chunk));
     request.on('end', () => {
       if (request.method === 'GET') {
-        return json(response, {
-          name: 'Gone agent',
-          description: 'takes our message, then goes down',
-          version: '1.0.0',
-          supportedInterfaces: [{ url: `${base}/a2a/jsonrpc`, protocolBinding: 'JSONRPC', tenant: '', protocolVersion: '1.0' }],
-          capabilities: { streaming: false, pushNotifications: false, extensions: [], extendedAgentCard: false },
-          defaultInputModes: ['text/plain'],
-          defaultOutputModes: ['text/plain'],
-          skills: [{ id: 'scripted', name: 'Scripted', description: 'books', tags: ['scripted'] }],
-        });
+        return json(response, cardOf(`${base}/a2a/jsonrpc`));
       }
       const envelope = JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: unknown; method: string; params: { message?: { messageId: string } } };
       if (envelope.method === 'SendMessage') {
