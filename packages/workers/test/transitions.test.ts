@@ -544,8 +544,10 @@ describe('N31: waiting for an agent that cannot be reached (nothing was created)
         expect(step.next).toMatchObject({ kind: 'needs-person', code: state === 'AUTH_REQUIRED' ? 'AUTH' : 'DEADLINE_EXCEEDED', delivery: 'received' });
       }),
     );
-    // No task of ours at the agent (never sent, or sent and proven absent): nothing can have happened, the step moves on.
-    expect(transition(recordIn('INTENT'), { kind: 'deadline-passed', deadlineAt: NOW - 1 }, policy).write).toMatchObject({ kind: 'outcome', state: 'FAILED', error: { code: 'DEADLINE_EXCEEDED' } });
+    // No task of ours at the agent (never sent, or sent and proven absent: unmarked): nothing can have happened, the step moves on.
+    expect(transition(recordIn('INTENT', { sendStartedAt: undefined }), { kind: 'deadline-passed', deadlineAt: NOW - 1 }, policy).write).toMatchObject({ kind: 'outcome', state: 'FAILED', error: { code: 'DEADLINE_EXCEEDED' } });
+    // attack36: marked (a SendMessage may have left): never FAILED blind, the reconciler's search decides.
+    expect(transition(recordIn('INTENT'), { kind: 'deadline-passed', deadlineAt: NOW - 1 }, policy)).toEqual({ next: { kind: 'ask-reconciler' } });
   });
 
   it('the attempt deadline while waiting: FAILED AGENT_UNREACHABLE (not DEADLINE_EXCEEDED); a row never tried keeps DEADLINE_EXCEEDED', () => {

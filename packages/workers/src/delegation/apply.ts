@@ -546,15 +546,16 @@ const isWriteList = (write: Write | readonly [Write, Write]): write is readonly 
 
 /**
  * The journal options of an outcome saying nothing of ours was sent (`Write.unsent`, applyStatus-5.lua ARGV[21]):
- * `marked`, the run's own mark (`scope.mark`: its sendStartedAt and the version it wrote); `as-read`, the mark (or
- * none) of `record` as the step read it, under the write's version guard; `refused` when the run
+ * `marked`, the run's own mark (`scope.mark`: its sendStartedAt and the version it wrote); `as-read`, `record` as the
+ * step read it, unmarked, under the write's version guard (a marked one refused); `refused` when the run
  * knows no mark of its own (nothing may be written, as noteUnreachable-1.lua refuses); undefined for other writes.
  */
 function unsentGuard(write: Extract<Write, { kind: 'outcome' }>, record: DelegationRecord, scope: Scope): Pick<StatusChange, 'unsent' | 'expectedVersion'> | 'refused' | undefined {
   if (write.unsent === undefined) return undefined;
   if (write.unsent === 'unmarked') return { unsent: {} };
-  // The row as the step read it (deadline35: the reconciler's deadline): its mark or none; its version is the write's guard.
-  if (write.unsent === 'as-read') return { unsent: record.sendStartedAt !== undefined ? { sendStartedAt: record.sendStartedAt } : {} };
+  // The row as the step read it (deadline35: the reconciler's deadline), unmarked (attack36: a marked row's SendMessage
+  // may have left, the search decides); its version is the write's guard.
+  if (write.unsent === 'as-read') return record.sendStartedAt === undefined ? { unsent: {} } : 'refused';
   if (!scope.mark) return 'refused';
   return { unsent: { sendStartedAt: scope.mark.sendStartedAt }, expectedVersion: scope.mark.markedVersion };
 }

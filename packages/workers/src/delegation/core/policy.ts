@@ -239,9 +239,12 @@ export function notFoundVerdict(record: Pick<DelegationRecord, 'notFoundCount' |
  * window 1): an unreadable answer arrived (`delivery: received`): never. The agent answered an error and a
  * conclusive search does not find our message: the error created nothing, so a retryable one is resent and a
  * permanent one ends the attempt. Otherwise only when the search proves the message absent, or the agent cannot
- * list tasks but deduplicates by messageId.
+ * list tasks but deduplicates by messageId. `proven`: the search proved our message absent; false for the
+ * deduplicating agent's resend, which is safe at THAT agent only (it may hold our message and be doing the work):
+ * never a FAILED that hands the step to another agent (attack36: sendAttempts spent, or the deadline passed, was
+ * FAILED and the step booked again at a second agent).
  */
-export type UnfoundVerdict = { resend: true } | { resend: false; fail: RecordedError } | { resend: false; reason: string };
+export type UnfoundVerdict = { resend: true; proven: boolean } | { resend: false; fail: RecordedError } | { resend: false; reason: string };
 
 /** At most this many task ids are named in a message for a person (an agent's listing may name thousands). */
 export const NAMED_TASKS = 10;
@@ -265,24 +268,42 @@ export function namedTasks(ids: readonly string[]): string {
 export function unfoundVerdict(input: { error?: RecordedError; deduplicates: boolean; search: Exclude<SearchFinding, { kind: 'found' } | { kind: 'several' } | { kind: 'failed' }> }): UnfoundVerdict {
   const { error, deduplicates, search } = input;
   const conclusive = search.kind === 'not-found' && !search.inconclusive && !search.paginationBroken;
-  if (error?.delivery === 'received' && error.answer === 'error' && conclusive) return error.retryable ? { resend: true } : { resend: false, fail: error };
+  if (error?.delivery === 'received' && error.answer === 'error' && conclusive) return error.retryable ? { resend: true, proven: true } : { resend: false, fail: error };
   if (error?.delivery === 'received') return { resend: false, reason: `the agent answered our message (${error.code}) but the task cannot be found by our messageId` };
   if (search.kind === 'unsupported') {
-    return deduplicates ? { resend: true } : { resend: false, reason: 'the agent cannot list tasks, so a send that may have happened cannot be checked' };
+    return deduplicates ? { resend: true, proven: false } : { resend: false, reason: 'the agent cannot list tasks, so a send that may have happened cannot be checked' };
   }
   if (!conclusive) {
     const why = search.paginationBroken ? 'ListTasks pagination is broken, or its listing shows fewer tasks than it counts' : `candidate task(s) ${namedTasks(search.candidates)} have too little history`;
     return { resend: false, reason: `cannot tell whether the agent received our message: ${why}` };
   }
-  return { resend: true };
+  return { resend: true, proven: true };
 }
 
 /** The deadline of an attempt (epoch ms): `createdAt` + the step's `attemptDeadlineMs`, else the fleet's. */
 export const attemptDeadlineOf = (createdAt: number, fleetDeadlineMs: number, stepDeadlineMs: number | undefined): number => createdAt + (stepDeadlineMs ?? fleetDeadlineMs);
 
-/** An INTENT whose SendMessage may have left (marked, and not journaled as `not-sent`): never abandoned blind. */
-export const mayHaveReachedAgent = (record: Pick<DelegationRecord, 'state' | 'sendStartedAt' | 'error'>): boolean =>
-  record.state === 'INTENT' && record.sendStartedAt !== undefined && record.error?.delivery !== 'not-sent';
+/**
+ * SendMessages of this attempt before the current mark (if any) that may have reached the agent: the marks it counted
+ * (`sendCount`, a mark given back uncounted) less the marked tries journaled as never having left (`unreachableCount`
+ * less the unmarked ones, `unsentTries`) and less the current mark. More than 0 on an unbound row: a send of ours left
+ * and the row was released for a resend (releaseForResend-1.lua clears the mark) on a search that may prove nothing
+ * (a deduplicating agent that cannot list tasks, attack36), so the agent may hold our message: the attempt deadline
+ * and the unreachable give-up are a person then, never a re-delegable FAILED (before: FAILED AGENT_UNREACHABLE
+ * "nothing was sent", the step booked again at a second agent).
+ */
+export const earlierSendsMayHaveLeft = (record: Pick<DelegationRecord, 'sendStartedAt' | 'sendCount' | 'unreachableCount' | 'unsentTries'>): number =>
+  record.sendCount - (record.sendStartedAt !== undefined ? 1 : 0) - (record.unreachableCount - record.unsentTries);
+
+/**
+ * An INTENT whose SendMessage may have left: marked (`sendStartedAt`), never abandoned blind (the reconciler's search
+ * decides: adopt, resend, FAILED on a proven absence, a person). The row's `error` is not read: markSending-2.lua
+ * leaves the error an earlier try noted, so a `not-sent` there may be the try before this mark (attack36: a try
+ * refused with ECONNREFUSED, the next one marked and taken by the agent; the deadline read the earlier `not-sent`,
+ * wrote FAILED DEADLINE_EXCEEDED over the mark, and the step went to a second agent). A try that proves nothing left
+ * clears its own mark (noteUnreachable-1.lua, giveBackMark-1.lua); any other costs one search.
+ */
+export const mayHaveReachedAgent = (record: Pick<DelegationRecord, 'state' | 'sendStartedAt'>): boolean => record.state === 'INTENT' && record.sendStartedAt !== undefined;
 
 /**
  * When to read the task a refused push named (`suspectTaskId`) on a row not yet bound (INTENT): nothing to compare it

@@ -8,7 +8,7 @@ import type { StreamResponse, Task } from '@durable-a2a/a2a';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import type { AgentCall, Observation, SearchFinding } from './observation.ts';
-import { namedTask, namedTasks, unfoundVerdict, type Policy } from './policy.ts';
+import { earlierSendsMayHaveLeft, namedTask, namedTasks, unfoundVerdict, type Policy } from './policy.ts';
 import { refusalNoted } from './refused-result.ts';
 import type { Step, Write } from './transitions.ts';
 
@@ -73,8 +73,9 @@ function pendingSuspectsOf(record: Pick<DelegationRecord, 'suspects'>): string[]
 
 /**
  * An attempt past its deadline (`deadline-passed`, `why`) with no task of ours bound, on a row that keeps evidence that
- * the agent may hold our message: suspects (tasks refused pushes showed holding it, pending or counted lost) or a
- * refused result (an answer about it we could not accept). deadline35: before, FAILED (re-delegable) on the version
+ * the agent may hold our message: suspects (tasks refused pushes showed holding it, pending or counted lost), a
+ * refused result (an answer about it we could not accept), or an earlier send that may have left (`earlierSendsMayHaveLeft`,
+ * attack36), as `why` (default the deadline's) says. deadline35: before, FAILED (re-delegable) on the version
  * alone, and the step went to a second agent while the first may have been doing it. A person (AMBIGUOUS, delivery
  * maybe: a push's body alone proves nothing), the suspects named, clipped. Guarded by the version read, as any
  * reconcile's decision; a refusal re-reads the row on the next reconcile, where the evidence still stands.
@@ -86,7 +87,9 @@ export function deadlineWithEvidence(record: DelegationRecord, why: string): Ste
   const lost = record.suspectsLost > 0 ? ` (${record.suspectsLost} of them not kept or not readable)` : '';
   const suspects = count > 0 ? `pushes showed our message ${record.messageId} in ${count} other task${count === 1 ? '' : 's'} at the agent${named}${lost}` : '';
   const refused = record.refusedResult !== undefined ? `${suspects ? '; ' : ''}an answer about our message arrived that we could not accept` : '';
-  const message = `${why}; no task of ours is bound, but ${suspects}${refused}: the agent may hold our message and the work may have happened, so the step is not sent to another agent; a person decides`;
+  const left = earlierSendsMayHaveLeft(record);
+  const sent = left > 0 ? `${suspects || refused ? '; ' : ''}${left} SendMessage${left === 1 ? '' : 's'} of ours may have reached it, and no search proved our message absent since` : '';
+  const message = `${why}; no task of ours is bound, but ${suspects}${refused}${sent}: the agent may hold our message and the work may have happened, so the step is not sent to another agent; a person decides`;
   return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message, delivery: 'maybe' } };
 }
 
@@ -225,12 +228,20 @@ export function searchRow(record: DelegationRecord, observation: Extract<Observa
   const verdict = unfoundVerdict({ ...(record.error ? { error: record.error } : {}), deduplicates: observation.deduplicates, search: finding });
   if ('fail' in verdict) return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: verdict.fail }, next: route };
   if (!verdict.resend) return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: verdict.reason } };
+  const pastDeadline = observation.deadlineAt !== undefined && policy.now() >= observation.deadlineAt;
+  if (!verdict.proven && (pastDeadline || record.resendCount + 1 >= policy.sendAttempts)) {
+    // attack36: a deduplicating agent that cannot list tasks lets us resend to IT; nothing proves our message absent,
+    // so no FAILED (another agent would do the step too): a person decides.
+    const why = pastDeadline ? 'the attempt passed its deadline' : `SendMessage was sent ${record.resendCount + 1} times`;
+    const message = `${why}; the agent cannot list tasks, so nothing proves our message ${record.messageId} absent (it is listed as deduplicating by messageId, which makes a resend to it safe, not another agent): the work may have happened there; a person decides`;
+    return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message, delivery: 'maybe' } };
+  }
   if (record.resendCount + 1 >= policy.sendAttempts) {
     const answered = record.error?.answer === 'error' ? `; the agent's last answer: ${record.error.code}` : '';
     const message = `SendMessage created no task at the agent in ${record.resendCount + 1} attempts${answered}`;
     return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'SEND_ATTEMPTS_EXHAUSTED', message, retryable: true } }, next: route };
   }
-  if (observation.deadlineAt !== undefined && policy.now() >= observation.deadlineAt) {
+  if (pastDeadline && observation.deadlineAt !== undefined) {
     // Proven absent, but past the deadline: the step moves on instead of a resend.
     const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled); our message was proven absent`;
     return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'DEADLINE_EXCEEDED', message, retryable: false } }, next: route };

@@ -19,7 +19,7 @@ import type { Message, StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, LimitRefusal, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
-import { fullJitterDelayMs, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
+import { earlierSendsMayHaveLeft, fullJitterDelayMs, mayHaveReachedAgent, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
 import { overLimit, refusalNoted, refusalOf, refusedResultJudged, resultShown } from './refused-result.ts';
 import { deadlineWithEvidence, foreignEventHolder, foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread, type NamedTaskRead } from './search-row.ts';
 
@@ -39,7 +39,7 @@ export type Write =
   /**
    * Our own decision: a local outcome or a state with its reason. `unsent`: an outcome saying nothing of ours was sent
    * (FAILED AGENT_UNREACHABLE), written only while the row is as the run's try left it (`marked`: its own mark;
-   * `unmarked`: no mark; `as-read`: the mark, or none, of the row the step read, with its version: the reconciler's
+   * `unmarked`: no mark; `as-read`: the row the step read, unmarked (a marked one is refused: attack36), with its version: the reconciler's
    * deadline, deadline35), with no suspect, task or refused result on it (applyStatus-5.lua ARGV[21]); else nothing is
    * written and the reconciler decides.
    */
@@ -373,9 +373,12 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
       // deadline35: no task bound, but suspects (a refused push showed a task holding our message) or a refused result
       // (an answer of the agent about our message): it may hold our message and be doing the step. Never FAILED
       // (re-delegable: a second agent would do it too): a person decides, the suspects named.
-      if (record.taskId === undefined && (keepsSuspects(record) || record.refusedResult !== undefined)) return deadlineWithEvidence(record, message);
-      // Either FAILED below only over the row as read (applyStatus-5.lua ARGV[21]): a suspect noted since does not
-      // move the version, so the write is refused then and the next reconcile takes the branch above.
+      if (record.taskId === undefined && (keepsSuspects(record) || record.refusedResult !== undefined || earlierSendsMayHaveLeft(record) > 0)) return deadlineWithEvidence(record, message);
+      // attack36: a marked row's SendMessage may have left (whatever error an earlier try left on the row): never FAILED
+      // blind at the deadline; the reconciler's search decides (a proven absence past the deadline is FAILED there).
+      if (record.taskId === undefined && mayHaveReachedAgent(record)) return { next: { kind: 'ask-reconciler' } };
+      // Either FAILED below only over the row as read, unmarked (applyStatus-5.lua ARGV[21]): a suspect noted since does
+      // not move the version, so the write is refused then and the next reconcile takes the branch above.
       const unsent = record.state === 'INTENT' ? 'as-read' : undefined;
       if (record.state === 'INTENT' && record.unreachableCount > 0 && record.sendStartedAt === undefined) {
         // The attempt was waiting for an agent that could not be reached: nothing was sent, say so.
@@ -580,6 +583,9 @@ function waitForAgent(record: DelegationRecord, observation: Extract<Observation
   const { error, afterMark } = observation;
   const verdict = unreachableVerdict(record, observation.unreachable!, error.message, policy);
   if (verdict.verdict === 'give-up') {
+    // attack36: an earlier send of ours may have reached the agent (released for a resend without proof of absence):
+    // the agent may hold our message; FAILED would re-delegate the step. A person decides.
+    if (earlierSendsMayHaveLeft(record) > 0) return deadlineWithEvidence(record, `the agent could not be reached until the step's bound (${record.unreachableCount + 1} tries; last: ${error.message}); this try sent nothing`);
     // unreachable35: only over the row as this try left it (its own mark or none, no suspect noted since), never on
     // the fence alone: a suspect shows the agent may hold our message, and FAILED would re-delegate the step.
     const unsent = afterMark ? 'marked' : 'unmarked';
