@@ -45,9 +45,9 @@ describe('question words (review35)', () => {
     expect(after.statusMessage?.messageId).not.toBe('q1');
   });
 
-  // Known failing (review35, not fixed): the row keeps no cut for a Message seen before a later bare status; flip to
-  // `it` with the fix (a status applied records the last agent message it follows as `questionWordsAfter`).
-  it('A36: a stream Message before a later bare WORKING is not the question of a bare INPUT_REQUIRED a read shows', async () => {
+  // Failed before question36 (an `it.fails` of review35): the row kept no cut for a Message seen before a later bare
+  // status. Now a status applied records the last agent message it follows in `questionWordsAfter`.
+  it('A36: a stream Message before a later bare WORKING is not the question of a bare INPUT_REQUIRED a read shows (failed before the fix)', async () => {
     const { journal, ref, apply, row } = await scene();
     const words = new StreamQuestionWords(() => ({ taskId: 'T1', contextId: 'C1' }));
     const progress = agentMessage('m1', 'Generating response...');
@@ -80,6 +80,31 @@ describe('question words cut from the caller’s copy (question36, review35 susp
     // A read with the row as stored takes the words after the cut: a question the agent sent since.
     const question = agentMessage('q1', 'Which date?');
     await applyTask(journal, ref, { ...task, history: [...history, question] } as Task, { snapshot: true, held: after });
+    expect((await row()).question?.parts.map((part) => part.text).join('')).toBe('Which date?');
+  });
+});
+
+describe('the cut of several ids (question36)', () => {
+  it('ids that read as JSON or hold escapes: a read takes only the words after the latest of them', async () => {
+    const { journal, ref, apply, row } = await scene();
+    const words = new StreamQuestionWords(() => ({ taskId: 'T1', contextId: 'C1' }));
+    const progress = agentMessage('["p"]', 'Generating response...');
+    const said = agentMessage('a/b"c', 'Still on it');
+    await apply(words.withWords(status('TASK_STATE_WORKING', { message: progress })));
+    await apply(words.wordsAfter(said) ?? { message: said });
+    await apply(words.withWords(status('TASK_STATE_WORKING', { timestamp: '2026-12-07T10:00:01Z' })));
+    expect(JSON.parse((await row()).questionWordsAfter ?? '')).toEqual(['a/b"c', '["p"]']);
+    // The same WORKING again after the same message on another stream: a duplicate (the cut is the row's newest already).
+    const other = new StreamQuestionWords(() => ({ taskId: 'T1', contextId: 'C1' }));
+    other.wordsAfter(said);
+    const again = await applyStreamResponse(journal, { ...(await row()), taskId: 'T1' }, other.withWords(status('TASK_STATE_WORKING', { timestamp: '2026-12-07T10:00:01Z' })), { stream: 's2' });
+    expect(again.status).toMatchObject({ applied: false, reason: 'duplicate' });
+    const history = [{ messageId: 'ours', role: 'ROLE_USER', parts: [{ text: 'book' }] } as Message, progress, said];
+    const parked = { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_INPUT_REQUIRED', timestamp: '2026-12-07T10:00:02Z' }, history } as Task;
+    await applyTask(journal, ref, parked, { snapshot: true, held: await row() });
+    expect((await row()).question).toBeUndefined();
+    const question = agentMessage('q1', 'Which date?');
+    await applyTask(journal, ref, { ...parked, history: [...history, question] } as Task, { snapshot: true, held: await row() });
     expect((await row()).question?.parts.map((part) => part.text).join('')).toBe('Which date?');
   });
 });

@@ -339,29 +339,9 @@ local function apply()
   -- unparked status of the agent's has one (a parked one's words are the messages after the cut before it).
   local wordsCut = ARGV[AT_WORDS_CUT] or ''
   if mode == 'outcome' or PARKED[incoming] or FINISHED[incoming] then wordsCut = '' end
-  -- The row's cut (`questionWordsAfter`, see the header) as a list, newest first; and it with `ids` (newest first) in
-  -- front, as the field holds it.
-  local function heldCuts()
-    local held = field('questionWordsAfter') or ''
-    if held == '' or held == '-' then return {} end
-    if held:sub(1, 1) == '[' then
-      local ok, list = pcall(cjson.decode, held)
-      if ok and type(list) == 'table' then return list end
-    end
-    return { held }
-  end
-  local function cutsWith(ids)
-    local list, taken = {}, {}
-    for _, id in ipairs(ids) do
-      if type(id) == 'string' and id ~= '' and not taken[id] and #list < CUTS_KEPT then list[#list + 1] = id; taken[id] = true end
-    end
-    for _, id in ipairs(heldCuts()) do
-      if type(id) == 'string' and id ~= '' and not taken[id] and #list < CUTS_KEPT then list[#list + 1] = id; taken[id] = true end
-    end
-    if #list == 0 then return '-' end
-    if #list == 1 and list[1]:sub(1, 1) ~= '[' then return list[1] end
-    return cjson.encode(list)
-  end
+  -- The cut's ids this change adds, newest first, merged into the row's below (`questionWordsAfter`, see the header;
+  -- no closure: one costs every call).
+  local newCuts, cutsTouched = {}, false
   -- The incoming question's key in the old form too (ARGV[11]: rows journaled before keys had a namespace of their own
   -- hold it).
   local legacyKey = ARGV[11]
@@ -437,13 +417,21 @@ local function apply()
     -- question once it has our answer. Its stream's order, a finished state or a new question still move the row.
     local leavesQuestion = floorTs and hash.clockFloorMs ~= FLOOR_UNSTAMPED and PARKED[current] and not PARKED[incoming] and not replied()
     local refusal
+    -- The cut an equal status carries is the row's newest already (`questionWordsAfter`: one id, or a JSON list newest
+    -- first), or it carries none.
+    local knownCut = wordsCut == ''
+    if not knownCut and mode == 'event' and incoming == current then
+      local held, head = field('questionWordsAfter') or '', '[' .. cjson.encode(wordsCut)
+      local after = held:sub(#head + 1, #head + 1)
+      knownCut = held == wordsCut or (held:sub(1, #head) == head and (after == ',' or after == ']'))
+    end
     if RANK[incoming] == RANK[current] and not newQuestion and not (orderedAfter and not replayed) and not agrees and ((incomingTs and currentTs and incomingTs < currentTs) or (floorTs and incomingTs and incomingTs <= floorTs) or stampless or leavesQuestion) then
       refusal = 'stale'
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
     -- (another question, another challenge) replaces the status whole even without a timestamp.
     -- A status after a message the row did not know it follows (another cut) is news of an order: applied (A36).
     elseif mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and (statusMessageArg == statusMessage or bareAgain)
-      and (wordsCut == '' or heldCuts()[1] == wordsCut) then
+      and knownCut then
       refusal = 'duplicate'
     end
     if refusal then
@@ -529,7 +517,7 @@ local function apply()
     put('questionKey', questionKey)
     -- A question without words (question-words.ts): the words a later read's history shows come after the message of
     -- the status before it ('-': none), never that message or one before it (a WORKING's progress message, A36).
-    if statusMessageArg == '' and not keptWords then put('questionWordsAfter', cutsWith({ messageIdOf(statusMessage) })) end
+    if statusMessageArg == '' and not keptWords then newCuts[1] = messageIdOf(statusMessage); cutsTouched = true end
     -- A question's life (expiry, reminders) counts from when it was first journaled.
     if questionKey ~= (row[7] or '') or not PARKED[current] then
       put('questionAskedAt', now)
@@ -549,19 +537,35 @@ local function apply()
   end
   -- A TaskStatus from the agent is one value (A36): a status without a message clears the previous one. Our own
   -- outcomes (mode 'outcome') leave it as the agent last sent it.
-  local newCuts = {}
-  if wordsCut ~= '' then newCuts[1] = wordsCut end
+  if wordsCut ~= '' then newCuts[#newCuts + 1] = wordsCut; cutsTouched = true end
   if statusMessageArg ~= '' then put('statusMessage', statusMessageArg)
   elseif mode ~= 'outcome' and statusMessage ~= '' and not bareAgain then
     put('statusMessage', '')
     -- The message cleared: a later question without words takes the agent's words after it only (question-words.ts).
     -- A finished row asks nothing more: not written (the one-step finish writes the same record without it).
     local cleared = messageIdOf(statusMessage)
-    if cleared ~= '' and not FINISHED[incoming] then newCuts[#newCuts + 1] = cleared end
+    if cleared ~= '' and not FINISHED[incoming] then newCuts[#newCuts + 1] = cleared; cutsTouched = true end
   end
-  -- The last agent message this status follows (with the message it cleared): a later question without words takes
-  -- only the messages after them.
-  if #newCuts > 0 then put('questionWordsAfter', cutsWith(newCuts)) end
+  -- The last agent message this status follows, the message it cleared (or, a question without words, the status
+  -- message before it): a later question without words takes only the messages after them. The newest CUTS_KEPT of
+  -- these and the row's ('-': none).
+  if cutsTouched then
+    local held, list, taken = field('questionWordsAfter') or '', {}, {}
+    local heldList = { held }
+    if held == '' or held == '-' then heldList = {}
+    elseif held:sub(1, 1) == '[' then
+      local ok, decoded = pcall(cjson.decode, held)
+      if ok and type(decoded) == 'table' then heldList = decoded end
+    end
+    for _, ids in ipairs({ newCuts, heldList }) do
+      for _, id in ipairs(ids) do
+        if type(id) == 'string' and id ~= '' and not taken[id] and #list < CUTS_KEPT then list[#list + 1] = id; taken[id] = true end
+      end
+    end
+    local cut = '-'
+    if #list == 1 and list[1]:sub(1, 1) ~= '[' then cut = list[1] elseif #list > 0 then cut = cjson.encode(list) end
+    put('questionWordsAfter', cut)
+  end
   if (ARGV[AT_RESULT] or '') ~= '' then put('result', ARGV[AT_RESULT]) end
   -- A task a Message answer named, bound unread (ARGV[19]); any status of the agent applied since shows it read.
   if ARGV[AT_NAMED_TASK_UNREAD] == '1' then put('namedTaskUnread', '1')
