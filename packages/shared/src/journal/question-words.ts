@@ -90,7 +90,7 @@ export interface WordsBasis {
 /**
  * The cut `row` gives a history's question words, as one string (`StatusChange.questionWordsOn`): its state, its status
  * message's id, its `questionWordsAfter` and whether it holds a question, each as `<UTF-8 bytes>:<text>`. applyStatus-5.lua
- * builds the same string from the row as stored (`wordsBasis`) and applies the words only when the two are equal.
+ * builds the same string from the row as stored (AT_WORDS_ON) and applies the words only when the two are equal.
  */
 export function wordsBasisOf(row: WordsBasis): string {
   return [row.state, row.statusMessage?.messageId ?? '', row.questionWordsAfter ?? '', row.question ? '1' : '']
