@@ -45,9 +45,9 @@ describe('question words (review35)', () => {
     expect(after.statusMessage?.messageId).not.toBe('q1');
   });
 
-  // Known failing (review35, not fixed): the row keeps no cut for a Message seen before a later bare status; flip to
-  // `it` with the fix (a status applied records the last agent message it follows as `questionWordsAfter`).
-  it.fails('A36: a stream Message before a later bare WORKING is not the question of a bare INPUT_REQUIRED a read shows', async () => {
+  // Failed before question36 (an `it.fails` of review35): the row kept no cut for a Message seen before a later bare
+  // status. Now a status applied records the last agent message it follows in `questionWordsAfter`.
+  it('A36: a stream Message before a later bare WORKING is not the question of a bare INPUT_REQUIRED a read shows (failed before the fix)', async () => {
     const { journal, ref, apply, row } = await scene();
     const words = new StreamQuestionWords(() => ({ taskId: 'T1', contextId: 'C1' }));
     const progress = agentMessage('m1', 'Generating response...');
@@ -58,5 +58,53 @@ describe('question words (review35)', () => {
     const after = await row();
     expect(after.state).toBe('INPUT_REQUIRED');
     expect((after.question?.parts ?? []).map((part) => part.text ?? '').join('')).not.toContain('Generating response');
+  });
+});
+
+describe('question words cut from the caller’s copy (question36, review35 suspicion)', () => {
+  // An unguarded read's words were cut from the caller's copy of the row: a WORKING with a progress message pushed
+  // after the copy was read (an unfenced writer) was not in it, so the progress message became the words of a bare
+  // INPUT_REQUIRED the read showed. The script now checks the copy's cut against the row as stored.
+  it('a progress message the row recorded after the caller read it is not the question of a read with the stale copy (failed before the fix)', async () => {
+    const { journal, ref, row } = await scene();
+    const stale = await row();
+    const progress = agentMessage('p1', 'Generating response...');
+    await applyStreamResponse(journal, { ...stale, taskId: 'T1' }, status('TASK_STATE_WORKING', { message: progress }));
+    expect((await row()).statusMessage?.messageId).toBe('p1');
+    const history = [{ messageId: 'ours', role: 'ROLE_USER', parts: [{ text: 'book' }] } as Message, progress];
+    const task = { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_INPUT_REQUIRED' }, history } as Task;
+    await applyTask(journal, ref, task, { snapshot: true, held: stale });
+    const after = await row();
+    expect(after.state).toBe('INPUT_REQUIRED');
+    expect((after.question?.parts ?? []).map((part) => part.text ?? '').join('')).not.toContain('Generating response');
+    // A read with the row as stored takes the words after the cut: a question the agent sent since.
+    const question = agentMessage('q1', 'Which date?');
+    await applyTask(journal, ref, { ...task, history: [...history, question] } as Task, { snapshot: true, held: after });
+    expect((await row()).question?.parts.map((part) => part.text).join('')).toBe('Which date?');
+  });
+});
+
+describe('the cut of several ids (question36)', () => {
+  it('ids that read as JSON or hold escapes: a read takes only the words after the latest of them', async () => {
+    const { journal, ref, apply, row } = await scene();
+    const words = new StreamQuestionWords(() => ({ taskId: 'T1', contextId: 'C1' }));
+    const progress = agentMessage('["p"]', 'Generating response...');
+    const said = agentMessage('a/b"c', 'Still on it');
+    await apply(words.withWords(status('TASK_STATE_WORKING', { message: progress })));
+    await apply(words.wordsAfter(said) ?? { message: said });
+    await apply(words.withWords(status('TASK_STATE_WORKING', { timestamp: '2026-12-07T10:00:01Z' })));
+    expect(JSON.parse((await row()).questionWordsAfter ?? '')).toEqual(['a/b"c', '["p"]']);
+    // The same WORKING again after the same message on another stream: a duplicate (the cut is the row's newest already).
+    const other = new StreamQuestionWords(() => ({ taskId: 'T1', contextId: 'C1' }));
+    other.wordsAfter(said);
+    const again = await applyStreamResponse(journal, { ...(await row()), taskId: 'T1' }, other.withWords(status('TASK_STATE_WORKING', { timestamp: '2026-12-07T10:00:01Z' })), { stream: 's2' });
+    expect(again.status).toMatchObject({ applied: false, reason: 'duplicate' });
+    const history = [{ messageId: 'ours', role: 'ROLE_USER', parts: [{ text: 'book' }] } as Message, progress, said];
+    const parked = { id: 'T1', contextId: 'C1', status: { state: 'TASK_STATE_INPUT_REQUIRED', timestamp: '2026-12-07T10:00:02Z' }, history } as Task;
+    await applyTask(journal, ref, parked, { snapshot: true, held: await row() });
+    expect((await row()).question).toBeUndefined();
+    const question = agentMessage('q1', 'Which date?');
+    await applyTask(journal, ref, { ...parked, history: [...history, question] } as Task, { snapshot: true, held: await row() });
+    expect((await row()).question?.parts.map((part) => part.text).join('')).toBe('Which date?');
   });
 });

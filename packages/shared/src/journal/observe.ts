@@ -8,7 +8,7 @@
 import type { Message, StreamResponse, Task, TaskArtifactUpdateEvent, TaskStatus, TaskStatusUpdateEvent } from '@durable-a2a/a2a/pure';
 import type { DelegationRef, FinishStepResult, Journal, OneStepFinish, StatusChange, StatusChangeResult } from './journal.ts';
 import type { DelegationRecord, RecordedError } from './record.ts';
-import { historyQuestionWords, wordsFilled } from './question-words.ts';
+import { cutsOf, historyQuestionWords, historyWordsCut, streamWordsCut, wordsBasisOf, wordsCutFor, wordsFilled } from './question-words.ts';
 import { journalStateOf } from './states.ts';
 
 /** What applying one observation did, for logs and metrics. */
@@ -81,17 +81,21 @@ function taskQuestionWords(task: Task, held: DelegationRecord | undefined): Mess
   if (task.status.message || !held) return undefined;
   const heldParked = held.state === 'INPUT_REQUIRED' || held.state === 'AUTH_REQUIRED';
   const owner = { taskId: held.taskId, contextId: held.contextId };
-  const after = held.questionWordsAfter === '-' ? undefined : held.questionWordsAfter;
-  if (!heldParked) return historyQuestionWords(task, owner, held.statusMessage?.messageId ?? after);
+  const after = cutsOf(held.questionWordsAfter);
+  if (!heldParked) return historyQuestionWords(task, owner, [held.statusMessage?.messageId, ...after]);
   // Parked with words: they stay (a bare read keeps them, applyStatus-5.lua). Without: after the status message
   // recorded before the question (not said on an older row: none taken).
   if (held.question || !held.questionWordsAfter) return undefined;
   return historyQuestionWords(task, owner, after);
 }
 
-/** The status change a full Task asks for (`applyTask`). */
+/**
+ * The status change a full Task asks for (`applyTask`). An unparked, unfinished status records the last agent message
+ * it was read with (its history's, else the stream's before it: `wordsCut`, A36).
+ */
 function taskChangeOf(task: Task, options: ObserveOptions): StatusChange {
   const words = taskQuestionWords(task, options.held);
+  const wordsCut = wordsCutFor(task.status.state, historyWordsCut(task) ?? streamWordsCut(task));
   return {
     fence: options.fence,
     expectedVersion: options.expectedVersion,
@@ -101,7 +105,9 @@ function taskChangeOf(task: Task, options: ObserveOptions): StatusChange {
     taskId: task.id,
     contextId: task.contextId,
     statusMessage: words ?? task.status.message,
-    ...(words ? { questionWords: true as const } : {}),
+    // Cut from the caller's copy (`held`): the script checks that cut against the row as stored (review35).
+    ...(words && options.held ? { questionWords: true as const, questionWordsOn: wordsBasisOf(options.held) } : {}),
+    ...(wordsCut !== undefined ? { wordsCut } : {}),
     error: statusErrorOf(task.status),
     artifacts: task.artifacts,
     agentCardUrl: options.agentCardUrl,
@@ -168,8 +174,9 @@ export async function applyStreamResponse(
   return { kind: 'message' };
 }
 
-/** The status change a TaskStatusUpdateEvent asks for. */
+/** The status change a TaskStatusUpdateEvent asks for; on a stream, with the last Message event it follows (`wordsCut`). */
 function statusChangeOf(event: TaskStatusUpdateEvent, options: ObserveOptions): StatusChange {
+  const wordsCut = wordsCutFor(event.status.state, streamWordsCut(event));
   return {
     fence: options.fence,
     mode: 'event',
@@ -180,6 +187,7 @@ function statusChangeOf(event: TaskStatusUpdateEvent, options: ObserveOptions): 
     contextId: event.contextId || undefined,
     statusMessage: event.status.message,
     ...(wordsFilled(event) ? { questionWords: true as const } : {}),
+    ...(wordsCut !== undefined ? { wordsCut } : {}),
     error: statusErrorOf(event.status),
     endsLease: options.endsLease,
     held: options.held,

@@ -6,12 +6,15 @@
  * - else the agent's messages that came after the last status the row recorded: on a stream, the Message events since
  *   the stream's last status event (`StreamQuestionWords`); in a Task's history, the trailing agent messages after our
  *   last message and after the last status message the row recorded (`historyQuestionWords`);
- * - a message sent before a later status (a WORKING progress message, field case A36) is never the question.
+ * - a message sent before a later status (a WORKING progress message, field case A36) is never the question: every
+ *   unfinished, unparked status the row applies records the last agent message it follows (`wordsCut`: on a stream the
+ *   last Message event since the stream's last status, `streamWordsCut`; in a Task the last agent message of its
+ *   history, `historyWordsCut`) as the row's `questionWordsAfter`, and a later read cuts after it.
  * Only messages of our task are taken: role agent, taskId ours (or none, in a Task's own history), contextId ours or
  * none. The words are bounded as a status message is (`statusMessageBytes`, status.ts).
  */
 import type { Message, StreamResponse, Task, TaskStatusUpdateEvent } from '@durable-a2a/a2a/pure';
-import { journalStateOf } from './states.ts';
+import { isFinished, journalStateOf } from './states.ts';
 
 /** The status updates `StreamQuestionWords` gave the agent's words as their message (`wordsFilled`). */
 const filled = new WeakSet<TaskStatusUpdateEvent>();
@@ -21,6 +24,79 @@ const filled = new WeakSet<TaskStatusUpdateEvent>();
  * status message: its question is keyed by the status alone (`StatusChange.questionWords`).
  */
 export const wordsFilled = (event: TaskStatusUpdateEvent): boolean => filled.has(event);
+
+/**
+ * The stream's cut of each status (update or Task) `StreamQuestionWords.withWords` passed on: the messageId of the last
+ * Message event of our task it saw since the stream's last status (`streamWordsCut`).
+ */
+const streamCuts = new WeakMap<object, string>();
+
+/**
+ * The messageId of the last Message event of our task a stream showed before `status` (a status update's event or a
+ * Task, as `StreamQuestionWords.withWords` passed it) and after the stream's status before it; undefined: none, or not
+ * from a stream.
+ */
+export const streamWordsCut = (status: TaskStatusUpdateEvent | Task): string | undefined => streamCuts.get(status);
+
+/**
+ * The messageId of the last agent message in `task`'s history (undefined: none): what the Task's status was read
+ * with, so a message the row read before a later status (A36) is cut off a later read's words (`wordsCut`).
+ */
+export function historyWordsCut(task: Task): string | undefined {
+  return task.history?.findLast((message) => message.role === 'ROLE_AGENT' && message.messageId !== '')?.messageId;
+}
+
+/**
+ * The cut an agent's status of `state` records (`StatusChange.wordsCut`): `cut` for an unfinished, unparked state (a
+ * WORKING), else undefined (a parked status's words are the messages after the cut before it; a finished row asks
+ * nothing more).
+ */
+export function wordsCutFor(state: string, cut: string | undefined): string | undefined {
+  if (cut === undefined || parked(state)) return undefined;
+  const journal = journalStateOf(state as Parameters<typeof journalStateOf>[0]);
+  return isFinished(journal) ? undefined : cut;
+}
+
+const UTF8 = new TextEncoder();
+
+/** How many ids a row's cut keeps (`questionWordsAfter`, applyStatus-5.lua CUTS_KEPT): the newest. */
+export const QUESTION_CUTS_KEPT = 4;
+
+/**
+ * The ids of a row's `questionWordsAfter` (applyStatus-5.lua): a history's question words come after the latest of
+ * them. '-' or undefined: none; one id as it is; several (or one beginning with '[') as a JSON list, newest first.
+ */
+export function cutsOf(questionWordsAfter: string | undefined): string[] {
+  if (!questionWordsAfter || questionWordsAfter === '-') return [];
+  if (questionWordsAfter.startsWith('[')) {
+    try {
+      const list: unknown = JSON.parse(questionWordsAfter);
+      if (Array.isArray(list)) return list.filter((id): id is string => typeof id === 'string');
+    } catch {
+      // One id beginning with '[' written as it is by an older release: itself.
+    }
+  }
+  return [questionWordsAfter];
+}
+
+/** The fields of a row a history's question words are cut on (`wordsBasisOf`). */
+export interface WordsBasis {
+  state: string;
+  statusMessage?: Message;
+  questionWordsAfter?: string;
+  question?: Message;
+}
+
+/**
+ * The cut `row` gives a history's question words, as one string (`StatusChange.questionWordsOn`): its state, its status
+ * message's id, its `questionWordsAfter` and whether it holds a question, each as `<UTF-8 bytes>:<text>`. applyStatus-5.lua
+ * builds the same string from the row as stored (AT_WORDS_ON) and applies the words only when the two are equal.
+ */
+export function wordsBasisOf(row: WordsBasis): string {
+  return [row.state, row.statusMessage?.messageId ?? '', row.questionWordsAfter ?? '', row.question ? '1' : '']
+    .map((value) => `${UTF8.encode(value).length}:${value}`)
+    .join('');
+}
 
 /** `event` with `words` as its status message, marked `wordsFilled`. */
 function withMessage(event: TaskStatusUpdateEvent, words: Message): { statusUpdate: TaskStatusUpdateEvent } {
@@ -75,17 +151,18 @@ export function questionMessageOf(messages: readonly Message[]): Message | undef
 
 /**
  * The question's words in a parked Task without a status message: the agent's messages at the end of its `history`
- * after our last message (any user message ends the run) and after `recordedStatusMessageId` (the message of the last
- * status the row recorded, when it was no question: a WORKING's progress message and all before it came before a
- * later status, A36), of our task (`ownAgentMessage`). Undefined when the Task has a status message, is not parked, or
- * its history shows none.
+ * after our last message (any user message ends the run) and after every message of `cuts` (the message of the last
+ * status the row recorded when it was no question, and the last agent message that status followed, the row's
+ * `questionWordsAfter`: a WORKING's progress message and all before it came before a later status, A36), of our task
+ * (`ownAgentMessage`). Undefined when the Task has a status message, is not parked, or its history shows none.
  */
-export function historyQuestionWords(task: Task, owner: QuestionOwner, recordedStatusMessageId?: string): Message | undefined {
+export function historyQuestionWords(task: Task, owner: QuestionOwner, cuts: string | readonly (string | undefined)[] = []): Message | undefined {
   if (task.status.message || !parked(task.status.state) || !task.history?.length) return undefined;
+  const cutAt = new Set(typeof cuts === 'string' ? [cuts] : cuts.filter((cut) => cut !== undefined));
   const words: Message[] = [];
   for (let index = task.history.length - 1; index >= 0; index--) {
     const message = task.history[index]!;
-    if (message.role !== 'ROLE_AGENT' || (recordedStatusMessageId !== undefined && message.messageId === recordedStatusMessageId)) break;
+    if (message.role !== 'ROLE_AGENT' || cutAt.has(message.messageId)) break;
     if (!ownAgentMessage(message, { taskId: owner.taskId ?? task.id, contextId: owner.contextId ?? task.contextId }, false)) break;
     words.unshift(message);
   }
@@ -107,20 +184,23 @@ export class StreamQuestionWords {
   /**
    * `response` as it should be applied: a parked status update without a message, after Message events of our task
    * since the last status, carries them as its status message; any other status as it is. Every status (and Task)
-   * ends the words before it.
+   * ends the words before it, and records the last of them as its cut (`streamWordsCut`).
    */
   withWords(response: StreamResponse): StreamResponse {
+    const cut = this.messages.at(-1)?.messageId;
     if ('statusUpdate' in response) {
       const event = response.statusUpdate;
       const words = questionMessageOf(this.messages);
       this.messages = [];
       const bare = !event.status.message && parked(event.status.state) && (!this.owner().taskId || event.taskId === this.owner().taskId);
       this.bareParked = bare && !words ? event : undefined;
+      if (cut) streamCuts.set(event, cut);
       return bare && words ? withMessage(event, words) : response;
     }
     if ('task' in response) {
       this.messages = [];
       this.bareParked = undefined;
+      if (cut) streamCuts.set(response.task, cut);
     }
     return response;
   }

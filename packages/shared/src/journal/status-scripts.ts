@@ -93,10 +93,32 @@ export interface ApplyStatusInput {
 }
 
 /**
+ * applyStatus-5.lua's ARGV positions (1-based) of the arguments after the `STATUS_ARGUMENTS_ALWAYS` every call sends,
+ * by name: the script holds the same numbers in its `AT_*` locals (`statusMessage` is `AT_STATUS_MESSAGE`, …;
+ * test/journal/apply-status-argv.test.ts fails when the two differ, or when the script reads one of these positions by
+ * a number of its own). `artifactsAt`: the first of a Task's N artifact quadruples; after them the count limit
+ * (`artifactsAt + 4N`) and the error of a COMPLETED change whose cut status message is its result
+ * (`artifactsAt + 1 + 4N`; N = 0 without a list).
+ */
+export const APPLY_STATUS_ARGV = {
+  statusMessage: 16,
+  result: 17,
+  error: 18,
+  namedTaskUnread: 19,
+  stream: 20,
+  unsent: 21,
+  wordsCut: 22,
+  wordsOn: 23,
+  artifactCount: 24,
+  artifactBytes: 25,
+  artifactBytesLimit: 26,
+  artifacts: 27,
+} as const;
+
+/**
  * applyStatus-5.lua's ARGV for `change` (see the script's header): the 15 every change has, then those most changes
- * lack (status message, result, error, a named task unread, the Task's artifacts last), '' when absent, with the ''
- * ones at the end left out (the script reads a missing one as '': each argument costs redis-server about 1,000
- * instructions).
+ * lack, each at its named position (`APPLY_STATUS_ARGV`), '' when absent, with the '' ones at the end left out (the
+ * script reads a missing one as '': each argument costs redis-server about 1,000 instructions).
  */
 function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artifactBytesPerDelegation, artifactsPerDelegation }: ApplyStatusInput): (string | number)[] {
   const timestampMs = parseAgentTimestamp(change.statusTimestamp);
@@ -116,32 +138,44 @@ function statusArguments({ change, nowMs, binding, checkHere, heldVersion, artif
     change.endsLease?.token ?? '',
     leaseEnding(change.endsLease, checkHere),
     heldVersion ?? '',
-    change.statusMessage ? JSON.stringify(change.statusMessage) : '',
-    change.result === undefined ? '' : JSON.stringify(change.result),
-    change.error ? encodeRecordedError(change.error) : '',
-    change.namedTaskUnread ? '1' : '',
-    change.stream ?? '',
-    change.unsent ? (change.unsent.sendStartedAt ?? '-') : '',
   ];
+  /** `value` at ARGV[`at`] (the positions before it that nothing took: ''). */
+  const put = (at: number, value: string | number): void => {
+    while (args.length < at - 1) args.push('');
+    args[at - 1] = value;
+  };
+  const at = APPLY_STATUS_ARGV;
+  put(at.statusMessage, change.statusMessage ? JSON.stringify(change.statusMessage) : '');
+  put(at.result, change.result === undefined ? '' : JSON.stringify(change.result));
+  put(at.error, change.error ? encodeRecordedError(change.error) : '');
+  put(at.namedTaskUnread, change.namedTaskUnread ? '1' : '');
+  put(at.stream, change.stream ?? '');
+  put(at.unsent, change.unsent ? (change.unsent.sendStartedAt ?? '-') : '');
+  put(at.wordsCut, change.wordsCut ?? '');
+  put(at.wordsOn, change.questionWords && change.questionWordsOn !== undefined ? change.questionWordsOn : '');
+  const count = change.artifacts?.length ?? 0;
   if (change.artifacts) {
     const stored = change.artifacts.map((artifact) => storedArtifact(artifact));
-    args.push(String(stored.length), String(stored.reduce((sum, artifact) => sum + artifact.bytes, 0)), String(artifactBytesPerDelegation));
-    for (const { artifactId, meta, parts, bytes } of stored) args.push(artifactId, meta, parts, String(bytes));
-    args.push(String(artifactsPerDelegation));
+    put(at.artifactCount, String(stored.length));
+    put(at.artifactBytes, String(stored.reduce((sum, artifact) => sum + artifact.bytes, 0)));
+    put(at.artifactBytesLimit, String(artifactBytesPerDelegation));
+    stored.forEach(({ artifactId, meta, parts, bytes }, index) => {
+      put(at.artifacts + 4 * index, artifactId);
+      put(at.artifacts + 4 * index + 1, meta);
+      put(at.artifacts + 4 * index + 2, parts);
+      put(at.artifacts + 4 * index + 3, String(bytes));
+    });
+    put(at.artifacts + 4 * count, String(artifactsPerDelegation));
   }
-  // ARGV[26 + 4N] (N = 0 without a list), after the list's ARGV[22..24], its quadruples from ARGV[25] (ARTIFACTS_AT)
-  // and the count limit ARGV[25 + 4N]: the error of a COMPLETED change whose cut status message is its result.
-  if (change.overLimitIfResult) {
-    while (args.length < 25 + 4 * (change.artifacts?.length ?? 0)) args.push('');
-    args.push(encodeRecordedError(change.overLimitIfResult));
-  }
+  // The error of a COMPLETED change whose cut status message is its result, after the list (or where it would begin).
+  if (change.overLimitIfResult) put(at.artifacts + 1 + 4 * count, encodeRecordedError(change.overLimitIfResult));
   let end = args.length;
   while (end > STATUS_ARGUMENTS_ALWAYS && args[end - 1] === '') end -= 1;
   return end === args.length ? args : args.slice(0, end);
 }
 
 /** How many of applyStatus-5.lua's arguments every call sends (ARGV[1..15]; the rest are left out when '' at the end). */
-const STATUS_ARGUMENTS_ALWAYS = 15;
+export const STATUS_ARGUMENTS_ALWAYS = 15;
 
 /** applyStatus-5.lua's ARGV[14]; a handover's check time only when the script may write the index (`checkHere`). */
 function leaseEnding(endsLease: StatusChange['endsLease'], checkHere: boolean): string {

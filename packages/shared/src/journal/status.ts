@@ -79,11 +79,29 @@ export interface StatusChange {
    * read of the same status without the words is.
    */
   questionWords?: true;
+  /**
+   * The messageId of the last agent message this status follows, as its observation showed it (question-words.ts
+   * `wordsCut`: a stream's last Message event of our task since its last status, a Task's last agent message in its
+   * `history`). Only for an unfinished, unparked status of the agent (a WORKING): applied, it becomes the row's
+   * `questionWordsAfter`, so a later read of a question without words takes only the messages after it (field case
+   * A36: a progress message before a later status is never the question). Undefined: none known (the row keeps its
+   * cut, or the id of the status message this status clears). A cut other than the row's makes an equal status no
+   * 'duplicate' (applyStatus-5.lua).
+   */
+  wordsCut?: string;
+  /**
+   * With `questionWords` cut from the caller's copy of the row (a Task's history, `held`): that copy's cut
+   * (question-words.ts `wordsBasisOf`: its state, status message id, `questionWordsAfter` and whether it holds a
+   * question). The script applies the words only when the row as stored has the same (a row another writer moved since,
+   * e.g. a push of a WORKING with a progress message, would have cut them elsewhere: review35); else the status as
+   * without a message (its key is the status's alone either way), and a later read with the row takes its words.
+   */
+  questionWordsOn?: string;
   result?: unknown;
   error?: RecordedError;
   /**
    * The error a COMPLETED change ends with when its status message had to be cut (`withinLimits`) and is the step's
-   * result: the row holds no artifacts after the change (applyStatus-5.lua ARGV[26 + 4N], read against `artifactCount`
+   * result: the row holds no artifacts after the change (applyStatus-5.lua ARGV[28 + 4N], read against `artifactCount`
    * and the Task's list in the same script). The change is then written AMBIGUOUS with this LIMIT_EXCEEDED
    * (`statusMessageBytes`), the excerpt kept; with artifacts it stays COMPLETED (the status message is not the result).
    */

@@ -54,7 +54,8 @@
            half of them.
   ARGV[16..] the arguments most changes do not have, each '' when absent; the caller leaves out the '' ones at the end
            (a missing argument reads as ''): each argument costs redis-server about 1,000 instructions, and the common
-           change (a status without message, result, error or artifacts) sends 15 instead of 22.
+           change (a status without message, result, error or artifacts) sends 15 instead of 24. Their positions are named
+           (AT_STATUS_MESSAGE …, at the top of `apply`; status-scripts.ts APPLY_STATUS_ARGV the same numbers).
   ARGV[16] status message JSON ('' = none: an agent's status without a message clears the previous one): the question
            when the state is parked
   ARGV[17] result JSON ('' = unchanged)
@@ -76,25 +77,35 @@
            version that mark wrote). Else VERSION_CONFLICT and nothing is written: the reconciler decides. Before, a
            FAILED AGENT_UNREACHABLE was written on the fence alone, over a suspect noted since: the step went to another
            agent while the first one may have been doing it.
-  ARGV[22] number of the Task's artifacts N ('' = leave artifacts untouched), then, from ARGV[25], N quadruples
+  ARGV[22] the messageId of the last agent message an unfinished, unparked status of the agent follows (status.ts
+           `wordsCut`, question-words.ts; '' = none known): applied, it is the row's `questionWordsAfter` (it wins over the
+           id of the status message the change clears: it came after it), so a later read of a question without words
+           takes only the messages after it (A36: a progress message before a later status is never the question). A
+           cut other than the row's makes an equal status no 'duplicate' (a new message came before it).
+  ARGV[23] with question words in ARGV[16] cut from the caller's copy of the row (a Task's history: status.ts
+           `questionWordsOn`, question-words.ts `wordsBasisOf`; '' = none): that copy's cut (state, status message id,
+           `questionWordsAfter`, a question held, each as '<bytes>:<text>'). Unequal to the row's as stored: the status is
+           applied as without a message (its key is the status's alone either way; a later read with the row takes the
+           words), review35: another writer moved the cut since the copy was read.
+  ARGV[24] number of the Task's artifacts N ('' = leave artifacts untouched), then, from ARGV[27], N quadruples
            artifactId, meta JSON, parts JSON array, bytes. Any mode: a full Task
            (snapshot or pushed event) stores its artifacts in the transition that applies its status, so a
            finished row always holds the result the Task carried. A FINISHED state's list replaces the stored
            artifacts (`[]` included: the agent's last word); an unfinished one's is merged in (replaceArtifacts.lua
            `mergeArtifacts`): the held artifacts it leaves out are kept (a stale snapshot proves nothing about them),
-           `[]` changes nothing; a merge whose bytes (the Task's and those kept) would pass ARGV[24] replaces instead
+           `[]` changes nothing; a merge whose bytes (the Task's and those kept) would pass ARGV[26] replaces instead
            (the stored bytes stay within the limit; what it drops is in `leftOut`, in doubt until a full read).
            Either way the reply names the held ids the list left out (`leftOut`, whatever the outcome once the row
            is found unfinished), read in this same script: the stream's `takenBack`
-  ARGV[23] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
+  ARGV[25] bytes the Task's artifacts carry (artifactByteSize summed; checked against the
            limit by the caller, the journal), kept as 'artifactBytes'
-  ARGV[24] artifactBytesPerDelegation: the limit on the delegation's artifact bytes (an unfinished Task's merge
+  ARGV[26] artifactBytesPerDelegation: the limit on the delegation's artifact bytes (an unfinished Task's merge
            that would pass it replaces instead, above)
-  ARGV[25 + 4N] artifactsPerDelegation: the limit on the artifacts the row holds (absent = none): an unfinished Task's
+  ARGV[27 + 4N] artifactsPerDelegation: the limit on the artifacts the row holds (absent = none): an unfinished Task's
            merge whose list and the held ids it leaves out would pass it replaces instead, as for the bytes (attack35:
            lists each within the limit, merged one after another, held every id, and every later Task's script went
            over all of them; the Task's own list is held within the limit by the caller, the journal)
-  ARGV[26 + 4N] (N = 0 without a list) the error JSON of a COMPLETED change whose status message the journal had to
+  ARGV[28 + 4N] (N = 0 without a list) the error JSON of a COMPLETED change whose status message the journal had to
            cut (status.ts `overLimitIfResult`; '' = none): when the row holds no artifacts after the change (the
            finished Task's list is empty, or without a list the row's 'artifactCount' is 0), the status message is the
            step's result (the view's `resultText`), so the change is written AMBIGUOUS with this error (LIMIT_EXCEEDED,
@@ -112,7 +123,7 @@
            unfinished state, else {}; finished = {workflow row (flat), delegation ids} when it
            changed to a finished state (what the settle decides from), else {}; fence = the follow's fencing
            token when the send lease was handed over (ARGV[14] 'handover:…'), else 0; leftOut = the ids of the artifacts
-           the row held that the Task's list (ARGV[22]) leaves out, in their held order, only when the change carries a
+           the row held that the Task's list (ARGV[24]) leaves out, in their held order, only when the change carries a
            list; rewritten = the ids of the held artifacts an UNFINISHED Task's list carried with other content (parts
            or meta) than the stored copy, which it wrote over (a stale snapshot taken between two chunks: older than
            what the stream stored; review16m), only when an unfinished change carries a list;
@@ -128,8 +139,12 @@
   A question's words (question-words.ts, question35): a parked status without a message may carry the agent's words
   from its messages as ARGV[16] (its key then from the status alone, ARGV[10]); a bare re-read of the question the row
   is parked on (the same parked state, no message, the same key or none) keeps the row's question and status message
-  and is the row's status again (`bareAgain`). `questionWordsAfter`: the messageId of a status message a status
-  without one cleared; on a question without words, that of the status message before it ('-': none).
+  and is the row's status again (`bareAgain`). `questionWordsAfter` (question-words.ts `cutsOf`): the messages a later
+  question's words come after (a read's history is cut after the latest of them; '-': none): the ids of the status
+  message a status without one cleared, of the last agent message an unparked status followed (AT_WORDS_CUT) and, on a
+  question without words, of the status message before it; the newest CUTS_KEPT, one id as it is, several (or one
+  beginning with '[') as a JSON list, newest first. Kept whole: which of two is later the row cannot always tell (a
+  Task's history may hold its status message or not; A36, question36).
   The agent's clock orders events within one stretch of the task only (between two of our delivered replies): a
   question under a key never asked (askedKeys, askedKeys.lua) that arrives when the row's question has our reply
   delivered is new whatever its stamp (an agent clock far ahead must not hide it), and it starts a new stretch: the
@@ -207,16 +222,21 @@ end
 local FIELDS_UNVERSIONED = { 'fence', 'noProgressMark', 'noProgressSince', 'noProgressCount', 'noProgressLast', 'pushConfigState', 'pushConfigId', 'suspects', 'suspectsLost', 'artifactCount' }
 -- The floor of a stretch that followed one without a stamp (below every stamp: the earliest time a JavaScript Date holds).
 local FLOOR_UNSTAMPED = '-8640000000000000'
+-- How many ids the row's cut of a question's words keeps (`questionWordsAfter`, question-words.ts QUESTION_CUTS_KEPT).
+local CUTS_KEPT = 4
 -- The unfinished index's member of this delegation (indexMember, keys.ts), for a handover's check.
 local member = ''
 -- ARGV[14] 'handover:…' read once (endLease.lua), else nil.
 local handover = handoverOf(ARGV[14])
--- Where a Task's artifact quadruples begin in ARGV.
-local ARTIFACTS_AT = 25
 
 local function apply()
+  -- The positions of the arguments after the 15 every call sends (see the header), by name: status-scripts.ts
+  -- APPLY_STATUS_ARGV holds the same numbers (test/journal/apply-status-argv.test.ts fails when they differ, or when an
+  -- ARGV position from 16 on is read here by a number of its own). AT_ARTIFACTS: where a Task's artifact quadruples begin.
+  local AT_STATUS_MESSAGE, AT_RESULT, AT_ERROR, AT_NAMED_TASK_UNREAD, AT_STREAM, AT_UNSENT, AT_WORDS_CUT = 16, 17, 18, 19, 20, 21, 22
+  local AT_WORDS_ON, AT_ARTIFACT_COUNT, AT_ARTIFACT_BYTES, AT_ARTIFACT_BYTES_LIMIT, AT_ARTIFACTS = 23, 24, 25, 26, 27
   -- The arguments a caller leaves out when they are '' (ARGV[16] on: see the header).
-  local statusMessageArg, channel, listed = ARGV[16] or '', ARGV[20] or '', ARGV[22] or ''
+  local statusMessageArg, channel, listed = ARGV[AT_STATUS_MESSAGE] or '', ARGV[AT_STREAM] or '', ARGV[AT_ARTIFACT_COUNT] or ''
   -- One read of the row and one write (every field of the transition in a single HSET). The caller holds the row at
   -- its version: only the fields every transition needs are read (FIELDS_UNVERSIONED among them, and the workflow id a
   -- handover's check names), and the reply is the change. Else the row whole, whose HGETALL reply becomes the row as
@@ -261,7 +281,7 @@ local function apply()
   local knownTask = row[5] or ''
   if ARGV[7] ~= '' and knownTask ~= '' and knownTask ~= ARGV[7] then return {CODE.TASK_MISMATCH, 'task'} end
   -- Nothing of ours was sent (ARGV[21]): only over the row as the run that tried left it.
-  local unsent = ARGV[21] or ''
+  local unsent = ARGV[AT_UNSENT] or ''
   if unsent ~= '' then
     local marked = field('sendStartedAt') or ''
     if current ~= 'INTENT' or knownTask ~= '' or marked ~= (unsent == '-' and '' or unsent)
@@ -270,10 +290,29 @@ local function apply()
     end
   end
   local statusMessage = hash.statusMessage or ''
+  -- The messageId of a stored message's JSON ('' when none or unreadable).
+  local function messageIdOf(json)
+    if json == '' then return '' end
+    local ok, message = pcall(cjson.decode, json)
+    if ok and type(message) == 'table' and type(message.messageId) == 'string' then return message.messageId end
+    return ''
+  end
+  -- Question words cut from the caller's copy of the row (AT_WORDS_ON, question-words.ts `wordsBasisOf`): applied only
+  -- when the row as stored gives the same cut, else the status as without a message (its key is the status's alone
+  -- either way) and a later read with the row takes the words (review35: a WORKING with a progress message another
+  -- writer recorded after the copy was read cut them elsewhere).
+  local wordsOn = ARGV[AT_WORDS_ON] or ''
+  if wordsOn ~= '' and statusMessageArg ~= '' then
+    local basis = ''
+    for _, value in ipairs({ current or '', messageIdOf(statusMessage), field('questionWordsAfter') or '', (field('question') or '') ~= '' and '1' or '' }) do
+      basis = basis .. #value .. ':' .. value
+    end
+    if basis ~= wordsOn then statusMessageArg = '' end
+  end
   -- A Task's list: the held artifacts it leaves out, read with the change (no push lands between this read and the
   -- write), reported on every outcome below.
   local leftOut, leftOutBytes, listedIds
-  if listed ~= '' then leftOut, leftOutBytes, listedIds = rare().artifactsLeftOut(KEYS[2], ARTIFACTS_AT, tonumber(listed)) end
+  if listed ~= '' then leftOut, leftOutBytes, listedIds = rare().artifactsLeftOut(KEYS[2], AT_ARTIFACTS, tonumber(listed)) end
 
   local currentTs, incomingTs = tonumber(row[4] or ''), tonumber(ARGV[5])
   local floorTs = tonumber(hash.clockFloorMs or '')
@@ -296,6 +335,13 @@ local function apply()
   local bareAgain = mode ~= 'outcome' and statusMessageArg == '' and PARKED[incoming] and incoming == current
     and (ARGV[10] == '' or ARGV[10] == (row[7] or ''))
   local agrees = incoming == current and incomingTs == currentTs and (statusMessageArg == statusMessage or bareAgain)
+  -- The last agent message this status follows (AT_WORDS_CUT, question-words.ts `wordsCut`): only an unfinished,
+  -- unparked status of the agent's has one (a parked one's words are the messages after the cut before it).
+  local wordsCut = ARGV[AT_WORDS_CUT] or ''
+  if mode == 'outcome' or PARKED[incoming] or FINISHED[incoming] then wordsCut = '' end
+  -- The cut's ids this change adds, newest first, merged into the row's below (`questionWordsAfter`, see the header;
+  -- no closure: one costs every call).
+  local newCuts, cutsTouched = {}, false
   -- The incoming question's key in the old form too (ARGV[11]: rows journaled before keys had a namespace of their own
   -- hold it).
   local legacyKey = ARGV[11]
@@ -371,11 +417,21 @@ local function apply()
     -- question once it has our answer. Its stream's order, a finished state or a new question still move the row.
     local leavesQuestion = floorTs and hash.clockFloorMs ~= FLOOR_UNSTAMPED and PARKED[current] and not PARKED[incoming] and not replied()
     local refusal
+    -- The cut an equal status carries is the row's newest already (`questionWordsAfter`: one id, or a JSON list newest
+    -- first), or it carries none.
+    local knownCut = wordsCut == ''
+    if not knownCut and mode == 'event' and incoming == current then
+      local held, head = field('questionWordsAfter') or '', '[' .. cjson.encode(wordsCut)
+      local after = held:sub(#head + 1, #head + 1)
+      knownCut = held == wordsCut or (held:sub(1, #head) == head and (after == ',' or after == ']'))
+    end
     if RANK[incoming] == RANK[current] and not newQuestion and not (orderedAfter and not replayed) and not agrees and ((incomingTs and currentTs and incomingTs < currentTs) or (floorTs and incomingTs and incomingTs <= floorTs) or stampless or leavesQuestion) then
       refusal = 'stale'
     -- The same status again (same state, no newer timestamp, the same message) changes nothing; a new message
     -- (another question, another challenge) replaces the status whole even without a timestamp.
-    elseif mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and (statusMessageArg == statusMessage or bareAgain) then
+    -- A status after a message the row did not know it follows (another cut) is news of an order: applied (A36).
+    elseif mode == 'event' and incoming == current and (not incomingTs or incomingTs == currentTs) and (statusMessageArg == statusMessage or bareAgain)
+      and knownCut then
       refusal = 'duplicate'
     end
     if refusal then
@@ -403,13 +459,6 @@ local function apply()
   local now = ARGV[9]
   local set = { 'state', incoming, 'updatedAt', now }
   local function put(field, value) set[#set + 1] = field; set[#set + 1] = value end
-  -- The messageId of a stored message's JSON ('' when none or unreadable).
-  local function messageIdOf(json)
-    if json == '' then return '' end
-    local ok, message = pcall(cjson.decode, json)
-    if ok and type(message) == 'table' and type(message.messageId) == 'string' then return message.messageId end
-    return ''
-  end
   -- Any applied change ends a run of "task not found" answers (noteNotFound-1.lua, which bumps no version): the count
   -- and its start are written back only when the row holds them (absent reads as 0 and none, record.ts), so the
   -- common change writes and replies two fields fewer. A caller's copy at this version cannot hold a count the row
@@ -468,11 +517,7 @@ local function apply()
     put('questionKey', questionKey)
     -- A question without words (question-words.ts): the words a later read's history shows come after the message of
     -- the status before it ('-': none), never that message or one before it (a WORKING's progress message, A36).
-    if statusMessageArg == '' and not keptWords then
-      local before = messageIdOf(statusMessage)
-      if before == '' then before = field('questionWordsAfter') or '' end
-      put('questionWordsAfter', before ~= '' and before or '-')
-    end
+    if statusMessageArg == '' and not keptWords then newCuts[1] = messageIdOf(statusMessage); cutsTouched = true end
     -- A question's life (expiry, reminders) counts from when it was first journaled.
     if questionKey ~= (row[7] or '') or not PARKED[current] then
       put('questionAskedAt', now)
@@ -492,41 +537,62 @@ local function apply()
   end
   -- A TaskStatus from the agent is one value (A36): a status without a message clears the previous one. Our own
   -- outcomes (mode 'outcome') leave it as the agent last sent it.
+  if wordsCut ~= '' then newCuts[#newCuts + 1] = wordsCut; cutsTouched = true end
   if statusMessageArg ~= '' then put('statusMessage', statusMessageArg)
   elseif mode ~= 'outcome' and statusMessage ~= '' and not bareAgain then
     put('statusMessage', '')
     -- The message cleared: a later question without words takes the agent's words after it only (question-words.ts).
     -- A finished row asks nothing more: not written (the one-step finish writes the same record without it).
     local cleared = messageIdOf(statusMessage)
-    if cleared ~= '' and not FINISHED[incoming] then put('questionWordsAfter', cleared) end
+    if cleared ~= '' and not FINISHED[incoming] then newCuts[#newCuts + 1] = cleared; cutsTouched = true end
   end
-  if (ARGV[17] or '') ~= '' then put('result', ARGV[17]) end
+  -- The last agent message this status follows, the message it cleared (or, a question without words, the status
+  -- message before it): a later question without words takes only the messages after them. The newest CUTS_KEPT of
+  -- these and the row's ('-': none).
+  if cutsTouched then
+    local held, list, taken = field('questionWordsAfter') or '', {}, {}
+    local heldList = { held }
+    if held == '' or held == '-' then heldList = {}
+    elseif held:sub(1, 1) == '[' then
+      local ok, decoded = pcall(cjson.decode, held)
+      if ok and type(decoded) == 'table' then heldList = decoded end
+    end
+    for _, ids in ipairs({ newCuts, heldList }) do
+      for _, id in ipairs(ids) do
+        if type(id) == 'string' and id ~= '' and not taken[id] and #list < CUTS_KEPT then list[#list + 1] = id; taken[id] = true end
+      end
+    end
+    local cut = '-'
+    if #list == 1 and list[1]:sub(1, 1) ~= '[' then cut = list[1] elseif #list > 0 then cut = cjson.encode(list) end
+    put('questionWordsAfter', cut)
+  end
+  if (ARGV[AT_RESULT] or '') ~= '' then put('result', ARGV[AT_RESULT]) end
   -- A task a Message answer named, bound unread (ARGV[19]); any status of the agent applied since shows it read.
-  if ARGV[19] == '1' then put('namedTaskUnread', '1')
+  if ARGV[AT_NAMED_TASK_UNREAD] == '1' then put('namedTaskUnread', '1')
   elseif mode ~= 'outcome' and hash.namedTaskUnread == '1' then put('namedTaskUnread', '0') end
-  if (ARGV[18] or '') ~= '' then put('error', ARGV[18]) end
+  if (ARGV[AT_ERROR] or '') ~= '' then put('error', ARGV[AT_ERROR]) end
 
   -- An unfinished Task's copies written over held ones with other content (review16m): named in the reply.
   local rewritten
   if listed ~= '' then
-    local count, merged = tonumber(listed), (tonumber(ARGV[23]) or 0) + leftOutBytes
-    if not FINISHED[incoming] then rewritten = rare().artifactsRewritten(KEYS[2], ARTIFACTS_AT, count) end
+    local count, merged = tonumber(listed), (tonumber(ARGV[AT_ARTIFACT_BYTES]) or 0) + leftOutBytes
+    if not FINISHED[incoming] then rewritten = rare().artifactsRewritten(KEYS[2], AT_ARTIFACTS, count) end
     -- The artifacts shown ('artifactCount', record.ts): the listed ids the row did not hold are new (a replacing list
     -- does not lower the count: what a stream showed before stays shown, attack33a).
-    local shown = count > 0 and rare().artifactsNew(KEYS[2], ARTIFACTS_AT, count) or 0
+    local shown = count > 0 and rare().artifactsNew(KEYS[2], AT_ARTIFACTS, count) or 0
     if shown > 0 then put('artifactCount', tostring((tonumber(hash.artifactCount or '0') or 0) + shown)) end
-    local countLimit = tonumber(ARGV[ARTIFACTS_AT + 4 * count] or '')
-    if FINISHED[incoming] or (count > 0 and (merged > tonumber(ARGV[24]) or (countLimit ~= nil and listedIds + #leftOut > countLimit))) then
-      rare().replaceArtifacts(KEYS[2], field('artifactBytes') ~= nil, ARTIFACTS_AT, count)
-      put('artifactBytes', ARGV[23])
+    local countLimit = tonumber(ARGV[AT_ARTIFACTS + 4 * count] or '')
+    if FINISHED[incoming] or (count > 0 and (merged > tonumber(ARGV[AT_ARTIFACT_BYTES_LIMIT]) or (countLimit ~= nil and listedIds + #leftOut > countLimit))) then
+      rare().replaceArtifacts(KEYS[2], field('artifactBytes') ~= nil, AT_ARTIFACTS, count)
+      put('artifactBytes', ARGV[AT_ARTIFACT_BYTES])
     elseif count > 0 then
-      rare().mergeArtifacts(KEYS[2], ARTIFACTS_AT, count, leftOut)
+      rare().mergeArtifacts(KEYS[2], AT_ARTIFACTS, count, leftOut)
       put('artifactBytes', tostring(merged))
     end
   end
 
-  -- A COMPLETED task whose cut status message is its result (ARGV[26 + 4N]): no artifacts held after the change.
-  local overLimit = incoming == 'COMPLETED' and ARGV[ARTIFACTS_AT + 1 + 4 * (tonumber(listed) or 0)] or ''
+  -- A COMPLETED task whose cut status message is its result (ARGV[28 + 4N]): no artifacts held after the change.
+  local overLimit = incoming == 'COMPLETED' and ARGV[AT_ARTIFACTS + 1 + 4 * (tonumber(listed) or 0)] or ''
   if overLimit ~= '' then
     -- A finished Task's list replaces the stored artifacts (above); without one the row holds what it showed.
     local held = listed ~= '' and tonumber(listed) or tonumber(hash.artifactCount or '0') or 0

@@ -1,5 +1,5 @@
--- A Task's artifacts (applyStatus-5.lua ARGV[20], ARGV[23..]): `count` quadruples (artifactId, meta JSON, parts JSON array,
--- bytes) in ARGV from `first` on.
+-- A Task's artifacts (applyStatus-5.lua: the count at AT_ARTIFACT_COUNT, the quadruples from AT_ARTIFACTS): `count`
+-- quadruples (artifactId, meta JSON, parts JSON array, bytes) in ARGV from `first` on.
 
 -- Writes the Task's artifacts to `artifactsKey`, each at its place in the Task's list (order:<id> = its index; a
 -- later duplicate id wins). In batches of 100 artifacts per HSET (unpack stays far below Lua's stack limit).
