@@ -1,7 +1,8 @@
 /**
  * The processes `producer-ab.ts` and `worker-ab.ts` run: a worker process of one checkout (its `packages/workers`
- * main.ts from source, as the peers bench runs it) and producer processes (`processes/producer-batch.ts`), each
- * forked with the source conditions and tsx, and a wait for a child's `{ ready: true }`.
+ * main.ts from source through tsx, as the peers bench runs it, or its build `dist/main.js` with plain node, as the
+ * runtime image runs it) and producer processes (`processes/producer-batch.ts`), forked with the source conditions
+ * and tsx, and a wait for a child's `{ ready: true }`.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -28,11 +29,13 @@ export const readyOf = (children: ChildProcess[], child: ChildProcess) =>
 /**
  * A worker process of checkout `root` on `redisUrl` (prefix `ab`), send and follow concurrency `concurrency`;
  * `nodeArguments` are Node or V8 options put before the entry (e.g. `--max-semi-space-size=32`), default none.
+ * `built`: the checkout's `packages/workers/dist/main.js` (run `pnpm build` in it first) with plain node, as the
+ * runtime image's `bin/durable-a2a-workers.mjs` runs it; default false: `src/main.ts` through tsx.
  */
-export const workerProcessOf = (root: string, redisUrl: string, concurrency: number, nodeArguments: readonly string[] = []): ChildProcess =>
-  fork(`${root}/packages/workers/src/main.ts`, [], {
+export const workerProcessOf = (root: string, redisUrl: string, concurrency: number, nodeArguments: readonly string[] = [], built = false): ChildProcess =>
+  fork(built ? `${root}/packages/workers/dist/main.js` : `${root}/packages/workers/src/main.ts`, [], {
     cwd: root,
-    execArgv: [...EXEC_ARGV, ...nodeArguments],
+    execArgv: [...(built ? [] : EXEC_ARGV), ...nodeArguments],
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: 'silent',

@@ -12,7 +12,9 @@
  * from /proc/<pid>/task/<pid>/stat, the rest being V8's and libuv's threads), redis-server's and the producer's as
  * the load's control, and per round B ÷ A of the worker; then the medians.
  * `WORKER_AB_NODE_ARGS_A` / `WORKER_AB_NODE_ARGS_B` (space-separated) add Node or V8 options to one side's worker
- * (e.g. the same checkout twice, B with `--max-semi-space-size=32`): a flag's A/B.
+ * (e.g. the same checkout twice, B with `--max-semi-space-size=32`): a flag's A/B. `WORKER_AB_BUILT_A=1` /
+ * `WORKER_AB_BUILT_B=1` run that side's worker from its build (`dist/main.js`, plain node, as the runtime image
+ * does; `pnpm build` in the checkout first) instead of from source through tsx.
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -43,10 +45,12 @@ const ready = (child: ChildProcess) => readyOf(children, child);
 
 try {
   const nodeArguments = (side: 'A' | 'B') => (process.env[`WORKER_AB_NODE_ARGS_${side}`] ?? '').split(' ').filter(Boolean);
+  const built = (side: 'A' | 'B') => process.env[`WORKER_AB_BUILT_${side}`] === '1';
   const workers = {
-    A: workerProcessOf(roots.A, redisServer.url, CONCURRENCY, nodeArguments('A')),
-    B: workerProcessOf(roots.B, redisServer.url, CONCURRENCY, nodeArguments('B')),
+    A: workerProcessOf(roots.A, redisServer.url, CONCURRENCY, nodeArguments('A'), built('A')),
+    B: workerProcessOf(roots.B, redisServer.url, CONCURRENCY, nodeArguments('B'), built('B')),
   };
+  console.log(`worker A: ${built('A') ? 'dist/main.js, plain node' : 'src/main.ts, tsx'}; worker B: ${built('B') ? 'dist/main.js, plain node' : 'src/main.ts, tsx'}`);
   await Promise.all(Object.values(workers).map(ready));
   const producer = producerProcessOf(roots.A, redisServer.url);
   await ready(producer);

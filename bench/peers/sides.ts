@@ -88,6 +88,12 @@ export interface SideOptions {
   profileDirectory?: string;
   /** The profiles' sampling interval in µs (PEERS_CPU_PROF_INTERVAL_US). Default V8's (1000). */
   profileIntervalUs?: number;
+  /**
+   * Run durable-a2a worker processes from the build (`packages/workers/dist/main.js` with plain node, as the runtime
+   * image's `bin/durable-a2a-workers.mjs` does; `pnpm build` first) instead of from source through tsx
+   * (PEERS_WORKER_BUILT=1). Default false.
+   */
+  builtWorker?: boolean;
 }
 
 /** `--cpu-prof` arguments for a side's Node process of `role`; none without `options.profileDirectory`. */
@@ -98,14 +104,18 @@ function profileArguments(options: SideOptions, side: SideName, role: string): s
 }
 
 const WORKER_MAIN = fileURLToPath(new URL('../../packages/workers/src/main.ts', import.meta.url));
+const BUILT_WORKER_MAIN = fileURLToPath(new URL('../../packages/workers/dist/main.js', import.meta.url));
 const SOURCE_EXEC_ARGV = ['--conditions=@durable-a2a/source', '--import', 'tsx'];
 const UNTHROTTLED_SUBSCRIBE = '1000000/1000';
 
-/** A durable-a2a worker process (packages/workers main.ts) with production timings; resolves when ready. */
+/**
+ * A durable-a2a worker process (packages/workers main.ts, or its build with `options.builtWorker`) with production
+ * timings; resolves when ready.
+ */
 async function spawnDurableWorker(redisUrl: string, prefix: string, options: SideOptions, side: SideName): Promise<ChildProcess> {
   const concurrency = String(options.concurrency);
-  const child = fork(WORKER_MAIN, [], {
-    execArgv: [...SOURCE_EXEC_ARGV, ...profileArguments(options, side, 'worker')],
+  const child = fork(options.builtWorker ? BUILT_WORKER_MAIN : WORKER_MAIN, [], {
+    execArgv: [...(options.builtWorker ? [] : SOURCE_EXEC_ARGV), ...profileArguments(options, side, 'worker')],
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: 'silent',

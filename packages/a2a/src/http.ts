@@ -13,6 +13,7 @@ import type { CredentialsProvider } from './credentials.ts';
 import { A2AError, type Delivery, LimitExceededError, NetworkError, ProtocolError, withDelivery } from './errors.ts';
 import { type A2ALimits, checkJsonDepth, resolveLimits } from './limits.ts';
 import { setLongTimeout } from './long-timer.ts';
+import { utf8TextOf } from './utf8.ts';
 
 /** Options of one HTTP client (one per agent interface). */
 export interface HttpClientOptions {
@@ -158,8 +159,8 @@ export function toNetworkError(error: unknown, url: string, callerSignal?: Abort
  * `LimitExceededError(limit)` (delivery `received`). Never holds more than the limit plus one chunk.
  */
 export async function readLimitedText(body: AsyncIterable<Uint8Array> & { destroy?(): unknown }, limitBytes: number, limit: 'responseBodyBytes' | 'agentCardBytes', url: string): Promise<string> {
-  const decoder = new TextDecoder('utf-8');
-  const pieces: string[] = [];
+  // The bytes are kept and decoded once at the end (`utf8TextOf`: the text a streaming decoder gives, without one per body).
+  const chunks: Uint8Array[] = [];
   let bytes = 0;
   for await (const chunk of body) {
     bytes += chunk.byteLength;
@@ -167,10 +168,9 @@ export async function readLimitedText(body: AsyncIterable<Uint8Array> & { destro
       body.destroy?.();
       throw new LimitExceededError(limit, limitBytes, `answer from ${url} is larger than the ${limit} limit of ${limitBytes} bytes`, { delivery: 'received' });
     }
-    pieces.push(decoder.decode(chunk, { stream: true }));
+    chunks.push(chunk);
   }
-  pieces.push(decoder.decode());
-  return pieces.join('');
+  return utf8TextOf(chunks, bytes);
 }
 
 const headerValue = (value: string | string[] | undefined): string | undefined => (Array.isArray(value) ? value[0] : value);

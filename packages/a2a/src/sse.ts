@@ -11,6 +11,7 @@ import { LimitExceededError, ProtocolError, StreamIdleError } from './errors.ts'
 import { toNetworkError } from './http.ts';
 import { checkJsonDepth, DEFAULT_A2A_LIMITS } from './limits.ts';
 import { MAX_TIMER_DELAY_MS } from './long-timer.ts';
+import { utf8TextOf } from './utf8.ts';
 
 /** One dispatched SSE event. `lastEventId` is the last `id:` seen on this connection (it persists across events). */
 export interface SseMessage {
@@ -332,19 +333,19 @@ export function serverSentEventsOf(text: string, options: SseReaderOptions = {},
 /** Reads a whole (small) body as text, keeping at most `limitBytes`, under the same idle watchdog. */
 export async function readBodyText(body: ByteBody, options: SseReaderOptions & { limitBytes?: number } = {}): Promise<string> {
   const limitBytes = options.limitBytes ?? 64 * 1024;
-  const decoder = new TextDecoder('utf-8');
   const chunks = new ChunkReader(body[Symbol.asyncIterator](), options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS, options.signal, options.source ?? 'body');
-  let text = '';
+  // The bytes are kept and decoded once at the end (`utf8TextOf`: the text a streaming decoder gives, without one per body).
+  const read: Uint8Array[] = [];
   let bytes = 0;
   try {
     for (;;) {
       const next = await chunks.next();
       if (next.done) break;
       bytes += next.value.byteLength;
-      text += decoder.decode(next.value, { stream: true });
+      read.push(next.value);
       if (bytes >= limitBytes) break;
     }
-    return text + decoder.decode();
+    return utf8TextOf(read, bytes);
   } finally {
     chunks.close();
     body.destroy?.();

@@ -40,7 +40,9 @@ export async function sendWhileSearching(
   stop?: AbortSignal,
 ): Promise<HeldSendResult> {
   const send = new AbortController();
-  if (stop) stop.addEventListener('abort', () => send.abort(stop.reason), { once: true, signal: send.signal });
+  // Taken off in `finally`: `addEventListener`'s `signal` option would cost a weak reference and a finalizer per send.
+  const onStop = () => send.abort(stop?.reason);
+  stop?.addEventListener('abort', onStop, { once: true });
   const answer = transport.sendMessage(request, { timeoutMs, signal: send.signal }).then((response): HeldSendResult => ({ kind: 'answer', response }));
   // The searching starts `requestTimeoutMs` after the send left: most answers come first, and then nothing but this
   // timer was made for it (no controller, no listener, no abort to dispatch).
@@ -62,6 +64,7 @@ export async function sendWhileSearching(
   } finally {
     clearTimeout(timer);
     searching?.abort(FINISHED_ABORT_REASON);
+    stop?.removeEventListener('abort', onStop);
   }
 }
 

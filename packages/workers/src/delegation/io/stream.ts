@@ -77,7 +77,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   const { open, atEnd = [] } = source;
   const log = lazyChildLogger(ctx.logger, { queue: open ? 'send' : 'follow', workflowId: record.workflowId, step: record.step, delegationId: record.delegationId, taskId: record.taskId, jobId: job.id });
   // One signal for the stream: our end, the quiet window, the fleet closing, the lease lost. The listeners on the
-  // long-lived signals go in `finally` (cheaper than `AbortSignal.any`'s weak references).
+  // longer-lived signals go in `finally` (cheaper than `AbortSignal.any`'s weak references).
   const controller = new AbortController();
   const signal = controller.signal;
   let quiet = false;
@@ -93,8 +93,11 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
   const deadlinePassed = async (): Promise<string> => (await sink({ kind: 'deadline-passed', deadlineAt: deadlineAt! })).next;
   // The fleet's close through its fan-out (O(1) per stream, not one more listener on the fleet-wide signal).
   const unlistenShutdown = ctx.shutdownListeners.add(() => controller.abort(ctx.shutdownSignal.reason));
+  // Taken off in `finally` (and when the stream does not open): `addEventListener`'s `signal` option would cost a weak
+  // reference and a finalizer per stream.
+  const onLeaseLost = () => controller.abort(leaseLost.reason);
   if (leaseLost.aborted) controller.abort(leaseLost.reason);
-  else leaseLost.addEventListener('abort', () => controller.abort(leaseLost.reason), { once: true, signal });
+  else leaseLost.addEventListener('abort', onLeaseLost, { once: true });
   let stream: EventStream;
   try {
     // A task taken up again (a reattach after a crash: thousands at once) streams on a connection of its own, so the
@@ -105,6 +108,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     clearTimeout(quietTimer);
     deadlineTimer?.clear();
     unlistenShutdown();
+    leaseLost.removeEventListener('abort', onLeaseLost);
     controller.abort(FINISHED_ABORT_REASON);
     throw error;
   }
@@ -241,6 +245,7 @@ export async function readStream(ctx: WorkerContext, record: DelegationRecord, j
     clearTimeout(quietTimer);
     deadlineTimer?.clear();
     unlistenShutdown();
+    leaseLost.removeEventListener('abort', onLeaseLost);
     // Whatever ended the loop, the connection goes with it (no socket left to a fenced-out worker).
     controller.abort(FINISHED_ABORT_REASON);
     await stream.return(undefined as never).catch(() => undefined);
