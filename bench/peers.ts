@@ -13,8 +13,8 @@
  * PEERS_CRASH (1; 0 skips the crash check), PEERS_CRASH_COUNT (50), PEERS_CRASH_WORK_MS (3000),
  * PEERS_CRASH_TIMEOUT_MS (120000), PEERS_TARGET_SIDE (durable-separate), PEERS_FREEZE_IDLE (1), PEERS_CPU_PROF (a directory:
  * a V8 CPU profile of every Node process of every side, written when the side stops; default none), PEERS_CPU_PROF_INTERVAL_US
- * (the profiles' sampling interval; default V8's, 1000), PEERS_WORKER_BUILT (0; 1 runs the durable-a2a worker processes from
- * packages/workers/dist with plain node, as the runtime image does, after `pnpm build`). DA2A_* variables
+ * (the profiles' sampling interval; default V8's, 1000), PEERS_WORKER_BUILT (1: the durable-a2a worker processes run from
+ * packages/workers/dist with plain node, as the runtime image does, after `pnpm build`; 0 runs them from source through tsx). DA2A_* variables
  * are passed to the durable-a2a worker processes (e.g. DA2A_LOCK_DURATION_MS).
  */
 import { loadavg } from 'node:os';
@@ -62,7 +62,7 @@ function settingsFrom(environment: NodeJS.ProcessEnv, scale: number) {
       PEERS_FREEZE_IDLE: z.enum(['0', '1']).default('1'),
       PEERS_CPU_PROF: z.string().min(1).optional(),
       PEERS_CPU_PROF_INTERVAL_US: positive.optional(),
-      PEERS_WORKER_BUILT: z.enum(['0', '1']).default('0'),
+      PEERS_WORKER_BUILT: z.enum(['0', '1']).default('1'),
     })
     .parse(environment);
   const restateInstalled = restateServerBinary() !== undefined;

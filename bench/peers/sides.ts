@@ -18,6 +18,7 @@
  * the other two; the endpoint runs the handler, as the workers run the jobs).
  */
 import { fork, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
 import { startRedisServer, type RedisServerHandle } from '@durable-a2a/testing';
@@ -114,6 +115,7 @@ const UNTHROTTLED_SUBSCRIBE = '1000000/1000';
  */
 async function spawnDurableWorker(redisUrl: string, prefix: string, options: SideOptions, side: SideName): Promise<ChildProcess> {
   const concurrency = String(options.concurrency);
+  if (options.builtWorker && !existsSync(BUILT_WORKER_MAIN)) throw new Error(`${BUILT_WORKER_MAIN} is missing: run \`pnpm build\` first, or set PEERS_WORKER_BUILT=0 to run the worker from source`);
   const child = fork(options.builtWorker ? BUILT_WORKER_MAIN : WORKER_MAIN, [], {
     execArgv: [...(options.builtWorker ? [] : SOURCE_EXEC_ARGV), ...profileArguments(options, side, 'worker')],
     env: {
