@@ -50,8 +50,8 @@ export const WORKFLOW_BATCH_WAIT_MAX_MS = 60_000;
  * (`WorkerContext.openingsWaiting`: a fresh worker reattaching more streams than it opens at once), for at most
  * `WORKFLOW_BATCH_WAIT_MAX_MS` after it was enqueued (`enqueuedAgoMs`). After a whole-fleet crash the start-up sweep
  * enqueues one workflow entry per running workflow; once the dead-worker sweep's batches have handed their streams to
- * the local follows, those workflow batches took every reconcile slot and the CPU beside the openings, and the last
- * tenth of the streams opened at a third of the pace (a running workflow waiting on a followed step decides "wait").
+ * the local follows, those workflow batches take every reconcile slot and the CPU beside the openings still waiting
+ * (a running workflow waiting on a followed step decides "wait"), where a recovery's slow last tenth is.
  * Delegation batches never wait. A waiting batch stays a BullMQ job (delayed): a crash meanwhile loses nothing.
  */
 export function batchWaitMs(ctx: WorkerContext, refs: readonly DelegationRef[], enqueuedAgoMs: number): number {
