@@ -33,6 +33,8 @@ const history = Number(process.argv[4] ?? '0');
 const stallMs = Number(process.env.PROFILE_STALL_MS ?? '10000');
 /** How long after the SIGKILL the fresh worker is started (ms; `PROFILE_RESTART_DELAY_MS`, default 0). */
 const restartDelayMs = Number(process.env.PROFILE_RESTART_DELAY_MS ?? '0');
+/** `PROFILE_TAIL`: from this share of records reattached on, describe the records left every tick (0: never). */
+const tailFrom = Number(process.env.PROFILE_TAIL ?? '0');
 const prefix = 'profrec';
 const redisServer = await startRedisServer();
 const agent = spawnBenchChild<{ cardUrl: string }>('agent', { BENCH_AGENT_BEHAVIOUR: 'slow:600000' });
@@ -104,12 +106,36 @@ for (let tick = 0; tick < 600; tick++) {
   lastReattachMicros = monotonicMicros();
   console.log(`${((performance.now() - killedAt) / 1000).toFixed(2)} s after the kill: ${held} reattached`);
   if (held === inFlight) break;
+  if (tailFrom > 0 && held >= tailFrom * inFlight) await describeTail(rows);
   if (held !== lastHeld) [lastHeld, sameSince] = [held, performance.now()];
   if (performance.now() - sameSince > stallMs) {
     await diagnose(rows);
     break;
   }
   await sleep(500);
+}
+
+/**
+ * `PROFILE_TAIL=<fraction>` (e.g. 0.8): once that share is reattached, every tick prints the shapes of the records left
+ * (state, lease holder: the dead worker, another, none; seconds to their next check) and the queues' counts, without stopping.
+ */
+async function describeTail(rows: Awaited<ReturnType<typeof readLeasesAndStates>>) {
+  const missing = refs.filter((_, index) => !rows[index]!.lease?.startsWith(`${secondId}/`));
+  const pipeline = reader.pipeline();
+  for (const ref of missing) pipeline.zscore(`${prefix}:unfinished`, `${ref.workflowId}|${ref.delegationId}`);
+  const scores = ((await pipeline.exec()) ?? []).map(([, score]) => score as string | null);
+  const now = Date.now();
+  const shapes = new Map<string, number>();
+  missing.forEach((ref, index) => {
+    const row = rows[refs.indexOf(ref)]!;
+    const holder = row.lease ? (row.lease.split('/')[0] === firstId ? 'dead' : 'other') : 'none';
+    const score = scores[index];
+    const due = score === null || score === undefined ? 'none' : `${Math.round((Number(score) - now) / 1000)}s`;
+    const shape = `${row.state} lease=${holder} due=${due}`;
+    shapes.set(shape, (shapes.get(shape) ?? 0) + 1);
+  });
+  const queues = await Promise.all(['follow', 'reconcile'].map(async (queue) => `${queue} wait=${await reader.llen(`{${prefix}}:${queue}:wait`)} active=${await reader.llen(`{${prefix}}:${queue}:active`)} prioritized=${await reader.zcard(`{${prefix}}:${queue}:prioritized`)} delayed=${await reader.zcard(`{${prefix}}:${queue}:delayed`)}`));
+  console.log(`  tail: ${JSON.stringify([...shapes].sort((a, b) => b[1] - a[1]).slice(0, 8))}; ${queues.join('; ')}`);
 }
 
 /** Prints what the records not reattached look like: state, lease holder, index score; and the queues. */

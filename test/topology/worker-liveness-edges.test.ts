@@ -39,7 +39,7 @@ describe('liveness at its edges', () => {
     const first = await journal.heartbeat('a', ttlMs);
     expect(first).toMatchObject({ lapsed: true, listed: true });
     expect(first.silent).toEqual([]);
-    expect(await journal.heartbeat('b', ttlMs)).toEqual({ lapsed: true, listed: true, silent: [] });
+    expect(await journal.heartbeat('b', ttlMs)).toMatchObject({ lapsed: true, listed: true, silent: [] });
     // The live workers go on beating; the one that never comes back is named and forgotten once its grace ran out.
     const named = await eventually(async () => {
       const beats = [await journal.heartbeat('a', ttlMs), await journal.heartbeat('b', ttlMs)];

@@ -117,6 +117,11 @@ export interface WorkerContext {
    */
   localFollowToken?(): string | undefined;
   /**
+   * Local follows of this process waiting for their opening turn (`follow-local.ts`, `OPENINGS_AT_ONCE` open at once):
+   * above 0 while this process reattaches more streams than it opens at once. Absent: none (no local follows).
+   */
+  openingsWaiting?(): number;
+  /**
    * Fault hook: kills (or stalls) the process at the named point when enabled
    * (`point`, or `point@step` to hit only one step); inert otherwise.
    */

@@ -324,6 +324,7 @@ export async function startFleet(input: StartFleetOptions): Promise<Fleet> {
   const localFollows = createLocalFollows(context);
   context.followHere = localFollows.start;
   context.localFollowToken = localFollows.token;
+  context.openingsWaiting = localFollows.waiting;
   // The metrics' agent labels: read before the first job, then every agentLabelRefreshMs (a failed read keeps the last).
   // The agents' limits are read with them (no Redis command per send to learn them).
   const refreshAgentLabels = () =>

@@ -75,6 +75,11 @@ export interface Heartbeat {
   listed: boolean;
   /** Workers whose last heartbeat is older than the liveness TTL (confirm each with `forgetWorker`). */
   silent: string[];
+  /**
+   * Ms (Redis's clock) until the next other worker on the roster turns silent should it not beat again: its entry's
+   * age reaches the TTL, and its liveness key runs out with it. Undefined when no other listed worker is not yet silent.
+   */
+  nextSilentInMs?: number;
 }
 
 /** heartbeat-2.lua: whether this worker's liveness key was still there, and the silent workers. */
@@ -83,9 +88,11 @@ const heartbeatScript = defineScript({
   keys: ['liveness', 'roster'],
   encode: (input: { workerId: string; ttlMs: number; limit: number }) => [input.workerId, input.ttlMs, input.limit],
   decode: (reply, script): Heartbeat => {
-    const [was, listed, silent] = arrayReply(reply, script);
+    const [was, listed, silent, nextSilentIn] = arrayReply(reply, script);
     if (!Array.isArray(silent)) throw new ScriptReplyError(script, reply);
-    return { lapsed: was === 0, listed: listed === 1, silent: silent.map(String) };
+    const beat: Heartbeat = { lapsed: was === 0, listed: listed === 1, silent: silent.map(String) };
+    if (typeof nextSilentIn === 'number' && nextSilentIn >= 0) beat.nextSilentInMs = nextSilentIn;
+    return beat;
   },
 });
 

@@ -14,7 +14,9 @@
   ARGV[3] most silent workers named per beat
   Returns: { 1 if this worker's liveness key was still there (0: it had lapsed, peers may have
            taken its leases), 1 if the roster already listed this id (0: new), the ids of silent
-           workers (this one never among them) }
+           workers (this one never among them), ms until the next other worker on the roster turns
+           silent if it does not beat again (its entry's age reaches the TTL, its liveness key runs
+           out with it), or -1 when no other worker is listed and not yet silent }
 ]]
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
@@ -26,4 +28,13 @@ end
 local was = redis.call('SET', KEYS[1], '1', 'PX', ttl, 'GET')
 local added = redis.call('ZADD', KEYS[2], now, ARGV[1])
 local silent = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - ttl, 'LIMIT', 0, tonumber(ARGV[3]))
-return { was and 1 or 0, 1 - added, silent }
+-- The oldest entries not yet silent (this worker's, at now, is the newest): the first other one turns silent next.
+local nextSilentIn = -1
+local oldest = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. (now - ttl), '+inf', 'WITHSCORES', 'LIMIT', 0, 2)
+for i = 1, #oldest, 2 do
+  if oldest[i] ~= ARGV[1] then
+    nextSilentIn = tonumber(oldest[i + 1]) + ttl - now
+    break
+  end
+end
+return { was and 1 or 0, 1 - added, silent, nextSilentIn }

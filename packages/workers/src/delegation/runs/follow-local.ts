@@ -62,6 +62,8 @@ export interface LocalFollows {
   token(): string | undefined;
   /** Local follows running now. */
   running(): number;
+  /** Local follows waiting for their opening turn (`OPENINGS_AT_ONCE` are opening): above 0 during a reattach burst. */
+  waiting(): number;
   /** Resolves when every running local follow has ended (after `shutdownSignal` aborted: handed over). */
   drain(): Promise<void>;
 }
@@ -91,6 +93,7 @@ export function createLocalFollows(ctx: WorkerContext): LocalFollows {
       return followToken(ctx, `local:${randomUUID()}`);
     },
     running: () => running.size,
+    waiting: () => openings.waiting(),
     async drain() {
       // A follow that ends may start another one before the fleet closes; bounded by the slots, each round ends.
       while (running.size > 0) await Promise.all([...running]);
@@ -102,7 +105,7 @@ export function createLocalFollows(ctx: WorkerContext): LocalFollows {
  * At most `limit` holders at once, the others served in arrival order: `take()` resolves with the function
  * that gives the turn back (once, however often it is called).
  */
-function createTurns(limit: number): { take(): Promise<() => void>; free(): boolean } {
+function createTurns(limit: number): { take(): Promise<() => void>; free(): boolean; waiting(): number } {
   let free = limit;
   const waiting: (() => void)[] = [];
   const giveBack = () => {
@@ -120,6 +123,7 @@ function createTurns(limit: number): { take(): Promise<() => void>; free(): bool
   };
   return {
     free: () => free > 0,
+    waiting: () => waiting.length,
     take() {
       if (free > 0) {
         free--;

@@ -28,6 +28,13 @@ import { isSendRunToken } from '../io/send-errors.ts';
 /** Shortest heartbeat period (ms), whatever the TTL: a beat is a script call. */
 const MIN_BEAT_MS = 100;
 
+/**
+ * The extra beat at a peer's silence (`Heartbeat.nextSilentInMs`) runs this long (ms) after it: the peer's liveness key
+ * runs out at that moment on Redis's clock (set in the same script as its roster entry), and forgetWorker-2.lua must
+ * find it gone. Too early, and the regular beat after it names the peer, as before.
+ */
+const EARLY_BEAT_MARGIN_MS = 15;
+
 /** Pages of the unfinished index one sweep reads per `reconcileBatchSize` entries (ZSCAN pages may be sparse). */
 const PAGES_PER_BATCH = 16;
 
@@ -51,30 +58,59 @@ export async function startLiveness(ctx: WorkerContext): Promise<Liveness> {
     if (ended > 0) ctx.logger.warn({ workerId: ctx.workerId, ended }, 'an earlier process with this worker id left leases behind; ended them');
   }
   await takeOverSilent(ctx, first.silent);
+  const periodMs = Math.max(MIN_BEAT_MS, Math.floor(ttlMs / 3));
   let beating = false;
-  const timer = setInterval(() => {
-    if (beating) return;
+  let stopped = false;
+  let early: NodeJS.Timeout | undefined;
+  const beatNow = () => {
+    if (beating || stopped) return;
     beating = true;
-    void beat(ctx, ttlMs).finally(() => (beating = false));
-  }, Math.max(MIN_BEAT_MS, Math.floor(ttlMs / 3)));
+    void beat(ctx, ttlMs).then(
+      (nextSilentInMs) => {
+        beating = false;
+        planEarlyBeat(nextSilentInMs);
+      },
+      () => (beating = false),
+    );
+  };
+  // A peer that stops beating turns silent between two beats of ours: one extra beat when it does (its key gone by
+  // then), not at our next regular beat up to a period later. None while every peer beats (they are a TTL away).
+  const planEarlyBeat = (nextSilentInMs: number | undefined) => {
+    if (stopped || nextSilentInMs === undefined || nextSilentInMs + EARLY_BEAT_MARGIN_MS >= periodMs) return;
+    clearTimeout(early);
+    early = setTimeout(beatNow, nextSilentInMs + EARLY_BEAT_MARGIN_MS);
+    early.unref();
+  };
+  const timer = setInterval(beatNow, periodMs);
   timer.unref();
+  planEarlyBeat(first.nextSilentInMs);
+  const stop = () => {
+    stopped = true;
+    clearInterval(timer);
+    clearTimeout(early);
+  };
   return {
-    stop: () => clearInterval(timer),
+    stop,
     async leave() {
-      clearInterval(timer);
+      stop();
       await ctx.journal.leaveFleet(ctx.workerId).catch(() => undefined);
     },
   };
 }
 
-/** One beat: refreshes this process's liveness and takes over the workers found silent. Never rejects. */
-async function beat(ctx: WorkerContext, ttlMs: number): Promise<void> {
+/**
+ * One beat: refreshes this process's liveness and takes over the workers found silent. Never rejects.
+ * @returns ms until the next peer turns silent should it not beat (`Heartbeat.nextSilentInMs`), undefined when none is due or the beat failed
+ */
+async function beat(ctx: WorkerContext, ttlMs: number): Promise<number | undefined> {
   try {
-    const { lapsed, silent } = await ctx.journal.heartbeat(ctx.workerId, ttlMs);
+    const { lapsed, silent, nextSilentInMs } = await ctx.journal.heartbeat(ctx.workerId, ttlMs);
     if (lapsed) ctx.logger.warn({ workerId: ctx.workerId, livenessTtlMs: ttlMs }, 'this worker\'s liveness key ran out (a stall longer than livenessTtlMs); peers may have taken over its streams');
     await takeOverSilent(ctx, silent);
+    return nextSilentInMs;
   } catch (error) {
     ctx.logger.debug({ err: error }, 'heartbeat failed; the next beat tries again');
+    return undefined;
   }
 }
 
