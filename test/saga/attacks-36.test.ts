@@ -241,3 +241,24 @@ describe('attack 36: a resend released without proof, then the agent unreachable
     }
   }, 90_000);
 });
+
+/*
+ * FIXED FINDING (review36; kind: a refused resend read as the attempt's end). Input: agent A (listed as deduplicating,
+ * no ListTasks) takes our first SendMessage and cuts the connection (delivery maybe); the search cannot conclude, the
+ * deduplicating agent lets the reconciler release the row for a resend; A refuses the resend with -32602 (a permanent
+ * refusal proving THIS try created nothing). Observed on integrate: hotel.1 FAILED INVALID_PARAMS on the fence alone
+ * (`send-failed` permanent), though A may hold our first message and be doing the work. Expected: a person
+ * (AMBIGUOUS, `earlierSendsMayHaveLeft`), B never sent to.
+ */
+describe('review 36: a resend released without proof, then refused', () => {
+  it('A takes our message and cuts the connection, then refuses the resend with -32602: a person, never FAILED, never agent B', async () => {
+    const a = await h.agentWith({ SendMessage: (_params, call) => (call.count === 1 ? { raw: '' } : { error: { code: -32602, message: 'Invalid params' } }) });
+    const { b, producer, id, view } = await h.stepOverTwo(a.cardUrl, { reconcileIntervalMs: 300, requestTimeoutMs: 1_000, sendAttempts: 3, deduplicatingAgents: [a.cardUrl] }, 60_000);
+    const first = await producer.journal.getDelegation({ workflowId: id, delegationId: 'hotel.1' });
+    expect(first?.state).toBe('AMBIGUOUS');
+    expect(first?.resendCount).toBeGreaterThanOrEqual(1);
+    expect(view.state).not.toBe('COMPLETED');
+    expect(b.count('SendMessage')).toBe(0);
+    expect(a.count('SendMessage')).toBe(2);
+  }, 90_000);
+});
