@@ -210,9 +210,9 @@ async function goneAgent() {
  * call ECONNREFUSED). The search cannot conclude; the deduplicating agent lets the reconciler release the row for a
  * resend (releaseForResend-1.lua clears the mark), and the resend cannot reach A: journaled `not-sent`, waiting for
  * it until the step's `unreachableForMs`. Observed on main: FAILED AGENT_UNREACHABLE ("nothing was sent") on the
- * unmarked row, the step booked again at agent B, though A had our first send. Expected: the row remembers that a send
- * of ours may be at A (`resentUnproven`, written by the release), so neither the give-up nor the deadline writes a
- * re-delegable FAILED over it: a person (AMBIGUOUS), B never sent to.
+ * unmarked row, the step booked again at agent B, though A had our first send. Expected: the row shows that a send of
+ * ours may be at A (policy.ts `earlierSendsMayHaveLeft`: a mark counted, released, never journaled as not sent), so
+ * neither the give-up nor the deadline writes a re-delegable FAILED over it: a person (AMBIGUOUS), B never sent to.
  */
 describe('attack 36: a resend released without proof, then the agent unreachable', () => {
   it('A takes our message and cuts the connection, answers ListTasks -32601 and goes down; the resend waits for A past unreachableForMs: a person, never agent B', async () => {
