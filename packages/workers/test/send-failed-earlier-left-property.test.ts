@@ -5,7 +5,8 @@
  * mark, or the job's last attempt) is never FAILED: the agent may hold our earlier message and be doing the step, and
  * FAILED would let the step go to another agent. A person decides (AMBIGUOUS, delivery maybe). Without such an earlier
  * send, FAILED as before. Before, `send-failed` with `permanent` or `lastAttempt` was FAILED on the fence alone.
- * Over: earlier sends left and released × this try marked or not × permanent × last attempt × the error's retryability.
+ * The same for a resend refused before it left because this worker lacks the step's verifier (`verifier-missing`: a
+ * worker of another release). Over: earlier sends left and released × this try marked or not × permanent × last attempt.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -26,7 +27,10 @@ describe('review36 property: a failed try after an unproven release is never FAI
         const error = { code: 'INVALID_PARAMS' as const, message: 'refused', retryable: !permanent, delivery: marked ? ('received' as const) : ('not-sent' as const) };
         const step = transition(record, { kind: 'send-failed', afterMark: marked, delivery: marked ? 'received' : 'none', effect: 'none', error, permanent, lastAttempt }, policy);
         const failed = step.write !== undefined && !Array.isArray(step.write) && (step.write as { kind: string; state?: string }).kind === 'outcome' && (step.write as { state?: string }).state === 'FAILED';
+        const verifier = transition(record, { kind: 'verifier-missing', verifier: 'v1' }, policy);
+        expect(verifier.write === undefined).toBe(released > 0);
         if (released > 0) {
+          expect(verifier.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
           expect(failed).toBe(false);
           expect(step.next).toMatchObject({ kind: 'needs-person', code: 'AMBIGUOUS' });
         } else {

@@ -401,6 +401,9 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
     case 'question-expired':
       return questionExpiredRow(record, observation);
     case 'verifier-missing': {
+      // review36: a resend's check (a worker of another release without the verifier) after an earlier SendMessage of
+      // ours left and was released without proof of absence: the agent may hold it; FAILED would re-delegate.
+      if (record.taskId === undefined && earlierSendsMayHaveLeft(record) > 0) return deadlineWithEvidence(record, `verifier ${observation.verifier} is not registered in this worker, so this try sends nothing`);
       const message = `verifier ${observation.verifier} is not registered in the workers (verifiers option or DA2A_HTTP_VERIFIERS); nothing was sent`;
       return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'VERIFIER_UNKNOWN', message, retryable: false, delivery: 'not-sent' } }, next: route };
     }
