@@ -210,9 +210,9 @@ async function goneAgent() {
  * call ECONNREFUSED). The search cannot conclude; the deduplicating agent lets the reconciler release the row for a
  * resend (releaseForResend-1.lua clears the mark), and the resend cannot reach A: journaled `not-sent`, waiting for
  * it until the step's `unreachableForMs`. Observed on main: FAILED AGENT_UNREACHABLE ("nothing was sent") on the
- * unmarked row, the step booked again at agent B, though A had our first send. Expected: the row remembers that a send
- * of ours may be at A (`resentUnproven`, written by the release), so neither the give-up nor the deadline writes a
- * re-delegable FAILED over it: a person (AMBIGUOUS), B never sent to.
+ * unmarked row, the step booked again at agent B, though A had our first send. Expected: the row shows that a send of
+ * ours may be at A (policy.ts `earlierSendsMayHaveLeft`: a mark counted, released, never journaled as not sent), so
+ * neither the give-up nor the deadline writes a re-delegable FAILED over it: a person (AMBIGUOUS), B never sent to.
  */
 describe('attack 36: a resend released without proof, then the agent unreachable', () => {
   it('A takes our message and cuts the connection, answers ListTasks -32601 and goes down; the resend waits for A past unreachableForMs: a person, never agent B', async () => {
@@ -239,5 +239,26 @@ describe('attack 36: a resend released without proof, then the agent unreachable
     } finally {
       await a.close();
     }
+  }, 90_000);
+});
+
+/*
+ * FIXED FINDING (review36; kind: a refused resend read as the attempt's end). Input: agent A (listed as deduplicating,
+ * no ListTasks) takes our first SendMessage and cuts the connection (delivery maybe); the search cannot conclude, the
+ * deduplicating agent lets the reconciler release the row for a resend; A refuses the resend with -32602 (a permanent
+ * refusal proving THIS try created nothing). Observed on integrate: hotel.1 FAILED INVALID_PARAMS on the fence alone
+ * (`send-failed` permanent), though A may hold our first message and be doing the work. Expected: a person
+ * (AMBIGUOUS, `earlierSendsMayHaveLeft`), B never sent to.
+ */
+describe('review 36: a resend released without proof, then refused', () => {
+  it('A takes our message and cuts the connection, then refuses the resend with -32602: a person, never FAILED, never agent B', async () => {
+    const a = await h.agentWith({ SendMessage: (_params, call) => (call.count === 1 ? { raw: '' } : { error: { code: -32602, message: 'Invalid params' } }) });
+    const { b, producer, id, view } = await h.stepOverTwo(a.cardUrl, { reconcileIntervalMs: 300, requestTimeoutMs: 1_000, sendAttempts: 3, deduplicatingAgents: [a.cardUrl] }, 60_000);
+    const first = await producer.journal.getDelegation({ workflowId: id, delegationId: 'hotel.1' });
+    expect(first?.state).toBe('AMBIGUOUS');
+    expect(first?.resendCount).toBeGreaterThanOrEqual(1);
+    expect(view.state).not.toBe('COMPLETED');
+    expect(b.count('SendMessage')).toBe(0);
+    expect(a.count('SendMessage')).toBe(2);
   }, 90_000);
 });

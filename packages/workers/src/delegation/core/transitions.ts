@@ -171,6 +171,11 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
         return { write: { kind: 'note-send-error', error }, next };
       }
       // Nothing was created (a refusal after the mark) or nothing left (before it).
+      if ((permanent || lastAttempt) && record.taskId === undefined && earlierSendsMayHaveLeft(record) > 0) {
+        // review36: THIS try created nothing, but an earlier SendMessage of ours left and was released for a resend
+        // without proof of absence (attack36): the agent may hold our message; FAILED would re-delegate. A person.
+        return deadlineWithEvidence(record, `SendMessage failed (${error.code}: ${error.message}) and is not tried again (${permanent ? 'a permanent error' : 'the last attempt'})`);
+      }
       if (permanent || lastAttempt) return { write: { kind: 'outcome', state: 'FAILED', guard: 'fence', error: { ...error, retryable: !permanent } }, next: route };
       return afterMark ? { write: { kind: 'note-send-error', error }, next: { kind: 'retry' } } : { next: { kind: 'retry' } };
     }
@@ -396,6 +401,9 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
     case 'question-expired':
       return questionExpiredRow(record, observation);
     case 'verifier-missing': {
+      // review36: a resend's check (a worker of another release without the verifier) after an earlier SendMessage of
+      // ours left and was released without proof of absence: the agent may hold it; FAILED would re-delegate.
+      if (record.taskId === undefined && earlierSendsMayHaveLeft(record) > 0) return deadlineWithEvidence(record, `verifier ${observation.verifier} is not registered in this worker, so this try sends nothing`);
       const message = `verifier ${observation.verifier} is not registered in the workers (verifiers option or DA2A_HTTP_VERIFIERS); nothing was sent`;
       return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'VERIFIER_UNKNOWN', message, retryable: false, delivery: 'not-sent' } }, next: route };
     }
