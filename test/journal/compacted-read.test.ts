@@ -52,7 +52,7 @@ const delegationShape = fc.record({
   question: fc.option(agentMessage, { nil: undefined }),
   result: fc.option(fc.jsonValue({ maxDepth: 2 }), { nil: undefined }),
   error: fc.option(fc.record({ code: fc.constantFrom('AGENT_FAILED', 'SOMETHING_NEW'), message: unicode, retryable: fc.boolean() }), { nil: undefined }),
-  counts: fc.record({ sendCount: fc.nat({ max: 3 }), resendCount: fc.nat({ max: 2 }), unsentTries: fc.nat({ max: 2 }) }),
+  counts: fc.record({ sendCount: fc.nat({ max: 3 }), resendCount: fc.nat({ max: 2 }), unsentTries: fc.nat({ max: 2 }), provenAbsentSends: fc.nat({ max: 2 }) }),
   times: fc.record({ createdAt: fc.option(ms, { nil: undefined }), updatedAt: fc.option(ms, { nil: undefined }), finishedAt: ms }),
   reply: fc.option(fc.record({ replyMessageId: id, replyState: fc.constantFrom('sent', 'refused'), replyError: unicode, replyBy: fc.constantFrom('expiry', 'link l1') }), { nil: undefined }),
   effect: fc.option(fc.record({ effect: fc.constantFrom('present', 'absent', 'unknown'), evidence: fc.jsonValue({ maxDepth: 2 }) }), { nil: undefined }),
@@ -113,6 +113,7 @@ function rowsOf(workflowId: string, shape: WorkflowShape) {
       sendCount: String(d.counts.sendCount),
       resendCount: String(d.counts.resendCount),
       unsentTries: String(d.counts.unsentTries),
+      provenAbsentSends: String(d.counts.provenAbsentSends),
       agentInterface: text({ url: 'http://agent.example/a2a', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }),
       pushToken: `secret-${index}`,
     };

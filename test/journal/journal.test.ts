@@ -70,10 +70,32 @@ describe('markSending / releaseForResend', () => {
     expect(record).toMatchObject({ sendCount: 1, agentInterface: { url: 'http://a' } });
     expect(record!.sendStartedAt).toBeGreaterThan(0);
     expect(await refusal(journal.releaseForResend(ref, record!.version - 1))).toBe('VERSION_CONFLICT');
-    await journal.releaseForResend(ref, record!.version, true);
+    await journal.releaseForResend(ref, record!.version, { contextRefused: true });
     const released = await journal.getDelegation(ref);
     expect(released).toMatchObject({ sendStartedAt: undefined, resendCount: 1, contextRefused: true });
     await journal.markSending(ref, fence);
+  });
+
+  it('a release on a proven absence covers every send so far as counted (provenAbsentSends); one without proof leaves it', async () => {
+    const error = { code: 'NETWORK_ERROR' as const, message: 'ECONNREFUSED', retryable: true, delivery: 'not-sent' as const };
+    const fence = await journal.claim(ref, 'w');
+    await journal.markSending(ref, fence);
+    await journal.releaseForResend(ref, (await journal.getDelegation(ref))!.version);
+    expect(await journal.getDelegation(ref)).toMatchObject({ sendCount: 1, resendCount: 1, provenAbsentSends: 0 });
+    // A marked try that never left (counted in sendCount and unreachableCount), then a send that left.
+    const mark = await journal.markSending(ref, fence);
+    await journal.noteUnreachable(ref, fence, { error, nextTryAt: 5_000_000, marked: true, mark });
+    await journal.markSending(ref, fence);
+    const marked = (await journal.getDelegation(ref))!;
+    expect(await refusal(journal.releaseForResend(ref, marked.version - 1, { provenAbsent: true }))).toBe('VERSION_CONFLICT');
+    expect((await journal.getDelegation(ref))!.provenAbsentSends).toBe(0);
+    await journal.releaseForResend(ref, marked.version, { provenAbsent: true });
+    const released = (await journal.getDelegation(ref))!;
+    expect(released).toMatchObject({ sendStartedAt: undefined, sendCount: 3, unreachableCount: 1, unsentTries: 0, resendCount: 2, provenAbsentSends: 2, version: marked.version + 1 });
+    // A later release without proof keeps what the proof covered.
+    await journal.markSending(ref, fence);
+    await journal.releaseForResend(ref, (await journal.getDelegation(ref))!.version);
+    expect(await journal.getDelegation(ref)).toMatchObject({ sendCount: 4, resendCount: 3, provenAbsentSends: 2 });
   });
 
   it('refuses to mark or release once a task is known', async () => {

@@ -2,15 +2,17 @@
  * Attack round 36: the attempt deadline and the `unsent` guard (applyStatus-5.lua ARGV[21]) against a SendMessage that
  * may have left. Real redis-server, real fleet (send and reconcile queues), raw node:http agents (exact bytes), counting
  * SendMessage at each agent. The findings are marked FIXED FINDING (each verified failing on main); the other `it`s
- * hold and stay as regression tests.
+ * hold and stay as regression tests. Beside the unproven release, its counterpart: a release on a search that proved
+ * our message absent, which must stay re-delegable (release37).
  */
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { DelegationRecord } from '@durable-a2a/shared';
+import type { StartFleetOptions } from '@durable-a2a/workers';
 import { reconcileDelegation } from '../../packages/workers/src/delegation/runs/reconcile.ts';
 import { eventually, workflowSettled } from '../harness/fleet.ts';
-import { useFieldCases } from '../harness/field-cases.ts';
+import { listTasksPage, useFieldCases } from '../harness/field-cases.ts';
 import { findFreePort, listenOnLoopback } from '../harness/ports.ts';
 import { task } from '../harness/scripted-agent.ts';
 
@@ -165,10 +167,13 @@ describe('attack 36: a deduplicating agent that cannot list tasks', () => {
 
 /**
  * Agent A as one raw server (card and JSON-RPC; skill `scripted`): SendMessage is taken and its connection cut without
- * an answer (delivery maybe); ListTasks answers -32601 (no search can prove our message absent) and, once that answer
- * is flushed, A goes down: it stops listening and cuts every connection (every later call ECONNREFUSED).
+ * an answer (delivery maybe). `unsupported` (the default): ListTasks answers -32601 (no search can prove our message
+ * absent) and, once that answer is flushed, A goes down: it stops listening and cuts every connection (every later
+ * call ECONNREFUSED). `empty`: ListTasks answers an empty last page (the search proves our message absent), and A goes
+ * down once it has answered the search's last pass (the one widened for clock skew: `statusTimestampAfter` more than
+ * half a day back; search.ts `searchPasses`), so the search concludes before A is gone.
  */
-async function goneAgent() {
+async function goneAgent(listing: 'unsupported' | 'empty' = 'unsupported') {
   const sockets = new Set<Socket>();
   const sends: string[] = [];
   let base = '';
@@ -189,7 +194,12 @@ async function goneAgent() {
         sends.push(envelope.params.message!.messageId);
         return void response.socket?.destroy();
       }
-      if (envelope.method === 'ListTasks') return json(response, { jsonrpc: '2.0', id: envelope.id, error: { code: -32601, message: 'Method not found' } }, () => void down());
+      if (envelope.method === 'ListTasks') {
+        if (listing === 'unsupported') return json(response, { jsonrpc: '2.0', id: envelope.id, error: { code: -32601, message: 'Method not found' } }, () => void down());
+        const after = (envelope.params as { statusTimestampAfter?: string }).statusTimestampAfter;
+        const lastPass = after !== undefined && Date.parse(after) < Date.now() - DAY_MS / 2;
+        return json(response, { jsonrpc: '2.0', id: envelope.id, ...listTasksPage([]) }, lastPass ? () => void down() : undefined);
+      }
       return json(response, { jsonrpc: '2.0', id: envelope.id, error: { code: -32001, message: 'Task not found' } });
     });
   });
@@ -214,31 +224,63 @@ async function goneAgent() {
  * ours may be at A (policy.ts `earlierSendsMayHaveLeft`: a mark counted, released, never journaled as not sent), so
  * neither the give-up nor the deadline writes a re-delegable FAILED over it: a person (AMBIGUOUS), B never sent to.
  */
-describe('attack 36: a resend released without proof, then the agent unreachable', () => {
-  it('A takes our message and cuts the connection, answers ListTasks -32601 and goes down; the resend waits for A past unreachableForMs: a person, never agent B', async () => {
-    const a = await goneAgent();
-    try {
+/**
+ * `goneAgent(listing)` as agent A, registered before agent B (B books the step as TB, COMPLETED); a fleet (reconcile
+ * every 300 ms, requests bounded by 1 s, unreachable backoff 200 to 500 ms, `fleetOptions` over it) and one step
+ * `hotel` (skill `scripted`, `unreachableForMs` 3 s, 2 attempts). Waits until hotel.1 is finished and the workflow
+ * settled; A is closed afterwards whatever happened.
+ */
+async function goneThenUnreachable(listing: 'unsupported' | 'empty', fleetOptions: (cardUrl: string) => Partial<StartFleetOptions>) {
+  const a = await goneAgent(listing);
+  try {
     const b = await h.agentWith({ SendMessage: (params) => ({ result: { task: task('TB', 'COMPLETED', { contextId: params.message.contextId, history: [params.message], artifacts: { a1: 'B did it' } }) } }) });
     const prefix = h.newPrefix();
     const producer = h.producer(prefix);
     const first = await producer.registerAgent(a.cardUrl);
     await eventually(async () => Date.now() > Date.parse(first.registeredAt), 'a later millisecond', 1_000, 1);
     await producer.registerAgent(b.cardUrl);
-    await h.fleetFor(prefix, { reconcileIntervalMs: 300, requestTimeoutMs: 1_000, unreachableBackoff: { baseMs: 200, capMs: 500 }, deduplicatingAgents: [a.cardUrl] });
+    await h.fleetFor(prefix, { reconcileIntervalMs: 300, requestTimeoutMs: 1_000, unreachableBackoff: { baseMs: 200, capMs: 500 }, ...fleetOptions(a.cardUrl) });
     const { id } = await producer.startWorkflow({ workflowId: `gone-${prefix}`, maxAttemptsPerStep: 2, steps: [{ name: 'hotel', skill: 'scripted', message: { text: 'book' }, unreachableForMs: 3_000 }] });
     const row = await eventually(async () => {
       const current = await producer.journal.getDelegation({ workflowId: id, delegationId: 'hotel.1' });
       return current && FINISHED.includes(current.state) ? current : undefined;
     }, 'hotel.1 finished', 60_000, 50);
+    const view = await workflowSettled(producer, id, 20_000);
+    return { row, view, sendsAtA: a.sends.length, sendsAtB: b.count('SendMessage') };
+  } finally {
+    await a.close();
+  }
+}
+
+describe('attack 36: a resend released without proof, then the agent unreachable', () => {
+  it('A takes our message and cuts the connection, answers ListTasks -32601 and goes down; the resend waits for A past unreachableForMs: a person, never agent B', async () => {
+    const { row, view, sendsAtA, sendsAtB } = await goneThenUnreachable('unsupported', (cardUrl) => ({ deduplicatingAgents: [cardUrl] }));
     expect(row.state).toBe('AMBIGUOUS');
     expect(row.resendCount).toBeGreaterThanOrEqual(1);
-    const view = await workflowSettled(producer, id, 20_000);
     expect(view.state).not.toBe('COMPLETED');
-    expect(b.count('SendMessage')).toBe(0);
-    expect(a.sends).toHaveLength(1);
-    } finally {
-      await a.close();
-    }
+    expect(sendsAtB).toBe(0);
+    expect(sendsAtA).toBe(1);
+  }, 90_000);
+});
+
+/*
+ * FIXED FINDING (release37; kind: a proven absence read as a send that may have left). Input: agent A takes our
+ * SendMessage and cuts the connection (delivery maybe), answers ListTasks with an empty listing (the search PROVES our
+ * message absent) and goes down: the resend cannot reach A until the step's `unreachableForMs`. Observed on main:
+ * AMBIGUOUS "no search proved our message absent" (`earlierSendsMayHaveLeft` counted the released send), a person
+ * asked and the saga stalled. Expected: the proven release covers that send (releaseForResend-1.lua
+ * `provenAbsentSends`), so the give-up is FAILED AGENT_UNREACHABLE, re-delegable: agent B books the step.
+ */
+describe('release 37: a resend released on a proven absence, then the agent unreachable', () => {
+  it('A takes our message and cuts the connection, lists no task of ours and goes down; past unreachableForMs: FAILED, agent B books it', async () => {
+    const { row, view, sendsAtA, sendsAtB } = await goneThenUnreachable('empty', () => ({ sendAttempts: 3 }));
+    expect(row.state).toBe('FAILED');
+    expect(row.error?.code).toBe('AGENT_UNREACHABLE');
+    expect(row.resendCount).toBe(1);
+    expect(row.provenAbsentSends).toBe(1);
+    expect(view.state).toBe('COMPLETED');
+    expect(sendsAtB).toBe(1);
+    expect(sendsAtA).toBe(1);
   }, 90_000);
 });
 

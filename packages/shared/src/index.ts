@@ -23,7 +23,7 @@ export {
   partsText,
 } from './journal/history.ts';
 export type { History, HistoryEntry, HistoryEntryInput, KnownHistoryEntry, UnknownHistoryEntry } from './journal/history.ts';
-export type { RunMark, WorkflowRecordSnapshot } from './journal/delegations.ts';
+export type { ReleaseOptions, RunMark, WorkflowRecordSnapshot } from './journal/delegations.ts';
 
 export {
   JOURNAL_STATES,

@@ -1,6 +1,6 @@
 /**
  * A step's delegation row for the pure core's property tests: our messageId `M-ours`, the context we sent `C-ours`,
- * sent (marked) and not yet bound, version 7 under fence 2; `extra` replaces or adds fields.
+ * sent (marked) and not yet bound, no send proven absent, version 7 under fence 2; `extra` replaces or adds fields.
  */
 import type { DelegationRecord } from '@durable-a2a/shared';
 import type { Policy } from '../src/delegation/core/policy.ts';
@@ -30,6 +30,7 @@ export const stepRow = (extra: Record<string, unknown> = {}): DelegationRecord =
     createdAt: 4_000_000,
     sendStartedAt: 4_900_000,
     resendCount: 0,
+    provenAbsentSends: 0,
     version: 7,
     fence: 2,
     ...extra,

@@ -24,7 +24,7 @@ const rowIn = (state: JournalState, reply: Reply): DelegationRecord =>
     workflowId: 'wf', delegationId: 'main.1', step: 'main', kind: 'step', attempt: 1,
     agentCardUrl: 'http://127.0.0.1:1/.well-known/agent-card.json', messageId: 'M1', requestedContextId: 'C1', contextRefused: false,
     state, message: { parts: [{ text: 'book' }] }, protocolErrorCount: 0, push: false, held: false, createdAt: NOW - 10_000, updatedAt: NOW - 5_000,
-    sendCount: 1, resendCount: 0, unreachableCount: 0, unsentTries: 0, version: 7, fence: 2, notFoundCount: 0, noProgressCount: 0,
+    sendCount: 1, resendCount: 0, unreachableCount: 0, unsentTries: 0, provenAbsentSends: 0, version: 7, fence: 2, notFoundCount: 0, noProgressCount: 0,
     taskId: 'T1', contextId: 'C1', sendStartedAt: NOW - 9_000, questionKey: 'q1',
     ...(reply === 'none' ? {} : { replyMessageId: 'R1', replyState: reply, ...(reply === 'refused' ? {} : { replyForQuestion: 'q1' }) }),
   }) as DelegationRecord;

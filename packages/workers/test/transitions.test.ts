@@ -55,6 +55,7 @@ const recordIn = (state: JournalState, extra: Partial<DelegationRecord> = {}): D
     resendCount: 0,
     unreachableCount: 0,
     unsentTries: 0,
+    provenAbsentSends: 0,
     version: 7,
     fence: 2,
     notFoundCount: 0,

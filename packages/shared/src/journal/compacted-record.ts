@@ -79,7 +79,7 @@ export const COMPACTED_RECORD_LAYOUT = {
   /** Times (ms) stored as a number of ms after the workflow's createdAt (a string is the hash's own text). */
   times: ['createdAt', 'updatedAt', 'finishedAt', 'verifiedAt', 'statusTimestampMs', 'replySendUntil'],
   /** Counters and flags whose '0' reads as absent. */
-  zeroIsAbsent: ['sendCount', 'resendCount', 'unreachableCount', 'unsentTries', 'protocolErrorCount', 'verifyAttempts', 'contextRefused', 'push', 'held', 'namedTaskUnread'],
+  zeroIsAbsent: ['sendCount', 'resendCount', 'unreachableCount', 'unsentTries', 'provenAbsentSends', 'protocolErrorCount', 'verifyAttempts', 'contextRefused', 'push', 'held', 'namedTaskUnread'],
   /** A workflow is compacted only when its record stays within this many bytes, artifacts included (1 MiB; one key stays small). */
   maxBytes: 1024 * 1024,
   /** A workflow is compacted only when every delegation is in one of these states (else its hashes expire as they are). */
@@ -94,7 +94,7 @@ export const COMPACTED_RECORD_LAYOUT = {
     'workflowId', 'delegationId', 'step', 'kind', 'attempt', 'agentCardUrl', 'agentInterface', 'messageId', 'requestedContextId',
     'contextId', 'contextRefused', 'taskId', 'state', 'statusTimestamp', 'statusTimestampMs', 'question', 'statusMessage', 'message',
     'result', 'error', 'protocolError', 'protocolErrorCount', 'earlierProtocolErrors', 'refusedResult', 'push', 'held', 'pushToken', 'pushConfigId', 'pushConfigState',
-    'createdAt', 'updatedAt', 'sendStartedAt', 'priority', 'sendCount', 'resendCount', 'unreachableCount', 'unsentTries',
+    'createdAt', 'updatedAt', 'sendStartedAt', 'priority', 'sendCount', 'resendCount', 'unreachableCount', 'unsentTries', 'provenAbsentSends',
     'unreachableSince', 'nextTryAt', 'slotWaitUntil', 'version', 'fence', 'owner', 'notFoundCount', 'firstNotFoundAt', 'noProgressMark',
     'noProgressSince', 'noProgressCount', 'noProgressLast', 'noProgressUnacceptable', 'finishedAt', 'replyMessageId', 'replyMessage',
     'replyState', 'replySendToken', 'replySendUntil', 'replyError', 'replyForQuestion', 'replyBy', 'questionKey', 'questionAskedAt', 'questionWordsAfter',

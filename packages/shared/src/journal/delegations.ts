@@ -64,15 +64,28 @@ const markSendingScript = defineScript({
 });
 const markSendingOutcome = outcomeDecoder({ 1: 'lease held', 2: 'lease elsewhere', 3: 'lease held, at the held version', 4: 'lease elsewhere, at the held version' });
 
+/**
+ * Why a row is released for a resend (`releaseForResend`). `contextRefused`: the agent refused our contextId (resend
+ * without it). `agentInterface`: resend on this interface instead of the journaled one (P37). `provenAbsent`: a search
+ * proved our message absent at the agent, which covers every send so far (the row's `provenAbsentSends`); false for
+ * a release without that proof (a deduplicating agent that cannot list tasks), whose sends may still be at the agent.
+ */
+export interface ReleaseOptions {
+  contextRefused?: boolean;
+  agentInterface?: object;
+  provenAbsent?: boolean;
+}
+
 /** releaseForResend-1.lua: compare-and-set on the version the reconciler read. */
 const releaseForResendScript = defineScript({
   name: 'releaseForResend',
   keys: ['delegation'],
-  encode: (input: { expectedVersion: number; nowMs: number; contextRefused: boolean; agentInterface?: object }) => [
+  encode: (input: { expectedVersion: number; nowMs: number } & ReleaseOptions) => [
     input.expectedVersion,
     input.nowMs,
     input.contextRefused ? '1' : '0',
     input.agentInterface ? JSON.stringify(input.agentInterface) : '',
+    input.provenAbsent ? '1' : '0',
   ],
   decode: outcomeDecoder({ 1: 'released' }),
 });
@@ -374,12 +387,12 @@ export class JournalDelegations extends JournalWorkflows {
   }
 
   /**
-   * Clears the "may have been sent" mark after the reconciler proved the agent never got the message.
-   * `agentInterface`: resend on this interface instead of the journaled one (P37).
+   * Clears the "may have been sent" mark so the same messageId is sent again (releaseForResend-1.lua); `options`
+   * (`ReleaseOptions`, all off by default) say why. `provenAbsent` writes `provenAbsentSends`.
    * @throws JournalError VERSION_CONFLICT, WRONG_STATE, DELEGATION_MISSING
    */
-  async releaseForResend(ref: DelegationRef, expectedVersion: number, contextRefused = false, agentInterface?: object): Promise<void> {
-    const released = await this.call(releaseForResendScript, { delegation: this.delegationKeys(ref)[0] }, { expectedVersion, nowMs: this.now(), contextRefused, agentInterface });
+  async releaseForResend(ref: DelegationRef, expectedVersion: number, options: ReleaseOptions = {}): Promise<void> {
+    const released = await this.call(releaseForResendScript, { delegation: this.delegationKeys(ref)[0] }, { expectedVersion, nowMs: this.now(), ...options });
     unlessRefused(released, ref, 'releaseForResend');
   }
 

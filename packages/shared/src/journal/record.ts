@@ -167,6 +167,11 @@ export const DelegationRecordSchema = z
      */
     unreachableCount: count,
     unsentTries: count,
+    /**
+     * The sends a search proved absent at the agent (releaseForResend-1.lua with proof: every send that may have left
+     * until then, as policy.ts `earlierSendsMayHaveLeft` counts them). Absent (0): none proven, every send counts.
+     */
+    provenAbsentSends: count,
     unreachableSince: optionalMs,
     nextTryAt: optionalMs,
     /** Waiting for a slot at its agent (noteSlotWait-1.lua: fleet-wide limits, this worker's share, a pause): until when (ms). */

@@ -682,7 +682,11 @@ async function writeOne(ctx: WorkerContext, record: DelegationRecord, write: Wri
         if (!current || current.fence !== scope.fence) return NOTHING_WRITTEN;
         expectedVersion = current.version;
       }
-      await ctx.journal.releaseForResend(ref, expectedVersion, write.contextRefused, write.agentInterface);
+      await ctx.journal.releaseForResend(ref, expectedVersion, {
+        contextRefused: write.contextRefused,
+        ...(write.agentInterface ? { agentInterface: write.agentInterface } : {}),
+        provenAbsent: write.provenAbsent === true,
+      });
       return NOTHING_WRITTEN;
     }
     case 'mark-reply': {

@@ -286,14 +286,16 @@ export const attemptDeadlineOf = (createdAt: number, fleetDeadlineMs: number, st
 /**
  * SendMessages of this attempt before the current mark (if any) that may have reached the agent: the marks it counted
  * (`sendCount`, a mark given back uncounted) less the marked tries journaled as never having left (`unreachableCount`
- * less the unmarked ones, `unsentTries`) and less the current mark. More than 0 on an unbound row: a send of ours left
- * and the row was released for a resend (releaseForResend-1.lua clears the mark) on a search that may prove nothing
- * (a deduplicating agent that cannot list tasks, attack36), so the agent may hold our message: the attempt deadline
- * and the unreachable give-up are a person then, never a re-delegable FAILED (before: FAILED AGENT_UNREACHABLE
- * "nothing was sent", the step booked again at a second agent).
+ * less the unmarked ones, `unsentTries`), less the sends a search proved absent (`provenAbsentSends`, written by a
+ * proven release, covering every send before it) and less the current mark. More than 0 on an unbound row: a send of
+ * ours left and the row was released for a resend (releaseForResend-1.lua clears the mark) on a search that proves
+ * nothing (a deduplicating agent that cannot list tasks, attack36), so the agent may hold our message: the attempt
+ * deadline and the unreachable give-up are a person then, never a re-delegable FAILED (before: FAILED
+ * AGENT_UNREACHABLE "nothing was sent", the step booked again at a second agent). After a proven release those sends
+ * are known absent: FAILED stays right (release37: before, a person was asked needlessly and the saga stalled).
  */
-export const earlierSendsMayHaveLeft = (record: Pick<DelegationRecord, 'sendStartedAt' | 'sendCount' | 'unreachableCount' | 'unsentTries'>): number =>
-  record.sendCount - (record.sendStartedAt !== undefined ? 1 : 0) - (record.unreachableCount - record.unsentTries);
+export const earlierSendsMayHaveLeft = (record: Pick<DelegationRecord, 'sendStartedAt' | 'sendCount' | 'unreachableCount' | 'unsentTries' | 'provenAbsentSends'>): number =>
+  record.sendCount - (record.sendStartedAt !== undefined ? 1 : 0) - (record.unreachableCount - record.unsentTries) - record.provenAbsentSends;
 
 /**
  * An INTENT whose SendMessage may have left: marked (`sendStartedAt`), never abandoned blind (the reconciler's search

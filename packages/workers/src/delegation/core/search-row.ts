@@ -246,5 +246,6 @@ export function searchRow(record: DelegationRecord, observation: Extract<Observa
     const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled); our message was proven absent`;
     return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'DEADLINE_EXCEEDED', message, retryable: false } }, next: route };
   }
-  return { write: { kind: 'release-for-resend', contextRefused: finding.kind === 'not-found' && finding.contextRefused }, next: { kind: 'resend', contextRefused: finding.kind === 'not-found' && finding.contextRefused } };
+  // A proven absence covers every send so far (`provenAbsentSends`): none of them counts as "may have left" after it.
+  return { write: { kind: 'release-for-resend', contextRefused: finding.kind === 'not-found' && finding.contextRefused, provenAbsent: verdict.proven }, next: { kind: 'resend', contextRefused: finding.kind === 'not-found' && finding.contextRefused } };
 }

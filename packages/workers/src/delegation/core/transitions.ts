@@ -60,7 +60,7 @@ export type Write =
   /** One more TaskNotFound answer (count, first time). */
   | { kind: 'note-not-found' }
   /** The send is released so the same messageId goes again (on `agentInterface` when given: P37). */
-  | { kind: 'release-for-resend'; contextRefused: boolean; agentInterface?: AgentInterfaceRef }
+  | { kind: 'release-for-resend'; contextRefused: boolean; agentInterface?: AgentInterfaceRef; provenAbsent?: boolean }
   /** The reply's fate, under the reply's 'sending' lease (the run's fence and token). */
   | { kind: 'mark-reply'; replyMessageId: string; replyState: 'sent' | 'refused'; reason: string }
   /**
