@@ -2,7 +2,7 @@
  * The processes `producer-ab.ts` and `worker-ab.ts` run: a worker process of one checkout (its `packages/workers`
  * main.ts from source through tsx, as the peers bench runs it, or its build `dist/main.js` with plain node, as the
  * runtime image runs it) and producer processes (`processes/producer-batch.ts`), forked with the source conditions
- * and tsx, and a wait for a child's `{ ready: true }`.
+ * and tsx or, built, with plain node on the producer's `dist/`, and a wait for a child's `{ ready: true }`.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -51,8 +51,13 @@ export const workerProcessOf = (root: string, redisUrl: string, concurrency: num
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });
 
-/** A producer process of checkout `root` (`processes/producer-batch.ts`) on `redisUrl`. */
-export const producerProcessOf = (root: string, redisUrl: string): ChildProcess => fork(BATCH, [root, redisUrl], { cwd: root, execArgv: EXEC_ARGV });
+/**
+ * A producer process of checkout `root` (`processes/producer-batch.ts`) on `redisUrl`. `built`: the checkout's
+ * `packages/producer/dist` (run `pnpm build` in it first) with plain node, as a deployed service loads it; default
+ * false: its sources through tsx.
+ */
+export const producerProcessOf = (root: string, redisUrl: string, built = false): ChildProcess =>
+  fork(BATCH, [root, redisUrl, built ? 'built' : 'source'], { cwd: root, execArgv: built ? [] : EXEC_ARGV });
 
 /** Runs one batch of `count` delegations (`concurrency` at once) on `producer`; its answer. */
 export const runBatch = (producer: ChildProcess, batch: { count: number; concurrency: number; tag: string; cardUrl: string }) =>

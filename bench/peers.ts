@@ -13,8 +13,11 @@
  * PEERS_CRASH (1; 0 skips the crash check), PEERS_CRASH_COUNT (50), PEERS_CRASH_WORK_MS (3000),
  * PEERS_CRASH_TIMEOUT_MS (120000), PEERS_TARGET_SIDE (durable-separate), PEERS_FREEZE_IDLE (1), PEERS_CPU_PROF (a directory:
  * a V8 CPU profile of every Node process of every side, written when the side stops; default none), PEERS_CPU_PROF_INTERVAL_US
- * (the profiles' sampling interval; default V8's, 1000), PEERS_WORKER_BUILT (1: the durable-a2a worker processes run from
- * packages/workers/dist with plain node, as the runtime image does, after `pnpm build`; 0 runs them from source through tsx). DA2A_* variables
+ * (the profiles' sampling interval; default V8's, 1000), PEERS_BUILT (1: the durable sides' processes load the durable-a2a
+ * packages from their build with plain node, as deployed, after `pnpm build`: the worker is packages/workers/dist/main.js,
+ * as the runtime image runs it, the producer process its bench entry with @durable-a2a/producer and shared from dist;
+ * 0 runs every durable-a2a package from source through tsx; PEERS_WORKER_BUILT, its name before it covered the producer,
+ * is read when PEERS_BUILT is not set). DA2A_* variables
  * are passed to the durable-a2a worker processes (e.g. DA2A_LOCK_DURATION_MS).
  */
 import { loadavg } from 'node:os';
@@ -62,7 +65,8 @@ function settingsFrom(environment: NodeJS.ProcessEnv, scale: number) {
       PEERS_FREEZE_IDLE: z.enum(['0', '1']).default('1'),
       PEERS_CPU_PROF: z.string().min(1).optional(),
       PEERS_CPU_PROF_INTERVAL_US: positive.optional(),
-      PEERS_WORKER_BUILT: z.enum(['0', '1']).default('1'),
+      PEERS_BUILT: z.enum(['0', '1']).optional(),
+      PEERS_WORKER_BUILT: z.enum(['0', '1']).optional(),
     })
     .parse(environment);
   const restateInstalled = restateServerBinary() !== undefined;
@@ -72,6 +76,7 @@ function settingsFrom(environment: NodeJS.ProcessEnv, scale: number) {
     sides,
     warmup: parsed.PEERS_WARMUP ?? Math.min(100, parsed.PEERS_N),
     crash: parsed.PEERS_CRASH === '1',
+    built: (parsed.PEERS_BUILT ?? parsed.PEERS_WORKER_BUILT ?? '1') === '1',
     freezeIdle: parsed.PEERS_FREEZE_IDLE === '1',
     restateInstalled,
     workerEnvironment: Object.fromEntries(Object.entries(environment).filter((entry): entry is [string, string] => entry[0].startsWith('DA2A_') && entry[1] !== undefined)),
@@ -102,7 +107,7 @@ const roleCpuText = (measured: MeasuredRound): string =>
 async function runSetting(settings: Settings, agent: AgentReady, workMs: number, concurrency: number, notes: string[]): Promise<SettingResult> {
   const result: SettingResult = { workMs, concurrency, count: settings.PEERS_N, rounds: new Map(), loadAtStart: load1(), loadAtEnd: 0 };
   const sides: Side[] = [];
-  const options: SideOptions = { concurrency, workerEnvironment: settings.workerEnvironment, builtWorker: settings.PEERS_WORKER_BUILT === '1', ...(settings.PEERS_CPU_PROF ? { profileDirectory: settings.PEERS_CPU_PROF } : {}), ...(settings.PEERS_CPU_PROF_INTERVAL_US ? { profileIntervalUs: settings.PEERS_CPU_PROF_INTERVAL_US } : {}) };
+  const options: SideOptions = { concurrency, workerEnvironment: settings.workerEnvironment, built: settings.built, ...(settings.PEERS_CPU_PROF ? { profileDirectory: settings.PEERS_CPU_PROF } : {}), ...(settings.PEERS_CPU_PROF_INTERVAL_US ? { profileIntervalUs: settings.PEERS_CPU_PROF_INTERVAL_US } : {}) };
   try {
     for (const name of settings.sides) {
       try {
@@ -165,7 +170,7 @@ async function until(check: () => Promise<boolean>, timeoutMs: number): Promise<
 async function crashCheck(settings: Settings, name: SideName, agentChild: BenchChild<AgentReady>): Promise<CrashResult> {
   const agent = await agentChild.ready;
   const count = settings.PEERS_CRASH_COUNT;
-  const side = await startSide(name, { concurrency: Math.max(count, 50), workerEnvironment: settings.workerEnvironment, builtWorker: settings.PEERS_WORKER_BUILT === '1' });
+  const side = await startSide(name, { concurrency: Math.max(count, 50), workerEnvironment: settings.workerEnvironment, built: settings.built });
   const tag = `crash-${name}`;
   try {
     await side.launch({ ...agent, count, concurrency: count, tag });
@@ -278,7 +283,7 @@ export async function run(scale: number): Promise<BenchResult> {
       `Sides: ${settings.sides.join(', ')}; ${settings.PEERS_ROUNDS} rounds of ${settings.PEERS_N} delegations per side per setting, the order rotated every round, after a warm-up round of ${settings.warmup}; idle sides ${settings.freezeIdle ? 'SIGSTOPped' : 'left running'} while another side runs.`,
       'Durability: naive and durable-a2a rows use redis-server with AOF `appendfsync everysec` (durable-a2a\'s deployed default: up to 1 s of acknowledged writes can be lost on a machine crash); durable-fsync uses `appendfsync always`; Restate runs its default, every write fsynced (rocksdb-disable-wal-fsync = false). Like for like on durability: durable-fsync against restate.',
       'CPU per delegation: user + system time from /proc/<pid>/stat of every process of the side (client, worker or service endpoint, redis-server or restate-server) over the round ÷ delegations completed; Redis/engine: redis-server or restate-server alone. The agent\'s CPU is in no side.',
-      `bare: sendMessage(returnImmediately) + resubscribe (GetTask when refused), C in flight. naive: Queue.add (job id = key, 3 attempts, exponential backoff 1 s) + waitUntilFinished(QueueEvents), worker concurrency C, BullMQ defaults (30 s lock). restate: ingress /Peers/delegate/send (idempotency key) + /restate/invocation/<id>/attach; handler = ctx.run(send) then ctx.run(follow), HTTP/2 endpoint. durable-inprocess: delegate() with C unsettled at most, fleet in-process. durable-separate and durable-fsync: delegate() + waitFor() in a producer process, a worker process (${settings.PEERS_WORKER_BUILT === '1' ? 'dist/main.js with plain node, as the runtime image runs it' : 'src/main.ts through tsx'}, send and follow concurrency C, production timings, subscribe limit out of the way).`,
+      `bare: sendMessage(returnImmediately) + resubscribe (GetTask when refused), C in flight. naive: Queue.add (job id = key, 3 attempts, exponential backoff 1 s) + waitUntilFinished(QueueEvents), worker concurrency C, BullMQ defaults (30 s lock). restate: ingress /Peers/delegate/send (idempotency key) + /restate/invocation/<id>/attach; handler = ctx.run(send) then ctx.run(follow), HTTP/2 endpoint. durable-inprocess: delegate() with C unsettled at most, fleet in-process. durable-separate and durable-fsync: delegate() + waitFor() in a producer process (${settings.built ? '@durable-a2a/producer from its build, plain node' : '@durable-a2a/producer from source through tsx'}), a worker process (${settings.built ? 'dist/main.js with plain node, as the runtime image runs it' : 'src/main.ts through tsx'}, send and follow concurrency C, production timings, subscribe limit out of the way).`,
       `Crash check: ${settings.PEERS_CRASH_COUNT} delegations started at once on an agent that works ${settings.PEERS_CRASH_WORK_MS} ms; once the agent has received all (60 s at most), the process holding them is SIGKILLed and started again (naive: the BullMQ worker; durable-separate: the durable-a2a worker; restate: the service endpoint, whose restate-server keeps the journal as Redis does for the others). Settled after = SIGKILL → last delegation settled at the client, at most ${settings.PEERS_CRASH_TIMEOUT_MS} ms; includes the agent's remaining work. Duplicated = delegations the agent executed more than once (counted per message text; per messageId as well).`,
       `Targets are checked on ${settings.PEERS_TARGET_SIDE}; a PASS/FAIL does not fail the run.`,
       ...notes,

@@ -8,6 +8,10 @@
  *   pnpm tsx --conditions=@durable-a2a/source bench/producer-ab.ts <checkout A> <checkout B> [rounds 8] [count 2000]
  *
  * Prints each batch's producer CPU µs per delegation and, per round, B ÷ A; then the medians.
+ * `PRODUCER_AB_BUILT_A=1` / `PRODUCER_AB_BUILT_B=1` run that side's producer from its build (`packages/producer/dist`,
+ * plain node, as a deployed service loads it; `pnpm build` in the checkout first) instead of from source through tsx:
+ * the same checkout twice, B built, is the cost of tsx to the producer. `PRODUCER_AB_WORKER_BUILT=1` runs the worker
+ * from checkout A's build.
  */
 import type { ChildProcess } from 'node:child_process';
 import { resolve } from 'node:path';
@@ -28,8 +32,10 @@ const children: ChildProcess[] = [];
 const ready = (child: ChildProcess) => readyOf(children, child);
 
 try {
-  await ready(workerProcessOf(roots.A, redisServer.url, CONCURRENCY));
-  const producers = { A: producerProcessOf(roots.A, redisServer.url), B: producerProcessOf(roots.B, redisServer.url) };
+  const built = (side: 'A' | 'B') => process.env[`PRODUCER_AB_BUILT_${side}`] === '1';
+  await ready(workerProcessOf(roots.A, redisServer.url, CONCURRENCY, [], process.env.PRODUCER_AB_WORKER_BUILT === '1'));
+  const producers = { A: producerProcessOf(roots.A, redisServer.url, built('A')), B: producerProcessOf(roots.B, redisServer.url, built('B')) };
+  console.log(`producer A: ${built('A') ? 'dist, plain node' : 'src, tsx'}; producer B: ${built('B') ? 'dist, plain node' : 'src, tsx'}`);
   await Promise.all(Object.values(producers).map(ready));
   const batch = (side: 'A' | 'B', tag: string, n: number) => runBatch(producers[side], { count: n, concurrency: CONCURRENCY, tag, cardUrl: agent.cardUrl });
   await interleavedRounds(rounds, count, batch, (result) => result.cpuMicros / count, (result) => `${(result.cpuMicros / count).toFixed(1)} µs producer CPU per delegation`);

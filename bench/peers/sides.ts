@@ -10,7 +10,8 @@
  * - durable-inprocess: producer + fleet in one process (bench/processes/side.ts, BENCH_SIDE=durable) and its
  *   own redis-server (AOF, appendfsync everysec: the deployed default).
  * - durable-separate: a producer process (delegate + waitFor) and a worker process (packages/workers main.ts,
- *   production timings), redis-server AOF everysec.
+ *   production timings), redis-server AOF everysec. With `built` (PEERS_BUILT=1, the default of bench/peers.ts) both
+ *   load the packages' build with plain node, as deployed; without it, their sources through tsx.
  * - durable-fsync: durable-separate with redis-server `appendfsync always` (every write fsynced, as Restate).
  *
  * The crash check kills and restarts the process that holds the delegations in flight: the naive worker, the
@@ -90,11 +91,12 @@ export interface SideOptions {
   /** The profiles' sampling interval in µs (PEERS_CPU_PROF_INTERVAL_US). Default V8's (1000). */
   profileIntervalUs?: number;
   /**
-   * Run durable-a2a worker processes from the build (`packages/workers/dist/main.js` with plain node, as the runtime
-   * image's `bin/durable-a2a-workers.mjs` does; `pnpm build` first) instead of from source through tsx
-   * (PEERS_WORKER_BUILT=1). Default false.
+   * Run the durable sides' processes on the packages' build (`pnpm build` first), as deployed (PEERS_BUILT=1): the
+   * worker is `packages/workers/dist/main.js` with plain node, as the runtime image's `bin/durable-a2a-workers.mjs`
+   * runs it; the producer (client) process is its bench entry with plain node, `@durable-a2a/producer` and `shared`
+   * resolved to their `dist/`. Default false: every durable-a2a package from source through tsx.
    */
-  builtWorker?: boolean;
+  built?: boolean;
 }
 
 /** `--cpu-prof` arguments for a side's Node process of `role`; none without `options.profileDirectory`. */
@@ -109,15 +111,25 @@ const BUILT_WORKER_MAIN = fileURLToPath(new URL('../../packages/workers/dist/mai
 const SOURCE_EXEC_ARGV = ['--conditions=@durable-a2a/source', '--import', 'tsx'];
 const UNTHROTTLED_SUBSCRIBE = '1000000/1000';
 
+/** The builds a durable side loads with `options.built`: every package its producer and worker processes import. */
+const BUILT_ENTRIES = ['a2a', 'shared', 'producer', 'workers'].map((name) => fileURLToPath(new URL(`../../packages/${name}/dist/index.js`, import.meta.url)));
+
+/** Throws a clear error when a build the durable sides load with `options.built` is missing. */
+function checkBuilt(options: SideOptions): void {
+  if (!options.built) return;
+  const missing = [BUILT_WORKER_MAIN, ...BUILT_ENTRIES].filter((file) => !existsSync(file));
+  if (missing.length > 0) throw new Error(`${missing.join(', ')} missing: run \`pnpm build\` first, or set PEERS_BUILT=0 to run the durable-a2a packages from source`);
+}
+
 /**
- * A durable-a2a worker process (packages/workers main.ts, or its build with `options.builtWorker`) with production
+ * A durable-a2a worker process (packages/workers main.ts, or its build with `options.built`) with production
  * timings; resolves when ready.
  */
 async function spawnDurableWorker(redisUrl: string, prefix: string, options: SideOptions, side: SideName): Promise<ChildProcess> {
   const concurrency = String(options.concurrency);
-  if (options.builtWorker && !existsSync(BUILT_WORKER_MAIN)) throw new Error(`${BUILT_WORKER_MAIN} is missing: run \`pnpm build\` first, or set PEERS_WORKER_BUILT=0 to run the worker from source`);
-  const child = fork(options.builtWorker ? BUILT_WORKER_MAIN : WORKER_MAIN, [], {
-    execArgv: [...(options.builtWorker ? [] : SOURCE_EXEC_ARGV), ...profileArguments(options, side, 'worker')],
+  checkBuilt(options);
+  const child = fork(options.built ? BUILT_WORKER_MAIN : WORKER_MAIN, [], {
+    execArgv: [...(options.built ? [] : SOURCE_EXEC_ARGV), ...profileArguments(options, side, 'worker')],
     env: {
       PATH: process.env.PATH ?? '',
       LOG_LEVEL: 'silent',
@@ -153,9 +165,12 @@ async function redisPid(redisServer: RedisServerHandle): Promise<number> {
   }
 }
 
-/** A bench child in a process group of its own (it is SIGSTOPped while idle), killed when this process exits. */
-function detachedChild<Ready>(entry: string, environment: Record<string, string>, execArgv: string[] = []): BenchChild<Ready> {
-  const child = spawnBenchChild<Ready>(entry, environment, execArgv, true);
+/**
+ * A bench child in a process group of its own (it is SIGSTOPped while idle), killed when this process exits; `built`:
+ * the durable-a2a packages from their build (spawnBenchChild's option), default false.
+ */
+function detachedChild<Ready>(entry: string, environment: Record<string, string>, execArgv: string[] = [], built = false): BenchChild<Ready> {
+  const child = spawnBenchChild<Ready>(entry, environment, execArgv, { detached: true, built });
   killOnExit(child.child);
   return child;
 }
@@ -224,7 +239,8 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
   const stops: (() => Promise<void>)[] = [() => redisServer.stop()];
   try {
     if (name === 'durable-inprocess') {
-      const client = detachedChild('side', { BENCH_SIDE: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' }, profiled('client'));
+      checkBuilt(options);
+      const client = detachedChild('side', { BENCH_SIDE: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' }, profiled('client'), options.built);
       stops.push(() => client.stop());
       await client.ready;
       return assemble(name, { pids: () => [pidOf(client.child), engine], roles: ['client', 'engine'], enginePids: () => [engine], client, stops });
@@ -246,7 +262,7 @@ export async function startSide(name: SideName, options: SideOptions): Promise<S
     }
     let worker = await spawnDurableWorker(redisServer.url, 'peers', options, name);
     stops.push(() => stopGracefully(worker));
-    const client = detachedChild('peer-client', { BENCH_PEER: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' }, profiled('client'));
+    const client = detachedChild('peer-client', { BENCH_PEER: 'durable', REDIS_URL: redisServer.url, BENCH_PREFIX: 'peers' }, profiled('client'), options.built);
     stops.push(() => client.stop());
     await client.ready;
     const killAndRestart = async () => {

@@ -1,6 +1,8 @@
 /**
  * Benchmark child processes: the parent forks a bench/processes/*.ts entry
- * (sources through tsx, as `pnpm bench` runs), waits for its ready message,
+ * (the durable-a2a packages from source through tsx, as `pnpm bench` runs, or
+ * from their build: the entry with plain node, whose type stripping runs the
+ * bench's own .ts, the packages resolved to `dist/`), waits for its ready message,
  * then calls named functions over IPC (`{ id, call, argument }` →
  * `{ id, result | error }`). Used to keep the agent and each measured side
  * in a process of its own, so that process CPU time is theirs alone.
@@ -9,6 +11,22 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 
 const SOURCE_EXEC_ARGV = ['--conditions=@durable-a2a/source', '--import', 'tsx'];
+
+/** How `spawnBenchChild` starts its child. */
+export interface BenchChildOptions {
+  /**
+   * In a process group of its own, for a child that is SIGSTOPped while idle (bench/peers.ts): a stopped process in
+   * the caller's group gets SIGHUP when that group is orphaned (the shell that started the run exits). A detached
+   * child still quits when this process goes away (its IPC channel closes). Default false.
+   */
+  detached?: boolean;
+  /**
+   * The durable-a2a packages from their build (`dist/`, `pnpm build` first) with plain node and no tsx, as a deployed
+   * service loads them: Node's type stripping runs the bench entry itself. Default false: the packages' sources
+   * through tsx (`--conditions=@durable-a2a/source`).
+   */
+  built?: boolean;
+}
 
 type Handler = (argument: unknown) => Promise<unknown>;
 
@@ -59,17 +77,15 @@ export interface BenchChild<Ready> {
 }
 
 /**
- * Forks `bench/processes/<entry>.ts` with `environment` added to this process's env. `detached`: in a process
- * group of its own, for a child that is SIGSTOPped while idle (bench/peers.ts): a stopped process in the
- * caller's group gets SIGHUP when that group is orphaned (the shell that started the run exits). A detached
- * child still quits when this process goes away (its IPC channel closes). Default false.
+ * Forks `bench/processes/<entry>.ts` with `environment` added to this process's env and `execArgv` (Node options)
+ * after the loader's; `options` say how (detached, built; both default false).
  */
-export function spawnBenchChild<Ready>(entry: string, environment: Record<string, string> = {}, execArgv: string[] = [], detached = false): BenchChild<Ready> {
+export function spawnBenchChild<Ready>(entry: string, environment: Record<string, string> = {}, execArgv: string[] = [], options: BenchChildOptions = {}): BenchChild<Ready> {
   const child = fork(fileURLToPath(new URL(`./${entry}.ts`, import.meta.url)), [], {
-    execArgv: [...SOURCE_EXEC_ARGV, ...execArgv],
+    execArgv: [...(options.built ? [] : SOURCE_EXEC_ARGV), ...execArgv],
     env: { ...process.env, ...environment },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
-    detached,
+    detached: options.detached ?? false,
   });
   const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
   let exitReason = '';
