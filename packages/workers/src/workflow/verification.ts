@@ -10,6 +10,7 @@ import { declaredVerifier, delegationIdOf, type DelegationRef, type DelegationVi
 import type { JobRun, WorkerContext } from '../context.ts';
 import { loadDefinition } from './advance.ts';
 import { apply, applyToRef } from '../delegation/apply.ts';
+import { provenUnsent } from '../delegation/core/policy.ts';
 
 /** The verifier a delegation declares: its step's, or its compensation's. */
 export async function verifierOf(ctx: WorkerContext, delegation: Pick<DelegationView, 'workflowId' | 'step' | 'kind'>) {
@@ -30,9 +31,10 @@ export async function verifyEffect(ctx: WorkerContext, data: DelegationRef, run:
   const log = ctx.logger.child({ queue: 'verify', ...data, step: delegation.step, jobId: run.id, attempt: run.attemptsMade });
   let finding: { effect: 'present' | 'absent' | 'unknown'; evidence: unknown };
   const verifier = reference ? ctx.verifiers.get(reference.name) : undefined;
-  // Our own journal proves it: sendStartedAt is written before any message leaves (an unknown verifier, a
-  // deadline or a refused card ended the attempt first), so there is no effect to look for.
-  if (delegation.sendStartedAt === undefined && delegation.taskId === undefined) finding = { effect: 'absent', evidence: 'nothing was sent (no sendStartedAt, no task id)' };
+  // Our own journal proves it (`provenUnsent`): sendStartedAt is written before any message leaves, and no earlier
+  // send of a row released for a resend may have left (an unknown verifier, a deadline or a refused card ended the
+  // attempt first), so there is no effect to look for.
+  if (provenUnsent(delegation)) finding = { effect: 'absent', evidence: 'nothing was sent (no sendStartedAt, no task id, no earlier send)' };
   else if (!reference) finding = { effect: 'unknown', evidence: 'no verifier declared' };
   else if (!verifier) finding = { effect: 'unknown', evidence: `no verifier registered under the name ${reference.name}` };
   else {
