@@ -100,3 +100,32 @@ describe('attack 37: events after the terminal one on a stream', () => {
   }, 60_000);
 });
 
+
+
+/*
+ * Attack (a verifier that never answers). Input: one fleet (verify concurrency 1) with two verifiers: `stuck`, whose
+ * read never settles (a system of record that holds the connection, a verifier awaiting a promise that never comes),
+ * and `ledger`, which answers at once (present). Workflow W1's step declares `stuck`, W2's declares `ledger`; each
+ * step's agent books at once. Expected: one verifier cannot hold the verify queue: W2 COMPLETED; W1's verification is
+ * bounded (`verifyTimeoutMs`), retried as any verifier failure, then `unknown` for a person (never absent).
+ */
+describe('attack 37: a verifier that never answers', () => {
+  it('W1 verify hangs; W2 still verified and COMPLETED; W1 ends with its effect unknown, never re-delegated', async () => {
+    const agent = await h.agentWith({ SendMessage: (params) => doesItAtOnce(`T-${params.message.messageId}`).SendMessage(params) });
+    const prefix = h.newPrefix();
+    const producer = h.producer(prefix);
+    let stuckCalls = 0;
+    const stuck = { verify: () => ((stuckCalls += 1), new Promise<never>(() => undefined)) };
+    const ledger = { verify: async () => ({ effect: 'present' as const, evidence: 'in the ledger' }) };
+    await h.fleetFor(prefix, { reconcileIntervalMs: 300, concurrency: { verify: 1 }, verifiers: { stuck, ledger }, verifyTimeoutMs: 300 });
+    const w1 = await producer.startWorkflow({ workflowId: `stuck-${prefix}`, steps: [{ name: 'pay', agent: agent.cardUrl, message: { text: 'pay' }, verifier: { name: 'stuck' } }] });
+    await eventually(async () => stuckCalls >= 1, 'the stuck verifier called', 20_000, 20);
+    const w2 = await producer.startWorkflow({ workflowId: `ledger-${prefix}`, steps: [{ name: 'pay', agent: agent.cardUrl, message: { text: 'pay' }, verifier: { name: 'ledger' } }] });
+    const second = await workflowSettled(producer, w2.id, 30_000);
+    expect(second.state).toBe('COMPLETED');
+    const first = await producer.journal.getDelegation({ workflowId: w1.id, delegationId: 'pay.1' });
+    expect(first?.state).toBe('COMPLETED');
+    expect(first?.effect === undefined || first.effect === 'unknown').toBe(true);
+    expect(agent.count('SendMessage')).toBe(2);
+  }, 60_000);
+});

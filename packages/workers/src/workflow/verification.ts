@@ -43,7 +43,7 @@ export async function verifyEffect(ctx: WorkerContext, data: DelegationRef, run:
         delegation.kind === 'compensation'
           ? await ctx.journal.getDelegationView({ workflowId: delegation.workflowId, delegationId: delegationIdOf('step', delegation.step, delegation.attempt) })
           : undefined;
-      finding = await verifier.verify({ delegation, original, params: reference.params });
+      finding = await verifyWithin(ctx.options.verifyTimeoutMs, reference.name, (signal) => verifier.verify({ delegation, original, params: reference.params, signal }));
     } catch (error) {
       const lastAttempt = run.attemptsMade + 1 >= run.attempts;
       log.warn({ err: error, lastAttempt }, 'verifier failed');
@@ -54,4 +54,27 @@ export async function verifyEffect(ctx: WorkerContext, data: DelegationRef, run:
   ctx.crashPoint('verify.after-check', delegation.step);
   await apply(ctx, delegation, { kind: 'effect-verified', effect: finding.effect, evidence: finding.evidence }, { log, source: 'verify' });
   return finding.effect;
+}
+
+/**
+ * `call` bounded by `timeoutMs` (the fleet's `verifyTimeoutMs`): past it, its signal is aborted and the bound rejects
+ * (a failed verification: the verify job retries with backoff, then records `unknown`), whatever the call does later.
+ * A verifier that never answers would otherwise hold its verify slot for ever, and `concurrency.verify` of them the
+ * verification of every workflow (attack37).
+ */
+export async function verifyWithin<T>(timeoutMs: number, name: string, call: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const controller = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      const error = new Error(`verifier ${name} did not answer within ${timeoutMs} ms (verifyTimeoutMs)`);
+      controller.abort(error);
+      reject(error);
+    }, timeoutMs);
+  });
+  try {
+    return await Promise.race([call(controller.signal), timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
 }
