@@ -48,6 +48,13 @@ export interface FleetOptions {
   requestTimeoutMs?: number;
   /** A stream with no byte (not even a keep-alive) for this long is cut and resubscribed. Default 60_000. */
   streamIdleTimeoutMs?: number;
+  /**
+   * Deadline of one verifier call (ms, the verify job's read of the system of record). Past it the call counts as a
+   * failed verification (retried with backoff, then the effect `unknown` for a person); its `signal` is aborted.
+   * Bounds how long one verifier that never answers holds a verify slot: without it, `concurrency.verify` such calls
+   * stall the verification of every workflow. Default 60_000.
+   */
+  verifyTimeoutMs?: number;
   /** Resubscription backoff (full jitter). Default base 500, cap 30_000. */
   followBackoff?: Partial<BackoffOptions>;
   /**
@@ -248,6 +255,7 @@ export interface CompiledFleetOptions {
   concurrency: Record<QueueName, number>;
   requestTimeoutMs: number;
   streamIdleTimeoutMs: number;
+  verifyTimeoutMs: number;
   followBackoff: BackoffOptions;
   unreachableBackoff: BackoffOptions;
   noProgressWindowMs: number;
@@ -312,6 +320,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     concurrency,
     requestTimeoutMs,
     streamIdleTimeoutMs: options.streamIdleTimeoutMs ?? 60_000,
+    verifyTimeoutMs: options.verifyTimeoutMs ?? 60_000,
     followBackoff: { baseMs: 500, capMs: 30_000, ...options.followBackoff },
     unreachableBackoff: { baseMs: 1_000, capMs: 30_000, ...options.unreachableBackoff },
     noProgressWindowMs: options.noProgressWindowMs ?? 1_800_000,
@@ -375,6 +384,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
 const TIMER_DURATIONS = [
   'requestTimeoutMs',
   'streamIdleTimeoutMs',
+  'verifyTimeoutMs',
   'noProgressWindowMs',
   'slowPollAfterMs',
   'slowPollMs',

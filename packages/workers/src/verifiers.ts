@@ -21,7 +21,11 @@ export interface Verification {
  * "could not check now": the verify job retries with backoff.
  */
 export interface Verifier {
-  verify(input: { delegation: DelegationView; original?: DelegationView; params: Record<string, unknown> }): Promise<Verification>;
+  /**
+   * Reads the effect. `signal` is aborted at the fleet's `verifyTimeoutMs` (the call then counts as failed whatever it
+   * answers later): a verifier stops its read on it.
+   */
+  verify(input: { delegation: DelegationView; original?: DelegationView; params: Record<string, unknown>; signal?: AbortSignal }): Promise<Verification>;
 }
 
 export type VerifierRegistry = ReadonlyMap<string, Verifier>;
@@ -64,7 +68,7 @@ const HTTP_VERIFIER_BODY_BYTES = 1024 * 1024;
 export function httpVerifier<T>(options: HttpVerifierOptions<T>): Verifier {
   const absent = new Set(options.absentStatuses ?? [404, 410]);
   return {
-    async verify({ delegation, original }) {
+    async verify({ delegation, original, signal }) {
       const values: Record<string, string | undefined> = {
         messageId: delegation.messageId,
         taskId: delegation.taskId,
@@ -87,7 +91,7 @@ export function httpVerifier<T>(options: HttpVerifierOptions<T>): Verifier {
         const names = [...refused].map((name) => `{${name}} = ${JSON.stringify(values[name] ?? '')}`).join(', ');
         return { effect: 'unknown', evidence: { refused: `${names}: not a path segment the verifier may read`, urlTemplate: options.urlTemplate } };
       }
-      const response = await fetch(url, { headers: options.headers, signal: AbortSignal.timeout(options.timeoutMs ?? 10_000) });
+      const response = await fetch(url, { headers: options.headers, signal: withTimeout(signal, options.timeoutMs ?? 10_000) });
       if (absent.has(response.status) || !response.ok) {
         // The body is not read (its size is the system's): canceled, so the connection is not held.
         await response.body?.cancel();
@@ -120,4 +124,10 @@ async function boundedText(response: Response, maxBytes: number): Promise<string
     if (error instanceof LimitExceededError) return undefined;
     throw error;
   }
+}
+
+/** The caller's signal (the fleet's `verifyTimeoutMs`), if any, joined with this read's own timeout (ms). */
+function withTimeout(signal: AbortSignal | undefined, timeoutMs: number): AbortSignal {
+  const own = AbortSignal.timeout(timeoutMs);
+  return signal ? AbortSignal.any([signal, own]) : own;
 }

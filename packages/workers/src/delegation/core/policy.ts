@@ -4,7 +4,7 @@
  * after a write. The clock and randomness are injected (`Policy.now`, `Policy.random`), so each verdict is a pure
  * function and the table test (`transitions.test.ts`) needs no Redis and no timers.
  */
-import { isAwaitingAnswer, isFinished, isParked } from '@durable-a2a/shared/pure';
+import { isAwaitingAnswer, isFinished, isParked, keepsSuspects } from '@durable-a2a/shared/pure';
 import type { DelegationRecord, RecordedError, SuspectRoundFields } from '@durable-a2a/shared';
 import type { FollowPlan, Next } from './next.ts';
 import type { SearchFinding, UnreachableBounds } from './observation.ts';
@@ -296,6 +296,25 @@ export const attemptDeadlineOf = (createdAt: number, fleetDeadlineMs: number, st
  */
 export const earlierSendsMayHaveLeft = (record: Pick<DelegationRecord, 'sendStartedAt' | 'sendCount' | 'unreachableCount' | 'unsentTries' | 'provenAbsentSends'>): number =>
   record.sendCount - (record.sendStartedAt !== undefined ? 1 : 0) - (record.unreachableCount - record.unsentTries) - record.provenAbsentSends;
+
+/**
+ * Whether a row with no task of ours bound keeps evidence that the agent may hold our message though no mark says a
+ * send is in flight: suspects (tasks refused pushes showed holding it, pending or counted lost), a refused result (an
+ * answer about our message we could not accept), or an earlier SendMessage that may have left (`earlierSendsMayHaveLeft`:
+ * a row released for a resend on a search that may prove nothing). Such a row is never closed as "nothing was sent"
+ * on any path: not FAILED at its deadline, not CANCELED as never sent when the workflow is canceled (attack37: the
+ * cancel read the mark alone, CANCELED "canceled before it was sent", and the compensation of a step the agent may
+ * have done was skipped), not verified `absent` without its verifier. A person decides (`deadlineWithEvidence`).
+ */
+export const unboundEvidence = (record: Pick<DelegationRecord, 'taskId' | 'refusedResult' | 'sendStartedAt' | 'sendCount' | 'unreachableCount' | 'unsentTries' | 'suspects' | 'suspectsLost'>): boolean =>
+  record.taskId === undefined && (keepsSuspects(record) || record.refusedResult !== undefined || earlierSendsMayHaveLeft(record) > 0);
+
+/**
+ * True when our own journal proves that nothing of ours reached the agent: no mark (`sendStartedAt`), no task bound, and
+ * no evidence of an earlier send (`unboundEvidence`). The one "nothing was sent" reading (a cancel closing the row
+ * locally, the verify run's finding `absent` without asking its verifier).
+ */
+export const provenUnsent = (record: Parameters<typeof unboundEvidence>[0]): boolean => record.sendStartedAt === undefined && !unboundEvidence(record);
 
 /**
  * An INTENT whose SendMessage may have left: marked (`sendStartedAt`), never abandoned blind (the reconciler's search

@@ -14,12 +14,12 @@
  *     a Message answer named and nothing read since: at the window's end that Message was the whole answer
  *     (COMPLETED with it).
  */
-import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalStateOf, keepsSuspects, refusedResultOf } from '@durable-a2a/shared/pure';
+import { isAwaitingAnswer, isFinished, isParked, isTerminalTaskState, journalStateOf, refusedResultOf } from '@durable-a2a/shared/pure';
 import type { Message, StreamResponse, Task } from '@durable-a2a/a2a';
 import type { AgentInterfaceRef, DelegationRecord, JournalState, LimitRefusal, QuestionExpiryAction, RecordedError } from '@durable-a2a/shared';
 import type { Next } from './next.ts';
 import { PARTIAL_ARTIFACTS_CAUSE, type AgentCall, type HeldBack, type Observation, type SearchFinding, type Unacceptable } from './observation.ts';
-import { earlierSendsMayHaveLeft, fullJitterDelayMs, mayHaveReachedAgent, namedTask, notFoundVerdict, questionOpen, unreachableVerdict, type Policy } from './policy.ts';
+import { earlierSendsMayHaveLeft, fullJitterDelayMs, mayHaveReachedAgent, namedTask, notFoundVerdict, questionOpen, unboundEvidence, unreachableVerdict, type Policy } from './policy.ts';
 import { overLimit, refusalNoted, refusalOf, refusedResultJudged, resultShown } from './refused-result.ts';
 import { deadlineWithEvidence, foreignEventHolder, foreignHolder, namedTaskNotOurs, otherHolder, searchRow, severalHolders, suspectsUnread, type NamedTaskRead } from './search-row.ts';
 
@@ -371,14 +371,18 @@ function tableRow(record: DelegationRecord, observation: Observation, policy: Po
       return { write: { kind: 'snapshot', task: observation.task, guard: 'none' }, next: { kind: 'route', plan: { cancelIfRequested: false } } };
     }
     case 'cancel-before-task':
-      if (observation.mayHaveSent) return { next: { kind: 'ask-reconciler', dueAt: (record.sendStartedAt ?? policy.now()) + policy.sendSettleMs } };
+      if (observation.mayHaveSent || mayHaveReachedAgent(record)) return { next: { kind: 'ask-reconciler', dueAt: (record.sendStartedAt ?? policy.now()) + policy.sendSettleMs } };
+      // attack37: unmarked, but an earlier send of ours may have left (a resend released on no proof, suspects, a
+      // refused result): the agent may hold our message and be doing the step; CANCELED "before it was sent" would
+      // skip its compensation. A person decides (AMBIGUOUS: the cancel compensates what may have been done).
+      if (unboundEvidence(record)) return deadlineWithEvidence(record, 'the workflow was canceled');
       return { write: { kind: 'outcome', state: 'CANCELED', guard: 'version', error: { code: 'CANCELED_BEFORE_SEND', message: 'canceled before it was sent' } }, next: route };
     case 'deadline-passed': {
       const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled) in state ${record.state}`;
       // deadline35: no task bound, but suspects (a refused push showed a task holding our message) or a refused result
       // (an answer of the agent about our message): it may hold our message and be doing the step. Never FAILED
       // (re-delegable: a second agent would do it too): a person decides, the suspects named.
-      if (record.taskId === undefined && (keepsSuspects(record) || record.refusedResult !== undefined || earlierSendsMayHaveLeft(record) > 0)) return deadlineWithEvidence(record, message);
+      if (unboundEvidence(record)) return deadlineWithEvidence(record, message);
       // attack36: a marked row's SendMessage may have left (whatever error an earlier try left on the row): never FAILED
       // blind at the deadline; the reconciler's search decides (a proven absence past the deadline is FAILED there).
       if (record.taskId === undefined && mayHaveReachedAgent(record)) return { next: { kind: 'ask-reconciler' } };
