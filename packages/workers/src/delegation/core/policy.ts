@@ -306,7 +306,7 @@ export const earlierSendsMayHaveLeft = (record: Pick<DelegationRecord, 'sendStar
  * cancel read the mark alone, CANCELED "canceled before it was sent", and the compensation of a step the agent may
  * have done was skipped), not verified `absent` without its verifier. A person decides (`deadlineWithEvidence`).
  */
-export const unboundEvidence = (record: Pick<DelegationRecord, 'taskId' | 'refusedResult' | 'sendStartedAt' | 'sendCount' | 'unreachableCount' | 'unsentTries' | 'suspects' | 'suspectsLost'>): boolean =>
+export const unboundEvidence = (record: Pick<DelegationRecord, 'taskId' | 'refusedResult' | 'sendStartedAt' | 'sendCount' | 'unreachableCount' | 'unsentTries' | 'provenAbsentSends' | 'suspects' | 'suspectsLost'>): boolean =>
   record.taskId === undefined && (keepsSuspects(record) || record.refusedResult !== undefined || earlierSendsMayHaveLeft(record) > 0);
 
 /**
