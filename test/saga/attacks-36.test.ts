@@ -9,8 +9,8 @@ import type { Socket } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import type { DelegationRecord } from '@durable-a2a/shared';
 import { reconcileDelegation } from '../../packages/workers/src/delegation/runs/reconcile.ts';
-import { eventually, workflowSettled } from '../harness/fleet.ts';
-import { useFieldCases } from '../harness/field-cases.ts';
+import { eventually } from '../harness/fleet.ts';
+import { expectLeftToAPersonNeverB, useFieldCases } from '../harness/field-cases.ts';
 import { findFreePort, listenOnLoopback } from '../harness/ports.ts';
 import { task } from '../harness/scripted-agent.ts';
 
@@ -70,7 +70,7 @@ async function lateAgent(onSend: () => void) {
   track(rpc);
   return {
     cardUrl: `http://127.0.0.1:${cardPort}/.well-known/agent-card.json`,
-    sends,
+    count: (method: string) => (method === 'SendMessage' ? sends.length : 0),
     listen: () => listenOnLoopback(rpc, rpcPort),
     dropHeld: () => held.splice(0).forEach((response) => response.destroy()),
     close: async () => {
@@ -124,17 +124,12 @@ describe('attack 36: the attempt deadline over a send that may have left', () =>
       // then one reconcile: the search cannot prove our message absent (A cannot list tasks): a person.
       a.dropHeld();
       await eventually(async () => (await producer.journal.getDelegation(ref))?.error?.delivery === 'maybe' && (await fleet.context.journal.followLeaseRemainingMs(ref)) === 0, 'the cut send noted, its lease let go', 20_000, 20);
-      const settled = await eventually(async () => {
+      await eventually(async () => {
         await reconcileDelegation(fleet.context, ref, 'check-36b');
         const current = await producer.journal.getDelegation(ref);
         return current && FINISHED.includes(current.state) ? current : undefined;
       }, 'hotel.1 finished', 20_000, 200);
-      expect(settled.state).toBe('AMBIGUOUS');
-      const view = await workflowSettled(producer, id, 20_000);
-      expect(view.state).not.toBe('COMPLETED');
-      expect(await producer.journal.getDelegation({ workflowId: id, delegationId: 'hotel.2' })).toBeUndefined();
-      expect(b.count('SendMessage')).toBe(0);
-      expect(a.sends).toHaveLength(1);
+      await expectLeftToAPersonNeverB(producer, id, a, b);
     } finally {
       await a.close();
     }
@@ -154,12 +149,8 @@ describe('attack 36: the attempt deadline over a send that may have left', () =>
 describe('attack 36: a deduplicating agent that cannot list tasks', () => {
   it('A takes each SendMessage and cuts the connection; resent up to sendAttempts, then a person, never agent B', async () => {
     const a = await h.agentWith({ SendMessage: () => ({ raw: '' }) });
-    const { b, producer, id, view } = await h.stepOverTwo(a.cardUrl, { reconcileIntervalMs: 300, requestTimeoutMs: 1_000, sendAttempts: 2, deduplicatingAgents: [a.cardUrl] }, 60_000);
-    const first = await producer.journal.getDelegation({ workflowId: id, delegationId: 'hotel.1' });
-    expect(first?.state).toBe('AMBIGUOUS');
-    expect(view.state).not.toBe('COMPLETED');
-    expect(b.count('SendMessage')).toBe(0);
-    expect(a.count('SendMessage')).toBe(2);
+    const { b, producer, id } = await h.stepOverTwo(a.cardUrl, { reconcileIntervalMs: 300, requestTimeoutMs: 1_000, sendAttempts: 2, deduplicatingAgents: [a.cardUrl] }, 60_000);
+    await expectLeftToAPersonNeverB(producer, id, a, b, 2);
   }, 90_000);
 });
 
@@ -201,7 +192,7 @@ async function goneAgent() {
     await closed;
   };
   base = `http://127.0.0.1:${await listenOnLoopback(server)}`;
-  return { cardUrl: `${base}/.well-known/agent-card.json`, sends, close: down };
+  return { cardUrl: `${base}/.well-known/agent-card.json`, count: (method: string) => (method === 'SendMessage' ? sends.length : 0), close: down };
 }
 
 /*
@@ -226,16 +217,11 @@ describe('attack 36: a resend released without proof, then the agent unreachable
     await producer.registerAgent(b.cardUrl);
     await h.fleetFor(prefix, { reconcileIntervalMs: 300, requestTimeoutMs: 1_000, unreachableBackoff: { baseMs: 200, capMs: 500 }, deduplicatingAgents: [a.cardUrl] });
     const { id } = await producer.startWorkflow({ workflowId: `gone-${prefix}`, maxAttemptsPerStep: 2, steps: [{ name: 'hotel', skill: 'scripted', message: { text: 'book' }, unreachableForMs: 3_000 }] });
-    const row = await eventually(async () => {
+    await eventually(async () => {
       const current = await producer.journal.getDelegation({ workflowId: id, delegationId: 'hotel.1' });
       return current && FINISHED.includes(current.state) ? current : undefined;
     }, 'hotel.1 finished', 60_000, 50);
-    expect(row.state).toBe('AMBIGUOUS');
-    expect(row.resendCount).toBeGreaterThanOrEqual(1);
-    const view = await workflowSettled(producer, id, 20_000);
-    expect(view.state).not.toBe('COMPLETED');
-    expect(b.count('SendMessage')).toBe(0);
-    expect(a.sends).toHaveLength(1);
+    expect((await expectLeftToAPersonNeverB(producer, id, a, b)).resendCount).toBeGreaterThanOrEqual(1);
     } finally {
       await a.close();
     }
@@ -253,12 +239,7 @@ describe('attack 36: a resend released without proof, then the agent unreachable
 describe('review 36: a resend released without proof, then refused', () => {
   it('A takes our message and cuts the connection, then refuses the resend with -32602: a person, never FAILED, never agent B', async () => {
     const a = await h.agentWith({ SendMessage: (_params, call) => (call.count === 1 ? { raw: '' } : { error: { code: -32602, message: 'Invalid params' } }) });
-    const { b, producer, id, view } = await h.stepOverTwo(a.cardUrl, { reconcileIntervalMs: 300, requestTimeoutMs: 1_000, sendAttempts: 3, deduplicatingAgents: [a.cardUrl] }, 60_000);
-    const first = await producer.journal.getDelegation({ workflowId: id, delegationId: 'hotel.1' });
-    expect(first?.state).toBe('AMBIGUOUS');
-    expect(first?.resendCount).toBeGreaterThanOrEqual(1);
-    expect(view.state).not.toBe('COMPLETED');
-    expect(b.count('SendMessage')).toBe(0);
-    expect(a.count('SendMessage')).toBe(2);
+    const { b, producer, id } = await h.stepOverTwo(a.cardUrl, { reconcileIntervalMs: 300, requestTimeoutMs: 1_000, sendAttempts: 3, deduplicatingAgents: [a.cardUrl] }, 60_000);
+    expect((await expectLeftToAPersonNeverB(producer, id, a, b, 2)).resendCount).toBeGreaterThanOrEqual(1);
   }, 90_000);
 });
