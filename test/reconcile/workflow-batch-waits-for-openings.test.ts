@@ -24,6 +24,8 @@ const redisServer = useRedisServer();
 const keep = closeKeptAfterEach();
 /** Longer than the test: no timer sweep, idle cut or request timeout ends a held stream. */
 const LONG_MS = 600_000;
+/** A bound on a batch's waits no run of the first test reaches, however slow the machine (each wait is 1 s). */
+const UNREACHED_WAITS = 1_000_000;
 const DAY_MS = 86_400_000;
 
 describe('workflow batches and the openings of reattached streams', () => {
@@ -44,7 +46,7 @@ describe('workflow batches and the openings of reattached streams', () => {
       GetTask: (params: { id: string }) => ({ result: working(params.id) }),
     });
     const producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
-    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: LONG_MS, streamIdleTimeoutMs: LONG_MS, requestTimeoutMs: LONG_MS, concurrency: { send: 50, follow: 1_000 }, followSlotsPerAgent: 1_000 });
+    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: LONG_MS, streamIdleTimeoutMs: LONG_MS, requestTimeoutMs: LONG_MS, concurrency: { send: 50, follow: 1_000 }, followSlotsPerAgent: 1_000, workflowBatchWaits: UNREACHED_WAITS });
     keep(agent, producer, fleet);
     const count = OPENINGS_AT_ONCE + 20;
     const started = await Promise.all(Array.from({ length: count }, (_, index) => producer.delegate({ agent: agent.cardUrl, text: `job ${index}`, idempotencyKey: `openings-${index}` })));
