@@ -6,7 +6,7 @@
  */
 import { afterEach, expect } from 'vitest';
 import { createProducer, type Producer } from '@durable-a2a/producer';
-import type { DelegationView } from '@durable-a2a/shared';
+import type { DelegationRecord, DelegationView } from '@durable-a2a/shared';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from './redis.ts';
 import { eventually, startTestFleet, workflowSettled } from './fleet.ts';
@@ -92,6 +92,25 @@ export async function expectCompletedWith(p: Producer, id: string, taskId: strin
   expect(artifactText(await viewOf(p, id), 'a1')).toBe(text);
 }
 
+
+/** An agent whose SendMessage calls a test counts: a scripted agent, or a raw one exposing the same `count`. */
+export type SendCounting = Pick<ScriptedAgentHandle, 'count'>;
+
+/**
+ * The attacks' verdict for a step over agents A and B (`stepOverTwo` and its kin) whose A may hold our message: the
+ * step is left to a person, never re-delegated. Asserts hotel.1 AMBIGUOUS, the workflow settled (waits at most 20 s)
+ * and not COMPLETED, no hotel.2, agent B never sent a SendMessage, agent A exactly `sendsAtA` (default 1). Returns
+ * hotel.1's record for the case's own checks.
+ */
+export async function expectLeftToAPersonNeverB(p: Producer, workflowId: string, agentA: SendCounting, agentB: SendCounting, sendsAtA = 1): Promise<DelegationRecord> {
+  const first = await p.journal.getDelegation(ref(workflowId, 'hotel.1'));
+  expect(first?.state).toBe('AMBIGUOUS');
+  expect((await workflowSettled(p, workflowId, 20_000)).state).not.toBe('COMPLETED');
+  expect(await p.journal.getDelegation(ref(workflowId, 'hotel.2'))).toBeUndefined();
+  expect(agentB.count('SendMessage')).toBe(0);
+  expect(agentA.count('SendMessage')).toBe(sendsAtA);
+  return first!;
+}
 
 /** Sum of a counter's values whose labels include `labels`. */
 export async function metric(counter: { get(): Promise<{ values: { value: number; labels: Record<string, unknown> }[] }> }, labels: Record<string, string> = {}) {

@@ -28,7 +28,7 @@ export const rawCardOf = (rpcUrl: string) => ({
  * connection (every later call ECONNREFUSED). `empty`: ListTasks answers an empty last page (the search proves our
  * message absent), and A goes down once it has answered the search's last pass (the one widened for clock skew:
  * `statusTimestampAfter` more than half a day back; search.ts `searchPasses`), so the search concludes before A is
- * gone. `sends`: the messageIds of the SendMessages A took. `close` is safe to call twice.
+ * gone. `sends`: the messageIds of the SendMessages A took (`count('SendMessage')` their number, as a scripted agent's). `close` is safe to call twice.
  */
 export async function goneAgent(listing: 'unsupported' | 'empty' = 'unsupported') {
   const sockets = new Set<Socket>();
@@ -68,5 +68,5 @@ export async function goneAgent(listing: 'unsupported' | 'empty' = 'unsupported'
     await closed;
   };
   base = `http://127.0.0.1:${await listenOnLoopback(server)}`;
-  return { cardUrl: `${base}/.well-known/agent-card.json`, sends, close: down };
+  return { cardUrl: `${base}/.well-known/agent-card.json`, sends, count: (method: string) => (method === 'SendMessage' ? sends.length : 0), close: down };
 }

@@ -108,3 +108,19 @@ describe('the cut of several ids (question36)', () => {
     expect((await row()).question?.parts.map((part) => part.text).join('')).toBe('Which date?');
   });
 });
+
+describe('the cut written in one shape', () => {
+  it('a single id is written as a JSON list of one; a row of an older release holding one id as it is is still read and merged', async () => {
+    const { journal, ref, apply, row } = await scene();
+    await apply(status('TASK_STATE_WORKING', { message: agentMessage('p1', 'Generating response...') }));
+    await apply(status('TASK_STATE_WORKING', { timestamp: '2026-12-07T10:00:01Z' }));
+    // The cleared progress message is the cut: a list of one, not the id as it is.
+    expect((await row()).questionWordsAfter).toBe('["p1"]');
+    // As an older release wrote a single id (the test writes the row's field directly): read as that one id.
+    await redis().hset(journal.keys.delegation(ref.workflowId, ref.delegationId), 'questionWordsAfter', 'm0');
+    expect((await row()).questionWordsAfter).toBe('m0');
+    await apply(status('TASK_STATE_WORKING', { message: agentMessage('p2', 'Still on it'), timestamp: '2026-12-07T10:00:02Z' }));
+    await apply(status('TASK_STATE_WORKING', { timestamp: '2026-12-07T10:00:03Z' }));
+    expect(JSON.parse((await row()).questionWordsAfter ?? '')).toEqual(['p2', 'm0']);
+  });
+});

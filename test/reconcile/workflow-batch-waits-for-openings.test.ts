@@ -3,16 +3,18 @@
  * after a whole-fleet crash the start-up sweep enqueues one workflow entry per running workflow, and once the
  * dead-worker sweep's batches had handed their streams to the local follows, those workflow batches took the reconcile
  * slots and the CPU beside the openings (docs/performance.md, recovery36). A workflow-only batch is now moved to
- * delayed while local follows wait for their opening turn, and runs once they have opened (or a minute after it was
- * enqueued, whatever the openings). Delegation batches never wait.
+ * delayed while local follows wait for their opening turn, and runs once they have opened (or after
+ * `workflowBatchWaits` waits, whatever the openings: counted in the job's data, so the enqueuing process's clock,
+ * `job.timestamp`, neither lengthens nor shortens the bound). Delegation batches never wait.
  */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { createProducer } from '@durable-a2a/producer';
 import { enqueueReconcileBatch } from '@durable-a2a/shared';
 import { OPENINGS_AT_ONCE } from '../../packages/workers/src/delegation/runs/follow-local.ts';
-import { batchWaitMs, WORKFLOW_BATCH_WAIT_MAX_MS, WORKFLOW_BATCH_WAIT_MS } from '../../packages/workers/src/delegation/runs/reconcile-batch.ts';
+import { batchWaitMs, WORKFLOW_BATCH_WAIT_MS } from '../../packages/workers/src/delegation/runs/reconcile-batch.ts';
 import type { WorkerContext } from '../../packages/workers/src/context.ts';
+import type { CompiledFleetOptions } from '../../packages/workers/src/options.ts';
 import { useRedisServer } from '../harness/redis.ts';
 import { eventually, reconcileOutcomes, startTestFleet } from '../harness/fleet.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
@@ -22,6 +24,9 @@ const redisServer = useRedisServer();
 const keep = closeKeptAfterEach();
 /** Longer than the test: no timer sweep, idle cut or request timeout ends a held stream. */
 const LONG_MS = 600_000;
+/** A bound on a batch's waits no run of the first test reaches, however slow the machine (each wait is 1 s). */
+const UNREACHED_WAITS = 1_000_000;
+const DAY_MS = 86_400_000;
 
 describe('workflow batches and the openings of reattached streams', () => {
   it('a workflow-only batch is delayed while streams wait to open, and runs once they opened; a delegation batch runs at once', async () => {
@@ -41,7 +46,7 @@ describe('workflow batches and the openings of reattached streams', () => {
       GetTask: (params: { id: string }) => ({ result: working(params.id) }),
     });
     const producer = createProducer({ redis: redisServer().url, addressPolicy: { allowLoopback: true }, prefix });
-    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: LONG_MS, streamIdleTimeoutMs: LONG_MS, requestTimeoutMs: LONG_MS, concurrency: { send: 50, follow: 1_000 }, followSlotsPerAgent: 1_000 });
+    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: LONG_MS, streamIdleTimeoutMs: LONG_MS, requestTimeoutMs: LONG_MS, concurrency: { send: 50, follow: 1_000 }, followSlotsPerAgent: 1_000, workflowBatchWaits: UNREACHED_WAITS });
     keep(agent, producer, fleet);
     const count = OPENINGS_AT_ONCE + 20;
     const started = await Promise.all(Array.from({ length: count }, (_, index) => producer.delegate({ agent: agent.cardUrl, text: `job ${index}`, idempotencyKey: `openings-${index}` })));
@@ -70,15 +75,35 @@ describe('workflow batches and the openings of reattached streams', () => {
     expect(fleet.context.openingsWaiting?.()).toBe(0);
   }, 240_000);
 
-  it('property: only a batch of workflow entries alone waits, only while streams wait to open, and never past its bound', () => {
+  it('a workflow batch enqueued by a clock two days behind or ahead waits while streams wait to open, and ends after its bound of waits', async () => {
+    const prefix = 'wf-batch-skewed';
+    const fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, reconcileIntervalMs: LONG_MS, workflowBatchWaits: 3 });
+    keep(fleet);
+    // Streams wait to open for the whole test (the fleet's own count replaced by the test's): only the bound ends a wait.
+    fleet.context.openingsWaiting = () => 1;
+    const queue = fleet.context.queues.reconcile;
+    // As a peer whose clock is two days off would enqueue them: `job.timestamp` far in the past and far in the future.
+    const skewed = await Promise.all([-2 * DAY_MS, 2 * DAY_MS].map((offsetMs, part) => queue.add('batch', { refs: [{ workflowId: `skewed-${part}`, delegationId: '*' }] }, { jobId: `skewed-${part}`, timestamp: Date.now() + offsetMs, removeOnComplete: false })));
+    for (const job of skewed) {
+      const state = await eventually(async () => {
+        const current = await queue.getJobState(job.id!);
+        return current === 'completed' || current === 'failed' ? current : undefined;
+      }, `batch ${job.id} ended`, 60_000, 100);
+      expect(state).toBe('completed');
+      // It waited exactly its bound (3 waits of 1 s) while the streams waited, then ran, whatever the enqueuer's clock.
+      expect((await queue.getJob(job.id!))!.data).toMatchObject({ openingWaits: 3 });
+    }
+  }, 120_000);
+
+  it('property: only a batch of workflow entries alone waits, only while streams wait to open, and never past its bound of waits', () => {
     const ref = fc.record({ workflowId: fc.constantFrom('w1', 'w2', 'w3'), delegationId: fc.constantFrom('*', '*', 'main.1') });
     fc.assert(
-      fc.property(fc.array(ref, { maxLength: 6 }), fc.nat(400), fc.integer({ min: 0, max: 2 * WORKFLOW_BATCH_WAIT_MAX_MS }), (refs, waiting, agoMs) => {
-        const ctx = { openingsWaiting: () => waiting } as unknown as WorkerContext;
-        const waits = refs.length > 0 && refs.every((each) => each.delegationId === '*') && waiting > 0 && agoMs < WORKFLOW_BATCH_WAIT_MAX_MS;
-        expect(batchWaitMs(ctx, refs, agoMs)).toBe(waits ? WORKFLOW_BATCH_WAIT_MS : 0);
+      fc.property(fc.array(ref, { maxLength: 6 }), fc.nat(400), fc.nat(80), fc.nat(80), (refs, waiting, bound, waitsSoFar) => {
+        const options = { workflowBatchWaits: bound } as CompiledFleetOptions;
+        const waits = refs.length > 0 && refs.every((each) => each.delegationId === '*') && waiting > 0 && waitsSoFar < bound;
+        expect(batchWaitMs({ options, openingsWaiting: () => waiting }, refs, waitsSoFar)).toBe(waits ? WORKFLOW_BATCH_WAIT_MS : 0);
         // A context without local follows never waits.
-        expect(batchWaitMs({} as WorkerContext, refs, agoMs)).toBe(0);
+        expect(batchWaitMs({ options } as WorkerContext, refs, waitsSoFar)).toBe(0);
       }),
       { numRuns: 300 },
     );

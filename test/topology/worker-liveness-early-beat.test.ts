@@ -75,16 +75,18 @@ describe('a worker beats again when a peer turns silent', () => {
     const journal = new Journal(redis(), { prefix, retentionMs: 60_000 });
     const ref = { workflowId: `wf-early${counter}`, delegationId: 'main.1' };
     expect(await journal.createWorkflow(ref.workflowId, { state: 'RUNNING' }, intentRow(ref.workflowId))).toBe(true);
-    // A 60 s TTL: the fleet's regular beats come 20 s apart. The peer's last beat was 59 s ago (a beat of its own with a
-    // 1 s TTL, then its roster entry dated back): its key runs out, and it turns silent, 1 s from now.
-    const ttlMs = 60_000;
+    // A 10 min TTL: the fleet's regular beats come 200 s apart, past this test's bounds, so only the early beat can name
+    // the peer in time, however loaded the machine. The peer's last beat was 599 s ago (a beat of its own with a 1 s
+    // TTL, then its roster entry dated back): its key runs out, and it turns silent, 1 s from now.
+    const ttlMs = 600_000;
     await journal.heartbeat('peer', 1_000);
     await redis().zadd(journal.keys.fleetWorkers(), (await redisNow()) - ttlMs + 1_000, 'peer');
     expect(await journal.lease(ref, 'acquire', 'peer/1', 600_000)).toBe(true);
     fleet = await startTestFleet({ redisUrl: redisServer().url, prefix, workerId: 'watcher', livenessTtlMs: ttlMs, lockDurationMs: 600_000 });
-    // The old code named the peer at the fleet's first regular beat, 20 s after its start: this bound is below it.
-    await eventually(async () => (await redis().zscore(journal.keys.fleetWorkers(), 'peer')) === null, 'the silent peer forgotten', 12_000);
-    await eventually(async () => !(await journal.isFollowed(ref)), "the dead peer's follow lease ended", 12_000);
+    // The old code named the peer at the fleet's first regular beat, 200 s after its start: these generous bounds (60 s
+    // each, the peer silent after 1 s) stay far below it.
+    await eventually(async () => (await redis().zscore(journal.keys.fleetWorkers(), 'peer')) === null, 'the silent peer forgotten', 60_000);
+    await eventually(async () => !(await journal.isFollowed(ref)), "the dead peer's follow lease ended", 60_000);
     expect(await redis().zrange(journal.keys.fleetWorkers(), 0, -1)).toEqual(['watcher']);
-  });
+  }, 150_000);
 });

@@ -76,6 +76,11 @@ export const ReconcileJobSchema = z.object({
   /** A batch whose leases a dead worker held (the dead-worker sweep ended them): its sends may be looked for early. */
   holderDied: z.boolean().optional(),
   /**
+   * Times a batch of workflow entries was moved to delayed so far while its worker opened reattached streams (the
+   * workers' `batchWaitMs`): the wait's bound counted in waits, not read off the enqueuing process's clock. Default 0.
+   */
+  openingWaits: z.number().int().nonnegative().optional(),
+  /**
    * A task the agent pushed about that is not the delegation's own and whose pushed body showed a message of ours (our
    * messageId or our reply's, in its history, status message or a pushed Message; the push was refused): the
    * reconciler reads it from the agent (GetTask) before anything else, and a read that shows our message in its

@@ -159,6 +159,12 @@ export interface FleetOptions {
   livenessTtlMs?: number;
   /** Attempts for transient send failures before the step fails. Default 6. */
   sendAttempts?: number;
+  /**
+   * Times a reconcile batch of workflow entries alone is moved to delayed (1 s each) while this process has reattached
+   * streams waiting for their opening turn (`reconcile-batch.ts` `batchWaitMs`); counted in the job's data. A
+   * non-negative integer (TypeError otherwise). Default 60.
+   */
+  workflowBatchWaits?: number;
   /** Overall deadline of one delegation attempt in ms (a step's `attemptDeadlineMs` wins). Default 86_400_000 (24 h). */
   attemptDeadlineMs?: number;
   /**
@@ -290,6 +296,7 @@ export interface CompiledFleetOptions {
   stalledIntervalMs: number;
   livenessTtlMs: number;
   sendAttempts: number;
+  workflowBatchWaits: number;
   attemptDeadlineMs: number;
   streamingSends: boolean;
   limits: Partial<A2ALimits>;
@@ -304,15 +311,19 @@ export interface CompiledFleetOptions {
   now: () => number;
 }
 
-/** Applies every default once. Throws TypeError for a missing `redis`, a bad `localFollowSlots`, `workingWriteDelayMs` or answer-link secret, RangeError for a duration a timer waits for past Node's timer range (`TIMER_DURATIONS`). */
+/** Throws a TypeError naming option `name` when `value` is set and not a whole number ≥ 0. */
+function checkWholeNumber(name: string, value: number | undefined): void {
+  if (value !== undefined && !(Number.isInteger(value) && value >= 0)) throw new TypeError(`startFleet: ${name} must be a whole number ≥ 0 (got ${value})`);
+}
+
+/** Applies every default once. Throws TypeError for a missing `redis`, a bad `localFollowSlots` or `workflowBatchWaits`, `workingWriteDelayMs` or answer-link secret, RangeError for a duration a timer waits for past Node's timer range (`TIMER_DURATIONS`). */
 export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions {
   const requestTimeoutMs = options.requestTimeoutMs ?? 30_000;
   const concurrency = { send: 20, follow: 500, reconcile: 20, verify: 10, compensate: 5, notify: 10, ...options.concurrency };
   const redis = options.redis ?? options.redisUrl;
   if (redis === undefined || redis === '') throw new TypeError('startFleet: set `redis` (a Redis URL or an ioredis client)');
-  if (options.localFollowSlots !== undefined && !(Number.isInteger(options.localFollowSlots) && options.localFollowSlots >= 0)) {
-    throw new TypeError(`startFleet: localFollowSlots must be a whole number ≥ 0 (got ${options.localFollowSlots})`);
-  }
+  checkWholeNumber('localFollowSlots', options.localFollowSlots);
+  checkWholeNumber('workflowBatchWaits', options.workflowBatchWaits);
   if (options.answerLinks && options.answerLinks.secret.length < ANSWER_LINK_SECRET_MIN_LENGTH) throw new TypeError(`startFleet: answerLinks.secret must be at least ${ANSWER_LINK_SECRET_MIN_LENGTH} characters`);
   const compiled: CompiledFleetOptions = {
     redis,
@@ -354,6 +365,7 @@ export function compileFleetOptions(options: FleetOptions): CompiledFleetOptions
     stalledIntervalMs: options.stalledIntervalMs ?? 30_000,
     livenessTtlMs: options.livenessTtlMs ?? 3_000,
     sendAttempts: options.sendAttempts ?? 6,
+    workflowBatchWaits: options.workflowBatchWaits ?? 60,
     attemptDeadlineMs: options.attemptDeadlineMs ?? 86_400_000,
     streamingSends: options.streamingSends ?? false,
     limits: options.limits ?? {},

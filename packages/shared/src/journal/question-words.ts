@@ -64,7 +64,8 @@ export const QUESTION_CUTS_KEPT = 4;
 
 /**
  * The ids of a row's `questionWordsAfter` (applyStatus-5.lua): a history's question words come after the latest of
- * them. '-' or undefined: none; one id as it is; several (or one beginning with '[') as a JSON list, newest first.
+ * them. '-' or undefined: none; else the JSON list, newest first, the script writes. One id as it is (the shape older
+ * releases wrote for a single id) is still read, as a list of that one: rows journaled before stay readable.
  */
 export function cutsOf(questionWordsAfter: string | undefined): string[] {
   if (!questionWordsAfter || questionWordsAfter === '-') return [];
@@ -73,9 +74,10 @@ export function cutsOf(questionWordsAfter: string | undefined): string[] {
       const list: unknown = JSON.parse(questionWordsAfter);
       if (Array.isArray(list)) return list.filter((id): id is string => typeof id === 'string');
     } catch {
-      // One id beginning with '[' written as it is by an older release: itself.
+      // One id beginning with '[' written as it is by an older release: itself (below).
     }
   }
+  // One id as it is: a row written by an older release.
   return [questionWordsAfter];
 }
 

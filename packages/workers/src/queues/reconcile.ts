@@ -21,9 +21,12 @@ export async function processReconcile(job: Job, ctx: WorkerContext): Promise<st
   const data = ReconcileJobSchema.parse(job.data);
   if (data.deadWorkers) return sweepDeadWorkers(ctx, data.deadWorkers);
   if (data.refs) {
-    // A batch of workflow entries waits while this process opens reattached streams (`batchWaitMs`): delayed, not held.
-    const waitMs = batchWaitMs(ctx, data.refs, Date.now() - job.timestamp);
+    // A batch of workflow entries waits while this process opens reattached streams (`batchWaitMs`): delayed, not held,
+    // each wait counted in the job's data first (a crash between the two counts one wait too many: the bound only nears).
+    const openingWaits = data.openingWaits ?? 0;
+    const waitMs = batchWaitMs(ctx, data.refs, openingWaits);
     if (waitMs > 0) {
+      await job.updateData({ ...job.data, openingWaits: openingWaits + 1 });
       await job.moveToDelayed(Date.now() + waitMs, job.token); // BullMQ measures delays on the real clock
       throw new DelayedError();
     }

@@ -142,8 +142,8 @@
   and is the row's status again (`bareAgain`). `questionWordsAfter` (question-words.ts `cutsOf`): the messages a later
   question's words come after (a read's history is cut after the latest of them; '-': none): the ids of the status
   message a status without one cleared, of the last agent message an unparked status followed (AT_WORDS_CUT) and, on a
-  question without words, of the status message before it; the newest CUTS_KEPT, one id as it is, several (or one
-  beginning with '[') as a JSON list, newest first. Kept whole: which of two is later the row cannot always tell (a
+  question without words, of the status message before it; the newest CUTS_KEPT, written as a JSON list, newest first
+  (rows of older releases may hold one id as it is: read as a list of that one). Kept whole: which of two is later the row cannot always tell (a
   Task's history may hold its status message or not; A36, question36).
   The agent's clock orders events within one stretch of the task only (between two of our delivered replies): a
   question under a key never asked (askedKeys, askedKeys.lua) that arrives when the row's question has our reply
@@ -417,8 +417,8 @@ local function apply()
     -- question once it has our answer. Its stream's order, a finished state or a new question still move the row.
     local leavesQuestion = floorTs and hash.clockFloorMs ~= FLOOR_UNSTAMPED and PARKED[current] and not PARKED[incoming] and not replied()
     local refusal
-    -- The cut an equal status carries is the row's newest already (`questionWordsAfter`: one id, or a JSON list newest
-    -- first), or it carries none.
+    -- The cut an equal status carries is the row's newest already (`questionWordsAfter`: a JSON list newest first, or
+    -- one id as older releases wrote it), or it carries none.
     local knownCut = wordsCut == ''
     if not knownCut and mode == 'event' and incoming == current then
       local held, head = field('questionWordsAfter') or '', '[' .. cjson.encode(wordsCut)
@@ -563,7 +563,7 @@ local function apply()
       end
     end
     local cut = '-'
-    if #list == 1 and list[1]:sub(1, 1) ~= '[' then cut = list[1] elseif #list > 0 then cut = cjson.encode(list) end
+    if #list > 0 then cut = cjson.encode(list) end
     put('questionWordsAfter', cut)
   end
   if (ARGV[AT_RESULT] or '') ~= '' then put('result', ARGV[AT_RESULT]) end

@@ -228,11 +228,12 @@ export function searchRow(record: DelegationRecord, observation: Extract<Observa
   const verdict = unfoundVerdict({ ...(record.error ? { error: record.error } : {}), deduplicates: observation.deduplicates, search: finding });
   if ('fail' in verdict) return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: verdict.fail }, next: route };
   if (!verdict.resend) return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message: verdict.reason } };
-  const pastDeadline = observation.deadlineAt !== undefined && policy.now() >= observation.deadlineAt;
-  if (!verdict.proven && (pastDeadline || record.resendCount + 1 >= policy.sendAttempts)) {
+  // The attempt's deadline (epoch ms) once it has passed, else undefined.
+  const passedDeadlineAt = observation.deadlineAt !== undefined && policy.now() >= observation.deadlineAt ? observation.deadlineAt : undefined;
+  if (!verdict.proven && (passedDeadlineAt !== undefined || record.resendCount + 1 >= policy.sendAttempts)) {
     // attack36: a deduplicating agent that cannot list tasks lets us resend to IT; nothing proves our message absent,
     // so no FAILED (another agent would do the step too): a person decides.
-    const why = pastDeadline ? 'the attempt passed its deadline' : `SendMessage was sent ${record.resendCount + 1} times`;
+    const why = passedDeadlineAt !== undefined ? 'the attempt passed its deadline' : `SendMessage was sent ${record.resendCount + 1} times`;
     const message = `${why}; the agent cannot list tasks, so nothing proves our message ${record.messageId} absent (it is listed as deduplicating by messageId, which makes a resend to it safe, not another agent): the work may have happened there; a person decides`;
     return { next: { kind: 'needs-person', code: 'AMBIGUOUS', message, delivery: 'maybe' } };
   }
@@ -241,9 +242,9 @@ export function searchRow(record: DelegationRecord, observation: Extract<Observa
     const message = `SendMessage created no task at the agent in ${record.resendCount + 1} attempts${answered}`;
     return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'SEND_ATTEMPTS_EXHAUSTED', message, retryable: true } }, next: route };
   }
-  if (pastDeadline && observation.deadlineAt !== undefined) {
+  if (passedDeadlineAt !== undefined) {
     // Proven absent, but past the deadline: the step moves on instead of a resend.
-    const message = `the attempt passed its deadline (${observation.deadlineAt - record.createdAt} ms after it was journaled); our message was proven absent`;
+    const message = `the attempt passed its deadline (${passedDeadlineAt - record.createdAt} ms after it was journaled); our message was proven absent`;
     return { write: { kind: 'outcome', state: 'FAILED', guard: 'version', error: { code: 'DEADLINE_EXCEEDED', message, retryable: false } }, next: route };
   }
   // A proven absence covers every send so far (`provenAbsentSends`): none of them counts as "may have left" after it.

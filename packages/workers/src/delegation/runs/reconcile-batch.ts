@@ -41,22 +41,20 @@ const LEASE_END_MARGIN_MS = 50;
 /** A batch of workflow entries only looks again this long (ms) later while this process has streams waiting to open. */
 export const WORKFLOW_BATCH_WAIT_MS = 1_000;
 
-/** A batch of workflow entries waits for this process's openings at most this long (ms) after it was enqueued. */
-export const WORKFLOW_BATCH_WAIT_MAX_MS = 60_000;
-
 /**
  * How long a batch job waits before it runs (ms; 0: run now). A batch of workflow entries only (`<workflowId>|*`: the
  * sweeps' `later` batches) waits while this process has local follows waiting for their opening turn
  * (`WorkerContext.openingsWaiting`: a fresh worker reattaching more streams than it opens at once), for at most
- * `WORKFLOW_BATCH_WAIT_MAX_MS` after it was enqueued (`enqueuedAgoMs`). After a whole-fleet crash the start-up sweep
+ * `options.workflowBatchWaits` waits (`waitsSoFar`: counted in the job's data, so no clock, neither the enqueuing
+process's nor ours, makes the bound longer or shorter; default 60, at least a minute). After a whole-fleet crash the start-up sweep
  * enqueues one workflow entry per running workflow; once the dead-worker sweep's batches have handed their streams to
  * the local follows, those workflow batches take every reconcile slot and the CPU beside the openings still waiting
  * (a running workflow waiting on a followed step decides "wait"), where a recovery's slow last tenth is.
  * Delegation batches never wait. A waiting batch stays a BullMQ job (delayed): a crash meanwhile loses nothing.
  */
-export function batchWaitMs(ctx: WorkerContext, refs: readonly DelegationRef[], enqueuedAgoMs: number): number {
+export function batchWaitMs(ctx: Pick<WorkerContext, 'options' | 'openingsWaiting'>, refs: readonly DelegationRef[], waitsSoFar: number): number {
   if (refs.length === 0 || refs.some((ref) => ref.delegationId !== '*')) return 0;
-  if (enqueuedAgoMs >= WORKFLOW_BATCH_WAIT_MAX_MS || (ctx.openingsWaiting?.() ?? 0) === 0) return 0;
+  if (waitsSoFar >= ctx.options.workflowBatchWaits || (ctx.openingsWaiting?.() ?? 0) === 0) return 0;
   return WORKFLOW_BATCH_WAIT_MS;
 }
 
