@@ -10,6 +10,9 @@ import { eventually } from '../harness/fleet.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { holder } from '../harness/holders.ts';
 import { getTaskCalls, pushScene } from '../harness/push-scene.ts';
+import { delegatePushed, startPushStack } from '../harness/push-stack.ts';
+import { taskEvent } from '../harness/scripted-agent.ts';
+import { request } from 'undici';
 import { useFieldCases, finished, listTasksPage, NOT_FOUND } from '../harness/field-cases.ts';
 import { task, userMessage } from '../harness/scripted-agent.ts';
 
@@ -21,6 +24,13 @@ const fast = { reconcileIntervalMs: 300, requestTimeoutMs: 3_000, notFoundWindow
 const strangers = (count: number) =>
   Array.from({ length: count }, (_, i) => task(`S${i}`, 'COMPLETED', { contextId: `other-${i}`, history: [userMessage(`theirs-${i}`)] }));
 
+/*
+ * FIXED FINDING (kind: a search against a lying lister stays bounded and proves no absence it did not read). Input:
+ * crash window 2 at a non-deduplicating agent whose ListTasks answers 1,000 other clients' tasks on every page of 50,
+ * each readable by GetTask. Observed on main: every listed task read in full on every search (27,443 GetTask and 116
+ * ListTasks in 30 s), a "proven absence" and two resends of our message. Expected: at most a page of GetTask per
+ * ListTasks, the listing inconclusive (a person), nothing resent.
+ */
 describe('hostile 37: a lister that answers more tasks than the page asked for', () => {
   it('ListTasks answers 1,000 tasks on a page of 50, each readable: the candidate reads stay bounded, nothing resent', async () => {
     const listed = strangers(1_000);
@@ -58,6 +68,12 @@ describe('hostile 37: a task listed but denied by GetTask', () => {
     expect(a.count('SendMessage')).toBe(1);
   }, 90_000);
 
+  /*
+   * FIXED FINDING (kind: a read answering another task than asked). Observed on main: GetTask(T1) answered T2 holding
+   * our message; T2 adopted, hotel.1 COMPLETED from it, T1 (in the context we sent: our message created it) left
+   * running unseen. Expected: no read of T1, the search failed: a person (AMBIGUOUS), nothing adopted, never agent B.
+   * The test above (a listed task denied by GetTask) held on main: a person, never LOST and re-delegated.
+   */
   it('ListTasks shows T1 in our context without history; GetTask(T1) answers T2 holding our message: no task adopted by an answer to another id', async () => {
     let sent: { contextId: string; history: unknown[] } | undefined;
     const a = await h.agentWith({
@@ -75,6 +91,40 @@ describe('hostile 37: a task listed but denied by GetTask', () => {
   }, 90_000);
 });
 
+/* Held on main (kept: no test pushed a finished Task before the send's answer bound it). */
+describe('hostile 37: a push before the send answer binds the task', () => {
+  it('the agent pushes T1 COMPLETED (our message, our context, the result) before it answers SendMessage with T1 WORKING: COMPLETED from T1, one SendMessage, no person', async () => {
+    const env = await startPushStack(h.redisServer().url, `early-${Date.now()}`);
+    keep(env);
+    const pushed: number[] = [];
+    const done = (sent: { contextId: string; history: unknown[] }) => task('T1', 'COMPLETED', { ...sent, artifacts: { a1: 'booked' } });
+    let sent: { contextId: string; history: unknown[] } | undefined;
+    const agent = await h.agentWith({
+      SendMessage: async (params) => {
+        sent = { contextId: params.message.contextId, history: [params.message] };
+        const config = params.configuration.taskPushNotificationConfig;
+        const answered = await request(config.url, { method: 'POST', body: JSON.stringify({ task: done(sent) }), headers: { authorization: `Bearer ${config.token}`, 'content-type': 'application/a2a+json' } });
+        await answered.body.text();
+        pushed.push(answered.statusCode);
+        return { result: { task: task('T1', 'WORKING', sent) } };
+      },
+      SubscribeToTask: () => ({ sse: [taskEvent(done(sent!))] }),
+      GetTask: () => (sent ? { result: done(sent) } : NOT_FOUND),
+      ListTasks: () => listTasksPage(sent ? [done(sent)] : []),
+    });
+    const workflowId = `early-wf-${Date.now()}`;
+    const { record } = await delegatePushed(env, agent.cardUrl, workflowId);
+    const settled = await eventually(async () => {
+      const row = await record();
+      return ['COMPLETED', 'FAILED', 'AMBIGUOUS', 'LOST', 'CANCELED', 'REJECTED'].includes(row.state) ? row : undefined;
+    }, 'main.1 finished', 30_000);
+    expect(pushed).toHaveLength(1);
+    expect(settled).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
+    expect(agent.count('SendMessage')).toBe(1);
+  }, 60_000);
+});
+
+/* Held on main (kept: earlier tests repeat one completion; here each push has its own timestamp): one GetTask. */
 describe('hostile 37: a push storm for one task', () => {
   it('200 pushes of a COMPLETED status without the result, each with its own timestamp, while GetTask says WORKING: the reads stay bounded', async () => {
     const { push, record, agent, env, contextId } = await pushScene({ redisUrl: h.redisServer().url, keep }, (taskId, received) => holder(taskId, 'WORKING', received));
@@ -116,6 +166,7 @@ async function movingCard(rpcUrl: string) {
   return { cardUrl: `http://127.0.0.1:${port}/.well-known/agent-card.json`, state, fetched: () => fetched };
 }
 
+/* Held on main (kept: the card turning into a 500 or 10 MB after the send was not covered): the journaled interface is used. */
 describe('hostile 37: the Agent Card changes mid-flight', () => {
   for (const change of ['moved to agent C', 'a 500', 'a 10 MB body'] as const) {
     it(`A takes our message and cuts the answer; A's card then becomes ${change}: the search runs at A's journaled address, T1 adopted, C never called`, async () => {
