@@ -89,11 +89,14 @@ describe('the search at a busy agent that keeps our context (our message never a
     console.log(`2,000 tasks/day, pageSize 50: ${count.listTasks} ListTasks, ${count.getTask} GetTask`);
   });
 
-  it('cost at 2,000 tasks in one page (an agent that ignores pageSize): one GetTask per listed task', async () => {
+  it('cost at 2,000 tasks in one page (an agent that ignores pageSize): at most a page of GetTask per ListTasks, and a person, not a resend', async () => {
     const { transport, count } = agentOf(lastDay(2_000), () => [], true);
     const result = await findTaskByMessageId(transport, record, { marginMs: 5_000, maxListTasksCalls: 10, now: () => NOW, beyondContext: true });
     console.log(`2,000 tasks/day, pageSize ignored: ${count.listTasks} ListTasks, ${count.getTask} GetTask, ${result.kind}`);
+    // Before hostile37: one GetTask per listed task (2,000), then a conclusive "absent". A page over the size asked for
+    // is read in full for its first 50 tasks only, and the listing proves no absence.
     expect(count.listTasks).toBeLessThanOrEqual(10);
-    expect(count.getTask).toBe(2_000);
+    expect(count.getTask).toBeLessThanOrEqual(10 * 50);
+    expect(result).toMatchObject({ kind: 'not-found', paginationBroken: true });
   });
 });

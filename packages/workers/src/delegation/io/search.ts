@@ -9,7 +9,7 @@
  * context shows nothing: an agent that put our message in a context of its own
  * (R16) honours the filter on a context it never used (redteam21).
  * Pagination is distrusted (R15): a repeated token or page stops the scan,
- * calls are capped, a second pass restricted to tasks updated since the
+ * calls are capped, a page is held to the size we asked for (`PAGE_SIZE`), a second pass restricted to tasks updated since the
  * scan began catches a task that moved pages while we read, and a last pass
  * that lists fewer tasks than its own `totalSize` proves no absence (redteam21).
  */
@@ -17,6 +17,7 @@ import {
   A2AError,
   InvalidParamsError,
   MethodNotFoundError,
+  ProtocolError,
   UnsupportedOperationError,
   historyHolds,
   isRetryable,
@@ -30,6 +31,7 @@ import type { DelegationRecord } from '@durable-a2a/shared';
 import type { WorkerContext } from '../../context.ts';
 import type { Observation, Ownership, SearchFinding, SearchPurpose, Unacceptable } from '../core/observation.ts';
 import { attemptDeadlineAt } from '../attempt-step.ts';
+import { namedTask } from '../core/policy.ts';
 import { codeOf, limitOf } from './read.ts';
 
 /**
@@ -149,6 +151,13 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
       if (taskNotFoundProven(error)) continue;
       break;
     }
+    if (task.id !== candidate.id) {
+      // A read of another task than asked (hostile37: GetTask(T1) answered T2 holding our message, T2 adopted, T1 in
+      // our context left running unseen) is no read of the candidate, and no proof the task it names is the one our
+      // message created: the search failed (a person), as for any unusable answer; the reads stop, as after a drop.
+      unread = new ProtocolError(`GetTask of listed task ${namedTask(candidate.id)} answered task ${namedTask(task.id)}: a read of another task than asked proves nothing of either`);
+      break;
+    }
     reads.set(candidate.id, task);
     if (holdsMessage(task, record.messageId)) {
       holders.set(task.id, task);
@@ -166,6 +175,15 @@ export async function findTaskByMessageId(transport: A2ATransport, record: Deleg
   if ([...scan.candidates.values()].some((candidate) => inOurContext(candidate, record) || quotesMessage(candidate, record.messageId))) inconclusive = true;
   return { kind: 'not-found', inconclusive, contextRefused: scan.contextRefused, candidates: [...scan.candidates.keys()], paginationBroken: scan.incomplete() };
 }
+
+/**
+ * Tasks asked for per ListTasks page (spec §3.1.4 `pageSize`, 1..100). Also the most candidates one page adds: a page
+ * listing more than we asked for is read for holders of our message (in memory, bounded by the answer's byte limit),
+ * but only its first `PAGE_SIZE` tasks are read in full with GetTask, and the listing proves no absence (its tasks past
+ * the size are unread). So a search makes at most `maxListTasksCalls` × (1 + `PAGE_SIZE`) calls whatever the agent
+ * lists (hostile37: 1,000 tasks on a page of 50 made 1,000 GetTasks per search, 27,000 in 30 s).
+ */
+export const PAGE_SIZE = 50;
 
 /** One search's state across its passes: calls made, what the agent refused or ignored, candidates seen. */
 class Scan {
@@ -194,7 +212,7 @@ class Scan {
     this.contextRefused = record.contextRefused;
   }
 
-  /** The listing may have left a task out: its pagination broke (a repeated token or page, the call cap), or its last pass came up short. */
+  /** The listing may have left a task out: its pagination broke (a repeated token or page, the call cap, a page over `PAGE_SIZE`), or its last pass came up short. */
   incomplete(): boolean {
     return this.paginationBroken || this.lastPassShort || this.contextShort;
   }
@@ -242,11 +260,13 @@ class Scan {
         continue;
       }
       if (pageToken === undefined && typeof page.totalSize === 'number') counted = page.totalSize;
-      for (const task of page.tasks) {
+      // More tasks than the page asked for: the agent does not page as asked; the excess is never read in full.
+      if (page.tasks.length > PAGE_SIZE) this.paginationBroken = true;
+      for (const [index, task] of page.tasks.entries()) {
         // An agent that answers other contexts does not honour the filter: search by time instead.
         if (byContext && task.contextId && task.contextId !== this.record.requestedContextId) this.contextIgnored = true;
         if (holdsMessage(task, this.record.messageId)) this.holders.set(task.id, task);
-        else this.candidates.set(task.id, task);
+        else if (index < PAGE_SIZE) this.candidates.set(task.id, task);
         shown.add(task.id);
       }
       const pageKey = page.tasks.map((task) => task.id).join(',');
@@ -264,7 +284,7 @@ class Scan {
   }
 
   private request(byContext: boolean, since: number | undefined, pageToken: string | undefined): ListTasksRequest {
-    const request: ListTasksRequest = { pageSize: 50 };
+    const request: ListTasksRequest = { pageSize: PAGE_SIZE };
     if (byContext) request.contextId = this.record.requestedContextId;
     // Clocks (R27): our context bounds the search; a time bound is only used without it.
     else if (since !== undefined) request.statusTimestampAfter = new Date(since).toISOString();
