@@ -58,8 +58,10 @@ describe('attack: the crash between send and record at an agent that keeps our t
     const record = await finished(producer, id, 30_000);
     expect(record).toMatchObject({ state: 'COMPLETED', taskId: 'T1' });
     expect(agent.count('SendMessage')).toBe(1);
-    // Our context first (two passes), then by time (three passes): bounded, no page token ever sent.
-    expect(agent.count('ListTasks')).toBeLessThanOrEqual(10);
+    // Our context first (two passes), then by time (three passes): five a search, bounded, no page token ever sent. On
+    // a loaded machine the reconcile timer may run the search again before the resend lands (hostile37 saw three
+    // searches, 15 calls): bounded by five searches' worth, not by how fast the machine is.
+    expect(agent.count('ListTasks')).toBeLessThanOrEqual(25);
     expect(agent.calls('ListTasks').some((call) => call.params.contextId === undefined)).toBe(true);
   }, 45_000);
 
