@@ -85,7 +85,7 @@ if ARGV[5] ~= '' then
   -- `checked` long-running workflows is found within ZCARD / `checked` checks, not only once those finish.
   local function hasRoom(key, limit, left)
     if redis.call('ZCARD', key) < limit then return true end
-    for _, id in ipairs(redis.call('ZRANGE', key, 0, quota.checked - 1)) do
+    for _, id in ipairs(redis.call('ZRANGE', key, '0', quota.checked - 1)) do
       if left(id) then redis.call('ZREM', key, id) else redis.call('ZADD', key, quota.at, id) end
     end
     return redis.call('ZCARD', key) < limit
@@ -109,7 +109,7 @@ end
 -- ZREM of the index a scan of it: about 60,000 instructions a delegation more at 50 in flight, 3,000 fewer at 1
 -- (docs/performance.md, branch redis36).
 if unfinishedAt < searchAt then
-  redis.call('ZADD', KEYS[4], 0, SKIPLIST_FORM, unpack(ARGV, unfinishedAt, searchAt - 1))
+  redis.call('ZADD', KEYS[4], '0', SKIPLIST_FORM, unpack(ARGV, unfinishedAt, searchAt - 1))
   redis.call('ZREM', KEYS[4], SKIPLIST_FORM)
 end
 if searchAt < searchEnd then

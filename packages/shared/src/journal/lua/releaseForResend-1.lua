@@ -17,6 +17,6 @@ if row[2] ~= 'INTENT' or (row[3] and row[3] ~= '') then return CODE.WRONG_STATE 
 redis.call('HSET', KEYS[1], 'sendStartedAt', '', 'updatedAt', ARGV[2])
 if ARGV[3] == '1' then redis.call('HSET', KEYS[1], 'contextRefused', '1') end
 if ARGV[4] and ARGV[4] ~= '' then redis.call('HSET', KEYS[1], 'agentInterface', ARGV[4]) end
-redis.call('HINCRBY', KEYS[1], 'resendCount', 1)
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HINCRBY', KEYS[1], 'resendCount', '1')
+redis.call('HINCRBY', KEYS[1], 'version', '1')
 return 1
