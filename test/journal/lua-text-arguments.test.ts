@@ -24,7 +24,7 @@ function scripts(): Map<string, string> {
 }
 
 /** The top-level arguments of each `redis.call(…)` / `redis.pcall(…)` in `code` (nested calls' own arguments left out). */
-export function callArguments(code: string): string[][] {
+function callArguments(code: string): string[][] {
   const calls: string[][] = [];
   for (const match of code.matchAll(/redis\.p?call\(/g)) {
     const args: string[] = [];
