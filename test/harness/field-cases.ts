@@ -9,7 +9,7 @@ import { createProducer, type Producer } from '@durable-a2a/producer';
 import type { DelegationRecord, DelegationView } from '@durable-a2a/shared';
 import type { Fleet, StartFleetOptions } from '@durable-a2a/workers';
 import { useRedisServer } from './redis.ts';
-import { eventually, startTestFleet, workflowSettled } from './fleet.ts';
+import { eventually, startTestFleet, startupSweepDone, workflowSettled } from './fleet.ts';
 export { workflowSettled } from './fleet.ts';
 import { startScriptedAgent, task, type ScriptedAgentHandle, type ScriptedAnswer, type ScriptedCall, type ScriptedHandler, type ScriptedHandlers } from './scripted-agent.ts';
 
@@ -186,10 +186,7 @@ export function useFieldCases() {
     // Let the start-up sweep finish before the test delegates. A sweep that sees a fresh INTENT
     // enqueues a second send job, and the two can race (see the R22 note in the report):
     // the field cases here are not about that race.
-    await eventually(async () => {
-      const counts = await fleet.context.queues.reconcile.getJobCounts('waiting', 'active', 'prioritized');
-      return Object.values(counts).every((count) => count === 0);
-    }, 'start-up sweep done', 5_000, 20);
+    await startupSweepDone(fleet, 5_000);
     return fleet;
   };
   /** SendMessage → a SUBMITTED task `taskId` that keeps our message in its history, in the context we asked for. */

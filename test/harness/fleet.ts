@@ -146,6 +146,20 @@ export async function eventually<T>(check: () => Promise<T | undefined | false>,
   }
 }
 
+/**
+ * Waits (bounded: `timeoutMs`, default 20 s) until `fleet`'s reconcile queue holds no job waiting or running: its
+ * start-up sweep (enqueued before `startFleet` returns) has ended, and so have the batches it enqueued to run now
+ * (delayed ones, at a lease's end, may still come). A start-up sweep reads the unfinished index by ZSCAN pages of
+ * `reconcileBatchSize` once the index is a skiplist (createWorkflow-11.lua keeps it one), so it may still be paging
+ * when a test writes the index, and claim entries the test's own sweep was to check.
+ */
+export async function startupSweepDone(fleet: Fleet, timeoutMs = 20_000): Promise<void> {
+  await eventually(async () => {
+    const counts = await fleet.context.queues.reconcile.getJobCounts('waiting', 'active', 'prioritized');
+    return Object.values(counts).every((count) => count === 0);
+  }, 'start-up sweep done', timeoutMs, 20);
+}
+
 /** Waits (bounded: `timeoutMs`, default 20 s) until the workflow `id` left RUNNING; returns its view. */
 export async function workflowSettled(producer: Producer, id: string, timeoutMs = 20_000): Promise<WorkflowView> {
   return eventually(async () => {

@@ -13,7 +13,7 @@ import { indexMember, type DelegationRef } from '@durable-a2a/shared';
 import type { Fleet } from '@durable-a2a/workers';
 import { sweep } from '../../packages/workers/src/delegation/runs/sweep.ts';
 import { useRedisClient, useRedisServer } from '../harness/redis.ts';
-import { eventually, startTestFleet } from '../harness/fleet.ts';
+import { eventually, startTestFleet, startupSweepDone } from '../harness/fleet.ts';
 import { closeKeptAfterEach } from '../harness/lifecycle.ts';
 import { delegateJobs, startLongTasks } from '../harness/long-tasks.ts';
 
@@ -34,6 +34,9 @@ describe('timer sweep', () => {
     const unfinished = producer.journal.keys.unfinished();
     const leaseHeld = async () => (await Promise.all(sent.map(({ id }) => redis().exists(producer.journal.keys.followLease(id, 'main.1'))))).every((held) => held === 1);
     await eventually(leaseHeld, 'every stream open under a lease', 20_000);
+    // Only the sweep called here may claim the due entries: the fleet's start-up sweep, paging the index while the
+    // delegations were made, would claim the ones it reaches after they are made due (each entry is still checked once).
+    await startupSweepDone(fleet);
 
     // Every entry due a second ago: seven pages of three (the lease renewals move the delegations' entries out again
     // meanwhile; the ten workflow entries stay due until checked).

@@ -28,7 +28,7 @@ local function keepState(untilMs)
 end
 
 local function keepHolders()
-  local last = redis.call('ZRANGE', KEYS[1], -1, -1, 'WITHSCORES')
+  local last = redis.call('ZRANGE', KEYS[1], '-1', '-1', 'WITHSCORES')
   if last[2] then redis.call('PEXPIRE', KEYS[1], math.max(1, math.ceil(tonumber(last[2]) - now))) end
 end
 
@@ -40,7 +40,7 @@ if op == 'acquire' then
   if maxInFlight > 0 then
     redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
     if not redis.call('ZSCORE', KEYS[1], holder) and redis.call('ZCARD', KEYS[1]) >= maxInFlight then
-      local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+      local first = redis.call('ZRANGE', KEYS[1], '0', '0', 'WITHSCORES')
       return {2, math.max(1, tonumber(first[2]) - now)}
     end
   end

@@ -38,6 +38,6 @@ if not indexAnswer(KEYS[2], KEYS[1], ARGV[3], ARGV[7] .. ' ' .. (row[6] or '') .
 end
 redis.call('HSET', KEYS[1], 'replyMessageId', ARGV[3], 'replyMessage', ARGV[4],
   'replyForQuestion', ARGV[1], 'replyState', 'pending', 'replyBy', 'link ' .. ARGV[2], 'updatedAt', ARGV[5])
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HINCRBY', KEYS[1], 'version', '1')
 appendHistory(workflowBaseOf(KEYS[1]), ARGV[6])
 return {1, ARGV[3]}

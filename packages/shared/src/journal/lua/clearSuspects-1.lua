@@ -48,7 +48,7 @@ for i = 6 + n + m, #ARGV do
 end
 local rounds = 0
 if unreadCount > 0 then
-  rounds = redis.call('HINCRBY', KEYS[1], 'suspectReadRounds', 1)
+  rounds = redis.call('HINCRBY', KEYS[1], 'suspectReadRounds', '1')
   if rounds >= tonumber(ARGV[1]) then
     for id in pairs(unread) do drop[id] = true end
     lost = lost + unreadCount

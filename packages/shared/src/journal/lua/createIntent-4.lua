@@ -35,7 +35,7 @@ local tenant = redis.call('HGET', KEYS[1], 'tenant')
 if tenant then redis.call('HSET', KEYS[2], 'tenant', tenant) end
 redis.call('RPUSH', KEYS[3], cjson.decode(ARGV[1]).delegationId)
 hset(KEYS[1], ARGV[3])
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HINCRBY', KEYS[1], 'version', '1')
 appendHistory(string.sub(KEYS[1], 1, -4), ARGV[4])
 if ARGV[5] ~= '' then redis.call('ZADD', KEYS[4], ARGV[6], ARGV[5]) end
 return 1

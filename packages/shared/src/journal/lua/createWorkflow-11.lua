@@ -51,6 +51,8 @@
 --- @include "prelude"
 --- @include "sendPlaces"
 --- @include "createLayout"
+-- 72 bytes, no '|': never an unfinished-index member (indexMember joins the workflow and delegation ids with '|').
+local SKIPLIST_FORM = '~skiplist-form~skiplist-form~skiplist-form~skiplist-form~skiplist-form~~'
 -- The live row or its compacted record (one EXISTS of both keys: same hash tag, same slot).
 if redis.call('EXISTS', KEYS[1], string.sub(KEYS[1], 1, -4) .. ':done') > 0 then return 0 end
 local workflowId = ARGV[7]
@@ -83,7 +85,7 @@ if ARGV[5] ~= '' then
   -- `checked` long-running workflows is found within ZCARD / `checked` checks, not only once those finish.
   local function hasRoom(key, limit, left)
     if redis.call('ZCARD', key) < limit then return true end
-    for _, id in ipairs(redis.call('ZRANGE', key, 0, quota.checked - 1)) do
+    for _, id in ipairs(redis.call('ZRANGE', key, '0', quota.checked - 1)) do
       if left(id) then redis.call('ZREM', key, id) else redis.call('ZADD', key, quota.at, id) end
     end
     return redis.call('ZCARD', key) < limit
@@ -100,7 +102,16 @@ if tonumber(ARGV[10]) > 0 then
   table.insert(reply, 1, 1)
 end
 -- The indexes first: an index write refused (out of memory) ends the script before the workflow exists.
-if unfinishedAt < searchAt then redis.call('ZADD', KEYS[4], unpack(ARGV, unfinishedAt, searchAt - 1)) end
+-- The unfinished index in its skiplist form: a member longer than zset-max-listpack-value (64 bytes by default) added
+-- with the entries turns a listpack into a skiplist, and is removed again in this same script, so no reader ever
+-- sees it (it holds no '|', so it is no index member: indexMember). Redis keeps a skiplist as it is until the set is
+-- empty and deleted. A listpack of about 100 entries (50 workflows in flight, two entries each) costs every ZADD and
+-- ZREM of the index a scan of it: about 60,000 instructions a delegation more at 50 in flight, 3,000 fewer at 1
+-- (docs/performance.md, branch redis36).
+if unfinishedAt < searchAt then
+  redis.call('ZADD', KEYS[4], '0', SKIPLIST_FORM, unpack(ARGV, unfinishedAt, searchAt - 1))
+  redis.call('ZREM', KEYS[4], SKIPLIST_FORM)
+end
 if searchAt < searchEnd then
   redis.call('ZADD', KEYS[5], unpack(ARGV, searchAt, searchEnd - 1))
   redis.call('ZADD', KEYS[6], ARGV[8], workflowId)

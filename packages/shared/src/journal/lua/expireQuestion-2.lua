@@ -48,5 +48,5 @@ if ARGV[2] == 'answer' then
       'replyState', replyState, 'replyBy', 'expiry', 'replyError', replyError }) do set[#set + 1] = value end
 end
 redis.call('HSET', KEYS[1], unpack(set))
-version = redis.call('HINCRBY', KEYS[1], 'version', 1)
+version = redis.call('HINCRBY', KEYS[1], 'version', '1')
 return {code, version}

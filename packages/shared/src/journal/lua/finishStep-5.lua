@@ -62,7 +62,7 @@ local base = workflowBaseOf(KEYS[1])
 local workflowKey, listKey = base .. ':wf', base .. ':wf:delegations'
 local workflow = redis.call('HMGET', workflowKey, 'version', 'state', 'historyDropped', 'historyBytes', 'workflowId')
 if not workflow[5] or workflow[1] ~= ARGV[7] or FINISHED_WORKFLOW[workflow[2]] or (workflow[3] or '') ~= ARGV[at + 1] then return {0, 'changed'} end
-local ids = redis.call('LRANGE', listKey, 0, -1)
+local ids = redis.call('LRANGE', listKey, '0', '-1')
 if #ids ~= 1 or ids[1] ~= row[7] then return {0, 'changed'} end
 local schema = {} --[[COMPACTED_RECORD_ASSEMBLY]]
 -- The caller's text holds the Task's artifacts ('given', 'add'): `assemble` adds none (an empty set), reads none.

@@ -21,16 +21,16 @@
 local time = redis.call('TIME')
 local now = tonumber(time[1]) * 1000 + math.floor(tonumber(time[2]) / 1000)
 local ttl = tonumber(ARGV[2])
-local newest = redis.call('ZREVRANGE', KEYS[2], 0, 0, 'WITHSCORES')
+local newest = redis.call('ZREVRANGE', KEYS[2], '0', '0', 'WITHSCORES')
 if newest[2] and tonumber(newest[2]) <= now - ttl then
-  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do redis.call('ZADD', KEYS[2], now, id) end
+  for _, id in ipairs(redis.call('ZRANGE', KEYS[2], '0', '-1')) do redis.call('ZADD', KEYS[2], now, id) end
 end
 local was = redis.call('SET', KEYS[1], '1', 'PX', ttl, 'GET')
 local added = redis.call('ZADD', KEYS[2], now, ARGV[1])
-local silent = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - ttl, 'LIMIT', 0, tonumber(ARGV[3]))
+local silent = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now - ttl, 'LIMIT', '0', tonumber(ARGV[3]))
 -- The oldest entries not yet silent (this worker's, at now, is the newest): the first other one turns silent next.
 local nextSilentIn = -1
-local oldest = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. (now - ttl), '+inf', 'WITHSCORES', 'LIMIT', 0, 2)
+local oldest = redis.call('ZRANGEBYSCORE', KEYS[2], '(' .. (now - ttl), '+inf', 'WITHSCORES', 'LIMIT', '0', '2')
 for i = 1, #oldest, 2 do
   if oldest[i] ~= ARGV[1] then
     nextSilentIn = tonumber(oldest[i + 1]) + ttl - now

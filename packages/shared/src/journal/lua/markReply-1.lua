@@ -40,7 +40,7 @@ if ARGV[4] == 'sending' then
   -- Atomic with the take (review13): a cancel that lands after the worker read the workflow still holds the reply back.
   if stepStopped(KEYS[1]) then return 3 end
   redis.call('HSET', KEYS[1], 'replyState', 'sending', 'replySendToken', token, 'replySendUntil', ARGV[7] or '', 'updatedAt', ARGV[3])
-  redis.call('HINCRBY', KEYS[1], 'version', 1)
+  redis.call('HINCRBY', KEYS[1], 'version', '1')
   if expired then return 2 end
   return 1
 else
@@ -54,5 +54,5 @@ else
     appendHistory(workflowBaseOf(KEYS[1]), ARGV[8])
   end
 end
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HINCRBY', KEYS[1], 'version', '1')
 return 1

@@ -32,6 +32,6 @@ if ARGV[5] == '1' then
   redis.call('HSET', KEYS[1], 'noProgressCount', '0', 'noProgressLast', ARGV[3], 'noProgressUnacceptable', unacceptable)
   return {0, tonumber(row[2]), unacceptable}
 end
-local count = redis.call('HINCRBY', KEYS[1], 'noProgressCount', 1)
+local count = redis.call('HINCRBY', KEYS[1], 'noProgressCount', '1')
 redis.call('HSET', KEYS[1], 'noProgressLast', ARGV[3], 'noProgressUnacceptable', unacceptable)
 return {count, tonumber(row[2]), unacceptable}

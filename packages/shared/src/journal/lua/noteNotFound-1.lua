@@ -7,7 +7,7 @@
 ]]
 --- @include "prelude"
 if redis.call('EXISTS', KEYS[1]) == 0 then return {CODE.DELEGATION_MISSING, 0} end
-local count = redis.call('HINCRBY', KEYS[1], 'notFoundCount', 1)
+local count = redis.call('HINCRBY', KEYS[1], 'notFoundCount', '1')
 local first = redis.call('HGET', KEYS[1], 'firstNotFoundAt')
 if not first or first == '' then
   first = ARGV[1]

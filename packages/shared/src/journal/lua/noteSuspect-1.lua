@@ -18,7 +18,7 @@
 --- @include "prelude"
 if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
 if ARGV[1] == '' then
-  redis.call('HINCRBY', KEYS[1], 'suspectsLost', 1)
+  redis.call('HINCRBY', KEYS[1], 'suspectsLost', '1')
   return 3
 end
 local raw = redis.call('HGET', KEYS[1], 'suspects')
@@ -31,7 +31,7 @@ for _, id in ipairs(ids) do
   if id == ARGV[1] then return 2 end
 end
 if #ids >= tonumber(ARGV[2]) then
-  redis.call('HINCRBY', KEYS[1], 'suspectsLost', 1)
+  redis.call('HINCRBY', KEYS[1], 'suspectsLost', '1')
   return 3
 end
 ids[#ids + 1] = ARGV[1]

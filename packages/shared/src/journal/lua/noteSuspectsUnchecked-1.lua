@@ -21,6 +21,6 @@ local row = redis.call('HMGET', KEYS[1], 'state', 'suspectsLostTold')
 if not FINISHED[row[1]] then return 0 end
 if (tonumber(row[2]) or 0) >= tonumber(ARGV[1]) then return 2 end
 redis.call('HSET', KEYS[1], 'suspectsLostTold', ARGV[1], 'updatedAt', ARGV[2])
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HINCRBY', KEYS[1], 'version', '1')
 appendHistory(workflowBaseOf(KEYS[1]), ARGV[3])
 return 1

@@ -35,11 +35,11 @@ end
 local since = row[7]
 if not since or since == '' then since = ARGV[2] end
 local version = (tonumber(row[6]) or 0) + 1
-local count = redis.call('HINCRBY', KEYS[1], 'unreachableCount', 1)
+local count = redis.call('HINCRBY', KEYS[1], 'unreachableCount', '1')
 if ARGV[5] == '1' then
   redis.call('HSET', KEYS[1], 'sendStartedAt', '')
 else
-  redis.call('HINCRBY', KEYS[1], 'unsentTries', 1)
+  redis.call('HINCRBY', KEYS[1], 'unsentTries', '1')
 end
 redis.call('HSET', KEYS[1], 'error', ARGV[4], 'unreachableSince', since, 'nextTryAt', ARGV[3], 'updatedAt', ARGV[2], 'version', tostring(version))
 return {version, count, tonumber(since)}

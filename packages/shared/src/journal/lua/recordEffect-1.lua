@@ -16,6 +16,6 @@ if redis.call('EXISTS', KEYS[1]) == 0 then return CODE.DELEGATION_MISSING end
 local effect = redis.call('HGET', KEYS[1], 'effect')
 if effect and effect ~= '' then return 0 end
 redis.call('HSET', KEYS[1], 'effect', ARGV[1], 'evidence', ARGV[2], 'verifiedAt', ARGV[3], 'updatedAt', ARGV[3])
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HINCRBY', KEYS[1], 'version', '1')
 appendHistory(workflowBaseOf(KEYS[1]), ARGV[4])
 return 1

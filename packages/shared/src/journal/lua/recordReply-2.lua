@@ -78,6 +78,6 @@ if stepStopped(KEYS[1]) then return {CODE.WRONG_STATE} end
 if not index(ARGV[5] .. ' ' .. (row[5] or '') .. ' ' .. question) then return {CODE.ANSWER_LIMIT} end
 redis.call('HSET', KEYS[1], 'replyMessageId', ARGV[1], 'replyMessage', ARGV[2],
   'replyForQuestion', question, 'replyState', 'pending', 'replyBy', '', 'updatedAt', ARGV[3])
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HINCRBY', KEYS[1], 'version', '1')
 appendHistory(workflowBaseOf(KEYS[1]), ARGV[4])
 return {1, ARGV[1]}

@@ -29,6 +29,6 @@ if ARGV[5] == '1' then
   local covered = math.max(left, tonumber(counts[4]) or 0, 0)
   redis.call('HSET', KEYS[1], 'provenAbsentSends', tostring(covered))
 end
-redis.call('HINCRBY', KEYS[1], 'resendCount', 1)
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HINCRBY', KEYS[1], 'resendCount', '1')
+redis.call('HINCRBY', KEYS[1], 'version', '1')
 return 1

@@ -16,5 +16,5 @@ if ARGV[2] ~= '' then
 end
 if redis.call('HGET', KEYS[1], 'held') ~= '1' then return 0 end
 redis.call('HSET', KEYS[1], 'held', '0', 'updatedAt', ARGV[1])
-redis.call('HINCRBY', KEYS[1], 'version', 1)
+redis.call('HINCRBY', KEYS[1], 'version', '1')
 return 1

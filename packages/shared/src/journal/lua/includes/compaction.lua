@@ -121,7 +121,7 @@ local function assemble(schema, encodedWorkflow, records, ids, base, historyByte
   end
   local history = ''
   if historyBytes ~= '' and historyBytes ~= '0' then
-    local entries = redis.call('LRANGE', base .. ':history', 0, -1)
+    local entries = redis.call('LRANGE', base .. ':history', '0', '-1')
     if #entries > 0 then history = ',"history":[' .. table.concat(entries, ',') .. ']' end
   end
   local done = '{"workflow":' .. encodedWorkflow .. ',"delegations":[' .. table.concat(delegations, ',') .. ']' .. history .. '}'
@@ -130,7 +130,7 @@ local function assemble(schema, encodedWorkflow, records, ids, base, historyByte
 end
 -- `workflow`: the workflow row (field -> value) as this step leaves it; compact changes it.
 local function compact(schema, workflow, listKey, base, workflowId)
-  local ids = redis.call('LRANGE', listKey, 0, -1)
+  local ids = redis.call('LRANGE', listKey, '0', '-1')
   local stepAgents = {}
   local ok, definition = pcall(cjson.decode, workflow.definition or '')
   if ok and type(definition) == 'table' and type(definition.steps) == 'table' then
@@ -178,7 +178,7 @@ end
 -- answer index: `storeCompacted`), or nil (then `compact` builds the text).
 local function checkPrebuilt(listKey, base, prebuilt)
   if prebuilt.stale then return nil end
-  local ids = redis.call('LRANGE', listKey, 0, -1)
+  local ids = redis.call('LRANGE', listKey, '0', '-1')
   if #ids ~= #prebuilt.ids then return nil end
   local push, answered = {}, false
   for index, id in ipairs(ids) do
@@ -205,13 +205,17 @@ end
 -- id, token, …), keeps its answer index with the same expiry (`answered`: a delegation has a reply, so the index may
 -- exist; a workflow without one costs no command), and deletes its hashes, list and history (`ids`: its delegation
 -- ids), and `alsoDeleted` (optional: a key of the same slot the caller deletes with them).
+-- Numbers go to redis.call as text (here `px`, and every literal in the journal's scripts): Redis 7.0 turns a Lua
+-- number argument into a string with snprintf("%.17g"), about 2,500 instructions each, where '%d' or a literal costs
+-- a few hundred or nothing (docs/performance.md, branch redis37).
 local function storeCompacted(workflowKey, listKey, base, done, ids, push, retention, answered, alsoDeleted)
-  if retention > 0 then redis.call('SET', base .. ':done', done, 'PX', retention)
+  local px = retention > 0 and string.format('%d', retention)
+  if px then redis.call('SET', base .. ':done', done, 'PX', px)
   else redis.call('SET', base .. ':done', done) end
   for first = 1, #push, 1000 do
     redis.call('HSET', base .. ':push', unpack(push, first, math.min(first + 999, #push)))
   end
-  if #push > 0 and retention > 0 then redis.call('PEXPIRE', base .. ':push', retention) end
+  if #push > 0 and px then redis.call('PEXPIRE', base .. ':push', px) end
   -- The answer index (includes/answerIndex.lua) stays beside the record, with its expiry: a retried answer is still
   -- that answer. The record's own expiry time, not `retention` again: the clock may tick between two commands.
   if answered and retention > 0 then expireWith(base .. ':answers', base .. ':done') end
@@ -266,13 +270,14 @@ local function finishWorkflowKeys(workflowKey, listKey, base, workflowId, retent
   if done then
     storeCompacted(workflowKey, listKey, base, done, ids, push, retention, answered)
   elseif retention > 0 then
-    redis.call('PEXPIRE', workflowKey, retention)
-    for _, id in ipairs(redis.call('LRANGE', listKey, 0, -1)) do
-      redis.call('PEXPIRE', base .. ':d:' .. id, retention)
-      redis.call('PEXPIRE', base .. ':d:' .. id .. ':artifacts', retention)
+    local px = string.format('%d', retention)
+    redis.call('PEXPIRE', workflowKey, px)
+    for _, id in ipairs(redis.call('LRANGE', listKey, '0', '-1')) do
+      redis.call('PEXPIRE', base .. ':d:' .. id, px)
+      redis.call('PEXPIRE', base .. ':d:' .. id .. ':artifacts', px)
     end
-    redis.call('PEXPIRE', listKey, retention)
-    redis.call('PEXPIRE', base .. ':history', retention)
+    redis.call('PEXPIRE', listKey, px)
+    redis.call('PEXPIRE', base .. ':history', px)
     expireWith(base .. ':answers', workflowKey)
   end
   return done, kept

@@ -20,6 +20,6 @@ local function noteProtocolErrorOn(key, errorJson, now, kept)
     end
   end
   redis.call('HSET', key, unpack(set))
-  redis.call('HINCRBY', key, 'protocolErrorCount', 1)
-  redis.call('HINCRBY', key, 'version', 1)
+  redis.call('HINCRBY', key, 'protocolErrorCount', '1')
+  redis.call('HINCRBY', key, 'version', '1')
 end

@@ -54,7 +54,7 @@ local function sendPlaces(clockKey, weightsKey, tenant, placeMs, count)
   -- hash grows only when a tenant starts, by one field, and each start removes up to two stale ones: it holds about
   -- twice the tenants with a place at or ahead of the clock at most. A tenant with sends ahead pays nothing for it.
   if starts then
-    local sample = redis.call('HRANDFIELD', clockKey, 2, 'WITHVALUES')
+    local sample = redis.call('HRANDFIELD', clockKey, '2', 'WITHVALUES')
     local stale = {}
     for index = 1, #sample, 2 do
       local p = string.match(sample[index + 1], '^(%d+):%d+$')

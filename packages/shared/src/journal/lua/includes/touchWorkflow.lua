@@ -8,7 +8,7 @@ local function touchWorkflow(delegationKey, finishing, now)
   local workflowKey = workflowBaseOf(delegationKey) .. ':wf'
   if finishing then
     redis.call('HSET', workflowKey, 'updatedAt', now)
-    return {}, { redis.call('HGETALL', workflowKey), redis.call('LRANGE', workflowKey .. ':delegations', 0, -1) }
+    return {}, { redis.call('HGETALL', workflowKey), redis.call('LRANGE', workflowKey .. ':delegations', '0', '-1') }
   end
   local flags = redis.call('HMGET', workflowKey, 'state', 'cancelRequested', 'stopping')
   if not flags[1] then return {}, {} end
